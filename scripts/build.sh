@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Installs what is missing (scripts/setup.sh), then configures and builds wgc into build/.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+"$repo/scripts/setup.sh"
+build=${WGC_BUILD_DIR:-$repo/build}
+cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=Release ${WGC_CMAKE_ARGS:-} >/dev/null
+cmake --build "$build" -j"$(nproc)"

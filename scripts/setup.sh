@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Installs everything wgc needs on a fresh Debian 12 machine, into a cache; safe to run again.
+#  - Debian packages (compiler, CMake, GoogleTest, Vulkan loader, image and BLAS libraries, Node.js)
+#  - Dawn (WebGPU) from npm: bun-webgpu-linux-x64, verified by sha256
+#  - Dawn's C header from npm: react-native-wgpu (only the five header files are kept)
+#  - SwiftShader (Vulkan on the CPU) from Debian's chromium-common, with an ICD json
+# The cache is $WGC_DEPS (default: <repo>/.deps). Nothing of it is committed.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+deps=${WGC_DEPS:-$repo/.deps}
+mkdir -p "$deps"
+log() { printf '[setup] %s\n' "$*" >&2; }
+
+# --- Debian packages ----------------------------------------------------------------------
+apt_pkgs=(cmake g++ make pkg-config libgtest-dev libvulkan1 libpng-dev libjpeg-dev
+          libopenblas-dev libpcre2-dev ca-certificates)
+missing=()
+for p in "${apt_pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+# npm comes with nodejs from some repositories and as its own package in Debian's
+command -v npm >/dev/null || missing+=(nodejs npm)
+if ((${#missing[@]})); then
+  log "installing Debian packages: ${missing[*]}"
+  sudo_cmd=""; [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# --- npm tarballs, pinned and verified ------------------------------------------------------
+fetch_npm() { # name version sha256 -> path of verified tarball
+  local name=$1 ver=$2 sum=$3 base
+  base=$(echo "$name" | sed 's/^@//; s/\//-/')-$ver.tgz
+  if [ ! -f "$deps/$base" ] || ! echo "$sum  $deps/$base" | sha256sum -c --status; then
+    log "fetching $name@$ver from npm"
+    (cd "$deps" && npm pack --silent "$name@$ver" >/dev/null)
+  fi
+  echo "$sum  $deps/$base" | sha256sum -c --status || { log "sha256 mismatch for $base"; exit 1; }
+  echo "$deps/$base"
+}
+
+if [ ! -f "$deps/dawn/lib/libwebgpu_wrapper.so" ]; then
+  tgz=$(fetch_npm bun-webgpu-linux-x64 0.1.7 8badfecdad4e726ac12be4f29771f4cbd7ce7683b4418316a547c5bda94fb798)
+  mkdir -p "$deps/dawn/lib" && tar xzf "$tgz" -C "$deps/dawn/lib" --strip-components=1 package/libwebgpu_wrapper.so package/LICENSE
+  rm -f "$tgz"
+fi
+if [ ! -f "$deps/dawn/include/webgpu/webgpu.h" ]; then
+  tgz=$(fetch_npm react-native-wgpu 0.3.2 81896269a143abc98c9afc2d79d9b7e8d96565e8071e72b28e1a7c10b24b2fef)
+  mkdir -p "$deps/dawn/include/webgpu"
+  tar xzf "$tgz" -C "$deps/dawn/include/webgpu" --strip-components=3 package/cpp/webgpu/webgpu.h
+  rm -f "$tgz" # 44 MB; only the C header is used
+fi
+
+# --- SwiftShader from chromium-common -----------------------------------------------------
+ss="$deps/swiftshader"
+if [ ! -f "$ss/libvk_swiftshader.so" ]; then
+  log "fetching SwiftShader (Debian chromium-common)"
+  tmp=$(mktemp -d)
+  (cd "$tmp" && apt-get download chromium-common >/dev/null 2>&1) || { apt-get update -qq && (cd "$tmp" && apt-get download chromium-common >/dev/null 2>&1); }
+  dpkg -x "$tmp"/chromium-common_*.deb "$tmp/x"
+  mkdir -p "$ss" && cp "$tmp/x/usr/lib/chromium/libvk_swiftshader.so" "$ss/"
+  rm -rf "$tmp"
+fi
+cat > "$ss/vk_swiftshader_icd.json" <<JSON
+{"file_format_version": "1.0.0", "ICD": {"library_path": "$ss/libvk_swiftshader.so", "api_version": "1.0.5"}}
+JSON
+log "dependencies ready in $deps"

@@ -1,0 +1,241 @@
+#include "gpu/batch.h"
+
+#include "gpu/context_state.h"
+#include "gpu/error.h"
+
+#include <variant>
+
+namespace wgc {
+
+Groups groups_1d(const Context& ctx, uint64_t n) {
+  uint64_t max = ctx.limits().max_compute_workgroups_per_dimension;
+  if (n <= max) return {static_cast<uint32_t>(std::max<uint64_t>(n, 1)), 1, 1};
+  uint64_t y = (n + max - 1) / max;
+  if (y > max) throw LimitError("wgc: " + std::to_string(n) + " workgroups exceed the device's grid limit");
+  return {static_cast<uint32_t>((n + y - 1) / y), static_cast<uint32_t>(y), 1};
+}
+
+namespace {
+struct DispatchCmd {
+  Kernel kernel;
+  std::vector<Arg> args;
+  uint64_t params_offset = 0, params_size = 0;
+  Groups groups;
+};
+struct CopyCmd {
+  Tensor src, dst;
+  uint64_t src_offset, dst_offset, bytes;
+};
+}  // namespace
+
+struct Batch::Impl {
+  Context ctx;
+  bool timed = false;
+  std::vector<std::variant<DispatchCmd, CopyCmd>> cmds;
+  std::vector<std::byte> params;  // all parameter blocks, each at an aligned offset
+  std::vector<std::shared_ptr<detail::BufferHandle>> in_flight;
+  WGPUQuerySet queries = nullptr;
+  std::shared_ptr<detail::BufferHandle> readback;
+  std::vector<DispatchTiming> timings;
+  uint32_t timed_count = 0;
+  bool submitted = false;
+
+  explicit Impl(Context c, bool t) : ctx(std::move(c)), timed(t && ctx.features().timestamp_query) {}
+  ~Impl() {
+    if (queries) wgpuQuerySetRelease(queries);
+  }
+};
+
+Batch::Batch(Context ctx, bool timed) : impl_(std::make_unique<Impl>(std::move(ctx), timed)) {}
+Batch::~Batch() = default;
+Batch::Batch(Batch&&) noexcept = default;
+Batch& Batch::operator=(Batch&&) noexcept = default;
+size_t Batch::size() const { return impl_->cmds.size(); }
+const std::vector<DispatchTiming>& Batch::timings() const { return impl_->timings; }
+
+double Batch::total_ms() const {
+  double t = 0;
+  for (auto& d : impl_->timings) t += d.ms;
+  return t;
+}
+
+void Batch::dispatch(const Kernel& k, std::vector<Arg> args, const Params& params, Groups g) {
+  auto& im = *impl_;
+  if (!k) throw Error("wgc: dispatch of an empty kernel");
+  const auto& lim = im.ctx.limits();
+  if (g.x > lim.max_compute_workgroups_per_dimension || g.y > lim.max_compute_workgroups_per_dimension ||
+      g.z > lim.max_compute_workgroups_per_dimension)
+    throw LimitError("wgc: " + k.label() + ": workgroup grid " + std::to_string(g.x) + "x" + std::to_string(g.y) +
+                     "x" + std::to_string(g.z) + " exceeds the device's limit of " +
+                     std::to_string(lim.max_compute_workgroups_per_dimension) + " per dimension");
+  if (args.size() > lim.max_storage_buffers_per_shader_stage)
+    throw LimitError("wgc: " + k.label() + ": " + std::to_string(args.size()) +
+                     " storage buffers exceed the device's limit of " +
+                     std::to_string(lim.max_storage_buffers_per_shader_stage));
+  for (auto& a : args) {
+    if (!a.tensor) throw Error("wgc: " + k.label() + ": an argument is an empty tensor");
+    if (a.size == 0) a.size = detail::round_up(std::max<uint64_t>(a.tensor.bytes(), 4), 4);
+    if (a.offset + a.size > a.tensor.capacity())
+      throw Error("wgc: " + k.label() + ": binding range past the end of its buffer");
+    if (a.size > lim.max_storage_buffer_binding_size)
+      throw LimitError("wgc: " + k.label() + ": a binding of " + std::to_string(a.size) +
+                       " bytes exceeds the device's maxStorageBufferBindingSize (" +
+                       std::to_string(lim.max_storage_buffer_binding_size) + ")");
+  }
+  DispatchCmd d{k, std::move(args), 0, 0, g};
+  if (!params.empty()) {
+    uint64_t align = std::max<uint64_t>(lim.min_uniform_buffer_offset_alignment, 16);
+    d.params_offset = detail::round_up(im.params.size(), align);
+    d.params_size = detail::round_up(params.bytes().size(), 16);
+    im.params.resize(d.params_offset + d.params_size);
+    std::memcpy(im.params.data() + d.params_offset, params.bytes().data(), params.bytes().size());
+  }
+  im.cmds.emplace_back(std::move(d));
+}
+
+void Batch::copy(const Tensor& src, uint64_t src_offset, const Tensor& dst, uint64_t dst_offset, uint64_t bytes) {
+  if (src_offset + bytes > src.capacity() || dst_offset + bytes > dst.capacity())
+    throw Error("wgc: copy of " + std::to_string(bytes) + " bytes past the end of a buffer");
+  if (bytes % 4 || src_offset % 4 || dst_offset % 4)
+    throw Error("wgc: buffer copies need sizes and offsets in multiples of 4 bytes");
+  impl_->cmds.emplace_back(CopyCmd{src, dst, src_offset, dst_offset, bytes});
+}
+
+void Batch::submit() {
+  auto& im = *impl_;
+  if (im.submitted) throw Error("wgc: a batch is submitted once");
+  im.submitted = true;
+  auto& s = im.ctx.state();
+  auto st = im.ctx.shared_state();
+
+  std::shared_ptr<detail::BufferHandle> uniforms;
+  if (!im.params.empty()) {
+    uniforms = detail::acquire_buffer(st, im.params.size(), WGPUBufferUsage_Uniform | WGPUBufferUsage_CopyDst,
+                                      "kernel parameters");
+    wgpuQueueWriteBuffer(s.queue, uniforms->buffer, 0, im.params.data(), im.params.size());
+    im.in_flight.push_back(uniforms);
+  }
+  uint32_t n_dispatch = 0;
+  for (auto& c : im.cmds) n_dispatch += std::holds_alternative<DispatchCmd>(c);
+  if (im.timed && n_dispatch) {
+    WGPUQuerySetDescriptor qd = WGPU_QUERY_SET_DESCRIPTOR_INIT;
+    qd.type = WGPUQueryType_Timestamp;
+    qd.count = 2 * n_dispatch;
+    im.queries = wgpuDeviceCreateQuerySet(s.device, &qd);
+    im.timed_count = n_dispatch;
+  }
+
+  std::string labels;
+  detail::push_error_scopes(s);
+  WGPUCommandEncoder enc = wgpuDeviceCreateCommandEncoder(s.device, nullptr);
+  WGPUComputePassEncoder pass = nullptr;
+  auto end_pass = [&] {
+    if (!pass) return;
+    wgpuComputePassEncoderEnd(pass);
+    wgpuComputePassEncoderRelease(pass);
+    pass = nullptr;
+  };
+  uint32_t qi = 0;
+  std::vector<WGPUBindGroupEntry> entries;
+  for (auto& c : im.cmds) {
+    if (auto* cp = std::get_if<CopyCmd>(&c)) {
+      end_pass();
+      wgpuCommandEncoderCopyBufferToBuffer(enc, cp->src.buffer(), cp->src_offset, cp->dst.buffer(), cp->dst_offset,
+                                           cp->bytes);
+      continue;
+    }
+    auto& d = std::get<DispatchCmd>(c);
+    if (labels.size() < 200) labels += (labels.empty() ? "" : ", ") + d.kernel.label();
+    if (im.timed || !pass) {
+      end_pass();
+      WGPUComputePassDescriptor pd = WGPU_COMPUTE_PASS_DESCRIPTOR_INIT;
+      WGPUPassTimestampWrites tw = WGPU_PASS_TIMESTAMP_WRITES_INIT;
+      if (im.queries) {
+        tw.querySet = im.queries;
+        tw.beginningOfPassWriteIndex = 2 * qi;
+        tw.endOfPassWriteIndex = 2 * qi + 1;
+        pd.timestampWrites = &tw;
+        im.timings.push_back({d.kernel.label(), 0});
+        ++qi;
+      }
+      pass = wgpuCommandEncoderBeginComputePass(enc, &pd);
+    }
+    entries.clear();
+    for (uint32_t i = 0; i < d.args.size(); ++i) {
+      WGPUBindGroupEntry e = WGPU_BIND_GROUP_ENTRY_INIT;
+      e.binding = i;
+      e.buffer = d.args[i].tensor.buffer();
+      e.offset = d.args[i].offset;
+      e.size = d.args[i].size;
+      entries.push_back(e);
+    }
+    if (d.params_size) {
+      WGPUBindGroupEntry e = WGPU_BIND_GROUP_ENTRY_INIT;
+      e.binding = static_cast<uint32_t>(d.args.size());
+      e.buffer = uniforms->buffer;
+      e.offset = d.params_offset;
+      e.size = d.params_size;
+      entries.push_back(e);
+    }
+    WGPUBindGroupDescriptor bd = WGPU_BIND_GROUP_DESCRIPTOR_INIT;
+    WGPUBindGroupLayout layout = wgpuComputePipelineGetBindGroupLayout(d.kernel.pipeline(), 0);
+    bd.layout = layout;
+    bd.entryCount = entries.size();
+    bd.entries = entries.data();
+    WGPUBindGroup bg = wgpuDeviceCreateBindGroup(s.device, &bd);
+    wgpuBindGroupLayoutRelease(layout);
+    wgpuComputePassEncoderSetPipeline(pass, d.kernel.pipeline());
+    wgpuComputePassEncoderSetBindGroup(pass, 0, bg, 0, nullptr);
+    wgpuComputePassEncoderDispatchWorkgroups(pass, d.groups.x, d.groups.y, d.groups.z);
+    wgpuBindGroupRelease(bg);
+  }
+  end_pass();
+  if (im.queries) {
+    uint64_t bytes = 16ull * im.timed_count;
+    auto resolve = detail::acquire_buffer(st, bytes, WGPUBufferUsage_QueryResolve | WGPUBufferUsage_CopySrc,
+                                          "timestamps");
+    im.readback = detail::acquire_buffer(st, bytes, WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst,
+                                         "timestamp readback");
+    wgpuCommandEncoderResolveQuerySet(enc, im.queries, 0, 2 * im.timed_count, resolve->buffer, 0);
+    wgpuCommandEncoderCopyBufferToBuffer(enc, resolve->buffer, 0, im.readback->buffer, 0, bytes);
+    im.in_flight.push_back(resolve);
+  }
+  WGPUCommandBuffer cmd = wgpuCommandEncoderFinish(enc, nullptr);
+  wgpuQueueSubmit(s.queue, 1, &cmd);
+  wgpuCommandBufferRelease(cmd);
+  wgpuCommandEncoderRelease(enc);
+  detail::pop_error_scopes(s, "running " + (labels.empty() ? std::string("copies") : labels));
+  im.cmds.clear();  // drops the batch's references; the queue keeps what it needs
+}
+
+void Batch::wait() {
+  auto& im = *impl_;
+  if (!im.submitted) submit();
+  im.ctx.wait_idle();
+  im.in_flight.clear();
+  if (!im.readback) return;
+  struct Result {
+    WGPUMapAsyncStatus status = WGPUMapAsyncStatus_Error;
+  } r;
+  uint64_t bytes = 16ull * im.timed_count;
+  WGPUBufferMapCallbackInfo cb = WGPU_BUFFER_MAP_CALLBACK_INFO_INIT;
+  cb.mode = WGPUCallbackMode_WaitAnyOnly;
+  cb.callback = [](WGPUMapAsyncStatus st, WGPUStringView, void* u, void*) { static_cast<Result*>(u)->status = st; };
+  cb.userdata1 = &r;
+  detail::wait_future(im.ctx.instance(), wgpuBufferMapAsync(im.readback->buffer, WGPUMapMode_Read, 0, bytes, cb),
+                      "timestamps");
+  if (r.status != WGPUMapAsyncStatus_Success) throw GpuError("wgc: reading timestamps failed");
+  const auto* ts = static_cast<const uint64_t*>(wgpuBufferGetConstMappedRange(im.readback->buffer, 0, bytes));
+  for (uint32_t i = 0; i < im.timed_count; ++i)
+    im.timings[i].ms = ts[2 * i + 1] >= ts[2 * i] ? static_cast<double>(ts[2 * i + 1] - ts[2 * i]) * 1e-6 : 0.0;
+  wgpuBufferUnmap(im.readback->buffer);
+  im.readback.reset();
+}
+
+void run(const Context& ctx, const Kernel& k, std::vector<Arg> args, const Params& params, Groups groups) {
+  Batch b(ctx);
+  b.dispatch(k, std::move(args), params, groups);
+  b.run();
+}
+
+}  // namespace wgc

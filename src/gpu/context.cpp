@@ -1,0 +1,387 @@
+#include "gpu/context.h"
+
+#include "gpu/context_state.h"
+#include "gpu/error.h"
+#include "gpu/webgpu_abi.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <sstream>
+#include <vector>
+
+namespace wgc {
+namespace detail {
+
+std::string to_string(WGPUStringView s) {
+  if (!s.data) return {};
+  return s.length == WGPU_STRLEN ? std::string(s.data) : std::string(s.data, s.length);
+}
+
+WGPUStringView view(std::string_view s) { return {s.data(), s.size()}; }
+
+void wait_future(WGPUInstance instance, WGPUFuture future, std::string_view what) {
+  WGPUFutureWaitInfo info{future, false};
+  // A generous bound: long enough for any real kernel on SwiftShader, short enough that a hung
+  // device turns into an error instead of a hang.
+  constexpr uint64_t kTimeoutNs = 600ull * 1000 * 1000 * 1000;
+  WGPUWaitStatus st = wgpuInstanceWaitAny(instance, 1, &info, kTimeoutNs);
+  if (st != WGPUWaitStatus_Success || !info.completed)
+    throw DeviceError("wgc: waiting for " + std::string(what) + " failed (status " +
+                      std::to_string(static_cast<int>(st)) + ")");
+}
+
+void push_error_scopes(ContextState& s) {
+  wgpuDevicePushErrorScope(s.device, WGPUErrorFilter_OutOfMemory);
+  wgpuDevicePushErrorScope(s.device, WGPUErrorFilter_Validation);
+}
+
+void pop_error_scopes(ContextState& s, std::string_view what) {
+  std::string errors;
+  for (int i = 0; i < 2; ++i) {
+    WGPUPopErrorScopeCallbackInfo cb = WGPU_POP_ERROR_SCOPE_CALLBACK_INFO_INIT;
+    cb.mode = WGPUCallbackMode_WaitAnyOnly;
+    cb.callback = [](WGPUPopErrorScopeStatus, WGPUErrorType type, WGPUStringView msg, void* u, void*) {
+      if (type == WGPUErrorType_NoError) return;
+      auto* out = static_cast<std::string*>(u);
+      *out += (type == WGPUErrorType_OutOfMemory ? "out of memory: " : "") + to_string(msg) + "\n";
+    };
+    cb.userdata1 = &errors;
+    wait_future(s.instance, wgpuDevicePopErrorScope(s.device, cb), "an error scope");
+  }
+  if (!errors.empty() && !what.empty()) {
+    while (!errors.empty() && errors.back() == '\n') errors.pop_back();
+    throw GpuError("wgc: " + std::string(what) + ": " + errors);
+  }
+}
+
+ContextState::~ContextState() {
+  for (auto& [key, p] : pipelines) wgpuComputePipelineRelease(p);
+  for (auto& [key, b] : free_buffers) wgpuBufferRelease(b);
+  if (queue) wgpuQueueRelease(queue);
+  if (device) {
+    wgpuDeviceDestroy(device);
+    wgpuDeviceRelease(device);
+  }
+  if (adapter) wgpuAdapterRelease(adapter);
+  if (instance) {
+    wgpuInstanceProcessEvents(instance);
+    wgpuInstanceRelease(instance);
+  }
+}
+
+}  // namespace detail
+
+namespace {
+
+using detail::ContextState;
+using detail::to_string;
+using detail::view;
+
+std::string backend_name(WGPUBackendType t) {
+  switch (t) {
+    case WGPUBackendType_Null: return "null";
+    case WGPUBackendType_Vulkan: return "vulkan";
+    case WGPUBackendType_Metal: return "metal";
+    case WGPUBackendType_D3D12: return "d3d12";
+    case WGPUBackendType_D3D11: return "d3d11";
+    case WGPUBackendType_OpenGL: return "opengl";
+    case WGPUBackendType_OpenGLES: return "opengles";
+    default: return "unknown";
+  }
+}
+
+std::string adapter_type_name(WGPUAdapterType t) {
+  switch (t) {
+    case WGPUAdapterType_DiscreteGPU: return "discrete-gpu";
+    case WGPUAdapterType_IntegratedGPU: return "integrated-gpu";
+    case WGPUAdapterType_CPU: return "cpu";
+    default: return "unknown";
+  }
+}
+
+// SwiftShader is installed by scripts/setup.sh as an extra Vulkan driver; add it to the loader's
+// list (without hiding real GPUs) unless the user chose drivers explicitly.
+void offer_swiftshader_driver() {
+  if (std::getenv("VK_ICD_FILENAMES") || std::getenv("VK_DRIVER_FILES")) return;
+  const char* icd = std::getenv("WGC_SWIFTSHADER_ICD");
+#ifdef WGC_SWIFTSHADER_ICD
+  if (!icd) icd = WGC_SWIFTSHADER_ICD;
+#endif
+  if (!icd || !std::filesystem::exists(icd)) return;
+  std::string add = icd;
+  if (const char* prev = std::getenv("VK_ADD_DRIVER_FILES")) {
+    if (std::string_view(prev).find(icd) != std::string_view::npos) return;
+    add = std::string(prev) + ":" + icd;
+  }
+  setenv("VK_ADD_DRIVER_FILES", add.c_str(), 1);
+}
+
+WGPUAdapter request_adapter(WGPUInstance instance, Backend backend) {
+  WGPURequestAdapterOptions opts = WGPU_REQUEST_ADAPTER_OPTIONS_INIT;
+  opts.featureLevel = WGPUFeatureLevel_Core;
+  opts.powerPreference = WGPUPowerPreference_HighPerformance;
+  opts.backendType = backend == Backend::Null ? WGPUBackendType_Null : WGPUBackendType_Vulkan;
+  opts.forceFallbackAdapter = backend == Backend::CpuVulkan;
+  struct Result {
+    WGPUAdapter adapter = nullptr;
+    std::string message;
+  } r;
+  WGPURequestAdapterCallbackInfo cb = WGPU_REQUEST_ADAPTER_CALLBACK_INFO_INIT;
+  cb.mode = WGPUCallbackMode_WaitAnyOnly;
+  cb.callback = [](WGPURequestAdapterStatus st, WGPUAdapter a, WGPUStringView msg, void* u, void*) {
+    auto* res = static_cast<Result*>(u);
+    if (st == WGPURequestAdapterStatus_Success) res->adapter = a;
+    else res->message = to_string(msg);
+  };
+  cb.userdata1 = &r;
+  detail::wait_future(instance, wgpuInstanceRequestAdapter(instance, &opts, cb), "the adapter");
+  if (!r.adapter) {
+    std::string want = backend == Backend::CpuVulkan ? "a CPU (SwiftShader) Vulkan adapter"
+                                                      : "a Vulkan adapter";
+    throw DeviceError("wgc: no " + want + " found" + (r.message.empty() ? "" : " (" + r.message + ")") +
+                      ". Install libvulkan1 and run scripts/setup.sh (it installs SwiftShader), "
+                      "or set WGC_SWIFTSHADER_ICD to a SwiftShader ICD json.");
+  }
+  return r.adapter;
+}
+
+AdapterInfo read_info(WGPUAdapter adapter) {
+  WGPUAdapterInfo ai = WGPU_ADAPTER_INFO_INIT;
+  wgpuAdapterGetInfo(adapter, &ai);
+  AdapterInfo info{to_string(ai.vendor),      to_string(ai.architecture),      to_string(ai.device),
+                   to_string(ai.description), backend_name(ai.backendType),    adapter_type_name(ai.adapterType),
+                   ai.vendorID,               ai.deviceID,                     ai.subgroupMinSize,
+                   ai.subgroupMaxSize};
+  wgpuAdapterInfoFreeMembers(ai);
+  return info;
+}
+
+Limits to_limits(const WGPULimits& l) {
+  return {l.maxStorageBufferBindingSize,        l.maxBufferSize,
+          l.maxUniformBufferBindingSize,        l.maxStorageBuffersPerShaderStage,
+          l.maxComputeWorkgroupStorageSize,     l.maxComputeInvocationsPerWorkgroup,
+          l.maxComputeWorkgroupSizeX,           l.maxComputeWorkgroupSizeY,
+          l.maxComputeWorkgroupSizeZ,           l.maxComputeWorkgroupsPerDimension,
+          l.minStorageBufferOffsetAlignment,    l.minUniformBufferOffsetAlignment};
+}
+
+bool env_flag(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v && std::strcmp(v, "0") != 0;
+}
+
+}  // namespace
+
+Backend parse_backend(std::string_view name) {
+  if (name == "auto") return Backend::Auto;
+  if (name == "gpu") return Backend::Gpu;
+  if (name == "cpu-vulkan" || name == "cpu") return Backend::CpuVulkan;
+  throw Error("wgc: unknown backend '" + std::string(name) + "' (expected auto, gpu or cpu-vulkan)");
+}
+
+std::string_view to_string(Backend b) {
+  switch (b) {
+    case Backend::Auto: return "auto";
+    case Backend::Gpu: return "gpu";
+    case Backend::CpuVulkan: return "cpu-vulkan";
+    case Backend::Null: return "null";
+  }
+  return "?";
+}
+
+Context::Context(ContextOptions options) : state_(std::make_shared<ContextState>()) {
+  if (options.backend == Backend::Auto)
+    if (const char* env = std::getenv("WGC_BACKEND")) options.backend = parse_backend(env);
+  if (env_flag("WGC_DEBUG")) options.debug = true;
+  auto& s = *state_;
+  s.options = options;
+  offer_swiftshader_driver();
+
+  // Instance: timed waits, and unsafe APIs so that experimental features are offered.
+  const char* instance_toggles[] = {"allow_unsafe_apis"};
+  WGPUDawnTogglesDescriptor itoggles = WGPU_DAWN_TOGGLES_DESCRIPTOR_INIT;
+  itoggles.enabledToggleCount = 1;
+  itoggles.enabledToggles = instance_toggles;
+  WGPUInstanceFeatureName ifeatures[] = {WGPUInstanceFeatureName_TimedWaitAny};
+  WGPUInstanceDescriptor idesc = WGPU_INSTANCE_DESCRIPTOR_INIT;
+  idesc.nextInChain = &itoggles.chain;
+  idesc.requiredFeatureCount = 1;
+  idesc.requiredFeatures = ifeatures;
+  s.instance = wgpuCreateInstance(&idesc);
+  if (!s.instance) throw DeviceError("wgc: could not create a WebGPU instance");
+
+  s.adapter = request_adapter(s.instance, options.backend);
+  s.info = read_info(s.adapter);
+  if (s.info.backend == "null")
+    throw DeviceError("wgc: Dawn offered only its Null backend, which computes nothing; refusing it. "
+                      "No Vulkan driver was found: install libvulkan1 and run scripts/setup.sh.");
+  if (options.backend == Backend::Gpu && s.info.is_cpu())
+    throw DeviceError("wgc: --backend gpu was asked for, but Vulkan offers no GPU (only '" + s.info.device +
+                      "')");
+
+  // Features: only those the adapter lists (asking for others can abort inside Dawn).
+  WGPUSupportedFeatures supported = {};
+  wgpuAdapterGetFeatures(s.adapter, &supported);
+  std::vector<WGPUFeatureName> want;
+  auto offer = [&](WGPUFeatureName f, bool& flag) {
+    for (size_t i = 0; i < supported.featureCount; ++i)
+      if (supported.features[i] == f) {
+        want.push_back(f);
+        flag = true;
+      }
+  };
+  offer(abi::kFeatureSubgroups, s.features.subgroups);
+  offer(abi::kFeatureTimestampQuery, s.features.timestamp_query);
+  offer(abi::kFeatureTimestampInsidePasses, s.features.timestamp_inside_passes);
+  offer(abi::kFeatureShaderF16, s.features.shader_f16);
+  offer(abi::kFeatureSubgroupMatrix, s.features.subgroup_matrix);
+  wgpuSupportedFeaturesFreeMembers(supported);
+
+  abi::PaddedLimits limits;
+  wgpuAdapterGetLimits(s.adapter, &limits.limits);
+
+  // Device toggles: fast by default, validation on in debug; real (unquantized) timestamps always.
+  std::vector<const char*> enabled, disabled = {"timestamp_quantization"};
+  if (!options.debug) {
+    enabled.push_back("skip_validation");
+    enabled.push_back("disable_workgroup_init");
+    if (!options.robust) enabled.push_back("disable_robustness");
+  }
+  WGPUDawnTogglesDescriptor dtoggles = WGPU_DAWN_TOGGLES_DESCRIPTOR_INIT;
+  dtoggles.enabledToggleCount = enabled.size();
+  dtoggles.enabledToggles = enabled.data();
+  dtoggles.disabledToggleCount = disabled.size();
+  dtoggles.disabledToggles = disabled.data();
+
+  WGPUDeviceDescriptor ddesc = WGPU_DEVICE_DESCRIPTOR_INIT;
+  ddesc.nextInChain = &dtoggles.chain;
+  ddesc.label = view("wgc");
+  ddesc.requiredFeatureCount = want.size();
+  ddesc.requiredFeatures = want.data();
+  ddesc.requiredLimits = &limits.limits;
+  ddesc.deviceLostCallbackInfo.mode = WGPUCallbackMode_AllowSpontaneous;
+  ddesc.deviceLostCallbackInfo.callback = [](WGPUDevice const*, WGPUDeviceLostReason reason, WGPUStringView msg,
+                                             void* u, void*) {
+    if (reason == WGPUDeviceLostReason_Destroyed || reason == WGPUDeviceLostReason_CallbackCancelled) return;
+    auto* st = static_cast<ContextState*>(u);
+    std::lock_guard lock(st->mu);
+    st->lost = true;
+    st->lost_message = to_string(msg);
+  };
+  ddesc.deviceLostCallbackInfo.userdata1 = &s;
+  ddesc.uncapturedErrorCallbackInfo.callback = [](WGPUDevice const*, WGPUErrorType, WGPUStringView msg, void* u,
+                                                  void*) {
+    auto* st = static_cast<ContextState*>(u);
+    std::lock_guard lock(st->mu);
+    if (st->uncaptured_error.empty()) st->uncaptured_error = to_string(msg);
+  };
+  ddesc.uncapturedErrorCallbackInfo.userdata1 = &s;
+
+  struct Result {
+    WGPUDevice device = nullptr;
+    std::string message;
+  } r;
+  WGPURequestDeviceCallbackInfo cb = WGPU_REQUEST_DEVICE_CALLBACK_INFO_INIT;
+  cb.mode = WGPUCallbackMode_WaitAnyOnly;
+  cb.callback = [](WGPURequestDeviceStatus st, WGPUDevice d, WGPUStringView msg, void* u, void*) {
+    auto* res = static_cast<Result*>(u);
+    if (st == WGPURequestDeviceStatus_Success) res->device = d;
+    else res->message = to_string(msg);
+  };
+  cb.userdata1 = &r;
+  detail::wait_future(s.instance, wgpuAdapterRequestDevice(s.adapter, &ddesc, cb), "the device");
+  if (!r.device) throw DeviceError("wgc: could not create a device on '" + s.info.device + "': " + r.message);
+  s.device = r.device;
+  s.queue = wgpuDeviceGetQueue(s.device);
+
+  abi::PaddedLimits got;
+  wgpuDeviceGetLimits(s.device, &got.limits);
+  s.limits = to_limits(got.limits);
+}
+
+const AdapterInfo& Context::adapter() const { return state_->info; }
+const Features& Context::features() const { return state_->features; }
+const Limits& Context::limits() const { return state_->limits; }
+const ContextOptions& Context::options() const { return state_->options; }
+WGPUInstance Context::instance() const { return state_->instance; }
+WGPUDevice Context::device() const { return state_->device; }
+WGPUQueue Context::queue() const { return state_->queue; }
+
+void Context::check() const {
+  wgpuInstanceProcessEvents(state_->instance);
+  std::lock_guard lock(state_->mu);
+  if (state_->lost) throw DeviceError("wgc: the device was lost: " + state_->lost_message);
+  if (!state_->uncaptured_error.empty()) {
+    std::string e = std::move(state_->uncaptured_error);
+    state_->uncaptured_error.clear();
+    throw GpuError("wgc: " + e);
+  }
+}
+
+void Context::wait_idle() const {
+  WGPUQueueWorkDoneCallbackInfo cb = WGPU_QUEUE_WORK_DONE_CALLBACK_INFO_INIT;
+  cb.mode = WGPUCallbackMode_WaitAnyOnly;
+  cb.callback = [](WGPUQueueWorkDoneStatus, WGPUStringView, void*, void*) {};
+  detail::wait_future(state_->instance, wgpuQueueOnSubmittedWorkDone(state_->queue, cb), "the queue");
+  check();
+}
+
+std::string describe(const Context& ctx, bool json) {
+  const auto& a = ctx.adapter();
+  const auto& f = ctx.features();
+  const auto& l = ctx.limits();
+  std::ostringstream o;
+  auto esc = [](const std::string& s) {
+    std::string r;
+    for (char c : s) {
+      if (c == '"' || c == '\\') r += '\\';
+      if (static_cast<unsigned char>(c) >= 0x20) r += c;
+    }
+    return r;
+  };
+  struct Row {
+    const char* name;
+    uint64_t value;
+  };
+  const Row limits[] = {{"max_storage_buffer_binding_size", l.max_storage_buffer_binding_size},
+                        {"max_buffer_size", l.max_buffer_size},
+                        {"max_uniform_buffer_binding_size", l.max_uniform_buffer_binding_size},
+                        {"max_storage_buffers_per_shader_stage", l.max_storage_buffers_per_shader_stage},
+                        {"max_compute_workgroup_storage_size", l.max_compute_workgroup_storage_size},
+                        {"max_compute_invocations_per_workgroup", l.max_compute_invocations_per_workgroup},
+                        {"max_compute_workgroup_size_x", l.max_compute_workgroup_size_x},
+                        {"max_compute_workgroups_per_dimension", l.max_compute_workgroups_per_dimension},
+                        {"min_storage_buffer_offset_alignment", l.min_storage_buffer_offset_alignment}};
+  const std::pair<const char*, bool> feats[] = {{"subgroups", f.subgroups},
+                                                {"timestamp-query", f.timestamp_query},
+                                                {"timestamp-query-inside-passes", f.timestamp_inside_passes},
+                                                {"shader-f16", f.shader_f16},
+                                                {"subgroup-matrix", f.subgroup_matrix}};
+  if (json) {
+    o << "{\"device\":\"" << esc(a.device) << "\",\"vendor\":\"" << esc(a.vendor) << "\",\"architecture\":\""
+      << esc(a.architecture) << "\",\"description\":\"" << esc(a.description) << "\",\"backend\":\"" << a.backend
+      << "\",\"adapter_type\":\"" << a.adapter_type << "\",\"vendor_id\":" << a.vendor_id
+      << ",\"device_id\":" << a.device_id << ",\"subgroup_min_size\":" << a.subgroup_min_size
+      << ",\"subgroup_max_size\":" << a.subgroup_max_size << ",\"features\":{";
+    for (size_t i = 0; i < std::size(feats); ++i)
+      o << (i ? "," : "") << '"' << feats[i].first << "\":" << (feats[i].second ? "true" : "false");
+    o << "},\"limits\":{";
+    for (size_t i = 0; i < std::size(limits); ++i)
+      o << (i ? "," : "") << '"' << limits[i].name << "\":" << limits[i].value;
+    o << "}}";
+    return o.str();
+  }
+  o << "adapter:   " << a.device << " (" << a.adapter_type << ", " << a.backend << ")\n"
+    << "vendor:    " << a.vendor << " [" << a.architecture << "] 0x" << std::hex << a.vendor_id << ":0x"
+    << a.device_id << std::dec << "\n"
+    << "driver:    " << a.description << "\n"
+    << "subgroups: size " << a.subgroup_min_size << ".." << a.subgroup_max_size << "\n"
+    << "features: ";
+  for (auto& [name, on] : feats) o << ' ' << name << (on ? "=yes" : "=no");
+  o << "\nlimits:\n";
+  for (auto& r : limits) o << "  " << r.name << " = " << r.value << "\n";
+  return o.str();
+}
+
+}  // namespace wgc

@@ -1,0 +1,96 @@
+// Context: one WebGPU instance, adapter, device and queue, plus the caches that hang off them
+// (pipelines, buffer pool). A Context is a cheap handle: copies share one device.
+#pragma once
+
+#include <webgpu/webgpu.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace wgc {
+
+// Which Vulkan adapter to use. Auto: a real GPU if Vulkan offers one, else SwiftShader (CPU).
+// Null exists only so tests can check that Dawn's Null backend is refused.
+enum class Backend { Auto, Gpu, CpuVulkan, Null };
+
+Backend parse_backend(std::string_view name);  // "auto", "gpu", "cpu-vulkan"; throws on others
+std::string_view to_string(Backend b);
+
+struct ContextOptions {
+  Backend backend = Backend::Auto;  // WGC_BACKEND overrides Auto
+  // Dawn validation on and the performance toggles off (WGC_DEBUG=1 sets it too).
+  bool debug = false;
+  // Keep Dawn's bounds-checking of buffer accesses. wgc's own kernels are vetted to stay in
+  // bounds, so it is off by default; turn it on when running untrusted WGSL.
+  bool robust = false;
+};
+
+struct Features {
+  bool subgroups = false;
+  bool timestamp_query = false;
+  bool timestamp_inside_passes = false;
+  bool shader_f16 = false;
+  bool subgroup_matrix = false;
+};
+
+struct Limits {
+  uint64_t max_storage_buffer_binding_size = 0;
+  uint64_t max_buffer_size = 0;
+  uint64_t max_uniform_buffer_binding_size = 0;
+  uint32_t max_storage_buffers_per_shader_stage = 0;
+  uint32_t max_compute_workgroup_storage_size = 0;
+  uint32_t max_compute_invocations_per_workgroup = 0;
+  uint32_t max_compute_workgroup_size_x = 0;
+  uint32_t max_compute_workgroup_size_y = 0;
+  uint32_t max_compute_workgroup_size_z = 0;
+  uint32_t max_compute_workgroups_per_dimension = 0;
+  uint32_t min_storage_buffer_offset_alignment = 0;
+  uint32_t min_uniform_buffer_offset_alignment = 0;
+};
+
+struct AdapterInfo {
+  std::string vendor, architecture, device, description;
+  std::string backend;       // "vulkan", "null", ...
+  std::string adapter_type;  // "discrete-gpu", "integrated-gpu", "cpu", "unknown"
+  uint32_t vendor_id = 0, device_id = 0;
+  uint32_t subgroup_min_size = 0, subgroup_max_size = 0;
+  bool is_cpu() const { return adapter_type == "cpu"; }
+};
+
+namespace detail {
+struct ContextState;
+}
+
+class Context {
+ public:
+  explicit Context(ContextOptions options = {});
+
+  const AdapterInfo& adapter() const;
+  const Features& features() const;
+  const Limits& limits() const;
+  const ContextOptions& options() const;
+
+  WGPUInstance instance() const;
+  WGPUDevice device() const;
+  WGPUQueue queue() const;
+
+  // Throws DeviceError if the device was lost, or GpuError if Dawn reported an error that no
+  // error scope caught (the message names the operation that was running).
+  void check() const;
+
+  // Blocks until all submitted work is done.
+  void wait_idle() const;
+
+  detail::ContextState& state() const { return *state_; }
+  const std::shared_ptr<detail::ContextState>& shared_state() const { return state_; }
+
+ private:
+  std::shared_ptr<detail::ContextState> state_;
+};
+
+// Info about the adapter that ContextOptions would pick, with features and limits.
+std::string describe(const Context& ctx, bool json);
+
+}  // namespace wgc

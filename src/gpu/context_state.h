@@ -1,0 +1,93 @@
+// Internal: what a Context handle points to. Not installed as API; ops and runtime files use it.
+#pragma once
+
+#include "gpu/context.h"
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <type_traits>
+#include <unordered_map>
+
+namespace wgc::detail {
+
+struct ContextState {
+  ContextOptions options;
+  AdapterInfo info;
+  Features features;
+  Limits limits;
+
+  WGPUInstance instance = nullptr;
+  WGPUAdapter adapter = nullptr;
+  WGPUDevice device = nullptr;
+  WGPUQueue queue = nullptr;
+
+  std::mutex mu;  // guards everything below
+  bool lost = false;
+  std::string lost_message;
+  std::string uncaptured_error;
+
+  std::unordered_map<std::string, WGPUComputePipeline> pipelines;  // by kernel key
+
+  // Free buffers by (usage, size); Tensor storage returns here instead of being destroyed.
+  std::multimap<std::pair<uint64_t, uint64_t>, WGPUBuffer> free_buffers;
+  uint64_t free_bytes = 0;
+
+  ContextState() = default;
+  ContextState(const ContextState&) = delete;
+  ContextState& operator=(const ContextState&) = delete;
+  ~ContextState();
+};
+
+inline uint64_t round_up(uint64_t n, uint64_t a) { return (n + a - 1) / a * a; }
+
+// A pooled GPU buffer; returns to its context's pool when the last owner lets go. Safe even with
+// work in flight: WebGPU orders every later write after the work already submitted.
+struct BufferHandle {
+  std::shared_ptr<ContextState> state;
+  WGPUBuffer buffer = nullptr;
+  uint64_t size = 0;
+  uint64_t usage = 0;
+  ~BufferHandle();
+};
+
+std::shared_ptr<BufferHandle> acquire_buffer(const std::shared_ptr<ContextState>& st, uint64_t bytes,
+                                             uint64_t usage, std::string_view label);
+
+std::string to_string(WGPUStringView s);
+WGPUStringView view(std::string_view s);
+
+// Blocks on a future from a WaitAnyOnly callback; `what` names it in the error on time-out.
+void wait_future(WGPUInstance instance, WGPUFuture future, std::string_view what);
+
+// Runs f with Dawn validation and out-of-memory errors captured; throws GpuError naming `what`
+// if either occurred.
+template <class F>
+auto with_error_scope(ContextState& s, std::string_view what, F&& f) -> decltype(f());
+void push_error_scopes(ContextState& s);
+void pop_error_scopes(ContextState& s, std::string_view what);
+
+template <class F>
+auto with_error_scope(ContextState& s, std::string_view what, F&& f) -> decltype(f()) {
+  push_error_scopes(s);
+  struct Popper {  // pops without throwing if f throws, so the scope stack stays balanced
+    ContextState& s;
+    bool armed = true;
+    ~Popper() {
+      if (armed) pop_error_scopes(s, {});
+    }
+  } popper{s};
+  if constexpr (std::is_void_v<decltype(f())>) {
+    f();
+    popper.armed = false;
+    pop_error_scopes(s, what);
+  } else {
+    auto r = f();
+    popper.armed = false;
+    pop_error_scopes(s, what);
+    return r;
+  }
+}
+
+}  // namespace wgc::detail

@@ -1,0 +1,163 @@
+// The runtime: device creation, ABI facts, buffers, kernels, errors, timing.
+#include "gpu/context_state.h"
+#include "gpu/webgpu_abi.h"
+#include "test_util.h"
+
+using namespace wgc;
+using wgc::test::ctx;
+
+TEST(Abi, PaddedLimitsLeaveRoomForTheLibrarysLongerStruct) {
+  static_assert(sizeof(wgc::abi::PaddedLimits) >= sizeof(WGPULimits) + 16);
+  // GetLimits writes the library's four extra words: poison them and see them change or stay sane.
+  wgc::abi::PaddedLimits l;
+  for (auto& w : l.library_extra) w = 0xdeadbeef;
+  for (auto& w : l.slack) w = 0xdeadbeef;
+  ASSERT_EQ(wgpuAdapterGetLimits(ctx().state().adapter, &l.limits), WGPUStatus_Success);
+  EXPECT_GT(l.limits.maxStorageBufferBindingSize, 0u);
+  EXPECT_GT(l.limits.maxComputeInvocationsPerWorkgroup, 0u);
+  for (auto w : l.slack) EXPECT_EQ(w, 0xdeadbeefu) << "the library wrote past 16 extra bytes";
+}
+
+TEST(Abi, SubgroupsFeatureNumberEnablesTheWgslExtension) {
+  if (!ctx().features().subgroups) GTEST_SKIP() << "adapter has no subgroups";
+  auto k = compile(ctx(), {"enable subgroups;\n@group(0) @binding(0) var<storage, read_write> o: array<u32>;\n"
+                           "@compute @workgroup_size(32) fn main(@builtin(local_invocation_index) i: u32,\n"
+                           "  @builtin(subgroup_size) sg: u32) { o[i] = subgroupAdd(1u) * 1000u + sg; }",
+                           "main", {}, "subgroup-probe"});
+  auto out = make_tensor(ctx(), {32}, DType::U32);
+  fill_u32(ctx(), out, kPoisonNaN);
+  run(ctx(), k, {out}, {}, {1, 1, 1});
+  auto v = download<uint32_t>(ctx(), out);
+  uint32_t sg = ctx().adapter().subgroup_min_size;
+  for (auto x : v) EXPECT_EQ(x, sg * 1000 + sg);
+}
+
+TEST(Abi, TimestampFeatureGivesTimings) {
+  if (!ctx().features().timestamp_query) GTEST_SKIP() << "adapter has no timestamp queries";
+  auto k = compile(ctx(), embedded_kernel("map/add.wgsl"));
+  const uint32_t n = 1 << 16;
+  auto a = make_tensor(ctx(), {n}), c = make_tensor(ctx(), {n});
+  Batch b(ctx(), true);
+  b.dispatch(k, {a, a, c}, Params(n), groups_1d(ctx(), ceil_div(n, 256)));
+  b.dispatch(k, {c, a, c}, Params(n), groups_1d(ctx(), ceil_div(n, 256)));
+  b.run();
+  ASSERT_EQ(b.timings().size(), 2u);
+  EXPECT_GT(b.total_ms(), 0.0);
+  EXPECT_EQ(b.timings()[0].label, "map/add.wgsl");
+}
+
+TEST(Context, IsARealVulkanDeviceNotNull) {
+  EXPECT_EQ(ctx().adapter().backend, "vulkan");
+  EXPECT_GE(ctx().adapter().subgroup_min_size, 1u);
+}
+
+TEST(Context, NullBackendIsRefused) {
+  try {
+    Context c({Backend::Null});
+    FAIL() << "the Null backend was accepted";
+  } catch (const DeviceError& e) {
+    EXPECT_NE(std::string(e.what()).find("Null"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Context, BackendNamesParse) {
+  EXPECT_EQ(parse_backend("cpu-vulkan"), Backend::CpuVulkan);
+  EXPECT_EQ(parse_backend("gpu"), Backend::Gpu);
+  EXPECT_THROW(parse_backend("metal"), Error);
+}
+
+TEST(Tensor, UploadDownloadRoundTripsOddSizes) {
+  for (size_t n : {1, 3, 17, 1000}) {
+    auto v = test::random_floats(n, static_cast<uint32_t>(n));
+    auto t = make_tensor(ctx(), {static_cast<int64_t>(n)}, v);
+    EXPECT_EQ(download<float>(ctx(), t), v);
+  }
+  std::vector<std::byte> bytes(7);
+  for (size_t i = 0; i < 7; ++i) bytes[i] = std::byte(i + 1);
+  auto t = make_tensor(ctx(), {7}, DType::Raw, bytes);
+  std::vector<std::byte> back(7);
+  download(ctx(), t, back);
+  EXPECT_EQ(back, bytes);
+}
+
+TEST(Tensor, PoolReusesReleasedBuffers) {
+  WGPUBuffer first;
+  {
+    auto t = make_tensor(ctx(), {4096});
+    first = t.buffer();
+  }
+  EXPECT_GE(pooled_bytes(ctx()), 4096u * 4);
+  auto t2 = make_tensor(ctx(), {4000});
+  EXPECT_EQ(t2.buffer(), first);
+}
+
+TEST(Tensor, TooLargeBufferIsAClearError) {
+  uint64_t too_big = ctx().limits().max_buffer_size / 4 + 16;
+  try {
+    make_tensor(ctx(), {static_cast<int64_t>(too_big)});
+    FAIL() << "no error";
+  } catch (const LimitError& e) {
+    EXPECT_NE(std::string(e.what()).find("maxBufferSize"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Tensor, ViewMustFit) {
+  auto t = make_tensor(ctx(), {10});
+  EXPECT_NO_THROW(t.view({2, 5}));
+  EXPECT_THROW(t.view({100}), Error);
+}
+
+TEST(Kernel, BadWgslThrowsWithLineNumber) {
+  try {
+    compile(ctx(), {"@compute @workgroup_size(1)\nfn main() {\n  let x: f32 = undefined_thing;\n}\n", "main", {},
+                    "bad.wgsl"});
+    FAIL() << "no error";
+  } catch (const ShaderError& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("bad.wgsl:3:"), std::string::npos) << m;
+    EXPECT_NE(m.find("undefined_thing"), std::string::npos) << m;
+  }
+}
+
+TEST(Kernel, MissingEmbeddedFileIsAnError) { EXPECT_THROW(embedded_kernel("nope/none.wgsl"), Error); }
+
+TEST(Kernel, CacheReturnsTheSamePipeline) {
+  auto a = compile(ctx(), embedded_kernel("map/add.wgsl"));
+  auto b = compile(ctx(), embedded_kernel("map/add.wgsl"));
+  EXPECT_EQ(a.pipeline(), b.pipeline());
+  auto c = compile(ctx(), embedded_kernel("map/add.wgsl", {{"WG", 64}}));
+  EXPECT_NE(a.pipeline(), c.pipeline());
+}
+
+TEST(Kernel, AsyncCompileOfMany) {
+  std::vector<KernelCode> codes;
+  for (int wg : {32, 64, 128}) codes.push_back(embedded_kernel("map/add.wgsl", {{"WG", wg}}));
+  auto ks = compile_all(ctx(), codes);
+  ASSERT_EQ(ks.size(), 3u);
+  for (auto& k : ks) EXPECT_TRUE(k);
+}
+
+TEST(Batch, TooManyWorkgroupsIsALimitError) {
+  auto k = compile(ctx(), embedded_kernel("map/add.wgsl"));
+  auto t = make_tensor(ctx(), {4});
+  Batch b(ctx());
+  EXPECT_THROW(b.dispatch(k, {t, t, t}, Params(4u), {ctx().limits().max_compute_workgroups_per_dimension + 1}),
+               LimitError);
+}
+
+TEST(Batch, ManyDispatchesOneSubmitKeepOrder) {
+  auto k = compile(ctx(), embedded_kernel("map/add.wgsl"));
+  const uint32_t n = 1001;
+  std::vector<float> ones(n, 1.f);
+  auto one = make_tensor(ctx(), {n}, ones), acc = make_tensor(ctx(), {n}, std::vector<float>(n, 0.f));
+  Batch b(ctx());
+  for (int i = 0; i < 50; ++i) b.dispatch(k, {acc, one, acc}, Params(n), groups_1d(ctx(), ceil_div(n, 256)));
+  b.run();
+  for (float x : download<float>(ctx(), acc)) ASSERT_EQ(x, 50.f);
+}
+
+TEST(Batch, GroupsSpillIntoYPastTheLimit) {
+  auto g = groups_1d(ctx(), 70000);
+  EXPECT_LE(g.x, ctx().limits().max_compute_workgroups_per_dimension);
+  EXPECT_GE(uint64_t(g.x) * g.y, 70000u);
+}

@@ -1,0 +1,59 @@
+// Shared by the tests: one GPU context per test binary, random data, fixture paths.
+#pragma once
+
+#include "wgc.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+#include <vector>
+
+namespace wgc::test {
+
+// One device per test binary: creating one on SwiftShader costs more than most tests.
+inline Context& ctx() {
+  static Context c;
+  return c;
+}
+
+inline std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.f, float hi = 1.f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+// max |a - b| / max(max |b|, tiny); NaN anywhere gives infinity so poisoned outputs fail.
+inline double rel_error(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return INFINITY;
+  double md = 0, mb = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!std::isfinite(a[i]) && std::isfinite(b[i])) return INFINITY;
+    md = std::max(md, std::fabs(double(a[i]) - double(b[i])));
+    mb = std::max(mb, std::fabs(double(b[i])));
+  }
+  return md / std::max(mb, 1e-30);
+}
+
+inline std::filesystem::path env_dir(const char* var, const char* fallback) {
+  const char* v = std::getenv(var);
+  return v && *v ? std::filesystem::path(v) : std::filesystem::path(fallback);
+}
+
+// ../shared/fixtures, or $WGC_FIXTURES.
+inline std::filesystem::path fixtures_dir() { return env_dir("WGC_FIXTURES", WGC_FIXTURES_DEFAULT); }
+// ../shared/models, or $WGC_MODELS.
+inline std::filesystem::path models_dir() { return env_dir("WGC_MODELS", WGC_MODELS_DEFAULT); }
+
+}  // namespace wgc::test
+
+// Skips the test, saying why, when a fixture file is absent.
+#define WGC_REQUIRE_FILE(path)                                                                   \
+  do {                                                                                           \
+    if (!std::filesystem::exists(path))                                                          \
+      GTEST_SKIP() << "fixture not found: " << (path) << " (set WGC_FIXTURES / WGC_MODELS)";     \
+  } while (0)
