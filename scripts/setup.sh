@@ -64,4 +64,6 @@ fi
 cat > "$ss/vk_swiftshader_icd.json" <<JSON
 {"file_format_version": "1.0.0", "ICD": {"library_path": "$ss/libvk_swiftshader.so", "api_version": "1.0.5"}}
 JSON
+# Reference implementations used by tests (npm), when that script exists.
+[ -x "$repo/scripts/setup_test_refs.sh" ] && "$repo/scripts/setup_test_refs.sh"
 log "dependencies ready in $deps"
