@@ -50,6 +50,7 @@ Batch::Batch(Context ctx, bool timed) : impl_(std::make_unique<Impl>(std::move(c
 Batch::~Batch() = default;
 Batch::Batch(Batch&&) noexcept = default;
 Batch& Batch::operator=(Batch&&) noexcept = default;
+const Context& Batch::context() const { return impl_->ctx; }
 size_t Batch::size() const { return impl_->cmds.size(); }
 const std::vector<DispatchTiming>& Batch::timings() const { return impl_->timings; }
 

@@ -83,6 +83,7 @@ class Batch {
     wait();
   }
 
+  const Context& context() const;
   size_t size() const;
   // Per-dispatch GPU time, in the order recorded (after wait(), timed batches only).
   const std::vector<DispatchTiming>& timings() const;

@@ -1,0 +1,119 @@
+#include "bench/bench.h"
+
+#include "gpu/error.h"
+
+#include <algorithm>
+#include <chrono>
+
+namespace wgc::bench {
+
+std::vector<std::pair<std::string, CaseMaker>>& registry() {
+  static std::vector<std::pair<std::string, CaseMaker>> r;
+  return r;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// CPU loops are slow and noisy: take the median of a few, fewer for long ones.
+double time_cpu(const std::function<void()>& f) {
+  std::vector<double> t;
+  auto t0 = Clock::now();
+  f();
+  t.push_back(ms_since(t0));
+  int more = t[0] < 50 ? 4 : t[0] < 500 ? 2 : 0;
+  for (int i = 0; i < more; ++i) {
+    t0 = Clock::now();
+    f();
+    t.push_back(ms_since(t0));
+  }
+  return median(t);
+}
+
+}  // namespace
+
+std::vector<double> sizes_or(const Options& o, const Context& ctx, std::vector<double> quick,
+                             std::vector<double> cpu_adapter, std::vector<double> gpu) {
+  if (!o.sizes.empty()) return o.sizes;
+  if (o.quick) return quick;
+  return ctx.adapter().is_cpu() ? cpu_adapter : gpu;
+}
+
+Result run_case(const Context& ctx, const Case& c, const Options& o) {
+  Result r{c};
+  int reps = o.repeats ? o.repeats : o.quick ? 5 : 20;
+  r.error = c.check ? c.check() : 0;
+  // Warm-up: first dispatches pay for pipeline creation and memory first touch.
+  {
+    Batch warm(ctx);
+    c.record(warm);
+    warm.run();
+  }
+  std::vector<double> times;
+  r.timestamps = ctx.features().timestamp_query;
+  if (r.timestamps) {
+    for (int i = 0; i < reps; ++i) {
+      Batch b(ctx, true);
+      c.record(b);
+      b.run();
+      times.push_back(b.total_ms());
+    }
+  } else {
+    // Without timestamps: many runs in one submit, wall-clock, so the submit cost is amortised.
+    for (int i = 0; i < std::max(3, reps / 4); ++i) {
+      Batch b(ctx);
+      for (int j = 0; j < 8; ++j) c.record(b);
+      auto t0 = Clock::now();
+      b.run();
+      times.push_back(ms_since(t0) / 8);
+    }
+  }
+  r.gpu_ms = median(times);
+  auto [lo, hi] = std::minmax_element(times.begin(), times.end());
+  r.gpu_spread = r.gpu_ms > 0 ? (*hi - *lo) / r.gpu_ms : 0;
+  if (c.cpu) r.cpu_ms = time_cpu(c.cpu);
+  if (c.cpu_blas) r.blas_ms = time_cpu(c.cpu_blas);
+  return r;
+}
+
+double measured_bandwidth(const Context& ctx, const Options& o) {
+  static double cached = 0;
+  if (cached > 0) return cached;
+  // Copy a buffer several times in one submit and time it on the wall clock: the submit and wait
+  // (~0.1 ms) vanish against the copies. A copy reads and writes each byte once.
+  uint64_t bytes = o.quick || ctx.adapter().is_cpu() ? (16ull << 20) : (1ull << 30);
+  bytes = std::min<uint64_t>(bytes, ctx.limits().max_buffer_size / 2);
+  Tensor a = make_tensor(ctx, {int64_t(bytes / 4)}), b = make_tensor(ctx, {int64_t(bytes / 4)});
+  constexpr int kCopies = 10;
+  std::vector<double> rates;
+  for (int rep = 0; rep < 3; ++rep) {
+    Batch batch(ctx);
+    for (int i = 0; i < kCopies; ++i) batch.copy(i % 2 ? b : a, 0, i % 2 ? a : b, 0, bytes);
+    auto t0 = Clock::now();
+    batch.run();
+    rates.push_back(2.0 * double(bytes) * kCopies / (ms_since(t0) * 1e-3));
+  }
+  cached = *std::max_element(rates.begin(), rates.end());
+  return cached;
+}
+
+double nominal_flops(const Context& ctx) {
+  const auto& d = ctx.adapter().device;
+  // Vendor datasheet FP32 (non-tensor) rates of the cards wgc is benchmarked on.
+  if (d.find("H200") != std::string::npos || d.find("H100 80GB HBM3") != std::string::npos) return 66.9e12;
+  return 0;
+}
+
+}  // namespace wgc::bench

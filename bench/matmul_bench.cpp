@@ -1,0 +1,100 @@
+// `wgc bench --ops matmul`: every matmul version at square sizes, against a plain CPU loop and
+// OpenBLAS.
+#include "bench/bench.h"
+#include "cpu/matmul.h"
+#include "ops/matmul.h"
+
+#include <cmath>
+#include <memory>
+#include <random>
+
+#ifdef WGC_HAVE_CBLAS
+#include <cblas.h>
+#endif
+
+namespace wgc::bench {
+namespace {
+
+constexpr double kPlainCpuMaxFlops = 4.3e9;  // ~1024^3: the plain loop takes seconds past this
+constexpr double kNaiveMaxFlops = 2.2e11;    // the naive kernel at 4096^3 adds nothing but minutes
+
+struct Data {
+  uint32_t n;
+  std::vector<float> a, b;
+  Tensor ta, tb, tc;
+};
+
+std::vector<Case> cases(const Context& ctx, const Options& o) {
+  std::vector<Case> out;
+  for (double s : sizes_or(o, ctx, {64, 257}, {128, 256, 512}, {1024, 2048, 4096})) {
+    auto d = std::make_shared<Data>();
+    d->n = static_cast<uint32_t>(s);
+    size_t nn = size_t(d->n) * d->n;
+    std::mt19937 rng(d->n);
+    std::uniform_real_distribution<float> u(-1, 1);
+    d->a.resize(nn);
+    d->b.resize(nn);
+    for (auto& x : d->a) x = u(rng);
+    for (auto& x : d->b) x = u(rng);
+    d->ta = make_tensor(ctx, {d->n, d->n}, d->a);
+    d->tb = make_tensor(ctx, {d->n, d->n}, d->b);
+    d->tc = make_tensor(ctx, {d->n, d->n});
+    MatmulDims dims{d->n, d->n, d->n, false};
+    for (MatmulVersion v : kMatmulVersions) {
+      if (!supports(v, dims) || (v == MatmulVersion::Naive && dims.flops() > kNaiveMaxFlops)) continue;
+      Case c;
+      c.op = "matmul";
+      c.version = std::string(to_string(v));
+      c.size = std::to_string(d->n) + "^3";
+      c.elements = d->n;
+      c.flops = dims.flops();
+      c.tolerance = 1e-5 * (1 + std::sqrt(double(d->n)));
+      c.bytes = 3.0 * double(nn) * 4;
+      c.record = [d, dims, v](Batch& b) { matmul(b, d->ta, d->tb, d->tc, dims, v); };
+      c.check = [d, dims, v, &ctx] {
+        fill_u32(ctx, d->tc, kPoisonNaN);
+        Batch b(ctx);
+        matmul(b, d->ta, d->tb, d->tc, dims, v);
+        b.run();
+        auto got = download<float>(ctx, d->tc);
+        // Check a sample of rows against the double-precision reference (all rows is O(n^3) on CPU).
+        double worst = 0;
+        uint32_t step = std::max<uint32_t>(1, d->n / 16);
+        std::vector<float> row(d->n);
+        for (uint32_t i = 0; i < d->n; i += step) {
+          cpu::matmul_reference(std::span(d->a).subspan(size_t(i) * d->n, d->n), d->b, row, 1, d->n, d->n, false);
+          double md = 0, mr = 0;
+          for (uint32_t j = 0; j < d->n; ++j) {
+            float g = got[size_t(i) * d->n + j];
+            md = std::max(md, std::isfinite(g) ? std::fabs(double(g) - row[j]) : INFINITY);
+            mr = std::max(mr, std::fabs(double(row[j])));
+          }
+          worst = std::max(worst, md / std::max(mr, 1e-30));
+        }
+        return worst;
+      };
+      if (v == kMatmulVersions[0]) {  // CPU figures once per size
+        if (dims.flops() <= kPlainCpuMaxFlops)
+          c.cpu = [d] {
+            std::vector<float> cc(size_t(d->n) * d->n);
+            cpu::matmul(d->a, d->b, cc, d->n, d->n, d->n, false);
+          };
+#ifdef WGC_HAVE_CBLAS
+        c.cpu_blas = [d] {
+          std::vector<float> cc(size_t(d->n) * d->n);
+          int n = int(d->n);
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.f, d->a.data(), n, d->b.data(), n, 0.f,
+                      cc.data(), n);
+        };
+#endif
+      }
+      out.push_back(std::move(c));
+    }
+  }
+  return out;
+}
+
+Register reg("matmul", cases);
+
+}  // namespace
+}  // namespace wgc::bench

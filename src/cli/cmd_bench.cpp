@@ -1,0 +1,125 @@
+// wgc bench: GPU vs CPU for every op, version and size; a table, JSON and a PNG chart.
+#include "bench/bench.h"
+#include "cli/command.h"
+#include "gpu/error.h"
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include <unistd.h>
+
+namespace wgc::cli {
+namespace {
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+std::string rate(const bench::Result& r) {
+  if (r.c.flops > 0) return fmt("%.1f GFLOP/s", r.c.flops / (r.gpu_ms * 1e-3) * 1e-9);
+  return fmt("%.1f GB/s", r.c.bytes / (r.gpu_ms * 1e-3) * 1e-9);
+}
+
+// Fraction of the hardware limit: FLOPs against the nominal FP32 rate where known, bytes against
+// the measured copy bandwidth.
+double peak_fraction(const bench::Result& r, double bw, double flops_peak) {
+  double t = r.gpu_ms * 1e-3;
+  if (r.c.flops > 0) return flops_peak > 0 ? r.c.flops / t / flops_peak : -1;
+  return r.c.bytes / t / bw;
+}
+
+void write_json(const std::string& path, const Context& ctx, const std::vector<bench::Result>& rs, double bw,
+                double flops_peak) {
+  std::ofstream f(path);
+  if (!f) throw Error("wgc bench: cannot write " + path);
+  f << "{\"device\":\"" << ctx.adapter().device << "\",\"copy_bandwidth_gbs\":" << bw * 1e-9
+    << ",\"nominal_fp32_tflops\":" << flops_peak * 1e-12 << ",\"results\":[";
+  for (size_t i = 0; i < rs.size(); ++i) {
+    const auto& r = rs[i];
+    f << (i ? "," : "") << "\n {\"op\":\"" << r.c.op << "\",\"version\":\"" << r.c.version << "\",\"size\":\""
+      << r.c.size << "\",\"elements\":" << r.c.elements << ",\"flops\":" << r.c.flops << ",\"bytes\":" << r.c.bytes
+      << ",\"gpu_ms\":" << r.gpu_ms << ",\"gpu_spread\":" << r.gpu_spread << ",\"timestamps\":"
+      << (r.timestamps ? "true" : "false") << ",\"cpu_ms\":" << r.cpu_ms << ",\"blas_ms\":" << r.blas_ms
+      << ",\"max_rel_error\":" << (std::isfinite(r.error) ? r.error : 1e308)
+      << ",\"ok\":" << (r.error < r.c.tolerance ? "true" : "false") << ",\"peak_fraction\":"
+      << peak_fraction(r, bw, flops_peak) << "}";
+  }
+  f << "\n]}\n";
+}
+
+int bench_cmd(Args& a) {
+  auto g = gpu_flags(a);
+  bench::Options o;
+  o.ops = a.list("--ops");
+  for (auto& s : a.list("--sizes")) o.sizes.push_back(std::stod(s));
+  o.quick = a.flag("--quick");
+  o.repeats = static_cast<int>(a.number_or("--repeats", 0));
+  auto json = a.option("--json");
+  auto png = a.option("--png");
+  a.done();
+  Context ctx({parse_backend(g.backend), g.debug});
+
+  std::set<std::string> known;
+  for (auto& [op, make] : bench::registry()) known.insert(op);
+  for (auto& op : o.ops)
+    if (!known.count(op)) {
+      std::string list;
+      for (auto& k : known) list += " " + k;
+      throw Error("wgc bench: unknown op '" + op + "' (known:" + list + ")");
+    }
+
+  double bw = bench::measured_bandwidth(ctx, o);
+  double flops_peak = bench::nominal_flops(ctx);
+  std::printf("device: %s (%s)   measured copy bandwidth: %.1f GB/s   nominal FP32: %s\n",
+              ctx.adapter().device.c_str(), ctx.adapter().adapter_type.c_str(), bw * 1e-9,
+              flops_peak > 0 ? fmt("%.1f TFLOP/s", flops_peak * 1e-12).c_str() : "unknown");
+
+  const bool tty = isatty(2);  // progress on one rewritten line on a terminal, else a line per case
+  std::vector<bench::Result> results;
+  std::map<std::pair<std::string, std::string>, std::pair<double, double>> cpu;  // (op,size) -> plain, blas
+  for (auto& [op, make] : bench::registry()) {
+    if (!o.ops.empty() && std::find(o.ops.begin(), o.ops.end(), op) == o.ops.end()) continue;
+    auto cases = make(ctx, o);
+    for (size_t i = 0; i < cases.size(); ++i) {
+      std::fprintf(stderr, "%s[bench] %s %s %s (%zu/%zu)%s", tty ? "\r" : "", op.c_str(),
+                   cases[i].version.c_str(), cases[i].size.c_str(), i + 1, cases.size(), tty ? "        " : "\n");
+      auto r = bench::run_case(ctx, cases[i], o);
+      auto& c = cpu[{r.c.op, r.c.size}];
+      if (r.cpu_ms >= 0) c.first = r.cpu_ms;
+      if (r.blas_ms >= 0) c.second = r.blas_ms;
+      results.push_back(std::move(r));
+    }
+  }
+  if (tty) std::fprintf(stderr, "\r%70s\r", "");
+
+  std::printf("\n%-8s %-14s %-12s %10s %16s %7s %10s %10s %8s %10s %s\n", "op", "version", "size", "GPU ms", "rate",
+              "%peak", "CPU ms", "BLAS ms", "speedup", "max err", "check");
+  bool all_ok = true;
+  for (auto& r : results) {
+    auto [plain, blas] = cpu[{r.c.op, r.c.size}];
+    double best_cpu = plain > 0 && blas > 0 ? std::min(plain, blas) : std::max(plain, blas);
+    double pf = peak_fraction(r, bw, flops_peak);
+    bool ok = r.error < r.c.tolerance;
+    all_ok &= ok;
+    std::printf("%-8s %-14s %-12s %10.4f %16s %7s %10s %10s %8s %10.2e %s\n", r.c.op.c_str(), r.c.version.c_str(),
+                r.c.size.c_str(), r.gpu_ms, rate(r).c_str(), pf >= 0 ? fmt("%.1f%%", 100 * pf).c_str() : "-",
+                plain > 0 ? fmt("%.3f", plain).c_str() : "-", blas > 0 ? fmt("%.3f", blas).c_str() : "-",
+                best_cpu > 0 ? fmt("%.1fx", best_cpu / r.gpu_ms).c_str() : "-", r.error, ok ? "ok" : "FAIL");
+  }
+  std::printf("\nGPU ms: median of %s; speedup against the faster of the plain CPU loop and BLAS.\n",
+              results.empty() || results[0].timestamps ? "timestamp-query times" : "wall-clock times");
+  if (json) write_json(*json, ctx, results, bw, flops_peak);
+  if (png) throw Error("wgc bench: --png is not available yet");
+  return all_ok ? 0 : 3;
+}
+
+Register reg{{"bench", "[--ops a,b] [--sizes n,m] [--quick] [--repeats R] [--json F] [--png F] [--backend B]",
+              "GPU vs CPU for every op, kernel version and size: table, JSON, PNG chart", bench_cmd}};
+
+}  // namespace
+}  // namespace wgc::cli

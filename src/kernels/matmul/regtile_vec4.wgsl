@@ -1,0 +1,32 @@
+// Register-tiled SGEMM with vec4 global loads and stores: needs K % 4 == 0 and, unless B is
+// transposed, N % 4 == 0 (see regtile_main.wgsl).
+@group(0) @binding(0) var<storage, read> A: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> B: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read_write> C: array<f32>;
+
+fn load_a4(m: u32, k: u32) -> vec4<f32> {
+  if (m >= p.M || k >= p.K) { return vec4<f32>(0.0); }
+  return A[(m * p.K + k) / 4u];
+}
+fn load_b4(k: u32, n: u32) -> vec4<f32> {
+  if (k >= p.K || n >= p.N) { return vec4<f32>(0.0); }
+  return B[(k * p.N + n) / 4u];
+}
+fn load_bt4(n: u32, k: u32) -> vec4<f32> {
+  if (n >= p.N || k >= p.K) { return vec4<f32>(0.0); }
+  return B[(n * p.K + k) / 4u];
+}
+fn store4(m: u32, n: u32, v: vec4<f32>) {
+  let i = m * p.N + n;
+  if (n + 3u < p.N) {
+    C[i] = v.x;
+    C[i + 1u] = v.y;
+    C[i + 2u] = v.z;
+    C[i + 3u] = v.w;
+  } else {
+    for (var c = 0u; c < 4u; c++) {
+      if (n + c < p.N) { C[i + c] = v[c]; }
+    }
+  }
+}
+//!include "matmul/regtile_main.wgsl"

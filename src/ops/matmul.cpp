@@ -1,0 +1,110 @@
+#include "ops/matmul.h"
+
+#include "cpu/matmul.h"
+#include "gpu/error.h"
+
+#include <cstdlib>
+#include <string>
+
+namespace wgc {
+namespace {
+
+constexpr uint32_t kNaiveTile = 16;   // naive.wgsl and tiled.wgsl: 16 x 16 invocations
+constexpr uint32_t kRegTileBlock = 128;  // regtile_main.wgsl: BM = BN = 128
+
+const char* kernel_file(MatmulVersion v) {
+  switch (v) {
+    case MatmulVersion::Naive: return "matmul/naive.wgsl";
+    case MatmulVersion::Tiled: return "matmul/tiled.wgsl";
+    case MatmulVersion::RegTile: return "matmul/regtile.wgsl";
+    case MatmulVersion::RegTileVec4: return "matmul/regtile_vec4.wgsl";
+    case MatmulVersion::Auto: break;
+  }
+  throw Error("wgc: matmul: no kernel for version Auto");
+}
+
+}  // namespace
+
+std::string_view to_string(MatmulVersion v) {
+  switch (v) {
+    case MatmulVersion::Auto: return "auto";
+    case MatmulVersion::Naive: return "naive";
+    case MatmulVersion::Tiled: return "tiled";
+    case MatmulVersion::RegTile: return "regtile";
+    case MatmulVersion::RegTileVec4: return "regtile-vec4";
+  }
+  return "?";
+}
+
+bool supports(MatmulVersion v, MatmulDims d) {
+  if (v != MatmulVersion::RegTileVec4) return true;
+  return d.k % 4 == 0 && (d.trans_b || d.n % 4 == 0);
+}
+
+MatmulVersion choose_matmul(MatmulDims d) {
+  // Register tiling only pays once there are enough 128x128 blocks to fill the machine;
+  // for thin products the 16x16 tiles keep more workgroups busy.
+  if (uint64_t(d.m) * d.n < 64ull * 64ull) return MatmulVersion::Tiled;
+  return supports(MatmulVersion::RegTileVec4, d) ? MatmulVersion::RegTileVec4 : MatmulVersion::RegTile;
+}
+
+void matmul(Batch& batch, const Tensor& a, const Tensor& b, const Tensor& c, MatmulDims d, MatmulVersion v) {
+  if (v == MatmulVersion::Auto) v = choose_matmul(d);
+  if (!supports(v, d))
+    throw Error("wgc: matmul " + std::string(to_string(v)) + " needs K (and N) to be multiples of 4");
+  auto need = [&](const Tensor& t, uint64_t elems, const char* name) {
+    if (t.capacity() < elems * 4)
+      throw Error("wgc: matmul: " + std::string(name) + " holds " + std::to_string(t.capacity() / 4) +
+                  " floats, needs " + std::to_string(elems));
+  };
+  need(a, uint64_t(d.m) * d.k, "A");
+  need(b, uint64_t(d.k) * d.n, "B");
+  need(c, uint64_t(d.m) * d.n, "C");
+  if (d.m == 0 || d.n == 0) return;
+  const Context& ctx = batch.context();
+  Kernel k = compile(ctx, embedded_kernel(kernel_file(v)));
+  uint32_t block = v == MatmulVersion::Naive || v == MatmulVersion::Tiled ? kNaiveTile : kRegTileBlock;
+  Groups g{ceil_div(d.n, block), ceil_div(d.m, block), 1};
+  batch.dispatch(k, {a, b, c}, Params(d.m, d.n, d.k, uint32_t(d.trans_b)), g);
+}
+
+Tensor matmul(const Context& ctx, const Tensor& a, const Tensor& b, bool trans_b, MatmulVersion v) {
+  if (a.shape().size() != 2 || b.shape().size() != 2)
+    throw Error("wgc: matmul takes 2-D tensors, got " + to_string(a.shape()) + " and " + to_string(b.shape()));
+  MatmulDims d{uint32_t(a.shape()[0]), uint32_t(trans_b ? b.shape()[0] : b.shape()[1]), uint32_t(a.shape()[1]),
+               trans_b};
+  int64_t bk = trans_b ? b.shape()[1] : b.shape()[0];
+  if (bk != d.k)
+    throw Error("wgc: matmul: inner dimensions differ: A " + to_string(a.shape()) + ", B " + to_string(b.shape()) +
+                (trans_b ? " (transposed)" : ""));
+  Tensor c = make_tensor(ctx, {d.m, d.n});
+  Batch batch(ctx);
+  matmul(batch, a, b, c, d, v);
+  batch.run();
+  return c;
+}
+
+std::vector<float> matmul(const Context& ctx, std::span<const float> a, std::span<const float> b, MatmulDims d,
+                          std::optional<double> cpu_below_flops) {
+  if (a.size() != size_t(d.m) * d.k || b.size() != size_t(d.k) * d.n)
+    throw Error("wgc: matmul: host buffers do not match M=" + std::to_string(d.m) + " N=" + std::to_string(d.n) +
+                " K=" + std::to_string(d.k));
+  double below = ctx.adapter().is_cpu() ? kMatmulCpuBelowFlopsSwiftShader : kMatmulCpuBelowFlopsGpu;
+  if (const char* env = std::getenv("WGC_CPU_BELOW_MATMUL")) below = std::atof(env);
+  if (cpu_below_flops) below = *cpu_below_flops;
+  std::vector<float> c(size_t(d.m) * d.n);
+  if (d.flops() < below) {
+    cpu::matmul(a, b, c, d.m, d.n, d.k, d.trans_b);
+    return c;
+  }
+  Tensor ta = make_tensor(ctx, {d.m, d.k}, a);
+  Tensor tb = make_tensor(ctx, {d.trans_b ? d.n : d.k, d.trans_b ? d.k : d.n}, b);
+  Tensor tc = make_tensor(ctx, {d.m, d.n});
+  Batch batch(ctx);
+  matmul(batch, ta, tb, tc, d);
+  batch.run();
+  download(ctx, tc, std::as_writable_bytes(std::span(c)));
+  return c;
+}
+
+}  // namespace wgc

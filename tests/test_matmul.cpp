@@ -1,0 +1,85 @@
+// Every matmul version against the CPU reference at awkward shapes, outputs poisoned first.
+#include "cpu/matmul.h"
+#include "ops/matmul.h"
+#include "test_util.h"
+
+using namespace wgc;
+using wgc::test::ctx;
+
+namespace {
+
+struct Case {
+  uint32_t m, n, k;
+  bool trans_b;
+};
+
+void check(MatmulVersion v, Case c) {
+  MatmulDims d{c.m, c.n, c.k, c.trans_b};
+  if (!supports(v, d)) return;
+  auto a = test::random_floats(size_t(c.m) * c.k, c.m * 7 + c.k);
+  auto b = test::random_floats(size_t(c.k) * c.n, c.n * 13 + c.k);
+  std::vector<float> want(size_t(c.m) * c.n);
+  cpu::matmul_reference(a, b, want, c.m, c.n, c.k, c.trans_b);
+  Tensor ta = make_tensor(ctx(), {c.m, c.k}, a);
+  Tensor tb = make_tensor(ctx(), {int64_t(b.size())}, b);
+  Tensor tc = make_tensor(ctx(), {c.m, c.n});
+  fill_u32(ctx(), tc, kPoisonNaN);
+  Batch batch(ctx());
+  matmul(batch, ta, tb, tc, d, v);
+  batch.run();
+  auto got = download<float>(ctx(), tc);
+  // f32 accumulation over K terms of size <= 1: error grows like sqrt(K) * eps relative.
+  EXPECT_LT(test::rel_error(got, want), 1e-5 * (1 + std::sqrt(double(c.k))))
+      << to_string(v) << " M=" << c.m << " N=" << c.n << " K=" << c.k << " trans_b=" << c.trans_b;
+}
+
+const Case kCases[] = {{1, 1, 1, false},     {1, 17, 3, false},   {17, 1, 5, true},    {33, 65, 17, false},
+                       {130, 129, 12, false}, {130, 129, 12, true}, {100, 260, 64, false}, {257, 131, 259, true},
+                       {64, 64, 64, false},   {1023, 517, 259, false}};
+
+}  // namespace
+
+class MatmulVersions : public ::testing::TestWithParam<MatmulVersion> {};
+
+TEST_P(MatmulVersions, MatchReferenceAtAwkwardShapes) {
+  for (auto c : kCases) check(GetParam(), c);
+}
+
+INSTANTIATE_TEST_SUITE_P(All, MatmulVersions, ::testing::ValuesIn(kMatmulVersions),
+                         [](const auto& param_info) {
+                           std::string s(to_string(param_info.param));
+                           for (auto& ch : s) if (ch == '-') ch = '_';
+                           return s;
+                         });
+
+TEST(Matmul, Vec4SupportFollowsAlignment) {
+  EXPECT_TRUE(supports(MatmulVersion::RegTileVec4, {8, 8, 8, false}));
+  EXPECT_FALSE(supports(MatmulVersion::RegTileVec4, {8, 7, 8, false}));
+  EXPECT_TRUE(supports(MatmulVersion::RegTileVec4, {8, 7, 8, true}));
+  EXPECT_FALSE(supports(MatmulVersion::RegTileVec4, {8, 8, 6, true}));
+  EXPECT_THROW(
+      {
+        Batch b(ctx());
+        auto t = make_tensor(ctx(), {64});
+        matmul(b, t, t, t, {2, 3, 6, false}, MatmulVersion::RegTileVec4);
+      },
+      Error);
+}
+
+TEST(Matmul, TensorApiChecksShapes) {
+  auto a = make_tensor(ctx(), {3, 4}, test::random_floats(12, 1));
+  auto b = make_tensor(ctx(), {5, 2}, test::random_floats(10, 2));
+  EXPECT_THROW(matmul(ctx(), a, b), Error);
+  auto b2 = make_tensor(ctx(), {4, 2}, test::random_floats(8, 3));
+  auto c = matmul(ctx(), a, b2);
+  EXPECT_EQ(c.shape(), (Shape{3, 2}));
+}
+
+TEST(Matmul, HostApiTakesEitherPathWithTheSameResult) {
+  MatmulDims d{19, 23, 29, false};
+  auto a = test::random_floats(19 * 29, 5), b = test::random_floats(29 * 23, 6);
+  std::vector<float> want(19 * 23);
+  cpu::matmul_reference(a, b, want, d.m, d.n, d.k, false);
+  EXPECT_LT(test::rel_error(matmul(ctx(), a, b, d, 1e30), want), 1e-5);  // forced CPU
+  EXPECT_LT(test::rel_error(matmul(ctx(), a, b, d, 0.0), want), 1e-5);   // forced GPU
+}
