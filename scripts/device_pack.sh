@@ -17,7 +17,7 @@ cp "$build/wgc" "$stage/wgc/bin/"
 for t in "$build"/test_*; do [ -x "$t" ] && cp "$t" "$stage/wgc/bin/"; done
 # Every shared library but the C/C++ runtime, which the GPU machine has in newer versions.
 for bin in "$stage"/wgc/bin/*; do
-  ldd "$bin" | awk '/=>/ {print $3}' | grep -vE 'lib(c|m|dl|pthread|rt|stdc\+\+|gcc_s)\.so' || true
+  ldd "$bin" | awk '{for (i = 1; i <= NF; i++) if ($i ~ /^\//) print $i}' | grep -vE 'ld-linux|lib(c|m|dl|pthread|rt|stdc\+\+|gcc_s)\.so' || true
 done | sort -u | while read -r lib; do cp -L "$lib" "$stage/wgc/lib/"; done
 mkdir -p "$repo/.device"
 tar -C "$stage" -cJf "$repo/.device/bundle.tar.xz" wgc
