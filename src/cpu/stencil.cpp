@@ -1,0 +1,102 @@
+#include "cpu/stencil.h"
+
+#include "gpu/error.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+namespace wgc::cpu {
+namespace {
+
+void check(std::span<const float> img, int w, int h, int c, const char* op) {
+  if (w <= 0 || h <= 0 || c < 1 || c > 4)
+    throw Error(std::string("wgc: ") + op + ": bad image shape " + std::to_string(w) + "x" + std::to_string(h) + "x" +
+                std::to_string(c));
+  if (img.size() != size_t(w) * size_t(h) * size_t(c))
+    throw Error(std::string("wgc: ") + op + ": " + std::to_string(img.size()) + " values for a " + std::to_string(w) +
+                "x" + std::to_string(h) + "x" + std::to_string(c) + " image");
+}
+
+}  // namespace
+
+int gaussian_radius(float sigma) {
+  if (!std::isfinite(sigma) || sigma < 0.f)
+    throw Error("wgc: gaussian blur: sigma must be finite and >= 0, got " + std::to_string(sigma));
+  double r = std::ceil(3.0 * double(sigma));
+  if (r > kMaxBlurRadius)
+    throw Error("wgc: gaussian blur: sigma " + std::to_string(sigma) + " gives radius " +
+                std::to_string(static_cast<long long>(r)) + ", above the limit " + std::to_string(kMaxBlurRadius));
+  return static_cast<int>(r);
+}
+
+std::vector<float> gaussian_weights(float sigma) {
+  int r = gaussian_radius(sigma);
+  std::vector<float> w(size_t(2 * r + 1));
+  if (r == 0) {
+    w[0] = 1.f;
+    return w;
+  }
+  std::vector<double> d(w.size());
+  double sum = 0, s2 = 2.0 * double(sigma) * double(sigma);
+  for (int k = -r; k <= r; ++k) sum += d[size_t(k + r)] = std::exp(-double(k) * double(k) / s2);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(d[i] / sum);
+  return w;
+}
+
+std::vector<float> sobel(std::span<const float> img, int w, int h, int channels) {
+  check(img, w, h, channels, "sobel");
+  const size_t c = size_t(channels), row = size_t(w) * c;
+  std::vector<float> out(img.size());
+  for (int y = 0; y < h; ++y) {
+    const float* up = img.data() + size_t(std::max(y - 1, 0)) * row;
+    const float* mid = img.data() + size_t(y) * row;
+    const float* dn = img.data() + size_t(std::min(y + 1, h - 1)) * row;
+    float* o = out.data() + size_t(y) * row;
+    for (int x = 0; x < w; ++x) {
+      size_t xm = size_t(std::max(x - 1, 0)) * c, x0 = size_t(x) * c, xp = size_t(std::min(x + 1, w - 1)) * c;
+      for (size_t k = 0; k < c; ++k) {
+        float gx = (up[xp + k] + 2.f * mid[xp + k] + dn[xp + k]) - (up[xm + k] + 2.f * mid[xm + k] + dn[xm + k]);
+        float gy = (dn[xm + k] + 2.f * dn[x0 + k] + dn[xp + k]) - (up[xm + k] + 2.f * up[x0 + k] + up[xp + k]);
+        o[x0 + k] = std::sqrt(gx * gx + gy * gy);
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<float> gaussian_blur(std::span<const float> img, int w, int h, int channels, float sigma) {
+  check(img, w, h, channels, "gaussian_blur");
+  const std::vector<float> wt = gaussian_weights(sigma);
+  const int r = static_cast<int>(wt.size() / 2);
+  const size_t c = size_t(channels), row = size_t(w) * c, taps = wt.size();
+  std::vector<float> tmp(img.size()), out(img.size());
+  // Horizontal: each row padded with clamped copies of its end pixels, then convolved.
+  std::vector<float> pad((size_t(w) + 2 * size_t(r)) * c);
+  for (int y = 0; y < h; ++y) {
+    const float* s = img.data() + size_t(y) * row;
+    for (int x = -r; x < w + r; ++x) {
+      size_t sx = size_t(std::clamp(x, 0, w - 1)) * c, px = size_t(x + r) * c;
+      for (size_t k = 0; k < c; ++k) pad[px + k] = s[sx + k];
+    }
+    float* t = tmp.data() + size_t(y) * row;
+    for (size_t i = 0; i < row; ++i) {
+      float acc = 0.f;
+      for (size_t k = 0; k < taps; ++k) acc += wt[k] * pad[i + k * c];
+      t[i] = acc;
+    }
+  }
+  // Vertical: whole rows at a time (the inner loop runs along the row).
+  for (int y = 0; y < h; ++y) {
+    float* o = out.data() + size_t(y) * row;
+    std::fill(o, o + row, 0.f);
+    for (size_t k = 0; k < taps; ++k) {
+      const float* t = tmp.data() + size_t(std::clamp(y + int(k) - r, 0, h - 1)) * row;
+      const float wk = wt[k];
+      for (size_t i = 0; i < row; ++i) o[i] += wk * t[i];
+    }
+  }
+  return out;
+}
+
+}  // namespace wgc::cpu

@@ -1,0 +1,376 @@
+#include "io/image.h"
+
+#include "gpu/error.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <csetjmp>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#ifdef WGC_HAVE_PNG
+#include <png.h>
+#endif
+#ifdef WGC_HAVE_JPEG
+#include <jerror.h>
+#include <jpeglib.h>
+#endif
+
+namespace wgc {
+namespace {
+
+// Images larger than this many pixels are refused (a corrupt header must not allocate gigabytes).
+constexpr int64_t kMaxImagePixels = int64_t(1) << 30;
+
+std::string quoted(const std::filesystem::path& p) { return "'" + p.string() + "'"; }
+
+[[noreturn]] void fail(const std::filesystem::path& p, const std::string& what) {
+  throw Error("wgc: image " + quoted(p) + ": " + what);
+}
+
+void check_shape(int w, int h, int c, const char* where) {
+  if (w <= 0 || h <= 0 || int64_t(w) * h > kMaxImagePixels)
+    throw Error(std::string("wgc: ") + where + ": bad image size " + std::to_string(w) + "x" + std::to_string(h));
+  if (c != 1 && c != 3 && c != 4)
+    throw Error(std::string("wgc: ") + where + ": channels must be 1, 3 or 4, got " + std::to_string(c));
+}
+
+void check_image(const Image& img, const char* where) {
+  check_shape(img.width, img.height, img.channels, where);
+  if (img.data.size() != size_t(img.pixels()) * size_t(img.channels))
+    throw Error(std::string("wgc: ") + where + ": image data holds " + std::to_string(img.data.size()) +
+                " bytes, expected " + std::to_string(size_t(img.pixels()) * size_t(img.channels)));
+}
+
+struct FileCloser {
+  void operator()(std::FILE* f) const {
+    if (f) std::fclose(f);
+  }
+};
+using File = std::unique_ptr<std::FILE, FileCloser>;
+
+File open_file(const std::filesystem::path& p, const char* mode) {
+  File f(std::fopen(p.c_str(), mode));
+  if (!f) fail(p, std::string("cannot open: ") + std::strerror(errno));
+  return f;
+}
+
+uint8_t to_u8(float v) {
+  if (!(v > 0.f)) return 0;  // also NaN
+  if (v >= 1.f) return 255;
+  return static_cast<uint8_t>(std::lround(v * 255.f));
+}
+
+std::string lower_ext(const std::filesystem::path& p) {
+  std::string e = p.extension().string();
+  for (auto& ch : e) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return e;
+}
+
+}  // namespace
+
+Image::Image(int w, int h, int c) : width(w), height(h), channels(c) {
+  check_shape(w, h, c, "Image");
+  data.assign(size_t(w) * size_t(h) * size_t(c), 0);
+}
+
+#ifdef WGC_HAVE_PNG
+bool png_supported() { return true; }
+#else
+bool png_supported() { return false; }
+#endif
+#ifdef WGC_HAVE_JPEG
+bool jpeg_supported() { return true; }
+#else
+bool jpeg_supported() { return false; }
+#endif
+
+ImageFormat format_for_extension(const std::filesystem::path& path) {
+  std::string e = lower_ext(path);
+  if (e == ".png") return ImageFormat::Png;
+  if (e == ".jpg" || e == ".jpeg") return ImageFormat::Jpeg;
+  throw Error("wgc: image " + quoted(path) + ": unknown extension '" + e + "' (use .png, .jpg or .jpeg)");
+}
+
+Image read_image(const std::filesystem::path& path) {
+  File f = open_file(path, "rb");
+  unsigned char magic[8] = {};
+  size_t n = std::fread(magic, 1, sizeof magic, f.get());
+  f.reset();
+  static const unsigned char kPng[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+  if (n == 8 && std::memcmp(magic, kPng, 8) == 0) return read_png(path);
+  if (n >= 3 && magic[0] == 0xff && magic[1] == 0xd8 && magic[2] == 0xff) return read_jpeg(path);
+  if (n == 0) fail(path, "the file is empty");
+  fail(path, "not a PNG or JPEG file (unrecognised signature)");
+}
+
+void write_image(const std::filesystem::path& path, const Image& img, int jpeg_quality) {
+  switch (format_for_extension(path)) {
+    case ImageFormat::Png: return write_png(path, img);
+    case ImageFormat::Jpeg: return write_jpeg(path, img, jpeg_quality);
+  }
+}
+
+// --- PNG, through libpng's simplified API (it keeps its own error state: no longjmp here) ------
+
+#ifdef WGC_HAVE_PNG
+Image read_png(const std::filesystem::path& path) {
+  File f = open_file(path, "rb");
+  png_image pi;
+  std::memset(&pi, 0, sizeof pi);
+  pi.version = PNG_IMAGE_VERSION;
+  if (!png_image_begin_read_from_stdio(&pi, f.get())) fail(path, std::string("not a valid PNG: ") + pi.message);
+  int64_t w = pi.width, h = pi.height;
+  if (w <= 0 || h <= 0 || w * h > kMaxImagePixels) {
+    png_image_free(&pi);
+    fail(path, "PNG size " + std::to_string(w) + "x" + std::to_string(h) + " is out of range");
+  }
+  int c;
+  if (pi.format & PNG_FORMAT_FLAG_ALPHA) {
+    pi.format = PNG_FORMAT_RGBA;
+    c = 4;
+  } else if (pi.format & PNG_FORMAT_FLAG_COLOR) {
+    pi.format = PNG_FORMAT_RGB;
+    c = 3;
+  } else {
+    pi.format = PNG_FORMAT_GRAY;
+    c = 1;
+  }
+  Image img(static_cast<int>(w), static_cast<int>(h), c);
+  if (!png_image_finish_read(&pi, nullptr, img.data.data(), 0, nullptr))
+    fail(path, std::string("corrupt or truncated PNG: ") + pi.message);
+  return img;
+}
+
+void write_png(const std::filesystem::path& path, const Image& img) {
+  check_image(img, "write_png");
+  png_image pi;
+  std::memset(&pi, 0, sizeof pi);
+  pi.version = PNG_IMAGE_VERSION;
+  pi.width = static_cast<png_uint_32>(img.width);
+  pi.height = static_cast<png_uint_32>(img.height);
+  pi.format = img.channels == 1 ? PNG_FORMAT_GRAY : img.channels == 3 ? PNG_FORMAT_RGB : PNG_FORMAT_RGBA;
+  File f = open_file(path, "wb");
+  if (!png_image_write_to_stdio(&pi, f.get(), 0, img.data.data(), 0, nullptr))
+    fail(path, std::string("PNG write failed: ") + pi.message);
+  std::FILE* raw = f.release();
+  if (std::fclose(raw) != 0) fail(path, std::string("write failed: ") + std::strerror(errno));
+}
+#else
+Image read_png(const std::filesystem::path& path) { fail(path, "this build of wgc has no PNG support (libpng)"); }
+void write_png(const std::filesystem::path& path, const Image&) {
+  fail(path, "this build of wgc has no PNG support (libpng)");
+}
+#endif
+
+// --- JPEG, through libjpeg: errors longjmp back to the function that set the jump ------------
+
+#ifdef WGC_HAVE_JPEG
+namespace {
+
+struct JpegError {
+  jpeg_error_mgr mgr;
+  std::jmp_buf jump;
+  char message[JMSG_LENGTH_MAX];
+};
+
+void jpeg_error_exit(j_common_ptr cinfo) {
+  auto* e = reinterpret_cast<JpegError*>(cinfo->err);
+  e->mgr.format_message(cinfo, e->message);
+  std::longjmp(e->jump, 1);
+}
+
+// Warnings are ignored except a premature end of data, which libjpeg would otherwise paper over
+// with gray pixels: a truncated file is an error.
+void jpeg_emit_message(j_common_ptr cinfo, int level) {
+  auto* e = reinterpret_cast<JpegError*>(cinfo->err);
+  if (level == -1 && e->mgr.msg_code == JWRN_JPEG_EOF) {
+    e->mgr.format_message(cinfo, e->message);
+    std::longjmp(e->jump, 1);
+  }
+  if (level == -1) e->mgr.num_warnings++;
+}
+
+void install(JpegError& e) {
+  jpeg_std_error(&e.mgr);
+  e.mgr.error_exit = jpeg_error_exit;
+  e.mgr.emit_message = jpeg_emit_message;
+  e.message[0] = 0;
+}
+
+}  // namespace
+
+Image read_jpeg(const std::filesystem::path& path) {
+  File f = open_file(path, "rb");
+  Image img;  // declared before setjmp; its heap storage is released normally on either path
+  jpeg_decompress_struct cinfo;
+  JpegError err;
+  install(err);
+  cinfo.err = &err.mgr;
+  if (setjmp(err.jump)) {
+    jpeg_destroy_decompress(&cinfo);
+    fail(path, std::string("corrupt or truncated JPEG: ") + err.message);
+  }
+  jpeg_create_decompress(&cinfo);
+  jpeg_stdio_src(&cinfo, f.get());
+  jpeg_read_header(&cinfo, TRUE);
+  if (cinfo.jpeg_color_space == JCS_CMYK || cinfo.jpeg_color_space == JCS_YCCK) {
+    std::snprintf(err.message, sizeof err.message, "CMYK JPEG is not supported");
+    std::longjmp(err.jump, 1);
+  }
+  cinfo.out_color_space = cinfo.num_components == 1 ? JCS_GRAYSCALE : JCS_RGB;
+  jpeg_start_decompress(&cinfo);
+  int64_t w = cinfo.output_width, h = cinfo.output_height;
+  if (w <= 0 || h <= 0 || w * h > kMaxImagePixels) {
+    std::snprintf(err.message, sizeof err.message, "size %lldx%lld is out of range", static_cast<long long>(w),
+                  static_cast<long long>(h));
+    std::longjmp(err.jump, 1);
+  }
+  img.width = static_cast<int>(w);
+  img.height = static_cast<int>(h);
+  img.channels = cinfo.output_components;
+  img.data.resize(size_t(w) * size_t(h) * size_t(img.channels));
+  size_t stride = size_t(w) * size_t(img.channels);
+  while (cinfo.output_scanline < cinfo.output_height) {
+    JSAMPROW row = img.data.data() + size_t(cinfo.output_scanline) * stride;
+    jpeg_read_scanlines(&cinfo, &row, 1);
+  }
+  jpeg_finish_decompress(&cinfo);
+  jpeg_destroy_decompress(&cinfo);
+  return img;
+}
+
+void write_jpeg(const std::filesystem::path& path, const Image& img, int quality) {
+  check_image(img, "write_jpeg");
+  if (quality < 1 || quality > 100) fail(path, "JPEG quality must be 1..100, got " + std::to_string(quality));
+  // JPEG has no alpha: drop it.
+  std::vector<uint8_t> rgb;
+  const uint8_t* src = img.data.data();
+  int c = img.channels;
+  if (c == 4) {
+    rgb.resize(size_t(img.pixels()) * 3);
+    for (size_t i = 0; i < size_t(img.pixels()); ++i)
+      for (size_t k = 0; k < 3; ++k) rgb[i * 3 + k] = img.data[i * 4 + k];
+    src = rgb.data();
+    c = 3;
+  }
+  File f = open_file(path, "wb");
+  jpeg_compress_struct cinfo;
+  JpegError err;
+  install(err);
+  cinfo.err = &err.mgr;
+  if (setjmp(err.jump)) {
+    jpeg_destroy_compress(&cinfo);
+    fail(path, std::string("JPEG write failed: ") + err.message);
+  }
+  jpeg_create_compress(&cinfo);
+  jpeg_stdio_dest(&cinfo, f.get());
+  cinfo.image_width = static_cast<JDIMENSION>(img.width);
+  cinfo.image_height = static_cast<JDIMENSION>(img.height);
+  cinfo.input_components = c;
+  cinfo.in_color_space = c == 1 ? JCS_GRAYSCALE : JCS_RGB;
+  jpeg_set_defaults(&cinfo);
+  jpeg_set_quality(&cinfo, quality, TRUE);
+  jpeg_start_compress(&cinfo, TRUE);
+  size_t stride = size_t(img.width) * size_t(c);
+  while (cinfo.next_scanline < cinfo.image_height) {
+    auto row = const_cast<JSAMPROW>(src + size_t(cinfo.next_scanline) * stride);
+    jpeg_write_scanlines(&cinfo, &row, 1);
+  }
+  jpeg_finish_compress(&cinfo);
+  jpeg_destroy_compress(&cinfo);
+  std::FILE* raw = f.release();
+  if (std::fclose(raw) != 0) fail(path, std::string("write failed: ") + std::strerror(errno));
+}
+#else
+Image read_jpeg(const std::filesystem::path& path) { fail(path, "this build of wgc has no JPEG support (libjpeg)"); }
+void write_jpeg(const std::filesystem::path& path, const Image&, int) {
+  fail(path, "this build of wgc has no JPEG support (libjpeg)");
+}
+#endif
+
+// --- conversions ---------------------------------------------------------------------------
+
+std::vector<float> to_float(const Image& img) {
+  check_image(img, "to_float");
+  std::vector<float> v(img.data.size());
+  for (size_t i = 0; i < v.size(); ++i) v[i] = float(img.data[i]) * (1.f / 255.f);
+  return v;
+}
+
+std::vector<float> to_gray(const Image& img) {
+  check_image(img, "to_gray");
+  size_t n = size_t(img.pixels()), c = size_t(img.channels);
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) {
+    const uint8_t* p = &img.data[i * c];
+    float g = c == 1 ? float(p[0]) : 0.299f * float(p[0]) + 0.587f * float(p[1]) + 0.114f * float(p[2]);
+    v[i] = g * (1.f / 255.f);
+  }
+  return v;
+}
+
+std::vector<float> to_rgba_planes(const Image& img) {
+  check_image(img, "to_rgba_planes");
+  size_t n = size_t(img.pixels()), c = size_t(img.channels);
+  std::vector<float> v(4 * n);
+  for (size_t i = 0; i < n; ++i) {
+    const uint8_t* p = &img.data[i * c];
+    for (size_t k = 0; k < 3; ++k) v[k * n + i] = float(p[c == 1 ? 0 : k]) * (1.f / 255.f);
+    v[3 * n + i] = c == 4 ? float(p[3]) * (1.f / 255.f) : 1.f;
+  }
+  return v;
+}
+
+Image from_float(std::span<const float> v, int width, int height, int channels) {
+  Image img(width, height, channels);
+  if (v.size() != img.data.size())
+    throw Error("wgc: from_float: " + std::to_string(v.size()) + " values for a " + std::to_string(width) + "x" +
+                std::to_string(height) + "x" + std::to_string(channels) + " image");
+  for (size_t i = 0; i < v.size(); ++i) img.data[i] = to_u8(v[i]);
+  return img;
+}
+
+Image from_rgba_planes(std::span<const float> planes, int width, int height, int channels) {
+  Image img(width, height, channels);
+  size_t n = size_t(img.pixels()), c = size_t(channels);
+  if (planes.size() != 4 * n)
+    throw Error("wgc: from_rgba_planes: " + std::to_string(planes.size()) + " values, expected 4 planes of " +
+                std::to_string(n));
+  for (size_t i = 0; i < n; ++i) {
+    if (c == 1) {
+      img.data[i] = to_u8(0.299f * planes[i] + 0.587f * planes[n + i] + 0.114f * planes[2 * n + i]);
+      continue;
+    }
+    for (size_t k = 0; k < c; ++k) img.data[i * c + k] = to_u8(planes[k * n + i]);
+  }
+  return img;
+}
+
+std::vector<float> interleaved_to_planes(std::span<const float> v, int width, int height, int channels) {
+  size_t n = size_t(width) * size_t(height), c = size_t(channels);
+  if (width <= 0 || height <= 0 || channels <= 0 || v.size() != n * c)
+    throw Error("wgc: interleaved_to_planes: " + std::to_string(v.size()) + " values for " + std::to_string(width) +
+                "x" + std::to_string(height) + "x" + std::to_string(channels));
+  std::vector<float> out(v.size());
+  for (size_t i = 0; i < n; ++i)
+    for (size_t k = 0; k < c; ++k) out[k * n + i] = v[i * c + k];
+  return out;
+}
+
+std::vector<float> planes_to_interleaved(std::span<const float> planes, int width, int height, int channels) {
+  size_t n = size_t(width) * size_t(height), c = size_t(channels);
+  if (width <= 0 || height <= 0 || channels <= 0 || planes.size() != n * c)
+    throw Error("wgc: planes_to_interleaved: " + std::to_string(planes.size()) + " values for " +
+                std::to_string(width) + "x" + std::to_string(height) + "x" + std::to_string(channels));
+  std::vector<float> out(planes.size());
+  for (size_t i = 0; i < n; ++i)
+    for (size_t k = 0; k < c; ++k) out[i * c + k] = planes[k * n + i];
+  return out;
+}
+
+}  // namespace wgc

@@ -1,0 +1,4 @@
+// Separable Gaussian blur, tiled: entries horizontal and vertical, tile + halo in workgroup memory.
+// Scalar form: an interleaved f32 image of any channel count, one channel per workgroup z.
+alias V = f32;
+//!include "stencil/body/blur_tiled.wgsl"

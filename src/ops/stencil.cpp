@@ -1,0 +1,304 @@
+#include "ops/stencil.h"
+
+#include "cpu/stencil.h"
+#include "gpu/error.h"
+#include "gpu/kernel.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <random>
+#include <string>
+
+namespace wgc {
+namespace {
+
+// Tuning knobs: workgroup shape and outputs per thread (along the pass direction) of each kernel.
+// 256 invocations fit every adapter (SwiftShader's limit is 256).
+struct Shape2 {
+  uint32_t x, y, per;
+};
+constexpr Shape2 kSobelNaive{16, 16, 1};
+constexpr Shape2 kSobelTiled{16, 16, 1};  // per: output rows per thread (ROWS)
+constexpr Shape2 kBlurNaive{16, 16, 1};
+constexpr Shape2 kBlurTiledH{64, 4, 1};   // per: outputs per thread along x (PER)
+constexpr Shape2 kBlurTiledV{16, 16, 1};  // per: outputs per thread along y (PER)
+
+bool is_vec4(StencilVersion v) { return v == StencilVersion::NaiveVec4 || v == StencilVersion::TiledVec4; }
+bool is_tiled(StencilVersion v) { return v == StencilVersion::Tiled || v == StencilVersion::TiledVec4; }
+
+std::string kernel_path(StencilOp op, StencilVersion v) {
+  std::string p = op == StencilOp::Sobel ? "stencil/sobel_" : "stencil/blur_";
+  p += is_tiled(v) ? "tiled" : "naive";
+  if (is_vec4(v)) p += "_vec4";
+  return p + ".wgsl";
+}
+
+uint64_t tiled_blur_bytes(const Shape2& s, bool horizontal, int r, uint64_t elem) {
+  uint64_t halo = 2 * uint64_t(r);
+  return horizontal ? (uint64_t(s.x) * s.per + halo) * s.y * elem
+                    : uint64_t(s.x) * (uint64_t(s.y) * s.per + halo) * elem;
+}
+
+std::string shape_str(int w, int h, int c) {
+  return std::to_string(w) + "x" + std::to_string(h) + "x" + std::to_string(c);
+}
+
+void check_args(const char* op, const Tensor& img, int w, int h, int c) {
+  if (w <= 0 || h <= 0 || c < 1 || c > 4)
+    throw Error(std::string("wgc: ") + op + ": bad image shape " + shape_str(w, h, c) + " (channels 1..4)");
+  if (!img) throw Error(std::string("wgc: ") + op + ": empty input tensor");
+  if (img.dtype() != DType::F32)
+    throw Error(std::string("wgc: ") + op + ": input must be f32, got " + std::string(to_string(img.dtype())));
+  uint64_t need = uint64_t(w) * uint64_t(h) * uint64_t(c);
+  if (uint64_t(img.numel()) < need)
+    throw Error(std::string("wgc: ") + op + ": input " + to_string(img.shape()) + " holds " +
+                std::to_string(img.numel()) + " values, a " + shape_str(w, h, c) + " image needs " +
+                std::to_string(need));
+}
+
+void check_out(const char* op, const char* what, const Tensor& t, int w, int h, int c) {
+  uint64_t need = uint64_t(w) * uint64_t(h) * uint64_t(c);
+  if (!t || t.dtype() != DType::F32 || uint64_t(t.numel()) < need)
+    throw Error(std::string("wgc: ") + op + ": " + what + " must be an f32 tensor of at least " + std::to_string(need) +
+                " values");
+}
+
+StencilVersion resolve(const Context& ctx, StencilOp op, StencilVersion v, int c, float sigma) {
+  if (v == StencilVersion::Auto) return stencil_auto_version(ctx, op, c, sigma);
+  std::string why;
+  if (!stencil_supports(ctx, op, v, c, sigma, &why))
+    throw Error("wgc: " + std::string(to_string(op)) + " version " + std::string(to_string(v)) + ": " + why);
+  return v;
+}
+
+Params image_params(int w, int h, int c, bool vec4) { return Params(uint32_t(w), uint32_t(h), uint32_t(vec4 ? 1 : c)); }
+
+void record_sobel_impl(const Context& ctx, Batch& b, const Tensor& img, const Tensor& out, int w, int h, int c,
+                       StencilVersion v) {
+  bool vec4 = is_vec4(v), tiled = is_tiled(v);
+  const Shape2& s = tiled ? kSobelTiled : kSobelNaive;
+  std::vector<std::pair<std::string, double>> k{{"WG_X", s.x}, {"WG_Y", s.y}};
+  if (tiled) k.push_back({"ROWS", s.per});
+  Kernel kern = compile(ctx, embedded_kernel(kernel_path(StencilOp::Sobel, v), k));
+  Groups g{ceil_div(uint64_t(w), s.x), ceil_div(uint64_t(h), uint64_t(s.y) * (tiled ? s.per : 1)),
+           uint32_t(vec4 ? 1 : c)};
+  b.dispatch(kern, {img, out}, image_params(w, h, c, vec4), g);
+}
+
+void record_blur_impl(const Context& ctx, Batch& b, const Tensor& img, const Tensor& wts, const Tensor& tmp,
+                      const Tensor& out, int w, int h, int c, int r, StencilVersion v) {
+  bool vec4 = is_vec4(v), tiled = is_tiled(v);
+  std::string path = kernel_path(StencilOp::GaussianBlur, v);
+  Params prm(uint32_t(w), uint32_t(h), uint32_t(vec4 ? 1 : c), uint32_t(r));
+  uint32_t z = uint32_t(vec4 ? 1 : c);
+  if (!tiled) {
+    std::vector<std::pair<std::string, double>> k{{"WG_X", kBlurNaive.x}, {"WG_Y", kBlurNaive.y}};
+    Groups g{ceil_div(uint64_t(w), kBlurNaive.x), ceil_div(uint64_t(h), kBlurNaive.y), z};
+    b.dispatch(compile(ctx, embedded_kernel(path, k, "horizontal")), {img, wts, tmp}, prm, g);
+    b.dispatch(compile(ctx, embedded_kernel(path, k, "vertical")), {tmp, wts, out}, prm, g);
+    return;
+  }
+  const Shape2 &sh = kBlurTiledH, &sv = kBlurTiledV;
+  std::vector<std::pair<std::string, double>> kh{{"WG_X", sh.x}, {"WG_Y", sh.y}, {"PER", sh.per}, {"R", r}};
+  std::vector<std::pair<std::string, double>> kv{{"WG_X", sv.x}, {"WG_Y", sv.y}, {"PER", sv.per}, {"R", r}};
+  Groups gh{ceil_div(uint64_t(w), uint64_t(sh.x) * sh.per), ceil_div(uint64_t(h), sh.y), z};
+  Groups gv{ceil_div(uint64_t(w), sv.x), ceil_div(uint64_t(h), uint64_t(sv.y) * sv.per), z};
+  b.dispatch(compile(ctx, embedded_kernel(path, kh, "horizontal")), {img, wts, tmp}, prm, gh);
+  b.dispatch(compile(ctx, embedded_kernel(path, kv, "vertical")), {tmp, wts, out}, prm, gv);
+}
+
+Tensor weights_tensor(const Context& ctx, float sigma) {
+  auto w = cpu::gaussian_weights(sigma);
+  return make_tensor(ctx, {int64_t(w.size())}, w);
+}
+
+}  // namespace
+
+std::string_view to_string(StencilVersion v) {
+  switch (v) {
+    case StencilVersion::Auto: return "auto";
+    case StencilVersion::Naive: return "naive";
+    case StencilVersion::Tiled: return "tiled";
+    case StencilVersion::NaiveVec4: return "naive_vec4";
+    case StencilVersion::TiledVec4: return "tiled_vec4";
+  }
+  return "?";
+}
+
+std::string_view to_string(StencilOp op) { return op == StencilOp::Sobel ? "sobel" : "blur"; }
+
+StencilVersion parse_stencil_version(std::string_view name) {
+  for (auto v : {StencilVersion::Auto, StencilVersion::Naive, StencilVersion::Tiled, StencilVersion::NaiveVec4,
+                 StencilVersion::TiledVec4})
+    if (name == to_string(v)) return v;
+  throw Error("wgc: unknown stencil version '" + std::string(name) + "' (auto, naive, tiled, naive_vec4, tiled_vec4)");
+}
+
+bool stencil_supports(const Context& ctx, StencilOp op, StencilVersion v, int channels, float sigma, std::string* why) {
+  auto no = [&](std::string m) {
+    if (why) *why = std::move(m);
+    return false;
+  };
+  if (channels < 1 || channels > 4) return no("channels must be 1..4, got " + std::to_string(channels));
+  if (v == StencilVersion::Auto) return true;
+  if (is_vec4(v) && channels != 4) return no("needs 4 channels (RGBA), got " + std::to_string(channels));
+  if (op == StencilOp::GaussianBlur) {
+    int r = cpu::gaussian_radius(sigma);  // throws for a bad sigma
+    if (is_tiled(v)) {
+      uint64_t elem = is_vec4(v) ? 16 : 4, limit = ctx.limits().max_compute_workgroup_storage_size;
+      uint64_t need =
+          std::max(tiled_blur_bytes(kBlurTiledH, true, r, elem), tiled_blur_bytes(kBlurTiledV, false, r, elem));
+      if (need > limit)
+        return no("radius " + std::to_string(r) + " needs " + std::to_string(need) +
+                  " bytes of workgroup memory, above maxComputeWorkgroupStorageSize " + std::to_string(limit));
+    }
+  }
+  return true;
+}
+
+StencilVersion stencil_auto_version(const Context& ctx, StencilOp op, int channels, float sigma) {
+  StencilVersion tiled = channels == 4 ? StencilVersion::TiledVec4 : StencilVersion::Tiled;
+  if (stencil_supports(ctx, op, tiled, channels, sigma)) return tiled;
+  return channels == 4 ? StencilVersion::NaiveVec4 : StencilVersion::Naive;
+}
+
+void record_sobel(const Context& ctx, Batch& b, const Tensor& img, const Tensor& out, int w, int h, int channels,
+                  StencilVersion v) {
+  check_args("sobel", img, w, h, channels);
+  check_out("sobel", "out", out, w, h, channels);
+  record_sobel_impl(ctx, b, img, out, w, h, channels, resolve(ctx, StencilOp::Sobel, v, channels, 0.f));
+}
+
+void record_gaussian_blur(const Context& ctx, Batch& b, const Tensor& img, const Tensor& tmp, const Tensor& out, int w,
+                          int h, int channels, float sigma, StencilVersion v) {
+  check_args("gaussian_blur", img, w, h, channels);
+  check_out("gaussian_blur", "out", out, w, h, channels);
+  check_out("gaussian_blur", "tmp", tmp, w, h, channels);
+  if (tmp.buffer() == img.buffer() || tmp.buffer() == out.buffer())
+    throw Error("wgc: gaussian_blur: tmp must not share a buffer with the input or the output");
+  StencilVersion rv = resolve(ctx, StencilOp::GaussianBlur, v, channels, sigma);
+  record_blur_impl(ctx, b, img, weights_tensor(ctx, sigma), tmp, out, w, h, channels, cpu::gaussian_radius(sigma), rv);
+}
+
+Tensor sobel(const Context& ctx, const Tensor& img, int w, int h, int channels, StencilVersion v) {
+  check_args("sobel", img, w, h, channels);
+  Tensor out = make_tensor(ctx, {h, w, channels});
+  Batch b(ctx);
+  record_sobel(ctx, b, img, out, w, h, channels, v);
+  b.run();
+  return out;
+}
+
+Tensor gaussian_blur(const Context& ctx, const Tensor& img, int w, int h, int channels, float sigma, StencilVersion v) {
+  check_args("gaussian_blur", img, w, h, channels);
+  Tensor tmp = make_tensor(ctx, {h, w, channels}), out = make_tensor(ctx, {h, w, channels});
+  Batch b(ctx);
+  record_gaussian_blur(ctx, b, img, tmp, out, w, h, channels, sigma, v);
+  b.run();
+  return out;
+}
+
+// --- host images ---------------------------------------------------------------------------
+
+int64_t stencil_cpu_below(int64_t requested) {
+  if (requested >= 0) return requested;
+  const char* e = std::getenv("WGC_STENCIL_CPU_BELOW");
+  if (!e || !*e) return kStencilCpuBelowPixels;
+  char* end = nullptr;
+  long long v = std::strtoll(e, &end, 10);
+  if (*end || v < 0) throw Error(std::string("wgc: WGC_STENCIL_CPU_BELOW must be a pixel count >= 0, got '") + e + "'");
+  return v;
+}
+
+bool stencil_runs_on_cpu(int64_t pixels, const ImageStencilOptions& o) {
+  return pixels < stencil_cpu_below(o.cpu_below);
+}
+
+namespace {
+Image sobel_result(const std::vector<float>& mag, int w, int h) { return from_float(mag, w, h, 1); }
+}  // namespace
+
+Image sobel_on_cpu(const Image& img) {
+  auto g = to_gray(img);
+  return sobel_result(cpu::sobel(g, img.width, img.height, 1), img.width, img.height);
+}
+
+Image gaussian_blur_on_cpu(const Image& img, float sigma) {
+  auto f = to_float(img);
+  return from_float(cpu::gaussian_blur(f, img.width, img.height, img.channels, sigma), img.width, img.height,
+                    img.channels);
+}
+
+Image sobel(const Context& ctx, const Image& img, const ImageStencilOptions& o) {
+  if (stencil_runs_on_cpu(img.pixels(), o)) return sobel_on_cpu(img);
+  auto g = to_gray(img);
+  Tensor t = make_tensor(ctx, {img.height, img.width, 1}, g);
+  Tensor r = sobel(ctx, t, img.width, img.height, 1, o.version);
+  return sobel_result(download<float>(ctx, r), img.width, img.height);
+}
+
+Image gaussian_blur(const Context& ctx, const Image& img, float sigma, const ImageStencilOptions& o) {
+  cpu::gaussian_radius(sigma);  // a bad sigma fails the same way on both paths
+  if (stencil_runs_on_cpu(img.pixels(), o)) return gaussian_blur_on_cpu(img, sigma);
+  auto f = to_float(img);
+  Tensor t = make_tensor(ctx, {img.height, img.width, img.channels}, f);
+  Tensor r = gaussian_blur(ctx, t, img.width, img.height, img.channels, sigma, o.version);
+  return from_float(download<float>(ctx, r), img.width, img.height, img.channels);
+}
+
+// --- benchmark hook ------------------------------------------------------------------------
+
+bool StencilVariant::supports(const Context& ctx, const StencilProblem& p) const {
+  return p.width > 0 && p.height > 0 && stencil_supports(ctx, op, version, p.channels, p.sigma);
+}
+
+StencilCall StencilVariant::prepare(const Context& ctx, const StencilProblem& p, uint32_t seed) const {
+  std::string why;
+  if (p.width <= 0 || p.height <= 0) throw Error("wgc: stencil " + name + ": bad problem size");
+  if (!stencil_supports(ctx, op, version, p.channels, p.sigma, &why)) throw Error("wgc: stencil " + name + ": " + why);
+  StencilCall call;
+  size_t n = size_t(p.width) * size_t(p.height) * size_t(p.channels);
+  call.host_input.resize(n);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(0.f, 1.f);
+  for (auto& x : call.host_input) x = d(rng);
+  Shape s{p.height, p.width, p.channels};
+  call.input = make_tensor(ctx, s, call.host_input);
+  call.output = make_tensor(ctx, s);
+  Context c = ctx;
+  Batch warm(ctx);  // recording once compiles the kernels now, not inside a timed loop; never submitted
+  if (op == StencilOp::Sobel) {
+    record_sobel_impl(ctx, warm, call.input, call.output, p.width, p.height, p.channels, version);
+    call.record = [c, in = call.input, out = call.output, p, v = version](Batch& b) {
+      record_sobel_impl(c, b, in, out, p.width, p.height, p.channels, v);
+    };
+  } else {
+    Tensor tmp = make_tensor(ctx, s), wts = weights_tensor(ctx, p.sigma);
+    int r = cpu::gaussian_radius(p.sigma);
+    record_blur_impl(ctx, warm, call.input, wts, tmp, call.output, p.width, p.height, p.channels, r, version);
+    call.record = [c, in = call.input, out = call.output, tmp, wts, r, p, v = version](Batch& b) {
+      record_blur_impl(c, b, in, wts, tmp, out, p.width, p.height, p.channels, r, v);
+    };
+  }
+  return call;
+}
+
+std::vector<StencilVariant> stencil_variants() {
+  std::vector<StencilVariant> out;
+  for (auto op : {StencilOp::Sobel, StencilOp::GaussianBlur})
+    for (auto v : {StencilVersion::Naive, StencilVersion::Tiled, StencilVersion::NaiveVec4, StencilVersion::TiledVec4})
+      out.push_back({std::string(to_string(op)) + "/" + std::string(to_string(v)), op, v});
+  return out;
+}
+
+uint64_t stencil_bytes_moved(const StencilProblem& p) {
+  uint64_t image = uint64_t(p.width) * uint64_t(p.height) * uint64_t(p.channels) * 4;
+  return (p.op == StencilOp::Sobel ? 2 : 4) * image;
+}
+
+std::vector<float> stencil_cpu(const StencilProblem& p, std::span<const float> input) {
+  if (p.op == StencilOp::Sobel) return cpu::sobel(input, p.width, p.height, p.channels);
+  return cpu::gaussian_blur(input, p.width, p.height, p.channels, p.sigma);
+}
+
+}  // namespace wgc

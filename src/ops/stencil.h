@@ -1,0 +1,113 @@
+// Stencil ops: Sobel edge magnitude and separable Gaussian blur, clamp-to-edge borders.
+//
+// Images on the GPU are f32 tensors of h rows x w pixels x `channels` interleaved values
+// (shape {h, w, channels}, channels 1..4). Versions (a ladder, slowest first):
+//   Naive      one thread per pixel and channel, every tap read from global memory
+//   Tiled      a workgroup loads its tile plus the halo into workgroup memory together
+//   NaiveVec4  as Naive, an RGBA pixel per vec4 element (4 channels only)
+//   TiledVec4  as Tiled, an RGBA pixel per vec4 element (4 channels only)
+// The blur runs two passes (horizontal, then vertical) through an intermediate image; its radius is
+// ceil(3 sigma) and its weights are normalized to sum 1 (cpu/stencil.h).
+#pragma once
+
+#include "gpu/batch.h"
+#include "gpu/context.h"
+#include "gpu/tensor.h"
+#include "io/image.h"
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace wgc {
+
+enum class StencilVersion { Auto, Naive, Tiled, NaiveVec4, TiledVec4 };
+enum class StencilOp { Sobel, GaussianBlur };
+
+std::string_view to_string(StencilVersion v);                 // "auto", "naive", "tiled", "naive_vec4", "tiled_vec4"
+std::string_view to_string(StencilOp op);                     // "sobel", "blur"
+StencilVersion parse_stencil_version(std::string_view name);  // throws wgc::Error on others
+
+// Whether version v can run this problem: the Vec4 versions need 4 channels, a tiled blur needs
+// its tile plus 2 * radius halo to fit the device's workgroup memory. `why` (if given) says why not.
+bool stencil_supports(const Context& ctx, StencilOp op, StencilVersion v, int channels, float sigma = 0.f,
+                      std::string* why = nullptr);
+// What Auto picks: TiledVec4 for 4 channels, else Tiled; Naive when a tiled blur's halo does not fit.
+StencilVersion stencil_auto_version(const Context& ctx, StencilOp op, int channels, float sigma = 0.f);
+
+// --- tensor ops (run now, return a new {h, w, channels} f32 tensor) --------------------------
+// Throw wgc::Error for a bad shape or dtype, a too-small input or an unsupported version.
+Tensor sobel(const Context& ctx, const Tensor& img, int w, int h, int channels,
+             StencilVersion v = StencilVersion::Auto);
+Tensor gaussian_blur(const Context& ctx, const Tensor& img, int w, int h, int channels, float sigma,
+                     StencilVersion v = StencilVersion::Auto);
+
+// Recording forms: add the dispatches to a batch (no submit). out (and the blur's tmp) hold at least
+// w*h*channels f32 values; tmp must not alias img or out. Auto resolves as above.
+void record_sobel(const Context& ctx, Batch& b, const Tensor& img, const Tensor& out, int w, int h, int channels,
+                  StencilVersion v = StencilVersion::Auto);
+void record_gaussian_blur(const Context& ctx, Batch& b, const Tensor& img, const Tensor& tmp, const Tensor& out, int w,
+                          int h, int channels, float sigma, StencilVersion v = StencilVersion::Auto);
+
+// --- host images ------------------------------------------------------------------------------
+// Below a size the GPU round trip (upload, dispatch, submit, wait, download) costs more than the
+// CPU reference: images with fewer pixels than the threshold run on the CPU (cpu/stencil.h).
+// Measured on SwiftShader (2 cores) with bench_stencil_threshold in tests/test_stencil.cpp: see
+// kStencilCpuBelowPixels in stencil.cpp's comment for the numbers.
+inline constexpr int64_t kStencilCpuBelowPixels = 64 * 64;
+
+struct ImageStencilOptions {
+  StencilVersion version = StencilVersion::Auto;
+  // Pixel count below which the CPU runs it: -1 takes $WGC_STENCIL_CPU_BELOW if set, else
+  // kStencilCpuBelowPixels; 0 always uses the GPU.
+  int64_t cpu_below = -1;
+};
+// The threshold in force for `requested` (resolves -1 as above; throws on a malformed env value).
+int64_t stencil_cpu_below(int64_t requested = -1);
+bool stencil_runs_on_cpu(int64_t pixels, const ImageStencilOptions& o = {});
+
+// Sobel edge magnitude of the image's luma (Rec. 601), one channel out, clamped to [0, 1].
+Image sobel(const Context& ctx, const Image& img, const ImageStencilOptions& o = {});
+// Gaussian blur of every channel (alpha too); keeps the channel count.
+Image gaussian_blur(const Context& ctx, const Image& img, float sigma, const ImageStencilOptions& o = {});
+// The same on the CPU, with no device (what the overloads above run below the threshold).
+Image sobel_on_cpu(const Image& img);
+Image gaussian_blur_on_cpu(const Image& img, float sigma);
+
+// --- benchmark hook ---------------------------------------------------------------------------
+struct StencilProblem {
+  StencilOp op = StencilOp::Sobel;
+  int width = 0, height = 0, channels = 1;
+  float sigma = 2.f;  // blur only
+};
+
+// One prepared call: a random input uploaded, output and scratch allocated, kernels compiled.
+struct StencilCall {
+  std::vector<float> host_input;  // what `input` holds (for checking against stencil_cpu)
+  Tensor input, output;
+  std::function<void(Batch&)> record;  // adds one call's dispatches (1 for Sobel, 2 for the blur)
+};
+
+struct StencilVariant {
+  std::string name;  // "sobel/naive", "blur/tiled_vec4", ...
+  StencilOp op;
+  StencilVersion version;
+  bool supports(const Context& ctx, const StencilProblem& p) const;
+  StencilCall prepare(const Context& ctx, const StencilProblem& p, uint32_t seed = 1) const;
+};
+
+// Every GPU version of both ops (Auto excluded), in ladder order per op.
+std::vector<StencilVariant> stencil_variants();
+
+// Bytes one call must move through memory, for GB/s: Sobel reads the image once and writes it
+// once; the blur does that twice (horizontal into the intermediate, then vertical). The weights
+// and the halo re-reads are not counted. 4 bytes per value.
+uint64_t stencil_bytes_moved(const StencilProblem& p);
+
+// The CPU reference for a problem (the bench's CPU baseline and correctness check).
+std::vector<float> stencil_cpu(const StencilProblem& p, std::span<const float> input);
+
+}  // namespace wgc

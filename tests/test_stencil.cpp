@@ -1,0 +1,269 @@
+// Stencil ops: every kernel version against the CPU reference at awkward sizes, sigma edge cases,
+// the host-image overloads and their CPU threshold, and the benchmark hook.
+#include "cpu/stencil.h"
+#include "io/image.h"
+#include "ops/stencil.h"
+#include "test_util.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+using namespace wgc;
+using wgc::test::ctx;
+
+namespace {
+
+struct Size {
+  int w, h;
+};
+const Size kSizes[] = {{1, 1}, {17, 5}, {65, 33}, {257, 130}};
+const StencilVersion kVersions[] = {StencilVersion::Naive, StencilVersion::Tiled, StencilVersion::NaiveVec4,
+                                    StencilVersion::TiledVec4};
+
+Tensor poisoned(int w, int h, int c) {
+  Tensor t = make_tensor(ctx(), {h, w, c});
+  fill_u32(ctx(), t, kPoisonNaN);
+  return t;
+}
+
+std::string what(StencilOp op, StencilVersion v, int w, int h, int c, float sigma = 0) {
+  std::string s = std::string(to_string(op)) + "/" + std::string(to_string(v)) + " " + std::to_string(w) + "x" +
+                  std::to_string(h) + "x" + std::to_string(c);
+  if (op == StencilOp::GaussianBlur) s += " sigma " + std::to_string(sigma);
+  return s;
+}
+
+// Runs version v of op on a random image and compares with the CPU reference.
+void check_against_cpu(StencilOp op, StencilVersion v, int w, int h, int c, float sigma, uint32_t seed) {
+  auto in = test::random_floats(size_t(w) * size_t(h) * size_t(c), seed, 0.f, 1.f);
+  Tensor t = make_tensor(ctx(), {h, w, c}, in);
+  Tensor out = poisoned(w, h, c);
+  Batch b(ctx());
+  std::vector<float> want;
+  if (op == StencilOp::Sobel) {
+    record_sobel(ctx(), b, t, out, w, h, c, v);
+    want = cpu::sobel(in, w, h, c);
+  } else {
+    Tensor tmp = poisoned(w, h, c);
+    record_gaussian_blur(ctx(), b, t, tmp, out, w, h, c, sigma, v);
+    want = cpu::gaussian_blur(in, w, h, c, sigma);
+  }
+  b.run();
+  auto got = download<float>(ctx(), out);
+  EXPECT_LT(test::rel_error(got, want), 2e-6) << what(op, v, w, h, c, sigma);
+}
+
+}  // namespace
+
+TEST(StencilCpu, GaussianWeightsAreNormalizedSymmetricWithRadiusCeil3Sigma) {
+  for (float sigma : {0.1f, 0.5f, 1.f, 1.34f, 2.5f, 7.f}) {
+    auto w = cpu::gaussian_weights(sigma);
+    int r = cpu::gaussian_radius(sigma);
+    EXPECT_EQ(r, int(std::ceil(3.0 * double(sigma)))) << sigma;
+    ASSERT_EQ(w.size(), size_t(2 * r + 1));
+    double sum = 0;
+    for (float x : w) sum += x;
+    EXPECT_NEAR(sum, 1.0, 1e-6) << sigma;
+    for (int k = 0; k < r; ++k) EXPECT_EQ(w[size_t(k)], w[size_t(2 * r - k)]);
+    for (int k = 0; k < r; ++k) EXPECT_LT(w[size_t(k)], w[size_t(k + 1)]);
+  }
+  EXPECT_EQ(cpu::gaussian_weights(0.f), std::vector<float>{1.f});
+}
+
+TEST(StencilCpu, BadSigmaIsAnError) {
+  EXPECT_THROW(cpu::gaussian_radius(-1.f), Error);
+  EXPECT_THROW(cpu::gaussian_radius(NAN), Error);
+  EXPECT_THROW(cpu::gaussian_radius(INFINITY), Error);
+  EXPECT_THROW(cpu::gaussian_radius(float(cpu::kMaxBlurRadius)), Error);
+  EXPECT_EQ(cpu::gaussian_radius(1365.f), 4095);
+}
+
+TEST(StencilCpu, SobelOfARampClampsAtTheEdges) {
+  // f(x, y) = x: interior gx = 4 * (f(x+1) - f(x-1)) = 8; at the clamped edges 4; gy = 0.
+  const int w = 6, h = 4;
+  std::vector<float> img(w * h);
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x) img[size_t(y * w + x)] = float(x);
+  auto s = cpu::sobel(img, w, h, 1);
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x) EXPECT_EQ(s[size_t(y * w + x)], (x == 0 || x == w - 1) ? 4.f : 8.f) << x << "," << y;
+}
+
+TEST(StencilCpu, BlurKeepsAConstantImageAndSumsOfAnImpulse) {
+  const int w = 9, h = 7;
+  std::vector<float> flat(w * h * 3, 0.25f);
+  for (float v : cpu::gaussian_blur(flat, w, h, 3, 1.5f)) EXPECT_NEAR(v, 0.25f, 1e-6f);
+  std::vector<float> impulse(w * h, 0.f);
+  impulse[size_t(3 * w + 4)] = 1.f;  // far enough from the edges for sigma 0.6 (radius 2)
+  auto b = cpu::gaussian_blur(impulse, w, h, 1, 0.6f);
+  double sum = 0;
+  for (float v : b) sum += v;
+  EXPECT_NEAR(sum, 1.0, 1e-6);
+  auto wt = cpu::gaussian_weights(0.6f);
+  EXPECT_NEAR(b[size_t(3 * w + 4)], wt[2] * wt[2], 1e-7);
+}
+
+TEST(Stencil, VersionsParseAndName) {
+  for (auto v : kVersions) EXPECT_EQ(parse_stencil_version(to_string(v)), v);
+  EXPECT_EQ(parse_stencil_version("auto"), StencilVersion::Auto);
+  EXPECT_THROW(parse_stencil_version("fast"), Error);
+}
+
+TEST(Stencil, SobelEveryVersionMatchesCpuAtAwkwardSizes) {
+  uint32_t seed = 1;
+  for (auto v : kVersions)
+    for (int c : {1, 3, 4}) {
+      if (!stencil_supports(ctx(), StencilOp::Sobel, v, c)) continue;
+      for (auto s : kSizes) check_against_cpu(StencilOp::Sobel, v, s.w, s.h, c, 0.f, seed++);
+    }
+}
+
+TEST(Stencil, BlurEveryVersionMatchesCpuAtAwkwardSizes) {
+  uint32_t seed = 100;
+  for (auto v : kVersions)
+    for (int c : {1, 3, 4}) {
+      if (!stencil_supports(ctx(), StencilOp::GaussianBlur, v, c, 1.5f)) continue;
+      for (auto s : kSizes) check_against_cpu(StencilOp::GaussianBlur, v, s.w, s.h, c, 1.5f, seed++);
+    }
+}
+
+TEST(Stencil, BlurSigmaEdgeCases) {
+  // sigma 0: the identity, exactly. Tiny sigma: radius 1 with outer weights ~0.
+  // A radius larger than the image: clamping reads the edge pixels many times.
+  for (auto v : kVersions) {
+    if (!stencil_supports(ctx(), StencilOp::GaussianBlur, v, 4, 0.f)) continue;
+    auto in = test::random_floats(17 * 5 * 4, 7, 0.f, 1.f);
+    Tensor t = make_tensor(ctx(), {5, 17, 4}, in);
+    EXPECT_EQ(download<float>(ctx(), gaussian_blur(ctx(), t, 17, 5, 4, 0.f, v)), in) << to_string(v);
+    for (float sigma : {0.01f, 0.33f, 0.34f, 9.f})
+      if (stencil_supports(ctx(), StencilOp::GaussianBlur, v, 4, sigma))
+        check_against_cpu(StencilOp::GaussianBlur, v, 17, 5, 4, sigma, 9);
+  }
+  Tensor t = make_tensor(ctx(), {1, 1, 1}, std::vector<float>{0.5f});
+  EXPECT_THROW(gaussian_blur(ctx(), t, 1, 1, 1, -0.5f), Error);
+  EXPECT_THROW(gaussian_blur(ctx(), t, 1, 1, 1, NAN), Error);
+}
+
+TEST(Stencil, HugeRadiusFallsBackToNaiveAndTiledSaysWhy) {
+  // A halo too big for workgroup memory: Auto picks the naive kernel, asking for tiled is an error
+  // naming the limit.
+  float sigma = 0.f;
+  for (float s = 4.f; s < 1000.f; s *= 1.5f)
+    if (!stencil_supports(ctx(), StencilOp::GaussianBlur, StencilVersion::Tiled, 1, s)) {
+      sigma = s;
+      break;
+    }
+  ASSERT_GT(sigma, 0.f);
+  EXPECT_EQ(stencil_auto_version(ctx(), StencilOp::GaussianBlur, 1, sigma), StencilVersion::Naive);
+  EXPECT_EQ(stencil_auto_version(ctx(), StencilOp::GaussianBlur, 4, sigma), StencilVersion::NaiveVec4);
+  EXPECT_EQ(stencil_auto_version(ctx(), StencilOp::GaussianBlur, 3, 1.f), StencilVersion::Tiled);
+  EXPECT_EQ(stencil_auto_version(ctx(), StencilOp::Sobel, 4), StencilVersion::TiledVec4);
+  Tensor t = make_tensor(ctx(), {5, 17, 1}, test::random_floats(85, 3, 0.f, 1.f));
+  try {
+    gaussian_blur(ctx(), t, 17, 5, 1, sigma, StencilVersion::Tiled);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("maxComputeWorkgroupStorageSize"), std::string::npos) << e.what();
+  }
+  check_against_cpu(StencilOp::GaussianBlur, StencilVersion::Auto, 17, 5, 1, sigma, 11);
+}
+
+TEST(Stencil, BadArgumentsAreClearErrors) {
+  Tensor t = make_tensor(ctx(), {5, 17, 3});
+  EXPECT_THROW(sobel(ctx(), t, 17, 5, 4), Error);  // too few values
+  EXPECT_THROW(sobel(ctx(), t, 17, 5, 5), Error);  // channels
+  EXPECT_THROW(sobel(ctx(), t, 0, 5, 1), Error);
+  EXPECT_THROW(sobel(ctx(), t.view({85}, DType::U32), 17, 5, 1), Error);
+  try {
+    sobel(ctx(), t, 17, 5, 3, StencilVersion::TiledVec4);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("4 channels"), std::string::npos) << e.what();
+  }
+  Tensor o = make_tensor(ctx(), {5, 17, 3});
+  Batch b(ctx());
+  EXPECT_THROW(record_gaussian_blur(ctx(), b, t, o, o, 17, 5, 3, 1.f), Error);  // tmp aliases out
+}
+
+TEST(Stencil, CpuThresholdResolvesArgumentThenEnvThenDefault) {
+  unsetenv("WGC_STENCIL_CPU_BELOW");
+  EXPECT_EQ(stencil_cpu_below(), kStencilCpuBelowPixels);
+  EXPECT_EQ(stencil_cpu_below(7), 7);
+  setenv("WGC_STENCIL_CPU_BELOW", "123", 1);
+  EXPECT_EQ(stencil_cpu_below(), 123);
+  EXPECT_EQ(stencil_cpu_below(0), 0);
+  EXPECT_TRUE(stencil_runs_on_cpu(122));
+  EXPECT_FALSE(stencil_runs_on_cpu(123));
+  setenv("WGC_STENCIL_CPU_BELOW", "lots", 1);
+  EXPECT_THROW(stencil_cpu_below(), Error);
+  unsetenv("WGC_STENCIL_CPU_BELOW");
+  EXPECT_FALSE(stencil_runs_on_cpu(1, {StencilVersion::Auto, 0}));
+}
+
+TEST(Stencil, HostImageGpuAndCpuPathsAgree) {
+  for (int c : {1, 3, 4}) {
+    Image img(37, 21, c);
+    auto noise = test::random_floats(img.data.size(), uint32_t(c), 0.f, 255.f);
+    for (size_t i = 0; i < noise.size(); ++i) img.data[i] = uint8_t(noise[i]);
+    ImageStencilOptions gpu{StencilVersion::Auto, 0}, cpu_only{StencilVersion::Auto, int64_t(1) << 40};
+    Image a = gaussian_blur(ctx(), img, 1.2f, gpu), b = gaussian_blur(ctx(), img, 1.2f, cpu_only);
+    ASSERT_EQ(a.channels, c);
+    ASSERT_EQ(a.data.size(), b.data.size());
+    for (size_t i = 0; i < a.data.size(); ++i) ASSERT_LE(std::abs(int(a.data[i]) - int(b.data[i])), 1) << i;
+    Image s = sobel(ctx(), img, gpu), t = sobel(ctx(), img, cpu_only);
+    ASSERT_EQ(s.channels, 1);
+    for (size_t i = 0; i < s.data.size(); ++i) ASSERT_LE(std::abs(int(s.data[i]) - int(t.data[i])), 1) << i;
+  }
+}
+
+TEST(Stencil, BenchHookVariantsRunAndBytesAreCounted) {
+  auto vs = stencil_variants();
+  ASSERT_EQ(vs.size(), 8u);
+  EXPECT_EQ(vs[0].name, "sobel/naive");
+  EXPECT_EQ(vs[7].name, "blur/tiled_vec4");
+  for (auto& v : vs) {
+    StencilProblem p{v.op, 33, 19, 4, 1.3f};
+    ASSERT_TRUE(v.supports(ctx(), p)) << v.name;
+    StencilCall call = v.prepare(ctx(), p);
+    fill_u32(ctx(), call.output, kPoisonNaN);
+    Batch b(ctx());
+    call.record(b);
+    call.record(b);  // twice in one batch: the same result
+    b.run();
+    EXPECT_LT(test::rel_error(download<float>(ctx(), call.output), stencil_cpu(p, call.host_input)), 2e-6) << v.name;
+  }
+  EXPECT_FALSE(vs[2].supports(ctx(), {StencilOp::Sobel, 8, 8, 3}));
+  EXPECT_EQ(stencil_bytes_moved({StencilOp::Sobel, 10, 20, 4}), 2u * 10 * 20 * 4 * 4);
+  EXPECT_EQ(stencil_bytes_moved({StencilOp::GaussianBlur, 10, 20, 1}), 4u * 10 * 20 * 4);
+}
+
+// How kStencilCpuBelowPixels was measured: the host-image blur (sigma 2) and Sobel, RGB, at square
+// sizes, GPU path (upload, dispatch, download) vs CPU path, best of several runs. Run with
+//   test_stencil --gtest_also_run_disabled_tests --gtest_filter='*MeasureCpuThreshold*'
+TEST(Stencil, DISABLED_MeasureCpuThreshold) {
+  using clock = std::chrono::steady_clock;
+  auto best_ms = [](auto&& f) {
+    double best = 1e30;
+    for (int i = 0; i < 7; ++i) {
+      auto t0 = clock::now();
+      f();
+      best = std::min(best, std::chrono::duration<double, std::milli>(clock::now() - t0).count());
+    }
+    return best;
+  };
+  std::printf("adapter: %s\n%8s %10s %10s %10s %10s\n", ctx().adapter().description.c_str(), "side", "blur gpu",
+              "blur cpu", "sobel gpu", "sobel cpu");
+  for (int side : {8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512}) {
+    Image img(side, side, 3);
+    auto noise = test::random_floats(img.data.size(), 5, 0.f, 255.f);
+    for (size_t i = 0; i < noise.size(); ++i) img.data[i] = uint8_t(noise[i]);
+    ImageStencilOptions gpu{StencilVersion::Auto, 0}, cpu_only{StencilVersion::Auto, int64_t(1) << 40};
+    double bg = best_ms([&] { gaussian_blur(ctx(), img, 2.f, gpu); });
+    double bc = best_ms([&] { gaussian_blur(ctx(), img, 2.f, cpu_only); });
+    double sg = best_ms([&] { sobel(ctx(), img, gpu); });
+    double sc = best_ms([&] { sobel(ctx(), img, cpu_only); });
+    std::printf("%8d %10.3f %10.3f %10.3f %10.3f\n", side, bg, bc, sg, sc);
+  }
+}
