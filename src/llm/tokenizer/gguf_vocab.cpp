@@ -1,0 +1,182 @@
+// GGUF tokenizer.ggml.* metadata -> TokenizerSpec, with llama.cpp's defaults and pre-tokenizers.
+#include "gpu/error.h"
+#include "llm/formats/gguf.h"
+#include "llm/tokenizer/loaders.h"
+
+#include <algorithm>
+#include <limits>
+#include <unordered_map>
+
+namespace wgc::llm {
+namespace {
+
+// llama.cpp's token types (tokenizer.ggml.token_type).
+enum TokenType : int32_t { kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6 };
+
+constexpr const char* kLlama3Regex =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+constexpr const char* kQwen2Regex =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+constexpr const char* kTekkenRegex =
+    R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+
+struct PreType {
+  const char* regex;  // nullptr: GPT-2's regex inside ByteLevel
+  bool ignore_merges;
+  bool add_bos;
+  bool nfc;
+};
+
+// tokenizer.ggml.pre -> how llama.cpp pre-tokenizes (the types whose regex wgc knows).
+const PreType* find_pre(const std::string& pre) {
+  static const std::unordered_map<std::string, PreType> table = {
+      {"default", {nullptr, false, false, false}},
+      {"gpt-2", {nullptr, false, false, false}},
+      {"gpt2", {nullptr, false, false, false}},
+      {"phi-2", {nullptr, false, false, false}},
+      {"llama3", {kLlama3Regex, true, true, false}},
+      {"llama-v3", {kLlama3Regex, true, true, false}},
+      {"llama-bpe", {kLlama3Regex, true, true, false}},
+      {"falcon3", {kLlama3Regex, true, true, false}},
+      {"smaug-bpe", {kLlama3Regex, false, false, false}},
+      {"qwen2", {kQwen2Regex, false, false, true}},
+      {"deepseek-r1-qwen", {kQwen2Regex, false, false, true}},
+      {"tekken", {kTekkenRegex, true, true, false}},
+  };
+  auto it = table.find(pre);
+  return it == table.end() ? nullptr : &it->second;
+}
+
+}  // namespace
+
+TokenizerSpec spec_from_gguf(const GgufFile& f) {
+  TokenizerSpec spec;
+  spec.source = f.name();
+  auto fail = [&](const std::string& key, const std::string& what) -> void {
+    throw Error(f.name() + ": " + key + ": " + what);
+  };
+  std::string model = f.get_string("tokenizer.ggml.model");
+  if (model.empty()) fail("tokenizer.ggml.model", "missing: the file holds no tokenizer");
+  if (model != "gpt2" && model != "llama")
+    fail("tokenizer.ggml.model", "'" + model + "' is not supported (gpt2, llama are)");
+  bool spm = model == "llama";
+
+  spec.vocab = f.get_string_array("tokenizer.ggml.tokens");
+  if (spec.vocab.empty()) fail("tokenizer.ggml.tokens", "missing or empty");
+  size_t n = spec.vocab.size();
+  std::vector<int32_t> types = f.get_i32_array("tokenizer.ggml.token_type");
+  if (!types.empty() && types.size() != n)
+    fail("tokenizer.ggml.token_type", std::to_string(types.size()) + " entries for " + std::to_string(n) + " tokens");
+  if (types.empty()) types.assign(n, kNormal);
+
+  // Control, unknown and user-defined tokens are matched in the text first, as llama.cpp does.
+  for (size_t i = 0; i < n; ++i) {
+    int32_t t = types[i];
+    if (t == kControl || t == kUnknown || t == kUserDefined) {
+      if (spec.vocab[i].empty()) continue;
+      AddedToken a;
+      a.id = int32_t(i);
+      a.content = spec.vocab[i];
+      a.special = t != kUserDefined;
+      a.normalized = false;
+      spec.added.push_back(std::move(a));
+    }
+  }
+
+  auto opt_id = [&](const char* key) -> std::optional<int32_t> {
+    const GgufValue* v = f.find(key);
+    if (!v) return std::nullopt;
+    auto x = v->to_i64();
+    if (!x) fail(key, "expected an integer");
+    if (*x < 0) return std::nullopt;  // -1: none
+    if (size_t(*x) >= n) fail(key, "id " + std::to_string(*x) + " out of range (" + std::to_string(n) + " tokens)");
+    return int32_t(*x);
+  };
+  spec.bos_id = opt_id("tokenizer.ggml.bos_token_id");
+  spec.eos_id = opt_id("tokenizer.ggml.eos_token_id");
+  spec.pad_id = opt_id("tokenizer.ggml.padding_token_id");
+  auto unk = opt_id("tokenizer.ggml.unknown_token_id");
+  std::vector<std::optional<int32_t>> stops = {spec.eos_id, opt_id("tokenizer.ggml.eot_token_id"),
+                                               opt_id("tokenizer.ggml.eom_token_id")};
+
+  bool add_bos = false, add_eos = false;
+  if (spm) {
+    spec.scores = f.get_f32_array("tokenizer.ggml.scores");
+    if (spec.scores.size() != n)
+      fail("tokenizer.ggml.scores", std::to_string(spec.scores.size()) + " entries for " + std::to_string(n) + " tokens");
+    // Only normal pieces are merge targets (as a tokenizer.json converted from the same model).
+    for (size_t i = 0; i < n; ++i)
+      if (types[i] != kNormal) spec.scores[i] = -std::numeric_limits<float>::infinity();
+    spec.byte_fallback = true;
+    spec.fuse_unk = true;
+    spec.unk_id = unk ? unk : std::optional<int32_t>(0);
+    bool space_prefix = f.get_bool("tokenizer.ggml.add_space_prefix", true);
+    using NK = NormalizerStep::Kind;
+    if (space_prefix) spec.normalizer.push_back({NK::Prepend, "\xE2\x96\x81", "", false, false});
+    spec.normalizer.push_back({NK::Replace, " ", "\xE2\x96\x81", false, false});
+    using DK = DecoderStep::Kind;
+    spec.decoder.push_back({DK::Replace, "\xE2\x96\x81", " ", 0, 0, true});
+    spec.decoder.push_back({DK::ByteFallback, "", "", 0, 0, true});
+    spec.decoder.push_back({DK::Fuse, "", "", 0, 0, true});
+    if (space_prefix) spec.decoder.push_back({DK::Strip, " ", "", 1, 0, true});
+    add_bos = true;
+  } else {
+    std::vector<std::string> merges = f.get_string_array("tokenizer.ggml.merges");
+    if (merges.empty()) fail("tokenizer.ggml.merges", "missing or empty for a gpt2 (BPE) tokenizer");
+    spec.merges.reserve(merges.size());
+    for (size_t i = 0; i < merges.size(); ++i) {
+      const std::string& m = merges[i];
+      size_t sp = m.find(' ', 1);
+      if (sp == std::string::npos)
+        fail("tokenizer.ggml.merges[" + std::to_string(i) + "]", "expected two pieces separated by a space");
+      spec.merges.emplace_back(m.substr(0, sp), m.substr(sp + 1));
+    }
+    std::string pre = f.get_string("tokenizer.ggml.pre", "default");
+    const PreType* pt = find_pre(pre);
+    if (!pt) fail("tokenizer.ggml.pre", "pre-tokenizer '" + pre + "' is not supported");
+    using PK = PreTokenizerStep::Kind;
+    if (pt->nfc) spec.normalizer.push_back({NormalizerStep::Kind::NFC, "", "", false, false});
+    if (pt->regex) {
+      PreTokenizerStep split;
+      split.kind = PK::Split;
+      split.pattern = pt->regex;
+      split.behavior = SplitBehavior::Isolated;
+      spec.pre_tokenizer.push_back(split);
+    }
+    PreTokenizerStep bl;
+    bl.kind = PK::ByteLevel;
+    bl.add_prefix_space = false;
+    bl.use_regex = pt->regex == nullptr;
+    spec.pre_tokenizer.push_back(bl);
+    spec.decoder.push_back({DecoderStep::Kind::ByteLevel, "", "", 0, 0, true});
+    spec.ignore_merges = pt->ignore_merges;
+    add_bos = pt->add_bos;
+    spec.unk_id = unk;
+  }
+  if (const GgufValue* v = f.find("tokenizer.ggml.add_bos_token")) {
+    auto b = v->to_bool();
+    if (!b) fail("tokenizer.ggml.add_bos_token", "expected a bool");
+    add_bos = *b;
+  }
+  if (const GgufValue* v = f.find("tokenizer.ggml.add_eos_token")) {
+    auto b = v->to_bool();
+    if (!b) fail("tokenizer.ggml.add_eos_token", "expected a bool");
+    add_eos = *b;
+  }
+  if (add_bos && spec.bos_id) spec.prefix.push_back(*spec.bos_id);
+  if (add_eos && spec.eos_id) spec.suffix.push_back(*spec.eos_id);
+  if (spec.bos_id) spec.bos_token = spec.vocab[size_t(*spec.bos_id)];
+  if (spec.eos_id) spec.eos_token = spec.vocab[size_t(*spec.eos_id)];
+  spec.chat_template = f.get_string("tokenizer.chat_template");
+
+  for (auto& s : stops)
+    if (s) spec.stop_ids.push_back(*s);
+  for (auto& a : spec.added)
+    for (const char* name : {"<|eot_id|>", "<|eom_id|>", "<|im_end|>", "<end_of_turn>", "<|end|>"})
+      if (a.content == name) spec.stop_ids.push_back(a.id);
+  std::sort(spec.stop_ids.begin(), spec.stop_ids.end());
+  spec.stop_ids.erase(std::unique(spec.stop_ids.begin(), spec.stop_ids.end()), spec.stop_ids.end());
+  return spec;
+}
+
+}  // namespace wgc::llm

@@ -1,0 +1,82 @@
+#include "llm/tokenizer/regex.h"
+
+#include "gpu/error.h"
+
+#if WGC_HAVE_PCRE2
+#include <pcre2.h>
+#endif
+
+namespace wgc::llm {
+
+#if WGC_HAVE_PCRE2
+
+namespace {
+struct MatchData {
+  pcre2_match_data* md;
+  explicit MatchData(const pcre2_code* code) : md(pcre2_match_data_create_from_pattern(code, nullptr)) {}
+  ~MatchData() { pcre2_match_data_free(md); }
+  MatchData(const MatchData&) = delete;
+  MatchData& operator=(const MatchData&) = delete;
+};
+}  // namespace
+
+Regex::Regex(const std::string& pattern, const std::string& where) {
+  int err = 0;
+  PCRE2_SIZE off = 0;
+  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
+                                   PCRE2_UTF | PCRE2_UCP, &err, &off, nullptr);
+  if (!code) {
+    PCRE2_UCHAR msg[256];
+    pcre2_get_error_message(err, msg, sizeof msg);
+    throw Error(where + ": regex does not compile at offset " + std::to_string(off) + ": " +
+                reinterpret_cast<const char*>(msg) + " (pattern: " + pattern + ")");
+  }
+  pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);  // optional: falls back to the interpreter
+  code_ = std::shared_ptr<void>(code, [](void* p) { pcre2_code_free(static_cast<pcre2_code*>(p)); });
+}
+
+std::vector<std::pair<size_t, size_t>> Regex::find_all(std::string_view text) const {
+  std::vector<std::pair<size_t, size_t>> out;
+  auto* code = static_cast<const pcre2_code*>(code_.get());
+  if (!code) return out;
+  thread_local const pcre2_code* md_code = nullptr;
+  thread_local std::unique_ptr<MatchData> md;
+  if (md_code != code || !md) {
+    md = std::make_unique<MatchData>(code);
+    md_code = code;
+  }
+  auto subject = reinterpret_cast<PCRE2_SPTR>(text.data());
+  size_t pos = 0;
+  uint32_t opts = PCRE2_NO_UTF_CHECK;
+  while (pos <= text.size()) {
+    int rc = pcre2_match(code, subject, text.size(), pos, opts, md->md, nullptr);
+    if (rc == PCRE2_ERROR_NOMATCH) break;
+    if (rc < 0) {
+      PCRE2_UCHAR msg[256];
+      pcre2_get_error_message(rc, msg, sizeof msg);
+      throw Error(std::string("regex match failed: ") + reinterpret_cast<const char*>(msg));
+    }
+    PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md->md);
+    size_t b = ov[0], e = ov[1];
+    if (e == b) {  // empty match: step one character on
+      if (b >= text.size()) break;
+      pos = b + 1;
+      while (pos < text.size() && (static_cast<unsigned char>(text[pos]) & 0xC0) == 0x80) ++pos;
+      continue;
+    }
+    out.emplace_back(b, e);
+    pos = e;
+  }
+  return out;
+}
+
+#else
+
+Regex::Regex(const std::string& pattern, const std::string& where) {
+  throw Error(where + ": this build of wgc has no PCRE2, needed for the regex " + pattern);
+}
+std::vector<std::pair<size_t, size_t>> Regex::find_all(std::string_view) const { return {}; }
+
+#endif
+
+}  // namespace wgc::llm

@@ -1,0 +1,94 @@
+// A neutral, in-memory description of a tokenizer: what tokenizer.json and GGUF tokenizer.ggml.*
+// metadata both say, in one form. Tokenizer is built from it (see tokenizer.h); hf_json.h and
+// gguf_vocab.h fill it from files.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace wgc::llm {
+
+// A token matched in the raw text before the model sees it (HF "added_tokens").
+struct AddedToken {
+  int32_t id = -1;
+  std::string content;
+  bool special = true;       // skipped by decode(skip_special = true)
+  bool single_word = false;  // only matches when not inside a word
+  bool lstrip = false;       // swallows whitespace on its left
+  bool rstrip = false;       // swallows whitespace on its right
+  bool normalized = false;   // matched in the normalized text (else in the raw text)
+};
+
+// Normalizer steps, applied in order to each stretch of text between added tokens.
+struct NormalizerStep {
+  enum class Kind { NFC, Prepend, Replace, ReplaceRegex, Strip };
+  Kind kind = Kind::NFC;
+  std::string a;  // Prepend: the prefix; Replace: the pattern
+  std::string b;  // Replace: the replacement
+  bool left = false, right = false;  // Strip
+};
+
+enum class SplitBehavior { Removed, Isolated, MergedWithPrevious, MergedWithNext, Contiguous };
+
+// Pre-tokenizer steps: each splits every piece further.
+struct PreTokenizerStep {
+  enum class Kind { Split, ByteLevel, Metaspace, Digits, WhitespaceSplit };
+  Kind kind = Kind::Split;
+  // Split
+  std::string pattern;  // a PCRE2 regex (UTF, UCP) or a literal
+  bool regex = true;
+  SplitBehavior behavior = SplitBehavior::Isolated;
+  bool invert = false;
+  // ByteLevel
+  bool add_prefix_space = false;
+  bool use_regex = true;  // GPT-2's regex
+  // Metaspace
+  std::string replacement = "\xE2\x96\x81";  // U+2581
+  enum class Prepend { Always, Never, First } prepend = Prepend::Always;
+  bool split = true;
+  // Digits
+  bool individual_digits = false;
+};
+
+// Decoder steps (HF decode_chain semantics: each step maps the list of token strings).
+struct DecoderStep {
+  enum class Kind { ByteLevel, Replace, ByteFallback, Fuse, Strip, Metaspace };
+  Kind kind = Kind::ByteLevel;
+  std::string a, b;  // Replace: pattern -> content; Strip: the character; Metaspace: replacement
+  int start = 0, stop = 0;  // Strip
+  bool prepend = true;      // Metaspace: the first token's leading space is dropped
+};
+
+struct TokenizerSpec {
+  std::string source;  // the file it came from, for messages
+
+  // The model: a BPE over `vocab` (id -> piece; byte-level pieces for byte-level BPE). Merges by
+  // rank when `merges` is non-empty, else by `scores` of the merged piece (SentencePiece BPE:
+  // the highest score first; a piece scored -infinity is never a merge target).
+  std::vector<std::string> vocab;
+  std::vector<float> scores;
+  std::vector<std::pair<std::string, std::string>> merges;
+  std::optional<int32_t> unk_id;
+  bool fuse_unk = false;
+  bool byte_fallback = false;  // unknown characters become <0xNN> tokens
+  bool ignore_merges = false;  // a word that is a whole vocab entry is that token
+  std::string continuing_subword_prefix, end_of_word_suffix;
+
+  std::vector<AddedToken> added;
+  std::vector<NormalizerStep> normalizer;
+  std::vector<PreTokenizerStep> pre_tokenizer;
+  std::vector<DecoderStep> decoder;
+  // Post-processor for encode(add_special = true): ids put before and after the text's ids.
+  std::vector<int32_t> prefix, suffix;
+
+  // For generation and chat templates.
+  std::optional<int32_t> bos_id, eos_id, pad_id;
+  std::vector<int32_t> stop_ids;  // eos and other end-of-turn tokens (eot, eom, im_end)
+  std::string bos_token, eos_token;
+  std::string chat_template;
+};
+
+}  // namespace wgc::llm
