@@ -18,6 +18,7 @@ const char* kernel_file(MatmulVersion v) {
     case MatmulVersion::Tiled: return "matmul/tiled.wgsl";
     case MatmulVersion::RegTile: return "matmul/regtile.wgsl";
     case MatmulVersion::RegTileVec4: return "matmul/regtile_vec4.wgsl";
+    case MatmulVersion::Vec4Prefetch: return "matmul/regtile_vec4_prefetch.wgsl";
     case MatmulVersion::Auto: break;
   }
   throw Error("wgc: matmul: no kernel for version Auto");
@@ -32,12 +33,13 @@ std::string_view to_string(MatmulVersion v) {
     case MatmulVersion::Tiled: return "tiled";
     case MatmulVersion::RegTile: return "regtile";
     case MatmulVersion::RegTileVec4: return "regtile-vec4";
+    case MatmulVersion::Vec4Prefetch: return "vec4-prefetch";
   }
   return "?";
 }
 
 bool supports(MatmulVersion v, MatmulDims d) {
-  if (v != MatmulVersion::RegTileVec4) return true;
+  if (v != MatmulVersion::RegTileVec4 && v != MatmulVersion::Vec4Prefetch) return true;
   return d.k % 4 == 0 && (d.trans_b || d.n % 4 == 0);
 }
 
@@ -45,7 +47,7 @@ MatmulVersion choose_matmul(MatmulDims d) {
   // Register tiling only pays once there are enough 128x128 blocks to fill the machine;
   // for thin products the 16x16 tiles keep more workgroups busy.
   if (uint64_t(d.m) * d.n < 64ull * 64ull) return MatmulVersion::Tiled;
-  return supports(MatmulVersion::RegTileVec4, d) ? MatmulVersion::RegTileVec4 : MatmulVersion::RegTile;
+  return supports(MatmulVersion::Vec4Prefetch, d) ? MatmulVersion::Vec4Prefetch : MatmulVersion::RegTile;
 }
 
 void matmul(Batch& batch, const Tensor& a, const Tensor& b, const Tensor& c, MatmulDims d, MatmulVersion v) {

@@ -1,6 +1,7 @@
 // Matrix multiply C[M,N] = A[M,K] x B (B is [K,N], or [N,K] with trans_b), f32, row-major.
 // A ladder of kernels (src/kernels/matmul): naive -> tiled (workgroup memory) -> register-tiled
-// -> register-tiled with vec4 loads; Auto picks by shape.
+// -> register-tiled with vec4 loads -> the same with register prefetch and L2-friendly workgroup
+// order; Auto picks by shape.
 #pragma once
 
 #include "gpu/batch.h"
@@ -13,10 +14,11 @@
 
 namespace wgc {
 
-enum class MatmulVersion { Auto, Naive, Tiled, RegTile, RegTileVec4 };
+enum class MatmulVersion { Auto, Naive, Tiled, RegTile, RegTileVec4, Vec4Prefetch };
 std::string_view to_string(MatmulVersion v);
 inline constexpr MatmulVersion kMatmulVersions[] = {MatmulVersion::Naive, MatmulVersion::Tiled,
-                                                    MatmulVersion::RegTile, MatmulVersion::RegTileVec4};
+                                                    MatmulVersion::RegTile, MatmulVersion::RegTileVec4,
+                                                    MatmulVersion::Vec4Prefetch};
 
 struct MatmulDims {
   uint32_t m = 0, n = 0, k = 0;
