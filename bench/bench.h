@@ -12,12 +12,12 @@
 namespace wgc::bench {
 
 struct Case {
-  std::string op;       // "matmul"
-  std::string version;  // "regtile-vec4"
-  std::string size;     // "4096x4096x4096"
-  double elements = 0;  // the size as one number, for charts
-  double flops = 0;     // per run (0 if the op is about bytes)
-  double bytes = 0;     // bytes the op must move per run (reads + writes, each once)
+  std::string op;                      // "matmul"
+  std::string version;                 // "regtile-vec4"
+  std::string size;                    // "4096x4096x4096"
+  double elements = 0;                 // the size as one number, for charts
+  double flops = 0;                    // per run (0 if the op is about bytes)
+  double bytes = 0;                    // bytes the op must move per run (reads + writes, each once)
   std::function<void(Batch&)> record;  // records one run
   std::function<double()> check;       // runs once, returns max relative error vs the CPU reference
   double tolerance = 1e-4;             // the check passes under this error
@@ -26,10 +26,10 @@ struct Case {
 };
 
 struct Options {
-  std::vector<std::string> ops;   // empty: all
-  std::vector<double> sizes;      // empty: the op's defaults
-  bool quick = false;             // small sizes, few repeats (CI, SwiftShader)
-  int repeats = 0;                // 0: 5 quick, 20 otherwise
+  std::vector<std::string> ops;  // empty: all
+  std::vector<double> sizes;     // empty: the op's defaults
+  bool quick = false;            // small sizes, few repeats (CI, SwiftShader)
+  int repeats = 0;               // 0: 5 quick, 20 otherwise
 };
 
 // Each op's cases for a context (sizes already chosen).
@@ -41,9 +41,9 @@ struct Register {
 
 struct Result {
   Case c;
-  double gpu_ms = 0;       // median GPU time of one run
-  double gpu_spread = 0;   // (max - min) / median over the repeats
-  double cpu_ms = -1;      // -1: not run
+  double gpu_ms = 0;      // median GPU time of one run
+  double gpu_spread = 0;  // (max - min) / median over the repeats
+  double cpu_ms = -1;     // -1: not run
   double blas_ms = -1;
   double error = 0;
   bool timestamps = false;  // false: wall-clock of repeated submits instead

@@ -33,9 +33,10 @@ void check(MatmulVersion v, Case c) {
       << to_string(v) << " M=" << c.m << " N=" << c.n << " K=" << c.k << " trans_b=" << c.trans_b;
 }
 
-const Case kCases[] = {{1, 1, 1, false},     {1, 17, 3, false},   {17, 1, 5, true},    {33, 65, 17, false},
-                       {130, 129, 12, false}, {130, 129, 12, true}, {100, 260, 64, false}, {257, 131, 259, true},
-                       {64, 64, 64, false},   {1023, 517, 259, false}};
+const Case kCases[] = {{1, 1, 1, false},      {1, 17, 3, false},       {17, 1, 5, true},      {33, 65, 17, false},
+                       {130, 129, 12, false}, {130, 129, 12, true},    {100, 260, 64, false}, {257, 131, 259, true},
+                       {64, 64, 64, false},   {1023, 517, 259, false}, {130, 132, 20, false}, {129, 260, 36, true},
+                       {300, 4, 260, false},  {250, 136, 68, false}};
 
 }  // namespace
 
@@ -45,12 +46,12 @@ TEST_P(MatmulVersions, MatchReferenceAtAwkwardShapes) {
   for (auto c : kCases) check(GetParam(), c);
 }
 
-INSTANTIATE_TEST_SUITE_P(All, MatmulVersions, ::testing::ValuesIn(kMatmulVersions),
-                         [](const auto& param_info) {
-                           std::string s(to_string(param_info.param));
-                           for (auto& ch : s) if (ch == '-') ch = '_';
-                           return s;
-                         });
+INSTANTIATE_TEST_SUITE_P(All, MatmulVersions, ::testing::ValuesIn(kMatmulVersions), [](const auto& param_info) {
+  std::string s(to_string(param_info.param));
+  for (auto& ch : s)
+    if (ch == '-') ch = '_';
+  return s;
+});
 
 TEST(Matmul, Vec4SupportFollowsAlignment) {
   EXPECT_TRUE(supports(MatmulVersion::RegTileVec4, {8, 8, 8, false}));

@@ -267,3 +267,26 @@ TEST(Stencil, DISABLED_MeasureCpuThreshold) {
     std::printf("%8d %10.3f %10.3f %10.3f %10.3f\n", side, bg, bc, sg, sc);
   }
 }
+
+// Per-version kernel times through the benchmark hook (a quick look; `wgc bench` does it properly).
+//   test_stencil --gtest_also_run_disabled_tests --gtest_filter='*VersionTimes*'
+TEST(Stencil, DISABLED_VersionTimes) {
+  int side = std::getenv("SIDE") ? std::atoi(std::getenv("SIDE")) : 256;
+  std::printf("adapter: %s, %dx%d\n", ctx().adapter().description.c_str(), side, side);
+  for (int c : {1, 4})
+    for (auto& v : stencil_variants()) {
+      StencilProblem p{v.op, side, side, c, 2.f};
+      if (!v.supports(ctx(), p)) continue;
+      StencilCall call = v.prepare(ctx(), p);
+      double best = 1e30;
+      for (int i = 0; i < 5; ++i) {
+        auto t0 = std::chrono::steady_clock::now();
+        Batch b(ctx());
+        call.record(b);
+        b.run();
+        best = std::min(best, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      }
+      std::printf("%-18s c=%d %9.3f ms %8.2f GB/s\n", v.name.c_str(), c, best,
+                  double(stencil_bytes_moved(p)) / best / 1e6);
+    }
+}

@@ -43,11 +43,11 @@ void write_json(const std::string& path, const Context& ctx, const std::vector<b
     const auto& r = rs[i];
     f << (i ? "," : "") << "\n {\"op\":\"" << r.c.op << "\",\"version\":\"" << r.c.version << "\",\"size\":\""
       << r.c.size << "\",\"elements\":" << r.c.elements << ",\"flops\":" << r.c.flops << ",\"bytes\":" << r.c.bytes
-      << ",\"gpu_ms\":" << r.gpu_ms << ",\"gpu_spread\":" << r.gpu_spread << ",\"timestamps\":"
-      << (r.timestamps ? "true" : "false") << ",\"cpu_ms\":" << r.cpu_ms << ",\"blas_ms\":" << r.blas_ms
-      << ",\"max_rel_error\":" << (std::isfinite(r.error) ? r.error : 1e308)
-      << ",\"ok\":" << (r.error < r.c.tolerance ? "true" : "false") << ",\"peak_fraction\":"
-      << peak_fraction(r, bw, flops_peak) << "}";
+      << ",\"gpu_ms\":" << r.gpu_ms << ",\"gpu_spread\":" << r.gpu_spread
+      << ",\"timestamps\":" << (r.timestamps ? "true" : "false") << ",\"cpu_ms\":" << r.cpu_ms
+      << ",\"blas_ms\":" << r.blas_ms << ",\"max_rel_error\":" << (std::isfinite(r.error) ? r.error : 1e308)
+      << ",\"ok\":" << (r.error < r.c.tolerance ? "true" : "false")
+      << ",\"peak_fraction\":" << peak_fraction(r, bw, flops_peak) << "}";
   }
   f << "\n]}\n";
 }
@@ -75,8 +75,8 @@ int bench_cmd(Args& a) {
 
   double bw = bench::measured_bandwidth(ctx, o);
   double flops_peak = bench::nominal_flops(ctx);
-  std::printf("device: %s (%s)   measured copy bandwidth: %.1f GB/s   nominal FP32: %s\n",
-              ctx.adapter().device.c_str(), ctx.adapter().adapter_type.c_str(), bw * 1e-9,
+  std::printf("device: %s (%s)   measured copy bandwidth: %.1f GB/s   nominal FP32: %s\n", ctx.adapter().device.c_str(),
+              ctx.adapter().adapter_type.c_str(), bw * 1e-9,
               flops_peak > 0 ? fmt("%.1f TFLOP/s", flops_peak * 1e-12).c_str() : "unknown");
 
   const bool tty = isatty(2);  // progress on one rewritten line on a terminal, else a line per case
@@ -86,8 +86,8 @@ int bench_cmd(Args& a) {
     if (!o.ops.empty() && std::find(o.ops.begin(), o.ops.end(), op) == o.ops.end()) continue;
     auto cases = make(ctx, o);
     for (size_t i = 0; i < cases.size(); ++i) {
-      std::fprintf(stderr, "%s[bench] %s %s %s (%zu/%zu)%s", tty ? "\r" : "", op.c_str(),
-                   cases[i].version.c_str(), cases[i].size.c_str(), i + 1, cases.size(), tty ? "        " : "\n");
+      std::fprintf(stderr, "%s[bench] %s %s %s (%zu/%zu)%s", tty ? "\r" : "", op.c_str(), cases[i].version.c_str(),
+                   cases[i].size.c_str(), i + 1, cases.size(), tty ? "        " : "\n");
       auto r = bench::run_case(ctx, cases[i], o);
       auto& c = cpu[{r.c.op, r.c.size}];
       if (r.cpu_ms >= 0) c.first = r.cpu_ms;

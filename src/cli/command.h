@@ -15,13 +15,13 @@ class Args {
  public:
   Args(std::vector<std::string> argv) : argv_(std::move(argv)) {}  // NOLINT
 
-  bool flag(std::string_view name);                                // consumes it
-  std::optional<std::string> option(std::string_view name);        // consumes it and its value
+  bool flag(std::string_view name);                          // consumes it
+  std::optional<std::string> option(std::string_view name);  // consumes it and its value
   std::string option_or(std::string_view name, std::string fallback);
-  double number_or(std::string_view name, double fallback);        // throws on a non-number
-  std::vector<std::string> list(std::string_view name);            // comma-separated values
-  std::vector<std::string> positionals();                          // what is left; throws on unknown --x
-  void done();                                                     // throws if anything is left
+  double number_or(std::string_view name, double fallback);  // throws on a non-number
+  std::vector<std::string> list(std::string_view name);      // comma-separated values
+  std::vector<std::string> positionals();                    // what is left; throws on unknown --x
+  void done();                                               // throws if anything is left
 
  private:
   std::vector<std::string> argv_;

@@ -5,8 +5,8 @@
 
 namespace wgc::cpu {
 
-void matmul_reference(std::span<const float> a, std::span<const float> b, std::span<float> c, uint32_t m,
-                      uint32_t n, uint32_t k, bool trans_b) {
+void matmul_reference(std::span<const float> a, std::span<const float> b, std::span<float> c, uint32_t m, uint32_t n,
+                      uint32_t k, bool trans_b) {
   for (uint32_t i = 0; i < m; ++i)
     for (uint32_t j = 0; j < n; ++j) {
       double acc = 0;
@@ -16,8 +16,8 @@ void matmul_reference(std::span<const float> a, std::span<const float> b, std::s
     }
 }
 
-void matmul(std::span<const float> a, std::span<const float> b, std::span<float> c, uint32_t m, uint32_t n,
-            uint32_t k, bool trans_b) {
+void matmul(std::span<const float> a, std::span<const float> b, std::span<float> c, uint32_t m, uint32_t n, uint32_t k,
+            bool trans_b) {
   // Row-times-row form so the inner loop runs over contiguous memory (vectorises).
   std::vector<float> bt;
   std::span<const float> brow = b;

@@ -66,8 +66,8 @@ void Batch::dispatch(const Kernel& k, std::vector<Arg> args, const Params& param
   const auto& lim = im.ctx.limits();
   if (g.x > lim.max_compute_workgroups_per_dimension || g.y > lim.max_compute_workgroups_per_dimension ||
       g.z > lim.max_compute_workgroups_per_dimension)
-    throw LimitError("wgc: " + k.label() + ": workgroup grid " + std::to_string(g.x) + "x" + std::to_string(g.y) +
-                     "x" + std::to_string(g.z) + " exceeds the device's limit of " +
+    throw LimitError("wgc: " + k.label() + ": workgroup grid " + std::to_string(g.x) + "x" + std::to_string(g.y) + "x" +
+                     std::to_string(g.z) + " exceeds the device's limit of " +
                      std::to_string(lim.max_compute_workgroups_per_dimension) + " per dimension");
   if (args.size() > lim.max_storage_buffers_per_shader_stage)
     throw LimitError("wgc: " + k.label() + ": " + std::to_string(args.size()) +
@@ -193,10 +193,10 @@ void Batch::submit() {
   end_pass();
   if (im.queries) {
     uint64_t bytes = 16ull * im.timed_count;
-    auto resolve = detail::acquire_buffer(st, bytes, WGPUBufferUsage_QueryResolve | WGPUBufferUsage_CopySrc,
-                                          "timestamps");
-    im.readback = detail::acquire_buffer(st, bytes, WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst,
-                                         "timestamp readback");
+    auto resolve =
+        detail::acquire_buffer(st, bytes, WGPUBufferUsage_QueryResolve | WGPUBufferUsage_CopySrc, "timestamps");
+    im.readback =
+        detail::acquire_buffer(st, bytes, WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst, "timestamp readback");
     wgpuCommandEncoderResolveQuerySet(enc, im.queries, 0, 2 * im.timed_count, resolve->buffer, 0);
     wgpuCommandEncoderCopyBufferToBuffer(enc, resolve->buffer, 0, im.readback->buffer, 0, bytes);
     im.in_flight.push_back(resolve);

@@ -32,7 +32,7 @@ inline uint32_t ceil_div(uint64_t a, uint64_t b) { return static_cast<uint32_t>(
 struct Arg {
   Tensor tensor;
   uint64_t offset = 0;
-  uint64_t size = 0;  // 0: to the end of the data
+  uint64_t size = 0;                       // 0: to the end of the data
   Arg(Tensor t) : tensor(std::move(t)) {}  // NOLINT: implicit on purpose, args read as tensors
   Arg(Tensor t, uint64_t off, uint64_t sz) : tensor(std::move(t)), offset(off), size(sz) {}
 };

@@ -131,14 +131,15 @@ WGPUAdapter request_adapter(WGPUInstance instance, Backend backend) {
   cb.mode = WGPUCallbackMode_WaitAnyOnly;
   cb.callback = [](WGPURequestAdapterStatus st, WGPUAdapter a, WGPUStringView msg, void* u, void*) {
     auto* res = static_cast<Result*>(u);
-    if (st == WGPURequestAdapterStatus_Success) res->adapter = a;
-    else res->message = to_string(msg);
+    if (st == WGPURequestAdapterStatus_Success)
+      res->adapter = a;
+    else
+      res->message = to_string(msg);
   };
   cb.userdata1 = &r;
   detail::wait_future(instance, wgpuInstanceRequestAdapter(instance, &opts, cb), "the adapter");
   if (!r.adapter) {
-    std::string want = backend == Backend::CpuVulkan ? "a CPU (SwiftShader) Vulkan adapter"
-                                                      : "a Vulkan adapter";
+    std::string want = backend == Backend::CpuVulkan ? "a CPU (SwiftShader) Vulkan adapter" : "a Vulkan adapter";
     throw DeviceError("wgc: no " + want + " found" + (r.message.empty() ? "" : " (" + r.message + ")") +
                       ". Install libvulkan1 and run scripts/setup.sh (it installs SwiftShader), "
                       "or set WGC_SWIFTSHADER_ICD to a SwiftShader ICD json.");
@@ -149,21 +150,27 @@ WGPUAdapter request_adapter(WGPUInstance instance, Backend backend) {
 AdapterInfo read_info(WGPUAdapter adapter) {
   WGPUAdapterInfo ai = WGPU_ADAPTER_INFO_INIT;
   wgpuAdapterGetInfo(adapter, &ai);
-  AdapterInfo info{to_string(ai.vendor),      to_string(ai.architecture),      to_string(ai.device),
-                   to_string(ai.description), backend_name(ai.backendType),    adapter_type_name(ai.adapterType),
-                   ai.vendorID,               ai.deviceID,                     ai.subgroupMinSize,
+  AdapterInfo info{to_string(ai.vendor),
+                   to_string(ai.architecture),
+                   to_string(ai.device),
+                   to_string(ai.description),
+                   backend_name(ai.backendType),
+                   adapter_type_name(ai.adapterType),
+                   ai.vendorID,
+                   ai.deviceID,
+                   ai.subgroupMinSize,
                    ai.subgroupMaxSize};
   wgpuAdapterInfoFreeMembers(ai);
   return info;
 }
 
 Limits to_limits(const WGPULimits& l) {
-  return {l.maxStorageBufferBindingSize,        l.maxBufferSize,
-          l.maxUniformBufferBindingSize,        l.maxStorageBuffersPerShaderStage,
-          l.maxComputeWorkgroupStorageSize,     l.maxComputeInvocationsPerWorkgroup,
-          l.maxComputeWorkgroupSizeX,           l.maxComputeWorkgroupSizeY,
-          l.maxComputeWorkgroupSizeZ,           l.maxComputeWorkgroupsPerDimension,
-          l.minStorageBufferOffsetAlignment,    l.minUniformBufferOffsetAlignment};
+  return {l.maxStorageBufferBindingSize,     l.maxBufferSize,
+          l.maxUniformBufferBindingSize,     l.maxStorageBuffersPerShaderStage,
+          l.maxComputeWorkgroupStorageSize,  l.maxComputeInvocationsPerWorkgroup,
+          l.maxComputeWorkgroupSizeX,        l.maxComputeWorkgroupSizeY,
+          l.maxComputeWorkgroupSizeZ,        l.maxComputeWorkgroupsPerDimension,
+          l.minStorageBufferOffsetAlignment, l.minUniformBufferOffsetAlignment};
 }
 
 bool env_flag(const char* name) {
@@ -214,11 +221,11 @@ Context::Context(ContextOptions options) : state_(std::make_shared<ContextState>
   s.adapter = request_adapter(s.instance, options.backend);
   s.info = read_info(s.adapter);
   if (s.info.backend == "null")
-    throw DeviceError("wgc: Dawn offered only its Null backend, which computes nothing; refusing it. "
-                      "No Vulkan driver was found: install libvulkan1 and run scripts/setup.sh.");
+    throw DeviceError(
+        "wgc: Dawn offered only its Null backend, which computes nothing; refusing it. "
+        "No Vulkan driver was found: install libvulkan1 and run scripts/setup.sh.");
   if (options.backend == Backend::Gpu && s.info.is_cpu())
-    throw DeviceError("wgc: --backend gpu was asked for, but Vulkan offers no GPU (only '" + s.info.device +
-                      "')");
+    throw DeviceError("wgc: --backend gpu was asked for, but Vulkan offers no GPU (only '" + s.info.device + "')");
 
   // Features: only those the adapter lists (asking for others can abort inside Dawn).
   WGPUSupportedFeatures supported = {};
@@ -286,8 +293,10 @@ Context::Context(ContextOptions options) : state_(std::make_shared<ContextState>
   cb.mode = WGPUCallbackMode_WaitAnyOnly;
   cb.callback = [](WGPURequestDeviceStatus st, WGPUDevice d, WGPUStringView msg, void* u, void*) {
     auto* res = static_cast<Result*>(u);
-    if (st == WGPURequestDeviceStatus_Success) res->device = d;
-    else res->message = to_string(msg);
+    if (st == WGPURequestDeviceStatus_Success)
+      res->device = d;
+    else
+      res->message = to_string(msg);
   };
   cb.userdata1 = &r;
   detail::wait_future(s.instance, wgpuAdapterRequestDevice(s.adapter, &ddesc, cb), "the device");
@@ -373,8 +382,8 @@ std::string describe(const Context& ctx, bool json) {
     return o.str();
   }
   o << "adapter:   " << a.device << " (" << a.adapter_type << ", " << a.backend << ")\n"
-    << "vendor:    " << a.vendor << " [" << a.architecture << "] 0x" << std::hex << a.vendor_id << ":0x"
-    << a.device_id << std::dec << "\n"
+    << "vendor:    " << a.vendor << " [" << a.architecture << "] 0x" << std::hex << a.vendor_id << ":0x" << a.device_id
+    << std::dec << "\n"
     << "driver:    " << a.description << "\n"
     << "subgroups: size " << a.subgroup_min_size << ".." << a.subgroup_max_size << "\n"
     << "features: ";

@@ -52,8 +52,8 @@ struct BufferHandle {
   ~BufferHandle();
 };
 
-std::shared_ptr<BufferHandle> acquire_buffer(const std::shared_ptr<ContextState>& st, uint64_t bytes,
-                                             uint64_t usage, std::string_view label);
+std::shared_ptr<BufferHandle> acquire_buffer(const std::shared_ptr<ContextState>& st, uint64_t bytes, uint64_t usage,
+                                             std::string_view label);
 
 std::string to_string(WGPUStringView s);
 WGPUStringView view(std::string_view s);

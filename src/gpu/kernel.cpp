@@ -185,11 +185,12 @@ std::vector<Kernel> compile_all(const Context& ctx, const std::vector<KernelCode
     prepare(s, codes[i], p.label, p.prepared);
     WGPUCreateComputePipelineAsyncCallbackInfo cb = WGPU_CREATE_COMPUTE_PIPELINE_ASYNC_CALLBACK_INFO_INIT;
     cb.mode = WGPUCallbackMode_WaitAnyOnly;
-    cb.callback = [](WGPUCreatePipelineAsyncStatus st, WGPUComputePipeline pipe, WGPUStringView msg, void* u,
-                     void*) {
+    cb.callback = [](WGPUCreatePipelineAsyncStatus st, WGPUComputePipeline pipe, WGPUStringView msg, void* u, void*) {
       auto* pp = static_cast<Pending*>(u);
-      if (st == WGPUCreatePipelineAsyncStatus_Success) pp->pipeline = pipe;
-      else pp->error = to_string(msg);
+      if (st == WGPUCreatePipelineAsyncStatus_Success)
+        pp->pipeline = pipe;
+      else
+        pp->error = to_string(msg);
     };
     cb.userdata1 = &p;
     p.future = wgpuDeviceCreateComputePipelineAsync(s.device, &p.prepared.desc, cb);

@@ -14,31 +14,30 @@ constexpr uint64_t kMaxPooledBytes = 1ull << 30;
 constexpr uint64_t kPoolSlackQuarters = 5;
 
 BufferHandle::~BufferHandle() {
-    if (!buffer) return;
-    std::lock_guard lock(state->mu);
-    if (state->free_bytes + size <= kMaxPooledBytes) {
-      state->free_buffers.emplace(std::pair{usage, size}, buffer);
-      state->free_bytes += size;
-    } else {
-      wgpuBufferRelease(buffer);
-    }
+  if (!buffer) return;
+  std::lock_guard lock(state->mu);
+  if (state->free_bytes + size <= kMaxPooledBytes) {
+    state->free_buffers.emplace(std::pair{usage, size}, buffer);
+    state->free_bytes += size;
+  } else {
+    wgpuBufferRelease(buffer);
+  }
 }
 
-std::shared_ptr<BufferHandle> acquire_buffer(const std::shared_ptr<ContextState>& st, uint64_t bytes,
-                                             uint64_t usage, std::string_view label) {
+std::shared_ptr<BufferHandle> acquire_buffer(const std::shared_ptr<ContextState>& st, uint64_t bytes, uint64_t usage,
+                                             std::string_view label) {
   uint64_t size = round_up(std::max<uint64_t>(bytes, 16), 16);
   if (size > st->limits.max_buffer_size)
     throw LimitError("wgc: " + std::string(label) + ": a buffer of " + std::to_string(bytes) +
-                     " bytes is larger than the device's maxBufferSize (" +
-                     std::to_string(st->limits.max_buffer_size) + ")");
+                     " bytes is larger than the device's maxBufferSize (" + std::to_string(st->limits.max_buffer_size) +
+                     ")");
   auto h = std::make_shared<BufferHandle>();
   h->state = st;
   h->usage = usage;
   {
     std::lock_guard lock(st->mu);
     auto it = st->free_buffers.lower_bound({usage, size});
-    if (it != st->free_buffers.end() && it->first.first == usage &&
-        it->first.second * 4 <= size * kPoolSlackQuarters) {
+    if (it != st->free_buffers.end() && it->first.first == usage && it->first.second * 4 <= size * kPoolSlackQuarters) {
       h->buffer = it->second;
       h->size = it->first.second;
       st->free_bytes -= h->size;
@@ -126,9 +125,8 @@ Tensor make_tensor(const Context& ctx, Shape shape, DType dtype) {
 Tensor make_tensor(const Context& ctx, Shape shape, DType dtype, std::span<const std::byte> data) {
   Tensor t = make_tensor(ctx, std::move(shape), dtype);
   if (data.size() != t.bytes())
-    throw Error("wgc: " + std::to_string(data.size()) + " bytes given for a tensor of shape " +
-                to_string(t.shape()) + " " + std::string(to_string(dtype)) + " (" + std::to_string(t.bytes()) +
-                " bytes)");
+    throw Error("wgc: " + std::to_string(data.size()) + " bytes given for a tensor of shape " + to_string(t.shape()) +
+                " " + std::string(to_string(dtype)) + " (" + std::to_string(t.bytes()) + " bytes)");
   upload(ctx, t, data);
   return t;
 }
@@ -178,8 +176,7 @@ void download(const Context& ctx, const Tensor& t, std::span<std::byte> out, uin
     res->message = detail::to_string(msg);
   };
   cb.userdata1 = &r;
-  detail::wait_future(ctx.instance(), wgpuBufferMapAsync(staging->buffer, WGPUMapMode_Read, 0, size, cb),
-                      "a readback");
+  detail::wait_future(ctx.instance(), wgpuBufferMapAsync(staging->buffer, WGPUMapMode_Read, 0, size, cb), "a readback");
   ctx.check();
   if (r.status != WGPUMapAsyncStatus_Success)
     throw GpuError("wgc: reading back " + std::to_string(out.size()) + " bytes failed: " + r.message);

@@ -36,8 +36,8 @@ class Tensor {
   const Shape& shape() const { return shape_; }
   DType dtype() const { return dtype_; }
   int64_t numel() const { return wgc::numel(shape_); }
-  uint64_t bytes() const;           // the data's size: numel * dtype_size
-  uint64_t capacity() const;        // the buffer's size (>= bytes, rounded up)
+  uint64_t bytes() const;     // the data's size: numel * dtype_size
+  uint64_t capacity() const;  // the buffer's size (>= bytes, rounded up)
   WGPUBuffer buffer() const;
   explicit operator bool() const { return buf_ != nullptr; }
 

@@ -9,7 +9,7 @@
 namespace wgc {
 namespace {
 
-constexpr uint32_t kNaiveTile = 16;   // naive.wgsl and tiled.wgsl: 16 x 16 invocations
+constexpr uint32_t kNaiveTile = 16;      // naive.wgsl and tiled.wgsl: 16 x 16 invocations
 constexpr uint32_t kRegTileBlock = 128;  // regtile_main.wgsl: BM = BN = 128
 
 const char* kernel_file(MatmulVersion v) {

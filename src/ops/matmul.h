@@ -16,9 +16,8 @@ namespace wgc {
 
 enum class MatmulVersion { Auto, Naive, Tiled, RegTile, RegTileVec4, Vec4Prefetch };
 std::string_view to_string(MatmulVersion v);
-inline constexpr MatmulVersion kMatmulVersions[] = {MatmulVersion::Naive, MatmulVersion::Tiled,
-                                                    MatmulVersion::RegTile, MatmulVersion::RegTileVec4,
-                                                    MatmulVersion::Vec4Prefetch};
+inline constexpr MatmulVersion kMatmulVersions[] = {MatmulVersion::Naive, MatmulVersion::Tiled, MatmulVersion::RegTile,
+                                                    MatmulVersion::RegTileVec4, MatmulVersion::Vec4Prefetch};
 
 struct MatmulDims {
   uint32_t m = 0, n = 0, k = 0;

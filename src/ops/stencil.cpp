@@ -17,9 +17,9 @@ namespace {
 struct Shape2 {
   uint32_t x, y, per;
 };
-constexpr Shape2 kSobelNaive{16, 16, 1};
+constexpr Shape2 kSobelNaive{32, 8, 1};
 constexpr Shape2 kSobelTiled{16, 16, 1};  // per: output rows per thread (ROWS)
-constexpr Shape2 kBlurNaive{16, 16, 1};
+constexpr Shape2 kBlurNaive{32, 8, 1};
 constexpr Shape2 kBlurTiledH{64, 4, 1};   // per: outputs per thread along x (PER)
 constexpr Shape2 kBlurTiledV{16, 16, 1};  // per: outputs per thread along y (PER)
 
