@@ -1,0 +1,54 @@
+// LlamaModel: a Llama-family transformer (Llama 2/3/3.1/3.2, Mistral, Qwen 2/2.5/3) on the GPU.
+// Weights stay in their file's type (f32; f16/bf16 packed; Q8_0/Q4_0/Q4_K/Q6_K dequantized inside
+// the kernels); activations are f32; the KV cache is preallocated for max_ctx positions and
+// appended in place. The forward pass of a step (one token or a whole prompt) is one submit.
+#pragma once
+
+#include "gpu/batch.h"
+#include "llm/formats/model_file.h"
+#include "ops/llm/llm_ops.h"
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+namespace wgc::llm {
+
+struct EngineOptions {
+  int max_ctx = 0;         // KV cache length; 0: the model's context, at most kDefaultMaxCtx
+  int max_batch = 512;     // prompt tokens per forward step (longer prompts are split)
+  bool progress = true;    // progress bar while uploading weights (on a terminal)
+};
+inline constexpr int kDefaultMaxCtx = 4096;
+
+struct TopK {
+  std::vector<float> logits;  // descending
+  std::vector<int32_t> ids;
+};
+
+class LlamaModel {
+ public:
+  LlamaModel(const Context& ctx, const ModelFile& file, EngineOptions options = {});
+  ~LlamaModel();
+  LlamaModel(LlamaModel&&) noexcept;
+
+  const ModelConfig& config() const;
+  int max_ctx() const;
+  int n_past() const;         // tokens in the KV cache
+  void rewind(int n_past);    // forget cached tokens from position n_past on (0: all)
+  uint64_t weight_bytes() const;  // bytes of weights on the GPU
+
+  // Runs `tokens` at positions n_past() .. and appends them to the cache. Throws wgc::Error when
+  // the context would overflow. The result variants:
+  std::vector<float> logits(std::span<const int32_t> tokens);      // last position: [vocab]
+  std::vector<float> all_logits(std::span<const int32_t> tokens);  // every position: [n][vocab]
+  int32_t greedy(std::span<const int32_t> tokens);                 // argmax on the GPU: one int read back
+  TopK top_k(std::span<const int32_t> tokens, int k);              // k <= 64, on the GPU
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace wgc::llm

@@ -1,0 +1,136 @@
+// The whole model against logits and greedy continuations computed by Hugging Face transformers
+// (../shared/fixtures, ../shared/models/wgc-tiny-dict), from every file form of each model.
+#include "llm/formats/safetensors.h"
+#include "llm/model/llama.h"
+#include "test_util.h"
+
+#include <cstring>
+
+using namespace wgc;
+using namespace wgc::llm;
+using wgc::test::ctx;
+
+namespace {
+
+struct Golden {
+  SafetensorsFile file;
+  template <class T>
+  std::vector<T> get(const std::string& name) const {
+    const auto* t = file.find(name);
+    if (!t) throw Error("golden tensor missing: " + name);
+    std::vector<T> v(t->data.size() / sizeof(T));
+    std::memcpy(v.data(), t->data.data(), t->data.size());
+    return v;
+  }
+  std::vector<int64_t> shape(const std::string& name) const { return file.find(name)->shape; }
+};
+
+struct Expect {
+  double tolerance;           // max |diff| / max |ref| over the compared logits
+  double min_greedy_margin;   // compare greedy continuations only where the top-1 margin exceeds this
+};
+
+// Compares the last-k logits of every prompt and, where the margin allows, the greedy tokens.
+void check_model(const std::filesystem::path& model_path, const std::filesystem::path& golden_dir, Expect e) {
+  ModelFile mf = open_model(model_path, {false, false});
+  LlamaModel model(ctx(), mf, {256, 64, false});
+  Golden g{SafetensorsFile::open(golden_dir / "golden.safetensors")};
+  int64_t vocab = mf.config().vocab_size;
+  for (int p = 0;; ++p) {
+    std::string pre = "p" + std::to_string(p) + ".";
+    if (!g.file.find(pre + "tokens")) break;
+    auto tokens = g.get<int32_t>(pre + "tokens");
+    std::string lname = g.file.find(pre + "logits_last4") ? pre + "logits_last4" : pre + "logits_last2";
+    auto want = g.get<float>(lname);
+    size_t k = size_t(g.shape(lname)[0]);
+    model.rewind(0);
+    auto all = model.all_logits(tokens);
+    std::vector<float> got(all.end() - std::ptrdiff_t(k * size_t(vocab)), all.end());
+    EXPECT_LT(test::rel_error(got, want), e.tolerance) << model_path << " prompt " << p;
+
+    // Greedy: the reference generated 16 tokens without stopping at EOS.
+    auto greedy = g.get<int32_t>(pre + "greedy");
+    std::vector<float> last(want.end() - vocab, want.end());
+    std::vector<float> sorted = last;
+    std::nth_element(sorted.begin(), sorted.begin() + 1, sorted.end(), std::greater<>());
+    if (sorted[0] - sorted[1] < e.min_greedy_margin) continue;
+    model.rewind(0);
+    std::vector<int32_t> out;
+    int32_t next = model.greedy(tokens);
+    for (size_t i = 0; i < greedy.size(); ++i) {
+      out.push_back(next);
+      if (i + 1 < greedy.size()) next = model.greedy(std::span(&out.back(), 1));
+    }
+    // Later tokens can flip where their own margins are tiny; the first few must agree.
+    EXPECT_EQ(out[0], greedy[0]) << model_path << " prompt " << p;
+    size_t same = 0;
+    while (same < out.size() && out[same] == greedy[same]) ++same;
+    EXPECT_GE(same, std::min<size_t>(4, greedy.size())) << model_path << " prompt " << p;
+  }
+}
+
+std::filesystem::path fx(const char* rel) { return test::fixtures_dir() / rel; }
+
+}  // namespace
+
+TEST(LlamaFixtures, TinyLlama2SafetensorsF32) {
+  WGC_REQUIRE_FILE(fx("tiny-llama2-f32/model.safetensors"));
+  check_model(fx("tiny-llama2-f32"), fx("tiny-llama2-f32"), {1e-4, 0.01});
+}
+
+TEST(LlamaFixtures, TinyLlama2GgufF32) {
+  WGC_REQUIRE_FILE(fx("tiny-llama2-f32/tiny-llama2-f32-f32.gguf"));
+  check_model(fx("tiny-llama2-f32/tiny-llama2-f32-f32.gguf"), fx("tiny-llama2-f32"), {1e-4, 0.01});
+}
+
+TEST(LlamaFixtures, TinyLlama2GgufQ8_0) {
+  WGC_REQUIRE_FILE(fx("tiny-llama2-f32/tiny-llama2-f32-q8_0.gguf"));
+  check_model(fx("tiny-llama2-f32/tiny-llama2-f32-q8_0.gguf"), fx("tiny-llama2-f32"), {5e-2, 0.05});
+}
+
+TEST(LlamaFixtures, TinyLlama3SafetensorsBf16) {
+  WGC_REQUIRE_FILE(fx("tiny-llama3-bf16/model.safetensors"));
+  check_model(fx("tiny-llama3-bf16"), fx("tiny-llama3-bf16"), {1e-4, 0.01});
+}
+
+TEST(LlamaFixtures, TinyLlama3GgufF16) {
+  WGC_REQUIRE_FILE(fx("tiny-llama3-bf16/tiny-llama3-bf16-f16.gguf"));
+  check_model(fx("tiny-llama3-bf16/tiny-llama3-bf16-f16.gguf"), fx("tiny-llama3-bf16"), {1e-2, 0.05});
+}
+
+TEST(LlamaFixtures, WgcTinyDictQ8_0) {
+  auto dir = test::models_dir() / "wgc-tiny-dict";
+  WGC_REQUIRE_FILE(dir / "wgc-tiny-dict-q8_0.gguf");
+  check_model(dir / "wgc-tiny-dict-q8_0.gguf", dir, {5e-2, 0.05});
+}
+
+TEST(LlamaModel, KvCacheStepsEqualOnePrefill) {
+  WGC_REQUIRE_FILE(fx("tiny-llama3-bf16/model.safetensors"));
+  ModelFile mf = open_model(fx("tiny-llama3-bf16"), {false, false});
+  LlamaModel model(ctx(), mf, {64, 16, false});
+  std::vector<int32_t> toks = {9906, 11, 1917, 0, 578, 4062, 14198, 39935, 35308, 927, 279, 16053, 5679, 13,
+                               1115, 374, 264, 1296, 315, 279, 4332};  // 21 tokens: crosses the 16-token batch
+  auto once = model.all_logits(toks);
+  model.rewind(0);
+  std::vector<float> stepped;
+  for (int32_t t : toks) {
+    auto l = model.logits(std::span(&t, 1));
+    stepped.insert(stepped.end(), l.begin(), l.end());
+  }
+  EXPECT_LT(test::rel_error(stepped, once), 1e-5);
+}
+
+TEST(LlamaModel, ErrorsAreClear) {
+  WGC_REQUIRE_FILE(fx("tiny-llama2-f32/model.safetensors"));
+  ModelFile mf = open_model(fx("tiny-llama2-f32"), {false, false});
+  LlamaModel model(ctx(), mf, {8, 8, false});
+  std::vector<int32_t> bad = {1, 99999};
+  EXPECT_THROW(model.logits(bad), Error);
+  std::vector<int32_t> nine(9, 1);
+  try {
+    model.logits(nine);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("context"), std::string::npos) << e.what();
+  }
+}
