@@ -1,0 +1,54 @@
+// CPU references for the LLM kernels (src/kernels/llm, src/ops/llm): plain loops, f64
+// accumulation. They define what the GPU kernels compute; the tests compare against them.
+#pragma once
+
+#include "ops/llm/weights.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace wgc::llm::ref {
+
+float half_to_float(uint16_t h);
+uint16_t float_to_half(float f);  // round to nearest even
+float bf16_to_float(uint16_t h);
+uint16_t float_to_bf16(float f);  // round to nearest even
+
+// Dequantizes rows x cols elements of ggml bytes (as in ggml's dequantize_row_*), row-major, in f64.
+std::vector<double> dequantize(WeightType type, std::span<const std::byte> ggml_bytes, int64_t rows, int64_t cols);
+
+// Random ggml bytes of a rows x cols matrix: values around [-1, 1] (quantized types: random quants,
+// small positive scales). For tests and benchmarks.
+std::vector<std::byte> random_weight(WeightType type, int64_t rows, int64_t cols, uint32_t seed);
+
+// y[t][r] = sum_k W[row0 + r][k] x[t][k] (+ bias[row0 + r]) (+ y_old), W dequantized (rows x cols).
+std::vector<double> linear(const std::vector<double>& w, int64_t cols, const std::vector<float>& x, int n_tokens,
+                           int64_t row0, int64_t nrows);
+
+// out[t][k] = W[ids[t]][k].
+std::vector<float> embedding(const std::vector<double>& w, int64_t cols, const std::vector<uint32_t>& ids);
+
+// y = x / sqrt(mean(x^2) + eps) * w, per row of n.
+std::vector<float> rms_norm(const std::vector<float>& x, const std::vector<float>& w, int rows, int n, float eps);
+
+// silu(g) * u.
+std::vector<float> swiglu(const std::vector<float>& g, const std::vector<float>& u);
+
+// RoPE on x [n_tokens][n_heads][head_dim] in place, positions pos[t]; inv_freq has head_dim/2
+// entries; angle = f32(pos) * inv_freq in f32 (as transformers), then cos/sin in f64.
+// interleaved: pairs (2i, 2i+1) (GGML "norm"); else pairs (i, i + head_dim/2) (HF / neox).
+void rope(std::vector<float>& x, int n_tokens, int n_heads, int head_dim, const std::vector<int>& pos,
+          const std::vector<float>& inv_freq, bool interleaved);
+
+// Causal attention with GQA. q [n][n_heads][hd]; k, v [kv_len][n_kv][hd] hold all keys (cached
+// and new); query t sits at position start + t and sees keys 0..start+t. Returns [n][n_heads][hd].
+std::vector<float> attention(const std::vector<float>& q, const std::vector<float>& k, const std::vector<float>& v,
+                             int n, int n_heads, int n_kv, int hd, int start, float scale);
+
+uint32_t argmax(const std::vector<float>& x);  // first index of the largest value
+// The k largest (value desc, id asc on ties).
+std::vector<std::pair<float, uint32_t>> topk(const std::vector<float>& x, int k);
+
+}  // namespace wgc::llm::ref

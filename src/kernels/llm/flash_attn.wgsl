@@ -1,0 +1,137 @@
+// Flash attention (online softmax) over a KV cache, causal, with GQA. Used for prefill (one
+// split) and, with partial = 1 and several splits, for flash decoding (attn_combine.wgsl adds
+// the splits up).
+//
+// Rows: for kv head kvh (workgroup y), the n * G query rows (token t, head h = kvh * G + g,
+// G = n_heads / n_kv) in blocks of BQ (workgroup x); keys of split z (workgroup z):
+// [z * split_len, (z + 1) * split_len) within 0 .. start + n - 1, and causal: token t (position
+// start + t) sees keys 0 .. start + t.
+// q[t * q_stride + q_off + h * HD + d]; caches: [n_kv][max_ctx][HD] f32 from element cache_off;
+// out (partial = 0): o[t * o_stride + o_off + h * HD + d];
+// out (partial = 1): [n][n_heads][n_splits][HD + 2] = unnormalised acc, running max m, sum l.
+// TPQ invocations per row, each owning NV = HD / 4 / TPQ vec4 of the output (d4 = j + TPQ * i);
+// keys in blocks of BK (a multiple of TPQ), staged in shared memory with the block's queries.
+@group(0) @binding(0) var<storage, read> q4: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> k4: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> v4: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read_write> out: array<f32>;
+struct P {
+  n: u32,
+  n_heads: u32,
+  n_kv: u32,
+  max_ctx: u32,
+  start: u32,
+  q_stride: u32,
+  q_off: u32,
+  o_stride: u32,
+  o_off: u32,
+  cache_off: u32,
+  scale: f32,
+  split_len: u32,
+  n_splits: u32,
+  partial: u32,
+}
+@group(0) @binding(4) var<uniform> p: P;
+override HD: u32 = 128;  // head_dim, a multiple of 4
+override TPQ: u32 = 8;   // invocations per query row; (HD / 4) % TPQ == 0, NV <= 4
+override BQ: u32 = 16;   // query rows per workgroup
+override BK: u32 = 16;   // keys per block, a multiple of TPQ
+const MASKED: f32 = -3.0e38;
+
+var<workgroup> qs: array<vec4<f32>, BQ * HD / 4u>;
+var<workgroup> ks: array<vec4<f32>, BK * HD / 4u>;
+var<workgroup> vs: array<vec4<f32>, BK * HD / 4u>;
+var<workgroup> sc: array<f32, BQ * BK>;
+
+@compute @workgroup_size(BQ * TPQ)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+  let HD4 = HD / 4u;
+  let NV = HD4 / TPQ;
+  let NT = BQ * TPQ;
+  let G = p.n_heads / p.n_kv;
+  let kvh = wid.y;
+  let split = wid.z;
+  let r = lid / TPQ;
+  let j = lid % TPQ;
+  let nrows = p.n * G;
+  let R = wid.x * BQ + r;
+  let Rc = min(R, nrows - 1u);
+  let t = Rc / G;
+  let h = kvh * G + Rc % G;
+  let qpos = p.start + t;
+
+  // this row's query, pre-scaled, into shared memory
+  let qb = (t * p.q_stride + p.q_off + h * HD) / 4u;
+  for (var i = 0u; i < NV; i++) { qs[r * HD4 + j + TPQ * i] = q4[qb + j + TPQ * i] * p.scale; }
+
+  // the workgroup's key range
+  let t_last = (min(wid.x * BQ + BQ, nrows) - 1u) / G;
+  let kv_begin = split * p.split_len;
+  let kv_end = min(min(kv_begin + p.split_len, p.start + p.n), p.start + t_last + 1u);
+  let cb = p.cache_off / 4u + kvh * p.max_ctx * HD4;
+
+  var m = MASKED;
+  var l = 0.0;
+  var acc: array<vec4<f32>, 4>;
+  for (var kb = kv_begin; kb < kv_end; kb += BK) {
+    workgroupBarrier();
+    for (var i = lid; i < BK * HD4; i += NT) {
+      let key = kb + i / HD4;
+      var kv = vec4<f32>(0.0);
+      var vv = vec4<f32>(0.0);
+      if (key < kv_end) {
+        let at = cb + key * HD4 + i % HD4;
+        kv = k4[at];
+        vv = v4[at];
+      }
+      ks[i] = kv;
+      vs[i] = vv;
+    }
+    workgroupBarrier();
+    for (var s = j; s < BK; s += TPQ) {
+      var d = 0.0;
+      for (var c = 0u; c < HD4; c++) { d += dot(qs[r * HD4 + c], ks[s * HD4 + c]); }
+      let key = kb + s;
+      sc[r * BK + s] = select(d, MASKED, key >= kv_end || key > qpos);
+    }
+    workgroupBarrier();
+    var mb = m;
+    for (var s = 0u; s < BK; s++) { mb = max(mb, sc[r * BK + s]); }
+    let corr = exp(m - mb);
+    l *= corr;
+    for (var i = 0u; i < NV; i++) { acc[i] *= corr; }
+    for (var s = 0u; s < BK; s++) {
+      let e = sc[r * BK + s];
+      let pe = select(exp(e - mb), 0.0, e <= MASKED);
+      l += pe;
+      for (var i = 0u; i < NV; i++) { acc[i] += pe * vs[s * HD4 + j + TPQ * i]; }
+    }
+    m = mb;
+  }
+  if (R >= nrows) { return; }
+  if (p.partial == 0u) {
+    let ob = t * p.o_stride + p.o_off + h * HD;
+    let inv = 1.0 / l;
+    for (var i = 0u; i < NV; i++) {
+      let d = 4u * (j + TPQ * i);
+      let v = acc[i] * inv;
+      out[ob + d] = v.x;
+      out[ob + d + 1u] = v.y;
+      out[ob + d + 2u] = v.z;
+      out[ob + d + 3u] = v.w;
+    }
+  } else {
+    let ob = ((t * p.n_heads + h) * p.n_splits + split) * (HD + 2u);
+    for (var i = 0u; i < NV; i++) {
+      let d = 4u * (j + TPQ * i);
+      out[ob + d] = acc[i].x;
+      out[ob + d + 1u] = acc[i].y;
+      out[ob + d + 2u] = acc[i].z;
+      out[ob + d + 3u] = acc[i].w;
+    }
+    if (j == 0u) {
+      out[ob + HD] = m;
+      out[ob + HD + 1u] = l;
+    }
+  }
+}

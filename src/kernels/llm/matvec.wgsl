@@ -1,0 +1,55 @@
+// Matrix-vector (one token): y[y_off + r] = sum_k W[row0 + r, k] x[k] (+ bias[row0 + r]) (+ y).
+// ROWS = WG / TPR rows per workgroup; TPR invocations per row stride over the row's chunks
+// (one vec4<u32> of weights each, coalesced across the row's invocations) and sum with
+// group_sum (reduce_sg.wgsl or reduce_wg.wgsl). Preceded by common.wgsl, a weights/*.wgsl file
+// (bindings 0, 1) and a reduce file.
+@group(0) @binding(2) var<storage, read> x4: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read> bias: array<f32>;
+@group(0) @binding(4) var<storage, read_write> y: array<f32>;
+struct P {
+  n: u32,  // 1
+  rows: u32,
+  cols: u32,
+  row0: u32,
+  x_stride: u32,
+  y_stride: u32,
+  y_off: u32,
+  flags: u32,  // 1: add bias, 2: accumulate into y
+}
+@group(0) @binding(5) var<uniform> p: P;
+override WG: u32 = 256;
+override TPR: u32 = 32;  // invocations per row (power of two)
+override UNROLL: u32 = 2; // chunks in flight per invocation
+
+var<workgroup> red: array<f32, WG>;
+
+fn xq(i4: u32) -> vec4<f32> {
+  let i = vec4<u32>(4u * i4) + vec4<u32>(0u, 1u, 2u, 3u);
+  return select(vec4<f32>(0.0), x4[i4], i < vec4<u32>(p.cols));
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>,
+        @builtin(num_workgroups) nwg: vec3<u32>) {
+  let rows_per_wg = WG / TPR;
+  let rl = wg_linear(wid, nwg) * rows_per_wg + lid / TPR;
+  let lane = lid % TPR;
+  let row = p.row0 + min(rl, p.rows - 1u);
+  w_setup(p.cols);
+  let nch = w_nchunks(p.cols);
+  var acc = 0.0;
+  var c = lane;
+  let step = TPR * UNROLL;
+  for (; c + (UNROLL - 1u) * TPR < nch; c += step) {
+    for (var u = 0u; u < UNROLL; u++) { acc += w_chunk(row, c + u * TPR); }
+  }
+  for (; c < nch; c += TPR) { acc += w_chunk(row, c); }
+  let s = group_sum(acc, lid, TPR);
+  if (lane == 0u && rl < p.rows) {
+    var o = s;
+    if ((p.flags & 1u) != 0u) { o += bias[row]; }
+    let yi = p.y_off + rl;
+    if ((p.flags & 2u) != 0u) { o += y[yi]; }
+    y[yi] = o;
+  }
+}

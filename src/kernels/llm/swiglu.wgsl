@@ -1,0 +1,28 @@
+// out[t * out_stride + i] = silu(g) * u with g = a[t * a_stride + a_off + i],
+// u = b[t * b_stride + b_off + i], i < n (a and b may be the same gate|up buffer).
+@group(0) @binding(0) var<storage, read> a: array<f32>;
+@group(0) @binding(1) var<storage, read> b: array<f32>;
+@group(0) @binding(2) var<storage, read_write> out: array<f32>;
+struct P {
+  tokens: u32,
+  n: u32,
+  a_stride: u32,
+  a_off: u32,
+  b_stride: u32,
+  b_off: u32,
+  out_stride: u32,
+}
+@group(0) @binding(3) var<uniform> p: P;
+override WG: u32 = 256;
+
+@compute @workgroup_size(WG)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>,
+        @builtin(num_workgroups) nwg: vec3<u32>) {
+  let g = wg_linear(wid, nwg) * WG + lid;
+  if (g >= p.tokens * p.n) { return; }
+  let t = g / p.n;
+  let i = g % p.n;
+  let gv = a[t * p.a_stride + p.a_off + i];
+  let uv = b[t * p.b_stride + p.b_off + i];
+  out[t * p.out_stride + i] = gv / (1.0 + exp(-gv)) * uv;
+}

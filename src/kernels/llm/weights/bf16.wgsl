@@ -1,0 +1,20 @@
+// BF16 weights: two bf16 per word, row stride round_up(cols, 8) halves, zero padded.
+@group(0) @binding(0) var<storage, read> wq: array<vec4<u32>>;
+@group(0) @binding(1) var<storage, read> ws: array<u32>;
+var<private> w_rs4: u32;
+const W_CHUNK: u32 = 8u;
+
+fn w_setup(cols: u32) {
+  _ = &ws;
+  w_rs4 = (cols + 7u) / 8u;
+}
+fn w_nchunks(cols: u32) -> u32 { return (cols + 7u) / 8u; }
+fn w_quad(row: u32, q: u32) -> vec4<f32> {
+  let v = wq[row * w_rs4 + q / 2u];
+  if ((q & 1u) == 0u) { return bf16x4(v.x, v.y); }
+  return bf16x4(v.z, v.w);
+}
+fn w_chunk(row: u32, c: u32) -> f32 {
+  let v = wq[row * w_rs4 + c];
+  return dot(bf16x4(v.x, v.y), xq(2u * c)) + dot(bf16x4(v.z, v.w), xq(2u * c + 1u));
+}

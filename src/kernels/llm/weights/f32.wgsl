@@ -1,0 +1,15 @@
+// F32 weights: row stride round_up(cols, 4) floats, zero padded. The scales binding is the data.
+@group(0) @binding(0) var<storage, read> wq: array<vec4<u32>>;
+@group(0) @binding(1) var<storage, read> ws: array<u32>;
+var<private> w_rs4: u32;
+const W_CHUNK: u32 = 4u;  // elements per w_chunk (one vec4<u32> of weights)
+
+fn w_setup(cols: u32) {
+  _ = &ws;
+  w_rs4 = (cols + 3u) / 4u;
+}
+fn w_nchunks(cols: u32) -> u32 { return (cols + 3u) / 4u; }
+// Elements 4q .. 4q+3 of a row.
+fn w_quad(row: u32, q: u32) -> vec4<f32> { return bitcast<vec4<f32>>(wq[row * w_rs4 + q]); }
+// Dot product of chunk c of a row with x (read through xq, x as vec4 by index).
+fn w_chunk(row: u32, c: u32) -> f32 { return dot(bitcast<vec4<f32>>(wq[row * w_rs4 + c]), xq(c)); }

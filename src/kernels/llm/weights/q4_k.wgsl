@@ -1,0 +1,61 @@
+// Q4_K weights: the GGUF 144-byte super-blocks of 256 elements unchanged, 9 vec4<u32> each:
+// [0] = d|dmin (f16 pair), 12 bytes of 6-bit scales/mins; [1..8] = 128 bytes of nibbles.
+// As ggml's dequantize_row_q4_K: group j (64 elements) uses scale/min 2j for its low nibbles
+// (elements 64j..64j+31) and 2j+1 for its high nibbles (64j+32..64j+63).
+@group(0) @binding(0) var<storage, read> wq: array<vec4<u32>>;
+@group(0) @binding(1) var<storage, read> ws: array<u32>;
+var<private> w_rs4: u32;
+const W_CHUNK: u32 = 32u;
+
+fn w_setup(cols: u32) {
+  _ = &ws;
+  w_rs4 = cols / 256u * 9u;
+}
+fn w_nchunks(cols: u32) -> u32 { return cols / 32u; }
+fn q4k_byte(h: vec4<u32>, k: u32) -> u32 { return (h[1u + k / 4u] >> (8u * (k & 3u))) & 0xffu; }
+// (scale, min) of sub-block j (0..7), as ggml's get_scale_min_k4.
+fn q4k_scale_min(h: vec4<u32>, j: u32) -> vec2<f32> {
+  if (j < 4u) { return vec2<f32>(f32(q4k_byte(h, j) & 63u), f32(q4k_byte(h, j + 4u) & 63u)); }
+  let sc = (q4k_byte(h, j + 4u) & 0xfu) | ((q4k_byte(h, j - 4u) >> 6u) << 4u);
+  let mn = (q4k_byte(h, j + 4u) >> 4u) | ((q4k_byte(h, j) >> 6u) << 4u);
+  return vec2<f32>(f32(sc), f32(mn));
+}
+fn w_quad(row: u32, q: u32) -> vec4<f32> {
+  let b = q / 64u;
+  let eb = (q & 63u) * 4u;  // element in block
+  let j = eb / 64u;
+  let l = eb & 63u;
+  let hi = l >= 32u;
+  let byte = 32u * j + (l & 31u);
+  let base = row * w_rs4 + b * 9u;
+  let h = wq[base];
+  let w = wq[base + 1u + byte / 16u][(byte / 4u) & 3u] >> select(0u, 4u, hi);
+  let dm = unpack2x16float(h.x);
+  let sm = q4k_scale_min(h, 2u * j + select(0u, 1u, hi));
+  return u8x4(w & 0x0f0f0f0fu) * (dm.x * sm.x) - dm.y * sm.y;
+}
+fn w_chunk(row: u32, c: u32) -> f32 {
+  let b = c / 8u;
+  let cc = c & 7u;
+  let j = cc / 2u;
+  let base = row * w_rs4 + b * 9u;
+  let h = wq[base];
+  let v = wq[base + 1u + cc];
+  let x0 = 64u * b + 16u * j + 4u * (cc & 1u);  // vec4 index of the first low-nibble element
+  var dl = 0.0;
+  var dh = 0.0;
+  var sl = 0.0;
+  var sh = 0.0;
+  for (var i = 0u; i < 4u; i++) {
+    let xl = xq(x0 + i);
+    let xh = xq(x0 + 8u + i);
+    dl += dot(u8x4(v[i] & 0x0f0f0f0fu), xl);
+    dh += dot(u8x4((v[i] >> 4u) & 0x0f0f0f0fu), xh);
+    sl += hsum(xl);
+    sh += hsum(xh);
+  }
+  let dm = unpack2x16float(h.x);
+  let s1 = q4k_scale_min(h, 2u * j);
+  let s2 = q4k_scale_min(h, 2u * j + 1u);
+  return dm.x * (s1.x * dl + s2.x * dh) - dm.y * (s1.y * sl + s2.y * sh);
+}

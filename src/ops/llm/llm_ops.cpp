@@ -1,0 +1,496 @@
+#include "ops/llm/llm_ops.h"
+
+#include "gpu/error.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+
+namespace wgc::llm {
+
+namespace {
+
+std::string str(WeightType t) { return std::string(to_string(t)); }
+
+void need(bool ok, const std::string& op, const std::string& what) {
+  if (!ok) throw Error("wgc: llm " + op + ": " + what);
+}
+
+void need_elems(const Tensor& t, int64_t elems, const std::string& op, const std::string& name) {
+  need(bool(t), op, name + " is missing");
+  need(uint64_t(elems) * 4 <= t.capacity(), op,
+       name + " holds " + std::to_string(t.capacity() / 4) + " elements, the op needs " + std::to_string(elems));
+}
+
+uint32_t u32(int64_t v) { return static_cast<uint32_t>(v); }
+
+uint64_t round16(uint64_t b) { return (b + 15) / 16 * 16; }
+
+uint32_t pow2_floor(uint32_t v) {
+  uint32_t p = 1;
+  while (p * 2 <= v) p *= 2;
+  return p;
+}
+
+}  // namespace
+
+// ---- RoPE ----------------------------------------------------------------------------------
+
+std::vector<float> rope_inv_freq(const RopeConfig& c, int head_dim) {
+  if (head_dim <= 0 || head_dim % 2) throw Error("wgc: rope: head_dim must be even, not " + std::to_string(head_dim));
+  const int half = head_dim / 2;
+  std::vector<float> inv(static_cast<size_t>(half));
+  for (int i = 0; i < half; ++i) {
+    float e = float(2 * i) / float(head_dim);
+    float pw = float(std::pow(double(c.theta), double(e)));
+    inv[size_t(i)] = 1.0f / pw;
+  }
+  if (c.scaling == RopeConfig::Scaling::Linear) {
+    for (auto& f : inv) f = f / c.factor;
+  } else if (c.scaling == RopeConfig::Scaling::Llama3) {
+    const double old_ctx = c.original_max_position;
+    const double low_wavelen = old_ctx / c.low_freq_factor, high_wavelen = old_ctx / c.high_freq_factor;
+    for (auto& f : inv) {
+      float wavelen = float(2 * std::numbers::pi) / f;
+      float llama = double(wavelen) > low_wavelen ? f / c.factor : f;
+      float smooth = (float(old_ctx) / wavelen - c.low_freq_factor) / (c.high_freq_factor - c.low_freq_factor);
+      float smoothed = (1.0f - smooth) * llama / c.factor + smooth * llama;
+      bool medium = !(double(wavelen) < high_wavelen) && !(double(wavelen) > low_wavelen);
+      f = medium ? smoothed : llama;
+    }
+  }
+  return inv;
+}
+
+RopeTable make_rope_table(const Context& ctx, const RopeConfig& cfg, int head_dim, int max_pos) {
+  if (max_pos <= 0) throw Error("wgc: rope table: max_pos must be positive");
+  auto inv = rope_inv_freq(cfg, head_dim);
+  const size_t half = inv.size();
+  std::vector<float> cs(size_t(max_pos) * half * 2);
+  for (size_t p = 0; p < size_t(max_pos); ++p)
+    for (size_t i = 0; i < half; ++i) {
+      float ang = float(p) * inv[i];
+      cs[2 * (p * half + i)] = float(std::cos(double(ang)));
+      cs[2 * (p * half + i) + 1] = float(std::sin(double(ang)));
+    }
+  RopeTable t;
+  t.cos_sin = make_tensor(ctx, {int64_t(cs.size())}, cs);
+  t.head_dim = head_dim;
+  t.max_pos = max_pos;
+  return t;
+}
+
+// ---- KV cache ------------------------------------------------------------------------------
+
+KvLayer KvCache::layer(int i) const {
+  if (i < 0 || i >= n_layers) throw Error("wgc: kv cache: no layer " + std::to_string(i));
+  KvLayer l;
+  l.k = k;
+  l.v = v;
+  l.n_kv_heads = n_kv_heads;
+  l.max_ctx = max_ctx;
+  l.head_dim = head_dim;
+  l.offset = u32(int64_t(i) * n_kv_heads * max_ctx * head_dim);
+  return l;
+}
+
+KvCache make_kv_cache(const Context& ctx, int n_layers, int n_kv_heads, int max_ctx, int head_dim) {
+  KvCache c;
+  int64_t n = int64_t(n_layers) * n_kv_heads * max_ctx * head_dim;
+  if (n <= 0 || n >= (int64_t(1) << 32)) throw Error("wgc: kv cache of " + std::to_string(n) + " elements");
+  c.k = make_tensor(ctx, {n});
+  c.v = make_tensor(ctx, {n});
+  c.n_layers = n_layers;
+  c.n_kv_heads = n_kv_heads;
+  c.max_ctx = max_ctx;
+  c.head_dim = head_dim;
+  return c;
+}
+
+// ---- kernels -------------------------------------------------------------------------------
+
+LlmOps::LlmOps(Context ctx) : ctx_(std::move(ctx)) {
+  const auto& a = ctx_.adapter();
+  subgroups_ = ctx_.features().subgroups && a.subgroup_min_size == a.subgroup_max_size && a.subgroup_min_size >= 1;
+  sg_size_ = subgroups_ ? a.subgroup_min_size : 0;
+  max_wg_ = std::max<uint32_t>(64, ctx_.limits().max_compute_invocations_per_workgroup);
+  dummy_ = make_tensor(ctx_, {4});
+}
+
+Kernel LlmOps::kernel(const std::string& key, const std::vector<std::string>& files,
+                      std::vector<std::pair<std::string, double>> constants, bool subgroups) const {
+  if (auto it = kernels_.find(key); it != kernels_.end()) return it->second;
+  KernelCode code;
+  if (subgroups) code.wgsl = "enable subgroups;\n";
+  for (auto& f : files) code.wgsl += embedded_kernel(f).wgsl;
+  code.constants = std::move(constants);
+  code.label = key;
+  Kernel k = compile(ctx_, code);
+  kernels_.emplace(key, k);
+  return k;
+}
+
+namespace {
+constexpr uint32_t kMatvecWG = 256, kMatvecTPR = 32, kNaiveWG = 64;
+}
+
+Kernel LlmOps::linear_kernel(const std::string& kind, WeightType t, Version v) const {
+  std::vector<std::string> files = {"llm/common.wgsl", "llm/weights/" + str(t) + ".wgsl"};
+  std::string key = "llm/" + kind + "/" + str(t);
+  if (kind == "naive") {
+    files.push_back("llm/linear_naive.wgsl");
+    return kernel(key, files, {{"WG", kNaiveWG}}, false);
+  }
+  if (kind == "matmul") {
+    files.push_back("llm/matmul_tiled.wgsl");
+    return kernel(key, files, {}, false);
+  }
+  bool sg = v == Version::Subgroup;
+  files.push_back(sg ? "llm/reduce_sg.wgsl" : "llm/reduce_wg.wgsl");
+  files.push_back("llm/matvec.wgsl");
+  uint32_t wg = std::min(kMatvecWG, max_wg_);
+  std::vector<std::pair<std::string, double>> c = {{"WG", wg}, {"TPR", kMatvecTPR}};
+  if (sg) c.push_back({"SG", sg_size_});
+  return kernel(key + (sg ? "/sg" : "/wg"), files, c, sg);
+}
+
+std::vector<KernelVersion> LlmOps::versions() const {
+  std::vector<KernelVersion> v;
+  for (auto t : kAllWeightTypes) {
+    std::string ts = str(t);
+    v.push_back({"matvec", ts + "/naive", "one invocation per output row"});
+    if (subgroups_) v.push_back({"matvec", ts + "/subgroup", "32 invocations per row, vec4 loads, subgroupAdd"});
+    v.push_back({"matvec", ts + "/shared", "32 invocations per row, vec4 loads, shared-memory sum"});
+    v.push_back({"matmul", ts + "/naive", "one invocation per output"});
+    v.push_back({"matmul", ts + "/tiled", "64x64 tiles, 4x4 per invocation, W dequantized into shared memory"});
+    v.push_back({"embedding", ts, "one invocation per 4 elements"});
+  }
+  if (subgroups_) v.push_back({"rms_norm", "subgroup", "one workgroup per row"});
+  v.push_back({"rms_norm", "shared", "one workgroup per row"});
+  v.push_back({"rope", "table", "one invocation per pair"});
+  v.push_back({"swiglu", "elementwise", ""});
+  v.push_back({"add", "elementwise", ""});
+  v.push_back({"kv_append", "elementwise", ""});
+  v.push_back({"attention", "prefill", "tiled flash attention, causal, GQA"});
+  v.push_back({"attention", "decode", "split-K flash decoding + combine"});
+  v.push_back({"argmax", "chained", "top-1 passes of 2048 entries per workgroup"});
+  v.push_back({"topk", "chained", "k rounds per workgroup, passes until k remain"});
+  return v;
+}
+
+void LlmOps::precompile(const std::vector<WeightType>& types, const std::vector<int>& head_dims) {
+  // Compile on first use is the common path; this only warms the map (pipelines compile in Dawn's
+  // cache, so a later compile() of the same code is cheap).
+  for (auto t : types) {
+    linear_kernel("naive", t, Version::Naive);
+    linear_kernel("matmul", t, Version::Shared);
+    linear_kernel("matvec", t, subgroups_ ? Version::Subgroup : Version::Shared);
+    kernel("llm/embedding/" + str(t), {"llm/common.wgsl", "llm/weights/" + str(t) + ".wgsl", "llm/embedding.wgsl"}, {},
+           false);
+  }
+  for (int hd : head_dims) {
+    attn_kernel(hd, 16);
+    for (int bq : {1, 2, 4, 8}) attn_kernel(hd, bq);
+  }
+}
+
+// ---- embedding -----------------------------------------------------------------------------
+
+void LlmOps::embedding(Batch& b, const GpuWeight& table, const Tensor& ids, const Tensor& out, int n_tokens,
+                       int64_t out_stride) const {
+  const std::string op = "embedding";
+  if (out_stride < 0) out_stride = table.cols;
+  need(n_tokens > 0, op, "no tokens");
+  need_elems(ids, n_tokens, op, "ids");
+  need_elems(out, (n_tokens - 1) * out_stride + table.cols, op, "out");
+  Kernel k = kernel("llm/embedding/" + str(table.type),
+                    {"llm/common.wgsl", "llm/weights/" + str(table.type) + ".wgsl", "llm/embedding.wgsl"}, {}, false);
+  uint64_t work = uint64_t(n_tokens) * uint64_t((table.cols + 3) / 4);
+  b.dispatch(k, {table.data, table.scales, ids, out},
+             Params(u32(n_tokens), u32(table.cols), u32(out_stride), u32(table.rows)),
+             groups_1d(ctx_, ceil_div(work, 256)));
+}
+
+// ---- rms_norm ------------------------------------------------------------------------------
+
+void LlmOps::rms_norm(Batch& b, const Tensor& x, const Tensor& w, const Tensor& y, int rows, int n, float eps,
+                      Version v) const {
+  const std::string op = "rms_norm";
+  need(rows > 0 && n > 0, op, "empty");
+  need_elems(x, int64_t(rows) * n, op, "x");
+  need_elems(y, int64_t(rows) * n, op, "y");
+  need_elems(w, n, op, "w");
+  bool sg = v == Version::Subgroup || (v == Version::Auto && subgroups_);
+  need(!sg || subgroups_, op, "this adapter has no usable subgroups");
+  uint32_t wg = std::min<uint32_t>(256, pow2_floor(max_wg_));
+  std::vector<std::pair<std::string, double>> c = {{"WG", wg}};
+  if (sg) c.push_back({"SG", sg_size_});
+  Kernel k = kernel(std::string("llm/rms_norm/") + (sg ? "sg" : "wg"),
+                    {"llm/common.wgsl", sg ? "llm/reduce_sg.wgsl" : "llm/reduce_wg.wgsl", "llm/rms_norm.wgsl"}, c, sg);
+  b.dispatch(k, {x, w, y}, Params(u32(rows), u32(n), u32(n), u32(n), eps), groups_1d(ctx_, u32(rows)));
+}
+
+// ---- rope ----------------------------------------------------------------------------------
+
+void LlmOps::rope(Batch& b, const Tensor& x, const RopeTable& table, const RopeArgs& a) const {
+  const std::string op = "rope";
+  const int hd = table.head_dim;
+  int64_t stride = a.stride < 0 ? int64_t(a.n_heads) * hd : a.stride;
+  need(a.n_tokens > 0 && a.n_heads > 0, op, "empty");
+  need_elems(x, (a.n_tokens - 1) * stride + a.offset + int64_t(a.n_heads) * hd, op, "x");
+  uint32_t flags = (a.positions ? 1u : 0u) | (a.interleaved ? 2u : 0u);
+  if (a.positions) {
+    need_elems(a.positions, a.n_tokens, op, "positions");
+  } else {
+    need(a.pos0 >= 0 && a.pos0 + a.n_tokens <= table.max_pos, op,
+         "positions " + std::to_string(a.pos0) + ".." + std::to_string(a.pos0 + a.n_tokens - 1) + " past the table's " +
+             std::to_string(table.max_pos));
+  }
+  Kernel k = kernel("llm/rope", {"llm/common.wgsl", "llm/rope.wgsl"}, {}, false);
+  uint64_t work = uint64_t(a.n_tokens) * uint64_t(a.n_heads) * uint64_t(hd / 2);
+  b.dispatch(k, {x, table.cos_sin, a.positions ? a.positions : table.cos_sin},
+             Params(u32(a.n_tokens), u32(a.n_heads), u32(hd), u32(stride), u32(a.offset), u32(a.pos0), flags,
+                    u32(table.max_pos)),
+             groups_1d(ctx_, ceil_div(work, 256)));
+}
+
+// ---- linear --------------------------------------------------------------------------------
+
+void LlmOps::linear(Batch& b, const GpuWeight& w, const Tensor& x, const Tensor& y, int n_tokens,
+                    const LinearOptions& o) const {
+  const std::string op = "linear " + str(w.type);
+  const int64_t rows = o.rows < 0 ? w.rows - o.row0 : o.rows;
+  const int64_t xs = o.x_stride < 0 ? w.cols : o.x_stride;
+  const int64_t ys = o.y_stride < 0 ? rows : o.y_stride;
+  need(n_tokens > 0, op, "no tokens");
+  need(o.row0 >= 0 && rows > 0 && o.row0 + rows <= w.rows, op,
+       "rows " + std::to_string(o.row0) + "+" + std::to_string(rows) + " of a " + std::to_string(w.rows) +
+           "-row weight");
+  need_elems(x, (n_tokens - 1) * xs + w.cols, op, "x");
+  need_elems(y, (n_tokens - 1) * ys + o.y_offset + rows, op, "y");
+  if (o.bias) need_elems(o.bias, o.row0 + rows, op, "bias");
+  uint32_t flags = (o.bias ? 1u : 0u) | (o.accumulate ? 2u : 0u);
+  Params prm(u32(n_tokens), u32(rows), u32(w.cols), u32(o.row0), u32(xs), u32(ys), u32(o.y_offset), flags);
+  const Tensor& bias = o.bias ? o.bias : x;
+  Version v = o.version;
+  if (v == Version::Auto) v = subgroups_ ? Version::Subgroup : Version::Shared;
+  need(v != Version::Subgroup || subgroups_, op, "this adapter has no usable subgroups");
+  if (v == Version::Naive) {
+    Kernel k = linear_kernel("naive", w.type, v);
+    b.dispatch(k, {w.data, w.scales, x, bias, y}, prm,
+               groups_1d(ctx_, ceil_div(uint64_t(n_tokens) * uint64_t(rows), kNaiveWG)));
+  } else if (n_tokens == 1) {
+    Kernel k = linear_kernel("matvec", w.type, v);
+    uint32_t wg = std::min(kMatvecWG, max_wg_);
+    need(round16(x.bytes()) <= x.capacity(), op, "x buffer too small");
+    b.dispatch(k, {w.data, w.scales, Arg(x, 0, round16(x.bytes())), bias, y}, prm,
+               groups_1d(ctx_, ceil_div(uint64_t(rows), wg / kMatvecTPR)));
+  } else {
+    Kernel k = linear_kernel("matmul", w.type, v);
+    b.dispatch(k, {w.data, w.scales, x, bias, y}, prm,
+               {ceil_div(uint64_t(rows), 64), ceil_div(uint64_t(n_tokens), 64), 1});
+  }
+}
+
+// ---- elementwise ---------------------------------------------------------------------------
+
+void LlmOps::swiglu(Batch& b, const Tensor& gate, int64_t g_stride, int64_t g_off, const Tensor& up, int64_t u_stride,
+                    int64_t u_off, const Tensor& out, int n_tokens, int n, int64_t out_stride) const {
+  const std::string op = "swiglu";
+  if (out_stride < 0) out_stride = n;
+  need(n_tokens > 0 && n > 0, op, "empty");
+  need_elems(gate, (n_tokens - 1) * g_stride + g_off + n, op, "gate");
+  need_elems(up, (n_tokens - 1) * u_stride + u_off + n, op, "up");
+  need_elems(out, (n_tokens - 1) * out_stride + n, op, "out");
+  Kernel k = kernel("llm/swiglu", {"llm/common.wgsl", "llm/swiglu.wgsl"}, {}, false);
+  b.dispatch(k, {gate, up, out},
+             Params(u32(n_tokens), u32(n), u32(g_stride), u32(g_off), u32(u_stride), u32(u_off), u32(out_stride)),
+             groups_1d(ctx_, ceil_div(uint64_t(n_tokens) * uint64_t(n), 256)));
+}
+
+void LlmOps::add(Batch& b, const Tensor& x, const Tensor& y, int64_t n) const {
+  need_elems(x, n, "add", "x");
+  need_elems(y, n, "add", "y");
+  Kernel k = kernel("llm/axpby", {"llm/common.wgsl", "llm/axpby.wgsl"}, {}, false);
+  b.dispatch(k, {x, y}, Params(u32(n), 1.f, 1.f), groups_1d(ctx_, ceil_div(uint64_t(n), 256)));
+}
+
+void LlmOps::scale(Batch& b, const Tensor& y, int64_t n, float s) const {
+  need_elems(y, n, "scale", "y");
+  Kernel k = kernel("llm/axpby", {"llm/common.wgsl", "llm/axpby.wgsl"}, {}, false);
+  b.dispatch(k, {dummy_, y}, Params(u32(n), s, 0.f), groups_1d(ctx_, ceil_div(uint64_t(n), 256)));
+}
+
+// ---- KV cache and attention ----------------------------------------------------------------
+
+void LlmOps::kv_append(Batch& b, const KvLayer& c, const Tensor& k_src, int64_t k_off, const Tensor& v_src,
+                       int64_t v_off, int64_t src_stride, int pos0, int n_tokens) const {
+  const std::string op = "kv_append";
+  const int64_t row = int64_t(c.n_kv_heads) * c.head_dim;
+  need(n_tokens > 0 && pos0 >= 0 && pos0 + n_tokens <= c.max_ctx, op,
+       "positions " + std::to_string(pos0) + "+" + std::to_string(n_tokens) + " past max_ctx " +
+           std::to_string(c.max_ctx));
+  need_elems(k_src, (n_tokens - 1) * src_stride + k_off + row, op, "k_src");
+  need_elems(v_src, (n_tokens - 1) * src_stride + v_off + row, op, "v_src");
+  need_elems(c.k, c.offset + row * c.max_ctx, op, "k cache");
+  need_elems(c.v, c.offset + row * c.max_ctx, op, "v cache");
+  Kernel k = kernel("llm/kv_append", {"llm/common.wgsl", "llm/kv_append.wgsl"}, {}, false);
+  b.dispatch(k, {k_src, v_src, c.k, c.v},
+             Params(u32(n_tokens), u32(c.n_kv_heads), u32(c.head_dim), u32(c.max_ctx), u32(pos0), u32(src_stride),
+                    u32(k_off), u32(v_off), c.offset),
+             groups_1d(ctx_, ceil_div(uint64_t(n_tokens) * uint64_t(row), 256)));
+}
+
+namespace {
+struct AttnShape {
+  uint32_t tpq, bk;
+};
+AttnShape attn_shape(int hd) {
+  uint32_t hd4 = uint32_t(hd) / 4, tpq = 0;
+  for (uint32_t t : {8u, 4u, 16u, 2u, 1u, 32u})
+    if (hd4 % t == 0 && hd4 / t <= 4) {
+      tpq = t;
+      break;
+    }
+  if (!tpq)
+    for (uint32_t t = 1; t <= hd4; ++t)
+      if (hd4 % t == 0 && hd4 / t <= 4) {
+        tpq = t;
+        break;
+      }
+  return {tpq, tpq * ((16 + tpq - 1) / tpq)};
+}
+}  // namespace
+
+Kernel LlmOps::attn_kernel(int hd, int bq) const {
+  auto s = attn_shape(hd);
+  return kernel("llm/flash_attn/hd" + std::to_string(hd) + "/bq" + std::to_string(bq),
+                {"llm/common.wgsl", "llm/flash_attn.wgsl"}, {{"HD", hd}, {"TPQ", s.tpq}, {"BQ", bq}, {"BK", s.bk}},
+                false);
+}
+
+namespace {
+struct AttnDims {
+  int hd, G;
+  int64_t qs, os;
+  float scale;
+};
+AttnDims attn_check(const KvLayer& c, const Tensor& q, const Tensor& out, const AttentionArgs& a,
+                    const std::string& op) {
+  AttnDims d;
+  d.hd = c.head_dim;
+  need(d.hd > 0 && d.hd % 4 == 0, op, "head_dim must be a multiple of 4, not " + std::to_string(d.hd));
+  need(a.n_heads > 0 && c.n_kv_heads > 0 && a.n_heads % c.n_kv_heads == 0, op,
+       "n_heads " + std::to_string(a.n_heads) + " is not a multiple of n_kv_heads " + std::to_string(c.n_kv_heads));
+  need(a.n_tokens > 0 && a.start >= 0 && a.start + a.n_tokens <= c.max_ctx, op,
+       "positions past max_ctx " + std::to_string(c.max_ctx));
+  d.G = a.n_heads / c.n_kv_heads;
+  d.qs = a.q_stride < 0 ? int64_t(a.n_heads) * d.hd : a.q_stride;
+  d.os = a.o_stride < 0 ? int64_t(a.n_heads) * d.hd : a.o_stride;
+  need(d.qs % 4 == 0 && a.q_offset % 4 == 0 && c.offset % 4 == 0, op,
+       "q stride/offset and cache offset must be multiples of 4");
+  need_elems(q, (a.n_tokens - 1) * d.qs + a.q_offset + int64_t(a.n_heads) * d.hd, op, "q");
+  need_elems(out, (a.n_tokens - 1) * d.os + a.o_offset + int64_t(a.n_heads) * d.hd, op, "out");
+  need_elems(c.k, c.offset + int64_t(c.n_kv_heads) * c.max_ctx * d.hd, op, "k cache");
+  need_elems(c.v, c.offset + int64_t(c.n_kv_heads) * c.max_ctx * d.hd, op, "v cache");
+  d.scale = a.scale != 0 ? a.scale : float(1.0 / std::sqrt(double(d.hd)));
+  return d;
+}
+}  // namespace
+
+void LlmOps::attention(Batch& b, const KvLayer& c, const Tensor& q, const Tensor& out, const AttentionArgs& a) const {
+  if (a.n_tokens == 1)
+    attention_decode(b, c, q, out, a);
+  else
+    attention_prefill(b, c, q, out, a);
+}
+
+void LlmOps::attention_prefill(Batch& b, const KvLayer& c, const Tensor& q, const Tensor& out,
+                               const AttentionArgs& a) const {
+  auto d = attn_check(c, q, out, a, "attention_prefill");
+  const uint32_t bq = 16;
+  Kernel k = attn_kernel(d.hd, bq);
+  uint32_t total = u32(a.start + a.n_tokens);
+  b.dispatch(k, {q, Arg(c.k), Arg(c.v), out},
+             Params(u32(a.n_tokens), u32(a.n_heads), u32(c.n_kv_heads), u32(c.max_ctx), u32(a.start), u32(d.qs),
+                    u32(a.q_offset), u32(d.os), u32(a.o_offset), c.offset, d.scale, total, 1u, 0u),
+             {ceil_div(uint64_t(a.n_tokens) * uint64_t(d.G), bq), u32(c.n_kv_heads), 1});
+}
+
+void LlmOps::attention_decode(Batch& b, const KvLayer& c, const Tensor& q, const Tensor& out,
+                              const AttentionArgs& a) const {
+  const std::string op = "attention_decode";
+  auto d = attn_check(c, q, out, a, op);
+  need(a.n_tokens == 1, op, "one token at a time");
+  uint32_t bq = 1;
+  while (bq < uint32_t(d.G)) bq *= 2;
+  auto s = attn_shape(d.hd);
+  need(bq * s.tpq <= max_wg_, op, "GQA group too large");
+  Kernel k = attn_kernel(d.hd, int(bq));
+  const uint32_t kv_len = u32(a.start + 1);
+  uint32_t splits = a.splits > 0 ? u32(a.splits) : std::max<uint32_t>(1, 256 / u32(c.n_kv_heads));
+  uint32_t split_len = ceil_div(kv_len, splits);
+  split_len = std::max(s.bk, (split_len + s.bk - 1) / s.bk * s.bk);
+  splits = ceil_div(kv_len, split_len);
+  Groups g{ceil_div(uint64_t(d.G), bq), u32(c.n_kv_heads), splits};
+  if (splits == 1) {
+    b.dispatch(k, {q, Arg(c.k), Arg(c.v), out},
+               Params(1u, u32(a.n_heads), u32(c.n_kv_heads), u32(c.max_ctx), u32(a.start), u32(d.qs), u32(a.q_offset),
+                      u32(d.os), u32(a.o_offset), c.offset, d.scale, split_len, 1u, 0u),
+               g);
+    return;
+  }
+  Tensor part = make_tensor(ctx_, {int64_t(a.n_heads) * splits * (d.hd + 2)});
+  b.dispatch(k, {q, Arg(c.k), Arg(c.v), part},
+             Params(1u, u32(a.n_heads), u32(c.n_kv_heads), u32(c.max_ctx), u32(a.start), u32(d.qs), u32(a.q_offset), 0u,
+                    0u, c.offset, d.scale, split_len, splits, 1u),
+             g);
+  Kernel kc = kernel("llm/attn_combine", {"llm/common.wgsl", "llm/attn_combine.wgsl"}, {}, false);
+  b.dispatch(kc, {part, out}, Params(1u, u32(a.n_heads), splits, u32(d.hd), u32(d.os), u32(a.o_offset)),
+             groups_1d(ctx_, ceil_div(uint64_t(a.n_heads) * uint64_t(d.hd), 128)));
+}
+
+// ---- argmax / top-k ------------------------------------------------------------------------
+
+namespace {
+constexpr uint32_t kSelectWG = 256, kSelectCH = 2048;
+}
+
+void LlmOps::select_pass(Batch& b, const Tensor& vals, const Tensor& ids, bool have_ids, int64_t count, int k,
+                         const Tensor& out_v, const Tensor& out_i) const {
+  Kernel kern = kernel("llm/topk", {"llm/common.wgsl", "llm/topk.wgsl"}, {{"WG", kSelectWG}, {"CH", kSelectCH}}, false);
+  b.dispatch(kern, {vals, ids, out_v, out_i}, Params(u32(count), u32(k), have_ids ? 1u : 0u),
+             groups_1d(ctx_, ceil_div(uint64_t(count), kSelectCH)));
+}
+
+void LlmOps::topk(Batch& b, const Tensor& logits, int64_t n, int k, const Tensor& out_vals,
+                  const Tensor& out_ids) const {
+  const std::string op = "topk";
+  need(k >= 1 && k <= 64 && k <= n, op, "k = " + std::to_string(k) + " (1..64, at most n)");
+  need_elems(logits, n, op, "logits");
+  need_elems(out_vals, k, op, "out_vals");
+  need_elems(out_ids, k, op, "out_ids");
+  Tensor cv = logits, ci = logits;
+  bool have_ids = false;
+  int64_t count = n;
+  for (;;) {
+    uint32_t nwg = ceil_div(uint64_t(count), kSelectCH);
+    if (nwg == 1) {
+      select_pass(b, cv, ci, have_ids, count, k, out_vals, out_ids);
+      return;
+    }
+    Tensor tv = make_tensor(ctx_, {int64_t(nwg) * k}), ti = make_tensor(ctx_, {int64_t(nwg) * k}, DType::U32);
+    select_pass(b, cv, ci, have_ids, count, k, tv, ti);
+    cv = tv;
+    ci = ti;
+    have_ids = true;
+    count = int64_t(nwg) * k;
+  }
+}
+
+void LlmOps::argmax(Batch& b, const Tensor& logits, int64_t n, const Tensor& out) const {
+  need(n >= 1, "argmax", "empty");
+  topk(b, logits, n, 1, make_tensor(ctx_, {1}), out);
+}
+
+}  // namespace wgc::llm

@@ -1,0 +1,184 @@
+// The LLM kernels' host side: LlmOps records dispatches into a wgc::Batch, so a whole forward
+// pass (of one token or a prompt) can go into one submit. Pipelines are compiled once per LlmOps
+// (lazily, or all up front with precompile()); keep one LlmOps per Context and reuse it.
+// An LlmOps is not thread-safe (its pipeline map is filled on first use).
+//
+// Conventions: activations are f32, row-major, one row per token; "stride" is the number of
+// elements between tokens, "offset"/"off" an element offset inside a row (so the engine can
+// address Q, K and V inside one fused QKV output, or gate and up inside one gate|up output).
+// A tensor that an op writes must not also be one of its inputs (WebGPU forbids a buffer bound
+// both read-only and writable in one dispatch); use the accumulate options for in-place updates.
+// Every op checks its sizes against the tensors and throws wgc::Error naming the op.
+#pragma once
+
+#include "gpu/batch.h"
+#include "gpu/context.h"
+#include "gpu/kernel.h"
+#include "gpu/tensor.h"
+#include "ops/llm/weights.h"
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace wgc::llm {
+
+// ---- RoPE tables ---------------------------------------------------------------------------
+struct RopeConfig {
+  float theta = 10000.f;  // rope_theta (500000 for Llama 3)
+  enum class Scaling { None, Linear, Llama3 } scaling = Scaling::None;
+  float factor = 1.f;                // linear and llama3
+  float low_freq_factor = 1.f;       // llama3
+  float high_freq_factor = 4.f;      // llama3
+  int original_max_position = 8192;  // llama3: original_max_position_embeddings
+};
+
+// inv_freq[i], i < head_dim/2, in f32 exactly as transformers' _compute_default_rope_parameters
+// followed by the linear or _compute_llama3_parameters scaling.
+std::vector<float> rope_inv_freq(const RopeConfig& cfg, int head_dim);
+
+// (cos, sin) of angle = f32(pos) * inv_freq[i] (an f32 product, as transformers), for
+// pos < max_pos: tensor [max_pos][head_dim/2] of vec2<f32>.
+struct RopeTable {
+  Tensor cos_sin;
+  int head_dim = 0, max_pos = 0;
+};
+RopeTable make_rope_table(const Context& ctx, const RopeConfig& cfg, int head_dim, int max_pos);
+
+// ---- KV cache ------------------------------------------------------------------------------
+// One layer's cache: k and v f32 tensors holding [n_kv_heads][max_ctx][head_dim] starting at
+// element `offset` (so several layers may share one tensor: offset = layer * n_kv*max_ctx*hd;
+// offset must be a multiple of 4). Position p of kv head h is at offset + (h*max_ctx + p)*hd.
+struct KvLayer {
+  Tensor k, v;
+  int n_kv_heads = 0, max_ctx = 0, head_dim = 0;
+  uint32_t offset = 0;
+};
+// A cache for n_layers layers (one tensor each for K and V); layer(i) views layer i.
+struct KvCache {
+  Tensor k, v;
+  int n_layers = 0, n_kv_heads = 0, max_ctx = 0, head_dim = 0;
+  KvLayer layer(int i) const;
+};
+KvCache make_kv_cache(const Context& ctx, int n_layers, int n_kv_heads, int max_ctx, int head_dim);
+
+// ---- options -------------------------------------------------------------------------------
+// Which kernel version; Auto picks the fast one for the adapter.
+enum class Version {
+  Auto,
+  Naive,
+  Subgroup,
+  Shared
+};  // matvec: Subgroup/Shared reductions
+    // matmul: Naive or Tiled(=Shared)
+// y = W x with extras. Rows row0 .. row0 + rows - 1 of W (rows = -1: to the end) produce
+// y[t * y_stride + y_offset + r] (y_stride = -1: rows). bias (f32, indexed by the weight row
+// row0 + r) is added when given; accumulate adds the old y (the residual: y += W x).
+struct LinearOptions {
+  int64_t row0 = 0, rows = -1;
+  int64_t x_stride = -1;  // elements between tokens of x (-1: cols)
+  int64_t y_stride = -1, y_offset = 0;
+  Tensor bias;
+  bool accumulate = false;
+  Version version = Version::Auto;
+};
+
+struct RopeArgs {
+  int n_tokens = 1, n_heads = 1;
+  int64_t stride = -1, offset = 0;  // x[t * stride + offset + h * head_dim + d]; stride -1: n_heads*hd
+  int pos0 = 0;                     // position of token t = pos0 + t ...
+  Tensor positions;                 // ... or positions[t] (u32) when given
+  bool interleaved = false;         // pairs (2i, 2i+1) (GGML norm) vs (i, i + hd/2) (HF / neox)
+};
+
+struct AttentionArgs {
+  int n_tokens = 1;                     // new query tokens (their K/V must already be in the cache)
+  int n_heads = 0;                      // query heads; kv head of head h = h / (n_heads / n_kv_heads)
+  int start = 0;                        // position of query token 0 (tokens already cached before it)
+  int64_t q_stride = -1, q_offset = 0;  // q[t * q_stride + q_offset + h * hd + d] (-1: n_heads*hd)
+  int64_t o_stride = -1, o_offset = 0;  // out likewise
+  float scale = 0;                      // 0: 1/sqrt(head_dim)
+  int splits = 0;                       // decode: splits over the sequence (0: pick)
+};
+
+// A kernel version, for tests and benchmarks.
+struct KernelVersion {
+  std::string op, version, note;
+};
+
+class LlmOps {
+ public:
+  explicit LlmOps(Context ctx);
+  const Context& context() const { return ctx_; }
+
+  // Compiles every pipeline the given types (and head dims) may use, in parallel.
+  void precompile(const std::vector<WeightType>& types, const std::vector<int>& head_dims);
+
+  // All op/version pairs this adapter runs (for the benchmark listing).
+  std::vector<KernelVersion> versions() const;
+
+  // out[t * out_stride + k] = table[ids[t]][k] (f32), ids u32 [n_tokens]; out_stride -1: cols.
+  // Ids >= table.rows give zero rows.
+  void embedding(Batch& b, const GpuWeight& table, const Tensor& ids, const Tensor& out, int n_tokens,
+                 int64_t out_stride = -1) const;
+
+  // y[r * n + i] = x[r * n + i] / sqrt(mean(x[r]^2) + eps) * w[i] (x, w, y f32; y != x).
+  void rms_norm(Batch& b, const Tensor& x, const Tensor& w, const Tensor& y, int rows, int n, float eps,
+                Version v = Version::Auto) const;
+
+  // RoPE in place on x (f32) with the table's positions (< table.max_pos).
+  void rope(Batch& b, const Tensor& x, const RopeTable& table, const RopeArgs& a) const;
+
+  // y = W x (+ bias) (+ y): x f32 [n_tokens][x_stride]. n_tokens == 1 runs the matvec kernels,
+  // more the tiled matmul (Version::Naive: one invocation per output for both).
+  void linear(Batch& b, const GpuWeight& w, const Tensor& x, const Tensor& y, int n_tokens,
+              const LinearOptions& o = {}) const;
+
+  // out[t * out_stride + i] = silu(g) * u, g = gate[t * g_stride + g_off + i],
+  // u = up[t * u_stride + u_off + i], i < n (gate and up may be one gate|up tensor).
+  void swiglu(Batch& b, const Tensor& gate, int64_t g_stride, int64_t g_off, const Tensor& up, int64_t u_stride,
+              int64_t u_off, const Tensor& out, int n_tokens, int n, int64_t out_stride = -1) const;
+  // y += x (n elements).
+  void add(Batch& b, const Tensor& x, const Tensor& y, int64_t n) const;
+  // y *= s (n elements).
+  void scale(Batch& b, const Tensor& y, int64_t n, float s) const;
+
+  // Writes the K and V rows of n_tokens new tokens, k_src[t * src_stride + k_off + h * hd + d]
+  // (and v_src with v_off), into the cache at positions pos0 .. pos0 + n_tokens - 1.
+  void kv_append(Batch& b, const KvLayer& cache, const Tensor& k_src, int64_t k_off, const Tensor& v_src, int64_t v_off,
+                 int64_t src_stride, int pos0, int n_tokens) const;
+
+  // Causal GQA attention of n_tokens queries at positions start .. start + n_tokens - 1 over the
+  // cache's keys 0 .. start + n_tokens - 1 (append them first). n_tokens == 1 uses split-K flash
+  // decoding (partials + combine); more the tiled flash-attention kernel. head_dim % 4 == 0,
+  // q/out strides and offsets multiples of 4.
+  void attention(Batch& b, const KvLayer& cache, const Tensor& q, const Tensor& out, const AttentionArgs& a) const;
+  // The two paths directly (prefill also works for one token; decode for n_tokens == 1 only).
+  void attention_prefill(Batch& b, const KvLayer& cache, const Tensor& q, const Tensor& out,
+                         const AttentionArgs& a) const;
+  void attention_decode(Batch& b, const KvLayer& cache, const Tensor& q, const Tensor& out,
+                        const AttentionArgs& a) const;
+
+  // out[0] = the first index of the largest of logits[0 .. n) (u32 tensor of >= 1 element).
+  void argmax(Batch& b, const Tensor& logits, int64_t n, const Tensor& out) const;
+  // The k (<= 64, <= n) largest: out_vals f32 [k] descending, out_ids u32 [k] (ties: lower id).
+  void topk(Batch& b, const Tensor& logits, int64_t n, int k, const Tensor& out_vals, const Tensor& out_ids) const;
+
+ private:
+  Kernel kernel(const std::string& key, const std::vector<std::string>& files,
+                std::vector<std::pair<std::string, double>> constants, bool subgroups) const;
+  Kernel linear_kernel(const std::string& kind, WeightType t, Version v) const;
+  Kernel attn_kernel(int head_dim, int bq) const;
+  void select_pass(Batch& b, const Tensor& vals, const Tensor& ids, bool have_ids, int64_t count, int k,
+                   const Tensor& out_v, const Tensor& out_i) const;
+
+  Context ctx_;
+  bool subgroups_ = false;  // usable: the feature and one fixed subgroup size
+  uint32_t sg_size_ = 0;
+  uint32_t max_wg_ = 256;
+  Tensor dummy_;
+  mutable std::unordered_map<std::string, Kernel> kernels_;
+};
+
+}  // namespace wgc::llm

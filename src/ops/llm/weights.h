@@ -1,0 +1,65 @@
+// LLM weights on the GPU in their file's type, dequantized inside the kernels.
+//
+// upload_weight() takes a matrix as GGUF/ggml stores it (rows of `cols` elements, torch [out, in]
+// order, row-major, blocks of a row in order) and repacks it into a 4-byte-aligned GPU layout:
+//
+//   type  | data (u32 words)                                   | scales (u32 words)
+//   ------|----------------------------------------------------|---------------------------------
+//   F32   | f32, row stride round_up(cols, 4), zero padded     | none (same tensor as data)
+//   F16   | 2 halves per word, row stride round_up(cols, 8)/2  | none
+//   BF16  | as F16, bf16 bits                                  | none
+//   Q8_0  | per 32-block: 8 words of int8 quants (4 per word)  | f16 d per block, 2 per word, index row*nb+b
+//   Q4_0  | per 32-block: 4 words of the 16 nibble bytes       | as Q8_0
+//   Q4_K  | the GGUF 144-byte blocks unchanged (36 words: d|dmin, 12 scale bytes, 128 qs bytes) | none
+//   Q6_K  | per 256-block 52 words: ql[128], qh[64], scales[16] | f32 d per block, index row*nb+b
+//
+// (nb = blocks per row.) Every row starts at a 16-byte boundary, so kernels read it as vec4<u32>.
+// Quantized types need cols to be a multiple of their block (32 or 256); F32/F16/BF16 take any
+// cols. To concatenate matrices along rows (Q|K|V, gate|up), concatenate their GGUF bytes before
+// uploading (all must have the same type and cols); ops then select row ranges with row0/rows.
+#pragma once
+
+#include "gpu/context.h"
+#include "gpu/tensor.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+namespace wgc::llm {
+
+enum class WeightType { F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K };
+
+inline constexpr WeightType kAllWeightTypes[] = {WeightType::F32,  WeightType::F16,  WeightType::BF16, WeightType::Q8_0,
+                                                 WeightType::Q4_0, WeightType::Q4_K, WeightType::Q6_K};
+
+std::string_view to_string(WeightType t);
+WeightType parse_weight_type(std::string_view name);  // "f32", "q8_0", ... (case-insensitive)
+
+// Elements per block (1 for F32/F16/BF16) and bytes per block in the GGUF file.
+int64_t block_elems(WeightType t);
+int64_t block_bytes(WeightType t);
+// Bytes of a rows x cols matrix in the GGUF file; throws if cols is not a multiple of the block.
+uint64_t ggml_bytes(WeightType t, int64_t rows, int64_t cols);
+
+struct GpuWeight {
+  Tensor data;    // the layout above (U32 words)
+  Tensor scales;  // the scale region; the same tensor as data for types without one
+  WeightType type = WeightType::F32;
+  int64_t rows = 0, cols = 0;
+  uint64_t gpu_bytes() const;  // bytes a kernel reads for the whole matrix (data + scales)
+};
+
+// Repacks ggml bytes (exactly ggml_bytes(type, rows, cols) of them) and uploads them.
+GpuWeight upload_weight(const Context& ctx, WeightType type, std::span<const std::byte> ggml_bytes, int64_t rows,
+                        int64_t cols);
+
+// The repacking alone (host side), as two word vectors (scales empty for types without).
+struct PackedWeight {
+  std::vector<uint32_t> data, scales;
+};
+PackedWeight pack_weight(WeightType type, std::span<const std::byte> ggml_bytes, int64_t rows, int64_t cols);
+
+}  // namespace wgc::llm
