@@ -12,16 +12,7 @@
 namespace wgc {
 namespace {
 
-// Tuning knobs: workgroup shape and outputs per thread (along the pass direction) of each kernel.
-// 256 invocations fit every adapter (SwiftShader's limit is 256).
-struct Shape2 {
-  uint32_t x, y, per;
-};
-constexpr Shape2 kSobelNaive{32, 8, 1};
-constexpr Shape2 kSobelTiled{16, 16, 1};  // per: output rows per thread (ROWS)
-constexpr Shape2 kBlurNaive{32, 8, 1};
-constexpr Shape2 kBlurTiledH{64, 4, 1};   // per: outputs per thread along x (PER)
-constexpr Shape2 kBlurTiledV{16, 16, 1};  // per: outputs per thread along y (PER)
+using Shape2 = StencilShape;
 
 bool is_vec4(StencilVersion v) { return v == StencilVersion::NaiveVec4 || v == StencilVersion::TiledVec4; }
 bool is_tiled(StencilVersion v) { return v == StencilVersion::Tiled || v == StencilVersion::TiledVec4; }
@@ -31,6 +22,16 @@ std::string kernel_path(StencilOp op, StencilVersion v) {
   p += is_tiled(v) ? "tiled" : "naive";
   if (is_vec4(v)) p += "_vec4";
   return p + ".wgsl";
+}
+
+void check_shape(const Context& ctx, const Shape2& s, const char* name) {
+  const Limits& l = ctx.limits();
+  if (s.x == 0 || s.y == 0 || s.per == 0 || s.x > l.max_compute_workgroup_size_x ||
+      s.y > l.max_compute_workgroup_size_y || uint64_t(s.x) * s.y > l.max_compute_invocations_per_workgroup)
+    throw LimitError("wgc: stencil config " + std::string(name) + " " + std::to_string(s.x) + "x" +
+                     std::to_string(s.y) + "x" + std::to_string(s.per) +
+                     " is outside the device's workgroup limits (maxComputeInvocationsPerWorkgroup " +
+                     std::to_string(l.max_compute_invocations_per_workgroup) + ")");
 }
 
 uint64_t tiled_blur_bytes(const Shape2& s, bool horizontal, int r, uint64_t elem) {
@@ -63,10 +64,11 @@ void check_out(const char* op, const char* what, const Tensor& t, int w, int h, 
                 " values");
 }
 
-StencilVersion resolve(const Context& ctx, StencilOp op, StencilVersion v, int c, float sigma) {
-  if (v == StencilVersion::Auto) return stencil_auto_version(ctx, op, c, sigma);
+StencilVersion resolve(const Context& ctx, StencilOp op, StencilVersion v, int c, float sigma,
+                       const StencilConfig& cfg) {
+  if (v == StencilVersion::Auto) return stencil_auto_version(ctx, op, c, sigma, cfg);
   std::string why;
-  if (!stencil_supports(ctx, op, v, c, sigma, &why))
+  if (!stencil_supports(ctx, op, v, c, sigma, &why, cfg))
     throw Error("wgc: " + std::string(to_string(op)) + " version " + std::string(to_string(v)) + ": " + why);
   return v;
 }
@@ -74,9 +76,10 @@ StencilVersion resolve(const Context& ctx, StencilOp op, StencilVersion v, int c
 Params image_params(int w, int h, int c, bool vec4) { return Params(uint32_t(w), uint32_t(h), uint32_t(vec4 ? 1 : c)); }
 
 void record_sobel_impl(const Context& ctx, Batch& b, const Tensor& img, const Tensor& out, int w, int h, int c,
-                       StencilVersion v) {
+                       StencilVersion v, const StencilConfig& cfg) {
   bool vec4 = is_vec4(v), tiled = is_tiled(v);
-  const Shape2& s = tiled ? kSobelTiled : kSobelNaive;
+  const Shape2& s = tiled ? cfg.sobel_tiled : cfg.sobel_naive;
+  check_shape(ctx, s, tiled ? "sobel_tiled" : "sobel_naive");
   std::vector<std::pair<std::string, double>> k{{"WG_X", s.x}, {"WG_Y", s.y}};
   if (tiled) k.push_back({"ROWS", s.per});
   Kernel kern = compile(ctx, embedded_kernel(kernel_path(StencilOp::Sobel, v), k));
@@ -86,19 +89,23 @@ void record_sobel_impl(const Context& ctx, Batch& b, const Tensor& img, const Te
 }
 
 void record_blur_impl(const Context& ctx, Batch& b, const Tensor& img, const Tensor& wts, const Tensor& tmp,
-                      const Tensor& out, int w, int h, int c, int r, StencilVersion v) {
+                      const Tensor& out, int w, int h, int c, int r, StencilVersion v, const StencilConfig& cfg) {
   bool vec4 = is_vec4(v), tiled = is_tiled(v);
   std::string path = kernel_path(StencilOp::GaussianBlur, v);
   Params prm(uint32_t(w), uint32_t(h), uint32_t(vec4 ? 1 : c), uint32_t(r));
   uint32_t z = uint32_t(vec4 ? 1 : c);
   if (!tiled) {
-    std::vector<std::pair<std::string, double>> k{{"WG_X", kBlurNaive.x}, {"WG_Y", kBlurNaive.y}};
-    Groups g{ceil_div(uint64_t(w), kBlurNaive.x), ceil_div(uint64_t(h), kBlurNaive.y), z};
+    const Shape2& s = cfg.blur_naive;
+    check_shape(ctx, s, "blur_naive");
+    std::vector<std::pair<std::string, double>> k{{"WG_X", s.x}, {"WG_Y", s.y}};
+    Groups g{ceil_div(uint64_t(w), s.x), ceil_div(uint64_t(h), s.y), z};
     b.dispatch(compile(ctx, embedded_kernel(path, k, "horizontal")), {img, wts, tmp}, prm, g);
     b.dispatch(compile(ctx, embedded_kernel(path, k, "vertical")), {tmp, wts, out}, prm, g);
     return;
   }
-  const Shape2 &sh = kBlurTiledH, &sv = kBlurTiledV;
+  const Shape2 &sh = cfg.blur_tiled_h, &sv = cfg.blur_tiled_v;
+  check_shape(ctx, sh, "blur_tiled_h");
+  check_shape(ctx, sv, "blur_tiled_v");
   std::vector<std::pair<std::string, double>> kh{{"WG_X", sh.x}, {"WG_Y", sh.y}, {"PER", sh.per}, {"R", r}};
   std::vector<std::pair<std::string, double>> kv{{"WG_X", sv.x}, {"WG_Y", sv.y}, {"PER", sv.per}, {"R", r}};
   Groups gh{ceil_div(uint64_t(w), uint64_t(sh.x) * sh.per), ceil_div(uint64_t(h), sh.y), z};
@@ -134,7 +141,8 @@ StencilVersion parse_stencil_version(std::string_view name) {
   throw Error("wgc: unknown stencil version '" + std::string(name) + "' (auto, naive, tiled, naive_vec4, tiled_vec4)");
 }
 
-bool stencil_supports(const Context& ctx, StencilOp op, StencilVersion v, int channels, float sigma, std::string* why) {
+bool stencil_supports(const Context& ctx, StencilOp op, StencilVersion v, int channels, float sigma, std::string* why,
+                      const StencilConfig& cfg) {
   auto no = [&](std::string m) {
     if (why) *why = std::move(m);
     return false;
@@ -142,12 +150,20 @@ bool stencil_supports(const Context& ctx, StencilOp op, StencilVersion v, int ch
   if (channels < 1 || channels > 4) return no("channels must be 1..4, got " + std::to_string(channels));
   if (v == StencilVersion::Auto) return true;
   if (is_vec4(v) && channels != 4) return no("needs 4 channels (RGBA), got " + std::to_string(channels));
+  uint64_t elem = is_vec4(v) ? 16 : 4, limit = ctx.limits().max_compute_workgroup_storage_size;
+  if (op == StencilOp::Sobel && is_tiled(v)) {
+    const Shape2& s = cfg.sobel_tiled;
+    uint64_t need = (uint64_t(s.x) + 2) * (uint64_t(s.y) * s.per + 2) * elem;
+    if (need > limit)
+      return no("the tile needs " + std::to_string(need) +
+                " bytes of workgroup memory, above maxComputeWorkgroupStorageSize " + std::to_string(limit));
+  }
   if (op == StencilOp::GaussianBlur) {
     int r = cpu::gaussian_radius(sigma);  // throws for a bad sigma
     if (is_tiled(v)) {
       uint64_t elem = is_vec4(v) ? 16 : 4, limit = ctx.limits().max_compute_workgroup_storage_size;
-      uint64_t need =
-          std::max(tiled_blur_bytes(kBlurTiledH, true, r, elem), tiled_blur_bytes(kBlurTiledV, false, r, elem));
+      uint64_t need = std::max(tiled_blur_bytes(cfg.blur_tiled_h, true, r, elem),
+                               tiled_blur_bytes(cfg.blur_tiled_v, false, r, elem));
       if (need > limit)
         return no("radius " + std::to_string(r) + " needs " + std::to_string(need) +
                   " bytes of workgroup memory, above maxComputeWorkgroupStorageSize " + std::to_string(limit));
@@ -156,28 +172,31 @@ bool stencil_supports(const Context& ctx, StencilOp op, StencilVersion v, int ch
   return true;
 }
 
-StencilVersion stencil_auto_version(const Context& ctx, StencilOp op, int channels, float sigma) {
+StencilVersion stencil_auto_version(const Context& ctx, StencilOp op, int channels, float sigma,
+                                    const StencilConfig& cfg) {
+  StencilVersion naive = channels == 4 ? StencilVersion::NaiveVec4 : StencilVersion::Naive;
+  if (ctx.adapter().is_cpu()) return naive;
   StencilVersion tiled = channels == 4 ? StencilVersion::TiledVec4 : StencilVersion::Tiled;
-  if (stencil_supports(ctx, op, tiled, channels, sigma)) return tiled;
-  return channels == 4 ? StencilVersion::NaiveVec4 : StencilVersion::Naive;
+  return stencil_supports(ctx, op, tiled, channels, sigma, nullptr, cfg) ? tiled : naive;
 }
 
 void record_sobel(const Context& ctx, Batch& b, const Tensor& img, const Tensor& out, int w, int h, int channels,
-                  StencilVersion v) {
+                  StencilVersion v, const StencilConfig& cfg) {
   check_args("sobel", img, w, h, channels);
   check_out("sobel", "out", out, w, h, channels);
-  record_sobel_impl(ctx, b, img, out, w, h, channels, resolve(ctx, StencilOp::Sobel, v, channels, 0.f));
+  record_sobel_impl(ctx, b, img, out, w, h, channels, resolve(ctx, StencilOp::Sobel, v, channels, 0.f, cfg), cfg);
 }
 
 void record_gaussian_blur(const Context& ctx, Batch& b, const Tensor& img, const Tensor& tmp, const Tensor& out, int w,
-                          int h, int channels, float sigma, StencilVersion v) {
+                          int h, int channels, float sigma, StencilVersion v, const StencilConfig& cfg) {
   check_args("gaussian_blur", img, w, h, channels);
   check_out("gaussian_blur", "out", out, w, h, channels);
   check_out("gaussian_blur", "tmp", tmp, w, h, channels);
   if (tmp.buffer() == img.buffer() || tmp.buffer() == out.buffer())
     throw Error("wgc: gaussian_blur: tmp must not share a buffer with the input or the output");
-  StencilVersion rv = resolve(ctx, StencilOp::GaussianBlur, v, channels, sigma);
-  record_blur_impl(ctx, b, img, weights_tensor(ctx, sigma), tmp, out, w, h, channels, cpu::gaussian_radius(sigma), rv);
+  StencilVersion rv = resolve(ctx, StencilOp::GaussianBlur, v, channels, sigma, cfg);
+  record_blur_impl(ctx, b, img, weights_tensor(ctx, sigma), tmp, out, w, h, channels, cpu::gaussian_radius(sigma), rv,
+                   cfg);
 }
 
 Tensor sobel(const Context& ctx, const Tensor& img, int w, int h, int channels, StencilVersion v) {
@@ -200,18 +219,19 @@ Tensor gaussian_blur(const Context& ctx, const Tensor& img, int w, int h, int ch
 
 // --- host images ---------------------------------------------------------------------------
 
-int64_t stencil_cpu_below(int64_t requested) {
+int64_t stencil_cpu_below(const Context& ctx, int64_t requested) {
   if (requested >= 0) return requested;
   const char* e = std::getenv("WGC_STENCIL_CPU_BELOW");
-  if (!e || !*e) return kStencilCpuBelowPixels;
+  if (!e || !*e) return ctx.adapter().is_cpu() ? kStencilCpuBelowPixelsCpuAdapter : kStencilCpuBelowPixelsGpu;
   char* end = nullptr;
   long long v = std::strtoll(e, &end, 10);
-  if (*end || v < 0) throw Error(std::string("wgc: WGC_STENCIL_CPU_BELOW must be a pixel count >= 0, got '") + e + "'");
+  if (*end || v < 0 || *e == '-')
+    throw Error(std::string("wgc: WGC_STENCIL_CPU_BELOW must be a pixel count >= 0, got '") + e + "'");
   return v;
 }
 
-bool stencil_runs_on_cpu(int64_t pixels, const ImageStencilOptions& o) {
-  return pixels < stencil_cpu_below(o.cpu_below);
+bool stencil_runs_on_cpu(const Context& ctx, int64_t pixels, const ImageStencilOptions& o) {
+  return pixels < stencil_cpu_below(ctx, o.cpu_below);
 }
 
 namespace {
@@ -230,7 +250,7 @@ Image gaussian_blur_on_cpu(const Image& img, float sigma) {
 }
 
 Image sobel(const Context& ctx, const Image& img, const ImageStencilOptions& o) {
-  if (stencil_runs_on_cpu(img.pixels(), o)) return sobel_on_cpu(img);
+  if (stencil_runs_on_cpu(ctx, img.pixels(), o)) return sobel_on_cpu(img);
   auto g = to_gray(img);
   Tensor t = make_tensor(ctx, {img.height, img.width, 1}, g);
   Tensor r = sobel(ctx, t, img.width, img.height, 1, o.version);
@@ -239,7 +259,7 @@ Image sobel(const Context& ctx, const Image& img, const ImageStencilOptions& o) 
 
 Image gaussian_blur(const Context& ctx, const Image& img, float sigma, const ImageStencilOptions& o) {
   cpu::gaussian_radius(sigma);  // a bad sigma fails the same way on both paths
-  if (stencil_runs_on_cpu(img.pixels(), o)) return gaussian_blur_on_cpu(img, sigma);
+  if (stencil_runs_on_cpu(ctx, img.pixels(), o)) return gaussian_blur_on_cpu(img, sigma);
   auto f = to_float(img);
   Tensor t = make_tensor(ctx, {img.height, img.width, img.channels}, f);
   Tensor r = gaussian_blur(ctx, t, img.width, img.height, img.channels, sigma, o.version);
@@ -248,14 +268,16 @@ Image gaussian_blur(const Context& ctx, const Image& img, float sigma, const Ima
 
 // --- benchmark hook ------------------------------------------------------------------------
 
-bool StencilVariant::supports(const Context& ctx, const StencilProblem& p) const {
-  return p.width > 0 && p.height > 0 && stencil_supports(ctx, op, version, p.channels, p.sigma);
+bool StencilVariant::supports(const Context& ctx, const StencilProblem& p, const StencilConfig& cfg) const {
+  return p.width > 0 && p.height > 0 && stencil_supports(ctx, op, version, p.channels, p.sigma, nullptr, cfg);
 }
 
-StencilCall StencilVariant::prepare(const Context& ctx, const StencilProblem& p, uint32_t seed) const {
+StencilCall StencilVariant::prepare(const Context& ctx, const StencilProblem& p, uint32_t seed,
+                                    const StencilConfig& cfg) const {
   std::string why;
   if (p.width <= 0 || p.height <= 0) throw Error("wgc: stencil " + name + ": bad problem size");
-  if (!stencil_supports(ctx, op, version, p.channels, p.sigma, &why)) throw Error("wgc: stencil " + name + ": " + why);
+  if (!stencil_supports(ctx, op, version, p.channels, p.sigma, &why, cfg))
+    throw Error("wgc: stencil " + name + ": " + why);
   StencilCall call;
   size_t n = size_t(p.width) * size_t(p.height) * size_t(p.channels);
   call.host_input.resize(n);
@@ -268,16 +290,16 @@ StencilCall StencilVariant::prepare(const Context& ctx, const StencilProblem& p,
   Context c = ctx;
   Batch warm(ctx);  // recording once compiles the kernels now, not inside a timed loop; never submitted
   if (op == StencilOp::Sobel) {
-    record_sobel_impl(ctx, warm, call.input, call.output, p.width, p.height, p.channels, version);
-    call.record = [c, in = call.input, out = call.output, p, v = version](Batch& b) {
-      record_sobel_impl(c, b, in, out, p.width, p.height, p.channels, v);
+    record_sobel_impl(ctx, warm, call.input, call.output, p.width, p.height, p.channels, version, cfg);
+    call.record = [c, in = call.input, out = call.output, p, v = version, cfg](Batch& b) {
+      record_sobel_impl(c, b, in, out, p.width, p.height, p.channels, v, cfg);
     };
   } else {
     Tensor tmp = make_tensor(ctx, s), wts = weights_tensor(ctx, p.sigma);
     int r = cpu::gaussian_radius(p.sigma);
-    record_blur_impl(ctx, warm, call.input, wts, tmp, call.output, p.width, p.height, p.channels, r, version);
-    call.record = [c, in = call.input, out = call.output, tmp, wts, r, p, v = version](Batch& b) {
-      record_blur_impl(c, b, in, wts, tmp, out, p.width, p.height, p.channels, r, v);
+    record_blur_impl(ctx, warm, call.input, wts, tmp, call.output, p.width, p.height, p.channels, r, version, cfg);
+    call.record = [c, in = call.input, out = call.output, tmp, wts, r, p, v = version, cfg](Batch& b) {
+      record_blur_impl(c, b, in, wts, tmp, out, p.width, p.height, p.channels, r, v, cfg);
     };
   }
   return call;
@@ -286,7 +308,7 @@ StencilCall StencilVariant::prepare(const Context& ctx, const StencilProblem& p,
 std::vector<StencilVariant> stencil_variants() {
   std::vector<StencilVariant> out;
   for (auto op : {StencilOp::Sobel, StencilOp::GaussianBlur})
-    for (auto v : {StencilVersion::Naive, StencilVersion::Tiled, StencilVersion::NaiveVec4, StencilVersion::TiledVec4})
+    for (auto v : kStencilVersions)
       out.push_back({std::string(to_string(op)) + "/" + std::string(to_string(v)), op, v});
   return out;
 }

@@ -26,6 +26,22 @@ namespace wgc {
 
 enum class StencilVersion { Auto, Naive, Tiled, NaiveVec4, TiledVec4 };
 enum class StencilOp { Sobel, GaussianBlur };
+inline constexpr StencilVersion kStencilVersions[] = {StencilVersion::Naive, StencilVersion::Tiled,
+                                                      StencilVersion::NaiveVec4, StencilVersion::TiledVec4};
+
+// Tuning knobs, for benchmarks: each kernel's workgroup shape and outputs per thread along its
+// pass direction (Sobel tiled: rows; blur tiled: along x for the horizontal pass, y for the
+// vertical). The defaults are what the ops use.
+struct StencilShape {
+  uint32_t x = 16, y = 16, per = 1;
+};
+struct StencilConfig {
+  StencilShape sobel_naive{32, 8, 1};
+  StencilShape sobel_tiled{16, 16, 1};
+  StencilShape blur_naive{32, 8, 1};
+  StencilShape blur_tiled_h{64, 4, 1};
+  StencilShape blur_tiled_v{16, 16, 1};
+};
 
 std::string_view to_string(StencilVersion v);                 // "auto", "naive", "tiled", "naive_vec4", "tiled_vec4"
 std::string_view to_string(StencilOp op);                     // "sobel", "blur"
@@ -34,9 +50,12 @@ StencilVersion parse_stencil_version(std::string_view name);  // throws wgc::Err
 // Whether version v can run this problem: the Vec4 versions need 4 channels, a tiled blur needs
 // its tile plus 2 * radius halo to fit the device's workgroup memory. `why` (if given) says why not.
 bool stencil_supports(const Context& ctx, StencilOp op, StencilVersion v, int channels, float sigma = 0.f,
-                      std::string* why = nullptr);
-// What Auto picks: TiledVec4 for 4 channels, else Tiled; Naive when a tiled blur's halo does not fit.
-StencilVersion stencil_auto_version(const Context& ctx, StencilOp op, int channels, float sigma = 0.f);
+                      std::string* why = nullptr, const StencilConfig& cfg = {});
+// What Auto picks. On a GPU: TiledVec4 for 4 channels, else Tiled (Naive/NaiveVec4 when a tiled
+// blur's halo does not fit). On a CPU adapter (SwiftShader), where workgroup barriers are slow
+// (tiled measured 5-40x slower than naive): NaiveVec4 for 4 channels, else Naive.
+StencilVersion stencil_auto_version(const Context& ctx, StencilOp op, int channels, float sigma = 0.f,
+                                    const StencilConfig& cfg = {});
 
 // --- tensor ops (run now, return a new {h, w, channels} f32 tensor) --------------------------
 // Throw wgc::Error for a bad shape or dtype, a too-small input or an unsupported version.
@@ -48,26 +67,31 @@ Tensor gaussian_blur(const Context& ctx, const Tensor& img, int w, int h, int ch
 // Recording forms: add the dispatches to a batch (no submit). out (and the blur's tmp) hold at least
 // w*h*channels f32 values; tmp must not alias img or out. Auto resolves as above.
 void record_sobel(const Context& ctx, Batch& b, const Tensor& img, const Tensor& out, int w, int h, int channels,
-                  StencilVersion v = StencilVersion::Auto);
+                  StencilVersion v = StencilVersion::Auto, const StencilConfig& cfg = {});
 void record_gaussian_blur(const Context& ctx, Batch& b, const Tensor& img, const Tensor& tmp, const Tensor& out, int w,
-                          int h, int channels, float sigma, StencilVersion v = StencilVersion::Auto);
+                          int h, int channels, float sigma, StencilVersion v = StencilVersion::Auto,
+                          const StencilConfig& cfg = {});
 
 // --- host images ------------------------------------------------------------------------------
 // Below a size the GPU round trip (upload, dispatch, submit, wait, download) costs more than the
 // CPU reference: images with fewer pixels than the threshold run on the CPU (cpu/stencil.h).
-// Measured on SwiftShader (2 cores) with bench_stencil_threshold in tests/test_stencil.cpp: see
-// kStencilCpuBelowPixels in stencil.cpp's comment for the numbers.
-inline constexpr int64_t kStencilCpuBelowPixels = 64 * 64;
+// Defaults per kind of adapter, measured with Stencil.DISABLED_MeasureCpuThreshold in
+// tests/test_stencil.cpp (host-image blur and Sobel, GPU path vs CPU path; numbers in stencil.cpp):
+// on SwiftShader (2 CPU cores) the GPU path never caught up at any size tried, so the CPU adapter's
+// value is the largest size tried; the GPU value was measured on the H200.
+inline constexpr int64_t kStencilCpuBelowPixelsCpuAdapter = int64_t(1) << 24;
+inline constexpr int64_t kStencilCpuBelowPixelsGpu = int64_t(1) << 16;
 
 struct ImageStencilOptions {
   StencilVersion version = StencilVersion::Auto;
-  // Pixel count below which the CPU runs it: -1 takes $WGC_STENCIL_CPU_BELOW if set, else
-  // kStencilCpuBelowPixels; 0 always uses the GPU.
+  // Pixel count below which the CPU runs it: -1 takes $WGC_STENCIL_CPU_BELOW if set, else the
+  // default above for the context's adapter; 0 always uses the GPU; INT64_MAX always the CPU.
   int64_t cpu_below = -1;
 };
-// The threshold in force for `requested` (resolves -1 as above; throws on a malformed env value).
-int64_t stencil_cpu_below(int64_t requested = -1);
-bool stencil_runs_on_cpu(int64_t pixels, const ImageStencilOptions& o = {});
+// The threshold in force for `requested` (resolves -1 as above; a malformed environment value is
+// an error naming the variable).
+int64_t stencil_cpu_below(const Context& ctx, int64_t requested = -1);
+bool stencil_runs_on_cpu(const Context& ctx, int64_t pixels, const ImageStencilOptions& o = {});
 
 // Sobel edge magnitude of the image's luma (Rec. 601), one channel out, clamped to [0, 1].
 Image sobel(const Context& ctx, const Image& img, const ImageStencilOptions& o = {});
@@ -95,8 +119,9 @@ struct StencilVariant {
   std::string name;  // "sobel/naive", "blur/tiled_vec4", ...
   StencilOp op;
   StencilVersion version;
-  bool supports(const Context& ctx, const StencilProblem& p) const;
-  StencilCall prepare(const Context& ctx, const StencilProblem& p, uint32_t seed = 1) const;
+  bool supports(const Context& ctx, const StencilProblem& p, const StencilConfig& cfg = {}) const;
+  StencilCall prepare(const Context& ctx, const StencilProblem& p, uint32_t seed = 1,
+                      const StencilConfig& cfg = {}) const;
 };
 
 // Every GPU version of both ops (Auto excluded), in ladder order per op.
