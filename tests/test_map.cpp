@@ -276,7 +276,8 @@ TEST(MapHost, CpuAndDevicePathsAgree) {
     auto x = test::random_floats(n, 14), y = test::random_floats(n, 15);
     EXPECT_EQ(add(ctx(), x, y, cpu), add(ctx(), x, y, gpu));
     EXPECT_LT(test::rel_error(map(ctx(), x, "exp(x) - x", cpu), map(ctx(), x, "exp(x) - x", gpu)), 1e-5);
-    EXPECT_EQ(map(ctx(), x, y, "x * y + 1.0", cpu), map(ctx(), x, y, "x * y + 1.0", gpu));
+    // a device may fuse x * y + 1.0 into one fma (the H200 does): not bit-exact
+    EXPECT_LT(test::rel_error(map(ctx(), x, y, "x * y + 1.0", cpu), map(ctx(), x, y, "x * y + 1.0", gpu)), 1e-6);
     EXPECT_EQ(map(ctx(), x, y, "x - y"), ref2(x, y, [](float a, float c) { return a - c; }));
   }
 }
@@ -317,7 +318,9 @@ double median_ms(F&& f, int reps) {
 }  // namespace
 
 // WGC_THRESHOLD_SCAN=1: times the host-span add, unary and binary maps on the CPU and on the
-// device (upload + map + readback) per length; the basis of ops/thresholds.h.
+// device (upload + map + readback) per length; the basis of ops/thresholds.h. The maps use an
+// expression with a transcendental (the CPU evaluator's cost grows with the expression; "cheap"
+// shows a plain multiply-add for comparison).
 TEST(Measure, ThresholdScan) {
   if (!std::getenv("WGC_THRESHOLD_SCAN")) GTEST_SKIP() << "set WGC_THRESHOLD_SCAN=1 to measure";
   Policy cpu{std::numeric_limits<int64_t>::max()}, gpu{0};
@@ -333,7 +336,8 @@ TEST(Measure, ThresholdScan) {
     };
     row("add", [&](Policy p) { return add(ctx(), x, y, p); });
     row("map", [&](Policy p) { return map(ctx(), x, "exp(x) * 0.5", p); });
-    row("map2", [&](Policy p) { return map(ctx(), x, y, "x * y + 1.0", p); });
+    row("map2", [&](Policy p) { return map(ctx(), x, y, "exp(x) * y", p); });
+    row("cheap", [&](Policy p) { return map(ctx(), x, y, "x * y + 1.0", p); });
   }
 }
 
@@ -352,9 +356,12 @@ TEST(Measure, VersionBandwidth) {
   auto time = [&](const std::function<void(Batch&)>& rec) {
     Batch batch(ctx(), true);
     for (int r = 0; r < reps; ++r) rec(batch);
+    auto t0 = std::chrono::steady_clock::now();
     batch.run();
+    double wall = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     std::vector<double> ms;
     for (auto& t : batch.timings()) ms.push_back(t.ms);
+    if (ms.empty()) return wall / reps;  // buffer copies get no timestamps: wall clock per run
     std::sort(ms.begin(), ms.end());
     return ms[ms.size() / 2];
   };

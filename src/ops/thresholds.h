@@ -24,27 +24,35 @@ namespace thresholds {
 struct Threshold {
   std::string_view op;   // the suffix of its environment variable: WGC_CPU_BELOW_<op>
   uint64_t cpu_adapter;  // SwiftShader (the "device" is the same 2 CPU cores)
-  uint64_t gpu_adapter;  // a real GPU: a placeholder until measured on the H200
+  uint64_t gpu_adapter;  // a real GPU (measured on the H200; other GPUs may want their own)
 };
 
-// SwiftShader values: measured on the 2-core development machine with
-// `WGC_THRESHOLD_SCAN=1 build/tests/test_reduce --gtest_filter='*ThresholdScan*'` (and test_map),
-// which times, per length, the host-span op forced onto the CPU against the same op forced onto
-// the device (upload + dispatch + readback, median of repeats). On SwiftShader the device is the
-// same CPU behind a Vulkan emulation: the GPU path has a fixed cost of ~0.2-0.5 ms per call and
-// runs the loop itself no faster than a plain C++ loop, so for the reductions and add it never
-// catches up at any length that fits in memory (the cross-over is past 2^26; the constant is the
-// largest length tried). For the expression maps the CPU path is an interpreter, which SwiftShader's
-// compiled kernel does overtake.
-// GPU values: placeholders (about where a ~60 us round trip, the H200's, costs as much as a CPU
-// loop at ~1-4 GB/s); the lead measures them on the H200.
-inline constexpr Threshold kSum{"SUM", 1ull << 26, 1ull << 16};
-inline constexpr Threshold kMean{"MEAN", 1ull << 26, 1ull << 16};
-inline constexpr Threshold kMax{"MAX", 1ull << 26, 1ull << 16};
-inline constexpr Threshold kMin{"MIN", 1ull << 26, 1ull << 16};
-inline constexpr Threshold kAdd{"ADD", 1ull << 26, 1ull << 16};
-inline constexpr Threshold kMap{"MAP", 1ull << 16, 1ull << 14};    // unary expression map
-inline constexpr Threshold kMap2{"MAP2", 1ull << 16, 1ull << 14};  // binary expression map
+// "Never worth it": the device path did not win at any length measured (up to 2^24 elements).
+inline constexpr uint64_t kAlwaysCpu = UINT64_MAX;
+
+// Measured 2026-11-29 with `WGC_THRESHOLD_SCAN=1 test_reduce --gtest_filter=Measure.ThresholdScan`
+// (and the same in test_map): per length 256 .. 2^24 (x4 steps), the host-span op forced onto the
+// CPU (Policy{INT64_MAX}) against the same op forced onto the device (Policy{0}: upload, dispatch,
+// readback), median of 5-15 runs. Maps were timed with "exp(x) * 0.5" and "exp(x) * y".
+//
+// SwiftShader (2-core development machine): the device never won, for any op or length. Its
+// fixed cost is ~0.06-0.2 ms a call and it then runs 5-50x slower than the CPU loop (which is the
+// same CPU, without Vulkan emulation in between), even against the interpreted expression maps.
+//
+// H200 (16-core Xeon host): a round trip costs ~0.12-0.14 ms, and the upload (Dawn's writeBuffer,
+// ~3 GB/s) costs more than a CPU loop that reads the data once: for sum/max/min/mean and add the
+// device never won (at 2^24: sum 12 ms CPU vs 21.5 ms device; add 53 vs 97 ms). Expression maps
+// run on the CPU through an interpreter (~4.5 ns/element with an exp); the device wins from
+// between 2^14 (CPU 0.07 ms vs 0.14 ms) and 2^16 (0.29 vs 0.19 ms): 2^15. Cheap expressions
+// ("x * y + 1.0") never won there either; the threshold is set for the expensive kind.
+// Data that is already on the device should use the Tensor overloads: no upload, no readback.
+inline constexpr Threshold kSum{"SUM", kAlwaysCpu, kAlwaysCpu};
+inline constexpr Threshold kMean{"MEAN", kAlwaysCpu, kAlwaysCpu};
+inline constexpr Threshold kMax{"MAX", kAlwaysCpu, kAlwaysCpu};
+inline constexpr Threshold kMin{"MIN", kAlwaysCpu, kAlwaysCpu};
+inline constexpr Threshold kAdd{"ADD", kAlwaysCpu, kAlwaysCpu};
+inline constexpr Threshold kMap{"MAP", kAlwaysCpu, 1ull << 15};    // unary expression map
+inline constexpr Threshold kMap2{"MAP2", kAlwaysCpu, 1ull << 15};  // binary expression map
 
 }  // namespace thresholds
 
