@@ -19,6 +19,8 @@ struct OpVersion {
   double bytes_per_element = 0;  // bytes read + written per element of n (for GB/s)
   bool is_default = false;       // the version Auto picks on this context
   // Records one run reading `inputs` (each n floats, n = inputs[0].numel()) and writing `out`.
+  // It may record several dispatches (a reduction's two passes: add their timings up) or a buffer
+  // copy, which gets no timestamps (time it by the wall clock).
   std::function<void(Batch&, std::span<const Tensor> inputs, const Tensor& out)> record;
 };
 
