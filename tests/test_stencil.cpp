@@ -5,6 +5,7 @@
 #include "ops/stencil.h"
 #include "test_util.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -288,25 +289,88 @@ TEST(Stencil, DISABLED_MeasureCpuThreshold) {
   }
 }
 
+namespace {
+
+// Median GPU time per dispatch slot of one call (1 slot for Sobel, 2 for the blur's passes), from
+// timestamp queries over `reps` calls in one batch; wall-clock per call where there are none.
+std::vector<double> call_times(const StencilCall& call, size_t slots, int reps) {
+  bool ts = ctx().features().timestamp_query;
+  std::vector<std::vector<double>> per(slots);
+  for (int round = 0; round < 3; ++round) {
+    Batch b(ctx(), ts);
+    auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < reps; ++i) call.record(b);
+    b.run();
+    double wall = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (round == 0) continue;  // warm-up
+    if (ts)
+      for (size_t i = 0; i < b.timings().size(); ++i) per[i % slots].push_back(b.timings()[i].ms);
+    else
+      per[0].push_back(wall / reps);
+  }
+  std::vector<double> out;
+  for (auto& v : per) {
+    if (v.empty()) continue;
+    std::sort(v.begin(), v.end());
+    out.push_back(v[v.size() / 2]);
+  }
+  return out;
+}
+
+double total(const std::vector<double>& v) {
+  double t = 0;
+  for (double x : v) t += x;
+  return t;
+}
+
+}  // namespace
+
 // Per-version kernel times through the benchmark hook (a quick look; `wgc bench` does it properly).
-//   test_stencil --gtest_also_run_disabled_tests --gtest_filter='*VersionTimes*'
+//   SIDE=4096 test_stencil --gtest_also_run_disabled_tests --gtest_filter='*VersionTimes*'
 TEST(Stencil, DISABLED_VersionTimes) {
   int side = std::getenv("SIDE") ? std::atoi(std::getenv("SIDE")) : 256;
-  std::printf("adapter: %s, %dx%d\n", ctx().adapter().description.c_str(), side, side);
-  for (int c : {1, 4})
+  float sigma = std::getenv("SIGMA") ? float(std::atof(std::getenv("SIGMA"))) : 2.f;
+  int reps = ctx().adapter().is_cpu() ? 3 : 20;
+  std::printf("adapter: %s, %dx%d, sigma %g, %s\n", ctx().adapter().description.c_str(), side, side, double(sigma),
+              ctx().features().timestamp_query ? "timestamps" : "wall clock");
+  for (int c : {1, 3, 4})
     for (auto& v : stencil_variants()) {
-      StencilProblem p{v.op, side, side, c, 2.f};
+      StencilProblem p{v.op, side, side, c, sigma};
       if (!v.supports(ctx(), p)) continue;
       StencilCall call = v.prepare(ctx(), p);
-      double best = 1e30;
-      for (int i = 0; i < 5; ++i) {
-        auto t0 = std::chrono::steady_clock::now();
-        Batch b(ctx());
-        call.record(b);
-        b.run();
-        best = std::min(best, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      auto t = call_times(call, v.op == StencilOp::Sobel ? 1 : 2, reps);
+      std::printf("%-18s c=%d %9.4f ms %9.1f GB/s  (passes:", v.name.c_str(), c, total(t),
+                  double(stencil_bytes_moved(p)) / total(t) / 1e6);
+      for (double x : t) std::printf(" %.4f", x);
+      std::printf(")\n");
+    }
+}
+
+// Sweeps the workgroup shapes of every kernel (StencilConfig) and prints the time of each.
+//   SIDE=4096 test_stencil --gtest_also_run_disabled_tests --gtest_filter='*TuneConfigs*'
+TEST(Stencil, DISABLED_TuneConfigs) {
+  int side = std::getenv("SIDE") ? std::atoi(std::getenv("SIDE")) : 256;
+  float sigma = std::getenv("SIGMA") ? float(std::atof(std::getenv("SIGMA"))) : 2.f;
+  int reps = ctx().adapter().is_cpu() ? 2 : 10;
+  std::vector<StencilShape> shapes{{16, 16, 1}, {32, 8, 1}, {64, 4, 1},  {128, 2, 1}, {256, 1, 1}, {32, 8, 2},
+                                   {32, 8, 4},  {64, 4, 2}, {64, 4, 4},  {16, 16, 2}, {16, 16, 4}, {32, 16, 1},
+                                   {32, 16, 2}, {64, 8, 2}, {32, 32, 1}, {128, 4, 2}, {128, 8, 1}, {32, 8, 8}};
+  uint32_t max_inv = ctx().limits().max_compute_invocations_per_workgroup;
+  std::printf("adapter: %s, %dx%d, sigma %g\n", ctx().adapter().description.c_str(), side, side, double(sigma));
+  for (int c : {1, 4})
+    for (auto& v : stencil_variants()) {
+      bool tiled = v.version == StencilVersion::Tiled || v.version == StencilVersion::TiledVec4;
+      for (auto& sh : shapes) {
+        if (sh.x * sh.y > max_inv || (!tiled && sh.per != 1)) continue;
+        StencilConfig cfg;
+        cfg.sobel_naive = cfg.sobel_tiled = cfg.blur_naive = cfg.blur_tiled_h = cfg.blur_tiled_v = sh;
+        StencilProblem p{v.op, side, side, c, sigma};
+        if (!v.supports(ctx(), p, cfg)) continue;
+        StencilCall call = v.prepare(ctx(), p, 1, cfg);
+        auto t = call_times(call, v.op == StencilOp::Sobel ? 1 : 2, reps);
+        std::printf("TUNE %-18s c=%d %3ux%-3u per %u:", v.name.c_str(), c, sh.x, sh.y, sh.per);
+        for (double x : t) std::printf(" %9.4f", x);
+        std::printf("\n");
       }
-      std::printf("%-18s c=%d %9.3f ms %8.2f GB/s\n", v.name.c_str(), c, best,
-                  double(stencil_bytes_moved(p)) / best / 1e6);
     }
 }

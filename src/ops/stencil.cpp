@@ -161,7 +161,6 @@ bool stencil_supports(const Context& ctx, StencilOp op, StencilVersion v, int ch
   if (op == StencilOp::GaussianBlur) {
     int r = cpu::gaussian_radius(sigma);  // throws for a bad sigma
     if (is_tiled(v)) {
-      uint64_t elem = is_vec4(v) ? 16 : 4, limit = ctx.limits().max_compute_workgroup_storage_size;
       uint64_t need = std::max(tiled_blur_bytes(cfg.blur_tiled_h, true, r, elem),
                                tiled_blur_bytes(cfg.blur_tiled_v, false, r, elem));
       if (need > limit)
@@ -219,15 +218,20 @@ Tensor gaussian_blur(const Context& ctx, const Tensor& img, int w, int h, int ch
 
 // --- host images ---------------------------------------------------------------------------
 
-int64_t stencil_cpu_below(const Context& ctx, int64_t requested) {
+std::optional<int64_t> stencil_cpu_below_override(int64_t requested) {
   if (requested >= 0) return requested;
   const char* e = std::getenv("WGC_STENCIL_CPU_BELOW");
-  if (!e || !*e) return ctx.adapter().is_cpu() ? kStencilCpuBelowPixelsCpuAdapter : kStencilCpuBelowPixelsGpu;
+  if (!e || !*e) return std::nullopt;
   char* end = nullptr;
   long long v = std::strtoll(e, &end, 10);
   if (*end || v < 0 || *e == '-')
     throw Error(std::string("wgc: WGC_STENCIL_CPU_BELOW must be a pixel count >= 0, got '") + e + "'");
   return v;
+}
+
+int64_t stencil_cpu_below(const Context& ctx, int64_t requested) {
+  return stencil_cpu_below_override(requested).value_or(ctx.adapter().is_cpu() ? kStencilCpuBelowPixelsCpuAdapter
+                                                                               : kStencilCpuBelowPixelsGpu);
 }
 
 bool stencil_runs_on_cpu(const Context& ctx, int64_t pixels, const ImageStencilOptions& o) {
@@ -249,6 +253,15 @@ Image gaussian_blur_on_cpu(const Image& img, float sigma) {
                     img.channels);
 }
 
+StencilVersion image_stencil_version(const Context& ctx, StencilOp op, int image_channels, float sigma,
+                                     StencilVersion requested) {
+  int c = op == StencilOp::Sobel ? 1 : image_channels;
+  if (requested != StencilVersion::Auto)
+    return resolve(ctx, op, requested, c == 3 && is_vec4(requested) ? 4 : c, sigma, {});
+  if (c == 3 && kStencilPadRgbToVec4 && !ctx.adapter().is_cpu()) return stencil_auto_version(ctx, op, 4, sigma);
+  return stencil_auto_version(ctx, op, c, sigma);
+}
+
 Image sobel(const Context& ctx, const Image& img, const ImageStencilOptions& o) {
   if (stencil_runs_on_cpu(ctx, img.pixels(), o)) return sobel_on_cpu(img);
   auto g = to_gray(img);
@@ -260,10 +273,25 @@ Image sobel(const Context& ctx, const Image& img, const ImageStencilOptions& o) 
 Image gaussian_blur(const Context& ctx, const Image& img, float sigma, const ImageStencilOptions& o) {
   cpu::gaussian_radius(sigma);  // a bad sigma fails the same way on both paths
   if (stencil_runs_on_cpu(ctx, img.pixels(), o)) return gaussian_blur_on_cpu(img, sigma);
-  auto f = to_float(img);
-  Tensor t = make_tensor(ctx, {img.height, img.width, img.channels}, f);
-  Tensor r = gaussian_blur(ctx, t, img.width, img.height, img.channels, sigma, o.version);
-  return from_float(download<float>(ctx, r), img.width, img.height, img.channels);
+  StencilVersion v = image_stencil_version(ctx, StencilOp::GaussianBlur, img.channels, sigma, o.version);
+  std::vector<float> f = to_float(img);
+  int c = img.channels;
+  bool pad = c == 3 && is_vec4(v);
+  if (pad) {  // RGB -> RGBA (alpha 1) for the vec4 kernels, and back after
+    std::vector<float> p(size_t(img.pixels()) * 4, 1.f);
+    for (size_t i = 0; i < size_t(img.pixels()); ++i)
+      for (size_t k = 0; k < 3; ++k) p[i * 4 + k] = f[i * 3 + k];
+    f = std::move(p);
+    c = 4;
+  }
+  Tensor t = make_tensor(ctx, {img.height, img.width, c}, f);
+  std::vector<float> r = download<float>(ctx, gaussian_blur(ctx, t, img.width, img.height, c, sigma, v));
+  if (pad) {
+    for (size_t i = 0; i < size_t(img.pixels()); ++i)
+      for (size_t k = 0; k < 3; ++k) r[i * 3 + k] = r[i * 4 + k];
+    r.resize(size_t(img.pixels()) * 3);
+  }
+  return from_float(r, img.width, img.height, img.channels);
 }
 
 // --- benchmark hook ------------------------------------------------------------------------

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -81,6 +82,9 @@ void record_gaussian_blur(const Context& ctx, Batch& b, const Tensor& img, const
 // value is the largest size tried; the GPU value was measured on the H200.
 inline constexpr int64_t kStencilCpuBelowPixelsCpuAdapter = int64_t(1) << 24;
 inline constexpr int64_t kStencilCpuBelowPixelsGpu = int64_t(1) << 16;
+// Whether Auto blurs an RGB image on a GPU as RGBA through the vec4 kernels (a third more bytes,
+// one load per pixel) rather than as 3 channels through the scalar ones.
+inline constexpr bool kStencilPadRgbToVec4 = true;
 
 struct ImageStencilOptions {
   StencilVersion version = StencilVersion::Auto;
@@ -91,7 +95,15 @@ struct ImageStencilOptions {
 // The threshold in force for `requested` (resolves -1 as above; a malformed environment value is
 // an error naming the variable).
 int64_t stencil_cpu_below(const Context& ctx, int64_t requested = -1);
+// The part that needs no device: `requested` if >= 0, else $WGC_STENCIL_CPU_BELOW if set, else none.
+std::optional<int64_t> stencil_cpu_below_override(int64_t requested = -1);
 bool stencil_runs_on_cpu(const Context& ctx, int64_t pixels, const ImageStencilOptions& o = {});
+
+// The version the host-image overloads run (Sobel runs on the luma, 1 channel). An RGB image is
+// padded to RGBA for a Vec4 version: when asked for one, or for Auto on a GPU when
+// kStencilPadRgbToVec4 (measured: see stencil.cpp).
+StencilVersion image_stencil_version(const Context& ctx, StencilOp op, int image_channels, float sigma,
+                                     StencilVersion requested);
 
 // Sobel edge magnitude of the image's luma (Rec. 601), one channel out, clamped to [0, 1].
 Image sobel(const Context& ctx, const Image& img, const ImageStencilOptions& o = {});
