@@ -16,7 +16,7 @@ struct Shape {
 std::vector<Shape> shapes(WeightType t) {
   switch (block_elems(t)) {
     case 1: return {{37, 200}, {19, 13}, {256, 512}, {3, 1}};
-    case 32: return {{37, 96}, {130, 512}, {1, 32}};
+    case 32: return {{37, 96}, {130, 512}, {1, 32}, {5, 4160}};  // 4160: several x tiles
     default: return {{37, 256}, {65, 768}, {1, 512}};
   }
 }

@@ -1,6 +1,7 @@
 // Matrix-vector (one token): y[y_off + r] = sum_k W[row0 + r, k] x[k] (+ bias[row0 + r]) (+ y).
 // ROWS = WG / TPR rows per workgroup; TPR invocations per row stride over the row's chunks
-// (one vec4<u32> of weights each, coalesced across the row's invocations) and sum with
+// (one vec4<u32> of weights each, coalesced across the row's invocations; x from shared memory)
+// and sum with
 // group_sum (reduce_sg.wgsl or reduce_wg.wgsl). Preceded by common.wgsl, a weights/*.wgsl file
 // (bindings 0, 1) and a reduce file.
 @group(0) @binding(2) var<storage, read> x4: array<vec4<f32>>;
@@ -22,10 +23,20 @@ override TPR: u32 = 32;  // invocations per row (power of two)
 override UNROLL: u32 = 2; // chunks in flight per invocation
 
 var<workgroup> red: array<f32, WG>;
+// With W_STAGE_X (per weight type), x is staged through shared memory in tiles of XT elements (zero past cols), one vec4 of
+// padding every 8 so that lanes reading chunks of 32-64 elements apart hit different banks.
+override XT: u32 = max(2048u, W_CHUNK * TPR * 2u);
+var<workgroup> xs: array<vec4<f32>, XT / 4u + XT / 32u>;
+var<private> tile4: u32;
 
 fn xq(i4: u32) -> vec4<f32> {
-  let i = vec4<u32>(4u * i4) + vec4<u32>(0u, 1u, 2u, 3u);
-  return select(vec4<f32>(0.0), x4[i4], i < vec4<u32>(p.cols));
+  if (W_STAGE_X) {
+    let j = i4 - tile4;
+    return xs[j + j / 8u];
+  }
+  if (!W_PADDED) { return x4[i4]; }
+  let e = vec4<u32>(4u * i4) + vec4<u32>(0u, 1u, 2u, 3u);
+  return select(vec4<f32>(0.0), x4[i4], e < vec4<u32>(p.cols));
 }
 
 @compute @workgroup_size(WG)
@@ -37,13 +48,31 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
   let row = p.row0 + min(rl, p.rows - 1u);
   w_setup(p.cols);
   let nch = w_nchunks(p.cols);
+  let nx4 = (p.cols + 3u) / 4u;
   var acc = 0.0;
-  var c = lane;
-  let step = TPR * UNROLL;
-  for (; c + (UNROLL - 1u) * TPR < nch; c += step) {
-    for (var u = 0u; u < UNROLL; u++) { acc += w_chunk(row, c + u * TPR); }
+  let span = select(nch * W_CHUNK, XT, W_STAGE_X);  // one pass when x is read from global memory
+  for (var t0 = 0u; t0 < nch * W_CHUNK; t0 += span) {
+    if (W_STAGE_X) {
+      workgroupBarrier();
+      for (var i = lid; i < XT / 4u; i += WG) {
+        let g4 = t0 / 4u + i;
+        var v = vec4<f32>(0.0);
+        if (g4 < nx4) {
+          let e = vec4<u32>(4u * g4) + vec4<u32>(0u, 1u, 2u, 3u);
+          v = select(vec4<f32>(0.0), x4[g4], e < vec4<u32>(p.cols));
+        }
+        xs[i + i / 8u] = v;
+      }
+      workgroupBarrier();
+      tile4 = t0 / 4u;
+    }
+    let c1 = min((t0 + span) / W_CHUNK, nch);
+    var c = t0 / W_CHUNK + lane;
+    for (; c + (UNROLL - 1u) * TPR < c1; c += TPR * UNROLL) {
+      for (var u = 0u; u < UNROLL; u++) { acc += w_chunk(row, c + u * TPR); }
+    }
+    for (; c < c1; c += TPR) { acc += w_chunk(row, c); }
   }
-  for (; c < nch; c += TPR) { acc += w_chunk(row, c); }
   let s = group_sum(acc, lid, TPR);
   if (lane == 0u && rl < p.rows) {
     var o = s;

@@ -131,7 +131,7 @@ Kernel LlmOps::kernel(const std::string& key, const std::vector<std::string>& fi
 }
 
 namespace {
-constexpr uint32_t kMatvecWG = 256, kMatvecTPR = 32, kNaiveWG = 64;
+constexpr uint32_t kNaiveWG = 64;
 }
 
 Kernel LlmOps::linear_kernel(const std::string& kind, WeightType t, Version v) const {
@@ -148,10 +148,12 @@ Kernel LlmOps::linear_kernel(const std::string& kind, WeightType t, Version v) c
   bool sg = v == Version::Subgroup;
   files.push_back(sg ? "llm/reduce_sg.wgsl" : "llm/reduce_wg.wgsl");
   files.push_back("llm/matvec.wgsl");
-  uint32_t wg = std::min(kMatvecWG, max_wg_);
-  std::vector<std::pair<std::string, double>> c = {{"WG", wg}, {"TPR", kMatvecTPR}};
+  uint32_t wg = std::min(tuning.matvec_wg, max_wg_), tpr = std::min(tuning.matvec_tpr, wg);
+  std::vector<std::pair<std::string, double>> c = {{"WG", wg}, {"TPR", tpr}, {"UNROLL", tuning.matvec_unroll}};
   if (sg) c.push_back({"SG", sg_size_});
-  return kernel(key + (sg ? "/sg" : "/wg"), files, c, sg);
+  return kernel(key + (sg ? "/sg/" : "/wg/") + std::to_string(wg) + "/" + std::to_string(tpr) + "/" +
+                    std::to_string(tuning.matvec_unroll),
+                files, c, sg);
 }
 
 std::vector<KernelVersion> LlmOps::versions() const {
@@ -281,10 +283,10 @@ void LlmOps::linear(Batch& b, const GpuWeight& w, const Tensor& x, const Tensor&
                groups_1d(ctx_, ceil_div(uint64_t(n_tokens) * uint64_t(rows), kNaiveWG)));
   } else if (n_tokens == 1) {
     Kernel k = linear_kernel("matvec", w.type, v);
-    uint32_t wg = std::min(kMatvecWG, max_wg_);
+    uint32_t wg = std::min(tuning.matvec_wg, max_wg_), tpr = std::min(tuning.matvec_tpr, wg);
     need(round16(x.bytes()) <= x.capacity(), op, "x buffer too small");
     b.dispatch(k, {w.data, w.scales, Arg(x, 0, round16(x.bytes())), bias, y}, prm,
-               groups_1d(ctx_, ceil_div(uint64_t(rows), wg / kMatvecTPR)));
+               groups_1d(ctx_, ceil_div(uint64_t(rows), wg / tpr)));
   } else {
     Kernel k = linear_kernel("matmul", w.type, v);
     b.dispatch(k, {w.data, w.scales, x, bias, y}, prm,

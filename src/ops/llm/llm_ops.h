@@ -107,9 +107,18 @@ struct KernelVersion {
   std::string op, version, note;
 };
 
+// Tuning knobs of the fast kernels (override constants); the defaults suit the H200 and work
+// everywhere. Changing them after kernels were used compiles new pipelines on next use.
+struct LlmTuning {
+  uint32_t matvec_wg = 256;    // invocations per matvec workgroup (rows per workgroup = wg / tpr)
+  uint32_t matvec_tpr = 32;    // invocations per row (a power of two)
+  uint32_t matvec_unroll = 2;  // weight loads in flight per invocation
+};
+
 class LlmOps {
  public:
   explicit LlmOps(Context ctx);
+  LlmTuning tuning;
   const Context& context() const { return ctx_; }
 
   // Compiles every pipeline the given types (and head dims) may use, in parallel.

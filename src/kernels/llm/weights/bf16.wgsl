@@ -2,6 +2,8 @@
 @group(0) @binding(0) var<storage, read> wq: array<vec4<u32>>;
 @group(0) @binding(1) var<storage, read> ws: array<u32>;
 var<private> w_rs4: u32;
+const W_PADDED: bool = true;  // rows padded past cols (x reads masked)
+const W_STAGE_X: bool = false;  // matvec: x through shared memory (measured on the H200)
 const W_CHUNK: u32 = 8u;
 
 fn w_setup(cols: u32) {

@@ -4,6 +4,8 @@
 @group(0) @binding(1) var<storage, read> ws: array<u32>;
 var<private> w_rs4: u32;
 var<private> w_nb: u32;
+const W_PADDED: bool = false;  // rows padded past cols (x reads masked)
+const W_STAGE_X: bool = true;  // matvec: x through shared memory (measured on the H200)
 const W_CHUNK: u32 = 32u;
 
 fn w_setup(cols: u32) {
@@ -13,22 +15,22 @@ fn w_setup(cols: u32) {
 fn w_nchunks(cols: u32) -> u32 { return cols / 32u; }
 fn w_scale(row: u32, b: u32) -> f32 {
   let i = row * w_nb + b;
-  return unpack2x16float(ws[i / 2u])[i & 1u];
+  return half_at(ws[i / 2u], i);
 }
 fn w_quad(row: u32, q: u32) -> vec4<f32> {
   let b = q / 8u;
   let qi = q & 7u;
   let w = wq[row * w_rs4 + b][qi & 3u] >> (select(0u, 4u, qi >= 4u));
-  return (u8x4(w & 0x0f0f0f0fu) - 8.0) * w_scale(row, b);
+  return bytes_f(w & 0x0f0f0f0fu, 8.0) * w_scale(row, b);
+}
+// Word i of a block: low nibbles are elements 4i..4i+3, high ones 16+4i..16+4i+3.
+fn q4_0_word(w: u32, xl: vec4<f32>, xh: vec4<f32>) -> f32 {
+  return dot(bytes_f(w & 0x0f0f0f0fu, 8.0), xl) + dot(bytes_f((w >> 4u) & 0x0f0f0f0fu, 8.0), xh);
 }
 fn w_chunk(row: u32, c: u32) -> f32 {
   let v = wq[row * w_rs4 + c];
   let x0 = 8u * c;
-  var s = 0.0;
-  for (var i = 0u; i < 4u; i++) {
-    let xl = xq(x0 + i);
-    let xh = xq(x0 + 4u + i);
-    s += dot(u8x4(v[i] & 0x0f0f0f0fu), xl) + dot(u8x4((v[i] >> 4u) & 0x0f0f0f0fu), xh) - 8.0 * (hsum(xl) + hsum(xh));
-  }
+  let s = q4_0_word(v.x, xq(x0), xq(x0 + 4u)) + q4_0_word(v.y, xq(x0 + 1u), xq(x0 + 5u)) +
+          q4_0_word(v.z, xq(x0 + 2u), xq(x0 + 6u)) + q4_0_word(v.w, xq(x0 + 3u), xq(x0 + 7u));
   return s * w_scale(row, c);
 }

@@ -5,6 +5,8 @@
 @group(0) @binding(0) var<storage, read> wq: array<vec4<u32>>;
 @group(0) @binding(1) var<storage, read> ws: array<u32>;
 var<private> w_rs4: u32;
+const W_PADDED: bool = false;  // rows padded past cols (x reads masked)
+const W_STAGE_X: bool = false;  // matvec: x through shared memory (measured on the H200)
 const W_CHUNK: u32 = 32u;
 
 fn w_setup(cols: u32) {
@@ -32,7 +34,12 @@ fn w_quad(row: u32, q: u32) -> vec4<f32> {
   let w = wq[base + 1u + byte / 16u][(byte / 4u) & 3u] >> select(0u, 4u, hi);
   let dm = unpack2x16float(h.x);
   let sm = q4k_scale_min(h, 2u * j + select(0u, 1u, hi));
-  return u8x4(w & 0x0f0f0f0fu) * (dm.x * sm.x) - dm.y * sm.y;
+  return bytes_f(w & 0x0f0f0f0fu, 0.0) * (dm.x * sm.x) - dm.y * sm.y;
+}
+// One qs word: (dot low nibbles . xl, dot high . xh, sum xl, sum xh).
+fn q4k_word(w: u32, xl: vec4<f32>, xh: vec4<f32>) -> vec4<f32> {
+  return vec4<f32>(dot(bytes_f(w & 0x0f0f0f0fu, 0.0), xl), dot(bytes_f((w >> 4u) & 0x0f0f0f0fu, 0.0), xh),
+                   hsum(xl), hsum(xh));
 }
 fn w_chunk(row: u32, c: u32) -> f32 {
   let b = c / 8u;
@@ -42,20 +49,10 @@ fn w_chunk(row: u32, c: u32) -> f32 {
   let h = wq[base];
   let v = wq[base + 1u + cc];
   let x0 = 64u * b + 16u * j + 4u * (cc & 1u);  // vec4 index of the first low-nibble element
-  var dl = 0.0;
-  var dh = 0.0;
-  var sl = 0.0;
-  var sh = 0.0;
-  for (var i = 0u; i < 4u; i++) {
-    let xl = xq(x0 + i);
-    let xh = xq(x0 + 8u + i);
-    dl += dot(u8x4(v[i] & 0x0f0f0f0fu), xl);
-    dh += dot(u8x4((v[i] >> 4u) & 0x0f0f0f0fu), xh);
-    sl += hsum(xl);
-    sh += hsum(xh);
-  }
+  let a = q4k_word(v.x, xq(x0), xq(x0 + 8u)) + q4k_word(v.y, xq(x0 + 1u), xq(x0 + 9u)) +
+          q4k_word(v.z, xq(x0 + 2u), xq(x0 + 10u)) + q4k_word(v.w, xq(x0 + 3u), xq(x0 + 11u));
   let dm = unpack2x16float(h.x);
   let s1 = q4k_scale_min(h, 2u * j);
   let s2 = q4k_scale_min(h, 2u * j + 1u);
-  return dm.x * (s1.x * dl + s2.x * dh) - dm.y * (s1.y * sl + s2.y * sh);
+  return dm.x * (s1.x * a.x + s2.x * a.y) - dm.y * (s1.y * a.z + s2.y * a.w);
 }

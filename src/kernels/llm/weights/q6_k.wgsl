@@ -7,6 +7,8 @@
 @group(0) @binding(1) var<storage, read> ws: array<u32>;
 var<private> w_rs4: u32;
 var<private> w_nb: u32;
+const W_PADDED: bool = false;  // rows padded past cols (x reads masked)
+const W_STAGE_X: bool = false;  // matvec: x through shared memory (measured on the H200)
 const W_CHUNK: u32 = 64u;
 
 fn w_setup(cols: u32) {
@@ -30,7 +32,16 @@ fn w_quad(row: u32, q: u32) -> vec4<f32> {
   let ql = (wq[base + qlb / 16u][(qlb / 4u) & 3u] >> (4u * (k / 2u))) & 0x0f0f0f0fu;
   let qh = (wq[base + qhb / 16u][(qhb / 4u) & 3u] >> (2u * k)) & 0x03030303u;
   let d = bitcast<f32>(ws[row * w_nb + b]);
-  return (u8x4(ql | (qh << 4u)) - 32.0) * (d * q6k_sc(wq[base + 12u], 8u * h + l / 16u + 2u * k));
+  return bytes_f(ql | (qh << 4u), 32.0) * (d * q6k_sc(wq[base + 12u], 8u * h + l / 16u + 2u * k));
+}
+// One word of ql[l], ql[l+32], qh[l] (4 consecutive l): the four quarters' dot products.
+fn q6k_word(qa: u32, qb: u32, qh: u32, x0: u32) -> vec4<f32> {
+  let q1 = (qa & 0x0f0f0f0fu) | ((qh & 0x03030303u) << 4u);
+  let q2 = (qb & 0x0f0f0f0fu) | (((qh >> 2u) & 0x03030303u) << 4u);
+  let q3 = ((qa >> 4u) & 0x0f0f0f0fu) | (((qh >> 4u) & 0x03030303u) << 4u);
+  let q4 = ((qb >> 4u) & 0x0f0f0f0fu) | (((qh >> 6u) & 0x03030303u) << 4u);
+  return vec4<f32>(dot(bytes_f(q1, 32.0), xq(x0)), dot(bytes_f(q2, 32.0), xq(x0 + 8u)),
+                   dot(bytes_f(q3, 32.0), xq(x0 + 16u)), dot(bytes_f(q4, 32.0), xq(x0 + 24u)));
 }
 fn w_chunk(row: u32, c: u32) -> f32 {
   let b = c / 4u;
@@ -43,21 +54,9 @@ fn w_chunk(row: u32, c: u32) -> f32 {
   let qh = wq[base + 8u + 2u * h + p];
   let sv = wq[base + 12u];
   let x0 = 64u * b + 32u * h + 4u * p;
-  var s0 = 0.0;
-  var s1 = 0.0;
-  var s2 = 0.0;
-  var s3 = 0.0;
-  for (var i = 0u; i < 4u; i++) {
-    let q1 = (qa[i] & 0x0f0f0f0fu) | ((qh[i] & 0x03030303u) << 4u);
-    let q2 = (qb[i] & 0x0f0f0f0fu) | (((qh[i] >> 2u) & 0x03030303u) << 4u);
-    let q3 = ((qa[i] >> 4u) & 0x0f0f0f0fu) | (((qh[i] >> 4u) & 0x03030303u) << 4u);
-    let q4 = ((qb[i] >> 4u) & 0x0f0f0f0fu) | (((qh[i] >> 6u) & 0x03030303u) << 4u);
-    s0 += dot(u8x4(q1) - 32.0, xq(x0 + i));
-    s1 += dot(u8x4(q2) - 32.0, xq(x0 + 8u + i));
-    s2 += dot(u8x4(q3) - 32.0, xq(x0 + 16u + i));
-    s3 += dot(u8x4(q4) - 32.0, xq(x0 + 24u + i));
-  }
+  let s = q6k_word(qa.x, qb.x, qh.x, x0) + q6k_word(qa.y, qb.y, qh.y, x0 + 1u) + q6k_word(qa.z, qb.z, qh.z, x0 + 2u) +
+          q6k_word(qa.w, qb.w, qh.w, x0 + 3u);
   let t = 8u * h + p;
   let d = bitcast<f32>(ws[row * w_nb + b]);
-  return d * (q6k_sc(sv, t) * s0 + q6k_sc(sv, t + 2u) * s1 + q6k_sc(sv, t + 4u) * s2 + q6k_sc(sv, t + 6u) * s3);
+  return d * (q6k_sc(sv, t) * s.x + q6k_sc(sv, t + 2u) * s.y + q6k_sc(sv, t + 4u) * s.z + q6k_sc(sv, t + 6u) * s.w);
 }

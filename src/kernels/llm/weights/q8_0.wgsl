@@ -4,6 +4,8 @@
 @group(0) @binding(1) var<storage, read> ws: array<u32>;
 var<private> w_rs4: u32;
 var<private> w_nb: u32;
+const W_PADDED: bool = false;  // rows padded past cols (x reads masked)
+const W_STAGE_X: bool = false;  // matvec: x through shared memory (measured on the H200)
 const W_CHUNK: u32 = 16u;
 
 fn w_setup(cols: u32) {
@@ -13,14 +15,14 @@ fn w_setup(cols: u32) {
 fn w_nchunks(cols: u32) -> u32 { return cols / 16u; }
 fn w_scale(row: u32, b: u32) -> f32 {
   let i = row * w_nb + b;
-  return unpack2x16float(ws[i / 2u])[i & 1u];
+  return half_at(ws[i / 2u], i);
 }
 fn w_quad(row: u32, q: u32) -> vec4<f32> {
-  return i8x4(wq[row * w_rs4 + q / 4u][q & 3u]) * w_scale(row, q / 8u);
+  return sbytes_f(wq[row * w_rs4 + q / 4u][q & 3u]) * w_scale(row, q / 8u);
 }
 fn w_chunk(row: u32, c: u32) -> f32 {
   let v = wq[row * w_rs4 + c];
-  let s = dot(i8x4(v.x), xq(4u * c)) + dot(i8x4(v.y), xq(4u * c + 1u)) + dot(i8x4(v.z), xq(4u * c + 2u)) +
-          dot(i8x4(v.w), xq(4u * c + 3u));
+  let s = dot(sbytes_f(v.x), xq(4u * c)) + dot(sbytes_f(v.y), xq(4u * c + 1u)) +
+          dot(sbytes_f(v.z), xq(4u * c + 2u)) + dot(sbytes_f(v.w), xq(4u * c + 3u));
   return s * w_scale(row, c / 2u);
 }
