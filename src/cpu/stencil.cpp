@@ -48,19 +48,22 @@ std::vector<float> sobel(std::span<const float> img, int w, int h, int channels)
   check(img, w, h, channels, "sobel");
   const size_t c = size_t(channels), row = size_t(w) * c;
   std::vector<float> out(img.size());
+  // One value of the output: xm, x0, xp are the element offsets of the left, centre, right pixels.
+  auto one = [](const float* up, const float* mid, const float* dn, size_t xm, size_t x0, size_t xp) {
+    float gx = (up[xp] + 2.f * mid[xp] + dn[xp]) - (up[xm] + 2.f * mid[xm] + dn[xm]);
+    float gy = (dn[xm] + 2.f * dn[x0] + dn[xp]) - (up[xm] + 2.f * up[x0] + up[xp]);
+    return std::sqrt(gx * gx + gy * gy);
+  };
   for (int y = 0; y < h; ++y) {
     const float* up = img.data() + size_t(std::max(y - 1, 0)) * row;
     const float* mid = img.data() + size_t(y) * row;
     const float* dn = img.data() + size_t(std::min(y + 1, h - 1)) * row;
     float* o = out.data() + size_t(y) * row;
-    for (int x = 0; x < w; ++x) {
+    for (int x : {0, w - 1}) {  // the clamped columns
       size_t xm = size_t(std::max(x - 1, 0)) * c, x0 = size_t(x) * c, xp = size_t(std::min(x + 1, w - 1)) * c;
-      for (size_t k = 0; k < c; ++k) {
-        float gx = (up[xp + k] + 2.f * mid[xp + k] + dn[xp + k]) - (up[xm + k] + 2.f * mid[xm + k] + dn[xm + k]);
-        float gy = (dn[xm + k] + 2.f * dn[x0 + k] + dn[xp + k]) - (up[xm + k] + 2.f * up[x0 + k] + up[xp + k]);
-        o[x0 + k] = std::sqrt(gx * gx + gy * gy);
-      }
+      for (size_t k = 0; k < c; ++k) o[x0 + k] = one(up, mid, dn, xm + k, x0 + k, xp + k);
     }
+    for (size_t i = c; i + c < row; ++i) o[i] = one(up, mid, dn, i - c, i, i + c);  // the rest (vectorizes)
   }
   return out;
 }
@@ -79,11 +82,13 @@ std::vector<float> gaussian_blur(std::span<const float> img, int w, int h, int c
       size_t sx = size_t(std::clamp(x, 0, w - 1)) * c, px = size_t(x + r) * c;
       for (size_t k = 0; k < c; ++k) pad[px + k] = s[sx + k];
     }
+    // Tap by tap over the whole row (vectorizes; each output still sums its taps in order k = 0..).
     float* t = tmp.data() + size_t(y) * row;
-    for (size_t i = 0; i < row; ++i) {
-      float acc = 0.f;
-      for (size_t k = 0; k < taps; ++k) acc += wt[k] * pad[i + k * c];
-      t[i] = acc;
+    std::fill(t, t + row, 0.f);
+    for (size_t k = 0; k < taps; ++k) {
+      const float* p = pad.data() + k * c;
+      const float wk = wt[k];
+      for (size_t i = 0; i < row; ++i) t[i] += wk * p[i];
     }
   }
   // Vertical: whole rows at a time (the inner loop runs along the row).

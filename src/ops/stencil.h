@@ -32,16 +32,18 @@ inline constexpr StencilVersion kStencilVersions[] = {StencilVersion::Naive, Ste
 
 // Tuning knobs, for benchmarks: each kernel's workgroup shape and outputs per thread along its
 // pass direction (Sobel tiled: rows; blur tiled: along x for the horizontal pass, y for the
-// vertical). The defaults are what the ops use.
+// vertical). The defaults are what the ops use: the best compromise over 1 and 4 channels and the
+// vec4 form in a sweep on the H200 (Stencil.DISABLED_TuneConfigs, 2048x2048, sigma 2), all within
+// SwiftShader's 256 invocations.
 struct StencilShape {
   uint32_t x = 16, y = 16, per = 1;
 };
 struct StencilConfig {
   StencilShape sobel_naive{32, 8, 1};
-  StencilShape sobel_tiled{16, 16, 1};
-  StencilShape blur_naive{32, 8, 1};
-  StencilShape blur_tiled_h{64, 4, 1};
-  StencilShape blur_tiled_v{16, 16, 1};
+  StencilShape sobel_tiled{32, 8, 2};
+  StencilShape blur_naive{64, 4, 1};
+  StencilShape blur_tiled_h{64, 4, 2};
+  StencilShape blur_tiled_v{16, 16, 2};
 };
 
 std::string_view to_string(StencilVersion v);                 // "auto", "naive", "tiled", "naive_vec4", "tiled_vec4"
@@ -52,9 +54,10 @@ StencilVersion parse_stencil_version(std::string_view name);  // throws wgc::Err
 // its tile plus 2 * radius halo to fit the device's workgroup memory. `why` (if given) says why not.
 bool stencil_supports(const Context& ctx, StencilOp op, StencilVersion v, int channels, float sigma = 0.f,
                       std::string* why = nullptr, const StencilConfig& cfg = {});
-// What Auto picks. On a GPU: TiledVec4 for 4 channels, else Tiled (Naive/NaiveVec4 when a tiled
-// blur's halo does not fit). On a CPU adapter (SwiftShader), where workgroup barriers are slow
-// (tiled measured 5-40x slower than naive): NaiveVec4 for 4 channels, else Naive.
+// What Auto picks (measured on the H200 and SwiftShader, see stencil.cpp): Sobel: Naive, or
+// NaiveVec4 for 4 channels (the caches serve the 3x3 reuse; tiled was slower). Blur on a GPU:
+// TiledVec4 for 4 channels, else Tiled (Naive/NaiveVec4 when the halo does not fit workgroup
+// memory); on a CPU adapter (SwiftShader, where workgroup barriers are slow) the naive ones.
 StencilVersion stencil_auto_version(const Context& ctx, StencilOp op, int channels, float sigma = 0.f,
                                     const StencilConfig& cfg = {});
 
