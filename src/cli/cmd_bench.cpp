@@ -2,6 +2,8 @@
 #include "bench/bench.h"
 #include "cli/command.h"
 #include "gpu/error.h"
+#include "io/chart.h"
+#include "io/image.h"
 
 #include <cmath>
 #include <cstdio>
@@ -50,6 +52,53 @@ void write_json(const std::string& path, const Context& ctx, const std::vector<b
       << ",\"peak_fraction\":" << peak_fraction(r, bw, flops_peak) << "}";
   }
   f << "\n]}\n";
+}
+
+// One log-log chart per op (rate against size, a line per version and for the CPU), stacked into
+// one PNG.
+void write_chart(const std::string& path, const Context& ctx, const std::vector<bench::Result>& rs,
+                 const std::map<std::pair<std::string, std::string>, std::pair<double, double>>& cpu) {
+  std::vector<std::string> ops;
+  for (auto& r : rs)
+    if (std::find(ops.begin(), ops.end(), r.c.op) == ops.end()) ops.push_back(r.c.op);
+  std::vector<Image> charts;
+  for (auto& op : ops) {
+    std::map<std::string, chart::Series> by_version;
+    chart::Series plain{"CPU loop", {}, {}}, blas{"CPU BLAS", {}, {}};
+    bool flops = false;
+    for (auto& r : rs) {
+      if (r.c.op != op) continue;
+      flops = r.c.flops > 0;
+      double work = flops ? r.c.flops * 1e-9 : r.c.bytes * 1e-9;  // GFLOP or GB
+      auto& s = by_version[r.c.version];
+      s.name = "GPU " + r.c.version;
+      s.x.push_back(r.c.elements);
+      s.y.push_back(work / (r.gpu_ms * 1e-3));
+      auto [p, b] = cpu.at({r.c.op, r.c.size});
+      if (p > 0 && (plain.x.empty() || plain.x.back() != r.c.elements)) {
+        plain.x.push_back(r.c.elements);
+        plain.y.push_back(work / (p * 1e-3));
+      }
+      if (b > 0 && (blas.x.empty() || blas.x.back() != r.c.elements)) {
+        blas.x.push_back(r.c.elements);
+        blas.y.push_back(work / (b * 1e-3));
+      }
+    }
+    std::vector<chart::Series> series;
+    for (auto& [v, s] : by_version) series.push_back(s);
+    if (!plain.x.empty()) series.push_back(plain);
+    if (!blas.x.empty()) series.push_back(blas);
+    chart::ChartOptions co;
+    co.log_x = co.log_y = true;
+    co.height = 480;
+    charts.push_back(chart::render_line_chart(op + " on " + ctx.adapter().device, flops ? "n (n x n x n)" : "elements",
+                                              flops ? "GFLOP/s" : "GB/s", series, co));
+  }
+  if (charts.empty()) return;
+  Image all(charts[0].width, int(charts.size()) * charts[0].height, charts[0].channels);
+  for (size_t i = 0; i < charts.size(); ++i)
+    std::copy(charts[i].data.begin(), charts[i].data.end(), all.data.begin() + std::ptrdiff_t(i * charts[0].data.size()));
+  write_image(path, all);
 }
 
 int bench_cmd(Args& a) {
@@ -114,7 +163,7 @@ int bench_cmd(Args& a) {
   std::printf("\nGPU ms: median of %s; speedup against the faster of the plain CPU loop and BLAS.\n",
               results.empty() || results[0].timestamps ? "timestamp-query times" : "wall-clock times");
   if (json) write_json(*json, ctx, results, bw, flops_peak);
-  if (png) std::fprintf(stderr, "wgc bench: --png is not available yet\n");
+  if (png) write_chart(*png, ctx, results, cpu);
   return all_ok ? 0 : 3;
 }
 
