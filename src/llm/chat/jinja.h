@@ -1,0 +1,144 @@
+// A small Jinja2 engine for chat templates (the subset Hugging Face chat templates use), rendering
+// as transformers does: trim_blocks and lstrip_blocks on, loop controls, Python semantics for
+// values, strings, slicing and truthiness.
+//
+//   jinja::Template t(source, "tokenizer_config.json chat_template");
+//   jinja::Value ctx = jinja::Value::object();
+//   ctx.set("messages", jinja::Value::from_json(messages_json));
+//   std::string text = t.render(ctx);
+//
+// Supported: {{ }}, {% %}, {# #}, whitespace control (-/+); if/elif/else, for (with else, `if`
+// filter, tuple unpacking, loop.index/index0/revindex/first/last/length/previtem/nextitem),
+// break/continue, set (incl. ns.attr and block set), macro (positional/keyword args, defaults),
+// filter blocks, generation blocks (no-op); literals, lists, dicts, tuples, attribute/subscript,
+// slicing, calls, `~ + - * / // % **`, comparisons, `in`/`not in`, `and or not`, `x if c else y`;
+// tests (defined, undefined, none, string, number, integer, float, boolean, mapping, iterable,
+// sequence, true, false, odd, even, divisibleby, eq/equalto, ne, lt, gt, le, ge, in); filters
+// (trim, length/count, tojson, upper, lower, title, capitalize, first, last, join, default/d,
+// string, int, float, list, items, reverse, replace, safe, escape/e, select, reject, selectattr,
+// rejectattr, map, unique, sort, round, abs, indent, dictsort, batch, sum, min, max, wordcount,
+// center, truncate, striptags? no); globals raise_exception, strftime_now, namespace, range, dict;
+// string methods (strip, lstrip, rstrip, split, rsplit, startswith, endswith, upper, lower, title,
+// capitalize, replace, find, count, join, format? no, splitlines), dict methods (items, keys,
+// values, get), list methods (append, pop, index, count).
+#pragma once
+
+#include "gpu/error.h"
+#include "llm/formats/json.h"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace wgc::llm::jinja {
+
+// Template syntax and render errors: "name:line: message". raise_exception(msg) gives
+// "name: raise_exception: msg".
+struct Error : wgc::Error {
+  using wgc::Error::Error;
+};
+
+class Value;
+struct Args;
+using Array = std::vector<Value>;
+using Object = std::vector<std::pair<std::string, Value>>;  // insertion order, like Python dicts
+using Function = std::function<Value(Args&)>;
+
+class Value {
+ public:
+  enum class Kind : uint8_t { Undefined, None, Bool, Int, Float, String, List, Dict, Callable };
+
+  Value() = default;  // undefined
+  Value(std::nullptr_t) : kind_(Kind::None) {}                                  // NOLINT
+  Value(bool b) : kind_(Kind::Bool), i_(b) {}                                   // NOLINT
+  Value(int v) : kind_(Kind::Int), i_(v) {}                                     // NOLINT
+  Value(int64_t v) : kind_(Kind::Int), i_(v) {}                                 // NOLINT
+  Value(double v) : kind_(Kind::Float), f_(v) {}                                // NOLINT
+  Value(std::string s) : kind_(Kind::String), s_(std::make_shared<std::string>(std::move(s))) {}  // NOLINT
+  Value(std::string_view s) : Value(std::string(s)) {}                          // NOLINT
+  Value(const char* s) : Value(std::string(s)) {}                               // NOLINT
+  Value(Array a) : kind_(Kind::List), a_(std::make_shared<Array>(std::move(a))) {}     // NOLINT
+  Value(Object o) : kind_(Kind::Dict), o_(std::make_shared<Object>(std::move(o))) {}  // NOLINT
+  Value(Function f) : kind_(Kind::Callable), fn_(std::make_shared<Function>(std::move(f))) {}  // NOLINT
+  static Value array() { return Value(Array{}); }
+  static Value object() { return Value(Object{}); }
+  static Value from_json(const json::Value& j);
+  json::Value to_json() const;
+
+  Kind kind() const { return kind_; }
+  bool is_undefined() const { return kind_ == Kind::Undefined; }
+  bool is_none() const { return kind_ == Kind::None; }
+  bool is_bool() const { return kind_ == Kind::Bool; }
+  bool is_int() const { return kind_ == Kind::Int; }
+  bool is_float() const { return kind_ == Kind::Float; }
+  bool is_number() const { return kind_ == Kind::Int || kind_ == Kind::Float; }
+  bool is_string() const { return kind_ == Kind::String; }
+  bool is_array() const { return kind_ == Kind::List; }
+  bool is_object() const { return kind_ == Kind::Dict; }
+  bool is_function() const { return kind_ == Kind::Callable; }
+
+  bool truthy() const;
+  int64_t as_int() const { return kind_ == Kind::Float ? int64_t(f_) : i_; }
+  double as_double() const { return kind_ == Kind::Float ? f_ : double(i_); }
+  const std::string& str() const { return *s_; }  // strings only
+  Array& items() const { return *a_; }             // arrays only (shared: mutations are visible)
+  Object& members() const { return *o_; }          // objects only
+  const Function& function() const { return *fn_; }
+
+  // Object access: nullptr / undefined when absent.
+  const Value* find(std::string_view key) const;
+  Value get(std::string_view key) const;
+  Value& set(std::string key, Value v);  // objects only; replaces or appends
+  void push_back(Value v);               // arrays only
+
+  // str(): how {{ }} prints it (Python str(): True, None, 1.0, ['a', 1], {'k': 'v'}).
+  std::string to_string() const;
+  // repr(): strings quoted ('a'), used inside containers.
+  std::string repr() const;
+  // json.dumps(): what the tojson filter gives (indent < 0: one line, ", " and ": " separators).
+  std::string to_json_text(int indent = -1, bool sort_keys = false) const;
+
+  friend bool operator==(const Value& a, const Value& b);
+
+ private:
+  Kind kind_ = Kind::Undefined;
+  int64_t i_ = 0;
+  double f_ = 0;
+  std::shared_ptr<std::string> s_;
+  std::shared_ptr<Array> a_;
+  std::shared_ptr<Object> o_;
+  std::shared_ptr<Function> fn_;
+};
+
+// Arguments of a call: positional, then keyword.
+struct Args {
+  std::vector<Value> pos;
+  std::vector<std::pair<std::string, Value>> kw;
+  std::string where;  // "name:line" for messages
+  // The i-th positional, or the keyword `name`, or `def`.
+  Value get(size_t i, std::string_view name, Value def = Value()) const;
+};
+
+class Template {
+ public:
+  // Parses `source`; syntax errors throw jinja::Error naming `name` and the line.
+  explicit Template(std::string_view source, std::string name = "template");
+  ~Template();
+  Template(Template&&) noexcept;
+  Template& operator=(Template&&) noexcept;
+
+  // Renders with `context` (an object) as the global variables, plus the globals range, dict,
+  // namespace, raise_exception and strftime_now.
+  std::string render(const Value& context) const;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace wgc::llm::jinja
