@@ -385,7 +385,7 @@ TopK LlamaModel::top_k(std::span<const int32_t> tokens, int k) {
   im.n_past += int(tokens.size());
   TopK r;
   r.logits.resize(size_t(k));
-  std::vector<uint32_t> ids(size_t(k));
+  std::vector<uint32_t> ids(static_cast<size_t>(k));
   download(im.ctx, im.top_vals, std::as_writable_bytes(std::span(r.logits)));
   download(im.ctx, im.top_ids, std::as_writable_bytes(std::span(ids)));
   r.ids.assign(ids.begin(), ids.end());
