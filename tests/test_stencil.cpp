@@ -136,7 +136,8 @@ TEST(Stencil, OtherConfigsMatchCpu) {
   uint32_t seed = 500;
   for (const auto& sh : shapes) {
     StencilConfig cfg;
-    cfg.sobel_naive = cfg.sobel_tiled = cfg.blur_naive = cfg.blur_tiled_h = cfg.blur_tiled_v = sh;
+    cfg.sobel_naive = cfg.sobel_tiled = cfg.sobel_tiled_vec4 = cfg.blur_naive = cfg.blur_tiled_h = cfg.blur_tiled_v =
+        cfg.blur_tiled_h_vec4 = cfg.blur_tiled_v_vec4 = sh;
     for (auto v : kVersions)
       for (int c : {1, 4})
         for (auto sz : {Size{17, 5}, Size{65, 33}}) {
@@ -197,11 +198,12 @@ TEST(Stencil, HugeRadiusFallsBackToNaiveAndTiledSaysWhy) {
   auto auto_name = [](StencilOp op, int c, float sg) { return to_string(stencil_auto_version(ctx(), op, c, sg)); };
   EXPECT_EQ(auto_name(StencilOp::GaussianBlur, 1, sigma), "naive");
   EXPECT_EQ(auto_name(StencilOp::GaussianBlur, 4, sigma), "naive_vec4");
-  // The blur: tiled on a GPU, naive on a CPU adapter (SwiftShader's barriers are slow); Sobel: naive.
+  // Tiled on a GPU, naive on a CPU adapter (SwiftShader's barriers are slow); vec4: naive.
   bool cpu = ctx().adapter().is_cpu();
   EXPECT_EQ(auto_name(StencilOp::GaussianBlur, 3, 1.f), cpu ? "naive" : "tiled");
+  EXPECT_EQ(auto_name(StencilOp::GaussianBlur, 4, 1.f), "naive_vec4");
   EXPECT_EQ(auto_name(StencilOp::Sobel, 4, 0.f), "naive_vec4");
-  EXPECT_EQ(auto_name(StencilOp::Sobel, 1, 0.f), "naive");
+  EXPECT_EQ(auto_name(StencilOp::Sobel, 1, 0.f), cpu ? "naive" : "tiled");
   Tensor t = make_tensor(ctx(), {5, 17, 1}, test::random_floats(85, 3, 0.f, 1.f));
   try {
     gaussian_blur(ctx(), t, 17, 5, 1, sigma, StencilVersion::Tiled);
@@ -231,25 +233,28 @@ TEST(Stencil, BadArgumentsAreClearErrors) {
 
 TEST(Stencil, CpuThresholdResolvesArgumentThenEnvThenDefault) {
   unsetenv("WGC_STENCIL_CPU_BELOW");
-  int64_t def = ctx().adapter().is_cpu() ? kStencilCpuBelowPixelsCpuAdapter : kStencilCpuBelowPixelsGpu;
-  EXPECT_EQ(stencil_cpu_below(ctx()), def);
-  EXPECT_EQ(stencil_cpu_below(ctx(), 7), 7);
+  bool cpu = ctx().adapter().is_cpu();
+  EXPECT_EQ(stencil_cpu_below(ctx(), StencilOp::Sobel), cpu ? kSobelCpuBelow.cpu_adapter : kSobelCpuBelow.gpu_adapter);
+  EXPECT_EQ(stencil_cpu_below(ctx(), StencilOp::GaussianBlur),
+            cpu ? kBlurCpuBelow.cpu_adapter : kBlurCpuBelow.gpu_adapter);
+  EXPECT_FALSE(stencil_cpu_below_override().has_value());
+  EXPECT_EQ(stencil_cpu_below(ctx(), StencilOp::Sobel, 7), 7);
   setenv("WGC_STENCIL_CPU_BELOW", "123", 1);
-  EXPECT_EQ(stencil_cpu_below(ctx()), 123);
-  EXPECT_EQ(stencil_cpu_below(ctx(), 0), 0);
-  EXPECT_TRUE(stencil_runs_on_cpu(ctx(), 122));
-  EXPECT_FALSE(stencil_runs_on_cpu(ctx(), 123));
+  EXPECT_EQ(stencil_cpu_below(ctx(), StencilOp::GaussianBlur), 123);
+  EXPECT_EQ(stencil_cpu_below(ctx(), StencilOp::Sobel, 0), 0);
+  EXPECT_TRUE(stencil_runs_on_cpu(ctx(), StencilOp::Sobel, 122));
+  EXPECT_FALSE(stencil_runs_on_cpu(ctx(), StencilOp::Sobel, 123));
   for (const char* bad : {"lots", "-5", "12x"}) {
     setenv("WGC_STENCIL_CPU_BELOW", bad, 1);
     try {
-      stencil_cpu_below(ctx());
+      stencil_cpu_below(ctx(), StencilOp::Sobel);
       ADD_FAILURE() << "no error for " << bad;
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find("WGC_STENCIL_CPU_BELOW"), std::string::npos) << e.what();
     }
   }
   unsetenv("WGC_STENCIL_CPU_BELOW");
-  EXPECT_FALSE(stencil_runs_on_cpu(ctx(), 1, {StencilVersion::Auto, 0}));
+  EXPECT_FALSE(stencil_runs_on_cpu(ctx(), StencilOp::Sobel, 1, {StencilVersion::Auto, 0}));
 }
 
 TEST(Stencil, HostImageGpuAndCpuPathsAgree) {
@@ -289,7 +294,7 @@ TEST(Stencil, BenchHookVariantsRunAndBytesAreCounted) {
   EXPECT_EQ(stencil_bytes_moved({StencilOp::GaussianBlur, 10, 20, 1}), 4u * 10 * 20 * 4);
 }
 
-// How kStencilCpuBelowPixels was measured: the host-image blur (sigma 2) and Sobel, RGB, at square
+// How kSobelCpuBelow and kBlurCpuBelow were measured: the host-image blur (sigma 2) and Sobel, RGB, at square
 // sizes, GPU path (upload, dispatch, download) vs CPU path, best of several runs. Run with
 //   test_stencil --gtest_also_run_disabled_tests --gtest_filter='*MeasureCpuThreshold*'
 TEST(Stencil, DISABLED_MeasureCpuThreshold) {
@@ -385,30 +390,56 @@ TEST(Stencil, DISABLED_VersionTimes) {
 }
 
 // Sweeps the workgroup shapes of every kernel (StencilConfig) and prints the time of each.
-//   SIDE=4096 test_stencil --gtest_also_run_disabled_tests --gtest_filter='*TuneConfigs*'
+//   SIDE=4096 SHAPES=16x16x1,64x4x2 ROUNDS=2 test_stencil --gtest_also_run_disabled_tests
+//   --gtest_filter='*TuneConfigs*'
 TEST(Stencil, DISABLED_TuneConfigs) {
   int side = std::getenv("SIDE") ? std::atoi(std::getenv("SIDE")) : 256;
   float sigma = std::getenv("SIGMA") ? float(std::atof(std::getenv("SIGMA"))) : 2.f;
-  int reps = ctx().adapter().is_cpu() ? 2 : 10;
+  int rounds = std::getenv("ROUNDS") ? std::atoi(std::getenv("ROUNDS")) : 1;
+  int reps = ctx().adapter().is_cpu() ? 2 : 30;
   std::vector<StencilShape> shapes{{16, 16, 1}, {32, 8, 1}, {64, 4, 1},  {128, 2, 1}, {256, 1, 1}, {32, 8, 2},
                                    {32, 8, 4},  {64, 4, 2}, {64, 4, 4},  {16, 16, 2}, {16, 16, 4}, {32, 16, 1},
                                    {32, 16, 2}, {64, 8, 2}, {32, 32, 1}, {128, 4, 2}, {128, 8, 1}, {32, 8, 8}};
+  if (const char* e = std::getenv("SHAPES")) {
+    shapes.clear();
+    for (const char* q = e; *q;) {
+      StencilShape sh;
+      int n = 0;
+      if (std::sscanf(q, "%ux%ux%u%n", &sh.x, &sh.y, &sh.per, &n) != 3) break;
+      shapes.push_back(sh);
+      q += n;
+      if (*q == ',') ++q;
+    }
+  }
   uint32_t max_inv = ctx().limits().max_compute_invocations_per_workgroup;
   std::printf("adapter: %s, %dx%d, sigma %g\n", ctx().adapter().description.c_str(), side, side, double(sigma));
-  for (int c : {1, 4})
-    for (auto& v : stencil_variants()) {
-      bool tiled = v.version == StencilVersion::Tiled || v.version == StencilVersion::TiledVec4;
-      for (auto& sh : shapes) {
-        if (sh.x * sh.y > max_inv || (!tiled && sh.per != 1)) continue;
-        StencilConfig cfg;
-        cfg.sobel_naive = cfg.sobel_tiled = cfg.blur_naive = cfg.blur_tiled_h = cfg.blur_tiled_v = sh;
-        StencilProblem p{v.op, side, side, c, sigma};
-        if (!v.supports(ctx(), p, cfg)) continue;
-        StencilCall call = v.prepare(ctx(), p, 1, cfg);
-        auto t = call_times(call, v.op == StencilOp::Sobel ? 1 : 2, reps);
-        std::printf("TUNE %-18s c=%d %3ux%-3u per %u:", v.name.c_str(), c, sh.x, sh.y, sh.per);
-        for (double x : t) std::printf(" %9.4f", x);
-        std::printf("\n");
-      }
+  // Warm-up: a second of work so the clocks are up before the first measurement.
+  {
+    StencilProblem p{StencilOp::GaussianBlur, side, side, 4, sigma};
+    StencilCall call = stencil_variants()[5].prepare(ctx(), p);
+    auto t0 = std::chrono::steady_clock::now();
+    while (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < 1.0) {
+      Batch b(ctx());
+      for (int i = 0; i < 10; ++i) call.record(b);
+      b.run();
     }
+  }
+  for (int round = 0; round < rounds; ++round)
+    for (int c : {1, 4})
+      for (auto& v : stencil_variants()) {
+        bool tiled = v.version == StencilVersion::Tiled || v.version == StencilVersion::TiledVec4;
+        for (auto& sh : shapes) {
+          if (sh.x * sh.y > max_inv || (!tiled && sh.per != 1)) continue;
+          StencilConfig cfg;
+          cfg.sobel_naive = cfg.sobel_tiled = cfg.sobel_tiled_vec4 = cfg.blur_naive = cfg.blur_tiled_h =
+              cfg.blur_tiled_v = cfg.blur_tiled_h_vec4 = cfg.blur_tiled_v_vec4 = sh;
+          StencilProblem p{v.op, side, side, c, sigma};
+          if (!v.supports(ctx(), p, cfg)) continue;
+          StencilCall call = v.prepare(ctx(), p, 1, cfg);
+          auto t = call_times(call, v.op == StencilOp::Sobel ? 1 : 2, reps);
+          std::printf("TUNE r%d %-18s c=%d %3ux%-3u per %u:", round, v.name.c_str(), c, sh.x, sh.y, sh.per);
+          for (double x : t) std::printf(" %9.4f", x);
+          std::printf("\n");
+        }
+      }
 }

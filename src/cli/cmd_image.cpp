@@ -61,7 +61,8 @@ int run_filter(const char* cmd, StencilOp op, const ImageArgs& r, float sigma, G
   auto t0 = std::chrono::steady_clock::now();  // the filter's time (after the device is up)
   // Below both adapters' defaults (or an explicit threshold) no device is needed to decide.
   std::optional<int64_t> below = stencil_cpu_below_override(r.cpu_below);
-  int64_t sure_cpu = below.value_or(std::min(kStencilCpuBelowPixelsCpuAdapter, kStencilCpuBelowPixelsGpu));
+  const StencilThreshold& t = op == StencilOp::Sobel ? kSobelCpuBelow : kBlurCpuBelow;
+  int64_t sure_cpu = below.value_or(std::min(t.cpu_adapter, t.gpu_adapter));
   Image out;
   std::string how;
   if (img.pixels() < sure_cpu) {
@@ -71,7 +72,7 @@ int run_filter(const char* cmd, StencilOp op, const ImageArgs& r, float sigma, G
     Context ctx({parse_backend(r.gpu.backend), r.gpu.debug});
     t0 = std::chrono::steady_clock::now();
     ImageStencilOptions o{r.version, r.cpu_below};
-    if (stencil_runs_on_cpu(ctx, img.pixels(), o)) {
+    if (stencil_runs_on_cpu(ctx, op, img.pixels(), o)) {
       out = cpu(img);
       how = "cpu";
     } else {

@@ -77,8 +77,8 @@ Params image_params(int w, int h, int c, bool vec4) { return Params(uint32_t(w),
 void record_sobel_impl(const Context& ctx, Batch& b, const Tensor& img, const Tensor& out, int w, int h, int c,
                        StencilVersion v, const StencilConfig& cfg) {
   bool vec4 = is_vec4(v), tiled = is_tiled(v);
-  const Shape2& s = tiled ? cfg.sobel_tiled : cfg.sobel_naive;
-  check_shape(ctx, s, tiled ? "sobel_tiled" : "sobel_naive");
+  const Shape2& s = !tiled ? cfg.sobel_naive : vec4 ? cfg.sobel_tiled_vec4 : cfg.sobel_tiled;
+  check_shape(ctx, s, !tiled ? "sobel_naive" : vec4 ? "sobel_tiled_vec4" : "sobel_tiled");
   std::vector<std::pair<std::string, double>> k{{"WG_X", s.x}, {"WG_Y", s.y}};
   if (tiled) k.push_back({"ROWS", s.per});
   Kernel kern = compile(ctx, embedded_kernel(kernel_path(StencilOp::Sobel, v), k));
@@ -102,7 +102,8 @@ void record_blur_impl(const Context& ctx, Batch& b, const Tensor& img, const Ten
     b.dispatch(compile(ctx, embedded_kernel(path, k, "vertical")), {tmp, wts, out}, prm, g);
     return;
   }
-  const Shape2 &sh = cfg.blur_tiled_h, &sv = cfg.blur_tiled_v;
+  const Shape2& sh = vec4 ? cfg.blur_tiled_h_vec4 : cfg.blur_tiled_h;
+  const Shape2& sv = vec4 ? cfg.blur_tiled_v_vec4 : cfg.blur_tiled_v;
   check_shape(ctx, sh, "blur_tiled_h");
   check_shape(ctx, sv, "blur_tiled_v");
   std::vector<std::pair<std::string, double>> kh{{"WG_X", sh.x}, {"WG_Y", sh.y}, {"PER", sh.per}, {"R", r}};
@@ -151,7 +152,7 @@ bool stencil_supports(const Context& ctx, StencilOp op, StencilVersion v, int ch
   if (is_vec4(v) && channels != 4) return no("needs 4 channels (RGBA), got " + std::to_string(channels));
   uint64_t elem = is_vec4(v) ? 16 : 4, limit = ctx.limits().max_compute_workgroup_storage_size;
   if (op == StencilOp::Sobel && is_tiled(v)) {
-    const Shape2& s = cfg.sobel_tiled;
+    const Shape2& s = is_vec4(v) ? cfg.sobel_tiled_vec4 : cfg.sobel_tiled;
     uint64_t need = (uint64_t(s.x) + 2) * (uint64_t(s.y) * s.per + 2) * elem;
     if (need > limit)
       return no("the tile needs " + std::to_string(need) +
@@ -160,8 +161,9 @@ bool stencil_supports(const Context& ctx, StencilOp op, StencilVersion v, int ch
   if (op == StencilOp::GaussianBlur) {
     int r = cpu::gaussian_radius(sigma);  // throws for a bad sigma
     if (is_tiled(v)) {
-      uint64_t need = std::max(tiled_blur_bytes(cfg.blur_tiled_h, true, r, elem),
-                               tiled_blur_bytes(cfg.blur_tiled_v, false, r, elem));
+      bool v4 = is_vec4(v);
+      uint64_t need = std::max(tiled_blur_bytes(v4 ? cfg.blur_tiled_h_vec4 : cfg.blur_tiled_h, true, r, elem),
+                               tiled_blur_bytes(v4 ? cfg.blur_tiled_v_vec4 : cfg.blur_tiled_v, false, r, elem));
       if (need > limit)
         return no("radius " + std::to_string(r) + " needs " + std::to_string(need) +
                   " bytes of workgroup memory, above maxComputeWorkgroupStorageSize " + std::to_string(limit));
@@ -172,12 +174,14 @@ bool stencil_supports(const Context& ctx, StencilOp op, StencilVersion v, int ch
 
 StencilVersion stencil_auto_version(const Context& ctx, StencilOp op, int channels, float sigma,
                                     const StencilConfig& cfg) {
-  // H200, 4096x4096 (ms, sigma 2): sobel naive 0.074 / tiled 0.105 (c=1), naive_vec4 0.154 /
-  // tiled_vec4 0.363; blur naive 0.264 / tiled 0.229 (c=1), naive_vec4 0.518 / tiled_vec4 0.520,
-  // at sigma 5 0.941 / 0.784. SwiftShader, 256x256: tiled 5-40x slower than naive.
+  // H200, 4096x4096, ms per call (tuned configs; Stencil.DISABLED_TuneConfigs, sigma 2):
+  //   sobel  c=1: naive 0.076, tiled 0.059      c=4: naive_vec4 0.194, tiled_vec4 0.264
+  //   blur   c=1: naive 0.265, tiled 0.181      c=4: naive_vec4 0.406, tiled_vec4 0.47-0.73
+  // (scalar c=4 through strided loads: 0.78-1.5, which is why RGB is padded to RGBA for the
+  // image blur). SwiftShader, 256x256: the tiled kernels 5-40x slower than the naive ones.
   StencilVersion naive = channels == 4 ? StencilVersion::NaiveVec4 : StencilVersion::Naive;
-  if (op == StencilOp::Sobel || ctx.adapter().is_cpu()) return naive;
-  StencilVersion tiled = channels == 4 ? StencilVersion::TiledVec4 : StencilVersion::Tiled;
+  if (channels == 4 || ctx.adapter().is_cpu()) return naive;
+  StencilVersion tiled = StencilVersion::Tiled;
   return stencil_supports(ctx, op, tiled, channels, sigma, nullptr, cfg) ? tiled : naive;
 }
 
@@ -231,13 +235,13 @@ std::optional<int64_t> stencil_cpu_below_override(int64_t requested) {
   return v;
 }
 
-int64_t stencil_cpu_below(const Context& ctx, int64_t requested) {
-  return stencil_cpu_below_override(requested).value_or(ctx.adapter().is_cpu() ? kStencilCpuBelowPixelsCpuAdapter
-                                                                               : kStencilCpuBelowPixelsGpu);
+int64_t stencil_cpu_below(const Context& ctx, StencilOp op, int64_t requested) {
+  const StencilThreshold& t = op == StencilOp::Sobel ? kSobelCpuBelow : kBlurCpuBelow;
+  return stencil_cpu_below_override(requested).value_or(ctx.adapter().is_cpu() ? t.cpu_adapter : t.gpu_adapter);
 }
 
-bool stencil_runs_on_cpu(const Context& ctx, int64_t pixels, const ImageStencilOptions& o) {
-  return pixels < stencil_cpu_below(ctx, o.cpu_below);
+bool stencil_runs_on_cpu(const Context& ctx, StencilOp op, int64_t pixels, const ImageStencilOptions& o) {
+  return pixels < stencil_cpu_below(ctx, op, o.cpu_below);
 }
 
 namespace {
@@ -265,7 +269,7 @@ StencilVersion image_stencil_version(const Context& ctx, StencilOp op, int image
 }
 
 Image sobel(const Context& ctx, const Image& img, const ImageStencilOptions& o) {
-  if (stencil_runs_on_cpu(ctx, img.pixels(), o)) return sobel_on_cpu(img);
+  if (stencil_runs_on_cpu(ctx, StencilOp::Sobel, img.pixels(), o)) return sobel_on_cpu(img);
   auto g = to_gray(img);
   Tensor t = make_tensor(ctx, {img.height, img.width, 1}, g);
   Tensor r = sobel(ctx, t, img.width, img.height, 1, o.version);
@@ -274,7 +278,7 @@ Image sobel(const Context& ctx, const Image& img, const ImageStencilOptions& o) 
 
 Image gaussian_blur(const Context& ctx, const Image& img, float sigma, const ImageStencilOptions& o) {
   cpu::gaussian_radius(sigma);  // a bad sigma fails the same way on both paths
-  if (stencil_runs_on_cpu(ctx, img.pixels(), o)) return gaussian_blur_on_cpu(img, sigma);
+  if (stencil_runs_on_cpu(ctx, StencilOp::GaussianBlur, img.pixels(), o)) return gaussian_blur_on_cpu(img, sigma);
   StencilVersion v = image_stencil_version(ctx, StencilOp::GaussianBlur, img.channels, sigma, o.version);
   std::vector<float> f = to_float(img);
   int c = img.channels;

@@ -32,18 +32,21 @@ inline constexpr StencilVersion kStencilVersions[] = {StencilVersion::Naive, Ste
 
 // Tuning knobs, for benchmarks: each kernel's workgroup shape and outputs per thread along its
 // pass direction (Sobel tiled: rows; blur tiled: along x for the horizontal pass, y for the
-// vertical). The defaults are what the ops use: the best compromise over 1 and 4 channels and the
-// vec4 form in a sweep on the H200 (Stencil.DISABLED_TuneConfigs, 2048x2048, sigma 2), all within
-// SwiftShader's 256 invocations.
+// vertical). The defaults are what the ops use: the best of a sweep on the H200
+// (Stencil.DISABLED_TuneConfigs, 4096x4096, 1 and 4 channels, sigma 2, two rounds), all within
+// SwiftShader's 256 invocations. The vec4 tiled kernels did best with one output per thread.
 struct StencilShape {
   uint32_t x = 16, y = 16, per = 1;
 };
 struct StencilConfig {
-  StencilShape sobel_naive{32, 8, 1};
-  StencilShape sobel_tiled{32, 8, 2};
-  StencilShape blur_naive{64, 4, 1};
-  StencilShape blur_tiled_h{64, 4, 2};
-  StencilShape blur_tiled_v{16, 16, 2};
+  StencilShape sobel_naive{32, 8, 1};         // scalar and vec4
+  StencilShape sobel_tiled{64, 4, 4};         // scalar
+  StencilShape sobel_tiled_vec4{32, 8, 1};    // vec4
+  StencilShape blur_naive{64, 4, 1};          // scalar and vec4, both passes
+  StencilShape blur_tiled_h{64, 4, 2};        // scalar, horizontal pass
+  StencilShape blur_tiled_v{32, 8, 2};        // scalar, vertical pass
+  StencilShape blur_tiled_h_vec4{16, 16, 1};  // vec4, horizontal pass
+  StencilShape blur_tiled_v_vec4{16, 16, 1};  // vec4, vertical pass
 };
 
 std::string_view to_string(StencilVersion v);                 // "auto", "naive", "tiled", "naive_vec4", "tiled_vec4"
@@ -54,10 +57,10 @@ StencilVersion parse_stencil_version(std::string_view name);  // throws wgc::Err
 // its tile plus 2 * radius halo to fit the device's workgroup memory. `why` (if given) says why not.
 bool stencil_supports(const Context& ctx, StencilOp op, StencilVersion v, int channels, float sigma = 0.f,
                       std::string* why = nullptr, const StencilConfig& cfg = {});
-// What Auto picks (measured on the H200 and SwiftShader, see stencil.cpp): Sobel: Naive, or
-// NaiveVec4 for 4 channels (the caches serve the 3x3 reuse; tiled was slower). Blur on a GPU:
-// TiledVec4 for 4 channels, else Tiled (Naive/NaiveVec4 when the halo does not fit workgroup
-// memory); on a CPU adapter (SwiftShader, where workgroup barriers are slow) the naive ones.
+// What Auto picks (measured on the H200 and SwiftShader, see stencil.cpp): on a GPU, NaiveVec4
+// for 4 channels (its 16-byte loads hit the caches well; tiled_vec4 was slower), else Tiled (Naive
+// when a blur's halo does not fit workgroup memory). On a CPU adapter (SwiftShader, where workgroup
+// barriers are slow) Naive/NaiveVec4.
 StencilVersion stencil_auto_version(const Context& ctx, StencilOp op, int channels, float sigma = 0.f,
                                     const StencilConfig& cfg = {});
 
@@ -77,30 +80,39 @@ void record_gaussian_blur(const Context& ctx, Batch& b, const Tensor& img, const
                           const StencilConfig& cfg = {});
 
 // --- host images ------------------------------------------------------------------------------
-// Below a size the GPU round trip (upload, dispatch, submit, wait, download) costs more than the
-// CPU reference: images with fewer pixels than the threshold run on the CPU (cpu/stencil.h).
-// Defaults per kind of adapter, measured with Stencil.DISABLED_MeasureCpuThreshold in
-// tests/test_stencil.cpp (host-image blur and Sobel, GPU path vs CPU path; numbers in stencil.cpp):
-// on SwiftShader (2 CPU cores) the GPU path never caught up at any size tried, so the CPU adapter's
-// value is the largest size tried; the GPU value was measured on the H200.
-inline constexpr int64_t kStencilCpuBelowPixelsCpuAdapter = int64_t(1) << 24;
-inline constexpr int64_t kStencilCpuBelowPixelsGpu = int64_t(1) << 16;
+// Below a size the GPU round trip (convert, upload, dispatch, submit, wait, download, convert)
+// costs more than the CPU reference: images with fewer pixels than the op's threshold run on the
+// CPU (cpu/stencil.h). Defaults per kind of adapter, measured with
+// Stencil.DISABLED_MeasureCpuThreshold in tests/test_stencil.cpp (host-image blur, sigma 2, and
+// Sobel of RGB images at square sizes, the GPU path against the CPU path, best of 7):
+//  - SwiftShader (this 2-core machine): the GPU path was slower at every size tried, 8x8 to
+//    1024x1024 (Sobel 4-16x, blur 4-40x slower): the CPU adapter's value is a size past the
+//    largest tried (4096x4096), i.e. CPU unless asked.
+//  - H200 (its host's CPU, one thread): the GPU path wins from about 96x96 for the blur
+//    (0.47 vs 0.51 ms; 64x64: 0.33 vs 0.23) and from about 192x192 for Sobel (0.70 vs 0.69;
+//    128x128: 0.38 vs 0.29).
+struct StencilThreshold {
+  int64_t cpu_adapter, gpu_adapter;  // pixels
+};
+inline constexpr StencilThreshold kSobelCpuBelow{int64_t(1) << 24, 192 * 192};
+inline constexpr StencilThreshold kBlurCpuBelow{int64_t(1) << 24, 96 * 96};
 // Whether Auto blurs an RGB image on a GPU as RGBA through the vec4 kernels (a third more bytes,
-// one load per pixel) rather than as 3 channels through the scalar ones.
+// one 16-byte load per pixel) rather than as 3 channels through the scalar ones: on the H200 at
+// 4096x4096, 0.41 ms (naive_vec4, 4 channels) against 0.93 ms (tiled, 3 channels).
 inline constexpr bool kStencilPadRgbToVec4 = true;
 
 struct ImageStencilOptions {
   StencilVersion version = StencilVersion::Auto;
-  // Pixel count below which the CPU runs it: -1 takes $WGC_STENCIL_CPU_BELOW if set, else the
+  // Pixel count below which the CPU runs it: -1 takes $WGC_STENCIL_CPU_BELOW if set, else the op's
   // default above for the context's adapter; 0 always uses the GPU; INT64_MAX always the CPU.
   int64_t cpu_below = -1;
 };
 // The threshold in force for `requested` (resolves -1 as above; a malformed environment value is
 // an error naming the variable).
-int64_t stencil_cpu_below(const Context& ctx, int64_t requested = -1);
+int64_t stencil_cpu_below(const Context& ctx, StencilOp op, int64_t requested = -1);
 // The part that needs no device: `requested` if >= 0, else $WGC_STENCIL_CPU_BELOW if set, else none.
 std::optional<int64_t> stencil_cpu_below_override(int64_t requested = -1);
-bool stencil_runs_on_cpu(const Context& ctx, int64_t pixels, const ImageStencilOptions& o = {});
+bool stencil_runs_on_cpu(const Context& ctx, StencilOp op, int64_t pixels, const ImageStencilOptions& o = {});
 
 // The version the host-image overloads run (Sobel runs on the luma, 1 channel). An RGB image is
 // padded to RGBA for a Vec4 version: when asked for one, or for Auto on a GPU when
