@@ -3,6 +3,9 @@
 #include "gpu/context_state.h"
 #include "gpu/error.h"
 
+#include <cstdio>
+#include <cstdlib>
+#include <string_view>
 #include <variant>
 
 namespace wgc {
@@ -40,7 +43,9 @@ struct Batch::Impl {
   uint32_t timed_count = 0;
   bool submitted = false;
 
-  explicit Impl(Context c, bool t) : ctx(std::move(c)), timed(t && ctx.features().timestamp_query) {}
+  // WGC_PROFILE=1 times every batch and prints its dispatches to stderr.
+  bool profile = std::getenv("WGC_PROFILE") && std::string_view(std::getenv("WGC_PROFILE")) != "0";
+  explicit Impl(Context c, bool t) : ctx(std::move(c)), timed((t || profile) && ctx.features().timestamp_query) {}
   ~Impl() {
     if (queries) wgpuQuerySetRelease(queries);
   }
@@ -231,6 +236,10 @@ void Batch::wait() {
     im.timings[i].ms = ts[2 * i + 1] >= ts[2 * i] ? static_cast<double>(ts[2 * i + 1] - ts[2 * i]) * 1e-6 : 0.0;
   wgpuBufferUnmap(im.readback->buffer);
   im.readback.reset();
+  if (im.profile) {
+    std::fprintf(stderr, "[wgc profile] batch of %zu dispatches, %.3f ms\n", im.timings.size(), total_ms());
+    for (auto& t : im.timings) std::fprintf(stderr, "  %9.3f ms  %s\n", t.ms, t.label.c_str());
+  }
 }
 
 void run(const Context& ctx, const Kernel& k, std::vector<Arg> args, const Params& params, Groups groups) {
