@@ -31,9 +31,10 @@ struct Expect {
 };
 
 // Compares the last-k logits of every prompt and, where the margin allows, the greedy tokens.
-void check_model(const std::filesystem::path& model_path, const std::filesystem::path& golden_dir, Expect e) {
+void check_model(const std::filesystem::path& model_path, const std::filesystem::path& golden_dir, Expect e,
+                 EngineOptions eo = {256, 64, false}) {
   ModelFile mf = open_model(model_path, {false, false});
-  LlamaModel model(ctx(), mf, {256, 64, false});
+  LlamaModel model(ctx(), mf, eo);
   Golden g{SafetensorsFile::open(golden_dir / "golden.safetensors")};
   int64_t vocab = mf.config().vocab_size;
   for (int p = 0;; ++p) {
@@ -97,7 +98,13 @@ TEST(LlamaFixtures, TinyLlama3SafetensorsBf16) {
 
 TEST(LlamaFixtures, TinyLlama3GgufF16) {
   WGC_REQUIRE_FILE(fx("tiny-llama3-bf16/tiny-llama3-bf16-f16.gguf"));
-  check_model(fx("tiny-llama3-bf16/tiny-llama3-bf16-f16.gguf"), fx("tiny-llama3-bf16"), {1e-2, 0.05});
+  // This GGUF was written by a converter that predates transformers 5's `rope_parameters`: it has
+  // no rope.freq_base and no rope_freqs tensor, so by its own metadata theta is 10000 without
+  // scaling (llama.cpp reads it the same way). The model's config.json states the real values;
+  // pass them as overrides, as a llama.cpp user would with --rope-freq-base.
+  ModelConfig truth = config_from_hf_dir(fx("tiny-llama3-bf16"));
+  EngineOptions eo{256, 64, false, truth.rope_theta, truth.rope_scaling};
+  check_model(fx("tiny-llama3-bf16/tiny-llama3-bf16-f16.gguf"), fx("tiny-llama3-bf16"), {1e-2, 0.05}, eo);
 }
 
 TEST(LlamaFixtures, WgcTinyDictQ8_0) {

@@ -128,6 +128,11 @@ struct LlamaModel::Impl {
   int64_t logits_rows = 0;
 
   Impl(const Context& c, const ModelFile& f, EngineOptions o) : ctx(c), cfg(f.config()), opt(o), ops(c) {
+    if (opt.rope_theta) cfg.rope_theta = *opt.rope_theta;
+    if (opt.rope_scaling) {
+      cfg.rope_scaling = *opt.rope_scaling;
+      cfg.rope_freq_factors.clear();  // the file's per-frequency factors would override the scaling
+    }
     hidden = cfg.hidden_size;
     nh = cfg.n_heads;
     nkv = cfg.n_kv_heads;

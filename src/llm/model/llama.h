@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -19,6 +20,11 @@ struct EngineOptions {
   int max_ctx = 0;         // KV cache length; 0: the model's context, at most kDefaultMaxCtx
   int max_batch = 512;     // prompt tokens per forward step (longer prompts are split)
   bool progress = true;    // progress bar while uploading weights (on a terminal)
+  // Overrides of the file's RoPE settings, like llama.cpp's --rope-freq-base / --rope-scaling:
+  // some GGUF files lack them (converters older than transformers 5's `rope_parameters` drop
+  // them, and the readers then assume theta 10000 without scaling).
+  std::optional<double> rope_theta;
+  std::optional<RopeScaling> rope_scaling;
 };
 inline constexpr int kDefaultMaxCtx = 4096;
 
