@@ -184,12 +184,16 @@ void Batch::submit() {
       entries.push_back(e);
     }
     WGPUBindGroupDescriptor bd = WGPU_BIND_GROUP_DESCRIPTOR_INIT;
-    WGPUBindGroupLayout layout = wgpuComputePipelineGetBindGroupLayout(d.kernel.pipeline(), 0);
-    bd.layout = layout;
+    // Layouts are looked up once per pipeline: a decode step records hundreds of dispatches.
+    {
+      std::lock_guard lock(s.mu);
+      WGPUBindGroupLayout& layout = s.layouts[d.kernel.pipeline()];
+      if (!layout) layout = wgpuComputePipelineGetBindGroupLayout(d.kernel.pipeline(), 0);
+      bd.layout = layout;
+    }
     bd.entryCount = entries.size();
     bd.entries = entries.data();
     WGPUBindGroup bg = wgpuDeviceCreateBindGroup(s.device, &bd);
-    wgpuBindGroupLayoutRelease(layout);
     wgpuComputePassEncoderSetPipeline(pass, d.kernel.pipeline());
     wgpuComputePassEncoderSetBindGroup(pass, 0, bg, 0, nullptr);
     wgpuComputePassEncoderDispatchWorkgroups(pass, d.groups.x, d.groups.y, d.groups.z);

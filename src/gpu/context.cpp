@@ -56,6 +56,7 @@ void pop_error_scopes(ContextState& s, std::string_view what) {
 }
 
 ContextState::~ContextState() {
+  for (auto& [p, l] : layouts) wgpuBindGroupLayoutRelease(l);
   for (auto& [key, p] : pipelines) wgpuComputePipelineRelease(p);
   for (auto& [key, b] : free_buffers) wgpuBufferRelease(b);
   if (queue) wgpuQueueRelease(queue);

@@ -29,6 +29,7 @@ struct ContextState {
   std::string uncaptured_error;
 
   std::unordered_map<std::string, WGPUComputePipeline> pipelines;  // by kernel key
+  std::unordered_map<WGPUComputePipeline, WGPUBindGroupLayout> layouts;  // group 0 of each pipeline
 
   // Free buffers by (usage, size); Tensor storage returns here instead of being destroyed.
   std::multimap<std::pair<uint64_t, uint64_t>, WGPUBuffer> free_buffers;
