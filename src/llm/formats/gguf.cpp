@@ -229,7 +229,11 @@ std::string GgufValue::describe(size_t max_items, size_t max_string) const {
       return s;
     }
     case GgufType::Array: {
-      std::string s = "[" + std::to_string(count_) + " x " + std::string(llm::to_string(elem_)) + "] [";
+      std::string s = "[";  // (appends: GCC 12 warns falsely on "[" + std::to_string(...))
+      s += std::to_string(count_);
+      s += " x ";
+      s += llm::to_string(elem_);
+      s += "] [";
       size_t n = std::min(count_, max_items);
       for (size_t i = 0; i < n; ++i) {
         if (i) s += ", ";
@@ -571,7 +575,7 @@ std::vector<float> GgufFile::get_f32_array(std::string_view key) const {
   std::vector<float> out;
   if (v->is_array() && v->array_type() == GgufType::F32) {
     out.resize(v->size());
-    std::memcpy(out.data(), v->raw().data(), out.size() * 4);
+    if (!out.empty()) std::memcpy(out.data(), v->raw().data(), out.size() * 4);
     return out;
   }
   if (!v->is_array()) bad_type(name_, key, *v, "an array of numbers");
@@ -590,7 +594,7 @@ std::vector<int32_t> GgufFile::get_i32_array(std::string_view key) const {
   std::vector<int32_t> out;
   if (v->array_type() == GgufType::I32) {
     out.resize(v->size());
-    std::memcpy(out.data(), v->raw().data(), out.size() * 4);
+    if (!out.empty()) std::memcpy(out.data(), v->raw().data(), out.size() * 4);
     return out;
   }
   GgufType et = v->array_type();

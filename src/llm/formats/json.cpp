@@ -7,6 +7,7 @@
 #include <deque>
 #include <fstream>
 #include <limits>
+#include <tuple>
 
 namespace wgc::llm::json {
 
@@ -425,7 +426,7 @@ class Parser {
       if (p_ >= end_ || *p_ != ':') fail("unexpected " + describe_here() + ", expected ':'");
       ++p_;
       skip_ws();
-      tmp.emplace_back(std::move(key), Value());
+      tmp.emplace_back(std::piecewise_construct, std::forward_as_tuple(std::move(key)), std::forward_as_tuple());
       value(tmp.back().second, depth);
       skip_ws();
       if (p_ < end_ && *p_ == ',') {

@@ -134,7 +134,11 @@ ModelConfig config_from_gguf(const GgufFile& f) {
   c.head_dim = f.get_u32(key("attention.key_length"), c.n_heads ? uint32_t(c.hidden_size / c.n_heads) : 0);
   c.rope_dim = f.get_u32(key("rope.dimension_count"), uint32_t(c.head_dim));
   c.rope_theta = f.get_f32(key("rope.freq_base"), 10000.f);  // llama.cpp's default when absent
+  if (!f.find(key("rope.freq_base")))
+    c.notes.push_back("no " + key("rope.freq_base") + ": rope theta 10000 (llama.cpp's default)");
   c.rms_norm_eps = f.get_f32(key("attention.layer_norm_rms_epsilon"), 1e-5f);
+  if (!f.find(key("attention.layer_norm_rms_epsilon")))
+    c.notes.push_back("no " + key("attention.layer_norm_rms_epsilon") + ": eps 1e-5");
   c.max_position_embeddings = f.get_u32(key("context_length"), 0);
   if (f.find(key("attention.sliding_window"))) c.sliding_window = f.get_u32(key("attention.sliding_window"));
 
@@ -168,7 +172,7 @@ ModelConfig config_from_gguf(const GgufFile& f) {
                   " values, expected F32 of rope_dim/2 = " + std::to_string(c.rope_dim / 2));
     auto bytes = f.tensor_data(*rf);
     c.rope_freq_factors.resize(size_t(rf->numel()));
-    std::memcpy(c.rope_freq_factors.data(), bytes.data(), bytes.size());
+    if (!bytes.empty()) std::memcpy(c.rope_freq_factors.data(), bytes.data(), bytes.size());
     // llama.cpp writes llama3 scaling as these factors; report the type (the exact parameters are
     // not in the file: the factors are what rope_inv_freq() uses).
     c.rope_scaling.type = RopeScalingType::Llama3;

@@ -54,6 +54,9 @@ struct ModelConfig {
   std::optional<int32_t> bos_token_id;
   std::vector<int32_t> eos_token_ids;  // any of them ends generation
   std::optional<int64_t> sliding_window;
+  // Defaults the reader had to assume, in words (e.g. a GGUF without llama.rope.freq_base gets
+  // llama.cpp's default theta 10000): worth showing to a user when outputs look wrong.
+  std::vector<std::string> notes;
 
   // The inverse rotary frequencies for pairs i = 0 .. rope_dim/2 - 1, with the scaling applied:
   // theta^(-2i/rope_dim), divided per rope_scaling (or by rope_freq_factors where present). The

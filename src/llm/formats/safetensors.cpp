@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <fstream>
 
 namespace wgc::llm {
 namespace {
@@ -23,6 +24,64 @@ std::optional<TensorType> safetensors_dtype(std::string_view d) {
   if (d == "I8") return TensorType::I8;
   if (d == "I16") return TensorType::I16;
   return std::nullopt;
+}
+
+std::string_view safetensors_dtype_name(TensorType t) {
+  switch (t) {
+    case TensorType::F32: return "F32";
+    case TensorType::F16: return "F16";
+    case TensorType::BF16: return "BF16";
+    case TensorType::I32: return "I32";
+    case TensorType::I64: return "I64";
+    case TensorType::F64: return "F64";
+    case TensorType::I8: return "I8";
+    case TensorType::I16: return "I16";
+    default: throw Error("safetensors: no dtype for " + std::string(to_string(t)));
+  }
+}
+
+std::vector<std::byte> safetensors_bytes(std::span<const SafetensorsEntry> tensors,
+                                         const std::map<std::string, std::string>& metadata) {
+  json::Value header = json::Value::object();
+  if (!metadata.empty()) {
+    json::Value md = json::Value::object();
+    for (const auto& [k, v] : metadata) md.set(k, v);
+    header.set("__metadata__", std::move(md));
+  }
+  uint64_t off = 0;
+  for (const auto& t : tensors) {
+    auto want = tensor_bytes(t.type, t.shape, t.shape.empty() ? 1 : t.shape.back());
+    if (!want || *want != t.data.size())
+      throw Error("safetensors: tensor '" + t.name + "': " + std::to_string(t.data.size()) +
+                  " bytes do not match its type and shape");
+    json::Value e = json::Value::object();
+    e.set("dtype", std::string(safetensors_dtype_name(t.type)));
+    json::Value shape = json::Value::array();
+    for (int64_t d : t.shape) shape.push_back(d);
+    e.set("shape", std::move(shape));
+    json::Value offs = json::Value::array();
+    offs.push_back(off);
+    offs.push_back(off + t.data.size());
+    e.set("data_offsets", std::move(offs));
+    header.set(t.name, std::move(e));
+    off += t.data.size();
+  }
+  std::string text = header.dump();
+  while (text.size() % 8) text += ' ';
+  std::vector<std::byte> out(8 + text.size());
+  uint64_t n = text.size();
+  std::memcpy(out.data(), &n, 8);
+  std::memcpy(out.data() + 8, text.data(), text.size());
+  for (const auto& t : tensors) out.insert(out.end(), t.data.begin(), t.data.end());
+  return out;
+}
+
+void write_safetensors(const std::filesystem::path& path, std::span<const SafetensorsEntry> tensors,
+                       const std::map<std::string, std::string>& metadata) {
+  auto b = safetensors_bytes(tensors, metadata);
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f.write(reinterpret_cast<const char*>(b.data()), std::streamsize(b.size()));
+  if (!f) throw Error(path.string() + ": cannot write");
 }
 
 int64_t SafetensorsTensor::numel() const {

@@ -71,5 +71,19 @@ class SafetensorsModel {
 
 // "F32", "BF16", ... (safetensors spelling) -> type; nullopt for dtypes wgc does not read.
 std::optional<TensorType> safetensors_dtype(std::string_view dtype);
+// The safetensors spelling of a plain type; throws wgc::Error for block-quantized types.
+std::string_view safetensors_dtype_name(TensorType t);
+
+// Writing (tests, tools): tensors laid out in the given order, header padded to 8 bytes.
+struct SafetensorsEntry {
+  std::string name;
+  TensorType type;
+  std::vector<int64_t> shape;
+  std::span<const std::byte> data;  // exactly numel x element size
+};
+std::vector<std::byte> safetensors_bytes(std::span<const SafetensorsEntry> tensors,
+                                         const std::map<std::string, std::string>& metadata = {});
+void write_safetensors(const std::filesystem::path& path, std::span<const SafetensorsEntry> tensors,
+                       const std::map<std::string, std::string>& metadata = {});
 
 }  // namespace wgc::llm

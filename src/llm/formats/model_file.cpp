@@ -1,0 +1,282 @@
+#include "llm/formats/model_file.h"
+
+#include "gpu/error.h"
+#include "llm/formats/dequant.h"
+#include "llm/formats/gguf.h"
+#include "llm/formats/json.h"
+#include "llm/formats/safetensors.h"
+#include "util/progress.h"
+
+#include <unistd.h>
+
+#include <charconv>
+#include <cstring>
+#include <fstream>
+
+namespace wgc::llm {
+
+int64_t ModelTensor::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+int64_t ModelTensor::rows() const {
+  int64_t r = row_length();
+  return r ? numel() / r : 0;
+}
+
+ModelFile::ModelFile(ModelFile&&) noexcept = default;
+ModelFile& ModelFile::operator=(ModelFile&&) noexcept = default;
+ModelFile::~ModelFile() = default;
+
+const ModelTensor* ModelFile::find(std::string_view name) const {
+  auto it = index_.find(std::string(name));
+  return it == index_.end() ? nullptr : &tensors_[it->second];
+}
+
+const ModelTensor& ModelFile::tensor(std::string_view name) const {
+  if (const ModelTensor* t = find(name)) return *t;
+  throw Error(path_.string() + ": missing tensor '" + std::string(name) + "'");
+}
+
+namespace {
+std::string layer_name(int64_t layer, std::string_view suffix) {
+  return "model.layers." + std::to_string(layer) + "." + std::string(suffix);
+}
+}  // namespace
+
+const ModelTensor& ModelFile::layer_tensor(int64_t layer, std::string_view suffix) const {
+  return tensor(layer_name(layer, suffix));
+}
+
+const ModelTensor* ModelFile::find_layer_tensor(int64_t layer, std::string_view suffix) const {
+  return find(layer_name(layer, suffix));
+}
+
+uint64_t ModelFile::total_bytes() const {
+  uint64_t n = 0;
+  for (const auto& t : tensors_) n += t.data.size();
+  return n;
+}
+
+void ModelFile::add(ModelTensor t) {
+  if (!index_.emplace(t.name, tensors_.size()).second)
+    throw Error(path_.string() + ": two tensors map to the name '" + t.name + "' (the second is '" + t.file_name +
+                "')");
+  tensors_.push_back(std::move(t));
+}
+
+// --- names --------------------------------------------------------------------------------------
+
+std::string hf_name_from_gguf(std::string_view g) {
+  if (g == "token_embd.weight") return "model.embed_tokens.weight";
+  if (g == "output_norm.weight") return "model.norm.weight";
+  if (g == "output.weight") return "lm_head.weight";
+  if (!g.starts_with("blk.")) return std::string(g);
+  std::string_view rest = g.substr(4);
+  size_t dot = rest.find('.');
+  if (dot == std::string_view::npos || dot == 0) return std::string(g);
+  int64_t layer = 0;
+  auto r = std::from_chars(rest.data(), rest.data() + dot, layer);
+  if (r.ec != std::errc() || r.ptr != rest.data() + dot) return std::string(g);
+  std::string_view part = rest.substr(dot + 1);  // "attn_q.weight"
+  size_t d2 = part.rfind('.');
+  if (d2 == std::string_view::npos) return std::string(g);
+  std::string_view base = part.substr(0, d2), kind = part.substr(d2 + 1);  // "attn_q", "weight"
+  static const std::pair<std::string_view, std::string_view> kMap[] = {
+      {"attn_norm", "input_layernorm"},    {"ffn_norm", "post_attention_layernorm"},
+      {"attn_q", "self_attn.q_proj"},      {"attn_k", "self_attn.k_proj"},
+      {"attn_v", "self_attn.v_proj"},      {"attn_output", "self_attn.o_proj"},
+      {"attn_q_norm", "self_attn.q_norm"}, {"attn_k_norm", "self_attn.k_norm"},
+      {"ffn_gate", "mlp.gate_proj"},       {"ffn_up", "mlp.up_proj"},
+      {"ffn_down", "mlp.down_proj"},
+  };
+  for (const auto& [from, to] : kMap)
+    if (base == from) return layer_name(layer, std::string(to) + "." + std::string(kind));
+  return std::string(g);
+}
+
+void unpermute_rope_rows(std::span<const std::byte> in, std::span<std::byte> out, int64_t rows, int64_t n_heads) {
+  if (rows <= 0 || n_heads <= 0 || rows % (2 * n_heads))
+    throw Error("unpermute_rope_rows: " + std::to_string(rows) + " rows is not a multiple of 2 x " +
+                std::to_string(n_heads) + " heads");
+  if (in.size() != out.size() || in.size() % size_t(rows))
+    throw Error("unpermute_rope_rows: " + std::to_string(in.size()) + " bytes do not split into " +
+                std::to_string(rows) + " rows");
+  size_t rb = in.size() / size_t(rows);
+  int64_t d = rows / n_heads, half = d / 2;
+  for (int64_t h = 0; h < n_heads; ++h)
+    for (int64_t i = 0; i < half; ++i)
+      for (int64_t j = 0; j < 2; ++j) {
+        int64_t src = h * d + 2 * i + j, dst = h * d + j * half + i;
+        std::memcpy(out.data() + size_t(dst) * rb, in.data() + size_t(src) * rb, rb);
+      }
+}
+
+std::vector<float> to_f32(const ModelTensor& t) { return dequantize(t.type, t.data, size_t(t.numel())); }
+
+// --- opening ------------------------------------------------------------------------------------
+
+namespace {
+
+std::string shape_str(const std::vector<int64_t>& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+// Checks that every tensor the config implies is present with the right shape and a float type.
+void check_tensors(const ModelFile& m) {
+  const ModelConfig& c = m.config();
+  const std::string src = m.path().string();
+  auto expect = [&](const std::string& name, std::vector<int64_t> shape) {
+    const ModelTensor* t = m.find(name);
+    if (!t) throw Error(src + ": missing tensor '" + name + "'");
+    if (t->shape != shape)
+      throw Error(src + ": tensor '" + name + "' has shape " + shape_str(t->shape) + ", expected " + shape_str(shape) +
+                  " from the config");
+    if (!is_float_like(t->type))
+      throw Error(src + ": tensor '" + name + "' has integer type " + std::string(to_string(t->type)));
+  };
+  int64_t h = c.hidden_size, q = c.n_heads * c.head_dim, kv = c.n_kv_heads * c.head_dim;
+  expect("model.embed_tokens.weight", {c.vocab_size, h});
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    expect(layer_name(l, "input_layernorm.weight"), {h});
+    expect(layer_name(l, "post_attention_layernorm.weight"), {h});
+    expect(layer_name(l, "self_attn.q_proj.weight"), {q, h});
+    expect(layer_name(l, "self_attn.k_proj.weight"), {kv, h});
+    expect(layer_name(l, "self_attn.v_proj.weight"), {kv, h});
+    expect(layer_name(l, "self_attn.o_proj.weight"), {h, q});
+    if (c.attention_bias) {
+      expect(layer_name(l, "self_attn.q_proj.bias"), {q});
+      expect(layer_name(l, "self_attn.k_proj.bias"), {kv});
+      expect(layer_name(l, "self_attn.v_proj.bias"), {kv});
+    }
+    if (c.qk_norm) {
+      expect(layer_name(l, "self_attn.q_norm.weight"), {c.head_dim});
+      expect(layer_name(l, "self_attn.k_norm.weight"), {c.head_dim});
+    }
+    expect(layer_name(l, "mlp.gate_proj.weight"), {c.ffn_size, h});
+    expect(layer_name(l, "mlp.up_proj.weight"), {c.ffn_size, h});
+    expect(layer_name(l, "mlp.down_proj.weight"), {h, c.ffn_size});
+  }
+  expect("model.norm.weight", {h});
+  if (!c.tie_word_embeddings) expect("lm_head.weight", {c.vocab_size, h});
+}
+
+bool is_gguf_file(const std::filesystem::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  char magic[4] = {};
+  f.read(magic, 4);
+  return f.gcount() == 4 && std::memcmp(magic, "GGUF", 4) == 0;
+}
+
+// Touches one byte per page so the data is read now (with a progress bar), not during upload.
+void prefault(std::span<const std::byte> d) {
+  static const size_t page = size_t(std::max(4096L, ::sysconf(_SC_PAGESIZE)));
+  volatile std::byte sink{};
+  for (size_t i = 0; i < d.size(); i += page) sink = d[i];
+  if (!d.empty()) sink = d.back();
+  (void)sink;
+}
+
+}  // namespace
+
+ModelFile open_model(const std::filesystem::path& path, const OpenOptions& opt) {
+  namespace fs = std::filesystem;
+  if (!fs::exists(path)) throw Error(path.string() + ": no such file or folder");
+  ModelFile m;
+  m.path_ = path;
+
+  bool gguf = !fs::is_directory(path) && (path.extension() == ".gguf" || is_gguf_file(path));
+  std::vector<std::span<const std::byte>> to_read;  // for prefaulting
+  if (gguf) {
+    m.format_ = ModelFile::Format::Gguf;
+    auto g = std::make_shared<GgufFile>(GgufFile::open(path));
+    m.config_ = config_from_gguf(*g);
+    const ModelConfig& c = m.config_;
+    // llama.cpp permutes Q/K rows for the llama architecture (interleaved "normal" rope); qwen2/3
+    // use neox rope there and are stored unpermuted.
+    bool permuted = c.architecture == Architecture::Llama || c.architecture == Architecture::Mistral;
+    for (const auto& ti : g->tensors()) {
+      ModelTensor t;
+      t.file_name = std::string(ti.name);
+      t.name = hf_name_from_gguf(ti.name);
+      t.type = ti.type;
+      t.shape = ti.torch_shape();
+      t.data = g->tensor_data(ti);
+      m.add(std::move(t));
+    }
+    if (permuted) {
+      for (auto& t : m.tensors_) {
+        bool is_q = t.name.ends_with("self_attn.q_proj.weight") || t.name.ends_with("self_attn.q_proj.bias");
+        bool is_k = t.name.ends_with("self_attn.k_proj.weight") || t.name.ends_with("self_attn.k_proj.bias");
+        if (!is_q && !is_k) continue;
+        int64_t heads = is_q ? c.n_heads : c.n_kv_heads;
+        int64_t rows = t.shape.empty() ? 0 : t.shape[0];
+        if (t.shape.size() > 2 || rows % (2 * heads))
+          throw Error(path.string() + ": tensor '" + t.file_name + "' of shape " + shape_str(t.shape) +
+                      " cannot be split into " + std::to_string(heads) + " heads of even size");
+        auto buf = std::make_unique<std::byte[]>(t.data.size());
+        std::span<std::byte> out(buf.get(), t.data.size());
+        unpermute_rope_rows(t.data, out, rows, heads);
+        t.data = out;
+        t.unpermuted = true;
+        m.owned_.push_back(std::move(buf));
+      }
+    }
+    if (g->mapping())
+      for (const auto& t : m.tensors_)
+        if (!t.unpermuted) to_read.push_back(t.data);
+    m.gguf_ = std::move(g);
+  } else {
+    m.format_ = ModelFile::Format::Safetensors;
+    fs::path dir = fs::is_directory(path) ? path : path.parent_path();
+    m.config_ = config_from_hf_dir(dir);
+    auto st = std::make_shared<SafetensorsModel>(SafetensorsModel::open(path));
+    for (const auto& s : st->tensors()) {
+      ModelTensor t;
+      t.name = s.name;
+      t.file_name = s.name;
+      t.type = s.type;
+      t.shape = s.shape;
+      t.data = s.data;
+      m.add(std::move(t));
+      to_read.push_back(s.data);
+    }
+    // The tensors decide what the config cannot know for sure.
+    ModelConfig& c = m.config_;
+    // No lm_head: tied, unless config.json says explicitly that it is not (then it is missing).
+    if (m.find("lm_head.weight") == nullptr && !c.tie_word_embeddings &&
+        !json::parse_file(dir / "config.json").find("tie_word_embeddings"))
+      c.tie_word_embeddings = true;
+    if (m.find_layer_tensor(0, "self_attn.q_proj.bias")) c.attention_bias = true;
+    if (m.find_layer_tensor(0, "self_attn.q_norm.weight")) c.qk_norm = true;
+    m.st_ = std::move(st);
+  }
+  check_tensors(m);
+
+  if (opt.prefault && !to_read.empty()) {
+    uint64_t total = 0;
+    for (auto s : to_read) total += s.size();
+    std::unique_ptr<Progress> bar;
+    if (opt.progress)
+      bar = std::make_unique<Progress>("loading " + path.filename().string(), total, Progress::Unit::Bytes);
+    const MappedFile* map = m.gguf_ ? m.gguf_->mapping().get() : nullptr;
+    if (map) map->will_need(map->bytes());
+    if (m.st_)
+      for (const auto& f : m.st_->files())
+        if (f.mapping()) f.mapping()->will_need(f.mapping()->bytes());
+    constexpr size_t kChunk = 16 << 20;
+    for (auto s : to_read)
+      for (size_t off = 0; off < s.size(); off += kChunk) {
+        auto part = s.subspan(off, std::min(kChunk, s.size() - off));
+        prefault(part);
+        if (bar) bar->add(part.size());
+      }
+  }
+  return m;
+}
+
+}  // namespace wgc::llm

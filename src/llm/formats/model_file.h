@@ -1,0 +1,118 @@
+// ModelFile: one description of a Llama-family model whatever the file format: a GGUF file or a
+// Hugging Face folder (config.json + model.safetensors or sharded *.safetensors with an index).
+//
+// Tensors carry canonical Hugging Face names and torch shapes [out, in]:
+//   model.embed_tokens.weight                     [vocab, hidden]
+//   model.layers.{i}.input_layernorm.weight       [hidden]
+//   model.layers.{i}.self_attn.{q,k,v,o}_proj.weight, {q,k,v}_proj.bias (attention_bias)
+//   model.layers.{i}.self_attn.{q,k}_norm.weight  [head_dim] (qk_norm)
+//   model.layers.{i}.post_attention_layernorm.weight
+//   model.layers.{i}.mlp.{gate,up,down}_proj.weight
+//   model.norm.weight, lm_head.weight (absent when config().tie_word_embeddings)
+// GGUF tensors of other names keep their GGUF name (e.g. "rope_freqs.weight").
+//
+// Q and K projections are always in the Hugging Face layout (rotary pairs (i, i + d/2) within each
+// head): llama.cpp's converter permutes the rows of llama q_proj/k_proj (and their biases) for its
+// interleaved rope; open_model undoes that here, once, into a copy the ModelFile owns.
+//
+// Tensor data are views into the memory-mapped files (or those owned copies) and stay valid as long
+// as the ModelFile (moving it keeps them valid).
+#pragma once
+
+#include "llm/formats/model_config.h"
+#include "llm/formats/tensor_type.h"
+
+#include <cstddef>
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace wgc::llm {
+
+class GgufFile;
+class SafetensorsModel;
+
+struct ModelTensor {
+  std::string name;            // canonical Hugging Face name
+  std::string file_name;       // the name in the file ("blk.0.attn_q.weight" in a GGUF)
+  TensorType type;             // F32, F16, BF16, Q8_0, Q4_K, ...
+  std::vector<int64_t> shape;  // torch order: [rows (out), row length (in)] for matrices
+  std::span<const std::byte> data;
+  bool unpermuted = false;  // rows reordered from GGUF's interleaved-rope layout (an owned copy)
+
+  int64_t numel() const;
+  int64_t row_length() const { return shape.empty() ? 1 : shape.back(); }  // contiguous elements
+  int64_t rows() const;                                                    // numel / row_length
+};
+
+struct OpenOptions {
+  // Draw a progress bar on stderr (only on a terminal, and only if loading takes > 0.5 s).
+  bool progress = true;
+  // Read every tensor's pages now (into the page cache) so later uploads do not stall on disk.
+  bool prefault = true;
+};
+
+class ModelFile {
+ public:
+  enum class Format { Gguf, Safetensors };
+
+  ModelFile(ModelFile&&) noexcept;
+  ModelFile& operator=(ModelFile&&) noexcept;
+  ~ModelFile();
+
+  Format format() const { return format_; }
+  const std::filesystem::path& path() const { return path_; }  // the .gguf file or the HF folder
+  const ModelConfig& config() const { return config_; }
+
+  const std::vector<ModelTensor>& tensors() const { return tensors_; }  // in file order
+  const ModelTensor* find(std::string_view name) const;                 // nullptr when absent
+  // Throws wgc::Error naming the file and the tensor when absent.
+  const ModelTensor& tensor(std::string_view name) const;
+  // "model.layers.{layer}.{suffix}", e.g. layer_tensor(3, "self_attn.q_proj.weight").
+  const ModelTensor& layer_tensor(int64_t layer, std::string_view suffix) const;
+  const ModelTensor* find_layer_tensor(int64_t layer, std::string_view suffix) const;
+
+  uint64_t total_bytes() const;  // all tensor data
+
+  // The parsed GGUF (metadata incl. tokenizer.ggml.*), or nullptr for a Hugging Face folder.
+  const GgufFile* gguf() const { return gguf_.get(); }
+  // The safetensors checkpoint, or nullptr for a GGUF.
+  const SafetensorsModel* safetensors() const { return st_.get(); }
+
+ private:
+  friend ModelFile open_model(const std::filesystem::path&, const OpenOptions&);
+  ModelFile() = default;
+  void add(ModelTensor t);
+
+  Format format_ = Format::Gguf;
+  std::filesystem::path path_;
+  ModelConfig config_;
+  std::vector<ModelTensor> tensors_;
+  std::unordered_map<std::string, size_t> index_;
+  std::shared_ptr<const GgufFile> gguf_;
+  std::shared_ptr<const SafetensorsModel> st_;
+  std::vector<std::unique_ptr<std::byte[]>> owned_;  // un-permuted copies
+};
+
+// Opens a .gguf file, a Hugging Face folder, or a .safetensors file / index.json inside one (the
+// config.json beside it is used). Checks that every tensor the architecture needs is there with the
+// shape the config implies; throws wgc::Error naming the file, tensor, and what is wrong.
+ModelFile open_model(const std::filesystem::path& path, const OpenOptions& options = {});
+
+// The Hugging Face name of a GGUF tensor ("blk.3.attn_q.weight" -> "model.layers.3.self_attn.q_proj.weight");
+// unknown names come back unchanged.
+std::string hf_name_from_gguf(std::string_view gguf_name);
+
+// Undoes llama.cpp's Q/K row permutation: `rows` rows of `row_bytes` bytes in `n_heads` heads;
+// out row h*d + j*(d/2) + i = in row h*d + 2i + j (d = rows / n_heads). Works for any type since
+// quantization blocks run along rows. Throws wgc::Error if rows is not a multiple of 2*n_heads.
+void unpermute_rope_rows(std::span<const std::byte> in, std::span<std::byte> out, int64_t rows, int64_t n_heads);
+
+// The whole tensor converted to f32 (dequantized), in its (torch-order) shape.
+std::vector<float> to_f32(const ModelTensor& t);
+
+}  // namespace wgc::llm
