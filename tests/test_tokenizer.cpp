@@ -34,17 +34,20 @@ TEST(Unicode, Utf8) {
   EXPECT_FALSE(unicode::valid_utf8("\xC3"));
   EXPECT_FALSE(unicode::valid_utf8("\xED\xA0\x80"));  // surrogate
   EXPECT_FALSE(unicode::valid_utf8("\xC0\xAF"));      // overlong
-  EXPECT_EQ(unicode::sanitize_utf8("a\xFF" "b\xE6\x97"), "a\xEF\xBF\xBD" "b\xEF\xBF\xBD");
+  EXPECT_EQ(unicode::sanitize_utf8("a\xFF"
+                                   "b\xE6\x97"),
+            "a\xEF\xBF\xBD"
+            "b\xEF\xBF\xBD");
   EXPECT_EQ(unicode::complete_utf8_prefix("ab\xE6\x97"), 2u);
   EXPECT_EQ(unicode::complete_utf8_prefix("ab\xE6\x97\xA5"), 5u);
   EXPECT_EQ(unicode::complete_utf8_prefix("ab\xFF"), 3u);
 }
 
 TEST(Unicode, Nfc) {
-  EXPECT_EQ(unicode::nfc("cafe\xCC\x81"), "caf\xC3\xA9");               // e + acute -> é
-  EXPECT_EQ(unicode::nfc("\xE2\x84\xAB"), "\xC3\x85");                   // Angstrom sign -> Å
+  EXPECT_EQ(unicode::nfc("cafe\xCC\x81"), "caf\xC3\xA9");                           // e + acute -> é
+  EXPECT_EQ(unicode::nfc("\xE2\x84\xAB"), "\xC3\x85");                              // Angstrom sign -> Å
   EXPECT_EQ(unicode::nfc("\xE1\x84\x80\xE1\x85\xA1\xE1\x86\xA8"), "\xEA\xB0\x81");  // jamo -> 각
-  EXPECT_EQ(unicode::nfc("x\xCC\x87\xCC\xA3"), "\xE1\xBA\x8B\xCC\xA3");  // reordered, then x + dot above
+  EXPECT_EQ(unicode::nfc("x\xCC\x87\xCC\xA3"), "\xE1\xBA\x8B\xCC\xA3");             // reordered, then x + dot above
   EXPECT_EQ(unicode::nfc("\xE0\xA4\x95\xE0\xA4\xBC"), "\xE0\xA4\x95\xE0\xA4\xBC");  // excluded
   EXPECT_EQ(unicode::nfc("plain ascii"), "plain ascii");
 }
@@ -300,8 +303,8 @@ struct Case {
 
 std::vector<Case> cases() {
   return {
-      {"tiny-dict", models_dir() / "wgc-tiny-dict/tokenizer.json", models_dir() / "wgc-tiny-dict/wgc-tiny-dict-q8_0.gguf",
-       models_dir() / "wgc-tiny-dict"},
+      {"tiny-dict", models_dir() / "wgc-tiny-dict/tokenizer.json",
+       models_dir() / "wgc-tiny-dict/wgc-tiny-dict-q8_0.gguf", models_dir() / "wgc-tiny-dict"},
       {"llama2", test::lenml_models("llama2") / "tokenizer.json",
        fixtures_dir() / "tiny-llama2-f32/tiny-llama2-f32-q8_0.gguf", fixtures_dir() / "tiny-llama2-f32"},
       {"llama3", test::lenml_models("llama3") / "tokenizer.json",
@@ -426,6 +429,44 @@ TEST(Tokenizer, EncodeSpeed) {
   std::printf("encode: %.1f MB/s (%zu bytes -> %zu tokens)\n", double(text.size()) / s / 1e6, text.size(), ids.size());
   EXPECT_EQ(tok.decode(ids), text);
   EXPECT_LT(s, 10.0);
+}
+
+// ---- wgc tokenize / detokenize ------------------------------------------------------------------
+
+std::string run_cli(const std::string& args, int* rc = nullptr) {
+  std::string cmd = std::string("'") + WGC_CLI_PATH + "' " + args + " 2>&1";
+  std::FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  while (size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  int status = pclose(p);
+  if (rc) *rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return out;
+}
+
+TEST(Cli, TokenizeAndDetokenize) {
+  if (!fs::exists(WGC_CLI_PATH)) GTEST_SKIP() << WGC_CLI_PATH << " not built";
+  auto dir = models_dir() / "wgc-tiny-dict";
+  WGC_REQUIRE_FILE(dir / "wgc-tiny-dict-q8_0.gguf");
+  std::string gguf = "--model '" + (dir / "wgc-tiny-dict-q8_0.gguf").string() + "'";
+  std::string folder = "--model '" + dir.string() + "'";
+  EXPECT_EQ(run_cli("tokenize " + gguf + " Love is"), "0 45 795 361\n");
+  EXPECT_EQ(run_cli("tokenize " + folder + " --json 'Love is'"), "[0,45,795,361]\n");
+  EXPECT_EQ(run_cli("tokenize --model '" + (dir / "tokenizer.json").string() + "' --no-special 'Love is'"),
+            "45 795 361\n");
+  EXPECT_EQ(run_cli("tokenize " + gguf + " --pieces 'Love is'"),
+            "0\t\"<|begin_of_text|>\"\n45\t\"L\"\n795\t\"ove\"\n361\t\"\xC4\xA0is\"\n");
+  EXPECT_EQ(run_cli("detokenize " + gguf + " 0 45 795 361"), "<|begin_of_text|>Love is\n");
+  EXPECT_EQ(run_cli("detokenize " + folder + " --skip-special '[0,45,795,361]'"), "Love is\n");
+  EXPECT_EQ(run_cli("detokenize " + gguf + " 0,45 795,361"), "<|begin_of_text|>Love is\n");
+  int rc = 0;
+  EXPECT_EQ(run_cli("detokenize " + gguf + " 99999", &rc),
+            (dir / "wgc-tiny-dict-q8_0.gguf").string() + ": token id 99999 is outside the vocabulary (8192)\n");
+  EXPECT_EQ(rc, 1);
+  EXPECT_EQ(run_cli("detokenize " + gguf + " 12x", &rc), "wgc detokenize: '12x' is not a token id\n");
+  EXPECT_EQ(run_cli("tokenize hello", &rc),
+            "wgc tokenize: give --model MODEL (a .gguf file, a folder, or a tokenizer.json)\n");
+  EXPECT_EQ(rc, 1);
 }
 
 }  // namespace

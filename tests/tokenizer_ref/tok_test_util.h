@@ -55,7 +55,10 @@ inline std::vector<std::vector<int32_t>> golden_tokens(const fs::path& file) {
   auto header = llm::json::parse(std::string_view(all).substr(8, n), file.string());
   std::vector<std::vector<int32_t>> out;
   for (int i = 0;; ++i) {
-    const auto* t = header.find("p" + std::to_string(i) + ".tokens");
+    std::string key = "p";
+    key += std::to_string(i);
+    key += ".tokens";
+    const auto* t = header.find(key);
     if (!t) break;
     EXPECT_EQ((*t)["dtype"].as_string(), "I32");
     auto b = size_t((*t)["data_offsets"][0].as_int()), e = size_t((*t)["data_offsets"][1].as_int());
@@ -162,7 +165,10 @@ inline std::string show(const std::string& s) { return llm::json::quote(s); }
 
 inline std::string show(const std::vector<int32_t>& ids) {
   std::string r = "[";
-  for (size_t i = 0; i < ids.size(); ++i) r += (i ? "," : "") + std::to_string(ids[i]);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i) r += ',';
+    r += std::to_string(ids[i]);
+  }
   return r + "]";
 }
 

@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <charconv>
-#include <cstring>
 #include <cmath>
+#include <cstring>
 #include <ctime>
 #include <map>
 #include <unordered_map>
@@ -349,8 +349,8 @@ class Lexer {
     std::vector<Chunk> out;
     size_t pos = 0;
     int line = 1;
-    bool strip_next = false;     // the previous tag ended with '-'
-    bool line_starting = true;   // the text begins a line (for lstrip_blocks)
+    bool strip_next = false;    // the previous tag ended with '-'
+    bool line_starting = true;  // the text begins a line (for lstrip_blocks)
     while (pos <= s_.size()) {
       size_t open = find_open(pos);
       std::string text(s_.substr(pos, open - pos));
@@ -509,8 +509,8 @@ class Lexer {
       } else if (c == '\'' || c == '"') {
         toks.push_back({Tok::String, lex_string(i, line), line});
       } else {
-        static const char* ops[] = {"**", "//", "==", "!=", "<=", ">=", "<", ">", "+", "-", "*", "/", "%", "~",
-                                    "(", ")", "[", "]", "{", "}", ",", ".", ":", "|", "=", "!"};
+        static const char* ops[] = {"**", "//", "==", "!=", "<=", ">=", "<", ">", "+", "-", "*", "/", "%",
+                                    "~",  "(",  ")",  "[",  "]",  "{",  "}", ",", ".", ":", "|", "=", "!"};
         bool ok = false;
         for (const char* op : ops) {
           size_t n = std::strlen(op);
@@ -566,9 +566,7 @@ class Lexer {
           unicode::append_utf8(out, char32_t(cp));
           break;
         }
-        default:
-          out += '\\';
-          out += e;
+        default: out += '\\'; out += e;
       }
     }
     return out;
@@ -584,18 +582,35 @@ using ExprP = std::unique_ptr<Expr>;
 
 struct Expr {
   enum Kind {
-    Literal, Name, List, Dict, Tuple, Attr, Item, Slice, Call, Filter, Test, Unary, Binary, And, Or, Not, Cond, Compare
+    Literal,
+    Name,
+    List,
+    Dict,
+    Tuple,
+    Attr,
+    Item,
+    Slice,
+    Call,
+    Filter,
+    Test,
+    Unary,
+    Binary,
+    And,
+    Or,
+    Not,
+    Cond,
+    Compare
   } kind;
   int line = 0;
-  Value value;            // Literal
-  std::string name;       // Name, Attr, Filter, Test; op for Unary/Binary
-  ExprP a, b, c;          // operands: Attr/Item/Slice(a[b:c:d]) object=a
-  ExprP d;                // Slice step
-  std::vector<ExprP> items;                            // List/Tuple/Call args/Filter args/Dict keys
-  std::vector<ExprP> values;                           // Dict values
-  std::vector<std::pair<std::string, ExprP>> kwargs;   // Call/Filter/Test
-  std::vector<std::string> ops;                        // Compare: ops between items
-  bool negated = false;                                // Test: is not
+  Value value;                                        // Literal
+  std::string name;                                   // Name, Attr, Filter, Test; op for Unary/Binary
+  ExprP a, b, c;                                      // operands: Attr/Item/Slice(a[b:c:d]) object=a
+  ExprP d;                                            // Slice step
+  std::vector<ExprP> items;                           // List/Tuple/Call args/Filter args/Dict keys
+  std::vector<ExprP> values;                          // Dict values
+  std::vector<std::pair<std::string, ExprP>> kwargs;  // Call/Filter/Test
+  std::vector<std::string> ops;                       // Compare: ops between items
+  bool negated = false;                               // Test: is not
 };
 
 struct Node;
@@ -605,15 +620,15 @@ using Body = std::vector<NodeP>;
 struct Node {
   enum Kind { Text, Output, If, For, Set, SetBlock, Macro, FilterBlock, Break, Continue, Call } kind;
   int line = 0;
-  std::string text;                                     // Text
-  ExprP expr;                                           // Output, Set value, For iterable, Call expr
-  std::vector<std::pair<ExprP, Body>> branches;         // If: (cond or null for else, body)
-  std::vector<std::string> targets;                     // For/Set/SetBlock names (Set: "ns.attr")
-  ExprP cond;                                           // For ... if cond
-  Body body, else_body;                                 // For, SetBlock, Macro, FilterBlock
-  std::string name;                                     // Macro/FilterBlock filter name
-  std::vector<std::pair<std::string, ExprP>> params;    // Macro params with defaults
-  ExprP filter_call;                                    // FilterBlock: filter with args (a = null)
+  std::string text;                                   // Text
+  ExprP expr;                                         // Output, Set value, For iterable, Call expr
+  std::vector<std::pair<ExprP, Body>> branches;       // If: (cond or null for else, body)
+  std::vector<std::string> targets;                   // For/Set/SetBlock names (Set: "ns.attr")
+  ExprP cond;                                         // For ... if cond
+  Body body, else_body;                               // For, SetBlock, Macro, FilterBlock
+  std::string name;                                   // Macro/FilterBlock filter name
+  std::vector<std::pair<std::string, ExprP>> params;  // Macro params with defaults
+  ExprP filter_call;                                  // FilterBlock: filter with args (a = null)
 };
 
 // ================================================================================================
@@ -633,9 +648,9 @@ class Parser {
  private:
   std::vector<Chunk> chunks_;
   const std::string& name_;
-  size_t ci_ = 0;                 // current chunk
+  size_t ci_ = 0;  // current chunk
   std::vector<Token>* toks_ = nullptr;
-  size_t ti_ = 0;                 // token in the current tag
+  size_t ti_ = 0;  // token in the current tag
 
   [[noreturn]] void fail(int line, const std::string& what) const {
     throw Error(name_ + ":" + std::to_string(line) + ": " + what);
@@ -1105,8 +1120,8 @@ class Parser {
         t->a = std::move(e);
         if (accept_op("(")) {
           parse_call_args(*t);
-        } else if (peek().type == Tok::String || peek().type == Tok::Int || peek().type == Tok::Float ||
-                   at_op("[") || at_op("{") ||
+        } else if (peek().type == Tok::String || peek().type == Tok::Int || peek().type == Tok::Float || at_op("[") ||
+                   at_op("{") ||
                    (peek().type == Tok::Name && !at_name("and") && !at_name("or") && !at_name("else") &&
                     !at_name("if") && !at_name("in") && !at_name("not") && !at_name("is"))) {
           t->items.push_back(parse_postfix(parse_primary()));
@@ -1273,7 +1288,8 @@ bool contains(const Value& container, const Value& x, const std::string& where) 
     if (!x.is_string()) throw Error(where + ": 'in <string>' needs a string on the left");
     return container.str().find(x.str()) != std::string::npos;
   }
-  if (container.is_array()) return std::find(container.items().begin(), container.items().end(), x) != container.items().end();
+  if (container.is_array())
+    return std::find(container.items().begin(), container.items().end(), x) != container.items().end();
   if (container.is_object()) return x.is_string() && container.find(x.str()) != nullptr;
   if (container.is_undefined() || container.is_none()) return false;
   throw Error(where + ": 'in' needs a string, list or dict, got " + container.repr());
@@ -1366,7 +1382,8 @@ Value Template::Impl::call_method(const Value& obj, const std::string& m, Args& 
     if (m == "upper") return Value(ascii_map(s, ::toupper));
     if (m == "lower") return Value(ascii_map(s, ::tolower));
     if (m == "title") return Value(title_case(s));
-    if (m == "capitalize") return Value(s.empty() ? s : ascii_map(s.substr(0, 1), ::toupper) + ascii_map(s.substr(1), ::tolower));
+    if (m == "capitalize")
+      return Value(s.empty() ? s : ascii_map(s.substr(0, 1), ::toupper) + ascii_map(s.substr(1), ::tolower));
     if (m == "split" || m == "rsplit") {
       int64_t maxsplit = a.get(1, "maxsplit", Value(int64_t(-1))).as_int();
       std::vector<std::string> parts;
@@ -1708,7 +1725,8 @@ Value Template::Impl::call_filter(Frame& f, const std::string& n, Value v, Args&
     Value attr = a.get(0, "attribute");
     for (auto& item : iterate(v, w)) {
       Value x = attr.is_string() ? item.get(attr.str()) : item;
-      acc = (acc.is_float() || x.is_float()) ? Value(acc.as_double() + x.as_double()) : Value(acc.as_int() + x.as_int());
+      acc =
+          (acc.is_float() || x.is_float()) ? Value(acc.as_double() + x.as_double()) : Value(acc.as_int() + x.as_int());
     }
     return acc;
   }
@@ -1729,7 +1747,8 @@ Value Template::Impl::call_filter(Frame& f, const std::string& n, Value v, Args&
     x = method == "ceil" ? std::ceil(x) : method == "floor" ? std::floor(x) : std::nearbyint(x);  // half to even
     return Value(x / p);
   }
-  if (n == "abs") return v.is_int() ? Value(v.as_int() < 0 ? -v.as_int() : v.as_int()) : Value(std::fabs(v.as_double()));
+  if (n == "abs")
+    return v.is_int() ? Value(v.as_int() < 0 ? -v.as_int() : v.as_int()) : Value(std::fabs(v.as_double()));
   if (n == "indent") {
     Value wv = a.get(0, "width", Value(int64_t(4)));
     std::string pad = wv.is_string() ? wv.str() : std::string(size_t(wv.as_int()), ' ');
@@ -1879,10 +1898,14 @@ Value Template::Impl::eval(Frame& f, const Expr& e) const {
         Value r = eval(f, *e.items[i + 1]);
         const std::string& op = e.ops[i];
         bool ok;
-        if (op == "==") ok = l == r;
-        else if (op == "!=") ok = !(l == r);
-        else if (op == "in") ok = contains(r, l, where(e.line));
-        else if (op == "not in") ok = !contains(r, l, where(e.line));
+        if (op == "==")
+          ok = l == r;
+        else if (op == "!=")
+          ok = !(l == r);
+        else if (op == "in")
+          ok = contains(r, l, where(e.line));
+        else if (op == "not in")
+          ok = !contains(r, l, where(e.line));
         else {
           int c = compare_values(l, r, where(e.line));
           ok = op == "<" ? c < 0 : op == ">" ? c > 0 : op == "<=" ? c <= 0 : c >= 0;
@@ -2020,7 +2043,8 @@ Flow Template::Impl::exec(Frame& f, const Body& nodes, std::string& out) const {
           loop.set("length", Value(int64_t(len)));
           loop.set("previtem", i > 0 ? items[i - 1] : Value());
           loop.set("nextitem", i + 1 < len ? items[i + 1] : Value());
-          loop.set("cycle", Value(Function([i](Args& a) { return a.pos.empty() ? Value() : a.pos[i % a.pos.size()]; })));
+          loop.set("cycle",
+                   Value(Function([i](Args& a) { return a.pos.empty() ? Value() : a.pos[i % a.pos.size()]; })));
           sc["loop"] = loop;
           const Value& x = items[i];
           if (n.targets.size() == 1) {

@@ -52,18 +52,18 @@ class Value {
  public:
   enum class Kind : uint8_t { Undefined, None, Bool, Int, Float, String, List, Dict, Callable };
 
-  Value() = default;  // undefined
-  Value(std::nullptr_t) : kind_(Kind::None) {}                                  // NOLINT
-  Value(bool b) : kind_(Kind::Bool), i_(b) {}                                   // NOLINT
-  Value(int v) : kind_(Kind::Int), i_(v) {}                                     // NOLINT
-  Value(int64_t v) : kind_(Kind::Int), i_(v) {}                                 // NOLINT
-  Value(double v) : kind_(Kind::Float), f_(v) {}                                // NOLINT
+  Value() = default;                                                                              // undefined
+  Value(std::nullptr_t) : kind_(Kind::None) {}                                                    // NOLINT
+  Value(bool b) : kind_(Kind::Bool), i_(b) {}                                                     // NOLINT
+  Value(int v) : kind_(Kind::Int), i_(v) {}                                                       // NOLINT
+  Value(int64_t v) : kind_(Kind::Int), i_(v) {}                                                   // NOLINT
+  Value(double v) : kind_(Kind::Float), f_(v) {}                                                  // NOLINT
   Value(std::string s) : kind_(Kind::String), s_(std::make_shared<std::string>(std::move(s))) {}  // NOLINT
-  Value(std::string_view s) : Value(std::string(s)) {}                          // NOLINT
-  Value(const char* s) : Value(std::string(s)) {}                               // NOLINT
-  Value(Array a) : kind_(Kind::List), a_(std::make_shared<Array>(std::move(a))) {}     // NOLINT
-  Value(Object o) : kind_(Kind::Dict), o_(std::make_shared<Object>(std::move(o))) {}  // NOLINT
-  Value(Function f) : kind_(Kind::Callable), fn_(std::make_shared<Function>(std::move(f))) {}  // NOLINT
+  Value(std::string_view s) : Value(std::string(s)) {}                                            // NOLINT
+  Value(const char* s) : Value(std::string(s)) {}                                                 // NOLINT
+  Value(Array a) : kind_(Kind::List), a_(std::make_shared<Array>(std::move(a))) {}                // NOLINT
+  Value(Object o) : kind_(Kind::Dict), o_(std::make_shared<Object>(std::move(o))) {}              // NOLINT
+  Value(Function f) : kind_(Kind::Callable), fn_(std::make_shared<Function>(std::move(f))) {}     // NOLINT
   static Value array() { return Value(Array{}); }
   static Value object() { return Value(Object{}); }
   static Value from_json(const json::Value& j);
@@ -85,8 +85,8 @@ class Value {
   int64_t as_int() const { return kind_ == Kind::Float ? int64_t(f_) : i_; }
   double as_double() const { return kind_ == Kind::Float ? f_ : double(i_); }
   const std::string& str() const { return *s_; }  // strings only
-  Array& items() const { return *a_; }             // arrays only (shared: mutations are visible)
-  Object& members() const { return *o_; }          // objects only
+  Array& items() const { return *a_; }            // arrays only (shared: mutations are visible)
+  Object& members() const { return *o_; }         // objects only
   const Function& function() const { return *fn_; }
 
   // Object access: nullptr / undefined when absent.

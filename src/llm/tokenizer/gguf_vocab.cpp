@@ -105,7 +105,8 @@ TokenizerSpec spec_from_gguf(const GgufFile& f) {
   if (spm) {
     spec.scores = f.get_f32_array("tokenizer.ggml.scores");
     if (spec.scores.size() != n)
-      fail("tokenizer.ggml.scores", std::to_string(spec.scores.size()) + " entries for " + std::to_string(n) + " tokens");
+      fail("tokenizer.ggml.scores",
+           std::to_string(spec.scores.size()) + " entries for " + std::to_string(n) + " tokens");
     // Only normal pieces are merge targets (as a tokenizer.json converted from the same model).
     for (size_t i = 0; i < n; ++i)
       if (types[i] != kNormal) spec.scores[i] = -std::numeric_limits<float>::infinity();

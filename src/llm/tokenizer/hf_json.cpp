@@ -122,8 +122,7 @@ PreTokenizerStep::Prepend prepend_scheme(const Reader& r, const Value& n, const 
                                                        : PreTokenizerStep::Prepend::Never;
 }
 
-void read_pre_tokenizer(const Reader& r, const Value& n, const std::string& field,
-                        std::vector<PreTokenizerStep>& out) {
+void read_pre_tokenizer(const Reader& r, const Value& n, const std::string& field, std::vector<PreTokenizerStep>& out) {
   if (n.is_null()) return;
   r.object(n, field);
   std::string type = r.str(n, field, "type");
@@ -154,8 +153,9 @@ void read_pre_tokenizer(const Reader& r, const Value& n, const std::string& fiel
   } else if (type == "WhitespaceSplit") {
     s.kind = K::WhitespaceSplit;
   } else {
-    r.fail(field + ".type", "pre-tokenizer '" + type +
-                                "' is not supported (Split, ByteLevel, Metaspace, Digits, WhitespaceSplit, Sequence are)");
+    r.fail(field + ".type",
+           "pre-tokenizer '" + type +
+               "' is not supported (Split, ByteLevel, Metaspace, Digits, WhitespaceSplit, Sequence are)");
   }
   out.push_back(std::move(s));
 }
@@ -222,8 +222,8 @@ void read_post_processor(const Reader& r, const Value& n, const std::string& fie
         std::string name = r.str(*st, f + ".SpecialToken", "id");
         const Value* tok = specials.find(name);
         if (!tok) r.fail(f, "special token '" + name + "' is not in special_tokens");
-        const auto& ids = r.array(r.need(*tok, field + ".special_tokens." + name, "ids"),
-                                  field + ".special_tokens." + name + ".ids");
+        const auto& ids =
+            r.array(r.need(*tok, field + ".special_tokens." + name, "ids"), field + ".special_tokens." + name + ".ids");
         for (auto& id : ids) (seen_a ? spec.suffix : spec.prefix).push_back(r.id(id, f));
       } else if (const Value* sq = item.find("Sequence")) {
         std::string which = r.str(*sq, f + ".Sequence", "id");

@@ -26,8 +26,8 @@ struct AddedToken {
 struct NormalizerStep {
   enum class Kind { NFC, Prepend, Replace, ReplaceRegex, Strip };
   Kind kind = Kind::NFC;
-  std::string a;  // Prepend: the prefix; Replace: the pattern
-  std::string b;  // Replace: the replacement
+  std::string a;                     // Prepend: the prefix; Replace: the pattern
+  std::string b;                     // Replace: the replacement
   bool left = false, right = false;  // Strip
 };
 
@@ -57,7 +57,7 @@ struct PreTokenizerStep {
 struct DecoderStep {
   enum class Kind { ByteLevel, Replace, ByteFallback, Fuse, Strip, Metaspace };
   Kind kind = Kind::ByteLevel;
-  std::string a, b;  // Replace: pattern -> content; Strip: the character; Metaspace: replacement
+  std::string a, b;         // Replace: pattern -> content; Strip: the character; Metaspace: replacement
   int start = 0, stop = 0;  // Strip
   bool prepend = true;      // Metaspace: the first token's leading space is dropped
 };

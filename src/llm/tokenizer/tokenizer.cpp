@@ -239,7 +239,9 @@ std::vector<Piece> Tokenizer::Impl::split_added(std::vector<Piece> in, bool norm
       size_t start = i, stop = i + hit->content.size();
       i = stop;
       if (hit->single_word) {
-        auto is_word = [](char32_t c) { return c == '_' || (c < 0x80 ? std::isalnum(int(c)) != 0 : !unicode::is_whitespace(c)); };
+        auto is_word = [](char32_t c) {
+          return c == '_' || (c < 0x80 ? std::isalnum(int(c)) != 0 : !unicode::is_whitespace(c));
+        };
         bool start_ok = true, stop_ok = true;
         if (start > 0) {
           size_t j = start - 1;
@@ -272,7 +274,8 @@ std::vector<Piece> Tokenizer::Impl::split_added(std::vector<Piece> in, bool norm
         }
         i = stop;
       }
-      if (start_offset < start) out.push_back(Piece{s.substr(start_offset, start - start_offset), -1, p.at_start && start_offset == 0});
+      if (start_offset < start)
+        out.push_back(Piece{s.substr(start_offset, start - start_offset), -1, p.at_start && start_offset == 0});
       out.push_back(Piece{std::string(), hit->id, false});
       start_offset = stop;
     }

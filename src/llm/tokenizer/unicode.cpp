@@ -25,16 +25,16 @@ constexpr char32_t LCount = 19, VCount = 21, TCount = 28, NCount = VCount * TCou
 
 uint8_t ccc(char32_t c) {
   if (c < 0x300) return 0;
-  auto it = std::upper_bound(std::begin(kCcc), std::end(kCcc), c,
-                             [](char32_t v, const CccRange& r) { return v < r.first; });
+  auto it =
+      std::upper_bound(std::begin(kCcc), std::end(kCcc), c, [](char32_t v, const CccRange& r) { return v < r.first; });
   if (it == std::begin(kCcc)) return 0;
   --it;
   return c <= it->last ? it->ccc : 0;
 }
 
 const Decomp* find_decomp(char32_t c) {
-  auto it = std::lower_bound(std::begin(kDecomp), std::end(kDecomp), c,
-                             [](const Decomp& d, char32_t v) { return d.cp < v; });
+  auto it =
+      std::lower_bound(std::begin(kDecomp), std::end(kDecomp), c, [](const Decomp& d, char32_t v) { return d.cp < v; });
   return it != std::end(kDecomp) && it->cp == c ? it : nullptr;
 }
 
@@ -64,10 +64,9 @@ char32_t compose(char32_t a, char32_t b) {
     return SBase + ((a - LBase) * VCount + (b - VBase)) * TCount;
   if (a >= SBase && a < SBase + SCount && (a - SBase) % TCount == 0 && b > TBase && b < TBase + TCount)
     return a + (b - TBase);
-  auto it = std::lower_bound(std::begin(kComp), std::end(kComp), std::pair{a, b},
-                             [](const Comp& x, std::pair<char32_t, char32_t> v) {
-                               return x.a != v.first ? x.a < v.first : x.b < v.second;
-                             });
+  auto it = std::lower_bound(
+      std::begin(kComp), std::end(kComp), std::pair{a, b},
+      [](const Comp& x, std::pair<char32_t, char32_t> v) { return x.a != v.first ? x.a < v.first : x.b < v.second; });
   return it != std::end(kComp) && it->a == a && it->b == b ? it->cp : 0;
 }
 
@@ -174,8 +173,8 @@ size_t complete_utf8_prefix(std::string_view s) {
 }
 
 bool is_whitespace(char32_t c) {
-  return (c >= 0x9 && c <= 0xD) || c == 0x20 || c == 0x85 || c == 0xA0 || c == 0x1680 ||
-         (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
+  return (c >= 0x9 && c <= 0xD) || c == 0x20 || c == 0x85 || c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) ||
+         c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
 }
 
 std::string nfc(std::string_view s) {
