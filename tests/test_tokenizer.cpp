@@ -318,7 +318,7 @@ TEST_P(Fixture, JsonMatchesGolden) {
   const Case c = cases()[GetParam()];
   WGC_REQUIRE_FILE(c.golden_dir / "golden.safetensors");
   if (!fs::exists(c.json)) GTEST_SKIP() << c.json << " absent (run scripts/setup_test_refs.sh)";
-  auto tok = load_tokenizer(c.json);
+  const auto& tok = test::cached_tokenizer(c.json);
   auto texts = test::golden_texts(c.golden_dir / "golden.json");
   auto want = test::golden_tokens(c.golden_dir / "golden.safetensors");
   ASSERT_EQ(texts.size(), want.size());
@@ -332,7 +332,7 @@ TEST_P(Fixture, JsonMatchesGolden) {
 TEST_P(Fixture, GgufMatchesGolden) {
   const Case c = cases()[GetParam()];
   WGC_REQUIRE_FILE(c.gguf);
-  auto tok = load_tokenizer(c.gguf);
+  const auto& tok = test::cached_tokenizer(c.gguf);
   auto texts = test::golden_texts(c.golden_dir / "golden.json");
   auto want = test::golden_tokens(c.golden_dir / "golden.safetensors");
   for (size_t i = 0; i < texts.size(); ++i) {
@@ -353,8 +353,8 @@ TEST_P(Fixture, GgufMatchesJsonOnCorpus) {
   const Case c = cases()[GetParam()];
   WGC_REQUIRE_FILE(c.gguf);
   if (!fs::exists(c.json)) GTEST_SKIP() << c.json << " absent (run scripts/setup_test_refs.sh)";
-  auto a = load_tokenizer(c.json);
-  auto b = load_tokenizer(c.gguf);
+  const auto& a = test::cached_tokenizer(c.json);
+  const auto& b = test::cached_tokenizer(c.gguf);
   EXPECT_EQ(a.bos_id(), b.bos_id());
   EXPECT_EQ(a.eos_id(), b.eos_id());
   EXPECT_EQ(a.vocab_size(), b.vocab_size());
@@ -378,7 +378,7 @@ TEST_P(Fixture, StreamingEqualsDecode) {
   const Case c = cases()[GetParam()];
   fs::path src = fs::exists(c.json) ? c.json : c.gguf;
   WGC_REQUIRE_FILE(src);
-  auto tok = load_tokenizer(src);
+  const auto& tok = test::cached_tokenizer(src);
   for (auto& t : test::corpus(60)) {
     auto ids = tok.encode(t);
     for (bool skip : {false, true}) {

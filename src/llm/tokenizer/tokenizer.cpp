@@ -130,9 +130,12 @@ void Tokenizer::Impl::build() {
   // Merges: by rank, or derived from the scores of the merged pieces (SentencePiece).
   if (!spec.merges.empty()) {
     merges.reserve(spec.merges.size() * 2);
+    std::string ab;
     for (size_t i = 0; i < spec.merges.size(); ++i) {
       auto& [a, b] = spec.merges[i];
-      auto ia = vocab.find(a), ib = vocab.find(b), ic = vocab.find(a + b);
+      ab.assign(a);
+      ab += b;
+      auto ia = vocab.find(a), ib = vocab.find(b), ic = vocab.find(ab);
       if (ia == vocab.end() || ib == vocab.end() || ic == vocab.end())
         fail("merges[" + std::to_string(i) + "] ('" + a + " " + b + "') names a piece that is not in the vocabulary");
       merges[pair_key(ia->second, ib->second)] = MergeValue{uint32_t(i), ic->second};
