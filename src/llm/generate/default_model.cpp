@@ -1,0 +1,50 @@
+#include "llm/generate/default_model.h"
+
+#include "gpu/error.h"
+
+#include <cstdlib>
+#include <system_error>
+
+namespace wgc::llm {
+
+namespace fs = std::filesystem;
+
+std::vector<fs::path> default_model_candidates() {
+  std::vector<fs::path> out;
+  if (const char* env = std::getenv("WGC_DEFAULT_MODEL"); env && *env) {
+    fs::path p(env);
+    std::error_code ec;
+    out.push_back(fs::is_directory(p, ec) ? p / kDefaultModelFile : p);
+  }
+#ifdef WGC_SOURCE_MODELS
+  out.push_back(fs::path(WGC_SOURCE_MODELS) / kDefaultModelFile);
+#endif
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) out.push_back(exe.parent_path().parent_path() / "share" / "wgc" / "models" / kDefaultModelFile);
+  return out;
+}
+
+fs::path default_model_path() {
+  auto cands = default_model_candidates();
+  std::string tried;
+  for (const auto& p : cands) {
+    std::error_code ec;
+    if (fs::is_regular_file(p, ec)) return p;
+    tried += "\n  " + p.string();
+  }
+  throw Error("wgc: no --model given and the default model " + std::string(kDefaultModelFile) +
+              " was not found; tried:" + tried + "\nGive --model PATH or set WGC_DEFAULT_MODEL.");
+}
+
+SamplingParams default_sampling(const fs::path& model) {
+  SamplingParams p;
+  p.temperature = 0.8f;
+  p.top_p = 0.95f;
+  if (model.filename().string().starts_with("wgc-tiny-dict")) return p;
+  p.top_k = 40;
+  p.min_p = 0.05f;
+  return p;
+}
+
+}  // namespace wgc::llm

@@ -1,0 +1,219 @@
+#include "llm/generate/generator.h"
+
+#include "gpu/error.h"
+#include "llm/tokenizer/loaders.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+
+namespace wgc::llm {
+
+namespace {
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+std::string_view to_string(StopReason r) {
+  switch (r) {
+    case StopReason::Eos: return "eos";
+    case StopReason::StopString: return "stop";
+    case StopReason::MaxTokens: return "length";
+    case StopReason::ContextFull: return "context";
+  }
+  return "?";
+}
+
+std::string Timings::summary() const {
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "load time   = %10.2f ms\n"
+                "prompt eval = %10.2f ms / %5d tokens (%8.2f ms per token, %9.2f tokens per second)%s\n"
+                "generation  = %10.2f ms / %5d runs   (%8.2f ms per token, %9.2f tokens per second), %d tokens\n",
+                load_ms, prompt_ms, prompt_eval_tokens, prompt_eval_tokens ? prompt_ms / prompt_eval_tokens : 0.0,
+                prompt_tps(),
+                prompt_eval_tokens < prompt_tokens
+                    ? (", " + std::to_string(prompt_tokens - prompt_eval_tokens) + " cached").c_str()
+                    : "",
+                decode_ms, decode_steps, decode_steps ? decode_ms / decode_steps : 0.0, decode_tps(), generated_tokens);
+  return buf;
+}
+
+std::optional<Tokenizer> find_tokenizer(const ModelFile& model, const std::filesystem::path& explicit_path) {
+  if (!explicit_path.empty()) return load_tokenizer(explicit_path);
+  if (model.gguf()) return Tokenizer(spec_from_gguf(*model.gguf()));
+  std::filesystem::path dir = model.path();
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) dir = dir.parent_path();
+  if (std::filesystem::exists(dir / "tokenizer.json", ec)) return load_tokenizer(dir / "tokenizer.json");
+  return std::nullopt;
+}
+
+// ---- StopStrings -------------------------------------------------------------------------------
+
+StopStrings::StopStrings(std::vector<std::string> stops) {
+  for (auto& s : stops)
+    if (!s.empty()) stops_.push_back(std::move(s));
+}
+
+std::string StopStrings::push(std::string_view piece) {
+  if (stopped_) return {};
+  text_ += piece;
+  // A stop string cannot start before shown_: anything that could have begun one was held back.
+  size_t first = std::string::npos;
+  for (const auto& s : stops_) first = std::min(first, text_.find(s, shown_));
+  if (first != std::string::npos) {
+    stopped_ = true;
+    text_.resize(first);
+    std::string out = text_.substr(shown_);
+    shown_ = text_.size();
+    return out;
+  }
+  // Hold back the longest tail that is a proper prefix of a stop string.
+  size_t hold = 0;
+  for (const auto& s : stops_) {
+    size_t most = std::min(s.size() - 1, text_.size() - shown_);
+    for (size_t k = most; k > hold; --k)
+      if (std::string_view(text_).substr(text_.size() - k) == std::string_view(s).substr(0, k)) {
+        hold = k;
+        break;
+      }
+  }
+  std::string out = text_.substr(shown_, text_.size() - hold - shown_);
+  shown_ = text_.size() - hold;
+  return out;
+}
+
+std::string StopStrings::finish() {
+  std::string out = text_.substr(shown_);
+  shown_ = text_.size();
+  return out;
+}
+
+// ---- Generator ---------------------------------------------------------------------------------
+
+Generator::Generator(LlamaModel& model, std::optional<Tokenizer> tokenizer)
+    : model_(model), tok_(std::move(tokenizer)) {
+  if (tok_) stop_ids_ = tok_->stop_ids();
+  for (int32_t id : model_.config().eos_token_ids)
+    if (std::find(stop_ids_.begin(), stop_ids_.end(), id) == stop_ids_.end()) stop_ids_.push_back(id);
+}
+
+bool Generator::is_stop(int32_t id) const {
+  return std::find(stop_ids_.begin(), stop_ids_.end(), id) != stop_ids_.end();
+}
+
+std::vector<int32_t> Generator::encode(std::string_view text, bool add_special) const {
+  if (!tok_) throw Error("wgc: this model has no tokenizer: give token ids, or a tokenizer");
+  return tok_->encode(text, add_special);
+}
+
+void Generator::reset() {
+  model_.rewind(0);
+  cached_.clear();
+}
+
+int32_t Generator::step(std::span<const int32_t> tokens, Sampler& s) {
+  SamplePlan plan = s.plan();
+  if (plan.kind == SamplePlan::TopK && plan.k > model_.config().vocab_size) plan = {SamplePlan::Full, 0};
+  int32_t id = 0;
+  switch (plan.kind) {
+    case SamplePlan::Greedy: id = model_.greedy(tokens); break;
+    case SamplePlan::TopK: id = s.sample(model_.top_k(tokens, plan.k)); break;
+    case SamplePlan::Full: {
+      auto logits = model_.logits(tokens);
+      id = s.sample(logits);
+      break;
+    }
+  }
+  cached_.insert(cached_.end(), tokens.begin(), tokens.end());
+  return id;
+}
+
+GenerateResult Generator::generate(std::string_view prompt, const GenerateOptions& o, const TextCallback& on_text) {
+  auto ids = encode(prompt, o.add_special);
+  return generate(std::span<const int32_t>(ids), o, on_text);
+}
+
+GenerateResult Generator::generate(std::span<const int32_t> prompt_ids, const GenerateOptions& o,
+                                   const TextCallback& on_text) {
+  GenerateResult r;
+  r.prompt_ids.assign(prompt_ids.begin(), prompt_ids.end());
+  const int max_ctx = model_.max_ctx();
+  if (prompt_ids.empty()) throw Error("wgc: the prompt is empty (no tokens)");
+  if (int64_t(prompt_ids.size()) > max_ctx)
+    throw Error("wgc: the prompt has " + std::to_string(prompt_ids.size()) + " tokens but the context holds " +
+                std::to_string(max_ctx) + " (shorten the prompt or raise --ctx, up to the model's own context)");
+
+  // Reuse the cached prefix; at least one token must run to give logits.
+  if (size_t(model_.n_past()) != cached_.size()) cached_.clear(), model_.rewind(0);
+  size_t common = 0;
+  while (common < cached_.size() && common < prompt_ids.size() && cached_[common] == prompt_ids[common]) ++common;
+  if (common == prompt_ids.size()) --common;
+  model_.rewind(int(common));
+  cached_.resize(common);
+
+  Sampler sampler(o.sampling);
+  sampler.accept(prompt_ids);
+  std::optional<StreamDecoder> decoder;
+  if (tok_) decoder.emplace(*tok_, /*skip_special=*/true);
+  StopStrings stops(o.stop);
+  auto emit = [&](const std::string& s) {
+    if (!s.empty() && on_text) on_text(s);
+  };
+
+  auto t0 = std::chrono::steady_clock::now();
+  int32_t next = step(prompt_ids.subspan(common), sampler);
+  r.timings.prompt_tokens = int(prompt_ids.size());
+  r.timings.prompt_eval_tokens = int(prompt_ids.size() - common);
+  r.timings.prompt_ms = ms_since(t0);
+
+  auto t1 = std::chrono::steady_clock::now();
+  bool stopped_by_string = false;
+  if (o.max_tokens == 0) r.stop = StopReason::MaxTokens;
+  while (o.max_tokens != 0) {
+    if (!o.ignore_eos && is_stop(next)) {
+      r.stop = StopReason::Eos;
+      break;
+    }
+    r.ids.push_back(next);
+    sampler.accept(next);
+    if (decoder) {
+      emit(stops.push(decoder->push(next)));
+      if (stops.stopped()) {
+        r.stop = StopReason::StopString;
+        stopped_by_string = true;
+        break;
+      }
+    }
+    if (o.max_tokens > 0 && int(r.ids.size()) >= o.max_tokens) {
+      r.stop = StopReason::MaxTokens;
+      break;
+    }
+    if (model_.n_past() >= max_ctx) {
+      r.stop = StopReason::ContextFull;
+      r.message = "context full: the " + std::to_string(max_ctx) + "-token context holds the prompt (" +
+                  std::to_string(prompt_ids.size()) + " tokens) and " + std::to_string(r.ids.size() - 1) +
+                  " generated tokens; generation stopped (raise --ctx, up to the model's own context)";
+      break;
+    }
+    next = step(std::span(&r.ids.back(), 1), sampler);
+    ++r.timings.decode_steps;
+  }
+  if (decoder && !stopped_by_string) {
+    emit(stops.push(decoder->flush()));
+    if (stops.stopped())
+      r.stop = StopReason::StopString;
+    else
+      emit(stops.finish());
+  }
+  r.text = stops.text();
+  r.timings.decode_ms = ms_since(t1);
+  r.timings.generated_tokens = int(r.ids.size());
+  return r;
+}
+
+}  // namespace wgc::llm
