@@ -103,7 +103,8 @@ void compare_variant(const std::string& name, const json::Value& doc) {
   Tokenizer tok(spec_from_hf_json(doc, json::Value(), p.string()));
   auto texts = test::corpus(120);
   for (const char* extra : {"a<mask>b", "a <mask> b", "a   <mask>\n\n b", "<mask>", " <mask> ", "dog", "a dog.",
-                            "hotdog dogs dog", "dog,dog", "XYZ", "fooXY foo", "café XY", "cafe\xCC\x81 XY"})
+                            "hotdog dogs dog", "dog,dog", "XYZ", "fooXY foo", "café XY", "cafe\xCC\x81 XY", "foo bar",
+                            "XY bar Abc", "Hello world worldwide", "a <mask> world"})
     texts.push_back(extra);
   compare(name, p, tok, texts);
   fs::remove_all(dir);
@@ -130,6 +131,8 @@ TEST(ReferenceVariant, AddedTokenFlagsAndNormalizer) {
   add_token(doc, 8192, "<mask>", true, true, true, false, false);
   add_token(doc, 8193, "dog", false, false, false, true, true);
   add_token(doc, 8194, "XY", false, false, false, false, true);
+  add_token(doc, 8195, "foo bar", false, false, false, false, true);  // matched as "XY bar"
+  add_token(doc, 8196, "Abc", true, false, false, false, false);
   doc.set("normalizer", parse_json(R"({"type": "Sequence", "normalizers": [{"type": "NFC"},
       {"type": "Replace", "pattern": {"String": "foo"}, "content": "XY"},
       {"type": "Replace", "pattern": {"Regex": "[0-9]{4,}"}, "content": "#"}]})"));
@@ -184,6 +187,12 @@ TEST(ReferenceVariant, MetaspaceSentencePiece) {
         {"type": "ByteFallback"}, {"type": "Fuse"}]})"));
     compare_variant(std::string("metaspace-") + scheme, doc);
   }
+  // Legacy form with normalized added tokens: HF normalizes their content too ("▁world").
+  auto doc = json::parse_file(p);
+  add_token(doc, 32000, "world", false, false, false, false, true);
+  add_token(doc, 32001, "dog", false, false, false, true, true);
+  add_token(doc, 32002, "<mask>", true, true, true, false, false);
+  compare_variant("spm-normalized-added", doc);
 }
 
 }  // namespace

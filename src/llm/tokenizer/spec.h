@@ -13,6 +13,8 @@ namespace wgc::llm {
 
 // A token matched in the raw text before the model sees it (HF "added_tokens").
 struct AddedToken {
+  // The id as HF assigns it when loading: a vocabulary piece's own id, else, in list order, the next
+  // id past the vocabulary (what consistent files say anyway; the value given here is replaced).
   int32_t id = -1;
   std::string content;
   bool special = true;       // skipped by decode(skip_special = true)

@@ -62,6 +62,7 @@ struct Tokenizer::Impl {
   std::unordered_map<std::string, int32_t> added_ids;
   // Added-token matchers: indices into spec.added per first byte, longest first.
   std::array<std::vector<uint32_t>, 256> match_raw, match_norm;
+  std::vector<std::string> patterns;  // per added token: the text matched
   bool any_raw = false, any_norm = false;
   std::unordered_map<uint64_t, MergeValue> merges;
   std::vector<Regex> norm_regex, pre_regex;
@@ -86,33 +87,39 @@ struct Tokenizer::Impl {
 
 void Tokenizer::Impl::build() {
   if (spec.vocab.empty()) fail("the vocabulary is empty");
-  size_t n = spec.vocab.size();
-  for (auto& a : spec.added) {
-    if (a.id < 0) fail("added token '" + a.content + "' has a negative id");
-    if (a.content.empty()) fail("added token " + std::to_string(a.id) + " is empty");
-    n = std::max(n, size_t(a.id) + 1);
+  vocab.reserve(spec.vocab.size() * 2);
+  for (size_t i = 0; i < spec.vocab.size(); ++i)
+    if (!spec.vocab[i].empty()) vocab.emplace(spec.vocab[i], int32_t(i));
+  // Ids of added tokens as HF assigns them (the file's ids only agree when the file is consistent):
+  // a vocabulary piece keeps its id, a new text gets the next id past the vocabulary.
+  {
+    std::unordered_map<std::string, int32_t> assigned;
+    int64_t max_id = -1;
+    const auto model_size = int64_t(vocab.size());
+    for (auto& a : spec.added) {
+      if (a.content.empty()) fail("added token " + std::to_string(a.id) + " is empty");
+      if (auto it = vocab.find(a.content); it != vocab.end()) {
+        a.id = it->second;
+      } else if (auto at = assigned.find(a.content); at != assigned.end()) {
+        a.id = at->second;
+      } else {
+        a.id = int32_t(max_id < 0 || max_id < model_size ? model_size : max_id + 1);
+      }
+      assigned[a.content] = a.id;
+      max_id = std::max<int64_t>(max_id, a.id);
+    }
   }
+  size_t n = spec.vocab.size();
+  for (auto& a : spec.added) n = std::max(n, size_t(a.id) + 1);
   pieces.assign(n, std::string());
   special.assign(n, 0);
-  vocab.reserve(spec.vocab.size() * 2);
-  for (size_t i = 0; i < spec.vocab.size(); ++i) {
-    pieces[i] = spec.vocab[i];
-    if (!spec.vocab[i].empty()) vocab.emplace(spec.vocab[i], int32_t(i));
-  }
+  for (size_t i = 0; i < spec.vocab.size(); ++i) pieces[i] = spec.vocab[i];
   for (size_t k = 0; k < spec.added.size(); ++k) {
     auto& a = spec.added[k];
     pieces[size_t(a.id)] = a.content;
     special[size_t(a.id)] = a.special;
     added_ids[a.content] = a.id;
-    auto& m = a.normalized ? match_norm : match_raw;
-    m[static_cast<unsigned char>(a.content[0])].push_back(uint32_t(k));
-    (a.normalized ? any_norm : any_raw) = true;
   }
-  for (auto* m : {&match_raw, &match_norm})
-    for (auto& v : *m)
-      std::stable_sort(v.begin(), v.end(), [&](uint32_t x, uint32_t y) {
-        return spec.added[x].content.size() > spec.added[y].content.size();
-      });
   auto check_id = [&](std::optional<int32_t> id, const char* what) {
     if (id && (*id < 0 || size_t(*id) >= n)) fail(std::string(what) + " id " + std::to_string(*id) + " out of range");
   };
@@ -200,6 +207,22 @@ void Tokenizer::Impl::build() {
                              ? Regex(s.a, spec.source + ": normalizer " + std::to_string(i))
                              : Regex());
   }
+  // Added-token matchers. Tokens matched in normalized text are looked for as the normalizer
+  // writes them (HF normalizes their content too: with a Prepend normalizer, "▁" + content).
+  patterns.resize(spec.added.size());
+  for (size_t k = 0; k < spec.added.size(); ++k) {
+    const auto& a = spec.added[k];
+    patterns[k] = a.content;
+    if (a.normalized) normalize(patterns[k]);
+    if (patterns[k].empty()) continue;
+    auto& m = a.normalized ? match_norm : match_raw;
+    m[static_cast<unsigned char>(patterns[k][0])].push_back(uint32_t(k));
+    (a.normalized ? any_norm : any_raw) = true;
+  }
+  for (auto* m : {&match_raw, &match_norm})
+    for (auto& v : *m)
+      std::stable_sort(v.begin(), v.end(),
+                       [&](uint32_t x, uint32_t y) { return patterns[x].size() > patterns[y].size(); });
   bool need_gpt2 = false;
   for (size_t i = 0; i < spec.pre_tokenizer.size(); ++i) {
     auto& s = spec.pre_tokenizer[i];
@@ -228,10 +251,11 @@ std::vector<Piece> Tokenizer::Impl::split_added(std::vector<Piece> in, bool norm
     size_t start_offset = 0;
     for (size_t i = 0; i < s.size();) {
       const AddedToken* hit = nullptr;
+      size_t hit_len = 0;
       for (uint32_t k : table[static_cast<unsigned char>(s[i])]) {
-        const auto& a = spec.added[k];
-        if (s.compare(i, a.content.size(), a.content) == 0) {
-          hit = &a;
+        if (s.compare(i, patterns[k].size(), patterns[k]) == 0) {
+          hit = &spec.added[k];
+          hit_len = patterns[k].size();
           break;
         }
       }
@@ -239,7 +263,7 @@ std::vector<Piece> Tokenizer::Impl::split_added(std::vector<Piece> in, bool norm
         ++i;
         continue;
       }
-      size_t start = i, stop = i + hit->content.size();
+      size_t start = i, stop = i + hit_len;
       i = stop;
       if (hit->single_word) {
         auto is_word = [](char32_t c) {
