@@ -1,0 +1,376 @@
+// wgc bench-llm: llama-bench's pp/tg tests for LlamaModel: prefill of p random tokens and n greedy
+// decode steps, t/s as the median (± standard deviation) of repeats; decode also as weight bytes
+// read per second and as a fraction of the memory bandwidth. A table, and JSON with every number.
+#include "bench/bench.h"
+#include "cli/command.h"
+#include "gpu/error.h"
+#include "llm/formats/gguf.h"
+#include "llm/model/llama.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <random>
+#include <sstream>
+
+#include <unistd.h>
+
+namespace wgc::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+struct Stats {
+  double median = 0, mean = 0, stddev = 0, min = 0, max = 0;
+};
+
+Stats stats(std::vector<double> v) {
+  Stats s;
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  s.median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  s.min = v.front();
+  s.max = v.back();
+  for (double x : v) s.mean += x;
+  s.mean /= double(n);
+  if (n > 1) {
+    double ss = 0;
+    for (double x : v) ss += (x - s.mean) * (x - s.mean);
+    s.stddev = std::sqrt(ss / double(n - 1));  // sample standard deviation, as llama-bench
+  }
+  return s;
+}
+
+struct Test {
+  std::string name;  // "pp512", "tg128"
+  int n_prompt = 0, n_gen = 0;
+  std::vector<double> seconds;  // per repeat
+  std::vector<double> tps;
+  Stats t;
+  double gbs = -1;      // tg: weight bytes read per second / 1e9
+  double bw_frac = -1;  // tg: gbs / bandwidth
+};
+
+// "8B" / "494M" style size label, "1.24 B" / "494.03 M" parameter counts, "2.30 GiB" sizes.
+std::string size_label(int64_t params) {
+  double p = double(params);
+  if (p >= 1e9) return fmt("%.0fB", std::round(p / 1e9));
+  if (p >= 1e7) return fmt("%.0fM", std::round(p / 1e6));
+  return fmt("%.1fM", p / 1e6);
+}
+std::string params_str(int64_t params) {
+  double p = double(params);
+  return p >= 1e9 ? fmt("%.2f B", p / 1e9) : fmt("%.2f M", p / 1e6);
+}
+std::string gib_str(uint64_t bytes) {
+  double b = double(bytes);
+  return b >= double(1ull << 30) ? fmt("%.2f GiB", b / double(1ull << 30)) : fmt("%.2f MiB", b / double(1ull << 20));
+}
+std::string gb_str(uint64_t bytes) {
+  double b = double(bytes);
+  return b >= 1e9 ? fmt("%.2f GB", b / 1e9) : b >= 1e6 ? fmt("%.2f MB", b / 1e6) : fmt("%.1f KB", b / 1e3);
+}
+
+// A Markdown table (as llama-bench prints): columns sized to their widest cell, `right` aligned.
+void print_table(const std::vector<std::string>& head, const std::vector<bool>& right,
+                 const std::vector<std::vector<std::string>>& rows) {
+  // Display width: count UTF-8 lead bytes only (the table has "±").
+  auto width = [](const std::string& s) {
+    size_t n = 0;
+    for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+    return n;
+  };
+  std::vector<size_t> w(head.size());
+  for (size_t c = 0; c < head.size(); ++c) {
+    w[c] = width(head[c]);
+    for (const auto& r : rows) w[c] = std::max(w[c], width(r[c]));
+  }
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string out = "|";
+    for (size_t c = 0; c < cells.size(); ++c) {
+      std::string pad(w[c] - width(cells[c]), ' ');
+      out += ' ';
+      if (right[c]) out += pad;
+      out += cells[c];
+      if (!right[c]) out += pad;
+      out += " |";
+    }
+    std::printf("%s\n", out.c_str());
+  };
+  line(head);
+  std::string sep = "|";
+  for (size_t c = 0; c < head.size(); ++c) {
+    sep += ' ';
+    sep.append(w[c] - (right[c] ? 1 : 0), '-');
+    if (right[c]) sep += ':';
+    sep += " |";
+  }
+  std::printf("%s\n", sep.c_str());
+  for (const auto& r : rows) line(r);
+}
+
+// The type most of the weight bytes are in ("F16", "Q8_0", ...).
+std::string main_type(const llm::ModelFile& f) {
+  std::map<std::string, uint64_t> bytes;
+  for (const auto& t : f.tensors()) bytes[std::string(llm::to_string(t.type))] += t.data.size();
+  std::string best;
+  uint64_t most = 0;
+  for (auto& [name, n] : bytes)
+    if (n > most) {
+      most = n;
+      best = name;
+    }
+  return best;
+}
+
+std::string json_number(double v) {
+  if (!std::isfinite(v)) return "null";
+  std::ostringstream o;
+  o.precision(10);
+  o << v;
+  return o.str();
+}
+
+std::string json_string(const std::string& s) {
+  std::string o = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      o += '\\';
+      o += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned char>(c));
+      o += buf;
+    } else {
+      o += c;
+    }
+  }
+  return o + "\"";
+}
+
+std::string json_array(const std::vector<double>& v) {
+  std::string o = "[";
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) o += ',';
+    o += json_number(v[i]);
+  }
+  return o + "]";
+}
+
+std::vector<int> int_list(Args& a, const char* name, int def) {
+  auto items = a.list(name);
+  std::vector<int> out;
+  if (items.empty()) out.push_back(def);
+  for (auto& s : items) {
+    char* end = nullptr;
+    long v = std::strtol(s.c_str(), &end, 10);
+    if (s.empty() || *end || v < 0 || v > 1 << 20)
+      throw Error("wgc bench-llm: " + std::string(name) + " expects non-negative integers, got '" + s + "'");
+    out.push_back(int(v));
+  }
+  return out;
+}
+
+int bench_llm_cmd(Args& a) {
+  auto g = gpu_flags(a);
+  auto model_path = a.option("--model");
+  if (!model_path) model_path = a.option("-m");
+  std::vector<int> pp = int_list(a, "-p", 512), tg = int_list(a, "-n", 128);
+  int repeats = static_cast<int>(a.number_or("-r", a.number_or("--repetitions", 5)));
+  auto json = a.option("--json");
+  auto bw_opt = a.option("--bandwidth");
+  int batch = static_cast<int>(a.number_or("--batch", 512));
+  auto seed = static_cast<uint32_t>(a.number_or("--seed", 1));
+  bool warmup = !a.flag("--no-warmup");
+  a.done();
+  if (!model_path) throw Error("wgc bench-llm: --model FILE.gguf (or a Hugging Face folder) is required");
+  if (repeats < 1) throw Error("wgc bench-llm: -r must be at least 1");
+  if (batch < 1) throw Error("wgc bench-llm: --batch must be at least 1");
+  pp.erase(std::remove(pp.begin(), pp.end(), 0), pp.end());
+  tg.erase(std::remove(tg.begin(), tg.end(), 0), tg.end());
+  if (pp.empty() && tg.empty()) throw Error("wgc bench-llm: nothing to run (-p 0 and -n 0)");
+
+  const bool tty = isatty(2);
+  auto status = [&](const std::string& s) {
+    std::fprintf(stderr, "%s[bench-llm] %s%s", tty ? "\r" : "", s.c_str(), tty ? "          " : "\n");
+    std::fflush(stderr);
+  };
+
+  Context ctx({parse_backend(g.backend), g.debug});
+  // The bandwidth to compare decode with: given, else measured (a large copy kernel), before the
+  // model takes the memory.
+  double bw = -1;  // bytes/s; <= 0: none
+  std::string bw_source = "none";
+  if (bw_opt) {
+    char* end = nullptr;
+    double v = std::strtod(bw_opt->c_str(), &end);
+    if (bw_opt->empty() || *end || v < 0) throw Error("wgc bench-llm: --bandwidth expects GB/s, got '" + *bw_opt + "'");
+    if (v > 0) {
+      bw = v * 1e9;
+      bw_source = "given";
+    }
+  } else {
+    status("measuring the copy bandwidth");
+    bw = bench::measured_bandwidth(ctx, bench::Options{});
+    bw_source = "measured";
+  }
+
+  status("loading " + *model_path);
+  llm::ModelFile file = llm::open_model(*model_path);
+  const llm::ModelConfig& cfg = file.config();
+  int max_p = pp.empty() ? 0 : *std::max_element(pp.begin(), pp.end());
+  int max_n = tg.empty() ? 0 : *std::max_element(tg.begin(), tg.end());
+  llm::EngineOptions eo;
+  eo.max_ctx = std::max({max_p, max_n, 1});
+  eo.max_batch = batch;
+  llm::LlamaModel model(ctx, file, eo);
+
+  int64_t params = 0;
+  for (const auto& t : file.tensors()) params += t.numel();
+  const uint64_t weight_bytes = model.weight_bytes();
+  // Decode reads every weight once per token, except the rows of an untied embedding table it does
+  // not look up (only the output projection reads a whole vocab x hidden matrix).
+  uint64_t bytes_per_token = weight_bytes;
+  if (!cfg.tie_word_embeddings)
+    if (const auto* e = file.find("model.embed_tokens.weight"); e && e->data.size() < weight_bytes)
+      bytes_per_token -= e->data.size();
+
+  std::string label;
+  if (const auto* gg = file.gguf()) label = gg->get_string("general.size_label");
+  if (label.empty() || label == "tiny") label = size_label(params);  // wgc's test shape: its size
+  const std::string type = main_type(file);
+  const std::string name = std::string(llm::to_string(cfg.architecture)) + " " + label + " " + type;
+  const std::string backend = "WebGPU " + ctx.adapter().device;
+
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int32_t> tok(0, int32_t(cfg.vocab_size - 1));
+  auto random_tokens = [&](int n) {
+    std::vector<int32_t> v(static_cast<size_t>(n));
+    for (auto& t : v) t = tok(rng);
+    return v;
+  };
+
+  std::vector<Test> tests;
+  for (int p : pp) {
+    Test t;
+    t.name = "pp" + std::to_string(p);
+    t.n_prompt = p;
+    auto tokens = random_tokens(p);
+    if (warmup) {
+      status(t.name + " warm-up");
+      model.rewind(0);
+      (void)model.logits(tokens);
+    }
+    for (int r = 0; r < repeats; ++r) {
+      status(t.name + " run " + std::to_string(r + 1) + "/" + std::to_string(repeats));
+      model.rewind(0);
+      auto t0 = Clock::now();
+      auto logits = model.logits(tokens);
+      double s = std::chrono::duration<double>(Clock::now() - t0).count();
+      if (logits.empty() || !std::isfinite(logits[0])) throw Error("wgc bench-llm: " + t.name + ": non-finite logits");
+      t.seconds.push_back(s);
+      t.tps.push_back(double(p) / s);
+    }
+    tests.push_back(std::move(t));
+  }
+  for (int n : tg) {
+    Test t;
+    t.name = "tg" + std::to_string(n);
+    t.n_gen = n;
+    int32_t first = random_tokens(1)[0];
+    auto decode = [&](int steps) {
+      model.rewind(0);
+      int32_t id = first;
+      for (int i = 0; i < steps; ++i) id = model.greedy(std::span(&id, 1));
+      return id;
+    };
+    if (warmup) {
+      status(t.name + " warm-up");
+      decode(std::min(n, 16));
+    }
+    for (int r = 0; r < repeats; ++r) {
+      status(t.name + " run " + std::to_string(r + 1) + "/" + std::to_string(repeats));
+      auto t0 = Clock::now();
+      int32_t last = decode(n);
+      double s = std::chrono::duration<double>(Clock::now() - t0).count();
+      if (last < 0 || last >= cfg.vocab_size)
+        throw Error("wgc bench-llm: " + t.name + ": token id " + std::to_string(last));
+      t.seconds.push_back(s);
+      t.tps.push_back(double(n) / s);
+    }
+    tests.push_back(std::move(t));
+  }
+  if (tty) std::fprintf(stderr, "\r%70s\r", "");
+  for (auto& t : tests) {
+    t.t = stats(t.tps);
+    if (t.n_gen > 0) {
+      t.gbs = double(bytes_per_token) * t.t.median / 1e9;
+      if (bw > 0) t.bw_frac = t.gbs * 1e9 / bw;
+    }
+  }
+
+  std::printf("device: %s (%s)   bandwidth: %s\n", ctx.adapter().device.c_str(), ctx.adapter().adapter_type.c_str(),
+              bw > 0 ? (fmt("%.1f GB/s", bw * 1e-9) + " (" + bw_source + ")").c_str() : "none");
+  std::printf("model: %s   weights on the GPU: %s, read per decoded token: %s\n\n", model_path->c_str(),
+              gb_str(weight_bytes).c_str(), gb_str(bytes_per_token).c_str());
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& t : tests)
+    rows.push_back({name, gib_str(file.total_bytes()), params_str(params), backend, t.name,
+                    fmt("%.2f", t.t.median) + " ± " + fmt("%.2f", t.t.stddev),
+                    t.gbs >= 0 ? fmt(t.gbs >= 10 ? "%.1f" : "%.3f", t.gbs) : "",
+                    t.bw_frac >= 0 ? fmt("%.1f%%", 100 * t.bw_frac) : ""});
+  print_table({"model", "size", "params", "backend", "test", "t/s", "GB/s", "% bw"},
+              {false, true, true, false, true, true, true, true}, rows);
+  std::printf(
+      "\nt/s: median ± standard deviation of %d runs (after a warm-up run); pp: prefill of p random tokens\n"
+      "from an empty cache to the last position's logits; tg: n greedy single-token steps from an empty\n"
+      "cache (one token id read back per step). GB/s: weight bytes read per token x t/s; %% bw: of the\n"
+      "%s bandwidth.\n",
+      repeats, bw_source == "given" ? "given" : "measured copy");
+
+  if (json) {
+    std::ofstream f(*json);
+    if (!f) throw Error("wgc bench-llm: cannot write " + *json);
+    f << "{\"model\":" << json_string(*model_path) << ",\"name\":" << json_string(name)
+      << ",\"architecture\":" << json_string(std::string(llm::to_string(cfg.architecture)))
+      << ",\"type\":" << json_string(type) << ",\"size_bytes\":" << file.total_bytes() << ",\"params\":" << params
+      << ",\"weight_bytes\":" << weight_bytes << ",\"bytes_per_token\":" << bytes_per_token
+      << ",\"device\":" << json_string(ctx.adapter().device)
+      << ",\"adapter_type\":" << json_string(ctx.adapter().adapter_type)
+      << ",\"backend\":" << json_string(ctx.adapter().backend)
+      << ",\"bandwidth_gbs\":" << (bw > 0 ? json_number(bw * 1e-9) : "null")
+      << ",\"bandwidth_source\":" << json_string(bw_source) << ",\"repeats\":" << repeats
+      << ",\"warmup\":" << (warmup ? "true" : "false") << ",\"max_ctx\":" << model.max_ctx() << ",\"batch\":" << batch
+      << ",\"results\":[";
+    for (size_t i = 0; i < tests.size(); ++i) {
+      const auto& t = tests[i];
+      f << (i ? "," : "") << "\n {\"test\":" << json_string(t.name) << ",\"n_prompt\":" << t.n_prompt
+        << ",\"n_gen\":" << t.n_gen << ",\"seconds\":" << json_array(t.seconds) << ",\"tps\":" << json_array(t.tps)
+        << ",\"tps_median\":" << json_number(t.t.median) << ",\"tps_mean\":" << json_number(t.t.mean)
+        << ",\"tps_stddev\":" << json_number(t.t.stddev) << ",\"tps_min\":" << json_number(t.t.min)
+        << ",\"tps_max\":" << json_number(t.t.max) << ",\"gbs\":" << (t.gbs >= 0 ? json_number(t.gbs) : "null")
+        << ",\"bandwidth_fraction\":" << (t.bw_frac >= 0 ? json_number(t.bw_frac) : "null") << "}";
+    }
+    f << "\n]}\n";
+    if (!f) throw Error("wgc bench-llm: writing " + *json + " failed");
+  }
+  return 0;
+}
+
+Register reg{{"bench-llm",
+              "--model F.gguf [-p 512[,n..]] [-n 128[,n..]] [-r 5] [--json F] [--bandwidth GB/s] [--batch 512] "
+              "[--seed S] [--no-warmup] [--backend B]",
+              "llama-bench for LlamaModel: prefill (pp) and decode (tg) tokens/s, decode vs bandwidth", bench_llm_cmd}};
+
+}  // namespace
+}  // namespace wgc::cli

@@ -1,0 +1,408 @@
+#include "llm/synth/synth_model.h"
+
+#include "gpu/error.h"
+#include "llm/synth/quantize.h"
+#include "llm/synth/random.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <numbers>
+
+namespace wgc::llm::synth {
+
+// --- shapes -------------------------------------------------------------------------------------
+
+namespace {
+
+ModelShape llama(std::string name, std::string display, std::string label, int64_t hidden, int64_t layers,
+                 int64_t heads, int64_t kv_heads, int64_t head_dim, int64_t ffn, bool tied, double factor) {
+  ModelShape s;
+  s.name = std::move(name);
+  s.display = std::move(display);
+  s.size_label = std::move(label);
+  s.arch = "llama";
+  s.vocab = 128256;
+  s.hidden = hidden;
+  s.layers = layers;
+  s.heads = heads;
+  s.kv_heads = kv_heads;
+  s.head_dim = head_dim;
+  s.ffn = ffn;
+  s.context = 131072;
+  s.rope_theta = 500000;
+  s.rms_eps = 1e-5;
+  s.tied = tied;
+  s.rope_factor = factor;
+  s.rope_low_freq = 1;
+  s.rope_high_freq = 4;
+  s.rope_original_context = 8192;
+  return s;
+}
+
+std::vector<ModelShape> make_shapes() {
+  std::vector<ModelShape> v;
+  v.push_back(llama("llama-3.2-1b", "Llama 3.2 1B", "1B", 2048, 16, 32, 8, 64, 8192, true, 32));
+  v.push_back(llama("llama-3.2-3b", "Llama 3.2 3B", "3B", 3072, 28, 24, 8, 128, 8192, true, 32));
+  v.push_back(llama("llama-3.1-8b", "Llama 3.1 8B", "8B", 4096, 32, 32, 8, 128, 14336, false, 8));
+  ModelShape q;
+  q.name = "qwen2.5-0.5b";
+  q.display = "Qwen2.5 0.5B";
+  q.size_label = "0.5B";
+  q.arch = "qwen2";
+  q.vocab = 151936;
+  q.hidden = 896;
+  q.layers = 24;
+  q.heads = 14;
+  q.kv_heads = 2;
+  q.head_dim = 64;
+  q.ffn = 4864;
+  q.context = 32768;
+  q.rope_theta = 1000000;
+  q.rms_eps = 1e-6;
+  q.tied = true;
+  q.attention_bias = true;
+  q.vocab_kind = VocabKind::Qwen2;
+  v.push_back(q);
+  // Small enough for SwiftShader tests, yet every feature of the real ones: GQA, llama3 rope
+  // scaling, an untied output, rows that are whole Q4_0/Q8_0 blocks.
+  ModelShape t = llama("tiny", "wgc tiny", "tiny", 128, 2, 4, 2, 32, 256, false, 32);
+  t.vocab = 512;
+  t.context = 2048;
+  v.push_back(t);
+  return v;
+}
+
+std::string lower(std::string_view s) {
+  std::string r(s);
+  for (auto& c : r) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return r;
+}
+
+}  // namespace
+
+std::span<const ModelShape> shapes() {
+  static const std::vector<ModelShape> all = make_shapes();
+  return all;
+}
+
+const ModelShape& find_shape(std::string_view name) {
+  std::string n = lower(name);
+  std::string known;
+  for (const auto& s : shapes()) {
+    if (s.name == n) return s;
+    known += (known.empty() ? "" : ", ") + s.name;
+  }
+  throw Error("wgc: unknown model shape '" + std::string(name) + "' (known: " + known + ")");
+}
+
+TensorType parse_synth_type(std::string_view name) {
+  std::string n = lower(name);
+  if (n == "f32") return TensorType::F32;
+  if (n == "f16") return TensorType::F16;
+  if (n == "q8_0") return TensorType::Q8_0;
+  if (n == "q4_0") return TensorType::Q4_0;
+  throw Error("wgc: unknown weight type '" + std::string(name) + "' (f32, f16, q8_0, q4_0)");
+}
+
+uint32_t llama_file_type(TensorType t) {
+  switch (t) {
+    case TensorType::F32: return 0;   // LLAMA_FTYPE_ALL_F32
+    case TensorType::F16: return 1;   // LLAMA_FTYPE_MOSTLY_F16
+    case TensorType::Q4_0: return 2;  // LLAMA_FTYPE_MOSTLY_Q4_0
+    case TensorType::Q8_0: return 7;  // LLAMA_FTYPE_MOSTLY_Q8_0
+    default: throw Error("wgc: no llama.cpp file type for " + std::string(to_string(t)));
+  }
+}
+
+// --- tokenizer ----------------------------------------------------------------------------------
+
+namespace {
+
+std::string utf8(uint32_t cp) {
+  std::string s;
+  if (cp < 0x80) {
+    s += char(cp);
+  } else if (cp < 0x800) {
+    s += char(0xC0 | (cp >> 6));
+    s += char(0x80 | (cp & 0x3F));
+  } else {
+    s += char(0xE0 | (cp >> 12));
+    s += char(0x80 | ((cp >> 6) & 0x3F));
+    s += char(0x80 | (cp & 0x3F));
+  }
+  return s;
+}
+
+// GPT-2's bytes_to_unicode() characters, in the order of its first 256 token ids.
+std::vector<std::string> byte_tokens() {
+  std::vector<int> bs;
+  for (int b = '!'; b <= '~'; ++b) bs.push_back(b);
+  for (int b = 0xA1; b <= 0xAC; ++b) bs.push_back(b);
+  for (int b = 0xAE; b <= 0xFF; ++b) bs.push_back(b);
+  std::vector<std::string> out;
+  for (int b : bs) out.push_back(utf8(uint32_t(b)));
+  int n = 0;
+  for (int b = 0; b < 256; ++b)
+    if (std::find(bs.begin(), bs.end(), b) == bs.end()) out.push_back(utf8(uint32_t(256 + n++)));
+  return out;
+}
+
+std::vector<std::string> llama3_specials(size_t n) {
+  static const char* named[] = {"<|begin_of_text|>",
+                                "<|end_of_text|>",
+                                "<|reserved_special_token_0|>",
+                                "<|reserved_special_token_1|>",
+                                "<|finetune_right_pad_id|>",
+                                "<|reserved_special_token_2|>",
+                                "<|start_header_id|>",
+                                "<|end_header_id|>",
+                                "<|eom_id|>",
+                                "<|eot_id|>",
+                                "<|python_tag|>"};
+  std::vector<std::string> v;
+  for (size_t i = 0; i < n; ++i)
+    v.push_back(i < std::size(named) ? named[i] : "<|reserved_special_token_" + std::to_string(i - 8) + "|>");
+  return v;
+}
+
+std::vector<std::string> qwen2_specials(size_t n, size_t first_id) {
+  static const char* named[] = {"<|endoftext|>",      "<|im_start|>",     "<|im_end|>",     "<|object_ref_start|>",
+                                "<|object_ref_end|>", "<|box_start|>",    "<|box_end|>",    "<|quad_start|>",
+                                "<|quad_end|>",       "<|vision_start|>", "<|vision_end|>", "<|vision_pad|>",
+                                "<|image_pad|>",      "<|video_pad|>",    "<tool_call>",    "</tool_call>",
+                                "<|fim_prefix|>",     "<|fim_middle|>",   "<|fim_suffix|>", "<|fim_pad|>",
+                                "<|repo_name|>",      "<|file_sep|>"};
+  std::vector<std::string> v;
+  for (size_t i = 0; i < n; ++i)
+    v.push_back(i < std::size(named) ? named[i] : "[PAD" + std::to_string(first_id + i) + "]");
+  return v;
+}
+
+}  // namespace
+
+SynthVocab synth_vocab(const ModelShape& shape) {
+  SynthVocab v;
+  const bool qwen = shape.vocab_kind == VocabKind::Qwen2;
+  const int64_t real_normal = qwen ? 151643 : 128000;  // the real models' first special id
+  const int64_t n_special = shape.vocab > real_normal ? shape.vocab - real_normal : 16;
+  const int64_t n_normal = shape.vocab - n_special;
+  if (n_normal <= 256 || n_normal - 256 > 65536 * 257)
+    throw Error("wgc: synthetic vocabulary of " + std::to_string(shape.vocab) + " tokens is out of range");
+  v.tokens = byte_tokens();
+  v.tokens.reserve(size_t(shape.vocab));
+  v.merges.reserve(size_t(n_normal - 256));
+  // Merges: first every pair of byte tokens, then (pair, byte) triples; each merge creates one token.
+  for (int64_t r = 0; r < n_normal - 256; ++r) {
+    const std::string* left;
+    const std::string* right;
+    if (r < 65536) {
+      left = &v.tokens[size_t(r / 256)];
+      right = &v.tokens[size_t(r % 256)];
+    } else {
+      left = &v.tokens[size_t(256 + (r - 65536) / 256)];
+      right = &v.tokens[size_t((r - 65536) % 256)];
+    }
+    v.merges.push_back(*left + " " + *right);
+    std::string merged = *left + *right;
+    v.tokens.push_back(std::move(merged));
+  }
+  v.types.assign(size_t(n_normal), 1);
+  auto specials = qwen ? qwen2_specials(size_t(n_special), size_t(n_normal)) : llama3_specials(size_t(n_special));
+  for (auto& s : specials) {
+    v.tokens.push_back(std::move(s));
+    v.types.push_back(3);
+  }
+  const int32_t first = int32_t(n_normal);
+  if (qwen) {
+    v.pre = "qwen2";
+    v.bos = first;      // <|endoftext|>
+    v.eos = first + 2;  // <|im_end|>
+    v.pad = first;
+    v.add_bos = false;
+  } else {
+    v.pre = "llama-bpe";
+    v.bos = first;      // <|begin_of_text|>
+    v.eos = first + 9;  // <|eot_id|>
+    v.eot = first + 9;
+    v.add_bos = true;
+  }
+  return v;
+}
+
+std::vector<float> llama3_rope_factors(const ModelShape& s) {
+  std::vector<float> out;
+  if (s.rope_factor == 0) return out;
+  const int64_t dim = s.head_dim;
+  const float base = float(s.rope_theta), factor = float(s.rope_factor);
+  const float low = float(s.rope_low_freq), high = float(s.rope_high_freq);
+  const float old_ctx = float(s.rope_original_context);
+  const float low_wavelen = old_ctx / low, high_wavelen = old_ctx / high;
+  for (int64_t i = 0; i < dim; i += 2) {
+    float freq = 1.0f / std::pow(base, float(i) / float(dim));
+    float wavelen = float(2 * std::numbers::pi) / freq;
+    if (wavelen < high_wavelen) {
+      out.push_back(1.0f);
+    } else if (wavelen > low_wavelen) {
+      out.push_back(factor);
+    } else {
+      float smooth = (old_ctx / wavelen - low) / (high - low);
+      out.push_back(1.0f / ((1.0f - smooth) / factor + smooth));
+    }
+  }
+  return out;
+}
+
+// --- the model ----------------------------------------------------------------------------------
+
+SynthModel::SynthModel(const ModelShape& shape, TensorType type, uint64_t seed)
+    : shape_(shape), type_(type), seed_(seed) {
+  if (!can_quantize(type))
+    throw Error("wgc: synthetic models are written as F32, F16, Q8_0 or Q4_0, not " + std::string(to_string(type)));
+  const ModelShape& s = shape_;
+  const std::string& a = s.arch;
+  auto k = [&](const char* key) { return a + "." + key; };
+  GgufStreamWriter& w = writer_;
+
+  w.add_string("general.architecture", a);
+  w.add_string("general.type", "model");
+  w.add_string("general.name", s.display + " (synthetic, random weights)");
+  w.add_string("general.size_label", s.size_label);
+  w.add_u32("general.file_type", llama_file_type(type));
+  w.add_u32("general.quantization_version", 2);
+  w.add_string("wgc.synthetic.shape", s.name);
+  w.add("wgc.synthetic.seed", MetaValue::u64(seed));
+
+  w.add_u32(k("block_count"), uint32_t(s.layers));
+  w.add_u32(k("context_length"), uint32_t(s.context));
+  w.add_u32(k("embedding_length"), uint32_t(s.hidden));
+  w.add_u32(k("feed_forward_length"), uint32_t(s.ffn));
+  w.add_u32(k("attention.head_count"), uint32_t(s.heads));
+  w.add_u32(k("attention.head_count_kv"), uint32_t(s.kv_heads));
+  w.add_f32(k("rope.freq_base"), float(s.rope_theta));
+  w.add_f32(k("attention.layer_norm_rms_epsilon"), float(s.rms_eps));
+  if (s.head_dim * s.heads != s.hidden) {
+    w.add_u32(k("attention.key_length"), uint32_t(s.head_dim));
+    w.add_u32(k("attention.value_length"), uint32_t(s.head_dim));
+  }
+  if (a == "llama") {
+    w.add_u32(k("vocab_size"), uint32_t(s.vocab));
+    w.add_u32(k("rope.dimension_count"), uint32_t(s.head_dim));
+  }
+
+  SynthVocab v = synth_vocab(s);
+  w.add_string("tokenizer.ggml.model", "gpt2");
+  w.add_string("tokenizer.ggml.pre", v.pre);
+  w.add("tokenizer.ggml.tokens", MetaValue::strings(v.tokens));
+  w.add("tokenizer.ggml.token_type", MetaValue::array(std::span<const int32_t>(v.types)));
+  w.add("tokenizer.ggml.merges", MetaValue::strings(v.merges));
+  w.add_u32("tokenizer.ggml.bos_token_id", uint32_t(v.bos));
+  w.add_u32("tokenizer.ggml.eos_token_id", uint32_t(v.eos));
+  if (v.pad >= 0) w.add_u32("tokenizer.ggml.padding_token_id", uint32_t(v.pad));
+  w.add_bool("tokenizer.ggml.add_bos_token", v.add_bos);
+
+  // Tensors, in the order llama.cpp's converter writes a Llama.
+  auto matrix = [&](const std::string& name, int64_t cols, int64_t rows) {
+    w.add_tensor(name, type, {cols, rows});
+    recipes_.push_back({0.f, 0.02f, {}, 0});
+  };
+  auto vec = [&](const std::string& name, int64_t n, float mean) {
+    w.add_tensor(name, TensorType::F32, {n});
+    recipes_.push_back({mean, 0.02f, {}, 0});
+  };
+  const int64_t q = s.heads * s.head_dim, kv = s.kv_heads * s.head_dim;
+  if (auto f = llama3_rope_factors(s); !f.empty()) {
+    w.add_tensor("rope_freqs.weight", TensorType::F32, {int64_t(f.size())});
+    recipes_.push_back({0.f, 0.f, std::move(f), 0});
+  }
+  matrix("token_embd.weight", s.hidden, s.vocab);
+  for (int64_t l = 0; l < s.layers; ++l) {
+    std::string b = "blk." + std::to_string(l) + ".";
+    vec(b + "attn_norm.weight", s.hidden, 1.f);
+    matrix(b + "attn_q.weight", s.hidden, q);
+    matrix(b + "attn_k.weight", s.hidden, kv);
+    matrix(b + "attn_v.weight", s.hidden, kv);
+    if (s.attention_bias) {
+      vec(b + "attn_q.bias", q, 0.f);
+      vec(b + "attn_k.bias", kv, 0.f);
+      vec(b + "attn_v.bias", kv, 0.f);
+    }
+    matrix(b + "attn_output.weight", q, s.hidden);
+    vec(b + "ffn_norm.weight", s.hidden, 1.f);
+    matrix(b + "ffn_gate.weight", s.hidden, s.ffn);
+    matrix(b + "ffn_up.weight", s.hidden, s.ffn);
+    matrix(b + "ffn_down.weight", s.ffn, s.hidden);
+  }
+  vec("output_norm.weight", s.hidden, 1.f);
+  if (!s.tied) matrix("output.weight", s.hidden, s.vocab);
+  for (size_t i = 0; i < recipes_.size(); ++i) recipes_[i].key = stream_key(seed, i);
+}
+
+int64_t SynthModel::params() const {
+  int64_t n = 0;
+  for (const auto& t : writer_.tensors()) n += t.numel();
+  return n;
+}
+
+void SynthModel::row_values(size_t index, int64_t row, std::span<float> out) const {
+  const Recipe& r = recipes_[index];
+  const uint64_t first = uint64_t(row) * out.size();
+  if (!r.fixed.empty()) {
+    std::copy_n(r.fixed.begin() + int64_t(first), out.size(), out.begin());
+    return;
+  }
+  fill_normal(out, r.key, first, r.mean, r.sigma);
+}
+
+std::vector<float> SynthModel::values(size_t index, int64_t row0, int64_t rows) const {
+  const auto& t = writer_.tensors().at(index);
+  const size_t n = size_t(t.row_length());
+  std::vector<float> v(size_t(rows) * n);
+  for (int64_t r = 0; r < rows; ++r) row_values(index, row0 + r, std::span(v).subspan(size_t(r) * n, n));
+  return v;
+}
+
+void SynthModel::fill(size_t index, int64_t row0, int64_t rows, std::span<std::byte> out) const {
+  const auto& t = writer_.tensors().at(index);
+  const size_t n = size_t(t.row_length());
+  const size_t rb = size_t(t.row_bytes());
+  if (out.size() != size_t(rows) * rb)
+    throw Error("synth: tensor '" + t.name + "': " + std::to_string(out.size()) + " bytes for " + std::to_string(rows) +
+                " rows of " + std::to_string(rb));
+  thread_local std::vector<float> row;
+  row.resize(n);
+  for (int64_t r = 0; r < rows; ++r) {
+    row_values(index, row0 + r, row);
+    quantize(t.type, row, out.subspan(size_t(r) * rb, rb));
+  }
+}
+
+void SynthModel::write(const std::filesystem::path& path, const WriteOptions& opt) const {
+  writer_.write(
+      path, [this](size_t i, int64_t r0, int64_t n, std::span<std::byte> out) { fill(i, r0, n, out); }, opt);
+}
+
+std::vector<std::byte> SynthModel::to_bytes() const {
+  return writer_.to_bytes([this](size_t i, int64_t r0, int64_t n, std::span<std::byte> out) { fill(i, r0, n, out); });
+}
+
+SynthModel write_synth_model(const std::filesystem::path& path, const ModelShape& shape, TensorType type,
+                             const SynthOptions& opt) {
+  SynthModel m(shape, type, opt.seed);
+  namespace fs = std::filesystem;
+  uint64_t reclaimable = 0;
+  std::error_code ec;
+  if (fs::exists(path, ec)) {
+    if (!opt.force) throw Error(path.string() + ": the file exists (pass --force to replace it)");
+    if (fs::is_directory(path, ec)) throw Error(path.string() + ": is a folder");
+    reclaimable = fs::file_size(path, ec);
+    if (ec) reclaimable = 0;
+  }
+  check_free_space(path, m.file_bytes(), reclaimable);
+  if (reclaimable) fs::remove(path, ec);  // make room before writing
+  m.write(path, opt.write);
+  return m;
+}
+
+}  // namespace wgc::llm::synth

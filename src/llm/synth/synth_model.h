@@ -1,0 +1,127 @@
+// Synthetic models: GGUF files with random weights and the exact shapes, tensor names, types and
+// metadata of real Llama-family models (as llama.cpp's converter writes them), for benchmarks that
+// need the real sizes but not trained weights (speed does not depend on the values).
+//
+//   auto& shape = synth::find_shape("llama-3.2-1b");
+//   synth::SynthModel m(shape, TensorType::Q8_0, /*seed=*/1);
+//   m.write("llama-3.2-1b-q8_0.gguf");              // streamed, multithreaded, with a progress bar
+//
+// What a file holds:
+//  - metadata: general.* (architecture, name, size_label, file_type, quantization_version), the
+//    {arch}.* hyper-parameters llama.cpp reads, tokenizer.ggml.* (a gpt2 byte-level BPE tokenizer
+//    with a synthetic vocabulary of the real size: the 256 byte tokens, generated merges, and the
+//    model family's special tokens at their real ids), and wgc.synthetic.{shape,seed};
+//  - tensors in GGUF's names and GGML order: token_embd, blk.N.{attn_norm, attn_q, attn_k, attn_v,
+//    attn_output, ffn_norm, ffn_gate, ffn_up, ffn_down} (+ attn_{q,k,v}.bias for Qwen2),
+//    output_norm, output (absent when the embeddings are tied), and rope_freqs (llama3 rope
+//    scaling, computed as convert_hf_to_gguf.py does);
+//  - matrices in the requested type (all of them: token_embd and output too, as llama-quantize
+//    --pure would), norms, biases and rope_freqs in F32 as llama.cpp keeps them;
+//  - values: matrices and biases ~N(0, 0.02^2), norms ~N(1, 0.02^2) (bounded: never inf/NaN),
+//    a pure function of (seed, tensor, element): the same seed gives the same file.
+#pragma once
+
+#include "llm/formats/tensor_type.h"
+#include "llm/synth/gguf_writer.h"
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace wgc::llm::synth {
+
+enum class VocabKind { Llama3, Qwen2 };
+
+struct ModelShape {
+  std::string name;        // "llama-3.2-1b" (the --shape value)
+  std::string display;     // "Llama 3.2 1B"
+  std::string size_label;  // "1B" (general.size_label)
+  std::string arch;        // GGUF general.architecture: "llama", "qwen2"
+  int64_t vocab = 0, hidden = 0, layers = 0, heads = 0, kv_heads = 0, head_dim = 0, ffn = 0;
+  int64_t context = 0;  // {arch}.context_length
+  double rope_theta = 10000;
+  double rms_eps = 1e-5;
+  bool tied = false;            // no output.weight: the output projection is token_embd
+  bool attention_bias = false;  // q/k/v biases (Qwen2)
+  // llama3 rope scaling (factor 0: none), written as the rope_freqs tensor.
+  double rope_factor = 0, rope_low_freq = 1, rope_high_freq = 4;
+  int64_t rope_original_context = 8192;
+  VocabKind vocab_kind = VocabKind::Llama3;
+};
+
+// llama-3.2-1b, llama-3.2-3b, llama-3.1-8b, qwen2.5-0.5b, tiny (a two-layer model for tests).
+std::span<const ModelShape> shapes();
+// The shape of that name; wgc::Error listing the known names otherwise.
+const ModelShape& find_shape(std::string_view name);
+
+// F32, F16, Q8_0, Q4_0 from "f32", "f16", "q8_0", "q4_0" (case-insensitive); wgc::Error otherwise.
+TensorType parse_synth_type(std::string_view name);
+// llama.cpp's general.file_type (LLAMA_FTYPE_*) of a model whose matrices are all of type t.
+uint32_t llama_file_type(TensorType t);
+
+// The synthetic tokenizer of a shape: `vocab` tokens (byte tokens 0..255 in GPT-2's byte-to-unicode
+// order, then merged pairs, then the family's special tokens), their types, and the merges.
+struct SynthVocab {
+  std::vector<std::string> tokens;
+  std::vector<int32_t> types;  // llama.cpp token types: 1 normal, 3 control
+  std::vector<std::string> merges;
+  std::string pre;  // tokenizer.ggml.pre
+  int32_t bos = -1, eos = -1, eot = -1, pad = -1;
+  bool add_bos = false;
+};
+SynthVocab synth_vocab(const ModelShape& shape);
+
+// The llama3 rope frequency factors (head_dim / 2 values) as convert_hf_to_gguf.py computes them
+// (in float32, as its torch tensors do); empty when the shape has no scaling.
+std::vector<float> llama3_rope_factors(const ModelShape& shape);
+
+class SynthModel {
+ public:
+  SynthModel(const ModelShape& shape, TensorType type, uint64_t seed = 0);
+
+  const ModelShape& shape() const { return shape_; }
+  TensorType type() const { return type_; }
+  const GgufStreamWriter& writer() const { return writer_; }
+  uint64_t file_bytes() const { return writer_.file_bytes(); }
+  int64_t params() const;  // elements of all tensors
+
+  // Generates rows of tensor `index` (the TensorFill of the writer); thread-safe.
+  void fill(size_t index, int64_t row0, int64_t rows, std::span<std::byte> out) const;
+  // The f32 values of rows of a tensor before quantization (tests).
+  std::vector<float> values(size_t index, int64_t row0, int64_t rows) const;
+
+  void write(const std::filesystem::path& path, const WriteOptions& opt = {}) const;
+  std::vector<std::byte> to_bytes() const;
+
+ private:
+  struct Recipe {
+    float mean = 0, sigma = 0;
+    std::vector<float> fixed;  // constant values (rope_freqs) instead of random ones
+    uint64_t key = 0;
+  };
+  void row_values(size_t index, int64_t row, std::span<float> out) const;
+
+  ModelShape shape_;
+  TensorType type_;
+  uint64_t seed_;
+  GgufStreamWriter writer_;
+  std::vector<Recipe> recipes_;
+};
+
+struct SynthOptions {
+  uint64_t seed = 0;
+  bool force = false;  // replace an existing file
+  WriteOptions write;
+};
+
+// What `wgc synth-model` does: refuses an existing `path` without force (wgc::Error), checks the
+// free disk space (wgc::Error naming what is needed and what is free), then writes the model.
+// Returns the model's description (size, params).
+SynthModel write_synth_model(const std::filesystem::path& path, const ModelShape& shape, TensorType type,
+                             const SynthOptions& opt = {});
+
+}  // namespace wgc::llm::synth

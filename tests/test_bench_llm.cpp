@@ -1,0 +1,134 @@
+// wgc synth-model and wgc bench-llm end to end on the tiny shape (SwiftShader: seconds): the file
+// loads with the shape's config, the benchmark prints its table and writes valid JSON.
+#include "llm/formats/json.h"
+#include "llm/formats/model_file.h"
+#include "llm/synth/synth_model.h"
+#include "test_util.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+using namespace wgc;
+using namespace wgc::llm;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string run_cli(const std::string& args, int* status, bool with_stderr = true) {
+  std::string cmd = std::string(WGC_CLI_PATH) + " " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
+  std::string out;
+  FILE* f = ::popen(cmd.c_str(), "r");
+  if (!f) return out;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
+  *status = ::pclose(f);
+  return out;
+}
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    path = fs::temp_directory_path() / ("wgc-bench-llm-test-" + std::to_string(::getpid()));
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST(SynthModelCli, WritesALoadableFileAndRefusesToOverwrite) {
+  WGC_REQUIRE_FILE(fs::path(WGC_CLI_PATH));
+  TempDir dir;
+  auto path = dir.path / "tiny.gguf";
+  int status = -1;
+  std::string out = run_cli("synth-model --shape tiny --type q4_0 --seed 3 --out " + path.string(), &status);
+  ASSERT_EQ(status, 0) << out;
+  EXPECT_TRUE(has(out, "wgc tiny Q4_0")) << out;
+  ModelFile mf = open_model(path, {false, false});
+  const auto& s = synth::find_shape("tiny");
+  EXPECT_EQ(mf.config().hidden_size, s.hidden);
+  EXPECT_EQ(mf.config().n_layers, s.layers);
+  EXPECT_EQ(mf.config().vocab_size, s.vocab);
+  EXPECT_EQ(mf.tensor("model.layers.0.self_attn.q_proj.weight").type, TensorType::Q4_0);
+
+  out = run_cli("synth-model --shape tiny --type q4_0 --out " + path.string(), &status);
+  EXPECT_NE(status, 0);
+  EXPECT_TRUE(has(out, "exists")) << out;
+  out = run_cli("synth-model --shape tiny --type q8_0 --force --out " + path.string(), &status);
+  EXPECT_EQ(status, 0) << out;
+  EXPECT_EQ(open_model(path, {false, false}).tensor("model.layers.0.self_attn.q_proj.weight").type, TensorType::Q8_0);
+
+  out = run_cli("synth-model --shape nope --out " + (dir.path / "x.gguf").string(), &status);
+  EXPECT_NE(status, 0);
+  EXPECT_TRUE(has(out, "llama-3.1-8b")) << out;  // lists the known shapes
+  out = run_cli("synth-model --shape tiny --type q6_k --out " + (dir.path / "x.gguf").string(), &status);
+  EXPECT_NE(status, 0);
+  out = run_cli("synth-model --list", &status);
+  EXPECT_EQ(status, 0);
+  EXPECT_TRUE(has(out, "llama-3.2-1b")) << out;
+}
+
+TEST(BenchLlmCli, TableAndJson) {
+  WGC_REQUIRE_FILE(fs::path(WGC_CLI_PATH));
+  TempDir dir;
+  for (const char* type : {"q8_0", "f16"}) {
+    auto model = dir.path / (std::string("tiny-") + type + ".gguf");
+    auto json_path = dir.path / (std::string("bench-") + type + ".json");
+    int status = -1;
+    std::string out =
+        run_cli("synth-model --shape tiny --type " + std::string(type) + " --out " + model.string(), &status);
+    ASSERT_EQ(status, 0) << out;
+    // q8_0 measures the bandwidth; f16 is given one.
+    std::string bw = std::string(type) == "f16" ? " --bandwidth 100" : "";
+    out = run_cli("bench-llm --model " + model.string() + " -p 8 -n 4 -r 1 --json " + json_path.string() + bw, &status,
+                  false);
+    ASSERT_EQ(status, 0) << out;
+    for (const char* part : {"| model", " test ", "t/s", "GB/s", " pp8 |", " tg4 |", "| llama "})
+      EXPECT_TRUE(has(out, part)) << "missing '" << part << "' in:\n" << out;
+    EXPECT_TRUE(has(out, std::string(type) == "f16" ? "F16" : "Q8_0")) << out;
+
+    auto v = json::parse_file(json_path);
+    EXPECT_EQ(v["type"].as_string(), std::string(type) == "f16" ? "F16" : "Q8_0");
+    EXPECT_GT(v["params"].as_int(), 0);
+    EXPECT_GT(v["weight_bytes"].as_int(), 0);
+    EXPECT_LE(v["bytes_per_token"].as_int(), v["weight_bytes"].as_int());
+    EXPECT_EQ(v["repeats"].as_int(), 1);
+    EXPECT_EQ(v["bandwidth_source"].as_string(), std::string(type) == "f16" ? "given" : "measured");
+    EXPECT_GT(v["bandwidth_gbs"].as_double(), 0);
+    const auto& rs = v["results"];
+    ASSERT_EQ(rs.size(), 2u);
+    EXPECT_EQ(rs[0]["test"].as_string(), "pp8");
+    EXPECT_EQ(rs[0]["n_prompt"].as_int(), 8);
+    EXPECT_TRUE(rs[0]["gbs"].is_null());
+    EXPECT_EQ(rs[1]["test"].as_string(), "tg4");
+    EXPECT_EQ(rs[1]["n_gen"].as_int(), 4);
+    for (const auto& r : rs.items()) {
+      EXPECT_EQ(r["tps"].size(), 1u);
+      EXPECT_GT(r["tps_median"].as_double(), 0);
+      EXPECT_GT(r["seconds"][0].as_double(), 0);
+      EXPECT_NEAR(r["tps"][0].as_double() * r["seconds"][0].as_double(),
+                  double(r["n_prompt"].as_int() + r["n_gen"].as_int()), 1e-6);
+    }
+    double gbs = rs[1]["gbs"].as_double();
+    EXPECT_NEAR(gbs, double(v["bytes_per_token"].as_int()) * rs[1]["tps_median"].as_double() / 1e9, 1e-9 + gbs * 1e-6);
+    EXPECT_NEAR(rs[1]["bandwidth_fraction"].as_double(), gbs / v["bandwidth_gbs"].as_double(), 1e-6);
+  }
+}
+
+TEST(BenchLlmCli, ClearErrors) {
+  WGC_REQUIRE_FILE(fs::path(WGC_CLI_PATH));
+  int status = -1;
+  std::string out = run_cli("bench-llm -p 8", &status);
+  EXPECT_NE(status, 0);
+  EXPECT_TRUE(has(out, "--model")) << out;
+  out = run_cli("bench-llm --model /nonexistent.gguf -p 8 -n 0 --bandwidth 0", &status);
+  EXPECT_NE(status, 0);
+  EXPECT_TRUE(has(out, "nonexistent")) << out;
+}
