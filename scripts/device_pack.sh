@@ -14,7 +14,9 @@ WGC_DEPS="$repo/.deps" WGC_BUILD_DIR="$build" WGC_CMAKE_ARGS="-DWGC_DEPS=$repo/.
 stage=$(mktemp -d)
 mkdir -p "$stage/wgc/bin" "$stage/wgc/lib"
 cp "$build/wgc" "$stage/wgc/bin/"
-for t in "$build"/test_*; do [ -x "$t" ] && cp "$t" "$stage/wgc/bin/"; done
+if [ "${WGC_PACK_TESTS:-1}" != 0 ]; then
+  for t in "$build"/test_*; do [ -x "$t" ] && cp "$t" "$stage/wgc/bin/"; done
+fi
 # Every shared library but the C/C++ runtime, which the GPU machine has in newer versions.
 for bin in "$stage"/wgc/bin/*; do
   ldd "$bin" | awk '{for (i = 1; i <= NF; i++) if ($i ~ /^\//) print $i}' | grep -vE 'ld-linux|lib(c|m|dl|pthread|rt|stdc\+\+|gcc_s)\.so' || true

@@ -27,9 +27,23 @@ for step in $steps; do
       done ;;
     bench)
       $wgc bench ${WGC_BENCH_ARGS:-} --json "$OUT/bench.json" --png "$OUT/bench.png" 2>"$OUT/bench.err" | tee "$OUT/bench.txt" ;;
+    bench:*)  # bench:OPS:SIZES, e.g. bench:matmul:2048,4096
+      IFS=: read -r _ ops sizes <<<"$step"
+      tag=$(echo "$ops" | tr ',' '_')
+      timeout 240 $wgc bench --ops "$ops" ${sizes:+--sizes $sizes} --json "$OUT/bench-$tag.json" \
+        2>"$OUT/bench-$tag.err" | tee "$OUT/bench-$tag.txt"
+      sed -n '/^op /,/^$/p' "$OUT/bench-$tag.txt" >>"$OUT/bench.txt" ;;
+    llm:*)  # llm:SHAPE:TYPE, e.g. llm:llama-3.2-1b:q8_0
+      IFS=: read -r _ shape type <<<"$step"
+      m=/tmp/$shape-$type.gguf
+      timeout 200 $wgc synth-model --shape "$shape" --type "$type" --out "$m" --force >/dev/null 2>"$OUT/synth-$shape-$type.err" &&
+        timeout 200 $wgc bench-llm --model "$m" -p 512 -n 128 -r 3 --json "$OUT/llm-$shape-$type.json" \
+          2>"$OUT/llm-$shape-$type.err" | tee -a "$OUT/llm.txt"
+      rm -f "$m" ;;
     *) echo "unknown step $step" ;;
   esac
 done
 echo "=== summary ==="
 printf '%s' "$summary"
-[ -f "$OUT/bench.txt" ] && sed -n '/^op /,$p' "$OUT/bench.txt"
+[ -f "$OUT/bench.txt" ] && grep -v "^$" "$OUT/bench.txt" | awk '!/^op / || !seen++'
+[ -f "$OUT/llm.txt" ] && cat "$OUT/llm.txt"
