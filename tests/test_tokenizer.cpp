@@ -2,6 +2,7 @@
 // GGUF), GGUF vs tokenizer.json on the corpus, streaming decode, errors. No Node.js needed here
 // (test_tokenizer_ref compares against Hugging Face tokenizers).
 #include "llm/formats/gguf.h"
+#include "llm/formats/gguf_writer.h"
 #include "llm/tokenizer/loaders.h"
 #include "llm/tokenizer/tokenizer.h"
 #include "llm/tokenizer/unicode.h"
@@ -290,6 +291,89 @@ TEST(HfJson, BadFileNamesTheFile) {
   }
   fs::remove(p);
   EXPECT_THROW(load_tokenizer("/nonexistent/tokenizer.json"), Error);
+}
+
+// ---- GGUF metadata -----------------------------------------------------------------------------
+
+// A byte-level BPE vocabulary in GGUF form: the 256 byte characters, "he", "ll", "hell", "hello".
+GgufWriter tiny_gguf(const std::string& model = "gpt2") {
+  GgufWriter w;
+  w.add_string("general.architecture", "llama");
+  if (!model.empty()) w.add_string("tokenizer.ggml.model", model);
+  std::vector<std::string> tokens;
+  for (int b = 0; b < 256; ++b) tokens.push_back(unicode::to_utf8(unicode::byte_to_unicode()[size_t(b)]));
+  for (const char* t : {"he", "ll", "hell", "hello", "<|bos|>", "<|eos|>", "<think>"}) tokens.push_back(t);
+  w.add_string_array("tokenizer.ggml.tokens", tokens);
+  std::vector<int32_t> types(tokens.size(), 1);
+  types[260] = types[261] = 3;  // control
+  types[262] = 4;               // user-defined
+  w.add_i32_array("tokenizer.ggml.token_type", types);
+  return w;
+}
+
+std::string gguf_error(const GgufWriter& w) {
+  auto bytes = w.bytes();
+  try {
+    auto f = GgufFile::parse(bytes, "t.gguf");
+    Tokenizer t(spec_from_gguf(f));
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(Gguf, ByteLevelVocabulary) {
+  auto w = tiny_gguf();
+  std::vector<std::string> merges = {"h e", "l l", "he ll", "hell o"};
+  w.add_string_array("tokenizer.ggml.merges", merges);
+  w.add_string("tokenizer.ggml.pre", "llama-bpe");
+  w.add_u32("tokenizer.ggml.bos_token_id", 260);
+  w.add_u32("tokenizer.ggml.eos_token_id", 261);
+  w.add_bool("tokenizer.ggml.add_eos_token", true);
+  w.add_string("tokenizer.chat_template", "{{ bos_token }}x");
+  auto bytes = w.bytes();
+  auto f = GgufFile::parse(bytes, "t.gguf");
+  Tokenizer tok(spec_from_gguf(f));
+  // llama-bpe: BOS by default; add_eos_token adds EOS; <|eos|> in the text is one token.
+  EXPECT_EQ(tok.encode("hello<|eos|>"), (std::vector<int32_t>{260, 259, 261, 261}));
+  EXPECT_EQ(tok.encode("hello <think>", false), (std::vector<int32_t>{259, ' ', 262}));
+  EXPECT_EQ(tok.decode(std::vector<int32_t>{260, 259, 262, 261}, true), "hello<think>");
+  EXPECT_EQ(tok.bos_token(), "<|bos|>");
+  EXPECT_EQ(tok.chat_template(), "{{ bos_token }}x");
+  EXPECT_TRUE(tok.is_stop(261));
+  // add_bos_token = false wins over the pre-tokenizer's default.
+  w.add_bool("tokenizer.ggml.add_bos_token", false);
+  auto bytes2 = w.bytes();
+  Tokenizer tok2(spec_from_gguf(GgufFile::parse(bytes2, "t.gguf")));
+  EXPECT_EQ(tok2.encode("hello"), (std::vector<int32_t>{259, 261}));
+}
+
+TEST(Gguf, ErrorsNameFileAndKey) {
+  EXPECT_EQ(gguf_error(tiny_gguf("")), "t.gguf: tokenizer.ggml.model: missing: the file holds no tokenizer");
+  EXPECT_EQ(gguf_error(tiny_gguf("bert")), "t.gguf: tokenizer.ggml.model: 'bert' is not supported (gpt2, llama are)");
+  EXPECT_EQ(gguf_error(tiny_gguf("gpt2")),
+            "t.gguf: tokenizer.ggml.merges: missing or empty for a gpt2 (BPE) tokenizer");
+  auto w = tiny_gguf("gpt2");
+  std::vector<std::string> merges = {"h e"};
+  w.add_string_array("tokenizer.ggml.merges", merges);
+  w.add_string("tokenizer.ggml.pre", "mystery");
+  EXPECT_EQ(gguf_error(w), "t.gguf: tokenizer.ggml.pre: pre-tokenizer 'mystery' is not supported");
+  auto w2 = tiny_gguf("gpt2");
+  std::vector<std::string> bad = {"x y"};
+  w2.add_string_array("tokenizer.ggml.merges", bad);
+  EXPECT_EQ(gguf_error(w2), "t.gguf: merges[0] ('x y') names a piece that is not in the vocabulary");
+  auto w3 = tiny_gguf("llama");
+  std::vector<float> scores = {0.f, 1.f};
+  w3.add_f32_array("tokenizer.ggml.scores", scores);
+  EXPECT_EQ(gguf_error(w3), "t.gguf: tokenizer.ggml.scores: 2 entries for 263 tokens");
+  auto w4 = tiny_gguf("gpt2");
+  w4.add_string_array("tokenizer.ggml.merges", merges);
+  w4.add_u32("tokenizer.ggml.bos_token_id", 999);
+  EXPECT_EQ(gguf_error(w4), "t.gguf: tokenizer.ggml.bos_token_id: id 999 out of range (263 tokens)");
+  auto w5 = tiny_gguf("gpt2");
+  w5.add_string_array("tokenizer.ggml.merges", merges);
+  w5.add_string("tokenizer.ggml.add_bos_token", "yes");
+  EXPECT_EQ(gguf_error(w5), "t.gguf: tokenizer.ggml.add_bos_token: expected a bool");
 }
 
 // ---- Fixtures: goldens, GGUF vs tokenizer.json -------------------------------------------------
