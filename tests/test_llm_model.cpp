@@ -31,8 +31,16 @@ struct Expect {
 };
 
 // Compares the last-k logits of every prompt and, where the margin allows, the greedy tokens.
+EngineOptions small_engine(int max_ctx, int max_batch) {
+  EngineOptions o;
+  o.max_ctx = max_ctx;
+  o.max_batch = max_batch;
+  o.progress = false;
+  return o;
+}
+
 void check_model(const std::filesystem::path& model_path, const std::filesystem::path& golden_dir, Expect e,
-                 EngineOptions eo = {256, 64, false}) {
+                 EngineOptions eo = small_engine(256, 64)) {
   ModelFile mf = open_model(model_path, {false, false});
   LlamaModel model(ctx(), mf, eo);
   Golden g{SafetensorsFile::open(golden_dir / "golden.safetensors")};
@@ -103,7 +111,9 @@ TEST(LlamaFixtures, TinyLlama3GgufF16) {
   // scaling (llama.cpp reads it the same way). The model's config.json states the real values;
   // pass them as overrides, as a llama.cpp user would with --rope-freq-base.
   ModelConfig truth = config_from_hf_dir(fx("tiny-llama3-bf16"));
-  EngineOptions eo{256, 64, false, truth.rope_theta, truth.rope_scaling};
+  EngineOptions eo = small_engine(256, 64);
+  eo.rope_theta = truth.rope_theta;
+  eo.rope_scaling = truth.rope_scaling;
   check_model(fx("tiny-llama3-bf16/tiny-llama3-bf16-f16.gguf"), fx("tiny-llama3-bf16"), {1e-2, 0.05}, eo);
 }
 
@@ -116,7 +126,7 @@ TEST(LlamaFixtures, WgcTinyDictQ8_0) {
 TEST(LlamaModel, KvCacheStepsEqualOnePrefill) {
   WGC_REQUIRE_FILE(fx("tiny-llama3-bf16/model.safetensors"));
   ModelFile mf = open_model(fx("tiny-llama3-bf16"), {false, false});
-  LlamaModel model(ctx(), mf, {64, 16, false});
+  LlamaModel model(ctx(), mf, small_engine(64, 16));
   std::vector<int32_t> toks = {
       9906,  11,   1917, 0,    578, 4062, 14198, 39935, 35308, 927, 279,
       16053, 5679, 13,   1115, 374, 264,  1296,  315,   279,   4332};  // 21 tokens: crosses the 16-token batch
@@ -133,7 +143,7 @@ TEST(LlamaModel, KvCacheStepsEqualOnePrefill) {
 TEST(LlamaModel, ErrorsAreClear) {
   WGC_REQUIRE_FILE(fx("tiny-llama2-f32/model.safetensors"));
   ModelFile mf = open_model(fx("tiny-llama2-f32"), {false, false});
-  LlamaModel model(ctx(), mf, {8, 8, false});
+  LlamaModel model(ctx(), mf, small_engine(8, 8));
   std::vector<int32_t> bad = {1, 99999};
   EXPECT_THROW(model.logits(bad), Error);
   std::vector<int32_t> nine(9, 1);
