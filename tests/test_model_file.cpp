@@ -489,6 +489,10 @@ TEST(ModelFile, WgcTinyDict) {
     b.insert(std::string(reinterpret_cast<const char*>(q.data.data() + r * row), row));
   }
   EXPECT_EQ(a, b);
+  // Its folder (tokenizer.json, no config.json, one .gguf) opens the .gguf.
+  auto folder = open_model(path.parent_path(), quiet());
+  EXPECT_EQ(folder.format(), ModelFile::Format::Gguf);
+  EXPECT_EQ(folder.path(), path);
 }
 
 // --- configs from config.json -------------------------------------------------------------------

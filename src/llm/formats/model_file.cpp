@@ -189,11 +189,25 @@ ModelFile open_model(const std::filesystem::path& path, const OpenOptions& opt) 
   ModelFile m;
   m.path_ = path;
 
-  bool gguf = !fs::is_directory(path) && (path.extension() == ".gguf" || is_gguf_file(path));
+  // A folder without safetensors weights (model.safetensors, model-*.safetensors, an index) but
+  // with exactly one .gguf (e.g. the GGUF beside its tokenizer.json and config.json) means that file.
+  if (fs::is_directory(path)) {
+    std::vector<fs::path> ggufs;
+    bool safetensors = false;
+    for (const auto& e : fs::directory_iterator(path)) {
+      if (e.path().extension() == ".gguf") ggufs.push_back(e.path());
+      std::string n = e.path().filename().string();
+      if (n == "model.safetensors" || n.ends_with(".safetensors.index.json") ||
+          (n.starts_with("model-") && n.ends_with(".safetensors")))
+        safetensors = true;
+    }
+    if (!safetensors && ggufs.size() == 1) m.path_ = ggufs[0];
+  }
+  bool gguf = !fs::is_directory(m.path_) && (m.path_.extension() == ".gguf" || is_gguf_file(m.path_));
   std::vector<std::span<const std::byte>> to_read;  // for prefaulting
   if (gguf) {
     m.format_ = ModelFile::Format::Gguf;
-    auto g = std::make_shared<GgufFile>(GgufFile::open(path));
+    auto g = std::make_shared<GgufFile>(GgufFile::open(m.path_));
     m.config_ = config_from_gguf(*g);
     const ModelConfig& c = m.config_;
     // llama.cpp permutes Q/K rows for the llama architecture (interleaved "normal" rope); qwen2/3
@@ -216,7 +230,7 @@ ModelFile open_model(const std::filesystem::path& path, const OpenOptions& opt) 
         int64_t heads = is_q ? c.n_heads : c.n_kv_heads;
         int64_t rows = t.shape.empty() ? 0 : t.shape[0];
         if (t.shape.size() > 2 || rows % (2 * heads))
-          throw Error(path.string() + ": tensor '" + t.file_name + "' of shape " + shape_str(t.shape) +
+          throw Error(m.path_.string() + ": tensor '" + t.file_name + "' of shape " + shape_str(t.shape) +
                       " cannot be split into " + std::to_string(heads) + " heads of even size");
         auto buf = std::make_unique<std::byte[]>(t.data.size());
         std::span<std::byte> out(buf.get(), t.data.size());
@@ -262,7 +276,7 @@ ModelFile open_model(const std::filesystem::path& path, const OpenOptions& opt) 
     for (auto s : to_read) total += s.size();
     std::unique_ptr<Progress> bar;
     if (opt.progress)
-      bar = std::make_unique<Progress>("loading " + path.filename().string(), total, Progress::Unit::Bytes);
+      bar = std::make_unique<Progress>("loading " + m.path_.filename().string(), total, Progress::Unit::Bytes);
     const MappedFile* map = m.gguf_ ? m.gguf_->mapping().get() : nullptr;
     if (map) map->will_need(map->bytes());
     if (m.st_)

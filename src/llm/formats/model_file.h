@@ -65,7 +65,7 @@ class ModelFile {
   ~ModelFile();
 
   Format format() const { return format_; }
-  const std::filesystem::path& path() const { return path_; }  // the .gguf file or the HF folder
+  const std::filesystem::path& path() const { return path_; }  // the .gguf file, or the HF folder/file given
   const ModelConfig& config() const { return config_; }
 
   const std::vector<ModelTensor>& tensors() const { return tensors_; }  // in file order
@@ -98,9 +98,10 @@ class ModelFile {
   std::vector<std::unique_ptr<std::byte[]>> owned_;  // un-permuted copies
 };
 
-// Opens a .gguf file, a Hugging Face folder, or a .safetensors file / index.json inside one (the
-// config.json beside it is used). Checks that every tensor the architecture needs is there with the
-// shape the config implies; throws wgc::Error naming the file, tensor, and what is wrong.
+// Opens a .gguf file, a Hugging Face folder, a .safetensors file / index.json inside one (the
+// config.json beside it is used), or a folder with no safetensors weights and exactly one .gguf. Checks that every
+// tensor the architecture needs is there with the shape the config implies; throws wgc::Error naming the file, tensor,
+// and what is wrong.
 ModelFile open_model(const std::filesystem::path& path, const OpenOptions& options = {});
 
 // The Hugging Face name of a GGUF tensor ("blk.3.attn_q.weight" -> "model.layers.3.self_attn.q_proj.weight");
