@@ -100,32 +100,47 @@ TEST(Sampler, TopPKeepsTheSmallestSetReachingP) {
   EXPECT_NEAR(c[2].p, 0.15 / 0.95, 1e-6);
 }
 
-TEST(Sampler, TopPOnALargeVocabularyMatchesAFullSort) {
-  // More than 1024 candidates takes the partial-selection path; it must equal the plain definition.
+TEST(Sampler, TopPAndMinPOnALargeVocabularyMatchAFullSort) {
+  // More than 1024 candidates take the pruning path; it must equal the plain definition.
   std::mt19937 rng(7);
   std::normal_distribution<float> d(0.0f, 3.0f);
   std::vector<float> l(20000);
   for (auto& x : l) x = d(rng);
-  for (float top_p : {0.5f, 0.9f, 0.99f}) {
+  std::vector<int32_t> order(l.size());
+  for (size_t i = 0; i < l.size(); ++i) order[i] = int32_t(i);
+  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+    return l[size_t(a)] > l[size_t(b)] || (l[size_t(a)] == l[size_t(b)] && a < b);
+  });
+  double mx = l[size_t(order[0])], z = 0;
+  for (float x : l) z += std::exp(double(x) - mx);
+  struct Case {
+    float top_p, min_p;
+  };
+  for (Case k : {Case{0.5f, 0}, Case{0.9f, 0}, Case{0.99f, 0}, Case{1, 0.01f}, Case{1, 1e-5f}, Case{0.9f, 0.02f},
+                 Case{0.99f, 1e-4f}}) {
     auto p = base();
-    p.top_p = top_p;
+    p.top_p = k.top_p;
+    p.min_p = k.min_p;
     auto got = Sampler(p).candidates(l);
-    std::vector<int32_t> order(l.size());
-    for (size_t i = 0; i < l.size(); ++i) order[i] = int32_t(i);
-    std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
-      return l[size_t(a)] > l[size_t(b)] || (l[size_t(a)] == l[size_t(b)] && a < b);
-    });
-    double mx = l[size_t(order[0])], z = 0;
-    for (float x : l) z += std::exp(double(x) - mx);
-    double cum = 0;
-    size_t n = 0;
-    while (n < order.size()) {
-      cum += std::exp(double(l[size_t(order[n])]) - mx) / z;
-      ++n;
-      if (cum >= top_p) break;
+    size_t n = order.size();
+    if (k.top_p < 1) {  // the smallest prefix with mass >= top_p
+      double cum = 0;
+      for (n = 0; n < order.size();) {
+        cum += std::exp(double(l[size_t(order[n])]) - mx) / z;
+        ++n;
+        if (cum >= k.top_p) break;
+      }
     }
-    ASSERT_EQ(got.size(), n) << top_p;
-    for (size_t i = 0; i < n; ++i) EXPECT_EQ(got[i].id, order[i]) << top_p << " " << i;
+    if (k.min_p > 0)  // then tokens with p >= min_p * p_max
+      while (n > 1 && double(l[size_t(order[n - 1])]) < mx + std::log(double(k.min_p))) --n;
+    std::string what = "top-p " + std::to_string(k.top_p) + " min-p " + std::to_string(k.min_p);
+    ASSERT_EQ(got.size(), n) << what;
+    double sum = 0;
+    for (size_t i = 0; i < n; ++i) {
+      EXPECT_EQ(got[i].id, order[i]) << what << " " << i;
+      sum += got[i].p;
+    }
+    EXPECT_NEAR(sum, 1.0, 1e-9) << what;
   }
 }
 

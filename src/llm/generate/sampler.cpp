@@ -109,27 +109,39 @@ std::vector<Sampler::Candidate> Sampler::chain(std::vector<Candidate> c) const {
     return {{best->id, best->logit, 1.0}};
   }
 
-  // top-k, then sort what is left (top-p needs the order). A large set with top-p alone is sorted
-  // only as far as the mass p reaches: take the best m (m = 256, 2048, ...) until they hold it.
+  // top-k, then sort what is left (top-p needs the order). Without top-k, a large set is cut first
+  // to what min-p and top-p can keep, so that the sort stays small: min-p by its logit threshold,
+  // top-p by taking the best m (m = 256, 2048, ...) until they hold the mass p. Both keep a prefix
+  // of the sorted order; the top-p step below then uses the softmax denominator of the whole set.
   size_t keep = p_.top_k > 0 ? std::min(n, size_t(p_.top_k)) : n;
-  double pruned_total = 0;  // softmax denominator of the whole set when only its head was kept
+  double pruned_total = 0;  // softmax denominator of the whole set (relative to its max) once cut
   if (keep < n) {
     std::partial_sort(c.begin(), c.begin() + std::ptrdiff_t(keep), c.end(), by);
     c.resize(keep);
-  } else if (p_.top_p < 1.0f && n > 1024) {
+  } else if ((p_.top_p < 1.0f || p_.min_p > 0.0f) && n > 1024) {
     float mx = std::max_element(c.begin(), c.end(), [](auto& a, auto& b) { return a.logit < b.logit; })->logit;
     double total = 0;
     for (auto& x : c) total += std::exp(double(x.logit) - mx);
-    size_t m = 256;
-    for (; m < n; m *= 8) {
-      std::nth_element(c.begin(), c.begin() + std::ptrdiff_t(m), c.end(), by);
-      double mass = 0;
-      for (size_t i = 0; i < m; ++i) mass += std::exp(double(c[i].logit) - mx);
-      if (mass >= double(p_.top_p) * total) break;
+    if (p_.min_p > 0.0f) {
+      double cut = double(mx) + std::log(double(p_.min_p));
+      auto end = std::partition(c.begin(), c.end(), [&](const Candidate& x) { return double(x.logit) >= cut; });
+      if (end != c.end()) {
+        c.erase(end, c.end());
+        pruned_total = total;
+      }
     }
-    if (m < n) {
-      c.resize(m);
-      pruned_total = total;
+    if (p_.top_p < 1.0f) {
+      size_t m = 256;
+      for (; m < c.size(); m *= 8) {
+        std::nth_element(c.begin(), c.begin() + std::ptrdiff_t(m), c.end(), by);
+        double mass = 0;
+        for (size_t i = 0; i < m; ++i) mass += std::exp(double(c[i].logit) - mx);
+        if (mass >= double(p_.top_p) * total) break;
+      }
+      if (m < c.size()) {
+        c.resize(m);
+        pruned_total = total;
+      }
     }
     std::sort(c.begin(), c.end(), by);
   } else {
