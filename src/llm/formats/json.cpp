@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <deque>
 #include <fstream>
 #include <limits>
 #include <tuple>
@@ -323,8 +322,6 @@ class Parser {
   const char* end_;
   std::string_view source_;
   ParseOptions opt_;
-  std::deque<std::vector<Value>> arrays_;    // scratch, one per depth
-  std::deque<std::vector<Member>> objects_;  // scratch, one per depth
 
   [[noreturn]] void fail(const std::string& what) const { fail_at(p_, what); }
 
@@ -397,15 +394,6 @@ class Parser {
     if (depth > opt_.max_depth) fail("nesting deeper than " + std::to_string(opt_.max_depth));
   }
 
-  // Items are parsed into per-depth scratch vectors that are reused, then moved into an exactly
-  // sized vector: far fewer allocations (and page faults) than growing each array in place.
-  // (A deque: growing it for a deeper level keeps references to the shallower ones valid.)
-  template <class T>
-  static std::vector<T>& scratch(std::deque<std::vector<T>>& stack, size_t depth) {
-    while (stack.size() <= depth) stack.emplace_back();
-    return stack[depth];
-  }
-
   void object(Value& out, size_t depth) {
     check_depth(depth);
     ++p_;  // {
@@ -415,8 +403,7 @@ class Parser {
       out = Value(Object{});
       return;
     }
-    std::vector<Member>& tmp = scratch(objects_, depth);
-    tmp.clear();
+    Object tmp;
     for (;;) {
       skip_ws();
       if (p_ >= end_ || *p_ != '"') fail("unexpected " + describe_here() + ", expected a string key");
@@ -439,8 +426,7 @@ class Parser {
       }
       fail("unexpected " + describe_here() + ", expected ',' or '}'");
     }
-    out = Value(Object(std::make_move_iterator(tmp.begin()), std::make_move_iterator(tmp.end())));
-    tmp.clear();
+    out = Value(std::move(tmp));
   }
 
   void array(Value& out, size_t depth) {
@@ -452,8 +438,7 @@ class Parser {
       out = Value(Array{});
       return;
     }
-    std::vector<Value>& tmp = scratch(arrays_, depth);
-    tmp.clear();
+    Array tmp;
     for (;;) {
       skip_ws();
       tmp.emplace_back();
@@ -469,8 +454,7 @@ class Parser {
       }
       fail("unexpected " + describe_here() + ", expected ',' or ']'");
     }
-    out = Value(Array(std::make_move_iterator(tmp.begin()), std::make_move_iterator(tmp.end())));
-    tmp.clear();
+    out = Value(std::move(tmp));
   }
 
   unsigned hex4(const char* at) {
