@@ -14,11 +14,17 @@ namespace fs = std::filesystem;
 namespace {
 
 fs::path temp_dir() {
-  static fs::path d = [] {
+  // Removed when the test binary exits.
+  struct Dir {
     fs::path p = fs::temp_directory_path() / ("wgc_test_gguf_" + std::to_string(::getpid()));
-    fs::create_directories(p);
-    return p;
-  }();
+    Dir() { fs::create_directories(p); }
+    ~Dir() {
+      std::error_code ec;
+      fs::remove_all(p, ec);
+    }
+  };
+  static Dir dir;
+  const fs::path& d = dir.p;
   return d;
 }
 

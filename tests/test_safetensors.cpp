@@ -12,11 +12,17 @@ namespace fs = std::filesystem;
 namespace {
 
 fs::path temp_dir(const std::string& sub = "") {
-  static fs::path d = [] {
+  // Removed when the test binary exits.
+  struct Dir {
     fs::path p = fs::temp_directory_path() / ("wgc_test_safetensors_" + std::to_string(::getpid()));
-    fs::create_directories(p);
-    return p;
-  }();
+    Dir() { fs::create_directories(p); }
+    ~Dir() {
+      std::error_code ec;
+      fs::remove_all(p, ec);
+    }
+  };
+  static Dir dir;
+  const fs::path& d = dir.p;
   if (sub.empty()) return d;
   fs::create_directories(d / sub);
   return d / sub;
