@@ -198,7 +198,8 @@ int chat(Args& a) {
   auto system = a.option("--system");
   auto tokenizer = a.option_or("--tokenizer", "");
   GenerateOptions o;
-  o.sampling = sampling_flags(a, path, nullptr);
+  uint64_t seed = 0;
+  o.sampling = sampling_flags(a, path, &seed);
   o.max_tokens = int_option(a, "-n", 256);
   int max_ctx = int_option(a, "--ctx", 0);
   bool timings = a.flag("--timings");
@@ -224,15 +225,22 @@ int chat(Args& a) {
   std::fprintf(stderr, "type /exit (or end the input) to leave, /reset to start over\n");
 
   std::vector<ChatMessage> messages;
-  std::string transcript;  // plain mode
+  // Plain mode: the conversation as tokens (what was typed, what came back, the end-of-text token
+  // where a reply ended with one: the next line then starts a new document after it).
+  std::vector<int32_t> history;
+  bool after_eos = false;
+  std::string last_text;
   auto start_over = [&] {
     messages.clear();
     if (system) messages.push_back({"system", *system});
-    transcript = system ? *system + "\n" : "";
+    history.clear();
+    after_eos = false;
+    last_text.clear();
   };
   start_over();
 
   std::string line;
+  int turn = 0;
   for (;;) {
     if (tty) std::fprintf(stderr, "> ");
     if (!std::getline(std::cin, line)) break;
@@ -245,15 +253,23 @@ int chat(Args& a) {
     if (line.empty()) continue;
 
     std::vector<int32_t> ids;
-    std::string before = transcript;
     if (plain) {
-      transcript += (transcript.empty() || transcript.back() == '\n' ? "" : "\n") + line;
-      ids = tok.encode(transcript, true);
+      std::vector<int32_t> add;
+      if (history.empty())
+        add = tok.encode(system ? *system + "\n" + line : line, true);
+      else if (after_eos)
+        add = tok.encode(line, true);
+      else
+        add = tok.encode(last_text.ends_with('\n') ? line : "\n" + line, false);
+      ids = history;
+      ids.insert(ids.end(), add.begin(), add.end());
     } else {
       messages.push_back({"user", line});
       ids = tok.encode(tmpl->render(messages), false);  // the template writes BOS itself
     }
     GenerateResult r;
+    ++turn;
+    o.sampling.seed = seed + uint64_t(turn - 1);  // a fresh stream each turn, reproducible from --seed
     try {
       r = gen.generate(std::span<const int32_t>(ids), o, [](std::string_view s) {
         std::fwrite(s.data(), 1, s.size(), stdout);
@@ -261,18 +277,20 @@ int chat(Args& a) {
       });
     } catch (const Error& e) {
       std::fprintf(stderr, "%s\n(/reset starts a new conversation)\n", e.what());
-      if (plain)
-        transcript = before;
-      else
-        messages.pop_back();
+      if (!plain) messages.pop_back();
       continue;
     }
     std::printf("\n");
     std::fflush(stdout);
-    if (plain)
-      transcript += r.text;
-    else
+    if (plain) {
+      history = std::move(ids);
+      history.insert(history.end(), r.ids.begin(), r.ids.end());
+      after_eos = r.stop_id >= 0;
+      if (after_eos) history.push_back(r.stop_id);
+      last_text = r.text;
+    } else {
       messages.push_back({"assistant", r.text});
+    }
     if (r.stop == StopReason::ContextFull) std::fprintf(stderr, "wgc: %s; /reset starts over\n", r.message.c_str());
     if (timings) {
       r.timings.load_ms = m.load_ms;

@@ -177,6 +177,7 @@ GenerateResult Generator::generate(std::span<const int32_t> prompt_ids, const Ge
   while (o.max_tokens != 0) {
     if (!o.ignore_eos && is_stop(next)) {
       r.stop = StopReason::Eos;
+      r.stop_id = next;
       break;
     }
     r.ids.push_back(next);

@@ -63,7 +63,8 @@ struct GenerateResult {
   std::vector<int32_t> ids;  // generated tokens (not the end-of-turn token; incl. a stop string's)
   std::string text;          // their text, ending before a stop string
   StopReason stop = StopReason::MaxTokens;
-  std::string message;  // why it stopped, in words, for ContextFull
+  int32_t stop_id = -1;  // the end-of-turn token that stopped it (StopReason::Eos), else -1
+  std::string message;   // why it stopped, in words, for ContextFull
   Timings timings;
 };
 
