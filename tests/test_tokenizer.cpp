@@ -517,8 +517,8 @@ TEST(Tokenizer, EncodeSpeed) {
 
 // ---- wgc tokenize / detokenize ------------------------------------------------------------------
 
-std::string run_cli(const std::string& args, int* rc = nullptr) {
-  std::string cmd = std::string("'") + WGC_CLI_PATH + "' " + args + " 2>&1";
+std::string run_cli(const std::string& args, int* rc = nullptr, const std::string& env = "") {
+  std::string cmd = env + " '" + WGC_CLI_PATH + "' " + args + " 2>&1";
   std::FILE* p = popen(cmd.c_str(), "r");
   std::string out;
   char buf[4096];
@@ -548,9 +548,10 @@ TEST(Cli, TokenizeAndDetokenize) {
             (dir / "wgc-tiny-dict-q8_0.gguf").string() + ": token id 99999 is outside the vocabulary (8192)\n");
   EXPECT_EQ(rc, 1);
   EXPECT_EQ(run_cli("detokenize " + gguf + " 12x", &rc), "wgc detokenize: '12x' is not a token id\n");
-  EXPECT_EQ(run_cli("tokenize hello", &rc),
-            "wgc tokenize: give --model MODEL (a .gguf file, a folder, or a tokenizer.json)\n");
-  EXPECT_EQ(rc, 1);
+  // Without --model: the default model (WGC_DEFAULT_MODEL here).
+  std::string env = "WGC_DEFAULT_MODEL='" + (dir / "wgc-tiny-dict-q8_0.gguf").string() + "'";
+  EXPECT_EQ(run_cli("tokenize --json 'Love is'", &rc, env), "[0,45,795,361]\n");
+  EXPECT_EQ(rc, 0);
 }
 
 }  // namespace

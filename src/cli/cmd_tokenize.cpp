@@ -3,6 +3,7 @@
 #include "cli/command.h"
 #include "gpu/error.h"
 #include "llm/formats/json.h"
+#include "llm/generate/default_model.h"
 #include "llm/tokenizer/loaders.h"
 #include "llm/tokenizer/tokenizer.h"
 
@@ -20,18 +21,17 @@ std::string read_stdin() {
   return ss.str();
 }
 
-llm::Tokenizer tokenizer_of(Args& a, const char* cmd) {
+// --model (a .gguf file, a folder, or a tokenizer.json), else the built-in default model.
+llm::Tokenizer tokenizer_of(Args& a) {
   auto model = a.option("--model");
-  if (!model)
-    throw Error(std::string("wgc ") + cmd + ": give --model MODEL (a .gguf file, a folder, or a tokenizer.json)");
-  return llm::load_tokenizer(*model);
+  return llm::load_tokenizer(model ? std::filesystem::path(*model) : llm::default_model_path());
 }
 
 int tokenize(Args& a) {
   bool json = a.flag("--json");
   bool pieces = a.flag("--pieces");
   bool no_special = a.flag("--no-special");
-  llm::Tokenizer tok = tokenizer_of(a, "tokenize");
+  llm::Tokenizer tok = tokenizer_of(a);
   auto words = a.positionals();
   std::string text;
   if (words.empty() || (words.size() == 1 && words[0] == "-")) {
@@ -101,7 +101,7 @@ std::vector<int32_t> parse_ids(const std::string& s) {
 
 int detokenize(Args& a) {
   bool skip = a.flag("--skip-special");
-  llm::Tokenizer tok = tokenizer_of(a, "detokenize");
+  llm::Tokenizer tok = tokenizer_of(a);
   auto words = a.positionals();
   std::string all;
   if (words.empty() || (words.size() == 1 && words[0] == "-")) {
@@ -114,10 +114,10 @@ int detokenize(Args& a) {
   return 0;
 }
 
-Register reg_tok{{"tokenize", "--model MODEL [--json] [--pieces] [--no-special] [TEXT... | -]",
-                  "token ids of TEXT (stdin when absent) with the model's tokenizer (GGUF, HF folder, tokenizer.json)",
+Register reg_tok{{"tokenize", "[--model MODEL] [--json] [--pieces] [--no-special] [TEXT... | -]",
+                  "token ids of TEXT (stdin when absent) with a model's tokenizer (default: the built-in model)",
                   tokenize}};
-Register reg_detok{{"detokenize", "--model MODEL [--skip-special] [IDS... | -]",
+Register reg_detok{{"detokenize", "[--model MODEL] [--skip-special] [IDS... | -]",
                     "text of token ids (spaces, commas or a JSON array; stdin when absent)", detokenize}};
 
 }  // namespace
