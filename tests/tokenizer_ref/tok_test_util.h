@@ -5,6 +5,7 @@
 #include "llm/formats/json.h"
 #include "llm/tokenizer/loaders.h"
 #include "llm/tokenizer/tokenizer.h"
+#include "llm/tokenizer/unicode.h"
 
 #include <gtest/gtest.h>
 
@@ -87,8 +88,8 @@ inline std::vector<std::string> golden_texts(const fs::path& golden_json) {
   return out;
 }
 
-// tests/tokenizer_ref/corpus.json plus strings made from it deterministically: pieces of 2-5
-// entries joined by separators, and prefixes cut at character boundaries.
+// tests/tokenizer_ref/corpus.json plus strings made deterministically: pieces of 2-5 entries joined
+// by separators, prefixes cut at character boundaries, and (generated / 2) runs of random code points.
 inline std::vector<std::string> corpus(size_t generated = 300) {
   auto doc = llm::json::parse_file(fs::path(WGC_SOURCE_DIR) / "tests/tokenizer_ref/corpus.json");
   std::vector<std::string> base;
@@ -103,6 +104,26 @@ inline std::vector<std::string> corpus(size_t generated = 300) {
     return (state >> 33) % n;
   };
   std::vector<std::string> out = base;
+  // Random code points from many blocks and categories (letters, marks, digits, symbols, spaces
+  // incl. U+180E and U+0085, format characters, astral planes): where regex engines disagree.
+  static const std::pair<char32_t, char32_t> blocks[] = {
+      {0x20, 0x7e},       {0xa0, 0x2af},      {0x300, 0x36f},   {0x370, 0x52f},     {0x590, 0x6ff},
+      {0x900, 0xdff},     {0xe00, 0xeff},     {0x1100, 0x11ff}, {0x1e00, 0x1fff},   {0x2000, 0x206f},
+      {0x2070, 0x218f},   {0x2190, 0x2bff},   {0x3000, 0x30ff}, {0x4e00, 0x9fff},   {0xac00, 0xd7a3},
+      {0xfb00, 0xfdff},   {0xfe00, 0xfe6f},   {0xff00, 0xffef}, {0x10400, 0x1044f}, {0x1d400, 0x1d7ff},
+      {0x1f000, 0x1faff}, {0x20000, 0x2a6df}, {0x9, 0xd},       {0x1c, 0x1f},       {0x85, 0x85},
+      {0x180e, 0x180e},   {0x200b, 0x200f},   {0x2028, 0x2029}, {0xfeff, 0xfeff}};
+  const char* glue[] = {" ", "  ", "\n", "'s", "'S", "1", "12345", "a", "\t"};
+  for (size_t i = 0; i < generated / 2; ++i) {
+    std::string s;
+    size_t n = 1 + next(20);
+    for (size_t k = 0; k < n; ++k) {
+      auto [lo, hi] = blocks[next(std::size(blocks))];
+      llm::unicode::append_utf8(s, char32_t(lo + next(hi - lo + 1)));
+      if (next(5) == 0) s += glue[next(std::size(glue))];
+    }
+    out.push_back(std::move(s));
+  }
   for (size_t i = 0; i < generated; ++i) {
     std::string s;
     size_t k = 2 + next(4);

@@ -22,7 +22,44 @@ pcre2_match_data* thread_match_data() {
 }
 }  // namespace
 
-Regex::Regex(const std::string& pattern, const std::string& where) {
+// Hugging Face compiles these patterns with Oniguruma, whose \s is Unicode White_Space; PCRE2's
+// also takes U+180E (and its class differs across versions). Spell \s and \S out as White_Space.
+constexpr const char* kWhiteSpace =
+    "\\t\\n\\x{0B}\\f\\r \\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}";
+
+std::string onig_compatible(const std::string& p) {
+  std::string out;
+  bool in_class = false;
+  for (size_t i = 0; i < p.size(); ++i) {
+    char c = p[i];
+    if (c == '\\' && i + 1 < p.size()) {
+      char e = p[i + 1];
+      ++i;
+      if (e == 's') {
+        out += in_class ? std::string(kWhiteSpace) : "[" + std::string(kWhiteSpace) + "]";
+      } else if (e == 'S' && !in_class) {
+        out += "[^" + std::string(kWhiteSpace) + "]";
+      } else {
+        out += c;
+        out += e;
+      }
+      continue;
+    }
+    if (!in_class && c == '[') {
+      in_class = true;
+      out += c;
+      if (i + 1 < p.size() && p[i + 1] == '^') out += p[++i];
+      if (i + 1 < p.size() && p[i + 1] == ']') out += p[++i];  // a literal ] first in the class
+      continue;
+    }
+    if (in_class && c == ']') in_class = false;
+    out += c;
+  }
+  return out;
+}
+
+Regex::Regex(const std::string& pattern_in, const std::string& where) {
+  const std::string pattern = onig_compatible(pattern_in);
   int err = 0;
   PCRE2_SIZE off = 0;
   pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), PCRE2_UTF | PCRE2_UCP,
@@ -31,7 +68,7 @@ Regex::Regex(const std::string& pattern, const std::string& where) {
     PCRE2_UCHAR msg[256];
     pcre2_get_error_message(err, msg, sizeof msg);
     throw Error(where + ": regex does not compile at offset " + std::to_string(off) + ": " +
-                reinterpret_cast<const char*>(msg) + " (pattern: " + pattern + ")");
+                reinterpret_cast<const char*>(msg) + " (pattern: " + pattern_in + ")");
   }
   pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);  // optional: falls back to the interpreter
   code_ = std::shared_ptr<void>(code, [](void* p) { pcre2_code_free(static_cast<pcre2_code*>(p)); });
