@@ -16,6 +16,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <bit>
 #include <cstring>
 #include <fstream>
 #include <numbers>
@@ -243,6 +245,16 @@ TEST(SynthQuantize, Q8_0HandChecked) {
   EXPECT_EQ(int8_t(uint8_t(q[6])), -3);
   EXPECT_EQ(int8_t(uint8_t(q[7])), 1);
 
+  // Every quarter step from -127 to 127 with d = 1: roundf's halves away from zero.
+  for (int k0 = -508; k0 <= 508; k0 += 31) {
+    std::vector<float> z(32);
+    z[0] = 127.f;
+    for (int j = 1; j < 32; ++j) z[size_t(j)] = std::clamp(float(k0 + j) / 4.f, -127.f, 127.f);
+    quantize_row_q8_0(z, q);
+    for (int j = 0; j < 32; ++j)
+      ASSERT_EQ(int8_t(uint8_t(q[size_t(2 + j)])), std::lround(z[size_t(j)])) << z[size_t(j)];
+  }
+
   std::vector<float> zero(32, 0.f);
   quantize_row_q8_0(zero, q);
   for (auto b : q) EXPECT_EQ(b, std::byte{0});
@@ -343,6 +355,16 @@ TEST(SynthQuantize, RoundTripsThroughTheDequantizer) {
       ASSERT_LE(std::fabs(x[i] - yh[i]), std::fabs(x[i]) * 0x1p-11f) << i;
     }
   }
+  // The inlined conversion is the project's f32_to_f16 over every exponent, subnormals, inf, NaN.
+  std::vector<float> sweep;
+  for (uint64_t u = 0; u < (uint64_t(1) << 32); u += 4099) sweep.push_back(std::bit_cast<float>(uint32_t(u)));
+  sweep.push_back(std::bit_cast<float>(0x7F800000u));
+  sweep.push_back(std::bit_cast<float>(0xFF800000u));
+  std::vector<std::byte> hs(sweep.size() * 2);
+  convert_row_f16(sweep, hs);
+  for (size_t i = 0; i < sweep.size(); ++i)
+    ASSERT_EQ(f16_at(hs.data() + 2 * i), f32_to_f16(sweep[i])) << std::bit_cast<uint32_t>(sweep[i]);
+
   // F32 is a copy; other types are refused.
   std::vector<std::byte> f(n * 4);
   quantize(TensorType::F32, x, f);

@@ -335,8 +335,11 @@ int bench_llm_cmd(Args& a) {
       "\nt/s: median ± standard deviation of %d runs (after a warm-up run); pp: prefill of p random tokens\n"
       "from an empty cache to the last position's logits; tg: n greedy single-token steps from an empty\n"
       "cache (one token id read back per step). GB/s: weight bytes read per token x t/s; %% bw: of the\n"
-      "%s bandwidth.\n",
-      repeats, bw_source == "given" ? "given" : "measured copy");
+      "%s.\n",
+      repeats,
+      bw_source == "given"      ? "given bandwidth"
+      : bw_source == "measured" ? "measured copy bandwidth"
+                                : "bandwidth (none with --bandwidth 0)");
 
   if (json) {
     std::ofstream f(*json);

@@ -4,6 +4,7 @@
 #include "llm/formats/dequant.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -19,9 +20,34 @@ void check(const char* what, std::span<const float> x, std::span<std::byte> out,
                 std::to_string(out.size()));
 }
 
+// The conversion of llm::f32_to_f16 (Maratyszcza's, as GGML's scalar path), inlined here so that
+// writing gigabytes of F16 is not a function call per value; tests check the two agree.
+inline uint16_t to_f16(float f) {
+  float base = (std::fabs(f) * 0x1.0p+112f) * 0x1.0p-110f;
+  const uint32_t w = std::bit_cast<uint32_t>(f);
+  const uint32_t shl1_w = w + w;
+  const uint32_t sign = w & 0x80000000u;
+  uint32_t bias = shl1_w & 0xFF000000u;
+  if (bias < 0x71000000u) bias = 0x71000000u;
+  base = std::bit_cast<float>((bias >> 1) + 0x07800000u) + base;
+  const uint32_t bits = std::bit_cast<uint32_t>(base);
+  const uint32_t exp_bits = (bits >> 13) & 0x00007C00u;
+  const uint32_t mantissa_bits = bits & 0x00000FFFu;
+  const uint32_t nonsign = exp_bits + mantissa_bits;
+  return uint16_t((sign >> 16) | (shl1_w > 0xFF000000u ? 0x7E00u : nonsign));
+}
+
 inline void put_f16(std::byte* p, float v) {
-  uint16_t h = f32_to_f16(v);
+  uint16_t h = to_f16(v);
   std::memcpy(p, &h, 2);
+}
+
+// roundf (halves away from zero) for |v| < 2^31, without a libm call: the conversion truncates
+// and v - trunc(v) is exact.
+inline int round_away(float v) {
+  int i = static_cast<int>(v);
+  float frac = v - static_cast<float>(i);
+  return i + (frac >= 0.5f) - (frac <= -0.5f);
 }
 
 }  // namespace
@@ -36,7 +62,7 @@ void quantize_row_q8_0(std::span<const float> x, std::span<std::byte> out) {
     const float d = amax / 127.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     put_f16(o, d);
-    for (int j = 0; j < 32; ++j) o[2 + j] = std::byte(static_cast<uint8_t>(static_cast<int8_t>(std::round(v[j] * id))));
+    for (int j = 0; j < 32; ++j) o[2 + j] = std::byte(static_cast<uint8_t>(static_cast<int8_t>(round_away(v[j] * id))));
   }
 }
 
@@ -65,7 +91,13 @@ void quantize_row_q4_0(std::span<const float> x, std::span<std::byte> out) {
 
 void convert_row_f16(std::span<const float> x, std::span<std::byte> out) {
   check("convert_row_f16", x, out, 1, 2);
-  for (size_t i = 0; i < x.size(); ++i) put_f16(out.data() + 2 * i, x[i]);
+  constexpr size_t kTile = 256;
+  uint16_t h[kTile];
+  for (size_t i = 0; i < x.size(); i += kTile) {
+    const size_t n = std::min(kTile, x.size() - i);
+    for (size_t j = 0; j < n; ++j) h[j] = to_f16(x[i + j]);
+    std::memcpy(out.data() + 2 * i, h, 2 * n);
+  }
 }
 
 bool can_quantize(TensorType t) {
