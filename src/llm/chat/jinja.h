@@ -7,20 +7,23 @@
 //   ctx.set("messages", jinja::Value::from_json(messages_json));
 //   std::string text = t.render(ctx);
 //
-// Supported: {{ }}, {% %}, {# #}, whitespace control (-/+); if/elif/else, for (with else, `if`
-// filter, tuple unpacking, loop.index/index0/revindex/first/last/length/previtem/nextitem),
-// break/continue, set (incl. ns.attr and block set), macro (positional/keyword args, defaults),
-// filter blocks, generation blocks (no-op); literals, lists, dicts, tuples, attribute/subscript,
-// slicing, calls, `~ + - * / // % **`, comparisons, `in`/`not in`, `and or not`, `x if c else y`;
-// tests (defined, undefined, none, string, number, integer, float, boolean, mapping, iterable,
-// sequence, true, false, odd, even, divisibleby, eq/equalto, ne, lt, gt, le, ge, in); filters
-// (trim, length/count, tojson, upper, lower, title, capitalize, first, last, join, default/d,
-// string, int, float, list, items, reverse, replace, safe, escape/e, select, reject, selectattr,
-// rejectattr, map, unique, sort, round, abs, indent, dictsort, batch, sum, min, max, wordcount,
-// center, truncate, striptags? no); globals raise_exception, strftime_now, namespace, range, dict;
-// string methods (strip, lstrip, rstrip, split, rsplit, startswith, endswith, upper, lower, title,
-// capitalize, replace, find, count, join, format? no, splitlines), dict methods (items, keys,
-// values, get), list methods (append, pop, index, count).
+// Supported: {{ }}, {% %}, {# #}, {% raw %}, whitespace control (-/+); if/elif/else, for (with
+// else, an `if` filter, tuple unpacking, loop.index/index0/revindex/revindex0/first/last/length/
+// previtem/nextitem/cycle), break/continue, set (incl. ns.attr, tuples and block set), macro
+// (positional/keyword args, defaults), filter blocks, generation blocks (rendered), do;
+// literals, lists, dicts, tuples (as lists), attribute/subscript, slicing, calls,
+// `~ + - * / // % **`, "%s" % x, chained comparisons, `in`/`not in`, `and or not`,
+// `x if c else y`. Tests: defined, undefined, none, string, number, integer, float, boolean,
+// mapping, iterable, sequence, callable, true, false, odd, even, divisibleby, eq/equalto/sameas,
+// ne, lt, gt, le, ge, in, lower, upper. Filters: trim, length/count, tojson (indent, sort_keys),
+// upper, lower, title, capitalize, first, last, join, default/d, string, int, float, list, items,
+// dictsort, reverse, replace, safe, escape/e, select, reject, selectattr, rejectattr, map, unique,
+// sort, sum, min, max, round, abs, indent, wordcount, center, batch. Globals: raise_exception,
+// strftime_now, namespace, range, dict. Methods: str strip/lstrip/rstrip/split/rsplit/splitlines/
+// startswith/endswith/upper/lower/title/capitalize/replace/find/rfind/index/count/join/center/
+// is*; dict items/keys/values/get/update; list append/pop/index/count.
+// Not supported: include/import/extends, call blocks, recursive loops. upper/lower/title change
+// ASCII letters only; tuples print as lists.
 #pragma once
 
 #include "gpu/error.h"
