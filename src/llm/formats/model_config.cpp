@@ -101,7 +101,8 @@ void ModelConfig::validate(const std::string& source) const {
   if (!(rms_norm_eps >= 0)) throw Error(source + ": rms_norm_eps is negative");
   if (rope_scaling.type != RopeScalingType::None && !(rope_scaling.factor > 0))
     throw Error(source + ": rope scaling factor " + std::to_string(rope_scaling.factor) + " is not positive");
-  if (rope_scaling.type == RopeScalingType::Llama3 &&
+  // (GGUF files carry llama3 scaling as per-frequency factors instead: nothing else to check then.)
+  if (rope_scaling.type == RopeScalingType::Llama3 && rope_freq_factors.empty() &&
       (rope_scaling.original_max_position_embeddings <= 0 ||
        !(rope_scaling.high_freq_factor > rope_scaling.low_freq_factor) || !(rope_scaling.low_freq_factor > 0)))
     throw Error(source +
