@@ -3,6 +3,7 @@
 #pragma once
 
 #include "llm/formats/json.h"
+#include "llm/formats/safetensors.h"
 #include "llm/tokenizer/loaders.h"
 #include "llm/tokenizer/tokenizer.h"
 #include "llm/tokenizer/unicode.h"
@@ -59,23 +60,19 @@ inline bool node_available() {
   return ok;
 }
 
-// p{i}.tokens of a golden.safetensors (I32), read minimally: [8-byte header size][JSON][data].
+// p{i}.tokens (I32) of a golden.safetensors.
 inline std::vector<std::vector<int32_t>> golden_tokens(const fs::path& file) {
-  std::string all = read_text(file);
-  uint64_t n = 0;
-  std::memcpy(&n, all.data(), 8);
-  auto header = llm::json::parse(std::string_view(all).substr(8, n), file.string());
+  auto st = llm::SafetensorsFile::open(file);
   std::vector<std::vector<int32_t>> out;
   for (int i = 0;; ++i) {
     std::string key = "p";
     key += std::to_string(i);
     key += ".tokens";
-    const auto* t = header.find(key);
+    const auto* t = st.find(key);
     if (!t) break;
-    EXPECT_EQ((*t)["dtype"].as_string(), "I32");
-    auto b = size_t((*t)["data_offsets"][0].as_int()), e = size_t((*t)["data_offsets"][1].as_int());
-    std::vector<int32_t> ids((e - b) / 4);
-    std::memcpy(ids.data(), all.data() + 8 + n + b, e - b);
+    EXPECT_EQ(t->type, llm::TensorType::I32) << key;
+    std::vector<int32_t> ids(t->data.size() / 4);
+    std::memcpy(ids.data(), t->data.data(), ids.size() * 4);
     out.push_back(std::move(ids));
   }
   return out;
