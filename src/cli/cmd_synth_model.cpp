@@ -19,10 +19,11 @@ int synth_model_cmd(Args& a) {
                 "hd", "ffn", "vocab", "tied");
     for (const auto& s : llm::synth::shapes()) {
       llm::synth::SynthModel m(s, llm::TensorType::F16);
-      std::printf("%-14s %6.2fB %7lld %6lld %6lld %5lld %5lld %7lld %8lld %6s\n", s.name.c_str(),
-                  double(m.params()) / 1e9, (long long)s.hidden, (long long)s.layers, (long long)s.heads,
-                  (long long)s.kv_heads, (long long)s.head_dim, (long long)s.ffn, (long long)s.vocab,
-                  s.tied ? "yes" : "no");
+      const double p = double(m.params());
+      std::printf("%-14s %6.2f%s %7lld %6lld %6lld %5lld %5lld %7lld %8lld %6s\n", s.name.c_str(),
+                  p >= 1e9 ? p / 1e9 : p / 1e6, p >= 1e9 ? "B" : "M", (long long)s.hidden, (long long)s.layers,
+                  (long long)s.heads, (long long)s.kv_heads, (long long)s.head_dim, (long long)s.ffn,
+                  (long long)s.vocab, s.tied ? "yes" : "no");
     }
     return 0;
   }

@@ -349,6 +349,9 @@ void GgufStreamWriter::write(const std::filesystem::path& path, const TensorFill
 void check_free_space(const std::filesystem::path& path, uint64_t bytes, uint64_t reclaimable) {
   std::filesystem::path dir = path.parent_path();
   if (dir.empty()) dir = ".";
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec))
+    throw Error(path.string() + ": the folder " + dir.string() + " does not exist");
   struct statvfs s {};
   if (::statvfs(dir.c_str(), &s) != 0) throw Error(dir.string() + ": cannot query free space: " + errno_text());
   uint64_t avail = uint64_t(s.f_bavail) * uint64_t(s.f_frsize) + reclaimable;
