@@ -47,7 +47,8 @@ MatmulVersion choose_matmul(MatmulDims d) {
   // Register tiling only pays once there are enough 128x128 blocks to fill the machine;
   // for thin products the 16x16 tiles keep more workgroups busy.
   if (uint64_t(d.m) * d.n < 64ull * 64ull) return MatmulVersion::Tiled;
-  return supports(MatmulVersion::Vec4Prefetch, d) ? MatmulVersion::Vec4Prefetch : MatmulVersion::RegTile;
+  // regtile-vec4 beat vec4-prefetch at 2048^3 and 4096^3 on the H200 (docs/benchmarks.md).
+  return supports(MatmulVersion::RegTileVec4, d) ? MatmulVersion::RegTileVec4 : MatmulVersion::RegTile;
 }
 
 void matmul(Batch& batch, const Tensor& a, const Tensor& b, const Tensor& c, MatmulDims d, MatmulVersion v) {
