@@ -13,20 +13,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path temp_dir() {
-  // Removed when the test binary exits.
-  struct Dir {
-    fs::path p = fs::temp_directory_path() / ("wgc_test_gguf_" + std::to_string(::getpid()));
-    Dir() { fs::create_directories(p); }
-    ~Dir() {
-      std::error_code ec;
-      fs::remove_all(p, ec);
-    }
-  };
-  static Dir dir;
-  const fs::path& d = dir.p;
-  return d;
-}
+using wgc::test::temp_dir;
 
 fs::path write_file(const std::string& name, std::span<const std::byte> bytes) {
   fs::path p = temp_dir() / name;

@@ -15,14 +15,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path temp_dir() {
-  static fs::path d = [] {
-    auto p = fs::temp_directory_path() / ("wgc_test_image_" + std::to_string(::getpid()));
-    fs::create_directories(p);
-    return p;
-  }();
-  return d;
-}
+using wgc::test::temp_dir;
 
 Image noise_image(int w, int h, int c, uint32_t seed) {
   Image img(w, h, c);

@@ -22,21 +22,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path temp_dir(const std::string& sub) {
-  // Removed when the test binary exits.
-  struct Dir {
-    fs::path p = fs::temp_directory_path() / ("wgc_test_model_file_" + std::to_string(::getpid()));
-    Dir() { fs::create_directories(p); }
-    ~Dir() {
-      std::error_code ec;
-      fs::remove_all(p, ec);
-    }
-  };
-  static Dir dir;
-  const fs::path& d = dir.p;
-  fs::create_directories(d / sub);
-  return d / sub;
-}
+using wgc::test::temp_dir;
 
 void write_text(const fs::path& p, std::string_view text) {
   std::ofstream f(p, std::ios::binary | std::ios::trunc);

@@ -11,22 +11,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path temp_dir(const std::string& sub = "") {
-  // Removed when the test binary exits.
-  struct Dir {
-    fs::path p = fs::temp_directory_path() / ("wgc_test_safetensors_" + std::to_string(::getpid()));
-    Dir() { fs::create_directories(p); }
-    ~Dir() {
-      std::error_code ec;
-      fs::remove_all(p, ec);
-    }
-  };
-  static Dir dir;
-  const fs::path& d = dir.p;
-  if (sub.empty()) return d;
-  fs::create_directories(d / sub);
-  return d / sub;
-}
+using wgc::test::temp_dir;
 
 fs::path write_file(const fs::path& p, std::string_view bytes) {
   std::ofstream f(p, std::ios::binary | std::ios::trunc);

@@ -9,6 +9,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <random>
+#include <string>
+
+#include <unistd.h>
 #include <vector>
 
 namespace wgc::test {
@@ -42,6 +45,23 @@ inline double rel_error(const std::vector<float>& a, const std::vector<float>& b
 inline std::filesystem::path env_dir(const char* var, const char* fallback) {
   const char* v = std::getenv(var);
   return v && *v ? std::filesystem::path(v) : std::filesystem::path(fallback);
+}
+
+// A scratch folder for this test process (removed when it exits), or a subfolder `sub` of it.
+inline std::filesystem::path temp_dir(const std::string& sub = "") {
+  struct Dir {
+    std::filesystem::path p =
+        std::filesystem::temp_directory_path() / ("wgc_test_" + std::to_string(::getpid()));
+    Dir() { std::filesystem::create_directories(p); }
+    ~Dir() {
+      std::error_code ec;
+      std::filesystem::remove_all(p, ec);
+    }
+  };
+  static Dir dir;
+  if (sub.empty()) return dir.p;
+  std::filesystem::create_directories(dir.p / sub);
+  return dir.p / sub;
 }
 
 // ../shared/fixtures, or $WGC_FIXTURES.

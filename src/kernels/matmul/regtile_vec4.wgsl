@@ -4,18 +4,7 @@
 @group(0) @binding(1) var<storage, read> B: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read_write> C: array<f32>;
 
-fn load_a4(m: u32, k: u32) -> vec4<f32> {
-  if (m >= p.M || k >= p.K) { return vec4<f32>(0.0); }
-  return A[(m * p.K + k) / 4u];
-}
-fn load_b4(k: u32, n: u32) -> vec4<f32> {
-  if (k >= p.K || n >= p.N) { return vec4<f32>(0.0); }
-  return B[(k * p.N + n) / 4u];
-}
-fn load_bt4(n: u32, k: u32) -> vec4<f32> {
-  if (n >= p.N || k >= p.K) { return vec4<f32>(0.0); }
-  return B[(n * p.K + k) / 4u];
-}
+//!include "matmul/vec4_loads.wgsl"
 fn store4(m: u32, n: u32, v: vec4<f32>) {
   let i = m * p.N + n;
   if (n + 3u < p.N) {

@@ -18,18 +18,7 @@ const GROUP_M = 8u;
 var<workgroup> As: array<vec4<f32>, BK * BM / 4u>;  // [k][m/4], A stored transposed
 var<workgroup> Bs: array<vec4<f32>, BK * BN / 4u>;  // [k][n/4]
 
-fn load_a4(m: u32, k: u32) -> vec4<f32> {
-  if (m >= p.M || k >= p.K) { return vec4<f32>(0.0); }
-  return A[(m * p.K + k) / 4u];
-}
-fn load_b4(k: u32, n: u32) -> vec4<f32> {
-  if (k >= p.K || n >= p.N) { return vec4<f32>(0.0); }
-  return B[(k * p.N + n) / 4u];
-}
-fn load_bt4(n: u32, k: u32) -> vec4<f32> {
-  if (n >= p.N || k >= p.K) { return vec4<f32>(0.0); }
-  return B[(n * p.K + k) / 4u];
-}
+//!include "matmul/vec4_loads.wgsl"
 
 @compute @workgroup_size(THREADS)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
