@@ -1,4 +1,5 @@
-// wgc: WebGPU Compute. One include for the runtime and the ops.
+// wgc: WebGPU Compute. One include for the runtime and the compute ops.
+// LLM pieces live under llm/ (formats, tokenizer, model, generate) and are included on their own.
 #pragma once
 
 #include "gpu/batch.h"
@@ -6,3 +7,7 @@
 #include "gpu/error.h"
 #include "gpu/kernel.h"
 #include "gpu/tensor.h"
+#include "ops/map.h"
+#include "ops/matmul.h"
+#include "ops/reduce.h"
+#include "ops/stencil.h"
