@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <numbers>
+#include <tuple>
 
 using namespace wgc;
 using namespace wgc::llm;
@@ -26,6 +27,29 @@ TEST(LlmRmsNorm, EveryVersionMatchesReference) {
       b.run();
       EXPECT_LE(test::rel_error(download<float>(ctx(), y), want), 1e-5) << rows << "x" << n << " " << test::name(v);
     }
+  }
+}
+
+// Qwen 3's per-head norms, in place inside a fused QKV row: the heads it covers change as the
+// reference says, everything else in the row (the other heads, the gap) stays untouched.
+TEST(LlmHeadRmsNorm, InPlaceOnStridedHeadsMatchesReference) {
+  for (auto [tokens, heads, hd, off] : std::vector<std::tuple<int, int, int, int>>{{1, 2, 64, 0}, {7, 3, 128, 20}, {5, 1, 8, 4}}) {
+    const int64_t stride = int64_t(heads) * hd + off + 12;  // room for other heads after these
+    auto xv = test::random_floats(size_t(tokens * stride), 3, -3.f, 3.f);
+    auto wv = test::random_floats(size_t(hd), 4, 0.5f, 1.5f);
+    std::vector<float> rows_in;
+    for (int t = 0; t < tokens; ++t)
+      rows_in.insert(rows_in.end(), xv.begin() + t * stride + off, xv.begin() + t * stride + off + heads * hd);
+    auto normed = ref::rms_norm(rows_in, wv, tokens * heads, hd, 1e-6f);
+    std::vector<float> want = xv;
+    for (int t = 0; t < tokens; ++t)
+      std::copy_n(normed.begin() + t * heads * hd, heads * hd, want.begin() + t * stride + off);
+    auto x = make_tensor(ctx(), {int64_t(xv.size())}, xv);
+    auto w = make_tensor(ctx(), {hd}, wv);
+    Batch b(ctx());
+    ops().head_rms_norm(b, x, w, tokens, heads, hd, stride, off, 1e-6f);
+    b.run();
+    EXPECT_LE(test::rel_error(download<float>(ctx(), x), want), 1e-5) << tokens << "x" << heads << "x" << hd;
   }
 }
 

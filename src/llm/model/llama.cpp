@@ -113,7 +113,7 @@ struct LlamaModel::Impl {
   uint64_t weight_bytes = 0;
 
   struct Layer {
-    Tensor ln1, ln2;
+    Tensor ln1, ln2, q_norm, k_norm;  // q/k norms: Qwen 3 only
     LinearGroup qkv, o, gate_up, down;
   };
   GpuWeight embed;
@@ -141,8 +141,6 @@ struct LlamaModel::Impl {
     vocab = cfg.vocab_size;
     eps = static_cast<float>(cfg.rms_norm_eps);
     qkv_dim = (nh + 2 * nkv) * hd;
-    if (cfg.qk_norm)
-      throw Error("wgc: " + f.path().string() + ": q/k norms (Qwen 3) are not supported by the engine yet");
     if (cfg.rope_dim != 0 && cfg.rope_dim != hd)
       throw Error("wgc: " + f.path().string() + ": partial rotary embeddings (rope_dim " +
                   std::to_string(cfg.rope_dim) + " of head_dim " + std::to_string(hd) + ") are not supported");
@@ -177,6 +175,10 @@ struct LlamaModel::Impl {
       auto opt_t = [&](const char* s) { return f.find_layer_tensor(i, s); };
       L.ln1 = upload_f32(ctx, *t("input_layernorm.weight"));
       L.ln2 = upload_f32(ctx, *t("post_attention_layernorm.weight"));
+      if (cfg.qk_norm) {
+        L.q_norm = upload_f32(ctx, *t("self_attn.q_norm.weight"));
+        L.k_norm = upload_f32(ctx, *t("self_attn.k_norm.weight"));
+      }
       std::vector<const ModelTensor*> biases;
       if (cfg.attention_bias)
         biases = {opt_t("self_attn.q_proj.bias"), opt_t("self_attn.k_proj.bias"), opt_t("self_attn.v_proj.bias")};
@@ -264,6 +266,10 @@ struct LlamaModel::Impl {
       KvLayer cache = kv.layer(int(li));
       ops.rms_norm(b, x, L.ln1, h, n, int(hidden), eps);
       linear(b, L.qkv, h, qkv, n, qkv_dim, false);
+      if (cfg.qk_norm) {
+        ops.head_rms_norm(b, qkv, L.q_norm, n, int(nh), int(hd), qkv_dim, 0, eps);
+        ops.head_rms_norm(b, qkv, L.k_norm, n, int(nkv), int(hd), qkv_dim, nh * hd, eps);
+      }
       RopeArgs ra;
       ra.n_tokens = n;
       ra.pos0 = n_past;

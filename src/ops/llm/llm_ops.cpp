@@ -232,6 +232,20 @@ void LlmOps::rms_norm(Batch& b, const Tensor& x, const Tensor& w, const Tensor& 
   b.dispatch(k, {x, w, y}, Params(u32(rows), u32(n), u32(n), u32(n), eps), groups_1d(ctx_, u32(rows)));
 }
 
+void LlmOps::head_rms_norm(Batch& b, const Tensor& x, const Tensor& w, int n_tokens, int n_heads, int head_dim,
+                           int64_t stride, int64_t offset, float eps) const {
+  const std::string op = "head_rms_norm";
+  need(n_tokens > 0 && n_heads > 0 && head_dim > 0, op, "empty");
+  need(stride >= int64_t(n_heads) * head_dim, op, "stride shorter than the heads");
+  need_elems(x, (n_tokens - 1) * stride + offset + int64_t(n_heads) * head_dim, op, "x");
+  need_elems(w, head_dim, op, "w");
+  constexpr uint32_t kWG = 64;  // head vectors are 64-256 long
+  Kernel k = compile(ctx_, embedded_kernel("llm/head_norm.wgsl", {{"WG", kWG}}));
+  uint32_t rows = u32(int64_t(n_tokens) * n_heads);
+  b.dispatch(k, {x, w}, Params(rows, u32(n_heads), u32(head_dim), u32(stride), u32(offset), eps),
+             groups_1d(ctx_, rows));
+}
+
 // ---- rope ----------------------------------------------------------------------------------
 
 void LlmOps::rope(Batch& b, const Tensor& x, const RopeTable& table, const RopeArgs& a) const {

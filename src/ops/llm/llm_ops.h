@@ -136,6 +136,11 @@ class LlmOps {
   void rms_norm(Batch& b, const Tensor& x, const Tensor& w, const Tensor& y, int rows, int n, float eps,
                 Version v = Version::Auto) const;
 
+  // In place: each head vector x[t * stride + offset + h * head_dim + i] (h < n_heads) is
+  // RMS-normalised and scaled by w[i] (Qwen 3's q_norm / k_norm inside a fused QKV row).
+  void head_rms_norm(Batch& b, const Tensor& x, const Tensor& w, int n_tokens, int n_heads, int head_dim,
+                     int64_t stride, int64_t offset, float eps) const;
+
   // RoPE in place on x (f32) with the table's positions (< table.max_pos).
   void rope(Batch& b, const Tensor& x, const RopeTable& table, const RopeArgs& a) const;
 
