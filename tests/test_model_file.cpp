@@ -7,6 +7,7 @@
 #include "llm/formats/json.h"
 #include "llm/formats/model_file.h"
 #include "llm/formats/safetensors.h"
+#include "llm/model/llama.h"
 #include "test_util.h"
 #include "util/progress.h"
 
@@ -14,6 +15,8 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <cmath>
+#include <tuple>
 #include <numbers>
 #include <set>
 
@@ -291,6 +294,132 @@ TEST(ModelFile, SyntheticQwen3QkNorm) {
   EXPECT_TRUE(hf.config().qk_norm);
   EXPECT_FALSE(hf.config().attention_bias);
   expect_same_as(hf, t);
+}
+
+
+// The engine on the synthetic models, against a plain double-precision forward pass written here
+// from the Hugging Face definitions (RMSNorm, half-split RoPE, causal GQA, SwiGLU; Qwen 2 biases,
+// Qwen 3 per-head q/k norms), from both file forms.
+std::vector<float> reference_logits(const Tiny& t, const std::vector<int32_t>& ids) {
+  const int n = int(ids.size()), H = int(t.hidden), nh = int(t.heads), nkv = int(t.kv_heads), hd = int(t.head_dim),
+            F = int(t.ffn), V = int(t.vocab);
+  const double eps = 1e-6, theta = 1e6;
+  using Vec = std::vector<double>;
+  auto W = [&](const std::string& name) -> const std::vector<float>& { return t.values.at(name); };
+  auto has = [&](const std::string& name) { return t.values.count(name) > 0; };
+  auto rms = [&](const Vec& v, const std::vector<float>& w, int off, int len) {
+    double s = 0;
+    for (int j = 0; j < len; ++j) s += v[size_t(off + j)] * v[size_t(off + j)];
+    double inv = 1 / std::sqrt(s / len + eps);
+    Vec o(static_cast<size_t>(len));
+    for (int j = 0; j < len; ++j) o[size_t(j)] = v[size_t(off + j)] * inv * w[size_t(j)];
+    return o;
+  };
+  auto mv = [&](const std::string& name, const Vec& v, int rows) {
+    const auto& m = W(name);
+    size_t cols = v.size();
+    Vec o(static_cast<size_t>(rows));
+    for (int r = 0; r < rows; ++r)
+      for (size_t c = 0; c < cols; ++c) o[size_t(r)] += double(m[size_t(r) * cols + c]) * v[c];
+    return o;
+  };
+  std::vector<Vec> x(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i)
+    x[size_t(i)] = Vec(W("model.embed_tokens.weight").begin() + ids[size_t(i)] * H,
+                       W("model.embed_tokens.weight").begin() + (ids[size_t(i)] + 1) * H);
+  for (int64_t l = 0; l < t.layers; ++l) {
+    std::string p = "model.layers." + std::to_string(l) + ".";
+    std::vector<Vec> q(static_cast<size_t>(n)), k(static_cast<size_t>(n)), v(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) {
+      Vec h = rms(x[size_t(i)], W(p + "input_layernorm.weight"), 0, H);
+      q[size_t(i)] = mv(p + "self_attn.q_proj.weight", h, nh * hd);
+      k[size_t(i)] = mv(p + "self_attn.k_proj.weight", h, nkv * hd);
+      v[size_t(i)] = mv(p + "self_attn.v_proj.weight", h, nkv * hd);
+      for (auto [vec, b] : {std::pair{&q[size_t(i)], "q"}, {&k[size_t(i)], "k"}, {&v[size_t(i)], "v"}})
+        if (has(p + "self_attn." + b + "_proj.bias"))
+          for (size_t j = 0; j < vec->size(); ++j) (*vec)[j] += W(p + "self_attn." + b + "_proj.bias")[j];
+      for (auto [vec, heads, nm] : {std::tuple{&q[size_t(i)], nh, "q"}, {&k[size_t(i)], nkv, "k"}}) {
+        for (int hh = 0; hh < heads; ++hh) {
+          if (has(p + "self_attn." + nm + "_norm.weight")) {
+            Vec o = rms(*vec, W(p + "self_attn." + nm + "_norm.weight"), hh * hd, hd);
+            std::copy(o.begin(), o.end(), vec->begin() + hh * hd);
+          }
+          for (int j = 0; j < hd / 2; ++j) {
+            double a = i * std::pow(theta, -2.0 * j / hd), c = std::cos(a), s = std::sin(a);
+            double x1 = (*vec)[size_t(hh * hd + j)], x2 = (*vec)[size_t(hh * hd + j + hd / 2)];
+            (*vec)[size_t(hh * hd + j)] = x1 * c - x2 * s;
+            (*vec)[size_t(hh * hd + j + hd / 2)] = x2 * c + x1 * s;
+          }
+        }
+      }
+    }
+    for (int i = 0; i < n; ++i) {
+      Vec att(static_cast<size_t>(nh * hd));
+      for (int h = 0; h < nh; ++h) {
+        int g = h / (nh / nkv);
+        Vec sc(static_cast<size_t>(i + 1));
+        double mx = -1e300, sum = 0;
+        for (int j = 0; j <= i; ++j) {
+          for (int d = 0; d < hd; ++d) sc[size_t(j)] += q[size_t(i)][size_t(h * hd + d)] * k[size_t(j)][size_t(g * hd + d)];
+          sc[size_t(j)] /= std::sqrt(double(hd));
+          mx = std::max(mx, sc[size_t(j)]);
+        }
+        for (auto& e : sc) sum += (e = std::exp(e - mx));
+        for (int j = 0; j <= i; ++j)
+          for (int d = 0; d < hd; ++d) att[size_t(h * hd + d)] += sc[size_t(j)] / sum * v[size_t(j)][size_t(g * hd + d)];
+      }
+      Vec o = mv(p + "self_attn.o_proj.weight", att, H);
+      for (int j = 0; j < H; ++j) x[size_t(i)][size_t(j)] += o[size_t(j)];
+      Vec h2 = rms(x[size_t(i)], W(p + "post_attention_layernorm.weight"), 0, H);
+      Vec g = mv(p + "mlp.gate_proj.weight", h2, F), u = mv(p + "mlp.up_proj.weight", h2, F);
+      for (int j = 0; j < F; ++j) g[size_t(j)] = g[size_t(j)] / (1 + std::exp(-g[size_t(j)])) * u[size_t(j)];
+      Vec d = mv(p + "mlp.down_proj.weight", g, H);
+      for (int j = 0; j < H; ++j) x[size_t(i)][size_t(j)] += d[size_t(j)];
+    }
+  }
+  std::vector<float> logits;
+  for (int i = 0; i < n; ++i) {
+    Vec f = rms(x[size_t(i)], W("model.norm.weight"), 0, H);
+    Vec lg = mv(t.tied ? "model.embed_tokens.weight" : "lm_head.weight", f, V);
+    logits.insert(logits.end(), lg.begin(), lg.end());
+  }
+  return logits;
+}
+
+void expect_engine_matches_reference(const Tiny& t, const fs::path& gguf, const fs::path& hf) {
+  std::vector<int32_t> ids = {1, 4, 9, 0, 7, 7, 2};
+  auto want = reference_logits(t, ids);
+  for (const auto& path : {gguf, hf}) {
+    ModelFile mf = open_model(path, quiet());
+    LlamaModel model(wgc::test::ctx(), mf);
+    EXPECT_LT(wgc::test::rel_error(model.all_logits(ids), want), 1e-5) << path;
+  }
+}
+
+TEST(Engine, SyntheticQwen3QkNormMatchesReference) {
+  Tiny t;
+  t.arch = "qwen3";
+  t.qk_norm = true;
+  t.layers = 2;
+  t.make();
+  expect_engine_matches_reference(t, t.write_gguf("qwen3_engine_gguf"), t.write_hf("qwen3_engine_hf"));
+}
+
+TEST(Engine, SyntheticQwen2BiasesMatchReference) {
+  Tiny t;
+  t.arch = "qwen2";
+  t.bias = true;
+  t.tied = true;
+  t.layers = 2;
+  t.make();
+  expect_engine_matches_reference(t, t.write_gguf("qwen2_engine_gguf"), t.write_hf("qwen2_engine_hf"));
+}
+
+TEST(Engine, SyntheticLlamaMatchesReference) {
+  Tiny t;
+  t.layers = 2;
+  t.make();
+  expect_engine_matches_reference(t, t.write_gguf("llama_engine_gguf"), t.write_hf("llama_engine_hf"));
 }
 
 // --- the fixtures -------------------------------------------------------------------------------
