@@ -1,7 +1,7 @@
 // Matrix multiply C[M,N] = A[M,K] x B (B is [K,N], or [N,K] with trans_b), f32, row-major.
 // A ladder of kernels (src/kernels/matmul): naive -> tiled (workgroup memory) -> register-tiled
-// -> register-tiled with vec4 loads -> the same with register prefetch and L2-friendly workgroup
-// order; Auto picks by shape.
+// -> register-tiled with vec4 loads -> an experiment with register prefetch and L2-friendly
+// workgroup order (slower so far); Auto picks by shape.
 #pragma once
 
 #include "gpu/batch.h"

@@ -1,8 +1,9 @@
-// Register-tiled SGEMM, the fastest rung: vec4 loads (K % 4 == 0, and N % 4 == 0 unless B is
-// transposed), BK = 16, the next tile's global loads issued before the current tile's math
-// (register prefetch, so memory latency hides behind arithmetic), and workgroups walked in
-// groups of GROUP_M block-rows so that the workgroups running at once share B panels in L2
-// (without it, 4096^3 streams all of B from memory for every block-row and runs at half speed).
+// Register-tiled SGEMM with vec4 loads (K % 4 == 0, and N % 4 == 0 unless B is transposed),
+// BK = 16, the next tile's global loads issued before the current tile's math (register
+// prefetch), and workgroups walked in groups of GROUP_M block-rows so that the workgroups running
+// at once share B panels in L2. Measured on the H200 (docs/benchmarks.md) it was slower than
+// regtile_vec4.wgsl (11.9 vs 34.4 TFLOP/s at 4096^3), so Auto does not pick it; kept as the rung
+// to tune next (BK 16 doubles the workgroup memory and the prefetch registers cut occupancy).
 @group(0) @binding(0) var<storage, read> A: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read> B: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read_write> C: array<f32>;
