@@ -37,8 +37,10 @@ Tensor matmul(const Context& ctx, const Tensor& a, const Tensor& b, bool trans_b
               MatmulVersion v = MatmulVersion::Auto);
 
 // Below this many FLOPs (2*M*N*K) a host-memory matmul stays on the CPU: the upload, dispatch and
-// readback cost more than the arithmetic. Measured with `wgc bench --ops matmul` (see
-// docs/benchmarks.md): on SwiftShader the GPU path never wins, on the H200 it wins above ~2^22.
+// readback cost more than the arithmetic. SwiftShader: measured with `wgc bench --ops matmul`, the
+// GPU path never wins. GPU: an estimate, not yet measured end to end: ~0.2 ms of fixed round trip
+// plus uploads at ~3 GB/s (measured on the H200 for the reductions) against the plain CPU loop's
+// ~5 GFLOP/s puts the crossover near 4 MFLOP (about 128^3).
 inline constexpr double kMatmulCpuBelowFlopsGpu = 4.0e6;
 inline constexpr double kMatmulCpuBelowFlopsSwiftShader = 1.0e12;
 
