@@ -158,7 +158,7 @@ int bench_cmd(Args& a) {
     std::printf("%-8s %-14s %-12s %10.4f %16s %7s %10s %10s %8s %10.2e %s\n", r.c.op.c_str(), r.c.version.c_str(),
                 r.c.size.c_str(), r.gpu_ms, rate(r).c_str(), pf >= 0 ? fmt("%.1f%%", 100 * pf).c_str() : "-",
                 plain > 0 ? fmt("%.3f", plain).c_str() : "-", blas > 0 ? fmt("%.3f", blas).c_str() : "-",
-                best_cpu > 0 ? fmt("%.1fx", best_cpu / r.gpu_ms).c_str() : "-", r.error, ok ? "ok" : "FAIL");
+                best_cpu > 0 ? fmt("%.3gx", best_cpu / r.gpu_ms).c_str() : "-", r.error, ok ? "ok" : "FAIL");
   }
   std::printf("\nGPU ms: median of %s; speedup against the faster of the plain CPU loop and BLAS.\n",
               results.empty() || results[0].timestamps ? "timestamp-query times" : "wall-clock times");
