@@ -4,6 +4,7 @@
 // invocations map to subgroups), and invocation 0 combines the slots. Needs the Subgroups feature.
 enable subgroups;
 //!include "reduce/common.wgsl"
+//!include "reduce/vec4_partial.wgsl"
 @group(0) @binding(0) var<storage, read> xs: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;
 @group(0) @binding(2) var<uniform> p: Params;
@@ -25,26 +26,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         @builtin(num_workgroups) nwg: vec3<u32>, @builtin(subgroup_invocation_id) lane: u32) {
   if (lid == 0u) { atomicStore(&slots, 0u); }  // workgroup memory is not zeroed (a Dawn toggle)
   let g = wid.x;
-  let stride = nwg.x * WG;
-  let tid = g * WG + lid;
-  let full = p.n >> 2u;
-  let ident = bitcast<f32>(p.identity);
-  var acc = vec4<f32>(ident);
-  var i = tid;
-  while (full >= U * stride && i < full - (U - 1u) * stride) {
-    let a0 = xs[i];
-    let a1 = xs[i + stride];
-    let a2 = xs[i + 2u * stride];
-    let a3 = xs[i + 3u * stride];
-    acc = combine4(acc, combine4(combine4(a0, a1), combine4(a2, a3)));
-    i += U * stride;
-  }
-  for (; i < full; i += stride) { acc = combine4(acc, xs[i]); }
-  if (tid == 0u && (p.n & 3u) != 0u) {
-    let keep = vec4<u32>(0u, 1u, 2u, 3u) < vec4<u32>(p.n & 3u);
-    acc = combine4(acc, select(vec4<f32>(ident), xs[full], keep));
-  }
-  let s = subgroup_combine(lanes(acc));
+  let s = subgroup_combine(thread_partial(g * WG + lid, nwg.x * WG));
   workgroupBarrier();  // the counter's reset is seen by all
   if (lane == 0u) { sh[atomicAdd(&slots, 1u)] = s; }
   workgroupBarrier();
