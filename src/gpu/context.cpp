@@ -105,6 +105,10 @@ std::string adapter_type_name(WGPUAdapterType t) {
 // list (without hiding real GPUs) unless the user chose drivers explicitly.
 void offer_swiftshader_driver() {
   if (std::getenv("VK_ICD_FILENAMES") || std::getenv("VK_DRIVER_FILES")) return;
+  // Mesa's lavapipe lacks what Dawn needs (Dawn rejects it with a warning on every run); keep the
+  // loader from offering it, unless the user filters drivers themselves.
+  if (!std::getenv("VK_LOADER_DRIVERS_DISABLE") && !std::getenv("VK_LOADER_DRIVERS_SELECT"))
+    setenv("VK_LOADER_DRIVERS_DISABLE", "*lvp_icd*", 1);
   const char* icd = std::getenv("WGC_SWIFTSHADER_ICD");
 #ifdef WGC_SWIFTSHADER_ICD
   if (!icd) icd = WGC_SWIFTSHADER_ICD;
