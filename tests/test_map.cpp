@@ -303,20 +303,6 @@ TEST(MapHost, ThresholdEnvironmentOverride) {
 
 // --- measurements, run by hand -----------------------------------------------------------------
 
-namespace {
-template <class F>
-double median_ms(F&& f, int reps) {
-  std::vector<double> t;
-  for (int i = 0; i < reps; ++i) {
-    auto t0 = std::chrono::steady_clock::now();
-    f();
-    t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-}  // namespace
-
 // WGC_THRESHOLD_SCAN=1: times the host-span add, unary and binary maps on the CPU and on the
 // device (upload + map + readback) per length; the basis of ops/thresholds.h. The maps use an
 // expression with a transcendental (the CPU evaluator's cost grows with the expression; "cheap"
@@ -330,8 +316,8 @@ TEST(Measure, ThresholdScan) {
     int reps = n <= (1u << 20) ? 15 : 5;
     auto row = [&](const char* name, auto f) {
       f(gpu);  // warm-up: compiles
-      double c = median_ms([&] { f(cpu); }, reps);
-      double g = median_ms([&] { f(gpu); }, reps);
+      double c = test::median_ms([&] { f(cpu); }, reps);
+      double g = test::median_ms([&] { f(gpu); }, reps);
       std::printf("%-6s %10zu %12.4f %12.4f %s\n", name, n, c, g, g < c ? "<- device wins" : "");
     };
     row("add", [&](Policy p) { return add(ctx(), x, y, p); });

@@ -251,20 +251,6 @@ TEST(ReduceHost, BenchHooksRecordEverySupportedVersion) {
 
 // --- measurements, run by hand -----------------------------------------------------------------
 
-namespace {
-template <class F>
-double median_ms(F&& f, int reps) {
-  std::vector<double> t;
-  for (int i = 0; i < reps; ++i) {
-    auto t0 = std::chrono::steady_clock::now();
-    f();
-    t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-}  // namespace
-
 // WGC_THRESHOLD_SCAN=1: times the host-span sum, max and mean on the CPU and on the device
 // (upload + reduce + readback) per length; the basis of ops/thresholds.h.
 TEST(Measure, ThresholdScan) {
@@ -279,8 +265,8 @@ TEST(Measure, ThresholdScan) {
     const std::pair<const char*, HostOp> ops[] = {{"sum", &wgc::sum}, {"max", &wgc::max}, {"mean", &wgc::mean}};
     for (auto [name, f] : ops) {
       f(ctx(), x, gpu);  // warm-up: compiles
-      double c = median_ms([&] { sink = sink + f(ctx(), x, cpu); }, reps);
-      double g = median_ms([&] { sink = sink + f(ctx(), x, gpu); }, reps);
+      double c = test::median_ms([&] { sink = sink + f(ctx(), x, cpu); }, reps);
+      double g = test::median_ms([&] { sink = sink + f(ctx(), x, gpu); }, reps);
       std::printf("%-6s %10zu %12.4f %12.4f %s\n", name, n, c, g, g < c ? "<- device wins" : "");
     }
   }

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -45,6 +47,19 @@ inline double rel_error(const std::vector<float>& a, const std::vector<float>& b
 inline std::filesystem::path env_dir(const char* var, const char* fallback) {
   const char* v = std::getenv(var);
   return v && *v ? std::filesystem::path(v) : std::filesystem::path(fallback);
+}
+
+// Median wall-clock milliseconds of reps calls of f (for the measurements run by hand).
+template <class F>
+double median_ms(F&& f, int reps) {
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    f();
+    t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
 }
 
 // A scratch folder for this test process (removed when it exits), or a subfolder `sub` of it.

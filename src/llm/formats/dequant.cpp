@@ -195,6 +195,18 @@ void dequantize_block_q8_k(const std::byte* x, float* y) {
   for (int j = 0; j < 256; ++j) y[j] = d * float(int8_t(u8(x + 4 + j)));
 }
 
+namespace {
+// Little-endian integers of type T, converted to float.
+template <class T>
+void ints_to_f32(const std::byte* x, float* y, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    T v;
+    std::memcpy(&v, x + sizeof(T) * i, sizeof(T));
+    y[i] = float(v);
+  }
+}
+}  // namespace
+
 void dequantize(TensorType t, std::span<const std::byte> src, std::span<float> out) {
   const TypeTraits& tr = traits(t);
   size_t n = out.size();
@@ -238,27 +250,9 @@ void dequantize(TensorType t, std::span<const std::byte> src, std::span<float> o
     case TensorType::I8:
       for (size_t i = 0; i < n; ++i) y[i] = float(int8_t(u8(x + i)));
       return;
-    case TensorType::I16:
-      for (size_t i = 0; i < n; ++i) {
-        int16_t v;
-        std::memcpy(&v, x + 2 * i, 2);
-        y[i] = float(v);
-      }
-      return;
-    case TensorType::I32:
-      for (size_t i = 0; i < n; ++i) {
-        int32_t v;
-        std::memcpy(&v, x + 4 * i, 4);
-        y[i] = float(v);
-      }
-      return;
-    case TensorType::I64:
-      for (size_t i = 0; i < n; ++i) {
-        int64_t v;
-        std::memcpy(&v, x + 8 * i, 8);
-        y[i] = float(v);
-      }
-      return;
+    case TensorType::I16: ints_to_f32<int16_t>(x, y, n); return;
+    case TensorType::I32: ints_to_f32<int32_t>(x, y, n); return;
+    case TensorType::I64: ints_to_f32<int64_t>(x, y, n); return;
     case TensorType::Q4_0: each(dequantize_block_q4_0); return;
     case TensorType::Q4_1: each(dequantize_block_q4_1); return;
     case TensorType::Q5_0: each(dequantize_block_q5_0); return;
