@@ -140,6 +140,52 @@ TEST(LlamaModel, KvCacheStepsEqualOnePrefill) {
   EXPECT_LT(test::rel_error(stepped, once), 1e-5);
 }
 
+// decode_greedy (the next step reads the argmax on the GPU, steps recorded ahead) gives the tokens
+// of one-at-a-time greedy() calls, keeps only the handed-out tokens in the cache when stopped
+// early, and stops at the end of the context.
+TEST(LlamaModel, DecodeGreedyEqualsStepByStep) {
+  WGC_REQUIRE_FILE(fx("tiny-llama3-bf16/model.safetensors"));
+  ModelFile mf = open_model(fx("tiny-llama3-bf16"), {false, false});
+  const std::vector<int32_t> prompt = {9906, 11, 1917, 0, 578};
+  const int steps = 12;
+  std::vector<int32_t> want;
+  {
+    LlamaModel model(ctx(), mf, small_engine(64, 16));
+    int32_t id = model.greedy(prompt);
+    for (int i = 0; i < steps; ++i) want.push_back(id = model.greedy(std::span(&id, 1)));
+  }
+  for (int ahead : {1, 2, 3}) {
+    EngineOptions eo = small_engine(64, 16);
+    eo.decode_ahead = ahead;
+    LlamaModel model(ctx(), mf, eo);
+    int32_t first = model.greedy(prompt);
+    // Stop after 5 tokens (steps in flight are dropped), then go on from the last one.
+    std::vector<int32_t> got;
+    auto take = [&](int32_t id) {
+      got.push_back(id);
+      return got.size() != 5;
+    };
+    DecodeStats st = model.decode_greedy(first, steps, take);
+    EXPECT_EQ(st.tokens, 5);
+    EXPECT_GE(st.recorded, 5);
+    EXPECT_LE(st.recorded, 5 + ahead - 1);
+    EXPECT_EQ(model.n_past(), int(prompt.size()) + 5);
+    st = model.decode_greedy(got.back(), steps - 5, [&](int32_t id) {
+      got.push_back(id);
+      return true;
+    });
+    EXPECT_EQ(st.tokens, steps - 5);
+    EXPECT_EQ(got, want) << "decode_ahead " << ahead;
+    EXPECT_EQ(model.n_past(), int(prompt.size()) + steps);
+    // The context (64) ends the decoding: 64 - n_past more tokens at most.
+    int n = 0;
+    st = model.decode_greedy(got.back(), 1000, [&](int32_t) { return ++n > 0; });
+    EXPECT_EQ(st.tokens, 64 - int(prompt.size()) - steps);
+    EXPECT_EQ(model.n_past(), 64);
+    EXPECT_THROW(model.decode_greedy(got.back(), 1, [](int32_t) { return true; }), Error);
+  }
+}
+
 TEST(LlamaModel, ErrorsAreClear) {
   WGC_REQUIRE_FILE(fx("tiny-llama2-f32/model.safetensors"));
   ModelFile mf = open_model(fx("tiny-llama2-f32"), {false, false});

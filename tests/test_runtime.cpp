@@ -23,7 +23,9 @@ TEST(Abi, SubgroupsFeatureNumberEnablesTheWgslExtension) {
   auto k = compile(ctx(), {"enable subgroups;\n@group(0) @binding(0) var<storage, read_write> o: array<u32>;\n"
                            "@compute @workgroup_size(32) fn main(@builtin(local_invocation_index) i: u32,\n"
                            "  @builtin(subgroup_size) sg: u32) { o[i] = subgroupAdd(1u) * 1000u + sg; }",
-                           "main", {}, "subgroup-probe"});
+                           "main",
+                           {},
+                           "subgroup-probe"});
   auto out = make_tensor(ctx(), {32}, DType::U32);
   fill_u32(ctx(), out, kPoisonNaN);
   run(ctx(), k, {out}, {}, {1, 1, 1});
@@ -109,8 +111,8 @@ TEST(Tensor, ViewMustFit) {
 
 TEST(Kernel, BadWgslThrowsWithLineNumber) {
   try {
-    compile(ctx(), {"@compute @workgroup_size(1)\nfn main() {\n  let x: f32 = undefined_thing;\n}\n", "main", {},
-                    "bad.wgsl"});
+    compile(ctx(),
+            {"@compute @workgroup_size(1)\nfn main() {\n  let x: f32 = undefined_thing;\n}\n", "main", {}, "bad.wgsl"});
     FAIL() << "no error";
   } catch (const ShaderError& e) {
     std::string m = e.what();
@@ -160,4 +162,48 @@ TEST(Batch, GroupsSpillIntoYPastTheLimit) {
   auto g = groups_1d(ctx(), 70000);
   EXPECT_LE(g.x, ctx().limits().max_compute_workgroups_per_dimension);
   EXPECT_GE(uint64_t(g.x) * g.y, 70000u);
+}
+
+// A readback recorded in one batch sees that batch's results even when later batches (submitted
+// before the host waits) change the tensor again.
+TEST(Batch, ReadbacksInFlightSeeTheirOwnBatch) {
+  auto k = compile(ctx(), embedded_kernel("map/add.wgsl"));
+  const uint32_t n = 77;
+  auto one = make_tensor(ctx(), {n}, std::vector<float>(n, 1.f));
+  auto acc = make_tensor(ctx(), {n}, std::vector<float>(n, 0.f));
+  std::vector<Readback> reads;
+  for (int i = 0; i < 3; ++i) {
+    Batch b(ctx());
+    b.dispatch(k, {acc, one, acc}, Params(n), groups_1d(ctx(), ceil_div(n, 256)));
+    reads.push_back(b.read(acc, 4 * 5, 4 * 3));  // elements 5..7
+    b.submit();
+  }
+  for (int i = 0; i < 3; ++i) {
+    auto bytes = reads[size_t(i)].wait();
+    ASSERT_EQ(bytes.size(), 12u);
+    for (int j = 0; j < 3; ++j) EXPECT_EQ(reads[size_t(i)].value<float>(size_t(j)), float(i + 1));
+  }
+  float out[2];
+  Batch b(ctx());
+  auto r = b.read(acc, 0, 8);
+  EXPECT_THROW(r.wait(), Error);  // not submitted yet
+  b.submit();
+  r.wait(std::as_writable_bytes(std::span(out)));
+  EXPECT_EQ(out[1], 3.f);
+  Batch c(ctx());
+  EXPECT_THROW(c.read(acc, acc.capacity() - 4, 8), Error);  // past the end
+}
+
+// Bind groups are cached by their buffers and ranges: the same dispatch in many batches, and a
+// pooled buffer reused by a new tensor, still compute with the data bound now.
+TEST(Batch, CachedBindGroupsBindTheCurrentData) {
+  auto k = compile(ctx(), embedded_kernel("map/add.wgsl"));
+  const uint32_t n = 300;
+  auto out = make_tensor(ctx(), {n});
+  for (int i = 0; i < 4; ++i) {
+    auto a = make_tensor(ctx(), {n}, std::vector<float>(n, float(i)));
+    auto b = make_tensor(ctx(), {n}, std::vector<float>(n, 0.5f));
+    run(ctx(), k, {a, b, out}, Params(n), groups_1d(ctx(), ceil_div(n, 256)));
+    for (float x : download<float>(ctx(), out)) ASSERT_EQ(x, float(i) + 0.5f);
+  }
 }

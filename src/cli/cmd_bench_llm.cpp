@@ -57,8 +57,9 @@ struct Test {
   std::vector<double> seconds;  // per repeat
   std::vector<double> tps;
   Stats t;
-  double gbs = -1;      // tg: weight bytes read per second / 1e9
-  double bw_frac = -1;  // tg: gbs / bandwidth
+  double gbs = -1;              // tg: weight bytes read per second / 1e9
+  double bw_frac = -1;          // tg: gbs / bandwidth
+  std::vector<double> host_ms;  // tg: host time recording a step, per token, per repeat
 };
 
 // "8B" / "494M" style size label, "1.24 B" / "494.03 M" parameter counts, "2.30 GiB" sizes.
@@ -192,7 +193,10 @@ int bench_llm_cmd(Args& a) {
   int batch = static_cast<int>(a.number_or("--batch", 512));
   auto seed = static_cast<uint32_t>(a.number_or("--seed", 1));
   bool warmup = !a.flag("--no-warmup");
+  int ahead = static_cast<int>(a.number_or("--decode-ahead", llm::EngineOptions{}.decode_ahead));
+  bool profile = a.flag("--profile");
   a.done();
+  if (ahead < 1) throw Error("wgc bench-llm: --decode-ahead must be at least 1");
   if (!model_path) throw Error("wgc bench-llm: --model FILE.gguf (or a Hugging Face folder) is required");
   if (repeats < 1) throw Error("wgc bench-llm: -r must be at least 1");
   if (batch < 1) throw Error("wgc bench-llm: --batch must be at least 1");
@@ -233,6 +237,7 @@ int bench_llm_cmd(Args& a) {
   llm::EngineOptions eo;
   eo.max_ctx = std::max({max_p, max_n, 1});
   eo.max_batch = batch;
+  eo.decode_ahead = ahead;
   llm::LlamaModel model(ctx, file, eo);
 
   int64_t params = 0;
@@ -288,10 +293,14 @@ int bench_llm_cmd(Args& a) {
     t.name = "tg" + std::to_string(n);
     t.n_gen = n;
     int32_t first = random_tokens(1)[0];
+    llm::DecodeStats ds;
     auto decode = [&](int steps) {
       model.rewind(0);
       int32_t id = first;
-      for (int i = 0; i < steps; ++i) id = model.greedy(std::span(&id, 1));
+      ds = model.decode_greedy(first, steps, [&](int32_t next) {
+        id = next;
+        return true;
+      });
       return id;
     };
     if (warmup) {
@@ -307,8 +316,23 @@ int bench_llm_cmd(Args& a) {
         throw Error("wgc bench-llm: " + t.name + ": token id " + std::to_string(last));
       t.seconds.push_back(s);
       t.tps.push_back(double(n) / s);
+      t.host_ms.push_back(ds.record_ms / std::max(1, ds.recorded));
     }
     tests.push_back(std::move(t));
+  }
+  std::vector<std::pair<std::string, std::pair<int, double>>> prof;  // label -> (count, ms)
+  double prof_total = 0;
+  if (profile) {
+    status("profiling one decode step");
+    model.rewind(0);
+    std::map<std::string, std::pair<int, double>> by;
+    for (auto& d : model.profile_decode_step(random_tokens(1)[0])) {
+      by[d.label].first++;
+      by[d.label].second += d.ms;
+      prof_total += d.ms;
+    }
+    prof.assign(by.begin(), by.end());
+    std::sort(prof.begin(), prof.end(), [](auto& x, auto& y) { return x.second.second > y.second.second; });
   }
   if (tty) std::fprintf(stderr, "\r%70s\r", "");
   for (auto& t : tests) {
@@ -331,12 +355,24 @@ int bench_llm_cmd(Args& a) {
                     t.bw_frac >= 0 ? fmt("%.1f%%", 100 * t.bw_frac) : ""});
   print_table({"model", "size", "params", "backend", "test", "t/s", "GB/s", "% bw"},
               {false, true, true, false, true, true, true, true}, rows);
+  for (const auto& t : tests)
+    if (!t.host_ms.empty())
+      std::printf("\n%s: host time recording a step: %.3f ms per token (median); %d step(s) in flight", t.name.c_str(),
+                  stats(t.host_ms).median, ahead);
+  if (!prof.empty()) {
+    std::printf("\n\nGPU time of one decode step by kernel (timestamps around each dispatch): %.3f ms\n\n", prof_total);
+    std::vector<std::vector<std::string>> prow;
+    for (auto& [kernel, cm] : prof)
+      prow.push_back({kernel, std::to_string(cm.first), fmt("%.1f", cm.second * 1e3),
+                      fmt("%.1f", cm.second * 1e3 / cm.first), fmt("%.1f%%", 100 * cm.second / prof_total)});
+    print_table({"kernel", "dispatches", "total us", "us each", "share"}, {false, true, true, true, true}, prow);
+  }
   std::printf(
       "\nt/s: median ± standard deviation of %d runs (after a warm-up run); pp: prefill of p random tokens\n"
       "from an empty cache to the last position's logits; tg: n greedy single-token steps from an empty\n"
-      "cache (one token id read back per step). GB/s: weight bytes read per token x t/s; %% bw: of the\n"
-      "%s.\n",
-      repeats,
+      "cache (each step's token id read back; with --decode-ahead %d the host records step t+1 while the\n"
+      "GPU runs step t). GB/s: weight bytes read per token x t/s; %% bw: of the %s.\n",
+      repeats, ahead,
       bw_source == "given"      ? "given bandwidth"
       : bw_source == "measured" ? "measured copy bandwidth"
                                 : "bandwidth (none with --bandwidth 0)");
@@ -353,8 +389,8 @@ int bench_llm_cmd(Args& a) {
       << ",\"backend\":" << json_string(ctx.adapter().backend)
       << ",\"bandwidth_gbs\":" << (bw > 0 ? json_number(bw * 1e-9) : "null")
       << ",\"bandwidth_source\":" << json_string(bw_source) << ",\"repeats\":" << repeats
-      << ",\"warmup\":" << (warmup ? "true" : "false") << ",\"max_ctx\":" << model.max_ctx() << ",\"batch\":" << batch
-      << ",\"results\":[";
+      << ",\"warmup\":" << (warmup ? "true" : "false") << ",\"decode_ahead\":" << ahead
+      << ",\"max_ctx\":" << model.max_ctx() << ",\"batch\":" << batch << ",\"results\":[";
     for (size_t i = 0; i < tests.size(); ++i) {
       const auto& t = tests[i];
       f << (i ? "," : "") << "\n {\"test\":" << json_string(t.name) << ",\"n_prompt\":" << t.n_prompt
@@ -362,7 +398,8 @@ int bench_llm_cmd(Args& a) {
         << ",\"tps_median\":" << json_number(t.t.median) << ",\"tps_mean\":" << json_number(t.t.mean)
         << ",\"tps_stddev\":" << json_number(t.t.stddev) << ",\"tps_min\":" << json_number(t.t.min)
         << ",\"tps_max\":" << json_number(t.t.max) << ",\"gbs\":" << (t.gbs >= 0 ? json_number(t.gbs) : "null")
-        << ",\"bandwidth_fraction\":" << (t.bw_frac >= 0 ? json_number(t.bw_frac) : "null") << "}";
+        << ",\"bandwidth_fraction\":" << (t.bw_frac >= 0 ? json_number(t.bw_frac) : "null")
+        << ",\"host_ms_per_token\":" << (t.host_ms.empty() ? "null" : json_number(stats(t.host_ms).median)) << "}";
     }
     f << "\n]}\n";
     if (!f) throw Error("wgc bench-llm: writing " + *json + " failed");
@@ -372,7 +409,7 @@ int bench_llm_cmd(Args& a) {
 
 Register reg{{"bench-llm",
               "--model F.gguf [-p 512[,n..]] [-n 128[,n..]] [-r 5] [--json F] [--bandwidth GB/s] [--batch 512] "
-              "[--seed S] [--no-warmup] [--backend B]",
+              "[--seed S] [--no-warmup] [--decode-ahead N] [--profile] [--backend B]",
               "llama-bench for LlamaModel: prefill (pp) and decode (tg) tokens/s, decode vs bandwidth", bench_llm_cmd}};
 
 }  // namespace

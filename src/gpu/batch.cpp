@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string_view>
 #include <variant>
 
@@ -29,12 +30,84 @@ struct CopyCmd {
   Tensor src, dst;
   uint64_t src_offset, dst_offset, bytes;
 };
+struct ReadCmd {
+  Tensor src;
+  uint64_t offset;
+  std::shared_ptr<Readback::State> to;
+};
 }  // namespace
+
+struct Readback::State {
+  Context ctx;
+  std::shared_ptr<detail::BufferHandle> staging;
+  uint64_t bytes = 0, mapped = 0;  // asked for; mapped (a multiple of 4)
+  WGPUFuture future{};
+  bool requested = false, done = false;
+  WGPUMapAsyncStatus status = WGPUMapAsyncStatus_Error;
+  std::string message;
+  std::vector<std::byte> data;
+
+  explicit State(Context c) : ctx(std::move(c)) {}
+  State(const State&) = delete;
+  State& operator=(const State&) = delete;
+  // The map callback writes into this object: it must not go before the callback has run.
+  ~State() {
+    if (requested && !done) try {
+        finish();
+      } catch (...) {
+      }
+  }
+
+  void request() {
+    WGPUBufferMapCallbackInfo cb = WGPU_BUFFER_MAP_CALLBACK_INFO_INIT;
+    cb.mode = WGPUCallbackMode_WaitAnyOnly;
+    cb.callback = [](WGPUMapAsyncStatus st, WGPUStringView msg, void* u, void*) {
+      auto* self = static_cast<State*>(u);
+      self->status = st;
+      self->message = detail::to_string(msg);
+    };
+    cb.userdata1 = this;
+    future = wgpuBufferMapAsync(staging->buffer, WGPUMapMode_Read, 0, mapped, cb);
+    requested = true;
+  }
+
+  // Waits for the mapping and copies the bytes into `out` (or into data when out is empty).
+  void finish(std::span<std::byte> out = {}) {
+    done = true;
+    detail::wait_future(ctx.instance(), future, "a readback");
+    ctx.check();
+    if (status != WGPUMapAsyncStatus_Success)
+      throw GpuError("wgc: reading back " + std::to_string(bytes) + " bytes failed: " + message);
+    const auto* src = static_cast<const std::byte*>(wgpuBufferGetConstMappedRange(staging->buffer, 0, mapped));
+    if (out.empty())
+      data.assign(src, src + bytes);
+    else
+      std::memcpy(out.data(), src, std::min<uint64_t>(out.size(), bytes));
+    wgpuBufferUnmap(staging->buffer);
+    staging.reset();
+  }
+};
+
+std::span<const std::byte> Readback::wait() const {
+  if (!state_) throw Error("wgc: waiting on an empty readback");
+  if (!state_->requested) throw Error("wgc: a readback's batch was not submitted");
+  if (!state_->done) state_->finish();
+  return state_->data;
+}
+
+void Readback::wait(std::span<std::byte> out) const {
+  if (!state_) throw Error("wgc: waiting on an empty readback");
+  if (out.size() > state_->bytes) throw Error("wgc: a readback asked for more bytes than it read");
+  if (!state_->requested) throw Error("wgc: a readback's batch was not submitted");
+  if (!state_->done) return state_->finish(out);
+  std::memcpy(out.data(), state_->data.data(), out.size());
+}
 
 struct Batch::Impl {
   Context ctx;
   bool timed = false;
-  std::vector<std::variant<DispatchCmd, CopyCmd>> cmds;
+  std::vector<std::variant<DispatchCmd, CopyCmd, ReadCmd>> cmds;
+  std::vector<std::shared_ptr<Readback::State>> reads;
   std::vector<std::byte> params;  // all parameter blocks, each at an aligned offset
   std::vector<std::shared_ptr<detail::BufferHandle>> in_flight;
   WGPUQuerySet queries = nullptr;
@@ -107,6 +180,56 @@ void Batch::copy(const Tensor& src, uint64_t src_offset, const Tensor& dst, uint
   impl_->cmds.emplace_back(CopyCmd{src, dst, src_offset, dst_offset, bytes});
 }
 
+Readback Batch::read(const Tensor& src, uint64_t offset, uint64_t bytes) {
+  if (offset + bytes > src.capacity())
+    throw Error("wgc: read of " + std::to_string(bytes) + " bytes at offset " + std::to_string(offset) +
+                " past the end of a " + std::to_string(src.capacity()) + "-byte buffer");
+  if (offset % 4) throw Error("wgc: reads start at a multiple of 4 bytes");
+  auto st = std::make_shared<Readback::State>(impl_->ctx);
+  st->bytes = bytes;
+  st->mapped = detail::round_up(std::max<uint64_t>(bytes, 4), 4);
+  if (offset + st->mapped > src.capacity()) throw Error("wgc: a read's 4-byte rounding runs past its buffer");
+  st->staging = detail::acquire_buffer(impl_->ctx.shared_state(), st->mapped,
+                                       WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst, "readback");
+  impl_->cmds.emplace_back(ReadCmd{src, offset, st});
+  Readback r;
+  r.state_ = std::move(st);
+  return r;
+}
+
+namespace {
+// The bind group for a pipeline's group 0 with these entries, from the context's cache.
+WGPUBindGroup bind_group(detail::ContextState& s, WGPUComputePipeline pipeline,
+                         const std::vector<WGPUBindGroupEntry>& entries) {
+  std::lock_guard lock(s.mu);
+  WGPUBindGroupLayout& layout = s.layouts[pipeline];
+  if (!layout) layout = wgpuComputePipelineGetBindGroupLayout(pipeline, 0);
+  std::string key(sizeof(layout) + entries.size() * 4 * sizeof(uint64_t), '\0');
+  char* at = key.data();
+  auto put = [&](uint64_t v) {
+    std::memcpy(at, &v, sizeof v);
+    at += sizeof v;
+  };
+  put(reinterpret_cast<uintptr_t>(layout));
+  for (auto& e : entries) {
+    put(e.binding);
+    put(reinterpret_cast<uintptr_t>(e.buffer));
+    put(e.offset);
+    put(e.size);
+  }
+  if (auto it = s.bind_groups.find(key); it != s.bind_groups.end()) return it->second.group;
+  if (s.bind_groups.size() >= detail::ContextState::kMaxBindGroups) s.clear_bind_groups();
+  WGPUBindGroupDescriptor bd = WGPU_BIND_GROUP_DESCRIPTOR_INIT;
+  bd.layout = layout;
+  bd.entryCount = entries.size();
+  bd.entries = entries.data();
+  detail::ContextState::CachedBindGroup c{wgpuDeviceCreateBindGroup(s.device, &bd), {}};
+  for (auto& e : entries) c.buffers.push_back(e.buffer);
+  s.bind_groups.emplace(std::move(key), c);
+  return c.group;
+}
+}  // namespace
+
 void Batch::submit() {
   auto& im = *impl_;
   if (im.submitted) throw Error("wgc: a batch is submitted once");
@@ -144,6 +267,13 @@ void Batch::submit() {
   uint32_t qi = 0;
   std::vector<WGPUBindGroupEntry> entries;
   for (auto& c : im.cmds) {
+    if (auto* rd = std::get_if<ReadCmd>(&c)) {
+      end_pass();
+      wgpuCommandEncoderCopyBufferToBuffer(enc, rd->src.buffer(), rd->offset, rd->to->staging->buffer, 0,
+                                           rd->to->mapped);
+      im.reads.push_back(rd->to);
+      continue;
+    }
     if (auto* cp = std::get_if<CopyCmd>(&c)) {
       end_pass();
       wgpuCommandEncoderCopyBufferToBuffer(enc, cp->src.buffer(), cp->src_offset, cp->dst.buffer(), cp->dst_offset,
@@ -183,21 +313,10 @@ void Batch::submit() {
       e.size = d.params_size;
       entries.push_back(e);
     }
-    WGPUBindGroupDescriptor bd = WGPU_BIND_GROUP_DESCRIPTOR_INIT;
-    // Layouts are looked up once per pipeline: a decode step records hundreds of dispatches.
-    {
-      std::lock_guard lock(s.mu);
-      WGPUBindGroupLayout& layout = s.layouts[d.kernel.pipeline()];
-      if (!layout) layout = wgpuComputePipelineGetBindGroupLayout(d.kernel.pipeline(), 0);
-      bd.layout = layout;
-    }
-    bd.entryCount = entries.size();
-    bd.entries = entries.data();
-    WGPUBindGroup bg = wgpuDeviceCreateBindGroup(s.device, &bd);
+    WGPUBindGroup bg = bind_group(s, d.kernel.pipeline(), entries);
     wgpuComputePassEncoderSetPipeline(pass, d.kernel.pipeline());
     wgpuComputePassEncoderSetBindGroup(pass, 0, bg, 0, nullptr);
     wgpuComputePassEncoderDispatchWorkgroups(pass, d.groups.x, d.groups.y, d.groups.z);
-    wgpuBindGroupRelease(bg);
   }
   end_pass();
   if (im.queries) {
@@ -216,6 +335,8 @@ void Batch::submit() {
   wgpuCommandEncoderRelease(enc);
   detail::pop_error_scopes(s, "running " + (labels.empty() ? std::string("copies") : labels));
   im.cmds.clear();  // drops the batch's references; the queue keeps what it needs
+  for (auto& r : im.reads) r->request();
+  im.reads.clear();
 }
 
 void Batch::wait() {

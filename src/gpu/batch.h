@@ -60,6 +60,29 @@ class Params {
   std::vector<std::byte> bytes_;
 };
 
+// Data on its way back to the host: Batch::read records the copy, the batch's submit asks for the
+// mapping, and wait() blocks until the bytes are here. The host can record and submit more work
+// in between (a decode loop records the next token while the GPU runs this one).
+class Readback {
+ public:
+  Readback() = default;
+  std::span<const std::byte> wait() const;    // blocks on the first call; the bytes stay valid
+  void wait(std::span<std::byte> out) const;  // the same into out (then wait() has no bytes to give)
+  template <class T>
+  T value(size_t i = 0) const {
+    T v;
+    std::memcpy(&v, wait().data() + i * sizeof(T), sizeof(T));
+    return v;
+  }
+  explicit operator bool() const { return state_ != nullptr; }
+
+  struct State;
+
+ private:
+  std::shared_ptr<State> state_;
+  friend class Batch;
+};
+
 struct DispatchTiming {
   std::string label;
   double ms = 0;
@@ -75,6 +98,8 @@ class Batch {
 
   void dispatch(const Kernel& k, std::vector<Arg> args, const Params& params, Groups groups);
   void copy(const Tensor& src, uint64_t src_offset, const Tensor& dst, uint64_t dst_offset, uint64_t bytes);
+  // Copies `bytes` of src at `offset` (after the work recorded before) back to the host.
+  Readback read(const Tensor& src, uint64_t offset, uint64_t bytes);
 
   void submit();  // encodes everything and submits; returns without waiting
   void wait();    // waits for the submitted work and, if timed, reads the timestamps

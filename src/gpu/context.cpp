@@ -1,5 +1,7 @@
 #include "gpu/context.h"
 
+#include <algorithm>
+
 #include "gpu/context_state.h"
 #include "gpu/error.h"
 #include "gpu/webgpu_abi.h"
@@ -55,7 +57,22 @@ void pop_error_scopes(ContextState& s, std::string_view what) {
   }
 }
 
+void ContextState::clear_bind_groups() {
+  for (auto& [key, g] : bind_groups) wgpuBindGroupRelease(g.group);
+  bind_groups.clear();
+}
+
+void ContextState::forget_buffer(WGPUBuffer buffer) {
+  std::erase_if(bind_groups, [&](auto& kv) {
+    auto& b = kv.second.buffers;
+    if (std::find(b.begin(), b.end(), buffer) == b.end()) return false;
+    wgpuBindGroupRelease(kv.second.group);
+    return true;
+  });
+}
+
 ContextState::~ContextState() {
+  clear_bind_groups();
   for (auto& [p, l] : layouts) wgpuBindGroupLayoutRelease(l);
   for (auto& [key, p] : pipelines) wgpuComputePipelineRelease(p);
   for (auto& [key, b] : free_buffers) wgpuBufferRelease(b);

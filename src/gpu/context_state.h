@@ -9,6 +9,7 @@
 #include <string>
 #include <type_traits>
 #include <unordered_map>
+#include <vector>
 
 namespace wgc::detail {
 
@@ -28,8 +29,20 @@ struct ContextState {
   std::string lost_message;
   std::string uncaptured_error;
 
-  std::unordered_map<std::string, WGPUComputePipeline> pipelines;  // by kernel key
+  std::unordered_map<std::string, WGPUComputePipeline> pipelines;        // by kernel key
   std::unordered_map<WGPUComputePipeline, WGPUBindGroupLayout> layouts;  // group 0 of each pipeline
+  // Bind groups by (layout, entries): a decode step binds the same buffers at the same offsets
+  // every token, and creating hundreds of bind groups per token costs more host time than the
+  // dispatches. Cleared whole when it reaches kMaxBindGroups (it keeps its buffers alive).
+  // A buffer that is destroyed takes its bind groups with it (forget_buffer).
+  static constexpr size_t kMaxBindGroups = 8192;
+  struct CachedBindGroup {
+    WGPUBindGroup group = nullptr;
+    std::vector<WGPUBuffer> buffers;
+  };
+  std::unordered_map<std::string, CachedBindGroup> bind_groups;
+  void clear_bind_groups();               // caller holds mu
+  void forget_buffer(WGPUBuffer buffer);  // caller holds mu: drops the bind groups using it
 
   // Free buffers by (usage, size); Tensor storage returns here instead of being destroyed.
   std::multimap<std::pair<uint64_t, uint64_t>, WGPUBuffer> free_buffers;

@@ -1,5 +1,7 @@
 #include "gpu/tensor.h"
 
+#include "gpu/batch.h"
+
 #include "gpu/context_state.h"
 #include "gpu/error.h"
 
@@ -20,6 +22,7 @@ BufferHandle::~BufferHandle() {
     state->free_buffers.emplace(std::pair{usage, size}, buffer);
     state->free_bytes += size;
   } else {
+    state->forget_buffer(buffer);
     wgpuBufferRelease(buffer);
   }
 }
@@ -59,7 +62,6 @@ std::shared_ptr<BufferHandle> acquire_buffer(const std::shared_ptr<ContextState>
 
 namespace {
 constexpr uint64_t kTensorUsage = WGPUBufferUsage_Storage | WGPUBufferUsage_CopySrc | WGPUBufferUsage_CopyDst;
-constexpr uint64_t kReadbackUsage = WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst;
 
 }  // namespace
 
@@ -155,34 +157,10 @@ void download(const Context& ctx, const Tensor& t, std::span<std::byte> out, uin
     throw Error("wgc: download of " + std::to_string(out.size()) + " bytes at offset " + std::to_string(offset) +
                 " past the end of a " + std::to_string(t.capacity()) + "-byte buffer");
   if (out.empty()) return;
-  uint64_t size = detail::round_up(out.size(), 4);
-  auto staging = detail::acquire_buffer(ctx.shared_state(), size, kReadbackUsage, "readback");
-  WGPUCommandEncoder enc = wgpuDeviceCreateCommandEncoder(ctx.device(), nullptr);
-  wgpuCommandEncoderCopyBufferToBuffer(enc, t.buffer(), offset, staging->buffer, 0, size);
-  WGPUCommandBuffer cmd = wgpuCommandEncoderFinish(enc, nullptr);
-  wgpuQueueSubmit(ctx.queue(), 1, &cmd);
-  wgpuCommandBufferRelease(cmd);
-  wgpuCommandEncoderRelease(enc);
-
-  struct Result {
-    WGPUMapAsyncStatus status = WGPUMapAsyncStatus_Error;
-    std::string message;
-  } r;
-  WGPUBufferMapCallbackInfo cb = WGPU_BUFFER_MAP_CALLBACK_INFO_INIT;
-  cb.mode = WGPUCallbackMode_WaitAnyOnly;
-  cb.callback = [](WGPUMapAsyncStatus st, WGPUStringView msg, void* u, void*) {
-    auto* res = static_cast<Result*>(u);
-    res->status = st;
-    res->message = detail::to_string(msg);
-  };
-  cb.userdata1 = &r;
-  detail::wait_future(ctx.instance(), wgpuBufferMapAsync(staging->buffer, WGPUMapMode_Read, 0, size, cb), "a readback");
-  ctx.check();
-  if (r.status != WGPUMapAsyncStatus_Success)
-    throw GpuError("wgc: reading back " + std::to_string(out.size()) + " bytes failed: " + r.message);
-  const void* src = wgpuBufferGetConstMappedRange(staging->buffer, 0, size);
-  std::memcpy(out.data(), src, out.size());
-  wgpuBufferUnmap(staging->buffer);
+  Batch b(ctx);
+  auto r = b.read(t, offset, out.size());
+  b.submit();
+  r.wait(out);
 }
 
 void fill_u32(const Context& ctx, const Tensor& t, uint32_t pattern) {

@@ -173,36 +173,52 @@ GenerateResult Generator::generate(std::span<const int32_t> prompt_ids, const Ge
 
   auto t1 = std::chrono::steady_clock::now();
   bool stopped_by_string = false;
-  if (o.max_tokens == 0) r.stop = StopReason::MaxTokens;
-  while (o.max_tokens != 0) {
-    if (!o.ignore_eos && is_stop(next)) {
+  // Takes a generated token; false when generation ends with it (r.stop says why).
+  auto accept = [&](int32_t id) {
+    if (!o.ignore_eos && is_stop(id)) {
       r.stop = StopReason::Eos;
-      r.stop_id = next;
-      break;
+      r.stop_id = id;
+      return false;
     }
-    r.ids.push_back(next);
-    sampler.accept(next);
+    r.ids.push_back(id);
+    sampler.accept(id);
     if (decoder) {
-      emit(stops.push(decoder->push(next)));
+      emit(stops.push(decoder->push(id)));
       if (stops.stopped()) {
         r.stop = StopReason::StopString;
         stopped_by_string = true;
-        break;
+        return false;
       }
     }
     if (o.max_tokens > 0 && int(r.ids.size()) >= o.max_tokens) {
       r.stop = StopReason::MaxTokens;
-      break;
+      return false;
     }
     if (model_.n_past() >= max_ctx) {
       r.stop = StopReason::ContextFull;
       r.message = "context full: the " + std::to_string(max_ctx) + "-token context holds the prompt (" +
                   std::to_string(prompt_ids.size()) + " tokens) and " + std::to_string(r.ids.size() - 1) +
                   " generated tokens; generation stopped (raise --ctx, up to the model's own context)";
-      break;
+      return false;
     }
-    next = step(std::span(&r.ids.back(), 1), sampler);
-    ++r.timings.decode_steps;
+    return true;
+  };
+  r.stop = StopReason::MaxTokens;
+  if (o.max_tokens != 0 && accept(next)) {
+    if (sampler.plan().kind == SamplePlan::Greedy) {
+      // The GPU passes each argmax to the next step; the host records ahead (LlamaModel).
+      int budget = o.max_tokens > 0 ? o.max_tokens - int(r.ids.size()) : max_ctx;
+      model_.decode_greedy(r.ids.back(), budget, [&](int32_t id) {
+        cached_.push_back(r.ids.back());
+        ++r.timings.decode_steps;
+        return accept(id);
+      });
+    } else {
+      do {
+        next = step(std::span(&r.ids.back(), 1), sampler);
+        ++r.timings.decode_steps;
+      } while (accept(next));
+    }
   }
   if (decoder && !stopped_by_string) {
     emit(stops.push(decoder->flush()));

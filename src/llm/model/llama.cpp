@@ -4,8 +4,10 @@
 #include "llm/formats/dequant.h"
 #include "util/progress.h"
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
+#include <deque>
 #include <optional>
 #include <string>
 
@@ -87,8 +89,10 @@ LinearGroup upload_group(const Context& ctx, const std::vector<const ModelTensor
     for (size_t i = 0; i < biases.size(); ++i) {
       if (!biases[i]) throw Error("wgc: " + ts[i]->name + " has no bias but its siblings have");
       auto f = to_f32(*biases[i]);
-      if (g.parts.size() > 1) g.biases.push_back(make_tensor(ctx, {int64_t(f.size())}, f));
-      else cat.insert(cat.end(), f.begin(), f.end());
+      if (g.parts.size() > 1)
+        g.biases.push_back(make_tensor(ctx, {int64_t(f.size())}, f));
+      else
+        cat.insert(cat.end(), f.begin(), f.end());
     }
     if (g.parts.size() == 1) g.biases.push_back(make_tensor(ctx, {int64_t(cat.size())}, cat));
   }
@@ -182,8 +186,8 @@ struct LlamaModel::Impl {
       std::vector<const ModelTensor*> biases;
       if (cfg.attention_bias)
         biases = {opt_t("self_attn.q_proj.bias"), opt_t("self_attn.k_proj.bias"), opt_t("self_attn.v_proj.bias")};
-      L.qkv = upload_group(ctx, {t("self_attn.q_proj.weight"), t("self_attn.k_proj.weight"), t("self_attn.v_proj.weight")},
-                           biases, bar);
+      L.qkv = upload_group(
+          ctx, {t("self_attn.q_proj.weight"), t("self_attn.k_proj.weight"), t("self_attn.v_proj.weight")}, biases, bar);
       L.o = upload_group(ctx, {t("self_attn.o_proj.weight")}, {}, bar);
       L.gate_up = upload_group(ctx, {t("mlp.gate_proj.weight"), t("mlp.up_proj.weight")}, {}, bar);
       L.down = upload_group(ctx, {t("mlp.down_proj.weight")}, {}, bar);
@@ -255,11 +259,18 @@ struct LlamaModel::Impl {
                   " (raise it with --ctx, or start a new conversation)");
   }
 
-  // Records the layers for n tokens at n_past into b; leaves the final-normed hidden states in h.
-  void record_layers(Batch& b, std::span<const int32_t> tokens) {
-    const int n = int(tokens.size());
+  void upload_ids(std::span<const int32_t> tokens) {
     std::vector<uint32_t> u(tokens.begin(), tokens.end());
     upload(ctx, ids, std::as_bytes(std::span(u)));
+  }
+
+  // Records the layers for tokens at n_past into b; leaves the final-normed hidden states in h.
+  void record_layers(Batch& b, std::span<const int32_t> tokens) {
+    upload_ids(tokens);
+    record_layers(b, int(tokens.size()));
+  }
+  // The same for n tokens whose ids are already in `ids` (put there by an earlier step).
+  void record_layers(Batch& b, int n) {
     ops.embedding(b, embed, ids, x, n);
     for (size_t li = 0; li < layers.size(); ++li) {
       auto& L = layers[li];
@@ -319,8 +330,12 @@ struct LlamaModel::Impl {
 
   // Records the last chunk and the logits of its last position into `b`.
   void record_last(Batch& b, std::span<const int32_t> tokens) {
-    record_layers(b, tokens);
-    b.copy(h, uint64_t(tokens.size() - 1) * uint64_t(hidden) * 4, last, 0, uint64_t(hidden) * 4);
+    upload_ids(tokens);
+    record_last(b, int(tokens.size()));
+  }
+  void record_last(Batch& b, int n) {
+    record_layers(b, n);
+    b.copy(h, uint64_t(n - 1) * uint64_t(hidden) * 4, last, 0, uint64_t(hidden) * 4);
     ensure_logits(1);
     ops.linear(b, output(), last, logits, 1);
   }
@@ -383,6 +398,55 @@ int32_t LlamaModel::greedy(std::span<const int32_t> tokens) {
   b.run();
   im.n_past += int(tokens.size());
   return int32_t(download<uint32_t>(im.ctx, im.out_id)[0]);
+}
+
+DecodeStats LlamaModel::decode_greedy(int32_t first, int max_steps, const std::function<bool(int32_t)>& on_token) {
+  auto& im = *impl_;
+  using clock = std::chrono::steady_clock;
+  auto ms = [](clock::time_point a, clock::time_point b) {
+    return std::chrono::duration<double, std::milli>(b - a).count();
+  };
+  DecodeStats st;
+  im.check_tokens(std::span(&first, 1));
+  const int base = im.n_past;
+  const int steps = std::min(max_steps, im.max_ctx - base);
+  const int ahead = std::max(1, im.opt.decode_ahead);
+  std::deque<Readback> in_flight;  // the argmax of each recorded step, oldest first
+  im.upload_ids(std::span(&first, 1));
+  bool go = true;
+  while (go && st.tokens < steps) {
+    auto t0 = clock::now();
+    while (st.recorded < steps && int(in_flight.size()) < ahead) {
+      Batch b(im.ctx);
+      if (st.recorded > 0) b.copy(im.out_id, 0, im.ids, 0, 4);  // the previous step's token
+      im.n_past = base + st.recorded;
+      im.record_last(b, 1);
+      im.ops.argmax(b, im.logits, im.vocab, im.out_id);
+      in_flight.push_back(b.read(im.out_id, 0, 4));
+      b.submit();
+      ++st.recorded;
+    }
+    auto t1 = clock::now();
+    auto id = int32_t(in_flight.front().value<uint32_t>());
+    in_flight.pop_front();
+    st.record_ms += ms(t0, t1);
+    st.wait_ms += ms(t1, clock::now());
+    ++st.tokens;
+    im.n_past = base + st.tokens;
+    go = on_token(id);
+  }
+  im.n_past = base + st.tokens;
+  return st;  // readbacks of dropped steps wait for their copies as they go
+}
+
+std::vector<DispatchTiming> LlamaModel::profile_decode_step(int32_t token) {
+  auto& im = *impl_;
+  im.check_tokens(std::span(&token, 1));
+  Batch b(im.ctx, /*timed=*/true);
+  im.record_last(b, std::span(&token, 1));
+  im.ops.argmax(b, im.logits, im.vocab, im.out_id);
+  b.run();
+  return b.timings();
 }
 
 TopK LlamaModel::top_k(std::span<const int32_t> tokens, int k) {

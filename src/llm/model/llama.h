@@ -9,6 +9,7 @@
 #include "ops/llm/llm_ops.h"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -17,9 +18,12 @@
 namespace wgc::llm {
 
 struct EngineOptions {
-  int max_ctx = 0;         // KV cache length; 0: the model's context, at most kDefaultMaxCtx
-  int max_batch = 512;     // prompt tokens per forward step (longer prompts are split)
-  bool progress = true;    // progress bar while uploading weights (on a terminal)
+  int max_ctx = 0;       // KV cache length; 0: the model's context, at most kDefaultMaxCtx
+  int max_batch = 512;   // prompt tokens per forward step (longer prompts are split)
+  bool progress = true;  // progress bar while uploading weights (on a terminal)
+  // decode_greedy: steps in flight. 1 waits for each token before recording the next; 2 records
+  // step t+1 while the GPU runs step t, which hides the host's recording time.
+  int decode_ahead = 2;
   // Overrides of the file's RoPE settings, like llama.cpp's --rope-freq-base / --rope-scaling:
   // some GGUF files lack them (converters older than transformers 5's `rope_parameters` drop
   // them, and the readers then assume theta 10000 without scaling).
@@ -27,6 +31,14 @@ struct EngineOptions {
   std::optional<RopeScaling> rope_scaling;
 };
 inline constexpr int kDefaultMaxCtx = 4096;
+
+// What decode_greedy did, with the host's share of the time.
+struct DecodeStats {
+  int tokens = 0;        // tokens handed to on_token
+  int recorded = 0;      // steps sent to the GPU (more than tokens when stopped early)
+  double record_ms = 0;  // host time recording and submitting steps
+  double wait_ms = 0;    // host time blocked on token readbacks
+};
 
 struct TopK {
   std::vector<float> logits;  // descending
@@ -41,8 +53,8 @@ class LlamaModel {
 
   const ModelConfig& config() const;
   int max_ctx() const;
-  int n_past() const;         // tokens in the KV cache
-  void rewind(int n_past);    // forget cached tokens from position n_past on (0: all)
+  int n_past() const;             // tokens in the KV cache
+  void rewind(int n_past);        // forget cached tokens from position n_past on (0: all)
   uint64_t weight_bytes() const;  // bytes of weights on the GPU
 
   // Runs `tokens` at positions n_past() .. and appends them to the cache. Throws wgc::Error when
@@ -51,6 +63,17 @@ class LlamaModel {
   std::vector<float> all_logits(std::span<const int32_t> tokens);  // every position: [n][vocab]
   int32_t greedy(std::span<const int32_t> tokens);                 // argmax on the GPU: one int read back
   TopK top_k(std::span<const int32_t> tokens, int k);              // k <= 64, on the GPU
+
+  // Greedy decoding from `first` (a token not yet in the cache): each step runs one token and
+  // hands the argmax to on_token, which returns false to stop; at most max_steps steps (fewer
+  // when the context fills). The next step reads the argmax on the GPU, so with
+  // EngineOptions::decode_ahead > 1 the host records ahead instead of waiting for each token;
+  // steps recorded past a stop are dropped (the cache keeps only the tokens handed out).
+  DecodeStats decode_greedy(int32_t first, int max_steps, const std::function<bool(int32_t)>& on_token);
+
+  // GPU time of each dispatch of one decode step of `token` at position n_past() (the cache is
+  // left as it was): for profiles.
+  std::vector<DispatchTiming> profile_decode_step(int32_t token);
 
  private:
   struct Impl;
