@@ -2,7 +2,7 @@
 # There (GPU machine, through the device tool): unpacks the Vulkan loader (.gl) and the bundle
 # from scripts/device_pack.sh, checks the adapter is the GPU, runs the GPU checks and benchmarks
 # named by $WGC_DEVICE_STEPS (default: "info tests bench"), and prints a short table last.
-# Results land in $OUT (bench.json, bench.png, logs).
+# Results land in $OUT: info.txt, bench.txt, llm.txt and results.tgz (JSON, PNG charts, logs).
 set -uo pipefail
 for f in .gl/*.deb; do dpkg -x "$f" /; done
 ldconfig
@@ -14,36 +14,44 @@ mkdir -p /tmp/wgc && tar -C /tmp -xJf .device/bundle.tar.xz
 export LD_LIBRARY_PATH=/tmp/wgc/lib:${LD_LIBRARY_PATH:-}
 export WGC_BACKEND=gpu WGC_FIXTURES=$PWD/.device/fixtures WGC_MODELS=$PWD/.device/models
 wgc=/tmp/wgc/bin/wgc
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+# Everything goes to $RES; $OUT gets the text tables and one tarball of the rest (the device
+# tool brings back at most 8 files).
+OUT=${OUT:-/tmp/out}; RES=/tmp/res; mkdir -p "$OUT" "$RES"
 steps=${WGC_DEVICE_STEPS:-info tests bench}
 summary=""
 for step in $steps; do
   case $step in
-    info) $wgc info | tee "$OUT/info.txt" ;;
+    info) $wgc info | tee "$RES/info.txt" ;;
     tests)
       for t in /tmp/wgc/bin/test_*; do
-        if timeout 300 "$t" --gtest_brief=1 >"$OUT/$(basename "$t").log" 2>&1; then r=pass; else r=FAIL; fi
+        if timeout 300 "$t" --gtest_brief=1 >"$RES/$(basename "$t").log" 2>&1; then r=pass; else r=FAIL; fi
         summary+="$(basename "$t"): $r"$'\n'
       done ;;
     bench)
-      $wgc bench ${WGC_BENCH_ARGS:-} --json "$OUT/bench.json" --png "$OUT/bench.png" 2>"$OUT/bench.err" | tee "$OUT/bench.txt" ;;
+      $wgc bench ${WGC_BENCH_ARGS:-} --json "$RES/bench.json" --png "$RES/bench.png" 2>"$RES/bench.err" | tee "$RES/bench.txt" ;;
     bench:*)  # bench:OPS:SIZES, e.g. bench:matmul:2048,4096
       IFS=: read -r _ ops sizes <<<"$step"
       tag=$(echo "$ops" | tr ',' '_')
-      timeout 240 $wgc bench --ops "$ops" ${sizes:+--sizes $sizes} --json "$OUT/bench-$tag.json" \
-        2>"$OUT/bench-$tag.err" | tee "$OUT/bench-$tag.txt"
-      sed -n '/^op /,/^$/p' "$OUT/bench-$tag.txt" >>"$OUT/bench.txt" ;;
-    llm:*)  # llm:SHAPE:TYPE, e.g. llm:llama-3.2-1b:q8_0
-      IFS=: read -r _ shape type <<<"$step"
-      m=/tmp/$shape-$type.gguf
-      timeout 200 $wgc synth-model --shape "$shape" --type "$type" --out "$m" --force >/dev/null 2>"$OUT/synth-$shape-$type.err" &&
-        timeout 200 $wgc bench-llm --model "$m" -p 512 -n 128 -r 3 --json "$OUT/llm-$shape-$type.json" \
-          2>"$OUT/llm-$shape-$type.err" | tee -a "$OUT/llm.txt"
-      rm -f "$m" ;;
+      timeout 240 $wgc bench --ops "$ops" ${sizes:+--sizes $sizes} --json "$RES/bench-$tag.json" \
+        2>"$RES/bench-$tag.err" | tee "$RES/bench-$tag.txt"
+      sed -n '/^op /,/^$/p' "$RES/bench-$tag.txt" >>"$RES/bench.txt" ;;
+    llm:*)  # llm:SHAPE:TYPE[:EXTRA], e.g. llm:llama-3.2-1b:q8_0 or llm:llama-3.1-8b:q4_0:--decode-ahead,1
+      IFS=: read -r _ shape type extra <<<"$step"
+      m=/tmp/models/$shape-$type.gguf  # kept for later steps of the same shape and type
+      tag=$shape-$type$(echo "${extra:-}" | tr -c 'a-zA-Z0-9\n' '_')
+      mkdir -p /tmp/models
+      if [ ! -f "$m" ]; then
+        timeout 200 $wgc synth-model --shape "$shape" --type "$type" --out "$m" --force >/dev/null 2>"$RES/synth-$tag.err" || rm -f "$m"
+      fi
+      [ -f "$m" ] && timeout 200 $wgc bench-llm --model "$m" -p 512 -n 128 -r 3 ${extra//,/ } ${WGC_LLM_ARGS:-} \
+          --json "$RES/llm-$tag.json" 2>"$RES/llm-$tag.err" | tee -a "$RES/llm.txt" ;;
     *) echo "unknown step $step" ;;
   esac
 done
+for f in info.txt bench.txt llm.txt; do [ -f "$RES/$f" ] && cp "$RES/$f" "$OUT/"; done
+tar -C "$RES" -czf "$OUT/results.tgz" .
+rm -rf /tmp/models
 echo "=== summary ==="
 printf '%s' "$summary"
-[ -f "$OUT/bench.txt" ] && grep -v "^$" "$OUT/bench.txt" | awk '!/^op / || !seen++'
-[ -f "$OUT/llm.txt" ] && cat "$OUT/llm.txt"
+[ -f "$RES/bench.txt" ] && grep -v "^$" "$RES/bench.txt" | awk '!/^op / || !seen++'
+[ -f "$RES/llm.txt" ] && grep -E "^\| (llama|model)|host time" "$RES/llm.txt"
