@@ -1,8 +1,9 @@
-// LLM RMSNorm, RoPE (tables, both pair conventions, llama3/linear scaling), SwiGLU, residual add,
-// scale, argmax and top-k.
+// LLM RMSNorm, RoPE (tables, both pair conventions, llama3/linear scaling), RoPE fused with the KV
+// cache append, SwiGLU, residual add, scale, argmax and top-k.
 #include "test_llm_util.h"
 
 #include <cmath>
+#include <cstring>
 #include <numbers>
 #include <tuple>
 
@@ -144,6 +145,193 @@ TEST(LlmRope, PositionsPastTheTableAreErrors) {
   a.pos0 = 9;
   Batch b(ctx());
   EXPECT_THROW(ops().rope(b, x, table, a), Error);
+}
+
+namespace {
+
+struct RopeKvCase {
+  int nh, nkv, hd, n, pos0;
+  bool interleaved, from_buffer, v_before_k;
+};
+
+std::vector<uint32_t> bits(const Tensor& t) { return download<uint32_t>(ctx(), t); }
+
+// How many elements of two tensors differ bit for bit.
+size_t bit_differences(const Tensor& a, const Tensor& b) {
+  auto x = bits(a), y = bits(b);
+  if (x.size() != y.size()) return std::max(x.size(), y.size());
+  size_t n = 0;
+  for (size_t i = 0; i < x.size(); ++i) n += size_t(x[i] != y[i]);
+  return n;
+}
+
+// The heads [off, off + heads * hd) of every row of a [n][stride] activation, back to back.
+std::vector<float> heads_of(const std::vector<float>& x, int n, int64_t stride, int64_t off, int heads, int hd) {
+  std::vector<float> r;
+  for (int t = 0; t < n; ++t)
+    r.insert(r.end(), x.begin() + t * stride + off, x.begin() + t * stride + off + heads * hd);
+  return r;
+}
+
+}  // namespace
+
+// The fused op against the references of its parts: ref::rope for the query heads (in place) and
+// the keys (in the cache), the cache layout of kv_append for keys and values; every other qkv
+// element and every other cache element (the other layer, the other positions) untouched; and bit
+// for bit against rope + rope + kv_append.
+TEST(LlmRopeKvAppend, MatchesRopeAndKvAppend) {
+  const RopeKvCase cases[] = {
+      {4, 4, 64, 1, 17, false, false, false},  {4, 4, 128, 7, 100, true, false, true},
+      {4, 4, 64, 300, 5, true, false, false},  {8, 2, 128, 1, 399, true, false, false},
+      {8, 2, 128, 7, 300, false, true, false}, {8, 2, 64, 300, 50, false, false, false},
+      {8, 1, 64, 7, 33, true, true, true},     {8, 1, 128, 300, 1, false, false, false},
+      {8, 1, 64, 1, 0, false, false, false},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(testing::Message() << "nh=" << c.nh << " nkv=" << c.nkv << " hd=" << c.hd << " n=" << c.n
+                                    << " pos0=" << c.pos0 << " interleaved=" << c.interleaved
+                                    << " buffer=" << c.from_buffer << " v_before_k=" << c.v_before_k);
+    const int hd = c.hd, n = c.n, max_ctx = c.pos0 + n + 3, max_pos = 400;
+    const int64_t q_len = int64_t(c.nh) * hd, kv_len = int64_t(c.nkv) * hd;
+    const int64_t q_off = 4, stride = q_off + q_len + 2 * kv_len + 12;  // gaps before and after the heads
+    const int64_t k_off = c.v_before_k ? q_off + q_len + kv_len : q_off + q_len;
+    const int64_t v_off = c.v_before_k ? q_off + q_len : q_off + q_len + kv_len;
+    RopeConfig rc;
+    rc.theta = 500000.f;
+    rc.scaling = RopeConfig::Scaling::Llama3;
+    rc.factor = 8.f;
+    auto table = make_rope_table(ctx(), rc, hd, max_pos);
+    auto inv = rope_inv_freq(rc, hd);
+    auto xv = test::random_floats(size_t(n * stride), uint32_t(n * hd + c.nkv), -2.f, 2.f);
+    std::vector<int> pos(static_cast<size_t>(n));
+    std::vector<uint32_t> upos(static_cast<size_t>(n));
+    for (int t = 0; t < n; ++t)
+      pos[size_t(t)] = int(upos[size_t(t)] = c.from_buffer ? uint32_t((t * 37 + 11) % max_pos) : uint32_t(c.pos0 + t));
+    auto pt = make_tensor(ctx(), {n}, DType::U32, std::as_bytes(std::span(upos)));
+
+    // fused, on a poisoned two-layer cache (layer 1, so the layer offset is not 0)
+    auto qkv = make_tensor(ctx(), {int64_t(xv.size())}, xv);
+    auto cache = make_kv_cache(ctx(), 2, c.nkv, max_ctx, hd);
+    fill_u32(ctx(), cache.k, kPoisonNaN);
+    fill_u32(ctx(), cache.v, kPoisonNaN);
+    RopeKvArgs a;
+    a.n_tokens = n;
+    a.n_heads = c.nh;
+    a.stride = stride;
+    a.q_offset = q_off;
+    a.k_offset = c.v_before_k ? k_off : -1;  // the defaults where q|k|v are back to back
+    a.v_offset = c.v_before_k ? v_off : -1;
+    a.pos0 = c.pos0;
+    if (c.from_buffer) a.positions = pt;
+    a.interleaved = c.interleaved;
+    Batch b(ctx());
+    ops().rope_kv_append(b, qkv, table, cache.layer(1), a);
+    b.run();
+    auto got = download<float>(ctx(), qkv);
+    auto kc = download<float>(ctx(), cache.k), vc = download<float>(ctx(), cache.v);
+
+    // the parts, unfused, on a copy of the input and a second poisoned cache
+    auto qkv2 = make_tensor(ctx(), {int64_t(xv.size())}, xv);
+    auto cache2 = make_kv_cache(ctx(), 2, c.nkv, max_ctx, hd);
+    fill_u32(ctx(), cache2.k, kPoisonNaN);
+    fill_u32(ctx(), cache2.v, kPoisonNaN);
+    RopeArgs ra;
+    ra.n_tokens = n;
+    ra.n_heads = c.nh;
+    ra.stride = stride;
+    ra.offset = q_off;
+    ra.pos0 = c.pos0;
+    if (c.from_buffer) ra.positions = pt;
+    ra.interleaved = c.interleaved;
+    Batch b2(ctx());
+    ops().rope(b2, qkv2, table, ra);
+    ra.n_heads = c.nkv;
+    ra.offset = k_off;
+    ops().rope(b2, qkv2, table, ra);
+    ops().kv_append(b2, cache2.layer(1), qkv2, k_off, qkv2, v_off, stride, c.pos0, n);
+    b2.run();
+    auto got2 = download<float>(ctx(), qkv2);
+    EXPECT_EQ(bit_differences(cache.k, cache2.k), 0u) << "k cache differs from rope + kv_append";
+    EXPECT_EQ(bit_differences(cache.v, cache2.v), 0u) << "v cache differs from kv_append";
+    EXPECT_EQ(0, std::memcmp(heads_of(got, n, stride, q_off, c.nh, hd).data(),
+                             heads_of(got2, n, stride, q_off, c.nh, hd).data(), size_t(n * q_len) * 4))
+        << "query heads differ from rope";
+
+    // qkv: the query heads as ref::rope says, everything else bit for bit the input
+    auto q = heads_of(xv, n, stride, q_off, c.nh, hd);
+    ref::rope(q, n, c.nh, hd, pos, inv, c.interleaved);
+    EXPECT_LE(test::rel_error(heads_of(got, n, stride, q_off, c.nh, hd), q), 1e-6);
+    size_t changed = 0;
+    for (int t = 0; t < n; ++t)
+      for (int64_t e = 0; e < stride; ++e)
+        if (e < q_off || e >= q_off + q_len)
+          changed += std::memcmp(&got[size_t(t * stride + e)], &xv[size_t(t * stride + e)], 4) != 0;
+    EXPECT_EQ(changed, 0u) << "qkv elements outside the query heads changed";
+
+    // the cache: rotated keys and copied values at pos0 + t of layer 1, poison everywhere else
+    auto k = heads_of(xv, n, stride, k_off, c.nkv, hd);
+    auto v = heads_of(xv, n, stride, v_off, c.nkv, hd);
+    ref::rope(k, n, c.nkv, hd, pos, inv, c.interleaved);
+    const size_t layer = size_t(kv_len) * size_t(max_ctx);
+    std::vector<float> gk, gv;
+    for (int t = 0; t < n; ++t)
+      for (int h = 0; h < c.nkv; ++h)
+        for (int d = 0; d < hd; ++d) {
+          size_t at = layer + size_t((h * max_ctx + c.pos0 + t) * hd + d);
+          gk.push_back(kc[at]);
+          gv.push_back(vc[at]);
+        }
+    EXPECT_LE(test::rel_error(gk, k), 1e-6);
+    EXPECT_EQ(0, std::memcmp(gv.data(), v.data(), v.size() * 4)) << "values not copied exactly";
+    auto written = [&](size_t e) {  // layer 1, position pos0 .. pos0 + n - 1
+      const int p = int(e / size_t(hd) % size_t(max_ctx));
+      return e >= layer && p >= c.pos0 && p < c.pos0 + n;
+    };
+    size_t unpoisoned = 0;
+    auto kb = bits(cache.k), vb = bits(cache.v);
+    for (size_t e = 0; e < kb.size(); ++e)
+      if (!written(e)) unpoisoned += size_t(kb[e] != kPoisonNaN) + size_t(vb[e] != kPoisonNaN);
+    EXPECT_EQ(unpoisoned, 0u) << "cache elements outside positions pos0 .. pos0 + n - 1 of layer 1 written";
+  }
+}
+
+TEST(LlmRopeKvAppend, BadSizesAreErrors) {
+  const int nh = 4, nkv = 2, hd = 8, row = (nh + 2 * nkv) * hd;
+  auto table = make_rope_table(ctx(), {}, hd, 16);
+  auto cache = make_kv_cache(ctx(), 1, nkv, 8, hd);
+  auto qkv = make_tensor(ctx(), {3 * row});
+  auto run = [&](RopeKvArgs a, const RopeTable& t, const KvLayer& l) {
+    Batch b(ctx());
+    ops().rope_kv_append(b, qkv, t, l, a);
+  };
+  RopeKvArgs ok;
+  ok.n_tokens = 3;
+  ok.n_heads = nh;
+  ok.pos0 = 5;
+  EXPECT_NO_THROW(run(ok, table, cache.layer(0)));
+  auto a = ok;
+  a.pos0 = 6;  // past max_ctx 8
+  EXPECT_THROW(run(a, table, cache.layer(0)), Error);
+  a = ok;
+  a.n_tokens = 4;  // qkv holds 3 rows
+  a.pos0 = 0;
+  EXPECT_THROW(run(a, table, cache.layer(0)), Error);
+  a = ok;
+  a.k_offset = hd;  // keys inside the query heads
+  EXPECT_THROW(run(a, table, cache.layer(0)), Error);
+  a = ok;
+  a.stride = row - 1;  // values past the stride
+  EXPECT_THROW(run(a, table, cache.layer(0)), Error);
+  EXPECT_THROW(run(ok, make_rope_table(ctx(), {}, hd, 7), cache.layer(0)), Error);       // positions past the table
+  EXPECT_THROW(run(ok, make_rope_table(ctx(), {}, 2 * hd, 16), cache.layer(0)), Error);  // head_dim differs
+  try {
+    a = ok;
+    a.pos0 = 6;
+    run(a, table, cache.layer(0));
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("rope_kv_append"), std::string::npos) << e.what();
+  }
 }
 
 TEST(LlmElementwise, SwigluFromOneGateUpBufferAndSeparate) {

@@ -1,6 +1,7 @@
 // RoPE in place on x[t * stride + offset + h * head_dim + d], t < n, h < heads, with a table of
 // (cos, sin) per position and pair: cs[pos * (head_dim / 2) + i]. pos = positions[t] or
 // pos0 + t. interleaved: pairs (2i, 2i+1) (GGML "norm"); else (i, i + head_dim/2) (neox / HF).
+//!include "llm/rope_pair.wgsl"
 @group(0) @binding(0) var<storage, read_write> x: array<f32>;
 @group(0) @binding(1) var<storage, read> cs: array<vec2<f32>>;
 @group(0) @binding(2) var<storage, read> positions: array<u32>;
@@ -29,16 +30,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
   var pos = p.pos0 + t;
   if ((p.flags & 1u) != 0u) { pos = positions[t]; }
   pos = min(pos, p.max_pos - 1u);
-  let c = cs[pos * half + i];
-  let base = t * p.stride + p.offset + h * p.head_dim;
-  var a = base + i;
-  var b = base + i + half;
-  if ((p.flags & 2u) != 0u) {
-    a = base + 2u * i;
-    b = a + 1u;
-  }
-  let x0 = x[a];
-  let x1 = x[b];
-  x[a] = x0 * c.x - x1 * c.y;
-  x[b] = x1 * c.x + x0 * c.y;
+  let ab = t * p.stride + p.offset + h * p.head_dim + rope_pair(i, half, (p.flags & 2u) != 0u);
+  let r = rope_rotate(x[ab.x], x[ab.y], cs[pos * half + i]);
+  x[ab.x] = r.x;
+  x[ab.y] = r.y;
 }

@@ -281,16 +281,12 @@ struct LlamaModel::Impl {
         ops.head_rms_norm(b, qkv, L.q_norm, n, int(nh), int(hd), qkv_dim, 0, eps);
         ops.head_rms_norm(b, qkv, L.k_norm, n, int(nkv), int(hd), qkv_dim, nh * hd, eps);
       }
-      RopeArgs ra;
+      RopeKvArgs ra;  // q|k|v back to back in each qkv row
       ra.n_tokens = n;
-      ra.pos0 = n_past;
       ra.n_heads = int(nh);
       ra.stride = qkv_dim;
-      ops.rope(b, qkv, rope, ra);
-      ra.n_heads = int(nkv);
-      ra.offset = nh * hd;
-      ops.rope(b, qkv, rope, ra);
-      ops.kv_append(b, cache, qkv, nh * hd, qkv, (nh + nkv) * hd, qkv_dim, n_past, n);
+      ra.pos0 = n_past;
+      ops.rope_kv_append(b, qkv, rope, cache, ra);
       AttentionArgs aa;
       aa.n_tokens = n;
       aa.n_heads = int(nh);

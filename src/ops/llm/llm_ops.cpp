@@ -173,6 +173,7 @@ std::vector<KernelVersion> LlmOps::versions() const {
   v.push_back({"swiglu", "elementwise", ""});
   v.push_back({"add", "elementwise", ""});
   v.push_back({"kv_append", "elementwise", ""});
+  v.push_back({"rope_kv_append", "elementwise", "q/k RoPE and the K/V cache append, one invocation per pair"});
   v.push_back({"attention", "prefill", "tiled flash attention, causal, GQA"});
   v.push_back({"attention", "decode", "split-K flash decoding + combine"});
   v.push_back({"argmax", "chained", "top-1 passes of 2048 entries per workgroup"});
@@ -358,6 +359,44 @@ void LlmOps::kv_append(Batch& b, const KvLayer& c, const Tensor& k_src, int64_t 
              Params(u32(n_tokens), u32(c.n_kv_heads), u32(c.head_dim), u32(c.max_ctx), u32(pos0), u32(src_stride),
                     u32(k_off), u32(v_off), c.offset),
              groups_1d(ctx_, ceil_div(uint64_t(n_tokens) * uint64_t(row), 256)));
+}
+
+void LlmOps::rope_kv_append(Batch& b, const Tensor& qkv, const RopeTable& table, const KvLayer& c,
+                            const RopeKvArgs& a) const {
+  const std::string op = "rope_kv_append";
+  const int hd = c.head_dim;
+  need(a.n_tokens > 0 && a.n_heads > 0 && c.n_kv_heads > 0, op, "empty");
+  need(hd > 0 && hd % 2 == 0 && table.head_dim == hd, op,
+       "the rope table's head_dim " + std::to_string(table.head_dim) + " is not the cache's " + std::to_string(hd));
+  const int64_t q_len = int64_t(a.n_heads) * hd, kv_len = int64_t(c.n_kv_heads) * hd;
+  const int64_t q_off = a.q_offset;
+  const int64_t k_off = a.k_offset < 0 ? q_off + q_len : a.k_offset;
+  const int64_t v_off = a.v_offset < 0 ? k_off + kv_len : a.v_offset;
+  const int64_t stride = a.stride < 0 ? q_len + 2 * kv_len : a.stride;
+  need(q_off >= 0 && q_off + q_len <= stride && k_off + kv_len <= stride && v_off + kv_len <= stride, op,
+       "q/k/v heads past the stride " + std::to_string(stride));
+  auto apart = [&](int64_t o) { return o + kv_len <= q_off || o >= q_off + q_len; };
+  need(apart(k_off) && apart(v_off), op, "the query heads overlap the key or value heads");
+  need(a.pos0 >= 0 && a.pos0 + a.n_tokens <= c.max_ctx, op,
+       "positions " + std::to_string(a.pos0) + "+" + std::to_string(a.n_tokens) + " past max_ctx " +
+           std::to_string(c.max_ctx));
+  uint32_t flags = (a.positions ? 1u : 0u) | (a.interleaved ? 2u : 0u);
+  if (a.positions) {
+    need_elems(a.positions, a.n_tokens, op, "positions");
+  } else {
+    need(a.pos0 + a.n_tokens <= table.max_pos, op,
+         "positions " + std::to_string(a.pos0) + ".." + std::to_string(a.pos0 + a.n_tokens - 1) + " past the table's " +
+             std::to_string(table.max_pos));
+  }
+  need_elems(qkv, (a.n_tokens - 1) * stride + std::max({q_off + q_len, k_off + kv_len, v_off + kv_len}), op, "qkv");
+  need_elems(c.k, c.offset + kv_len * c.max_ctx, op, "k cache");
+  need_elems(c.v, c.offset + kv_len * c.max_ctx, op, "v cache");
+  Kernel k = kernel("llm/rope_kv_append", {"llm/common.wgsl", "llm/rope_kv_append.wgsl"}, {}, false);
+  uint64_t work = uint64_t(a.n_tokens) * uint64_t(a.n_heads + 2 * c.n_kv_heads) * uint64_t(hd / 2);
+  b.dispatch(k, {qkv, table.cos_sin, a.positions ? a.positions : table.cos_sin, c.k, c.v},
+             Params(u32(a.n_tokens), u32(a.n_heads), u32(c.n_kv_heads), u32(hd), u32(stride), u32(q_off), u32(k_off),
+                    u32(v_off), u32(a.pos0), flags, u32(table.max_pos), u32(c.max_ctx), c.offset),
+             groups_1d(ctx_, ceil_div(work, 256)));
 }
 
 namespace {

@@ -92,6 +92,18 @@ struct RopeArgs {
   bool interleaved = false;         // pairs (2i, 2i+1) (GGML norm) vs (i, i + hd/2) (HF / neox)
 };
 
+// rope_kv_append: one fused QKV activation, qkv[t * stride + off + h * head_dim + d], holding the
+// n_heads query heads at q_offset and the cache's n_kv_heads key and value heads at k_offset and
+// v_offset (-1: q|k|v back to back, so k_offset = q_offset + n_heads*hd, v_offset after k).
+struct RopeKvArgs {
+  int n_tokens = 1, n_heads = 1;  // query heads
+  int64_t stride = -1;            // elements between tokens (-1: (n_heads + 2 * n_kv_heads) * hd)
+  int64_t q_offset = 0, k_offset = -1, v_offset = -1;
+  int pos0 = 0;              // token t goes to cache position pos0 + t, rotated by position pos0 + t ...
+  Tensor positions;          // ... or by positions[t] (u32) when given (its cache position stays pos0 + t)
+  bool interleaved = false;  // pairs (2i, 2i+1) (GGML norm) vs (i, i + hd/2) (HF / neox)
+};
+
 struct AttentionArgs {
   int n_tokens = 1;                     // new query tokens (their K/V must already be in the cache)
   int n_heads = 0;                      // query heads; kv head of head h = h / (n_heads / n_kv_heads)
@@ -162,6 +174,13 @@ class LlmOps {
   // (and v_src with v_off), into the cache at positions pos0 .. pos0 + n_tokens - 1.
   void kv_append(Batch& b, const KvLayer& cache, const Tensor& k_src, int64_t k_off, const Tensor& v_src, int64_t v_off,
                  int64_t src_stride, int pos0, int n_tokens) const;
+
+  // rope + rope + kv_append in one dispatch, with the same arithmetic (bit-identical results):
+  // RoPE in place on the query heads of qkv; the key heads rotated and the value heads copied
+  // into the cache at positions pos0 .. pos0 + n_tokens - 1. The key and value heads in qkv are
+  // left as they were (unlike rope on them, which rotates the keys in place).
+  void rope_kv_append(Batch& b, const Tensor& qkv, const RopeTable& table, const KvLayer& cache,
+                      const RopeKvArgs& a) const;
 
   // Causal GQA attention of n_tokens queries at positions start .. start + n_tokens - 1 over the
   // cache's keys 0 .. start + n_tokens - 1 (append them first). n_tokens == 1 uses split-K flash
