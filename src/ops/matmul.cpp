@@ -17,7 +17,9 @@ const char* kernel_file(MatmulVersion v) {
     case MatmulVersion::Naive: return "matmul/naive.wgsl";
     case MatmulVersion::Tiled: return "matmul/tiled.wgsl";
     case MatmulVersion::RegTile: return "matmul/regtile.wgsl";
-    case MatmulVersion::RegTileVec4: return "matmul/regtile_vec4.wgsl";
+    case MatmulVersion::RegTileVec4:
+    case MatmulVersion::RegTileVec4Bk16:
+    case MatmulVersion::RegTileVec4Bk32: return "matmul/regtile_vec4.wgsl";
     case MatmulVersion::Vec4Prefetch: return "matmul/regtile_vec4_prefetch.wgsl";
     case MatmulVersion::Auto: break;
   }
@@ -33,13 +35,15 @@ std::string_view to_string(MatmulVersion v) {
     case MatmulVersion::Tiled: return "tiled";
     case MatmulVersion::RegTile: return "regtile";
     case MatmulVersion::RegTileVec4: return "regtile-vec4";
+    case MatmulVersion::RegTileVec4Bk16: return "regtile-vec4-bk16";
+    case MatmulVersion::RegTileVec4Bk32: return "regtile-vec4-bk32";
     case MatmulVersion::Vec4Prefetch: return "vec4-prefetch";
   }
   return "?";
 }
 
 bool supports(MatmulVersion v, MatmulDims d) {
-  if (v != MatmulVersion::RegTileVec4 && v != MatmulVersion::Vec4Prefetch) return true;
+  if (v == MatmulVersion::Naive || v == MatmulVersion::Tiled || v == MatmulVersion::RegTile) return true;
   return d.k % 4 == 0 && (d.trans_b || d.n % 4 == 0);
 }
 
@@ -65,7 +69,10 @@ void matmul(Batch& batch, const Tensor& a, const Tensor& b, const Tensor& c, Mat
   need(c, uint64_t(d.m) * d.n, "C");
   if (d.m == 0 || d.n == 0) return;
   const Context& ctx = batch.context();
-  Kernel k = compile(ctx, embedded_kernel(kernel_file(v)));
+  KernelCode code = embedded_kernel(kernel_file(v));
+  if (v == MatmulVersion::RegTileVec4Bk16) code.constants = {{"BK", 16}};
+  if (v == MatmulVersion::RegTileVec4Bk32) code.constants = {{"BK", 32}};
+  Kernel k = compile(ctx, code);
   uint32_t block = v == MatmulVersion::Naive || v == MatmulVersion::Tiled ? kNaiveTile : kRegTileBlock;
   Groups g{ceil_div(d.n, block), ceil_div(d.m, block), 1};
   batch.dispatch(k, {a, b, c}, Params(d.m, d.n, d.k, uint32_t(d.trans_b)), g);

@@ -14,10 +14,12 @@
 
 namespace wgc {
 
-enum class MatmulVersion { Auto, Naive, Tiled, RegTile, RegTileVec4, Vec4Prefetch };
+enum class MatmulVersion { Auto, Naive, Tiled, RegTile, RegTileVec4, RegTileVec4Bk16, RegTileVec4Bk32, Vec4Prefetch };
 std::string_view to_string(MatmulVersion v);
-inline constexpr MatmulVersion kMatmulVersions[] = {MatmulVersion::Naive, MatmulVersion::Tiled, MatmulVersion::RegTile,
-                                                    MatmulVersion::RegTileVec4, MatmulVersion::Vec4Prefetch};
+inline constexpr MatmulVersion kMatmulVersions[] = {MatmulVersion::Naive,           MatmulVersion::Tiled,
+                                                    MatmulVersion::RegTile,         MatmulVersion::RegTileVec4,
+                                                    MatmulVersion::RegTileVec4Bk16, MatmulVersion::RegTileVec4Bk32,
+                                                    MatmulVersion::Vec4Prefetch};
 
 struct MatmulDims {
   uint32_t m = 0, n = 0, k = 0;

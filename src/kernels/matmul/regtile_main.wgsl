@@ -8,13 +8,21 @@ struct Params { M: u32, N: u32, K: u32, trans_b: u32 }
 
 const BM = 128u;
 const BN = 128u;
-const BK = 8u;
+override BK: u32 = 8u;  // k per workgroup-memory tile: a multiple of 8 (ops/matmul.cpp)
 const TM = 8u;
 const TN = 8u;
 const THREADS = (BM / TM) * (BN / TN);  // 256
 
 var<workgroup> As: array<vec4<f32>, BK * BM / 4u>;  // [k][m/4]
 var<workgroup> Bs: array<vec4<f32>, BK * BN / 4u>;  // [k][n/4]
+
+// Stores a vec4 of row `row` (of BM or BN), k .. k + 3 of the tile, transposed: S[k][row].
+fn put_a(k: u32, row: u32, v: vec4<f32>) {
+  for (var j = 0u; j < 4u; j++) { As[(k + j) * (BM / 4u) + row / 4u][row % 4u] = v[j]; }
+}
+fn put_bt(k: u32, row: u32, v: vec4<f32>) {
+  for (var j = 0u; j < 4u; j++) { Bs[(k + j) * (BN / 4u) + row / 4u][row % 4u] = v[j]; }
+}
 
 @compute @workgroup_size(THREADS)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) tid: u32) {
@@ -26,28 +34,20 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   let tn = tid % (BN / TN);
   var acc: array<vec4<f32>, 16>;  // acc[i*2 + j]: row i of 8, column half j
 
-  // Loader roles: 256 threads x one vec4 of A (128 rows x 8 k) and one of B.
-  let a_row = tid / 2u;
-  let a_k = (tid % 2u) * 4u;
-  let b_k = tid / 32u;          // B not transposed: 8 rows (k) x 32 vec4 (n)
-  let b_n = (tid % 32u) * 4u;
-  let bt_row = tid / 2u;        // B transposed: 128 rows (n) x 2 vec4 (k)
-  let bt_k = (tid % 2u) * 4u;
-
   for (var k0 = 0u; k0 < p.K; k0 += BK) {
-    let a = load_a4(m0 + a_row, k0 + a_k);
-    As[(a_k + 0u) * (BM / 4u) + a_row / 4u][a_row % 4u] = a.x;
-    As[(a_k + 1u) * (BM / 4u) + a_row / 4u][a_row % 4u] = a.y;
-    As[(a_k + 2u) * (BM / 4u) + a_row / 4u][a_row % 4u] = a.z;
-    As[(a_k + 3u) * (BM / 4u) + a_row / 4u][a_row % 4u] = a.w;
-    if (p.trans_b != 0u) {
-      let b = load_bt4(n0 + bt_row, k0 + bt_k);
-      Bs[(bt_k + 0u) * (BN / 4u) + bt_row / 4u][bt_row % 4u] = b.x;
-      Bs[(bt_k + 1u) * (BN / 4u) + bt_row / 4u][bt_row % 4u] = b.y;
-      Bs[(bt_k + 2u) * (BN / 4u) + bt_row / 4u][bt_row % 4u] = b.z;
-      Bs[(bt_k + 3u) * (BN / 4u) + bt_row / 4u][bt_row % 4u] = b.w;
-    } else {
-      Bs[b_k * (BN / 4u) + b_n / 4u] = load_b4(k0 + b_k, n0 + b_n);
+    // Loader roles: per tile BM x BK of A and BK x BN of B, BK / 8 vec4s of each per thread.
+    for (var l = 0u; l < BK / 8u; l++) {
+      let idx = tid + l * THREADS;
+      let row = idx / (BK / 4u);  // A (and B transposed): row of the tile, 4 k's at kq
+      let kq = (idx % (BK / 4u)) * 4u;
+      put_a(kq, row, load_a4(m0 + row, k0 + kq));
+      if (p.trans_b != 0u) {
+        put_bt(kq, row, load_bt4(n0 + row, k0 + kq));
+      } else {
+        let bk = idx / (BN / 4u);  // B: BK rows (k) x BN / 4 vec4s (n)
+        let bn = (idx % (BN / 4u)) * 4u;
+        Bs[bk * (BN / 4u) + bn / 4u] = load_b4(k0 + bk, n0 + bn);
+      }
     }
     workgroupBarrier();
     for (var k = 0u; k < BK; k++) {
