@@ -56,8 +56,9 @@ Result run_case(const Context& ctx, const Case& c, const Options& o) {
   r.error = c.check ? c.check() : 0;
   // Warm-up: the first dispatches pay for pipeline creation and first touch, and an idle GPU
   // runs at a low clock for a while (seen on the H200: a 1 GB copy at 1.7 TB/s right after an
-  // idle second, 4.2 TB/s once busy). Keep it busy for kWarmupMs first.
-  constexpr double kWarmupMs = 300;
+  // idle second, 4.2 TB/s once busy; after 300 ms of warm-up some cases still ran at the low
+  // clock). Keep it busy for kWarmupMs first.
+  constexpr double kWarmupMs = 1000;
   for (auto t0 = Clock::now(); ms_since(t0) < kWarmupMs;) {
     Batch warm(ctx);
     for (int i = 0; i < 4; ++i) c.record(warm);

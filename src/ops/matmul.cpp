@@ -11,6 +11,10 @@ namespace {
 
 constexpr uint32_t kNaiveTile = 16;      // naive.wgsl and tiled.wgsl: 16 x 16 invocations
 constexpr uint32_t kRegTileBlock = 128;  // regtile_main.wgsl: BM = BN = 128
+// regtile-vec4-grouped: block-rows walked together (GROUP_M). The BK override of the same body
+// (k per workgroup-memory tile) stays at its 8: BK 16 and 32 measured slower on the H200
+// (27.4 and 19.5 vs 32.7 TFLOP/s at 4096^3, docs/benchmarks.md).
+constexpr uint32_t kGroupM = 8;
 
 const char* kernel_file(MatmulVersion v) {
   switch (v) {
@@ -18,8 +22,7 @@ const char* kernel_file(MatmulVersion v) {
     case MatmulVersion::Tiled: return "matmul/tiled.wgsl";
     case MatmulVersion::RegTile: return "matmul/regtile.wgsl";
     case MatmulVersion::RegTileVec4:
-    case MatmulVersion::RegTileVec4Bk16:
-    case MatmulVersion::RegTileVec4Bk32: return "matmul/regtile_vec4.wgsl";
+    case MatmulVersion::RegTileVec4Grouped: return "matmul/regtile_vec4.wgsl";
     case MatmulVersion::Vec4Prefetch: return "matmul/regtile_vec4_prefetch.wgsl";
     case MatmulVersion::Auto: break;
   }
@@ -35,8 +38,7 @@ std::string_view to_string(MatmulVersion v) {
     case MatmulVersion::Tiled: return "tiled";
     case MatmulVersion::RegTile: return "regtile";
     case MatmulVersion::RegTileVec4: return "regtile-vec4";
-    case MatmulVersion::RegTileVec4Bk16: return "regtile-vec4-bk16";
-    case MatmulVersion::RegTileVec4Bk32: return "regtile-vec4-bk32";
+    case MatmulVersion::RegTileVec4Grouped: return "regtile-vec4-grouped";
     case MatmulVersion::Vec4Prefetch: return "vec4-prefetch";
   }
   return "?";
@@ -70,8 +72,7 @@ void matmul(Batch& batch, const Tensor& a, const Tensor& b, const Tensor& c, Mat
   if (d.m == 0 || d.n == 0) return;
   const Context& ctx = batch.context();
   KernelCode code = embedded_kernel(kernel_file(v));
-  if (v == MatmulVersion::RegTileVec4Bk16) code.constants = {{"BK", 16}};
-  if (v == MatmulVersion::RegTileVec4Bk32) code.constants = {{"BK", 32}};
+  if (v == MatmulVersion::RegTileVec4Grouped) code.constants = {{"GROUP_M", kGroupM}};
   Kernel k = compile(ctx, code);
   uint32_t block = v == MatmulVersion::Naive || v == MatmulVersion::Tiled ? kNaiveTile : kRegTileBlock;
   Groups g{ceil_div(d.n, block), ceil_div(d.m, block), 1};

@@ -14,11 +14,13 @@
 
 namespace wgc {
 
-enum class MatmulVersion { Auto, Naive, Tiled, RegTile, RegTileVec4, RegTileVec4Bk16, RegTileVec4Bk32, Vec4Prefetch };
+enum class MatmulVersion { Auto, Naive, Tiled, RegTile, RegTileVec4, RegTileVec4Grouped, Vec4Prefetch };
 std::string_view to_string(MatmulVersion v);
-inline constexpr MatmulVersion kMatmulVersions[] = {MatmulVersion::Naive,           MatmulVersion::Tiled,
-                                                    MatmulVersion::RegTile,         MatmulVersion::RegTileVec4,
-                                                    MatmulVersion::RegTileVec4Bk16, MatmulVersion::RegTileVec4Bk32,
+inline constexpr MatmulVersion kMatmulVersions[] = {MatmulVersion::Naive,
+                                                    MatmulVersion::Tiled,
+                                                    MatmulVersion::RegTile,
+                                                    MatmulVersion::RegTileVec4,
+                                                    MatmulVersion::RegTileVec4Grouped,
                                                     MatmulVersion::Vec4Prefetch};
 
 struct MatmulDims {
