@@ -43,7 +43,8 @@ for step in $steps; do
       if [ ! -f "$m" ]; then
         timeout 200 $wgc synth-model --shape "$shape" --type "$type" --out "$m" --force >/dev/null 2>"$RES/synth-$tag.err" || rm -f "$m"
       fi
-      [ -f "$m" ] && timeout 200 $wgc bench-llm --model "$m" -p 512 -n 128 -r 3 ${extra//,/ } ${WGC_LLM_ARGS:-} \
+      pp="-p 512"; [[ ",${extra:-}," == *",-p,"* ]] && pp=""  # the step's own -p replaces the default
+      [ -f "$m" ] && timeout 200 $wgc bench-llm --model "$m" $pp -n 128 -r 3 ${extra//,/ } ${WGC_LLM_ARGS:-} \
           --json "$RES/llm-$tag.json" 2>"$RES/llm-$tag.err" | tee -a "$RES/llm.txt" ;;
     *) echo "unknown step $step" ;;
   esac

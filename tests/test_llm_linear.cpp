@@ -91,6 +91,46 @@ TEST(LlmLinear, EveryTypeEveryVersionMatchesReference) {
     }
 }
 
+// The matvec's tuning knobs (rows per invocation group, group size, unroll, workgroup size) only
+// change the schedule: every setting gives the reference, for every type, at row counts that
+// leave partial groups and workgroups, with bias and accumulation.
+TEST(LlmLinear, MatvecTuningsMatchReference) {
+  struct Tune {
+    uint32_t wg, tpr, unroll, rows;
+  };
+  const Tune tunes[] = {{256, 32, 2, 2}, {128, 16, 1, 3}, {64, 8, 2, 4}, {256, 64, 1, 4}};
+  for (auto t : kAllWeightTypes) {
+    const int64_t rows = 45, cols = block_elems(t) == 256 ? 512 : block_elems(t) == 32 ? 4160 : 203;
+    auto bytes = ref::random_weight(t, rows, cols, 21);
+    auto w = upload_weight(ctx(), t, bytes, rows, cols);
+    auto deq = ref::dequantize(t, bytes, rows, cols);
+    auto xv = test::random_floats(size_t(cols), 22);
+    auto x = make_tensor(ctx(), {cols}, xv);
+    auto bias_v = test::random_floats(size_t(rows), 23);
+    auto bias = make_tensor(ctx(), {rows}, bias_v);
+    auto r = ref::linear(deq, cols, xv, 1, 0, rows);
+    std::vector<float> want(static_cast<size_t>(rows));
+    for (int64_t i = 0; i < rows; ++i) want[size_t(i)] = float(r[size_t(i)] + bias_v[size_t(i)]);
+    for (auto tune : tunes) {
+      LlmOps o(ctx());
+      o.tuning.matvec_wg = tune.wg;
+      o.tuning.matvec_tpr = tune.tpr;
+      o.tuning.matvec_unroll = tune.unroll;
+      o.tuning.matvec_rows = tune.rows;
+      auto y = test::poisoned(rows);
+      LinearOptions lo;
+      lo.bias = bias;
+      lo.version = Version::Shared;
+      Batch b(ctx());
+      o.linear(b, w, x, y, 1, lo);
+      b.run();
+      EXPECT_LE(test::rel_error(download<float>(ctx(), y), want), 1e-5)
+          << to_string(t) << " wg " << tune.wg << " tpr " << tune.tpr << " unroll " << tune.unroll << " rows "
+          << tune.rows;
+    }
+  }
+}
+
 // Row ranges of a concatenated weight into strided outputs, with bias and residual.
 TEST(LlmLinear, RowRangesBiasAndAccumulate) {
   for (auto t : {WeightType::F16, WeightType::Q8_0, WeightType::Q4_K}) {

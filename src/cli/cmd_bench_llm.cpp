@@ -195,6 +195,19 @@ int bench_llm_cmd(Args& a) {
   bool warmup = !a.flag("--no-warmup");
   int ahead = static_cast<int>(a.number_or("--decode-ahead", llm::EngineOptions{}.decode_ahead));
   bool profile = a.flag("--profile");
+  llm::LlmTuning tuning;
+  if (auto mv = a.option("--matvec")) {  // WG,TPR,UNROLL,ROWS (or WGxTPRxUNROLLxROWS)
+    unsigned v[4];
+    char tail;
+    std::string m = *mv;
+    std::replace(m.begin(), m.end(), 'x', ',');
+    if (std::sscanf(m.c_str(), "%u,%u,%u,%u%c", &v[0], &v[1], &v[2], &v[3], &tail) != 4)
+      throw Error("wgc bench-llm: --matvec expects WG,TPR,UNROLL,ROWS (e.g. 256,32,2,1), got '" + *mv + "'");
+    tuning.matvec_wg = v[0];
+    tuning.matvec_tpr = v[1];
+    tuning.matvec_unroll = v[2];
+    tuning.matvec_rows = v[3];
+  }
   a.done();
   if (ahead < 1) throw Error("wgc bench-llm: --decode-ahead must be at least 1");
   if (!model_path) throw Error("wgc bench-llm: --model FILE.gguf (or a Hugging Face folder) is required");
@@ -238,6 +251,7 @@ int bench_llm_cmd(Args& a) {
   eo.max_ctx = std::max({max_p, max_n, 1});
   eo.max_batch = batch;
   eo.decode_ahead = ahead;
+  eo.tuning = tuning;
   llm::LlamaModel model(ctx, file, eo);
 
   int64_t params = 0;
@@ -345,8 +359,10 @@ int bench_llm_cmd(Args& a) {
 
   std::printf("device: %s (%s)   bandwidth: %s\n", ctx.adapter().device.c_str(), ctx.adapter().adapter_type.c_str(),
               bw > 0 ? (fmt("%.1f GB/s", bw * 1e-9) + " (" + bw_source + ")").c_str() : "none");
-  std::printf("model: %s   weights on the GPU: %s, read per decoded token: %s\n\n", model_path->c_str(),
+  std::printf("model: %s   weights on the GPU: %s, read per decoded token: %s\n", model_path->c_str(),
               gb_str(weight_bytes).c_str(), gb_str(bytes_per_token).c_str());
+  std::printf("matvec tuning: wg %u, tpr %u, unroll %u, rows %u\n\n", tuning.matvec_wg, tuning.matvec_tpr,
+              tuning.matvec_unroll, tuning.matvec_rows);
   std::vector<std::vector<std::string>> rows;
   for (const auto& t : tests)
     rows.push_back({name, gib_str(file.total_bytes()), params_str(params), backend, t.name,
@@ -409,7 +425,7 @@ int bench_llm_cmd(Args& a) {
 
 Register reg{{"bench-llm",
               "--model F.gguf [-p 512[,n..]] [-n 128[,n..]] [-r 5] [--json F] [--bandwidth GB/s] [--batch 512] "
-              "[--seed S] [--no-warmup] [--decode-ahead N] [--profile] [--backend B]",
+              "[--seed S] [--no-warmup] [--decode-ahead N] [--profile] [--matvec WG,TPR,UNROLL,ROWS] [--backend B]",
               "llama-bench for LlamaModel: prefill (pp) and decode (tg) tokens/s, decode vs bandwidth", bench_llm_cmd}};
 
 }  // namespace

@@ -1,7 +1,7 @@
 // Matrix-vector (one token): y[y_off + r] = sum_k W[row0 + r, k] x[k] (+ bias[row0 + r]) (+ y).
-// ROWS = WG / TPR rows per workgroup; TPR invocations per row stride over the row's chunks
-// (one vec4<u32> of weights each, coalesced across the row's invocations; x from shared memory)
-// and sum with
+// A group of TPR invocations takes R consecutive rows (WG / TPR * R rows per workgroup) and
+// strides over their chunks (one vec4<u32> of weights each, coalesced across the group); the R
+// rows' chunks at the same place are read together, so each x load serves R rows. Sums with
 // group_sum (reduce_sg.wgsl or reduce_wg.wgsl). Preceded by common.wgsl, a weights/*.wgsl file
 // (bindings 0, 1) and a reduce file.
 @group(0) @binding(2) var<storage, read> x4: array<vec4<f32>>;
@@ -21,11 +21,13 @@ struct P {
 override WG: u32 = 256;
 override TPR: u32 = 32;  // invocations per row (power of two)
 override UNROLL: u32 = 2; // chunks in flight per invocation
+override R: u32 = 1;      // rows per group, at most R_MAX
+const R_MAX: u32 = 4u;
 
 var<workgroup> red: array<f32, WG>;
 // With W_STAGE_X (per weight type), x is staged through shared memory in tiles of XT elements (zero past cols), one vec4 of
 // padding every 8 so that lanes reading chunks of 32-64 elements apart hit different banks.
-override XT: u32 = max(2048u, W_CHUNK * TPR * 2u);
+override XT: u32 = select(32u, max(2048u, W_CHUNK * TPR * 2u), W_STAGE_X);  // tiny when unused
 var<workgroup> xs: array<vec4<f32>, XT / 4u + XT / 32u>;
 var<private> tile4: u32;
 
@@ -42,14 +44,14 @@ fn xq(i4: u32) -> vec4<f32> {
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>,
         @builtin(num_workgroups) nwg: vec3<u32>) {
-  let rows_per_wg = WG / TPR;
-  let rl = wg_linear(wid, nwg) * rows_per_wg + lid / TPR;
+  let rl0 = (wg_linear(wid, nwg) * (WG / TPR) + lid / TPR) * R;  // the group's first row
   let lane = lid % TPR;
-  let row = p.row0 + min(rl, p.rows - 1u);
+  var rows: array<u32, R_MAX>;
+  for (var u = 0u; u < R; u++) { rows[u] = p.row0 + min(rl0 + u, p.rows - 1u); }
   w_setup(p.cols);
   let nch = w_nchunks(p.cols);
   let nx4 = (p.cols + 3u) / 4u;
-  var acc = 0.0;
+  var acc: array<f32, R_MAX>;
   let span = select(nch * W_CHUNK, XT, W_STAGE_X);  // one pass when x is read from global memory
   for (var t0 = 0u; t0 < nch * W_CHUNK; t0 += span) {
     if (W_STAGE_X) {
@@ -69,16 +71,22 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let c1 = min((t0 + span) / W_CHUNK, nch);
     var c = t0 / W_CHUNK + lane;
     for (; c + (UNROLL - 1u) * TPR < c1; c += TPR * UNROLL) {
-      for (var u = 0u; u < UNROLL; u++) { acc += w_chunk(row, c + u * TPR); }
+      for (var k = 0u; k < UNROLL; k++) {
+        for (var u = 0u; u < R; u++) { acc[u] += w_chunk(rows[u], c + k * TPR); }
+      }
     }
-    for (; c < c1; c += TPR) { acc += w_chunk(row, c); }
+    for (; c < c1; c += TPR) {
+      for (var u = 0u; u < R; u++) { acc[u] += w_chunk(rows[u], c); }
+    }
   }
-  let s = group_sum(acc, lid, TPR);
-  if (lane == 0u && rl < p.rows) {
-    var o = s;
-    if ((p.flags & 1u) != 0u) { o += bias[row]; }
-    let yi = p.y_off + rl;
-    if ((p.flags & 2u) != 0u) { o += y[yi]; }
-    y[yi] = o;
+  for (var u = 0u; u < R; u++) {
+    let s = group_sum(acc[u], lid, TPR);
+    if (lane == 0u && rl0 + u < p.rows) {
+      var o = s;
+      if ((p.flags & 1u) != 0u) { o += bias[rows[u]]; }
+      let yi = p.y_off + rl0 + u;
+      if ((p.flags & 2u) != 0u) { o += y[yi]; }
+      y[yi] = o;
+    }
   }
 }

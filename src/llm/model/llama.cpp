@@ -132,6 +132,7 @@ struct LlamaModel::Impl {
   int64_t logits_rows = 0;
 
   Impl(const Context& c, const ModelFile& f, EngineOptions o) : ctx(c), cfg(f.config()), opt(o), ops(c) {
+    ops.tuning = opt.tuning;
     if (opt.rope_theta) cfg.rope_theta = *opt.rope_theta;
     if (opt.rope_scaling) {
       cfg.rope_scaling = *opt.rope_scaling;

@@ -24,6 +24,7 @@ struct EngineOptions {
   // decode_greedy: steps in flight. 1 waits for each token before recording the next; 2 records
   // step t+1 while the GPU runs step t, which hides the host's recording time.
   int decode_ahead = 2;
+  LlmTuning tuning;  // kernel tuning knobs (defaults suit the H200)
   // Overrides of the file's RoPE settings, like llama.cpp's --rope-freq-base / --rope-scaling:
   // some GGUF files lack them (converters older than transformers 5's `rope_parameters` drop
   // them, and the readers then assume theta 10000 without scaling).

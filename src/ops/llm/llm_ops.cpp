@@ -132,7 +132,8 @@ Kernel LlmOps::kernel(const std::string& key, const std::vector<std::string>& fi
 
 namespace {
 constexpr uint32_t kNaiveWG = 64;
-}
+constexpr uint32_t kMatvecMaxRows = 4;  // matvec.wgsl: R_MAX
+}  // namespace
 
 Kernel LlmOps::linear_kernel(const std::string& kind, WeightType t, Version v) const {
   std::vector<std::string> files = {"llm/common.wgsl", "llm/weights/" + str(t) + ".wgsl"};
@@ -149,10 +150,12 @@ Kernel LlmOps::linear_kernel(const std::string& kind, WeightType t, Version v) c
   files.push_back(sg ? "llm/reduce_sg.wgsl" : "llm/reduce_wg.wgsl");
   files.push_back("llm/matvec.wgsl");
   uint32_t wg = std::min(tuning.matvec_wg, max_wg_), tpr = std::min(tuning.matvec_tpr, wg);
-  std::vector<std::pair<std::string, double>> c = {{"WG", wg}, {"TPR", tpr}, {"UNROLL", tuning.matvec_unroll}};
+  uint32_t r = std::clamp(tuning.matvec_rows, 1u, kMatvecMaxRows);
+  std::vector<std::pair<std::string, double>> c = {
+      {"WG", wg}, {"TPR", tpr}, {"UNROLL", tuning.matvec_unroll}, {"R", r}};
   if (sg) c.push_back({"SG", sg_size_});
   return kernel(key + (sg ? "/sg/" : "/wg/") + std::to_string(wg) + "/" + std::to_string(tpr) + "/" +
-                    std::to_string(tuning.matvec_unroll),
+                    std::to_string(tuning.matvec_unroll) + "/" + std::to_string(r),
                 files, c, sg);
 }
 
@@ -293,7 +296,8 @@ void LlmOps::linear(Batch& b, const GpuWeight& w, const Tensor& x, const Tensor&
   // On a CPU adapter (SwiftShader) a workgroup costs about 0.5 ms whatever it does, so the
   // one-invocation-per-output kernel is far faster there (an lm_head of 32000 x 16: 2.2 s -> tens
   // of ms); the cooperative kernels are still tested explicitly.
-  if (v == Version::Auto) v = ctx_.adapter().is_cpu() ? Version::Naive : subgroups_ ? Version::Subgroup : Version::Shared;
+  if (v == Version::Auto)
+    v = ctx_.adapter().is_cpu() ? Version::Naive : subgroups_ ? Version::Subgroup : Version::Shared;
   need(v != Version::Subgroup || subgroups_, op, "this adapter has no usable subgroups");
   if (v == Version::Naive) {
     Kernel k = linear_kernel("naive", w.type, v);
@@ -302,9 +306,10 @@ void LlmOps::linear(Batch& b, const GpuWeight& w, const Tensor& x, const Tensor&
   } else if (n_tokens == 1) {
     Kernel k = linear_kernel("matvec", w.type, v);
     uint32_t wg = std::min(tuning.matvec_wg, max_wg_), tpr = std::min(tuning.matvec_tpr, wg);
+    uint32_t r = std::clamp(tuning.matvec_rows, 1u, kMatvecMaxRows);
     need(round16(x.bytes()) <= x.capacity(), op, "x buffer too small");
     b.dispatch(k, {w.data, w.scales, Arg(x, 0, round16(x.bytes())), bias, y}, prm,
-               groups_1d(ctx_, ceil_div(uint64_t(rows), wg / tpr)));
+               groups_1d(ctx_, ceil_div(uint64_t(rows), wg / tpr * r)));
   } else {
     Kernel k = linear_kernel("matmul", w.type, v);
     b.dispatch(k, {w.data, w.scales, x, bias, y}, prm,
