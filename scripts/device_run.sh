@@ -43,8 +43,9 @@ for step in $steps; do
       if [ ! -f "$m" ]; then
         timeout 200 $wgc synth-model --shape "$shape" --type "$type" --out "$m" --force >/dev/null 2>"$RES/synth-$tag.err" || rm -f "$m"
       fi
-      pp="-p 512"; [[ ",${extra:-}," == *",-p,"* ]] && pp=""  # the step's own -p replaces the default
-      [ -f "$m" ] && timeout 200 $wgc bench-llm --model "$m" $pp -n 128 -r 3 ${extra//,/ } ${WGC_LLM_ARGS:-} \
+      defaults=""  # -p 512 -n 128 -r 3 unless the step gives its own
+      for d in "-p 512" "-n 128" "-r 3"; do [[ ",${extra:-}," == *",${d% *},"* ]] || defaults+=" $d"; done
+      [ -f "$m" ] && timeout 200 $wgc bench-llm --model "$m" $defaults ${extra//,/ } ${WGC_LLM_ARGS:-} \
           --json "$RES/llm-$tag.json" 2>"$RES/llm-$tag.err" | tee -a "$RES/llm.txt" ;;
     *) echo "unknown step $step" ;;
   esac
