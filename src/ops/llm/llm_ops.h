@@ -125,7 +125,7 @@ struct LlmTuning {
   uint32_t matvec_wg = 256;    // invocations per matvec workgroup (rows per workgroup = wg / tpr)
   uint32_t matvec_tpr = 32;    // invocations per row (a power of two)
   uint32_t matvec_unroll = 2;  // weight loads in flight per invocation
-  uint32_t matvec_rows = 1;    // rows per group of matvec_tpr invocations (1..4), sharing x loads
+  uint32_t matvec_rows = 2;    // rows per group of matvec_tpr invocations (1..4), sharing x loads
 };
 
 class LlmOps {
