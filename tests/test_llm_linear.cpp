@@ -1,6 +1,10 @@
 // LLM weights (every GGUF type repacked for the GPU), embedding lookup, matvec and matmul.
 #include "test_llm_util.h"
 
+#include <array>
+#include <limits>
+#include <memory>
+
 using namespace wgc;
 using namespace wgc::llm;
 using wgc::test::ctx;
@@ -167,6 +171,118 @@ TEST(LlmLinear, RowRangesBiasAndAccumulate) {
             << to_string(t) << " n=" << n << " " << test::name(v);
       }
     }
+  }
+}
+
+// The register-tiled matmul at awkward sizes under several tilings (the default, a non-power-of-two
+// tile with a k step that leaves a partial last tile for every type, one invocation per workgroup,
+// 256 invocations): token counts around the tile, rows not a multiple of it, a row range of the
+// weight, strided x (vec4 and element-wise reads; the gaps hold NaN), strided y with an offset,
+// bias and accumulate. Unwritten parts of y must keep their contents.
+TEST(LlmLinear, RegTileAwkwardShapes) {
+  struct Tiling {
+    uint32_t bm, bn, bk;
+  };
+  std::vector<std::pair<Tiling, std::unique_ptr<LlmOps>>> tilings;
+  for (Tiling tl : {Tiling{64, 128, 16}, Tiling{16, 24, 12}, Tiling{8, 8, 48}, Tiling{128, 128, 16}}) {
+    auto o = std::make_unique<LlmOps>(ctx());
+    o->tuning.matmul_bm = tl.bm;
+    o->tuning.matmul_bn = tl.bn;
+    o->tuning.matmul_bk = tl.bk;
+    tilings.emplace_back(tl, std::move(o));
+  }
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (auto t : kAllWeightTypes) {
+    decltype(shapes(t)) sh;  // (Shape alone is ambiguous with wgc::Shape)
+    switch (block_elems(t)) {
+      case 1: sh = {{131, 200}, {37, 13}}; break;
+      case 32: sh = {{131, 96}, {9, 160}}; break;
+      default: sh = {{131, 256}, {20, 512}}; break;
+    }
+    for (auto s : sh) {
+      auto bytes = ref::random_weight(t, s.rows, s.cols, 21);
+      auto w = upload_weight(ctx(), t, bytes, s.rows, s.cols);
+      auto deq = ref::dequantize(t, bytes, s.rows, s.cols);
+      auto bias_v = test::random_floats(size_t(s.rows), 23);
+      auto bias = make_tensor(ctx(), {s.rows}, bias_v);
+      for (int n : {1, 7, 130, 300}) {
+        auto xv = test::random_floats(size_t(n) * size_t(s.cols), uint32_t(n + 1));
+        for (int variant = 0; variant < 3; ++variant) {
+          // 0: plain; 1: rows 3 .. rows-3, x_stride % 4 == 0, strided y, bias; 2: as 1 with
+          // x_stride % 4 != 0 (unless cols % 4 == 1) and accumulate.
+          const bool plain = variant == 0, acc = variant == 2;
+          const int64_t row0 = plain ? 0 : 3, nr = plain ? s.rows : s.rows - 5;
+          if (nr <= 0) continue;
+          const int64_t xs = plain ? s.cols : variant == 1 ? (s.cols + 3) / 4 * 4 + 4 : s.cols + 3;
+          const int64_t ys = plain ? nr : nr + 9, yoff = plain ? 0 : 5;
+          std::vector<float> xb(size_t((n - 1) * xs + s.cols), nan);
+          for (int tt = 0; tt < n; ++tt)
+            std::copy_n(xv.begin() + ptrdiff_t(tt) * s.cols, s.cols, xb.begin() + ptrdiff_t(tt * xs));
+          auto x = make_tensor(ctx(), {int64_t(xb.size())}, xb);
+          const size_t ny = size_t((n - 1) * ys + yoff + nr + 6);
+          auto y0 = test::random_floats(ny, 29);
+          auto r = ref::linear(deq, s.cols, xv, n, row0, nr);
+          std::vector<bool> written(ny, false);
+          auto want = y0;
+          for (int tt = 0; tt < n; ++tt)
+            for (int64_t i = 0; i < nr; ++i) {
+              size_t yi = size_t(tt * ys + yoff + i);
+              double v = r[size_t(tt * nr + i)] + (plain ? 0.0 : double(bias_v[size_t(row0 + i)]));
+              want[yi] = float(acc ? double(y0[yi]) + v : v);
+              written[yi] = true;
+            }
+          for (auto& [tl, o] : tilings) {
+            const std::string what = std::string(to_string(t)) + " " + std::to_string(s.rows) + "x" +
+                                     std::to_string(s.cols) + " n=" + std::to_string(n) + " variant " +
+                                     std::to_string(variant) + " tile " + std::to_string(tl.bm) + "x" +
+                                     std::to_string(tl.bn) + "x" + std::to_string(tl.bk);
+            Tensor y = acc ? make_tensor(ctx(), {int64_t(ny)}, y0) : test::poisoned(int64_t(ny));
+            LinearOptions lo;
+            lo.row0 = row0;
+            lo.rows = nr;
+            lo.x_stride = xs;
+            lo.y_stride = ys;
+            lo.y_offset = yoff;
+            if (!plain) lo.bias = bias;
+            lo.accumulate = acc;
+            lo.version = Version::RegTile;
+            Batch b(ctx());
+            o->linear(b, w, x, y, n, lo);
+            b.run();
+            auto got = download<float>(ctx(), y);
+            got.resize(ny);
+            std::vector<float> gw, ww;
+            size_t bad_gaps = 0;
+            for (size_t i = 0; i < ny; ++i) {
+              if (written[i]) {
+                gw.push_back(got[i]);
+                ww.push_back(want[i]);
+              } else if (acc ? got[i] != y0[i] : !std::isnan(got[i])) {
+                ++bad_gaps;
+              }
+            }
+            EXPECT_LE(test::rel_error(gw, ww), 1e-5) << what;
+            EXPECT_EQ(bad_gaps, 0u) << what;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(LlmLinear, RegTileBadTilingsAreErrors) {
+  auto bytes = ref::random_weight(WeightType::F32, 4, 8, 1);
+  auto w = upload_weight(ctx(), WeightType::F32, bytes, 4, 8);
+  auto x = make_tensor(ctx(), {16}), y = make_tensor(ctx(), {8});
+  LinearOptions o;
+  o.version = Version::RegTile;
+  for (auto tl : {std::array<uint32_t, 3>{12, 64, 16}, {64, 64, 6}, {512, 512, 16}, {64, 128, 1024}}) {
+    LlmOps ops2(ctx());
+    ops2.tuning.matmul_bm = tl[0];
+    ops2.tuning.matmul_bn = tl[1];
+    ops2.tuning.matmul_bk = tl[2];
+    Batch b(ctx());
+    EXPECT_THROW(ops2.linear(b, w, x, y, 2, o), Error) << tl[0] << "x" << tl[1] << "x" << tl[2];
   }
 }
 

@@ -208,6 +208,25 @@ int bench_llm_cmd(Args& a) {
     tuning.matvec_unroll = v[2];
     tuning.matvec_rows = v[3];
   }
+  if (auto mt = a.option("--matmul-tile")) {  // BMxBNxBK of the register-tiled prefill matmul
+    unsigned bm = 0, bn = 0, bk = 0;
+    char tail;
+    if (std::sscanf(mt->c_str(), "%ux%ux%u%c", &bm, &bn, &bk, &tail) != 3)
+      throw Error("wgc bench-llm: --matmul-tile expects BMxBNxBK (e.g. 64x128x16), got '" + *mt + "'");
+    tuning.matmul_bm = bm;
+    tuning.matmul_bn = bn;
+    tuning.matmul_bk = bk;
+  }
+  if (auto mm = a.option("--matmul")) {  // the prefill kernel
+    if (*mm == "naive")
+      tuning.matmul = llm::Version::Naive;
+    else if (*mm == "tiled")
+      tuning.matmul = llm::Version::Shared;
+    else if (*mm == "regtile")
+      tuning.matmul = llm::Version::RegTile;
+    else
+      throw Error("wgc bench-llm: --matmul expects naive, tiled or regtile, got '" + *mm + "'");
+  }
   a.done();
   if (ahead < 1) throw Error("wgc bench-llm: --decode-ahead must be at least 1");
   if (!model_path) throw Error("wgc bench-llm: --model FILE.gguf (or a Hugging Face folder) is required");
@@ -361,8 +380,13 @@ int bench_llm_cmd(Args& a) {
               bw > 0 ? (fmt("%.1f GB/s", bw * 1e-9) + " (" + bw_source + ")").c_str() : "none");
   std::printf("model: %s   weights on the GPU: %s, read per decoded token: %s\n", model_path->c_str(),
               gb_str(weight_bytes).c_str(), gb_str(bytes_per_token).c_str());
-  std::printf("matvec tuning: wg %u, tpr %u, unroll %u, rows %u\n\n", tuning.matvec_wg, tuning.matvec_tpr,
-              tuning.matvec_unroll, tuning.matvec_rows);
+  std::printf("matvec tuning: wg %u, tpr %u, unroll %u, rows %u; prefill matmul: %s, tile %ux%ux%u\n\n",
+              tuning.matvec_wg, tuning.matvec_tpr, tuning.matvec_unroll, tuning.matvec_rows,
+              tuning.matmul == llm::Version::Naive     ? "naive"
+              : tuning.matmul == llm::Version::Shared  ? "tiled"
+              : tuning.matmul == llm::Version::RegTile ? "regtile"
+                                                       : "auto",
+              tuning.matmul_bm, tuning.matmul_bn, tuning.matmul_bk);
   std::vector<std::vector<std::string>> rows;
   for (const auto& t : tests)
     rows.push_back({name, gib_str(file.total_bytes()), params_str(params), backend, t.name,
@@ -425,7 +449,8 @@ int bench_llm_cmd(Args& a) {
 
 Register reg{{"bench-llm",
               "--model F.gguf [-p 512[,n..]] [-n 128[,n..]] [-r 5] [--json F] [--bandwidth GB/s] [--batch 512] "
-              "[--seed S] [--no-warmup] [--decode-ahead N] [--profile] [--matvec WG,TPR,UNROLL,ROWS] [--backend B]",
+              "[--seed S] [--no-warmup] [--decode-ahead N] [--profile] [--matvec WG,TPR,UNROLL,ROWS] [--matmul "
+              "naive|tiled|regtile] [--matmul-tile BMxBNxBK] [--backend B]",
               "llama-bench for LlamaModel: prefill (pp) and decode (tg) tokens/s, decode vs bandwidth", bench_llm_cmd}};
 
 }  // namespace

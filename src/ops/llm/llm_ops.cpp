@@ -4,7 +4,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <numbers>
+#include <string_view>
 
 namespace wgc::llm {
 
@@ -146,6 +149,22 @@ Kernel LlmOps::linear_kernel(const std::string& kind, WeightType t, Version v) c
     files.push_back("llm/matmul_tiled.wgsl");
     return kernel(key, files, {}, false);
   }
+  if (kind == "regtile") {
+    const uint32_t bm = tuning.matmul_bm, bn = tuning.matmul_bn, bk = tuning.matmul_bk;
+    const std::string op = "linear regtile";
+    need(bm > 0 && bn > 0 && bm % 8 == 0 && bn % 8 == 0, op,
+         "tile " + std::to_string(bm) + "x" + std::to_string(bn) + ": both must be multiples of 8");
+    need(bk > 0 && bk % 4 == 0, op, "BK " + std::to_string(bk) + " is not a multiple of 4");
+    need(bm * bn / 64 <= max_wg_, op,
+         std::to_string(bm * bn / 64) + " invocations per workgroup, the adapter allows " + std::to_string(max_wg_));
+    const uint64_t shared = uint64_t(bk) * (bm + bn) * 4;
+    need(shared <= ctx_.limits().max_compute_workgroup_storage_size, op,
+         std::to_string(shared) + " bytes of workgroup memory, the adapter allows " +
+             std::to_string(ctx_.limits().max_compute_workgroup_storage_size));
+    files.push_back("llm/matmul_regtile.wgsl");
+    return kernel(key + "/" + std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk), files,
+                  {{"BM", bm}, {"BN", bn}, {"BK", bk}}, false);
+  }
   bool sg = v == Version::Subgroup;
   files.push_back(sg ? "llm/reduce_sg.wgsl" : "llm/reduce_wg.wgsl");
   files.push_back("llm/matvec.wgsl");
@@ -168,6 +187,9 @@ std::vector<KernelVersion> LlmOps::versions() const {
     v.push_back({"matvec", ts + "/shared", "32 invocations per row, vec4 loads, shared-memory sum"});
     v.push_back({"matmul", ts + "/naive", "one invocation per output"});
     v.push_back({"matmul", ts + "/tiled", "64x64 tiles, 4x4 per invocation, W dequantized into shared memory"});
+    v.push_back({"matmul", ts + "/regtile",
+                 std::to_string(tuning.matmul_bm) + " tokens x " + std::to_string(tuning.matmul_bn) +
+                     " rows per workgroup, 8x8 per invocation, vec4 shared-memory reads of x and dequantized W"});
     v.push_back({"embedding", ts, "one invocation per 4 elements"});
   }
   if (subgroups_) v.push_back({"rms_norm", "subgroup", "one workgroup per row"});
@@ -190,6 +212,7 @@ void LlmOps::precompile(const std::vector<WeightType>& types, const std::vector<
   for (auto t : types) {
     linear_kernel("naive", t, Version::Naive);
     linear_kernel("matmul", t, Version::Shared);
+    linear_kernel("regtile", t, Version::RegTile);
     linear_kernel("matvec", t, subgroups_ ? Version::Subgroup : Version::Shared);
     kernel("llm/embedding/" + str(t), {"llm/common.wgsl", "llm/weights/" + str(t) + ".wgsl", "llm/embedding.wgsl"}, {},
            false);
@@ -296,13 +319,19 @@ void LlmOps::linear(Batch& b, const GpuWeight& w, const Tensor& x, const Tensor&
   // On a CPU adapter (SwiftShader) a workgroup costs about 0.5 ms whatever it does, so the
   // one-invocation-per-output kernel is far faster there (an lm_head of 32000 x 16: 2.2 s -> tens
   // of ms); the cooperative kernels are still tested explicitly.
-  if (v == Version::Auto)
-    v = ctx_.adapter().is_cpu() ? Version::Naive : subgroups_ ? Version::Subgroup : Version::Shared;
+  const bool cpu = ctx_.adapter().is_cpu();
+  if (v == Version::Auto && n_tokens > 1)
+    v = tuning.matmul != Version::Auto ? tuning.matmul : cpu ? Version::Naive : Version::RegTile;
+  if (v == Version::Auto) v = cpu ? Version::Naive : subgroups_ ? Version::Subgroup : Version::Shared;
   need(v != Version::Subgroup || subgroups_, op, "this adapter has no usable subgroups");
   if (v == Version::Naive) {
     Kernel k = linear_kernel("naive", w.type, v);
     b.dispatch(k, {w.data, w.scales, x, bias, y}, prm,
                groups_1d(ctx_, ceil_div(uint64_t(n_tokens) * uint64_t(rows), kNaiveWG)));
+  } else if (v == Version::RegTile) {
+    Kernel k = linear_kernel("regtile", w.type, v);
+    b.dispatch(k, {w.data, w.scales, Arg(x, 0, x.capacity()), bias, y}, prm,
+               {ceil_div(uint64_t(rows), tuning.matmul_bn), ceil_div(uint64_t(n_tokens), tuning.matmul_bm), 1});
   } else if (n_tokens == 1) {
     Kernel k = linear_kernel("matvec", w.type, v);
     uint32_t wg = std::min(tuning.matvec_wg, max_wg_), tpr = std::min(tuning.matvec_tpr, wg);

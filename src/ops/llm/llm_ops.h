@@ -65,13 +65,10 @@ KvCache make_kv_cache(const Context& ctx, int n_layers, int n_kv_heads, int max_
 
 // ---- options -------------------------------------------------------------------------------
 // Which kernel version; Auto picks the fast one for the adapter.
-enum class Version {
-  Auto,
-  Naive,
-  Subgroup,
-  Shared
-};  // matvec: Subgroup/Shared reductions
-    // matmul: Naive or Tiled(=Shared)
+// matvec (n_tokens == 1): Naive, or Subgroup / Shared reductions. matmul (n_tokens > 1): Naive,
+// Shared (or Subgroup): the 64x64 tiled kernel, RegTile: the register-tiled kernel (also for one
+// token). Auto: Naive on CPU adapters; on GPUs the matvec reduction for one token, RegTile for more.
+enum class Version { Auto, Naive, Subgroup, Shared, RegTile };
 // y = W x with extras. Rows row0 .. row0 + rows - 1 of W (rows = -1: to the end) produce
 // y[t * y_stride + y_offset + r] (y_stride = -1: rows). bias (f32, indexed by the weight row
 // row0 + r) is added when given; accumulate adds the old y (the residual: y += W x).
@@ -126,6 +123,14 @@ struct LlmTuning {
   uint32_t matvec_tpr = 32;    // invocations per row (a power of two)
   uint32_t matvec_unroll = 2;  // weight loads in flight per invocation
   uint32_t matvec_rows = 2;    // rows per group of matvec_tpr invocations (1..4), sharing x loads
+  // Register-tiled matmul (prefill): tokens (BM, a multiple of 8) x weight rows (BN, a multiple
+  // of 8) per workgroup, (BM / 8) * (BN / 8) invocations of 8x8 outputs; k step BK (a multiple of
+  // 4). 64 x 128: an 8B model's 4096-row projections at 512 tokens give 256 workgroups.
+  uint32_t matmul_bm = 64;
+  uint32_t matmul_bn = 128;
+  uint32_t matmul_bk = 16;
+  // The version Version::Auto runs for n_tokens > 1 (Auto: RegTile on GPUs, Naive on CPU adapters).
+  Version matmul = Version::Auto;
 };
 
 class LlmOps {
@@ -158,7 +163,7 @@ class LlmOps {
   void rope(Batch& b, const Tensor& x, const RopeTable& table, const RopeArgs& a) const;
 
   // y = W x (+ bias) (+ y): x f32 [n_tokens][x_stride]. n_tokens == 1 runs the matvec kernels,
-  // more the tiled matmul (Version::Naive: one invocation per output for both).
+  // more a matmul (Version::Naive: one invocation per output for both; see Version).
   void linear(Batch& b, const GpuWeight& w, const Tensor& x, const Tensor& y, int n_tokens,
               const LinearOptions& o = {}) const;
 

@@ -1,0 +1,109 @@
+// Matrix-matrix (prefill, n tokens), register-tiled: y[t, y_off + r] = sum_k W[row0 + r, k] x[t, k]
+// (+ bias) (+ y), the same op as matmul_tiled.wgsl. A workgroup computes BM tokens x BN weight
+// rows; each of its (BM / 8) * (BN / 8) invocations keeps 8 tokens x 8 rows in registers, as two
+// vec4 halves BM / 2 and BN / 2 apart (the layout of matmul/regtile_main.wgsl, which keeps the
+// workgroup-memory reads of neighbouring invocations on different banks). Per BK step the x tile
+// and the W tile (dequantized once per tile, a quad at a time with w_quad) are stored k-major,
+// Xs[k][m/4] and Ws[k][n/4], so that the inner product reads both operands as vec4s.
+// x is read as vec4s where x_stride % 4 == 0 (else, and at the end of a row, element by element).
+// Preceded by common.wgsl and a weights/*.wgsl file (bindings 0, 1).
+@group(0) @binding(2) var<storage, read> x: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read> bias: array<f32>;
+@group(0) @binding(4) var<storage, read_write> y: array<f32>;
+struct P {
+  n: u32,
+  rows: u32,
+  cols: u32,
+  row0: u32,
+  x_stride: u32,
+  y_stride: u32,
+  y_off: u32,
+  flags: u32,
+}
+@group(0) @binding(5) var<uniform> p: P;
+override BM: u32 = 64u;  // tokens per workgroup: a multiple of 8
+override BN: u32 = 128u;  // weight rows per workgroup: a multiple of 8
+override BK: u32 = 16u;  // k per workgroup-memory tile: a multiple of 4
+// (BM / 8) * (BN / 8) invocations per workgroup (ops/llm/llm_ops.cpp checks the limits).
+
+var<workgroup> Xs: array<vec4<f32>, BK * BM / 4u>;  // [k][m/4]
+var<workgroup> Ws: array<vec4<f32>, BK * BN / 4u>;  // [k][n/4]
+
+fn xq(i4: u32) -> vec4<f32> { return vec4<f32>(0.0); }  // unused here (w_chunk needs it)
+
+// x[t, k .. k + 3] (k % 4 == 0), zero past the tokens and the row.
+fn load_x4(t: u32, k: u32) -> vec4<f32> {
+  if (t >= p.n || k >= p.cols) { return vec4<f32>(0.0); }
+  let i = t * p.x_stride + k;
+  if ((p.x_stride & 3u) == 0u && k + 3u < p.cols) { return x[i / 4u]; }
+  var v = vec4<f32>(0.0);
+  for (var j = 0u; j < 4u; j++) {
+    if (k + j < p.cols) { v[j] = x[(i + j) / 4u][(i + j) & 3u]; }
+  }
+  return v;
+}
+// W[row0 + r, k .. k + 3] (k % 4 == 0), zero past the rows and the row (rows are zero padded to
+// a whole quad where cols % 4 != 0, and there x is zero).
+fn load_w4(r: u32, k: u32) -> vec4<f32> {
+  if (r >= p.rows || k >= p.cols) { return vec4<f32>(0.0); }
+  return w_quad(p.row0 + r, k / 4u);
+}
+
+@compute @workgroup_size(BM * BN / 64u)
+fn main(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+  let nt = BM * BN / 64u;
+  let kq = BK / 4u;
+  let m0 = wid.y * BM;
+  let n0 = wid.x * BN;
+  let tm = tid / (BN / 8u);
+  let tn = tid % (BN / 8u);
+  w_setup(p.cols);
+  var acc: array<vec4<f32>, 16>;  // acc[i * 2 + j]: token i of 8, row half j
+
+  for (var k0 = 0u; k0 < p.cols; k0 += BK) {
+    // W tile: BN rows x BK columns, quad by quad, transposed into Ws[k][n].
+    for (var i = tid; i < BN * kq; i += nt) {
+      let r = i / kq;
+      let q = (i % kq) * 4u;
+      let v = load_w4(n0 + r, k0 + q);
+      for (var j = 0u; j < 4u; j++) { Ws[(q + j) * (BN / 4u) + r / 4u][r % 4u] = v[j]; }
+    }
+    // x tile: BM tokens x BK columns, transposed into Xs[k][m].
+    for (var i = tid; i < BM * kq; i += nt) {
+      let m = i / kq;
+      let q = (i % kq) * 4u;
+      let v = load_x4(m0 + m, k0 + q);
+      for (var j = 0u; j < 4u; j++) { Xs[(q + j) * (BM / 4u) + m / 4u][m % 4u] = v[j]; }
+    }
+    workgroupBarrier();
+    for (var k = 0u; k < BK; k++) {
+      let a0 = Xs[k * (BM / 4u) + tm];
+      let a1 = Xs[k * (BM / 4u) + tm + BM / 8u];
+      let b0 = Ws[k * (BN / 4u) + tn];
+      let b1 = Ws[k * (BN / 4u) + tn + BN / 8u];
+      let av = array<f32, 8>(a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w);
+      for (var i = 0u; i < 8u; i++) {
+        acc[i * 2u] = fma(vec4<f32>(av[i]), b0, acc[i * 2u]);
+        acc[i * 2u + 1u] = fma(vec4<f32>(av[i]), b1, acc[i * 2u + 1u]);
+      }
+    }
+    workgroupBarrier();
+  }
+
+  for (var i = 0u; i < 8u; i++) {
+    let t = m0 + select(tm * 4u + i, BM / 2u + tm * 4u + (i - 4u), i >= 4u);
+    if (t >= p.n) { continue; }
+    for (var j = 0u; j < 2u; j++) {
+      let r0 = n0 + j * (BN / 2u) + tn * 4u;
+      for (var c = 0u; c < 4u; c++) {
+        let r = r0 + c;
+        if (r >= p.rows) { break; }
+        var o = acc[i * 2u + j][c];
+        if ((p.flags & 1u) != 0u) { o += bias[p.row0 + r]; }
+        let yi = t * p.y_stride + p.y_off + r;
+        if ((p.flags & 2u) != 0u) { o += y[yi]; }
+        y[yi] = o;
+      }
+    }
+  }
+}
