@@ -319,9 +319,10 @@ void LlmOps::linear(Batch& b, const GpuWeight& w, const Tensor& x, const Tensor&
   // On a CPU adapter (SwiftShader) a workgroup costs about 0.5 ms whatever it does, so the
   // one-invocation-per-output kernel is far faster there (an lm_head of 32000 x 16: 2.2 s -> tens
   // of ms); the cooperative kernels are still tested explicitly.
+  // Prefill on GPUs: the tiled kernel. The register-tiled one measured 6x slower on the H200
+  // (8B Q4_0 pp512: 156 vs 964 t/s, docs/benchmarks.md); it stays a rung to tune.
   const bool cpu = ctx_.adapter().is_cpu();
-  if (v == Version::Auto && n_tokens > 1)
-    v = tuning.matmul != Version::Auto ? tuning.matmul : cpu ? Version::Naive : Version::RegTile;
+  if (v == Version::Auto && n_tokens > 1 && tuning.matmul != Version::Auto) v = tuning.matmul;
   if (v == Version::Auto) v = cpu ? Version::Naive : subgroups_ ? Version::Subgroup : Version::Shared;
   need(v != Version::Subgroup || subgroups_, op, "this adapter has no usable subgroups");
   if (v == Version::Naive) {

@@ -67,7 +67,7 @@ KvCache make_kv_cache(const Context& ctx, int n_layers, int n_kv_heads, int max_
 // Which kernel version; Auto picks the fast one for the adapter.
 // matvec (n_tokens == 1): Naive, or Subgroup / Shared reductions. matmul (n_tokens > 1): Naive,
 // Shared (or Subgroup): the 64x64 tiled kernel, RegTile: the register-tiled kernel (also for one
-// token). Auto: Naive on CPU adapters; on GPUs the matvec reduction for one token, RegTile for more.
+// token). Auto: Naive on CPU adapters; on GPUs the matvec reduction for one token, the tiled kernel for more.
 enum class Version { Auto, Naive, Subgroup, Shared, RegTile };
 // y = W x with extras. Rows row0 .. row0 + rows - 1 of W (rows = -1: to the end) produce
 // y[t * y_stride + y_offset + r] (y_stride = -1: rows). bias (f32, indexed by the weight row
@@ -129,7 +129,8 @@ struct LlmTuning {
   uint32_t matmul_bm = 64;
   uint32_t matmul_bn = 128;
   uint32_t matmul_bk = 16;
-  // The version Version::Auto runs for n_tokens > 1 (Auto: RegTile on GPUs, Naive on CPU adapters).
+  // The version Version::Auto runs for n_tokens > 1 (Auto: the tiled kernel on GPUs, Naive on CPU
+  // adapters; RegTile measured slower on the H200).
   Version matmul = Version::Auto;
 };
 
