@@ -49,6 +49,21 @@ fn load_w4(r: u32, k: u32) -> vec4<f32> {
   return w_quad(p.row0 + r, k / 4u);
 }
 
+// y[t, r0 .. r0 + 3] = v (+ bias) (+ y), rows past p.rows skipped. A function of a vec4 value, so
+// that the accumulators are only indexed by constants once the loops are unrolled (a dynamic
+// component index into them would move them out of registers).
+fn store_y4(t: u32, r0: u32, v: vec4<f32>) {
+  for (var c = 0u; c < 4u; c++) {
+    let r = r0 + c;
+    if (r >= p.rows) { break; }
+    var o = v[c];
+    if ((p.flags & 1u) != 0u) { o += bias[p.row0 + r]; }
+    let yi = t * p.y_stride + p.y_off + r;
+    if ((p.flags & 2u) != 0u) { o += y[yi]; }
+    y[yi] = o;
+  }
+}
+
 @compute @workgroup_size(BM * BN / 64u)
 fn main(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
   let nt = BM * BN / 64u;
@@ -93,17 +108,6 @@ fn main(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wid: v
   for (var i = 0u; i < 8u; i++) {
     let t = m0 + select(tm * 4u + i, BM / 2u + tm * 4u + (i - 4u), i >= 4u);
     if (t >= p.n) { continue; }
-    for (var j = 0u; j < 2u; j++) {
-      let r0 = n0 + j * (BN / 2u) + tn * 4u;
-      for (var c = 0u; c < 4u; c++) {
-        let r = r0 + c;
-        if (r >= p.rows) { break; }
-        var o = acc[i * 2u + j][c];
-        if ((p.flags & 1u) != 0u) { o += bias[p.row0 + r]; }
-        let yi = t * p.y_stride + p.y_off + r;
-        if ((p.flags & 2u) != 0u) { o += y[yi]; }
-        y[yi] = o;
-      }
-    }
+    for (var j = 0u; j < 2u; j++) { store_y4(t, n0 + j * (BN / 2u) + tn * 4u, acc[i * 2u + j]); }
   }
 }
