@@ -10,17 +10,7 @@
 @group(0) @binding(2) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
 @group(0) @binding(4) var<storage, read_write> y: array<f32>;
-struct P {
-  n: u32,
-  rows: u32,
-  cols: u32,
-  row0: u32,
-  x_stride: u32,
-  y_stride: u32,
-  y_off: u32,
-  flags: u32,
-}
-@group(0) @binding(5) var<uniform> p: P;
+//!include "llm/linear_params.wgsl"
 override BM: u32 = 64u;  // tokens per workgroup: a multiple of 8
 override BN: u32 = 128u;  // weight rows per workgroup: a multiple of 8
 override BK: u32 = 16u;  // k per workgroup-memory tile: a multiple of 4

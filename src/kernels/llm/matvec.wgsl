@@ -7,17 +7,7 @@
 @group(0) @binding(2) var<storage, read> x4: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
 @group(0) @binding(4) var<storage, read_write> y: array<f32>;
-struct P {
-  n: u32,  // 1
-  rows: u32,
-  cols: u32,
-  row0: u32,
-  x_stride: u32,
-  y_stride: u32,
-  y_off: u32,
-  flags: u32,  // 1: add bias, 2: accumulate into y
-}
-@group(0) @binding(5) var<uniform> p: P;
+//!include "llm/linear_params.wgsl"
 override WG: u32 = 256;
 override TPR: u32 = 32;  // invocations per row (power of two)
 override UNROLL: u32 = 2; // chunks in flight per invocation

@@ -9,9 +9,8 @@ struct Params { M: u32, N: u32, K: u32, trans_b: u32 }
 const BM = 128u;
 const BN = 128u;
 override BK: u32 = 8u;  // k per workgroup-memory tile: a multiple of 8 (ops/matmul.cpp)
-// Workgroups walk GROUP_M block-rows column by column, so that those running at once share
-// panels of B in L2 (1: row-major order).
-override GROUP_M: u32 = 1u;
+override GROUP_M: u32 = 1u;  // block-rows walked together (grouped_order.wgsl; 1: row-major)
+//!include "matmul/grouped_order.wgsl"
 const TM = 8u;
 const TN = 8u;
 const THREADS = (BM / TM) * (BN / TN);  // 256
@@ -30,12 +29,9 @@ fn put_bt(k: u32, row: u32, v: vec4<f32>) {
 @compute @workgroup_size(THREADS)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) tid: u32) {
-  let pid = wid.x + wid.y * nwg.x;
-  let group = GROUP_M * nwg.x;
-  let first_m = (pid / group) * GROUP_M;
-  let gm = min(nwg.y - first_m, GROUP_M);
-  let m0 = (first_m + (pid % group) % gm) * BM;
-  let n0 = ((pid % group) / gm) * BN;
+  let blk = grouped_block(wid, nwg, GROUP_M);
+  let m0 = blk.x * BM;
+  let n0 = blk.y * BN;
   // Each thread owns rows {tm*4..+3, tm*4+BM/2..+3} and columns likewise: two vec4s 64 apart,
   // which keeps the workgroup-memory reads of neighbouring threads on different banks.
   let tm = tid / (BN / TN);

@@ -20,17 +20,14 @@ var<workgroup> As: array<vec4<f32>, BK * BM / 4u>;  // [k][m/4], A stored transp
 var<workgroup> Bs: array<vec4<f32>, BK * BN / 4u>;  // [k][n/4]
 
 //!include "matmul/vec4_loads.wgsl"
+//!include "matmul/grouped_order.wgsl"
 
 @compute @workgroup_size(THREADS)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) tid: u32) {
-  // Grouped ordering: consecutive workgroups sweep GROUP_M block-rows column by column.
-  let pid = wid.x + wid.y * nwg.x;
-  let group = GROUP_M * nwg.x;
-  let first_m = (pid / group) * GROUP_M;
-  let gm = min(nwg.y - first_m, GROUP_M);
-  let m0 = (first_m + (pid % group) % gm) * BM;
-  let n0 = ((pid % group) / gm) * BN;
+  let blk = grouped_block(wid, nwg, GROUP_M);
+  let m0 = blk.x * BM;
+  let n0 = blk.y * BN;
 
   let tm = tid / 16u;  // rows tm*4..+3 and 64+tm*4..+3
   let tn = tid % 16u;  // columns likewise
