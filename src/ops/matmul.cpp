@@ -22,8 +22,8 @@ const char* kernel_file(MatmulVersion v) {
     case MatmulVersion::Tiled: return "matmul/tiled.wgsl";
     case MatmulVersion::RegTile: return "matmul/regtile.wgsl";
     case MatmulVersion::RegTileVec4:
-    case MatmulVersion::RegTileVec4Grouped: return "matmul/regtile_vec4.wgsl";
-    case MatmulVersion::Vec4Prefetch: return "matmul/regtile_vec4_prefetch.wgsl";
+    case MatmulVersion::RegTileVec4Grouped:
+    case MatmulVersion::Vec4Prefetch: return "matmul/regtile_vec4.wgsl";
     case MatmulVersion::Auto: break;
   }
   throw Error("wgc: matmul: no kernel for version Auto");
@@ -53,7 +53,8 @@ MatmulVersion choose_matmul(MatmulDims d) {
   // Register tiling only pays once there are enough 128x128 blocks to fill the machine;
   // for thin products the 16x16 tiles keep more workgroups busy.
   if (uint64_t(d.m) * d.n < 64ull * 64ull) return MatmulVersion::Tiled;
-  // regtile-vec4 beat vec4-prefetch at 2048^3 and 4096^3 on the H200 (docs/benchmarks.md).
+  // regtile-vec4 beat or matched the other vec4 rungs at 2048^3 and 4096^3 on the H200
+  // (docs/benchmarks.md).
   return supports(MatmulVersion::RegTileVec4, d) ? MatmulVersion::RegTileVec4 : MatmulVersion::RegTile;
 }
 
@@ -73,6 +74,7 @@ void matmul(Batch& batch, const Tensor& a, const Tensor& b, const Tensor& c, Mat
   const Context& ctx = batch.context();
   KernelCode code = embedded_kernel(kernel_file(v));
   if (v == MatmulVersion::RegTileVec4Grouped) code.constants = {{"GROUP_M", kGroupM}};
+  if (v == MatmulVersion::Vec4Prefetch) code.constants = {{"PREFETCH", 1}};
   Kernel k = compile(ctx, code);
   uint32_t block = v == MatmulVersion::Naive || v == MatmulVersion::Tiled ? kNaiveTile : kRegTileBlock;
   Groups g{ceil_div(d.n, block), ceil_div(d.m, block), 1};

@@ -1,7 +1,8 @@
 // Matrix multiply C[M,N] = A[M,K] x B (B is [K,N], or [N,K] with trans_b), f32, row-major.
 // A ladder of kernels (src/kernels/matmul): naive -> tiled (workgroup memory) -> register-tiled
-// -> register-tiled with vec4 loads -> an experiment with register prefetch and L2-friendly
-// workgroup order (slower so far); Auto picks by shape.
+// -> register-tiled with vec4 loads, and two variants of that body: L2-friendly grouped
+// workgroup order, and the next tile's global loads issued before this tile's math (register
+// prefetch); Auto picks by shape.
 #pragma once
 
 #include "gpu/batch.h"

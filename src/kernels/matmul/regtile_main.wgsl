@@ -10,6 +10,9 @@ const BM = 128u;
 const BN = 128u;
 override BK: u32 = 8u;  // k per workgroup-memory tile: a multiple of 8 (ops/matmul.cpp)
 override GROUP_M: u32 = 1u;  // block-rows walked together (grouped_order.wgsl; 1: row-major)
+// Issue the next tile's global loads right after the barrier, before this tile's math, so that
+// their latency hides behind it (needs BK == 8: one vec4 of A and one of B per thread).
+override PREFETCH: bool = false;
 //!include "matmul/grouped_order.wgsl"
 const TM = 8u;
 const TN = 8u;
@@ -26,6 +29,30 @@ fn put_bt(k: u32, row: u32, v: vec4<f32>) {
   for (var j = 0u; j < 4u; j++) { Bs[(k + j) * (BN / 4u) + row / 4u][row % 4u] = v[j]; }
 }
 
+// Loader role l of thread tid: per tile BM x BK of A and BK x BN of B, BK / 8 vec4s of each.
+struct Slot {
+  row: u32,  // A (and B transposed): row of the tile, with 4 k's at kq
+  kq: u32,
+  bk: u32,  // B: row (k) of the tile, with 4 n's at bn
+  bn: u32,
+}
+fn slot(tid: u32, l: u32) -> Slot {
+  let idx = tid + l * THREADS;
+  return Slot(idx / (BK / 4u), (idx % (BK / 4u)) * 4u, idx / (BN / 4u), (idx % (BN / 4u)) * 4u);
+}
+fn fetch_a(s: Slot, m0: u32, k0: u32) -> vec4<f32> { return load_a4(m0 + s.row, k0 + s.kq); }
+fn fetch_b(s: Slot, n0: u32, k0: u32) -> vec4<f32> {
+  if (p.trans_b != 0u) { return load_bt4(n0 + s.row, k0 + s.kq); }
+  return load_b4(k0 + s.bk, n0 + s.bn);
+}
+fn put_b(s: Slot, v: vec4<f32>) {
+  if (p.trans_b != 0u) {
+    put_bt(s.kq, s.row, v);
+  } else {
+    Bs[s.bk * (BN / 4u) + s.bn / 4u] = v;
+  }
+}
+
 @compute @workgroup_size(THREADS)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) tid: u32) {
@@ -38,22 +65,30 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let tn = tid % (BN / TN);
   var acc: array<vec4<f32>, 16>;  // acc[i*2 + j]: row i of 8, column half j
 
+  let s0 = slot(tid, 0u);
+  var pa = vec4<f32>(0.0);
+  var pb = vec4<f32>(0.0);
+  if (PREFETCH) {
+    pa = fetch_a(s0, m0, 0u);
+    pb = fetch_b(s0, n0, 0u);
+  }
   for (var k0 = 0u; k0 < p.K; k0 += BK) {
-    // Loader roles: per tile BM x BK of A and BK x BN of B, BK / 8 vec4s of each per thread.
-    for (var l = 0u; l < BK / 8u; l++) {
-      let idx = tid + l * THREADS;
-      let row = idx / (BK / 4u);  // A (and B transposed): row of the tile, 4 k's at kq
-      let kq = (idx % (BK / 4u)) * 4u;
-      put_a(kq, row, load_a4(m0 + row, k0 + kq));
-      if (p.trans_b != 0u) {
-        put_bt(kq, row, load_bt4(n0 + row, k0 + kq));
-      } else {
-        let bk = idx / (BN / 4u);  // B: BK rows (k) x BN / 4 vec4s (n)
-        let bn = (idx % (BN / 4u)) * 4u;
-        Bs[bk * (BN / 4u) + bn / 4u] = load_b4(k0 + bk, n0 + bn);
+    if (PREFETCH) {
+      put_a(s0.kq, s0.row, pa);
+      put_b(s0, pb);
+      workgroupBarrier();
+      if (k0 + BK < p.K) {
+        pa = fetch_a(s0, m0, k0 + BK);
+        pb = fetch_b(s0, n0, k0 + BK);
       }
+    } else {
+      for (var l = 0u; l < BK / 8u; l++) {
+        let s = slot(tid, l);
+        put_a(s.kq, s.row, fetch_a(s, m0, k0));
+        put_b(s, fetch_b(s, n0, k0));
+      }
+      workgroupBarrier();
     }
-    workgroupBarrier();
     for (var k = 0u; k < BK; k++) {
       let a0 = As[k * (BM / 4u) + tm];
       let a1 = As[k * (BM / 4u) + tm + BM / 8u];
