@@ -53,9 +53,9 @@ MatmulVersion choose_matmul(MatmulDims d) {
   // Register tiling only pays once there are enough 128x128 blocks to fill the machine;
   // for thin products the 16x16 tiles keep more workgroups busy.
   if (uint64_t(d.m) * d.n < 64ull * 64ull) return MatmulVersion::Tiled;
-  // regtile-vec4 beat or matched the other vec4 rungs at 2048^3 and 4096^3 on the H200
-  // (docs/benchmarks.md).
-  return supports(MatmulVersion::RegTileVec4, d) ? MatmulVersion::RegTileVec4 : MatmulVersion::RegTile;
+  // vec4-prefetch was the fastest rung at 2048^3 and 4096^3 on the H200 (36.9 and 38.5 TFLOP/s,
+  // docs/benchmarks.md).
+  return supports(MatmulVersion::Vec4Prefetch, d) ? MatmulVersion::Vec4Prefetch : MatmulVersion::RegTile;
 }
 
 void matmul(Batch& batch, const Tensor& a, const Tensor& b, const Tensor& c, MatmulDims d, MatmulVersion v) {
