@@ -116,10 +116,60 @@ TEST(BenchLlmCli, TableAndJson) {
       EXPECT_NEAR(r["tps"][0].as_double() * r["seconds"][0].as_double(),
                   double(r["n_prompt"].as_int() + r["n_gen"].as_int()), 1e-6);
     }
+    EXPECT_GT(rs[1]["host_ms_per_token"].as_double(), 0);
+    EXPECT_TRUE(rs[0]["host_ms_per_token"].is_null());
+    EXPECT_EQ(v["decode_ahead"].as_int(), 2);
     double gbs = rs[1]["gbs"].as_double();
     EXPECT_NEAR(gbs, double(v["bytes_per_token"].as_int()) * rs[1]["tps_median"].as_double() / 1e9, 1e-9 + gbs * 1e-6);
     EXPECT_NEAR(rs[1]["bandwidth_fraction"].as_double(), gbs / v["bandwidth_gbs"].as_double(), 1e-6);
   }
+}
+
+// The decode knobs and the per-kernel profile: a synchronous decode with another matvec schedule
+// still runs, and the profile lists the step's kernels.
+TEST(BenchLlmCli, KnobsAndProfile) {
+  WGC_REQUIRE_FILE(fs::path(WGC_CLI_PATH));
+  TempDir dir;
+  auto model = dir.path / "tiny.gguf";
+  int status = -1;
+  std::string out = run_cli("synth-model --shape tiny --type q4_0 --out " + model.string(), &status);
+  ASSERT_EQ(status, 0) << out;
+  out = run_cli("bench-llm --model " + model.string() +
+                    " -p 0 -n 3 -r 1 --bandwidth 0 --decode-ahead 1 --matvec 128x16x1x3 --profile",
+                &status, false);
+  ASSERT_EQ(status, 0) << out;
+  for (const char* part :
+       {" tg3 |", "1 step(s) in flight", "wg 128, tpr 16, unroll 1, rows 3", "| kernel", "embedding"})
+    EXPECT_TRUE(has(out, part)) << "missing '" << part << "' in:\n" << out;
+  out = run_cli("bench-llm --model " + model.string() + " -n 1 --decode-ahead 0", &status);
+  EXPECT_NE(status, 0);
+  EXPECT_TRUE(has(out, "--decode-ahead")) << out;
+  out = run_cli("bench-llm --model " + model.string() + " -n 1 --matvec 1,2", &status);
+  EXPECT_NE(status, 0);
+  EXPECT_TRUE(has(out, "--matvec")) << out;
+}
+
+// wgc chart: a PNG from numbers, no overwrite without --force, clear errors.
+TEST(ChartCli, WritesAPngAndRefusesToOverwrite) {
+  WGC_REQUIRE_FILE(fs::path(WGC_CLI_PATH));
+  TempDir dir;
+  auto png = dir.path / "c.png";
+  int status = -1;
+  std::string args = "chart --out " + png.string() + " --categories a,b,c --series 'x=1,2,3' --series 'y=3,-,1'";
+  std::string out = run_cli(args, &status);
+  ASSERT_EQ(status, 0) << out;
+  EXPECT_GT(fs::file_size(png), 100u);
+  out = run_cli(args, &status);
+  EXPECT_NE(status, 0);
+  EXPECT_TRUE(has(out, "--force")) << out;
+  out = run_cli(args + " --force", &status);
+  EXPECT_EQ(status, 0) << out;
+  out = run_cli("chart --out " + png.string() + " --force --categories a,b --series 'x=1'", &status);
+  EXPECT_NE(status, 0);
+  EXPECT_TRUE(has(out, "1 values for 2 categories")) << out;
+  out = run_cli("chart --out " + png.string() + " --force --categories a --series 'x=one'", &status);
+  EXPECT_NE(status, 0);
+  EXPECT_TRUE(has(out, "'one' is not a number")) << out;
 }
 
 TEST(BenchLlmCli, ClearErrors) {
