@@ -54,8 +54,10 @@ fn store_y4(t: u32, r0: u32, v: vec4<f32>) {
   }
 }
 
-@compute @workgroup_size(BM * BN / 64u)
-fn main(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+// The body, for both entry points: `main` takes its workgroup size from the tile overrides;
+// `main_fixed` states 128 invocations as a constant (the default 64 x 128 tile), which lets the
+// driver's compiler budget registers for 128 invocations instead of the 1024 an override allows.
+fn body(tid: u32, wid: vec3<u32>) {
   let nt = BM * BN / 64u;
   let kq = BK / 4u;
   let m0 = wid.y * BM;
@@ -101,3 +103,9 @@ fn main(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wid: v
     for (var j = 0u; j < 2u; j++) { store_y4(t, n0 + j * (BN / 2u) + tn * 4u, acc[i * 2u + j]); }
   }
 }
+
+@compute @workgroup_size(BM * BN / 64u)
+fn main(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wid: vec3<u32>) { body(tid, wid); }
+
+@compute @workgroup_size(128)
+fn main_fixed(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wid: vec3<u32>) { body(tid, wid); }

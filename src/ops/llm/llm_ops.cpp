@@ -121,12 +121,14 @@ LlmOps::LlmOps(Context ctx) : ctx_(std::move(ctx)) {
 }
 
 Kernel LlmOps::kernel(const std::string& key, const std::vector<std::string>& files,
-                      std::vector<std::pair<std::string, double>> constants, bool subgroups) const {
+                      std::vector<std::pair<std::string, double>> constants, bool subgroups,
+                      const std::string& entry) const {
   if (auto it = kernels_.find(key); it != kernels_.end()) return it->second;
   KernelCode code;
   if (subgroups) code.wgsl = "enable subgroups;\n";
   for (auto& f : files) code.wgsl += embedded_kernel(f).wgsl;
   code.constants = std::move(constants);
+  code.entry = entry;
   code.label = key;
   Kernel k = compile(ctx_, code);
   kernels_.emplace(key, k);
@@ -135,7 +137,8 @@ Kernel LlmOps::kernel(const std::string& key, const std::vector<std::string>& fi
 
 namespace {
 constexpr uint32_t kNaiveWG = 64;
-constexpr uint32_t kMatvecMaxRows = 4;  // matvec.wgsl: R_MAX
+constexpr uint32_t kMatvecMaxRows = 4;          // matvec.wgsl: R_MAX
+constexpr uint32_t kRegTileFixedThreads = 128;  // matmul_regtile.wgsl: main_fixed's workgroup size
 }  // namespace
 
 Kernel LlmOps::linear_kernel(const std::string& kind, WeightType t, Version v) const {
@@ -162,8 +165,9 @@ Kernel LlmOps::linear_kernel(const std::string& kind, WeightType t, Version v) c
          std::to_string(shared) + " bytes of workgroup memory, the adapter allows " +
              std::to_string(ctx_.limits().max_compute_workgroup_storage_size));
     files.push_back("llm/matmul_regtile.wgsl");
+    const bool fixed = bm * bn / 64 == kRegTileFixedThreads;  // matmul_regtile.wgsl: main_fixed
     return kernel(key + "/" + std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk), files,
-                  {{"BM", bm}, {"BN", bn}, {"BK", bk}}, false);
+                  {{"BM", bm}, {"BN", bn}, {"BK", bk}}, false, fixed ? "main_fixed" : "main");
   }
   bool sg = v == Version::Subgroup;
   files.push_back(sg ? "llm/reduce_sg.wgsl" : "llm/reduce_wg.wgsl");

@@ -207,7 +207,8 @@ class LlmOps {
 
  private:
   Kernel kernel(const std::string& key, const std::vector<std::string>& files,
-                std::vector<std::pair<std::string, double>> constants, bool subgroups) const;
+                std::vector<std::pair<std::string, double>> constants, bool subgroups,
+                const std::string& entry = "main") const;
   Kernel linear_kernel(const std::string& kind, WeightType t, Version v) const;
   Kernel attn_kernel(int head_dim, int bq) const;
   void select_pass(Batch& b, const Tensor& vals, const Tensor& ids, bool have_ids, int64_t count, int k,
