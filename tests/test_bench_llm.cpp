@@ -15,16 +15,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// The tool's output (and its error output unless with_stderr is false); *status = its exit code.
 std::string run_cli(const std::string& args, int* status, bool with_stderr = true) {
-  std::string cmd = std::string(WGC_CLI_PATH) + " " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
-  std::string out;
-  FILE* f = ::popen(cmd.c_str(), "r");
-  if (!f) return out;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
-  *status = ::pclose(f);
-  return out;
+  auto r = test::run_cli(args);
+  *status = r.rc;
+  return with_stderr ? r.out + r.err : r.out;
 }
 
 struct TempDir {

@@ -46,49 +46,9 @@ std::vector<int32_t> json_ids(const json::Value& a) {
   return v;
 }
 
-std::string read_file(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-std::string quote(const std::string& s) {
-  std::ostringstream q;
-  q << '\'';
-  for (char c : s)
-    if (c == '\'')
-      q << "'\\''";
-    else
-      q << c;
-  q << '\'';
-  return q.str();
-}
-
-struct CliResult {
-  int rc = -1;
-  std::string out, err;
-};
-
-// Runs the built wgc with `args` (already shell-quoted), feeding `input` on stdin.
-CliResult run_cli(const std::string& args, const std::string& input = "") {
-  static int n = 0;
-  fs::path dir = fs::temp_directory_path() / ("wgc_test_generate_" + std::to_string(getpid()));
-  fs::create_directories(dir);
-  std::string k = std::to_string(n++);
-  fs::path in = dir / ("in" + k), out = dir / ("out" + k), err = dir / ("err" + k);
-  std::ofstream(in) << input;
-  std::ostringstream cmd;
-  cmd << quote(WGC_CLI_PATH) << ' ' << args << " < " << quote(in.string()) << " > " << quote(out.string()) << " 2> "
-      << quote(err.string());
-  int status = std::system(cmd.str().c_str());
-  CliResult r;
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = read_file(out);
-  r.err = read_file(err);
-  fs::remove_all(dir);
-  return r;
-}
+using test::CliResult;
+using test::quote;
+using test::run_cli;
 
 fs::path tiny_dict() { return test::models_dir() / "wgc-tiny-dict"; }
 fs::path tiny_llama2() { return test::fixtures_dir() / "tiny-llama2-f32"; }

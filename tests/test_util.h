@@ -10,9 +10,12 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <random>
 #include <string>
 
+#include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
 
@@ -65,8 +68,7 @@ double median_ms(F&& f, int reps) {
 // A scratch folder for this test process (removed when it exits), or a subfolder `sub` of it.
 inline std::filesystem::path temp_dir(const std::string& sub = "") {
   struct Dir {
-    std::filesystem::path p =
-        std::filesystem::temp_directory_path() / ("wgc_test_" + std::to_string(::getpid()));
+    std::filesystem::path p = std::filesystem::temp_directory_path() / ("wgc_test_" + std::to_string(::getpid()));
     Dir() { std::filesystem::create_directories(p); }
     ~Dir() {
       std::error_code ec;
@@ -84,11 +86,49 @@ inline std::filesystem::path fixtures_dir() { return env_dir("WGC_FIXTURES", WGC
 // ../shared/models, or $WGC_MODELS.
 inline std::filesystem::path models_dir() { return env_dir("WGC_MODELS", WGC_MODELS_DEFAULT); }
 
+// `s` quoted for a POSIX shell.
+inline std::string quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+struct CliResult {
+  int rc = -1;
+  std::string out, err;
+};
+
+// Runs the built `wgc` (WGC_CLI_PATH) with `args` (already shell-quoted), feeding `input` on stdin.
+inline CliResult run_cli(const std::string& args, const std::string& input = "") {
+  static int n = 0;
+  auto dir = std::filesystem::temp_directory_path() / ("wgc_test_cli_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  std::string k = std::to_string(n++);
+  auto in = dir / ("in" + k), out = dir / ("out" + k), err = dir / ("err" + k);
+  std::ofstream(in) << input;
+  std::string cmd = quote(WGC_CLI_PATH) + " " + args + " < " + quote(in.string()) + " > " + quote(out.string()) +
+                    " 2> " + quote(err.string());
+  int status = std::system(cmd.c_str());
+  auto slurp = [](const std::filesystem::path& p) {
+    std::ifstream f(p, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+  };
+  CliResult r;
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = slurp(out);
+  r.err = slurp(err);
+  std::error_code ec;
+  std::filesystem::remove(in, ec);
+  std::filesystem::remove(out, ec);
+  std::filesystem::remove(err, ec);
+  return r;
+}
+
 }  // namespace wgc::test
 
 // Skips the test, saying why, when a fixture file is absent.
-#define WGC_REQUIRE_FILE(path)                                                                   \
-  do {                                                                                           \
-    if (!std::filesystem::exists(path))                                                          \
-      GTEST_SKIP() << "fixture not found: " << (path) << " (set WGC_FIXTURES / WGC_MODELS)";     \
+#define WGC_REQUIRE_FILE(path)                                                               \
+  do {                                                                                       \
+    if (!std::filesystem::exists(path))                                                      \
+      GTEST_SKIP() << "fixture not found: " << (path) << " (set WGC_FIXTURES / WGC_MODELS)"; \
   } while (0)
