@@ -82,13 +82,16 @@ TEST(BenchLlmCli, TableAndJson) {
     ASSERT_EQ(status, 0) << out;
     // q8_0 measures the bandwidth; f16 is given one.
     std::string bw = std::string(type) == "f16" ? " --bandwidth 100" : "";
-    out = run_cli("bench-llm --model " + model.string() + " -p 8 -n 4 -r 1 --json " + json_path.string() + bw, &status,
-                  false);
+    auto png = dir.path / (std::string("bench-") + type + ".png");
+    out = run_cli("bench-llm --model " + model.string() + " -p 8 -n 4 -r 1 --json " + json_path.string() + " --png " +
+                      png.string() + bw,
+                  &status, false);
     ASSERT_EQ(status, 0) << out;
     for (const char* part : {"| model", " test ", "t/s", "GB/s", " pp8 |", " tg4 |", "| llama "})
       EXPECT_TRUE(has(out, part)) << "missing '" << part << "' in:\n" << out;
     EXPECT_TRUE(has(out, std::string(type) == "f16" ? "F16" : "Q8_0")) << out;
 
+    EXPECT_GT(fs::file_size(png), 100u);
     auto v = json::parse_file(json_path);
     EXPECT_EQ(v["type"].as_string(), std::string(type) == "f16" ? "F16" : "Q8_0");
     EXPECT_GT(v["params"].as_int(), 0);

@@ -4,6 +4,7 @@
 #include "bench/bench.h"
 #include "cli/command.h"
 #include "gpu/error.h"
+#include "io/chart.h"
 #include "llm/formats/gguf.h"
 #include "llm/model/llama.h"
 
@@ -189,6 +190,7 @@ int bench_llm_cmd(Args& a) {
   std::vector<int> pp = int_list(a, "-p", 512), tg = int_list(a, "-n", 128);
   int repeats = static_cast<int>(a.number_or("-r", a.number_or("--repetitions", 5)));
   auto json = a.option("--json");
+  auto png = a.option("--png");
   auto bw_opt = a.option("--bandwidth");
   int batch = static_cast<int>(a.number_or("--batch", 512));
   auto seed = static_cast<uint32_t>(a.number_or("--seed", 1));
@@ -417,6 +419,15 @@ int bench_llm_cmd(Args& a) {
       : bw_source == "measured" ? "measured copy bandwidth"
                                 : "bandwidth (none with --bandwidth 0)");
 
+  if (png) {  // t/s of each test, one bar per test
+    std::vector<std::string> cats;
+    chart::BarSeries bars{"median t/s", {}};
+    for (const auto& t : tests) {
+      cats.push_back(t.name);
+      bars.values.push_back(t.t.median);
+    }
+    chart::write_bar_chart(*png, name + " on " + ctx.adapter().device, "tokens/s", cats, {bars});
+  }
   if (json) {
     std::ofstream f(*json);
     if (!f) throw Error("wgc bench-llm: cannot write " + *json);
@@ -447,11 +458,12 @@ int bench_llm_cmd(Args& a) {
   return 0;
 }
 
-Register reg{{"bench-llm",
-              "--model F.gguf [-p 512[,n..]] [-n 128[,n..]] [-r 5] [--json F] [--bandwidth GB/s] [--batch 512] "
-              "[--seed S] [--no-warmup] [--decode-ahead N] [--profile] [--matvec WG,TPR,UNROLL,ROWS] [--matmul "
-              "naive|tiled|regtile] [--matmul-tile BMxBNxBK] [--backend B]",
-              "llama-bench for LlamaModel: prefill (pp) and decode (tg) tokens/s, decode vs bandwidth", bench_llm_cmd}};
+Register reg{
+    {"bench-llm",
+     "--model F.gguf [-p 512[,n..]] [-n 128[,n..]] [-r 5] [--json F] [--png F] [--bandwidth GB/s] [--batch 512] "
+     "[--seed S] [--no-warmup] [--decode-ahead N] [--profile] [--matvec WG,TPR,UNROLL,ROWS] [--matmul "
+     "naive|tiled|regtile] [--matmul-tile BMxBNxBK] [--backend B]",
+     "llama-bench for LlamaModel: prefill (pp) and decode (tg) tokens/s, decode vs bandwidth", bench_llm_cmd}};
 
 }  // namespace
 }  // namespace wgc::cli
