@@ -97,7 +97,8 @@ void write_chart(const std::string& path, const Context& ctx, const std::vector<
   if (charts.empty()) return;
   Image all(charts[0].width, int(charts.size()) * charts[0].height, charts[0].channels);
   for (size_t i = 0; i < charts.size(); ++i)
-    std::copy(charts[i].data.begin(), charts[i].data.end(), all.data.begin() + std::ptrdiff_t(i * charts[0].data.size()));
+    std::copy(charts[i].data.begin(), charts[i].data.end(),
+              all.data.begin() + std::ptrdiff_t(i * charts[0].data.size()));
   write_image(path, all);
 }
 
@@ -146,8 +147,15 @@ int bench_cmd(Args& a) {
   }
   if (tty) std::fprintf(stderr, "\r%70s\r", "");
 
-  std::printf("\n%-8s %-14s %-12s %10s %16s %7s %10s %10s %8s %10s %s\n", "op", "version", "size", "GPU ms", "rate",
-              "%peak", "CPU ms", "BLAS ms", "speedup", "max err", "check");
+  // Columns as wide as their longest entry ("regtile-vec4-grouped", "4096x4096x512").
+  int wop = 8, wver = 14, wsize = 12;
+  for (auto& r : results) {
+    wop = std::max(wop, int(r.c.op.size()));
+    wver = std::max(wver, int(r.c.version.size()));
+    wsize = std::max(wsize, int(r.c.size.size()));
+  }
+  std::printf("\n%-*s %-*s %-*s %10s %16s %7s %10s %10s %8s %10s %s\n", wop, "op", wver, "version", wsize, "size",
+              "GPU ms", "rate", "%peak", "CPU ms", "BLAS ms", "speedup", "max err", "check");
   bool all_ok = true;
   for (auto& r : results) {
     auto [plain, blas] = cpu[{r.c.op, r.c.size}];
@@ -155,9 +163,10 @@ int bench_cmd(Args& a) {
     double pf = peak_fraction(r, bw, flops_peak);
     bool ok = r.error < r.c.tolerance;
     all_ok &= ok;
-    std::printf("%-8s %-14s %-12s %10.4f %16s %7s %10s %10s %8s %10.2e %s\n", r.c.op.c_str(), r.c.version.c_str(),
-                r.c.size.c_str(), r.gpu_ms, rate(r).c_str(), pf >= 0 ? fmt("%.1f%%", 100 * pf).c_str() : "-",
-                plain > 0 ? fmt("%.3f", plain).c_str() : "-", blas > 0 ? fmt("%.3f", blas).c_str() : "-",
+    std::printf("%-*s %-*s %-*s %10.4f %16s %7s %10s %10s %8s %10.2e %s\n", wop, r.c.op.c_str(), wver,
+                r.c.version.c_str(), wsize, r.c.size.c_str(), r.gpu_ms, rate(r).c_str(),
+                pf >= 0 ? fmt("%.1f%%", 100 * pf).c_str() : "-", plain > 0 ? fmt("%.3f", plain).c_str() : "-",
+                blas > 0 ? fmt("%.3f", blas).c_str() : "-",
                 best_cpu > 0 ? fmt("%.3gx", best_cpu / r.gpu_ms).c_str() : "-", r.error, ok ? "ok" : "FAIL");
   }
   std::printf("\nGPU ms: median of %s; speedup against the faster of the plain CPU loop and BLAS.\n",
