@@ -83,12 +83,7 @@ std::vector<Case> make_cases(const Context& ctx, const Options& o, const std::st
           if (d->want[0] != 0 && std::fabs(d->want[0]) > scale) scale = std::fabs(d->want[0]);
           return std::isfinite(got[0]) ? std::fabs(double(got[0]) - d->want[0]) / scale : INFINITY;
         }
-        double md = 0, mr = 0;
-        for (size_t i = 0; i < got.size(); ++i) {
-          md = std::max(md, std::isfinite(got[i]) ? std::fabs(double(got[i]) - d->want[i]) : INFINITY);
-          mr = std::max(mr, std::fabs(double(d->want[i])));
-        }
-        return md / std::max(mr, 1e-30);
+        return max_rel_error(std::span<const float>(got), std::span<const float>(d->want));
       };
       c.tolerance = scalar ? 1e-4 : 1e-6;
       if (out.empty() || out.back().size != c.size) c.cpu = [d, op] { cpu_op(op, d->host); };

@@ -68,12 +68,7 @@ std::vector<Case> linear_cases(const Context& ctx, const Options& o, bool prefil
           const int k = std::min(n, kCheckedTokens);
           std::vector<float> xk(d->x.begin(), d->x.begin() + std::ptrdiff_t(k * side));
           auto want = llm::ref::linear(d->deq, side, xk, k, 0, side);
-          double md = 0, mr = 0;
-          for (size_t i = 0; i < want.size(); ++i) {
-            md = std::max(md, std::isfinite(got[i]) ? std::fabs(double(got[i]) - want[i]) : INFINITY);
-            mr = std::max(mr, std::fabs(want[i]));
-          }
-          return md / std::max(mr, 1e-30);
+          return max_rel_error(std::span<const float>(got), std::span<const double>(want));
         };
         c.tolerance = 1e-4;
         out.push_back(std::move(c));

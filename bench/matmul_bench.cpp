@@ -63,13 +63,8 @@ std::vector<Case> cases(const Context& ctx, const Options& o) {
         std::vector<float> row(d->n);
         for (uint32_t i = 0; i < d->n; i += step) {
           cpu::matmul_reference(std::span(d->a).subspan(size_t(i) * d->n, d->n), d->b, row, 1, d->n, d->n, false);
-          double md = 0, mr = 0;
-          for (uint32_t j = 0; j < d->n; ++j) {
-            float g = got[size_t(i) * d->n + j];
-            md = std::max(md, std::isfinite(g) ? std::fabs(double(g) - row[j]) : INFINITY);
-            mr = std::max(mr, std::fabs(double(row[j])));
-          }
-          worst = std::max(worst, md / std::max(mr, 1e-30));
+          worst = std::max(worst, max_rel_error(std::span<const float>(got).subspan(size_t(i) * d->n, d->n),
+                                                std::span<const float>(row)));
         }
         return worst;
       };

@@ -31,16 +31,10 @@ std::vector<Case> make_cases(const Context& ctx, const Options& o, StencilOp op)
         call->record(b);
         b.run();
         auto got = download<float>(ctx, call->output);
-        double md = 0, mr = 0;
-        for (size_t i = 0; i < want->size(); ++i) {
-          md = std::max(md, std::isfinite(got[i]) ? std::fabs(double(got[i]) - (*want)[i]) : INFINITY);
-          mr = std::max(mr, std::fabs(double((*want)[i])));
-        }
-        return md / std::max(mr, 1e-30);
+        return max_rel_error(std::span<const float>(got), std::span<const float>(*want));
       };
       c.tolerance = 1e-5;
-      if (out.empty() || out.back().size != c.size)
-        c.cpu = [p, call] { stencil_cpu(p, call->host_input); };
+      if (out.empty() || out.back().size != c.size) c.cpu = [p, call] { stencil_cpu(p, call->host_input); };
       out.push_back(std::move(c));
     }
   }
