@@ -336,6 +336,12 @@ struct LlamaModel::Impl {
     ensure_logits(1);
     ops.linear(b, output(), last, logits, 1);
   }
+  // The same and the argmax of those logits, into out_id; returns its readback.
+  Readback record_argmax(Batch& b, int n) {
+    record_last(b, n);
+    ops.argmax(b, logits, vocab, out_id);
+    return b.read(out_id, 0, 4);
+  }
 };
 
 LlamaModel::LlamaModel(const Context& ctx, const ModelFile& file, EngineOptions options)
@@ -390,11 +396,11 @@ int32_t LlamaModel::greedy(std::span<const int32_t> tokens) {
   auto& im = *impl_;
   tokens = im.prefill_chunks(tokens);
   Batch b(im.ctx);
-  im.record_last(b, tokens);
-  im.ops.argmax(b, im.logits, im.vocab, im.out_id);
-  b.run();
+  im.upload_ids(tokens);
+  Readback id = im.record_argmax(b, int(tokens.size()));
+  b.submit();
   im.n_past += int(tokens.size());
-  return int32_t(download<uint32_t>(im.ctx, im.out_id)[0]);
+  return int32_t(id.value<uint32_t>());
 }
 
 DecodeStats LlamaModel::decode_greedy(int32_t first, int max_steps, const std::function<bool(int32_t)>& on_token) {
@@ -417,9 +423,7 @@ DecodeStats LlamaModel::decode_greedy(int32_t first, int max_steps, const std::f
       Batch b(im.ctx);
       if (st.recorded > 0) b.copy(im.out_id, 0, im.ids, 0, 4);  // the previous step's token
       im.n_past = base + st.recorded;
-      im.record_last(b, 1);
-      im.ops.argmax(b, im.logits, im.vocab, im.out_id);
-      in_flight.push_back(b.read(im.out_id, 0, 4));
+      in_flight.push_back(im.record_argmax(b, 1));
       b.submit();
       ++st.recorded;
     }
@@ -440,8 +444,8 @@ std::vector<DispatchTiming> LlamaModel::profile_decode_step(int32_t token) {
   auto& im = *impl_;
   im.check_tokens(std::span(&token, 1));
   Batch b(im.ctx, /*timed=*/true);
-  im.record_last(b, std::span(&token, 1));
-  im.ops.argmax(b, im.logits, im.vocab, im.out_id);
+  im.upload_ids(std::span(&token, 1));
+  im.record_argmax(b, 1);
   b.run();
   return b.timings();
 }
