@@ -88,19 +88,24 @@ struct Readback::State {
   }
 };
 
-std::span<const std::byte> Readback::wait() const {
+Readback::State& Readback::submitted() const {
   if (!state_) throw Error("wgc: waiting on an empty readback");
   if (!state_->requested) throw Error("wgc: a readback's batch was not submitted");
-  if (!state_->done) state_->finish();
-  return state_->data;
+  return *state_;
+}
+
+std::span<const std::byte> Readback::wait() const {
+  State& st = submitted();
+  if (!st.done) st.finish();
+  return st.data;
 }
 
 void Readback::wait(std::span<std::byte> out) const {
-  if (!state_) throw Error("wgc: waiting on an empty readback");
-  if (out.size() > state_->bytes) throw Error("wgc: a readback asked for more bytes than it read");
-  if (!state_->requested) throw Error("wgc: a readback's batch was not submitted");
-  if (!state_->done) return state_->finish(out);
-  std::memcpy(out.data(), state_->data.data(), out.size());
+  State& st = submitted();
+  if (out.size() > st.bytes) throw Error("wgc: a readback asked for more bytes than it read");
+  if (!st.done) return st.finish(out);
+  if (st.data.size() < out.size()) throw Error("wgc: this readback's bytes were already copied out");
+  std::memcpy(out.data(), st.data.data(), out.size());
 }
 
 struct Batch::Impl {

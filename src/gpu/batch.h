@@ -79,6 +79,7 @@ class Readback {
   struct State;
 
  private:
+  State& submitted() const;  // the state, once its batch was submitted (else throws)
   std::shared_ptr<State> state_;
   friend class Batch;
 };
