@@ -4,10 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <numbers>
-#include <string_view>
 
 namespace wgc::llm {
 
@@ -172,14 +169,18 @@ Kernel LlmOps::linear_kernel(const std::string& kind, WeightType t, Version v) c
   bool sg = v == Version::Subgroup;
   files.push_back(sg ? "llm/reduce_sg.wgsl" : "llm/reduce_wg.wgsl");
   files.push_back("llm/matvec.wgsl");
-  uint32_t wg = std::min(tuning.matvec_wg, max_wg_), tpr = std::min(tuning.matvec_tpr, wg);
-  uint32_t r = std::clamp(tuning.matvec_rows, 1u, kMatvecMaxRows);
+  const MatvecShape m = matvec_shape();
   std::vector<std::pair<std::string, double>> c = {
-      {"WG", wg}, {"TPR", tpr}, {"UNROLL", tuning.matvec_unroll}, {"R", r}};
+      {"WG", m.wg}, {"TPR", m.tpr}, {"UNROLL", tuning.matvec_unroll}, {"R", m.rows}};
   if (sg) c.push_back({"SG", sg_size_});
-  return kernel(key + (sg ? "/sg/" : "/wg/") + std::to_string(wg) + "/" + std::to_string(tpr) + "/" +
-                    std::to_string(tuning.matvec_unroll) + "/" + std::to_string(r),
+  return kernel(key + (sg ? "/sg/" : "/wg/") + std::to_string(m.wg) + "/" + std::to_string(m.tpr) + "/" +
+                    std::to_string(tuning.matvec_unroll) + "/" + std::to_string(m.rows),
                 files, c, sg);
+}
+
+LlmOps::MatvecShape LlmOps::matvec_shape() const {
+  const uint32_t wg = std::min(tuning.matvec_wg, max_wg_);
+  return {wg, std::min(tuning.matvec_tpr, wg), std::clamp(tuning.matvec_rows, 1u, kMatvecMaxRows)};
 }
 
 std::vector<KernelVersion> LlmOps::versions() const {
@@ -339,11 +340,10 @@ void LlmOps::linear(Batch& b, const GpuWeight& w, const Tensor& x, const Tensor&
                {ceil_div(uint64_t(rows), tuning.matmul_bn), ceil_div(uint64_t(n_tokens), tuning.matmul_bm), 1});
   } else if (n_tokens == 1) {
     Kernel k = linear_kernel("matvec", w.type, v);
-    uint32_t wg = std::min(tuning.matvec_wg, max_wg_), tpr = std::min(tuning.matvec_tpr, wg);
-    uint32_t r = std::clamp(tuning.matvec_rows, 1u, kMatvecMaxRows);
+    const MatvecShape m = matvec_shape();
     need(round16(x.bytes()) <= x.capacity(), op, "x buffer too small");
     b.dispatch(k, {w.data, w.scales, Arg(x, 0, round16(x.bytes())), bias, y}, prm,
-               groups_1d(ctx_, ceil_div(uint64_t(rows), wg / tpr * r)));
+               groups_1d(ctx_, ceil_div(uint64_t(rows), m.wg / m.tpr * m.rows)));
   } else {
     Kernel k = linear_kernel("matmul", w.type, v);
     b.dispatch(k, {w.data, w.scales, x, bias, y}, prm,

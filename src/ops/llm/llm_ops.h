@@ -210,6 +210,12 @@ class LlmOps {
                 std::vector<std::pair<std::string, double>> constants, bool subgroups,
                 const std::string& entry = "main") const;
   Kernel linear_kernel(const std::string& kind, WeightType t, Version v) const;
+  // The matvec schedule: tuning clamped to the adapter and the kernel. The pipeline and the grid
+  // must agree on it.
+  struct MatvecShape {
+    uint32_t wg, tpr, rows;  // invocations per workgroup and per row group; rows per group
+  };
+  MatvecShape matvec_shape() const;
   Kernel attn_kernel(int head_dim, int bq) const;
   void select_pass(Batch& b, const Tensor& vals, const Tensor& ids, bool have_ids, int64_t count, int k,
                    const Tensor& out_v, const Tensor& out_i) const;
