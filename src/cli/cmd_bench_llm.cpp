@@ -183,6 +183,12 @@ std::vector<int> int_list(Args& a, const char* name, int def) {
   return out;
 }
 
+// --matmul's names of the prefill kernels (LlmTuning::matmul); "auto" is the default, not an option.
+constexpr std::pair<const char*, llm::Version> kPrefillKernels[] = {{"auto", llm::Version::Auto},
+                                                                    {"naive", llm::Version::Naive},
+                                                                    {"tiled", llm::Version::Shared},
+                                                                    {"regtile", llm::Version::RegTile}};
+
 int bench_llm_cmd(Args& a) {
   auto g = gpu_flags(a);
   auto model_path = a.option("--model");
@@ -220,14 +226,11 @@ int bench_llm_cmd(Args& a) {
     tuning.matmul_bk = bk;
   }
   if (auto mm = a.option("--matmul")) {  // the prefill kernel
-    if (*mm == "naive")
-      tuning.matmul = llm::Version::Naive;
-    else if (*mm == "tiled")
-      tuning.matmul = llm::Version::Shared;
-    else if (*mm == "regtile")
-      tuning.matmul = llm::Version::RegTile;
-    else
+    auto k = std::find_if(std::begin(kPrefillKernels) + 1, std::end(kPrefillKernels),
+                          [&](const auto& e) { return *mm == e.first; });
+    if (k == std::end(kPrefillKernels))
       throw Error("wgc bench-llm: --matmul expects naive, tiled or regtile, got '" + *mm + "'");
+    tuning.matmul = k->second;
   }
   a.done();
   if (ahead < 1) throw Error("wgc bench-llm: --decode-ahead must be at least 1");

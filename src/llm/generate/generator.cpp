@@ -203,8 +203,7 @@ GenerateResult Generator::generate(std::span<const int32_t> prompt_ids, const Ge
     }
     return true;
   };
-  r.stop = StopReason::MaxTokens;
-  if (o.max_tokens != 0 && accept(next)) {
+  if (o.max_tokens != 0 && accept(next)) {  // r.stop starts as MaxTokens
     if (sampler.plan().kind == SamplePlan::Greedy) {
       // The GPU passes each argmax to the next step; the host records ahead (LlamaModel).
       int budget = o.max_tokens > 0 ? o.max_tokens - int(r.ids.size()) : max_ctx;
