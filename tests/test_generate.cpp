@@ -358,3 +358,32 @@ TEST(ChatCli, TemplateTurnsReuseTheCache) {
   ASSERT_NE(second, std::string::npos) << r.err;
   EXPECT_NE(r.err.find("cached", second), std::string::npos) << r.err;
 }
+
+// validate(GenerateOptions): max_tokens below -1 and bad stop strings are named; the sampling
+// fields through validate(SamplingParams).
+TEST(GenerateOptions, ValidateNamesTheOption) {
+  auto option_of = [](const GenerateOptions& o) -> std::string {
+    try {
+      validate(o);
+    } catch (const wgc::OptionError& e) {
+      return e.option;
+    }
+    return "";
+  };
+  GenerateOptions o;
+  EXPECT_EQ(option_of(o), "");
+  o.max_tokens = -1;
+  EXPECT_EQ(option_of(o), "");
+  o.max_tokens = -5;
+  EXPECT_EQ(option_of(o), "max_tokens");
+  o.max_tokens = 8;
+  o.stop = {""};
+  EXPECT_EQ(option_of(o), "stop");
+  o.stop = std::vector<std::string>(kMaxStopStrings + 1, "x");
+  EXPECT_EQ(option_of(o), "stop");
+  o.stop = {std::string(kMaxStopBytes + 1, 'x')};
+  EXPECT_EQ(option_of(o), "stop");
+  o.stop = {"\n\n"};
+  o.sampling.top_p = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_EQ(option_of(o), "top_p");
+}

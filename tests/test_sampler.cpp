@@ -1,6 +1,7 @@
 // Sampler: exact expectations on tiny hand-made distributions (top-k, top-p, min-p, penalties,
 // greedy ties), the GPU plan's exactness, seeded reproducibility and temperature frequencies.
 // CPU only: no GPU context.
+#include "gpu/error.h"
 #include "llm/generate/sampler.h"
 #include "llm/model/llama.h"
 
@@ -8,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <random>
 #include <set>
@@ -363,4 +365,50 @@ TEST(Sampler, Describe) {
   p.temperature = 0;
   p.repeat_penalty = 1.1f;
   EXPECT_EQ(p.describe(), "greedy, repeat-penalty 1.10, last-n 64");
+}
+
+// validate() names the field out of range; the defaults and the edges of each range pass.
+TEST(Sampler, ValidateNamesTheFieldOutOfRange) {
+  EXPECT_NO_THROW(validate(SamplingParams{}));
+  auto fails_on = [](SamplingParams p) -> std::string {
+    try {
+      validate(p);
+    } catch (const wgc::OptionError& e) {
+      EXPECT_EQ(std::string(e.what()), e.option + " " + e.problem);
+      return e.option;
+    }
+    return "";
+  };
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  struct Case {
+    float SamplingParams::*field;
+    float value;
+    const char* name;
+  } cases[] = {
+      {&SamplingParams::temperature, nan, "temperature"},
+      {&SamplingParams::temperature, inf, "temperature"},
+      {&SamplingParams::top_p, nan, "top_p"},
+      {&SamplingParams::top_p, 0.f, "top_p"},
+      {&SamplingParams::top_p, 1.01f, "top_p"},
+      {&SamplingParams::min_p, -0.1f, "min_p"},
+      {&SamplingParams::min_p, inf, "min_p"},
+      {&SamplingParams::repeat_penalty, 0.f, "repeat_penalty"},
+      {&SamplingParams::repeat_penalty, nan, "repeat_penalty"},
+      {&SamplingParams::presence_penalty, -inf, "presence_penalty"},
+      {&SamplingParams::frequency_penalty, nan, "frequency_penalty"},
+  };
+  for (const auto& c : cases) {
+    SamplingParams p;
+    p.*c.field = c.value;
+    EXPECT_EQ(fails_on(p), c.name) << c.name << " = " << c.value;
+  }
+  SamplingParams edges;
+  edges.temperature = 0;
+  edges.top_p = 1;
+  edges.min_p = 1;
+  edges.presence_penalty = -2;
+  edges.penalty_last_n = -1;
+  EXPECT_NO_THROW(validate(edges));
+  edges.penalty_last_n = -2;
+  EXPECT_EQ(fails_on(edges), "penalty_last_n");
 }

@@ -102,17 +102,20 @@ void write_chart(const std::string& path, const Context& ctx, const std::vector<
   write_image(path, all);
 }
 
-int bench_cmd(Args& a) {
-  auto g = gpu_flags(a);
+struct Flags {
+  GpuFlags gpu;
   bench::Options o;
-  o.ops = a.list("--ops");
-  for (auto& s : a.list("--sizes")) o.sizes.push_back(std::stod(s));
-  o.quick = a.flag("--quick");
-  o.repeats = static_cast<int>(a.number_or("--repeats", 0));
-  auto json = a.option("--json");
-  auto png = a.option("--png");
-  a.done();
-  Context ctx({parse_backend(g.backend), g.debug});
+  std::optional<std::string> json, png;
+};
+
+int bench_cmd(const Flags& f) {
+  const bench::Options& o = f.o;
+  const auto& json = f.json;
+  const auto& png = f.png;
+  if (o.repeats < 0) throw UsageError("--repeats must be >= 0");
+  for (double s : o.sizes)
+    if (s < 1) throw UsageError("--sizes expects sizes >= 1, got " + fmt("%g", s));
+  Context ctx(f.gpu.context_options());
 
   std::set<std::string> known;
   for (auto& [op, make] : bench::registry()) known.insert(op);
@@ -176,8 +179,17 @@ int bench_cmd(Args& a) {
   return all_ok ? 0 : 3;
 }
 
-Register reg{{"bench", "[--ops a,b] [--sizes n,m] [--quick] [--repeats R] [--json F] [--png F] [--backend B]",
-              "GPU vs CPU for every op, kernel version and size: table, JSON, PNG chart", bench_cmd}};
+Register reg{{"bench", "GPU vs CPU for every op, kernel version and size: table, JSON, PNG chart", [](CLI::App& app) {
+                auto f = std::make_shared<Flags>();
+                add_list(app, "--ops", f->o.ops, "the ops to run (default: all; an unknown one lists them)");
+                add_numbers(app, "--sizes", f->o.sizes, "sizes to run instead of the ops' defaults");
+                app.add_flag("--quick", f->o.quick, "small sizes, few repeats (CI, SwiftShader)");
+                add_number(app, "--repeats", f->o.repeats, "timed runs per case; 0: 5 with --quick, else 20");
+                add_text(app, "--json", f->json, "write the results as JSON to this file")->type_name("FILE");
+                add_text(app, "--png", f->png, "write a chart per op to this PNG file")->type_name("FILE");
+                add_gpu_flags(app, f->gpu);
+                return [f] { return bench_cmd(*f); };
+              }}};
 
 }  // namespace
 }  // namespace wgc::cli

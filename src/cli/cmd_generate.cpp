@@ -1,6 +1,7 @@
 // wgc generate: text continuation, streamed token by token; wgc chat: an interactive loop with the
 // model's chat template, keeping the KV cache across turns.
 #include "cli/command.h"
+#include "cli/llm_flags.h"
 #include "gpu/context.h"
 #include "gpu/error.h"
 #include "llm/chat/chat_template.h"
@@ -22,55 +23,6 @@ namespace {
 
 using namespace wgc::llm;
 namespace fs = std::filesystem;
-
-constexpr const char* kSamplingUsage =
-    "[--temp T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R] [--repeat-last-n N] "
-    "[--presence-penalty P] [--frequency-penalty F] [--seed S]";
-
-int int_option(Args& a, std::string_view name, int fallback) {
-  double v = a.number_or(name, fallback);
-  if (v != double(int64_t(v)) || v < -2147483647.0 || v > 2147483647.0)
-    throw Error("wgc: " + std::string(name) + " expects an integer");
-  return int(v);
-}
-
-// The model's defaults (default_sampling), with what the user set on top.
-SamplingParams sampling_flags(Args& a, const fs::path& model, uint64_t* seed_out) {
-  SamplingParams p = default_sampling(model);
-  p.temperature = float(a.number_or("--temp", p.temperature));
-  p.top_k = int_option(a, "--top-k", p.top_k);
-  p.top_p = float(a.number_or("--top-p", p.top_p));
-  p.min_p = float(a.number_or("--min-p", p.min_p));
-  p.repeat_penalty = float(a.number_or("--repeat-penalty", p.repeat_penalty));
-  p.penalty_last_n = int_option(a, "--repeat-last-n", p.penalty_last_n);
-  p.presence_penalty = float(a.number_or("--presence-penalty", p.presence_penalty));
-  p.frequency_penalty = float(a.number_or("--frequency-penalty", p.frequency_penalty));
-  if (p.repeat_penalty <= 0) throw Error("wgc: --repeat-penalty must be > 0");
-  if (p.top_p <= 0 || p.top_p > 1) throw Error("wgc: --top-p must be in (0, 1]");
-  if (p.min_p < 0 || p.min_p > 1) throw Error("wgc: --min-p must be in [0, 1]");
-  if (auto s = a.option("--seed")) {
-    char* end = nullptr;
-    p.seed = std::strtoull(s->c_str(), &end, 10);
-    if (s->empty() || *end || (*s)[0] == '-') throw Error("wgc: --seed expects a non-negative integer");
-  } else {
-    std::random_device rd;
-    p.seed = (uint64_t(rd()) << 32) ^ rd();
-  }
-  if (seed_out) *seed_out = p.seed;
-  return p;
-}
-
-std::vector<int32_t> parse_ids(const std::vector<std::string>& items, const char* flag) {
-  std::vector<int32_t> ids;
-  for (const auto& s : items) {
-    char* end = nullptr;
-    long v = std::strtol(s.c_str(), &end, 10);
-    if (s.empty() || *end || v < 0 || v > 0x7fffffff)
-      throw Error(std::string("wgc: ") + flag + " expects comma-separated token ids, got '" + s + "'");
-    ids.push_back(int32_t(v));
-  }
-  return ids;
-}
 
 // The model file and its tokenizer (CPU only: bad input fails before the GPU starts), then the engine.
 struct Loaded {
@@ -100,10 +52,43 @@ LlamaModel& start_engine(Loaded& l, const Context& ctx, int max_ctx) {
   return *l.model;
 }
 
-fs::path model_path(Args& a) {
-  auto m = a.option("--model");
-  if (m) return *m;
-  return default_model_path();
+fs::path model_path(const std::optional<std::string>& m) { return m ? fs::path(*m) : default_model_path(); }
+
+// Flags of both commands.
+struct ModelFlags {
+  GpuFlags gpu;
+  std::optional<std::string> model;
+  std::string tokenizer;
+  SamplingFlags sampling;
+  int n = 128;
+  int ctx = 0;
+  std::vector<std::string> stop;
+};
+
+void add_model_flags(CLI::App& app, ModelFlags& f, int default_n) {
+  f.n = default_n;
+  add_text(app, "--model,-m", f.model, "a GGUF file or Hugging Face folder (default: the built-in wgc-tiny-dict)")
+      ->type_name("PATH");
+  app.add_option("--tokenizer", f.tokenizer, "a tokenizer.json, folder or .gguf (default: the model's own)")
+      ->type_name("PATH");
+  add_number(app, "-n,--n-predict", f.n, "tokens to generate at most; -1: until a stop or the end of the context");
+  add_number(app, "--ctx", f.ctx, "context size in tokens; 0: the model's, up to 4096");
+  app.add_option("--stop", f.stop, "stop before this text (repeatable)")
+      ->type_name("TEXT")
+      ->allow_extra_args(false)
+      ->default_str("");
+  add_sampling_flags(app, f.sampling);
+  add_gpu_flags(app, f.gpu);
+}
+
+GenerateOptions generate_options(const ModelFlags& f, const fs::path& model) {
+  GenerateOptions o;
+  o.sampling = sampling_params(f.sampling, model);
+  o.max_tokens = f.n;
+  o.stop = f.stop;
+  check_generate_options(o);
+  if (f.ctx < 0) throw UsageError("--ctx must be >= 0");
+  return o;
 }
 
 llm::json::Value timings_json(const Timings& t) {
@@ -126,35 +111,36 @@ llm::json::Value ids_json(const std::vector<int32_t>& ids) {
   return a;
 }
 
-int generate(Args& a) {
-  auto g = gpu_flags(a);
-  fs::path path = model_path(a);
-  auto prompt = a.option("--prompt");
-  auto tokens = a.list("--tokens");
-  auto tokenizer = a.option_or("--tokenizer", "");
-  GenerateOptions o;
-  uint64_t seed = 0;
-  o.sampling = sampling_flags(a, path, &seed);
-  o.max_tokens = int_option(a, "-n", 128);
-  o.ignore_eos = a.flag("--ignore-eos");
-  o.add_special = !a.flag("--no-special");
-  int max_ctx = int_option(a, "--ctx", 0);
-  bool json = a.flag("--json");
-  while (auto s = a.option("--stop")) o.stop.push_back(*s);
-  a.done();
-  if (prompt.has_value() == !tokens.empty()) throw Error("wgc generate: give --prompt TEXT or --tokens ID,ID,...");
-  if (max_ctx < 0) throw Error("wgc generate: --ctx must be >= 0");
+struct GenerateFlags {
+  ModelFlags m;
+  std::optional<std::string> prompt;
+  std::vector<int64_t> tokens;
+  bool ignore_eos = false, no_special = false, json = false;
+};
+
+int generate(const GenerateFlags& f) {
+  if (f.prompt && !f.tokens.empty()) throw UsageError("--prompt and --tokens were both given: give one");
+  if (!f.prompt && f.tokens.empty()) throw UsageError("give --prompt TEXT or --tokens ID,ID,...");
+  fs::path path = model_path(f.m.model);
+  GenerateOptions o = generate_options(f.m, path);
+  o.ignore_eos = f.ignore_eos;
+  o.add_special = !f.no_special;
+  const uint64_t seed = o.sampling.seed;
+  const int max_ctx = f.m.ctx;
+  const bool json = f.json;
+  const auto& prompt = f.prompt;
+  const std::string& tokenizer = f.m.tokenizer;
 
   Loaded m = open_files(path, tokenizer);
   if (!m.tok && prompt)
     throw Error("wgc generate: " + path.string() +
                 " has no tokenizer (no tokenizer.json beside it): give --tokenizer PATH, or --tokens");
-  std::vector<int32_t> ids = prompt ? m.tok->encode(*prompt, o.add_special) : parse_ids(tokens, "--tokens");
+  std::vector<int32_t> ids = prompt ? m.tok->encode(*prompt, o.add_special) : token_ids(f.tokens, "--tokens");
   if (max_ctx > 0 && int64_t(ids.size()) > max_ctx)  // the Generator says the same, after the GPU start
     throw Error("wgc: the prompt has " + std::to_string(ids.size()) + " tokens but the context holds " +
                 std::to_string(max_ctx) + " (shorten the prompt or raise --ctx, up to the model's own context)");
 
-  Context ctx({parse_backend(g.backend), g.debug});
+  Context ctx(f.m.gpu.context_options());
   Generator gen(start_engine(m, ctx, max_ctx), m.tok);
 
   if (!json)
@@ -192,24 +178,25 @@ int generate(Args& a) {
   return 0;
 }
 
-int chat(Args& a) {
-  auto g = gpu_flags(a);
-  fs::path path = model_path(a);
-  auto system = a.option("--system");
-  auto tokenizer = a.option_or("--tokenizer", "");
-  GenerateOptions o;
-  uint64_t seed = 0;
-  o.sampling = sampling_flags(a, path, &seed);
-  o.max_tokens = int_option(a, "-n", 256);
-  int max_ctx = int_option(a, "--ctx", 0);
-  bool timings = a.flag("--timings");
-  while (auto s = a.option("--stop")) o.stop.push_back(*s);
-  a.done();
+struct ChatFlags {
+  ModelFlags m;
+  std::optional<std::string> system;
+  bool timings = false;
+};
+
+int chat(const ChatFlags& f) {
+  fs::path path = model_path(f.m.model);
+  GenerateOptions o = generate_options(f.m, path);
+  const uint64_t seed = o.sampling.seed;
+  const int max_ctx = f.m.ctx;
+  const auto& system = f.system;
+  const std::string& tokenizer = f.m.tokenizer;
+  const bool timings = f.timings;
 
   Loaded m = open_files(path, tokenizer);
   if (!m.tok) throw Error("wgc chat: " + path.string() + " has no tokenizer: give --tokenizer PATH");
   const Tokenizer& tok = *m.tok;
-  Context ctx({parse_backend(g.backend), g.debug});
+  Context ctx(f.m.gpu.context_options());
   Generator gen(start_engine(m, ctx, max_ctx), tok);
   bool plain = tok.chat_template().empty();
   std::optional<ChatTemplate> tmpl;
@@ -300,15 +287,24 @@ int chat(Args& a) {
   return 0;
 }
 
-Register reg_generate{{"generate",
-                       std::string("[--model MODEL] (--prompt TEXT | --tokens ID,...) [-n N] ") + kSamplingUsage +
-                           " [--stop STR]... [--ctx N] [--ignore-eos] [--no-special] [--tokenizer PATH] [--json] "
-                           "[--backend B]",
-                       "continue a prompt with a language model (default: the built-in wgc-tiny-dict)", generate}};
-Register reg_chat{{"chat",
-                   std::string("[--model MODEL] [--system S] [-n N] ") + kSamplingUsage +
-                       " [--stop STR]... [--ctx N] [--timings] [--tokenizer PATH] [--backend B]",
-                   "interactive chat with a language model (reads lines from stdin; /exit)", chat}};
+Register reg_generate{
+    {"generate", "continue a prompt with a language model (default: the built-in wgc-tiny-dict)", [](CLI::App& app) {
+       auto f = std::make_shared<GenerateFlags>();
+       add_text(app, "--prompt,-p", f->prompt, "the text to continue");
+       add_numbers(app, "--tokens", f->tokens, "the prompt as token ids instead (comma-separated)");
+       add_model_flags(app, f->m, 128);
+       app.add_flag("--ignore-eos", f->ignore_eos, "keep going past end-of-turn tokens");
+       app.add_flag("--no-special", f->no_special, "--prompt: no BOS or other special tokens added");
+       app.add_flag("--json", f->json, "print the result as JSON (ids, text, stop reason, seed, timings)");
+       return [f] { return generate(*f); };
+     }}};
+Register reg_chat{{"chat", "interactive chat with a language model (reads lines from stdin; /exit)", [](CLI::App& app) {
+                     auto f = std::make_shared<ChatFlags>();
+                     add_text(app, "--system", f->system, "the system prompt");
+                     add_model_flags(app, f->m, 256);
+                     app.add_flag("--timings", f->timings, "print the timings after each reply");
+                     return [f] { return chat(*f); };
+                   }}};
 
 }  // namespace
 }  // namespace wgc::cli

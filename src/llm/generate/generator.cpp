@@ -17,6 +17,22 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 
 }  // namespace
 
+void validate(const GenerateOptions& o) {
+  validate(o.sampling);
+  if (o.max_tokens < -1)
+    throw OptionError("max_tokens", "must be -1 (until a stop or the end of the context) or a token count, got " +
+                                        std::to_string(o.max_tokens));
+  if (o.stop.size() > kMaxStopStrings)
+    throw OptionError("stop", "has " + std::to_string(o.stop.size()) + " strings, more than the limit " +
+                                  std::to_string(kMaxStopStrings));
+  for (const auto& s : o.stop) {
+    if (s.empty()) throw OptionError("stop", "has an empty string (it would stop before the first token)");
+    if (s.size() > kMaxStopBytes)
+      throw OptionError("stop", "has a string of " + std::to_string(s.size()) + " bytes, more than the limit " +
+                                    std::to_string(kMaxStopBytes));
+  }
+}
+
 std::string_view to_string(StopReason r) {
   switch (r) {
     case StopReason::Eos: return "eos";
@@ -140,13 +156,15 @@ GenerateResult Generator::generate(std::string_view prompt, const GenerateOption
 
 GenerateResult Generator::generate(std::span<const int32_t> prompt_ids, const GenerateOptions& o,
                                    const TextCallback& on_text) {
+  validate(o);
   GenerateResult r;
   r.prompt_ids.assign(prompt_ids.begin(), prompt_ids.end());
   const int max_ctx = model_.max_ctx();
   if (prompt_ids.empty()) throw Error("wgc: the prompt is empty (no tokens)");
   if (int64_t(prompt_ids.size()) > max_ctx)
     throw Error("wgc: the prompt has " + std::to_string(prompt_ids.size()) + " tokens but the context holds " +
-                std::to_string(max_ctx) + " (shorten the prompt or raise --ctx, up to the model's own context)");
+                std::to_string(max_ctx) +
+                " (shorten the prompt or raise the context size, up to the model's own context)");
 
   // Reuse the cached prefix; at least one token must run to give logits.
   if (size_t(model_.n_past()) != cached_.size()) cached_.clear(), model_.rewind(0);

@@ -40,6 +40,14 @@ struct GenerateOptions {
   bool add_special = true;        // text prompts: BOS etc. where the tokenizer's post-processor adds them
 };
 
+// Limits of GenerateOptions::stop (requests are untrusted).
+inline constexpr size_t kMaxStopStrings = 16;
+inline constexpr size_t kMaxStopBytes = 1024;
+// Throws wgc::OptionError naming the first option out of range: the sampling (validate above),
+// max_tokens below -1, an empty stop string, more than kMaxStopStrings or one longer than
+// kMaxStopBytes.
+void validate(const GenerateOptions& o);
+
 enum class StopReason { Eos, StopString, MaxTokens, ContextFull };
 std::string_view to_string(StopReason r);  // "eos", "stop", "length", "context"
 

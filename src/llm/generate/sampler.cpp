@@ -58,8 +58,31 @@ std::string SamplingParams::describe() const {
     else
       add("last-n %.0f", penalty_last_n);
   }
-  if (!greedy()) add("seed %.0f", double(seed));
+  if (!greedy()) s += ", seed " + std::to_string(seed);
   return s;
+}
+
+void validate(const SamplingParams& p) {
+  auto finite = [](const char* name, float v) {
+    if (!std::isfinite(v)) throw OptionError(name, "must be a finite number, got " + std::to_string(v));
+  };
+  finite("temperature", p.temperature);
+  finite("top_p", p.top_p);
+  finite("min_p", p.min_p);
+  finite("repeat_penalty", p.repeat_penalty);
+  finite("presence_penalty", p.presence_penalty);
+  finite("frequency_penalty", p.frequency_penalty);
+  auto num = [](float v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", double(v));
+    return std::string(buf);
+  };
+  if (!(p.top_p > 0 && p.top_p <= 1)) throw OptionError("top_p", "must be in (0, 1], got " + num(p.top_p));
+  if (!(p.min_p >= 0 && p.min_p <= 1)) throw OptionError("min_p", "must be in [0, 1], got " + num(p.min_p));
+  if (!(p.repeat_penalty > 0)) throw OptionError("repeat_penalty", "must be > 0, got " + num(p.repeat_penalty));
+  if (p.penalty_last_n < -1)
+    throw OptionError("penalty_last_n",
+                      "must be -1 (all tokens), 0 (off) or a token count, got " + std::to_string(p.penalty_last_n));
 }
 
 Sampler::Sampler(SamplingParams p) : p_(p), rng_(p.seed) {}

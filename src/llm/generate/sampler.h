@@ -58,6 +58,11 @@ struct SamplingParams {
   std::string describe() const;
 };
 
+// Throws wgc::OptionError naming the first field out of range: a value that is NaN or infinite,
+// top_p outside (0, 1], min_p outside [0, 1], repeat_penalty <= 0, penalty_last_n < -1. Every
+// front end (CLI, server, bindings) checks requests with it before sampling.
+void validate(const SamplingParams& p);
+
 // How the next token can be picked exactly with what the engine offers.
 struct SamplePlan {
   enum Kind { Greedy, TopK, Full } kind = Full;
