@@ -1,7 +1,7 @@
 #include "bench/llm_speed.h"
 
 #include "bench/bench.h"
-#include "gpu/error.h"
+#include "util/error.h"
 #include "llm/formats/gguf.h"
 
 #include <algorithm>

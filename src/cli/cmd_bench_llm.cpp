@@ -2,9 +2,9 @@
 // into a plan, the plan runs, and the result is reported as a Markdown table, JSON and a PNG chart.
 #include "bench/llm_speed.h"
 #include "cli/command.h"
-#include "gpu/error.h"
 #include "io/chart.h"
-#include "llm/formats/json.h"
+#include "util/error.h"
+#include "util/json.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -192,8 +192,8 @@ void print_report(std::FILE* out, const LlmSpeedPlan& p, const LlmSpeedResult& r
                                                   : "bandwidth (none with --bandwidth 0)");
 }
 
-llm::json::Value report_json(const LlmSpeedPlan& p, const LlmSpeedResult& r) {
-  using llm::json::Value;
+json::Value report_json(const LlmSpeedPlan& p, const LlmSpeedResult& r) {
+  using json::Value;
   auto numbers = [](const std::vector<double>& v) {
     Value a = Value::array();
     for (double x : v) a.push_back(x);

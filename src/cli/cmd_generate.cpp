@@ -3,11 +3,11 @@
 #include "cli/command.h"
 #include "cli/llm_flags.h"
 #include "gpu/context.h"
-#include "gpu/error.h"
 #include "llm/chat/chat_template.h"
-#include "llm/formats/json.h"
 #include "llm/generate/default_model.h"
 #include "llm/generate/generator.h"
+#include "util/error.h"
+#include "util/json.h"
 
 #include <chrono>
 #include <cstdio>
@@ -91,8 +91,8 @@ GenerateOptions generate_options(const ModelFlags& f, const fs::path& model) {
   return o;
 }
 
-llm::json::Value timings_json(const Timings& t) {
-  auto o = llm::json::Value::object();
+json::Value timings_json(const Timings& t) {
+  auto o = json::Value::object();
   o.set("load_ms", t.load_ms);
   o.set("prompt_tokens", t.prompt_tokens);
   o.set("prompt_eval_tokens", t.prompt_eval_tokens);
@@ -105,8 +105,8 @@ llm::json::Value timings_json(const Timings& t) {
   return o;
 }
 
-llm::json::Value ids_json(const std::vector<int32_t>& ids) {
-  auto a = llm::json::Value::array();
+json::Value ids_json(const std::vector<int32_t>& ids) {
+  auto a = json::Value::array();
   for (int32_t id : ids) a.push_back(int(id));
   return a;
 }
@@ -157,7 +157,7 @@ int generate(const GenerateFlags& f) {
   r.timings.load_ms = m.load_ms;
 
   if (json) {
-    auto out = llm::json::Value::object();
+    auto out = json::Value::object();
     out.set("model", path.string());
     out.set("prompt_ids", ids_json(r.prompt_ids));
     out.set("ids", ids_json(r.ids));

@@ -2,10 +2,10 @@
 #include "cli/command.h"
 #include "cli/llm_flags.h"
 #include "gpu/context.h"
-#include "gpu/error.h"
 #include "io/npy.h"
 #include "llm/generate/default_model.h"
 #include "llm/generate/generator.h"
+#include "util/error.h"
 
 #include <cstdio>
 #include <filesystem>

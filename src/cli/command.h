@@ -14,7 +14,7 @@
 // main() builds the app from the registered commands, parses, and calls what setup returned.
 #pragma once
 
-#include "gpu/error.h"
+#include "util/error.h"
 
 #include <CLI/CLI.hpp>
 
