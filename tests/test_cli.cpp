@@ -149,4 +149,14 @@ TEST_F(Cli, ConflictingAndMissingFlagsAreNamed) {
   EXPECT_TRUE(has(in_out.err, "OUT")) << in_out.err;
 }
 
+// WGC_BACKEND=cpu-vulkan and --backend cpu-vulkan give the CPU adapter (SwiftShader).
+TEST_F(Cli, CpuVulkanBackendFromTheFlagAndTheEnvironment) {
+  for (const char* args : {"info --json --backend cpu-vulkan", "info --json"}) {
+    std::string env = std::string(args) == "info --json" ? "WGC_BACKEND=cpu-vulkan " : "";
+    auto r = run_cli(args, "", env);
+    ASSERT_EQ(r.rc, 0) << args << "\n" << r.err;
+    EXPECT_TRUE(has(r.out, "\"adapter_type\":\"cpu\"")) << r.out;
+  }
+}
+
 }  // namespace

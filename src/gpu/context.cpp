@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <sstream>
 #include <vector>
 
@@ -118,19 +119,28 @@ std::string adapter_type_name(WGPUAdapterType t) {
   }
 }
 
-// SwiftShader is installed by scripts/setup.sh as an extra Vulkan driver; add it to the loader's
-// list (without hiding real GPUs) unless the user chose drivers explicitly.
-void offer_swiftshader_driver() {
-  if (std::getenv("VK_ICD_FILENAMES") || std::getenv("VK_DRIVER_FILES")) return;
-  // Mesa's lavapipe lacks what Dawn needs (Dawn rejects it with a warning on every run); keep the
-  // loader from offering it, unless the user filters drivers themselves.
-  if (!std::getenv("VK_LOADER_DRIVERS_DISABLE") && !std::getenv("VK_LOADER_DRIVERS_SELECT"))
-    setenv("VK_LOADER_DRIVERS_DISABLE", "*lvp_icd*", 1);
+// The SwiftShader ICD json scripts/setup.sh installs (WGC_SWIFTSHADER_ICD overrides), or "" when
+// there is none.
+std::string swiftshader_icd() {
   const char* icd = std::getenv("WGC_SWIFTSHADER_ICD");
 #ifdef WGC_SWIFTSHADER_ICD
   if (!icd) icd = WGC_SWIFTSHADER_ICD;
 #endif
-  if (!icd || !std::filesystem::exists(icd)) return;
+  return icd && std::filesystem::exists(icd) ? icd : "";
+}
+
+bool user_chose_drivers() { return std::getenv("VK_ICD_FILENAMES") || std::getenv("VK_DRIVER_FILES"); }
+
+// SwiftShader is installed by scripts/setup.sh as an extra Vulkan driver; add it to the loader's
+// list (without hiding real GPUs) unless the user chose drivers explicitly.
+void offer_swiftshader_driver() {
+  if (user_chose_drivers()) return;
+  // Mesa's lavapipe lacks what Dawn needs (Dawn rejects it with a warning on every run); keep the
+  // loader from offering it, unless the user filters drivers themselves.
+  if (!std::getenv("VK_LOADER_DRIVERS_DISABLE") && !std::getenv("VK_LOADER_DRIVERS_SELECT"))
+    setenv("VK_LOADER_DRIVERS_DISABLE", "*lvp_icd*", 1);
+  std::string icd = swiftshader_icd();
+  if (icd.empty()) return;
   std::string add = icd;
   if (const char* prev = std::getenv("VK_ADD_DRIVER_FILES")) {
     if (std::string_view(prev).find(icd) != std::string_view::npos) return;
@@ -139,12 +149,40 @@ void offer_swiftshader_driver() {
   setenv("VK_ADD_DRIVER_FILES", add.c_str(), 1);
 }
 
+// Sets environment variables for its lifetime, then puts the old values back.
+class ScopedEnv {
+ public:
+  void set(const char* name, const char* value) {  // value nullptr: unset
+    const char* old = std::getenv(name);
+    saved_.push_back({name, old ? std::optional<std::string>(old) : std::nullopt});
+    value ? setenv(name, value, 1) : unsetenv(name);
+  }
+  ~ScopedEnv() {
+    for (auto it = saved_.rbegin(); it != saved_.rend(); ++it)
+      it->second ? setenv(it->first, it->second->c_str(), 1) : unsetenv(it->first);
+  }
+
+ private:
+  std::vector<std::pair<const char*, std::optional<std::string>>> saved_;
+};
+
+// cpu-vulkan: Dawn's forceFallbackAdapter only finds the SwiftShader Dawn bundles (this build has
+// none), so the Vulkan loader is given SwiftShader's driver alone while the adapter is found.
+void only_swiftshader(ScopedEnv& env) {
+  if (user_chose_drivers()) return;  // their list; the adapter is checked to be a CPU one after
+  std::string icd = swiftshader_icd();
+  if (icd.empty()) return;
+  env.set("VK_DRIVER_FILES", icd.c_str());
+  env.set("VK_ADD_DRIVER_FILES", nullptr);
+}
+
 WGPUAdapter request_adapter(WGPUInstance instance, Backend backend) {
   WGPURequestAdapterOptions opts = WGPU_REQUEST_ADAPTER_OPTIONS_INIT;
   opts.featureLevel = WGPUFeatureLevel_Core;
   opts.powerPreference = WGPUPowerPreference_HighPerformance;
   opts.backendType = backend == Backend::Null ? WGPUBackendType_Null : WGPUBackendType_Vulkan;
-  opts.forceFallbackAdapter = backend == Backend::CpuVulkan;
+  // cpu-vulkan: LowPower puts a CPU adapter first where the loader offers more than SwiftShader.
+  if (backend == Backend::CpuVulkan) opts.powerPreference = WGPUPowerPreference_LowPower;
   struct Result {
     WGPUAdapter adapter = nullptr;
     std::string message;
@@ -237,17 +275,23 @@ Context::Context(ContextOptions options) : state_(std::make_shared<ContextState>
   idesc.nextInChain = &itoggles.chain;
   idesc.requiredFeatureCount = 1;
   idesc.requiredFeatures = ifeatures;
-  s.instance = wgpuCreateInstance(&idesc);
-  if (!s.instance) throw DeviceError("wgc: could not create a WebGPU instance");
-
-  s.adapter = request_adapter(s.instance, options.backend);
+  {
+    ScopedEnv env;
+    if (options.backend == Backend::CpuVulkan) only_swiftshader(env);
+    s.instance = wgpuCreateInstance(&idesc);
+    if (!s.instance) throw DeviceError("wgc: could not create a WebGPU instance");
+    s.adapter = request_adapter(s.instance, options.backend);
+  }
   s.info = read_info(s.adapter);
   if (s.info.backend == "null")
     throw DeviceError(
         "wgc: Dawn offered only its Null backend, which computes nothing; refusing it. "
         "No Vulkan driver was found: install libvulkan1 and run scripts/setup.sh.");
   if (options.backend == Backend::Gpu && s.info.is_cpu())
-    throw DeviceError("wgc: --backend gpu was asked for, but Vulkan offers no GPU (only '" + s.info.device + "')");
+    throw DeviceError("wgc: the gpu backend was asked for, but Vulkan offers no GPU (only '" + s.info.device + "')");
+  if (options.backend == Backend::CpuVulkan && !s.info.is_cpu())
+    throw DeviceError("wgc: the cpu-vulkan backend was asked for, but the Vulkan drivers offer no CPU adapter (got '" +
+                      s.info.device + "'); install SwiftShader with scripts/setup.sh or set WGC_SWIFTSHADER_ICD");
 
   // Features: only those the adapter lists (asking for others can abort inside Dawn).
   WGPUSupportedFeatures supported = {};
