@@ -17,6 +17,7 @@ namespace wgc::bench {
 struct Case {
   std::string op;                      // "matmul"
   std::string version;                 // "regtile-vec4"
+  bool is_default = false;             // the version Auto runs at this size (the table marks it *)
   std::string size;                    // "4096x4096x4096"
   double elements = 0;                 // the size as one number, for charts
   double flops = 0;                    // per run (0 if the op is about bytes)

@@ -2,6 +2,7 @@
 // values that do not parse named by their flag, conflicting flags. No GPU needed: every case fails
 // or prints before a device starts.
 #include "test_util.h"
+#include "util/json.h"
 
 using wgc::test::run_cli;
 
@@ -147,6 +148,40 @@ TEST_F(Cli, ConflictingAndMissingFlagsAreNamed) {
   auto in_out = run_cli("sobel only-one.png");
   EXPECT_EQ(in_out.rc, 2);
   EXPECT_TRUE(has(in_out.err, "OUT")) << in_out.err;
+}
+
+// One rule for files wgc writes: an existing file is refused (naming it, before any work) unless
+// --force is given.
+TEST_F(Cli, OutputFilesAreRefusedUnlessForced) {
+  auto dir = wgc::test::temp_dir("cli_outputs");
+  auto existing = dir / "existing.png";
+  std::ofstream(existing) << "keep me";
+  for (std::string args : {"bench-llm --model /nonexistent.gguf --json ", "bench-llm --model /nonexistent.gguf --png ",
+                           "bench --quick --ops add --json ", "bench --quick --ops add --png ",
+                           "score --tokens 1,2 --out ", "chart --categories a --series x=1 --out ",
+                           "synth-model --shape tiny --out ", "sobel /nonexistent.png ", "blur /nonexistent.png "}) {
+    auto r = run_cli(args + wgc::test::quote(existing.string()));
+    EXPECT_EQ(r.rc, 1) << args << r.err;
+    EXPECT_TRUE(has(r.err, existing.string() + " exists; give --force to overwrite it")) << args << r.err;
+  }
+  std::ifstream f(existing);
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "keep me");
+}
+
+// --json - : the JSON alone on stdout (the table on stderr), versions without the table's marks.
+TEST_F(Cli, BenchJsonOnStdoutIsPlainJson) {
+  auto r = run_cli("bench --quick --ops add --json -");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  auto v = wgc::json::parse(r.out, "bench --json -");
+  int defaults = 0;
+  for (const auto& x : v["results"].items()) {
+    EXPECT_EQ(x["version"].as_string().find('*'), std::string::npos) << x["version"].as_string();
+    defaults += x["default"].as_bool();
+  }
+  EXPECT_EQ(defaults, 2);  // one version Auto runs at each of the two quick sizes
+  EXPECT_TRUE(has(r.err, "*: the version Auto runs")) << r.err;
+  EXPECT_TRUE(has(r.err, "*")) << r.err;
 }
 
 // WGC_BACKEND=cpu-vulkan and --backend cpu-vulkan give the CPU adapter (SwiftShader).

@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 
 #include <unistd.h>
 
@@ -25,7 +24,7 @@ struct Flags {
   LlmSpeedPlan plan;
   std::optional<std::string> model, json, png, matvec, matmul_tile, matmul;
   std::optional<double> bandwidth;
-  bool no_warmup = false;
+  bool no_warmup = false, force = false;
 };
 
 // --matmul's names of the prefill kernels (LlmTuning::matmul); "auto" is the default, not an option.
@@ -252,14 +251,15 @@ json::Value report_json(const LlmSpeedPlan& p, const LlmSpeedResult& r) {
   return o;
 }
 
-void write_png(const std::string& path, const LlmSpeedResult& r) {  // t/s of each test, one bar per test
+void write_png(const std::string& path, const LlmSpeedResult& r,
+               Overwrite overwrite) {  // t/s of each test, one bar per test
   std::vector<std::string> cats;
   chart::BarSeries bars{"median t/s", {}};
   for (const auto& t : r.tests) {
     cats.push_back(t.name);
     bars.values.push_back(t.t.median);
   }
-  chart::write_bar_chart(path, r.name + " on " + r.adapter.device, "tokens/s", cats, {bars});
+  chart::write_bar_chart(path, r.name + " on " + r.adapter.device, "tokens/s", cats, {bars}, {}, overwrite);
 }
 
 // --- the command ---------------------------------------------------------------------------------
@@ -267,6 +267,9 @@ void write_png(const std::string& path, const LlmSpeedResult& r) {  // t/s of ea
 int bench_llm_cmd(const Flags& f) {
   const LlmSpeedPlan plan = parse(f);
   const bool json_to_stdout = f.json && *f.json == "-";
+  const Overwrite overwrite = overwrite_rule(f.force);
+  if (f.json && !json_to_stdout) check_output(*f.json, overwrite);  // before the run, not after it
+  if (f.png) check_output(*f.png, overwrite);
   const bool tty = isatty(2);
   auto status = [&](const std::string& s) {
     std::fprintf(stderr, "%s[bench-llm] %s%s", tty ? "\r" : "", s.c_str(), tty ? "          " : "\n");
@@ -278,14 +281,13 @@ int bench_llm_cmd(const Flags& f) {
 
   // With --json - the JSON alone goes to stdout and the table to stderr.
   print_report(json_to_stdout ? stderr : stdout, plan, r);
-  if (f.png) write_png(*f.png, r);
+  if (f.png) write_png(*f.png, r, overwrite);
   if (f.json) {
     std::string text = report_json(plan, r).dump(1) + "\n";
     if (json_to_stdout) {
       std::fwrite(text.data(), 1, text.size(), stdout);
     } else {
-      std::ofstream out(*f.json);
-      if (!(out << text)) throw Error("wgc bench-llm: cannot write " + *f.json);
+      write_file(*f.json, text, overwrite);
     }
   }
   return 0;
@@ -302,6 +304,7 @@ Register reg{
        add_number(app, "-r,--repetitions", p.repeats, "timed runs of each test");
        add_text(app, "--json", f->json, "write every number as JSON to this file ('-': stdout)")->type_name("FILE");
        add_text(app, "--png", f->png, "write a bar chart of t/s to this PNG file")->type_name("FILE");
+       add_force(app, f->force);
        add_number(app, "--bandwidth", f->bandwidth,
                   "memory bandwidth in GB/s to compare decode with (default: measured; 0: none)");
        add_number(app, "--batch", p.batch, "tokens per prefill batch");

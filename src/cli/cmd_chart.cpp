@@ -49,11 +49,10 @@ int chart_cmd(const Flags& f) {
   if (!out) throw UsageError("--out FILE.png is required");
   if (categories.empty()) throw UsageError("--categories a,b,... is required");
   if (f.series.empty()) throw UsageError("at least one --series NAME=v1,v2,... is required");
-  if (!f.force && std::filesystem::exists(*out))
-    throw Error("wgc chart: '" + *out + "' exists (use --force to overwrite)");
+  check_output(*out, overwrite_rule(f.force));
   std::vector<chart::BarSeries> series;
   for (auto& s : f.series) series.push_back(parse_series(s, categories.size()));
-  chart::write_bar_chart(*out, f.title, f.y_label, categories, series);
+  chart::write_bar_chart(*out, f.title, f.y_label, categories, series, {}, overwrite_rule(f.force));
   return 0;
 }
 

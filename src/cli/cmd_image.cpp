@@ -43,13 +43,12 @@ void add_image_flags(CLI::App& app, ImageArgs& r) {
   app.add_option("OUT", r.out, "the output image (PNG or JPEG, by extension)")->required();
 }
 
-void check(const ImageArgs& r, const char* cmd) {
+void check(const ImageArgs& r) {
   (void)parse_stencil_version(r.version);
   if (r.cpu_below < -1) throw UsageError("--cpu-below expects a pixel count or -1");
   if (r.quality < 1 || r.quality > 100) throw UsageError("--quality expects 1..100");
   format_for_extension(r.out);  // an unknown output extension fails before any work
-  if (!r.force && fs::exists(r.out))
-    throw Error(std::string("wgc ") + cmd + ": '" + r.out + "' exists (use --force to overwrite)");
+  check_output(r.out, overwrite_rule(r.force));
 }
 
 // Runs filter on the CPU or the GPU by the threshold; the device is only created when needed.
@@ -81,7 +80,7 @@ int run_filter(const char* cmd, StencilOp op, const ImageArgs& r, float sigma, G
     }
   }
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  write_image(r.out, out, r.quality);
+  write_image(r.out, out, r.quality, overwrite_rule(r.force));
   if (!r.quiet)
     std::printf("%s: %s %dx%dx%d -> %s %dx%dx%d (%s, %.1f ms)\n", cmd, r.in.c_str(), img.width, img.height,
                 img.channels, r.out.c_str(), out.width, out.height, out.channels, how.c_str(), ms);
@@ -89,7 +88,7 @@ int run_filter(const char* cmd, StencilOp op, const ImageArgs& r, float sigma, G
 }
 
 int sobel_cmd(const ImageArgs& r) {
-  check(r, "sobel");
+  check(r);
   return run_filter(
       "sobel", StencilOp::Sobel, r, 0.f,
       [](const Context& ctx, const Image& img, const ImageStencilOptions& o) { return sobel(ctx, img, o); },
@@ -97,7 +96,7 @@ int sobel_cmd(const ImageArgs& r) {
 }
 
 int blur_cmd(const ImageArgs& r) {
-  check(r, "blur");
+  check(r);
   float s = r.sigma;
   cpu::gaussian_radius(s);  // a bad sigma fails before any work
   return run_filter(

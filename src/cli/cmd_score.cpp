@@ -30,8 +30,7 @@ int score(const Flags& f) {
   if (f.tokens.empty() == !f.prompt.has_value())
     throw UsageError(f.prompt ? "--prompt and --tokens were both given: give one"
                               : "give --tokens ID,ID,... or --prompt TEXT");
-  std::error_code ec;
-  if (!f.force && fs::exists(*f.out, ec)) throw Error("wgc score: " + *f.out + " exists; give --force to overwrite it");
+  check_output(*f.out, overwrite_rule(f.force));
   fs::path path = f.model ? fs::path(*f.model) : default_model_path();
   std::vector<int32_t> ids = token_ids(f.tokens, "--tokens");
 
@@ -48,7 +47,7 @@ int score(const Flags& f) {
   LlamaModel m(ctx, file, eo);
   auto logits = m.all_logits(ids);
   int64_t vocab = file.config().vocab_size;
-  npy::write(*f.out, logits, {int64_t(ids.size()), vocab});
+  npy::write(*f.out, logits, {int64_t(ids.size()), vocab}, overwrite_rule(f.force));
   std::fprintf(stderr, "wgc score: wrote %s: float32 [%zu, %lld]\n", f.out->c_str(), ids.size(), (long long)vocab);
   return 0;
 }

@@ -43,7 +43,7 @@ int synth_model_cmd(const Flags& f) {
   llm::TensorType type = llm::synth::parse_synth_type(f.type);
   llm::synth::SynthOptions opt;
   opt.seed = f.seed;
-  opt.force = f.force;
+  opt.overwrite = overwrite_rule(f.force);
   opt.write.threads = f.threads;
   auto t0 = std::chrono::steady_clock::now();
   auto m = llm::synth::write_synth_model(*f.out, shape, type, opt);

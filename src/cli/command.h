@@ -15,6 +15,7 @@
 #pragma once
 
 #include "util/error.h"
+#include "util/output_file.h"
 
 #include <CLI/CLI.hpp>
 
@@ -79,8 +80,11 @@ CLI::Option* add_list(CLI::App& app, const std::string& flag, std::vector<std::s
 template <class T>
 T parse_number(std::string_view flag, std::string_view text);
 
-// --output files: the --force flag (shared wording).
+// Output files (util/output_file.h): refused when they exist unless --force is given (main says
+// so for a FileExistsError); commands call check_output(path, overwrite_rule(force)) before their
+// work and write with the same rule.
 CLI::Option* add_force(CLI::App& app, bool& force);
+inline Overwrite overwrite_rule(bool force) { return force ? Overwrite::Yes : Overwrite::No; }
 
 // Common to commands that touch the GPU: --backend, --debug.
 struct GpuFlags {

@@ -91,6 +91,9 @@ int run_main(int argc, char** argv) {
     return runs[first]();
   } catch (const UsageError& e) {
     return usage_error(first, e.what());
+  } catch (const FileExistsError& e) {  // one rule for every file wgc writes
+    std::fprintf(stderr, "wgc %s: %s exists; give --force to overwrite it\n", first.c_str(), e.path.c_str());
+    return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s\n", e.what());
     return 1;

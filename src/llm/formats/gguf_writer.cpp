@@ -131,11 +131,8 @@ std::vector<std::byte> GgufWriter::bytes() const {
   return out;
 }
 
-void GgufWriter::write(const std::filesystem::path& path) const {
-  auto b = bytes();
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f.write(reinterpret_cast<const char*>(b.data()), std::streamsize(b.size()));
-  if (!f) throw Error(path.string() + ": cannot write");
+void GgufWriter::write(const std::filesystem::path& path, Overwrite overwrite) const {
+  write_file(path, bytes(), overwrite);
 }
 
 }  // namespace wgc::llm

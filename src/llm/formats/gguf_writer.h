@@ -10,6 +10,7 @@
 
 #include "llm/formats/gguf.h"
 #include "llm/formats/tensor_type.h"
+#include "util/output_file.h"
 
 #include <cstdint>
 #include <filesystem>
@@ -48,7 +49,8 @@ class GgufWriter {
   void add_tensor(std::string_view name, TensorType type, std::vector<int64_t> ne, std::span<const std::byte> data);
 
   std::vector<std::byte> bytes() const;
-  void write(const std::filesystem::path& path) const;  // throws wgc::Error on I/O failure
+  // Through a temporary file (util/output_file.h); throws wgc::Error on I/O failure.
+  void write(const std::filesystem::path& path, Overwrite overwrite = Overwrite::Yes) const;
 
   // Little-endian encoders for add_raw.
   static void encode_u32(std::vector<std::byte>& out, uint32_t v);

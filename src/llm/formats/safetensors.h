@@ -6,6 +6,8 @@
 // wgc::Error naming the file and what is wrong (tensor, offsets, limit).
 #pragma once
 
+#include "util/output_file.h"
+
 #include "llm/formats/mapped_file.h"
 #include "llm/formats/tensor_type.h"
 
@@ -84,6 +86,6 @@ struct SafetensorsEntry {
 std::vector<std::byte> safetensors_bytes(std::span<const SafetensorsEntry> tensors,
                                          const std::map<std::string, std::string>& metadata = {});
 void write_safetensors(const std::filesystem::path& path, std::span<const SafetensorsEntry> tensors,
-                       const std::map<std::string, std::string>& metadata = {});
+                       const std::map<std::string, std::string>& metadata = {}, Overwrite overwrite = Overwrite::Yes);
 
 }  // namespace wgc::llm
