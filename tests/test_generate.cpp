@@ -287,6 +287,20 @@ TEST(GenerateCli, StreamsTextToStdoutAndTimingsToStderr) {
   EXPECT_NE(s.err.find("stopped: stop"), std::string::npos) << s.err;
 }
 
+// WGC_PROFILE=1 prints every batch's dispatch times, also for greedy decoding, whose steps are
+// submitted ahead and read back through their token only: the prefill and each decode step.
+TEST(GenerateCli, ProfileCoversGreedyDecoding) {
+  WGC_REQUIRE_FILE(default_model());
+  for (const char* temp : {"0", "0.7"}) {
+    auto r = run_cli(std::string("generate --prompt 'The moon' --temp ") + temp + " --seed 1 -n 5 --ignore-eos", "",
+                     "WGC_PROFILE=1 ");
+    ASSERT_EQ(r.rc, 0) << r.err;
+    size_t batches = 0;
+    for (size_t at = 0; (at = r.err.find("[wgc profile] batch of ", at)) != std::string::npos; ++at) ++batches;
+    EXPECT_EQ(batches, 5u) << "temp " << temp << ":\n" << r.err;  // the prefill and 4 decode steps
+  }
+}
+
 TEST(GenerateCli, ContextLimit) {
   WGC_REQUIRE_FILE(default_model());
   auto r = run_cli("generate --prompt 'The moon' --temp 0 -n 100 --ignore-eos --ctx 8 --json");

@@ -110,6 +110,9 @@ void Readback::wait(std::span<std::byte> out) const {
 
 struct Batch::Impl {
   Context ctx;
+  // WGC_PROFILE=1 times every batch and prints its dispatches to stderr (declared before `timed`,
+  // which is initialised from it).
+  bool profile = std::getenv("WGC_PROFILE") && std::string_view(std::getenv("WGC_PROFILE")) != "0";
   bool timed = false;
   std::vector<std::variant<DispatchCmd, CopyCmd, ReadCmd>> cmds;
   std::vector<std::shared_ptr<Readback::State>> reads;
@@ -121,8 +124,6 @@ struct Batch::Impl {
   uint32_t timed_count = 0;
   bool submitted = false;
 
-  // WGC_PROFILE=1 times every batch and prints its dispatches to stderr.
-  bool profile = std::getenv("WGC_PROFILE") && std::string_view(std::getenv("WGC_PROFILE")) != "0";
   explicit Impl(Context c, bool t) : ctx(std::move(c)), timed((t || profile) && ctx.features().timestamp_query) {}
   ~Impl() {
     if (queries) wgpuQuerySetRelease(queries);
@@ -130,7 +131,15 @@ struct Batch::Impl {
 };
 
 Batch::Batch(Context ctx, bool timed) : impl_(std::make_unique<Impl>(std::move(ctx), timed)) {}
-Batch::~Batch() = default;
+Batch::~Batch() {
+  // WGC_PROFILE=1: a batch submitted but never waited for (greedy decoding's steps, whose tokens
+  // come back through readbacks) waits here, so that its timings print too.
+  if (impl_ && impl_->profile && impl_->submitted && impl_->readback) try {
+      wait();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "[wgc profile] %s\n", e.what());
+    }
+}
 Batch::Batch(Batch&&) noexcept = default;
 Batch& Batch::operator=(Batch&&) noexcept = default;
 const Context& Batch::context() const { return impl_->ctx; }
