@@ -14,7 +14,7 @@ log() { printf '[setup] %s\n' "$*" >&2; }
 
 # --- Debian packages ----------------------------------------------------------------------
 apt_pkgs=(cmake g++ make pkg-config libgtest-dev libvulkan1 libpng-dev libjpeg-dev
-          libopenblas-dev libpcre2-dev libcli11-dev ca-certificates chromium fonts-dejavu-core)
+          libopenblas-dev libpcre2-dev libcli11-dev libedit-dev ca-certificates chromium fonts-dejavu-core)
 missing=()
 for p in "${apt_pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

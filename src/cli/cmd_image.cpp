@@ -23,7 +23,7 @@ struct ImageArgs {
   GpuFlags gpu;
   std::string version = "auto";
   int64_t cpu_below = -1;
-  bool force = false, quiet = false;
+  bool force = false;
   int quality = 92;
   float sigma = 2.f;  // blur
   std::string in, out;
@@ -36,7 +36,6 @@ void add_image_flags(CLI::App& app, ImageArgs& r) {
              "run on the CPU below this many pixels (-1: the op's threshold for the adapter, or "
              "WGC_STENCIL_CPU_BELOW)");
   add_force(app, r.force);
-  app.add_flag("--quiet", r.quiet, "print nothing on success");
   add_number(app, "--quality", r.quality, "JPEG quality, 1-100");
   add_gpu_flags(app, r.gpu);
   app.add_option("IN", r.in, "the input image (PNG or JPEG)")->required();
@@ -81,7 +80,7 @@ int run_filter(const char* cmd, StencilOp op, const ImageArgs& r, float sigma, G
   }
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   write_image(r.out, out, r.quality, overwrite_rule(r.force));
-  if (!r.quiet)
+  if (verbosity() != Verbosity::Quiet)
     std::printf("%s: %s %dx%dx%d -> %s %dx%dx%d (%s, %.1f ms)\n", cmd, r.in.c_str(), img.width, img.height,
                 img.channels, r.out.c_str(), out.width, out.height, out.channels, how.c_str(), ms);
   return 0;

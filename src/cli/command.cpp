@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <sstream>
 #include <type_traits>
@@ -151,6 +153,24 @@ void add_gpu_flags(CLI::App& app, GpuFlags& g) {
       ->type_name("NAME")
       ->default_str(g.backend);
   app.add_flag("--debug", g.debug, "Dawn's validation on, performance toggles off (or WGC_DEBUG=1)");
+}
+
+// --- verbosity ---------------------------------------------------------------------------------
+
+namespace {
+Verbosity g_verbosity = Verbosity::Normal;
+}
+
+Verbosity verbosity() { return g_verbosity; }
+void set_verbosity(Verbosity v) {
+  g_verbosity = v;
+  if (v == Verbosity::Quiet) setenv("WGC_PROGRESS", "0", 1);  // util/progress.h's switch
+}
+void warn(const std::string& line) {
+  if (g_verbosity != Verbosity::Quiet) std::fprintf(stderr, "wgc: warning: %s\n", line.c_str());
+}
+void info(const std::string& line) {
+  if (g_verbosity == Verbosity::Verbose) std::fprintf(stderr, "wgc: %s\n", line.c_str());
 }
 
 // --- suggestions ---------------------------------------------------------------------------------

@@ -94,6 +94,15 @@ struct GpuFlags {
 };
 void add_gpu_flags(CLI::App& app, GpuFlags& g);
 
+// --- what commands print besides their results -------------------------------------------------
+
+// Every command takes --verbose (-v) and --quiet (-q); --quiet also turns progress bars off.
+enum class Verbosity { Quiet, Normal, Verbose };
+Verbosity verbosity();
+void set_verbosity(Verbosity v);
+void warn(const std::string& line);  // "wgc: warning: ..." on stderr, unless --quiet
+void info(const std::string& line);  // "wgc: ..." on stderr, with --verbose only
+
 // What is wrong with the arguments CLI11 left over (`extras`): the unknown flags, each with the
 // nearest known flag of `app` ("unknown flag --promt (did you mean --prompt?)"), else the first
 // unexpected argument.

@@ -14,8 +14,12 @@ std::string version_text() {
          ")\nDawn: " + std::string(dawn_package());
 }
 
+struct Common {
+  bool verbose = false, quiet = false;
+};
+
 // The app with every registered command as a subcommand; runs[name] is what runs after parsing.
-void build(CLI::App& app, std::map<std::string, Run>& runs) {
+void build(CLI::App& app, std::map<std::string, Run>& runs, Common& common) {
   app.option_defaults()->always_capture_default();
   app.get_formatter()->column_width(34);
   app.set_version_flag("--version", version_text(), "print wgc's version, the Dawn package and the git revision");
@@ -23,6 +27,11 @@ void build(CLI::App& app, std::map<std::string, Run>& runs) {
     CLI::App* sub = app.add_subcommand(name, c.summary);
     sub->allow_extras();  // unknown flags are reported by run_main, with the nearest known flag
     runs[name] = c.setup(*sub);
+    const char* g = "Output";
+    auto* v = sub->add_flag("-v,--verbose", common.verbose, "say more on stderr: model notes, settings")->group(g);
+    sub->add_flag("-q,--quiet", common.quiet, "print only results and errors: no warnings, timings or progress")
+        ->group(g)
+        ->excludes(v);
   }
   app.footer(  // after the subcommands: they would inherit it
       "wgc help COMMAND (or wgc COMMAND --help) lists a command's flags with their defaults.\n"
@@ -51,7 +60,8 @@ int usage_error(const std::string& cmd, const std::string& what) {
 int run_main(int argc, char** argv) {
   CLI::App app("wgc: WebGPU Compute: WGSL kernels, image filters and Llama-family language models on WebGPU", "wgc");
   std::map<std::string, Run> runs;
-  build(app, runs);
+  Common common;
+  build(app, runs, common);
 
   std::string first = argc > 1 ? argv[1] : "";
   if (argc < 2) {  // no command: the overview, as an error
@@ -84,6 +94,7 @@ int run_main(int argc, char** argv) {
     std::fputs(app.help().c_str(), stderr);
     return 2;
   }
+  set_verbosity(common.quiet ? Verbosity::Quiet : common.verbose ? Verbosity::Verbose : Verbosity::Normal);
   CLI::App* sub = app.get_subcommand(first);
   if (auto extras = sub->remaining(); !extras.empty()) return usage_error(first, unknown_flags_message(*sub, extras));
 

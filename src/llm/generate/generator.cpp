@@ -189,7 +189,19 @@ GenerateResult Generator::generate(std::span<const int32_t> prompt_ids, const Ge
   };
 
   auto t0 = std::chrono::steady_clock::now();
-  int32_t next = step(prompt_ids.subspan(common), sampler);
+  std::span<const int32_t> todo = prompt_ids.subspan(common);
+  const int batch = model_.max_batch();
+  const bool chunked = o.on_prefill && int64_t(todo.size()) > batch;
+  if (chunked) {
+    // The same chunks the engine would run (all but the last, of max_batch tokens), with progress.
+    const size_t head = (todo.size() - 1) / size_t(batch) * size_t(batch);
+    const int total = int(todo.size());
+    model_.prefill(todo.first(head), [&](int done, int) { o.on_prefill(done, total); });
+    cached_.insert(cached_.end(), todo.begin(), todo.begin() + std::ptrdiff_t(head));
+    todo = todo.subspan(head);
+  }
+  int32_t next = step(todo, sampler);
+  if (chunked) o.on_prefill(int(prompt_ids.size() - common), int(prompt_ids.size() - common));
   r.timings.prompt_tokens = int(prompt_ids.size());
   r.timings.prompt_eval_tokens = int(prompt_ids.size() - common);
   r.timings.prompt_ms = ms_since(t0);
@@ -198,6 +210,10 @@ GenerateResult Generator::generate(std::span<const int32_t> prompt_ids, const Ge
   bool stopped_by_string = false;
   // Takes a generated token; false when generation ends with it (r.stop says why).
   auto accept = [&](int32_t id) {
+    if (o.cancel && o.cancel->load(std::memory_order_relaxed)) {
+      r.stop = StopReason::Cancelled;
+      return false;
+    }
     if (!o.ignore_eos && is_stop(id)) {
       r.stop = StopReason::Eos;
       r.stop_id = id;
@@ -221,7 +237,7 @@ GenerateResult Generator::generate(std::span<const int32_t> prompt_ids, const Ge
       r.stop = StopReason::ContextFull;
       r.message = "context full: the " + std::to_string(max_ctx) + "-token context holds the prompt (" +
                   std::to_string(prompt_ids.size()) + " tokens) and " + std::to_string(r.ids.size() - 1) +
-                  " generated tokens; generation stopped (raise --ctx, up to the model's own context)";
+                  " generated tokens; generation stopped (a larger context size holds more, up to the model's own)";
       return false;
     }
     return true;

@@ -257,7 +257,7 @@ struct LlamaModel::Impl {
     if (n_past + int64_t(tokens.size()) > max_ctx)
       throw Error("wgc: context full: " + std::to_string(n_past) + " cached + " + std::to_string(tokens.size()) +
                   " new tokens exceed the context length " + std::to_string(max_ctx) +
-                  " (raise it with --ctx, or start a new conversation)");
+                  " (a larger context size, EngineOptions::max_ctx, holds more)");
   }
 
   void upload_ids(std::span<const int32_t> tokens) {
@@ -352,6 +352,22 @@ LlamaModel::LlamaModel(LlamaModel&&) noexcept = default;
 const ModelConfig& LlamaModel::config() const { return impl_->cfg; }
 int LlamaModel::max_ctx() const { return impl_->max_ctx; }
 int LlamaModel::n_past() const { return impl_->n_past; }
+int LlamaModel::max_batch() const { return impl_->opt.max_batch; }
+
+void LlamaModel::prefill(std::span<const int32_t> tokens, const std::function<void(int, int)>& progress) {
+  auto& im = *impl_;
+  im.check_tokens(tokens);
+  const int total = int(tokens.size());
+  for (int done = 0; done < total;) {
+    auto chunk = tokens.subspan(size_t(done), size_t(std::min(im.opt.max_batch, total - done)));
+    Batch b(im.ctx);
+    im.record_layers(b, chunk);
+    b.run();
+    im.n_past += int(chunk.size());
+    done += int(chunk.size());
+    if (progress) progress(done, total);
+  }
+}
 uint64_t LlamaModel::weight_bytes() const { return impl_->weight_bytes; }
 
 void LlamaModel::rewind(int n) {
