@@ -44,6 +44,8 @@ class GgufWriter {
   // Any value: `encoded` is what follows the type id in the file (for an array: element type,
   // count, elements). Build it with the encode_* helpers below.
   void add_raw(std::string_view key, GgufType type, std::span<const std::byte> encoded);
+  // A value read from another file (GgufFile::metadata), of any type: copies metadata over.
+  void add_value(std::string_view key, const GgufValue& v);
 
   // `ne` in GGML order (ne[0] = row length); data must be exactly the tensor's size.
   void add_tensor(std::string_view name, TensorType type, std::vector<int64_t> ne, std::span<const std::byte> data);
