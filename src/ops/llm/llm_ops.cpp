@@ -118,11 +118,12 @@ LlmOps::LlmOps(Context ctx) : ctx_(std::move(ctx)) {
 }
 
 Kernel LlmOps::kernel(const std::string& key, const std::vector<std::string>& files,
-                      std::vector<std::pair<std::string, double>> constants, bool subgroups,
-                      const std::string& entry) const {
+                      std::vector<std::pair<std::string, double>> constants, bool subgroups, const std::string& entry,
+                      const std::string& prelude) const {
   if (auto it = kernels_.find(key); it != kernels_.end()) return it->second;
   KernelCode code;
   if (subgroups) code.wgsl = "enable subgroups;\n";
+  code.wgsl += prelude;
   for (auto& f : files) code.wgsl += embedded_kernel(f).wgsl;
   code.constants = std::move(constants);
   code.entry = entry;
@@ -195,6 +196,10 @@ std::vector<KernelVersion> LlmOps::versions() const {
     v.push_back({"matmul", ts + "/regtile",
                  std::to_string(tuning.matmul_bm) + " tokens x " + std::to_string(tuning.matmul_bn) +
                      " rows per workgroup, 8x8 per invocation, vec4 shared-memory reads of x and dequantized W"});
+    v.push_back({"batched", ts + "/batched",
+                 "serving: tokens x 4 rows per invocation, " + std::to_string(tuning.batched_kl) +
+                     " lanes per row read consecutive chunks, x broadcast from shared memory; results independent of "
+                     "the batch"});
     v.push_back({"embedding", ts, "one invocation per 4 elements"});
   }
   if (subgroups_) v.push_back({"rms_norm", "subgroup", "one workgroup per row"});
@@ -327,6 +332,7 @@ void LlmOps::linear(Batch& b, const GpuWeight& w, const Tensor& x, const Tensor&
   // Prefill on GPUs: the tiled kernel. The register-tiled one measured 6x slower on the H200
   // (8B Q4_0 pp512: 156 vs 964 t/s, docs/benchmarks.md); it stays a rung to tune.
   const bool cpu = ctx_.adapter().is_cpu();
+  if (v == Version::Batched) return linear_batched(b, w, x, y, n_tokens, prm, bias, rows);
   if (v == Version::Auto && n_tokens > 1 && tuning.matmul != Version::Auto) v = tuning.matmul;
   if (v == Version::Auto) v = cpu ? Version::Naive : subgroups_ ? Version::Subgroup : Version::Shared;
   need(v != Version::Subgroup || subgroups_, op, "this adapter has no usable subgroups");
@@ -349,6 +355,64 @@ void LlmOps::linear(Batch& b, const GpuWeight& w, const Tensor& x, const Tensor&
     b.dispatch(k, {w.data, w.scales, x, bias, y}, prm,
                {ceil_div(uint64_t(rows), 64), ceil_div(uint64_t(n_tokens), 64), 1});
   }
+}
+
+namespace {
+// linear_batched.wgsl: weight elements per chunk (one vec4<u32>), as weights/*.wgsl's W_CHUNK.
+uint32_t chunk_elems(WeightType t) {
+  switch (t) {
+    case WeightType::F32: return 4;
+    case WeightType::F16:
+    case WeightType::BF16: return 8;
+    case WeightType::Q8_0: return 16;
+    case WeightType::Q4_0:
+    case WeightType::Q4_K: return 32;
+    case WeightType::Q6_K: return 64;
+  }
+  return 4;
+}
+constexpr uint32_t kBatchedRowsPerGroup = 4;  // linear_batched.wgsl: TR
+}  // namespace
+
+void LlmOps::linear_batched(Batch& b, const GpuWeight& w, const Tensor& x, const Tensor& y, int n_tokens,
+                            const Params& prm, const Tensor& bias, int64_t rows) const {
+  const std::string op = "linear batched " + str(w.type);
+  const uint32_t kl = tuning.batched_kl;
+  need(kl >= 1 && kl <= 32 && (kl & (kl - 1)) == 0, op,
+       "batched_kl " + std::to_string(kl) + " is not a power of two <= 32");
+  // x tile: a multiple of 256 (whole K-quant super-blocks) and of kl chunks (each lane keeps its
+  // chunks c = lane mod kl across tiles).
+  uint32_t xt = 256;
+  while (xt % (kl * chunk_elems(w.type)) != 0) xt += 256;
+  // Tokens per workgroup: 8 when there are few, else 16 (the register budget: 16 x 4 sums), as
+  // workgroup memory allows.
+  const uint64_t smem_limit = ctx_.limits().max_compute_workgroup_storage_size;
+  const auto x_tile_bytes = [&](uint32_t t) { return uint64_t(t) * (xt / 4 + xt / 32) * 16; };
+  const uint32_t tt = n_tokens <= 8 || x_tile_bytes(16) > smem_limit ? 8 : 16;
+  uint32_t wg = tuning.batched_wg;
+  const uint64_t tiles = ceil_div(uint64_t(n_tokens), tt);
+  if (wg == 0) {
+    wg = 64;
+    for (uint32_t c : {128u, 256u})
+      if (tiles * ceil_div(uint64_t(rows), c / kl * kBatchedRowsPerGroup) >= tuning.batched_min_groups) wg = c;
+  }
+  wg = std::max(wg, kl);
+  need(wg % kl == 0 && wg <= max_wg_, op,
+       "batched_wg " + std::to_string(wg) + " (a multiple of batched_kl, <= " + std::to_string(max_wg_) + ")");
+  const uint64_t shared = std::max(x_tile_bytes(tt), uint64_t(wg / kl * tt) * 16);
+  need(shared <= smem_limit, op,
+       std::to_string(shared) + " bytes of workgroup memory, the adapter allows " + std::to_string(smem_limit));
+  const uint32_t bn = wg / kl * kBatchedRowsPerGroup;
+  const uint64_t row_tiles = ceil_div(uint64_t(rows), bn);
+  need(row_tiles <= ctx_.limits().max_compute_workgroups_per_dimension, op, "too many rows");
+  std::string prelude = "const TT: u32 = " + std::to_string(tt) + "u;\nconst WG: u32 = " + std::to_string(wg) +
+                        "u;\nconst KL: u32 = " + std::to_string(kl) + "u;\nconst XT: u32 = " + std::to_string(xt) +
+                        "u;\n";
+  Kernel k = kernel("llm/batched/" + str(w.type) + "/" + std::to_string(tt) + "x" + std::to_string(wg) + "x" +
+                        std::to_string(kl) + "x" + std::to_string(xt),
+                    {"llm/common.wgsl", "llm/weights/" + str(w.type) + ".wgsl", "llm/linear_batched.wgsl"}, {}, false,
+                    "main", prelude);
+  b.dispatch(k, {w.data, w.scales, x, bias, y}, prm, {u32(tiles), u32(row_tiles), 1});
 }
 
 // ---- elementwise ---------------------------------------------------------------------------

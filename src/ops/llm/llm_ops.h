@@ -68,7 +68,9 @@ KvCache make_kv_cache(const Context& ctx, int n_layers, int n_kv_heads, int max_
 // matvec (n_tokens == 1): Naive, or Subgroup / Shared reductions. matmul (n_tokens > 1): Naive,
 // Shared (or Subgroup): the 64x64 tiled kernel, RegTile: the register-tiled kernel (also for one
 // token). Auto: Naive on CPU adapters; on GPUs the matvec reduction for one token, the tiled kernel for more.
-enum class Version { Auto, Naive, Subgroup, Shared, RegTile };
+// Batched: the serving kernel for any number of tokens (linear_batched.wgsl), whose results do not
+// depend on the number of tokens (bit-identical for a token alone or in a batch; so does Naive).
+enum class Version { Auto, Naive, Subgroup, Shared, RegTile, Batched };
 // y = W x with extras. Rows row0 .. row0 + rows - 1 of W (rows = -1: to the end) produce
 // y[t * y_stride + y_offset + r] (y_stride = -1: rows). bias (f32, indexed by the weight row
 // row0 + r) is added when given; accumulate adds the old y (the residual: y += W x).
@@ -132,6 +134,12 @@ struct LlmTuning {
   // The version Version::Auto runs for n_tokens > 1 (Auto: the tiled kernel on GPUs, Naive on CPU
   // adapters; RegTile measured slower on the H200).
   Version matmul = Version::Auto;
+  // Batched kernel: lanes per row group (a power of two, <= 32; fixes the summation order, so
+  // results change with it), invocations per workgroup (0: the largest of 256/128/64 that still
+  // gives batched_min_groups workgroups), and that target.
+  uint32_t batched_kl = 8;
+  uint32_t batched_wg = 0;
+  uint32_t batched_min_groups = 264;
 };
 
 class LlmOps {
@@ -208,7 +216,9 @@ class LlmOps {
  private:
   Kernel kernel(const std::string& key, const std::vector<std::string>& files,
                 std::vector<std::pair<std::string, double>> constants, bool subgroups,
-                const std::string& entry = "main") const;
+                const std::string& entry = "main", const std::string& prelude = "") const;
+  void linear_batched(Batch& b, const GpuWeight& w, const Tensor& x, const Tensor& y, int n_tokens, const Params& prm,
+                      const Tensor& bias, int64_t rows) const;
   Kernel linear_kernel(const std::string& kind, WeightType t, Version v) const;
   // The matvec schedule: tuning clamped to the adapter and the kernel. The pipeline and the grid
   // must agree on it.
