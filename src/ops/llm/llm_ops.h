@@ -101,6 +101,9 @@ struct RopeKvArgs {
   int pos0 = 0;              // token t goes to cache position pos0 + t, rotated by position pos0 + t ...
   Tensor positions;          // ... or by positions[t] (u32) when given (its cache position stays pos0 + t)
   bool interleaved = false;  // pairs (2i, 2i+1) (GGML norm) vs (i, i + hd/2) (HF / neox)
+  // Paged caches: token t goes to cache row positions[n_tokens + t] (positions then holds
+  // 2 * n_tokens entries: the positions, then the rows; PagedAttentionPlan::positions).
+  bool cache_rows = false;
 };
 
 struct AttentionArgs {
@@ -111,6 +114,33 @@ struct AttentionArgs {
   int64_t o_stride = -1, o_offset = 0;  // out likewise
   float scale = 0;                      // 0: 1/sqrt(head_dim)
   int splits = 0;                       // decode: splits over the sequence (0: pick)
+};
+
+// Paged attention (serving): the new tokens of several sequences in one batch, each sequence over
+// its own blocks of a shared cache. The cache is a KvLayer whose max_ctx is the pool's slot count
+// (blocks * block_tokens); position p of a sequence lives in row blocks[p / block] * block +
+// p % block. The rows of one batch follow each other: sequence i's tokens are batch rows
+// tok0 .. tok0 + n_tokens - 1 (at positions pos0 ..), its K/V appended before attention.
+struct PagedSequence {
+  int tok0 = 0, n_tokens = 1, pos0 = 0;
+  std::vector<int32_t> blocks;  // block table: covers positions 0 .. pos0 + n_tokens - 1
+};
+struct PagedAttentionArgs {
+  int n_heads = 0, n_kv_heads = 0, head_dim = 0;
+  int block = 16;                       // tokens per cache block
+  int split_len = 256;                  // keys per split, a multiple of 16; part of every row's arithmetic
+  int64_t q_stride = -1, q_offset = 0;  // q[t * q_stride + q_offset + h * hd + d] (-1: n_heads*hd)
+  int64_t o_stride = -1, o_offset = 0;  // out likewise
+  float scale = 0;                      // 0: 1/sqrt(head_dim)
+};
+// What a batch's paged attention needs on the GPU, uploaded once per step and used by every
+// layer: the block tables, the sequences, the work items, and the positions (with the cache rows
+// after them, for rope_kv_append's cache_rows).
+struct PagedAttentionPlan {
+  PagedAttentionArgs args;
+  int n_tokens = 0, n_seqs = 0;
+  uint32_t decode_items = 0, prefill_items = 0, decode_bq = 1, n_splits = 1;
+  Tensor tables, seqs, items, positions, partials;
 };
 
 // A kernel version, for tests and benchmarks.
@@ -207,6 +237,16 @@ class LlmOps {
                          const AttentionArgs& a) const;
   void attention_decode(Batch& b, const KvLayer& cache, const Tensor& q, const Tensor& out,
                         const AttentionArgs& a) const;
+
+  // Uploads a batch's sequences for paged_attention (checks them against the args: tokens back to
+  // back, block tables long enough, every block < n_blocks).
+  PagedAttentionPlan plan_paged_attention(const std::vector<PagedSequence>& seqs, const PagedAttentionArgs& a,
+                                          int n_blocks) const;
+  // Attention of every new token of the plan's sequences over its own cache blocks (prefill rows
+  // and decode rows alike: a row's result depends only on its position and data, not on the
+  // batch). cache.max_ctx = the pool's slots.
+  void paged_attention(Batch& b, const KvLayer& cache, const Tensor& q, const Tensor& out,
+                       const PagedAttentionPlan& plan) const;
 
   // out[0] = the first index of the largest of logits[0 .. n) (u32 tensor of >= 1 element).
   void argmax(Batch& b, const Tensor& logits, int64_t n, const Tensor& out) const;
