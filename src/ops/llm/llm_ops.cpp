@@ -724,36 +724,55 @@ namespace {
 constexpr uint32_t kSelectWG = 256, kSelectCH = 2048;
 }
 
-void LlmOps::select_pass(Batch& b, const Tensor& vals, const Tensor& ids, bool have_ids, int64_t count, int k,
-                         const Tensor& out_v, const Tensor& out_i) const {
+void LlmOps::select_pass(Batch& b, const Tensor& vals, const Tensor& ids, bool have_ids, int64_t count, int k, int rows,
+                         int64_t in_stride, int64_t out_stride, const Tensor& out_v, const Tensor& out_i) const {
   Kernel kern = kernel("llm/topk", {"llm/common.wgsl", "llm/topk.wgsl"}, {{"WG", kSelectWG}, {"CH", kSelectCH}}, false);
-  b.dispatch(kern, {vals, ids, out_v, out_i}, Params(u32(count), u32(k), have_ids ? 1u : 0u),
-             groups_1d(ctx_, ceil_div(uint64_t(count), kSelectCH)));
+  Groups g = groups_1d(ctx_, ceil_div(uint64_t(count), kSelectCH));
+  g.z = u32(rows);
+  b.dispatch(kern, {vals, ids, out_v, out_i},
+             Params(u32(count), u32(k), have_ids ? 1u : 0u, u32(in_stride), u32(out_stride)), g);
 }
 
 void LlmOps::topk(Batch& b, const Tensor& logits, int64_t n, int k, const Tensor& out_vals,
                   const Tensor& out_ids) const {
+  topk_rows(b, logits, 1, n, k, out_vals, out_ids);
+}
+
+void LlmOps::topk_rows(Batch& b, const Tensor& logits, int rows, int64_t n, int k, const Tensor& out_vals,
+                       const Tensor& out_ids) const {
   const std::string op = "topk";
   need(k >= 1 && k <= 64 && k <= n, op, "k = " + std::to_string(k) + " (1..64, at most n)");
-  need_elems(logits, n, op, "logits");
-  need_elems(out_vals, k, op, "out_vals");
-  need_elems(out_ids, k, op, "out_ids");
+  need(rows >= 1 && uint32_t(rows) <= ctx_.limits().max_compute_workgroups_per_dimension, op,
+       std::to_string(rows) + " rows");
+  need_elems(logits, int64_t(rows) * n, op, "logits");
+  need_elems(out_vals, int64_t(rows) * k, op, "out_vals");
+  need_elems(out_ids, int64_t(rows) * k, op, "out_ids");
   Tensor cv = logits, ci = logits;
   bool have_ids = false;
   int64_t count = n;
   for (;;) {
     uint32_t nwg = ceil_div(uint64_t(count), kSelectCH);
     if (nwg == 1) {
-      select_pass(b, cv, ci, have_ids, count, k, out_vals, out_ids);
+      select_pass(b, cv, ci, have_ids, count, k, rows, count, k, out_vals, out_ids);
       return;
     }
-    Tensor tv = make_tensor(ctx_, {int64_t(nwg) * k}), ti = make_tensor(ctx_, {int64_t(nwg) * k}, DType::U32);
-    select_pass(b, cv, ci, have_ids, count, k, tv, ti);
+    const int64_t per_row = int64_t(nwg) * k;
+    Tensor tv = make_tensor(ctx_, {rows * per_row}), ti = make_tensor(ctx_, {rows * per_row}, DType::U32);
+    select_pass(b, cv, ci, have_ids, count, k, rows, count, per_row, tv, ti);
     cv = tv;
     ci = ti;
     have_ids = true;
-    count = int64_t(nwg) * k;
+    count = per_row;
   }
+}
+
+void LlmOps::row_logsumexp(Batch& b, const Tensor& logits, int rows, int64_t n, const Tensor& out) const {
+  const std::string op = "row_logsumexp";
+  need(rows >= 1 && n >= 1, op, "empty");
+  need_elems(logits, int64_t(rows) * n, op, "logits");
+  need_elems(out, rows, op, "out");
+  Kernel k = kernel("llm/row_lse", {"llm/common.wgsl", "llm/row_lse.wgsl"}, {{"WG", kSelectWG}}, false);
+  b.dispatch(k, {logits, out}, Params(u32(rows), u32(n)), groups_1d(ctx_, u32(rows)));
 }
 
 void LlmOps::argmax(Batch& b, const Tensor& logits, int64_t n, const Tensor& out) const {

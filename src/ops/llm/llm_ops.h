@@ -252,6 +252,12 @@ class LlmOps {
   void argmax(Batch& b, const Tensor& logits, int64_t n, const Tensor& out) const;
   // The k (<= 64, <= n) largest: out_vals f32 [k] descending, out_ids u32 [k] (ties: lower id).
   void topk(Batch& b, const Tensor& logits, int64_t n, int k, const Tensor& out_vals, const Tensor& out_ids) const;
+  // The same for each of `rows` rows of n logits: out_vals/out_ids [rows][k].
+  void topk_rows(Batch& b, const Tensor& logits, int rows, int64_t n, int k, const Tensor& out_vals,
+                 const Tensor& out_ids) const;
+  // out[r] = log(sum_i exp(logits[r][i])) of each of `rows` rows of n (the softmax's normaliser,
+  // for log probabilities).
+  void row_logsumexp(Batch& b, const Tensor& logits, int rows, int64_t n, const Tensor& out) const;
 
  private:
   Kernel kernel(const std::string& key, const std::vector<std::string>& files,
@@ -267,8 +273,8 @@ class LlmOps {
   };
   MatvecShape matvec_shape() const;
   Kernel attn_kernel(int head_dim, int bq) const;
-  void select_pass(Batch& b, const Tensor& vals, const Tensor& ids, bool have_ids, int64_t count, int k,
-                   const Tensor& out_v, const Tensor& out_i) const;
+  void select_pass(Batch& b, const Tensor& vals, const Tensor& ids, bool have_ids, int64_t count, int k, int rows,
+                   int64_t in_stride, int64_t out_stride, const Tensor& out_v, const Tensor& out_i) const;
 
   Context ctx_;
   bool subgroups_ = false;  // usable: the feature and one fixed subgroup size
