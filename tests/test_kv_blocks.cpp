@@ -1,8 +1,8 @@
 // The serving KV pool's bookkeeping: allocation and reference counts, the prefix cache of full
 // blocks (matches only exact token prefixes, never partial blocks), eviction of the least
 // recently released cached blocks (a prefix's later blocks before its earlier ones).
-#include "gpu/error.h"
 #include "llm/serve/kv_blocks.h"
+#include "util/error.h"
 
 #include <gtest/gtest.h>
 

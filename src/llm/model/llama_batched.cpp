@@ -1,7 +1,7 @@
 #include "llm/model/llama_batched.h"
 
-#include "gpu/error.h"
 #include "llm/model/llama_weights.h"
+#include "util/error.h"
 
 #include <algorithm>
 #include <string>

@@ -1,6 +1,6 @@
 #include "llm/serve/kv_blocks.h"
 
-#include "gpu/error.h"
+#include "util/error.h"
 
 #include <algorithm>
 #include <string>
