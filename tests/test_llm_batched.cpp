@@ -74,7 +74,7 @@ std::vector<int32_t> ids(int n, int seed, int vocab) {
   return v;
 }
 
-void check_model(const fs::path& path, Version lin) {
+void check_model(const fs::path& path, Version lin, double tolerance = 1e-4) {
   ModelFile mf = open_model(path, {false, false});
   LlamaModel model(ctx(), mf, engine(64));
   const int vocab = int(model.config().vocab_size);
@@ -86,7 +86,9 @@ void check_model(const fs::path& path, Version lin) {
   bo.split_len = 16;  // several splits at these lengths
   bo.linear = lin;
   BatchedLlama bl(model, bo);
-  const std::string what = path.filename().string() + (lin == Version::Batched ? " batched" : " naive");
+  const std::string what = path.filename().string() + (lin == Version::Batched     ? " batched"
+                                                       : lin == Version::BatchedQ8 ? " batched-q8"
+                                                                                   : " naive");
 
   // A alone: a 21-token prompt in one chunk, then 3 tokens one at a time.
   Seq a{ids(24, 1, vocab), 0, {}};
@@ -97,9 +99,10 @@ void check_model(const fs::path& path, Version lin) {
 
   // The single-sequence engine agrees (to rounding: it runs other kernels).
   model.rewind(0);
-  EXPECT_LT(test::rel_error(alone[0], model.logits(std::span<const int32_t>(a.tokens).first(21))), 1e-4) << what;
+  EXPECT_LT(test::rel_error(alone[0], model.logits(std::span<const int32_t>(a.tokens).first(21))), tolerance) << what;
   model.logits(std::span<const int32_t>(a.tokens).subspan(21, 2));
-  EXPECT_LT(test::rel_error(alone[3], model.logits(std::span<const int32_t>(a.tokens).subspan(23, 1))), 1e-4) << what;
+  EXPECT_LT(test::rel_error(alone[3], model.logits(std::span<const int32_t>(a.tokens).subspan(23, 1))), tolerance)
+      << what;
 
   // A again among B and C, its prompt in chunks of 5 + 9 + 7 while the others prefill and decode.
   Seq a2{a.tokens, 0, {}}, b{ids(30, 2, vocab), 0, {}}, c{ids(12, 3, vocab), 0, {}};
@@ -127,6 +130,13 @@ TEST(BatchedLlama, NaiveKernelsInvariantAndEqualToTheSingleSequencePath) {
 TEST(BatchedLlama, BatchedKernelsInvariantAndEqualToTheSingleSequencePath) {
   WGC_REQUIRE_FILE(default_model());
   check_model(default_model(), Version::Batched);
+}
+
+// 8-bit activations (the default model is Q8_0): invariant too, within quantization error of the
+// f32 path.
+TEST(BatchedLlama, BatchedQ8KernelsInvariant) {
+  WGC_REQUIRE_FILE(default_model());
+  check_model(default_model(), Version::BatchedQ8, 3e-2);
 }
 
 TEST(BatchedLlama, TopKLogSumExpAndErrors) {

@@ -133,10 +133,12 @@ int bench_batched_cmd(Args& a) {
   if (auto k = a.option("--kernel")) {
     if (*k == "batched")
       lin = llm::Version::Batched;
+    else if (*k == "batched-q8")
+      lin = llm::Version::BatchedQ8;
     else if (*k == "naive")
       lin = llm::Version::Naive;
     else if (*k != "auto")
-      throw Error("wgc bench-batched: --kernel expects auto, batched or naive, got '" + *k + "'");
+      throw Error("wgc bench-batched: --kernel expects auto, batched, batched-q8 or naive, got '" + *k + "'");
   }
   a.done();
   if (!model_path) throw Error("wgc bench-batched: --model FILE.gguf (or a Hugging Face folder) is required");
@@ -189,9 +191,10 @@ int bench_batched_cmd(Args& a) {
               model_path->c_str());
   std::printf("KV pool: %d blocks of %d tokens (%.2f GiB); prefill steps of at most %d tokens; linear kernel: %s\n\n",
               bo.blocks, block, double(engine.kv_bytes()) / double(1ull << 30), batch,
-              lin == llm::Version::Naive     ? "naive"
-              : lin == llm::Version::Batched ? "batched"
-                                             : (ctx.adapter().is_cpu() ? "auto (naive)" : "auto (batched)"));
+              lin == llm::Version::Naive       ? "naive"
+              : lin == llm::Version::Batched   ? "batched"
+              : lin == llm::Version::BatchedQ8 ? "batched-q8 (8-bit activations for Q4_0/Q8_0)"
+                                               : (ctx.adapter().is_cpu() ? "auto (naive)" : "auto (batched)"));
   std::printf("|    PP |     TG |    B |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |      T s |    S t/s |\n");
   std::printf("|-------|--------|------|--------|----------|----------|----------|----------|----------|----------|\n");
   json::Value results = json::Value::array();
@@ -249,7 +252,7 @@ int bench_batched_cmd(Args& a) {
 
 Register reg{{"bench-batched",
               "--model F.gguf [--parallel 1,8,16,32,64] [-p 256] [-n 128] [-r 1] [--batch 512] [--block 16] "
-              "[--kernel auto|batched|naive] [--seed S] [--no-warmup] [--json F] [--png F] [--backend B]",
+              "[--kernel auto|batched|batched-q8|naive] [--seed S] [--no-warmup] [--json F] [--png F] [--backend B]",
               "llama-batched-bench for the serving engine: aggregate prefill and decode tokens/s per count of "
               "parallel sequences",
               bench_batched_cmd}};

@@ -157,9 +157,10 @@ struct BatchedLlama::Impl {
     }
     const int m = int(want.size());
     ops.rms_norm(b, h, w.norm, last, m, int(w.hidden), w.eps);
-    LinearOptions lo;
-    lo.version = lin;
-    ops.linear(b, w.output(), last, logits, m, lo);
+    LinearGroup out_group;
+    out_group.parts = {w.output()};
+    out_group.rows = {w.vocab};
+    record_linear(ops, b, out_group, last, logits, m, w.vocab, false, lin);
     Readback rv, ri, rl;
     if (k > 0) {
       ops.topk_rows(b, logits, m, w.vocab, k, top_vals, top_ids);

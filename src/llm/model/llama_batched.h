@@ -25,12 +25,14 @@
 namespace wgc::llm {
 
 struct BatchedOptions {
-  int max_tokens = 320;            // new tokens per step (all sequences together)
-  int max_rows = 64;               // sequences with logits per step
-  int block_tokens = 16;           // tokens per KV-cache block
-  int blocks = 0;                  // blocks in the pool (> 0)
-  int split_len = 256;             // attention: keys per split (a multiple of 16; fixes the arithmetic)
-  Version linear = Version::Auto;  // Auto: Batched on GPUs, Naive on CPU adapters (both batch-invariant)
+  int max_tokens = 320;   // new tokens per step (all sequences together)
+  int max_rows = 64;      // sequences with logits per step
+  int block_tokens = 16;  // tokens per KV-cache block
+  int blocks = 0;         // blocks in the pool (> 0)
+  int split_len = 256;    // attention: keys per split (a multiple of 16; fixes the arithmetic)
+  // Auto: Batched on GPUs, Naive on CPU adapters (both batch-invariant); BatchedQ8: 8-bit
+  // activations for the Q4_0 / Q8_0 matrices (Batched for the others).
+  Version linear = Version::Auto;
 };
 
 // One sequence's part of a step.

@@ -87,6 +87,7 @@ struct Scheduler::Impl {
     bo.max_tokens = opt.parallel + opt.prefill_chunk;
     bo.block_tokens = B;
     bo.blocks = opt.kv_blocks;
+    bo.linear = opt.linear;
     engine = std::make_unique<BatchedLlama>(model, bo);
     kv = std::make_unique<KvBlocks>(opt.kv_blocks, B);
     stop_ids = end_of_turn_ids(&tok, model.config());
