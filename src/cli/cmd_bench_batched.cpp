@@ -140,8 +140,22 @@ int bench_batched_cmd(Args& a) {
     else if (*k != "auto")
       throw Error("wgc bench-batched: --kernel expects auto, batched, batched-q8 or naive, got '" + *k + "'");
   }
+  llm::LlmTuning tuning;
+  if (auto t = a.option("--batched")) {  // KL,WG,MIN_GROUPS of the batched kernels (or KLxWGxMIN)
+    unsigned v[3];
+    char tail;
+    std::string m = *t;
+    std::replace(m.begin(), m.end(), 'x', ',');
+    if (std::sscanf(m.c_str(), "%u,%u,%u%c", &v[0], &v[1], &v[2], &tail) != 3)
+      throw Error("wgc bench-batched: --batched expects KL,WG,MIN_GROUPS (e.g. 8,0,264; WG 0: auto), got '" + *t + "'");
+    tuning.batched_kl = v[0];
+    tuning.batched_wg = v[1];
+    tuning.batched_min_groups = v[2];
+  }
+  const int split = positive(a, "--split", llm::BatchedOptions{}.split_len, 16);
   a.done();
   if (!model_path) throw Error("wgc bench-batched: --model FILE.gguf (or a Hugging Face folder) is required");
+  if (split % 16) throw Error("wgc bench-batched: --split must be a multiple of 16");
   const bool tty = isatty(2);
   auto status = [&](const std::string& s) {
     std::fprintf(stderr, "%s[bench-batched] %s%s", tty ? "\r" : "", s.c_str(), tty ? "          " : "\n");
@@ -154,6 +168,7 @@ int bench_batched_cmd(Args& a) {
   llm::EngineOptions eo;
   eo.max_ctx = p + n;
   eo.max_batch = std::min(batch, p + n);
+  eo.tuning = tuning;
   llm::LlamaModel model(ctx, file, eo);
   const int max_b = *std::max_element(par.begin(), par.end());
   llm::BatchedOptions bo;
@@ -162,6 +177,7 @@ int bench_batched_cmd(Args& a) {
   bo.block_tokens = block;
   bo.blocks = max_b * ((p + n + block - 1) / block);
   bo.linear = lin;
+  bo.split_len = split;
   llm::BatchedLlama engine(model, bo);
   Bench bench{engine, int(model.config().vocab_size), block, std::mt19937(seed)};
 
@@ -189,12 +205,15 @@ int bench_batched_cmd(Args& a) {
 
   std::printf("device: %s (%s)   model: %s\n", ctx.adapter().device.c_str(), ctx.adapter().adapter_type.c_str(),
               model_path->c_str());
-  std::printf("KV pool: %d blocks of %d tokens (%.2f GiB); prefill steps of at most %d tokens; linear kernel: %s\n\n",
-              bo.blocks, block, double(engine.kv_bytes()) / double(1ull << 30), batch,
+  std::printf("KV pool: %d blocks of %d tokens (%.2f GiB); prefill steps of at most %d tokens; attention split %d\n",
+              bo.blocks, block, double(engine.kv_bytes()) / double(1ull << 30), batch, split);
+  std::printf("linear kernel: %s; batched kernels: %u lanes per row, workgroup %s, at least %u workgroups\n\n",
               lin == llm::Version::Naive       ? "naive"
               : lin == llm::Version::Batched   ? "batched"
               : lin == llm::Version::BatchedQ8 ? "batched-q8 (8-bit activations for Q4_0/Q8_0)"
-                                               : (ctx.adapter().is_cpu() ? "auto (naive)" : "auto (batched)"));
+                                               : (ctx.adapter().is_cpu() ? "auto (naive)" : "auto (batched)"),
+              tuning.batched_kl, tuning.batched_wg ? std::to_string(tuning.batched_wg).c_str() : "auto",
+              tuning.batched_min_groups);
   std::printf("|    PP |     TG |    B |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |      T s |    S t/s |\n");
   std::printf("|-------|--------|------|--------|----------|----------|----------|----------|----------|----------|\n");
   json::Value results = json::Value::array();
@@ -242,6 +261,10 @@ int bench_batched_cmd(Args& a) {
     doc.set("kv_bytes", engine.kv_bytes());
     doc.set("batch", batch);
     doc.set("repeats", repeats);
+    doc.set("split_len", split);
+    doc.set("batched_kl", tuning.batched_kl);
+    doc.set("batched_wg", tuning.batched_wg);
+    doc.set("batched_min_groups", tuning.batched_min_groups);
     doc.set("results", results);
     std::ofstream f(*json);
     f << doc.dump(1) << "\n";
@@ -252,7 +275,8 @@ int bench_batched_cmd(Args& a) {
 
 Register reg{{"bench-batched",
               "--model F.gguf [--parallel 1,8,16,32,64] [-p 256] [-n 128] [-r 1] [--batch 512] [--block 16] "
-              "[--kernel auto|batched|batched-q8|naive] [--seed S] [--no-warmup] [--json F] [--png F] [--backend B]",
+              "[--kernel auto|batched|batched-q8|naive] [--batched KL,WG,MIN_GROUPS] [--split 256] [--seed S] "
+              "[--no-warmup] [--json F] [--png F] [--backend B]",
               "llama-batched-bench for the serving engine: aggregate prefill and decode tokens/s per count of "
               "parallel sequences",
               bench_batched_cmd}};
