@@ -139,6 +139,65 @@ TEST(BatchedLlama, BatchedQ8KernelsInvariant) {
   check_model(default_model(), Version::BatchedQ8, 3e-2);
 }
 
+// A step recorded before the previous one's tokens are back (feed_row: the argmax copied on the
+// GPU) gives what feeding the read-back token gives.
+TEST(BatchedLlama, FeedRowPipelinesSteps) {
+  WGC_REQUIRE_FILE(default_model());
+  ModelFile mf = open_model(default_model(), {false, false});
+  LlamaModel model(ctx(), mf, engine(32));
+  BatchedOptions bo;
+  bo.max_tokens = 16;
+  bo.max_rows = 2;
+  bo.block_tokens = 4;
+  bo.blocks = 8;
+  BatchedLlama bl(model, bo);
+  std::vector<int32_t> a = {0, 5, 77, 301, 12}, b = {0, 9, 8};
+  std::vector<int32_t> ta = {0, 1}, tb = {2, 3};
+  auto prefill = [&](std::vector<StepSequence>& st) {
+    st.resize(2);
+    st[0].tokens = a;
+    st[0].blocks = ta;
+    st[0].top_k = 1;
+    st[1].tokens = b;
+    st[1].blocks = tb;
+    st[1].top_k = 1;
+  };
+  std::vector<StepSequence> s1;
+  prefill(s1);
+  auto r1 = bl.step(s1);
+  std::vector<int32_t> na = {r1[0].top_ids[0]}, nb = {r1[1].top_ids[0]};
+  std::vector<StepSequence> s2(2);
+  s2[0].tokens = na;
+  s2[0].pos0 = 5;
+  s2[0].blocks = ta;
+  s2[0].full = true;
+  s2[1].tokens = nb;
+  s2[1].pos0 = 3;
+  s2[1].blocks = tb;
+  s2[1].full = true;
+  auto r2 = bl.step(s2);
+
+  std::vector<StepSequence> p1;
+  prefill(p1);
+  auto h1 = bl.submit(p1);
+  std::vector<int32_t> placeholder = {0};
+  auto p2 = s2;
+  p2[0].tokens = placeholder;
+  p2[0].feed_row = 0;
+  p2[1].tokens = placeholder;
+  p2[1].feed_row = 1;
+  auto h2 = bl.submit(p2);
+  auto c1 = bl.collect(h1);
+  auto c2 = bl.collect(h2);
+  EXPECT_EQ(c1[0].top_ids, r1[0].top_ids);
+  EXPECT_EQ(c1[1].top_ids, r1[1].top_ids);
+  EXPECT_EQ(c2[0].logits, r2[0].logits);
+  EXPECT_EQ(c2[1].logits, r2[1].logits);
+  EXPECT_THROW(bl.collect(h1), Error);  // collected already
+  p2[0].feed_row = 5;                   // the previous step had 2 rows
+  EXPECT_THROW(bl.submit(p2), Error);
+}
+
 TEST(BatchedLlama, TopKLogSumExpAndErrors) {
   WGC_REQUIRE_FILE(default_model());
   ModelFile mf = open_model(default_model(), {false, false});

@@ -57,6 +57,7 @@ struct Run {
 struct Bench {
   llm::BatchedLlama& engine;
   int vocab, block;
+  bool sync;  // wait for each decode step before recording the next
   std::mt19937 rng;
 
   Run run(int B, int p, int n, int batch) {
@@ -97,9 +98,10 @@ struct Bench {
       for (size_t i = 0; i < who.size(); ++i) next[size_t(who[i])] = rows[i].top_ids[0];
     }
     r.pp_s = std::chrono::duration<double>(Clock::now() - t0).count();
-    // TG: n steps of one token per sequence.
+    // TG: n steps of one token per sequence. Pipelined: step t + 1 (its tokens the argmax of step
+    // t, copied on the GPU) is recorded and submitted before step t's tokens are read back.
     t0 = Clock::now();
-    for (int t = 0; t < n; ++t) {
+    auto decode_step = [&](int t, bool fed) {
       std::vector<llm::StepSequence> step(static_cast<size_t>(B));
       for (int i = 0; i < B; ++i) {
         auto& q = step[size_t(i)];
@@ -107,10 +109,22 @@ struct Bench {
         q.pos0 = p + t;
         q.blocks = tables[size_t(i)];
         q.top_k = 1;
+        if (fed) q.feed_row = i;
       }
-      auto rows = engine.step(step);
+      return engine.submit(step);
+    };
+    auto take = [&](llm::BatchedLlama::Pending& h) {
+      auto rows = engine.collect(h);
       for (int i = 0; i < B; ++i) next[size_t(i)] = rows[size_t(i)].top_ids[0];
+    };
+    llm::BatchedLlama::Pending inflight = decode_step(0, false);
+    for (int t = 1; t < n; ++t) {
+      if (sync) take(inflight);
+      llm::BatchedLlama::Pending h = decode_step(t, !sync);
+      if (!sync) take(inflight);
+      inflight = std::move(h);
     }
+    take(inflight);
     r.tg_s = std::chrono::duration<double>(Clock::now() - t0).count();
     return r;
   }
@@ -127,6 +141,7 @@ int bench_batched_cmd(Args& a) {
   const int block = positive(a, "--block", 16, 1);
   const auto seed = static_cast<uint32_t>(a.number_or("--seed", 1));
   const bool warmup = !a.flag("--no-warmup");
+  const bool sync = a.flag("--sync");
   auto json = a.option("--json");
   auto png = a.option("--png");
   llm::Version lin = llm::Version::Auto;
@@ -179,7 +194,7 @@ int bench_batched_cmd(Args& a) {
   bo.linear = lin;
   bo.split_len = split;
   llm::BatchedLlama engine(model, bo);
-  Bench bench{engine, int(model.config().vocab_size), block, std::mt19937(seed)};
+  Bench bench{engine, int(model.config().vocab_size), block, sync, std::mt19937(seed)};
 
   struct Row {
     int b = 0;
@@ -247,9 +262,10 @@ int bench_batched_cmd(Args& a) {
   }
   std::printf(
       "\nPP: prefill of B prompts of p random tokens (each prompt's last chunk picks its first token);\n"
-      "TG: n steps each advancing all B sequences by one greedy token (read back, fed to the next step);\n"
+      "TG: n steps each advancing all B sequences by one greedy token (read back; %s);\n"
       "S_PP = B*p/T_PP, S_TG = B*n/T_TG, S = B*(p+n)/(T_PP+T_TG); medians of %d run(s)%s.\n",
-      repeats, warmup ? " after a warm-up" : "");
+      sync ? "the next step recorded after it (--sync)" : "the next step recorded while the GPU runs this one", repeats,
+      warmup ? " after a warm-up" : "");
   if (png) chart::write_bar_chart(*png, "batched decode on " + ctx.adapter().device, "tokens/s", cats, {bars});
   if (json) {
     json::Value doc = json::Value::object();
@@ -262,6 +278,7 @@ int bench_batched_cmd(Args& a) {
     doc.set("batch", batch);
     doc.set("repeats", repeats);
     doc.set("split_len", split);
+    doc.set("pipelined", !sync);
     doc.set("batched_kl", tuning.batched_kl);
     doc.set("batched_wg", tuning.batched_wg);
     doc.set("batched_min_groups", tuning.batched_min_groups);
@@ -275,7 +292,7 @@ int bench_batched_cmd(Args& a) {
 
 Register reg{{"bench-batched",
               "--model F.gguf [--parallel 1,8,16,32,64] [-p 256] [-n 128] [-r 1] [--batch 512] [--block 16] "
-              "[--kernel auto|batched|batched-q8|naive] [--batched KL,WG,MIN_GROUPS] [--split 256] [--seed S] "
+              "[--sync] [--kernel auto|batched|batched-q8|naive] [--batched KL,WG,MIN_GROUPS] [--split 256] [--seed S] "
               "[--no-warmup] [--json F] [--png F] [--backend B]",
               "llama-batched-bench for the serving engine: aggregate prefill and decode tokens/s per count of "
               "parallel sequences",
