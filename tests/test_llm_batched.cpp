@@ -74,6 +74,21 @@ std::vector<int32_t> ids(int n, int seed, int vocab) {
   return v;
 }
 
+// The default model with a small pool: 2 rows, 16 tokens per step, 8 blocks of 4.
+struct Small {
+  ModelFile mf = open_model(default_model(), {false, false});
+  LlamaModel model{ctx(), mf, engine(32)};
+  BatchedOptions bo = [] {
+    BatchedOptions o;
+    o.max_tokens = 16;
+    o.max_rows = 2;
+    o.block_tokens = 4;
+    o.blocks = 8;
+    return o;
+  }();
+  BatchedLlama bl{model, bo};
+};
+
 void check_model(const fs::path& path, Version lin, double tolerance = 1e-4) {
   ModelFile mf = open_model(path, {false, false});
   LlamaModel model(ctx(), mf, engine(64));
@@ -143,14 +158,8 @@ TEST(BatchedLlama, BatchedQ8KernelsInvariant) {
 // GPU) gives what feeding the read-back token gives.
 TEST(BatchedLlama, FeedRowPipelinesSteps) {
   WGC_REQUIRE_FILE(default_model());
-  ModelFile mf = open_model(default_model(), {false, false});
-  LlamaModel model(ctx(), mf, engine(32));
-  BatchedOptions bo;
-  bo.max_tokens = 16;
-  bo.max_rows = 2;
-  bo.block_tokens = 4;
-  bo.blocks = 8;
-  BatchedLlama bl(model, bo);
+  Small m;
+  auto& bl = m.bl;
   std::vector<int32_t> a = {0, 5, 77, 301, 12}, b = {0, 9, 8};
   std::vector<int32_t> ta = {0, 1}, tb = {2, 3};
   auto prefill = [&](std::vector<StepSequence>& st) {
@@ -200,14 +209,9 @@ TEST(BatchedLlama, FeedRowPipelinesSteps) {
 
 TEST(BatchedLlama, TopKLogSumExpAndErrors) {
   WGC_REQUIRE_FILE(default_model());
-  ModelFile mf = open_model(default_model(), {false, false});
-  LlamaModel model(ctx(), mf, engine(32));
-  BatchedOptions bo;
-  bo.max_tokens = 16;
-  bo.max_rows = 2;
-  bo.block_tokens = 4;
-  bo.blocks = 8;
-  BatchedLlama bl(model, bo);
+  Small m;
+  auto& bl = m.bl;
+  auto& model = m.model;
   std::vector<int32_t> prompt = {0, 5, 77, 301, 12};
   std::vector<int32_t> blocks = {6, 1};
   StepSequence s;
@@ -249,6 +253,7 @@ TEST(BatchedLlama, TopKLogSumExpAndErrors) {
   bad = s;
   bad.pos0 = 30;  // past the 32-position context
   fails(bad);
-  bo.blocks = 0;
-  EXPECT_THROW(BatchedLlama(model, bo), Error);
+  BatchedOptions none = m.bo;
+  none.blocks = 0;
+  EXPECT_THROW(BatchedLlama(model, none), Error);
 }

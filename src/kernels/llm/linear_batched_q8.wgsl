@@ -28,6 +28,7 @@ struct P {
   flags: u32,  // 1: add bias, 2: accumulate into y
 }
 @group(0) @binding(6) var<uniform> p: P;
+//!include "llm/batched_store.wgsl"
 
 const TR: u32 = 4u;
 const RG: u32 = WG / KL;
@@ -130,16 +131,5 @@ fn main(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wid: v
     }
   }
   if (lane != 0u) { return; }
-  for (var t = 0u; t < TT; t++) {
-    let tok = t0 + t;
-    if (tok >= p.n) { break; }
-    for (var r = 0u; r < TR; r++) {
-      if (rl + r >= p.rows) { break; }
-      var o = acc[t][r];
-      if ((p.flags & 1u) != 0u) { o += bias[p.row0 + rl + r]; }
-      let yi = tok * p.y_stride + p.y_off + rl + r;
-      if ((p.flags & 2u) != 0u) { o += y[yi]; }
-      y[yi] = o;
-    }
-  }
+  for (var t = 0u; t < TT && t0 + t < p.n; t++) { store_rows(t0 + t, rl, acc[t]); }
 }
