@@ -179,9 +179,9 @@ TEST(LlmLinear, BatchedIsBatchInvariant) {
       ASSERT_EQ(std::memcmp(got.data(), all.data() + size_t(first) * size_t(rows), got.size() * 4), 0)
           << to_string(t) << " " << what;
     };
-    for (int i : {0, 5, n - 1}) same(run(o, i, 1), i, "token " + std::to_string(i) + " alone");
+    for (int i : {0, n - 1}) same(run(o, i, 1), i, "token " + std::to_string(i) + " alone");
     same(run(o, 3, 9), 3, "tokens 3..11");
-    for (uint32_t wg : {8u, 64u, 256u}) {
+    for (uint32_t wg : {8u, 256u}) {
       LlmOps other(ctx());
       other.tuning.batched_wg = wg;
       same(run(other, 0, n), 0, "workgroup " + std::to_string(wg));
