@@ -31,8 +31,8 @@
 // naming the limit, instead of exhausting the stack, the memory or the time.
 #pragma once
 
-#include "gpu/error.h"
-#include "llm/formats/json.h"
+#include "util/error.h"
+#include "util/json.h"
 
 #include <cstdint>
 #include <functional>
