@@ -150,7 +150,7 @@ TEST(BadTemplate, ValuesNestedTooDeepOrInThemselves) {
     EXPECT_CONTAINS(template_error(chain + use), "nesting deeper than 256") << use;
   // Values from JSON nested deeper than the limit.
   std::string deep = repeat("[", 300) + repeat("]", 300);
-  EXPECT_CONTAINS(error_of([&] { Value::from_json(llm::json::parse(deep)); }), "nesting deeper than 256");
+  EXPECT_CONTAINS(error_of([&] { Value::from_json(json::parse(deep)); }), "nesting deeper than 256");
 }
 
 // ---- Chat templates: arithmetic ----------------------------------------------------------------
