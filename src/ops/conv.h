@@ -32,8 +32,9 @@ namespace wgc {
 enum class Conv2dVersion { Auto, Direct, DirectTiled, Im2colGemm, ImplicitGemm, Winograd2x2, Depthwise, Pointwise };
 std::string_view to_string(Conv2dVersion v);                // "auto", "direct", "direct-tiled", "im2col-gemm", ...
 Conv2dVersion parse_conv2d_version(std::string_view name);  // throws naming the op and the valid names
-// The versions with a kernel so far (the ladder is being built: the others are not supported yet).
-inline constexpr Conv2dVersion kConv2dVersions[] = {Conv2dVersion::Direct};
+inline constexpr Conv2dVersion kConv2dVersions[] = {
+    Conv2dVersion::Direct,      Conv2dVersion::DirectTiled, Conv2dVersion::Im2colGemm, Conv2dVersion::ImplicitGemm,
+    Conv2dVersion::Winograd2x2, Conv2dVersion::Depthwise,   Conv2dVersion::Pointwise};
 
 // Whether version v can run d on this context (Winograd2x2: 3x3, stride 1, dilation 1, groups 1;
 // Depthwise: d.depthwise(); Pointwise: d.pointwise(); DirectTiled: its tile fits workgroup memory).
