@@ -31,8 +31,11 @@ struct Case {
 struct Options {
   std::vector<std::string> ops;  // empty: all
   std::vector<double> sizes;     // empty: the op's defaults
-  bool quick = false;            // small sizes, few repeats (CI, SwiftShader)
-  int repeats = 0;               // 0: 5 quick, 20 otherwise
+  // The --sizes entries as given: ops with named sizes (the convolutions' presets and specs) read
+  // these; numeric ops read `sizes`, which holds the entries that are numbers.
+  std::vector<std::string> size_names;
+  bool quick = false;  // small sizes, few repeats (CI, SwiftShader)
+  int repeats = 0;     // 0: 5 quick, 20 otherwise
 };
 
 // Each op's cases for a context (sizes already chosen).

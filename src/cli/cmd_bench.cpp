@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <set>
@@ -106,7 +107,12 @@ int bench_cmd(Args& a) {
   auto g = gpu_flags(a);
   bench::Options o;
   o.ops = a.list("--ops");
-  for (auto& s : a.list("--sizes")) o.sizes.push_back(std::stod(s));
+  for (auto& s : a.list("--sizes")) {  // numbers for most ops; presets or specs for the convolutions
+    o.size_names.push_back(s);
+    char* end = nullptr;
+    double v = std::strtod(s.c_str(), &end);
+    if (!s.empty() && *end == '\0') o.sizes.push_back(v);
+  }
   o.quick = a.flag("--quick");
   o.repeats = static_cast<int>(a.number_or("--repeats", 0));
   auto json = a.option("--json");
@@ -176,7 +182,7 @@ int bench_cmd(Args& a) {
   return all_ok ? 0 : 3;
 }
 
-Register reg{{"bench", "[--ops a,b] [--sizes n,m] [--quick] [--repeats R] [--json F] [--png F] [--backend B]",
+Register reg{{"bench", "[--ops a,b] [--sizes n,m | presets] [--quick] [--repeats R] [--json F] [--png F] [--backend B]",
               "GPU vs CPU for every op, kernel version and size: table, JSON, PNG chart", bench_cmd}};
 
 }  // namespace

@@ -170,32 +170,50 @@ void apply_epilogue(std::span<const float> bias, std::span<const float> residual
 
 }  // namespace
 
+namespace {
+
+// One output of the reference, sizes already checked.
+float reference_at(std::span<const float> x, std::span<const float> w, std::span<const float> bias,
+                   std::span<const float> residual, const Conv2dDims& d, const ConvEpilogue& ep, uint64_t i) {
+  const uint32_t oh = d.out_h(), ow = d.out_w(), cin_g = d.c_in / d.groups, cout_g = d.c_out / d.groups;
+  const uint32_t j = uint32_t(i % ow), row = uint32_t((i / ow) % oh), co = uint32_t((i / ow / oh) % d.c_out);
+  const uint64_t n = i / ow / oh / d.c_out, g = co / cout_g;
+  double acc = 0;
+  for (uint32_t ci = 0; ci < cin_g; ++ci)
+    for (uint32_t r = 0; r < d.kh; ++r) {
+      int64_t ih = int64_t(row) * d.stride_h - d.pad_top + int64_t(r) * d.dil_h;
+      if (ih < 0 || ih >= d.h) continue;
+      for (uint32_t c = 0; c < d.kw; ++c) {
+        int64_t iw = int64_t(j) * d.stride_w - d.pad_left + int64_t(c) * d.dil_w;
+        if (iw < 0 || iw >= d.w) continue;
+        double xv = x[at(((n * d.c_in + g * cin_g + ci) * d.h + uint64_t(ih)) * d.w + uint64_t(iw))];
+        acc += xv * double(w[at(((uint64_t(co) * cin_g + ci) * d.kh + r) * d.kw + c)]);
+      }
+    }
+  if (ep.bias) acc += bias[co];
+  if (ep.residual) acc += residual[at(i)];
+  return activate(static_cast<float>(acc), ep);
+}
+
+}  // namespace
+
+float conv2d_reference_at(std::span<const float> x, std::span<const float> w, std::span<const float> bias,
+                          std::span<const float> residual, const Conv2dDims& d, const ConvEpilogue& ep, uint64_t i) {
+  check(d);
+  need("conv2d_reference_at", "x", x.size(), d.x_elements());
+  need("conv2d_reference_at", "the weights", w.size(), d.w_elements());
+  if (ep.bias) need("conv2d_reference_at", "bias", bias.size(), d.c_out);
+  if (ep.residual) need("conv2d_reference_at", "residual", residual.size(), d.y_elements());
+  if (i >= d.y_elements())
+    throw Error("wgc: conv2d_reference_at: output " + std::to_string(i) + " of " + std::to_string(d.y_elements()));
+  return reference_at(x, w, bias, residual, d, ep, i);
+}
+
 void conv2d_reference(std::span<const float> x, std::span<const float> w, std::span<const float> bias,
                       std::span<const float> residual, std::span<float> y, const Conv2dDims& d,
                       const ConvEpilogue& ep) {
   check_spans("conv2d_reference", x, w, bias, residual, y, d, ep);
-  const uint32_t oh = d.out_h(), ow = d.out_w(), cin_g = d.c_in / d.groups, cout_g = d.c_out / d.groups;
-  for (uint32_t n = 0; n < d.n; ++n)
-    for (uint32_t co = 0; co < d.c_out; ++co)
-      for (uint32_t i = 0; i < oh; ++i)
-        for (uint32_t j = 0; j < ow; ++j) {
-          double acc = 0;
-          uint32_t g = co / cout_g;
-          for (uint32_t ci = 0; ci < cin_g; ++ci)
-            for (uint32_t r = 0; r < d.kh; ++r) {
-              int64_t ih = int64_t(i) * d.stride_h - d.pad_top + int64_t(r) * d.dil_h;
-              if (ih < 0 || ih >= d.h) continue;
-              for (uint32_t c = 0; c < d.kw; ++c) {
-                int64_t iw = int64_t(j) * d.stride_w - d.pad_left + int64_t(c) * d.dil_w;
-                if (iw < 0 || iw >= d.w) continue;
-                double xv = x[at(((uint64_t(n) * d.c_in + g * cin_g + ci) * d.h + uint64_t(ih)) * d.w + uint64_t(iw))];
-                double wv = w[at(((uint64_t(co) * cin_g + ci) * d.kh + r) * d.kw + c)];
-                acc += xv * wv;
-              }
-            }
-          y[at(((uint64_t(n) * d.c_out + co) * oh + i) * ow + j)] = static_cast<float>(acc);
-        }
-  apply_epilogue(bias, residual, y, d, ep);
+  for (uint64_t i = 0; i < d.y_elements(); ++i) y[at(i)] = reference_at(x, w, bias, residual, d, ep, i);
 }
 
 void conv2d(std::span<const float> x, std::span<const float> w, std::span<const float> bias,
