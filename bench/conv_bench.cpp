@@ -34,7 +34,8 @@ const char* const kMobileNetV2Depthwise[] = {
     "n1c32h112k3s1p1g32",  "n1c96h112k3s2p1g96",  "n1c144h56k3s1p1g144", "n1c144h56k3s2p1g144", "n1c192h28k3s1p1g192",
     "n1c192h28k3s2p1g192", "n1c384h14k3s1p1g384", "n1c576h14k3s1p1g576", "n1c576h14k3s2p1g576", "n1c960h7k3s1p1g960"};
 
-// Named presets: the anchor layers.
+// Named presets: the anchor layers. "mobilenetv2" (conv2d, depthwise ops): MobileNetV2's
+// layers with the version Auto picks; "mobilenetv2-all": with every version.
 const std::map<std::string, std::string> kPresets = {
     {"conv3x3-64-56-n32", "n32c64o64h56k3p1"},           {"conv3x3-256-14-n32", "n32c256o256h14k3p1"},
     {"conv1x1-144-24-56-n32", "n32c144o24h56k1p0"},      {"dw3x3-144-56-n32", "n32c144h56k3p1g144"},
@@ -208,9 +209,10 @@ std::vector<Case> conv2d_op(const Context& ctx, const Options& o) {
   for (const auto& s :
        size_list(o, ctx, {"n1c8o12h13k3p1"}, {"n1c32o32h28k3p1", "n2c24o40h17k3s2p1", "n1c64o24h28k1p0"},
                  {"n32c64o64h56k3p1", "n32c256o256h14k3p1", "n32c144o24h56k1p0", "mobilenetv2"})) {
-    if (s == "mobilenetv2") {
+    if (s == "mobilenetv2" || s == "mobilenetv2-all") {  // Auto's version only, or every one
       for (const char* l : kMobileNetV2Conv)
-        for (auto& c : conv_cases(ctx, "conv2d", conv_dims(parse_spec(l), false), {Conv2dVersion::Auto}, false))
+        for (auto& c : conv_cases(ctx, "conv2d", conv_dims(parse_spec(l), false),
+                                  s == "mobilenetv2" ? std::vector{Conv2dVersion::Auto} : kAll, false))
           out.push_back(std::move(c));
       continue;
     }
@@ -227,9 +229,10 @@ std::vector<Case> depthwise_op(const Context& ctx, const Options& o) {
   std::vector<Case> out;
   for (const auto& s : size_list(o, ctx, {"n1c12h13k3p1"}, {"n1c32h56k3p1", "n2c24h29k3s2p1", "n1c16o48h28k5p2g16"},
                                  {"n32c144h56k3p1g144", "mobilenetv2"})) {
-    if (s == "mobilenetv2") {
+    if (s == "mobilenetv2" || s == "mobilenetv2-all") {
       for (const char* l : kMobileNetV2Depthwise)
-        for (auto& c : conv_cases(ctx, "depthwise", conv_dims(parse_spec(l), true), {Conv2dVersion::Auto}, true))
+        for (auto& c : conv_cases(ctx, "depthwise", conv_dims(parse_spec(l), true),
+                                  s == "mobilenetv2" ? std::vector{Conv2dVersion::Auto} : versions, true))
           out.push_back(std::move(c));
       continue;
     }

@@ -159,26 +159,63 @@ void record_im2col_gemm(Batch& b, const Operands& o, const Conv2dDims& d, const 
 }
 
 struct GemmTile {
-  uint32_t bm, bn, bk;
+  uint32_t bm, bn, bk, tm;
+  bool prefetch;
 };
 
-void check_gemm_tile(GemmTile t, const char* what) {
-  if (t.bm % 64 || t.bn % 32 || t.bm * t.bn / 64 > 1024 || t.bk == 0)
-    throw Error(std::string("wgc: conv2d tuning: ") + what + " tile " + std::to_string(t.bm) + "x" +
-                std::to_string(t.bn) + "x" + std::to_string(t.bk) +
-                " needs BM a multiple of 64, BN of 32 and BM * BN / 64 <= 1024 invocations");
+// What is wrong with a tile on this device (empty: nothing); see implicit_gemm.wgsl.
+std::string gemm_tile_error(const Context& ctx, GemmTile t) {
+  if (t.tm != 4 && t.tm != 8) return "TM must be 4 or 8";
+  if (t.bm == 0 || t.bn == 0 || t.bk == 0 || t.bm % (8 * t.tm) || t.bn % 8)
+    return "BM must be a multiple of 8 * TM and BN of 8";
+  uint32_t threads = t.bm / t.tm * (t.bn / 8);
+  if (t.bm * t.bk % threads || t.bk * t.bn % threads || t.bm * t.bk / threads > 16 || t.bk * t.bn / threads > 16)
+    return "each invocation must load a whole number, at most 16, of A and of B values per tile";
+  const Limits& lim = ctx.limits();
+  if (threads > lim.max_compute_invocations_per_workgroup)
+    return std::to_string(threads) + " invocations exceed the device's " +
+           std::to_string(lim.max_compute_invocations_per_workgroup);
+  if (4ull * t.bk * (t.bm + t.bn) > lim.max_compute_workgroup_storage_size)
+    return "the tiles exceed the device's workgroup memory";
+  return "";
+}
+
+// The tile for a GEMM of m rows (per group) by n columns: the knobs, narrowed for few rows or a
+// grid too small to fill the GPU (ConvTuning).
+GemmTile gemm_tile(GemmTile t, uint32_t m, uint64_t n, uint32_t groups) {
+  if (m <= 32 && t.bm == 64 && t.tm == 8) t.bm = 32, t.tm = 4;
+  auto blocks = [&](uint32_t bn) { return uint64_t(ceil_div(m, t.bm)) * ceil_div(n, bn) * groups; };
+  while (t.bn > 32 && blocks(t.bn) < conv2d_tuning().igemm_min_workgroups && 8ull * t.tm * t.bk / (t.bn / 2) <= 16 &&
+         (8ull * t.tm * t.bk) % (t.bn / 2) == 0)
+    t.bn /= 2;
+  return t;
+}
+
+GemmTile igemm_tile(const Conv2dDims& d) {
+  const ConvTuning& k = conv2d_tuning();
+  return gemm_tile({k.igemm_bm, k.igemm_bn, k.igemm_bk, k.igemm_tm, k.igemm_prefetch != 0}, d.c_out / d.groups,
+                   uint64_t(d.n) * d.out_h() * d.out_w(), d.groups);
 }
 
 void record_implicit_gemm(Batch& b, const Operands& o, const Conv2dDims& d, const ConvEpilogue& ep, bool pointwise,
                           GemmTile t) {
   const Context& ctx = b.context();
-  check_gemm_tile(t, pointwise ? "pointwise" : "implicit GEMM");
+  if (std::string e = gemm_tile_error(ctx, t); !e.empty())
+    throw Error("wgc: conv2d tuning: GEMM tile " + std::to_string(t.bm) + "x" + std::to_string(t.bn) + "x" +
+                std::to_string(t.bk) + " TM " + std::to_string(t.tm) + ": " + e);
   uint32_t mblocks = ceil_div(d.c_out / d.groups, t.bm);
   uint64_t nblocks = ceil_div(uint64_t(d.n) * d.out_h() * d.out_w(), t.bn);
   Groups g = groups_1d(ctx, mblocks * nblocks);
   g.z = d.groups;
   Kernel k = kernel(ctx, "conv/implicit_gemm.wgsl", ep,
-                    {{"BM", t.bm}, {"BN", t.bn}, {"BK", t.bk}, {"KH", d.kh}, {"KW", d.kw}, {"POINTWISE", pointwise}});
+                    {{"BM", t.bm},
+                     {"BN", t.bn},
+                     {"BK", t.bk},
+                     {"TM", t.tm},
+                     {"KH", d.kh},
+                     {"KW", d.kw},
+                     {"POINTWISE", pointwise},
+                     {"PREFETCH", t.prefetch}});
   b.dispatch(k, {o.x, o.w, o.bias, o.res, o.y}, conv_params(d, ep, mblocks), g);
 }
 
@@ -192,6 +229,20 @@ WinogradTiles winograd_tiles(const Conv2dDims& d) {
   return {tw, tw * th, uint64_t(tw) * th * d.n};
 }
 
+// The 16 GEMMs M[xi] = U[xi] x V[xi] as one grouped 1x1 convolution: 16 groups of c_in -> c_out
+// over an "image" of 1 x tiles pixels.
+Conv2dDims winograd_gemm(const Conv2dDims& d) {
+  Conv2dDims g;
+  g.n = 1, g.c_in = 16 * d.c_in, g.h = uint32_t(winograd_tiles(d).total), g.w = 1, g.c_out = 16 * d.c_out;
+  g.groups = 16;
+  return g;
+}
+GemmTile winograd_tile(const Conv2dDims& d) {
+  const ConvTuning& k = conv2d_tuning();
+  return gemm_tile({k.wino_bm, k.wino_bn, k.wino_bk, k.wino_tm, k.wino_prefetch != 0}, d.c_out, winograd_tiles(d).total,
+                   16);
+}
+
 // Input transform, the 16 GEMMs M[xi] = U[xi] x V[xi] as one grouped 1x1 convolution (16 groups
 // of c_in -> c_out over an "image" of 1 x tiles pixels), output transform with the epilogue.
 void record_winograd(Batch& b, const Operands& o, const Conv2dDims& d, const ConvEpilogue& ep) {
@@ -202,10 +253,7 @@ void record_winograd(Batch& b, const Operands& o, const Conv2dDims& d, const Con
   b.dispatch(compile(ctx, embedded_kernel("conv/winograd_input.wgsl")), {o.x, v},
              conv_params(d, ep, wt.tiles_w, wt.per_image),
              groups_1d(ctx, ceil_div(uint64_t(d.c_in) * tiles, kElementWg)));
-  Conv2dDims gemm;
-  gemm.n = 1, gemm.c_in = 16 * d.c_in, gemm.h = tiles, gemm.w = 1, gemm.c_out = 16 * d.c_out, gemm.groups = 16;
-  const ConvTuning& t = conv2d_tuning();
-  record_implicit_gemm(b, {v, o.w, o.bias, o.res, m}, gemm, {}, true, {t.wino_bm, t.wino_bn, t.wino_bk});
+  record_implicit_gemm(b, {v, o.w, o.bias, o.res, m}, winograd_gemm(d), {}, true, winograd_tile(d));
   b.dispatch(kernel(ctx, "conv/winograd_output.wgsl", ep), {m, o.bias, o.res, o.y},
              conv_params(d, ep, wt.tiles_w, wt.per_image),
              groups_1d(ctx, ceil_div(uint64_t(d.c_out) * tiles, kElementWg)));
@@ -235,14 +283,12 @@ void record_depthwise(Batch& b, const Operands& o, const Conv2dDims& d, const Co
 }
 
 void record(Batch& b, Conv2dVersion v, const Operands& o, const Conv2dDims& d, const ConvEpilogue& ep) {
-  const ConvTuning& t = conv2d_tuning();
   switch (v) {
     case Conv2dVersion::Direct: return record_direct(b, o, d, ep);
     case Conv2dVersion::DirectTiled: return record_direct_tiled(b, o, d, ep);
     case Conv2dVersion::Im2colGemm: return record_im2col_gemm(b, o, d, ep);
-    case Conv2dVersion::ImplicitGemm:
-      return record_implicit_gemm(b, o, d, ep, false, {t.igemm_bm, t.igemm_bn, t.igemm_bk});
-    case Conv2dVersion::Pointwise: return record_implicit_gemm(b, o, d, ep, true, {t.igemm_bm, t.igemm_bn, t.igemm_bk});
+    case Conv2dVersion::ImplicitGemm: return record_implicit_gemm(b, o, d, ep, false, igemm_tile(d));
+    case Conv2dVersion::Pointwise: return record_implicit_gemm(b, o, d, ep, true, igemm_tile(d));
     case Conv2dVersion::Winograd2x2: return record_winograd(b, o, d, ep);
     case Conv2dVersion::Depthwise: return record_depthwise(b, o, d, ep);
     case Conv2dVersion::Auto: break;
@@ -256,12 +302,24 @@ ConvTuning tuning_from_env() {
   ConvTuning t;
   const char* env = std::getenv("WGC_CONV_TUNING");
   if (!env || !*env) return t;
-  std::pair<const char*, uint32_t*> keys[] = {
-      {"igemm_bm", &t.igemm_bm},    {"igemm_bn", &t.igemm_bn},   {"igemm_bk", &t.igemm_bk},
-      {"wino_bm", &t.wino_bm},      {"wino_bn", &t.wino_bn},     {"wino_bk", &t.wino_bk},
-      {"tiled_w", &t.tiled_w},      {"tiled_h", &t.tiled_h},     {"tiled_cout", &t.tiled_cout},
-      {"tiled_cin", &t.tiled_cin},  {"dw_tile_w", &t.dw_tile_w}, {"dw_tile_h", &t.dw_tile_h},
-      {"dw_threads", &t.dw_threads}};
+  std::pair<const char*, uint32_t*> keys[] = {{"igemm_bm", &t.igemm_bm},
+                                              {"igemm_bn", &t.igemm_bn},
+                                              {"igemm_bk", &t.igemm_bk},
+                                              {"igemm_tm", &t.igemm_tm},
+                                              {"igemm_prefetch", &t.igemm_prefetch},
+                                              {"igemm_min_workgroups", &t.igemm_min_workgroups},
+                                              {"wino_bm", &t.wino_bm},
+                                              {"wino_bn", &t.wino_bn},
+                                              {"wino_bk", &t.wino_bk},
+                                              {"wino_tm", &t.wino_tm},
+                                              {"wino_prefetch", &t.wino_prefetch},
+                                              {"tiled_w", &t.tiled_w},
+                                              {"tiled_h", &t.tiled_h},
+                                              {"tiled_cout", &t.tiled_cout},
+                                              {"tiled_cin", &t.tiled_cin},
+                                              {"dw_tile_w", &t.dw_tile_w},
+                                              {"dw_tile_h", &t.dw_tile_h},
+                                              {"dw_threads", &t.dw_threads}};
   std::string s = env;
   size_t pos = 0;
   while (pos < s.size()) {
@@ -275,8 +333,8 @@ ConvTuning tuning_from_env() {
       if (eq != std::string::npos && item.substr(0, eq) == k) dst = p;
     char* e = nullptr;
     unsigned long v = eq == std::string::npos ? 0 : std::strtoul(item.c_str() + eq + 1, &e, 10);
-    if (!dst || !e || *e || v == 0 || v > 4096)
-      throw Error("wgc: WGC_CONV_TUNING: '" + item + "' is not KEY=VALUE with a known key and 1 <= VALUE <= 4096");
+    if (!dst || !e || *e || v > 1u << 20)
+      throw Error("wgc: WGC_CONV_TUNING: '" + item + "' is not KEY=VALUE with a known key and VALUE <= 2^20");
     *dst = uint32_t(v);
   }
   return t;
@@ -323,30 +381,50 @@ bool supports(const Context& ctx, Conv2dVersion v, const Conv2dDims& d) {
   uint64_t pixels = uint64_t(d.n) * d.out_h() * d.out_w();
   switch (v) {
     case Conv2dVersion::Auto:
-    case Conv2dVersion::Direct:
-    case Conv2dVersion::ImplicitGemm: return true;
+    case Conv2dVersion::Direct: return true;
+    case Conv2dVersion::ImplicitGemm: return gemm_tile_error(ctx, igemm_tile(d)).empty();
     case Conv2dVersion::DirectTiled: {
+      if (!t.tiled_w || !t.tiled_h || !t.tiled_cout || !t.tiled_cin) return false;
       DirectTile tile = direct_tile(d);
       return tile.bytes <= lim.max_compute_workgroup_storage_size && t.tiled_cout <= kMaxCob &&
              uint64_t(t.tiled_w) * t.tiled_h <= lim.max_compute_invocations_per_workgroup;
     }
     case Conv2dVersion::Im2colGemm: return fits(uint64_t(d.c_in / d.groups) * d.kh * d.kw * pixels);
-    case Conv2dVersion::Pointwise: return d.pointwise();
+    case Conv2dVersion::Pointwise: return d.pointwise() && gemm_tile_error(ctx, igemm_tile(d)).empty();
     case Conv2dVersion::Winograd2x2:
       return d.kh == 3 && d.kw == 3 && d.stride_h == 1 && d.stride_w == 1 && d.dil_h == 1 && d.dil_w == 1 &&
-             d.groups == 1 && fits(16 * uint64_t(std::max(d.c_in, d.c_out)) * winograd_tiles(d).total);
+             d.groups == 1 && fits(16 * uint64_t(std::max(d.c_in, d.c_out)) * winograd_tiles(d).total) &&
+             gemm_tile_error(ctx, winograd_tile(d)).empty();
     case Conv2dVersion::Depthwise:
-      return d.depthwise() && depthwise_tile(d).bytes <= lim.max_compute_workgroup_storage_size &&
+      return d.depthwise() && t.dw_tile_w && t.dw_tile_h && t.dw_threads &&
+             depthwise_tile(d).bytes <= lim.max_compute_workgroup_storage_size &&
              t.dw_threads <= lim.max_compute_invocations_per_workgroup;
   }
   return false;
 }
 
 Conv2dVersion choose_conv2d(const Context& ctx, const Conv2dDims& d) {
+  if (ctx.adapter().is_cpu()) {
+    // SwiftShader (`wgc bench --ops conv2d,depthwise,winograd` on the 2-core machine, docs/cnn.md):
+    // workgroup barriers are slow there, so the direct kernel beat the tiled ones (depthwise:
+    // direct 32 ms vs 62 for the depthwise kernel at 32ch 56x56); 3x3 stride-1 layers ran fastest
+    // as Winograd (131-159 ms vs 182 direct, 226-291 implicit GEMM at 32ch 28x28), 1x1 layers as
+    // the pointwise GEMM (44 ms vs 106 direct).
+    if (d.pointwise() && supports(ctx, Conv2dVersion::Pointwise, d)) return Conv2dVersion::Pointwise;
+    if (supports(ctx, Conv2dVersion::Winograd2x2, d) && d.c_in >= 16 && d.c_out >= 16)
+      return Conv2dVersion::Winograd2x2;
+    return Conv2dVersion::Direct;
+  }
+  // GPUs (rules to be confirmed on the H200 with the bench's anchor layers, docs/cnn.md):
+  // depthwise layers are memory-bound, and the depthwise kernel reads each input value from
+  // memory once (the plane tile in workgroup memory) with coalesced rows; 1x1 layers are plain
+  // GEMMs; 3x3 stride-1 layers with enough channels for the GEMMs to be compute-bound do 2.25x
+  // fewer multiplications as Winograd F(2x2, 3x3); everything else is the implicit GEMM.
   if (d.depthwise() && supports(ctx, Conv2dVersion::Depthwise, d)) return Conv2dVersion::Depthwise;
-  if (d.pointwise()) return Conv2dVersion::Pointwise;
-  if (supports(ctx, Conv2dVersion::Winograd2x2, d) && d.c_in >= 16 && d.c_out >= 16) return Conv2dVersion::Winograd2x2;
-  return Conv2dVersion::ImplicitGemm;
+  if (d.pointwise() && supports(ctx, Conv2dVersion::Pointwise, d)) return Conv2dVersion::Pointwise;
+  if (supports(ctx, Conv2dVersion::Winograd2x2, d) && d.c_in >= 32 && d.c_out >= 32) return Conv2dVersion::Winograd2x2;
+  if (supports(ctx, Conv2dVersion::ImplicitGemm, d)) return Conv2dVersion::ImplicitGemm;
+  return Conv2dVersion::Direct;
 }
 
 void conv2d(Batch& batch, const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& residual, const Tensor& y,
