@@ -19,6 +19,7 @@ struct Case {
   std::string version;                 // "regtile-vec4"
   std::string size;                    // "4096x4096x4096"
   double elements = 0;                 // the size as one number, for charts
+  std::string x_label;                 // what `elements` counts, for the chart (empty: n, or elements)
   double flops = 0;                    // per run (0 if the op is about bytes)
   double bytes = 0;                    // bytes the op must move per run (reads + writes, each once)
   std::function<void(Batch&)> record;  // records one run

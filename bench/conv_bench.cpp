@@ -172,6 +172,7 @@ std::vector<Case> conv_cases(const Context& ctx, const std::string& op, const Co
     c.size = conv_spec(d);
     double bytes = 4.0 * double(d.x_elements() + d.w_elements() + d.y_elements() + d.c_out);
     c.elements = bytes_bound ? bytes : d.flops();
+    c.x_label = bytes_bound ? "bytes moved (x, w, y)" : "layer FLOPs";
     c.flops = bytes_bound ? 0 : d.flops();  // Winograd too: the direct FLOPs, so rates compare
     c.bytes = bytes;
     c.record = [cd, layer](Batch& b) { conv2d(b, *layer, cd->tx, {}, cd->ty, cd->ep); };
@@ -295,6 +296,7 @@ std::vector<Case> pool_op(const Context& ctx, const Options& o) {
     c.size = s;
     c.bytes = 4.0 * double(d.x_elements() + ny);
     c.elements = c.bytes;
+    c.x_label = "bytes moved (x, y)";
     c.record = record;
     c.check = [record, ty, want, &ctx] {
       fill_u32(ctx, ty, kPoisonNaN);

@@ -67,9 +67,11 @@ void write_chart(const std::string& path, const Context& ctx, const std::vector<
     std::map<std::string, chart::Series> by_version;
     chart::Series plain{"CPU loop", {}, {}}, blas{"CPU BLAS", {}, {}};
     bool flops = false;
+    std::string x_label;
     for (auto& r : rs) {
       if (r.c.op != op) continue;
       flops = r.c.flops > 0;
+      x_label = r.c.x_label;
       double work = flops ? r.c.flops * 1e-9 : r.c.bytes * 1e-9;  // GFLOP or GB
       auto& s = by_version[r.c.version];
       s.name = "GPU " + r.c.version;
@@ -92,8 +94,9 @@ void write_chart(const std::string& path, const Context& ctx, const std::vector<
     chart::ChartOptions co;
     co.log_x = co.log_y = true;
     co.height = 480;
-    charts.push_back(chart::render_line_chart(op + " on " + ctx.adapter().device, flops ? "n (n x n x n)" : "elements",
-                                              flops ? "GFLOP/s" : "GB/s", series, co));
+    if (x_label.empty()) x_label = flops ? "n (n x n x n)" : "elements";
+    charts.push_back(
+        chart::render_line_chart(op + " on " + ctx.adapter().device, x_label, flops ? "GFLOP/s" : "GB/s", series, co));
   }
   if (charts.empty()) return;
   Image all(charts[0].width, int(charts.size()) * charts[0].height, charts[0].channels);
