@@ -338,7 +338,7 @@ std::string tokenize(std::string_view body, const llm::Tokenizer& tok) {
       continue;
     }
     // llama-server: the piece as a string when it is valid UTF-8, else its bytes.
-    std::string piece = tok.decode(std::span<const int32_t>(&id, 1));
+    std::string piece = tok.decode_bytes(std::span<const int32_t>(&id, 1));
     Value o = Value::object();
     o.set("id", int(id));
     if (llm::unicode::valid_utf8(piece)) {

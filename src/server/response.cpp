@@ -83,8 +83,10 @@ Value ResponseBuilder::empty_logprobs() const {
 }
 
 void ResponseBuilder::append_logprobs(Value& lp, const llm::TokenEvent& e) {
+  // A token's own bytes (part of a character, maybe): "token" shows them as text (U+FFFD for a
+  // partial character, as the JSON writer does), "bytes" exactly.
   const llm::Tokenizer& tok = *model_.tokenizer;
-  auto piece = [&](int32_t id) { return tok.decode(std::span<const int32_t>(&id, 1)); };
+  auto piece = [&](int32_t id) { return tok.decode_bytes(std::span<const int32_t>(&id, 1)); };
   std::string token = piece(e.id);
   if (req_.api == Api::Chat) {
     Value entry = Value::object();
@@ -114,7 +116,7 @@ void ResponseBuilder::append_logprobs(Value& lp, const llm::TokenEvent& e) {
   m[1].second.push_back(double(e.logprob));
   m[2].second.push_back(std::move(top));
   m[3].second.push_back(uint64_t(logprob_offset_));
-  logprob_offset_ += token.size();
+  for (unsigned char b : token) logprob_offset_ += (b & 0xC0) != 0x80;  // characters, not bytes
 }
 
 std::string ResponseBuilder::first_chunk() {

@@ -50,7 +50,7 @@ class ResponseBuilder {
   std::string id_;
   int64_t created_;
   std::string text_;           // text released so far
-  size_t logprob_offset_ = 0;  // completions' text_offset: bytes of the tokens' own text so far
+  size_t logprob_offset_ = 0;  // completions' text_offset: characters of the tokens so far
   llm::json::Value logprobs_;  // not streaming: the collected logprobs
 };
 
