@@ -405,6 +405,7 @@ Server::Server(llm::Scheduler& scheduler, const ModelInfo& model, const Context&
   s.http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   s.http.set_payload_max_length(s.opt.max_body_bytes);
   s.http.set_tcp_nodelay(true);
+  s.http.set_keep_alive_max_count(1000);  // httplib's default (5) closes busy clients' connections often
   s.http.set_read_timeout(std::chrono::seconds(30));
   s.http.set_write_timeout(std::chrono::seconds(30));
   s.routes();
