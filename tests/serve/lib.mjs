@@ -1,5 +1,6 @@
 // Shared by the `wgc serve` tests: start a server on a free port and stop it, the official openai
-// client (installed by scripts/setup_test_refs.sh), server-sent events, metrics, memory.
+// client (installed into $WGC_DEPS/serve-test by scripts/setup_test_refs.sh), server-sent events,
+// metrics, memory.
 // The tests exit 77 (CTest: skipped) with the reason when something they need is absent.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -20,9 +21,9 @@ export function skip(reason) {
   process.exit(77);
 }
 
-// The official client from $WGC_DEPS/node (scripts/setup_test_refs.sh), or a skip saying why.
+// The official client from $WGC_DEPS/serve-test (scripts/setup_test_refs.sh), or a skip saying why.
 export function loadOpenAI(deps) {
-  const dir = path.resolve(deps, 'node', 'node_modules', 'openai');
+  const dir = path.resolve(deps, 'serve-test', 'node_modules', 'openai');
   if (!fs.existsSync(dir)) skip(`the openai client is not installed in ${dir} (scripts/setup_test_refs.sh)`);
   return createRequire(import.meta.url)(dir).OpenAI;
 }

@@ -8,6 +8,9 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { promisify } from 'node:util';
 import { loadOpenAI, metrics, options, readEvents, startServer, until } from './lib.mjs';
 
@@ -210,6 +213,29 @@ test('tokenize, detokenize and the web root', async () => {
   assert.equal(back.content, 'Hello world');
   const root = await fetch(`${server.url}/`);  // the web page, or a pointer to the API
   assert.equal(root.status, 200);
+});
+
+test('wgc bench-serve measures the server: table, JSON, charts', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wgc-bench-serve-'));
+  try {
+    const { stdout } = await promisify(execFile)(opt.wgc, ['bench-serve', '--url', server.url, '--api-key', KEY,
+      '--concurrency', '1,3', '--prompt-len', '5', '--gen-len', '4', '--requests', '3',
+      '--json', path.join(dir, 'b.json'), '--png', path.join(dir, 'b.png')], { encoding: 'utf8' });
+    assert.match(stdout, /\| concurrency \| requests \| failed \| output tok\/s \|/);
+    const doc = JSON.parse(fs.readFileSync(path.join(dir, 'b.json'), 'utf8'));
+    assert.equal(doc.model, model);
+    assert.deepEqual(doc.levels.map((l) => l.concurrency), [1, 3]);
+    for (const l of doc.levels) {
+      assert.equal(l.failed, 0);
+      assert.equal(l.output_tokens, 3 * 4);  // ignore_eos: exactly gen-len each
+      assert.ok(l.output_tokens_per_s > 0 && l.ttft_p50_ms > 0 && l.ttft_p99_ms >= l.ttft_p50_ms);
+      assert.ok(l.itl_p50_ms > 0 && l.itl_p99_ms >= l.itl_p50_ms);
+    }
+    for (const f of ['b.png', 'b_latency.png'])
+      assert.equal(fs.readFileSync(path.join(dir, f)).subarray(1, 4).toString(), 'PNG');
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test('a full queue answers 503 with Retry-After; SIGTERM lets a running stream finish, exits 0', async () => {
