@@ -1,7 +1,8 @@
 // The kernel playground: runs the library's WGSL kernels through WebGPU and checks each result
 // against the JavaScript reference; without WebGPU, says so and runs the references alone.
 // URL parameters (for tests and links): run=1 runs the checks and the timing table on load;
-// only=<word>,... keeps the checks whose kernel name contains one of the words; size=N and
+// only=<word>,... keeps the checks (and the matmul timing table) whose kernel name contains one of
+// the words; size=N and
 // repeats=R set the timing table's problem; inject=<kernel>/<version> corrupts one element of that
 // case's GPU result before its check (the page's own self-test: that row must fail).
 import { initTheme } from '../theme.js';
@@ -13,6 +14,7 @@ const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
 const inject = params.get('inject');
 const only = params.get('only')?.split(',').filter(Boolean) ?? null;
+const wanted = (kernel) => !only || only.some((w) => kernel.includes(w));
 const MAX_SIDE = 384; // longest image side the page works on (the JS references are plain loops)
 const SHOWN = 'naive_vec4'; // the stencil version whose output is shown: what ops/stencil.cpp's Auto picks for RGBA
 
@@ -158,7 +160,7 @@ async function runChecks(table, summary, list) {
   const tbody = table.tBodies[0];
   tbody.replaceChildren();
   const counts = { pass: 0, fail: 0, skip: 0, cpu: 0 };
-  for (const c of list.filter((c) => !only || only.some((w) => c.kernel.includes(w)))) {
+  for (const c of list.filter((c) => wanted(c.kernel))) {
     counts[await runCheck(tbody, c)]++;
     summary.textContent = gpu ? `${counts.pass} passed, ${counts.fail} failed, ${counts.skip} skipped`
                               : `${counts.cpu} run on the CPU path (JavaScript references)`;
@@ -324,7 +326,7 @@ async function main() {
   if (params.get('run') === '1')
     await busy(async () => {
       await runKernelChecks();
-      await runTiming();
+      if (wanted('matmul')) await runTiming();
       await runImageChecks();
     });
 }

@@ -1,7 +1,8 @@
 // Browser test of the chat page (web/index.html) in headless Chromium against `wgc serve` with the
 // built-in model: the model's name from /v1/models, a reply streamed token by token with its
 // statistics, the Stop button, settings that reach the request (and survive a reload), the
-// Markdown renderer's safety, the theme. The page runs from the server's embedded copy.
+// Markdown renderer's safety, the theme. The pages run from the server's embedded copy; the kernel
+// playground's checks pass from there too.
 // Usage: node chat.test.mjs --wgc build/wgc --deps .deps [--screenshots docs]
 //        node chat.test.mjs --mock --site build/web --deps .deps   (page work without a model only)
 import test from 'node:test';
@@ -210,6 +211,25 @@ test('the theme toggles between light and dark', { timeout: TIMEOUT }, async () 
   await page.click('#theme');
   assert.equal(await theme(), first);
   await page.close();
+});
+
+test('the server also serves the kernel playground, whose checks pass from the embedded copy', { timeout: TIMEOUT }, async () => {
+  const moved = await fetch(`${url}/kernels`, { redirect: 'manual' });
+  assert.equal(moved.status, 301);
+  assert.equal(new URL(moved.headers.get('location'), url).pathname, '/kernels/');
+  const page = await fetch(`${url}/kernels/`);
+  assert.equal(page.headers.get('content-type'), 'text/html; charset=utf-8');
+  if (opt.mock) return; // the mock serves files from disk: the embedded copy is wgc serve's
+  const gpuBrowser = await launch(driver, { webgpu: true });
+  try {
+    const p = await openPage(gpuBrowser, `${url}/kernels/?run=1&only=add,map`);
+    await p.waitForFunction(() => ['done', 'error'].includes(document.body.dataset.status), { timeout: TIMEOUT });
+    const results = await p.$$eval('#checks tbody tr', (trs) => trs.map((tr) => tr.dataset.result));
+    assert.equal(results.length, 4, p.log.join('\n')); // add.wgsl and the map ladder's x + y
+    assert.ok(results.every((r) => r === 'pass'), `${results}\n${p.log.join('\n')}`);
+  } finally {
+    await gpuBrowser.close();
+  }
 });
 
 test.after(async () => {
