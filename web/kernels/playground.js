@@ -87,6 +87,20 @@ function reduceChecks() {
   return list;
 }
 
+function convChecks() {
+  const d = { n: 2, c_in: 6, h: 21, w: 17, c_out: 10, kh: 3, kw: 3, stride: 1, pad: 1, dil: 1, groups: 2 };
+  const x = ref.randomArray(d.n * d.c_in * d.h * d.w, 9);
+  const w = ref.randomArray(d.c_out * (d.c_in / d.groups) * d.kh * d.kw, 10);
+  const bias = ref.randomArray(d.c_out, 11);
+  const k = (d.c_in / d.groups) * d.kh * d.kw;
+  const want = () => ({ value: ref.conv2dBiasRelu(x, w, bias, d), tolerance: 1e-5 * (1 + Math.sqrt(k)) });
+  return cases.convVersions.map((v) => ({
+    kernel: 'conv2d + bias + relu', version: v, want, why: gpu ? cases.convUnsupported(gpu, v, d) : '',
+    problem: `${d.n}x${d.c_in}x${d.h}x${d.w}, ${d.c_out} filters ${d.kh}x${d.kw}, pad ${d.pad}, groups ${d.groups}`,
+    gpu: () => cases.conv2dBiasRelu(gpu, v, x, w, bias, d),
+  }));
+}
+
 function stencilChecks() {
   const { data, w, h } = image;
   const sigma = Number($('sigma').value);
@@ -167,7 +181,7 @@ async function runChecks(table, summary, list) {
   }
 }
 
-const runKernelChecks = () => runChecks($('checks'), $('summary'), [...elementwiseChecks(), ...matmulChecks(), ...reduceChecks()]);
+const runKernelChecks = () => runChecks($('checks'), $('summary'), [...elementwiseChecks(), ...matmulChecks(), ...reduceChecks(), ...convChecks()]);
 const runImageChecks = () => runChecks($('image-checks'), $('image-summary'), stencilChecks());
 
 
