@@ -232,7 +232,7 @@ async function runTiming() {
   $('timing-note').textContent = !gpu
     ? 'No WebGPU here: only the JavaScript reference ran.'
     : `GPU ms: median of ${repeats} ${gpu.timestamps ? 'timestamp-query times of the compute pass (the browser may round them to 0.1 ms)' : 'wall-clock submit-to-done times (no timestamp-query feature)'}; ` +
-      `JS ms: one run of the plain JavaScript loop (double accumulation); speedup = JS ms / GPU ms.`;
+      `JS ms: the plain JavaScript loop (double accumulation), mean of as many runs as fill 20 ms; speedup = JS ms / GPU ms.`;
 }
 
 // --- images ---------------------------------------------------------------------------------
