@@ -9,7 +9,7 @@ import { fileHandler, options } from './harness.mjs';
 const opt = options();
 const files = fileHandler(opt.site || 'build/web');
 const REPLY = 'Here is **Markdown** with `inline code`, a [link](https://example.org) and a list:\n\n' +
-  '- first\n- second\n\n```cpp\nint main() { return 0; }\n```\n\nAnd a <script>alert(1)</script> shown as text.';
+  '- first\n- second\n\nThen a code block, and a last sentence that makes the reply long enough to be cut short.\n\n```cpp\nint main() { return 0; }\n```\n\nAnd a <script>alert(1)</script> shown as text.';
 
 http.createServer((req, res) => {
   const url = new URL(req.url, 'http://x');
@@ -23,7 +23,8 @@ http.createServer((req, res) => {
     req.on('data', (d) => (body += d));
     req.on('end', () => {
       const r = JSON.parse(body);
-      const words = REPLY.split(/(?<=\s)/).slice(0, r.max_tokens ?? 1000);
+      const all = REPLY.split(/(?<=\s)/);
+      const words = all.slice(0, r.max_tokens ?? all.length);
       res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache' });
       const send = (o) => res.write(`data: ${typeof o === 'string' ? o : JSON.stringify(o)}\n\n`);
       let i = 0;
@@ -33,7 +34,7 @@ http.createServer((req, res) => {
           return;
         }
         clearInterval(timer);
-        send({ object: 'chat.completion.chunk', choices: [{ index: 0, delta: {}, finish_reason: i < 1000 ? 'stop' : 'length' }] });
+        send({ object: 'chat.completion.chunk', choices: [{ index: 0, delta: {}, finish_reason: words.length < all.length ? 'length' : 'stop' }] });
         send({ object: 'chat.completion.chunk', choices: [], usage: { prompt_tokens: 12, completion_tokens: words.length } });
         send('[DONE]');
         res.end();
