@@ -231,9 +231,10 @@ test('the theme toggles between light and dark', { timeout: TIMEOUT }, async () 
 });
 
 test('the server also serves the kernel playground, whose checks pass from the embedded copy', { timeout: TIMEOUT }, async () => {
-  const moved = await fetch(`${url}/kernels`, { redirect: 'manual' });
+  const moved = await fetch(`${url}/kernels?run=1`, { redirect: 'manual' });
   assert.equal(moved.status, 301);
-  assert.equal(new URL(moved.headers.get('location'), url).pathname, '/kernels/');
+  const to = new URL(moved.headers.get('location'), url);
+  assert.equal(to.pathname + to.search, '/kernels/?run=1');
   const page = await fetch(`${url}/kernels/`);
   assert.equal(page.headers.get('content-type'), 'text/html; charset=utf-8');
   if (opt.mock) return; // the mock serves files from disk: the embedded copy is wgc serve's

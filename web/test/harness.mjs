@@ -72,17 +72,18 @@ export async function openPage(browser, url, { width = 1280, height = 900 } = {}
 const MIME = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8', '.css': 'text/css',
                '.json': 'application/json', '.png': 'image/png', '.svg': 'image/svg+xml' };
 
-// A request handler serving the files under `root` ("/dir/" serves its index.html, "/dir" redirects
-// to "/dir/"; nothing outside root).
+// A request handler serving the files under `root` ("/dir/" serves its index.html, "/dir?q" redirects
+// to "/dir/?q"; nothing outside root).
 export function fileHandler(root) {
   const base = path.resolve(root);
   return (req, res) => {
-    let p = decodeURIComponent(new URL(req.url, 'http://x').pathname);
+    const url = new URL(req.url, 'http://x');
+    let p = decodeURIComponent(url.pathname);
     if (p.endsWith('/')) p += 'index.html';
     const file = path.resolve(base, '.' + p);
     const stat = file.startsWith(base + path.sep) && fs.existsSync(file) ? fs.statSync(file) : null;
     if (stat?.isDirectory()) {
-      res.writeHead(301, { Location: p + '/' }).end();
+      res.writeHead(301, { Location: `${url.pathname}/${url.search}` }).end();
     } else if (!stat?.isFile()) {
       res.writeHead(404).end('not found');
     } else {
