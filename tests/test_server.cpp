@@ -3,20 +3,19 @@
 // (streamed chunks add up to the whole answer), and the Prometheus text. The server over HTTP is
 // tested by tests/serve/*.test.mjs with the official openai client.
 #include "llm/chat/chat_template.h"
+#include "util/json.h"
 #include "llm/generate/default_model.h"
 #include "llm/generate/generator.h"
 #include "server/metrics.h"
 #include "server/request.h"
 #include "server/response.h"
 #include "test_util.h"
-#include "util/json.h"
 
 #include <cstring>
 #include <sstream>
 
 using namespace wgc;
 using namespace wgc::server;
-namespace json = wgc::json;
 namespace fs = std::filesystem;
 
 namespace {

@@ -1,9 +1,9 @@
 #include "ops/conv.h"
 
 #include "cpu/conv.h"
+#include "util/error.h"
 #include "gpu/kernel.h"
 #include "ops/matmul.h"
-#include "util/error.h"
 
 #include <algorithm>
 #include <cstdlib>

@@ -1,7 +1,7 @@
 #include "server/request.h"
 
-#include "llm/tokenizer/unicode.h"
 #include "util/json.h"
+#include "llm/tokenizer/unicode.h"
 
 #include <cmath>
 #include <cstdio>

@@ -1,10 +1,10 @@
 #include "server/server.h"
 
 #include "gpu/tensor.h"
+#include "util/json.h"
 #include "server/metrics.h"
 #include "server/response.h"
 #include "server/web_assets.h"
-#include "util/json.h"
 
 #include <httplib.h>
 
