@@ -244,6 +244,7 @@ std::optional<Case> nhwc_case(const Context& ctx, const Conv2dDims& d) {
 }
 
 std::vector<Case> conv2d_op(const Context& ctx, const Options& o) {
+  check_conv2d_tuning(ctx);
   std::vector<Case> out;
   for (const auto& s :
        size_list(o, ctx, {"n1c8o12h13k3p1"}, {"n1c32o32h28k3p1", "n2c24o40h17k3s2p1", "n1c64o24h28k1p0"},
@@ -263,6 +264,7 @@ std::vector<Case> conv2d_op(const Context& ctx, const Options& o) {
 }
 
 std::vector<Case> depthwise_op(const Context& ctx, const Options& o) {
+  check_conv2d_tuning(ctx);
   // The depthwise kernel against the general ones that take groups; rates in GB/s against the
   // copy bandwidth (depthwise layers are memory-bound).
   const std::vector<Conv2dVersion> versions{Conv2dVersion::Depthwise, Conv2dVersion::Direct, Conv2dVersion::DirectTiled,
@@ -285,6 +287,7 @@ std::vector<Case> depthwise_op(const Context& ctx, const Options& o) {
 }
 
 std::vector<Case> winograd_op(const Context& ctx, const Options& o) {
+  check_conv2d_tuning(ctx);
   const std::vector<Conv2dVersion> versions{Conv2dVersion::Winograd2x2, Conv2dVersion::ImplicitGemm};
   std::vector<Case> out;
   for (const auto& s : size_list(o, ctx, {"n1c8o12h13k3p1"}, {"n1c32o32h28k3p1", "n1c64o64h14k3p1"},

@@ -332,6 +332,14 @@ TEST(Conv2d, BadInputIsAnErrorNamingIt) {
         conv2d(b, x, x, {}, {}, y, d, {}, Conv2dVersion::Depthwise);
       },
       "cannot run");
+  {  // a tile the device cannot run: the knob is named, the version unsupported
+    ConvTuning saved = conv2d_tuning();
+    conv2d_tuning().igemm_tm = 5;
+    expect_error([&] { check_conv2d_tuning(ctx()); }, "igemm_*: TM must be 4 or 8");
+    EXPECT_FALSE(supports(ctx(), Conv2dVersion::ImplicitGemm, d));
+    conv2d_tuning() = saved;
+    check_conv2d_tuning(ctx());
+  }
 }
 
 // WGC_THRESHOLD_SCAN=1: the host-memory conv2d forced onto the CPU against the same forced onto

@@ -350,6 +350,27 @@ ConvTuning& conv2d_tuning() {
   return t;
 }
 
+void check_conv2d_tuning(const Context& ctx) {
+  const ConvTuning& t = conv2d_tuning();
+  std::string bad;
+  auto gemm = [&](const char* name, GemmTile tile, GemmInput in) {
+    if (std::string e = gemm_tile_error(ctx, tile, in); !e.empty())
+      bad += std::string(bad.empty() ? "" : "; ") + name + ": " + e;
+  };
+  gemm("igemm_*", {t.igemm_bm, t.igemm_bn, t.igemm_bk, t.igemm_tm, t.igemm_prefetch != 0}, GemmInput::Nchw);
+  gemm("wino_*", {t.wino_bm, t.wino_bn, t.wino_bk, t.wino_tm, t.wino_prefetch != 0}, GemmInput::Nchw);
+  const Limits& lim = ctx.limits();
+  if (!t.tiled_w || !t.tiled_h || !t.tiled_cin || !t.tiled_cout || t.tiled_cout > kMaxCob ||
+      uint64_t(t.tiled_w) * t.tiled_h > lim.max_compute_invocations_per_workgroup)
+    bad += std::string(bad.empty() ? "" : "; ") +
+           "tiled_*: sizes must be >= 1, tiled_cout <= 16, tiled_w * tiled_h <= " +
+           std::to_string(lim.max_compute_invocations_per_workgroup);
+  if (!t.dw_tile_w || !t.dw_tile_h || !t.dw_threads || t.dw_threads > lim.max_compute_invocations_per_workgroup)
+    bad += std::string(bad.empty() ? "" : "; ") +
+           "dw_*: sizes must be >= 1, dw_threads <= " + std::to_string(lim.max_compute_invocations_per_workgroup);
+  if (!bad.empty()) throw Error("wgc: conv2d tuning: " + bad);
+}
+
 std::string_view to_string(Conv2dVersion v) {
   switch (v) {
     case Conv2dVersion::Auto: return "auto";

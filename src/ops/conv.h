@@ -66,6 +66,9 @@ struct ConvTuning {
   uint32_t dw_tile_w = 32, dw_tile_h = 16, dw_threads = 128;
 };
 ConvTuning& conv2d_tuning();  // process-wide; not thread-safe to change while recording
+// Throws wgc::Error naming the knobs when conv2d_tuning()'s tiles cannot run on this device (a
+// sweep's bad point fails loudly instead of leaving versions unsupported).
+void check_conv2d_tuning(const Context& ctx);
 
 // Records y = epilogue(conv(x, w)). bias / residual: empty Tensor{} when the epilogue does not
 // use them. Throws for bad dims, tensors too small for them, or a version that cannot run them
