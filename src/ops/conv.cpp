@@ -24,7 +24,8 @@ struct Operands {
 };
 
 // How a version reads the weights: ONNX order, the GEMM kernels' WT[group][k][m]
-// (weights_kxm.wgsl), or Winograd's UT[16][c_in][c_out] (winograd_weights.wgsl).
+// (weights_kxm.wgsl; k ordered (tap, channel) for the NHWC kernel), or Winograd's
+// UT[16][c_in][c_out] (winograd_weights.wgsl).
 enum class WeightLayout { Onnx, KxM, KxMTapMajor, Winograd };
 WeightLayout weight_layout(Conv2dVersion v) {
   if (v == Conv2dVersion::ImplicitGemm || v == Conv2dVersion::Pointwise) return WeightLayout::KxM;
@@ -116,17 +117,13 @@ void record_direct(Batch& b, const Operands& o, const Conv2dDims& d, const ConvE
              groups_1d(ctx, ceil_div(d.y_elements(), kElementWg)));
 }
 
-// DirectTiled's tile: the input rows and columns it stages.
-struct DirectTile {
-  uint32_t in_h, in_w, cout, cin;
-  uint64_t bytes;  // workgroup memory
-};
-DirectTile direct_tile(const Conv2dDims& d) {
+// DirectTiled's workgroup memory: tiled_cin input planes of the tile with its halo, and their
+// filters for tiled_cout output channels (the knobs are >= 1: supports checks).
+uint64_t direct_tile_bytes(const Conv2dDims& d) {
   const ConvTuning& t = conv2d_tuning();
-  uint32_t in_h = (t.tiled_h - 1) * d.stride_h + (d.kh - 1) * d.dil_h + 1;
-  uint32_t in_w = (t.tiled_w - 1) * d.stride_w + (d.kw - 1) * d.dil_w + 1;
-  uint64_t bytes = 4 * (uint64_t(t.tiled_cin) * in_h * in_w + uint64_t(t.tiled_cout) * t.tiled_cin * d.kh * d.kw);
-  return {in_h, in_w, t.tiled_cout, t.tiled_cin, bytes};
+  uint64_t in_h = uint64_t(t.tiled_h - 1) * d.stride_h + uint64_t(d.kh - 1) * d.dil_h + 1;
+  uint64_t in_w = uint64_t(t.tiled_w - 1) * d.stride_w + uint64_t(d.kw - 1) * d.dil_w + 1;
+  return 4 * (t.tiled_cin * in_h * in_w + uint64_t(t.tiled_cout) * t.tiled_cin * d.kh * d.kw);
 }
 
 void record_direct_tiled(Batch& b, const Operands& o, const Conv2dDims& d, const ConvEpilogue& ep) {
@@ -409,8 +406,7 @@ bool supports(const Context& ctx, Conv2dVersion v, const Conv2dDims& d) {
     case Conv2dVersion::ImplicitGemm: return gemm_tile_error(ctx, igemm_tile(d)).empty();
     case Conv2dVersion::DirectTiled: {
       if (!t.tiled_w || !t.tiled_h || !t.tiled_cout || !t.tiled_cin) return false;
-      DirectTile tile = direct_tile(d);
-      return tile.bytes <= lim.max_compute_workgroup_storage_size && t.tiled_cout <= kMaxCob &&
+      return direct_tile_bytes(d) <= lim.max_compute_workgroup_storage_size && t.tiled_cout <= kMaxCob &&
              uint64_t(t.tiled_w) * t.tiled_h <= lim.max_compute_invocations_per_workgroup;
     }
     case Conv2dVersion::Im2colGemm: return fits(uint64_t(d.c_in / d.groups) * d.kh * d.kw * pixels);
