@@ -4,10 +4,10 @@
 
 #include "gpu/batch.h"
 #include "gpu/context.h"
-#include "gpu/error.h"
 #include "gpu/kernel.h"
 #include "gpu/tensor.h"
 #include "ops/map.h"
 #include "ops/matmul.h"
 #include "ops/reduce.h"
 #include "ops/stencil.h"
+#include "util/error.h"

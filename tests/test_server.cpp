@@ -3,7 +3,7 @@
 // (streamed chunks add up to the whole answer), and the Prometheus text. The server over HTTP is
 // tested by tests/serve/*.test.mjs with the official openai client.
 #include "llm/chat/chat_template.h"
-#include "llm/formats/json.h"
+#include "util/json.h"
 #include "llm/generate/default_model.h"
 #include "llm/generate/generator.h"
 #include "server/metrics.h"
@@ -16,7 +16,7 @@
 
 using namespace wgc;
 using namespace wgc::server;
-namespace json = wgc::llm::json;
+namespace json = wgc::json;
 namespace fs = std::filesystem;
 
 namespace {

@@ -1,6 +1,6 @@
 // wgc bench-serve: a serving benchmark against an OpenAI-compatible server (src/server/bench_serve.h).
 #include "cli/command.h"
-#include "gpu/error.h"
+#include "util/error.h"
 #include "io/chart.h"
 #include "server/bench_serve.h"
 

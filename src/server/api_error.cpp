@@ -1,11 +1,11 @@
 #include "server/api_error.h"
 
-#include "llm/formats/json.h"
+#include "util/json.h"
 
 namespace wgc::server {
 
 std::string error_body(const ApiError& e) {
-  using llm::json::Value;
+  using json::Value;
   Value err = Value::object();
   err.set("message", std::string(e.what()));
   err.set("type", e.type);

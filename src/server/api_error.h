@@ -2,7 +2,7 @@
 //   {"error": {"message": "...", "type": "invalid_request_error", "param": "temperature", "code": null}}
 #pragma once
 
-#include "gpu/error.h"
+#include "util/error.h"
 
 #include <string>
 

@@ -1,7 +1,7 @@
 #include "server/bench_serve.h"
 
-#include "gpu/error.h"
-#include "llm/formats/json.h"
+#include "util/error.h"
+#include "util/json.h"
 #include "util/progress.h"
 
 #include <httplib.h>
@@ -19,7 +19,7 @@ namespace wgc::server {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using llm::json::Value;
+using json::Value;
 
 double ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 
@@ -46,7 +46,7 @@ std::pair<std::string, int64_t> served_model(const BenchServeOptions& o) {
   if (!r) throw Error("wgc bench-serve: cannot reach " + o.url + " (" + httplib::to_string(r.error()) + ")");
   if (r->status != 200)
     throw Error("wgc bench-serve: GET " + o.url + "/v1/models answered " + std::to_string(r->status) + ": " + r->body);
-  Value doc = llm::json::parse(r->body, "GET /v1/models");
+  Value doc = json::parse(r->body, "GET /v1/models");
   const Value* data = doc.find("data");
   if (!data || !data->is_array() || data->size() == 0 || !(*data)[0].find("id"))
     throw Error("wgc bench-serve: " + o.url + "/v1/models lists no model");
@@ -95,7 +95,7 @@ Outcome run_one(httplib::Client& cli, const BenchServeOptions& o, const std::str
       done = true;
       return;
     }
-    Value ev = llm::json::parse(data, "a streamed event");
+    Value ev = json::parse(data, "a streamed event");
     if (const Value* err = ev.find("error")) {
       out.error = err->is_object() ? err->get_string("message", err->dump()) : err->dump();
       return;

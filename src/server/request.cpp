@@ -1,6 +1,6 @@
 #include "server/request.h"
 
-#include "llm/formats/json.h"
+#include "util/json.h"
 #include "llm/tokenizer/unicode.h"
 
 #include <cmath>
@@ -11,7 +11,7 @@
 namespace wgc::server {
 namespace {
 
-using llm::json::Value;
+using json::Value;
 
 std::string num(double v) {
   char buf[40];
@@ -19,13 +19,13 @@ std::string num(double v) {
   return buf;
 }
 
-std::string type_name(const Value& v) { return std::string(llm::json::to_string(v.type())); }
+std::string type_name(const Value& v) { return std::string(json::to_string(v.type())); }
 
 Value parse_body(std::string_view body) {
   Value doc;
   try {
-    doc = llm::json::parse(body, "the request body", {kMaxJsonDepth});
-  } catch (const llm::json::ParseError& e) {
+    doc = json::parse(body, "the request body", {kMaxJsonDepth});
+  } catch (const json::ParseError& e) {
     throw ApiError(400, std::string("malformed JSON: ") + e.what());
   }
   if (!doc.is_object()) throw ApiError(400, "the request body must be a JSON object, got " + type_name(doc));

@@ -1,10 +1,10 @@
 #include "server/response.h"
 
-#include "llm/formats/json.h"
+#include "util/json.h"
 
 namespace wgc::server {
 
-using llm::json::Value;
+using json::Value;
 
 const char* finish_reason(llm::StopReason r) {
   switch (r) {
@@ -127,7 +127,7 @@ std::string ResponseBuilder::first_chunk() {
   delta.set("role", "assistant");
   delta.set("content", "");
   c.set("delta", std::move(delta));
-  o.set("choices", Value(llm::json::Array{std::move(c)}));
+  o.set("choices", Value(json::Array{std::move(c)}));
   return sse_data(o.dump());
 }
 
@@ -146,7 +146,7 @@ std::string ResponseBuilder::chunk(const llm::TokenEvent& e) {
     delta.set("content", e.text);
     c.set("delta", std::move(delta));
   }
-  o.set("choices", Value(llm::json::Array{std::move(c)}));
+  o.set("choices", Value(json::Array{std::move(c)}));
   return sse_data(o.dump());
 }
 
@@ -161,7 +161,7 @@ std::string ResponseBuilder::last_chunks(const llm::RequestResult& r) {
     if (!r.text_tail.empty()) delta.set("content", r.text_tail);
     c.set("delta", std::move(delta));
   }
-  o.set("choices", Value(llm::json::Array{std::move(c)}));
+  o.set("choices", Value(json::Array{std::move(c)}));
   out += sse_data(o.dump());
   if (req_.include_usage) {
     Value u = envelope(true);
@@ -190,7 +190,7 @@ std::string ResponseBuilder::body(const llm::RequestResult& r) {
     msg.set("content", text_);
     c.set("message", std::move(msg));
   }
-  o.set("choices", Value(llm::json::Array{std::move(c)}));
+  o.set("choices", Value(json::Array{std::move(c)}));
   o.set("usage", usage(r));
   return o.dump();
 }

@@ -37,13 +37,13 @@ class ResponseBuilder {
   const std::string& text() const { return text_; }  // the text so far
 
  private:
-  llm::json::Value envelope(bool chunk) const;
-  llm::json::Value choice(std::string_view text, const llm::json::Value* logprobs, const char* finish) const;
-  llm::json::Value usage(const llm::RequestResult& r) const;
+  json::Value envelope(bool chunk) const;
+  json::Value choice(std::string_view text, const json::Value* logprobs, const char* finish) const;
+  json::Value usage(const llm::RequestResult& r) const;
   // The logprobs entries of one token, appended to `lp` (chat: {"content": [...]}; completions:
   // {"tokens", "token_logprobs", "top_logprobs", "text_offset"}).
-  void append_logprobs(llm::json::Value& lp, const llm::TokenEvent& e);
-  llm::json::Value empty_logprobs() const;
+  void append_logprobs(json::Value& lp, const llm::TokenEvent& e);
+  json::Value empty_logprobs() const;
 
   const ApiRequest& req_;
   const ModelInfo& model_;
@@ -51,7 +51,7 @@ class ResponseBuilder {
   int64_t created_;
   std::string text_;           // text released so far
   size_t logprob_offset_ = 0;  // completions' text_offset: characters of the tokens so far
-  llm::json::Value logprobs_;  // not streaming: the collected logprobs
+  json::Value logprobs_;  // not streaming: the collected logprobs
 };
 
 // An SSE event carrying `json`.

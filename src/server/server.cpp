@@ -1,7 +1,7 @@
 #include "server/server.h"
 
 #include "gpu/tensor.h"
-#include "llm/formats/json.h"
+#include "util/json.h"
 #include "server/metrics.h"
 #include "server/response.h"
 #include "server/web_assets.h"
@@ -25,7 +25,7 @@ namespace wgc::server {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using llm::json::Value;
+using json::Value;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
@@ -259,7 +259,7 @@ std::string Server::Impl::models_json(bool list) const {
   if (!list) return m.dump();
   Value out = Value::object();
   out.set("object", "list");
-  out.set("data", Value(llm::json::Array{std::move(m)}));
+  out.set("data", Value(json::Array{std::move(m)}));
   return out.dump();
 }
 
