@@ -145,7 +145,7 @@ llm::SamplingParams parse_sampling(const Fields& f, const llm::SamplingParams& d
   try {
     p.validate();
   } catch (const Error& e) {
-    throw bad_request("", e.what());
+    throw bad_request("", plain_message(e));
   }
   return p;
 }
@@ -270,7 +270,7 @@ std::vector<int32_t> chat_prompt(const Fields& f, const ModelInfo& m) {
   try {
     text = m.chat_template->render_json(messages);
   } catch (const Error& e) {
-    throw bad_request("messages", std::string("the model's chat template refused the messages: ") + e.what());
+    throw bad_request("messages", "the model's chat template refused the messages: " + plain_message(e));
   }
   return m.tokenizer->encode(text, false);  // the template writes BOS itself
 }
