@@ -89,7 +89,6 @@ TEST_F(Cli, ValuesThatDoNotParseNameTheirFlag) {
     const char* args;
     const char* message;
   } cases[] = {
-      {"bench --sizes abc", "--sizes expects a number, got 'abc'"},
       {"generate --prompt x -n 1.5", "-n expects an integer, got '1.5'"},
       {"generate --prompt x -n 010x", "-n expects an integer, got '010x'"},
       {"generate --prompt x --temp 1,5", "--temp expects a number, got '1,5'"},
@@ -109,6 +108,10 @@ TEST_F(Cli, ValuesThatDoNotParseNameTheirFlag) {
     EXPECT_TRUE(has(r.err, c.message)) << c.args << ": missing '" << c.message << "' in:\n" << r.err;
     EXPECT_FALSE(has(r.err, "stod")) << r.err;
   }
+  // --sizes takes the convolutions' presets too: a word is refused by the ops that take numbers.
+  auto sizes = run_cli("bench --ops add --sizes abc");
+  EXPECT_NE(sizes.rc, 0);
+  EXPECT_TRUE(has(sizes.err, "--sizes: 'abc' is not a number")) << sizes.err;
 }
 
 // Values that parse but are out of range: the library's check (llm::validate) in the flags' names.
@@ -142,7 +145,7 @@ TEST_F(Cli, ConflictingAndMissingFlagsAreNamed) {
   EXPECT_TRUE(has(both.err, "--prompt and --tokens were both given")) << both.err;
   auto neither = run_cli("generate");
   EXPECT_EQ(neither.rc, 2);
-  EXPECT_TRUE(has(neither.err, "give --prompt TEXT or --tokens")) << neither.err;
+  EXPECT_TRUE(has(neither.err, "give --prompt TEXT, -f FILE (- for stdin) or --tokens")) << neither.err;
   auto score = run_cli("score --prompt hi --tokens 1 --out x.npy");
   EXPECT_TRUE(has(score.err, "--prompt and --tokens were both given")) << score.err;
   auto in_out = run_cli("sobel only-one.png");

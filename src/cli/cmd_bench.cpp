@@ -7,6 +7,7 @@
 #include "util/json.h"
 #include "util/output_file.h"
 
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -83,9 +84,11 @@ void write_chart(const std::string& path, const Context& ctx, const std::vector<
     std::map<std::string, chart::Series> by_version;
     chart::Series plain{"CPU loop", {}, {}}, blas{"CPU BLAS", {}, {}};
     bool flops = false;
+    std::string x_label;
     for (auto& r : rs) {
       if (r.c.op != op) continue;
       flops = r.c.flops > 0;
+      x_label = r.c.x_label;
       double work = flops ? r.c.flops * 1e-9 : r.c.bytes * 1e-9;  // GFLOP or GB
       auto& s = by_version[r.c.version];
       s.name = "GPU " + r.c.version;
@@ -108,8 +111,9 @@ void write_chart(const std::string& path, const Context& ctx, const std::vector<
     chart::ChartOptions co;
     co.log_x = co.log_y = true;
     co.height = 480;
-    charts.push_back(chart::render_line_chart(op + " on " + ctx.adapter().device, flops ? "n (n x n x n)" : "elements",
-                                              flops ? "GFLOP/s" : "GB/s", series, co));
+    if (x_label.empty()) x_label = flops ? "n (n x n x n)" : "elements";
+    charts.push_back(
+        chart::render_line_chart(op + " on " + ctx.adapter().device, x_label, flops ? "GFLOP/s" : "GB/s", series, co));
   }
   if (charts.empty()) return;
   Image all(charts[0].width, int(charts.size()) * charts[0].height, charts[0].channels);
@@ -127,7 +131,12 @@ struct Flags {
 };
 
 int bench_cmd(const Flags& f) {
-  const bench::Options& o = f.o;
+  bench::Options o = f.o;
+  for (const auto& s : o.size_names) {  // numbers for most ops; presets or specs for the convolutions
+    double v = 0;
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec == std::errc() && end == s.data() + s.size()) o.sizes.push_back(v);
+  }
   const auto& json = f.json;
   const auto& png = f.png;
   if (o.repeats < 0) throw UsageError("--repeats must be >= 0");
@@ -216,7 +225,8 @@ Register reg{
     {"bench", "GPU vs CPU for every op, kernel version and size: table, JSON, PNG chart", [](CLI::App& app) {
        auto f = std::make_shared<Flags>();
        add_list(app, "--ops", f->o.ops, "the ops to run (default: all; an unknown one lists them)");
-       add_numbers(app, "--sizes", f->o.sizes, "sizes to run instead of the ops' defaults");
+       add_list(app, "--sizes", f->o.size_names,
+                "sizes to run instead of the ops' defaults: numbers, or presets and specs for conv ops");
        app.add_flag("--quick", f->o.quick, "small sizes, few repeats (CI, SwiftShader)");
        add_number(app, "--repeats", f->o.repeats, "timed runs per case; 0: 5 with --quick, else 20");
        add_text(app, "--json", f->json, "write the results as JSON to this file ('-': stdout)")->type_name("FILE");

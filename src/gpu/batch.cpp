@@ -109,10 +109,10 @@ void Readback::wait(std::span<std::byte> out) const {
 }
 
 struct Batch::Impl {
-  Context ctx;
-  // WGC_PROFILE=1 times every batch and prints its dispatches to stderr (declared before `timed`,
-  // which is initialised from it).
+  // WGC_PROFILE=1 times every batch and prints its dispatches to stderr. Declared first: the
+  // constructor's initializer of `timed` reads it.
   bool profile = std::getenv("WGC_PROFILE") && std::string_view(std::getenv("WGC_PROFILE")) != "0";
+  Context ctx;
   bool timed = false;
   std::vector<std::variant<DispatchCmd, CopyCmd, ReadCmd>> cmds;
   std::vector<std::shared_ptr<Readback::State>> reads;

@@ -1,0 +1,140 @@
+// wgc serve: an OpenAI-compatible HTTP server for one model (src/server, docs/serving.md).
+#include "cli/command.h"
+#include "cli/llm_flags.h"
+#include "gpu/context.h"
+#include "llm/chat/chat_template.h"
+#include "llm/generate/default_model.h"
+#include "llm/generate/generator.h"
+#include "llm/serve/scheduler.h"
+#include "server/server.h"
+
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <thread>
+
+#include <unistd.h>
+
+namespace wgc::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+int signal_pipe[2] = {-1, -1};
+
+struct Flags {
+  GpuFlags gpu;
+  std::optional<std::string> model, name;
+  std::string tokenizer;
+  server::ServerOptions so;
+  llm::SchedulerOptions sched;
+  int max_body = 8 << 20, grace_s = 30, gpu_index = -1;
+};
+
+// `v` within [lo, hi], else a UsageError naming the flag.
+int in_range(int v, const char* flag, int lo, int hi) {
+  if (v < lo || v > hi)
+    throw UsageError(std::string(flag) + " expects an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                     "], got " + std::to_string(v));
+  return v;
+}
+
+int serve(const Flags& f) {
+  fs::path path = model_path(f.model);
+  const std::string& tokenizer = f.tokenizer;
+  std::string name = f.name.value_or(path.stem().string());
+  server::ServerOptions so = f.so;
+  in_range(so.port, "--port", 0, 65535);
+  if (so.api_key.empty())
+    if (const char* env = std::getenv("WGC_API_KEY")) so.api_key = env;
+  so.max_body_bytes = size_t(in_range(f.max_body, "--max-body", 1024, 1 << 30));
+  so.shutdown_grace = std::chrono::seconds(in_range(f.grace_s, "--shutdown-grace", 0, 3600));
+  llm::SchedulerOptions sched = f.sched;
+  in_range(sched.parallel, "--parallel", 1, 1024);
+  in_range(sched.max_queue, "--max-queue", 0, 100000);
+  in_range(sched.max_ctx, "--ctx", 0, 1 << 24);
+  int gpu = in_range(f.gpu_index, "--gpu", -1, 1024);
+
+  llm::ModelFile file = llm::open_model(path);
+  for (const auto& note : file.config().notes) info("note: " + note);
+  auto tok = llm::find_tokenizer(file, tokenizer);
+  if (!tok)
+    throw Error("wgc serve: " + path.string() +
+                " has no tokenizer (no tokenizer.json beside it): give --tokenizer PATH");
+  llm::ChatTemplate chat = llm::ChatTemplate::for_tokenizer(*tok);
+
+  ContextOptions co = f.gpu.context_options();
+  co.adapter_index = gpu;
+  Context ctx(co);
+  llm::EngineOptions eo;
+  eo.max_ctx = sched.max_ctx;
+  llm::LlamaModel model(ctx, file, eo);
+  llm::Scheduler scheduler(model, *tok, sched);
+
+  server::ModelInfo info{name, &*tok, &chat, scheduler.options().max_ctx, llm::default_sampling(path)};
+  server::Server srv(scheduler, info, ctx, so);
+  std::fprintf(stderr, "wgc serve: %s on %s (%s), context %d, parallel %d%s%s\n", name.c_str(),
+               ctx.adapter().device.c_str(), ctx.adapter().adapter_type.c_str(), info.max_ctx, sched.parallel,
+               chat.is_fallback() ? ", no chat template (plain-text chat rendering)" : "",
+               so.api_key.empty() ? "" : ", API key required");
+  std::fprintf(stderr, "wgc serve: listening on http://%s:%d\n", so.host.c_str(), srv.port());
+
+  // SIGINT/SIGTERM: the handler only writes the signal's number into a pipe (async-signal-safe,
+  // whichever thread it lands on, including threads libraries started before us); a watcher
+  // thread reads it and shuts the server down gracefully. A zero byte tells the watcher to leave.
+  if (pipe(signal_pipe) != 0) throw Error("wgc serve: pipe() failed");
+  struct sigaction sa {};
+  sa.sa_handler = [](int sig) {
+    unsigned char b = static_cast<unsigned char>(sig);
+    [[maybe_unused]] ssize_t n = write(signal_pipe[1], &b, 1);
+  };
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  std::thread watcher([&] {
+    unsigned char sig = 0;
+    while (read(signal_pipe[0], &sig, 1) < 0 && errno == EINTR) {
+    }
+    if (sig == 0) return;
+    std::fprintf(stderr, "wgc serve: %s: finishing running requests, then stopping\n",
+                 sig == SIGINT ? "SIGINT" : "SIGTERM");
+    srv.shutdown();
+  });
+  srv.run();
+  unsigned char zero = 0;
+  [[maybe_unused]] ssize_t n = write(signal_pipe[1], &zero, 1);
+  watcher.join();
+  signal(SIGINT, SIG_DFL);
+  signal(SIGTERM, SIG_DFL);
+  std::fprintf(stderr, "wgc serve: stopped\n");
+  return 0;
+}
+
+Register reg{
+    {"serve", "OpenAI-compatible HTTP server for a language model (default: the built-in wgc-tiny-dict)",
+     [](CLI::App& app) {
+       auto f = std::make_shared<Flags>();
+       add_text(app, "--model,-m", f->model, "a GGUF file or Hugging Face folder (default: the built-in model)")
+           ->type_name("PATH");
+       app.add_option("--tokenizer", f->tokenizer, "a tokenizer.json, folder or .gguf (default: the model's own)")
+           ->type_name("PATH");
+       add_text(app, "--name", f->name, "the model's id in the API (default: the file's name)");
+       app.add_option("--host", f->so.host, "the address to listen on");
+       add_number(app, "--port", f->so.port, "the port to listen on (0: any free one)");
+       app.add_option("--api-key", f->so.api_key, "require this bearer token (or WGC_API_KEY)")
+           ->type_name("KEY")
+           ->default_str("");
+       add_number(app, "--parallel", f->sched.parallel, "sequences decoded together");
+       add_number(app, "--ctx", f->sched.max_ctx, "context per sequence in tokens; 0: the model's, capped");
+       add_number(app, "--max-queue", f->sched.max_queue, "waiting requests beyond which new ones get 429");
+       add_number(app, "--max-body", f->max_body, "the largest request body in bytes");
+       add_number(app, "--shutdown-grace", f->grace_s, "seconds running requests get to finish on SIGTERM");
+       add_number(app, "--gpu", f->gpu_index, "the adapter's index (wgc info lists them); -1: the default");
+       add_gpu_flags(app, f->gpu);
+       return [f] { return serve(*f); };
+     }}};
+
+}  // namespace
+}  // namespace wgc::cli
