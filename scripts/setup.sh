@@ -13,7 +13,8 @@ log() { printf '[setup] %s\n' "$*" >&2; }
 
 # --- Debian packages ----------------------------------------------------------------------
 apt_pkgs=(cmake g++ make pkg-config libgtest-dev libvulkan1 libpng-dev libjpeg-dev
-          libopenblas-dev libpcre2-dev ca-certificates)
+          libopenblas-dev libpcre2-dev ca-certificates
+          libonnx-dev libprotobuf-dev libonnx-testdata)
 missing=()
 for p in "${apt_pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
