@@ -4,6 +4,7 @@
 #  - Dawn (WebGPU) from npm: bun-webgpu-linux-x64, verified by sha256
 #  - Dawn's C header from npm: react-native-wgpu (only the five header files are kept)
 #  - SwiftShader (Vulkan on the CPU) from Debian's chromium-common, with an ICD json
+#  - Chromium (Debian) for the browser tests, driven by puppeteer-core from npm (setup_web_tests.sh)
 # The cache is $WGC_DEPS (default: <repo>/.deps). Nothing of it is committed.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -13,7 +14,7 @@ log() { printf '[setup] %s\n' "$*" >&2; }
 
 # --- Debian packages ----------------------------------------------------------------------
 apt_pkgs=(cmake g++ make pkg-config libgtest-dev libvulkan1 libpng-dev libjpeg-dev
-          libopenblas-dev libpcre2-dev ca-certificates
+          libopenblas-dev libpcre2-dev ca-certificates chromium fonts-dejavu-core
           libonnx-dev libprotobuf-dev libonnx-testdata)
 missing=()
 for p in "${apt_pkgs[@]}"; do
@@ -67,4 +68,6 @@ cat > "$ss/vk_swiftshader_icd.json" <<JSON
 JSON
 # Reference implementations used by tests (npm), when that script exists.
 [ -x "$repo/scripts/setup_test_refs.sh" ] && "$repo/scripts/setup_test_refs.sh"
+# The browser tests' driver (npm).
+[ -x "$repo/scripts/setup_web_tests.sh" ] && "$repo/scripts/setup_web_tests.sh"
 log "dependencies ready in $deps"

@@ -1,6 +1,7 @@
 // Sampler: exact expectations on tiny hand-made distributions (top-k, top-p, min-p, penalties,
 // greedy ties), the GPU plan's exactness, seeded reproducibility and temperature frequencies.
 // CPU only: no GPU context.
+#include "gpu/error.h"
 #include "llm/generate/sampler.h"
 #include "llm/model/llama.h"
 
@@ -363,4 +364,32 @@ TEST(Sampler, Describe) {
   p.temperature = 0;
   p.repeat_penalty = 1.1f;
   EXPECT_EQ(p.describe(), "greedy, repeat-penalty 1.10, last-n 64");
+}
+
+TEST(SamplingParams, ValidateNamesTheParameter) {
+  SamplingParams ok;
+  EXPECT_NO_THROW(ok.validate());
+  auto msg = [](SamplingParams p) {
+    try {
+      p.validate();
+    } catch (const wgc::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  SamplingParams p;
+  p.top_p = 0;
+  EXPECT_NE(msg(p).find("top_p"), std::string::npos);
+  p = {};
+  p.min_p = 1.5f;
+  EXPECT_NE(msg(p).find("min_p"), std::string::npos);
+  p = {};
+  p.temperature = std::nanf("");
+  EXPECT_NE(msg(p).find("temperature"), std::string::npos);
+  p = {};
+  p.repeat_penalty = 0;
+  EXPECT_NE(msg(p).find("repeat_penalty"), std::string::npos);
+  p = {};
+  p.penalty_last_n = -2;
+  EXPECT_NE(msg(p).find("penalty_last_n"), std::string::npos);
 }

@@ -23,6 +23,7 @@ std::string_view to_string(StopReason r) {
     case StopReason::StopString: return "stop";
     case StopReason::MaxTokens: return "length";
     case StopReason::ContextFull: return "context";
+    case StopReason::Cancelled: return "cancelled";
   }
   return "?";
 }
@@ -95,12 +96,16 @@ std::string StopStrings::finish() {
 
 // ---- Generator ---------------------------------------------------------------------------------
 
-Generator::Generator(LlamaModel& model, std::optional<Tokenizer> tokenizer)
-    : model_(model), tok_(std::move(tokenizer)) {
-  if (tok_) stop_ids_ = tok_->stop_ids();
-  for (int32_t id : model_.config().eos_token_ids)
-    if (std::find(stop_ids_.begin(), stop_ids_.end(), id) == stop_ids_.end()) stop_ids_.push_back(id);
+std::vector<int32_t> end_of_turn_ids(const Tokenizer* tokenizer, const ModelConfig& config) {
+  std::vector<int32_t> ids;
+  if (tokenizer) ids = tokenizer->stop_ids();
+  for (int32_t id : config.eos_token_ids)
+    if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
+  return ids;
 }
+
+Generator::Generator(LlamaModel& model, std::optional<Tokenizer> tokenizer)
+    : model_(model), tok_(std::move(tokenizer)), stop_ids_(end_of_turn_ids(tok_ ? &*tok_ : nullptr, model_.config())) {}
 
 bool Generator::is_stop(int32_t id) const {
   return std::find(stop_ids_.begin(), stop_ids_.end(), id) != stop_ids_.end();

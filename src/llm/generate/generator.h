@@ -40,8 +40,8 @@ struct GenerateOptions {
   bool add_special = true;        // text prompts: BOS etc. where the tokenizer's post-processor adds them
 };
 
-enum class StopReason { Eos, StopString, MaxTokens, ContextFull };
-std::string_view to_string(StopReason r);  // "eos", "stop", "length", "context"
+enum class StopReason { Eos, StopString, MaxTokens, ContextFull, Cancelled };
+std::string_view to_string(StopReason r);  // "eos", "stop", "length", "context", "cancelled"
 
 struct Timings {
   double load_ms = 0;          // set by whoever loaded the model (not the Generator)
@@ -117,6 +117,10 @@ class Generator {
   std::vector<int32_t> stop_ids_;
   std::vector<int32_t> cached_;
 };
+
+// Ids that end a generated turn: the tokenizer's stop ids (when there is one) and the model
+// config's eos ids.
+std::vector<int32_t> end_of_turn_ids(const Tokenizer* tokenizer, const ModelConfig& config);
 
 // The tokenizer of a model: `explicit_path` when given (a tokenizer.json, a folder or a .gguf), else
 // the GGUF's own vocabulary, else tokenizer.json in the model's folder; nullopt when there is none.

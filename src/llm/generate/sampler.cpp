@@ -62,6 +62,19 @@ std::string SamplingParams::describe() const {
   return s;
 }
 
+void SamplingParams::validate() const {
+  auto bad = [](const char* name, double v, const char* range) {
+    throw Error(std::string("wgc: sampling: ") + name + " = " + std::to_string(v) + " (must be " + range + ")");
+  };
+  if (!std::isfinite(temperature)) bad("temperature", temperature, "a finite number; <= 0 for greedy");
+  if (!(top_p > 0.0f && top_p <= 1.0f)) bad("top_p", top_p, "in (0, 1]");
+  if (!(min_p >= 0.0f && min_p <= 1.0f)) bad("min_p", min_p, "in [0, 1]");
+  if (!(repeat_penalty > 0.0f) || !std::isfinite(repeat_penalty)) bad("repeat_penalty", repeat_penalty, "> 0");
+  if (!std::isfinite(presence_penalty)) bad("presence_penalty", presence_penalty, "finite");
+  if (!std::isfinite(frequency_penalty)) bad("frequency_penalty", frequency_penalty, "finite");
+  if (penalty_last_n < -1) bad("penalty_last_n", penalty_last_n, "-1 (all tokens) or >= 0");
+}
+
 Sampler::Sampler(SamplingParams p) : p_(p), rng_(p.seed) {}
 
 void Sampler::accept(int32_t id) { history_.push_back(id); }

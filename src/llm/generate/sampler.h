@@ -56,6 +56,9 @@ struct SamplingParams {
   bool penalties_only_lower() const;
   // "temp 0.80, top-k 40, top-p 0.95, ..." (what is on).
   std::string describe() const;
+  // Throws wgc::Error naming the parameter when one is out of range (NaN, top_p outside (0, 1],
+  // min_p outside [0, 1], repeat_penalty <= 0, penalties not finite, penalty_last_n < -1).
+  void validate() const;
 };
 
 // How the next token can be picked exactly with what the engine offers.

@@ -1,0 +1,116 @@
+// Scheduler: serves many generation requests on one LlamaModel from a worker thread. Requests
+// (prompt token ids + sampling) queue up, are admitted while there is room, get their prompts
+// prefilled and their tokens generated and streamed back through callbacks. The interface between
+// the engine and the HTTP server (SERVE_API.md).
+//
+//   Scheduler s(model, tokenizer, {.parallel = 8});
+//   Request r;  r.prompt = tokenizer.encode("The moon");  r.max_tokens = 32;
+//   s.submit(std::move(r), [&](const TokenEvent& e) { push(e.text); return true; },
+//            [&](const RequestResult& res) { finish(res); });
+//
+// Every submitted request gets on_done exactly once (finished, stopped, cancelled or failed);
+// on_token runs before it for each generated token, in order. Callbacks run on the worker thread
+// and must not block.
+//
+// Batch invariance: with greedy sampling or a fixed seed, a request's tokens do not depend on what
+// else runs (per-request Sampler state; kernels whose per-row arithmetic does not depend on the
+// batch).
+#pragma once
+
+#include "gpu/error.h"
+#include "llm/generate/generator.h"
+#include "llm/generate/sampler.h"
+#include "llm/model/llama.h"
+#include "llm/tokenizer/tokenizer.h"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace wgc::llm {
+
+struct SchedulerOptions {
+  int parallel = 8;          // sequences advanced per decode step (up to 64 or more)
+  int max_ctx = 0;           // per-sequence context limit (0: the model's, capped like EngineOptions)
+  int kv_block_tokens = 16;  // tokens per KV-cache block
+  int kv_blocks = 0;         // blocks in the pool (0: parallel * max_ctx / block, within memory/limits)
+  int max_queue = 64;        // waiting requests beyond which submit() throws QueueFull
+  int prefill_chunk = 256;   // prompt tokens of one request per step, interleaved with decode steps
+};
+
+struct Request {
+  std::vector<int32_t> prompt;    // token ids, template already applied, BOS included as needed
+  SamplingParams sampling;        // validated by the caller (SamplingParams::validate)
+  int max_tokens = 128;           // < 0: until a stop or the context's end
+  std::vector<std::string> stop;  // stop strings (text ends before one)
+  bool ignore_eos = false;
+  int top_logprobs = -1;  // -1: no logprobs; 0: the chosen token's; 1..20: and the N best
+};
+inline constexpr int kMaxTopLogprobs = 20;
+
+struct TokenEvent {  // one generated token, in order
+  int32_t id = -1;
+  std::string text;                            // text this token releases ("" while a stop string may begin)
+  float logprob = 0;                           // of the chosen token (when asked), from the untempered softmax
+  std::vector<std::pair<int32_t, float>> top;  // the N best (id, logprob), best first (when asked)
+};
+
+struct RequestResult {                      // when a request ends
+  StopReason stop = StopReason::MaxTokens;  // Cancelled when cancel() or on_token ended it
+  std::string text_tail;                    // held-back text released at the end (no stop string)
+  int prompt_tokens = 0, cached_tokens = 0, completion_tokens = 0;
+  double queue_ms = 0, ttft_ms = 0, total_ms = 0;  // from submit() to admission, first token, the end
+  std::string error;                               // non-empty when it failed (e.g. the KV pool could never fit it)
+};
+
+struct SchedulerStats {
+  int queued = 0, running = 0;
+  int kv_blocks_used = 0, kv_blocks_total = 0;
+  // Totals since the start: requests finished (any reason), prompt tokens of admitted requests and
+  // of them those found in the cache, tokens generated.
+  uint64_t requests = 0, prompt_tokens = 0, cached_prompt_tokens = 0, generated_tokens = 0;
+  double decode_tokens_per_s = 0;  // recent aggregate (the last few seconds)
+};
+
+// submit() when max_queue requests wait.
+struct QueueFull : Error {
+  using Error::Error;
+};
+// submit() after stop_accepting().
+struct NotAccepting : Error {
+  using Error::Error;
+};
+
+class Scheduler {
+ public:
+  // Runs its own worker thread; model and tokenizer outlive it. The worker is the only user of
+  // the model while the scheduler exists.
+  Scheduler(LlamaModel& model, const Tokenizer& tokenizer, SchedulerOptions o = {});
+  ~Scheduler();  // cancels what runs and waits (their on_done: Cancelled), joins
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  using OnToken = std::function<bool(const TokenEvent&)>;  // return false to cancel the request
+  using OnDone = std::function<void(const RequestResult&)>;
+  // Thread-safe. Throws QueueFull when max_queue requests wait, NotAccepting after
+  // stop_accepting(), wgc::Error when the request is invalid (empty prompt, ids outside the
+  // vocabulary, top_logprobs out of range, the prompt alone exceeding the context: the message
+  // says the lengths). Returns the request's id (> 0).
+  uint64_t submit(Request r, OnToken on_token, OnDone on_done);
+  void cancel(uint64_t id);      // frees its sequence and KV blocks at the next step (unknown ids: nothing)
+  SchedulerStats stats() const;  // thread-safe
+  void stop_accepting();         // later submit() throws NotAccepting
+  void drain();                  // waits until nothing runs or waits
+
+  const SchedulerOptions& options() const;  // as resolved (max_ctx, kv_blocks filled in)
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace wgc::llm

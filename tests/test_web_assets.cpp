@@ -1,0 +1,94 @@
+// The web pages embedded in the library (cmake/embed_web.cmake): URL paths to files and MIME types,
+// nothing outside the site, folder redirects; and the kernel playground's WGSL bundle
+// (cmake/bundle_web_kernels.cmake) holding, for every kernel it lists, exactly the text the library
+// compiles (gpu/kernel.cpp's include expansion).
+#include "gpu/kernel.h"
+#include "server/web_assets.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+using namespace wgc;
+using namespace wgc::server;
+
+namespace {
+
+// The bundle's entries: lines `  "family/file.wgsl": "<text with \n escapes>",`.
+std::map<std::string, std::string> bundle_entries(std::string_view js) {
+  std::map<std::string, std::string> out;
+  size_t pos = 0;
+  while ((pos = js.find("\n  \"", pos)) != std::string_view::npos) {
+    size_t name_end = js.find("\": \"", pos + 4);
+    size_t text_end = js.find("\",\n", name_end);
+    EXPECT_NE(name_end, std::string_view::npos);
+    EXPECT_NE(text_end, std::string_view::npos);
+    if (name_end == std::string_view::npos || text_end == std::string_view::npos) break;
+    std::string name(js.substr(pos + 4, name_end - pos - 4));
+    std::string_view esc = js.substr(name_end + 4, text_end - name_end - 4);
+    std::string text;
+    for (size_t i = 0; i < esc.size(); ++i) {
+      if (esc[i] == '\\' && i + 1 < esc.size() && esc[i + 1] == 'n') {
+        text += '\n';
+        ++i;
+      } else {
+        text += esc[i];
+      }
+    }
+    out[name] = text;
+    pos = text_end;
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST(WebAssets, PathsMapToEmbeddedFilesWithTheirTypes) {
+  auto page = web_asset("/kernels/");
+  ASSERT_TRUE(page);
+  EXPECT_EQ(page->mime, "text/html; charset=utf-8");
+  EXPECT_NE(page->body.find("<title>wgc kernel playground</title>"), std::string_view::npos);
+  auto same = web_asset("/kernels/index.html");
+  ASSERT_TRUE(same);
+  EXPECT_EQ(same->body.data(), page->body.data());
+  auto js = web_asset("/kernels/playground.js");
+  ASSERT_TRUE(js);
+  EXPECT_EQ(js->mime, "text/javascript; charset=utf-8");
+  auto css = web_asset("/style.css");
+  ASSERT_TRUE(css);
+  EXPECT_EQ(css->mime, "text/css; charset=utf-8");
+}
+
+TEST(WebAssets, NothingOutsideTheSite) {
+  for (const char* p :
+       {"", "kernels/index.html", "/kernels", "/nope.html", "/../CMakeLists.txt", "/kernels/../style.css",
+        "/test/harness.mjs", "/test/package.json", "//style.css", "/kernels/index.html/"})
+    EXPECT_FALSE(web_asset(p)) << p;
+}
+
+TEST(WebAssets, FoldersRedirectToTheirSlash) {
+  EXPECT_EQ(web_redirect("/kernels"), "/kernels/");
+  EXPECT_FALSE(web_redirect("/kernels/"));
+  EXPECT_FALSE(web_redirect("/"));
+  EXPECT_FALSE(web_redirect("/style.css"));
+  EXPECT_FALSE(web_redirect("/nope"));
+  EXPECT_FALSE(web_redirect("kernels"));
+}
+
+TEST(WebAssets, KernelBundleHoldsWhatTheLibraryCompiles) {
+  auto js = web_asset("/kernels/wgsl.js");
+  ASSERT_TRUE(js);
+  auto entries = bundle_entries(js->body);
+  for (const char* k : {"map/add.wgsl", "map/binary_vec4.wgsl", "matmul/naive.wgsl", "matmul/tiled.wgsl",
+                        "matmul/regtile.wgsl", "matmul/regtile_vec4.wgsl", "reduce/naive.wgsl", "reduce/vec4.wgsl",
+                        "reduce/subgroup.wgsl", "stencil/sobel_tiled_vec4.wgsl", "stencil/blur_tiled.wgsl"})
+    EXPECT_TRUE(entries.count(k)) << k << " is not in the bundle";
+  // Files that others include are not kernels of their own.
+  EXPECT_FALSE(entries.count("matmul/regtile_main.wgsl"));
+  EXPECT_FALSE(entries.count("stencil/body/common.wgsl"));
+  for (const auto& [name, text] : entries) {
+    EXPECT_EQ(text.find("//!include"), std::string::npos) << name << ": an include left unexpanded";
+    EXPECT_EQ(text, embedded_kernel(name).wgsl) << name << " differs from the library's expansion";
+  }
+}
