@@ -3,6 +3,7 @@
 // no protobuf and no GPU.
 #pragma once
 
+#include "cpu/conv.h"
 #include "cpu/tensor_ops.h"
 #include "gpu/tensor.h"
 
@@ -42,19 +43,13 @@ struct Attribute {
   std::vector<int64_t> ints;
 };
 
-// What the loader fused into a Conv node (cnn/fuse.h): a residual Add after it (the extra input
-// inputs[3]) and an activation after that.
-struct ConvFusion {
-  bool residual = false;
-  bool act = false;
-  UnaryParams act_params;  // Relu, or Clip with alpha = min, beta = max
-};
-
 struct Node {
   std::string name, op, domain;
   std::vector<std::string> inputs, outputs;  // "" marks an absent optional input
   std::map<std::string, Attribute, std::less<>> attrs;
-  ConvFusion fusion;
+  // Conv only: what the loader fused into it (cnn/fuse.h): a residual Add after it (its other
+  // operand is inputs[3]) and an activation after that. The bias flag is not used.
+  ConvEpilogue fused;
 
   const Attribute* attr(std::string_view key) const;
   bool has(std::string_view key) const { return attr(key) != nullptr; }

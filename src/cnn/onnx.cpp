@@ -40,8 +40,10 @@ void parse_message(Message& m, std::span<const std::byte> bytes, const std::stri
   in.SetTotalBytesLimit(int(bytes.size()));
   in.SetRecursionLimit(kMaxProtobufNesting);
   if (!m.ParseFromCodedStream(&in) || !in.ConsumedEntireMessage())
-    throw Error("wgc: " + source + " is not a valid " + what + " (protobuf parse failed: truncated, corrupt, or nested "
-                "deeper than " + std::to_string(kMaxProtobufNesting) + ")");
+    throw Error("wgc: " + source + " is not a valid " + what +
+                " (protobuf parse failed: truncated, corrupt, or nested "
+                "deeper than " +
+                std::to_string(kMaxProtobufNesting) + ")");
 }
 
 // Checks dims and returns the element count.
@@ -66,7 +68,7 @@ std::vector<T> raw_values(const std::string& raw, int64_t n, const std::string& 
   if (raw.size() != uint64_t(n) * sizeof(T))
     throw Error("wgc: " + what + ": raw_data holds " + std::to_string(raw.size()) + " bytes, the shape needs " +
                 std::to_string(uint64_t(n) * sizeof(T)));
-  std::vector<T> v(size_t(n));
+  std::vector<T> v(static_cast<size_t>(n));
   if (n) std::memcpy(v.data(), raw.data(), raw.size());
   return v;
 }

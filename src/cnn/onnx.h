@@ -18,11 +18,11 @@ namespace wgc::cnn {
 inline constexpr uint64_t kMaxModelBytes = (2ull << 30) - 1;  // protobuf's own message limit
 inline constexpr size_t kMaxNodes = 100000;
 inline constexpr size_t kMaxConstants = 100000;
-inline constexpr size_t kMaxAttributes = 64;        // per node
-inline constexpr size_t kMaxNodeIo = 4096;          // inputs or outputs of one node (Concat of many)
+inline constexpr size_t kMaxAttributes = 64;  // per node
+inline constexpr size_t kMaxNodeIo = 4096;    // inputs or outputs of one node (Concat of many)
 inline constexpr size_t kMaxTensorRank = 8;
 inline constexpr int64_t kMaxTensorElements = 1ll << 31;
-inline constexpr int kMaxProtobufNesting = 32;      // messages inside messages (subgraphs are refused)
+inline constexpr int kMaxProtobufNesting = 32;  // messages inside messages (subgraphs are refused)
 inline constexpr int64_t kMinOpset = 7, kMaxOpset = 18;
 
 Graph load_onnx(const std::filesystem::path& path);

@@ -1,0 +1,44 @@
+// The CPU path of a plan: every step through its CPU reference (cpu/conv.h, cpu/matmul.h,
+// cpu/tensor_ops.h).
+#include "cnn/plan.h"
+#include "cpu/matmul.h"
+
+namespace wgc::cnn {
+
+void run_step_cpu(const Step& s, std::span<const float* const> in, std::span<const uint64_t> n, float* out,
+                  uint64_t out_n) {
+  auto x = [&](size_t k) { return std::span<const float>(in[k], n[k]); };
+  std::span<float> y(out, out_n);
+  std::visit(
+      [&](const auto& op) {
+        using T = std::decay_t<decltype(op)>;
+        if constexpr (std::is_same_v<T, ConvStep>) {
+          std::span<const float> bias = op.bias ? std::span<const float>(op.bias->f) : std::span<const float>();
+          std::span<const float> res = op.ep.residual ? x(1) : std::span<const float>();
+          cpu::conv2d(x(0), op.weights->f, bias, res, y.first(op.dims.y_elements()), op.dims, op.ep);
+        } else if constexpr (std::is_same_v<T, PoolStep>) {
+          cpu::pool2d(x(0), y.first(op.dims.y_elements()), op.dims, op.kind);
+        } else if constexpr (std::is_same_v<T, GlobalPoolStep>) {
+          cpu::global_average_pool(x(0), y.first(uint64_t(op.n) * op.c), op.n, op.c, op.hw);
+        } else if constexpr (std::is_same_v<T, MatmulStep>) {
+          const MatmulDims& d = op.dims;
+          cpu::matmul(x(0).first(uint64_t(d.m) * d.k), x(1).first(uint64_t(d.k) * d.n), y.first(uint64_t(d.m) * d.n),
+                      d.m, d.n, d.k, d.trans_b);
+        } else if constexpr (std::is_same_v<T, BatchedMatmulStep>) {
+          cpu::batched_matmul(x(0), x(1), y, op.dims);
+        } else if constexpr (std::is_same_v<T, BinaryStep>) {
+          cpu::binary(op.op, x(0), x(1), y, op.dims);
+        } else if constexpr (std::is_same_v<T, UnaryStep>) {
+          cpu::unary(op.p, x(0).first(op.count), y);
+        } else if constexpr (std::is_same_v<T, SoftmaxStep>) {
+          cpu::softmax(x(0), y, op.dims, op.log);
+        } else if constexpr (std::is_same_v<T, ReduceStep>) {
+          cpu::axis_reduce(op.op, x(0), y, op.dims);
+        } else if constexpr (std::is_same_v<T, CopyStep>) {
+          cpu::strided_copy(x(0), y, op.dims);
+        }
+      },
+      s.op);
+}
+
+}  // namespace wgc::cnn

@@ -1,0 +1,125 @@
+// The ONNX graph executor end to end: torchvision MobileNetV2 (x0.35) exported by PyTorch against
+// PyTorch's float64 logits (../shared/fixtures/mobilenet_v2_035), on the GPU path and on the CPU
+// path; the loader's errors on broken models; fusion and buffer reuse.
+#include "cnn.h"
+#include "io/npy.h"
+#include "test_util.h"
+
+#include <fstream>
+
+using namespace wgc;
+using wgc::test::ctx;
+
+namespace {
+
+std::filesystem::path fixture(const std::string& f) { return test::fixtures_dir() / "mobilenet_v2_035" / f; }
+
+cnn::HostTensor npy_tensor(const std::filesystem::path& p) {
+  npy::Array a = npy::read(p);
+  return {a.shape, a.to_f32()};
+}
+
+// max |got - want| / max |want| over the logits, and the same for image 0 minus image 1 (the part of
+// the output that depends on the input: a wrong backbone cannot hide behind the classifier's bias).
+std::pair<double, double> logit_errors(const cnn::HostTensor& got, const cnn::HostTensor& want) {
+  EXPECT_EQ(got.shape, want.shape);
+  size_t classes = size_t(want.shape[1]);
+  std::vector<float> gd(classes), wd(classes);
+  for (size_t i = 0; i < classes; ++i) {
+    gd[i] = got.f[i] - got.f[classes + i];
+    wd[i] = want.f[i] - want.f[classes + i];
+  }
+  return {test::rel_error(got.f, want.f), test::rel_error(gd, wd)};
+}
+
+}  // namespace
+
+TEST(CnnModel, MobileNetV2MatchesPyTorchOnTheGpu) {
+  WGC_REQUIRE_FILE(fixture("mobilenet_v2_035.onnx"));
+  cnn::Model m(ctx(), fixture("mobilenet_v2_035.onnx"), {cnn::Device::Gpu});
+  // BatchNorm came folded by the exporter; ReLU6 (Clip) and the residual Adds fuse here.
+  EXPECT_GE(m.fused().activations, 30);
+  EXPECT_EQ(m.fused().residuals, 10);
+  auto x = npy_tensor(fixture("mobilenet_v2_035.input.npy"));
+  auto want = npy_tensor(fixture("mobilenet_v2_035.logits.npy"));
+  ASSERT_TRUE(m.on_gpu({x}));
+  auto [all, diff] = logit_errors(m.run(x), want);
+  EXPECT_LT(all, 1e-3);  // 1e-4 without Winograd: cnn-ops' Auto may pick it for 3x3 layers
+  EXPECT_LT(diff, 1e-2);
+  // The plan is per shape: its buffers are reused, fewer than the graph has values.
+  const cnn::Plan& p = m.plan({x});
+  EXPECT_LT(p.slot_elems.size(), 8u);
+  EXPECT_GT(p.flops(), 1e8);
+}
+
+TEST(CnnModel, MobileNetV2MatchesPyTorchOnTheCpuAtBatchOne) {
+  WGC_REQUIRE_FILE(fixture("mobilenet_v2_035.onnx"));
+  cnn::Model m(fixture("mobilenet_v2_035.onnx"));
+  auto x = npy_tensor(fixture("mobilenet_v2_035.input.npy"));
+  auto want = npy_tensor(fixture("mobilenet_v2_035.logits.npy"));
+  auto both = m.run(x);
+  EXPECT_LT(logit_errors(both, want).first, 1e-4);
+  EXPECT_LT(logit_errors(both, want).second, 1e-3);
+  // Batch 1 (a second plan) gives image 1's logits alone.
+  cnn::HostTensor one({1, 3, 224, 224}, std::vector<float>(x.f.begin() + 3 * 224 * 224, x.f.end()));
+  auto y = m.run(one);
+  ASSERT_EQ(y.shape, (Shape{1, 1000}));
+  std::vector<float> want1(want.f.begin() + 1000, want.f.end());
+  EXPECT_LT(test::rel_error(y.f, want1), 1e-4);
+}
+
+TEST(CnnModel, WrongInputShapeNamesTheInput) {
+  WGC_REQUIRE_FILE(fixture("mobilenet_v2_035.onnx"));
+  cnn::Model m(fixture("mobilenet_v2_035.onnx"));
+  try {
+    m.run(cnn::HostTensor({1, 3, 200}, std::vector<float>(600)));
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("input 'input'"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CnnModel, BrokenFilesGiveErrorsNotCrashes) {
+  auto dir = test::temp_dir("cnn");
+  auto write = [&](const std::string& name, const std::string& bytes) {
+    std::ofstream(dir / name, std::ios::binary) << bytes;
+    return dir / name;
+  };
+  EXPECT_THROW(cnn::load_onnx(write("empty.onnx", "")), Error);
+  EXPECT_THROW(cnn::load_onnx(write("junk.onnx", "\x08\x07\x12\xff\xff\xff\xff\x0f garbage")), Error);
+  EXPECT_THROW(cnn::load_onnx(dir / "missing.onnx"), Error);
+  if (std::filesystem::exists(fixture("mobilenet_v2_035.onnx"))) {
+    std::ifstream f(fixture("mobilenet_v2_035.onnx"), std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    try {
+      cnn::load_onnx(write("cut.onnx", bytes.substr(0, bytes.size() / 2)));
+      FAIL() << "a truncated model loaded";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("cut.onnx"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(CnnModel, UnknownOpNamesNodeOpAndOpset) {
+  cnn::Graph g;
+  g.source = "test.onnx";
+  g.opset = 13;
+  g.inputs.push_back({"x", 1, true, {2, 3}});
+  g.outputs.push_back({"y", 1, false, {}});
+  cnn::Node n;
+  n.name = "weird_0";
+  n.op = "FancyOp";
+  n.inputs = {"x"};
+  n.outputs = {"y"};
+  g.nodes.push_back(n);
+  cnn::Model m(std::nullopt, g);
+  try {
+    m.run(cnn::HostTensor({2, 3}, std::vector<float>(6)));
+    FAIL() << "no error";
+  } catch (const cnn::Unsupported& e) {
+    std::string s = e.what();
+    EXPECT_NE(s.find("weird_0"), std::string::npos) << s;
+    EXPECT_NE(s.find("FancyOp"), std::string::npos) << s;
+    EXPECT_NE(s.find("opset 13"), std::string::npos) << s;
+  }
+}
