@@ -3,6 +3,7 @@
 // path; the loader's errors on broken models; fusion and buffer reuse.
 #include "cnn.h"
 #include "io/npy.h"
+#include "ops/conv.h"
 #include "test_util.h"
 
 #include <fstream>
@@ -44,8 +45,15 @@ TEST(CnnModel, MobileNetV2MatchesPyTorchOnTheGpu) {
   auto want = npy_tensor(fixture("mobilenet_v2_035.logits.npy"));
   ASSERT_TRUE(m.on_gpu({x}));
   auto [all, diff] = logit_errors(m.run(x), want);
-  EXPECT_LT(all, 1e-3);  // 1e-4 without Winograd: cnn-ops' Auto may pick it for 3x3 layers
-  EXPECT_LT(diff, 1e-2);
+  std::printf("GPU path: max rel error %.2e on the logits, %.2e on image 0 - image 1\n", all, diff);
+  // 1e-4 in f32 arithmetic, 1e-3 where Auto picks Winograd for a 3x3 layer; the input-dependent
+  // part within 10x that.
+  bool winograd = false;
+  for (const auto& s : m.plan({x}).steps)
+    if (const auto* c = std::get_if<cnn::ConvStep>(&s.op))
+      winograd |= choose_conv2d(ctx(), c->dims) == Conv2dVersion::Winograd2x2;
+  EXPECT_LT(all, winograd ? 1e-3 : 1e-4);
+  EXPECT_LT(diff, winograd ? 1e-2 : 1e-3);
   // The plan is per shape: its buffers are reused, fewer than the graph has values.
   const cnn::Plan& p = m.plan({x});
   EXPECT_LT(p.slot_elems.size(), 8u);
@@ -58,6 +66,8 @@ TEST(CnnModel, MobileNetV2MatchesPyTorchOnTheCpuAtBatchOne) {
   auto x = npy_tensor(fixture("mobilenet_v2_035.input.npy"));
   auto want = npy_tensor(fixture("mobilenet_v2_035.logits.npy"));
   auto both = m.run(x);
+  std::printf("CPU path: max rel error %.2e on the logits, %.2e on image 0 - image 1\n", logit_errors(both, want).first,
+              logit_errors(both, want).second);
   EXPECT_LT(logit_errors(both, want).first, 1e-4);
   EXPECT_LT(logit_errors(both, want).second, 1e-3);
   // Batch 1 (a second plan) gives image 1's logits alone.

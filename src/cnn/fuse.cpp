@@ -121,8 +121,8 @@ FuseStats fuse(Graph& g) {
       if (next.op == "BatchNormalization" && nothing_fused && next.inputs.size() >= 5 && next.input_count() == 5 &&
           next.inputs[0] == conv.outputs[0] && next.outputs.size() >= 1 &&
           std::all_of(next.outputs.begin() + 1, next.outputs.end(), [](const auto& o) { return o.empty(); }) &&
-          next.attr_int("training_mode", 0) == 0 && is_constant(g, conv.inputs[1]) &&
-          (!conv.has_input(2) || is_constant(g, conv.inputs[2])) &&
+          next.attr_int("training_mode", 0) == 0 && next.attr_int("spatial", 1) != 0 &&
+          is_constant(g, conv.inputs[1]) && (!conv.has_input(2) || is_constant(g, conv.inputs[2])) &&
           std::all_of(next.inputs.begin() + 1, next.inputs.begin() + 5,
                       [&](const auto& s) { return is_constant(g, s); })) {
         const HostTensor& w = *g.constant(conv.inputs[1]);

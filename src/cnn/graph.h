@@ -5,6 +5,7 @@
 
 #include "cpu/conv.h"
 #include "cpu/tensor_ops.h"
+#include "gpu/error.h"
 #include "gpu/tensor.h"
 
 #include <cstdint>
@@ -15,6 +16,12 @@
 #include <vector>
 
 namespace wgc::cnn {
+
+// A model uses something wgc does not support (an op, attribute, data type or opset): the
+// conformance test counts these apart from wrong results.
+struct Unsupported : Error {
+  using Error::Error;
+};
 
 // A tensor on the host: the graph's constants (initializers, Constant nodes, shapes computed at
 // load) and the model's inputs and outputs. f32 values, or i64 ones (shapes, indices, axes; ONNX's
@@ -62,8 +69,8 @@ struct Node {
   bool has_input(size_t i) const { return i < inputs.size() && !inputs[i].empty(); }
 };
 
-// A graph input or output as declared: ONNX element type (1 float, 7 int64, ...) and dims
-// (-1 where symbolic or unknown).
+// A graph input or output as declared: ONNX element type (1 float, 7 int64, ...; -1 for a
+// sequence, map or optional) and dims (-1 where symbolic or unknown).
 struct ValueInfo {
   std::string name;
   int32_t elem_type = 0;

@@ -82,8 +82,8 @@ void check_count(const Field& f, int64_t n, const std::string& what, const char*
 
 HostTensor tensor_value(const onnx::TensorProto& t, const std::string& what) {
   if (t.data_location() == onnx::TensorProto::EXTERNAL || t.external_data_size() > 0)
-    throw Error("wgc: " + what + " keeps its data in an external file, which is not supported");
-  if (t.has_segment()) throw Error("wgc: " + what + " is a segment of a tensor, which is not supported");
+    throw Unsupported("wgc: " + what + " keeps its data in an external file, which is not supported");
+  if (t.has_segment()) throw Unsupported("wgc: " + what + " is a segment of a tensor, which is not supported");
   HostTensor c;
   int64_t n = checked_numel(t.dims(), what);
   c.shape.assign(t.dims().begin(), t.dims().end());
@@ -169,8 +169,8 @@ HostTensor tensor_value(const onnx::TensorProto& t, const std::string& what) {
       break;
     }
     default:
-      throw Error("wgc: " + what + " has element type " + std::string(onnx_type_name(t.data_type())) +
-                  ", which is not supported (float32/16/64, bfloat16 and integer types are)");
+      throw Unsupported("wgc: " + what + " has element type " + std::string(onnx_type_name(t.data_type())) +
+                        ", which is not supported (float32/16/64, bfloat16 and integer types are)");
   }
   return c;
 }
@@ -196,18 +196,19 @@ Attribute attribute_value(const onnx::AttributeProto& a, const std::string& what
       break;
     case onnx::AttributeProto::GRAPH:
     case onnx::AttributeProto::GRAPHS:
-      throw Error("wgc: " + what + ": attribute '" + a.name() +
-                  "' is a subgraph; control flow (If, Loop, Scan) is not supported");
+      throw Unsupported("wgc: " + what + ": attribute '" + a.name() +
+                        "' is a subgraph; control flow (If, Loop, Scan) is not supported");
     default: r.kind = Attribute::Kind::Other; break;
   }
   if (a.has_ref_attr_name())
-    throw Error("wgc: " + what + ": attribute '" + a.name() + "' refers to a function attribute, not supported");
+    throw Unsupported("wgc: " + what + ": attribute '" + a.name() + "' refers to a function attribute, not supported");
   return r;
 }
 
 ValueInfo value_info(const onnx::ValueInfoProto& v) {
   ValueInfo r;
   r.name = v.name();
+  r.elem_type = v.type().has_tensor_type() || !v.has_type() ? 0 : -1;
   if (v.type().has_tensor_type()) {
     const auto& tt = v.type().tensor_type();
     r.elem_type = tt.elem_type();
@@ -239,11 +240,12 @@ Graph parse_onnx(std::span<const std::byte> bytes, const std::string& source) {
     if (m.opset_import_size() == 0 && m.ir_version() > 0 && m.ir_version() < 3)
       g.opset = 1;  // very old files carry no opset_import
     else
-      throw Error("wgc: " + source + ": no opset for the default ONNX domain");
+      throw Unsupported("wgc: " + source +
+                        ": no opset for the default ONNX domain (ops of other domains are not supported)");
   }
   if (g.opset < kMinOpset || g.opset > kMaxOpset)
-    throw Error("wgc: " + source + ": opset " + std::to_string(g.opset) + " is not supported (" +
-                std::to_string(kMinOpset) + ".." + std::to_string(kMaxOpset) + ")");
+    throw Unsupported("wgc: " + source + ": opset " + std::to_string(g.opset) + " is not supported (" +
+                      std::to_string(kMinOpset) + ".." + std::to_string(kMaxOpset) + ")");
   const onnx::GraphProto& gp = m.graph();
   if (size_t(gp.node_size()) > kMaxNodes)
     throw Error("wgc: " + source + ": " + std::to_string(gp.node_size()) + " nodes (at most " +
@@ -251,7 +253,7 @@ Graph parse_onnx(std::span<const std::byte> bytes, const std::string& source) {
   if (size_t(gp.initializer_size()) + size_t(gp.sparse_initializer_size()) > kMaxConstants)
     throw Error("wgc: " + source + ": " + std::to_string(gp.initializer_size()) + " initializers (at most " +
                 std::to_string(kMaxConstants) + ")");
-  if (gp.sparse_initializer_size() > 0) throw Error("wgc: " + source + ": sparse initializers are not supported");
+  if (gp.sparse_initializer_size() > 0) throw Unsupported("wgc: " + source + ": sparse initializers are not supported");
   for (const auto& t : gp.initializer()) {
     if (t.name().empty()) throw Error("wgc: " + source + ": an initializer has no name");
     g.constants[t.name()] = std::make_shared<HostTensor>(tensor_value(t, source + ": initializer '" + t.name() + "'"));

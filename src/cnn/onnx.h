@@ -23,7 +23,7 @@ inline constexpr size_t kMaxNodeIo = 4096;    // inputs or outputs of one node (
 inline constexpr size_t kMaxTensorRank = 8;
 inline constexpr int64_t kMaxTensorElements = 1ll << 31;
 inline constexpr int kMaxProtobufNesting = 32;  // messages inside messages (subgraphs are refused)
-inline constexpr int64_t kMinOpset = 7, kMaxOpset = 18;
+inline constexpr int64_t kMinOpset = 6, kMaxOpset = 18;
 
 Graph load_onnx(const std::filesystem::path& path);
 Graph parse_onnx(std::span<const std::byte> bytes, const std::string& source);

@@ -203,6 +203,8 @@ Plan make_plan(const Graph& g, const std::vector<InputSpec>& inputs) {
                     ": give its values (shape arithmetic runs on the host)");
       values[vi.name] = {spec.shape, spec.int_value, -1, true};
       plan.input_slots.push_back(-1);
+    } else if (vi.elem_type < 0) {
+      throw Unsupported("wgc: " + what + " is a sequence, map or optional: wgc runs tensors only");
     } else {
       throw Unsupported("wgc: " + what + " has type " + std::string(onnx_type_name(vi.elem_type)) +
                         ": wgc runs float32 inputs (and int64 / int32 ones for shapes)");

@@ -17,12 +17,6 @@
 
 namespace wgc::cnn {
 
-// A model uses something wgc does not support (an op, attribute, data type or opset): the
-// conformance test counts these apart from wrong results.
-struct Unsupported : Error {
-  using Error::Error;
-};
-
 struct ConvStep {
   Conv2dDims dims;
   ConvEpilogue ep;

@@ -467,7 +467,7 @@ NodeStep binary_step(BinaryOp op, const Shape& a, const Shape& b, Ref ra, Ref rb
   return {BinaryStep{d, op}, {std::move(ra), std::move(rb)}, std::move(out), double(d.count())};
 }
 
-NodePlan plan_binary(const Graph&, const Node& n, const std::vector<In>& in) {
+NodePlan plan_binary(const Graph& g, const Node& n, const std::vector<In>& in) {
   BinaryOp op = binary_ops().at(n.op);
   if (in.empty()) bad("no inputs");
   bool integer = input(in, 0, "A").is_int();
@@ -477,16 +477,25 @@ NodePlan plan_binary(const Graph&, const Node& n, const std::vector<In>& in) {
   if ((n.op == "Add" || n.op == "Sub" || n.op == "Mul" || n.op == "Div" || n.op == "Pow") && in.size() != 2)
     bad("takes 2 inputs, got " + std::to_string(in.size()));
   if (op == BinaryOp::Pow && integer) unsupported("Pow of integers is not supported");
+  // Opset 6 and older: broadcasting only with broadcast=1, B aligned at `axis` of A (numpy's
+  // alignment at the end when axis is absent): B's shape padded with trailing 1s says the same.
+  std::vector<Shape> shapes;
+  for (const auto& x : in) shapes.push_back(x.shape);
+  if (g.opset < 7 && in.size() == 2 && n.attr_int("broadcast", 0) != 0 && n.has("axis")) {
+    int64_t axis = norm_axis(n.attr_int("axis", 0), in[0].shape.size());
+    if (size_t(axis) + shapes[1].size() > shapes[0].size()) bad("B does not fit A at axis " + std::to_string(axis));
+    shapes[1].resize(shapes[0].size() - size_t(axis), 1);
+  }
   // Variadic Max / Min / Sum: a chain through scratch buffers.
   NodePlan p;
-  Shape acc = in[0].shape;
+  Shape acc = shapes[0];
   Ref racc = Ref::in(0);
   for (size_t k = 1; k < in.size(); ++k) {
-    Shape next = broadcast_shape(acc, in[k].shape);
+    Shape next = broadcast_shape(acc, shapes[k]);
     bool last = k + 1 == in.size();
     Ref dst = last ? Ref::out(0) : Ref::temp(int(p.temps.size()));
     if (!last) p.temps.push_back(uint64_t(numel(next)));
-    p.steps.push_back(binary_step(op, acc, in[k].shape, racc, Ref::in(int(k)), dst));
+    p.steps.push_back(binary_step(op, acc, shapes[k], racc, Ref::in(int(k)), dst));
     acc = next;
     racc = dst;
   }
@@ -790,9 +799,10 @@ NodePlan plan_pool(const Graph& g, const Node& n, const std::vector<In>& in) {
 
 NodePlan plan_batchnorm(const Graph&, const Node& n, const std::vector<In>& in) {
   const In& x = float_input(in, 0, "X");
-  if (n.attr_int("training_mode", 0) != 0 ||
-      std::count_if(n.outputs.begin() + 1, n.outputs.end(), [](const auto& o) { return !o.empty(); }))
+  bool extra_outputs = std::any_of(n.outputs.begin() + 1, n.outputs.end(), [](const auto& o) { return !o.empty(); });
+  if (n.attr_int("training_mode", 0) != 0 || (extra_outputs && n.attr_int("is_test", 0) == 0))
     unsupported("BatchNormalization in training mode");
+  if (n.attr_int("spatial", 1) == 0) unsupported("BatchNormalization with spatial = 0");
   if (x.shape.size() < 2) bad("input " + shape_str(x.shape) + " has no channel dimension");
   int64_t c = x.shape[1];
   std::vector<const HostTensor*> prm;
