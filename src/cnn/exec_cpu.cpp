@@ -13,9 +13,11 @@ void run_step_cpu(const Step& s, std::span<const float* const> in, std::span<con
       [&](const auto& op) {
         using T = std::decay_t<decltype(op)>;
         if constexpr (std::is_same_v<T, ConvStep>) {
-          std::span<const float> bias = op.bias ? std::span<const float>(op.bias->f) : std::span<const float>();
-          std::span<const float> res = op.ep.residual ? x(1) : std::span<const float>();
-          cpu::conv2d(x(0), op.weights->f, bias, res, y.first(op.dims.y_elements()), op.dims, op.ep);
+          auto pick = [&](const HostTensorPtr& c, int k) {
+            return c ? std::span<const float>(c->f) : k >= 0 ? x(size_t(k)) : std::span<const float>();
+          };
+          cpu::conv2d(x(0), pick(op.weights, op.w_in), pick(op.bias, op.b_in), pick(nullptr, op.res_in),
+                      y.first(op.dims.y_elements()), op.dims, op.ep);
         } else if constexpr (std::is_same_v<T, PoolStep>) {
           cpu::pool2d(x(0), y.first(op.dims.y_elements()), op.dims, op.kind);
         } else if constexpr (std::is_same_v<T, GlobalPoolStep>) {

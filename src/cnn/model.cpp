@@ -102,7 +102,7 @@ struct Model::Impl {
     for (uint64_t n : c.plan.slot_elems) g->slots.push_back(make_tensor(*ctx, {int64_t(n)}));
     g->convs.resize(c.plan.steps.size());
     for (size_t k = 0; k < c.plan.steps.size(); ++k)
-      if (const auto* cs = std::get_if<ConvStep>(&c.plan.steps[k].op)) {
+      if (const auto* cs = std::get_if<ConvStep>(&c.plan.steps[k].op); cs && cs->weights) {
         std::span<const float> bias = cs->bias ? std::span<const float>(cs->bias->f) : std::span<const float>();
         g->convs[k] = prepare_conv2d(*ctx, cs->weights->f, bias, cs->dims);
       }
@@ -123,7 +123,13 @@ struct Model::Impl {
         [&](const auto& op) {
           using T = std::decay_t<decltype(op)>;
           if constexpr (std::is_same_v<T, ConvStep>) {
-            conv2d(b, g.convs[k], in[0], op.ep.residual ? in[1] : Tensor(), out, op.ep);
+            Tensor res = op.res_in >= 0 ? in[size_t(op.res_in)] : Tensor();
+            if (op.weights) {
+              conv2d(b, g.convs[k], in[0], res, out, op.ep);
+            } else {
+              Tensor bias = op.b_in >= 0 ? in[size_t(op.b_in)] : op.bias ? device_constant(op.bias) : Tensor();
+              conv2d(b, in[0], in[size_t(op.w_in)], bias, res, out, op.dims, op.ep);
+            }
           } else if constexpr (std::is_same_v<T, PoolStep>) {
             pool2d(b, in[0], out, op.dims, op.kind);
           } else if constexpr (std::is_same_v<T, GlobalPoolStep>) {

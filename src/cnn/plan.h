@@ -20,7 +20,9 @@ namespace wgc::cnn {
 struct ConvStep {
   Conv2dDims dims;
   ConvEpilogue ep;
-  HostTensorPtr weights, bias;  // bias empty when the layer has none
+  HostTensorPtr weights, bias;  // constants (prepared once); empty when given at run time or absent
+  // Step inputs: x is in[0]; weights and bias given at run time, and the residual, are in[k].
+  int w_in = -1, b_in = -1, res_in = -1;
 };
 struct PoolStep {
   Pool2dDims dims;

@@ -537,6 +537,24 @@ NodePlan plan_unary(const Graph& g, const Node& n, const std::vector<In>& in) {
   const In& x = float_input(in, 0, "X");
   NodePlan p;
   p.outs.push_back(fresh(x.shape));
+  bool runtime_bounds = false;
+  for (size_t k : {size_t(1), size_t(2)})
+    runtime_bounds |= n.op == "Clip" && g.opset >= 11 && in.size() > k && in[k].present && !in[k].constant;
+  if (runtime_bounds) {  // Clip with bounds computed at run time: Max, then Min, with the scalars
+    Ref src = Ref::in(0);
+    bool both = in.size() > 2 && in[1].present && in[2].present;
+    for (size_t k : {size_t(1), size_t(2)}) {
+      if (in.size() <= k || !in[k].present) continue;
+      if (numel(in[k].shape) != 1) bad("Clip bounds must be scalars");
+      bool last = k == 2 || !both;
+      Ref dst = last ? Ref::out(0) : Ref::temp(0);
+      if (!last) p.temps.push_back(uint64_t(numel(x.shape)));
+      p.steps.push_back(
+          binary_step(k == 1 ? BinaryOp::Max : BinaryOp::Min, x.shape, in[k].shape, src, Ref::in(int(k)), dst));
+      src = dst;
+    }
+    return p;
+  }
   UnaryParams up = unary_params(g, n, in);
   uint64_t count = uint64_t(numel(x.shape));
   if (count) p.steps.push_back({UnaryStep{up, count}, {Ref::in(0)}, Ref::out(0), double(count)});
@@ -693,15 +711,15 @@ Shape spatial_out(const Shape& x, int64_t c, uint32_t oh, uint32_t ow) {
 
 NodePlan plan_conv(const Graph&, const Node& n, const std::vector<In>& in) {
   const In& x = float_input(in, 0, "X");
-  const HostTensor& w = const_input(in, 1, "W");
-  if (w.integer) bad("integer weights");
+  const In& wi = float_input(in, 1, "W");
+  const Shape& wshape = wi.shape;
   if (x.shape.size() != 3 && x.shape.size() != 4)
     unsupported("Conv of a rank-" + std::to_string(x.shape.size()) + " input (1-D and 2-D are supported)");
-  if (w.shape.size() != x.shape.size())
-    bad("weights " + shape_str(w.shape) + " do not match input " + shape_str(x.shape));
-  std::vector<int64_t> kernel(w.shape.begin() + 2, w.shape.end());
+  if (wshape.size() != x.shape.size())
+    bad("weights " + shape_str(wshape) + " do not match input " + shape_str(x.shape));
+  std::vector<int64_t> kernel(wshape.begin() + 2, wshape.end());
   if (n.has("kernel_shape") && n.attr_ints("kernel_shape") != kernel)
-    bad("kernel_shape " + shape_str(n.attr_ints("kernel_shape")) + " differs from the weights " + shape_str(w.shape));
+    bad("kernel_shape " + shape_str(n.attr_ints("kernel_shape")) + " differs from the weights " + shape_str(wshape));
   Window win = window(n, x.shape, kernel, false);
   int64_t groups = n.attr_int("group", 1);
   if (groups <= 0) bad("group " + std::to_string(groups));
@@ -710,46 +728,51 @@ NodePlan plan_conv(const Graph&, const Node& n, const std::vector<In>& in) {
   d.c_in = u32(x.shape[1], "C");
   d.h = x.shape.size() == 4 ? u32(x.shape[2], "H") : 1;
   d.w = u32(x.shape.back(), "W");
-  d.c_out = u32(w.shape[0], "M");
+  d.c_out = u32(wshape[0], "M");
   d.kh = win.kh, d.kw = win.kw, d.stride_h = win.sh, d.stride_w = win.sw, d.dil_h = win.dh, d.dil_w = win.dw;
   d.groups = u32(groups, "group");
   d.pad_top = win.pt, d.pad_left = win.pl, d.pad_bottom = win.pb, d.pad_right = win.pr;
-  if (d.c_in % d.groups || d.c_out % d.groups || int64_t(d.c_in / d.groups) != w.shape[1])
-    bad("weights " + shape_str(w.shape) + " do not fit " + std::to_string(d.c_in) + " input channels in " +
+  if (d.c_in % d.groups || d.c_out % d.groups || int64_t(d.c_in / d.groups) != wshape[1])
+    bad("weights " + shape_str(wshape) + " do not fit " + std::to_string(d.c_in) + " input channels in " +
         std::to_string(groups) + " groups");
   try {
     check(d);
   } catch (const Error& e) {
     bad(e.what());
   }
-  HostTensorPtr bias;
-  if (in.size() > 2 && in[2].present) {
-    const HostTensor& b = const_input(in, 2, "B");
-    if (b.integer || b.numel() != int64_t(d.c_out)) bad("bias has " + std::to_string(b.numel()) + " values");
-    bias = in[2].constant;
-  }
+  bool has_bias = in.size() > 2 && in[2].present;
+  if (has_bias && numel(float_input(in, 2, "B").shape) != int64_t(d.c_out))
+    bad("bias has " + std::to_string(numel(in[2].shape)) + " values for " + std::to_string(d.c_out) + " channels");
   Shape out = spatial_out(x.shape, d.c_out, d.out_h(), d.out_w());
   ConvEpilogue ep = n.fused;
-  ep.bias = bias != nullptr;
+  ep.bias = has_bias;
   NodePlan p;
   p.outs.push_back(fresh(out));
   if (d.y_elements() == 0) return p;
-  ConvStep cs{d, ep, in[1].constant, bias};
+  // The step reads x, then the weights and bias given at run time, then the residual.
+  auto conv_step = [&](const ConvEpilogue& e, Ref dst) {
+    NodeStep s{
+        ConvStep{d, e, in[1].constant, has_bias ? in[2].constant : nullptr}, {Ref::in(0)}, std::move(dst), d.flops()};
+    auto& cs = std::get<ConvStep>(s.op);
+    if (!cs.weights) cs.w_in = int(s.in.size()), s.in.push_back(Ref::in(1));
+    if (has_bias && !cs.bias) cs.b_in = int(s.in.size()), s.in.push_back(Ref::in(2));
+    if (e.residual) cs.res_in = int(s.in.size()), s.in.push_back(Ref::in(3));
+    return s;
+  };
   bool residual_fits = !ep.residual || (in.size() > 3 && in[3].present && in[3].shape == out && !in[3].is_int());
   if (residual_fits) {
-    NodeStep s{cs, {Ref::in(0)}, Ref::out(0), d.flops()};
-    if (ep.residual) s.in.push_back(Ref::in(3));
-    p.steps.push_back(std::move(s));
+    p.steps.push_back(conv_step(ep, Ref::out(0)));
     return p;
   }
   // A residual that broadcasts: the Add (and the activation after it) as steps of their own.
   const In& res = input(in, 3, "residual");
   Shape sum = broadcast_shape(out, res.shape);
   if (sum != out) bad("the residual Add changes the shape " + shape_str(out) + " to " + shape_str(sum));
-  cs.ep.residual = false;
-  cs.ep.act = Activation::None;
+  ConvEpilogue plain = ep;
+  plain.residual = false;
+  plain.act = Activation::None;
   p.temps.push_back(uint64_t(numel(out)));
-  p.steps.push_back({cs, {Ref::in(0)}, Ref::temp(0), d.flops()});
+  p.steps.push_back(conv_step(plain, Ref::temp(0)));
   bool act = ep.act != Activation::None;
   if (act) p.temps.push_back(uint64_t(numel(out)));
   p.steps.push_back(
@@ -879,11 +902,16 @@ NodePlan plan_gemm(const Graph&, const Node& n, const std::vector<In>& in) {
   if (has_c) {
     const In& c = float_input(in, 2, "C");
     Ref rc = Ref::in(2);
-    if (beta != 1.f) {
-      if (!c.constant) unsupported("beta != 1 with a run-time C");
+    if (beta != 1.f && c.constant) {
       std::vector<float> v = c.constant->f;
       for (auto& e : v) e *= beta;
       rc = Ref::cst(floats(c.shape, v));
+    } else if (beta != 1.f) {  // beta C into a scratch buffer
+      int t = int(p.temps.size());
+      p.temps.push_back(uint64_t(numel(c.shape)));
+      p.steps.push_back(
+          binary_step(BinaryOp::Mul, c.shape, {}, Ref::in(2), Ref::cst(floats({}, {beta})), Ref::temp(t)));
+      rc = Ref::temp(t);
     }
     if (broadcast_shape(out, c.shape) != out)
       bad("C " + shape_str(c.shape) + " does not broadcast to " + shape_str(out));
