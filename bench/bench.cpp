@@ -1,7 +1,7 @@
 #include "bench/bench.h"
 
-#include "gpu/error.h"
 #include "ops/map.h"
+#include "util/error.h"
 
 #include <algorithm>
 #include <chrono>

@@ -2,9 +2,9 @@
 // the reductions, against plain CPU loops.
 #include "bench/bench.h"
 #include "cpu/reduce.h"
-#include "gpu/error.h"
 #include "ops/map.h"
 #include "ops/reduce.h"
+#include "util/error.h"
 
 #include <cmath>
 #include <memory>

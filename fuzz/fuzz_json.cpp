@@ -1,13 +1,13 @@
 // libFuzzer target: the JSON parser. Whatever parses must write back (compact and indented) to
 // text that parses to an equal value.
-#include "gpu/error.h"
-#include "llm/formats/json.h"
+#include "util/error.h"
+#include "util/json.h"
 
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 
-using namespace wgc::llm;
+using namespace wgc;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);

@@ -1,8 +1,8 @@
 // libFuzzer target: the safetensors reader (and the JSON parser under it), then converting each
 // tensor's data. Any input must give a result or a wgc::Error.
-#include "gpu/error.h"
 #include "llm/formats/dequant.h"
 #include "llm/formats/safetensors.h"
+#include "util/error.h"
 
 #include <cstddef>
 #include <cstdint>

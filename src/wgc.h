@@ -4,7 +4,6 @@
 
 #include "gpu/batch.h"
 #include "gpu/context.h"
-#include "gpu/error.h"
 #include "gpu/kernel.h"
 #include "gpu/tensor.h"
 #include "ops/conv.h"
@@ -13,3 +12,4 @@
 #include "ops/pool.h"
 #include "ops/reduce.h"
 #include "ops/stencil.h"
+#include "util/error.h"

@@ -1,9 +1,9 @@
 // wgc synth-model and wgc bench-llm end to end on the tiny shape (SwiftShader: seconds): the file
 // loads with the shape's config, the benchmark prints its table and writes valid JSON.
-#include "llm/formats/json.h"
 #include "llm/formats/model_file.h"
 #include "llm/synth/synth_model.h"
 #include "test_util.h"
+#include "util/json.h"
 
 #include <unistd.h>
 

@@ -4,23 +4,24 @@
 #include "llm/formats/dequant.h"
 #include "llm/formats/gguf.h"
 #include "llm/formats/gguf_writer.h"
-#include "llm/formats/json.h"
 #include "llm/formats/model_file.h"
 #include "llm/formats/safetensors.h"
 #include "llm/model/llama.h"
 #include "test_util.h"
+#include "util/json.h"
 #include "util/progress.h"
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <map>
-#include <cmath>
-#include <tuple>
 #include <numbers>
 #include <set>
+#include <tuple>
 
 using namespace wgc::llm;
+namespace json = wgc::json;
 namespace fs = std::filesystem;
 
 namespace {
@@ -296,7 +297,6 @@ TEST(ModelFile, SyntheticQwen3QkNorm) {
   expect_same_as(hf, t);
 }
 
-
 // The engine on the synthetic models, against a plain double-precision forward pass written here
 // from the Hugging Face definitions (RMSNorm, half-split RoPE, causal GQA, SwiGLU; Qwen 2 biases,
 // Qwen 3 per-head q/k norms), from both file forms.
@@ -360,13 +360,15 @@ std::vector<float> reference_logits(const Tiny& t, const std::vector<int32_t>& i
         Vec sc(static_cast<size_t>(i + 1));
         double mx = -1e300, sum = 0;
         for (int j = 0; j <= i; ++j) {
-          for (int d = 0; d < hd; ++d) sc[size_t(j)] += q[size_t(i)][size_t(h * hd + d)] * k[size_t(j)][size_t(g * hd + d)];
+          for (int d = 0; d < hd; ++d)
+            sc[size_t(j)] += q[size_t(i)][size_t(h * hd + d)] * k[size_t(j)][size_t(g * hd + d)];
           sc[size_t(j)] /= std::sqrt(double(hd));
           mx = std::max(mx, sc[size_t(j)]);
         }
         for (auto& e : sc) sum += (e = std::exp(e - mx));
         for (int j = 0; j <= i; ++j)
-          for (int d = 0; d < hd; ++d) att[size_t(h * hd + d)] += sc[size_t(j)] / sum * v[size_t(j)][size_t(g * hd + d)];
+          for (int d = 0; d < hd; ++d)
+            att[size_t(h * hd + d)] += sc[size_t(j)] / sum * v[size_t(j)][size_t(g * hd + d)];
       }
       Vec o = mv(p + "self_attn.o_proj.weight", att, H);
       for (int j = 0; j < H; ++j) x[size_t(i)][size_t(j)] += o[size_t(j)];

@@ -1,12 +1,13 @@
 // safetensors reader (single and sharded, every dtype, bad files) and the JSON parser it uses.
-#include "llm/formats/json.h"
 #include "llm/formats/safetensors.h"
 #include "test_util.h"
+#include "util/json.h"
 
 #include <cstring>
 #include <fstream>
 
 using namespace wgc::llm;
+namespace json = wgc::json;
 namespace fs = std::filesystem;
 
 namespace {

@@ -4,12 +4,12 @@
 // variants of tokenizer.json that exercise the options those files do not use (added-token flags,
 // normalized added tokens, Metaspace, split behaviors, ByteLevel's own regex, BOS+EOS templates).
 // Skips, saying why, when node or the npm packages (scripts/setup_test_refs.sh) are absent.
-#include "llm/formats/json.h"
 #include "llm/tokenizer/loaders.h"
 #include "llm/tokenizer/tokenizer.h"
 #include "llm/tokenizer/unicode.h"
 #include "test_util.h"
 #include "tokenizer_ref/tok_test_util.h"
+#include "util/json.h"
 
 #include <fstream>
 

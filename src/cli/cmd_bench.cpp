@@ -1,9 +1,9 @@
 // wgc bench: GPU vs CPU for every op, version and size; a table, JSON and a PNG chart.
 #include "bench/bench.h"
 #include "cli/command.h"
-#include "gpu/error.h"
 #include "io/chart.h"
 #include "io/image.h"
+#include "util/error.h"
 
 #include <cmath>
 #include <cstdio>

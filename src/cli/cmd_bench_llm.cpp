@@ -3,10 +3,10 @@
 // read per second and as a fraction of the memory bandwidth. A table, and JSON with every number.
 #include "bench/bench.h"
 #include "cli/command.h"
-#include "gpu/error.h"
 #include "io/chart.h"
 #include "llm/formats/gguf.h"
 #include "llm/model/llama.h"
+#include "util/error.h"
 
 #include <algorithm>
 #include <chrono>

@@ -1,8 +1,8 @@
 // wgc chart: a grouped bar chart as PNG from numbers on the command line, for sweeps whose figures
 // come from several runs (docs/benchmarks.md draws its charts with it).
 #include "cli/command.h"
-#include "gpu/error.h"
 #include "io/chart.h"
+#include "util/error.h"
 
 #include <cmath>
 #include <cstdlib>

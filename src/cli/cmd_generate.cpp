@@ -2,11 +2,11 @@
 // model's chat template, keeping the KV cache across turns.
 #include "cli/command.h"
 #include "gpu/context.h"
-#include "gpu/error.h"
 #include "llm/chat/chat_template.h"
-#include "llm/formats/json.h"
 #include "llm/generate/default_model.h"
 #include "llm/generate/generator.h"
+#include "util/error.h"
+#include "util/json.h"
 
 #include <chrono>
 #include <cstdio>
@@ -106,8 +106,8 @@ fs::path model_path(Args& a) {
   return default_model_path();
 }
 
-llm::json::Value timings_json(const Timings& t) {
-  auto o = llm::json::Value::object();
+json::Value timings_json(const Timings& t) {
+  auto o = json::Value::object();
   o.set("load_ms", t.load_ms);
   o.set("prompt_tokens", t.prompt_tokens);
   o.set("prompt_eval_tokens", t.prompt_eval_tokens);
@@ -120,8 +120,8 @@ llm::json::Value timings_json(const Timings& t) {
   return o;
 }
 
-llm::json::Value ids_json(const std::vector<int32_t>& ids) {
-  auto a = llm::json::Value::array();
+json::Value ids_json(const std::vector<int32_t>& ids) {
+  auto a = json::Value::array();
   for (int32_t id : ids) a.push_back(int(id));
   return a;
 }
@@ -171,7 +171,7 @@ int generate(Args& a) {
   r.timings.load_ms = m.load_ms;
 
   if (json) {
-    auto out = llm::json::Value::object();
+    auto out = json::Value::object();
     out.set("model", path.string());
     out.set("prompt_ids", ids_json(r.prompt_ids));
     out.set("ids", ids_json(r.ids));

@@ -3,9 +3,9 @@
 #include "cli/command.h"
 #include "cpu/stencil.h"
 #include "gpu/context.h"
-#include "gpu/error.h"
 #include "io/image.h"
 #include "ops/stencil.h"
+#include "util/error.h"
 
 #include <algorithm>
 #include <chrono>

@@ -1,10 +1,10 @@
 // wgc inspect MODEL [--json]: what a model file holds (config, tensors, metadata, tokenizer).
 #include "cli/command.h"
-#include "gpu/error.h"
 #include "llm/formats/gguf.h"
-#include "llm/formats/json.h"
 #include "llm/formats/model_file.h"
 #include "llm/formats/safetensors.h"
+#include "util/error.h"
+#include "util/json.h"
 
 #include <cstdio>
 #include <filesystem>

@@ -1,10 +1,10 @@
 // wgc score: the logits of every position of a token sequence, as a float32 NumPy array [n, vocab].
 #include "cli/command.h"
 #include "gpu/context.h"
-#include "gpu/error.h"
 #include "io/npy.h"
 #include "llm/generate/default_model.h"
 #include "llm/generate/generator.h"
+#include "util/error.h"
 
 #include <cstdio>
 #include <filesystem>

@@ -1,7 +1,7 @@
 // wgc synth-model: a GGUF with random weights in the exact shapes of a real model (for benchmarks).
 #include "cli/command.h"
-#include "gpu/error.h"
 #include "llm/synth/synth_model.h"
+#include "util/error.h"
 
 #include <algorithm>
 #include <chrono>

@@ -1,11 +1,11 @@
 // wgc tokenize / wgc detokenize: text <-> token ids with a model's tokenizer (a GGUF file, a Hugging
 // Face folder, or a tokenizer.json).
 #include "cli/command.h"
-#include "gpu/error.h"
-#include "llm/formats/json.h"
 #include "llm/generate/default_model.h"
 #include "llm/tokenizer/loaders.h"
 #include "llm/tokenizer/tokenizer.h"
+#include "util/error.h"
+#include "util/json.h"
 
 #include <cstdio>
 #include <iostream>
@@ -42,10 +42,10 @@ int tokenize(Args& a) {
   std::vector<int32_t> ids = tok.encode(text, !no_special);
   std::string out;
   if (json) {
-    llm::json::Value arr = llm::json::Value::array();
+    json::Value arr = json::Value::array();
     if (pieces) {
       for (int32_t id : ids) {
-        llm::json::Value o = llm::json::Value::object();
+        json::Value o = json::Value::object();
         o.set("id", int64_t(id));
         o.set("piece", tok.token(id));
         arr.push_back(std::move(o));
@@ -58,7 +58,7 @@ int tokenize(Args& a) {
     for (int32_t id : ids) {
       out += std::to_string(id);
       out += '\t';
-      out += llm::json::quote(tok.token(id));
+      out += json::quote(tok.token(id));
       out += '\n';
     }
   } else {

@@ -1,6 +1,6 @@
 #include "cli/command.h"
 
-#include "gpu/error.h"
+#include "util/error.h"
 
 #include <cstdlib>
 

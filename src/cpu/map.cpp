@@ -1,6 +1,6 @@
 #include "cpu/map.h"
 
-#include "gpu/error.h"
+#include "util/error.h"
 
 #include <algorithm>
 #include <cctype>

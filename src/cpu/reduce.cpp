@@ -1,6 +1,6 @@
 #include "cpu/reduce.h"
 
-#include "gpu/error.h"
+#include "util/error.h"
 
 #include <cmath>
 #include <string>

@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include "gpu/context_state.h"
-#include "gpu/error.h"
 #include "gpu/webgpu_abi.h"
+#include "util/error.h"
 
 #include <cstdlib>
 #include <cstring>

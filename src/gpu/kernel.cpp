@@ -1,7 +1,7 @@
 #include "gpu/kernel.h"
 
 #include "gpu/context_state.h"
-#include "gpu/error.h"
+#include "util/error.h"
 
 #include <functional>
 #include <map>

@@ -3,7 +3,7 @@
 #include "gpu/batch.h"
 
 #include "gpu/context_state.h"
-#include "gpu/error.h"
+#include "util/error.h"
 
 #include <cstring>
 

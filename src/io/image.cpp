@@ -1,6 +1,6 @@
 #include "io/image.h"
 
-#include "gpu/error.h"
+#include "util/error.h"
 
 #include <algorithm>
 #include <cctype>

@@ -1,6 +1,6 @@
 #include "io/npy.h"
 
-#include "gpu/error.h"
+#include "util/error.h"
 
 #include <cstring>
 #include <fstream>

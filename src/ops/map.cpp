@@ -1,8 +1,8 @@
 #include "ops/map.h"
 
 #include "cpu/map.h"
-#include "gpu/error.h"
 #include "gpu/kernel.h"
+#include "util/error.h"
 
 #include <algorithm>
 

@@ -1,7 +1,7 @@
 #include "ops/matmul.h"
 
 #include "cpu/matmul.h"
-#include "gpu/error.h"
+#include "util/error.h"
 
 #include <cstdlib>
 #include <string>

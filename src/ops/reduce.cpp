@@ -1,8 +1,8 @@
 #include "ops/reduce.h"
 
 #include "cpu/reduce.h"
-#include "gpu/error.h"
 #include "gpu/kernel.h"
+#include "util/error.h"
 
 #include <algorithm>
 #include <bit>

@@ -1,8 +1,8 @@
 #include "ops/stencil.h"
 
 #include "cpu/stencil.h"
-#include "gpu/error.h"
 #include "gpu/kernel.h"
+#include "util/error.h"
 
 #include <algorithm>
 #include <cstdlib>

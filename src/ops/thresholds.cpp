@@ -1,6 +1,6 @@
 #include "ops/thresholds.h"
 
-#include "gpu/error.h"
+#include "util/error.h"
 
 #include <cstdlib>
 #include <string>

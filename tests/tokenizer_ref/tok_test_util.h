@@ -2,11 +2,11 @@
 // Node.js reference runner (ref.js beside this file).
 #pragma once
 
-#include "llm/formats/json.h"
 #include "llm/formats/safetensors.h"
 #include "llm/tokenizer/loaders.h"
 #include "llm/tokenizer/tokenizer.h"
 #include "llm/tokenizer/unicode.h"
+#include "util/json.h"
 
 #include <gtest/gtest.h>
 
@@ -79,7 +79,7 @@ inline std::vector<std::vector<int32_t>> golden_tokens(const fs::path& file) {
 }
 
 inline std::vector<std::string> golden_texts(const fs::path& golden_json) {
-  auto doc = llm::json::parse_file(golden_json);
+  auto doc = json::parse_file(golden_json);
   std::vector<std::string> out;
   for (auto& p : doc["prompts"].items()) out.push_back(p["text"].as_string());
   return out;
@@ -88,7 +88,7 @@ inline std::vector<std::string> golden_texts(const fs::path& golden_json) {
 // tests/tokenizer_ref/corpus.json plus strings made deterministically: pieces of 2-5 entries joined
 // by separators, prefixes cut at character boundaries, and (generated / 2) runs of random code points.
 inline std::vector<std::string> corpus(size_t generated = 300) {
-  auto doc = llm::json::parse_file(fs::path(WGC_SOURCE_DIR) / "tests/tokenizer_ref/corpus.json");
+  auto doc = json::parse_file(fs::path(WGC_SOURCE_DIR) / "tests/tokenizer_ref/corpus.json");
   std::vector<std::string> base;
   for (auto& v : doc.items()) base.push_back(v.as_string());
   std::vector<std::string> pool;
@@ -161,7 +161,7 @@ inline std::optional<Reference> run_reference(const fs::path& tokenizer_json, co
   std::string tag = std::to_string(serial++);
   auto in = dir / ("corpus" + tag + ".json"), out = dir / ("out" + tag + ".json");
   {
-    llm::json::Value arr = llm::json::Value::array();
+    json::Value arr = json::Value::array();
     for (auto& t : texts) arr.push_back(t);
     std::ofstream(in, std::ios::binary) << arr.dump();
   }
@@ -174,7 +174,7 @@ inline std::optional<Reference> run_reference(const fs::path& tokenizer_json, co
     why = "reference runner failed";
     return std::nullopt;
   }
-  auto doc = llm::json::parse_file(out);
+  auto doc = json::parse_file(out);
   fs::remove_all(dir);
   Reference r;
   for (auto& ids : doc["with_special"].items()) {
@@ -190,7 +190,7 @@ inline std::optional<Reference> run_reference(const fs::path& tokenizer_json, co
   return r;
 }
 
-inline std::string show(const std::string& s) { return llm::json::quote(s); }
+inline std::string show(const std::string& s) { return json::quote(s); }
 
 inline std::string show(const std::vector<int32_t>& ids) {
   std::string r = "[";

@@ -7,7 +7,7 @@
 #pragma once
 
 #include "llm/chat/jinja.h"
-#include "llm/formats/json.h"
+#include "util/json.h"
 
 #include <memory>
 #include <optional>

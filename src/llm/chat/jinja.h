@@ -26,8 +26,8 @@
 // ASCII letters only; tuples print as lists.
 #pragma once
 
-#include "gpu/error.h"
-#include "llm/formats/json.h"
+#include "util/error.h"
+#include "util/json.h"
 
 #include <cstdint>
 #include <functional>

@@ -1,6 +1,6 @@
 #include "llm/formats/gguf.h"
 
-#include "gpu/error.h"
+#include "util/error.h"
 
 #include <bit>
 #include <cmath>

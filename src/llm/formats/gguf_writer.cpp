@@ -1,6 +1,6 @@
 #include "llm/formats/gguf_writer.h"
 
-#include "gpu/error.h"
+#include "util/error.h"
 
 #include <cstring>
 #include <fstream>

@@ -1,6 +1,6 @@
 #include "llm/formats/mapped_file.h"
 
-#include "gpu/error.h"
+#include "util/error.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>

@@ -1,8 +1,8 @@
 #include "llm/formats/model_config.h"
 
-#include "gpu/error.h"
 #include "llm/formats/gguf.h"
-#include "llm/formats/json.h"
+#include "util/error.h"
+#include "util/json.h"
 
 #include <cmath>
 #include <cstring>

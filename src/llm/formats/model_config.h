@@ -10,12 +10,13 @@
 #include <string_view>
 #include <vector>
 
+namespace wgc::json {
+class Value;
+}
+
 namespace wgc::llm {
 
 class GgufFile;
-namespace json {
-class Value;
-}
 
 enum class Architecture { Llama, Mistral, Qwen2, Qwen3 };
 std::string_view to_string(Architecture a);  // "llama", "mistral", "qwen2", "qwen3"

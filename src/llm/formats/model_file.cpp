@@ -1,10 +1,10 @@
 #include "llm/formats/model_file.h"
 
-#include "gpu/error.h"
 #include "llm/formats/dequant.h"
 #include "llm/formats/gguf.h"
-#include "llm/formats/json.h"
 #include "llm/formats/safetensors.h"
+#include "util/error.h"
+#include "util/json.h"
 #include "util/progress.h"
 
 #include <unistd.h>

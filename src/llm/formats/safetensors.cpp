@@ -1,7 +1,7 @@
 #include "llm/formats/safetensors.h"
 
-#include "gpu/error.h"
-#include "llm/formats/json.h"
+#include "util/error.h"
+#include "util/json.h"
 
 #include <algorithm>
 #include <cstring>

@@ -1,6 +1,6 @@
 #include "llm/formats/tensor_type.h"
 
-#include "gpu/error.h"
+#include "util/error.h"
 
 #include <array>
 

@@ -1,6 +1,6 @@
 #include "llm/generate/default_model.h"
 
-#include "gpu/error.h"
+#include "util/error.h"
 
 #include <algorithm>
 #include <cstdlib>

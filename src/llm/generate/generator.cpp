@@ -1,7 +1,7 @@
 #include "llm/generate/generator.h"
 
-#include "gpu/error.h"
 #include "llm/tokenizer/loaders.h"
+#include "util/error.h"
 
 #include <algorithm>
 #include <chrono>

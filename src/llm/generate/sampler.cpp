@@ -1,7 +1,7 @@
 #include "llm/generate/sampler.h"
 
-#include "gpu/error.h"
 #include "llm/model/llama.h"
+#include "util/error.h"
 
 #include <algorithm>
 #include <cmath>

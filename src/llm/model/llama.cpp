@@ -1,7 +1,7 @@
 #include "llm/model/llama.h"
 
-#include "gpu/error.h"
 #include "llm/formats/dequant.h"
+#include "util/error.h"
 #include "util/progress.h"
 
 #include <chrono>

@@ -1,6 +1,6 @@
 #include "llm/synth/gguf_writer.h"
 
-#include "gpu/error.h"
+#include "util/error.h"
 #include "util/progress.h"
 
 #include <fcntl.h>

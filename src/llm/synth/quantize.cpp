@@ -1,7 +1,7 @@
 #include "llm/synth/quantize.h"
 
-#include "gpu/error.h"
 #include "llm/formats/dequant.h"
+#include "util/error.h"
 
 #include <algorithm>
 #include <bit>

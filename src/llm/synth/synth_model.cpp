@@ -1,8 +1,8 @@
 #include "llm/synth/synth_model.h"
 
-#include "gpu/error.h"
 #include "llm/synth/quantize.h"
 #include "llm/synth/random.h"
+#include "util/error.h"
 
 #include <algorithm>
 #include <cctype>

@@ -1,7 +1,7 @@
 // GGUF tokenizer.ggml.* metadata -> TokenizerSpec, with llama.cpp's defaults and pre-tokenizers.
-#include "gpu/error.h"
 #include "llm/formats/gguf.h"
 #include "llm/tokenizer/loaders.h"
+#include "util/error.h"
 
 #include <algorithm>
 #include <limits>

@@ -1,6 +1,6 @@
 // tokenizer.json (Hugging Face tokenizers) -> TokenizerSpec.
-#include "gpu/error.h"
 #include "llm/tokenizer/loaders.h"
+#include "util/error.h"
 
 #include <algorithm>
 #include <set>

@@ -1,6 +1,6 @@
-#include "gpu/error.h"
 #include "llm/formats/gguf.h"
 #include "llm/tokenizer/loaders.h"
+#include "util/error.h"
 
 namespace wgc::llm {
 

@@ -2,9 +2,9 @@
 // generation_config.json beside it), GGUF tokenizer.ggml.* metadata, or whichever a path names.
 #pragma once
 
-#include "llm/formats/json.h"
 #include "llm/tokenizer/spec.h"
 #include "llm/tokenizer/tokenizer.h"
+#include "util/json.h"
 
 #include <filesystem>
 #include <string>

@@ -1,6 +1,6 @@
 #include "llm/tokenizer/regex.h"
 
-#include "gpu/error.h"
+#include "util/error.h"
 
 #include <memory>
 

@@ -1,8 +1,8 @@
 #include "llm/tokenizer/tokenizer.h"
 
-#include "gpu/error.h"
 #include "llm/tokenizer/regex.h"
 #include "llm/tokenizer/unicode.h"
+#include "util/error.h"
 
 #include <algorithm>
 #include <array>

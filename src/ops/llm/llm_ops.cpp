@@ -1,6 +1,6 @@
 #include "ops/llm/llm_ops.h"
 
-#include "gpu/error.h"
+#include "util/error.h"
 
 #include <algorithm>
 #include <cmath>

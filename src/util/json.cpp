@@ -1,4 +1,4 @@
-#include "llm/formats/json.h"
+#include "util/json.h"
 
 #include <charconv>
 #include <cmath>
@@ -8,7 +8,7 @@
 #include <limits>
 #include <tuple>
 
-namespace wgc::llm::json {
+namespace wgc::json {
 
 std::string_view to_string(Type t) {
   switch (t) {
@@ -637,4 +637,4 @@ Value parse_file(const std::filesystem::path& path, ParseOptions opt) {
   return parse(text, path.string(), opt);
 }
 
-}  // namespace wgc::llm::json
+}  // namespace wgc::json

@@ -10,7 +10,7 @@
 // Parse errors throw json::ParseError (a wgc::Error) naming the source, line, column and offset.
 #pragma once
 
-#include "gpu/error.h"
+#include "util/error.h"
 
 #include <cstdint>
 #include <filesystem>
@@ -21,7 +21,7 @@
 #include <variant>
 #include <vector>
 
-namespace wgc::llm::json {
+namespace wgc::json {
 
 struct ParseError : Error {
   using Error::Error;
@@ -124,4 +124,4 @@ Value parse_file(const std::filesystem::path& path, ParseOptions opt = {});
 void write_string(std::string& out, std::string_view s);
 std::string quote(std::string_view s);
 
-}  // namespace wgc::llm::json
+}  // namespace wgc::json
