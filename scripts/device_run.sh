@@ -47,6 +47,10 @@ for step in $steps; do
       for d in "-p 512" "-n 128" "-r 3"; do [[ ",${extra:-}," == *",${d% *},"* ]] || defaults+=" $d"; done
       [ -f "$m" ] && timeout 200 $wgc bench-llm --model "$m" $defaults ${extra//,/ } ${WGC_LLM_ARGS:-} \
           --json "$RES/llm-$tag.json" 2>"$RES/llm-$tag.err" | tee -a "$RES/llm.txt" ;;
+    cnn|cnn:*)  # cnn[:MODEL]: export a torchvision model, check it, wgc bench-cnn vs PyTorch and ORT
+      IFS=: read -r _ cmodel <<<"$step"
+      WGC=$wgc RES=$RES timeout 580 scripts/bench_cnn_device.sh ${cmodel:-mobilenet_v2} >"$RES/cnn.log" 2>&1
+      [ -f "$RES/cnn.txt" ] && cp "$RES/cnn.txt" "$OUT/" && cat "$RES/cnn.txt" ;;
     *) echo "unknown step $step" ;;
   esac
 done

@@ -1,6 +1,6 @@
 #include "cnn/fuse.h"
 
-#include "gpu/error.h"
+#include "util/error.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,6 +1,6 @@
 #include "cnn/graph.h"
 
-#include "gpu/error.h"
+#include "util/error.h"
 
 namespace wgc::cnn {
 

@@ -5,7 +5,7 @@
 
 #include "cpu/conv.h"
 #include "cpu/tensor_ops.h"
-#include "gpu/error.h"
+#include "util/error.h"
 #include "gpu/tensor.h"
 
 #include <cstdint>

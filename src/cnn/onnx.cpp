@@ -1,6 +1,6 @@
 #include "cnn/onnx.h"
 
-#include "gpu/error.h"
+#include "util/error.h"
 #include "llm/formats/dequant.h"
 
 #include <google/protobuf/io/coded_stream.h>

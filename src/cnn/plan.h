@@ -8,7 +8,7 @@
 #include "cnn/graph.h"
 #include "cpu/conv.h"
 #include "cpu/tensor_ops.h"
-#include "gpu/error.h"
+#include "util/error.h"
 #include "ops/matmul.h"
 
 #include <string>

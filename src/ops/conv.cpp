@@ -1,7 +1,7 @@
 #include "ops/conv.h"
 
 #include "cpu/conv.h"
-#include "gpu/error.h"
+#include "util/error.h"
 #include "gpu/kernel.h"
 
 #include <cstdlib>

@@ -1,6 +1,6 @@
 #include "ops/pool.h"
 
-#include "gpu/error.h"
+#include "util/error.h"
 #include "gpu/kernel.h"
 
 #include <string>

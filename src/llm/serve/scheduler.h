@@ -17,7 +17,7 @@
 // batch).
 #pragma once
 
-#include "gpu/error.h"
+#include "util/error.h"
 #include "llm/generate/generator.h"
 #include "llm/generate/sampler.h"
 #include "llm/model/llama.h"
