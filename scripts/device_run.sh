@@ -35,6 +35,12 @@ for step in $steps; do
       timeout 240 $wgc bench --ops "$ops" ${sizes:+--sizes $sizes} --json "$RES/bench-$tag.json" \
         2>"$RES/bench-$tag.err" | tee "$RES/bench-$tag.txt"
       sed -n '/^op /,/^$/p' "$RES/bench-$tag.txt" >>"$RES/bench.txt" ;;
+    conv:*)  # conv:OPS:SIZES[:TUNING], e.g. conv:conv2d:conv3x3-64-56-n32:igemm_bm=128,igemm_bn=64
+      IFS=: read -r _ ops sizes tuning <<<"$step"
+      tag=$(echo "$ops-${sizes:-default}-${tuning:-}" | tr -c 'a-zA-Z0-9\n' '_' | cut -c1-120)
+      WGC_CONV_TUNING=${tuning:-} timeout 300 $wgc bench --ops "$ops" ${sizes:+--sizes $sizes} \
+        --json "$RES/conv-$tag.json" --png "$RES/conv-$tag.png" 2>"$RES/conv-$tag.err" | tee "$RES/conv-$tag.txt"
+      { [ -n "${tuning:-}" ] && echo "WGC_CONV_TUNING=$tuning"; sed -n '/^op /,/^$/p' "$RES/conv-$tag.txt"; } >>"$RES/bench.txt" ;;
     llm:*)  # llm:SHAPE:TYPE[:EXTRA], e.g. llm:llama-3.2-1b:q8_0 or llm:llama-3.1-8b:q4_0:--decode-ahead,1
       IFS=: read -r _ shape type extra <<<"$step"
       m=/tmp/models/$shape-$type.gguf  # kept for later steps of the same shape and type

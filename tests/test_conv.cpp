@@ -5,6 +5,8 @@
 #include "ops/conv.h"
 #include "test_util.h"
 
+#include <limits>
+
 using namespace wgc;
 using wgc::test::ctx;
 
@@ -110,6 +112,40 @@ INSTANTIATE_TEST_SUITE_P(All, Conv2dVersions, ::testing::ValuesIn(kConv2dVersion
   return s;
 });
 
+// The tile knobs (WGC_CONV_TUNING) change the kernels' shapes: every version under other tiles
+// than the defaults (which the test above runs), the grid-filling narrowing of BN off.
+TEST(Conv2d, OtherTilesMatch) {
+  ConvTuning saved = conv2d_tuning();
+  struct Tiles {
+    uint32_t bm, bn, bk, tm, prefetch;
+  };
+  const Tiles gemm[] = {{64, 128, 8, 8, 1}, {64, 128, 8, 8, 0}, {32, 64, 16, 4, 1}, {64, 32, 8, 8, 1}};
+  int ran = 0;
+  for (size_t t = 0; t < std::size(gemm); ++t) {
+    ConvTuning& k = conv2d_tuning();
+    k = saved;
+    k.igemm_bm = k.wino_bm = gemm[t].bm, k.igemm_bn = k.wino_bn = gemm[t].bn, k.igemm_bk = k.wino_bk = gemm[t].bk;
+    k.igemm_tm = k.wino_tm = gemm[t].tm, k.igemm_prefetch = k.wino_prefetch = gemm[t].prefetch;
+    k.igemm_min_workgroups = 0;
+    k.tiled_w = 8 + uint32_t(t), k.tiled_h = 3 + uint32_t(t), k.tiled_cout = 16 - 3 * uint32_t(t),
+    k.tiled_cin = 1 + uint32_t(t);
+    k.dw_tile_w = 7 + 4 * uint32_t(t), k.dw_tile_h = 5 + uint32_t(t), k.dw_threads = 32u << (t % 3);
+    for (size_t i : {4, 8, 12}) {
+      const Conv2dDims& d = kCases[i];
+      for (Conv2dVersion v : kConv2dVersions) {
+        if (v == Conv2dVersion::Direct || v == Conv2dVersion::Im2colGemm || !supports(ctx(), v, d)) continue;
+        ConvEpilogue ep = epilogue_for(i + t);
+        Data r = make_run(d, ep, uint32_t(i + 7 * t));
+        EXPECT_LT(test::rel_error(run_gpu(r, d, ep, v), r.want), tolerance(v, d))
+            << to_string(v) << " " << d.str() << " tiles " << t;
+        ++ran;
+      }
+    }
+  }
+  conv2d_tuning() = saved;
+  EXPECT_GT(ran, 12);
+}
+
 TEST(Conv2d, AutoPicksASupportedVersionAndMatches) {
   for (size_t i = 0; i < std::size(kCases); ++i) {
     const Conv2dDims& d = kCases[i];
@@ -129,7 +165,7 @@ TEST(Conv2d, VersionNamesRoundTrip) {
     parse_conv2d_version("fft");
     FAIL() << "no error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("direct"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("implicit-gemm"), std::string::npos) << e.what();
   }
 }
 
@@ -254,4 +290,26 @@ TEST(Conv2d, BadInputIsAnErrorNamingIt) {
         conv2d(b, x, x, {}, {}, y, d, {}, Conv2dVersion::Depthwise);
       },
       "cannot run");
+}
+
+// WGC_THRESHOLD_SCAN=1: the host-memory conv2d forced onto the CPU against the same forced onto
+// the device (upload, Auto's kernel, readback), over layers growing in FLOPs: where the device
+// starts to win is thresholds::kConv2d for this adapter.
+TEST(Measure, ThresholdScan) {
+  if (!std::getenv("WGC_THRESHOLD_SCAN")) GTEST_SKIP() << "set WGC_THRESHOLD_SCAN=1 to measure";
+  Policy cpu{std::numeric_limits<int64_t>::max()}, gpu{0};
+  std::printf("%-44s %10s %10s %12s\n", "layer", "MFLOP", "cpu ms", "device ms");
+  const ConvEpilogue ep{true, false, Activation::Relu};
+  for (uint32_t c : {8u, 16u, 32u, 64u})
+    for (uint32_t h : {8u, 16u, 32u, 56u})
+      for (uint32_t k : {1u, 3u}) {
+        Conv2dDims d = dims(1, c, h, h, c, k, k, 1, 1, 1, 1, k / 2, k / 2, k / 2, k / 2);
+        Data r = make_run(d, ep, 1);
+        conv2d(ctx(), r.x, r.w, r.bias, {}, d, ep, gpu);  // warm-up: compiles
+        int reps = d.flops() < 1e8 ? 9 : 3;
+        double tc = test::median_ms([&] { conv2d(ctx(), r.x, r.w, r.bias, {}, d, ep, cpu); }, reps);
+        double tg = test::median_ms([&] { conv2d(ctx(), r.x, r.w, r.bias, {}, d, ep, gpu); }, reps);
+        std::printf("%-44s %10.3f %10.3f %12.3f %s\n", d.str().c_str(), d.flops() * 1e-6, tc, tg,
+                    tg < tc ? "<- device wins" : "");
+      }
 }

@@ -4,6 +4,8 @@
 #include "ops/pool.h"
 #include "test_util.h"
 
+#include <limits>
+
 using namespace wgc;
 using wgc::test::ctx;
 
@@ -103,4 +105,23 @@ TEST(Pool2d, BadDimsAreErrors) {
   Batch b(ctx());
   EXPECT_THROW(pool2d(b, t, make_tensor(ctx(), {4}), kCases[0], PoolKind::Max), Error);
   EXPECT_THROW(global_average_pool(b, t, make_tensor(ctx(), {4}), 1, 2, 3), Error);
+}
+
+// WGC_THRESHOLD_SCAN=1: the host-memory max pool (3x3 stride 2) on the CPU against the device
+// (upload, kernel, readback) over growing inputs: where the device starts to win is
+// thresholds::kPool2d (in elements of x) for this adapter.
+TEST(Measure, ThresholdScan) {
+  if (!std::getenv("WGC_THRESHOLD_SCAN")) GTEST_SKIP() << "set WGC_THRESHOLD_SCAN=1 to measure";
+  Policy cpu{std::numeric_limits<int64_t>::max()}, gpu{0};
+  std::printf("%-36s %12s %10s %12s\n", "pool", "elements", "cpu ms", "device ms");
+  for (uint32_t c : {16u, 64u, 256u})
+    for (uint32_t h : {14u, 56u, 112u}) {
+      Pool2dDims d = pool(1, c, h, h, 3, 2, 1, 1, 1, 1, false, false);
+      auto x = test::random_floats(d.x_elements(), 1);
+      pool2d(ctx(), x, d, PoolKind::Max, gpu);  // warm-up: compiles
+      double tc = test::median_ms([&] { pool2d(ctx(), x, d, PoolKind::Max, cpu); }, 9);
+      double tg = test::median_ms([&] { pool2d(ctx(), x, d, PoolKind::Max, gpu); }, 9);
+      std::printf("%-36s %12llu %10.3f %12.3f %s\n", d.str().c_str(), (unsigned long long)d.x_elements(), tc, tg,
+                  tg < tc ? "<- device wins" : "");
+    }
 }

@@ -159,48 +159,138 @@ void check_spans(const char* op, std::span<const float> x, std::span<const float
 // Bias, residual and activation over y (the convolution sums already there).
 void apply_epilogue(std::span<const float> bias, std::span<const float> residual, std::span<float> y,
                     const Conv2dDims& d, const ConvEpilogue& ep) {
-  uint64_t plane = uint64_t(d.out_h()) * d.out_w();
-  for (uint64_t i = 0; i < d.y_elements(); ++i) {
-    float v = y[at(i)];
-    if (ep.bias) v += bias[at((i / plane) % d.c_out)];
-    if (ep.residual) v += residual[at(i)];
-    y[at(i)] = activate(v, ep);
+  if (!ep.bias && !ep.residual && ep.act == Activation::None) return;
+  const uint64_t plane = uint64_t(d.out_h()) * d.out_w();
+  for (uint64_t nc = 0; nc < uint64_t(d.n) * d.c_out; ++nc) {
+    const float b = ep.bias ? bias[at(nc % d.c_out)] : 0.f;
+    for (uint64_t i = nc * plane; i < (nc + 1) * plane; ++i)
+      y[at(i)] = activate(y[at(i)] + b + (ep.residual ? residual[at(i)] : 0.f), ep);
   }
 }
 
 }  // namespace
 
+namespace {
+
+// One output of the reference, sizes already checked.
+float reference_at(std::span<const float> x, std::span<const float> w, std::span<const float> bias,
+                   std::span<const float> residual, const Conv2dDims& d, const ConvEpilogue& ep, uint64_t i) {
+  const uint32_t oh = d.out_h(), ow = d.out_w(), cin_g = d.c_in / d.groups, cout_g = d.c_out / d.groups;
+  const uint32_t j = uint32_t(i % ow), row = uint32_t((i / ow) % oh), co = uint32_t((i / ow / oh) % d.c_out);
+  const uint64_t n = i / ow / oh / d.c_out, g = co / cout_g;
+  double acc = 0;
+  for (uint32_t ci = 0; ci < cin_g; ++ci)
+    for (uint32_t r = 0; r < d.kh; ++r) {
+      int64_t ih = int64_t(row) * d.stride_h - d.pad_top + int64_t(r) * d.dil_h;
+      if (ih < 0 || ih >= d.h) continue;
+      for (uint32_t c = 0; c < d.kw; ++c) {
+        int64_t iw = int64_t(j) * d.stride_w - d.pad_left + int64_t(c) * d.dil_w;
+        if (iw < 0 || iw >= d.w) continue;
+        double xv = x[at(((n * d.c_in + g * cin_g + ci) * d.h + uint64_t(ih)) * d.w + uint64_t(iw))];
+        acc += xv * double(w[at(((uint64_t(co) * cin_g + ci) * d.kh + r) * d.kw + c)]);
+      }
+    }
+  if (ep.bias) acc += bias[co];
+  if (ep.residual) acc += residual[at(i)];
+  return activate(static_cast<float>(acc), ep);
+}
+
+}  // namespace
+
+float conv2d_reference_at(std::span<const float> x, std::span<const float> w, std::span<const float> bias,
+                          std::span<const float> residual, const Conv2dDims& d, const ConvEpilogue& ep, uint64_t i) {
+  check(d);
+  need("conv2d_reference_at", "x", x.size(), d.x_elements());
+  need("conv2d_reference_at", "the weights", w.size(), d.w_elements());
+  if (ep.bias) need("conv2d_reference_at", "bias", bias.size(), d.c_out);
+  if (ep.residual) need("conv2d_reference_at", "residual", residual.size(), d.y_elements());
+  if (i >= d.y_elements())
+    throw Error("wgc: conv2d_reference_at: output " + std::to_string(i) + " of " + std::to_string(d.y_elements()));
+  return reference_at(x, w, bias, residual, d, ep, i);
+}
+
 void conv2d_reference(std::span<const float> x, std::span<const float> w, std::span<const float> bias,
                       std::span<const float> residual, std::span<float> y, const Conv2dDims& d,
                       const ConvEpilogue& ep) {
   check_spans("conv2d_reference", x, w, bias, residual, y, d, ep);
-  const uint32_t oh = d.out_h(), ow = d.out_w(), cin_g = d.c_in / d.groups, cout_g = d.c_out / d.groups;
-  for (uint32_t n = 0; n < d.n; ++n)
-    for (uint32_t co = 0; co < d.c_out; ++co)
-      for (uint32_t i = 0; i < oh; ++i)
-        for (uint32_t j = 0; j < ow; ++j) {
-          double acc = 0;
-          uint32_t g = co / cout_g;
-          for (uint32_t ci = 0; ci < cin_g; ++ci)
-            for (uint32_t r = 0; r < d.kh; ++r) {
-              int64_t ih = int64_t(i) * d.stride_h - d.pad_top + int64_t(r) * d.dil_h;
-              if (ih < 0 || ih >= d.h) continue;
-              for (uint32_t c = 0; c < d.kw; ++c) {
-                int64_t iw = int64_t(j) * d.stride_w - d.pad_left + int64_t(c) * d.dil_w;
-                if (iw < 0 || iw >= d.w) continue;
-                double xv = x[at(((uint64_t(n) * d.c_in + g * cin_g + ci) * d.h + uint64_t(ih)) * d.w + uint64_t(iw))];
-                double wv = w[at(((uint64_t(co) * cin_g + ci) * d.kh + r) * d.kw + c)];
-                acc += xv * wv;
-              }
-            }
-          y[at(((uint64_t(n) * d.c_out + co) * oh + i) * ow + j)] = static_cast<float>(acc);
-        }
-  apply_epilogue(bias, residual, y, d, ep);
+  for (uint64_t i = 0; i < d.y_elements(); ++i) y[at(i)] = reference_at(x, w, bias, residual, d, ep, i);
 }
 
-void conv2d(std::span<const float> x, std::span<const float> w, std::span<const float> bias,
-            std::span<const float> residual, std::span<float> y, const Conv2dDims& d, const ConvEpilogue& ep) {
-  check_spans("conv2d", x, w, bias, residual, y, d, ep);
+namespace {
+
+// Below this many taps per output (c_in / groups * kh * kw: depthwise layers) the tap loop beats
+// unfolding into a GEMM.
+constexpr uint32_t kGemmMinTaps = 16;
+constexpr uint32_t kPixelBlock = 256;  // pixels unfolded at a time: the buffer stays in L2
+
+// o_i[p] += w_i * v[p] for four rows; the rows and v do not overlap (restrict: vectorises).
+void axpy4(float* __restrict o0, float* __restrict o1, float* __restrict o2, float* __restrict o3,
+           const float* __restrict v, float w0, float w1, float w2, float w3, uint32_t n) {
+  for (uint32_t p = 0; p < n; ++p) {
+    const float x = v[p];
+    o0[p] += w0 * x, o1[p] += w1 * x, o2[p] += w2 * x, o3[p] += w3 * x;
+  }
+}
+
+// y = conv(x, w) without the epilogue as GEMMs: per image, group and block of pixels, the
+// unfolded input col[tap][pixel] times the group's weight rows, four output rows at a time, each
+// tap adding a scaled col row to them (vectorises without reassociating sums).
+void conv_as_gemm(std::span<const float> x, std::span<const float> w, std::span<float> y, const Conv2dDims& d) {
+  const uint32_t oh = d.out_h(), ow = d.out_w(), cin_g = d.c_in / d.groups, cout_g = d.c_out / d.groups;
+  const uint32_t taps = cin_g * d.kh * d.kw, pixels = oh * ow;
+  const bool unpadded_1x1 = d.kh == 1 && d.kw == 1 && d.stride_h == 1 && d.stride_w == 1 && !d.pad_top && !d.pad_left &&
+                            !d.pad_bottom && !d.pad_right;
+  std::vector<float> col(unpadded_1x1 ? 0 : size_t(std::min(pixels, kPixelBlock)) * taps);
+  std::vector<const float*> src(taps);
+  for (uint32_t n = 0; n < d.n; ++n)
+    for (uint32_t g = 0; g < d.groups; ++g)
+      for (uint32_t p0 = 0; p0 < pixels; p0 += kPixelBlock) {
+        const uint32_t np = std::min(kPixelBlock, pixels - p0);
+        // The unfolded rows, or (1x1, stride 1, no padding) the input rows themselves.
+        for (uint32_t t = 0; t < taps; ++t) {
+          const uint32_t ci = t / (d.kh * d.kw), r = (t / d.kw) % d.kh, c = t % d.kw;
+          const float* plane = &x[at((uint64_t(n) * d.c_in + g * cin_g + ci) * d.h * d.w)];
+          if (unpadded_1x1) {
+            src[t] = plane + p0;
+            continue;
+          }
+          float* dst = &col[size_t(t) * np];
+          src[t] = dst;
+          uint32_t oy = p0 / ow, ox = p0 % ow;
+          for (uint32_t p = 0; p < np; ++p) {
+            int64_t iy = int64_t(oy) * d.stride_h - d.pad_top + int64_t(r) * d.dil_h;
+            int64_t ix = int64_t(ox) * d.stride_w - d.pad_left + int64_t(c) * d.dil_w;
+            dst[p] = iy >= 0 && iy < d.h && ix >= 0 && ix < d.w ? plane[iy * d.w + ix] : 0.f;
+            if (++ox == ow) ox = 0, ++oy;
+          }
+        }
+        float* out0 = &y[at((uint64_t(n) * d.c_out + uint64_t(g) * cout_g) * pixels + p0)];
+        const float* wg = &w[at(uint64_t(g) * cout_g * taps)];
+        for (uint32_t m = 0; m < cout_g; m += 4) {
+          const uint32_t rows = std::min(4u, cout_g - m);
+          float* o[4];
+          const float* wr[4];
+          for (uint32_t i = 0; i < 4; ++i) {  // rows past the end alias the last one, unused
+            o[i] = out0 + size_t(m + std::min(i, rows - 1)) * pixels;
+            wr[i] = wg + size_t(m + std::min(i, rows - 1)) * taps;
+          }
+          for (uint32_t i = 0; i < rows; ++i) std::fill(o[i], o[i] + np, 0.f);
+          for (uint32_t t = 0; t < taps; ++t) {
+            const float* cr = src[t];
+            if (rows == 4) {
+              axpy4(o[0], o[1], o[2], o[3], cr, wr[0][t], wr[1][t], wr[2][t], wr[3][t], np);
+            } else {
+              for (uint32_t i = 0; i < rows; ++i)
+                for (uint32_t p = 0; p < np; ++p) o[i][p] += wr[i][t] * cr[p];
+            }
+          }
+        }
+      }
+}
+
+// y = conv(x, w) without the epilogue, tap by tap: each tap adds a scaled input row to an output
+// row (the fast form for few taps per output).
+void conv_by_taps(std::span<const float> x, std::span<const float> w, std::span<float> y, const Conv2dDims& d) {
   const uint32_t oh = d.out_h(), ow = d.out_w(), cin_g = d.c_in / d.groups, cout_g = d.c_out / d.groups;
   for (uint32_t n = 0; n < d.n; ++n)
     for (uint32_t co = 0; co < d.c_out; ++co) {
@@ -212,24 +302,32 @@ void conv2d(std::span<const float> x, std::span<const float> w, std::span<const 
         for (uint32_t r = 0; r < d.kh; ++r)
           for (uint32_t c = 0; c < d.kw; ++c) {
             float wv = w[at(((uint64_t(co) * cin_g + ci) * d.kh + r) * d.kw + c)];
-            // Output columns whose tap lands inside the row: iw = j * stride - pad + c * dil in [0, w).
+            // Output columns whose tap lands inside the row: ix = j * stride - pad + c * dil in [0, w).
             int64_t off = int64_t(c) * d.dil_w - d.pad_left;
             int64_t lo = off >= 0 ? 0 : (-off + d.stride_w - 1) / d.stride_w;
-            int64_t hi = std::min<int64_t>(ow, (int64_t(d.w) - 1 - off) / d.stride_w + 1);
-            if (int64_t(d.w) - 1 - off < 0) hi = 0;
+            int64_t hi =
+                int64_t(d.w) - 1 - off < 0 ? 0 : std::min<int64_t>(ow, (int64_t(d.w) - 1 - off) / d.stride_w + 1);
             for (uint32_t i = 0; i < oh; ++i) {
-              int64_t ih = int64_t(i) * d.stride_h - d.pad_top + int64_t(r) * d.dil_h;
-              if (ih < 0 || ih >= d.h) continue;
-              const float* row = plane + ih * d.w + off;
+              int64_t iy = int64_t(i) * d.stride_h - d.pad_top + int64_t(r) * d.dil_h;
+              if (iy < 0 || iy >= d.h) continue;
+              const float* row = plane + iy * d.w;
               float* orow = out + size_t(i) * ow;
-              if (d.stride_w == 1)
-                for (int64_t j = lo; j < hi; ++j) orow[j] += wv * row[j];
-              else
-                for (int64_t j = lo; j < hi; ++j) orow[j] += wv * row[j * d.stride_w];
+              for (int64_t j = lo; j < hi; ++j) orow[j] += wv * row[j * d.stride_w + off];
             }
           }
       }
     }
+}
+
+}  // namespace
+
+void conv2d(std::span<const float> x, std::span<const float> w, std::span<const float> bias,
+            std::span<const float> residual, std::span<float> y, const Conv2dDims& d, const ConvEpilogue& ep) {
+  check_spans("conv2d", x, w, bias, residual, y, d, ep);
+  if (d.c_in / d.groups * d.kh * d.kw >= kGemmMinTaps)
+    conv_as_gemm(x, w, y, d);
+  else
+    conv_by_taps(x, w, y, d);
   apply_epilogue(bias, residual, y, d, ep);
 }
 

@@ -66,6 +66,10 @@ void conv2d_reference(std::span<const float> x, std::span<const float> w, std::s
                       std::span<const float> residual, std::span<float> y, const Conv2dDims& d,
                       const ConvEpilogue& ep = {});
 
+// Output element i of conv2d_reference (for checking samples of large outputs).
+float conv2d_reference_at(std::span<const float> x, std::span<const float> w, std::span<const float> bias,
+                          std::span<const float> residual, const Conv2dDims& d, const ConvEpilogue& ep, uint64_t i);
+
 // The same in float with loops ordered for the cache (an output row accumulated per tap): the
 // "plain CPU" figure in the benchmark and the small-layer fallback.
 void conv2d(std::span<const float> x, std::span<const float> w, std::span<const float> bias,

@@ -32,8 +32,9 @@ namespace wgc {
 enum class Conv2dVersion { Auto, Direct, DirectTiled, Im2colGemm, ImplicitGemm, Winograd2x2, Depthwise, Pointwise };
 std::string_view to_string(Conv2dVersion v);                // "auto", "direct", "direct-tiled", "im2col-gemm", ...
 Conv2dVersion parse_conv2d_version(std::string_view name);  // throws naming the op and the valid names
-// The versions with a kernel so far (the ladder is being built: the others are not supported yet).
-inline constexpr Conv2dVersion kConv2dVersions[] = {Conv2dVersion::Direct};
+inline constexpr Conv2dVersion kConv2dVersions[] = {
+    Conv2dVersion::Direct,      Conv2dVersion::DirectTiled, Conv2dVersion::Im2colGemm, Conv2dVersion::ImplicitGemm,
+    Conv2dVersion::Winograd2x2, Conv2dVersion::Depthwise,   Conv2dVersion::Pointwise};
 
 // Whether version v can run d on this context (Winograd2x2: 3x3, stride 1, dilation 1, groups 1;
 // Depthwise: d.depthwise(); Pointwise: d.pointwise(); DirectTiled: its tile fits workgroup memory).
@@ -43,17 +44,23 @@ Conv2dVersion choose_conv2d(const Context& ctx, const Conv2dDims& d);
 
 // Tuning knobs (override constants, so a sweep needs no rebuild); the defaults are what the ops
 // use. Set through conv2d_tuning() for benchmarks, or WGC_CONV_TUNING="key=value,..." (keys as
-// the field names: igemm_bm=64,igemm_bn=128,...), read once when a context first convolves.
+// the field names: igemm_bm=64,igemm_bn=128,...), read once, when first used. A tile the device
+// cannot run makes its versions unsupported (supports() says false; asking for one is an error
+// naming the knob).
 struct ConvTuning {
-  // ImplicitGemm / Pointwise / Winograd's GEMMs: workgroup tile BM x BN (each invocation 8x8
-  // outputs, so (BM / 8) * (BN / 8) invocations; BM a multiple of 64, BN of 32) and k per step.
-  uint32_t igemm_bm = 64, igemm_bn = 128, igemm_bk = 8;
-  uint32_t wino_bm = 64, wino_bn = 128, wino_bk = 8;
-  // DirectTiled: output tile (tile_w x tile_h pixels, one invocation each), output channels per
-  // invocation and input channels staged per step.
+  // ImplicitGemm / Pointwise: workgroup tile BM x BN, k per step BK, rows per invocation TM (8 or
+  // 4; each invocation computes TM x 8 outputs, so (BM / TM) * (BN / 8) invocations), and
+  // whether the next tile's loads are issued before this tile's math. Shapes adjust it: layers
+  // of at most 32 output channels (per group) take BM 32 with TM 4, and BN halves (down to 32)
+  // while the grid has fewer than igemm_min_workgroups workgroups (264: two per SM of an H200).
+  uint32_t igemm_bm = 64, igemm_bn = 128, igemm_bk = 8, igemm_tm = 8, igemm_prefetch = 1;
+  uint32_t igemm_min_workgroups = 264;
+  // Winograd2x2's 16 GEMMs (the same kernel, as a grouped 1x1 convolution): the same knobs.
+  uint32_t wino_bm = 64, wino_bn = 128, wino_bk = 8, wino_tm = 8, wino_prefetch = 1;
+  // DirectTiled: output tile (tiled_w x tiled_h pixels, one invocation each), output channels per
+  // invocation (at most 16) and input channels staged per step.
   uint32_t tiled_w = 16, tiled_h = 8, tiled_cout = 8, tiled_cin = 4;
-  // Depthwise: output tile per workgroup (tile_w x tile_h, one row segment of dw_per outputs per
-  // invocation along w) and invocations per workgroup.
+  // Depthwise: output tile per workgroup (cut to the plane) and invocations per workgroup.
   uint32_t dw_tile_w = 32, dw_tile_h = 16, dw_threads = 128;
 };
 ConvTuning& conv2d_tuning();  // process-wide; not thread-safe to change while recording
