@@ -4,7 +4,7 @@
 // as a model runs them: prepared weights (prepare_conv2d), bias + ReLU fused.
 #include "bench/bench.h"
 #include "cpu/conv.h"
-#include "gpu/error.h"
+#include "util/error.h"
 #include "ops/conv.h"
 #include "ops/pool.h"
 

@@ -133,3 +133,27 @@ TEST(CnnModel, UnknownOpNamesNodeOpAndOpset) {
     EXPECT_NE(s.find("opset 13"), std::string::npos) << s;
   }
 }
+
+// Every NAME.onnx with NAME.input.npy and NAME.logits.npy in $WGC_CNN_MODELS (made by
+// scripts/export_cnn_models.py: ResNet, SqueezeNet, ShuffleNet, MobileNetV3, EfficientNet), on the
+// GPU path when WGC_CNN_MODELS_GPU=1 (slow on SwiftShader), else the CPU path.
+TEST(CnnModel, ExportedTorchvisionModelsMatchPyTorch) {
+  const char* dir = std::getenv("WGC_CNN_MODELS");
+  if (!dir || !*dir) GTEST_SKIP() << "set WGC_CNN_MODELS to a folder made by scripts/export_cnn_models.py";
+  const char* gpu = std::getenv("WGC_CNN_MODELS_GPU");
+  int checked = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() != ".onnx") continue;
+    std::string stem = e.path().stem().string();
+    auto in = e.path().parent_path() / (stem + ".input.npy"), ref = e.path().parent_path() / (stem + ".logits.npy");
+    if (!std::filesystem::exists(in) || !std::filesystem::exists(ref)) continue;
+    cnn::Model m(ctx(), e.path(), {gpu && *gpu == '1' ? cnn::Device::Gpu : cnn::Device::Cpu});
+    auto x = npy_tensor(in);
+    auto [all, diff] = logit_errors(m.run(x), npy_tensor(ref));
+    std::printf("%s: max rel error %.2e on the logits, %.2e on image 0 - image 1\n", stem.c_str(), all, diff);
+    EXPECT_LT(all, 1e-3) << stem;
+    EXPECT_LT(diff, 1e-2) << stem;
+    ++checked;
+  }
+  EXPECT_GT(checked, 0) << "no NAME.onnx + NAME.input.npy + NAME.logits.npy in " << dir;
+}

@@ -2,6 +2,7 @@
 #include "cli/command.h"
 #include "cnn/imagenet.h"
 #include "cnn/model.h"
+#include "cnn/onnx.h"
 #include "io/chart.h"
 #include "io/image.h"
 #include "io/npy.h"
@@ -99,7 +100,8 @@ int infer_cmd(Args& a) {
   }
   size_t which = 0;
   if (output_name) {
-    auto it = std::find_if(graph.outputs.begin(), graph.outputs.end(), [&](const auto& v) { return v.name == *output_name; });
+    auto it =
+        std::find_if(graph.outputs.begin(), graph.outputs.end(), [&](const auto& v) { return v.name == *output_name; });
     if (it == graph.outputs.end()) {
       std::string names;
       for (const auto& o : graph.outputs) names += (names.empty() ? "" : ", ") + o.name;
@@ -119,9 +121,9 @@ int infer_cmd(Args& a) {
   } else {
     npy::write(*out, y.f, y.shape);
   }
-  std::fprintf(stderr, "wgc infer: wrote %s: '%s' %s %s (%s, %.1f ms including the first run's setup)\n",
-               out->c_str(), graph.outputs[which].name.c_str(), y.integer ? "int32" : "float32",
-               to_string(y.shape).c_str(), gpu ? ("gpu on " + lm.ctx->adapter().device).c_str() : "cpu", ms);
+  std::fprintf(stderr, "wgc infer: wrote %s: '%s' %s %s (%s, %.1f ms including the first run's setup)\n", out->c_str(),
+               graph.outputs[which].name.c_str(), y.integer ? "int32" : "float32", to_string(y.shape).c_str(),
+               gpu ? ("gpu on " + lm.ctx->adapter().device).c_str() : "cpu", ms);
   return 0;
 }
 
@@ -177,22 +179,25 @@ int bench_cnn_cmd(Args& a) {
   for (const auto& s : batch_items.empty() ? std::vector<std::string>{"1"} : batch_items) {
     char* end = nullptr;
     long v = std::strtol(s.c_str(), &end, 10);
-    if (s.empty() || *end || v < 1 || v > 4096) throw Error("wgc bench-cnn: --batch expects sizes 1..4096, got '" + s + "'");
+    if (s.empty() || *end || v < 1 || v > 4096)
+      throw Error("wgc bench-cnn: --batch expects sizes 1..4096, got '" + s + "'");
     batches.push_back(int(v));
   }
   if (profile && dev == cnn::Device::Cpu) throw Error("wgc bench-cnn: --profile times GPU dispatches (--device gpu)");
   LoadedModel lm = load_model(*model_path, dev, g);
   cnn::Model& m = *lm.model;
   const cnn::Graph& graph = m.graph();
-  if (graph.inputs.size() != 1) throw Error("wgc bench-cnn: the model takes " + std::to_string(graph.inputs.size()) +
-                                            " inputs; bench-cnn feeds one image tensor");
+  if (graph.inputs.size() != 1)
+    throw Error("wgc bench-cnn: the model takes " + std::to_string(graph.inputs.size()) +
+                " inputs; bench-cnn feeds one image tensor");
   const cnn::ValueInfo& in = graph.inputs[0];
   for (size_t d = 1; d < in.dims.size(); ++d)
-    if (in.dims[d] < 0) throw Error("wgc bench-cnn: input '" + in.name + "' has an unknown dimension " +
-                                    std::to_string(d) + " (only the batch may be open)");
+    if (in.dims[d] < 0)
+      throw Error("wgc bench-cnn: input '" + in.name + "' has an unknown dimension " + std::to_string(d) +
+                  " (only the batch may be open)");
   std::string device = lm.ctx && dev != cnn::Device::Cpu ? lm.ctx->adapter().device : "cpu";
-  std::printf("%s on %s (%s path), %d runs per batch size after a warm-up run\n\n", model_path->c_str(),
-              device.c_str(), std::string(cnn::to_string(dev)).c_str(), repeats);
+  std::printf("%s on %s (%s path), %d runs per batch size after a warm-up run\n\n", model_path->c_str(), device.c_str(),
+              std::string(cnn::to_string(dev)).c_str(), repeats);
   std::printf("%6s %10s %10s %12s %10s %8s\n", "batch", "ms/run", "img/s", "GFLOP/run", "GFLOP/s", "submits");
 
   json::Value results = json::Value::array();
@@ -219,8 +224,12 @@ int bench_cnn_cmd(Args& a) {
     std::printf("%6d %10.3f %10.1f %12.3f %10.1f %8d\n", b, med, b * 1e3 / med, flops * 1e-9, flops / med * 1e-6,
                 gpu ? 1 : 0);
     json::Value r = json::Value::object();
-    r.set("batch", b).set("device", gpu ? "gpu" : "cpu").set("ms_median", med).set("images_per_s", b * 1e3 / med);
-    r.set("flops", flops).set("submits_per_run", gpu ? 1 : 0);
+    r.set("batch", b);
+    r.set("device", gpu ? "gpu" : "cpu");
+    r.set("ms_median", med);
+    r.set("images_per_s", b * 1e3 / med);
+    r.set("flops", flops);
+    r.set("submits_per_run", gpu ? 1 : 0);
     json::Value runs = json::Value::array();
     for (double v : ms) runs.push_back(v);
     r.set("ms", runs);
@@ -239,16 +248,22 @@ int bench_cnn_cmd(Args& a) {
         total += us;
         layers.emplace_back(us, s.label);
         json::Value l = json::Value::object();
-        l.set("layer", s.label).set("us", us).set("dispatches", int64_t(s.dispatches)).set("flops", s.flops);
+        l.set("layer", s.label);
+        l.set("us", us);
+        l.set("dispatches", int64_t(s.dispatches));
+        l.set("flops", s.flops);
         prof.push_back(l);
       }
-      r.set("gpu_us_total", total).set("layers", prof);
-      std::printf("\n  batch %d: GPU time %.1f us over %zu dispatches (timestamps per dispatch; each in its own pass,\n"
-                  "  so the sum is above the one-pass run); slowest layers:\n",
-                  b, total, t.size());
+      r.set("gpu_us_total", total);
+      r.set("layers", prof);
+      std::printf(
+          "\n  batch %d: GPU time %.1f us over %zu dispatches (timestamps per dispatch; each in its own pass,\n"
+          "  so the sum is above the one-pass run); slowest layers:\n",
+          b, total, t.size());
       std::sort(layers.rbegin(), layers.rend());
       for (size_t k = 0; k < layers.size() && k < 15; ++k)
-        std::printf("  %10.1f us %5.1f%%  %s\n", layers[k].first, 100 * layers[k].first / total, layers[k].second.c_str());
+        std::printf("  %10.1f us %5.1f%%  %s\n", layers[k].first, 100 * layers[k].first / total,
+                    layers[k].second.c_str());
       std::printf("\n");
     }
     results.push_back(r);
@@ -256,10 +271,14 @@ int bench_cnn_cmd(Args& a) {
     bars.values.push_back(b * 1e3 / med);
   }
   std::printf("\nms/run: median wall-clock of one inference (input upload, one submit, output readback).\n");
-  if (png) chart::write_bar_chart(*png, fs::path(*model_path).filename().string() + " on " + device, "images/s", cats, {bars});
+  if (png)
+    chart::write_bar_chart(*png, fs::path(*model_path).filename().string() + " on " + device, "images/s", cats, {bars});
   if (json_path) {
     json::Value doc = json::Value::object();
-    doc.set("model", *model_path).set("device", device).set("repeats", repeats).set("results", results);
+    doc.set("model", *model_path);
+    doc.set("device", device);
+    doc.set("repeats", repeats);
+    doc.set("results", results);
     std::ofstream f(*json_path);
     f << doc.dump(1) << "\n";
     if (!f) throw Error("wgc bench-cnn: cannot write " + *json_path);

@@ -5,8 +5,8 @@
 
 #include "cpu/conv.h"
 #include "cpu/tensor_ops.h"
-#include "util/error.h"
 #include "gpu/tensor.h"
+#include "util/error.h"
 
 #include <cstdint>
 #include <map>

@@ -24,7 +24,7 @@ std::vector<Taps> coefficients(int in, int out) {
   double scale = double(in) / out;
   double filterscale = std::max(scale, 1.0);
   double support = 1.0 * filterscale;
-  std::vector<Taps> taps(size_t(out));
+  std::vector<Taps> taps(static_cast<size_t>(out));
   for (int x = 0; x < out; ++x) {
     double center = (x + 0.5) * scale;
     int xmin = std::max(int(center - support + 0.5), 0);

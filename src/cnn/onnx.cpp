@@ -1,7 +1,7 @@
 #include "cnn/onnx.h"
 
-#include "util/error.h"
 #include "llm/formats/dequant.h"
+#include "util/error.h"
 
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>

@@ -8,8 +8,8 @@
 #include "cnn/graph.h"
 #include "cpu/conv.h"
 #include "cpu/tensor_ops.h"
-#include "util/error.h"
 #include "ops/matmul.h"
+#include "util/error.h"
 
 #include <string>
 #include <variant>
