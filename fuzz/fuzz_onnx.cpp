@@ -51,18 +51,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Plan p = make_plan(g, specs);
     if (p.slot_bytes() > (64u << 20) || p.flops() > 1e8) return 0;
     std::vector<std::vector<float>> slots;
-    for (uint64_t n : p.slot_elems) slots.emplace_back(n);
-    std::vector<const float*> ptrs;
-    std::vector<uint64_t> elems;
-    for (const auto& s : p.steps) {
-      ptrs.clear();
-      elems.clear();
-      for (const auto& o : s.in) {
-        ptrs.push_back(o.slot >= 0 ? slots[size_t(o.slot)].data() : o.constant->f.data());
-        elems.push_back(o.elems);
-      }
-      run_step_cpu(s, ptrs, elems, slots[size_t(s.out.slot)].data(), s.out.elems);
-    }
+    run_plan_cpu(p, slots);
   } catch (const Error&) {
   }
   return 0;

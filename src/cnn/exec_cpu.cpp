@@ -43,4 +43,20 @@ void run_step_cpu(const Step& s, std::span<const float* const> in, std::span<con
       s.op);
 }
 
+void run_plan_cpu(const Plan& p, std::vector<std::vector<float>>& slots) {
+  slots.resize(p.slot_elems.size());
+  for (size_t k = 0; k < p.slot_elems.size(); ++k) slots[k].resize(p.slot_elems[k]);
+  std::vector<const float*> ptrs;
+  std::vector<uint64_t> elems;
+  for (const auto& s : p.steps) {
+    ptrs.clear();
+    elems.clear();
+    for (const auto& o : s.in) {
+      ptrs.push_back(o.slot >= 0 ? slots[size_t(o.slot)].data() : o.constant->f.data());
+      elems.push_back(o.elems);
+    }
+    run_step_cpu(s, ptrs, elems, slots[size_t(s.out.slot)].data(), s.out.elems);
+  }
+}
+
 }  // namespace wgc::cnn

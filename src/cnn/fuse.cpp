@@ -107,6 +107,16 @@ FuseStats fuse(Graph& g) {
     return count == 1 ? found : SIZE_MAX;
   };
 
+  // The convolution at `from`, with more fused in, takes the place of its reader `to` (and its
+  // output); returns where it sits now.
+  auto move_into = [&](size_t from, size_t to, Node moved) {
+    moved.outputs[0] = g.nodes[to].outputs[0];
+    for (const auto& in : moved.inputs)
+      if (!in.empty()) readers[in].push_back(to);
+    g.nodes[to] = std::move(moved);
+    removed[from] = true;
+    return to;
+  };
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     if (removed[i] || g.nodes[i].op != "Conv" || !g.nodes[i].domain.empty()) continue;
     size_t at = i;  // where the (moving) convolution sits now
@@ -152,17 +162,11 @@ FuseStats fuse(Graph& g) {
       if (next.op == "Add" && nothing_fused && next.inputs.size() == 2 && next.inputs[0] != next.inputs[1] &&
           !next.inputs[0].empty() && !next.inputs[1].empty() && next.outputs.size() == 1) {
         // The Add's place: its other operand is computed by then (the graph is in order).
-        const std::string& other = next.inputs[0] == conv.outputs[0] ? next.inputs[1] : next.inputs[0];
         Node moved = conv;
         moved.inputs.resize(std::max<size_t>(moved.inputs.size(), 4));
-        moved.inputs[3] = other;
+        moved.inputs[3] = next.inputs[0] == conv.outputs[0] ? next.inputs[1] : next.inputs[0];
         moved.fused.residual = true;
-        moved.outputs[0] = next.outputs[0];
-        for (const auto& in : moved.inputs)
-          if (!in.empty()) readers[in].push_back(r);
-        next = std::move(moved);
-        removed[at] = true;
-        at = r;
+        at = move_into(at, r, std::move(moved));
         ++st.residuals;
         continue;
       }
@@ -173,12 +177,7 @@ FuseStats fuse(Graph& g) {
         moved.fused.act = ep.act;
         moved.fused.clip_min = ep.clip_min;
         moved.fused.clip_max = ep.clip_max;
-        moved.outputs[0] = next.outputs[0];
-        for (const auto& in : moved.inputs)
-          if (!in.empty()) readers[in].push_back(r);
-        next = std::move(moved);
-        removed[at] = true;
-        at = r;
+        at = move_into(at, r, std::move(moved));
         ++st.activations;
         continue;
       }

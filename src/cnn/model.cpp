@@ -181,17 +181,7 @@ struct Model::Impl {
     for (size_t k = 0; k < inputs.size(); ++k)
       if (p.input_slots[k] >= 0)
         std::copy(inputs[k].f.begin(), inputs[k].f.end(), c.cpu_slots[size_t(p.input_slots[k])].begin());
-    std::vector<const float*> ptrs;
-    std::vector<uint64_t> elems;
-    for (const auto& s : p.steps) {
-      ptrs.clear();
-      elems.clear();
-      for (const auto& o : s.in) {
-        ptrs.push_back(o.slot >= 0 ? c.cpu_slots[size_t(o.slot)].data() : o.constant->f.data());
-        elems.push_back(o.elems);
-      }
-      run_step_cpu(s, ptrs, elems, c.cpu_slots[size_t(s.out.slot)].data(), s.out.elems);
-    }
+    run_plan_cpu(p, c.cpu_slots);
     std::vector<HostTensor> out;
     for (const auto& o : p.outputs) {
       if (o.constant) {

@@ -102,6 +102,10 @@ struct Plan {
 // not support, wgc::Error (naming the node) for a model that is wrong for these inputs.
 Plan make_plan(const Graph& g, const std::vector<InputSpec>& inputs);
 
+// Runs every step of p on the CPU references, over host buffers of p.slot_elems floats each (the
+// inputs already in their slots; the outputs are left in theirs).
+void run_plan_cpu(const Plan& p, std::vector<std::vector<float>>& slots);
+
 // Runs a step on the CPU references over host buffers (CPU path; constant folding at plan time).
 void run_step_cpu(const Step& s, std::span<const float* const> in, std::span<const uint64_t> in_elems, float* out,
                   uint64_t out_elems);
