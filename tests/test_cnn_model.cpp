@@ -5,6 +5,7 @@
 #include "io/npy.h"
 #include "ops/conv.h"
 #include "test_util.h"
+#include "util/json.h"
 
 #include <fstream>
 
@@ -156,4 +157,119 @@ TEST(CnnModel, ExportedTorchvisionModelsMatchPyTorch) {
     ++checked;
   }
   EXPECT_GT(checked, 0) << "no NAME.onnx + NAME.input.npy + NAME.logits.npy in " << dir;
+}
+
+TEST(CnnCli, InferClassifyAndBench) {
+  WGC_REQUIRE_FILE(fixture("mobilenet_v2_035.onnx"));
+  using test::quote;
+  auto dir = test::temp_dir("cnn_cli");
+  std::string model = quote(fixture("mobilenet_v2_035.onnx").string());
+  std::string out = (dir / "y.npy").string();
+  auto r =
+      test::run_cli("infer --model " + model + " --input " + quote(fixture("mobilenet_v2_035.input.npy").string()) +
+                    " --out " + quote(out) + " --device cpu");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  npy::Array y = npy::read(out);
+  EXPECT_EQ(y.shape, (std::vector<int64_t>{2, 1000}));
+  EXPECT_LT(test::rel_error(y.to_f32(), npy_tensor(fixture("mobilenet_v2_035.logits.npy")).f), 1e-4);
+  // No overwrite without --force; unknown output names and missing inputs are errors naming them.
+  r = test::run_cli("infer --model " + model + " --input " + quote(fixture("mobilenet_v2_035.input.npy").string()) +
+                    " --out " + quote(out));
+  EXPECT_NE(r.rc, 0);
+  EXPECT_NE(r.err.find("--force"), std::string::npos) << r.err;
+  r = test::run_cli("infer --model " + model + " --input " + quote(fixture("mobilenet_v2_035.input.npy").string()) +
+                    " --out " + quote(out) + " --force --output nope");
+  EXPECT_NE(r.err.find("no output 'nope'"), std::string::npos) << r.err;
+
+  r = test::run_cli("classify --model " + model + " " + quote(std::string(WGC_SOURCE_DIR) + "/docs/images/hills.png") +
+                    " --top 3 --device cpu");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 4) << r.out;  // the file, then 3 classes
+
+  std::string js = (dir / "b.json").string();
+  r = test::run_cli("bench-cnn --model " + model + " --batch 1,2 -r 1 --device cpu --json " + quote(js));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  json::Value doc = json::parse_file(js);
+  ASSERT_EQ(doc["results"].size(), 2u);
+  EXPECT_GT(doc["results"][1]["images_per_s"].as_double(), 0);
+}
+
+// PyTorch's exporter writes a channel shuffle with a dynamic batch as Shape -> Gather -> Unsqueeze
+// -> Concat -> Reshape around a Transpose (ShuffleNetV2), then Split and a ReduceMean; all of the
+// shape arithmetic must resolve at plan time, per batch size, on both paths.
+TEST(CnnModel, ExporterShapeChainsResolvePerBatchSize) {
+  cnn::Graph g;
+  g.source = "shuffle.onnx";
+  g.opset = 13;
+  g.inputs.push_back({"x", 1, true, {-1, 4, 3, 3}});
+  g.outputs.push_back({"pooled", 1, false, {}});
+  g.outputs.push_back({"rest", 1, false, {}});
+  auto ints = [&](const std::string& name, Shape s, std::vector<int64_t> v) {
+    g.constants[name] = std::make_shared<cnn::HostTensor>(cnn::HostTensor::ints(std::move(s), std::move(v)));
+  };
+  ints("zero", {}, {0});
+  ints("axes0", {1}, {0});
+  ints("tail5", {4}, {2, 2, 3, 3});
+  ints("tail4", {3}, {-1, 3, 3});
+  ints("halves", {2}, {2, 2});
+  auto int_attr = [](int64_t v) {
+    cnn::Attribute a;
+    a.kind = cnn::Attribute::Kind::Int;
+    a.i = v;
+    return a;
+  };
+  auto node = [&](std::string op, std::vector<std::string> in, std::vector<std::string> out) {
+    cnn::Node n;
+    n.op = std::move(op);
+    n.name = out[0] + "_node";
+    n.inputs = std::move(in);
+    n.outputs = std::move(out);
+    g.nodes.push_back(n);
+    return &g.nodes.back();
+  };
+  node("Shape", {"x"}, {"s"});
+  node("Gather", {"s", "zero"}, {"n"});
+  node("Unsqueeze", {"n", "axes0"}, {"n1"});
+  node("Concat", {"n1", "tail5"}, {"shape5"})->attrs["axis"] = int_attr(0);
+  node("Reshape", {"x", "shape5"}, {"y"});
+  cnn::Attribute perm;
+  perm.kind = cnn::Attribute::Kind::Ints;
+  perm.ints = {0, 2, 1, 3, 4};
+  node("Transpose", {"y"}, {"t"})->attrs["perm"] = perm;
+  node("Concat", {"n1", "tail4"}, {"shape4"})->attrs["axis"] = int_attr(0);
+  node("Reshape", {"t", "shape4"}, {"z"});
+  node("Split", {"z", "halves"}, {"a", "rest"})->attrs["axis"] = int_attr(1);
+  cnn::Attribute axes;
+  axes.kind = cnn::Attribute::Kind::Ints;
+  axes.ints = {2, 3};
+  cnn::Node* rm = node("ReduceMean", {"a"}, {"m"});
+  rm->attrs["axes"] = axes;
+  rm->attrs["keepdims"] = int_attr(0);
+  node("HardSwish", {"m"}, {"pooled"});
+
+  for (cnn::Device dev : {cnn::Device::Cpu, cnn::Device::Gpu}) {
+    cnn::Model m(ctx(), g, {dev});
+    for (int64_t n : {1, 3}) {
+      auto x = test::random_floats(size_t(n) * 36, uint32_t(n), -4.f, 4.f);
+      auto ys = m.run(std::vector<cnn::HostTensor>{cnn::HostTensor({n, 4, 3, 3}, x)});
+      ASSERT_EQ(ys.size(), 2u);
+      ASSERT_EQ(ys[0].shape, (Shape{n, 2}));
+      ASSERT_EQ(ys[1].shape, (Shape{n, 2, 3, 3}));
+      // Shuffled channel c = 2 * cpg + group holds input channel 2 * group + cpg: 0, 2 | 1, 3.
+      const int from[4] = {0, 2, 1, 3};
+      std::vector<float> pooled, rest;
+      for (int64_t b = 0; b < n; ++b) {
+        for (int c = 0; c < 2; ++c) {
+          double s = 0;
+          for (int p = 0; p < 9; ++p) s += x[size_t((b * 4 + from[c]) * 9 + p)];
+          float mean = float(s / 9);
+          pooled.push_back(mean * std::clamp(mean / 6.f + 0.5f, 0.f, 1.f));
+        }
+        for (int c = 2; c < 4; ++c)
+          for (int p = 0; p < 9; ++p) rest.push_back(x[size_t((b * 4 + from[c]) * 9 + p)]);
+      }
+      EXPECT_LT(test::rel_error(ys[0].f, pooled), 1e-6) << to_string(dev) << " n=" << n;
+      EXPECT_EQ(ys[1].f, rest) << to_string(dev) << " n=" << n;
+    }
+  }
 }

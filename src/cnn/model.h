@@ -41,8 +41,9 @@ struct ModelOptions {
   Device device = Device::Auto;
 };
 
-// Per step of a recorded run: its label ("node name (Op)") and how many dispatches it recorded
-// (a timed Batch's timings() are in the same order).
+// Per step of a recorded run: its label ("node name (Op)") and how many commands it recorded: its
+// dispatches, in the order of a timed Batch's timings() (the convolution versions Auto picks record
+// no buffer copies; an explicit im2col-gemm with groups does, and would shift the attribution).
 struct StepDispatches {
   std::string label;
   size_t dispatches = 0;
