@@ -4,6 +4,18 @@
 
 namespace wgc::cnn {
 
+int64_t element_count(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+std::string shape_string(const Shape& s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i) r.append(i ? ", " : "").append(std::to_string(s[i]));
+  return r.append("]");
+}
+
 HostTensor HostTensor::ints(Shape s, std::vector<int64_t> data) {
   HostTensor t;
   t.shape = std::move(s);

@@ -5,7 +5,6 @@
 
 #include "cpu/conv.h"
 #include "cpu/tensor_ops.h"
-#include "gpu/tensor.h"
 #include "util/error.h"
 
 #include <cstdint>
@@ -23,6 +22,12 @@ struct Unsupported : Error {
   using Error::Error;
 };
 
+// Shapes as wgc::Shape (gpu/tensor.h) is, without the GPU layer: the loader and planner link
+// without Dawn (the fuzz target).
+using Shape = std::vector<int64_t>;
+int64_t element_count(const Shape& s);     // the product of the dims (1 for a scalar)
+std::string shape_string(const Shape& s);  // "[1, 3, 224, 224]"
+
 // A tensor on the host: the graph's constants (initializers, Constant nodes, shapes computed at
 // load) and the model's inputs and outputs. f32 values, or i64 ones (shapes, indices, axes; ONNX's
 // integer and bool types are widened to i64, float16 / bfloat16 / double become f32).
@@ -35,7 +40,7 @@ struct HostTensor {
   HostTensor() = default;
   HostTensor(Shape s, std::vector<float> data) : shape(std::move(s)), f(std::move(data)) {}
   static HostTensor ints(Shape s, std::vector<int64_t> data);
-  int64_t numel() const { return wgc::numel(shape); }
+  int64_t numel() const { return element_count(shape); }
 };
 using HostTensorPtr = std::shared_ptr<const HostTensor>;
 

@@ -68,7 +68,7 @@ std::vector<HostTensorPtr> fold(const NodePlan& np, const std::vector<In>& ins) 
   std::vector<HostBuf> outs(np.outs.size()), temps(np.temps.size());
   for (size_t k = 0; k < outs.size(); ++k) {
     outs[k].integer = np.outs[k].integer;
-    size_t n = size_t(numel(np.outs[k].shape));
+    size_t n = size_t(element_count(np.outs[k].shape));
     outs[k].integer ? outs[k].i.resize(n) : outs[k].f.resize(n);
   }
   for (size_t k = 0; k < temps.size(); ++k) temps[k].f.resize(size_t(np.temps[k]));
@@ -186,14 +186,15 @@ Plan make_plan(const Graph& g, const std::vector<InputSpec>& inputs) {
       bool ok = vi.dims.size() == spec.shape.size();
       for (size_t d = 0; ok && d < vi.dims.size(); ++d) ok = vi.dims[d] < 0 || vi.dims[d] == spec.shape[d];
       if (!ok)
-        throw Error("wgc: " + what + ": shape " + to_string(spec.shape) + " does not match the model's " +
-                    to_string(vi.dims) + " (-1: any)");
+        throw Error("wgc: " + what + ": shape " + shape_string(spec.shape) + " does not match the model's " +
+                    shape_string(vi.dims) + " (-1: any)");
     }
-    if (numel(spec.shape) > INT32_MAX) throw Error("wgc: " + what + ": " + to_string(spec.shape) + " is too large");
+    if (element_count(spec.shape) > INT32_MAX)
+      throw Error("wgc: " + what + ": " + shape_string(spec.shape) + " is too large");
     bool is_float = vi.elem_type == 1 || vi.elem_type == 0;
     bool is_int = vi.elem_type == 6 || vi.elem_type == 7;
     if (is_float) {
-      int s = slots.take(uint64_t(numel(spec.shape)));
+      int s = slots.take(uint64_t(element_count(spec.shape)));
       values[vi.name] = {spec.shape, nullptr, s, false};
       plan.input_slots.push_back(s);
       if (!last_use.count(vi.name)) slots.release(s);
@@ -238,7 +239,7 @@ Plan make_plan(const Graph& g, const std::vector<InputSpec>& inputs) {
         throw Error("has " + std::to_string(node.outputs.size()) + " outputs, the op gives " +
                     std::to_string(np.outs.size()));
       for (const auto& o : np.outs)
-        if (numel(o.shape) > INT32_MAX) throw Error("an output of " + to_string(o.shape) + " is too large");
+        if (element_count(o.shape) > INT32_MAX) throw Error("an output of " + shape_string(o.shape) + " is too large");
       if (all_const && (!np.steps.empty() || !ins.empty())) {
         auto consts = fold(np, ins);
         for (size_t o = 0; o < consts.size(); ++o)
@@ -263,7 +264,7 @@ Plan make_plan(const Graph& g, const std::vector<InputSpec>& inputs) {
                 slots.retain(v.slot);
               }
             } else {
-              v.slot = slots.take(uint64_t(numel(spec.shape)));
+              v.slot = slots.take(uint64_t(element_count(spec.shape)));
             }
           }
           outs.push_back(v);
@@ -276,10 +277,10 @@ Plan make_plan(const Graph& g, const std::vector<InputSpec>& inputs) {
               case Ref::Input: {
                 const Value& v = values[node.inputs[size_t(r.index)]];
                 if (v.integer) throw Unsupported("an integer tensor would reach a float32 kernel");
-                return {v.slot, v.constant, uint64_t(numel(v.shape))};
+                return {v.slot, v.constant, uint64_t(element_count(v.shape))};
               }
               case Ref::Output:
-                return {outs[size_t(r.index)].slot, nullptr, uint64_t(numel(outs[size_t(r.index)].shape))};
+                return {outs[size_t(r.index)].slot, nullptr, uint64_t(element_count(outs[size_t(r.index)].shape))};
               case Ref::Temp: return {temps[size_t(r.index)], nullptr, np.temps[size_t(r.index)]};
               case Ref::Const:
                 if (r.c->integer) throw Unsupported("an integer tensor would reach a float32 kernel");

@@ -13,7 +13,7 @@ namespace {
 [[noreturn]] void unsupported(const std::string& what) { throw Unsupported(what); }
 [[noreturn]] void bad(const std::string& what) { throw Error(what); }
 
-std::string shape_str(const Shape& s) { return to_string(s); }
+std::string shape_str(const Shape& s) { return shape_string(s); }
 
 const In& input(const std::vector<In>& in, size_t k, const char* what) {
   if (k >= in.size() || !in[k].present) bad(std::string("input ") + std::to_string(k) + " (" + what + ") is missing");
@@ -108,10 +108,12 @@ NodePlan plan_reshape(const Graph& g, const Node& n, const std::vector<In>& in) 
     known *= v;
   }
   if (infer >= 0) {
-    if (known == 0 || numel(x.shape) % known) bad("cannot reshape " + shape_str(x.shape) + " to " + shape_str(want));
-    out[size_t(infer)] = numel(x.shape) / known;
+    if (known == 0 || element_count(x.shape) % known)
+      bad("cannot reshape " + shape_str(x.shape) + " to " + shape_str(want));
+    out[size_t(infer)] = element_count(x.shape) / known;
   }
-  if (numel(out) != numel(x.shape)) bad("cannot reshape " + shape_str(x.shape) + " to " + shape_str(want));
+  if (element_count(out) != element_count(x.shape))
+    bad("cannot reshape " + shape_str(x.shape) + " to " + shape_str(want));
   return alias_of(0, out, x.is_int());
 }
 
@@ -192,18 +194,19 @@ NodePlan plan_shape(const Graph&, const Node& n, const std::vector<In>& in) {
 }
 
 NodePlan plan_size(const Graph&, const Node&, const std::vector<In>& in) {
-  return constant_out(ints({}, {numel(input(in, 0, "data").shape)}));
+  return constant_out(ints({}, {element_count(input(in, 0, "data").shape)}));
 }
 
 NodePlan plan_constant_of_shape(const Graph&, const Node& n, const std::vector<In>& in) {
   std::vector<int64_t> shape = const_ints(in, 0, "input");
   for (int64_t d : shape)
     if (d < 0) bad("negative dimension in " + shape_str(shape));
-  if (numel(shape) > (1ll << 28)) bad("ConstantOfShape of " + shape_str(shape) + " is too large");
+  if (element_count(shape) > (1ll << 28)) bad("ConstantOfShape of " + shape_str(shape) + " is too large");
   const Attribute* v = n.attr("value");
   if (v && (v->kind != Attribute::Kind::Tensor || v->t->numel() != 1)) bad("value must be a one-element tensor");
-  if (v && v->t->integer) return constant_out(ints(shape, std::vector<int64_t>(size_t(numel(shape)), v->t->i[0])));
-  return constant_out(floats(shape, std::vector<float>(size_t(numel(shape)), v ? v->t->f[0] : 0.f)));
+  if (v && v->t->integer)
+    return constant_out(ints(shape, std::vector<int64_t>(size_t(element_count(shape)), v->t->i[0])));
+  return constant_out(floats(shape, std::vector<float>(size_t(element_count(shape)), v ? v->t->f[0] : 0.f)));
 }
 
 NodePlan plan_constant(const Graph&, const Node& n, const std::vector<In>&) {
@@ -308,7 +311,7 @@ NodePlan plan_concat(const Graph&, const Node& n, const std::vector<In>& in) {
   int64_t at = 0;
   for (size_t k = 0; k < in.size(); ++k) {
     const Shape& s = in[k].shape;
-    if (numel(s) > 0)
+    if (element_count(s) > 0)
       p.steps.push_back(
           copy_step(Ref::in(int(k)), Ref::out(0), copy_dims(s, contiguous_strides(s), 0, ost, at * ost[size_t(axis)])));
     at += s[size_t(axis)];
@@ -345,7 +348,7 @@ NodePlan plan_split(const Graph& g, const Node& n, const std::vector<In>& in) {
     Shape s = x.shape;
     s[size_t(axis)] = parts[k];
     p.outs.push_back(fresh(s, x.is_int()));
-    if (numel(s) > 0)
+    if (element_count(s) > 0)
       p.steps.push_back(
           copy_step(Ref::in(0), Ref::out(int(k)), copy_dims(s, st, at * st[size_t(axis)], contiguous_strides(s), 0)));
     at += parts[k];
@@ -402,7 +405,7 @@ NodePlan plan_slice(const Graph& g, const Node& n, const std::vector<In>& in) {
   }
   NodePlan p;
   p.outs.push_back(fresh(out, x.is_int()));
-  if (numel(out) > 0)
+  if (element_count(out) > 0)
     p.steps.push_back(copy_step(Ref::in(0), Ref::out(0), copy_dims(out, src, offset, contiguous_strides(out), 0)));
   return p;
 }
@@ -441,14 +444,14 @@ NodePlan plan_expand(const Graph&, const Node&, const std::vector<In>& in) {
   const In& x = input(in, 0, "input");
   std::vector<int64_t> shape = const_ints(in, 1, "shape");
   Shape out = broadcast_shape(x.shape, shape);
-  if (numel(out) > (1ll << 31)) bad("Expand to " + shape_str(out) + " is too large");
+  if (element_count(out) > (1ll << 31)) bad("Expand to " + shape_str(out) + " is too large");
   std::vector<int64_t> src(out.size(), 0);
   auto st = contiguous_strides(x.shape);
   for (size_t i = 0; i < x.shape.size(); ++i)
     if (x.shape[i] != 1) src[out.size() - x.shape.size() + i] = st[i];
   NodePlan p;
   p.outs.push_back(fresh(out, x.is_int()));
-  if (numel(out) > 0)
+  if (element_count(out) > 0)
     p.steps.push_back(copy_step(Ref::in(0), Ref::out(0), copy_dims(out, src, 0, contiguous_strides(out), 0)));
   return p;
 }
@@ -494,7 +497,7 @@ NodePlan plan_binary(const Graph& g, const Node& n, const std::vector<In>& in) {
     Shape next = broadcast_shape(acc, shapes[k]);
     bool last = k + 1 == in.size();
     Ref dst = last ? Ref::out(0) : Ref::temp(int(p.temps.size()));
-    if (!last) p.temps.push_back(uint64_t(numel(next)));
+    if (!last) p.temps.push_back(uint64_t(element_count(next)));
     p.steps.push_back(binary_step(op, acc, shapes[k], racc, Ref::in(int(k)), dst));
     acc = next;
     racc = dst;
@@ -545,10 +548,10 @@ NodePlan plan_unary(const Graph& g, const Node& n, const std::vector<In>& in) {
     bool both = in.size() > 2 && in[1].present && in[2].present;
     for (size_t k : {size_t(1), size_t(2)}) {
       if (in.size() <= k || !in[k].present) continue;
-      if (numel(in[k].shape) != 1) bad("Clip bounds must be scalars");
+      if (element_count(in[k].shape) != 1) bad("Clip bounds must be scalars");
       bool last = k == 2 || !both;
       Ref dst = last ? Ref::out(0) : Ref::temp(0);
-      if (!last) p.temps.push_back(uint64_t(numel(x.shape)));
+      if (!last) p.temps.push_back(uint64_t(element_count(x.shape)));
       p.steps.push_back(
           binary_step(k == 1 ? BinaryOp::Max : BinaryOp::Min, x.shape, in[k].shape, src, Ref::in(int(k)), dst));
       src = dst;
@@ -556,7 +559,7 @@ NodePlan plan_unary(const Graph& g, const Node& n, const std::vector<In>& in) {
     return p;
   }
   UnaryParams up = unary_params(g, n, in);
-  uint64_t count = uint64_t(numel(x.shape));
+  uint64_t count = uint64_t(element_count(x.shape));
   if (count) p.steps.push_back({UnaryStep{up, count}, {Ref::in(0)}, Ref::out(0), double(count)});
   return p;
 }
@@ -594,7 +597,7 @@ NodePlan plan_reduce(const Graph& g, const Node& n, const std::vector<In>& in) {
   if (axes.empty() && n.attr_int("noop_with_empty_axes", 0)) return alias_of(0, x.shape);
   std::vector<bool> red(r, axes.empty());
   for (int64_t a : axes) red[size_t(norm_axis(a, r))] = true;
-  Shape out, kept_shape, moved;
+  Shape out;
   std::vector<int64_t> perm;
   for (size_t i = 0; i < r; ++i) {
     if (red[i]) {
@@ -619,7 +622,7 @@ NodePlan plan_reduce(const Graph& g, const Node& n, const std::vector<In>& in) {
   if (block) {
     AxisDims d{u32(prod(x.shape, 0, first), "outer"), u32(len, "reduced extent"),
                u32(first == r ? 1 : prod(x.shape, last + 1, r), "inner")};
-    p.steps.push_back({ReduceStep{d, op}, {Ref::in(0)}, Ref::out(0), double(numel(x.shape))});
+    p.steps.push_back({ReduceStep{d, op}, {Ref::in(0)}, Ref::out(0), double(element_count(x.shape))});
     return p;
   }
   // Otherwise the kept axes first (a transposed copy), then one reduction over the rest.
@@ -629,12 +632,12 @@ NodePlan plan_reduce(const Graph& g, const Node& n, const std::vector<In>& in) {
   Shape tshape;
   std::vector<int64_t> src;
   for (int64_t a : perm) tshape.push_back(x.shape[size_t(a)]), src.push_back(st[size_t(a)]);
-  p.temps.push_back(uint64_t(numel(x.shape)));
+  p.temps.push_back(uint64_t(element_count(x.shape)));
   p.steps.push_back(copy_step(Ref::in(0), Ref::temp(0), copy_dims(tshape, src, 0, contiguous_strides(tshape), 0)));
   p.steps.push_back({ReduceStep{AxisDims{u32(outer, "outer"), u32(len, "reduced extent"), 1}, op},
                      {Ref::temp(0)},
                      Ref::out(0),
-                     double(numel(x.shape))});
+                     double(element_count(x.shape))});
   return p;
 }
 
@@ -648,7 +651,7 @@ NodePlan plan_global_pool(const Graph&, const Node& n, const std::vector<In>& in
   NodePlan p;
   p.outs.push_back(fresh(out));
   if (uint64_t(nn) * c == 0) return p;
-  double work = double(numel(x.shape));
+  double work = double(element_count(x.shape));
   if (n.op == "GlobalAveragePool")
     p.steps.push_back({GlobalPoolStep{nn, c, hw}, {Ref::in(0)}, Ref::out(0), work});
   else
@@ -661,7 +664,7 @@ struct Window {
   uint32_t kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1, pt = 0, pl = 0, pb = 0, pr = 0;
 };
 
-Window window(const Node& n, const Shape& x, const std::vector<int64_t>& kernel, bool ceil_mode) {
+Window window(const Node& n, const Shape& x, const std::vector<int64_t>& kernel) {
   size_t sp = x.size() - 2;
   if (sp != 1 && sp != 2) unsupported(std::to_string(sp) + "-D windows are not supported (1-D and 2-D are)");
   if (kernel.size() != sp) bad("kernel_shape " + shape_str(kernel) + " does not match input " + shape_str(x));
@@ -683,7 +686,6 @@ Window window(const Node& n, const Shape& x, const std::vector<int64_t>& kernel,
     for (size_t i = 0; i < sp; ++i) {
       int64_t in = x[2 + i], out = (in + strides[i] - 1) / strides[i];
       int64_t total = std::max<int64_t>(0, (out - 1) * strides[i] + (kernel[i] - 1) * dil[i] + 1 - in);
-      (void)ceil_mode;
       pads[i] = ap == "SAME_UPPER" ? total / 2 : total - total / 2;
       pads[i + sp] = total - pads[i];
     }
@@ -720,7 +722,7 @@ NodePlan plan_conv(const Graph&, const Node& n, const std::vector<In>& in) {
   std::vector<int64_t> kernel(wshape.begin() + 2, wshape.end());
   if (n.has("kernel_shape") && n.attr_ints("kernel_shape") != kernel)
     bad("kernel_shape " + shape_str(n.attr_ints("kernel_shape")) + " differs from the weights " + shape_str(wshape));
-  Window win = window(n, x.shape, kernel, false);
+  Window win = window(n, x.shape, kernel);
   int64_t groups = n.attr_int("group", 1);
   if (groups <= 0) bad("group " + std::to_string(groups));
   Conv2dDims d;
@@ -741,8 +743,9 @@ NodePlan plan_conv(const Graph&, const Node& n, const std::vector<In>& in) {
     bad(e.what());
   }
   bool has_bias = in.size() > 2 && in[2].present;
-  if (has_bias && numel(float_input(in, 2, "B").shape) != int64_t(d.c_out))
-    bad("bias has " + std::to_string(numel(in[2].shape)) + " values for " + std::to_string(d.c_out) + " channels");
+  if (has_bias && element_count(float_input(in, 2, "B").shape) != int64_t(d.c_out))
+    bad("bias has " + std::to_string(element_count(in[2].shape)) + " values for " + std::to_string(d.c_out) +
+        " channels");
   Shape out = spatial_out(x.shape, d.c_out, d.out_h(), d.out_w());
   ConvEpilogue ep = n.fused;
   ep.bias = has_bias;
@@ -771,17 +774,18 @@ NodePlan plan_conv(const Graph&, const Node& n, const std::vector<In>& in) {
   ConvEpilogue plain = ep;
   plain.residual = false;
   plain.act = Activation::None;
-  p.temps.push_back(uint64_t(numel(out)));
+  p.temps.push_back(uint64_t(element_count(out)));
   p.steps.push_back(conv_step(plain, Ref::temp(0)));
   bool act = ep.act != Activation::None;
-  if (act) p.temps.push_back(uint64_t(numel(out)));
+  if (act) p.temps.push_back(uint64_t(element_count(out)));
   p.steps.push_back(
       binary_step(BinaryOp::Add, out, res.shape, Ref::temp(0), Ref::in(3), act ? Ref::temp(1) : Ref::out(0)));
   if (act) {
     UnaryParams up = ep.act == Activation::Relu    ? UnaryParams{UnaryOp::Relu}
                      : ep.act == Activation::Relu6 ? UnaryParams{UnaryOp::Clip, 0.f, 6.f}
                                                    : UnaryParams{UnaryOp::Clip, ep.clip_min, ep.clip_max};
-    p.steps.push_back({UnaryStep{up, uint64_t(numel(out))}, {Ref::temp(1)}, Ref::out(0), double(numel(out))});
+    p.steps.push_back(
+        {UnaryStep{up, uint64_t(element_count(out))}, {Ref::temp(1)}, Ref::out(0), double(element_count(out))});
   }
   return p;
 }
@@ -793,7 +797,7 @@ NodePlan plan_pool(const Graph& g, const Node& n, const std::vector<In>& in) {
   if (n.outputs.size() > 1 && !n.outputs[1].empty()) unsupported("the Indices output of MaxPool is not supported");
   if (n.attr_int("storage_order", 0) != 0) unsupported("storage_order 1");
   bool ceil_mode = g.opset >= 10 && n.attr_int("ceil_mode", 0) != 0;
-  Window win = window(n, x.shape, n.attr_ints("kernel_shape"), ceil_mode);
+  Window win = window(n, x.shape, n.attr_ints("kernel_shape"));
   Pool2dDims d;
   d.n = u32(x.shape[0], "N");
   d.c = u32(x.shape[1], "C");
@@ -847,7 +851,7 @@ NodePlan plan_batchnorm(const Graph&, const Node& n, const std::vector<In>& in) 
   cs[0] = c;
   NodePlan p;
   p.outs.push_back(fresh(x.shape));
-  p.temps.push_back(uint64_t(numel(x.shape)));
+  p.temps.push_back(uint64_t(element_count(x.shape)));
   p.steps.push_back(binary_step(BinaryOp::Mul, x.shape, cs, Ref::in(0), Ref::cst(floats(cs, scale)), Ref::temp(0)));
   p.steps.push_back(binary_step(BinaryOp::Add, x.shape, cs, Ref::temp(0), Ref::cst(floats(cs, shift)), Ref::out(0)));
   return p;
@@ -908,7 +912,7 @@ NodePlan plan_gemm(const Graph&, const Node& n, const std::vector<In>& in) {
       rc = Ref::cst(floats(c.shape, v));
     } else if (beta != 1.f) {  // beta C into a scratch buffer
       int t = int(p.temps.size());
-      p.temps.push_back(uint64_t(numel(c.shape)));
+      p.temps.push_back(uint64_t(element_count(c.shape)));
       p.steps.push_back(
           binary_step(BinaryOp::Mul, c.shape, {}, Ref::in(2), Ref::cst(floats({}, {beta})), Ref::temp(t)));
       rc = Ref::temp(t);
@@ -937,11 +941,11 @@ NodePlan plan_matmul(const Graph&, const Node&, const std::vector<In>& in) {
   if (!b1) out.push_back(nn);
   NodePlan p;
   p.outs.push_back(fresh(out));
-  if (numel(out) == 0) return p;
+  if (element_count(out) == 0) return p;
   // B one matrix: A's batch dims fold into M and the SGEMM ladder runs it.
-  if (bbatch.empty() || numel(bbatch) == 1) {
-    if (numel(abatch) == numel(batch)) {
-      MatmulDims md{u32(numel(batch) * m, "M"), u32(nn, "N"), u32(k, "K"), false};
+  if (bbatch.empty() || element_count(bbatch) == 1) {
+    if (element_count(abatch) == element_count(batch)) {
+      MatmulDims md{u32(element_count(batch) * m, "M"), u32(nn, "N"), u32(k, "K"), false};
       p.steps.push_back({MatmulStep{md}, {Ref::in(0), Ref::in(1)}, Ref::out(0), md.flops()});
       return p;
     }
