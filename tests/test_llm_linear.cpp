@@ -2,6 +2,7 @@
 #include "test_llm_util.h"
 
 #include <array>
+#include <cstring>
 #include <limits>
 #include <memory>
 
@@ -131,6 +132,60 @@ TEST(LlmLinear, MatvecTuningsMatchReference) {
       EXPECT_LE(test::rel_error(download<float>(ctx(), y), want), 1e-5)
           << to_string(t) << " wg " << tune.wg << " tpr " << tune.tpr << " unroll " << tune.unroll << " rows "
           << tune.rows;
+    }
+  }
+}
+
+// The serving kernel's results do not depend on the batch: a token alone, among others, at any
+// place in the batch, with any workgroup size or token tile, gives bit-identical outputs (with a
+// row range, bias and accumulation on top).
+TEST(LlmLinear, BatchedIsBatchInvariant) {
+  for (auto t : kAllWeightTypes) {
+    const int64_t rows = 45, cols = block_elems(t) == 256 ? 512 : block_elems(t) == 32 ? 608 : 203;
+    auto bytes = ref::random_weight(t, rows + 7, cols, 31);
+    auto w = upload_weight(ctx(), t, bytes, rows + 7, cols);
+    const int n = 21;
+    auto xv = test::random_floats(size_t(n * cols), 32);
+    auto x = make_tensor(ctx(), {int64_t(xv.size())}, xv);
+    auto bias = make_tensor(ctx(), {rows + 7}, test::random_floats(size_t(rows + 7), 33));
+    auto y0v = test::random_floats(size_t(n * rows), 34);
+    // Tokens [first, first + count) of x, as a batch of their own, into rows [first, ...) of y.
+    auto run = [&](LlmOps& o, int first, int count) {
+      auto y = make_tensor(ctx(), {int64_t(y0v.size())}, y0v);
+      auto xs = make_tensor(ctx(), {int64_t(count) * cols},
+                            std::span<const float>(xv).subspan(size_t(first) * size_t(cols), size_t(count * cols)));
+      LinearOptions lo;
+      lo.row0 = 7;
+      lo.rows = rows;
+      lo.bias = bias;
+      lo.accumulate = true;
+      lo.version = Version::Batched;
+      Batch b(ctx());
+      auto yv = test::poisoned(int64_t(count) * rows);
+      b.copy(y, uint64_t(first) * uint64_t(rows) * 4, yv, 0, uint64_t(count) * uint64_t(rows) * 4);
+      o.linear(b, w, xs, yv, count, lo);
+      b.run();
+      return download<float>(ctx(), yv);
+    };
+    LlmOps& o = ops();
+    auto all = run(o, 0, n);
+    auto deq = ref::dequantize(t, bytes, rows + 7, cols);
+    auto r = ref::linear(deq, cols, xv, n, 7, rows);
+    std::vector<float> want(r.size());
+    auto bv = download<float>(ctx(), bias);
+    for (size_t i = 0; i < r.size(); ++i) want[i] = float(r[i] + bv[7 + i % size_t(rows)] + y0v[i]);
+    EXPECT_LE(test::rel_error(all, want), 1e-5) << to_string(t);
+    auto same = [&](const std::vector<float>& got, int first, const std::string& what) {
+      ASSERT_EQ(std::memcmp(got.data(), all.data() + size_t(first) * size_t(rows), got.size() * 4), 0)
+          << to_string(t) << " " << what;
+    };
+    for (int i : {0, 5, n - 1}) same(run(o, i, 1), i, "token " + std::to_string(i) + " alone");
+    same(run(o, 3, 9), 3, "tokens 3..11");
+    for (uint32_t wg : {8u, 64u, 256u}) {
+      LlmOps other(ctx());
+      other.tuning.batched_wg = wg;
+      same(run(other, 0, n), 0, "workgroup " + std::to_string(wg));
+      same(run(other, 2, 4), 2, "workgroup " + std::to_string(wg) + ", 4 tokens");
     }
   }
 }

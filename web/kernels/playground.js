@@ -14,6 +14,7 @@ const params = new URLSearchParams(location.search);
 const inject = params.get('inject');
 const only = params.get('only')?.split(',').filter(Boolean) ?? null;
 const MAX_SIDE = 384; // longest image side the page works on (the JS references are plain loops)
+const SHOWN = 'naive_vec4'; // the stencil version whose output is shown: what ops/stencil.cpp's Auto picks for RGBA
 
 let gpu = null;
 let image = null; // { data: Float32Array RGBA in [0, 1], w, h }
@@ -84,7 +85,7 @@ function reduceChecks() {
   return list;
 }
 
-function stencilChecks(shown) {
+function stencilChecks() {
   const { data, w, h } = image;
   const sigma = Number($('sigma').value);
   const list = [];
@@ -95,7 +96,7 @@ function stencilChecks(shown) {
       list.push({ kernel: op, version: v, problem: `${w}x${h} RGBA${op === 'blur' ? `, sigma ${sigma}` : ''}`, want,
                   why: gpu ? cases.stencilUnsupported(gpu, op, v, sigma) : '',
                   gpu: () => (op === 'sobel' ? cases.sobel(gpu, v, data, w, h) : cases.blur(gpu, v, data, w, h, sigma)),
-                  show: (out) => v === shown && paint($(op === 'sobel' ? 'img-sobel' : 'img-blur'), out, w, h) });
+                  show: v === SHOWN ? (out) => paint($(op === 'sobel' ? 'img-sobel' : 'img-blur'), out, w, h) : null });
   }
   return list;
 }
@@ -165,10 +166,8 @@ async function runChecks(table, summary, list) {
 }
 
 const runKernelChecks = () => runChecks($('checks'), $('summary'), [...elementwiseChecks(), ...matmulChecks(), ...reduceChecks()]);
-const runImageChecks = () => runChecks($('image-checks'), $('image-summary'), stencilChecks(shownVersion()));
+const runImageChecks = () => runChecks($('image-checks'), $('image-summary'), stencilChecks());
 
-// The stencil version whose output the page shows: the one ops/stencil.cpp's Auto picks for RGBA.
-const shownVersion = () => 'naive_vec4';
 
 // --- the matmul timing table (wgc bench's columns) -------------------------------------------
 async function runTiming() {
@@ -300,7 +299,7 @@ async function main() {
   }
   image = patternImage();
   paint($('img-input'), image.data, image.w, image.h);
-  $('shown-version').textContent = gpu ? shownVersion() : 'JavaScript reference';
+  $('shown-version').textContent = gpu ? SHOWN : 'JavaScript reference';
   if (params.has('size')) $('size').value = params.get('size');
   if (params.has('repeats')) $('repeats').value = params.get('repeats');
   for (const id of ['run-checks', 'run-timing']) {

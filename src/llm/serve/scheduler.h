@@ -17,11 +17,11 @@
 // batch).
 #pragma once
 
-#include "util/error.h"
 #include "llm/generate/generator.h"
 #include "llm/generate/sampler.h"
 #include "llm/model/llama.h"
 #include "llm/tokenizer/tokenizer.h"
+#include "util/error.h"
 
 #include <cstdint>
 #include <functional>
