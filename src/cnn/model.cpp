@@ -75,6 +75,11 @@ struct Model::Impl {
         throw Error("wgc: input '" + graph.inputs[k].name +
                     "': " + std::to_string(x.integer ? x.i.size() : x.f.size()) + " values for shape " +
                     wgc::to_string(x.shape));
+      bool int_input = graph.inputs[k].elem_type == 6 || graph.inputs[k].elem_type == 7;
+      if (x.integer != int_input)
+        throw Error("wgc: input '" + graph.inputs[k].name + "' is " +
+                    std::string(onnx_type_name(graph.inputs[k].elem_type)) + ", the values given are " +
+                    (x.integer ? "integers" : "floats"));
       specs.push_back({x.shape, x.integer ? std::make_shared<HostTensor>(x) : nullptr});
     }
     auto c = std::make_unique<CachedPlan>();

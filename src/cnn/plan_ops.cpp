@@ -43,7 +43,7 @@ const In& float_input(const std::vector<In>& in, size_t k, const char* what) {
 
 int64_t norm_axis(int64_t axis, size_t rank, const char* what = "axis") {
   int64_t r = int64_t(rank);
-  if (axis < -r || axis >= std::max<int64_t>(r, 1))
+  if (axis < -r || axis >= r)
     bad(std::string(what) + " " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
   return axis < 0 ? axis + r : axis;
 }
