@@ -7,6 +7,7 @@
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <set>
@@ -278,7 +279,8 @@ Graph parse_onnx(std::span<const std::byte> bytes, const std::string& source) {
     if (size_t(np.attribute_size()) > kMaxAttributes)
       throw Error("wgc: " + g.where(n) + ": " + std::to_string(np.attribute_size()) + " attributes (at most " +
                   std::to_string(kMaxAttributes) + ")");
-    if (np.output_size() == 0 || np.output(0).empty()) throw Error("wgc: " + g.where(n) + ": the node has no output");
+    if (std::all_of(np.output().begin(), np.output().end(), [](const auto& o) { return o.empty(); }))
+      throw Error("wgc: " + g.where(n) + ": the node has no output");
     n.inputs.assign(np.input().begin(), np.input().end());
     n.outputs.assign(np.output().begin(), np.output().end());
     for (const auto& in : n.inputs)

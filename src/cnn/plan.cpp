@@ -215,7 +215,7 @@ Plan make_plan(const Graph& g, const std::vector<InputSpec>& inputs) {
   for (size_t k = 0; k < g.nodes.size(); ++k) {
     const Node& node = g.nodes[k];
     try {
-      if (node.outputs.empty() || node.outputs[0].empty()) throw Error("the node has no output");
+      if (node.outputs.empty()) throw Error("the node has no output");
       if (!node.domain.empty())
         throw Unsupported("ops of domain '" + node.domain + "' are not supported (only the default ONNX domain)");
       detail::Planner planner = detail::find_planner(node.op);
