@@ -869,6 +869,7 @@ NodePlan plan_gemm(const Graph&, const Node& n, const std::vector<In>& in) {
   int64_t m = ta ? a.shape[1] : a.shape[0], k = ta ? a.shape[0] : a.shape[1];
   int64_t kb = tb ? b.shape[1] : b.shape[0], nn = tb ? b.shape[0] : b.shape[1];
   if (k != kb) bad("inner dimensions differ: A " + shape_str(a.shape) + ", B " + shape_str(b.shape));
+  if (k == 0) unsupported("a product over an empty inner dimension");
   Shape out = {m, nn};
   NodePlan p;
   p.outs.push_back(fresh(out));
@@ -934,6 +935,7 @@ NodePlan plan_matmul(const Graph&, const Node&, const std::vector<In>& in) {
   if (b1) bs.push_back(1);
   int64_t m = as[as.size() - 2], k = as.back(), kb = bs[bs.size() - 2], nn = bs.back();
   if (k != kb) bad("inner dimensions differ: " + shape_str(a.shape) + " x " + shape_str(b.shape));
+  if (k == 0) unsupported("a product over an empty inner dimension");
   Shape abatch(as.begin(), as.end() - 2), bbatch(bs.begin(), bs.end() - 2);
   Shape batch = broadcast_shape(abatch, bbatch);
   Shape out = batch;
