@@ -1,17 +1,18 @@
 // `wgc bench --ops conv2d,depthwise,winograd,pool --sizes ...`: every convolution version on
 // the anchor layers and MobileNetV2's layers, against the plain CPU loop and OpenBLAS
-// (im2col + sgemm). Sizes are presets or specs (conv_bench_sizes below); convolutions are timed
+// (im2col + sgemm). Sizes are presets or specs (kPresets and parse_spec below); convolutions are timed
 // as a model runs them: prepared weights (prepare_conv2d), bias + ReLU fused.
 #include "bench/bench.h"
 #include "cpu/conv.h"
-#include "util/error.h"
 #include "ops/conv.h"
 #include "ops/pool.h"
+#include "util/error.h"
 
 #include <cctype>
 #include <cmath>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 
 #ifdef WGC_HAVE_CBLAS
@@ -205,7 +206,45 @@ std::vector<Case> conv_cases(const Context& ctx, const std::string& op, const Co
 
 const std::vector<Conv2dVersion> kAll(std::begin(kConv2dVersions), std::end(kConv2dVersions));
 
+// The NHWC implicit GEMM on the same layer (x and y transposed once, outside the timing).
+std::optional<Case> nhwc_case(const Context& ctx, const Conv2dDims& d) {
+  if (!supports_conv2d_nhwc(ctx, d)) return std::nullopt;
+  auto cd = conv_data(ctx, d);
+  const uint64_t hw = uint64_t(d.h) * d.w, ohw = uint64_t(d.out_h()) * d.out_w();
+  std::vector<float> xt(cd->x.size());
+  for (uint64_t n = 0; n < d.n; ++n)
+    for (uint64_t c = 0; c < d.c_in; ++c)
+      for (uint64_t p = 0; p < hw; ++p) xt[(n * hw + p) * d.c_in + c] = cd->x[(n * d.c_in + c) * hw + p];
+  cd->tx = make_tensor(ctx, {int64_t(xt.size())}, xt);
+  auto w = std::make_shared<Tensor>(prepare_conv2d_nhwc_weights(ctx, cd->w, d));
+  auto bias = std::make_shared<Tensor>(make_tensor(ctx, {int64_t(d.c_out)}, cd->bias));
+  Case c;
+  c.op = "conv2d";
+  c.version = "implicit-gemm-nhwc";
+  c.size = conv_spec(d);
+  c.bytes = 4.0 * double(d.x_elements() + d.w_elements() + d.y_elements() + d.c_out);
+  c.elements = c.flops = d.flops();
+  c.x_label = "layer FLOPs";
+  c.record = [cd, w, bias](Batch& b) { conv2d_nhwc(b, cd->tx, *w, *bias, {}, cd->ty, cd->d, cd->ep); };
+  c.check = [cd, w, bias, ohw, &ctx] {
+    fill_u32(ctx, cd->ty, kPoisonNaN);
+    Batch b(ctx);
+    conv2d_nhwc(b, cd->tx, *w, *bias, {}, cd->ty, cd->d, cd->ep);
+    b.run();
+    auto y = download<float>(ctx, cd->ty);
+    std::vector<float> got;
+    for (uint64_t i : cd->sample) {  // NCHW index -> NHWC
+      uint64_t pix = i % ohw, co = (i / ohw) % cd->d.c_out, n = i / ohw / cd->d.c_out;
+      got.push_back(y[size_t((n * ohw + pix) * cd->d.c_out + co)]);
+    }
+    return max_rel_error(std::span<const float>(got), std::span<const float>(cd->want));
+  };
+  c.tolerance = 1e-5 * (1 + std::sqrt(double(d.c_in / d.groups) * d.kh * d.kw));
+  return c;
+}
+
 std::vector<Case> conv2d_op(const Context& ctx, const Options& o) {
+  check_conv2d_tuning(ctx);
   std::vector<Case> out;
   for (const auto& s :
        size_list(o, ctx, {"n1c8o12h13k3p1"}, {"n1c32o32h28k3p1", "n2c24o40h17k3s2p1", "n1c64o24h28k1p0"},
@@ -217,12 +256,15 @@ std::vector<Case> conv2d_op(const Context& ctx, const Options& o) {
           out.push_back(std::move(c));
       continue;
     }
-    for (auto& c : conv_cases(ctx, "conv2d", conv_dims(parse_spec(s), false), kAll, false)) out.push_back(std::move(c));
+    Conv2dDims d = conv_dims(parse_spec(s), false);
+    for (auto& c : conv_cases(ctx, "conv2d", d, kAll, false)) out.push_back(std::move(c));
+    if (auto c = nhwc_case(ctx, d)) out.push_back(std::move(*c));
   }
   return out;
 }
 
 std::vector<Case> depthwise_op(const Context& ctx, const Options& o) {
+  check_conv2d_tuning(ctx);
   // The depthwise kernel against the general ones that take groups; rates in GB/s against the
   // copy bandwidth (depthwise layers are memory-bound).
   const std::vector<Conv2dVersion> versions{Conv2dVersion::Depthwise, Conv2dVersion::Direct, Conv2dVersion::DirectTiled,
@@ -245,6 +287,7 @@ std::vector<Case> depthwise_op(const Context& ctx, const Options& o) {
 }
 
 std::vector<Case> winograd_op(const Context& ctx, const Options& o) {
+  check_conv2d_tuning(ctx);
   const std::vector<Conv2dVersion> versions{Conv2dVersion::Winograd2x2, Conv2dVersion::ImplicitGemm};
   std::vector<Case> out;
   for (const auto& s : size_list(o, ctx, {"n1c8o12h13k3p1"}, {"n1c32o32h28k3p1", "n1c64o64h14k3p1"},

@@ -31,8 +31,9 @@ summary=""
 for step in $steps; do
   case $step in
     info) $wgc info | tee "$RES/info.txt" ;;
-    tests)
-      for t in /tmp/wgc/bin/test_*; do
+    tests)  # every test binary, or those named in $WGC_DEVICE_TESTS (e.g. "test_llm_batched test_scheduler")
+      for t in ${WGC_DEVICE_TESTS:-/tmp/wgc/bin/test_*}; do
+        [[ "$t" == /* ]] || t=/tmp/wgc/bin/$t
         if timeout 300 "$t" --gtest_brief=1 >"$RES/$(basename "$t").log" 2>&1; then r=pass; else r=FAIL; fi
         summary+="$(basename "$t"): $r"$'\n'
       done ;;

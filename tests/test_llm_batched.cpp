@@ -74,9 +74,30 @@ std::vector<int32_t> ids(int n, int seed, int vocab) {
   return v;
 }
 
-void check_model(const fs::path& path, Version lin) {
-  ModelFile mf = open_model(path, {false, false});
-  LlamaModel model(ctx(), mf, engine(64));
+// The default model for the single-sequence comparisons, once per test binary.
+LlamaModel& shared_model() {
+  static ModelFile* mf = new ModelFile(open_model(default_model(), {false, false}));
+  static LlamaModel* m = new LlamaModel(ctx(), *mf, engine(64));
+  return *m;
+}
+
+// The default model with a small pool: 2 rows, 16 tokens per step, 8 blocks of 4.
+struct Small {
+  LlamaModel& model = shared_model();
+  BatchedOptions bo = [] {
+    BatchedOptions o;
+    o.max_tokens = 16;
+    o.max_rows = 2;
+    o.block_tokens = 4;
+    o.blocks = 8;
+    return o;
+  }();
+  BatchedLlama bl{model, bo};
+};
+
+void check_model(Version lin, double tolerance = 1e-4) {
+  const fs::path path = default_model();
+  LlamaModel& model = shared_model();
   const int vocab = int(model.config().vocab_size);
   BatchedOptions bo;
   bo.max_tokens = 48;
@@ -86,7 +107,9 @@ void check_model(const fs::path& path, Version lin) {
   bo.split_len = 16;  // several splits at these lengths
   bo.linear = lin;
   BatchedLlama bl(model, bo);
-  const std::string what = path.filename().string() + (lin == Version::Batched ? " batched" : " naive");
+  const std::string what = path.filename().string() + (lin == Version::Batched     ? " batched"
+                                                       : lin == Version::BatchedQ8 ? " batched-q8"
+                                                                                   : " naive");
 
   // A alone: a 21-token prompt in one chunk, then 3 tokens one at a time.
   Seq a{ids(24, 1, vocab), 0, {}};
@@ -97,9 +120,10 @@ void check_model(const fs::path& path, Version lin) {
 
   // The single-sequence engine agrees (to rounding: it runs other kernels).
   model.rewind(0);
-  EXPECT_LT(test::rel_error(alone[0], model.logits(std::span<const int32_t>(a.tokens).first(21))), 1e-4) << what;
+  EXPECT_LT(test::rel_error(alone[0], model.logits(std::span<const int32_t>(a.tokens).first(21))), tolerance) << what;
   model.logits(std::span<const int32_t>(a.tokens).subspan(21, 2));
-  EXPECT_LT(test::rel_error(alone[3], model.logits(std::span<const int32_t>(a.tokens).subspan(23, 1))), 1e-4) << what;
+  EXPECT_LT(test::rel_error(alone[3], model.logits(std::span<const int32_t>(a.tokens).subspan(23, 1))), tolerance)
+      << what;
 
   // A again among B and C, its prompt in chunks of 5 + 9 + 7 while the others prefill and decode.
   Seq a2{a.tokens, 0, {}}, b{ids(30, 2, vocab), 0, {}}, c{ids(12, 3, vocab), 0, {}};
@@ -121,24 +145,79 @@ void check_model(const fs::path& path, Version lin) {
 
 TEST(BatchedLlama, NaiveKernelsInvariantAndEqualToTheSingleSequencePath) {
   WGC_REQUIRE_FILE(default_model());
-  check_model(default_model(), Version::Naive);
+  check_model(Version::Naive);
 }
 
 TEST(BatchedLlama, BatchedKernelsInvariantAndEqualToTheSingleSequencePath) {
   WGC_REQUIRE_FILE(default_model());
-  check_model(default_model(), Version::Batched);
+  check_model(Version::Batched);
+}
+
+// 8-bit activations (the default model is Q8_0): invariant too, within quantization error of the
+// f32 path.
+TEST(BatchedLlama, BatchedQ8KernelsInvariant) {
+  WGC_REQUIRE_FILE(default_model());
+  check_model(Version::BatchedQ8, 3e-2);
+}
+
+// A step recorded before the previous one's tokens are back (feed_row: the argmax copied on the
+// GPU) gives what feeding the read-back token gives.
+TEST(BatchedLlama, FeedRowPipelinesSteps) {
+  WGC_REQUIRE_FILE(default_model());
+  Small m;
+  auto& bl = m.bl;
+  std::vector<int32_t> a = {0, 5, 77, 301, 12}, b = {0, 9, 8};
+  std::vector<int32_t> ta = {0, 1}, tb = {2, 3};
+  auto prefill = [&](std::vector<StepSequence>& st) {
+    st.resize(2);
+    st[0].tokens = a;
+    st[0].blocks = ta;
+    st[0].top_k = 1;
+    st[1].tokens = b;
+    st[1].blocks = tb;
+    st[1].top_k = 1;
+  };
+  std::vector<StepSequence> s1;
+  prefill(s1);
+  auto r1 = bl.step(s1);
+  std::vector<int32_t> na = {r1[0].top_ids[0]}, nb = {r1[1].top_ids[0]};
+  std::vector<StepSequence> s2(2);
+  s2[0].tokens = na;
+  s2[0].pos0 = 5;
+  s2[0].blocks = ta;
+  s2[0].full = true;
+  s2[1].tokens = nb;
+  s2[1].pos0 = 3;
+  s2[1].blocks = tb;
+  s2[1].full = true;
+  auto r2 = bl.step(s2);
+
+  std::vector<StepSequence> p1;
+  prefill(p1);
+  auto h1 = bl.submit(p1);
+  std::vector<int32_t> placeholder = {0};
+  auto p2 = s2;
+  p2[0].tokens = placeholder;
+  p2[0].feed_row = 0;
+  p2[1].tokens = placeholder;
+  p2[1].feed_row = 1;
+  auto h2 = bl.submit(p2);
+  auto c1 = bl.collect(h1);
+  auto c2 = bl.collect(h2);
+  EXPECT_EQ(c1[0].top_ids, r1[0].top_ids);
+  EXPECT_EQ(c1[1].top_ids, r1[1].top_ids);
+  EXPECT_EQ(c2[0].logits, r2[0].logits);
+  EXPECT_EQ(c2[1].logits, r2[1].logits);
+  EXPECT_THROW(bl.collect(h1), Error);  // collected already
+  p2[0].feed_row = 5;                   // the previous step had 2 rows
+  EXPECT_THROW(bl.submit(p2), Error);
 }
 
 TEST(BatchedLlama, TopKLogSumExpAndErrors) {
   WGC_REQUIRE_FILE(default_model());
-  ModelFile mf = open_model(default_model(), {false, false});
-  LlamaModel model(ctx(), mf, engine(32));
-  BatchedOptions bo;
-  bo.max_tokens = 16;
-  bo.max_rows = 2;
-  bo.block_tokens = 4;
-  bo.blocks = 8;
-  BatchedLlama bl(model, bo);
+  Small m;
+  auto& bl = m.bl;
+  auto& model = m.model;
   std::vector<int32_t> prompt = {0, 5, 77, 301, 12};
   std::vector<int32_t> blocks = {6, 1};
   StepSequence s;
@@ -178,8 +257,9 @@ TEST(BatchedLlama, TopKLogSumExpAndErrors) {
   bad.tokens = many;
   fails(bad);
   bad = s;
-  bad.pos0 = 30;  // past the 32-position context
+  bad.pos0 = 62;  // past the 64-position context
   fails(bad);
-  bo.blocks = 0;
-  EXPECT_THROW(BatchedLlama(model, bo), Error);
+  BatchedOptions none = m.bo;
+  none.blocks = 0;
+  EXPECT_THROW(BatchedLlama(model, none), Error);
 }

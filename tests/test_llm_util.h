@@ -41,6 +41,7 @@ inline const char* name(llm::Version v) {
     case llm::Version::Shared: return "shared";
     case llm::Version::RegTile: return "regtile";
     case llm::Version::Batched: return "batched";
+    case llm::Version::BatchedQ8: return "batched-q8";
   }
   return "?";
 }

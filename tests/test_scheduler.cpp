@@ -21,7 +21,7 @@ namespace {
 
 fs::path default_model() { return fs::path(WGC_SOURCE_DIR) / "models" / kDefaultModelFile; }
 
-constexpr int kCtx = 48;
+constexpr int kCtx = 32;
 
 struct Dict {
   ModelFile file;
@@ -480,7 +480,7 @@ TEST(Scheduler, KvPoolLimits) {
   so.kv_block_tokens = 4;
   so.kv_blocks = 5;  // 20 positions
   Scheduler s(m.model, m.tok, so);
-  Request huge = request("The moon", -1);  // up to the 48-token context: 12 blocks
+  Request huge = request("The moon", -1);  // up to the 32-token context: 8 blocks
   Collector h;
   h.submit(s, huge);
   auto& hr = h.wait();

@@ -3,19 +3,20 @@
 // (streamed chunks add up to the whole answer), and the Prometheus text. The server over HTTP is
 // tested by tests/serve/*.test.mjs with the official openai client.
 #include "llm/chat/chat_template.h"
-#include "util/json.h"
 #include "llm/generate/default_model.h"
 #include "llm/generate/generator.h"
 #include "server/metrics.h"
 #include "server/request.h"
 #include "server/response.h"
 #include "test_util.h"
+#include "util/json.h"
 
 #include <cstring>
 #include <sstream>
 
 using namespace wgc;
 using namespace wgc::server;
+namespace json = wgc::json;
 namespace fs = std::filesystem;
 
 namespace {
@@ -155,6 +156,9 @@ TEST(ServerRequest, RefusalsNameTheField) {
       {C, R"({"prompt": "x", "repeat_penalty": 0})", "", "repeat_penalty"},
       {C, R"({"prompt": "x", "seed": 1.5})", "seed", "integer"},
       {C, R"({"prompt": "x", "seed": "1"})", "seed", "integer"},
+      {C, R"({"prompt": "x", "seed": 9223372036854775808})", "seed", "must be in"},
+      {C, R"({"prompt": "x", "seed": 1e19})", "seed", "must be in"},
+      {C, R"({"prompt": "x", "max_tokens": 1e300})", "max_tokens", "must be in"},
       {C, R"({"prompt": "x", "max_tokens": 0})", "max_tokens", "[1, "},
       {C, R"({"prompt": "x", "max_tokens": 2.5})", "max_tokens", "integer"},
       {C, R"({"prompt": "x", "max_tokens": 3, "max_completion_tokens": 4})", "max_completion_tokens", "differ"},

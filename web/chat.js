@@ -10,6 +10,7 @@ const SETTINGS = ['system', 'temperature', 'top_p', 'max_tokens', 'seed'];
 const STORE = 'wgc-chat-settings';
 
 const history = []; // { role, content } of the finished turns
+let conversation = 0; // bumped by New chat: a reply still ending then stays out of the new history
 let model = null;
 let controller = null; // the running request's AbortController
 
@@ -145,6 +146,7 @@ async function send(text) {
     showError(e.message);
     return;
   }
+  const conv = conversation;
   const system = $('system').value.trim();
   const messages = [...(system ? [{ role: 'system', content: system }] : []), ...history, { role: 'user', content: text }];
   addMessage('user', text);
@@ -197,7 +199,8 @@ async function send(text) {
   setReply(reply, out);
   reply.dataset.status = status;
   setMeta(reply, status === 'error' ? 'failed' : stats(s, status));
-  if (status !== 'error') history.push({ role: 'user', content: text }, { role: 'assistant', content: out });
+  if (status !== 'error' && conv === conversation)
+    history.push({ role: 'user', content: text }, { role: 'assistant', content: out });
 }
 
 function setBusy(busy) {
@@ -231,6 +234,7 @@ async function main() {
   });
   $('new-chat').addEventListener('click', () => {
     controller?.abort();
+    conversation++;
     history.length = 0;
     $('messages').replaceChildren($('empty'));
     $('empty').hidden = false;

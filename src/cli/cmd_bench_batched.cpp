@@ -57,6 +57,7 @@ struct Run {
 struct Bench {
   llm::BatchedLlama& engine;
   int vocab, block;
+  bool sync;  // wait for each decode step before recording the next
   std::mt19937 rng;
 
   Run run(int B, int p, int n, int batch) {
@@ -97,9 +98,10 @@ struct Bench {
       for (size_t i = 0; i < who.size(); ++i) next[size_t(who[i])] = rows[i].top_ids[0];
     }
     r.pp_s = std::chrono::duration<double>(Clock::now() - t0).count();
-    // TG: n steps of one token per sequence.
+    // TG: n steps of one token per sequence. Pipelined: step t + 1 (its tokens the argmax of step
+    // t, copied on the GPU) is recorded and submitted before step t's tokens are read back.
     t0 = Clock::now();
-    for (int t = 0; t < n; ++t) {
+    auto decode_step = [&](int t, bool fed) {
       std::vector<llm::StepSequence> step(static_cast<size_t>(B));
       for (int i = 0; i < B; ++i) {
         auto& q = step[size_t(i)];
@@ -107,10 +109,22 @@ struct Bench {
         q.pos0 = p + t;
         q.blocks = tables[size_t(i)];
         q.top_k = 1;
+        if (fed) q.feed_row = i;
       }
-      auto rows = engine.step(step);
+      return engine.submit(step);
+    };
+    auto take = [&](llm::BatchedLlama::Pending& h) {
+      auto rows = engine.collect(h);
       for (int i = 0; i < B; ++i) next[size_t(i)] = rows[size_t(i)].top_ids[0];
+    };
+    llm::BatchedLlama::Pending inflight = decode_step(0, false);
+    for (int t = 1; t < n; ++t) {
+      if (sync) take(inflight);
+      llm::BatchedLlama::Pending h = decode_step(t, !sync);
+      if (!sync) take(inflight);
+      inflight = std::move(h);
     }
+    take(inflight);
     r.tg_s = std::chrono::duration<double>(Clock::now() - t0).count();
     return r;
   }
@@ -127,19 +141,36 @@ int bench_batched_cmd(Args& a) {
   const int block = positive(a, "--block", 16, 1);
   const auto seed = static_cast<uint32_t>(a.number_or("--seed", 1));
   const bool warmup = !a.flag("--no-warmup");
+  const bool sync = a.flag("--sync");
   auto json = a.option("--json");
   auto png = a.option("--png");
   llm::Version lin = llm::Version::Auto;
   if (auto k = a.option("--kernel")) {
     if (*k == "batched")
       lin = llm::Version::Batched;
+    else if (*k == "batched-q8")
+      lin = llm::Version::BatchedQ8;
     else if (*k == "naive")
       lin = llm::Version::Naive;
     else if (*k != "auto")
-      throw Error("wgc bench-batched: --kernel expects auto, batched or naive, got '" + *k + "'");
+      throw Error("wgc bench-batched: --kernel expects auto, batched, batched-q8 or naive, got '" + *k + "'");
   }
+  llm::LlmTuning tuning;
+  if (auto t = a.option("--batched")) {  // KL,WG,MIN_GROUPS of the batched kernels (or KLxWGxMIN)
+    unsigned v[3];
+    char tail;
+    std::string m = *t;
+    std::replace(m.begin(), m.end(), 'x', ',');
+    if (std::sscanf(m.c_str(), "%u,%u,%u%c", &v[0], &v[1], &v[2], &tail) != 3)
+      throw Error("wgc bench-batched: --batched expects KL,WG,MIN_GROUPS (e.g. 8,0,264; WG 0: auto), got '" + *t + "'");
+    tuning.batched_kl = v[0];
+    tuning.batched_wg = v[1];
+    tuning.batched_min_groups = v[2];
+  }
+  const int split = positive(a, "--split", llm::BatchedOptions{}.split_len, 16);
   a.done();
   if (!model_path) throw Error("wgc bench-batched: --model FILE.gguf (or a Hugging Face folder) is required");
+  if (split % 16) throw Error("wgc bench-batched: --split must be a multiple of 16");
   const bool tty = isatty(2);
   auto status = [&](const std::string& s) {
     std::fprintf(stderr, "%s[bench-batched] %s%s", tty ? "\r" : "", s.c_str(), tty ? "          " : "\n");
@@ -152,6 +183,7 @@ int bench_batched_cmd(Args& a) {
   llm::EngineOptions eo;
   eo.max_ctx = p + n;
   eo.max_batch = std::min(batch, p + n);
+  eo.tuning = tuning;
   llm::LlamaModel model(ctx, file, eo);
   const int max_b = *std::max_element(par.begin(), par.end());
   llm::BatchedOptions bo;
@@ -160,8 +192,9 @@ int bench_batched_cmd(Args& a) {
   bo.block_tokens = block;
   bo.blocks = max_b * ((p + n + block - 1) / block);
   bo.linear = lin;
+  bo.split_len = split;
   llm::BatchedLlama engine(model, bo);
-  Bench bench{engine, int(model.config().vocab_size), block, std::mt19937(seed)};
+  Bench bench{engine, int(model.config().vocab_size), block, sync, std::mt19937(seed)};
 
   struct Row {
     int b = 0;
@@ -187,11 +220,15 @@ int bench_batched_cmd(Args& a) {
 
   std::printf("device: %s (%s)   model: %s\n", ctx.adapter().device.c_str(), ctx.adapter().adapter_type.c_str(),
               model_path->c_str());
-  std::printf("KV pool: %d blocks of %d tokens (%.2f GiB); prefill steps of at most %d tokens; linear kernel: %s\n\n",
-              bo.blocks, block, double(engine.kv_bytes()) / double(1ull << 30), batch,
-              lin == llm::Version::Naive     ? "naive"
-              : lin == llm::Version::Batched ? "batched"
-                                             : (ctx.adapter().is_cpu() ? "auto (naive)" : "auto (batched)"));
+  std::printf("KV pool: %d blocks of %d tokens (%.2f GiB); prefill steps of at most %d tokens; attention split %d\n",
+              bo.blocks, block, double(engine.kv_bytes()) / double(1ull << 30), batch, split);
+  std::printf("linear kernel: %s; batched kernels: %u lanes per row, workgroup %s, at least %u workgroups\n\n",
+              lin == llm::Version::Naive       ? "naive"
+              : lin == llm::Version::Batched   ? "batched"
+              : lin == llm::Version::BatchedQ8 ? "batched-q8 (8-bit activations for Q4_0/Q8_0)"
+                                               : (ctx.adapter().is_cpu() ? "auto (naive)" : "auto (batched)"),
+              tuning.batched_kl, tuning.batched_wg ? std::to_string(tuning.batched_wg).c_str() : "auto",
+              tuning.batched_min_groups);
   std::printf("|    PP |     TG |    B |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |      T s |    S t/s |\n");
   std::printf("|-------|--------|------|--------|----------|----------|----------|----------|----------|----------|\n");
   json::Value results = json::Value::array();
@@ -225,9 +262,10 @@ int bench_batched_cmd(Args& a) {
   }
   std::printf(
       "\nPP: prefill of B prompts of p random tokens (each prompt's last chunk picks its first token);\n"
-      "TG: n steps each advancing all B sequences by one greedy token (read back, fed to the next step);\n"
+      "TG: n steps each advancing all B sequences by one greedy token (read back; %s);\n"
       "S_PP = B*p/T_PP, S_TG = B*n/T_TG, S = B*(p+n)/(T_PP+T_TG); medians of %d run(s)%s.\n",
-      repeats, warmup ? " after a warm-up" : "");
+      sync ? "the next step recorded after it (--sync)" : "the next step recorded while the GPU runs this one", repeats,
+      warmup ? " after a warm-up" : "");
   if (png) chart::write_bar_chart(*png, "batched decode on " + ctx.adapter().device, "tokens/s", cats, {bars});
   if (json) {
     json::Value doc = json::Value::object();
@@ -239,6 +277,11 @@ int bench_batched_cmd(Args& a) {
     doc.set("kv_bytes", engine.kv_bytes());
     doc.set("batch", batch);
     doc.set("repeats", repeats);
+    doc.set("split_len", split);
+    doc.set("pipelined", !sync);
+    doc.set("batched_kl", tuning.batched_kl);
+    doc.set("batched_wg", tuning.batched_wg);
+    doc.set("batched_min_groups", tuning.batched_min_groups);
     doc.set("results", results);
     std::ofstream f(*json);
     f << doc.dump(1) << "\n";
@@ -249,7 +292,8 @@ int bench_batched_cmd(Args& a) {
 
 Register reg{{"bench-batched",
               "--model F.gguf [--parallel 1,8,16,32,64] [-p 256] [-n 128] [-r 1] [--batch 512] [--block 16] "
-              "[--kernel auto|batched|naive] [--seed S] [--no-warmup] [--json F] [--png F] [--backend B]",
+              "[--sync] [--kernel auto|batched|batched-q8|naive] [--batched KL,WG,MIN_GROUPS] [--split 256] [--seed S] "
+              "[--no-warmup] [--json F] [--png F] [--backend B]",
               "llama-batched-bench for the serving engine: aggregate prefill and decode tokens/s per count of "
               "parallel sequences",
               bench_batched_cmd}};

@@ -1,9 +1,9 @@
 #include "ops/conv.h"
 
 #include "cpu/conv.h"
-#include "util/error.h"
 #include "gpu/kernel.h"
 #include "ops/matmul.h"
+#include "util/error.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -24,8 +24,9 @@ struct Operands {
 };
 
 // How a version reads the weights: ONNX order, the GEMM kernels' WT[group][k][m]
-// (weights_kxm.wgsl), or Winograd's UT[16][c_in][c_out] (winograd_weights.wgsl).
-enum class WeightLayout { Onnx, KxM, Winograd };
+// (weights_kxm.wgsl; k ordered (tap, channel) for the NHWC kernel), or Winograd's
+// UT[16][c_in][c_out] (winograd_weights.wgsl).
+enum class WeightLayout { Onnx, KxM, KxMTapMajor, Winograd };
 WeightLayout weight_layout(Conv2dVersion v) {
   if (v == Conv2dVersion::ImplicitGemm || v == Conv2dVersion::Pointwise) return WeightLayout::KxM;
   if (v == Conv2dVersion::Winograd2x2) return WeightLayout::Winograd;
@@ -78,8 +79,9 @@ Operands operands(const Context& ctx, const Tensor& x, const Tensor& w, uint64_t
   need(y, d.y_elements(), "y", d);
   if (ep.bias) need(bias, d.c_out, "bias", d);
   if (ep.residual) need(residual, d.y_elements(), "residual", d);
-  if (y.buffer() == x.buffer() || (ep.residual && y.buffer() == residual.buffer()))
-    throw Error(where(d) + "y must not share a buffer with x or the residual");
+  if (y.buffer() == x.buffer() || y.buffer() == w.buffer() || (ep.bias && y.buffer() == bias.buffer()) ||
+      (ep.residual && y.buffer() == residual.buffer()))
+    throw Error(where(d) + "y must not share a buffer with x, the weights, the bias or the residual");
   Tensor dummy;
   if (!ep.bias || !ep.residual) dummy = make_tensor(ctx, {4});
   return {x, w, ep.bias ? bias : dummy, ep.residual ? residual : dummy, y};
@@ -96,9 +98,10 @@ Conv2dVersion resolve(const Context& ctx, Conv2dVersion v, const Conv2dDims& d) 
 // Records the ONNX-order weights w into `out` in layout l (nothing to do for Onnx).
 void record_weight_transform(Batch& b, WeightLayout l, const Tensor& w, const Tensor& out, const Conv2dDims& d) {
   const Context& ctx = b.context();
-  if (l == WeightLayout::KxM) {
+  if (l == WeightLayout::KxM || l == WeightLayout::KxMTapMajor) {
     uint32_t k = d.c_in / d.groups * d.kh * d.kw;
-    b.dispatch(compile(ctx, embedded_kernel("conv/weights_kxm.wgsl")), {w, out}, Params(d.c_out, d.c_out / d.groups, k),
+    b.dispatch(compile(ctx, embedded_kernel("conv/weights_kxm.wgsl", {{"TAP_MAJOR", l == WeightLayout::KxMTapMajor}})),
+               {w, out}, Params(d.c_out, d.c_out / d.groups, k, d.kh * d.kw),
                groups_1d(ctx, ceil_div(d.w_elements(), kElementWg)));
   } else if (l == WeightLayout::Winograd) {
     b.dispatch(compile(ctx, embedded_kernel("conv/winograd_weights.wgsl")), {w, out}, Params(d.c_out, d.c_in),
@@ -114,17 +117,13 @@ void record_direct(Batch& b, const Operands& o, const Conv2dDims& d, const ConvE
              groups_1d(ctx, ceil_div(d.y_elements(), kElementWg)));
 }
 
-// DirectTiled's tile: the input rows and columns it stages.
-struct DirectTile {
-  uint32_t in_h, in_w, cout, cin;
-  uint64_t bytes;  // workgroup memory
-};
-DirectTile direct_tile(const Conv2dDims& d) {
+// DirectTiled's workgroup memory: tiled_cin input planes of the tile with its halo, and their
+// filters for tiled_cout output channels (the knobs are >= 1: supports checks).
+uint64_t direct_tile_bytes(const Conv2dDims& d) {
   const ConvTuning& t = conv2d_tuning();
-  uint32_t in_h = (t.tiled_h - 1) * d.stride_h + (d.kh - 1) * d.dil_h + 1;
-  uint32_t in_w = (t.tiled_w - 1) * d.stride_w + (d.kw - 1) * d.dil_w + 1;
-  uint64_t bytes = 4 * (uint64_t(t.tiled_cin) * in_h * in_w + uint64_t(t.tiled_cout) * t.tiled_cin * d.kh * d.kw);
-  return {in_h, in_w, t.tiled_cout, t.tiled_cin, bytes};
+  uint64_t in_h = uint64_t(t.tiled_h - 1) * d.stride_h + uint64_t(d.kh - 1) * d.dil_h + 1;
+  uint64_t in_w = uint64_t(t.tiled_w - 1) * d.stride_w + uint64_t(d.kw - 1) * d.dil_w + 1;
+  return 4 * (t.tiled_cin * in_h * in_w + uint64_t(t.tiled_cout) * t.tiled_cin * d.kh * d.kw);
 }
 
 void record_direct_tiled(Batch& b, const Operands& o, const Conv2dDims& d, const ConvEpilogue& ep) {
@@ -163,14 +162,20 @@ struct GemmTile {
   bool prefetch;
 };
 
-// What is wrong with a tile on this device (empty: nothing); see implicit_gemm.wgsl.
-std::string gemm_tile_error(const Context& ctx, GemmTile t) {
+// How the implicit GEMM reads x: NCHW (any window), NCHW 1x1 unpadded stride 1 (rows of x as they
+// are), NHWC (vec4s of 4 channels).
+enum class GemmInput { Nchw, NchwPointwise, Nhwc };
+
+// What is wrong with a tile on this device (empty: nothing); see conv/gemm_main.wgsl.
+std::string gemm_tile_error(const Context& ctx, GemmTile t, GemmInput in = GemmInput::Nchw) {
   if (t.tm != 4 && t.tm != 8) return "TM must be 4 or 8";
   if (t.bm == 0 || t.bn == 0 || t.bk == 0 || t.bm % (8 * t.tm) || t.bn % 8)
     return "BM must be a multiple of 8 * TM and BN of 8";
   uint32_t threads = t.bm / t.tm * (t.bn / 8);
   if (t.bm * t.bk % threads || t.bk * t.bn % threads || t.bm * t.bk / threads > 16 || t.bk * t.bn / threads > 16)
     return "each invocation must load a whole number, at most 16, of A and of B values per tile";
+  if (in == GemmInput::Nhwc && (t.bk % 4 || t.bk * t.bn / 4 % threads || t.bk * t.bn / 4 / threads > 4))
+    return "NHWC loads B as vec4s: BK a multiple of 4, BK * BN / 4 a multiple of the invocations, at most 4 each";
   const Limits& lim = ctx.limits();
   if (threads > lim.max_compute_invocations_per_workgroup)
     return std::to_string(threads) + " invocations exceed the device's " +
@@ -197,25 +202,20 @@ GemmTile igemm_tile(const Conv2dDims& d) {
                    uint64_t(d.n) * d.out_h() * d.out_w(), d.groups);
 }
 
-void record_implicit_gemm(Batch& b, const Operands& o, const Conv2dDims& d, const ConvEpilogue& ep, bool pointwise,
+void record_implicit_gemm(Batch& b, const Operands& o, const Conv2dDims& d, const ConvEpilogue& ep, GemmInput in,
                           GemmTile t) {
   const Context& ctx = b.context();
-  if (std::string e = gemm_tile_error(ctx, t); !e.empty())
+  if (std::string e = gemm_tile_error(ctx, t, in); !e.empty())
     throw Error("wgc: conv2d tuning: GEMM tile " + std::to_string(t.bm) + "x" + std::to_string(t.bn) + "x" +
                 std::to_string(t.bk) + " TM " + std::to_string(t.tm) + ": " + e);
   uint32_t mblocks = ceil_div(d.c_out / d.groups, t.bm);
   uint64_t nblocks = ceil_div(uint64_t(d.n) * d.out_h() * d.out_w(), t.bn);
   Groups g = groups_1d(ctx, mblocks * nblocks);
   g.z = d.groups;
-  Kernel k = kernel(ctx, "conv/implicit_gemm.wgsl", ep,
-                    {{"BM", t.bm},
-                     {"BN", t.bn},
-                     {"BK", t.bk},
-                     {"TM", t.tm},
-                     {"KH", d.kh},
-                     {"KW", d.kw},
-                     {"POINTWISE", pointwise},
-                     {"PREFETCH", t.prefetch}});
+  Constants c{
+      {"BM", t.bm}, {"BN", t.bn}, {"BK", t.bk}, {"TM", t.tm}, {"KH", d.kh}, {"KW", d.kw}, {"PREFETCH", t.prefetch}};
+  if (in != GemmInput::Nhwc) c.push_back({"POINTWISE", in == GemmInput::NchwPointwise});
+  Kernel k = kernel(ctx, in == GemmInput::Nhwc ? "conv/implicit_gemm_nhwc.wgsl" : "conv/implicit_gemm.wgsl", ep, c);
   b.dispatch(k, {o.x, o.w, o.bias, o.res, o.y}, conv_params(d, ep, mblocks), g);
 }
 
@@ -253,7 +253,7 @@ void record_winograd(Batch& b, const Operands& o, const Conv2dDims& d, const Con
   b.dispatch(compile(ctx, embedded_kernel("conv/winograd_input.wgsl")), {o.x, v},
              conv_params(d, ep, wt.tiles_w, wt.per_image),
              groups_1d(ctx, ceil_div(uint64_t(d.c_in) * tiles, kElementWg)));
-  record_implicit_gemm(b, {v, o.w, o.bias, o.res, m}, winograd_gemm(d), {}, true, winograd_tile(d));
+  record_implicit_gemm(b, {v, o.w, o.bias, o.res, m}, winograd_gemm(d), {}, GemmInput::NchwPointwise, winograd_tile(d));
   b.dispatch(kernel(ctx, "conv/winograd_output.wgsl", ep), {m, o.bias, o.res, o.y},
              conv_params(d, ep, wt.tiles_w, wt.per_image),
              groups_1d(ctx, ceil_div(uint64_t(d.c_out) * tiles, kElementWg)));
@@ -287,8 +287,8 @@ void record(Batch& b, Conv2dVersion v, const Operands& o, const Conv2dDims& d, c
     case Conv2dVersion::Direct: return record_direct(b, o, d, ep);
     case Conv2dVersion::DirectTiled: return record_direct_tiled(b, o, d, ep);
     case Conv2dVersion::Im2colGemm: return record_im2col_gemm(b, o, d, ep);
-    case Conv2dVersion::ImplicitGemm: return record_implicit_gemm(b, o, d, ep, false, igemm_tile(d));
-    case Conv2dVersion::Pointwise: return record_implicit_gemm(b, o, d, ep, true, igemm_tile(d));
+    case Conv2dVersion::ImplicitGemm: return record_implicit_gemm(b, o, d, ep, GemmInput::Nchw, igemm_tile(d));
+    case Conv2dVersion::Pointwise: return record_implicit_gemm(b, o, d, ep, GemmInput::NchwPointwise, igemm_tile(d));
     case Conv2dVersion::Winograd2x2: return record_winograd(b, o, d, ep);
     case Conv2dVersion::Depthwise: return record_depthwise(b, o, d, ep);
     case Conv2dVersion::Auto: break;
@@ -347,6 +347,27 @@ ConvTuning& conv2d_tuning() {
   return t;
 }
 
+void check_conv2d_tuning(const Context& ctx) {
+  const ConvTuning& t = conv2d_tuning();
+  std::string bad;
+  auto gemm = [&](const char* name, GemmTile tile, GemmInput in) {
+    if (std::string e = gemm_tile_error(ctx, tile, in); !e.empty())
+      bad += std::string(bad.empty() ? "" : "; ") + name + ": " + e;
+  };
+  gemm("igemm_*", {t.igemm_bm, t.igemm_bn, t.igemm_bk, t.igemm_tm, t.igemm_prefetch != 0}, GemmInput::Nchw);
+  gemm("wino_*", {t.wino_bm, t.wino_bn, t.wino_bk, t.wino_tm, t.wino_prefetch != 0}, GemmInput::Nchw);
+  const Limits& lim = ctx.limits();
+  if (!t.tiled_w || !t.tiled_h || !t.tiled_cin || !t.tiled_cout || t.tiled_cout > kMaxCob ||
+      uint64_t(t.tiled_w) * t.tiled_h > lim.max_compute_invocations_per_workgroup)
+    bad += std::string(bad.empty() ? "" : "; ") +
+           "tiled_*: sizes must be >= 1, tiled_cout <= 16, tiled_w * tiled_h <= " +
+           std::to_string(lim.max_compute_invocations_per_workgroup);
+  if (!t.dw_tile_w || !t.dw_tile_h || !t.dw_threads || t.dw_threads > lim.max_compute_invocations_per_workgroup)
+    bad += std::string(bad.empty() ? "" : "; ") +
+           "dw_*: sizes must be >= 1, dw_threads <= " + std::to_string(lim.max_compute_invocations_per_workgroup);
+  if (!bad.empty()) throw Error("wgc: conv2d tuning: " + bad);
+}
+
 std::string_view to_string(Conv2dVersion v) {
   switch (v) {
     case Conv2dVersion::Auto: return "auto";
@@ -385,8 +406,7 @@ bool supports(const Context& ctx, Conv2dVersion v, const Conv2dDims& d) {
     case Conv2dVersion::ImplicitGemm: return gemm_tile_error(ctx, igemm_tile(d)).empty();
     case Conv2dVersion::DirectTiled: {
       if (!t.tiled_w || !t.tiled_h || !t.tiled_cout || !t.tiled_cin) return false;
-      DirectTile tile = direct_tile(d);
-      return tile.bytes <= lim.max_compute_workgroup_storage_size && t.tiled_cout <= kMaxCob &&
+      return direct_tile_bytes(d) <= lim.max_compute_workgroup_storage_size && t.tiled_cout <= kMaxCob &&
              uint64_t(t.tiled_w) * t.tiled_h <= lim.max_compute_invocations_per_workgroup;
     }
     case Conv2dVersion::Im2colGemm: return fits(uint64_t(d.c_in / d.groups) * d.kh * d.kw * pixels);
@@ -466,6 +486,8 @@ void conv2d(Batch& batch, const PreparedConv& layer, const Tensor& x, const Tens
             const ConvEpilogue& ep) {
   const Conv2dDims& d = layer.dims;
   if (layer.version == Conv2dVersion::Auto) throw Error(where(d) + "the prepared layer has no version (auto)");
+  if (!supports(batch.context(), layer.version, d))  // the tuning may have changed since
+    throw Error(where(d) + "version " + std::string(to_string(layer.version)) + " cannot run these dims");
   ConvEpilogue e = ep;
   e.bias = bool(layer.bias);
   Operands o = operands(batch.context(), x, layer.weights, weight_elements(weight_layout(layer.version), d), layer.bias,
@@ -496,6 +518,34 @@ std::vector<float> conv2d(const Context& ctx, std::span<const float> x, std::spa
   batch.run();
   download(ctx, ty, std::as_writable_bytes(std::span(y)));
   return y;
+}
+
+// --- the NHWC experiment -----------------------------------------------------------------------
+
+bool supports_conv2d_nhwc(const Context& ctx, const Conv2dDims& d) {
+  return d.c_in % 4 == 0 && (d.c_in / d.groups) % 4 == 0 &&
+         gemm_tile_error(ctx, igemm_tile(d), GemmInput::Nhwc).empty();
+}
+
+Tensor prepare_conv2d_nhwc_weights(const Context& ctx, std::span<const float> w, const Conv2dDims& d) {
+  check(d);
+  if (w.size() != d.w_elements())
+    throw Error(where(d) + std::to_string(w.size()) + " weights, needs " + std::to_string(d.w_elements()));
+  Tensor onnx = make_tensor(ctx, {int64_t(w.size())}, w), t = make_tensor(ctx, {int64_t(w.size())});
+  Batch b(ctx);
+  record_weight_transform(b, WeightLayout::KxMTapMajor, onnx, t, d);
+  b.run();
+  return t;
+}
+
+void conv2d_nhwc(Batch& batch, const Tensor& x, const Tensor& prepared_w, const Tensor& bias, const Tensor& residual,
+                 const Tensor& y, const Conv2dDims& d, const ConvEpilogue& ep) {
+  Operands o = operands(batch.context(), x, prepared_w, d.w_elements(), bias, residual, y, d, ep);
+  if (!supports_conv2d_nhwc(batch.context(), d))
+    throw Error(where(d) +
+                "the NHWC implicit GEMM needs c_in and c_in / groups to be multiples of 4 (and a tile that "
+                "loads B as vec4s)");
+  record_implicit_gemm(batch, o, d, ep, GemmInput::Nhwc, igemm_tile(d));
 }
 
 }  // namespace wgc

@@ -7,14 +7,16 @@
 //                 workgroup memory; each invocation keeps several output channels in registers
 //   Im2colGemm    unfold the input into a [k][n * pixels] buffer, the project's SGEMM
 //                 (ops/matmul.h), then a pass that adds the epilogue and writes NCHW
-//   ImplicitGemm  the GEMM view (M = c_out, N = n * pixels, K = c_in * kh * kw) register-tiled
-//                 like the best SGEMM rung, gathering the input tile straight from x (no buffer)
+//   ImplicitGemm  the GEMM view (M = c_out, N = n * pixels, K = c_in / groups * kh * kw)
+//                 register-tiled like the best SGEMM rung, gathering the input tile straight from
+//                 x (no buffer); weights transposed to [group][k][m] first
 //   Winograd2x2   F(2x2, 3x3) for 3x3 stride-1 undilated ungrouped convolutions: input and output
 //                 transforms around 16 GEMMs (weights transformed once per call, or once at load
 //                 through prepare_conv2d)
 //   Depthwise     groups == c_in (any channel multiplier), a plane tile in workgroup memory
 //   Pointwise     1x1 stride-1 unpadded ungrouped convolutions as a GEMM W[c_out][c_in] x X_n[c_in][h*w]
 // Every version applies the epilogue (bias, residual, activation) in the kernel that writes y.
+// Conv2dDims and ConvEpilogue are declared in cpu/conv.h (the CPU references take them too).
 #pragma once
 
 #include "cpu/conv.h"  // Conv2dDims, ConvEpilogue, check(Conv2dDims): shared with the CPU reference
@@ -64,17 +66,21 @@ struct ConvTuning {
   uint32_t dw_tile_w = 32, dw_tile_h = 16, dw_threads = 128;
 };
 ConvTuning& conv2d_tuning();  // process-wide; not thread-safe to change while recording
+// Throws wgc::Error naming the knobs when conv2d_tuning()'s tiles cannot run on this device (a
+// sweep's bad point fails loudly instead of leaving versions unsupported).
+void check_conv2d_tuning(const Context& ctx);
 
 // Records y = epilogue(conv(x, w)). bias / residual: empty Tensor{} when the epilogue does not
 // use them. Throws for bad dims, tensors too small for them, or a version that cannot run them
-// (never a silent fallback). Winograd2x2 records its weight transform first (into a scratch
-// tensor); prepare_conv2d does that once instead.
+// (never a silent fallback). Versions that read another weight layout (ImplicitGemm, Pointwise,
+// Winograd2x2) record the transform into a scratch tensor first; prepare_conv2d does it once.
 void conv2d(Batch& batch, const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& residual, const Tensor& y,
             const Conv2dDims& d, const ConvEpilogue& ep = {}, Conv2dVersion v = Conv2dVersion::Auto);
 
 // A convolution layer made once at load: the version chosen (never Auto) and its weights in the
-// layout that version reads (ONNX order, or Winograd's transformed [16][c_out][c_in]), bias on
-// the device. Fold BatchNorm into the weights first (cpu::fold_batchnorm).
+// layout that version reads (ONNX order; [group][k][m] for the GEMMs; Winograd's transformed
+// U[16][c_in][c_out]), bias on the device. Fold BatchNorm into the weights first
+// (cpu::fold_batchnorm).
 struct PreparedConv {
   Conv2dDims dims;
   Conv2dVersion version = Conv2dVersion::Auto;
@@ -96,5 +102,16 @@ void conv2d(Batch& batch, const PreparedConv& layer, const Tensor& x, const Tens
 std::vector<float> conv2d(const Context& ctx, std::span<const float> x, std::span<const float> w,
                           std::span<const float> bias, std::span<const float> residual, const Conv2dDims& d,
                           const ConvEpilogue& ep = {}, Policy policy = {});
+
+// --- An experiment: NHWC (docs/cnn.md, "why NCHW") ---------------------------------------------
+// The implicit GEMM on x [n][h][w][c_in] and y, residual [n][out_h][out_w][c_out], loading 4
+// channels of a pixel as one vec4; measured against the NCHW rungs by `wgc bench --ops conv2d`
+// (version implicit-gemm-nhwc). Needs c_in and c_in / groups to be multiples of 4. Not used by
+// Auto or the models.
+bool supports_conv2d_nhwc(const Context& ctx, const Conv2dDims& d);
+// The weights (ONNX order) uploaded in the layout conv2d_nhwc reads (waits).
+Tensor prepare_conv2d_nhwc_weights(const Context& ctx, std::span<const float> w, const Conv2dDims& d);
+void conv2d_nhwc(Batch& batch, const Tensor& x, const Tensor& prepared_w, const Tensor& bias, const Tensor& residual,
+                 const Tensor& y, const Conv2dDims& d, const ConvEpilogue& ep = {});
 
 }  // namespace wgc

@@ -1,7 +1,7 @@
 #include "ops/pool.h"
 
-#include "util/error.h"
 #include "gpu/kernel.h"
+#include "util/error.h"
 
 #include <string>
 

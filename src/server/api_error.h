@@ -4,7 +4,9 @@
 
 #include "util/error.h"
 
+#include <exception>
 #include <string>
+#include <string_view>
 
 namespace wgc::server {
 
@@ -25,6 +27,12 @@ struct ApiError : Error {
 // A 400 naming the request field at fault.
 inline ApiError bad_request(std::string param, std::string message) {
   return ApiError(400, std::move(message), "invalid_request_error", std::move(param));
+}
+
+// A library error's message for an API client: without the "wgc: " that the command line shows.
+inline std::string plain_message(const std::exception& e) {
+  std::string_view m = e.what();
+  return std::string(m.starts_with("wgc: ") ? m.substr(5) : m);
 }
 
 // OpenAI's error body for `e` (compact JSON).

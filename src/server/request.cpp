@@ -1,7 +1,7 @@
 #include "server/request.h"
 
-#include "util/json.h"
 #include "llm/tokenizer/unicode.h"
+#include "util/json.h"
 
 #include <cmath>
 #include <cstdio>
@@ -67,12 +67,20 @@ class Fields {
     if (!v) return std::nullopt;
     if (!v->is_number()) throw wrong(key, "an integer", *v);
     double d = v->as_double();
-    if (!(std::trunc(d) == d))
-      throw bad_request(std::string(key), "'" + std::string(key) + "' must be an integer, got " + num(d));
-    if (!(d >= double(lo) && d <= double(hi)))
-      throw bad_request(std::string(key), "'" + std::string(key) + "' must be in [" + std::to_string(lo) + ", " +
-                                              std::to_string(hi) + "], got " + num(d));
-    return v->as_int();
+    std::string name(key);
+    if (!(std::trunc(d) == d)) throw bad_request(name, "'" + name + "' must be an integer, got " + num(d));
+    auto out_of_range = [&] {
+      return bad_request(
+          name, "'" + name + "' must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " + num(d));
+    };
+    int64_t i = 0;
+    try {
+      i = v->as_int();  // throws past int64's range (e.g. 2^63)
+    } catch (const Error&) {
+      throw out_of_range();
+    }
+    if (i < lo || i > hi) throw out_of_range();
+    return i;
   }
 
   const std::string* string(std::string_view key) const {
@@ -137,7 +145,7 @@ llm::SamplingParams parse_sampling(const Fields& f, const llm::SamplingParams& d
   try {
     p.validate();
   } catch (const Error& e) {
-    throw bad_request("", e.what());
+    throw bad_request("", plain_message(e));
   }
   return p;
 }
@@ -262,7 +270,7 @@ std::vector<int32_t> chat_prompt(const Fields& f, const ModelInfo& m) {
   try {
     text = m.chat_template->render_json(messages);
   } catch (const Error& e) {
-    throw bad_request("messages", std::string("the model's chat template refused the messages: ") + e.what());
+    throw bad_request("messages", "the model's chat template refused the messages: " + plain_message(e));
   }
   return m.tokenizer->encode(text, false);  // the template writes BOS itself
 }

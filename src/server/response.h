@@ -51,7 +51,7 @@ class ResponseBuilder {
   int64_t created_;
   std::string text_;           // text released so far
   size_t logprob_offset_ = 0;  // completions' text_offset: characters of the tokens so far
-  json::Value logprobs_;  // not streaming: the collected logprobs
+  json::Value logprobs_;       // not streaming: the collected logprobs
 };
 
 // An SSE event carrying `json`.

@@ -1,10 +1,10 @@
 #include "server/server.h"
 
 #include "gpu/tensor.h"
-#include "util/json.h"
 #include "server/metrics.h"
 #include "server/response.h"
 #include "server/web_assets.h"
+#include "util/json.h"
 
 #include <httplib.h>
 
@@ -68,29 +68,32 @@ uint64_t resident_bytes() {
 
 // One generation request: the scheduler's worker pushes events, the HTTP thread takes them.
 struct Exchange {
-  Exchange(ApiRequest r, const ModelInfo& m, std::string id)
-      : request(std::move(r)), builder(request, m, std::move(id), int64_t(std::time(nullptr))) {}
+  Exchange(ApiRequest r, const ModelInfo& m, std::string id, Clock::time_point arrived)
+      : request(std::move(r)), builder(request, m, std::move(id), int64_t(std::time(nullptr))), start(arrived) {}
 
   ApiRequest request;
-  ResponseBuilder builder;
-  Clock::time_point start = Clock::now();
+  ResponseBuilder builder;  // refers to `request`
+  Clock::time_point start;  // the request's arrival
   uint64_t sched_id = 0;
 
   std::mutex mu;
   std::condition_variable cv;
   std::deque<llm::TokenEvent> events;
-  std::optional<llm::RequestResult> result;
+  std::optional<llm::RequestResult> result;  // until take() moves it out
+  bool ended = false;                        // on_done has run
   bool first_token_seen = false;
   std::atomic<bool> abandoned{false};  // the client went away: on_token ends the request
 
   // Waits up to `timeout` for events or the end; moves them out.
-  bool take(std::deque<llm::TokenEvent>& out, std::optional<llm::RequestResult>& done,
+  void take(std::deque<llm::TokenEvent>& out, std::optional<llm::RequestResult>& done,
             std::chrono::milliseconds timeout) {
     std::unique_lock lock(mu);
     cv.wait_for(lock, timeout, [&] { return !events.empty() || result.has_value(); });
     out.swap(events);
-    if (result) done = std::move(result);
-    return !out.empty() || done.has_value();
+    if (result) {
+      done = std::move(result);
+      result.reset();
+    }
   }
 };
 
@@ -146,6 +149,7 @@ uint64_t Server::Impl::submit(const std::shared_ptr<Exchange>& x) {
     {
       std::lock_guard lock(x->mu);
       x->result = result;
+      x->ended = true;
     }
     if (result.error.empty() && result.stop != llm::StopReason::Cancelled) metrics.finished(seconds_since(x->start));
     x->cv.notify_one();
@@ -155,14 +159,14 @@ uint64_t Server::Impl::submit(const std::shared_ptr<Exchange>& x) {
   try {
     x->sched_id = sched.submit(std::move(r), on_token, on_done);
   } catch (const llm::QueueFull& e) {
-    throw ApiError(503, std::string("the server is busy: ") + e.what() + "; retry later", "unavailable_error", "",
+    throw ApiError(503, "the server is busy (" + plain_message(e) + "); retry later", "unavailable_error", "",
                    "queue_full");
   } catch (const llm::NotAccepting&) {
     throw ApiError(503, "the server is shutting down", "unavailable_error", "", "shutting_down");
   } catch (const ApiError&) {
     throw;
   } catch (const Error& e) {
-    throw ApiError(400, e.what());
+    throw ApiError(400, plain_message(e));
   }
   active.insert(x->sched_id);
   return x->sched_id;
@@ -177,9 +181,10 @@ void Server::Impl::finish(const Exchange& x) {
 }
 
 void Server::Impl::generate(const httplib::Request& req, httplib::Response& res, Api api) {
+  auto arrived = Clock::now();
   ApiRequest parsed = parse_request(api, req.body, model);
   std::string id = (api == Api::Chat ? "chatcmpl-" : "cmpl-") + id_prefix + std::to_string(next_id++);
-  auto x = std::make_shared<Exchange>(std::move(parsed), model, std::move(id));
+  auto x = std::make_shared<Exchange>(std::move(parsed), model, std::move(id), arrived);
   submit(x);
   if (x->request.stream)
     stream(x, res);
@@ -235,7 +240,7 @@ void Server::Impl::stream(const std::shared_ptr<Exchange>& x, httplib::Response&
         bool ended;
         {
           std::lock_guard lock(x->mu);
-          ended = x->result.has_value();
+          ended = x->ended;
         }
         if (!ended) {
           x->abandoned = true;
@@ -324,7 +329,8 @@ void Server::Impl::routes() {
              if (auto asset = web_asset(req.path)) {
                res.set_content(std::string(asset->body), std::string(asset->mime));
              } else if (auto to = web_redirect(req.path)) {
-               res.set_redirect(*to, 301);
+               size_t query = req.target.find('?');  // kept: /kernels?run=1 -> /kernels/?run=1
+               res.set_redirect(*to + (query == std::string::npos ? "" : req.target.substr(query)), 301);
              } else if (req.path == "/") {
                json(res, R"({"name":"wgc serve","api":["GET /v1/models","POST /v1/chat/completions",)"
                          R"("POST /v1/completions","POST /tokenize","POST /detokenize","GET /health","GET /metrics"],)"
@@ -341,7 +347,7 @@ void Server::Impl::routes() {
   http.Delete("/(.*)", not_found);
   http.Patch("/(.*)", not_found);
 
-  // Before routing: the API key, and 503 for new work while shutting down.
+  // Before routing: the API key (the health check and the web pages need none).
   http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     if (!opt.api_key.empty() && needs_key(req.path)) {
       std::string auth = req.get_header_value("Authorization");

@@ -1,4 +1,4 @@
-// Load on loopback: CLIENTS concurrent streaming clients (default 32) for SECONDS (default 20, or
+// Load on loopback: CLIENTS concurrent streaming clients (default 32) for SECONDS (default 15, or
 // $WGC_SERVE_LOAD_SECONDS; the issue's full run is 120) send chat and completion requests of
 // varied lengths, some of them aborted midway, against one `wgc serve`. Every request that was not
 // aborted must end with a finish_reason and [DONE]; resident memory must stay flat (no growth
@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { metrics, options, readEvents, rssBytes, sleep, startServer } from './lib.mjs';
 
 const opt = options();
-const SECONDS = Number(opt.seconds ?? process.env.WGC_SERVE_LOAD_SECONDS ?? 20);
+const SECONDS = Number(opt.seconds ?? process.env.WGC_SERVE_LOAD_SECONDS ?? 15);
 const CLIENTS = Number(opt.clients ?? 32);
 const MiB = 1 << 20;
 
@@ -22,7 +22,7 @@ async function one(url, i, abortAfter) {
   const chat = i % 2 === 0;
   const prompt = prompts[i % prompts.length];
   const body = {
-    max_tokens: 4 + (i * 7) % 13,
+    max_tokens: 4 + (i * 7) % 9,
     temperature: 0.8,
     seed: i,
     stream: true,

@@ -72,24 +72,30 @@ export async function openPage(browser, url, { width = 1280, height = 900 } = {}
 const MIME = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8', '.css': 'text/css',
                '.json': 'application/json', '.png': 'image/png', '.svg': 'image/svg+xml' };
 
-// Serves the files under `root` on 127.0.0.1 (a free port); resolves to { url, close }.
-export function staticServer(root) {
+// A request handler serving the files under `root` ("/dir/" serves its index.html, "/dir?q" redirects
+// to "/dir/?q"; nothing outside root).
+export function fileHandler(root) {
   const base = path.resolve(root);
-  const server = http.createServer((req, res) => {
-    let p = decodeURIComponent(new URL(req.url, 'http://x').pathname);
+  return (req, res) => {
+    const url = new URL(req.url, 'http://x');
+    let p = decodeURIComponent(url.pathname);
     if (p.endsWith('/')) p += 'index.html';
     const file = path.resolve(base, '.' + p);
-    if (!file.startsWith(base + path.sep) || !fs.existsSync(file) || !fs.statSync(file).isFile()) {
-      if (fs.existsSync(file) && fs.statSync(file).isDirectory()) {
-        res.writeHead(301, { Location: p + '/' }).end();
-        return;
-      }
+    const stat = file.startsWith(base + path.sep) && fs.existsSync(file) ? fs.statSync(file) : null;
+    if (stat?.isDirectory()) {
+      res.writeHead(301, { Location: `${url.pathname}/${url.search}` }).end();
+    } else if (!stat?.isFile()) {
       res.writeHead(404).end('not found');
-      return;
+    } else {
+      res.writeHead(200, { 'Content-Type': MIME[path.extname(file)] || 'application/octet-stream' });
+      fs.createReadStream(file).pipe(res);
     }
-    res.writeHead(200, { 'Content-Type': MIME[path.extname(file)] || 'application/octet-stream' });
-    fs.createReadStream(file).pipe(res);
-  });
+  };
+}
+
+// Serves the files under `root` on 127.0.0.1 (a free port); resolves to { url, close }.
+export function staticServer(root) {
+  const server = http.createServer(fileHandler(root));
   return new Promise((resolve) =>
     server.listen(0, '127.0.0.1', () =>
       resolve({ url: `http://127.0.0.1:${server.address().port}`, close: () => server.close() })));

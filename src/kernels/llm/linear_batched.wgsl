@@ -22,6 +22,7 @@
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
 @group(0) @binding(4) var<storage, read_write> y: array<f32>;
 //!include "llm/linear_params.wgsl"
+//!include "llm/batched_store.wgsl"
 
 const TR: u32 = 4u;                // rows per row group (the four lanes of acc)
 const RG: u32 = WG / KL;           // row groups per workgroup
@@ -105,16 +106,5 @@ fn main(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wid: v
     }
   }
   if (lane != 0u) { return; }
-  for (var t = 0u; t < TT; t++) {
-    let tok = t0 + t;
-    if (tok >= p.n) { break; }
-    for (var r = 0u; r < TR; r++) {
-      if (rl + r >= p.rows) { break; }
-      var o = acc[t][r];
-      if ((p.flags & 1u) != 0u) { o += bias[p.row0 + rl + r]; }
-      let yi = tok * p.y_stride + p.y_off + rl + r;
-      if ((p.flags & 2u) != 0u) { o += y[yi]; }
-      y[yi] = o;
-    }
-  }
+  for (var t = 0u; t < TT && t0 + t < p.n; t++) { store_rows(t0 + t, rl, acc[t]); }
 }

@@ -4,9 +4,19 @@
 #include "util/error.h"
 
 #include <algorithm>
+#include <cstring>
+#include <optional>
 #include <string>
 
 namespace wgc::llm {
+
+struct BatchedLlama::Pending::Impl {
+  std::optional<Batch> batch;      // kept until collected (its readbacks)
+  std::vector<StepSequence> rows;  // the sequences with logits, in order (their spans unused)
+  int k = 0;
+  Readback vals, ids, lse;
+  std::vector<Readback> full;
+};
 
 struct BatchedLlama::Impl {
   Context ctx;
@@ -70,6 +80,10 @@ struct BatchedLlama::Impl {
       const auto& s = seqs[i];
       const std::string which = what + "sequence " + std::to_string(i) + ": ";
       if (s.tokens.empty()) throw Error(which + "no tokens");
+      if (s.feed_row >= 0 && (s.tokens.size() != 1 || s.feed_row >= last_rows || last_k < 1))
+        throw Error(which + "feed_row " + std::to_string(s.feed_row) +
+                    ": one token from a row of the previous step that asked for top_k >= 1 (it had " +
+                    std::to_string(last_rows) + " rows, top_k " + std::to_string(last_k) + ")");
       for (int32_t id : s.tokens)
         if (id < 0 || id >= w.vocab)
           throw Error(which + "token id " + std::to_string(id) + " is outside the vocabulary (0.." +
@@ -88,7 +102,9 @@ struct BatchedLlama::Impl {
       throw Error(what + std::to_string(rows) + " sequences want logits, at most " + std::to_string(opt.max_rows));
   }
 
-  std::vector<StepLogits> step(std::span<const StepSequence> seqs) {
+  int last_k = 0, last_rows = 0;  // of the step submitted last: feed_row reads its top_ids
+
+  Pending::Impl submit(std::span<const StepSequence> seqs) {
     check(seqs);
     std::vector<PagedSequence> ps;
     std::vector<uint32_t> tok_ids;
@@ -113,6 +129,9 @@ struct BatchedLlama::Impl {
     upload(ctx, ids, std::as_bytes(std::span(tok_ids)));
 
     Batch b(ctx);
+    for (size_t i = 0; i < seqs.size(); ++i)
+      if (seqs[i].feed_row >= 0)
+        b.copy(top_ids, uint64_t(seqs[i].feed_row) * uint64_t(last_k) * 4, ids, uint64_t(ps[i].tok0) * 4, 4);
     ops.embedding(b, w.embed, ids, x, n);
     for (size_t li = 0; li < w.layers.size(); ++li) {
       const auto& L = w.layers[li];
@@ -150,57 +169,88 @@ struct BatchedLlama::Impl {
       k = std::max(k, seqs[i].top_k);
       any_lse |= seqs[i].logsumexp;
     }
-    std::vector<StepLogits> out(want.size());
+    Pending::Impl p;
+    p.k = k;
+    for (size_t i : want) p.rows.push_back(seqs[i]);
+    last_k = k;
+    last_rows = int(want.size());
     if (want.empty()) {
-      b.run();
-      return out;
+      b.submit();
+      p.batch = std::move(b);
+      return p;
     }
     const int m = int(want.size());
     ops.rms_norm(b, h, w.norm, last, m, int(w.hidden), w.eps);
-    LinearOptions lo;
-    lo.version = lin;
-    ops.linear(b, w.output(), last, logits, m, lo);
-    Readback rv, ri, rl;
+    LinearGroup out_group;
+    out_group.parts = {w.output()};
+    out_group.rows = {w.vocab};
+    record_linear(ops, b, out_group, last, logits, m, w.vocab, false, lin);
     if (k > 0) {
       ops.topk_rows(b, logits, m, w.vocab, k, top_vals, top_ids);
-      rv = b.read(top_vals, 0, uint64_t(m) * uint64_t(k) * 4);
-      ri = b.read(top_ids, 0, uint64_t(m) * uint64_t(k) * 4);
+      p.vals = b.read(top_vals, 0, uint64_t(m) * uint64_t(k) * 4);
+      p.ids = b.read(top_ids, 0, uint64_t(m) * uint64_t(k) * 4);
     }
     if (any_lse) {
       ops.row_logsumexp(b, logits, m, w.vocab, lse);
-      rl = b.read(lse, 0, uint64_t(m) * 4);
+      p.lse = b.read(lse, 0, uint64_t(m) * 4);
     }
-    std::vector<Readback> full(want.size());
+    p.full.resize(want.size());
     const uint64_t vocab_bytes = uint64_t(w.vocab) * 4;
     for (size_t r = 0; r < want.size(); ++r)
-      if (seqs[want[r]].full) full[r] = b.read(logits, r * vocab_bytes, vocab_bytes);
+      if (seqs[want[r]].full) p.full[r] = b.read(logits, r * vocab_bytes, vocab_bytes);
     b.submit();
-    for (size_t r = 0; r < want.size(); ++r) {
-      const StepSequence& s = seqs[want[r]];
+    p.batch = std::move(b);
+    return p;
+  }
+
+  std::vector<StepLogits> collect(Pending::Impl& p) {
+    std::vector<StepLogits> out(p.rows.size());
+    if (p.rows.empty()) p.batch->wait();
+    for (size_t r = 0; r < p.rows.size(); ++r) {
+      const StepSequence& s = p.rows[r];
       StepLogits& o = out[r];
       if (s.top_k > 0) {
-        auto vals = rv.wait();
-        auto idb = ri.wait();
+        auto vals = p.vals.wait();
+        auto idb = p.ids.wait();
         o.top_logits.resize(size_t(s.top_k));
         o.top_ids.resize(size_t(s.top_k));
-        std::memcpy(o.top_logits.data(), vals.data() + r * size_t(k) * 4, size_t(s.top_k) * 4);
-        std::memcpy(o.top_ids.data(), idb.data() + r * size_t(k) * 4, size_t(s.top_k) * 4);
+        std::memcpy(o.top_logits.data(), vals.data() + r * size_t(p.k) * 4, size_t(s.top_k) * 4);
+        std::memcpy(o.top_ids.data(), idb.data() + r * size_t(p.k) * 4, size_t(s.top_k) * 4);
       }
-      if (s.logsumexp) o.logsumexp = rl.value<float>(r);
+      if (s.logsumexp) o.logsumexp = p.lse.value<float>(r);
       if (s.full) {
         o.logits.resize(size_t(w.vocab));
-        full[r].wait(std::as_writable_bytes(std::span(o.logits)));
+        p.full[r].wait(std::as_writable_bytes(std::span(o.logits)));
       }
     }
     return out;
   }
 };
 
+BatchedLlama::Pending::Pending() = default;
+BatchedLlama::Pending::~Pending() = default;
+BatchedLlama::Pending::Pending(Pending&&) noexcept = default;
+BatchedLlama::Pending& BatchedLlama::Pending::operator=(Pending&&) noexcept = default;
+
 BatchedLlama::BatchedLlama(LlamaModel& model, BatchedOptions o) : impl_(std::make_unique<Impl>(model, o)) {}
 BatchedLlama::~BatchedLlama() = default;
 const BatchedOptions& BatchedLlama::options() const { return impl_->opt; }
 int BatchedLlama::max_ctx() const { return impl_->rope.max_pos; }
 uint64_t BatchedLlama::kv_bytes() const { return impl_->kv_bytes; }
-std::vector<StepLogits> BatchedLlama::step(std::span<const StepSequence> seqs) { return impl_->step(seqs); }
+std::vector<StepLogits> BatchedLlama::step(std::span<const StepSequence> seqs) {
+  Pending p = submit(seqs);
+  return collect(p);
+}
+BatchedLlama::Pending BatchedLlama::submit(std::span<const StepSequence> seqs) {
+  Pending p;
+  p.impl_ = std::make_unique<Pending::Impl>(impl_->submit(seqs));
+  return p;
+}
+std::vector<StepLogits> BatchedLlama::collect(Pending& p) {
+  if (!p) throw Error("wgc: serving step: collect of a step that was not submitted (or collected already)");
+  auto out = impl_->collect(*p.impl_);
+  p.impl_.reset();
+  return out;
+}
 
 }  // namespace wgc::llm

@@ -25,12 +25,14 @@
 namespace wgc::llm {
 
 struct BatchedOptions {
-  int max_tokens = 320;            // new tokens per step (all sequences together)
-  int max_rows = 64;               // sequences with logits per step
-  int block_tokens = 16;           // tokens per KV-cache block
-  int blocks = 0;                  // blocks in the pool (> 0)
-  int split_len = 256;             // attention: keys per split (a multiple of 16; fixes the arithmetic)
-  Version linear = Version::Auto;  // Auto: Batched on GPUs, Naive on CPU adapters (both batch-invariant)
+  int max_tokens = 320;   // new tokens per step (all sequences together)
+  int max_rows = 64;      // sequences with logits per step
+  int block_tokens = 16;  // tokens per KV-cache block
+  int blocks = 0;         // blocks in the pool (> 0)
+  int split_len = 256;    // attention: keys per split (a multiple of 16; fixes the arithmetic)
+  // Auto: Batched on GPUs, Naive on CPU adapters (both batch-invariant); BatchedQ8: 8-bit
+  // activations for the Q4_0 / Q8_0 matrices (Batched for the others).
+  Version linear = Version::Auto;
 };
 
 // One sequence's part of a step.
@@ -42,6 +44,10 @@ struct StepSequence {
   int top_k = 0;           // the best k (1..64) logits and their ids, best first (ties: lower id)
   bool full = false;       // the whole row
   bool logsumexp = false;  // log(sum(exp(logits))), for log probabilities
+  // >= 0: the one new token is the argmax of row feed_row of the step submitted just before this
+  // one (which asked that row for top_k >= 1), copied on the GPU: a step can be recorded before
+  // the previous one's tokens are back (tokens then holds one placeholder id).
+  int feed_row = -1;
   bool wants_logits() const { return top_k > 0 || full || logsumexp; }
 };
 
@@ -67,8 +73,27 @@ class BatchedLlama {
   // Runs one step (one submit, waits for it). Returns one entry per sequence that wants logits,
   // in order. Throws wgc::Error (naming the sequence) on bad input: token ids outside the
   // vocabulary, positions past max_ctx, block tables too short or outside the pool, more than
-  // max_tokens tokens or max_rows rows.
+  // max_tokens tokens or max_rows rows, a feed_row the previous step did not compute.
   std::vector<StepLogits> step(std::span<const StepSequence> seqs);
+
+  // The same in two halves, so that the host can record the next step (with feed_row) while the
+  // GPU runs this one: submit() records and submits, collect() waits for the results. Steps are
+  // collected in the order they were submitted.
+  class Pending {
+   public:
+    Pending();
+    ~Pending();
+    Pending(Pending&&) noexcept;
+    Pending& operator=(Pending&&) noexcept;
+    explicit operator bool() const { return bool(impl_); }
+    struct Impl;
+
+   private:
+    std::unique_ptr<Impl> impl_;
+    friend class BatchedLlama;
+  };
+  Pending submit(std::span<const StepSequence> seqs);
+  std::vector<StepLogits> collect(Pending& p);
 
  private:
   struct Impl;

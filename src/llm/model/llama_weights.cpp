@@ -173,6 +173,8 @@ void record_linear(const LlmOps& ops, Batch& b, const LinearGroup& g, const Tens
     o.y_offset = off;
     o.accumulate = accumulate;
     o.version = v;
+    const WeightType t = g.parts[i].type;
+    if (v == Version::BatchedQ8 && t != WeightType::Q4_0 && t != WeightType::Q8_0) o.version = Version::Batched;
     if (!g.biases.empty()) o.bias = g.biases[i];
     ops.linear(b, g.parts[i], in, y, n, o);
     off += g.parts[i].rows;

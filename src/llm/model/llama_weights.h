@@ -46,7 +46,7 @@ LlamaWeights upload_llama_weights(const Context& ctx, const ModelFile& file, std
                                   std::optional<RopeScaling> rope_scaling);
 
 // y[t, off + ...] = group x for n tokens (each part writing its rows side by side), optionally
-// accumulating (y += W x).
+// accumulating (y += W x). Version::BatchedQ8 runs the parts it cannot (not Q4_0 / Q8_0) as Batched.
 void record_linear(const LlmOps& ops, Batch& b, const LinearGroup& g, const Tensor& in, const Tensor& y, int n,
                    int64_t y_stride, bool accumulate, Version v = Version::Auto);
 

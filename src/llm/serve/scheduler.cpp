@@ -16,6 +16,7 @@
 #include <deque>
 #include <list>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 
@@ -35,9 +36,17 @@ struct Seq {
   std::vector<int32_t> blocks;
   int reserved = 0;   // blocks reserved for it, not allocated yet
   int published = 0;  // of its blocks, those published to the prefix cache
-  SamplePlan plan;    // of the step in flight
-  int n = 0;          // tokens fed in the step in flight
   bool decoding() const { return cached >= prompt; }
+};
+
+// A step submitted to the GPU: per sequence in it (nullptr once it ended), the tokens it feeds,
+// whether it wants its next token, and how that token is picked.
+struct Inflight {
+  BatchedLlama::Pending pending;
+  std::vector<Seq*> fed;
+  std::vector<int> n;
+  std::vector<bool> want;
+  std::vector<SamplePlan> plan;
 };
 }  // namespace
 
@@ -87,6 +96,7 @@ struct Scheduler::Impl {
     bo.max_tokens = opt.parallel + opt.prefill_chunk;
     bo.block_tokens = B;
     bo.blocks = opt.kv_blocks;
+    bo.linear = opt.linear;
     engine = std::make_unique<BatchedLlama>(model, bo);
     kv = std::make_unique<KvBlocks>(opt.kv_blocks, B);
     stop_ids = end_of_turn_ids(&tok, model.config());
@@ -207,23 +217,36 @@ struct Scheduler::Impl {
   }
 
   void loop() {
+    std::optional<Inflight> inflight;  // the step the GPU runs
     for (;;) {
-      {
-        std::unique_lock lk(mu);
-        wake.wait(lk, [&] { return quit || !queue.empty() || !running.empty(); });
-        if (quit && queue.empty() && running.empty()) return;
-      }
-      for (auto it = running.begin(); it != running.end();) {
-        auto next = std::next(it);
-        if (it->job->cancel) end(it, StopReason::Cancelled);
-        it = next;
-      }
-      admit();
-      if (running.empty()) continue;
       try {
-        step();
+        if (!inflight) {
+          {
+            std::unique_lock lk(mu);
+            wake.wait(lk, [&] { return quit || !queue.empty() || !running.empty(); });
+            if (quit && queue.empty() && running.empty()) return;
+          }
+          for (auto it = running.begin(); it != running.end();) {
+            auto next = std::next(it);
+            if (it->job->cancel) end(it, StopReason::Cancelled);
+            it = next;
+          }
+          admit();
+          if (running.empty()) continue;
+          inflight = submit_step();
+        }
+        // While the GPU runs it, record the next step where its tokens can come from this one's
+        // argmax on the GPU (greedy decoding with nothing else to do).
+        std::optional<Inflight> next;
+        if (can_speculate(*inflight)) {
+          next = submit_speculative(*inflight);
+          if (!next->pending) next.reset();  // every sequence ends with this step's token
+        }
+        process(*inflight, next ? &*next : nullptr);
+        inflight = std::move(next);
       } catch (const std::exception& e) {
         // The pool may hold anything now: end what runs, with the error.
+        inflight.reset();
         while (!running.empty()) end(running.begin(), StopReason::Cancelled, e.what());
       }
     }
@@ -292,74 +315,141 @@ struct Scheduler::Impl {
     }
   }
 
-  // One forward over every running sequence; hands out the tokens it picks.
-  void step() {
+  // Allocates blocks (from its reservation) so that s covers `positions` positions.
+  void cover(Seq& s, int positions) {
     const int B = opt.kv_block_tokens;
+    while (int(s.blocks.size()) * B < positions) {
+      int32_t b = kv->allocate();
+      if (b < 0 || s.reserved == 0) throw Error("wgc: scheduler: the KV pool ran out of reserved blocks");
+      s.blocks.push_back(b);
+      --s.reserved;
+      --reserved;
+    }
+  }
+
+  // What the next token of s needs from the logits.
+  void want_token(Seq& s, StepSequence& q, SamplePlan& plan) const {
+    plan = s.rs->sampler().plan();
+    if (plan.kind == SamplePlan::TopK && plan.k > model.config().vocab_size) plan = {SamplePlan::Full, 0};
+    // Greedy: the argmax; TopK: the candidates; Full: the whole row. Logprobs: the N best too.
+    const int lp = s.job->req.top_logprobs;
+    q.top_k = std::max(plan.kind == SamplePlan::Full ? 0 : plan.k, lp);
+    q.top_k = int(std::min<int64_t>(q.top_k, model.config().vocab_size));
+    q.full = plan.kind == SamplePlan::Full;
+    q.logsumexp = lp >= 0;
+  }
+
+  // One forward over every running sequence: a decode token each, prompt chunks within the budget.
+  Inflight submit_step() {
+    Inflight f;
     std::vector<StepSequence> in;
-    std::vector<Seq*> fed;
     int budget = opt.prefill_chunk;
     for (Seq& s : running) {
       int n = s.decoding() ? 1 : std::min(s.prompt - s.cached, budget);
       if (n == 0) continue;
       if (!s.decoding()) budget -= n;
-      while (int(s.blocks.size()) * B < s.cached + n) {
-        int32_t b = kv->allocate();
-        if (b < 0 || s.reserved == 0) throw Error("wgc: scheduler: the KV pool ran out of reserved blocks");
-        s.blocks.push_back(b);
-        --s.reserved;
-        --reserved;
-      }
+      cover(s, s.cached + n);
       StepSequence q;
       q.tokens = std::span<const int32_t>(s.tokens).subspan(size_t(s.cached), size_t(n));
       q.pos0 = s.cached;
       q.blocks = s.blocks;
-      s.n = n;
-      if (s.cached + n == int(s.tokens.size())) {  // the next token is wanted
-        s.plan = s.rs->sampler().plan();
-        if (s.plan.kind == SamplePlan::TopK && s.plan.k > model.config().vocab_size) s.plan = {SamplePlan::Full, 0};
-        const int lp = s.job->req.top_logprobs;
-        // Greedy: the argmax; TopK: the candidates; Full: the whole row. Logprobs: the N best too.
-        q.top_k = std::max(s.plan.kind == SamplePlan::Full ? 0 : s.plan.k, lp);
-        q.top_k = int(std::min<int64_t>(q.top_k, model.config().vocab_size));
-        q.full = s.plan.kind == SamplePlan::Full;
-        q.logsumexp = lp >= 0;
-      }
+      SamplePlan plan;
+      if (s.cached + n == int(s.tokens.size())) want_token(s, q, plan);  // the next token is wanted
       in.push_back(q);
-      fed.push_back(&s);
+      f.fed.push_back(&s);
+      f.n.push_back(n);
+      f.plan.push_back(plan);
+      f.want.push_back(q.wants_logits());
     }
-    auto rows = engine->step(in);
+    f.pending = engine->submit(in);
+    return f;
+  }
 
+  // Whether the step after f can be recorded before f's tokens are back: every running sequence
+  // is in f and decodes greedily without logprobs, nothing waits to be admitted or cancelled.
+  bool can_speculate(const Inflight& f) {
+    {
+      std::lock_guard lk(mu);
+      if (quit || (!queue.empty() && int(running.size()) < opt.parallel)) return false;
+    }
+    if (f.fed.size() != running.size()) return false;
+    for (size_t i = 0; i < f.fed.size(); ++i) {
+      const Seq* s = f.fed[i];
+      if (!s || !f.want[i] || f.plan[i].kind != SamplePlan::Greedy || s->job->req.top_logprobs >= 0 || s->job->cancel)
+        return false;
+    }
+    return true;
+  }
+
+  // The step after f, each sequence's token the argmax of its row in f (sequences whose token
+  // from f is their last by max_tokens or the context are left out).
+  Inflight submit_speculative(const Inflight& f) {
+    Inflight g;
+    std::vector<StepSequence> in;
+    std::vector<int32_t> placeholder(f.fed.size(), 0);
+    int row = 0;
+    for (size_t i = 0; i < f.fed.size(); ++i, ++row) {
+      Seq& s = *f.fed[i];
+      const int pos = s.cached + f.n[i];  // where f's token goes
+      const int max_new = s.job->req.max_tokens;
+      if (pos >= opt.max_ctx || (max_new > 0 && s.rs->generated() + 1 >= max_new)) continue;
+      cover(s, pos + 1);
+      StepSequence q;
+      q.tokens = std::span<const int32_t>(&placeholder[i], 1);
+      q.pos0 = pos;
+      q.blocks = s.blocks;
+      q.feed_row = row;
+      q.top_k = 1;
+      in.push_back(q);
+      g.fed.push_back(&s);
+      g.n.push_back(1);
+      g.plan.push_back({SamplePlan::Greedy, 1});
+      g.want.push_back(true);
+    }
+    if (in.empty()) return g;
+    g.pending = engine->submit(in);
+    return g;
+  }
+
+  // Collects f, hands out its tokens, ends what finished (and drops it from `next`, in flight).
+  void process(Inflight& f, Inflight* next) {
+    const int B = opt.kv_block_tokens;
+    std::vector<StepLogits> rows;
+    if (f.pending) rows = engine->collect(f.pending);
     int generated = 0;
     size_t r = 0;
     std::vector<Seq*> done;
-    for (size_t i = 0; i < in.size(); ++i) {
-      Seq& s = *fed[i];
-      s.cached += s.n;
-      while (s.published < s.cached / B) kv->publish(s.blocks, s.published++, s.tokens);
-      if (!in[i].wants_logits()) continue;
-      const StepLogits& out = rows[r++];
-      int32_t id = pick(s, out);
+    for (size_t i = 0; i < f.fed.size(); ++i) {
+      const StepLogits* out = f.want[i] ? &rows[r++] : nullptr;
+      Seq* s = f.fed[i];
+      if (!s) continue;  // ended while this step was in flight
+      s->cached += f.n[i];
+      while (s->published < s->cached / B) kv->publish(s->blocks, s->published++, s->tokens);
+      if (!out) continue;
+      int32_t id = pick(*s, f.plan[i], *out);
       std::optional<TokenLogprobs> lp;
-      if (s.job->req.top_logprobs >= 0) lp = logprobs(s, out, id);
-      s.tokens.push_back(id);
+      if (s->job->req.top_logprobs >= 0) lp = logprobs(*s, *out, id);
+      s->tokens.push_back(id);
       ++generated;
-      if (!s.rs->take(id, lp ? &*lp : nullptr, s.cached)) done.push_back(&s);
+      if (!s->rs->take(id, lp ? &*lp : nullptr, s->cached)) done.push_back(s);
     }
-    for (Seq* s : done)
+    for (Seq* s : done) {
+      if (next) std::replace(next->fed.begin(), next->fed.end(), s, static_cast<Seq*>(nullptr));
       for (auto it = running.begin(); it != running.end(); ++it)
         if (&*it == s) {
           end(it, std::nullopt);
           break;
         }
+    }
     publish_state(generated);
   }
 
-  int32_t pick(Seq& s, const StepLogits& out) {
+  static int32_t pick(Seq& s, const SamplePlan& plan, const StepLogits& out) {
     Sampler& sm = s.rs->sampler();
-    switch (s.plan.kind) {
+    switch (plan.kind) {
       case SamplePlan::Greedy: return out.top_ids[0];
       case SamplePlan::TopK: {
-        const size_t k = size_t(s.plan.k);
+        const size_t k = size_t(plan.k);
         return sm.sample(std::span(out.top_ids).first(k), std::span(out.top_logits).first(k));
       }
       case SamplePlan::Full: break;

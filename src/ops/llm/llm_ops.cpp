@@ -200,6 +200,9 @@ std::vector<KernelVersion> LlmOps::versions() const {
                  "serving: tokens x 4 rows per invocation, " + std::to_string(tuning.batched_kl) +
                      " lanes per row read consecutive chunks, x broadcast from shared memory; results independent of "
                      "the batch"});
+    if (t == WeightType::Q4_0 || t == WeightType::Q8_0)
+      v.push_back({"batched", ts + "/batched-q8",
+                   "serving, x quantized to 8 bits per 32 (per token), integer dot products (dot4I8Packed)"});
     v.push_back({"embedding", ts, "one invocation per 4 elements"});
   }
   if (subgroups_) v.push_back({"rms_norm", "subgroup", "one workgroup per row"});
@@ -333,6 +336,7 @@ void LlmOps::linear(Batch& b, const GpuWeight& w, const Tensor& x, const Tensor&
   // (8B Q4_0 pp512: 156 vs 964 t/s, docs/benchmarks.md); it stays a rung to tune.
   const bool cpu = ctx_.adapter().is_cpu();
   if (v == Version::Batched) return linear_batched(b, w, x, y, n_tokens, prm, bias, rows);
+  if (v == Version::BatchedQ8) return linear_batched_q8(b, w, x, xs, y, n_tokens, prm, bias, rows);
   if (v == Version::Auto && n_tokens > 1 && tuning.matmul != Version::Auto) v = tuning.matmul;
   if (v == Version::Auto) v = cpu ? Version::Naive : subgroups_ ? Version::Subgroup : Version::Shared;
   need(v != Version::Subgroup || subgroups_, op, "this adapter has no usable subgroups");
@@ -389,16 +393,8 @@ void LlmOps::linear_batched(Batch& b, const GpuWeight& w, const Tensor& x, const
   const uint64_t smem_limit = ctx_.limits().max_compute_workgroup_storage_size;
   const auto x_tile_bytes = [&](uint32_t t) { return uint64_t(t) * (xt / 4 + xt / 32) * 16; };
   const uint32_t tt = n_tokens <= 8 || x_tile_bytes(16) > smem_limit ? 8 : 16;
-  uint32_t wg = tuning.batched_wg;
   const uint64_t tiles = ceil_div(uint64_t(n_tokens), tt);
-  if (wg == 0) {
-    wg = 64;
-    for (uint32_t c : {128u, 256u})
-      if (tiles * ceil_div(uint64_t(rows), c / kl * kBatchedRowsPerGroup) >= tuning.batched_min_groups) wg = c;
-  }
-  wg = std::max(wg, kl);
-  need(wg % kl == 0 && wg <= max_wg_, op,
-       "batched_wg " + std::to_string(wg) + " (a multiple of batched_kl, <= " + std::to_string(max_wg_) + ")");
+  const uint32_t wg = batched_wg(tiles, rows);
   const uint64_t shared = std::max(x_tile_bytes(tt), uint64_t(wg / kl * tt) * 16);
   need(shared <= smem_limit, op,
        std::to_string(shared) + " bytes of workgroup memory, the adapter allows " + std::to_string(smem_limit));
@@ -413,6 +409,52 @@ void LlmOps::linear_batched(Batch& b, const GpuWeight& w, const Tensor& x, const
                     {"llm/common.wgsl", "llm/weights/" + str(w.type) + ".wgsl", "llm/linear_batched.wgsl"}, {}, false,
                     "main", prelude);
   b.dispatch(k, {w.data, w.scales, x, bias, y}, prm, {u32(tiles), u32(row_tiles), 1});
+}
+
+uint32_t LlmOps::batched_wg(uint64_t tiles, int64_t rows) const {
+  const uint32_t kl = tuning.batched_kl;
+  uint32_t wg = tuning.batched_wg;
+  if (wg == 0) {
+    wg = 64;
+    for (uint32_t c : {128u, 256u})
+      if (tiles * ceil_div(uint64_t(rows), c / kl * kBatchedRowsPerGroup) >= tuning.batched_min_groups) wg = c;
+  }
+  wg = std::max(wg, kl);
+  need(wg % kl == 0 && wg <= max_wg_, "linear batched",
+       "batched_wg " + std::to_string(wg) + " (a multiple of batched_kl, <= " + std::to_string(max_wg_) + ")");
+  return wg;
+}
+
+void LlmOps::linear_batched_q8(Batch& b, const GpuWeight& w, const Tensor& x, int64_t x_stride, const Tensor& y,
+                               int n_tokens, const Params& prm, const Tensor& bias, int64_t rows) const {
+  const std::string op = "linear batched-q8 " + str(w.type);
+  need(w.type == WeightType::Q4_0 || w.type == WeightType::Q8_0, op, "8-bit activations need Q4_0 or Q8_0 weights");
+  const uint32_t kl = tuning.batched_kl;
+  need(kl >= 1 && kl <= 32 && (kl & (kl - 1)) == 0, op,
+       "batched_kl " + std::to_string(kl) + " is not a power of two <= 32");
+  const int64_t nb = w.cols / 32;
+  // x quantized per token and block of 32: the words, then (d, sum) per block.
+  Tensor xq = make_tensor(ctx_, {int64_t(n_tokens) * nb * 8}, DType::U32);
+  Tensor xds = make_tensor(ctx_, {int64_t(n_tokens) * nb * 2}, DType::U32);
+  Kernel kq = kernel("llm/quant_q8", {"llm/common.wgsl", "llm/quant_q8.wgsl"}, {{"WG", 64}}, false);
+  b.dispatch(kq, {x, xq, xds}, Params(u32(n_tokens), u32(w.cols), u32(x_stride)),
+             groups_1d(ctx_, ceil_div(uint64_t(n_tokens) * uint64_t(nb), 64)));
+  const uint32_t tt = n_tokens <= 8 ? 8 : 16;
+  const uint64_t tiles = ceil_div(uint64_t(n_tokens), tt);
+  const uint32_t wg = batched_wg(tiles, rows);
+  uint32_t xt = 1024;  // x tile: whole blocks of every lane
+  while (xt % (32 * kl) != 0) xt += 1024;
+  const uint32_t bn = wg / kl * kBatchedRowsPerGroup;
+  const uint64_t row_tiles = ceil_div(uint64_t(rows), bn);
+  need(row_tiles <= ctx_.limits().max_compute_workgroups_per_dimension, op, "too many rows");
+  const bool q4 = w.type == WeightType::Q4_0;
+  std::string prelude = "const TT: u32 = " + std::to_string(tt) + "u;\nconst WG: u32 = " + std::to_string(wg) +
+                        "u;\nconst KL: u32 = " + std::to_string(kl) + "u;\nconst XT: u32 = " + std::to_string(xt) +
+                        "u;\nconst Q4: bool = " + (q4 ? "true" : "false") + ";\n";
+  Kernel k = kernel("llm/batched_q8/" + str(w.type) + "/" + std::to_string(tt) + "x" + std::to_string(wg) + "x" +
+                        std::to_string(kl) + "x" + std::to_string(xt),
+                    {"llm/common.wgsl", "llm/linear_batched_q8.wgsl"}, {}, false, "main", prelude);
+  b.dispatch(k, {w.data, w.scales, xq, xds, bias, y}, prm, {u32(tiles), u32(row_tiles), 1});
 }
 
 // ---- elementwise ---------------------------------------------------------------------------

@@ -70,7 +70,9 @@ KvCache make_kv_cache(const Context& ctx, int n_layers, int n_kv_heads, int max_
 // token). Auto: Naive on CPU adapters; on GPUs the matvec reduction for one token, the tiled kernel for more.
 // Batched: the serving kernel for any number of tokens (linear_batched.wgsl), whose results do not
 // depend on the number of tokens (bit-identical for a token alone or in a batch; so does Naive).
-enum class Version { Auto, Naive, Subgroup, Shared, RegTile, Batched };
+// BatchedQ8: the same with x quantized to 8 bits per block of 32 (per token) and integer dot
+// products, for Q4_0 / Q8_0 weights only (results differ from the f32 kernels by that rounding).
+enum class Version { Auto, Naive, Subgroup, Shared, RegTile, Batched, BatchedQ8 };
 // y = W x with extras. Rows row0 .. row0 + rows - 1 of W (rows = -1: to the end) produce
 // y[t * y_stride + y_offset + r] (y_stride = -1: rows). bias (f32, indexed by the weight row
 // row0 + r) is added when given; accumulate adds the old y (the residual: y += W x).
@@ -265,6 +267,11 @@ class LlmOps {
                 const std::string& entry = "main", const std::string& prelude = "") const;
   void linear_batched(Batch& b, const GpuWeight& w, const Tensor& x, const Tensor& y, int n_tokens, const Params& prm,
                       const Tensor& bias, int64_t rows) const;
+  void linear_batched_q8(Batch& b, const GpuWeight& w, const Tensor& x, int64_t x_stride, const Tensor& y, int n_tokens,
+                         const Params& prm, const Tensor& bias, int64_t rows) const;
+  // The batched kernels' workgroup size: tuning.batched_wg, else the largest that still gives
+  // batched_min_groups workgroups.
+  uint32_t batched_wg(uint64_t token_tiles, int64_t rows) const;
   Kernel linear_kernel(const std::string& kind, WeightType t, Version v) const;
   // The matvec schedule: tuning clamped to the adapter and the kernel. The pipeline and the grid
   // must agree on it.
