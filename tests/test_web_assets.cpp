@@ -80,9 +80,10 @@ TEST(WebAssets, KernelBundleHoldsWhatTheLibraryCompiles) {
   auto js = web_asset("/kernels/wgsl.js");
   ASSERT_TRUE(js);
   auto entries = bundle_entries(js->body);
-  for (const char* k : {"map/add.wgsl", "map/binary_vec4.wgsl", "matmul/naive.wgsl", "matmul/tiled.wgsl",
-                        "matmul/regtile.wgsl", "matmul/regtile_vec4.wgsl", "reduce/naive.wgsl", "reduce/vec4.wgsl",
-                        "reduce/subgroup.wgsl", "stencil/sobel_tiled_vec4.wgsl", "stencil/blur_tiled.wgsl"})
+  for (const char* k :
+       {"map/add.wgsl", "map/binary_vec4.wgsl", "matmul/naive.wgsl", "matmul/tiled.wgsl", "matmul/regtile.wgsl",
+        "matmul/regtile_vec4.wgsl", "reduce/naive.wgsl", "reduce/vec4.wgsl", "reduce/subgroup.wgsl",
+        "stencil/sobel_tiled_vec4.wgsl", "stencil/blur_tiled.wgsl", "conv/direct.wgsl", "conv/direct_tiled.wgsl"})
     EXPECT_TRUE(entries.count(k)) << k << " is not in the bundle";
   // Files that others include are not kernels of their own.
   EXPECT_FALSE(entries.count("matmul/regtile_main.wgsl"));
