@@ -329,7 +329,8 @@ void Server::Impl::routes() {
              if (auto asset = web_asset(req.path)) {
                res.set_content(std::string(asset->body), std::string(asset->mime));
              } else if (auto to = web_redirect(req.path)) {
-               res.set_redirect(*to, 301);
+               size_t query = req.target.find('?');  // kept: /kernels?run=1 -> /kernels/?run=1
+               res.set_redirect(*to + (query == std::string::npos ? "" : req.target.substr(query)), 301);
              } else if (req.path == "/") {
                json(res, R"({"name":"wgc serve","api":["GET /v1/models","POST /v1/chat/completions",)"
                          R"("POST /v1/completions","POST /tokenize","POST /detokenize","GET /health","GET /metrics"],)"

@@ -2,9 +2,9 @@
 // against the JavaScript reference; without WebGPU, says so and runs the references alone.
 // URL parameters (for tests and links): run=1 runs the checks and the timing table on load;
 // only=<word>,... keeps the checks (and the matmul timing table) whose kernel name contains one of
-// the words; size=N and
-// repeats=R set the timing table's problem; inject=<kernel>/<version> corrupts one element of that
-// case's GPU result before its check (the page's own self-test: that row must fail).
+// the words; size=N and repeats=R set the timing table's problem; inject=<kernel>/<version>
+// corrupts one element of that case's GPU result before its check (the page's self-test: that row
+// must fail).
 import { initTheme } from '../theme.js';
 import { openGpu } from './webgpu.js';
 import * as cases from './cases.js';
@@ -47,8 +47,9 @@ function maybeInject(id, out) {
 }
 
 // --- the checks ----------------------------------------------------------------------------
-// A check: kernel, version, problem (text), want() -> { value, tolerance } (JS reference),
-// gpu() -> { out, ms } (absent where unsupported, with `why`), compare: 'array' or 'scalar'.
+// A check: kernel, version, problem (text), want() -> { value, tolerance } (the JS reference),
+// gpu() -> { out, ms }, why (non-empty: the adapter cannot run it, and why), compare ('scalar' for
+// one value; arrays by default), show(out) (draws the result, for the images).
 function elementwiseChecks() {
   const n = 100_003;
   const a = ref.randomArray(n, 1), b = ref.randomArray(n, 2);
@@ -181,9 +182,9 @@ async function runChecks(table, summary, list) {
   }
 }
 
-const runKernelChecks = () => runChecks($('checks'), $('summary'), [...elementwiseChecks(), ...matmulChecks(), ...reduceChecks(), ...convChecks()]);
+const runKernelChecks = () =>
+  runChecks($('checks'), $('summary'), [...elementwiseChecks(), ...matmulChecks(), ...reduceChecks(), ...convChecks()]);
 const runImageChecks = () => runChecks($('image-checks'), $('image-summary'), stencilChecks());
-
 
 // --- the matmul timing table (wgc bench's columns) -------------------------------------------
 async function runTiming() {
