@@ -31,8 +31,9 @@ summary=""
 for step in $steps; do
   case $step in
     info) $wgc info | tee "$RES/info.txt" ;;
-    tests)
-      for t in /tmp/wgc/bin/test_*; do
+    tests)  # every test binary, or those named in $WGC_DEVICE_TESTS (e.g. "test_llm_batched test_scheduler")
+      for t in ${WGC_DEVICE_TESTS:-/tmp/wgc/bin/test_*}; do
+        [[ "$t" == /* ]] || t=/tmp/wgc/bin/$t
         if timeout 300 "$t" --gtest_brief=1 >"$RES/$(basename "$t").log" 2>&1; then r=pass; else r=FAIL; fi
         summary+="$(basename "$t"): $r"$'\n'
       done ;;
@@ -89,6 +90,10 @@ for step in $steps; do
           nvidia-smi --query-compute-apps=pid,gpu_bus_id,used_memory --format=csv >>"$RES/serve.txt"
         kill -TERM $pid; wait $pid; echo "wgc serve exit status $? after SIGTERM" >>"$RES/serve.txt"
       fi ;;
+    cnn|cnn:*)  # cnn[:MODEL]: export a torchvision model, check it, wgc bench-cnn vs PyTorch and ORT
+      IFS=: read -r _ cmodel <<<"$step"
+      WGC=$wgc RES=$RES timeout 580 scripts/bench_cnn_device.sh ${cmodel:-mobilenet_v2} >"$RES/cnn.log" 2>&1
+      [ -f "$RES/cnn.txt" ] && cp "$RES/cnn.txt" "$OUT/" && cat "$RES/cnn.txt" ;;
     *) echo "unknown step $step" ;;
   esac
 done
