@@ -26,7 +26,7 @@ int signal_pipe[2] = {-1, -1};
 
 struct Flags {
   GpuFlags gpu;
-  std::optional<std::string> model, name;
+  std::optional<std::string> model, name, kernel;
   std::string tokenizer;
   server::ServerOptions so;
   llm::SchedulerOptions sched;
@@ -55,6 +55,19 @@ int serve(const Flags& f) {
   in_range(sched.parallel, "--parallel", 1, 1024);
   in_range(sched.max_queue, "--max-queue", 0, 100000);
   in_range(sched.max_ctx, "--ctx", 0, 1 << 24);
+  in_range(sched.kv_blocks, "--kv-blocks", 0, 1 << 24);
+  in_range(sched.kv_block_tokens, "--kv-block", 1, 4096);
+  in_range(sched.prefill_chunk, "--prefill-chunk", 1, 1 << 16);
+  if (const auto& k = f.kernel) {  // the serving engine's linear kernels (docs/serving.md)
+    if (*k == "batched")
+      sched.linear = llm::Version::Batched;
+    else if (*k == "batched-q8")
+      sched.linear = llm::Version::BatchedQ8;
+    else if (*k == "naive")
+      sched.linear = llm::Version::Naive;
+    else if (*k != "auto")
+      throw UsageError("--kernel expects auto, batched, batched-q8 or naive, got '" + *k + "'");
+  }
   int gpu = in_range(f.gpu_index, "--gpu", -1, 1024);
 
   llm::ModelFile file = llm::open_model(path);
@@ -75,8 +88,9 @@ int serve(const Flags& f) {
 
   server::ModelInfo info{name, &*tok, &chat, scheduler.options().max_ctx, llm::default_sampling(path)};
   server::Server srv(scheduler, info, ctx, so);
-  std::fprintf(stderr, "wgc serve: %s on %s (%s), context %d, parallel %d%s%s\n", name.c_str(),
-               ctx.adapter().device.c_str(), ctx.adapter().adapter_type.c_str(), info.max_ctx, sched.parallel,
+  std::fprintf(stderr, "wgc serve: %s on %s (%s), context %d, parallel %d, KV pool %d blocks of %d tokens%s%s\n",
+               name.c_str(), ctx.adapter().device.c_str(), ctx.adapter().adapter_type.c_str(), info.max_ctx,
+               sched.parallel, scheduler.options().kv_blocks, scheduler.options().kv_block_tokens,
                chat.is_fallback() ? ", no chat template (plain-text chat rendering)" : "",
                so.api_key.empty() ? "" : ", API key required");
   std::fprintf(stderr, "wgc serve: listening on http://%s:%d\n", so.host.c_str(), srv.port());
