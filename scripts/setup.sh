@@ -15,7 +15,7 @@ log() { printf '[setup] %s\n' "$*" >&2; }
 
 # --- Debian packages ----------------------------------------------------------------------
 apt_pkgs=(cmake g++ make pkg-config libgtest-dev libvulkan1 libpng-dev libjpeg-dev
-          libopenblas-dev libpcre2-dev libcli11-dev libedit-dev ca-certificates chromium fonts-dejavu-core
+          libopenblas-dev libpcre2-dev libcli11-dev libedit-dev libssl-dev ca-certificates chromium fonts-dejavu-core
           libcpp-httplib-dev nginx-light libonnx-dev libprotobuf-dev libonnx-testdata)
 missing=()
 for p in "${apt_pkgs[@]}"; do

@@ -4,6 +4,7 @@
 // each (TG; each step's tokens read back and fed to the next). Aggregate tokens/s of both, as a
 // table and JSON, and a PNG chart of decode t/s per count.
 #include "cli/command.h"
+#include "cli/llm_flags.h"
 #include "io/chart.h"
 #include "llm/model/llama_batched.h"
 #include "util/error.h"
@@ -120,7 +121,7 @@ struct Flags {
 
 int bench_batched_cmd(const Flags& f) {
   if (!f.model) throw UsageError("--model FILE.gguf (or a Hugging Face folder) is required");
-  const auto& model_path = f.model;
+  const auto model_path = std::optional<std::string>(cli::model_path(f.model).string());
   const std::vector<int>& par = f.parallel;
   for (int b : par)
     if (b < 1 || b > 4096) throw UsageError("--parallel expects integers 1..4096, got " + std::to_string(b));
@@ -284,31 +285,32 @@ int bench_batched_cmd(const Flags& f) {
   return 0;
 }
 
-Register reg{
-    {"bench-batched",
-     "llama-batched-bench for the serving engine: aggregate prefill and decode tokens/s per count of "
-     "parallel sequences",
-     [](CLI::App& app) {
-       auto f = std::make_shared<Flags>();
-       add_text(app, "--model,-m", f->model, "a GGUF file or Hugging Face folder (required)")->type_name("PATH");
-       add_numbers(app, "--parallel", f->parallel, "counts of parallel sequences, one test each");
-       add_number(app, "-p,--n-prompt", f->p, "prompt tokens per sequence");
-       add_number(app, "-n,--n-gen", f->n, "decode steps");
-       add_number(app, "-r,--repetitions", f->repeats, "timed runs of each count");
-       add_number(app, "--batch", f->batch, "tokens per prefill step");
-       add_number(app, "--block", f->block, "tokens per KV-cache block");
-       add_number(app, "--split", f->split, "attention split length (a multiple of 16)");
-       app.add_flag("--sync", f->sync, "wait for each decode step before recording the next");
-       add_text(app, "--kernel", f->kernel, "linear kernels: auto, batched, batched-q8 or naive");
-       add_text(app, "--batched", f->batched, "batched kernels' KL,WG,MIN_GROUPS (WG 0: auto)");
-       add_number(app, "--seed", f->seed, "seed of the random prompt tokens");
-       app.add_flag("--no-warmup", f->no_warmup, "no untimed warm-up run before each count");
-       add_text(app, "--json", f->json, "write every number as JSON to this file")->type_name("FILE");
-       add_text(app, "--png", f->png, "write a bar chart of decode t/s to this PNG file")->type_name("FILE");
-       add_force(app, f->force);
-       add_gpu_flags(app, f->gpu);
-       return [f] { return bench_batched_cmd(*f); };
-     }}};
+Register reg{{"bench-batched",
+              "llama-batched-bench for the serving engine: aggregate prefill and decode tokens/s per count of "
+              "parallel sequences",
+              [](CLI::App& app) {
+                auto f = std::make_shared<Flags>();
+                add_text(app, "--model,-m", f->model,
+                         "a GGUF file, Hugging Face folder or pulled owner/name[/FILE] (required)")
+                    ->type_name("MODEL");
+                add_numbers(app, "--parallel", f->parallel, "counts of parallel sequences, one test each");
+                add_number(app, "-p,--n-prompt", f->p, "prompt tokens per sequence");
+                add_number(app, "-n,--n-gen", f->n, "decode steps");
+                add_number(app, "-r,--repetitions", f->repeats, "timed runs of each count");
+                add_number(app, "--batch", f->batch, "tokens per prefill step");
+                add_number(app, "--block", f->block, "tokens per KV-cache block");
+                add_number(app, "--split", f->split, "attention split length (a multiple of 16)");
+                app.add_flag("--sync", f->sync, "wait for each decode step before recording the next");
+                add_text(app, "--kernel", f->kernel, "linear kernels: auto, batched, batched-q8 or naive");
+                add_text(app, "--batched", f->batched, "batched kernels' KL,WG,MIN_GROUPS (WG 0: auto)");
+                add_number(app, "--seed", f->seed, "seed of the random prompt tokens");
+                app.add_flag("--no-warmup", f->no_warmup, "no untimed warm-up run before each count");
+                add_text(app, "--json", f->json, "write every number as JSON to this file")->type_name("FILE");
+                add_text(app, "--png", f->png, "write a bar chart of decode t/s to this PNG file")->type_name("FILE");
+                add_force(app, f->force);
+                add_gpu_flags(app, f->gpu);
+                return [f] { return bench_batched_cmd(*f); };
+              }}};
 
 }  // namespace
 }  // namespace wgc::cli

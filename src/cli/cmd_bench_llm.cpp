@@ -2,6 +2,7 @@
 // into a plan, the plan runs, and the result is reported as a Markdown table, JSON and a PNG chart.
 #include "bench/llm_speed.h"
 #include "cli/command.h"
+#include "cli/llm_flags.h"
 #include "io/chart.h"
 #include "util/error.h"
 #include "util/json.h"
@@ -44,7 +45,7 @@ LlmSpeedPlan parse(const Flags& f) {
   LlmSpeedPlan p = f.plan;
   p.warmup = !f.no_warmup;
   if (!f.model) throw UsageError("--model FILE.gguf (or a Hugging Face folder) is required");
-  p.model = *f.model;
+  p.model = model_path(f.model).string();
   for (int v : p.prompt_sizes)
     if (v < 0 || v > 1 << 20) throw UsageError("-p expects token counts from 0 to 1048576, got " + std::to_string(v));
   for (int v : p.generate_sizes)
@@ -298,7 +299,8 @@ Register reg{
      [](CLI::App& app) {
        auto f = std::make_shared<Flags>();
        auto& p = f->plan;
-       add_text(app, "--model,-m", f->model, "a GGUF file or Hugging Face folder (required)")->type_name("PATH");
+       add_text(app, "--model,-m", f->model, "a GGUF file, Hugging Face folder or pulled owner/name[/FILE] (required)")
+           ->type_name("MODEL");
        add_numbers(app, "-p,--n-prompt", p.prompt_sizes, "prefill tests: prompt sizes in tokens (0: none)");
        add_numbers(app, "-n,--n-gen", p.generate_sizes, "decode tests: tokens generated (0: none)");
        add_number(app, "-r,--repetitions", p.repeats, "timed runs of each test");

@@ -1,5 +1,6 @@
 // wgc inspect MODEL [--json]: what a model file holds (config, tensors, metadata, tokenizer).
 #include "cli/command.h"
+#include "cli/llm_flags.h"
 #include "llm/formats/gguf.h"
 #include "llm/formats/model_file.h"
 #include "llm/formats/safetensors.h"
@@ -386,7 +387,7 @@ int inspect(const Flags& f) {
   OpenOptions opt;
   opt.prefault = false;  // only headers are needed
   opt.progress = false;
-  ModelFile m = open_model(f.model, opt);
+  ModelFile m = open_model(model_path(f.model), opt);
   if (f.json)
     std::cout << describe_json(m).dump(2) << "\n";
   else
@@ -394,14 +395,14 @@ int inspect(const Flags& f) {
   return 0;
 }
 
-Register reg{{"inspect",
-              "a model file or folder (GGUF, safetensors): architecture, sizes, tensors, metadata, tokenizer",
-              [](CLI::App& app) {
-                auto f = std::make_shared<Flags>();
-                app.add_flag("--json", f->json, "print JSON instead of text");
-                app.add_option("MODEL", f->model, "a GGUF file or Hugging Face folder")->required();
-                return [f] { return inspect(*f); };
-              }}};
+Register reg{
+    {"inspect", "a model file or folder (GGUF, safetensors): architecture, sizes, tensors, metadata, tokenizer",
+     [](CLI::App& app) {
+       auto f = std::make_shared<Flags>();
+       app.add_flag("--json", f->json, "print JSON instead of text");
+       app.add_option("MODEL", f->model, "a GGUF file, Hugging Face folder or pulled owner/name[/FILE]")->required();
+       return [f] { return inspect(*f); };
+     }}};
 
 }  // namespace
 }  // namespace wgc::cli

@@ -31,7 +31,7 @@ int score(const Flags& f) {
     throw UsageError(f.prompt ? "--prompt and --tokens were both given: give one"
                               : "give --tokens ID,ID,... or --prompt TEXT");
   check_output(*f.out, overwrite_rule(f.force));
-  fs::path path = f.model ? fs::path(*f.model) : default_model_path();
+  fs::path path = model_path(f.model);
   std::vector<int32_t> ids = token_ids(f.tokens, "--tokens");
 
   Context ctx(f.gpu.context_options());
@@ -54,8 +54,7 @@ int score(const Flags& f) {
 
 Register reg{{"score", "the logits of every position, written as a float32 NumPy array [n, vocab]", [](CLI::App& app) {
                 auto f = std::make_shared<Flags>();
-                add_text(app, "--model", f->model, "a GGUF file or Hugging Face folder (default: the built-in model)")
-                    ->type_name("PATH");
+                add_text(app, "--model,-m", f->model, kModelHelp)->type_name("MODEL");
                 add_numbers(app, "--tokens", f->tokens, "the token ids to score (comma-separated)");
                 add_text(app, "--prompt", f->prompt, "text to tokenize and score instead of --tokens");
                 add_text(app, "--out", f->out, "the .npy file to write (required)")->type_name("FILE");

@@ -126,29 +126,28 @@ int serve(const Flags& f) {
   return 0;
 }
 
-Register reg{
-    {"serve", "OpenAI-compatible HTTP server for a language model (default: the built-in wgc-tiny-dict)",
-     [](CLI::App& app) {
-       auto f = std::make_shared<Flags>();
-       add_text(app, "--model,-m", f->model, "a GGUF file or Hugging Face folder (default: the built-in model)")
-           ->type_name("PATH");
-       app.add_option("--tokenizer", f->tokenizer, "a tokenizer.json, folder or .gguf (default: the model's own)")
-           ->type_name("PATH");
-       add_text(app, "--name", f->name, "the model's id in the API (default: the file's name)");
-       app.add_option("--host", f->so.host, "the address to listen on");
-       add_number(app, "--port", f->so.port, "the port to listen on (0: any free one)");
-       app.add_option("--api-key", f->so.api_key, "require this bearer token (or WGC_API_KEY)")
-           ->type_name("KEY")
-           ->default_str("");
-       add_number(app, "--parallel", f->sched.parallel, "sequences decoded together");
-       add_number(app, "--ctx", f->sched.max_ctx, "context per sequence in tokens; 0: the model's, capped");
-       add_number(app, "--max-queue", f->sched.max_queue, "waiting requests beyond which new ones get 429");
-       add_number(app, "--max-body", f->max_body, "the largest request body in bytes");
-       add_number(app, "--shutdown-grace", f->grace_s, "seconds running requests get to finish on SIGTERM");
-       add_number(app, "--gpu", f->gpu_index, "the adapter's index (wgc info lists them); -1: the default");
-       add_gpu_flags(app, f->gpu);
-       return [f] { return serve(*f); };
-     }}};
+Register reg{{"serve", "OpenAI-compatible HTTP server for a language model (default: the built-in wgc-tiny-dict)",
+              [](CLI::App& app) {
+                auto f = std::make_shared<Flags>();
+                add_text(app, "--model,-m", f->model, kModelHelp)->type_name("PATH");
+                app.add_option("--tokenizer", f->tokenizer,
+                               "a tokenizer.json, folder or .gguf (default: the model's own)")
+                    ->type_name("PATH");
+                add_text(app, "--name", f->name, "the model's id in the API (default: the file's name)");
+                app.add_option("--host", f->so.host, "the address to listen on");
+                add_number(app, "--port", f->so.port, "the port to listen on (0: any free one)");
+                app.add_option("--api-key", f->so.api_key, "require this bearer token (or WGC_API_KEY)")
+                    ->type_name("KEY")
+                    ->default_str("");
+                add_number(app, "--parallel", f->sched.parallel, "sequences decoded together");
+                add_number(app, "--ctx", f->sched.max_ctx, "context per sequence in tokens; 0: the model's, capped");
+                add_number(app, "--max-queue", f->sched.max_queue, "waiting requests beyond which new ones get 429");
+                add_number(app, "--max-body", f->max_body, "the largest request body in bytes");
+                add_number(app, "--shutdown-grace", f->grace_s, "seconds running requests get to finish on SIGTERM");
+                add_number(app, "--gpu", f->gpu_index, "the adapter's index (wgc info lists them); -1: the default");
+                add_gpu_flags(app, f->gpu);
+                return [f] { return serve(*f); };
+              }}};
 
 }  // namespace
 }  // namespace wgc::cli

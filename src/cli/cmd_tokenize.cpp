@@ -1,6 +1,7 @@
 // wgc tokenize / wgc detokenize: text <-> token ids with a model's tokenizer (a GGUF file, a Hugging
 // Face folder, or a tokenizer.json).
 #include "cli/command.h"
+#include "cli/llm_flags.h"
 #include "llm/generate/default_model.h"
 #include "llm/tokenizer/loaders.h"
 #include "llm/tokenizer/tokenizer.h"
@@ -28,9 +29,7 @@ struct Flags {
 };
 
 // --model (a .gguf file, a folder, or a tokenizer.json), else the built-in default model.
-llm::Tokenizer tokenizer_of(const Flags& f) {
-  return llm::load_tokenizer(f.model ? std::filesystem::path(*f.model) : llm::default_model_path());
-}
+llm::Tokenizer tokenizer_of(const Flags& f) { return llm::load_tokenizer(model_path(f.model)); }
 
 void add_model_flag(CLI::App& app, Flags& f) {
   add_text(app, "--model,-m", f.model,

@@ -2,6 +2,7 @@
 
 #include "gpu/context.h"
 #include "llm/generate/default_model.h"
+#include "llm/hub/hub.h"
 #include "util/json.h"
 #include "util/progress.h"
 
@@ -143,13 +144,21 @@ void check_generate_options(const llm::GenerateOptions& o) {
 }
 
 fs::path model_path(const std::optional<std::string>& model) {
-  return model ? fs::path(*model) : llm::default_model_path();
+  if (!model) return llm::default_model_path();
+  fs::path p(*model);
+  std::error_code ec;
+  if (fs::exists(p, ec)) return p;
+  if (auto ref = llm::parse_hub_ref(*model)) {  // owner/name[/FILE]: a pulled model
+    if (auto cached = llm::hub_cached(*ref)) return *cached;
+    throw Error("wgc: " + *model + " is no file or folder here, and no model pulled into " +
+                llm::hub_cache_dir().string() + ": `wgc pull " + *model + "` downloads it from " + llm::hub_endpoint());
+  }
+  return p;  // open_model says that it does not exist
 }
 
 void add_model_flags(CLI::App& app, ModelFlags& f, int default_n) {
   f.n = default_n;
-  add_text(app, "--model,-m", f.model, "a GGUF file or Hugging Face folder (default: the built-in wgc-tiny-dict)")
-      ->type_name("PATH");
+  add_text(app, "--model,-m", f.model, kModelHelp)->type_name("MODEL");
   app.add_option("--tokenizer", f.tokenizer, "a tokenizer.json, folder or .gguf (default: the model's own)")
       ->type_name("PATH");
   add_number(app, "-n,--n-predict", f.n, "tokens to generate at most; -1: until a stop or the end of the context");

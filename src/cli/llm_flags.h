@@ -44,8 +44,12 @@ llm::SamplingParams sampling_params(const SamplingFlags& s, const std::filesyste
 // llm::validate(o), with the options' errors in the flags' names (-n, --stop, the sampling flags).
 void check_generate_options(const llm::GenerateOptions& o);
 
-// --model's value: a file or folder, else the built-in model (llm::default_model_path).
+// --model's value: a file or folder; else owner/name[/FILE] pulled into the hub cache (`wgc pull`);
+// absent: the built-in model (llm::default_model_path).
 std::filesystem::path model_path(const std::optional<std::string>& model);
+inline constexpr const char* kModelHelp =
+    "a GGUF file, a Hugging Face folder, or owner/name[/FILE] pulled with wgc pull (default: the built-in "
+    "wgc-tiny-dict)";
 
 // The flags of commands that generate text (generate, chat).
 struct ModelFlags {
