@@ -41,7 +41,7 @@ std::vector<Case> cases(const Context& ctx, const Options& o) {
     d->tc = make_tensor(ctx, {d->n, d->n});
     MatmulDims dims{d->n, d->n, d->n, false};
     for (MatmulVersion v : kMatmulVersions) {
-      if (!supports(v, dims) || (v == MatmulVersion::Naive && dims.flops() > kNaiveMaxFlops)) continue;
+      if (!supports(ctx, v, dims) || (v == MatmulVersion::Naive && dims.flops() > kNaiveMaxFlops)) continue;
       Case c;
       c.op = "matmul";
       c.version = std::string(to_string(v));
