@@ -13,7 +13,7 @@
 namespace wgc::bench {
 namespace {
 
-using llm::Version;
+using llm::LinearVersion;
 using llm::WeightType;
 
 constexpr int kPrefillTokens = 512;
@@ -29,12 +29,12 @@ struct LinearData {
 std::vector<Case> linear_cases(const Context& ctx, const Options& o, bool prefill) {
   auto ops = std::make_shared<llm::LlmOps>(ctx);
   const int n = prefill ? (o.quick ? 7 : kPrefillTokens) : 1;
-  std::vector<std::pair<Version, std::string>> versions;
+  std::vector<std::pair<LinearVersion, std::string>> versions;
   if (prefill) {
-    versions = {{Version::Shared, "tiled"}, {Version::RegTile, "regtile"}};
+    versions = {{LinearVersion::Shared, "tiled"}, {LinearVersion::RegTile, "regtile"}};
   } else {
-    versions = {{Version::Naive, "naive"}, {Version::Shared, "shared"}};
-    if (ctx.features().subgroups) versions.push_back({Version::Subgroup, "subgroup"});
+    versions = {{LinearVersion::Naive, "naive"}, {LinearVersion::Shared, "shared"}};
+    if (ctx.features().subgroups) versions.push_back({LinearVersion::Subgroup, "subgroup"});
   }
   std::vector<Case> out;
   for (double s : sizes_or(o, ctx, {256}, {256}, {4096})) {
@@ -56,13 +56,11 @@ std::vector<Case> linear_cases(const Context& ctx, const Options& o, bool prefil
         c.elements = double(side) * double(side);
         c.bytes = double(d->w.gpu_bytes()) + 4.0 * double(n) * double(2 * side);
         if (prefill) c.flops = 2.0 * double(n) * double(side) * double(side);
-        llm::LinearOptions lo;
-        lo.version = v;
-        c.record = [ops, d, lo, n](Batch& b) { ops->linear(b, d->w, d->xt, d->y, n, lo); };
-        c.check = [ops, d, lo, n, side, &ctx] {
+        c.record = [ops, d, v, n](Batch& b) { ops->linear(b, d->w, d->xt, d->y, n, {}, v); };
+        c.check = [ops, d, v, n, side, &ctx] {
           fill_u32(ctx, d->y, kPoisonNaN);
           Batch b(ctx);
-          ops->linear(b, d->w, d->xt, d->y, n, lo);
+          ops->linear(b, d->w, d->xt, d->y, n, {}, v);
           b.run();
           auto got = download<float>(ctx, d->y);
           const int k = std::min(n, kCheckedTokens);

@@ -13,8 +13,8 @@ using wgc::test::ctx;
 using wgc::test::ops;
 
 TEST(LlmRmsNorm, EveryVersionMatchesReference) {
-  std::vector<Version> vs = {Version::Shared};
-  if (ctx().features().subgroups) vs.push_back(Version::Subgroup);
+  std::vector<RmsNormVersion> vs = {RmsNormVersion::Shared};
+  if (ctx().features().subgroups) vs.push_back(RmsNormVersion::Subgroup);
   for (auto [rows, n] : std::vector<std::pair<int, int>>{{3, 4096}, {5, 37}, {1, 1}, {70, 300}}) {
     auto xv = test::random_floats(size_t(rows * n), 1, -3.f, 3.f);
     auto wv = test::random_floats(size_t(n), 2, 0.5f, 1.5f);
@@ -26,7 +26,7 @@ TEST(LlmRmsNorm, EveryVersionMatchesReference) {
       Batch b(ctx());
       ops().rms_norm(b, x, w, y, rows, n, 1e-5f, v);
       b.run();
-      EXPECT_LE(test::rel_error(download<float>(ctx(), y), want), 1e-5) << rows << "x" << n << " " << test::name(v);
+      EXPECT_LE(test::rel_error(download<float>(ctx(), y), want), 1e-5) << rows << "x" << n << " " << to_string(v);
     }
   }
 }
@@ -34,7 +34,8 @@ TEST(LlmRmsNorm, EveryVersionMatchesReference) {
 // Qwen 3's per-head norms, in place inside a fused QKV row: the heads it covers change as the
 // reference says, everything else in the row (the other heads, the gap) stays untouched.
 TEST(LlmHeadRmsNorm, InPlaceOnStridedHeadsMatchesReference) {
-  for (auto [tokens, heads, hd, off] : std::vector<std::tuple<int, int, int, int>>{{1, 2, 64, 0}, {7, 3, 128, 20}, {5, 1, 8, 4}}) {
+  for (auto [tokens, heads, hd, off] :
+       std::vector<std::tuple<int, int, int, int>>{{1, 2, 64, 0}, {7, 3, 128, 20}, {5, 1, 8, 4}}) {
     const int64_t stride = int64_t(heads) * hd + off + 12;  // room for other heads after these
     auto xv = test::random_floats(size_t(tokens * stride), 3, -3.f, 3.f);
     auto wv = test::random_floats(size_t(hd), 4, 0.5f, 1.5f);

@@ -81,15 +81,14 @@ TEST(LlmLinear, EveryTypeEveryVersionMatchesReference) {
         auto x = make_tensor(ctx(), {int64_t(xv.size())}, xv);
         auto want = test::to_float(ref::linear(deq, s.cols, xv, n, 0, s.rows));
         for (auto v : test::linear_versions()) {
-          if (n == 70 && v == Version::Naive && s.rows * s.cols > 20000) continue;  // slow on CPU
+          if (n == 70 && v == LinearVersion::Naive && s.rows * s.cols > 20000) continue;  // slow on CPU
           auto y = test::poisoned(n * s.rows);
           Batch b(ctx());
           LinearOptions o;
-          o.version = v;
-          ops().linear(b, w, x, y, n, o);
+          ops().linear(b, w, x, y, n, o, v);
           b.run();
           EXPECT_LE(test::rel_error(download<float>(ctx(), y), want), 1e-5)
-              << to_string(t) << " " << s.rows << "x" << s.cols << " n=" << n << " " << test::name(v);
+              << to_string(t) << " " << s.rows << "x" << s.cols << " n=" << n << " " << to_string(v);
         }
       }
     }
@@ -124,9 +123,8 @@ TEST(LlmLinear, MatvecTuningsMatchReference) {
       auto y = test::poisoned(rows);
       LinearOptions lo;
       lo.bias = bias;
-      lo.version = Version::Shared;
       Batch b(ctx());
-      o.linear(b, w, x, y, 1, lo);
+      o.linear(b, w, x, y, 1, lo, LinearVersion::Shared);
       b.run();
       EXPECT_LE(test::rel_error(download<float>(ctx(), y), want), 1e-5)
           << to_string(t) << " wg " << tune.wg << " tpr " << tune.tpr << " unroll " << tune.unroll << " rows "
@@ -163,12 +161,11 @@ TEST(LlmLinear, RowRangesBiasAndAccumulate) {
         o.y_offset = yoff;
         o.bias = bias;
         o.accumulate = true;
-        o.version = v;
         Batch b(ctx());
-        ops().linear(b, w, x, y, n, o);
+        ops().linear(b, w, x, y, n, o, v);
         b.run();
         EXPECT_LE(test::rel_error(download<float>(ctx(), y), want), 1e-5)
-            << to_string(t) << " n=" << n << " " << test::name(v);
+            << to_string(t) << " n=" << n << " " << to_string(v);
       }
     }
   }
@@ -245,9 +242,8 @@ TEST(LlmLinear, RegTileAwkwardShapes) {
             lo.y_offset = yoff;
             if (!plain) lo.bias = bias;
             lo.accumulate = acc;
-            lo.version = Version::RegTile;
             Batch b(ctx());
-            o->linear(b, w, x, y, n, lo);
+            o->linear(b, w, x, y, n, lo, LinearVersion::RegTile);
             b.run();
             auto got = download<float>(ctx(), y);
             got.resize(ny);
@@ -275,14 +271,13 @@ TEST(LlmLinear, RegTileBadTilingsAreErrors) {
   auto w = upload_weight(ctx(), WeightType::F32, bytes, 4, 8);
   auto x = make_tensor(ctx(), {16}), y = make_tensor(ctx(), {8});
   LinearOptions o;
-  o.version = Version::RegTile;
   for (auto tl : {std::array<uint32_t, 3>{12, 64, 16}, {64, 64, 6}, {512, 512, 16}, {64, 128, 1024}}) {
     LlmOps ops2(ctx());
     ops2.tuning.matmul_bm = tl[0];
     ops2.tuning.matmul_bn = tl[1];
     ops2.tuning.matmul_bk = tl[2];
     Batch b(ctx());
-    EXPECT_THROW(ops2.linear(b, w, x, y, 2, o), Error) << tl[0] << "x" << tl[1] << "x" << tl[2];
+    EXPECT_THROW(ops2.linear(b, w, x, y, 2, o, LinearVersion::RegTile), Error) << tl[0] << "x" << tl[1] << "x" << tl[2];
   }
 }
 

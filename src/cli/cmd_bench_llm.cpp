@@ -184,10 +184,10 @@ std::vector<int> int_list(Args& a, const char* name, int def) {
 }
 
 // --matmul's names of the prefill kernels (LlmTuning::matmul); "auto" is the default, not an option.
-constexpr std::pair<const char*, llm::Version> kPrefillKernels[] = {{"auto", llm::Version::Auto},
-                                                                    {"naive", llm::Version::Naive},
-                                                                    {"tiled", llm::Version::Shared},
-                                                                    {"regtile", llm::Version::RegTile}};
+constexpr std::pair<const char*, llm::LinearVersion> kPrefillKernels[] = {{"auto", llm::LinearVersion::Auto},
+                                                                          {"naive", llm::LinearVersion::Naive},
+                                                                          {"tiled", llm::LinearVersion::Shared},
+                                                                          {"regtile", llm::LinearVersion::RegTile}};
 
 int bench_llm_cmd(Args& a) {
   auto g = gpu_flags(a);
@@ -387,10 +387,10 @@ int bench_llm_cmd(Args& a) {
               gb_str(weight_bytes).c_str(), gb_str(bytes_per_token).c_str());
   std::printf("matvec tuning: wg %u, tpr %u, unroll %u, rows %u; prefill matmul: %s, tile %ux%ux%u\n\n",
               tuning.matvec_wg, tuning.matvec_tpr, tuning.matvec_unroll, tuning.matvec_rows,
-              tuning.matmul == llm::Version::Naive     ? "naive"
-              : tuning.matmul == llm::Version::Shared  ? "tiled"
-              : tuning.matmul == llm::Version::RegTile ? "regtile"
-                                                       : "auto",
+              tuning.matmul == llm::LinearVersion::Naive     ? "naive"
+              : tuning.matmul == llm::LinearVersion::Shared  ? "tiled"
+              : tuning.matmul == llm::LinearVersion::RegTile ? "regtile"
+                                                             : "auto",
               tuning.matmul_bm, tuning.matmul_bn, tuning.matmul_bk);
   std::vector<std::vector<std::string>> rows;
   for (const auto& t : tests)

@@ -138,7 +138,42 @@ constexpr uint32_t kMatvecMaxRows = 4;          // matvec.wgsl: R_MAX
 constexpr uint32_t kRegTileFixedThreads = 128;  // matmul_regtile.wgsl: main_fixed's workgroup size
 }  // namespace
 
-Kernel LlmOps::linear_kernel(const std::string& kind, WeightType t, Version v) const {
+std::string_view to_string(LinearVersion v) {
+  switch (v) {
+    case LinearVersion::Auto: return "auto";
+    case LinearVersion::Naive: return "naive";
+    case LinearVersion::Subgroup: return "subgroup";
+    case LinearVersion::Shared: return "shared";
+    case LinearVersion::RegTile: return "regtile";
+  }
+  return "?";
+}
+
+LinearVersion parse_linear_version(std::string_view name) {
+  if (name == "auto") return LinearVersion::Auto;
+  for (LinearVersion v : kLinearVersions)
+    if (to_string(v) == name) return v;
+  throw Error("wgc: unknown linear version '" + std::string(name) + "' (auto, naive, subgroup, shared, regtile)");
+}
+
+std::string_view to_string(RmsNormVersion v) {
+  switch (v) {
+    case RmsNormVersion::Auto: return "auto";
+    case RmsNormVersion::Shared: return "shared";
+    case RmsNormVersion::Subgroup: return "subgroup";
+  }
+  return "?";
+}
+
+bool LlmOps::supports(LinearVersion v, const LinearDims&) const { return v != LinearVersion::Subgroup || subgroups_; }
+
+LinearVersion LlmOps::choose_linear(const LinearDims& d) const {
+  if (d.n_tokens > 1 && tuning.matmul != LinearVersion::Auto) return tuning.matmul;
+  if (ctx_.adapter().is_cpu()) return LinearVersion::Naive;
+  return subgroups_ ? LinearVersion::Subgroup : LinearVersion::Shared;
+}
+
+Kernel LlmOps::linear_kernel(const std::string& kind, WeightType t, LinearVersion v) const {
   std::vector<std::string> files = {"llm/common.wgsl", "llm/weights/" + str(t) + ".wgsl"};
   std::string key = "llm/" + kind + "/" + str(t);
   if (kind == "naive") {
@@ -166,7 +201,7 @@ Kernel LlmOps::linear_kernel(const std::string& kind, WeightType t, Version v) c
     return kernel(key + "/" + std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk), files,
                   {{"BM", bm}, {"BN", bn}, {"BK", bk}}, false, fixed ? "main_fixed" : "main");
   }
-  bool sg = v == Version::Subgroup;
+  bool sg = v == LinearVersion::Subgroup;
   files.push_back(sg ? "llm/reduce_sg.wgsl" : "llm/reduce_wg.wgsl");
   files.push_back("llm/matvec.wgsl");
   const MatvecShape m = matvec_shape();
@@ -215,10 +250,10 @@ void LlmOps::precompile(const std::vector<WeightType>& types, const std::vector<
   // Compile on first use is the common path; this only warms the map (pipelines compile in Dawn's
   // cache, so a later compile() of the same code is cheap).
   for (auto t : types) {
-    linear_kernel("naive", t, Version::Naive);
-    linear_kernel("matmul", t, Version::Shared);
-    linear_kernel("regtile", t, Version::RegTile);
-    linear_kernel("matvec", t, subgroups_ ? Version::Subgroup : Version::Shared);
+    linear_kernel("naive", t, LinearVersion::Naive);
+    linear_kernel("matmul", t, LinearVersion::Shared);
+    linear_kernel("regtile", t, LinearVersion::RegTile);
+    linear_kernel("matvec", t, subgroups_ ? LinearVersion::Subgroup : LinearVersion::Shared);
     kernel("llm/embedding/" + str(t), {"llm/common.wgsl", "llm/weights/" + str(t) + ".wgsl", "llm/embedding.wgsl"}, {},
            false);
   }
@@ -248,13 +283,13 @@ void LlmOps::embedding(Batch& b, const GpuWeight& table, const Tensor& ids, cons
 // ---- rms_norm ------------------------------------------------------------------------------
 
 void LlmOps::rms_norm(Batch& b, const Tensor& x, const Tensor& w, const Tensor& y, int rows, int n, float eps,
-                      Version v) const {
+                      RmsNormVersion v) const {
   const std::string op = "rms_norm";
   need(rows > 0 && n > 0, op, "empty");
   need_elems(x, int64_t(rows) * n, op, "x");
   need_elems(y, int64_t(rows) * n, op, "y");
   need_elems(w, n, op, "w");
-  bool sg = v == Version::Subgroup || (v == Version::Auto && subgroups_);
+  bool sg = v == RmsNormVersion::Subgroup || (v == RmsNormVersion::Auto && subgroups_);
   need(!sg || subgroups_, op, "this adapter has no usable subgroups");
   uint32_t wg = std::min<uint32_t>(256, pow2_floor(max_wg_));
   std::vector<std::pair<std::string, double>> c = {{"WG", wg}};
@@ -305,7 +340,7 @@ void LlmOps::rope(Batch& b, const Tensor& x, const RopeTable& table, const RopeA
 // ---- linear --------------------------------------------------------------------------------
 
 void LlmOps::linear(Batch& b, const GpuWeight& w, const Tensor& x, const Tensor& y, int n_tokens,
-                    const LinearOptions& o) const {
+                    const LinearOptions& o, LinearVersion v) const {
   const std::string op = "linear " + str(w.type);
   const int64_t rows = o.rows < 0 ? w.rows - o.row0 : o.rows;
   const int64_t xs = o.x_stride < 0 ? w.cols : o.x_stride;
@@ -320,21 +355,14 @@ void LlmOps::linear(Batch& b, const GpuWeight& w, const Tensor& x, const Tensor&
   uint32_t flags = (o.bias ? 1u : 0u) | (o.accumulate ? 2u : 0u);
   Params prm(u32(n_tokens), u32(rows), u32(w.cols), u32(o.row0), u32(xs), u32(ys), u32(o.y_offset), flags);
   const Tensor& bias = o.bias ? o.bias : x;
-  Version v = o.version;
-  // On a CPU adapter (SwiftShader) a workgroup costs about 0.5 ms whatever it does, so the
-  // one-invocation-per-output kernel is far faster there (an lm_head of 32000 x 16: 2.2 s -> tens
-  // of ms); the cooperative kernels are still tested explicitly.
-  // Prefill on GPUs: the tiled kernel. The register-tiled one measured 6x slower on the H200
-  // (8B Q4_0 pp512: 156 vs 964 t/s, docs/benchmarks.md); it stays a rung to tune.
-  const bool cpu = ctx_.adapter().is_cpu();
-  if (v == Version::Auto && n_tokens > 1 && tuning.matmul != Version::Auto) v = tuning.matmul;
-  if (v == Version::Auto) v = cpu ? Version::Naive : subgroups_ ? Version::Subgroup : Version::Shared;
-  need(v != Version::Subgroup || subgroups_, op, "this adapter has no usable subgroups");
-  if (v == Version::Naive) {
+  const LinearDims d{n_tokens, rows, w.cols, w.type};
+  if (v == LinearVersion::Auto) v = choose_linear(d);
+  need(supports(v, d), op, "this adapter has no usable subgroups");
+  if (v == LinearVersion::Naive) {
     Kernel k = linear_kernel("naive", w.type, v);
     b.dispatch(k, {w.data, w.scales, x, bias, y}, prm,
                groups_1d(ctx_, ceil_div(uint64_t(n_tokens) * uint64_t(rows), kNaiveWG)));
-  } else if (v == Version::RegTile) {
+  } else if (v == LinearVersion::RegTile) {
     Kernel k = linear_kernel("regtile", w.type, v);
     b.dispatch(k, {w.data, w.scales, Arg(x, 0, x.capacity()), bias, y}, prm,
                {ceil_div(uint64_t(rows), tuning.matmul_bn), ceil_div(uint64_t(n_tokens), tuning.matmul_bm), 1});

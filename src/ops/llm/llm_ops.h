@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -63,12 +64,26 @@ struct KvCache {
 };
 KvCache make_kv_cache(const Context& ctx, int n_layers, int n_kv_heads, int max_ctx, int head_dim);
 
-// ---- options -------------------------------------------------------------------------------
-// Which kernel version; Auto picks the fast one for the adapter.
-// matvec (n_tokens == 1): Naive, or Subgroup / Shared reductions. matmul (n_tokens > 1): Naive,
-// Shared (or Subgroup): the 64x64 tiled kernel, RegTile: the register-tiled kernel (also for one
-// token). Auto: Naive on CPU adapters; on GPUs the matvec reduction for one token, the tiled kernel for more.
-enum class Version { Auto, Naive, Subgroup, Shared, RegTile };
+// ---- linear: versions and options ---------------------------------------------------------
+// The kernel versions of linear (y = W x). matvec (n_tokens == 1): Naive, or Subgroup / Shared
+// reductions. matmul (n_tokens > 1): Naive, Shared (or Subgroup): the 64x64 tiled kernel, RegTile:
+// the register-tiled kernel (also for one token).
+enum class LinearVersion { Auto, Naive, Subgroup, Shared, RegTile };
+std::string_view to_string(LinearVersion v);                // "auto", "naive", "subgroup", "shared", "regtile"
+LinearVersion parse_linear_version(std::string_view name);  // throws naming the op and the valid names
+inline constexpr LinearVersion kLinearVersions[] = {LinearVersion::Naive, LinearVersion::Subgroup,
+                                                    LinearVersion::Shared, LinearVersion::RegTile};
+
+// The problem: n_tokens activations through `rows` rows of a weight of `cols` columns.
+struct LinearDims {
+  int n_tokens = 1;
+  int64_t rows = 0, cols = 0;
+  WeightType type = WeightType::F32;
+};
+
+// rms_norm's versions: the row's sum of squares through workgroup memory or subgroup adds.
+enum class RmsNormVersion { Auto, Shared, Subgroup };
+std::string_view to_string(RmsNormVersion v);  // "auto", "shared", "subgroup"
 // y = W x with extras. Rows row0 .. row0 + rows - 1 of W (rows = -1: to the end) produce
 // y[t * y_stride + y_offset + r] (y_stride = -1: rows). bias (f32, indexed by the weight row
 // row0 + r) is added when given; accumulate adds the old y (the residual: y += W x).
@@ -78,7 +93,6 @@ struct LinearOptions {
   int64_t y_stride = -1, y_offset = 0;
   Tensor bias;
   bool accumulate = false;
-  Version version = Version::Auto;
 };
 
 struct RopeArgs {
@@ -129,9 +143,9 @@ struct LlmTuning {
   uint32_t matmul_bm = 64;
   uint32_t matmul_bn = 128;
   uint32_t matmul_bk = 16;
-  // The version Version::Auto runs for n_tokens > 1 (Auto: the tiled kernel on GPUs, Naive on CPU
-  // adapters; RegTile measured slower on the H200).
-  Version matmul = Version::Auto;
+  // The version LinearVersion::Auto runs for n_tokens > 1 (Auto: choose_linear's pick; RegTile
+  // measured slower on the H200).
+  LinearVersion matmul = LinearVersion::Auto;
 };
 
 class LlmOps {
@@ -146,6 +160,15 @@ class LlmOps {
   // All op/version pairs this adapter runs (for the benchmark listing).
   std::vector<KernelVersion> versions() const;
 
+  // Whether linear version v can run on this adapter (Subgroup needs usable subgroups).
+  bool supports(LinearVersion v, const LinearDims& d) const;
+  // What LinearVersion::Auto runs: tuning.matmul for n_tokens > 1 when set; else Naive on CPU
+  // adapters (a workgroup costs ~0.5 ms there whatever it does: an lm_head of 32000 x 16 went from
+  // 2.2 s to tens of ms), and on GPUs the subgroup (else shared) matvec for one token and the
+  // tiled matmul for more (the register-tiled one measured 6x slower on the H200: 8B Q4_0 pp512
+  // 156 vs 964 t/s, docs/benchmarks.md).
+  LinearVersion choose_linear(const LinearDims& d) const;
+
   // out[t * out_stride + k] = table[ids[t]][k] (f32), ids u32 [n_tokens]; out_stride -1: cols.
   // Ids >= table.rows give zero rows.
   void embedding(Batch& b, const GpuWeight& table, const Tensor& ids, const Tensor& out, int n_tokens,
@@ -153,7 +176,7 @@ class LlmOps {
 
   // y[r * n + i] = x[r * n + i] / sqrt(mean(x[r]^2) + eps) * w[i] (x, w, y f32; y != x).
   void rms_norm(Batch& b, const Tensor& x, const Tensor& w, const Tensor& y, int rows, int n, float eps,
-                Version v = Version::Auto) const;
+                RmsNormVersion v = RmsNormVersion::Auto) const;
 
   // In place: each head vector x[t * stride + offset + h * head_dim + i] (h < n_heads) is
   // RMS-normalised and scaled by w[i] (Qwen 3's q_norm / k_norm inside a fused QKV row).
@@ -164,9 +187,9 @@ class LlmOps {
   void rope(Batch& b, const Tensor& x, const RopeTable& table, const RopeArgs& a) const;
 
   // y = W x (+ bias) (+ y): x f32 [n_tokens][x_stride]. n_tokens == 1 runs the matvec kernels,
-  // more a matmul (Version::Naive: one invocation per output for both; see Version).
-  void linear(Batch& b, const GpuWeight& w, const Tensor& x, const Tensor& y, int n_tokens,
-              const LinearOptions& o = {}) const;
+  // more a matmul (LinearVersion::Naive: one invocation per output for both; see LinearVersion).
+  void linear(Batch& b, const GpuWeight& w, const Tensor& x, const Tensor& y, int n_tokens, const LinearOptions& o = {},
+              LinearVersion v = LinearVersion::Auto) const;
 
   // out[t * out_stride + i] = silu(g) * u, g = gate[t * g_stride + g_off + i],
   // u = up[t * u_stride + u_off + i], i < n (gate and up may be one gate|up tensor).
@@ -209,7 +232,7 @@ class LlmOps {
   Kernel kernel(const std::string& key, const std::vector<std::string>& files,
                 std::vector<std::pair<std::string, double>> constants, bool subgroups,
                 const std::string& entry = "main") const;
-  Kernel linear_kernel(const std::string& kind, WeightType t, Version v) const;
+  Kernel linear_kernel(const std::string& kind, WeightType t, LinearVersion v) const;
   // The matvec schedule: tuning clamped to the adapter and the kernel. The pipeline and the grid
   // must agree on it.
   struct MatvecShape {
