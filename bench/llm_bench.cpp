@@ -14,7 +14,7 @@ namespace wgc::bench {
 namespace {
 
 using llm::LinearVersion;
-using llm::WeightType;
+using llm::TensorType;
 
 constexpr int kPrefillTokens = 512;
 constexpr int kCheckedTokens = 2;  // tokens compared with the CPU reference
@@ -39,7 +39,7 @@ std::vector<Case> linear_cases(const Context& ctx, const Options& o, bool prefil
   std::vector<Case> out;
   for (double s : sizes_or(o, ctx, {256}, {256}, {4096})) {
     const auto side = static_cast<int64_t>(s);
-    for (WeightType t : {WeightType::F16, WeightType::Q8_0, WeightType::Q4_0}) {
+    for (TensorType t : {TensorType::F16, TensorType::Q8_0, TensorType::Q4_0}) {
       auto d = std::make_shared<LinearData>();
       auto bytes = llm::ref::random_weight(t, side, side, 7);
       d->w = llm::upload_weight(ctx, t, bytes, side, side);

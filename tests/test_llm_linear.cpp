@@ -17,8 +17,8 @@ struct Shape {
 };
 
 // Model-like and awkward shapes per type (quantized: cols a multiple of the block).
-std::vector<Shape> shapes(WeightType t) {
-  switch (block_elems(t)) {
+std::vector<Shape> shapes(TensorType t) {
+  switch (block_size(t)) {
     case 1: return {{37, 200}, {19, 13}, {256, 512}, {3, 1}};
     case 32: return {{37, 96}, {130, 512}, {1, 32}, {5, 4160}};  // 4160: several x tiles
     default: return {{37, 256}, {65, 768}, {1, 512}};
@@ -28,29 +28,19 @@ std::vector<Shape> shapes(WeightType t) {
 }  // namespace
 
 TEST(LlmWeights, SizesAndErrors) {
-  EXPECT_EQ(ggml_bytes(WeightType::Q8_0, 2, 64), 2u * 2 * 34);
-  EXPECT_EQ(ggml_bytes(WeightType::Q6_K, 3, 512), 3u * 2 * 210);
-  EXPECT_THROW(ggml_bytes(WeightType::Q4_K, 1, 100), Error);
+  EXPECT_EQ(ggml_bytes(TensorType::Q8_0, 2, 64), 2u * 2 * 34);
+  EXPECT_EQ(ggml_bytes(TensorType::Q6_K, 3, 512), 3u * 2 * 210);
+  EXPECT_THROW(ggml_bytes(TensorType::Q4_K, 1, 100), Error);
   std::vector<std::byte> few(10);
-  EXPECT_THROW(upload_weight(ctx(), WeightType::F32, few, 2, 2), Error);
-  EXPECT_EQ(parse_weight_type("Q4_K"), WeightType::Q4_K);
-  EXPECT_THROW(parse_weight_type("q5_1"), Error);
-}
-
-TEST(LlmWeights, HalfConversionsRoundTrip) {
-  for (float f : {0.f, 1.f, -2.5f, 65504.f, 6.1035156e-05f, 5.9604645e-08f, 0.1f, -3.14159f}) {
-    EXPECT_EQ(ref::half_to_float(ref::float_to_half(f)), float(double(ref::half_to_float(ref::float_to_half(f)))));
-    EXPECT_NEAR(ref::half_to_float(ref::float_to_half(f)), f, std::fabs(f) * 1e-3 + 1e-7) << f;
-    EXPECT_NEAR(ref::bf16_to_float(ref::float_to_bf16(f)), f, std::fabs(f) * 8e-3) << f;
-  }
-  EXPECT_EQ(ref::float_to_half(1.f), 0x3c00);
-  EXPECT_EQ(ref::float_to_bf16(1.f), 0x3f80);
+  EXPECT_THROW(upload_weight(ctx(), TensorType::F32, few, 2, 2), Error);
+  EXPECT_FALSE(is_gpu_weight_type(TensorType::Q5_1));
+  EXPECT_TRUE(is_gpu_weight_type(TensorType::Q4_K));
 }
 
 // Embedding of every row reproduces the reference dequantization: checks the GPU layouts and
 // each type's element decoding.
 TEST(LlmEmbedding, EveryTypeEveryRowMatchesDequantize) {
-  for (auto t : kAllWeightTypes)
+  for (auto t : kGpuTensorTypes)
     for (auto s : shapes(t)) {
       auto bytes = ref::random_weight(t, s.rows, s.cols, 7);
       auto w = upload_weight(ctx(), t, bytes, s.rows, s.cols);
@@ -71,7 +61,7 @@ TEST(LlmEmbedding, EveryTypeEveryRowMatchesDequantize) {
 }
 
 TEST(LlmLinear, EveryTypeEveryVersionMatchesReference) {
-  for (auto t : kAllWeightTypes)
+  for (auto t : kGpuTensorTypes)
     for (auto s : shapes(t)) {
       auto bytes = ref::random_weight(t, s.rows, s.cols, 11);
       auto w = upload_weight(ctx(), t, bytes, s.rows, s.cols);
@@ -102,8 +92,8 @@ TEST(LlmLinear, MatvecTuningsMatchReference) {
     uint32_t wg, tpr, unroll, rows;
   };
   const Tune tunes[] = {{256, 32, 2, 2}, {128, 16, 1, 3}, {64, 8, 2, 4}, {256, 64, 1, 4}};
-  for (auto t : kAllWeightTypes) {
-    const int64_t rows = 45, cols = block_elems(t) == 256 ? 512 : block_elems(t) == 32 ? 4160 : 203;
+  for (auto t : kGpuTensorTypes) {
+    const int64_t rows = 45, cols = int64_t(block_size(t)) == 256 ? 512 : int64_t(block_size(t)) == 32 ? 4160 : 203;
     auto bytes = ref::random_weight(t, rows, cols, 21);
     auto w = upload_weight(ctx(), t, bytes, rows, cols);
     auto deq = ref::dequantize(t, bytes, rows, cols);
@@ -135,8 +125,8 @@ TEST(LlmLinear, MatvecTuningsMatchReference) {
 
 // Row ranges of a concatenated weight into strided outputs, with bias and residual.
 TEST(LlmLinear, RowRangesBiasAndAccumulate) {
-  for (auto t : {WeightType::F16, WeightType::Q8_0, WeightType::Q4_K}) {
-    const int64_t rows = 48, cols = block_elems(t) == 256 ? 256 : 64;
+  for (auto t : {TensorType::F16, TensorType::Q8_0, TensorType::Q4_K}) {
+    const int64_t rows = 48, cols = int64_t(block_size(t)) == 256 ? 256 : 64;
     auto bytes = ref::random_weight(t, rows, cols, 3);
     auto w = upload_weight(ctx(), t, bytes, rows, cols);
     auto deq = ref::dequantize(t, bytes, rows, cols);
@@ -189,9 +179,9 @@ TEST(LlmLinear, RegTileAwkwardShapes) {
     tilings.emplace_back(tl, std::move(o));
   }
   const float nan = std::numeric_limits<float>::quiet_NaN();
-  for (auto t : kAllWeightTypes) {
+  for (auto t : kGpuTensorTypes) {
     decltype(shapes(t)) sh;  // (Shape alone is ambiguous with wgc::Shape)
-    switch (block_elems(t)) {
+    switch (block_size(t)) {
       case 1: sh = {{131, 200}, {37, 13}}; break;
       case 32: sh = {{131, 96}, {9, 160}}; break;
       default: sh = {{131, 256}, {20, 512}}; break;
@@ -267,8 +257,8 @@ TEST(LlmLinear, RegTileAwkwardShapes) {
 }
 
 TEST(LlmLinear, RegTileBadTilingsAreErrors) {
-  auto bytes = ref::random_weight(WeightType::F32, 4, 8, 1);
-  auto w = upload_weight(ctx(), WeightType::F32, bytes, 4, 8);
+  auto bytes = ref::random_weight(TensorType::F32, 4, 8, 1);
+  auto w = upload_weight(ctx(), TensorType::F32, bytes, 4, 8);
   auto x = make_tensor(ctx(), {16}), y = make_tensor(ctx(), {8});
   LinearOptions o;
   for (auto tl : {std::array<uint32_t, 3>{12, 64, 16}, {64, 64, 6}, {512, 512, 16}, {64, 128, 1024}}) {
@@ -282,8 +272,8 @@ TEST(LlmLinear, RegTileBadTilingsAreErrors) {
 }
 
 TEST(LlmLinear, BadShapesAreErrors) {
-  auto bytes = ref::random_weight(WeightType::F32, 4, 8, 1);
-  auto w = upload_weight(ctx(), WeightType::F32, bytes, 4, 8);
+  auto bytes = ref::random_weight(TensorType::F32, 4, 8, 1);
+  auto w = upload_weight(ctx(), TensorType::F32, bytes, 4, 8);
   auto x = make_tensor(ctx(), {8}), y = make_tensor(ctx(), {4});
   Batch b(ctx());
   LinearOptions o;

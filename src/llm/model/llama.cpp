@@ -1,6 +1,6 @@
 #include "llm/model/llama.h"
 
-#include "llm/formats/dequant.h"
+#include "cpu/llm/dequant.h"
 #include "util/error.h"
 #include "util/progress.h"
 
@@ -14,30 +14,22 @@
 namespace wgc::llm {
 namespace {
 
-std::optional<WeightType> gpu_type(TensorType t) {
-  switch (t) {
-    case TensorType::F32: return WeightType::F32;
-    case TensorType::F16: return WeightType::F16;
-    case TensorType::BF16: return WeightType::BF16;
-    case TensorType::Q8_0: return WeightType::Q8_0;
-    case TensorType::Q4_0: return WeightType::Q4_0;
-    case TensorType::Q4_K: return WeightType::Q4_K;
-    case TensorType::Q6_K: return WeightType::Q6_K;
-    default: return std::nullopt;
-  }
+std::optional<TensorType> gpu_type(TensorType t) {
+  if (is_gpu_weight_type(t)) return t;
+  return std::nullopt;
 }
 
 // The bytes of a matrix in a type the kernels read: as stored where the kernels know the type,
 // else (Q4_1, Q5_*, Q8_K) dequantized once and stored as f16.
 struct HostMatrix {
-  WeightType type;
+  TensorType type;
   std::vector<std::byte> owned;
   std::span<const std::byte> bytes;
   int64_t rows, cols;
 };
 
 HostMatrix host_matrix(const ModelTensor& t) {
-  HostMatrix m{WeightType::F16, {}, {}, t.rows(), t.row_length()};
+  HostMatrix m{TensorType::F16, {}, {}, t.rows(), t.row_length()};
   if (auto g = gpu_type(t.type)) {
     m.type = *g;
     m.bytes = t.data;
@@ -154,7 +146,7 @@ struct LlamaModel::Impl {
     opt.max_batch = std::max(1, std::min(opt.max_batch, max_ctx));
 
     Progress bar("uploading " + f.path().filename().string(), f.total_bytes(), Progress::Unit::Bytes);
-    std::vector<WeightType> types;
+    std::vector<TensorType> types;
     auto note_type = [&](const LinearGroup& g) {
       for (auto& p : g.parts) {
         types.push_back(p.type);

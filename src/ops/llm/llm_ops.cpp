@@ -10,7 +10,12 @@ namespace wgc::llm {
 
 namespace {
 
-std::string str(WeightType t) { return std::string(to_string(t)); }
+// The lower-case type name of the weight kernels' files (llm/weights/q8_0.wgsl) and of messages.
+std::string str(TensorType t) {
+  std::string s(to_string(t));
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
 
 void need(bool ok, const std::string& op, const std::string& what) {
   if (!ok) throw Error("wgc: llm " + op + ": " + what);
@@ -173,7 +178,7 @@ LinearVersion LlmOps::choose_linear(const LinearDims& d) const {
   return subgroups_ ? LinearVersion::Subgroup : LinearVersion::Shared;
 }
 
-Kernel LlmOps::linear_kernel(const std::string& kind, WeightType t, LinearVersion v) const {
+Kernel LlmOps::linear_kernel(const std::string& kind, TensorType t, LinearVersion v) const {
   std::vector<std::string> files = {"llm/common.wgsl", "llm/weights/" + str(t) + ".wgsl"};
   std::string key = "llm/" + kind + "/" + str(t);
   if (kind == "naive") {
@@ -220,7 +225,7 @@ LlmOps::MatvecShape LlmOps::matvec_shape() const {
 
 std::vector<KernelVersion> LlmOps::versions() const {
   std::vector<KernelVersion> v;
-  for (auto t : kAllWeightTypes) {
+  for (auto t : kGpuTensorTypes) {
     std::string ts = str(t);
     v.push_back({"matvec", ts + "/naive", "one invocation per output row"});
     if (subgroups_) v.push_back({"matvec", ts + "/subgroup", "32 invocations per row, vec4 loads, subgroupAdd"});
@@ -246,7 +251,7 @@ std::vector<KernelVersion> LlmOps::versions() const {
   return v;
 }
 
-void LlmOps::precompile(const std::vector<WeightType>& types, const std::vector<int>& head_dims) {
+void LlmOps::precompile(const std::vector<TensorType>& types, const std::vector<int>& head_dims) {
   // Compile on first use is the common path; this only warms the map (pipelines compile in Dawn's
   // cache, so a later compile() of the same code is cheap).
   for (auto t : types) {

@@ -78,7 +78,7 @@ inline constexpr LinearVersion kLinearVersions[] = {LinearVersion::Naive, Linear
 struct LinearDims {
   int n_tokens = 1;
   int64_t rows = 0, cols = 0;
-  WeightType type = WeightType::F32;
+  TensorType type = TensorType::F32;
 };
 
 // rms_norm's versions: the row's sum of squares through workgroup memory or subgroup adds.
@@ -155,7 +155,7 @@ class LlmOps {
   const Context& context() const { return ctx_; }
 
   // Compiles every pipeline the given types (and head dims) may use, in parallel.
-  void precompile(const std::vector<WeightType>& types, const std::vector<int>& head_dims);
+  void precompile(const std::vector<TensorType>& types, const std::vector<int>& head_dims);
 
   // All op/version pairs this adapter runs (for the benchmark listing).
   std::vector<KernelVersion> versions() const;
@@ -232,7 +232,7 @@ class LlmOps {
   Kernel kernel(const std::string& key, const std::vector<std::string>& files,
                 std::vector<std::pair<std::string, double>> constants, bool subgroups,
                 const std::string& entry = "main") const;
-  Kernel linear_kernel(const std::string& kind, WeightType t, LinearVersion v) const;
+  Kernel linear_kernel(const std::string& kind, TensorType t, LinearVersion v) const;
   // The matvec schedule: tuning clamped to the adapter and the kernel. The pipeline and the grid
   // must agree on it.
   struct MatvecShape {
