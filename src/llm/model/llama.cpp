@@ -208,22 +208,7 @@ struct LlamaModel::Impl {
     top_ids = make_tensor(ctx, {64}, DType::U32);
   }
 
-  // cos/sin of f32(pos) * inv_freq (an f32 product, as transformers computes it).
-  RopeTable make_rope(const Context& c) const {
-    std::vector<double> inv = cfg.rope_inv_freq();
-    std::vector<float> cs(size_t(max_ctx) * inv.size() * 2);
-    for (int p = 0; p < max_ctx; ++p)
-      for (size_t i = 0; i < inv.size(); ++i) {
-        float angle = float(p) * float(inv[i]);
-        cs[(size_t(p) * inv.size() + i) * 2] = float(std::cos(double(angle)));
-        cs[(size_t(p) * inv.size() + i) * 2 + 1] = float(std::sin(double(angle)));
-      }
-    RopeTable t;
-    t.cos_sin = make_tensor(c, {int64_t(cs.size())}, cs);
-    t.head_dim = int(hd);
-    t.max_pos = max_ctx;
-    return t;
-  }
+  RopeTable make_rope(const Context& c) const { return make_rope_table(c, cfg.rope_inv_freq(), int(hd), max_ctx); }
 
   // y[t, off + ...] = group x (each part writing its rows side by side), optionally accumulating.
   void linear(Batch& b, const LinearGroup& g, const Tensor& in, const Tensor& y, int n, int64_t y_stride,

@@ -41,40 +41,17 @@ uint32_t pow2_floor(uint32_t v) {
 
 // ---- RoPE ----------------------------------------------------------------------------------
 
-std::vector<float> rope_inv_freq(const RopeConfig& c, int head_dim) {
-  if (head_dim <= 0 || head_dim % 2) throw Error("wgc: rope: head_dim must be even, not " + std::to_string(head_dim));
-  const int half = head_dim / 2;
-  std::vector<float> inv(static_cast<size_t>(half));
-  for (int i = 0; i < half; ++i) {
-    float e = float(2 * i) / float(head_dim);
-    float pw = float(std::pow(double(c.theta), double(e)));
-    inv[size_t(i)] = 1.0f / pw;
-  }
-  if (c.scaling == RopeConfig::Scaling::Linear) {
-    for (auto& f : inv) f = f / c.factor;
-  } else if (c.scaling == RopeConfig::Scaling::Llama3) {
-    const double old_ctx = c.original_max_position;
-    const double low_wavelen = old_ctx / c.low_freq_factor, high_wavelen = old_ctx / c.high_freq_factor;
-    for (auto& f : inv) {
-      float wavelen = float(2 * std::numbers::pi) / f;
-      float llama = double(wavelen) > low_wavelen ? f / c.factor : f;
-      float smooth = (float(old_ctx) / wavelen - c.low_freq_factor) / (c.high_freq_factor - c.low_freq_factor);
-      float smoothed = (1.0f - smooth) * llama / c.factor + smooth * llama;
-      bool medium = !(double(wavelen) < high_wavelen) && !(double(wavelen) > low_wavelen);
-      f = medium ? smoothed : llama;
-    }
-  }
-  return inv;
-}
-
-RopeTable make_rope_table(const Context& ctx, const RopeConfig& cfg, int head_dim, int max_pos) {
+RopeTable make_rope_table(const Context& ctx, std::span<const double> inv, int head_dim, int max_pos) {
   if (max_pos <= 0) throw Error("wgc: rope table: max_pos must be positive");
-  auto inv = rope_inv_freq(cfg, head_dim);
+  if (head_dim <= 0 || head_dim % 2) throw Error("wgc: rope: head_dim must be even, not " + std::to_string(head_dim));
+  if (inv.empty() || inv.size() > size_t(head_dim / 2))
+    throw Error("wgc: rope table: " + std::to_string(inv.size()) + " frequencies for head_dim " +
+                std::to_string(head_dim) + " (1 to head_dim / 2)");
   const size_t half = inv.size();
   std::vector<float> cs(size_t(max_pos) * half * 2);
   for (size_t p = 0; p < size_t(max_pos); ++p)
     for (size_t i = 0; i < half; ++i) {
-      float ang = float(p) * inv[i];
+      float ang = float(p) * float(inv[i]);
       cs[2 * (p * half + i)] = float(std::cos(double(ang)));
       cs[2 * (p * half + i) + 1] = float(std::sin(double(ang)));
     }

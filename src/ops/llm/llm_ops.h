@@ -18,6 +18,7 @@
 #include "ops/llm/weights.h"
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -26,26 +27,14 @@
 namespace wgc::llm {
 
 // ---- RoPE tables ---------------------------------------------------------------------------
-struct RopeConfig {
-  float theta = 10000.f;  // rope_theta (500000 for Llama 3)
-  enum class Scaling { None, Linear, Llama3 } scaling = Scaling::None;
-  float factor = 1.f;                // linear and llama3
-  float low_freq_factor = 1.f;       // llama3
-  float high_freq_factor = 4.f;      // llama3
-  int original_max_position = 8192;  // llama3: original_max_position_embeddings
-};
-
-// inv_freq[i], i < head_dim/2, in f32 exactly as transformers' _compute_default_rope_parameters
-// followed by the linear or _compute_llama3_parameters scaling.
-std::vector<float> rope_inv_freq(const RopeConfig& cfg, int head_dim);
-
-// (cos, sin) of angle = f32(pos) * inv_freq[i] (an f32 product, as transformers), for
-// pos < max_pos: tensor [max_pos][head_dim/2] of vec2<f32>.
+// (cos, sin) of angle = f32(pos) * f32(inv_freq[i]) (an f32 product, as transformers), for
+// pos < max_pos: tensor [max_pos][inv_freq.size()] of vec2<f32>. inv_freq: the model's
+// frequencies (ModelConfig::rope_inv_freq(), with its scaling), at most head_dim / 2 of them.
 struct RopeTable {
   Tensor cos_sin;
   int head_dim = 0, max_pos = 0;
 };
-RopeTable make_rope_table(const Context& ctx, const RopeConfig& cfg, int head_dim, int max_pos);
+RopeTable make_rope_table(const Context& ctx, std::span<const double> inv_freq, int head_dim, int max_pos);
 
 // ---- KV cache ------------------------------------------------------------------------------
 // One layer's cache: k and v f32 tensors holding [n_kv_heads][max_ctx][head_dim] starting at
