@@ -66,7 +66,7 @@ std::vector<Case> linear_cases(const Context& ctx, const Options& o, bool prefil
           const int k = std::min(n, kCheckedTokens);
           std::vector<float> xk(d->x.begin(), d->x.begin() + std::ptrdiff_t(k * side));
           auto want = llm::ref::linear(d->deq, side, xk, k, 0, side);
-          return max_rel_error(std::span<const float>(got), std::span<const double>(want));
+          return cpu::max_rel_error(std::span<const float>(got), std::span<const double>(want));
         };
         c.tolerance = 1e-4;
         out.push_back(std::move(c));

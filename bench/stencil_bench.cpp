@@ -31,7 +31,7 @@ std::vector<Case> make_cases(const Context& ctx, const Options& o, StencilOp op)
         call->record(b);
         b.run();
         auto got = download<float>(ctx, call->output);
-        return max_rel_error(std::span<const float>(got), std::span<const float>(*want));
+        return cpu::max_rel_error(std::span<const float>(got), std::span<const float>(*want));
       };
       c.tolerance = 1e-5;
       if (out.empty() || out.back().size != c.size) c.cpu = [p, call] { stencil_cpu(p, call->host_input); };

@@ -500,7 +500,7 @@ TEST(SynthModel, TinyFileLoadsWithTheShapesConfig) {
       write_synth_model(path, s, type, opt);
       FAIL() << "overwrote without force";
     } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("--force"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("force"), std::string::npos) << e.what();
     }
     opt.force = true;
     opt.seed = 9;

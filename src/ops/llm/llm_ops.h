@@ -143,7 +143,8 @@ class LlmOps {
   LlmTuning tuning;
   const Context& context() const { return ctx_; }
 
-  // Compiles every pipeline the given types (and head dims) may use, in parallel.
+  // Compiles every pipeline the given types (and head dims) may use, one after another (so that the
+  // first token does not pay for them).
   void precompile(const std::vector<TensorType>& types, const std::vector<int>& head_dims);
 
   // All op/version pairs this adapter runs (for the benchmark listing).
