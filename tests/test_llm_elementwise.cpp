@@ -405,3 +405,33 @@ TEST(LlmSelect, TopKMatchesReference) {
     }
   }
 }
+
+// Several rows at once (the serving engine's per-sequence argmax / top-k), and each row's
+// log-sum-exp (log probabilities), against the references.
+TEST(LlmSelect, TopKRowsAndLogSumExp) {
+  for (auto [n, k] : std::vector<std::pair<int, int>>{{5000, 7}, {100, 1}, {4100, 64}}) {
+    const int rows = 3;
+    auto v = test::random_floats(size_t(rows * n), uint32_t(n + k), -20.f, 20.f);
+    for (int i = 0; i < rows * n; i += 89) v[size_t(i)] = 19.5f;  // ties: lower ids first
+    auto x = make_tensor(ctx(), {int64_t(v.size())}, v);
+    auto ov = test::poisoned(rows * k), oi = test::poisoned(rows * k, DType::U32), lse = test::poisoned(rows);
+    Batch b(ctx());
+    ops().topk_rows(b, x, rows, n, k, ov, oi);
+    ops().row_logsumexp(b, x, rows, n, lse);
+    b.run();
+    auto gv = download<float>(ctx(), ov);
+    auto gi = download<uint32_t>(ctx(), oi);
+    auto gl = download<float>(ctx(), lse);
+    for (int r = 0; r < rows; ++r) {
+      std::vector<float> row(v.begin() + long(r) * n, v.begin() + long(r + 1) * n);
+      auto want = ref::topk(row, k);
+      for (int i = 0; i < k; ++i) {
+        EXPECT_EQ(gv[size_t(r * k + i)], want[size_t(i)].first) << n << " row " << r << " #" << i;
+        EXPECT_EQ(gi[size_t(r * k + i)], want[size_t(i)].second) << n << " row " << r << " #" << i;
+      }
+      double mx = want[0].first, s = 0;
+      for (float f : row) s += std::exp(double(f) - mx);
+      EXPECT_NEAR(gl[size_t(r)], mx + std::log(s), 1e-5 * std::fabs(mx) + 1e-5) << n << " row " << r;
+    }
+  }
+}

@@ -264,8 +264,10 @@ TEST(Measure, ThresholdScan) {
     volatile float sink = 0;
     using HostOp = float (*)(const Context&, std::span<const float>, Policy);
     const std::pair<const char*, HostOp> ops[] = {{"sum", &wgc::sum}, {"max", &wgc::max}, {"mean", &wgc::mean}};
-    for (auto [name, f] : ops) {
-      f(ctx(), x, gpu);  // warm-up: compiles
+    for (const auto& op : ops) {
+      const char* name = op.first;
+      HostOp f = op.second;  // a plain variable: clang 14 cannot capture a structured binding
+      f(ctx(), x, gpu);      // warm-up: compiles
       double c = test::median_ms([&] { sink = sink + f(ctx(), x, cpu); }, reps);
       double g = test::median_ms([&] { sink = sink + f(ctx(), x, gpu); }, reps);
       std::printf("%-6s %10zu %12.4f %12.4f %s\n", name, n, c, g, g < c ? "<- device wins" : "");

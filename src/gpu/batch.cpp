@@ -109,6 +109,9 @@ void Readback::wait(std::span<std::byte> out) const {
 }
 
 struct Batch::Impl {
+  // WGC_PROFILE=1 times every batch and prints its dispatches to stderr. Declared first: the
+  // constructor's initializer of `timed` reads it.
+  bool profile = std::getenv("WGC_PROFILE") && std::string_view(std::getenv("WGC_PROFILE")) != "0";
   Context ctx;
   bool timed = false;
   std::vector<std::variant<DispatchCmd, CopyCmd, ReadCmd>> cmds;
@@ -121,8 +124,6 @@ struct Batch::Impl {
   uint32_t timed_count = 0;
   bool submitted = false;
 
-  // WGC_PROFILE=1 times every batch and prints its dispatches to stderr.
-  bool profile = std::getenv("WGC_PROFILE") && std::string_view(std::getenv("WGC_PROFILE")) != "0";
   explicit Impl(Context c, bool t) : ctx(std::move(c)), timed((t || profile) && ctx.features().timestamp_query) {}
   ~Impl() {
     if (queries) wgpuQuerySetRelease(queries);

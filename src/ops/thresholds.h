@@ -75,6 +75,11 @@ inline constexpr Threshold kMatmul{"MATMUL", "FLOPs", 1'000'000'000'000ull, 4'00
 inline constexpr Threshold kSobel{"SOBEL", "pixels", 1ull << 24, 192 * 192};
 inline constexpr Threshold kBlur{"BLUR", "pixels", 1ull << 24, 96 * 96};
 
+// Convolution (work = FLOPs, Conv2dDims::flops) and pooling (work = elements of x): see
+// ops/conv.cpp and ops/pool.cpp for how these were measured or estimated.
+inline constexpr Threshold kConv2d{"CONV2D", "FLOPs", kAlwaysCpu, 1ull << 22};
+inline constexpr Threshold kPool2d{"POOL2D", "elements", kAlwaysCpu, 1ull << 20};
+
 }  // namespace thresholds
 
 // The threshold in force for an op on this context (see the top of this file). A malformed

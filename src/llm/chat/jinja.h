@@ -23,7 +23,12 @@
 // startswith/endswith/upper/lower/title/capitalize/replace/find/rfind/index/count/join/center/
 // is*; dict items/keys/values/get/update; list append/pop/index/count.
 // Not supported: include/import/extends, call blocks, recursive loops. upper/lower/title change
-// ASCII letters only; tuples print as lists.
+// ASCII letters only; tuples print as lists; integers are 64-bit (overflow is an error, where
+// Python would grow the integer).
+//
+// Templates ship with model files and are untrusted: every depth, size and amount of work is
+// bounded (Limits, below), and a template that would exceed a bound fails with a jinja::Error
+// naming the limit, instead of exhausting the stack, the memory or the time.
 #pragma once
 
 #include "util/error.h"
@@ -45,6 +50,37 @@ struct Error : wgc::Error {
   using wgc::Error::Error;
 };
 
+// The resource bounds of one template. Each default is a named constant; raise one by passing
+// Limits to Template (or by changing the constant).
+// Nesting: parenthesized/list/dict expressions and blocks when parsing; blocks, expressions and
+// macro calls together when rendering; lists and dicts when printing or comparing values.
+inline constexpr size_t kMaxDepth = 256;
+// Items of one range() (what Hugging Face's sandboxed Jinja allows: MAX_RANGE).
+inline constexpr int64_t kMaxRangeItems = 100'000;
+// Bytes of any one string a render builds, the output included (repetition, join, replace,
+// indent, center, tojson, concatenation).
+inline constexpr size_t kMaxStringBytes = size_t(32) << 20;
+// Items of any one list or dict a render builds.
+inline constexpr size_t kMaxListItems = size_t(1) << 20;
+// Work of one render, in steps: one per expression or statement evaluated, per item visited and
+// per 64 bytes of text built or scanned. A real chat template takes thousands to a few hundred
+// thousand; the cap stops runaway loops and exponential macros within seconds.
+inline constexpr uint64_t kMaxSteps = 10'000'000;
+
+struct Limits {
+  size_t depth = kMaxDepth;
+  int64_t range_items = kMaxRangeItems;
+  size_t string_bytes = kMaxStringBytes;
+  size_t list_items = kMaxListItems;
+  uint64_t steps = kMaxSteps;
+};
+
+// An error of a value operation (an integer overflow, nesting beyond kMaxDepth); a render adds
+// the template's name and line to it.
+struct ValueError : Error {
+  using Error::Error;
+};
+
 class Value;
 struct Args;
 using Array = std::vector<Value>;
@@ -55,18 +91,24 @@ class Value {
  public:
   enum class Kind : uint8_t { Undefined, None, Bool, Int, Float, String, List, Dict, Callable };
 
-  Value() = default;                                                                              // undefined
-  Value(std::nullptr_t) : kind_(Kind::None) {}                                                    // NOLINT
-  Value(bool b) : kind_(Kind::Bool), i_(b) {}                                                     // NOLINT
-  Value(int v) : kind_(Kind::Int), i_(v) {}                                                       // NOLINT
-  Value(int64_t v) : kind_(Kind::Int), i_(v) {}                                                   // NOLINT
-  Value(double v) : kind_(Kind::Float), f_(v) {}                                                  // NOLINT
-  Value(std::string s) : kind_(Kind::String), s_(std::make_shared<std::string>(std::move(s))) {}  // NOLINT
-  Value(std::string_view s) : Value(std::string(s)) {}                                            // NOLINT
-  Value(const char* s) : Value(std::string(s)) {}                                                 // NOLINT
-  Value(Array a) : kind_(Kind::List), a_(std::make_shared<Array>(std::move(a))) {}                // NOLINT
-  Value(Object o) : kind_(Kind::Dict), o_(std::make_shared<Object>(std::move(o))) {}              // NOLINT
-  Value(Function f) : kind_(Kind::Callable), fn_(std::make_shared<Function>(std::move(f))) {}     // NOLINT
+  Value() = default;  // undefined
+  Value(const Value&) = default;
+  Value(Value&&) noexcept = default;
+  Value& operator=(const Value&) = default;
+  Value& operator=(Value&&) noexcept = default;
+  // Frees nested lists and dicts iteratively: a value nested a million deep does not recurse.
+  ~Value();
+  Value(std::nullptr_t) : kind_(Kind::None) {}                                                          // NOLINT
+  Value(bool b) : kind_(Kind::Bool), i_(b) {}                                                           // NOLINT
+  Value(int v) : kind_(Kind::Int), i_(v) {}                                                             // NOLINT
+  Value(int64_t v) : kind_(Kind::Int), i_(v) {}                                                         // NOLINT
+  Value(double v) : kind_(Kind::Float), f_(v) {}                                                        // NOLINT
+  Value(std::string s) : kind_(Kind::String), s_(std::make_shared<std::string>(std::move(s))) {}        // NOLINT
+  Value(std::string_view s) : Value(std::string(s)) {}                                                  // NOLINT
+  Value(const char* s) : Value(std::string(s)) {}                                                       // NOLINT
+  Value(Array a) : kind_(Kind::List), a_(std::make_shared<Array>(std::move(a))) { note_elements(); }    // NOLINT
+  Value(Object o) : kind_(Kind::Dict), o_(std::make_shared<Object>(std::move(o))) { note_elements(); }  // NOLINT
+  Value(Function f) : kind_(Kind::Callable), fn_(std::make_shared<Function>(std::move(f))) {}           // NOLINT
   static Value array() { return Value(Array{}); }
   static Value object() { return Value(Object{}); }
   static Value from_json(const json::Value& j);
@@ -85,7 +127,8 @@ class Value {
   bool is_function() const { return kind_ == Kind::Callable; }
 
   bool truthy() const;
-  int64_t as_int() const { return kind_ == Kind::Float ? int64_t(f_) : i_; }
+  // Floats truncate toward zero; one outside the 64-bit range (or NaN) is a ValueError.
+  int64_t as_int() const { return kind_ == Kind::Float ? float_to_int(f_) : i_; }
   double as_double() const { return kind_ == Kind::Float ? f_ : double(i_); }
   const std::string& str() const { return *s_; }  // strings only
   Array& items() const { return *a_; }            // arrays only (shared: mutations are visible)
@@ -107,7 +150,14 @@ class Value {
 
   friend bool operator==(const Value& a, const Value& b);
 
+  // The list or dict behind this value (nullptr for others): identity, for cycle checks.
+  const void* container() const { return a_ ? static_cast<const void*>(a_.get()) : o_.get(); }
+
  private:
+  static int64_t float_to_int(double d);
+  void note_elements() const;  // tells the active render which containers are now elements
+  void release_containers() noexcept;
+
   Kind kind_ = Kind::Undefined;
   int64_t i_ = 0;
   double f_ = 0;
@@ -129,7 +179,7 @@ struct Args {
 class Template {
  public:
   // Parses `source`; syntax errors throw jinja::Error naming `name` and the line.
-  explicit Template(std::string_view source, std::string name = "template");
+  explicit Template(std::string_view source, std::string name = "template", Limits limits = {});
   ~Template();
   Template(Template&&) noexcept;
   Template& operator=(Template&&) noexcept;

@@ -8,59 +8,82 @@
 #include <charconv>
 #include <cmath>
 #include <ctime>
+#include <unordered_set>
 
 namespace wgc::llm::jinja {
 
 size_t cp_count(const std::string& s) {
+  charge_bytes(s.size());
   size_t n = 0;
   for (char c : s) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
   return n;
 }
 
-std::vector<std::string> code_points(const std::string& s) {
-  std::vector<std::string> out;
+std::vector<size_t> cp_starts(const std::string& s) {
+  charge_bytes(s.size());
+  std::vector<size_t> out;
   for (size_t i = 0; i < s.size();) {
-    size_t n = std::min(unicode::utf8_len(static_cast<unsigned char>(s[i])), s.size() - i);
-    out.push_back(s.substr(i, n));
-    i += n;
+    out.push_back(i);
+    i += std::min(unicode::utf8_len(static_cast<unsigned char>(s[i])), s.size() - i);
   }
+  out.push_back(s.size());
   return out;
 }
 
+std::string brief(const Value& v) {
+  if (v.is_string()) {
+    std::string r = v.str().size() > 40 ? v.str().substr(0, 40) + "..." : v.str();
+    return Value(r).repr();
+  }
+  if (v.is_array()) return "a list of " + std::to_string(v.items().size()) + " items";
+  if (v.is_object()) return "a dict of " + std::to_string(v.members().size()) + " keys";
+  if (v.is_undefined()) return "undefined";
+  return v.repr();
+}
+
 namespace {
+
+constexpr size_t kKeywordOnly = SIZE_MAX;  // an Args::get position no call reaches
+
 bool py_space(char32_t c) { return unicode::is_whitespace(c) || (c >= 0x1C && c <= 0x1F); }
 
 }  // namespace
 
 std::string strip(const std::string& s, const Value& chars, bool left, bool right) {
-  std::vector<std::string> cps = code_points(s);
-  std::vector<std::string> set;
   bool ws = chars.is_undefined() || chars.is_none();
-  if (!ws) set = code_points(chars.to_string());
-  auto strip_it = [&](const std::string& c) {
+  std::vector<std::string> set;
+  if (!ws) {
+    std::string c = chars.to_string();
+    std::vector<size_t> st = cp_starts(c);
+    for (size_t i = 0; i + 1 < st.size(); ++i) set.push_back(c.substr(st[i], st[i + 1] - st[i]));
+  }
+  std::vector<size_t> starts = cp_starts(s);
+  auto strip_it = [&](size_t k) {
+    std::string_view c(s.data() + starts[k], starts[k + 1] - starts[k]);
     if (ws) {
       size_t i = 0;
       return py_space(unicode::next_codepoint(c, i));
     }
+    charge_steps(1);
     return std::find(set.begin(), set.end(), c) != set.end();
   };
-  size_t b = 0, e = cps.size();
+  size_t b = 0, e = starts.size() - 1;
   if (left)
-    while (b < e && strip_it(cps[b])) ++b;
+    while (b < e && strip_it(b)) ++b;
   if (right)
-    while (e > b && strip_it(cps[e - 1])) --e;
-  std::string out;
-  for (size_t i = b; i < e; ++i) out += cps[i];
-  return out;
+    while (e > b && strip_it(e - 1)) --e;
+  return s.substr(starts[b], starts[e] - starts[b]);
 }
 
 std::string ascii_map(std::string s, int (*f)(int)) {
+  charge_bytes(s.size());
   for (auto& c : s)
     if (static_cast<unsigned char>(c) < 0x80) c = char(f(c));
   return s;
 }
 
 std::string title_case(const std::string& s) {
+  charge_bytes(s.size());
   std::string out = s;
   bool prev_alpha = false;
   for (auto& c : out) {
@@ -73,7 +96,13 @@ std::string title_case(const std::string& s) {
 }
 
 std::vector<std::string> py_split(const std::string& s, const Value& sep, int64_t maxsplit) {
+  charge_bytes(s.size());
   std::vector<std::string> out;
+  auto push = [&](std::string piece) {
+    charge_steps(1);
+    check_list_size(out.size() + 1, "split");
+    out.push_back(std::move(piece));
+  };
   if (sep.is_undefined() || sep.is_none()) {
     size_t i = 0;
     while (true) {
@@ -82,51 +111,67 @@ std::vector<std::string> py_split(const std::string& s, const Value& sep, int64_
       if (maxsplit >= 0 && int64_t(out.size()) == maxsplit) {
         size_t e = s.size();
         while (e > i && is_space(s[e - 1])) --e;
-        out.push_back(s.substr(i, e - i));
+        push(s.substr(i, e - i));
         break;
       }
       size_t j = i;
       while (j < s.size() && !is_space(s[j])) ++j;
-      out.push_back(s.substr(i, j - i));
+      push(s.substr(i, j - i));
       i = j;
     }
     return out;
   }
   std::string d = sep.to_string();
-  if (d.empty()) throw Error("split: empty separator");
+  if (d.empty()) throw ValueError("split: empty separator");
   size_t pos = 0;
   while (true) {
     if (maxsplit >= 0 && int64_t(out.size()) == maxsplit) break;
     size_t hit = s.find(d, pos);
     if (hit == std::string::npos) break;
-    out.push_back(s.substr(pos, hit - pos));
+    push(s.substr(pos, hit - pos));
     pos = hit + d.size();
   }
-  out.push_back(s.substr(pos));
+  push(s.substr(pos));
   return out;
 }
 
 std::string replace_str(const std::string& s, const std::string& from, const std::string& to, int64_t count) {
-  if (from.empty()) return s;
+  charge_bytes(s.size());
   std::string out;
-  size_t pos = 0;
+  auto add = [&](std::string_view piece) {
+    check_string_size(out.size() + piece.size(), "replace");
+    charge_bytes(piece.size());
+    out += piece;
+  };
   int64_t n = 0;
+  if (from.empty()) {  // Python: `to` before every character and at the end
+    std::vector<size_t> starts = cp_starts(s);
+    size_t i = 0;
+    for (; i + 1 < starts.size() && (count < 0 || n < count); ++i, ++n) {
+      add(to);
+      add(std::string_view(s).substr(starts[i], starts[i + 1] - starts[i]));
+    }
+    if (count < 0 || n < count) add(to);
+    add(std::string_view(s).substr(starts[i]));
+    return out;
+  }
+  size_t pos = 0;
   while (count < 0 || n < count) {
     size_t hit = s.find(from, pos);
     if (hit == std::string::npos) break;
-    out.append(s, pos, hit - pos);
-    out += to;
+    add(std::string_view(s).substr(pos, hit - pos));
+    add(to);
     pos = hit + from.size();
     ++n;
   }
-  out.append(s, pos);
+  add(std::string_view(s).substr(pos));
   return out;
 }
 
 // Python slicing indices for a sequence of length n.
 std::vector<size_t> slice_indices(int64_t n, const Value& start, const Value& stop, const Value& step_v) {
   int64_t step = step_v.is_undefined() || step_v.is_none() ? 1 : step_v.as_int();
-  if (step == 0) throw Error("slice step cannot be zero");
+  if (step == 0) throw ValueError("slice step cannot be zero");
   auto norm = [&](const Value& v, int64_t def) -> int64_t {
     if (v.is_undefined() || v.is_none()) return def;
     int64_t x = v.as_int();
@@ -136,56 +181,116 @@ std::vector<size_t> slice_indices(int64_t n, const Value& start, const Value& st
   };
   int64_t b = norm(start, step > 0 ? 0 : n - 1), e = norm(stop, step > 0 ? n : -1);
   std::vector<size_t> out;
-  if (step > 0)
-    for (int64_t i = b; i < e; i += step) out.push_back(size_t(i));
-  else
-    for (int64_t i = b; i > e; i += step) out.push_back(size_t(i));
+  // Stepping stops before it passes the end, so a huge step cannot overflow the index.
+  if (step > 0) {
+    for (int64_t i = b; i < e; i += step) {
+      out.push_back(size_t(i));
+      if (e - i <= step) break;
+    }
+  } else {
+    for (int64_t i = b; i > e; i += step) {
+      out.push_back(size_t(i));
+      if (step <= e - i) break;
+    }
+  }
+  charge_steps(out.size());
   return out;
 }
 
-int compare_values(const Value& a, const Value& b, const std::string& where) {
+namespace {
+
+int compare_at(const Value& a, const Value& b, const std::string& where, size_t depth) {
   if ((a.is_number() || a.is_bool()) && (b.is_number() || b.is_bool())) {
     double x = a.as_double(), y = b.as_double();
     return x < y ? -1 : x > y ? 1 : 0;
   }
-  if (a.is_string() && b.is_string()) return a.str().compare(b.str()) < 0 ? -1 : a.str() == b.str() ? 0 : 1;
+  if (a.is_string() && b.is_string()) {
+    charge_bytes(std::min(a.str().size(), b.str().size()));
+    int c = a.str().compare(b.str());
+    return c < 0 ? -1 : c > 0 ? 1 : 0;
+  }
   if (a.is_array() && b.is_array()) {
-    for (size_t i = 0; i < std::min(a.items().size(), b.items().size()); ++i)
-      if (int c = compare_values(a.items()[i], b.items()[i], where)) return c;
+    check_depth(depth, "comparing values");
+    for (size_t i = 0; i < std::min(a.items().size(), b.items().size()); ++i) {
+      charge_steps(1);
+      if (int c = compare_at(a.items()[i], b.items()[i], where, depth + 1)) return c;
+    }
     return a.items().size() < b.items().size() ? -1 : a.items().size() > b.items().size() ? 1 : 0;
   }
-  throw Error(where + ": cannot compare " + a.repr() + " with " + b.repr());
+  throw Error(where + ": cannot compare " + brief(a) + " with " + brief(b));
+}
+
+}  // namespace
+
+int compare_values(const Value& a, const Value& b, const std::string& where) {
+  charge_steps(1);
+  return compare_at(a, b, where, 0);
 }
 
 bool contains(const Value& container, const Value& x, const std::string& where) {
   if (container.is_string()) {
     if (!x.is_string()) throw Error(where + ": 'in <string>' needs a string on the left");
+    charge_bytes(container.str().size());
     return container.str().find(x.str()) != std::string::npos;
   }
   if (container.is_array())
     return std::find(container.items().begin(), container.items().end(), x) != container.items().end();
   if (container.is_object()) return x.is_string() && container.find(x.str()) != nullptr;
   if (container.is_undefined() || container.is_none()) return false;
-  throw Error(where + ": 'in' needs a string, list or dict, got " + container.repr());
+  throw Error(where + ": 'in' needs a string, list or dict, got " + brief(container));
 }
 
 // Elements when iterating: arrays, object keys, string characters.
 std::vector<Value> iterate(const Value& v, const std::string& where) {
   std::vector<Value> out;
-  if (v.is_array()) return v.items();
+  if (v.is_array()) {
+    charge_steps(v.items().size());
+    return v.items();
+  }
   if (v.is_object()) {
+    charge_steps(v.members().size());
     for (auto& [k, x] : v.members()) out.emplace_back(k);
     return out;
   }
   if (v.is_string()) {
-    for (auto& c : code_points(v.str())) out.emplace_back(c);
+    const std::string& s = v.str();
+    std::vector<size_t> starts = cp_starts(s);
+    check_list_size(starts.size() - 1, "iterating a string");
+    charge_steps(starts.size() - 1);
+    out.reserve(starts.size() - 1);
+    for (size_t i = 0; i + 1 < starts.size(); ++i) out.emplace_back(s.substr(starts[i], starts[i + 1] - starts[i]));
     return out;
   }
   if (v.is_undefined() || v.is_none()) return out;
-  throw Error(where + ": " + v.repr() + " is not iterable");
+  throw Error(where + ": " + brief(v) + " is not iterable");
 }
 
-Value Template::Impl::call_method(const Value& obj, const std::string& m, Args& a, int line, bool& found) const {
+void check_no_cycle(const Value& container, const Value& inserted, const std::string& where) {
+  const void* target = container.container();
+  if (!target || !inserted.container()) return;
+  if (inserted.container() == target) throw Error(where + ": a list or dict cannot contain itself");
+  // Only a container that is an element of another can be reached from `inserted`: most targets
+  // (a namespace, a list only ever appended to) need no walk.
+  Budget* budget = Budget::active();
+  if (budget && !budget->is_contained(target)) return;
+  std::vector<const Value*> todo{&inserted};
+  std::unordered_set<const void*> seen;
+  while (!todo.empty()) {
+    const Value* v = todo.back();
+    todo.pop_back();
+    const void* c = v->container();
+    if (!c || !seen.insert(c).second) continue;
+    if (c == target) throw Error(where + ": a list or dict cannot contain itself");
+    charge_steps(1);
+    if (v->is_array())
+      for (auto& x : v->items()) todo.push_back(&x);
+    else
+      for (auto& [k, x] : v->members()) todo.push_back(&x);
+  }
+}
+
+Value Template::Impl::call_method(Frame& f, const Value& obj, const std::string& m, Args& a, int line,
+                                  bool& found) const {
   found = true;
   std::string w = where(line);
   if (obj.is_string()) {
@@ -226,6 +331,8 @@ Value Template::Impl::call_method(const Value& obj, const std::string& m, Args& 
           break;
         }
         r.emplace_back(s.substr(pos, e - pos));
+        check_list_size(r.size(), "splitlines");
+        charge_steps(1);
         pos = e + (s.compare(e, 2, "\r\n") == 0 ? 2 : 1);
       }
       return Value(std::move(r));
@@ -258,16 +365,8 @@ Value Template::Impl::call_method(const Value& obj, const std::string& m, Args& 
       for (size_t p = s.find(x); p != std::string::npos; p = s.find(x, p + x.size())) ++n;
       return Value(n);
     }
-    if (m == "center") {
-      Frame none;
-      return call_filter(none, "center", obj, a, line);
-    }
-    if (m == "join") {
-      std::string r;
-      auto items = iterate(a.get(0, "iterable"), w);
-      for (size_t i = 0; i < items.size(); ++i) r += (i ? s : "") + items[i].to_string();
-      return Value(r);
-    }
+    if (m == "center") return call_filter(f, "center", obj, a, line);
+    if (m == "join") return Value(join(iterate(a.get(0, "iterable"), w), s, Value()));
     if (m == "isdigit" || m == "isalpha" || m == "isspace" || m == "isalnum" || m == "isupper" || m == "islower") {
       if (s.empty()) return Value(false);
       bool ok = true;
@@ -305,14 +404,23 @@ Value Template::Impl::call_method(const Value& obj, const std::string& m, Args& 
     if (m == "update") {
       Value o = a.get(0, "other");
       Value target = obj;  // shares the dict
-      if (o.is_object())
-        for (auto& [k, v] : o.members()) target.set(k, v);
-      for (auto& [k, v] : a.kw) target.set(k, v);
+      if (o.is_object()) {
+        for (auto& [k, v] : o.members()) {
+          check_no_cycle(target, v, w);
+          target.set(k, v);
+        }
+      }
+      for (auto& [k, v] : a.kw) {
+        check_no_cycle(target, v, w);
+        target.set(k, v);
+      }
       return Value(nullptr);
     }
   } else if (obj.is_array()) {
     if (m == "append") {
-      obj.items().push_back(a.get(0, "x"));
+      Value x = a.get(0, "x");
+      check_no_cycle(obj, x, w);
+      Value(obj).push_back(std::move(x));
       return Value(nullptr);
     }
     if (m == "pop") {
@@ -358,7 +466,7 @@ bool Template::Impl::run_test(Frame& f, const std::string& n, const Value& v, Ar
   if (n == "even") return v.as_int() % 2 == 0;
   if (n == "divisibleby") {
     int64_t d = a.get(0, "num").as_int();
-    return d != 0 && v.as_int() % d == 0;
+    return d != 0 && (d == -1 || v.as_int() % d == 0);  // (INT64_MIN % -1 overflows)
   }
   if (n == "eq" || n == "equalto" || n == "sameas" || n == "==") return v == a.get(0, "other");
   if (n == "ne" || n == "!=") return !(v == a.get(0, "other"));
@@ -384,7 +492,9 @@ Value Template::Impl::call_filter(Frame& f, const std::string& n, Value v, Args&
   }
   if (n == "tojson") {
     Value ind = a.get(0, "indent");
-    return Value(v.to_json_text(ind.is_number() ? int(ind.as_int()) : -1, a.get(1, "sort_keys").truthy()));
+    // (Beyond the string limit, an indent fails at its first line anyway.)
+    int indent = ind.is_number() ? int(std::clamp<int64_t>(ind.as_int(), -1, int64_t(1) << 30)) : -1;
+    return Value(v.to_json_text(indent, a.get(1, "sort_keys").truthy()));
   }
   if (n == "upper") return Value(ascii_map(v.to_string(), ::toupper));
   if (n == "lower") return Value(ascii_map(v.to_string(), ::tolower));
@@ -393,19 +503,22 @@ Value Template::Impl::call_filter(Frame& f, const std::string& n, Value v, Args&
     std::string s = v.to_string();
     return Value(s.empty() ? s : ascii_map(s.substr(0, 1), ::toupper) + ascii_map(s.substr(1), ::tolower));
   }
+  if ((n == "first" || n == "last") && v.is_string()) {  // one character, without listing them all
+    const std::string& str = v.str();
+    if (str.empty()) return Value();
+    size_t b = 0;
+    if (n == "first")
+      return Value(str.substr(0, std::min(unicode::utf8_len(static_cast<unsigned char>(str[0])), str.size())));
+    std::vector<size_t> starts = cp_starts(str);
+    b = starts[starts.size() - 2];
+    return Value(str.substr(b));
+  }
   if (n == "first" || n == "last") {
     auto items = iterate(v, w);
     if (items.empty()) return Value();
     return n == "first" ? items.front() : items.back();
   }
-  if (n == "join") {
-    Value attr = a.get(1, "attribute");
-    std::string sep = a.get(0, "d", Value("")).to_string(), r;
-    auto items = iterate(v, w);
-    for (size_t i = 0; i < items.size(); ++i)
-      r += (i ? sep : "") + (attr.is_string() ? items[i].get(attr.str()) : items[i]).to_string();
-    return Value(r);
-  }
+  if (n == "join") return Value(join(iterate(v, w), a.get(0, "d", Value("")).to_string(), a.get(1, "attribute")));
   if (n == "default" || n == "d") {
     bool boolean = a.get(1, "boolean").truthy();
     if (v.is_undefined() || (boolean && !v.truthy())) return a.get(0, "default_value", Value(""));
@@ -421,7 +534,7 @@ Value Template::Impl::call_filter(Frame& f, const std::string& n, Value v, Args&
       if (r.ec == std::errc() && r.ptr == s.data() + s.size()) return Value(x);
       double d = 0;
       auto r2 = std::from_chars(s.data(), s.data() + s.size(), d);
-      if (r2.ec == std::errc() && r2.ptr == s.data() + s.size()) return Value(int64_t(d));
+      if (r2.ec == std::errc() && r2.ptr == s.data() + s.size()) return Value(Value(d).as_int());
     }
     return a.get(0, "default", Value(int64_t(0)));
   }
@@ -452,9 +565,11 @@ Value Template::Impl::call_filter(Frame& f, const std::string& n, Value v, Args&
   }
   if (n == "reverse") {
     if (v.is_string()) {
-      auto cps = code_points(v.str());
+      const std::string& str = v.str();
+      std::vector<size_t> starts = cp_starts(str);
       std::string r;
-      for (auto it = cps.rbegin(); it != cps.rend(); ++it) r += *it;
+      r.reserve(str.size());
+      for (size_t i = starts.size() - 1; i > 0; --i) r.append(str, starts[i - 1], starts[i] - starts[i - 1]);
       return Value(r);
     }
     auto items = iterate(v, w);
@@ -466,8 +581,10 @@ Value Template::Impl::call_filter(Frame& f, const std::string& n, Value v, Args&
                              a.get(2, "count", Value(int64_t(-1))).as_int()));
   if (n == "safe") return v;
   if (n == "escape" || n == "e") {
-    std::string r;
-    for (char c : v.to_string()) {
+    std::string r, s = v.to_string();
+    charge_bytes(s.size());
+    for (char c : s) {
+      if (r.size() > active_limits().string_bytes) check_string_size(r.size(), "escape");
       switch (c) {
         case '&': r += "&amp;"; break;
         case '<': r += "&lt;"; break;
@@ -501,16 +618,17 @@ Value Template::Impl::call_filter(Frame& f, const std::string& n, Value v, Args&
   }
   if (n == "map") {
     Array r;
-    Value attr = a.get(99, "attribute");
+    Value attr = a.get(kKeywordOnly, "attribute");
     for (auto& item : iterate(v, w)) {
       if (attr.is_string()) {
         Value x = item.get(attr.str());
-        if (x.is_undefined()) x = a.get(99, "default");
+        if (x.is_undefined()) x = a.get(kKeywordOnly, "default");
         r.push_back(x);
       } else {
         Args fa;
         fa.where = w;
         for (size_t i = 1; i < a.pos.size(); ++i) fa.pos.push_back(a.pos[i]);
+        Budget::Nest nest(f.st->budget);  // map('map', 'map', ...) recurses
         r.push_back(call_filter(f, a.get(0, "filter").to_string(), item, fa, line));
       }
     }
@@ -539,8 +657,14 @@ Value Template::Impl::call_filter(Frame& f, const std::string& n, Value v, Args&
     Value attr = a.get(0, "attribute");
     for (auto& item : iterate(v, w)) {
       Value x = attr.is_string() ? item.get(attr.str()) : item;
-      acc =
-          (acc.is_float() || x.is_float()) ? Value(acc.as_double() + x.as_double()) : Value(acc.as_int() + x.as_int());
+      if (acc.is_float() || x.is_float()) {
+        acc = Value(acc.as_double() + x.as_double());
+      } else {
+        int64_t r = 0;
+        if (__builtin_add_overflow(acc.as_int(), x.as_int(), &r))
+          throw Error(w + ": integer overflow in sum: beyond 64 bits");
+        acc = Value(r);
+      }
     }
     return acc;
   }
@@ -561,11 +685,16 @@ Value Template::Impl::call_filter(Frame& f, const std::string& n, Value v, Args&
     x = method == "ceil" ? std::ceil(x) : method == "floor" ? std::floor(x) : std::nearbyint(x);  // half to even
     return Value(x / p);
   }
-  if (n == "abs")
-    return v.is_int() ? Value(v.as_int() < 0 ? -v.as_int() : v.as_int()) : Value(std::fabs(v.as_double()));
+  if (n == "abs") {
+    if (!v.is_int()) return Value(std::fabs(v.as_double()));
+    if (v.as_int() == INT64_MIN) throw Error(w + ": integer overflow: abs(" + std::to_string(v.as_int()) + ")");
+    return Value(v.as_int() < 0 ? -v.as_int() : v.as_int());
+  }
   if (n == "indent") {
     Value wv = a.get(0, "width", Value(int64_t(4)));
-    std::string pad = wv.is_string() ? wv.str() : std::string(size_t(wv.as_int()), ' ');
+    int64_t width = wv.is_string() ? 0 : std::max<int64_t>(0, wv.as_int());
+    check_string_size(size_t(std::min<int64_t>(width, int64_t(1) << 62)), "indent");
+    std::string pad = wv.is_string() ? wv.str() : std::string(size_t(width), ' ');
     bool first = a.get(1, "first").truthy(), blank = a.get(2, "blank").truthy();
     std::string s = v.to_string(), r;
     size_t pos = 0;
@@ -573,7 +702,10 @@ Value Template::Impl::call_filter(Frame& f, const std::string& n, Value v, Args&
     while (pos <= s.size()) {
       size_t e = s.find('\n', pos);
       std::string ln = s.substr(pos, e == std::string::npos ? std::string::npos : e - pos);
-      if ((is_first && first) || (!is_first && (blank || !ln.empty()))) r += pad;
+      bool padded = (is_first && first) || (!is_first && (blank || !ln.empty()));
+      check_string_size(r.size() + (padded ? pad.size() : 0) + ln.size() + 1, "indent");
+      charge_bytes(pad.size() + ln.size());
+      if (padded) r += pad;
       r += ln;
       if (e == std::string::npos) break;
       r += '\n';
@@ -588,6 +720,7 @@ Value Template::Impl::call_filter(Frame& f, const std::string& n, Value v, Args&
     int64_t width = a.get(0, "width", Value(int64_t(80))).as_int();
     int64_t len = int64_t(cp_count(s));
     if (len >= width) return Value(s);
+    check_string_size(s.size() + size_t(std::min<int64_t>(width - len, int64_t(1) << 62)), "center");
     int64_t total = width - len, left = total / 2 + (total & width & 1);
     return Value(std::string(size_t(left), ' ') + s + std::string(size_t(total - left), ' '));
   }
@@ -596,11 +729,23 @@ Value Template::Impl::call_filter(Frame& f, const std::string& n, Value v, Args&
     Array r;
     for (auto& item : iterate(v, w)) {
       if (r.empty() || int64_t(r.back().items().size()) == size) r.emplace_back(Array{});
-      r.back().items().push_back(item);
+      r.back().push_back(item);
     }
     return Value(std::move(r));
   }
   throw Error(w + ": unknown filter '" + n + "'");
+}
+
+std::string join(const std::vector<Value>& items, const std::string& sep, const Value& attribute) {
+  std::string r;
+  for (size_t i = 0; i < items.size(); ++i) {
+    std::string x = (attribute.is_string() ? items[i].get(attribute.str()) : items[i]).to_string();
+    check_string_size(r.size() + (i ? sep.size() : 0) + x.size(), "join");
+    charge_bytes(sep.size() + x.size());
+    if (i) r += sep;
+    r += x;
+  }
+  return r;
 }
 
 void add_globals(std::unordered_map<std::string, Value>& g, const std::string& name) {
@@ -643,8 +788,21 @@ void add_globals(std::unordered_map<std::string, Value>& g, const std::string& n
       throw Error(a.where + ": range needs arguments");
     }
     if (step == 0) throw Error(a.where + ": range step is zero");
+    // The count first, in unsigned 64-bit arithmetic: neither the bound nor the stepping can
+    // overflow (the items themselves lie between start and stop).
+    bool up = step > 0;
+    uint64_t span = up ? (stop > start ? uint64_t(stop) - uint64_t(start) : 0)
+                       : (start > stop ? uint64_t(start) - uint64_t(stop) : 0);
+    uint64_t mag = up ? uint64_t(step) : uint64_t(0) - uint64_t(step);
+    uint64_t count = span == 0 ? 0 : (span - 1) / mag + 1;
+    int64_t max = active_limits().range_items;
+    if (count > uint64_t(max))
+      throw Error(a.where + ": range of " + std::to_string(count) + " items exceeds the limit of " +
+                  std::to_string(max) + " (jinja::kMaxRangeItems)");
+    charge_steps(count);
     Array r;
-    for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) r.emplace_back(i);
+    r.reserve(size_t(count));
+    for (uint64_t k = 0; k < count; ++k) r.emplace_back(int64_t(uint64_t(start) + k * uint64_t(step)));
     return Value(std::move(r));
   }));
 }

@@ -91,12 +91,19 @@ class Lexer {
         close = lex_tag(inner, kind == '{' ? '}' : '%', c.tokens, tok_line, rflag);
         if (c.kind == Chunk::Stmt && !c.tokens.empty() && c.tokens[0].type == Tok::Name && c.tokens[0].text == "raw") {
           // {% raw %} ... {% endraw %}: verbatim.
+          if (c.tokens.size() != 1) fail(tag_line, "unexpected '" + c.tokens[1].text + "' in {% raw %}");
           size_t after = close + 2;
           size_t e = find_endraw(after);
-          if (e == std::string::npos) fail(tag_line, "unclosed raw block");
+          if (e == std::string::npos) fail(tag_line, "unclosed raw block: no {% endraw %}");
           push_text(out, std::string(s_.substr(after, e - after)), tag_line);
-          close = s_.find("%}", e);
-          rflag = close > 0 && s_[close - 1] == '-' ? '-' : 0;
+          // The endraw tag is lexed as any tag: its end may be missing too.
+          size_t inner_end = e + 2;
+          if (inner_end < s_.size() && (s_[inner_end] == '-' || s_[inner_end] == '+')) ++inner_end;
+          int end_line = tag_line + int(std::count(s_.begin() + long(open), s_.begin() + long(e), '\n'));
+          std::vector<Token> end_tokens;
+          rflag = 0;
+          close = lex_tag(inner_end, '%', end_tokens, end_line, rflag);
+          if (end_tokens.size() != 1) fail(end_line, "unexpected '" + end_tokens[1].text + "' in {% endraw %}");
         } else {
           c.tokens.push_back(Token{Tok::End, "", tok_line});
           out.push_back(std::move(c));
@@ -152,7 +159,7 @@ class Lexer {
       size_t q = p + 2;
       if (q < s_.size() && (s_[q] == '-' || s_[q] == '+')) ++q;
       while (q < s_.size() && is_space(s_[q])) ++q;
-      if (s_.compare(q, 6, "endraw") == 0) return p;
+      if (s_.compare(q, 6, "endraw") == 0 && (q + 6 == s_.size() || !is_ident(s_[q + 6]))) return p;
       pos = p + 2;
     }
   }
@@ -253,7 +260,8 @@ class Lexer {
           if (i + n > s_.size()) fail(line, "bad escape in string");
           uint32_t cp = 0;
           auto r = std::from_chars(s_.data() + i, s_.data() + i + n, cp, 16);
-          if (r.ptr != s_.data() + i + n) fail(line, "bad escape in string");
+          if (r.ec != std::errc() || r.ptr != s_.data() + i + n) fail(line, "bad escape in string");
+          if (cp > 0x10FFFF) fail(line, "escape of a code point beyond U+10FFFF in string");
           i += n;
           unicode::append_utf8(out, char32_t(cp));
           break;
@@ -271,7 +279,8 @@ class Lexer {
 
 class Parser {
  public:
-  Parser(std::vector<Chunk> chunks, const std::string& name) : chunks_(std::move(chunks)), name_(name) {}
+  Parser(std::vector<Chunk> chunks, const std::string& name, size_t max_depth)
+      : chunks_(std::move(chunks)), name_(name), max_depth_(max_depth) {}
 
   Body parse() {
     Body body = parse_body({});
@@ -285,9 +294,37 @@ class Parser {
   size_t ci_ = 0;  // current chunk
   std::vector<Token>* toks_ = nullptr;
   size_t ti_ = 0;  // token in the current tag
+  size_t max_depth_;
+  size_t depth_ = 0;  // nesting of the tree being built: bounds the parser's and the renderer's recursion
+
+  // Deepens the tree by one level per deeper() until the guard goes out of scope. Every recursive
+  // parse function and every loop that wraps a node in a new one holds one, so the tree's height
+  // never exceeds max_depth_ (left-associative chains like 1+1+...+1 are as deep as nested ones).
+  class Nest {
+   public:
+    explicit Nest(Parser& p) : p_(p) {}
+    ~Nest() { p_.depth_ -= n_; }
+    Nest(const Nest&) = delete;
+    Nest& operator=(const Nest&) = delete;
+    void deeper() {
+      ++n_;
+      if (++p_.depth_ > p_.max_depth_)
+        p_.fail(p_.line(),
+                "nesting deeper than " + std::to_string(p_.max_depth_) + " (the depth limit, jinja::kMaxDepth)");
+    }
+
+   private:
+    Parser& p_;
+    size_t n_ = 0;
+  };
 
   [[noreturn]] void fail(int line, const std::string& what) const {
     throw Error(name_ + ":" + std::to_string(line) + ": " + what);
+  }
+
+  int line() const {
+    if (toks_) return peek().line;
+    return ci_ < chunks_.size() ? chunks_[ci_].line : 1;
   }
 
   // --- tags ---
@@ -327,6 +364,8 @@ class Parser {
   }
 
   Body parse_body(const std::vector<std::string>& enders) {
+    Nest nest(*this);
+    nest.deeper();
     Body body;
     while (ci_ < chunks_.size()) {
       Chunk& c = chunks_[ci_];
@@ -500,6 +539,8 @@ class Parser {
   }
 
   ExprP parse_expr(bool with_cond = true) {
+    Nest nest(*this);
+    nest.deeper();
     ExprP e = parse_or();
     if (with_cond && at_name("if")) {
       int line = next().line;
@@ -512,8 +553,10 @@ class Parser {
     return e;
   }
   ExprP parse_or() {
+    Nest nest(*this);
     ExprP e = parse_and();
     while (at_name("or")) {
+      nest.deeper();
       auto n = make(Expr::Or, next().line);
       n->a = std::move(e);
       n->b = parse_and();
@@ -522,8 +565,10 @@ class Parser {
     return e;
   }
   ExprP parse_and() {
+    Nest nest(*this);
     ExprP e = parse_not();
     while (at_name("and")) {
+      nest.deeper();
       auto n = make(Expr::And, next().line);
       n->a = std::move(e);
       n->b = parse_not();
@@ -533,6 +578,8 @@ class Parser {
   }
   ExprP parse_not() {
     if (at_name("not")) {
+      Nest nest(*this);
+      nest.deeper();
       auto n = make(Expr::Not, next().line);
       n->a = parse_not();
       return n;
@@ -574,32 +621,40 @@ class Parser {
     return n;
   }
   ExprP parse_math1() {
+    Nest nest(*this);
     ExprP e = parse_concat();
     while (at_op("+") || at_op("-")) {
+      nest.deeper();
       const Token& t = next();
       e = binary(t.text, std::move(e), parse_concat(), t.line);
     }
     return e;
   }
   ExprP parse_concat() {
+    Nest nest(*this);
     ExprP e = parse_math2();
     while (at_op("~")) {
+      nest.deeper();
       int line = next().line;
       e = binary("~", std::move(e), parse_math2(), line);
     }
     return e;
   }
   ExprP parse_math2() {
+    Nest nest(*this);
     ExprP e = parse_pow();
     while (at_op("*") || at_op("/") || at_op("//") || at_op("%")) {
+      nest.deeper();
       const Token& t = next();
       e = binary(t.text, std::move(e), parse_pow(), t.line);
     }
     return e;
   }
   ExprP parse_pow() {
+    Nest nest(*this);
     ExprP e = parse_unary();
     while (at_op("**")) {
+      nest.deeper();
       int line = next().line;
       e = binary("**", std::move(e), parse_unary(), line);
     }
@@ -607,6 +662,8 @@ class Parser {
   }
   ExprP parse_unary(bool with_filter = true) {
     if (at_op("-") || at_op("+")) {
+      Nest nest(*this);
+      nest.deeper();
       const Token& t = next();
       auto n = make(Expr::Unary, t.line);
       n->name = t.text;
@@ -627,8 +684,8 @@ class Parser {
         n->name = t.text;
         return n;
       }
-      case Tok::Int: return literal(Value(int64_t(std::stoll(t.text))), t.line);
-      case Tok::Float: return literal(Value(std::stod(t.text)), t.line);
+      case Tok::Int: return literal(Value(int_literal(t)), t.line);
+      case Tok::Float: return literal(Value(float_literal(t)), t.line);
       case Tok::String: {
         std::string s = t.text;
         while (peek().type == Tok::String) s += next().text;  // adjacent literals concatenate
@@ -674,6 +731,20 @@ class Parser {
     }
     fail(t.line, t.type == Tok::End ? "unexpected end of expression" : "unexpected '" + t.text + "'");
   }
+  int64_t int_literal(const Token& t) const {
+    int64_t v = 0;
+    auto r = std::from_chars(t.text.data(), t.text.data() + t.text.size(), v);
+    if (r.ec != std::errc() || r.ptr != t.text.data() + t.text.size())
+      fail(t.line, "integer literal " + t.text.substr(0, 40) + " is out of the 64-bit range");
+    return v;
+  }
+  double float_literal(const Token& t) const {
+    double v = 0;
+    auto r = std::from_chars(t.text.data(), t.text.data() + t.text.size(), v);
+    if (r.ec != std::errc() || r.ptr != t.text.data() + t.text.size())
+      fail(t.line, "float literal " + t.text.substr(0, 40) + " is out of the double range");
+    return v;
+  }
   ExprP literal(Value v, int line) {
     auto n = make(Expr::Literal, line);
     n->value = std::move(v);
@@ -692,13 +763,15 @@ class Parser {
     }
   }
   ExprP parse_postfix(ExprP e) {
+    Nest nest(*this);
     while (true) {
+      if (at_op(".") || at_op("[") || at_op("(")) nest.deeper();
       if (at_op(".")) {
         int line = next().line;
         auto n = make(Expr::Attr, line);
         if (peek().type == Tok::Int) {  // x.0
           n->kind = Expr::Item;
-          n->b = literal(Value(int64_t(std::stoll(next().text))), line);
+          n->b = literal(Value(int_literal(next())), line);
         } else {
           n->name = expect_name();
         }
@@ -743,7 +816,9 @@ class Parser {
     return f;
   }
   ExprP parse_filters(ExprP e) {
+    Nest nest(*this);
     while (true) {
+      if (at_op("|") || at_name("is")) nest.deeper();
       if (accept_op("|")) {
         e = parse_filter_tail(std::move(e));
       } else if (at_name("is")) {
@@ -770,9 +845,9 @@ class Parser {
 
 }  // namespace
 
-Body parse(std::string_view source, const std::string& name) {
+Body parse(std::string_view source, const std::string& name, const Limits& limits) {
   Lexer lex(source, name);
-  Parser p(lex.run(), name);
+  Parser p(lex.run(), name, limits.depth);
   return p.parse();
 }
 

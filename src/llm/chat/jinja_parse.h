@@ -66,7 +66,7 @@ struct Node {
 };
 
 // Parses a template source into its syntax tree; errors throw jinja::Error "name:line: message".
-Body parse(std::string_view source, const std::string& name);
+Body parse(std::string_view source, const std::string& name, const Limits& limits);
 
 // Python's str.isspace() for ASCII (also what the lexer skips).
 inline bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }

@@ -1,10 +1,13 @@
 // jinja::Value: Python semantics for printing (str/repr), JSON conversion and equality.
 #include "llm/chat/jinja.h"
 
+#include "llm/chat/jinja_budget.h"
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <unordered_map>
 
 namespace wgc::llm::jinja {
 
@@ -34,7 +37,9 @@ std::string float_repr(double d) {
       std::string fp = digits.size() > size_t(exp) + 1 ? digits.substr(size_t(exp) + 1) : "0";
       out = ip + "." + fp;
     } else {
-      out = "0." + std::string(size_t(-exp - 1), '0') + digits;
+      out = "0.";
+      out.append(size_t(-exp - 1), '0');
+      out += digits;
     }
   } else {
     out = digits.substr(0, 1);
@@ -72,10 +77,19 @@ std::string py_quote(const std::string& s) {
   return out + q;
 }
 
-void dump_json(std::string& out, const Value& v, int indent, bool sort_keys, int depth) {
-  auto nl = [&](int d) {
+// Text building with the size limit checked as it grows, and a step charged per element.
+void grew(const std::string& out, const char* what) {
+  charge_steps(1);
+  if (out.size() > active_limits().string_bytes) check_string_size(out.size(), what);
+}
+
+void dump_json(std::string& out, const Value& v, int indent, bool sort_keys, size_t depth) {
+  check_depth(depth, "tojson");
+  auto nl = [&](size_t d) {
     out += '\n';
-    out.append(size_t(indent * d), ' ');
+    size_t n = size_t(indent) * d;
+    check_string_size(out.size() + n, "tojson");
+    out.append(n, ' ');
   };
   switch (v.kind()) {
     case Value::Kind::Undefined:
@@ -100,6 +114,7 @@ void dump_json(std::string& out, const Value& v, int indent, bool sort_keys, int
         if (i) out += indent >= 0 ? "," : ", ";
         if (indent >= 0) nl(depth + 1);
         dump_json(out, a[i], indent, sort_keys, depth + 1);
+        grew(out, "tojson");
       }
       if (indent >= 0) nl(depth);
       out += ']';
@@ -120,6 +135,7 @@ void dump_json(std::string& out, const Value& v, int indent, bool sort_keys, int
         json::write_string(out, m[i]->first);
         out += ": ";
         dump_json(out, m[i]->second, indent, sort_keys, depth + 1);
+        grew(out, "tojson");
       }
       if (indent >= 0) nl(depth);
       out += '}';
@@ -128,9 +144,42 @@ void dump_json(std::string& out, const Value& v, int indent, bool sort_keys, int
   }
 }
 
-}  // namespace
+// repr() of `v` appended to `out`.
+void append_repr(std::string& out, const Value& v, size_t depth) {
+  check_depth(depth, "printing a value");
+  switch (v.kind()) {
+    case Value::Kind::String: out += py_quote(v.str()); break;
+    case Value::Kind::List: {
+      out += '[';
+      const auto& a = v.items();
+      for (size_t i = 0; i < a.size(); ++i) {
+        if (i) out += ", ";
+        append_repr(out, a[i], depth + 1);
+        grew(out, "printing a value");
+      }
+      out += ']';
+      break;
+    }
+    case Value::Kind::Dict: {
+      out += '{';
+      bool first = true;
+      for (auto& [k, x] : v.members()) {
+        if (!first) out += ", ";
+        first = false;
+        out += py_quote(k);
+        out += ": ";
+        append_repr(out, x, depth + 1);
+        grew(out, "printing a value");
+      }
+      out += '}';
+      break;
+    }
+    default: out += v.to_string();
+  }
+}
 
-Value Value::from_json(const json::Value& j) {
+Value from_json_at(const json::Value& j, size_t depth) {
+  check_depth(depth, "a JSON value");
   switch (j.type()) {
     case json::Type::Null: return Value(nullptr);
     case json::Type::Bool: return Value(j.as_bool());
@@ -138,40 +187,130 @@ Value Value::from_json(const json::Value& j) {
     case json::Type::String: return Value(j.as_string());
     case json::Type::Array: {
       Array a;
-      for (auto& x : j.items()) a.push_back(from_json(x));
+      a.reserve(j.items().size());
+      for (auto& x : j.items()) a.push_back(from_json_at(x, depth + 1));
       return Value(std::move(a));
     }
     case json::Type::Object: {
-      Value o = Value::object();
-      for (auto& [k, x] : j.members()) o.set(k, from_json(x));
-      return o;
+      // A repeated key keeps its first place and its last value (Python's json); a hash index
+      // keeps big objects linear.
+      Object o;
+      o.reserve(j.members().size());
+      std::unordered_map<std::string_view, size_t> index;
+      for (auto& [k, x] : j.members()) {
+        auto [it, fresh] = index.emplace(k, o.size());
+        if (fresh)
+          o.emplace_back(k, from_json_at(x, depth + 1));
+        else
+          o[it->second].second = from_json_at(x, depth + 1);
+      }
+      return Value(std::move(o));
     }
   }
   return Value();
 }
 
-json::Value Value::to_json() const {
-  switch (kind_) {
-    case Kind::Undefined:
-    case Kind::None:
-    case Kind::Callable: return json::Value();
-    case Kind::Bool: return json::Value(truthy());
-    case Kind::Int: return json::Value(i_);
-    case Kind::Float: return json::Value(f_);
-    case Kind::String: return json::Value(*s_);
-    case Kind::List: {
+json::Value to_json_at(const Value& v, size_t depth) {
+  check_depth(depth, "a JSON value");
+  switch (v.kind()) {
+    case Value::Kind::Undefined:
+    case Value::Kind::None:
+    case Value::Kind::Callable: return json::Value();
+    case Value::Kind::Bool: return json::Value(v.truthy());
+    case Value::Kind::Int: return json::Value(v.as_int());
+    case Value::Kind::Float: return json::Value(v.as_double());
+    case Value::Kind::String: return json::Value(v.str());
+    case Value::Kind::List: {
       json::Value a = json::Value::array();
-      for (auto& x : *a_) a.push_back(x.to_json());
+      for (auto& x : v.items()) a.push_back(to_json_at(x, depth + 1));
       return a;
     }
-    case Kind::Dict: {
+    case Value::Kind::Dict: {
       json::Value o = json::Value::object();
-      for (auto& [k, x] : *o_) o.set(k, x.to_json());
+      for (auto& [k, x] : v.members()) o.set(k, to_json_at(x, depth + 1));
       return o;
     }
   }
   return json::Value();
 }
+
+bool equal(const Value& a, const Value& b, size_t depth) {
+  using K = Value::Kind;
+  if (a.is_number() && b.is_number()) {
+    if (a.is_float() || b.is_float()) return a.as_double() == b.as_double();
+    return a.as_int() == b.as_int();
+  }
+  if ((a.is_bool() && b.is_number()) || (a.is_number() && b.is_bool())) return a.as_double() == b.as_double();
+  if (a.kind() != b.kind()) return false;
+  switch (a.kind()) {
+    case K::Undefined:
+    case K::None: return true;
+    case K::Bool: return a.truthy() == b.truthy();
+    case K::String: charge_bytes(std::min(a.str().size(), b.str().size())); return a.str() == b.str();
+    case K::List: {
+      check_depth(depth, "comparing values");
+      if (a.items().size() != b.items().size()) return false;
+      for (size_t i = 0; i < a.items().size(); ++i) {
+        charge_steps(1);
+        if (!equal(a.items()[i], b.items()[i], depth + 1)) return false;
+      }
+      return true;
+    }
+    case K::Dict: {
+      check_depth(depth, "comparing values");
+      if (a.members().size() != b.members().size()) return false;
+      for (auto& [k, v] : a.members()) {
+        charge_steps(1);
+        const Value* o = b.find(k);
+        if (!o || !equal(*o, v, depth + 1)) return false;
+      }
+      return true;
+    }
+    case K::Callable: return &a.function() == &b.function();
+    default: return false;
+  }
+}
+
+}  // namespace
+
+Value::~Value() {
+  if (a_ || o_) release_containers();
+}
+
+// Python's "trashcan": the last reference to a list or dict is parked and freed by a loop, so
+// freeing its elements parks theirs instead of recursing.
+void Value::release_containers() noexcept {
+  thread_local std::vector<std::shared_ptr<Array>> arrays;
+  thread_local std::vector<std::shared_ptr<Object>> objects;
+  thread_local bool draining = false;
+  if (a_ && a_.use_count() == 1) arrays.push_back(std::move(a_));
+  if (o_ && o_.use_count() == 1) objects.push_back(std::move(o_));
+  if (draining) return;
+  draining = true;
+  while (!arrays.empty() || !objects.empty()) {
+    if (!arrays.empty()) {
+      std::shared_ptr<Array> a = std::move(arrays.back());
+      arrays.pop_back();
+      a.reset();  // its elements' destructors park their own containers
+    } else {
+      std::shared_ptr<Object> o = std::move(objects.back());
+      objects.pop_back();
+      o.reset();
+    }
+  }
+  draining = false;
+}
+
+int64_t Value::float_to_int(double d) {
+  // [-2^63, 2^63) holds every double that truncates to a 64-bit integer.
+  if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0))
+    throw ValueError("the float " + float_repr(d) + " does not fit a 64-bit integer");
+  return int64_t(d);
+}
+
+Value Value::from_json(const json::Value& j) { return from_json_at(j, 0); }
+
+json::Value Value::to_json() const { return to_json_at(*this, 0); }
 
 bool Value::truthy() const {
   switch (kind_) {
@@ -190,6 +329,7 @@ bool Value::truthy() const {
 
 const Value* Value::find(std::string_view key) const {
   if (kind_ != Kind::Dict) return nullptr;
+  charge_steps(o_->size() / 16 + 1);  // (a linear search: dicts in templates are small)
   for (auto& [k, v] : *o_)
     if (k == key) return &v;
   return nullptr;
@@ -200,14 +340,30 @@ Value Value::get(std::string_view key) const {
   return v ? *v : Value();
 }
 
+void Value::note_elements() const {
+  Budget* b = Budget::active();
+  if (!b) return;
+  if (a_)
+    for (auto& x : *a_) b->note_contained(x.container());
+  if (o_)
+    for (auto& [k, x] : *o_) b->note_contained(x.container());
+}
+
 Value& Value::set(std::string key, Value v) {
+  if (Budget* b = Budget::active()) b->note_contained(v.container());
+  charge_steps(o_->size() / 16 + 1);  // (a linear search: dicts in templates are small)
   for (auto& [k, x] : *o_)
     if (k == key) return x = std::move(v);
+  check_list_size(o_->size() + 1, "a dict");
   o_->emplace_back(std::move(key), std::move(v));
   return o_->back().second;
 }
 
-void Value::push_back(Value v) { a_->push_back(std::move(v)); }
+void Value::push_back(Value v) {
+  if (Budget* b = Budget::active()) b->note_contained(v.container());
+  check_list_size(a_->size() + 1, "a list");
+  a_->push_back(std::move(v));
+}
 
 std::string Value::to_string() const {
   switch (kind_) {
@@ -223,24 +379,9 @@ std::string Value::to_string() const {
 }
 
 std::string Value::repr() const {
-  switch (kind_) {
-    case Kind::String: return py_quote(*s_);
-    case Kind::List: {
-      std::string r = "[";
-      for (size_t i = 0; i < a_->size(); ++i) r += (i ? ", " : "") + (*a_)[i].repr();
-      return r + "]";
-    }
-    case Kind::Dict: {
-      std::string r = "{";
-      bool first = true;
-      for (auto& [k, v] : *o_) {
-        r += (first ? "" : ", ") + py_quote(k) + ": " + v.repr();
-        first = false;
-      }
-      return r + "}";
-    }
-    default: return to_string();
-  }
+  std::string out;
+  append_repr(out, *this, 0);
+  return out;
 }
 
 std::string Value::to_json_text(int indent, bool sort_keys) const {
@@ -250,30 +391,8 @@ std::string Value::to_json_text(int indent, bool sort_keys) const {
 }
 
 bool operator==(const Value& a, const Value& b) {
-  using K = Value::Kind;
-  if (a.is_number() && b.is_number()) {
-    if (a.is_float() || b.is_float()) return a.as_double() == b.as_double();
-    return a.as_int() == b.as_int();
-  }
-  if ((a.is_bool() && b.is_number()) || (a.is_number() && b.is_bool())) return a.as_double() == b.as_double();
-  if (a.kind() != b.kind()) return false;
-  switch (a.kind()) {
-    case K::Undefined:
-    case K::None: return true;
-    case K::Bool: return a.truthy() == b.truthy();
-    case K::String: return a.str() == b.str();
-    case K::List: return a.items() == b.items();
-    case K::Dict: {
-      if (a.members().size() != b.members().size()) return false;
-      for (auto& [k, v] : a.members()) {
-        const Value* o = b.find(k);
-        if (!o || !(*o == v)) return false;
-      }
-      return true;
-    }
-    case K::Callable: return &a.function() == &b.function();
-    default: return false;
-  }
+  charge_steps(1);
+  return equal(a, b, 0);
 }
 
 Value Args::get(size_t i, std::string_view name, Value def) const {

@@ -256,8 +256,7 @@ std::vector<float> llama3_rope_factors(const ModelShape& s) {
 
 // --- the model ----------------------------------------------------------------------------------
 
-SynthModel::SynthModel(const ModelShape& shape, TensorType type, uint64_t seed)
-    : shape_(shape), type_(type), seed_(seed) {
+SynthModel::SynthModel(const ModelShape& shape, TensorType type, uint64_t seed) : shape_(shape), type_(type) {
   if (!can_quantize(type))
     throw Error("wgc: synthetic models are written as F32, F16, Q8_0 or Q4_0, not " + std::string(to_string(type)));
   const ModelShape& s = shape_;

@@ -107,7 +107,6 @@ class SynthModel {
 
   ModelShape shape_;
   TensorType type_;
-  uint64_t seed_;
   GgufStreamWriter writer_;
   std::vector<Recipe> recipes_;
 };

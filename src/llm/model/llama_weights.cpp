@@ -1,0 +1,180 @@
+#include "llm/model/llama_weights.h"
+
+#include "cpu/llm/dequant.h"
+#include "util/error.h"
+#include "util/progress.h"
+
+#include <cmath>
+#include <cstring>
+#include <string>
+
+namespace wgc::llm {
+namespace {
+
+std::optional<TensorType> gpu_type(TensorType t) {
+  if (is_gpu_weight_type(t)) return t;
+  return std::nullopt;
+}
+
+// The bytes of a matrix in a type the kernels read: as stored where the kernels know the type,
+// else (Q4_1, Q5_*, Q8_K) dequantized once and stored as f16.
+struct HostMatrix {
+  TensorType type;
+  std::vector<std::byte> owned;
+  std::span<const std::byte> bytes;
+  int64_t rows, cols;
+};
+
+HostMatrix host_matrix(const ModelTensor& t) {
+  HostMatrix m{TensorType::F16, {}, {}, t.rows(), t.row_length()};
+  if (auto g = gpu_type(t.type)) {
+    m.type = *g;
+    m.bytes = t.data;
+    return m;
+  }
+  std::vector<float> f = to_f32(t);
+  m.owned.resize(f.size() * 2);
+  for (size_t i = 0; i < f.size(); ++i) {
+    uint16_t h = f32_to_f16(f[i]);
+    std::memcpy(&m.owned[2 * i], &h, 2);
+  }
+  m.bytes = m.owned;
+  return m;
+}
+
+LinearGroup upload_group(const Context& ctx, const std::vector<const ModelTensor*>& ts,
+                         const std::vector<const ModelTensor*>& biases, Progress& bar) {
+  LinearGroup g;
+  std::vector<HostMatrix> ms;
+  for (auto* t : ts) {
+    ms.push_back(host_matrix(*t));
+    g.rows.push_back(t->rows());
+  }
+  bool fuse = true;
+  for (auto& m : ms) fuse &= m.type == ms[0].type && m.cols == ms[0].cols;
+  if (fuse && ms.size() > 1) {
+    std::vector<std::byte> cat;
+    for (auto& m : ms) cat.insert(cat.end(), m.bytes.begin(), m.bytes.end());
+    g.parts.push_back(upload_weight(ctx, ms[0].type, cat, g.total_rows(), ms[0].cols));
+  } else {
+    for (auto& m : ms) g.parts.push_back(upload_weight(ctx, m.type, m.bytes, m.rows, m.cols));
+  }
+  for (auto* t : ts) bar.add(t->data.size());
+  if (!biases.empty()) {
+    std::vector<float> cat;
+    for (size_t i = 0; i < biases.size(); ++i) {
+      if (!biases[i]) throw Error("wgc: " + ts[i]->name + " has no bias but its siblings have");
+      auto f = to_f32(*biases[i]);
+      if (g.parts.size() > 1)
+        g.biases.push_back(make_tensor(ctx, {int64_t(f.size())}, f));
+      else
+        cat.insert(cat.end(), f.begin(), f.end());
+    }
+    if (g.parts.size() == 1) g.biases.push_back(make_tensor(ctx, {int64_t(cat.size())}, cat));
+  }
+  return g;
+}
+
+Tensor upload_f32(const Context& ctx, const ModelTensor& t) {
+  auto f = to_f32(t);
+  return make_tensor(ctx, {int64_t(f.size())}, f);
+}
+
+}  // namespace
+
+int64_t LinearGroup::total_rows() const {
+  int64_t r = 0;
+  for (auto x : rows) r += x;
+  return r;
+}
+
+LlamaWeights upload_llama_weights(const Context& ctx, const ModelFile& f, std::optional<double> rope_theta,
+                                  std::optional<RopeScaling> rope_scaling) {
+  LlamaWeights w;
+  w.cfg = f.config();
+  auto& cfg = w.cfg;
+  if (rope_theta) cfg.rope_theta = *rope_theta;
+  if (rope_scaling) {
+    cfg.rope_scaling = *rope_scaling;
+    cfg.rope_freq_factors.clear();  // the file's per-frequency factors would override the scaling
+  }
+  w.hidden = cfg.hidden_size;
+  w.nh = cfg.n_heads;
+  w.nkv = cfg.n_kv_heads;
+  w.hd = cfg.head_dim;
+  w.ffn = cfg.ffn_size;
+  w.vocab = cfg.vocab_size;
+  w.eps = static_cast<float>(cfg.rms_norm_eps);
+  w.qkv_dim = (w.nh + 2 * w.nkv) * w.hd;
+  if (cfg.rope_dim != 0 && cfg.rope_dim != w.hd)
+    throw Error("wgc: " + f.path().string() + ": partial rotary embeddings (rope_dim " + std::to_string(cfg.rope_dim) +
+                " of head_dim " + std::to_string(w.hd) + ") are not supported");
+
+  Progress bar("uploading " + f.path().filename().string(), f.total_bytes(), Progress::Unit::Bytes);
+  auto note_type = [&](const LinearGroup& g) {
+    for (auto& p : g.parts) {
+      w.types.push_back(p.type);
+      w.bytes += p.gpu_bytes();
+    }
+  };
+  {
+    const auto& e = f.tensor("model.embed_tokens.weight");
+    HostMatrix m = host_matrix(e);
+    w.embed = upload_weight(ctx, m.type, m.bytes, m.rows, m.cols);
+    w.bytes += w.embed.gpu_bytes();
+    bar.add(e.data.size());
+  }
+  if (!cfg.tie_word_embeddings) {
+    LinearGroup g = upload_group(ctx, {&f.tensor("lm_head.weight")}, {}, bar);
+    w.lm_head = g.parts[0];
+    note_type(g);
+  }
+  w.norm = upload_f32(ctx, f.tensor("model.norm.weight"));
+  for (int64_t i = 0; i < cfg.n_layers; ++i) {
+    LlamaLayer L;
+    auto t = [&](const char* s) { return &f.layer_tensor(i, s); };
+    auto opt_t = [&](const char* s) { return f.find_layer_tensor(i, s); };
+    L.ln1 = upload_f32(ctx, *t("input_layernorm.weight"));
+    L.ln2 = upload_f32(ctx, *t("post_attention_layernorm.weight"));
+    if (cfg.qk_norm) {
+      L.q_norm = upload_f32(ctx, *t("self_attn.q_norm.weight"));
+      L.k_norm = upload_f32(ctx, *t("self_attn.k_norm.weight"));
+    }
+    std::vector<const ModelTensor*> biases;
+    if (cfg.attention_bias)
+      biases = {opt_t("self_attn.q_proj.bias"), opt_t("self_attn.k_proj.bias"), opt_t("self_attn.v_proj.bias")};
+    L.qkv = upload_group(
+        ctx, {t("self_attn.q_proj.weight"), t("self_attn.k_proj.weight"), t("self_attn.v_proj.weight")}, biases, bar);
+    L.o = upload_group(ctx, {t("self_attn.o_proj.weight")}, {}, bar);
+    L.gate_up = upload_group(ctx, {t("mlp.gate_proj.weight"), t("mlp.up_proj.weight")}, {}, bar);
+    L.down = upload_group(ctx, {t("mlp.down_proj.weight")}, {}, bar);
+    for (auto* g : {&L.qkv, &L.o, &L.gate_up, &L.down}) note_type(*g);
+    w.layers.push_back(std::move(L));
+  }
+  bar.finish();
+  w.types.push_back(w.embed.type);
+  return w;
+}
+
+void record_linear(const LlmOps& ops, Batch& b, const LinearGroup& g, const Tensor& in, const Tensor& y, int n,
+                   int64_t y_stride, bool accumulate, LinearVersion v) {
+  int64_t off = 0;
+  for (size_t i = 0; i < g.parts.size(); ++i) {
+    LinearOptions o;
+    o.y_stride = y_stride;
+    o.y_offset = off;
+    o.accumulate = accumulate;
+    const TensorType t = g.parts[i].type;
+    LinearVersion pv = v;
+    if (v == LinearVersion::BatchedQ8 && t != TensorType::Q4_0 && t != TensorType::Q8_0) pv = LinearVersion::Batched;
+    if (!g.biases.empty()) o.bias = g.biases[i];
+    ops.linear(b, g.parts[i], in, y, n, o, pv);
+    off += g.parts[i].rows;
+  }
+}
+
+RopeTable make_llama_rope(const Context& c, const ModelConfig& cfg, int max_pos) {
+  return make_rope_table(c, cfg.rope_inv_freq(), int(cfg.head_dim), max_pos);
+}
+
+}  // namespace wgc::llm
