@@ -391,6 +391,7 @@ uint32_t chunk_elems(TensorType t) {
     case TensorType::Q4_0:
     case TensorType::Q4_K: return 32;
     case TensorType::Q6_K: return 64;
+    default: break;  // not a GPU weight type: upload_weight refuses it
   }
   return 4;
 }
