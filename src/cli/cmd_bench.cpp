@@ -30,12 +30,16 @@ std::string rate(const bench::Result& r) {
 }
 
 // Fraction of the hardware limit: FLOPs against the nominal FP32 rate where known, bytes against
-// the measured copy bandwidth.
+// the measured copy bandwidth (of memory: data that stays in the L2 cache can pass 100%).
 double peak_fraction(const bench::Result& r, double bw, double flops_peak) {
   double t = r.gpu_ms * 1e-3;
   if (r.c.flops > 0) return flops_peak > 0 ? r.c.flops / t / flops_peak : -1;
   return r.c.bytes / t / bw;
 }
+
+// What peak_fraction is a fraction of: "fp32" (the nominal FP32 FLOP/s) or "copy" (the measured
+// copy bandwidth).
+const char* peak_of(const bench::Result& r) { return r.c.flops > 0 ? "fp32" : "copy"; }
 
 // Every number of the run; versions by their plain names ("default" says which one Auto runs).
 json::Value results_json(const Context& ctx, const std::vector<bench::Result>& rs, double bw, double flops_peak) {
@@ -65,6 +69,7 @@ json::Value results_json(const Context& ctx, const std::vector<bench::Result>& r
     x.set("ok", r.error < r.c.tolerance);
     double pf = peak_fraction(r, bw, flops_peak);
     x.set("peak_fraction", pf >= 0 ? finite_or_null(pf) : json::Value());
+    x.set("peak_of", peak_of(r));
     results.push_back(std::move(x));
   }
   o.set("results", std::move(results));
@@ -191,8 +196,8 @@ int bench_cmd(const Flags& f) {
     wver = std::max(wver, int(label(r).size()));
     wsize = std::max(wsize, int(r.c.size.size()));
   }
-  std::fprintf(out, "\n%-*s %-*s %-*s %10s %16s %7s %10s %10s %8s %10s %s\n", wop, "op", wver, "version", wsize, "size",
-               "GPU ms", "rate", "%peak", "CPU ms", "BLAS ms", "speedup", "max err", "check");
+  std::fprintf(out, "\n%-*s %-*s %-*s %10s %16s %12s %10s %10s %8s %10s %s\n", wop, "op", wver, "version", wsize,
+               "size", "GPU ms", "rate", "of limit", "CPU ms", "BLAS ms", "speedup", "max err", "check");
   bool all_ok = true;
   for (auto& r : results) {
     auto [plain, blas] = cpu[{r.c.op, r.c.size}];
@@ -200,15 +205,18 @@ int bench_cmd(const Flags& f) {
     double pf = peak_fraction(r, bw, flops_peak);
     bool ok = r.error < r.c.tolerance;
     all_ok &= ok;
-    std::fprintf(out, "%-*s %-*s %-*s %10.4f %16s %7s %10s %10s %8s %10.2e %s\n", wop, r.c.op.c_str(), wver,
+    std::fprintf(out, "%-*s %-*s %-*s %10.4f %16s %12s %10s %10s %8s %10.2e %s\n", wop, r.c.op.c_str(), wver,
                  label(r).c_str(), wsize, r.c.size.c_str(), r.gpu_ms, rate(r).c_str(),
-                 pf >= 0 ? fmt("%.1f%%", 100 * pf).c_str() : "-", plain > 0 ? fmt("%.3f", plain).c_str() : "-",
-                 blas > 0 ? fmt("%.3f", blas).c_str() : "-",
+                 pf >= 0 ? (fmt("%.1f%% ", 100 * pf) + peak_of(r)).c_str() : "-",
+                 plain > 0 ? fmt("%.3f", plain).c_str() : "-", blas > 0 ? fmt("%.3f", blas).c_str() : "-",
                  best_cpu > 0 ? fmt("%.3gx", best_cpu / r.gpu_ms).c_str() : "-", r.error, ok ? "ok" : "FAIL");
   }
   std::fprintf(out,
                "\nGPU ms: median of %s; speedup against the faster of the plain CPU loop and BLAS; *: the version "
-               "Auto runs.\n",
+               "Auto runs.\n"
+               "of limit: fp32 = of the nominal FP32 rate; copy = of the measured copy bandwidth of memory (data\n"
+               "that fits in the GPU's L2 cache, e.g. small sizes or an 8B model's 4096x4096 F16 matrix, can\n"
+               "pass 100%%). The JSON says the same per result (\"peak_fraction\", \"peak_of\").\n",
                results.empty() || results[0].timestamps ? "timestamp-query times" : "wall-clock times");
   if (json) {
     std::string text = results_json(ctx, results, bw, flops_peak).dump(1) + "\n";

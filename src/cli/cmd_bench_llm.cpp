@@ -29,12 +29,12 @@ struct Flags {
 };
 
 // --matmul's names of the prefill kernels (LlmTuning::matmul); "auto" is the default, not an option.
-constexpr std::pair<const char*, llm::Version> kPrefillKernels[] = {{"auto", llm::Version::Auto},
-                                                                    {"naive", llm::Version::Naive},
-                                                                    {"tiled", llm::Version::Shared},
-                                                                    {"regtile", llm::Version::RegTile}};
+constexpr std::pair<const char*, llm::LinearVersion> kPrefillKernels[] = {{"auto", llm::LinearVersion::Auto},
+                                                                          {"naive", llm::LinearVersion::Naive},
+                                                                          {"tiled", llm::LinearVersion::Shared},
+                                                                          {"regtile", llm::LinearVersion::RegTile}};
 
-const char* prefill_kernel_name(llm::Version v) {
+const char* prefill_kernel_name(llm::LinearVersion v) {
   for (auto [name, version] : kPrefillKernels)
     if (version == v) return name;
   return "?";

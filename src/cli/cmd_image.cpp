@@ -11,7 +11,6 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <optional>
 #include <string>
 
 namespace wgc::cli {
@@ -34,7 +33,7 @@ void add_image_flags(CLI::App& app, ImageArgs& r) {
   app.add_option("--version", r.version, "the kernel: auto, naive, tiled, naive_vec4, tiled_vec4");
   add_number(app, "--cpu-below", r.cpu_below,
              "run on the CPU below this many pixels (-1: the op's threshold for the adapter, or "
-             "WGC_STENCIL_CPU_BELOW)");
+             "WGC_CPU_BELOW_SOBEL / WGC_CPU_BELOW_BLUR)");
   add_force(app, r.force);
   add_number(app, "--quality", r.quality, "JPEG quality, 1-100");
   add_gpu_flags(app, r.gpu);
@@ -50,31 +49,32 @@ void check(const ImageArgs& r) {
   check_output(r.out, overwrite_rule(r.force));
 }
 
-// Runs filter on the CPU or the GPU by the threshold; the device is only created when needed.
+// Runs filter on the CPU or the GPU by the threshold (a named --version always runs on the GPU);
+// the device is only created when needed.
 template <class Gpu, class Cpu>
 int run_filter(const char* cmd, StencilOp op, const ImageArgs& r, float sigma, Gpu gpu, Cpu cpu) {
   Image img = read_image(r.in);
   auto t0 = std::chrono::steady_clock::now();  // the filter's time (after the device is up)
   // Below both adapters' defaults (or an explicit threshold) no device is needed to decide.
-  std::optional<int64_t> below = stencil_cpu_below_override(r.cpu_below);
-  const StencilThreshold& t = op == StencilOp::Sobel ? kSobelCpuBelow : kBlurCpuBelow;
-  int64_t sure_cpu = below.value_or(std::min(t.cpu_adapter, t.gpu_adapter));
+  const thresholds::Threshold& t = op == StencilOp::Sobel ? thresholds::kSobel : thresholds::kBlur;
+  Policy policy{r.cpu_below};
+  const StencilVersion version = parse_stencil_version(r.version);
+  const bool auto_version = version == StencilVersion::Auto;
+  uint64_t sure_cpu = cpu_below_override(t, policy).value_or(std::min(t.cpu_adapter, t.gpu_adapter));
   Image out;
   std::string how;
-  if (img.pixels() < sure_cpu) {
+  if (auto_version && uint64_t(img.pixels()) < sure_cpu) {
     out = cpu(img);
     how = "cpu";
   } else {
     Context ctx(r.gpu.context_options());
     t0 = std::chrono::steady_clock::now();
-    ImageStencilOptions o{parse_stencil_version(r.version), r.cpu_below};
-    if (stencil_runs_on_cpu(ctx, op, img.pixels(), o)) {
+    if (auto_version && run_on_cpu(ctx, t, policy, uint64_t(img.pixels()))) {
       out = cpu(img);
       how = "cpu";
     } else {
-      StencilVersion v = image_stencil_version(ctx, op, img.channels, sigma, o.version);
-      o.cpu_below = 0;
-      out = gpu(ctx, img, o);
+      StencilVersion v = image_stencil_version(ctx, op, img.channels, sigma, version);
+      out = gpu(ctx, img, Policy{0}, version);
       how = "gpu " + std::string(to_string(v)) + " on " + ctx.adapter().device;
     }
   }
@@ -90,7 +90,7 @@ int sobel_cmd(const ImageArgs& r) {
   check(r);
   return run_filter(
       "sobel", StencilOp::Sobel, r, 0.f,
-      [](const Context& ctx, const Image& img, const ImageStencilOptions& o) { return sobel(ctx, img, o); },
+      [](const Context& ctx, const Image& img, Policy p, StencilVersion v) { return sobel(ctx, img, p, v); },
       [](const Image& img) { return sobel_on_cpu(img); });
 }
 
@@ -100,7 +100,9 @@ int blur_cmd(const ImageArgs& r) {
   cpu::gaussian_radius(s);  // a bad sigma fails before any work
   return run_filter(
       "blur", StencilOp::GaussianBlur, r, s,
-      [s](const Context& ctx, const Image& img, const ImageStencilOptions& o) { return gaussian_blur(ctx, img, s, o); },
+      [s](const Context& ctx, const Image& img, Policy p, StencilVersion v) {
+        return gaussian_blur(ctx, img, s, p, v);
+      },
       [s](const Image& img) { return gaussian_blur_on_cpu(img, s); });
 }
 

@@ -60,11 +60,11 @@ int serve(const Flags& f) {
   in_range(sched.prefill_chunk, "--prefill-chunk", 1, 1 << 16);
   if (const auto& k = f.kernel) {  // the serving engine's linear kernels (docs/serving.md)
     if (*k == "batched")
-      sched.linear = llm::Version::Batched;
+      sched.linear = llm::LinearVersion::Batched;
     else if (*k == "batched-q8")
-      sched.linear = llm::Version::BatchedQ8;
+      sched.linear = llm::LinearVersion::BatchedQ8;
     else if (*k == "naive")
-      sched.linear = llm::Version::Naive;
+      sched.linear = llm::LinearVersion::Naive;
     else if (*k != "auto")
       throw UsageError("--kernel expects auto, batched, batched-q8 or naive, got '" + *k + "'");
   }

@@ -6,10 +6,9 @@
 // wgc::Error naming the file and what is wrong (tensor, offsets, limit).
 #pragma once
 
-#include "util/output_file.h"
-
+#include "cpu/llm/tensor_type.h"
 #include "llm/formats/mapped_file.h"
-#include "llm/formats/tensor_type.h"
+#include "util/output_file.h"
 
 #include <cstdint>
 #include <filesystem>

@@ -169,7 +169,7 @@ GenerateResult Generator::generate(std::span<const int32_t> prompt_ids, const Ge
   if (int64_t(prompt_ids.size()) > max_ctx)
     throw Error("wgc: the prompt has " + std::to_string(prompt_ids.size()) + " tokens but the context holds " +
                 std::to_string(max_ctx) +
-                " (shorten the prompt or raise the context size, up to the model's own context)");
+                " (shorten the prompt or raise the engine's max_ctx, up to the model's own context)");
 
   // Reuse the cached prefix; at least one token must run to give logits.
   if (size_t(model_.n_past()) != cached_.size()) cached_.clear(), model_.rewind(0);
@@ -237,7 +237,7 @@ GenerateResult Generator::generate(std::span<const int32_t> prompt_ids, const Ge
       r.stop = StopReason::ContextFull;
       r.message = "context full: the " + std::to_string(max_ctx) + "-token context holds the prompt (" +
                   std::to_string(prompt_ids.size()) + " tokens) and " + std::to_string(r.ids.size() - 1) +
-                  " generated tokens; generation stopped (a larger context size holds more, up to the model's own)";
+                  " generated tokens; generation stopped (raise the engine's max_ctx, up to the model's own context)";
       return false;
     }
     return true;
