@@ -153,12 +153,15 @@ TEST(BadTemplate, ValuesNestedTooDeepOrInThemselves) {
   EXPECT_CONTAINS(template_error("{% set ns = namespace() %}{% set ns.me = ns %}"), "cannot contain itself");
   EXPECT_CONTAINS(template_error("{% set d = {} %}{% do d.update(me=d) %}"), "cannot contain itself");
   EXPECT_CONTAINS(template_error("{% set d = {} %}{% do d.update({'me': [d]}) %}"), "cannot contain itself");
-  // A chain 100,000 deep: counting it works, freeing it does not recurse, printing it is an error.
-  const std::string chain =
-      "{% set ns = namespace(a=[]) %}{% for i in range(100000) %}{% set ns.a = [ns.a] %}{% endfor %}";
-  EXPECT_EQ(render(chain + "{{ ns.a|length }}"), "1");
+  // A chain 100,000 deep: counting it works and freeing it does not recurse (it overflowed the
+  // stack); printing, converting or comparing one deeper than the limit is an error.
+  auto chain = [](int n) {
+    return "{% set ns = namespace(a=[]) %}{% for i in range(" + std::to_string(n) +
+           ") %}{% set ns.a = [ns.a] %}{% endfor %}";
+  };
+  EXPECT_EQ(render(chain(100000) + "{{ ns.a|length }}"), "1");
   for (const char* use : {"{{ ns.a }}", "{{ ns.a|tojson }}", "{{ ns.a == ns.a }}", "{{ ns.a < ns.a }}"})
-    EXPECT_CONTAINS(template_error(chain + use), "nesting deeper than 256") << use;
+    EXPECT_CONTAINS(template_error(chain(1000) + use), "nesting deeper than 256") << use;
   // Values from JSON nested deeper than the limit.
   std::string deep = repeat("[", 300) + repeat("]", 300);
   EXPECT_CONTAINS(error_of([&] { Value::from_json(json::parse(deep)); }), "nesting deeper than 256");
@@ -198,54 +201,59 @@ TEST(BadTemplate, IntegerOverflowIsAnError) {
 // ---- Chat templates: resources -----------------------------------------------------------------
 
 TEST(BadTemplate, ResourceLimits) {
+  static_assert(Limits{}.depth == llm::jinja::kMaxDepth && Limits{}.steps == llm::jinja::kMaxSteps &&
+                Limits{}.range_items == llm::jinja::kMaxRangeItems &&
+                Limits{}.string_bytes == llm::jinja::kMaxStringBytes &&
+                Limits{}.list_items == llm::jinja::kMaxListItems);
   EXPECT_CONTAINS(template_error("{{ range(10**8)|length }}"),
                   "range of 100000000 items exceeds the limit of 100000 (jinja::kMaxRangeItems)");
   EXPECT_CONTAINS(template_error("{{ range(9223372036854775807)|length }}"), "kMaxRangeItems");
   EXPECT_EQ(render("{{ range(100000)|length }}"), "100000");
-  const char* strings = "(jinja::kMaxStringBytes)";
-  for (const char* e :
-       {"'x' * 10**9", "'ab' * 10**18", "range(100000)|join('x' * 1000)", "('a' * 1000000)|replace('a', 'b' * 100)",
-        "('a' * 1000000)|replace('', 'bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb')",
-        "[[[1]]]|tojson(indent=1000000000)", "'x'|indent(10**12, true)", "('a\\n' * 1000000)|indent('x' * 100)",
-        "'x'|center(10**12)", "'a'.center(10**12)",
-        "('x' * 10000000) ~ ('x' * 10000000) ~ ('x' * 10000000) ~ ('x' * 10000000)", "('<' * 10000000)|escape"})
+  // Sizes checked before anything is built, with the default limits.
+  const std::string strings = "limit of 33554432 (jinja::kMaxStringBytes)";
+  for (const char* e : {"'x' * 10**9", "'ab' * 10**18", "[[[1]]]|tojson(indent=1000000000)", "'x'|indent(10**12, true)",
+                        "'x'|center(10**12)", "'a'.center(10**12)"})
     EXPECT_CONTAINS(template_error(std::string("{{ ") + e + " }}"), strings) << e;
+  // Sizes reached while building, with smaller limits (the mechanism is the same; the defaults
+  // would take this test seconds under the sanitizers).
+  Limits small;
+  small.string_bytes = 1 << 20;
+  small.list_items = 1 << 16;
+  small.steps = 1'000'000;
+  const std::string small_strings = "limit of 1048576 (jinja::kMaxStringBytes)";
+  for (const char* e : {"range(10000)|join('x' * 1000)", "('a' * 100000)|replace('a', 'b' * 100)",
+                        "('a' * 100000)|replace('', 'bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb')",
+                        "('a\\n' * 100000)|indent('x' * 100)", "('x' * 400000) ~ ('x' * 400000) ~ ('x' * 400000)",
+                        "('<' * 400000)|escape", "('x' * 1048576) + 'y'"})
+    EXPECT_CONTAINS(template_error(std::string("{{ ") + e + " }}", small), small_strings) << e;
   // Doubling a string or a list in a loop.
   EXPECT_CONTAINS(template_error("{% set ns = namespace(s='x') %}{% for i in range(100) %}{% set ns.s = ns.s ~ ns.s %}"
-                                 "{% endfor %}"),
-                  strings);
-  EXPECT_CONTAINS(template_error("{% set ns = namespace(l=[1]) %}{% for i in range(100) %}{% set ns.l = ns.l + ns.l %}"
-                                 "{% endfor %}"),
-                  "exceed the limit of 1048576 (jinja::kMaxListItems)");
-  // The output as a whole.
-  EXPECT_CONTAINS(template_error("{% for i in range(100000) %}{{ 'x' * 1000 }}{% endfor %}"),
-                  "the output: a string of");
-  // Work: nested loops, exponential macros, quadratic built-ins. With the default budget (about a
-  // second of work), then with a smaller one to keep this test fast.
-  const char* steps = "steps (the work limit, jinja::kMaxSteps)";
-  EXPECT_CONTAINS(template_error("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}"),
-                  steps);
-  Limits work;
-  work.steps = 1'000'000;
-  EXPECT_CONTAINS(template_error("{% macro m(n) %}{% if n > 0 %}{{ m(n - 1) }}{{ m(n - 1) }}{% endif %}{% endmacro %}"
-                                 "{{ m(60) }}",
-                                 work),
-                  steps);
-  EXPECT_CONTAINS(template_error("{% set l = range(100000)|list %}{% for i in range(100000) %}{{ l|unique|length }}"
                                  "{% endfor %}",
-                                 work),
-                  steps);
-  EXPECT_CONTAINS(
-      template_error("{% set s = 'x' * 1000000 %}{% for i in range(100000) %}{{ s|length }}{% endfor %}", work), steps);
-  // Exponential values: a list of itself twice, 60 times over.
-  EXPECT_CONTAINS(template_error("{% set ns = namespace(a=[1]) %}{% for i in range(60) %}{% set ns.a = [ns.a, ns.a] %}"
-                                 "{% endfor %}{{ ns.a }}",
-                                 work),
-                  "jinja::kMax");
-  // A tighter budget stops sooner; the error names the template line.
-  Limits small;
-  small.steps = 1000;
-  EXPECT_CONTAINS(template_error("\n{% for i in range(10000) %}{{ i }}{% endfor %}", small),
+                                 small),
+                  small_strings);
+  EXPECT_CONTAINS(template_error("{% set ns = namespace(l=[1]) %}{% for i in range(100) %}{% set ns.l = ns.l + ns.l %}"
+                                 "{% endfor %}",
+                                 small),
+                  "exceed the limit of 65536 (jinja::kMaxListItems)");
+  EXPECT_CONTAINS(template_error("{{ ('a ' * 100000).split() }}", small), "split: 65537 items exceed the limit");
+  // The output as a whole.
+  EXPECT_CONTAINS(template_error("{% for i in range(10000) %}{{ 'x' * 1000 }}{% endfor %}", small),
+                  "the output: a string of");
+  // Work: nested loops, exponential macros, quadratic built-ins, exponential values.
+  const char* steps = "t:1: the render took more than 1000000 steps (the work limit, jinja::kMaxSteps)";
+  for (const char* t : {
+           "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
+           "{% macro m(n) %}{% if n > 0 %}{{ m(n - 1) }}{{ m(n - 1) }}{% endif %}{% endmacro %}{{ m(60) }}",
+           "{% set l = range(10000)|list %}{% for i in range(10000) %}{{ l|unique|length }}{% endfor %}",
+           "{% set s = 'x' * 100000 %}{% for i in range(100000) %}{{ s|length }}{% endfor %}",
+           "{% set ns = namespace(a=[1]) %}{% for i in range(60) %}{% set ns.a = [ns.a, ns.a] %}{% endfor %}"
+           "{{ ns.a == ns.a }}",
+       })
+    EXPECT_CONTAINS(template_error(t, small), steps) << t;
+  // The error names the line.
+  Limits tiny;
+  tiny.steps = 1000;
+  EXPECT_CONTAINS(template_error("\n{% for i in range(10000) %}{{ i }}{% endfor %}", tiny),
                   "t:2: the render took more than 1000 steps");
 }
 
