@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 
 namespace wgc::bench {
 
@@ -45,6 +46,10 @@ double time_cpu(const std::function<void()>& f) {
 
 std::vector<double> sizes_or(const Options& o, const Context& ctx, std::vector<double> quick,
                              std::vector<double> cpu_adapter, std::vector<double> gpu) {
+  if (o.sizes.size() != o.size_names.size())
+    for (const auto& s : o.size_names)
+      if (char* end = nullptr; std::strtod(s.c_str(), &end), s.empty() || *end)
+        throw Error("wgc bench: size '" + s + "' is not a number (convolution presets go with conv ops only)");
   if (!o.sizes.empty()) return o.sizes;
   if (o.quick) return quick;
   return ctx.adapter().is_cpu() ? cpu_adapter : gpu;

@@ -19,6 +19,7 @@ struct Case {
   std::string version;                 // "regtile-vec4"
   std::string size;                    // "4096x4096x4096"
   double elements = 0;                 // the size as one number, for charts
+  std::string x_label;                 // what `elements` counts, for the chart (empty: n, or elements)
   double flops = 0;                    // per run (0 if the op is about bytes)
   double bytes = 0;                    // bytes the op must move per run (reads + writes, each once)
   std::function<void(Batch&)> record;  // records one run
@@ -31,8 +32,11 @@ struct Case {
 struct Options {
   std::vector<std::string> ops;  // empty: all
   std::vector<double> sizes;     // empty: the op's defaults
-  bool quick = false;            // small sizes, few repeats (CI, SwiftShader)
-  int repeats = 0;               // 0: 5 quick, 20 otherwise
+  // The --sizes entries as given: ops with named sizes (the convolutions' presets and specs) read
+  // these; numeric ops read `sizes`, which holds the entries that are numbers.
+  std::vector<std::string> size_names;
+  bool quick = false;  // small sizes, few repeats (CI, SwiftShader)
+  int repeats = 0;     // 0: 5 quick, 20 otherwise
 };
 
 // Each op's cases for a context (sizes already chosen).

@@ -1,7 +1,10 @@
-// `wgc bench --ops llm.matvec,llm.matmul`: every version of the LLM linear kernels for the main
-// weight types at an 8B model's square projection (4096 x 4096 by default; --sizes sets the side):
-// matvec = one token (rate: the bytes it must read), matmul = prefill of 512 tokens (FLOPs).
-// Checked against the CPU reference (double precision) on the first tokens.
+// `wgc bench --ops llm.matvec,llm.matmul,llm.batched,llm.attention`: every version of the LLM
+// linear kernels for the main weight types at an 8B model's square projection (4096 x 4096 by
+// default; --sizes sets the side): matvec = one token (rate: the bytes it must read), matmul =
+// prefill of 512 tokens (FLOPs), batched = the serving kernel at 1..256 tokens (the tiled prefill
+// kernel beside it); attention = one decode token over a long context, contiguous vs paged cache,
+// and 64 sequences' decode tokens over their own blocks. Checked against the CPU reference
+// (double precision) on the first tokens.
 #include "bench/bench.h"
 #include "cpu/llm/llm_ref.h"
 #include "ops/llm/llm_ops.h"
@@ -9,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <numeric>
 
 namespace wgc::bench {
 namespace {
@@ -26,60 +30,196 @@ struct LinearData {
   Tensor xt, y;
 };
 
-std::vector<Case> linear_cases(const Context& ctx, const Options& o, bool prefill) {
+enum class Kind { Matvec, Matmul, Batched };
+
+std::vector<Case> linear_cases(const Context& ctx, const Options& o, Kind kind) {
   auto ops = std::make_shared<llm::LlmOps>(ctx);
-  const int n = prefill ? (o.quick ? 7 : kPrefillTokens) : 1;
-  std::vector<std::pair<Version, std::string>> versions;
-  if (prefill) {
-    versions = {{Version::Shared, "tiled"}, {Version::RegTile, "regtile"}};
-  } else {
-    versions = {{Version::Naive, "naive"}, {Version::Shared, "shared"}};
-    if (ctx.features().subgroups) versions.push_back({Version::Subgroup, "subgroup"});
-  }
+  std::vector<int> token_counts = {kind == Kind::Matmul ? (o.quick ? 7 : kPrefillTokens) : 1};
+  if (kind == Kind::Batched) token_counts = o.quick ? std::vector<int>{1, 7} : std::vector<int>{1, 8, 16, 32, 64, 256};
+  const bool prefill = kind != Kind::Matvec;
   std::vector<Case> out;
-  for (double s : sizes_or(o, ctx, {256}, {256}, {4096})) {
-    const auto side = static_cast<int64_t>(s);
-    for (WeightType t : {WeightType::F16, WeightType::Q8_0, WeightType::Q4_0}) {
-      auto d = std::make_shared<LinearData>();
-      auto bytes = llm::ref::random_weight(t, side, side, 7);
-      d->w = llm::upload_weight(ctx, t, bytes, side, side);
-      d->deq = llm::ref::dequantize(t, bytes, side, side);
-      d->x.resize(size_t(n) * size_t(side));
-      for (size_t i = 0; i < d->x.size(); ++i) d->x[i] = float(std::sin(double(i) * 0.37));
-      d->xt = make_tensor(ctx, {int64_t(d->x.size())}, d->x);
-      d->y = make_tensor(ctx, {int64_t(n) * side});
-      for (auto& [v, vname] : versions) {
-        Case c;
-        c.op = prefill ? "llm.matmul" : "llm.matvec";
-        c.version = std::string(llm::to_string(t)) + "/" + vname;
-        c.size = std::to_string(side) + "x" + std::to_string(side) + (prefill ? "x" + std::to_string(n) : "");
-        c.elements = double(side) * double(side);
-        c.bytes = double(d->w.gpu_bytes()) + 4.0 * double(n) * double(2 * side);
-        if (prefill) c.flops = 2.0 * double(n) * double(side) * double(side);
-        llm::LinearOptions lo;
-        lo.version = v;
-        c.record = [ops, d, lo, n](Batch& b) { ops->linear(b, d->w, d->xt, d->y, n, lo); };
-        c.check = [ops, d, lo, n, side, &ctx] {
-          fill_u32(ctx, d->y, kPoisonNaN);
-          Batch b(ctx);
-          ops->linear(b, d->w, d->xt, d->y, n, lo);
-          b.run();
-          auto got = download<float>(ctx, d->y);
-          const int k = std::min(n, kCheckedTokens);
-          std::vector<float> xk(d->x.begin(), d->x.begin() + std::ptrdiff_t(k * side));
-          auto want = llm::ref::linear(d->deq, side, xk, k, 0, side);
-          return max_rel_error(std::span<const float>(got), std::span<const double>(want));
-        };
-        c.tolerance = 1e-4;
-        out.push_back(std::move(c));
+  for (double s : sizes_or(o, ctx, {256}, {256}, {4096}))
+    for (int n : token_counts) {
+      std::vector<std::pair<Version, std::string>> versions;
+      if (kind == Kind::Matmul) {
+        versions = {{Version::Shared, "tiled"}, {Version::RegTile, "regtile"}};
+      } else if (kind == Kind::Batched) {
+        versions = {{Version::Batched, "batched"}};
+        if (n > 1) versions.push_back({Version::Shared, "tiled"});
+      } else {
+        versions = {{Version::Naive, "naive"}, {Version::Shared, "shared"}};
+        if (ctx.features().subgroups) versions.push_back({Version::Subgroup, "subgroup"});
+      }
+      const auto side = static_cast<int64_t>(s);
+      for (WeightType t : {WeightType::F16, WeightType::Q8_0, WeightType::Q4_0}) {
+        auto d = std::make_shared<LinearData>();
+        auto bytes = llm::ref::random_weight(t, side, side, 7);
+        d->w = llm::upload_weight(ctx, t, bytes, side, side);
+        d->deq = llm::ref::dequantize(t, bytes, side, side);
+        d->x.resize(size_t(n) * size_t(side));
+        for (size_t i = 0; i < d->x.size(); ++i) d->x[i] = float(std::sin(double(i) * 0.37));
+        d->xt = make_tensor(ctx, {int64_t(d->x.size())}, d->x);
+        d->y = make_tensor(ctx, {int64_t(n) * side});
+        auto all = versions;
+        if (kind == Kind::Batched && (t == WeightType::Q8_0 || t == WeightType::Q4_0))
+          all.push_back({Version::BatchedQ8, "batched-q8"});
+        for (auto& [v, vname] : all) {
+          Case c;
+          c.op = kind == Kind::Matvec ? "llm.matvec" : kind == Kind::Matmul ? "llm.matmul" : "llm.batched";
+          c.version = std::string(llm::to_string(t)) + "/" + vname;
+          c.size = std::to_string(side) + "x" + std::to_string(side) + (prefill ? "x" + std::to_string(n) : "");
+          c.elements = double(side) * double(side);
+          c.bytes = double(d->w.gpu_bytes()) + 4.0 * double(n) * double(2 * side);
+          if (prefill && n > 1) c.flops = 2.0 * double(n) * double(side) * double(side);
+          llm::LinearOptions lo;
+          lo.version = v;
+          c.record = [ops, d, lo, n](Batch& b) { ops->linear(b, d->w, d->xt, d->y, n, lo); };
+          c.check = [ops, d, lo, n, side, &ctx] {
+            fill_u32(ctx, d->y, kPoisonNaN);
+            Batch b(ctx);
+            ops->linear(b, d->w, d->xt, d->y, n, lo);
+            b.run();
+            auto got = download<float>(ctx, d->y);
+            const int k = std::min(n, kCheckedTokens);
+            std::vector<float> xk(d->x.begin(), d->x.begin() + std::ptrdiff_t(k * side));
+            auto want = llm::ref::linear(d->deq, side, xk, k, 0, side);
+            return max_rel_error(std::span<const float>(got), std::span<const double>(want));
+          };
+          c.tolerance = v == Version::BatchedQ8 ? 3e-2 : 1e-4;  // 8-bit activations
+          out.push_back(std::move(c));
+        }
       }
     }
+  return out;
+}
+
+// Decode attention: one token over `len` cached positions, contiguous cache vs paged (blocks of
+// 16, scattered); and `seqs` sequences' decode tokens at once over their own blocks (paged). An
+// 8B model's heads: 32 query, 8 KV, head_dim 128. Rate: the K/V bytes read.
+struct AttnData {
+  llm::KvCache flat;
+  llm::KvCache pool;
+  llm::PagedAttentionPlan one, many;
+  Tensor q, out;
+  std::vector<float> qv, kv, vv;  // q [seqs][nh][hd]; k, v [len][nkv][hd] of sequence 0
+};
+
+std::vector<Case> attention_cases(const Context& ctx, const Options& o) {
+  auto ops = std::make_shared<llm::LlmOps>(ctx);
+  constexpr int nh = 32, nkv = 8, hd = 128, block = 16;
+  std::vector<Case> out;
+  for (double s : sizes_or(o, ctx, {64}, {64}, {4096})) {
+    const int len = std::max(16, int(s)), seqs = o.quick ? 3 : 64;
+    auto d = std::make_shared<AttnData>();
+    const int per_seq = (len + block - 1) / block, n_blocks = per_seq * seqs;
+    d->flat = llm::make_kv_cache(ctx, 1, nkv, len, hd);
+    d->pool = llm::make_kv_cache(ctx, 1, nkv, n_blocks * block, hd);
+    // Random K/V for sequence 0 in both caches (others: whatever the pool holds, finite).
+    d->kv.resize(size_t(len) * nkv * hd);
+    d->vv.resize(d->kv.size());
+    for (size_t i = 0; i < d->kv.size(); ++i) {
+      d->kv[i] = float(std::sin(double(i) * 0.011));
+      d->vv[i] = float(std::cos(double(i) * 0.007));
+    }
+    std::vector<float> flat_k(d->kv.size()), flat_v(d->kv.size());
+    std::vector<float> pool_k(size_t(n_blocks) * block * nkv * hd, 0.5f), pool_v(pool_k.size(), 0.25f);
+    std::vector<int32_t> order(static_cast<size_t>(n_blocks));
+    std::iota(order.begin(), order.end(), 0);
+    std::reverse(order.begin(), order.end());  // scattered: sequence i's block b is order[i * per_seq + b]
+    for (int p = 0; p < len; ++p)
+      for (int h = 0; h < nkv; ++h)
+        for (int e = 0; e < hd; ++e) {
+          const size_t src = (size_t(p) * nkv + size_t(h)) * hd + size_t(e);
+          flat_k[(size_t(h) * size_t(len) + size_t(p)) * hd + size_t(e)] = d->kv[src];
+          flat_v[(size_t(h) * size_t(len) + size_t(p)) * hd + size_t(e)] = d->vv[src];
+          const size_t row = size_t(order[size_t(p / block)]) * block + size_t(p % block);
+          pool_k[(size_t(h) * size_t(n_blocks) * block + row) * hd + size_t(e)] = d->kv[src];
+          pool_v[(size_t(h) * size_t(n_blocks) * block + row) * hd + size_t(e)] = d->vv[src];
+        }
+    upload(ctx, d->flat.k, std::as_bytes(std::span(flat_k)));
+    upload(ctx, d->flat.v, std::as_bytes(std::span(flat_v)));
+    upload(ctx, d->pool.k, std::as_bytes(std::span(pool_k)));
+    upload(ctx, d->pool.v, std::as_bytes(std::span(pool_v)));
+    d->qv.resize(size_t(seqs) * nh * hd);
+    for (size_t i = 0; i < d->qv.size(); ++i) d->qv[i] = float(std::sin(double(i) * 0.13));
+    d->q = make_tensor(ctx, {int64_t(d->qv.size())}, d->qv);
+    d->out = make_tensor(ctx, {int64_t(d->qv.size())});
+    llm::PagedAttentionArgs pa;
+    pa.n_heads = nh;
+    pa.n_kv_heads = nkv;
+    pa.head_dim = hd;
+    pa.block = block;
+    std::vector<llm::PagedSequence> ps;
+    for (int i = 0; i < seqs; ++i) {
+      llm::PagedSequence q;
+      q.tok0 = i;
+      q.pos0 = len - 1;
+      q.blocks.assign(order.begin() + i * per_seq, order.begin() + (i + 1) * per_seq);
+      ps.push_back(q);
+    }
+    d->many = ops->plan_paged_attention(ps, pa, n_blocks);
+    ps.resize(1);
+    d->one = ops->plan_paged_attention(ps, pa, n_blocks);
+    const double kv_bytes = 2.0 * double(len) * nkv * hd * 4;
+    auto check = [d, ops, &ctx, len](bool paged) {
+      fill_u32(ctx, d->out, kPoisonNaN);
+      Batch b(ctx);
+      if (paged) {
+        ops->paged_attention(b, d->pool.layer(0), d->q, d->out, d->one);
+      } else {
+        llm::AttentionArgs a;
+        a.n_heads = nh;
+        a.start = len - 1;
+        ops->attention_decode(b, d->flat.layer(0), d->q, d->out, a);
+      }
+      b.run();
+      auto got = download<float>(ctx, d->out);
+      got.resize(size_t(nh) * hd);
+      std::vector<float> q0(d->qv.begin(), d->qv.begin() + nh * hd);
+      // The reference for the last token: queries at position len - 1 (only its row is compared).
+      std::vector<float> qall(size_t(len) * nh * hd, 0.f);
+      std::copy(q0.begin(), q0.end(), qall.end() - nh * hd);
+      auto want = llm::ref::attention(qall, d->kv, d->vv, len, nh, nkv, hd, 0, 1.f / std::sqrt(float(hd)));
+      return max_rel_error(std::span<const float>(got),
+                           std::span<const float>(want).subspan(size_t(len - 1) * nh * hd, size_t(nh) * hd));
+    };
+    auto add = [&](const std::string& version, int n_seqs, std::function<void(Batch&)> rec,
+                   std::function<double()> chk) {
+      Case c;
+      c.op = "llm.attention";
+      c.version = version;
+      c.size = std::to_string(len) + "x" + std::to_string(n_seqs);
+      c.elements = double(len) * n_seqs;
+      c.bytes = kv_bytes * n_seqs;
+      c.record = std::move(rec);
+      c.check = std::move(chk);
+      c.tolerance = 1e-4;
+      out.push_back(std::move(c));
+    };
+    add(
+        "contiguous", 1,
+        [d, ops, len](Batch& b) {
+          llm::AttentionArgs a;
+          a.n_heads = nh;
+          a.start = len - 1;
+          ops->attention_decode(b, d->flat.layer(0), d->q, d->out, a);
+        },
+        [check] { return check(false); });
+    add(
+        "paged", 1, [d, ops](Batch& b) { ops->paged_attention(b, d->pool.layer(0), d->q, d->out, d->one); },
+        [check] { return check(true); });
+    add(
+        "paged", seqs, [d, ops](Batch& b) { ops->paged_attention(b, d->pool.layer(0), d->q, d->out, d->many); },
+        [check] { return check(true); });
   }
   return out;
 }
 
-Register matvec_reg("llm.matvec", [](const Context& c, const Options& o) { return linear_cases(c, o, false); });
-Register matmul_reg("llm.matmul", [](const Context& c, const Options& o) { return linear_cases(c, o, true); });
+Register matvec_reg("llm.matvec", [](const Context& c, const Options& o) { return linear_cases(c, o, Kind::Matvec); });
+Register matmul_reg("llm.matmul", [](const Context& c, const Options& o) { return linear_cases(c, o, Kind::Matmul); });
+Register batched_reg("llm.batched",
+                     [](const Context& c, const Options& o) { return linear_cases(c, o, Kind::Batched); });
+Register attention_reg("llm.attention", [](const Context& c, const Options& o) { return attention_cases(c, o); });
 
 }  // namespace
 }  // namespace wgc::bench

@@ -18,12 +18,22 @@ wgc=/tmp/wgc/bin/wgc
 # tool brings back at most 8 files).
 OUT=${OUT:-/tmp/out}; RES=/tmp/res; mkdir -p "$OUT" "$RES"
 steps=${WGC_DEVICE_STEPS:-info tests bench}
+# The synthetic model of a shape and type (written once, kept for later steps), or "" on failure.
+synth() {
+  local m=/tmp/models/$1-$2.gguf
+  mkdir -p /tmp/models
+  if [ ! -f "$m" ]; then
+    timeout 200 $wgc synth-model --shape "$1" --type "$2" --out "$m" --force >/dev/null 2>"$RES/synth-$1-$2.err" || rm -f "$m"
+  fi
+  echo "$m"
+}
 summary=""
 for step in $steps; do
   case $step in
     info) $wgc info | tee "$RES/info.txt" ;;
-    tests)
-      for t in /tmp/wgc/bin/test_*; do
+    tests)  # every test binary, or those named in $WGC_DEVICE_TESTS (e.g. "test_llm_batched test_scheduler")
+      for t in ${WGC_DEVICE_TESTS:-/tmp/wgc/bin/test_*}; do
+        [[ "$t" == /* ]] || t=/tmp/wgc/bin/$t
         if timeout 300 "$t" --gtest_brief=1 >"$RES/$(basename "$t").log" 2>&1; then r=pass; else r=FAIL; fi
         summary+="$(basename "$t"): $r"$'\n'
       done ;;
@@ -35,25 +45,42 @@ for step in $steps; do
       timeout 240 $wgc bench --ops "$ops" ${sizes:+--sizes $sizes} --json "$RES/bench-$tag.json" \
         2>"$RES/bench-$tag.err" | tee "$RES/bench-$tag.txt"
       sed -n '/^op /,/^$/p' "$RES/bench-$tag.txt" >>"$RES/bench.txt" ;;
+    conv:*)  # conv:OPS:SIZES[:TUNING], e.g. conv:conv2d:conv3x3-64-56-n32:igemm_bm=128,igemm_bn=64
+      IFS=: read -r _ ops sizes tuning <<<"$step"
+      tag=$(echo "$ops-${sizes:-default}-${tuning:-}" | tr -c 'a-zA-Z0-9\n' '_' | cut -c1-120)
+      WGC_CONV_TUNING=${tuning:-} timeout 300 $wgc bench --ops "$ops" ${sizes:+--sizes $sizes} \
+        --json "$RES/conv-$tag.json" --png "$RES/conv-$tag.png" 2>"$RES/conv-$tag.err" | tee "$RES/conv-$tag.txt"
+      { [ -n "${tuning:-}" ] && echo "WGC_CONV_TUNING=$tuning"; sed -n '/^op /,/^$/p' "$RES/conv-$tag.txt"; } >>"$RES/bench.txt" ;;
     llm:*)  # llm:SHAPE:TYPE[:EXTRA], e.g. llm:llama-3.2-1b:q8_0 or llm:llama-3.1-8b:q4_0:--decode-ahead,1
       IFS=: read -r _ shape type extra <<<"$step"
-      m=/tmp/models/$shape-$type.gguf  # kept for later steps of the same shape and type
+      m=$(synth "$shape" "$type")
       tag=$shape-$type$(echo "${extra:-}" | tr -c 'a-zA-Z0-9\n' '_')
-      mkdir -p /tmp/models
-      if [ ! -f "$m" ]; then
-        timeout 200 $wgc synth-model --shape "$shape" --type "$type" --out "$m" --force >/dev/null 2>"$RES/synth-$tag.err" || rm -f "$m"
-      fi
       defaults=""  # -p 512 -n 128 -r 3 unless the step gives its own
       for d in "-p 512" "-n 128" "-r 3"; do [[ ",${extra:-}," == *",${d% *},"* ]] || defaults+=" $d"; done
       [ -f "$m" ] && timeout 200 $wgc bench-llm --model "$m" $defaults ${extra//,/ } ${WGC_LLM_ARGS:-} \
           --json "$RES/llm-$tag.json" 2>"$RES/llm-$tag.err" | tee -a "$RES/llm.txt" ;;
+    batched:*)  # batched:SHAPE:TYPE[:EXTRA]: wgc bench-batched (llama-batched-bench), e.g. batched:llama-3.1-8b:q4_0
+      # or batched:llama-3.1-8b:q4_0:--parallel,16+64,-r,3 (commas become spaces, then + becomes a comma)
+      IFS=: read -r _ shape type extra <<<"$step"
+      m=$(synth "$shape" "$type")
+      tag=$shape-$type$(echo "${extra:-}" | tr -c 'a-zA-Z0-9\n' '_')
+      defaults=""  # --parallel 1,8,16,32,64 -p 256 -n 128 unless the step gives its own
+      for d in "--parallel 1,8,16,32,64" "-p 256" "-n 128"; do [[ ",${extra:-}," == *",${d% *},"* ]] || defaults+=" $d"; done
+      args=${extra//,/ }
+      [ -f "$m" ] && timeout 400 $wgc bench-batched --model "$m" $defaults ${args//+/,} --json "$RES/batched-$tag.json" \
+          --png "$RES/batched-$tag.png" 2>"$RES/batched-$tag.err" | tee -a "$RES/batched.txt" ;;
+    cnn|cnn:*)  # cnn[:MODEL]: export a torchvision model, check it, wgc bench-cnn vs PyTorch and ORT
+      IFS=: read -r _ cmodel <<<"$step"
+      WGC=$wgc RES=$RES timeout 580 scripts/bench_cnn_device.sh ${cmodel:-mobilenet_v2} >"$RES/cnn.log" 2>&1
+      [ -f "$RES/cnn.txt" ] && cp "$RES/cnn.txt" "$OUT/" && cat "$RES/cnn.txt" ;;
     *) echo "unknown step $step" ;;
   esac
 done
-for f in info.txt bench.txt llm.txt; do [ -f "$RES/$f" ] && cp "$RES/$f" "$OUT/"; done
+for f in info.txt bench.txt llm.txt batched.txt; do [ -f "$RES/$f" ] && cp "$RES/$f" "$OUT/"; done
 tar -C "$RES" -czf "$OUT/results.tgz" .
 rm -rf /tmp/models
 echo "=== summary ==="
 printf '%s' "$summary"
 [ -f "$RES/bench.txt" ] && grep -v "^$" "$RES/bench.txt" | awk '!/^op / || !seen++'
 [ -f "$RES/llm.txt" ] && grep -E "^\| (llama|model)|host time" "$RES/llm.txt"
+[ -f "$RES/batched.txt" ] && grep -E "^(\||model)" "$RES/batched.txt"

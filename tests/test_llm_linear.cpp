@@ -2,6 +2,7 @@
 #include "test_llm_util.h"
 
 #include <array>
+#include <cstring>
 #include <limits>
 #include <memory>
 
@@ -133,6 +134,112 @@ TEST(LlmLinear, MatvecTuningsMatchReference) {
           << tune.rows;
     }
   }
+}
+
+// The serving kernel's results do not depend on the batch: a token alone, among others, at any
+// place in the batch, with any workgroup size or token tile, gives bit-identical outputs (with a
+// row range, bias and accumulation on top).
+TEST(LlmLinear, BatchedIsBatchInvariant) {
+  for (auto t : kAllWeightTypes) {
+    const int64_t rows = 45, cols = block_elems(t) == 256 ? 512 : block_elems(t) == 32 ? 608 : 203;
+    auto bytes = ref::random_weight(t, rows + 7, cols, 31);
+    auto w = upload_weight(ctx(), t, bytes, rows + 7, cols);
+    const int n = 21;
+    auto xv = test::random_floats(size_t(n * cols), 32);
+    auto x = make_tensor(ctx(), {int64_t(xv.size())}, xv);
+    auto bias = make_tensor(ctx(), {rows + 7}, test::random_floats(size_t(rows + 7), 33));
+    auto y0v = test::random_floats(size_t(n * rows), 34);
+    // Tokens [first, first + count) of x, as a batch of their own, into rows [first, ...) of y.
+    auto run = [&](LlmOps& o, int first, int count) {
+      auto y = make_tensor(ctx(), {int64_t(y0v.size())}, y0v);
+      auto xs = make_tensor(ctx(), {int64_t(count) * cols},
+                            std::span<const float>(xv).subspan(size_t(first) * size_t(cols), size_t(count * cols)));
+      LinearOptions lo;
+      lo.row0 = 7;
+      lo.rows = rows;
+      lo.bias = bias;
+      lo.accumulate = true;
+      lo.version = Version::Batched;
+      Batch b(ctx());
+      auto yv = test::poisoned(int64_t(count) * rows);
+      b.copy(y, uint64_t(first) * uint64_t(rows) * 4, yv, 0, uint64_t(count) * uint64_t(rows) * 4);
+      o.linear(b, w, xs, yv, count, lo);
+      b.run();
+      return download<float>(ctx(), yv);
+    };
+    LlmOps& o = ops();
+    auto all = run(o, 0, n);
+    auto deq = ref::dequantize(t, bytes, rows + 7, cols);
+    auto r = ref::linear(deq, cols, xv, n, 7, rows);
+    std::vector<float> want(r.size());
+    auto bv = download<float>(ctx(), bias);
+    for (size_t i = 0; i < r.size(); ++i) want[i] = float(r[i] + bv[7 + i % size_t(rows)] + y0v[i]);
+    EXPECT_LE(test::rel_error(all, want), 1e-5) << to_string(t);
+    auto same = [&](const std::vector<float>& got, int first, const std::string& what) {
+      ASSERT_EQ(std::memcmp(got.data(), all.data() + size_t(first) * size_t(rows), got.size() * 4), 0)
+          << to_string(t) << " " << what;
+    };
+    for (int i : {0, n - 1}) same(run(o, i, 1), i, "token " + std::to_string(i) + " alone");
+    same(run(o, 3, 9), 3, "tokens 3..11");
+    for (uint32_t wg : {8u, 256u}) {
+      LlmOps other(ctx());
+      other.tuning.batched_wg = wg;
+      same(run(other, 0, n), 0, "workgroup " + std::to_string(wg));
+      same(run(other, 2, 4), 2, "workgroup " + std::to_string(wg) + ", 4 tokens");
+    }
+  }
+}
+
+// 8-bit activations (Q4_0 / Q8_0 weights): against the reference with x quantized the same way
+// (per token and block of 32: d = max|x| / 127, q = round(x / d)) and, looser, the exact one; and
+// batch-invariant like the f32 kernel.
+TEST(LlmLinear, BatchedQ8MatchesReferenceAndIsBatchInvariant) {
+  for (auto t : {WeightType::Q4_0, WeightType::Q8_0})
+    for (auto [rows, cols] : {std::pair<int64_t, int64_t>{37, 96}, {45, 1088}}) {
+      const struct { int64_t rows, cols; } s{rows, cols};
+      auto bytes = ref::random_weight(t, s.rows, s.cols, 41);
+      auto w = upload_weight(ctx(), t, bytes, s.rows, s.cols);
+      auto deq = ref::dequantize(t, bytes, s.rows, s.cols);
+      const int n = 19;
+      auto xv = test::random_floats(size_t(n * s.cols), 42);
+      for (int64_t i = 0; i < s.cols; ++i) xv[size_t(3 * s.cols + i)] = 0;  // an all-zero token
+      auto xq = xv;                                                         // as the kernel quantizes it
+      for (size_t b = 0; b < xq.size(); b += 32) {
+        float amax = 0;
+        for (size_t i = b; i < b + 32; ++i) amax = std::max(amax, std::fabs(xq[i]));
+        const float d = amax / 127.0f, inv = d > 0 ? 1.0f / d : 0.0f;
+        for (size_t i = b; i < b + 32; ++i) xq[i] = std::clamp(std::nearbyint(xq[i] * inv), -127.0f, 127.0f) * d;
+      }
+      auto x = make_tensor(ctx(), {int64_t(xv.size())}, xv);
+      auto run = [&](int first, int count) {
+        auto xs =
+            make_tensor(ctx(), {int64_t(count) * s.cols},
+                        std::span<const float>(xv).subspan(size_t(first) * size_t(s.cols), size_t(count * s.cols)));
+        auto y = test::poisoned(int64_t(count) * s.rows);
+        LinearOptions lo;
+        lo.version = Version::BatchedQ8;
+        Batch b(ctx());
+        ops().linear(b, w, xs, y, count, lo);
+        b.run();
+        return download<float>(ctx(), y);
+      };
+      auto all = run(0, n);
+      const std::string what = std::string(to_string(t)) + " " + std::to_string(s.rows) + "x" + std::to_string(s.cols);
+      EXPECT_LE(test::rel_error(all, test::to_float(ref::linear(deq, s.cols, xq, n, 0, s.rows))), 1e-3) << what;
+      EXPECT_LE(test::rel_error(all, test::to_float(ref::linear(deq, s.cols, xv, n, 0, s.rows))), 3e-2) << what;
+      for (int i : {0, 3, n - 1}) {
+        auto one = run(i, 1);
+        ASSERT_EQ(std::memcmp(one.data(), all.data() + size_t(i) * size_t(s.rows), one.size() * 4), 0)
+            << what << " token " << i;
+      }
+    }
+  auto f16 = upload_weight(ctx(), WeightType::F16, ref::random_weight(WeightType::F16, 4, 32, 1), 4, 32);
+  auto x = make_tensor(ctx(), {32}, test::random_floats(32, 1));
+  auto y = test::poisoned(4);
+  LinearOptions lo;
+  lo.version = Version::BatchedQ8;
+  Batch b(ctx());
+  EXPECT_THROW(ops().linear(b, f16, x, y, 1, lo), Error);  // not for f16 weights
 }
 
 // Row ranges of a concatenated weight into strided outputs, with bias and residual.

@@ -25,7 +25,8 @@ inline std::vector<float> to_float(const std::vector<double>& v) { return {v.beg
 
 // The versions of a matvec/matmul this adapter runs.
 inline std::vector<llm::Version> linear_versions() {
-  std::vector<llm::Version> v = {llm::Version::Naive, llm::Version::Shared, llm::Version::RegTile};
+  std::vector<llm::Version> v = {llm::Version::Naive, llm::Version::Shared, llm::Version::RegTile,
+                                 llm::Version::Batched};
   if (ops().versions().end() != std::find_if(ops().versions().begin(), ops().versions().end(),
                                              [](auto& k) { return k.version.find("subgroup") != std::string::npos; }))
     v.push_back(llm::Version::Subgroup);
@@ -39,6 +40,8 @@ inline const char* name(llm::Version v) {
     case llm::Version::Subgroup: return "subgroup";
     case llm::Version::Shared: return "shared";
     case llm::Version::RegTile: return "regtile";
+    case llm::Version::Batched: return "batched";
+    case llm::Version::BatchedQ8: return "batched-q8";
   }
   return "?";
 }

@@ -62,6 +62,47 @@ TEST(Context, NullBackendIsRefused) {
   }
 }
 
+// list_adapters and ContextOptions::adapter_index go through Dawn's C++ EnumerateAdapters
+// (declared in webgpu_abi.h): this pins that declaration to the library.
+TEST(Context, AdaptersListedAndPickedByIndex) {
+  Backend b = ctx().options().backend;
+  auto all = list_adapters(b);
+  ASSERT_FALSE(all.empty());
+  bool listed = false;
+  for (const auto& a : all) {
+    EXPECT_EQ(a.backend, "vulkan");
+    listed |= a.device == ctx().adapter().device;
+  }
+  EXPECT_TRUE(listed) << "the default adapter '" << ctx().adapter().device << "' is not in the list";
+  for (size_t i = 0; i < all.size(); ++i) {
+    ContextOptions o;
+    o.backend = b;
+    o.adapter_index = int(i);
+    Context c(o);
+    EXPECT_EQ(c.adapter().device, all[i].device);
+    EXPECT_EQ(c.adapter().adapter_type, all[i].adapter_type);
+    // The device works: a buffer round trip.
+    auto t = make_tensor(c, {3}, std::vector<float>{1.5f, -2, 7});
+    EXPECT_EQ(download<float>(c, t), (std::vector<float>{1.5f, -2, 7}));
+  }
+}
+
+TEST(Context, AdapterIndexPastTheListIsAClearError) {
+  Backend b = ctx().options().backend;
+  auto all = list_adapters(b);
+  ContextOptions o;
+  o.backend = b;
+  o.adapter_index = int(all.size());
+  try {
+    Context c(o);
+    FAIL() << "adapter index " << all.size() << " was accepted";
+  } catch (const DeviceError& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("adapter index " + std::to_string(all.size())), std::string::npos) << msg;
+    EXPECT_NE(msg.find(all[0].device), std::string::npos) << "the message should list the adapters: " << msg;
+  }
+}
+
 TEST(Context, BackendNamesParse) {
   EXPECT_EQ(parse_backend("cpu-vulkan"), Backend::CpuVulkan);
   EXPECT_EQ(parse_backend("gpu"), Backend::Gpu);
@@ -91,6 +132,21 @@ TEST(Tensor, PoolReusesReleasedBuffers) {
   EXPECT_GE(pooled_bytes(ctx()), 4096u * 4);
   auto t2 = make_tensor(ctx(), {4000});
   EXPECT_EQ(t2.buffer(), first);
+}
+
+TEST(Tensor, AllocatedCountsBuffersThatExistIncludingPooled) {
+  const int64_t n = 5'000'003;  // 20 MB: larger than what the other tests leave in the pool
+  uint64_t buffers0 = allocated_buffers(ctx()), bytes0 = allocated_buffer_bytes(ctx());
+  {
+    auto t = make_tensor(ctx(), {n});
+    EXPECT_EQ(allocated_buffers(ctx()), buffers0 + 1);
+    EXPECT_EQ(allocated_buffer_bytes(ctx()), bytes0 + t.capacity());
+  }
+  // Released into the pool: still allocated; taken again: nothing new.
+  EXPECT_EQ(allocated_buffers(ctx()), buffers0 + 1);
+  auto again = make_tensor(ctx(), {n});
+  EXPECT_EQ(allocated_buffers(ctx()), buffers0 + 1);
+  EXPECT_EQ(allocated_buffer_bytes(ctx()), bytes0 + again.capacity());
 }
 
 TEST(Tensor, TooLargeBufferIsAClearError) {

@@ -1,9 +1,9 @@
 // Sampler: exact expectations on tiny hand-made distributions (top-k, top-p, min-p, penalties,
 // greedy ties), the GPU plan's exactness, seeded reproducibility and temperature frequencies.
 // CPU only: no GPU context.
-#include "util/error.h"
 #include "llm/generate/sampler.h"
 #include "llm/model/llama.h"
+#include "util/error.h"
 
 #include <gtest/gtest.h>
 

@@ -21,7 +21,7 @@ namespace {
 
 fs::path default_model() { return fs::path(WGC_SOURCE_DIR) / "models" / kDefaultModelFile; }
 
-constexpr int kCtx = 48;
+constexpr int kCtx = 32;
 
 struct Dict {
   ModelFile file;
@@ -253,20 +253,84 @@ TEST(Scheduler, LogprobsAreTheSoftmaxOfTheLogits) {
   EXPECT_LE(o2.events[1].logprob, 0.f);
 }
 
+// Full KV blocks of a prompt already cached (the same system prompt, a chat's earlier turns) are
+// shared instead of run again, and the tokens stay the same.
 TEST(Scheduler, ReusesTheCachedPrefix) {
   WGC_REQUIRE_FILE(default_model());
   auto& m = dict();
-  Scheduler s(m.model, m.tok, small_options());
+  SchedulerOptions so = small_options();
+  so.kv_block_tokens = 4;
+  Scheduler s(m.model, m.tok, so);
   Request r = request("Love is a word that means", 4);
+  const int P = int(r.prompt.size());
   Collector a, b;
   a.submit(s, r);
   auto& first = a.wait();
+  EXPECT_EQ(first.result.cached_tokens, 0);
   b.submit(s, r);
   auto& second = b.wait();
   EXPECT_EQ(second.ids(), first.ids());
-  EXPECT_EQ(second.result.cached_tokens, int(r.prompt.size()) - 1);  // all but the last prompt token
+  EXPECT_EQ(second.result.cached_tokens, (P - 1) / 4 * 4);  // whole blocks, and the last token runs
+  // The next turn: the prompt, the reply (its last token was never fed) and more.
+  Request next = r;
+  const auto reply = first.ids();
+  next.prompt.insert(next.prompt.end(), reply.begin(), reply.end());
+  auto more = m.tok.encode(". The moon", false);
+  next.prompt.insert(next.prompt.end(), more.begin(), more.end());
+  Collector c;
+  c.submit(s, next);
+  auto& third = c.wait();
+  EXPECT_EQ(third.result.cached_tokens, (P + 3) / 4 * 4);
+  EXPECT_EQ(third.ids(), generate(next).ids);
   s.drain();
-  EXPECT_GE(s.stats().cached_prompt_tokens, r.prompt.size() - 1);
+  EXPECT_EQ(s.stats().cached_prompt_tokens, uint64_t(second.result.cached_tokens + third.result.cached_tokens));
+}
+
+// A request's tokens do not depend on what else runs: the same requests one at a time and all
+// together (prompts chunked differently, prefills interleaved with decodes, shared prefixes)
+// give the same tokens, greedy and seeded.
+TEST(Scheduler, TokensDoNotDependOnTheBatch) {
+  WGC_REQUIRE_FILE(default_model());
+  auto& m = dict();
+  std::vector<Request> reqs;
+  for (const char* p : {"The moon", "Love is a word that means", "The sea is", "Love is a word"}) {
+    Request r = request(p, 10);
+    r.ignore_eos = true;
+    reqs.push_back(r);
+  }
+  reqs[1].sampling = default_sampling(default_model());
+  reqs[1].sampling.seed = 7;
+  reqs[3].sampling = reqs[1].sampling;
+  reqs[3].sampling.top_k = 5;
+  reqs[3].top_logprobs = 2;
+  auto run = [&](SchedulerOptions so, bool together) {
+    Scheduler s(m.model, m.tok, so);
+    std::vector<std::unique_ptr<Collector>> cs;
+    for (auto& r : reqs) {
+      cs.push_back(std::make_unique<Collector>());
+      cs.back()->submit(s, r);
+      if (!together) cs.back()->wait();
+    }
+    std::vector<std::vector<TokenEvent>> out;
+    for (auto& c : cs) out.push_back(c->wait().events);
+    return out;
+  };
+  SchedulerOptions one = small_options();
+  one.parallel = 1;
+  one.prefill_chunk = 64;
+  auto alone = run(one, false);
+  SchedulerOptions many = small_options();
+  many.kv_block_tokens = 4;
+  many.prefill_chunk = 3;
+  auto together = run(many, true);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    ASSERT_EQ(alone[i].size(), together[i].size()) << i;
+    for (size_t t = 0; t < alone[i].size(); ++t) {
+      EXPECT_EQ(alone[i][t].id, together[i][t].id) << "request " << i << " token " << t;
+      EXPECT_EQ(alone[i][t].logprob, together[i][t].logprob) << "request " << i << " token " << t;
+      EXPECT_EQ(alone[i][t].top, together[i][t].top) << "request " << i << " token " << t;
+    }
+  }
 }
 
 TEST(Scheduler, BadRequestsAreRefusedAtSubmit) {
@@ -405,4 +469,43 @@ TEST(Scheduler, StopAcceptingDrainAndShutdown) {
     EXPECT_EQ(c->out.done_calls, 1);
     EXPECT_EQ(c->out.result.stop, StopReason::Cancelled);
   }
+}
+
+// A request the KV pool could never hold fails with a clear error; requests that fit only one
+// after another wait for blocks and then run.
+TEST(Scheduler, KvPoolLimits) {
+  WGC_REQUIRE_FILE(default_model());
+  auto& m = dict();
+  SchedulerOptions so = small_options();
+  so.kv_block_tokens = 4;
+  so.kv_blocks = 5;  // 20 positions
+  Scheduler s(m.model, m.tok, so);
+  Request huge = request("The moon", -1);  // up to the 32-token context: 8 blocks
+  Collector h;
+  h.submit(s, huge);
+  auto& hr = h.wait();
+  EXPECT_NE(hr.result.error.find("KV blocks"), std::string::npos) << hr.result.error;
+  EXPECT_TRUE(hr.events.empty());
+  std::vector<std::unique_ptr<Collector>> cs;
+  int most_running = 0;
+  for (int i = 0; i < 3; ++i) {  // 3 + 12 - 1 = 14 positions: 4 blocks each, one at a time
+    cs.push_back(std::make_unique<Collector>());
+    cs.back()->hook = [&](const TokenEvent&) {
+      most_running = std::max(most_running, s.stats().running);
+      return true;
+    };
+    Request r = request("The moon", 12);
+    r.ignore_eos = true;
+    cs.back()->submit(s, r);
+  }
+  for (auto& c : cs) {
+    auto& o = c->wait();
+    EXPECT_TRUE(o.result.error.empty()) << o.result.error;
+    EXPECT_EQ(o.events.size(), 12u);
+    EXPECT_EQ(o.ids(), cs[0]->out.ids());
+  }
+  EXPECT_EQ(most_running, 1);
+  s.drain();
+  EXPECT_LE(s.stats().kv_blocks_used, 0);
+  EXPECT_EQ(s.stats().kv_blocks_total, 5);
 }

@@ -182,6 +182,24 @@ TEST(Tokenizer, SentencePieceScoresAndByteFallback) {
   EXPECT_FALSE(tok.is_stop(1));
 }
 
+TEST(Tokenizer, DecodeBytesKeepsPartsOfCharacters) {
+  Tokenizer tok(tiny_spm());
+  // Byte-fallback tokens of é (C3 A9): one byte each, where decode() says U+FFFD.
+  EXPECT_EQ(tok.decode_bytes(std::vector<int32_t>{3 + 0xC3}), "\xC3");
+  EXPECT_EQ(tok.decode_bytes(std::vector<int32_t>{3 + 0xA9}), "\xA9");
+  const std::string text = "hi h\xC3\xA9 \xF0\x9F\x9A\x80 ther";
+  auto ids = tok.encode(text, false);
+  EXPECT_EQ(tok.decode_bytes(ids), tok.decode(ids));  // valid text: the same as decode()
+  // Byte-level: each token's bytes, joined, are the text.
+  Tokenizer bl(tiny_byte_level());
+  const std::string utf8 = "a\xC3\xA9\xE4\xB8\xAD";
+  auto bl_ids = bl.encode(utf8, false);
+  std::string joined;
+  for (int32_t id : bl_ids) joined += bl.decode_bytes(std::span<const int32_t>(&id, 1));
+  EXPECT_EQ(joined, utf8);
+  EXPECT_EQ(bl.decode_bytes(bl_ids), bl.decode(bl_ids));
+}
+
 TEST(Tokenizer, AddedTokenFlags) {
   auto spec = tiny_byte_level();
   AddedToken mask{int32_t(spec.vocab.size()), "<mask>", true, false, true, true, false};

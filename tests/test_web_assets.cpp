@@ -15,7 +15,7 @@ using namespace wgc::server;
 
 namespace {
 
-// The bundle's entries: lines `  "family/file.wgsl": "<text with \n escapes>",`.
+// The bundle's entries: lines `  "family/file.wgsl": "<text, escaped: \\ \" \n \t \r>",`.
 std::map<std::string, std::string> bundle_entries(std::string_view js) {
   std::map<std::string, std::string> out;
   size_t pos = 0;
@@ -29,12 +29,12 @@ std::map<std::string, std::string> bundle_entries(std::string_view js) {
     std::string_view esc = js.substr(name_end + 4, text_end - name_end - 4);
     std::string text;
     for (size_t i = 0; i < esc.size(); ++i) {
-      if (esc[i] == '\\' && i + 1 < esc.size() && esc[i + 1] == 'n') {
-        text += '\n';
-        ++i;
-      } else {
+      if (esc[i] != '\\' || i + 1 == esc.size()) {
         text += esc[i];
+        continue;
       }
+      char e = esc[++i];
+      text += e == 'n' ? '\n' : e == 't' ? '\t' : e == 'r' ? '\r' : e;  // \\ and \" stand for themselves
     }
     out[name] = text;
     pos = text_end;
@@ -80,9 +80,10 @@ TEST(WebAssets, KernelBundleHoldsWhatTheLibraryCompiles) {
   auto js = web_asset("/kernels/wgsl.js");
   ASSERT_TRUE(js);
   auto entries = bundle_entries(js->body);
-  for (const char* k : {"map/add.wgsl", "map/binary_vec4.wgsl", "matmul/naive.wgsl", "matmul/tiled.wgsl",
-                        "matmul/regtile.wgsl", "matmul/regtile_vec4.wgsl", "reduce/naive.wgsl", "reduce/vec4.wgsl",
-                        "reduce/subgroup.wgsl", "stencil/sobel_tiled_vec4.wgsl", "stencil/blur_tiled.wgsl"})
+  for (const char* k :
+       {"map/add.wgsl", "map/binary_vec4.wgsl", "matmul/naive.wgsl", "matmul/tiled.wgsl", "matmul/regtile.wgsl",
+        "matmul/regtile_vec4.wgsl", "reduce/naive.wgsl", "reduce/vec4.wgsl", "reduce/subgroup.wgsl",
+        "stencil/sobel_tiled_vec4.wgsl", "stencil/blur_tiled.wgsl", "conv/direct.wgsl", "conv/direct_tiled.wgsl"})
     EXPECT_TRUE(entries.count(k)) << k << " is not in the bundle";
   // Files that others include are not kernels of their own.
   EXPECT_FALSE(entries.count("matmul/regtile_main.wgsl"));

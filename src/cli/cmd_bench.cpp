@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <set>
@@ -66,9 +67,11 @@ void write_chart(const std::string& path, const Context& ctx, const std::vector<
     std::map<std::string, chart::Series> by_version;
     chart::Series plain{"CPU loop", {}, {}}, blas{"CPU BLAS", {}, {}};
     bool flops = false;
+    std::string x_label;
     for (auto& r : rs) {
       if (r.c.op != op) continue;
       flops = r.c.flops > 0;
+      x_label = r.c.x_label;
       double work = flops ? r.c.flops * 1e-9 : r.c.bytes * 1e-9;  // GFLOP or GB
       auto& s = by_version[r.c.version];
       s.name = "GPU " + r.c.version;
@@ -91,8 +94,9 @@ void write_chart(const std::string& path, const Context& ctx, const std::vector<
     chart::ChartOptions co;
     co.log_x = co.log_y = true;
     co.height = 480;
-    charts.push_back(chart::render_line_chart(op + " on " + ctx.adapter().device, flops ? "n (n x n x n)" : "elements",
-                                              flops ? "GFLOP/s" : "GB/s", series, co));
+    if (x_label.empty()) x_label = flops ? "n (n x n x n)" : "elements";
+    charts.push_back(
+        chart::render_line_chart(op + " on " + ctx.adapter().device, x_label, flops ? "GFLOP/s" : "GB/s", series, co));
   }
   if (charts.empty()) return;
   Image all(charts[0].width, int(charts.size()) * charts[0].height, charts[0].channels);
@@ -106,7 +110,12 @@ int bench_cmd(Args& a) {
   auto g = gpu_flags(a);
   bench::Options o;
   o.ops = a.list("--ops");
-  for (auto& s : a.list("--sizes")) o.sizes.push_back(std::stod(s));
+  for (auto& s : a.list("--sizes")) {  // numbers for most ops; presets or specs for the convolutions
+    o.size_names.push_back(s);
+    char* end = nullptr;
+    double v = std::strtod(s.c_str(), &end);
+    if (!s.empty() && *end == '\0') o.sizes.push_back(v);
+  }
   o.quick = a.flag("--quick");
   o.repeats = static_cast<int>(a.number_or("--repeats", 0));
   auto json = a.option("--json");
@@ -176,7 +185,7 @@ int bench_cmd(Args& a) {
   return all_ok ? 0 : 3;
 }
 
-Register reg{{"bench", "[--ops a,b] [--sizes n,m] [--quick] [--repeats R] [--json F] [--png F] [--backend B]",
+Register reg{{"bench", "[--ops a,b] [--sizes n,m | presets] [--quick] [--repeats R] [--json F] [--png F] [--backend B]",
               "GPU vs CPU for every op, kernel version and size: table, JSON, PNG chart", bench_cmd}};
 
 }  // namespace

@@ -139,12 +139,39 @@ void offer_swiftshader_driver() {
   setenv("VK_ADD_DRIVER_FILES", add.c_str(), 1);
 }
 
-WGPUAdapter request_adapter(WGPUInstance instance, Backend backend) {
+constexpr const char* kInstallHint =
+    "Install libvulkan1 and run scripts/setup.sh (it installs SwiftShader), or set WGC_SWIFTSHADER_ICD to a "
+    "SwiftShader ICD json.";
+
+// Timed waits, and unsafe APIs so that experimental features are offered.
+WGPUInstance create_instance() {
+  offer_swiftshader_driver();
+  const char* instance_toggles[] = {"allow_unsafe_apis"};
+  WGPUDawnTogglesDescriptor itoggles = WGPU_DAWN_TOGGLES_DESCRIPTOR_INIT;
+  itoggles.enabledToggleCount = 1;
+  itoggles.enabledToggles = instance_toggles;
+  WGPUInstanceFeatureName ifeatures[] = {WGPUInstanceFeatureName_TimedWaitAny};
+  WGPUInstanceDescriptor idesc = WGPU_INSTANCE_DESCRIPTOR_INIT;
+  idesc.nextInChain = &itoggles.chain;
+  idesc.requiredFeatureCount = 1;
+  idesc.requiredFeatures = ifeatures;
+  WGPUInstance instance = wgpuCreateInstance(&idesc);
+  if (!instance) throw DeviceError("wgc: could not create a WebGPU instance");
+  return instance;
+}
+
+WGPURequestAdapterOptions adapter_options(Backend backend) {
   WGPURequestAdapterOptions opts = WGPU_REQUEST_ADAPTER_OPTIONS_INIT;
   opts.featureLevel = WGPUFeatureLevel_Core;
   opts.powerPreference = WGPUPowerPreference_HighPerformance;
   opts.backendType = backend == Backend::Null ? WGPUBackendType_Null : WGPUBackendType_Vulkan;
-  opts.forceFallbackAdapter = backend == Backend::CpuVulkan;
+  // No forceFallbackAdapter for CpuVulkan: this Dawn does not count SwiftShader as its fallback
+  // adapter and then offers none; enumerate_adapters picks CPU adapters by type instead.
+  return opts;
+}
+
+WGPUAdapter request_adapter(WGPUInstance instance, Backend backend) {
+  WGPURequestAdapterOptions opts = adapter_options(backend);
   struct Result {
     WGPUAdapter adapter = nullptr;
     std::string message;
@@ -161,10 +188,8 @@ WGPUAdapter request_adapter(WGPUInstance instance, Backend backend) {
   cb.userdata1 = &r;
   detail::wait_future(instance, wgpuInstanceRequestAdapter(instance, &opts, cb), "the adapter");
   if (!r.adapter) {
-    std::string want = backend == Backend::CpuVulkan ? "a CPU (SwiftShader) Vulkan adapter" : "a Vulkan adapter";
-    throw DeviceError("wgc: no " + want + " found" + (r.message.empty() ? "" : " (" + r.message + ")") +
-                      ". Install libvulkan1 and run scripts/setup.sh (it installs SwiftShader), "
-                      "or set WGC_SWIFTSHADER_ICD to a SwiftShader ICD json.");
+    throw DeviceError("wgc: no Vulkan adapter found" + (r.message.empty() ? "" : " (" + r.message + ")") + ". " +
+                      kInstallHint);
   }
   return r.adapter;
 }
@@ -184,6 +209,52 @@ AdapterInfo read_info(WGPUAdapter adapter) {
                    ai.subgroupMaxSize};
   wgpuAdapterInfoFreeMembers(ai);
   return info;
+}
+
+// The adapters `backend` offers in the driver's order (see list_adapters), each with a reference
+// the caller releases.
+std::vector<WGPUAdapter> enumerate_adapters(WGPUInstance instance, Backend backend) {
+  WGPURequestAdapterOptions opts = adapter_options(backend);
+  std::vector<WGPUAdapter> gpus, cpus;
+  {
+    dawn::native::Instance dawn_instance(reinterpret_cast<dawn::native::InstanceBase*>(instance));
+    for (const auto& a : dawn_instance.EnumerateAdapters(&opts)) {
+      WGPUAdapter adapter = a.Get();
+      wgpuAdapterAddRef(adapter);
+      WGPUAdapterInfo ai = WGPU_ADAPTER_INFO_INIT;
+      wgpuAdapterGetInfo(adapter, &ai);
+      bool cpu = ai.adapterType == WGPUAdapterType_CPU;
+      wgpuAdapterInfoFreeMembers(ai);
+      (cpu ? cpus : gpus).push_back(adapter);
+    }
+  }
+  bool want_cpu = backend == Backend::CpuVulkan || (backend == Backend::Auto && gpus.empty());
+  for (WGPUAdapter a : want_cpu ? gpus : cpus) wgpuAdapterRelease(a);
+  return want_cpu ? cpus : gpus;
+}
+
+WGPUAdapter pick_adapter(WGPUInstance instance, Backend backend, int index) {
+  std::vector<WGPUAdapter> all = enumerate_adapters(instance, backend);
+  if (all.empty())
+    throw DeviceError(std::string("wgc: no ") +
+                      (backend == Backend::CpuVulkan ? "CPU (SwiftShader) "
+                       : backend == Backend::Gpu     ? "GPU "
+                                                     : "") +
+                      "Vulkan adapter found. " + kInstallHint);
+  WGPUAdapter chosen = index < int(all.size()) ? all[size_t(index)] : nullptr;
+  std::string listing;
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (!chosen) {
+      AdapterInfo info = read_info(all[i]);
+      listing += "\n  " + std::to_string(i) + ": " + info.device + " (" + info.adapter_type + ")";
+    }
+    if (all[i] != chosen) wgpuAdapterRelease(all[i]);
+  }
+  if (!chosen)
+    throw DeviceError("wgc: adapter index " + std::to_string(index) + " asked for, but the " +
+                      std::string(to_string(backend)) + " backend offers " + std::to_string(all.size()) +
+                      " adapter(s)" + (listing.empty() ? std::string() : ":" + listing));
+  return chosen;
 }
 
 Limits to_limits(const WGPULimits& l) {
@@ -219,28 +290,30 @@ std::string_view to_string(Backend b) {
   return "?";
 }
 
+std::vector<AdapterInfo> list_adapters(Backend backend) {
+  if (backend == Backend::Auto)
+    if (const char* env = std::getenv("WGC_BACKEND")) backend = parse_backend(env);
+  WGPUInstance instance = create_instance();
+  std::vector<AdapterInfo> out;
+  for (WGPUAdapter a : enumerate_adapters(instance, backend)) {
+    out.push_back(read_info(a));
+    wgpuAdapterRelease(a);
+  }
+  wgpuInstanceRelease(instance);
+  return out;
+}
+
 Context::Context(ContextOptions options) : state_(std::make_shared<ContextState>()) {
   if (options.backend == Backend::Auto)
     if (const char* env = std::getenv("WGC_BACKEND")) options.backend = parse_backend(env);
   if (env_flag("WGC_DEBUG")) options.debug = true;
   auto& s = *state_;
   s.options = options;
-  offer_swiftshader_driver();
+  s.instance = create_instance();
 
-  // Instance: timed waits, and unsafe APIs so that experimental features are offered.
-  const char* instance_toggles[] = {"allow_unsafe_apis"};
-  WGPUDawnTogglesDescriptor itoggles = WGPU_DAWN_TOGGLES_DESCRIPTOR_INIT;
-  itoggles.enabledToggleCount = 1;
-  itoggles.enabledToggles = instance_toggles;
-  WGPUInstanceFeatureName ifeatures[] = {WGPUInstanceFeatureName_TimedWaitAny};
-  WGPUInstanceDescriptor idesc = WGPU_INSTANCE_DESCRIPTOR_INIT;
-  idesc.nextInChain = &itoggles.chain;
-  idesc.requiredFeatureCount = 1;
-  idesc.requiredFeatures = ifeatures;
-  s.instance = wgpuCreateInstance(&idesc);
-  if (!s.instance) throw DeviceError("wgc: could not create a WebGPU instance");
-
-  s.adapter = request_adapter(s.instance, options.backend);
+  s.adapter = options.adapter_index >= 0              ? pick_adapter(s.instance, options.backend, options.adapter_index)
+              : options.backend == Backend::CpuVulkan ? pick_adapter(s.instance, options.backend, 0)
+                                                      : request_adapter(s.instance, options.backend);
   s.info = read_info(s.adapter);
   if (s.info.backend == "null")
     throw DeviceError(

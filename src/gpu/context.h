@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace wgc {
 
@@ -25,6 +26,9 @@ struct ContextOptions {
   // Keep Dawn's bounds-checking of buffer accesses. wgc's own kernels are vetted to stay in
   // bounds, so it is off by default; turn it on when running untrusted WGSL.
   bool robust = false;
+  // >= 0: the adapter at this index among those the backend offers (list_adapters), instead of
+  // Dawn's pick; for one process per GPU on a multi-GPU host.
+  int adapter_index = -1;
 };
 
 struct Features {
@@ -89,6 +93,11 @@ class Context {
  private:
   std::shared_ptr<detail::ContextState> state_;
 };
+
+// The adapters a backend offers, in the driver's order (what ContextOptions::adapter_index counts):
+// for Auto the GPUs, or the CPU adapter when there is no GPU; for Gpu the GPUs; for CpuVulkan the
+// CPU adapters.
+std::vector<AdapterInfo> list_adapters(Backend backend = Backend::Auto);
 
 // Info about the adapter that ContextOptions would pick, with features and limits.
 std::string describe(const Context& ctx, bool json);

@@ -47,6 +47,8 @@ struct ContextState {
   // Free buffers by (usage, size); Tensor storage returns here instead of being destroyed.
   std::multimap<std::pair<uint64_t, uint64_t>, WGPUBuffer> free_buffers;
   uint64_t free_bytes = 0;
+  // Every buffer created and not yet destroyed (in use or pooled), for leak checks.
+  uint64_t allocated_buffers = 0, allocated_bytes = 0;
 
   ContextState() = default;
   ContextState(const ContextState&) = delete;

@@ -24,6 +24,8 @@ BufferHandle::~BufferHandle() {
   } else {
     state->forget_buffer(buffer);
     wgpuBufferRelease(buffer);
+    state->allocated_buffers -= 1;
+    state->allocated_bytes -= size;
   }
 }
 
@@ -55,6 +57,9 @@ std::shared_ptr<BufferHandle> acquire_buffer(const std::shared_ptr<ContextState>
   h->buffer = with_error_scope(*st, "allocating " + std::to_string(size) + " bytes for " + std::string(label),
                                [&] { return wgpuDeviceCreateBuffer(st->device, &d); });
   h->size = size;
+  std::lock_guard lock(st->mu);
+  st->allocated_buffers += 1;
+  st->allocated_bytes += size;
   return h;
 }
 
@@ -171,6 +176,16 @@ void fill_u32(const Context& ctx, const Tensor& t, uint32_t pattern) {
 uint64_t pooled_bytes(const Context& ctx) {
   std::lock_guard lock(ctx.state().mu);
   return ctx.state().free_bytes;
+}
+
+uint64_t allocated_buffers(const Context& ctx) {
+  std::lock_guard lock(ctx.state().mu);
+  return ctx.state().allocated_buffers;
+}
+
+uint64_t allocated_buffer_bytes(const Context& ctx) {
+  std::lock_guard lock(ctx.state().mu);
+  return ctx.state().allocated_bytes;
 }
 
 }  // namespace wgc

@@ -73,5 +73,9 @@ inline constexpr uint32_t kPoisonNaN = 0x7fc0dead;
 
 // Bytes currently kept in the context's free-buffer pool.
 uint64_t pooled_bytes(const Context& ctx);
+// GPU buffers of the context that exist now (in use or pooled), and their bytes: flat across
+// repeated work means nothing leaks.
+uint64_t allocated_buffers(const Context& ctx);
+uint64_t allocated_buffer_bytes(const Context& ctx);
 
 }  // namespace wgc

@@ -6,6 +6,7 @@
 #include <webgpu/webgpu.h>
 
 #include <cstdint>
+#include <vector>
 
 namespace wgc::abi {
 
@@ -27,3 +28,33 @@ struct PaddedLimits {
 };
 
 }  // namespace wgc::abi
+
+// Dawn's C++ entry point for listing adapters, which the C API lacks (wgpuInstanceRequestAdapter
+// picks one). Declared here as the library exports it (libstdc++ ABI, pinned by
+// tests/test_runtime.cpp ContextAdapters.*): an Adapter holds one reference to its AdapterBase,
+// an Instance one to its InstanceBase, and WGPUInstance/WGPUAdapter are those pointers.
+namespace dawn::native {
+class InstanceBase;
+class AdapterBase;
+class Adapter {
+ public:
+  Adapter(const Adapter& other);
+  ~Adapter();
+  Adapter& operator=(const Adapter& other);
+  WGPUAdapter Get() const;  // no reference added
+
+ private:
+  AdapterBase* impl_;
+};
+class Instance {
+ public:
+  explicit Instance(InstanceBase* impl);  // adds a reference
+  ~Instance();
+  Instance(const Instance&) = delete;
+  Instance& operator=(const Instance&) = delete;
+  std::vector<Adapter> EnumerateAdapters(const WGPURequestAdapterOptions* options) const;
+
+ private:
+  InstanceBase* impl_;
+};
+}  // namespace dawn::native

@@ -13,7 +13,7 @@
 #include "gpu/batch.h"
 #include "gpu/context.h"
 #include "gpu/tensor.h"
-#include "io/image.h"
+#include "util/image.h"
 
 #include <cstdint>
 #include <functional>

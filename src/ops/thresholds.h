@@ -54,6 +54,11 @@ inline constexpr Threshold kAdd{"ADD", kAlwaysCpu, kAlwaysCpu};
 inline constexpr Threshold kMap{"MAP", kAlwaysCpu, 1ull << 15};    // unary expression map
 inline constexpr Threshold kMap2{"MAP2", kAlwaysCpu, 1ull << 15};  // binary expression map
 
+// Convolution (work = FLOPs, Conv2dDims::flops) and pooling (work = elements of x): see
+// ops/conv.cpp and ops/pool.cpp for how these were measured or estimated.
+inline constexpr Threshold kConv2d{"CONV2D", kAlwaysCpu, 1ull << 22};
+inline constexpr Threshold kPool2d{"POOL2D", kAlwaysCpu, 1ull << 20};
+
 }  // namespace thresholds
 
 // The threshold in force for an op on this context (see the top of this file). A malformed

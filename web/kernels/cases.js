@@ -3,7 +3,7 @@
 // the reference for every number here). Each run returns { out, ms }: the result read back and
 // the GPU time of its compute pass (timestamp queries; null without them).
 import { ceilDiv, groups1d } from './webgpu.js';
-import { gaussianWeights, reduceOps } from './reference.js';
+import { conv2dOut, gaussianWeights, reduceOps } from './reference.js';
 
 const WG = 256; // the 1-D kernels' workgroup (the WG override's default)
 
@@ -186,4 +186,46 @@ export async function blur(gpu, version, img, w, h, sigma) {
   const vg = [ceilDiv(w, vs[0]), ceilDiv(h, vs[1] * (tiled ? vs[2] : 1)), z];
   return runOnce(gpu, [{ pipeline: hp, buffers: [src, weights, tmp], params, groups: hg },
                        { pipeline: vp, buffers: [tmp, weights, out], params, groups: vg }], out, w * h * 4);
+}
+
+// --- convolution: ops/conv.cpp's direct and direct-tiled versions, with a bias + ReLU epilogue -----
+export const convVersions = ['direct', 'direct-tiled'];
+const TILED = { TILE_W: 16, TILE_H: 8, COB: 8, CIB: 4 }; // ConvTuning's defaults (ops/conv.h)
+
+function directTile(d) {
+  const inH = (TILED.TILE_H - 1) * d.stride + (d.kh - 1) * d.dil + 1;
+  const inW = (TILED.TILE_W - 1) * d.stride + (d.kw - 1) * d.dil + 1;
+  return 4 * (TILED.CIB * inH * inW + TILED.COB * TILED.CIB * d.kh * d.kw);
+}
+
+export function convUnsupported(gpu, version, d) {
+  if (version !== 'direct-tiled') return '';
+  const limits = gpu.device.limits, bytes = directTile(d);
+  if (bytes > limits.maxComputeWorkgroupStorageSize)
+    return `its tile needs ${bytes} bytes of workgroup memory, above the device's ${limits.maxComputeWorkgroupStorageSize}`;
+  if (TILED.TILE_W * TILED.TILE_H > limits.maxComputeInvocationsPerWorkgroup) return 'its tile has too many invocations';
+  return '';
+}
+
+// y = relu(conv(x, w) + bias), NCHW; d as reference.conv2dBiasRelu's.
+export async function conv2dBiasRelu(gpu, version, x, w, bias, d) {
+  const { oh, ow } = conv2dOut(d);
+  const cinG = d.c_in / d.groups, coutG = d.c_out / d.groups;
+  const count = d.n * d.c_out * oh * ow;
+  let constants = { HAS_BIAS: 1, HAS_RESIDUAL: 0, ACT: 1 };
+  let groups;
+  if (version === 'direct') {
+    groups = groups1d(gpu, ceilDiv(count, WG));
+  } else {
+    constants = { ...constants, KH: d.kh, KW: d.kw, SH: d.stride, SW: d.stride, DH: d.dil, DW: d.dil, ...TILED };
+    const tiles = ceilDiv(ow, TILED.TILE_W) * ceilDiv(oh, TILED.TILE_H);
+    groups = groups1d(gpu, d.n * d.groups * ceilDiv(coutG, TILED.COB) * tiles);
+  }
+  const pipeline = await gpu.pipeline(version === 'direct' ? 'conv/direct.wgsl' : 'conv/direct_tiled.wgsl', { constants });
+  const params = gpu.params([d.n, d.c_in, d.h, d.w, d.c_out, oh, ow, d.groups, d.kh, d.kw, d.stride, d.stride,
+                             d.dil, d.dil, d.pad, d.pad, cinG, coutG, { f32: 0 }, { f32: 6 }, 0, 0, 0, 0]);
+  const y = gpu.buffer(count);
+  const residual = gpu.buffer(4); // unused (HAS_RESIDUAL 0), bound as ops/conv.cpp binds its dummy
+  return runOnce(gpu, [{ pipeline, buffers: [gpu.buffer(x), gpu.buffer(w), gpu.buffer(bias), residual, y], params, groups }],
+                 y, count);
 }

@@ -1,9 +1,10 @@
 // The kernel playground: runs the library's WGSL kernels through WebGPU and checks each result
 // against the JavaScript reference; without WebGPU, says so and runs the references alone.
 // URL parameters (for tests and links): run=1 runs the checks and the timing table on load;
-// only=<word>,... keeps the checks whose kernel name contains one of the words; size=N and
-// repeats=R set the timing table's problem; inject=<kernel>/<version> corrupts one element of that
-// case's GPU result before its check (the page's own self-test: that row must fail).
+// only=<word>,... keeps the checks (and the matmul timing table) whose kernel name contains one of
+// the words; size=N and repeats=R set the timing table's problem; inject=<kernel>/<version>
+// corrupts one element of that case's GPU result before its check (the page's self-test: that row
+// must fail).
 import { initTheme } from '../theme.js';
 import { openGpu } from './webgpu.js';
 import * as cases from './cases.js';
@@ -13,7 +14,9 @@ const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
 const inject = params.get('inject');
 const only = params.get('only')?.split(',').filter(Boolean) ?? null;
+const wanted = (kernel) => !only || only.some((w) => kernel.includes(w));
 const MAX_SIDE = 384; // longest image side the page works on (the JS references are plain loops)
+const SHOWN = 'naive_vec4'; // the stencil version whose output is shown: what ops/stencil.cpp's Auto picks for RGBA
 
 let gpu = null;
 let image = null; // { data: Float32Array RGBA in [0, 1], w, h }
@@ -44,8 +47,9 @@ function maybeInject(id, out) {
 }
 
 // --- the checks ----------------------------------------------------------------------------
-// A check: kernel, version, problem (text), want() -> { value, tolerance } (JS reference),
-// gpu() -> { out, ms } (absent where unsupported, with `why`), compare: 'array' or 'scalar'.
+// A check: kernel, version, problem (text), want() -> { value, tolerance } (the JS reference),
+// gpu() -> { out, ms }, why (non-empty: the adapter cannot run it, and why), compare ('scalar' for
+// one value; arrays by default), show(out) (draws the result, for the images).
 function elementwiseChecks() {
   const n = 100_003;
   const a = ref.randomArray(n, 1), b = ref.randomArray(n, 2);
@@ -84,7 +88,21 @@ function reduceChecks() {
   return list;
 }
 
-function stencilChecks(shown) {
+function convChecks() {
+  const d = { n: 2, c_in: 6, h: 21, w: 17, c_out: 10, kh: 3, kw: 3, stride: 1, pad: 1, dil: 1, groups: 2 };
+  const x = ref.randomArray(d.n * d.c_in * d.h * d.w, 9);
+  const w = ref.randomArray(d.c_out * (d.c_in / d.groups) * d.kh * d.kw, 10);
+  const bias = ref.randomArray(d.c_out, 11);
+  const k = (d.c_in / d.groups) * d.kh * d.kw;
+  const want = () => ({ value: ref.conv2dBiasRelu(x, w, bias, d), tolerance: 1e-5 * (1 + Math.sqrt(k)) });
+  return cases.convVersions.map((v) => ({
+    kernel: 'conv2d + bias + relu', version: v, want, why: gpu ? cases.convUnsupported(gpu, v, d) : '',
+    problem: `${d.n}x${d.c_in}x${d.h}x${d.w}, ${d.c_out} filters ${d.kh}x${d.kw}, pad ${d.pad}, groups ${d.groups}`,
+    gpu: () => cases.conv2dBiasRelu(gpu, v, x, w, bias, d),
+  }));
+}
+
+function stencilChecks() {
   const { data, w, h } = image;
   const sigma = Number($('sigma').value);
   const list = [];
@@ -95,7 +113,7 @@ function stencilChecks(shown) {
       list.push({ kernel: op, version: v, problem: `${w}x${h} RGBA${op === 'blur' ? `, sigma ${sigma}` : ''}`, want,
                   why: gpu ? cases.stencilUnsupported(gpu, op, v, sigma) : '',
                   gpu: () => (op === 'sobel' ? cases.sobel(gpu, v, data, w, h) : cases.blur(gpu, v, data, w, h, sigma)),
-                  show: (out) => v === shown && paint($(op === 'sobel' ? 'img-sobel' : 'img-blur'), out, w, h) });
+                  show: v === SHOWN ? (out) => paint($(op === 'sobel' ? 'img-sobel' : 'img-blur'), out, w, h) : null });
   }
   return list;
 }
@@ -157,18 +175,16 @@ async function runChecks(table, summary, list) {
   const tbody = table.tBodies[0];
   tbody.replaceChildren();
   const counts = { pass: 0, fail: 0, skip: 0, cpu: 0 };
-  for (const c of list.filter((c) => !only || only.some((w) => c.kernel.includes(w)))) {
+  for (const c of list.filter((c) => wanted(c.kernel))) {
     counts[await runCheck(tbody, c)]++;
     summary.textContent = gpu ? `${counts.pass} passed, ${counts.fail} failed, ${counts.skip} skipped`
                               : `${counts.cpu} run on the CPU path (JavaScript references)`;
   }
 }
 
-const runKernelChecks = () => runChecks($('checks'), $('summary'), [...elementwiseChecks(), ...matmulChecks(), ...reduceChecks()]);
-const runImageChecks = () => runChecks($('image-checks'), $('image-summary'), stencilChecks(shownVersion()));
-
-// The stencil version whose output the page shows: the one ops/stencil.cpp's Auto picks for RGBA.
-const shownVersion = () => 'naive_vec4';
+const runKernelChecks = () =>
+  runChecks($('checks'), $('summary'), [...elementwiseChecks(), ...matmulChecks(), ...reduceChecks(), ...convChecks()]);
+const runImageChecks = () => runChecks($('image-checks'), $('image-summary'), stencilChecks());
 
 // --- the matmul timing table (wgc bench's columns) -------------------------------------------
 async function runTiming() {
@@ -217,7 +233,7 @@ async function runTiming() {
   $('timing-note').textContent = !gpu
     ? 'No WebGPU here: only the JavaScript reference ran.'
     : `GPU ms: median of ${repeats} ${gpu.timestamps ? 'timestamp-query times of the compute pass (the browser may round them to 0.1 ms)' : 'wall-clock submit-to-done times (no timestamp-query feature)'}; ` +
-      `JS ms: one run of the plain JavaScript loop (double accumulation); speedup = JS ms / GPU ms.`;
+      `JS ms: the plain JavaScript loop (double accumulation), mean of as many runs as fill 20 ms; speedup = JS ms / GPU ms.`;
 }
 
 // --- images ---------------------------------------------------------------------------------
@@ -300,7 +316,7 @@ async function main() {
   }
   image = patternImage();
   paint($('img-input'), image.data, image.w, image.h);
-  $('shown-version').textContent = gpu ? shownVersion() : 'JavaScript reference';
+  $('shown-version').textContent = gpu ? SHOWN : 'JavaScript reference';
   if (params.has('size')) $('size').value = params.get('size');
   if (params.has('repeats')) $('repeats').value = params.get('repeats');
   for (const id of ['run-checks', 'run-timing']) {
@@ -325,7 +341,7 @@ async function main() {
   if (params.get('run') === '1')
     await busy(async () => {
       await runKernelChecks();
-      await runTiming();
+      if (wanted('matmul')) await runTiming();
       await runImageChecks();
     });
 }

@@ -124,3 +124,37 @@ export function randomArray(n, seed) {
   }
   return a;
 }
+
+// 2-D convolution, NCHW, ONNX weights [c_out][c_in / groups][kh][kw], with bias and ReLU
+// (src/cpu/conv.h), accumulated in double precision. d: n, c_in, h, w, c_out, kh, kw, stride,
+// pad, dil, groups (square stride, padding and dilation).
+export function conv2dOut(d) {
+  const o = (size, k) => Math.floor((size + 2 * d.pad - d.dil * (k - 1) - 1) / d.stride) + 1;
+  return { oh: o(d.h, d.kh), ow: o(d.w, d.kw) };
+}
+
+export function conv2dBiasRelu(x, wt, bias, d) {
+  const { oh, ow } = conv2dOut(d);
+  const cinG = d.c_in / d.groups, coutG = d.c_out / d.groups;
+  const y = new Float32Array(d.n * d.c_out * oh * ow);
+  for (let n = 0; n < d.n; n++)
+    for (let co = 0; co < d.c_out; co++) {
+      const ci0 = Math.floor(co / coutG) * cinG;
+      for (let oy = 0; oy < oh; oy++)
+        for (let ox = 0; ox < ow; ox++) {
+          let acc = bias[co];
+          for (let ci = 0; ci < cinG; ci++)
+            for (let r = 0; r < d.kh; r++) {
+              const iy = oy * d.stride - d.pad + r * d.dil;
+              if (iy < 0 || iy >= d.h) continue;
+              for (let c = 0; c < d.kw; c++) {
+                const ix = ox * d.stride - d.pad + c * d.dil;
+                if (ix < 0 || ix >= d.w) continue;
+                acc += x[((n * d.c_in + ci0 + ci) * d.h + iy) * d.w + ix] * wt[((co * cinG + ci) * d.kh + r) * d.kw + c];
+              }
+            }
+          y[((n * d.c_out + co) * oh + oy) * ow + ox] = Math.max(acc, 0);
+        }
+    }
+  return y;
+}

@@ -97,6 +97,7 @@ export class Gpu {
   // Records the dispatches [{pipeline, buffers, params, groups: [x, y, z]}] in one compute pass, submits,
   // and waits. Returns the pass's GPU time in ms from timestamp queries (null without them).
   async run(dispatches) {
+    this.device.pushErrorScope('validation');
     const enc = this.device.createCommandEncoder();
     let qs = null, resolve = null, read = null;
     const desc = {};
@@ -122,7 +123,6 @@ export class Gpu {
       enc.resolveQuerySet(qs, 0, 2, resolve, 0);
       enc.copyBufferToBuffer(resolve, 0, read, 0, 16);
     }
-    this.device.pushErrorScope('validation');
     this.device.queue.submit([enc.finish()]);
     const err = await this.device.popErrorScope();
     if (err) throw new Error(err.message);

@@ -72,25 +72,78 @@ export async function openPage(browser, url, { width = 1280, height = 900 } = {}
 const MIME = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8', '.css': 'text/css',
                '.json': 'application/json', '.png': 'image/png', '.svg': 'image/svg+xml' };
 
-// Serves the files under `root` on 127.0.0.1 (a free port); resolves to { url, close }.
-export function staticServer(root) {
+// A request handler serving the files under `root` ("/dir/" serves its index.html, "/dir?q" redirects
+// to "/dir/?q"; nothing outside root).
+export function fileHandler(root) {
   const base = path.resolve(root);
-  const server = http.createServer((req, res) => {
-    let p = decodeURIComponent(new URL(req.url, 'http://x').pathname);
+  return (req, res) => {
+    const url = new URL(req.url, 'http://x');
+    let p = decodeURIComponent(url.pathname);
     if (p.endsWith('/')) p += 'index.html';
     const file = path.resolve(base, '.' + p);
-    if (!file.startsWith(base + path.sep) || !fs.existsSync(file) || !fs.statSync(file).isFile()) {
-      if (fs.existsSync(file) && fs.statSync(file).isDirectory()) {
-        res.writeHead(301, { Location: p + '/' }).end();
-        return;
-      }
+    const stat = file.startsWith(base + path.sep) && fs.existsSync(file) ? fs.statSync(file) : null;
+    if (stat?.isDirectory()) {
+      res.writeHead(301, { Location: `${url.pathname}/${url.search}` }).end();
+    } else if (!stat?.isFile()) {
       res.writeHead(404).end('not found');
-      return;
+    } else {
+      res.writeHead(200, { 'Content-Type': MIME[path.extname(file)] || 'application/octet-stream' });
+      fs.createReadStream(file).pipe(res);
     }
-    res.writeHead(200, { 'Content-Type': MIME[path.extname(file)] || 'application/octet-stream' });
-    fs.createReadStream(file).pipe(res);
-  });
+  };
+}
+
+// Serves the files under `root` on 127.0.0.1 (a free port); resolves to { url, close }.
+export function staticServer(root) {
+  const server = http.createServer(fileHandler(root));
   return new Promise((resolve) =>
     server.listen(0, '127.0.0.1', () =>
       resolve({ url: `http://127.0.0.1:${server.address().port}`, close: () => server.close() })));
+}
+
+// A free TCP port on 127.0.0.1 (asked of the OS; free when this returns, barring a race).
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = http.createServer();
+    s.on('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+// Starts a server process (`command args...`, which must listen on `url`) and waits until `probe`
+// (a path) answers 200; resolves to { url, stop, output() }. Its output is kept for failure reports.
+export async function startServer(command, args, url, { probe = '/v1/models', timeoutMs = 120_000 } = {}) {
+  const { spawn } = await import('node:child_process');
+  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let log = '';
+  child.stdout.on('data', (d) => (log += d));
+  child.stderr.on('data', (d) => (log += d));
+  let exited = null;
+  const exit = new Promise((resolve) => child.on('exit', (code, sig) => resolve((exited = sig || code))));
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (exited !== null) throw new Error(`${command} ${args.join(' ')} exited (${exited}) before serving:\n${log}`);
+    try {
+      const res = await fetch(url + probe);
+      if (res.ok) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`${command} did not answer ${probe} within ${timeoutMs / 1000} s:\n${log}`);
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  const stop = async () => {
+    if (exited !== null) return;
+    child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    await exit;
+    clearTimeout(timer);
+  };
+  return { url, stop, output: () => log };
 }

@@ -43,7 +43,7 @@ test('every kernel passes its check through WebGPU, and the timing table renders
     // Without the subgroups feature its reduction rows say why they are skipped; all others run.
     const ran = checks.filter((r) => !(r.result === 'skip' && !subgroups && r.cells[1] === 'subgroup'));
     assertAllPass(ran, 'checks', page);
-    for (const k of ['add', 'map x + y', 'matmul', 'reduce sum', 'reduce max'])
+    for (const k of ['add', 'map x + y', 'matmul', 'reduce sum', 'reduce max', 'conv2d + bias + relu'])
       assert.ok(checks.some((r) => r.cells[0] === k), `no ${k} check`);
     assert.equal(checks.filter((r) => r.cells[0] === 'matmul').length, 6, 'the matmul ladder has six rungs');
     const images = await rows(page, 'image-checks');

@@ -1,7 +1,8 @@
 // RoPE and the KV cache append in one pass over a fused QKV activation, for tokens t < n:
 //   query heads h < heads at qkv[t * stride + q_off + h * head_dim + d] are rotated in place;
 //   key heads h < n_kv at k_off are rotated into k_cache, value heads at v_off copied into v_cache,
-//   at cache position pos0 + t (layout [n_kv][max_ctx][head_dim] from element cache_off).
+//   at cache row pos0 + t, or positions[n + t] with flags & 4 (paged caches), of the layout
+//   [n_kv][max_ctx][head_dim] from element cache_off.
 // The key and value heads in qkv stay as they were. Rotation as rope.wgsl: (cos, sin) from
 // cs[pos * (head_dim / 2) + i], pos = positions[t] or pos0 + t, clamped to max_pos - 1.
 // One invocation per pair: per token, heads * half query pairs, then n_kv * half key pairs, then
@@ -22,7 +23,7 @@ struct P {
   k_off: u32,
   v_off: u32,
   pos0: u32,
-  flags: u32,  // 1: positions from the buffer, 2: interleaved pairs
+  flags: u32,  // 1: positions from the buffer, 2: interleaved pairs, 4: cache rows from the buffer
   max_pos: u32,
   max_ctx: u32,
   cache_off: u32,
@@ -43,10 +44,12 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
   let i = u % half;
   let pair = rope_pair(i, half, (p.flags & 2u) != 0u);
   let row = t * p.stride;
+  var crow = p.pos0 + t;
+  if ((p.flags & 4u) != 0u) { crow = positions[p.n + t]; }
   if (slot >= p.heads + p.n_kv) {
     let h = slot - p.heads - p.n_kv;
     let src = row + p.v_off + h * p.head_dim + pair;
-    let dst = p.cache_off + (h * p.max_ctx + p.pos0 + t) * p.head_dim + pair;
+    let dst = p.cache_off + (h * p.max_ctx + crow) * p.head_dim + pair;
     v_cache[dst.x] = qkv[src.x];
     v_cache[dst.y] = qkv[src.y];
     return;
@@ -63,7 +66,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
   } else {
     let h = slot - p.heads;
     let src = row + p.k_off + h * p.head_dim + pair;
-    let dst = p.cache_off + (h * p.max_ctx + p.pos0 + t) * p.head_dim + pair;
+    let dst = p.cache_off + (h * p.max_ctx + crow) * p.head_dim + pair;
     let r = rope_rotate(qkv[src.x], qkv[src.y], c);
     k_cache[dst.x] = r.x;
     k_cache[dst.y] = r.y;

@@ -2,14 +2,17 @@
 // (values, with ids = their index when flags & 1 == 0, else from the ids binding), and writes
 // its k best (value descending, id ascending on ties; NaN never beats a number) to
 // out_v/out_i[w * k .. w * k + k). Chained passes shrink the candidates to k (k = 1: argmax).
+// Rows (workgroup z): row z reads from z * in_stride and writes from z * out_stride.
 @group(0) @binding(0) var<storage, read> vals: array<f32>;
 @group(0) @binding(1) var<storage, read> ids: array<u32>;
 @group(0) @binding(2) var<storage, read_write> out_v: array<f32>;
 @group(0) @binding(3) var<storage, read_write> out_i: array<u32>;
 struct P {
-  count: u32,  // input entries
+  count: u32,  // input entries (per row)
   k: u32,
   flags: u32,  // 1: ids from the ids binding
+  in_stride: u32,
+  out_stride: u32,
 }
 @group(0) @binding(4) var<uniform> p: P;
 override WG: u32 = 256;  // power of two
@@ -35,14 +38,16 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         @builtin(num_workgroups) nwg: vec3<u32>) {
   let w = wid.x + wid.y * nwg.x;
   let base = w * CH;
+  let ib = wid.z * p.in_stride;
+  let ob = wid.z * p.out_stride + w * p.k;
   for (var i = lid; i < CH; i += WG) {
     let g = base + i;
     var v = 0.0;
     var id = 0xffffffffu;
     if (g < p.count) {
-      v = vals[g];
+      v = vals[ib + g];
       id = g;
-      if ((p.flags & 1u) != 0u) { id = ids[g]; }
+      if ((p.flags & 1u) != 0u) { id = ids[ib + g]; }
     }
     sv[i] = v;
     si[i] = id;
@@ -72,8 +77,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
       workgroupBarrier();
     }
     if (lid == 0u) {
-      out_v[w * p.k + round] = rv[0];
-      out_i[w * p.k + round] = ri[0];
+      out_v[ob + round] = rv[0];
+      out_i[ob + round] = ri[0];
       if (ri[0] != 0xffffffffu) { si[rp[0]] = 0xffffffffu; }
     }
     workgroupBarrier();

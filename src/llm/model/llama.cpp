@@ -1,10 +1,7 @@
 #include "llm/model/llama.h"
 
-#include "llm/formats/dequant.h"
+#include "llm/model/llama_weights.h"
 #include "util/error.h"
-#include "util/progress.h"
-
-#include <unistd.h>
 
 #include <chrono>
 #include <cmath>
@@ -14,157 +11,33 @@
 #include <string>
 
 namespace wgc::llm {
+
 namespace {
 
-std::optional<WeightType> gpu_type(TensorType t) {
-  switch (t) {
-    case TensorType::F32: return WeightType::F32;
-    case TensorType::F16: return WeightType::F16;
-    case TensorType::BF16: return WeightType::BF16;
-    case TensorType::Q8_0: return WeightType::Q8_0;
-    case TensorType::Q4_0: return WeightType::Q4_0;
-    case TensorType::Q4_K: return WeightType::Q4_K;
-    case TensorType::Q6_K: return WeightType::Q6_K;
-    default: return std::nullopt;
-  }
-}
-
-// The bytes of a matrix in a type the kernels read: as stored where the kernels know the type,
-// else (Q4_1, Q5_*, Q8_K) dequantized once and stored as f16.
-struct HostMatrix {
-  WeightType type;
-  std::vector<std::byte> owned;
-  std::span<const std::byte> bytes;
-  int64_t rows, cols;
-};
-
-// The largest buffer a kernel can bind on this device.
-uint64_t device_buffer_limit(const Context& ctx) {
-  return std::min(ctx.limits().max_storage_buffer_binding_size, ctx.limits().max_buffer_size);
-}
-
-// Physical memory of the host (0: unknown).
-uint64_t host_memory_bytes() {
-  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  return pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : 0;
-}
-
-// `bytes` of `what` fit the device's buffers (and, when `host` is set, the host's memory): checked
-// before anything is converted or allocated, so a bad size is a clear error, not std::bad_alloc.
-void check_fits(const Context& ctx, uint64_t bytes, const std::string& what, bool host) {
-  uint64_t dev = device_buffer_limit(ctx);
-  if (bytes > dev)
-    throw Error("wgc: " + what + " needs " + std::to_string(bytes) +
-                " bytes in one buffer, beyond the device's limit of " + std::to_string(dev) +
-                " (maxStorageBufferBindingSize / maxBufferSize)");
-  uint64_t mem = host_memory_bytes();
-  if (host && mem && bytes > mem)
-    throw Error("wgc: " + what + " needs " + std::to_string(bytes) + " bytes of host memory, beyond the " +
-                std::to_string(mem) + " bytes of this machine");
-}
-
-// a * b * ... without overflow (UINT64_MAX when it would).
-uint64_t product(std::initializer_list<int64_t> xs) {
-  uint64_t r = 1;
-  for (int64_t x : xs)
-    if (x < 0 || __builtin_mul_overflow(r, uint64_t(x), &r)) return UINT64_MAX;
-  return r;
-}
-
-HostMatrix host_matrix(const Context& ctx, const ModelTensor& t) {
-  // What goes to the device: the stored bytes, or f16 for types converted on the host.
-  uint64_t gpu_bytes = gpu_type(t.type) ? t.data.size() : product({t.rows(), t.row_length(), 2});
-  check_fits(ctx, gpu_bytes,
-             "tensor '" + t.name + "' (" + std::to_string(t.rows()) + " x " + std::to_string(t.row_length()) + " " +
-                 std::string(to_string(t.type)) + ")",
-             !gpu_type(t.type));
-  HostMatrix m{WeightType::F16, {}, {}, t.rows(), t.row_length()};
-  if (auto g = gpu_type(t.type)) {
-    m.type = *g;
-    m.bytes = t.data;
-    return m;
-  }
-  std::vector<float> f = to_f32(t);
-  m.owned.resize(f.size() * 2);
-  for (size_t i = 0; i < f.size(); ++i) {
-    uint16_t h = f32_to_f16(f[i]);
-    std::memcpy(&m.owned[2 * i], &h, 2);
-  }
-  m.bytes = m.owned;
-  return m;
-}
-
-// Matrices that one input feeds (Q|K|V, gate|up): one fused weight when their types agree, so one
-// dispatch computes all outputs; otherwise one weight each, writing side by side.
-struct LinearGroup {
-  std::vector<GpuWeight> parts;  // one part: fused
-  std::vector<int64_t> rows;     // rows of each logical matrix
-  std::vector<Tensor> biases;    // f32, one per part (empty: no bias)
-  int64_t total_rows() const {
-    int64_t r = 0;
-    for (auto x : rows) r += x;
-    return r;
-  }
-};
-
-LinearGroup upload_group(const Context& ctx, const std::vector<const ModelTensor*>& ts,
-                         const std::vector<const ModelTensor*>& biases, Progress& bar) {
-  LinearGroup g;
-  std::vector<HostMatrix> ms;
-  for (auto* t : ts) {
-    ms.push_back(host_matrix(ctx, *t));
-    g.rows.push_back(t->rows());
-  }
-  bool fuse = true;
-  for (auto& m : ms) fuse &= m.type == ms[0].type && m.cols == ms[0].cols;
-  if (fuse && ms.size() > 1) {
-    std::vector<std::byte> cat;
-    for (auto& m : ms) cat.insert(cat.end(), m.bytes.begin(), m.bytes.end());
-    g.parts.push_back(upload_weight(ctx, ms[0].type, cat, g.total_rows(), ms[0].cols));
-  } else {
-    for (auto& m : ms) g.parts.push_back(upload_weight(ctx, m.type, m.bytes, m.rows, m.cols));
-  }
-  for (auto* t : ts) bar.add(t->data.size());
-  if (!biases.empty()) {
-    std::vector<float> cat;
-    for (size_t i = 0; i < biases.size(); ++i) {
-      if (!biases[i]) throw Error("wgc: " + ts[i]->name + " has no bias but its siblings have");
-      auto f = to_f32(*biases[i]);
-      if (g.parts.size() > 1)
-        g.biases.push_back(make_tensor(ctx, {int64_t(f.size())}, f));
-      else
-        cat.insert(cat.end(), f.begin(), f.end());
-    }
-    if (g.parts.size() == 1) g.biases.push_back(make_tensor(ctx, {int64_t(cat.size())}, cat));
-  }
-  return g;
-}
-
-Tensor upload_f32(const Context& ctx, const ModelTensor& t) {
-  auto f = to_f32(t);
-  return make_tensor(ctx, {int64_t(f.size())}, f);
+// EngineOptions::max_ctx, or the model's context at most kDefaultMaxCtx; checked against the device
+// and the host before the weights are uploaded (ModelConfig::validate bounds the file's to 32 bits).
+int context_length(const Context& ctx, const ModelFile& f, int requested) {
+  if (requested < 0) throw Error("wgc: max_ctx is " + std::to_string(requested) + ", expected > 0 (0: default)");
+  int64_t model_ctx = f.config().max_position_embeddings;
+  int max_ctx =
+      requested > 0 ? requested : int(std::min<int64_t>(model_ctx > 0 ? model_ctx : kDefaultMaxCtx, kDefaultMaxCtx));
+  check_llama_context(ctx, f.config(), max_ctx, f.path().string());
+  return max_ctx;
 }
 
 }  // namespace
 
 struct LlamaModel::Impl {
   Context ctx;
-  ModelConfig cfg;
   EngineOptions opt;
   LlmOps ops;
-  int max_ctx = 0, n_past = 0;
+  int max_ctx = 0;  // before `w`: checked before the weights are uploaded
+  LlamaWeights w;
+  const ModelConfig& cfg;
+  int n_past = 0;
   int64_t hidden = 0, nh = 0, nkv = 0, hd = 0, ffn = 0, vocab = 0, qkv_dim = 0;
   float eps = 1e-5f;
-  uint64_t weight_bytes = 0;
-
-  struct Layer {
-    Tensor ln1, ln2, q_norm, k_norm;  // q/k norms: Qwen 3 only
-    LinearGroup qkv, o, gate_up, down;
-  };
-  GpuWeight embed;
-  std::optional<GpuWeight> lm_head;  // empty: tied to embed
-  Tensor norm;
-  std::vector<Layer> layers;
+  const std::vector<LlamaLayer>& layers;
   RopeTable rope;
   KvCache kv;
 
@@ -172,78 +45,27 @@ struct LlamaModel::Impl {
   Tensor ids, x, h, qkv, attn, gu, act, last, logits, out_id, top_vals, top_ids;
   int64_t logits_rows = 0;
 
-  Impl(const Context& c, const ModelFile& f, EngineOptions o) : ctx(c), cfg(f.config()), opt(o), ops(c) {
+  Impl(const Context& c, const ModelFile& f, EngineOptions o)
+      : ctx(c),
+        opt(o),
+        ops(c),
+        max_ctx(context_length(c, f, o.max_ctx)),
+        w(upload_llama_weights(c, f, o.rope_theta, o.rope_scaling)),
+        cfg(w.cfg),
+        layers(w.layers) {
     ops.tuning = opt.tuning;
-    if (opt.rope_theta) cfg.rope_theta = *opt.rope_theta;
-    if (opt.rope_scaling) {
-      cfg.rope_scaling = *opt.rope_scaling;
-      cfg.rope_freq_factors.clear();  // the file's per-frequency factors would override the scaling
-    }
-    hidden = cfg.hidden_size;
-    nh = cfg.n_heads;
-    nkv = cfg.n_kv_heads;
-    hd = cfg.head_dim;
-    ffn = cfg.ffn_size;
-    vocab = cfg.vocab_size;
-    eps = static_cast<float>(cfg.rms_norm_eps);
-    qkv_dim = (nh + 2 * nkv) * hd;
-    if (cfg.rope_dim != 0 && cfg.rope_dim != hd)
-      throw Error("wgc: " + f.path().string() + ": partial rotary embeddings (rope_dim " +
-                  std::to_string(cfg.rope_dim) + " of head_dim " + std::to_string(hd) + ") are not supported");
-    // (ModelConfig::validate bounds the file's context length to 32 bits.)
-    int64_t model_ctx = cfg.max_position_embeddings > 0 ? cfg.max_position_embeddings : kDefaultMaxCtx;
-    if (opt.max_ctx < 0) throw Error("wgc: max_ctx is " + std::to_string(opt.max_ctx) + ", expected > 0 (0: default)");
-    max_ctx = opt.max_ctx > 0 ? opt.max_ctx : int(std::min<int64_t>(model_ctx, kDefaultMaxCtx));
-    check_context(f.path().string());
+    hidden = w.hidden;
+    nh = w.nh;
+    nkv = w.nkv;
+    hd = w.hd;
+    ffn = w.ffn;
+    vocab = w.vocab;
+    eps = w.eps;
+    qkv_dim = w.qkv_dim;
     opt.max_batch = std::max(1, std::min(opt.max_batch, max_ctx));
+    ops.precompile(w.types, {int(hd)});
 
-    Progress bar("uploading " + f.path().filename().string(), f.total_bytes(), Progress::Unit::Bytes);
-    std::vector<WeightType> types;
-    auto note_type = [&](const LinearGroup& g) {
-      for (auto& p : g.parts) {
-        types.push_back(p.type);
-        weight_bytes += p.gpu_bytes();
-      }
-    };
-    {
-      const auto& e = f.tensor("model.embed_tokens.weight");
-      HostMatrix m = host_matrix(ctx, e);
-      embed = upload_weight(ctx, m.type, m.bytes, m.rows, m.cols);
-      weight_bytes += embed.gpu_bytes();
-      bar.add(e.data.size());
-    }
-    if (!cfg.tie_word_embeddings) {
-      LinearGroup g = upload_group(ctx, {&f.tensor("lm_head.weight")}, {}, bar);
-      lm_head = g.parts[0];
-      note_type(g);
-    }
-    norm = upload_f32(ctx, f.tensor("model.norm.weight"));
-    for (int64_t i = 0; i < cfg.n_layers; ++i) {
-      Layer L;
-      auto t = [&](const char* s) { return &f.layer_tensor(i, s); };
-      auto opt_t = [&](const char* s) { return f.find_layer_tensor(i, s); };
-      L.ln1 = upload_f32(ctx, *t("input_layernorm.weight"));
-      L.ln2 = upload_f32(ctx, *t("post_attention_layernorm.weight"));
-      if (cfg.qk_norm) {
-        L.q_norm = upload_f32(ctx, *t("self_attn.q_norm.weight"));
-        L.k_norm = upload_f32(ctx, *t("self_attn.k_norm.weight"));
-      }
-      std::vector<const ModelTensor*> biases;
-      if (cfg.attention_bias)
-        biases = {opt_t("self_attn.q_proj.bias"), opt_t("self_attn.k_proj.bias"), opt_t("self_attn.v_proj.bias")};
-      L.qkv = upload_group(
-          ctx, {t("self_attn.q_proj.weight"), t("self_attn.k_proj.weight"), t("self_attn.v_proj.weight")}, biases, bar);
-      L.o = upload_group(ctx, {t("self_attn.o_proj.weight")}, {}, bar);
-      L.gate_up = upload_group(ctx, {t("mlp.gate_proj.weight"), t("mlp.up_proj.weight")}, {}, bar);
-      L.down = upload_group(ctx, {t("mlp.down_proj.weight")}, {}, bar);
-      for (auto* g : {&L.qkv, &L.o, &L.gate_up, &L.down}) note_type(*g);
-      layers.push_back(std::move(L));
-    }
-    bar.finish();
-    types.push_back(embed.type);
-    ops.precompile(types, {int(hd)});
-
-    rope = make_rope(ctx);
+    rope = make_llama_rope(ctx, cfg, max_ctx);
     kv = make_kv_cache(ctx, int(cfg.n_layers), int(nkv), max_ctx, int(hd));
 
     const int64_t B = opt.max_batch;
@@ -260,48 +82,10 @@ struct LlamaModel::Impl {
     top_ids = make_tensor(ctx, {64}, DType::U32);
   }
 
-  // The KV cache and the rope table for max_ctx positions fit the device (and the rope table the
-  // host), before any weight is uploaded.
-  void check_context(const std::string& file) const {
-    std::string what = "a context of " + std::to_string(max_ctx) + " positions (max_ctx) for " + file;
-    uint64_t kv_elems = product({cfg.n_layers, nkv, max_ctx, hd});
-    if (kv_elems >= (uint64_t(1) << 32))
-      throw Error("wgc: " + what + " needs a KV cache of " + std::to_string(kv_elems) +
-                  " elements per tensor, beyond the 2^32 its offsets address; lower max_ctx");
-    check_fits(ctx, product({int64_t(kv_elems), 4}), what + ": the KV cache", false);
-    check_fits(ctx, product({max_ctx, hd, 4}), what + ": the rope table", true);
-  }
-
-  // cos/sin of f32(pos) * inv_freq (an f32 product, as transformers computes it).
-  RopeTable make_rope(const Context& c) const {
-    std::vector<double> inv = cfg.rope_inv_freq();
-    std::vector<float> cs(size_t(max_ctx) * inv.size() * 2);
-    for (int p = 0; p < max_ctx; ++p)
-      for (size_t i = 0; i < inv.size(); ++i) {
-        float angle = float(p) * float(inv[i]);
-        cs[(size_t(p) * inv.size() + i) * 2] = float(std::cos(double(angle)));
-        cs[(size_t(p) * inv.size() + i) * 2 + 1] = float(std::sin(double(angle)));
-      }
-    RopeTable t;
-    t.cos_sin = make_tensor(c, {int64_t(cs.size())}, cs);
-    t.head_dim = int(hd);
-    t.max_pos = max_ctx;
-    return t;
-  }
-
   // y[t, off + ...] = group x (each part writing its rows side by side), optionally accumulating.
   void linear(Batch& b, const LinearGroup& g, const Tensor& in, const Tensor& y, int n, int64_t y_stride,
               bool accumulate) {
-    int64_t off = 0;
-    for (size_t i = 0; i < g.parts.size(); ++i) {
-      LinearOptions o;
-      o.y_stride = y_stride;
-      o.y_offset = off;
-      o.accumulate = accumulate;
-      if (!g.biases.empty()) o.bias = g.biases[i];
-      ops.linear(b, g.parts[i], in, y, n, o);
-      off += g.parts[i].rows;
-    }
+    record_linear(ops, b, g, in, y, n, y_stride, accumulate);
   }
 
   void check_tokens(std::span<const int32_t> tokens) const {
@@ -328,7 +112,7 @@ struct LlamaModel::Impl {
   }
   // The same for n tokens whose ids are already in `ids` (put there by an earlier step).
   void record_layers(Batch& b, int n) {
-    ops.embedding(b, embed, ids, x, n);
+    ops.embedding(b, w.embed, ids, x, n);
     for (size_t li = 0; li < layers.size(); ++li) {
       auto& L = layers[li];
       KvLayer cache = kv.layer(int(li));
@@ -356,10 +140,10 @@ struct LlamaModel::Impl {
       ops.swiglu(b, gu, 2 * ffn, 0, gu, 2 * ffn, ffn, act, n, int(ffn));
       linear(b, L.down, act, x, n, hidden, true);
     }
-    ops.rms_norm(b, x, norm, h, n, int(hidden), eps);
+    ops.rms_norm(b, x, w.norm, h, n, int(hidden), eps);
   }
 
-  const GpuWeight& output() const { return lm_head ? *lm_head : embed; }
+  const GpuWeight& output() const { return w.output(); }
 
   void ensure_logits(int64_t rows) {
     if (logits_rows >= rows) return;
@@ -408,7 +192,11 @@ LlamaModel::LlamaModel(LlamaModel&&) noexcept = default;
 const ModelConfig& LlamaModel::config() const { return impl_->cfg; }
 int LlamaModel::max_ctx() const { return impl_->max_ctx; }
 int LlamaModel::n_past() const { return impl_->n_past; }
-uint64_t LlamaModel::weight_bytes() const { return impl_->weight_bytes; }
+uint64_t LlamaModel::weight_bytes() const { return impl_->w.bytes; }
+const LlamaWeights& LlamaModel::weights() const { return impl_->w; }
+const LlmOps& LlamaModel::ops() const { return impl_->ops; }
+const RopeTable& LlamaModel::rope() const { return impl_->rope; }
+const Context& LlamaModel::context() const { return impl_->ctx; }
 
 void LlamaModel::rewind(int n) {
   if (n < 0 || n > impl_->n_past) throw Error("wgc: cannot rewind to position " + std::to_string(n));

@@ -46,6 +46,8 @@ struct TopK {
   std::vector<int32_t> ids;
 };
 
+struct LlamaWeights;
+
 class LlamaModel {
  public:
   LlamaModel(const Context& ctx, const ModelFile& file, EngineOptions options = {});
@@ -75,6 +77,14 @@ class LlamaModel {
   // GPU time of each dispatch of one decode step of `token` at position n_past() (the cache is
   // left as it was): for profiles.
   std::vector<DispatchTiming> profile_decode_step(int32_t token);
+
+  // For the serving engine (BatchedLlama), which runs its own forward on these weights: the
+  // weights, the ops (with EngineOptions::tuning; not thread-safe), the RoPE table (max_ctx
+  // positions) and the context.
+  const LlamaWeights& weights() const;
+  const LlmOps& ops() const;
+  const RopeTable& rope() const;
+  const Context& context() const;
 
  private:
   struct Impl;

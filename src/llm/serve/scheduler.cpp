@@ -1,27 +1,62 @@
-// The scheduler's first engine: the single-sequence LlamaModel, one request after another (its KV
-// cache keeps the last request's tokens, so a request that starts with them skips their prefill).
+// The scheduler: continuous batching on BatchedLlama. Each step advances every running request:
+// one decode token each, plus up to prefill_chunk prompt tokens of the requests still being
+// prefilled (oldest first), so a long prompt does not stall the streams. Requests are admitted
+// (FIFO) while fewer than `parallel` run and the KV pool can hold their longest possible
+// sequence (prompt + max_tokens, within the context) beside the others' reservations; the full
+// blocks of their prompt found in the prefix cache are shared instead of run again.
 #include "llm/serve/scheduler.h"
 
+#include "llm/model/llama_batched.h"
+#include "llm/model/llama_weights.h"
+#include "llm/serve/kv_blocks.h"
 #include "llm/serve/request_stream.h"
 
 #include <algorithm>
 #include <condition_variable>
 #include <deque>
+#include <list>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 
 namespace wgc::llm {
 
 namespace {
-constexpr double kRateWindowMs = 3000;  // decode_tokens_per_s: tokens over the last 3 s
-}
+constexpr double kRateWindowMs = 3000;              // decode_tokens_per_s: tokens over the last 3 s
+constexpr uint64_t kDefaultKvBudget = 48ull << 30;  // bytes: the cap of the default pool
+
+// A running request.
+struct Seq {
+  std::shared_ptr<Job> job;
+  std::unique_ptr<RequestStream> rs;
+  std::vector<int32_t> tokens;  // the prompt, then the generated tokens (the last one not fed yet)
+  int prompt = 0;
+  int cached = 0;  // tokens whose K/V are in the cache
+  std::vector<int32_t> blocks;
+  int reserved = 0;   // blocks reserved for it, not allocated yet
+  int published = 0;  // of its blocks, those published to the prefix cache
+  bool decoding() const { return cached >= prompt; }
+};
+
+// A step submitted to the GPU: per sequence in it (nullptr once it ended), the tokens it feeds,
+// whether it wants its next token, and how that token is picked.
+struct Inflight {
+  BatchedLlama::Pending pending;
+  std::vector<Seq*> fed;
+  std::vector<int> n;
+  std::vector<bool> want;
+  std::vector<SamplePlan> plan;
+};
+}  // namespace
 
 struct Scheduler::Impl {
   LlamaModel& model;
   Tokenizer tok;
   SchedulerOptions opt;
   std::vector<int32_t> stop_ids;
+  std::unique_ptr<BatchedLlama> engine;
+  std::unique_ptr<KvBlocks> kv;
 
   mutable std::mutex mu;
   std::condition_variable wake;  // the worker: a job arrived or quit
@@ -30,25 +65,40 @@ struct Scheduler::Impl {
   std::unordered_map<uint64_t, std::shared_ptr<Job>> live;  // queued or running, for cancel()
   bool accepting = true, quit = false;
   uint64_t next_id = 1;
-  int running = 0;
+  int n_running = 0, kv_used = 0;
   SchedulerStats totals;
-  int kv_used = 0;
   std::deque<std::pair<SteadyTime, int>> recent;  // (time, tokens) of recent steps
   std::thread worker;
 
-  // The single-sequence engine's state: the tokens in the model's cache.
-  std::vector<int32_t> cached;
+  // The worker's own state.
+  std::list<Seq> running;  // in admission order
+  int reserved = 0;        // blocks reserved by running sequences, not allocated yet
 
   Impl(LlamaModel& m, const Tokenizer& t, SchedulerOptions o) : model(m), tok(t), opt(o) {
-    if (opt.parallel < 1) throw Error("wgc: scheduler: parallel must be >= 1, not " + std::to_string(opt.parallel));
+    const std::string what = "wgc: scheduler: ";
+    if (opt.parallel < 1) throw Error(what + "parallel must be >= 1, not " + std::to_string(opt.parallel));
     if (opt.kv_block_tokens < 1)
-      throw Error("wgc: scheduler: kv_block_tokens must be >= 1, not " + std::to_string(opt.kv_block_tokens));
-    if (opt.max_queue < 0) throw Error("wgc: scheduler: max_queue must be >= 0");
-    if (opt.prefill_chunk < 1) throw Error("wgc: scheduler: prefill_chunk must be >= 1");
-    if (opt.max_ctx < 0) throw Error("wgc: scheduler: max_ctx must be >= 0");
+      throw Error(what + "kv_block_tokens must be >= 1, not " + std::to_string(opt.kv_block_tokens));
+    if (opt.max_queue < 0) throw Error(what + "max_queue must be >= 0");
+    if (opt.prefill_chunk < 1) throw Error(what + "prefill_chunk must be >= 1");
+    if (opt.max_ctx < 0 || opt.kv_blocks < 0) throw Error(what + "max_ctx and kv_blocks must be >= 0");
     opt.max_ctx = opt.max_ctx > 0 ? std::min(opt.max_ctx, model.max_ctx()) : model.max_ctx();
-    // This engine has one sequence: its cache, in blocks.
-    opt.kv_blocks = (model.max_ctx() + opt.kv_block_tokens - 1) / opt.kv_block_tokens;
+    const int B = opt.kv_block_tokens;
+    const int per_seq = (opt.max_ctx + B - 1) / B;
+    if (opt.kv_blocks == 0) {
+      const LlamaWeights& w = model.weights();
+      const uint64_t block_bytes = uint64_t(B) * uint64_t(w.layers.size()) * 2 * uint64_t(w.nkv) * uint64_t(w.hd) * 4;
+      const uint64_t cap = std::max<uint64_t>(uint64_t(per_seq), kDefaultKvBudget / block_bytes);
+      opt.kv_blocks = int(std::min<uint64_t>(uint64_t(opt.parallel) * uint64_t(per_seq), cap));
+    }
+    BatchedOptions bo;
+    bo.max_rows = opt.parallel;
+    bo.max_tokens = opt.parallel + opt.prefill_chunk;
+    bo.block_tokens = B;
+    bo.blocks = opt.kv_blocks;
+    bo.linear = opt.linear;
+    engine = std::make_unique<BatchedLlama>(model, bo);
+    kv = std::make_unique<KvBlocks>(opt.kv_blocks, B);
     stop_ids = end_of_turn_ids(&tok, model.config());
     worker = std::thread([this] { loop(); });
   }
@@ -90,14 +140,17 @@ struct Scheduler::Impl {
 
   void cancel(uint64_t id) {
     std::lock_guard lk(mu);
-    if (auto it = live.find(id); it != live.end()) it->second->cancel = true;
+    if (auto it = live.find(id); it != live.end()) {
+      it->second->cancel = true;
+      wake.notify_one();
+    }
   }
 
   SchedulerStats stats() const {
     std::lock_guard lk(mu);
     SchedulerStats s = totals;
     s.queued = int(queue.size());
-    s.running = running;
+    s.running = n_running;
     s.kv_blocks_total = opt.kv_blocks;
     s.kv_blocks_used = kv_used;
     auto now = std::chrono::steady_clock::now();
@@ -110,7 +163,7 @@ struct Scheduler::Impl {
 
   void drain() {
     std::unique_lock lk(mu);
-    idle.wait(lk, [&] { return queue.empty() && running == 0; });
+    idle.wait(lk, [&] { return queue.empty() && n_running == 0; });
   }
 
   void shutdown() {
@@ -126,135 +179,297 @@ struct Scheduler::Impl {
 
   // ---- the worker ----------------------------------------------------------------------------
 
-  void note_tokens(int n) {
+  void publish_state(int tokens) {
     std::lock_guard lk(mu);
-    totals.generated_tokens += uint64_t(n);
-    auto now = std::chrono::steady_clock::now();
-    recent.push_back({now, n});
-    while (!recent.empty() && ms_between(recent.front().first, now) > kRateWindowMs) recent.pop_front();
+    n_running = int(running.size());
+    kv_used = kv->referenced();
+    if (tokens > 0) {
+      totals.generated_tokens += uint64_t(tokens);
+      auto now = std::chrono::steady_clock::now();
+      recent.push_back({now, tokens});
+      while (!recent.empty() && ms_between(recent.front().first, now) > kRateWindowMs) recent.pop_front();
+    }
   }
 
-  void ended(const std::shared_ptr<Job>& job) {
+  // Ends a running sequence: on_done, its blocks and reservation back.
+  void end(std::list<Seq>::iterator it, std::optional<StopReason> why, std::string error = {}) {
+    it->rs->finish(why, std::move(error));
+    kv->release_all(it->blocks);
+    reserved -= it->reserved;
+    const uint64_t id = it->job->id;
+    running.erase(it);
+    std::lock_guard lk(mu);
+    live.erase(id);
+    ++totals.requests;
+    n_running = int(running.size());
+    kv_used = kv->referenced();
+    if (queue.empty() && running.empty()) idle.notify_all();
+  }
+
+  // A request that never ran (cancelled while queued, or refused).
+  void end_queued(const std::shared_ptr<Job>& job, StopReason why, std::string error = {}) {
+    RequestStream rs(*job, tok, stop_ids, opt.max_ctx);
+    rs.finish(why, std::move(error));
     std::lock_guard lk(mu);
     live.erase(job->id);
-    --running;
     ++totals.requests;
-    if (queue.empty() && running == 0) idle.notify_all();
+    if (queue.empty() && running.empty()) idle.notify_all();
   }
 
   void loop() {
+    std::optional<Inflight> inflight;  // the step the GPU runs
     for (;;) {
+      try {
+        if (!inflight) {
+          {
+            std::unique_lock lk(mu);
+            wake.wait(lk, [&] { return quit || !queue.empty() || !running.empty(); });
+            if (quit && queue.empty() && running.empty()) return;
+          }
+          for (auto it = running.begin(); it != running.end();) {
+            auto next = std::next(it);
+            if (it->job->cancel) end(it, StopReason::Cancelled);
+            it = next;
+          }
+          admit();
+          if (running.empty()) continue;
+          inflight = submit_step();
+        }
+        // While the GPU runs it, record the next step where its tokens can come from this one's
+        // argmax on the GPU (greedy decoding with nothing else to do).
+        std::optional<Inflight> next;
+        if (can_speculate(*inflight)) {
+          next = submit_speculative(*inflight);
+          if (!next->pending) next.reset();  // every sequence ends with this step's token
+        }
+        process(*inflight, next ? &*next : nullptr);
+        inflight = std::move(next);
+      } catch (const std::exception& e) {
+        // The pool may hold anything now: end what runs, with the error.
+        inflight.reset();
+        while (!running.empty()) end(running.begin(), StopReason::Cancelled, e.what());
+      }
+    }
+  }
+
+  // Admits queued requests (FIFO) while a sequence slot and their blocks are free.
+  void admit() {
+    const int B = opt.kv_block_tokens;
+    while (int(running.size()) < opt.parallel) {
       std::shared_ptr<Job> job;
       {
-        std::unique_lock lk(mu);
-        wake.wait(lk, [&] { return quit || !queue.empty(); });
-        if (queue.empty()) return;  // quit (queued requests were all taken, cancelled)
+        std::lock_guard lk(mu);
+        if (queue.empty()) return;
         job = queue.front();
+      }
+      const Request& rq = job->req;
+      auto pop = [&] {
+        std::lock_guard lk(mu);
         queue.pop_front();
-        ++running;
-      }
-      RequestStream rs(*job, tok, stop_ids, opt.max_ctx);
+      };
       if (job->cancel) {
-        rs.finish(StopReason::Cancelled);
-      } else {
-        try {
-          serve(rs);
-        } catch (const std::exception& e) {
-          // The model's cache may hold anything now: start the next request from scratch.
-          cached.clear();
-          rs.finish(StopReason::Cancelled, e.what());
-        }
+        pop();
+        end_queued(job, StopReason::Cancelled);
+        continue;
       }
-      ended(job);
+      const int P = int(rq.prompt.size());
+      // Positions it may fill: the prompt and each generated token but the last.
+      const int64_t most = rq.max_tokens < 0 ? opt.max_ctx : int64_t(P) + rq.max_tokens - 1;
+      const int need = int((std::min<int64_t>(most, opt.max_ctx) + B - 1) / B);
+      if (need > kv->total()) {
+        pop();
+        end_queued(job, StopReason::Cancelled,
+                   "wgc: the request needs " + std::to_string(need) + " KV blocks of " + std::to_string(B) +
+                       " tokens (prompt " + std::to_string(P) + " + max_tokens " + std::to_string(rq.max_tokens) +
+                       "), the pool has " + std::to_string(kv->total()) + " (lower max_tokens, or raise kv_blocks)");
+        continue;
+      }
+      // Full blocks of the prompt already cached (at least its last token runs, for the logits).
+      std::vector<int32_t> shared = rq.max_tokens == 0 ? std::vector<int32_t>{} : kv->match(rq.prompt, P - 1);
+      const int fresh = need - int(shared.size());
+      if (fresh > kv->available() - reserved) {
+        kv->release_all(shared);
+        return;  // waits for blocks (FIFO: the ones behind it wait too)
+      }
+      pop();
+      Seq s;
+      s.job = job;
+      s.rs = std::make_unique<RequestStream>(*job, tok, stop_ids, opt.max_ctx);
+      s.tokens = rq.prompt;
+      s.prompt = P;
+      s.blocks = std::move(shared);
+      s.cached = int(s.blocks.size()) * B;
+      s.published = int(s.blocks.size());
+      s.reserved = std::max(0, fresh);
+      reserved += s.reserved;
+      s.rs->admitted(s.cached);
+      running.push_back(std::move(s));
+      {
+        std::lock_guard lk(mu);
+        totals.prompt_tokens += uint64_t(P);
+        totals.cached_prompt_tokens += uint64_t(running.back().cached);
+        n_running = int(running.size());
+        kv_used = kv->referenced();
+      }
+      if (rq.max_tokens == 0) end(std::prev(running.end()), StopReason::MaxTokens);
     }
   }
 
-  // The next token after running `tokens` (appended to the cache), as the request's sampler picks it.
-  int32_t step(RequestStream& rs, std::span<const int32_t> tokens, std::optional<TokenLogprobs>& lp) {
-    Sampler& s = rs.sampler();
-    SamplePlan plan = s.plan();
-    if (rs.wants_logprobs() || (plan.kind == SamplePlan::TopK && plan.k > model.config().vocab_size))
-      plan = {SamplePlan::Full, 0};
-    int32_t id = 0;
-    switch (plan.kind) {
-      case SamplePlan::Greedy: id = model.greedy(tokens); break;
-      case SamplePlan::TopK: id = s.sample(model.top_k(tokens, plan.k)); break;
-      case SamplePlan::Full: {
-        auto logits = model.logits(tokens);
-        id = s.sample(logits);
-        if (rs.wants_logprobs()) lp = token_logprobs(logits, id, rs.job().req.top_logprobs);
-        break;
-      }
+  // Allocates blocks (from its reservation) so that s covers `positions` positions.
+  void cover(Seq& s, int positions) {
+    const int B = opt.kv_block_tokens;
+    while (int(s.blocks.size()) * B < positions) {
+      int32_t b = kv->allocate();
+      if (b < 0 || s.reserved == 0) throw Error("wgc: scheduler: the KV pool ran out of reserved blocks");
+      s.blocks.push_back(b);
+      --s.reserved;
+      --reserved;
     }
-    cached.insert(cached.end(), tokens.begin(), tokens.end());
-    return id;
   }
 
-  void set_kv_used() {
-    std::lock_guard lk(mu);
-    kv_used = (model.n_past() + opt.kv_block_tokens - 1) / opt.kv_block_tokens;
+  // What the next token of s needs from the logits.
+  void want_token(Seq& s, StepSequence& q, SamplePlan& plan) const {
+    plan = s.rs->sampler().plan();
+    if (plan.kind == SamplePlan::TopK && plan.k > model.config().vocab_size) plan = {SamplePlan::Full, 0};
+    // Greedy: the argmax; TopK: the candidates; Full: the whole row. Logprobs: the N best too.
+    const int lp = s.job->req.top_logprobs;
+    q.top_k = std::max(plan.kind == SamplePlan::Full ? 0 : plan.k, lp);
+    q.top_k = int(std::min<int64_t>(q.top_k, model.config().vocab_size));
+    q.full = plan.kind == SamplePlan::Full;
+    q.logsumexp = lp >= 0;
   }
 
-  void serve(RequestStream& rs) {
-    const Request& rq = rs.job().req;
-    std::span<const int32_t> prompt = rq.prompt;
-    // Reuse the cached prefix; at least one token must run to give logits.
-    if (size_t(model.n_past()) != cached.size()) cached.clear(), model.rewind(0);
-    size_t common = 0;
-    while (common < cached.size() && common < prompt.size() && cached[common] == prompt[common]) ++common;
-    if (common == prompt.size()) --common;
-    model.rewind(int(common));
-    cached.resize(common);
-    rs.admitted(int(common));
+  // One forward over every running sequence: a decode token each, prompt chunks within the budget.
+  Inflight submit_step() {
+    Inflight f;
+    std::vector<StepSequence> in;
+    int budget = opt.prefill_chunk;
+    for (Seq& s : running) {
+      int n = s.decoding() ? 1 : std::min(s.prompt - s.cached, budget);
+      if (n == 0) continue;
+      if (!s.decoding()) budget -= n;
+      cover(s, s.cached + n);
+      StepSequence q;
+      q.tokens = std::span<const int32_t>(s.tokens).subspan(size_t(s.cached), size_t(n));
+      q.pos0 = s.cached;
+      q.blocks = s.blocks;
+      SamplePlan plan;
+      if (s.cached + n == int(s.tokens.size())) want_token(s, q, plan);  // the next token is wanted
+      in.push_back(q);
+      f.fed.push_back(&s);
+      f.n.push_back(n);
+      f.plan.push_back(plan);
+      f.want.push_back(q.wants_logits());
+    }
+    f.pending = engine->submit(in);
+    return f;
+  }
+
+  // Whether the step after f can be recorded before f's tokens are back: every running sequence
+  // is in f and decodes greedily without logprobs, nothing waits to be admitted or cancelled.
+  bool can_speculate(const Inflight& f) {
     {
       std::lock_guard lk(mu);
-      totals.prompt_tokens += prompt.size();
-      totals.cached_prompt_tokens += common;
+      if (quit || (!queue.empty() && int(running.size()) < opt.parallel)) return false;
     }
-    if (rq.max_tokens == 0) return rs.finish(StopReason::MaxTokens);
+    if (f.fed.size() != running.size()) return false;
+    for (size_t i = 0; i < f.fed.size(); ++i) {
+      const Seq* s = f.fed[i];
+      if (!s || !f.want[i] || f.plan[i].kind != SamplePlan::Greedy || s->job->req.top_logprobs >= 0 || s->job->cancel)
+        return false;
+    }
+    return true;
+  }
 
-    // Prefill in chunks, checking for cancellation between them.
-    std::span<const int32_t> rest = prompt.subspan(common);
-    const size_t chunk = size_t(opt.prefill_chunk);
-    while (rest.size() > chunk) {
-      model.logits(rest.first(chunk));
-      cached.insert(cached.end(), rest.begin(), rest.begin() + std::ptrdiff_t(chunk));
-      rest = rest.subspan(chunk);
-      set_kv_used();
-      if (rs.cancelled()) return rs.finish(StopReason::Cancelled);
+  // The step after f, each sequence's token the argmax of its row in f (sequences whose token
+  // from f is their last by max_tokens or the context are left out).
+  Inflight submit_speculative(const Inflight& f) {
+    Inflight g;
+    std::vector<StepSequence> in;
+    std::vector<int32_t> placeholder(f.fed.size(), 0);
+    int row = 0;
+    for (size_t i = 0; i < f.fed.size(); ++i, ++row) {
+      Seq& s = *f.fed[i];
+      const int pos = s.cached + f.n[i];  // where f's token goes
+      const int max_new = s.job->req.max_tokens;
+      if (pos >= opt.max_ctx || (max_new > 0 && s.rs->generated() + 1 >= max_new)) continue;
+      cover(s, pos + 1);
+      StepSequence q;
+      q.tokens = std::span<const int32_t>(&placeholder[i], 1);
+      q.pos0 = pos;
+      q.blocks = s.blocks;
+      q.feed_row = row;
+      q.top_k = 1;
+      in.push_back(q);
+      g.fed.push_back(&s);
+      g.n.push_back(1);
+      g.plan.push_back({SamplePlan::Greedy, 1});
+      g.want.push_back(true);
     }
-    std::optional<TokenLogprobs> lp;
-    int32_t next = step(rs, rest, lp);
-    set_kv_used();
-    note_tokens(1);
-    if (!rs.take(next, lp ? &*lp : nullptr, model.n_past())) return rs.finish();
+    if (in.empty()) return g;
+    g.pending = engine->submit(in);
+    return g;
+  }
 
-    if (rs.sampler().plan().kind == SamplePlan::Greedy && !rs.wants_logprobs()) {
-      // The GPU passes each argmax to the next step; the host records ahead.
-      int budget = rq.max_tokens > 0 ? rq.max_tokens - rs.generated() : opt.max_ctx;
-      int32_t last = next;
-      bool more = true;
-      model.decode_greedy(next, std::min(budget, opt.max_ctx - model.n_past()), [&](int32_t id) {
-        cached.push_back(last);
-        last = id;
-        note_tokens(1);
-        if (rs.cancelled()) return more = false;
-        return more = rs.take(id, nullptr, model.n_past());
-      });
-      set_kv_used();
-      if (!more || rs.cancelled())
-        return rs.finish(rs.cancelled() ? std::optional(StopReason::Cancelled) : std::nullopt);
-      // The budget or the context ran out: take() ended it at the last token.
-      return rs.finish();
+  // Collects f, hands out its tokens, ends what finished (and drops it from `next`, in flight).
+  void process(Inflight& f, Inflight* next) {
+    const int B = opt.kv_block_tokens;
+    std::vector<StepLogits> rows;
+    if (f.pending) rows = engine->collect(f.pending);
+    int generated = 0;
+    size_t r = 0;
+    std::vector<Seq*> done;
+    for (size_t i = 0; i < f.fed.size(); ++i) {
+      const StepLogits* out = f.want[i] ? &rows[r++] : nullptr;
+      Seq* s = f.fed[i];
+      if (!s) continue;  // ended while this step was in flight
+      s->cached += f.n[i];
+      while (s->published < s->cached / B) kv->publish(s->blocks, s->published++, s->tokens);
+      if (!out) continue;
+      int32_t id = pick(*s, f.plan[i], *out);
+      std::optional<TokenLogprobs> lp;
+      if (s->job->req.top_logprobs >= 0) lp = logprobs(*s, *out, id);
+      s->tokens.push_back(id);
+      ++generated;
+      if (!s->rs->take(id, lp ? &*lp : nullptr, s->cached)) done.push_back(s);
     }
-    for (;;) {
-      if (rs.cancelled()) return rs.finish(StopReason::Cancelled);
-      lp.reset();
-      next = step(rs, std::span(&next, 1), lp);
-      set_kv_used();
-      note_tokens(1);
-      if (!rs.take(next, lp ? &*lp : nullptr, model.n_past())) return rs.finish();
+    for (Seq* s : done) {
+      if (next) std::replace(next->fed.begin(), next->fed.end(), s, static_cast<Seq*>(nullptr));
+      for (auto it = running.begin(); it != running.end(); ++it)
+        if (&*it == s) {
+          end(it, std::nullopt);
+          break;
+        }
     }
+    publish_state(generated);
+  }
+
+  static int32_t pick(Seq& s, const SamplePlan& plan, const StepLogits& out) {
+    Sampler& sm = s.rs->sampler();
+    switch (plan.kind) {
+      case SamplePlan::Greedy: return out.top_ids[0];
+      case SamplePlan::TopK: {
+        const size_t k = size_t(plan.k);
+        return sm.sample(std::span(out.top_ids).first(k), std::span(out.top_logits).first(k));
+      }
+      case SamplePlan::Full: break;
+    }
+    return sm.sample(out.logits);
+  }
+
+  static TokenLogprobs logprobs(const Seq& s, const StepLogits& out, int32_t id) {
+    TokenLogprobs lp;
+    float chosen = 0;
+    if (!out.logits.empty()) {
+      chosen = out.logits[size_t(id)];
+    } else {
+      auto it = std::find(out.top_ids.begin(), out.top_ids.end(), id);
+      chosen = it != out.top_ids.end() ? out.top_logits[size_t(it - out.top_ids.begin())] : 0.f;
+    }
+    lp.chosen = chosen - out.logsumexp;
+    const size_t n = std::min(out.top_ids.size(), size_t(s.job->req.top_logprobs));
+    for (size_t i = 0; i < n; ++i) lp.top.push_back({out.top_ids[i], out.top_logits[i] - out.logsumexp});
+    return lp;
   }
 };
 

@@ -17,11 +17,11 @@
 // batch).
 #pragma once
 
-#include "util/error.h"
 #include "llm/generate/generator.h"
 #include "llm/generate/sampler.h"
 #include "llm/model/llama.h"
 #include "llm/tokenizer/tokenizer.h"
+#include "util/error.h"
 
 #include <cstdint>
 #include <functional>
@@ -39,6 +39,9 @@ struct SchedulerOptions {
   int kv_blocks = 0;         // blocks in the pool (0: parallel * max_ctx / block, within memory/limits)
   int max_queue = 64;        // waiting requests beyond which submit() throws QueueFull
   int prefill_chunk = 256;   // prompt tokens of one request per step, interleaved with decode steps
+  // The linear kernels (BatchedOptions::linear): Auto, Batched, BatchedQ8 (8-bit activations for
+  // Q4_0 / Q8_0 matrices), Naive.
+  Version linear = Version::Auto;
 };
 
 struct Request {

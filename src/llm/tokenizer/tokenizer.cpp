@@ -82,7 +82,7 @@ struct Tokenizer::Impl {
   void bpe(const std::string& word, std::vector<int32_t>& out) const;
   void merge_word(const std::string& word, std::vector<int32_t>& out) const;
   std::vector<int32_t> encode(std::string_view text, bool add_special) const;
-  std::string decode(std::span<const int32_t> ids, bool skip_special) const;
+  std::string decode(std::span<const int32_t> ids, bool skip_special, bool keep_invalid = false) const;
 };
 
 void Tokenizer::Impl::build() {
@@ -635,7 +635,7 @@ std::vector<int32_t> Tokenizer::Impl::encode(std::string_view text_in, bool add_
   return ids;
 }
 
-std::string Tokenizer::Impl::decode(std::span<const int32_t> ids, bool skip_special) const {
+std::string Tokenizer::Impl::decode(std::span<const int32_t> ids, bool skip_special, bool keep_invalid) const {
   std::vector<std::string> toks;
   toks.reserve(ids.size());
   for (int32_t id : ids) {
@@ -665,7 +665,7 @@ std::string Tokenizer::Impl::decode(std::span<const int32_t> ids, bool skip_spec
           }
           bytes += ok ? b : t;
         }
-        toks.assign(1, unicode::sanitize_utf8(bytes));
+        toks.assign(1, keep_invalid ? std::move(bytes) : unicode::sanitize_utf8(bytes));
         break;
       }
       case K::Replace:
@@ -676,7 +676,7 @@ std::string Tokenizer::Impl::decode(std::span<const int32_t> ids, bool skip_spec
         std::string pending;
         auto flush = [&] {
           if (pending.empty()) return;
-          if (unicode::valid_utf8(pending))
+          if (keep_invalid || unicode::valid_utf8(pending))
             out.push_back(pending);
           else
             for (size_t i = 0; i < pending.size(); ++i) out.emplace_back("\xEF\xBF\xBD");
@@ -752,6 +752,9 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special) 
 }
 std::string Tokenizer::decode(std::span<const int32_t> ids, bool skip_special) const {
   return impl_->decode(ids, skip_special);
+}
+std::string Tokenizer::decode_bytes(std::span<const int32_t> ids, bool skip_special) const {
+  return impl_->decode(ids, skip_special, true);
 }
 size_t Tokenizer::vocab_size() const { return impl_->pieces.size(); }
 const std::string& Tokenizer::token(int32_t id) const {

@@ -34,6 +34,9 @@ class Tokenizer {
   std::vector<int32_t> encode(std::string_view text, bool add_special = true) const;
   // The text of `ids`. skip_special drops special added tokens. Ids outside the vocabulary throw.
   std::string decode(std::span<const int32_t> ids, bool skip_special = false) const;
+  // As decode(), but bytes that are not valid UTF-8 are kept instead of becoming U+FFFD: the
+  // bytes of one token that holds part of a character (for logprobs and token listings).
+  std::string decode_bytes(std::span<const int32_t> ids, bool skip_special = false) const;
 
   size_t vocab_size() const;  // one past the largest id
   // The piece of an id as stored in the vocabulary ("▁Hello", "Ġworld", "<s>"); "" when unknown.

@@ -118,11 +118,12 @@ LlmOps::LlmOps(Context ctx) : ctx_(std::move(ctx)) {
 }
 
 Kernel LlmOps::kernel(const std::string& key, const std::vector<std::string>& files,
-                      std::vector<std::pair<std::string, double>> constants, bool subgroups,
-                      const std::string& entry) const {
+                      std::vector<std::pair<std::string, double>> constants, bool subgroups, const std::string& entry,
+                      const std::string& prelude) const {
   if (auto it = kernels_.find(key); it != kernels_.end()) return it->second;
   KernelCode code;
   if (subgroups) code.wgsl = "enable subgroups;\n";
+  code.wgsl += prelude;
   for (auto& f : files) code.wgsl += embedded_kernel(f).wgsl;
   code.constants = std::move(constants);
   code.entry = entry;
@@ -195,6 +196,13 @@ std::vector<KernelVersion> LlmOps::versions() const {
     v.push_back({"matmul", ts + "/regtile",
                  std::to_string(tuning.matmul_bm) + " tokens x " + std::to_string(tuning.matmul_bn) +
                      " rows per workgroup, 8x8 per invocation, vec4 shared-memory reads of x and dequantized W"});
+    v.push_back({"batched", ts + "/batched",
+                 "serving: tokens x 4 rows per invocation, " + std::to_string(tuning.batched_kl) +
+                     " lanes per row read consecutive chunks, x broadcast from shared memory; results independent of "
+                     "the batch"});
+    if (t == WeightType::Q4_0 || t == WeightType::Q8_0)
+      v.push_back({"batched", ts + "/batched-q8",
+                   "serving, x quantized to 8 bits per 32 (per token), integer dot products (dot4I8Packed)"});
     v.push_back({"embedding", ts, "one invocation per 4 elements"});
   }
   if (subgroups_) v.push_back({"rms_norm", "subgroup", "one workgroup per row"});
@@ -327,6 +335,8 @@ void LlmOps::linear(Batch& b, const GpuWeight& w, const Tensor& x, const Tensor&
   // Prefill on GPUs: the tiled kernel. The register-tiled one measured 6x slower on the H200
   // (8B Q4_0 pp512: 156 vs 964 t/s, docs/benchmarks.md); it stays a rung to tune.
   const bool cpu = ctx_.adapter().is_cpu();
+  if (v == Version::Batched) return linear_batched(b, w, x, y, n_tokens, prm, bias, rows);
+  if (v == Version::BatchedQ8) return linear_batched_q8(b, w, x, xs, y, n_tokens, prm, bias, rows);
   if (v == Version::Auto && n_tokens > 1 && tuning.matmul != Version::Auto) v = tuning.matmul;
   if (v == Version::Auto) v = cpu ? Version::Naive : subgroups_ ? Version::Subgroup : Version::Shared;
   need(v != Version::Subgroup || subgroups_, op, "this adapter has no usable subgroups");
@@ -349,6 +359,102 @@ void LlmOps::linear(Batch& b, const GpuWeight& w, const Tensor& x, const Tensor&
     b.dispatch(k, {w.data, w.scales, x, bias, y}, prm,
                {ceil_div(uint64_t(rows), 64), ceil_div(uint64_t(n_tokens), 64), 1});
   }
+}
+
+namespace {
+// linear_batched.wgsl: weight elements per chunk (one vec4<u32>), as weights/*.wgsl's W_CHUNK.
+uint32_t chunk_elems(WeightType t) {
+  switch (t) {
+    case WeightType::F32: return 4;
+    case WeightType::F16:
+    case WeightType::BF16: return 8;
+    case WeightType::Q8_0: return 16;
+    case WeightType::Q4_0:
+    case WeightType::Q4_K: return 32;
+    case WeightType::Q6_K: return 64;
+  }
+  return 4;
+}
+constexpr uint32_t kBatchedRowsPerGroup = 4;  // linear_batched.wgsl: TR
+}  // namespace
+
+void LlmOps::linear_batched(Batch& b, const GpuWeight& w, const Tensor& x, const Tensor& y, int n_tokens,
+                            const Params& prm, const Tensor& bias, int64_t rows) const {
+  const std::string op = "linear batched " + str(w.type);
+  const uint32_t kl = tuning.batched_kl;
+  need(kl >= 1 && kl <= 32 && (kl & (kl - 1)) == 0, op,
+       "batched_kl " + std::to_string(kl) + " is not a power of two <= 32");
+  // x tile: a multiple of 256 (whole K-quant super-blocks) and of kl chunks (each lane keeps its
+  // chunks c = lane mod kl across tiles).
+  uint32_t xt = 256;
+  while (xt % (kl * chunk_elems(w.type)) != 0) xt += 256;
+  // Tokens per workgroup: 8 when there are few, else 16 (the register budget: 16 x 4 sums), as
+  // workgroup memory allows.
+  const uint64_t smem_limit = ctx_.limits().max_compute_workgroup_storage_size;
+  const auto x_tile_bytes = [&](uint32_t t) { return uint64_t(t) * (xt / 4 + xt / 32) * 16; };
+  const uint32_t tt = n_tokens <= 8 || x_tile_bytes(16) > smem_limit ? 8 : 16;
+  const uint64_t tiles = ceil_div(uint64_t(n_tokens), tt);
+  const uint32_t wg = batched_wg(tiles, rows);
+  const uint64_t shared = std::max(x_tile_bytes(tt), uint64_t(wg / kl * tt) * 16);
+  need(shared <= smem_limit, op,
+       std::to_string(shared) + " bytes of workgroup memory, the adapter allows " + std::to_string(smem_limit));
+  const uint32_t bn = wg / kl * kBatchedRowsPerGroup;
+  const uint64_t row_tiles = ceil_div(uint64_t(rows), bn);
+  need(row_tiles <= ctx_.limits().max_compute_workgroups_per_dimension, op, "too many rows");
+  std::string prelude = "const TT: u32 = " + std::to_string(tt) + "u;\nconst WG: u32 = " + std::to_string(wg) +
+                        "u;\nconst KL: u32 = " + std::to_string(kl) + "u;\nconst XT: u32 = " + std::to_string(xt) +
+                        "u;\n";
+  Kernel k = kernel("llm/batched/" + str(w.type) + "/" + std::to_string(tt) + "x" + std::to_string(wg) + "x" +
+                        std::to_string(kl) + "x" + std::to_string(xt),
+                    {"llm/common.wgsl", "llm/weights/" + str(w.type) + ".wgsl", "llm/linear_batched.wgsl"}, {}, false,
+                    "main", prelude);
+  b.dispatch(k, {w.data, w.scales, x, bias, y}, prm, {u32(tiles), u32(row_tiles), 1});
+}
+
+uint32_t LlmOps::batched_wg(uint64_t tiles, int64_t rows) const {
+  const uint32_t kl = tuning.batched_kl;
+  uint32_t wg = tuning.batched_wg;
+  if (wg == 0) {
+    wg = 64;
+    for (uint32_t c : {128u, 256u})
+      if (tiles * ceil_div(uint64_t(rows), c / kl * kBatchedRowsPerGroup) >= tuning.batched_min_groups) wg = c;
+  }
+  wg = std::max(wg, kl);
+  need(wg % kl == 0 && wg <= max_wg_, "linear batched",
+       "batched_wg " + std::to_string(wg) + " (a multiple of batched_kl, <= " + std::to_string(max_wg_) + ")");
+  return wg;
+}
+
+void LlmOps::linear_batched_q8(Batch& b, const GpuWeight& w, const Tensor& x, int64_t x_stride, const Tensor& y,
+                               int n_tokens, const Params& prm, const Tensor& bias, int64_t rows) const {
+  const std::string op = "linear batched-q8 " + str(w.type);
+  need(w.type == WeightType::Q4_0 || w.type == WeightType::Q8_0, op, "8-bit activations need Q4_0 or Q8_0 weights");
+  const uint32_t kl = tuning.batched_kl;
+  need(kl >= 1 && kl <= 32 && (kl & (kl - 1)) == 0, op,
+       "batched_kl " + std::to_string(kl) + " is not a power of two <= 32");
+  const int64_t nb = w.cols / 32;
+  // x quantized per token and block of 32: the words, then (d, sum) per block.
+  Tensor xq = make_tensor(ctx_, {int64_t(n_tokens) * nb * 8}, DType::U32);
+  Tensor xds = make_tensor(ctx_, {int64_t(n_tokens) * nb * 2}, DType::U32);
+  Kernel kq = kernel("llm/quant_q8", {"llm/common.wgsl", "llm/quant_q8.wgsl"}, {{"WG", 64}}, false);
+  b.dispatch(kq, {x, xq, xds}, Params(u32(n_tokens), u32(w.cols), u32(x_stride)),
+             groups_1d(ctx_, ceil_div(uint64_t(n_tokens) * uint64_t(nb), 64)));
+  const uint32_t tt = n_tokens <= 8 ? 8 : 16;
+  const uint64_t tiles = ceil_div(uint64_t(n_tokens), tt);
+  const uint32_t wg = batched_wg(tiles, rows);
+  uint32_t xt = 1024;  // x tile: whole blocks of every lane
+  while (xt % (32 * kl) != 0) xt += 1024;
+  const uint32_t bn = wg / kl * kBatchedRowsPerGroup;
+  const uint64_t row_tiles = ceil_div(uint64_t(rows), bn);
+  need(row_tiles <= ctx_.limits().max_compute_workgroups_per_dimension, op, "too many rows");
+  const bool q4 = w.type == WeightType::Q4_0;
+  std::string prelude = "const TT: u32 = " + std::to_string(tt) + "u;\nconst WG: u32 = " + std::to_string(wg) +
+                        "u;\nconst KL: u32 = " + std::to_string(kl) + "u;\nconst XT: u32 = " + std::to_string(xt) +
+                        "u;\nconst Q4: bool = " + (q4 ? "true" : "false") + ";\n";
+  Kernel k = kernel("llm/batched_q8/" + str(w.type) + "/" + std::to_string(tt) + "x" + std::to_string(wg) + "x" +
+                        std::to_string(kl) + "x" + std::to_string(xt),
+                    {"llm/common.wgsl", "llm/linear_batched_q8.wgsl"}, {}, false, "main", prelude);
+  b.dispatch(k, {w.data, w.scales, xq, xds, bias, y}, prm, {u32(tiles), u32(row_tiles), 1});
 }
 
 // ---- elementwise ---------------------------------------------------------------------------
@@ -416,12 +522,13 @@ void LlmOps::rope_kv_append(Batch& b, const Tensor& qkv, const RopeTable& table,
        "q/k/v heads past the stride " + std::to_string(stride));
   auto apart = [&](int64_t o) { return o + kv_len <= q_off || o >= q_off + q_len; };
   need(apart(k_off) && apart(v_off), op, "the query heads overlap the key or value heads");
-  need(a.pos0 >= 0 && a.pos0 + a.n_tokens <= c.max_ctx, op,
+  need(a.cache_rows || (a.pos0 >= 0 && a.pos0 + a.n_tokens <= c.max_ctx), op,
        "positions " + std::to_string(a.pos0) + "+" + std::to_string(a.n_tokens) + " past max_ctx " +
            std::to_string(c.max_ctx));
-  uint32_t flags = (a.positions ? 1u : 0u) | (a.interleaved ? 2u : 0u);
+  need(!a.cache_rows || a.positions, op, "cache rows come with the positions buffer");
+  uint32_t flags = (a.positions ? 1u : 0u) | (a.interleaved ? 2u : 0u) | (a.cache_rows ? 4u : 0u);
   if (a.positions) {
-    need_elems(a.positions, a.n_tokens, op, "positions");
+    need_elems(a.positions, int64_t(a.n_tokens) * (a.cache_rows ? 2 : 1), op, "positions");
   } else {
     need(a.pos0 + a.n_tokens <= table.max_pos, op,
          "positions " + std::to_string(a.pos0) + ".." + std::to_string(a.pos0 + a.n_tokens - 1) + " past the table's " +
@@ -439,6 +546,7 @@ void LlmOps::rope_kv_append(Batch& b, const Tensor& qkv, const RopeTable& table,
 }
 
 namespace {
+constexpr uint32_t kPagedPrefillBq = 16;  // paged_attn.wgsl: query rows per workgroup for prefill chunks
 struct AttnShape {
   uint32_t tpq, bk;
 };
@@ -547,42 +655,166 @@ void LlmOps::attention_decode(Batch& b, const KvLayer& c, const Tensor& q, const
              groups_1d(ctx_, ceil_div(uint64_t(a.n_heads) * uint64_t(d.hd), 128)));
 }
 
+// ---- paged attention (serving) -------------------------------------------------------------
+
+PagedAttentionPlan LlmOps::plan_paged_attention(const std::vector<PagedSequence>& seqs, const PagedAttentionArgs& a,
+                                                int n_blocks) const {
+  const std::string op = "paged_attention";
+  need(!seqs.empty(), op, "no sequences");
+  need(a.head_dim > 0 && a.head_dim % 4 == 0, op, "head_dim must be a multiple of 4");
+  need(a.n_heads > 0 && a.n_kv_heads > 0 && a.n_heads % a.n_kv_heads == 0, op,
+       "n_heads " + std::to_string(a.n_heads) + " is not a multiple of n_kv_heads " + std::to_string(a.n_kv_heads));
+  need(a.block > 0, op, "block must be positive");
+  need(a.split_len >= 16 && a.split_len % 16 == 0, op,
+       "split_len " + std::to_string(a.split_len) + " is not a positive multiple of 16");
+  PagedAttentionPlan pl;
+  pl.args = a;
+  pl.n_seqs = int(seqs.size());
+  const uint32_t G = u32(a.n_heads / a.n_kv_heads);
+  while (pl.decode_bq < G) pl.decode_bq *= 2;
+  std::vector<uint32_t> tables, sq, dec_items, pre_items, pos;
+  int tok = 0, max_pos = 0;
+  for (size_t s = 0; s < seqs.size(); ++s) {
+    const auto& q = seqs[s];
+    need(q.tok0 == tok && q.n_tokens > 0 && q.pos0 >= 0, op,
+         "sequence " + std::to_string(s) + ": tokens must follow each other (tok0 " + std::to_string(q.tok0) +
+             ", expected " + std::to_string(tok) + ")");
+    const int64_t need_blocks = (int64_t(q.pos0) + q.n_tokens + a.block - 1) / a.block;
+    need(int64_t(q.blocks.size()) >= need_blocks, op,
+         "sequence " + std::to_string(s) + ": " + std::to_string(q.blocks.size()) + " blocks for " +
+             std::to_string(q.pos0 + q.n_tokens) + " positions");
+    sq.insert(sq.end(), {u32(tok), u32(q.n_tokens), u32(q.pos0), u32(tables.size())});
+    for (int64_t i = 0; i < need_blocks; ++i) {
+      const int32_t blk = q.blocks[size_t(i)];
+      need(blk >= 0 && blk < n_blocks, op,
+           "sequence " + std::to_string(s) + ": block " + std::to_string(blk) + " outside the pool of " +
+               std::to_string(n_blocks));
+      tables.push_back(u32(blk));
+    }
+    const uint32_t rows = u32(q.n_tokens) * G;
+    if (q.n_tokens == 1) {
+      dec_items.insert(dec_items.end(), {u32(s), 0u});
+    } else {
+      for (uint32_t r = 0; r < rows; r += kPagedPrefillBq) pre_items.insert(pre_items.end(), {u32(s), r});
+    }
+    tok += q.n_tokens;
+    max_pos = std::max(max_pos, q.pos0 + q.n_tokens - 1);
+  }
+  pl.n_tokens = tok;
+  pos.resize(size_t(2 * tok));
+  for (const auto& q : seqs)
+    for (int t = 0; t < q.n_tokens; ++t) {
+      const int p = q.pos0 + t;
+      pos[size_t(q.tok0 + t)] = u32(p);
+      pos[size_t(tok + q.tok0 + t)] = u32(q.blocks[size_t(p / a.block)]) * u32(a.block) + u32(p % a.block);
+    }
+  pl.decode_items = u32(dec_items.size() / 2);
+  pl.prefill_items = u32(pre_items.size() / 2);
+  dec_items.insert(dec_items.end(), pre_items.begin(), pre_items.end());
+  pl.n_splits = u32(max_pos / a.split_len + 1);
+  auto up = [&](const std::vector<uint32_t>& v) {
+    return make_tensor(ctx_, {int64_t(v.size())}, DType::U32, std::as_bytes(std::span(v)));
+  };
+  pl.tables = up(tables);
+  pl.seqs = up(sq);
+  pl.items = up(dec_items);
+  pl.positions = up(pos);
+  pl.partials = make_tensor(ctx_, {int64_t(tok) * a.n_heads * pl.n_splits * (a.head_dim + 2)});
+  return pl;
+}
+
+void LlmOps::paged_attention(Batch& b, const KvLayer& c, const Tensor& q, const Tensor& out,
+                             const PagedAttentionPlan& pl) const {
+  const std::string op = "paged_attention";
+  const PagedAttentionArgs& a = pl.args;
+  need(c.head_dim == a.head_dim && c.n_kv_heads == a.n_kv_heads && c.offset == 0, op,
+       "the cache's heads do not match the plan's");
+  need(c.max_ctx % a.block == 0, op, "the cache's rows are not whole blocks");
+  const int hd = a.head_dim;
+  const int64_t qs = a.q_stride < 0 ? int64_t(a.n_heads) * hd : a.q_stride;
+  const int64_t os = a.o_stride < 0 ? int64_t(a.n_heads) * hd : a.o_stride;
+  need(qs % 4 == 0 && a.q_offset % 4 == 0, op, "q stride and offset must be multiples of 4");
+  need_elems(q, (pl.n_tokens - 1) * qs + a.q_offset + int64_t(a.n_heads) * hd, op, "q");
+  need_elems(out, (pl.n_tokens - 1) * os + a.o_offset + int64_t(a.n_heads) * hd, op, "out");
+  need_elems(c.k, int64_t(c.n_kv_heads) * c.max_ctx * hd, op, "k cache");
+  need_elems(c.v, int64_t(c.n_kv_heads) * c.max_ctx * hd, op, "v cache");
+  const float scale = a.scale != 0 ? a.scale : float(1.0 / std::sqrt(double(hd)));
+  const auto s = attn_shape(hd);
+  need(16 % s.tpq == 0, op,
+       "head_dim " + std::to_string(hd) + " needs " + std::to_string(s.tpq) + " invocations per row");
+  auto dispatch = [&](uint32_t bq, uint32_t item0, uint32_t n_items) {
+    if (n_items == 0) return;
+    need(bq * s.tpq <= max_wg_, op, "GQA group too large");
+    Kernel k = kernel("llm/paged_attn/hd" + std::to_string(hd) + "/bq" + std::to_string(bq), {"llm/paged_attn.wgsl"},
+                      {{"HD", hd}, {"TPQ", s.tpq}, {"BQ", bq}}, false);
+    b.dispatch(k, {q, Arg(c.k), Arg(c.v), pl.tables, pl.seqs, pl.items, pl.partials},
+               Params(u32(a.n_heads), u32(a.n_kv_heads), u32(c.max_ctx), u32(a.block), u32(qs), u32(a.q_offset), scale,
+                      u32(a.split_len), pl.n_splits, item0),
+               {n_items, u32(a.n_kv_heads), pl.n_splits});
+  };
+  dispatch(pl.decode_bq, 0, pl.decode_items);
+  dispatch(kPagedPrefillBq, pl.decode_items, pl.prefill_items);
+  Kernel kc = kernel("llm/paged_attn_combine", {"llm/common.wgsl", "llm/paged_attn_combine.wgsl"}, {}, false);
+  b.dispatch(kc, {pl.partials, pl.positions, out},
+             Params(u32(pl.n_tokens), u32(a.n_heads), pl.n_splits, u32(hd), u32(os), u32(a.o_offset), u32(a.split_len)),
+             groups_1d(ctx_, ceil_div(uint64_t(pl.n_tokens) * uint64_t(a.n_heads) * uint64_t(hd), 128)));
+}
+
 // ---- argmax / top-k ------------------------------------------------------------------------
 
 namespace {
 constexpr uint32_t kSelectWG = 256, kSelectCH = 2048;
 }
 
-void LlmOps::select_pass(Batch& b, const Tensor& vals, const Tensor& ids, bool have_ids, int64_t count, int k,
-                         const Tensor& out_v, const Tensor& out_i) const {
+void LlmOps::select_pass(Batch& b, const Tensor& vals, const Tensor& ids, bool have_ids, int64_t count, int k, int rows,
+                         int64_t in_stride, int64_t out_stride, const Tensor& out_v, const Tensor& out_i) const {
   Kernel kern = kernel("llm/topk", {"llm/common.wgsl", "llm/topk.wgsl"}, {{"WG", kSelectWG}, {"CH", kSelectCH}}, false);
-  b.dispatch(kern, {vals, ids, out_v, out_i}, Params(u32(count), u32(k), have_ids ? 1u : 0u),
-             groups_1d(ctx_, ceil_div(uint64_t(count), kSelectCH)));
+  Groups g = groups_1d(ctx_, ceil_div(uint64_t(count), kSelectCH));
+  g.z = u32(rows);
+  b.dispatch(kern, {vals, ids, out_v, out_i},
+             Params(u32(count), u32(k), have_ids ? 1u : 0u, u32(in_stride), u32(out_stride)), g);
 }
 
 void LlmOps::topk(Batch& b, const Tensor& logits, int64_t n, int k, const Tensor& out_vals,
                   const Tensor& out_ids) const {
+  topk_rows(b, logits, 1, n, k, out_vals, out_ids);
+}
+
+void LlmOps::topk_rows(Batch& b, const Tensor& logits, int rows, int64_t n, int k, const Tensor& out_vals,
+                       const Tensor& out_ids) const {
   const std::string op = "topk";
   need(k >= 1 && k <= 64 && k <= n, op, "k = " + std::to_string(k) + " (1..64, at most n)");
-  need_elems(logits, n, op, "logits");
-  need_elems(out_vals, k, op, "out_vals");
-  need_elems(out_ids, k, op, "out_ids");
+  need(rows >= 1 && uint32_t(rows) <= ctx_.limits().max_compute_workgroups_per_dimension, op,
+       std::to_string(rows) + " rows");
+  need_elems(logits, int64_t(rows) * n, op, "logits");
+  need_elems(out_vals, int64_t(rows) * k, op, "out_vals");
+  need_elems(out_ids, int64_t(rows) * k, op, "out_ids");
   Tensor cv = logits, ci = logits;
   bool have_ids = false;
   int64_t count = n;
   for (;;) {
     uint32_t nwg = ceil_div(uint64_t(count), kSelectCH);
     if (nwg == 1) {
-      select_pass(b, cv, ci, have_ids, count, k, out_vals, out_ids);
+      select_pass(b, cv, ci, have_ids, count, k, rows, count, k, out_vals, out_ids);
       return;
     }
-    Tensor tv = make_tensor(ctx_, {int64_t(nwg) * k}), ti = make_tensor(ctx_, {int64_t(nwg) * k}, DType::U32);
-    select_pass(b, cv, ci, have_ids, count, k, tv, ti);
+    const int64_t per_row = int64_t(nwg) * k;
+    Tensor tv = make_tensor(ctx_, {rows * per_row}), ti = make_tensor(ctx_, {rows * per_row}, DType::U32);
+    select_pass(b, cv, ci, have_ids, count, k, rows, count, per_row, tv, ti);
     cv = tv;
     ci = ti;
     have_ids = true;
-    count = int64_t(nwg) * k;
+    count = per_row;
   }
+}
+
+void LlmOps::row_logsumexp(Batch& b, const Tensor& logits, int rows, int64_t n, const Tensor& out) const {
+  const std::string op = "row_logsumexp";
+  need(rows >= 1 && n >= 1, op, "empty");
+  need_elems(logits, int64_t(rows) * n, op, "logits");
+  need_elems(out, rows, op, "out");
+  Kernel k = kernel("llm/row_lse", {"llm/common.wgsl", "llm/row_lse.wgsl"}, {{"WG", kSelectWG}}, false);
+  b.dispatch(k, {logits, out}, Params(u32(rows), u32(n)), groups_1d(ctx_, u32(rows)));
 }
 
 void LlmOps::argmax(Batch& b, const Tensor& logits, int64_t n, const Tensor& out) const {

@@ -68,7 +68,11 @@ KvCache make_kv_cache(const Context& ctx, int n_layers, int n_kv_heads, int max_
 // matvec (n_tokens == 1): Naive, or Subgroup / Shared reductions. matmul (n_tokens > 1): Naive,
 // Shared (or Subgroup): the 64x64 tiled kernel, RegTile: the register-tiled kernel (also for one
 // token). Auto: Naive on CPU adapters; on GPUs the matvec reduction for one token, the tiled kernel for more.
-enum class Version { Auto, Naive, Subgroup, Shared, RegTile };
+// Batched: the serving kernel for any number of tokens (linear_batched.wgsl), whose results do not
+// depend on the number of tokens (bit-identical for a token alone or in a batch; so does Naive).
+// BatchedQ8: the same with x quantized to 8 bits per block of 32 (per token) and integer dot
+// products, for Q4_0 / Q8_0 weights only (results differ from the f32 kernels by that rounding).
+enum class Version { Auto, Naive, Subgroup, Shared, RegTile, Batched, BatchedQ8 };
 // y = W x with extras. Rows row0 .. row0 + rows - 1 of W (rows = -1: to the end) produce
 // y[t * y_stride + y_offset + r] (y_stride = -1: rows). bias (f32, indexed by the weight row
 // row0 + r) is added when given; accumulate adds the old y (the residual: y += W x).
@@ -99,6 +103,9 @@ struct RopeKvArgs {
   int pos0 = 0;              // token t goes to cache position pos0 + t, rotated by position pos0 + t ...
   Tensor positions;          // ... or by positions[t] (u32) when given (its cache position stays pos0 + t)
   bool interleaved = false;  // pairs (2i, 2i+1) (GGML norm) vs (i, i + hd/2) (HF / neox)
+  // Paged caches: token t goes to cache row positions[n_tokens + t] (positions then holds
+  // 2 * n_tokens entries: the positions, then the rows; PagedAttentionPlan::positions).
+  bool cache_rows = false;
 };
 
 struct AttentionArgs {
@@ -109,6 +116,33 @@ struct AttentionArgs {
   int64_t o_stride = -1, o_offset = 0;  // out likewise
   float scale = 0;                      // 0: 1/sqrt(head_dim)
   int splits = 0;                       // decode: splits over the sequence (0: pick)
+};
+
+// Paged attention (serving): the new tokens of several sequences in one batch, each sequence over
+// its own blocks of a shared cache. The cache is a KvLayer whose max_ctx is the pool's slot count
+// (blocks * block_tokens); position p of a sequence lives in row blocks[p / block] * block +
+// p % block. The rows of one batch follow each other: sequence i's tokens are batch rows
+// tok0 .. tok0 + n_tokens - 1 (at positions pos0 ..), its K/V appended before attention.
+struct PagedSequence {
+  int tok0 = 0, n_tokens = 1, pos0 = 0;
+  std::vector<int32_t> blocks;  // block table: covers positions 0 .. pos0 + n_tokens - 1
+};
+struct PagedAttentionArgs {
+  int n_heads = 0, n_kv_heads = 0, head_dim = 0;
+  int block = 16;                       // tokens per cache block
+  int split_len = 256;                  // keys per split, a multiple of 16; part of every row's arithmetic
+  int64_t q_stride = -1, q_offset = 0;  // q[t * q_stride + q_offset + h * hd + d] (-1: n_heads*hd)
+  int64_t o_stride = -1, o_offset = 0;  // out likewise
+  float scale = 0;                      // 0: 1/sqrt(head_dim)
+};
+// What a batch's paged attention needs on the GPU, uploaded once per step and used by every
+// layer: the block tables, the sequences, the work items, and the positions (with the cache rows
+// after them, for rope_kv_append's cache_rows).
+struct PagedAttentionPlan {
+  PagedAttentionArgs args;
+  int n_tokens = 0, n_seqs = 0;
+  uint32_t decode_items = 0, prefill_items = 0, decode_bq = 1, n_splits = 1;
+  Tensor tables, seqs, items, positions, partials;
 };
 
 // A kernel version, for tests and benchmarks.
@@ -132,6 +166,12 @@ struct LlmTuning {
   // The version Version::Auto runs for n_tokens > 1 (Auto: the tiled kernel on GPUs, Naive on CPU
   // adapters; RegTile measured slower on the H200).
   Version matmul = Version::Auto;
+  // Batched kernel: lanes per row group (a power of two, <= 32; fixes the summation order, so
+  // results change with it), invocations per workgroup (0: the largest of 256/128/64 that still
+  // gives batched_min_groups workgroups), and that target.
+  uint32_t batched_kl = 8;
+  uint32_t batched_wg = 0;
+  uint32_t batched_min_groups = 264;
 };
 
 class LlmOps {
@@ -200,15 +240,38 @@ class LlmOps {
   void attention_decode(Batch& b, const KvLayer& cache, const Tensor& q, const Tensor& out,
                         const AttentionArgs& a) const;
 
+  // Uploads a batch's sequences for paged_attention (checks them against the args: tokens back to
+  // back, block tables long enough, every block < n_blocks).
+  PagedAttentionPlan plan_paged_attention(const std::vector<PagedSequence>& seqs, const PagedAttentionArgs& a,
+                                          int n_blocks) const;
+  // Attention of every new token of the plan's sequences over its own cache blocks (prefill rows
+  // and decode rows alike: a row's result depends only on its position and data, not on the
+  // batch). cache.max_ctx = the pool's slots.
+  void paged_attention(Batch& b, const KvLayer& cache, const Tensor& q, const Tensor& out,
+                       const PagedAttentionPlan& plan) const;
+
   // out[0] = the first index of the largest of logits[0 .. n) (u32 tensor of >= 1 element).
   void argmax(Batch& b, const Tensor& logits, int64_t n, const Tensor& out) const;
   // The k (<= 64, <= n) largest: out_vals f32 [k] descending, out_ids u32 [k] (ties: lower id).
   void topk(Batch& b, const Tensor& logits, int64_t n, int k, const Tensor& out_vals, const Tensor& out_ids) const;
+  // The same for each of `rows` rows of n logits: out_vals/out_ids [rows][k].
+  void topk_rows(Batch& b, const Tensor& logits, int rows, int64_t n, int k, const Tensor& out_vals,
+                 const Tensor& out_ids) const;
+  // out[r] = log(sum_i exp(logits[r][i])) of each of `rows` rows of n (the softmax's normaliser,
+  // for log probabilities).
+  void row_logsumexp(Batch& b, const Tensor& logits, int rows, int64_t n, const Tensor& out) const;
 
  private:
   Kernel kernel(const std::string& key, const std::vector<std::string>& files,
                 std::vector<std::pair<std::string, double>> constants, bool subgroups,
-                const std::string& entry = "main") const;
+                const std::string& entry = "main", const std::string& prelude = "") const;
+  void linear_batched(Batch& b, const GpuWeight& w, const Tensor& x, const Tensor& y, int n_tokens, const Params& prm,
+                      const Tensor& bias, int64_t rows) const;
+  void linear_batched_q8(Batch& b, const GpuWeight& w, const Tensor& x, int64_t x_stride, const Tensor& y, int n_tokens,
+                         const Params& prm, const Tensor& bias, int64_t rows) const;
+  // The batched kernels' workgroup size: tuning.batched_wg, else the largest that still gives
+  // batched_min_groups workgroups.
+  uint32_t batched_wg(uint64_t token_tiles, int64_t rows) const;
   Kernel linear_kernel(const std::string& kind, WeightType t, Version v) const;
   // The matvec schedule: tuning clamped to the adapter and the kernel. The pipeline and the grid
   // must agree on it.
@@ -217,8 +280,8 @@ class LlmOps {
   };
   MatvecShape matvec_shape() const;
   Kernel attn_kernel(int head_dim, int bq) const;
-  void select_pass(Batch& b, const Tensor& vals, const Tensor& ids, bool have_ids, int64_t count, int k,
-                   const Tensor& out_v, const Tensor& out_i) const;
+  void select_pass(Batch& b, const Tensor& vals, const Tensor& ids, bool have_ids, int64_t count, int k, int rows,
+                   int64_t in_stride, int64_t out_stride, const Tensor& out_v, const Tensor& out_i) const;
 
   Context ctx_;
   bool subgroups_ = false;  // usable: the feature and one fixed subgroup size

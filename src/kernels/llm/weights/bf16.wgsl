@@ -20,3 +20,13 @@ fn w_chunk(row: u32, c: u32) -> f32 {
   let v = wq[row * w_rs4 + c];
   return dot(bf16x4(v.x, v.y), xq(2u * c)) + dot(bf16x4(v.z, v.w), xq(2u * c + 1u));
 }
+// Batched kernels (linear_batched.wgsl): chunk c of a row loaded once, then decoded in W_PARTS
+// vec4s; part j holds x elements 4 * wc_xoff(c, j) .. + 3.
+const W_PARTS: u32 = 2u;
+struct WChunk { v: vec4<u32> }
+fn wc_load(row: u32, c: u32) -> WChunk { return WChunk(wq[row * w_rs4 + c]); }
+fn wc_part(ch: WChunk, j: u32) -> vec4<f32> {
+  if (j == 0u) { return bf16x4(ch.v.x, ch.v.y); }
+  return bf16x4(ch.v.z, ch.v.w);
+}
+fn wc_xoff(c: u32, j: u32) -> u32 { return 2u * c + j; }

@@ -15,3 +15,10 @@ fn w_nchunks(cols: u32) -> u32 { return (cols + 3u) / 4u; }
 fn w_quad(row: u32, q: u32) -> vec4<f32> { return bitcast<vec4<f32>>(wq[row * w_rs4 + q]); }
 // Dot product of chunk c of a row with x (read through xq, x as vec4 by index).
 fn w_chunk(row: u32, c: u32) -> f32 { return dot(bitcast<vec4<f32>>(wq[row * w_rs4 + c]), xq(c)); }
+// Batched kernels (linear_batched.wgsl): chunk c of a row loaded once, then decoded in W_PARTS
+// vec4s; part j holds x elements 4 * wc_xoff(c, j) .. + 3.
+const W_PARTS: u32 = 1u;
+struct WChunk { v: vec4<u32> }
+fn wc_load(row: u32, c: u32) -> WChunk { return WChunk(wq[row * w_rs4 + c]); }
+fn wc_part(ch: WChunk, j: u32) -> vec4<f32> { return bitcast<vec4<f32>>(ch.v); }
+fn wc_xoff(c: u32, j: u32) -> u32 { return c; }

@@ -34,3 +34,14 @@ fn w_chunk(row: u32, c: u32) -> f32 {
           q4_0_word(v.z, xq(x0 + 2u), xq(x0 + 6u)) + q4_0_word(v.w, xq(x0 + 3u), xq(x0 + 7u));
   return s * w_scale(row, c);
 }
+// Batched kernels (linear_batched.wgsl): chunk c of a row loaded once, then decoded in W_PARTS
+// vec4s; part j holds x elements 4 * wc_xoff(c, j) .. + 3 (parts 0-3: the low nibbles of words
+// 0-3, elements 0-15; parts 4-7: the high nibbles, elements 16-31).
+const W_PARTS: u32 = 8u;
+struct WChunk { v: vec4<u32>, d: f32 }
+fn wc_load(row: u32, c: u32) -> WChunk { return WChunk(wq[row * w_rs4 + c], w_scale(row, c)); }
+fn wc_part(ch: WChunk, j: u32) -> vec4<f32> {
+  let w = ch.v[j & 3u] >> select(0u, 4u, j >= 4u);
+  return bytes_f(w & 0x0f0f0f0fu, 8.0) * ch.d;
+}
+fn wc_xoff(c: u32, j: u32) -> u32 { return 8u * c + j; }

@@ -56,3 +56,30 @@ fn w_chunk(row: u32, c: u32) -> f32 {
   let s2 = q4k_scale_min(h, 2u * j + 1u);
   return dm.x * (s1.x * a.x + s2.x * a.y) - dm.y * (s1.y * a.z + s2.y * a.w);
 }
+// Batched kernels (linear_batched.wgsl): chunk c (qs vec4 c % 8 of super-block c / 8) loaded
+// once with its header, then decoded in W_PARTS vec4s as w_quad does; part j holds x elements
+// 4 * wc_xoff(c, j) .. + 3 (parts 0-3: the low nibbles of words 0-3, parts 4-7: the high ones).
+const W_PARTS: u32 = 8u;
+struct WChunk { v: vec4<u32>, lo: vec2<f32>, hi: vec2<f32>, x0: u32 }  // (d * scale, dmin * min) of each half
+fn wc_load(row: u32, c: u32) -> WChunk {
+  let b = c / 8u;
+  let cc = c & 7u;
+  let j = cc / 2u;
+  let base = row * w_rs4 + b * 9u;
+  let h = wq[base];
+  let dm = unpack2x16float(h.x);
+  let s1 = q4k_scale_min(h, 2u * j);
+  let s2 = q4k_scale_min(h, 2u * j + 1u);
+  return WChunk(wq[base + 1u + cc], vec2<f32>(dm.x * s1.x, dm.y * s1.y), vec2<f32>(dm.x * s2.x, dm.y * s2.y),
+                64u * b + 16u * j + 4u * (cc & 1u));
+}
+fn wc_part(ch: WChunk, j: u32) -> vec4<f32> {
+  let hi = j >= 4u;
+  let w = ch.v[j & 3u] >> select(0u, 4u, hi);
+  let sm = select(ch.lo, ch.hi, hi);
+  return bytes_f(w & 0x0f0f0f0fu, 0.0) * sm.x - sm.y;
+}
+fn wc_xoff(c: u32, j: u32) -> u32 {
+  let cc = c & 7u;
+  return 64u * (c / 8u) + 16u * (cc / 2u) + 4u * (cc & 1u) + select(j, j + 4u, j >= 4u);
+}

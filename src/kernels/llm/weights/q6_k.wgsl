@@ -60,3 +60,31 @@ fn w_chunk(row: u32, c: u32) -> f32 {
   let d = bitcast<f32>(ws[row * w_nb + b]);
   return d * (q6k_sc(sv, t) * s.x + q6k_sc(sv, t + 2u) * s.y + q6k_sc(sv, t + 4u) * s.z + q6k_sc(sv, t + 6u) * s.w);
 }
+// Batched kernels (linear_batched.wgsl): chunk c (4 words each of ql[l], ql[l+32], qh[l] in half
+// h of super-block c / 4) loaded once, then decoded in W_PARTS vec4s as w_quad does; part
+// j = 4 * quarter + word holds x elements 4 * wc_xoff(c, j) .. + 3.
+const W_PARTS: u32 = 16u;
+struct WChunk { qa: vec4<u32>, qb: vec4<u32>, qh: vec4<u32>, s: vec4<f32> }  // s: d * scale of each quarter
+fn wc_load(row: u32, c: u32) -> WChunk {
+  let b = c / 4u;
+  let cc = c & 3u;
+  let h = cc / 2u;
+  let p = cc & 1u;
+  let base = row * w_rs4 + b * 13u;
+  let sv = wq[base + 12u];
+  let d = bitcast<f32>(ws[row * w_nb + b]);
+  let t = 8u * h + p;
+  let s = d * vec4<f32>(q6k_sc(sv, t), q6k_sc(sv, t + 2u), q6k_sc(sv, t + 4u), q6k_sc(sv, t + 6u));
+  return WChunk(wq[base + 4u * h + p], wq[base + 4u * h + 2u + p], wq[base + 8u + 2u * h + p], s);
+}
+fn wc_part(ch: WChunk, j: u32) -> vec4<f32> {
+  let k = j / 4u;  // quarter
+  let i = j & 3u;  // word
+  let q = select(ch.qa[i], ch.qb[i], (k & 1u) == 1u) >> (4u * (k / 2u));
+  let qh = (ch.qh[i] >> (2u * k)) & 0x03030303u;
+  return bytes_f((q & 0x0f0f0f0fu) | (qh << 4u), 32.0) * ch.s[k];
+}
+fn wc_xoff(c: u32, j: u32) -> u32 {
+  let cc = c & 3u;
+  return 64u * (c / 4u) + 32u * (cc / 2u) + 4u * (cc & 1u) + 8u * (j / 4u) + (j & 3u);
+}

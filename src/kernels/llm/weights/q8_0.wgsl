@@ -26,3 +26,10 @@ fn w_chunk(row: u32, c: u32) -> f32 {
           dot(sbytes_f(v.z), xq(4u * c + 2u)) + dot(sbytes_f(v.w), xq(4u * c + 3u));
   return s * w_scale(row, c / 2u);
 }
+// Batched kernels (linear_batched.wgsl): chunk c of a row loaded once, then decoded in W_PARTS
+// vec4s; part j holds x elements 4 * wc_xoff(c, j) .. + 3.
+const W_PARTS: u32 = 4u;
+struct WChunk { v: vec4<u32>, d: f32 }
+fn wc_load(row: u32, c: u32) -> WChunk { return WChunk(wq[row * w_rs4 + c], w_scale(row, c / 2u)); }
+fn wc_part(ch: WChunk, j: u32) -> vec4<f32> { return sbytes_f(ch.v[j]) * ch.d; }
+fn wc_xoff(c: u32, j: u32) -> u32 { return 4u * c + j; }

@@ -1,0 +1,302 @@
+// wgc bench-batched: llama-batched-bench for the serving engine (BatchedLlama): for each count B of
+// parallel sequences, prefill B prompts of p random tokens (PP, in steps of at most --batch
+// tokens, sequences packed), then n decode steps that advance all B sequences by one greedy token
+// each (TG; each step's tokens read back and fed to the next). Aggregate tokens/s of both, as a
+// table and JSON, and a PNG chart of decode t/s per count.
+#include "cli/command.h"
+#include "io/chart.h"
+#include "llm/model/llama_batched.h"
+#include "util/error.h"
+#include "util/json.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <random>
+
+#include <unistd.h>
+
+namespace wgc::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n == 0 ? 0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+std::vector<int> counts(Args& a, const char* name, std::vector<int> def) {
+  auto items = a.list(name);
+  if (items.empty()) return def;
+  std::vector<int> out;
+  for (auto& s : items) {
+    char* end = nullptr;
+    long v = std::strtol(s.c_str(), &end, 10);
+    if (s.empty() || *end || v < 1 || v > 4096)
+      throw Error("wgc bench-batched: " + std::string(name) + " expects integers 1..4096, got '" + s + "'");
+    out.push_back(int(v));
+  }
+  return out;
+}
+
+int positive(Args& a, const char* name, int def, int lo) {
+  const double v = a.number_or(name, def);
+  if (v < lo || v > 1 << 20 || v != double(int(v)))
+    throw Error("wgc bench-batched: " + std::string(name) + " expects an integer >= " + std::to_string(lo));
+  return int(v);
+}
+
+// One run: B sequences of p prompt tokens prefilled, then n decode steps.
+struct Run {
+  double pp_s = 0, tg_s = 0;
+};
+
+struct Bench {
+  llm::BatchedLlama& engine;
+  int vocab, block;
+  bool sync;  // wait for each decode step before recording the next
+  std::mt19937 rng;
+
+  Run run(int B, int p, int n, int batch) {
+    std::uniform_int_distribution<int32_t> tok(0, vocab - 1);
+    const int per_seq = (p + n + block - 1) / block;
+    std::vector<std::vector<int32_t>> prompts(static_cast<size_t>(B)), tables(static_cast<size_t>(B));
+    for (int s = 0; s < B; ++s) {
+      for (int i = 0; i < p; ++i) prompts[size_t(s)].push_back(tok(rng));
+      for (int b = 0; b < per_seq; ++b) tables[size_t(s)].push_back(s * per_seq + b);
+    }
+    std::vector<int32_t> next(static_cast<size_t>(B));
+    Run r;
+    // PP: sequences packed into steps of at most `batch` tokens; each one's last chunk asks for
+    // its first token.
+    auto t0 = Clock::now();
+    int s = 0, done = 0;
+    while (s < B) {
+      std::vector<llm::StepSequence> step;
+      std::vector<int> who;
+      int room = batch;
+      while (s < B && room > 0) {
+        const int k = std::min(room, p - done);
+        llm::StepSequence q;
+        q.tokens = std::span<const int32_t>(prompts[size_t(s)]).subspan(size_t(done), size_t(k));
+        q.pos0 = done;
+        q.blocks = tables[size_t(s)];
+        room -= k;
+        done += k;
+        if (done == p) {
+          q.top_k = 1;
+          who.push_back(s);
+          ++s;
+          done = 0;
+        }
+        step.push_back(q);
+      }
+      auto rows = engine.step(step);
+      for (size_t i = 0; i < who.size(); ++i) next[size_t(who[i])] = rows[i].top_ids[0];
+    }
+    r.pp_s = std::chrono::duration<double>(Clock::now() - t0).count();
+    // TG: n steps of one token per sequence. Pipelined: step t + 1 (its tokens the argmax of step
+    // t, copied on the GPU) is recorded and submitted before step t's tokens are read back.
+    t0 = Clock::now();
+    auto decode_step = [&](int t, bool fed) {
+      std::vector<llm::StepSequence> step(static_cast<size_t>(B));
+      for (int i = 0; i < B; ++i) {
+        auto& q = step[size_t(i)];
+        q.tokens = std::span<const int32_t>(&next[size_t(i)], 1);
+        q.pos0 = p + t;
+        q.blocks = tables[size_t(i)];
+        q.top_k = 1;
+        if (fed) q.feed_row = i;
+      }
+      return engine.submit(step);
+    };
+    auto take = [&](llm::BatchedLlama::Pending& h) {
+      auto rows = engine.collect(h);
+      for (int i = 0; i < B; ++i) next[size_t(i)] = rows[size_t(i)].top_ids[0];
+    };
+    llm::BatchedLlama::Pending inflight = decode_step(0, false);
+    for (int t = 1; t < n; ++t) {
+      if (sync) take(inflight);
+      llm::BatchedLlama::Pending h = decode_step(t, !sync);
+      if (!sync) take(inflight);
+      inflight = std::move(h);
+    }
+    take(inflight);
+    r.tg_s = std::chrono::duration<double>(Clock::now() - t0).count();
+    return r;
+  }
+};
+
+int bench_batched_cmd(Args& a) {
+  auto g = gpu_flags(a);
+  auto model_path = a.option("--model");
+  if (!model_path) model_path = a.option("-m");
+  std::vector<int> par = counts(a, "--parallel", {1, 8, 16, 32, 64});
+  const int p = positive(a, "-p", 256, 1), n = positive(a, "-n", 128, 1);
+  const int repeats = positive(a, "-r", 1, 1);
+  const int batch = positive(a, "--batch", 512, 1);
+  const int block = positive(a, "--block", 16, 1);
+  const auto seed = static_cast<uint32_t>(a.number_or("--seed", 1));
+  const bool warmup = !a.flag("--no-warmup");
+  const bool sync = a.flag("--sync");
+  auto json = a.option("--json");
+  auto png = a.option("--png");
+  llm::Version lin = llm::Version::Auto;
+  if (auto k = a.option("--kernel")) {
+    if (*k == "batched")
+      lin = llm::Version::Batched;
+    else if (*k == "batched-q8")
+      lin = llm::Version::BatchedQ8;
+    else if (*k == "naive")
+      lin = llm::Version::Naive;
+    else if (*k != "auto")
+      throw Error("wgc bench-batched: --kernel expects auto, batched, batched-q8 or naive, got '" + *k + "'");
+  }
+  llm::LlmTuning tuning;
+  if (auto t = a.option("--batched")) {  // KL,WG,MIN_GROUPS of the batched kernels (or KLxWGxMIN)
+    unsigned v[3];
+    char tail;
+    std::string m = *t;
+    std::replace(m.begin(), m.end(), 'x', ',');
+    if (std::sscanf(m.c_str(), "%u,%u,%u%c", &v[0], &v[1], &v[2], &tail) != 3)
+      throw Error("wgc bench-batched: --batched expects KL,WG,MIN_GROUPS (e.g. 8,0,264; WG 0: auto), got '" + *t + "'");
+    tuning.batched_kl = v[0];
+    tuning.batched_wg = v[1];
+    tuning.batched_min_groups = v[2];
+  }
+  const int split = positive(a, "--split", llm::BatchedOptions{}.split_len, 16);
+  a.done();
+  if (!model_path) throw Error("wgc bench-batched: --model FILE.gguf (or a Hugging Face folder) is required");
+  if (split % 16) throw Error("wgc bench-batched: --split must be a multiple of 16");
+  const bool tty = isatty(2);
+  auto status = [&](const std::string& s) {
+    std::fprintf(stderr, "%s[bench-batched] %s%s", tty ? "\r" : "", s.c_str(), tty ? "          " : "\n");
+    std::fflush(stderr);
+  };
+
+  Context ctx({parse_backend(g.backend), g.debug});
+  status("loading " + *model_path);
+  llm::ModelFile file = llm::open_model(*model_path);
+  llm::EngineOptions eo;
+  eo.max_ctx = p + n;
+  eo.max_batch = std::min(batch, p + n);
+  eo.tuning = tuning;
+  llm::LlamaModel model(ctx, file, eo);
+  const int max_b = *std::max_element(par.begin(), par.end());
+  llm::BatchedOptions bo;
+  bo.max_rows = max_b;
+  bo.max_tokens = std::max(batch, max_b);
+  bo.block_tokens = block;
+  bo.blocks = max_b * ((p + n + block - 1) / block);
+  bo.linear = lin;
+  bo.split_len = split;
+  llm::BatchedLlama engine(model, bo);
+  Bench bench{engine, int(model.config().vocab_size), block, sync, std::mt19937(seed)};
+
+  struct Row {
+    int b = 0;
+    std::vector<double> pp, tg;
+  };
+  std::vector<Row> rows;
+  for (int B : par) {
+    Row row;
+    row.b = B;
+    if (warmup) {
+      status("B " + std::to_string(B) + " warm-up");
+      bench.run(B, std::min(p, 8), std::min(n, 2), batch);
+    }
+    for (int r = 0; r < repeats; ++r) {
+      status("B " + std::to_string(B) + " run " + std::to_string(r + 1) + "/" + std::to_string(repeats));
+      Run run = bench.run(B, p, n, batch);
+      row.pp.push_back(run.pp_s);
+      row.tg.push_back(run.tg_s);
+    }
+    rows.push_back(row);
+  }
+  if (tty) std::fprintf(stderr, "\r%60s\r", "");
+
+  std::printf("device: %s (%s)   model: %s\n", ctx.adapter().device.c_str(), ctx.adapter().adapter_type.c_str(),
+              model_path->c_str());
+  std::printf("KV pool: %d blocks of %d tokens (%.2f GiB); prefill steps of at most %d tokens; attention split %d\n",
+              bo.blocks, block, double(engine.kv_bytes()) / double(1ull << 30), batch, split);
+  std::printf("linear kernel: %s; batched kernels: %u lanes per row, workgroup %s, at least %u workgroups\n\n",
+              lin == llm::Version::Naive       ? "naive"
+              : lin == llm::Version::Batched   ? "batched"
+              : lin == llm::Version::BatchedQ8 ? "batched-q8 (8-bit activations for Q4_0/Q8_0)"
+                                               : (ctx.adapter().is_cpu() ? "auto (naive)" : "auto (batched)"),
+              tuning.batched_kl, tuning.batched_wg ? std::to_string(tuning.batched_wg).c_str() : "auto",
+              tuning.batched_min_groups);
+  std::printf("|    PP |     TG |    B |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |      T s |    S t/s |\n");
+  std::printf("|-------|--------|------|--------|----------|----------|----------|----------|----------|----------|\n");
+  json::Value results = json::Value::array();
+  chart::BarSeries bars{"decode t/s (S_TG)", {}};
+  std::vector<std::string> cats;
+  for (const auto& r : rows) {
+    const double pp_s = median(r.pp), tg_s = median(r.tg), t_s = pp_s + tg_s;
+    const double pp_tps = r.b * p / pp_s, tg_tps = r.b * n / tg_s, tps = r.b * (p + n) / t_s;
+    std::printf("| %5d | %6d | %4d | %6d | %8.3f | %8.2f | %8.3f | %8.2f | %8.3f | %8.2f |\n", p, n, r.b, r.b * (p + n),
+                pp_s, pp_tps, tg_s, tg_tps, t_s, tps);
+    json::Value o = json::Value::object();
+    o.set("parallel", r.b);
+    o.set("n_prompt", p);
+    o.set("n_gen", n);
+    o.set("n_kv", r.b * (p + n));
+    o.set("pp_s", pp_s);
+    o.set("pp_tps", pp_tps);
+    o.set("tg_s", tg_s);
+    o.set("tg_tps", tg_tps);
+    o.set("tg_ms_per_step", tg_s * 1e3 / n);
+    o.set("total_s", t_s);
+    o.set("total_tps", tps);
+    json::Value pr = json::Value::array(), tr = json::Value::array();
+    for (double v : r.pp) pr.push_back(v);
+    for (double v : r.tg) tr.push_back(v);
+    o.set("pp_runs_s", pr);
+    o.set("tg_runs_s", tr);
+    results.push_back(o);
+    cats.push_back(std::to_string(r.b));
+    bars.values.push_back(tg_tps);
+  }
+  std::printf(
+      "\nPP: prefill of B prompts of p random tokens (each prompt's last chunk picks its first token);\n"
+      "TG: n steps each advancing all B sequences by one greedy token (read back; %s);\n"
+      "S_PP = B*p/T_PP, S_TG = B*n/T_TG, S = B*(p+n)/(T_PP+T_TG); medians of %d run(s)%s.\n",
+      sync ? "the next step recorded after it (--sync)" : "the next step recorded while the GPU runs this one", repeats,
+      warmup ? " after a warm-up" : "");
+  if (png) chart::write_bar_chart(*png, "batched decode on " + ctx.adapter().device, "tokens/s", cats, {bars});
+  if (json) {
+    json::Value doc = json::Value::object();
+    doc.set("model", *model_path);
+    doc.set("device", ctx.adapter().device);
+    doc.set("adapter_type", ctx.adapter().adapter_type);
+    doc.set("kv_blocks", bo.blocks);
+    doc.set("block_tokens", block);
+    doc.set("kv_bytes", engine.kv_bytes());
+    doc.set("batch", batch);
+    doc.set("repeats", repeats);
+    doc.set("split_len", split);
+    doc.set("pipelined", !sync);
+    doc.set("batched_kl", tuning.batched_kl);
+    doc.set("batched_wg", tuning.batched_wg);
+    doc.set("batched_min_groups", tuning.batched_min_groups);
+    doc.set("results", results);
+    std::ofstream f(*json);
+    f << doc.dump(1) << "\n";
+    if (!f) throw Error("wgc bench-batched: cannot write " + *json);
+  }
+  return 0;
+}
+
+Register reg{{"bench-batched",
+              "--model F.gguf [--parallel 1,8,16,32,64] [-p 256] [-n 128] [-r 1] [--batch 512] [--block 16] "
+              "[--sync] [--kernel auto|batched|batched-q8|naive] [--batched KL,WG,MIN_GROUPS] [--split 256] [--seed S] "
+              "[--no-warmup] [--json F] [--png F] [--backend B]",
+              "llama-batched-bench for the serving engine: aggregate prefill and decode tokens/s per count of "
+              "parallel sequences",
+              bench_batched_cmd}};
+
+}  // namespace
+}  // namespace wgc::cli

@@ -1,0 +1,64 @@
+// Depthwise convolution (groups == c_in, c_out = c_in * multiplier): a workgroup computes a
+// TILE_H x TILE_W tile of one output plane. It stages the input tile with its halo in workgroup
+// memory (coalesced row loads, zeros in the padding) and the plane's filter, then each
+// invocation computes outputs from there. Kernel size, stride and dilation are override
+// constants so the tap loops unroll.
+//!include "conv/bindings.wgsl"
+
+override TILE_H: u32 = 16u;
+override TILE_W: u32 = 32u;
+override THREADS: u32 = 128u;
+override KH: u32 = 3u;
+override KW: u32 = 3u;
+override SH: u32 = 1u;
+override SW: u32 = 1u;
+override DH: u32 = 1u;
+override DW: u32 = 1u;
+override IN_H: u32 = (TILE_H - 1u) * SH + (KH - 1u) * DH + 1u;
+override IN_W: u32 = (TILE_W - 1u) * SW + (KW - 1u) * DW + 1u;
+
+var<workgroup> tile: array<f32, IN_H * IN_W>;
+var<workgroup> taps: array<f32, KH * KW>;
+
+@compute @workgroup_size(THREADS)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) tid: u32) {
+  let tiles_w = (p.ow + TILE_W - 1u) / TILE_W;
+  let tiles_h = (p.oh + TILE_H - 1u) / TILE_H;
+  let blk = wid.x + wid.y * nwg.x;  // uniform: the early return keeps the barrier uniform
+  if (blk >= p.n * p.c_out * tiles_h * tiles_w) { return; }
+  let plane = blk / (tiles_h * tiles_w);  // n * c_out + co
+  let oy0 = ((blk % (tiles_h * tiles_w)) / tiles_w) * TILE_H;
+  let ox0 = (blk % tiles_w) * TILE_W;
+  let co = plane % p.c_out;
+  let img = plane / p.c_out;
+  let ci = co / (p.c_out / p.c_in);
+  let xbase = (img * p.c_in + ci) * p.h * p.w;
+  let iy0 = i32(oy0 * SH) - i32(p.pad_top);
+  let ix0 = i32(ox0 * SW) - i32(p.pad_left);
+
+  for (var i = tid; i < IN_H * IN_W; i += THREADS) {
+    let iy = iy0 + i32(i / IN_W);
+    let ix = ix0 + i32(i % IN_W);
+    var v = 0.0;
+    if (iy >= 0 && iy < i32(p.h) && ix >= 0 && ix < i32(p.w)) { v = X[xbase + u32(iy) * p.w + u32(ix)]; }
+    tile[i] = v;
+  }
+  for (var i = tid; i < KH * KW; i += THREADS) { taps[i] = Wt[co * KH * KW + i]; }
+  workgroupBarrier();
+
+  for (var i = tid; i < TILE_H * TILE_W; i += THREADS) {
+    let ty = i / TILE_W;
+    let tx = i % TILE_W;
+    let oy = oy0 + ty;
+    let ox = ox0 + tx;
+    if (oy >= p.oh || ox >= p.ow) { continue; }
+    var acc = 0.0;
+    for (var r = 0u; r < KH; r++) {
+      let row = (ty * SH + r * DH) * IN_W + tx * SW;
+      for (var c = 0u; c < KW; c++) { acc = fma(tile[row + c * DW], taps[r * KW + c], acc); }
+    }
+    let yi = (plane * p.oh + oy) * p.ow + ox;
+    Y[yi] = epilogue(acc, co, yi);
+  }
+}

@@ -1,0 +1,12 @@
+// The batched linear kernels' output (linear_batched.wgsl, linear_batched_q8.wgsl): rows rl ..
+// rl + 3 of token tok (those < p.rows) from v, plus the bias and the old y as p.flags say.
+fn store_rows(tok: u32, rl: u32, v: vec4<f32>) {
+  for (var r = 0u; r < 4u; r++) {
+    if (rl + r >= p.rows) { break; }
+    var o = v[r];
+    if ((p.flags & 1u) != 0u) { o += bias[p.row0 + rl + r]; }
+    let yi = tok * p.y_stride + p.y_off + rl + r;
+    if ((p.flags & 2u) != 0u) { o += y[yi]; }
+    y[yi] = o;
+  }
+}

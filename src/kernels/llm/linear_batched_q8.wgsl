@@ -1,0 +1,135 @@
+// Batched linear with 8-bit activations (serving, Q4_0 / Q8_0 weights): as linear_batched.wgsl
+// (a workgroup takes TT tokens x WG / KL * 4 rows; lane l of a row group takes the weight blocks
+// b = l, l + KL, ... of its 4 rows), but x comes quantized per token in blocks of 32
+// (quant_q8.wgsl) and each block's products are integer dot products (dot4I8Packed):
+//   y[t, r] = sum_b dw[r, b] * (dx[t, b] * f32(sum_i qw[r, b, i] * qx[t, b, i]))   (Q8_0)
+// with qw - 8 for Q4_0 (the sum then less 8 * sum_i qx[t, b, i]).
+// Batch invariance: an output's arithmetic is fixed by the weight type and KL (blocks in order per
+// lane, lanes added in order), never by the batch, as in the f32 kernel; the quantization of x is
+// per token.
+//
+// Preceded by a prelude with TT, WG, KL, XT (a multiple of 32 * KL) and Q4 (true: Q4_0 weights,
+// false: Q8_0), then common.wgsl. Bindings: 0 weight words, 1 scales (f16 pairs), 2 x words, 3 x
+// (d, sum) per block, 4 bias, 5 y, 6 params (linear_params.wgsl's layout, binding 6).
+@group(0) @binding(0) var<storage, read> wq: array<vec4<u32>>;
+@group(0) @binding(1) var<storage, read> ws: array<u32>;
+@group(0) @binding(2) var<storage, read> xq: array<vec4<u32>>;
+@group(0) @binding(3) var<storage, read> xds: array<vec2<u32>>;
+@group(0) @binding(4) var<storage, read> bias: array<f32>;
+@group(0) @binding(5) var<storage, read_write> y: array<f32>;
+struct P {
+  n: u32,  // tokens
+  rows: u32,
+  cols: u32,
+  row0: u32,
+  x_stride: u32,  // unused: x comes quantized, [n][cols]
+  y_stride: u32,
+  y_off: u32,
+  flags: u32,  // 1: add bias, 2: accumulate into y
+}
+@group(0) @binding(6) var<uniform> p: P;
+//!include "llm/batched_store.wgsl"
+
+const TR: u32 = 4u;
+const RG: u32 = WG / KL;
+const XB: u32 = XT / 32u;         // x blocks per tile
+const XROW: u32 = XB * 2u + XB / 4u;  // vec4<u32> per token and tile (2 per block), one of padding every 8
+var<workgroup> xs: array<vec4<u32>, max(TT * XROW, RG * TT)>;
+var<workgroup> xd: array<vec2<f32>, TT * XB>;  // (d, sum) per block, the sum as a float of an integer
+
+fn w_scale(row: u32, nb: u32, b: u32) -> f32 {
+  let i = row * nb + b;
+  return half_at(ws[i / 2u], i);
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+  let t0 = wid.x * TT;
+  let g = tid / KL;
+  let lane = tid % KL;
+  let rl = (wid.y * RG + g) * TR;
+  var rows: array<u32, 4>;
+  for (var r = 0u; r < 4u; r++) { rows[r] = p.row0 + min(rl + r, p.rows - 1u); }
+  let nb = p.cols / 32u;
+  let rs4 = select(nb * 2u, nb, Q4);  // vec4<u32> per weight row
+  var acc: array<vec4<f32>, TT>;
+
+  for (var b0 = 0u; b0 < nb; b0 += XB) {
+    workgroupBarrier();
+    for (var i = tid; i < TT * XB * 2u; i += WG) {
+      let t = i / (XB * 2u);
+      let q = i % (XB * 2u);
+      let tok = t0 + t;
+      var v = vec4<u32>(0u);
+      if (tok < p.n && b0 + q / 2u < nb) { v = xq[tok * nb * 2u + b0 * 2u + q]; }
+      xs[t * XROW + q + q / 8u] = v;
+    }
+    for (var i = tid; i < TT * XB; i += WG) {
+      let t = i / XB;
+      let q = i % XB;
+      let tok = t0 + t;
+      var v = vec2<f32>(0.0);
+      if (tok < p.n && b0 + q < nb) {
+        let e = xds[tok * nb + b0 + q];
+        v = vec2<f32>(bitcast<f32>(e.x), f32(bitcast<i32>(e.y)));
+      }
+      xd[i] = v;
+    }
+    workgroupBarrier();
+    let b1 = min(b0 + XB, nb);
+    for (var b = b0 + lane; b < b1; b += KL) {
+      // The 4 rows' quants of block b as 8 words of 4 signed bytes each (element order as x's).
+      var w: array<array<u32, 8>, 4>;
+      var dw: vec4<f32>;
+      for (var r = 0u; r < 4u; r++) {
+        if (Q4) {
+          let v = wq[rows[r] * rs4 + b];
+          for (var i = 0u; i < 4u; i++) {
+            w[r][i] = v[i] & 0x0f0f0f0fu;
+            w[r][i + 4u] = (v[i] >> 4u) & 0x0f0f0f0fu;
+          }
+        } else {
+          let v0 = wq[rows[r] * rs4 + 2u * b];
+          let v1 = wq[rows[r] * rs4 + 2u * b + 1u];
+          for (var i = 0u; i < 4u; i++) {
+            w[r][i] = v0[i];
+            w[r][i + 4u] = v1[i];
+          }
+        }
+        dw[r] = w_scale(rows[r], nb, b);
+      }
+      let xo = 2u * (b - b0);
+      let xp = xo + xo / 8u;
+      let xp1 = xo + 1u + (xo + 1u) / 8u;
+      for (var t = 0u; t < TT; t++) {
+        let xa = xs[t * XROW + xp];
+        let xb = xs[t * XROW + xp1];
+        let e = xd[t * XB + b - b0];
+        var s: vec4<i32>;
+        for (var r = 0u; r < 4u; r++) {
+          var d = dot4I8Packed(w[r][0], xa.x) + dot4I8Packed(w[r][1], xa.y) + dot4I8Packed(w[r][2], xa.z) +
+                  dot4I8Packed(w[r][3], xa.w);
+          d += dot4I8Packed(w[r][4], xb.x) + dot4I8Packed(w[r][5], xb.y) + dot4I8Packed(w[r][6], xb.z) +
+               dot4I8Packed(w[r][7], xb.w);
+          s[r] = d;
+        }
+        var f = vec4<f32>(s);
+        if (Q4) { f = f - 8.0 * e.y; }
+        acc[t] = fma(dw, f * e.x, acc[t]);
+      }
+    }
+  }
+
+  for (var l = 1u; l < KL; l++) {
+    workgroupBarrier();
+    if (lane == l) {
+      for (var t = 0u; t < TT; t++) { xs[g * TT + t] = bitcast<vec4<u32>>(acc[t]); }
+    }
+    workgroupBarrier();
+    if (lane == 0u) {
+      for (var t = 0u; t < TT; t++) { acc[t] = acc[t] + bitcast<vec4<f32>>(xs[g * TT + t]); }
+    }
+  }
+  if (lane != 0u) { return; }
+  for (var t = 0u; t < TT && t0 + t < p.n; t++) { store_rows(t0 + t, rl, acc[t]); }
+}

@@ -1,0 +1,134 @@
+// Paged flash attention (serving): causal GQA attention of the new tokens of many sequences, each
+// over its own KV cache blocks, for prefill chunks and decode tokens alike. Writes flash-decoding
+// partials that paged_attn_combine.wgsl adds up.
+//
+// Cache: [n_kv][n_slots][HD] f32 per layer (k and v); a sequence's position p lives in slot
+// tables[table_off + p / block] * block + p % block.
+// Sequences: seqs[s] = (tok0, n_q, pos0, table_off): its new tokens are batch rows tok0 ..
+// tok0 + n_q - 1 at positions pos0 .. (their K/V already in the cache).
+// Work items (workgroup x, from item0): items[i] = (s, row0): query rows row0 .. row0 + BQ - 1 of
+// sequence s, row R = t * G + g (token t, head kvh * G + g, G = n_heads / n_kv); workgroup y: the
+// kv head; z: the split, keys [z * split_len, (z + 1) * split_len).
+// q[tok * q_stride + q_off + h * HD + d]; partials [tok][n_heads][n_splits][HD + 2] = acc, max m,
+// sum l of the split's keys (only splits z <= pos / split_len are written for a row at pos).
+//
+// A row's arithmetic depends only on its position and data: keys in blocks of BK from the split
+// start, the same order and operations whatever BQ, the batch or the other rows (masked keys
+// add exact zeros). So a token's attention is the same alone, in a batch, or in a prefill chunk.
+@group(0) @binding(0) var<storage, read> q4: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> k4: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> v4: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read> tables: array<u32>;
+@group(0) @binding(4) var<storage, read> seqs: array<vec4<u32>>;
+@group(0) @binding(5) var<storage, read> items: array<vec2<u32>>;
+@group(0) @binding(6) var<storage, read_write> part: array<f32>;
+struct P {
+  n_heads: u32,
+  n_kv: u32,
+  n_slots: u32,
+  block: u32,
+  q_stride: u32,
+  q_off: u32,
+  scale: f32,
+  split_len: u32,  // a multiple of BK
+  n_splits: u32,   // splits per row in the partials' layout
+  item0: u32,
+}
+@group(0) @binding(7) var<uniform> p: P;
+override HD: u32 = 128;  // head_dim, a multiple of 4
+override TPQ: u32 = 8;   // invocations per query row; (HD / 4) % TPQ == 0, NV <= 4, BK % TPQ == 0
+override BQ: u32 = 16;   // query rows per workgroup
+const BK: u32 = 16u;     // keys per block (fixed: it is part of every row's arithmetic)
+const MASKED: f32 = -3.0e38;
+
+var<workgroup> qs: array<vec4<f32>, BQ * HD / 4u>;
+var<workgroup> ks: array<vec4<f32>, BK * HD / 4u>;
+var<workgroup> vs: array<vec4<f32>, BK * HD / 4u>;
+var<workgroup> sc: array<f32, BQ * BK>;
+
+@compute @workgroup_size(BQ * TPQ)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+  let HD4 = HD / 4u;
+  let NV = HD4 / TPQ;
+  let NT = BQ * TPQ;
+  let G = p.n_heads / p.n_kv;
+  let item = items[p.item0 + wid.x];
+  let sq = seqs[item.x];
+  let kvh = wid.y;
+  let split = wid.z;
+  let r = lid / TPQ;
+  let j = lid % TPQ;
+  let nrows = sq.y * G;
+  let R = item.y + r;
+  let Rc = min(R, nrows - 1u);
+  let t = Rc / G;
+  let h = kvh * G + Rc % G;
+  let qpos = sq.z + t;
+  let tok = sq.x + t;
+
+  // the workgroup's keys: this split, up to its last row's position
+  let last_pos = sq.z + (min(item.y + BQ, nrows) - 1u) / G;
+  let kv_begin = split * p.split_len;
+  if (kv_begin > last_pos) { return; }
+  let kv_end = min(kv_begin + p.split_len, last_pos + 1u);
+
+  // this row's query, pre-scaled, into shared memory
+  let qb = (tok * p.q_stride + p.q_off + h * HD) / 4u;
+  for (var i = 0u; i < NV; i++) { qs[r * HD4 + j + TPQ * i] = q4[qb + j + TPQ * i] * p.scale; }
+
+  let cb = kvh * p.n_slots * HD4;
+  var m = MASKED;
+  var l = 0.0;
+  var acc: array<vec4<f32>, 4>;
+  for (var kb = kv_begin; kb < kv_end; kb += BK) {
+    workgroupBarrier();
+    for (var i = lid; i < BK * HD4; i += NT) {
+      let key = kb + i / HD4;
+      var kv = vec4<f32>(0.0);
+      var vv = vec4<f32>(0.0);
+      if (key < kv_end) {
+        let slot = tables[sq.w + key / p.block] * p.block + key % p.block;
+        let at = cb + slot * HD4 + i % HD4;
+        kv = k4[at];
+        vv = v4[at];
+      }
+      ks[i] = kv;
+      vs[i] = vv;
+    }
+    workgroupBarrier();
+    for (var s = j; s < BK; s += TPQ) {
+      var d = 0.0;
+      for (var c = 0u; c < HD4; c++) { d += dot(qs[r * HD4 + c], ks[s * HD4 + c]); }
+      let key = kb + s;
+      sc[r * BK + s] = select(d, MASKED, key >= kv_end || key > qpos);
+    }
+    workgroupBarrier();
+    var mb = m;
+    for (var s = 0u; s < BK; s++) { mb = max(mb, sc[r * BK + s]); }
+    let corr = exp(m - mb);
+    l *= corr;
+    for (var i = 0u; i < NV; i++) { acc[i] *= corr; }
+    for (var s = 0u; s < BK; s++) {
+      let e = sc[r * BK + s];
+      if (e > MASKED) {
+        let pe = exp(e - mb);
+        l += pe;
+        for (var i = 0u; i < NV; i++) { acc[i] += pe * vs[s * HD4 + j + TPQ * i]; }
+      }
+    }
+    m = mb;
+  }
+  if (R >= nrows || kv_begin > qpos) { return; }
+  let ob = ((tok * p.n_heads + h) * p.n_splits + split) * (HD + 2u);
+  for (var i = 0u; i < NV; i++) {
+    let d = 4u * (j + TPQ * i);
+    part[ob + d] = acc[i].x;
+    part[ob + d + 1u] = acc[i].y;
+    part[ob + d + 2u] = acc[i].z;
+    part[ob + d + 3u] = acc[i].w;
+  }
+  if (j == 0u) {
+    part[ob + HD] = m;
+    part[ob + HD + 1u] = l;
+  }
+}

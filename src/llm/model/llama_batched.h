@@ -1,0 +1,103 @@
+// BatchedLlama: the serving forward pass of a LlamaModel's weights. One step runs the new tokens
+// of many sequences together (a decode token each, or a chunk of a prompt): the linear layers as
+// one batched matmul that reads each weight once for all of them, attention per sequence over its
+// own blocks of a paged KV cache (one pool of fixed-size blocks, a block table per sequence),
+// then the logits of the sequences that want them, with their top-k, log-sum-exp or full row read
+// back in the same submit.
+//
+// Batch invariance: every kernel's per-row arithmetic is independent of the batch (the batched
+// linear kernel, or the naive one on CPU adapters; paged attention with a fixed split length;
+// row-wise norms and selections), so a sequence's logits are bit-identical whatever else runs
+// and however its prompt was chunked. They differ in the last bits from LlamaModel's own
+// single-sequence path, which keeps its faster matvec kernels.
+//
+// The block tables are the caller's (llm/serve/kv_blocks.h manages them); a step writes the new
+// tokens' K/V into the blocks covering their positions.
+#pragma once
+
+#include "llm/model/llama.h"
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+namespace wgc::llm {
+
+struct BatchedOptions {
+  int max_tokens = 320;   // new tokens per step (all sequences together)
+  int max_rows = 64;      // sequences with logits per step
+  int block_tokens = 16;  // tokens per KV-cache block
+  int blocks = 0;         // blocks in the pool (> 0)
+  int split_len = 256;    // attention: keys per split (a multiple of 16; fixes the arithmetic)
+  // Auto: Batched on GPUs, Naive on CPU adapters (both batch-invariant); BatchedQ8: 8-bit
+  // activations for the Q4_0 / Q8_0 matrices (Batched for the others).
+  Version linear = Version::Auto;
+};
+
+// One sequence's part of a step.
+struct StepSequence {
+  std::span<const int32_t> tokens;  // the new tokens
+  int pos0 = 0;                     // position of tokens[0] (positions before it are cached)
+  std::span<const int32_t> blocks;  // block table, covering positions 0 .. pos0 + tokens.size() - 1
+  // Wanted from the logits after the last new token (none: the sequence is only prefilled):
+  int top_k = 0;           // the best k (1..64) logits and their ids, best first (ties: lower id)
+  bool full = false;       // the whole row
+  bool logsumexp = false;  // log(sum(exp(logits))), for log probabilities
+  // >= 0: the one new token is the argmax of row feed_row of the step submitted just before this
+  // one (which asked that row for top_k >= 1), copied on the GPU: a step can be recorded before
+  // the previous one's tokens are back (tokens then holds one placeholder id).
+  int feed_row = -1;
+  bool wants_logits() const { return top_k > 0 || full || logsumexp; }
+};
+
+// What a sequence with logits gets back.
+struct StepLogits {
+  std::vector<float> top_logits;  // top_k of them, descending
+  std::vector<int32_t> top_ids;
+  std::vector<float> logits;  // [vocab] when full
+  float logsumexp = 0;
+};
+
+class BatchedLlama {
+ public:
+  BatchedLlama(LlamaModel& model, BatchedOptions o);
+  ~BatchedLlama();
+  BatchedLlama(const BatchedLlama&) = delete;
+  BatchedLlama& operator=(const BatchedLlama&) = delete;
+
+  const BatchedOptions& options() const;
+  int max_ctx() const;        // positions the model's RoPE table covers
+  uint64_t kv_bytes() const;  // the pool on the GPU
+
+  // Runs one step (one submit, waits for it). Returns one entry per sequence that wants logits,
+  // in order. Throws wgc::Error (naming the sequence) on bad input: token ids outside the
+  // vocabulary, positions past max_ctx, block tables too short or outside the pool, more than
+  // max_tokens tokens or max_rows rows, a feed_row the previous step did not compute.
+  std::vector<StepLogits> step(std::span<const StepSequence> seqs);
+
+  // The same in two halves, so that the host can record the next step (with feed_row) while the
+  // GPU runs this one: submit() records and submits, collect() waits for the results. Steps are
+  // collected in the order they were submitted.
+  class Pending {
+   public:
+    Pending();
+    ~Pending();
+    Pending(Pending&&) noexcept;
+    Pending& operator=(Pending&&) noexcept;
+    explicit operator bool() const { return bool(impl_); }
+    struct Impl;
+
+   private:
+    std::unique_ptr<Impl> impl_;
+    friend class BatchedLlama;
+  };
+  Pending submit(std::span<const StepSequence> seqs);
+  std::vector<StepLogits> collect(Pending& p);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace wgc::llm

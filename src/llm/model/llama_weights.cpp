@@ -1,0 +1,253 @@
+#include "llm/model/llama_weights.h"
+
+#include "llm/formats/dequant.h"
+#include "util/error.h"
+#include "util/progress.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+
+namespace wgc::llm {
+namespace {
+
+std::optional<WeightType> gpu_type(TensorType t) {
+  switch (t) {
+    case TensorType::F32: return WeightType::F32;
+    case TensorType::F16: return WeightType::F16;
+    case TensorType::BF16: return WeightType::BF16;
+    case TensorType::Q8_0: return WeightType::Q8_0;
+    case TensorType::Q4_0: return WeightType::Q4_0;
+    case TensorType::Q4_K: return WeightType::Q4_K;
+    case TensorType::Q6_K: return WeightType::Q6_K;
+    default: return std::nullopt;
+  }
+}
+
+// The bytes of a matrix in a type the kernels read: as stored where the kernels know the type,
+// else (Q4_1, Q5_*, Q8_K) dequantized once and stored as f16.
+struct HostMatrix {
+  WeightType type;
+  std::vector<std::byte> owned;
+  std::span<const std::byte> bytes;
+  int64_t rows, cols;
+};
+
+// The largest buffer a kernel can bind on this device.
+uint64_t device_buffer_limit(const Context& ctx) {
+  return std::min(ctx.limits().max_storage_buffer_binding_size, ctx.limits().max_buffer_size);
+}
+
+// Physical memory of the host (0: unknown).
+uint64_t host_memory_bytes() {
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : 0;
+}
+
+// `bytes` of `what` fit the device's buffers (and, when `host` is set, the host's memory): checked
+// before anything is converted or allocated, so a bad size is a clear error, not std::bad_alloc.
+void check_fits(const Context& ctx, uint64_t bytes, const std::string& what, bool host) {
+  uint64_t dev = device_buffer_limit(ctx);
+  if (bytes > dev)
+    throw Error("wgc: " + what + " needs " + std::to_string(bytes) +
+                " bytes in one buffer, beyond the device's limit of " + std::to_string(dev) +
+                " (maxStorageBufferBindingSize / maxBufferSize)");
+  uint64_t mem = host_memory_bytes();
+  if (host && mem && bytes > mem)
+    throw Error("wgc: " + what + " needs " + std::to_string(bytes) + " bytes of host memory, beyond the " +
+                std::to_string(mem) + " bytes of this machine");
+}
+
+// a * b * ... without overflow (UINT64_MAX when it would).
+uint64_t product(std::initializer_list<int64_t> xs) {
+  uint64_t r = 1;
+  for (int64_t x : xs)
+    if (x < 0 || __builtin_mul_overflow(r, uint64_t(x), &r)) return UINT64_MAX;
+  return r;
+}
+
+HostMatrix host_matrix(const Context& ctx, const ModelTensor& t) {
+  // What goes to the device: the stored bytes, or f16 for types converted on the host.
+  uint64_t gpu_bytes = gpu_type(t.type) ? t.data.size() : product({t.rows(), t.row_length(), 2});
+  check_fits(ctx, gpu_bytes,
+             "tensor '" + t.name + "' (" + std::to_string(t.rows()) + " x " + std::to_string(t.row_length()) + " " +
+                 std::string(to_string(t.type)) + ")",
+             !gpu_type(t.type));
+  HostMatrix m{WeightType::F16, {}, {}, t.rows(), t.row_length()};
+  if (auto g = gpu_type(t.type)) {
+    m.type = *g;
+    m.bytes = t.data;
+    return m;
+  }
+  std::vector<float> f = to_f32(t);
+  m.owned.resize(f.size() * 2);
+  for (size_t i = 0; i < f.size(); ++i) {
+    uint16_t h = f32_to_f16(f[i]);
+    std::memcpy(&m.owned[2 * i], &h, 2);
+  }
+  m.bytes = m.owned;
+  return m;
+}
+
+LinearGroup upload_group(const Context& ctx, const std::vector<const ModelTensor*>& ts,
+                         const std::vector<const ModelTensor*>& biases, Progress& bar) {
+  LinearGroup g;
+  std::vector<HostMatrix> ms;
+  for (auto* t : ts) {
+    ms.push_back(host_matrix(ctx, *t));
+    g.rows.push_back(t->rows());
+  }
+  bool fuse = true;
+  for (auto& m : ms) fuse &= m.type == ms[0].type && m.cols == ms[0].cols;
+  if (fuse && ms.size() > 1) {
+    std::vector<std::byte> cat;
+    for (auto& m : ms) cat.insert(cat.end(), m.bytes.begin(), m.bytes.end());
+    g.parts.push_back(upload_weight(ctx, ms[0].type, cat, g.total_rows(), ms[0].cols));
+  } else {
+    for (auto& m : ms) g.parts.push_back(upload_weight(ctx, m.type, m.bytes, m.rows, m.cols));
+  }
+  for (auto* t : ts) bar.add(t->data.size());
+  if (!biases.empty()) {
+    std::vector<float> cat;
+    for (size_t i = 0; i < biases.size(); ++i) {
+      if (!biases[i]) throw Error("wgc: " + ts[i]->name + " has no bias but its siblings have");
+      auto f = to_f32(*biases[i]);
+      if (g.parts.size() > 1)
+        g.biases.push_back(make_tensor(ctx, {int64_t(f.size())}, f));
+      else
+        cat.insert(cat.end(), f.begin(), f.end());
+    }
+    if (g.parts.size() == 1) g.biases.push_back(make_tensor(ctx, {int64_t(cat.size())}, cat));
+  }
+  return g;
+}
+
+Tensor upload_f32(const Context& ctx, const ModelTensor& t) {
+  auto f = to_f32(t);
+  return make_tensor(ctx, {int64_t(f.size())}, f);
+}
+
+}  // namespace
+
+int64_t LinearGroup::total_rows() const {
+  int64_t r = 0;
+  for (auto x : rows) r += x;
+  return r;
+}
+
+LlamaWeights upload_llama_weights(const Context& ctx, const ModelFile& f, std::optional<double> rope_theta,
+                                  std::optional<RopeScaling> rope_scaling) {
+  LlamaWeights w;
+  w.cfg = f.config();
+  auto& cfg = w.cfg;
+  if (rope_theta) cfg.rope_theta = *rope_theta;
+  if (rope_scaling) {
+    cfg.rope_scaling = *rope_scaling;
+    cfg.rope_freq_factors.clear();  // the file's per-frequency factors would override the scaling
+  }
+  w.hidden = cfg.hidden_size;
+  w.nh = cfg.n_heads;
+  w.nkv = cfg.n_kv_heads;
+  w.hd = cfg.head_dim;
+  w.ffn = cfg.ffn_size;
+  w.vocab = cfg.vocab_size;
+  w.eps = static_cast<float>(cfg.rms_norm_eps);
+  w.qkv_dim = (w.nh + 2 * w.nkv) * w.hd;
+  if (cfg.rope_dim != 0 && cfg.rope_dim != w.hd)
+    throw Error("wgc: " + f.path().string() + ": partial rotary embeddings (rope_dim " + std::to_string(cfg.rope_dim) +
+                " of head_dim " + std::to_string(w.hd) + ") are not supported");
+
+  Progress bar("uploading " + f.path().filename().string(), f.total_bytes(), Progress::Unit::Bytes);
+  auto note_type = [&](const LinearGroup& g) {
+    for (auto& p : g.parts) {
+      w.types.push_back(p.type);
+      w.bytes += p.gpu_bytes();
+    }
+  };
+  {
+    const auto& e = f.tensor("model.embed_tokens.weight");
+    HostMatrix m = host_matrix(ctx, e);
+    w.embed = upload_weight(ctx, m.type, m.bytes, m.rows, m.cols);
+    w.bytes += w.embed.gpu_bytes();
+    bar.add(e.data.size());
+  }
+  if (!cfg.tie_word_embeddings) {
+    LinearGroup g = upload_group(ctx, {&f.tensor("lm_head.weight")}, {}, bar);
+    w.lm_head = g.parts[0];
+    note_type(g);
+  }
+  w.norm = upload_f32(ctx, f.tensor("model.norm.weight"));
+  for (int64_t i = 0; i < cfg.n_layers; ++i) {
+    LlamaLayer L;
+    auto t = [&](const char* s) { return &f.layer_tensor(i, s); };
+    auto opt_t = [&](const char* s) { return f.find_layer_tensor(i, s); };
+    L.ln1 = upload_f32(ctx, *t("input_layernorm.weight"));
+    L.ln2 = upload_f32(ctx, *t("post_attention_layernorm.weight"));
+    if (cfg.qk_norm) {
+      L.q_norm = upload_f32(ctx, *t("self_attn.q_norm.weight"));
+      L.k_norm = upload_f32(ctx, *t("self_attn.k_norm.weight"));
+    }
+    std::vector<const ModelTensor*> biases;
+    if (cfg.attention_bias)
+      biases = {opt_t("self_attn.q_proj.bias"), opt_t("self_attn.k_proj.bias"), opt_t("self_attn.v_proj.bias")};
+    L.qkv = upload_group(
+        ctx, {t("self_attn.q_proj.weight"), t("self_attn.k_proj.weight"), t("self_attn.v_proj.weight")}, biases, bar);
+    L.o = upload_group(ctx, {t("self_attn.o_proj.weight")}, {}, bar);
+    L.gate_up = upload_group(ctx, {t("mlp.gate_proj.weight"), t("mlp.up_proj.weight")}, {}, bar);
+    L.down = upload_group(ctx, {t("mlp.down_proj.weight")}, {}, bar);
+    for (auto* g : {&L.qkv, &L.o, &L.gate_up, &L.down}) note_type(*g);
+    w.layers.push_back(std::move(L));
+  }
+  bar.finish();
+  w.types.push_back(w.embed.type);
+  return w;
+}
+
+void record_linear(const LlmOps& ops, Batch& b, const LinearGroup& g, const Tensor& in, const Tensor& y, int n,
+                   int64_t y_stride, bool accumulate, Version v) {
+  int64_t off = 0;
+  for (size_t i = 0; i < g.parts.size(); ++i) {
+    LinearOptions o;
+    o.y_stride = y_stride;
+    o.y_offset = off;
+    o.accumulate = accumulate;
+    o.version = v;
+    const WeightType t = g.parts[i].type;
+    if (v == Version::BatchedQ8 && t != WeightType::Q4_0 && t != WeightType::Q8_0) o.version = Version::Batched;
+    if (!g.biases.empty()) o.bias = g.biases[i];
+    ops.linear(b, g.parts[i], in, y, n, o);
+    off += g.parts[i].rows;
+  }
+}
+
+void check_llama_context(const Context& ctx, const ModelConfig& cfg, int64_t max_ctx, const std::string& file) {
+  std::string what = "a context of " + std::to_string(max_ctx) + " positions (max_ctx) for " + file;
+  if (max_ctx <= 0) throw Error("wgc: " + what + ": expected > 0");
+  uint64_t kv_elems = product({cfg.n_layers, cfg.n_kv_heads, max_ctx, cfg.head_dim});
+  if (kv_elems >= (uint64_t(1) << 32))
+    throw Error("wgc: " + what + " needs a KV cache of " + std::to_string(kv_elems) +
+                " elements per tensor, beyond the 2^32 its offsets address; lower max_ctx");
+  check_fits(ctx, product({int64_t(kv_elems), 4}), what + ": the KV cache", false);
+  check_fits(ctx, product({max_ctx, cfg.head_dim, 4}), what + ": the rope table", true);
+}
+
+RopeTable make_llama_rope(const Context& c, const ModelConfig& cfg, int max_pos) {
+  std::vector<double> inv = cfg.rope_inv_freq();
+  std::vector<float> cs(size_t(max_pos) * inv.size() * 2);
+  for (int p = 0; p < max_pos; ++p)
+    for (size_t i = 0; i < inv.size(); ++i) {
+      float angle = float(p) * float(inv[i]);
+      cs[(size_t(p) * inv.size() + i) * 2] = float(std::cos(double(angle)));
+      cs[(size_t(p) * inv.size() + i) * 2 + 1] = float(std::sin(double(angle)));
+    }
+  RopeTable t;
+  t.cos_sin = make_tensor(c, {int64_t(cs.size())}, cs);
+  t.head_dim = int(cfg.head_dim);
+  t.max_pos = max_pos;
+  return t;
+}
+
+}  // namespace wgc::llm

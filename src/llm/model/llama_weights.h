@@ -1,0 +1,62 @@
+// The weights of a Llama-family model on the GPU, shared by the single-sequence LlamaModel and the
+// serving engine (BatchedLlama): matrices in their file's type (f32; f16/bf16 packed;
+// Q8_0/Q4_0/Q4_K/Q6_K dequantized inside the kernels; other types dequantized once to f16),
+// norms in f32, and the shape numbers the forward passes use.
+#pragma once
+
+#include "llm/formats/model_file.h"
+#include "ops/llm/llm_ops.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace wgc::llm {
+
+// Matrices that one input feeds (Q|K|V, gate|up): one fused weight when their types agree, so one
+// dispatch computes all outputs; otherwise one weight each, writing side by side.
+struct LinearGroup {
+  std::vector<GpuWeight> parts;  // one part: fused
+  std::vector<int64_t> rows;     // rows of each logical matrix
+  std::vector<Tensor> biases;    // f32, one per part (empty: no bias)
+  int64_t total_rows() const;
+};
+
+struct LlamaLayer {
+  Tensor ln1, ln2, q_norm, k_norm;  // q/k norms: Qwen 3 only
+  LinearGroup qkv, o, gate_up, down;
+};
+
+struct LlamaWeights {
+  ModelConfig cfg;  // the file's, with EngineOptions' RoPE overrides applied
+  int64_t hidden = 0, nh = 0, nkv = 0, hd = 0, ffn = 0, vocab = 0, qkv_dim = 0;
+  float eps = 1e-5f;
+  uint64_t bytes = 0;  // on the GPU
+  GpuWeight embed;
+  std::optional<GpuWeight> lm_head;  // empty: tied to embed
+  Tensor norm;
+  std::vector<LlamaLayer> layers;
+  std::vector<WeightType> types;  // of every matrix (for precompiling)
+
+  const GpuWeight& output() const { return lm_head ? *lm_head : embed; }
+};
+
+// Uploads the model's weights (with a progress bar on a terminal). The RoPE overrides
+// replace the file's settings (see EngineOptions).
+LlamaWeights upload_llama_weights(const Context& ctx, const ModelFile& file, std::optional<double> rope_theta,
+                                  std::optional<RopeScaling> rope_scaling);
+
+// y[t, off + ...] = group x for n tokens (each part writing its rows side by side), optionally
+// accumulating (y += W x). Version::BatchedQ8 runs the parts it cannot (not Q4_0 / Q8_0) as Batched.
+void record_linear(const LlmOps& ops, Batch& b, const LinearGroup& g, const Tensor& in, const Tensor& y, int n,
+                   int64_t y_stride, bool accumulate, Version v = Version::Auto);
+
+// Throws a wgc::Error naming `file` when a context of max_ctx positions does not fit: its KV cache
+// (32-bit offsets, the device's buffer limits) or its rope table (the device and the host's
+// memory). Checked before anything is uploaded or built.
+void check_llama_context(const Context& ctx, const ModelConfig& cfg, int64_t max_ctx, const std::string& file);
+
+// cos/sin of f32(pos) * inv_freq for positions < max_pos (an f32 product, as transformers computes it).
+RopeTable make_llama_rope(const Context& ctx, const ModelConfig& cfg, int max_pos);
+
+}  // namespace wgc::llm

@@ -1,0 +1,198 @@
+#include "server/response.h"
+
+#include "util/json.h"
+
+namespace wgc::server {
+
+using json::Value;
+
+const char* finish_reason(llm::StopReason r) {
+  switch (r) {
+    case llm::StopReason::Eos:
+    case llm::StopReason::StopString: return "stop";
+    case llm::StopReason::MaxTokens:
+    case llm::StopReason::ContextFull: return "length";
+    case llm::StopReason::Cancelled: return "cancelled";
+  }
+  return "stop";
+}
+
+std::string sse_data(const std::string& json) { return "data: " + json + "\n\n"; }
+
+namespace {
+
+// A request that ended without finishing: the error its client gets.
+std::optional<ApiError> failure(const llm::RequestResult& r) {
+  if (!r.error.empty()) return ApiError(500, "generation failed: " + r.error, "server_error");
+  if (r.stop == llm::StopReason::Cancelled)
+    return ApiError(503, "the request was cancelled before it finished (the server is shutting down)",
+                    "unavailable_error", "", "cancelled");
+  return std::nullopt;
+}
+
+Value bytes_of(const std::string& s) {
+  Value a = Value::array();
+  for (unsigned char c : s) a.push_back(int(c));
+  return a;
+}
+
+}  // namespace
+
+ResponseBuilder::ResponseBuilder(const ApiRequest& request, const ModelInfo& model, std::string id, int64_t created)
+    : req_(request), model_(model), id_(std::move(id)), created_(created), logprobs_(empty_logprobs()) {}
+
+Value ResponseBuilder::envelope(bool chunk) const {
+  Value o = Value::object();
+  o.set("id", id_);
+  o.set("object", req_.api == Api::Completions ? "text_completion"
+                  : chunk                      ? "chat.completion.chunk"
+                                               : "chat.completion");
+  o.set("created", created_);
+  o.set("model", model_.id);
+  return o;
+}
+
+Value ResponseBuilder::choice(std::string_view text, const Value* logprobs, const char* finish) const {
+  Value c = Value::object();
+  c.set("index", 0);
+  if (req_.api == Api::Completions) c.set("text", text);
+  c.set("logprobs", logprobs ? *logprobs : Value());
+  c.set("finish_reason", finish ? Value(finish) : Value());
+  return c;
+}
+
+Value ResponseBuilder::usage(const llm::RequestResult& r) const {
+  Value u = Value::object();
+  u.set("prompt_tokens", r.prompt_tokens);
+  u.set("completion_tokens", r.completion_tokens);
+  u.set("total_tokens", r.prompt_tokens + r.completion_tokens);
+  Value details = Value::object();
+  details.set("cached_tokens", r.cached_tokens);
+  u.set("prompt_tokens_details", std::move(details));
+  return u;
+}
+
+Value ResponseBuilder::empty_logprobs() const {
+  Value lp = Value::object();
+  if (req_.api == Api::Chat) {
+    lp.set("content", Value::array());
+  } else {
+    for (const char* k : {"tokens", "token_logprobs", "top_logprobs", "text_offset"}) lp.set(k, Value::array());
+  }
+  return lp;
+}
+
+void ResponseBuilder::append_logprobs(Value& lp, const llm::TokenEvent& e) {
+  // A token's own bytes (part of a character, maybe): "token" shows them as text (U+FFFD for a
+  // partial character, as the JSON writer does), "bytes" exactly.
+  const llm::Tokenizer& tok = *model_.tokenizer;
+  auto piece = [&](int32_t id) { return tok.decode_bytes(std::span<const int32_t>(&id, 1)); };
+  std::string token = piece(e.id);
+  if (req_.api == Api::Chat) {
+    Value entry = Value::object();
+    entry.set("token", token);
+    entry.set("logprob", double(e.logprob));
+    entry.set("bytes", bytes_of(token));
+    Value top = Value::array();
+    for (auto [id, logprob] : e.top) {
+      std::string t = piece(id);
+      Value alt = Value::object();
+      alt.set("token", t);
+      alt.set("logprob", double(logprob));
+      alt.set("bytes", bytes_of(t));
+      top.push_back(std::move(alt));
+    }
+    entry.set("top_logprobs", std::move(top));
+    lp.members()[0].second.push_back(std::move(entry));
+    return;
+  }
+  // Completions: parallel arrays; top_logprobs holds {token: logprob} of the N best (the chosen
+  // token alone when N is 0, as vLLM does).
+  Value top = Value::object();
+  if (e.top.empty()) top.set(token, double(e.logprob));
+  for (auto [id, logprob] : e.top) top.set(piece(id), double(logprob));
+  auto& m = lp.members();
+  m[0].second.push_back(token);
+  m[1].second.push_back(double(e.logprob));
+  m[2].second.push_back(std::move(top));
+  m[3].second.push_back(uint64_t(logprob_offset_));
+  for (unsigned char b : token) logprob_offset_ += (b & 0xC0) != 0x80;  // characters, not bytes
+}
+
+std::string ResponseBuilder::first_chunk() {
+  if (req_.api != Api::Chat) return {};
+  Value o = envelope(true);
+  Value c = choice("", nullptr, nullptr);
+  Value delta = Value::object();
+  delta.set("role", "assistant");
+  delta.set("content", "");
+  c.set("delta", std::move(delta));
+  o.set("choices", Value(json::Array{std::move(c)}));
+  return sse_data(o.dump());
+}
+
+std::string ResponseBuilder::chunk(const llm::TokenEvent& e) {
+  text_ += e.text;
+  if (e.text.empty() && !req_.logprobs) return {};
+  Value lp;
+  if (req_.logprobs) {
+    lp = empty_logprobs();
+    append_logprobs(lp, e);
+  }
+  Value o = envelope(true);
+  Value c = choice(e.text, req_.logprobs ? &lp : nullptr, nullptr);
+  if (req_.api == Api::Chat) {
+    Value delta = Value::object();
+    delta.set("content", e.text);
+    c.set("delta", std::move(delta));
+  }
+  o.set("choices", Value(json::Array{std::move(c)}));
+  return sse_data(o.dump());
+}
+
+std::string ResponseBuilder::last_chunks(const llm::RequestResult& r) {
+  if (auto err = failure(r)) return error_event(*err);
+  std::string out;
+  text_ += r.text_tail;
+  Value o = envelope(true);
+  Value c = choice(r.text_tail, nullptr, finish_reason(r.stop));
+  if (req_.api == Api::Chat) {
+    Value delta = Value::object();
+    if (!r.text_tail.empty()) delta.set("content", r.text_tail);
+    c.set("delta", std::move(delta));
+  }
+  o.set("choices", Value(json::Array{std::move(c)}));
+  out += sse_data(o.dump());
+  if (req_.include_usage) {
+    Value u = envelope(true);
+    u.set("choices", Value::array());
+    u.set("usage", usage(r));
+    out += sse_data(u.dump());
+  }
+  return out + "data: [DONE]\n\n";
+}
+
+std::string ResponseBuilder::error_event(const ApiError& e) { return sse_data(error_body(e)) + "data: [DONE]\n\n"; }
+
+void ResponseBuilder::add(const llm::TokenEvent& e) {
+  text_ += e.text;
+  if (req_.logprobs) append_logprobs(logprobs_, e);
+}
+
+std::string ResponseBuilder::body(const llm::RequestResult& r) {
+  if (auto err = failure(r)) throw *err;
+  text_ += r.text_tail;
+  Value o = envelope(false);
+  Value c = choice(text_, req_.logprobs ? &logprobs_ : nullptr, finish_reason(r.stop));
+  if (req_.api == Api::Chat) {
+    Value msg = Value::object();
+    msg.set("role", "assistant");
+    msg.set("content", text_);
+    c.set("message", std::move(msg));
+  }
+  o.set("choices", Value(json::Array{std::move(c)}));
+  o.set("usage", usage(r));
+  return o.dump();
+}
+
+}  // namespace wgc::server

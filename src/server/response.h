@@ -1,0 +1,60 @@
+// The answers of /v1/completions and /v1/chat/completions in OpenAI's shapes: one JSON body, or a
+// stream of server-sent events ("data: {chunk}\n\n" ... "data: [DONE]\n\n") whose pieces add up to
+// the same text, logprobs and finish_reason.
+//
+//   ResponseBuilder b(req, model, "chatcmpl-1", time(nullptr));
+//   sse(b.first_chunk());  for each token event e: sse(b.chunk(e));  sse(b.last_chunks(result));
+//   // or, not streaming: b.add(e) for each event, then b.body(result)
+#pragma once
+
+#include "server/request.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace wgc::server {
+
+// OpenAI's finish_reason: "stop" (end of turn, a stop string) or "length" (max_tokens, the end of
+// the context).
+const char* finish_reason(llm::StopReason r);
+
+class ResponseBuilder {
+ public:
+  ResponseBuilder(const ApiRequest& request, const ModelInfo& model, std::string id, int64_t created);
+
+  // Streaming: whole SSE events ("" when there is nothing to send).
+  std::string first_chunk();                                  // chat: the assistant's role
+  std::string chunk(const llm::TokenEvent& e);                // a token's text (and logprobs)
+  std::string last_chunks(const llm::RequestResult& result);  // tail, finish_reason, usage, [DONE]
+  // An error after the stream began (OpenAI's error object as an event), then [DONE].
+  static std::string error_event(const ApiError& e);
+
+  // Not streaming: collect the events, then the body.
+  void add(const llm::TokenEvent& e);
+  std::string body(const llm::RequestResult& result);
+
+  const std::string& text() const { return text_; }  // the text so far
+
+ private:
+  json::Value envelope(bool chunk) const;
+  json::Value choice(std::string_view text, const json::Value* logprobs, const char* finish) const;
+  json::Value usage(const llm::RequestResult& r) const;
+  // The logprobs entries of one token, appended to `lp` (chat: {"content": [...]}; completions:
+  // {"tokens", "token_logprobs", "top_logprobs", "text_offset"}).
+  void append_logprobs(json::Value& lp, const llm::TokenEvent& e);
+  json::Value empty_logprobs() const;
+
+  const ApiRequest& req_;
+  const ModelInfo& model_;
+  std::string id_;
+  int64_t created_;
+  std::string text_;           // text released so far
+  size_t logprob_offset_ = 0;  // completions' text_offset: characters of the tokens so far
+  json::Value logprobs_;       // not streaming: the collected logprobs
+};
+
+// An SSE event carrying `json`.
+std::string sse_data(const std::string& json);
+
+}  // namespace wgc::server

@@ -1,0 +1,435 @@
+#include "server/server.h"
+
+#include "gpu/tensor.h"
+#include "server/metrics.h"
+#include "server/response.h"
+#include "server/web_assets.h"
+#include "util/json.h"
+
+#include <httplib.h>
+
+#include <unistd.h>
+#include <atomic>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <deque>
+#include <fstream>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <set>
+
+namespace wgc::server {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using json::Value;
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// The routes, for the metrics' labels (anything else counts as "other": a label per unknown path
+// would let clients grow the metrics without bound).
+const char* route_label(const std::string& path) {
+  static const char* known[] = {"/",         "/health",     "/metrics",        "/v1/models",
+                                "/tokenize", "/detokenize", "/v1/completions", "/v1/chat/completions"};
+  for (const char* k : known)
+    if (path == k) return k;
+  if (path.starts_with("/v1/models/")) return "/v1/models/{id}";
+  if (web_asset(path)) return "web";
+  return "other";
+}
+
+// Routes open without the API key: the health check and the web pages.
+bool needs_key(const std::string& path) {
+  return path != "/health" &&
+         (path.starts_with("/v1/") || path == "/tokenize" || path == "/detokenize" || path == "/metrics");
+}
+
+// Constant-time comparison (the key is a secret).
+bool same_key(std::string_view a, std::string_view b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < a.size(); ++i) diff |= uint8_t(a[i] ^ (i < b.size() ? b[i] : 0));
+  return diff == 0;
+}
+
+void send_error(httplib::Response& res, const ApiError& e) {
+  res.status = e.status;
+  res.set_content(error_body(e), "application/json");
+}
+
+uint64_t resident_bytes() {
+  std::ifstream f("/proc/self/statm");
+  uint64_t pages = 0, resident = 0;
+  f >> pages >> resident;
+  return resident * uint64_t(sysconf(_SC_PAGESIZE));
+}
+
+// One generation request: the scheduler's worker pushes events, the HTTP thread takes them.
+struct Exchange {
+  Exchange(ApiRequest r, const ModelInfo& m, std::string id, Clock::time_point arrived)
+      : request(std::move(r)), builder(request, m, std::move(id), int64_t(std::time(nullptr))), start(arrived) {}
+
+  ApiRequest request;
+  ResponseBuilder builder;  // refers to `request`
+  Clock::time_point start;  // the request's arrival
+  uint64_t sched_id = 0;
+
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<llm::TokenEvent> events;
+  std::optional<llm::RequestResult> result;  // until take() moves it out
+  bool ended = false;                        // on_done has run
+  bool first_token_seen = false;
+  std::atomic<bool> abandoned{false};  // the client went away: on_token ends the request
+
+  // Waits up to `timeout` for events or the end; moves them out.
+  void take(std::deque<llm::TokenEvent>& out, std::optional<llm::RequestResult>& done,
+            std::chrono::milliseconds timeout) {
+    std::unique_lock lock(mu);
+    cv.wait_for(lock, timeout, [&] { return !events.empty() || result.has_value(); });
+    out.swap(events);
+    if (result) {
+      done = std::move(result);
+      result.reset();
+    }
+  }
+};
+
+}  // namespace
+
+struct Server::Impl {
+  Impl(llm::Scheduler& s, const ModelInfo& m, const Context& c, ServerOptions o)
+      : sched(s), model(m), ctx(c), opt(std::move(o)) {}
+
+  llm::Scheduler& sched;
+  const ModelInfo& model;
+  Context ctx;
+  ServerOptions opt;
+  httplib::Server http;
+  Metrics metrics;
+  int64_t created = int64_t(std::time(nullptr));
+  std::string id_prefix;
+  std::atomic<uint64_t> next_id{1};
+
+  // Generation requests in flight (their scheduler ids), for shutdown.
+  std::mutex mu;
+  std::condition_variable idle_cv;
+  std::set<uint64_t> active;
+  std::atomic<bool> stopping{false};
+  std::once_flag shutdown_once;
+
+  void routes();
+  void generate(const httplib::Request& req, httplib::Response& res, Api api);
+  void stream(const std::shared_ptr<Exchange>& x, httplib::Response& res);
+  void wait_whole(Exchange& x, httplib::Response& res);
+  uint64_t submit(const std::shared_ptr<Exchange>& x);
+  void finish(const Exchange& x);
+  std::string models_json(bool list) const;
+  EngineGauges gauges() const;
+  void do_shutdown();
+};
+
+uint64_t Server::Impl::submit(const std::shared_ptr<Exchange>& x) {
+  llm::Request r = x->request.generation;
+  auto on_token = [this, x](const llm::TokenEvent& e) {
+    {
+      std::lock_guard lock(x->mu);
+      if (!x->first_token_seen) {
+        x->first_token_seen = true;
+        metrics.first_token(seconds_since(x->start));
+      }
+      x->events.push_back(e);
+    }
+    x->cv.notify_one();
+    return !x->abandoned.load();
+  };
+  auto on_done = [this, x](const llm::RequestResult& result) {
+    {
+      std::lock_guard lock(x->mu);
+      x->result = result;
+      x->ended = true;
+    }
+    if (result.error.empty() && result.stop != llm::StopReason::Cancelled) metrics.finished(seconds_since(x->start));
+    x->cv.notify_one();
+  };
+  // The id goes into `active` under the lock before any callback can end the request.
+  std::lock_guard lock(mu);
+  try {
+    x->sched_id = sched.submit(std::move(r), on_token, on_done);
+  } catch (const llm::QueueFull& e) {
+    throw ApiError(503, "the server is busy (" + plain_message(e) + "); retry later", "unavailable_error", "",
+                   "queue_full");
+  } catch (const llm::NotAccepting&) {
+    throw ApiError(503, "the server is shutting down", "unavailable_error", "", "shutting_down");
+  } catch (const ApiError&) {
+    throw;
+  } catch (const Error& e) {
+    throw ApiError(400, plain_message(e));
+  }
+  active.insert(x->sched_id);
+  return x->sched_id;
+}
+
+void Server::Impl::finish(const Exchange& x) {
+  {
+    std::lock_guard lock(mu);
+    active.erase(x.sched_id);
+  }
+  idle_cv.notify_all();
+}
+
+void Server::Impl::generate(const httplib::Request& req, httplib::Response& res, Api api) {
+  auto arrived = Clock::now();
+  ApiRequest parsed = parse_request(api, req.body, model);
+  std::string id = (api == Api::Chat ? "chatcmpl-" : "cmpl-") + id_prefix + std::to_string(next_id++);
+  auto x = std::make_shared<Exchange>(std::move(parsed), model, std::move(id), arrived);
+  submit(x);
+  if (x->request.stream)
+    stream(x, res);
+  else
+    wait_whole(*x, res);
+}
+
+void Server::Impl::wait_whole(Exchange& x, httplib::Response& res) {
+  std::optional<llm::RequestResult> done;
+  while (!done) {
+    std::deque<llm::TokenEvent> events;
+    x.take(events, done, std::chrono::milliseconds(1000));
+    for (const auto& e : events) x.builder.add(e);
+  }
+  finish(x);
+  res.set_content(x.builder.body(*done), "application/json");
+}
+
+void Server::Impl::stream(const std::shared_ptr<Exchange>& x, httplib::Response& res) {
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("X-Accel-Buffering", "no");  // nginx: pass events on as they come
+  auto started = std::make_shared<bool>(false);
+  auto last_write = std::make_shared<Clock::time_point>(Clock::now());
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [this, x, started, last_write](size_t, httplib::DataSink& sink) {
+        std::string out;
+        if (!*started) {
+          *started = true;
+          out = x->builder.first_chunk();
+        }
+        std::deque<llm::TokenEvent> events;
+        std::optional<llm::RequestResult> done;
+        if (out.empty()) x->take(events, done, std::chrono::milliseconds(250));
+        for (const auto& e : events) out += x->builder.chunk(e);
+        if (done) out += x->builder.last_chunks(*done);
+        // A comment line now and then while nothing comes: a client that went away is noticed
+        // (the write fails) during a long prefill or queue wait, not only at the next token.
+        if (out.empty() && seconds_since(*last_write) > 1.0) out = ": keep-alive\n\n";
+        if (!out.empty()) {
+          if (!sink.write(out.data(), out.size())) {
+            x->abandoned = true;
+            sched.cancel(x->sched_id);
+            return false;
+          }
+          *last_write = Clock::now();
+        }
+        if (done) sink.done();
+        return true;
+      },
+      [this, x](bool) {
+        // However the response ended (finished, client gone, server stopping): free the sequence.
+        bool ended;
+        {
+          std::lock_guard lock(x->mu);
+          ended = x->ended;
+        }
+        if (!ended) {
+          x->abandoned = true;
+          sched.cancel(x->sched_id);
+        }
+        finish(*x);
+      });
+}
+
+std::string Server::Impl::models_json(bool list) const {
+  Value m = Value::object();
+  m.set("id", model.id);
+  m.set("object", "model");
+  m.set("created", created);
+  m.set("owned_by", "wgc");
+  Value meta = Value::object();
+  meta.set("n_ctx", model.max_ctx);
+  meta.set("n_vocab", uint64_t(model.tokenizer->vocab_size()));
+  meta.set("chat_template", model.chat_template && !model.chat_template->is_fallback() ? "model" : "plain-text");
+  m.set("meta", std::move(meta));
+  if (!list) return m.dump();
+  Value out = Value::object();
+  out.set("object", "list");
+  out.set("data", Value(json::Array{std::move(m)}));
+  return out.dump();
+}
+
+EngineGauges Server::Impl::gauges() const {
+  EngineGauges g;
+  g.scheduler = sched.stats();
+  g.gpu_buffer_bytes = allocated_buffer_bytes(ctx);
+  g.gpu_buffers = allocated_buffers(ctx);
+  g.resident_bytes = resident_bytes();
+  return g;
+}
+
+void Server::Impl::routes() {
+  // Every handler answers errors in OpenAI's shape.
+  auto guarded = [](auto fn) {
+    return [fn](const httplib::Request& req, httplib::Response& res) {
+      try {
+        fn(req, res);
+      } catch (const ApiError& e) {
+        send_error(res, e);
+      } catch (const std::exception& e) {
+        send_error(res, ApiError(500, std::string("internal error: ") + e.what(), "server_error"));
+      }
+    };
+  };
+  auto json = [](httplib::Response& res, const std::string& body) { res.set_content(body, "application/json"); };
+
+  http.Get("/health", guarded([this, json](const httplib::Request&, httplib::Response& res) {
+             if (stopping) {
+               res.status = 503;
+               json(res, R"({"status":"shutting down"})");
+             } else {
+               json(res, R"({"status":"ok"})");
+             }
+           }));
+  http.Get("/v1/models",
+           guarded([this, json](const httplib::Request&, httplib::Response& res) { json(res, models_json(true)); }));
+  http.Get("/v1/models/(.+)", guarded([this, json](const httplib::Request& req, httplib::Response& res) {
+             if (req.matches[1] != model.id)
+               throw ApiError(404,
+                              "the model '" + std::string(req.matches[1]) + "' does not exist (this server has '" +
+                                  model.id + "')",
+                              "invalid_request_error", "model", "model_not_found");
+             json(res, models_json(false));
+           }));
+  http.Post("/v1/completions", guarded([this](const httplib::Request& req, httplib::Response& res) {
+              generate(req, res, Api::Completions);
+            }));
+  http.Post("/v1/chat/completions",
+            guarded([this](const httplib::Request& req, httplib::Response& res) { generate(req, res, Api::Chat); }));
+  http.Post("/tokenize", guarded([this, json](const httplib::Request& req, httplib::Response& res) {
+              json(res, tokenize(req.body, *model.tokenizer));
+            }));
+  http.Post("/detokenize", guarded([this, json](const httplib::Request& req, httplib::Response& res) {
+              json(res, detokenize(req.body, *model.tokenizer));
+            }));
+  http.Get("/metrics", guarded([this](const httplib::Request&, httplib::Response& res) {
+             res.set_content(metrics.text(gauges()), "text/plain; version=0.0.4");
+           }));
+  // The web pages (server/web_assets.h); "/" without a chat page points to the API instead.
+  http.Get("/(.*)", guarded([json](const httplib::Request& req, httplib::Response& res) {
+             if (auto asset = web_asset(req.path)) {
+               res.set_content(std::string(asset->body), std::string(asset->mime));
+             } else if (auto to = web_redirect(req.path)) {
+               size_t query = req.target.find('?');  // kept: /kernels?run=1 -> /kernels/?run=1
+               res.set_redirect(*to + (query == std::string::npos ? "" : req.target.substr(query)), 301);
+             } else if (req.path == "/") {
+               json(res, R"({"name":"wgc serve","api":["GET /v1/models","POST /v1/chat/completions",)"
+                         R"("POST /v1/completions","POST /tokenize","POST /detokenize","GET /health","GET /metrics"],)"
+                         R"("docs":"docs/serving.md"})");
+             } else {
+               res.status = 404;  // the error handler writes the body
+             }
+           }));
+
+  // Any other method and path: 404 (httplib would answer 400 for an unrouted POST).
+  auto not_found = [](const httplib::Request&, httplib::Response& res) { res.status = 404; };
+  http.Post("/(.*)", not_found);
+  http.Put("/(.*)", not_found);
+  http.Delete("/(.*)", not_found);
+  http.Patch("/(.*)", not_found);
+
+  // Before routing: the API key (the health check and the web pages need none).
+  http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (!opt.api_key.empty() && needs_key(req.path)) {
+      std::string auth = req.get_header_value("Authorization");
+      if (!auth.starts_with("Bearer ") || !same_key(std::string_view(auth).substr(7), opt.api_key)) {
+        res.set_header("WWW-Authenticate", "Bearer");
+        send_error(res, ApiError(401, "invalid or missing API key (send \"Authorization: Bearer <key>\")",
+                                 "authentication_error", "", "invalid_api_key"));
+        return httplib::Server::HandlerResponse::Handled;
+      }
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+  // Statuses without a body (unknown route 404, 413 for a body past the limit, 400 from the HTTP
+  // parser) get one in OpenAI's shape; a 503 gets Retry-After.
+  http.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req,
+                                                                     httplib::Response& res) {
+    if (res.status == 503 && !res.has_header("Retry-After"))
+      res.set_header("Retry-After", std::to_string(opt.retry_after_s));
+    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    if (res.status == 404)
+      send_error(res, ApiError(404, "no route " + req.method + " " + req.path + " (see GET /)", "invalid_request_error",
+                               "", "not_found"));
+    else if (res.status == 413)
+      send_error(
+          res,
+          ApiError(413, "the request body is larger than the limit of " + std::to_string(opt.max_body_bytes) + " bytes",
+                   "invalid_request_error", "", "request_too_large"));
+    else
+      send_error(res, ApiError(res.status, "HTTP error " + std::to_string(res.status), "invalid_request_error"));
+    return httplib::Server::HandlerResponse::Handled;
+  }));
+  http.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+    metrics.request(route_label(req.path), res.status);
+  });
+}
+
+void Server::Impl::do_shutdown() {
+  stopping = true;
+  sched.stop_accepting();
+  std::unique_lock lock(mu);
+  if (!idle_cv.wait_for(lock, opt.shutdown_grace, [&] { return active.empty(); })) {
+    std::fprintf(stderr, "wgc serve: cancelling %zu request(s) still running after %llds\n", active.size(),
+                 (long long)opt.shutdown_grace.count());
+    for (uint64_t id : active) sched.cancel(id);
+    // Their streams end with an error event; bounded, in case a client does not read.
+    idle_cv.wait_for(lock, std::chrono::seconds(10), [&] { return active.empty(); });
+  }
+  lock.unlock();
+  http.stop();
+}
+
+Server::Server(llm::Scheduler& scheduler, const ModelInfo& model, const Context& ctx, ServerOptions options)
+    : impl_(std::make_unique<Impl>(scheduler, model, ctx, std::move(options))) {
+  Impl& s = *impl_;
+  std::random_device rd;
+  char prefix[16];
+  std::snprintf(prefix, sizeof prefix, "%08x-", unsigned(rd()));
+  s.id_prefix = prefix;
+  const auto& so = scheduler.options();
+  size_t threads = s.opt.threads > 0 ? size_t(s.opt.threads) : size_t(so.parallel + so.max_queue + 8);
+  s.http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  s.http.set_payload_max_length(s.opt.max_body_bytes);
+  s.http.set_tcp_nodelay(true);
+  s.http.set_keep_alive_max_count(1000);  // httplib's default (5) closes busy clients' connections often
+  s.http.set_read_timeout(std::chrono::seconds(30));
+  s.http.set_write_timeout(std::chrono::seconds(30));
+  s.routes();
+  bool ok = s.opt.port == 0 ? (s.opt.port = s.http.bind_to_any_port(s.opt.host)) > 0
+                            : s.http.bind_to_port(s.opt.host, s.opt.port);
+  if (!ok)
+    throw Error("wgc serve: cannot listen on " + s.opt.host + ":" + std::to_string(s.opt.port) + " (" +
+                std::strerror(errno) + ")");
+}
+
+Server::~Server() = default;
+
+int Server::port() const { return impl_->opt.port; }
+
+void Server::run() { impl_->http.listen_after_bind(); }
+
+void Server::shutdown() {
+  std::call_once(impl_->shutdown_once, [this] { impl_->do_shutdown(); });
+}
+
+}  // namespace wgc::server

@@ -1,0 +1,265 @@
+// The serving forward (BatchedLlama) on the built-in default model and a GQA fixture: its logits
+// equal the single-sequence LlamaModel's, and a sequence's logits are bit-identical alone or among
+// others, whatever its prompt's chunking, with the naive (CPU adapters' default) and the batched
+// (GPUs' default) linear kernels.
+#include "llm/generate/default_model.h"
+#include "llm/model/llama_batched.h"
+#include "test_util.h"
+
+#include <cstring>
+#include <numeric>
+
+using namespace wgc;
+using namespace wgc::llm;
+namespace fs = std::filesystem;
+using wgc::test::ctx;
+
+namespace {
+
+fs::path default_model() { return fs::path(WGC_SOURCE_DIR) / "models" / kDefaultModelFile; }
+
+EngineOptions engine(int max_ctx) {
+  EngineOptions eo;
+  eo.max_ctx = max_ctx;
+  eo.max_batch = 64;
+  eo.progress = false;
+  return eo;
+}
+
+// A sequence being run: its tokens, how many are cached, its blocks.
+struct Seq {
+  std::vector<int32_t> tokens;
+  int cached = 0;
+  std::vector<int32_t> blocks;
+};
+
+// Blocks handed out from the end of a permutation of the pool, so tables are scattered.
+struct Blocks {
+  std::vector<int32_t> free;
+  explicit Blocks(int n) {
+    for (int i = 0; i < n; ++i) free.push_back((i * 5 + 3) % n);
+  }
+  void cover(Seq& s, int positions, int block) {
+    while (int(s.blocks.size()) * block < positions) {
+      s.blocks.push_back(free.back());
+      free.pop_back();
+    }
+  }
+};
+
+// Feeds `n` more tokens of each sequence (0: none) in one step; full logits of each fed sequence.
+std::vector<std::vector<float>> feed(BatchedLlama& bl, Blocks& pool, std::vector<Seq*> seqs, std::vector<int> n) {
+  std::vector<StepSequence> step;
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    if (n[i] == 0) continue;
+    Seq& s = *seqs[i];
+    pool.cover(s, s.cached + n[i], bl.options().block_tokens);
+    StepSequence q;
+    q.tokens = std::span<const int32_t>(s.tokens).subspan(size_t(s.cached), size_t(n[i]));
+    q.pos0 = s.cached;
+    q.blocks = s.blocks;
+    q.full = true;
+    step.push_back(q);
+    s.cached += n[i];
+  }
+  auto rows = bl.step(step);
+  std::vector<std::vector<float>> out;
+  for (auto& r : rows) out.push_back(std::move(r.logits));
+  return out;
+}
+
+std::vector<int32_t> ids(int n, int seed, int vocab) {
+  std::vector<int32_t> v;
+  for (int i = 0; i < n; ++i) v.push_back(int32_t((i * 7919 + seed * 104729 + 13) % vocab));
+  return v;
+}
+
+// The default model for the single-sequence comparisons, once per test binary.
+LlamaModel& shared_model() {
+  static ModelFile* mf = new ModelFile(open_model(default_model(), {false, false}));
+  static LlamaModel* m = new LlamaModel(ctx(), *mf, engine(64));
+  return *m;
+}
+
+// The default model with a small pool: 2 rows, 16 tokens per step, 8 blocks of 4.
+struct Small {
+  LlamaModel& model = shared_model();
+  BatchedOptions bo = [] {
+    BatchedOptions o;
+    o.max_tokens = 16;
+    o.max_rows = 2;
+    o.block_tokens = 4;
+    o.blocks = 8;
+    return o;
+  }();
+  BatchedLlama bl{model, bo};
+};
+
+void check_model(Version lin, double tolerance = 1e-4) {
+  const fs::path path = default_model();
+  LlamaModel& model = shared_model();
+  const int vocab = int(model.config().vocab_size);
+  BatchedOptions bo;
+  bo.max_tokens = 48;
+  bo.max_rows = 4;
+  bo.block_tokens = 8;
+  bo.blocks = 24;
+  bo.split_len = 16;  // several splits at these lengths
+  bo.linear = lin;
+  BatchedLlama bl(model, bo);
+  const std::string what = path.filename().string() + (lin == Version::Batched     ? " batched"
+                                                       : lin == Version::BatchedQ8 ? " batched-q8"
+                                                                                   : " naive");
+
+  // A alone: a 21-token prompt in one chunk, then 3 tokens one at a time.
+  Seq a{ids(24, 1, vocab), 0, {}};
+  Blocks p1(bo.blocks);
+  std::vector<std::vector<float>> alone;
+  alone.push_back(feed(bl, p1, {&a}, {21})[0]);
+  for (int i = 0; i < 3; ++i) alone.push_back(feed(bl, p1, {&a}, {1})[0]);
+
+  // The single-sequence engine agrees (to rounding: it runs other kernels).
+  model.rewind(0);
+  EXPECT_LT(test::rel_error(alone[0], model.logits(std::span<const int32_t>(a.tokens).first(21))), tolerance) << what;
+  model.logits(std::span<const int32_t>(a.tokens).subspan(21, 2));
+  EXPECT_LT(test::rel_error(alone[3], model.logits(std::span<const int32_t>(a.tokens).subspan(23, 1))), tolerance)
+      << what;
+
+  // A again among B and C, its prompt in chunks of 5 + 9 + 7 while the others prefill and decode.
+  Seq a2{a.tokens, 0, {}}, b{ids(30, 2, vocab), 0, {}}, c{ids(12, 3, vocab), 0, {}};
+  Blocks p2(bo.blocks);
+  feed(bl, p2, {&b, &a2, &c}, {17, 5, 12});
+  feed(bl, p2, {&a2, &b, &c}, {9, 1, 1});
+  auto r = feed(bl, p2, {&b, &c, &a2}, {1, 0, 7});
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(std::memcmp(r[1].data(), alone[0].data(), size_t(vocab) * 4), 0) << what << ": prompt logits";
+  for (int i = 0; i < 3; ++i) {
+    auto s = feed(bl, p2, {&c, &a2, &b}, {i == 1 ? 0 : 1, 1, 1});
+    const auto& got = s[i == 1 ? 0 : 1];
+    EXPECT_EQ(std::memcmp(got.data(), alone[size_t(i + 1)].data(), size_t(vocab) * 4), 0)
+        << what << ": decode step " << i;
+  }
+}
+
+}  // namespace
+
+TEST(BatchedLlama, NaiveKernelsInvariantAndEqualToTheSingleSequencePath) {
+  WGC_REQUIRE_FILE(default_model());
+  check_model(Version::Naive);
+}
+
+TEST(BatchedLlama, BatchedKernelsInvariantAndEqualToTheSingleSequencePath) {
+  WGC_REQUIRE_FILE(default_model());
+  check_model(Version::Batched);
+}
+
+// 8-bit activations (the default model is Q8_0): invariant too, within quantization error of the
+// f32 path.
+TEST(BatchedLlama, BatchedQ8KernelsInvariant) {
+  WGC_REQUIRE_FILE(default_model());
+  check_model(Version::BatchedQ8, 3e-2);
+}
+
+// A step recorded before the previous one's tokens are back (feed_row: the argmax copied on the
+// GPU) gives what feeding the read-back token gives.
+TEST(BatchedLlama, FeedRowPipelinesSteps) {
+  WGC_REQUIRE_FILE(default_model());
+  Small m;
+  auto& bl = m.bl;
+  std::vector<int32_t> a = {0, 5, 77, 301, 12}, b = {0, 9, 8};
+  std::vector<int32_t> ta = {0, 1}, tb = {2, 3};
+  auto prefill = [&](std::vector<StepSequence>& st) {
+    st.resize(2);
+    st[0].tokens = a;
+    st[0].blocks = ta;
+    st[0].top_k = 1;
+    st[1].tokens = b;
+    st[1].blocks = tb;
+    st[1].top_k = 1;
+  };
+  std::vector<StepSequence> s1;
+  prefill(s1);
+  auto r1 = bl.step(s1);
+  std::vector<int32_t> na = {r1[0].top_ids[0]}, nb = {r1[1].top_ids[0]};
+  std::vector<StepSequence> s2(2);
+  s2[0].tokens = na;
+  s2[0].pos0 = 5;
+  s2[0].blocks = ta;
+  s2[0].full = true;
+  s2[1].tokens = nb;
+  s2[1].pos0 = 3;
+  s2[1].blocks = tb;
+  s2[1].full = true;
+  auto r2 = bl.step(s2);
+
+  std::vector<StepSequence> p1;
+  prefill(p1);
+  auto h1 = bl.submit(p1);
+  std::vector<int32_t> placeholder = {0};
+  auto p2 = s2;
+  p2[0].tokens = placeholder;
+  p2[0].feed_row = 0;
+  p2[1].tokens = placeholder;
+  p2[1].feed_row = 1;
+  auto h2 = bl.submit(p2);
+  auto c1 = bl.collect(h1);
+  auto c2 = bl.collect(h2);
+  EXPECT_EQ(c1[0].top_ids, r1[0].top_ids);
+  EXPECT_EQ(c1[1].top_ids, r1[1].top_ids);
+  EXPECT_EQ(c2[0].logits, r2[0].logits);
+  EXPECT_EQ(c2[1].logits, r2[1].logits);
+  EXPECT_THROW(bl.collect(h1), Error);  // collected already
+  p2[0].feed_row = 5;                   // the previous step had 2 rows
+  EXPECT_THROW(bl.submit(p2), Error);
+}
+
+TEST(BatchedLlama, TopKLogSumExpAndErrors) {
+  WGC_REQUIRE_FILE(default_model());
+  Small m;
+  auto& bl = m.bl;
+  auto& model = m.model;
+  std::vector<int32_t> prompt = {0, 5, 77, 301, 12};
+  std::vector<int32_t> blocks = {6, 1};
+  StepSequence s;
+  s.tokens = prompt;
+  s.blocks = blocks;
+  s.top_k = 5;
+  s.full = true;
+  s.logsumexp = true;
+  auto r = bl.step(std::span(&s, 1));
+  ASSERT_EQ(r.size(), 1u);
+  auto& l = r[0].logits;
+  std::vector<int32_t> order(l.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int32_t x, int32_t y) { return l[size_t(x)] > l[size_t(y)]; });
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(r[0].top_ids[size_t(i)], order[size_t(i)]);
+    EXPECT_EQ(r[0].top_logits[size_t(i)], l[size_t(order[size_t(i)])]);
+  }
+  double mx = l[size_t(order[0])], sum = 0;
+  for (float v : l) sum += std::exp(double(v) - mx);
+  EXPECT_NEAR(r[0].logsumexp, mx + std::log(sum), 1e-4);
+
+  auto fails = [&](StepSequence bad) { EXPECT_THROW(bl.step(std::span(&bad, 1)), Error); };
+  StepSequence bad = s;
+  std::vector<int32_t> big = {int32_t(model.config().vocab_size)};
+  bad.tokens = big;
+  fails(bad);
+  bad = s;
+  bad.blocks = std::span(blocks).first(1);  // 5 positions need 2 blocks of 4
+  fails(bad);
+  bad = s;
+  std::vector<int32_t> outside = {6, 8};
+  bad.blocks = outside;
+  fails(bad);
+  bad = s;
+  std::vector<int32_t> many(17, 3);
+  bad.tokens = many;
+  fails(bad);
+  bad = s;
+  bad.pos0 = 62;  // past the 64-position context
+  fails(bad);
+  BatchedOptions none = m.bo;
+  none.blocks = 0;
+  EXPECT_THROW(BatchedLlama(model, none), Error);
+}
