@@ -17,6 +17,8 @@ log() { printf '[setup] %s\n' "$*" >&2; }
 apt_pkgs=(cmake g++ make pkg-config libgtest-dev libvulkan1 libpng-dev libjpeg-dev
           libopenblas-dev libpcre2-dev libcli11-dev libedit-dev libssl-dev ca-certificates chromium fonts-dejavu-core
           libcpp-httplib-dev nginx-light libonnx-dev libprotobuf-dev libonnx-testdata)
+# The sanitizer leg of scripts/test.sh (and the fuzz targets): clang with its sanitizer runtimes.
+if [ "${WGC_SANITIZERS:-1}" != 0 ]; then apt_pkgs+=(clang libclang-rt-dev); fi
 missing=()
 for p in "${apt_pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
