@@ -5,6 +5,7 @@
 #include "gpu/context_state.h"
 #include "gpu/webgpu_abi.h"
 #include "util/error.h"
+#include "util/install_dirs.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -118,6 +119,23 @@ std::string adapter_type_name(WGPUAdapterType t) {
   }
 }
 
+// The SwiftShader ICD json: WGC_SWIFTSHADER_ICD when set, else the copy an installed wgc ships
+// beside this library (<prefix>/share/wgc/swiftshader: cmake --install, the Python package), else
+// the one scripts/setup.sh made (a compile-time path); "" when there is none.
+std::string swiftshader_icd() {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (const char* env = std::getenv("WGC_SWIFTSHADER_ICD")) return fs::exists(env, ec) ? env : "";
+  if (fs::path share = share_dir_beside_library(); !share.empty()) {
+    fs::path icd = share / "swiftshader" / "vk_swiftshader_icd.json";
+    if (fs::exists(icd, ec)) return icd.string();
+  }
+#ifdef WGC_SWIFTSHADER_ICD
+  if (fs::exists(WGC_SWIFTSHADER_ICD, ec)) return WGC_SWIFTSHADER_ICD;
+#endif
+  return "";
+}
+
 // SwiftShader is installed by scripts/setup.sh as an extra Vulkan driver; add it to the loader's
 // list (without hiding real GPUs) unless the user chose drivers explicitly.
 void offer_swiftshader_driver() {
@@ -126,11 +144,8 @@ void offer_swiftshader_driver() {
   // loader from offering it, unless the user filters drivers themselves.
   if (!std::getenv("VK_LOADER_DRIVERS_DISABLE") && !std::getenv("VK_LOADER_DRIVERS_SELECT"))
     setenv("VK_LOADER_DRIVERS_DISABLE", "*lvp_icd*", 1);
-  const char* icd = std::getenv("WGC_SWIFTSHADER_ICD");
-#ifdef WGC_SWIFTSHADER_ICD
-  if (!icd) icd = WGC_SWIFTSHADER_ICD;
-#endif
-  if (!icd || !std::filesystem::exists(icd)) return;
+  std::string icd = swiftshader_icd();
+  if (icd.empty()) return;
   std::string add = icd;
   if (const char* prev = std::getenv("VK_ADD_DRIVER_FILES")) {
     if (std::string_view(prev).find(icd) != std::string_view::npos) return;

@@ -259,45 +259,86 @@ Image gaussian_blur_on_cpu(const Image& img, float sigma) {
                     img.channels);
 }
 
-StencilVersion image_stencil_version(const Context& ctx, StencilOp op, int image_channels, float sigma,
-                                     StencilVersion requested) {
-  int c = op == StencilOp::Sobel ? 1 : image_channels;
+namespace {
+
+// The version the host overloads run on `c` channels: a requested one as asked (an RGB image
+// padded to RGBA for a Vec4 one), Auto by stencil_auto_version, padding RGB on a GPU when
+// kStencilPadRgbToVec4.
+StencilVersion host_version(const Context& ctx, StencilOp op, int c, float sigma, StencilVersion requested) {
   if (requested != StencilVersion::Auto)
     return resolve(ctx, op, requested, c == 3 && is_vec4(requested) ? 4 : c, sigma, {});
   if (c == 3 && kStencilPadRgbToVec4 && !ctx.adapter().is_cpu()) return stencil_auto_version(ctx, op, 4, sigma);
   return stencil_auto_version(ctx, op, c, sigma);
 }
 
+void check_host_args(const char* op, std::span<const float> img, int w, int h, int c) {
+  if (w <= 0 || h <= 0 || c < 1 || c > 4 || int64_t(w) * h > kMaxImagePixels)
+    throw Error(std::string("wgc: ") + op + ": bad image size " + std::to_string(w) + "x" + std::to_string(h) + "x" +
+                std::to_string(c) + " (channels 1..4, at most " + std::to_string(kMaxImagePixels) + " pixels)");
+  if (img.size() != size_t(w) * size_t(h) * size_t(c))
+    throw Error(std::string("wgc: ") + op + ": the image holds " + std::to_string(img.size()) + " values, not " +
+                std::to_string(w) + "x" + std::to_string(h) + "x" + std::to_string(c));
+}
+
+// Upload, run the tensor op with version v, read back; RGB goes through RGBA (alpha 1) for a Vec4 v.
+std::vector<float> run_on_device(const Context& ctx, StencilOp op, std::span<const float> img, int w, int h, int c,
+                                 float sigma, StencilVersion v) {
+  const size_t pixels = size_t(w) * size_t(h);
+  std::vector<float> padded;
+  const bool pad = c == 3 && is_vec4(v);
+  if (pad) {
+    padded.assign(pixels * 4, 1.f);
+    for (size_t i = 0; i < pixels; ++i)
+      for (size_t k = 0; k < 3; ++k) padded[i * 4 + k] = img[i * 3 + k];
+    img = padded;
+  }
+  const int dc = pad ? 4 : c;
+  Tensor t = make_tensor(ctx, {h, w, dc}, img);
+  Tensor out = op == StencilOp::Sobel ? sobel(ctx, t, w, h, dc, v) : gaussian_blur(ctx, t, w, h, dc, sigma, v);
+  std::vector<float> r = download<float>(ctx, out);
+  if (pad) {
+    for (size_t i = 0; i < pixels; ++i)
+      for (size_t k = 0; k < 3; ++k) r[i * 3 + k] = r[i * 4 + k];
+    r.resize(pixels * 3);
+  }
+  return r;
+}
+
+}  // namespace
+
+StencilVersion image_stencil_version(const Context& ctx, StencilOp op, int image_channels, float sigma,
+                                     StencilVersion requested) {
+  return host_version(ctx, op, op == StencilOp::Sobel ? 1 : image_channels, sigma, requested);
+}
+
+std::vector<float> sobel(const Context& ctx, std::span<const float> img, int w, int h, int channels,
+                         const ImageStencilOptions& o) {
+  check_host_args("sobel", img, w, h, channels);
+  if (stencil_runs_on_cpu(ctx, StencilOp::Sobel, int64_t(w) * h, o)) return cpu::sobel(img, w, h, channels);
+  return run_on_device(ctx, StencilOp::Sobel, img, w, h, channels, 0.f,
+                       host_version(ctx, StencilOp::Sobel, channels, 0.f, o.version));
+}
+
+std::vector<float> gaussian_blur(const Context& ctx, std::span<const float> img, int w, int h, int channels,
+                                 float sigma, const ImageStencilOptions& o) {
+  check_host_args("gaussian_blur", img, w, h, channels);
+  cpu::gaussian_radius(sigma);  // a bad sigma fails the same way on both paths
+  if (stencil_runs_on_cpu(ctx, StencilOp::GaussianBlur, int64_t(w) * h, o))
+    return cpu::gaussian_blur(img, w, h, channels, sigma);
+  return run_on_device(ctx, StencilOp::GaussianBlur, img, w, h, channels, sigma,
+                       host_version(ctx, StencilOp::GaussianBlur, channels, sigma, o.version));
+}
+
 Image sobel(const Context& ctx, const Image& img, const ImageStencilOptions& o) {
   if (stencil_runs_on_cpu(ctx, StencilOp::Sobel, img.pixels(), o)) return sobel_on_cpu(img);
-  auto g = to_gray(img);
-  Tensor t = make_tensor(ctx, {img.height, img.width, 1}, g);
-  Tensor r = sobel(ctx, t, img.width, img.height, 1, o.version);
-  return sobel_result(download<float>(ctx, r), img.width, img.height);
+  return sobel_result(sobel(ctx, to_gray(img), img.width, img.height, 1, o), img.width, img.height);
 }
 
 Image gaussian_blur(const Context& ctx, const Image& img, float sigma, const ImageStencilOptions& o) {
   cpu::gaussian_radius(sigma);  // a bad sigma fails the same way on both paths
   if (stencil_runs_on_cpu(ctx, StencilOp::GaussianBlur, img.pixels(), o)) return gaussian_blur_on_cpu(img, sigma);
-  StencilVersion v = image_stencil_version(ctx, StencilOp::GaussianBlur, img.channels, sigma, o.version);
-  std::vector<float> f = to_float(img);
-  int c = img.channels;
-  bool pad = c == 3 && is_vec4(v);
-  if (pad) {  // RGB -> RGBA (alpha 1) for the vec4 kernels, and back after
-    std::vector<float> p(size_t(img.pixels()) * 4, 1.f);
-    for (size_t i = 0; i < size_t(img.pixels()); ++i)
-      for (size_t k = 0; k < 3; ++k) p[i * 4 + k] = f[i * 3 + k];
-    f = std::move(p);
-    c = 4;
-  }
-  Tensor t = make_tensor(ctx, {img.height, img.width, c}, f);
-  std::vector<float> r = download<float>(ctx, gaussian_blur(ctx, t, img.width, img.height, c, sigma, v));
-  if (pad) {
-    for (size_t i = 0; i < size_t(img.pixels()); ++i)
-      for (size_t k = 0; k < 3; ++k) r[i * 3 + k] = r[i * 4 + k];
-    r.resize(size_t(img.pixels()) * 3);
-  }
-  return from_float(r, img.width, img.height, img.channels);
+  return from_float(gaussian_blur(ctx, to_float(img), img.width, img.height, img.channels, sigma, o), img.width,
+                    img.height, img.channels);
 }
 
 // --- benchmark hook ------------------------------------------------------------------------

@@ -120,6 +120,15 @@ bool stencil_runs_on_cpu(const Context& ctx, StencilOp op, int64_t pixels, const
 StencilVersion image_stencil_version(const Context& ctx, StencilOp op, int image_channels, float sigma,
                                      StencilVersion requested);
 
+// Float images in host memory (h rows of w pixels of `channels` interleaved values, 1..4), as the
+// tensor ops take them: the CPU reference (cpu/stencil.h) below the op's threshold, else upload,
+// the tensor op (an RGB image through RGBA where image_stencil_version pads) and read back. Sobel
+// is per channel here. Throw wgc::Error for a bad size or sigma.
+std::vector<float> sobel(const Context& ctx, std::span<const float> img, int w, int h, int channels,
+                         const ImageStencilOptions& o = {});
+std::vector<float> gaussian_blur(const Context& ctx, std::span<const float> img, int w, int h, int channels,
+                                 float sigma, const ImageStencilOptions& o = {});
+
 // Sobel edge magnitude of the image's luma (Rec. 601), one channel out, clamped to [0, 1].
 Image sobel(const Context& ctx, const Image& img, const ImageStencilOptions& o = {});
 // Gaussian blur of every channel (alpha too); keeps the channel count.
