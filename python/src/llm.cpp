@@ -285,12 +285,16 @@ std::vector<int32_t> checked_ids(PyLLM& l, const py::handle& obj, const char* fn
   std::vector<int32_t> ids;
   const int64_t vocab = l.state().model->config().vocab_size;
   for (auto item : obj) {
-    if (!py::isinstance<py::int_>(item) || py::isinstance<py::bool_>(item))
+    if (!PyIndex_Check(item.ptr()) || py::isinstance<py::bool_>(item))
       throw py::type_error(std::string(fn) + ": token ids are ints, got " +
                            py::str(py::type::of(item).attr("__name__")).cast<std::string>());
-    auto v = item.cast<int64_t>();
-    if (v < 0 || v >= vocab)
-      throw py::value_error(std::string(fn) + ": token id " + std::to_string(v) + " is outside the vocabulary (0.." +
+    auto index = py::reinterpret_steal<py::object>(PyNumber_Index(item.ptr()));
+    if (!index) throw py::error_already_set();
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
+    if (overflow || v < 0 || v >= vocab)
+      throw py::value_error(std::string(fn) + ": token id " + py::str(item).cast<std::string>() +
+                            " is outside the vocabulary (0.." +
                             std::to_string(vocab - 1) + ")");
     ids.push_back(int32_t(v));
   }

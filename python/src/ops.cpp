@@ -49,7 +49,9 @@ void check_args(const char* fn, F&& f) {
   try {
     f();
   } catch (const Error& e) {
-    throw py::value_error(std::string(fn) + ": " + e.what());
+    std::string_view what = e.what();
+    if (what.starts_with("wgc: ")) what.remove_prefix(5);
+    throw py::value_error(std::string(fn) + ": " + std::string(what));
   }
 }
 

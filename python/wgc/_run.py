@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import struct
 from typing import Dict, Mapping, Optional, Sequence, Tuple, Union
 
@@ -13,6 +14,42 @@ from ._wgc import Context, Tensor
 _DTYPES = (np.dtype(np.float32), np.dtype(np.int32), np.dtype(np.uint32))
 
 OutputSpec = Union[Tuple[Union[int, Sequence[int]], object], Tensor]
+
+
+_COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+# A module-scope variable with its attributes: "@group(0) @binding(1) var<storage, read> x".
+_VARIABLE = re.compile(r"((?:@\s*\w+\s*(?:\([^)]*\))?\s*)+)var\s*(?:<\s*(\w+)[^>]*>)?\s*(\w+)")
+_ATTRIBUTE = re.compile(r"@\s*(group|binding)\s*\(\s*(\d+)\s*\)")
+
+
+def _check_interface(wgsl: str, entry: str, names: Sequence[str], has_params: bool) -> None:
+    """The buffers given against the shader's @group(0) declarations and its entry point.
+
+    Dawn checks this only on a context with debug=True; elsewhere (validation off, for speed) a
+    missing binding would crash the process, so the common mistakes are caught here first.
+    """
+    src = _COMMENTS.sub(" ", wgsl)
+    if not re.search(r"\bfn\s+" + re.escape(entry) + r"\s*\(", src):
+        raise ValueError(f"wgc.run: the WGSL has no function {entry!r} (the entry point)")
+    declared = {}
+    for m in _VARIABLE.finditer(src):
+        attrs = dict((k, int(v)) for k, v in _ATTRIBUTE.findall(m.group(1)))
+        if attrs.get("group") == 0 and "binding" in attrs:
+            declared[attrs["binding"]] = (m.group(2) or "handle", m.group(3))
+    wanted = {i: ("storage", n) for i, n in enumerate(names)}
+    if has_params:
+        wanted[len(names)] = ("uniform", "params")
+    for i, (space, name) in sorted(wanted.items()):
+        if i not in declared:
+            raise ValueError(f"wgc.run: {name!r} binds at @group(0) @binding({i}), which the WGSL does not declare "
+                             f"(buffers bind in order: inputs, outputs, then params)")
+        if declared[i][0] != space:
+            raise ValueError(f"wgc.run: {name!r} binds at @binding({i}) as var<{space}>, but the WGSL declares "
+                             f"var<{declared[i][0]}> {declared[i][1]} there")
+    for i, (space, var) in sorted(declared.items()):
+        if i not in wanted:
+            raise ValueError(f"wgc.run: the WGSL declares @group(0) @binding({i}) ({var}), but only {len(wanted)} "
+                             f"buffers are given (inputs, outputs, then params)")
 
 
 def _params_bytes(params) -> bytes:
@@ -71,7 +108,9 @@ def run(wgsl: str, inputs: Optional[Mapping[str, Union[np.ndarray, Tensor]]] = N
     returned as that Tensor. workgroups: (x, y, z) counts (an int or fewer values: the rest 1).
     params: a NumPy array, bytes, or numbers (float -> f32, int -> u32 or i32 when negative) for
     a `var<uniform>` struct of 4-byte fields. constants: values of WGSL `override` declarations.
-    Every buffer must be used by the shader (WebGPU leaves unused ones out of the layout).
+    The buffers must match the shader's @group(0) declarations (ValueError otherwise). Kernels
+    run as written: one that indexes past a buffer is undefined behaviour (it can crash the
+    process) unless the context was made with robust=True; debug=True adds Dawn's validation.
 
     WGSL that does not compile raises wgc.ShaderError; its .line and .column locate the first
     error (label names the shader in the message).
@@ -98,6 +137,7 @@ def run(wgsl: str, inputs: Optional[Mapping[str, Union[np.ndarray, Tensor]]] = N
             raise TypeError(f"wgc.run: constants map names to numbers, got {k!r}: {v!r}")
         consts.append((k, float(v)))
 
+    _check_interface(wgsl, entry, list(inputs) + list(outputs), bool(words))
     args = []
     for name, x in inputs.items():
         if isinstance(x, Tensor):
