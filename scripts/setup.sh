@@ -17,7 +17,7 @@ log() { printf '[setup] %s\n' "$*" >&2; }
 # --- Debian packages ----------------------------------------------------------------------
 apt_pkgs=(cmake g++ make pkg-config libgtest-dev libvulkan1 libpng-dev libjpeg-dev
           libopenblas-dev libpcre2-dev ca-certificates chromium fonts-dejavu-core libcpp-httplib-dev
-          nginx-light
+          nginx-light libonnx-dev libprotobuf-dev libonnx-testdata
           python3-dev python3-venv python3-pip python3-setuptools python3-wheel pybind11-dev
           python3-numpy python3-pytest)
 missing=()
@@ -55,6 +55,23 @@ if [ ! -f "$deps/dawn/include/webgpu/webgpu.h" ]; then
   mkdir -p "$deps/dawn/include/webgpu"
   tar xzf "$tgz" -C "$deps/dawn/include/webgpu" --strip-components=3 package/cpp/webgpu/webgpu.h
   rm -f "$tgz" # 44 MB; only the C header is used
+fi
+
+# --- ImageNet class names (wgc classify): TensorFlow.js's MobileNet package ships the 1000 ILSVRC
+# names in the standard (torchvision) order; the plain list is checked again after conversion.
+classes="$deps/imagenet/imagenet_classes.txt"
+classes_sum=1b0c1e842afe63343c3d11a78c69e19ee2be9d80d19c5080ea0863f3ef66451e
+if [ ! -f "$classes" ] || ! echo "$classes_sum  $classes" | sha256sum -c --status; then
+  tgz=$(fetch_npm @tensorflow-models/mobilenet 2.1.1 29b97f8db758d1d699c5654100fd363beaaeda1874e1488b5bceb267d13f90ff)
+  tmp=$(mktemp -d)
+  tar xzf "$tgz" -C "$tmp" package/dist/imagenet_classes.js
+  mkdir -p "$deps/imagenet"
+  node -e 'const c = require(process.argv[1]).IMAGENET_CLASSES; let s = "";
+           for (let i = 0; i < 1000; i++) s += c[i] + "\n"; process.stdout.write(s);' \
+    "$tmp/package/dist/imagenet_classes.js" > "$classes.tmp"
+  rm -rf "$tmp" "$tgz"
+  echo "$classes_sum  $classes.tmp" | sha256sum -c --status || { log "ImageNet class list differs from the pinned one"; exit 1; }
+  mv "$classes.tmp" "$classes"
 fi
 
 # --- SwiftShader from chromium-common -----------------------------------------------------
