@@ -109,5 +109,7 @@ void bind_context(py::module_& m);
 void bind_ops(py::module_& m);
 void bind_run(py::module_& m);
 void bind_llm(py::module_& m);
+void bind_cnn(py::module_& m);
+void bind_bench(py::module_& m);
 
 }  // namespace wgc::python

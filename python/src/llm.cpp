@@ -294,8 +294,7 @@ std::vector<int32_t> checked_ids(PyLLM& l, const py::handle& obj, const char* fn
     long long v = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
     if (overflow || v < 0 || v >= vocab)
       throw py::value_error(std::string(fn) + ": token id " + py::str(item).cast<std::string>() +
-                            " is outside the vocabulary (0.." +
-                            std::to_string(vocab - 1) + ")");
+                            " is outside the vocabulary (0.." + std::to_string(vocab - 1) + ")");
     ids.push_back(int32_t(v));
   }
   return ids;

@@ -70,4 +70,6 @@ PYBIND11_MODULE(_wgc, m) {
   bind_ops(m);
   bind_run(m);
   bind_llm(m);
+  bind_cnn(m);
+  bind_bench(m);
 }

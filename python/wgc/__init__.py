@@ -10,13 +10,14 @@ otherwise.
     t = wgc.Tensor(np.arange(8, dtype=np.float32))     # on the GPU
     print(wgc.map("x * x", t).numpy())                 # stays there until .numpy()
     print(wgc.LLM().generate("The moon", max_tokens=16))
+    logits = wgc.cnn.Model("mobilenet_v2.onnx")(x)    # an ONNX image model on float32 NCHW
 """
 
 from __future__ import annotations
 
 from typing import Any, Dict, Optional
 
-from . import _wgc
+from . import _wgc, cnn
 from ._ops import add, blur, conv2d, map, matmul, max, mean, min, mul, sobel, sum
 from ._run import run
 from ._wgc import (Context, DeviceError, Error, GpuError, LimitError, ShaderError, TextStream, Tensor,
@@ -26,7 +27,7 @@ from .llm import LLM
 __version__ = "0.1.0"
 
 __all__ = [
-    "Context", "Tensor", "LLM", "TextStream", "info", "default_context", "run",
+    "Context", "Tensor", "LLM", "cnn", "TextStream", "info", "default_context", "run",
     "matmul", "add", "mul", "map", "sum", "max", "min", "mean", "sobel", "blur", "conv2d",
     "Error", "DeviceError", "GpuError", "LimitError", "ShaderError",
 ]
