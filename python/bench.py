@@ -10,15 +10,20 @@ keeps the numbers measured on SwiftShader and the command for a GPU machine.
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
 import time
 
-import numpy as np
+# This file sits beside the package's sources (python/wgc, without the built extension): import
+# the installed or built package instead (pip install ./python, or PYTHONPATH=build/python).
+sys.path = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(os.path.abspath(__file__))]
 
-import wgc
-from wgc import _wgc
+import numpy as np  # noqa: E402
+
+import wgc  # noqa: E402
+from wgc import _wgc  # noqa: E402
 
 
 def median_us(fn, iters):
@@ -54,28 +59,34 @@ def op_overheads(ctx, iters):
     return rows
 
 
-def llm_speed(args, ctx):
-    llm = wgc.LLM(args.model, max_ctx=args.ctx, ctx=ctx)
+def llm_speed(args):
+    """Decode and prompt tokens/s of greedy generation. "cold" is what `wgc generate` does once per
+    process: a new context and model, then one generation (its first steps compile the kernels);
+    "warm" is a second generation on the same model after llm.reset() (kernels compiled)."""
     kw = dict(max_tokens=args.tokens, temperature=0, ignore_eos=True)
-    llm.generate(args.prompt, max_tokens=4, temperature=0)  # warm
-    py = []
-    for _ in range(args.repeat):
+    rows = {"python (cold)": [], "python (warm)": []}
+    if args.cli:
+        rows["CLI"] = []
+    path = args.model
+    for _ in range(args.repeat):  # interleaved, so that a slow spell of a shared machine hits both
+        llm = wgc.LLM(args.model, max_ctx=args.ctx, ctx=wgc.Context(backend=args.backend))
+        path = llm.path
+        llm.generate(args.prompt, **kw)
+        rows["python (cold)"].append(llm.last_result["timings"])
         llm.reset()
         llm.generate(args.prompt, **kw)
-        py.append(llm.last_result["timings"])
-    row = {"model": llm.path, "tokens": args.tokens,
-           "python_decode_tps": statistics.median(t["decode_tokens_per_s"] for t in py),
-           "python_prompt_tps": statistics.median(t["prompt_tokens_per_s"] for t in py)}
-    if args.cli:
-        cli = []
-        for _ in range(args.repeat):
-            out = subprocess.run([args.cli, "generate", "--model", llm.path, "--prompt", args.prompt, "-n",
-                                  str(args.tokens), "--temp", "0", "--ignore-eos", "--ctx", str(llm.max_ctx),
-                                  "--json"], check=True, capture_output=True, text=True).stdout
-            cli.append(json.loads(out)["timings"])
-        row["cli_decode_tps"] = statistics.median(t["decode_tokens_per_s"] for t in cli)
-        row["cli_prompt_tps"] = statistics.median(t["prompt_tokens_per_s"] for t in cli)
-    return row
+        rows["python (warm)"].append(llm.last_result["timings"])
+        del llm
+        if args.cli:
+            out = subprocess.run([args.cli, "generate", "--model", path, "--prompt", args.prompt, "-n",
+                                  str(args.tokens), "--temp", "0", "--ignore-eos", "--ctx", str(args.ctx),
+                                  "--backend", args.backend, "--json"],
+                                 check=True, capture_output=True, text=True).stdout
+            rows["CLI"].append(json.loads(out)["timings"])
+    med = lambda ts, k: statistics.median(t[k] for t in ts)  # noqa: E731
+    return {"model": path, "tokens": args.tokens,
+            "runs": {name: {"decode_tps": med(ts, "decode_tokens_per_s"), "prompt_tps": med(ts, "prompt_tokens_per_s")}
+                     for name, ts in rows.items()}}
 
 
 def main():
@@ -84,8 +95,8 @@ def main():
     ap.add_argument("--model", help="a model for the generation speed (default: the built-in one)")
     ap.add_argument("--prompt", default="The history of the moon")
     ap.add_argument("--tokens", type=int, default=64, help="tokens generated per run")
-    ap.add_argument("--ctx", type=int, default=512, help="context length for both")
-    ap.add_argument("--repeat", type=int, default=3, help="generation runs (median)")
+    ap.add_argument("--ctx", type=int, default=512, help="context length (KV cache) for both")
+    ap.add_argument("--repeat", type=int, default=5, help="generation runs (median)")
     ap.add_argument("--iters", type=int, default=2000, help="calls per op (median)")
     ap.add_argument("--backend", default="auto")
     ap.add_argument("--json", help="also write the results here")
@@ -98,13 +109,14 @@ def main():
     print(f"{'op':<12} {'C++':>9} {'Python':>9} {'overhead':>9}  what")
     for r in ops:
         print(f"{r['op']:<12} {r['cpp_us']:9.1f} {r['python_us']:9.1f} {r['overhead_us']:9.1f}  {r['what']}")
-    gen = llm_speed(args, ctx)
+    gen = llm_speed(args)
     print(f"\ngeneration: {gen['model']}, {gen['tokens']} tokens, greedy, median of {args.repeat} runs (tokens/s)")
-    print(f"{'':<8} {'decode':>9} {'prompt':>9}")
-    print(f"{'Python':<8} {gen['python_decode_tps']:9.2f} {gen['python_prompt_tps']:9.2f}")
-    if "cli_decode_tps" in gen:
-        print(f"{'CLI':<8} {gen['cli_decode_tps']:9.2f} {gen['cli_prompt_tps']:9.2f}")
-        print(f"Python / CLI decode: {gen['python_decode_tps'] / gen['cli_decode_tps']:.3f}")
+    print(f"{'':<14} {'decode':>9} {'prompt':>9}")
+    for name, r in gen["runs"].items():
+        print(f"{name:<14} {r['decode_tps']:9.2f} {r['prompt_tps']:9.2f}")
+    if "CLI" in gen["runs"]:
+        ratio = gen["runs"]["python (cold)"]["decode_tps"] / gen["runs"]["CLI"]["decode_tps"]
+        print(f"Python (cold) / CLI decode: {ratio:.3f}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"device": ctx.info(), "ops": ops, "generation": gen}, f, indent=1)
