@@ -38,8 +38,8 @@ class CMakeBuild(build_ext):
         elif not (build / "CMakeCache.txt").exists():
             sys.exit(f"wgc: WGC_BUILD_DIR={build} is not a configured CMake build tree")
         self._cmake("--build", str(build), "--target", "_wgc", "-j", jobs)
-        # The extension lands in <prefix>/wgc, libwgc and Dawn in <prefix>/wgc/lib, the model and
-        # SwiftShader in <prefix>/wgc/share/wgc: prefix = where setuptools collects the package.
+        # The extension lands in <prefix>/wgc, libwgc, Dawn and SwiftShader in <prefix>/wgc/lib, the
+        # model in <prefix>/wgc/share/wgc: prefix = where setuptools collects the package.
         prefix = pathlib.Path(self.get_ext_fullpath(ext.name)).parent.parent
         self._cmake("--install", str(build), "--component", "python", "--prefix", str(prefix))
         if not pathlib.Path(self.get_ext_fullpath(ext.name)).exists():

@@ -94,17 +94,14 @@ MatmulDims matmul_dims(const std::vector<int64_t>& a, const std::vector<int64_t>
 
 py::array matmul_host(const ContextPtr& ctx, const py::object& ao, const py::object& bo, bool trans_b,
                       const std::string& device) {
-  Where w = parse_where(device, "wgc.matmul");
+  const Policy policy = policy_of(parse_where(device, "wgc.matmul"));
   auto a = float_array(ao, "wgc.matmul: a"), b = float_array(bo, "wgc.matmul: b");
   std::vector<int64_t> sa(a.shape(), a.shape() + a.ndim()), sb(b.shape(), b.shape() + b.ndim());
   MatmulDims d = matmul_dims(sa, sb, trans_b, shape_str(a), shape_str(b));
-  std::optional<double> below;
-  if (w == Where::Gpu) below = 0.0;
-  if (w == Where::Cpu) below = std::numeric_limits<double>::infinity();
   std::vector<float> c;
   {
     DeviceLock lock(*ctx);
-    c = matmul(ctx->ctx(), span_of(a), span_of(b), d, below);
+    c = matmul(ctx->ctx(), span_of(a), span_of(b), d, policy);
   }
   return to_numpy(std::move(c), {py::ssize_t(d.m), py::ssize_t(d.n)});
 }
@@ -257,8 +254,7 @@ py::array stencil_host(const ContextPtr& ctx, const std::string& name, const py:
                        const std::string& device) {
   StencilOp op = stencil_op(name);
   std::string fn = "wgc." + name;
-  ImageStencilOptions o;
-  o.cpu_below = policy_of(parse_where(device, fn.c_str())).cpu_below;
+  const Policy policy = policy_of(parse_where(device, fn.c_str()));
   auto img = float_array(imgo, fn + ": image");
   std::vector<int64_t> s(img.shape(), img.shape() + img.ndim());
   ImageDims d = image_dims(s, shape_str(img), fn.c_str());
@@ -266,8 +262,8 @@ py::array stencil_host(const ContextPtr& ctx, const std::string& name, const py:
   std::vector<float> out;
   {
     DeviceLock lock(*ctx);
-    out = op == StencilOp::Sobel ? sobel(ctx->ctx(), span_of(img), d.w, d.h, d.c, o)
-                                 : gaussian_blur(ctx->ctx(), span_of(img), d.w, d.h, d.c, sigma, o);
+    out = op == StencilOp::Sobel ? sobel(ctx->ctx(), span_of(img), d.w, d.h, d.c, policy)
+                                 : gaussian_blur(ctx->ctx(), span_of(img), d.w, d.h, d.c, sigma, policy);
   }
   return to_numpy(std::move(out), shape_of(img));
 }

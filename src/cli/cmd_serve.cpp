@@ -54,11 +54,11 @@ int serve(Args& a) {
   sched.prefill_chunk = int_arg(a, "--prefill-chunk", sched.prefill_chunk, 1, 1 << 16);
   if (auto k = a.option("--kernel")) {  // the serving engine's linear kernels (docs/serving.md)
     if (*k == "batched")
-      sched.linear = llm::Version::Batched;
+      sched.linear = llm::LinearVersion::Batched;
     else if (*k == "batched-q8")
-      sched.linear = llm::Version::BatchedQ8;
+      sched.linear = llm::LinearVersion::BatchedQ8;
     else if (*k == "naive")
-      sched.linear = llm::Version::Naive;
+      sched.linear = llm::LinearVersion::Naive;
     else if (*k != "auto")
       throw Error("wgc serve: --kernel expects auto, batched, batched-q8 or naive, got '" + *k + "'");
   }

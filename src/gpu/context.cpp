@@ -119,21 +119,11 @@ std::string adapter_type_name(WGPUAdapterType t) {
   }
 }
 
-// The SwiftShader ICD json: WGC_SWIFTSHADER_ICD when set, else the copy an installed wgc ships
-// beside this library (<prefix>/share/wgc/swiftshader: cmake --install, the Python package), else
-// the one scripts/setup.sh made (a compile-time path); "" when there is none.
-std::string swiftshader_icd() {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (const char* env = std::getenv("WGC_SWIFTSHADER_ICD")) return fs::exists(env, ec) ? env : "";
-  if (fs::path share = share_dir_beside_library(); !share.empty()) {
-    fs::path icd = share / "swiftshader" / "vk_swiftshader_icd.json";
-    if (fs::exists(icd, ec)) return icd.string();
-  }
-#ifdef WGC_SWIFTSHADER_ICD
-  if (fs::exists(WGC_SWIFTSHADER_ICD, ec)) return WGC_SWIFTSHADER_ICD;
-#endif
-  return "";
+// The SwiftShader ICD json that the build and `cmake --install` put beside the library:
+// <folder of libwgc.so>/wgc-swiftshader/vk_swiftshader_icd.json (its library path is relative to it).
+std::string bundled_swiftshader_icd() {
+  std::filesystem::path lib = library_dir();
+  return lib.empty() ? std::string() : (lib / "wgc-swiftshader" / "vk_swiftshader_icd.json").string();
 }
 
 // SwiftShader is installed by scripts/setup.sh as an extra Vulkan driver; add it to the loader's
@@ -144,8 +134,10 @@ void offer_swiftshader_driver() {
   // loader from offering it, unless the user filters drivers themselves.
   if (!std::getenv("VK_LOADER_DRIVERS_DISABLE") && !std::getenv("VK_LOADER_DRIVERS_SELECT"))
     setenv("VK_LOADER_DRIVERS_DISABLE", "*lvp_icd*", 1);
-  std::string icd = swiftshader_icd();
-  if (icd.empty()) return;
+  const char* env = std::getenv("WGC_SWIFTSHADER_ICD");
+  const std::string icd = env && *env ? env : bundled_swiftshader_icd();
+  std::error_code ec;
+  if (icd.empty() || !std::filesystem::exists(icd, ec)) return;
   std::string add = icd;
   if (const char* prev = std::getenv("VK_ADD_DRIVER_FILES")) {
     if (std::string_view(prev).find(icd) != std::string_view::npos) return;
@@ -335,7 +327,7 @@ Context::Context(ContextOptions options) : state_(std::make_shared<ContextState>
         "wgc: Dawn offered only its Null backend, which computes nothing; refusing it. "
         "No Vulkan driver was found: install libvulkan1 and run scripts/setup.sh.");
   if (options.backend == Backend::Gpu && s.info.is_cpu())
-    throw DeviceError("wgc: --backend gpu was asked for, but Vulkan offers no GPU (only '" + s.info.device + "')");
+    throw DeviceError("wgc: Backend::Gpu was asked for, but Vulkan offers no GPU (only '" + s.info.device + "')");
 
   // Features: only those the adapter lists (asking for others can abort inside Dawn).
   WGPUSupportedFeatures supported = {};
