@@ -26,7 +26,8 @@ if [ "${WGC_PACK_PYTHON:-0}" != 0 ]; then
   py="$stage/wgc/python"
   cmake --install "$build" --component python --prefix "$py/site" >/dev/null
   [ -f "$py/site/wgc/_wgc.cpython-311-x86_64-linux-gnu.so" ] || { echo "the Python extension was not built"; exit 1; }
-  rm -rf "$py/site/wgc/lib/wgc-swiftshader"
+  # SwiftShader is not needed there; libwgc and Dawn are in the bundle's lib/ already (LD_LIBRARY_PATH).
+  rm -rf "$py/site/wgc/lib"
   mkdir -p "$py/bin" "$py/lib"
   cp /usr/bin/python3.11 "$py/bin/"
   tar -C /usr/lib --exclude=__pycache__ --exclude=test --exclude=idlelib --exclude=tkinter --exclude=turtledemo \

@@ -103,7 +103,8 @@ for step in $steps; do
         echo "python: not in the bundle (pack with WGC_PACK_PYTHON=1 scripts/device_pack.sh)" | tee -a "$RES/python.txt"
       else
         m=""; [ -n "${shape:-}" ] && m=$(synth "$shape" "$type")
-        PYTHONHOME=$py PYTHONPATH=$py/site PYTHONNOUSERSITE=1 timeout 500 "$py/bin/python3.11" python/bench.py \
+        # libwgc comes from the bundle's lib/ (LD_LIBRARY_PATH), so the built-in model is named.
+        WGC_DEFAULT_MODEL=$py/site/wgc/share/wgc/models PYTHONHOME=$py PYTHONPATH=$py/site PYTHONNOUSERSITE=1 timeout 500 "$py/bin/python3.11" python/bench.py \
           --cli $wgc --backend gpu ${m:+--model $m} ${WGC_PY_BENCH_ARGS:-} --json "$RES/python-bench.json" \
           2>"$RES/python.err" | tee -a "$RES/python.txt"
       fi ;;
