@@ -23,10 +23,22 @@
 namespace wgc {
 namespace {
 
+// A small file cannot claim a large image: PNG (deflate) and JPEG (at least a code per 8x8 block)
+// cannot hold more pixels per byte than this, with a margin; a header that claims more is corrupt.
+constexpr int64_t kMaxPixelsPerFileByte = 4096;
+
 std::string quoted(const std::filesystem::path& p) { return "'" + p.string() + "'"; }
 
 [[noreturn]] void fail(const std::filesystem::path& p, const std::string& what) {
   throw Error("wgc: image " + quoted(p) + ": " + what);
+}
+
+// The pixels a header claims, against the file that should hold them.
+bool plausible_size(const std::filesystem::path& p, int64_t w, int64_t h) {
+  std::error_code ec;
+  auto bytes = std::filesystem::file_size(p, ec);
+  if (ec) return true;  // (not a regular file: the decoder finds out)
+  return w * h <= int64_t(bytes) * kMaxPixelsPerFileByte + (int64_t(1) << 20);
 }
 
 struct FileCloser {
@@ -100,6 +112,10 @@ Image read_png(const std::filesystem::path& path) {
   if (w <= 0 || h <= 0 || w * h > kMaxImagePixels) {
     png_image_free(&pi);
     fail(path, "PNG size " + std::to_string(w) + "x" + std::to_string(h) + " is out of range");
+  }
+  if (!plausible_size(path, w, h)) {
+    png_image_free(&pi);
+    fail(path, "PNG size " + std::to_string(w) + "x" + std::to_string(h) + " cannot be stored in a file this small");
   }
   int c;
   if (pi.format & PNG_FORMAT_FLAG_ALPHA) {
@@ -202,9 +218,9 @@ Image read_jpeg(const std::filesystem::path& path) {
   cinfo.out_color_space = cinfo.num_components == 1 ? JCS_GRAYSCALE : JCS_RGB;
   jpeg_start_decompress(&cinfo);
   int64_t w = cinfo.output_width, h = cinfo.output_height;
-  if (w <= 0 || h <= 0 || w * h > kMaxImagePixels) {
-    std::snprintf(err.message, sizeof err.message, "size %lldx%lld is out of range", static_cast<long long>(w),
-                  static_cast<long long>(h));
+  if (w <= 0 || h <= 0 || w * h > kMaxImagePixels || !plausible_size(path, w, h)) {
+    std::snprintf(err.message, sizeof err.message, "size %lldx%lld is out of range%s", static_cast<long long>(w),
+                  static_cast<long long>(h), w * h > kMaxImagePixels ? "" : " for a file this small");
     std::longjmp(err.jump, 1);
   }
   img.width = static_cast<int>(w);
