@@ -92,10 +92,10 @@ Image read_image(const std::filesystem::path& path) {
   fail(path, "not a PNG or JPEG file (unrecognised signature)");
 }
 
-void write_image(const std::filesystem::path& path, const Image& img, int jpeg_quality) {
+void write_image(const std::filesystem::path& path, const Image& img, int jpeg_quality, Overwrite overwrite) {
   switch (format_for_extension(path)) {
-    case ImageFormat::Png: return write_png(path, img);
-    case ImageFormat::Jpeg: return write_jpeg(path, img, jpeg_quality);
+    case ImageFormat::Png: return write_png(path, img, overwrite);
+    case ImageFormat::Jpeg: return write_jpeg(path, img, jpeg_quality, overwrite);
   }
 }
 
@@ -134,23 +134,28 @@ Image read_png(const std::filesystem::path& path) {
   return img;
 }
 
-void write_png(const std::filesystem::path& path, const Image& img) {
+void write_png(const std::filesystem::path& path, const Image& img, Overwrite overwrite) {
   check_image(img, "write_png");
+  check_output(path, overwrite);  // before the encoding
   png_image pi;
   std::memset(&pi, 0, sizeof pi);
   pi.version = PNG_IMAGE_VERSION;
   pi.width = static_cast<png_uint_32>(img.width);
   pi.height = static_cast<png_uint_32>(img.height);
   pi.format = img.channels == 1 ? PNG_FORMAT_GRAY : img.channels == 3 ? PNG_FORMAT_RGB : PNG_FORMAT_RGBA;
-  File f = open_file(path, "wb");
-  if (!png_image_write_to_stdio(&pi, f.get(), 0, img.data.data(), 0, nullptr))
-    fail(path, std::string("PNG write failed: ") + pi.message);
-  std::FILE* raw = f.release();
-  if (std::fclose(raw) != 0) fail(path, std::string("write failed: ") + std::strerror(errno));
+  // Encoded in memory (the size first), then written through a temporary file (util/output_file.h).
+  png_alloc_size_t size = 0;
+  if (!png_image_write_to_memory(&pi, nullptr, &size, 0, img.data.data(), 0, nullptr))
+    fail(path, std::string("PNG encoding failed: ") + pi.message);
+  std::vector<std::byte> bytes(size);
+  if (!png_image_write_to_memory(&pi, bytes.data(), &size, 0, img.data.data(), 0, nullptr))
+    fail(path, std::string("PNG encoding failed: ") + pi.message);
+  bytes.resize(size);
+  write_file(path, bytes, overwrite);
 }
 #else
 Image read_png(const std::filesystem::path& path) { fail(path, "this build of wgc has no PNG support (libpng)"); }
-void write_png(const std::filesystem::path& path, const Image&) {
+void write_png(const std::filesystem::path& path, const Image&, Overwrite) {
   fail(path, "this build of wgc has no PNG support (libpng)");
 }
 #endif
@@ -239,8 +244,9 @@ Image read_jpeg(const std::filesystem::path& path) {
   return img;
 }
 
-void write_jpeg(const std::filesystem::path& path, const Image& img, int quality) {
+void write_jpeg(const std::filesystem::path& path, const Image& img, int quality, Overwrite overwrite) {
   check_image(img, "write_jpeg");
+  check_output(path, overwrite);  // before the encoding
   if (quality < 1 || quality > 100) fail(path, "JPEG quality must be 1..100, got " + std::to_string(quality));
   // JPEG has no alpha: drop it.
   std::vector<uint8_t> rgb;
@@ -253,7 +259,13 @@ void write_jpeg(const std::filesystem::path& path, const Image& img, int quality
     src = rgb.data();
     c = 3;
   }
-  File f = open_file(path, "wb");
+  // Encoded in memory, then written through a temporary file (util/output_file.h).
+  unsigned char* mem = nullptr;
+  unsigned long mem_size = 0;
+  struct Free {
+    unsigned char*& p;
+    ~Free() { std::free(p); }
+  } free_mem{mem};
   jpeg_compress_struct cinfo;
   JpegError err;
   install(err);
@@ -263,7 +275,7 @@ void write_jpeg(const std::filesystem::path& path, const Image& img, int quality
     fail(path, std::string("JPEG write failed: ") + err.message);
   }
   jpeg_create_compress(&cinfo);
-  jpeg_stdio_dest(&cinfo, f.get());
+  jpeg_mem_dest(&cinfo, &mem, &mem_size);
   cinfo.image_width = static_cast<JDIMENSION>(img.width);
   cinfo.image_height = static_cast<JDIMENSION>(img.height);
   cinfo.input_components = c;
@@ -278,12 +290,11 @@ void write_jpeg(const std::filesystem::path& path, const Image& img, int quality
   }
   jpeg_finish_compress(&cinfo);
   jpeg_destroy_compress(&cinfo);
-  std::FILE* raw = f.release();
-  if (std::fclose(raw) != 0) fail(path, std::string("write failed: ") + std::strerror(errno));
+  write_file(path, std::as_bytes(std::span(mem, size_t(mem_size))), overwrite);
 }
 #else
 Image read_jpeg(const std::filesystem::path& path) { fail(path, "this build of wgc has no JPEG support (libjpeg)"); }
-void write_jpeg(const std::filesystem::path& path, const Image&, int) {
+void write_jpeg(const std::filesystem::path& path, const Image&, int, Overwrite) {
   fail(path, "this build of wgc has no JPEG support (libjpeg)");
 }
 #endif

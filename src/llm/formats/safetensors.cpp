@@ -77,11 +77,8 @@ std::vector<std::byte> safetensors_bytes(std::span<const SafetensorsEntry> tenso
 }
 
 void write_safetensors(const std::filesystem::path& path, std::span<const SafetensorsEntry> tensors,
-                       const std::map<std::string, std::string>& metadata) {
-  auto b = safetensors_bytes(tensors, metadata);
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f.write(reinterpret_cast<const char*>(b.data()), std::streamsize(b.size()));
-  if (!f) throw Error(path.string() + ": cannot write");
+                       const std::map<std::string, std::string>& metadata, Overwrite overwrite) {
+  write_file(path, safetensors_bytes(tensors, metadata), overwrite);
 }
 
 int64_t SafetensorsTensor::numel() const {

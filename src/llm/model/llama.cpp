@@ -192,6 +192,22 @@ LlamaModel::LlamaModel(LlamaModel&&) noexcept = default;
 const ModelConfig& LlamaModel::config() const { return impl_->cfg; }
 int LlamaModel::max_ctx() const { return impl_->max_ctx; }
 int LlamaModel::n_past() const { return impl_->n_past; }
+int LlamaModel::max_batch() const { return impl_->opt.max_batch; }
+
+void LlamaModel::prefill(std::span<const int32_t> tokens, const std::function<void(int, int)>& progress) {
+  auto& im = *impl_;
+  im.check_tokens(tokens);
+  const int total = int(tokens.size());
+  for (int done = 0; done < total;) {
+    auto chunk = tokens.subspan(size_t(done), size_t(std::min(im.opt.max_batch, total - done)));
+    Batch b(im.ctx);
+    im.record_layers(b, chunk);
+    b.run();
+    im.n_past += int(chunk.size());
+    done += int(chunk.size());
+    if (progress) progress(done, total);
+  }
+}
 uint64_t LlamaModel::weight_bytes() const { return impl_->w.bytes; }
 const LlamaWeights& LlamaModel::weights() const { return impl_->w; }
 const LlmOps& LlamaModel::ops() const { return impl_->ops; }
