@@ -584,5 +584,15 @@ TEST(BadFile, ContextLengthBeyondTheDevice) {
   EXPECT_CONTAINS(error_of([&] { llm::LlamaModel m(test::ctx(), f, neg); }), "max_ctx is -5");
 }
 
+// ---- Flags: what parses but is out of range (the rest of the flags: test_cli, test_sampler) ------
+
+TEST(BadFlags, BlurSigmaThatParsesButOverflowsTheRadius) {
+  // 1e30 is a float, but 3 * sigma converted to an integer radius was undefined behaviour.
+  auto r = test::run_cli("blur --sigma 1e30 /nonexistent-in.png " +
+                         test::quote((test::temp_dir() / "blur-out.png").string()));
+  EXPECT_EQ(r.rc, 1) << r.err;  // an error, not a signal
+  EXPECT_CONTAINS(r.err, "sigma 1e+30 gives radius 3e+30, above the limit");
+}
+
 }  // namespace
 }  // namespace wgc
