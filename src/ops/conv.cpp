@@ -14,6 +14,8 @@ namespace {
 
 constexpr uint32_t kElementWg = 256;  // one-invocation-per-element kernels (direct, transforms, im2col)
 constexpr uint32_t kMaxCob = 16;      // direct_tiled.wgsl's accumulator array
+constexpr uint64_t kMaxKSlices = 64;  // split K: partial sums kept per output at most,
+constexpr uint64_t kMaxSplitFloats = uint64_t(1) << 24;  // and in all
 
 using Constants = std::vector<std::pair<std::string, double>>;
 
@@ -44,12 +46,13 @@ uint64_t weight_elements(WeightLayout l, const Conv2dDims& d) {
   return d.w_elements();
 }
 
-Params conv_params(const Conv2dDims& d, const ConvEpilogue& ep, uint32_t aux0 = 0, uint32_t aux1 = 0) {
+Params conv_params(const Conv2dDims& d, const ConvEpilogue& ep, uint32_t aux0 = 0, uint32_t aux1 = 0,
+                   uint32_t aux2 = 0) {
   float lo = ep.clip_min, hi = ep.clip_max;
   if (ep.act == Activation::Relu6) lo = 0, hi = 6;
   return Params(d.n, d.c_in, d.h, d.w, d.c_out, d.out_h(), d.out_w(), d.groups, d.kh, d.kw, d.stride_h, d.stride_w,
-                d.dil_h, d.dil_w, d.pad_top, d.pad_left, d.c_in / d.groups, d.c_out / d.groups, lo, hi, aux0, aux1, 0u,
-                0u);
+                d.dil_h, d.dil_w, d.pad_top, d.pad_left, d.c_in / d.groups, d.c_out / d.groups, lo, hi, aux0, aux1,
+                aux2, 0u);
 }
 
 Constants epilogue_constants(const ConvEpilogue& ep) {
@@ -211,6 +214,25 @@ GemmTile igemm_tile(const Conv2dDims& d) {
                    uint64_t(d.n) * d.out_h() * d.out_w(), d.groups);
 }
 
+// Split K: how many slices of how many k each, when the grid has fewer workgroups than
+// igemm_min_workgroups and K is long enough to give each slice igemm_split_k values (0: never).
+// A 960 -> 160 1x1 layer at 7x7, batch 1, is 6 workgroups of a 960-long loop without it.
+struct KSplit {
+  uint32_t slices = 1, chunk = 0;
+};
+KSplit k_split(const Conv2dDims& d, GemmTile t, uint64_t blocks, GemmInput in) {
+  const ConvTuning& k = conv2d_tuning();
+  uint32_t K = d.c_in / d.groups * d.kh * d.kw;
+  if (in == GemmInput::Nhwc || !k.igemm_split_k || blocks >= k.igemm_min_workgroups || K < 2 * k.igemm_split_k)
+    return {};
+  uint64_t want = std::min<uint64_t>(ceil_div(k.igemm_min_workgroups, blocks), K / k.igemm_split_k);
+  want = std::min<uint64_t>({want, kMaxKSlices, kMaxSplitFloats / std::max<uint64_t>(d.y_elements(), 1)});
+  uint32_t chunk = uint32_t(uint64_t(ceil_div(ceil_div(K, want), t.bk)) * t.bk);
+  uint32_t slices = ceil_div(K, chunk);
+  if (slices < 2) return {};
+  return {slices, chunk};
+}
+
 void record_implicit_gemm(Batch& b, const Operands& o, const Conv2dDims& d, const ConvEpilogue& ep, GemmInput in,
                           GemmTile t) {
   const Context& ctx = b.context();
@@ -219,13 +241,28 @@ void record_implicit_gemm(Batch& b, const Operands& o, const Conv2dDims& d, cons
                 std::to_string(t.bk) + " TM " + std::to_string(t.tm) + ": " + e);
   uint32_t mblocks = ceil_div(d.c_out / d.groups, t.bm);
   uint64_t nblocks = ceil_div(uint64_t(d.n) * d.out_h() * d.out_w(), t.bn);
+  KSplit split = k_split(d, t, mblocks * nblocks * d.groups, in);
   Groups g = groups_1d(ctx, mblocks * nblocks);
-  g.z = d.groups;
-  Constants c{
-      {"BM", t.bm}, {"BN", t.bn}, {"BK", t.bk}, {"TM", t.tm}, {"KH", d.kh}, {"KW", d.kw}, {"PREFETCH", t.prefetch}};
+  g.z = d.groups * split.slices;
+  Constants c{{"BM", t.bm},
+              {"BN", t.bn},
+              {"BK", t.bk},
+              {"TM", t.tm},
+              {"KH", d.kh},
+              {"KW", d.kw},
+              {"PREFETCH", t.prefetch},
+              {"KSPLIT", split.slices}};
   if (in != GemmInput::Nhwc) c.push_back({"POINTWISE", in == GemmInput::NchwPointwise});
   Kernel k = kernel(ctx, in == GemmInput::Nhwc ? "conv/implicit_gemm_nhwc.wgsl" : "conv/implicit_gemm.wgsl", ep, c);
-  b.dispatch(k, {o.x, o.w, o.bias, o.res, o.y}, conv_params(d, ep, mblocks), g);
+  if (split.slices == 1) {
+    b.dispatch(k, {o.x, o.w, o.bias, o.res, o.y}, conv_params(d, ep, mblocks), g);
+    return;
+  }
+  uint64_t total = d.y_elements();
+  Tensor part = make_tensor(ctx, {int64_t(total * split.slices)});
+  b.dispatch(k, {o.x, o.w, o.bias, o.res, part}, conv_params(d, ep, mblocks, split.chunk, uint32_t(total)), g);
+  b.dispatch(kernel(ctx, "conv/splitk_reduce.wgsl", ep), {part, o.bias, o.res, o.y},
+             conv_params(d, ep, 0, split.slices, uint32_t(total)), groups_1d(ctx, ceil_div(total, kElementWg)));
 }
 
 // The output tiles of a Winograd layer: tiles_w per row.
@@ -275,9 +312,12 @@ struct DepthwiseTile {
   uint32_t h, w;
   uint64_t bytes;  // workgroup memory: the input tile with halo, and the filter
 };
+// The knobs are the largest tile; the plane is cut into equal tiles no larger (56 wide with a
+// 64-wide knob: one tile of whole rows, where 32 made two of which the second was 3/4 empty).
 DepthwiseTile depthwise_tile(const Conv2dDims& d) {
   const ConvTuning& t = conv2d_tuning();
-  uint32_t th = std::min(t.dw_tile_h, d.out_h()), tw = std::min(t.dw_tile_w, d.out_w());
+  uint32_t th = ceil_div(d.out_h(), ceil_div(d.out_h(), std::max(t.dw_tile_h, 1u)));
+  uint32_t tw = ceil_div(d.out_w(), ceil_div(d.out_w(), std::max(t.dw_tile_w, 1u)));
   uint64_t in_h = uint64_t(th - 1) * d.stride_h + uint64_t(d.kh - 1) * d.dil_h + 1;
   uint64_t in_w = uint64_t(tw - 1) * d.stride_w + uint64_t(d.kw - 1) * d.dil_w + 1;
   return {th, tw, 4 * (in_h * in_w + uint64_t(d.kh) * d.kw)};
@@ -320,6 +360,7 @@ ConvTuning tuning_from_env() {
                                               {"igemm_tm", &t.igemm_tm},
                                               {"igemm_prefetch", &t.igemm_prefetch},
                                               {"igemm_min_workgroups", &t.igemm_min_workgroups},
+                                              {"igemm_split_k", &t.igemm_split_k},
                                               {"wino_bm", &t.wino_bm},
                                               {"wino_bn", &t.wino_bn},
                                               {"wino_bk", &t.wino_bk},
