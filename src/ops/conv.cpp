@@ -12,9 +12,10 @@
 namespace wgc {
 namespace {
 
-constexpr uint32_t kElementWg = 256;  // one-invocation-per-element kernels (direct, transforms, im2col)
-constexpr uint32_t kMaxCob = 16;      // direct_tiled.wgsl's accumulator array
-constexpr uint64_t kMaxKSlices = 64;  // split K: partial sums kept per output at most,
+constexpr uint32_t kElementWg = 256;   // one-invocation-per-element kernels (direct, transforms, im2col)
+constexpr uint32_t kMaxCob = 16;       // direct_tiled.wgsl's accumulator array
+constexpr uint32_t kMaxRowsTaps = 25;  // depthwise_rows.wgsl's filter registers
+constexpr uint64_t kMaxKSlices = 64;   // split K: partial sums kept per output at most,
 constexpr uint64_t kMaxSplitFloats = uint64_t(1) << 24;  // and in all
 
 using Constants = std::vector<std::pair<std::string, double>>;
@@ -325,6 +326,15 @@ DepthwiseTile depthwise_tile(const Conv2dDims& d) {
 
 void record_depthwise(Batch& b, const Operands& o, const Conv2dDims& d, const ConvEpilogue& ep) {
   const Context& ctx = b.context();
+  if (uint32_t rows = conv2d_tuning().dw_rows; rows && d.kh * d.kw <= kMaxRowsTaps) {
+    uint32_t threads = conv2d_tuning().dw_threads;
+    Constants c = window_constants(d);
+    c.insert(c.end(), {{"ROWS", rows}, {"THREADS", threads}});
+    uint64_t invocations = uint64_t(d.n) * d.c_out * ceil_div(d.out_h(), rows) * d.out_w();
+    b.dispatch(kernel(ctx, "conv/depthwise_rows.wgsl", ep, c), {o.x, o.w, o.bias, o.res, o.y}, conv_params(d, ep),
+               groups_1d(ctx, ceil_div(invocations, threads)));
+    return;
+  }
   DepthwiseTile tile = depthwise_tile(d);
   Constants c = window_constants(d);
   c.insert(c.end(), {{"TILE_H", tile.h}, {"TILE_W", tile.w}, {"THREADS", conv2d_tuning().dw_threads}});
@@ -372,7 +382,8 @@ ConvTuning tuning_from_env() {
                                               {"tiled_cin", &t.tiled_cin},
                                               {"dw_tile_w", &t.dw_tile_w},
                                               {"dw_tile_h", &t.dw_tile_h},
-                                              {"dw_threads", &t.dw_threads}};
+                                              {"dw_threads", &t.dw_threads},
+                                              {"dw_rows", &t.dw_rows}};
   std::string s = env;
   size_t pos = 0;
   while (pos < s.size()) {

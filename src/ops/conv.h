@@ -82,6 +82,9 @@ struct ConvTuning {
   // Depthwise: the largest output tile per workgroup (the plane is cut into equal tiles no larger)
   // and invocations per workgroup.
   uint32_t dw_tile_w = 64, dw_tile_h = 8, dw_threads = 128;
+  // Depthwise without workgroup memory (conv/depthwise_rows.wgsl, kernels of at most 25 taps): this
+  // many output rows per invocation, dw_threads per workgroup; 0: the tiled kernel above.
+  uint32_t dw_rows = 0;
 };
 ConvTuning& conv2d_tuning();  // process-wide; not thread-safe to change while recording
 // Throws wgc::Error naming the knobs when conv2d_tuning()'s tiles cannot run on this device (a

@@ -13,6 +13,7 @@
 //   load_b(k0)                   its B values of the tile at k0 into registers
 //   stage_b(tid)                 those registers into Bs[k][col]
 //   y_index(col, co)             where output channel co of column col goes in y
+//   y_co_stride()                y_index(col, co + 1) - y_index(col, co)
 // Split K (KSPLIT > 1, for grids too small to fill the GPU: few output pixels, long K): the grid's z
 // is group * KSPLIT + slice, each slice sums k in [slice * p.aux1, +p.aux1) (a multiple of BK) and
 // writes its raw sums to Y[slice * p.aux2 + y_index] (Y is then a scratch buffer);
@@ -116,11 +117,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     for (var c = 0u; c < 4u; c++) {
       let cn = n0 + j * (BN / 2u) + tn * 4u + c;
       if (cn >= N) { continue; }
+      let ycol = y_index(cn, 0u);  // the column's divisions once, not per row
       for (var i = 0u; i < TM; i++) {
         let m = m0 + select(tm * 4u + i, BM / 2u + tm * 4u + (i - 4u), i >= 4u);
         if (m >= M) { continue; }
         let co = g * M + m;
-        let yi = y_index(cn, co);
+        let yi = ycol + co * y_co_stride();
         if (KSPLIT > 1u) {
           Y[slice * p.aux2 + yi] = acc[i * 2u + j][c];
         } else {
