@@ -134,7 +134,7 @@ TEST(Conv2d, OtherTilesMatch) {
     k.tiled_w = 8 + uint32_t(t), k.tiled_h = 3 + uint32_t(t), k.tiled_cout = 16 - 3 * uint32_t(t),
     k.tiled_cin = 1 + uint32_t(t);
     k.dw_tile_w = 7 + 4 * uint32_t(t), k.dw_tile_h = 5 + uint32_t(t), k.dw_threads = 32u << (t % 3);
-    k.dw_rows = uint32_t(t) * 2;  // tiles 1 and 2: the depthwise kernel without workgroup memory, 2 and 4 rows
+    k.dw_rows = 1 + 2 * uint32_t(t);
     for (size_t i : {4, 5, 8, 14}) {
       const Conv2dDims& d = kCases[i];
       for (Conv2dVersion v : kConv2dVersions) {

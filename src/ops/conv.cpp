@@ -324,17 +324,18 @@ DepthwiseTile depthwise_tile(const Conv2dDims& d) {
   return {th, tw, 4 * (in_h * in_w + uint64_t(d.kh) * d.kw)};
 }
 
+void record_depthwise_rows(Batch& b, const Operands& o, const Conv2dDims& d, const ConvEpilogue& ep) {
+  const Context& ctx = b.context();
+  uint32_t rows = conv2d_tuning().dw_rows, threads = conv2d_tuning().dw_threads;
+  Constants c = window_constants(d);
+  c.insert(c.end(), {{"ROWS", rows}, {"THREADS", threads}});
+  uint64_t invocations = uint64_t(d.n) * d.c_out * ceil_div(d.out_h(), rows) * d.out_w();
+  b.dispatch(kernel(ctx, "conv/depthwise_rows.wgsl", ep, c), {o.x, o.w, o.bias, o.res, o.y}, conv_params(d, ep),
+             groups_1d(ctx, ceil_div(invocations, threads)));
+}
+
 void record_depthwise(Batch& b, const Operands& o, const Conv2dDims& d, const ConvEpilogue& ep) {
   const Context& ctx = b.context();
-  if (uint32_t rows = conv2d_tuning().dw_rows; rows && d.kh * d.kw <= kMaxRowsTaps) {
-    uint32_t threads = conv2d_tuning().dw_threads;
-    Constants c = window_constants(d);
-    c.insert(c.end(), {{"ROWS", rows}, {"THREADS", threads}});
-    uint64_t invocations = uint64_t(d.n) * d.c_out * ceil_div(d.out_h(), rows) * d.out_w();
-    b.dispatch(kernel(ctx, "conv/depthwise_rows.wgsl", ep, c), {o.x, o.w, o.bias, o.res, o.y}, conv_params(d, ep),
-               groups_1d(ctx, ceil_div(invocations, threads)));
-    return;
-  }
   DepthwiseTile tile = depthwise_tile(d);
   Constants c = window_constants(d);
   c.insert(c.end(), {{"TILE_H", tile.h}, {"TILE_W", tile.w}, {"THREADS", conv2d_tuning().dw_threads}});
@@ -353,6 +354,7 @@ void record(Batch& b, Conv2dVersion v, const Operands& o, const Conv2dDims& d, c
     case Conv2dVersion::Winograd2x2: return record_winograd(b, o, d, ep, 2);
     case Conv2dVersion::Winograd4x4: return record_winograd(b, o, d, ep, 4);
     case Conv2dVersion::Depthwise: return record_depthwise(b, o, d, ep);
+    case Conv2dVersion::DepthwiseRows: return record_depthwise_rows(b, o, d, ep);
     case Conv2dVersion::Auto: break;
   }
   throw Error(where(d) + "no kernel for version auto");
@@ -426,9 +428,10 @@ void check_conv2d_tuning(const Context& ctx) {
     bad += std::string(bad.empty() ? "" : "; ") +
            "tiled_*: sizes must be >= 1, tiled_cout <= 16, tiled_w * tiled_h <= " +
            std::to_string(lim.max_compute_invocations_per_workgroup);
-  if (!t.dw_tile_w || !t.dw_tile_h || !t.dw_threads || t.dw_threads > lim.max_compute_invocations_per_workgroup)
-    bad += std::string(bad.empty() ? "" : "; ") +
-           "dw_*: sizes must be >= 1, dw_threads <= " + std::to_string(lim.max_compute_invocations_per_workgroup);
+  if (!t.dw_tile_w || !t.dw_tile_h || !t.dw_threads || !t.dw_rows ||
+      t.dw_threads > lim.max_compute_invocations_per_workgroup)
+    bad += std::string(bad.empty() ? "" : "; ") + "dw_*: sizes and rows must be >= 1, dw_threads <= " +
+           std::to_string(lim.max_compute_invocations_per_workgroup);
   if (!bad.empty()) throw Error("wgc: conv2d tuning: " + bad);
 }
 
@@ -442,6 +445,7 @@ std::string_view to_string(Conv2dVersion v) {
     case Conv2dVersion::Winograd2x2: return "winograd2x2";
     case Conv2dVersion::Winograd4x4: return "winograd4x4";
     case Conv2dVersion::Depthwise: return "depthwise";
+    case Conv2dVersion::DepthwiseRows: return "depthwise-rows";
     case Conv2dVersion::Pointwise: return "pointwise";
   }
   return "?";
@@ -484,6 +488,9 @@ bool supports(const Context& ctx, Conv2dVersion v, const Conv2dDims& d) {
              fits(uint64_t(alpha) * alpha * std::max(d.c_in, d.c_out) * winograd_tiles(d, tile).total) &&
              gemm_tile_error(ctx, winograd_gemm_tile(d, tile)).empty();
     }
+    case Conv2dVersion::DepthwiseRows:
+      return d.depthwise() && d.kh * d.kw <= kMaxRowsTaps && t.dw_rows && t.dw_threads &&
+             t.dw_threads <= lim.max_compute_invocations_per_workgroup;
     case Conv2dVersion::Depthwise:
       return d.depthwise() && t.dw_tile_w && t.dw_tile_h && t.dw_threads &&
              depthwise_tile(d).bytes <= lim.max_compute_workgroup_storage_size &&
@@ -509,6 +516,13 @@ Conv2dVersion choose_conv2d(const Context& ctx, const Conv2dDims& d) {
   // memory once (the plane tile in workgroup memory) with coalesced rows; 1x1 layers are plain
   // GEMMs; 3x3 stride-1 layers with enough channels for the GEMMs to be compute-bound do 2.25x
   // fewer multiplications as Winograd F(2x2, 3x3); everything else is the implicit GEMM.
+  // Depthwise on the H200 (`wgc bench --ops depthwise`, bench-cnn, docs/cnn.md): stride 1 runs
+  // the tiled kernel (34.6% of the copy bandwidth at 144ch 56x56 N32, depthwise-rows 26.6-34%);
+  // strided layers the rows kernel (the tiled one stages a 2x wider input tile, 15 loads per
+  // invocation before its barrier; MobileNetV2 at batch 64 took 4.88 ms of GPU time with every
+  // depthwise layer as depthwise-rows against 5.51 with them all tiled).
+  if (d.depthwise() && (d.stride_h > 1 || d.stride_w > 1) && supports(ctx, Conv2dVersion::DepthwiseRows, d))
+    return Conv2dVersion::DepthwiseRows;
   if (d.depthwise() && supports(ctx, Conv2dVersion::Depthwise, d)) return Conv2dVersion::Depthwise;
   if (d.pointwise() && supports(ctx, Conv2dVersion::Pointwise, d)) return Conv2dVersion::Pointwise;
   if (supports(ctx, Conv2dVersion::Winograd2x2, d) && d.c_in >= 32 && d.c_out >= 32) return Conv2dVersion::Winograd2x2;

@@ -43,16 +43,19 @@ enum class Conv2dVersion {
   Winograd2x2,
   Winograd4x4,
   Depthwise,
-  Pointwise
+  Pointwise,
+  DepthwiseRows
 };
 std::string_view to_string(Conv2dVersion v);                // "auto", "direct", "direct-tiled", "im2col-gemm", ...
 Conv2dVersion parse_conv2d_version(std::string_view name);  // throws naming the op and the valid names
 inline constexpr Conv2dVersion kConv2dVersions[] = {
-    Conv2dVersion::Direct,      Conv2dVersion::DirectTiled, Conv2dVersion::Im2colGemm, Conv2dVersion::ImplicitGemm,
-    Conv2dVersion::Winograd2x2, Conv2dVersion::Winograd4x4, Conv2dVersion::Depthwise,  Conv2dVersion::Pointwise};
+    Conv2dVersion::Direct,       Conv2dVersion::DirectTiled, Conv2dVersion::Im2colGemm,
+    Conv2dVersion::ImplicitGemm, Conv2dVersion::Winograd2x2, Conv2dVersion::Winograd4x4,
+    Conv2dVersion::Depthwise,    Conv2dVersion::Pointwise,   Conv2dVersion::DepthwiseRows};
 
 // Whether version v can run d on this context (Winograd*: 3x3, stride 1, dilation 1, groups 1;
-// Depthwise: d.depthwise(); Pointwise: d.pointwise(); DirectTiled: its tile fits workgroup memory).
+// Depthwise: d.depthwise(); DepthwiseRows: depthwise with at most 25 taps; Pointwise: d.pointwise(); DirectTiled: its
+// tile fits workgroup memory).
 bool supports(const Context& ctx, Conv2dVersion v, const Conv2dDims& d);
 // What Auto runs: by shape, from measurements (conv.cpp says which).
 Conv2dVersion choose_conv2d(const Context& ctx, const Conv2dDims& d);
@@ -82,9 +85,9 @@ struct ConvTuning {
   // Depthwise: the largest output tile per workgroup (the plane is cut into equal tiles no larger)
   // and invocations per workgroup.
   uint32_t dw_tile_w = 64, dw_tile_h = 8, dw_threads = 128;
-  // Depthwise without workgroup memory (conv/depthwise_rows.wgsl, kernels of at most 25 taps): this
-  // many output rows per invocation, dw_threads per workgroup; 0: the tiled kernel above.
-  uint32_t dw_rows = 0;
+  // DepthwiseRows (no workgroup memory, conv/depthwise_rows.wgsl): output rows per invocation; it
+  // takes dw_threads invocations per workgroup too.
+  uint32_t dw_rows = 2;
 };
 ConvTuning& conv2d_tuning();  // process-wide; not thread-safe to change while recording
 // Throws wgc::Error naming the knobs when conv2d_tuning()'s tiles cannot run on this device (a
