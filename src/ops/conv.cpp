@@ -228,6 +228,7 @@ KSplit k_split(const Conv2dDims& d, GemmTile t, uint64_t blocks, GemmInput in) {
     return {};
   uint64_t want = std::min<uint64_t>(ceil_div(k.igemm_min_workgroups, blocks), K / k.igemm_split_k);
   want = std::min<uint64_t>({want, kMaxKSlices, kMaxSplitFloats / std::max<uint64_t>(d.y_elements(), 1)});
+  if (want < 2) return {};
   uint32_t chunk = uint32_t(uint64_t(ceil_div(ceil_div(K, want), t.bk)) * t.bk);
   uint32_t slices = ceil_div(K, chunk);
   if (slices < 2) return {};
