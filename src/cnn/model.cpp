@@ -34,7 +34,7 @@ namespace {
 struct GpuPlan {
   std::vector<Tensor> slots;
   std::vector<PreparedConv> convs;    // per step (empty for other steps)
-  Recording net;                      // every step, in order
+  Recording net;                      // every step, in order (empty under WGC_PROFILE)
   std::vector<size_t> step_commands;  // per step: the commands it recorded
   std::vector<StagedUpload> inputs;   // two per graph input, used in turn (empty for integer ones)
   size_t turn = 0;                    // which of the two the next run fills
@@ -123,7 +123,7 @@ struct Model::Impl {
       record_step(b, *g, k, c.plan.steps[k]);
       g->step_commands.push_back(b.size() - before);
     }
-    g->net = b.freeze();
+    if (!b.timed()) g->net = b.freeze();  // WGC_PROFILE times every batch: then each run records the steps
     g->inputs.resize(2 * c.plan.inputs.size());
     for (size_t k = 0; k < c.plan.inputs.size(); ++k)
       if (c.plan.input_slots[k] >= 0 && numel(c.plan.inputs[k].shape) > 0)
@@ -183,7 +183,10 @@ struct Model::Impl {
       for (size_t k = 0; k < inputs.size(); ++k)
         if (p.input_slots[k] >= 0 && !inputs[k].f.empty())
           g.inputs[2 * k + g.turn].write(b, std::as_bytes(std::span(inputs[k].f)), g.slots[size_t(p.input_slots[k])]);
-    b.replay(g.net);
+    if (g.net)
+      b.replay(g.net);
+    else
+      for (size_t k = 0; k < p.steps.size(); ++k) record_step(b, g, k, p.steps[k]);
     Recorded r;
     for (size_t k = 0; k < p.steps.size(); ++k)
       r.steps.push_back({p.steps[k].label, g.step_commands[k], p.steps[k].flops});

@@ -133,6 +133,7 @@ class Batch {
 
   const Context& context() const;
   size_t size() const;
+  bool timed() const;  // asked for, or WGC_PROFILE, on a device with timestamps
   // Per-dispatch GPU time, in the order recorded (after wait(), timed batches only).
   const std::vector<DispatchTiming>& timings() const;
   double total_ms() const;  // sum of timings()
