@@ -1,8 +1,9 @@
 // Depthwise convolution without workgroup memory or barriers: each invocation computes ROWS
 // outputs down one column of one plane, reading the taps straight from memory. Neighbouring
-// invocations take neighbouring columns (coalesced loads; the taps they share hit the cache) and
-// a strip reads each input row once per tap row of its own. Kernel size, stride and dilation are
-// override constants (unrolled tap loops); the filter goes to registers (at most 25 taps).
+// invocations take neighbouring columns (coalesced loads; the taps they share hit the cache), and
+// the input rows that a strip's outputs share come from the cache too. Kernel size, stride and
+// dilation are override constants (unrolled tap loops); the filter goes to registers (at most 25
+// taps).
 //!include "conv/bindings.wgsl"
 
 override ROWS: u32 = 4u;
