@@ -180,6 +180,7 @@ int LlamaModel::n_past() const { return impl_->n_past; }
 uint64_t LlamaModel::weight_bytes() const { return impl_->w.bytes; }
 const LlamaWeights& LlamaModel::weights() const { return impl_->w; }
 const LlmOps& LlamaModel::ops() const { return impl_->ops; }
+void LlamaModel::set_tuning(const LlmTuning& t) { impl_->ops.tuning = t; }
 const RopeTable& LlamaModel::rope() const { return impl_->rope; }
 const Context& LlamaModel::context() const { return impl_->ctx; }
 

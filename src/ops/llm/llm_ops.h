@@ -177,6 +177,12 @@ struct LlmTuning {
   uint32_t batched_kl = 8;
   uint32_t batched_wg = 0;
   uint32_t batched_min_groups = 264;
+  // Most tokens per batched workgroup (a power of two <= 32; fewer tokens take the next power
+  // of two): each weight chunk a lane loads serves that many tokens, each token costs 4 sums in
+  // registers. Never changes a result.
+  uint32_t batched_tt = 16;
+  // batched-q8: each lane loads its next weight block before it multiplies the current one.
+  bool batched_prefetch = true;
 };
 
 class LlmOps {
@@ -287,6 +293,7 @@ class LlmOps {
   // The batched kernels' workgroup size: tuning.batched_wg, else the largest that still gives
   // batched_min_groups workgroups.
   uint32_t batched_wg(uint64_t token_tiles, int64_t rows) const;
+  uint32_t batched_tt() const;  // tuning.batched_tt, checked
   Kernel linear_kernel(const std::string& kind, TensorType t, LinearVersion v) const;
   // The matvec schedule: tuning clamped to the adapter and the kernel. The pipeline and the grid
   // must agree on it.
