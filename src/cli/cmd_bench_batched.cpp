@@ -155,7 +155,7 @@ int bench_batched_cmd(Args& a) {
     else if (*k != "auto")
       throw Error("wgc bench-batched: --kernel expects auto, batched, batched-q8 or naive, got '" + *k + "'");
   }
-  // --batched KL,WG,MIN_GROUPS[,TT[,PREFETCH]] of the batched kernels (x for ,); more of them
+  // --batched KL,WG,MIN_GROUPS[,TT[,PREFETCH[,TT_LARGE]]] of the batched kernels (x for ,); more
   // separated by / are measured after the first on the same loaded model, one line each.
   std::vector<llm::LlmTuning> tunings(1);
   if (auto t = a.option("--batched")) {
@@ -166,19 +166,20 @@ int bench_batched_cmd(Args& a) {
       const size_t end = std::min(list.find('/', at), list.size());
       const std::string m = list.substr(at, end - at);
       llm::LlmTuning tu;
-      unsigned v[5] = {0, 0, 0, tu.batched_tt, tu.batched_prefetch ? 1u : 0u};
+      unsigned v[6] = {0, 0, 0, tu.batched_tt, tu.batched_prefetch ? 1u : 0u, tu.batched_tt_large};
       char tail;
-      const int got = std::sscanf(m.c_str(), "%u,%u,%u,%u,%u%c", &v[0], &v[1], &v[2], &v[3], &v[4], &tail);
-      if (got < 3 || got > 5 || v[4] > 1 || tunings.size() >= 32)
+      const int got = std::sscanf(m.c_str(), "%u,%u,%u,%u,%u,%u%c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &tail);
+      if (got < 3 || got > 6 || v[4] > 1 || tunings.size() >= 32)
         throw Error(
-            "wgc bench-batched: --batched expects KL,WG,MIN_GROUPS[,TT[,PREFETCH]] (e.g. 8,0,264,16,1; WG 0: "
-            "auto; PREFETCH 0 or 1; up to 32 of them separated by /), got '" +
+            "wgc bench-batched: --batched expects KL,WG,MIN_GROUPS[,TT[,PREFETCH[,TT_LARGE]]] (e.g. "
+            "8,0,264,8,1,16; WG 0: auto; PREFETCH 0 or 1; up to 32 of them separated by /), got '" +
             m + "'");
       tu.batched_kl = v[0];
       tu.batched_wg = v[1];
       tu.batched_min_groups = v[2];
       tu.batched_tt = v[3];
       tu.batched_prefetch = v[4] != 0;
+      tu.batched_tt_large = v[5];
       tunings.push_back(tu);
       at = end + 1;
     }
@@ -239,8 +240,8 @@ int bench_batched_cmd(Args& a) {
     const auto& tu = tunings[i];
     model.set_tuning(tu);
     char name[96];
-    std::snprintf(name, sizeof name, "%u,%u,%u,%u,%u", tu.batched_kl, tu.batched_wg, tu.batched_min_groups,
-                  tu.batched_tt, tu.batched_prefetch ? 1u : 0u);
+    std::snprintf(name, sizeof name, "%u,%u,%u,%u,%u,%u", tu.batched_kl, tu.batched_wg, tu.batched_min_groups,
+                  tu.batched_tt, tu.batched_prefetch ? 1u : 0u, tu.batched_tt_large);
     for (int B : par) {
       status(std::string(name) + " B " + std::to_string(B));
       if (warmup) bench.run(B, std::min(p, 8), std::min(n, 2), batch);
@@ -264,13 +265,13 @@ int bench_batched_cmd(Args& a) {
               bo.blocks, block, double(engine.kv_bytes()) / double(1ull << 30), batch, split);
   std::printf(
       "linear kernel: %s; batched kernels: %u lanes per row, workgroup %s, at least %u workgroups, at most %u "
-      "tokens per workgroup, prefetch %s\n\n",
+      "tokens per workgroup (%u in steps of more than 256 tokens), prefetch %s\n\n",
       lin == llm::LinearVersion::Naive       ? "naive"
       : lin == llm::LinearVersion::Batched   ? "batched"
       : lin == llm::LinearVersion::BatchedQ8 ? "batched-q8 (8-bit activations for Q4_0/Q8_0)"
                                              : (ctx.adapter().is_cpu() ? "auto (naive)" : "auto (batched-q8)"),
       tuning.batched_kl, tuning.batched_wg ? std::to_string(tuning.batched_wg).c_str() : "auto",
-      tuning.batched_min_groups, tuning.batched_tt, tuning.batched_prefetch ? "on" : "off");
+      tuning.batched_min_groups, tuning.batched_tt, tuning.batched_tt_large, tuning.batched_prefetch ? "on" : "off");
   std::printf("|    PP |     TG |    B |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |      T s |    S t/s |\n");
   std::printf("|-------|--------|------|--------|----------|----------|----------|----------|----------|----------|\n");
   json::Value results = json::Value::array();
@@ -327,6 +328,7 @@ int bench_batched_cmd(Args& a) {
     doc.set("batched_wg", tuning.batched_wg);
     doc.set("batched_min_groups", tuning.batched_min_groups);
     doc.set("batched_tt", tuning.batched_tt);
+    doc.set("batched_tt_large", tuning.batched_tt_large);
     doc.set("batched_prefetch", tuning.batched_prefetch);
     doc.set("results", results);
     std::ofstream f(*json);
@@ -336,14 +338,15 @@ int bench_batched_cmd(Args& a) {
   return 0;
 }
 
-Register reg{{"bench-batched",
-              "--model F.gguf [--parallel 1,8,16,32,64] [-p 256] [-n 128] [-r 1] [--batch 512] [--block 16] "
-              "[--sync] [--kernel auto|batched|batched-q8|naive] [--batched KL,WG,MIN_GROUPS[,TT[,PREFETCH]][/...]] "
-              "[--split 256] [--seed S] "
-              "[--no-warmup] [--json F] [--png F] [--backend B]",
-              "llama-batched-bench for the serving engine: aggregate prefill and decode tokens/s per count of "
-              "parallel sequences",
-              bench_batched_cmd}};
+Register reg{
+    {"bench-batched",
+     "--model F.gguf [--parallel 1,8,16,32,64] [-p 256] [-n 128] [-r 1] [--batch 512] [--block 16] "
+     "[--sync] [--kernel auto|batched|batched-q8|naive] [--batched KL,WG,MIN_GROUPS[,TT[,PREFETCH[,TT_LARGE]]][/...]] "
+     "[--split 256] [--seed S] "
+     "[--no-warmup] [--json F] [--png F] [--backend B]",
+     "llama-batched-bench for the serving engine: aggregate prefill and decode tokens/s per count of "
+     "parallel sequences",
+     bench_batched_cmd}};
 
 }  // namespace
 }  // namespace wgc::cli

@@ -136,6 +136,7 @@ Batch::Batch(Batch&&) noexcept = default;
 Batch& Batch::operator=(Batch&&) noexcept = default;
 const Context& Batch::context() const { return impl_->ctx; }
 size_t Batch::size() const { return impl_->cmds.size(); }
+bool Batch::timed() const { return impl_->timed; }
 const std::vector<DispatchTiming>& Batch::timings() const { return impl_->timings; }
 
 double Batch::total_ms() const {

@@ -111,6 +111,7 @@ class Batch {
 
   const Context& context() const;
   size_t size() const;
+  bool timed() const;  // timestamps are taken (asked for, or WGC_PROFILE), on a device that has them
   // Per-dispatch GPU time, in the order recorded (after wait(), timed batches only).
   const std::vector<DispatchTiming>& timings() const;
   double total_ms() const;  // sum of timings()

@@ -225,6 +225,9 @@ struct BatchedLlama::Impl {
         p.full[r].wait(std::as_writable_bytes(std::span(o.logits)));
       }
     }
+    // A timed batch (WGC_PROFILE) reads its timestamps in wait(), which also waits for a step
+    // submitted after this one: profiles lose the pipelining.
+    if (!p.rows.empty() && p.batch->timed()) p.batch->wait();
     return out;
   }
 };

@@ -396,6 +396,7 @@ uint32_t chunk_elems(TensorType t) {
   return 4;
 }
 constexpr uint32_t kBatchedRowsPerGroup = 4;  // linear_batched.wgsl: TR
+constexpr int kBatchedLargeStep = 256;        // more tokens: tuning.batched_tt_large
 // The batched kernels' token tile: the smallest power of two that holds n tokens, at most `most`
 // (a few decode tokens then cost no arithmetic on padding). It never changes a result.
 uint32_t batched_token_tile(int n_tokens, uint32_t most) {
@@ -421,7 +422,7 @@ void LlmOps::linear_batched(Batch& b, const GpuWeight& w, const Tensor& x, const
   // sums), as workgroup memory allows.
   const uint64_t smem_limit = ctx_.limits().max_compute_workgroup_storage_size;
   const auto x_tile_bytes = [&](uint32_t t) { return uint64_t(t) * (xt / 4 + xt / 32) * 16; };
-  uint32_t tt = batched_token_tile(n_tokens, batched_tt());
+  uint32_t tt = batched_token_tile(n_tokens, batched_tt(n_tokens));
   while (tt > 1 && x_tile_bytes(tt) > smem_limit) tt /= 2;
   const uint64_t tiles = ceil_div(uint64_t(n_tokens), tt);
   const uint32_t wg = batched_wg(tiles, rows);
@@ -441,11 +442,11 @@ void LlmOps::linear_batched(Batch& b, const GpuWeight& w, const Tensor& x, const
   b.dispatch(k, {w.data, w.scales, x, bias, y}, prm, {u32(tiles), u32(row_tiles), 1});
 }
 
-uint32_t LlmOps::batched_tt() const {
-  const uint32_t tt = tuning.batched_tt;
-  need(tt >= 1 && tt <= 32 && (tt & (tt - 1)) == 0, "linear batched",
-       "batched_tt " + std::to_string(tt) + " is not a power of two <= 32");
-  return tt;
+uint32_t LlmOps::batched_tt(int n_tokens) const {
+  for (uint32_t tt : {tuning.batched_tt, tuning.batched_tt_large})
+    need(tt >= 1 && tt <= 32 && (tt & (tt - 1)) == 0, "linear batched",
+         "batched_tt " + std::to_string(tt) + " is not a power of two <= 32");
+  return n_tokens > kBatchedLargeStep ? tuning.batched_tt_large : tuning.batched_tt;
 }
 
 uint32_t LlmOps::batched_wg(uint64_t tiles, int64_t rows) const {
@@ -483,7 +484,7 @@ void LlmOps::linear_batched_q8(Batch& b, const GpuWeight& w, const Tensor& x, in
   const auto x_tile_bytes = [&](uint32_t t) { return uint64_t(t) * (xt / 32 * 2 + xt / 128) * 16; };
   const auto ds_bytes = [&](uint32_t t) { return uint64_t(t) * xt / 32 * 8; };
   const uint64_t smem_limit = ctx_.limits().max_compute_workgroup_storage_size;
-  uint32_t tt = batched_token_tile(n_tokens, batched_tt());
+  uint32_t tt = batched_token_tile(n_tokens, batched_tt(n_tokens));
   while (tt > 1 && x_tile_bytes(tt) + ds_bytes(tt) > smem_limit) tt /= 2;
   const uint64_t tiles = ceil_div(uint64_t(n_tokens), tt);
   const uint32_t wg = batched_wg(tiles, rows);
