@@ -211,6 +211,7 @@ void LlamaModel::prefill(std::span<const int32_t> tokens, const std::function<vo
 uint64_t LlamaModel::weight_bytes() const { return impl_->w.bytes; }
 const LlamaWeights& LlamaModel::weights() const { return impl_->w; }
 const LlmOps& LlamaModel::ops() const { return impl_->ops; }
+void LlamaModel::set_tuning(const LlmTuning& t) { impl_->ops.tuning = t; }
 const RopeTable& LlamaModel::rope() const { return impl_->rope; }
 const Context& LlamaModel::context() const { return impl_->ctx; }
 

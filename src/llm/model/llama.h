@@ -87,6 +87,9 @@ class LlamaModel {
   // positions) and the context.
   const LlamaWeights& weights() const;
   const LlmOps& ops() const;
+  // Replaces EngineOptions::tuning (benchmarks that compare knobs on one loaded model); the next
+  // dispatches compile the pipelines they need.
+  void set_tuning(const LlmTuning& t);
   const RopeTable& rope() const;
   const Context& context() const;
 

@@ -396,6 +396,16 @@ uint32_t chunk_elems(TensorType t) {
   return 4;
 }
 constexpr uint32_t kBatchedRowsPerGroup = 4;  // linear_batched.wgsl: TR
+constexpr int kBatchedLargeStep = 256;        // more tokens: tuning.batched_tt_large
+// The batched kernels' token tile: the smallest power of two that holds n tokens, at most `most`
+// (a few decode tokens then cost no arithmetic on padding). It never changes a result.
+uint32_t batched_token_tile(int n_tokens, uint32_t most) {
+  uint32_t tt = 1;
+  while (tt < most && tt < uint32_t(n_tokens)) tt *= 2;
+  return tt;
+}
+// Workgroup memory of the kernels' final sum over the lanes: WG x min(TT, 4) vec4 (TC in the .wgsl).
+uint64_t batched_sum_bytes(uint32_t wg, uint32_t tt) { return uint64_t(wg) * std::min(tt, 4u) * 16; }
 }  // namespace
 
 void LlmOps::linear_batched(Batch& b, const GpuWeight& w, const Tensor& x, const Tensor& y, int n_tokens,
@@ -408,14 +418,15 @@ void LlmOps::linear_batched(Batch& b, const GpuWeight& w, const Tensor& x, const
   // chunks c = lane mod kl across tiles).
   uint32_t xt = 256;
   while (xt % (kl * chunk_elems(w.type)) != 0) xt += 256;
-  // Tokens per workgroup: 8 when there are few, else 16 (the register budget: 16 x 4 sums), as
-  // workgroup memory allows.
+  // Tokens per workgroup: as many as there are, up to batched_tt (the register budget: TT x 4
+  // sums), as workgroup memory allows.
   const uint64_t smem_limit = ctx_.limits().max_compute_workgroup_storage_size;
   const auto x_tile_bytes = [&](uint32_t t) { return uint64_t(t) * (xt / 4 + xt / 32) * 16; };
-  const uint32_t tt = n_tokens <= 8 || x_tile_bytes(16) > smem_limit ? 8 : 16;
+  uint32_t tt = batched_token_tile(n_tokens, batched_tt(n_tokens));
+  while (tt > 1 && x_tile_bytes(tt) > smem_limit) tt /= 2;
   const uint64_t tiles = ceil_div(uint64_t(n_tokens), tt);
   const uint32_t wg = batched_wg(tiles, rows);
-  const uint64_t shared = std::max(x_tile_bytes(tt), uint64_t(wg / kl * tt) * 16);
+  const uint64_t shared = std::max(x_tile_bytes(tt), batched_sum_bytes(wg, tt));
   need(shared <= smem_limit, op,
        std::to_string(shared) + " bytes of workgroup memory, the adapter allows " + std::to_string(smem_limit));
   const uint32_t bn = wg / kl * kBatchedRowsPerGroup;
@@ -429,6 +440,13 @@ void LlmOps::linear_batched(Batch& b, const GpuWeight& w, const Tensor& x, const
                     {"llm/common.wgsl", "llm/weights/" + str(w.type) + ".wgsl", "llm/linear_batched.wgsl"}, {}, false,
                     "main", prelude);
   b.dispatch(k, {w.data, w.scales, x, bias, y}, prm, {u32(tiles), u32(row_tiles), 1});
+}
+
+uint32_t LlmOps::batched_tt(int n_tokens) const {
+  for (uint32_t tt : {tuning.batched_tt, tuning.batched_tt_large})
+    need(tt >= 1 && tt <= 32 && (tt & (tt - 1)) == 0, "linear batched",
+         "batched_tt " + std::to_string(tt) + " is not a power of two <= 32");
+  return n_tokens > kBatchedLargeStep ? tuning.batched_tt_large : tuning.batched_tt;
 }
 
 uint32_t LlmOps::batched_wg(uint64_t tiles, int64_t rows) const {
@@ -459,20 +477,30 @@ void LlmOps::linear_batched_q8(Batch& b, const GpuWeight& w, const Tensor& x, in
   Kernel kq = kernel("llm/quant_q8", {"llm/common.wgsl", "llm/quant_q8.wgsl"}, {{"WG", 64}}, false);
   b.dispatch(kq, {x, xq, xds}, Params(u32(n_tokens), u32(w.cols), u32(x_stride)),
              groups_1d(ctx_, ceil_div(uint64_t(n_tokens) * uint64_t(nb), 64)));
-  const uint32_t tt = n_tokens <= 8 ? 8 : 16;
-  const uint64_t tiles = ceil_div(uint64_t(n_tokens), tt);
-  const uint32_t wg = batched_wg(tiles, rows);
   uint32_t xt = 1024;  // x tile: whole blocks of every lane
   while (xt % (32 * kl) != 0) xt += 1024;
+  // Workgroup memory: the x tile (2 + 1/4 vec4 per block and token) or the lanes' final sum,
+  // and (d, sum) per block and token.
+  const auto x_tile_bytes = [&](uint32_t t) { return uint64_t(t) * (xt / 32 * 2 + xt / 128) * 16; };
+  const auto ds_bytes = [&](uint32_t t) { return uint64_t(t) * xt / 32 * 8; };
+  const uint64_t smem_limit = ctx_.limits().max_compute_workgroup_storage_size;
+  uint32_t tt = batched_token_tile(n_tokens, batched_tt(n_tokens));
+  while (tt > 1 && x_tile_bytes(tt) + ds_bytes(tt) > smem_limit) tt /= 2;
+  const uint64_t tiles = ceil_div(uint64_t(n_tokens), tt);
+  const uint32_t wg = batched_wg(tiles, rows);
+  const uint64_t shared = std::max(x_tile_bytes(tt), batched_sum_bytes(wg, tt)) + ds_bytes(tt);
+  need(shared <= smem_limit, op,
+       std::to_string(shared) + " bytes of workgroup memory, the adapter allows " + std::to_string(smem_limit));
   const uint32_t bn = wg / kl * kBatchedRowsPerGroup;
   const uint64_t row_tiles = ceil_div(uint64_t(rows), bn);
   need(row_tiles <= ctx_.limits().max_compute_workgroups_per_dimension, op, "too many rows");
   const bool q4 = w.type == TensorType::Q4_0;
   std::string prelude = "const TT: u32 = " + std::to_string(tt) + "u;\nconst WG: u32 = " + std::to_string(wg) +
                         "u;\nconst KL: u32 = " + std::to_string(kl) + "u;\nconst XT: u32 = " + std::to_string(xt) +
-                        "u;\nconst Q4: bool = " + (q4 ? "true" : "false") + ";\n";
+                        "u;\nconst Q4: bool = " + (q4 ? "true" : "false") +
+                        ";\nconst PF: bool = " + (tuning.batched_prefetch ? "true" : "false") + ";\n";
   Kernel k = kernel("llm/batched_q8/" + str(w.type) + "/" + std::to_string(tt) + "x" + std::to_string(wg) + "x" +
-                        std::to_string(kl) + "x" + std::to_string(xt),
+                        std::to_string(kl) + "x" + std::to_string(xt) + (tuning.batched_prefetch ? "/pf" : ""),
                     {"llm/common.wgsl", "llm/linear_batched_q8.wgsl"}, {}, false, "main", prelude);
   b.dispatch(k, {w.data, w.scales, xq, xds, bias, y}, prm, {u32(tiles), u32(row_tiles), 1});
 }

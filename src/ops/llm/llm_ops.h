@@ -173,10 +173,23 @@ struct LlmTuning {
   LinearVersion matmul = LinearVersion::Auto;
   // Batched kernel: lanes per row group (a power of two, <= 32; fixes the summation order, so
   // results change with it), invocations per workgroup (0: the largest of 256/128/64 that still
-  // gives batched_min_groups workgroups), and that target.
+  // gives batched_min_groups workgroups), and that target. 8 lanes, auto: with 8-token tiles
+  // the fastest tried on the H200 (16 or 32 lanes beat it with 16-token tiles at 16 sequences,
+  // not at 64; docs/serving.md has the sweep).
   uint32_t batched_kl = 8;
   uint32_t batched_wg = 0;
   uint32_t batched_min_groups = 264;
+  // Most tokens per batched workgroup (a power of two <= 32; fewer tokens take the next power
+  // of two), in steps of at most 256 tokens and in larger ones (prefill): each weight chunk a
+  // lane loads serves that many tokens, each token costs 4 sums in registers. Never changes a
+  // result. On the H200 (8B Q4_0, batched-q8, docs/serving.md) 8 beat 16 by 16-17% in decode
+  // steps of 16 and 64 tokens (twice the workgroups, half the registers) and 32 lost; in
+  // 512-token prefill steps 16 beat 8 by 12%.
+  uint32_t batched_tt = 8;
+  uint32_t batched_tt_large = 16;
+  // batched-q8: each lane loads its next weight block before it multiplies the current one
+  // (measured on the H200: within 3% of off at 16-64 sequences, faster at 1).
+  bool batched_prefetch = true;
 };
 
 class LlmOps {
@@ -287,6 +300,7 @@ class LlmOps {
   // The batched kernels' workgroup size: tuning.batched_wg, else the largest that still gives
   // batched_min_groups workgroups.
   uint32_t batched_wg(uint64_t token_tiles, int64_t rows) const;
+  uint32_t batched_tt(int n_tokens) const;  // tuning.batched_tt or _large for n_tokens, checked
   Kernel linear_kernel(const std::string& kind, TensorType t, LinearVersion v) const;
   // The matvec schedule: tuning clamped to the adapter and the kernel. The pipeline and the grid
   // must agree on it.
