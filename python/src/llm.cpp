@@ -269,7 +269,7 @@ llm::GenerateOptions make_options(const PyLLM& l, int max_tokens, const std::vec
     p.seed = (uint64_t(rd()) << 32) ^ rd();
   }
   try {
-    p.validate();
+    validate(p);
   } catch (const Error& e) {
     throw py::value_error(e.what());
   }
