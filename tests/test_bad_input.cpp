@@ -323,7 +323,7 @@ Bytes small_gguf() {
   w.add_string("tokenizer.ggml.model", "gpt2");
   std::vector<float> data(8 * 3, 0.5f);
   w.add_tensor("token_embd.weight", llm::TensorType::F32, {8, 3}, std::as_bytes(std::span(data)));
-  return w.bytes();
+  return w.to_bytes();
 }
 
 TEST(BadFile, GgufTruncatedOrCorrupted) {
@@ -353,7 +353,7 @@ TEST(BadFile, GgufHugeCountsAndSizes) {
   for (const char* k : {"llama.embedding_length", "llama.block_count", "llama.feed_forward_length",
                         "llama.attention.head_count", "llama.vocab_size"})
     w.add_u32(k, 8);
-  Bytes ctx = w.bytes();
+  Bytes ctx = w.to_bytes();
   EXPECT_CONTAINS(error_of([&] { llm::config_from_gguf(llm::GgufFile::parse(ctx, "big.gguf")); }),
                   "big.gguf: metadata key 'llama.context_length' is 2147483648, beyond the largest context");
 }

@@ -269,15 +269,10 @@ llm::GenerateOptions make_options(const PyLLM& l, int max_tokens, const std::vec
     p.seed = (uint64_t(rd()) << 32) ^ rd();
   }
   try {
-    validate(p);
-  } catch (const Error& e) {
-    throw py::value_error(e.what());
+    llm::validate(o);  // the sampling, max_tokens and the stop strings, within the library's limits
+  } catch (const OptionError& e) {
+    throw py::value_error("wgc.LLM: " + std::string(e.what()));
   }
-  if (max_tokens < -1)
-    throw py::value_error("wgc.LLM: max_tokens must be -1 (until a stop or the end of the context) or >= 0, got " +
-                          std::to_string(max_tokens));
-  for (const auto& s : stop)
-    if (s.empty()) throw py::value_error("wgc.LLM: stop has an empty string (it would stop before the first token)");
   return o;
 }
 

@@ -5,6 +5,7 @@
 #include "cli/llm_flags.h"
 #include "io/chart.h"
 #include "util/error.h"
+#include "util/format.h"
 #include "util/json.h"
 
 #include <algorithm>
@@ -93,22 +94,20 @@ LlmSpeedPlan parse(const Flags& f) {
 
 // --- report --------------------------------------------------------------------------------------
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
 std::string params_str(int64_t params) {
   double p = double(params);
-  return p >= 1e9 ? fmt("%.2f B", p / 1e9) : fmt("%.2f M", p / 1e6);
+  return p >= 1e9 ? format_number("%.2f B", p / 1e9) : format_number("%.2f M", p / 1e6);
 }
 std::string gib_str(uint64_t bytes) {
   double b = double(bytes);
-  return b >= double(1ull << 30) ? fmt("%.2f GiB", b / double(1ull << 30)) : fmt("%.2f MiB", b / double(1ull << 20));
+  return b >= double(1ull << 30) ? format_number("%.2f GiB", b / double(1ull << 30))
+                                 : format_number("%.2f MiB", b / double(1ull << 20));
 }
 std::string gb_str(uint64_t bytes) {
   double b = double(bytes);
-  return b >= 1e9 ? fmt("%.2f GB", b / 1e9) : b >= 1e6 ? fmt("%.2f MB", b / 1e6) : fmt("%.1f KB", b / 1e3);
+  return b >= 1e9   ? format_number("%.2f GB", b / 1e9)
+         : b >= 1e6 ? format_number("%.2f MB", b / 1e6)
+                    : format_number("%.1f KB", b / 1e3);
 }
 
 // A Markdown table (as llama-bench prints): columns sized to their widest cell, `right` aligned.
@@ -151,9 +150,10 @@ void print_table(std::FILE* out, const std::vector<std::string>& head, const std
 
 void print_report(std::FILE* out, const LlmSpeedPlan& p, const LlmSpeedResult& r) {
   const auto& t = p.tuning;
-  std::fprintf(
-      out, "device: %s (%s)   bandwidth: %s\n", r.adapter.device.c_str(), r.adapter.adapter_type.c_str(),
-      r.bandwidth > 0 ? (fmt("%.1f GB/s", r.bandwidth * 1e-9) + " (" + r.bandwidth_source + ")").c_str() : "none");
+  std::fprintf(out, "device: %s (%s)   bandwidth: %s\n", r.adapter.device.c_str(), r.adapter.adapter_type.c_str(),
+               r.bandwidth > 0
+                   ? (format_number("%.1f GB/s", r.bandwidth * 1e-9) + " (" + r.bandwidth_source + ")").c_str()
+                   : "none");
   std::fprintf(out, "model: %s   weights on the GPU: %s, read per decoded token: %s\n", p.model.c_str(),
                gb_str(r.weight_bytes).c_str(), gb_str(r.bytes_per_token).c_str());
   std::fprintf(out, "matvec tuning: wg %u, tpr %u, unroll %u, rows %u; prefill matmul: %s, tile %ux%ux%u\n\n",
@@ -163,9 +163,9 @@ void print_report(std::FILE* out, const LlmSpeedPlan& p, const LlmSpeedResult& r
   std::vector<std::vector<std::string>> rows;
   for (const auto& x : r.tests)
     rows.push_back({r.name, gib_str(r.file_bytes), params_str(r.params), backend, x.name,
-                    fmt("%.2f", x.t.median) + " ± " + fmt("%.2f", x.t.stddev),
-                    x.gbs >= 0 ? fmt(x.gbs >= 10 ? "%.1f" : "%.3f", x.gbs) : "",
-                    x.bw_frac >= 0 ? fmt("%.1f%%", 100 * x.bw_frac) : ""});
+                    format_number("%.2f", x.t.median) + " ± " + format_number("%.2f", x.t.stddev),
+                    x.gbs >= 0 ? format_number(x.gbs >= 10 ? "%.1f" : "%.3f", x.gbs) : "",
+                    x.bw_frac >= 0 ? format_number("%.1f%%", 100 * x.bw_frac) : ""});
   print_table(out, {"model", "size", "params", "backend", "test", "t/s", "GB/s", "% bw"},
               {false, true, true, false, true, true, true, true}, rows);
   for (const auto& x : r.tests)
@@ -177,8 +177,9 @@ void print_report(std::FILE* out, const LlmSpeedPlan& p, const LlmSpeedResult& r
                  r.profile_ms);
     std::vector<std::vector<std::string>> prow;
     for (const auto& k : r.profile)
-      prow.push_back({k.kernel, std::to_string(k.dispatches), fmt("%.1f", k.ms * 1e3),
-                      fmt("%.1f", k.ms * 1e3 / k.dispatches), fmt("%.1f%%", 100 * k.ms / r.profile_ms)});
+      prow.push_back({k.kernel, std::to_string(k.dispatches), format_number("%.1f", k.ms * 1e3),
+                      format_number("%.1f", k.ms * 1e3 / k.dispatches),
+                      format_number("%.1f%%", 100 * k.ms / r.profile_ms)});
     print_table(out, {"kernel", "dispatches", "total us", "us each", "share"}, {false, true, true, true, true}, prow);
   }
   std::fprintf(out,
