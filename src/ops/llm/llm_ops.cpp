@@ -580,7 +580,8 @@ struct AttnDims {
   int64_t qs, os;
   float scale;
 };
-AttnDims attn_check(const KvLayer& c, const Tensor& q, const Tensor& out, const AttentionArgs& a,
+// out: null when the op writes partials only (attention_decode_q8).
+AttnDims attn_check(const KvLayer& c, const Tensor& q, const Tensor* out, const AttentionArgs& a,
                     const std::string& op) {
   AttnDims d;
   d.hd = c.head_dim;
@@ -595,7 +596,7 @@ AttnDims attn_check(const KvLayer& c, const Tensor& q, const Tensor& out, const 
   need(d.qs % 4 == 0 && a.q_offset % 4 == 0 && c.offset % 4 == 0, op,
        "q stride/offset and cache offset must be multiples of 4");
   need_elems(q, (a.n_tokens - 1) * d.qs + a.q_offset + int64_t(a.n_heads) * d.hd, op, "q");
-  need_elems(out, (a.n_tokens - 1) * d.os + a.o_offset + int64_t(a.n_heads) * d.hd, op, "out");
+  if (out) need_elems(*out, (a.n_tokens - 1) * d.os + a.o_offset + int64_t(a.n_heads) * d.hd, op, "out");
   need_elems(c.k, c.offset + int64_t(c.n_kv_heads) * c.max_ctx * d.hd, op, "k cache");
   need_elems(c.v, c.offset + int64_t(c.n_kv_heads) * c.max_ctx * d.hd, op, "v cache");
   d.scale = a.scale != 0 ? a.scale : float(1.0 / std::sqrt(double(d.hd)));
@@ -612,18 +613,18 @@ void LlmOps::attention(Batch& b, const KvLayer& c, const Tensor& q, const Tensor
 
 void LlmOps::attention_prefill(Batch& b, const KvLayer& c, const Tensor& q, const Tensor& out,
                                const AttentionArgs& a) const {
-  auto d = attn_check(c, q, out, a, "attention_prefill");
+  auto d = attn_check(c, q, &out, a, "attention_prefill");
   const uint32_t bq = 16;
   Kernel k = attn_kernel(d.hd, bq);
   uint32_t total = u32(a.start + a.n_tokens);
-  b.dispatch(k, {q, Arg(c.k), Arg(c.v), out},
+  b.dispatch(k, {q, Arg(c.k), Arg(c.v), out, dummy_},
              Params(u32(a.n_tokens), u32(a.n_heads), u32(c.n_kv_heads), u32(c.max_ctx), u32(a.start), u32(d.qs),
-                    u32(a.q_offset), u32(d.os), u32(a.o_offset), c.offset, d.scale, total, 1u, 0u),
+                    u32(a.q_offset), u32(d.os), u32(a.o_offset), c.offset, d.scale, total, 1u, 0u, 0u),
              {ceil_div(uint64_t(a.n_tokens) * uint64_t(d.G), bq), u32(c.n_kv_heads), 1});
 }
 
-void LlmOps::attention_decode(Batch& b, const KvLayer& c, const Tensor& q, const Tensor& out,
-                              const AttentionArgs& a) const {
+uint32_t LlmOps::attention_decode_pass(Batch& b, const KvLayer& c, const Tensor& q, const Tensor* out,
+                                       const AttentionArgs& a, Tensor& part) const {
   const std::string op = "attention_decode";
   auto d = attn_check(c, q, out, a, op);
   need(a.n_tokens == 1, op, "one token at a time");
@@ -632,27 +633,44 @@ void LlmOps::attention_decode(Batch& b, const KvLayer& c, const Tensor& q, const
   auto s = attn_shape(d.hd);
   need(bq * s.tpq <= max_wg_, op, "GQA group too large");
   Kernel k = attn_kernel(d.hd, int(bq));
-  const uint32_t kv_len = u32(a.start + 1);
+  const bool dyn = bool(a.start_from);
+  if (dyn) need_elems(a.start_from, 1, op, "start_from");
+  // Splits: a.splits, else 256 workgroups' worth over the KV heads; with a fixed position, no
+  // more than the keys fill (blocks of BK), with a position read on the GPU, as many as the
+  // whole cache would fill.
+  const uint32_t kv_len = dyn ? u32(c.max_ctx) : u32(a.start + 1);
   uint32_t splits = a.splits > 0 ? u32(a.splits) : std::max<uint32_t>(1, 256 / u32(c.n_kv_heads));
   uint32_t split_len = ceil_div(kv_len, splits);
   split_len = std::max(s.bk, (split_len + s.bk - 1) / s.bk * s.bk);
-  splits = ceil_div(kv_len, split_len);
+  if (!dyn || a.splits <= 0) splits = ceil_div(kv_len, split_len);
   Groups g{ceil_div(uint64_t(d.G), bq), u32(c.n_kv_heads), splits};
-  if (splits == 1) {
-    b.dispatch(k, {q, Arg(c.k), Arg(c.v), out},
+  const Tensor& pos = dyn ? a.start_from : dummy_;
+  const uint32_t flag_dyn = dyn ? 1u : 0u;
+  if (splits == 1 && out && !dyn) {
+    b.dispatch(k, {q, Arg(c.k), Arg(c.v), *out, pos},
                Params(1u, u32(a.n_heads), u32(c.n_kv_heads), u32(c.max_ctx), u32(a.start), u32(d.qs), u32(a.q_offset),
-                      u32(d.os), u32(a.o_offset), c.offset, d.scale, split_len, 1u, 0u),
+                      u32(d.os), u32(a.o_offset), c.offset, d.scale, split_len, 1u, 0u, flag_dyn),
                g);
-    return;
+    return 1;
   }
-  Tensor part = make_tensor(ctx_, {int64_t(a.n_heads) * splits * (d.hd + 2)});
-  b.dispatch(k, {q, Arg(c.k), Arg(c.v), part},
+  part = make_tensor(ctx_, {int64_t(a.n_heads) * splits * (d.hd + 2)});
+  b.dispatch(k, {q, Arg(c.k), Arg(c.v), part, pos},
              Params(1u, u32(a.n_heads), u32(c.n_kv_heads), u32(c.max_ctx), u32(a.start), u32(d.qs), u32(a.q_offset), 0u,
-                    0u, c.offset, d.scale, split_len, splits, 1u),
+                    0u, c.offset, d.scale, split_len, splits, 1u, flag_dyn),
              g);
+  return splits;
+}
+
+void LlmOps::attention_decode(Batch& b, const KvLayer& c, const Tensor& q, const Tensor& out,
+                              const AttentionArgs& a) const {
+  Tensor part;
+  const uint32_t splits = attention_decode_pass(b, c, q, &out, a, part);
+  if (!part) return;
+  const int hd = c.head_dim;
+  const int64_t os = a.o_stride < 0 ? int64_t(a.n_heads) * hd : a.o_stride;
   Kernel kc = kernel("llm/attn_combine", {"llm/common.wgsl", "llm/attn_combine.wgsl"}, {}, false);
-  b.dispatch(kc, {part, out}, Params(1u, u32(a.n_heads), splits, u32(d.hd), u32(d.os), u32(a.o_offset)),
-             groups_1d(ctx_, ceil_div(uint64_t(a.n_heads) * uint64_t(d.hd), 128)));
+  b.dispatch(kc, {part, out}, Params(1u, u32(a.n_heads), splits, u32(hd), u32(os), u32(a.o_offset)),
+             groups_1d(ctx_, ceil_div(uint64_t(a.n_heads) * uint64_t(hd), 128)));
 }
 
 // ---- paged attention (serving) -------------------------------------------------------------
