@@ -50,6 +50,12 @@ LlamaWeights upload_llama_weights(const Context& ctx, const ModelFile& file, std
 void record_linear(const LlmOps& ops, Batch& b, const LinearGroup& g, const Tensor& in, const Tensor& y, int n,
                    int64_t y_stride, bool accumulate, Version v = Version::Auto);
 
+// The same with x quantized to 8 bits (LlmOps::linear_q8); every part must take it (group_q8).
+void record_linear_q8(const LlmOps& ops, Batch& b, const LinearGroup& g, const Q8Act& in, const Tensor& y, int n,
+                      int64_t y_stride, bool accumulate);
+// Whether every part of the group takes 8-bit activations (supports_q8).
+bool group_q8(const LinearGroup& g);
+
 // cos/sin of f32(pos) * inv_freq for positions < max_pos (an f32 product, as transformers computes it).
 RopeTable make_llama_rope(const Context& ctx, const ModelConfig& cfg, int max_pos);
 
