@@ -60,7 +60,9 @@ struct Test {
   Stats t;
   double gbs = -1;              // tg: weight bytes read per second / 1e9
   double bw_frac = -1;          // tg: gbs / bandwidth
-  std::vector<double> host_ms;  // tg: host time recording a step, per token, per repeat
+  std::vector<double> host_ms;      // tg: host time recording a step, per token, per repeat
+  std::vector<double> gpu_wait_ms;  // tg: host time waiting for each token's readback, per repeat
+  int depth = 0;                    // tokens in the cache before the test (-d)
 };
 
 // "8B" / "494M" style size label, "1.24 B" / "494.03 M" parameter counts, "2.30 GiB" sizes.
@@ -193,7 +195,7 @@ int bench_llm_cmd(Args& a) {
   auto g = gpu_flags(a);
   auto model_path = a.option("--model");
   if (!model_path) model_path = a.option("-m");
-  std::vector<int> pp = int_list(a, "-p", 512), tg = int_list(a, "-n", 128);
+  std::vector<int> pp = int_list(a, "-p", 512), tg = int_list(a, "-n", 128), depths = int_list(a, "-d", 0);
   int repeats = static_cast<int>(a.number_or("-r", a.number_or("--repetitions", 5)));
   auto json = a.option("--json");
   auto png = a.option("--png");
@@ -225,6 +227,8 @@ int bench_llm_cmd(Args& a) {
     tuning.matmul_bn = bn;
     tuning.matmul_bk = bk;
   }
+  if (auto tu = a.option("--tuning")) llm::apply_tuning(tuning, *tu);  // any LlmTuning knob by name
+  const bool q8 = !a.flag("--no-q8");
   if (auto mm = a.option("--matmul")) {  // the prefill kernel
     auto k = std::find_if(std::begin(kPrefillKernels) + 1, std::end(kPrefillKernels),
                           [&](const auto& e) { return *mm == e.first; });
@@ -271,8 +275,10 @@ int bench_llm_cmd(Args& a) {
   const llm::ModelConfig& cfg = file.config();
   int max_p = pp.empty() ? 0 : *std::max_element(pp.begin(), pp.end());
   int max_n = tg.empty() ? 0 : *std::max_element(tg.begin(), tg.end());
+  const int max_d = *std::max_element(depths.begin(), depths.end());
   llm::EngineOptions eo;
-  eo.max_ctx = std::max({max_p, max_n, 1});
+  eo.max_ctx = max_d + std::max({max_p, max_n, 1});
+  eo.q8_activations = q8;
   eo.max_batch = batch;
   eo.decode_ahead = ahead;
   eo.tuning = tuning;
@@ -304,65 +310,86 @@ int bench_llm_cmd(Args& a) {
   };
 
   std::vector<Test> tests;
-  for (int p : pp) {
-    Test t;
-    t.name = "pp" + std::to_string(p);
-    t.n_prompt = p;
-    auto tokens = random_tokens(p);
-    if (warmup) {
-      status(t.name + " warm-up");
+  for (int depth : depths) {
+    // llama-bench's -d: `depth` tokens in the cache before each test; prefilled once (untimed),
+    // each run rewinds to it.
+    const std::string at = depth ? " @ d" + std::to_string(depth) : "";
+    auto fill = [&] {
       model.rewind(0);
-      (void)model.logits(tokens);
-    }
-    for (int r = 0; r < repeats; ++r) {
-      status(t.name + " run " + std::to_string(r + 1) + "/" + std::to_string(repeats));
-      model.rewind(0);
-      auto t0 = Clock::now();
-      auto logits = model.logits(tokens);
-      double s = std::chrono::duration<double>(Clock::now() - t0).count();
-      if (logits.empty() || !std::isfinite(logits[0])) throw Error("wgc bench-llm: " + t.name + ": non-finite logits");
-      t.seconds.push_back(s);
-      t.tps.push_back(double(p) / s);
-    }
-    tests.push_back(std::move(t));
-  }
-  for (int n : tg) {
-    Test t;
-    t.name = "tg" + std::to_string(n);
-    t.n_gen = n;
-    int32_t first = random_tokens(1)[0];
-    llm::DecodeStats ds;
-    auto decode = [&](int steps) {
-      model.rewind(0);
-      int32_t id = first;
-      ds = model.decode_greedy(first, steps, [&](int32_t next) {
-        id = next;
-        return true;
-      });
-      return id;
+      if (depth) {
+        status("filling the cache to depth " + std::to_string(depth));
+        (void)model.logits(random_tokens(depth));
+      }
     };
-    if (warmup) {
-      status(t.name + " warm-up");
-      decode(std::min(n, 16));
+    fill();
+    for (int p : pp) {
+      Test t;
+      t.name = "pp" + std::to_string(p) + at;
+      t.n_prompt = p;
+      t.depth = depth;
+      auto tokens = random_tokens(p);
+      if (warmup) {
+        status(t.name + " warm-up");
+        model.rewind(depth);
+        (void)model.logits(tokens);
+      }
+      for (int r = 0; r < repeats; ++r) {
+        status(t.name + " run " + std::to_string(r + 1) + "/" + std::to_string(repeats));
+        model.rewind(depth);
+        auto t0 = Clock::now();
+        auto logits = model.logits(tokens);
+        double s = std::chrono::duration<double>(Clock::now() - t0).count();
+        if (logits.empty() || !std::isfinite(logits[0]))
+          throw Error("wgc bench-llm: " + t.name + ": non-finite logits");
+        t.seconds.push_back(s);
+        t.tps.push_back(double(p) / s);
+      }
+      tests.push_back(std::move(t));
     }
-    for (int r = 0; r < repeats; ++r) {
-      status(t.name + " run " + std::to_string(r + 1) + "/" + std::to_string(repeats));
-      auto t0 = Clock::now();
-      int32_t last = decode(n);
-      double s = std::chrono::duration<double>(Clock::now() - t0).count();
-      if (last < 0 || last >= cfg.vocab_size)
-        throw Error("wgc bench-llm: " + t.name + ": token id " + std::to_string(last));
-      t.seconds.push_back(s);
-      t.tps.push_back(double(n) / s);
-      t.host_ms.push_back(ds.record_ms / std::max(1, ds.recorded));
+    for (int n : tg) {
+      Test t;
+      t.name = "tg" + std::to_string(n) + at;
+      t.n_gen = n;
+      t.depth = depth;
+      int32_t first = random_tokens(1)[0];
+      llm::DecodeStats ds;
+      auto decode = [&](int steps) {
+        model.rewind(depth);
+        int32_t id = first;
+        ds = model.decode_greedy(first, steps, [&](int32_t next) {
+          id = next;
+          return true;
+        });
+        return id;
+      };
+      if (warmup) {
+        status(t.name + " warm-up");
+        decode(std::min(n, 16));
+      }
+      for (int r = 0; r < repeats; ++r) {
+        status(t.name + " run " + std::to_string(r + 1) + "/" + std::to_string(repeats));
+        auto t0 = Clock::now();
+        int32_t last = decode(n);
+        double s = std::chrono::duration<double>(Clock::now() - t0).count();
+        if (last < 0 || last >= cfg.vocab_size)
+          throw Error("wgc bench-llm: " + t.name + ": token id " + std::to_string(last));
+        t.seconds.push_back(s);
+        t.tps.push_back(double(n) / s);
+        t.host_ms.push_back(ds.record_ms / std::max(1, ds.recorded));
+        t.gpu_wait_ms.push_back(ds.wait_ms / std::max(1, ds.tokens));
+      }
+      tests.push_back(std::move(t));
     }
-    tests.push_back(std::move(t));
   }
   std::vector<std::pair<std::string, std::pair<int, double>>> prof;  // label -> (count, ms)
   double prof_total = 0;
   if (profile) {
     status("profiling one decode step");
     model.rewind(0);
+    if (max_d > 0) {  // at the largest depth asked for
+      status("filling the cache to depth " + std::to_string(max_d) + " for the profile");
+      (void)model.logits(random_tokens(max_d));
+    }
     std::map<std::string, std::pair<int, double>> by;
     for (auto& d : model.profile_decode_step(random_tokens(1)[0])) {
       by[d.label].first++;
@@ -392,6 +419,11 @@ int bench_llm_cmd(Args& a) {
               : tuning.matmul == llm::Version::RegTile ? "regtile"
                                                        : "auto",
               tuning.matmul_bm, tuning.matmul_bn, tuning.matmul_bk);
+  if (q8)
+    std::printf("8-bit activations for quantized weights: matvec wg %u, tpr %u, rows %u; prefill tile %ux%u\n\n",
+                tuning.mvq_wg, tuning.mvq_tpr, tuning.mvq_rows, tuning.mmq_bm, tuning.mmq_bn);
+  else
+    std::printf("f32 activations throughout (--no-q8)\n\n");
   std::vector<std::vector<std::string>> rows;
   for (const auto& t : tests)
     rows.push_back({name, gib_str(file.total_bytes()), params_str(params), backend, t.name,
@@ -402,8 +434,9 @@ int bench_llm_cmd(Args& a) {
               {false, true, true, false, true, true, true, true}, rows);
   for (const auto& t : tests)
     if (!t.host_ms.empty())
-      std::printf("\n%s: host time recording a step: %.3f ms per token (median); %d step(s) in flight", t.name.c_str(),
-                  stats(t.host_ms).median, ahead);
+      std::printf("\n%s: host time recording a step: %.3f ms per token, waiting for tokens: %.3f ms per token (medians); "
+                  "%d step(s) in flight",
+                  t.name.c_str(), stats(t.host_ms).median, stats(t.gpu_wait_ms).median, ahead);
   if (!prof.empty()) {
     std::printf("\n\nGPU time of one decode step by kernel (timestamps around each dispatch): %.3f ms\n\n", prof_total);
     std::vector<std::vector<std::string>> prow;
@@ -414,9 +447,9 @@ int bench_llm_cmd(Args& a) {
   }
   std::printf(
       "\nt/s: median ± standard deviation of %d runs (after a warm-up run); pp: prefill of p random tokens\n"
-      "from an empty cache to the last position's logits; tg: n greedy single-token steps from an empty\n"
-      "cache (each step's token id read back; with --decode-ahead %d the host records step t+1 while the\n"
-      "GPU runs step t). GB/s: weight bytes read per token x t/s; %% bw: of the %s.\n",
+      "to the last position's logits; tg: n greedy single-token steps (each step's token id read back;\n"
+      "with --decode-ahead %d the host records step t+1 while the GPU runs step t); both from an empty\n"
+      "cache, or with d tokens in it (@ dN). GB/s: weight bytes read per token x t/s; %% bw: of the %s.\n",
       repeats, ahead,
       bw_source == "given"      ? "given bandwidth"
       : bw_source == "measured" ? "measured copy bandwidth"
@@ -447,13 +480,16 @@ int bench_llm_cmd(Args& a) {
       << ",\"max_ctx\":" << model.max_ctx() << ",\"batch\":" << batch << ",\"results\":[";
     for (size_t i = 0; i < tests.size(); ++i) {
       const auto& t = tests[i];
-      f << (i ? "," : "") << "\n {\"test\":" << json_string(t.name) << ",\"n_prompt\":" << t.n_prompt
+      f << (i ? "," : "") << "\n {\"test\":" << json_string(t.name) << ",\"depth\":" << t.depth
+        << ",\"n_prompt\":" << t.n_prompt
         << ",\"n_gen\":" << t.n_gen << ",\"seconds\":" << json_array(t.seconds) << ",\"tps\":" << json_array(t.tps)
         << ",\"tps_median\":" << json_number(t.t.median) << ",\"tps_mean\":" << json_number(t.t.mean)
         << ",\"tps_stddev\":" << json_number(t.t.stddev) << ",\"tps_min\":" << json_number(t.t.min)
         << ",\"tps_max\":" << json_number(t.t.max) << ",\"gbs\":" << (t.gbs >= 0 ? json_number(t.gbs) : "null")
         << ",\"bandwidth_fraction\":" << (t.bw_frac >= 0 ? json_number(t.bw_frac) : "null")
-        << ",\"host_ms_per_token\":" << (t.host_ms.empty() ? "null" : json_number(stats(t.host_ms).median)) << "}";
+        << ",\"host_ms_per_token\":" << (t.host_ms.empty() ? "null" : json_number(stats(t.host_ms).median))
+        << ",\"wait_ms_per_token\":" << (t.gpu_wait_ms.empty() ? "null" : json_number(stats(t.gpu_wait_ms).median))
+        << "}";
     }
     f << "\n]}\n";
     if (!f) throw Error("wgc bench-llm: writing " + *json + " failed");
@@ -463,9 +499,9 @@ int bench_llm_cmd(Args& a) {
 
 Register reg{
     {"bench-llm",
-     "--model F.gguf [-p 512[,n..]] [-n 128[,n..]] [-r 5] [--json F] [--png F] [--bandwidth GB/s] [--batch 512] "
-     "[--seed S] [--no-warmup] [--decode-ahead N] [--profile] [--matvec WG,TPR,UNROLL,ROWS] [--matmul "
-     "naive|tiled|regtile] [--matmul-tile BMxBNxBK] [--backend B]",
+     "--model F.gguf [-p 512[,n..]] [-n 128[,n..]] [-d 0[,n..]] [-r 5] [--json F] [--png F] [--bandwidth GB/s] "
+     "[--batch 512] [--seed S] [--no-warmup] [--decode-ahead N] [--profile] [--matvec WG,TPR,UNROLL,ROWS] [--matmul "
+     "naive|tiled|regtile] [--matmul-tile BMxBNxBK] [--tuning knob=v,..] [--no-q8] [--backend B]",
      "llama-bench for LlamaModel: prefill (pp) and decode (tg) tokens/s, decode vs bandwidth", bench_llm_cmd}};
 
 }  // namespace

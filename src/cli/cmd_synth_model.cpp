@@ -59,7 +59,7 @@ int synth_model_cmd(Args& a) {
 }
 
 Register reg{{"synth-model",
-              "--shape llama-3.2-1b|llama-3.2-3b|llama-3.1-8b|qwen2.5-0.5b|tiny --type f16|q8_0|q4_0|f32 --out F.gguf "
+              "--shape llama-3.2-1b|llama-3.2-3b|llama-3.1-8b|qwen2.5-0.5b|tiny --type f16|q8_0|q4_0|q4_k|q6_k|f32 --out F.gguf "
               "[--seed S] [--threads T] [--force] | --list",
               "write a GGUF with random weights in a real model's shapes (for benchmarks)", synth_model_cmd}};
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <numbers>
 
 namespace wgc::llm {
@@ -105,6 +106,40 @@ KvCache make_kv_cache(const Context& ctx, int n_layers, int n_kv_heads, int max_
   c.max_ctx = max_ctx;
   c.head_dim = head_dim;
   return c;
+}
+
+// ---- tuning --------------------------------------------------------------------------------
+
+void apply_tuning(LlmTuning& t, std::string_view spec) {
+  const std::pair<const char*, uint32_t LlmTuning::*> fields[] = {
+      {"matvec_wg", &LlmTuning::matvec_wg},   {"matvec_tpr", &LlmTuning::matvec_tpr},
+      {"matvec_unroll", &LlmTuning::matvec_unroll}, {"matvec_rows", &LlmTuning::matvec_rows},
+      {"matmul_bm", &LlmTuning::matmul_bm},   {"matmul_bn", &LlmTuning::matmul_bn},
+      {"matmul_bk", &LlmTuning::matmul_bk},   {"batched_kl", &LlmTuning::batched_kl},
+      {"batched_wg", &LlmTuning::batched_wg}, {"batched_min_groups", &LlmTuning::batched_min_groups},
+      {"mvq_wg", &LlmTuning::mvq_wg},         {"mvq_tpr", &LlmTuning::mvq_tpr},
+      {"mvq_rows", &LlmTuning::mvq_rows},     {"mmq_bm", &LlmTuning::mmq_bm},
+      {"mmq_bn", &LlmTuning::mmq_bn},         {"quant_wg", &LlmTuning::quant_wg}};
+  while (!spec.empty()) {
+    const size_t comma = spec.find(',');
+    const std::string_view item = spec.substr(0, comma);
+    spec = comma == std::string_view::npos ? std::string_view() : spec.substr(comma + 1);
+    if (item.empty()) continue;
+    const size_t eq = item.find('=');
+    const std::string name(item.substr(0, eq));
+    const std::string value = eq == std::string_view::npos ? "" : std::string(item.substr(eq + 1));
+    auto f = std::find_if(std::begin(fields), std::end(fields), [&](const auto& e) { return name == e.first; });
+    if (f == std::end(fields)) {
+      std::string known;
+      for (const auto& e : fields) known += std::string(known.empty() ? "" : ", ") + e.first;
+      throw Error("wgc: llm tuning: unknown knob '" + name + "' (known: " + known + ")");
+    }
+    char* end = nullptr;
+    const unsigned long v = std::strtoul(value.c_str(), &end, 10);
+    if (value.empty() || *end || v > (1ul << 20))
+      throw Error("wgc: llm tuning: " + name + " expects a non-negative integer, got '" + value + "'");
+    t.*(f->second) = uint32_t(v);
+  }
 }
 
 // ---- kernels -------------------------------------------------------------------------------

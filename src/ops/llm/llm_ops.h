@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -204,6 +205,11 @@ struct LlmTuning {
   // quant_act.wgsl: invocations per token (a power of two >= 8; one token gets up to 4x this).
   uint32_t quant_wg = 256;
 };
+
+// Sets tuning fields from "name=value,name=value" (the LlmTuning field names, e.g.
+// "mvq_tpr=16,mvq_rows=4,mmq_bm=128"); wgc::Error naming an unknown field or a bad value. For
+// sweeps (bench-llm --tuning, WGC_LLM_TUNING for wgc bench).
+void apply_tuning(LlmTuning& t, std::string_view spec);
 
 class LlmOps {
  public:
