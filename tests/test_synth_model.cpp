@@ -19,8 +19,8 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
-#include <map>
 #include <fstream>
+#include <map>
 #include <numbers>
 #include <set>
 

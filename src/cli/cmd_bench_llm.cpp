@@ -58,8 +58,8 @@ struct Test {
   std::vector<double> seconds;  // per repeat
   std::vector<double> tps;
   Stats t;
-  double gbs = -1;              // tg: weight bytes read per second / 1e9
-  double bw_frac = -1;          // tg: gbs / bandwidth
+  double gbs = -1;                  // tg: weight bytes read per second / 1e9
+  double bw_frac = -1;              // tg: gbs / bandwidth
   std::vector<double> host_ms;      // tg: host time recording a step, per token, per repeat
   std::vector<double> gpu_wait_ms;  // tg: host time waiting for each token's readback, per repeat
   int depth = 0;                    // tokens in the cache before the test (-d)
@@ -227,7 +227,19 @@ int bench_llm_cmd(Args& a) {
     tuning.matmul_bn = bn;
     tuning.matmul_bk = bk;
   }
-  if (auto tu = a.option("--tuning")) llm::apply_tuning(tuning, *tu);  // any LlmTuning knob by name
+  // --tuning: LlmTuning knobs by name; several sets separated by ';' run every test once per set.
+  std::vector<std::string> tuning_sets = {""};
+  if (auto tu = a.option("--tuning")) {
+    tuning_sets.clear();
+    std::string rest = *tu;
+    for (size_t at; (at = rest.find(';')) != std::string::npos; rest = rest.substr(at + 1))
+      tuning_sets.push_back(rest.substr(0, at));
+    tuning_sets.push_back(rest);
+    for (const auto& set : tuning_sets) {
+      llm::LlmTuning check = tuning;
+      llm::apply_tuning(check, set);  // errors before the model loads
+    }
+  }
   const bool q8 = !a.flag("--no-q8");
   if (auto mm = a.option("--matmul")) {  // the prefill kernel
     auto k = std::find_if(std::begin(kPrefillKernels) + 1, std::end(kPrefillKernels),
@@ -310,77 +322,84 @@ int bench_llm_cmd(Args& a) {
   };
 
   std::vector<Test> tests;
-  for (int depth : depths) {
-    // llama-bench's -d: `depth` tokens in the cache before each test; prefilled once (untimed),
-    // each run rewinds to it.
-    const std::string at = depth ? " @ d" + std::to_string(depth) : "";
-    auto fill = [&] {
-      model.rewind(0);
-      if (depth) {
-        status("filling the cache to depth " + std::to_string(depth));
-        (void)model.logits(random_tokens(depth));
+  for (const auto& set : tuning_sets)
+    for (int depth : depths) {
+      const std::string tag = tuning_sets.size() > 1 ? " [" + set + "]" : "";
+      {
+        llm::LlmTuning t = tuning;
+        llm::apply_tuning(t, set);
+        model.set_tuning(t);
       }
-    };
-    fill();
-    for (int p : pp) {
-      Test t;
-      t.name = "pp" + std::to_string(p) + at;
-      t.n_prompt = p;
-      t.depth = depth;
-      auto tokens = random_tokens(p);
-      if (warmup) {
-        status(t.name + " warm-up");
-        model.rewind(depth);
-        (void)model.logits(tokens);
-      }
-      for (int r = 0; r < repeats; ++r) {
-        status(t.name + " run " + std::to_string(r + 1) + "/" + std::to_string(repeats));
-        model.rewind(depth);
-        auto t0 = Clock::now();
-        auto logits = model.logits(tokens);
-        double s = std::chrono::duration<double>(Clock::now() - t0).count();
-        if (logits.empty() || !std::isfinite(logits[0]))
-          throw Error("wgc bench-llm: " + t.name + ": non-finite logits");
-        t.seconds.push_back(s);
-        t.tps.push_back(double(p) / s);
-      }
-      tests.push_back(std::move(t));
-    }
-    for (int n : tg) {
-      Test t;
-      t.name = "tg" + std::to_string(n) + at;
-      t.n_gen = n;
-      t.depth = depth;
-      int32_t first = random_tokens(1)[0];
-      llm::DecodeStats ds;
-      auto decode = [&](int steps) {
-        model.rewind(depth);
-        int32_t id = first;
-        ds = model.decode_greedy(first, steps, [&](int32_t next) {
-          id = next;
-          return true;
-        });
-        return id;
+      // llama-bench's -d: `depth` tokens in the cache before each test; prefilled once (untimed),
+      // each run rewinds to it.
+      const std::string at = (depth ? " @ d" + std::to_string(depth) : "") + tag;
+      auto fill = [&] {
+        model.rewind(0);
+        if (depth) {
+          status("filling the cache to depth " + std::to_string(depth));
+          (void)model.logits(random_tokens(depth));
+        }
       };
-      if (warmup) {
-        status(t.name + " warm-up");
-        decode(std::min(n, 16));
+      fill();
+      for (int p : pp) {
+        Test t;
+        t.name = "pp" + std::to_string(p) + at;
+        t.n_prompt = p;
+        t.depth = depth;
+        auto tokens = random_tokens(p);
+        if (warmup) {
+          status(t.name + " warm-up");
+          model.rewind(depth);
+          (void)model.logits(tokens);
+        }
+        for (int r = 0; r < repeats; ++r) {
+          status(t.name + " run " + std::to_string(r + 1) + "/" + std::to_string(repeats));
+          model.rewind(depth);
+          auto t0 = Clock::now();
+          auto logits = model.logits(tokens);
+          double s = std::chrono::duration<double>(Clock::now() - t0).count();
+          if (logits.empty() || !std::isfinite(logits[0]))
+            throw Error("wgc bench-llm: " + t.name + ": non-finite logits");
+          t.seconds.push_back(s);
+          t.tps.push_back(double(p) / s);
+        }
+        tests.push_back(std::move(t));
       }
-      for (int r = 0; r < repeats; ++r) {
-        status(t.name + " run " + std::to_string(r + 1) + "/" + std::to_string(repeats));
-        auto t0 = Clock::now();
-        int32_t last = decode(n);
-        double s = std::chrono::duration<double>(Clock::now() - t0).count();
-        if (last < 0 || last >= cfg.vocab_size)
-          throw Error("wgc bench-llm: " + t.name + ": token id " + std::to_string(last));
-        t.seconds.push_back(s);
-        t.tps.push_back(double(n) / s);
-        t.host_ms.push_back(ds.record_ms / std::max(1, ds.recorded));
-        t.gpu_wait_ms.push_back(ds.wait_ms / std::max(1, ds.tokens));
+      for (int n : tg) {
+        Test t;
+        t.name = "tg" + std::to_string(n) + at;
+        t.n_gen = n;
+        t.depth = depth;
+        int32_t first = random_tokens(1)[0];
+        llm::DecodeStats ds;
+        auto decode = [&](int steps) {
+          model.rewind(depth);
+          int32_t id = first;
+          ds = model.decode_greedy(first, steps, [&](int32_t next) {
+            id = next;
+            return true;
+          });
+          return id;
+        };
+        if (warmup) {
+          status(t.name + " warm-up");
+          decode(std::min(n, 16));
+        }
+        for (int r = 0; r < repeats; ++r) {
+          status(t.name + " run " + std::to_string(r + 1) + "/" + std::to_string(repeats));
+          auto t0 = Clock::now();
+          int32_t last = decode(n);
+          double s = std::chrono::duration<double>(Clock::now() - t0).count();
+          if (last < 0 || last >= cfg.vocab_size)
+            throw Error("wgc bench-llm: " + t.name + ": token id " + std::to_string(last));
+          t.seconds.push_back(s);
+          t.tps.push_back(double(n) / s);
+          t.host_ms.push_back(ds.record_ms / std::max(1, ds.recorded));
+          t.gpu_wait_ms.push_back(ds.wait_ms / std::max(1, ds.tokens));
+        }
+        tests.push_back(std::move(t));
       }
-      tests.push_back(std::move(t));
     }
-  }
   std::vector<std::pair<std::string, std::pair<int, double>>> prof;  // label -> (count, ms)
   double prof_total = 0;
   if (profile) {
@@ -434,9 +453,10 @@ int bench_llm_cmd(Args& a) {
               {false, true, true, false, true, true, true, true}, rows);
   for (const auto& t : tests)
     if (!t.host_ms.empty())
-      std::printf("\n%s: host time recording a step: %.3f ms per token, waiting for tokens: %.3f ms per token (medians); "
-                  "%d step(s) in flight",
-                  t.name.c_str(), stats(t.host_ms).median, stats(t.gpu_wait_ms).median, ahead);
+      std::printf(
+          "\n%s: host time recording a step: %.3f ms per token, waiting for tokens: %.3f ms per token (medians); "
+          "%d step(s) in flight",
+          t.name.c_str(), stats(t.host_ms).median, stats(t.gpu_wait_ms).median, ahead);
   if (!prof.empty()) {
     std::printf("\n\nGPU time of one decode step by kernel (timestamps around each dispatch): %.3f ms\n\n", prof_total);
     std::vector<std::vector<std::string>> prow;
@@ -481,11 +501,11 @@ int bench_llm_cmd(Args& a) {
     for (size_t i = 0; i < tests.size(); ++i) {
       const auto& t = tests[i];
       f << (i ? "," : "") << "\n {\"test\":" << json_string(t.name) << ",\"depth\":" << t.depth
-        << ",\"n_prompt\":" << t.n_prompt
-        << ",\"n_gen\":" << t.n_gen << ",\"seconds\":" << json_array(t.seconds) << ",\"tps\":" << json_array(t.tps)
-        << ",\"tps_median\":" << json_number(t.t.median) << ",\"tps_mean\":" << json_number(t.t.mean)
-        << ",\"tps_stddev\":" << json_number(t.t.stddev) << ",\"tps_min\":" << json_number(t.t.min)
-        << ",\"tps_max\":" << json_number(t.t.max) << ",\"gbs\":" << (t.gbs >= 0 ? json_number(t.gbs) : "null")
+        << ",\"n_prompt\":" << t.n_prompt << ",\"n_gen\":" << t.n_gen << ",\"seconds\":" << json_array(t.seconds)
+        << ",\"tps\":" << json_array(t.tps) << ",\"tps_median\":" << json_number(t.t.median)
+        << ",\"tps_mean\":" << json_number(t.t.mean) << ",\"tps_stddev\":" << json_number(t.t.stddev)
+        << ",\"tps_min\":" << json_number(t.t.min) << ",\"tps_max\":" << json_number(t.t.max)
+        << ",\"gbs\":" << (t.gbs >= 0 ? json_number(t.gbs) : "null")
         << ",\"bandwidth_fraction\":" << (t.bw_frac >= 0 ? json_number(t.bw_frac) : "null")
         << ",\"host_ms_per_token\":" << (t.host_ms.empty() ? "null" : json_number(stats(t.host_ms).median))
         << ",\"wait_ms_per_token\":" << (t.gpu_wait_ms.empty() ? "null" : json_number(stats(t.gpu_wait_ms).median))

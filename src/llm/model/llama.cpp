@@ -271,6 +271,13 @@ const LlmOps& LlamaModel::ops() const { return impl_->ops; }
 const RopeTable& LlamaModel::rope() const { return impl_->rope; }
 const Context& LlamaModel::context() const { return impl_->ctx; }
 
+void LlamaModel::set_tuning(const LlmTuning& t) {
+  impl_->ops.tuning = t;
+  impl_->opt.tuning = t;
+  impl_->step = {};
+  impl_->step_argmax = {};
+}
+
 void LlamaModel::rewind(int n) {
   if (n < 0 || n > impl_->n_past) throw Error("wgc: cannot rewind to position " + std::to_string(n));
   impl_->n_past = n;

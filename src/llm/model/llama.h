@@ -59,6 +59,9 @@ class LlamaModel {
   LlamaModel(LlamaModel&&) noexcept;
 
   const ModelConfig& config() const;
+  // New kernel tuning knobs (EngineOptions::tuning) for what runs from now on (the single-token
+  // step is recorded again): for sweeps in one process.
+  void set_tuning(const LlmTuning& t);
   int max_ctx() const;
   int n_past() const;             // tokens in the KV cache
   void rewind(int n_past);        // forget cached tokens from position n_past on (0: all)

@@ -181,7 +181,8 @@ void quantize_row_q6_k(std::span<const float> x, std::span<std::byte> out) {
         const uint8_t* q = L + 128 * h + l;
         o[64 * h + l] = std::byte(uint8_t((q[0] & 0xF) | ((q[64] & 0xF) << 4)));
         o[64 * h + 32 + l] = std::byte(uint8_t((q[32] & 0xF) | ((q[96] & 0xF) << 4)));
-        o[128 + 32 * h + l] = std::byte(uint8_t((q[0] >> 4) | ((q[32] >> 4) << 2) | ((q[64] >> 4) << 4) | ((q[96] >> 4) << 6)));
+        o[128 + 32 * h + l] =
+            std::byte(uint8_t((q[0] >> 4) | ((q[32] >> 4) << 2) | ((q[64] >> 4) << 4) | ((q[96] >> 4) << 6)));
       }
   }
 }

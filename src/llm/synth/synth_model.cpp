@@ -110,10 +110,10 @@ TensorType parse_synth_type(std::string_view name) {
 
 uint32_t llama_file_type(TensorType t) {
   switch (t) {
-    case TensorType::F32: return 0;   // LLAMA_FTYPE_ALL_F32
-    case TensorType::F16: return 1;   // LLAMA_FTYPE_MOSTLY_F16
-    case TensorType::Q4_0: return 2;  // LLAMA_FTYPE_MOSTLY_Q4_0
-    case TensorType::Q8_0: return 7;  // LLAMA_FTYPE_MOSTLY_Q8_0
+    case TensorType::F32: return 0;    // LLAMA_FTYPE_ALL_F32
+    case TensorType::F16: return 1;    // LLAMA_FTYPE_MOSTLY_F16
+    case TensorType::Q4_0: return 2;   // LLAMA_FTYPE_MOSTLY_Q4_0
+    case TensorType::Q8_0: return 7;   // LLAMA_FTYPE_MOSTLY_Q8_0
     case TensorType::Q4_K: return 15;  // LLAMA_FTYPE_MOSTLY_Q4_K_M (the mix of matrix_type)
     case TensorType::Q6_K: return 18;  // LLAMA_FTYPE_MOSTLY_Q6_K
     default: throw Error("wgc: no llama.cpp file type for " + std::string(to_string(t)));

@@ -38,6 +38,16 @@ std::string prelude_u32(const char* name, uint32_t v) {
   return std::string("const ") + name + ": u32 = " + std::to_string(v) + "u;\n";
 }
 
+// "256x32x2": a kernel's shape knobs, in its name (labels in profiles, the pipeline cache's key).
+std::string shape_tag(std::initializer_list<uint32_t> v) {
+  std::string s;
+  for (uint32_t x : v) {
+    if (!s.empty()) s += 'x';
+    s += std::to_string(x);
+  }
+  return s;
+}
+
 constexpr uint32_t kMatvecQ8MaxRows = 8;  // matvec_q8.wgsl: R_MAX
 constexpr uint32_t kSwigluRows = 64;      // matvec_q8.wgsl: gate and up rows per SWIGLU workgroup
 
@@ -59,10 +69,9 @@ bool supports_q8(WeightType t) {
   return t == WeightType::Q4_0 || t == WeightType::Q8_0 || t == WeightType::Q4_K || t == WeightType::Q6_K;
 }
 
-Kernel LlmOps::q8_kernel(const std::string& kind, WeightType t, const std::string& prelude,
+Kernel LlmOps::q8_kernel(const std::string& kind, WeightType t, const std::string& tag, const std::string& prelude,
                          std::vector<std::pair<std::string, double>> constants) const {
-  std::string key = "llm/" + kind + "/" + str(t) + "/" + prelude;
-  for (auto& [n, v] : constants) key += "/" + n + "=" + std::to_string(v);
+  const std::string key = "llm/" + kind + "/" + str(t) + "/" + tag;  // the tag names the prelude and constants
   std::vector<std::string> files = {"llm/common.wgsl", "llm/weights/" + str(t) + ".wgsl", "llm/q8_act.wgsl",
                                     "llm/q8dot/" + str(t) + ".wgsl"};
   const bool sg = kind == "matvec_q8" && subgroups_;
@@ -136,7 +145,8 @@ void LlmOps::linear_q8(Batch& b, const GpuWeight& w, const Q8Act& x, const Tenso
     need(wg % tpr == 0 && (tpr & (tpr - 1)) == 0, op,
          "matvec tpr " + std::to_string(tpr) + " (a power of two dividing the workgroup)");
     need(r >= 1 && r <= kMatvecQ8MaxRows, op, "matvec rows " + std::to_string(r) + " (1..8)");
-    Kernel k = q8_kernel("matvec_q8", w.type, prelude_bool("SWIGLU", false), {{"WG", wg}, {"TPR", tpr}, {"R", r}});
+    Kernel k = q8_kernel("matvec_q8", w.type, shape_tag({wg, tpr, r}), prelude_bool("SWIGLU", false),
+                         {{"WG", wg}, {"TPR", tpr}, {"R", r}});
     b.dispatch(k, {w.data, w.scales, x.qs, x.ds, bias, y, dummy_},
                Params(u32(rows), u32(w.cols), u32(o.row0), u32(o.y_offset), flags, 0u),
                groups_1d(ctx_, ceil_div(uint64_t(rows), wg / tpr * r)));
@@ -151,7 +161,7 @@ void LlmOps::linear_q8(Batch& b, const GpuWeight& w, const Q8Act& x, const Tenso
   need(row_tiles <= ctx_.limits().max_compute_workgroups_per_dimension &&
            tok_tiles <= ctx_.limits().max_compute_workgroups_per_dimension,
        op, "too many rows or tokens for one dispatch");
-  Kernel k = q8_kernel("matmul_q8", w.type, prelude_u32("BM", bm) + prelude_u32("BN", bn), {});
+  Kernel k = q8_kernel("matmul_q8", w.type, shape_tag({bm, bn}), prelude_u32("BM", bm) + prelude_u32("BN", bn), {});
   b.dispatch(k, {w.data, w.scales, x.qs, x.ds, bias, y},
              Params(u32(n_tokens), u32(rows), u32(w.cols), u32(o.row0), u32(ys), u32(o.y_offset), flags),
              {u32(row_tiles), u32(tok_tiles), 1});
@@ -171,7 +181,8 @@ void LlmOps::linear_swiglu_q8(Batch& b, const GpuWeight& w, const Q8Act& x, cons
   const uint32_t r = kSwigluRows * tpr / wg;
   need(r >= 1 && r <= kMatvecQ8MaxRows, op,
        std::to_string(wg / tpr) + " row groups per workgroup cannot take 64 rows (8 per group at most)");
-  Kernel k = q8_kernel("matvec_q8", w.type, prelude_bool("SWIGLU", true), {{"WG", wg}, {"TPR", tpr}, {"R", r}});
+  Kernel k = q8_kernel("matvec_q8", w.type, "swiglu/" + shape_tag({wg, tpr, r}), prelude_bool("SWIGLU", true),
+                       {{"WG", wg}, {"TPR", tpr}, {"R", r}});
   b.dispatch(k, {w.data, w.scales, x.qs, x.ds, dummy_, out.qs, out.ds},
              Params(u32(w.rows), u32(w.cols), 0u, 0u, 0u, u32(out.cols)), groups_1d(ctx_, u32(out.cols / 32)));
 }

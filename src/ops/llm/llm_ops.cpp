@@ -112,16 +112,24 @@ KvCache make_kv_cache(const Context& ctx, int n_layers, int n_kv_heads, int max_
 
 void apply_tuning(LlmTuning& t, std::string_view spec) {
   const std::pair<const char*, uint32_t LlmTuning::*> fields[] = {
-      {"matvec_wg", &LlmTuning::matvec_wg},   {"matvec_tpr", &LlmTuning::matvec_tpr},
-      {"matvec_unroll", &LlmTuning::matvec_unroll}, {"matvec_rows", &LlmTuning::matvec_rows},
-      {"matmul_bm", &LlmTuning::matmul_bm},   {"matmul_bn", &LlmTuning::matmul_bn},
-      {"matmul_bk", &LlmTuning::matmul_bk},   {"batched_kl", &LlmTuning::batched_kl},
-      {"batched_wg", &LlmTuning::batched_wg}, {"batched_min_groups", &LlmTuning::batched_min_groups},
-      {"mvq_wg", &LlmTuning::mvq_wg},         {"mvq_tpr", &LlmTuning::mvq_tpr},
-      {"mvq_rows", &LlmTuning::mvq_rows},     {"mmq_bm", &LlmTuning::mmq_bm},
-      {"mmq_bn", &LlmTuning::mmq_bn},         {"quant_wg", &LlmTuning::quant_wg}};
+      {"matvec_wg", &LlmTuning::matvec_wg},
+      {"matvec_tpr", &LlmTuning::matvec_tpr},
+      {"matvec_unroll", &LlmTuning::matvec_unroll},
+      {"matvec_rows", &LlmTuning::matvec_rows},
+      {"matmul_bm", &LlmTuning::matmul_bm},
+      {"matmul_bn", &LlmTuning::matmul_bn},
+      {"matmul_bk", &LlmTuning::matmul_bk},
+      {"batched_kl", &LlmTuning::batched_kl},
+      {"batched_wg", &LlmTuning::batched_wg},
+      {"batched_min_groups", &LlmTuning::batched_min_groups},
+      {"mvq_wg", &LlmTuning::mvq_wg},
+      {"mvq_tpr", &LlmTuning::mvq_tpr},
+      {"mvq_rows", &LlmTuning::mvq_rows},
+      {"mmq_bm", &LlmTuning::mmq_bm},
+      {"mmq_bn", &LlmTuning::mmq_bn},
+      {"quant_wg", &LlmTuning::quant_wg}};
   while (!spec.empty()) {
-    const size_t comma = spec.find(',');
+    const size_t comma = spec.find_first_of(",/");
     const std::string_view item = spec.substr(0, comma);
     spec = comma == std::string_view::npos ? std::string_view() : spec.substr(comma + 1);
     if (item.empty()) continue;

@@ -207,8 +207,8 @@ struct LlmTuning {
 };
 
 // Sets tuning fields from "name=value,name=value" (the LlmTuning field names, e.g.
-// "mvq_tpr=16,mvq_rows=4,mmq_bm=128"); wgc::Error naming an unknown field or a bad value. For
-// sweeps (bench-llm --tuning, WGC_LLM_TUNING for wgc bench).
+// "mvq_tpr=16,mvq_rows=4,mmq_bm=128"; '/' separates knobs too); wgc::Error naming an unknown
+// field or a bad value. For sweeps (bench-llm --tuning, WGC_LLM_TUNING for wgc bench).
 void apply_tuning(LlmTuning& t, std::string_view spec);
 
 class LlmOps {
@@ -347,7 +347,9 @@ class LlmOps {
                                  const AttentionArgs& a, Tensor& partials) const;
   void quant_act(Batch& b, const Tensor& x, const Tensor& w, const Q8Act& out, int n_tokens, int64_t x_stride,
                  int64_t x_offset, uint32_t mode, int64_t up_offset, float eps, const std::string& op) const;
-  Kernel q8_kernel(const std::string& kind, WeightType t, const std::string& prelude,
+  // matvec_q8 / matmul_q8 for a weight type; tag: what sets this prelude and these constants
+  // apart (part of the kernel's name and cache key).
+  Kernel q8_kernel(const std::string& kind, WeightType t, const std::string& tag, const std::string& prelude,
                    std::vector<std::pair<std::string, double>> constants) const;
   void select_pass(Batch& b, const Tensor& vals, const Tensor& ids, bool have_ids, int64_t count, int k, int rows,
                    int64_t in_stride, int64_t out_stride, const Tensor& out_v, const Tensor& out_i) const;
