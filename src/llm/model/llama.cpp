@@ -83,6 +83,10 @@ struct LlamaModel::Impl {
   }
 
   bool q8(const LinearGroup& g) const { return opt.q8_activations && group_q8(g); }
+  // gate|up as one weight without bias, for the fused f32 gate|up + SwiGLU matvec (GPU adapters).
+  bool fused_gate_up(const LlamaLayer& L) const {
+    return !ctx.adapter().is_cpu() && L.gate_up.parts.size() == 1 && L.gate_up.biases.empty() && ffn % 32 == 0;
+  }
   bool q8(const GpuWeight& g) const { return opt.q8_activations && supports_q8(g.type); }
 
   // y[t, off + ...] = group x (each part writing its rows side by side), optionally accumulating.
@@ -171,11 +175,17 @@ struct LlamaModel::Impl {
         }
         record_linear_q8(ops, b, L.down, fq, x, n, hidden, true);
       } else {
-        if (gu8)
-          record_linear_q8(ops, b, L.gate_up, xq, gu, n, 2 * ffn, false);
-        else
-          linear(b, L.gate_up, h, gu, n, 2 * ffn, false);
-        ops.swiglu(b, gu, 2 * ffn, 0, gu, 2 * ffn, ffn, act, n, int(ffn));
+        // One token on a GPU: gate|up and SwiGLU in one dispatch (on CPU adapters the one-output-
+        // per-invocation kernels are far faster than the cooperative matvec).
+        if (!gu8 && n == 1 && fused_gate_up(L)) {
+          ops.linear_swiglu(b, L.gate_up.parts[0], h, act);
+        } else {
+          if (gu8)
+            record_linear_q8(ops, b, L.gate_up, xq, gu, n, 2 * ffn, false);
+          else
+            linear(b, L.gate_up, h, gu, n, 2 * ffn, false);
+          ops.swiglu(b, gu, 2 * ffn, 0, gu, 2 * ffn, ffn, act, n, int(ffn));
+        }
         linear(b, L.down, act, x, n, hidden, true);
       }
     }

@@ -178,11 +178,12 @@ Kernel LlmOps::kernel(const std::string& key, const std::vector<std::string>& fi
 
 namespace {
 constexpr uint32_t kNaiveWG = 64;
-constexpr uint32_t kMatvecMaxRows = 4;          // matvec.wgsl: R_MAX
+constexpr uint32_t kMatvecMaxRows = 8;          // matvec.wgsl: R_MAX
+constexpr uint32_t kSwigluRows = 64;            // matvec.wgsl: gate and up rows per SWIGLU workgroup
 constexpr uint32_t kRegTileFixedThreads = 128;  // matmul_regtile.wgsl: main_fixed's workgroup size
 }  // namespace
 
-Kernel LlmOps::linear_kernel(const std::string& kind, WeightType t, Version v) const {
+Kernel LlmOps::linear_kernel(const std::string& kind, WeightType t, Version v, uint32_t swiglu_rows) const {
   std::vector<std::string> files = {"llm/common.wgsl", "llm/weights/" + str(t) + ".wgsl"};
   std::string key = "llm/" + kind + "/" + str(t);
   if (kind == "naive") {
@@ -214,12 +215,13 @@ Kernel LlmOps::linear_kernel(const std::string& kind, WeightType t, Version v) c
   files.push_back(sg ? "llm/reduce_sg.wgsl" : "llm/reduce_wg.wgsl");
   files.push_back("llm/matvec.wgsl");
   const MatvecShape m = matvec_shape();
+  const uint32_t rows = swiglu_rows ? swiglu_rows : m.rows;
   std::vector<std::pair<std::string, double>> c = {
-      {"WG", m.wg}, {"TPR", m.tpr}, {"UNROLL", tuning.matvec_unroll}, {"R", m.rows}};
+      {"WG", m.wg}, {"TPR", m.tpr}, {"UNROLL", tuning.matvec_unroll}, {"R", rows}};
   if (sg) c.push_back({"SG", sg_size_});
-  return kernel(key + (sg ? "/sg/" : "/wg/") + std::to_string(m.wg) + "/" + std::to_string(m.tpr) + "/" +
-                    std::to_string(tuning.matvec_unroll) + "/" + std::to_string(m.rows),
-                files, c, sg);
+  return kernel(key + (sg ? "/sg/" : "/wg/") + (swiglu_rows ? "swiglu/" : "") + std::to_string(m.wg) + "/" +
+                    std::to_string(m.tpr) + "/" + std::to_string(tuning.matvec_unroll) + "/" + std::to_string(rows),
+                files, c, sg, "main", std::string("const SWIGLU: bool = ") + (swiglu_rows ? "true" : "false") + ";\n");
 }
 
 LlmOps::MatvecShape LlmOps::matvec_shape() const {
@@ -402,6 +404,25 @@ void LlmOps::linear(Batch& b, const GpuWeight& w, const Tensor& x, const Tensor&
     b.dispatch(k, {w.data, w.scales, x, bias, y}, prm,
                {ceil_div(uint64_t(rows), 64), ceil_div(uint64_t(n_tokens), 64), 1});
   }
+}
+
+void LlmOps::linear_swiglu(Batch& b, const GpuWeight& w, const Tensor& x, const Tensor& out, Version v) const {
+  const std::string op = "linear_swiglu " + str(w.type);
+  const int64_t n = w.rows / 2;
+  need(w.rows % 2 == 0 && n % 32 == 0, op,
+       "a gate|up weight of " + std::to_string(w.rows) + " rows (twice a multiple of 32)");
+  need_elems(x, w.cols, op, "x");
+  need_elems(out, n, op, "out");
+  if (v == Version::Auto) v = subgroups_ ? Version::Subgroup : Version::Shared;
+  need(v == Version::Subgroup || v == Version::Shared, op, "runs the subgroup or shared matvec");
+  need(v != Version::Subgroup || subgroups_, op, "this adapter has no usable subgroups");
+  const MatvecShape m = matvec_shape();
+  need(kSwigluRows * m.tpr % m.wg == 0 && kSwigluRows * m.tpr / m.wg <= kMatvecMaxRows, op,
+       std::to_string(m.wg / m.tpr) + " row groups per workgroup cannot take 64 rows (8 per group at most)");
+  need(round16(x.bytes()) <= x.capacity(), op, "x buffer too small");
+  Kernel k = linear_kernel("matvec", w.type, v, kSwigluRows * m.tpr / m.wg);
+  b.dispatch(k, {w.data, w.scales, Arg(x, 0, round16(x.bytes())), dummy_, out},
+             Params(1u, u32(w.rows), u32(w.cols), 0u, u32(w.cols), u32(w.rows), 0u, 0u), groups_1d(ctx_, u32(n / 32)));
 }
 
 namespace {

@@ -269,6 +269,11 @@ class LlmOps {
   void linear(Batch& b, const GpuWeight& w, const Tensor& x, const Tensor& y, int n_tokens,
               const LinearOptions& o = {}) const;
 
+  // One token through a gate|up weight (rows [0, n) gate, [n, 2n) up, n % 32 == 0): out[i] =
+  // silu(gate) * up, in one dispatch (the matvec with f32 x; v: Subgroup or Shared, Auto picks).
+  void linear_swiglu(Batch& b, const GpuWeight& gate_up, const Tensor& x, const Tensor& out,
+                     Version v = Version::Auto) const;
+
   // out[t * out_stride + i] = silu(g) * u, g = gate[t * g_stride + g_off + i],
   // u = up[t * u_stride + u_off + i], i < n (gate and up may be one gate|up tensor).
   void swiglu(Batch& b, const Tensor& gate, int64_t g_stride, int64_t g_off, const Tensor& up, int64_t u_stride,
@@ -333,7 +338,8 @@ class LlmOps {
   // The batched kernels' workgroup size: tuning.batched_wg, else the largest that still gives
   // batched_min_groups workgroups.
   uint32_t batched_wg(uint64_t token_tiles, int64_t rows) const;
-  Kernel linear_kernel(const std::string& kind, WeightType t, Version v) const;
+  // swiglu_rows: the matvec's SWIGLU variant with that many rows per group (0: the plain kernel).
+  Kernel linear_kernel(const std::string& kind, WeightType t, Version v, uint32_t swiglu_rows = 0) const;
   // The matvec schedule: tuning clamped to the adapter and the kernel. The pipeline and the grid
   // must agree on it.
   struct MatvecShape {
