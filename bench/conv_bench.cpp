@@ -185,10 +185,11 @@ std::vector<Case> conv_cases(const Context& ctx, const std::string& op, const Co
       auto y = download<float>(ctx, cd->ty);
       std::vector<float> got;
       for (uint64_t i : cd->sample) got.push_back(y[size_t(i)]);
-      return max_rel_error(std::span<const float>(got), std::span<const float>(cd->want));
+      return cpu::max_rel_error(std::span<const float>(got), std::span<const float>(cd->want));
     };
     double k = double(d.c_in / d.groups) * d.kh * d.kw;
-    c.tolerance = (layer->version == Conv2dVersion::Winograd2x2 ? 1e-4 : 1e-5) * (1 + std::sqrt(k));
+    bool winograd = layer->version == Conv2dVersion::Winograd2x2 || layer->version == Conv2dVersion::Winograd4x4;
+    c.tolerance = (winograd ? 1e-4 : 1e-5) * (1 + std::sqrt(k));
     if (out.empty()) {  // CPU figures once per size
       if (d.flops() <= kPlainCpuMaxFlops)
         c.cpu = [cd] {
@@ -237,7 +238,7 @@ std::optional<Case> nhwc_case(const Context& ctx, const Conv2dDims& d) {
       uint64_t pix = i % ohw, co = (i / ohw) % cd->d.c_out, n = i / ohw / cd->d.c_out;
       got.push_back(y[size_t((n * ohw + pix) * cd->d.c_out + co)]);
     }
-    return max_rel_error(std::span<const float>(got), std::span<const float>(cd->want));
+    return cpu::max_rel_error(std::span<const float>(got), std::span<const float>(cd->want));
   };
   c.tolerance = 1e-5 * (1 + std::sqrt(double(d.c_in / d.groups) * d.kh * d.kw));
   return c;
@@ -288,7 +289,8 @@ std::vector<Case> depthwise_op(const Context& ctx, const Options& o) {
 
 std::vector<Case> winograd_op(const Context& ctx, const Options& o) {
   check_conv2d_tuning(ctx);
-  const std::vector<Conv2dVersion> versions{Conv2dVersion::Winograd2x2, Conv2dVersion::ImplicitGemm};
+  const std::vector<Conv2dVersion> versions{Conv2dVersion::Winograd2x2, Conv2dVersion::Winograd4x4,
+                                            Conv2dVersion::ImplicitGemm};
   std::vector<Case> out;
   for (const auto& s : size_list(o, ctx, {"n1c8o12h13k3p1"}, {"n1c32o32h28k3p1", "n1c64o64h14k3p1"},
                                  {"n32c64o64h56k3p1", "n32c256o256h14k3p1", "n1c64o64h56k3p1"})) {
@@ -347,7 +349,7 @@ std::vector<Case> pool_op(const Context& ctx, const Options& o) {
       record(b);
       b.run();
       auto got = download<float>(ctx, ty);
-      return max_rel_error(std::span<const float>(got), std::span<const float>(*want));
+      return cpu::max_rel_error(std::span<const float>(got), std::span<const float>(*want));
     };
     c.tolerance = 1e-5;
     c.cpu = [run_cpu, ny] {

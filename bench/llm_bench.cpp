@@ -18,8 +18,8 @@
 namespace wgc::bench {
 namespace {
 
-using llm::Version;
-using llm::WeightType;
+using llm::LinearVersion;
+using llm::TensorType;
 
 constexpr int kPrefillTokens = 512;
 constexpr int kCheckedTokens = 2;  // tokens compared with the CPU reference
@@ -50,15 +50,15 @@ std::vector<Case> linear_cases(const Context& ctx, const Options& o, Kind kind) 
   std::vector<Case> out;
   for (double s : sizes_or(o, ctx, {256}, {256}, {4096}))
     for (int n : token_counts) {
-      std::vector<std::pair<Version, std::string>> versions;
+      std::vector<std::pair<LinearVersion, std::string>> versions;
       if (kind == Kind::Matmul) {
-        versions = {{Version::Shared, "tiled"}, {Version::RegTile, "regtile"}};
+        versions = {{LinearVersion::Shared, "tiled"}, {LinearVersion::RegTile, "regtile"}};
       } else if (kind == Kind::Batched) {
-        versions = {{Version::Batched, "batched"}};
-        if (n > 1) versions.push_back({Version::Shared, "tiled"});
+        versions = {{LinearVersion::Batched, "batched"}};
+        if (n > 1) versions.push_back({LinearVersion::Shared, "tiled"});
       } else {
-        versions = {{Version::Naive, "naive"}, {Version::Shared, "shared"}};
-        if (ctx.features().subgroups) versions.push_back({Version::Subgroup, "subgroup"});
+        versions = {{LinearVersion::Naive, "naive"}, {LinearVersion::Shared, "shared"}};
+        if (ctx.features().subgroups) versions.push_back({LinearVersion::Subgroup, "subgroup"});
       }
       const auto side = static_cast<int64_t>(s);
       // Matvec also at a tall shape (an 8B model's ffn rows at side 4096: 14336 x 4096), which a
@@ -66,9 +66,9 @@ std::vector<Case> linear_cases(const Context& ctx, const Options& o, Kind kind) 
       std::vector<int64_t> row_counts = {side};
       if (kind == Kind::Matvec && !o.quick) row_counts.push_back(side * 7 / 2 / 32 * 32);
       for (int64_t nrows : row_counts)
-        for (WeightType t : {WeightType::F16, WeightType::Q8_0, WeightType::Q4_0, WeightType::Q4_K, WeightType::Q6_K}) {
-          if (side % llm::block_elems(t)) continue;
-          if (kind == Kind::Batched && (t == WeightType::Q4_K || t == WeightType::Q6_K)) continue;
+        for (TensorType t : {TensorType::F16, TensorType::Q8_0, TensorType::Q4_0, TensorType::Q4_K, TensorType::Q6_K}) {
+          if (side % int64_t(llm::block_size(t))) continue;
+          if (kind == Kind::Batched && (t == TensorType::Q4_K || t == TensorType::Q6_K)) continue;
           auto d = std::make_shared<LinearData>();
           auto bytes = llm::ref::random_weight(t, nrows, side, 7);
           d->w = llm::upload_weight(ctx, t, bytes, nrows, side);
@@ -78,15 +78,15 @@ std::vector<Case> linear_cases(const Context& ctx, const Options& o, Kind kind) 
           d->xt = make_tensor(ctx, {int64_t(d->x.size())}, d->x);
           d->y = make_tensor(ctx, {int64_t(n) * nrows});
           auto all = versions;
-          if (kind == Kind::Batched && (t == WeightType::Q8_0 || t == WeightType::Q4_0))
-            all.push_back({Version::BatchedQ8, "batched-q8"});
+          if (kind == Kind::Batched && (t == TensorType::Q8_0 || t == TensorType::Q4_0))
+            all.push_back({LinearVersion::BatchedQ8, "batched-q8"});
           const bool q8 = kind != Kind::Batched && llm::supports_q8(t);
           if (q8) {
             d->xq = llm::make_q8_act(ctx, n, side);
             Batch b(ctx);
             ops->quantize_q8(b, d->xt, d->xq, n);
             b.run();
-            all.push_back({Version::Auto, "q8"});  // Auto stands for linear_q8 here
+            all.push_back({LinearVersion::Auto, "q8"});  // Auto stands for linear_q8 here
           }
           for (auto& [v, vname] : all) {
             const bool is_q8 = vname == "q8";
@@ -99,13 +99,11 @@ std::vector<Case> linear_cases(const Context& ctx, const Options& o, Kind kind) 
             const double x_bytes = is_q8 ? double(n) * double(side) * (1.0 + 8.0 / 32) : 4.0 * double(n) * double(side);
             c.bytes = double(d->w.gpu_bytes()) + x_bytes + 4.0 * double(n) * double(nrows);
             if (prefill && n > 1) c.flops = 2.0 * double(n) * double(nrows) * double(side);
-            llm::LinearOptions lo;
-            lo.version = v;
-            auto rec = [ops, d, lo, n, is_q8](Batch& b) {
+            auto rec = [ops, d, v, n, is_q8](Batch& b) {
               if (is_q8)
-                ops->linear_q8(b, d->w, d->xq, d->y, n, lo);
+                ops->linear_q8(b, d->w, d->xq, d->y, n);
               else
-                ops->linear(b, d->w, d->xt, d->y, n, lo);
+                ops->linear(b, d->w, d->xt, d->y, n, {}, v);
             };
             c.record = rec;
             c.check = [rec, d, n, side, nrows, &ctx] {
@@ -117,9 +115,9 @@ std::vector<Case> linear_cases(const Context& ctx, const Options& o, Kind kind) 
               const int k = std::min(n, kCheckedTokens);
               std::vector<float> xk(d->x.begin(), d->x.begin() + std::ptrdiff_t(k * side));
               auto want = llm::ref::linear(d->deq, side, xk, k, 0, nrows);
-              return max_rel_error(std::span<const float>(got), std::span<const double>(want));
+              return cpu::max_rel_error(std::span<const float>(got), std::span<const double>(want));
             };
-            c.tolerance = v == Version::BatchedQ8 || is_q8 ? 3e-2 : 1e-4;  // 8-bit activations
+            c.tolerance = v == LinearVersion::BatchedQ8 || is_q8 ? 3e-2 : 1e-4;  // 8-bit activations
             out.push_back(std::move(c));
           }
         }
@@ -214,8 +212,8 @@ std::vector<Case> attention_cases(const Context& ctx, const Options& o) {
       std::vector<float> qall(size_t(len) * nh * hd, 0.f);
       std::copy(q0.begin(), q0.end(), qall.end() - nh * hd);
       auto want = llm::ref::attention(qall, d->kv, d->vv, len, nh, nkv, hd, 0, 1.f / std::sqrt(float(hd)));
-      return max_rel_error(std::span<const float>(got),
-                           std::span<const float>(want).subspan(size_t(len - 1) * nh * hd, size_t(nh) * hd));
+      return cpu::max_rel_error(std::span<const float>(got),
+                                std::span<const float>(want).subspan(size_t(len - 1) * nh * hd, size_t(nh) * hd));
     };
     auto add = [&](const std::string& version, int n_seqs, std::function<void(Batch&)> rec,
                    std::function<double()> chk) {

@@ -16,7 +16,7 @@ log() { printf '[setup] %s\n' "$*" >&2; }
 # --- Debian packages ----------------------------------------------------------------------
 apt_pkgs=(cmake g++ make pkg-config libgtest-dev libvulkan1 libpng-dev libjpeg-dev
           libopenblas-dev libpcre2-dev ca-certificates chromium fonts-dejavu-core libcpp-httplib-dev
-          nginx-light)
+          nginx-light libonnx-dev libprotobuf-dev libonnx-testdata)
 missing=()
 for p in "${apt_pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -54,6 +54,23 @@ if [ ! -f "$deps/dawn/include/webgpu/webgpu.h" ]; then
   rm -f "$tgz" # 44 MB; only the C header is used
 fi
 
+# --- ImageNet class names (wgc classify): TensorFlow.js's MobileNet package ships the 1000 ILSVRC
+# names in the standard (torchvision) order; the plain list is checked again after conversion.
+classes="$deps/imagenet/imagenet_classes.txt"
+classes_sum=1b0c1e842afe63343c3d11a78c69e19ee2be9d80d19c5080ea0863f3ef66451e
+if [ ! -f "$classes" ] || ! echo "$classes_sum  $classes" | sha256sum -c --status; then
+  tgz=$(fetch_npm @tensorflow-models/mobilenet 2.1.1 29b97f8db758d1d699c5654100fd363beaaeda1874e1488b5bceb267d13f90ff)
+  tmp=$(mktemp -d)
+  tar xzf "$tgz" -C "$tmp" package/dist/imagenet_classes.js
+  mkdir -p "$deps/imagenet"
+  node -e 'const c = require(process.argv[1]).IMAGENET_CLASSES; let s = "";
+           for (let i = 0; i < 1000; i++) s += c[i] + "\n"; process.stdout.write(s);' \
+    "$tmp/package/dist/imagenet_classes.js" > "$classes.tmp"
+  rm -rf "$tmp" "$tgz"
+  echo "$classes_sum  $classes.tmp" | sha256sum -c --status || { log "ImageNet class list differs from the pinned one"; exit 1; }
+  mv "$classes.tmp" "$classes"
+fi
+
 # --- SwiftShader from chromium-common -----------------------------------------------------
 ss="$deps/swiftshader"
 if [ ! -f "$ss/libvk_swiftshader.so" ]; then
@@ -64,9 +81,9 @@ if [ ! -f "$ss/libvk_swiftshader.so" ]; then
   mkdir -p "$ss" && cp "$tmp/x/usr/lib/chromium/libvk_swiftshader.so" "$ss/"
   rm -rf "$tmp"
 fi
-cat > "$ss/vk_swiftshader_icd.json" <<JSON
-{"file_format_version": "1.0.0", "ICD": {"library_path": "$ss/libvk_swiftshader.so", "api_version": "1.0.5"}}
-JSON
+# The library path is relative to the json (the Vulkan loader resolves it from the json's folder), so
+# the cache stays valid wherever it is linked from.
+cp "$repo/cmake/vk_swiftshader_icd.json" "$ss/vk_swiftshader_icd.json"
 # Reference implementations used by tests (npm), when that script exists.
 [ -x "$repo/scripts/setup_test_refs.sh" ] && "$repo/scripts/setup_test_refs.sh"
 # The browser tests' driver (npm).

@@ -56,7 +56,7 @@ double tolerance(Conv2dVersion v, const Conv2dDims& d) {
   double k = double(d.c_in / d.groups) * d.kh * d.kw;
   // f32 sums of k products: relative error grows like sqrt(k) * eps. Winograd's transforms add a
   // few roundings of larger intermediates (docs/cnn.md).
-  return (v == Conv2dVersion::Winograd2x2 ? 1e-4 : 1e-5) * (1 + std::sqrt(k));
+  return (v == Conv2dVersion::Winograd2x2 || v == Conv2dVersion::Winograd4x4 ? 1e-4 : 1e-5) * (1 + std::sqrt(k));
 }
 
 struct Data {

@@ -23,6 +23,7 @@ EngineOptions engine(int max_ctx) {
   eo.max_ctx = max_ctx;
   eo.max_batch = 64;
   eo.progress = false;
+  eo.q8_activations = false;  // the single-sequence path the batched kernels are compared with: f32 activations
   return eo;
 }
 
@@ -95,7 +96,7 @@ struct Small {
   BatchedLlama bl{model, bo};
 };
 
-void check_model(Version lin, double tolerance = 1e-4) {
+void check_model(LinearVersion lin, double tolerance = 1e-4) {
   const fs::path path = default_model();
   LlamaModel& model = shared_model();
   const int vocab = int(model.config().vocab_size);
@@ -107,9 +108,9 @@ void check_model(Version lin, double tolerance = 1e-4) {
   bo.split_len = 16;  // several splits at these lengths
   bo.linear = lin;
   BatchedLlama bl(model, bo);
-  const std::string what = path.filename().string() + (lin == Version::Batched     ? " batched"
-                                                       : lin == Version::BatchedQ8 ? " batched-q8"
-                                                                                   : " naive");
+  const std::string what = path.filename().string() + (lin == LinearVersion::Batched     ? " batched"
+                                                       : lin == LinearVersion::BatchedQ8 ? " batched-q8"
+                                                                                         : " naive");
 
   // A alone: a 21-token prompt in one chunk, then 3 tokens one at a time.
   Seq a{ids(24, 1, vocab), 0, {}};
@@ -145,19 +146,19 @@ void check_model(Version lin, double tolerance = 1e-4) {
 
 TEST(BatchedLlama, NaiveKernelsInvariantAndEqualToTheSingleSequencePath) {
   WGC_REQUIRE_FILE(default_model());
-  check_model(Version::Naive);
+  check_model(LinearVersion::Naive);
 }
 
 TEST(BatchedLlama, BatchedKernelsInvariantAndEqualToTheSingleSequencePath) {
   WGC_REQUIRE_FILE(default_model());
-  check_model(Version::Batched);
+  check_model(LinearVersion::Batched);
 }
 
 // 8-bit activations (the default model is Q8_0): invariant too, within quantization error of the
 // f32 path.
 TEST(BatchedLlama, BatchedQ8KernelsInvariant) {
   WGC_REQUIRE_FILE(default_model());
-  check_model(Version::BatchedQ8, 3e-2);
+  check_model(LinearVersion::BatchedQ8, 3e-2);
 }
 
 // A step recorded before the previous one's tokens are back (feed_row: the argmax copied on the

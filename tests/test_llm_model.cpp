@@ -105,7 +105,7 @@ TEST(LlamaFixtures, RegTilePrefillMatchesToo) {
   WGC_REQUIRE_FILE(fx("tiny-llama2-f32/tiny-llama2-f32-q8_0.gguf"));
   WGC_REQUIRE_FILE(fx("tiny-llama3-bf16/model.safetensors"));
   EngineOptions eo = small_engine(256, 64);
-  eo.tuning.matmul = Version::RegTile;
+  eo.tuning.matmul = LinearVersion::RegTile;
   check_model(fx("tiny-llama2-f32/tiny-llama2-f32-q8_0.gguf"), fx("tiny-llama2-f32"), {5e-2, 0.05}, eo);
   check_model(fx("tiny-llama3-bf16"), fx("tiny-llama3-bf16"), {1e-4, 0.01}, eo);
 }

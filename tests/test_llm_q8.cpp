@@ -125,8 +125,8 @@ TEST(LlmQ8, LinearMatchesReference) {
     o->tuning.mvq_rows = tl.mv_rows;
     tilings.emplace_back(tl, std::move(o));
   }
-  for (auto t : {WeightType::Q4_0, WeightType::Q8_0, WeightType::Q4_K, WeightType::Q6_K}) {
-    const bool k = block_elems(t) == 256;
+  for (auto t : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K}) {
+    const bool k = int64_t(block_size(t)) == 256;
     for (auto [rows, cols] : k ? std::vector<std::pair<int64_t, int64_t>>{{37, 256}, {45, 768}}
                                : std::vector<std::pair<int64_t, int64_t>>{{37, 96}, {45, 4160}}) {
       auto bytes = ref::random_weight(t, rows, cols, 51);
@@ -198,8 +198,8 @@ TEST(LlmQ8, LinearMatchesReference) {
 }
 
 TEST(LlmQ8, LinearSwigluMatchesReference) {
-  for (auto t : {WeightType::Q4_0, WeightType::Q8_0, WeightType::Q4_K, WeightType::Q6_K}) {
-    const int64_t half = 96, cols = block_elems(t) == 256 ? 512 : 160;
+  for (auto t : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K}) {
+    const int64_t half = 96, cols = int64_t(block_size(t)) == 256 ? 512 : 160;
     auto bytes = ref::random_weight(t, 2 * half, cols, 61);
     auto w = upload_weight(ctx(), t, bytes, 2 * half, cols);
     auto deq = ref::dequantize(t, bytes, 2 * half, cols);
@@ -216,15 +216,15 @@ TEST(LlmQ8, LinearSwigluMatchesReference) {
     auto u = test::to_float(ref::linear(deq, cols, xq, 1, half, half));
     expect_quantized(dequant(out, 1), ref::swiglu(g, u), std::string(to_string(t)));
   }
-  auto w = upload_weight(ctx(), WeightType::Q4_0, ref::random_weight(WeightType::Q4_0, 64, 32, 1), 64, 32);
+  auto w = upload_weight(ctx(), TensorType::Q4_0, ref::random_weight(TensorType::Q4_0, 64, 32, 1), 64, 32);
   Q8Act xa = make_q8_act(ctx(), 1, 32), out = make_q8_act(ctx(), 1, 64);
   Batch b(ctx());
   EXPECT_THROW(ops().linear_swiglu_q8(b, w, xa, out), Error);  // 64 rows are not gate|up of 64
 }
 
 TEST(LlmQ8, BadInputsAreErrors) {
-  auto f16 = upload_weight(ctx(), WeightType::F16, ref::random_weight(WeightType::F16, 4, 32, 1), 4, 32);
-  auto q4 = upload_weight(ctx(), WeightType::Q4_0, ref::random_weight(WeightType::Q4_0, 4, 64, 1), 4, 64);
+  auto f16 = upload_weight(ctx(), TensorType::F16, ref::random_weight(TensorType::F16, 4, 32, 1), 4, 32);
+  auto q4 = upload_weight(ctx(), TensorType::Q4_0, ref::random_weight(TensorType::Q4_0, 4, 64, 1), 4, 64);
   Q8Act x = make_q8_act(ctx(), 2, 32);
   auto y = make_tensor(ctx(), {16});
   Batch b(ctx());

@@ -144,14 +144,14 @@ int bench_batched_cmd(Args& a) {
   const bool sync = a.flag("--sync");
   auto json = a.option("--json");
   auto png = a.option("--png");
-  llm::Version lin = llm::Version::Auto;
+  llm::LinearVersion lin = llm::LinearVersion::Auto;
   if (auto k = a.option("--kernel")) {
     if (*k == "batched")
-      lin = llm::Version::Batched;
+      lin = llm::LinearVersion::Batched;
     else if (*k == "batched-q8")
-      lin = llm::Version::BatchedQ8;
+      lin = llm::LinearVersion::BatchedQ8;
     else if (*k == "naive")
-      lin = llm::Version::Naive;
+      lin = llm::LinearVersion::Naive;
     else if (*k != "auto")
       throw Error("wgc bench-batched: --kernel expects auto, batched, batched-q8 or naive, got '" + *k + "'");
   }
@@ -223,10 +223,10 @@ int bench_batched_cmd(Args& a) {
   std::printf("KV pool: %d blocks of %d tokens (%.2f GiB); prefill steps of at most %d tokens; attention split %d\n",
               bo.blocks, block, double(engine.kv_bytes()) / double(1ull << 30), batch, split);
   std::printf("linear kernel: %s; batched kernels: %u lanes per row, workgroup %s, at least %u workgroups\n\n",
-              lin == llm::Version::Naive       ? "naive"
-              : lin == llm::Version::Batched   ? "batched"
-              : lin == llm::Version::BatchedQ8 ? "batched-q8 (8-bit activations for Q4_0/Q8_0)"
-                                               : (ctx.adapter().is_cpu() ? "auto (naive)" : "auto (batched)"),
+              lin == llm::LinearVersion::Naive       ? "naive"
+              : lin == llm::LinearVersion::Batched   ? "batched"
+              : lin == llm::LinearVersion::BatchedQ8 ? "batched-q8 (8-bit activations for Q4_0/Q8_0)"
+                                                     : (ctx.adapter().is_cpu() ? "auto (naive)" : "auto (batched)"),
               tuning.batched_kl, tuning.batched_wg ? std::to_string(tuning.batched_wg).c_str() : "auto",
               tuning.batched_min_groups);
   std::printf("|    PP |     TG |    B |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |      T s |    S t/s |\n");

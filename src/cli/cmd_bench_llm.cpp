@@ -7,6 +7,7 @@
 #include "llm/formats/gguf.h"
 #include "llm/model/llama.h"
 #include "util/error.h"
+#include "util/json.h"
 
 #include <algorithm>
 #include <chrono>
@@ -15,7 +16,6 @@
 #include <fstream>
 #include <map>
 #include <random>
-#include <sstream>
 
 #include <unistd.h>
 
@@ -137,38 +137,10 @@ std::string main_type(const llm::ModelFile& f) {
   return best;
 }
 
-std::string json_number(double v) {
-  if (!std::isfinite(v)) return "null";
-  std::ostringstream o;
-  o.precision(10);
-  o << v;
-  return o.str();
-}
-
-std::string json_string(const std::string& s) {
-  std::string o = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      o += '\\';
-      o += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned char>(c));
-      o += buf;
-    } else {
-      o += c;
-    }
-  }
-  return o + "\"";
-}
-
-std::string json_array(const std::vector<double>& v) {
-  std::string o = "[";
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (i) o += ',';
-    o += json_number(v[i]);
-  }
-  return o + "]";
+json::Value number_array(const std::vector<double>& v) {
+  json::Value a = json::Value::array();
+  for (double x : v) a.push_back(x);
+  return a;
 }
 
 std::vector<int> int_list(Args& a, const char* name, int def) {
@@ -186,10 +158,10 @@ std::vector<int> int_list(Args& a, const char* name, int def) {
 }
 
 // --matmul's names of the prefill kernels (LlmTuning::matmul); "auto" is the default, not an option.
-constexpr std::pair<const char*, llm::Version> kPrefillKernels[] = {{"auto", llm::Version::Auto},
-                                                                    {"naive", llm::Version::Naive},
-                                                                    {"tiled", llm::Version::Shared},
-                                                                    {"regtile", llm::Version::RegTile}};
+constexpr std::pair<const char*, llm::LinearVersion> kPrefillKernels[] = {{"auto", llm::LinearVersion::Auto},
+                                                                          {"naive", llm::LinearVersion::Naive},
+                                                                          {"tiled", llm::LinearVersion::Shared},
+                                                                          {"regtile", llm::LinearVersion::RegTile}};
 
 int bench_llm_cmd(Args& a) {
   auto g = gpu_flags(a);
@@ -433,10 +405,10 @@ int bench_llm_cmd(Args& a) {
               gb_str(weight_bytes).c_str(), gb_str(bytes_per_token).c_str());
   std::printf("matvec tuning: wg %u, tpr %u, unroll %u, rows %u; prefill matmul: %s, tile %ux%ux%u\n\n",
               tuning.matvec_wg, tuning.matvec_tpr, tuning.matvec_unroll, tuning.matvec_rows,
-              tuning.matmul == llm::Version::Naive     ? "naive"
-              : tuning.matmul == llm::Version::Shared  ? "tiled"
-              : tuning.matmul == llm::Version::RegTile ? "regtile"
-                                                       : "auto",
+              tuning.matmul == llm::LinearVersion::Naive     ? "naive"
+              : tuning.matmul == llm::LinearVersion::Shared  ? "tiled"
+              : tuning.matmul == llm::LinearVersion::RegTile ? "regtile"
+                                                             : "auto",
               tuning.matmul_bm, tuning.matmul_bn, tuning.matmul_bk);
   if (q8)
     std::printf("8-bit activations for quantized weights: matvec wg %u, tpr %u, rows %u; prefill tile %ux%u\n\n",
@@ -485,33 +457,51 @@ int bench_llm_cmd(Args& a) {
     chart::write_bar_chart(*png, name + " on " + ctx.adapter().device, "tokens/s", cats, {bars});
   }
   if (json) {
+    auto or_null = [](double v, bool have) { return have ? json::Value(v) : json::Value(); };
+    json::Value o = json::Value::object();
+    o.set("model", *model_path);
+    o.set("name", name);
+    o.set("architecture", llm::to_string(cfg.architecture));
+    o.set("type", type);
+    o.set("size_bytes", uint64_t(file.total_bytes()));
+    o.set("params", int64_t(params));
+    o.set("weight_bytes", weight_bytes);
+    o.set("bytes_per_token", bytes_per_token);
+    o.set("device", ctx.adapter().device);
+    o.set("adapter_type", ctx.adapter().adapter_type);
+    o.set("backend", ctx.adapter().backend);
+    o.set("bandwidth_gbs", or_null(bw * 1e-9, bw > 0));
+    o.set("bandwidth_source", bw_source);
+    o.set("repeats", repeats);
+    o.set("warmup", warmup);
+    o.set("decode_ahead", ahead);
+    o.set("max_ctx", model.max_ctx());
+    o.set("batch", batch);
+    json::Value results = json::Value::array();
+    for (const auto& t : tests) {
+      json::Value r = json::Value::object();
+      r.set("test", t.name);
+      r.set("depth", t.depth);
+      r.set("n_prompt", t.n_prompt);
+      r.set("n_gen", t.n_gen);
+      r.set("seconds", number_array(t.seconds));
+      r.set("tps", number_array(t.tps));
+      r.set("tps_median", t.t.median);
+      r.set("tps_mean", t.t.mean);
+      r.set("tps_stddev", t.t.stddev);
+      r.set("tps_min", t.t.min);
+      r.set("tps_max", t.t.max);
+      r.set("gbs", or_null(t.gbs, t.gbs >= 0));
+      r.set("bandwidth_fraction", or_null(t.bw_frac, t.bw_frac >= 0));
+      r.set("host_ms_per_token", or_null(t.host_ms.empty() ? 0 : stats(t.host_ms).median, !t.host_ms.empty()));
+      r.set("wait_ms_per_token",
+            or_null(t.gpu_wait_ms.empty() ? 0 : stats(t.gpu_wait_ms).median, !t.gpu_wait_ms.empty()));
+      results.push_back(std::move(r));
+    }
+    o.set("results", std::move(results));
     std::ofstream f(*json);
     if (!f) throw Error("wgc bench-llm: cannot write " + *json);
-    f << "{\"model\":" << json_string(*model_path) << ",\"name\":" << json_string(name)
-      << ",\"architecture\":" << json_string(std::string(llm::to_string(cfg.architecture)))
-      << ",\"type\":" << json_string(type) << ",\"size_bytes\":" << file.total_bytes() << ",\"params\":" << params
-      << ",\"weight_bytes\":" << weight_bytes << ",\"bytes_per_token\":" << bytes_per_token
-      << ",\"device\":" << json_string(ctx.adapter().device)
-      << ",\"adapter_type\":" << json_string(ctx.adapter().adapter_type)
-      << ",\"backend\":" << json_string(ctx.adapter().backend)
-      << ",\"bandwidth_gbs\":" << (bw > 0 ? json_number(bw * 1e-9) : "null")
-      << ",\"bandwidth_source\":" << json_string(bw_source) << ",\"repeats\":" << repeats
-      << ",\"warmup\":" << (warmup ? "true" : "false") << ",\"decode_ahead\":" << ahead
-      << ",\"max_ctx\":" << model.max_ctx() << ",\"batch\":" << batch << ",\"results\":[";
-    for (size_t i = 0; i < tests.size(); ++i) {
-      const auto& t = tests[i];
-      f << (i ? "," : "") << "\n {\"test\":" << json_string(t.name) << ",\"depth\":" << t.depth
-        << ",\"n_prompt\":" << t.n_prompt << ",\"n_gen\":" << t.n_gen << ",\"seconds\":" << json_array(t.seconds)
-        << ",\"tps\":" << json_array(t.tps) << ",\"tps_median\":" << json_number(t.t.median)
-        << ",\"tps_mean\":" << json_number(t.t.mean) << ",\"tps_stddev\":" << json_number(t.t.stddev)
-        << ",\"tps_min\":" << json_number(t.t.min) << ",\"tps_max\":" << json_number(t.t.max)
-        << ",\"gbs\":" << (t.gbs >= 0 ? json_number(t.gbs) : "null")
-        << ",\"bandwidth_fraction\":" << (t.bw_frac >= 0 ? json_number(t.bw_frac) : "null")
-        << ",\"host_ms_per_token\":" << (t.host_ms.empty() ? "null" : json_number(stats(t.host_ms).median))
-        << ",\"wait_ms_per_token\":" << (t.gpu_wait_ms.empty() ? "null" : json_number(stats(t.gpu_wait_ms).median))
-        << "}";
-    }
-    f << "\n]}\n";
+    f << o.dump(1) << "\n";
     if (!f) throw Error("wgc bench-llm: writing " + *json + " failed");
   }
   return 0;

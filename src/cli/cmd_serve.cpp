@@ -49,6 +49,19 @@ int serve(Args& a) {
   sched.parallel = int_arg(a, "--parallel", 8, 1, 1024);
   sched.max_queue = int_arg(a, "--max-queue", 64, 0, 100000);
   sched.max_ctx = int_arg(a, "--ctx", 0, 0, 1 << 24);
+  sched.kv_blocks = int_arg(a, "--kv-blocks", 0, 0, 1 << 24);
+  sched.kv_block_tokens = int_arg(a, "--kv-block", sched.kv_block_tokens, 1, 4096);
+  sched.prefill_chunk = int_arg(a, "--prefill-chunk", sched.prefill_chunk, 1, 1 << 16);
+  if (auto k = a.option("--kernel")) {  // the serving engine's linear kernels (docs/serving.md)
+    if (*k == "batched")
+      sched.linear = llm::LinearVersion::Batched;
+    else if (*k == "batched-q8")
+      sched.linear = llm::LinearVersion::BatchedQ8;
+    else if (*k == "naive")
+      sched.linear = llm::LinearVersion::Naive;
+    else if (*k != "auto")
+      throw Error("wgc serve: --kernel expects auto, batched, batched-q8 or naive, got '" + *k + "'");
+  }
   int gpu = int_arg(a, "--gpu", -1, -1, 1024);
   a.done();
 
@@ -70,8 +83,9 @@ int serve(Args& a) {
 
   server::ModelInfo info{name, &*tok, &chat, scheduler.options().max_ctx, llm::default_sampling(path)};
   server::Server srv(scheduler, info, ctx, so);
-  std::fprintf(stderr, "wgc serve: %s on %s (%s), context %d, parallel %d%s%s\n", name.c_str(),
-               ctx.adapter().device.c_str(), ctx.adapter().adapter_type.c_str(), info.max_ctx, sched.parallel,
+  std::fprintf(stderr, "wgc serve: %s on %s (%s), context %d, parallel %d, KV pool %d blocks of %d tokens%s%s\n",
+               name.c_str(), ctx.adapter().device.c_str(), ctx.adapter().adapter_type.c_str(), info.max_ctx,
+               sched.parallel, scheduler.options().kv_blocks, scheduler.options().kv_block_tokens,
                chat.is_fallback() ? ", no chat template (plain-text chat rendering)" : "",
                so.api_key.empty() ? "" : ", API key required");
   std::fprintf(stderr, "wgc serve: listening on http://%s:%d\n", so.host.c_str(), srv.port());
@@ -109,6 +123,7 @@ int serve(Args& a) {
 
 Register reg{{"serve",
               "[--model MODEL] [--host 127.0.0.1] [--port 8080] [--parallel N] [--ctx N] [--max-queue N] "
+              "[--kv-blocks N] [--kv-block 16] [--prefill-chunk 256] [--kernel auto|batched|batched-q8|naive] "
               "[--api-key KEY] [--gpu INDEX] [--name ID] [--max-body BYTES] [--shutdown-grace S] [--tokenizer PATH] "
               "[--backend B]",
               "OpenAI-compatible HTTP server for a language model (default: the built-in wgc-tiny-dict)", serve}};

@@ -26,14 +26,22 @@ struct Operands {
 // How a version reads the weights: ONNX order, the GEMM kernels' WT[group][k][m]
 // (weights_kxm.wgsl; k ordered (tap, channel) for the NHWC kernel), or Winograd's
 // UT[16][c_in][c_out] (winograd_weights.wgsl).
-enum class WeightLayout { Onnx, KxM, KxMTapMajor, Winograd };
+enum class WeightLayout { Onnx, KxM, KxMTapMajor, Winograd2, Winograd4 };
 WeightLayout weight_layout(Conv2dVersion v) {
   if (v == Conv2dVersion::ImplicitGemm || v == Conv2dVersion::Pointwise) return WeightLayout::KxM;
-  if (v == Conv2dVersion::Winograd2x2) return WeightLayout::Winograd;
+  if (v == Conv2dVersion::Winograd2x2) return WeightLayout::Winograd2;
+  if (v == Conv2dVersion::Winograd4x4) return WeightLayout::Winograd4;
   return WeightLayout::Onnx;
 }
+// Winograd F(tile x tile, 3x3): tile 2 or 4 outputs per side, alpha = tile + 2 inputs per side,
+// alpha^2 GEMMs.
+uint32_t winograd_alpha(uint32_t tile) { return tile + 2; }
 uint64_t weight_elements(WeightLayout l, const Conv2dDims& d) {
-  return l == WeightLayout::Winograd ? 16 * uint64_t(d.c_in) * d.c_out : d.w_elements();
+  if (l == WeightLayout::Winograd2 || l == WeightLayout::Winograd4) {
+    uint64_t a = winograd_alpha(l == WeightLayout::Winograd2 ? 2 : 4);
+    return a * a * d.c_in * d.c_out;
+  }
+  return d.w_elements();
 }
 
 Params conv_params(const Conv2dDims& d, const ConvEpilogue& ep, uint32_t aux0 = 0, uint32_t aux1 = 0) {
@@ -103,9 +111,10 @@ void record_weight_transform(Batch& b, WeightLayout l, const Tensor& w, const Te
     b.dispatch(compile(ctx, embedded_kernel("conv/weights_kxm.wgsl", {{"TAP_MAJOR", l == WeightLayout::KxMTapMajor}})),
                {w, out}, Params(d.c_out, d.c_out / d.groups, k, d.kh * d.kw),
                groups_1d(ctx, ceil_div(d.w_elements(), kElementWg)));
-  } else if (l == WeightLayout::Winograd) {
-    b.dispatch(compile(ctx, embedded_kernel("conv/winograd_weights.wgsl")), {w, out}, Params(d.c_out, d.c_in),
-               groups_1d(ctx, ceil_div(uint64_t(d.c_out) * d.c_in, kElementWg)));
+  } else if (l == WeightLayout::Winograd2 || l == WeightLayout::Winograd4) {
+    Kernel k =
+        compile(ctx, embedded_kernel("conv/winograd_weights.wgsl", {{"TILE", l == WeightLayout::Winograd2 ? 2 : 4}}));
+    b.dispatch(k, {w, out}, Params(d.c_out, d.c_in), groups_1d(ctx, ceil_div(uint64_t(d.c_out) * d.c_in, kElementWg)));
   }
 }
 
@@ -219,42 +228,44 @@ void record_implicit_gemm(Batch& b, const Operands& o, const Conv2dDims& d, cons
   b.dispatch(k, {o.x, o.w, o.bias, o.res, o.y}, conv_params(d, ep, mblocks), g);
 }
 
-// Winograd F(2x2, 3x3): tiles of 2x2 outputs (4x4 inputs), tiles_w per row.
+// The output tiles of a Winograd layer: tiles_w per row.
 struct WinogradTiles {
   uint32_t tiles_w, per_image;
   uint64_t total;
 };
-WinogradTiles winograd_tiles(const Conv2dDims& d) {
-  uint32_t tw = ceil_div(d.out_w(), 2), th = ceil_div(d.out_h(), 2);
+WinogradTiles winograd_tiles(const Conv2dDims& d, uint32_t tile) {
+  uint32_t tw = ceil_div(d.out_w(), tile), th = ceil_div(d.out_h(), tile);
   return {tw, tw * th, uint64_t(tw) * th * d.n};
 }
 
-// The 16 GEMMs M[xi] = U[xi] x V[xi] as one grouped 1x1 convolution: 16 groups of c_in -> c_out
-// over an "image" of 1 x tiles pixels.
-Conv2dDims winograd_gemm(const Conv2dDims& d) {
+// The alpha^2 GEMMs M[xi] = U[xi] x V[xi] as one grouped 1x1 convolution: alpha^2 groups of
+// c_in -> c_out over an "image" of 1 x tiles pixels.
+Conv2dDims winograd_gemm(const Conv2dDims& d, uint32_t tile) {
+  uint32_t a2 = winograd_alpha(tile) * winograd_alpha(tile);
   Conv2dDims g;
-  g.n = 1, g.c_in = 16 * d.c_in, g.h = uint32_t(winograd_tiles(d).total), g.w = 1, g.c_out = 16 * d.c_out;
-  g.groups = 16;
+  g.n = 1, g.c_in = a2 * d.c_in, g.h = uint32_t(winograd_tiles(d, tile).total), g.w = 1, g.c_out = a2 * d.c_out;
+  g.groups = a2;
   return g;
 }
-GemmTile winograd_tile(const Conv2dDims& d) {
+GemmTile winograd_gemm_tile(const Conv2dDims& d, uint32_t tile) {
   const ConvTuning& k = conv2d_tuning();
-  return gemm_tile({k.wino_bm, k.wino_bn, k.wino_bk, k.wino_tm, k.wino_prefetch != 0}, d.c_out, winograd_tiles(d).total,
-                   16);
+  uint32_t a = winograd_alpha(tile);
+  return gemm_tile({k.wino_bm, k.wino_bn, k.wino_bk, k.wino_tm, k.wino_prefetch != 0}, d.c_out,
+                   winograd_tiles(d, tile).total, a * a);
 }
 
-// Input transform, the 16 GEMMs M[xi] = U[xi] x V[xi] as one grouped 1x1 convolution (16 groups
-// of c_in -> c_out over an "image" of 1 x tiles pixels), output transform with the epilogue.
-void record_winograd(Batch& b, const Operands& o, const Conv2dDims& d, const ConvEpilogue& ep) {
+// Input transform, the alpha^2 GEMMs, output transform with the epilogue (conv/winograd_*.wgsl).
+void record_winograd(Batch& b, const Operands& o, const Conv2dDims& d, const ConvEpilogue& ep, uint32_t tile) {
   const Context& ctx = b.context();
-  WinogradTiles wt = winograd_tiles(d);
-  uint32_t tiles = uint32_t(wt.total);
-  Tensor v = make_tensor(ctx, {16, d.c_in, tiles}), m = make_tensor(ctx, {16, d.c_out, tiles});
-  b.dispatch(compile(ctx, embedded_kernel("conv/winograd_input.wgsl")), {o.x, v},
+  WinogradTiles wt = winograd_tiles(d, tile);
+  uint32_t tiles = uint32_t(wt.total), a2 = winograd_alpha(tile) * winograd_alpha(tile);
+  Tensor v = make_tensor(ctx, {a2, d.c_in, tiles}), m = make_tensor(ctx, {a2, d.c_out, tiles});
+  b.dispatch(compile(ctx, embedded_kernel("conv/winograd_input.wgsl", {{"TILE", tile}})), {o.x, v},
              conv_params(d, ep, wt.tiles_w, wt.per_image),
              groups_1d(ctx, ceil_div(uint64_t(d.c_in) * tiles, kElementWg)));
-  record_implicit_gemm(b, {v, o.w, o.bias, o.res, m}, winograd_gemm(d), {}, GemmInput::NchwPointwise, winograd_tile(d));
-  b.dispatch(kernel(ctx, "conv/winograd_output.wgsl", ep), {m, o.bias, o.res, o.y},
+  record_implicit_gemm(b, {v, o.w, o.bias, o.res, m}, winograd_gemm(d, tile), {}, GemmInput::NchwPointwise,
+                       winograd_gemm_tile(d, tile));
+  b.dispatch(kernel(ctx, "conv/winograd_output.wgsl", ep, {{"TILE", tile}}), {m, o.bias, o.res, o.y},
              conv_params(d, ep, wt.tiles_w, wt.per_image),
              groups_1d(ctx, ceil_div(uint64_t(d.c_out) * tiles, kElementWg)));
 }
@@ -289,7 +300,8 @@ void record(Batch& b, Conv2dVersion v, const Operands& o, const Conv2dDims& d, c
     case Conv2dVersion::Im2colGemm: return record_im2col_gemm(b, o, d, ep);
     case Conv2dVersion::ImplicitGemm: return record_implicit_gemm(b, o, d, ep, GemmInput::Nchw, igemm_tile(d));
     case Conv2dVersion::Pointwise: return record_implicit_gemm(b, o, d, ep, GemmInput::NchwPointwise, igemm_tile(d));
-    case Conv2dVersion::Winograd2x2: return record_winograd(b, o, d, ep);
+    case Conv2dVersion::Winograd2x2: return record_winograd(b, o, d, ep, 2);
+    case Conv2dVersion::Winograd4x4: return record_winograd(b, o, d, ep, 4);
     case Conv2dVersion::Depthwise: return record_depthwise(b, o, d, ep);
     case Conv2dVersion::Auto: break;
   }
@@ -376,6 +388,7 @@ std::string_view to_string(Conv2dVersion v) {
     case Conv2dVersion::Im2colGemm: return "im2col-gemm";
     case Conv2dVersion::ImplicitGemm: return "implicit-gemm";
     case Conv2dVersion::Winograd2x2: return "winograd2x2";
+    case Conv2dVersion::Winograd4x4: return "winograd4x4";
     case Conv2dVersion::Depthwise: return "depthwise";
     case Conv2dVersion::Pointwise: return "pointwise";
   }
@@ -412,9 +425,13 @@ bool supports(const Context& ctx, Conv2dVersion v, const Conv2dDims& d) {
     case Conv2dVersion::Im2colGemm: return fits(uint64_t(d.c_in / d.groups) * d.kh * d.kw * pixels);
     case Conv2dVersion::Pointwise: return d.pointwise() && gemm_tile_error(ctx, igemm_tile(d)).empty();
     case Conv2dVersion::Winograd2x2:
+    case Conv2dVersion::Winograd4x4: {
+      uint32_t tile = v == Conv2dVersion::Winograd2x2 ? 2 : 4, alpha = winograd_alpha(tile);
       return d.kh == 3 && d.kw == 3 && d.stride_h == 1 && d.stride_w == 1 && d.dil_h == 1 && d.dil_w == 1 &&
-             d.groups == 1 && fits(16 * uint64_t(std::max(d.c_in, d.c_out)) * winograd_tiles(d).total) &&
-             gemm_tile_error(ctx, winograd_tile(d)).empty();
+             d.groups == 1 &&
+             fits(uint64_t(alpha) * alpha * std::max(d.c_in, d.c_out) * winograd_tiles(d, tile).total) &&
+             gemm_tile_error(ctx, winograd_gemm_tile(d, tile)).empty();
+    }
     case Conv2dVersion::Depthwise:
       return d.depthwise() && t.dw_tile_w && t.dw_tile_h && t.dw_threads &&
              depthwise_tile(d).bytes <= lim.max_compute_workgroup_storage_size &&

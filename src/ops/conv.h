@@ -13,6 +13,9 @@
 //   Winograd2x2   F(2x2, 3x3) for 3x3 stride-1 undilated ungrouped convolutions: input and output
 //                 transforms around 16 GEMMs (weights transformed once per call, or once at load
 //                 through prepare_conv2d)
+//   Winograd4x4   F(4x4, 3x3), the same for the same layers: 36 GEMMs over 6x6 tiles, 4x fewer
+//                 multiplications than direct, less accurate (docs/cnn.md); not picked by Auto
+//                 until measured faster
 //   Depthwise     groups == c_in (any channel multiplier), a plane tile in workgroup memory
 //   Pointwise     1x1 stride-1 unpadded ungrouped convolutions as a GEMM W[c_out][c_in] x X_n[c_in][h*w]
 // Every version applies the epilogue (bias, residual, activation) in the kernel that writes y.
@@ -31,14 +34,24 @@
 
 namespace wgc {
 
-enum class Conv2dVersion { Auto, Direct, DirectTiled, Im2colGemm, ImplicitGemm, Winograd2x2, Depthwise, Pointwise };
+enum class Conv2dVersion {
+  Auto,
+  Direct,
+  DirectTiled,
+  Im2colGemm,
+  ImplicitGemm,
+  Winograd2x2,
+  Winograd4x4,
+  Depthwise,
+  Pointwise
+};
 std::string_view to_string(Conv2dVersion v);                // "auto", "direct", "direct-tiled", "im2col-gemm", ...
 Conv2dVersion parse_conv2d_version(std::string_view name);  // throws naming the op and the valid names
 inline constexpr Conv2dVersion kConv2dVersions[] = {
     Conv2dVersion::Direct,      Conv2dVersion::DirectTiled, Conv2dVersion::Im2colGemm, Conv2dVersion::ImplicitGemm,
-    Conv2dVersion::Winograd2x2, Conv2dVersion::Depthwise,   Conv2dVersion::Pointwise};
+    Conv2dVersion::Winograd2x2, Conv2dVersion::Winograd4x4, Conv2dVersion::Depthwise,  Conv2dVersion::Pointwise};
 
-// Whether version v can run d on this context (Winograd2x2: 3x3, stride 1, dilation 1, groups 1;
+// Whether version v can run d on this context (Winograd*: 3x3, stride 1, dilation 1, groups 1;
 // Depthwise: d.depthwise(); Pointwise: d.pointwise(); DirectTiled: its tile fits workgroup memory).
 bool supports(const Context& ctx, Conv2dVersion v, const Conv2dDims& d);
 // What Auto runs: by shape, from measurements (conv.cpp says which).
@@ -57,7 +70,7 @@ struct ConvTuning {
   // while the grid has fewer than igemm_min_workgroups workgroups (264: two per SM of an H200).
   uint32_t igemm_bm = 64, igemm_bn = 128, igemm_bk = 8, igemm_tm = 8, igemm_prefetch = 1;
   uint32_t igemm_min_workgroups = 264;
-  // Winograd2x2's 16 GEMMs (the same kernel, as a grouped 1x1 convolution): the same knobs.
+  // The Winograd versions' 16 or 36 GEMMs (the same kernel, as a grouped 1x1 convolution).
   uint32_t wino_bm = 64, wino_bn = 128, wino_bk = 8, wino_tm = 8, wino_prefetch = 1;
   // DirectTiled: output tile (tiled_w x tiled_h pixels, one invocation each), output channels per
   // invocation (at most 16) and input channels staged per step.
@@ -73,13 +86,13 @@ void check_conv2d_tuning(const Context& ctx);
 // Records y = epilogue(conv(x, w)). bias / residual: empty Tensor{} when the epilogue does not
 // use them. Throws for bad dims, tensors too small for them, or a version that cannot run them
 // (never a silent fallback). Versions that read another weight layout (ImplicitGemm, Pointwise,
-// Winograd2x2) record the transform into a scratch tensor first; prepare_conv2d does it once.
+// Winograd*) record the transform into a scratch tensor first; prepare_conv2d does it once.
 void conv2d(Batch& batch, const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& residual, const Tensor& y,
             const Conv2dDims& d, const ConvEpilogue& ep = {}, Conv2dVersion v = Conv2dVersion::Auto);
 
 // A convolution layer made once at load: the version chosen (never Auto) and its weights in the
 // layout that version reads (ONNX order; [group][k][m] for the GEMMs; Winograd's transformed
-// U[16][c_in][c_out]), bias on the device. Fold BatchNorm into the weights first
+// U[16 or 36][c_in][c_out]), bias on the device. Fold BatchNorm into the weights first
 // (cpu::fold_batchnorm).
 struct PreparedConv {
   Conv2dDims dims;

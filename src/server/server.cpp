@@ -9,6 +9,7 @@
 #include <httplib.h>
 
 #include <unistd.h>
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
@@ -407,7 +408,8 @@ Server::Server(llm::Scheduler& scheduler, const ModelInfo& model, const Context&
   std::snprintf(prefix, sizeof prefix, "%08x-", unsigned(rd()));
   s.id_prefix = prefix;
   const auto& so = scheduler.options();
-  size_t threads = s.opt.threads > 0 ? size_t(s.opt.threads) : size_t(so.parallel + so.max_queue + 8);
+  size_t threads =
+      s.opt.threads > 0 ? size_t(s.opt.threads) : std::min<size_t>(size_t(so.parallel + so.max_queue + 8), 1024);
   s.http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   s.http.set_payload_max_length(s.opt.max_body_bytes);
   s.http.set_tcp_nodelay(true);

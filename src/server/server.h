@@ -21,11 +21,11 @@ namespace wgc::server {
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
-  int port = 8080;                          // 0: any free port (see Server::port)
-  std::string api_key;                      // non-empty: requests need "Authorization: Bearer <key>"
-  size_t max_body_bytes = 8u << 20;         // larger request bodies get 413
-  int threads = 0;                          // HTTP worker threads (0: enough for every sequence and queue slot)
-  int retry_after_s = 1;                    // Retry-After of a 503 when the queue is full
+  int port = 8080;                   // 0: any free port (see Server::port)
+  std::string api_key;               // non-empty: requests need "Authorization: Bearer <key>"
+  size_t max_body_bytes = 8u << 20;  // larger request bodies get 413
+  int threads = 0;        // HTTP worker threads (0: one per sequence and queue slot and 8 more, at most 1024)
+  int retry_after_s = 1;  // Retry-After of a 503 when the queue is full
   std::chrono::seconds shutdown_grace{30};  // shutdown(): how long running requests may finish
 };
 

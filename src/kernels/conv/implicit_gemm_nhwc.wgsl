@@ -1,7 +1,7 @@
 // Implicit-GEMM convolution of NHWC tensors (x [n][h][w][c_in], y [n][oh][ow][c_out];
 // conv/gemm_main.wgsl): k = (r, c, ci), so consecutive k are consecutive channels of one input
 // pixel and B loads as vec4s (c_in / groups a multiple of 4). The experiment behind docs/cnn.md's
-// "why NCHW": the layout the library uses is NCHW; this rung is measured, not used by Auto.
+// section on why NCHW: the layout the library uses is NCHW; this rung is measured, not used by Auto.
 @group(0) @binding(0) var<storage, read> X: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read> WT: array<f32>;
 @group(0) @binding(2) var<storage, read> Bias: array<f32>;

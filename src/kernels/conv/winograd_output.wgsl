@@ -1,6 +1,6 @@
-// Winograd F(2x2, 3x3) output transform: Y = A^T m A for each tile's 16 GEMM results
-// m[xi][co][t], written to y (NCHW, ragged edges cut) through the epilogue. One invocation per
-// (co, t), t fastest.
+// Winograd F(TILE x TILE, 3x3) output transform (conv/winograd_common.wgsl): Y = A^T m A for each
+// tile's ALPHA^2 GEMM results m[xi][co][t], written to y (NCHW, ragged edges cut) through the
+// epilogue. One invocation per (co, t), t fastest.
 @group(0) @binding(0) var<storage, read> Mt: array<f32>;
 @group(0) @binding(1) var<storage, read> Bias: array<f32>;
 @group(0) @binding(2) var<storage, read> Res: array<f32>;
@@ -8,9 +8,7 @@
 //!include "conv/params.wgsl"
 @group(0) @binding(4) var<uniform> p: Params;  // aux0: tiles per row, aux1: tiles per image
 //!include "conv/epilogue.wgsl"
-
-// A^T = [1 1 1 0; 0 1 -1 -1] applied to a 4-vector.
-fn at(v: vec4<f32>) -> vec2<f32> { return vec2<f32>(v.x + v.y + v.z, v.y - v.z - v.w); }
+//!include "conv/winograd_common.wgsl"
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
@@ -21,21 +19,26 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let t = i % tiles;
   let co = i / tiles;
   let stride = p.c_out * tiles;
-  var m: array<vec4<f32>, 4>;
-  for (var r = 0u; r < 4u; r++) {
-    for (var c = 0u; c < 4u; c++) { m[r][c] = Mt[(r * 4u + c) * stride + co * tiles + t]; }
+  var m: array<V6, 6>;  // m[column][row]
+  for (var r = 0u; r < ALPHA; r++) {
+    for (var c = 0u; c < ALPHA; c++) { m[c][r] = Mt[(r * ALPHA + c) * stride + co * tiles + t]; }
   }
-  // Rows of A^T m (2 x 4), then each row times A.
-  let y2 = array<vec2<f32>, 2>(at(m[0] + m[1] + m[2]), at(m[1] - m[2] - m[3]));
+  // Columns of A^T m (TILE x ALPHA), then each row of that times A.
+  var e: array<V6, 4>;  // e[row][column]
+  for (var c = 0u; c < ALPHA; c++) {
+    let col = at(m[c]);
+    for (var r = 0u; r < TILE; r++) { e[r][c] = col[r]; }
+  }
   let img = t / p.aux1;
-  let oy = ((t % p.aux1) / p.aux0) * 2u;
-  let ox = (t % p.aux0) * 2u;
-  for (var r = 0u; r < 2u; r++) {
+  let oy = ((t % p.aux1) / p.aux0) * TILE;
+  let ox = (t % p.aux0) * TILE;
+  for (var r = 0u; r < TILE; r++) {
     if (oy + r >= p.oh) { break; }
-    for (var c = 0u; c < 2u; c++) {
+    let y = at(e[r]);
+    for (var c = 0u; c < TILE; c++) {
       if (ox + c >= p.ow) { break; }
       let yi = ((img * p.c_out + co) * p.oh + oy + r) * p.ow + ox + c;
-      Y[yi] = epilogue(y2[r][c], co, yi);
+      Y[yi] = epilogue(y[c], co, yi);
     }
   }
 }

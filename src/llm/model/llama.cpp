@@ -104,7 +104,7 @@ struct LlamaModel::Impl {
     if (n_past + int64_t(tokens.size()) > max_ctx)
       throw Error("wgc: context full: " + std::to_string(n_past) + " cached + " + std::to_string(tokens.size()) +
                   " new tokens exceed the context length " + std::to_string(max_ctx) +
-                  " (raise it with --ctx, or start a new conversation)");
+                  " (raise EngineOptions::max_ctx, or start a new conversation)");
   }
 
   void upload_ids(std::span<const int32_t> tokens) {

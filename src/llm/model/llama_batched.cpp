@@ -24,7 +24,7 @@ struct BatchedLlama::Impl {
   const LlmOps& ops;
   const RopeTable& rope;
   BatchedOptions opt;
-  Version lin = Version::Auto;
+  LinearVersion lin = LinearVersion::Auto;
   std::vector<KvLayer> pool;  // per layer: [n_kv][blocks * block_tokens][hd]
   uint64_t kv_bytes = 0;
   Tensor ids, x, h, qkv, attn, gu, act, last, logits, top_vals, top_ids, lse;
@@ -39,7 +39,9 @@ struct BatchedLlama::Impl {
                   std::to_string(opt.block_tokens) + " tokens)");
     if (opt.split_len < 16 || opt.split_len % 16)
       throw Error(what + "split_len " + std::to_string(opt.split_len) + " is not a positive multiple of 16");
-    lin = opt.linear != Version::Auto ? opt.linear : ctx.adapter().is_cpu() ? Version::Naive : Version::Batched;
+    lin = opt.linear != LinearVersion::Auto ? opt.linear
+          : ctx.adapter().is_cpu()          ? LinearVersion::Naive
+                                            : LinearVersion::Batched;
     const int64_t slots = int64_t(opt.blocks) * opt.block_tokens;
     const uint64_t layer_bytes = uint64_t(slots) * uint64_t(w.nkv) * uint64_t(w.hd) * 4;
     if (layer_bytes > ctx.limits().max_storage_buffer_binding_size || slots >= (int64_t(1) << 31))

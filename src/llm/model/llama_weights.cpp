@@ -1,6 +1,6 @@
 #include "llm/model/llama_weights.h"
 
-#include "llm/formats/dequant.h"
+#include "cpu/llm/dequant.h"
 #include "util/error.h"
 #include "util/progress.h"
 
@@ -11,30 +11,22 @@
 namespace wgc::llm {
 namespace {
 
-std::optional<WeightType> gpu_type(TensorType t) {
-  switch (t) {
-    case TensorType::F32: return WeightType::F32;
-    case TensorType::F16: return WeightType::F16;
-    case TensorType::BF16: return WeightType::BF16;
-    case TensorType::Q8_0: return WeightType::Q8_0;
-    case TensorType::Q4_0: return WeightType::Q4_0;
-    case TensorType::Q4_K: return WeightType::Q4_K;
-    case TensorType::Q6_K: return WeightType::Q6_K;
-    default: return std::nullopt;
-  }
+std::optional<TensorType> gpu_type(TensorType t) {
+  if (is_gpu_weight_type(t)) return t;
+  return std::nullopt;
 }
 
 // The bytes of a matrix in a type the kernels read: as stored where the kernels know the type,
 // else (Q4_1, Q5_*, Q8_K) dequantized once and stored as f16.
 struct HostMatrix {
-  WeightType type;
+  TensorType type;
   std::vector<std::byte> owned;
   std::span<const std::byte> bytes;
   int64_t rows, cols;
 };
 
 HostMatrix host_matrix(const ModelTensor& t) {
-  HostMatrix m{WeightType::F16, {}, {}, t.rows(), t.row_length()};
+  HostMatrix m{TensorType::F16, {}, {}, t.rows(), t.row_length()};
   if (auto g = gpu_type(t.type)) {
     m.type = *g;
     m.bytes = t.data;
@@ -165,18 +157,18 @@ LlamaWeights upload_llama_weights(const Context& ctx, const ModelFile& f, std::o
 }
 
 void record_linear(const LlmOps& ops, Batch& b, const LinearGroup& g, const Tensor& in, const Tensor& y, int n,
-                   int64_t y_stride, bool accumulate, Version v) {
+                   int64_t y_stride, bool accumulate, LinearVersion v) {
   int64_t off = 0;
   for (size_t i = 0; i < g.parts.size(); ++i) {
     LinearOptions o;
     o.y_stride = y_stride;
     o.y_offset = off;
     o.accumulate = accumulate;
-    o.version = v;
-    const WeightType t = g.parts[i].type;
-    if (v == Version::BatchedQ8 && t != WeightType::Q4_0 && t != WeightType::Q8_0) o.version = Version::Batched;
+    const TensorType t = g.parts[i].type;
+    LinearVersion pv = v;
+    if (v == LinearVersion::BatchedQ8 && t != TensorType::Q4_0 && t != TensorType::Q8_0) pv = LinearVersion::Batched;
     if (!g.biases.empty()) o.bias = g.biases[i];
-    ops.linear(b, g.parts[i], in, y, n, o);
+    ops.linear(b, g.parts[i], in, y, n, o, pv);
     off += g.parts[i].rows;
   }
 }
@@ -202,19 +194,7 @@ bool group_q8(const LinearGroup& g) {
 }
 
 RopeTable make_llama_rope(const Context& c, const ModelConfig& cfg, int max_pos) {
-  std::vector<double> inv = cfg.rope_inv_freq();
-  std::vector<float> cs(size_t(max_pos) * inv.size() * 2);
-  for (int p = 0; p < max_pos; ++p)
-    for (size_t i = 0; i < inv.size(); ++i) {
-      float angle = float(p) * float(inv[i]);
-      cs[(size_t(p) * inv.size() + i) * 2] = float(std::cos(double(angle)));
-      cs[(size_t(p) * inv.size() + i) * 2 + 1] = float(std::sin(double(angle)));
-    }
-  RopeTable t;
-  t.cos_sin = make_tensor(c, {int64_t(cs.size())}, cs);
-  t.head_dim = int(cfg.head_dim);
-  t.max_pos = max_pos;
-  return t;
+  return make_rope_table(c, cfg.rope_inv_freq(), int(cfg.head_dim), max_pos);
 }
 
 }  // namespace wgc::llm

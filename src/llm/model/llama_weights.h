@@ -35,7 +35,7 @@ struct LlamaWeights {
   std::optional<GpuWeight> lm_head;  // empty: tied to embed
   Tensor norm;
   std::vector<LlamaLayer> layers;
-  std::vector<WeightType> types;  // of every matrix (for precompiling)
+  std::vector<TensorType> types;  // of every matrix (for precompiling)
 
   const GpuWeight& output() const { return lm_head ? *lm_head : embed; }
 };
@@ -46,9 +46,9 @@ LlamaWeights upload_llama_weights(const Context& ctx, const ModelFile& file, std
                                   std::optional<RopeScaling> rope_scaling);
 
 // y[t, off + ...] = group x for n tokens (each part writing its rows side by side), optionally
-// accumulating (y += W x). Version::BatchedQ8 runs the parts it cannot (not Q4_0 / Q8_0) as Batched.
+// accumulating (y += W x). LinearVersion::BatchedQ8 runs the parts it cannot (not Q4_0 / Q8_0) as Batched.
 void record_linear(const LlmOps& ops, Batch& b, const LinearGroup& g, const Tensor& in, const Tensor& y, int n,
-                   int64_t y_stride, bool accumulate, Version v = Version::Auto);
+                   int64_t y_stride, bool accumulate, LinearVersion v = LinearVersion::Auto);
 
 // The same with x quantized to 8 bits (LlmOps::linear_q8); every part must take it (group_q8).
 void record_linear_q8(const LlmOps& ops, Batch& b, const LinearGroup& g, const Q8Act& in, const Tensor& y, int n,

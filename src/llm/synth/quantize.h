@@ -17,7 +17,7 @@
 // same sizes and value ranges (speed does not depend on the values), not llama.cpp's bytes.
 #pragma once
 
-#include "llm/formats/tensor_type.h"
+#include "cpu/llm/tensor_type.h"
 
 #include <cstddef>
 #include <cstdint>

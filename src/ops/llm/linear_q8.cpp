@@ -1,6 +1,7 @@
 // LlmOps' 8-bit-activation path: quantizing activations (alone, after RMSNorm or SwiGLU), the
 // integer-dot-product matvec and matmul, and decode attention with a quantized output.
 #include "ops/llm/llm_ops.h"
+#include "ops/llm/op_checks.h"
 #include "util/error.h"
 
 #include <algorithm>
@@ -9,15 +10,10 @@ namespace wgc::llm {
 
 namespace {
 
-void need(bool ok, const std::string& op, const std::string& what) {
-  if (!ok) throw Error("wgc: llm " + op + ": " + what);
-}
-
-void need_elems(const Tensor& t, int64_t elems, const std::string& op, const std::string& name) {
-  need(bool(t), op, name + " is missing");
-  need(uint64_t(elems) * 4 <= t.capacity(), op,
-       name + " holds " + std::to_string(t.capacity() / 4) + " elements, the op needs " + std::to_string(elems));
-}
+using detail::need;
+using detail::need_elems;
+using detail::str;
+using detail::u32;
 
 void need_q8(const Q8Act& a, int n_tokens, const std::string& op, const std::string& name) {
   need(a.cols > 0 && a.cols % 32 == 0, op, name + ": " + std::to_string(a.cols) + " columns, not a multiple of 32");
@@ -26,10 +22,6 @@ void need_q8(const Q8Act& a, int n_tokens, const std::string& op, const std::str
   need_elems(a.qs, int64_t(n_tokens) * a.cols / 4, op, name + " quants");
   need_elems(a.ds, int64_t(n_tokens) * a.cols / 16, op, name + " scales");
 }
-
-uint32_t u32(int64_t v) { return static_cast<uint32_t>(v); }
-
-std::string str(WeightType t) { return std::string(to_string(t)); }
 
 std::string prelude_bool(const char* name, bool v) {
   return std::string("const ") + name + ": bool = " + (v ? "true" : "false") + ";\n";
@@ -65,11 +57,11 @@ Q8Act make_q8_act(const Context& ctx, int max_tokens, int64_t cols) {
   return a;
 }
 
-bool supports_q8(WeightType t) {
-  return t == WeightType::Q4_0 || t == WeightType::Q8_0 || t == WeightType::Q4_K || t == WeightType::Q6_K;
+bool supports_q8(TensorType t) {
+  return t == TensorType::Q4_0 || t == TensorType::Q8_0 || t == TensorType::Q4_K || t == TensorType::Q6_K;
 }
 
-Kernel LlmOps::q8_kernel(const std::string& kind, WeightType t, const std::string& tag, const std::string& prelude,
+Kernel LlmOps::q8_kernel(const std::string& kind, TensorType t, const std::string& tag, const std::string& prelude,
                          std::vector<std::pair<std::string, double>> constants) const {
   const std::string key = "llm/" + kind + "/" + str(t) + "/" + tag;  // the tag names the prelude and constants
   std::vector<std::string> files = {"llm/common.wgsl", "llm/weights/" + str(t) + ".wgsl", "llm/q8_act.wgsl",

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# On the GPU machine (the `cnn` step of scripts/device_run.sh, or by hand after it unpacked the
+# bundle): exports torchvision MobileNetV2 1.0 with random weights (scripts/export_cnn_models.py),
+# checks wgc's logits against PyTorch's float64 ones, then runs in the same session
+#   wgc bench-cnn at batch 1 and 64 (one submit per inference, upload and readback included),
+#   PyTorch CUDA eager, FP32 with TF32 off (input already on the GPU, and with the copies),
+#   ONNX Runtime on the CPU,
+# and prints images/s side by side. Targets: wgc >= 1,000 img/s at batch 1, >= 10,000 at batch 64
+# (PyTorch on the H200: 309 and 10,641, ../shared/notes/PLATFORM.md).
+#   WGC=/tmp/wgc/bin/wgc RES=/tmp/res scripts/bench_cnn_device.sh [MODEL]
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+wgc=${WGC:-/tmp/wgc/bin/wgc}
+res=${RES:-/tmp/res}
+model=${1:-mobilenet_v2}
+runs=${WGC_CNN_RUNS:-50}
+mkdir -p "$res/cnn_models"
+m="$res/cnn_models/$model"
+
+python3 "$repo/scripts/export_cnn_models.py" --out "$res/cnn_models" --models "$model" | tee "$res/cnn-export.txt"
+
+# Correctness before speed: the GPU path against PyTorch's float64 logits.
+"$wgc" infer --model "$m.onnx" --input "$m.input.npy" --out "$res/$model.wgc.npy" --force --device gpu
+python3 - "$m.logits.npy" "$res/$model.wgc.npy" <<'PY' | tee "$res/cnn-check.txt"
+import sys, numpy as np
+ref, got = np.load(sys.argv[1]), np.load(sys.argv[2])
+rel = np.abs(got - ref).max() / np.abs(ref).max()
+d_ref, d_got = ref[0] - ref[1], got[0] - got[1]
+drel = np.abs(d_got - d_ref).max() / np.abs(d_ref).max()
+print(f"wgc vs PyTorch float64: max rel error {rel:.2e} on the logits, {drel:.2e} on image 0 - image 1")
+PY
+
+"$wgc" bench-cnn --model "$m.onnx" --batch 1,64 -r "$runs" --profile --json "$res/bench-cnn.json" \
+  --png "$res/bench-cnn.png" | tee "$res/bench-cnn.txt"
+
+python3 - "$m.onnx" "$model" "$runs" "$res/peers-cnn.json" <<'PY' | tee "$res/peers-cnn.txt"
+import json, sys, time
+import numpy as np
+import torch, torchvision
+path, name, runs, out = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+torch.backends.cuda.matmul.allow_tf32 = False
+torch.backends.cudnn.allow_tf32 = False
+torch.backends.cudnn.benchmark = True
+make = {"mobilenet_v2": torchvision.models.mobilenet_v2, "resnet18": torchvision.models.resnet18,
+        "resnet50": torchvision.models.resnet50, "squeezenet1_1": torchvision.models.squeezenet1_1,
+        "shufflenet_v2_x0_5": torchvision.models.shufflenet_v2_x0_5,
+        "mobilenet_v3_small": torchvision.models.mobilenet_v3_small,
+        "efficientnet_b0": torchvision.models.efficientnet_b0}[name]
+model = make(weights=None).cuda().eval()
+res = {}
+def median(f):
+    for _ in range(10): f()
+    t = []
+    for _ in range(runs):
+        t0 = time.perf_counter(); f(); t.append(time.perf_counter() - t0)
+    return sorted(t)[len(t) // 2]
+with torch.no_grad():
+    for b in (1, 64):
+        xg = torch.randn(b, 3, 224, 224, device="cuda")
+        xc = torch.randn(b, 3, 224, 224).pin_memory()
+        def resident():
+            model(xg); torch.cuda.synchronize()
+        def copies():
+            model(xc.cuda(non_blocking=True)).cpu()
+        res[f"torch_b{b}"] = b / median(resident)
+        res[f"torch_copies_b{b}"] = b / median(copies)
+try:
+    import onnxruntime as ort
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    for b in (1, 64):
+        x = np.random.randn(b, 3, 224, 224).astype(np.float32)
+        res[f"ort_cpu_b{b}"] = b / median(lambda: sess.run(None, {"input": x}))
+except ImportError:
+    pass
+json.dump(res, open(out, "w"), indent=1)
+print(json.dumps(res, indent=1))
+PY
+
+python3 - "$res/bench-cnn.json" "$res/peers-cnn.json" "$model" <<'PY' | tee "$res/cnn.txt"
+import json, sys
+w = {r["batch"]: r for r in json.load(open(sys.argv[1]))["results"]}
+p = json.load(open(sys.argv[2]))
+print(f"\n{sys.argv[3]} 224x224, images/s (median of runs; wgc and 'with copies' include upload and readback)")
+print(f"{'batch':>6} {'wgc':>10} {'PyTorch CUDA':>13} {'+copies':>9} {'ORT CPU':>9} {'wgc GPU us':>11}")
+for b in (1, 64):
+    r = w.get(b, {})
+    fmt = lambda v: f"{v:,.0f}" if isinstance(v, (int, float)) else "-"
+    print(f"{b:>6} {fmt(r.get('images_per_s')):>10} {fmt(p.get(f'torch_b{b}')):>13} "
+          f"{fmt(p.get(f'torch_copies_b{b}')):>9} {fmt(p.get(f'ort_cpu_b{b}')):>9} {fmt(r.get('gpu_us_total')):>11}")
+print("targets: wgc >= 1,000 img/s at batch 1 (one submit per image), >= 10,000 at batch 64")
+PY

@@ -1,0 +1,17 @@
+// Load-time rewrites of a graph: Identity and Dropout dropped, Constant nodes made constants,
+// BatchNormalization folded into the convolution before it, and a residual Add and a Relu / Clip
+// after a convolution fused into its epilogue (so each runs in the kernel that writes the
+// convolution's output, not as a pass of its own).
+#pragma once
+
+#include "cnn/graph.h"
+
+namespace wgc::cnn {
+
+struct FuseStats {
+  int batchnorms = 0, residuals = 0, activations = 0, dropped = 0, constants = 0;
+};
+
+FuseStats fuse(Graph& g);
+
+}  // namespace wgc::cnn

@@ -1,0 +1,259 @@
+#include "cnn/model.h"
+
+#include "cnn/onnx.h"
+#include "ops/conv.h"
+#include "ops/matmul.h"
+#include "ops/pool.h"
+#include "ops/tensor_ops.h"
+
+#include <cstring>
+#include <map>
+
+namespace wgc::cnn {
+
+std::string_view to_string(Device d) {
+  switch (d) {
+    case Device::Auto: return "auto";
+    case Device::Gpu: return "gpu";
+    case Device::Cpu: return "cpu";
+  }
+  return "?";
+}
+
+Device parse_device(std::string_view name) {
+  for (Device d : {Device::Auto, Device::Gpu, Device::Cpu})
+    if (to_string(d) == name) return d;
+  throw Error("wgc: unknown device '" + std::string(name) + "' (auto, gpu, cpu)");
+}
+
+namespace {
+
+// What a plan needs on the GPU: a tensor per slot and each convolution prepared.
+struct GpuPlan {
+  std::vector<Tensor> slots;
+  std::vector<PreparedConv> convs;  // per step (empty for other steps)
+};
+
+struct CachedPlan {
+  Plan plan;
+  std::unique_ptr<GpuPlan> gpu;
+  std::vector<std::vector<float>> cpu_slots;
+};
+
+std::string plan_key(const std::vector<HostTensor>& inputs) {
+  std::string k;
+  for (const auto& x : inputs) {
+    k += wgc::to_string(x.shape);
+    if (x.integer)
+      for (int64_t v : x.i) k.append(":").append(std::to_string(v));
+    k += ";";
+  }
+  return k;
+}
+
+}  // namespace
+
+struct Model::Impl {
+  std::optional<Context> ctx;
+  ModelOptions options;
+  Graph graph;
+  FuseStats stats;
+  std::map<std::string, std::unique_ptr<CachedPlan>> plans;
+  std::map<const HostTensor*, std::pair<HostTensorPtr, Tensor>> uploaded;  // constants on the device
+
+  CachedPlan& cached(const std::vector<HostTensor>& inputs) {
+    std::string key = plan_key(inputs);
+    auto it = plans.find(key);
+    if (it != plans.end()) return *it->second;
+    if (inputs.size() != graph.inputs.size())
+      throw Error("wgc: " + graph.source + ": the model takes " + std::to_string(graph.inputs.size()) +
+                  " inputs, got " + std::to_string(inputs.size()));
+    std::vector<InputSpec> specs;
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      const HostTensor& x = inputs[k];
+      if (uint64_t(x.numel()) != (x.integer ? x.i.size() : x.f.size()))
+        throw Error("wgc: input '" + graph.inputs[k].name +
+                    "': " + std::to_string(x.integer ? x.i.size() : x.f.size()) + " values for shape " +
+                    wgc::to_string(x.shape));
+      bool int_input = graph.inputs[k].elem_type == 6 || graph.inputs[k].elem_type == 7;
+      if (x.integer != int_input)
+        throw Error("wgc: input '" + graph.inputs[k].name + "' is " +
+                    std::string(onnx_type_name(graph.inputs[k].elem_type)) + ", the values given are " +
+                    (x.integer ? "integers" : "floats"));
+      specs.push_back({x.shape, x.integer ? std::make_shared<HostTensor>(x) : nullptr});
+    }
+    auto c = std::make_unique<CachedPlan>();
+    c->plan = make_plan(graph, specs);
+    return *plans.emplace(key, std::move(c)).first->second;
+  }
+
+  bool use_gpu(const Plan& p) const {
+    if (!ctx || options.device == Device::Cpu) return false;
+    if (options.device == Device::Gpu) return true;
+    return !ctx->adapter().is_cpu() && p.flops() >= kCpuBelowFlops;
+  }
+
+  const Tensor& device_constant(const HostTensorPtr& c) {
+    auto it = uploaded.find(c.get());
+    if (it != uploaded.end()) return it->second.second;
+    Tensor t = make_tensor(*ctx, {std::max<int64_t>(c->numel(), 1)});
+    if (c->numel()) upload(*ctx, t, std::as_bytes(std::span(c->f)));
+    return uploaded.emplace(c.get(), std::make_pair(c, t)).first->second.second;
+  }
+
+  GpuPlan& gpu_plan(CachedPlan& c) {
+    if (c.gpu) return *c.gpu;
+    auto g = std::make_unique<GpuPlan>();
+    for (uint64_t n : c.plan.slot_elems) g->slots.push_back(make_tensor(*ctx, {int64_t(n)}));
+    g->convs.resize(c.plan.steps.size());
+    for (size_t k = 0; k < c.plan.steps.size(); ++k)
+      if (const auto* cs = std::get_if<ConvStep>(&c.plan.steps[k].op); cs && cs->weights) {
+        std::span<const float> bias = cs->bias ? std::span<const float>(cs->bias->f) : std::span<const float>();
+        g->convs[k] = prepare_conv2d(*ctx, cs->weights->f, bias, cs->dims);
+      }
+    c.gpu = std::move(g);
+    return *c.gpu;
+  }
+
+  Tensor operand(GpuPlan& g, const Operand& o) {
+    Tensor t = o.slot >= 0 ? g.slots[size_t(o.slot)] : device_constant(o.constant);
+    return t.view({std::max<int64_t>(int64_t(o.elems), 1)});
+  }
+
+  void record_step(Batch& b, GpuPlan& g, size_t k, const Step& s) {
+    std::vector<Tensor> in;
+    for (const auto& o : s.in) in.push_back(operand(g, o));
+    Tensor out = operand(g, s.out);
+    std::visit(
+        [&](const auto& op) {
+          using T = std::decay_t<decltype(op)>;
+          if constexpr (std::is_same_v<T, ConvStep>) {
+            Tensor res = op.res_in >= 0 ? in[size_t(op.res_in)] : Tensor();
+            if (op.weights) {
+              conv2d(b, g.convs[k], in[0], res, out, op.ep);
+            } else {
+              Tensor bias = op.b_in >= 0 ? in[size_t(op.b_in)] : op.bias ? device_constant(op.bias) : Tensor();
+              conv2d(b, in[0], in[size_t(op.w_in)], bias, res, out, op.dims, op.ep);
+            }
+          } else if constexpr (std::is_same_v<T, PoolStep>) {
+            pool2d(b, in[0], out, op.dims, op.kind);
+          } else if constexpr (std::is_same_v<T, GlobalPoolStep>) {
+            global_average_pool(b, in[0], out, op.n, op.c, op.hw);
+          } else if constexpr (std::is_same_v<T, MatmulStep>) {
+            matmul(b, in[0], in[1], out, op.dims);
+          } else if constexpr (std::is_same_v<T, BatchedMatmulStep>) {
+            batched_matmul(b, in[0], in[1], out, op.dims);
+          } else if constexpr (std::is_same_v<T, BinaryStep>) {
+            binary(b, in[0], in[1], out, op.dims, op.op);
+          } else if constexpr (std::is_same_v<T, UnaryStep>) {
+            unary(b, in[0].view({int64_t(op.count)}), out.view({int64_t(op.count)}), op.p);
+          } else if constexpr (std::is_same_v<T, SoftmaxStep>) {
+            softmax(b, in[0], out, op.dims, op.log);
+          } else if constexpr (std::is_same_v<T, ReduceStep>) {
+            axis_reduce(b, in[0], out, op.dims, op.op);
+          } else if constexpr (std::is_same_v<T, CopyStep>) {
+            strided_copy(b, in[0], out, op.dims);
+          }
+        },
+        s.op);
+  }
+
+  Recorded record(Batch& b, CachedPlan& c, const std::vector<HostTensor>& inputs) {
+    GpuPlan& g = gpu_plan(c);
+    const Plan& p = c.plan;
+    for (size_t k = 0; k < inputs.size(); ++k)
+      if (p.input_slots[k] >= 0 && !inputs[k].f.empty())
+        upload(*ctx, g.slots[size_t(p.input_slots[k])], std::as_bytes(std::span(inputs[k].f)));
+    Recorded r;
+    for (size_t k = 0; k < p.steps.size(); ++k) {
+      size_t before = b.size();
+      record_step(b, g, k, p.steps[k]);
+      r.steps.push_back({p.steps[k].label, b.size() - before, p.steps[k].flops});
+    }
+    for (const auto& o : p.outputs) {
+      r.shapes.push_back(o.shape);
+      r.constants.push_back(o.constant);
+      uint64_t bytes = uint64_t(numel(o.shape)) * 4;
+      r.outputs.push_back(o.slot >= 0 && bytes ? b.read(g.slots[size_t(o.slot)], 0, bytes) : Readback());
+    }
+    return r;
+  }
+
+  std::vector<HostTensor> run_cpu(CachedPlan& c, const std::vector<HostTensor>& inputs) {
+    const Plan& p = c.plan;
+    c.cpu_slots.resize(p.slot_elems.size());
+    for (size_t k = 0; k < p.slot_elems.size(); ++k) c.cpu_slots[k].resize(p.slot_elems[k]);
+    for (size_t k = 0; k < inputs.size(); ++k)
+      if (p.input_slots[k] >= 0)
+        std::copy(inputs[k].f.begin(), inputs[k].f.end(), c.cpu_slots[size_t(p.input_slots[k])].begin());
+    run_plan_cpu(p, c.cpu_slots);
+    std::vector<HostTensor> out;
+    for (const auto& o : p.outputs) {
+      if (o.constant) {
+        out.push_back(*o.constant);
+        continue;
+      }
+      const auto& src = c.cpu_slots[size_t(o.slot)];
+      out.emplace_back(o.shape, std::vector<float>(src.begin(), src.begin() + numel(o.shape)));
+    }
+    return out;
+  }
+};
+
+Model::Model(const Context& ctx, const std::filesystem::path& onnx, ModelOptions options)
+    : Model(std::optional<Context>(ctx), load_onnx(onnx), options) {}
+
+Model::Model(const std::filesystem::path& onnx) : Model(std::nullopt, load_onnx(onnx), {Device::Cpu}) {}
+
+Model::Model(std::optional<Context> ctx, Graph graph, ModelOptions options) : impl_(std::make_unique<Impl>()) {
+  if (!ctx && options.device == Device::Gpu) throw Error("wgc: a model on the GPU needs a device context");
+  impl_->ctx = std::move(ctx);
+  impl_->options = options;
+  impl_->stats = fuse(graph);
+  impl_->graph = std::move(graph);
+}
+
+Model::~Model() = default;
+Model::Model(Model&&) noexcept = default;
+Model& Model::operator=(Model&&) noexcept = default;
+
+const Graph& Model::graph() const { return impl_->graph; }
+const FuseStats& Model::fused() const { return impl_->stats; }
+
+bool Model::on_gpu(const std::vector<HostTensor>& inputs) { return impl_->use_gpu(impl_->cached(inputs).plan); }
+
+const Plan& Model::plan(const std::vector<HostTensor>& inputs) { return impl_->cached(inputs).plan; }
+
+HostTensor Model::run(const HostTensor& x) {
+  if (impl_->graph.inputs.size() != 1)
+    throw Error("wgc: " + impl_->graph.source + " takes " + std::to_string(impl_->graph.inputs.size()) +
+                " inputs; pass them all");
+  return run(std::vector<HostTensor>{x}).at(0);
+}
+
+std::vector<HostTensor> Model::run(const std::vector<HostTensor>& inputs) {
+  CachedPlan& c = impl_->cached(inputs);
+  if (!impl_->use_gpu(c.plan)) return impl_->run_cpu(c, inputs);
+  Batch b(*impl_->ctx);
+  Recorded r = impl_->record(b, c, inputs);
+  b.submit();
+  std::vector<HostTensor> out;
+  for (size_t k = 0; k < r.outputs.size(); ++k) {
+    if (r.constants[k]) {
+      out.push_back(*r.constants[k]);
+      continue;
+    }
+    HostTensor t(r.shapes[k], std::vector<float>(size_t(numel(r.shapes[k]))));
+    if (r.outputs[k]) r.outputs[k].wait(std::as_writable_bytes(std::span(t.f)));
+    out.push_back(std::move(t));
+  }
+  b.wait();
+  return out;
+}
+
+Model::Recorded Model::record(Batch& batch, const std::vector<HostTensor>& inputs) {
+  if (!impl_->ctx) throw Error("wgc: Model::record needs a model made with a device context");
+  return impl_->record(batch, impl_->cached(inputs), inputs);
+}
+
+}  // namespace wgc::cnn

@@ -1,0 +1,95 @@
+// An ONNX image model (or any graph of the supported ops) ready to run:
+//
+//   wgc::Context ctx;
+//   wgc::cnn::Model m(ctx, "mobilenet_v2.onnx");
+//   wgc::cnn::HostTensor x({1, 3, 224, 224}, pixels);  // float32 NCHW
+//   wgc::cnn::HostTensor y = m.run(x);                  // [1, 1000] logits
+//
+// At load: the file is read (cnn/onnx.h) and rewritten (cnn/fuse.h: BatchNorm folded, residual
+// Add and Relu / Clip fused into the convolutions). Per input shape, once: a plan (cnn/plan.h),
+// its activation buffers and each convolution's prepared weights. Each run: the inputs uploaded,
+// the whole network recorded into one Batch and submitted once, the outputs read back. Any batch
+// size; a new shape makes (and keeps) a new plan.
+#pragma once
+
+#include "cnn/fuse.h"
+#include "cnn/graph.h"
+#include "cnn/plan.h"
+#include "gpu/batch.h"
+#include "gpu/context.h"
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace wgc::cnn {
+
+// Where the model runs. Auto: the GPU, except on a CPU adapter (SwiftShader: the same cores run the
+// CPU references faster, docs/cnn.md) and for plans under kCpuBelowFlops.
+enum class Device { Auto, Gpu, Cpu };
+std::string_view to_string(Device d);  // "auto", "gpu", "cpu"
+Device parse_device(std::string_view name);
+
+// Below this many FLOPs per run, Auto runs on the CPU even with a GPU: a submit and readback
+// (~0.1 ms on the H200, docs/cnn.md) cost more than the arithmetic.
+inline constexpr double kCpuBelowFlops = 2.0e6;
+
+struct ModelOptions {
+  Device device = Device::Auto;
+};
+
+// Per step of a recorded run: its label ("node name (Op)") and how many commands it recorded: its
+// dispatches, in the order of a timed Batch's timings() (the convolution versions Auto picks record
+// no buffer copies; an explicit im2col-gemm with groups does, and would shift the attribution).
+struct StepDispatches {
+  std::string label;
+  size_t dispatches = 0;
+  double flops = 0;
+};
+
+class Model {
+ public:
+  Model(const Context& ctx, const std::filesystem::path& onnx, ModelOptions options = {});
+  // CPU only: no device is created.
+  explicit Model(const std::filesystem::path& onnx);
+  // From a graph already loaded (fuse() is applied here). ctx empty: CPU only.
+  Model(std::optional<Context> ctx, Graph graph, ModelOptions options = {});
+  ~Model();
+  Model(Model&&) noexcept;
+  Model& operator=(Model&&) noexcept;
+
+  const Graph& graph() const;
+  const FuseStats& fused() const;
+  // Whether runs with these inputs go to the GPU.
+  bool on_gpu(const std::vector<HostTensor>& inputs);
+
+  // The first input to the first output.
+  HostTensor run(const HostTensor& x);
+  // One input per graph().inputs, in order (integer ones carry their values: shape inputs);
+  // every output, in order.
+  std::vector<HostTensor> run(const std::vector<HostTensor>& inputs);
+
+  // GPU only: records a run into `batch` (uploading the inputs now) and returns the outputs'
+  // readbacks (valid after the batch is submitted) and each step's dispatches. A second record
+  // with the same input shapes reuses the same buffers: submit and wait for one before recording
+  // the next.
+  struct Recorded {
+    std::vector<Readback> outputs;
+    std::vector<Shape> shapes;
+    std::vector<HostTensorPtr> constants;  // outputs that are constants (their readback is empty)
+    std::vector<StepDispatches> steps;
+  };
+  Recorded record(Batch& batch, const std::vector<HostTensor>& inputs);
+
+  // The plan for these inputs (made once per shape): steps, FLOPs, buffer sizes.
+  const Plan& plan(const std::vector<HostTensor>& inputs);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace wgc::cnn
