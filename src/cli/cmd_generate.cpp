@@ -91,10 +91,13 @@ Loaded open_files(const fs::path& path, const fs::path& tokenizer) {
   return l;
 }
 
-LlamaModel& start_engine(Loaded& l, const Context& ctx, int max_ctx) {
+// q8: 8-bit activations for quantized weights (EngineOptions::q8_activations); --no-q8 turns them
+// off, which gives what `wgc serve` gives (its batched kernels read f32 activations).
+LlamaModel& start_engine(Loaded& l, const Context& ctx, int max_ctx, bool q8) {
   auto t0 = std::chrono::steady_clock::now();
   EngineOptions eo;
   eo.max_ctx = max_ctx;
+  eo.q8_activations = q8;
   l.model.emplace(ctx, l.file, eo);
   l.load_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return *l.model;
@@ -139,6 +142,7 @@ int generate(Args& a) {
   o.ignore_eos = a.flag("--ignore-eos");
   o.add_special = !a.flag("--no-special");
   int max_ctx = int_option(a, "--ctx", 0);
+  const bool q8 = !a.flag("--no-q8");
   bool json = a.flag("--json");
   while (auto s = a.option("--stop")) o.stop.push_back(*s);
   a.done();
@@ -155,7 +159,7 @@ int generate(Args& a) {
                 std::to_string(max_ctx) + " (shorten the prompt or raise --ctx, up to the model's own context)");
 
   Context ctx({parse_backend(g.backend), g.debug});
-  Generator gen(start_engine(m, ctx, max_ctx), m.tok);
+  Generator gen(start_engine(m, ctx, max_ctx, q8), m.tok);
 
   if (!json)
     std::fprintf(stderr, "wgc: %s (%s), context %d, sampling: %s\n", path.filename().string().c_str(),
@@ -202,6 +206,7 @@ int chat(Args& a) {
   o.sampling = sampling_flags(a, path, &seed);
   o.max_tokens = int_option(a, "-n", 256);
   int max_ctx = int_option(a, "--ctx", 0);
+  const bool q8 = !a.flag("--no-q8");
   bool timings = a.flag("--timings");
   while (auto s = a.option("--stop")) o.stop.push_back(*s);
   a.done();
@@ -210,7 +215,7 @@ int chat(Args& a) {
   if (!m.tok) throw Error("wgc chat: " + path.string() + " has no tokenizer: give --tokenizer PATH");
   const Tokenizer& tok = *m.tok;
   Context ctx({parse_backend(g.backend), g.debug});
-  Generator gen(start_engine(m, ctx, max_ctx), tok);
+  Generator gen(start_engine(m, ctx, max_ctx, q8), tok);
   bool plain = tok.chat_template().empty();
   std::optional<ChatTemplate> tmpl;
   if (!plain) tmpl.emplace(ChatTemplate::for_tokenizer(tok));
@@ -300,14 +305,15 @@ int chat(Args& a) {
   return 0;
 }
 
-Register reg_generate{{"generate",
-                       std::string("[--model MODEL] (--prompt TEXT | --tokens ID,...) [-n N] ") + kSamplingUsage +
-                           " [--stop STR]... [--ctx N] [--ignore-eos] [--no-special] [--tokenizer PATH] [--json] "
-                           "[--backend B]",
-                       "continue a prompt with a language model (default: the built-in wgc-tiny-dict)", generate}};
+Register reg_generate{
+    {"generate",
+     std::string("[--model MODEL] (--prompt TEXT | --tokens ID,...) [-n N] ") + kSamplingUsage +
+         " [--stop STR]... [--ctx N] [--ignore-eos] [--no-special] [--no-q8] [--tokenizer PATH] [--json] "
+         "[--backend B]",
+     "continue a prompt with a language model (default: the built-in wgc-tiny-dict)", generate}};
 Register reg_chat{{"chat",
                    std::string("[--model MODEL] [--system S] [-n N] ") + kSamplingUsage +
-                       " [--stop STR]... [--ctx N] [--timings] [--tokenizer PATH] [--backend B]",
+                       " [--stop STR]... [--ctx N] [--timings] [--no-q8] [--tokenizer PATH] [--backend B]",
                    "interactive chat with a language model (reads lines from stdin; /exit)", chat}};
 
 }  // namespace

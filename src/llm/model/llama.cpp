@@ -85,7 +85,8 @@ struct LlamaModel::Impl {
   bool q8(const LinearGroup& g) const { return opt.q8_activations && group_q8(g); }
   // gate|up as one weight without bias, for the fused f32 gate|up + SwiGLU matvec (GPU adapters).
   bool fused_gate_up(const LlamaLayer& L) const {
-    return !ctx.adapter().is_cpu() && L.gate_up.parts.size() == 1 && L.gate_up.biases.empty() && ffn % 32 == 0;
+    return ops.tuning.matvec_swiglu && !ctx.adapter().is_cpu() && L.gate_up.parts.size() == 1 &&
+           L.gate_up.biases.empty() && ffn % 32 == 0;
   }
   bool q8(const GpuWeight& g) const { return opt.q8_activations && supports_q8(g.type); }
 

@@ -85,6 +85,7 @@ void apply_tuning(LlmTuning& t, std::string_view spec) {
       {"matvec_tpr", &LlmTuning::matvec_tpr},
       {"matvec_unroll", &LlmTuning::matvec_unroll},
       {"matvec_rows", &LlmTuning::matvec_rows},
+      {"matvec_swiglu", &LlmTuning::matvec_swiglu},
       {"matmul_bm", &LlmTuning::matmul_bm},
       {"matmul_bn", &LlmTuning::matmul_bn},
       {"matmul_bk", &LlmTuning::matmul_bk},

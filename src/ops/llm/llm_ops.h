@@ -180,7 +180,10 @@ struct LlmTuning {
   uint32_t matvec_wg = 256;    // invocations per matvec workgroup (rows per workgroup = wg / tpr)
   uint32_t matvec_tpr = 32;    // invocations per row (a power of two)
   uint32_t matvec_unroll = 2;  // weight loads in flight per invocation
-  uint32_t matvec_rows = 2;    // rows per group of matvec_tpr invocations (1..4), sharing x loads
+  uint32_t matvec_rows = 2;    // rows per group of matvec_tpr invocations (1..8), sharing x loads
+  // One token through a gate|up weight with f32 activations: 1 runs gate|up and SwiGLU as one
+  // matvec dispatch (linear_swiglu), 0 as two (for A/B measurements).
+  uint32_t matvec_swiglu = 1;
   // Register-tiled matmul (prefill): tokens (BM, a multiple of 8) x weight rows (BN, a multiple
   // of 8) per workgroup, (BM / 8) * (BN / 8) invocations of 8x8 outputs; k step BK (a multiple of
   // 4). 64 x 128: an 8B model's 4096-row projections at 512 tokens give 256 workgroups.
