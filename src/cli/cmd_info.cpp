@@ -1,3 +1,4 @@
+// wgc info: the adapter wgc runs on.
 #include "cli/command.h"
 #include "gpu/context.h"
 
@@ -6,16 +7,23 @@
 namespace wgc::cli {
 namespace {
 
-int info(Args& a) {
-  auto g = gpu_flags(a);
-  bool json = a.flag("--json");
-  a.done();
-  Context ctx({parse_backend(g.backend), g.debug});
-  std::cout << describe(ctx, json) << (json ? "\n" : "");
+struct Flags {
+  GpuFlags gpu;
+  bool json = false;
+};
+
+int info(const Flags& f) {
+  Context ctx(f.gpu.context_options());
+  std::cout << describe(ctx, f.json) << (f.json ? "\n" : "");
   return 0;
 }
 
-Register reg{{"info", "[--json] [--backend B]", "adapter, backend, features, limits, subgroup sizes", info}};
+Register reg{{"info", "adapter, backend, features, limits, subgroup sizes", [](CLI::App& app) {
+                auto f = std::make_shared<Flags>();
+                app.add_flag("--json", f->json, "print JSON instead of text");
+                add_gpu_flags(app, f->gpu);
+                return [f] { return info(*f); };
+              }}};
 
 }  // namespace
 }  // namespace wgc::cli

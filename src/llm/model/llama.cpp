@@ -12,13 +12,29 @@
 
 namespace wgc::llm {
 
+namespace {
+
+// EngineOptions::max_ctx, or the model's context at most kDefaultMaxCtx; checked against the device
+// and the host before the weights are uploaded (ModelConfig::validate bounds the file's to 32 bits).
+int context_length(const Context& ctx, const ModelFile& f, int requested) {
+  if (requested < 0) throw Error("wgc: max_ctx is " + std::to_string(requested) + ", expected > 0 (0: default)");
+  int64_t model_ctx = f.config().max_position_embeddings;
+  int max_ctx =
+      requested > 0 ? requested : int(std::min<int64_t>(model_ctx > 0 ? model_ctx : kDefaultMaxCtx, kDefaultMaxCtx));
+  check_llama_context(ctx, f.config(), max_ctx, f.path().string());
+  return max_ctx;
+}
+
+}  // namespace
+
 struct LlamaModel::Impl {
   Context ctx;
   EngineOptions opt;
   LlmOps ops;
+  int max_ctx = 0;  // before `w`: checked before the weights are uploaded
   LlamaWeights w;
   const ModelConfig& cfg;
-  int max_ctx = 0, n_past = 0;
+  int n_past = 0;
   int64_t hidden = 0, nh = 0, nkv = 0, hd = 0, ffn = 0, vocab = 0, qkv_dim = 0;
   float eps = 1e-5f;
   const std::vector<LlamaLayer>& layers;
@@ -39,6 +55,7 @@ struct LlamaModel::Impl {
       : ctx(c),
         opt(o),
         ops(c),
+        max_ctx(context_length(c, f, o.max_ctx)),
         w(upload_llama_weights(c, f, o.rope_theta, o.rope_scaling)),
         cfg(w.cfg),
         layers(w.layers) {
@@ -51,8 +68,6 @@ struct LlamaModel::Impl {
     vocab = w.vocab;
     eps = w.eps;
     qkv_dim = w.qkv_dim;
-    int model_ctx = cfg.max_position_embeddings > 0 ? int(cfg.max_position_embeddings) : kDefaultMaxCtx;
-    max_ctx = opt.max_ctx > 0 ? opt.max_ctx : std::min(model_ctx, kDefaultMaxCtx);
     opt.max_batch = std::max(1, std::min(opt.max_batch, max_ctx));
     ops.precompile(w.types, {int(hd)});
 
@@ -276,6 +291,23 @@ LlamaModel::LlamaModel(LlamaModel&&) noexcept = default;
 const ModelConfig& LlamaModel::config() const { return impl_->cfg; }
 int LlamaModel::max_ctx() const { return impl_->max_ctx; }
 int LlamaModel::n_past() const { return impl_->n_past; }
+int LlamaModel::max_batch() const { return impl_->opt.max_batch; }
+
+void LlamaModel::prefill(std::span<const int32_t> tokens, const std::function<void(int, int)>& progress) {
+  auto& im = *impl_;
+  im.check_tokens(tokens);
+  const int total = int(tokens.size());
+  for (int done = 0; done < total;) {
+    auto chunk = tokens.subspan(size_t(done), size_t(std::min(im.opt.max_batch, total - done)));
+    Batch b(im.ctx);
+    im.upload_ids(chunk);
+    im.record_layers(b, int(chunk.size()));
+    b.run();
+    im.n_past += int(chunk.size());
+    done += int(chunk.size());
+    if (progress) progress(done, total);
+  }
+}
 uint64_t LlamaModel::weight_bytes() const { return impl_->w.bytes; }
 const LlamaWeights& LlamaModel::weights() const { return impl_->w; }
 const LlmOps& LlamaModel::ops() const { return impl_->ops; }

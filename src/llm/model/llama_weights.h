@@ -8,6 +8,7 @@
 #include "ops/llm/llm_ops.h"
 
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace wgc::llm {
@@ -55,6 +56,11 @@ void record_linear_q8(const LlmOps& ops, Batch& b, const LinearGroup& g, const Q
                       int64_t y_stride, bool accumulate);
 // Whether every part of the group takes 8-bit activations (supports_q8).
 bool group_q8(const LinearGroup& g);
+
+// Throws a wgc::Error naming `file` when a context of max_ctx positions does not fit: its KV cache
+// (32-bit offsets, the device's buffer limits) or its rope table (the device and the host's
+// memory). Checked before anything is uploaded or built.
+void check_llama_context(const Context& ctx, const ModelConfig& cfg, int64_t max_ctx, const std::string& file);
 
 // cos/sin of f32(pos) * inv_freq for positions < max_pos (an f32 product, as transformers computes it).
 RopeTable make_llama_rope(const Context& ctx, const ModelConfig& cfg, int max_pos);
