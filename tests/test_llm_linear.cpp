@@ -124,6 +124,38 @@ TEST(LlmLinear, MatvecTuningsMatchReference) {
   }
 }
 
+// The fused gate|up + SwiGLU matvec (one token): silu(gate) * up against the reference, for every
+// type, with the subgroup and shared reductions and two matvec shapes.
+TEST(LlmLinear, LinearSwigluMatchesReference) {
+  for (auto t : kGpuTensorTypes) {
+    const int64_t half = 96, cols = int64_t(block_size(t)) == 256 ? 512 : int64_t(block_size(t)) == 32 ? 160 : 203;
+    auto bytes = ref::random_weight(t, 2 * half, cols, 81);
+    auto w = upload_weight(ctx(), t, bytes, 2 * half, cols);
+    auto deq = ref::dequantize(t, bytes, 2 * half, cols);
+    auto xv = test::random_floats(size_t(cols), 82);
+    auto x = make_tensor(ctx(), {cols}, xv);
+    auto want = ref::swiglu(test::to_float(ref::linear(deq, cols, xv, 1, 0, half)),
+                            test::to_float(ref::linear(deq, cols, xv, 1, half, half)));
+    for (uint32_t tpr : {32u, 8u}) {
+      LlmOps o(ctx());
+      o.tuning.matvec_tpr = tpr;
+      std::vector<LinearVersion> vs = {LinearVersion::Shared};
+      if (o.supports(LinearVersion::Subgroup, {1, 2 * half, cols, t})) vs.push_back(LinearVersion::Subgroup);
+      for (auto v : vs) {
+        auto out = test::poisoned(half);
+        Batch b(ctx());
+        o.linear_swiglu(b, w, x, out, v);
+        b.run();
+        EXPECT_LE(test::rel_error(download<float>(ctx(), out), want), 1e-5)
+            << to_string(t) << " tpr " << tpr << " " << to_string(v);
+      }
+    }
+  }
+  auto w = upload_weight(ctx(), TensorType::F32, ref::random_weight(TensorType::F32, 48, 8, 1), 48, 8);
+  Batch b(ctx());
+  EXPECT_THROW(ops().linear_swiglu(b, w, make_tensor(ctx(), {8}), make_tensor(ctx(), {24})), Error);  // 24 % 32
+}
+
 // The serving kernel's results do not depend on the batch: a token alone, among others, at any
 // place in the batch, with any workgroup size or token tile, gives bit-identical outputs (with a
 // row range, bias and accumulation on top).

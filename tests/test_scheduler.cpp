@@ -35,6 +35,7 @@ Dict& dict() {
     eo.max_ctx = kCtx;
     eo.max_batch = 32;
     eo.progress = false;
+    eo.q8_activations = false;  // generate() is compared with the batched engine, which runs f32 activations
     LlamaModel lm(ctx(), f, eo);
     Tokenizer t = *find_tokenizer(f);
     return new Dict{std::move(f), std::move(lm), std::move(t)};

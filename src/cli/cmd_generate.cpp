@@ -54,7 +54,7 @@ int generate(const Flags& f) {
                 std::to_string(f.m.ctx) + " (shorten the prompt or raise --ctx, up to the model's own context)");
 
   Context ctx(f.m.gpu.context_options());
-  Generator gen(start_engine(m, ctx, f.m.ctx), m.tok);
+  Generator gen(start_engine(m, ctx, f.m.ctx, !f.m.no_q8), m.tok);
   info("sampling: " + o.sampling.describe());
   TextCallback stream;
   if (!f.json)
