@@ -1,6 +1,7 @@
 #include "llm/model/llama_weights.h"
 
 #include "llm/formats/dequant.h"
+#include "llm/model/llama_cpu.h"
 #include "util/error.h"
 #include "util/progress.h"
 
@@ -182,19 +183,76 @@ void record_linear(const LlmOps& ops, Batch& b, const LinearGroup& g, const Tens
 }
 
 RopeTable make_llama_rope(const Context& c, const ModelConfig& cfg, int max_pos) {
-  std::vector<double> inv = cfg.rope_inv_freq();
-  std::vector<float> cs(size_t(max_pos) * inv.size() * 2);
-  for (int p = 0; p < max_pos; ++p)
-    for (size_t i = 0; i < inv.size(); ++i) {
-      float angle = float(p) * float(inv[i]);
-      cs[(size_t(p) * inv.size() + i) * 2] = float(std::cos(double(angle)));
-      cs[(size_t(p) * inv.size() + i) * 2 + 1] = float(std::sin(double(angle)));
-    }
+  const std::vector<float> cs = rope_cos_sin(cfg, max_pos);
   RopeTable t;
   t.cos_sin = make_tensor(c, {int64_t(cs.size())}, cs);
   t.head_dim = int(cfg.head_dim);
   t.max_pos = max_pos;
   return t;
+}
+
+namespace {
+
+// Bytes of the data buffer upload_weight makes for a rows x cols matrix of file type t (the
+// layouts of ops/llm/weights.h; types the kernels do not read become f16).
+uint64_t gpu_data_bytes(TensorType t, uint64_t rows, uint64_t cols) {
+  auto rup = [](uint64_t n, uint64_t a) { return (n + a - 1) / a * a; };
+  switch (gpu_type(t).value_or(WeightType::F16)) {
+    case WeightType::F32: return rows * rup(cols, 4) * 4;
+    case WeightType::F16:
+    case WeightType::BF16: return rows * rup(cols, 8) * 2;
+    case WeightType::Q8_0: return rows * cols;
+    case WeightType::Q4_0: return rows * cols / 2;
+    case WeightType::Q4_K: return rows * (cols / 256) * 144;
+    case WeightType::Q6_K: return rows * (cols / 256) * 208;
+  }
+  return rows * cols * 4;
+}
+
+}  // namespace
+
+std::string gpu_fit_problem(const Context& ctx, const ModelFile& f, int max_ctx, int max_batch) {
+  const Limits& lim = ctx.limits();
+  const uint64_t bind = lim.max_storage_buffer_binding_size, most = std::min(bind, lim.max_buffer_size);
+  const ModelConfig& cfg = f.config();
+  auto too_big = [&](const std::string& what, uint64_t bytes, uint64_t limit) {
+    return bytes > limit ? what + " needs a buffer of " + std::to_string(bytes) + " bytes, the GPU allows " +
+                               std::to_string(limit)
+                         : std::string();
+  };
+  // A matrix group as upload_group makes it: fused when the types and row lengths agree.
+  auto group = [&](const std::vector<const ModelTensor*>& ts) {
+    bool fuse = true;
+    uint64_t rows = 0;
+    for (auto* t : ts) {
+      fuse &= t->type == ts[0]->type && t->row_length() == ts[0]->row_length();
+      rows += uint64_t(t->rows());
+    }
+    std::string why;
+    if (fuse)
+      return too_big(ts[0]->name + (ts.size() > 1 ? " (fused with its siblings)" : ""),
+                     gpu_data_bytes(ts[0]->type, rows, uint64_t(ts[0]->row_length())), most);
+    for (auto* t : ts)
+      if (why.empty())
+        why = too_big(t->name, gpu_data_bytes(t->type, uint64_t(t->rows()), uint64_t(t->row_length())), most);
+    return why;
+  };
+  std::vector<std::vector<const ModelTensor*>> groups = {{&f.tensor("model.embed_tokens.weight")}};
+  if (!cfg.tie_word_embeddings) groups.push_back({&f.tensor("lm_head.weight")});
+  for (int64_t i = 0; i < cfg.n_layers; ++i) {
+    auto t = [&](const char* s) { return &f.layer_tensor(i, s); };
+    groups.push_back({t("self_attn.q_proj.weight"), t("self_attn.k_proj.weight"), t("self_attn.v_proj.weight")});
+    groups.push_back({t("self_attn.o_proj.weight")});
+    groups.push_back({t("mlp.gate_proj.weight"), t("mlp.up_proj.weight")});
+    groups.push_back({t("mlp.down_proj.weight")});
+  }
+  for (const auto& g : groups)
+    if (std::string why = group(g); !why.empty()) return why;
+  const uint64_t kv_layer = uint64_t(cfg.n_kv_heads) * uint64_t(max_ctx) * uint64_t(cfg.head_dim) * 4;
+  if (std::string why = too_big("a layer of the KV cache", kv_layer, bind); !why.empty()) return why;
+  if (std::string why = too_big("the KV cache", kv_layer * uint64_t(cfg.n_layers), lim.max_buffer_size); !why.empty())
+    return why;
+  return too_big("the logits of a prompt batch", uint64_t(max_batch) * uint64_t(cfg.vocab_size) * 4, most);
 }
 
 }  // namespace wgc::llm

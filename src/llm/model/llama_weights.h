@@ -8,6 +8,7 @@
 #include "ops/llm/llm_ops.h"
 
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace wgc::llm {
@@ -52,5 +53,10 @@ void record_linear(const LlmOps& ops, Batch& b, const LinearGroup& g, const Tens
 
 // cos/sin of f32(pos) * inv_freq for positions < max_pos (an f32 product, as transformers computes it).
 RopeTable make_llama_rope(const Context& ctx, const ModelConfig& cfg, int max_pos);
+
+// Why the model cannot run on ctx's GPU with this context length and batch ("" when it can): a
+// weight buffer (a matrix as uploaded: Q|K|V and gate|up fused), the KV cache or the logits larger
+// than the device allows in one buffer. The message names the tensor, its size and the limit.
+std::string gpu_fit_problem(const Context& ctx, const ModelFile& file, int max_ctx, int max_batch);
 
 }  // namespace wgc::llm
