@@ -106,7 +106,7 @@ double measured_bandwidth(const Context& ctx, const Options& o) {
   Tensor a = make_tensor(ctx, {n}), b = make_tensor(ctx, {n});
   fill_u32(ctx, a, 0);
   Case c;
-  c.record = [&](Batch& batch) { copy(batch, a, b, MapVersion::Vec4); };
+  c.record = [&](Batch& batch) { copy(batch, a, b, {uint64_t(n)}, {}, MapVersion::Vec4); };
   Options ro = o;
   ro.repeats = o.quick ? 3 : 10;
   Result r = run_case(ctx, c, ro);

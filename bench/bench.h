@@ -3,6 +3,7 @@
 // the result against the CPU reference, and reports rates against the device's limits.
 #pragma once
 
+#include "cpu/compare.h"
 #include "gpu/batch.h"
 
 #include <algorithm>
@@ -62,18 +63,6 @@ Result run_case(const Context& ctx, const Case& c, const Options& o);
 double measured_bandwidth(const Context& ctx, const Options& o);
 // Nominal FP32 rate (FLOP/s) where wgc knows the device, else 0.
 double nominal_flops(const Context& ctx);
-
-// A case's check: max |got[i] - want[i]| over max |want[i]|, i < want.size(); a non-finite got
-// (an unwritten, poisoned element) is an infinite error.
-template <class T>
-double max_rel_error(std::span<const float> got, std::span<const T> want) {
-  double md = 0, mr = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    md = std::max(md, std::isfinite(got[i]) ? std::fabs(double(got[i]) - double(want[i])) : INFINITY);
-    mr = std::max(mr, std::fabs(double(want[i])));
-  }
-  return md / std::max(mr, 1e-30);
-}
 
 // Sizes to use: the option's, else defaults (quick / CPU adapter / GPU).
 std::vector<double> sizes_or(const Options& o, const Context& ctx, std::vector<double> quick,

@@ -185,7 +185,7 @@ std::vector<Case> conv_cases(const Context& ctx, const std::string& op, const Co
       auto y = download<float>(ctx, cd->ty);
       std::vector<float> got;
       for (uint64_t i : cd->sample) got.push_back(y[size_t(i)]);
-      return max_rel_error(std::span<const float>(got), std::span<const float>(cd->want));
+      return cpu::max_rel_error(std::span<const float>(got), std::span<const float>(cd->want));
     };
     double k = double(d.c_in / d.groups) * d.kh * d.kw;
     bool winograd = layer->version == Conv2dVersion::Winograd2x2 || layer->version == Conv2dVersion::Winograd4x4;
@@ -238,7 +238,7 @@ std::optional<Case> nhwc_case(const Context& ctx, const Conv2dDims& d) {
       uint64_t pix = i % ohw, co = (i / ohw) % cd->d.c_out, n = i / ohw / cd->d.c_out;
       got.push_back(y[size_t((n * ohw + pix) * cd->d.c_out + co)]);
     }
-    return max_rel_error(std::span<const float>(got), std::span<const float>(cd->want));
+    return cpu::max_rel_error(std::span<const float>(got), std::span<const float>(cd->want));
   };
   c.tolerance = 1e-5 * (1 + std::sqrt(double(d.c_in / d.groups) * d.kh * d.kw));
   return c;
@@ -349,7 +349,7 @@ std::vector<Case> pool_op(const Context& ctx, const Options& o) {
       record(b);
       b.run();
       auto got = download<float>(ctx, ty);
-      return max_rel_error(std::span<const float>(got), std::span<const float>(*want));
+      return cpu::max_rel_error(std::span<const float>(got), std::span<const float>(*want));
     };
     c.tolerance = 1e-5;
     c.cpu = [run_cpu, ny] {

@@ -83,7 +83,7 @@ std::vector<Case> make_cases(const Context& ctx, const Options& o, const std::st
           if (d->want[0] != 0 && std::fabs(d->want[0]) > scale) scale = std::fabs(d->want[0]);
           return std::isfinite(got[0]) ? std::fabs(double(got[0]) - d->want[0]) / scale : INFINITY;
         }
-        return max_rel_error(std::span<const float>(got), std::span<const float>(d->want));
+        return cpu::max_rel_error(std::span<const float>(got), std::span<const float>(d->want));
       };
       c.tolerance = scalar ? 1e-4 : 1e-6;
       if (out.empty() || out.back().size != c.size) c.cpu = [d, op] { cpu_op(op, d->host); };

@@ -17,8 +17,8 @@
 namespace wgc::bench {
 namespace {
 
-using llm::Version;
-using llm::WeightType;
+using llm::LinearVersion;
+using llm::TensorType;
 
 constexpr int kPrefillTokens = 512;
 constexpr int kCheckedTokens = 2;  // tokens compared with the CPU reference
@@ -40,18 +40,18 @@ std::vector<Case> linear_cases(const Context& ctx, const Options& o, Kind kind) 
   std::vector<Case> out;
   for (double s : sizes_or(o, ctx, {256}, {256}, {4096}))
     for (int n : token_counts) {
-      std::vector<std::pair<Version, std::string>> versions;
+      std::vector<std::pair<LinearVersion, std::string>> versions;
       if (kind == Kind::Matmul) {
-        versions = {{Version::Shared, "tiled"}, {Version::RegTile, "regtile"}};
+        versions = {{LinearVersion::Shared, "tiled"}, {LinearVersion::RegTile, "regtile"}};
       } else if (kind == Kind::Batched) {
-        versions = {{Version::Batched, "batched"}};
-        if (n > 1) versions.push_back({Version::Shared, "tiled"});
+        versions = {{LinearVersion::Batched, "batched"}};
+        if (n > 1) versions.push_back({LinearVersion::Shared, "tiled"});
       } else {
-        versions = {{Version::Naive, "naive"}, {Version::Shared, "shared"}};
-        if (ctx.features().subgroups) versions.push_back({Version::Subgroup, "subgroup"});
+        versions = {{LinearVersion::Naive, "naive"}, {LinearVersion::Shared, "shared"}};
+        if (ctx.features().subgroups) versions.push_back({LinearVersion::Subgroup, "subgroup"});
       }
       const auto side = static_cast<int64_t>(s);
-      for (WeightType t : {WeightType::F16, WeightType::Q8_0, WeightType::Q4_0}) {
+      for (TensorType t : {TensorType::F16, TensorType::Q8_0, TensorType::Q4_0}) {
         auto d = std::make_shared<LinearData>();
         auto bytes = llm::ref::random_weight(t, side, side, 7);
         d->w = llm::upload_weight(ctx, t, bytes, side, side);
@@ -61,8 +61,8 @@ std::vector<Case> linear_cases(const Context& ctx, const Options& o, Kind kind) 
         d->xt = make_tensor(ctx, {int64_t(d->x.size())}, d->x);
         d->y = make_tensor(ctx, {int64_t(n) * side});
         auto all = versions;
-        if (kind == Kind::Batched && (t == WeightType::Q8_0 || t == WeightType::Q4_0))
-          all.push_back({Version::BatchedQ8, "batched-q8"});
+        if (kind == Kind::Batched && (t == TensorType::Q8_0 || t == TensorType::Q4_0))
+          all.push_back({LinearVersion::BatchedQ8, "batched-q8"});
         for (auto& [v, vname] : all) {
           Case c;
           c.op = kind == Kind::Matvec ? "llm.matvec" : kind == Kind::Matmul ? "llm.matmul" : "llm.batched";
@@ -71,21 +71,19 @@ std::vector<Case> linear_cases(const Context& ctx, const Options& o, Kind kind) 
           c.elements = double(side) * double(side);
           c.bytes = double(d->w.gpu_bytes()) + 4.0 * double(n) * double(2 * side);
           if (prefill && n > 1) c.flops = 2.0 * double(n) * double(side) * double(side);
-          llm::LinearOptions lo;
-          lo.version = v;
-          c.record = [ops, d, lo, n](Batch& b) { ops->linear(b, d->w, d->xt, d->y, n, lo); };
-          c.check = [ops, d, lo, n, side, &ctx] {
+          c.record = [ops, d, v, n](Batch& b) { ops->linear(b, d->w, d->xt, d->y, n, {}, v); };
+          c.check = [ops, d, v, n, side, &ctx] {
             fill_u32(ctx, d->y, kPoisonNaN);
             Batch b(ctx);
-            ops->linear(b, d->w, d->xt, d->y, n, lo);
+            ops->linear(b, d->w, d->xt, d->y, n, {}, v);
             b.run();
             auto got = download<float>(ctx, d->y);
             const int k = std::min(n, kCheckedTokens);
             std::vector<float> xk(d->x.begin(), d->x.begin() + std::ptrdiff_t(k * side));
             auto want = llm::ref::linear(d->deq, side, xk, k, 0, side);
-            return max_rel_error(std::span<const float>(got), std::span<const double>(want));
+            return cpu::max_rel_error(std::span<const float>(got), std::span<const double>(want));
           };
-          c.tolerance = v == Version::BatchedQ8 ? 3e-2 : 1e-4;  // 8-bit activations
+          c.tolerance = v == LinearVersion::BatchedQ8 ? 3e-2 : 1e-4;  // 8-bit activations
           out.push_back(std::move(c));
         }
       }
@@ -180,8 +178,8 @@ std::vector<Case> attention_cases(const Context& ctx, const Options& o) {
       std::vector<float> qall(size_t(len) * nh * hd, 0.f);
       std::copy(q0.begin(), q0.end(), qall.end() - nh * hd);
       auto want = llm::ref::attention(qall, d->kv, d->vv, len, nh, nkv, hd, 0, 1.f / std::sqrt(float(hd)));
-      return max_rel_error(std::span<const float>(got),
-                           std::span<const float>(want).subspan(size_t(len - 1) * nh * hd, size_t(nh) * hd));
+      return cpu::max_rel_error(std::span<const float>(got),
+                                std::span<const float>(want).subspan(size_t(len - 1) * nh * hd, size_t(nh) * hd));
     };
     auto add = [&](const std::string& version, int n_seqs, std::function<void(Batch&)> rec,
                    std::function<double()> chk) {

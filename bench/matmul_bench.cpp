@@ -41,7 +41,7 @@ std::vector<Case> cases(const Context& ctx, const Options& o) {
     d->tc = make_tensor(ctx, {d->n, d->n});
     MatmulDims dims{d->n, d->n, d->n, false};
     for (MatmulVersion v : kMatmulVersions) {
-      if (!supports(v, dims) || (v == MatmulVersion::Naive && dims.flops() > kNaiveMaxFlops)) continue;
+      if (!supports(ctx, v, dims) || (v == MatmulVersion::Naive && dims.flops() > kNaiveMaxFlops)) continue;
       Case c;
       c.op = "matmul";
       c.version = std::string(to_string(v));
@@ -63,8 +63,8 @@ std::vector<Case> cases(const Context& ctx, const Options& o) {
         std::vector<float> row(d->n);
         for (uint32_t i = 0; i < d->n; i += step) {
           cpu::matmul_reference(std::span(d->a).subspan(size_t(i) * d->n, d->n), d->b, row, 1, d->n, d->n, false);
-          worst = std::max(worst, max_rel_error(std::span<const float>(got).subspan(size_t(i) * d->n, d->n),
-                                                std::span<const float>(row)));
+          worst = std::max(worst, cpu::max_rel_error(std::span<const float>(got).subspan(size_t(i) * d->n, d->n),
+                                                     std::span<const float>(row)));
         }
         return worst;
       };

@@ -12,7 +12,7 @@ std::vector<Case> make_cases(const Context& ctx, const Options& o, StencilOp op)
   std::vector<Case> out;
   const bool sobel = op == StencilOp::Sobel;
   for (double s : sizes_or(o, ctx, {65, 257}, {256, 512}, {1024, 4096, 8192})) {
-    StencilProblem p{op, int(s), int(s), sobel ? 1 : 4, 2.f};
+    StencilDims p{op, int(s), int(s), sobel ? 1 : 4, 2.f};
     std::shared_ptr<std::vector<float>> want;
     for (const auto& v : stencil_variants()) {
       if (v.op != op || !v.supports(ctx, p)) continue;
@@ -31,7 +31,7 @@ std::vector<Case> make_cases(const Context& ctx, const Options& o, StencilOp op)
         call->record(b);
         b.run();
         auto got = download<float>(ctx, call->output);
-        return max_rel_error(std::span<const float>(got), std::span<const float>(*want));
+        return cpu::max_rel_error(std::span<const float>(got), std::span<const float>(*want));
       };
       c.tolerance = 1e-5;
       if (out.empty() || out.back().size != c.size) c.cpu = [p, call] { stencil_cpu(p, call->host_input); };

@@ -55,7 +55,7 @@ void add_cases(std::vector<Case>& out, const Context& ctx, const std::string& op
       rec(b, *d, v);
       b.run();
       auto got = download<float>(ctx, d->out);
-      return max_rel_error(std::span<const float>(got), std::span<const float>(d->want));
+      return cpu::max_rel_error(std::span<const float>(got), std::span<const float>(d->want));
     };
     c.tolerance = 1e-5;
     out.push_back(std::move(c));

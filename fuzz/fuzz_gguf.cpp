@@ -1,7 +1,7 @@
 // libFuzzer target: the GGUF reader, then everything a caller does with what it returns (typed
 // getters, value rendering, tensor data, dequantization, the model config). Any input must give a
 // result or a wgc::Error, never a crash, a sanitizer report, or a huge allocation.
-#include "llm/formats/dequant.h"
+#include "cpu/llm/dequant.h"
 #include "llm/formats/gguf.h"
 #include "llm/formats/model_config.h"
 #include "util/error.h"

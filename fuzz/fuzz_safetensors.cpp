@@ -1,6 +1,6 @@
 // libFuzzer target: the safetensors reader (and the JSON parser under it), then converting each
 // tensor's data. Any input must give a result or a wgc::Error.
-#include "llm/formats/dequant.h"
+#include "cpu/llm/dequant.h"
 #include "llm/formats/safetensors.h"
 #include "util/error.h"
 

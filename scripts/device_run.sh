@@ -69,6 +69,27 @@ for step in $steps; do
       args=${extra//,/ }
       [ -f "$m" ] && timeout 400 $wgc bench-batched --model "$m" $defaults ${args//+/,} --json "$RES/batched-$tag.json" \
           --png "$RES/batched-$tag.png" 2>"$RES/batched-$tag.err" | tee -a "$RES/batched.txt" ;;
+    serve:*)  # serve:SHAPE:TYPE[:EXTRA]: wgc serve, measured by wgc bench-serve; e.g. serve:llama-3.1-8b:q4_0 or
+      # serve:llama-3.1-8b:q4_0:--gpu,1,--parallel,32 (EXTRA: wgc serve's arguments, commas become spaces)
+      IFS=: read -r _ shape type extra <<<"$step"
+      m=$(synth "$shape" "$type")
+      tag=$shape-$type$(echo "${extra:-}" | tr -c 'a-zA-Z0-9\n' '_')
+      defaults=""  # --parallel 64 unless the step gives its own
+      [[ ",${extra:-}," == *",--parallel,"* ]] || defaults="--parallel 64"
+      if [ -f "$m" ]; then
+        log="$RES/serve-$tag.log"
+        $wgc serve --model "$m" --port 0 $defaults ${extra//,/ } 2>"$log" &
+        pid=$!
+        for _ in $(seq 600); do grep -q "listening on" "$log" && break; kill -0 $pid 2>/dev/null || break; sleep 0.5; done
+        url=$(grep -o "http://[0-9.]*:[0-9]*" "$log" | head -1)
+        { echo "wgc serve $defaults ${extra//,/ }: $(grep -m1 'wgc serve: ' "$log")"; } >>"$RES/serve.txt"
+        [ -n "$url" ] && timeout 500 $wgc bench-serve --url "$url" \
+            ${WGC_SERVE_BENCH_ARGS:---concurrency 1,8,32,64 --prompt-len 128 --gen-len 128} \
+            --json "$RES/serve-$tag.json" --png "$RES/serve-$tag.png" 2>"$RES/serve-$tag.err" | tee -a "$RES/serve.txt"
+        command -v nvidia-smi >/dev/null &&
+          nvidia-smi --query-compute-apps=pid,gpu_bus_id,used_memory --format=csv >>"$RES/serve.txt"
+        kill -TERM $pid; wait $pid; echo "wgc serve exit status $? after SIGTERM" >>"$RES/serve.txt"
+      fi ;;
     cnn|cnn:*)  # cnn[:MODEL]: export a torchvision model, check it, wgc bench-cnn vs PyTorch and ORT
       IFS=: read -r _ cmodel <<<"$step"
       WGC=$wgc RES=$RES timeout 580 scripts/bench_cnn_device.sh ${cmodel:-mobilenet_v2} >"$RES/cnn.log" 2>&1
@@ -76,7 +97,7 @@ for step in $steps; do
     *) echo "unknown step $step" ;;
   esac
 done
-for f in info.txt bench.txt llm.txt batched.txt; do [ -f "$RES/$f" ] && cp "$RES/$f" "$OUT/"; done
+for f in info.txt bench.txt llm.txt batched.txt serve.txt; do [ -f "$RES/$f" ] && cp "$RES/$f" "$OUT/"; done
 tar -C "$RES" -czf "$OUT/results.tgz" .
 rm -rf /tmp/models
 echo "=== summary ==="
@@ -84,3 +105,4 @@ printf '%s' "$summary"
 [ -f "$RES/bench.txt" ] && grep -v "^$" "$RES/bench.txt" | awk '!/^op / || !seen++'
 [ -f "$RES/llm.txt" ] && grep -E "^\| (llama|model)|host time" "$RES/llm.txt"
 [ -f "$RES/batched.txt" ] && grep -E "^(\||model)" "$RES/batched.txt"
+[ -f "$RES/serve.txt" ] && cat "$RES/serve.txt"

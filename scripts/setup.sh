@@ -81,9 +81,9 @@ if [ ! -f "$ss/libvk_swiftshader.so" ]; then
   mkdir -p "$ss" && cp "$tmp/x/usr/lib/chromium/libvk_swiftshader.so" "$ss/"
   rm -rf "$tmp"
 fi
-cat > "$ss/vk_swiftshader_icd.json" <<JSON
-{"file_format_version": "1.0.0", "ICD": {"library_path": "$ss/libvk_swiftshader.so", "api_version": "1.0.5"}}
-JSON
+# The library path is relative to the json (the Vulkan loader resolves it from the json's folder), so
+# the cache stays valid wherever it is linked from.
+cp "$repo/cmake/vk_swiftshader_icd.json" "$ss/vk_swiftshader_icd.json"
 # Reference implementations used by tests (npm), when that script exists.
 [ -x "$repo/scripts/setup_test_refs.sh" ] && "$repo/scripts/setup_test_refs.sh"
 # The browser tests' driver (npm).

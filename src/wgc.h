@@ -1,5 +1,5 @@
-// wgc: WebGPU Compute. One include for the runtime and the compute ops.
-// LLM pieces live under llm/ (formats, tokenizer, model, generate) and are included on their own.
+// wgc: WebGPU Compute. One include for the runtime and the compute ops (installed as <wgc.h>, also
+// reachable as <wgc/wgc.h>). The LLM layer has its own: <wgc/llm.h>.
 #pragma once
 
 #include "gpu/batch.h"
@@ -12,4 +12,7 @@
 #include "ops/pool.h"
 #include "ops/reduce.h"
 #include "ops/stencil.h"
+#include "ops/thresholds.h"
 #include "util/error.h"
+#include "util/image.h"
+#include "util/json.h"

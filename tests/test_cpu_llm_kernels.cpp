@@ -20,26 +20,24 @@ using namespace wgc::llm::cpu;
 
 namespace {
 
-const WType kTypes[] = {WType::F32, WType::F16, WType::BF16, WType::Q8_0, WType::Q4_0, WType::Q4_K, WType::Q6_K};
+const auto& kTypes = kCpuKernelTypes;
 
-WeightType ref_type(WType t) { return WeightType(int(t)); }  // the same order
-
-std::string label(Isa isa, WType t, int64_t rows, int64_t cols, int64_t n) {
-  return std::string(to_string(isa)) + " " + wtype_name(t) + " " + std::to_string(rows) + "x" + std::to_string(cols) +
-         " n=" + std::to_string(n);
+std::string label(Isa isa, TensorType t, int64_t rows, int64_t cols, int64_t n) {
+  return std::string(to_string(isa)) + " " + std::string(llm::to_string(t)) + " " + std::to_string(rows) + "x" +
+         std::to_string(cols) + " n=" + std::to_string(n);
 }
 
 struct Problem {
-  WType type;
+  TensorType type;
   int64_t rows, cols, n;
   std::vector<std::byte> bytes;
   std::vector<float> x;
   Q8Buffer xq;
 
-  Problem(WType t, int64_t r, int64_t c, int64_t tokens, uint32_t seed) : type(t), rows(r), cols(c), n(tokens) {
-    bytes = ref::random_weight(ref_type(t), rows, cols, seed);
+  Problem(TensorType t, int64_t r, int64_t c, int64_t tokens, uint32_t seed) : type(t), rows(r), cols(c), n(tokens) {
+    bytes = ref::random_weight(t, rows, cols, seed);
     x = test::random_floats(size_t(n * cols), seed + 1, -2.f, 2.f);
-    if (wtype_quantized(t)) {
+    if (takes_q8(t)) {
       xq.resize(n, cols);
       kernels(Isa::Portable).quantize(x.data(), cols, 0, n, xq.rows());
     }
@@ -48,9 +46,9 @@ struct Problem {
   // y = W x in f64 from the dequantized weights and (for quantized types) the dequantized
   // activations the kernels see.
   std::vector<float> reference() const {
-    std::vector<double> w = ref::dequantize(ref_type(type), bytes, rows, cols);
+    std::vector<double> w = ref::dequantize(type, bytes, rows, cols);
     std::vector<float> xs = x;
-    if (wtype_quantized(type))
+    if (takes_q8(type))
       for (int64_t i = 0; i < n * cols; ++i) xs[size_t(i)] = float(xq.q[size_t(i)]) * xq.d[size_t(i / 32)];
     auto y = ref::linear(w, cols, xs, int(n), 0, rows);
     return {y.begin(), y.end()};
@@ -60,7 +58,7 @@ struct Problem {
     LinearIo io;
     io.x = x.data();
     io.x_stride = cols;
-    if (wtype_quantized(type)) io.xq = xq.rows();
+    if (takes_q8(type)) io.xq = xq.rows();
     io.n = n;
     io.y = y.data();
     io.y_stride = rows;
@@ -74,9 +72,9 @@ struct Problem {
 
 std::vector<float> poison(size_t n) { return std::vector<float>(n, std::numeric_limits<float>::quiet_NaN()); }
 
-double tolerance(WType t) {
+double tolerance(TensorType t) {
   // f32 accumulation of up to ~600 terms (and, for the quantized types, f32 block scales).
-  return t == WType::F32 || t == WType::F16 || t == WType::BF16 ? 2e-6 : 1e-5;
+  return t == TensorType::F32 || t == TensorType::F16 || t == TensorType::BF16 ? 2e-6 : 1e-5;
 }
 
 }  // namespace
@@ -97,8 +95,8 @@ TEST(CpuLlmKernels, LevelsOfThisProcessor) {
 TEST(CpuLlmKernels, LinearMatchesReference) {
   for (Isa isa : supported_isas()) {
     const Kernels& k = kernels(isa);
-    for (WType t : kTypes) {
-      const int64_t block = wtype_block(t);
+    for (TensorType t : kTypes) {
+      const int64_t block = int64_t(block_size(t));
       const int64_t cols = block == 1 ? 77 : block == 32 ? 96 : 512;
       for (int64_t n : {1, 3, 70}) {
         Problem p(t, 37, cols, n, uint32_t(n * 100 + int(t)));
@@ -118,7 +116,7 @@ TEST(CpuLlmKernels, LinearMatchesReference) {
 
 TEST(CpuLlmKernels, FloatRowsOfAnyLength) {
   for (Isa isa : supported_isas())
-    for (WType t : {WType::F32, WType::F16, WType::BF16})
+    for (TensorType t : {TensorType::F32, TensorType::F16, TensorType::BF16})
       for (int64_t cols : {1, 7, 8, 9, 31, 64, 130}) {
         Problem p(t, 11, cols, 4, uint32_t(cols));
         EXPECT_LT(test::rel_error(p.run(kernels(isa), 8, poison(size_t(4 * 11)), false), p.reference()), 2e-6)
@@ -130,8 +128,8 @@ TEST(CpuLlmKernels, FloatRowsOfAnyLength) {
 TEST(CpuLlmKernels, BatchInvariant) {
   for (Isa isa : supported_isas()) {
     const Kernels& k = kernels(isa);
-    for (WType t : kTypes) {
-      const int64_t cols = wtype_block(t) == 256 ? 768 : 200 + (wtype_block(t) == 1 ? 5 : 24);
+    for (TensorType t : kTypes) {
+      const int64_t cols = int64_t(block_size(t)) == 256 ? 768 : 200 + (int64_t(block_size(t)) == 1 ? 5 : 24);
       Problem all(t, 29, cols, 70, 11);
       const auto y_all = all.run(k, 29, poison(size_t(70 * 29)), false);
       const auto y_split = all.run(k, 8, poison(size_t(70 * 29)), false);
@@ -139,7 +137,7 @@ TEST(CpuLlmKernels, BatchInvariant) {
       for (int64_t tok : {0, 1, 33, 64, 69}) {
         Problem one(t, 29, cols, 1, 11);
         one.x.assign(all.x.begin() + tok * cols, all.x.begin() + (tok + 1) * cols);
-        if (wtype_quantized(t)) k.quantize(one.x.data(), cols, 0, 1, one.xq.rows());
+        if (takes_q8(t)) k.quantize(one.x.data(), cols, 0, 1, one.xq.rows());
         const auto y1 = one.run(k, 13, poison(29), false);
         EXPECT_EQ(std::memcmp(y1.data(), y_all.data() + tok * 29, 29 * 4), 0)
             << label(isa, t, 29, cols, 70) << " token " << tok;
@@ -184,12 +182,12 @@ TEST(CpuLlmKernels, QuantizeIsTheSameOnEveryLevel) {
 }
 
 TEST(CpuLlmKernels, LevelsAgree) {
-  for (WType t : kTypes) {
-    Problem p(t, 19, wtype_block(t) == 256 ? 256 : 160, 6, 5);
+  for (TensorType t : kTypes) {
+    Problem p(t, 19, int64_t(block_size(t)) == 256 ? 256 : 160, 6, 5);
     const auto base = p.run(kernels(Isa::Portable), 19, poison(size_t(6 * 19)), false);
     for (Isa isa : supported_isas())
       EXPECT_LT(test::rel_error(p.run(kernels(isa), 19, poison(size_t(6 * 19)), false), base), 1e-5)
-          << to_string(isa) << " " << wtype_name(t);
+          << to_string(isa) << " " << llm::to_string(t);
   }
 }
 

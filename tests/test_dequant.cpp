@@ -1,8 +1,9 @@
 // Dequantizers: every block type is built here from chosen scales and quants by a packer written
 // from the format definition (GGML's block layouts), and each output is checked against the value
 // computed from those choices; plus half-precision conversions and the fixtures' Q8_0 data.
-#include "llm/formats/dequant.h"
+#include "cpu/llm/dequant.h"
 #include "llm/formats/gguf.h"
+#include "llm/synth/quantize.h"
 #include "test_util.h"
 
 #include <bit>
@@ -213,7 +214,7 @@ TEST(Dequant, Q8_0) {
 TEST(Dequant, Q8_0Quantize) {
   auto x = wgc::test::random_floats(96, 7, -3.f, 3.f);
   std::vector<std::byte> q(3 * 34);
-  quantize_q8_0(x, q);
+  synth::quantize_row_q8_0(x, q);
   auto y = dequantize(TensorType::Q8_0, q, 96);
   for (size_t b = 0; b < 3; ++b) {
     uint16_t dh;
@@ -338,7 +339,7 @@ TEST(Dequant, Q8_K) {
 TEST(Dequant, ManyBlocks) {
   auto x = wgc::test::random_floats(32 * 5, 11);
   std::vector<std::byte> q(5 * 34);
-  quantize_q8_0(x, q);
+  synth::quantize_row_q8_0(x, q);
   auto all = dequantize(TensorType::Q8_0, q, x.size());
   for (size_t b = 0; b < 5; ++b) {
     float one[32];
@@ -361,7 +362,7 @@ TEST(Dequant, Q8_0FixtureRequantizes) {
     auto bytes = f.tensor_data(t);
     auto y = dequantize(t.type, bytes, size_t(t.numel()));
     std::vector<std::byte> again(bytes.size());
-    quantize_q8_0(y, again);
+    synth::quantize_row_q8_0(y, again);
     size_t blocks = bytes.size() / 34, mismatched = 0;
     for (size_t b = 0; b < blocks; ++b) {
       if (std::memcmp(&bytes[b * 34], &again[b * 34], 34) != 0) ++mismatched;

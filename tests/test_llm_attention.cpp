@@ -1,5 +1,6 @@
 // LLM KV cache appends and attention: tiled flash attention (prefill, continuing after cached
 // tokens) and split-K flash decoding, against the f64 reference, with GQA.
+#include "llm/formats/model_config.h"
 #include "test_llm_util.h"
 
 #include <cstring>
@@ -277,7 +278,9 @@ TEST(LlmPagedAttention, RopeKvAppendToCacheRows) {
   const Cfg c{4, 2, 8};
   const int n = 5, slots = 32;
   auto all = make_qkv(c, n, 9);
-  auto table = make_rope_table(ctx(), RopeConfig{}, c.hd, 64);
+  ModelConfig mc;  // theta 10000, no scaling
+  mc.head_dim = mc.rope_dim = c.hd;
+  auto table = make_rope_table(ctx(), mc.rope_inv_freq(), c.hd, 64);
   std::vector<uint32_t> pos = {3, 4, 40, 41, 7, /* rows: */ 30, 2, 17, 0, 9};
   auto pt = make_tensor(ctx(), {int64_t(pos.size())}, DType::U32, std::as_bytes(std::span(pos)));
   auto run = [&](bool rows, const KvCache& cache) {

@@ -1,5 +1,6 @@
 // LLM RMSNorm, RoPE (tables, both pair conventions, llama3/linear scaling), RoPE fused with the KV
 // cache append, SwiGLU, residual add, scale, argmax and top-k.
+#include "llm/formats/model_config.h"
 #include "test_llm_util.h"
 
 #include <cmath>
@@ -10,11 +11,26 @@
 using namespace wgc;
 using namespace wgc::llm;
 using wgc::test::ctx;
+
+namespace {
+
+// The frequencies of a model: theta^(-2i/d), with Llama 3.1's scaling when asked.
+std::vector<double> inv_freq(int head_dim, double theta = 10000, bool llama3 = false) {
+  ModelConfig c;
+  c.head_dim = c.rope_dim = head_dim;
+  c.rope_theta = theta;
+  if (llama3) c.rope_scaling = {RopeScalingType::Llama3, 8, 1, 4, 8192};
+  return c.rope_inv_freq();
+}
+
+std::vector<float> as_float(const std::vector<double>& v) { return {v.begin(), v.end()}; }
+
+}  // namespace
 using wgc::test::ops;
 
 TEST(LlmRmsNorm, EveryVersionMatchesReference) {
-  std::vector<Version> vs = {Version::Shared};
-  if (ctx().features().subgroups) vs.push_back(Version::Subgroup);
+  std::vector<RmsNormVersion> vs = {RmsNormVersion::Shared};
+  if (ctx().features().subgroups) vs.push_back(RmsNormVersion::Subgroup);
   for (auto [rows, n] : std::vector<std::pair<int, int>>{{3, 4096}, {5, 37}, {1, 1}, {70, 300}}) {
     auto xv = test::random_floats(size_t(rows * n), 1, -3.f, 3.f);
     auto wv = test::random_floats(size_t(n), 2, 0.5f, 1.5f);
@@ -26,7 +42,7 @@ TEST(LlmRmsNorm, EveryVersionMatchesReference) {
       Batch b(ctx());
       ops().rms_norm(b, x, w, y, rows, n, 1e-5f, v);
       b.run();
-      EXPECT_LE(test::rel_error(download<float>(ctx(), y), want), 1e-5) << rows << "x" << n << " " << test::name(v);
+      EXPECT_LE(test::rel_error(download<float>(ctx(), y), want), 1e-5) << rows << "x" << n << " " << to_string(v);
     }
   }
 }
@@ -57,25 +73,12 @@ TEST(LlmHeadRmsNorm, InPlaceOnStridedHeadsMatchesReference) {
 
 TEST(LlmRope, InvFreqFollowsTransformers) {
   // default: theta^(-2i/d)
-  RopeConfig c;
-  c.theta = 10000.f;
-  auto f = rope_inv_freq(c, 64);
+  auto f = inv_freq(64);
   ASSERT_EQ(f.size(), 32u);
-  EXPECT_EQ(f[0], 1.f);
-  EXPECT_NEAR(f[31], std::pow(10000.0, -62.0 / 64), 1e-7 * f[31]);
-  // linear: divided by the factor
-  c.scaling = RopeConfig::Scaling::Linear;
-  c.factor = 4.f;
-  EXPECT_NEAR(rope_inv_freq(c, 64)[5], std::pow(10000.0, -10.0 / 64) / 4, 1e-7);
+  EXPECT_EQ(f[0], 1.0);
+  EXPECT_NEAR(f[31], std::pow(10000.0, -62.0 / 64), 1e-12 * f[31]);
   // llama3 (Llama 3.1 values): high frequencies kept, low divided by 8, the middle interpolated
-  RopeConfig l3;
-  l3.theta = 500000.f;
-  l3.scaling = RopeConfig::Scaling::Llama3;
-  l3.factor = 8.f;
-  l3.low_freq_factor = 1.f;
-  l3.high_freq_factor = 4.f;
-  l3.original_max_position = 8192;
-  auto g = rope_inv_freq(l3, 128);
+  auto g = inv_freq(128, 500000, true);
   int kept = 0, divided = 0, smoothed = 0;
   for (int i = 0; i < 64; ++i) {
     double base = std::pow(500000.0, -2.0 * i / 128), wl = 2 * std::numbers::pi / base;
@@ -100,12 +103,9 @@ TEST(LlmRope, BothConventionsPositionsAndStridedHeads) {
     for (bool inter : {false, true})
       for (bool from_buffer : {false, true}) {
         const int n = 7, nh = 4, nkv = 2, row = (nh + 2 * nkv) * hd;  // a fused QKV buffer
-        RopeConfig c;
-        c.theta = 500000.f;
-        c.scaling = RopeConfig::Scaling::Llama3;
-        c.factor = 8.f;
-        auto table = make_rope_table(ctx(), c, hd, 400);
-        auto inv = rope_inv_freq(c, hd);
+        auto inv64 = inv_freq(hd, 500000, true);
+        auto table = make_rope_table(ctx(), inv64, hd, 400);
+        auto inv = as_float(inv64);
         auto xv = test::random_floats(size_t(n * row), uint32_t(hd));
         auto x = make_tensor(ctx(), {int64_t(xv.size())}, xv);
         std::vector<int> pos(n);
@@ -138,7 +138,7 @@ TEST(LlmRope, BothConventionsPositionsAndStridedHeads) {
 }
 
 TEST(LlmRope, PositionsPastTheTableAreErrors) {
-  auto table = make_rope_table(ctx(), {}, 8, 10);
+  auto table = make_rope_table(ctx(), inv_freq(8), 8, 10);
   auto x = make_tensor(ctx(), {64});
   RopeArgs a;
   a.n_tokens = 2;
@@ -197,12 +197,9 @@ TEST(LlmRopeKvAppend, MatchesRopeAndKvAppend) {
     const int64_t q_off = 4, stride = q_off + q_len + 2 * kv_len + 12;  // gaps before and after the heads
     const int64_t k_off = c.v_before_k ? q_off + q_len + kv_len : q_off + q_len;
     const int64_t v_off = c.v_before_k ? q_off + q_len : q_off + q_len + kv_len;
-    RopeConfig rc;
-    rc.theta = 500000.f;
-    rc.scaling = RopeConfig::Scaling::Llama3;
-    rc.factor = 8.f;
-    auto table = make_rope_table(ctx(), rc, hd, max_pos);
-    auto inv = rope_inv_freq(rc, hd);
+    auto inv64 = inv_freq(hd, 500000, true);
+    auto table = make_rope_table(ctx(), inv64, hd, max_pos);
+    auto inv = as_float(inv64);
     auto xv = test::random_floats(size_t(n * stride), uint32_t(n * hd + c.nkv), -2.f, 2.f);
     std::vector<int> pos(static_cast<size_t>(n));
     std::vector<uint32_t> upos(static_cast<size_t>(n));
@@ -298,7 +295,7 @@ TEST(LlmRopeKvAppend, MatchesRopeAndKvAppend) {
 
 TEST(LlmRopeKvAppend, BadSizesAreErrors) {
   const int nh = 4, nkv = 2, hd = 8, row = (nh + 2 * nkv) * hd;
-  auto table = make_rope_table(ctx(), {}, hd, 16);
+  auto table = make_rope_table(ctx(), inv_freq(hd), hd, 16);
   auto cache = make_kv_cache(ctx(), 1, nkv, 8, hd);
   auto qkv = make_tensor(ctx(), {3 * row});
   auto run = [&](RopeKvArgs a, const RopeTable& t, const KvLayer& l) {
@@ -323,8 +320,10 @@ TEST(LlmRopeKvAppend, BadSizesAreErrors) {
   a = ok;
   a.stride = row - 1;  // values past the stride
   EXPECT_THROW(run(a, table, cache.layer(0)), Error);
-  EXPECT_THROW(run(ok, make_rope_table(ctx(), {}, hd, 7), cache.layer(0)), Error);       // positions past the table
-  EXPECT_THROW(run(ok, make_rope_table(ctx(), {}, 2 * hd, 16), cache.layer(0)), Error);  // head_dim differs
+  EXPECT_THROW(run(ok, make_rope_table(ctx(), inv_freq(hd), hd, 7), cache.layer(0)),
+               Error);  // positions past the table
+  EXPECT_THROW(run(ok, make_rope_table(ctx(), inv_freq(2 * hd), 2 * hd, 16), cache.layer(0)),
+               Error);  // head_dim differs
   try {
     a = ok;
     a.pos0 = 6;

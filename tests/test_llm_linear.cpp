@@ -18,8 +18,8 @@ struct Shape {
 };
 
 // Model-like and awkward shapes per type (quantized: cols a multiple of the block).
-std::vector<Shape> shapes(WeightType t) {
-  switch (block_elems(t)) {
+std::vector<Shape> shapes(TensorType t) {
+  switch (block_size(t)) {
     case 1: return {{37, 200}, {19, 13}, {256, 512}, {3, 1}};
     case 32: return {{37, 96}, {130, 512}, {1, 32}, {5, 4160}};  // 4160: several x tiles
     default: return {{37, 256}, {65, 768}, {1, 512}};
@@ -29,29 +29,19 @@ std::vector<Shape> shapes(WeightType t) {
 }  // namespace
 
 TEST(LlmWeights, SizesAndErrors) {
-  EXPECT_EQ(ggml_bytes(WeightType::Q8_0, 2, 64), 2u * 2 * 34);
-  EXPECT_EQ(ggml_bytes(WeightType::Q6_K, 3, 512), 3u * 2 * 210);
-  EXPECT_THROW(ggml_bytes(WeightType::Q4_K, 1, 100), Error);
+  EXPECT_EQ(ggml_bytes(TensorType::Q8_0, 2, 64), 2u * 2 * 34);
+  EXPECT_EQ(ggml_bytes(TensorType::Q6_K, 3, 512), 3u * 2 * 210);
+  EXPECT_THROW(ggml_bytes(TensorType::Q4_K, 1, 100), Error);
   std::vector<std::byte> few(10);
-  EXPECT_THROW(upload_weight(ctx(), WeightType::F32, few, 2, 2), Error);
-  EXPECT_EQ(parse_weight_type("Q4_K"), WeightType::Q4_K);
-  EXPECT_THROW(parse_weight_type("q5_1"), Error);
-}
-
-TEST(LlmWeights, HalfConversionsRoundTrip) {
-  for (float f : {0.f, 1.f, -2.5f, 65504.f, 6.1035156e-05f, 5.9604645e-08f, 0.1f, -3.14159f}) {
-    EXPECT_EQ(ref::half_to_float(ref::float_to_half(f)), float(double(ref::half_to_float(ref::float_to_half(f)))));
-    EXPECT_NEAR(ref::half_to_float(ref::float_to_half(f)), f, std::fabs(f) * 1e-3 + 1e-7) << f;
-    EXPECT_NEAR(ref::bf16_to_float(ref::float_to_bf16(f)), f, std::fabs(f) * 8e-3) << f;
-  }
-  EXPECT_EQ(ref::float_to_half(1.f), 0x3c00);
-  EXPECT_EQ(ref::float_to_bf16(1.f), 0x3f80);
+  EXPECT_THROW(upload_weight(ctx(), TensorType::F32, few, 2, 2), Error);
+  EXPECT_FALSE(is_gpu_weight_type(TensorType::Q5_1));
+  EXPECT_TRUE(is_gpu_weight_type(TensorType::Q4_K));
 }
 
 // Embedding of every row reproduces the reference dequantization: checks the GPU layouts and
 // each type's element decoding.
 TEST(LlmEmbedding, EveryTypeEveryRowMatchesDequantize) {
-  for (auto t : kAllWeightTypes)
+  for (auto t : kGpuTensorTypes)
     for (auto s : shapes(t)) {
       auto bytes = ref::random_weight(t, s.rows, s.cols, 7);
       auto w = upload_weight(ctx(), t, bytes, s.rows, s.cols);
@@ -72,7 +62,7 @@ TEST(LlmEmbedding, EveryTypeEveryRowMatchesDequantize) {
 }
 
 TEST(LlmLinear, EveryTypeEveryVersionMatchesReference) {
-  for (auto t : kAllWeightTypes)
+  for (auto t : kGpuTensorTypes)
     for (auto s : shapes(t)) {
       auto bytes = ref::random_weight(t, s.rows, s.cols, 11);
       auto w = upload_weight(ctx(), t, bytes, s.rows, s.cols);
@@ -82,15 +72,14 @@ TEST(LlmLinear, EveryTypeEveryVersionMatchesReference) {
         auto x = make_tensor(ctx(), {int64_t(xv.size())}, xv);
         auto want = test::to_float(ref::linear(deq, s.cols, xv, n, 0, s.rows));
         for (auto v : test::linear_versions()) {
-          if (n == 70 && v == Version::Naive && s.rows * s.cols > 20000) continue;  // slow on CPU
+          if (n == 70 && v == LinearVersion::Naive && s.rows * s.cols > 20000) continue;  // slow on CPU
           auto y = test::poisoned(n * s.rows);
           Batch b(ctx());
           LinearOptions o;
-          o.version = v;
-          ops().linear(b, w, x, y, n, o);
+          ops().linear(b, w, x, y, n, o, v);
           b.run();
           EXPECT_LE(test::rel_error(download<float>(ctx(), y), want), 1e-5)
-              << to_string(t) << " " << s.rows << "x" << s.cols << " n=" << n << " " << test::name(v);
+              << to_string(t) << " " << s.rows << "x" << s.cols << " n=" << n << " " << to_string(v);
         }
       }
     }
@@ -104,8 +93,8 @@ TEST(LlmLinear, MatvecTuningsMatchReference) {
     uint32_t wg, tpr, unroll, rows;
   };
   const Tune tunes[] = {{256, 32, 2, 2}, {128, 16, 1, 3}, {64, 8, 2, 4}, {256, 64, 1, 4}};
-  for (auto t : kAllWeightTypes) {
-    const int64_t rows = 45, cols = block_elems(t) == 256 ? 512 : block_elems(t) == 32 ? 4160 : 203;
+  for (auto t : kGpuTensorTypes) {
+    const int64_t rows = 45, cols = int64_t(block_size(t)) == 256 ? 512 : int64_t(block_size(t)) == 32 ? 4160 : 203;
     auto bytes = ref::random_weight(t, rows, cols, 21);
     auto w = upload_weight(ctx(), t, bytes, rows, cols);
     auto deq = ref::dequantize(t, bytes, rows, cols);
@@ -125,9 +114,8 @@ TEST(LlmLinear, MatvecTuningsMatchReference) {
       auto y = test::poisoned(rows);
       LinearOptions lo;
       lo.bias = bias;
-      lo.version = Version::Shared;
       Batch b(ctx());
-      o.linear(b, w, x, y, 1, lo);
+      o.linear(b, w, x, y, 1, lo, LinearVersion::Shared);
       b.run();
       EXPECT_LE(test::rel_error(download<float>(ctx(), y), want), 1e-5)
           << to_string(t) << " wg " << tune.wg << " tpr " << tune.tpr << " unroll " << tune.unroll << " rows "
@@ -140,8 +128,8 @@ TEST(LlmLinear, MatvecTuningsMatchReference) {
 // place in the batch, with any workgroup size or token tile, gives bit-identical outputs (with a
 // row range, bias and accumulation on top).
 TEST(LlmLinear, BatchedIsBatchInvariant) {
-  for (auto t : kAllWeightTypes) {
-    const int64_t rows = 45, cols = block_elems(t) == 256 ? 512 : block_elems(t) == 32 ? 608 : 203;
+  for (auto t : kGpuTensorTypes) {
+    const int64_t rows = 45, cols = int64_t(block_size(t)) == 256 ? 512 : int64_t(block_size(t)) == 32 ? 608 : 203;
     auto bytes = ref::random_weight(t, rows + 7, cols, 31);
     auto w = upload_weight(ctx(), t, bytes, rows + 7, cols);
     const int n = 21;
@@ -159,11 +147,10 @@ TEST(LlmLinear, BatchedIsBatchInvariant) {
       lo.rows = rows;
       lo.bias = bias;
       lo.accumulate = true;
-      lo.version = Version::Batched;
       Batch b(ctx());
       auto yv = test::poisoned(int64_t(count) * rows);
       b.copy(y, uint64_t(first) * uint64_t(rows) * 4, yv, 0, uint64_t(count) * uint64_t(rows) * 4);
-      o.linear(b, w, xs, yv, count, lo);
+      o.linear(b, w, xs, yv, count, lo, LinearVersion::Batched);
       b.run();
       return download<float>(ctx(), yv);
     };
@@ -194,7 +181,7 @@ TEST(LlmLinear, BatchedIsBatchInvariant) {
 // (per token and block of 32: d = max|x| / 127, q = round(x / d)) and, looser, the exact one; and
 // batch-invariant like the f32 kernel.
 TEST(LlmLinear, BatchedQ8MatchesReferenceAndIsBatchInvariant) {
-  for (auto t : {WeightType::Q4_0, WeightType::Q8_0})
+  for (auto t : {TensorType::Q4_0, TensorType::Q8_0})
     for (auto [rows, cols] : {std::pair<int64_t, int64_t>{37, 96}, {45, 1088}}) {
       const struct { int64_t rows, cols; } s{rows, cols};
       auto bytes = ref::random_weight(t, s.rows, s.cols, 41);
@@ -216,10 +203,8 @@ TEST(LlmLinear, BatchedQ8MatchesReferenceAndIsBatchInvariant) {
             make_tensor(ctx(), {int64_t(count) * s.cols},
                         std::span<const float>(xv).subspan(size_t(first) * size_t(s.cols), size_t(count * s.cols)));
         auto y = test::poisoned(int64_t(count) * s.rows);
-        LinearOptions lo;
-        lo.version = Version::BatchedQ8;
         Batch b(ctx());
-        ops().linear(b, w, xs, y, count, lo);
+        ops().linear(b, w, xs, y, count, {}, LinearVersion::BatchedQ8);
         b.run();
         return download<float>(ctx(), y);
       };
@@ -233,19 +218,17 @@ TEST(LlmLinear, BatchedQ8MatchesReferenceAndIsBatchInvariant) {
             << what << " token " << i;
       }
     }
-  auto f16 = upload_weight(ctx(), WeightType::F16, ref::random_weight(WeightType::F16, 4, 32, 1), 4, 32);
+  auto f16 = upload_weight(ctx(), TensorType::F16, ref::random_weight(TensorType::F16, 4, 32, 1), 4, 32);
   auto x = make_tensor(ctx(), {32}, test::random_floats(32, 1));
   auto y = test::poisoned(4);
-  LinearOptions lo;
-  lo.version = Version::BatchedQ8;
   Batch b(ctx());
-  EXPECT_THROW(ops().linear(b, f16, x, y, 1, lo), Error);  // not for f16 weights
+  EXPECT_THROW(ops().linear(b, f16, x, y, 1, {}, LinearVersion::BatchedQ8), Error);  // not for f16 weights
 }
 
 // Row ranges of a concatenated weight into strided outputs, with bias and residual.
 TEST(LlmLinear, RowRangesBiasAndAccumulate) {
-  for (auto t : {WeightType::F16, WeightType::Q8_0, WeightType::Q4_K}) {
-    const int64_t rows = 48, cols = block_elems(t) == 256 ? 256 : 64;
+  for (auto t : {TensorType::F16, TensorType::Q8_0, TensorType::Q4_K}) {
+    const int64_t rows = 48, cols = int64_t(block_size(t)) == 256 ? 256 : 64;
     auto bytes = ref::random_weight(t, rows, cols, 3);
     auto w = upload_weight(ctx(), t, bytes, rows, cols);
     auto deq = ref::dequantize(t, bytes, rows, cols);
@@ -270,12 +253,11 @@ TEST(LlmLinear, RowRangesBiasAndAccumulate) {
         o.y_offset = yoff;
         o.bias = bias;
         o.accumulate = true;
-        o.version = v;
         Batch b(ctx());
-        ops().linear(b, w, x, y, n, o);
+        ops().linear(b, w, x, y, n, o, v);
         b.run();
         EXPECT_LE(test::rel_error(download<float>(ctx(), y), want), 1e-5)
-            << to_string(t) << " n=" << n << " " << test::name(v);
+            << to_string(t) << " n=" << n << " " << to_string(v);
       }
     }
   }
@@ -299,9 +281,9 @@ TEST(LlmLinear, RegTileAwkwardShapes) {
     tilings.emplace_back(tl, std::move(o));
   }
   const float nan = std::numeric_limits<float>::quiet_NaN();
-  for (auto t : kAllWeightTypes) {
+  for (auto t : kGpuTensorTypes) {
     decltype(shapes(t)) sh;  // (Shape alone is ambiguous with wgc::Shape)
-    switch (block_elems(t)) {
+    switch (block_size(t)) {
       case 1: sh = {{131, 200}, {37, 13}}; break;
       case 32: sh = {{131, 96}, {9, 160}}; break;
       default: sh = {{131, 256}, {20, 512}}; break;
@@ -352,9 +334,8 @@ TEST(LlmLinear, RegTileAwkwardShapes) {
             lo.y_offset = yoff;
             if (!plain) lo.bias = bias;
             lo.accumulate = acc;
-            lo.version = Version::RegTile;
             Batch b(ctx());
-            o->linear(b, w, x, y, n, lo);
+            o->linear(b, w, x, y, n, lo, LinearVersion::RegTile);
             b.run();
             auto got = download<float>(ctx(), y);
             got.resize(ny);
@@ -378,24 +359,23 @@ TEST(LlmLinear, RegTileAwkwardShapes) {
 }
 
 TEST(LlmLinear, RegTileBadTilingsAreErrors) {
-  auto bytes = ref::random_weight(WeightType::F32, 4, 8, 1);
-  auto w = upload_weight(ctx(), WeightType::F32, bytes, 4, 8);
+  auto bytes = ref::random_weight(TensorType::F32, 4, 8, 1);
+  auto w = upload_weight(ctx(), TensorType::F32, bytes, 4, 8);
   auto x = make_tensor(ctx(), {16}), y = make_tensor(ctx(), {8});
   LinearOptions o;
-  o.version = Version::RegTile;
   for (auto tl : {std::array<uint32_t, 3>{12, 64, 16}, {64, 64, 6}, {512, 512, 16}, {64, 128, 1024}}) {
     LlmOps ops2(ctx());
     ops2.tuning.matmul_bm = tl[0];
     ops2.tuning.matmul_bn = tl[1];
     ops2.tuning.matmul_bk = tl[2];
     Batch b(ctx());
-    EXPECT_THROW(ops2.linear(b, w, x, y, 2, o), Error) << tl[0] << "x" << tl[1] << "x" << tl[2];
+    EXPECT_THROW(ops2.linear(b, w, x, y, 2, o, LinearVersion::RegTile), Error) << tl[0] << "x" << tl[1] << "x" << tl[2];
   }
 }
 
 TEST(LlmLinear, BadShapesAreErrors) {
-  auto bytes = ref::random_weight(WeightType::F32, 4, 8, 1);
-  auto w = upload_weight(ctx(), WeightType::F32, bytes, 4, 8);
+  auto bytes = ref::random_weight(TensorType::F32, 4, 8, 1);
+  auto w = upload_weight(ctx(), TensorType::F32, bytes, 4, 8);
   auto x = make_tensor(ctx(), {8}), y = make_tensor(ctx(), {4});
   Batch b(ctx());
   LinearOptions o;

@@ -67,7 +67,7 @@ TEST_P(MapVersions, CopyIsExact) {
     auto x = test::random_floats(n, static_cast<uint32_t>(n));
     auto out = poisoned(n);
     Batch b(ctx());
-    copy(b, upload(x), out, GetParam());
+    copy(b, upload(x), out, {n}, {}, GetParam());
     b.run();
     EXPECT_EQ(read_checked(out, "copy"), x) << "n=" << n;
   }
@@ -78,7 +78,7 @@ TEST_P(MapVersions, AddIsExact) {
     auto x = test::random_floats(n, 1), y = test::random_floats(n, 2);
     auto out = poisoned(n);
     Batch b(ctx());
-    add(b, upload(x), upload(y), out, GetParam());
+    add(b, upload(x), upload(y), out, {n}, {}, GetParam());
     b.run();
     EXPECT_EQ(read_checked(out, "add"), ref2(x, y, [](float a, float c) { return a + c; })) << "n=" << n;
   }
@@ -89,7 +89,7 @@ TEST_P(MapVersions, UnaryExpression) {
     auto x = test::random_floats(n, 3, -4.f, 4.f);
     auto out = poisoned(n);
     Batch b(ctx());
-    map(b, upload(x), out, "exp(x) * 0.5", GetParam());
+    map(b, upload(x), out, {n}, "exp(x) * 0.5", {}, GetParam());
     b.run();
     auto want = ref1(x, [](float v) { return std::exp(v) * 0.5f; });
     EXPECT_LT(test::rel_error(read_checked(out, "exp"), want), 1e-5) << "n=" << n;
@@ -101,7 +101,7 @@ TEST_P(MapVersions, BinaryExpression) {
     auto x = test::random_floats(n, 4), y = test::random_floats(n, 5);
     auto out = poisoned(n);
     Batch b(ctx());
-    map(b, upload(x), upload(y), out, "x * y + 1.0", GetParam());
+    map(b, upload(x), upload(y), out, {n}, "x * y + 1.0", {}, GetParam());
     b.run();
     auto want = ref2(x, y, [](float a, float c) { return a * c + 1.f; });
     EXPECT_LT(test::rel_error(read_checked(out, "fma"), want), 1e-6) << "n=" << n;
@@ -127,7 +127,7 @@ TEST_P(MapVersions, OtherWorkgroupSizesAndGrids) {
   for (MapConfig cfg : {MapConfig{64, 1}, MapConfig{32, 3}, MapConfig{128, 7}, MapConfig{256, 100000}}) {
     auto out = poisoned(n);
     Batch b(ctx());
-    map(b, tx, ty, out, "x - y", GetParam(), cfg);
+    map(b, tx, ty, out, {n}, "x - y", cfg, GetParam());
     b.run();
     EXPECT_EQ(read_checked(out, "sub"), want) << "wg=" << cfg.workgroup << " groups=" << cfg.max_groups;
   }
@@ -136,9 +136,9 @@ TEST_P(MapVersions, OtherWorkgroupSizesAndGrids) {
 TEST_P(MapVersions, EmptyTensorsAreANoOp) {
   auto e = make_tensor(ctx(), {0});
   Batch b(ctx());
-  EXPECT_NO_THROW(map(b, e, e, "x + 1.0", GetParam()));
+  EXPECT_NO_THROW(map(b, e, e, {0}, "x + 1.0", {}, GetParam()));
   EXPECT_EQ(b.size(), 0u);
-  EXPECT_THROW(map(b, e, e, "x +", GetParam()), ShaderError);  // the expression is still checked
+  EXPECT_THROW(map(b, e, e, {0}, "x +", {}, GetParam()), ShaderError);  // the expression is still checked
 }
 
 INSTANTIATE_TEST_SUITE_P(All, MapVersions, ::testing::ValuesIn(kMapVersions), version_name);
@@ -175,11 +175,13 @@ TEST(Map, WgslErrorsNameTheExpression) {
 TEST(Map, MismatchedTensorsAreErrors) {
   auto a = make_tensor(ctx(), {8}), b = make_tensor(ctx(), {9}), u = make_tensor(ctx(), {8}, DType::U32);
   Batch batch(ctx());
-  EXPECT_THROW(map(batch, a, b, a, "x + y"), Error);
-  EXPECT_THROW(map(batch, a, b, "x"), Error);
-  EXPECT_THROW(map(batch, u, a, "x"), Error);
-  EXPECT_THROW(add(batch, a, a, u), Error);
-  EXPECT_THROW(map(batch, a, a, "x", MapVersion::Vec4, {100000, 0}), LimitError);
+  EXPECT_THROW(map(batch, b, a, a, {9}, "x + y"), Error);  // a holds 8
+  EXPECT_THROW(map(batch, b, a, {9}, "x"), Error);
+  EXPECT_THROW(map(batch, u, a, {8}, "x"), Error);
+  EXPECT_THROW(add(batch, a, a, u, {8}), Error);
+  EXPECT_THROW(map(batch, a, a, {8}, "x", {100000, 0}, MapVersion::Vec4), LimitError);
+  EXPECT_THROW(map(ctx(), a, b, "x + y"), Error);  // the tensor forms take same-length tensors
+  EXPECT_NO_THROW(map(batch, b, a, {8}, "x"));     // a prefix of a longer tensor
   EXPECT_THROW(parse_map_version("fast"), Error);
   EXPECT_EQ(parse_map_version("grid-stride"), MapVersion::GridStride);
 }
@@ -359,10 +361,11 @@ TEST(Measure, VersionBandwidth) {
         if (g == 0) return v.record(batch, std::span<const Tensor>(ins, size_t(v.inputs)), out);
         MapVersion mv = MapVersion::GridStride;
         MapConfig cfg{256, g};
-        if (v.op == "copy") copy(batch, a, out, mv, cfg);
-        if (v.op == "add") add(batch, a, b, out, mv, cfg);
-        if (v.op == "map.exp") map(batch, a, out, "exp(x) * 0.5", mv, cfg);
-        if (v.op == "map2.fma") map(batch, a, b, out, "x * y + 1.0", mv, cfg);
+        MapDims d{static_cast<uint64_t>(n)};
+        if (v.op == "copy") copy(batch, a, out, d, cfg, mv);
+        if (v.op == "add") add(batch, a, b, out, d, cfg, mv);
+        if (v.op == "map.exp") map(batch, a, out, d, "exp(x) * 0.5", cfg, mv);
+        if (v.op == "map2.fma") map(batch, a, b, out, d, "x * y + 1.0", cfg, mv);
       });
       std::printf("%-9s %-12s groups=%-5u n=%lld  %8.4f ms  %8.1f GB/s\n", v.op.c_str(), v.version.c_str(), g,
                   (long long)n, ms, v.bytes_per_element * double(n) / ms * 1e-6);

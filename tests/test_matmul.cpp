@@ -3,6 +3,9 @@
 #include "ops/matmul.h"
 #include "test_util.h"
 
+#include <cstdint>
+#include <cstdlib>
+
 using namespace wgc;
 using wgc::test::ctx;
 
@@ -15,7 +18,7 @@ struct Case {
 
 void check(MatmulVersion v, Case c) {
   MatmulDims d{c.m, c.n, c.k, c.trans_b};
-  if (!supports(v, d)) return;
+  if (!supports(ctx(), v, d)) return;
   auto a = test::random_floats(size_t(c.m) * c.k, c.m * 7 + c.k);
   auto b = test::random_floats(size_t(c.k) * c.n, c.n * 13 + c.k);
   std::vector<float> want(size_t(c.m) * c.n);
@@ -54,10 +57,10 @@ INSTANTIATE_TEST_SUITE_P(All, MatmulVersions, ::testing::ValuesIn(kMatmulVersion
 });
 
 TEST(Matmul, Vec4SupportFollowsAlignment) {
-  EXPECT_TRUE(supports(MatmulVersion::RegTileVec4, {8, 8, 8, false}));
-  EXPECT_FALSE(supports(MatmulVersion::RegTileVec4, {8, 7, 8, false}));
-  EXPECT_TRUE(supports(MatmulVersion::RegTileVec4, {8, 7, 8, true}));
-  EXPECT_FALSE(supports(MatmulVersion::RegTileVec4, {8, 8, 6, true}));
+  EXPECT_TRUE(supports(ctx(), MatmulVersion::RegTileVec4, {8, 8, 8, false}));
+  EXPECT_FALSE(supports(ctx(), MatmulVersion::RegTileVec4, {8, 7, 8, false}));
+  EXPECT_TRUE(supports(ctx(), MatmulVersion::RegTileVec4, {8, 7, 8, true}));
+  EXPECT_FALSE(supports(ctx(), MatmulVersion::RegTileVec4, {8, 8, 6, true}));
   EXPECT_THROW(
       {
         Batch b(ctx());
@@ -81,6 +84,31 @@ TEST(Matmul, HostApiTakesEitherPathWithTheSameResult) {
   auto a = test::random_floats(19 * 29, 5), b = test::random_floats(29 * 23, 6);
   std::vector<float> want(19 * 23);
   cpu::matmul_reference(a, b, want, d.m, d.n, d.k, false);
-  EXPECT_LT(test::rel_error(matmul(ctx(), a, b, d, 1e30), want), 1e-5);  // forced CPU
-  EXPECT_LT(test::rel_error(matmul(ctx(), a, b, d, 0.0), want), 1e-5);   // forced GPU
+  EXPECT_LT(test::rel_error(matmul(ctx(), a, b, d, Policy{INT64_MAX}), want), 1e-5);  // forced CPU
+  EXPECT_LT(test::rel_error(matmul(ctx(), a, b, d, Policy{0}), want), 1e-5);          // forced GPU
+}
+
+TEST(Matmul, VersionNamesRoundTrip) {
+  for (MatmulVersion v : kMatmulVersions) EXPECT_EQ(parse_matmul_version(to_string(v)), v);
+  EXPECT_EQ(parse_matmul_version("auto"), MatmulVersion::Auto);
+  try {
+    parse_matmul_version("fast");
+    ADD_FAILURE() << "no error for an unknown version";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("matmul"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("vec4-prefetch"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Matmul, BadThresholdEnvironmentIsAnError) {
+  auto a = test::random_floats(4, 1), b = test::random_floats(4, 2);
+  ::setenv("WGC_CPU_BELOW_MATMUL", "4e6", 1);
+  try {
+    matmul(ctx(), a, b, MatmulDims{2, 2, 2, false});
+    ADD_FAILURE() << "no error for WGC_CPU_BELOW_MATMUL=4e6";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("WGC_CPU_BELOW_MATMUL"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("FLOPs"), std::string::npos) << e.what();
+  }
+  ::unsetenv("WGC_CPU_BELOW_MATMUL");
 }

@@ -1,7 +1,7 @@
 // ModelFile: GGUF and Hugging Face folders give the same model (names, torch shapes, values, with
 // GGUF's Q/K rope permutation undone), configs from both sources, bad models, the progress bar and
 // `wgc inspect`.
-#include "llm/formats/dequant.h"
+#include "cpu/llm/dequant.h"
 #include "llm/formats/gguf.h"
 #include "llm/formats/gguf_writer.h"
 #include "llm/formats/model_file.h"

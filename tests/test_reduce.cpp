@@ -56,7 +56,7 @@ float run_gpu(const std::vector<float>& x, ReduceOp op, ReduceVersion v, ReduceC
   fill_u32(ctx(), out, kPoisonNaN);
   poison_pool();
   Batch b(ctx());
-  reduce(b, tx, out, op, v, cfg);
+  reduce(b, tx, out, {x.size()}, op, cfg, v);
   b.run();
   return download<float>(ctx(), out)[0];
 }
@@ -81,7 +81,7 @@ std::string version_name(const ::testing::TestParamInfo<ReduceVersion>& p) { ret
 class ReduceVersions : public ::testing::TestWithParam<ReduceVersion> {
  protected:
   void SetUp() override {
-    if (!supports(ctx(), GetParam())) GTEST_SKIP() << "adapter has no subgroups";
+    if (!supports(ctx(), GetParam(), {})) GTEST_SKIP() << "adapter has no subgroups";
   }
 };
 
@@ -142,7 +142,7 @@ TEST_P(ReduceVersions, EmptyInput) {
 INSTANTIATE_TEST_SUITE_P(All, ReduceVersions, ::testing::ValuesIn(kReduceVersions), version_name);
 
 TEST(Reduce, AutoPicksTheBestSupportedVersion) {
-  EXPECT_EQ(best_reduce_version(ctx()), ctx().features().subgroups ? ReduceVersion::Subgroup : ReduceVersion::Vec4);
+  EXPECT_EQ(choose_reduce(ctx(), {1000}), ctx().features().subgroups ? ReduceVersion::Subgroup : ReduceVersion::Vec4);
   auto x = test::random_floats(12345, 11);
   check(ReduceOp::Sum, ReduceVersion::Auto, x);
   auto t = make_tensor(ctx(), {12345}, x);
@@ -157,8 +157,9 @@ TEST(Reduce, BadInputsAreClearErrors) {
   EXPECT_THROW(reduce(ctx(), u, ReduceOp::Sum), Error);
   auto x = make_tensor(ctx(), {8});
   Batch b(ctx());
-  EXPECT_THROW(reduce(b, x, Tensor(), ReduceOp::Sum), Error);
-  EXPECT_THROW(reduce(b, x, make_tensor(ctx(), {1}), ReduceOp::Sum, ReduceVersion::Vec4, {100, 0}), LimitError);
+  EXPECT_THROW(reduce(b, x, Tensor(), {8}, ReduceOp::Sum), Error);
+  EXPECT_THROW(reduce(b, x, make_tensor(ctx(), {1}), {9}, ReduceOp::Sum), Error);  // x holds 8
+  EXPECT_THROW(reduce(b, x, make_tensor(ctx(), {1}), {8}, ReduceOp::Sum, {100, 0}, ReduceVersion::Vec4), LimitError);
   EXPECT_THROW(parse_reduce_version("fast"), Error);
   EXPECT_EQ(parse_reduce_version("subgroup"), ReduceVersion::Subgroup);
 }
@@ -170,8 +171,8 @@ TEST(Reduce, ChainsInOneBatch) {
   auto s1 = make_tensor(ctx(), {1}), s2 = make_tensor(ctx(), {1});
   fill_u32(ctx(), s2, kPoisonNaN);
   Batch b(ctx());
-  reduce(b, tx, s1, ReduceOp::Sum);
-  reduce(b, s1, s2, ReduceOp::Max);
+  reduce(b, tx, s1, {5000}, ReduceOp::Sum);
+  reduce(b, s1, s2, {1}, ReduceOp::Max);
   b.run();
   EXPECT_NEAR(download<float>(ctx(), s2)[0], cpu::sum_f64(x), tolerance(ReduceOp::Sum, x));
 }
@@ -295,7 +296,7 @@ TEST(Measure, VersionBandwidth) {
         std::vector<size_t> starts;
         for (int r = 0; r < reps; ++r) {
           starts.push_back(b.size());
-          reduce(b, x, out, op, parse_reduce_version(v.version), {256, groups});
+          reduce(b, x, out, {static_cast<uint64_t>(x.numel())}, op, {256, groups}, parse_reduce_version(v.version));
         }
         starts.push_back(b.size());
         b.run();

@@ -43,14 +43,8 @@ void check_against_cpu(StencilOp op, StencilVersion v, int w, int h, int c, floa
   Tensor out = poisoned(w, h, c);
   Batch b(ctx());
   std::vector<float> want;
-  if (op == StencilOp::Sobel) {
-    record_sobel(ctx(), b, t, out, w, h, c, v);
-    want = cpu::sobel(in, w, h, c);
-  } else {
-    Tensor tmp = poisoned(w, h, c);
-    record_gaussian_blur(ctx(), b, t, tmp, out, w, h, c, sigma, v);
-    want = cpu::gaussian_blur(in, w, h, c, sigma);
-  }
+  stencil(b, t, out, {op, w, h, c, sigma}, {}, v);
+  want = op == StencilOp::Sobel ? cpu::sobel(in, w, h, c) : cpu::gaussian_blur(in, w, h, c, sigma);
   b.run();
   auto got = download<float>(ctx(), out);
   EXPECT_LT(test::rel_error(got, want), 2e-6) << what(op, v, w, h, c, sigma);
@@ -116,7 +110,7 @@ TEST(Stencil, SobelEveryVersionMatchesCpuAtAwkwardSizes) {
   uint32_t seed = 1;
   for (auto v : kVersions)
     for (int c : {1, 3, 4}) {
-      if (!stencil_supports(ctx(), StencilOp::Sobel, v, c)) continue;
+      if (!supports(ctx(), v, {StencilOp::Sobel, 8, 8, c})) continue;
       for (auto s : kSizes) check_against_cpu(StencilOp::Sobel, v, s.w, s.h, c, 0.f, seed++);
     }
 }
@@ -125,7 +119,7 @@ TEST(Stencil, BlurEveryVersionMatchesCpuAtAwkwardSizes) {
   uint32_t seed = 100;
   for (auto v : kVersions)
     for (int c : {1, 3, 4}) {
-      if (!stencil_supports(ctx(), StencilOp::GaussianBlur, v, c, 1.5f)) continue;
+      if (!supports(ctx(), v, {StencilOp::GaussianBlur, 8, 8, c, 1.5f})) continue;
       for (auto s : kSizes) check_against_cpu(StencilOp::GaussianBlur, v, s.w, s.h, c, 1.5f, seed++);
     }
 }
@@ -142,18 +136,13 @@ TEST(Stencil, OtherConfigsMatchCpu) {
       for (int c : {1, 4})
         for (auto sz : {Size{17, 5}, Size{65, 33}}) {
           for (auto op : {StencilOp::Sobel, StencilOp::GaussianBlur}) {
-            if (!stencil_supports(ctx(), op, v, c, 1.1f, nullptr, cfg)) continue;
+            if (!supports(ctx(), v, {op, sz.w, sz.h, c, 1.1f}, cfg)) continue;
             auto in = test::random_floats(size_t(sz.w) * size_t(sz.h) * size_t(c), seed++, 0.f, 1.f);
             Tensor t = make_tensor(ctx(), {sz.h, sz.w, c}, in), out = poisoned(sz.w, sz.h, c);
             Batch b(ctx());
             std::vector<float> want;
-            if (op == StencilOp::Sobel) {
-              record_sobel(ctx(), b, t, out, sz.w, sz.h, c, v, cfg);
-              want = cpu::sobel(in, sz.w, sz.h, c);
-            } else {
-              record_gaussian_blur(ctx(), b, t, poisoned(sz.w, sz.h, c), out, sz.w, sz.h, c, 1.1f, v, cfg);
-              want = cpu::gaussian_blur(in, sz.w, sz.h, c, 1.1f);
-            }
+            stencil(b, t, out, {op, sz.w, sz.h, c, 1.1f}, cfg, v);
+            want = op == StencilOp::Sobel ? cpu::sobel(in, sz.w, sz.h, c) : cpu::gaussian_blur(in, sz.w, sz.h, c, 1.1f);
             b.run();
             EXPECT_LT(test::rel_error(download<float>(ctx(), out), want), 2e-6)
                 << what(op, v, sz.w, sz.h, c, 1.1f) << " config " << sh.x << "x" << sh.y << "x" << sh.per;
@@ -164,20 +153,21 @@ TEST(Stencil, OtherConfigsMatchCpu) {
   too_big.sobel_naive = {1024, 1024, 1};
   Tensor t = make_tensor(ctx(), {5, 17, 1});
   Batch b(ctx());
-  EXPECT_THROW(record_sobel(ctx(), b, t, make_tensor(ctx(), {5, 17, 1}), 17, 5, 1, StencilVersion::Naive, too_big),
-               LimitError);
+  EXPECT_THROW(
+      stencil(b, t, make_tensor(ctx(), {5, 17, 1}), {StencilOp::Sobel, 17, 5, 1}, too_big, StencilVersion::Naive),
+      LimitError);
 }
 
 TEST(Stencil, BlurSigmaEdgeCases) {
   // sigma 0: the identity, exactly. Tiny sigma: radius 1 with outer weights ~0.
   // A radius larger than the image: clamping reads the edge pixels many times.
   for (auto v : kVersions) {
-    if (!stencil_supports(ctx(), StencilOp::GaussianBlur, v, 4, 0.f)) continue;
+    if (!supports(ctx(), v, {StencilOp::GaussianBlur, 17, 5, 4, 0.f})) continue;
     auto in = test::random_floats(17 * 5 * 4, 7, 0.f, 1.f);
     Tensor t = make_tensor(ctx(), {5, 17, 4}, in);
     EXPECT_EQ(download<float>(ctx(), gaussian_blur(ctx(), t, 17, 5, 4, 0.f, v)), in) << to_string(v);
     for (float sigma : {0.01f, 0.33f, 0.34f, 9.f})
-      if (stencil_supports(ctx(), StencilOp::GaussianBlur, v, 4, sigma))
+      if (supports(ctx(), v, {StencilOp::GaussianBlur, 17, 5, 4, sigma}))
         check_against_cpu(StencilOp::GaussianBlur, v, 17, 5, 4, sigma, 9);
   }
   Tensor t = make_tensor(ctx(), {1, 1, 1}, std::vector<float>{0.5f});
@@ -190,12 +180,12 @@ TEST(Stencil, HugeRadiusFallsBackToNaiveAndTiledSaysWhy) {
   // naming the limit.
   float sigma = 0.f;
   for (float s = 4.f; s < 1000.f; s *= 1.5f)
-    if (!stencil_supports(ctx(), StencilOp::GaussianBlur, StencilVersion::Tiled, 1, s)) {
+    if (!supports(ctx(), StencilVersion::Tiled, {StencilOp::GaussianBlur, 17, 5, 1, s})) {
       sigma = s;
       break;
     }
   ASSERT_GT(sigma, 0.f);
-  auto auto_name = [](StencilOp op, int c, float sg) { return to_string(stencil_auto_version(ctx(), op, c, sg)); };
+  auto auto_name = [](StencilOp op, int c, float sg) { return to_string(choose_stencil(ctx(), {op, 17, 5, c, sg})); };
   EXPECT_EQ(auto_name(StencilOp::GaussianBlur, 1, sigma), "naive");
   EXPECT_EQ(auto_name(StencilOp::GaussianBlur, 4, sigma), "naive_vec4");
   // Tiled on a GPU, naive on a CPU adapter (SwiftShader's barriers are slow); vec4: naive.
@@ -226,35 +216,52 @@ TEST(Stencil, BadArgumentsAreClearErrors) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("4 channels"), std::string::npos) << e.what();
   }
-  Tensor o = make_tensor(ctx(), {5, 17, 3});
   Batch b(ctx());
-  EXPECT_THROW(record_gaussian_blur(ctx(), b, t, o, o, 17, 5, 3, 1.f), Error);  // tmp aliases out
+  EXPECT_THROW(stencil(b, t, make_tensor(ctx(), {5, 16, 3}), {StencilOp::GaussianBlur, 17, 5, 3, 1.f}),
+               Error);  // out too small
 }
 
-TEST(Stencil, CpuThresholdResolvesArgumentThenEnvThenDefault) {
-  unsetenv("WGC_STENCIL_CPU_BELOW");
+TEST(Stencil, CpuThresholdResolvesPolicyThenEnvThenDefault) {
+  unsetenv("WGC_CPU_BELOW_SOBEL");
+  unsetenv("WGC_CPU_BELOW_BLUR");
   bool cpu = ctx().adapter().is_cpu();
-  EXPECT_EQ(stencil_cpu_below(ctx(), StencilOp::Sobel), cpu ? kSobelCpuBelow.cpu_adapter : kSobelCpuBelow.gpu_adapter);
-  EXPECT_EQ(stencil_cpu_below(ctx(), StencilOp::GaussianBlur),
-            cpu ? kBlurCpuBelow.cpu_adapter : kBlurCpuBelow.gpu_adapter);
-  EXPECT_FALSE(stencil_cpu_below_override().has_value());
-  EXPECT_EQ(stencil_cpu_below(ctx(), StencilOp::Sobel, 7), 7);
-  setenv("WGC_STENCIL_CPU_BELOW", "123", 1);
-  EXPECT_EQ(stencil_cpu_below(ctx(), StencilOp::GaussianBlur), 123);
-  EXPECT_EQ(stencil_cpu_below(ctx(), StencilOp::Sobel, 0), 0);
-  EXPECT_TRUE(stencil_runs_on_cpu(ctx(), StencilOp::Sobel, 122));
-  EXPECT_FALSE(stencil_runs_on_cpu(ctx(), StencilOp::Sobel, 123));
-  for (const char* bad : {"lots", "-5", "12x"}) {
-    setenv("WGC_STENCIL_CPU_BELOW", bad, 1);
+  using thresholds::kBlur, thresholds::kSobel;
+  EXPECT_EQ(cpu_below(ctx(), kSobel), cpu ? kSobel.cpu_adapter : kSobel.gpu_adapter);
+  EXPECT_EQ(cpu_below(ctx(), kBlur), cpu ? kBlur.cpu_adapter : kBlur.gpu_adapter);
+  EXPECT_FALSE(cpu_below_override(kSobel).has_value());
+  EXPECT_EQ(cpu_below(ctx(), kSobel, Policy{7}), 7u);
+  setenv("WGC_CPU_BELOW_BLUR", "123", 1);
+  EXPECT_EQ(cpu_below(ctx(), kBlur), 123u);
+  EXPECT_EQ(cpu_below(ctx(), kBlur, Policy{0}), 0u);
+  EXPECT_TRUE(run_on_cpu(ctx(), kBlur, {}, 122));
+  EXPECT_FALSE(run_on_cpu(ctx(), kBlur, {}, 123));
+  for (const char* bad : {"lots", "-5", "12x", " 5", "+5", "99999999999999999999999"}) {
+    setenv("WGC_CPU_BELOW_BLUR", bad, 1);
     try {
-      stencil_cpu_below(ctx(), StencilOp::Sobel);
+      cpu_below(ctx(), kBlur);
       ADD_FAILURE() << "no error for " << bad;
     } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("WGC_STENCIL_CPU_BELOW"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("WGC_CPU_BELOW_BLUR"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("pixels"), std::string::npos) << e.what();
     }
   }
-  unsetenv("WGC_STENCIL_CPU_BELOW");
-  EXPECT_FALSE(stencil_runs_on_cpu(ctx(), StencilOp::Sobel, 1, {StencilVersion::Auto, 0}));
+  unsetenv("WGC_CPU_BELOW_BLUR");
+}
+
+TEST(Stencil, RequestedVersionRunsOnTheGpuOrFails) {
+  // Far below the CPU threshold: Auto takes the CPU, a named version still runs its kernel.
+  Image img(9, 7, 1);
+  auto noise = test::random_floats(img.data.size(), 5, 0.f, 255.f);
+  for (size_t i = 0; i < noise.size(); ++i) img.data[i] = uint8_t(noise[i]);
+  Policy cpu_only{int64_t(1) << 40};
+  Image want = sobel_on_cpu(img);
+  for (auto v : {StencilVersion::Naive, StencilVersion::Tiled}) {
+    Image got = sobel(ctx(), img, cpu_only, v);
+    ASSERT_EQ(got.data.size(), want.data.size());
+    for (size_t i = 0; i < got.data.size(); ++i) ASSERT_LE(std::abs(int(got.data[i]) - int(want.data[i])), 1) << i;
+  }
+  // A version the input cannot run is an error, not the CPU: Sobel runs on 1 channel of luma.
+  EXPECT_THROW(sobel(ctx(), img, cpu_only, StencilVersion::TiledVec4), Error);
 }
 
 TEST(Stencil, HostImageGpuAndCpuPathsAgree) {
@@ -262,7 +269,7 @@ TEST(Stencil, HostImageGpuAndCpuPathsAgree) {
     Image img(37, 21, c);
     auto noise = test::random_floats(img.data.size(), uint32_t(c), 0.f, 255.f);
     for (size_t i = 0; i < noise.size(); ++i) img.data[i] = uint8_t(noise[i]);
-    ImageStencilOptions gpu{StencilVersion::Auto, 0}, cpu_only{StencilVersion::Auto, int64_t(1) << 40};
+    Policy gpu{0}, cpu_only{int64_t(1) << 40};
     Image a = gaussian_blur(ctx(), img, 1.2f, gpu), b = gaussian_blur(ctx(), img, 1.2f, cpu_only);
     ASSERT_EQ(a.channels, c);
     ASSERT_EQ(a.data.size(), b.data.size());
@@ -279,7 +286,7 @@ TEST(Stencil, BenchHookVariantsRunAndBytesAreCounted) {
   EXPECT_EQ(vs[0].name, "sobel/naive");
   EXPECT_EQ(vs[7].name, "blur/tiled_vec4");
   for (auto& v : vs) {
-    StencilProblem p{v.op, 33, 19, 4, 1.3f};
+    StencilDims p{v.op, 33, 19, 4, 1.3f};
     ASSERT_TRUE(v.supports(ctx(), p)) << v.name;
     StencilCall call = v.prepare(ctx(), p);
     fill_u32(ctx(), call.output, kPoisonNaN);
@@ -294,7 +301,7 @@ TEST(Stencil, BenchHookVariantsRunAndBytesAreCounted) {
   EXPECT_EQ(stencil_bytes_moved({StencilOp::GaussianBlur, 10, 20, 1}), 4u * 10 * 20 * 4);
 }
 
-// How kSobelCpuBelow and kBlurCpuBelow were measured: the host-image blur (sigma 2) and Sobel, RGB, at square
+// How thresholds::kSobel and kBlur were measured: the host-image blur (sigma 2) and Sobel, RGB, at square
 // sizes, GPU path (upload, dispatch, download) vs CPU path, best of several runs. Run with
 //   test_stencil --gtest_also_run_disabled_tests --gtest_filter='*MeasureCpuThreshold*'
 TEST(Stencil, DISABLED_MeasureCpuThreshold) {
@@ -323,7 +330,7 @@ TEST(Stencil, DISABLED_MeasureCpuThreshold) {
     Image img(side, side, 3);
     auto noise = test::random_floats(img.data.size(), 5, 0.f, 255.f);
     for (size_t i = 0; i < noise.size(); ++i) img.data[i] = uint8_t(noise[i]);
-    ImageStencilOptions gpu{StencilVersion::Auto, 0}, cpu_only{StencilVersion::Auto, int64_t(1) << 40};
+    Policy gpu{0}, cpu_only{int64_t(1) << 40};
     double bg = best_ms([&] { gaussian_blur(ctx(), img, 2.f, gpu); });
     double bc = best_ms([&] { gaussian_blur(ctx(), img, 2.f, cpu_only); });
     double sg = best_ms([&] { sobel(ctx(), img, gpu); });
@@ -362,7 +369,7 @@ std::vector<double> call_times(const StencilCall& call, size_t slots, int reps) 
 
 // A second of work so the GPU's clocks are up before the first measurement.
 void warm_up(int side, float sigma) {
-  StencilProblem p{StencilOp::GaussianBlur, side, side, 4, sigma};
+  StencilDims p{StencilOp::GaussianBlur, side, side, 4, sigma};
   StencilCall call = stencil_variants()[5].prepare(ctx(), p);
   auto t0 = std::chrono::steady_clock::now();
   while (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < 1.0) {
@@ -391,7 +398,7 @@ TEST(Stencil, DISABLED_VersionTimes) {
               ctx().features().timestamp_query ? "timestamps" : "wall clock");
   for (int c : {1, 3, 4})
     for (auto& v : stencil_variants()) {
-      StencilProblem p{v.op, side, side, c, sigma};
+      StencilDims p{v.op, side, side, c, sigma};
       if (!v.supports(ctx(), p)) continue;
       StencilCall call = v.prepare(ctx(), p);
       auto t = call_times(call, v.op == StencilOp::Sobel ? 1 : 2, reps);
@@ -436,7 +443,7 @@ TEST(Stencil, DISABLED_TuneConfigs) {
           StencilConfig cfg;
           cfg.sobel_naive = cfg.sobel_tiled = cfg.sobel_tiled_vec4 = cfg.blur_naive = cfg.blur_tiled_h =
               cfg.blur_tiled_v = cfg.blur_tiled_h_vec4 = cfg.blur_tiled_v_vec4 = sh;
-          StencilProblem p{v.op, side, side, c, sigma};
+          StencilDims p{v.op, side, side, c, sigma};
           if (!v.supports(ctx(), p, cfg)) continue;
           StencilCall call = v.prepare(ctx(), p, 1, cfg);
           auto t = call_times(call, v.op == StencilOp::Sobel ? 1 : 2, reps);

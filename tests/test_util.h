@@ -1,6 +1,7 @@
 // Shared by the tests: one GPU context per test binary, random data, fixture paths.
 #pragma once
 
+#include "cpu/compare.h"
 #include "wgc.h"
 
 #include <gtest/gtest.h>
@@ -35,16 +36,10 @@ inline std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.f
   return v;
 }
 
-// max |a - b| / max(max |b|, tiny); NaN anywhere gives infinity so poisoned outputs fail.
+// cpu::max_rel_error of same-length vectors (a length mismatch is an infinite error).
 inline double rel_error(const std::vector<float>& a, const std::vector<float>& b) {
   if (a.size() != b.size()) return INFINITY;
-  double md = 0, mb = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (!std::isfinite(a[i]) && std::isfinite(b[i])) return INFINITY;
-    md = std::max(md, std::fabs(double(a[i]) - double(b[i])));
-    mb = std::max(mb, std::fabs(double(b[i])));
-  }
-  return md / std::max(mb, 1e-30);
+  return cpu::max_rel_error(std::span<const float>(a), std::span<const float>(b));
 }
 
 inline std::filesystem::path env_dir(const char* var, const char* fallback) {

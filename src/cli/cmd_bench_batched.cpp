@@ -4,6 +4,7 @@
 // each (TG; each step's tokens read back and fed to the next). Aggregate tokens/s of both, as a
 // table and JSON, and a PNG chart of decode t/s per count.
 #include "cli/command.h"
+#include "cli/llm_backend.h"
 #include "io/chart.h"
 #include "llm/model/llama_batched.h"
 #include "util/error.h"
@@ -144,14 +145,14 @@ int bench_batched_cmd(Args& a) {
   const bool sync = a.flag("--sync");
   auto json = a.option("--json");
   auto png = a.option("--png");
-  llm::Version lin = llm::Version::Auto;
+  llm::LinearVersion lin = llm::LinearVersion::Auto;
   if (auto k = a.option("--kernel")) {
     if (*k == "batched")
-      lin = llm::Version::Batched;
+      lin = llm::LinearVersion::Batched;
     else if (*k == "batched-q8")
-      lin = llm::Version::BatchedQ8;
+      lin = llm::LinearVersion::BatchedQ8;
     else if (*k == "naive")
-      lin = llm::Version::Naive;
+      lin = llm::LinearVersion::Naive;
     else if (*k != "auto")
       throw Error("wgc bench-batched: --kernel expects auto, batched, batched-q8 or naive, got '" + *k + "'");
   }
@@ -177,14 +178,18 @@ int bench_batched_cmd(Args& a) {
     std::fflush(stderr);
   };
 
-  Context ctx({parse_backend(g.backend), g.debug});
+  LlmBackend be = llm_backend(g);
   status("loading " + *model_path);
   llm::ModelFile file = llm::open_model(*model_path);
   llm::EngineOptions eo;
   eo.max_ctx = p + n;
   eo.max_batch = std::min(batch, p + n);
   eo.tuning = tuning;
-  llm::LlamaModel model(ctx, file, eo);
+  eo.device = be.device;
+  llm::LlamaModel model(be.ctx, file, eo);
+  say_engine_choice(model);
+  const bool on_gpu = model.device() == llm::Device::Gpu;
+  const std::string device = engine_name(model, be);
   const int max_b = *std::max_element(par.begin(), par.end());
   llm::BatchedOptions bo;
   bo.max_rows = max_b;
@@ -218,18 +223,20 @@ int bench_batched_cmd(Args& a) {
   }
   if (tty) std::fprintf(stderr, "\r%60s\r", "");
 
-  std::printf("device: %s (%s)   model: %s\n", ctx.adapter().device.c_str(), ctx.adapter().adapter_type.c_str(),
-              model_path->c_str());
+  std::printf("device: %s   model: %s\n", device.c_str(), model_path->c_str());
   std::printf("KV pool: %d blocks of %d tokens (%.2f GiB); prefill steps of at most %d tokens; attention split %d\n",
               bo.blocks, block, double(engine.kv_bytes()) / double(1ull << 30), batch, split);
-  std::printf("linear kernel: %s; batched kernels: %u lanes per row, workgroup %s, at least %u workgroups\n\n",
-              lin == llm::Version::Naive       ? "naive"
-              : lin == llm::Version::Batched   ? "batched"
-              : lin == llm::Version::BatchedQ8 ? "batched-q8 (8-bit activations for Q4_0/Q8_0)"
-                                               : (ctx.adapter().is_cpu() ? "auto (naive)" : "auto (batched)"),
-              tuning.batched_kl, tuning.batched_wg ? std::to_string(tuning.batched_wg).c_str() : "auto",
-              tuning.batched_min_groups);
-  std::printf("|    PP |     TG |    B |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |      T s |    S t/s |\n");
+  if (on_gpu)
+    std::printf("linear kernel: %s; batched kernels: %u lanes per row, workgroup %s, at least %u workgroups\n",
+                lin == llm::LinearVersion::Naive     ? "naive"
+                : lin == llm::LinearVersion::Batched ? "batched"
+                : lin == llm::LinearVersion::BatchedQ8
+                    ? "batched-q8 (8-bit activations for Q4_0/Q8_0)"
+                    : (be.ctx->adapter().is_cpu() ? "auto (naive)" : "auto (batched)"),
+                tuning.batched_kl, tuning.batched_wg ? std::to_string(tuning.batched_wg).c_str() : "auto",
+                tuning.batched_min_groups);
+  std::printf(
+      "\n|    PP |     TG |    B |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |      T s |    S t/s |\n");
   std::printf("|-------|--------|------|--------|----------|----------|----------|----------|----------|----------|\n");
   json::Value results = json::Value::array();
   chart::BarSeries bars{"decode t/s (S_TG)", {}};
@@ -266,12 +273,13 @@ int bench_batched_cmd(Args& a) {
       "S_PP = B*p/T_PP, S_TG = B*n/T_TG, S = B*(p+n)/(T_PP+T_TG); medians of %d run(s)%s.\n",
       sync ? "the next step recorded after it (--sync)" : "the next step recorded while the GPU runs this one", repeats,
       warmup ? " after a warm-up" : "");
-  if (png) chart::write_bar_chart(*png, "batched decode on " + ctx.adapter().device, "tokens/s", cats, {bars});
+  if (png) chart::write_bar_chart(*png, "batched decode on " + device, "tokens/s", cats, {bars});
   if (json) {
     json::Value doc = json::Value::object();
     doc.set("model", *model_path);
-    doc.set("device", ctx.adapter().device);
-    doc.set("adapter_type", ctx.adapter().adapter_type);
+    doc.set("engine", llm::to_string(model.device()));
+    doc.set("device", on_gpu ? be.ctx->adapter().device : device);
+    doc.set("adapter_type", on_gpu ? be.ctx->adapter().adapter_type : "cpu");
     doc.set("kv_blocks", bo.blocks);
     doc.set("block_tokens", block);
     doc.set("kv_bytes", engine.kv_bytes());

@@ -3,10 +3,13 @@
 // read per second and as a fraction of the memory bandwidth. A table, and JSON with every number.
 #include "bench/bench.h"
 #include "cli/command.h"
+#include "cli/llm_backend.h"
+#include "cpu/llm/cpu_features.h"
 #include "io/chart.h"
 #include "llm/formats/gguf.h"
 #include "llm/model/llama.h"
 #include "util/error.h"
+#include "util/json.h"
 
 #include <algorithm>
 #include <chrono>
@@ -15,7 +18,6 @@
 #include <fstream>
 #include <map>
 #include <random>
-#include <sstream>
 
 #include <unistd.h>
 
@@ -135,38 +137,10 @@ std::string main_type(const llm::ModelFile& f) {
   return best;
 }
 
-std::string json_number(double v) {
-  if (!std::isfinite(v)) return "null";
-  std::ostringstream o;
-  o.precision(10);
-  o << v;
-  return o.str();
-}
-
-std::string json_string(const std::string& s) {
-  std::string o = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      o += '\\';
-      o += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned char>(c));
-      o += buf;
-    } else {
-      o += c;
-    }
-  }
-  return o + "\"";
-}
-
-std::string json_array(const std::vector<double>& v) {
-  std::string o = "[";
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (i) o += ',';
-    o += json_number(v[i]);
-  }
-  return o + "]";
+json::Value number_array(const std::vector<double>& v) {
+  json::Value a = json::Value::array();
+  for (double x : v) a.push_back(x);
+  return a;
 }
 
 std::vector<int> int_list(Args& a, const char* name, int def) {
@@ -184,10 +158,10 @@ std::vector<int> int_list(Args& a, const char* name, int def) {
 }
 
 // --matmul's names of the prefill kernels (LlmTuning::matmul); "auto" is the default, not an option.
-constexpr std::pair<const char*, llm::Version> kPrefillKernels[] = {{"auto", llm::Version::Auto},
-                                                                    {"naive", llm::Version::Naive},
-                                                                    {"tiled", llm::Version::Shared},
-                                                                    {"regtile", llm::Version::RegTile}};
+constexpr std::pair<const char*, llm::LinearVersion> kPrefillKernels[] = {{"auto", llm::LinearVersion::Auto},
+                                                                          {"naive", llm::LinearVersion::Naive},
+                                                                          {"tiled", llm::LinearVersion::Shared},
+                                                                          {"regtile", llm::LinearVersion::RegTile}};
 
 int bench_llm_cmd(Args& a) {
   auto g = gpu_flags(a);
@@ -203,6 +177,7 @@ int bench_llm_cmd(Args& a) {
   bool warmup = !a.flag("--no-warmup");
   int ahead = static_cast<int>(a.number_or("--decode-ahead", llm::EngineOptions{}.decode_ahead));
   bool profile = a.flag("--profile");
+  int threads = static_cast<int>(a.number_or("--threads", 0));
   llm::LlmTuning tuning;
   if (auto mv = a.option("--matvec")) {  // WG,TPR,UNROLL,ROWS (or WGxTPRxUNROLLxROWS)
     unsigned v[4];
@@ -237,6 +212,7 @@ int bench_llm_cmd(Args& a) {
   if (!model_path) throw Error("wgc bench-llm: --model FILE.gguf (or a Hugging Face folder) is required");
   if (repeats < 1) throw Error("wgc bench-llm: -r must be at least 1");
   if (batch < 1) throw Error("wgc bench-llm: --batch must be at least 1");
+  if (threads < 0 || threads > 4096) throw Error("wgc bench-llm: --threads must be 0 (every processor) to 4096");
   pp.erase(std::remove(pp.begin(), pp.end(), 0), pp.end());
   tg.erase(std::remove(tg.begin(), tg.end(), 0), tg.end());
   if (pp.empty() && tg.empty()) throw Error("wgc bench-llm: nothing to run (-p 0 and -n 0)");
@@ -247,25 +223,7 @@ int bench_llm_cmd(Args& a) {
     std::fflush(stderr);
   };
 
-  Context ctx({parse_backend(g.backend), g.debug});
-  // The bandwidth to compare decode with: given, else measured (a large copy kernel), before the
-  // model takes the memory.
-  double bw = -1;  // bytes/s; <= 0: none
-  std::string bw_source = "none";
-  if (bw_opt) {
-    char* end = nullptr;
-    double v = std::strtod(bw_opt->c_str(), &end);
-    if (bw_opt->empty() || *end || v < 0) throw Error("wgc bench-llm: --bandwidth expects GB/s, got '" + *bw_opt + "'");
-    if (v > 0) {
-      bw = v * 1e9;
-      bw_source = "given";
-    }
-  } else {
-    status("measuring the copy bandwidth");
-    bw = bench::measured_bandwidth(ctx, bench::Options{});
-    bw_source = "measured";
-  }
-
+  LlmBackend be = llm_backend(g);
   status("loading " + *model_path);
   llm::ModelFile file = llm::open_model(*model_path);
   const llm::ModelConfig& cfg = file.config();
@@ -276,7 +234,33 @@ int bench_llm_cmd(Args& a) {
   eo.max_batch = batch;
   eo.decode_ahead = ahead;
   eo.tuning = tuning;
-  llm::LlamaModel model(ctx, file, eo);
+  eo.threads = threads;
+  eo.device = be.device;
+  const llm::DeviceChoice engine = llm::choose_device(be.ctx, file, eo);
+  eo.device = engine.device;
+  const bool on_gpu = engine.device == llm::Device::Gpu;
+
+  // The bandwidth to compare decode with: given, else on the GPU measured (a large copy kernel),
+  // before the model takes the memory.
+  double bw = -1;  // bytes/s; <= 0: none
+  std::string bw_source = "none";
+  if (bw_opt) {
+    char* end = nullptr;
+    double v = std::strtod(bw_opt->c_str(), &end);
+    if (bw_opt->empty() || *end || v < 0) throw Error("wgc bench-llm: --bandwidth expects GB/s, got '" + *bw_opt + "'");
+    if (v > 0) {
+      bw = v * 1e9;
+      bw_source = "given";
+    }
+  } else if (on_gpu) {
+    status("measuring the copy bandwidth");
+    bw = bench::measured_bandwidth(*be.ctx, bench::Options{});
+    bw_source = "measured";
+  }
+
+  status("starting the " + std::string(on_gpu ? "GPU" : "CPU") + " engine");
+  llm::LlamaModel model(be.ctx, file, eo);
+  if (!engine.reason.empty()) std::fprintf(stderr, "%swgc: %s\n", tty ? "\n" : "", engine.reason.c_str());
 
   int64_t params = 0;
   for (const auto& t : file.tensors()) params += t.numel();
@@ -293,7 +277,8 @@ int bench_llm_cmd(Args& a) {
   if (label.empty() || label == "tiny") label = size_label(params);  // wgc's test shape: its size
   const std::string type = main_type(file);
   const std::string name = std::string(llm::to_string(cfg.architecture)) + " " + label + " " + type;
-  const std::string backend = "WebGPU " + ctx.adapter().device;
+  const std::string backend =
+      on_gpu ? "WebGPU " + be.ctx->adapter().device : "CPU " + std::to_string(model.threads()) + " threads";
 
   std::mt19937 rng(seed);
   std::uniform_int_distribution<int32_t> tok(0, int32_t(cfg.vocab_size - 1));
@@ -354,7 +339,7 @@ int bench_llm_cmd(Args& a) {
         throw Error("wgc bench-llm: " + t.name + ": token id " + std::to_string(last));
       t.seconds.push_back(s);
       t.tps.push_back(double(n) / s);
-      t.host_ms.push_back(ds.record_ms / std::max(1, ds.recorded));
+      if (on_gpu) t.host_ms.push_back(ds.record_ms / std::max(1, ds.recorded));
     }
     tests.push_back(std::move(t));
   }
@@ -381,17 +366,18 @@ int bench_llm_cmd(Args& a) {
     }
   }
 
-  std::printf("device: %s (%s)   bandwidth: %s\n", ctx.adapter().device.c_str(), ctx.adapter().adapter_type.c_str(),
+  std::printf("device: %s   bandwidth: %s\n", engine_name(model, be).c_str(),
               bw > 0 ? (fmt("%.1f GB/s", bw * 1e-9) + " (" + bw_source + ")").c_str() : "none");
-  std::printf("model: %s   weights on the GPU: %s, read per decoded token: %s\n", model_path->c_str(),
-              gb_str(weight_bytes).c_str(), gb_str(bytes_per_token).c_str());
-  std::printf("matvec tuning: wg %u, tpr %u, unroll %u, rows %u; prefill matmul: %s, tile %ux%ux%u\n\n",
-              tuning.matvec_wg, tuning.matvec_tpr, tuning.matvec_unroll, tuning.matvec_rows,
-              tuning.matmul == llm::Version::Naive     ? "naive"
-              : tuning.matmul == llm::Version::Shared  ? "tiled"
-              : tuning.matmul == llm::Version::RegTile ? "regtile"
-                                                       : "auto",
-              tuning.matmul_bm, tuning.matmul_bn, tuning.matmul_bk);
+  std::printf("model: %s   weights %s: %s, read per decoded token: %s\n", model_path->c_str(),
+              on_gpu ? "on the GPU" : "mapped", gb_str(weight_bytes).c_str(), gb_str(bytes_per_token).c_str());
+  if (on_gpu)
+    std::printf("matvec tuning: wg %u, tpr %u, unroll %u, rows %u; prefill matmul: %s, tile %ux%ux%u\n\n",
+                tuning.matvec_wg, tuning.matvec_tpr, tuning.matvec_unroll, tuning.matvec_rows,
+                tuning.matmul == llm::LinearVersion::Naive     ? "naive"
+                : tuning.matmul == llm::LinearVersion::Shared  ? "tiled"
+                : tuning.matmul == llm::LinearVersion::RegTile ? "regtile"
+                                                               : "auto",
+                tuning.matmul_bm, tuning.matmul_bn, tuning.matmul_bk);
   std::vector<std::vector<std::string>> rows;
   for (const auto& t : tests)
     rows.push_back({name, gib_str(file.total_bytes()), params_str(params), backend, t.name,
@@ -415,8 +401,8 @@ int bench_llm_cmd(Args& a) {
   std::printf(
       "\nt/s: median ± standard deviation of %d runs (after a warm-up run); pp: prefill of p random tokens\n"
       "from an empty cache to the last position's logits; tg: n greedy single-token steps from an empty\n"
-      "cache (each step's token id read back; with --decode-ahead %d the host records step t+1 while the\n"
-      "GPU runs step t). GB/s: weight bytes read per token x t/s; %% bw: of the %s.\n",
+      "cache (on the GPU each step's token id read back; with --decode-ahead %d the host records step t+1\n"
+      "while the GPU runs step t). GB/s: weight bytes read per token x t/s; %% bw: of the %s.\n",
       repeats, ahead,
       bw_source == "given"      ? "given bandwidth"
       : bw_source == "measured" ? "measured copy bandwidth"
@@ -429,33 +415,54 @@ int bench_llm_cmd(Args& a) {
       cats.push_back(t.name);
       bars.values.push_back(t.t.median);
     }
-    chart::write_bar_chart(*png, name + " on " + ctx.adapter().device, "tokens/s", cats, {bars});
+    chart::write_bar_chart(*png, name + " on " + (on_gpu ? be.ctx->adapter().device : backend), "tokens/s", cats,
+                           {bars});
   }
   if (json) {
+    auto or_null = [](double v, bool have) { return have ? json::Value(v) : json::Value(); };
+    json::Value o = json::Value::object();
+    o.set("model", *model_path);
+    o.set("name", name);
+    o.set("architecture", llm::to_string(cfg.architecture));
+    o.set("type", type);
+    o.set("size_bytes", uint64_t(file.total_bytes()));
+    o.set("params", int64_t(params));
+    o.set("weight_bytes", weight_bytes);
+    o.set("bytes_per_token", bytes_per_token);
+    o.set("engine", llm::to_string(model.device()));
+    o.set("device", on_gpu ? be.ctx->adapter().device : llm::cpu::describe_cpu(model.threads()));
+    o.set("adapter_type", on_gpu ? be.ctx->adapter().adapter_type : "cpu");
+    o.set("backend", on_gpu ? be.ctx->adapter().backend : "cpu");
+    o.set("threads", model.threads());
+    o.set("bandwidth_gbs", or_null(bw * 1e-9, bw > 0));
+    o.set("bandwidth_source", bw_source);
+    o.set("repeats", repeats);
+    o.set("warmup", warmup);
+    o.set("decode_ahead", ahead);
+    o.set("max_ctx", model.max_ctx());
+    o.set("batch", batch);
+    json::Value results = json::Value::array();
+    for (const auto& t : tests) {
+      json::Value r = json::Value::object();
+      r.set("test", t.name);
+      r.set("n_prompt", t.n_prompt);
+      r.set("n_gen", t.n_gen);
+      r.set("seconds", number_array(t.seconds));
+      r.set("tps", number_array(t.tps));
+      r.set("tps_median", t.t.median);
+      r.set("tps_mean", t.t.mean);
+      r.set("tps_stddev", t.t.stddev);
+      r.set("tps_min", t.t.min);
+      r.set("tps_max", t.t.max);
+      r.set("gbs", or_null(t.gbs, t.gbs >= 0));
+      r.set("bandwidth_fraction", or_null(t.bw_frac, t.bw_frac >= 0));
+      r.set("host_ms_per_token", or_null(t.host_ms.empty() ? 0 : stats(t.host_ms).median, !t.host_ms.empty()));
+      results.push_back(std::move(r));
+    }
+    o.set("results", std::move(results));
     std::ofstream f(*json);
     if (!f) throw Error("wgc bench-llm: cannot write " + *json);
-    f << "{\"model\":" << json_string(*model_path) << ",\"name\":" << json_string(name)
-      << ",\"architecture\":" << json_string(std::string(llm::to_string(cfg.architecture)))
-      << ",\"type\":" << json_string(type) << ",\"size_bytes\":" << file.total_bytes() << ",\"params\":" << params
-      << ",\"weight_bytes\":" << weight_bytes << ",\"bytes_per_token\":" << bytes_per_token
-      << ",\"device\":" << json_string(ctx.adapter().device)
-      << ",\"adapter_type\":" << json_string(ctx.adapter().adapter_type)
-      << ",\"backend\":" << json_string(ctx.adapter().backend)
-      << ",\"bandwidth_gbs\":" << (bw > 0 ? json_number(bw * 1e-9) : "null")
-      << ",\"bandwidth_source\":" << json_string(bw_source) << ",\"repeats\":" << repeats
-      << ",\"warmup\":" << (warmup ? "true" : "false") << ",\"decode_ahead\":" << ahead
-      << ",\"max_ctx\":" << model.max_ctx() << ",\"batch\":" << batch << ",\"results\":[";
-    for (size_t i = 0; i < tests.size(); ++i) {
-      const auto& t = tests[i];
-      f << (i ? "," : "") << "\n {\"test\":" << json_string(t.name) << ",\"n_prompt\":" << t.n_prompt
-        << ",\"n_gen\":" << t.n_gen << ",\"seconds\":" << json_array(t.seconds) << ",\"tps\":" << json_array(t.tps)
-        << ",\"tps_median\":" << json_number(t.t.median) << ",\"tps_mean\":" << json_number(t.t.mean)
-        << ",\"tps_stddev\":" << json_number(t.t.stddev) << ",\"tps_min\":" << json_number(t.t.min)
-        << ",\"tps_max\":" << json_number(t.t.max) << ",\"gbs\":" << (t.gbs >= 0 ? json_number(t.gbs) : "null")
-        << ",\"bandwidth_fraction\":" << (t.bw_frac >= 0 ? json_number(t.bw_frac) : "null")
-        << ",\"host_ms_per_token\":" << (t.host_ms.empty() ? "null" : json_number(stats(t.host_ms).median)) << "}";
-    }
-    f << "\n]}\n";
+    f << o.dump(1) << "\n";
     if (!f) throw Error("wgc bench-llm: writing " + *json + " failed");
   }
   return 0;
@@ -464,7 +471,7 @@ int bench_llm_cmd(Args& a) {
 Register reg{
     {"bench-llm",
      "--model F.gguf [-p 512[,n..]] [-n 128[,n..]] [-r 5] [--json F] [--png F] [--bandwidth GB/s] [--batch 512] "
-     "[--seed S] [--no-warmup] [--decode-ahead N] [--profile] [--matvec WG,TPR,UNROLL,ROWS] [--matmul "
+     "[--seed S] [--no-warmup] [--decode-ahead N] [--threads N] [--profile] [--matvec WG,TPR,UNROLL,ROWS] [--matmul "
      "naive|tiled|regtile] [--matmul-tile BMxBNxBK] [--backend B]",
      "llama-bench for LlamaModel: prefill (pp) and decode (tg) tokens/s, decode vs bandwidth", bench_llm_cmd}};
 

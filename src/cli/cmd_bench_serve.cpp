@@ -1,8 +1,8 @@
 // wgc bench-serve: a serving benchmark against an OpenAI-compatible server (src/server/bench_serve.h).
 #include "cli/command.h"
-#include "util/error.h"
 #include "io/chart.h"
 #include "server/bench_serve.h"
+#include "util/error.h"
 
 #include <cstdio>
 #include <cstdlib>

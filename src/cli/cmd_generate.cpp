@@ -1,6 +1,7 @@
 // wgc generate: text continuation, streamed token by token; wgc chat: an interactive loop with the
 // model's chat template, keeping the KV cache across turns.
 #include "cli/command.h"
+#include "cli/llm_backend.h"
 #include "gpu/context.h"
 #include "llm/chat/chat_template.h"
 #include "llm/generate/default_model.h"
@@ -91,11 +92,13 @@ Loaded open_files(const fs::path& path, const fs::path& tokenizer) {
   return l;
 }
 
-LlamaModel& start_engine(Loaded& l, const Context& ctx, int max_ctx) {
+LlamaModel& start_engine(Loaded& l, const LlmBackend& be, int max_ctx) {
   auto t0 = std::chrono::steady_clock::now();
   EngineOptions eo;
   eo.max_ctx = max_ctx;
-  l.model.emplace(ctx, l.file, eo);
+  eo.device = be.device;
+  l.model.emplace(be.ctx, l.file, eo);
+  say_engine_choice(*l.model);
   l.load_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return *l.model;
 }
@@ -154,8 +157,8 @@ int generate(Args& a) {
     throw Error("wgc: the prompt has " + std::to_string(ids.size()) + " tokens but the context holds " +
                 std::to_string(max_ctx) + " (shorten the prompt or raise --ctx, up to the model's own context)");
 
-  Context ctx({parse_backend(g.backend), g.debug});
-  Generator gen(start_engine(m, ctx, max_ctx), m.tok);
+  LlmBackend be = llm_backend(g);
+  Generator gen(start_engine(m, be, max_ctx), m.tok);
 
   if (!json)
     std::fprintf(stderr, "wgc: %s (%s), context %d, sampling: %s\n", path.filename().string().c_str(),
@@ -209,8 +212,8 @@ int chat(Args& a) {
   Loaded m = open_files(path, tokenizer);
   if (!m.tok) throw Error("wgc chat: " + path.string() + " has no tokenizer: give --tokenizer PATH");
   const Tokenizer& tok = *m.tok;
-  Context ctx({parse_backend(g.backend), g.debug});
-  Generator gen(start_engine(m, ctx, max_ctx), tok);
+  LlmBackend be = llm_backend(g);
+  Generator gen(start_engine(m, be, max_ctx), tok);
   bool plain = tok.chat_template().empty();
   std::optional<ChatTemplate> tmpl;
   if (!plain) tmpl.emplace(ChatTemplate::for_tokenizer(tok));

@@ -11,7 +11,6 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <optional>
 #include <string>
 
 namespace wgc::cli {
@@ -54,31 +53,31 @@ void take_files(Args& a, ImageArgs& r, const char* cmd) {
     throw Error(std::string("wgc ") + cmd + ": '" + r.out.string() + "' exists (use --force to overwrite)");
 }
 
-// Runs filter on the CPU or the GPU by the threshold; the device is only created when needed.
+// Runs filter on the CPU or the GPU by the threshold (a named --version always runs on the GPU);
+// the device is only created when needed.
 template <class Gpu, class Cpu>
 int run_filter(const char* cmd, StencilOp op, const ImageArgs& r, float sigma, Gpu gpu, Cpu cpu) {
   Image img = read_image(r.in);
   auto t0 = std::chrono::steady_clock::now();  // the filter's time (after the device is up)
   // Below both adapters' defaults (or an explicit threshold) no device is needed to decide.
-  std::optional<int64_t> below = stencil_cpu_below_override(r.cpu_below);
-  const StencilThreshold& t = op == StencilOp::Sobel ? kSobelCpuBelow : kBlurCpuBelow;
-  int64_t sure_cpu = below.value_or(std::min(t.cpu_adapter, t.gpu_adapter));
+  const thresholds::Threshold& t = op == StencilOp::Sobel ? thresholds::kSobel : thresholds::kBlur;
+  Policy policy{r.cpu_below};
+  bool auto_version = r.version == StencilVersion::Auto;
+  uint64_t sure_cpu = cpu_below_override(t, policy).value_or(std::min(t.cpu_adapter, t.gpu_adapter));
   Image out;
   std::string how;
-  if (img.pixels() < sure_cpu) {
+  if (auto_version && uint64_t(img.pixels()) < sure_cpu) {
     out = cpu(img);
     how = "cpu";
   } else {
     Context ctx({parse_backend(r.gpu.backend), r.gpu.debug});
     t0 = std::chrono::steady_clock::now();
-    ImageStencilOptions o{r.version, r.cpu_below};
-    if (stencil_runs_on_cpu(ctx, op, img.pixels(), o)) {
+    if (auto_version && run_on_cpu(ctx, t, policy, uint64_t(img.pixels()))) {
       out = cpu(img);
       how = "cpu";
     } else {
       StencilVersion v = image_stencil_version(ctx, op, img.channels, sigma, r.version);
-      o.cpu_below = 0;
-      out = gpu(ctx, img, o);
+      out = gpu(ctx, img, Policy{0}, r.version);
       how = "gpu " + std::string(to_string(v)) + " on " + ctx.adapter().device;
     }
   }
@@ -95,7 +94,7 @@ int sobel_cmd(Args& a) {
   take_files(a, r, "sobel");
   return run_filter(
       "sobel", StencilOp::Sobel, r, 0.f,
-      [](const Context& ctx, const Image& img, const ImageStencilOptions& o) { return sobel(ctx, img, o); },
+      [](const Context& ctx, const Image& img, Policy p, StencilVersion v) { return sobel(ctx, img, p, v); },
       [](const Image& img) { return sobel_on_cpu(img); });
 }
 
@@ -107,7 +106,9 @@ int blur_cmd(Args& a) {
   cpu::gaussian_radius(s);  // a bad sigma fails before any work
   return run_filter(
       "blur", StencilOp::GaussianBlur, r, s,
-      [s](const Context& ctx, const Image& img, const ImageStencilOptions& o) { return gaussian_blur(ctx, img, s, o); },
+      [s](const Context& ctx, const Image& img, Policy p, StencilVersion v) {
+        return gaussian_blur(ctx, img, s, p, v);
+      },
       [s](const Image& img) { return gaussian_blur_on_cpu(img, s); });
 }
 

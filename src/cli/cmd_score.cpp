@@ -1,5 +1,6 @@
 // wgc score: the logits of every position of a token sequence, as a float32 NumPy array [n, vocab].
 #include "cli/command.h"
+#include "cli/llm_backend.h"
 #include "gpu/context.h"
 #include "io/npy.h"
 #include "llm/generate/default_model.h"
@@ -41,7 +42,6 @@ int score(Args& a) {
     ids.push_back(int32_t(v));
   }
 
-  Context ctx({parse_backend(g.backend), g.debug});
   ModelFile f = open_model(path);
   if (prompt) {
     auto tok = find_tokenizer(f, tokenizer);
@@ -51,7 +51,10 @@ int score(Args& a) {
   if (ids.empty()) throw Error("wgc score: no tokens");
   EngineOptions eo;
   eo.max_ctx = int(ids.size());
-  LlamaModel m(ctx, f, eo);
+  LlmBackend be = llm_backend(g);
+  eo.device = be.device;
+  LlamaModel m(be.ctx, f, eo);
+  say_engine_choice(m);
   auto logits = m.all_logits(ids);
   int64_t vocab = f.config().vocab_size;
   npy::write(*out, logits, {int64_t(ids.size()), vocab});

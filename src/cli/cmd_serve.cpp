@@ -1,5 +1,6 @@
 // wgc serve: an OpenAI-compatible HTTP server for one model (src/server, docs/serving.md).
 #include "cli/command.h"
+#include "cli/llm_backend.h"
 #include "gpu/context.h"
 #include "llm/chat/chat_template.h"
 #include "llm/generate/default_model.h"
@@ -54,11 +55,11 @@ int serve(Args& a) {
   sched.prefill_chunk = int_arg(a, "--prefill-chunk", sched.prefill_chunk, 1, 1 << 16);
   if (auto k = a.option("--kernel")) {  // the serving engine's linear kernels (docs/serving.md)
     if (*k == "batched")
-      sched.linear = llm::Version::Batched;
+      sched.linear = llm::LinearVersion::Batched;
     else if (*k == "batched-q8")
-      sched.linear = llm::Version::BatchedQ8;
+      sched.linear = llm::LinearVersion::BatchedQ8;
     else if (*k == "naive")
-      sched.linear = llm::Version::Naive;
+      sched.linear = llm::LinearVersion::Naive;
     else if (*k != "auto")
       throw Error("wgc serve: --kernel expects auto, batched, batched-q8 or naive, got '" + *k + "'");
   }
@@ -73,19 +74,19 @@ int serve(Args& a) {
                 " has no tokenizer (no tokenizer.json beside it): give --tokenizer PATH");
   llm::ChatTemplate chat = llm::ChatTemplate::for_tokenizer(*tok);
 
-  ContextOptions co{parse_backend(g.backend), g.debug};
-  co.adapter_index = gpu;
-  Context ctx(co);
+  LlmBackend be = llm_backend(g, gpu);
   llm::EngineOptions eo;
   eo.max_ctx = sched.max_ctx;
-  llm::LlamaModel model(ctx, file, eo);
+  eo.device = be.device;
+  llm::LlamaModel model(be.ctx, file, eo);
+  say_engine_choice(model);
   llm::Scheduler scheduler(model, *tok, sched);
 
   server::ModelInfo info{name, &*tok, &chat, scheduler.options().max_ctx, llm::default_sampling(path)};
-  server::Server srv(scheduler, info, ctx, so);
-  std::fprintf(stderr, "wgc serve: %s on %s (%s), context %d, parallel %d, KV pool %d blocks of %d tokens%s%s\n",
-               name.c_str(), ctx.adapter().device.c_str(), ctx.adapter().adapter_type.c_str(), info.max_ctx,
-               sched.parallel, scheduler.options().kv_blocks, scheduler.options().kv_block_tokens,
+  server::Server srv(scheduler, info, be.ctx, so);
+  std::fprintf(stderr, "wgc serve: %s on %s, context %d, parallel %d, KV pool %d blocks of %d tokens%s%s\n",
+               name.c_str(), engine_name(model, be).c_str(), info.max_ctx, sched.parallel,
+               scheduler.options().kv_blocks, scheduler.options().kv_block_tokens,
                chat.is_fallback() ? ", no chat template (plain-text chat rendering)" : "",
                so.api_key.empty() ? "" : ", API key required");
   std::fprintf(stderr, "wgc serve: listening on http://%s:%d\n", so.host.c_str(), srv.port());

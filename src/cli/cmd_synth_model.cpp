@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 
 namespace wgc::cli {
@@ -41,6 +42,8 @@ int synth_model_cmd(Args& a) {
   if (seed_text.empty() || *end)
     throw Error("wgc synth-model: --seed expects a non-negative integer, got '" + seed_text + "'");
 
+  if (!force && std::filesystem::exists(*out))
+    throw Error("wgc synth-model: " + *out + ": the file exists (pass --force to replace it)");
   const auto& shape = llm::synth::find_shape(*shape_name);
   llm::TensorType type = llm::synth::parse_synth_type(type_name);
   llm::synth::SynthOptions opt;

@@ -13,7 +13,10 @@ int main(int argc, char** argv) {
     std::FILE* out = unknown ? stderr : stdout;
     std::fprintf(out, "wgc: WebGPU Compute\n\nusage: wgc COMMAND [ARGS]\n\ncommands:\n");
     for (auto& [n, c] : cmds) std::fprintf(out, "  %-12s %s\n", n.c_str(), c.summary.c_str());
-    std::fprintf(out, "\nGPU commands take --backend auto|gpu|cpu-vulkan (or WGC_BACKEND) and --debug.\n");
+    std::fprintf(out,
+                 "\nGPU commands take --backend auto|gpu|cpu-vulkan (or WGC_BACKEND) and --debug. The language-model\n"
+                 "commands (generate, chat, score, serve, bench-llm, bench-batched) also take --backend cpu: the CPU\n"
+                 "engine, which auto picks when the only adapter is a CPU or the model does not fit the GPU.\n");
     return unknown ? 2 : 0;
   }
   try {

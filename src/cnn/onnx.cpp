@@ -1,6 +1,6 @@
 #include "cnn/onnx.h"
 
-#include "llm/formats/dequant.h"
+#include "cpu/llm/dequant.h"
 #include "util/error.h"
 
 #include <google/protobuf/io/coded_stream.h>

@@ -12,6 +12,8 @@
 #include <sstream>
 #include <vector>
 
+#include <dlfcn.h>
+
 namespace wgc {
 namespace detail {
 
@@ -118,6 +120,17 @@ std::string adapter_type_name(WGPUAdapterType t) {
   }
 }
 
+// The SwiftShader ICD json that the build and `cmake --install` put beside the library:
+// <folder of libwgc.so>/wgc-swiftshader/vk_swiftshader_icd.json (its library path is relative to it).
+std::string bundled_swiftshader_icd() {
+  Dl_info info{};
+  if (!dladdr(reinterpret_cast<const void*>(&bundled_swiftshader_icd), &info) || !info.dli_fname) return {};
+  std::error_code ec;
+  auto lib = std::filesystem::canonical(info.dli_fname, ec);
+  if (ec) return {};
+  return (lib.parent_path() / "wgc-swiftshader" / "vk_swiftshader_icd.json").string();
+}
+
 // SwiftShader is installed by scripts/setup.sh as an extra Vulkan driver; add it to the loader's
 // list (without hiding real GPUs) unless the user chose drivers explicitly.
 void offer_swiftshader_driver() {
@@ -126,11 +139,10 @@ void offer_swiftshader_driver() {
   // loader from offering it, unless the user filters drivers themselves.
   if (!std::getenv("VK_LOADER_DRIVERS_DISABLE") && !std::getenv("VK_LOADER_DRIVERS_SELECT"))
     setenv("VK_LOADER_DRIVERS_DISABLE", "*lvp_icd*", 1);
-  const char* icd = std::getenv("WGC_SWIFTSHADER_ICD");
-#ifdef WGC_SWIFTSHADER_ICD
-  if (!icd) icd = WGC_SWIFTSHADER_ICD;
-#endif
-  if (!icd || !std::filesystem::exists(icd)) return;
+  const char* env = std::getenv("WGC_SWIFTSHADER_ICD");
+  const std::string icd = env && *env ? env : bundled_swiftshader_icd();
+  std::error_code ec;
+  if (icd.empty() || !std::filesystem::exists(icd, ec)) return;
   std::string add = icd;
   if (const char* prev = std::getenv("VK_ADD_DRIVER_FILES")) {
     if (std::string_view(prev).find(icd) != std::string_view::npos) return;
@@ -320,7 +332,7 @@ Context::Context(ContextOptions options) : state_(std::make_shared<ContextState>
         "wgc: Dawn offered only its Null backend, which computes nothing; refusing it. "
         "No Vulkan driver was found: install libvulkan1 and run scripts/setup.sh.");
   if (options.backend == Backend::Gpu && s.info.is_cpu())
-    throw DeviceError("wgc: --backend gpu was asked for, but Vulkan offers no GPU (only '" + s.info.device + "')");
+    throw DeviceError("wgc: Backend::Gpu was asked for, but Vulkan offers no GPU (only '" + s.info.device + "')");
 
   // Features: only those the adapter lists (asking for others can abort inside Dawn).
   WGPUSupportedFeatures supported = {};

@@ -1,4 +1,5 @@
-// Internal: what a Context handle points to. Not installed as API; ops and runtime files use it.
+// Internal: what a Context handle points to (`cmake --install` leaves it out); ops and runtime
+// files use it.
 #pragma once
 
 #include "gpu/context.h"

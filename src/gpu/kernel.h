@@ -19,7 +19,8 @@ struct KernelCode {
 };
 
 // A kernel shipped in src/kernels, by its path there ("matmul/tiled.wgsl"). Lines of the form
-// `//!include "common/x.wgsl"` are replaced by that file's text. Throws if there is no such file.
+// `//!include "family/x.wgsl"` (a path under src/kernels, at the start of a line) are replaced by
+// that file's text. Throws if there is no such file.
 KernelCode embedded_kernel(std::string_view path, std::vector<std::pair<std::string, double>> constants = {},
                            std::string entry = "main");
 std::string_view embedded_source(std::string_view path);

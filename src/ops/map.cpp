@@ -23,15 +23,15 @@ void check_f32(const Tensor& t, std::string_view what, std::string_view op) {
                 ", f32 is needed");
 }
 
-void check_same_length(const Tensor& a, const Tensor& b, std::string_view what, std::string_view op) {
-  if (a.numel() != b.numel())
-    throw Error("wgc: " + std::string(op) + ": " + std::string(what) + " has " + std::to_string(b.numel()) +
-                " elements, the input " + std::to_string(a.numel()));
+void check_holds(const Tensor& t, uint64_t n, std::string_view what, std::string_view op) {
+  if (static_cast<uint64_t>(t.numel()) < n)
+    throw Error("wgc: " + std::string(op) + ": " + std::string(what) + " has " + std::to_string(t.numel()) +
+                " elements, fewer than the " + std::to_string(n) + " to map");
 }
 
-void check_length(const Tensor& t, std::string_view op) {
-  if (static_cast<uint64_t>(t.numel()) > 0xffffffffull)
-    throw LimitError("wgc: " + std::string(op) + ": " + std::to_string(t.numel()) +
+void check_length(uint64_t n, std::string_view op) {
+  if (n > 0xffffffffull)
+    throw LimitError("wgc: " + std::string(op) + ": " + std::to_string(n) +
                      " elements exceed the kernels' 32-bit index");
 }
 
@@ -84,7 +84,9 @@ Groups map_groups(const Context& ctx, MapVersion v, uint64_t n, const MapConfig&
   throw Error("wgc: map: no grid for version " + std::string(to_string(v)));
 }
 
-MapVersion resolve(const Context& ctx, MapVersion v) { return v == MapVersion::Auto ? best_map_version(ctx) : v; }
+MapVersion resolve(const Context& ctx, MapVersion v, const MapDims& d) {
+  return v == MapVersion::Auto ? choose_map(ctx, d) : v;
+}
 
 void check_config(const Context& ctx, const MapConfig& cfg, std::string_view op) {
   uint32_t lim =
@@ -94,24 +96,27 @@ void check_config(const Context& ctx, const MapConfig& cfg, std::string_view op)
                      " invocations exceeds the device's limit of " + std::to_string(lim));
 }
 
-// Records one map dispatch over inputs `ins` (1 or 2) into `out`.
-void record(Batch& batch, std::initializer_list<const Tensor*> ins, const Tensor& out, std::string_view expr,
-            MapVersion v, const MapConfig& cfg, std::string_view op) {
-  const Context& ctx = batch.context();
-  const Tensor& x = **ins.begin();
-  check_f32(x, "the input", op);
+// Checks the tensors of one map: f32, each holding at least d.n elements.
+void check_tensors(std::initializer_list<const Tensor*> ins, const Tensor& out, const MapDims& d, std::string_view op) {
   for (const Tensor* t : ins) {
-    check_f32(*t, "an input", op);
-    check_same_length(x, *t, "an input", op);
+    check_f32(*t, ins.size() == 1 ? "the input" : "an input", op);
+    check_holds(*t, d.n, ins.size() == 1 ? "the input" : "an input", op);
   }
   check_f32(out, "the output", op);
-  check_same_length(x, out, "the output", op);
-  check_length(x, op);
+  check_holds(out, d.n, "the output", op);
+  check_length(d.n, op);
+}
+
+// Records one map dispatch over inputs `ins` (1 or 2) into `out`.
+void record(Batch& batch, std::initializer_list<const Tensor*> ins, const Tensor& out, const MapDims& d,
+            std::string_view expr, MapVersion v, const MapConfig& cfg, std::string_view op) {
+  const Context& ctx = batch.context();
+  check_tensors(ins, out, d, op);
   check_config(ctx, cfg, op);
-  v = resolve(ctx, v);
+  v = resolve(ctx, v, d);
   int arity = static_cast<int>(ins.size());
   Kernel k = map_kernel(ctx, arity, v, expr, cfg.workgroup);
-  uint64_t n = static_cast<uint64_t>(x.numel());
+  uint64_t n = d.n;
   if (n == 0) return;
   std::vector<Arg> args;
   for (const Tensor* t : ins) args.push_back(v == MapVersion::Scalar ? Arg(*t) : vec4_arg(*t));
@@ -139,10 +144,9 @@ MapVersion parse_map_version(std::string_view name) {
   throw Error("wgc: unknown map version '" + std::string(name) + "' (auto, scalar, vec4, grid-stride)");
 }
 
-MapVersion best_map_version(const Context& ctx) {
-  (void)ctx;
-  return MapVersion::Vec4;
-}
+bool supports(const Context&, MapVersion, const MapDims&) { return true; }
+
+MapVersion choose_map(const Context&, const MapDims&) { return MapVersion::Vec4; }
 
 void check_map_expression(std::string_view expr) {
   if (expr.find_first_not_of(" \t\r\n") == std::string_view::npos)
@@ -153,61 +157,73 @@ void check_map_expression(std::string_view expr) {
                 "' at column " + std::to_string(bad + 1) + ": only an expression is allowed (no ';', '{', '}')");
 }
 
-void map(Batch& batch, const Tensor& x, const Tensor& out, std::string_view expr, MapVersion v, MapConfig cfg) {
-  record(batch, {&x}, out, expr, v, cfg, "map");
+void map(Batch& batch, const Tensor& x, const Tensor& out, const MapDims& d, std::string_view expr, MapConfig cfg,
+         MapVersion v) {
+  record(batch, {&x}, out, d, expr, v, cfg, "map");
 }
 
-void map(Batch& batch, const Tensor& x, const Tensor& y, const Tensor& out, std::string_view expr, MapVersion v,
-         MapConfig cfg) {
-  record(batch, {&x, &y}, out, expr, v, cfg, "map");
+void map(Batch& batch, const Tensor& x, const Tensor& y, const Tensor& out, const MapDims& d, std::string_view expr,
+         MapConfig cfg, MapVersion v) {
+  record(batch, {&x, &y}, out, d, expr, v, cfg, "map");
 }
 
-void add(Batch& batch, const Tensor& a, const Tensor& b, const Tensor& out, MapVersion v, MapConfig cfg) {
+void add(Batch& batch, const Tensor& a, const Tensor& b, const Tensor& out, const MapDims& d, MapConfig cfg,
+         MapVersion v) {
   const Context& ctx = batch.context();
-  if (resolve(ctx, v) != MapVersion::Scalar || cfg.workgroup != 256) {
-    record(batch, {&a, &b}, out, "x + y", v, cfg, "add");
+  if (resolve(ctx, v, d) != MapVersion::Scalar || cfg.workgroup != 256) {
+    record(batch, {&a, &b}, out, d, "x + y", v, cfg, "add");
     return;
   }
   // The original one-element-per-invocation kernel.
-  check_f32(a, "a", "add");
-  check_f32(b, "b", "add");
-  check_f32(out, "the output", "add");
-  check_same_length(a, b, "b", "add");
-  check_same_length(a, out, "the output", "add");
-  check_length(a, "add");
-  uint64_t n = static_cast<uint64_t>(a.numel());
+  check_tensors({&a, &b}, out, d, "add");
+  uint64_t n = d.n;
   if (n == 0) return;
   batch.dispatch(compile(ctx, embedded_kernel("map/add.wgsl")), {a, b, out}, Params(static_cast<uint32_t>(n)),
                  groups_1d(ctx, ceil_div(n, 256)));
 }
 
-void copy(Batch& batch, const Tensor& x, const Tensor& out, MapVersion v, MapConfig cfg) {
-  record(batch, {&x}, out, "x", v, cfg, "copy");
+void copy(Batch& batch, const Tensor& x, const Tensor& out, const MapDims& d, MapConfig cfg, MapVersion v) {
+  record(batch, {&x}, out, d, "x", v, cfg, "copy");
 }
+
+namespace {
+
+MapDims dims_of(const Tensor& x) { return {static_cast<uint64_t>(x.numel())}; }
+
+// The tensor forms take same-length tensors.
+void check_same_length(const Tensor& a, const Tensor& b, std::string_view what, std::string_view op) {
+  if (a.numel() != b.numel())
+    throw Error("wgc: " + std::string(op) + ": " + std::string(what) + " has " + std::to_string(b.numel()) +
+                " elements, the input " + std::to_string(a.numel()));
+}
+
+}  // namespace
 
 Tensor map(const Context& ctx, const Tensor& x, std::string_view expr, MapVersion v) {
   check_f32(x, "the input", "map");
   Tensor out = like(ctx, x);
   Batch b(ctx);
-  map(b, x, out, expr, v);
+  map(b, x, out, dims_of(x), expr, {}, v);
   b.run();
   return out;
 }
 
 Tensor map(const Context& ctx, const Tensor& x, const Tensor& y, std::string_view expr, MapVersion v) {
   check_f32(x, "the input", "map");
+  check_same_length(x, y, "y", "map");
   Tensor out = like(ctx, x);
   Batch b(ctx);
-  map(b, x, y, out, expr, v);
+  map(b, x, y, out, dims_of(x), expr, {}, v);
   b.run();
   return out;
 }
 
 Tensor add(const Context& ctx, const Tensor& a, const Tensor& b, MapVersion v) {
   check_f32(a, "a", "add");
+  check_same_length(a, b, "b", "add");
   Tensor out = like(ctx, a);
   Batch batch(ctx);
-  add(batch, a, b, out, v);
+  add(batch, a, b, out, dims_of(a), {}, v);
   batch.run();
   return out;
 }
@@ -216,7 +232,7 @@ Tensor copy(const Context& ctx, const Tensor& x, MapVersion v) {
   check_f32(x, "the input", "copy");
   Tensor out = like(ctx, x);
   Batch b(ctx);
-  copy(b, x, out, v);
+  copy(b, x, out, dims_of(x), {}, v);
   b.run();
   return out;
 }
@@ -245,7 +261,7 @@ std::vector<float> map(const Context& ctx, std::span<const float> x, std::string
     }
   }
   if (x.empty()) {
-    map_kernel(ctx, 1, best_map_version(ctx), expr, 256);  // still reports a bad expression
+    map_kernel(ctx, 1, choose_map(ctx, {0}), expr, 256);  // still reports a bad expression
     return {};
   }
   return download<float>(ctx, map(ctx, upload(ctx, x), expr));
@@ -263,7 +279,7 @@ std::vector<float> map(const Context& ctx, std::span<const float> x, std::span<c
     }
   }
   if (x.empty()) {
-    map_kernel(ctx, 2, best_map_version(ctx), expr, 256);
+    map_kernel(ctx, 2, choose_map(ctx, {0}), expr, 256);
     return {};
   }
   return download<float>(ctx, map(ctx, upload(ctx, x), upload(ctx, y), expr));
@@ -281,19 +297,21 @@ std::vector<float> add(const Context& ctx, std::span<const float> a, std::span<c
 
 std::vector<OpVersion> map_versions(const Context& ctx) {
   std::vector<OpVersion> out;
-  MapVersion best = best_map_version(ctx);
+  MapVersion best = choose_map(ctx, {0});
   for (MapVersion v : kMapVersions) {
     std::string name(to_string(v));
     bool def = v == best;
-    out.push_back({"copy", name, 1, false, 8, def,
-                   [v](Batch& b, std::span<const Tensor> in, const Tensor& o) { copy(b, in[0], o, v); }});
-    out.push_back({"add", name, 2, false, 12, def,
-                   [v](Batch& b, std::span<const Tensor> in, const Tensor& o) { add(b, in[0], in[1], o, v); }});
+    out.push_back({"copy", name, 1, false, 8, def, [v](Batch& b, std::span<const Tensor> in, const Tensor& o) {
+                     copy(b, in[0], o, dims_of(in[0]), {}, v);
+                   }});
+    out.push_back({"add", name, 2, false, 12, def, [v](Batch& b, std::span<const Tensor> in, const Tensor& o) {
+                     add(b, in[0], in[1], o, dims_of(in[0]), {}, v);
+                   }});
     out.push_back({"map.exp", name, 1, false, 8, def, [v](Batch& b, std::span<const Tensor> in, const Tensor& o) {
-                     map(b, in[0], o, "exp(x) * 0.5", v);
+                     map(b, in[0], o, dims_of(in[0]), "exp(x) * 0.5", {}, v);
                    }});
     out.push_back({"map2.fma", name, 2, false, 12, def, [v](Batch& b, std::span<const Tensor> in, const Tensor& o) {
-                     map(b, in[0], in[1], o, "x * y + 1.0", v);
+                     map(b, in[0], in[1], o, dims_of(in[0]), "x * y + 1.0", {}, v);
                    }});
   }
   out.push_back({"copy", "buffer", 1, false, 8, false, [](Batch& b, std::span<const Tensor> in, const Tensor& o) {

@@ -26,12 +26,19 @@
 namespace wgc {
 
 enum class MapVersion { Auto, Scalar, Vec4, GridStride };
-std::string_view to_string(MapVersion v);
-MapVersion parse_map_version(std::string_view name);  // "auto", "scalar", "vec4", "grid-stride"
+std::string_view to_string(MapVersion v);             // "auto", "scalar", "vec4", "grid-stride"
+MapVersion parse_map_version(std::string_view name);  // throws naming the op and the valid names
 inline constexpr MapVersion kMapVersions[] = {MapVersion::Scalar, MapVersion::Vec4, MapVersion::GridStride};
 
-// What Auto means on this context.
-MapVersion best_map_version(const Context& ctx);
+// The problem: n elements of each tensor (they may hold more).
+struct MapDims {
+  uint64_t n = 0;
+};
+
+bool supports(const Context& ctx, MapVersion v, const MapDims& d);  // every version runs every n
+// What Auto runs: Vec4 (the fastest on the H200: copy 4.25 TB/s against grid-stride's 3.9,
+// docs/benchmarks.md).
+MapVersion choose_map(const Context& ctx, const MapDims& d);
 
 // Tuning knobs, for benchmarks; the defaults are what the ops use.
 struct MapConfig {
@@ -42,15 +49,16 @@ struct MapConfig {
 // Throws wgc::Error unless expr is a usable expression text (not empty; no ';', '{', '}').
 void check_map_expression(std::string_view expr);
 
-// --- recording into a batch (out must be an f32 tensor of the inputs' length) -----------------
-void map(Batch& batch, const Tensor& x, const Tensor& out, std::string_view expr, MapVersion v = MapVersion::Auto,
-         MapConfig cfg = {});
-void map(Batch& batch, const Tensor& x, const Tensor& y, const Tensor& out, std::string_view expr,
-         MapVersion v = MapVersion::Auto, MapConfig cfg = {});
-void add(Batch& batch, const Tensor& a, const Tensor& b, const Tensor& out, MapVersion v = MapVersion::Auto,
-         MapConfig cfg = {});
+// --- recording into a batch: the first d.n elements of the f32 inputs into out ------------------
+void map(Batch& batch, const Tensor& x, const Tensor& out, const MapDims& d, std::string_view expr, MapConfig cfg = {},
+         MapVersion v = MapVersion::Auto);
+void map(Batch& batch, const Tensor& x, const Tensor& y, const Tensor& out, const MapDims& d, std::string_view expr,
+         MapConfig cfg = {}, MapVersion v = MapVersion::Auto);
+void add(Batch& batch, const Tensor& a, const Tensor& b, const Tensor& out, const MapDims& d, MapConfig cfg = {},
+         MapVersion v = MapVersion::Auto);
 // A copy kernel (the unary map "x"): the bandwidth figure's yardstick.
-void copy(Batch& batch, const Tensor& x, const Tensor& out, MapVersion v = MapVersion::Auto, MapConfig cfg = {});
+void copy(Batch& batch, const Tensor& x, const Tensor& out, const MapDims& d, MapConfig cfg = {},
+          MapVersion v = MapVersion::Auto);
 
 // --- device tensors in, a new tensor out (waits) ------------------------------------------------
 Tensor map(const Context& ctx, const Tensor& x, std::string_view expr, MapVersion v = MapVersion::Auto);
@@ -59,7 +67,7 @@ Tensor map(const Context& ctx, const Tensor& x, const Tensor& y, std::string_vie
 Tensor add(const Context& ctx, const Tensor& a, const Tensor& b, MapVersion v = MapVersion::Auto);
 Tensor copy(const Context& ctx, const Tensor& x, MapVersion v = MapVersion::Auto);
 
-// --- host memory: the CPU below the op's threshold (ops/thresholds.h), else the device ----------
+// --- host memory: the CPU below the op's threshold (ops/thresholds.h, in elements), else the device
 // The CPU path of map evaluates the expression with cpu::Expr (cpu/map.h); an expression outside
 // its subset always runs on the device.
 std::vector<float> map(const Context& ctx, std::span<const float> x, std::string_view expr, Policy policy = {});

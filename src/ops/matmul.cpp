@@ -3,7 +3,6 @@
 #include "cpu/matmul.h"
 #include "util/error.h"
 
-#include <cstdlib>
 #include <string>
 
 namespace wgc {
@@ -44,23 +43,35 @@ std::string_view to_string(MatmulVersion v) {
   return "?";
 }
 
-bool supports(MatmulVersion v, MatmulDims d) {
-  if (v == MatmulVersion::Naive || v == MatmulVersion::Tiled || v == MatmulVersion::RegTile) return true;
+MatmulVersion parse_matmul_version(std::string_view name) {
+  std::string names = "auto";
+  if (name == "auto") return MatmulVersion::Auto;
+  for (MatmulVersion v : kMatmulVersions) {
+    if (to_string(v) == name) return v;
+    names += ", " + std::string(to_string(v));
+  }
+  throw Error("wgc: unknown matmul version '" + std::string(name) + "' (" + names + ")");
+}
+
+bool supports(const Context&, MatmulVersion v, const MatmulDims& d) {
+  if (v == MatmulVersion::Auto || v == MatmulVersion::Naive || v == MatmulVersion::Tiled || v == MatmulVersion::RegTile)
+    return true;
   return d.k % 4 == 0 && (d.trans_b || d.n % 4 == 0);
 }
 
-MatmulVersion choose_matmul(MatmulDims d) {
+MatmulVersion choose_matmul(const Context& ctx, const MatmulDims& d) {
   // Register tiling only pays once there are enough 128x128 blocks to fill the machine;
   // for thin products the 16x16 tiles keep more workgroups busy.
   if (uint64_t(d.m) * d.n < 64ull * 64ull) return MatmulVersion::Tiled;
   // vec4-prefetch was the fastest rung at 2048^3 and 4096^3 on the H200 (36.9 and 38.5 TFLOP/s,
   // docs/benchmarks.md).
-  return supports(MatmulVersion::Vec4Prefetch, d) ? MatmulVersion::Vec4Prefetch : MatmulVersion::RegTile;
+  return supports(ctx, MatmulVersion::Vec4Prefetch, d) ? MatmulVersion::Vec4Prefetch : MatmulVersion::RegTile;
 }
 
-void matmul(Batch& batch, const Tensor& a, const Tensor& b, const Tensor& c, MatmulDims d, MatmulVersion v) {
-  if (v == MatmulVersion::Auto) v = choose_matmul(d);
-  if (!supports(v, d))
+void matmul(Batch& batch, const Tensor& a, const Tensor& b, const Tensor& c, const MatmulDims& d, MatmulVersion v) {
+  const Context& ctx = batch.context();
+  if (v == MatmulVersion::Auto) v = choose_matmul(ctx, d);
+  if (!supports(ctx, v, d))
     throw Error("wgc: matmul " + std::string(to_string(v)) + " needs K (and N) to be multiples of 4");
   auto need = [&](const Tensor& t, uint64_t elems, const char* name) {
     if (t.capacity() < elems * 4)
@@ -71,7 +82,6 @@ void matmul(Batch& batch, const Tensor& a, const Tensor& b, const Tensor& c, Mat
   need(b, uint64_t(d.k) * d.n, "B");
   need(c, uint64_t(d.m) * d.n, "C");
   if (d.m == 0 || d.n == 0) return;
-  const Context& ctx = batch.context();
   KernelCode code = embedded_kernel(kernel_file(v));
   if (v == MatmulVersion::RegTileVec4Grouped) code.constants = {{"GROUP_M", kGroupM}};
   if (v == MatmulVersion::Vec4Prefetch) code.constants = {{"PREFETCH", 1}};
@@ -97,16 +107,13 @@ Tensor matmul(const Context& ctx, const Tensor& a, const Tensor& b, bool trans_b
   return c;
 }
 
-std::vector<float> matmul(const Context& ctx, std::span<const float> a, std::span<const float> b, MatmulDims d,
-                          std::optional<double> cpu_below_flops) {
+std::vector<float> matmul(const Context& ctx, std::span<const float> a, std::span<const float> b, const MatmulDims& d,
+                          Policy policy) {
   if (a.size() != size_t(d.m) * d.k || b.size() != size_t(d.k) * d.n)
     throw Error("wgc: matmul: host buffers do not match M=" + std::to_string(d.m) + " N=" + std::to_string(d.n) +
                 " K=" + std::to_string(d.k));
-  double below = ctx.adapter().is_cpu() ? kMatmulCpuBelowFlopsSwiftShader : kMatmulCpuBelowFlopsGpu;
-  if (const char* env = std::getenv("WGC_CPU_BELOW_MATMUL")) below = std::atof(env);
-  if (cpu_below_flops) below = *cpu_below_flops;
   std::vector<float> c(size_t(d.m) * d.n);
-  if (d.flops() < below) {
+  if (run_on_cpu(ctx, thresholds::kMatmul, policy, 2 * uint64_t(d.m) * d.n * d.k)) {
     cpu::matmul(a, b, c, d.m, d.n, d.k, d.trans_b);
     return c;
   }

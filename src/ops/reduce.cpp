@@ -48,17 +48,19 @@ const char* kernel_file(ReduceVersion v) {
 
 Arg vec4_arg(const Tensor& t) { return Arg(t, 0, std::max<uint64_t>((t.bytes() + 15) / 16 * 16, 16)); }
 
-void check_input(const Tensor& x, const Tensor& out, ReduceOp op) {
+void check_input(const Tensor& x, const Tensor& out, const ReduceDims& d, ReduceOp op) {
   std::string name(to_string(op));
   if (!x) throw Error("wgc: " + name + ": the input is an empty tensor");
   if (x.dtype() != DType::F32)
     throw Error("wgc: " + name + ": the input is " + std::string(to_string(x.dtype())) + ", f32 is needed");
+  if (static_cast<uint64_t>(x.numel()) < d.n)
+    throw Error("wgc: " + name + ": the input has " + std::to_string(x.numel()) + " elements, fewer than the " +
+                std::to_string(d.n) + " to reduce");
   if (!out || out.dtype() != DType::F32 || out.numel() < 1)
     throw Error("wgc: " + name + ": the output must be an f32 tensor of at least 1 element");
-  if (x.numel() == 0 && op != ReduceOp::Sum)
-    throw Error("wgc: " + name + " of an empty tensor (length 0) has no value");
-  if (static_cast<uint64_t>(x.numel()) > 0xffffffffull)
-    throw LimitError("wgc: " + name + ": " + std::to_string(x.numel()) + " elements exceed the kernels' 32-bit index");
+  if (d.n == 0 && op != ReduceOp::Sum) throw Error("wgc: " + name + " of an empty tensor (length 0) has no value");
+  if (d.n > 0xffffffffull)
+    throw LimitError("wgc: " + name + ": " + std::to_string(d.n) + " elements exceed the kernels' 32-bit index");
 }
 
 }  // namespace
@@ -89,17 +91,20 @@ ReduceVersion parse_reduce_version(std::string_view name) {
   throw Error("wgc: unknown reduce version '" + std::string(name) + "' (auto, naive, vec4, subgroup)");
 }
 
-bool supports(const Context& ctx, ReduceVersion v) { return v != ReduceVersion::Subgroup || ctx.features().subgroups; }
-
-ReduceVersion best_reduce_version(const Context& ctx) {
-  return supports(ctx, ReduceVersion::Subgroup) ? ReduceVersion::Subgroup : ReduceVersion::Vec4;
+bool supports(const Context& ctx, ReduceVersion v, const ReduceDims&) {
+  return v != ReduceVersion::Subgroup || ctx.features().subgroups;
 }
 
-void reduce(Batch& batch, const Tensor& x, const Tensor& out, ReduceOp op, ReduceVersion v, ReduceConfig cfg) {
+ReduceVersion choose_reduce(const Context& ctx, const ReduceDims& d) {
+  return supports(ctx, ReduceVersion::Subgroup, d) ? ReduceVersion::Subgroup : ReduceVersion::Vec4;
+}
+
+void reduce(Batch& batch, const Tensor& x, const Tensor& out, const ReduceDims& d, ReduceOp op, ReduceConfig cfg,
+            ReduceVersion v) {
   const Context& ctx = batch.context();
-  check_input(x, out, op);
-  if (v == ReduceVersion::Auto) v = best_reduce_version(ctx);
-  if (!supports(ctx, v))
+  check_input(x, out, d, op);
+  if (v == ReduceVersion::Auto) v = choose_reduce(ctx, d);
+  if (!supports(ctx, v, d))
     throw Error("wgc: " + std::string(to_string(op)) + ": the " + std::string(to_string(v)) +
                 " version needs the Subgroups feature, which this adapter (" + ctx.adapter().device + ") lacks");
   uint32_t lim =
@@ -109,7 +114,7 @@ void reduce(Batch& batch, const Tensor& x, const Tensor& out, ReduceOp op, Reduc
                      " invocations is not a power of two within the device's limit of " + std::to_string(lim));
   const uint64_t wg = cfg.workgroup;
   Kernel k = compile(ctx, embedded_kernel(kernel_file(v), {{"WG", wg}, {"OP", op_code(op)}}));
-  const uint64_t n = static_cast<uint64_t>(x.numel());
+  const uint64_t n = d.n;
   const uint32_t ident = identity_bits(op);
   const float scale = op == ReduceOp::Mean ? static_cast<float>(1.0 / static_cast<double>(n)) : 1.f;
   auto pass = [&](const Tensor& in, uint64_t m, const Tensor& dst, bool last, Groups g) {
@@ -148,7 +153,7 @@ void reduce(Batch& batch, const Tensor& x, const Tensor& out, ReduceOp op, Reduc
 Tensor reduce(const Context& ctx, const Tensor& x, ReduceOp op, ReduceVersion v) {
   Tensor out = make_tensor(ctx, {1});
   Batch b(ctx);
-  reduce(b, x, out, op, v);
+  reduce(b, x, out, {static_cast<uint64_t>(x.numel())}, op, {}, v);
   b.run();
   return out;
 }
@@ -195,11 +200,13 @@ float mean(const Context& ctx, std::span<const float> x, Policy policy) {
 
 std::vector<OpVersion> reduce_versions(const Context& ctx, ReduceOp op) {
   std::vector<OpVersion> out;
-  ReduceVersion best = best_reduce_version(ctx);
+  ReduceVersion best = choose_reduce(ctx, {0});
   for (ReduceVersion v : kReduceVersions) {
-    if (!supports(ctx, v)) continue;
+    if (!supports(ctx, v, {0})) continue;
     out.push_back({std::string(to_string(op)), std::string(to_string(v)), 1, true, 4, v == best,
-                   [op, v](Batch& b, std::span<const Tensor> in, const Tensor& o) { reduce(b, in[0], o, op, v); }});
+                   [op, v](Batch& b, std::span<const Tensor> in, const Tensor& o) {
+                     reduce(b, in[0], o, {static_cast<uint64_t>(in[0].numel())}, op, {}, v);
+                   }});
   }
   return out;
 }

@@ -25,13 +25,21 @@ namespace wgc {
 
 enum class ReduceOp { Sum, Max, Min, Mean };
 enum class ReduceVersion { Auto, Naive, Vec4, Subgroup };
-std::string_view to_string(ReduceOp op);      // "sum", "max", "min", "mean"
-std::string_view to_string(ReduceVersion v);  // "auto", "naive", "vec4", "subgroup"
-ReduceVersion parse_reduce_version(std::string_view name);
+std::string_view to_string(ReduceOp op);                    // "sum", "max", "min", "mean"
+std::string_view to_string(ReduceVersion v);                // "auto", "naive", "vec4", "subgroup"
+ReduceVersion parse_reduce_version(std::string_view name);  // throws naming the op and the valid names
 inline constexpr ReduceVersion kReduceVersions[] = {ReduceVersion::Naive, ReduceVersion::Vec4, ReduceVersion::Subgroup};
 
-bool supports(const Context& ctx, ReduceVersion v);     // Subgroup needs ctx.features().subgroups
-ReduceVersion best_reduce_version(const Context& ctx);  // what Auto means on this context
+// The problem: the first n elements of the input (it may hold more).
+struct ReduceDims {
+  uint64_t n = 0;
+};
+
+// Subgroup needs ctx.features().subgroups; the others run everywhere.
+bool supports(const Context& ctx, ReduceVersion v, const ReduceDims& d);
+// What Auto runs: Subgroup where the adapter has subgroups, else Vec4 (H200 at 256M floats: both
+// at 99% of the copy bandwidth, the tree-per-pass Naive at 19%; docs/benchmarks.md).
+ReduceVersion choose_reduce(const Context& ctx, const ReduceDims& d);
 
 // Tuning knobs, for benchmarks; the defaults are what the ops use.
 struct ReduceConfig {
@@ -39,10 +47,10 @@ struct ReduceConfig {
   uint32_t max_groups = 0;   // Vec4/Subgroup: partials of the first pass; 0: the adapter's default
 };
 
-// Records the reduction of all of x (f32) into out[0] (an f32 tensor of at least 1 element).
+// Records the reduction of x[0 .. d.n) (f32) into out[0] (an f32 tensor of at least 1 element).
 // Scratch tensors for partials come from the context's pool and live as long as the batch needs.
-void reduce(Batch& batch, const Tensor& x, const Tensor& out, ReduceOp op, ReduceVersion v = ReduceVersion::Auto,
-            ReduceConfig cfg = {});
+void reduce(Batch& batch, const Tensor& x, const Tensor& out, const ReduceDims& d, ReduceOp op, ReduceConfig cfg = {},
+            ReduceVersion v = ReduceVersion::Auto);
 
 // A new 1-element tensor holding the result (waits).
 Tensor reduce(const Context& ctx, const Tensor& x, ReduceOp op, ReduceVersion v = ReduceVersion::Auto);
@@ -54,8 +62,8 @@ float max(const Context& ctx, const Tensor& x, ReduceVersion v = ReduceVersion::
 float min(const Context& ctx, const Tensor& x, ReduceVersion v = ReduceVersion::Auto);
 float mean(const Context& ctx, const Tensor& x, ReduceVersion v = ReduceVersion::Auto);
 
-// Host memory: the CPU below the op's threshold (ops/thresholds.h: kSum, kMax, kMin, kMean), else
-// upload + reduce + read back.
+// Host memory: the CPU below the op's threshold (ops/thresholds.h: kSum, kMax, kMin, kMean, in
+// elements), else upload + reduce + read back.
 float sum(const Context& ctx, std::span<const float> x, Policy policy = {});
 float max(const Context& ctx, std::span<const float> x, Policy policy = {});
 float min(const Context& ctx, std::span<const float> x, Policy policy = {});

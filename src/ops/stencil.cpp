@@ -5,7 +5,6 @@
 #include "util/error.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 
 namespace wgc {
@@ -63,12 +62,11 @@ void check_out(const char* op, const char* what, const Tensor& t, int w, int h, 
                 " values");
 }
 
-StencilVersion resolve(const Context& ctx, StencilOp op, StencilVersion v, int c, float sigma,
-                       const StencilConfig& cfg) {
-  if (v == StencilVersion::Auto) return stencil_auto_version(ctx, op, c, sigma, cfg);
+StencilVersion resolve(const Context& ctx, StencilVersion v, const StencilDims& d, const StencilConfig& cfg) {
+  if (v == StencilVersion::Auto) return choose_stencil(ctx, d, cfg);
   std::string why;
-  if (!stencil_supports(ctx, op, v, c, sigma, &why, cfg))
-    throw Error("wgc: " + std::string(to_string(op)) + " version " + std::string(to_string(v)) + ": " + why);
+  if (!supports(ctx, v, d, cfg, &why))
+    throw Error("wgc: " + std::string(to_string(d.op)) + " version " + std::string(to_string(v)) + ": " + why);
   return v;
 }
 
@@ -141,25 +139,24 @@ StencilVersion parse_stencil_version(std::string_view name) {
   throw Error("wgc: unknown stencil version '" + std::string(name) + "' (auto, naive, tiled, naive_vec4, tiled_vec4)");
 }
 
-bool stencil_supports(const Context& ctx, StencilOp op, StencilVersion v, int channels, float sigma, std::string* why,
-                      const StencilConfig& cfg) {
+bool supports(const Context& ctx, StencilVersion v, const StencilDims& d, const StencilConfig& cfg, std::string* why) {
   auto no = [&](std::string m) {
     if (why) *why = std::move(m);
     return false;
   };
-  if (channels < 1 || channels > 4) return no("channels must be 1..4, got " + std::to_string(channels));
+  if (d.channels < 1 || d.channels > 4) return no("channels must be 1..4, got " + std::to_string(d.channels));
   if (v == StencilVersion::Auto) return true;
-  if (is_vec4(v) && channels != 4) return no("needs 4 channels (RGBA), got " + std::to_string(channels));
+  if (is_vec4(v) && d.channels != 4) return no("needs 4 channels (RGBA), got " + std::to_string(d.channels));
   uint64_t elem = is_vec4(v) ? 16 : 4, limit = ctx.limits().max_compute_workgroup_storage_size;
-  if (op == StencilOp::Sobel && is_tiled(v)) {
+  if (d.op == StencilOp::Sobel && is_tiled(v)) {
     const Shape2& s = is_vec4(v) ? cfg.sobel_tiled_vec4 : cfg.sobel_tiled;
     uint64_t need = (uint64_t(s.x) + 2) * (uint64_t(s.y) * s.per + 2) * elem;
     if (need > limit)
       return no("the tile needs " + std::to_string(need) +
                 " bytes of workgroup memory, above maxComputeWorkgroupStorageSize " + std::to_string(limit));
   }
-  if (op == StencilOp::GaussianBlur) {
-    int r = cpu::gaussian_radius(sigma);  // throws for a bad sigma
+  if (d.op == StencilOp::GaussianBlur) {
+    int r = cpu::gaussian_radius(d.sigma);  // throws for a bad sigma
     if (is_tiled(v)) {
       bool v4 = is_vec4(v);
       uint64_t need = std::max(tiled_blur_bytes(v4 ? cfg.blur_tiled_h_vec4 : cfg.blur_tiled_h, true, r, elem),
@@ -172,77 +169,53 @@ bool stencil_supports(const Context& ctx, StencilOp op, StencilVersion v, int ch
   return true;
 }
 
-StencilVersion stencil_auto_version(const Context& ctx, StencilOp op, int channels, float sigma,
-                                    const StencilConfig& cfg) {
+StencilVersion choose_stencil(const Context& ctx, const StencilDims& d, const StencilConfig& cfg) {
   // H200, 4096x4096, ms per call (tuned configs; Stencil.DISABLED_TuneConfigs, sigma 2):
   //   sobel  c=1: naive 0.076, tiled 0.059      c=4: naive_vec4 0.194, tiled_vec4 0.264
   //   blur   c=1: naive 0.265, tiled 0.181      c=4: naive_vec4 0.406, tiled_vec4 0.47-0.73
   // (scalar c=4 through strided loads: 0.78-1.5, which is why RGB is padded to RGBA for the
   // image blur). SwiftShader, 256x256: the tiled kernels 5-40x slower than the naive ones.
-  StencilVersion naive = channels == 4 ? StencilVersion::NaiveVec4 : StencilVersion::Naive;
-  if (channels == 4 || ctx.adapter().is_cpu()) return naive;
+  StencilVersion naive = d.channels == 4 ? StencilVersion::NaiveVec4 : StencilVersion::Naive;
+  if (d.channels == 4 || ctx.adapter().is_cpu()) return naive;
   StencilVersion tiled = StencilVersion::Tiled;
-  return stencil_supports(ctx, op, tiled, channels, sigma, nullptr, cfg) ? tiled : naive;
+  return supports(ctx, tiled, d, cfg) ? tiled : naive;
 }
 
-void record_sobel(const Context& ctx, Batch& b, const Tensor& img, const Tensor& out, int w, int h, int channels,
-                  StencilVersion v, const StencilConfig& cfg) {
-  check_args("sobel", img, w, h, channels);
-  check_out("sobel", "out", out, w, h, channels);
-  record_sobel_impl(ctx, b, img, out, w, h, channels, resolve(ctx, StencilOp::Sobel, v, channels, 0.f, cfg), cfg);
-}
-
-void record_gaussian_blur(const Context& ctx, Batch& b, const Tensor& img, const Tensor& tmp, const Tensor& out, int w,
-                          int h, int channels, float sigma, StencilVersion v, const StencilConfig& cfg) {
-  check_args("gaussian_blur", img, w, h, channels);
-  check_out("gaussian_blur", "out", out, w, h, channels);
-  check_out("gaussian_blur", "tmp", tmp, w, h, channels);
-  if (tmp.buffer() == img.buffer() || tmp.buffer() == out.buffer())
-    throw Error("wgc: gaussian_blur: tmp must not share a buffer with the input or the output");
-  StencilVersion rv = resolve(ctx, StencilOp::GaussianBlur, v, channels, sigma, cfg);
-  record_blur_impl(ctx, b, img, weights_tensor(ctx, sigma), tmp, out, w, h, channels, cpu::gaussian_radius(sigma), rv,
-                   cfg);
+void stencil(Batch& batch, const Tensor& img, const Tensor& out, const StencilDims& d, const StencilConfig& cfg,
+             StencilVersion v) {
+  const Context& ctx = batch.context();
+  const char* op = d.op == StencilOp::Sobel ? "sobel" : "gaussian_blur";
+  check_args(op, img, d.width, d.height, d.channels);
+  check_out(op, "out", out, d.width, d.height, d.channels);
+  StencilVersion rv = resolve(ctx, v, d, cfg);
+  if (d.op == StencilOp::Sobel) {
+    record_sobel_impl(ctx, batch, img, out, d.width, d.height, d.channels, rv, cfg);
+    return;
+  }
+  Tensor tmp = make_tensor(ctx, {d.height, d.width, d.channels});
+  record_blur_impl(ctx, batch, img, weights_tensor(ctx, d.sigma), tmp, out, d.width, d.height, d.channels,
+                   cpu::gaussian_radius(d.sigma), rv, cfg);
 }
 
 Tensor sobel(const Context& ctx, const Tensor& img, int w, int h, int channels, StencilVersion v) {
   check_args("sobel", img, w, h, channels);
   Tensor out = make_tensor(ctx, {h, w, channels});
   Batch b(ctx);
-  record_sobel(ctx, b, img, out, w, h, channels, v);
+  stencil(b, img, out, {StencilOp::Sobel, w, h, channels}, {}, v);
   b.run();
   return out;
 }
 
 Tensor gaussian_blur(const Context& ctx, const Tensor& img, int w, int h, int channels, float sigma, StencilVersion v) {
   check_args("gaussian_blur", img, w, h, channels);
-  Tensor tmp = make_tensor(ctx, {h, w, channels}), out = make_tensor(ctx, {h, w, channels});
+  Tensor out = make_tensor(ctx, {h, w, channels});
   Batch b(ctx);
-  record_gaussian_blur(ctx, b, img, tmp, out, w, h, channels, sigma, v);
+  stencil(b, img, out, {StencilOp::GaussianBlur, w, h, channels, sigma}, {}, v);
   b.run();
   return out;
 }
 
 // --- host images ---------------------------------------------------------------------------
-
-std::optional<int64_t> stencil_cpu_below_override(int64_t requested) {
-  if (requested >= 0) return requested;
-  const char* e = std::getenv("WGC_STENCIL_CPU_BELOW");
-  if (!e || !*e) return std::nullopt;
-  char* end = nullptr;
-  long long v = std::strtoll(e, &end, 10);
-  if (*end || v < 0 || *e == '-')
-    throw Error(std::string("wgc: WGC_STENCIL_CPU_BELOW must be a pixel count >= 0, got '") + e + "'");
-  return v;
-}
-
-int64_t stencil_cpu_below(const Context& ctx, StencilOp op, int64_t requested) {
-  const StencilThreshold& t = op == StencilOp::Sobel ? kSobelCpuBelow : kBlurCpuBelow;
-  return stencil_cpu_below_override(requested).value_or(ctx.adapter().is_cpu() ? t.cpu_adapter : t.gpu_adapter);
-}
-
-bool stencil_runs_on_cpu(const Context& ctx, StencilOp op, int64_t pixels, const ImageStencilOptions& o) {
-  return pixels < stencil_cpu_below(ctx, op, o.cpu_below);
-}
 
 namespace {
 Image sobel_result(const std::vector<float>& mag, int w, int h) { return from_float(mag, w, h, 1); }
@@ -262,24 +235,31 @@ Image gaussian_blur_on_cpu(const Image& img, float sigma) {
 StencilVersion image_stencil_version(const Context& ctx, StencilOp op, int image_channels, float sigma,
                                      StencilVersion requested) {
   int c = op == StencilOp::Sobel ? 1 : image_channels;
-  if (requested != StencilVersion::Auto)
-    return resolve(ctx, op, requested, c == 3 && is_vec4(requested) ? 4 : c, sigma, {});
-  if (c == 3 && kStencilPadRgbToVec4 && !ctx.adapter().is_cpu()) return stencil_auto_version(ctx, op, 4, sigma);
-  return stencil_auto_version(ctx, op, c, sigma);
+  StencilDims d{op, 1, 1, c, sigma};
+  if (requested != StencilVersion::Auto) {
+    if (c == 3 && is_vec4(requested)) d.channels = 4;
+    return resolve(ctx, requested, d, {});
+  }
+  if (c == 3 && kStencilPadRgbToVec4 && !ctx.adapter().is_cpu()) d.channels = 4;
+  return choose_stencil(ctx, d);
 }
 
-Image sobel(const Context& ctx, const Image& img, const ImageStencilOptions& o) {
-  if (stencil_runs_on_cpu(ctx, StencilOp::Sobel, img.pixels(), o)) return sobel_on_cpu(img);
+Image sobel(const Context& ctx, const Image& img, Policy policy, StencilVersion v) {
+  check_image(img, "sobel");
+  if (v == StencilVersion::Auto && run_on_cpu(ctx, thresholds::kSobel, policy, uint64_t(img.pixels())))
+    return sobel_on_cpu(img);
   auto g = to_gray(img);
   Tensor t = make_tensor(ctx, {img.height, img.width, 1}, g);
-  Tensor r = sobel(ctx, t, img.width, img.height, 1, o.version);
+  Tensor r = sobel(ctx, t, img.width, img.height, 1, v);
   return sobel_result(download<float>(ctx, r), img.width, img.height);
 }
 
-Image gaussian_blur(const Context& ctx, const Image& img, float sigma, const ImageStencilOptions& o) {
+Image gaussian_blur(const Context& ctx, const Image& img, float sigma, Policy policy, StencilVersion requested) {
+  check_image(img, "gaussian_blur");
   cpu::gaussian_radius(sigma);  // a bad sigma fails the same way on both paths
-  if (stencil_runs_on_cpu(ctx, StencilOp::GaussianBlur, img.pixels(), o)) return gaussian_blur_on_cpu(img, sigma);
-  StencilVersion v = image_stencil_version(ctx, StencilOp::GaussianBlur, img.channels, sigma, o.version);
+  if (requested == StencilVersion::Auto && run_on_cpu(ctx, thresholds::kBlur, policy, uint64_t(img.pixels())))
+    return gaussian_blur_on_cpu(img, sigma);
+  StencilVersion v = image_stencil_version(ctx, StencilOp::GaussianBlur, img.channels, sigma, requested);
   std::vector<float> f = to_float(img);
   int c = img.channels;
   bool pad = c == 3 && is_vec4(v);
@@ -302,16 +282,19 @@ Image gaussian_blur(const Context& ctx, const Image& img, float sigma, const Ima
 
 // --- benchmark hook ------------------------------------------------------------------------
 
-bool StencilVariant::supports(const Context& ctx, const StencilProblem& p, const StencilConfig& cfg) const {
-  return p.width > 0 && p.height > 0 && stencil_supports(ctx, op, version, p.channels, p.sigma, nullptr, cfg);
+bool StencilVariant::supports(const Context& ctx, const StencilDims& p, const StencilConfig& cfg) const {
+  StencilDims d = p;
+  d.op = op;
+  return p.width > 0 && p.height > 0 && wgc::supports(ctx, version, d, cfg);
 }
 
-StencilCall StencilVariant::prepare(const Context& ctx, const StencilProblem& p, uint32_t seed,
+StencilCall StencilVariant::prepare(const Context& ctx, const StencilDims& p, uint32_t seed,
                                     const StencilConfig& cfg) const {
   std::string why;
   if (p.width <= 0 || p.height <= 0) throw Error("wgc: stencil " + name + ": bad problem size");
-  if (!stencil_supports(ctx, op, version, p.channels, p.sigma, &why, cfg))
-    throw Error("wgc: stencil " + name + ": " + why);
+  StencilDims d = p;
+  d.op = op;
+  if (!wgc::supports(ctx, version, d, cfg, &why)) throw Error("wgc: stencil " + name + ": " + why);
   StencilCall call;
   size_t n = size_t(p.width) * size_t(p.height) * size_t(p.channels);
   call.host_input.resize(n);
@@ -351,12 +334,12 @@ std::vector<StencilVariant> stencil_variants() {
   return out;
 }
 
-uint64_t stencil_bytes_moved(const StencilProblem& p) {
+uint64_t stencil_bytes_moved(const StencilDims& p) {
   uint64_t image = uint64_t(p.width) * uint64_t(p.height) * uint64_t(p.channels) * 4;
   return (p.op == StencilOp::Sobel ? 2 : 4) * image;
 }
 
-std::vector<float> stencil_cpu(const StencilProblem& p, std::span<const float> input) {
+std::vector<float> stencil_cpu(const StencilDims& p, std::span<const float> input) {
   if (p.op == StencilOp::Sobel) return cpu::sobel(input, p.width, p.height, p.channels);
   return cpu::gaussian_blur(input, p.width, p.height, p.channels, p.sigma);
 }

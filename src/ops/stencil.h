@@ -13,11 +13,11 @@
 #include "gpu/batch.h"
 #include "gpu/context.h"
 #include "gpu/tensor.h"
+#include "ops/thresholds.h"
 #include "util/image.h"
 
 #include <cstdint>
 #include <functional>
-#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -29,6 +29,16 @@ enum class StencilVersion { Auto, Naive, Tiled, NaiveVec4, TiledVec4 };
 enum class StencilOp { Sobel, GaussianBlur };
 inline constexpr StencilVersion kStencilVersions[] = {StencilVersion::Naive, StencilVersion::Tiled,
                                                       StencilVersion::NaiveVec4, StencilVersion::TiledVec4};
+std::string_view to_string(StencilVersion v);                 // "auto", "naive", "tiled", "naive_vec4", "tiled_vec4"
+std::string_view to_string(StencilOp op);                     // "sobel", "blur"
+StencilVersion parse_stencil_version(std::string_view name);  // throws naming the op and the valid names
+
+// The problem: which stencil, on an image of width x height pixels of `channels` f32 values.
+struct StencilDims {
+  StencilOp op = StencilOp::Sobel;
+  int width = 0, height = 0, channels = 1;
+  float sigma = 2.f;  // blur only
+};
 
 // Tuning knobs, for benchmarks: each kernel's workgroup shape and outputs per thread along its
 // pass direction (Sobel tiled: rows; blur tiled: along x for the horizontal pass, y for the
@@ -49,91 +59,55 @@ struct StencilConfig {
   StencilShape blur_tiled_v_vec4{16, 16, 1};  // vec4, vertical pass
 };
 
-std::string_view to_string(StencilVersion v);                 // "auto", "naive", "tiled", "naive_vec4", "tiled_vec4"
-std::string_view to_string(StencilOp op);                     // "sobel", "blur"
-StencilVersion parse_stencil_version(std::string_view name);  // throws wgc::Error on others
-
 // Whether version v can run this problem: the Vec4 versions need 4 channels, a tiled blur needs
 // its tile plus 2 * radius halo to fit the device's workgroup memory. `why` (if given) says why not.
-bool stencil_supports(const Context& ctx, StencilOp op, StencilVersion v, int channels, float sigma = 0.f,
-                      std::string* why = nullptr, const StencilConfig& cfg = {});
-// What Auto picks (measured on the H200 and SwiftShader, see stencil.cpp): on a GPU, NaiveVec4
+bool supports(const Context& ctx, StencilVersion v, const StencilDims& d, const StencilConfig& cfg = {},
+              std::string* why = nullptr);
+// What Auto runs (measured on the H200 and SwiftShader, see stencil.cpp): on a GPU, NaiveVec4
 // for 4 channels (its 16-byte loads hit the caches well; tiled_vec4 was slower), else Tiled (Naive
 // when a blur's halo does not fit workgroup memory). On a CPU adapter (SwiftShader, where workgroup
 // barriers are slow) Naive/NaiveVec4.
-StencilVersion stencil_auto_version(const Context& ctx, StencilOp op, int channels, float sigma = 0.f,
-                                    const StencilConfig& cfg = {});
+StencilVersion choose_stencil(const Context& ctx, const StencilDims& d, const StencilConfig& cfg = {});
+
+// Records the stencil into a batch: img and out hold at least width*height*channels f32 values
+// (interleaved, rows top to bottom). The blur's intermediate image comes from the context's pool.
+// Throws wgc::Error for a bad shape or dtype, a too-small tensor or a version that cannot run.
+void stencil(Batch& batch, const Tensor& img, const Tensor& out, const StencilDims& d, const StencilConfig& cfg = {},
+             StencilVersion v = StencilVersion::Auto);
 
 // --- tensor ops (run now, return a new {h, w, channels} f32 tensor) --------------------------
-// Throw wgc::Error for a bad shape or dtype, a too-small input or an unsupported version.
 Tensor sobel(const Context& ctx, const Tensor& img, int w, int h, int channels,
              StencilVersion v = StencilVersion::Auto);
 Tensor gaussian_blur(const Context& ctx, const Tensor& img, int w, int h, int channels, float sigma,
                      StencilVersion v = StencilVersion::Auto);
 
-// Recording forms: add the dispatches to a batch (no submit). out (and the blur's tmp) hold at least
-// w*h*channels f32 values; tmp must not alias img or out. Auto resolves as above.
-void record_sobel(const Context& ctx, Batch& b, const Tensor& img, const Tensor& out, int w, int h, int channels,
-                  StencilVersion v = StencilVersion::Auto, const StencilConfig& cfg = {});
-void record_gaussian_blur(const Context& ctx, Batch& b, const Tensor& img, const Tensor& tmp, const Tensor& out, int w,
-                          int h, int channels, float sigma, StencilVersion v = StencilVersion::Auto,
-                          const StencilConfig& cfg = {});
-
 // --- host images ------------------------------------------------------------------------------
-// Below a size the GPU round trip (convert, upload, dispatch, submit, wait, download, convert)
-// costs more than the CPU reference: images with fewer pixels than the op's threshold run on the
-// CPU (cpu/stencil.h). Defaults per kind of adapter, measured with
-// Stencil.DISABLED_MeasureCpuThreshold in tests/test_stencil.cpp (host-image blur, sigma 2, and
-// Sobel of RGB images at square sizes, the GPU path against the CPU path, best of 7):
-//  - SwiftShader (this 2-core machine): the GPU path was slower at every size tried, 8x8 to
-//    1024x1024 (Sobel 4-16x, blur 4-40x slower): the CPU adapter's value is a size past the
-//    largest tried (4096x4096), i.e. CPU unless asked.
-//  - H200 (its host's CPU, one thread): the GPU path wins from about 96x96 for the blur
-//    (0.47 vs 0.51 ms; 64x64: 0.33 vs 0.23) and from about 192x192 for Sobel (0.70 vs 0.69;
-//    128x128: 0.38 vs 0.29).
-struct StencilThreshold {
-  int64_t cpu_adapter, gpu_adapter;  // pixels
-};
-inline constexpr StencilThreshold kSobelCpuBelow{int64_t(1) << 24, 192 * 192};
-inline constexpr StencilThreshold kBlurCpuBelow{int64_t(1) << 24, 96 * 96};
+// Below the op's threshold (thresholds::kSobel, kBlur, in pixels; measured there) the GPU round
+// trip (convert, upload, dispatch, submit, wait, download, convert) costs more than the CPU
+// reference, which then runs instead (cpu/stencil.h) -- unless a version was asked for: a version
+// other than Auto always runs on the GPU (or fails there).
+
 // Whether Auto blurs an RGB image on a GPU as RGBA through the vec4 kernels (a third more bytes,
 // one 16-byte load per pixel) rather than as 3 channels through the scalar ones: on the H200 at
 // 4096x4096, 0.41 ms (naive_vec4, 4 channels) against 0.93 ms (tiled, 3 channels).
 inline constexpr bool kStencilPadRgbToVec4 = true;
 
-struct ImageStencilOptions {
-  StencilVersion version = StencilVersion::Auto;
-  // Pixel count below which the CPU runs it: -1 takes $WGC_STENCIL_CPU_BELOW if set, else the op's
-  // default above for the context's adapter; 0 always uses the GPU; INT64_MAX always the CPU.
-  int64_t cpu_below = -1;
-};
-// The threshold in force for `requested` (resolves -1 as above; a malformed environment value is
-// an error naming the variable).
-int64_t stencil_cpu_below(const Context& ctx, StencilOp op, int64_t requested = -1);
-// The part that needs no device: `requested` if >= 0, else $WGC_STENCIL_CPU_BELOW if set, else none.
-std::optional<int64_t> stencil_cpu_below_override(int64_t requested = -1);
-bool stencil_runs_on_cpu(const Context& ctx, StencilOp op, int64_t pixels, const ImageStencilOptions& o = {});
-
-// The version the host-image overloads run (Sobel runs on the luma, 1 channel). An RGB image is
-// padded to RGBA for a Vec4 version: when asked for one, or for Auto on a GPU when
+// The version the host-image overloads run on the GPU (Sobel runs on the luma, 1 channel). An RGB
+// image is padded to RGBA for a Vec4 version: when asked for one, or for Auto on a GPU when
 // kStencilPadRgbToVec4 (measured: see stencil.cpp).
 StencilVersion image_stencil_version(const Context& ctx, StencilOp op, int image_channels, float sigma,
                                      StencilVersion requested);
 
 // Sobel edge magnitude of the image's luma (Rec. 601), one channel out, clamped to [0, 1].
-Image sobel(const Context& ctx, const Image& img, const ImageStencilOptions& o = {});
+Image sobel(const Context& ctx, const Image& img, Policy policy = {}, StencilVersion v = StencilVersion::Auto);
 // Gaussian blur of every channel (alpha too); keeps the channel count.
-Image gaussian_blur(const Context& ctx, const Image& img, float sigma, const ImageStencilOptions& o = {});
+Image gaussian_blur(const Context& ctx, const Image& img, float sigma, Policy policy = {},
+                    StencilVersion v = StencilVersion::Auto);
 // The same on the CPU, with no device (what the overloads above run below the threshold).
 Image sobel_on_cpu(const Image& img);
 Image gaussian_blur_on_cpu(const Image& img, float sigma);
 
 // --- benchmark hook ---------------------------------------------------------------------------
-struct StencilProblem {
-  StencilOp op = StencilOp::Sobel;
-  int width = 0, height = 0, channels = 1;
-  float sigma = 2.f;  // blur only
-};
 
 // One prepared call: a random input uploaded, output and scratch allocated, kernels compiled.
 struct StencilCall {
@@ -146,9 +120,8 @@ struct StencilVariant {
   std::string name;  // "sobel/naive", "blur/tiled_vec4", ...
   StencilOp op;
   StencilVersion version;
-  bool supports(const Context& ctx, const StencilProblem& p, const StencilConfig& cfg = {}) const;
-  StencilCall prepare(const Context& ctx, const StencilProblem& p, uint32_t seed = 1,
-                      const StencilConfig& cfg = {}) const;
+  bool supports(const Context& ctx, const StencilDims& p, const StencilConfig& cfg = {}) const;
+  StencilCall prepare(const Context& ctx, const StencilDims& p, uint32_t seed = 1, const StencilConfig& cfg = {}) const;
 };
 
 // Every GPU version of both ops (Auto excluded), in ladder order per op.
@@ -157,9 +130,9 @@ std::vector<StencilVariant> stencil_variants();
 // Bytes one call must move through memory, for GB/s: Sobel reads the image once and writes it
 // once; the blur does that twice (horizontal into the intermediate, then vertical). The weights
 // and the halo re-reads are not counted. 4 bytes per value.
-uint64_t stencil_bytes_moved(const StencilProblem& p);
+uint64_t stencil_bytes_moved(const StencilDims& p);
 
 // The CPU reference for a problem (the bench's CPU baseline and correctness check).
-std::vector<float> stencil_cpu(const StencilProblem& p, std::span<const float> input);
+std::vector<float> stencil_cpu(const StencilDims& p, std::span<const float> input);
 
 }  // namespace wgc

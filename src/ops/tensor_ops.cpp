@@ -1,7 +1,7 @@
 #include "ops/tensor_ops.h"
 
-#include "util/error.h"
 #include "gpu/kernel.h"
+#include "util/error.h"
 
 #include <algorithm>
 #include <cmath>
@@ -241,7 +241,7 @@ std::string unary_expression(const UnaryParams& p) {
 }
 
 void unary(Batch& batch, const Tensor& x, const Tensor& y, const UnaryParams& p, MapVersion v) {
-  map(batch, x, y, unary_expression(p), v);
+  map(batch, x, y, {static_cast<uint64_t>(x.numel())}, unary_expression(p), {}, v);
 }
 
 // --- softmax ------------------------------------------------------------------------------------

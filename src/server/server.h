@@ -15,25 +15,26 @@
 #include <chrono>
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace wgc::server {
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
-  int port = 8080;                          // 0: any free port (see Server::port)
-  std::string api_key;                      // non-empty: requests need "Authorization: Bearer <key>"
-  size_t max_body_bytes = 8u << 20;         // larger request bodies get 413
-  int threads = 0;                          // HTTP worker threads (0: enough for every sequence and queue slot)
-  int retry_after_s = 1;                    // Retry-After of a 503 when the queue is full
+  int port = 8080;                   // 0: any free port (see Server::port)
+  std::string api_key;               // non-empty: requests need "Authorization: Bearer <key>"
+  size_t max_body_bytes = 8u << 20;  // larger request bodies get 413
+  int threads = 0;        // HTTP worker threads (0: one per sequence and queue slot and 8 more, at most 1024)
+  int retry_after_s = 1;  // Retry-After of a 503 when the queue is full
   std::chrono::seconds shutdown_grace{30};  // shutdown(): how long running requests may finish
 };
 
 class Server {
  public:
-  // Binds the socket (wgc::Error naming host and port when it cannot). The scheduler, model info
-  // and context outlive the server.
-  Server(llm::Scheduler& scheduler, const ModelInfo& model, const Context& ctx, ServerOptions options = {});
+  // Binds the socket (wgc::Error naming host and port when it cannot). The scheduler and model info
+  // outlive the server. ctx: the model's GPU context, for the metrics (none: the CPU engine).
+  Server(llm::Scheduler& scheduler, const ModelInfo& model, std::optional<Context> ctx, ServerOptions options = {});
   ~Server();
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;

@@ -184,7 +184,7 @@ test('an aborted stream frees its sequence at once', async () => {
     if (chunk.choices[0]?.text) ++chunks;
     if (chunks === 3) break;  // leaving the loop aborts the request
   }
-  await until(async () => (await metrics(server.url, auth)).wgc_running_sequences === 0, 3000, 'the sequence to end');
+  await until(async () => (await metrics(server.url, auth)).wgc_running_sequences === 0, 10_000, 'the sequence to end');
   const after = await metrics(server.url, auth);
   await new Promise((r) => setTimeout(r, 500));
   const later = await metrics(server.url, auth);

@@ -124,7 +124,7 @@ Isa default_isa() {
   return best;
 }
 
-std::string describe_cpu() {
+std::string describe_cpu(int threads) {
   const CpuFeatures& f = cpu_features();
   std::string feats;
   auto add = [&](bool on, const char* name) {
@@ -138,7 +138,8 @@ std::string describe_cpu() {
   add(f.avx512f && f.avx512bw && f.avx512vl, "AVX512");
   add(f.avx512vnni, "AVX512-VNNI");
   std::string s = f.model.empty() ? std::string("CPU") : f.model;
-  s += ", " + std::to_string(f.threads) + " threads, kernels " + std::string(to_string(default_isa()));
+  s += ", " + std::to_string(threads > 0 ? threads : f.threads) + " threads, kernels " +
+       std::string(to_string(default_isa()));
   if (!feats.empty()) s += " (" + feats + ")";
   return s;
 }

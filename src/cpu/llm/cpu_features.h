@@ -33,7 +33,8 @@ std::vector<Isa> supported_isas();
 // best supported one.
 Isa default_isa();
 
-// One line for `wgc info`: "AMD EPYC ..., 2 threads, kernels avx512 (AVX2 FMA F16C AVX512-VNNI)".
-std::string describe_cpu();
+// One line for `wgc info` and status lines: "AMD EPYC ..., 2 threads, kernels avx2 (AVX2 FMA F16C
+// AVX512-VNNI)" (threads: 0 for CpuFeatures::threads).
+std::string describe_cpu(int threads = 0);
 
 }  // namespace wgc::llm::cpu

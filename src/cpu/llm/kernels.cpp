@@ -14,45 +14,14 @@ const Kernels* avx512_kernels();
 bool avx2_compiled() { return avx2_kernels() != nullptr; }
 bool avx512_compiled() { return avx512_kernels() != nullptr; }
 
-int64_t wtype_block(WType t) {
-  switch (t) {
-    case WType::F32:
-    case WType::F16:
-    case WType::BF16: return 1;
-    case WType::Q8_0:
-    case WType::Q4_0: return 32;
-    case WType::Q4_K:
-    case WType::Q6_K: return 256;
-  }
-  return 1;
+bool kernels_read(TensorType t) {
+  for (TensorType k : kCpuKernelTypes)
+    if (k == t) return true;
+  return false;
 }
 
-int64_t wtype_block_bytes(WType t) {
-  switch (t) {
-    case WType::F32: return 4;
-    case WType::F16:
-    case WType::BF16: return 2;
-    case WType::Q8_0: return 34;
-    case WType::Q4_0: return 18;
-    case WType::Q4_K: return 144;
-    case WType::Q6_K: return 210;
-  }
-  return 4;
-}
-
-bool wtype_quantized(WType t) { return wtype_block(t) > 1; }
-
-const char* wtype_name(WType t) {
-  switch (t) {
-    case WType::F32: return "F32";
-    case WType::F16: return "F16";
-    case WType::BF16: return "BF16";
-    case WType::Q8_0: return "Q8_0";
-    case WType::Q4_0: return "Q4_0";
-    case WType::Q4_K: return "Q4_K";
-    case WType::Q6_K: return "Q6_K";
-  }
-  return "?";
+bool takes_q8(TensorType t) {
+  return t == TensorType::Q8_0 || t == TensorType::Q4_0 || t == TensorType::Q4_K || t == TensorType::Q6_K;
 }
 
 const Kernels& kernels(Isa isa) {

@@ -23,25 +23,24 @@
 #pragma once
 
 #include "cpu/llm/cpu_features.h"
+#include "cpu/llm/tensor_type.h"
 
 #include <cstddef>
 #include <cstdint>
 
 namespace wgc::llm::cpu {
 
-// The weight types the kernels read (GGML's block layouts, ggml-common.h).
-enum class WType { F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K };
-
-// Elements per block and bytes per block of a type.
-int64_t wtype_block(WType t);
-int64_t wtype_block_bytes(WType t);
-bool wtype_quantized(WType t);  // takes Q8Rows activations
-const char* wtype_name(WType t);
+// The weight types the kernels read in place (GGML's block layouts, ggml-common.h): F32, F16,
+// BF16, Q8_0, Q4_0, Q4_K, Q6_K.
+inline constexpr TensorType kCpuKernelTypes[] = {TensorType::F32,  TensorType::F16,  TensorType::BF16, TensorType::Q8_0,
+                                                 TensorType::Q4_0, TensorType::Q4_K, TensorType::Q6_K};
+bool kernels_read(TensorType t);
+bool takes_q8(TensorType t);  // quantized: its linear layers take Q8Rows activations
 
 // A row-major matrix of `rows` rows of `cols` elements (cols a multiple of the type's block;
 // F32/F16/BF16 take any cols), `row_bytes` bytes apart, read in place.
 struct Weight {
-  WType type = WType::F32;
+  TensorType type = TensorType::F32;
   const std::byte* data = nullptr;
   int64_t rows = 0, cols = 0;
   int64_t row_bytes = 0;

@@ -55,23 +55,23 @@ inline __m256 exp8(__m256 x) {
 inline int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
 
 // 8 weights of a float type as f32.
-template <WType T>
+template <TensorType T>
 inline __m256 load8(const std::byte* p) {
-  if constexpr (T == WType::F32) return _mm256_loadu_ps(reinterpret_cast<const float*>(p));
-  if constexpr (T == WType::F16) return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-  if constexpr (T == WType::BF16)
+  if constexpr (T == TensorType::F32) return _mm256_loadu_ps(reinterpret_cast<const float*>(p));
+  if constexpr (T == TensorType::F16) return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  if constexpr (T == TensorType::BF16)
     return _mm256_castsi256_ps(
         _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))), 16));
 }
 
-template <WType T>
+template <TensorType T>
 constexpr int64_t elem_bytes() {
-  return T == WType::F32 ? 4 : 2;
+  return T == TensorType::F32 ? 4 : 2;
 }
 
 // ---- float weights: R rows x C tokens per tile, 8 lanes along k ------------------------------------
 
-template <WType T, int R, int C>
+template <TensorType T, int R, int C>
 void float_tile(const Weight& w, const LinearIo& io, int64_t r, int64_t t) {
   constexpr int64_t E = elem_bytes<T>();
   const int64_t K = w.cols;
@@ -118,7 +118,7 @@ void float_tile(const Weight& w, const LinearIo& io, int64_t r, int64_t t) {
 // Tokens are taken in blocks that stay in cache while the chunk's rows pass over them.
 constexpr int64_t kTokenBlock = 64;
 
-template <WType T>
+template <TensorType T>
 void linear_float(const Weight& w, const LinearIo& io, int64_t r0, int64_t r1) {
   if (io.n == 1) {
     int64_t r = r0;
@@ -173,10 +173,10 @@ Tile tile_in(void* scratch, int64_t nb) {
 inline float half_f16c(const std::byte* p) { return _cvtsh_ss(u16_at(p)); }
 
 // Unpacks row i (0..7) of the tile from its file bytes.
-template <WType T>
+template <TensorType T>
 void unpack(const Tile& tl, int i, const std::byte* row, int64_t nb) {
   const __m256i low4 = _mm256_set1_epi8(0x0f);
-  if constexpr (T == WType::Q4_0) {
+  if constexpr (T == TensorType::Q4_0) {
     const __m128i low4x = _mm_set1_epi8(0x0f);
     for (int64_t b = 0; b < nb; ++b) {
       const std::byte* blk = row + b * 18;
@@ -184,13 +184,13 @@ void unpack(const Tile& tl, int i, const std::byte* row, int64_t nb) {
       tl.q[b * 8 + i] = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), low4x), _mm_and_si128(v, low4x));
       tl.scale[b * 8 + i] = half_f16c(blk);
     }
-  } else if constexpr (T == WType::Q8_0) {
+  } else if constexpr (T == TensorType::Q8_0) {
     for (int64_t b = 0; b < nb; ++b) {
       const std::byte* blk = row + b * 34;
       tl.q[b * 8 + i] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2));
       tl.scale[b * 8 + i] = half_f16c(blk);
     }
-  } else if constexpr (T == WType::Q4_K) {
+  } else if constexpr (T == TensorType::Q4_K) {
     for (int64_t s = 0; s < nb / 8; ++s) {
       const std::byte* blk = row + s * 144;
       const float d = half_f16c(blk), dmin = half_f16c(blk + 2);
@@ -206,7 +206,7 @@ void unpack(const Tile& tl, int i, const std::byte* row, int64_t nb) {
         tl.min[(s * 8 + j) * 8 + i] = dmin * float(m);
       }
     }
-  } else if constexpr (T == WType::Q6_K) {
+  } else if constexpr (T == TensorType::Q6_K) {
     const __m256i m30 = _mm256_set1_epi8(0x30);
     for (int64_t s = 0; s < nb / 8; ++s) {
       const std::byte* blk = row + s * 210;
@@ -249,7 +249,7 @@ inline __m256i transpose_sum(const __m256i* p) {
 }
 
 // acc (8 rows) of one token over every block of the tile.
-template <WType T>
+template <TensorType T>
 __m256 tile_token(const Tile& tl, int64_t nb, const int8_t* xq, const float* dx, const int16_t* sx) {
   const __m256i ones = _mm256_set1_epi16(1);
   __m256 acc = _mm256_setzero_ps();
@@ -258,17 +258,17 @@ __m256 tile_token(const Tile& tl, int64_t nb, const int8_t* xq, const float* dx,
     const __m256i* q = tl.q + b * 8;
     __m256i p[8];
     for (int i = 0; i < 8; ++i) {
-      if constexpr (T == WType::Q8_0)
+      if constexpr (T == TensorType::Q8_0)
         p[i] = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(q[i], q[i]), _mm256_sign_epi8(xv, q[i])), ones);
-      else if constexpr (T == WType::Q6_K)
+      else if constexpr (T == TensorType::Q6_K)
         p[i] = _mm256_madd_epi16(_mm256_maddubs_epi16(q[i], xv), tl.sc[b * 8 + i]);
       else
         p[i] = _mm256_madd_epi16(_mm256_maddubs_epi16(q[i], xv), ones);
     }
     __m256i isum = transpose_sum(p);
     const int32_t s_lo = sx[2 * b], s_hi = sx[2 * b + 1];
-    if constexpr (T == WType::Q4_0) isum = _mm256_sub_epi32(isum, _mm256_set1_epi32(8 * (s_lo + s_hi)));
-    if constexpr (T == WType::Q6_K) {
+    if constexpr (T == TensorType::Q4_0) isum = _mm256_sub_epi32(isum, _mm256_set1_epi32(8 * (s_lo + s_hi)));
+    if constexpr (T == TensorType::Q6_K) {
       const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tl.sc_lo + b * 8));
       const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tl.sc_hi + b * 8));
       const __m256i off = _mm256_add_epi32(_mm256_mullo_epi32(lo, _mm256_set1_epi32(32 * s_lo)),
@@ -277,14 +277,14 @@ __m256 tile_token(const Tile& tl, int64_t nb, const int8_t* xq, const float* dx,
     }
     const __m256 d = _mm256_set1_ps(dx[b]);
     acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(_mm256_loadu_ps(tl.scale + b * 8), d), acc);
-    if constexpr (T == WType::Q4_K)
+    if constexpr (T == TensorType::Q4_K)
       acc = _mm256_fmadd_ps(_mm256_set1_ps(float(-(s_lo + s_hi))), _mm256_mul_ps(_mm256_loadu_ps(tl.min + b * 8), d),
                             acc);
   }
   return acc;
 }
 
-template <WType T>
+template <TensorType T>
 void linear_quant(const Weight& w, const LinearIo& io, int64_t r0, int64_t r1, void* scratch) {
   const int64_t nb = w.cols / 32;
   const Tile tl = tile_in(scratch, nb);
@@ -303,13 +303,14 @@ void linear_quant(const Weight& w, const LinearIo& io, int64_t r0, int64_t r1, v
 
 void linear(const Weight& w, const LinearIo& io, int64_t r0, int64_t r1, void* scratch) {
   switch (w.type) {
-    case WType::F32: return linear_float<WType::F32>(w, io, r0, r1);
-    case WType::F16: return linear_float<WType::F16>(w, io, r0, r1);
-    case WType::BF16: return linear_float<WType::BF16>(w, io, r0, r1);
-    case WType::Q8_0: return linear_quant<WType::Q8_0>(w, io, r0, r1, scratch);
-    case WType::Q4_0: return linear_quant<WType::Q4_0>(w, io, r0, r1, scratch);
-    case WType::Q4_K: return linear_quant<WType::Q4_K>(w, io, r0, r1, scratch);
-    case WType::Q6_K: return linear_quant<WType::Q6_K>(w, io, r0, r1, scratch);
+    case TensorType::F32: return linear_float<TensorType::F32>(w, io, r0, r1);
+    case TensorType::F16: return linear_float<TensorType::F16>(w, io, r0, r1);
+    case TensorType::BF16: return linear_float<TensorType::BF16>(w, io, r0, r1);
+    case TensorType::Q8_0: return linear_quant<TensorType::Q8_0>(w, io, r0, r1, scratch);
+    case TensorType::Q4_0: return linear_quant<TensorType::Q4_0>(w, io, r0, r1, scratch);
+    case TensorType::Q4_K: return linear_quant<TensorType::Q4_K>(w, io, r0, r1, scratch);
+    case TensorType::Q6_K: return linear_quant<TensorType::Q6_K>(w, io, r0, r1, scratch);
+    default: break;  // not in kCpuKernelTypes: the engine converts such weights to F16
   }
 }
 

@@ -62,21 +62,21 @@ struct UnpackedRow {
   int8_t* sc16;
 };
 
-inline void unpack_row(WType t, const std::byte* row, int64_t cols, const UnpackedRow& u) {
+inline void unpack_row(TensorType t, const std::byte* row, int64_t cols, const UnpackedRow& u) {
   const int64_t nb = cols / 32;
   for (int64_t b = 0; b < nb; ++b) {
     u.min[b] = 0;
     u.sc16[2 * b] = u.sc16[2 * b + 1] = 1;
   }
   switch (t) {
-    case WType::Q8_0:
+    case TensorType::Q8_0:
       for (int64_t b = 0; b < nb; ++b) {
         const std::byte* blk = row + b * 34;
         u.scale[b] = half_at(blk);
         std::memcpy(u.q + b * 32, blk + 2, 32);
       }
       break;
-    case WType::Q4_0:
+    case TensorType::Q4_0:
       for (int64_t b = 0; b < nb; ++b) {
         const std::byte* blk = row + b * 18;
         u.scale[b] = half_at(blk);
@@ -86,7 +86,7 @@ inline void unpack_row(WType t, const std::byte* row, int64_t cols, const Unpack
         }
       }
       break;
-    case WType::Q4_K:
+    case TensorType::Q4_K:
       for (int64_t s = 0; s < cols / 256; ++s) {
         const std::byte* blk = row + s * 144;
         const float d = half_at(blk), dmin = half_at(blk + 2);
@@ -102,7 +102,7 @@ inline void unpack_row(WType t, const std::byte* row, int64_t cols, const Unpack
         }
       }
       break;
-    case WType::Q6_K:
+    case TensorType::Q6_K:
       for (int64_t s = 0; s < cols / 256; ++s) {
         const std::byte* blk = row + s * 210;
         const std::byte* ql = blk;

@@ -39,10 +39,10 @@ void linear_float(const Weight& w, const LinearIo& io, int64_t r0, int64_t r1) {
   for (int64_t r = r0; r < r1; ++r) {
     const std::byte* p = w.data + r * w.row_bytes;
     for (int64_t k = 0; k < w.cols; ++k)
-      if (w.type == WType::F32)
+      if (w.type == TensorType::F32)
         std::memcpy(&row[size_t(k)], p + 4 * k, 4);
       else
-        row[size_t(k)] = w.type == WType::F16 ? half_at(p + 2 * k) : bf16_at(p + 2 * k);
+        row[size_t(k)] = w.type == TensorType::F16 ? half_at(p + 2 * k) : bf16_at(p + 2 * k);
     for (int64_t t = 0; t < io.n; ++t) store(io, t, r, dot_f32(row.data(), io.x + t * io.x_stride, w.cols));
   }
 }
@@ -65,7 +65,7 @@ void linear_quant(const Weight& w, const LinearIo& io, int64_t r0, int64_t r1) {
           for (int i = 0; i < 16; ++i) half[h] += int32_t(q[size_t(b * 32 + h * 16 + i)]) * xq[b * 32 + h * 16 + i];
         const int32_t isum = int32_t(sc16[size_t(2 * b)]) * half[0] + int32_t(sc16[size_t(2 * b + 1)]) * half[1];
         acc = acc + float(isum) * (scale[size_t(b)] * dx[b]);
-        if (w.type == WType::Q4_K) acc = acc + float(-(sx[2 * b] + sx[2 * b + 1])) * (mins[size_t(b)] * dx[b]);
+        if (w.type == TensorType::Q4_K) acc = acc + float(-(sx[2 * b] + sx[2 * b + 1])) * (mins[size_t(b)] * dx[b]);
       }
       store(io, t, r, acc);
     }
@@ -73,7 +73,7 @@ void linear_quant(const Weight& w, const LinearIo& io, int64_t r0, int64_t r1) {
 }
 
 void linear(const Weight& w, const LinearIo& io, int64_t r0, int64_t r1, void*) {
-  if (wtype_quantized(w.type))
+  if (takes_q8(w.type))
     linear_quant(w, io, r0, r1);
   else
     linear_float(w, io, r0, r1);

@@ -1,5 +1,6 @@
 #include "cpu/llm/llm_ref.h"
 
+#include "cpu/llm/dequant.h"
 #include "util/error.h"
 
 #include <algorithm>
@@ -10,197 +11,74 @@
 
 namespace wgc::llm::ref {
 
-float half_to_float(uint16_t h) {
-  int e = (h >> 10) & 31, m = h & 1023;
-  double v = e == 0 ? std::ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : std::ldexp(m + 1024, e - 25);
-  return float(h & 0x8000 ? -v : v);
-}
-
-uint16_t float_to_half(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  uint32_t sign = (x >> 16) & 0x8000;
-  float a = std::fabs(f);
-  if (std::isnan(f)) return uint16_t(sign | 0x7e00);
-  if (a >= 65520.f) return uint16_t(sign | 0x7c00);
-  if (a < std::ldexp(1.f, -14)) {  // subnormal: multiples of 2^-24
-    return uint16_t(sign | uint32_t(std::nearbyint(double(a) * std::ldexp(1.0, 24))));
-  }
-  int e;
-  std::frexp(a, &e);                                         // a = m * 2^e, m in [0.5, 1)
-  double q = std::nearbyint(std::ldexp(double(a), 11 - e));  // 11 significant bits
-  if (q >= 2048) {
-    q /= 2;
-    ++e;
-  }
-  return uint16_t(sign | uint32_t(e + 14) << 10 | (uint32_t(q) & 1023));
-}
-
-float bf16_to_float(uint16_t h) {
-  uint32_t x = uint32_t(h) << 16;
-  float f;
-  std::memcpy(&f, &x, 4);
-  return f;
-}
-
-uint16_t float_to_bf16(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  if (std::isnan(f)) return uint16_t((x >> 16) | 0x40);
-  x += 0x7fff + ((x >> 16) & 1);
-  return uint16_t(x >> 16);
-}
-
 namespace {
 
-uint16_t rd16(const std::byte* p) {
-  uint16_t v;
-  std::memcpy(&v, p, 2);
-  return v;
-}
-uint8_t u8(const std::byte* p, size_t i) { return std::to_integer<uint8_t>(p[i]); }
-
-void scale_min_k4(int j, const std::byte* q, int& d, int& m) {
-  if (j < 4) {
-    d = u8(q, j) & 63;
-    m = u8(q, j + 4) & 63;
-  } else {
-    d = (u8(q, j + 4) & 0xF) | ((u8(q, j - 4) >> 6) << 4);
-    m = (u8(q, j + 4) >> 4) | ((u8(q, j) >> 6) << 4);
-  }
+// Bytes of a rows x cols matrix of type t; an error when cols is not a whole number of blocks.
+size_t matrix_bytes(TensorType t, int64_t rows, int64_t cols) {
+  auto row = rows > 0 && cols > 0 ? row_bytes(t, uint64_t(cols)) : std::nullopt;
+  if (!row)
+    throw Error("wgc: a " + std::string(to_string(t)) + " matrix of " + std::to_string(rows) + " x " +
+                std::to_string(cols) + " elements is not whole blocks of " + std::to_string(block_size(t)));
+  return size_t(*row) * size_t(rows);
 }
 
 }  // namespace
 
-std::vector<double> dequantize(WeightType type, std::span<const std::byte> bytes, int64_t rows, int64_t cols) {
-  if (bytes.size() != ggml_bytes(type, rows, cols)) throw Error("wgc: dequantize: wrong byte count");
-  const size_t n = size_t(rows * cols);
-  std::vector<double> y(n);
-  const std::byte* p = bytes.data();
-  switch (type) {
-    case WeightType::F32:
-      for (size_t i = 0; i < n; ++i) {
-        float f;
-        std::memcpy(&f, p + 4 * i, 4);
-        y[i] = f;
-      }
-      break;
-    case WeightType::F16:
-      for (size_t i = 0; i < n; ++i) y[i] = half_to_float(rd16(p + 2 * i));
-      break;
-    case WeightType::BF16:
-      for (size_t i = 0; i < n; ++i) y[i] = bf16_to_float(rd16(p + 2 * i));
-      break;
-    case WeightType::Q8_0:
-      for (size_t b = 0; b < n / 32; ++b) {
-        const std::byte* blk = p + b * 34;
-        double d = half_to_float(rd16(blk));
-        for (int i = 0; i < 32; ++i) y[b * 32 + i] = d * double(int8_t(u8(blk, 2 + i)));
-      }
-      break;
-    case WeightType::Q4_0:
-      for (size_t b = 0; b < n / 32; ++b) {
-        const std::byte* blk = p + b * 18;
-        double d = half_to_float(rd16(blk));
-        for (int i = 0; i < 16; ++i) {
-          y[b * 32 + i] = d * ((u8(blk, 2 + i) & 0xF) - 8);
-          y[b * 32 + 16 + i] = d * ((u8(blk, 2 + i) >> 4) - 8);
-        }
-      }
-      break;
-    case WeightType::Q4_K:
-      for (size_t b = 0; b < n / 256; ++b) {
-        const std::byte* blk = p + b * 144;
-        double d = half_to_float(rd16(blk)), dmin = half_to_float(rd16(blk + 2));
-        const std::byte* sc = blk + 4;
-        const std::byte* q = blk + 16;
-        double* out = &y[b * 256];
-        for (int j = 0, is = 0; j < 256; j += 64, is += 2, q += 32) {
-          int s, m;
-          scale_min_k4(is, sc, s, m);
-          double d1 = d * s, m1 = dmin * m;
-          scale_min_k4(is + 1, sc, s, m);
-          double d2 = d * s, m2 = dmin * m;
-          for (int l = 0; l < 32; ++l) *out++ = d1 * (u8(q, l) & 0xF) - m1;
-          for (int l = 0; l < 32; ++l) *out++ = d2 * (u8(q, l) >> 4) - m2;
-        }
-      }
-      break;
-    case WeightType::Q6_K:
-      for (size_t b = 0; b < n / 256; ++b) {
-        const std::byte* blk = p + b * 210;
-        double d = half_to_float(rd16(blk + 208));
-        const std::byte* ql = blk;
-        const std::byte* qh = blk + 128;
-        const std::byte* sc = blk + 192;
-        double* out = &y[b * 256];
-        for (int h = 0; h < 2; ++h, out += 128, ql += 64, qh += 32, sc += 8) {
-          for (int l = 0; l < 32; ++l) {
-            int is = l / 16;
-            int q1 = int((u8(ql, l) & 0xF) | (((u8(qh, l) >> 0) & 3) << 4)) - 32;
-            int q2 = int((u8(ql, l + 32) & 0xF) | (((u8(qh, l) >> 2) & 3) << 4)) - 32;
-            int q3 = int((u8(ql, l) >> 4) | (((u8(qh, l) >> 4) & 3) << 4)) - 32;
-            int q4 = int((u8(ql, l + 32) >> 4) | (((u8(qh, l) >> 6) & 3) << 4)) - 32;
-            out[l] = d * int8_t(u8(sc, is)) * q1;
-            out[l + 32] = d * int8_t(u8(sc, is + 2)) * q2;
-            out[l + 64] = d * int8_t(u8(sc, is + 4)) * q3;
-            out[l + 96] = d * int8_t(u8(sc, is + 6)) * q4;
-          }
-        }
-      }
-      break;
-  }
-  return y;
+std::vector<double> dequantize(TensorType type, std::span<const std::byte> bytes, int64_t rows, int64_t cols) {
+  if (bytes.size() != matrix_bytes(type, rows, cols)) throw Error("wgc: dequantize: wrong byte count");
+  std::vector<float> f = llm::dequantize(type, bytes, size_t(rows) * size_t(cols));
+  return {f.begin(), f.end()};
 }
 
-std::vector<std::byte> random_weight(WeightType type, int64_t rows, int64_t cols, uint32_t seed) {
-  std::vector<std::byte> b(ggml_bytes(type, rows, cols));
+std::vector<std::byte> random_weight(TensorType type, int64_t rows, int64_t cols, uint32_t seed) {
+  std::vector<std::byte> b(matrix_bytes(type, rows, cols));
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> uni(-1.f, 1.f);
   auto put16 = [&](size_t at, uint16_t v) { std::memcpy(&b[at], &v, 2); };
   auto randbytes = [&](size_t at, size_t n) {
     for (size_t i = 0; i < n; ++i) b[at + i] = std::byte(rng() & 0xff);
   };
-  auto small_scale = [&](float lo, float hi) { return float_to_half(lo + (hi - lo) * (uni(rng) * 0.5f + 0.5f)); };
+  auto small_scale = [&](float lo, float hi) { return f32_to_f16(lo + (hi - lo) * (uni(rng) * 0.5f + 0.5f)); };
   const size_t n = size_t(rows * cols);
   switch (type) {
-    case WeightType::F32:
+    case TensorType::F32:
       for (size_t i = 0; i < n; ++i) {
         float f = uni(rng);
         std::memcpy(&b[4 * i], &f, 4);
       }
       break;
-    case WeightType::F16:
-      for (size_t i = 0; i < n; ++i) put16(2 * i, float_to_half(uni(rng)));
+    case TensorType::F16:
+      for (size_t i = 0; i < n; ++i) put16(2 * i, f32_to_f16(uni(rng)));
       break;
-    case WeightType::BF16:
-      for (size_t i = 0; i < n; ++i) put16(2 * i, float_to_bf16(uni(rng)));
+    case TensorType::BF16:
+      for (size_t i = 0; i < n; ++i) put16(2 * i, f32_to_bf16(uni(rng)));
       break;
-    case WeightType::Q8_0:
+    case TensorType::Q8_0:
       for (size_t k = 0; k < n / 32; ++k) {
         put16(k * 34, small_scale(0.002f, 0.01f));
         randbytes(k * 34 + 2, 32);
       }
       break;
-    case WeightType::Q4_0:
+    case TensorType::Q4_0:
       for (size_t k = 0; k < n / 32; ++k) {
         put16(k * 18, small_scale(0.05f, 0.15f));
         randbytes(k * 18 + 2, 16);
       }
       break;
-    case WeightType::Q4_K:
+    case TensorType::Q4_K:
       for (size_t k = 0; k < n / 256; ++k) {
         put16(k * 144, small_scale(0.001f, 0.004f));
         put16(k * 144 + 2, small_scale(0.001f, 0.01f));
         randbytes(k * 144 + 4, 140);
       }
       break;
-    case WeightType::Q6_K:
+    case TensorType::Q6_K:
       for (size_t k = 0; k < n / 256; ++k) {
         randbytes(k * 210, 208);
         put16(k * 210 + 208, small_scale(0.0002f, 0.001f));
       }
       break;
+    default: throw Error("wgc: random_weight: no generator for " + std::string(to_string(type)));
   }
   return b;
 }

@@ -2,7 +2,7 @@
 // accumulation. They define what the GPU kernels compute; the tests compare against them.
 #pragma once
 
-#include "ops/llm/weights.h"
+#include "cpu/llm/tensor_type.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -11,17 +11,13 @@
 
 namespace wgc::llm::ref {
 
-float half_to_float(uint16_t h);
-uint16_t float_to_half(float f);  // round to nearest even
-float bf16_to_float(uint16_t h);
-uint16_t float_to_bf16(float f);  // round to nearest even
-
-// Dequantizes rows x cols elements of ggml bytes (as in ggml's dequantize_row_*), row-major, in f64.
-std::vector<double> dequantize(WeightType type, std::span<const std::byte> ggml_bytes, int64_t rows, int64_t cols);
+// Dequantizes rows x cols elements of ggml bytes (llm::dequantize, cpu/llm/dequant.h), row-major,
+// widened to f64 for the references' f64 sums.
+std::vector<double> dequantize(TensorType type, std::span<const std::byte> ggml_bytes, int64_t rows, int64_t cols);
 
 // Random ggml bytes of a rows x cols matrix: values around [-1, 1] (quantized types: random quants,
 // small positive scales). For tests and benchmarks.
-std::vector<std::byte> random_weight(WeightType type, int64_t rows, int64_t cols, uint32_t seed);
+std::vector<std::byte> random_weight(TensorType type, int64_t rows, int64_t cols, uint32_t seed);
 
 // y[t][r] = sum_k W[row0 + r][k] x[t][k] (+ bias[row0 + r]) (+ y_old), W dequantized (rows x cols).
 std::vector<double> linear(const std::vector<double>& w, int64_t cols, const std::vector<float>& x, int n_tokens,

@@ -4,7 +4,8 @@
 // vec4 halves BM / 2 and BN / 2 apart (the layout of matmul/regtile_main.wgsl, which keeps the
 // workgroup-memory reads of neighbouring invocations on different banks). Per BK step the x tile
 // and the W tile (dequantized once per tile, a quad at a time with w_quad) are stored k-major,
-// Xs[k][m/4] and Ws[k][n/4], so that the inner product reads both operands as vec4s.
+// As[k][m/4] and Bs[k][n/4], so that the inner product (matmul/regtile_step.wgsl, shared with the
+// SGEMM) reads both operands as vec4s.
 // x is read as vec4s where x_stride % 4 == 0 (else, and at the end of a row, element by element).
 // Preceded by common.wgsl and a weights/*.wgsl file (bindings 0, 1).
 @group(0) @binding(2) var<storage, read> x: array<vec4<f32>>;
@@ -16,8 +17,8 @@ override BN: u32 = 128u;  // weight rows per workgroup: a multiple of 8
 override BK: u32 = 16u;  // k per workgroup-memory tile: a multiple of 4
 // (BM / 8) * (BN / 8) invocations per workgroup (ops/llm/llm_ops.cpp checks the limits).
 
-var<workgroup> Xs: array<vec4<f32>, BK * BM / 4u>;  // [k][m/4]
-var<workgroup> Ws: array<vec4<f32>, BK * BN / 4u>;  // [k][n/4]
+var<workgroup> As: array<vec4<f32>, BK * BM / 4u>;  // x tile, [k][m/4]
+var<workgroup> Bs: array<vec4<f32>, BK * BN / 4u>;  // W tile, [k][n/4]
 
 fn xq(i4: u32) -> vec4<f32> { return vec4<f32>(0.0); }  // unused here (w_chunk needs it)
 
@@ -70,32 +71,22 @@ fn body(tid: u32, wid: vec3<u32>) {
   var acc: array<vec4<f32>, 16>;  // acc[i * 2 + j]: token i of 8, row half j
 
   for (var k0 = 0u; k0 < p.cols; k0 += BK) {
-    // W tile: BN rows x BK columns, quad by quad, transposed into Ws[k][n].
+    // W tile: BN rows x BK columns, quad by quad, transposed into Bs[k][n].
     for (var i = tid; i < BN * kq; i += nt) {
       let r = i / kq;
       let q = (i % kq) * 4u;
       let v = load_w4(n0 + r, k0 + q);
-      for (var j = 0u; j < 4u; j++) { Ws[(q + j) * (BN / 4u) + r / 4u][r % 4u] = v[j]; }
+      for (var j = 0u; j < 4u; j++) { Bs[(q + j) * (BN / 4u) + r / 4u][r % 4u] = v[j]; }
     }
-    // x tile: BM tokens x BK columns, transposed into Xs[k][m].
+    // x tile: BM tokens x BK columns, transposed into As[k][m].
     for (var i = tid; i < BM * kq; i += nt) {
       let m = i / kq;
       let q = (i % kq) * 4u;
       let v = load_x4(m0 + m, k0 + q);
-      for (var j = 0u; j < 4u; j++) { Xs[(q + j) * (BM / 4u) + m / 4u][m % 4u] = v[j]; }
+      for (var j = 0u; j < 4u; j++) { As[(q + j) * (BM / 4u) + m / 4u][m % 4u] = v[j]; }
     }
     workgroupBarrier();
-    for (var k = 0u; k < BK; k++) {
-      let a0 = Xs[k * (BM / 4u) + tm];
-      let a1 = Xs[k * (BM / 4u) + tm + BM / 8u];
-      let b0 = Ws[k * (BN / 4u) + tn];
-      let b1 = Ws[k * (BN / 4u) + tn + BN / 8u];
-      let av = array<f32, 8>(a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w);
-      for (var i = 0u; i < 8u; i++) {
-        acc[i * 2u] = fma(vec4<f32>(av[i]), b0, acc[i * 2u]);
-        acc[i * 2u + 1u] = fma(vec4<f32>(av[i]), b1, acc[i * 2u + 1u]);
-      }
-    }
+//!include "matmul/regtile_step.wgsl"
     workgroupBarrier();
   }
 

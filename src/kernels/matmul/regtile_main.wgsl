@@ -89,17 +89,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       }
       workgroupBarrier();
     }
-    for (var k = 0u; k < BK; k++) {
-      let a0 = As[k * (BM / 4u) + tm];
-      let a1 = As[k * (BM / 4u) + tm + BM / 8u];
-      let b0 = Bs[k * (BN / 4u) + tn];
-      let b1 = Bs[k * (BN / 4u) + tn + BN / 8u];
-      let av = array<f32, 8>(a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w);
-      for (var i = 0u; i < 8u; i++) {
-        acc[i * 2u] = fma(vec4<f32>(av[i]), b0, acc[i * 2u]);
-        acc[i * 2u + 1u] = fma(vec4<f32>(av[i]), b1, acc[i * 2u + 1u]);
-      }
-    }
+//!include "matmul/regtile_step.wgsl"
     workgroupBarrier();
   }
 

@@ -395,9 +395,8 @@ Flow Template::Impl::exec(Frame& f, const Body& nodes, std::string& out) const {
           loop.emplace_back("length", Value(int64_t(len)));
           loop.emplace_back("previtem", i > 0 ? items[i - 1] : Value());
           loop.emplace_back("nextitem", i + 1 < len ? items[i + 1] : Value());
-          loop.emplace_back("cycle", Value(Function([i](Args& a) {
-                              return a.pos.empty() ? Value() : a.pos[i % a.pos.size()];
-                            })));
+          loop.emplace_back(
+              "cycle", Value(Function([i](Args& a) { return a.pos.empty() ? Value() : a.pos[i % a.pos.size()]; })));
           sc["loop"] = Value(std::move(loop));
           const Value& x = items[i];
           if (n.targets.size() == 1) {

@@ -77,31 +77,6 @@ std::string py_quote(const std::string& s) {
   return out + q;
 }
 
-void json_string(std::string& out, const std::string& s) {
-  // json.dumps(ensure_ascii=False)
-  out += '"';
-  for (char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char b[8];
-          std::snprintf(b, sizeof b, "\\u%04x", static_cast<unsigned char>(c));
-          out += b;
-        } else {
-          out += c;
-        }
-    }
-  }
-  out += '"';
-}
-
 // Text building with the size limit checked as it grows, and a step charged per element.
 void grew(const std::string& out, const char* what) {
   charge_steps(1);
@@ -126,7 +101,7 @@ void dump_json(std::string& out, const Value& v, int indent, bool sort_keys, siz
       out += std::isnan(d) ? "NaN" : std::isinf(d) ? (d > 0 ? "Infinity" : "-Infinity") : float_repr(d);
       break;
     }
-    case Value::Kind::String: json_string(out, v.str()); break;
+    case Value::Kind::String: json::write_string(out, v.str()); break;  // as json.dumps(ensure_ascii=False)
     case Value::Kind::Callable: out += "null"; break;
     case Value::Kind::List: {
       const auto& a = v.items();
@@ -157,7 +132,7 @@ void dump_json(std::string& out, const Value& v, int indent, bool sort_keys, siz
       for (size_t i = 0; i < m.size(); ++i) {
         if (i) out += indent >= 0 ? "," : ", ";
         if (indent >= 0) nl(depth + 1);
-        json_string(out, m[i]->first);
+        json::write_string(out, m[i]->first);
         out += ": ";
         dump_json(out, m[i]->second, indent, sort_keys, depth + 1);
         grew(out, "tojson");

@@ -11,8 +11,8 @@
 // Every problem with the file throws wgc::Error naming the file and what is wrong.
 #pragma once
 
+#include "cpu/llm/tensor_type.h"
 #include "llm/formats/mapped_file.h"
-#include "llm/formats/tensor_type.h"
 
 #include <cstdint>
 #include <filesystem>

@@ -8,8 +8,8 @@
 //   w.write("out.gguf");
 #pragma once
 
+#include "cpu/llm/tensor_type.h"
 #include "llm/formats/gguf.h"
-#include "llm/formats/tensor_type.h"
 
 #include <cstdint>
 #include <filesystem>

@@ -1,6 +1,6 @@
 #include "llm/formats/model_file.h"
 
-#include "llm/formats/dequant.h"
+#include "cpu/llm/dequant.h"
 #include "llm/formats/gguf.h"
 #include "llm/formats/safetensors.h"
 #include "util/error.h"

@@ -19,8 +19,8 @@
 // as the ModelFile (moving it keeps them valid).
 #pragma once
 
+#include "cpu/llm/tensor_type.h"
 #include "llm/formats/model_config.h"
-#include "llm/formats/tensor_type.h"
 
 #include <cstddef>
 #include <filesystem>

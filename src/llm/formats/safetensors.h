@@ -6,8 +6,8 @@
 // wgc::Error naming the file and what is wrong (tensor, offsets, limit).
 #pragma once
 
+#include "cpu/llm/tensor_type.h"
 #include "llm/formats/mapped_file.h"
-#include "llm/formats/tensor_type.h"
 
 #include <cstdint>
 #include <filesystem>

@@ -45,8 +45,8 @@ fs::path default_model_path() {
     if (fs::is_regular_file(p, ec)) return p;
     tried += "\n  " + p.string();
   }
-  throw Error("wgc: no --model given and the default model " + std::string(kDefaultModelFile) +
-              " was not found; tried:" + tried + "\nGive --model PATH or set WGC_DEFAULT_MODEL.");
+  throw Error("wgc: no model named and the default model " + std::string(kDefaultModelFile) +
+              " was not found; tried:" + tried + "\nName a model file, or set WGC_DEFAULT_MODEL.");
 }
 
 SamplingParams default_sampling(const fs::path& model) {

@@ -151,7 +151,8 @@ GenerateResult Generator::generate(std::span<const int32_t> prompt_ids, const Ge
   if (prompt_ids.empty()) throw Error("wgc: the prompt is empty (no tokens)");
   if (int64_t(prompt_ids.size()) > max_ctx)
     throw Error("wgc: the prompt has " + std::to_string(prompt_ids.size()) + " tokens but the context holds " +
-                std::to_string(max_ctx) + " (shorten the prompt or raise --ctx, up to the model's own context)");
+                std::to_string(max_ctx) +
+                " (shorten the prompt or raise the engine's max_ctx, up to the model's own context)");
 
   // Reuse the cached prefix; at least one token must run to give logits.
   if (size_t(model_.n_past()) != cached_.size()) cached_.clear(), model_.rewind(0);
@@ -203,7 +204,7 @@ GenerateResult Generator::generate(std::span<const int32_t> prompt_ids, const Ge
       r.stop = StopReason::ContextFull;
       r.message = "context full: the " + std::to_string(max_ctx) + "-token context holds the prompt (" +
                   std::to_string(prompt_ids.size()) + " tokens) and " + std::to_string(r.ids.size() - 1) +
-                  " generated tokens; generation stopped (raise --ctx, up to the model's own context)";
+                  " generated tokens; generation stopped (raise the engine's max_ctx, up to the model's own context)";
       return false;
     }
     return true;

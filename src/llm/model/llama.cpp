@@ -289,8 +289,7 @@ DeviceChoice choose_device(const std::optional<Context>& ctx, const ModelFile& f
   if (!ctx) return {Device::Cpu, ""};
   const AdapterInfo& a = ctx->adapter();
   if (a.is_cpu() && ctx->options().backend == Backend::Auto)
-    return {Device::Cpu, "the only WebGPU adapter is a CPU (" + a.device +
-                             "): running on the CPU engine instead (--backend cpu-vulkan keeps WebGPU)"};
+    return {Device::Cpu, "the only WebGPU adapter is a CPU (" + a.device + "): running on the CPU engine instead"};
   const int max_ctx = resolve_max_ctx(file.config(), o);
   if (std::string why = gpu_fit_problem(*ctx, file, max_ctx, std::max(1, std::min(o.max_batch, max_ctx))); !why.empty())
     return {Device::Cpu, why + ": running on the CPU engine"};

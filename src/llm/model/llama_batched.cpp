@@ -87,7 +87,7 @@ struct GpuBatched final : BatchedLlama::Impl {
   const LlamaWeights& w;
   const LlmOps& ops;
   const RopeTable& rope;
-  Version lin = Version::Auto;
+  LinearVersion lin = LinearVersion::Auto;
   std::vector<KvLayer> pool;  // per layer: [n_kv][blocks * block_tokens][hd]
   uint64_t kv_total = 0;
   Tensor ids, x, h, qkv, attn, gu, act, last, logits, top_vals, top_ids, lse;
@@ -95,7 +95,9 @@ struct GpuBatched final : BatchedLlama::Impl {
   GpuBatched(LlamaModel& m, BatchedOptions o)
       : Impl(o), ctx(m.context()), w(m.weights()), ops(m.ops()), rope(m.rope()) {
     const std::string what = "wgc: serving engine: ";
-    lin = opt.linear != Version::Auto ? opt.linear : ctx.adapter().is_cpu() ? Version::Naive : Version::Batched;
+    lin = opt.linear != LinearVersion::Auto ? opt.linear
+          : ctx.adapter().is_cpu()          ? LinearVersion::Naive
+                                            : LinearVersion::Batched;
     const int64_t slots = int64_t(opt.blocks) * opt.block_tokens;
     const uint64_t layer_bytes = uint64_t(slots) * uint64_t(w.nkv) * uint64_t(w.hd) * 4;
     if (layer_bytes > ctx.limits().max_storage_buffer_binding_size || slots >= (int64_t(1) << 31))
@@ -278,7 +280,7 @@ struct CpuBatched final : BatchedLlama::Impl {
         positions(m.max_ctx()),
         fwd(w, m.cpu_threads(), o.max_tokens, m.max_ctx()),
         pool(*w, checked_slots(o)) {
-    if (o.linear != Version::Auto)
+    if (o.linear != LinearVersion::Auto)
       throw Error(
           "wgc: serving engine: the linear kernel version is a GPU engine option; this model runs on the "
           "CPU engine (use Auto)");

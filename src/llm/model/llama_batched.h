@@ -32,7 +32,7 @@ struct BatchedOptions {
   int split_len = 256;    // attention: keys per split (a multiple of 16; fixes the arithmetic)
   // Auto: Batched on GPUs, Naive on CPU adapters (both batch-invariant); BatchedQ8: 8-bit
   // activations for the Q4_0 / Q8_0 matrices (Batched for the others).
-  Version linear = Version::Auto;
+  LinearVersion linear = LinearVersion::Auto;
 };
 
 // One sequence's part of a step.

@@ -1,6 +1,7 @@
 #include "llm/model/llama_cpu.h"
 
-#include "llm/formats/dequant.h"
+#include "cpu/llm/dequant.h"
+#include "cpu/llm/rope_table.h"
 #include "util/error.h"
 
 #include <algorithm>
@@ -10,32 +11,7 @@
 
 namespace wgc::llm {
 
-std::vector<float> rope_cos_sin(const ModelConfig& cfg, int max_pos) {
-  const std::vector<double> inv = cfg.rope_inv_freq();
-  std::vector<float> cs(size_t(max_pos) * inv.size() * 2);
-  for (int p = 0; p < max_pos; ++p)
-    for (size_t i = 0; i < inv.size(); ++i) {
-      const float angle = float(p) * float(inv[i]);
-      cs[(size_t(p) * inv.size() + i) * 2] = float(std::cos(double(angle)));
-      cs[(size_t(p) * inv.size() + i) * 2 + 1] = float(std::sin(double(angle)));
-    }
-  return cs;
-}
-
 namespace {
-
-std::optional<cpu::WType> kernel_type(TensorType t) {
-  switch (t) {
-    case TensorType::F32: return cpu::WType::F32;
-    case TensorType::F16: return cpu::WType::F16;
-    case TensorType::BF16: return cpu::WType::BF16;
-    case TensorType::Q8_0: return cpu::WType::Q8_0;
-    case TensorType::Q4_0: return cpu::WType::Q4_0;
-    case TensorType::Q4_K: return cpu::WType::Q4_K;
-    case TensorType::Q6_K: return cpu::WType::Q6_K;
-    default: return std::nullopt;
-  }
-}
 
 // A matrix as the kernels read it: in place where they know its type, else (Q4_1, Q5_*, Q8_K, ...)
 // converted once to f16, as the GPU engine does.
@@ -43,8 +19,8 @@ cpu::Weight matrix(CpuWeights& w, const ModelTensor& t) {
   cpu::Weight m;
   m.rows = t.rows();
   m.cols = t.row_length();
-  if (auto k = kernel_type(t.type); k && m.cols % cpu::wtype_block(*k) == 0) {
-    m.type = *k;
+  if (cpu::kernels_read(t.type) && m.cols % int64_t(block_size(t.type)) == 0) {
+    m.type = t.type;
     m.data = t.data.data();
     m.row_bytes = int64_t(*row_bytes(t.type, uint64_t(m.cols)));
   } else {
@@ -54,7 +30,7 @@ cpu::Weight matrix(CpuWeights& w, const ModelTensor& t) {
       const uint16_t h = f32_to_f16(f[i]);
       std::memcpy(buf.get() + 2 * i, &h, 2);
     }
-    m.type = cpu::WType::F16;
+    m.type = TensorType::F16;
     m.data = buf.get();
     m.row_bytes = m.cols * 2;
     w.owned.push_back(std::move(buf));
@@ -70,7 +46,7 @@ CpuGroup group(CpuWeights& w, const std::vector<const ModelTensor*>& ts,
   for (auto* t : ts) {
     g.parts.push_back(matrix(w, *t));
     g.rows += g.parts.back().rows;
-    (cpu::wtype_quantized(g.parts.back().type) ? g.quantized : g.floats) = true;
+    (cpu::takes_q8(g.parts.back().type) ? g.quantized : g.floats) = true;
   }
   if (!biases.empty()) {
     for (size_t i = 0; i < biases.size(); ++i) {
@@ -151,7 +127,7 @@ CpuForward::CpuForward(std::shared_ptr<const CpuWeights> w, std::shared_ptr<cpu:
                        int max_pos)
     : w_(std::move(w)), k_(cpu::kernels()), pool_(std::move(pool)), max_tokens_(max_tokens), max_pos_(max_pos) {
   const CpuWeights& W = *w_;
-  rope_ = rope_cos_sin(W.cfg, max_pos);
+  rope_ = rope_cos_sin(W.cfg.rope_inv_freq(), max_pos);
   const size_t T = size_t(max_tokens);
   x_.resize(T * size_t(W.hidden));
   h_.resize(T * size_t(W.hidden));

@@ -107,8 +107,4 @@ class CpuForward {
   std::vector<std::vector<float>> scores_;
 };
 
-// cos/sin of f32(pos) * f32(inv_freq[i]) for pos < max_pos, i < head_dim / 2: [max_pos][head_dim/2][2]
-// (what the GPU's RoPE table holds).
-std::vector<float> rope_cos_sin(const ModelConfig& cfg, int max_pos);
-
 }  // namespace wgc::llm

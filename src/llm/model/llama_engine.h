@@ -55,7 +55,7 @@ class LlamaEngine {
     if (n_past_ + int64_t(tokens.size()) > max_ctx_)
       throw Error("wgc: context full: " + std::to_string(n_past_) + " cached + " + std::to_string(tokens.size()) +
                   " new tokens exceed the context length " + std::to_string(max_ctx_) +
-                  " (raise it with --ctx, or start a new conversation)");
+                  " (raise EngineOptions::max_ctx, or start a new conversation)");
   }
   void check_top_k(int k) const {
     if (k < 1 || k > 64 || k > config().vocab_size)

@@ -1,7 +1,6 @@
 #include "llm/model/llama_weights.h"
 
-#include "llm/formats/dequant.h"
-#include "llm/model/llama_cpu.h"
+#include "cpu/llm/dequant.h"
 #include "util/error.h"
 #include "util/progress.h"
 
@@ -12,30 +11,22 @@
 namespace wgc::llm {
 namespace {
 
-std::optional<WeightType> gpu_type(TensorType t) {
-  switch (t) {
-    case TensorType::F32: return WeightType::F32;
-    case TensorType::F16: return WeightType::F16;
-    case TensorType::BF16: return WeightType::BF16;
-    case TensorType::Q8_0: return WeightType::Q8_0;
-    case TensorType::Q4_0: return WeightType::Q4_0;
-    case TensorType::Q4_K: return WeightType::Q4_K;
-    case TensorType::Q6_K: return WeightType::Q6_K;
-    default: return std::nullopt;
-  }
+std::optional<TensorType> gpu_type(TensorType t) {
+  if (is_gpu_weight_type(t)) return t;
+  return std::nullopt;
 }
 
 // The bytes of a matrix in a type the kernels read: as stored where the kernels know the type,
 // else (Q4_1, Q5_*, Q8_K) dequantized once and stored as f16.
 struct HostMatrix {
-  WeightType type;
+  TensorType type;
   std::vector<std::byte> owned;
   std::span<const std::byte> bytes;
   int64_t rows, cols;
 };
 
 HostMatrix host_matrix(const ModelTensor& t) {
-  HostMatrix m{WeightType::F16, {}, {}, t.rows(), t.row_length()};
+  HostMatrix m{TensorType::F16, {}, {}, t.rows(), t.row_length()};
   if (auto g = gpu_type(t.type)) {
     m.type = *g;
     m.bytes = t.data;
@@ -166,29 +157,24 @@ LlamaWeights upload_llama_weights(const Context& ctx, const ModelFile& f, std::o
 }
 
 void record_linear(const LlmOps& ops, Batch& b, const LinearGroup& g, const Tensor& in, const Tensor& y, int n,
-                   int64_t y_stride, bool accumulate, Version v) {
+                   int64_t y_stride, bool accumulate, LinearVersion v) {
   int64_t off = 0;
   for (size_t i = 0; i < g.parts.size(); ++i) {
     LinearOptions o;
     o.y_stride = y_stride;
     o.y_offset = off;
     o.accumulate = accumulate;
-    o.version = v;
-    const WeightType t = g.parts[i].type;
-    if (v == Version::BatchedQ8 && t != WeightType::Q4_0 && t != WeightType::Q8_0) o.version = Version::Batched;
+    const TensorType t = g.parts[i].type;
+    LinearVersion pv = v;
+    if (v == LinearVersion::BatchedQ8 && t != TensorType::Q4_0 && t != TensorType::Q8_0) pv = LinearVersion::Batched;
     if (!g.biases.empty()) o.bias = g.biases[i];
-    ops.linear(b, g.parts[i], in, y, n, o);
+    ops.linear(b, g.parts[i], in, y, n, o, pv);
     off += g.parts[i].rows;
   }
 }
 
 RopeTable make_llama_rope(const Context& c, const ModelConfig& cfg, int max_pos) {
-  const std::vector<float> cs = rope_cos_sin(cfg, max_pos);
-  RopeTable t;
-  t.cos_sin = make_tensor(c, {int64_t(cs.size())}, cs);
-  t.head_dim = int(cfg.head_dim);
-  t.max_pos = max_pos;
-  return t;
+  return make_rope_table(c, cfg.rope_inv_freq(), int(cfg.head_dim), max_pos);
 }
 
 namespace {
@@ -197,14 +183,15 @@ namespace {
 // layouts of ops/llm/weights.h; types the kernels do not read become f16).
 uint64_t gpu_data_bytes(TensorType t, uint64_t rows, uint64_t cols) {
   auto rup = [](uint64_t n, uint64_t a) { return (n + a - 1) / a * a; };
-  switch (gpu_type(t).value_or(WeightType::F16)) {
-    case WeightType::F32: return rows * rup(cols, 4) * 4;
-    case WeightType::F16:
-    case WeightType::BF16: return rows * rup(cols, 8) * 2;
-    case WeightType::Q8_0: return rows * cols;
-    case WeightType::Q4_0: return rows * cols / 2;
-    case WeightType::Q4_K: return rows * (cols / 256) * 144;
-    case WeightType::Q6_K: return rows * (cols / 256) * 208;
+  switch (gpu_type(t).value_or(TensorType::F16)) {
+    case TensorType::F32: return rows * rup(cols, 4) * 4;
+    case TensorType::F16:
+    case TensorType::BF16: return rows * rup(cols, 8) * 2;
+    case TensorType::Q8_0: return rows * cols;
+    case TensorType::Q4_0: return rows * cols / 2;
+    case TensorType::Q4_K: return rows * (cols / 256) * 144;
+    case TensorType::Q6_K: return rows * (cols / 256) * 208;
+    default: break;
   }
   return rows * cols * 4;
 }

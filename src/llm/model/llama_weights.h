@@ -36,7 +36,7 @@ struct LlamaWeights {
   std::optional<GpuWeight> lm_head;  // empty: tied to embed
   Tensor norm;
   std::vector<LlamaLayer> layers;
-  std::vector<WeightType> types;  // of every matrix (for precompiling)
+  std::vector<TensorType> types;  // of every matrix (for precompiling)
 
   const GpuWeight& output() const { return lm_head ? *lm_head : embed; }
 };
@@ -47,9 +47,9 @@ LlamaWeights upload_llama_weights(const Context& ctx, const ModelFile& file, std
                                   std::optional<RopeScaling> rope_scaling);
 
 // y[t, off + ...] = group x for n tokens (each part writing its rows side by side), optionally
-// accumulating (y += W x). Version::BatchedQ8 runs the parts it cannot (not Q4_0 / Q8_0) as Batched.
+// accumulating (y += W x). LinearVersion::BatchedQ8 runs the parts it cannot (not Q4_0 / Q8_0) as Batched.
 void record_linear(const LlmOps& ops, Batch& b, const LinearGroup& g, const Tensor& in, const Tensor& y, int n,
-                   int64_t y_stride, bool accumulate, Version v = Version::Auto);
+                   int64_t y_stride, bool accumulate, LinearVersion v = LinearVersion::Auto);
 
 // cos/sin of f32(pos) * inv_freq for positions < max_pos (an f32 product, as transformers computes it).
 RopeTable make_llama_rope(const Context& ctx, const ModelConfig& cfg, int max_pos);

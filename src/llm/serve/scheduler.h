@@ -41,7 +41,7 @@ struct SchedulerOptions {
   int prefill_chunk = 256;   // prompt tokens of one request per step, interleaved with decode steps
   // The linear kernels (BatchedOptions::linear): Auto, Batched, BatchedQ8 (8-bit activations for
   // Q4_0 / Q8_0 matrices), Naive.
-  Version linear = Version::Auto;
+  LinearVersion linear = LinearVersion::Auto;
 };
 
 struct Request {

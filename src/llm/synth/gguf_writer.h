@@ -14,8 +14,8 @@
 //   });
 #pragma once
 
+#include "cpu/llm/tensor_type.h"
 #include "llm/formats/gguf.h"
-#include "llm/formats/tensor_type.h"
 
 #include <cstddef>
 #include <cstdint>

@@ -1,6 +1,6 @@
 #include "llm/synth/quantize.h"
 
-#include "llm/formats/dequant.h"
+#include "cpu/llm/dequant.h"
 #include "util/error.h"
 
 #include <algorithm>
@@ -20,25 +20,8 @@ void check(const char* what, std::span<const float> x, std::span<std::byte> out,
                 std::to_string(out.size()));
 }
 
-// The conversion of llm::f32_to_f16 (Maratyszcza's, as GGML's scalar path), inlined here so that
-// writing gigabytes of F16 is not a function call per value; tests check the two agree.
-inline uint16_t to_f16(float f) {
-  float base = (std::fabs(f) * 0x1.0p+112f) * 0x1.0p-110f;
-  const uint32_t w = std::bit_cast<uint32_t>(f);
-  const uint32_t shl1_w = w + w;
-  const uint32_t sign = w & 0x80000000u;
-  uint32_t bias = shl1_w & 0xFF000000u;
-  if (bias < 0x71000000u) bias = 0x71000000u;
-  base = std::bit_cast<float>((bias >> 1) + 0x07800000u) + base;
-  const uint32_t bits = std::bit_cast<uint32_t>(base);
-  const uint32_t exp_bits = (bits >> 13) & 0x00007C00u;
-  const uint32_t mantissa_bits = bits & 0x00000FFFu;
-  const uint32_t nonsign = exp_bits + mantissa_bits;
-  return uint16_t((sign >> 16) | (shl1_w > 0xFF000000u ? 0x7E00u : nonsign));
-}
-
 inline void put_f16(std::byte* p, float v) {
-  uint16_t h = to_f16(v);
+  uint16_t h = f32_to_f16(v);
   std::memcpy(p, &h, 2);
 }
 
@@ -95,7 +78,7 @@ void convert_row_f16(std::span<const float> x, std::span<std::byte> out) {
   uint16_t h[kTile];
   for (size_t i = 0; i < x.size(); i += kTile) {
     const size_t n = std::min(kTile, x.size() - i);
-    for (size_t j = 0; j < n; ++j) h[j] = to_f16(x[i + j]);
+    for (size_t j = 0; j < n; ++j) h[j] = f32_to_f16(x[i + j]);
     std::memcpy(out.data() + 2 * i, h, 2 * n);
   }
 }

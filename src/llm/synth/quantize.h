@@ -11,7 +11,7 @@
 // llama.cpp would write for the same f32 values.
 #pragma once
 
-#include "llm/formats/tensor_type.h"
+#include "cpu/llm/tensor_type.h"
 
 #include <cstddef>
 #include <cstdint>

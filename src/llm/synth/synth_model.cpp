@@ -393,7 +393,7 @@ SynthModel write_synth_model(const std::filesystem::path& path, const ModelShape
   uint64_t reclaimable = 0;
   std::error_code ec;
   if (fs::exists(path, ec)) {
-    if (!opt.force) throw Error(path.string() + ": the file exists (pass --force to replace it)");
+    if (!opt.force) throw Error(path.string() + ": the file exists (SynthOptions::force replaces it)");
     if (fs::is_directory(path, ec)) throw Error(path.string() + ": is a folder");
     reclaimable = fs::file_size(path, ec);
     if (ec) reclaimable = 0;

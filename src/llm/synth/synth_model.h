@@ -21,7 +21,7 @@
 //    a pure function of (seed, tensor, element): the same seed gives the same file.
 #pragma once
 
-#include "llm/formats/tensor_type.h"
+#include "cpu/llm/tensor_type.h"
 #include "llm/synth/gguf_writer.h"
 
 #include <cstdint>

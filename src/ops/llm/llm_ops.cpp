@@ -1,5 +1,7 @@
 #include "ops/llm/llm_ops.h"
 
+#include "cpu/llm/rope_table.h"
+
 #include "util/error.h"
 
 #include <algorithm>
@@ -10,7 +12,12 @@ namespace wgc::llm {
 
 namespace {
 
-std::string str(WeightType t) { return std::string(to_string(t)); }
+// The lower-case type name of the weight kernels' files (llm/weights/q8_0.wgsl) and of messages.
+std::string str(TensorType t) {
+  std::string s(to_string(t));
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
 
 void need(bool ok, const std::string& op, const std::string& what) {
   if (!ok) throw Error("wgc: llm " + op + ": " + what);
@@ -36,43 +43,13 @@ uint32_t pow2_floor(uint32_t v) {
 
 // ---- RoPE ----------------------------------------------------------------------------------
 
-std::vector<float> rope_inv_freq(const RopeConfig& c, int head_dim) {
-  if (head_dim <= 0 || head_dim % 2) throw Error("wgc: rope: head_dim must be even, not " + std::to_string(head_dim));
-  const int half = head_dim / 2;
-  std::vector<float> inv(static_cast<size_t>(half));
-  for (int i = 0; i < half; ++i) {
-    float e = float(2 * i) / float(head_dim);
-    float pw = float(std::pow(double(c.theta), double(e)));
-    inv[size_t(i)] = 1.0f / pw;
-  }
-  if (c.scaling == RopeConfig::Scaling::Linear) {
-    for (auto& f : inv) f = f / c.factor;
-  } else if (c.scaling == RopeConfig::Scaling::Llama3) {
-    const double old_ctx = c.original_max_position;
-    const double low_wavelen = old_ctx / c.low_freq_factor, high_wavelen = old_ctx / c.high_freq_factor;
-    for (auto& f : inv) {
-      float wavelen = float(2 * std::numbers::pi) / f;
-      float llama = double(wavelen) > low_wavelen ? f / c.factor : f;
-      float smooth = (float(old_ctx) / wavelen - c.low_freq_factor) / (c.high_freq_factor - c.low_freq_factor);
-      float smoothed = (1.0f - smooth) * llama / c.factor + smooth * llama;
-      bool medium = !(double(wavelen) < high_wavelen) && !(double(wavelen) > low_wavelen);
-      f = medium ? smoothed : llama;
-    }
-  }
-  return inv;
-}
-
-RopeTable make_rope_table(const Context& ctx, const RopeConfig& cfg, int head_dim, int max_pos) {
+RopeTable make_rope_table(const Context& ctx, std::span<const double> inv, int head_dim, int max_pos) {
   if (max_pos <= 0) throw Error("wgc: rope table: max_pos must be positive");
-  auto inv = rope_inv_freq(cfg, head_dim);
-  const size_t half = inv.size();
-  std::vector<float> cs(size_t(max_pos) * half * 2);
-  for (size_t p = 0; p < size_t(max_pos); ++p)
-    for (size_t i = 0; i < half; ++i) {
-      float ang = float(p) * inv[i];
-      cs[2 * (p * half + i)] = float(std::cos(double(ang)));
-      cs[2 * (p * half + i) + 1] = float(std::sin(double(ang)));
-    }
+  if (head_dim <= 0 || head_dim % 2) throw Error("wgc: rope: head_dim must be even, not " + std::to_string(head_dim));
+  if (inv.empty() || inv.size() > size_t(head_dim / 2))
+    throw Error("wgc: rope table: " + std::to_string(inv.size()) + " frequencies for head_dim " +
+                std::to_string(head_dim) + " (1 to head_dim / 2)");
+  const std::vector<float> cs = rope_cos_sin(inv, max_pos);
   RopeTable t;
   t.cos_sin = make_tensor(ctx, {int64_t(cs.size())}, cs);
   t.head_dim = head_dim;
@@ -139,7 +116,49 @@ constexpr uint32_t kMatvecMaxRows = 4;          // matvec.wgsl: R_MAX
 constexpr uint32_t kRegTileFixedThreads = 128;  // matmul_regtile.wgsl: main_fixed's workgroup size
 }  // namespace
 
-Kernel LlmOps::linear_kernel(const std::string& kind, WeightType t, Version v) const {
+std::string_view to_string(LinearVersion v) {
+  switch (v) {
+    case LinearVersion::Auto: return "auto";
+    case LinearVersion::Naive: return "naive";
+    case LinearVersion::Subgroup: return "subgroup";
+    case LinearVersion::Shared: return "shared";
+    case LinearVersion::RegTile: return "regtile";
+    case LinearVersion::Batched: return "batched";
+    case LinearVersion::BatchedQ8: return "batched-q8";
+  }
+  return "?";
+}
+
+LinearVersion parse_linear_version(std::string_view name) {
+  if (name == "auto") return LinearVersion::Auto;
+  for (LinearVersion v : kLinearVersions)
+    if (to_string(v) == name) return v;
+  throw Error("wgc: unknown linear version '" + std::string(name) +
+              "' (auto, naive, subgroup, shared, regtile, batched, batched-q8)");
+}
+
+std::string_view to_string(RmsNormVersion v) {
+  switch (v) {
+    case RmsNormVersion::Auto: return "auto";
+    case RmsNormVersion::Shared: return "shared";
+    case RmsNormVersion::Subgroup: return "subgroup";
+  }
+  return "?";
+}
+
+bool LlmOps::supports(LinearVersion v, const LinearDims& d) const {
+  if (v == LinearVersion::Subgroup) return subgroups_;
+  if (v == LinearVersion::BatchedQ8) return d.type == TensorType::Q4_0 || d.type == TensorType::Q8_0;
+  return true;
+}
+
+LinearVersion LlmOps::choose_linear(const LinearDims& d) const {
+  if (d.n_tokens > 1 && tuning.matmul != LinearVersion::Auto) return tuning.matmul;
+  if (ctx_.adapter().is_cpu()) return LinearVersion::Naive;
+  return subgroups_ ? LinearVersion::Subgroup : LinearVersion::Shared;
+}
+
+Kernel LlmOps::linear_kernel(const std::string& kind, TensorType t, LinearVersion v) const {
   std::vector<std::string> files = {"llm/common.wgsl", "llm/weights/" + str(t) + ".wgsl"};
   std::string key = "llm/" + kind + "/" + str(t);
   if (kind == "naive") {
@@ -167,7 +186,7 @@ Kernel LlmOps::linear_kernel(const std::string& kind, WeightType t, Version v) c
     return kernel(key + "/" + std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk), files,
                   {{"BM", bm}, {"BN", bn}, {"BK", bk}}, false, fixed ? "main_fixed" : "main");
   }
-  bool sg = v == Version::Subgroup;
+  bool sg = v == LinearVersion::Subgroup;
   files.push_back(sg ? "llm/reduce_sg.wgsl" : "llm/reduce_wg.wgsl");
   files.push_back("llm/matvec.wgsl");
   const MatvecShape m = matvec_shape();
@@ -186,7 +205,7 @@ LlmOps::MatvecShape LlmOps::matvec_shape() const {
 
 std::vector<KernelVersion> LlmOps::versions() const {
   std::vector<KernelVersion> v;
-  for (auto t : kAllWeightTypes) {
+  for (auto t : kGpuTensorTypes) {
     std::string ts = str(t);
     v.push_back({"matvec", ts + "/naive", "one invocation per output row"});
     if (subgroups_) v.push_back({"matvec", ts + "/subgroup", "32 invocations per row, vec4 loads, subgroupAdd"});
@@ -200,7 +219,7 @@ std::vector<KernelVersion> LlmOps::versions() const {
                  "serving: tokens x 4 rows per invocation, " + std::to_string(tuning.batched_kl) +
                      " lanes per row read consecutive chunks, x broadcast from shared memory; results independent of "
                      "the batch"});
-    if (t == WeightType::Q4_0 || t == WeightType::Q8_0)
+    if (t == TensorType::Q4_0 || t == TensorType::Q8_0)
       v.push_back({"batched", ts + "/batched-q8",
                    "serving, x quantized to 8 bits per 32 (per token), integer dot products (dot4I8Packed)"});
     v.push_back({"embedding", ts, "one invocation per 4 elements"});
@@ -219,14 +238,14 @@ std::vector<KernelVersion> LlmOps::versions() const {
   return v;
 }
 
-void LlmOps::precompile(const std::vector<WeightType>& types, const std::vector<int>& head_dims) {
+void LlmOps::precompile(const std::vector<TensorType>& types, const std::vector<int>& head_dims) {
   // Compile on first use is the common path; this only warms the map (pipelines compile in Dawn's
   // cache, so a later compile() of the same code is cheap).
   for (auto t : types) {
-    linear_kernel("naive", t, Version::Naive);
-    linear_kernel("matmul", t, Version::Shared);
-    linear_kernel("regtile", t, Version::RegTile);
-    linear_kernel("matvec", t, subgroups_ ? Version::Subgroup : Version::Shared);
+    linear_kernel("naive", t, LinearVersion::Naive);
+    linear_kernel("matmul", t, LinearVersion::Shared);
+    linear_kernel("regtile", t, LinearVersion::RegTile);
+    linear_kernel("matvec", t, subgroups_ ? LinearVersion::Subgroup : LinearVersion::Shared);
     kernel("llm/embedding/" + str(t), {"llm/common.wgsl", "llm/weights/" + str(t) + ".wgsl", "llm/embedding.wgsl"}, {},
            false);
   }
@@ -256,13 +275,13 @@ void LlmOps::embedding(Batch& b, const GpuWeight& table, const Tensor& ids, cons
 // ---- rms_norm ------------------------------------------------------------------------------
 
 void LlmOps::rms_norm(Batch& b, const Tensor& x, const Tensor& w, const Tensor& y, int rows, int n, float eps,
-                      Version v) const {
+                      RmsNormVersion v) const {
   const std::string op = "rms_norm";
   need(rows > 0 && n > 0, op, "empty");
   need_elems(x, int64_t(rows) * n, op, "x");
   need_elems(y, int64_t(rows) * n, op, "y");
   need_elems(w, n, op, "w");
-  bool sg = v == Version::Subgroup || (v == Version::Auto && subgroups_);
+  bool sg = v == RmsNormVersion::Subgroup || (v == RmsNormVersion::Auto && subgroups_);
   need(!sg || subgroups_, op, "this adapter has no usable subgroups");
   uint32_t wg = std::min<uint32_t>(256, pow2_floor(max_wg_));
   std::vector<std::pair<std::string, double>> c = {{"WG", wg}};
@@ -313,7 +332,7 @@ void LlmOps::rope(Batch& b, const Tensor& x, const RopeTable& table, const RopeA
 // ---- linear --------------------------------------------------------------------------------
 
 void LlmOps::linear(Batch& b, const GpuWeight& w, const Tensor& x, const Tensor& y, int n_tokens,
-                    const LinearOptions& o) const {
+                    const LinearOptions& o, LinearVersion v) const {
   const std::string op = "linear " + str(w.type);
   const int64_t rows = o.rows < 0 ? w.rows - o.row0 : o.rows;
   const int64_t xs = o.x_stride < 0 ? w.cols : o.x_stride;
@@ -328,23 +347,18 @@ void LlmOps::linear(Batch& b, const GpuWeight& w, const Tensor& x, const Tensor&
   uint32_t flags = (o.bias ? 1u : 0u) | (o.accumulate ? 2u : 0u);
   Params prm(u32(n_tokens), u32(rows), u32(w.cols), u32(o.row0), u32(xs), u32(ys), u32(o.y_offset), flags);
   const Tensor& bias = o.bias ? o.bias : x;
-  Version v = o.version;
-  // On a CPU adapter (SwiftShader) a workgroup costs about 0.5 ms whatever it does, so the
-  // one-invocation-per-output kernel is far faster there (an lm_head of 32000 x 16: 2.2 s -> tens
-  // of ms); the cooperative kernels are still tested explicitly.
-  // Prefill on GPUs: the tiled kernel. The register-tiled one measured 6x slower on the H200
-  // (8B Q4_0 pp512: 156 vs 964 t/s, docs/benchmarks.md); it stays a rung to tune.
-  const bool cpu = ctx_.adapter().is_cpu();
-  if (v == Version::Batched) return linear_batched(b, w, x, y, n_tokens, prm, bias, rows);
-  if (v == Version::BatchedQ8) return linear_batched_q8(b, w, x, xs, y, n_tokens, prm, bias, rows);
-  if (v == Version::Auto && n_tokens > 1 && tuning.matmul != Version::Auto) v = tuning.matmul;
-  if (v == Version::Auto) v = cpu ? Version::Naive : subgroups_ ? Version::Subgroup : Version::Shared;
-  need(v != Version::Subgroup || subgroups_, op, "this adapter has no usable subgroups");
-  if (v == Version::Naive) {
+  const LinearDims d{n_tokens, rows, w.cols, w.type};
+  if (v == LinearVersion::Auto) v = choose_linear(d);
+  need(supports(v, d), op,
+       v == LinearVersion::BatchedQ8 ? "batched-q8 reads Q4_0 and Q8_0 weights only"
+                                     : "this adapter has no usable subgroups");
+  if (v == LinearVersion::Batched) return linear_batched(b, w, x, y, n_tokens, prm, bias, rows);
+  if (v == LinearVersion::BatchedQ8) return linear_batched_q8(b, w, x, xs, y, n_tokens, prm, bias, rows);
+  if (v == LinearVersion::Naive) {
     Kernel k = linear_kernel("naive", w.type, v);
     b.dispatch(k, {w.data, w.scales, x, bias, y}, prm,
                groups_1d(ctx_, ceil_div(uint64_t(n_tokens) * uint64_t(rows), kNaiveWG)));
-  } else if (v == Version::RegTile) {
+  } else if (v == LinearVersion::RegTile) {
     Kernel k = linear_kernel("regtile", w.type, v);
     b.dispatch(k, {w.data, w.scales, Arg(x, 0, x.capacity()), bias, y}, prm,
                {ceil_div(uint64_t(rows), tuning.matmul_bn), ceil_div(uint64_t(n_tokens), tuning.matmul_bm), 1});
@@ -363,15 +377,16 @@ void LlmOps::linear(Batch& b, const GpuWeight& w, const Tensor& x, const Tensor&
 
 namespace {
 // linear_batched.wgsl: weight elements per chunk (one vec4<u32>), as weights/*.wgsl's W_CHUNK.
-uint32_t chunk_elems(WeightType t) {
+uint32_t chunk_elems(TensorType t) {
   switch (t) {
-    case WeightType::F32: return 4;
-    case WeightType::F16:
-    case WeightType::BF16: return 8;
-    case WeightType::Q8_0: return 16;
-    case WeightType::Q4_0:
-    case WeightType::Q4_K: return 32;
-    case WeightType::Q6_K: return 64;
+    case TensorType::F32: return 4;
+    case TensorType::F16:
+    case TensorType::BF16: return 8;
+    case TensorType::Q8_0: return 16;
+    case TensorType::Q4_0:
+    case TensorType::Q4_K: return 32;
+    case TensorType::Q6_K: return 64;
+    default: break;  // not a GPU weight type: upload_weight refuses it
   }
   return 4;
 }
@@ -428,7 +443,7 @@ uint32_t LlmOps::batched_wg(uint64_t tiles, int64_t rows) const {
 void LlmOps::linear_batched_q8(Batch& b, const GpuWeight& w, const Tensor& x, int64_t x_stride, const Tensor& y,
                                int n_tokens, const Params& prm, const Tensor& bias, int64_t rows) const {
   const std::string op = "linear batched-q8 " + str(w.type);
-  need(w.type == WeightType::Q4_0 || w.type == WeightType::Q8_0, op, "8-bit activations need Q4_0 or Q8_0 weights");
+  need(w.type == TensorType::Q4_0 || w.type == TensorType::Q8_0, op, "8-bit activations need Q4_0 or Q8_0 weights");
   const uint32_t kl = tuning.batched_kl;
   need(kl >= 1 && kl <= 32 && (kl & (kl - 1)) == 0, op,
        "batched_kl " + std::to_string(kl) + " is not a power of two <= 32");
@@ -447,7 +462,7 @@ void LlmOps::linear_batched_q8(Batch& b, const GpuWeight& w, const Tensor& x, in
   const uint32_t bn = wg / kl * kBatchedRowsPerGroup;
   const uint64_t row_tiles = ceil_div(uint64_t(rows), bn);
   need(row_tiles <= ctx_.limits().max_compute_workgroups_per_dimension, op, "too many rows");
-  const bool q4 = w.type == WeightType::Q4_0;
+  const bool q4 = w.type == TensorType::Q4_0;
   std::string prelude = "const TT: u32 = " + std::to_string(tt) + "u;\nconst WG: u32 = " + std::to_string(wg) +
                         "u;\nconst KL: u32 = " + std::to_string(kl) + "u;\nconst XT: u32 = " + std::to_string(xt) +
                         "u;\nconst Q4: bool = " + (q4 ? "true" : "false") + ";\n";

@@ -18,33 +18,23 @@
 #include "ops/llm/weights.h"
 
 #include <cstdint>
+#include <span>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
 namespace wgc::llm {
 
 // ---- RoPE tables ---------------------------------------------------------------------------
-struct RopeConfig {
-  float theta = 10000.f;  // rope_theta (500000 for Llama 3)
-  enum class Scaling { None, Linear, Llama3 } scaling = Scaling::None;
-  float factor = 1.f;                // linear and llama3
-  float low_freq_factor = 1.f;       // llama3
-  float high_freq_factor = 4.f;      // llama3
-  int original_max_position = 8192;  // llama3: original_max_position_embeddings
-};
-
-// inv_freq[i], i < head_dim/2, in f32 exactly as transformers' _compute_default_rope_parameters
-// followed by the linear or _compute_llama3_parameters scaling.
-std::vector<float> rope_inv_freq(const RopeConfig& cfg, int head_dim);
-
-// (cos, sin) of angle = f32(pos) * inv_freq[i] (an f32 product, as transformers), for
-// pos < max_pos: tensor [max_pos][head_dim/2] of vec2<f32>.
+// (cos, sin) of angle = f32(pos) * f32(inv_freq[i]) (an f32 product, as transformers), for
+// pos < max_pos: tensor [max_pos][inv_freq.size()] of vec2<f32>. inv_freq: the model's
+// frequencies (ModelConfig::rope_inv_freq(), with its scaling), at most head_dim / 2 of them.
 struct RopeTable {
   Tensor cos_sin;
   int head_dim = 0, max_pos = 0;
 };
-RopeTable make_rope_table(const Context& ctx, const RopeConfig& cfg, int head_dim, int max_pos);
+RopeTable make_rope_table(const Context& ctx, std::span<const double> inv_freq, int head_dim, int max_pos);
 
 // ---- KV cache ------------------------------------------------------------------------------
 // One layer's cache: k and v f32 tensors holding [n_kv_heads][max_ctx][head_dim] starting at
@@ -63,16 +53,32 @@ struct KvCache {
 };
 KvCache make_kv_cache(const Context& ctx, int n_layers, int n_kv_heads, int max_ctx, int head_dim);
 
-// ---- options -------------------------------------------------------------------------------
-// Which kernel version; Auto picks the fast one for the adapter.
-// matvec (n_tokens == 1): Naive, or Subgroup / Shared reductions. matmul (n_tokens > 1): Naive,
-// Shared (or Subgroup): the 64x64 tiled kernel, RegTile: the register-tiled kernel (also for one
-// token). Auto: Naive on CPU adapters; on GPUs the matvec reduction for one token, the tiled kernel for more.
+// ---- linear: versions and options ---------------------------------------------------------
+// The kernel versions of linear (y = W x). matvec (n_tokens == 1): Naive, or Subgroup / Shared
+// reductions. matmul (n_tokens > 1): Naive, Shared (or Subgroup): the 64x64 tiled kernel, RegTile:
+// the register-tiled kernel (also for one token).
 // Batched: the serving kernel for any number of tokens (linear_batched.wgsl), whose results do not
 // depend on the number of tokens (bit-identical for a token alone or in a batch; so does Naive).
 // BatchedQ8: the same with x quantized to 8 bits per block of 32 (per token) and integer dot
 // products, for Q4_0 / Q8_0 weights only (results differ from the f32 kernels by that rounding).
-enum class Version { Auto, Naive, Subgroup, Shared, RegTile, Batched, BatchedQ8 };
+enum class LinearVersion { Auto, Naive, Subgroup, Shared, RegTile, Batched, BatchedQ8 };
+// "auto", "naive", "subgroup", "shared", "regtile", "batched", "batched-q8"
+std::string_view to_string(LinearVersion v);
+LinearVersion parse_linear_version(std::string_view name);  // throws naming the op and the valid names
+inline constexpr LinearVersion kLinearVersions[] = {LinearVersion::Naive,   LinearVersion::Subgroup,
+                                                    LinearVersion::Shared,  LinearVersion::RegTile,
+                                                    LinearVersion::Batched, LinearVersion::BatchedQ8};
+
+// The problem: n_tokens activations through `rows` rows of a weight of `cols` columns.
+struct LinearDims {
+  int n_tokens = 1;
+  int64_t rows = 0, cols = 0;
+  TensorType type = TensorType::F32;
+};
+
+// rms_norm's versions: the row's sum of squares through workgroup memory or subgroup adds.
+enum class RmsNormVersion { Auto, Shared, Subgroup };
+std::string_view to_string(RmsNormVersion v);  // "auto", "shared", "subgroup"
 // y = W x with extras. Rows row0 .. row0 + rows - 1 of W (rows = -1: to the end) produce
 // y[t * y_stride + y_offset + r] (y_stride = -1: rows). bias (f32, indexed by the weight row
 // row0 + r) is added when given; accumulate adds the old y (the residual: y += W x).
@@ -82,7 +88,6 @@ struct LinearOptions {
   int64_t y_stride = -1, y_offset = 0;
   Tensor bias;
   bool accumulate = false;
-  Version version = Version::Auto;
 };
 
 struct RopeArgs {
@@ -163,9 +168,9 @@ struct LlmTuning {
   uint32_t matmul_bm = 64;
   uint32_t matmul_bn = 128;
   uint32_t matmul_bk = 16;
-  // The version Version::Auto runs for n_tokens > 1 (Auto: the tiled kernel on GPUs, Naive on CPU
-  // adapters; RegTile measured slower on the H200).
-  Version matmul = Version::Auto;
+  // The version LinearVersion::Auto runs for n_tokens > 1 (Auto: choose_linear's pick; RegTile
+  // measured slower on the H200).
+  LinearVersion matmul = LinearVersion::Auto;
   // Batched kernel: lanes per row group (a power of two, <= 32; fixes the summation order, so
   // results change with it), invocations per workgroup (0: the largest of 256/128/64 that still
   // gives batched_min_groups workgroups), and that target.
@@ -180,11 +185,21 @@ class LlmOps {
   LlmTuning tuning;
   const Context& context() const { return ctx_; }
 
-  // Compiles every pipeline the given types (and head dims) may use, in parallel.
-  void precompile(const std::vector<WeightType>& types, const std::vector<int>& head_dims);
+  // Compiles every pipeline the given types (and head dims) may use, one after another (so that the
+  // first token does not pay for them).
+  void precompile(const std::vector<TensorType>& types, const std::vector<int>& head_dims);
 
   // All op/version pairs this adapter runs (for the benchmark listing).
   std::vector<KernelVersion> versions() const;
+
+  // Whether linear version v can run on this adapter (Subgroup needs usable subgroups).
+  bool supports(LinearVersion v, const LinearDims& d) const;
+  // What LinearVersion::Auto runs: tuning.matmul for n_tokens > 1 when set; else Naive on CPU
+  // adapters (a workgroup costs ~0.5 ms there whatever it does: an lm_head of 32000 x 16 went from
+  // 2.2 s to tens of ms), and on GPUs the subgroup (else shared) matvec for one token and the
+  // tiled matmul for more (the register-tiled one measured 6x slower on the H200: 8B Q4_0 pp512
+  // 156 vs 964 t/s, docs/benchmarks.md).
+  LinearVersion choose_linear(const LinearDims& d) const;
 
   // out[t * out_stride + k] = table[ids[t]][k] (f32), ids u32 [n_tokens]; out_stride -1: cols.
   // Ids >= table.rows give zero rows.
@@ -193,7 +208,7 @@ class LlmOps {
 
   // y[r * n + i] = x[r * n + i] / sqrt(mean(x[r]^2) + eps) * w[i] (x, w, y f32; y != x).
   void rms_norm(Batch& b, const Tensor& x, const Tensor& w, const Tensor& y, int rows, int n, float eps,
-                Version v = Version::Auto) const;
+                RmsNormVersion v = RmsNormVersion::Auto) const;
 
   // In place: each head vector x[t * stride + offset + h * head_dim + i] (h < n_heads) is
   // RMS-normalised and scaled by w[i] (Qwen 3's q_norm / k_norm inside a fused QKV row).
@@ -204,9 +219,9 @@ class LlmOps {
   void rope(Batch& b, const Tensor& x, const RopeTable& table, const RopeArgs& a) const;
 
   // y = W x (+ bias) (+ y): x f32 [n_tokens][x_stride]. n_tokens == 1 runs the matvec kernels,
-  // more a matmul (Version::Naive: one invocation per output for both; see Version).
-  void linear(Batch& b, const GpuWeight& w, const Tensor& x, const Tensor& y, int n_tokens,
-              const LinearOptions& o = {}) const;
+  // more a matmul (LinearVersion::Naive: one invocation per output for both; see LinearVersion).
+  void linear(Batch& b, const GpuWeight& w, const Tensor& x, const Tensor& y, int n_tokens, const LinearOptions& o = {},
+              LinearVersion v = LinearVersion::Auto) const;
 
   // out[t * out_stride + i] = silu(g) * u, g = gate[t * g_stride + g_off + i],
   // u = up[t * u_stride + u_off + i], i < n (gate and up may be one gate|up tensor).
@@ -272,7 +287,7 @@ class LlmOps {
   // The batched kernels' workgroup size: tuning.batched_wg, else the largest that still gives
   // batched_min_groups workgroups.
   uint32_t batched_wg(uint64_t token_tiles, int64_t rows) const;
-  Kernel linear_kernel(const std::string& kind, WeightType t, Version v) const;
+  Kernel linear_kernel(const std::string& kind, TensorType t, LinearVersion v) const;
   // The matvec schedule: tuning clamped to the adapter and the kernel. The pipeline and the grid
   // must agree on it.
   struct MatvecShape {

@@ -19,6 +19,7 @@
 // uploading (all must have the same type and cols); ops then select row ranges with row0/rows.
 #pragma once
 
+#include "cpu/llm/tensor_type.h"
 #include "gpu/context.h"
 #include "gpu/tensor.h"
 
@@ -30,36 +31,30 @@
 
 namespace wgc::llm {
 
-enum class WeightType { F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K };
+// The tensor types the GPU kernels read (src/kernels/llm/weights/<lower-case name>.wgsl).
+inline constexpr TensorType kGpuTensorTypes[] = {TensorType::F32,  TensorType::F16,  TensorType::BF16, TensorType::Q8_0,
+                                                 TensorType::Q4_0, TensorType::Q4_K, TensorType::Q6_K};
+bool is_gpu_weight_type(TensorType t);
 
-inline constexpr WeightType kAllWeightTypes[] = {WeightType::F32,  WeightType::F16,  WeightType::BF16, WeightType::Q8_0,
-                                                 WeightType::Q4_0, WeightType::Q4_K, WeightType::Q6_K};
-
-std::string_view to_string(WeightType t);
-WeightType parse_weight_type(std::string_view name);  // "f32", "q8_0", ... (case-insensitive)
-
-// Elements per block (1 for F32/F16/BF16) and bytes per block in the GGUF file.
-int64_t block_elems(WeightType t);
-int64_t block_bytes(WeightType t);
 // Bytes of a rows x cols matrix in the GGUF file; throws if cols is not a multiple of the block.
-uint64_t ggml_bytes(WeightType t, int64_t rows, int64_t cols);
+uint64_t ggml_bytes(TensorType t, int64_t rows, int64_t cols);
 
 struct GpuWeight {
   Tensor data;    // the layout above (U32 words)
   Tensor scales;  // the scale region; the same tensor as data for types without one
-  WeightType type = WeightType::F32;
+  TensorType type = TensorType::F32;
   int64_t rows = 0, cols = 0;
   uint64_t gpu_bytes() const;  // bytes a kernel reads for the whole matrix (data + scales)
 };
 
 // Repacks ggml bytes (exactly ggml_bytes(type, rows, cols) of them) and uploads them.
-GpuWeight upload_weight(const Context& ctx, WeightType type, std::span<const std::byte> ggml_bytes, int64_t rows,
+GpuWeight upload_weight(const Context& ctx, TensorType type, std::span<const std::byte> ggml_bytes, int64_t rows,
                         int64_t cols);
 
 // The repacking alone (host side), as two word vectors (scales empty for types without).
 struct PackedWeight {
   std::vector<uint32_t> data, scales;
 };
-PackedWeight pack_weight(WeightType type, std::span<const std::byte> ggml_bytes, int64_t rows, int64_t cols);
+PackedWeight pack_weight(TensorType type, std::span<const std::byte> ggml_bytes, int64_t rows, int64_t cols);
 
 }  // namespace wgc::llm

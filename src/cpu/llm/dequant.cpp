@@ -1,4 +1,4 @@
-#include "llm/formats/dequant.h"
+#include "cpu/llm/dequant.h"
 
 #include "util/error.h"
 
@@ -18,22 +18,6 @@ float f16_to_f32(uint16_t h) {
   }
   if (exp == 31) return std::bit_cast<float>(sign | 0x7F800000u | (mant << 13));
   return std::bit_cast<float>(sign | ((exp + 112) << 23) | (mant << 13));
-}
-
-uint16_t f32_to_f16(float f) {
-  // Maratyszcza's FP16 conversion (as GGML uses): the float unit does the rounding to nearest even.
-  float base = (std::fabs(f) * 0x1.0p+112f) * 0x1.0p-110f;
-  uint32_t w = std::bit_cast<uint32_t>(f);
-  uint32_t shl1_w = w + w;
-  uint32_t sign = w & 0x80000000u;
-  uint32_t bias = shl1_w & 0xFF000000u;
-  if (bias < 0x71000000u) bias = 0x71000000u;
-  base = std::bit_cast<float>((bias >> 1) + 0x07800000u) + base;
-  uint32_t bits = std::bit_cast<uint32_t>(base);
-  uint32_t exp_bits = (bits >> 13) & 0x00007C00u;
-  uint32_t mantissa_bits = bits & 0x00000FFFu;
-  uint32_t nonsign = exp_bits + mantissa_bits;
-  return uint16_t((sign >> 16) | (shl1_w > 0xFF000000u ? 0x7E00u : nonsign));
 }
 
 float bf16_to_f32(uint16_t h) { return std::bit_cast<float>(uint32_t(h) << 16); }
@@ -270,23 +254,6 @@ std::vector<float> dequantize(TensorType t, std::span<const std::byte> src, size
   std::vector<float> out(n);
   dequantize(t, src, out);
   return out;
-}
-
-void quantize_q8_0(std::span<const float> x, std::span<std::byte> out) {
-  if (x.size() % 32 || out.size() != x.size() / 32 * 34)
-    throw Error("quantize_q8_0: " + std::to_string(x.size()) + " values need a multiple of 32 and " +
-                std::to_string(x.size() / 32 * 34) + " output bytes, got " + std::to_string(out.size()));
-  for (size_t b = 0; b < x.size() / 32; ++b) {
-    const float* v = x.data() + b * 32;
-    std::byte* o = out.data() + b * 34;
-    float amax = 0;
-    for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(v[j]));
-    float d = amax / 127.f;
-    float id = d != 0 ? 1.f / d : 0.f;
-    uint16_t h = f32_to_f16(d);
-    std::memcpy(o, &h, 2);
-    for (int j = 0; j < 32; ++j) o[2 + j] = std::byte(uint8_t(int8_t(std::lround(v[j] * id))));
-  }
 }
 
 }  // namespace wgc::llm

@@ -1,4 +1,4 @@
-#include "llm/formats/tensor_type.h"
+#include "cpu/llm/tensor_type.h"
 
 #include "util/error.h"
 
