@@ -1,5 +1,5 @@
 // What the processor offers the CPU LLM kernels, and which kernel set (instruction-set level) runs:
-// the best the processor has, or the one WGC_CPU_ISA names (portable, avx2, avx512) for tests and
+// the best the processor has, or the one WGC_CPU_ISA names (portable, avx2) for tests and
 // comparisons. Each level is compiled in its own translation unit with its own target flags, so
 // the library runs on any x86-64 (and non-x86) processor and picks the level at run time.
 #pragma once
@@ -11,11 +11,12 @@
 namespace wgc::llm::cpu {
 
 // Portable: plain C++ (what the compiler makes of it for the baseline target).
-// Avx2: AVX2 + FMA + F16C. Avx512: AVX-512 F/BW/VL/VNNI (+ the Avx2 requirements).
-enum class Isa { Portable, Avx2, Avx512 };
-inline constexpr Isa kIsas[] = {Isa::Portable, Isa::Avx2, Isa::Avx512};
+// Avx2: AVX2 + FMA + F16C. (AVX-512 is detected for `wgc info` but has no kernel level yet: the
+// Avx2 level runs on those processors.)
+enum class Isa { Portable, Avx2 };
+inline constexpr Isa kIsas[] = {Isa::Portable, Isa::Avx2};
 
-std::string_view to_string(Isa isa);   // "portable", "avx2", "avx512"
+std::string_view to_string(Isa isa);   // "portable", "avx2"
 Isa parse_isa(std::string_view name);  // wgc::Error listing the names otherwise
 
 struct CpuFeatures {
