@@ -129,7 +129,7 @@ for t in ${types//,/ }; do
     const med = (name) => w.results.find((x) => x.test === name).tps_median;
     const r = {type, wgc_pp: med("pp" + process.argv[6]), wgc_tg: med("tg" + process.argv[7]),
                llama_pp: l.pp_median, llama_tg: l.tg_median, load_before: load0, load_after: load1,
-               wgc_threads: w.threads, llama_threads: l.threads};
+               wgc_threads: w.threads, llama_threads: l.threads, llama_cpu_variant: l.cpu_variant};
     console.log(JSON.stringify(r));
   ' "$out/wgc-$t.json" "$out/llama_cpp-$t.json" "$t" "$load0" "$load1" "$p" "$n")
   [ $first = 1 ] || echo "," >>"$results"
@@ -142,7 +142,8 @@ node -e '
   const rows = require(process.argv[1]);
   const [cpu, threads, p, n, r] = process.argv.slice(2);
   const f = (x) => x.toFixed(2), pct = (a, b) => (100 * a / b).toFixed(0) + "%";
-  console.log(`CPU: ${cpu}; ${threads} threads each; pp${p} / tg${n}, median of ${r} runs after a warm-up\n`);
+  console.log(`CPU: ${cpu}; ${threads} threads each; llama.cpp CPU variant: ${rows[0].llama_cpu_variant}; ` +
+              `pp${p} / tg${n}, median of ${r} runs after a warm-up\n`);
   console.log("| model | wgc pp t/s | llama.cpp pp t/s | wgc/llama.cpp pp | wgc tg t/s | llama.cpp tg t/s | wgc/llama.cpp tg | load (1/5/15 min) before; after |");
   console.log("|---|---:|---:|---:|---:|---:|---:|---|");
   for (const x of rows)

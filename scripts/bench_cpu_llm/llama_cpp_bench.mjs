@@ -12,7 +12,15 @@ if (!model_path || !(P > 0) || !(N > 0) || !(R > 0) || !(threads > 0)) {
   process.exit(2);
 }
 
-const llama = await getLlama({ gpu: false, build: "never", logLevel: LlamaLogLevel.error, maxThreads: threads });
+// ggml's CPU variant that the binary loads for this processor (libggml-cpu-<variant>.so), from its
+// debug log; errors still go to stderr.
+let variant = "";
+const logger = (level, message) => {
+  const m = /loaded CPU backend from .*libggml-cpu-([\w-]+)\.so/.exec(message);
+  if (m) variant = m[1];
+  else if (level === LlamaLogLevel.error || level === LlamaLogLevel.fatal) console.error(message.trim());
+};
+const llama = await getLlama({ gpu: false, build: "never", logLevel: LlamaLogLevel.debug, logger, maxThreads: threads });
 const model = await llama.loadModel({ modelPath: model_path, gpuLayers: 0 });
 const context = await model.createContext({
   contextSize: Math.max(P, N) + 16,
@@ -21,7 +29,6 @@ const context = await model.createContext({
   sequences: 1,
 });
 const seq = context.getSequence();
-const vocab = model.tokens.vocabSize ?? model.fileInfo.metadata?.tokenizer?.ggml?.tokens?.length;
 let seed = 1;
 const random_token = () => {
   seed = (seed * 1103515245 + 12345) % 2147483648;
@@ -63,7 +70,7 @@ console.log(JSON.stringify({
   peer: "node-llama-cpp",
   version: "3.21.1",
   threads: context.currentThreads ?? threads,
-  vocab,
+  cpu_variant: variant,
   pp_tps: pp,
   tg_tps: tg,
   pp_median: median(pp),

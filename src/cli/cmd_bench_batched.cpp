@@ -277,7 +277,7 @@ int bench_batched_cmd(Args& a) {
   if (json) {
     json::Value doc = json::Value::object();
     doc.set("model", *model_path);
-    doc.set("engine", llm::to_string(model.device()));
+    doc.set("engine", to_string(model.device()));
     doc.set("device", on_gpu ? be.ctx->adapter().device : device);
     doc.set("adapter_type", on_gpu ? be.ctx->adapter().adapter_type : "cpu");
     doc.set("kv_blocks", bo.blocks);

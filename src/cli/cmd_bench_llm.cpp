@@ -429,7 +429,7 @@ int bench_llm_cmd(Args& a) {
     o.set("params", int64_t(params));
     o.set("weight_bytes", weight_bytes);
     o.set("bytes_per_token", bytes_per_token);
-    o.set("engine", llm::to_string(model.device()));
+    o.set("engine", to_string(model.device()));
     o.set("device", on_gpu ? be.ctx->adapter().device : llm::cpu::describe_cpu(model.threads()));
     o.set("adapter_type", on_gpu ? be.ctx->adapter().adapter_type : "cpu");
     o.set("backend", on_gpu ? be.ctx->adapter().backend : "cpu");

@@ -271,15 +271,6 @@ class GpuEngine final : public LlamaEngine {
 
 }  // namespace
 
-std::string_view to_string(Device d) {
-  switch (d) {
-    case Device::Auto: return "auto";
-    case Device::Gpu: return "gpu";
-    case Device::Cpu: return "cpu";
-  }
-  return "?";
-}
-
 DeviceChoice choose_device(const std::optional<Context>& ctx, const ModelFile& file, const EngineOptions& o) {
   if (o.device == Device::Cpu) return {Device::Cpu, ""};
   if (o.device == Device::Gpu) {

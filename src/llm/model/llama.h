@@ -11,6 +11,7 @@
 #include "gpu/batch.h"
 #include "llm/formats/model_file.h"
 #include "ops/llm/llm_ops.h"
+#include "util/device.h"
 
 #include <cstdint>
 #include <functional>
@@ -23,12 +24,11 @@
 
 namespace wgc::llm {
 
-// Where a model runs. Auto: the CPU engine when there is no GPU context, when the context's adapter
-// is a CPU that was not asked for by name (ContextOptions::backend Auto, WGC_BACKEND unset, and the
-// only adapter is SwiftShader: WebGPU emulated on these same cores is ~1000x slower than the CPU
-// engine), or when the model does not fit the GPU's limits; else the GPU.
-enum class Device { Auto, Gpu, Cpu };
-std::string_view to_string(Device d);  // "auto", "gpu", "cpu"
+// Where a model runs (util/device.h). Auto: the CPU engine when there is no GPU context, when the
+// context's adapter is a CPU that was not asked for by name (ContextOptions::backend Auto,
+// WGC_BACKEND unset, and the only adapter is SwiftShader: WebGPU emulated on these same cores is
+// ~1000x slower than the CPU engine), or when the model does not fit the GPU's limits; else the GPU.
+using wgc::Device;
 
 struct EngineOptions {
   int max_ctx = 0;       // KV cache length; 0: the model's context, at most kDefaultMaxCtx

@@ -179,21 +179,10 @@ RopeTable make_llama_rope(const Context& c, const ModelConfig& cfg, int max_pos)
 
 namespace {
 
-// Bytes of the data buffer upload_weight makes for a rows x cols matrix of file type t (the
-// layouts of ops/llm/weights.h; types the kernels do not read become f16).
+// Bytes of the data buffer upload_weight makes for a rows x cols matrix of file type t (types the
+// kernels do not read become f16).
 uint64_t gpu_data_bytes(TensorType t, uint64_t rows, uint64_t cols) {
-  auto rup = [](uint64_t n, uint64_t a) { return (n + a - 1) / a * a; };
-  switch (gpu_type(t).value_or(TensorType::F16)) {
-    case TensorType::F32: return rows * rup(cols, 4) * 4;
-    case TensorType::F16:
-    case TensorType::BF16: return rows * rup(cols, 8) * 2;
-    case TensorType::Q8_0: return rows * cols;
-    case TensorType::Q4_0: return rows * cols / 2;
-    case TensorType::Q4_K: return rows * (cols / 256) * 144;
-    case TensorType::Q6_K: return rows * (cols / 256) * 208;
-    default: break;
-  }
-  return rows * cols * 4;
+  return packed_data_bytes(gpu_type(t).value_or(TensorType::F16), int64_t(rows), int64_t(cols));
 }
 
 }  // namespace
