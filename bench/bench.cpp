@@ -49,7 +49,7 @@ std::vector<double> sizes_or(const Options& o, const Context& ctx, std::vector<d
   if (o.sizes.size() != o.size_names.size())
     for (const auto& s : o.size_names)
       if (char* end = nullptr; std::strtod(s.c_str(), &end), s.empty() || *end)
-        throw Error("wgc bench: size '" + s + "' is not a number (convolution presets go with conv ops only)");
+        throw Error("wgc bench: --sizes: '" + s + "' is not a number (convolution presets go with conv ops only)");
   if (!o.sizes.empty()) return o.sizes;
   if (o.quick) return quick;
   return ctx.adapter().is_cpu() ? cpu_adapter : gpu;

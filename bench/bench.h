@@ -18,6 +18,7 @@ namespace wgc::bench {
 struct Case {
   std::string op;                      // "matmul"
   std::string version;                 // "regtile-vec4"
+  bool is_default = false;             // the version Auto runs at this size (the table marks it *)
   std::string size;                    // "4096x4096x4096"
   double elements = 0;                 // the size as one number, for charts
   std::string x_label;                 // what `elements` counts, for the chart (empty: n, or elements)

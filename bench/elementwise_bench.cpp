@@ -64,7 +64,8 @@ std::vector<Case> make_cases(const Context& ctx, const Options& o, const std::st
       }
       Case c;
       c.op = op;
-      c.version = v.version + (v.is_default ? "*" : "");
+      c.version = v.version;
+      c.is_default = v.is_default;
       c.size = std::to_string(n);
       c.elements = double(n);
       c.bytes = v.bytes_per_element * double(n);

@@ -15,6 +15,14 @@
 namespace wgc::bench {
 namespace {
 
+// "n<batch>": appended rather than "n" + to_string, which GCC 12 misreads as an overlapping copy
+// (-Wrestrict false positive).
+std::string batch_label(int64_t n) {
+  std::string label = "n";
+  label += std::to_string(n);
+  return label;
+}
+
 struct Data {
   std::vector<float> a, b, want;
   Tensor ta, tb, out;
@@ -75,7 +83,7 @@ std::vector<Case> transpose_cases(const Context& ctx, const Options& o) {
     auto d = data(ctx, count, 0, count, 1);
     cpu::strided_copy(d->a, d->want, dims);
     add_cases<CopyVersion>(
-        out, ctx, "transpose", "n" + std::to_string(n), d, 8.0 * double(count), kCopyVersions, choose_copy(ctx, dims),
+        out, ctx, "transpose", batch_label(n), d, 8.0 * double(count), kCopyVersions, choose_copy(ctx, dims),
         [dims](Batch& b, Data& x, CopyVersion v) { strided_copy(b, x.ta, x.out, dims, v); },
         [&ctx, dims](CopyVersion v) { return supports(ctx, v, dims); });
   }
@@ -91,8 +99,7 @@ std::vector<Case> broadcast_mul_cases(const Context& ctx, const Options& o) {
     auto d = data(ctx, count, size_t(n * 96), count, 2);
     cpu::binary(BinaryOp::Mul, d->a, d->b, d->want, dims);
     add_cases<BinaryVersion>(
-        out, ctx, "broadcast-mul", "n" + std::to_string(n), d, 8.0 * double(count), kBinaryVersions,
-        choose_binary(ctx, dims),
+        out, ctx, "broadcast-mul", batch_label(n), d, 8.0 * double(count), kBinaryVersions, choose_binary(ctx, dims),
         [dims](Batch& b, Data& x, BinaryVersion v) { binary(b, x.ta, x.tb, x.out, dims, BinaryOp::Mul, v); },
         [&ctx, dims](BinaryVersion v) { return supports(ctx, v, dims); });
   }
@@ -107,7 +114,7 @@ std::vector<Case> softmax_cases(const Context& ctx, const Options& o) {
     auto d = data(ctx, count, 0, count, 3);
     cpu::softmax(d->a, d->want, dims);
     add_cases<SoftmaxVersion>(
-        out, ctx, "softmax", "n" + std::to_string(int64_t(s)), d, 8.0 * double(count), kSoftmaxVersions,
+        out, ctx, "softmax", batch_label(int64_t(s)), d, 8.0 * double(count), kSoftmaxVersions,
         choose_softmax(ctx, dims),
         [dims](Batch& b, Data& x, SoftmaxVersion v) { softmax(b, x.ta, x.out, dims, false, v); },
         [](SoftmaxVersion) { return true; });
@@ -123,7 +130,7 @@ std::vector<Case> reduce_mean_cases(const Context& ctx, const Options& o) {
     auto d = data(ctx, count, 0, size_t(dims.outer), 4);
     cpu::axis_reduce(AxisReduceOp::Mean, d->a, d->want, dims);
     add_cases<AxisReduceVersion>(
-        out, ctx, "reduce-mean", "n" + std::to_string(int64_t(s)), d, 4.0 * double(count), kAxisReduceVersions,
+        out, ctx, "reduce-mean", batch_label(int64_t(s)), d, 4.0 * double(count), kAxisReduceVersions,
         choose_axis_reduce(ctx, dims),
         [dims](Batch& b, Data& x, AxisReduceVersion v) { axis_reduce(b, x.ta, x.out, dims, AxisReduceOp::Mean, v); },
         [](AxisReduceVersion) { return true; });

@@ -4,5 +4,5 @@ set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 "$repo/scripts/setup.sh"
 build=${WGC_BUILD_DIR:-$repo/build}
-cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=Release ${WGC_CMAKE_ARGS:-} >/dev/null
+cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE="${WGC_BUILD_TYPE:-Release}" ${WGC_CMAKE_ARGS:-} >/dev/null
 cmake --build "$build" -j"$(nproc)"

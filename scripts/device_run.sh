@@ -90,6 +90,21 @@ for step in $steps; do
           nvidia-smi --query-compute-apps=pid,gpu_bus_id,used_memory --format=csv >>"$RES/serve.txt"
         kill -TERM $pid; wait $pid; echo "wgc serve exit status $? after SIGTERM" >>"$RES/serve.txt"
       fi ;;
+    peer-bench:*|peer-batched:*)  # llama.cpp CUDA beside wgc on the same file (.peer/lcpp.tar.xz, see
+      # ../shared/peers/README.md): peer-bench:SHAPE:TYPE (llama-bench -p 512 -n 128 -fa 1 -r 3),
+      # peer-batched:SHAPE:TYPE (llama-batched-bench -npp 256 -ntg 128 -npl 1,8,16,32,64 -fa)
+      IFS=: read -r kind shape type <<<"$step"
+      m=$(synth "$shape" "$type")
+      if [ ! -x /tmp/lb/llama-bench ] && [ -f .peer/lcpp.tar.xz ]; then mkdir -p /tmp/lb && tar -C /tmp/lb -xJf .peer/lcpp.tar.xz; fi
+      if [ ! -x /tmp/lb/llama-bench ]; then echo "peer: no .peer/lcpp.tar.xz carried" | tee -a "$RES/peer.txt"
+      elif [ -f "$m" ] && [ "$kind" = peer-bench ]; then
+        { echo "llama.cpp llama-bench $shape $type"; LD_LIBRARY_PATH=/tmp/lb timeout 300 /tmp/lb/llama-bench -m "$m" \
+            -p 512 -n 128 -fa 1 -r 3 2>"$RES/peer-$shape-$type.err"; } | tee -a "$RES/peer.txt"
+      elif [ -f "$m" ]; then
+        { echo "llama.cpp llama-batched-bench $shape $type"; LD_LIBRARY_PATH=/tmp/lb timeout 400 /tmp/lb/llama-batched-bench \
+            -m "$m" -ngl 99 -c 50000 -b 2048 -ub 512 -npp 256 -ntg 128 -npl 1,8,16,32,64 -fa \
+            2>"$RES/peer-batched-$shape-$type.err"; } | tee -a "$RES/peer.txt"
+      fi ;;
     cnn|cnn:*)  # cnn[:MODEL]: export a torchvision model, check it, wgc bench-cnn vs PyTorch and ORT
       IFS=: read -r _ cmodel <<<"$step"
       WGC=$wgc RES=$RES timeout 580 scripts/bench_cnn_device.sh ${cmodel:-mobilenet_v2} >"$RES/cnn.log" 2>&1
@@ -109,7 +124,7 @@ for step in $steps; do
     *) echo "unknown step $step" ;;
   esac
 done
-for f in info.txt bench.txt llm.txt batched.txt serve.txt cpu-llm.txt; do [ -f "$RES/$f" ] && cp "$RES/$f" "$OUT/"; done
+for f in info.txt bench.txt llm.txt batched.txt serve.txt peer.txt cpu-llm.txt; do [ -f "$RES/$f" ] && cp "$RES/$f" "$OUT/"; done
 tar -C "$RES" -czf "$OUT/results.tgz" .
 rm -rf /tmp/models
 echo "=== summary ==="
@@ -118,4 +133,5 @@ printf '%s' "$summary"
 [ -f "$RES/llm.txt" ] && grep -E "^\| (llama|model)|host time" "$RES/llm.txt"
 [ -f "$RES/batched.txt" ] && grep -E "^(\||model)" "$RES/batched.txt"
 [ -f "$RES/serve.txt" ] && cat "$RES/serve.txt"
+[ -f "$RES/peer.txt" ] && grep -E "^(\\||llama.cpp)" "$RES/peer.txt"
 [ -f "$RES/cpu-llm.txt" ] && cat "$RES/cpu-llm.txt"

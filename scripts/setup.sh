@@ -15,8 +15,10 @@ log() { printf '[setup] %s\n' "$*" >&2; }
 
 # --- Debian packages ----------------------------------------------------------------------
 apt_pkgs=(cmake g++ make pkg-config libgtest-dev libvulkan1 libpng-dev libjpeg-dev
-          libopenblas-dev libpcre2-dev ca-certificates chromium fonts-dejavu-core libcpp-httplib-dev
-          nginx-light libonnx-dev libprotobuf-dev libonnx-testdata)
+          libopenblas-dev libpcre2-dev libcli11-dev libedit-dev libssl-dev ca-certificates chromium fonts-dejavu-core
+          libcpp-httplib-dev nginx-light libonnx-dev libprotobuf-dev libonnx-testdata)
+# The sanitizer leg of scripts/test.sh (and the fuzz targets): clang with its sanitizer runtimes.
+if [ "${WGC_SANITIZERS:-1}" != 0 ]; then apt_pkgs+=(clang libclang-rt-dev); fi
 missing=()
 for p in "${apt_pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -42,11 +44,14 @@ fetch_npm() { # name version sha256 -> path of verified tarball
   echo "$deps/$base"
 }
 
+dawn_pkg=bun-webgpu-linux-x64 dawn_ver=0.1.7
 if [ ! -f "$deps/dawn/lib/libwebgpu_wrapper.so" ]; then
-  tgz=$(fetch_npm bun-webgpu-linux-x64 0.1.7 8badfecdad4e726ac12be4f29771f4cbd7ce7683b4418316a547c5bda94fb798)
+  tgz=$(fetch_npm $dawn_pkg $dawn_ver 8badfecdad4e726ac12be4f29771f4cbd7ce7683b4418316a547c5bda94fb798)
   mkdir -p "$deps/dawn/lib" && tar xzf "$tgz" -C "$deps/dawn/lib" --strip-components=1 package/libwebgpu_wrapper.so package/LICENSE
   rm -f "$tgz"
 fi
+# The package Dawn came from, for `wgc --version` (read at build time).
+[ "$(cat "$deps/dawn/PACKAGE" 2>/dev/null)" = "$dawn_pkg@$dawn_ver" ] || echo "$dawn_pkg@$dawn_ver" > "$deps/dawn/PACKAGE"
 if [ ! -f "$deps/dawn/include/webgpu/webgpu.h" ]; then
   tgz=$(fetch_npm react-native-wgpu 0.3.2 81896269a143abc98c9afc2d79d9b7e8d96565e8071e72b28e1a7c10b24b2fef)
   mkdir -p "$deps/dawn/include/webgpu"

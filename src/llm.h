@@ -1,6 +1,7 @@
 // wgc/llm.h: one include for the LLM layer (installed as <wgc/llm.h>): model files (GGUF,
 // safetensors, config), tokenizers, chat templates, the Llama-family engine, sampling and
-// generation, the request scheduler, and random-weight model files. Includes <wgc.h>.
+// generation, chat sessions, pulling models from the Hugging Face Hub, the request scheduler, and random-weight model
+// files. Includes <wgc.h>.
 #pragma once
 
 #include "wgc.h"
@@ -11,9 +12,11 @@
 #include "llm/formats/model_config.h"
 #include "llm/formats/model_file.h"
 #include "llm/formats/safetensors.h"
+#include "llm/generate/chat_session.h"
 #include "llm/generate/default_model.h"
 #include "llm/generate/generator.h"
 #include "llm/generate/sampler.h"
+#include "llm/hub/hub.h"
 #include "llm/model/llama.h"
 #include "llm/serve/scheduler.h"
 #include "llm/synth/synth_model.h"

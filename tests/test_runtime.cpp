@@ -62,6 +62,20 @@ TEST(Context, NullBackendIsRefused) {
   }
 }
 
+// cpu-vulkan finds SwiftShader whatever the auto backend is (on a CPU-only machine the auto one is
+// SwiftShader too: Dawn's own fallback-adapter request found nothing there), runs a kernel, and
+// leaves the process's driver environment as it was.
+TEST(Context, CpuVulkanPicksTheCpuAdapter) {
+  const char* before = std::getenv("VK_DRIVER_FILES");
+  Context c({Backend::CpuVulkan});
+  EXPECT_TRUE(c.adapter().is_cpu()) << c.adapter().device << " (" << c.adapter().adapter_type << ")";
+  EXPECT_EQ(std::getenv("VK_DRIVER_FILES") == nullptr, before == nullptr);
+  std::vector<float> a = {1, 2, 3}, b = {10, 20, 30};
+  auto ta = make_tensor(c, {3}, a), tb = make_tensor(c, {3}, b);
+  Tensor tc = add(c, ta, tb);
+  EXPECT_EQ(download<float>(c, tc), (std::vector<float>{11, 22, 33}));
+}
+
 // list_adapters and ContextOptions::adapter_index go through Dawn's C++ EnumerateAdapters
 // (declared in webgpu_abi.h): this pins that declaration to the library.
 TEST(Context, AdaptersListedAndPickedByIndex) {

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <random>
 #include <set>
@@ -366,30 +367,48 @@ TEST(Sampler, Describe) {
   EXPECT_EQ(p.describe(), "greedy, repeat-penalty 1.10, last-n 64");
 }
 
-TEST(SamplingParams, ValidateNamesTheParameter) {
-  SamplingParams ok;
-  EXPECT_NO_THROW(ok.validate());
-  auto msg = [](SamplingParams p) {
+// validate() names the field out of range; the defaults and the edges of each range pass.
+TEST(Sampler, ValidateNamesTheFieldOutOfRange) {
+  EXPECT_NO_THROW(validate(SamplingParams{}));
+  auto fails_on = [](SamplingParams p) -> std::string {
     try {
-      p.validate();
-    } catch (const wgc::Error& e) {
-      return std::string(e.what());
+      validate(p);
+    } catch (const wgc::OptionError& e) {
+      EXPECT_EQ(std::string(e.what()), e.option + " " + e.problem);
+      return e.option;
     }
-    return std::string("no error");
+    return "";
   };
-  SamplingParams p;
-  p.top_p = 0;
-  EXPECT_NE(msg(p).find("top_p"), std::string::npos);
-  p = {};
-  p.min_p = 1.5f;
-  EXPECT_NE(msg(p).find("min_p"), std::string::npos);
-  p = {};
-  p.temperature = std::nanf("");
-  EXPECT_NE(msg(p).find("temperature"), std::string::npos);
-  p = {};
-  p.repeat_penalty = 0;
-  EXPECT_NE(msg(p).find("repeat_penalty"), std::string::npos);
-  p = {};
-  p.penalty_last_n = -2;
-  EXPECT_NE(msg(p).find("penalty_last_n"), std::string::npos);
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  struct Case {
+    float SamplingParams::*field;
+    float value;
+    const char* name;
+  } cases[] = {
+      {&SamplingParams::temperature, nan, "temperature"},
+      {&SamplingParams::temperature, inf, "temperature"},
+      {&SamplingParams::top_p, nan, "top_p"},
+      {&SamplingParams::top_p, 0.f, "top_p"},
+      {&SamplingParams::top_p, 1.01f, "top_p"},
+      {&SamplingParams::min_p, -0.1f, "min_p"},
+      {&SamplingParams::min_p, inf, "min_p"},
+      {&SamplingParams::repeat_penalty, 0.f, "repeat_penalty"},
+      {&SamplingParams::repeat_penalty, nan, "repeat_penalty"},
+      {&SamplingParams::presence_penalty, -inf, "presence_penalty"},
+      {&SamplingParams::frequency_penalty, nan, "frequency_penalty"},
+  };
+  for (const auto& c : cases) {
+    SamplingParams p;
+    p.*c.field = c.value;
+    EXPECT_EQ(fails_on(p), c.name) << c.name << " = " << c.value;
+  }
+  SamplingParams edges;
+  edges.temperature = 0;
+  edges.top_p = 1;
+  edges.min_p = 1;
+  edges.presence_penalty = -2;
+  edges.penalty_last_n = -1;
+  EXPECT_NO_THROW(validate(edges));
+  edges.penalty_last_n = -2;
+  EXPECT_EQ(fails_on(edges), "penalty_last_n");
 }

@@ -499,10 +499,12 @@ TEST(SynthModel, TinyFileLoadsWithTheShapesConfig) {
     try {
       write_synth_model(path, s, type, opt);
       FAIL() << "overwrote without force";
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("force"), std::string::npos) << e.what();
+    } catch (const FileExistsError& e) {
+      EXPECT_EQ(e.path, path);
+      EXPECT_NE(std::string(e.what()).find(path.string()), std::string::npos) << e.what();
     }
-    opt.force = true;
+    EXPECT_EQ(read_file(path), bytes);  // the refused write left the file as it was
+    opt.overwrite = Overwrite::Yes;
     opt.seed = 9;
     write_synth_model(path, s, type, opt);
     EXPECT_EQ(read_file(path), SynthModel(s, type, 9).to_bytes());

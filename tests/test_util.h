@@ -93,15 +93,16 @@ struct CliResult {
   std::string out, err;
 };
 
-// Runs the built `wgc` (WGC_CLI_PATH) with `args` (already shell-quoted), feeding `input` on stdin.
-inline CliResult run_cli(const std::string& args, const std::string& input = "") {
+// Runs the built `wgc` (WGC_CLI_PATH) with `args` (already shell-quoted), feeding `input` on stdin;
+// `env` is put before the command ("WGC_BACKEND=cpu-vulkan ").
+inline CliResult run_cli(const std::string& args, const std::string& input = "", const std::string& env = "") {
   static int n = 0;
   auto dir = std::filesystem::temp_directory_path() / ("wgc_test_cli_" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
   std::string k = std::to_string(n++);
   auto in = dir / ("in" + k), out = dir / ("out" + k), err = dir / ("err" + k);
   std::ofstream(in) << input;
-  std::string cmd = quote(WGC_CLI_PATH) + " " + args + " < " + quote(in.string()) + " > " + quote(out.string()) +
+  std::string cmd = env + quote(WGC_CLI_PATH) + " " + args + " < " + quote(in.string()) + " > " + quote(out.string()) +
                     " 2> " + quote(err.string());
   int status = std::system(cmd.c_str());
   auto slurp = [](const std::filesystem::path& p) {

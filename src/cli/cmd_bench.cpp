@@ -4,11 +4,12 @@
 #include "io/chart.h"
 #include "io/image.h"
 #include "util/error.h"
+#include "util/json.h"
+#include "util/output_file.h"
 
+#include <charconv>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
-#include <fstream>
 #include <map>
 #include <set>
 
@@ -36,33 +37,50 @@ double peak_fraction(const bench::Result& r, double bw, double flops_peak) {
   return r.c.bytes / t / bw;
 }
 
-// What peak_fraction is a fraction of, for the table: "fp32" (nominal FP32 FLOP/s) or "copy" (the
-// measured copy bandwidth).
+// What peak_fraction is a fraction of: "fp32" (the nominal FP32 FLOP/s) or "copy" (the measured
+// copy bandwidth).
 const char* peak_of(const bench::Result& r) { return r.c.flops > 0 ? "fp32" : "copy"; }
 
-void write_json(const std::string& path, const Context& ctx, const std::vector<bench::Result>& rs, double bw,
-                double flops_peak) {
-  std::ofstream f(path);
-  if (!f) throw Error("wgc bench: cannot write " + path);
-  f << "{\"device\":\"" << ctx.adapter().device << "\",\"copy_bandwidth_gbs\":" << bw * 1e-9
-    << ",\"nominal_fp32_tflops\":" << flops_peak * 1e-12 << ",\"results\":[";
-  for (size_t i = 0; i < rs.size(); ++i) {
-    const auto& r = rs[i];
-    f << (i ? "," : "") << "\n {\"op\":\"" << r.c.op << "\",\"version\":\"" << r.c.version << "\",\"size\":\""
-      << r.c.size << "\",\"elements\":" << r.c.elements << ",\"flops\":" << r.c.flops << ",\"bytes\":" << r.c.bytes
-      << ",\"gpu_ms\":" << r.gpu_ms << ",\"gpu_spread\":" << r.gpu_spread
-      << ",\"timestamps\":" << (r.timestamps ? "true" : "false") << ",\"cpu_ms\":" << r.cpu_ms
-      << ",\"blas_ms\":" << r.blas_ms << ",\"max_rel_error\":" << (std::isfinite(r.error) ? r.error : 1e308)
-      << ",\"ok\":" << (r.error < r.c.tolerance ? "true" : "false")
-      << ",\"peak_fraction\":" << peak_fraction(r, bw, flops_peak) << "}";
+// Every number of the run; versions by their plain names ("default" says which one Auto runs).
+json::Value results_json(const Context& ctx, const std::vector<bench::Result>& rs, double bw, double flops_peak) {
+  auto finite_or_null = [](double v) { return std::isfinite(v) ? json::Value(v) : json::Value(); };
+  auto measured = [](double ms) { return ms >= 0 ? json::Value(ms) : json::Value(); };  // -1: not run
+  json::Value o = json::Value::object();
+  o.set("device", ctx.adapter().device);
+  o.set("adapter_type", ctx.adapter().adapter_type);
+  o.set("copy_bandwidth_gbs", bw * 1e-9);
+  o.set("nominal_fp32_tflops", flops_peak > 0 ? json::Value(flops_peak * 1e-12) : json::Value());
+  json::Value results = json::Value::array();
+  for (const auto& r : rs) {
+    json::Value x = json::Value::object();
+    x.set("op", r.c.op);
+    x.set("version", r.c.version);
+    x.set("default", r.c.is_default);
+    x.set("size", r.c.size);
+    x.set("elements", r.c.elements);
+    x.set("flops", r.c.flops);
+    x.set("bytes", r.c.bytes);
+    x.set("gpu_ms", r.gpu_ms);
+    x.set("gpu_spread", r.gpu_spread);
+    x.set("timestamps", r.timestamps);
+    x.set("cpu_ms", measured(r.cpu_ms));
+    x.set("blas_ms", measured(r.blas_ms));
+    x.set("max_rel_error", finite_or_null(r.error));
+    x.set("ok", r.error < r.c.tolerance);
+    double pf = peak_fraction(r, bw, flops_peak);
+    x.set("peak_fraction", pf >= 0 ? finite_or_null(pf) : json::Value());
+    x.set("peak_of", peak_of(r));
+    results.push_back(std::move(x));
   }
-  f << "\n]}\n";
+  o.set("results", std::move(results));
+  return o;
 }
 
 // One log-log chart per op (rate against size, a line per version and for the CPU), stacked into
 // one PNG.
 void write_chart(const std::string& path, const Context& ctx, const std::vector<bench::Result>& rs,
-                 const std::map<std::pair<std::string, std::string>, std::pair<double, double>>& cpu) {
+                 const std::map<std::pair<std::string, std::string>, std::pair<double, double>>& cpu,
+                 Overwrite overwrite) {
   std::vector<std::string> ops;
   for (auto& r : rs)
     if (std::find(ops.begin(), ops.end(), r.c.op) == ops.end()) ops.push_back(r.c.op);
@@ -107,25 +125,32 @@ void write_chart(const std::string& path, const Context& ctx, const std::vector<
   for (size_t i = 0; i < charts.size(); ++i)
     std::copy(charts[i].data.begin(), charts[i].data.end(),
               all.data.begin() + std::ptrdiff_t(i * charts[0].data.size()));
-  write_image(path, all);
+  write_image(path, all, 92, overwrite);
 }
 
-int bench_cmd(Args& a) {
-  auto g = gpu_flags(a);
+struct Flags {
+  GpuFlags gpu;
   bench::Options o;
-  o.ops = a.list("--ops");
-  for (auto& s : a.list("--sizes")) {  // numbers for most ops; presets or specs for the convolutions
-    o.size_names.push_back(s);
-    char* end = nullptr;
-    double v = std::strtod(s.c_str(), &end);
-    if (!s.empty() && *end == '\0') o.sizes.push_back(v);
+  std::optional<std::string> json, png;
+  bool force = false;
+};
+
+int bench_cmd(const Flags& f) {
+  bench::Options o = f.o;
+  for (const auto& s : o.size_names) {  // numbers for most ops; presets or specs for the convolutions
+    double v = 0;
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec == std::errc() && end == s.data() + s.size()) o.sizes.push_back(v);
   }
-  o.quick = a.flag("--quick");
-  o.repeats = static_cast<int>(a.number_or("--repeats", 0));
-  auto json = a.option("--json");
-  auto png = a.option("--png");
-  a.done();
-  Context ctx({parse_backend(g.backend), g.debug});
+  const auto& json = f.json;
+  const auto& png = f.png;
+  if (o.repeats < 0) throw UsageError("--repeats must be >= 0");
+  for (double s : o.sizes)
+    if (s < 1) throw UsageError("--sizes expects sizes >= 1, got " + fmt("%g", s));
+  const Overwrite overwrite = overwrite_rule(f.force);
+  if (json && *json != "-") check_output(*json, overwrite);  // before the run, not after it
+  if (png) check_output(*png, overwrite);
+  Context ctx(f.gpu.context_options());
 
   std::set<std::string> known;
   for (auto& [op, make] : bench::registry()) known.insert(op);
@@ -138,9 +163,11 @@ int bench_cmd(Args& a) {
 
   double bw = bench::measured_bandwidth(ctx, o);
   double flops_peak = bench::nominal_flops(ctx);
-  std::printf("device: %s (%s)   measured copy bandwidth: %.1f GB/s   nominal FP32: %s\n", ctx.adapter().device.c_str(),
-              ctx.adapter().adapter_type.c_str(), bw * 1e-9,
-              flops_peak > 0 ? fmt("%.1f TFLOP/s", flops_peak * 1e-12).c_str() : "unknown");
+  // With --json - the JSON alone goes to stdout, the table to stderr.
+  std::FILE* out = json && *json == "-" ? stderr : stdout;
+  std::fprintf(out, "device: %s (%s)   measured copy bandwidth: %.1f GB/s   nominal FP32: %s\n",
+               ctx.adapter().device.c_str(), ctx.adapter().adapter_type.c_str(), bw * 1e-9,
+               flops_peak > 0 ? fmt("%.1f TFLOP/s", flops_peak * 1e-12).c_str() : "unknown");
 
   const bool tty = isatty(2);  // progress on one rewritten line on a terminal, else a line per case
   std::vector<bench::Result> results;
@@ -160,15 +187,17 @@ int bench_cmd(Args& a) {
   }
   if (tty) std::fprintf(stderr, "\r%70s\r", "");
 
-  // Columns as wide as their longest entry ("regtile-vec4-grouped", "4096x4096x512").
+  // Columns as wide as their longest entry ("regtile-vec4-grouped", "4096x4096x512"); the
+  // version Auto runs is marked * (in the table only).
+  auto label = [](const bench::Result& r) { return r.c.version + (r.c.is_default ? "*" : ""); };
   int wop = 8, wver = 14, wsize = 12;
   for (auto& r : results) {
     wop = std::max(wop, int(r.c.op.size()));
-    wver = std::max(wver, int(r.c.version.size()));
+    wver = std::max(wver, int(label(r).size()));
     wsize = std::max(wsize, int(r.c.size.size()));
   }
-  std::printf("\n%-*s %-*s %-*s %10s %16s %12s %10s %10s %8s %10s %s\n", wop, "op", wver, "version", wsize, "size",
-              "GPU ms", "rate", "of limit", "CPU ms", "BLAS ms", "speedup", "max err", "check");
+  std::fprintf(out, "\n%-*s %-*s %-*s %10s %16s %12s %10s %10s %8s %10s %s\n", wop, "op", wver, "version", wsize,
+               "size", "GPU ms", "rate", "of limit", "CPU ms", "BLAS ms", "speedup", "max err", "check");
   bool all_ok = true;
   for (auto& r : results) {
     auto [plain, blas] = cpu[{r.c.op, r.c.size}];
@@ -176,25 +205,44 @@ int bench_cmd(Args& a) {
     double pf = peak_fraction(r, bw, flops_peak);
     bool ok = r.error < r.c.tolerance;
     all_ok &= ok;
-    std::printf("%-*s %-*s %-*s %10.4f %16s %12s %10s %10s %8s %10.2e %s\n", wop, r.c.op.c_str(), wver,
-                r.c.version.c_str(), wsize, r.c.size.c_str(), r.gpu_ms, rate(r).c_str(),
-                pf >= 0 ? (fmt("%.1f%% ", 100 * pf) + peak_of(r)).c_str() : "-",
-                plain > 0 ? fmt("%.3f", plain).c_str() : "-", blas > 0 ? fmt("%.3f", blas).c_str() : "-",
-                best_cpu > 0 ? fmt("%.3gx", best_cpu / r.gpu_ms).c_str() : "-", r.error, ok ? "ok" : "FAIL");
+    std::fprintf(out, "%-*s %-*s %-*s %10.4f %16s %12s %10s %10s %8s %10.2e %s\n", wop, r.c.op.c_str(), wver,
+                 label(r).c_str(), wsize, r.c.size.c_str(), r.gpu_ms, rate(r).c_str(),
+                 pf >= 0 ? (fmt("%.1f%% ", 100 * pf) + peak_of(r)).c_str() : "-",
+                 plain > 0 ? fmt("%.3f", plain).c_str() : "-", blas > 0 ? fmt("%.3f", blas).c_str() : "-",
+                 best_cpu > 0 ? fmt("%.3gx", best_cpu / r.gpu_ms).c_str() : "-", r.error, ok ? "ok" : "FAIL");
   }
-  std::printf(
-      "\nGPU ms: median of %s; speedup against the faster of the plain CPU loop and BLAS.\n"
-      "of limit: fp32 = of the nominal FP32 rate; copy = of the measured copy bandwidth of memory (data\n"
-      "that fits in the GPU's L2 cache, e.g. small sizes or an 8B model's 4096x4096 F16 matrix, can\n"
-      "pass 100%%).\n",
-      results.empty() || results[0].timestamps ? "timestamp-query times" : "wall-clock times");
-  if (json) write_json(*json, ctx, results, bw, flops_peak);
-  if (png) write_chart(*png, ctx, results, cpu);
+  std::fprintf(out,
+               "\nGPU ms: median of %s; speedup against the faster of the plain CPU loop and BLAS; *: the version "
+               "Auto runs.\n"
+               "of limit: fp32 = of the nominal FP32 rate; copy = of the measured copy bandwidth of memory (data\n"
+               "that fits in the GPU's L2 cache, e.g. small sizes or an 8B model's 4096x4096 F16 matrix, can\n"
+               "pass 100%%). The JSON says the same per result (\"peak_fraction\", \"peak_of\").\n",
+               results.empty() || results[0].timestamps ? "timestamp-query times" : "wall-clock times");
+  if (json) {
+    std::string text = results_json(ctx, results, bw, flops_peak).dump(1) + "\n";
+    if (*json == "-")
+      std::fwrite(text.data(), 1, text.size(), stdout);
+    else
+      write_file(*json, text, overwrite);
+  }
+  if (png) write_chart(*png, ctx, results, cpu, overwrite);
   return all_ok ? 0 : 3;
 }
 
-Register reg{{"bench", "[--ops a,b] [--sizes n,m | presets] [--quick] [--repeats R] [--json F] [--png F] [--backend B]",
-              "GPU vs CPU for every op, kernel version and size: table, JSON, PNG chart", bench_cmd}};
+Register reg{
+    {"bench", "GPU vs CPU for every op, kernel version and size: table, JSON, PNG chart", [](CLI::App& app) {
+       auto f = std::make_shared<Flags>();
+       add_list(app, "--ops", f->o.ops, "the ops to run (default: all; an unknown one lists them)");
+       add_list(app, "--sizes", f->o.size_names,
+                "sizes to run instead of the ops' defaults: numbers, or presets and specs for conv ops");
+       app.add_flag("--quick", f->o.quick, "small sizes, few repeats (CI, SwiftShader)");
+       add_number(app, "--repeats", f->o.repeats, "timed runs per case; 0: 5 with --quick, else 20");
+       add_text(app, "--json", f->json, "write the results as JSON to this file ('-': stdout)")->type_name("FILE");
+       add_text(app, "--png", f->png, "write a chart per op to this PNG file")->type_name("FILE");
+       add_force(app, f->force);
+       add_gpu_flags(app, f->gpu);
+       return [f] { return bench_cmd(*f); };
+     }}};
 
 }  // namespace
 }  // namespace wgc::cli

@@ -5,15 +5,16 @@
 // table and JSON, and a PNG chart of decode t/s per count.
 #include "cli/command.h"
 #include "cli/llm_backend.h"
+#include "cli/llm_flags.h"
 #include "io/chart.h"
 #include "llm/model/llama_batched.h"
 #include "util/error.h"
 #include "util/json.h"
+#include "util/output_file.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <random>
 
 #include <unistd.h>
@@ -27,27 +28,6 @@ double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
   return n == 0 ? 0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-std::vector<int> counts(Args& a, const char* name, std::vector<int> def) {
-  auto items = a.list(name);
-  if (items.empty()) return def;
-  std::vector<int> out;
-  for (auto& s : items) {
-    char* end = nullptr;
-    long v = std::strtol(s.c_str(), &end, 10);
-    if (s.empty() || *end || v < 1 || v > 4096)
-      throw Error("wgc bench-batched: " + std::string(name) + " expects integers 1..4096, got '" + s + "'");
-    out.push_back(int(v));
-  }
-  return out;
-}
-
-int positive(Args& a, const char* name, int def, int lo) {
-  const double v = a.number_or(name, def);
-  if (v < lo || v > 1 << 20 || v != double(int(v)))
-    throw Error("wgc bench-batched: " + std::string(name) + " expects an integer >= " + std::to_string(lo));
-  return int(v);
 }
 
 // One run: B sequences of p prompt tokens prefilled, then n decode steps.
@@ -131,22 +111,39 @@ struct Bench {
   }
 };
 
-int bench_batched_cmd(Args& a) {
-  auto g = gpu_flags(a);
-  auto model_path = a.option("--model");
-  if (!model_path) model_path = a.option("-m");
-  std::vector<int> par = counts(a, "--parallel", {1, 8, 16, 32, 64});
-  const int p = positive(a, "-p", 256, 1), n = positive(a, "-n", 128, 1);
-  const int repeats = positive(a, "-r", 1, 1);
-  const int batch = positive(a, "--batch", 512, 1);
-  const int block = positive(a, "--block", 16, 1);
-  const auto seed = static_cast<uint32_t>(a.number_or("--seed", 1));
-  const bool warmup = !a.flag("--no-warmup");
-  const bool sync = a.flag("--sync");
-  auto json = a.option("--json");
-  auto png = a.option("--png");
+struct Flags {
+  GpuFlags gpu;
+  std::optional<std::string> model, json, png, kernel, batched;
+  std::vector<int> parallel{1, 8, 16, 32, 64};
+  int p = 256, n = 128, repeats = 1, batch = 512, block = 16, split = llm::BatchedOptions{}.split_len;
+  uint32_t seed = 1;
+  bool no_warmup = false, sync = false, force = false;
+};
+
+int bench_batched_cmd(const Flags& f) {
+  if (!f.model) throw UsageError("--model FILE.gguf (or a Hugging Face folder) is required");
+  const auto model_path = std::optional<std::string>(cli::model_path(f.model).string());
+  const std::vector<int>& par = f.parallel;
+  for (int b : par)
+    if (b < 1 || b > 4096) throw UsageError("--parallel expects integers 1..4096, got " + std::to_string(b));
+  auto at_least = [](int v, const char* flag, int lo) {
+    if (v < lo || v > 1 << 20)
+      throw UsageError(std::string(flag) + " expects an integer from " + std::to_string(lo) + " to 1048576, got " +
+                       std::to_string(v));
+    return v;
+  };
+  const int p = at_least(f.p, "-p", 1), n = at_least(f.n, "-n", 1);
+  const int repeats = at_least(f.repeats, "-r", 1);
+  const int batch = at_least(f.batch, "--batch", 1);
+  const int block = at_least(f.block, "--block", 1);
+  const int split = at_least(f.split, "--split", 16);
+  if (split % 16) throw UsageError("--split must be a multiple of 16");
+  const uint32_t seed = f.seed;
+  const bool warmup = !f.no_warmup, sync = f.sync;
+  const auto& json = f.json;
+  const auto& png = f.png;
   llm::LinearVersion lin = llm::LinearVersion::Auto;
-  if (auto k = a.option("--kernel")) {
+  if (const auto& k = f.kernel) {
     if (*k == "batched")
       lin = llm::LinearVersion::Batched;
     else if (*k == "batched-q8")
@@ -154,31 +151,30 @@ int bench_batched_cmd(Args& a) {
     else if (*k == "naive")
       lin = llm::LinearVersion::Naive;
     else if (*k != "auto")
-      throw Error("wgc bench-batched: --kernel expects auto, batched, batched-q8 or naive, got '" + *k + "'");
+      throw UsageError("--kernel expects auto, batched, batched-q8 or naive, got '" + *k + "'");
   }
   llm::LlmTuning tuning;
-  if (auto t = a.option("--batched")) {  // KL,WG,MIN_GROUPS of the batched kernels (or KLxWGxMIN)
+  if (const auto& t = f.batched) {  // KL,WG,MIN_GROUPS of the batched kernels (or KLxWGxMIN)
     unsigned v[3];
     char tail;
     std::string m = *t;
     std::replace(m.begin(), m.end(), 'x', ',');
     if (std::sscanf(m.c_str(), "%u,%u,%u%c", &v[0], &v[1], &v[2], &tail) != 3)
-      throw Error("wgc bench-batched: --batched expects KL,WG,MIN_GROUPS (e.g. 8,0,264; WG 0: auto), got '" + *t + "'");
+      throw UsageError("--batched expects KL,WG,MIN_GROUPS (e.g. 8,0,264; WG 0: auto), got '" + *t + "'");
     tuning.batched_kl = v[0];
     tuning.batched_wg = v[1];
     tuning.batched_min_groups = v[2];
   }
-  const int split = positive(a, "--split", llm::BatchedOptions{}.split_len, 16);
-  a.done();
-  if (!model_path) throw Error("wgc bench-batched: --model FILE.gguf (or a Hugging Face folder) is required");
-  if (split % 16) throw Error("wgc bench-batched: --split must be a multiple of 16");
+  const Overwrite overwrite = overwrite_rule(f.force);
+  if (json) check_output(*json, overwrite);  // before the run, not after it
+  if (png) check_output(*png, overwrite);
   const bool tty = isatty(2);
   auto status = [&](const std::string& s) {
     std::fprintf(stderr, "%s[bench-batched] %s%s", tty ? "\r" : "", s.c_str(), tty ? "          " : "\n");
     std::fflush(stderr);
   };
 
-  LlmBackend be = llm_backend(g);
+  LlmBackend be = llm_backend(f.gpu);
   status("loading " + *model_path);
   llm::ModelFile file = llm::open_model(*model_path);
   llm::EngineOptions eo;
@@ -273,7 +269,7 @@ int bench_batched_cmd(Args& a) {
       "S_PP = B*p/T_PP, S_TG = B*n/T_TG, S = B*(p+n)/(T_PP+T_TG); medians of %d run(s)%s.\n",
       sync ? "the next step recorded after it (--sync)" : "the next step recorded while the GPU runs this one", repeats,
       warmup ? " after a warm-up" : "");
-  if (png) chart::write_bar_chart(*png, "batched decode on " + device, "tokens/s", cats, {bars});
+  if (png) chart::write_bar_chart(*png, "batched decode on " + device, "tokens/s", cats, {bars}, {}, overwrite);
   if (json) {
     json::Value doc = json::Value::object();
     doc.set("model", *model_path);
@@ -291,20 +287,37 @@ int bench_batched_cmd(Args& a) {
     doc.set("batched_wg", tuning.batched_wg);
     doc.set("batched_min_groups", tuning.batched_min_groups);
     doc.set("results", results);
-    std::ofstream f(*json);
-    f << doc.dump(1) << "\n";
-    if (!f) throw Error("wgc bench-batched: cannot write " + *json);
+    write_file(*json, doc.dump(1) + "\n", overwrite);
   }
   return 0;
 }
 
 Register reg{{"bench-batched",
-              "--model F.gguf [--parallel 1,8,16,32,64] [-p 256] [-n 128] [-r 1] [--batch 512] [--block 16] "
-              "[--sync] [--kernel auto|batched|batched-q8|naive] [--batched KL,WG,MIN_GROUPS] [--split 256] [--seed S] "
-              "[--no-warmup] [--json F] [--png F] [--backend B]",
               "llama-batched-bench for the serving engine: aggregate prefill and decode tokens/s per count of "
               "parallel sequences",
-              bench_batched_cmd}};
+              [](CLI::App& app) {
+                auto f = std::make_shared<Flags>();
+                add_text(app, "--model,-m", f->model,
+                         "a GGUF file, Hugging Face folder or pulled owner/name[/FILE] (required)")
+                    ->type_name("MODEL");
+                add_numbers(app, "--parallel", f->parallel, "counts of parallel sequences, one test each");
+                add_number(app, "-p,--n-prompt", f->p, "prompt tokens per sequence");
+                add_number(app, "-n,--n-gen", f->n, "decode steps");
+                add_number(app, "-r,--repetitions", f->repeats, "timed runs of each count");
+                add_number(app, "--batch", f->batch, "tokens per prefill step");
+                add_number(app, "--block", f->block, "tokens per KV-cache block");
+                add_number(app, "--split", f->split, "attention split length (a multiple of 16)");
+                app.add_flag("--sync", f->sync, "wait for each decode step before recording the next");
+                add_text(app, "--kernel", f->kernel, "linear kernels: auto, batched, batched-q8 or naive");
+                add_text(app, "--batched", f->batched, "batched kernels' KL,WG,MIN_GROUPS (WG 0: auto)");
+                add_number(app, "--seed", f->seed, "seed of the random prompt tokens");
+                app.add_flag("--no-warmup", f->no_warmup, "no untimed warm-up run before each count");
+                add_text(app, "--json", f->json, "write every number as JSON to this file")->type_name("FILE");
+                add_text(app, "--png", f->png, "write a bar chart of decode t/s to this PNG file")->type_name("FILE");
+                add_force(app, f->force);
+                add_gpu_flags(app, f->gpu);
+                return [f] { return bench_batched_cmd(*f); };
+              }}};
 
 }  // namespace
 }  // namespace wgc::cli

@@ -3,42 +3,46 @@
 #include "io/chart.h"
 #include "server/bench_serve.h"
 #include "util/error.h"
+#include "util/output_file.h"
 
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
 
 namespace wgc::cli {
 namespace {
 
-int int_value(const std::string& s, const char* flag, int lo, int hi) {
-  char* end = nullptr;
-  long v = std::strtol(s.c_str(), &end, 10);
-  if (s.empty() || *end || v < lo || v > hi)
-    throw Error(std::string("wgc bench-serve: ") + flag + " expects an integer in [" + std::to_string(lo) + ", " +
-                std::to_string(hi) + "], got '" + s + "'");
-  return int(v);
+struct Flags {
+  server::BenchServeOptions o;
+  std::optional<std::string> json, png;
+  bool force = false;
+};
+
+void in_range(int v, const char* flag, int lo, int hi) {
+  if (v < lo || v > hi)
+    throw UsageError(std::string(flag) + " expects an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                     "], got " + std::to_string(v));
 }
 
-int bench_serve(Args& a) {
-  server::BenchServeOptions o;
-  o.url = a.option_or("--url", o.url);
-  if (auto c = a.list("--concurrency"); !c.empty()) {
-    o.concurrency.clear();
-    for (const auto& s : c) o.concurrency.push_back(int_value(s, "--concurrency", 1, 4096));
-  }
-  o.prompt_len = int_value(a.option_or("--prompt-len", "128"), "--prompt-len", 1, 1 << 20);
-  o.gen_len = int_value(a.option_or("--gen-len", "128"), "--gen-len", 1, 1 << 20);
-  o.requests = int_value(a.option_or("--requests", "0"), "--requests", 0, 1 << 20);
-  o.model = a.option_or("--model", "");
-  o.api_key = a.option_or("--api-key", "");
+int bench_serve(const Flags& f) {
+  server::BenchServeOptions o = f.o;
+  for (int c : o.concurrency) in_range(c, "--concurrency", 1, 4096);
+  in_range(o.prompt_len, "--prompt-len", 1, 1 << 20);
+  in_range(o.gen_len, "--gen-len", 1, 1 << 20);
+  in_range(o.requests, "--requests", 0, 1 << 20);
   if (o.api_key.empty())
     if (const char* env = std::getenv("WGC_API_KEY")) o.api_key = env;
-  o.seed = uint64_t(int_value(a.option_or("--seed", "1"), "--seed", 0, 1 << 30));
-  auto json = a.option("--json");
-  auto png = a.option("--png");
-  a.done();
+  const Overwrite overwrite = overwrite_rule(f.force);
+  const auto& json = f.json;
+  const auto& png = f.png;
+  std::filesystem::path latency_png;         // beside --png: PNG_latency.png
+  if (json) check_output(*json, overwrite);  // before the run, not after it
+  if (png) {
+    latency_png = *png;
+    latency_png.replace_filename(latency_png.stem().string() + "_latency" + latency_png.extension().string());
+    check_output(*png, overwrite);
+    check_output(latency_png, overwrite);
+  }
 
   std::fprintf(stderr, "wgc bench-serve: %s, prompt %d tokens, %d generated per request\n", o.url.c_str(), o.prompt_len,
                o.gen_len);
@@ -51,11 +55,7 @@ int bench_serve(Args& a) {
             << " generated per request\n\n"
             << server::bench_serve_table(result.levels);
 
-  if (json) {
-    std::ofstream f(*json);
-    f << server::bench_serve_json(o, result) << "\n";
-    if (!f) throw Error("wgc bench-serve: cannot write " + *json);
-  }
+  if (json) write_file(*json, server::bench_serve_json(o, result) + "\n", overwrite);
   if (png) {
     // Throughput, and beside it (PNG_latency.png) the latencies, against the concurrency.
     chart::Series tps{"output tokens/s", {}, {}};
@@ -72,24 +72,38 @@ int bench_serve(Args& a) {
     chart::ChartOptions co;
     co.log_x = true;
     std::string what = result.model + ", prompt " + std::to_string(o.prompt_len) + ", gen " + std::to_string(o.gen_len);
-    chart::write_line_chart(*png, "wgc bench-serve: " + what, "concurrent clients", "output tokens/s", {tps}, co);
-    std::filesystem::path lat = *png;
-    lat.replace_filename(lat.stem().string() + "_latency" + lat.extension().string());
+    chart::write_line_chart(*png, "wgc bench-serve: " + what, "concurrent clients", "output tokens/s", {tps}, co,
+                            overwrite);
     co.log_y = true;
-    chart::write_line_chart(lat, "latency: " + what, "concurrent clients", "ms", {ttft50, ttft99, itl50, itl99}, co);
-    std::fprintf(stderr, "wrote %s and %s\n", png->c_str(), lat.c_str());
+    chart::write_line_chart(latency_png, "latency: " + what, "concurrent clients", "ms", {ttft50, ttft99, itl50, itl99},
+                            co, overwrite);
+    info("wrote " + *png + " and " + latency_png.string());
   }
   for (const auto& l : result.levels)
     if (l.failed) return 1;
   return 0;
 }
 
-Register reg{{"bench-serve",
-              "[--url http://127.0.0.1:8080] [--concurrency 1,8,32,64] [--prompt-len 128] [--gen-len 128] "
-              "[--requests N] [--model ID] [--api-key KEY] [--seed S] [--json FILE] [--png FILE]",
-              "serving benchmark of an OpenAI-compatible server: output tokens/s, time to first token, "
-              "inter-token latency",
-              bench_serve}};
+Register reg{
+    {"bench-serve",
+     "serving benchmark of an OpenAI-compatible server: output tokens/s, time to first token, "
+     "inter-token latency",
+     [](CLI::App& app) {
+       auto f = std::make_shared<Flags>();
+       auto& o = f->o;
+       app.add_option("--url", o.url, "the server's base URL (no /v1)");
+       add_numbers(app, "--concurrency", o.concurrency, "concurrent clients, one level each");
+       add_number(app, "--prompt-len", o.prompt_len, "prompt tokens per request (random ids)");
+       add_number(app, "--gen-len", o.gen_len, "tokens generated per request");
+       add_number(app, "--requests", o.requests, "requests per level; 0: 4 x concurrency, at least 8");
+       app.add_option("--model", o.model, "the model id to ask for (default: the server's first)")->default_str("");
+       app.add_option("--api-key", o.api_key, "bearer token to send (or WGC_API_KEY)")->default_str("");
+       add_number(app, "--seed", o.seed, "seed of the prompts and the sampling");
+       add_text(app, "--json", f->json, "write the results as JSON to this file")->type_name("FILE");
+       add_text(app, "--png", f->png, "write throughput (and FILE_latency.png latency) charts")->type_name("FILE");
+       add_force(app, f->force);
+       return [f] { return bench_serve(*f); };
+     }}};
 
 }  // namespace
 }  // namespace wgc::cli

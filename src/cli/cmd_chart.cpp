@@ -36,30 +36,39 @@ chart::BarSeries parse_series(const std::string& s, size_t n_categories) {
   return b;
 }
 
-int chart_cmd(Args& a) {
-  auto out = a.option("--out");
-  bool force = a.flag("--force");
-  std::string title = a.option_or("--title", "");
-  std::string y_label = a.option_or("--y-label", "");
-  auto categories = a.list("--categories");
-  std::vector<std::string> specs;
-  while (auto s = a.option("--series")) specs.push_back(*s);
-  a.done();
-  if (!out) throw Error("wgc chart: --out FILE.png is required");
-  if (categories.empty()) throw Error("wgc chart: --categories a,b,... is required");
-  if (specs.empty()) throw Error("wgc chart: at least one --series NAME=v1,v2,... is required");
-  if (!force && std::filesystem::exists(*out))
-    throw Error("wgc chart: '" + *out + "' exists (use --force to overwrite)");
+struct Flags {
+  std::optional<std::string> out;
+  bool force = false;
+  std::string title, y_label;
+  std::vector<std::string> categories, series;
+};
+
+int chart_cmd(const Flags& f) {
+  const auto& out = f.out;
+  const auto& categories = f.categories;
+  if (!out) throw UsageError("--out FILE.png is required");
+  if (categories.empty()) throw UsageError("--categories a,b,... is required");
+  if (f.series.empty()) throw UsageError("at least one --series NAME=v1,v2,... is required");
+  check_output(*out, overwrite_rule(f.force));
   std::vector<chart::BarSeries> series;
-  for (auto& s : specs) series.push_back(parse_series(s, categories.size()));
-  chart::write_bar_chart(*out, title, y_label, categories, series);
+  for (auto& s : f.series) series.push_back(parse_series(s, categories.size()));
+  chart::write_bar_chart(*out, f.title, f.y_label, categories, series, {}, overwrite_rule(f.force));
   return 0;
 }
 
-Register reg{{"chart",
-              "--out F.png --categories A,B,.. --series NAME=v1,v2,.. [--series ..] [--title T] [--y-label L] "
-              "[--force]",
-              "a grouped bar chart (PNG) of numbers given on the command line", chart_cmd}};
+Register reg{{"chart", "a grouped bar chart (PNG) of numbers given on the command line", [](CLI::App& app) {
+                auto f = std::make_shared<Flags>();
+                add_text(app, "--out", f->out, "the .png file to write (required)")->type_name("FILE");
+                add_force(app, f->force);
+                app.add_option("--title", f->title, "the chart's title");
+                app.add_option("--y-label", f->y_label, "the y axis' label");
+                add_list(app, "--categories", f->categories, "the groups along the x axis (comma-separated)");
+                app.add_option("--series", f->series, "NAME=v1,v2,...: one bar per category ('-': none); repeatable")
+                    ->type_name("NAME=V,...")
+                    ->allow_extra_args(false)
+                    ->default_str("");
+                return [f] { return chart_cmd(*f); };
+              }}};
 
 }  // namespace
 }  // namespace wgc::cli

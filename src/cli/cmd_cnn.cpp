@@ -8,12 +8,12 @@
 #include "io/npy.h"
 #include "util/error.h"
 #include "util/json.h"
+#include "util/output_file.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <random>
@@ -32,7 +32,7 @@ struct LoadedModel {
 
 LoadedModel load_model(const std::string& path, cnn::Device dev, const GpuFlags& g) {
   LoadedModel m;
-  if (dev != cnn::Device::Cpu) m.ctx.emplace(ContextOptions{parse_backend(g.backend), g.debug});
+  if (dev != cnn::Device::Cpu) m.ctx.emplace(g.context_options());
   m.model = std::make_unique<cnn::Model>(m.ctx, cnn::load_onnx(path), cnn::ModelOptions{dev});
   return m;
 }
@@ -51,21 +51,36 @@ cnn::HostTensor read_input(const std::string& path, const cnn::ValueInfo& vi) {
   return t;
 }
 
-int infer_cmd(Args& a) {
-  auto g = gpu_flags(a);
-  auto model_path = a.option("--model");
-  auto out = a.option("--out");
-  auto output_name = a.option("--output");
-  bool force = a.flag("--force");
-  cnn::Device dev = cnn::parse_device(a.option_or("--device", "auto"));
-  std::vector<std::string> inputs;
-  while (auto i = a.option("--input")) inputs.push_back(*i);
-  a.done();
-  if (!model_path) throw Error("wgc infer: --model FILE.onnx is required");
-  if (!out) throw Error("wgc infer: --out FILE.npy is required");
-  if (inputs.empty()) throw Error("wgc infer: give --input X.npy (or --input NAME=X.npy) for each model input");
-  std::error_code ec;
-  if (!force && fs::exists(*out, ec)) throw Error("wgc infer: " + *out + " exists; give --force to overwrite it");
+// The flags of the three commands (each uses what it registers).
+struct Flags {
+  GpuFlags gpu;
+  std::optional<std::string> model, out, output, json, png;
+  std::string device = "auto";
+  std::vector<std::string> inputs, images;
+  std::vector<int> batches{1};
+  int top = 5, repeats = 20;
+  bool force = false, profile = false;
+};
+
+void add_common(CLI::App& app, Flags& f, const char* device_default) {
+  f.device = device_default;
+  add_text(app, "--model,-m", f.model, "the ONNX model (required)")->type_name("FILE");
+  app.add_option("--device", f.device, "where the model runs: auto, gpu or cpu");
+  add_gpu_flags(app, f.gpu);
+}
+
+int infer_cmd(const Flags& f) {
+  const auto& model_path = f.model;
+  const auto& out = f.out;
+  const auto& output_name = f.output;
+  const auto& inputs = f.inputs;
+  const auto& g = f.gpu;
+  cnn::Device dev = cnn::parse_device(f.device);
+  if (!model_path) throw UsageError("--model FILE.onnx is required");
+  if (!out) throw UsageError("--out FILE.npy is required");
+  if (inputs.empty()) throw UsageError("give --input X.npy (or --input NAME=X.npy) for each model input");
+  const Overwrite overwrite = overwrite_rule(f.force);
+  check_output(*out, overwrite);
 
   LoadedModel lm = load_model(*model_path, dev, g);
   const cnn::Graph& graph = lm.model->graph();
@@ -117,9 +132,9 @@ int infer_cmd(Args& a) {
   if (y.integer) {
     std::vector<int32_t> v;
     for (int64_t e : y.i) v.push_back(int32_t(std::clamp<int64_t>(e, INT32_MIN, INT32_MAX)));
-    npy::write(*out, v, y.shape);
+    npy::write(*out, v, y.shape, overwrite);
   } else {
-    npy::write(*out, y.f, y.shape);
+    npy::write(*out, y.f, y.shape, overwrite);
   }
   std::fprintf(stderr, "wgc infer: wrote %s: '%s' %s %s (%s, %.1f ms including the first run's setup)\n", out->c_str(),
                graph.outputs[which].name.c_str(), y.integer ? "int32" : "float32", to_string(y.shape).c_str(),
@@ -127,16 +142,15 @@ int infer_cmd(Args& a) {
   return 0;
 }
 
-int classify_cmd(Args& a) {
-  auto g = gpu_flags(a);
-  auto model_path = a.option("--model");
-  double top = a.number_or("--top", 5);
-  cnn::Device dev = cnn::parse_device(a.option_or("--device", "auto"));
-  auto images = a.positionals();
-  a.done();
-  if (!model_path) throw Error("wgc classify: --model FILE.onnx is required");
-  if (images.empty()) throw Error("wgc classify: give one or more images (PNG or JPEG)");
-  if (top < 1 || top != double(int(top))) throw Error("wgc classify: --top expects a positive count");
+int classify_cmd(const Flags& f) {
+  const auto& model_path = f.model;
+  const auto& images = f.images;
+  const auto& g = f.gpu;
+  const int top = f.top;
+  cnn::Device dev = cnn::parse_device(f.device);
+  if (!model_path) throw UsageError("--model FILE.onnx is required");
+  if (images.empty()) throw UsageError("give one or more images (PNG or JPEG)");
+  if (top < 1) throw UsageError("--top expects a positive count");
   LoadedModel lm = load_model(*model_path, dev, g);
   // All images in one batch: one run, one submit.
   cnn::HostTensor batch({int64_t(images.size()), 3, 224, 224}, {});
@@ -163,27 +177,23 @@ double median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
-int bench_cnn_cmd(Args& a) {
-  auto g = gpu_flags(a);
-  auto model_path = a.option("--model");
-  auto batch_items = a.list("--batch");
-  int repeats = int(a.number_or("-r", 20));
-  bool profile = a.flag("--profile");
-  auto json_path = a.option("--json");
-  auto png = a.option("--png");
-  cnn::Device dev = cnn::parse_device(a.option_or("--device", "gpu"));
-  a.done();
-  if (!model_path) throw Error("wgc bench-cnn: --model FILE.onnx is required");
-  if (repeats < 1) throw Error("wgc bench-cnn: -r must be at least 1");
-  std::vector<int> batches;
-  for (const auto& s : batch_items.empty() ? std::vector<std::string>{"1"} : batch_items) {
-    char* end = nullptr;
-    long v = std::strtol(s.c_str(), &end, 10);
-    if (s.empty() || *end || v < 1 || v > 4096)
-      throw Error("wgc bench-cnn: --batch expects sizes 1..4096, got '" + s + "'");
-    batches.push_back(int(v));
-  }
-  if (profile && dev == cnn::Device::Cpu) throw Error("wgc bench-cnn: --profile times GPU dispatches (--device gpu)");
+int bench_cnn_cmd(const Flags& f) {
+  const auto& model_path = f.model;
+  const auto& g = f.gpu;
+  const int repeats = f.repeats;
+  const bool profile = f.profile;
+  const auto& json_path = f.json;
+  const auto& png = f.png;
+  const std::vector<int>& batches = f.batches;
+  cnn::Device dev = cnn::parse_device(f.device);
+  if (!model_path) throw UsageError("--model FILE.onnx is required");
+  if (repeats < 1) throw UsageError("-r must be at least 1");
+  for (int v : batches)
+    if (v < 1 || v > 4096) throw UsageError("--batch expects sizes 1..4096, got " + std::to_string(v));
+  if (profile && dev == cnn::Device::Cpu) throw UsageError("--profile times GPU dispatches (--device gpu)");
+  const Overwrite overwrite = overwrite_rule(f.force);
+  if (json_path) check_output(*json_path, overwrite);  // before the run, not after it
+  if (png) check_output(*png, overwrite);
   LoadedModel lm = load_model(*model_path, dev, g);
   cnn::Model& m = *lm.model;
   const cnn::Graph& graph = m.graph();
@@ -272,32 +282,54 @@ int bench_cnn_cmd(Args& a) {
   }
   std::printf("\nms/run: median wall-clock of one inference (input upload, one submit, output readback).\n");
   if (png)
-    chart::write_bar_chart(*png, fs::path(*model_path).filename().string() + " on " + device, "images/s", cats, {bars});
+    chart::write_bar_chart(*png, fs::path(*model_path).filename().string() + " on " + device, "images/s", cats, {bars},
+                           {}, overwrite);
   if (json_path) {
     json::Value doc = json::Value::object();
     doc.set("model", *model_path);
     doc.set("device", device);
     doc.set("repeats", repeats);
     doc.set("results", results);
-    std::ofstream f(*json_path);
-    f << doc.dump(1) << "\n";
-    if (!f) throw Error("wgc bench-cnn: cannot write " + *json_path);
+    write_file(*json_path, doc.dump(1) + "\n", overwrite);
   }
   return 0;
 }
 
 Register reg_infer{{"infer",
-                    "--model M.onnx --input X.npy [--input NAME=Y.npy ...] --out Y.npy [--output NAME] [--force] "
-                    "[--device auto|gpu|cpu] [--backend B]",
                     "runs an ONNX model on float32 .npy tensors and writes the first output (or --output NAME)",
-                    infer_cmd}};
-Register reg_classify{{"classify", "--model M.onnx IMAGE... [--top 5] [--device auto|gpu|cpu] [--backend B]",
+                    [](CLI::App& app) {
+                      auto f = std::make_shared<Flags>();
+                      add_common(app, *f, "auto");
+                      app.add_option("--input", f->inputs, "an input tensor X.npy, or NAME=X.npy (repeatable)")
+                          ->type_name("[NAME=]FILE")
+                          ->allow_extra_args(false)
+                          ->default_str("");
+                      add_text(app, "--out", f->out, "the .npy file to write (required)")->type_name("FILE");
+                      add_text(app, "--output", f->output, "the model output to write (default: the first)");
+                      add_force(app, f->force);
+                      return [f] { return infer_cmd(*f); };
+                    }}};
+Register reg_classify{{"classify",
                        "ImageNet classification of PNG/JPEG images (torchvision preprocessing, top-k with names)",
-                       classify_cmd}};
-Register reg_bench{{"bench-cnn",
-                    "--model M.onnx [--batch 1,64] [-r 20] [--profile] [--json F] [--png F] [--device gpu|cpu] "
-                    "[--backend B]",
-                    "images/s of an ONNX model per batch size; --profile: GPU time per layer", bench_cnn_cmd}};
+                       [](CLI::App& app) {
+                         auto f = std::make_shared<Flags>();
+                         add_common(app, *f, "auto");
+                         add_number(app, "--top", f->top, "classes shown per image");
+                         app.add_option("IMAGE", f->images, "PNG or JPEG images")->required();
+                         return [f] { return classify_cmd(*f); };
+                       }}};
+Register reg_bench{
+    {"bench-cnn", "images/s of an ONNX model per batch size; --profile: GPU time per layer", [](CLI::App& app) {
+       auto f = std::make_shared<Flags>();
+       add_common(app, *f, "gpu");
+       add_numbers(app, "--batch", f->batches, "batch sizes, one test each");
+       add_number(app, "-r,--repetitions", f->repeats, "timed runs per batch size");
+       app.add_flag("--profile", f->profile, "GPU time per layer (one more run, timed per dispatch)");
+       add_text(app, "--json", f->json, "write every number as JSON to this file")->type_name("FILE");
+       add_text(app, "--png", f->png, "write a bar chart of images/s to this PNG file")->type_name("FILE");
+       add_force(app, f->force);
+       return [f] { return bench_cnn_cmd(*f); };
+     }}};
 
 }  // namespace
 }  // namespace wgc::cli

@@ -20,37 +20,33 @@ namespace fs = std::filesystem;
 
 struct ImageArgs {
   GpuFlags gpu;
-  StencilVersion version = StencilVersion::Auto;
+  std::string version = "auto";
   int64_t cpu_below = -1;
-  bool force = false, quiet = false;
+  bool force = false;
   int quality = 92;
-  fs::path in, out;
+  float sigma = 2.f;  // blur
+  std::string in, out;
 };
 
-ImageArgs parse(Args& a, const char* cmd) {
-  ImageArgs r;
-  r.gpu = gpu_flags(a);
-  r.version = parse_stencil_version(a.option_or("--version", "auto"));
-  double below = a.number_or("--cpu-below", -1);
-  if (below < -1 || below != double(int64_t(below)))
-    throw Error(std::string("wgc ") + cmd + ": --cpu-below expects a pixel count");
-  r.cpu_below = int64_t(below);
-  r.force = a.flag("--force");
-  r.quiet = a.flag("--quiet");
-  double q = a.number_or("--quality", 92);
-  if (q < 1 || q > 100 || q != double(int(q))) throw Error(std::string("wgc ") + cmd + ": --quality expects 1..100");
-  r.quality = int(q);
-  return r;
+// The flags both filters take.
+void add_image_flags(CLI::App& app, ImageArgs& r) {
+  app.add_option("--version", r.version, "the kernel: auto, naive, tiled, naive_vec4, tiled_vec4");
+  add_number(app, "--cpu-below", r.cpu_below,
+             "run on the CPU below this many pixels (-1: the op's threshold for the adapter, or "
+             "WGC_CPU_BELOW_SOBEL / WGC_CPU_BELOW_BLUR)");
+  add_force(app, r.force);
+  add_number(app, "--quality", r.quality, "JPEG quality, 1-100");
+  add_gpu_flags(app, r.gpu);
+  app.add_option("IN", r.in, "the input image (PNG or JPEG)")->required();
+  app.add_option("OUT", r.out, "the output image (PNG or JPEG, by extension)")->required();
 }
 
-void take_files(Args& a, ImageArgs& r, const char* cmd) {
-  auto pos = a.positionals();
-  if (pos.size() != 2) throw Error(std::string("wgc ") + cmd + ": expected IN and OUT image paths");
-  r.in = pos[0];
-  r.out = pos[1];
+void check(const ImageArgs& r) {
+  (void)parse_stencil_version(r.version);
+  if (r.cpu_below < -1) throw UsageError("--cpu-below expects a pixel count or -1");
+  if (r.quality < 1 || r.quality > 100) throw UsageError("--quality expects 1..100");
   format_for_extension(r.out);  // an unknown output extension fails before any work
-  if (!r.force && fs::exists(r.out))
-    throw Error(std::string("wgc ") + cmd + ": '" + r.out.string() + "' exists (use --force to overwrite)");
+  check_output(r.out, overwrite_rule(r.force));
 }
 
 // Runs filter on the CPU or the GPU by the threshold (a named --version always runs on the GPU);
@@ -62,7 +58,8 @@ int run_filter(const char* cmd, StencilOp op, const ImageArgs& r, float sigma, G
   // Below both adapters' defaults (or an explicit threshold) no device is needed to decide.
   const thresholds::Threshold& t = op == StencilOp::Sobel ? thresholds::kSobel : thresholds::kBlur;
   Policy policy{r.cpu_below};
-  bool auto_version = r.version == StencilVersion::Auto;
+  const StencilVersion version = parse_stencil_version(r.version);
+  const bool auto_version = version == StencilVersion::Auto;
   uint64_t sure_cpu = cpu_below_override(t, policy).value_or(std::min(t.cpu_adapter, t.gpu_adapter));
   Image out;
   std::string how;
@@ -70,39 +67,36 @@ int run_filter(const char* cmd, StencilOp op, const ImageArgs& r, float sigma, G
     out = cpu(img);
     how = "cpu";
   } else {
-    Context ctx({parse_backend(r.gpu.backend), r.gpu.debug});
+    Context ctx(r.gpu.context_options());
     t0 = std::chrono::steady_clock::now();
     if (auto_version && run_on_cpu(ctx, t, policy, uint64_t(img.pixels()))) {
       out = cpu(img);
       how = "cpu";
     } else {
-      StencilVersion v = image_stencil_version(ctx, op, img.channels, sigma, r.version);
-      out = gpu(ctx, img, Policy{0}, r.version);
+      StencilVersion v = image_stencil_version(ctx, op, img.channels, sigma, version);
+      out = gpu(ctx, img, Policy{0}, version);
       how = "gpu " + std::string(to_string(v)) + " on " + ctx.adapter().device;
     }
   }
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  write_image(r.out, out, r.quality);
-  if (!r.quiet)
-    std::printf("%s: %s %dx%dx%d -> %s %dx%dx%d (%s, %.1f ms)\n", cmd, r.in.string().c_str(), img.width, img.height,
-                img.channels, r.out.string().c_str(), out.width, out.height, out.channels, how.c_str(), ms);
+  write_image(r.out, out, r.quality, overwrite_rule(r.force));
+  if (verbosity() != Verbosity::Quiet)
+    std::printf("%s: %s %dx%dx%d -> %s %dx%dx%d (%s, %.1f ms)\n", cmd, r.in.c_str(), img.width, img.height,
+                img.channels, r.out.c_str(), out.width, out.height, out.channels, how.c_str(), ms);
   return 0;
 }
 
-int sobel_cmd(Args& a) {
-  ImageArgs r = parse(a, "sobel");
-  take_files(a, r, "sobel");
+int sobel_cmd(const ImageArgs& r) {
+  check(r);
   return run_filter(
       "sobel", StencilOp::Sobel, r, 0.f,
       [](const Context& ctx, const Image& img, Policy p, StencilVersion v) { return sobel(ctx, img, p, v); },
       [](const Image& img) { return sobel_on_cpu(img); });
 }
 
-int blur_cmd(Args& a) {
-  ImageArgs r = parse(a, "blur");
-  double sigma = a.number_or("--sigma", 2.0);
-  take_files(a, r, "blur");
-  float s = float(sigma);
+int blur_cmd(const ImageArgs& r) {
+  check(r);
+  float s = r.sigma;
   cpu::gaussian_radius(s);  // a bad sigma fails before any work
   return run_filter(
       "blur", StencilOp::GaussianBlur, r, s,
@@ -112,16 +106,18 @@ int blur_cmd(Args& a) {
       [s](const Image& img) { return gaussian_blur_on_cpu(img, s); });
 }
 
-const char* kCommon =
-    "[--version auto|naive|tiled|naive_vec4|tiled_vec4] [--cpu-below PIXELS] [--force] [--quiet] "
-    "[--quality 1-100] [--backend B] IN OUT";
-
-Register reg_sobel{{"sobel", kCommon,
-                    "Sobel edge magnitude of an image's luma (PNG/JPEG in and out, by extension; --force overwrites)",
-                    sobel_cmd}};
-Register reg_blur{{"blur", std::string("[--sigma S] ") + kCommon,
-                   "Gaussian blur (radius ceil(3 sigma), default sigma 2) of a PNG/JPEG image; --force overwrites",
-                   blur_cmd}};
+Register reg_sobel{
+    {"sobel", "Sobel edge magnitude of an image's luma (PNG/JPEG in and out, by extension)", [](CLI::App& app) {
+       auto r = std::make_shared<ImageArgs>();
+       add_image_flags(app, *r);
+       return [r] { return sobel_cmd(*r); };
+     }}};
+Register reg_blur{{"blur", "Gaussian blur (radius ceil(3 sigma)) of a PNG/JPEG image", [](CLI::App& app) {
+                     auto r = std::make_shared<ImageArgs>();
+                     add_number(app, "--sigma", r->sigma, "the Gaussian's standard deviation in pixels");
+                     add_image_flags(app, *r);
+                     return [r] { return blur_cmd(*r); };
+                   }}};
 
 }  // namespace
 }  // namespace wgc::cli

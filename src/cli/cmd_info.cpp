@@ -1,3 +1,4 @@
+// wgc info: the adapter wgc runs on, and the CPU engine's processor, threads and kernel level.
 #include "cli/command.h"
 #include "cpu/llm/cpu_features.h"
 #include "gpu/context.h"
@@ -10,7 +11,12 @@
 namespace wgc::cli {
 namespace {
 
-// The CPU engine's processor, threads and kernel level (what `--backend cpu` runs on).
+struct Flags {
+  GpuFlags gpu;
+  bool json = false;
+};
+
+// What `--backend cpu` runs language models on.
 json::Value cpu_json() {
   const llm::cpu::CpuFeatures& f = llm::cpu::cpu_features();
   json::Value o = json::Value::object();
@@ -29,15 +35,12 @@ json::Value cpu_json() {
   return o;
 }
 
-int info(Args& a) {
-  auto g = gpu_flags(a);
-  bool json = a.flag("--json");
-  a.done();
-  std::string backend = g.backend;
+int info(const Flags& f) {
+  std::string backend = f.gpu.backend;
   if (backend == "auto")
     if (const char* env = std::getenv("WGC_BACKEND"); env && *env) backend = env;
   if (backend == "cpu") {  // the CPU engine only: no WebGPU adapter is opened
-    if (json) {
+    if (f.json) {
       json::Value o = json::Value::object();
       o.set("cpu_engine", cpu_json());
       std::cout << o.dump() << "\n";
@@ -46,8 +49,8 @@ int info(Args& a) {
     }
     return 0;
   }
-  Context ctx({parse_backend(backend), g.debug});
-  if (json) {
+  Context ctx(f.gpu.context_options());
+  if (f.json) {
     json::Value o = json::parse(describe(ctx, true), "wgc info");
     o.set("cpu_engine", cpu_json());
     std::cout << o.dump() << "\n";
@@ -57,9 +60,13 @@ int info(Args& a) {
   return 0;
 }
 
-Register reg{{"info", "[--json] [--backend B]",
-              "adapter, backend, features, limits, subgroup sizes; the CPU engine's processor, threads and kernels",
-              info}};
+Register reg{{"info", "adapter, backend, features, limits, subgroup sizes; the CPU engine's processor and kernels",
+              [](CLI::App& app) {
+                auto f = std::make_shared<Flags>();
+                app.add_flag("--json", f->json, "print JSON instead of text");
+                add_gpu_flags(app, f->gpu);
+                return [f] { return info(*f); };
+              }}};
 
 }  // namespace
 }  // namespace wgc::cli

@@ -1,5 +1,6 @@
 // wgc inspect MODEL [--json]: what a model file holds (config, tensors, metadata, tokenizer).
 #include "cli/command.h"
+#include "cli/llm_flags.h"
 #include "llm/formats/gguf.h"
 #include "llm/formats/model_file.h"
 #include "llm/formats/safetensors.h"
@@ -377,24 +378,31 @@ void print_text(const ModelFile& m) {
   }
 }
 
-int inspect(Args& a) {
-  bool as_json = a.flag("--json");
-  auto pos = a.positionals();
-  if (pos.size() != 1) throw Error("usage: wgc inspect MODEL [--json]");
+struct Flags {
+  std::string model;
+  bool json = false;
+};
+
+int inspect(const Flags& f) {
   OpenOptions opt;
   opt.prefault = false;  // only headers are needed
   opt.progress = false;
-  ModelFile m = open_model(pos[0], opt);
-  if (as_json)
+  ModelFile m = open_model(model_path(f.model), opt);
+  if (f.json)
     std::cout << describe_json(m).dump(2) << "\n";
   else
     print_text(m);
   return 0;
 }
 
-Register reg{{"inspect", "MODEL [--json]",
-              "a model file or folder (GGUF, safetensors): architecture, sizes, tensors, metadata, tokenizer",
-              inspect}};
+Register reg{
+    {"inspect", "a model file or folder (GGUF, safetensors): architecture, sizes, tensors, metadata, tokenizer",
+     [](CLI::App& app) {
+       auto f = std::make_shared<Flags>();
+       app.add_flag("--json", f->json, "print JSON instead of text");
+       app.add_option("MODEL", f->model, "a GGUF file, Hugging Face folder or pulled owner/name[/FILE]")->required();
+       return [f] { return inspect(*f); };
+     }}};
 
 }  // namespace
 }  // namespace wgc::cli

@@ -1,6 +1,6 @@
 // wgc score: the logits of every position of a token sequence, as a float32 NumPy array [n, vocab].
 #include "cli/command.h"
-#include "cli/llm_backend.h"
+#include "cli/llm_flags.h"
 #include "gpu/context.h"
 #include "io/npy.h"
 #include "llm/generate/default_model.h"
@@ -17,55 +17,56 @@ namespace {
 using namespace wgc::llm;
 namespace fs = std::filesystem;
 
-int score(Args& a) {
-  auto g = gpu_flags(a);
-  auto model = a.option("--model");
-  auto items = a.list("--tokens");
-  auto prompt = a.option("--prompt");
-  auto out = a.option("--out");
-  auto tokenizer = a.option_or("--tokenizer", "");
-  bool force = a.flag("--force");
-  bool no_special = a.flag("--no-special");
-  a.done();
-  if (!out) throw Error("wgc score: --out FILE.npy is required");
-  if (items.empty() == !prompt.has_value()) throw Error("wgc score: give --tokens ID,ID,... or --prompt TEXT");
-  std::error_code ec;
-  if (!force && fs::exists(*out, ec)) throw Error("wgc score: " + *out + " exists; give --force to overwrite it");
-  fs::path path = model ? fs::path(*model) : default_model_path();
+struct Flags {
+  GpuFlags gpu;
+  std::optional<std::string> model, prompt, out;
+  std::vector<int64_t> tokens;
+  std::string tokenizer;
+  bool force = false, no_special = false;
+};
 
-  std::vector<int32_t> ids;
-  for (const auto& s : items) {
-    char* end = nullptr;
-    long v = std::strtol(s.c_str(), &end, 10);
-    if (s.empty() || *end || v < 0 || v > 0x7fffffff)
-      throw Error("wgc score: --tokens expects comma-separated token ids, got '" + s + "'");
-    ids.push_back(int32_t(v));
-  }
+int score(const Flags& f) {
+  if (!f.out) throw UsageError("--out FILE.npy is required");
+  if (f.tokens.empty() == !f.prompt.has_value())
+    throw UsageError(f.prompt ? "--prompt and --tokens were both given: give one"
+                              : "give --tokens ID,ID,... or --prompt TEXT");
+  check_output(*f.out, overwrite_rule(f.force));
+  fs::path path = model_path(f.model);
+  std::vector<int32_t> ids = token_ids(f.tokens, "--tokens");
 
-  ModelFile f = open_model(path);
-  if (prompt) {
-    auto tok = find_tokenizer(f, tokenizer);
+  ModelFile file = open_model(path);
+  if (f.prompt) {
+    auto tok = find_tokenizer(file, f.tokenizer);
     if (!tok) throw Error("wgc score: " + path.string() + " has no tokenizer: give --tokenizer PATH or --tokens");
-    ids = tok->encode(*prompt, !no_special);
+    ids = tok->encode(*f.prompt, !f.no_special);
   }
   if (ids.empty()) throw Error("wgc score: no tokens");
   EngineOptions eo;
   eo.max_ctx = int(ids.size());
-  LlmBackend be = llm_backend(g);
+  LlmBackend be = llm_backend(f.gpu);
   eo.device = be.device;
-  LlamaModel m(be.ctx, f, eo);
+  LlamaModel m(be.ctx, file, eo);
   say_engine_choice(m);
   auto logits = m.all_logits(ids);
-  int64_t vocab = f.config().vocab_size;
-  npy::write(*out, logits, {int64_t(ids.size()), vocab});
-  std::fprintf(stderr, "wgc score: wrote %s: float32 [%zu, %lld]\n", out->c_str(), ids.size(), (long long)vocab);
+  int64_t vocab = file.config().vocab_size;
+  npy::write(*f.out, logits, {int64_t(ids.size()), vocab}, overwrite_rule(f.force));
+  std::fprintf(stderr, "wgc score: wrote %s: float32 [%zu, %lld]\n", f.out->c_str(), ids.size(), (long long)vocab);
   return 0;
 }
 
-Register reg{{"score",
-              "[--model MODEL] (--tokens ID,... | --prompt TEXT) --out FILE.npy [--force] [--tokenizer PATH] "
-              "[--backend B]",
-              "the logits of every position, written as a float32 NumPy array [n, vocab]", score}};
+Register reg{{"score", "the logits of every position, written as a float32 NumPy array [n, vocab]", [](CLI::App& app) {
+                auto f = std::make_shared<Flags>();
+                add_text(app, "--model,-m", f->model, kModelHelp)->type_name("MODEL");
+                add_numbers(app, "--tokens", f->tokens, "the token ids to score (comma-separated)");
+                add_text(app, "--prompt", f->prompt, "text to tokenize and score instead of --tokens");
+                add_text(app, "--out", f->out, "the .npy file to write (required)")->type_name("FILE");
+                add_force(app, f->force);
+                app.add_option("--tokenizer", f->tokenizer,
+                               "a tokenizer.json, folder or .gguf (default: the model's own)");
+                app.add_flag("--no-special", f->no_special, "--prompt: no BOS or other special tokens added");
+                add_gpu_flags(app, f->gpu);
+                return [f] { return score(*f); };
+              }}};
 
 }  // namespace
 }  // namespace wgc::cli

@@ -1,6 +1,7 @@
 // wgc serve: an OpenAI-compatible HTTP server for one model (src/server, docs/serving.md).
 #include "cli/command.h"
 #include "cli/llm_backend.h"
+#include "cli/llm_flags.h"
 #include "gpu/context.h"
 #include "llm/chat/chat_template.h"
 #include "llm/generate/default_model.h"
@@ -24,36 +25,41 @@ namespace fs = std::filesystem;
 
 int signal_pipe[2] = {-1, -1};
 
-int int_arg(Args& a, std::string_view name, int fallback, int lo, int hi) {
-  double v = a.number_or(name, fallback);
-  if (v != double(int64_t(v)) || v < lo || v > hi)
-    throw Error("wgc serve: " + std::string(name) + " expects an integer in [" + std::to_string(lo) + ", " +
-                std::to_string(hi) + "]");
-  return int(v);
+struct Flags {
+  GpuFlags gpu;
+  std::optional<std::string> model, name, kernel;
+  std::string tokenizer;
+  server::ServerOptions so;
+  llm::SchedulerOptions sched;
+  int max_body = 8 << 20, grace_s = 30, gpu_index = -1;
+};
+
+// `v` within [lo, hi], else a UsageError naming the flag.
+int in_range(int v, const char* flag, int lo, int hi) {
+  if (v < lo || v > hi)
+    throw UsageError(std::string(flag) + " expects an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                     "], got " + std::to_string(v));
+  return v;
 }
 
-int serve(Args& a) {
-  auto g = gpu_flags(a);
-  auto model_opt = a.option("--model");
-  fs::path path = model_opt ? fs::path(*model_opt) : llm::default_model_path();
-  std::string tokenizer = a.option_or("--tokenizer", "");
-  std::string name = a.option_or("--name", path.stem().string());
-  server::ServerOptions so;
-  so.host = a.option_or("--host", "127.0.0.1");
-  so.port = int_arg(a, "--port", 8080, 0, 65535);
-  so.api_key = a.option_or("--api-key", "");
+int serve(const Flags& f) {
+  fs::path path = model_path(f.model);
+  const std::string& tokenizer = f.tokenizer;
+  std::string name = f.name.value_or(path.stem().string());
+  server::ServerOptions so = f.so;
+  in_range(so.port, "--port", 0, 65535);
   if (so.api_key.empty())
     if (const char* env = std::getenv("WGC_API_KEY")) so.api_key = env;
-  so.max_body_bytes = size_t(int_arg(a, "--max-body", 8 << 20, 1024, 1 << 30));
-  so.shutdown_grace = std::chrono::seconds(int_arg(a, "--shutdown-grace", 30, 0, 3600));
-  llm::SchedulerOptions sched;
-  sched.parallel = int_arg(a, "--parallel", 8, 1, 1024);
-  sched.max_queue = int_arg(a, "--max-queue", 64, 0, 100000);
-  sched.max_ctx = int_arg(a, "--ctx", 0, 0, 1 << 24);
-  sched.kv_blocks = int_arg(a, "--kv-blocks", 0, 0, 1 << 24);
-  sched.kv_block_tokens = int_arg(a, "--kv-block", sched.kv_block_tokens, 1, 4096);
-  sched.prefill_chunk = int_arg(a, "--prefill-chunk", sched.prefill_chunk, 1, 1 << 16);
-  if (auto k = a.option("--kernel")) {  // the serving engine's linear kernels (docs/serving.md)
+  so.max_body_bytes = size_t(in_range(f.max_body, "--max-body", 1024, 1 << 30));
+  so.shutdown_grace = std::chrono::seconds(in_range(f.grace_s, "--shutdown-grace", 0, 3600));
+  llm::SchedulerOptions sched = f.sched;
+  in_range(sched.parallel, "--parallel", 1, 1024);
+  in_range(sched.max_queue, "--max-queue", 0, 100000);
+  in_range(sched.max_ctx, "--ctx", 0, 1 << 24);
+  in_range(sched.kv_blocks, "--kv-blocks", 0, 1 << 24);
+  in_range(sched.kv_block_tokens, "--kv-block", 1, 4096);
+  in_range(sched.prefill_chunk, "--prefill-chunk", 1, 1 << 16);
+  if (const auto& k = f.kernel) {  // the serving engine's linear kernels (docs/serving.md)
     if (*k == "batched")
       sched.linear = llm::LinearVersion::Batched;
     else if (*k == "batched-q8")
@@ -61,20 +67,19 @@ int serve(Args& a) {
     else if (*k == "naive")
       sched.linear = llm::LinearVersion::Naive;
     else if (*k != "auto")
-      throw Error("wgc serve: --kernel expects auto, batched, batched-q8 or naive, got '" + *k + "'");
+      throw UsageError("--kernel expects auto, batched, batched-q8 or naive, got '" + *k + "'");
   }
-  int gpu = int_arg(a, "--gpu", -1, -1, 1024);
-  a.done();
+  int gpu = in_range(f.gpu_index, "--gpu", -1, 1024);
 
   llm::ModelFile file = llm::open_model(path);
-  for (const auto& note : file.config().notes) std::fprintf(stderr, "wgc: note: %s\n", note.c_str());
+  for (const auto& note : file.config().notes) info("note: " + note);
   auto tok = llm::find_tokenizer(file, tokenizer);
   if (!tok)
     throw Error("wgc serve: " + path.string() +
                 " has no tokenizer (no tokenizer.json beside it): give --tokenizer PATH");
   llm::ChatTemplate chat = llm::ChatTemplate::for_tokenizer(*tok);
 
-  LlmBackend be = llm_backend(g, gpu);
+  LlmBackend be = llm_backend(f.gpu, gpu);
   llm::EngineOptions eo;
   eo.max_ctx = sched.max_ctx;
   eo.device = be.device;
@@ -122,12 +127,28 @@ int serve(Args& a) {
   return 0;
 }
 
-Register reg{{"serve",
-              "[--model MODEL] [--host 127.0.0.1] [--port 8080] [--parallel N] [--ctx N] [--max-queue N] "
-              "[--kv-blocks N] [--kv-block 16] [--prefill-chunk 256] [--kernel auto|batched|batched-q8|naive] "
-              "[--api-key KEY] [--gpu INDEX] [--name ID] [--max-body BYTES] [--shutdown-grace S] [--tokenizer PATH] "
-              "[--backend B]",
-              "OpenAI-compatible HTTP server for a language model (default: the built-in wgc-tiny-dict)", serve}};
+Register reg{{"serve", "OpenAI-compatible HTTP server for a language model (default: the built-in wgc-tiny-dict)",
+              [](CLI::App& app) {
+                auto f = std::make_shared<Flags>();
+                add_text(app, "--model,-m", f->model, kModelHelp)->type_name("PATH");
+                app.add_option("--tokenizer", f->tokenizer,
+                               "a tokenizer.json, folder or .gguf (default: the model's own)")
+                    ->type_name("PATH");
+                add_text(app, "--name", f->name, "the model's id in the API (default: the file's name)");
+                app.add_option("--host", f->so.host, "the address to listen on");
+                add_number(app, "--port", f->so.port, "the port to listen on (0: any free one)");
+                app.add_option("--api-key", f->so.api_key, "require this bearer token (or WGC_API_KEY)")
+                    ->type_name("KEY")
+                    ->default_str("");
+                add_number(app, "--parallel", f->sched.parallel, "sequences decoded together");
+                add_number(app, "--ctx", f->sched.max_ctx, "context per sequence in tokens; 0: the model's, capped");
+                add_number(app, "--max-queue", f->sched.max_queue, "waiting requests beyond which new ones get 429");
+                add_number(app, "--max-body", f->max_body, "the largest request body in bytes");
+                add_number(app, "--shutdown-grace", f->grace_s, "seconds running requests get to finish on SIGTERM");
+                add_number(app, "--gpu", f->gpu_index, "the adapter's index (wgc info lists them); -1: the default");
+                add_gpu_flags(app, f->gpu);
+                return [f] { return serve(*f); };
+              }}};
 
 }  // namespace
 }  // namespace wgc::cli

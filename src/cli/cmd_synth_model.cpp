@@ -13,9 +13,17 @@
 namespace wgc::cli {
 namespace {
 
-int synth_model_cmd(Args& a) {
-  if (a.flag("--list")) {
-    a.done();
+struct Flags {
+  bool list = false;
+  std::optional<std::string> shape, out;
+  std::string type = "f16";
+  uint64_t seed = 0;
+  int threads = 0;
+  bool force = false;
+};
+
+int synth_model_cmd(const Flags& f) {
+  if (f.list) {
     std::printf("%-14s %7s %7s %6s %6s %5s %5s %7s %8s %6s\n", "shape", "params", "hidden", "layers", "heads", "kv",
                 "hd", "ffn", "vocab", "tied");
     for (const auto& s : llm::synth::shapes()) {
@@ -28,43 +36,40 @@ int synth_model_cmd(Args& a) {
     }
     return 0;
   }
-  auto shape_name = a.option("--shape");
-  auto type_name = a.option_or("--type", "f16");
-  auto out = a.option("--out");
-  std::string seed_text = a.option_or("--seed", "0");
-  int threads = static_cast<int>(a.number_or("--threads", 0));
-  bool force = a.flag("--force");
-  a.done();
-  if (!shape_name) throw Error("wgc synth-model: --shape is required (wgc synth-model --list shows them)");
-  if (!out) throw Error("wgc synth-model: --out FILE.gguf is required");
-  char* end = nullptr;
-  unsigned long long seed = std::strtoull(seed_text.c_str(), &end, 0);
-  if (seed_text.empty() || *end)
-    throw Error("wgc synth-model: --seed expects a non-negative integer, got '" + seed_text + "'");
+  if (!f.shape) throw UsageError("--shape is required (wgc synth-model --list shows them)");
+  if (!f.out) throw UsageError("--out FILE.gguf is required");
+  if (f.threads < 0) throw UsageError("--threads must be >= 0");
 
-  if (!force && std::filesystem::exists(*out))
-    throw Error("wgc synth-model: " + *out + ": the file exists (pass --force to replace it)");
-  const auto& shape = llm::synth::find_shape(*shape_name);
-  llm::TensorType type = llm::synth::parse_synth_type(type_name);
+  const auto& shape = llm::synth::find_shape(*f.shape);
+  llm::TensorType type = llm::synth::parse_synth_type(f.type);
   llm::synth::SynthOptions opt;
-  opt.seed = seed;
-  opt.force = force;
-  opt.write.threads = threads;
+  opt.seed = f.seed;
+  opt.overwrite = overwrite_rule(f.force);
+  opt.write.threads = f.threads;
   auto t0 = std::chrono::steady_clock::now();
-  auto m = llm::synth::write_synth_model(*out, shape, type, opt);
+  auto m = llm::synth::write_synth_model(*f.out, shape, type, opt);
   double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const double p = double(m.params()), b = double(m.file_bytes());
-  std::printf("%s: %s %s, %.3g %s params, %.3g %s, seed %llu, written in %.1f s (%.2f GB/s)\n", out->c_str(),
+  std::printf("%s: %s %s, %.3g %s params, %.3g %s, seed %llu, written in %.1f s (%.2f GB/s)\n", f.out->c_str(),
               shape.display.c_str(), std::string(llm::to_string(type)).c_str(), p >= 1e9 ? p / 1e9 : p / 1e6,
-              p >= 1e9 ? "B" : "M", b >= 1e9 ? b / 1e9 : b / 1e6, b >= 1e9 ? "GB" : "MB", seed, s,
+              p >= 1e9 ? "B" : "M", b >= 1e9 ? b / 1e9 : b / 1e6, b >= 1e9 ? "GB" : "MB", (unsigned long long)f.seed, s,
               b / 1e9 / std::max(s, 1e-9));
   return 0;
 }
 
-Register reg{{"synth-model",
-              "--shape llama-3.2-1b|llama-3.2-3b|llama-3.1-8b|qwen2.5-0.5b|tiny --type f16|q8_0|q4_0|f32 --out F.gguf "
-              "[--seed S] [--threads T] [--force] | --list",
-              "write a GGUF with random weights in a real model's shapes (for benchmarks)", synth_model_cmd}};
+Register reg{
+    {"synth-model", "write a GGUF with random weights in a real model's shapes (for benchmarks)", [](CLI::App& app) {
+       auto f = std::make_shared<Flags>();
+       app.add_flag("--list", f->list, "list the shapes and exit");
+       add_text(app, "--shape", f->shape,
+                "the model's shape: llama-3.2-1b, llama-3.2-3b, llama-3.1-8b, qwen2.5-0.5b, tiny");
+       app.add_option("--type", f->type, "the weights' type: f16, q8_0, q4_0, f32");
+       add_text(app, "--out", f->out, "the .gguf file to write (required)")->type_name("FILE");
+       add_number(app, "--seed", f->seed, "random seed of the weights");
+       add_number(app, "--threads", f->threads, "threads writing the weights; 0: all cores");
+       add_force(app, f->force);
+       return [f] { return synth_model_cmd(*f); };
+     }}};
 
 }  // namespace
 }  // namespace wgc::cli

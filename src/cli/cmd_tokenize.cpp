@@ -1,6 +1,7 @@
 // wgc tokenize / wgc detokenize: text <-> token ids with a model's tokenizer (a GGUF file, a Hugging
 // Face folder, or a tokenizer.json).
 #include "cli/command.h"
+#include "cli/llm_flags.h"
 #include "llm/generate/default_model.h"
 #include "llm/tokenizer/loaders.h"
 #include "llm/tokenizer/tokenizer.h"
@@ -21,18 +22,25 @@ std::string read_stdin() {
   return ss.str();
 }
 
+struct Flags {
+  std::optional<std::string> model;
+  bool json = false, pieces = false, no_special = false, skip_special = false;
+  std::vector<std::string> words;
+};
+
 // --model (a .gguf file, a folder, or a tokenizer.json), else the built-in default model.
-llm::Tokenizer tokenizer_of(Args& a) {
-  auto model = a.option("--model");
-  return llm::load_tokenizer(model ? std::filesystem::path(*model) : llm::default_model_path());
+llm::Tokenizer tokenizer_of(const Flags& f) { return llm::load_tokenizer(model_path(f.model)); }
+
+void add_model_flag(CLI::App& app, Flags& f) {
+  add_text(app, "--model,-m", f.model,
+           "a GGUF file, Hugging Face folder or tokenizer.json (default: the built-in wgc-tiny-dict)")
+      ->type_name("PATH");
 }
 
-int tokenize(Args& a) {
-  bool json = a.flag("--json");
-  bool pieces = a.flag("--pieces");
-  bool no_special = a.flag("--no-special");
-  llm::Tokenizer tok = tokenizer_of(a);
-  auto words = a.positionals();
+int tokenize(const Flags& f) {
+  const bool json = f.json, pieces = f.pieces, no_special = f.no_special;
+  llm::Tokenizer tok = tokenizer_of(f);
+  const auto& words = f.words;
   std::string text;
   if (words.empty() || (words.size() == 1 && words[0] == "-")) {
     text = read_stdin();
@@ -99,10 +107,10 @@ std::vector<int32_t> parse_ids(const std::string& s) {
   return ids;
 }
 
-int detokenize(Args& a) {
-  bool skip = a.flag("--skip-special");
-  llm::Tokenizer tok = tokenizer_of(a);
-  auto words = a.positionals();
+int detokenize(const Flags& f) {
+  bool skip = f.skip_special;
+  llm::Tokenizer tok = tokenizer_of(f);
+  const auto& words = f.words;
   std::string all;
   if (words.empty() || (words.size() == 1 && words[0] == "-")) {
     all = read_stdin();
@@ -114,11 +122,23 @@ int detokenize(Args& a) {
   return 0;
 }
 
-Register reg_tok{{"tokenize", "[--model MODEL] [--json] [--pieces] [--no-special] [TEXT... | -]",
-                  "token ids of TEXT (stdin when absent) with a model's tokenizer (default: the built-in model)",
-                  tokenize}};
-Register reg_detok{{"detokenize", "[--model MODEL] [--skip-special] [IDS... | -]",
-                    "text of token ids (spaces, commas or a JSON array; stdin when absent)", detokenize}};
+Register reg_tok{{"tokenize", "token ids of TEXT (stdin when absent) with a model's tokenizer", [](CLI::App& app) {
+                    auto f = std::make_shared<Flags>();
+                    add_model_flag(app, *f);
+                    app.add_flag("--json", f->json, "print a JSON array");
+                    app.add_flag("--pieces", f->pieces, "print each id with its token's text");
+                    app.add_flag("--no-special", f->no_special, "no BOS or other special tokens added");
+                    app.add_option("TEXT", f->words, "the text (words joined by spaces); '-' or none: stdin");
+                    return [f] { return tokenize(*f); };
+                  }}};
+Register reg_detok{
+    {"detokenize", "text of token ids (spaces, commas or a JSON array; stdin when absent)", [](CLI::App& app) {
+       auto f = std::make_shared<Flags>();
+       add_model_flag(app, *f);
+       app.add_flag("--skip-special", f->skip_special, "leave special tokens (BOS, EOS) out");
+       app.add_option("IDS", f->words, "token ids; '-' or none: stdin");
+       return [f] { return detokenize(*f); };
+     }}};
 
 }  // namespace
 }  // namespace wgc::cli

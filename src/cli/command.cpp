@@ -1,8 +1,15 @@
 #include "cli/command.h"
 
-#include "util/error.h"
+#include "gpu/context.h"
 
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <limits>
+#include <sstream>
+#include <type_traits>
 
 namespace wgc::cli {
 
@@ -11,78 +18,228 @@ std::map<std::string, Command>& commands() {
   return all;
 }
 
-bool Args::flag(std::string_view name) {
-  for (auto it = argv_.begin(); it != argv_.end(); ++it)
-    if (*it == name) {
-      argv_.erase(it);
-      return true;
-    }
-  return false;
+namespace {
+
+// "-n,--n-predict" -> "-n": the name messages use (the first one listed).
+std::string display_name(const std::string& flags) { return flags.substr(0, flags.find(',')); }
+
+template <class T>
+const char* type_name() {
+  if constexpr (std::is_floating_point_v<T>) return "FLOAT";
+  if constexpr (std::is_unsigned_v<T>) return "UINT";
+  return "INT";
 }
 
-std::optional<std::string> Args::option(std::string_view name) {
-  for (auto it = argv_.begin(); it != argv_.end(); ++it) {
-    if (*it == name) {
-      if (it + 1 == argv_.end()) throw Error("wgc: " + std::string(name) + " needs a value");
-      std::string v = *(it + 1);
-      argv_.erase(it, it + 2);
-      return v;
-    }
-    if (it->size() > name.size() + 1 && it->starts_with(name) && (*it)[name.size()] == '=') {
-      std::string v = it->substr(name.size() + 1);
-      argv_.erase(it);
-      return v;
+template <class T>
+std::string format(T v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+
+}  // namespace
+
+template <class T>
+T parse_number(std::string_view flag, std::string_view text) {
+  T v{};
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, v);
+  std::string what = std::is_floating_point_v<T> ? "a number"
+                     : std::is_unsigned_v<T>     ? "a non-negative integer"
+                                                 : "an integer";
+  if (ec == std::errc::result_out_of_range)
+    throw UsageError(std::string(flag) + " expects " + what + " from " + format(std::numeric_limits<T>::lowest()) +
+                     " to " + format(std::numeric_limits<T>::max()) + ", got '" + std::string(text) + "'");
+  if (text.empty() || ec != std::errc() || ptr != end)
+    throw UsageError(std::string(flag) + " expects " + what + ", got '" + std::string(text) + "'");
+  if constexpr (std::is_floating_point_v<T>)
+    if (!std::isfinite(v))
+      throw UsageError(std::string(flag) + " expects a finite number, got '" + std::string(text) + "'");
+  return v;
+}
+
+template <class T>
+CLI::Option* add_number(CLI::App& app, const std::string& flag, T& value, const std::string& help, bool show_default) {
+  std::string name = display_name(flag);
+  auto* o = app.add_option_function<std::string>(
+      flag, [&value, name](const std::string& s) { value = parse_number<T>(name, s); }, help);
+  o->type_name(type_name<T>());
+  if (show_default) o->default_str(format(value));
+  return o;
+}
+
+template <class T>
+CLI::Option* add_number(CLI::App& app, const std::string& flag, std::optional<T>& value, const std::string& help) {
+  std::string name = display_name(flag);
+  return app
+      .add_option_function<std::string>(
+          flag, [&value, name](const std::string& s) { value = parse_number<T>(name, s); }, help)
+      ->type_name(type_name<T>());
+}
+
+template <class T>
+CLI::Option* add_numbers(CLI::App& app, const std::string& flag, std::vector<T>& values, const std::string& help) {
+  std::string name = display_name(flag);
+  auto* o = app.add_option_function<std::vector<std::string>>(
+      flag,
+      [&values, name](const std::vector<std::string>& items) {
+        values.clear();
+        for (const auto& s : items) values.push_back(parse_number<T>(name, s));
+      },
+      help);
+  o->delimiter(',')->allow_extra_args(false)->type_name(std::string(type_name<T>()) + ",...");
+  if (!values.empty()) {
+    std::string d;
+    for (T v : values) d += (d.empty() ? "" : ",") + format(v);
+    o->default_str(d);
+  }
+  return o;
+}
+
+#define WGC_NUMBER_TYPES(X) X(int) X(int64_t) X(uint32_t) X(uint64_t) X(float) X(double)
+#define WGC_INSTANTIATE(T)                                                                                   \
+  template T parse_number<T>(std::string_view, std::string_view);                                            \
+  template CLI::Option* add_number<T>(CLI::App&, const std::string&, T&, const std::string&, bool);          \
+  template CLI::Option* add_number<T>(CLI::App&, const std::string&, std::optional<T>&, const std::string&); \
+  template CLI::Option* add_numbers<T>(CLI::App&, const std::string&, std::vector<T>&, const std::string&);
+WGC_NUMBER_TYPES(WGC_INSTANTIATE)
+#undef WGC_INSTANTIATE
+#undef WGC_NUMBER_TYPES
+
+CLI::Option* add_text(CLI::App& app, const std::string& flag, std::optional<std::string>& value,
+                      const std::string& help) {
+  return app
+      .add_option_function<std::string>(
+          flag, [&value](const std::string& s) { value = s; }, help)
+      ->type_name("TEXT");
+}
+
+CLI::Option* add_list(CLI::App& app, const std::string& flag, std::vector<std::string>& values,
+                      const std::string& help) {
+  auto* o = app.add_option_function<std::vector<std::string>>(
+      flag,
+      [&values](const std::vector<std::string>& items) {
+        values.clear();
+        for (const auto& s : items)
+          if (!s.empty()) values.push_back(s);
+      },
+      help);
+  return o->delimiter(',')->allow_extra_args(false)->type_name("TEXT,...")->default_str("");
+}
+
+CLI::Option* add_force(CLI::App& app, bool& force) {
+  return app.add_flag("--force", force, "overwrite output files that exist (otherwise refused)");
+}
+
+ContextOptions GpuFlags::context_options() const {
+  ContextOptions o;
+  o.backend = parse_backend(backend);
+  o.debug = debug;
+  return o;
+}
+
+void add_gpu_flags(CLI::App& app, GpuFlags& g) {
+  app.add_option_function<std::string>(
+         "--backend",
+         [&g](const std::string& s) {
+           try {
+             (void)parse_backend(s);
+           } catch (const Error& e) {
+             throw UsageError(std::string("--backend: ") + e.what());
+           }
+           g.backend = s;
+         },
+         "the Vulkan adapter: auto (a GPU, else SwiftShader), gpu, cpu-vulkan (or WGC_BACKEND); language-model "
+         "commands also take cpu: the CPU engine, which auto picks when the only adapter is a CPU")
+      ->type_name("NAME")
+      ->default_str(g.backend);
+  app.add_flag("--debug", g.debug, "Dawn's validation on, performance toggles off (or WGC_DEBUG=1)");
+}
+
+// --- verbosity ---------------------------------------------------------------------------------
+
+namespace {
+Verbosity g_verbosity = Verbosity::Normal;
+}
+
+Verbosity verbosity() { return g_verbosity; }
+void set_verbosity(Verbosity v) {
+  g_verbosity = v;
+  if (v == Verbosity::Quiet) setenv("WGC_PROGRESS", "0", 1);  // util/progress.h's switch
+}
+void warn(const std::string& line) {
+  if (g_verbosity != Verbosity::Quiet) std::fprintf(stderr, "wgc: warning: %s\n", line.c_str());
+}
+void info(const std::string& line) {
+  if (g_verbosity == Verbosity::Verbose) std::fprintf(stderr, "wgc: %s\n", line.c_str());
+}
+
+// --- suggestions ---------------------------------------------------------------------------------
+
+namespace {
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
     }
   }
-  return std::nullopt;
+  return row[b.size()];
 }
 
-std::string Args::option_or(std::string_view name, std::string fallback) {
-  auto v = option(name);
-  return v ? *v : fallback;
-}
-
-double Args::number_or(std::string_view name, double fallback) {
-  auto v = option(name);
-  if (!v) return fallback;
-  char* end = nullptr;
-  double d = std::strtod(v->c_str(), &end);
-  if (v->empty() || *end) throw Error("wgc: " + std::string(name) + " expects a number, got '" + *v + "'");
-  return d;
-}
-
-std::vector<std::string> Args::list(std::string_view name) {
+std::vector<std::string> flag_names(const CLI::App& app) {
   std::vector<std::string> out;
-  auto v = option(name);
-  if (!v) return out;
-  size_t pos = 0;
-  while (pos <= v->size()) {
-    size_t c = v->find(',', pos);
-    if (c == std::string::npos) c = v->size();
-    if (c > pos) out.push_back(v->substr(pos, c - pos));
-    pos = c + 1;
+  for (const CLI::Option* o : app.get_options()) {
+    for (const auto& l : o->get_lnames()) out.push_back("--" + l);
+    for (const auto& s : o->get_snames()) out.push_back("-" + s);
   }
   return out;
 }
 
-std::vector<std::string> Args::positionals() {
-  for (auto& a : argv_)
-    if (a.size() > 1 && a[0] == '-' && a != "-" && !(a[1] >= '0' && a[1] <= '9'))
-      throw Error("wgc: unknown option '" + a + "'");
-  auto out = std::move(argv_);
-  argv_.clear();
-  return out;
+bool looks_like_flag(const std::string& s) {
+  if (s.size() < 2 || s[0] != '-') return false;
+  double d = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), d);
+  return ec != std::errc() || p != s.data() + s.size();  // "-5" and "-0.5" are values
 }
 
-void Args::done() {
-  if (!argv_.empty()) throw Error("wgc: unexpected argument '" + argv_.front() + "'");
+}  // namespace
+
+std::string nearest(std::string_view word, const std::vector<std::string>& known) {
+  std::string best;
+  size_t best_d = std::string::npos;
+  for (const auto& k : known) {
+    size_t d = edit_distance(word, k);
+    // One name a prefix of the other ("--temperature" for "--temp", "--pro" for "--prompt") is close.
+    const auto& [shorter, longer] =
+        k.size() < word.size() ? std::pair(std::string_view(k), word) : std::pair(word, std::string_view(k));
+    if (shorter.size() >= 4 && longer.starts_with(shorter)) d = std::min<size_t>(d, 1);
+    if (d < best_d) {
+      best_d = d;
+      best = k;
+    }
+  }
+  size_t limit = std::max<size_t>(2, word.size() / 3);
+  return best_d <= limit ? best : "";
 }
 
-GpuFlags gpu_flags(Args& a) {
-  GpuFlags f;
-  f.backend = a.option_or("--backend", "auto");
-  f.debug = a.flag("--debug");
-  return f;
+std::string unknown_flags_message(const CLI::App& app, const std::vector<std::string>& extras) {
+  auto known = flag_names(app);
+  std::string msg;
+  for (const auto& e : extras)
+    if (looks_like_flag(e)) {
+      std::string name = e.substr(0, e.find('='));
+      msg += (msg.empty() ? "" : "; ") + std::string("unknown flag ") + name;
+      if (auto n = nearest(name, known); !n.empty()) msg += " (did you mean " + n + "?)";
+    }
+  if (msg.empty() && !extras.empty()) msg = "unexpected argument '" + extras.front() + "'";
+  return msg;
 }
 
 }  // namespace wgc::cli

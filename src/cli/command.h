@@ -1,37 +1,46 @@
-// The wgc command-line tool: each subcommand lives in its own cmd_*.cpp and registers itself.
+// The wgc command-line tool: each subcommand lives in its own cmd_*.cpp and registers itself with
+// CLI11 (Debian's libcli11-dev):
+//
+//   struct Flags { std::string model; int n = 128; bool json = false; };
+//   int run(const Flags& f) { ...; return 0; }
+//   Register reg{{"name", "one line of what it does", [](CLI::App& app) {
+//     auto f = std::make_shared<Flags>();
+//     app.add_option("--model", f->model, "the model file");
+//     add_number(app, "-n", f->n, "tokens to generate");
+//     app.add_flag("--json", f->json, "print JSON");
+//     return [f] { return run(*f); };
+//   }}};
+//
+// main() builds the app from the registered commands, parses, and calls what setup returned.
 #pragma once
 
+#include "util/error.h"
+#include "util/output_file.h"
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+namespace wgc {
+struct ContextOptions;
+}
+
 namespace wgc::cli {
 
-// Arguments of one subcommand: flags (--json), options (--model X or --model=X), positionals.
-class Args {
- public:
-  Args(std::vector<std::string> argv) : argv_(std::move(argv)) {}  // NOLINT
-
-  bool flag(std::string_view name);                          // consumes it
-  std::optional<std::string> option(std::string_view name);  // consumes it and its value
-  std::string option_or(std::string_view name, std::string fallback);
-  double number_or(std::string_view name, double fallback);  // throws on a non-number
-  std::vector<std::string> list(std::string_view name);      // comma-separated values
-  std::vector<std::string> positionals();                    // what is left; throws on unknown --x
-  void done();                                               // throws if anything is left
-
- private:
-  std::vector<std::string> argv_;
-};
+using Run = std::function<int()>;
 
 struct Command {
   std::string name;
-  std::string usage;  // one line: arguments
-  std::string summary;
-  std::function<int(Args&)> run;
+  std::string summary;  // one line, shown by `wgc --help` and above the command's own help
+  // Adds the command's flags and positionals to `app`; returns what runs once they are parsed.
+  std::function<Run(CLI::App& app)> setup;
 };
 
 std::map<std::string, Command>& commands();
@@ -40,11 +49,65 @@ struct Register {
   Register(Command c) { commands().emplace(c.name, std::move(c)); }  // NOLINT
 };
 
+// A mistake on the command line (a missing or conflicting flag): exit status 2, with a pointer to
+// the command's --help.
+struct UsageError : Error {
+  using Error::Error;
+};
+
+// --- flags -------------------------------------------------------------------------------------
+
+// Numbers parsed strictly: the whole text, base 10, finite, within T's range. A bad value fails
+// the parse with a message naming the flag ("--sizes expects a number, got 'abc'"). The help shows
+// the default (the variable's value when the flag is added) unless `show_default` is false.
+template <class T>
+CLI::Option* add_number(CLI::App& app, const std::string& flag, T& value, const std::string& help,
+                        bool show_default = true);
+// A number that may be absent (nullopt unless given).
+template <class T>
+CLI::Option* add_number(CLI::App& app, const std::string& flag, std::optional<T>& value, const std::string& help);
+// Comma-separated numbers ("--sizes 256,1024"); the flag may also be repeated.
+template <class T>
+CLI::Option* add_numbers(CLI::App& app, const std::string& flag, std::vector<T>& values, const std::string& help);
+// A text value that may be absent (--prompt): nullopt unless given.
+CLI::Option* add_text(CLI::App& app, const std::string& flag, std::optional<std::string>& value,
+                      const std::string& help);
+// Comma-separated texts ("--ops matmul,copy"); the flag may also be repeated.
+CLI::Option* add_list(CLI::App& app, const std::string& flag, std::vector<std::string>& values,
+                      const std::string& help);
+
+// The number in `text`, parsed as add_number does; `flag` names it in the error.
+template <class T>
+T parse_number(std::string_view flag, std::string_view text);
+
+// Output files (util/output_file.h): refused when they exist unless --force is given (main says
+// so for a FileExistsError); commands call check_output(path, overwrite_rule(force)) before their
+// work and write with the same rule.
+CLI::Option* add_force(CLI::App& app, bool& force);
+inline Overwrite overwrite_rule(bool force) { return force ? Overwrite::Yes : Overwrite::No; }
+
 // Common to commands that touch the GPU: --backend, --debug.
 struct GpuFlags {
   std::string backend = "auto";
   bool debug = false;
+  ContextOptions context_options() const;
 };
-GpuFlags gpu_flags(Args& a);
+void add_gpu_flags(CLI::App& app, GpuFlags& g);
+
+// --- what commands print besides their results -------------------------------------------------
+
+// Every command takes --verbose (-v) and --quiet (-q); --quiet also turns progress bars off.
+enum class Verbosity { Quiet, Normal, Verbose };
+Verbosity verbosity();
+void set_verbosity(Verbosity v);
+void warn(const std::string& line);  // "wgc: warning: ..." on stderr, unless --quiet
+void info(const std::string& line);  // "wgc: ..." on stderr, with --verbose only
+
+// What is wrong with the arguments CLI11 left over (`extras`): the unknown flags, each with the
+// nearest known flag of `app` ("unknown flag --promt (did you mean --prompt?)"), else the first
+// unexpected argument.
+std::string unknown_flags_message(const CLI::App& app, const std::vector<std::string>& extras);
+// The closest of `known` to `word` (edit distance, or `word` a prefix of it), "" when none is close.
+std::string nearest(std::string_view word, const std::vector<std::string>& known);
 
 }  // namespace wgc::cli

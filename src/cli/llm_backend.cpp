@@ -14,7 +14,7 @@ LlmBackend llm_backend(const GpuFlags& g, int adapter_index) {
     if (const char* env = std::getenv("WGC_BACKEND"); env && *env) name = env;
   LlmBackend b;
   if (name == "cpu") {
-    if (adapter_index >= 0) throw Error("wgc: --gpu picks a GPU adapter; --backend cpu runs without one");
+    if (adapter_index >= 0) throw UsageError("--gpu picks a GPU adapter; --backend cpu runs without one");
     b.device = llm::Device::Cpu;
     return b;
   }
@@ -31,9 +31,9 @@ std::string engine_name(const llm::LlamaModel& m, const LlmBackend& b) {
   return "WebGPU " + b.ctx->adapter().device + " (" + b.ctx->adapter().adapter_type + ")";
 }
 
-void say_engine_choice(const llm::LlamaModel& m) {
-  if (m.device_reason().empty()) return;
-  std::fprintf(stderr, "wgc: %s (--backend gpu or cpu-vulkan keeps the GPU engine)\n", m.device_reason().c_str());
+void say_engine_choice(const std::string& reason) {
+  if (reason.empty() || verbosity() == Verbosity::Quiet) return;
+  std::fprintf(stderr, "wgc: %s (--backend gpu or cpu-vulkan keeps the GPU engine)\n", reason.c_str());
 }
 
 }  // namespace wgc::cli

@@ -27,7 +27,8 @@ LlmBackend llm_backend(const GpuFlags& g, int adapter_index = -1);
 // adapter's name.
 std::string engine_name(const llm::LlamaModel& m, const LlmBackend& b);
 
-// When auto chose the CPU engine: one line on stderr saying why (nothing otherwise).
-void say_engine_choice(const llm::LlamaModel& m);
+// When auto chose the CPU engine: one line on stderr saying why (unless --quiet).
+void say_engine_choice(const std::string& reason);
+inline void say_engine_choice(const llm::LlamaModel& m) { say_engine_choice(m.device_reason()); }
 
 }  // namespace wgc::cli

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <string>
 
 namespace wgc::cpu {
@@ -24,9 +25,12 @@ int gaussian_radius(float sigma) {
   if (!std::isfinite(sigma) || sigma < 0.f)
     throw Error("wgc: gaussian blur: sigma must be finite and >= 0, got " + std::to_string(sigma));
   double r = std::ceil(3.0 * double(sigma));
-  if (r > kMaxBlurRadius)
-    throw Error("wgc: gaussian blur: sigma " + std::to_string(sigma) + " gives radius " +
-                std::to_string(static_cast<long long>(r)) + ", above the limit " + std::to_string(kMaxBlurRadius));
+  if (r > kMaxBlurRadius) {  // r may be far beyond any integer type: printed as a double
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "wgc: gaussian blur: sigma %g gives radius %g, above the limit %d", double(sigma), r,
+                  int(kMaxBlurRadius));
+    throw Error(buf);
+  }
   return static_cast<int>(r);
 }
 

@@ -131,7 +131,15 @@ struct Batch::Impl {
 };
 
 Batch::Batch(Context ctx, bool timed) : impl_(std::make_unique<Impl>(std::move(ctx), timed)) {}
-Batch::~Batch() = default;
+Batch::~Batch() {
+  // WGC_PROFILE=1: a batch submitted but never waited for (greedy decoding's steps, whose tokens
+  // come back through readbacks) waits here, so that its timings print too.
+  if (impl_ && impl_->profile && impl_->submitted && impl_->readback) try {
+      wait();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "[wgc profile] %s\n", e.what());
+    }
+}
 Batch::Batch(Batch&&) noexcept = default;
 Batch& Batch::operator=(Batch&&) noexcept = default;
 const Context& Batch::context() const { return impl_->ctx; }

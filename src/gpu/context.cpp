@@ -332,7 +332,7 @@ Context::Context(ContextOptions options) : state_(std::make_shared<ContextState>
         "wgc: Dawn offered only its Null backend, which computes nothing; refusing it. "
         "No Vulkan driver was found: install libvulkan1 and run scripts/setup.sh.");
   if (options.backend == Backend::Gpu && s.info.is_cpu())
-    throw DeviceError("wgc: Backend::Gpu was asked for, but Vulkan offers no GPU (only '" + s.info.device + "')");
+    throw DeviceError("wgc: the gpu backend was asked for, but Vulkan offers no GPU (only '" + s.info.device + "')");
 
   // Features: only those the adapter lists (asking for others can abort inside Dawn).
   WGPUSupportedFeatures supported = {};

@@ -537,14 +537,15 @@ Image render_bar_chart(const std::string& title, const std::string& y_label, con
 }
 
 void write_line_chart(const std::filesystem::path& path, const std::string& title, const std::string& x_label,
-                      const std::string& y_label, const std::vector<Series>& series, const ChartOptions& o) {
-  write_png(path, render_line_chart(title, x_label, y_label, series, o));
+                      const std::string& y_label, const std::vector<Series>& series, const ChartOptions& o,
+                      Overwrite overwrite) {
+  write_png(path, render_line_chart(title, x_label, y_label, series, o), overwrite);
 }
 
 void write_bar_chart(const std::filesystem::path& path, const std::string& title, const std::string& y_label,
                      const std::vector<std::string>& categories, const std::vector<BarSeries>& series,
-                     const ChartOptions& o) {
-  write_png(path, render_bar_chart(title, y_label, categories, series, o));
+                     const ChartOptions& o, Overwrite overwrite) {
+  write_png(path, render_bar_chart(title, y_label, categories, series, o), overwrite);
 }
 
 }  // namespace wgc::chart

@@ -46,12 +46,13 @@ Image render_line_chart(const std::string& title, const std::string& x_label, co
 Image render_bar_chart(const std::string& title, const std::string& y_label, const std::vector<std::string>& categories,
                        const std::vector<BarSeries>& series, const ChartOptions& o = {});
 
-// The same, written as a PNG file (errors name the file).
+// The same, written as a PNG file (errors name the file; util/output_file.h's rule).
 void write_line_chart(const std::filesystem::path& path, const std::string& title, const std::string& x_label,
-                      const std::string& y_label, const std::vector<Series>& series, const ChartOptions& o = {});
+                      const std::string& y_label, const std::vector<Series>& series, const ChartOptions& o = {},
+                      Overwrite overwrite = Overwrite::Yes);
 void write_bar_chart(const std::filesystem::path& path, const std::string& title, const std::string& y_label,
                      const std::vector<std::string>& categories, const std::vector<BarSeries>& series,
-                     const ChartOptions& o = {});
+                     const ChartOptions& o = {}, Overwrite overwrite = Overwrite::Yes);
 
 // --- the pieces, for other drawings -------------------------------------------------------
 // The 5x7 glyph of an ASCII character (32..126; others draw as '?'): 7 rows, bit 4 the leftmost column.

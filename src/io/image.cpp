@@ -23,10 +23,22 @@
 namespace wgc {
 namespace {
 
+// A small file cannot claim a large image: PNG (deflate) and JPEG (at least a code per 8x8 block)
+// cannot hold more pixels per byte than this, with a margin; a header that claims more is corrupt.
+constexpr int64_t kMaxPixelsPerFileByte = 4096;
+
 std::string quoted(const std::filesystem::path& p) { return "'" + p.string() + "'"; }
 
 [[noreturn]] void fail(const std::filesystem::path& p, const std::string& what) {
   throw Error("wgc: image " + quoted(p) + ": " + what);
+}
+
+// The pixels a header claims, against the file that should hold them.
+bool plausible_size(const std::filesystem::path& p, int64_t w, int64_t h) {
+  std::error_code ec;
+  auto bytes = std::filesystem::file_size(p, ec);
+  if (ec) return true;  // (not a regular file: the decoder finds out)
+  return w * h <= int64_t(bytes) * kMaxPixelsPerFileByte + (int64_t(1) << 20);
 }
 
 struct FileCloser {
@@ -80,10 +92,10 @@ Image read_image(const std::filesystem::path& path) {
   fail(path, "not a PNG or JPEG file (unrecognised signature)");
 }
 
-void write_image(const std::filesystem::path& path, const Image& img, int jpeg_quality) {
+void write_image(const std::filesystem::path& path, const Image& img, int jpeg_quality, Overwrite overwrite) {
   switch (format_for_extension(path)) {
-    case ImageFormat::Png: return write_png(path, img);
-    case ImageFormat::Jpeg: return write_jpeg(path, img, jpeg_quality);
+    case ImageFormat::Png: return write_png(path, img, overwrite);
+    case ImageFormat::Jpeg: return write_jpeg(path, img, jpeg_quality, overwrite);
   }
 }
 
@@ -100,6 +112,10 @@ Image read_png(const std::filesystem::path& path) {
   if (w <= 0 || h <= 0 || w * h > kMaxImagePixels) {
     png_image_free(&pi);
     fail(path, "PNG size " + std::to_string(w) + "x" + std::to_string(h) + " is out of range");
+  }
+  if (!plausible_size(path, w, h)) {
+    png_image_free(&pi);
+    fail(path, "PNG size " + std::to_string(w) + "x" + std::to_string(h) + " cannot be stored in a file this small");
   }
   int c;
   if (pi.format & PNG_FORMAT_FLAG_ALPHA) {
@@ -118,23 +134,28 @@ Image read_png(const std::filesystem::path& path) {
   return img;
 }
 
-void write_png(const std::filesystem::path& path, const Image& img) {
+void write_png(const std::filesystem::path& path, const Image& img, Overwrite overwrite) {
   check_image(img, "write_png");
+  check_output(path, overwrite);  // before the encoding
   png_image pi;
   std::memset(&pi, 0, sizeof pi);
   pi.version = PNG_IMAGE_VERSION;
   pi.width = static_cast<png_uint_32>(img.width);
   pi.height = static_cast<png_uint_32>(img.height);
   pi.format = img.channels == 1 ? PNG_FORMAT_GRAY : img.channels == 3 ? PNG_FORMAT_RGB : PNG_FORMAT_RGBA;
-  File f = open_file(path, "wb");
-  if (!png_image_write_to_stdio(&pi, f.get(), 0, img.data.data(), 0, nullptr))
-    fail(path, std::string("PNG write failed: ") + pi.message);
-  std::FILE* raw = f.release();
-  if (std::fclose(raw) != 0) fail(path, std::string("write failed: ") + std::strerror(errno));
+  // Encoded in memory (the size first), then written through a temporary file (util/output_file.h).
+  png_alloc_size_t size = 0;
+  if (!png_image_write_to_memory(&pi, nullptr, &size, 0, img.data.data(), 0, nullptr))
+    fail(path, std::string("PNG encoding failed: ") + pi.message);
+  std::vector<std::byte> bytes(size);
+  if (!png_image_write_to_memory(&pi, bytes.data(), &size, 0, img.data.data(), 0, nullptr))
+    fail(path, std::string("PNG encoding failed: ") + pi.message);
+  bytes.resize(size);
+  write_file(path, bytes, overwrite);
 }
 #else
 Image read_png(const std::filesystem::path& path) { fail(path, "this build of wgc has no PNG support (libpng)"); }
-void write_png(const std::filesystem::path& path, const Image&) {
+void write_png(const std::filesystem::path& path, const Image&, Overwrite) {
   fail(path, "this build of wgc has no PNG support (libpng)");
 }
 #endif
@@ -197,9 +218,9 @@ Image read_jpeg(const std::filesystem::path& path) {
   cinfo.out_color_space = cinfo.num_components == 1 ? JCS_GRAYSCALE : JCS_RGB;
   jpeg_start_decompress(&cinfo);
   int64_t w = cinfo.output_width, h = cinfo.output_height;
-  if (w <= 0 || h <= 0 || w * h > kMaxImagePixels) {
-    std::snprintf(err.message, sizeof err.message, "size %lldx%lld is out of range", static_cast<long long>(w),
-                  static_cast<long long>(h));
+  if (w <= 0 || h <= 0 || w * h > kMaxImagePixels || !plausible_size(path, w, h)) {
+    std::snprintf(err.message, sizeof err.message, "size %lldx%lld is out of range%s", static_cast<long long>(w),
+                  static_cast<long long>(h), w * h > kMaxImagePixels ? "" : " for a file this small");
     std::longjmp(err.jump, 1);
   }
   img.width = static_cast<int>(w);
@@ -216,8 +237,9 @@ Image read_jpeg(const std::filesystem::path& path) {
   return img;
 }
 
-void write_jpeg(const std::filesystem::path& path, const Image& img, int quality) {
+void write_jpeg(const std::filesystem::path& path, const Image& img, int quality, Overwrite overwrite) {
   check_image(img, "write_jpeg");
+  check_output(path, overwrite);  // before the encoding
   if (quality < 1 || quality > 100) fail(path, "JPEG quality must be 1..100, got " + std::to_string(quality));
   // JPEG has no alpha: drop it.
   std::vector<uint8_t> rgb;
@@ -230,7 +252,13 @@ void write_jpeg(const std::filesystem::path& path, const Image& img, int quality
     src = rgb.data();
     c = 3;
   }
-  File f = open_file(path, "wb");
+  // Encoded in memory, then written through a temporary file (util/output_file.h).
+  unsigned char* mem = nullptr;
+  unsigned long mem_size = 0;
+  struct Free {
+    unsigned char*& p;
+    ~Free() { std::free(p); }
+  } free_mem{mem};
   jpeg_compress_struct cinfo;
   JpegError err;
   install(err);
@@ -240,7 +268,7 @@ void write_jpeg(const std::filesystem::path& path, const Image& img, int quality
     fail(path, std::string("JPEG write failed: ") + err.message);
   }
   jpeg_create_compress(&cinfo);
-  jpeg_stdio_dest(&cinfo, f.get());
+  jpeg_mem_dest(&cinfo, &mem, &mem_size);
   cinfo.image_width = static_cast<JDIMENSION>(img.width);
   cinfo.image_height = static_cast<JDIMENSION>(img.height);
   cinfo.input_components = c;
@@ -255,12 +283,11 @@ void write_jpeg(const std::filesystem::path& path, const Image& img, int quality
   }
   jpeg_finish_compress(&cinfo);
   jpeg_destroy_compress(&cinfo);
-  std::FILE* raw = f.release();
-  if (std::fclose(raw) != 0) fail(path, std::string("write failed: ") + std::strerror(errno));
+  write_file(path, std::as_bytes(std::span(mem, size_t(mem_size))), overwrite);
 }
 #else
 Image read_jpeg(const std::filesystem::path& path) { fail(path, "this build of wgc has no JPEG support (libjpeg)"); }
-void write_jpeg(const std::filesystem::path& path, const Image&, int) {
+void write_jpeg(const std::filesystem::path& path, const Image&, int, Overwrite) {
   fail(path, "this build of wgc has no JPEG support (libjpeg)");
 }
 #endif

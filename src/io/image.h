@@ -2,6 +2,7 @@
 #pragma once
 
 #include "util/image.h"
+#include "util/output_file.h"
 
 #include <filesystem>
 
@@ -22,9 +23,11 @@ Image read_jpeg(const std::filesystem::path& path);
 
 // Writes by the extension (.png; .jpg/.jpeg), replacing an existing file. JPEG has no alpha: a
 // 4-channel image loses it. quality: JPEG quality 1..100.
-void write_image(const std::filesystem::path& path, const Image& img, int jpeg_quality = 92);
-void write_png(const std::filesystem::path& path, const Image& img);
-void write_jpeg(const std::filesystem::path& path, const Image& img, int quality = 92);
+void write_image(const std::filesystem::path& path, const Image& img, int jpeg_quality = 92,
+                 Overwrite overwrite = Overwrite::Yes);
+void write_png(const std::filesystem::path& path, const Image& img, Overwrite overwrite = Overwrite::Yes);
+void write_jpeg(const std::filesystem::path& path, const Image& img, int quality = 92,
+                Overwrite overwrite = Overwrite::Yes);
 // The format write_image would use for this path; throws for other extensions.
 ImageFormat format_for_extension(const std::filesystem::path& path);
 

@@ -146,7 +146,7 @@ std::string header(const std::string& dtype, std::span<const int64_t> shape) {
 }
 
 void write(const std::filesystem::path& path, const std::string& dtype, std::span<const int64_t> shape,
-           std::span<const std::byte> data) {
+           std::span<const std::byte> data, Overwrite overwrite) {
   Kind k = parse_dtype(dtype, path.string());
   int64_t n = 1;
   for (auto d : shape) {
@@ -157,20 +157,20 @@ void write(const std::filesystem::path& path, const std::string& dtype, std::spa
     throw Error("wgc: " + path.string() + ": " + std::to_string(data.size()) + " bytes of data for shape of " +
                 std::to_string(n) + " elements of " + dtype);
   std::string h = header(dtype, shape);
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  if (!f) throw Error("wgc: cannot create " + path.string());
-  f.write(h.data(), std::streamsize(h.size()));
-  f.write(reinterpret_cast<const char*>(data.data()), std::streamsize(data.size()));
-  f.close();
-  if (!f) throw Error("wgc: writing " + path.string() + " failed");
+  OutputFile f(path, overwrite);
+  f.write(h);
+  f.write(data);
+  f.commit();
 }
 
-void write(const std::filesystem::path& path, std::span<const float> data, std::vector<int64_t> shape) {
-  write(path, "<f4", shape, std::as_bytes(data));
+void write(const std::filesystem::path& path, std::span<const float> data, std::vector<int64_t> shape,
+           Overwrite overwrite) {
+  write(path, "<f4", shape, std::as_bytes(data), overwrite);
 }
 
-void write(const std::filesystem::path& path, std::span<const int32_t> data, std::vector<int64_t> shape) {
-  write(path, "<i4", shape, std::as_bytes(data));
+void write(const std::filesystem::path& path, std::span<const int32_t> data, std::vector<int64_t> shape,
+           Overwrite overwrite) {
+  write(path, "<i4", shape, std::as_bytes(data), overwrite);
 }
 
 Array parse(std::span<const std::byte> bytes, const std::string& source) {

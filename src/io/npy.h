@@ -6,6 +6,8 @@
 //   std::vector<float> v = a.to_f32();
 #pragma once
 
+#include "util/output_file.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -32,10 +34,14 @@ std::string header(const std::string& dtype, std::span<const int64_t> shape);
 
 // Writes raw elements of `dtype` (numel(shape) * item size bytes). Throws wgc::Error on I/O errors or
 // a size mismatch.
+// Written through a temporary file (util/output_file.h); an existing file is replaced only with
+// Overwrite::Yes.
 void write(const std::filesystem::path& path, const std::string& dtype, std::span<const int64_t> shape,
-           std::span<const std::byte> data);
-void write(const std::filesystem::path& path, std::span<const float> data, std::vector<int64_t> shape);
-void write(const std::filesystem::path& path, std::span<const int32_t> data, std::vector<int64_t> shape);
+           std::span<const std::byte> data, Overwrite overwrite = Overwrite::Yes);
+void write(const std::filesystem::path& path, std::span<const float> data, std::vector<int64_t> shape,
+           Overwrite overwrite = Overwrite::Yes);
+void write(const std::filesystem::path& path, std::span<const int32_t> data, std::vector<int64_t> shape,
+           Overwrite overwrite = Overwrite::Yes);
 
 // Throws wgc::Error naming the file and what is wrong (magic, version, header, dtype, size).
 Array read(const std::filesystem::path& path);

@@ -143,9 +143,9 @@ llm::SamplingParams parse_sampling(const Fields& f, const llm::SamplingParams& d
     *seeded = false;
   }
   try {
-    p.validate();
-  } catch (const Error& e) {
-    throw bad_request("", plain_message(e));
+    validate(p);
+  } catch (const OptionError& e) {  // the library's field names are the API's
+    throw bad_request(e.option, "'" + e.option + "' " + e.problem);
   }
   return p;
 }

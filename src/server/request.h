@@ -8,6 +8,7 @@
 #pragma once
 
 #include "llm/chat/chat_template.h"
+#include "llm/generate/generator.h"
 #include "llm/generate/sampler.h"
 #include "llm/serve/scheduler.h"
 #include "llm/tokenizer/tokenizer.h"
@@ -34,8 +35,8 @@ enum class Api { Completions, Chat };
 // Limits on what a request may ask for.
 inline constexpr size_t kMaxJsonDepth = 64;
 inline constexpr size_t kMaxChatMessages = 4096;
-inline constexpr size_t kMaxStopStrings = 16;
-inline constexpr size_t kMaxStopBytes = 1024;
+inline constexpr size_t kMaxStopStrings = llm::kMaxStopStrings;  // the library's (llm::validate)
+inline constexpr size_t kMaxStopBytes = llm::kMaxStopBytes;
 inline constexpr int kMaxCompletionsLogprobs = 20;       // OpenAI allows 5; the engine gives up to 20
 inline constexpr int kDefaultCompletionsMaxTokens = 16;  // OpenAI's default for /v1/completions
 

@@ -31,4 +31,13 @@ struct LimitError : Error {
   using Error::Error;
 };
 
+// A parameter of a library call out of range. `option` is its name in the library (a field such as
+// "top_p"), so a front end can say it in its own words (the CLI's --top-p, a request's field);
+// `problem` is the rest of the message ("must be in (0, 1], got 1.5").
+struct OptionError : Error {
+  OptionError(std::string option_name, std::string what_is_wrong)
+      : Error(option_name + " " + what_is_wrong), option(std::move(option_name)), problem(std::move(what_is_wrong)) {}
+  std::string option, problem;
+};
+
 }  // namespace wgc

@@ -7,7 +7,7 @@
 // Usage: node load.test.mjs --wgc build/wgc --deps .deps [--seconds 20] [--clients 32]
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { metrics, options, readEvents, rssBytes, sleep, startServer } from './lib.mjs';
+import { metrics, options, readEvents, rssBytes, startServer, until } from './lib.mjs';
 
 const opt = options();
 const SECONDS = Number(opt.seconds ?? process.env.WGC_SERVE_LOAD_SECONDS ?? 15);
@@ -93,7 +93,9 @@ test(`${CLIENTS} streaming clients for ${SECONDS} s: no failed request, flat mem
       assert.ok(last <= first + 16 * MiB, `RSS grew from ${first} to ${last} bytes`);
       assert.ok(after.wgc_gpu_buffer_bytes <= warm.wgc_gpu_buffer_bytes * 1.05 + 4 * MiB,
         `GPU buffers grew from ${warm.wgc_gpu_buffer_bytes} to ${after.wgc_gpu_buffer_bytes} bytes`);
-      await sleep(300);
+      // A sequence leaves the counts just after its last bytes are sent: wait for that, not a while.
+      const idleNow = (m) => m.wgc_running_sequences === 0 && m.wgc_queue_length === 0;
+      await until(async () => idleNow(await metrics(server.url)), 10_000, 'the server to go idle').catch(() => {});
       const idle = await metrics(server.url);
       assert.equal(idle.wgc_running_sequences, 0);
       assert.equal(idle.wgc_queue_length, 0);

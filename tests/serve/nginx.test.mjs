@@ -68,6 +68,19 @@ http {
 
 const completions = (m) => m['wgc_requests_total{route="/v1/completions",status="200"}'] ?? 0;
 
+// The /metrics of `urls`, once their completions add up to at least `want`, or after 10 s (the
+// caller then checks the exact count). A server counts a request once its response is written,
+// which can be just after the client has read that response, so an immediate read can miss it.
+async function metricsWhenCounted(urls, want) {
+  let ms = [];
+  const counted = async () => {
+    ms = await Promise.all(urls.map((u) => metrics(u)));
+    return ms.reduce((sum, m) => sum + completions(m), 0) >= want;
+  };
+  await until(counted, 10_000, `${want} completions counted`).catch(() => {});
+  return ms;
+}
+
 async function ask(url, i) {
   const r = await fetch(`${url}/v1/completions`, {
     method: 'POST',
@@ -85,14 +98,14 @@ test('requests through nginx reach both replicas, and go on when one stops', { t
   try {
     proxy = await startNginx(replicas.map((r) => r.port));
     for (let i = 0; i < 8; ++i) await ask(proxy.url, i);
-    const before = await Promise.all(replicas.map((r) => metrics(r.url)));
+    const before = await metricsWhenCounted(replicas.map((r) => r.url), 8);
     assert.equal(completions(before[0]) + completions(before[1]), 8);
     for (const m of before) assert.ok(completions(m) > 0, 'a replica got no request');
 
     // Stop the first replica: nginx sends everything to the second.
     assert.deepEqual(await replicas[0].stop(), { code: 0, signal: null }, replicas[0].log());
     for (let i = 8; i < 16; ++i) await ask(proxy.url, i);
-    const after = await metrics(replicas[1].url);
+    const [after] = await metricsWhenCounted([replicas[1].url], completions(before[1]) + 8);
     assert.equal(completions(after) - completions(before[1]), 8);
   } finally {
     if (proxy) await proxy.stop();

@@ -194,7 +194,17 @@ test('an aborted stream frees its sequence at once', async () => {
 });
 
 test('metrics count requests, tokens and time to first token', async () => {
-  const m = await metrics(server.url, auth);
+  // A request is counted once its response is written, which can be just after the client has
+  // read it: wait until the earlier tests' requests are all counted (the checks below then say
+  // which count is short).
+  let m;
+  const counted = async () => {
+    m = await metrics(server.url, auth);
+    return m['wgc_requests_total{route="/v1/completions",status="200"}'] >= 10 &&
+      m['wgc_requests_total{route="/v1/chat/completions",status="200"}'] >= 2 &&
+      m.wgc_time_to_first_token_seconds_count >= 12 && m.wgc_queue_length === 0;
+  };
+  await until(counted, 10_000, 'the earlier requests to be counted').catch(() => {});
   assert.ok(m['wgc_requests_total{route="/v1/completions",status="200"}'] >= 10);
   assert.ok(m['wgc_requests_total{route="/v1/completions",status="400"}'] >= 3);
   assert.ok(m['wgc_requests_total{route="/v1/chat/completions",status="200"}'] >= 2);

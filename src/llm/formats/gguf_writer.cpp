@@ -3,7 +3,6 @@
 #include "util/error.h"
 
 #include <cstring>
-#include <fstream>
 
 namespace wgc::llm {
 
@@ -93,6 +92,51 @@ void GgufWriter::add_raw(std::string_view key, GgufType type, std::span<const st
   kv(key, type, encoded);
 }
 
+namespace {
+
+// `v` as it follows its type id in a file (arrays: element type, count, elements).
+void encode_value(std::vector<std::byte>& out, const GgufValue& v) {
+  auto put = [&](const auto& x) {
+    const auto* p = reinterpret_cast<const std::byte*>(&x);
+    out.insert(out.end(), p, p + sizeof x);
+  };
+  switch (v.type()) {
+    case GgufType::U8: put(uint8_t(*v.to_u64())); return;
+    case GgufType::I8: put(int8_t(*v.to_i64())); return;
+    case GgufType::U16: put(uint16_t(*v.to_u64())); return;
+    case GgufType::I16: put(int16_t(*v.to_i64())); return;
+    case GgufType::U32: put(uint32_t(*v.to_u64())); return;
+    case GgufType::I32: put(int32_t(*v.to_i64())); return;
+    case GgufType::U64: put(uint64_t(*v.to_u64())); return;
+    case GgufType::I64: put(int64_t(*v.to_i64())); return;
+    case GgufType::F32: put(float(*v.to_f64())); return;
+    case GgufType::F64: put(double(*v.to_f64())); return;
+    case GgufType::Bool: put(uint8_t(*v.to_bool() ? 1 : 0)); return;
+    case GgufType::String: GgufWriter::encode_string(out, *v.to_string()); return;
+    case GgufType::Array: {
+      GgufWriter::encode_u32(out, uint32_t(v.array_type()));
+      GgufWriter::encode_u64(out, v.size());
+      if (v.array_type() == GgufType::String) {
+        for (std::string_view s : v.strings()) GgufWriter::encode_string(out, s);
+      } else if (v.array_type() == GgufType::Array) {
+        for (size_t i = 0; i < v.size(); ++i) encode_value(out, v.at(i));
+      } else {
+        out.insert(out.end(), v.raw().begin(), v.raw().end());
+      }
+      return;
+    }
+  }
+  throw Error("GgufWriter: a value of unknown type " + std::to_string(int(v.type())));
+}
+
+}  // namespace
+
+void GgufWriter::add_value(std::string_view key, const GgufValue& v) {
+  std::vector<std::byte> b;
+  encode_value(b, v);
+  kv(key, v.type(), b);
+}
+
 void GgufWriter::add_tensor(std::string_view name, TensorType type, std::vector<int64_t> ne,
                             std::span<const std::byte> data) {
   auto want = tensor_bytes(type, ne, ne.empty() ? 1 : ne[0]);
@@ -131,11 +175,8 @@ std::vector<std::byte> GgufWriter::bytes() const {
   return out;
 }
 
-void GgufWriter::write(const std::filesystem::path& path) const {
-  auto b = bytes();
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f.write(reinterpret_cast<const char*>(b.data()), std::streamsize(b.size()));
-  if (!f) throw Error(path.string() + ": cannot write");
+void GgufWriter::write(const std::filesystem::path& path, Overwrite overwrite) const {
+  write_file(path, bytes(), overwrite);
 }
 
 }  // namespace wgc::llm

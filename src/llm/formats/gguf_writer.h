@@ -10,6 +10,7 @@
 
 #include "cpu/llm/tensor_type.h"
 #include "llm/formats/gguf.h"
+#include "util/output_file.h"
 
 #include <cstdint>
 #include <filesystem>
@@ -43,12 +44,15 @@ class GgufWriter {
   // Any value: `encoded` is what follows the type id in the file (for an array: element type,
   // count, elements). Build it with the encode_* helpers below.
   void add_raw(std::string_view key, GgufType type, std::span<const std::byte> encoded);
+  // A value read from another file (GgufFile::metadata), of any type: copies metadata over.
+  void add_value(std::string_view key, const GgufValue& v);
 
   // `ne` in GGML order (ne[0] = row length); data must be exactly the tensor's size.
   void add_tensor(std::string_view name, TensorType type, std::vector<int64_t> ne, std::span<const std::byte> data);
 
   std::vector<std::byte> bytes() const;
-  void write(const std::filesystem::path& path) const;  // throws wgc::Error on I/O failure
+  // Through a temporary file (util/output_file.h); throws wgc::Error on I/O failure.
+  void write(const std::filesystem::path& path, Overwrite overwrite = Overwrite::Yes) const;
 
   // Little-endian encoders for add_raw.
   static void encode_u32(std::vector<std::byte>& out, uint32_t v);

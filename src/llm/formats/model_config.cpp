@@ -91,6 +91,20 @@ void ModelConfig::validate(const std::string& source) const {
   if (n_layers > 100000 || n_heads > 100000 || head_dim > 100000)
     throw Error(source + ": absurd sizes (layers " + std::to_string(n_layers) + ", heads " + std::to_string(n_heads) +
                 ", head_dim " + std::to_string(head_dim) + ")");
+  // Sizes, counts and positions reach the kernels as 32-bit integers.
+  auto fits = [&](int64_t v, const char* what) {
+    if (v < 0 || v > INT32_MAX)
+      throw Error(source + ": " + what + " is " + std::to_string(v) + ", expected 0.." + std::to_string(INT32_MAX));
+  };
+  fits(vocab_size, "vocab_size");
+  fits(hidden_size, "hidden_size");
+  fits(ffn_size, "the FFN size");
+  fits(max_position_embeddings, "the context length (max_position_embeddings)");
+  fits(rope_scaling.original_max_position_embeddings, "rope scaling's original_max_position_embeddings");
+  if (sliding_window) fits(*sliding_window, "sliding_window");
+  if (n_heads * head_dim > INT32_MAX || (n_heads + 2 * n_kv_heads) * head_dim > INT32_MAX)
+    throw Error(source + ": " + std::to_string(n_heads) + " heads of " + std::to_string(head_dim) +
+                " exceed 32-bit sizes");
   if (n_heads % n_kv_heads)
     throw Error(source + ": " + std::to_string(n_heads) + " heads is not a multiple of " + std::to_string(n_kv_heads) +
                 " KV heads");
@@ -141,6 +155,9 @@ ModelConfig config_from_gguf(const GgufFile& f) {
   if (!f.find(key("attention.layer_norm_rms_epsilon")))
     c.notes.push_back("no " + key("attention.layer_norm_rms_epsilon") + ": eps 1e-5");
   c.max_position_embeddings = f.get_u32(key("context_length"), 0);
+  if (c.max_position_embeddings > INT32_MAX)
+    throw Error(src + ": metadata key '" + key("context_length") + "' is " + std::to_string(c.max_position_embeddings) +
+                ", beyond the largest context wgc supports (" + std::to_string(INT32_MAX) + ")");
   if (f.find(key("attention.sliding_window"))) c.sliding_window = f.get_u32(key("attention.sliding_window"));
 
   c.vocab_size = f.get_u32(key("vocab_size"), 0);
@@ -186,7 +203,12 @@ ModelConfig config_from_gguf(const GgufFile& f) {
   c.attention_bias = f.find_tensor("blk.0.attn_q.bias") != nullptr;
   c.qk_norm = f.find_tensor("blk.0.attn_q_norm.weight") != nullptr;
 
-  if (f.find("tokenizer.ggml.bos_token_id")) c.bos_token_id = int32_t(f.get_u32("tokenizer.ggml.bos_token_id"));
+  if (f.find("tokenizer.ggml.bos_token_id")) {
+    uint32_t bos = f.get_u32("tokenizer.ggml.bos_token_id");
+    if (bos > INT32_MAX)
+      throw Error(src + ": metadata key 'tokenizer.ggml.bos_token_id' is " + std::to_string(bos) + ", not a token id");
+    c.bos_token_id = int32_t(bos);
+  }
   for (const char* k : {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"})
     if (f.find(k)) add_unique(c.eos_token_ids, f.get_u32(k));
   c.validate(src);
@@ -216,6 +238,16 @@ double num_of(const json::Value& obj, const std::string& src, const char* key, d
   if (!v || v->is_null()) return def;
   if (!v->is_number()) throw Error(src + ": \"" + key + "\" is " + v->dump() + ", expected a number");
   return v->as_double();
+}
+
+// An optional token id: absent, null or not an integer (some configs write a list) is none; an
+// integer outside 0..2^31-1 is an error.
+std::optional<int32_t> token_id(const json::Value& obj, const std::string& src, const char* key) {
+  const json::Value* v = obj.find(key);
+  if (!v || !v->is_int()) return std::nullopt;
+  if (v->as_int() < 0 || v->as_int() > INT32_MAX)
+    throw Error(src + ": \"" + key + "\" is " + v->dump() + ", not a token id");
+  return int32_t(v->as_int());
 }
 
 void add_ids(std::vector<int32_t>& out, const json::Value* v, const std::string& src, const char* key) {
@@ -259,6 +291,9 @@ ModelConfig config_from_hf(const json::Value& cfg, const std::string& src) {
   c.ffn_size = int_of(cfg, src, "intermediate_size");
   c.rms_norm_eps = num_of(cfg, src, "rms_norm_eps", 1e-6);
   c.max_position_embeddings = int_of(cfg, src, "max_position_embeddings", 0);
+  if (c.max_position_embeddings < 0 || c.max_position_embeddings > INT32_MAX)
+    throw Error(src + ": \"max_position_embeddings\" is " + std::to_string(c.max_position_embeddings) +
+                ", expected 0.." + std::to_string(INT32_MAX));
   if (const json::Value* t = cfg.find("tie_word_embeddings"); t && t->is_bool()) c.tie_word_embeddings = t->as_bool();
 
   bool bias = cfg.get_bool("attention_bias", false);
@@ -305,7 +340,7 @@ ModelConfig config_from_hf(const json::Value& cfg, const std::string& src) {
     throw Error(src + ": rope scaling is " + scaling->dump() + ", expected an object");
   }
 
-  if (const json::Value* b = cfg.find("bos_token_id"); b && b->is_int()) c.bos_token_id = int32_t(b->as_int());
+  c.bos_token_id = token_id(cfg, src, "bos_token_id");
   add_ids(c.eos_token_ids, cfg.find("eos_token_id"), src, "eos_token_id");
   c.validate(src);
   return c;
@@ -320,8 +355,7 @@ ModelConfig config_from_hf_dir(const std::filesystem::path& dir) {
     json::Value gen = json::parse_file(g);
     if (gen.is_object()) {
       add_ids(c.eos_token_ids, gen.find("eos_token_id"), g.string(), "eos_token_id");
-      if (!c.bos_token_id)
-        if (const json::Value* b = gen.find("bos_token_id"); b && b->is_int()) c.bos_token_id = int32_t(b->as_int());
+      if (!c.bos_token_id) c.bos_token_id = token_id(gen, g.string(), "bos_token_id");
     }
   }
   return c;

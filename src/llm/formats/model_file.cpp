@@ -181,6 +181,31 @@ bool is_gguf_file(const std::filesystem::path& p) {
   return f.gcount() == 4 && std::memcmp(magic, "GGUF", 4) == 0;
 }
 
+// What a file that is not a model seems to be, from its first bytes ("a JPEG image"), for the error.
+std::string file_kind(const std::filesystem::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  unsigned char b[8] = {};
+  f.read(reinterpret_cast<char*>(b), sizeof b);
+  const auto n = size_t(f.gcount());
+  auto starts = [&](std::initializer_list<unsigned char> magic) {
+    return n >= magic.size() && std::equal(magic.begin(), magic.end(), b);
+  };
+  if (n == 0) return "an empty file";
+  if (starts({0xFF, 0xD8, 0xFF})) return "a JPEG image";
+  if (starts({0x89, 'P', 'N', 'G'})) return "a PNG image";
+  if (starts({'G', 'I', 'F', '8'})) return "a GIF image";
+  if (starts({'P', 'K', 3, 4})) return "a ZIP archive (a PyTorch .bin/.pt checkpoint is one; convert it to GGUF)";
+  if (starts({0x80})) return "a Python pickle (a PyTorch checkpoint; convert it to GGUF)";
+  if (starts({0x1F, 0x8B})) return "a gzip archive";
+  if (starts({'%', 'P', 'D', 'F'})) return "a PDF document";
+  if (starts({0x7F, 'E', 'L', 'F'})) return "a program (ELF)";
+  if (starts({0x08})) return "perhaps an ONNX model (wgc runs Llama-family GGUF or safetensors models here)";
+  bool text = true;
+  for (size_t i = 0; i < n; ++i)
+    text &= b[i] == '\n' || b[i] == '\r' || b[i] == '\t' || (b[i] >= 0x20 && b[i] != 0x7F) || b[i] >= 0x80;
+  return text ? "a text file" : "not a GGUF file (no GGUF signature)";
+}
+
 // Touches one byte per page so the data is read now (with a progress bar), not during upload.
 void prefault(std::span<const std::byte> d) {
   static const size_t page = size_t(std::max(4096L, ::sysconf(_SC_PAGESIZE)));
@@ -213,6 +238,10 @@ ModelFile open_model(const std::filesystem::path& path, const OpenOptions& opt) 
     if (!safetensors && ggufs.size() == 1) m.path_ = ggufs[0];
   }
   bool gguf = !fs::is_directory(m.path_) && (m.path_.extension() == ".gguf" || is_gguf_file(m.path_));
+  // A file is a GGUF, or one safetensors file of a Hugging Face folder; anything else is named.
+  if (!gguf && !fs::is_directory(m.path_) && m.path_.extension() != ".safetensors")
+    throw Error(m.path_.string() + " is not a model: it is " + file_kind(m.path_) +
+                ". Give a GGUF file or a Hugging Face folder (config.json, *.safetensors, tokenizer.json).");
   std::vector<std::span<const std::byte>> to_read;  // for prefaulting
   if (gguf) {
     m.format_ = ModelFile::Format::Gguf;

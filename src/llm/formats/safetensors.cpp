@@ -77,11 +77,8 @@ std::vector<std::byte> safetensors_bytes(std::span<const SafetensorsEntry> tenso
 }
 
 void write_safetensors(const std::filesystem::path& path, std::span<const SafetensorsEntry> tensors,
-                       const std::map<std::string, std::string>& metadata) {
-  auto b = safetensors_bytes(tensors, metadata);
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f.write(reinterpret_cast<const char*>(b.data()), std::streamsize(b.size()));
-  if (!f) throw Error(path.string() + ": cannot write");
+                       const std::map<std::string, std::string>& metadata, Overwrite overwrite) {
+  write_file(path, safetensors_bytes(tensors, metadata), overwrite);
 }
 
 int64_t SafetensorsTensor::numel() const {
@@ -157,9 +154,29 @@ SafetensorsFile SafetensorsFile::parse(std::span<const std::byte> bytes, std::st
     if (!f.index_.emplace(key, 0).second) fail(ctx + "duplicate name");
     f.tensors_.push_back(std::move(t));
   }
-  std::stable_sort(f.tensors_.begin(), f.tensors_.end(), [](const SafetensorsTensor& a, const SafetensorsTensor& b) {
-    return a.data.data() < b.data.data();
+  // As the reference library: in the order of their offsets, the tensors tile the data exactly,
+  // with no overlap (two tensors sharing bytes) and no gap, up to the end of the file.
+  auto begin_of = [&](const SafetensorsTensor& t) { return uint64_t(t.data.data() - data.data()); };
+  std::stable_sort(f.tensors_.begin(), f.tensors_.end(), [&](const SafetensorsTensor& a, const SafetensorsTensor& b) {
+    return std::pair(begin_of(a), a.data.size()) < std::pair(begin_of(b), b.data.size());
   });
+  uint64_t covered = 0;
+  const SafetensorsTensor* prev = nullptr;
+  for (const auto& t : f.tensors_) {
+    uint64_t b = begin_of(t), e = b + t.data.size();
+    std::string offs = "data_offsets [" + std::to_string(b) + ", " + std::to_string(e) + "]";
+    if (b < covered)
+      fail("tensor '" + t.name + "': " + offs + " overlap tensor '" + prev->name + "' (which ends at " +
+           std::to_string(covered) + ")");
+    if (b > covered)
+      fail("tensor '" + t.name + "': " + offs + " leave " + std::to_string(b - covered) + " bytes unused before it" +
+           (prev ? " (after tensor '" + prev->name + "')" : std::string(" (at the start of the data)")));
+    covered = e;
+    prev = &t;
+  }
+  if (covered != data.size())
+    fail(std::to_string(data.size() - covered) + " bytes after the last tensor's data (the tensors cover " +
+         std::to_string(covered) + " of the " + std::to_string(data.size()) + " data bytes)");
   for (size_t i = 0; i < f.tensors_.size(); ++i) f.index_[f.tensors_[i].name] = i;
   return f;
 }

@@ -8,6 +8,7 @@
 
 #include "cpu/llm/tensor_type.h"
 #include "llm/formats/mapped_file.h"
+#include "util/output_file.h"
 
 #include <cstdint>
 #include <filesystem>
@@ -84,6 +85,6 @@ struct SafetensorsEntry {
 std::vector<std::byte> safetensors_bytes(std::span<const SafetensorsEntry> tensors,
                                          const std::map<std::string, std::string>& metadata = {});
 void write_safetensors(const std::filesystem::path& path, std::span<const SafetensorsEntry> tensors,
-                       const std::map<std::string, std::string>& metadata = {});
+                       const std::map<std::string, std::string>& metadata = {}, Overwrite overwrite = Overwrite::Yes);
 
 }  // namespace wgc::llm

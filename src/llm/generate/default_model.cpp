@@ -15,9 +15,10 @@ namespace fs = std::filesystem;
 std::vector<fs::path> default_model_candidates() {
   std::vector<fs::path> out;
   if (const char* env = std::getenv("WGC_DEFAULT_MODEL"); env && *env) {
+    // Set means meant: the only candidate (default_model_path says when it leads nowhere).
     fs::path p(env);
     std::error_code ec;
-    out.push_back(fs::is_directory(p, ec) ? p / kDefaultModelFile : p);
+    return {fs::is_directory(p, ec) ? p / kDefaultModelFile : p};
   }
 #ifdef WGC_SOURCE_MODELS
   out.push_back(fs::path(WGC_SOURCE_MODELS) / kDefaultModelFile);
@@ -39,6 +40,13 @@ std::vector<fs::path> default_model_candidates() {
 
 fs::path default_model_path() {
   auto cands = default_model_candidates();
+  if (const char* env = std::getenv("WGC_DEFAULT_MODEL"); env && *env) {
+    std::error_code ec;
+    if (!fs::is_regular_file(cands[0], ec))
+      throw Error("wgc: WGC_DEFAULT_MODEL is set to " + std::string(env) + ", but " + cands[0].string() +
+                  " is not a file (unset it to use the built-in model)");
+    return cands[0];
+  }
   std::string tried;
   for (const auto& p : cands) {
     std::error_code ec;

@@ -11,8 +11,9 @@ namespace wgc::llm {
 inline constexpr const char* kDefaultModelFile = "wgc-tiny-dict-q8_0.gguf";
 
 // Where the default model is looked for, in order: $WGC_DEFAULT_MODEL (a file, or a folder holding
-// the file), the source tree's models/ (compile-time path), and <prefix>/share/wgc/models beside
-// the installed executable.
+// the file; when set, the only candidate: a path that leads nowhere is an error, never a fall
+// back), the source tree's models/ (compile-time path), and <prefix>/share/wgc/models beside the
+// installed executable.
 std::vector<std::filesystem::path> default_model_candidates();
 // The first candidate that exists; wgc::Error listing what was tried when none does.
 std::filesystem::path default_model_path();

@@ -17,6 +17,22 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 
 }  // namespace
 
+void validate(const GenerateOptions& o) {
+  validate(o.sampling);
+  if (o.max_tokens < -1)
+    throw OptionError("max_tokens", "must be -1 (until a stop or the end of the context) or a token count, got " +
+                                        std::to_string(o.max_tokens));
+  if (o.stop.size() > kMaxStopStrings)
+    throw OptionError("stop", "has " + std::to_string(o.stop.size()) + " strings, more than the limit " +
+                                  std::to_string(kMaxStopStrings));
+  for (const auto& s : o.stop) {
+    if (s.empty()) throw OptionError("stop", "has an empty string (it would stop before the first token)");
+    if (s.size() > kMaxStopBytes)
+      throw OptionError("stop", "has a string of " + std::to_string(s.size()) + " bytes, more than the limit " +
+                                    std::to_string(kMaxStopBytes));
+  }
+}
+
 std::string_view to_string(StopReason r) {
   switch (r) {
     case StopReason::Eos: return "eos";
@@ -145,6 +161,7 @@ GenerateResult Generator::generate(std::string_view prompt, const GenerateOption
 
 GenerateResult Generator::generate(std::span<const int32_t> prompt_ids, const GenerateOptions& o,
                                    const TextCallback& on_text) {
+  validate(o);
   GenerateResult r;
   r.prompt_ids.assign(prompt_ids.begin(), prompt_ids.end());
   const int max_ctx = model_.max_ctx();
@@ -172,7 +189,19 @@ GenerateResult Generator::generate(std::span<const int32_t> prompt_ids, const Ge
   };
 
   auto t0 = std::chrono::steady_clock::now();
-  int32_t next = step(prompt_ids.subspan(common), sampler);
+  std::span<const int32_t> todo = prompt_ids.subspan(common);
+  const int batch = model_.max_batch();
+  const bool chunked = o.on_prefill && int64_t(todo.size()) > batch;
+  if (chunked) {
+    // The same chunks the engine would run (all but the last, of max_batch tokens), with progress.
+    const size_t head = (todo.size() - 1) / size_t(batch) * size_t(batch);
+    const int total = int(todo.size());
+    model_.prefill(todo.first(head), [&](int done, int) { o.on_prefill(done, total); });
+    cached_.insert(cached_.end(), todo.begin(), todo.begin() + std::ptrdiff_t(head));
+    todo = todo.subspan(head);
+  }
+  int32_t next = step(todo, sampler);
+  if (chunked) o.on_prefill(int(prompt_ids.size() - common), int(prompt_ids.size() - common));
   r.timings.prompt_tokens = int(prompt_ids.size());
   r.timings.prompt_eval_tokens = int(prompt_ids.size() - common);
   r.timings.prompt_ms = ms_since(t0);
@@ -181,6 +210,10 @@ GenerateResult Generator::generate(std::span<const int32_t> prompt_ids, const Ge
   bool stopped_by_string = false;
   // Takes a generated token; false when generation ends with it (r.stop says why).
   auto accept = [&](int32_t id) {
+    if (o.cancel && o.cancel->load(std::memory_order_relaxed)) {
+      r.stop = StopReason::Cancelled;
+      return false;
+    }
     if (!o.ignore_eos && is_stop(id)) {
       r.stop = StopReason::Eos;
       r.stop_id = id;

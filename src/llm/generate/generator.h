@@ -21,6 +21,7 @@
 #include "llm/model/llama.h"
 #include "llm/tokenizer/tokenizer.h"
 
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -38,7 +39,21 @@ struct GenerateOptions {
   std::vector<std::string> stop;  // stop strings
   bool ignore_eos = false;        // keep going past end-of-turn ids
   bool add_special = true;        // text prompts: BOS etc. where the tokenizer's post-processor adds them
+  // When it turns true (from another thread or a signal handler), generation ends before the next
+  // token is kept, with StopReason::Cancelled.
+  const std::atomic<bool>* cancel = nullptr;
+  // Long prompts run in chunks (EngineOptions::max_batch); this hears the tokens done so far and
+  // the total after each chunk (not called for prompts of one chunk).
+  std::function<void(int done, int total)> on_prefill;
 };
+
+// Limits of GenerateOptions::stop (requests are untrusted).
+inline constexpr size_t kMaxStopStrings = 16;
+inline constexpr size_t kMaxStopBytes = 1024;
+// Throws wgc::OptionError naming the first option out of range: the sampling (validate above),
+// max_tokens below -1, an empty stop string, more than kMaxStopStrings or one longer than
+// kMaxStopBytes.
+void validate(const GenerateOptions& o);
 
 enum class StopReason { Eos, StopString, MaxTokens, ContextFull, Cancelled };
 std::string_view to_string(StopReason r);  // "eos", "stop", "length", "context", "cancelled"

@@ -58,21 +58,31 @@ std::string SamplingParams::describe() const {
     else
       add("last-n %.0f", penalty_last_n);
   }
-  if (!greedy()) add("seed %.0f", double(seed));
+  if (!greedy()) s += ", seed " + std::to_string(seed);
   return s;
 }
 
-void SamplingParams::validate() const {
-  auto bad = [](const char* name, double v, const char* range) {
-    throw Error(std::string("wgc: sampling: ") + name + " = " + std::to_string(v) + " (must be " + range + ")");
+void validate(const SamplingParams& p) {
+  auto finite = [](const char* name, float v) {
+    if (!std::isfinite(v)) throw OptionError(name, "must be a finite number, got " + std::to_string(v));
   };
-  if (!std::isfinite(temperature)) bad("temperature", temperature, "a finite number; <= 0 for greedy");
-  if (!(top_p > 0.0f && top_p <= 1.0f)) bad("top_p", top_p, "in (0, 1]");
-  if (!(min_p >= 0.0f && min_p <= 1.0f)) bad("min_p", min_p, "in [0, 1]");
-  if (!(repeat_penalty > 0.0f) || !std::isfinite(repeat_penalty)) bad("repeat_penalty", repeat_penalty, "> 0");
-  if (!std::isfinite(presence_penalty)) bad("presence_penalty", presence_penalty, "finite");
-  if (!std::isfinite(frequency_penalty)) bad("frequency_penalty", frequency_penalty, "finite");
-  if (penalty_last_n < -1) bad("penalty_last_n", penalty_last_n, "-1 (all tokens) or >= 0");
+  finite("temperature", p.temperature);
+  finite("top_p", p.top_p);
+  finite("min_p", p.min_p);
+  finite("repeat_penalty", p.repeat_penalty);
+  finite("presence_penalty", p.presence_penalty);
+  finite("frequency_penalty", p.frequency_penalty);
+  auto num = [](float v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", double(v));
+    return std::string(buf);
+  };
+  if (!(p.top_p > 0 && p.top_p <= 1)) throw OptionError("top_p", "must be in (0, 1], got " + num(p.top_p));
+  if (!(p.min_p >= 0 && p.min_p <= 1)) throw OptionError("min_p", "must be in [0, 1], got " + num(p.min_p));
+  if (!(p.repeat_penalty > 0)) throw OptionError("repeat_penalty", "must be > 0, got " + num(p.repeat_penalty));
+  if (p.penalty_last_n < -1)
+    throw OptionError("penalty_last_n",
+                      "must be -1 (all tokens), 0 (off) or a token count, got " + std::to_string(p.penalty_last_n));
 }
 
 Sampler::Sampler(SamplingParams p) : p_(p), rng_(p.seed) {}

@@ -56,10 +56,12 @@ struct SamplingParams {
   bool penalties_only_lower() const;
   // "temp 0.80, top-k 40, top-p 0.95, ..." (what is on).
   std::string describe() const;
-  // Throws wgc::Error naming the parameter when one is out of range (NaN, top_p outside (0, 1],
-  // min_p outside [0, 1], repeat_penalty <= 0, penalties not finite, penalty_last_n < -1).
-  void validate() const;
 };
+
+// Throws wgc::OptionError naming the first field out of range: a value that is NaN or infinite,
+// top_p outside (0, 1], min_p outside [0, 1], repeat_penalty <= 0, penalty_last_n < -1. Every
+// front end (CLI, server, bindings) checks requests with it before sampling.
+void validate(const SamplingParams& p);
 
 // How the next token can be picked exactly with what the engine offers.
 struct SamplePlan {

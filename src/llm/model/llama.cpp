@@ -17,12 +17,21 @@ namespace wgc::llm {
 
 namespace {
 
+// EngineOptions::max_ctx resolved (llama_engine.h), checked against the device and the host before
+// the weights are uploaded (ModelConfig::validate bounds the file's to 32 bits).
+int gpu_context_length(const Context& ctx, const ModelFile& f, const EngineOptions& o) {
+  const int max_ctx = resolve_max_ctx(f.config(), o);
+  check_llama_context(ctx, f.config(), max_ctx, f.path().string());
+  return max_ctx;
+}
+
 // The GPU engine: one submit per forward step.
 class GpuEngine final : public LlamaEngine {
  public:
   Context ctx;
   EngineOptions opt;
   LlmOps ops;
+  int max_ctx = 0;  // before `w`: checked before the weights are uploaded
   LlamaWeights w;
   const ModelConfig& cfg;
   int64_t hidden = 0, nh = 0, nkv = 0, hd = 0, ffn = 0, vocab = 0, qkv_dim = 0;
@@ -39,6 +48,7 @@ class GpuEngine final : public LlamaEngine {
       : ctx(c),
         opt(o),
         ops(c),
+        max_ctx(gpu_context_length(c, f, o)),
         w(upload_llama_weights(c, f, o.rope_theta, o.rope_scaling)),
         cfg(w.cfg),
         layers(w.layers) {
@@ -51,8 +61,9 @@ class GpuEngine final : public LlamaEngine {
     vocab = w.vocab;
     eps = w.eps;
     qkv_dim = w.qkv_dim;
-    max_ctx_ = resolve_max_ctx(cfg, opt);
+    max_ctx_ = max_ctx;
     opt.max_batch = std::max(1, std::min(opt.max_batch, max_ctx_));
+    max_batch_ = opt.max_batch;
     ops.precompile(w.types, {int(hd)});
 
     rope = make_llama_rope(ctx, cfg, max_ctx_);
@@ -159,6 +170,20 @@ class GpuEngine final : public LlamaEngine {
     record_last(b, n);
     ops.argmax(b, logit_buf, vocab, out_id);
     return b.read(out_id, 0, 4);
+  }
+
+  void prefill(std::span<const int32_t> tokens, const std::function<void(int, int)>& progress) override {
+    check_tokens(tokens);
+    const int total = int(tokens.size());
+    for (int done = 0; done < total;) {
+      auto chunk = tokens.subspan(size_t(done), size_t(std::min(opt.max_batch, total - done)));
+      Batch b(ctx);
+      record_layers(b, chunk);
+      b.run();
+      n_past_ += int(chunk.size());
+      done += int(chunk.size());
+      if (progress) progress(done, total);
+    }
   }
 
   std::vector<float> logits(std::span<const int32_t> tokens) override {
@@ -302,6 +327,10 @@ Device LlamaModel::device() const { return impl_->device(); }
 const std::string& LlamaModel::device_reason() const { return reason_; }
 const ModelConfig& LlamaModel::config() const { return impl_->config(); }
 int LlamaModel::max_ctx() const { return impl_->max_ctx(); }
+int LlamaModel::max_batch() const { return impl_->max_batch(); }
+void LlamaModel::prefill(std::span<const int32_t> tokens, const std::function<void(int, int)>& progress) {
+  impl_->prefill(tokens, progress);
+}
 int LlamaModel::n_past() const { return impl_->n_past(); }
 void LlamaModel::rewind(int n) { impl_->rewind(n); }
 uint64_t LlamaModel::weight_bytes() const { return impl_->weight_bytes(); }

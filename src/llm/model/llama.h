@@ -90,6 +90,7 @@ class LlamaModel {
 
   const ModelConfig& config() const;
   int max_ctx() const;
+  int max_batch() const;          // prompt tokens per forward step (EngineOptions::max_batch)
   int n_past() const;             // tokens in the KV cache
   void rewind(int n_past);        // forget cached tokens from position n_past on (0: all)
   uint64_t weight_bytes() const;  // bytes of weights the engine reads (on the GPU, or mapped)
@@ -100,6 +101,9 @@ class LlamaModel {
   std::vector<float> all_logits(std::span<const int32_t> tokens);  // every position: [n][vocab]
   int32_t greedy(std::span<const int32_t> tokens);                 // argmax on the GPU: one int read back
   TopK top_k(std::span<const int32_t> tokens, int k);              // k <= 64, on the GPU
+  // No result: `tokens` go into the cache in steps of max_batch(); `progress` hears the tokens
+  // done and the total after each step.
+  void prefill(std::span<const int32_t> tokens, const std::function<void(int, int)>& progress = {});
 
   // Greedy decoding from `first` (a token not yet in the cache): each step runs one token and
   // hands the argmax to on_token, which returns false to stop; at most max_steps steps (fewer

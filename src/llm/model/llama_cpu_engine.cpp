@@ -16,14 +16,29 @@ class CpuEngine final : public LlamaEngine {
       : w(load_cpu_weights(f, o.rope_theta, o.rope_scaling)),
         pool(std::make_shared<cpu::ThreadPool>(o.threads > 0 ? o.threads : cpu::cpu_features().threads)) {
     max_ctx_ = resolve_max_ctx(w->cfg, o);
-    max_batch = std::max(1, std::min(o.max_batch, max_ctx_));
-    fwd.emplace(w, pool, max_batch, max_ctx_);
+    max_batch_ = std::max(1, std::min(o.max_batch, max_ctx_));
+    fwd.emplace(w, pool, max_batch_, max_ctx_);
     kv.emplace(*w, max_ctx_);
   }
 
   Device device() const override { return Device::Cpu; }
   const ModelConfig& config() const override { return w->cfg; }
   uint64_t weight_bytes() const override { return w->bytes; }
+
+  void prefill(std::span<const int32_t> tokens, const std::function<void(int, int)>& progress) override {
+    check_tokens(tokens);
+    const int total = int(tokens.size());
+    for (int done = 0; done < total;) {
+      CpuSequence s;
+      s.tokens = tokens.subspan(size_t(done), size_t(std::min(max_batch_, total - done)));
+      s.pos0 = n_past_;
+      s.blocks = std::span(&block0, 1);
+      fwd->step(std::span(&s, 1), *kv, max_ctx_, false, out);
+      n_past_ += int(s.tokens.size());
+      done += int(s.tokens.size());
+      if (progress) progress(done, total);
+    }
+  }
 
   std::vector<float> logits(std::span<const int32_t> tokens) override {
     run(tokens, nullptr);
@@ -86,7 +101,7 @@ class CpuEngine final : public LlamaEngine {
   void run(std::span<const int32_t> tokens, std::vector<float>* all) {
     check_tokens(tokens);
     while (!tokens.empty()) {
-      const auto chunk = tokens.first(std::min(tokens.size(), size_t(max_batch)));
+      const auto chunk = tokens.first(std::min(tokens.size(), size_t(max_batch_)));
       CpuSequence s;
       s.tokens = chunk;
       s.pos0 = n_past_;
@@ -103,7 +118,6 @@ class CpuEngine final : public LlamaEngine {
   // The first index of the largest logit.
   int32_t argmax() const { return int32_t(std::max_element(out.begin(), out.end()) - out.begin()); }
 
-  int max_batch = 1;
   std::optional<CpuForward> fwd;
   std::optional<CpuKvCache> kv;
   std::vector<float> out;

@@ -11,10 +11,12 @@
 
 namespace wgc::llm {
 
-// The KV cache length for these options (0: the model's context, at most kDefaultMaxCtx).
+// The KV cache length for these options (0: the model's context, at most kDefaultMaxCtx;
+// ModelConfig::validate bounds the file's to 32 bits).
 inline int resolve_max_ctx(const ModelConfig& cfg, const EngineOptions& o) {
-  const int model_ctx = cfg.max_position_embeddings > 0 ? int(cfg.max_position_embeddings) : kDefaultMaxCtx;
-  return o.max_ctx > 0 ? o.max_ctx : std::min(model_ctx, kDefaultMaxCtx);
+  if (o.max_ctx < 0) throw Error("wgc: max_ctx is " + std::to_string(o.max_ctx) + ", expected > 0 (0: default)");
+  const int64_t model_ctx = cfg.max_position_embeddings > 0 ? cfg.max_position_embeddings : kDefaultMaxCtx;
+  return o.max_ctx > 0 ? o.max_ctx : int(std::min<int64_t>(model_ctx, kDefaultMaxCtx));
 }
 
 // The error of a method that the model's engine does not have.
@@ -31,12 +33,15 @@ class LlamaEngine {
   virtual const ModelConfig& config() const = 0;
   virtual uint64_t weight_bytes() const = 0;
   int max_ctx() const { return max_ctx_; }
+  int max_batch() const { return max_batch_; }
   int n_past() const { return n_past_; }
   void rewind(int n) {
     if (n < 0 || n > n_past_) throw Error("wgc: cannot rewind to position " + std::to_string(n));
     n_past_ = n;
   }
 
+  // Into the cache in steps of max_batch(), no logits; progress(done, total) after each step.
+  virtual void prefill(std::span<const int32_t> tokens, const std::function<void(int, int)>& progress) = 0;
   virtual std::vector<float> logits(std::span<const int32_t> tokens) = 0;
   virtual std::vector<float> all_logits(std::span<const int32_t> tokens) = 0;
   virtual int32_t greedy(std::span<const int32_t> tokens) = 0;
@@ -61,7 +66,7 @@ class LlamaEngine {
     if (k < 1 || k > 64 || k > config().vocab_size)
       throw Error("wgc: top_k takes 1..64 candidates, got " + std::to_string(k));
   }
-  int max_ctx_ = 0, n_past_ = 0;
+  int max_ctx_ = 0, max_batch_ = 1, n_past_ = 0;
 };
 
 // The CPU engine (llama_cpu_engine.cpp).

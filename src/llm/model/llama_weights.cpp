@@ -4,6 +4,9 @@
 #include "util/error.h"
 #include "util/progress.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -25,7 +28,46 @@ struct HostMatrix {
   int64_t rows, cols;
 };
 
-HostMatrix host_matrix(const ModelTensor& t) {
+// The largest buffer a kernel can bind on this device.
+uint64_t device_buffer_limit(const Context& ctx) {
+  return std::min(ctx.limits().max_storage_buffer_binding_size, ctx.limits().max_buffer_size);
+}
+
+// Physical memory of the host (0: unknown).
+uint64_t host_memory_bytes() {
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : 0;
+}
+
+// `bytes` of `what` fit the device's buffers (and, when `host` is set, the host's memory): checked
+// before anything is converted or allocated, so a bad size is a clear error, not std::bad_alloc.
+void check_fits(const Context& ctx, uint64_t bytes, const std::string& what, bool host) {
+  uint64_t dev = device_buffer_limit(ctx);
+  if (bytes > dev)
+    throw Error("wgc: " + what + " needs " + std::to_string(bytes) +
+                " bytes in one buffer, beyond the device's limit of " + std::to_string(dev) +
+                " (maxStorageBufferBindingSize / maxBufferSize)");
+  uint64_t mem = host_memory_bytes();
+  if (host && mem && bytes > mem)
+    throw Error("wgc: " + what + " needs " + std::to_string(bytes) + " bytes of host memory, beyond the " +
+                std::to_string(mem) + " bytes of this machine");
+}
+
+// a * b * ... without overflow (UINT64_MAX when it would).
+uint64_t product(std::initializer_list<int64_t> xs) {
+  uint64_t r = 1;
+  for (int64_t x : xs)
+    if (x < 0 || __builtin_mul_overflow(r, uint64_t(x), &r)) return UINT64_MAX;
+  return r;
+}
+
+HostMatrix host_matrix(const Context& ctx, const ModelTensor& t) {
+  // What goes to the device: the stored bytes, or f16 for types converted on the host.
+  uint64_t gpu_bytes = gpu_type(t.type) ? t.data.size() : product({t.rows(), t.row_length(), 2});
+  check_fits(ctx, gpu_bytes,
+             "tensor '" + t.name + "' (" + std::to_string(t.rows()) + " x " + std::to_string(t.row_length()) + " " +
+                 std::string(to_string(t.type)) + ")",
+             !gpu_type(t.type));
   HostMatrix m{TensorType::F16, {}, {}, t.rows(), t.row_length()};
   if (auto g = gpu_type(t.type)) {
     m.type = *g;
@@ -47,7 +89,7 @@ LinearGroup upload_group(const Context& ctx, const std::vector<const ModelTensor
   LinearGroup g;
   std::vector<HostMatrix> ms;
   for (auto* t : ts) {
-    ms.push_back(host_matrix(*t));
+    ms.push_back(host_matrix(ctx, *t));
     g.rows.push_back(t->rows());
   }
   bool fuse = true;
@@ -119,7 +161,7 @@ LlamaWeights upload_llama_weights(const Context& ctx, const ModelFile& f, std::o
   };
   {
     const auto& e = f.tensor("model.embed_tokens.weight");
-    HostMatrix m = host_matrix(e);
+    HostMatrix m = host_matrix(ctx, e);
     w.embed = upload_weight(ctx, m.type, m.bytes, m.rows, m.cols);
     w.bytes += w.embed.gpu_bytes();
     bar.add(e.data.size());
@@ -171,6 +213,17 @@ void record_linear(const LlmOps& ops, Batch& b, const LinearGroup& g, const Tens
     ops.linear(b, g.parts[i], in, y, n, o, pv);
     off += g.parts[i].rows;
   }
+}
+
+void check_llama_context(const Context& ctx, const ModelConfig& cfg, int64_t max_ctx, const std::string& file) {
+  std::string what = "a context of " + std::to_string(max_ctx) + " positions (max_ctx) for " + file;
+  if (max_ctx <= 0) throw Error("wgc: " + what + ": expected > 0");
+  uint64_t kv_elems = product({cfg.n_layers, cfg.n_kv_heads, max_ctx, cfg.head_dim});
+  if (kv_elems >= (uint64_t(1) << 32))
+    throw Error("wgc: " + what + " needs a KV cache of " + std::to_string(kv_elems) +
+                " elements per tensor, beyond the 2^32 its offsets address; lower max_ctx");
+  check_fits(ctx, product({int64_t(kv_elems), 4}), what + ": the KV cache", false);
+  check_fits(ctx, product({max_ctx, cfg.head_dim, 4}), what + ": the rope table", true);
 }
 
 RopeTable make_llama_rope(const Context& c, const ModelConfig& cfg, int max_pos) {

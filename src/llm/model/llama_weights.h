@@ -51,6 +51,11 @@ LlamaWeights upload_llama_weights(const Context& ctx, const ModelFile& file, std
 void record_linear(const LlmOps& ops, Batch& b, const LinearGroup& g, const Tensor& in, const Tensor& y, int n,
                    int64_t y_stride, bool accumulate, LinearVersion v = LinearVersion::Auto);
 
+// Throws a wgc::Error naming `file` when a context of max_ctx positions does not fit: its KV cache
+// (32-bit offsets, the device's buffer limits) or its rope table (the device and the host's
+// memory). Checked before anything is uploaded or built.
+void check_llama_context(const Context& ctx, const ModelConfig& cfg, int64_t max_ctx, const std::string& file);
+
 // cos/sin of f32(pos) * inv_freq for positions < max_pos (an f32 product, as transformers computes it).
 RopeTable make_llama_rope(const Context& ctx, const ModelConfig& cfg, int max_pos);
 

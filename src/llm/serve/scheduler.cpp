@@ -116,7 +116,7 @@ struct Scheduler::Impl {
     if (r.top_logprobs < -1 || r.top_logprobs > kMaxTopLogprobs)
       throw Error("wgc: top_logprobs = " + std::to_string(r.top_logprobs) + " (must be -1..." +
                   std::to_string(kMaxTopLogprobs) + ")");
-    r.sampling.validate();
+    validate(r.sampling);
   }
 
   uint64_t submit(Request r, OnToken on_token, OnDone on_done) {

@@ -259,23 +259,9 @@ void pwrite_all(int fd, const std::byte* p, size_t n, uint64_t off, const std::s
 
 void GgufStreamWriter::write(const std::filesystem::path& path, const TensorFill& fill, const WriteOptions& opt) const {
   const std::string file = path.string();
-  std::filesystem::path part = path;
-  part += ".part";
-  const std::string part_name = part.string();
-  int fd = ::open(part_name.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw Error(part_name + ": cannot create: " + errno_text());
-  struct Cleanup {
-    int& fd;
-    const std::filesystem::path& part;
-    bool done = false;
-    ~Cleanup() {
-      if (fd >= 0) ::close(fd);
-      if (!done) {
-        std::error_code ec;
-        std::filesystem::remove(part, ec);
-      }
-    }
-  } cleanup{fd, part};
+  OutputFile out(path, opt.overwrite);
+  const int fd = out.fd();
+  const std::string part_name = out.temp_path().string();
 
   const uint64_t total = file_bytes();
   // Reserve the space now: a full disk fails here, not 15 GB later. Some file systems cannot
@@ -335,15 +321,7 @@ void GgufStreamWriter::write(const std::filesystem::path& path, const TensorFill
   if (error) std::rethrow_exception(error);
   bar.finish();
 
-  if (::close(fd) != 0) {
-    fd = -1;
-    throw Error(part_name + ": close failed: " + errno_text());
-  }
-  fd = -1;
-  std::error_code ec;
-  std::filesystem::rename(part, path, ec);
-  if (ec) throw Error(file + ": cannot rename " + part_name + " to it: " + ec.message());
-  cleanup.done = true;
+  out.commit();
 }
 
 void check_free_space(const std::filesystem::path& path, uint64_t bytes, uint64_t reclaimable) {

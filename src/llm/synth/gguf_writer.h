@@ -2,7 +2,7 @@
 // Metadata (every value type, arrays of any type incl. arrays of arrays) and the tensor list are
 // declared first; the layout (header size, each tensor's aligned offset, the file size) is then
 // known, and write() has worker threads generate row ranges of the tensors through a callback and
-// write them in place with pwrite (into a ".part" file renamed at the end). Reads back with
+// write them in place with pwrite (into a temporary file renamed at the end: util/output_file.h). Reads back with
 // GgufFile.
 //
 //   synth::GgufStreamWriter w;
@@ -16,6 +16,7 @@
 
 #include "cpu/llm/tensor_type.h"
 #include "llm/formats/gguf.h"
+#include "util/output_file.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -92,6 +93,7 @@ struct WriteOptions {
   size_t chunk_bytes = size_t(4) << 20;  // data generated and written per work item (whole rows)
   bool progress = true;                  // progress bar on stderr (see util/progress.h)
   std::string progress_label;            // default: "writing <file name>"
+  Overwrite overwrite = Overwrite::Yes;  // util/output_file.h
 };
 
 class GgufStreamWriter {

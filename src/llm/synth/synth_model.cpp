@@ -390,17 +390,22 @@ SynthModel write_synth_model(const std::filesystem::path& path, const ModelShape
                              const SynthOptions& opt) {
   SynthModel m(shape, type, opt.seed);
   namespace fs = std::filesystem;
+  check_output(path, opt.overwrite);
   uint64_t reclaimable = 0;
   std::error_code ec;
   if (fs::exists(path, ec)) {
-    if (!opt.force) throw Error(path.string() + ": the file exists (SynthOptions::force replaces it)");
-    if (fs::is_directory(path, ec)) throw Error(path.string() + ": is a folder");
     reclaimable = fs::file_size(path, ec);
     if (ec) reclaimable = 0;
   }
   check_free_space(path, m.file_bytes(), reclaimable);
-  if (reclaimable) fs::remove(path, ec);  // make room before writing
-  m.write(path, opt.write);
+  try {
+    check_free_space(path, m.file_bytes(), 0);
+  } catch (const Error&) {
+    fs::remove(path, ec);  // only the old file's space makes room: it goes first
+  }
+  WriteOptions w = opt.write;
+  w.overwrite = Overwrite::Yes;  // checked above; an old file may have been removed for space
+  m.write(path, w);
   return m;
 }
 

@@ -113,12 +113,14 @@ class SynthModel {
 
 struct SynthOptions {
   uint64_t seed = 0;
-  bool force = false;  // replace an existing file
+  Overwrite overwrite = Overwrite::No;  // replace an existing file (write.overwrite is not used)
   WriteOptions write;
 };
 
-// What `wgc synth-model` does: refuses an existing `path` without force (wgc::Error), checks the
-// free disk space (wgc::Error naming what is needed and what is free), then writes the model.
+// What `wgc synth-model` does: refuses an existing `path` unless opt.overwrite is Yes
+// (FileExistsError), checks the free disk space (wgc::Error naming what is needed and what is
+// free), then writes the model. An existing file is kept until the new one is complete, unless
+// only its space makes room for the new one.
 // Returns the model's description (size, params).
 SynthModel write_synth_model(const std::filesystem::path& path, const ModelShape& shape, TensorType type,
                              const SynthOptions& opt = {});

@@ -63,6 +63,9 @@ TokenizerSpec spec_from_gguf(const GgufFile& f) {
     fail("tokenizer.ggml.model", "'" + model + "' is not supported (gpt2, llama are)");
   bool spm = model == "llama";
 
+  if (const GgufValue* t = f.find("tokenizer.ggml.tokens"); t && t->is_array() && int64_t(t->size()) > kMaxVocabSize)
+    fail("tokenizer.ggml.tokens", std::to_string(t->size()) + " tokens exceed the vocabulary limit of " +
+                                      std::to_string(kMaxVocabSize) + " (kMaxVocabSize)");
   spec.vocab = f.get_string_array("tokenizer.ggml.tokens");
   if (spec.vocab.empty()) fail("tokenizer.ggml.tokens", "missing or empty");
   size_t n = spec.vocab.size();

@@ -255,8 +255,21 @@ void read_model(const Reader& r, const Value& m, TokenizerSpec& spec) {
   if (const Value* d = m.find("dropout"); d && !d->is_null() && d->is_number() && d->as_double() != 0)
     r.fail("model.dropout", "BPE dropout is not supported");
   const Value& vocab = r.object(r.need(m, "model", "vocab"), "model.vocab");
+  // Ids index a dense table: bound them by the limit and by the entry count (a vocabulary is
+  // dense: an id far past the entries is a broken file, not a sparse vocabulary).
   int64_t max_id = -1;
-  for (auto& [piece, idv] : vocab.members()) max_id = std::max<int64_t>(max_id, r.id(idv, "model.vocab." + piece));
+  const int64_t entries = int64_t(vocab.members().size());
+  for (auto& [piece, idv] : vocab.members()) {
+    std::string field = "model.vocab." + piece;
+    int64_t id = r.id(idv, field);
+    if (id >= kMaxVocabSize)
+      r.fail(field, "id " + std::to_string(id) + " exceeds the vocabulary limit of " + std::to_string(kMaxVocabSize) +
+                        " (kMaxVocabSize)");
+    if (id >= 2 * entries + 1024)
+      r.fail(field, "id " + std::to_string(id) + " is far past the " + std::to_string(entries) +
+                        " entries of the vocabulary (its ids must be about 0.." + std::to_string(entries - 1) + ")");
+    max_id = std::max(max_id, id);
+  }
   spec.vocab.assign(size_t(max_id + 1), std::string());
   for (auto& [piece, idv] : vocab.members()) spec.vocab[size_t(idv.as_int())] = piece;
 

@@ -64,6 +64,10 @@ struct DecoderStep {
   bool prepend = true;      // Metaspace: the first token's leading space is dropped
 };
 
+// The largest vocabulary a tokenizer file may declare (ids 0..kMaxVocabSize-1): real ones have at
+// most a few hundred thousand tokens; the bound keeps a bad id from sizing the tables.
+inline constexpr int64_t kMaxVocabSize = int64_t(1) << 24;
+
 struct TokenizerSpec {
   std::string source;  // the file it came from, for messages
 

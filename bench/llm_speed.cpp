@@ -1,0 +1,221 @@
+#include "bench/llm_speed.h"
+#include "cpu/llm/cpu_features.h"
+
+#include "bench/bench.h"
+#include "llm/formats/gguf.h"
+#include "util/error.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <random>
+
+namespace wgc::bench {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+// "8B" / "494M" style size label.
+std::string size_label(int64_t params) {
+  double p = double(params);
+  if (p >= 1e9) return fmt("%.0fB", std::round(p / 1e9));
+  if (p >= 1e7) return fmt("%.0fM", std::round(p / 1e6));
+  return fmt("%.1fM", p / 1e6);
+}
+
+// The type most of the weight bytes are in ("F16", "Q8_0", ...).
+std::string main_type(const llm::ModelFile& f) {
+  std::map<std::string, uint64_t> bytes;
+  for (const auto& t : f.tensors()) bytes[std::string(llm::to_string(t.type))] += t.data.size();
+  std::string best;
+  uint64_t most = 0;
+  for (auto& [name, n] : bytes)
+    if (n > most) {
+      most = n;
+      best = name;
+    }
+  return best;
+}
+
+}  // namespace
+
+Stats stats(std::vector<double> v) {
+  Stats s;
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  s.median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  s.min = v.front();
+  s.max = v.back();
+  for (double x : v) s.mean += x;
+  s.mean /= double(n);
+  if (n > 1) {
+    double ss = 0;
+    for (double x : v) ss += (x - s.mean) * (x - s.mean);
+    s.stddev = std::sqrt(ss / double(n - 1));
+  }
+  return s;
+}
+
+LlmSpeedResult run_llm_speed(const std::optional<Context>& ctx, const LlmSpeedPlan& plan,
+                             const std::function<void(const std::string&)>& status_fn) {
+  auto status = [&](const std::string& s) {
+    if (status_fn) status_fn(s);
+  };
+  std::vector<int> pp = plan.prompt_sizes, tg = plan.generate_sizes;
+  pp.erase(std::remove(pp.begin(), pp.end(), 0), pp.end());
+  tg.erase(std::remove(tg.begin(), tg.end(), 0), tg.end());
+  if (pp.empty() && tg.empty()) throw Error("wgc bench-llm: nothing to run (no prompt or generation sizes)");
+
+  LlmSpeedResult r;
+  status("loading " + plan.model);
+  llm::ModelFile file = llm::open_model(plan.model);
+  const llm::ModelConfig& cfg = file.config();
+  int max_p = pp.empty() ? 0 : *std::max_element(pp.begin(), pp.end());
+  int max_n = tg.empty() ? 0 : *std::max_element(tg.begin(), tg.end());
+  llm::EngineOptions eo;
+  eo.max_ctx = std::max({max_p, max_n, 1});
+  eo.max_batch = plan.batch;
+  eo.decode_ahead = plan.decode_ahead;
+  eo.tuning = plan.tuning;
+  eo.device = plan.device;
+  eo.threads = plan.threads;
+  const llm::DeviceChoice choice = llm::choose_device(ctx, file, eo);
+  eo.device = r.engine = choice.device;
+  r.engine_reason = choice.reason;
+  const bool gpu = choice.device == llm::Device::Gpu;
+  if (gpu) r.adapter = ctx->adapter();
+  // The bandwidth to compare decode with: given, else on the GPU measured (a large copy kernel)
+  // before the model takes the memory.
+  if (plan.bandwidth_gbs > 0) {
+    r.bandwidth = plan.bandwidth_gbs * 1e9;
+    r.bandwidth_source = "given";
+  } else if (plan.bandwidth_gbs < 0 && gpu) {
+    status("measuring the copy bandwidth");
+    r.bandwidth = measured_bandwidth(*ctx, Options{});
+    r.bandwidth_source = "measured";
+  } else {
+    r.bandwidth_source = "none";
+  }
+
+  status(std::string("starting the ") + (gpu ? "GPU" : "CPU") + " engine");
+  llm::LlamaModel model(ctx, file, eo);
+  r.threads = model.threads();
+  r.device = gpu ? r.adapter.device : llm::cpu::describe_cpu(r.threads);
+
+  for (const auto& t : file.tensors()) r.params += t.numel();
+  r.weight_bytes = model.weight_bytes();
+  // Decode reads every weight once per token, except the rows of an untied embedding table it does
+  // not look up (only the output projection reads a whole vocab x hidden matrix).
+  r.bytes_per_token = r.weight_bytes;
+  if (!cfg.tie_word_embeddings)
+    if (const auto* e = file.find("model.embed_tokens.weight"); e && e->data.size() < r.weight_bytes)
+      r.bytes_per_token -= e->data.size();
+  std::string label;
+  if (const auto* gg = file.gguf()) label = gg->get_string("general.size_label");
+  if (label.empty() || label == "tiny") label = size_label(r.params);  // wgc's test shape: its size
+  r.architecture = std::string(llm::to_string(cfg.architecture));
+  r.type = main_type(file);
+  r.name = r.architecture + " " + label + " " + r.type;
+  r.file_bytes = file.total_bytes();
+  r.max_ctx = model.max_ctx();
+
+  std::mt19937 rng(plan.seed);
+  std::uniform_int_distribution<int32_t> tok(0, int32_t(cfg.vocab_size - 1));
+  auto random_tokens = [&](int n) {
+    std::vector<int32_t> v(static_cast<size_t>(n));
+    for (auto& t : v) t = tok(rng);
+    return v;
+  };
+  auto run_label = [&](const std::string& test, int i) {
+    return test + " run " + std::to_string(i + 1) + "/" + std::to_string(plan.repeats);
+  };
+
+  for (int p : pp) {
+    LlmSpeedTest t;
+    t.name = "pp" + std::to_string(p);
+    t.n_prompt = p;
+    auto tokens = random_tokens(p);
+    if (plan.warmup) {
+      status(t.name + " warm-up");
+      model.rewind(0);
+      (void)model.logits(tokens);
+    }
+    for (int i = 0; i < plan.repeats; ++i) {
+      status(run_label(t.name, i));
+      model.rewind(0);
+      auto t0 = Clock::now();
+      auto logits = model.logits(tokens);
+      double s = std::chrono::duration<double>(Clock::now() - t0).count();
+      if (logits.empty() || !std::isfinite(logits[0])) throw Error("wgc bench-llm: " + t.name + ": non-finite logits");
+      t.seconds.push_back(s);
+      t.tps.push_back(double(p) / s);
+    }
+    r.tests.push_back(std::move(t));
+  }
+  for (int n : tg) {
+    LlmSpeedTest t;
+    t.name = "tg" + std::to_string(n);
+    t.n_gen = n;
+    int32_t first = random_tokens(1)[0];
+    llm::DecodeStats ds;
+    auto decode = [&](int steps) {
+      model.rewind(0);
+      int32_t id = first;
+      ds = model.decode_greedy(first, steps, [&](int32_t next) {
+        id = next;
+        return true;
+      });
+      return id;
+    };
+    if (plan.warmup) {
+      status(t.name + " warm-up");
+      decode(std::min(n, 16));
+    }
+    for (int i = 0; i < plan.repeats; ++i) {
+      status(run_label(t.name, i));
+      auto t0 = Clock::now();
+      int32_t last = decode(n);
+      double s = std::chrono::duration<double>(Clock::now() - t0).count();
+      if (last < 0 || last >= cfg.vocab_size)
+        throw Error("wgc bench-llm: " + t.name + ": token id " + std::to_string(last));
+      t.seconds.push_back(s);
+      t.tps.push_back(double(n) / s);
+      if (gpu) t.host_ms.push_back(ds.record_ms / std::max(1, ds.recorded));  // the CPU engine records nothing
+    }
+    r.tests.push_back(std::move(t));
+  }
+  if (plan.profile) {
+    status("profiling one decode step");
+    model.rewind(0);
+    std::map<std::string, KernelTime> by;
+    for (auto& d : model.profile_decode_step(random_tokens(1)[0])) {
+      auto& k = by[d.label];
+      k.kernel = d.label;
+      k.dispatches++;
+      k.ms += d.ms;
+      r.profile_ms += d.ms;
+    }
+    for (auto& entry : by) r.profile.push_back(entry.second);
+    std::sort(r.profile.begin(), r.profile.end(), [](auto& x, auto& y) { return x.ms > y.ms; });
+  }
+  for (auto& t : r.tests) {
+    t.t = stats(t.tps);
+    if (t.n_gen > 0) {
+      t.gbs = double(r.bytes_per_token) * t.t.median / 1e9;
+      if (r.bandwidth > 0) t.bw_frac = t.gbs * 1e9 / r.bandwidth;
+    }
+  }
+  return r;
+}
+
+}  // namespace wgc::bench

@@ -1,0 +1,80 @@
+// llama-bench's pp/tg tests for LlamaModel (behind `wgc bench-llm`): prefill of p random tokens and
+// n greedy decode steps from an empty cache, timed per repeat; decode also as weight bytes read per
+// second and as a fraction of the memory bandwidth.
+#pragma once
+
+#include "gpu/context.h"
+#include "llm/model/llama.h"
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace wgc::bench {
+
+struct LlmSpeedPlan {
+  std::string model;                     // a GGUF file or Hugging Face folder
+  std::vector<int> prompt_sizes{512};    // pp tests (0s are dropped)
+  std::vector<int> generate_sizes{128};  // tg tests
+  int repeats = 5;
+  int batch = 512;     // EngineOptions::max_batch
+  uint32_t seed = 1;   // of the random tokens
+  bool warmup = true;  // one untimed run per test
+  int decode_ahead = llm::EngineOptions{}.decode_ahead;
+  bool profile = false;  // GPU time per kernel of one decode step
+  llm::LlmTuning tuning;
+  double bandwidth_gbs = -1;               // < 0: measure (on the GPU engine); 0: none; > 0: given
+  llm::Device device = llm::Device::Auto;  // the engine (EngineOptions::device)
+  int threads = 0;                         // the CPU engine's threads (0: every processor)
+};
+
+struct Stats {
+  double median = 0, mean = 0, stddev = 0, min = 0, max = 0;
+};
+Stats stats(std::vector<double> v);  // stddev: the sample standard deviation, as llama-bench
+
+struct LlmSpeedTest {
+  std::string name;  // "pp512", "tg128"
+  int n_prompt = 0, n_gen = 0;
+  std::vector<double> seconds, tps;  // per repeat
+  Stats t;                           // of tps
+  double gbs = -1;                   // tg: weight bytes read per second / 1e9
+  double bw_frac = -1;               // tg: gbs / bandwidth
+  std::vector<double> host_ms;       // tg: host time recording a step, per token, per repeat
+};
+
+struct KernelTime {
+  std::string kernel;
+  int dispatches = 0;
+  double ms = 0;
+};
+
+struct LlmSpeedResult {
+  llm::Device engine = llm::Device::Gpu;
+  AdapterInfo adapter;             // the GPU engine's
+  std::string device;              // the adapter's name, or the CPU engine's processor line
+  int threads = 0;                 // the CPU engine's
+  std::string engine_reason;       // why Auto chose the CPU engine ("" otherwise)
+  double bandwidth = -1;           // bytes/s; <= 0: none
+  std::string bandwidth_source;    // "given", "measured", "none"
+  std::string name;                // "llama 8B Q4_0"
+  std::string architecture, type;  // "llama", "Q4_0" (the type most weight bytes are in)
+  uint64_t file_bytes = 0;
+  int64_t params = 0;
+  uint64_t weight_bytes = 0;     // on the GPU
+  uint64_t bytes_per_token = 0;  // read per decoded token
+  int max_ctx = 0;
+  std::vector<LlmSpeedTest> tests;
+  std::vector<KernelTime> profile;  // by total time, largest first
+  double profile_ms = 0;
+};
+
+// Runs the plan's tests on ctx's GPU or the CPU engine (none: the CPU engine; plan.device and
+// llm::choose_device decide); `status` hears what runs now ("pp512 run 2/5").
+LlmSpeedResult run_llm_speed(const std::optional<Context>& ctx, const LlmSpeedPlan& plan,
+                             const std::function<void(const std::string&)>& status = {});
+
+}  // namespace wgc::bench

@@ -1,0 +1,91 @@
+// Flags of the commands that run a language model (generate, chat, score, bench-llm): the model,
+// the sampling parameters, token ids, and loading the model with what the user should hear.
+#pragma once
+
+#include "cli/command.h"
+#include "cli/llm_backend.h"
+#include "llm/formats/model_file.h"
+#include "llm/generate/generator.h"
+#include "llm/generate/sampler.h"
+#include "llm/model/llama.h"
+#include "llm/tokenizer/tokenizer.h"
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace wgc {
+class Context;
+}
+
+namespace wgc::cli {
+
+// --tokens values as token ids (0 .. 2^31-1); the error names `flag`.
+std::vector<int32_t> token_ids(const std::vector<int64_t>& values, std::string_view flag);
+
+// The text of a prompt file ("-": stdin) without the line end after its last line. At most
+// kMaxPromptFileBytes.
+inline constexpr uint64_t kMaxPromptFileBytes = 64ull << 20;
+std::string read_prompt_file(const std::string& path);
+
+// The sampling flags as given; unset ones take the model's defaults (llm::default_sampling).
+struct SamplingFlags {
+  std::optional<float> temperature, top_p, min_p, repeat_penalty, presence_penalty, frequency_penalty;
+  std::optional<int> top_k, repeat_last_n;
+  std::optional<uint64_t> seed;
+};
+void add_sampling_flags(CLI::App& app, SamplingFlags& s);
+// The model's defaults with the flags on top, checked (llm::validate; errors name the flags). A
+// seed not given is drawn from std::random_device.
+llm::SamplingParams sampling_params(const SamplingFlags& s, const std::filesystem::path& model);
+
+// llm::validate(o), with the options' errors in the flags' names (-n, --stop, the sampling flags).
+void check_generate_options(const llm::GenerateOptions& o);
+
+// --model's value: a file or folder; else owner/name[/FILE] pulled into the hub cache (`wgc pull`);
+// absent: the built-in model (llm::default_model_path).
+std::filesystem::path model_path(const std::optional<std::string>& model);
+inline constexpr const char* kModelHelp =
+    "a GGUF file, a Hugging Face folder, or owner/name[/FILE] pulled with wgc pull (default: the built-in "
+    "wgc-tiny-dict)";
+
+// The flags of commands that generate text (generate, chat).
+struct ModelFlags {
+  GpuFlags gpu;
+  std::optional<std::string> model;
+  std::string tokenizer;
+  SamplingFlags sampling;
+  int n = 128;
+  int ctx = 0;
+  std::vector<std::string> stop;
+  bool ignore_eos = false;
+};
+void add_model_flags(CLI::App& app, ModelFlags& f, int default_n);
+// The generation options the flags give for `model` (checked; errors name the flags).
+llm::GenerateOptions generate_options(const ModelFlags& f, const std::filesystem::path& model);
+
+// A model as the commands load it: the file and its tokenizer first (CPU only: bad input fails
+// before the GPU starts; model notes with --verbose), then the engine (warnings: a context above
+// the one the model was trained for, a large model on a CPU adapter).
+struct LoadedModel {
+  std::filesystem::path path;
+  llm::ModelFile file;
+  std::optional<llm::Tokenizer> tok;
+  std::optional<llm::LlamaModel> model;
+  double load_ms = 0;
+};
+LoadedModel open_model_files(const std::filesystem::path& path, const std::string& tokenizer);
+llm::LlamaModel& start_engine(LoadedModel& m, const LlmBackend& backend, int max_ctx);
+
+// Prefill progress on stderr ("[prompt 1536/4000 tokens]") for prompts longer than one engine
+// step, where progress bars are drawn (util/progress.h: a terminal, or WGC_PROGRESS=1) and not
+// with --quiet; empty otherwise.
+std::function<void(int, int)> prefill_progress();
+
+// Timings as JSON (generate --json).
+json::Value timings_json(const llm::Timings& t);
+
+}  // namespace wgc::cli

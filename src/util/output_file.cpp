@@ -1,0 +1,169 @@
+#include "util/output_file.h"
+
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace wgc {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string errno_text() { return std::strerror(errno); }
+
+// Temporaries being written, for the signal handler to remove: fixed slots of plain chars, since
+// a handler may only use async-signal-safe calls (unlink) on memory that is not being changed. A
+// slot is reserved, its path written, and only then published.
+constexpr int kSlots = 64;
+constexpr size_t kPathMax = 4096;
+enum SlotState { kFree, kReserved, kLive };
+struct Slot {
+  std::atomic<int> state{kFree};
+  char path[kPathMax];
+};
+std::array<Slot, kSlots> g_slots;
+
+constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP};
+struct sigaction g_previous[std::size(kSignals)];
+
+void on_signal(int sig) {
+  for (auto& s : g_slots)
+    if (s.state.load() == kLive) ::unlink(s.path);
+  for (size_t i = 0; i < std::size(kSignals); ++i)
+    if (kSignals[i] == sig) {
+      const struct sigaction& prev = g_previous[i];
+      if (prev.sa_handler == SIG_IGN) return;
+      if (prev.sa_handler != SIG_DFL && !(prev.sa_flags & SA_SIGINFO)) {
+        prev.sa_handler(sig);  // a handler that was there before (e.g. chat's Ctrl-C)
+        return;
+      }
+      ::sigaction(sig, &prev, nullptr);
+      ::raise(sig);  // end the process the way the signal would have
+      return;
+    }
+}
+
+void install_handler() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    for (size_t i = 0; i < std::size(kSignals); ++i) {
+      struct sigaction sa {};
+      sa.sa_handler = on_signal;
+      sigemptyset(&sa.sa_mask);
+      ::sigaction(kSignals[i], &sa, &g_previous[i]);
+    }
+  });
+}
+
+int take_slot(const fs::path& temp) {
+  std::string p = temp.string();
+  if (p.size() >= kPathMax) return -1;  // too long to track: removed by the destructor only
+  for (int i = 0; i < kSlots; ++i) {
+    Slot& slot = g_slots[size_t(i)];
+    int expected = kFree;
+    if (!slot.state.compare_exchange_strong(expected, kReserved)) continue;
+    std::memcpy(slot.path, p.c_str(), p.size() + 1);
+    slot.state.store(kLive);
+    return i;
+  }
+  return -1;  // more than kSlots files at once: the rest are removed by their destructors only
+}
+
+void release_slot(int i) {
+  if (i >= 0) g_slots[size_t(i)].state.store(kFree);
+}
+
+// New files get the usual permissions (0666 less the umask); mkstemp makes them 0600.
+mode_t file_mode() {
+  mode_t m = ::umask(0);
+  ::umask(m);
+  return 0666 & ~m;
+}
+
+}  // namespace
+
+void check_output(const fs::path& path, Overwrite overwrite) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) throw Error(path.string() + " is a folder, not a file to write");
+  if (overwrite == Overwrite::No && fs::exists(fs::symlink_status(path, ec))) throw FileExistsError(path);
+  fs::path dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
+  if (!fs::is_directory(dir, ec)) throw Error(path.string() + ": the folder " + dir.string() + " does not exist");
+}
+
+OutputFile::OutputFile(fs::path path, Overwrite overwrite) : path_(std::move(path)), overwrite_(overwrite) {
+  check_output(path_, overwrite_);
+  install_handler();
+  fs::path dir = path_.parent_path();
+  std::string name = ".";  // hidden, beside the final name
+  name += path_.filename().string();
+  name += ".XXXXXX.tmp";
+  std::string tmpl = (dir / name).string();
+  fd_ = ::mkostemps(tmpl.data(), 4, O_CLOEXEC);
+  if (fd_ < 0) throw Error(path_.string() + ": cannot create a temporary file beside it: " + errno_text());
+  temp_ = tmpl;
+  ::fchmod(fd_, file_mode());
+  slot_ = take_slot(temp_);
+}
+
+OutputFile::~OutputFile() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!committed_) ::unlink(temp_.c_str());
+  release_slot(slot_);
+}
+
+void OutputFile::write(std::span<const std::byte> bytes) {
+  const char* p = reinterpret_cast<const char*>(bytes.data());
+  size_t left = bytes.size();
+  while (left > 0) {
+    ssize_t n = ::write(fd_, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw Error(path_.string() + ": write failed: " + errno_text());
+    p += n;
+    left -= size_t(n);
+  }
+}
+
+void OutputFile::write(std::string_view text) { write(std::as_bytes(std::span(text.data(), text.size()))); }
+
+void OutputFile::commit() {
+  if (committed_) return;
+  int fd = fd_;
+  fd_ = -1;
+  if (::close(fd) != 0) throw Error(path_.string() + ": writing failed: " + errno_text());
+  if (overwrite_ == Overwrite::Yes) {
+    if (::rename(temp_.c_str(), path_.c_str()) != 0)
+      throw Error(path_.string() + ": cannot rename the temporary file onto it: " + errno_text());
+  } else if (::link(temp_.c_str(), path_.c_str()) == 0) {  // fails if a file appeared meanwhile
+    ::unlink(temp_.c_str());
+  } else if (errno == EEXIST) {
+    throw FileExistsError(path_);
+  } else {  // a file system without hard links: the check in the constructor stands
+    if (::rename(temp_.c_str(), path_.c_str()) != 0)
+      throw Error(path_.string() + ": cannot rename the temporary file onto it: " + errno_text());
+  }
+  committed_ = true;
+  release_slot(slot_);
+  slot_ = -1;
+}
+
+void write_file(const fs::path& path, std::span<const std::byte> bytes, Overwrite overwrite) {
+  OutputFile out(path, overwrite);
+  out.write(bytes);
+  out.commit();
+}
+
+void write_file(const fs::path& path, std::string_view text, Overwrite overwrite) {
+  write_file(path, std::as_bytes(std::span(text.data(), text.size())), overwrite);
+}
+
+}  // namespace wgc
