@@ -119,7 +119,7 @@ for t in ${types//,/ }; do
   load0=$(load)
   log "$t: wgc (CPU engine, $threads threads)"
   "$wgc" bench-llm --backend cpu --threads "$threads" -m "$model" -p "$p" -n "$n" -r "$r" \
-    --json "$out/wgc-$t.json" >"$out/wgc-$t.txt"
+    --json "$out/wgc-$t.json" --force >"$out/wgc-$t.txt"
   log "$t: llama.cpp (node-llama-cpp, $threads threads)"
   (cd "$peer" && node llama_cpp_bench.mjs "$model" "$p" "$n" "$r" "$threads") >"$out/llama_cpp-$t.json"
   load1=$(load)
