@@ -6,9 +6,23 @@
 
 #include <algorithm>
 #include <chrono>
+#include <string>
+
+#include <unistd.h>
 
 namespace wgc::llm {
 namespace {
+
+// The KV cache of max_ctx positions must fit the host's memory (as the GPU engine checks the
+// device's limits) before anything of that size is allocated.
+void check_cpu_context(const CpuWeights& w, int64_t max_ctx, const std::string& file) {
+  const uint64_t bytes = uint64_t(w.layers.size()) * 2 * uint64_t(max_ctx) * uint64_t(w.nkv * w.hd) * 4;
+  const uint64_t host = uint64_t(sysconf(_SC_PHYS_PAGES)) * uint64_t(sysconf(_SC_PAGESIZE));
+  if (bytes > host)
+    throw Error("wgc: a context of " + std::to_string(max_ctx) + " positions (max_ctx) for " + file +
+                ": the KV cache needs " + std::to_string(bytes) + " bytes, more than the host's " +
+                std::to_string(host) + " bytes of memory; lower max_ctx");
+}
 
 class CpuEngine final : public LlamaEngine {
  public:
@@ -16,6 +30,7 @@ class CpuEngine final : public LlamaEngine {
       : w(load_cpu_weights(f, o.rope_theta, o.rope_scaling)),
         pool(std::make_shared<cpu::ThreadPool>(o.threads > 0 ? o.threads : cpu::cpu_features().threads)) {
     max_ctx_ = resolve_max_ctx(w->cfg, o);
+    check_cpu_context(*w, max_ctx_, f.path().string());
     max_batch_ = std::max(1, std::min(o.max_batch, max_ctx_));
     fwd.emplace(w, pool, max_batch_, max_ctx_);
     kv.emplace(*w, max_ctx_);
