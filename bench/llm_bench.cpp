@@ -63,7 +63,9 @@ std::vector<Case> linear_cases(const Context& ctx, const Options& o, Kind kind) 
         auto all = versions;
         if (kind == Kind::Batched && (t == TensorType::Q8_0 || t == TensorType::Q4_0))
           all.push_back({LinearVersion::BatchedQ8, "batched-q8"});
-        for (auto& [v, vname] : all) {
+        for (const auto& version : all) {
+          const LinearVersion v = version.first;  // a variable, not a binding: lambdas capture it (clang 14)
+          const std::string& vname = version.second;
           Case c;
           c.op = kind == Kind::Matvec ? "llm.matvec" : kind == Kind::Matmul ? "llm.matmul" : "llm.batched";
           c.version = std::string(llm::to_string(t)) + "/" + vname;

@@ -1,9 +1,10 @@
 #include "bench/llm_speed.h"
-#include "cpu/llm/cpu_features.h"
 
 #include "bench/bench.h"
+#include "cpu/llm/cpu_features.h"
 #include "llm/formats/gguf.h"
 #include "util/error.h"
+#include "util/format.h"
 
 #include <algorithm>
 #include <chrono>
@@ -18,18 +19,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-
 // "8B" / "494M" style size label.
 std::string size_label(int64_t params) {
   double p = double(params);
-  if (p >= 1e9) return fmt("%.0fB", std::round(p / 1e9));
-  if (p >= 1e7) return fmt("%.0fM", std::round(p / 1e6));
-  return fmt("%.1fM", p / 1e6);
+  if (p >= 1e9) return format_number("%.0fB", std::round(p / 1e9));
+  if (p >= 1e7) return format_number("%.0fM", std::round(p / 1e6));
+  return format_number("%.1fM", p / 1e6);
 }
 
 // The type most of the weight bytes are in ("F16", "Q8_0", ...).

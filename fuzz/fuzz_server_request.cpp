@@ -58,8 +58,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         check(g.max_tokens >= 1 || g.max_tokens == -1);
         check(g.top_logprobs >= -1 && g.top_logprobs <= llm::kMaxTopLogprobs);
         check(r.logprobs == (g.top_logprobs >= 0));
-        check(g.stop.size() <= server::kMaxStopStrings + 1);
-        for (const auto& s : g.stop) check(!s.empty() && s.size() <= server::kMaxStopBytes);
+        check(g.stop.size() <= llm::kMaxStopStrings + 1);
+        for (const auto& s : g.stop) check(!s.empty() && s.size() <= llm::kMaxStopBytes);
         check(!r.include_usage || r.stream);
         break;
       }

@@ -17,9 +17,28 @@ cp "$build/wgc" "$stage/wgc/bin/"
 if [ "${WGC_PACK_TESTS:-1}" != 0 ]; then
   for t in "$build"/test_*; do [ -x "$t" ] && cp "$t" "$stage/wgc/bin/"; done
 fi
+# WGC_PACK_PYTHON=1: the Python package too, for device_run.sh's `python` step (python/bench.py):
+# the extension with libwgc and Dawn (CMake's component `python`, SwiftShader left out), and the
+# Debian Python 3.11 it is built for, with its standard library and NumPy (the GPU machine's own
+# python3 may be another version, which a pybind11 extension does not load in).
+pylibs=()
+if [ "${WGC_PACK_PYTHON:-0}" != 0 ]; then
+  py="$stage/wgc/python"
+  cmake --install "$build" --component python --prefix "$py/site" >/dev/null
+  [ -f "$py/site/wgc/_wgc.cpython-311-x86_64-linux-gnu.so" ] || { echo "the Python extension was not built"; exit 1; }
+  # SwiftShader is not needed there; libwgc and Dawn are in the bundle's lib/ already (LD_LIBRARY_PATH).
+  rm -rf "$py/site/wgc/lib"
+  mkdir -p "$py/bin" "$py/lib"
+  cp /usr/bin/python3.11 "$py/bin/"
+  tar -C /usr/lib --exclude=__pycache__ --exclude=test --exclude=idlelib --exclude=tkinter --exclude=turtledemo \
+    --exclude=lib2to3 --exclude=ensurepip --exclude='config-3.11*' -cf - python3.11 | tar -C "$py/lib" -xf -
+  tar -C /usr/lib/python3/dist-packages --exclude=__pycache__ --exclude=tests -cf - numpy | tar -C "$py/site" -xf -
+  mapfile -t pylibs < <(find "$py" -name '*.so*' -type f; echo "$py/bin/python3.11")
+fi
 # Every shared library but the C/C++ runtime, which the GPU machine has in newer versions.
-for bin in "$stage"/wgc/bin/*; do
-  ldd "$bin" | awk '{for (i = 1; i <= NF; i++) if ($i ~ /^\//) print $i}' | grep -vE 'ld-linux|lib(c|m|dl|pthread|rt|stdc\+\+|gcc_s)\.so' || true
+for bin in "$stage"/wgc/bin/* "${pylibs[@]}"; do
+  ldd "$bin" | awk '{for (i = 1; i <= NF; i++) if ($i ~ /^\//) print $i}' | grep -vE 'ld-linux|lib(c|m|dl|pthread|rt|stdc\+\+|gcc_s)\.so' |
+    grep -v "^$stage/" || true
 done | sort -u | while read -r lib; do cp -L "$lib" "$stage/wgc/lib/"; done
 mkdir -p "$repo/.device"
 tar -C "$stage" -cJf "$repo/.device/bundle.tar.xz" wgc

@@ -121,10 +121,25 @@ for step in $steps; do
         cp /tmp/cpu-llm/results.json /tmp/cpu-llm/cpu_llm.png /tmp/cpu-llm/*.txt "$RES/" 2>/dev/null
         echo "nproc: $(nproc); $(grep -m1 "model name" /proc/cpuinfo)" >>"$RES/cpu-llm.txt"
       fi ;;
+    python|python:*)  # python[:SHAPE:TYPE]: python/bench.py (per-call cost from Python vs the same calls in
+      # C++; llm.generate vs wgc generate on the built-in model, or the synthetic SHAPE:TYPE one).
+      # Needs the bundle packed with WGC_PACK_PYTHON=1 (Debian's Python 3.11, NumPy and the package).
+      IFS=: read -r _ shape type <<<"$step"
+      py=/tmp/wgc/python
+      if [ ! -x "$py/bin/python3.11" ]; then
+        echo "python: not in the bundle (pack with WGC_PACK_PYTHON=1 scripts/device_pack.sh)" | tee -a "$RES/python.txt"
+      else
+        m=""; [ -n "${shape:-}" ] && m=$(synth "$shape" "$type")
+        # libwgc comes from the bundle's lib/ (LD_LIBRARY_PATH), so the built-in model is named.
+        WGC_DEFAULT_MODEL=$py/site/wgc/share/wgc/models PYTHONHOME=$py PYTHONPATH=$py/site PYTHONNOUSERSITE=1 \
+          timeout 500 "$py/bin/python3.11" python/bench.py \
+          --cli $wgc --backend gpu ${m:+--model $m} ${WGC_PY_BENCH_ARGS:-} --json "$RES/python-bench.json" \
+          2>"$RES/python.err" | tee -a "$RES/python.txt"
+      fi ;;
     *) echo "unknown step $step" ;;
   esac
 done
-for f in info.txt bench.txt llm.txt batched.txt serve.txt peer.txt cpu-llm.txt; do [ -f "$RES/$f" ] && cp "$RES/$f" "$OUT/"; done
+for f in info.txt bench.txt llm.txt batched.txt serve.txt peer.txt python.txt cpu-llm.txt; do [ -f "$RES/$f" ] && cp "$RES/$f" "$OUT/"; done
 tar -C "$RES" -czf "$OUT/results.tgz" .
 rm -rf /tmp/models
 echo "=== summary ==="
@@ -134,4 +149,5 @@ printf '%s' "$summary"
 [ -f "$RES/batched.txt" ] && grep -E "^(\||model)" "$RES/batched.txt"
 [ -f "$RES/serve.txt" ] && cat "$RES/serve.txt"
 [ -f "$RES/peer.txt" ] && grep -E "^(\\||llama.cpp)" "$RES/peer.txt"
+[ -f "$RES/python.txt" ] && cat "$RES/python.txt"
 [ -f "$RES/cpu-llm.txt" ] && cat "$RES/cpu-llm.txt"

@@ -2,7 +2,8 @@
 # The sanitizer leg of scripts/test.sh: a clang build (build-asan/) with warnings as errors and
 # AddressSanitizer + UndefinedBehaviorSanitizer (+ LeakSanitizer), then its tests. Arguments go
 # to ctest. The slowest GPU-bound tests are left out (they spend their time in SwiftShader, which
-# is not instrumented, or in a browser or load generator), and so is the install check; the list
+# is not instrumented, or in a browser or load generator), and so are the install check and the
+# Python package (an ASan-built extension does not load into an uninstrumented python); the list
 # is in README.md and below. WGC_ASAN_EXCLUDE= (empty) runs them all.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -14,5 +15,5 @@ WGC_BUILD_DIR=$build WGC_BUILD_TYPE=RelWithDebInfo \
 export LSAN_OPTIONS="suppressions=$repo/scripts/lsan.supp:print_suppressions=0"
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1:check_initialization_order=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
-slow=${WGC_ASAN_EXCLUDE-"^(test_llm_model|test_llm_linear|test_llm_batched|test_llm_attention|test_generate|test_matmul|test_reduce|test_conv|test_bench_llm|test_bench_batched|web_kernels|web_chat|serve_load|serve_nginx|install_consumer)$"}
+slow=${WGC_ASAN_EXCLUDE-"^(test_llm_model|test_llm_linear|test_llm_batched|test_llm_attention|test_generate|test_matmul|test_reduce|test_conv|test_bench_llm|test_bench_batched|web_kernels|web_chat|serve_load|serve_nginx|install_consumer|python_package)$"}
 cd "$build" && ctest --output-on-failure -j"$(nproc)" ${slow:+-E "$slow"} "$@"

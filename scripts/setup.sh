@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything wgc needs on a fresh Debian 12 machine, into a cache; safe to run again.
 #  - Debian packages (compiler, CMake, GoogleTest, Vulkan loader, image and BLAS libraries, Node.js,
-#    cpp-httplib for `wgc serve`, nginx for its two-replica test)
+#    cpp-httplib for `wgc serve`, nginx for its two-replica test, and for the Python package
+#    (python/): pybind11, the Python headers, venv/pip/setuptools, NumPy and pytest)
 #  - Dawn (WebGPU) from npm: bun-webgpu-linux-x64, verified by sha256
 #  - Dawn's C header from npm: react-native-wgpu (only the five header files are kept)
 #  - SwiftShader (Vulkan on the CPU) from Debian's chromium-common, with an ICD json
@@ -16,7 +17,9 @@ log() { printf '[setup] %s\n' "$*" >&2; }
 # --- Debian packages ----------------------------------------------------------------------
 apt_pkgs=(cmake g++ make pkg-config libgtest-dev libvulkan1 libpng-dev libjpeg-dev
           libopenblas-dev libpcre2-dev libcli11-dev libedit-dev libssl-dev ca-certificates chromium fonts-dejavu-core
-          libcpp-httplib-dev nginx-light libonnx-dev libprotobuf-dev libonnx-testdata)
+          libcpp-httplib-dev nginx-light libonnx-dev libprotobuf-dev libonnx-testdata
+          python3-dev python3-venv python3-pip python3-setuptools python3-wheel pybind11-dev
+          python3-numpy python3-pytest)
 # The sanitizer leg of scripts/test.sh (and the fuzz targets): clang with its sanitizer runtimes.
 if [ "${WGC_SANITIZERS:-1}" != 0 ]; then apt_pkgs+=(clang libclang-rt-dev); fi
 missing=()

@@ -1,5 +1,6 @@
-// wgc's ONNX image models in one include: load a model, run it on the GPU (or the CPU references),
-// inspect its graph and plan. See cnn/model.h.
+// wgc/cnn.h: one include for the ONNX image-model layer (installed as <wgc/cnn.h>): load a
+// model, run it on the GPU (or the CPU references), inspect its graph and plan. See cnn/model.h.
+// Includes <wgc.h>.
 #pragma once
 
 #include "cnn/graph.h"

@@ -239,8 +239,11 @@ TEST(BadTemplate, ResourceLimits) {
   // The output as a whole.
   EXPECT_CONTAINS(template_error("{% for i in range(10000) %}{{ 'x' * 1000 }}{% endfor %}", small),
                   "the output: a string of");
-  // Work: nested loops, exponential macros, quadratic built-ins, exponential values.
-  const char* steps = "t:1: the render took more than 1000000 steps (the work limit, jinja::kMaxSteps)";
+  // Work: nested loops, exponential macros, quadratic built-ins, exponential values (200,000 steps:
+  // a million took 6-7 s under the sanitizers on a loaded machine).
+  Limits work = small;
+  work.steps = 200'000;
+  const char* steps = "t:1: the render took more than 200000 steps (the work limit, jinja::kMaxSteps)";
   for (const char* t : {
            "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
            "{% macro m(n) %}{% if n > 0 %}{{ m(n - 1) }}{{ m(n - 1) }}{% endif %}{% endmacro %}{{ m(60) }}",
@@ -249,7 +252,7 @@ TEST(BadTemplate, ResourceLimits) {
            "{% set ns = namespace(a=[1]) %}{% for i in range(60) %}{% set ns.a = [ns.a, ns.a] %}{% endfor %}"
            "{{ ns.a == ns.a }}",
        })
-    EXPECT_CONTAINS(template_error(t, small), steps) << t;
+    EXPECT_CONTAINS(template_error(t, work), steps) << t;
   // The error names the line.
   Limits tiny;
   tiny.steps = 1000;
@@ -320,7 +323,7 @@ Bytes small_gguf() {
   w.add_string("tokenizer.ggml.model", "gpt2");
   std::vector<float> data(8 * 3, 0.5f);
   w.add_tensor("token_embd.weight", llm::TensorType::F32, {8, 3}, std::as_bytes(std::span(data)));
-  return w.bytes();
+  return w.to_bytes();
 }
 
 TEST(BadFile, GgufTruncatedOrCorrupted) {
@@ -350,7 +353,7 @@ TEST(BadFile, GgufHugeCountsAndSizes) {
   for (const char* k : {"llama.embedding_length", "llama.block_count", "llama.feed_forward_length",
                         "llama.attention.head_count", "llama.vocab_size"})
     w.add_u32(k, 8);
-  Bytes ctx = w.bytes();
+  Bytes ctx = w.to_bytes();
   EXPECT_CONTAINS(error_of([&] { llm::config_from_gguf(llm::GgufFile::parse(ctx, "big.gguf")); }),
                   "big.gguf: metadata key 'llama.context_length' is 2147483648, beyond the largest context");
 }
@@ -551,6 +554,19 @@ TEST(BadFile, JpegTruncatedOrHuge) {
       break;
     }
   EXPECT_CONTAINS(error_of([&] { read_image_bytes(big, "big.jpg"); }), "size 32768x32768 is out of range for a file");
+  // The same as a progressive frame (SOF2: FF C2), 30000 x 30000. For a progressive JPEG,
+  // jpeg_start_decompress allocates and clears coefficients for the whole image (fuzz_image found a
+  // 265-byte file that took 10 s and 800 MB there), so the size must be refused from the header,
+  // before the scans are looked at (these scan parameters are not valid for a progressive frame).
+  for (size_t i = 0; i + 8 < big.size(); ++i)
+    if (big[i] == std::byte{0xFF} && big[i + 1] == std::byte{0xC0}) {
+      const uint8_t dims[4] = {0x75, 0x30, 0x75, 0x30};
+      big[i + 1] = std::byte{0xC2};
+      std::memcpy(big.data() + i + 5, dims, 4);
+      break;
+    }
+  EXPECT_CONTAINS(error_of([&] { read_image_bytes(big, "big_progressive.jpg"); }),
+                  "size 30000x30000 is out of range for a file");
 }
 
 // ---- The engine: context length against the device and the host -------------------------------
@@ -569,6 +585,16 @@ TEST(BadFile, ContextLengthBeyondTheDevice) {
   llm::EngineOptions neg;
   neg.max_ctx = -5;
   EXPECT_CONTAINS(error_of([&] { llm::LlamaModel m(test::ctx(), f, neg); }), "max_ctx is -5");
+}
+
+// ---- Flags: what parses but is out of range (the rest of the flags: test_cli, test_sampler) ------
+
+TEST(BadFlags, BlurSigmaThatParsesButOverflowsTheRadius) {
+  // 1e30 is a float, but 3 * sigma converted to an integer radius was undefined behaviour.
+  auto r = test::run_cli("blur --sigma 1e30 /nonexistent-in.png " +
+                         test::quote((test::temp_dir() / "blur-out.png").string()));
+  EXPECT_EQ(r.rc, 1) << r.err;  // an error, not a signal
+  EXPECT_CONTAINS(r.err, "sigma 1e+30 gives radius 3e+30, above the limit");
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
-// GGUF reader: every metadata type (incl. nested arrays) round-trips through GgufWriter, typed
-// getters convert or refuse, alignment and tensor data are right, the fixtures read, and every kind
-// of bad file gives a wgc::Error naming the file and the problem (never a crash).
+// GGUF reader and writer: every metadata type (incl. nested arrays) round-trips through GgufWriter,
+// typed getters convert or refuse, alignment and tensor data are right (given or generated, written
+// with any thread count), the fixtures read, and every kind of bad file gives a wgc::Error naming
+// the file and the problem (never a crash).
 #include "llm/formats/gguf.h"
 #include "llm/formats/gguf_writer.h"
 #include "test_util.h"
@@ -14,6 +15,13 @@ namespace fs = std::filesystem;
 namespace {
 
 using wgc::test::temp_dir;
+
+std::vector<std::byte> read_file(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::vector<char> c((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  auto b = std::as_bytes(std::span(c));
+  return {b.begin(), b.end()};
+}
 
 fs::path write_file(const std::string& name, std::span<const std::byte> bytes) {
   fs::path p = temp_dir() / name;
@@ -99,29 +107,14 @@ GgufWriter sample_writer(uint32_t alignment = 32) {
   std::vector<int32_t> in = {-1, 7, 1 << 30};
   w.add_i32_array("t.i32s", in);
   // [[1u16, 2u16], [], [[ "x" ]]]: an array of arrays, one of them holding an array of strings.
-  std::vector<std::byte> nested;
-  GgufWriter::encode_u32(nested, uint32_t(GgufType::Array));
-  GgufWriter::encode_u64(nested, 3);
-  GgufWriter::encode_u32(nested, uint32_t(GgufType::U16));
-  GgufWriter::encode_u64(nested, 2);
-  for (uint16_t v : {uint16_t(1), uint16_t(2)}) {
-    nested.push_back(std::byte(v & 0xFF));
-    nested.push_back(std::byte(v >> 8));
-  }
-  GgufWriter::encode_u32(nested, uint32_t(GgufType::I64));
-  GgufWriter::encode_u64(nested, 0);
-  GgufWriter::encode_u32(nested, uint32_t(GgufType::Array));
-  GgufWriter::encode_u64(nested, 1);
-  GgufWriter::encode_u32(nested, uint32_t(GgufType::String));
-  GgufWriter::encode_u64(nested, 1);
-  GgufWriter::encode_string(nested, "x");
-  w.add_raw("t.nested", GgufType::Array, nested);
-  std::vector<std::byte> bools;
-  GgufWriter::encode_u32(bools, uint32_t(GgufType::Bool));
-  GgufWriter::encode_u64(bools, 2);
-  bools.push_back(std::byte(0));
-  bools.push_back(std::byte(1));
-  w.add_raw("t.bools", GgufType::Array, bools);
+  std::vector<uint16_t> u16s = {1, 2};
+  std::vector<std::string> x = {"x"};
+  const GgufMetaValue strings_x[] = {GgufMetaValue::strings(x)};
+  const GgufMetaValue nested[] = {GgufMetaValue::array(std::span<const uint16_t>(u16s)),
+                                  GgufMetaValue::array(std::span<const int64_t>()),
+                                  GgufMetaValue::array(GgufType::Array, strings_x)};
+  w.add("t.nested", GgufMetaValue::array(GgufType::Array, nested));
+  w.add("t.bools", GgufMetaValue::bool_array({false, true}));
 
   std::vector<float> a = {1, 2, 3, 4, 5, 6};
   w.add_tensor("a", TensorType::F32, {3, 2}, f32_bytes(a));
@@ -133,7 +126,7 @@ GgufWriter sample_writer(uint32_t alignment = 32) {
 }  // namespace
 
 TEST(Gguf, EveryValueTypeRoundTrips) {
-  auto bytes = sample_writer().bytes();
+  auto bytes = sample_writer().to_bytes();
   auto f = GgufFile::parse(bytes, "sample");
   EXPECT_EQ(f.version(), 3u);
   EXPECT_EQ(f.metadata().size(), 17u);
@@ -175,7 +168,7 @@ TEST(Gguf, EveryValueTypeRoundTrips) {
 }
 
 TEST(Gguf, TypedGettersConvertOrRefuse) {
-  auto bytes = sample_writer().bytes();
+  auto bytes = sample_writer().to_bytes();
   auto f = GgufFile::parse(bytes, "sample");
   // Defaults when absent.
   EXPECT_EQ(f.get_u32("nope", 7), 7u);
@@ -214,7 +207,7 @@ TEST(Gguf, TypedGettersConvertOrRefuse) {
 
 TEST(Gguf, TensorsAndAlignment) {
   for (uint32_t alignment : {32u, 64u, 256u}) {
-    auto bytes = sample_writer(alignment).bytes();
+    auto bytes = sample_writer(alignment).to_bytes();
     auto f = GgufFile::parse(bytes, "sample");
     EXPECT_EQ(f.alignment(), alignment);
     EXPECT_EQ(f.data_offset() % alignment, 0u);
@@ -292,7 +285,7 @@ TEST(Gguf, FixtureTinyLlama3Merges) {
 // --- bad files ----------------------------------------------------------------------------------
 
 TEST(GgufBad, EveryTruncationIsAnError) {
-  auto bytes = sample_writer().bytes();
+  auto bytes = sample_writer().to_bytes();
   // Every prefix that cuts the header, metadata, tensor infos or data must fail cleanly.
   size_t ok_from = bytes.size();
   for (size_t n = 0; n < bytes.size(); ++n) {
@@ -308,11 +301,16 @@ TEST(GgufBad, EveryTruncationIsAnError) {
       ASSERT_LT(n, ok_from) << "a shorter prefix parsed but this one failed: " << e.what();
     }
   }
-  // Only the full file parses (the last tensor ends at the end).
-  EXPECT_EQ(ok_from, bytes.size());
+  // Only prefixes that hold the last tensor's data parse (the writer pads the file after it to
+  // the alignment, as llama.cpp's does).
+  GgufFile whole = GgufFile::parse(bytes, "whole");
+  const GgufTensorInfo& last = whole.tensors().back();
+  const size_t end = size_t(whole.data_offset() + last.offset + last.bytes);
+  EXPECT_EQ(ok_from, end);
+  EXPECT_EQ(bytes.size() % whole.alignment(), 0u);
   // And via a real file: truncated inside the tensor data.
   Bytes b;
-  b.b.assign(bytes.begin(), bytes.end() - 10);
+  b.b.assign(bytes.begin(), bytes.begin() + std::ptrdiff_t(end - 10));
   expect_error("truncated.gguf", b, {"tensor 'b.q8'", "runs past the end of the file"});
 }
 
@@ -423,42 +421,151 @@ TEST(GgufBad, TensorInfos) {
   expect_error("bigtensor.gguf", big, {"tensor 'w'", "+4194304", "runs past the end of the file"});
 }
 
-// add_value copies every kind of value (scalars, strings, arrays of numbers, strings and arrays)
-// so that a file's metadata can be carried into a new one byte for byte.
-TEST(GgufWriter, AddValueCopiesEveryType) {
-  GgufWriter w;
-  w.add_u8("a.u8", 200);
-  w.add_i8("a.i8", -3);
-  w.add_u16("a.u16", 65000);
-  w.add_i16("a.i16", -300);
-  w.add_u32("a.u32", 4000000000u);
-  w.add_i32("a.i32", -7);
-  w.add_u64("a.u64", 1ull << 40);
-  w.add_i64("a.i64", -(1ll << 40));
-  w.add_f32("a.f32", 1.5f);
-  w.add_f64("a.f64", 2.25);
-  w.add_bool("a.bool", true);
-  w.add_string("a.str", "hello");
-  std::vector<std::string> strs = {"x", "", "yz"};
-  w.add_string_array("a.strs", strs);
-  std::vector<int32_t> ints = {1, -2, 3};
-  w.add_i32_array("a.ints", ints);
-  std::vector<std::byte> nested;  // [[1, 2], [3]] as arrays of u32
-  GgufWriter::encode_u32(nested, uint32_t(GgufType::Array));
-  GgufWriter::encode_u64(nested, 2);
-  for (std::vector<uint32_t> inner : {std::vector<uint32_t>{1, 2}, std::vector<uint32_t>{3}}) {
-    GgufWriter::encode_u32(nested, uint32_t(GgufType::U32));
-    GgufWriter::encode_u64(nested, inner.size());
-    for (uint32_t v : inner) GgufWriter::encode_u32(nested, v);
-  }
-  w.add_raw("a.nested", GgufType::Array, nested);
-  std::vector<float> t = {1, 2, 3, 4};
-  w.add_tensor("t", TensorType::F32, {4}, std::as_bytes(std::span(t)));
-  auto bytes = w.bytes();
+// GgufMetaValue::copy_of copies every kind of value (the sample's scalars, strings, arrays of
+// numbers, bools, strings and arrays) so that a file's metadata can be carried into a new one byte
+// for byte.
+TEST(GgufWriter, CopyOfCopiesEveryType) {
+  auto bytes = sample_writer().to_bytes();
   GgufFile f = GgufFile::parse(bytes, "original");
-
   GgufWriter copy;
-  for (const auto& kv : f.metadata()) copy.add_value(kv.key, kv.value);
+  for (const auto& kv : f.metadata()) copy.add(kv.key, GgufMetaValue::copy_of(kv.value));
   for (const auto& ti : f.tensors()) copy.add_tensor(ti.name, ti.type, ti.ne, f.tensor_data(ti));
-  EXPECT_EQ(copy.bytes(), bytes);
+  EXPECT_EQ(copy.to_bytes(), bytes);
+}
+
+// --- the writer: every value type, tensors given and generated, written with threads ------------
+
+TEST(GgufWriter, EveryMetadataTypeReadsBack) {
+  GgufWriter w;
+  w.add("u8", GgufMetaValue::u8(200));
+  w.add("i8", GgufMetaValue::i8(-100));
+  w.add("u16", GgufMetaValue::u16(60000));
+  w.add("i16", GgufMetaValue::i16(-30000));
+  w.add("u32", GgufMetaValue::u32(4000000000u));
+  w.add("i32", GgufMetaValue::i32(-2000000000));
+  w.add("u64", GgufMetaValue::u64(18000000000000000000ull));
+  w.add("i64", GgufMetaValue::i64(-9000000000000000000ll));
+  w.add("f32", GgufMetaValue::f32(1.5f));
+  w.add("f64", GgufMetaValue::f64(-2.25e100));
+  w.add("bool", GgufMetaValue::boolean(true));
+  w.add("str", GgufMetaValue::string("héllo"));
+  w.add("empty_str", GgufMetaValue::string(""));
+  std::vector<int32_t> i32s = {1, -2, 3};
+  std::vector<float> f32s = {0.5f, -1.f};
+  std::vector<uint8_t> u8s = {1, 2, 255};
+  std::vector<double> f64s = {1e-300, 2.0};
+  std::vector<int64_t> i64s = {-1, int64_t(1) << 40};
+  std::vector<bool> bools = {true, false, true};
+  std::vector<std::string> strs = {"a", "", "b c"};
+  w.add("arr_i32", GgufMetaValue::array(std::span<const int32_t>(i32s)));
+  w.add("arr_f32", GgufMetaValue::array(std::span<const float>(f32s)));
+  w.add("arr_u8", GgufMetaValue::array(std::span<const uint8_t>(u8s)));
+  w.add("arr_f64", GgufMetaValue::array(std::span<const double>(f64s)));
+  w.add("arr_i64", GgufMetaValue::array(std::span<const int64_t>(i64s)));
+  w.add("arr_bool", GgufMetaValue::bool_array(bools));
+  w.add("arr_str", GgufMetaValue::strings(strs));
+  w.add("arr_empty", GgufMetaValue::array(std::span<const int32_t>()));
+  std::vector<GgufMetaValue> inner = {GgufMetaValue::array(std::span<const int32_t>(i32s)),
+                                      GgufMetaValue::strings(strs)};
+  w.add("arr_arr", GgufMetaValue::array(GgufType::Array, inner));
+  std::vector<GgufMetaValue> mixed = {GgufMetaValue::u32(1), GgufMetaValue::f32(2)};
+  EXPECT_THROW(GgufMetaValue::array(GgufType::U32, mixed), wgc::Error);
+  EXPECT_THROW(w.add("u8", GgufMetaValue::u8(1)), wgc::Error);  // duplicate key
+
+  auto bytes = w.to_bytes();
+  EXPECT_EQ(bytes.size(), w.file_bytes());
+  GgufFile f = GgufFile::parse(bytes, "mem");
+  EXPECT_EQ(f.version(), 3u);
+  EXPECT_EQ(f.metadata().size(), 22u);
+  EXPECT_EQ(f.find("u8")->to_u64(), 200u);
+  EXPECT_EQ(f.find("u8")->type(), GgufType::U8);
+  EXPECT_EQ(f.find("i8")->to_i64(), -100);
+  EXPECT_EQ(f.find("u16")->to_u64(), 60000u);
+  EXPECT_EQ(f.find("i16")->to_i64(), -30000);
+  EXPECT_EQ(f.get_u32("u32"), 4000000000u);
+  EXPECT_EQ(f.get_i32("i32"), -2000000000);
+  EXPECT_EQ(f.get_u64("u64"), 18000000000000000000ull);
+  EXPECT_EQ(f.find("i64")->to_i64(), -9000000000000000000ll);
+  EXPECT_EQ(f.get_f32("f32"), 1.5f);
+  EXPECT_EQ(f.find("f64")->to_f64(), -2.25e100);
+  EXPECT_EQ(f.find("f64")->type(), GgufType::F64);
+  EXPECT_TRUE(f.get_bool("bool"));
+  EXPECT_EQ(f.get_string("str"), "héllo");
+  EXPECT_EQ(f.get_string("empty_str", "x"), "");
+  EXPECT_EQ(f.get_i32_array("arr_i32"), i32s);
+  EXPECT_EQ(f.get_f32_array("arr_f32"), f32s);
+  EXPECT_EQ(f.find("arr_u8")->array_type(), GgufType::U8);
+  EXPECT_EQ(f.find("arr_u8")->at(2).to_u64(), 255u);
+  EXPECT_EQ(f.find("arr_f64")->at(0).to_f64(), 1e-300);
+  EXPECT_EQ(f.find("arr_i64")->at(1).to_i64(), int64_t(1) << 40);
+  ASSERT_EQ(f.find("arr_bool")->size(), 3u);
+  EXPECT_EQ(f.find("arr_bool")->at(0).to_bool(), true);
+  EXPECT_EQ(f.find("arr_bool")->at(1).to_bool(), false);
+  EXPECT_EQ(f.get_string_array("arr_str"), strs);
+  EXPECT_EQ(f.find("arr_empty")->size(), 0u);
+  const GgufValue* aa = f.find("arr_arr");
+  ASSERT_TRUE(aa && aa->is_array());
+  EXPECT_EQ(aa->array_type(), GgufType::Array);
+  ASSERT_EQ(aa->size(), 2u);
+  EXPECT_EQ(aa->at(0).array_type(), GgufType::I32);
+  EXPECT_EQ(aa->at(0).at(1).to_i64(), -2);
+  EXPECT_EQ(aa->at(1).at(2).to_string(), "b c");
+}
+
+TEST(GgufWriter, TensorsAlignedAndFilled) {
+  for (uint32_t alignment : {32u, 64u}) {
+    GgufWriter w(3, alignment);
+    w.add_string("general.architecture", "test");
+    std::vector<float> a = {1, 2, 3};  // 12 bytes: the next tensor must be padded
+    w.add_tensor("a", TensorType::F32, {3}, f32_bytes(a));
+    w.add_tensor("b", TensorType::Q8_0, {64, 3});  // filled by the callback
+    w.add_tensor("c", TensorType::F16, {5, 2});
+    EXPECT_THROW(w.add_tensor("bad", TensorType::Q4_0, {48, 2}), wgc::Error);  // not whole blocks
+    EXPECT_THROW(w.add_tensor("a", TensorType::F32, {1}), wgc::Error);         // duplicate
+    EXPECT_THROW(w.add_tensor("z", TensorType::F32, {0}), wgc::Error);
+    auto fill = [&](size_t index, int64_t row0, int64_t rows, std::span<std::byte> out) {
+      const auto& t = w.tensors()[index];
+      ASSERT_EQ(out.size(), size_t(rows) * t.row_bytes());
+      for (size_t i = 0; i < out.size(); ++i)
+        out[i] = std::byte(uint8_t(index * 31 + size_t(row0) * t.row_bytes() + i));
+    };
+    auto bytes = w.to_bytes(fill);
+    GgufFile f = GgufFile::parse(bytes, "mem");
+    EXPECT_EQ(f.alignment(), alignment);
+    EXPECT_EQ(f.data_offset(), w.data_offset());
+    EXPECT_EQ(f.data_offset() % alignment, 0u);
+    ASSERT_EQ(f.tensors().size(), 3u);
+    for (size_t i = 0; i < 3; ++i) {
+      const auto& ti = f.tensors()[i];
+      EXPECT_EQ(ti.name, w.tensors()[i].name);
+      EXPECT_EQ(ti.ne, w.tensors()[i].ne);
+      EXPECT_EQ(ti.type, w.tensors()[i].type);
+      EXPECT_EQ(ti.offset % alignment, 0u);
+      EXPECT_EQ(ti.bytes, w.tensors()[i].bytes);
+    }
+    auto da = f.tensor_data(f.tensors()[0]);
+    EXPECT_EQ(std::memcmp(da.data(), a.data(), 12), 0);
+    auto db = f.tensor_data(f.tensors()[1]);
+    ASSERT_EQ(db.size(), 3u * 68);
+    for (size_t i = 0; i < db.size(); ++i) ASSERT_EQ(db[i], std::byte(uint8_t(31 + i))) << i;
+    if (alignment != 32) {
+      EXPECT_EQ(f.get_u32("general.alignment"), alignment);
+    } else {
+      EXPECT_EQ(f.find("general.alignment"), nullptr);
+    }
+
+    // write(): the same bytes with any thread count and chunk size.
+    fs::path dir = temp_dir("writer" + std::to_string(alignment));
+    auto path = dir / "t.gguf";
+    GgufWriteOptions o;
+    o.threads = 3;
+    o.chunk_bytes = 40;  // a row per chunk
+    o.progress = false;
+    w.write(path, fill, o);
+    EXPECT_EQ(read_file(path), bytes);
+    EXPECT_THROW(w.write(dir / "u.gguf", {}, o), wgc::Error);  // no data without a fill
+    std::vector<std::string> left;                             // no temporary left behind
+    for (const auto& e : fs::directory_iterator(dir)) left.push_back(e.path().filename().string());
+    EXPECT_EQ(left, std::vector<std::string>{"t.gguf"});
+  }
 }

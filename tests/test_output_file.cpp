@@ -133,3 +133,13 @@ TEST(OutputFile, NpyFollowsTheRule) {
 }
 
 }  // namespace
+
+TEST(OutputFile, FreeSpaceCheck) {
+  EXPECT_NO_THROW(check_free_space(fs::temp_directory_path() / "x.gguf", 1));
+  try {
+    check_free_space(fs::temp_directory_path() / "x.gguf", uint64_t(1) << 62);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("not enough free disk space"), std::string::npos) << e.what();
+  }
+}

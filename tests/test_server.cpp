@@ -163,7 +163,7 @@ TEST(ServerRequest, RefusalsNameTheField) {
       {C, R"({"prompt": "x", "max_tokens": 2.5})", "max_tokens", "integer"},
       {C, R"({"prompt": "x", "max_tokens": 3, "max_completion_tokens": 4})", "max_completion_tokens", "differ"},
       {C, R"({"prompt": "x", "stop": 1})", "stop", "string or an array"},
-      {C, R"({"prompt": "x", "stop": [""]})", "stop", "must not be empty"},
+      {C, R"({"prompt": "x", "stop": [""]})", "stop", "must not hold an empty string"},
       {C, R"({"prompt": "x", "stop": ["a", 1]})", "stop", "holding a number"},
       {C, R"({"prompt": "x", "stop": ["a","b","c","d","e","f","g","h","i","j","k","l","m","n","o","p","q"]})", "stop",
        "at most 16"},
@@ -229,7 +229,7 @@ TEST(ServerRequest, NestingAndSizesAreBounded) {
   std::string many = R"({"messages": [)";
   for (size_t i = 0; i <= kMaxChatMessages; ++i) many += std::string(i ? "," : "") + R"({"role":"user","content":""})";
   EXPECT_NE(std::string(refusal(Api::Chat, many + "]}").what()).find("at most"), std::string::npos);
-  std::string long_stop(kMaxStopBytes + 1, 'x');
+  std::string long_stop(llm::kMaxStopBytes + 1, 'x');
   EXPECT_EQ(refusal(Api::Completions, R"({"prompt": "x", "stop": ")" + long_stop + "\"}").param, "stop");
 }
 

@@ -280,6 +280,29 @@ TEST(Stencil, HostImageGpuAndCpuPathsAgree) {
   }
 }
 
+// The float host overloads: the device path (every version that runs the channel count, RGB
+// through RGBA for the vec4 ones) against the CPU reference, and bad sizes named.
+TEST(Stencil, HostFloatGpuPathMatchesCpu) {
+  const int w = 29, h = 13;
+  for (int c : {1, 3, 4}) {
+    auto img = test::random_floats(size_t(w) * h * size_t(c), uint32_t(40 + c), 0.f, 1.f);
+    for (StencilVersion v : {StencilVersion::Auto, StencilVersion::Naive, StencilVersion::NaiveVec4}) {
+      if (c == 1 && v == StencilVersion::NaiveVec4) continue;
+      const Policy gpu{0};
+      EXPECT_LT(test::rel_error(sobel(ctx(), img, w, h, c, gpu, v), cpu::sobel(img, w, h, c)), 2e-6)
+          << c << " " << to_string(v);
+      EXPECT_LT(
+          test::rel_error(gaussian_blur(ctx(), img, w, h, c, 1.5f, gpu, v), cpu::gaussian_blur(img, w, h, c, 1.5f)),
+          2e-6)
+          << c << " " << to_string(v);
+    }
+  }
+  std::vector<float> img(10);
+  EXPECT_THROW(sobel(ctx(), img, 3, 3, 1), Error);                // 9 values expected
+  EXPECT_THROW(sobel(ctx(), img, 5, 2, 0), Error);                // no channels
+  EXPECT_THROW(gaussian_blur(ctx(), img, 5, 2, 1, -1.f), Error);  // bad sigma
+}
+
 TEST(Stencil, BenchHookVariantsRunAndBytesAreCounted) {
   auto vs = stencil_variants();
   ASSERT_EQ(vs.size(), 8u);

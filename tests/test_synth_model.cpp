@@ -1,12 +1,11 @@
-// The synthetic-model tools: the streaming GGUF writer (read back with GgufFile), the Q8_0/Q4_0/F16
-// quantizers (hand-checked blocks, bit-exactness with the project's Q8_0, round trips through the
-// dequantizer), the counter-based random numbers, and synthetic models of real shapes (layout,
+// The synthetic-model tools: the Q8_0/Q4_0/F16 quantizers (hand-checked blocks, bit-exactness with the project's Q8_0,
+// round trips through the dequantizer), the counter-based random numbers, and synthetic models of real shapes (layout,
 // parameter counts, metadata read by config_from_gguf / open_model / load_tokenizer).
 #include "cpu/llm/dequant.h"
 #include "llm/formats/gguf.h"
+#include "llm/formats/gguf_writer.h"
 #include "llm/formats/model_config.h"
 #include "llm/formats/model_file.h"
-#include "llm/synth/gguf_writer.h"
 #include "llm/synth/quantize.h"
 #include "llm/synth/random.h"
 #include "llm/synth/synth_model.h"
@@ -65,152 +64,6 @@ uint16_t f16_at(const std::byte* p) {
 }
 
 }  // namespace
-
-// --- the writer ---------------------------------------------------------------------------------
-
-TEST(GgufStreamWriter, EveryMetadataTypeReadsBack) {
-  GgufStreamWriter w;
-  w.add("u8", MetaValue::u8(200));
-  w.add("i8", MetaValue::i8(-100));
-  w.add("u16", MetaValue::u16(60000));
-  w.add("i16", MetaValue::i16(-30000));
-  w.add("u32", MetaValue::u32(4000000000u));
-  w.add("i32", MetaValue::i32(-2000000000));
-  w.add("u64", MetaValue::u64(18000000000000000000ull));
-  w.add("i64", MetaValue::i64(-9000000000000000000ll));
-  w.add("f32", MetaValue::f32(1.5f));
-  w.add("f64", MetaValue::f64(-2.25e100));
-  w.add("bool", MetaValue::boolean(true));
-  w.add("str", MetaValue::string("héllo"));
-  w.add("empty_str", MetaValue::string(""));
-  std::vector<int32_t> i32s = {1, -2, 3};
-  std::vector<float> f32s = {0.5f, -1.f};
-  std::vector<uint8_t> u8s = {1, 2, 255};
-  std::vector<double> f64s = {1e-300, 2.0};
-  std::vector<int64_t> i64s = {-1, int64_t(1) << 40};
-  std::vector<bool> bools = {true, false, true};
-  std::vector<std::string> strs = {"a", "", "b c"};
-  w.add("arr_i32", MetaValue::array(std::span<const int32_t>(i32s)));
-  w.add("arr_f32", MetaValue::array(std::span<const float>(f32s)));
-  w.add("arr_u8", MetaValue::array(std::span<const uint8_t>(u8s)));
-  w.add("arr_f64", MetaValue::array(std::span<const double>(f64s)));
-  w.add("arr_i64", MetaValue::array(std::span<const int64_t>(i64s)));
-  w.add("arr_bool", MetaValue::bool_array(bools));
-  w.add("arr_str", MetaValue::strings(strs));
-  w.add("arr_empty", MetaValue::array(std::span<const int32_t>()));
-  std::vector<MetaValue> inner = {MetaValue::array(std::span<const int32_t>(i32s)), MetaValue::strings(strs)};
-  w.add("arr_arr", MetaValue::array(GgufType::Array, inner));
-  std::vector<MetaValue> mixed = {MetaValue::u32(1), MetaValue::f32(2)};
-  EXPECT_THROW(MetaValue::array(GgufType::U32, mixed), Error);
-  EXPECT_THROW(w.add("u8", MetaValue::u8(1)), Error);  // duplicate key
-
-  auto bytes = w.to_bytes();
-  EXPECT_EQ(bytes.size(), w.file_bytes());
-  GgufFile f = GgufFile::parse(bytes, "mem");
-  EXPECT_EQ(f.version(), 3u);
-  EXPECT_EQ(f.metadata().size(), 22u);
-  EXPECT_EQ(f.find("u8")->to_u64(), 200u);
-  EXPECT_EQ(f.find("u8")->type(), GgufType::U8);
-  EXPECT_EQ(f.find("i8")->to_i64(), -100);
-  EXPECT_EQ(f.find("u16")->to_u64(), 60000u);
-  EXPECT_EQ(f.find("i16")->to_i64(), -30000);
-  EXPECT_EQ(f.get_u32("u32"), 4000000000u);
-  EXPECT_EQ(f.get_i32("i32"), -2000000000);
-  EXPECT_EQ(f.get_u64("u64"), 18000000000000000000ull);
-  EXPECT_EQ(f.find("i64")->to_i64(), -9000000000000000000ll);
-  EXPECT_EQ(f.get_f32("f32"), 1.5f);
-  EXPECT_EQ(f.find("f64")->to_f64(), -2.25e100);
-  EXPECT_EQ(f.find("f64")->type(), GgufType::F64);
-  EXPECT_TRUE(f.get_bool("bool"));
-  EXPECT_EQ(f.get_string("str"), "héllo");
-  EXPECT_EQ(f.get_string("empty_str", "x"), "");
-  EXPECT_EQ(f.get_i32_array("arr_i32"), i32s);
-  EXPECT_EQ(f.get_f32_array("arr_f32"), f32s);
-  EXPECT_EQ(f.find("arr_u8")->array_type(), GgufType::U8);
-  EXPECT_EQ(f.find("arr_u8")->at(2).to_u64(), 255u);
-  EXPECT_EQ(f.find("arr_f64")->at(0).to_f64(), 1e-300);
-  EXPECT_EQ(f.find("arr_i64")->at(1).to_i64(), int64_t(1) << 40);
-  ASSERT_EQ(f.find("arr_bool")->size(), 3u);
-  EXPECT_EQ(f.find("arr_bool")->at(0).to_bool(), true);
-  EXPECT_EQ(f.find("arr_bool")->at(1).to_bool(), false);
-  EXPECT_EQ(f.get_string_array("arr_str"), strs);
-  EXPECT_EQ(f.find("arr_empty")->size(), 0u);
-  const GgufValue* aa = f.find("arr_arr");
-  ASSERT_TRUE(aa && aa->is_array());
-  EXPECT_EQ(aa->array_type(), GgufType::Array);
-  ASSERT_EQ(aa->size(), 2u);
-  EXPECT_EQ(aa->at(0).array_type(), GgufType::I32);
-  EXPECT_EQ(aa->at(0).at(1).to_i64(), -2);
-  EXPECT_EQ(aa->at(1).at(2).to_string(), "b c");
-}
-
-TEST(GgufStreamWriter, TensorsAlignedAndFilled) {
-  for (uint32_t alignment : {32u, 64u}) {
-    GgufStreamWriter w(alignment);
-    w.add_string("general.architecture", "test");
-    std::vector<float> a = {1, 2, 3};  // 12 bytes: the next tensor must be padded
-    w.add_tensor("a", TensorType::F32, {3}, bytes_of(a));
-    w.add_tensor("b", TensorType::Q8_0, {64, 3});  // filled by the callback
-    w.add_tensor("c", TensorType::F16, {5, 2});
-    EXPECT_THROW(w.add_tensor("bad", TensorType::Q4_0, {48, 2}), Error);  // not whole blocks
-    EXPECT_THROW(w.add_tensor("a", TensorType::F32, {1}), Error);         // duplicate
-    EXPECT_THROW(w.add_tensor("z", TensorType::F32, {0}), Error);
-    auto fill = [&](size_t index, int64_t row0, int64_t rows, std::span<std::byte> out) {
-      const auto& t = w.tensors()[index];
-      ASSERT_EQ(out.size(), size_t(rows) * t.row_bytes());
-      for (size_t i = 0; i < out.size(); ++i)
-        out[i] = std::byte(uint8_t(index * 31 + size_t(row0) * t.row_bytes() + i));
-    };
-    auto bytes = w.to_bytes(fill);
-    GgufFile f = GgufFile::parse(bytes, "mem");
-    EXPECT_EQ(f.alignment(), alignment);
-    EXPECT_EQ(f.data_offset(), w.data_offset());
-    EXPECT_EQ(f.data_offset() % alignment, 0u);
-    ASSERT_EQ(f.tensors().size(), 3u);
-    for (size_t i = 0; i < 3; ++i) {
-      const auto& ti = f.tensors()[i];
-      EXPECT_EQ(ti.name, w.tensors()[i].name);
-      EXPECT_EQ(ti.ne, w.tensors()[i].ne);
-      EXPECT_EQ(ti.type, w.tensors()[i].type);
-      EXPECT_EQ(ti.offset % alignment, 0u);
-      EXPECT_EQ(ti.bytes, w.tensors()[i].bytes);
-    }
-    auto da = f.tensor_data(f.tensors()[0]);
-    EXPECT_EQ(std::memcmp(da.data(), a.data(), 12), 0);
-    auto db = f.tensor_data(f.tensors()[1]);
-    ASSERT_EQ(db.size(), 3u * 68);
-    for (size_t i = 0; i < db.size(); ++i) ASSERT_EQ(db[i], std::byte(uint8_t(31 + i))) << i;
-    if (alignment != 32) {
-      EXPECT_EQ(f.get_u32("general.alignment"), alignment);
-    } else {
-      EXPECT_EQ(f.find("general.alignment"), nullptr);
-    }
-
-    // write(): the same bytes with any thread count and chunk size; .part removed; no data without a fill.
-    TempDir dir;
-    auto path = dir.path / "t.gguf";
-    WriteOptions o;
-    o.threads = 3;
-    o.chunk_bytes = 40;  // a row per chunk
-    o.progress = false;
-    w.write(path, fill, o);
-    EXPECT_EQ(read_file(path), bytes);
-    EXPECT_FALSE(fs::exists(dir.path / "t.gguf.part"));
-    EXPECT_THROW(w.write(dir.path / "u.gguf", {}, o), Error);
-    EXPECT_FALSE(fs::exists(dir.path / "u.gguf.part"));
-    EXPECT_FALSE(fs::exists(dir.path / "u.gguf"));
-  }
-}
-
-TEST(GgufStreamWriter, FreeSpaceCheck) {
-  EXPECT_NO_THROW(check_free_space(fs::temp_directory_path() / "x.gguf", 1));
-  try {
-    check_free_space(fs::temp_directory_path() / "x.gguf", uint64_t(1) << 62);
-    FAIL() << "no error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("not enough free disk space"), std::string::npos) << e.what();
-  }
-}
 
 // --- quantizers ---------------------------------------------------------------------------------
 

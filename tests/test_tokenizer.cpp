@@ -330,7 +330,7 @@ GgufWriter tiny_gguf(const std::string& model = "gpt2") {
 }
 
 std::string gguf_error(const GgufWriter& w) {
-  auto bytes = w.bytes();
+  auto bytes = w.to_bytes();
   try {
     auto f = GgufFile::parse(bytes, "t.gguf");
     Tokenizer t(spec_from_gguf(f));
@@ -349,7 +349,7 @@ TEST(Gguf, ByteLevelVocabulary) {
   w.add_u32("tokenizer.ggml.eos_token_id", 261);
   w.add_bool("tokenizer.ggml.add_eos_token", true);
   w.add_string("tokenizer.chat_template", "{{ bos_token }}x");
-  auto bytes = w.bytes();
+  auto bytes = w.to_bytes();
   auto f = GgufFile::parse(bytes, "t.gguf");
   Tokenizer tok(spec_from_gguf(f));
   // llama-bpe: BOS by default; add_eos_token adds EOS; <|eos|> in the text is one token.
@@ -361,7 +361,7 @@ TEST(Gguf, ByteLevelVocabulary) {
   EXPECT_TRUE(tok.is_stop(261));
   // add_bos_token = false wins over the pre-tokenizer's default.
   w.add_bool("tokenizer.ggml.add_bos_token", false);
-  auto bytes2 = w.bytes();
+  auto bytes2 = w.to_bytes();
   Tokenizer tok2(spec_from_gguf(GgufFile::parse(bytes2, "t.gguf")));
   EXPECT_EQ(tok2.encode("hello"), (std::vector<int32_t>{259, 261}));
 }

@@ -4,6 +4,7 @@
 #include "io/chart.h"
 #include "io/image.h"
 #include "util/error.h"
+#include "util/format.h"
 #include "util/json.h"
 #include "util/output_file.h"
 
@@ -18,15 +19,9 @@
 namespace wgc::cli {
 namespace {
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-
 std::string rate(const bench::Result& r) {
-  if (r.c.flops > 0) return fmt("%.1f GFLOP/s", r.c.flops / (r.gpu_ms * 1e-3) * 1e-9);
-  return fmt("%.1f GB/s", r.c.bytes / (r.gpu_ms * 1e-3) * 1e-9);
+  if (r.c.flops > 0) return format_number("%.1f GFLOP/s", r.c.flops / (r.gpu_ms * 1e-3) * 1e-9);
+  return format_number("%.1f GB/s", r.c.bytes / (r.gpu_ms * 1e-3) * 1e-9);
 }
 
 // Fraction of the hardware limit: FLOPs against the nominal FP32 rate where known, bytes against
@@ -146,7 +141,7 @@ int bench_cmd(const Flags& f) {
   const auto& png = f.png;
   if (o.repeats < 0) throw UsageError("--repeats must be >= 0");
   for (double s : o.sizes)
-    if (s < 1) throw UsageError("--sizes expects sizes >= 1, got " + fmt("%g", s));
+    if (s < 1) throw UsageError("--sizes expects sizes >= 1, got " + format_number("%g", s));
   const Overwrite overwrite = overwrite_rule(f.force);
   if (json && *json != "-") check_output(*json, overwrite);  // before the run, not after it
   if (png) check_output(*png, overwrite);
@@ -167,7 +162,7 @@ int bench_cmd(const Flags& f) {
   std::FILE* out = json && *json == "-" ? stderr : stdout;
   std::fprintf(out, "device: %s (%s)   measured copy bandwidth: %.1f GB/s   nominal FP32: %s\n",
                ctx.adapter().device.c_str(), ctx.adapter().adapter_type.c_str(), bw * 1e-9,
-               flops_peak > 0 ? fmt("%.1f TFLOP/s", flops_peak * 1e-12).c_str() : "unknown");
+               flops_peak > 0 ? format_number("%.1f TFLOP/s", flops_peak * 1e-12).c_str() : "unknown");
 
   const bool tty = isatty(2);  // progress on one rewritten line on a terminal, else a line per case
   std::vector<bench::Result> results;
@@ -207,9 +202,10 @@ int bench_cmd(const Flags& f) {
     all_ok &= ok;
     std::fprintf(out, "%-*s %-*s %-*s %10.4f %16s %12s %10s %10s %8s %10.2e %s\n", wop, r.c.op.c_str(), wver,
                  label(r).c_str(), wsize, r.c.size.c_str(), r.gpu_ms, rate(r).c_str(),
-                 pf >= 0 ? (fmt("%.1f%% ", 100 * pf) + peak_of(r)).c_str() : "-",
-                 plain > 0 ? fmt("%.3f", plain).c_str() : "-", blas > 0 ? fmt("%.3f", blas).c_str() : "-",
-                 best_cpu > 0 ? fmt("%.3gx", best_cpu / r.gpu_ms).c_str() : "-", r.error, ok ? "ok" : "FAIL");
+                 pf >= 0 ? (format_number("%.1f%% ", 100 * pf) + peak_of(r)).c_str() : "-",
+                 plain > 0 ? format_number("%.3f", plain).c_str() : "-",
+                 blas > 0 ? format_number("%.3f", blas).c_str() : "-",
+                 best_cpu > 0 ? format_number("%.3gx", best_cpu / r.gpu_ms).c_str() : "-", r.error, ok ? "ok" : "FAIL");
   }
   std::fprintf(out,
                "\nGPU ms: median of %s; speedup against the faster of the plain CPU loop and BLAS; *: the version "

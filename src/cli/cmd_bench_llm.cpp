@@ -6,6 +6,7 @@
 #include "cli/llm_flags.h"
 #include "io/chart.h"
 #include "util/error.h"
+#include "util/format.h"
 #include "util/json.h"
 
 #include <algorithm>
@@ -95,22 +96,20 @@ LlmSpeedPlan parse(const Flags& f) {
 
 // --- report --------------------------------------------------------------------------------------
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
 std::string params_str(int64_t params) {
   double p = double(params);
-  return p >= 1e9 ? fmt("%.2f B", p / 1e9) : fmt("%.2f M", p / 1e6);
+  return p >= 1e9 ? format_number("%.2f B", p / 1e9) : format_number("%.2f M", p / 1e6);
 }
 std::string gib_str(uint64_t bytes) {
   double b = double(bytes);
-  return b >= double(1ull << 30) ? fmt("%.2f GiB", b / double(1ull << 30)) : fmt("%.2f MiB", b / double(1ull << 20));
+  return b >= double(1ull << 30) ? format_number("%.2f GiB", b / double(1ull << 30))
+                                 : format_number("%.2f MiB", b / double(1ull << 20));
 }
 std::string gb_str(uint64_t bytes) {
   double b = double(bytes);
-  return b >= 1e9 ? fmt("%.2f GB", b / 1e9) : b >= 1e6 ? fmt("%.2f MB", b / 1e6) : fmt("%.1f KB", b / 1e3);
+  return b >= 1e9   ? format_number("%.2f GB", b / 1e9)
+         : b >= 1e6 ? format_number("%.2f MB", b / 1e6)
+                    : format_number("%.1f KB", b / 1e3);
 }
 
 // A Markdown table (as llama-bench prints): columns sized to their widest cell, `right` aligned.
@@ -157,7 +156,7 @@ void print_report(std::FILE* out, const LlmSpeedPlan& p, const LlmSpeedResult& r
   std::fprintf(
       out, "device: %s   bandwidth: %s\n",
       (gpu ? r.adapter.device + " (" + r.adapter.adapter_type + ")" : "CPU engine: " + r.device).c_str(),
-      r.bandwidth > 0 ? (fmt("%.1f GB/s", r.bandwidth * 1e-9) + " (" + r.bandwidth_source + ")").c_str() : "none");
+      r.bandwidth > 0 ? (format_number("%.1f GB/s", r.bandwidth * 1e-9) + " (" + r.bandwidth_source + ")").c_str() : "none");
   std::fprintf(out, "model: %s   weights %s: %s, read per decoded token: %s\n", p.model.c_str(),
                gpu ? "on the GPU" : "mapped", gb_str(r.weight_bytes).c_str(), gb_str(r.bytes_per_token).c_str());
   if (gpu)
@@ -169,9 +168,9 @@ void print_report(std::FILE* out, const LlmSpeedPlan& p, const LlmSpeedResult& r
   std::vector<std::vector<std::string>> rows;
   for (const auto& x : r.tests)
     rows.push_back({r.name, gib_str(r.file_bytes), params_str(r.params), backend, x.name,
-                    fmt("%.2f", x.t.median) + " ± " + fmt("%.2f", x.t.stddev),
-                    x.gbs >= 0 ? fmt(x.gbs >= 10 ? "%.1f" : "%.3f", x.gbs) : "",
-                    x.bw_frac >= 0 ? fmt("%.1f%%", 100 * x.bw_frac) : ""});
+                    format_number("%.2f", x.t.median) + " ± " + format_number("%.2f", x.t.stddev),
+                    x.gbs >= 0 ? format_number(x.gbs >= 10 ? "%.1f" : "%.3f", x.gbs) : "",
+                    x.bw_frac >= 0 ? format_number("%.1f%%", 100 * x.bw_frac) : ""});
   print_table(out, {"model", "size", "params", "backend", "test", "t/s", "GB/s", "% bw"},
               {false, true, true, false, true, true, true, true}, rows);
   for (const auto& x : r.tests)
@@ -183,8 +182,9 @@ void print_report(std::FILE* out, const LlmSpeedPlan& p, const LlmSpeedResult& r
                  r.profile_ms);
     std::vector<std::vector<std::string>> prow;
     for (const auto& k : r.profile)
-      prow.push_back({k.kernel, std::to_string(k.dispatches), fmt("%.1f", k.ms * 1e3),
-                      fmt("%.1f", k.ms * 1e3 / k.dispatches), fmt("%.1f%%", 100 * k.ms / r.profile_ms)});
+      prow.push_back({k.kernel, std::to_string(k.dispatches), format_number("%.1f", k.ms * 1e3),
+                      format_number("%.1f", k.ms * 1e3 / k.dispatches),
+                      format_number("%.1f%%", 100 * k.ms / r.profile_ms)});
     print_table(out, {"kernel", "dispatches", "total us", "us each", "share"}, {false, true, true, true, true}, prow);
   }
   std::fprintf(out,

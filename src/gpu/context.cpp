@@ -5,14 +5,13 @@
 #include "gpu/context_state.h"
 #include "gpu/webgpu_abi.h"
 #include "util/error.h"
+#include "util/install_dirs.h"
 
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <sstream>
 #include <vector>
-
-#include <dlfcn.h>
 
 namespace wgc {
 namespace detail {
@@ -123,12 +122,8 @@ std::string adapter_type_name(WGPUAdapterType t) {
 // The SwiftShader ICD json that the build and `cmake --install` put beside the library:
 // <folder of libwgc.so>/wgc-swiftshader/vk_swiftshader_icd.json (its library path is relative to it).
 std::string bundled_swiftshader_icd() {
-  Dl_info info{};
-  if (!dladdr(reinterpret_cast<const void*>(&bundled_swiftshader_icd), &info) || !info.dli_fname) return {};
-  std::error_code ec;
-  auto lib = std::filesystem::canonical(info.dli_fname, ec);
-  if (ec) return {};
-  return (lib.parent_path() / "wgc-swiftshader" / "vk_swiftshader_icd.json").string();
+  std::filesystem::path lib = library_dir();
+  return lib.empty() ? std::string() : (lib / "wgc-swiftshader" / "vk_swiftshader_icd.json").string();
 }
 
 // SwiftShader is installed by scripts/setup.sh as an extra Vulkan driver; add it to the loader's

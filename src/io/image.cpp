@@ -216,11 +216,18 @@ Image read_jpeg(const std::filesystem::path& path) {
     std::longjmp(err.jump, 1);
   }
   cinfo.out_color_space = cinfo.num_components == 1 ? JCS_GRAYSCALE : JCS_RGB;
-  jpeg_start_decompress(&cinfo);
-  int64_t w = cinfo.output_width, h = cinfo.output_height;
+  // The size is checked from the header, before jpeg_start_decompress: for a progressive JPEG that
+  // allocates and clears coefficients for the whole image (gigabytes for a forged header).
+  int64_t w = cinfo.image_width, h = cinfo.image_height;
   if (w <= 0 || h <= 0 || w * h > kMaxImagePixels || !plausible_size(path, w, h)) {
     std::snprintf(err.message, sizeof err.message, "size %lldx%lld is out of range%s", static_cast<long long>(w),
                   static_cast<long long>(h), w * h > kMaxImagePixels ? "" : " for a file this small");
+    std::longjmp(err.jump, 1);
+  }
+  jpeg_start_decompress(&cinfo);
+  if (int64_t(cinfo.output_width) != w || int64_t(cinfo.output_height) != h) {  // no scaling is asked for
+    std::snprintf(err.message, sizeof err.message, "decoder gives %ux%u for a %lldx%lld image", cinfo.output_width,
+                  cinfo.output_height, static_cast<long long>(w), static_cast<long long>(h));
     std::longjmp(err.jump, 1);
   }
   img.width = static_cast<int>(w);

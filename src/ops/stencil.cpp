@@ -232,9 +232,12 @@ Image gaussian_blur_on_cpu(const Image& img, float sigma) {
                     img.channels);
 }
 
-StencilVersion image_stencil_version(const Context& ctx, StencilOp op, int image_channels, float sigma,
-                                     StencilVersion requested) {
-  int c = op == StencilOp::Sobel ? 1 : image_channels;
+namespace {
+
+// The version the host overloads run on `c` channels: a requested one as asked (an RGB image
+// padded to RGBA for a Vec4 one), Auto by choose_stencil, padding RGB on a GPU when
+// kStencilPadRgbToVec4.
+StencilVersion host_version(const Context& ctx, StencilOp op, int c, float sigma, StencilVersion requested) {
   StencilDims d{op, 1, 1, c, sigma};
   if (requested != StencilVersion::Auto) {
     if (c == 3 && is_vec4(requested)) d.channels = 4;
@@ -244,40 +247,82 @@ StencilVersion image_stencil_version(const Context& ctx, StencilOp op, int image
   return choose_stencil(ctx, d);
 }
 
-Image sobel(const Context& ctx, const Image& img, Policy policy, StencilVersion v) {
-  check_image(img, "sobel");
-  if (v == StencilVersion::Auto && run_on_cpu(ctx, thresholds::kSobel, policy, uint64_t(img.pixels())))
-    return sobel_on_cpu(img);
-  auto g = to_gray(img);
-  Tensor t = make_tensor(ctx, {img.height, img.width, 1}, g);
-  Tensor r = sobel(ctx, t, img.width, img.height, 1, v);
-  return sobel_result(download<float>(ctx, r), img.width, img.height);
+void check_host_args(const char* op, std::span<const float> img, int w, int h, int c) {
+  if (w <= 0 || h <= 0 || c < 1 || c > 4 || int64_t(w) * h > kMaxImagePixels)
+    throw Error(std::string("wgc: ") + op + ": bad image size " + shape_str(w, h, c) + " (channels 1..4, at most " +
+                std::to_string(kMaxImagePixels) + " pixels)");
+  if (img.size() != size_t(w) * size_t(h) * size_t(c))
+    throw Error(std::string("wgc: ") + op + ": the image holds " + std::to_string(img.size()) + " values, not " +
+                shape_str(w, h, c));
 }
 
-Image gaussian_blur(const Context& ctx, const Image& img, float sigma, Policy policy, StencilVersion requested) {
-  check_image(img, "gaussian_blur");
-  cpu::gaussian_radius(sigma);  // a bad sigma fails the same way on both paths
-  if (requested == StencilVersion::Auto && run_on_cpu(ctx, thresholds::kBlur, policy, uint64_t(img.pixels())))
-    return gaussian_blur_on_cpu(img, sigma);
-  StencilVersion v = image_stencil_version(ctx, StencilOp::GaussianBlur, img.channels, sigma, requested);
-  std::vector<float> f = to_float(img);
-  int c = img.channels;
-  bool pad = c == 3 && is_vec4(v);
-  if (pad) {  // RGB -> RGBA (alpha 1) for the vec4 kernels, and back after
-    std::vector<float> p(size_t(img.pixels()) * 4, 1.f);
-    for (size_t i = 0; i < size_t(img.pixels()); ++i)
-      for (size_t k = 0; k < 3; ++k) p[i * 4 + k] = f[i * 3 + k];
-    f = std::move(p);
-    c = 4;
-  }
-  Tensor t = make_tensor(ctx, {img.height, img.width, c}, f);
-  std::vector<float> r = download<float>(ctx, gaussian_blur(ctx, t, img.width, img.height, c, sigma, v));
+// Whether the host overloads run the CPU reference: only for Auto, below the op's threshold.
+bool host_runs_on_cpu(const Context& ctx, StencilOp op, int64_t pixels, const Policy& policy, StencilVersion v) {
+  return v == StencilVersion::Auto &&
+         run_on_cpu(ctx, op == StencilOp::Sobel ? thresholds::kSobel : thresholds::kBlur, policy, uint64_t(pixels));
+}
+
+// Upload, run the tensor op with the version host_version picks, read back; RGB goes through RGBA
+// (alpha 1) for a Vec4 version, and back after.
+std::vector<float> run_on_device(const Context& ctx, StencilOp op, std::span<const float> img, int w, int h, int c,
+                                 float sigma, StencilVersion requested) {
+  const StencilVersion v = host_version(ctx, op, c, sigma, requested);
+  const size_t pixels = size_t(w) * size_t(h);
+  std::vector<float> padded;
+  const bool pad = c == 3 && is_vec4(v);
   if (pad) {
-    for (size_t i = 0; i < size_t(img.pixels()); ++i)
-      for (size_t k = 0; k < 3; ++k) r[i * 3 + k] = r[i * 4 + k];
-    r.resize(size_t(img.pixels()) * 3);
+    padded.assign(pixels * 4, 1.f);
+    for (size_t i = 0; i < pixels; ++i)
+      for (size_t k = 0; k < 3; ++k) padded[i * 4 + k] = img[i * 3 + k];
+    img = padded;
   }
-  return from_float(r, img.width, img.height, img.channels);
+  const int dc = pad ? 4 : c;
+  Tensor t = make_tensor(ctx, {h, w, dc}, img);
+  Tensor out = op == StencilOp::Sobel ? sobel(ctx, t, w, h, dc, v) : gaussian_blur(ctx, t, w, h, dc, sigma, v);
+  std::vector<float> r = download<float>(ctx, out);
+  if (pad) {
+    for (size_t i = 0; i < pixels; ++i)
+      for (size_t k = 0; k < 3; ++k) r[i * 3 + k] = r[i * 4 + k];
+    r.resize(pixels * 3);
+  }
+  return r;
+}
+
+}  // namespace
+
+StencilVersion image_stencil_version(const Context& ctx, StencilOp op, int image_channels, float sigma,
+                                     StencilVersion requested) {
+  return host_version(ctx, op, op == StencilOp::Sobel ? 1 : image_channels, sigma, requested);
+}
+
+std::vector<float> sobel(const Context& ctx, std::span<const float> img, int w, int h, int channels, Policy policy,
+                         StencilVersion v) {
+  check_host_args("sobel", img, w, h, channels);
+  if (host_runs_on_cpu(ctx, StencilOp::Sobel, int64_t(w) * h, policy, v)) return cpu::sobel(img, w, h, channels);
+  return run_on_device(ctx, StencilOp::Sobel, img, w, h, channels, 0.f, v);
+}
+
+std::vector<float> gaussian_blur(const Context& ctx, std::span<const float> img, int w, int h, int channels,
+                                 float sigma, Policy policy, StencilVersion v) {
+  check_host_args("gaussian_blur", img, w, h, channels);
+  cpu::gaussian_radius(sigma);  // a bad sigma fails the same way on both paths
+  if (host_runs_on_cpu(ctx, StencilOp::GaussianBlur, int64_t(w) * h, policy, v))
+    return cpu::gaussian_blur(img, w, h, channels, sigma);
+  return run_on_device(ctx, StencilOp::GaussianBlur, img, w, h, channels, sigma, v);
+}
+
+Image sobel(const Context& ctx, const Image& img, Policy policy, StencilVersion v) {
+  check_image(img, "sobel");
+  if (host_runs_on_cpu(ctx, StencilOp::Sobel, img.pixels(), policy, v)) return sobel_on_cpu(img);
+  return sobel_result(sobel(ctx, to_gray(img), img.width, img.height, 1, policy, v), img.width, img.height);
+}
+
+Image gaussian_blur(const Context& ctx, const Image& img, float sigma, Policy policy, StencilVersion v) {
+  check_image(img, "gaussian_blur");
+  cpu::gaussian_radius(sigma);
+  if (host_runs_on_cpu(ctx, StencilOp::GaussianBlur, img.pixels(), policy, v)) return gaussian_blur_on_cpu(img, sigma);
+  return from_float(gaussian_blur(ctx, to_float(img), img.width, img.height, img.channels, sigma, policy, v), img.width,
+                    img.height, img.channels);
 }
 
 // --- benchmark hook ------------------------------------------------------------------------

@@ -98,6 +98,15 @@ inline constexpr bool kStencilPadRgbToVec4 = true;
 StencilVersion image_stencil_version(const Context& ctx, StencilOp op, int image_channels, float sigma,
                                      StencilVersion requested);
 
+// Float images in host memory (h rows of w pixels of `channels` interleaved values, 1..4), as the
+// tensor ops take them, with the same threshold and version rules as the Image overloads below
+// (an RGB image goes through RGBA where image_stencil_version pads). Sobel is per channel here.
+// Throw wgc::Error for a bad size or sigma.
+std::vector<float> sobel(const Context& ctx, std::span<const float> img, int w, int h, int channels, Policy policy = {},
+                         StencilVersion v = StencilVersion::Auto);
+std::vector<float> gaussian_blur(const Context& ctx, std::span<const float> img, int w, int h, int channels,
+                                 float sigma, Policy policy = {}, StencilVersion v = StencilVersion::Auto);
+
 // Sobel edge magnitude of the image's luma (Rec. 601), one channel out, clamped to [0, 1].
 Image sobel(const Context& ctx, const Image& img, Policy policy = {}, StencilVersion v = StencilVersion::Auto);
 // Gaussian blur of every channel (alpha too); keeps the channel count.

@@ -1,6 +1,7 @@
 #include "server/bench_serve.h"
 
 #include "util/error.h"
+#include "util/format.h"
 #include "util/json.h"
 #include "util/progress.h"
 
@@ -196,12 +197,6 @@ BenchServeLevel run_level(const BenchServeOptions& o, const std::string& model, 
   return lv;
 }
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-
 }  // namespace
 
 BenchServeResult bench_serve(const BenchServeOptions& o, const std::function<void(const BenchServeLevel&)>& on_level) {
@@ -227,9 +222,10 @@ std::string bench_serve_table(const std::vector<BenchServeLevel>& levels) {
   std::vector<std::vector<std::string>> rows;
   for (const auto& l : levels)
     rows.push_back({std::to_string(l.concurrency), std::to_string(l.requests), std::to_string(l.failed),
-                    fmt("%.1f", l.output_tokens_per_s), fmt("%.2f", l.requests_per_s), fmt("%.1f", l.ttft_p50_ms),
-                    fmt("%.1f", l.ttft_p99_ms), fmt("%.2f", l.itl_p50_ms), fmt("%.2f", l.itl_p99_ms),
-                    fmt("%.0f", l.e2e_p50_ms), fmt("%.1f", l.seconds)});
+                    format_number("%.1f", l.output_tokens_per_s), format_number("%.2f", l.requests_per_s),
+                    format_number("%.1f", l.ttft_p50_ms), format_number("%.1f", l.ttft_p99_ms),
+                    format_number("%.2f", l.itl_p50_ms), format_number("%.2f", l.itl_p99_ms),
+                    format_number("%.0f", l.e2e_p50_ms), format_number("%.1f", l.seconds)});
   std::vector<size_t> width;
   for (const char* h : head) width.push_back(std::string(h).size());
   for (const auto& r : rows)

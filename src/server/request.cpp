@@ -150,6 +150,7 @@ llm::SamplingParams parse_sampling(const Fields& f, const llm::SamplingParams& d
   return p;
 }
 
+// "stop": a string or an array of strings, within the library's limits (llm::validate_stop).
 std::vector<std::string> parse_stop(const Fields& f) {
   std::vector<std::string> stop;
   const Value* v = f.get("stop");
@@ -157,10 +158,7 @@ std::vector<std::string> parse_stop(const Fields& f) {
   if (v->is_string()) {
     stop.push_back(v->as_string());
   } else if (v->is_array()) {
-    if (v->size() > kMaxStopStrings)
-      throw bad_request("stop", "'stop' holds at most " + std::to_string(kMaxStopStrings) + " strings, got " +
-                                    std::to_string(v->size()));
-    for (const Value& s : v->items()) {
+    for (const Value& s : v->items()) {  // bounded by the body's size; the count is checked below
       if (!s.is_string())
         throw bad_request("stop",
                           "'stop' must be a string or an array of strings, got an array holding a " + type_name(s));
@@ -169,11 +167,10 @@ std::vector<std::string> parse_stop(const Fields& f) {
   } else {
     throw Fields::wrong("stop", "a string or an array of strings", *v);
   }
-  for (const auto& s : stop) {
-    if (s.empty()) throw bad_request("stop", "'stop' strings must not be empty");
-    if (s.size() > kMaxStopBytes)
-      throw bad_request("stop", "'stop' strings are at most " + std::to_string(kMaxStopBytes) + " bytes, got one of " +
-                                    std::to_string(s.size()));
+  try {
+    llm::validate_stop(stop);
+  } catch (const OptionError& e) {
+    throw bad_request("stop", "'stop' " + e.problem);
   }
   return stop;
 }
@@ -316,7 +313,7 @@ ApiRequest parse_request(Api api, std::string_view body, const ModelInfo& m) {
     // reply ends where the model starts writing the user's next turn.
     if (m.chat_template->is_fallback()) g.stop.push_back("\nuser:");
   } else {
-    if (auto lp = f.integer("logprobs", 0, kMaxCompletionsLogprobs)) {
+    if (auto lp = f.integer("logprobs", 0, llm::kMaxTopLogprobs)) {
       r.logprobs = true;
       g.top_logprobs = int(*lp);
     }

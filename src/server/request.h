@@ -35,9 +35,8 @@ enum class Api { Completions, Chat };
 // Limits on what a request may ask for.
 inline constexpr size_t kMaxJsonDepth = 64;
 inline constexpr size_t kMaxChatMessages = 4096;
-inline constexpr size_t kMaxStopStrings = llm::kMaxStopStrings;  // the library's (llm::validate)
-inline constexpr size_t kMaxStopBytes = llm::kMaxStopBytes;
-inline constexpr int kMaxCompletionsLogprobs = 20;       // OpenAI allows 5; the engine gives up to 20
+// Stop strings and logprobs have the library's limits (llm::kMaxStopStrings, llm::kMaxStopBytes,
+// llm::kMaxTopLogprobs: OpenAI allows 5 completions logprobs, the engine gives up to 20).
 inline constexpr int kDefaultCompletionsMaxTokens = 16;  // OpenAI's default for /v1/completions
 
 struct ApiRequest {

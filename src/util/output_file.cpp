@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -11,6 +12,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 namespace wgc {
@@ -98,6 +100,22 @@ void check_output(const fs::path& path, Overwrite overwrite) {
   if (overwrite == Overwrite::No && fs::exists(fs::symlink_status(path, ec))) throw FileExistsError(path);
   fs::path dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
   if (!fs::is_directory(dir, ec)) throw Error(path.string() + ": the folder " + dir.string() + " does not exist");
+}
+
+void check_free_space(const fs::path& path, uint64_t bytes, uint64_t reclaimable) {
+  fs::path dir = path.parent_path();
+  if (dir.empty()) dir = ".";
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw Error(path.string() + ": the folder " + dir.string() + " does not exist");
+  struct statvfs s {};
+  if (::statvfs(dir.c_str(), &s) != 0) throw Error(dir.string() + ": cannot query free space: " + errno_text());
+  uint64_t avail = uint64_t(s.f_bavail) * uint64_t(s.f_frsize) + reclaimable;
+  if (avail < bytes) {
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "%s: not enough free disk space: the file needs %.2f GB, %s has %.2f GB free",
+                  path.string().c_str(), double(bytes) / 1e9, dir.string().c_str(), double(avail) / 1e9);
+    throw Error(buf);
+  }
 }
 
 OutputFile::OutputFile(fs::path path, Overwrite overwrite) : path_(std::move(path)), overwrite_(overwrite) {

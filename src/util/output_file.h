@@ -13,6 +13,7 @@
 #include "util/error.h"
 
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <span>
 #include <string_view>
@@ -56,6 +57,11 @@ class OutputFile {
   int slot_ = -1;  // in the signal handler's list of temporaries
   bool committed_ = false;
 };
+
+// Throws wgc::Error with a clear message when the file system holding `path` (its folder) has
+// fewer than `bytes` bytes available to this user; `reclaimable` bytes (e.g. a file about to be
+// replaced) count as free.
+void check_free_space(const std::filesystem::path& path, uint64_t bytes, uint64_t reclaimable = 0);
 
 // The whole file at once, by the rule above.
 void write_file(const std::filesystem::path& path, std::span<const std::byte> bytes, Overwrite overwrite);

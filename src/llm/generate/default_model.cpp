@@ -1,12 +1,11 @@
 #include "llm/generate/default_model.h"
 
 #include "util/error.h"
+#include "util/install_dirs.h"
 
 #include <algorithm>
 #include <cstdlib>
 #include <system_error>
-
-#include <dlfcn.h>
 
 namespace wgc::llm {
 
@@ -24,17 +23,16 @@ std::vector<fs::path> default_model_candidates() {
   out.push_back(fs::path(WGC_SOURCE_MODELS) / kDefaultModelFile);
 #endif
   // <prefix>/share/wgc/models of an installed wgc: beside the executable (<prefix>/bin/wgc), and
-  // beside this library (<prefix>/lib/libwgc.so) for programs installed elsewhere.
-  auto add_prefix_of = [&](const fs::path& file) {
-    fs::path p = file.parent_path().parent_path() / "share" / "wgc" / "models" / kDefaultModelFile;
+  // beside this library (<prefix>/lib/libwgc.so) for programs installed elsewhere (the Python
+  // package).
+  auto add = [&](const fs::path& share) {
+    fs::path p = share / "models" / kDefaultModelFile;
     if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
   };
   std::error_code ec;
   fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) add_prefix_of(exe);
-  Dl_info info{};
-  if (dladdr(reinterpret_cast<const void*>(&default_model_candidates), &info) && info.dli_fname)
-    add_prefix_of(fs::absolute(info.dli_fname, ec));
+  if (!ec) add(exe.parent_path().parent_path() / "share" / "wgc");
+  if (fs::path share = share_dir_beside_library(); !share.empty()) add(share);
   return out;
 }
 

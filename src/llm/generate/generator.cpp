@@ -22,14 +22,18 @@ void validate(const GenerateOptions& o) {
   if (o.max_tokens < -1)
     throw OptionError("max_tokens", "must be -1 (until a stop or the end of the context) or a token count, got " +
                                         std::to_string(o.max_tokens));
-  if (o.stop.size() > kMaxStopStrings)
-    throw OptionError("stop", "has " + std::to_string(o.stop.size()) + " strings, more than the limit " +
-                                  std::to_string(kMaxStopStrings));
-  for (const auto& s : o.stop) {
-    if (s.empty()) throw OptionError("stop", "has an empty string (it would stop before the first token)");
+  validate_stop(o.stop);
+}
+
+void validate_stop(std::span<const std::string> stop) {
+  if (stop.size() > kMaxStopStrings)
+    throw OptionError(
+        "stop", "holds at most " + std::to_string(kMaxStopStrings) + " strings, got " + std::to_string(stop.size()));
+  for (const auto& s : stop) {
+    if (s.empty()) throw OptionError("stop", "must not hold an empty string (it would stop before the first token)");
     if (s.size() > kMaxStopBytes)
-      throw OptionError("stop", "has a string of " + std::to_string(s.size()) + " bytes, more than the limit " +
-                                    std::to_string(kMaxStopBytes));
+      throw OptionError("stop", "strings are at most " + std::to_string(kMaxStopBytes) + " bytes, got one of " +
+                                    std::to_string(s.size()));
   }
 }
 

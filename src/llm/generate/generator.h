@@ -50,9 +50,11 @@ struct GenerateOptions {
 // Limits of GenerateOptions::stop (requests are untrusted).
 inline constexpr size_t kMaxStopStrings = 16;
 inline constexpr size_t kMaxStopBytes = 1024;
+// Throws wgc::OptionError("stop", ...) for an empty stop string, more than kMaxStopStrings or one
+// longer than kMaxStopBytes (the scheduler's requests have the same limits).
+void validate_stop(std::span<const std::string> stop);
 // Throws wgc::OptionError naming the first option out of range: the sampling (validate above),
-// max_tokens below -1, an empty stop string, more than kMaxStopStrings or one longer than
-// kMaxStopBytes.
+// max_tokens below -1, the stop strings (validate_stop).
 void validate(const GenerateOptions& o);
 
 enum class StopReason { Eos, StopString, MaxTokens, ContextFull, Cancelled };

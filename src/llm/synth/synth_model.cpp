@@ -262,7 +262,7 @@ SynthModel::SynthModel(const ModelShape& shape, TensorType type, uint64_t seed) 
   const ModelShape& s = shape_;
   const std::string& a = s.arch;
   auto k = [&](const char* key) { return a + "." + key; };
-  GgufStreamWriter& w = writer_;
+  GgufWriter& w = writer_;
 
   w.add_string("general.architecture", a);
   w.add_string("general.type", "model");
@@ -271,7 +271,7 @@ SynthModel::SynthModel(const ModelShape& shape, TensorType type, uint64_t seed) 
   w.add_u32("general.file_type", llama_file_type(type));
   w.add_u32("general.quantization_version", 2);
   w.add_string("wgc.synthetic.shape", s.name);
-  w.add("wgc.synthetic.seed", MetaValue::u64(seed));
+  w.add("wgc.synthetic.seed", GgufMetaValue::u64(seed));
 
   w.add_u32(k("block_count"), uint32_t(s.layers));
   w.add_u32(k("context_length"), uint32_t(s.context));
@@ -293,9 +293,9 @@ SynthModel::SynthModel(const ModelShape& shape, TensorType type, uint64_t seed) 
   SynthVocab v = synth_vocab(s);
   w.add_string("tokenizer.ggml.model", "gpt2");
   w.add_string("tokenizer.ggml.pre", v.pre);
-  w.add("tokenizer.ggml.tokens", MetaValue::strings(v.tokens));
-  w.add("tokenizer.ggml.token_type", MetaValue::array(std::span<const int32_t>(v.types)));
-  w.add("tokenizer.ggml.merges", MetaValue::strings(v.merges));
+  w.add("tokenizer.ggml.tokens", GgufMetaValue::strings(v.tokens));
+  w.add("tokenizer.ggml.token_type", GgufMetaValue::array(std::span<const int32_t>(v.types)));
+  w.add("tokenizer.ggml.merges", GgufMetaValue::strings(v.merges));
   w.add_u32("tokenizer.ggml.bos_token_id", uint32_t(v.bos));
   w.add_u32("tokenizer.ggml.eos_token_id", uint32_t(v.eos));
   if (v.pad >= 0) w.add_u32("tokenizer.ggml.padding_token_id", uint32_t(v.pad));
@@ -377,7 +377,7 @@ void SynthModel::fill(size_t index, int64_t row0, int64_t rows, std::span<std::b
   }
 }
 
-void SynthModel::write(const std::filesystem::path& path, const WriteOptions& opt) const {
+void SynthModel::write(const std::filesystem::path& path, const GgufWriteOptions& opt) const {
   writer_.write(
       path, [this](size_t i, int64_t r0, int64_t n, std::span<std::byte> out) { fill(i, r0, n, out); }, opt);
 }
@@ -403,7 +403,7 @@ SynthModel write_synth_model(const std::filesystem::path& path, const ModelShape
   } catch (const Error&) {
     fs::remove(path, ec);  // only the old file's space makes room: it goes first
   }
-  WriteOptions w = opt.write;
+  GgufWriteOptions w = opt.write;
   w.overwrite = Overwrite::Yes;  // checked above; an old file may have been removed for space
   m.write(path, w);
   return m;

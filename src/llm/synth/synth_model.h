@@ -22,7 +22,7 @@
 #pragma once
 
 #include "cpu/llm/tensor_type.h"
-#include "llm/synth/gguf_writer.h"
+#include "llm/formats/gguf_writer.h"
 
 #include <cstdint>
 #include <filesystem>
@@ -85,16 +85,16 @@ class SynthModel {
 
   const ModelShape& shape() const { return shape_; }
   TensorType type() const { return type_; }
-  const GgufStreamWriter& writer() const { return writer_; }
+  const GgufWriter& writer() const { return writer_; }
   uint64_t file_bytes() const { return writer_.file_bytes(); }
   int64_t params() const;  // elements of all tensors
 
-  // Generates rows of tensor `index` (the TensorFill of the writer); thread-safe.
+  // Generates rows of tensor `index` (the GgufTensorFill of the writer); thread-safe.
   void fill(size_t index, int64_t row0, int64_t rows, std::span<std::byte> out) const;
   // The f32 values of rows of a tensor before quantization (tests).
   std::vector<float> values(size_t index, int64_t row0, int64_t rows) const;
 
-  void write(const std::filesystem::path& path, const WriteOptions& opt = {}) const;
+  void write(const std::filesystem::path& path, const GgufWriteOptions& opt = {}) const;
   std::vector<std::byte> to_bytes() const;
 
  private:
@@ -107,14 +107,14 @@ class SynthModel {
 
   ModelShape shape_;
   TensorType type_;
-  GgufStreamWriter writer_;
+  GgufWriter writer_;
   std::vector<Recipe> recipes_;
 };
 
 struct SynthOptions {
   uint64_t seed = 0;
   Overwrite overwrite = Overwrite::No;  // replace an existing file (write.overwrite is not used)
-  WriteOptions write;
+  GgufWriteOptions write;
 };
 
 // What `wgc synth-model` does: refuses an existing `path` unless opt.overwrite is Yes
