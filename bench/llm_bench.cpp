@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <memory>
 #include <numeric>
 
@@ -28,12 +29,21 @@ struct LinearData {
   std::vector<double> deq;  // the weights as the reference sees them
   std::vector<float> x;
   Tensor xt, y;
+  llm::Q8Act xq;  // x quantized (versions q8: the integer-dot kernels)
 };
 
 enum class Kind { Matvec, Matmul, Batched };
 
-std::vector<Case> linear_cases(const Context& ctx, const Options& o, Kind kind) {
+// LlmOps with the tuning in WGC_LLM_TUNING (llm::apply_tuning's "key=value,..."), so that a
+// benchmark run can sweep the kernels' knobs without a rebuild.
+std::shared_ptr<llm::LlmOps> tuned_ops(const Context& ctx) {
   auto ops = std::make_shared<llm::LlmOps>(ctx);
+  if (const char* t = std::getenv("WGC_LLM_TUNING")) llm::apply_tuning(ops->tuning, t);
+  return ops;
+}
+
+std::vector<Case> linear_cases(const Context& ctx, const Options& o, Kind kind) {
+  auto ops = tuned_ops(ctx);
   std::vector<int> token_counts = {kind == Kind::Matmul ? (o.quick ? 7 : kPrefillTokens) : 1};
   if (kind == Kind::Batched) token_counts = o.quick ? std::vector<int>{1, 7} : std::vector<int>{1, 8, 16, 32, 64, 256};
   const bool prefill = kind != Kind::Matvec;
@@ -51,44 +61,68 @@ std::vector<Case> linear_cases(const Context& ctx, const Options& o, Kind kind) 
         if (ctx.features().subgroups) versions.push_back({LinearVersion::Subgroup, "subgroup"});
       }
       const auto side = static_cast<int64_t>(s);
-      for (TensorType t : {TensorType::F16, TensorType::Q8_0, TensorType::Q4_0}) {
-        auto d = std::make_shared<LinearData>();
-        auto bytes = llm::ref::random_weight(t, side, side, 7);
-        d->w = llm::upload_weight(ctx, t, bytes, side, side);
-        d->deq = llm::ref::dequantize(t, bytes, side, side);
-        d->x.resize(size_t(n) * size_t(side));
-        for (size_t i = 0; i < d->x.size(); ++i) d->x[i] = float(std::sin(double(i) * 0.37));
-        d->xt = make_tensor(ctx, {int64_t(d->x.size())}, d->x);
-        d->y = make_tensor(ctx, {int64_t(n) * side});
-        auto all = versions;
-        if (kind == Kind::Batched && (t == TensorType::Q8_0 || t == TensorType::Q4_0))
-          all.push_back({LinearVersion::BatchedQ8, "batched-q8"});
-        for (const auto& version : all) {
-          const LinearVersion v = version.first;  // a variable, not a binding: lambdas capture it (clang 14)
-          const std::string& vname = version.second;
-          Case c;
-          c.op = kind == Kind::Matvec ? "llm.matvec" : kind == Kind::Matmul ? "llm.matmul" : "llm.batched";
-          c.version = std::string(llm::to_string(t)) + "/" + vname;
-          c.size = std::to_string(side) + "x" + std::to_string(side) + (prefill ? "x" + std::to_string(n) : "");
-          c.elements = double(side) * double(side);
-          c.bytes = double(d->w.gpu_bytes()) + 4.0 * double(n) * double(2 * side);
-          if (prefill && n > 1) c.flops = 2.0 * double(n) * double(side) * double(side);
-          c.record = [ops, d, v, n](Batch& b) { ops->linear(b, d->w, d->xt, d->y, n, {}, v); };
-          c.check = [ops, d, v, n, side, &ctx] {
-            fill_u32(ctx, d->y, kPoisonNaN);
+      // Matvec also at a tall shape (an 8B model's ffn rows at side 4096: 14336 x 4096), which a
+      // single square matvec is too small to show (launch-bound).
+      std::vector<int64_t> row_counts = {side};
+      if (kind == Kind::Matvec && !o.quick) row_counts.push_back(side * 7 / 2 / 32 * 32);
+      for (int64_t nrows : row_counts)
+        for (TensorType t : {TensorType::F16, TensorType::Q8_0, TensorType::Q4_0, TensorType::Q4_K, TensorType::Q6_K}) {
+          if (side % int64_t(llm::block_size(t))) continue;
+          if (kind == Kind::Batched && (t == TensorType::Q4_K || t == TensorType::Q6_K)) continue;
+          auto d = std::make_shared<LinearData>();
+          auto bytes = llm::ref::random_weight(t, nrows, side, 7);
+          d->w = llm::upload_weight(ctx, t, bytes, nrows, side);
+          d->deq = llm::ref::dequantize(t, bytes, nrows, side);
+          d->x.resize(size_t(n) * size_t(side));
+          for (size_t i = 0; i < d->x.size(); ++i) d->x[i] = float(std::sin(double(i) * 0.37));
+          d->xt = make_tensor(ctx, {int64_t(d->x.size())}, d->x);
+          d->y = make_tensor(ctx, {int64_t(n) * nrows});
+          auto all = versions;
+          if (kind == Kind::Batched && (t == TensorType::Q8_0 || t == TensorType::Q4_0))
+            all.push_back({LinearVersion::BatchedQ8, "batched-q8"});
+          const bool q8 = kind != Kind::Batched && llm::supports_q8(t);
+          if (q8) {
+            d->xq = llm::make_q8_act(ctx, n, side);
             Batch b(ctx);
-            ops->linear(b, d->w, d->xt, d->y, n, {}, v);
+            ops->quantize_q8(b, d->xt, d->xq, n);
             b.run();
-            auto got = download<float>(ctx, d->y);
-            const int k = std::min(n, kCheckedTokens);
-            std::vector<float> xk(d->x.begin(), d->x.begin() + std::ptrdiff_t(k * side));
-            auto want = llm::ref::linear(d->deq, side, xk, k, 0, side);
-            return cpu::max_rel_error(std::span<const float>(got), std::span<const double>(want));
-          };
-          c.tolerance = v == LinearVersion::BatchedQ8 ? 3e-2 : 1e-4;  // 8-bit activations
-          out.push_back(std::move(c));
+            all.push_back({LinearVersion::Auto, "q8"});  // Auto stands for linear_q8 here
+          }
+          for (const auto& version : all) {
+            const LinearVersion v = version.first;  // a variable, not a binding: lambdas capture it (clang 14)
+            const std::string& vname = version.second;
+            const bool is_q8 = vname == "q8";
+            Case c;
+            c.op = kind == Kind::Matvec ? "llm.matvec" : kind == Kind::Matmul ? "llm.matmul" : "llm.batched";
+            c.version = std::string(llm::to_string(t)) + "/" + vname;
+            c.size = std::to_string(nrows) + "x" + std::to_string(side) + (prefill ? "x" + std::to_string(n) : "");
+            c.elements = double(nrows) * double(side);
+            // x as the kernel reads it: f32, or 8-bit quants with a scale and sums per 32.
+            const double x_bytes = is_q8 ? double(n) * double(side) * (1.0 + 8.0 / 32) : 4.0 * double(n) * double(side);
+            c.bytes = double(d->w.gpu_bytes()) + x_bytes + 4.0 * double(n) * double(nrows);
+            if (prefill && n > 1) c.flops = 2.0 * double(n) * double(nrows) * double(side);
+            auto rec = [ops, d, v, n, is_q8](Batch& b) {
+              if (is_q8)
+                ops->linear_q8(b, d->w, d->xq, d->y, n);
+              else
+                ops->linear(b, d->w, d->xt, d->y, n, {}, v);
+            };
+            c.record = rec;
+            c.check = [rec, d, n, side, nrows, &ctx] {
+              fill_u32(ctx, d->y, kPoisonNaN);
+              Batch b(ctx);
+              rec(b);
+              b.run();
+              auto got = download<float>(ctx, d->y);
+              const int k = std::min(n, kCheckedTokens);
+              std::vector<float> xk(d->x.begin(), d->x.begin() + std::ptrdiff_t(k * side));
+              auto want = llm::ref::linear(d->deq, side, xk, k, 0, nrows);
+              return cpu::max_rel_error(std::span<const float>(got), std::span<const double>(want));
+            };
+            c.tolerance = v == LinearVersion::BatchedQ8 || is_q8 ? 3e-2 : 1e-4;  // 8-bit activations
+            out.push_back(std::move(c));
+          }
         }
-      }
     }
   return out;
 }

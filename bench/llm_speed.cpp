@@ -70,6 +70,15 @@ LlmSpeedResult run_llm_speed(const std::optional<Context>& ctx, const LlmSpeedPl
   pp.erase(std::remove(pp.begin(), pp.end(), 0), pp.end());
   tg.erase(std::remove(tg.begin(), tg.end(), 0), tg.end());
   if (pp.empty() && tg.empty()) throw Error("wgc bench-llm: nothing to run (no prompt or generation sizes)");
+  std::vector<int> depths = plan.depths.empty() ? std::vector<int>{0} : plan.depths;
+  for (int d : depths)
+    if (d < 0) throw Error("wgc bench-llm: depth " + std::to_string(d) + " is negative");
+  const int max_d = *std::max_element(depths.begin(), depths.end());
+  std::vector<std::string> sets = plan.tuning_sets.empty() ? std::vector<std::string>{""} : plan.tuning_sets;
+  for (const auto& set : sets) {
+    llm::LlmTuning check = plan.tuning;
+    llm::apply_tuning(check, set);  // errors before the model loads
+  }
 
   LlmSpeedResult r;
   status("loading " + plan.model);
@@ -78,7 +87,8 @@ LlmSpeedResult run_llm_speed(const std::optional<Context>& ctx, const LlmSpeedPl
   int max_p = pp.empty() ? 0 : *std::max_element(pp.begin(), pp.end());
   int max_n = tg.empty() ? 0 : *std::max_element(tg.begin(), tg.end());
   llm::EngineOptions eo;
-  eo.max_ctx = std::max({max_p, max_n, 1});
+  eo.max_ctx = max_d + std::max({max_p, max_n, 1});
+  eo.q8_activations = plan.q8_activations;
   eo.max_batch = plan.batch;
   eo.decode_ahead = plan.decode_ahead;
   eo.tuning = plan.tuning;
@@ -135,63 +145,90 @@ LlmSpeedResult run_llm_speed(const std::optional<Context>& ctx, const LlmSpeedPl
     return test + " run " + std::to_string(i + 1) + "/" + std::to_string(plan.repeats);
   };
 
-  for (int p : pp) {
-    LlmSpeedTest t;
-    t.name = "pp" + std::to_string(p);
-    t.n_prompt = p;
-    auto tokens = random_tokens(p);
-    if (plan.warmup) {
-      status(t.name + " warm-up");
+  for (const auto& set : sets)
+    for (int depth : depths) {
+      llm::LlmTuning tuning = plan.tuning;
+      llm::apply_tuning(tuning, set);
+      model.set_tuning(tuning);
+      // llama-bench's -d: `depth` tokens in the cache before each test; prefilled once (untimed),
+      // each run rewinds to it.
+      const std::string at = (depth ? " @ d" + std::to_string(depth) : "") + (sets.size() > 1 ? " [" + set + "]" : "");
       model.rewind(0);
-      (void)model.logits(tokens);
+      if (depth) {
+        status("filling the cache to depth " + std::to_string(depth));
+        (void)model.logits(random_tokens(depth));
+      }
+      for (int p : pp) {
+        LlmSpeedTest t;
+        t.name = "pp" + std::to_string(p) + at;
+        t.n_prompt = p;
+        t.depth = depth;
+        t.tuning = set;
+        auto tokens = random_tokens(p);
+        if (plan.warmup) {
+          status(t.name + " warm-up");
+          model.rewind(depth);
+          (void)model.logits(tokens);
+        }
+        for (int i = 0; i < plan.repeats; ++i) {
+          status(run_label(t.name, i));
+          model.rewind(depth);
+          auto t0 = Clock::now();
+          auto logits = model.logits(tokens);
+          double s = std::chrono::duration<double>(Clock::now() - t0).count();
+          if (logits.empty() || !std::isfinite(logits[0]))
+            throw Error("wgc bench-llm: " + t.name + ": non-finite logits");
+          t.seconds.push_back(s);
+          t.tps.push_back(double(p) / s);
+        }
+        r.tests.push_back(std::move(t));
+      }
+      for (int n : tg) {
+        LlmSpeedTest t;
+        t.name = "tg" + std::to_string(n) + at;
+        t.n_gen = n;
+        t.depth = depth;
+        t.tuning = set;
+        int32_t first = random_tokens(1)[0];
+        llm::DecodeStats ds;
+        auto decode = [&](int steps) {
+          model.rewind(depth);
+          int32_t id = first;
+          ds = model.decode_greedy(first, steps, [&](int32_t next) {
+            id = next;
+            return true;
+          });
+          return id;
+        };
+        if (plan.warmup) {
+          status(t.name + " warm-up");
+          decode(std::min(n, 16));
+        }
+        for (int i = 0; i < plan.repeats; ++i) {
+          status(run_label(t.name, i));
+          auto t0 = Clock::now();
+          int32_t last = decode(n);
+          double s = std::chrono::duration<double>(Clock::now() - t0).count();
+          if (last < 0 || last >= cfg.vocab_size)
+            throw Error("wgc bench-llm: " + t.name + ": token id " + std::to_string(last));
+          t.seconds.push_back(s);
+          t.tps.push_back(double(n) / s);
+          if (gpu) {  // the CPU engine records and waits for nothing
+            t.host_ms.push_back(ds.record_ms / std::max(1, ds.recorded));
+            t.wait_ms.push_back(ds.wait_ms / std::max(1, ds.tokens));
+          }
+        }
+        r.tests.push_back(std::move(t));
+      }
     }
-    for (int i = 0; i < plan.repeats; ++i) {
-      status(run_label(t.name, i));
-      model.rewind(0);
-      auto t0 = Clock::now();
-      auto logits = model.logits(tokens);
-      double s = std::chrono::duration<double>(Clock::now() - t0).count();
-      if (logits.empty() || !std::isfinite(logits[0])) throw Error("wgc bench-llm: " + t.name + ": non-finite logits");
-      t.seconds.push_back(s);
-      t.tps.push_back(double(p) / s);
-    }
-    r.tests.push_back(std::move(t));
-  }
-  for (int n : tg) {
-    LlmSpeedTest t;
-    t.name = "tg" + std::to_string(n);
-    t.n_gen = n;
-    int32_t first = random_tokens(1)[0];
-    llm::DecodeStats ds;
-    auto decode = [&](int steps) {
-      model.rewind(0);
-      int32_t id = first;
-      ds = model.decode_greedy(first, steps, [&](int32_t next) {
-        id = next;
-        return true;
-      });
-      return id;
-    };
-    if (plan.warmup) {
-      status(t.name + " warm-up");
-      decode(std::min(n, 16));
-    }
-    for (int i = 0; i < plan.repeats; ++i) {
-      status(run_label(t.name, i));
-      auto t0 = Clock::now();
-      int32_t last = decode(n);
-      double s = std::chrono::duration<double>(Clock::now() - t0).count();
-      if (last < 0 || last >= cfg.vocab_size)
-        throw Error("wgc bench-llm: " + t.name + ": token id " + std::to_string(last));
-      t.seconds.push_back(s);
-      t.tps.push_back(double(n) / s);
-      if (gpu) t.host_ms.push_back(ds.record_ms / std::max(1, ds.recorded));  // the CPU engine records nothing
-    }
-    r.tests.push_back(std::move(t));
-  }
   if (plan.profile) {
     status("profiling one decode step");
+    model.set_tuning(plan.tuning);
     model.rewind(0);
+    if (max_d > 0) {  // at the largest depth asked for
+      status("filling the cache to depth " + std::to_string(max_d) + " for the profile");
+      (void)model.logits(random_tokens(max_d));
+    }
     std::map<std::string, KernelTime> by;
     for (auto& d : model.profile_decode_step(random_tokens(1)[0])) {
       auto& k = by[d.label];

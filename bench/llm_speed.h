@@ -26,9 +26,15 @@ struct LlmSpeedPlan {
   int decode_ahead = llm::EngineOptions{}.decode_ahead;
   bool profile = false;  // GPU time per kernel of one decode step
   llm::LlmTuning tuning;
-  double bandwidth_gbs = -1;               // < 0: measure (on the GPU engine); 0: none; > 0: given
-  llm::Device device = llm::Device::Auto;  // the engine (EngineOptions::device)
-  int threads = 0;                         // the CPU engine's threads (0: every processor)
+  // Tuning sets (llm::apply_tuning's "knob=v/knob=v" on top of `tuning`): every test runs once per
+  // set, in one process (LlamaModel::set_tuning); empty: `tuning` alone.
+  std::vector<std::string> tuning_sets;
+  // llama-bench's -d: tokens already in the cache before each test (every test runs at each depth).
+  std::vector<int> depths{0};
+  bool q8_activations = llm::EngineOptions{}.q8_activations;  // EngineOptions::q8_activations
+  double bandwidth_gbs = -1;                                  // < 0: measure (on the GPU engine); 0: none; > 0: given
+  llm::Device device = llm::Device::Auto;                     // the engine (EngineOptions::device)
+  int threads = 0;                                            // the CPU engine's threads (0: every processor)
 };
 
 struct Stats {
@@ -44,6 +50,9 @@ struct LlmSpeedTest {
   double gbs = -1;                   // tg: weight bytes read per second / 1e9
   double bw_frac = -1;               // tg: gbs / bandwidth
   std::vector<double> host_ms;       // tg: host time recording a step, per token, per repeat
+  std::vector<double> wait_ms;       // tg: host time waiting for each token's readback, per repeat
+  int depth = 0;                     // tokens in the cache before the test
+  std::string tuning;                // the tuning set it ran with ("" : the plan's tuning)
 };
 
 struct KernelTime {

@@ -8,6 +8,7 @@
 # and prints images/s side by side. Targets: wgc >= 1,000 img/s at batch 1, >= 10,000 at batch 64
 # (PyTorch on the H200: 309 and 10,641, ../shared/notes/PLATFORM.md).
 #   WGC=/tmp/wgc/bin/wgc RES=/tmp/res scripts/bench_cnn_device.sh [MODEL]
+# WGC_CNN_PEERS=0 leaves PyTorch and ORT out (a quick look at wgc alone); WGC_CNN_RUNS (50) runs.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 wgc=${WGC:-/tmp/wgc/bin/wgc}
@@ -33,6 +34,7 @@ PY
 "$wgc" bench-cnn --model "$m.onnx" --batch 1,64 -r "$runs" --profile --json "$res/bench-cnn.json" \
   --png "$res/bench-cnn.png" | tee "$res/bench-cnn.txt"
 
+if [ "${WGC_CNN_PEERS:-1}" = 0 ]; then echo '{}' >"$res/peers-cnn.json"; else
 python3 - "$m.onnx" "$model" "$runs" "$res/peers-cnn.json" <<'PY' | tee "$res/peers-cnn.txt"
 import json, sys, time
 import numpy as np
@@ -75,17 +77,25 @@ except ImportError:
 json.dump(res, open(out, "w"), indent=1)
 print(json.dumps(res, indent=1))
 PY
+fi
 
 python3 - "$res/bench-cnn.json" "$res/peers-cnn.json" "$model" <<'PY' | tee "$res/cnn.txt"
 import json, sys
 w = {r["batch"]: r for r in json.load(open(sys.argv[1]))["results"]}
 p = json.load(open(sys.argv[2]))
-print(f"\n{sys.argv[3]} 224x224, images/s (median of runs; wgc and 'with copies' include upload and readback)")
-print(f"{'batch':>6} {'wgc':>10} {'PyTorch CUDA':>13} {'+copies':>9} {'ORT CPU':>9} {'wgc GPU us':>11}")
+print(f"\n{sys.argv[3]} 224x224, images/s (median of runs)")
+print("  wgc e2e: one run at a time, input upload + one submit + readback; pipelined: the same with the next")
+print("  batch's upload overlapping this one's work; GPU-only: input already on the device, one submit + wait")
+print("  (PyTorch CUDA: input on the GPU + synchronize; +copies: pinned host input, output to the host)")
+print(f"{'batch':>6} {'wgc e2e':>9} {'pipelined':>10} {'GPU-only':>9} {'PyTorch CUDA':>13} {'+copies':>9} "
+      f"{'ORT CPU':>9} {'GPU us/run':>11} {'sum of dispatches us':>21}")
 for b in (1, 64):
     r = w.get(b, {})
     fmt = lambda v: f"{v:,.0f}" if isinstance(v, (int, float)) else "-"
-    print(f"{b:>6} {fmt(r.get('images_per_s')):>10} {fmt(p.get(f'torch_b{b}')):>13} "
-          f"{fmt(p.get(f'torch_copies_b{b}')):>9} {fmt(p.get(f'ort_cpu_b{b}')):>9} {fmt(r.get('gpu_us_total')):>11}")
+    gpu_us = r["ms_gpu_only"] * 1e3 if "ms_gpu_only" in r else None
+    print(f"{b:>6} {fmt(r.get('images_per_s')):>9} {fmt(r.get('images_per_s_pipelined')):>10} "
+          f"{fmt(r.get('images_per_s_gpu_only')):>9} {fmt(p.get(f'torch_b{b}')):>13} "
+          f"{fmt(p.get(f'torch_copies_b{b}')):>9} {fmt(p.get(f'ort_cpu_b{b}')):>9} {fmt(gpu_us):>11} "
+          f"{fmt(r.get('gpu_us_total')):>21}")
 print("targets: wgc >= 1,000 img/s at batch 1 (one submit per image), >= 10,000 at batch 64")
 PY

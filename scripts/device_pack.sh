@@ -14,9 +14,12 @@ WGC_DEPS="$repo/.deps" WGC_BUILD_DIR="$build" WGC_CMAKE_ARGS="-DWGC_DEPS=$repo/.
 stage=$(mktemp -d)
 mkdir -p "$stage/wgc/bin" "$stage/wgc/lib"
 cp "$build/wgc" "$stage/wgc/bin/"
-if [ "${WGC_PACK_TESTS:-1}" != 0 ]; then
-  for t in "$build"/test_*; do [ -x "$t" ] && cp "$t" "$stage/wgc/bin/"; done
-fi
+# WGC_PACK_TESTS: 1 (default) every test binary, 0 none, or a list of names ("test_llm_q8 test_runtime").
+case "${WGC_PACK_TESTS:-1}" in
+  0) ;;
+  1) for t in "$build"/test_*; do [ -x "$t" ] && cp "$t" "$stage/wgc/bin/"; done ;;
+  *) for t in $WGC_PACK_TESTS; do cp "$build/$t" "$stage/wgc/bin/"; done ;;
+esac
 # WGC_PACK_PYTHON=1: the Python package too, for device_run.sh's `python` step (python/bench.py):
 # the extension with libwgc and Dawn (CMake's component `python`, SwiftShader left out), and the
 # Debian Python 3.11 it is built for, with its standard library and NumPy (the GPU machine's own
@@ -42,5 +45,7 @@ for bin in "$stage"/wgc/bin/* "${pylibs[@]}"; do
 done | sort -u | while read -r lib; do cp -L "$lib" "$stage/wgc/lib/"; done
 mkdir -p "$repo/.device"
 tar -C "$stage" -cJf "$repo/.device/bundle.tar.xz" wgc
+# What was packed (device_run.sh prints it first, so a run shows which build it measured).
+echo "$(git -C "$repo" rev-parse --abbrev-ref HEAD) $(git -C "$repo" rev-parse --short HEAD)" >"$repo/.device/STAMP"
 rm -rf "$stage"
 du -h "$repo/.device/bundle.tar.xz"

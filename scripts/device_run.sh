@@ -4,6 +4,7 @@
 # named by $WGC_DEVICE_STEPS (default: "info tests bench"), and prints a short table last.
 # Results land in $OUT: info.txt, bench.txt, llm.txt and results.tgz (JSON, PNG charts, logs).
 set -uo pipefail
+[ -f .device/STAMP ] && echo "bundle: $(cat .device/STAMP)"
 for f in .gl/*.deb; do dpkg -x "$f" /; done
 ldconfig
 if ! ls /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json >/dev/null 2>&1 && ! ls /usr/share/vulkan/icd.d/nvidia* >/dev/null 2>&1; then
@@ -31,20 +32,21 @@ summary=""
 for step in $steps; do
   case $step in
     info) $wgc info | tee "$RES/info.txt" ;;
-    tests)  # every test binary, or those named in $WGC_DEVICE_TESTS (e.g. "test_llm_batched test_scheduler")
+    tests|tests:*)  # every test binary, or those named in $WGC_DEVICE_TESTS (e.g. "test_llm_batched test_scheduler"); tests:GTEST_FILTER: with that filter
+      filter=${step#tests}; filter=${filter#:}
       for t in ${WGC_DEVICE_TESTS:-/tmp/wgc/bin/test_*}; do
         [[ "$t" == /* ]] || t=/tmp/wgc/bin/$t
-        if timeout 300 "$t" --gtest_brief=1 >"$RES/$(basename "$t").log" 2>&1; then r=pass; else r=FAIL; fi
+        if timeout 300 "$t" --gtest_brief=1 ${filter:+--gtest_filter=$filter} >"$RES/$(basename "$t").log" 2>&1; then r=pass; else r=FAIL; fi
         summary+="$(basename "$t"): $r"$'\n'
       done ;;
     bench)
       $wgc bench ${WGC_BENCH_ARGS:-} --json "$RES/bench.json" --png "$RES/bench.png" 2>"$RES/bench.err" | tee "$RES/bench.txt" ;;
-    bench:*)  # bench:OPS:SIZES, e.g. bench:matmul:2048,4096
-      IFS=: read -r _ ops sizes <<<"$step"
-      tag=$(echo "$ops" | tr ',' '_')
-      timeout 240 $wgc bench --ops "$ops" ${sizes:+--sizes $sizes} --json "$RES/bench-$tag.json" \
+    bench:*)  # bench:OPS:SIZES[:LLM_TUNING], e.g. bench:matmul:2048,4096 or bench:llm.matvec:4096:mvq_tpr=16/mvq_rows=4
+      IFS=: read -r _ ops sizes tuning <<<"$step"
+      tag=$(echo "$ops-${tuning:-}" | tr -c 'a-zA-Z0-9\n' '_' | cut -c1-120)
+      WGC_LLM_TUNING=${tuning:-} timeout 240 $wgc bench --ops "$ops" ${sizes:+--sizes $sizes} --json "$RES/bench-$tag.json" \
         2>"$RES/bench-$tag.err" | tee "$RES/bench-$tag.txt"
-      sed -n '/^op /,/^$/p' "$RES/bench-$tag.txt" >>"$RES/bench.txt" ;;
+      { [ -n "${tuning:-}" ] && echo "WGC_LLM_TUNING=$tuning"; sed -n '/^op /,/^$/p' "$RES/bench-$tag.txt"; } >>"$RES/bench.txt" ;;
     conv:*)  # conv:OPS:SIZES[:TUNING], e.g. conv:conv2d:conv3x3-64-56-n32:igemm_bm=128,igemm_bn=64
       IFS=: read -r _ ops sizes tuning <<<"$step"
       tag=$(echo "$ops-${sizes:-default}-${tuning:-}" | tr -c 'a-zA-Z0-9\n' '_' | cut -c1-120)
@@ -52,12 +54,13 @@ for step in $steps; do
         --json "$RES/conv-$tag.json" --png "$RES/conv-$tag.png" 2>"$RES/conv-$tag.err" | tee "$RES/conv-$tag.txt"
       { [ -n "${tuning:-}" ] && echo "WGC_CONV_TUNING=$tuning"; sed -n '/^op /,/^$/p' "$RES/conv-$tag.txt"; } >>"$RES/bench.txt" ;;
     llm:*)  # llm:SHAPE:TYPE[:EXTRA], e.g. llm:llama-3.2-1b:q8_0 or llm:llama-3.1-8b:q4_0:--decode-ahead,1
+      # (--tuning sets: knobs joined by '/', sets by ';', e.g. --tuning,mvq_rows=2;mvq_rows=4)
       IFS=: read -r _ shape type extra <<<"$step"
       m=$(synth "$shape" "$type")
-      tag=$shape-$type$(echo "${extra:-}" | tr -c 'a-zA-Z0-9\n' '_')
+      tag=$shape-$type$(echo "${extra:-}" | tr -c 'a-zA-Z0-9\n' '_' | cut -c1-120)
       defaults=""  # -p 512 -n 128 -r 3 unless the step gives its own
       for d in "-p 512" "-n 128" "-r 3"; do [[ ",${extra:-}," == *",${d% *},"* ]] || defaults+=" $d"; done
-      [ -f "$m" ] && timeout 200 $wgc bench-llm --model "$m" $defaults ${extra//,/ } ${WGC_LLM_ARGS:-} \
+      [ -f "$m" ] && timeout ${WGC_LLM_TIMEOUT:-300} $wgc bench-llm --model "$m" $defaults ${extra//,/ } ${WGC_LLM_ARGS:-} \
           --json "$RES/llm-$tag.json" 2>"$RES/llm-$tag.err" | tee -a "$RES/llm.txt" ;;
     batched:*)  # batched:SHAPE:TYPE[:EXTRA]: wgc bench-batched (llama-batched-bench), e.g. batched:llama-3.1-8b:q4_0
       # or batched:llama-3.1-8b:q4_0:--parallel,16+64,-r,3 (commas become spaces, then + becomes a comma)

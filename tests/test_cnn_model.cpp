@@ -289,3 +289,57 @@ TEST(CnnModel, AxisOfAScalarIsAnError) {
   cnn::Model m(std::nullopt, g);
   EXPECT_THROW(m.run(cnn::HostTensor({}, std::vector<float>{1.f})), Error);
 }
+
+// A classifier-shaped Gemm (y = x W^T + c, W and c constants) is planned as a 1x1 convolution with
+// the bias fused (split K on the GPU: K = 130), and runs started back to back (Model::start, two
+// staging buffers per input used in turn) each give their own inputs' outputs.
+TEST(CnnModel, ClassifierGemmAndPipelinedRuns) {
+  const int64_t k = 130, classes = 7, n = 3;
+  cnn::Graph g;
+  g.source = "classifier.onnx";
+  g.opset = 13;
+  g.inputs.push_back({"x", 1, true, {-1, k}});
+  g.outputs.push_back({"y", 1, false, {}});
+  auto w = test::random_floats(size_t(classes * k), 11), c = test::random_floats(size_t(classes), 12);
+  g.constants["w"] = std::make_shared<cnn::HostTensor>(Shape{classes, k}, w);
+  g.constants["c"] = std::make_shared<cnn::HostTensor>(Shape{classes}, c);
+  cnn::Node gemm;
+  gemm.op = "Gemm";
+  gemm.name = "fc";
+  gemm.inputs = {"x", "w", "c"};
+  gemm.outputs = {"y"};
+  cnn::Attribute one;
+  one.kind = cnn::Attribute::Kind::Int;
+  one.i = 1;
+  gemm.attrs["transB"] = one;
+  g.nodes.push_back(gemm);
+
+  auto want = [&](const std::vector<float>& x) {
+    std::vector<float> y(size_t(n * classes));
+    for (int64_t b = 0; b < n; ++b)
+      for (int64_t o = 0; o < classes; ++o) {
+        double s = c[size_t(o)];
+        for (int64_t i = 0; i < k; ++i) s += double(x[size_t(b * k + i)]) * w[size_t(o * k + i)];
+        y[size_t(b * classes + o)] = float(s);
+      }
+    return y;
+  };
+  for (cnn::Device dev : {cnn::Device::Cpu, cnn::Device::Gpu}) {
+    cnn::Model m(ctx(), g, {dev});
+    std::vector<std::vector<float>> xs;
+    for (uint32_t r = 0; r < 3; ++r) xs.push_back(test::random_floats(size_t(n * k), 20 + r));
+    auto in = [&](size_t r) { return std::vector<cnn::HostTensor>{cnn::HostTensor({n, k}, xs[r])}; };
+    const cnn::Plan& p = m.plan(in(0));
+    ASSERT_EQ(p.steps.size(), 1u);
+    EXPECT_TRUE(std::holds_alternative<cnn::ConvStep>(p.steps[0].op));
+    auto first = m.start(in(0));
+    auto second = m.start(in(1));
+    auto y1 = second.wait(), y0 = first.wait();
+    auto y2 = m.run(in(2));  // the first staging buffer again
+    for (auto [got, r] : {std::pair{&y0, 0}, {&y1, 1}, {&y2, 2}}) {
+      ASSERT_EQ(got->at(0).shape, (Shape{n, classes}));
+      EXPECT_LT(test::rel_error(got->at(0).f, want(xs[size_t(r)])), 1e-5) << to_string(dev) << " run " << r;
+    }
+    EXPECT_THROW(first.wait(), Error);
+  }
+}

@@ -114,7 +114,7 @@ INSTANTIATE_TEST_SUITE_P(All, Conv2dVersions, ::testing::ValuesIn(kConv2dVersion
 });
 
 // The tile knobs (WGC_CONV_TUNING) change the kernels' shapes: every version under other tiles
-// than the defaults (which the test above runs), the grid-filling narrowing of BN off.
+// than the defaults (which the test above runs), with and without split K.
 TEST(Conv2d, OtherTilesMatch) {
   ConvTuning saved = conv2d_tuning();
   struct Tiles {
@@ -127,11 +127,15 @@ TEST(Conv2d, OtherTilesMatch) {
     k = saved;
     k.igemm_bm = k.wino_bm = gemm[t].bm, k.igemm_bn = k.wino_bn = gemm[t].bn, k.igemm_bk = k.wino_bk = gemm[t].bk;
     k.igemm_tm = k.wino_tm = gemm[t].tm, k.igemm_prefetch = k.wino_prefetch = gemm[t].prefetch;
-    k.igemm_min_workgroups = 0;
+    // Tiles 1 and 2 split K (into slices of 8 or 16 k, ragged at the end) and narrow BN to fill a
+    // grid that can never be full; tile 0 does neither.
+    k.igemm_min_workgroups = t == 0 ? 0 : 1u << 20;
+    k.igemm_split_k = t == 0 ? 0 : 8;
     k.tiled_w = 8 + uint32_t(t), k.tiled_h = 3 + uint32_t(t), k.tiled_cout = 16 - 3 * uint32_t(t),
     k.tiled_cin = 1 + uint32_t(t);
     k.dw_tile_w = 7 + 4 * uint32_t(t), k.dw_tile_h = 5 + uint32_t(t), k.dw_threads = 32u << (t % 3);
-    for (size_t i : {4, 8, 14}) {
+    k.dw_rows = 1 + 2 * uint32_t(t);
+    for (size_t i : {4, 5, 8, 14}) {
       const Conv2dDims& d = kCases[i];
       for (Conv2dVersion v : kConv2dVersions) {
         if (v == Conv2dVersion::Direct || v == Conv2dVersion::Im2colGemm || !supports(ctx(), v, d)) continue;

@@ -24,6 +24,7 @@ EngineOptions engine(int max_ctx, Device device) {
   eo.max_ctx = max_ctx;
   eo.max_batch = 64;
   eo.progress = false;
+  eo.q8_activations = false;  // the single-sequence path the batched kernels are compared with: f32 activations
   return eo;
 }
 

@@ -35,7 +35,7 @@ TEST(LlmEngines, GpuAndCpuAgreeOnEveryWeightType) {
   for (int i = 0; i < 19; ++i) prompt.push_back(int32_t((i * 131 + 7) % shape.vocab));
   for (auto [type, tol] : cases) {
     const auto path = test::temp_dir() / ("tiny-" + std::string(to_string(type)) + ".gguf");
-    synth::WriteOptions wo;
+    GgufWriteOptions wo;
     wo.progress = false;
     synth::SynthModel(shape, type, 3).write(path, wo);
     ModelFile f = open_model(path, {false, false});

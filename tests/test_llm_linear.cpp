@@ -124,6 +124,38 @@ TEST(LlmLinear, MatvecTuningsMatchReference) {
   }
 }
 
+// The fused gate|up + SwiGLU matvec (one token): silu(gate) * up against the reference, for every
+// type, with the subgroup and shared reductions and two matvec shapes.
+TEST(LlmLinear, LinearSwigluMatchesReference) {
+  for (auto t : kGpuTensorTypes) {
+    const int64_t half = 96, cols = int64_t(block_size(t)) == 256 ? 512 : int64_t(block_size(t)) == 32 ? 160 : 203;
+    auto bytes = ref::random_weight(t, 2 * half, cols, 81);
+    auto w = upload_weight(ctx(), t, bytes, 2 * half, cols);
+    auto deq = ref::dequantize(t, bytes, 2 * half, cols);
+    auto xv = test::random_floats(size_t(cols), 82);
+    auto x = make_tensor(ctx(), {cols}, xv);
+    auto want = ref::swiglu(test::to_float(ref::linear(deq, cols, xv, 1, 0, half)),
+                            test::to_float(ref::linear(deq, cols, xv, 1, half, half)));
+    for (uint32_t tpr : {32u, 8u}) {
+      LlmOps o(ctx());
+      o.tuning.matvec_tpr = tpr;
+      std::vector<LinearVersion> vs = {LinearVersion::Shared};
+      if (o.supports(LinearVersion::Subgroup, {1, 2 * half, cols, t})) vs.push_back(LinearVersion::Subgroup);
+      for (auto v : vs) {
+        auto out = test::poisoned(half);
+        Batch b(ctx());
+        o.linear_swiglu(b, w, x, out, v);
+        b.run();
+        EXPECT_LE(test::rel_error(download<float>(ctx(), out), want), 1e-5)
+            << to_string(t) << " tpr " << tpr << " " << to_string(v);
+      }
+    }
+  }
+  auto w = upload_weight(ctx(), TensorType::F32, ref::random_weight(TensorType::F32, 48, 8, 1), 48, 8);
+  Batch b(ctx());
+  EXPECT_THROW(ops().linear_swiglu(b, w, make_tensor(ctx(), {8}), make_tensor(ctx(), {24})), Error);  // 24 % 32
+}
+
 // The serving kernel's results do not depend on the batch: a token alone, among others, at any
 // place in the batch, with any workgroup size or token tile, gives bit-identical outputs (with a
 // row range, bias and accumulation on top).
@@ -171,6 +203,7 @@ TEST(LlmLinear, BatchedIsBatchInvariant) {
     for (uint32_t wg : {8u, 256u}) {
       LlmOps other(ctx());
       other.tuning.batched_wg = wg;
+      other.tuning.batched_tt = wg == 8 ? 2 : 32;
       same(run(other, 0, n), 0, "workgroup " + std::to_string(wg));
       same(run(other, 2, 4), 2, "workgroup " + std::to_string(wg) + ", 4 tokens");
     }
@@ -198,25 +231,42 @@ TEST(LlmLinear, BatchedQ8MatchesReferenceAndIsBatchInvariant) {
         for (size_t i = b; i < b + 32; ++i) xq[i] = std::clamp(std::nearbyint(xq[i] * inv), -127.0f, 127.0f) * d;
       }
       auto x = make_tensor(ctx(), {int64_t(xv.size())}, xv);
-      auto run = [&](int first, int count) {
+      auto run = [&](const LlmOps& o, int first, int count) {
         auto xs =
             make_tensor(ctx(), {int64_t(count) * s.cols},
                         std::span<const float>(xv).subspan(size_t(first) * size_t(s.cols), size_t(count * s.cols)));
         auto y = test::poisoned(int64_t(count) * s.rows);
         Batch b(ctx());
-        ops().linear(b, w, xs, y, count, {}, LinearVersion::BatchedQ8);
+        o.linear(b, w, xs, y, count, {}, LinearVersion::BatchedQ8);
         b.run();
         return download<float>(ctx(), y);
       };
-      auto all = run(0, n);
+      auto all = run(ops(), 0, n);
       const std::string what = std::string(to_string(t)) + " " + std::to_string(s.rows) + "x" + std::to_string(s.cols);
-      EXPECT_LE(test::rel_error(all, test::to_float(ref::linear(deq, s.cols, xq, n, 0, s.rows))), 1e-3) << what;
+      const auto want_q = test::to_float(ref::linear(deq, s.cols, xq, n, 0, s.rows));
+      EXPECT_LE(test::rel_error(all, want_q), 1e-3) << what;
       EXPECT_LE(test::rel_error(all, test::to_float(ref::linear(deq, s.cols, xv, n, 0, s.rows))), 3e-2) << what;
-      for (int i : {0, 3, n - 1}) {
-        auto one = run(i, 1);
-        ASSERT_EQ(std::memcmp(one.data(), all.data() + size_t(i) * size_t(s.rows), one.size() * 4), 0)
-            << what << " token " << i;
-      }
+      const auto same = [&](const std::vector<float>& got, int first, const std::string& how) {
+        ASSERT_EQ(std::memcmp(got.data(), all.data() + size_t(first) * size_t(s.rows), got.size() * 4), 0)
+            << what << " " << how;
+      };
+      for (int i : {0, 3, n - 1}) same(run(ops(), i, 1), i, "token " + std::to_string(i) + " alone");
+      same(run(ops(), 5, 3), 5, "tokens 5..7");
+      // Token tiles, workgroup sizes and the prefetch change who computes an output, not how.
+      for (uint32_t tt : {2u, 32u})
+        for (bool pf : {false, true}) {
+          LlmOps other(ctx());
+          other.tuning.batched_tt = tt;
+          other.tuning.batched_prefetch = pf;
+          other.tuning.batched_wg = tt == 2 ? 256 : 32;
+          const std::string how = "tt " + std::to_string(tt) + (pf ? " prefetch" : "");
+          same(run(other, 0, n), 0, how);
+          same(run(other, 4, 6), 4, how + ", tokens 4..9");
+        }
+      // 32 lanes per row: another summation order, as close to the reference.
+      LlmOps kl32(ctx());
+      kl32.tuning.batched_kl = 32;
+      EXPECT_LE(test::rel_error(run(kl32, 0, n), want_q), 1e-3) << what << " 32 lanes per row";
     }
   auto f16 = upload_weight(ctx(), TensorType::F16, ref::random_weight(TensorType::F16, 4, 32, 1), 4, 32);
   auto x = make_tensor(ctx(), {32}, test::random_floats(32, 1));

@@ -234,6 +234,54 @@ TEST(Batch, GroupsSpillIntoYPastTheLimit) {
   EXPECT_GE(uint64_t(g.x) * g.y, 70000u);
 }
 
+// A frozen batch replays its dispatches and copies, in order, in later batches (among other
+// work, timed or not), reading the data its tensors hold at each run; reads cannot be frozen.
+TEST(Batch, FrozenRecordingsReplay) {
+  auto k = compile(ctx(), embedded_kernel("map/add.wgsl"));
+  const uint32_t n = 300;
+  auto one = make_tensor(ctx(), {n}, std::vector<float>(n, 1.f));
+  auto acc = make_tensor(ctx(), {n}, std::vector<float>(n, 0.f));
+  auto copy = make_tensor(ctx(), {n});
+  Recording rec;
+  {
+    Batch b(ctx());
+    b.dispatch(k, {acc, one, acc}, Params(n), groups_1d(ctx(), ceil_div(n, 256)));
+    b.dispatch(k, {acc, one, acc}, Params(n), groups_1d(ctx(), ceil_div(n, 256)));
+    b.copy(acc, 0, copy, 0, 4 * n);
+    rec = b.freeze();
+    EXPECT_EQ(b.size(), 0u);
+  }
+  EXPECT_EQ(rec.dispatches(), 2u);
+  for (int i = 1; i <= 3; ++i) {
+    Batch b(ctx(), /*timed=*/i == 3);
+    b.replay(rec);
+    b.dispatch(k, {copy, one, copy}, Params(n), groups_1d(ctx(), ceil_div(n, 256)));
+    b.run();
+    for (float x : download<float>(ctx(), acc)) ASSERT_EQ(x, float(2 * i));
+    for (float x : download<float>(ctx(), copy)) ASSERT_EQ(x, float(2 * i + 1));
+    if (i == 3 && ctx().features().timestamp_query) {
+      EXPECT_EQ(b.timings().size(), 3u);
+    }
+  }
+  {  // a recording replayed inside another frozen batch
+    Batch b(ctx());
+    b.replay(rec);
+    Recording twice;
+    b.replay(rec);
+    twice = b.freeze();
+    EXPECT_EQ(twice.dispatches(), 4u);
+    Batch c(ctx());
+    c.replay(twice);
+    c.run();
+    for (float x : download<float>(ctx(), acc)) ASSERT_EQ(x, 10.f);
+  }
+  Batch b(ctx());
+  (void)b.read(acc, 0, 4);
+  EXPECT_THROW(b.freeze(), Error);
+  Batch e(ctx());
+  EXPECT_THROW(e.replay(Recording{}), Error);
+}
+
 // A readback recorded in one batch sees that batch's results even when later batches (submitted
 // before the host waits) change the tensor again.
 TEST(Batch, ReadbacksInFlightSeeTheirOwnBatch) {

@@ -36,6 +36,7 @@ Dict* load_dict(Device device) {
   eo.max_ctx = kCtx;
   eo.max_batch = 32;
   eo.progress = false;
+  eo.q8_activations = false;  // generate() is compared with the batched engine, which runs f32 activations
   eo.device = device;
   LlamaModel lm(ctx(), f, eo);
   Tokenizer t = *find_tokenizer(f);

@@ -19,6 +19,7 @@
 #include <bit>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <numbers>
 #include <set>
 
@@ -220,8 +221,57 @@ TEST(SynthQuantize, RoundTripsThroughTheDequantizer) {
   std::vector<std::byte> f(n * 4);
   quantize(TensorType::F32, x, f);
   EXPECT_EQ(std::memcmp(f.data(), x.data(), f.size()), 0);
-  EXPECT_FALSE(can_quantize(TensorType::Q4_K));
-  EXPECT_THROW(quantize(TensorType::Q4_K, x, f), Error);
+  EXPECT_FALSE(can_quantize(TensorType::Q5_K));
+  EXPECT_THROW(quantize(TensorType::Q5_K, x, f), Error);
+}
+
+// The K-quants (wgc's simpler choice of scales, ggml's layouts) read back through the project's
+// dequantizer within a step of their (sub-)block: Q4_K one 15th of a 32's range plus the 6-bit
+// min's rounding, Q6_K one 32nd of a 16's largest magnitude plus the int8 scale's rounding (half
+// a super-block step of the scale, times the 32 quants it can reach).
+TEST(SynthQuantize, KQuantsRoundTripThroughTheDequantizer) {
+  const size_t n = 256 * 9;
+  auto x = test::random_floats(n, 9, -1.f, 1.f);
+  for (size_t i = 0; i < n; i += 61) x[i] *= 20.f;  // uneven sub-block scales
+  for (size_t i = 512; i < 768; ++i) x[i] = 0.f;    // an all-zero super-block
+  std::vector<std::byte> q4(n / 256 * 144), q6(n / 256 * 210);
+  quantize(TensorType::Q4_K, x, q4);
+  quantize(TensorType::Q6_K, x, q6);
+  auto y4 = dequantize(TensorType::Q4_K, q4, n), y6 = dequantize(TensorType::Q6_K, q6, n);
+  double e4 = 0, e6 = 0, sum = 0;
+  for (size_t sb = 0; sb < n / 256; ++sb) {
+    float big = 0;  // the super-block's largest magnitude: Q6_K's scale step is big / 32 / 128
+    for (size_t l = 0; l < 256; ++l) big = std::max(big, std::fabs(x[sb * 256 + l]));
+    float range = 0;  // the super-block's largest sub-block range bounds the 6-bit steps
+    for (size_t j = 0; j < 8; ++j) {
+      float lo = 0, hi = 0;
+      for (size_t l = 0; l < 32; ++l) {
+        lo = std::min(lo, x[sb * 256 + 32 * j + l]);
+        hi = std::max(hi, x[sb * 256 + 32 * j + l]);
+      }
+      range = std::max(range, hi - lo);
+    }
+    for (size_t j = 0; j < 8; ++j) {
+      float lo = 0, hi = 0, amax = 0;
+      for (size_t l = 0; l < 32; ++l) {
+        lo = std::min(lo, x[sb * 256 + 32 * j + l]);
+        hi = std::max(hi, x[sb * 256 + 32 * j + l]);
+        amax = std::max(amax, std::fabs(x[sb * 256 + 32 * j + l]));
+      }
+      const float step4 = (hi - lo) / 15.f + range / 15.f / 63.f, min_err = range / 63.f;
+      for (size_t l = 0; l < 32; ++l) {
+        const size_t i = sb * 256 + 32 * j + l;
+        ASSERT_LE(std::fabs(x[i] - y4[i]), step4 + min_err + 1e-6f) << "Q4_K " << i;
+        ASSERT_LE(std::fabs(x[i] - y6[i]), amax / 32.f * 1.1f + 16.5f * big / 32.f / 128.f + 1e-6f) << "Q6_K " << i;
+        e4 += std::fabs(x[i] - y4[i]);
+        e6 += std::fabs(x[i] - y6[i]);
+        sum += std::fabs(x[i]);
+      }
+    }
+  }
+  EXPECT_LT(e4 / sum, 0.2);  // a wrong layout would be near 1 (outliers widen half the sub-blocks)
+  EXPECT_LT(e6 / sum, 0.05);
+  for (size_t i = 512; i < 768; ++i) EXPECT_EQ(y4[i] + y6[i], 0.f);
 }
 
 // --- random numbers -----------------------------------------------------------------------------
@@ -279,9 +329,40 @@ TEST(SynthModel, RealShapesHaveTheRealSizes) {
   EXPECT_NEAR(double(m8.file_bytes()) / 1e9, 16.07, 0.02);
   EXPECT_THROW(find_shape("llama-9"), Error);
   EXPECT_EQ(&find_shape("Llama-3.2-1B"), &find_shape("llama-3.2-1b"));
-  EXPECT_THROW(parse_synth_type("q4_k"), Error);
+  EXPECT_THROW(parse_synth_type("q5_k"), Error);
   EXPECT_EQ(parse_synth_type("Q8_0"), TensorType::Q8_0);
-  EXPECT_THROW(SynthModel(find_shape("tiny"), TensorType::Q6_K), Error);
+  EXPECT_EQ(parse_synth_type("q4_k_m"), TensorType::Q4_K);
+  EXPECT_THROW(SynthModel(find_shape("tiny"), TensorType::Q5_K), Error);
+}
+
+// --type q4_k is llama.cpp's Q4_K_M mix: Q6_K for the output projection (the embeddings when
+// tied) and for attn_v / ffn_down of the first and last eighth of the layers and every third
+// between (use_more_bits), Q4_K elsewhere; 8B's file is about llama.cpp's 4.92 GB.
+TEST(SynthModel, Q4KIsLlamaCppsQ4KMMix) {
+  SynthModel m(find_shape("llama-3.1-8b"), TensorType::Q4_K);
+  std::map<std::string, TensorType> type;
+  for (const auto& t : m.writer().tensors()) type[t.name] = t.type;
+  EXPECT_EQ(type["output.weight"], TensorType::Q6_K);
+  EXPECT_EQ(type["token_embd.weight"], TensorType::Q4_K);
+  EXPECT_EQ(type["blk.0.attn_q.weight"], TensorType::Q4_K);
+  for (int l : {0, 3, 6, 9, 28, 31}) {
+    EXPECT_EQ(type["blk." + std::to_string(l) + ".attn_v.weight"], TensorType::Q6_K) << l;
+    EXPECT_EQ(type["blk." + std::to_string(l) + ".ffn_down.weight"], TensorType::Q6_K) << l;
+  }
+  for (int l : {4, 5, 7, 8}) EXPECT_EQ(type["blk." + std::to_string(l) + ".attn_v.weight"], TensorType::Q4_K) << l;
+  EXPECT_NEAR(double(m.file_bytes()) / 1e9, 4.92, 0.1);
+  SynthModel tied(find_shape("llama-3.2-1b"), TensorType::Q4_K);
+  for (const auto& t : tied.writer().tensors()) {
+    if (t.name == "token_embd.weight") {
+      EXPECT_EQ(t.type, TensorType::Q6_K);
+    }
+  }
+  SynthModel q6(find_shape("llama-3.2-1b"), TensorType::Q6_K);
+  for (const auto& t : q6.writer().tensors()) {
+    if (t.ne.size() == 2) {
+      EXPECT_EQ(t.type, TensorType::Q6_K) << t.name;
+    }
+  }
 }
 
 TEST(SynthModel, VocabulariesOfTheRealSize) {

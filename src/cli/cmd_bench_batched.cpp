@@ -153,18 +153,36 @@ int bench_batched_cmd(const Flags& f) {
     else if (*k != "auto")
       throw UsageError("--kernel expects auto, batched, batched-q8 or naive, got '" + *k + "'");
   }
-  llm::LlmTuning tuning;
-  if (const auto& t = f.batched) {  // KL,WG,MIN_GROUPS of the batched kernels (or KLxWGxMIN)
-    unsigned v[3];
-    char tail;
-    std::string m = *t;
-    std::replace(m.begin(), m.end(), 'x', ',');
-    if (std::sscanf(m.c_str(), "%u,%u,%u%c", &v[0], &v[1], &v[2], &tail) != 3)
-      throw UsageError("--batched expects KL,WG,MIN_GROUPS (e.g. 8,0,264; WG 0: auto), got '" + *t + "'");
-    tuning.batched_kl = v[0];
-    tuning.batched_wg = v[1];
-    tuning.batched_min_groups = v[2];
+  // --batched KL,WG,MIN_GROUPS[,TT[,PREFETCH[,TT_LARGE]]] of the batched kernels (x for ,); more
+  // separated by / are measured after the first on the same loaded model, one line each.
+  std::vector<llm::LlmTuning> tunings(1);
+  if (const auto& t = f.batched) {
+    tunings.clear();
+    std::string list = *t;
+    std::replace(list.begin(), list.end(), 'x', ',');
+    for (size_t at = 0; at <= list.size();) {
+      const size_t end = std::min(list.find('/', at), list.size());
+      const std::string m = list.substr(at, end - at);
+      llm::LlmTuning tu;
+      unsigned v[6] = {0, 0, 0, tu.batched_tt, tu.batched_prefetch ? 1u : 0u, tu.batched_tt_large};
+      char tail;
+      const int got = std::sscanf(m.c_str(), "%u,%u,%u,%u,%u,%u%c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &tail);
+      if (got < 3 || got > 6 || v[4] > 1 || tunings.size() >= 32)
+        throw UsageError(
+            "--batched expects KL,WG,MIN_GROUPS[,TT[,PREFETCH[,TT_LARGE]]] (e.g. 8,0,264,8,1,16; WG 0: auto; "
+            "PREFETCH 0 or 1; up to 32 of them separated by /), got '" +
+            m + "'");
+      tu.batched_kl = v[0];
+      tu.batched_wg = v[1];
+      tu.batched_min_groups = v[2];
+      tu.batched_tt = v[3];
+      tu.batched_prefetch = v[4] != 0;
+      tu.batched_tt_large = v[5];
+      tunings.push_back(tu);
+      at = end + 1;
+    }
   }
+  const llm::LlmTuning tuning = tunings[0];
   const Overwrite overwrite = overwrite_rule(f.force);
   if (json) check_output(*json, overwrite);  // before the run, not after it
   if (png) check_output(*png, overwrite);
@@ -217,20 +235,44 @@ int bench_batched_cmd(const Flags& f) {
     }
     rows.push_back(row);
   }
+  // The other tunings of --batched: one line per tuning and B (speeds only).
+  std::vector<std::string> sweep;
+  for (size_t i = 1; i < tunings.size(); ++i) {
+    const auto& tu = tunings[i];
+    model.set_tuning(tu);
+    char name[96];
+    std::snprintf(name, sizeof name, "%u,%u,%u,%u,%u,%u", tu.batched_kl, tu.batched_wg, tu.batched_min_groups,
+                  tu.batched_tt, tu.batched_prefetch ? 1u : 0u, tu.batched_tt_large);
+    for (int B : par) {
+      status(std::string(name) + " B " + std::to_string(B));
+      if (warmup) bench.run(B, std::min(p, 8), std::min(n, 2), batch);
+      std::vector<double> pp, tg;
+      for (int r = 0; r < repeats; ++r) {
+        Run run = bench.run(B, p, n, batch);
+        pp.push_back(run.pp_s);
+        tg.push_back(run.tg_s);
+      }
+      char line[192];
+      std::snprintf(line, sizeof line, "--batched %-16s B %4d: S_PP %9.2f t/s, S_TG %9.2f t/s (%.2f ms per step)", name,
+                    B, B * p / median(pp), B * n / median(tg), median(tg) * 1e3 / n);
+      sweep.push_back(line);
+    }
+  }
   if (tty) std::fprintf(stderr, "\r%60s\r", "");
 
   std::printf("device: %s   model: %s\n", device.c_str(), model_path->c_str());
   std::printf("KV pool: %d blocks of %d tokens (%.2f GiB); prefill steps of at most %d tokens; attention split %d\n",
               bo.blocks, block, double(engine.kv_bytes()) / double(1ull << 30), batch, split);
   if (on_gpu)
-    std::printf("linear kernel: %s; batched kernels: %u lanes per row, workgroup %s, at least %u workgroups\n",
-                lin == llm::LinearVersion::Naive     ? "naive"
-                : lin == llm::LinearVersion::Batched ? "batched"
-                : lin == llm::LinearVersion::BatchedQ8
-                    ? "batched-q8 (8-bit activations for Q4_0/Q8_0)"
-                    : (be.ctx->adapter().is_cpu() ? "auto (naive)" : "auto (batched)"),
-                tuning.batched_kl, tuning.batched_wg ? std::to_string(tuning.batched_wg).c_str() : "auto",
-                tuning.batched_min_groups);
+    std::printf(
+        "linear kernel: %s; batched kernels: %u lanes per row, workgroup %s, at least %u workgroups, at most %u "
+        "tokens per workgroup (%u in steps of more than 256 tokens), prefetch %s\n",
+        lin == llm::LinearVersion::Naive       ? "naive"
+        : lin == llm::LinearVersion::Batched   ? "batched"
+        : lin == llm::LinearVersion::BatchedQ8 ? "batched-q8 (8-bit activations for Q4_0/Q8_0)"
+                                               : (be.ctx->adapter().is_cpu() ? "auto (naive)" : "auto (batched-q8)"),
+        tuning.batched_kl, tuning.batched_wg ? std::to_string(tuning.batched_wg).c_str() : "auto",
+        tuning.batched_min_groups, tuning.batched_tt, tuning.batched_tt_large, tuning.batched_prefetch ? "on" : "off");
   std::printf(
       "\n|    PP |     TG |    B |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |      T s |    S t/s |\n");
   std::printf("|-------|--------|------|--------|----------|----------|----------|----------|----------|----------|\n");
@@ -269,6 +311,8 @@ int bench_batched_cmd(const Flags& f) {
       "S_PP = B*p/T_PP, S_TG = B*n/T_TG, S = B*(p+n)/(T_PP+T_TG); medians of %d run(s)%s.\n",
       sync ? "the next step recorded after it (--sync)" : "the next step recorded while the GPU runs this one", repeats,
       warmup ? " after a warm-up" : "");
+  if (!sweep.empty()) std::printf("\nOther tunings of the batched kernels, on the same model:\n");
+  for (const auto& l : sweep) std::printf("%s\n", l.c_str());
   if (png) chart::write_bar_chart(*png, "batched decode on " + device, "tokens/s", cats, {bars}, {}, overwrite);
   if (json) {
     json::Value doc = json::Value::object();
@@ -286,6 +330,9 @@ int bench_batched_cmd(const Flags& f) {
     doc.set("batched_kl", tuning.batched_kl);
     doc.set("batched_wg", tuning.batched_wg);
     doc.set("batched_min_groups", tuning.batched_min_groups);
+    doc.set("batched_tt", tuning.batched_tt);
+    doc.set("batched_tt_large", tuning.batched_tt_large);
+    doc.set("batched_prefetch", tuning.batched_prefetch);
     doc.set("results", results);
     write_file(*json, doc.dump(1) + "\n", overwrite);
   }
@@ -309,7 +356,9 @@ Register reg{{"bench-batched",
                 add_number(app, "--split", f->split, "attention split length (a multiple of 16)");
                 app.add_flag("--sync", f->sync, "wait for each decode step before recording the next");
                 add_text(app, "--kernel", f->kernel, "linear kernels: auto, batched, batched-q8 or naive");
-                add_text(app, "--batched", f->batched, "batched kernels' KL,WG,MIN_GROUPS (WG 0: auto)");
+                add_text(app, "--batched", f->batched,
+                         "batched kernels' KL,WG,MIN_GROUPS[,TT[,PREFETCH[,TT_LARGE]]] (WG 0: "
+                         "auto); more of them separated by / are measured after the first");
                 add_number(app, "--seed", f->seed, "seed of the random prompt tokens");
                 app.add_flag("--no-warmup", f->no_warmup, "no untimed warm-up run before each count");
                 add_text(app, "--json", f->json, "write every number as JSON to this file")->type_name("FILE");

@@ -25,9 +25,9 @@ using bench::LlmSpeedResult;
 struct Flags {
   GpuFlags gpu;
   LlmSpeedPlan plan;
-  std::optional<std::string> model, json, png, matvec, matmul_tile, matmul;
+  std::optional<std::string> model, json, png, matvec, matmul_tile, matmul, tuning;
   std::optional<double> bandwidth;
-  bool no_warmup = false, force = false;
+  bool no_warmup = false, force = false, no_q8 = false;
 };
 
 // --matmul's names of the prefill kernels (LlmTuning::matmul); "auto" is the default, not an option.
@@ -55,6 +55,24 @@ LlmSpeedPlan parse(const Flags& f) {
   if (std::all_of(p.prompt_sizes.begin(), p.prompt_sizes.end(), [](int v) { return v == 0; }) &&
       std::all_of(p.generate_sizes.begin(), p.generate_sizes.end(), [](int v) { return v == 0; }))
     throw UsageError("nothing to run (-p 0 and -n 0)");
+  for (int v : p.depths)
+    if (v < 0 || v > 1 << 20) throw UsageError("-d expects token counts from 0 to 1048576, got " + std::to_string(v));
+  if (p.depths.empty()) p.depths = {0};
+  p.q8_activations = !f.no_q8;
+  if (f.tuning) {  // sets separated by ';', each "knob=v/knob=v" (or ',')
+    std::string rest = *f.tuning;
+    for (size_t at; (at = rest.find(';')) != std::string::npos; rest = rest.substr(at + 1))
+      p.tuning_sets.push_back(rest.substr(0, at));
+    p.tuning_sets.push_back(rest);
+    for (const auto& set : p.tuning_sets) {
+      llm::LlmTuning check = p.tuning;
+      try {
+        llm::apply_tuning(check, set);
+      } catch (const Error& e) {
+        throw UsageError(std::string("--tuning: ") + e.what());
+      }
+    }
+  }
   if (p.repeats < 1) throw UsageError("-r must be at least 1");
   if (p.batch < 1) throw UsageError("--batch must be at least 1");
   if (p.decode_ahead < 1) throw UsageError("--decode-ahead must be at least 1");
@@ -153,16 +171,23 @@ void print_table(std::FILE* out, const std::vector<std::string>& head, const std
 void print_report(std::FILE* out, const LlmSpeedPlan& p, const LlmSpeedResult& r) {
   const auto& t = p.tuning;
   const bool gpu = r.engine == llm::Device::Gpu;
-  std::fprintf(
-      out, "device: %s   bandwidth: %s\n",
-      (gpu ? r.adapter.device + " (" + r.adapter.adapter_type + ")" : "CPU engine: " + r.device).c_str(),
-      r.bandwidth > 0 ? (format_number("%.1f GB/s", r.bandwidth * 1e-9) + " (" + r.bandwidth_source + ")").c_str() : "none");
+  std::fprintf(out, "device: %s   bandwidth: %s\n",
+               (gpu ? r.adapter.device + " (" + r.adapter.adapter_type + ")" : "CPU engine: " + r.device).c_str(),
+               r.bandwidth > 0
+                   ? (format_number("%.1f GB/s", r.bandwidth * 1e-9) + " (" + r.bandwidth_source + ")").c_str()
+                   : "none");
   std::fprintf(out, "model: %s   weights %s: %s, read per decoded token: %s\n", p.model.c_str(),
                gpu ? "on the GPU" : "mapped", gb_str(r.weight_bytes).c_str(), gb_str(r.bytes_per_token).c_str());
-  if (gpu)
+  if (gpu) {
     std::fprintf(out, "matvec tuning: wg %u, tpr %u, unroll %u, rows %u; prefill matmul: %s, tile %ux%ux%u\n",
                  t.matvec_wg, t.matvec_tpr, t.matvec_unroll, t.matvec_rows, prefill_kernel_name(t.matmul), t.matmul_bm,
                  t.matmul_bn, t.matmul_bk);
+    if (p.q8_activations)
+      std::fprintf(out, "8-bit activations for quantized weights: matvec wg %u, tpr %u, rows %u; prefill tile %ux%u\n",
+                   t.mvq_wg, t.mvq_tpr, t.mvq_rows, t.mmq_bm, t.mmq_bn);
+    else
+      std::fprintf(out, "f32 activations throughout (--no-q8)\n");
+  }
   std::fprintf(out, "\n");
   const std::string backend = gpu ? "WebGPU " + r.adapter.device : "CPU " + std::to_string(r.threads) + " threads";
   std::vector<std::vector<std::string>> rows;
@@ -175,8 +200,10 @@ void print_report(std::FILE* out, const LlmSpeedPlan& p, const LlmSpeedResult& r
               {false, true, true, false, true, true, true, true}, rows);
   for (const auto& x : r.tests)
     if (!x.host_ms.empty())
-      std::fprintf(out, "\n%s: host time recording a step: %.3f ms per token (median); %d step(s) in flight",
-                   x.name.c_str(), bench::stats(x.host_ms).median, p.decode_ahead);
+      std::fprintf(out,
+                   "\n%s: host time recording a step: %.3f ms per token, waiting for the token: %.3f ms (medians); "
+                   "%d step(s) in flight",
+                   x.name.c_str(), bench::stats(x.host_ms).median, bench::stats(x.wait_ms).median, p.decode_ahead);
   if (!r.profile.empty()) {
     std::fprintf(out, "\n\nGPU time of one decode step by kernel (timestamps around each dispatch): %.3f ms\n\n",
                  r.profile_ms);
@@ -232,6 +259,8 @@ json::Value report_json(const LlmSpeedPlan& p, const LlmSpeedResult& r) {
   for (const auto& t : r.tests) {
     Value x = Value::object();
     x.set("test", t.name);
+    x.set("depth", t.depth);
+    if (!t.tuning.empty()) x.set("tuning", t.tuning);
     x.set("n_prompt", t.n_prompt);
     x.set("n_gen", t.n_gen);
     x.set("seconds", numbers(t.seconds));
@@ -244,6 +273,7 @@ json::Value report_json(const LlmSpeedPlan& p, const LlmSpeedResult& r) {
     x.set("gbs", positive(t.gbs));
     x.set("bandwidth_fraction", positive(t.bw_frac));
     x.set("host_ms_per_token", t.host_ms.empty() ? Value() : Value(bench::stats(t.host_ms).median));
+    x.set("wait_ms_per_token", t.wait_ms.empty() ? Value() : Value(bench::stats(t.wait_ms).median));
     results.push_back(std::move(x));
   }
   o.set("results", std::move(results));
@@ -316,6 +346,7 @@ Register reg{
            ->type_name("MODEL");
        add_numbers(app, "-p,--n-prompt", p.prompt_sizes, "prefill tests: prompt sizes in tokens (0: none)");
        add_numbers(app, "-n,--n-gen", p.generate_sizes, "decode tests: tokens generated (0: none)");
+       add_numbers(app, "-d,--n-depth", p.depths, "tokens already in the cache before each test (llama-bench's -d)");
        add_number(app, "-r,--repetitions", p.repeats, "timed runs of each test");
        add_text(app, "--json", f->json, "write every number as JSON to this file ('-': stdout)")->type_name("FILE");
        add_text(app, "--png", f->png, "write a bar chart of t/s to this PNG file")->type_name("FILE");
@@ -331,6 +362,10 @@ Register reg{
        add_text(app, "--matvec", f->matvec, "decode kernel schedule WG,TPR,UNROLL,ROWS (or WGxTPRxUNROLLxROWS)");
        add_text(app, "--matmul", f->matmul, "prefill kernel: naive, tiled or regtile (default: auto)");
        add_text(app, "--matmul-tile", f->matmul_tile, "tile BMxBNxBK of the register-tiled prefill kernel");
+       add_text(app, "--tuning", f->tuning,
+                "LlmTuning knobs knob=v/knob=v (e.g. mvq_rows=4/mvq_tpr=16); sets separated by ';' run every test "
+                "once per set");
+       app.add_flag("--no-q8", f->no_q8, "f32 activations for quantized weights too (EngineOptions::q8_activations)");
        add_gpu_flags(app, f->gpu);
        return [f] { return bench_llm_cmd(*f); };
      }}};

@@ -168,6 +168,8 @@ void add_model_flags(CLI::App& app, ModelFlags& f, int default_n) {
       ->allow_extra_args(false)
       ->default_str("");
   app.add_flag("--ignore-eos", f.ignore_eos, "keep going past end-of-turn tokens");
+  app.add_flag("--no-q8", f.no_q8,
+               "f32 activations for quantized weights (default: 8-bit, as llama.cpp; wgc serve's tokens need this)");
   add_sampling_flags(app, f.sampling);
   add_gpu_flags(app, f.gpu);
 }
@@ -193,13 +195,14 @@ LoadedModel open_model_files(const fs::path& path, const std::string& tokenizer)
   return m;
 }
 
-llm::LlamaModel& start_engine(LoadedModel& m, const LlmBackend& be, int max_ctx) {
+llm::LlamaModel& start_engine(LoadedModel& m, const LlmBackend& be, int max_ctx, bool q8_activations) {
   const llm::ModelConfig& c = m.file.config();
   if (max_ctx > 0 && c.max_position_embeddings > 0 && max_ctx > c.max_position_embeddings)
     warn("--ctx " + std::to_string(max_ctx) + " is above the " + std::to_string(c.max_position_embeddings) +
          "-token context " + m.path.filename().string() + " was trained for: text past it is likely to degrade");
   llm::EngineOptions eo;
   eo.max_ctx = max_ctx;
+  eo.q8_activations = q8_activations;
   eo.device = be.device;
   const llm::DeviceChoice choice = llm::choose_device(be.ctx, m.file, eo);
   eo.device = choice.device;

@@ -62,6 +62,9 @@ struct ModelFlags {
   int ctx = 0;
   std::vector<std::string> stop;
   bool ignore_eos = false;
+  // f32 activations for quantized weights (EngineOptions::q8_activations off): what `wgc serve`,
+  // whose batched kernels read f32 activations, gives.
+  bool no_q8 = false;
 };
 void add_model_flags(CLI::App& app, ModelFlags& f, int default_n);
 // The generation options the flags give for `model` (checked; errors name the flags).
@@ -78,7 +81,7 @@ struct LoadedModel {
   double load_ms = 0;
 };
 LoadedModel open_model_files(const std::filesystem::path& path, const std::string& tokenizer);
-llm::LlamaModel& start_engine(LoadedModel& m, const LlmBackend& backend, int max_ctx);
+llm::LlamaModel& start_engine(LoadedModel& m, const LlmBackend& backend, int max_ctx, bool q8_activations = true);
 
 // Prefill progress on stderr ("[prompt 1536/4000 tokens]") for prompts longer than one engine
 // step, where progress bars are drawn (util/progress.h: a terminal, or WGC_PROGRESS=1) and not

@@ -1,6 +1,7 @@
 #include "cnn/model.h"
 
 #include "cnn/onnx.h"
+#include "gpu/staging.h"
 #include "ops/conv.h"
 #include "ops/matmul.h"
 #include "ops/pool.h"
@@ -13,10 +14,15 @@ namespace wgc::cnn {
 
 namespace {
 
-// What a plan needs on the GPU: a tensor per slot and each convolution prepared.
+// What a plan needs on the GPU: a tensor per slot, each convolution prepared, and the whole network
+// recorded once (bind groups made and parameters uploaded at the first run; a run replays it).
 struct GpuPlan {
   std::vector<Tensor> slots;
-  std::vector<PreparedConv> convs;  // per step (empty for other steps)
+  std::vector<PreparedConv> convs;    // per step (empty for other steps)
+  Recording net;                      // every step, in order (empty under WGC_PROFILE)
+  std::vector<size_t> step_commands;  // per step: the commands it recorded
+  std::vector<StagedUpload> inputs;   // two per graph input, used in turn (empty for integer ones)
+  size_t turn = 0;                    // which of the two the next run fills
 };
 
 struct CachedPlan {
@@ -96,6 +102,18 @@ struct Model::Impl {
         std::span<const float> bias = cs->bias ? std::span<const float>(cs->bias->f) : std::span<const float>();
         g->convs[k] = prepare_conv2d(*ctx, cs->weights->f, bias, cs->dims);
       }
+    Batch b(*ctx);
+    for (size_t k = 0; k < c.plan.steps.size(); ++k) {
+      size_t before = b.size();
+      record_step(b, *g, k, c.plan.steps[k]);
+      g->step_commands.push_back(b.size() - before);
+    }
+    if (!b.timed()) g->net = b.freeze();  // WGC_PROFILE times every batch: then each run records the steps
+    g->inputs.resize(2 * c.plan.inputs.size());
+    for (size_t k = 0; k < c.plan.inputs.size(); ++k)
+      if (c.plan.input_slots[k] >= 0 && numel(c.plan.inputs[k].shape) > 0)
+        for (size_t t = 0; t < 2; ++t)
+          g->inputs[2 * k + t] = StagedUpload(*ctx, uint64_t(numel(c.plan.inputs[k].shape)) * 4);
     c.gpu = std::move(g);
     return *c.gpu;
   }
@@ -143,18 +161,20 @@ struct Model::Impl {
         s.op);
   }
 
-  Recorded record(Batch& b, CachedPlan& c, const std::vector<HostTensor>& inputs) {
+  Recorded record(Batch& b, CachedPlan& c, const std::vector<HostTensor>& inputs, bool upload_inputs) {
     GpuPlan& g = gpu_plan(c);
     const Plan& p = c.plan;
-    for (size_t k = 0; k < inputs.size(); ++k)
-      if (p.input_slots[k] >= 0 && !inputs[k].f.empty())
-        upload(*ctx, g.slots[size_t(p.input_slots[k])], std::as_bytes(std::span(inputs[k].f)));
+    if (upload_inputs)
+      for (size_t k = 0; k < inputs.size(); ++k)
+        if (p.input_slots[k] >= 0 && !inputs[k].f.empty())
+          g.inputs[2 * k + g.turn].write(b, std::as_bytes(std::span(inputs[k].f)), g.slots[size_t(p.input_slots[k])]);
+    if (g.net)
+      b.replay(g.net);
+    else
+      for (size_t k = 0; k < p.steps.size(); ++k) record_step(b, g, k, p.steps[k]);
     Recorded r;
-    for (size_t k = 0; k < p.steps.size(); ++k) {
-      size_t before = b.size();
-      record_step(b, g, k, p.steps[k]);
-      r.steps.push_back({p.steps[k].label, b.size() - before, p.steps[k].flops});
-    }
+    for (size_t k = 0; k < p.steps.size(); ++k)
+      r.steps.push_back({p.steps[k].label, g.step_commands[k], p.steps[k].flops});
     for (const auto& o : p.outputs) {
       r.shapes.push_back(o.shape);
       r.constants.push_back(o.constant);
@@ -216,29 +236,45 @@ HostTensor Model::run(const HostTensor& x) {
   return run(std::vector<HostTensor>{x}).at(0);
 }
 
-std::vector<HostTensor> Model::run(const std::vector<HostTensor>& inputs) {
+std::vector<HostTensor> Model::run(const std::vector<HostTensor>& inputs) { return start(inputs).wait(); }
+
+Model::Pending Model::start(const std::vector<HostTensor>& inputs) {
   CachedPlan& c = impl_->cached(inputs);
-  if (!impl_->use_gpu(c.plan)) return impl_->run_cpu(c, inputs);
+  Pending p;
+  if (!impl_->use_gpu(c.plan)) {
+    p.ready = impl_->run_cpu(c, inputs);
+    return p;
+  }
   Batch b(*impl_->ctx);
-  Recorded r = impl_->record(b, c, inputs);
-  b.submit();
+  p.rec = impl_->record(b, c, inputs, true);
+  b.submit();  // the batch may go: the queue keeps what its work needs, the readbacks wait for it
+  GpuPlan& g = *c.gpu;
+  for (size_t k = 0; k < c.plan.inputs.size(); ++k)
+    g.inputs[2 * k + g.turn].remap();  // mapped again once this run's copy is done
+  g.turn ^= 1;
+  return p;
+}
+
+std::vector<HostTensor> Model::Pending::wait() {
+  if (waited) throw Error("wgc: a model run's outputs are waited for once");
+  waited = true;
+  if (ready) return std::move(*ready);
   std::vector<HostTensor> out;
-  for (size_t k = 0; k < r.outputs.size(); ++k) {
-    if (r.constants[k]) {
-      out.push_back(*r.constants[k]);
+  for (size_t k = 0; k < rec.outputs.size(); ++k) {
+    if (rec.constants[k]) {
+      out.push_back(*rec.constants[k]);
       continue;
     }
-    HostTensor t(r.shapes[k], std::vector<float>(size_t(numel(r.shapes[k]))));
-    if (r.outputs[k]) r.outputs[k].wait(std::as_writable_bytes(std::span(t.f)));
+    HostTensor t(rec.shapes[k], std::vector<float>(size_t(numel(rec.shapes[k]))));
+    if (rec.outputs[k]) rec.outputs[k].wait(std::as_writable_bytes(std::span(t.f)));
     out.push_back(std::move(t));
   }
-  b.wait();
   return out;
 }
 
-Model::Recorded Model::record(Batch& batch, const std::vector<HostTensor>& inputs) {
+Model::Recorded Model::record(Batch& batch, const std::vector<HostTensor>& inputs, bool upload_inputs) {
   if (!impl_->ctx) throw Error("wgc: Model::record needs a model made with a device context");
-  return impl_->record(batch, impl_->cached(inputs), inputs);
+  return impl_->record(batch, impl_->cached(inputs), inputs, upload_inputs);
 }
 
 }  // namespace wgc::cnn

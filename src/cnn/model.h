@@ -72,17 +72,36 @@ class Model {
   // every output, in order.
   std::vector<HostTensor> run(const std::vector<HostTensor>& inputs);
 
-  // GPU only: records a run into `batch` (uploading the inputs now) and returns the outputs'
-  // readbacks (valid after the batch is submitted) and each step's dispatches. A second record
-  // with the same input shapes reuses the same buffers: submit and wait for one before recording
-  // the next.
+  // GPU only: records a run into `batch` (the inputs' copies from a staging buffer, then the
+  // network, recorded once per input shape and replayed) and returns the outputs' readbacks (valid
+  // after the batch is submitted) and each step's dispatches. A second record with the same input
+  // shapes reuses the same buffers: submit and wait for one before recording the next.
+  // upload_inputs false: the input buffers keep what the last run put there (a benchmark's
+  // GPU-only time).
   struct Recorded {
     std::vector<Readback> outputs;
     std::vector<Shape> shapes;
     std::vector<HostTensorPtr> constants;  // outputs that are constants (their readback is empty)
     std::vector<StepDispatches> steps;
   };
-  Recorded record(Batch& batch, const std::vector<HostTensor>& inputs);
+  Recorded record(Batch& batch, const std::vector<HostTensor>& inputs, bool upload_inputs = true);
+
+  // A run started and not waited for yet (run() is start(inputs).wait()).
+  class Pending {
+   public:
+    std::vector<HostTensor> wait();  // blocks until this run's outputs are here; once
+
+   private:
+    friend class Model;
+    Recorded rec;
+    std::optional<std::vector<HostTensor>> ready;  // the CPU path's outputs, or after wait()
+    bool waited = false;
+  };
+  // Starts a run and returns once it is submitted (GPU path; the CPU path runs now). Runs go to the
+  // GPU in the order started, so the host can fill the next run's inputs (two staging buffers per
+  // input, used in turn) while this one computes. Wait for each Pending, in any order, before
+  // starting more than one other run.
+  Pending start(const std::vector<HostTensor>& inputs);
 
   // The plan for these inputs (made once per shape): steps, FLOPs, buffer sizes.
   const Plan& plan(const std::vector<HostTensor>& inputs);

@@ -890,6 +890,23 @@ NodePlan plan_gemm(const Graph&, const Node& n, const std::vector<In>& in) {
     alpha = 1.f;
   }
   if (m * nn == 0) return p;
+  // The classifier's form, y = x W^T + c with W and c constants and c one value per column: a 1x1
+  // convolution of m "images" of k channels with the bias fused, one kernel (split K fills the GPU
+  // at batch 1, where the SGEMM's tiles leave it idle, and the bias needs no pass of its own).
+  if (!ta && tb && alpha == 1.f && has_c && in[2].constant && !in[2].is_int() && element_count(in[2].shape) == nn &&
+      (in[2].shape.size() == 1 || (in[2].shape.size() == 2 && in[2].shape[0] == 1))) {
+    HostTensorPtr w = rb.kind == Ref::Const ? rb.c : b.constant;
+    if (w) {
+      std::vector<float> bias = in[2].constant->f;
+      for (auto& e : bias) e *= beta;
+      Conv2dDims d;
+      d.n = u32(m, "M"), d.c_in = u32(k, "K"), d.h = d.w = 1, d.c_out = u32(nn, "N");
+      ConvEpilogue ep;
+      ep.bias = true;
+      p.steps.push_back({ConvStep{d, ep, w, floats({nn}, std::move(bias))}, {ra}, Ref::out(0), d.flops()});
+      return p;
+    }
+  }
   bool scale = alpha != 1.f;
   auto next_dst = [&](bool last) {
     if (last) return Ref::out(0);

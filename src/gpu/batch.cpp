@@ -35,7 +35,35 @@ struct ReadCmd {
   uint64_t offset;
   std::shared_ptr<Readback::State> to;
 };
+struct ReplayCmd {
+  std::shared_ptr<const Recording::Impl> rec;
+};
 }  // namespace
+
+// A dispatch with its bind group made, or a copy.
+struct Recording::Impl {
+  struct Dispatch {
+    WGPUComputePipeline pipeline = nullptr;
+    WGPUBindGroup group = nullptr;
+    Groups groups;
+    std::string label;
+  };
+  Context ctx;
+  std::vector<std::variant<Dispatch, CopyCmd>> cmds;
+  std::vector<Tensor> tensors;  // keeps the bound buffers
+  std::shared_ptr<detail::BufferHandle> uniforms;
+  size_t n_dispatch = 0;
+
+  explicit Impl(Context c) : ctx(std::move(c)) {}
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+  ~Impl() {
+    for (auto& c : cmds)
+      if (auto* d = std::get_if<Dispatch>(&c)) wgpuBindGroupRelease(d->group);
+  }
+};
+
+size_t Recording::dispatches() const { return impl_ ? impl_->n_dispatch : 0; }
 
 struct Readback::State {
   Context ctx;
@@ -114,7 +142,8 @@ struct Batch::Impl {
   bool profile = std::getenv("WGC_PROFILE") && std::string_view(std::getenv("WGC_PROFILE")) != "0";
   Context ctx;
   bool timed = false;
-  std::vector<std::variant<DispatchCmd, CopyCmd, ReadCmd>> cmds;
+  std::vector<std::variant<DispatchCmd, CopyCmd, ReadCmd, ReplayCmd>> cmds;
+  std::vector<std::shared_ptr<const Recording::Impl>> replayed;  // kept until the work is done
   std::vector<std::shared_ptr<Readback::State>> reads;
   std::vector<std::byte> params;  // all parameter blocks, each at an aligned offset
   std::vector<std::shared_ptr<detail::BufferHandle>> in_flight;
@@ -144,6 +173,7 @@ Batch::Batch(Batch&&) noexcept = default;
 Batch& Batch::operator=(Batch&&) noexcept = default;
 const Context& Batch::context() const { return impl_->ctx; }
 size_t Batch::size() const { return impl_->cmds.size(); }
+bool Batch::timed() const { return impl_->timed; }
 const std::vector<DispatchTiming>& Batch::timings() const { return impl_->timings; }
 
 double Batch::total_ms() const {
@@ -212,12 +242,39 @@ Readback Batch::read(const Tensor& src, uint64_t offset, uint64_t bytes) {
 }
 
 namespace {
+// Group 0's layout of a pipeline (cached per context); the caller holds s.mu.
+WGPUBindGroupLayout group0_layout(detail::ContextState& s, WGPUComputePipeline pipeline) {
+  WGPUBindGroupLayout& layout = s.layouts[pipeline];
+  if (!layout) layout = wgpuComputePipelineGetBindGroupLayout(pipeline, 0);
+  return layout;
+}
+
+// The bind group entries of a dispatch: its tensors, then its parameter block in `uniforms`.
+void dispatch_entries(const DispatchCmd& d, WGPUBuffer uniforms, std::vector<WGPUBindGroupEntry>& entries) {
+  entries.clear();
+  for (uint32_t i = 0; i < d.args.size(); ++i) {
+    WGPUBindGroupEntry e = WGPU_BIND_GROUP_ENTRY_INIT;
+    e.binding = i;
+    e.buffer = d.args[i].tensor.buffer();
+    e.offset = d.args[i].offset;
+    e.size = d.args[i].size;
+    entries.push_back(e);
+  }
+  if (d.params_size) {
+    WGPUBindGroupEntry e = WGPU_BIND_GROUP_ENTRY_INIT;
+    e.binding = static_cast<uint32_t>(d.args.size());
+    e.buffer = uniforms;
+    e.offset = d.params_offset;
+    e.size = d.params_size;
+    entries.push_back(e);
+  }
+}
+
 // The bind group for a pipeline's group 0 with these entries, from the context's cache.
 WGPUBindGroup bind_group(detail::ContextState& s, WGPUComputePipeline pipeline,
                          const std::vector<WGPUBindGroupEntry>& entries) {
   std::lock_guard lock(s.mu);
-  WGPUBindGroupLayout& layout = s.layouts[pipeline];
-  if (!layout) layout = wgpuComputePipelineGetBindGroupLayout(pipeline, 0);
+  WGPUBindGroupLayout layout = group0_layout(s, pipeline);
   std::string key(sizeof(layout) + entries.size() * 4 * sizeof(uint64_t), '\0');
   char* at = key.data();
   auto put = [&](uint64_t v) {
@@ -244,6 +301,64 @@ WGPUBindGroup bind_group(detail::ContextState& s, WGPUComputePipeline pipeline,
 }
 }  // namespace
 
+Recording Batch::freeze() {
+  auto& im = *impl_;
+  if (im.submitted) throw Error("wgc: freeze after submit");
+  if (im.timed) throw Error("wgc: a timed batch cannot be frozen");
+  auto rec = std::make_shared<Recording::Impl>(im.ctx);
+  auto& s = im.ctx.state();
+  auto st = im.ctx.shared_state();
+  for (auto& c : im.cmds)
+    if (std::holds_alternative<ReadCmd>(c)) throw Error("wgc: a batch with reads cannot be frozen");
+  detail::with_error_scope(s, "freezing a batch", [&] {
+    if (!im.params.empty()) {
+      rec->uniforms = detail::acquire_buffer(st, im.params.size(), WGPUBufferUsage_Uniform | WGPUBufferUsage_CopyDst,
+                                             "kernel parameters");
+      wgpuQueueWriteBuffer(s.queue, rec->uniforms->buffer, 0, im.params.data(), im.params.size());
+    }
+    std::vector<WGPUBindGroupEntry> entries;
+    for (auto& c : im.cmds) {
+      if (auto* cp = std::get_if<CopyCmd>(&c)) {
+        rec->cmds.emplace_back(*cp);
+      } else if (auto* rp = std::get_if<ReplayCmd>(&c)) {
+        // A nested recording: its commands (the bind groups are its own: take new references).
+        for (auto& rc : rp->rec->cmds) {
+          if (auto* d = std::get_if<Recording::Impl::Dispatch>(&rc)) wgpuBindGroupAddRef(d->group);
+          rec->cmds.push_back(rc);
+        }
+        rec->tensors.insert(rec->tensors.end(), rp->rec->tensors.begin(), rp->rec->tensors.end());
+        rec->n_dispatch += rp->rec->n_dispatch;
+      } else {
+        auto& d = std::get<DispatchCmd>(c);
+        dispatch_entries(d, rec->uniforms ? rec->uniforms->buffer : nullptr, entries);
+        WGPUBindGroupDescriptor bd = WGPU_BIND_GROUP_DESCRIPTOR_INIT;
+        {
+          std::lock_guard lock(s.mu);
+          bd.layout = group0_layout(s, d.kernel.pipeline());
+        }
+        bd.entryCount = entries.size();
+        bd.entries = entries.data();
+        rec->cmds.emplace_back(Recording::Impl::Dispatch{d.kernel.pipeline(), wgpuDeviceCreateBindGroup(s.device, &bd),
+                                                         d.groups, d.kernel.label()});
+        for (auto& a : d.args) rec->tensors.push_back(a.tensor);
+        ++rec->n_dispatch;
+      }
+    }
+  });
+  im.cmds.clear();
+  im.params.clear();
+  Recording r;
+  r.impl_ = std::move(rec);
+  return r;
+}
+
+void Batch::replay(const Recording& r) {
+  if (!r) throw Error("wgc: replay of an empty recording");
+  if (r.impl_->ctx.shared_state() != impl_->ctx.shared_state())
+    throw Error("wgc: replay of a recording made on another context");
+  impl_->cmds.emplace_back(ReplayCmd{r.impl_});
+}
+
 void Batch::submit() {
   auto& im = *impl_;
   if (im.submitted) throw Error("wgc: a batch is submitted once");
@@ -259,7 +374,10 @@ void Batch::submit() {
     im.in_flight.push_back(uniforms);
   }
   uint32_t n_dispatch = 0;
-  for (auto& c : im.cmds) n_dispatch += std::holds_alternative<DispatchCmd>(c);
+  for (auto& c : im.cmds) {
+    n_dispatch += std::holds_alternative<DispatchCmd>(c);
+    if (auto* r = std::get_if<ReplayCmd>(&c)) n_dispatch += static_cast<uint32_t>(r->rec->n_dispatch);
+  }
   if (im.timed && n_dispatch) {
     WGPUQuerySetDescriptor qd = WGPU_QUERY_SET_DESCRIPTOR_INIT;
     qd.type = WGPUQueryType_Timestamp;
@@ -279,6 +397,31 @@ void Batch::submit() {
     pass = nullptr;
   };
   uint32_t qi = 0;
+  auto encode_copy = [&](const CopyCmd& cp) {
+    end_pass();
+    wgpuCommandEncoderCopyBufferToBuffer(enc, cp.src.buffer(), cp.src_offset, cp.dst.buffer(), cp.dst_offset, cp.bytes);
+  };
+  auto encode_dispatch = [&](WGPUComputePipeline pipeline, WGPUBindGroup bg, const Groups& g,
+                             const std::string& label) {
+    if (labels.size() < 200) labels += (labels.empty() ? "" : ", ") + label;
+    if (im.timed || !pass) {
+      end_pass();
+      WGPUComputePassDescriptor pd = WGPU_COMPUTE_PASS_DESCRIPTOR_INIT;
+      WGPUPassTimestampWrites tw = WGPU_PASS_TIMESTAMP_WRITES_INIT;
+      if (im.queries) {
+        tw.querySet = im.queries;
+        tw.beginningOfPassWriteIndex = 2 * qi;
+        tw.endOfPassWriteIndex = 2 * qi + 1;
+        pd.timestampWrites = &tw;
+        im.timings.push_back({label, 0});
+        ++qi;
+      }
+      pass = wgpuCommandEncoderBeginComputePass(enc, &pd);
+    }
+    wgpuComputePassEncoderSetPipeline(pass, pipeline);
+    wgpuComputePassEncoderSetBindGroup(pass, 0, bg, 0, nullptr);
+    wgpuComputePassEncoderDispatchWorkgroups(pass, g.x, g.y, g.z);
+  };
   std::vector<WGPUBindGroupEntry> entries;
   for (auto& c : im.cmds) {
     if (auto* rd = std::get_if<ReadCmd>(&c)) {
@@ -289,48 +432,22 @@ void Batch::submit() {
       continue;
     }
     if (auto* cp = std::get_if<CopyCmd>(&c)) {
-      end_pass();
-      wgpuCommandEncoderCopyBufferToBuffer(enc, cp->src.buffer(), cp->src_offset, cp->dst.buffer(), cp->dst_offset,
-                                           cp->bytes);
+      encode_copy(*cp);
+      continue;
+    }
+    if (auto* rp = std::get_if<ReplayCmd>(&c)) {
+      for (auto& rc : rp->rec->cmds) {
+        if (auto* d = std::get_if<Recording::Impl::Dispatch>(&rc))
+          encode_dispatch(d->pipeline, d->group, d->groups, d->label);
+        else
+          encode_copy(std::get<CopyCmd>(rc));
+      }
+      im.replayed.push_back(rp->rec);
       continue;
     }
     auto& d = std::get<DispatchCmd>(c);
-    if (labels.size() < 200) labels += (labels.empty() ? "" : ", ") + d.kernel.label();
-    if (im.timed || !pass) {
-      end_pass();
-      WGPUComputePassDescriptor pd = WGPU_COMPUTE_PASS_DESCRIPTOR_INIT;
-      WGPUPassTimestampWrites tw = WGPU_PASS_TIMESTAMP_WRITES_INIT;
-      if (im.queries) {
-        tw.querySet = im.queries;
-        tw.beginningOfPassWriteIndex = 2 * qi;
-        tw.endOfPassWriteIndex = 2 * qi + 1;
-        pd.timestampWrites = &tw;
-        im.timings.push_back({d.kernel.label(), 0});
-        ++qi;
-      }
-      pass = wgpuCommandEncoderBeginComputePass(enc, &pd);
-    }
-    entries.clear();
-    for (uint32_t i = 0; i < d.args.size(); ++i) {
-      WGPUBindGroupEntry e = WGPU_BIND_GROUP_ENTRY_INIT;
-      e.binding = i;
-      e.buffer = d.args[i].tensor.buffer();
-      e.offset = d.args[i].offset;
-      e.size = d.args[i].size;
-      entries.push_back(e);
-    }
-    if (d.params_size) {
-      WGPUBindGroupEntry e = WGPU_BIND_GROUP_ENTRY_INIT;
-      e.binding = static_cast<uint32_t>(d.args.size());
-      e.buffer = uniforms->buffer;
-      e.offset = d.params_offset;
-      e.size = d.params_size;
-      entries.push_back(e);
-    }
-    WGPUBindGroup bg = bind_group(s, d.kernel.pipeline(), entries);
-    wgpuComputePassEncoderSetPipeline(pass, d.kernel.pipeline());
-    wgpuComputePassEncoderSetBindGroup(pass, 0, bg, 0, nullptr);
-    wgpuComputePassEncoderDispatchWorkgroups(pass, d.groups.x, d.groups.y, d.groups.z);
+    dispatch_entries(d, uniforms ? uniforms->buffer : nullptr, entries);
+    encode_dispatch(d.kernel.pipeline(), bind_group(s, d.kernel.pipeline(), entries), d.groups, d.kernel.label());
   }
   end_pass();
   if (im.queries) {
@@ -358,6 +475,7 @@ void Batch::wait() {
   if (!im.submitted) submit();
   im.ctx.wait_idle();
   im.in_flight.clear();
+  im.replayed.clear();
   if (!im.readback) return;
   struct Result {
     WGPUMapAsyncStatus status = WGPUMapAsyncStatus_Error;

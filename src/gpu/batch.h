@@ -89,6 +89,23 @@ struct DispatchTiming {
   double ms = 0;
 };
 
+// Dispatches and copies fixed for replay (Batch::freeze): their bind groups made and their
+// parameter blocks uploaded once, so that recording them again (Batch::replay) costs only the
+// encoder's calls. A decode step whose position comes from a buffer is the same every token.
+// Holds its tensors; copyable (shared).
+class Recording {
+ public:
+  Recording() = default;
+  size_t dispatches() const;
+  explicit operator bool() const { return impl_ != nullptr; }
+
+  struct Impl;
+
+ private:
+  std::shared_ptr<const Impl> impl_;
+  friend class Batch;
+};
+
 class Batch {
  public:
   // timed: put each dispatch in its own pass with timestamp writes (needs the feature).
@@ -101,6 +118,11 @@ class Batch {
   void copy(const Tensor& src, uint64_t src_offset, const Tensor& dst, uint64_t dst_offset, uint64_t bytes);
   // Copies `bytes` of src at `offset` (after the work recorded before) back to the host.
   Readback read(const Tensor& src, uint64_t offset, uint64_t bytes);
+  // Turns what was recorded (dispatches, copies and replays; no reads) into a Recording and
+  // empties the batch. Not for timed batches or after submit().
+  Recording freeze();
+  // Records a recording's commands, in order, after what was recorded before.
+  void replay(const Recording& r);
 
   void submit();  // encodes everything and submits; returns without waiting
   void wait();    // waits for the submitted work and, if timed, reads the timestamps
@@ -111,6 +133,7 @@ class Batch {
 
   const Context& context() const;
   size_t size() const;
+  bool timed() const;  // asked for, or WGC_PROFILE, on a device with timestamps
   // Per-dispatch GPU time, in the order recorded (after wait(), timed batches only).
   const std::vector<DispatchTiming>& timings() const;
   double total_ms() const;  // sum of timings()

@@ -12,8 +12,11 @@
 namespace wgc {
 namespace {
 
-constexpr uint32_t kElementWg = 256;  // one-invocation-per-element kernels (direct, transforms, im2col)
-constexpr uint32_t kMaxCob = 16;      // direct_tiled.wgsl's accumulator array
+constexpr uint32_t kElementWg = 256;   // one-invocation-per-element kernels (direct, transforms, im2col)
+constexpr uint32_t kMaxCob = 16;       // direct_tiled.wgsl's accumulator array
+constexpr uint32_t kMaxRowsTaps = 25;  // depthwise_rows.wgsl's filter registers
+constexpr uint64_t kMaxKSlices = 64;   // split K: partial sums kept per output at most,
+constexpr uint64_t kMaxSplitFloats = uint64_t(1) << 24;  // and in all
 
 using Constants = std::vector<std::pair<std::string, double>>;
 
@@ -44,12 +47,13 @@ uint64_t weight_elements(WeightLayout l, const Conv2dDims& d) {
   return d.w_elements();
 }
 
-Params conv_params(const Conv2dDims& d, const ConvEpilogue& ep, uint32_t aux0 = 0, uint32_t aux1 = 0) {
+Params conv_params(const Conv2dDims& d, const ConvEpilogue& ep, uint32_t aux0 = 0, uint32_t aux1 = 0,
+                   uint32_t aux2 = 0) {
   float lo = ep.clip_min, hi = ep.clip_max;
   if (ep.act == Activation::Relu6) lo = 0, hi = 6;
   return Params(d.n, d.c_in, d.h, d.w, d.c_out, d.out_h(), d.out_w(), d.groups, d.kh, d.kw, d.stride_h, d.stride_w,
-                d.dil_h, d.dil_w, d.pad_top, d.pad_left, d.c_in / d.groups, d.c_out / d.groups, lo, hi, aux0, aux1, 0u,
-                0u);
+                d.dil_h, d.dil_w, d.pad_top, d.pad_left, d.c_in / d.groups, d.c_out / d.groups, lo, hi, aux0, aux1,
+                aux2, 0u);
 }
 
 Constants epilogue_constants(const ConvEpilogue& ep) {
@@ -211,6 +215,26 @@ GemmTile igemm_tile(const Conv2dDims& d) {
                    uint64_t(d.n) * d.out_h() * d.out_w(), d.groups);
 }
 
+// Split K: how many slices of how many k each, when the grid has fewer workgroups than
+// igemm_min_workgroups and K is long enough to give each slice igemm_split_k values (0: never).
+// A 960 -> 160 1x1 layer at 7x7, batch 1, is 6 workgroups of a 960-long loop without it.
+struct KSplit {
+  uint32_t slices = 1, chunk = 0;
+};
+KSplit k_split(const Conv2dDims& d, GemmTile t, uint64_t blocks, GemmInput in) {
+  const ConvTuning& k = conv2d_tuning();
+  uint32_t K = d.c_in / d.groups * d.kh * d.kw;
+  if (in == GemmInput::Nhwc || !k.igemm_split_k || blocks >= k.igemm_min_workgroups || K < 2 * k.igemm_split_k)
+    return {};
+  uint64_t want = std::min<uint64_t>(ceil_div(k.igemm_min_workgroups, blocks), K / k.igemm_split_k);
+  want = std::min<uint64_t>({want, kMaxKSlices, kMaxSplitFloats / std::max<uint64_t>(d.y_elements(), 1)});
+  if (want < 2) return {};
+  uint32_t chunk = uint32_t(uint64_t(ceil_div(ceil_div(K, want), t.bk)) * t.bk);
+  uint32_t slices = ceil_div(K, chunk);
+  if (slices < 2) return {};
+  return {slices, chunk};
+}
+
 void record_implicit_gemm(Batch& b, const Operands& o, const Conv2dDims& d, const ConvEpilogue& ep, GemmInput in,
                           GemmTile t) {
   const Context& ctx = b.context();
@@ -219,13 +243,28 @@ void record_implicit_gemm(Batch& b, const Operands& o, const Conv2dDims& d, cons
                 std::to_string(t.bk) + " TM " + std::to_string(t.tm) + ": " + e);
   uint32_t mblocks = ceil_div(d.c_out / d.groups, t.bm);
   uint64_t nblocks = ceil_div(uint64_t(d.n) * d.out_h() * d.out_w(), t.bn);
+  KSplit split = k_split(d, t, mblocks * nblocks * d.groups, in);
   Groups g = groups_1d(ctx, mblocks * nblocks);
-  g.z = d.groups;
-  Constants c{
-      {"BM", t.bm}, {"BN", t.bn}, {"BK", t.bk}, {"TM", t.tm}, {"KH", d.kh}, {"KW", d.kw}, {"PREFETCH", t.prefetch}};
+  g.z = d.groups * split.slices;
+  Constants c{{"BM", t.bm},
+              {"BN", t.bn},
+              {"BK", t.bk},
+              {"TM", t.tm},
+              {"KH", d.kh},
+              {"KW", d.kw},
+              {"PREFETCH", t.prefetch},
+              {"KSPLIT", split.slices}};
   if (in != GemmInput::Nhwc) c.push_back({"POINTWISE", in == GemmInput::NchwPointwise});
   Kernel k = kernel(ctx, in == GemmInput::Nhwc ? "conv/implicit_gemm_nhwc.wgsl" : "conv/implicit_gemm.wgsl", ep, c);
-  b.dispatch(k, {o.x, o.w, o.bias, o.res, o.y}, conv_params(d, ep, mblocks), g);
+  if (split.slices == 1) {
+    b.dispatch(k, {o.x, o.w, o.bias, o.res, o.y}, conv_params(d, ep, mblocks), g);
+    return;
+  }
+  uint64_t total = d.y_elements();
+  Tensor part = make_tensor(ctx, {int64_t(total * split.slices)});
+  b.dispatch(k, {o.x, o.w, o.bias, o.res, part}, conv_params(d, ep, mblocks, split.chunk, uint32_t(total)), g);
+  b.dispatch(kernel(ctx, "conv/splitk_reduce.wgsl", ep), {part, o.bias, o.res, o.y},
+             conv_params(d, ep, 0, split.slices, uint32_t(total)), groups_1d(ctx, ceil_div(total, kElementWg)));
 }
 
 // The output tiles of a Winograd layer: tiles_w per row.
@@ -275,12 +314,25 @@ struct DepthwiseTile {
   uint32_t h, w;
   uint64_t bytes;  // workgroup memory: the input tile with halo, and the filter
 };
+// The knobs are the largest tile; the plane is cut into equal tiles no larger (56 wide with a
+// 64-wide knob: one tile of whole rows, where 32 made two of which the second was 3/4 empty).
 DepthwiseTile depthwise_tile(const Conv2dDims& d) {
   const ConvTuning& t = conv2d_tuning();
-  uint32_t th = std::min(t.dw_tile_h, d.out_h()), tw = std::min(t.dw_tile_w, d.out_w());
+  uint32_t th = ceil_div(d.out_h(), ceil_div(d.out_h(), std::max(t.dw_tile_h, 1u)));
+  uint32_t tw = ceil_div(d.out_w(), ceil_div(d.out_w(), std::max(t.dw_tile_w, 1u)));
   uint64_t in_h = uint64_t(th - 1) * d.stride_h + uint64_t(d.kh - 1) * d.dil_h + 1;
   uint64_t in_w = uint64_t(tw - 1) * d.stride_w + uint64_t(d.kw - 1) * d.dil_w + 1;
   return {th, tw, 4 * (in_h * in_w + uint64_t(d.kh) * d.kw)};
+}
+
+void record_depthwise_rows(Batch& b, const Operands& o, const Conv2dDims& d, const ConvEpilogue& ep) {
+  const Context& ctx = b.context();
+  uint32_t rows = conv2d_tuning().dw_rows, threads = conv2d_tuning().dw_threads;
+  Constants c = window_constants(d);
+  c.insert(c.end(), {{"ROWS", rows}, {"THREADS", threads}});
+  uint64_t invocations = uint64_t(d.n) * d.c_out * ceil_div(d.out_h(), rows) * d.out_w();
+  b.dispatch(kernel(ctx, "conv/depthwise_rows.wgsl", ep, c), {o.x, o.w, o.bias, o.res, o.y}, conv_params(d, ep),
+             groups_1d(ctx, ceil_div(invocations, threads)));
 }
 
 void record_depthwise(Batch& b, const Operands& o, const Conv2dDims& d, const ConvEpilogue& ep) {
@@ -303,6 +355,7 @@ void record(Batch& b, Conv2dVersion v, const Operands& o, const Conv2dDims& d, c
     case Conv2dVersion::Winograd2x2: return record_winograd(b, o, d, ep, 2);
     case Conv2dVersion::Winograd4x4: return record_winograd(b, o, d, ep, 4);
     case Conv2dVersion::Depthwise: return record_depthwise(b, o, d, ep);
+    case Conv2dVersion::DepthwiseRows: return record_depthwise_rows(b, o, d, ep);
     case Conv2dVersion::Auto: break;
   }
   throw Error(where(d) + "no kernel for version auto");
@@ -320,6 +373,7 @@ ConvTuning tuning_from_env() {
                                               {"igemm_tm", &t.igemm_tm},
                                               {"igemm_prefetch", &t.igemm_prefetch},
                                               {"igemm_min_workgroups", &t.igemm_min_workgroups},
+                                              {"igemm_split_k", &t.igemm_split_k},
                                               {"wino_bm", &t.wino_bm},
                                               {"wino_bn", &t.wino_bn},
                                               {"wino_bk", &t.wino_bk},
@@ -331,7 +385,8 @@ ConvTuning tuning_from_env() {
                                               {"tiled_cin", &t.tiled_cin},
                                               {"dw_tile_w", &t.dw_tile_w},
                                               {"dw_tile_h", &t.dw_tile_h},
-                                              {"dw_threads", &t.dw_threads}};
+                                              {"dw_threads", &t.dw_threads},
+                                              {"dw_rows", &t.dw_rows}};
   std::string s = env;
   size_t pos = 0;
   while (pos < s.size()) {
@@ -374,9 +429,10 @@ void check_conv2d_tuning(const Context& ctx) {
     bad += std::string(bad.empty() ? "" : "; ") +
            "tiled_*: sizes must be >= 1, tiled_cout <= 16, tiled_w * tiled_h <= " +
            std::to_string(lim.max_compute_invocations_per_workgroup);
-  if (!t.dw_tile_w || !t.dw_tile_h || !t.dw_threads || t.dw_threads > lim.max_compute_invocations_per_workgroup)
-    bad += std::string(bad.empty() ? "" : "; ") +
-           "dw_*: sizes must be >= 1, dw_threads <= " + std::to_string(lim.max_compute_invocations_per_workgroup);
+  if (!t.dw_tile_w || !t.dw_tile_h || !t.dw_threads || !t.dw_rows ||
+      t.dw_threads > lim.max_compute_invocations_per_workgroup)
+    bad += std::string(bad.empty() ? "" : "; ") + "dw_*: sizes and rows must be >= 1, dw_threads <= " +
+           std::to_string(lim.max_compute_invocations_per_workgroup);
   if (!bad.empty()) throw Error("wgc: conv2d tuning: " + bad);
 }
 
@@ -390,6 +446,7 @@ std::string_view to_string(Conv2dVersion v) {
     case Conv2dVersion::Winograd2x2: return "winograd2x2";
     case Conv2dVersion::Winograd4x4: return "winograd4x4";
     case Conv2dVersion::Depthwise: return "depthwise";
+    case Conv2dVersion::DepthwiseRows: return "depthwise-rows";
     case Conv2dVersion::Pointwise: return "pointwise";
   }
   return "?";
@@ -432,6 +489,9 @@ bool supports(const Context& ctx, Conv2dVersion v, const Conv2dDims& d) {
              fits(uint64_t(alpha) * alpha * std::max(d.c_in, d.c_out) * winograd_tiles(d, tile).total) &&
              gemm_tile_error(ctx, winograd_gemm_tile(d, tile)).empty();
     }
+    case Conv2dVersion::DepthwiseRows:
+      return d.depthwise() && d.kh * d.kw <= kMaxRowsTaps && t.dw_rows && t.dw_threads &&
+             t.dw_threads <= lim.max_compute_invocations_per_workgroup;
     case Conv2dVersion::Depthwise:
       return d.depthwise() && t.dw_tile_w && t.dw_tile_h && t.dw_threads &&
              depthwise_tile(d).bytes <= lim.max_compute_workgroup_storage_size &&
@@ -457,6 +517,13 @@ Conv2dVersion choose_conv2d(const Context& ctx, const Conv2dDims& d) {
   // memory once (the plane tile in workgroup memory) with coalesced rows; 1x1 layers are plain
   // GEMMs; 3x3 stride-1 layers with enough channels for the GEMMs to be compute-bound do 2.25x
   // fewer multiplications as Winograd F(2x2, 3x3); everything else is the implicit GEMM.
+  // Depthwise on the H200 (`wgc bench --ops depthwise`, bench-cnn, docs/cnn.md): stride 1 runs
+  // the tiled kernel (34.6% of the copy bandwidth at 144ch 56x56 N32, depthwise-rows 26.6-34%);
+  // strided layers the rows kernel (the tiled one stages a 2x wider input tile, 15 loads per
+  // invocation before its barrier; MobileNetV2 at batch 64 took 4.88 ms of GPU time with every
+  // depthwise layer as depthwise-rows against 5.51 with them all tiled).
+  if (d.depthwise() && (d.stride_h > 1 || d.stride_w > 1) && supports(ctx, Conv2dVersion::DepthwiseRows, d))
+    return Conv2dVersion::DepthwiseRows;
   if (d.depthwise() && supports(ctx, Conv2dVersion::Depthwise, d)) return Conv2dVersion::Depthwise;
   if (d.pointwise() && supports(ctx, Conv2dVersion::Pointwise, d)) return Conv2dVersion::Pointwise;
   if (supports(ctx, Conv2dVersion::Winograd2x2, d) && d.c_in >= 32 && d.c_out >= 32) return Conv2dVersion::Winograd2x2;

@@ -43,16 +43,19 @@ enum class Conv2dVersion {
   Winograd2x2,
   Winograd4x4,
   Depthwise,
-  Pointwise
+  Pointwise,
+  DepthwiseRows
 };
 std::string_view to_string(Conv2dVersion v);                // "auto", "direct", "direct-tiled", "im2col-gemm", ...
 Conv2dVersion parse_conv2d_version(std::string_view name);  // throws naming the op and the valid names
 inline constexpr Conv2dVersion kConv2dVersions[] = {
-    Conv2dVersion::Direct,      Conv2dVersion::DirectTiled, Conv2dVersion::Im2colGemm, Conv2dVersion::ImplicitGemm,
-    Conv2dVersion::Winograd2x2, Conv2dVersion::Winograd4x4, Conv2dVersion::Depthwise,  Conv2dVersion::Pointwise};
+    Conv2dVersion::Direct,       Conv2dVersion::DirectTiled, Conv2dVersion::Im2colGemm,
+    Conv2dVersion::ImplicitGemm, Conv2dVersion::Winograd2x2, Conv2dVersion::Winograd4x4,
+    Conv2dVersion::Depthwise,    Conv2dVersion::Pointwise,   Conv2dVersion::DepthwiseRows};
 
 // Whether version v can run d on this context (Winograd*: 3x3, stride 1, dilation 1, groups 1;
-// Depthwise: d.depthwise(); Pointwise: d.pointwise(); DirectTiled: its tile fits workgroup memory).
+// Depthwise: d.depthwise(); DepthwiseRows: depthwise with at most 25 taps; Pointwise: d.pointwise(); DirectTiled: its
+// tile fits workgroup memory).
 bool supports(const Context& ctx, Conv2dVersion v, const Conv2dDims& d);
 // What Auto runs: by shape, from measurements (conv.cpp says which).
 Conv2dVersion choose_conv2d(const Context& ctx, const Conv2dDims& d);
@@ -70,13 +73,21 @@ struct ConvTuning {
   // while the grid has fewer than igemm_min_workgroups workgroups (264: two per SM of an H200).
   uint32_t igemm_bm = 64, igemm_bn = 128, igemm_bk = 8, igemm_tm = 8, igemm_prefetch = 1;
   uint32_t igemm_min_workgroups = 264;
+  // Split K: a grid still under igemm_min_workgroups splits K into slices of at least this many
+  // values (0: never), summed by a second pass that applies the epilogue (1x1 layers at 7x7 and
+  // 14x14, batch 1, and the classifier).
+  uint32_t igemm_split_k = 64;
   // The Winograd versions' 16 or 36 GEMMs (the same kernel, as a grouped 1x1 convolution).
   uint32_t wino_bm = 64, wino_bn = 128, wino_bk = 8, wino_tm = 8, wino_prefetch = 1;
   // DirectTiled: output tile (tiled_w x tiled_h pixels, one invocation each), output channels per
   // invocation (at most 16) and input channels staged per step.
   uint32_t tiled_w = 16, tiled_h = 8, tiled_cout = 8, tiled_cin = 4;
-  // Depthwise: output tile per workgroup (cut to the plane) and invocations per workgroup.
-  uint32_t dw_tile_w = 32, dw_tile_h = 16, dw_threads = 128;
+  // Depthwise: the largest output tile per workgroup (the plane is cut into equal tiles no larger)
+  // and invocations per workgroup.
+  uint32_t dw_tile_w = 64, dw_tile_h = 8, dw_threads = 128;
+  // DepthwiseRows (no workgroup memory, conv/depthwise_rows.wgsl): output rows per invocation; it
+  // takes dw_threads invocations per workgroup too.
+  uint32_t dw_rows = 2;
 };
 ConvTuning& conv2d_tuning();  // process-wide; not thread-safe to change while recording
 // Throws wgc::Error naming the knobs when conv2d_tuning()'s tiles cannot run on this device (a

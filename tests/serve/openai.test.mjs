@@ -31,8 +31,10 @@ test.after(async () => {
 
 // `wgc generate` on the same model: the reference for the server's text. (Not execFileSync: a
 // blocked event loop keeps the client from retiring keep-alive connections the server closed.)
+// wgc generate at f32 activations (--no-q8), as the server's batched kernels read them (generate's
+// default quantizes them to 8 bits for quantized weights).
 async function generate(args) {
-  const { stdout } = await promisify(execFile)(opt.wgc, ['generate', '--json', ...args], { encoding: 'utf8' });
+  const { stdout } = await promisify(execFile)(opt.wgc, ['generate', '--json', '--no-q8', ...args], { encoding: 'utf8' });
   return JSON.parse(stdout);
 }
 

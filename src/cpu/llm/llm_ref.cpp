@@ -124,6 +124,19 @@ std::vector<float> swiglu(const std::vector<float>& g, const std::vector<float>&
   return y;
 }
 
+std::vector<float> quantize_q8_act(const std::vector<float>& x) {
+  if (x.size() % 32)
+    throw Error("wgc: quantize_q8_act: " + std::to_string(x.size()) + " values, not whole blocks of 32");
+  std::vector<float> out(x.size());
+  for (size_t b = 0; b < x.size(); b += 32) {
+    float amax = 0;
+    for (size_t i = b; i < b + 32; ++i) amax = std::max(amax, std::fabs(x[i]));
+    const float d = amax / 127.0f, inv = d > 0 ? 1.0f / d : 0.0f;
+    for (size_t i = b; i < b + 32; ++i) out[i] = std::clamp(std::nearbyint(x[i] * inv), -127.0f, 127.0f) * d;
+  }
+  return out;
+}
+
 void rope(std::vector<float>& x, int n_tokens, int n_heads, int head_dim, const std::vector<int>& pos,
           const std::vector<float>& inv_freq, bool interleaved) {
   const int half = head_dim / 2;

@@ -32,6 +32,10 @@ std::vector<float> rms_norm(const std::vector<float>& x, const std::vector<float
 // silu(g) * u.
 std::vector<float> swiglu(const std::vector<float>& g, const std::vector<float>& u);
 
+// x rounded as 8-bit activations (Q8Act): per block of 32, d = max|x| / 127, each value
+// round(x * (1 / d)) * d (0 for an all-zero block). x.size() a multiple of 32.
+std::vector<float> quantize_q8_act(const std::vector<float>& x);
+
 // RoPE on x [n_tokens][n_heads][head_dim] in place, positions pos[t]; inv_freq has head_dim/2
 // entries; angle = f32(pos) * inv_freq in f32 (as transformers), then cos/sin in f64.
 // interleaved: pairs (2i, 2i+1) (GGML "norm"); else pairs (i, i + head_dim/2) (HF / neox).

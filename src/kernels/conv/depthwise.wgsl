@@ -16,6 +16,7 @@ override DH: u32 = 1u;
 override DW: u32 = 1u;
 override IN_H: u32 = (TILE_H - 1u) * SH + (KH - 1u) * DH + 1u;
 override IN_W: u32 = (TILE_W - 1u) * SW + (KW - 1u) * DW + 1u;
+const LOADS = 8u;
 
 var<workgroup> tile: array<f32, IN_H * IN_W>;
 var<workgroup> taps: array<f32, KH * KW>;
@@ -37,12 +38,23 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let iy0 = i32(oy0 * SH) - i32(p.pad_top);
   let ix0 = i32(ox0 * SW) - i32(p.pad_left);
 
-  for (var i = tid; i < IN_H * IN_W; i += THREADS) {
-    let iy = iy0 + i32(i / IN_W);
-    let ix = ix0 + i32(i % IN_W);
-    var v = 0.0;
-    if (iy >= 0 && iy < i32(p.h) && ix >= 0 && ix < i32(p.w)) { v = X[xbase + u32(iy) * p.w + u32(ix)]; }
-    tile[i] = v;
+  // LOADS loads per invocation issued together before any is stored. One at a time, each waited
+  // for before the next, is the likely reason this kernel stayed near 1/3 of the copy bandwidth
+  // at every tile size on the H200 (docs/benchmarks.md).
+  for (var i0 = tid; i0 < IN_H * IN_W; i0 += LOADS * THREADS) {
+    var v: array<f32, LOADS>;
+    for (var j = 0u; j < LOADS; j++) {
+      let i = i0 + j * THREADS;
+      let iy = iy0 + i32(i / IN_W);
+      let ix = ix0 + i32(i % IN_W);
+      v[j] = 0.0;
+      if (i < IN_H * IN_W && iy >= 0 && iy < i32(p.h) && ix >= 0 && ix < i32(p.w)) {
+        v[j] = X[xbase + u32(iy) * p.w + u32(ix)];
+      }
+    }
+    for (var j = 0u; j < LOADS; j++) {
+      if (i0 + j * THREADS < IN_H * IN_W) { tile[i0 + j * THREADS] = v[j]; }
+    }
   }
   for (var i = tid; i < KH * KW; i += THREADS) { taps[i] = Wt[co * KH * KW + i]; }
   workgroupBarrier();

@@ -13,6 +13,11 @@
 //   load_b(k0)                   its B values of the tile at k0 into registers
 //   stage_b(tid)                 those registers into Bs[k][col]
 //   y_index(col, co)             where output channel co of column col goes in y
+//   y_co_stride()                y_index(col, co + 1) - y_index(col, co)
+// Split K (KSPLIT > 1, for grids too small to fill the GPU: few output pixels, long K): the grid's z
+// is group * KSPLIT + slice, each slice sums k in [slice * p.aux1, +p.aux1) (a multiple of BK) and
+// writes its raw sums to Y[slice * p.aux2 + y_index] (Y is then a scratch buffer);
+// splitk_reduce.wgsl adds the slices and applies the epilogue.
 // The host (ops/conv.cpp, gemm_tile_error) keeps the constants consistent: BM a multiple of
 // 8 * TM (so THREADS is a multiple of BN), BN of 8, BM * BK and BK * BN multiples of THREADS
 // with at most 16 values of each per invocation.
@@ -26,6 +31,7 @@ override THREADS: u32 = (BM / TM) * (BN / TN);
 // their latency hides behind it (as the vec4-prefetch SGEMM rung does).
 override PREFETCH: bool = false;
 override NA: u32 = BM * BK / THREADS;  // A values loaded per invocation per tile
+override KSPLIT: u32 = 1u;
 
 var<workgroup> As: array<vec4<f32>, BK * BM / 4u>;  // [k][m/4]
 var<workgroup> Bs: array<vec4<f32>, BK * BN / 4u>;  // [k][col/4]
@@ -60,10 +66,17 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let blk = wid.x + wid.y * nwg.x;  // m blocks vary fastest: workgroups running together share columns of B
   let m0 = (blk % p.aux0) * BM;
   let n0 = (blk / p.aux0) * BN;
-  let g = wid.z;
+  let g = wid.z / KSPLIT;
+  let slice = wid.z % KSPLIT;
   let M = p.cout_g;
   let N = p.n * p.oh * p.ow;
   let K = p.cin_g * KH * KW;
+  var k_begin = 0u;
+  var k_end = K;
+  if (KSPLIT > 1u) {
+    k_begin = slice * p.aux1;
+    k_end = min(K, k_begin + p.aux1);
+  }
   la = ABlock(tid, m0, g * K * M);
   init_b(tid, min(n0 + tid % BN, N - 1u), n0 + tid % BN < N, g);
 
@@ -71,8 +84,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let tn = tid % (BN / TN);
   var acc: array<vec4<f32>, 16>;  // acc[i * 2 + j]: row i of TM, column half j
 
-  if (PREFETCH) { load_tile(0u); }
-  for (var k0 = 0u; k0 < K; k0 += BK) {
+  if (PREFETCH) { load_tile(k_begin); }
+  for (var k0 = k_begin; k0 < k_end; k0 += BK) {
     if (!PREFETCH) { load_tile(k0); }
     for (var j = 0u; j < NA; j++) {
       let i = tid + j * THREADS;
@@ -80,7 +93,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     }
     stage_b(tid);
     workgroupBarrier();
-    if (PREFETCH && k0 + BK < K) { load_tile(k0 + BK); }
+    if (PREFETCH && k0 + BK < k_end) { load_tile(k0 + BK); }
     for (var k = 0u; k < BK; k++) {
       let b0 = Bs[k * (BN / 4u) + tn];
       let b1 = Bs[k * (BN / 4u) + tn + BN / 8u];
@@ -104,12 +117,17 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     for (var c = 0u; c < 4u; c++) {
       let cn = n0 + j * (BN / 2u) + tn * 4u + c;
       if (cn >= N) { continue; }
+      let ycol = y_index(cn, 0u);  // the column's divisions once, not per row
       for (var i = 0u; i < TM; i++) {
         let m = m0 + select(tm * 4u + i, BM / 2u + tm * 4u + (i - 4u), i >= 4u);
         if (m >= M) { continue; }
         let co = g * M + m;
-        let yi = y_index(cn, co);
-        Y[yi] = epilogue(acc[i * 2u + j][c], co, yi);
+        let yi = ycol + co * y_co_stride();
+        if (KSPLIT > 1u) {
+          Y[slice * p.aux2 + yi] = acc[i * 2u + j][c];
+        } else {
+          Y[yi] = epilogue(acc[i * 2u + j][c], co, yi);
+        }
       }
     }
   }

@@ -67,5 +67,6 @@ fn y_index(col: u32, co: u32) -> u32 {
   let P = p.oh * p.ow;
   return ((col / P) * p.c_out + co) * P + col % P;
 }
+fn y_co_stride() -> u32 { return p.oh * p.ow; }
 
 //!include "conv/gemm_main.wgsl"

@@ -60,5 +60,6 @@ fn stage_b(tid: u32) {
 }
 
 fn y_index(col: u32, co: u32) -> u32 { return col * p.c_out + co; }
+fn y_co_stride() -> u32 { return 1u; }
 
 //!include "conv/gemm_main.wgsl"

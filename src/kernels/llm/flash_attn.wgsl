@@ -15,6 +15,7 @@
 @group(0) @binding(1) var<storage, read> k4: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read> v4: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
+@group(0) @binding(4) var<storage, read> dynpos: array<u32>;  // dyn = 1: the start position
 struct P {
   n: u32,
   n_heads: u32,
@@ -30,8 +31,11 @@ struct P {
   split_len: u32,
   n_splits: u32,
   partial: u32,
+  // 1: start from dynpos[0] and split_len from it (ceil((start + n) / n_splits) in whole BK), so
+  // that one recorded decode step serves every position.
+  dyn: u32,
 }
-@group(0) @binding(4) var<uniform> p: P;
+@group(0) @binding(5) var<uniform> p: P;
 override HD: u32 = 128;  // head_dim, a multiple of 4
 override TPQ: u32 = 8;   // invocations per query row; (HD / 4) % TPQ == 0, NV <= 4
 override BQ: u32 = 16;   // query rows per workgroup
@@ -51,6 +55,12 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
   let G = p.n_heads / p.n_kv;
   let kvh = wid.y;
   let split = wid.z;
+  var start = p.start;
+  var split_len = p.split_len;
+  if (p.dyn != 0u) {
+    start = dynpos[0];
+    split_len = (start + p.n + p.n_splits * BK - 1u) / (p.n_splits * BK) * BK;
+  }
   let r = lid / TPQ;
   let j = lid % TPQ;
   let nrows = p.n * G;
@@ -58,7 +68,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
   let Rc = min(R, nrows - 1u);
   let t = Rc / G;
   let h = kvh * G + Rc % G;
-  let qpos = p.start + t;
+  let qpos = start + t;
 
   // this row's query, pre-scaled, into shared memory
   let qb = (t * p.q_stride + p.q_off + h * HD) / 4u;
@@ -66,8 +76,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
 
   // the workgroup's key range
   let t_last = (min(wid.x * BQ + BQ, nrows) - 1u) / G;
-  let kv_begin = split * p.split_len;
-  let kv_end = min(min(kv_begin + p.split_len, p.start + p.n), p.start + t_last + 1u);
+  let kv_begin = split * split_len;
+  let kv_end = min(min(kv_begin + split_len, start + p.n), start + t_last + 1u);
   let cb = p.cache_off / 4u + kvh * p.max_ctx * HD4;
 
   var m = MASKED;

@@ -7,7 +7,7 @@
 // KL lanes read KL consecutive chunks: coalesced), dequantizes each chunk once and multiplies it
 // with the TT tokens' x, which the workgroup stages through shared memory in tiles of XT
 // elements (the lanes of a warp with the same l read the same x: broadcast). Each invocation
-// keeps TT x 4 sums (acc[t] holds the 4 rows); at the end lane 0 adds the other lanes' sums in
+// keeps TT x 4 sums (acc[t] holds the 4 rows); at the end each output's lane sums are added in
 // lane order.
 //
 // Batch invariance: an output's arithmetic is fixed by the weight type and KL alone (each lane
@@ -28,7 +28,8 @@ const TR: u32 = 4u;                // rows per row group (the four lanes of acc)
 const RG: u32 = WG / KL;           // row groups per workgroup
 const XT4: u32 = XT / 4u;          // vec4s of x per token and tile
 const XROW: u32 = XT4 + XT4 / 8u;  // with one vec4 of padding every 8 (lanes 8 vec4s apart hit other banks)
-var<workgroup> xs: array<vec4<f32>, max(TT * XROW, RG * TT)>;
+const TC: u32 = min(TT, 4u);       // tokens per round of the final sum over the lanes
+var<workgroup> xs: array<vec4<f32>, max(TT * XROW, WG * TC)>;
 
 fn xq(i4: u32) -> vec4<f32> { return vec4<f32>(0.0); }  // unused here (w_chunk needs it)
 
@@ -94,17 +95,17 @@ fn main(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wid: v
     }
   }
 
-  // Lane 0 of each row group adds lanes 1 .. KL - 1, in order.
-  for (var l = 1u; l < KL; l++) {
+  // Each output's KL lane sums are added in lane order (lane 0's first); in rounds of TC tokens,
+  // the lanes of a row group share the adding and the stores.
+  for (var tb = 0u; tb < TT; tb += TC) {
     workgroupBarrier();
-    if (lane == l) {
-      for (var t = 0u; t < TT; t++) { xs[g * TT + t] = acc[t]; }
-    }
+    for (var t = 0u; t < TC; t++) { xs[(g * TC + t) * KL + lane] = acc[tb + t]; }
     workgroupBarrier();
-    if (lane == 0u) {
-      for (var t = 0u; t < TT; t++) { acc[t] = acc[t] + xs[g * TT + t]; }
+    for (var t = lane; t < TC; t += KL) {
+      let at = (g * TC + t) * KL;
+      var v = xs[at];
+      for (var l = 1u; l < KL; l++) { v = v + xs[at + l]; }
+      if (t0 + tb + t < p.n) { store_rows(t0 + tb + t, rl, v); }
     }
   }
-  if (lane != 0u) { return; }
-  for (var t = 0u; t < TT && t0 + t < p.n; t++) { store_rows(t0 + t, rl, acc[t]); }
 }

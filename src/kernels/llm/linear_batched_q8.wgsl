@@ -8,8 +8,9 @@
 // lane, lanes added in order), never by the batch, as in the f32 kernel; the quantization of x is
 // per token.
 //
-// Preceded by a prelude with TT, WG, KL, XT (a multiple of 32 * KL) and Q4 (true: Q4_0 weights,
-// false: Q8_0), then common.wgsl. Bindings: 0 weight words, 1 scales (f16 pairs), 2 x words, 3 x
+// Preceded by a prelude with TT, WG, KL, XT (a multiple of 32 * KL), Q4 (true: Q4_0 weights,
+// false: Q8_0) and PF (true: each lane loads its next block's weights before it multiplies the
+// current one, so that a load is in flight while it computes), then common.wgsl. Bindings: 0 weight words, 1 scales (f16 pairs), 2 x words, 3 x
 // (d, sum) per block, 4 bias, 5 y, 6 params (linear_params.wgsl's layout, binding 6).
 @group(0) @binding(0) var<storage, read> wq: array<vec4<u32>>;
 @group(0) @binding(1) var<storage, read> ws: array<u32>;
@@ -34,12 +35,43 @@ const TR: u32 = 4u;
 const RG: u32 = WG / KL;
 const XB: u32 = XT / 32u;         // x blocks per tile
 const XROW: u32 = XB * 2u + XB / 4u;  // vec4<u32> per token and tile (2 per block), one of padding every 8
-var<workgroup> xs: array<vec4<u32>, max(TT * XROW, RG * TT)>;
+const TC: u32 = min(TT, 4u);      // tokens per round of the final sum over the lanes
+var<workgroup> xs: array<vec4<u32>, max(TT * XROW, WG * TC)>;
 var<workgroup> xd: array<vec2<f32>, TT * XB>;  // (d, sum) per block, the sum as a float of an integer
 
 fn w_scale(row: u32, nb: u32, b: u32) -> f32 {
   let i = row * nb + b;
   return half_at(ws[i / 2u], i);
+}
+
+// The quants of block b of 4 rows as 8 words of 4 signed bytes each (element order as x's), and
+// their scales.
+struct WBlock {
+  q: array<array<u32, 8>, 4>,
+  d: vec4<f32>,
+}
+
+fn load_block(rows: array<u32, 4>, nb: u32, b: u32) -> WBlock {
+  var o: WBlock;
+  let rs4 = select(nb * 2u, nb, Q4);  // vec4<u32> per weight row
+  for (var r = 0u; r < 4u; r++) {
+    if (Q4) {
+      let v = wq[rows[r] * rs4 + b];
+      for (var i = 0u; i < 4u; i++) {
+        o.q[r][i] = v[i] & 0x0f0f0f0fu;
+        o.q[r][i + 4u] = (v[i] >> 4u) & 0x0f0f0f0fu;
+      }
+    } else {
+      let v0 = wq[rows[r] * rs4 + 2u * b];
+      let v1 = wq[rows[r] * rs4 + 2u * b + 1u];
+      for (var i = 0u; i < 4u; i++) {
+        o.q[r][i] = v0[i];
+        o.q[r][i + 4u] = v1[i];
+      }
+    }
+    o.d[r] = w_scale(rows[r], nb, b);
+  }
+  return o;
 }
 
 @compute @workgroup_size(WG)
@@ -51,8 +83,10 @@ fn main(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wid: v
   var rows: array<u32, 4>;
   for (var r = 0u; r < 4u; r++) { rows[r] = p.row0 + min(rl + r, p.rows - 1u); }
   let nb = p.cols / 32u;
-  let rs4 = select(nb * 2u, nb, Q4);  // vec4<u32> per weight row
   var acc: array<vec4<f32>, TT>;
+  // Lane l takes blocks l, l + KL, ... across the x tiles (XT is a multiple of 32 * KL).
+  var nxt: WBlock;
+  if (PF && lane < nb) { nxt = load_block(rows, nb, lane); }
 
   for (var b0 = 0u; b0 < nb; b0 += XB) {
     workgroupBarrier();
@@ -78,25 +112,12 @@ fn main(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wid: v
     workgroupBarrier();
     let b1 = min(b0 + XB, nb);
     for (var b = b0 + lane; b < b1; b += KL) {
-      // The 4 rows' quants of block b as 8 words of 4 signed bytes each (element order as x's).
-      var w: array<array<u32, 8>, 4>;
-      var dw: vec4<f32>;
-      for (var r = 0u; r < 4u; r++) {
-        if (Q4) {
-          let v = wq[rows[r] * rs4 + b];
-          for (var i = 0u; i < 4u; i++) {
-            w[r][i] = v[i] & 0x0f0f0f0fu;
-            w[r][i + 4u] = (v[i] >> 4u) & 0x0f0f0f0fu;
-          }
-        } else {
-          let v0 = wq[rows[r] * rs4 + 2u * b];
-          let v1 = wq[rows[r] * rs4 + 2u * b + 1u];
-          for (var i = 0u; i < 4u; i++) {
-            w[r][i] = v0[i];
-            w[r][i + 4u] = v1[i];
-          }
-        }
-        dw[r] = w_scale(rows[r], nb, b);
+      var cur: WBlock;
+      if (PF) {
+        cur = nxt;
+        if (b + KL < nb) { nxt = load_block(rows, nb, b + KL); }
+      } else {
+        cur = load_block(rows, nb, b);
       }
       let xo = 2u * (b - b0);
       let xp = xo + xo / 8u;
@@ -107,29 +128,30 @@ fn main(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wid: v
         let e = xd[t * XB + b - b0];
         var s: vec4<i32>;
         for (var r = 0u; r < 4u; r++) {
-          var d = dot4I8Packed(w[r][0], xa.x) + dot4I8Packed(w[r][1], xa.y) + dot4I8Packed(w[r][2], xa.z) +
-                  dot4I8Packed(w[r][3], xa.w);
-          d += dot4I8Packed(w[r][4], xb.x) + dot4I8Packed(w[r][5], xb.y) + dot4I8Packed(w[r][6], xb.z) +
-               dot4I8Packed(w[r][7], xb.w);
+          var d = dot4I8Packed(cur.q[r][0], xa.x) + dot4I8Packed(cur.q[r][1], xa.y) +
+                  dot4I8Packed(cur.q[r][2], xa.z) + dot4I8Packed(cur.q[r][3], xa.w);
+          d += dot4I8Packed(cur.q[r][4], xb.x) + dot4I8Packed(cur.q[r][5], xb.y) + dot4I8Packed(cur.q[r][6], xb.z) +
+               dot4I8Packed(cur.q[r][7], xb.w);
           s[r] = d;
         }
         var f = vec4<f32>(s);
         if (Q4) { f = f - 8.0 * e.y; }
-        acc[t] = fma(dw, f * e.x, acc[t]);
+        acc[t] = fma(cur.d, f * e.x, acc[t]);
       }
     }
   }
 
-  for (var l = 1u; l < KL; l++) {
+  // Each output's KL lane sums are added in lane order (lane 0's first), as in the f32 kernel; in
+  // rounds of TC tokens, the lanes of a row group share the adding and the stores.
+  for (var tb = 0u; tb < TT; tb += TC) {
     workgroupBarrier();
-    if (lane == l) {
-      for (var t = 0u; t < TT; t++) { xs[g * TT + t] = bitcast<vec4<u32>>(acc[t]); }
-    }
+    for (var t = 0u; t < TC; t++) { xs[(g * TC + t) * KL + lane] = bitcast<vec4<u32>>(acc[tb + t]); }
     workgroupBarrier();
-    if (lane == 0u) {
-      for (var t = 0u; t < TT; t++) { acc[t] = acc[t] + bitcast<vec4<f32>>(xs[g * TT + t]); }
+    for (var t = lane; t < TC; t += KL) {
+      let at = (g * TC + t) * KL;
+      var v = bitcast<vec4<f32>>(xs[at]);
+      for (var l = 1u; l < KL; l++) { v = v + bitcast<vec4<f32>>(xs[at + l]); }
+      if (t0 + tb + t < p.n) { store_rows(t0 + tb + t, rl, v); }
     }
   }
-  if (lane != 0u) { return; }
-  for (var t = 0u; t < TT && t0 + t < p.n; t++) { store_rows(t0 + t, rl, acc[t]); }
 }

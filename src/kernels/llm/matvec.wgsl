@@ -2,8 +2,12 @@
 // A group of TPR invocations takes R consecutive rows (WG / TPR * R rows per workgroup) and
 // strides over their chunks (one vec4<u32> of weights each, coalesced across the group); the R
 // rows' chunks at the same place are read together, so each x load serves R rows. Sums with
-// group_sum (reduce_sg.wgsl or reduce_wg.wgsl). Preceded by common.wgsl, a weights/*.wgsl file
-// (bindings 0, 1) and a reduce file.
+// group_sum (reduce_sg.wgsl or reduce_wg.wgsl).
+// SWIGLU (a prelude constant): the rows are a gate|up weight (gate rows 0 .. rows / 2 - 1, up
+// rows after them); a workgroup computes gate and up rows 32w .. 32w + 31 (WG / TPR * R == 64)
+// and writes y[32w + i] = silu(gate) * up.
+// Preceded by a prelude (SWIGLU), common.wgsl, a weights/*.wgsl file (bindings 0, 1) and a
+// reduce file.
 @group(0) @binding(2) var<storage, read> x4: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
 @group(0) @binding(4) var<storage, read_write> y: array<f32>;
@@ -12,9 +16,10 @@ override WG: u32 = 256;
 override TPR: u32 = 32;  // invocations per row (power of two)
 override UNROLL: u32 = 2; // chunks in flight per invocation
 override R: u32 = 1;      // rows per group, at most R_MAX
-const R_MAX: u32 = 4u;
+const R_MAX: u32 = 8u;
 
 var<workgroup> red: array<f32, WG>;
+var<workgroup> res: array<f32, 64>;  // SWIGLU: the workgroup's gate and up sums
 // With W_STAGE_X (per weight type), x is staged through shared memory in tiles of XT elements (zero past cols), one vec4 of
 // padding every 8 so that lanes reading chunks of 32-64 elements apart hit different banks.
 override XT: u32 = select(32u, max(2048u, W_CHUNK * TPR * 2u), W_STAGE_X);  // tiny when unused
@@ -34,10 +39,18 @@ fn xq(i4: u32) -> vec4<f32> {
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>,
         @builtin(num_workgroups) nwg: vec3<u32>) {
-  let rl0 = (wg_linear(wid, nwg) * (WG / TPR) + lid / TPR) * R;  // the group's first row
+  let wg = wg_linear(wid, nwg);
+  let rl0 = (wg * (WG / TPR) + lid / TPR) * R;  // the group's first row
   let lane = lid % TPR;
   var rows: array<u32, R_MAX>;
-  for (var u = 0u; u < R; u++) { rows[u] = p.row0 + min(rl0 + u, p.rows - 1u); }
+  for (var u = 0u; u < R; u++) {
+    var rl = rl0 + u;
+    if (SWIGLU) {
+      let lr = (lid / TPR) * R + u;
+      rl = select(32u * wg + lr, p.rows / 2u + 32u * wg + lr - 32u, lr >= 32u);
+    }
+    rows[u] = p.row0 + min(rl, p.rows - 1u);
+  }
   w_setup(p.cols);
   let nch = w_nchunks(p.cols);
   let nx4 = (p.cols + 3u) / 4u;
@@ -71,12 +84,21 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
   }
   for (var u = 0u; u < R; u++) {
     let s = group_sum(acc[u], lid, TPR);
-    if (lane == 0u && rl0 + u < p.rows) {
+    if (SWIGLU) {
+      if (lane == 0u) { res[(lid / TPR) * R + u] = s; }
+    } else if (lane == 0u && rl0 + u < p.rows) {
       var o = s;
       if ((p.flags & 1u) != 0u) { o += bias[rows[u]]; }
       let yi = p.y_off + rl0 + u;
       if ((p.flags & 2u) != 0u) { o += y[yi]; }
       y[yi] = o;
+    }
+  }
+  if (SWIGLU) {
+    workgroupBarrier();
+    if (lid < 32u) {
+      let gv = res[lid];
+      y[32u * wg + lid] = gv / (1.0 + exp(-gv)) * res[32u + lid];
     }
   }
 }

@@ -40,9 +40,15 @@ class GpuEngine final : public LlamaEngine {
   RopeTable rope;
   KvCache kv;
 
-  // Activations for up to opt.max_batch tokens.
-  Tensor ids, x, h, qkv, attn, gu, act, last, logit_buf, out_id, top_vals, top_ids;
+  // Activations for up to opt.max_batch tokens (q8: the 8-bit copies of the projections' inputs).
+  Tensor ids, x, h, qkv, attn, gu, act, last, logit_buf, logits1, out_id, top_vals, top_ids;
+  Q8Act xq, aq, fq;
   int64_t logits_rows = 0;
+  // Single-token steps: one recording (made on first use) of the layers and the output projection
+  // into logits1, the token's position read from pos (u32 [2]: position, cache row); and one of
+  // the argmax of logits1 into out_id.
+  Tensor pos;
+  Recording step, step_argmax;
 
   GpuEngine(const Context& c, const ModelFile& f, EngineOptions o)
       : ctx(c),
@@ -78,10 +84,27 @@ class GpuEngine final : public LlamaEngine {
     gu = make_tensor(ctx, {B, 2 * ffn});
     act = make_tensor(ctx, {B, ffn});
     last = make_tensor(ctx, {hidden});
+    logits1 = make_tensor(ctx, {vocab});
     out_id = make_tensor(ctx, {1}, DType::U32);
     top_vals = make_tensor(ctx, {64});
     top_ids = make_tensor(ctx, {64}, DType::U32);
+    pos = make_tensor(ctx, {2}, DType::U32);
+    bool any_q8 = q8(output());
+    for (const auto& L : layers) any_q8 = any_q8 || q8(L.qkv) || q8(L.o) || q8(L.gate_up) || q8(L.down);
+    if (any_q8) {  // quantized weights have whole blocks of 32 along their inputs
+      xq = make_q8_act(ctx, int(B), hidden);
+      aq = make_q8_act(ctx, int(B), nh * hd);
+      fq = make_q8_act(ctx, int(B), ffn);
+    }
   }
+
+  bool q8(const LinearGroup& g) const { return opt.q8_activations && group_q8(g); }
+  // gate|up as one weight without bias, for the fused f32 gate|up + SwiGLU matvec (GPU adapters).
+  bool fused_gate_up(const LlamaLayer& L) const {
+    return ops.tuning.matvec_swiglu && !ctx.adapter().is_cpu() && L.gate_up.parts.size() == 1 &&
+           L.gate_up.biases.empty() && ffn % 32 == 0;
+  }
+  bool q8(const GpuWeight& g) const { return opt.q8_activations && supports_q8(g.type); }
 
   // y[t, off + ...] = group x (each part writing its rows side by side), optionally accumulating.
   void linear(Batch& b, const LinearGroup& g, const Tensor& in, const Tensor& y, int n, int64_t y_stride,
@@ -94,19 +117,20 @@ class GpuEngine final : public LlamaEngine {
     upload(ctx, ids, std::as_bytes(std::span(u)));
   }
 
-  // Records the layers for tokens at n_past into b; leaves the final-normed hidden states in h.
-  void record_layers(Batch& b, std::span<const int32_t> tokens) {
-    upload_ids(tokens);
-    record_layers(b, int(tokens.size()));
-  }
-  // The same for n tokens whose ids are already in `ids` (put there by an earlier step).
-  void record_layers(Batch& b, int n) {
+  // Records the layers for n tokens at n_past_ whose ids are in `ids`, leaving the residual stream
+  // in x. dyn (one token): the position comes from `pos` when the batch runs (for recordings).
+  void record_layers(Batch& b, int n, bool dyn = false) {
     ops.embedding(b, w.embed, ids, x, n);
     for (size_t li = 0; li < layers.size(); ++li) {
       auto& L = layers[li];
       KvLayer cache = kv.layer(int(li));
-      ops.rms_norm(b, x, L.ln1, h, n, int(hidden), eps);
-      linear(b, L.qkv, h, qkv, n, qkv_dim, false);
+      if (q8(L.qkv)) {
+        ops.rms_norm_q8(b, x, L.ln1, xq, n, eps);
+        record_linear_q8(ops, b, L.qkv, xq, qkv, n, qkv_dim, false);
+      } else {
+        ops.rms_norm(b, x, L.ln1, h, n, int(hidden), eps);
+        linear(b, L.qkv, h, qkv, n, qkv_dim, false);
+      }
       if (cfg.qk_norm) {
         ops.head_rms_norm(b, qkv, L.q_norm, n, int(nh), int(hd), qkv_dim, 0, eps);
         ops.head_rms_norm(b, qkv, L.k_norm, n, int(nkv), int(hd), qkv_dim, nh * hd, eps);
@@ -116,20 +140,60 @@ class GpuEngine final : public LlamaEngine {
       ra.n_heads = int(nh);
       ra.stride = qkv_dim;
       ra.pos0 = n_past_;
+      if (dyn) {  // pos holds the position and the cache row
+        ra.positions = pos;
+        ra.cache_rows = true;
+      }
       ops.rope_kv_append(b, qkv, rope, cache, ra);
       AttentionArgs aa;
       aa.n_tokens = n;
       aa.n_heads = int(nh);
       aa.start = n_past_;
       aa.q_stride = qkv_dim;
-      ops.attention(b, cache, qkv, attn, aa);
-      linear(b, L.o, attn, x, n, hidden, true);
-      ops.rms_norm(b, x, L.ln2, h, n, int(hidden), eps);
-      linear(b, L.gate_up, h, gu, n, 2 * ffn, false);
-      ops.swiglu(b, gu, 2 * ffn, 0, gu, 2 * ffn, ffn, act, n, int(ffn));
-      linear(b, L.down, act, x, n, hidden, true);
+      if (dyn) aa.start_from = pos;
+      if (q8(L.o)) {
+        if (n == 1 && hd % 32 == 0) {
+          ops.attention_decode_q8(b, cache, qkv, aq, aa);
+        } else {
+          ops.attention(b, cache, qkv, attn, aa);
+          ops.quantize_q8(b, attn, aq, n);
+        }
+        record_linear_q8(ops, b, L.o, aq, x, n, hidden, true);
+      } else {
+        ops.attention(b, cache, qkv, attn, aa);
+        linear(b, L.o, attn, x, n, hidden, true);
+      }
+      const bool gu8 = q8(L.gate_up);
+      if (gu8)
+        ops.rms_norm_q8(b, x, L.ln2, xq, n, eps);
+      else
+        ops.rms_norm(b, x, L.ln2, h, n, int(hidden), eps);
+      if (q8(L.down)) {
+        if (gu8 && n == 1 && L.gate_up.parts.size() == 1 && L.gate_up.biases.empty() && ffn % 32 == 0) {
+          ops.linear_swiglu_q8(b, L.gate_up.parts[0], xq, fq);  // gate|up, SwiGLU and quantization at once
+        } else {
+          if (gu8)
+            record_linear_q8(ops, b, L.gate_up, xq, gu, n, 2 * ffn, false);
+          else
+            linear(b, L.gate_up, h, gu, n, 2 * ffn, false);
+          ops.swiglu_q8(b, gu, 2 * ffn, ffn, fq, n);
+        }
+        record_linear_q8(ops, b, L.down, fq, x, n, hidden, true);
+      } else {
+        // One token on a GPU: gate|up and SwiGLU in one dispatch (on CPU adapters the one-output-
+        // per-invocation kernels are far faster than the cooperative matvec).
+        if (!gu8 && n == 1 && fused_gate_up(L)) {
+          ops.linear_swiglu(b, L.gate_up.parts[0], h, act);
+        } else {
+          if (gu8)
+            record_linear_q8(ops, b, L.gate_up, xq, gu, n, 2 * ffn, false);
+          else
+            linear(b, L.gate_up, h, gu, n, 2 * ffn, false);
+          ops.swiglu(b, gu, 2 * ffn, 0, gu, 2 * ffn, ffn, act, n, int(ffn));
+        }
+        linear(b, L.down, act, x, n, hidden, true);
+      }
     }
-    ops.rms_norm(b, x, w.norm, h, n, int(hidden), eps);
   }
 
   const GpuWeight& output() const { return w.output(); }
@@ -146,7 +210,8 @@ class GpuEngine final : public LlamaEngine {
     while (int64_t(tokens.size()) > opt.max_batch) {
       auto chunk = tokens.first(size_t(opt.max_batch));
       Batch b(ctx);
-      record_layers(b, chunk);
+      upload_ids(chunk);
+      record_layers(b, int(chunk.size()));
       b.run();
       n_past_ += int(chunk.size());
       tokens = tokens.subspan(chunk.size());
@@ -154,22 +219,63 @@ class GpuEngine final : public LlamaEngine {
     return tokens;
   }
 
-  // Records the last chunk and the logits of its last position into `b`.
-  void record_last(Batch& b, std::span<const int32_t> tokens) {
-    upload_ids(tokens);
-    record_last(b, int(tokens.size()));
+  // The final norm and the output projection of token n - 1 into logits1.
+  void record_output(Batch& b, int n) {
+    if (q8(output())) {
+      ops.rms_norm_q8(b, x, w.norm, xq, 1, eps, hidden, (n - 1) * hidden);
+      ops.linear_q8(b, output(), xq, logits1, 1);
+    } else {
+      b.copy(x, uint64_t(n - 1) * uint64_t(hidden) * 4, last, 0, uint64_t(hidden) * 4);
+      ops.rms_norm(b, last, w.norm, h, 1, int(hidden), eps);
+      ops.linear(b, output(), h, logits1, 1);
+    }
   }
+
+  // Records the last chunk (ids already uploaded) and the logits of its last position into
+  // logits1; one token replays the single-token step (its position uploaded here).
   void record_last(Batch& b, int n) {
+    if (n == 1) {
+      set_position(n_past_);
+      replay_step(b);
+      return;
+    }
     record_layers(b, n);
-    b.copy(h, uint64_t(n - 1) * uint64_t(hidden) * 4, last, 0, uint64_t(hidden) * 4);
-    ensure_logits(1);
-    ops.linear(b, output(), last, logit_buf, 1);
+    record_output(b, n);
   }
   // The same and the argmax of those logits, into out_id; returns its readback.
   Readback record_argmax(Batch& b, int n) {
     record_last(b, n);
-    ops.argmax(b, logit_buf, vocab, out_id);
+    replay_argmax(b);
     return b.read(out_id, 0, 4);
+  }
+
+  void set_position(int p) {
+    const uint32_t v[2] = {uint32_t(p), uint32_t(p)};
+    upload(ctx, pos, std::as_bytes(std::span(v)));
+  }
+  void replay_step(Batch& b) {
+    if (!step) {
+      Batch r(ctx);
+      record_layers(r, 1, /*dyn=*/true);
+      record_output(r, 1);
+      step = r.freeze();
+    }
+    b.replay(step);
+  }
+  void replay_argmax(Batch& b) {
+    if (!step_argmax) {
+      Batch r(ctx);
+      ops.argmax(r, logits1, vocab, out_id);
+      step_argmax = r.freeze();
+    }
+    b.replay(step_argmax);
+  }
+
+  void set_tuning(const LlmTuning& t) override {
+    ops.tuning = t;
+    opt.tuning = t;
+    step = {};
+    step_argmax = {};
   }
 
   void prefill(std::span<const int32_t> tokens, const std::function<void(int, int)>& progress) override {
@@ -178,7 +284,8 @@ class GpuEngine final : public LlamaEngine {
     for (int done = 0; done < total;) {
       auto chunk = tokens.subspan(size_t(done), size_t(std::min(opt.max_batch, total - done)));
       Batch b(ctx);
-      record_layers(b, chunk);
+      upload_ids(chunk);
+      record_layers(b, int(chunk.size()));
       b.run();
       n_past_ += int(chunk.size());
       done += int(chunk.size());
@@ -189,11 +296,12 @@ class GpuEngine final : public LlamaEngine {
   std::vector<float> logits(std::span<const int32_t> tokens) override {
     tokens = prefill_chunks(tokens);
     Batch b(ctx);
-    record_last(b, tokens);
+    upload_ids(tokens);
+    record_last(b, int(tokens.size()));
     b.run();
     n_past_ += int(tokens.size());
     std::vector<float> out(static_cast<size_t>(vocab));
-    download(ctx, logit_buf, std::as_writable_bytes(std::span(out)));
+    download(ctx, logits1, std::as_writable_bytes(std::span(out)));
     return out;
   }
 
@@ -205,7 +313,9 @@ class GpuEngine final : public LlamaEngine {
       auto chunk = tokens.first(std::min<size_t>(tokens.size(), size_t(opt.max_batch)));
       ensure_logits(int64_t(chunk.size()));
       Batch b(ctx);
-      record_layers(b, chunk);
+      upload_ids(chunk);
+      record_layers(b, int(chunk.size()));
+      ops.rms_norm(b, x, w.norm, h, int(chunk.size()), int(hidden), eps);
       ops.linear(b, output(), h, logit_buf, int(chunk.size()));
       b.run();
       n_past_ += int(chunk.size());
@@ -246,7 +356,7 @@ class GpuEngine final : public LlamaEngine {
         Batch b(ctx);
         if (st.recorded > 0) b.copy(out_id, 0, ids, 0, 4);  // the previous step's token
         n_past_ = base + st.recorded;
-        in_flight.push_back(record_argmax(b, 1));
+        in_flight.push_back(record_argmax(b, 1));  // the position goes to the GPU's queue in order
         b.submit();
         ++st.recorded;
       }
@@ -276,8 +386,9 @@ class GpuEngine final : public LlamaEngine {
     check_top_k(k);
     tokens = prefill_chunks(tokens);
     Batch b(ctx);
-    record_last(b, tokens);
-    ops.topk(b, logit_buf, vocab, k, top_vals, top_ids);
+    upload_ids(tokens);
+    record_last(b, int(tokens.size()));
+    ops.topk(b, logits1, vocab, k, top_vals, top_ids);
     b.run();
     n_past_ += int(tokens.size());
     TopK r;
@@ -334,6 +445,7 @@ void LlamaModel::prefill(std::span<const int32_t> tokens, const std::function<vo
 int LlamaModel::n_past() const { return impl_->n_past(); }
 void LlamaModel::rewind(int n) { impl_->rewind(n); }
 uint64_t LlamaModel::weight_bytes() const { return impl_->weight_bytes(); }
+void LlamaModel::set_tuning(const LlmTuning& t) { impl_->set_tuning(t); }
 
 std::vector<float> LlamaModel::logits(std::span<const int32_t> tokens) { return impl_->logits(tokens); }
 std::vector<float> LlamaModel::all_logits(std::span<const int32_t> tokens) { return impl_->all_logits(tokens); }

@@ -38,6 +38,10 @@ struct EngineOptions {
   // step t+1 while the GPU runs step t, which hides the host's recording time.
   int decode_ahead = 2;
   LlmTuning tuning;  // kernel tuning knobs (defaults suit the H200)
+  // Projections whose weights are Q4_0 / Q8_0 / Q4_K / Q6_K take their input quantized to 8 bits
+  // per block of 32 and multiply with integer dot products, as llama.cpp does (results differ
+  // from f32 activations by that rounding); false: f32 activations throughout.
+  bool q8_activations = true;
   // Overrides of the file's RoPE settings, like llama.cpp's --rope-freq-base / --rope-scaling:
   // some GGUF files lack them (converters older than transformers 5's `rope_parameters` drop
   // them, and the readers then assume theta 10000 without scaling).
@@ -89,6 +93,9 @@ class LlamaModel {
   int threads() const;                       // the CPU engine's threads (0 on the GPU)
 
   const ModelConfig& config() const;
+  // New kernel tuning knobs (EngineOptions::tuning) for what runs from now on (the single-token
+  // step is recorded again): for sweeps in one process.
+  void set_tuning(const LlmTuning& t);
   int max_ctx() const;
   int max_batch() const;          // prompt tokens per forward step (EngineOptions::max_batch)
   int n_past() const;             // tokens in the KV cache
@@ -113,7 +120,9 @@ class LlamaModel {
   DecodeStats decode_greedy(int32_t first, int max_steps, const std::function<bool(int32_t)>& on_token);
 
   // GPU time of each dispatch of one decode step of `token` at position n_past() (the cache is
-  // left as it was): for profiles. GPU engine only (wgc::Error on the CPU).
+  // left as it was): for profiles. GPU engine only (wgc::Error on the CPU). Single-token steps
+  // (decode_greedy, and greedy/logits/top_k of one token) replay one recording made on first use,
+  // whose position is read on the GPU.
   std::vector<DispatchTiming> profile_decode_step(int32_t token);
 
   // For the serving engine (BatchedLlama), which runs its own forward on these weights. GPU

@@ -97,7 +97,7 @@ struct GpuBatched final : BatchedLlama::Impl {
     const std::string what = "wgc: serving engine: ";
     lin = opt.linear != LinearVersion::Auto ? opt.linear
           : ctx.adapter().is_cpu()          ? LinearVersion::Naive
-                                            : LinearVersion::Batched;
+                                            : LinearVersion::BatchedQ8;
     const int64_t slots = int64_t(opt.blocks) * opt.block_tokens;
     const uint64_t layer_bytes = uint64_t(slots) * uint64_t(w.nkv) * uint64_t(w.hd) * 4;
     if (layer_bytes > ctx.limits().max_storage_buffer_binding_size || slots >= (int64_t(1) << 31))
@@ -256,6 +256,9 @@ struct GpuBatched final : BatchedLlama::Impl {
         p.full[r].wait(std::as_writable_bytes(std::span(o.logits)));
       }
     }
+    // A timed batch (WGC_PROFILE) reads its timestamps in wait(), which also waits for a step
+    // submitted after this one: profiles lose the pipelining.
+    if (!p.rows.empty() && p.batch->timed()) p.batch->wait();
     return out;
   }
 };

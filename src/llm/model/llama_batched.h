@@ -30,8 +30,9 @@ struct BatchedOptions {
   int block_tokens = 16;  // tokens per KV-cache block
   int blocks = 0;         // blocks in the pool (> 0)
   int split_len = 256;    // attention: keys per split (a multiple of 16; fixes the arithmetic)
-  // Auto: Batched on GPUs, Naive on CPU adapters (both batch-invariant); BatchedQ8: 8-bit
-  // activations for the Q4_0 / Q8_0 matrices (Batched for the others).
+  // BatchedQ8: 8-bit activations for the Q4_0 / Q8_0 matrices (Batched for the others). Auto:
+  // BatchedQ8 on GPUs (twice Batched's decode speed on the H200, docs/serving.md), Naive on CPU
+  // adapters; all of them batch-invariant.
   LinearVersion linear = LinearVersion::Auto;
 };
 

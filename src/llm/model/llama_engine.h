@@ -40,6 +40,9 @@ class LlamaEngine {
     n_past_ = n;
   }
 
+  // New GPU kernel tuning knobs (LlamaModel::set_tuning); the CPU engine has none to change.
+  virtual void set_tuning(const LlmTuning&) {}
+
   // Into the cache in steps of max_batch(), no logits; progress(done, total) after each step.
   virtual void prefill(std::span<const int32_t> tokens, const std::function<void(int, int)>& progress) = 0;
   virtual std::vector<float> logits(std::span<const int32_t> tokens) = 0;

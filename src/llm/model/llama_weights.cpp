@@ -215,6 +215,26 @@ void record_linear(const LlmOps& ops, Batch& b, const LinearGroup& g, const Tens
   }
 }
 
+void record_linear_q8(const LlmOps& ops, Batch& b, const LinearGroup& g, const Q8Act& in, const Tensor& y, int n,
+                      int64_t y_stride, bool accumulate) {
+  int64_t off = 0;
+  for (size_t i = 0; i < g.parts.size(); ++i) {
+    LinearOptions o;
+    o.y_stride = y_stride;
+    o.y_offset = off;
+    o.accumulate = accumulate;
+    if (!g.biases.empty()) o.bias = g.biases[i];
+    ops.linear_q8(b, g.parts[i], in, y, n, o);
+    off += g.parts[i].rows;
+  }
+}
+
+bool group_q8(const LinearGroup& g) {
+  for (const auto& p : g.parts)
+    if (!supports_q8(p.type)) return false;
+  return !g.parts.empty();
+}
+
 void check_llama_context(const Context& ctx, const ModelConfig& cfg, int64_t max_ctx, const std::string& file) {
   std::string what = "a context of " + std::to_string(max_ctx) + " positions (max_ctx) for " + file;
   if (max_ctx <= 0) throw Error("wgc: " + what + ": expected > 0");

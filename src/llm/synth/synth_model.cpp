@@ -103,15 +103,19 @@ TensorType parse_synth_type(std::string_view name) {
   if (n == "f16") return TensorType::F16;
   if (n == "q8_0") return TensorType::Q8_0;
   if (n == "q4_0") return TensorType::Q4_0;
-  throw Error("wgc: unknown weight type '" + std::string(name) + "' (f32, f16, q8_0, q4_0)");
+  if (n == "q4_k" || n == "q4_k_m") return TensorType::Q4_K;
+  if (n == "q6_k") return TensorType::Q6_K;
+  throw Error("wgc: unknown weight type '" + std::string(name) + "' (f32, f16, q8_0, q4_0, q4_k, q6_k)");
 }
 
 uint32_t llama_file_type(TensorType t) {
   switch (t) {
-    case TensorType::F32: return 0;   // LLAMA_FTYPE_ALL_F32
-    case TensorType::F16: return 1;   // LLAMA_FTYPE_MOSTLY_F16
-    case TensorType::Q4_0: return 2;  // LLAMA_FTYPE_MOSTLY_Q4_0
-    case TensorType::Q8_0: return 7;  // LLAMA_FTYPE_MOSTLY_Q8_0
+    case TensorType::F32: return 0;    // LLAMA_FTYPE_ALL_F32
+    case TensorType::F16: return 1;    // LLAMA_FTYPE_MOSTLY_F16
+    case TensorType::Q4_0: return 2;   // LLAMA_FTYPE_MOSTLY_Q4_0
+    case TensorType::Q8_0: return 7;   // LLAMA_FTYPE_MOSTLY_Q8_0
+    case TensorType::Q4_K: return 15;  // LLAMA_FTYPE_MOSTLY_Q4_K_M (the mix of matrix_type)
+    case TensorType::Q6_K: return 18;  // LLAMA_FTYPE_MOSTLY_Q6_K
     default: throw Error("wgc: no llama.cpp file type for " + std::string(to_string(t)));
   }
 }
@@ -256,9 +260,28 @@ std::vector<float> llama3_rope_factors(const ModelShape& s) {
 
 // --- the model ----------------------------------------------------------------------------------
 
+TensorType matrix_type(TensorType type, std::string_view name, const ModelShape& s, int64_t cols) {
+  if (type != TensorType::Q4_K && type != TensorType::Q6_K) return type;
+  if (cols % 256) return TensorType::Q8_0;  // llama.cpp's fallback for rows that are not whole super-blocks
+  if (type == TensorType::Q6_K) return type;
+  // llama.cpp's Q4_K_M (llama_tensor_get_type): Q6_K for the output projection (the embeddings
+  // when tied), and for attn_v and ffn_down in the layers use_more_bits picks (the first and last
+  // eighth, every third between); Q4_K elsewhere.
+  const bool output = name == "output.weight" || (s.tied && name == "token_embd.weight");
+  if (output) return TensorType::Q6_K;
+  const bool v = name.ends_with(".attn_v.weight"), down = name.ends_with(".ffn_down.weight");
+  if (v || down) {
+    const int64_t i = std::stoll(std::string(name.substr(4, name.find('.', 4) - 4))), n = s.layers;
+    const bool more_bits = i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2;
+    if (more_bits) return TensorType::Q6_K;
+  }
+  return TensorType::Q4_K;
+}
+
 SynthModel::SynthModel(const ModelShape& shape, TensorType type, uint64_t seed) : shape_(shape), type_(type) {
   if (!can_quantize(type))
-    throw Error("wgc: synthetic models are written as F32, F16, Q8_0 or Q4_0, not " + std::string(to_string(type)));
+    throw Error("wgc: synthetic models are written as F32, F16, Q8_0, Q4_0, Q4_K or Q6_K, not " +
+                std::string(to_string(type)));
   const ModelShape& s = shape_;
   const std::string& a = s.arch;
   auto k = [&](const char* key) { return a + "." + key; };
@@ -303,7 +326,7 @@ SynthModel::SynthModel(const ModelShape& shape, TensorType type, uint64_t seed) 
 
   // Tensors, in the order llama.cpp's converter writes a Llama.
   auto matrix = [&](const std::string& name, int64_t cols, int64_t rows) {
-    w.add_tensor(name, type, {cols, rows});
+    w.add_tensor(name, matrix_type(type, name, s, cols), {cols, rows});
     recipes_.push_back({0.f, 0.02f, {}, 0});
   };
   auto vec = [&](const std::string& name, int64_t n, float mean) {

@@ -16,7 +16,8 @@
 //    output_norm, output (absent when the embeddings are tied), and rope_freqs (llama3 rope
 //    scaling, computed as convert_hf_to_gguf.py does);
 //  - matrices in the requested type (all of them: token_embd and output too, as llama-quantize
-//    --pure would), norms, biases and rope_freqs in F32 as llama.cpp keeps them;
+//    --pure would; Q4_K: llama.cpp's Q4_K_M mix, see matrix_type), norms, biases and rope_freqs
+//    in F32 as llama.cpp keeps them;
 //  - values: matrices and biases ~N(0, 0.02^2), norms ~N(1, 0.02^2) (bounded: never inf/NaN),
 //    a pure function of (seed, tensor, element): the same seed gives the same file.
 #pragma once
@@ -58,10 +59,15 @@ std::span<const ModelShape> shapes();
 // The shape of that name; wgc::Error listing the known names otherwise.
 const ModelShape& find_shape(std::string_view name);
 
-// F32, F16, Q8_0, Q4_0 from "f32", "f16", "q8_0", "q4_0" (case-insensitive); wgc::Error otherwise.
+// F32, F16, Q8_0, Q4_0, Q4_K, Q6_K from "f32", "f16", "q8_0", "q4_0", "q4_k" (or "q4_k_m"),
+// "q6_k" (case-insensitive); wgc::Error otherwise.
 TensorType parse_synth_type(std::string_view name);
-// llama.cpp's general.file_type (LLAMA_FTYPE_*) of a model whose matrices are all of type t.
+// llama.cpp's general.file_type (LLAMA_FTYPE_*) of a model of type t (Q4_K: LLAMA_FTYPE_MOSTLY_Q4_K_M).
 uint32_t llama_file_type(TensorType t);
+// The type of matrix `name` (GGUF name, `cols` per row) in a model of type t: t itself, except
+// Q4_K, which stands for llama.cpp's Q4_K_M mix (Q6_K for the output projection and for some
+// layers' attn_v and ffn_down), and K-quant rows that are not whole super-blocks (Q8_0).
+TensorType matrix_type(TensorType t, std::string_view name, const ModelShape& shape, int64_t cols);
 
 // The synthetic tokenizer of a shape: `vocab` tokens (byte tokens 0..255 in GPT-2's byte-to-unicode
 // order, then merged pairs, then the family's special tokens), their types, and the merges.

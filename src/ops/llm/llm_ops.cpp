@@ -1,4 +1,5 @@
 #include "ops/llm/llm_ops.h"
+#include "ops/llm/op_checks.h"
 
 #include "cpu/llm/rope_table.h"
 
@@ -6,30 +7,17 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <numbers>
 
 namespace wgc::llm {
 
 namespace {
 
-// The lower-case type name of the weight kernels' files (llm/weights/q8_0.wgsl) and of messages.
-std::string str(TensorType t) {
-  std::string s(to_string(t));
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-void need(bool ok, const std::string& op, const std::string& what) {
-  if (!ok) throw Error("wgc: llm " + op + ": " + what);
-}
-
-void need_elems(const Tensor& t, int64_t elems, const std::string& op, const std::string& name) {
-  need(bool(t), op, name + " is missing");
-  need(uint64_t(elems) * 4 <= t.capacity(), op,
-       name + " holds " + std::to_string(t.capacity() / 4) + " elements, the op needs " + std::to_string(elems));
-}
-
-uint32_t u32(int64_t v) { return static_cast<uint32_t>(v); }
+using detail::need;
+using detail::need_elems;
+using detail::str;
+using detail::u32;
 
 uint64_t round16(uint64_t b) { return (b + 15) / 16 * 16; }
 
@@ -84,6 +72,51 @@ KvCache make_kv_cache(const Context& ctx, int n_layers, int n_kv_heads, int max_
   return c;
 }
 
+// ---- tuning --------------------------------------------------------------------------------
+
+void apply_tuning(LlmTuning& t, std::string_view spec) {
+  const std::pair<const char*, uint32_t LlmTuning::*> fields[] = {
+      {"matvec_wg", &LlmTuning::matvec_wg},
+      {"matvec_tpr", &LlmTuning::matvec_tpr},
+      {"matvec_unroll", &LlmTuning::matvec_unroll},
+      {"matvec_rows", &LlmTuning::matvec_rows},
+      {"matvec_swiglu", &LlmTuning::matvec_swiglu},
+      {"matmul_bm", &LlmTuning::matmul_bm},
+      {"matmul_bn", &LlmTuning::matmul_bn},
+      {"matmul_bk", &LlmTuning::matmul_bk},
+      {"batched_kl", &LlmTuning::batched_kl},
+      {"batched_wg", &LlmTuning::batched_wg},
+      {"batched_min_groups", &LlmTuning::batched_min_groups},
+      {"batched_tt", &LlmTuning::batched_tt},
+      {"batched_tt_large", &LlmTuning::batched_tt_large},
+      {"mvq_wg", &LlmTuning::mvq_wg},
+      {"mvq_tpr", &LlmTuning::mvq_tpr},
+      {"mvq_rows", &LlmTuning::mvq_rows},
+      {"mmq_bm", &LlmTuning::mmq_bm},
+      {"mmq_bn", &LlmTuning::mmq_bn},
+      {"quant_wg", &LlmTuning::quant_wg}};
+  while (!spec.empty()) {
+    const size_t comma = spec.find_first_of(",/");
+    const std::string_view item = spec.substr(0, comma);
+    spec = comma == std::string_view::npos ? std::string_view() : spec.substr(comma + 1);
+    if (item.empty()) continue;
+    const size_t eq = item.find('=');
+    const std::string name(item.substr(0, eq));
+    const std::string value = eq == std::string_view::npos ? "" : std::string(item.substr(eq + 1));
+    auto f = std::find_if(std::begin(fields), std::end(fields), [&](const auto& e) { return name == e.first; });
+    if (f == std::end(fields)) {
+      std::string known;
+      for (const auto& e : fields) known += std::string(known.empty() ? "" : ", ") + e.first;
+      throw Error("wgc: llm tuning: unknown knob '" + name + "' (known: " + known + ")");
+    }
+    char* end = nullptr;
+    const unsigned long v = std::strtoul(value.c_str(), &end, 10);
+    if (value.empty() || *end || v > (1ul << 20))
+      throw Error("wgc: llm tuning: " + name + " expects a non-negative integer, got '" + value + "'");
+    t.*(f->second) = uint32_t(v);
+  }
+}
+
 // ---- kernels -------------------------------------------------------------------------------
 
 LlmOps::LlmOps(Context ctx) : ctx_(std::move(ctx)) {
@@ -112,7 +145,8 @@ Kernel LlmOps::kernel(const std::string& key, const std::vector<std::string>& fi
 
 namespace {
 constexpr uint32_t kNaiveWG = 64;
-constexpr uint32_t kMatvecMaxRows = 4;          // matvec.wgsl: R_MAX
+constexpr uint32_t kMatvecMaxRows = 8;          // matvec.wgsl: R_MAX
+constexpr uint32_t kSwigluRows = 64;            // matvec.wgsl: gate and up rows per SWIGLU workgroup
 constexpr uint32_t kRegTileFixedThreads = 128;  // matmul_regtile.wgsl: main_fixed's workgroup size
 }  // namespace
 
@@ -158,7 +192,7 @@ LinearVersion LlmOps::choose_linear(const LinearDims& d) const {
   return subgroups_ ? LinearVersion::Subgroup : LinearVersion::Shared;
 }
 
-Kernel LlmOps::linear_kernel(const std::string& kind, TensorType t, LinearVersion v) const {
+Kernel LlmOps::linear_kernel(const std::string& kind, TensorType t, LinearVersion v, uint32_t swiglu_rows) const {
   std::vector<std::string> files = {"llm/common.wgsl", "llm/weights/" + str(t) + ".wgsl"};
   std::string key = "llm/" + kind + "/" + str(t);
   if (kind == "naive") {
@@ -190,12 +224,13 @@ Kernel LlmOps::linear_kernel(const std::string& kind, TensorType t, LinearVersio
   files.push_back(sg ? "llm/reduce_sg.wgsl" : "llm/reduce_wg.wgsl");
   files.push_back("llm/matvec.wgsl");
   const MatvecShape m = matvec_shape();
+  const uint32_t rows = swiglu_rows ? swiglu_rows : m.rows;
   std::vector<std::pair<std::string, double>> c = {
-      {"WG", m.wg}, {"TPR", m.tpr}, {"UNROLL", tuning.matvec_unroll}, {"R", m.rows}};
+      {"WG", m.wg}, {"TPR", m.tpr}, {"UNROLL", tuning.matvec_unroll}, {"R", rows}};
   if (sg) c.push_back({"SG", sg_size_});
-  return kernel(key + (sg ? "/sg/" : "/wg/") + std::to_string(m.wg) + "/" + std::to_string(m.tpr) + "/" +
-                    std::to_string(tuning.matvec_unroll) + "/" + std::to_string(m.rows),
-                files, c, sg);
+  return kernel(key + (sg ? "/sg/" : "/wg/") + (swiglu_rows ? "swiglu/" : "") + std::to_string(m.wg) + "/" +
+                    std::to_string(m.tpr) + "/" + std::to_string(tuning.matvec_unroll) + "/" + std::to_string(rows),
+                files, c, sg, "main", std::string("const SWIGLU: bool = ") + (swiglu_rows ? "true" : "false") + ";\n");
 }
 
 LlmOps::MatvecShape LlmOps::matvec_shape() const {
@@ -375,6 +410,25 @@ void LlmOps::linear(Batch& b, const GpuWeight& w, const Tensor& x, const Tensor&
   }
 }
 
+void LlmOps::linear_swiglu(Batch& b, const GpuWeight& w, const Tensor& x, const Tensor& out, LinearVersion v) const {
+  const std::string op = "linear_swiglu " + str(w.type);
+  const int64_t n = w.rows / 2;
+  need(w.rows % 2 == 0 && n % 32 == 0, op,
+       "a gate|up weight of " + std::to_string(w.rows) + " rows (twice a multiple of 32)");
+  need_elems(x, w.cols, op, "x");
+  need_elems(out, n, op, "out");
+  if (v == LinearVersion::Auto) v = subgroups_ ? LinearVersion::Subgroup : LinearVersion::Shared;
+  need(v == LinearVersion::Subgroup || v == LinearVersion::Shared, op, "runs the subgroup or shared matvec");
+  need(v != LinearVersion::Subgroup || subgroups_, op, "this adapter has no usable subgroups");
+  const MatvecShape m = matvec_shape();
+  need(kSwigluRows * m.tpr % m.wg == 0 && kSwigluRows * m.tpr / m.wg <= kMatvecMaxRows, op,
+       std::to_string(m.wg / m.tpr) + " row groups per workgroup cannot take 64 rows (8 per group at most)");
+  need(round16(x.bytes()) <= x.capacity(), op, "x buffer too small");
+  Kernel k = linear_kernel("matvec", w.type, v, kSwigluRows * m.tpr / m.wg);
+  b.dispatch(k, {w.data, w.scales, Arg(x, 0, round16(x.bytes())), dummy_, out},
+             Params(1u, u32(w.rows), u32(w.cols), 0u, u32(w.cols), u32(w.rows), 0u, 0u), groups_1d(ctx_, u32(n / 32)));
+}
+
 namespace {
 // linear_batched.wgsl: weight elements per chunk (one vec4<u32>), as weights/*.wgsl's W_CHUNK.
 uint32_t chunk_elems(TensorType t) {
@@ -391,6 +445,16 @@ uint32_t chunk_elems(TensorType t) {
   return 4;
 }
 constexpr uint32_t kBatchedRowsPerGroup = 4;  // linear_batched.wgsl: TR
+constexpr int kBatchedLargeStep = 256;        // more tokens: tuning.batched_tt_large
+// The batched kernels' token tile: the smallest power of two that holds n tokens, at most `most`
+// (a few decode tokens then cost no arithmetic on padding). It never changes a result.
+uint32_t batched_token_tile(int n_tokens, uint32_t most) {
+  uint32_t tt = 1;
+  while (tt < most && tt < uint32_t(n_tokens)) tt *= 2;
+  return tt;
+}
+// Workgroup memory of the kernels' final sum over the lanes: WG x min(TT, 4) vec4 (TC in the .wgsl).
+uint64_t batched_sum_bytes(uint32_t wg, uint32_t tt) { return uint64_t(wg) * std::min(tt, 4u) * 16; }
 }  // namespace
 
 void LlmOps::linear_batched(Batch& b, const GpuWeight& w, const Tensor& x, const Tensor& y, int n_tokens,
@@ -403,14 +467,15 @@ void LlmOps::linear_batched(Batch& b, const GpuWeight& w, const Tensor& x, const
   // chunks c = lane mod kl across tiles).
   uint32_t xt = 256;
   while (xt % (kl * chunk_elems(w.type)) != 0) xt += 256;
-  // Tokens per workgroup: 8 when there are few, else 16 (the register budget: 16 x 4 sums), as
-  // workgroup memory allows.
+  // Tokens per workgroup: as many as there are, up to batched_tt (the register budget: TT x 4
+  // sums), as workgroup memory allows.
   const uint64_t smem_limit = ctx_.limits().max_compute_workgroup_storage_size;
   const auto x_tile_bytes = [&](uint32_t t) { return uint64_t(t) * (xt / 4 + xt / 32) * 16; };
-  const uint32_t tt = n_tokens <= 8 || x_tile_bytes(16) > smem_limit ? 8 : 16;
+  uint32_t tt = batched_token_tile(n_tokens, batched_tt(n_tokens));
+  while (tt > 1 && x_tile_bytes(tt) > smem_limit) tt /= 2;
   const uint64_t tiles = ceil_div(uint64_t(n_tokens), tt);
   const uint32_t wg = batched_wg(tiles, rows);
-  const uint64_t shared = std::max(x_tile_bytes(tt), uint64_t(wg / kl * tt) * 16);
+  const uint64_t shared = std::max(x_tile_bytes(tt), batched_sum_bytes(wg, tt));
   need(shared <= smem_limit, op,
        std::to_string(shared) + " bytes of workgroup memory, the adapter allows " + std::to_string(smem_limit));
   const uint32_t bn = wg / kl * kBatchedRowsPerGroup;
@@ -424,6 +489,13 @@ void LlmOps::linear_batched(Batch& b, const GpuWeight& w, const Tensor& x, const
                     {"llm/common.wgsl", "llm/weights/" + str(w.type) + ".wgsl", "llm/linear_batched.wgsl"}, {}, false,
                     "main", prelude);
   b.dispatch(k, {w.data, w.scales, x, bias, y}, prm, {u32(tiles), u32(row_tiles), 1});
+}
+
+uint32_t LlmOps::batched_tt(int n_tokens) const {
+  for (uint32_t tt : {tuning.batched_tt, tuning.batched_tt_large})
+    need(tt >= 1 && tt <= 32 && (tt & (tt - 1)) == 0, "linear batched",
+         "batched_tt " + std::to_string(tt) + " is not a power of two <= 32");
+  return n_tokens > kBatchedLargeStep ? tuning.batched_tt_large : tuning.batched_tt;
 }
 
 uint32_t LlmOps::batched_wg(uint64_t tiles, int64_t rows) const {
@@ -454,20 +526,30 @@ void LlmOps::linear_batched_q8(Batch& b, const GpuWeight& w, const Tensor& x, in
   Kernel kq = kernel("llm/quant_q8", {"llm/common.wgsl", "llm/quant_q8.wgsl"}, {{"WG", 64}}, false);
   b.dispatch(kq, {x, xq, xds}, Params(u32(n_tokens), u32(w.cols), u32(x_stride)),
              groups_1d(ctx_, ceil_div(uint64_t(n_tokens) * uint64_t(nb), 64)));
-  const uint32_t tt = n_tokens <= 8 ? 8 : 16;
-  const uint64_t tiles = ceil_div(uint64_t(n_tokens), tt);
-  const uint32_t wg = batched_wg(tiles, rows);
   uint32_t xt = 1024;  // x tile: whole blocks of every lane
   while (xt % (32 * kl) != 0) xt += 1024;
+  // Workgroup memory: the x tile (2 + 1/4 vec4 per block and token) or the lanes' final sum,
+  // and (d, sum) per block and token.
+  const auto x_tile_bytes = [&](uint32_t t) { return uint64_t(t) * (xt / 32 * 2 + xt / 128) * 16; };
+  const auto ds_bytes = [&](uint32_t t) { return uint64_t(t) * xt / 32 * 8; };
+  const uint64_t smem_limit = ctx_.limits().max_compute_workgroup_storage_size;
+  uint32_t tt = batched_token_tile(n_tokens, batched_tt(n_tokens));
+  while (tt > 1 && x_tile_bytes(tt) + ds_bytes(tt) > smem_limit) tt /= 2;
+  const uint64_t tiles = ceil_div(uint64_t(n_tokens), tt);
+  const uint32_t wg = batched_wg(tiles, rows);
+  const uint64_t shared = std::max(x_tile_bytes(tt), batched_sum_bytes(wg, tt)) + ds_bytes(tt);
+  need(shared <= smem_limit, op,
+       std::to_string(shared) + " bytes of workgroup memory, the adapter allows " + std::to_string(smem_limit));
   const uint32_t bn = wg / kl * kBatchedRowsPerGroup;
   const uint64_t row_tiles = ceil_div(uint64_t(rows), bn);
   need(row_tiles <= ctx_.limits().max_compute_workgroups_per_dimension, op, "too many rows");
   const bool q4 = w.type == TensorType::Q4_0;
   std::string prelude = "const TT: u32 = " + std::to_string(tt) + "u;\nconst WG: u32 = " + std::to_string(wg) +
                         "u;\nconst KL: u32 = " + std::to_string(kl) + "u;\nconst XT: u32 = " + std::to_string(xt) +
-                        "u;\nconst Q4: bool = " + (q4 ? "true" : "false") + ";\n";
+                        "u;\nconst Q4: bool = " + (q4 ? "true" : "false") +
+                        ";\nconst PF: bool = " + (tuning.batched_prefetch ? "true" : "false") + ";\n";
   Kernel k = kernel("llm/batched_q8/" + str(w.type) + "/" + std::to_string(tt) + "x" + std::to_string(wg) + "x" +
-                        std::to_string(kl) + "x" + std::to_string(xt),
+                        std::to_string(kl) + "x" + std::to_string(xt) + (tuning.batched_prefetch ? "/pf" : ""),
                     {"llm/common.wgsl", "llm/linear_batched_q8.wgsl"}, {}, false, "main", prelude);
   b.dispatch(k, {w.data, w.scales, xq, xds, bias, y}, prm, {u32(tiles), u32(row_tiles), 1});
 }
@@ -595,7 +677,8 @@ struct AttnDims {
   int64_t qs, os;
   float scale;
 };
-AttnDims attn_check(const KvLayer& c, const Tensor& q, const Tensor& out, const AttentionArgs& a,
+// out: null when the op writes partials only (attention_decode_q8).
+AttnDims attn_check(const KvLayer& c, const Tensor& q, const Tensor* out, const AttentionArgs& a,
                     const std::string& op) {
   AttnDims d;
   d.hd = c.head_dim;
@@ -610,7 +693,7 @@ AttnDims attn_check(const KvLayer& c, const Tensor& q, const Tensor& out, const 
   need(d.qs % 4 == 0 && a.q_offset % 4 == 0 && c.offset % 4 == 0, op,
        "q stride/offset and cache offset must be multiples of 4");
   need_elems(q, (a.n_tokens - 1) * d.qs + a.q_offset + int64_t(a.n_heads) * d.hd, op, "q");
-  need_elems(out, (a.n_tokens - 1) * d.os + a.o_offset + int64_t(a.n_heads) * d.hd, op, "out");
+  if (out) need_elems(*out, (a.n_tokens - 1) * d.os + a.o_offset + int64_t(a.n_heads) * d.hd, op, "out");
   need_elems(c.k, c.offset + int64_t(c.n_kv_heads) * c.max_ctx * d.hd, op, "k cache");
   need_elems(c.v, c.offset + int64_t(c.n_kv_heads) * c.max_ctx * d.hd, op, "v cache");
   d.scale = a.scale != 0 ? a.scale : float(1.0 / std::sqrt(double(d.hd)));
@@ -627,18 +710,18 @@ void LlmOps::attention(Batch& b, const KvLayer& c, const Tensor& q, const Tensor
 
 void LlmOps::attention_prefill(Batch& b, const KvLayer& c, const Tensor& q, const Tensor& out,
                                const AttentionArgs& a) const {
-  auto d = attn_check(c, q, out, a, "attention_prefill");
+  auto d = attn_check(c, q, &out, a, "attention_prefill");
   const uint32_t bq = 16;
   Kernel k = attn_kernel(d.hd, bq);
   uint32_t total = u32(a.start + a.n_tokens);
-  b.dispatch(k, {q, Arg(c.k), Arg(c.v), out},
+  b.dispatch(k, {q, Arg(c.k), Arg(c.v), out, dummy_},
              Params(u32(a.n_tokens), u32(a.n_heads), u32(c.n_kv_heads), u32(c.max_ctx), u32(a.start), u32(d.qs),
-                    u32(a.q_offset), u32(d.os), u32(a.o_offset), c.offset, d.scale, total, 1u, 0u),
+                    u32(a.q_offset), u32(d.os), u32(a.o_offset), c.offset, d.scale, total, 1u, 0u, 0u),
              {ceil_div(uint64_t(a.n_tokens) * uint64_t(d.G), bq), u32(c.n_kv_heads), 1});
 }
 
-void LlmOps::attention_decode(Batch& b, const KvLayer& c, const Tensor& q, const Tensor& out,
-                              const AttentionArgs& a) const {
+uint32_t LlmOps::attention_decode_pass(Batch& b, const KvLayer& c, const Tensor& q, const Tensor* out,
+                                       const AttentionArgs& a, Tensor& part) const {
   const std::string op = "attention_decode";
   auto d = attn_check(c, q, out, a, op);
   need(a.n_tokens == 1, op, "one token at a time");
@@ -647,27 +730,44 @@ void LlmOps::attention_decode(Batch& b, const KvLayer& c, const Tensor& q, const
   auto s = attn_shape(d.hd);
   need(bq * s.tpq <= max_wg_, op, "GQA group too large");
   Kernel k = attn_kernel(d.hd, int(bq));
-  const uint32_t kv_len = u32(a.start + 1);
+  const bool dyn = bool(a.start_from);
+  if (dyn) need_elems(a.start_from, 1, op, "start_from");
+  // Splits: a.splits, else 256 workgroups' worth over the KV heads; with a fixed position, no
+  // more than the keys fill (blocks of BK), with a position read on the GPU, as many as the
+  // whole cache would fill.
+  const uint32_t kv_len = dyn ? u32(c.max_ctx) : u32(a.start + 1);
   uint32_t splits = a.splits > 0 ? u32(a.splits) : std::max<uint32_t>(1, 256 / u32(c.n_kv_heads));
   uint32_t split_len = ceil_div(kv_len, splits);
   split_len = std::max(s.bk, (split_len + s.bk - 1) / s.bk * s.bk);
-  splits = ceil_div(kv_len, split_len);
+  if (!dyn || a.splits <= 0) splits = ceil_div(kv_len, split_len);
   Groups g{ceil_div(uint64_t(d.G), bq), u32(c.n_kv_heads), splits};
-  if (splits == 1) {
-    b.dispatch(k, {q, Arg(c.k), Arg(c.v), out},
+  const Tensor& pos = dyn ? a.start_from : dummy_;
+  const uint32_t flag_dyn = dyn ? 1u : 0u;
+  if (splits == 1 && out && !dyn) {
+    b.dispatch(k, {q, Arg(c.k), Arg(c.v), *out, pos},
                Params(1u, u32(a.n_heads), u32(c.n_kv_heads), u32(c.max_ctx), u32(a.start), u32(d.qs), u32(a.q_offset),
-                      u32(d.os), u32(a.o_offset), c.offset, d.scale, split_len, 1u, 0u),
+                      u32(d.os), u32(a.o_offset), c.offset, d.scale, split_len, 1u, 0u, flag_dyn),
                g);
-    return;
+    return 1;
   }
-  Tensor part = make_tensor(ctx_, {int64_t(a.n_heads) * splits * (d.hd + 2)});
-  b.dispatch(k, {q, Arg(c.k), Arg(c.v), part},
+  part = make_tensor(ctx_, {int64_t(a.n_heads) * splits * (d.hd + 2)});
+  b.dispatch(k, {q, Arg(c.k), Arg(c.v), part, pos},
              Params(1u, u32(a.n_heads), u32(c.n_kv_heads), u32(c.max_ctx), u32(a.start), u32(d.qs), u32(a.q_offset), 0u,
-                    0u, c.offset, d.scale, split_len, splits, 1u),
+                    0u, c.offset, d.scale, split_len, splits, 1u, flag_dyn),
              g);
+  return splits;
+}
+
+void LlmOps::attention_decode(Batch& b, const KvLayer& c, const Tensor& q, const Tensor& out,
+                              const AttentionArgs& a) const {
+  Tensor part;
+  const uint32_t splits = attention_decode_pass(b, c, q, &out, a, part);
+  if (!part) return;
+  const int hd = c.head_dim;
+  const int64_t os = a.o_stride < 0 ? int64_t(a.n_heads) * hd : a.o_stride;
   Kernel kc = kernel("llm/attn_combine", {"llm/common.wgsl", "llm/attn_combine.wgsl"}, {}, false);
-  b.dispatch(kc, {part, out}, Params(1u, u32(a.n_heads), splits, u32(d.hd), u32(d.os), u32(a.o_offset)),
-             groups_1d(ctx_, ceil_div(uint64_t(a.n_heads) * uint64_t(d.hd), 128)));
+  b.dispatch(kc, {part, out}, Params(1u, u32(a.n_heads), splits, u32(hd), u32(os), u32(a.o_offset)),
+             groups_1d(ctx_, ceil_div(uint64_t(a.n_heads) * uint64_t(hd), 128)));
 }
 
 // ---- paged attention (serving) -------------------------------------------------------------

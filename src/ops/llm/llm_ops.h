@@ -53,6 +53,21 @@ struct KvCache {
 };
 KvCache make_kv_cache(const Context& ctx, int n_layers, int n_kv_heads, int max_ctx, int head_dim);
 
+// ---- 8-bit activations ---------------------------------------------------------------------
+// Activations quantized to 8 bits per block of 32 elements, per token (llama.cpp's q8_1): the
+// input of the integer-dot-product kernels (linear_q8) for Q4_0 / Q8_0 / Q4_K / Q6_K weights.
+// Block b of token t holds values q_i * d with d = max|x| / 127, q_i = round(x_i / d):
+// qs [tokens][cols / 4] words of four int8 quants (the first in the low byte), ds [tokens]
+// [cols / 32] pairs (f32 bits of d; the sums of q_0..15 and q_16..31 as two i16, low first).
+struct Q8Act {
+  Tensor qs, ds;
+  int max_tokens = 0;
+  int64_t cols = 0;  // a multiple of 32
+};
+Q8Act make_q8_act(const Context& ctx, int max_tokens, int64_t cols);
+// Whether linear_q8 takes weights of this type.
+bool supports_q8(TensorType t);
+
 // ---- linear: versions and options ---------------------------------------------------------
 // The kernel versions of linear (y = W x). matvec (n_tokens == 1): Naive, or Subgroup / Shared
 // reductions. matmul (n_tokens > 1): Naive, Shared (or Subgroup): the 64x64 tiled kernel, RegTile:
@@ -121,6 +136,10 @@ struct AttentionArgs {
   int64_t o_stride = -1, o_offset = 0;  // out likewise
   float scale = 0;                      // 0: 1/sqrt(head_dim)
   int splits = 0;                       // decode: splits over the sequence (0: pick)
+  // Decode: the position of the query token read from this u32 tensor (element 0) when the batch
+  // runs instead of `start`, with a fixed number of splits (`splits`, or the most the cache
+  // needs), so that one recorded step serves every position. `start` then only bounds the check.
+  Tensor start_from;
 };
 
 // Paged attention (serving): the new tokens of several sequences in one batch, each sequence over
@@ -161,7 +180,10 @@ struct LlmTuning {
   uint32_t matvec_wg = 256;    // invocations per matvec workgroup (rows per workgroup = wg / tpr)
   uint32_t matvec_tpr = 32;    // invocations per row (a power of two)
   uint32_t matvec_unroll = 2;  // weight loads in flight per invocation
-  uint32_t matvec_rows = 2;    // rows per group of matvec_tpr invocations (1..4), sharing x loads
+  uint32_t matvec_rows = 2;    // rows per group of matvec_tpr invocations (1..8), sharing x loads
+  // One token through a gate|up weight with f32 activations: 1 runs gate|up and SwiGLU as one
+  // matvec dispatch (linear_swiglu), 0 as two (for A/B measurements).
+  uint32_t matvec_swiglu = 1;
   // Register-tiled matmul (prefill): tokens (BM, a multiple of 8) x weight rows (BN, a multiple
   // of 8) per workgroup, (BM / 8) * (BN / 8) invocations of 8x8 outputs; k step BK (a multiple of
   // 4). 64 x 128: an 8B model's 4096-row projections at 512 tokens give 256 workgroups.
@@ -173,11 +195,41 @@ struct LlmTuning {
   LinearVersion matmul = LinearVersion::Auto;
   // Batched kernel: lanes per row group (a power of two, <= 32; fixes the summation order, so
   // results change with it), invocations per workgroup (0: the largest of 256/128/64 that still
-  // gives batched_min_groups workgroups), and that target.
+  // gives batched_min_groups workgroups), and that target. 8 lanes, auto: with 8-token tiles
+  // the fastest tried on the H200 (16 or 32 lanes beat it with 16-token tiles at 16 sequences,
+  // not at 64; docs/serving.md has the sweep).
   uint32_t batched_kl = 8;
   uint32_t batched_wg = 0;
   uint32_t batched_min_groups = 264;
+  // Most tokens per batched workgroup (a power of two <= 32; fewer tokens take the next power
+  // of two), in steps of at most 256 tokens and in larger ones (prefill): each weight chunk a
+  // lane loads serves that many tokens, each token costs 4 sums in registers. Never changes a
+  // result. On the H200 (8B Q4_0, batched-q8, docs/serving.md) 8 beat 16 by 16-17% in decode
+  // steps of 16 and 64 tokens (twice the workgroups, half the registers) and 32 lost; in
+  // 512-token prefill steps 16 beat 8 by 12%.
+  uint32_t batched_tt = 8;
+  uint32_t batched_tt_large = 16;
+  // batched-q8: each lane loads its next weight block before it multiplies the current one
+  // (measured on the H200: within 3% of off at 16-64 sequences, faster at 1).
+  bool batched_prefetch = true;
+  // 8-bit-activation matvec (matvec_q8.wgsl, one token): invocations per workgroup and per row
+  // group (a power of two), rows per group (1..8). The fused gate|up + SwiGLU variant keeps wg and
+  // tpr and takes the rows that make 64 per workgroup.
+  uint32_t mvq_wg = 256;
+  uint32_t mvq_tpr = 32;
+  uint32_t mvq_rows = 2;
+  // 8-bit-activation matmul (matmul_q8.wgsl, prefill): tokens (BM) x weight rows (BN) per
+  // workgroup, multiples of 8, (BM / 8) * (BN / 8) invocations of 8 x 8 outputs.
+  uint32_t mmq_bm = 64;
+  uint32_t mmq_bn = 128;
+  // quant_act.wgsl: invocations per token (a power of two >= 8; one token gets up to 4x this).
+  uint32_t quant_wg = 256;
 };
+
+// Sets tuning fields from "name=value,name=value" (the LlmTuning field names, e.g.
+// "mvq_tpr=16,mvq_rows=4,mmq_bm=128"; '/' separates knobs too); wgc::Error naming an unknown
+// field or a bad value. For sweeps (bench-llm --tuning, WGC_LLM_TUNING for wgc bench).
+void apply_tuning(LlmTuning& t, std::string_view spec);
 
 class LlmOps {
  public:
@@ -188,6 +240,30 @@ class LlmOps {
   // Compiles every pipeline the given types (and head dims) may use, one after another (so that the
   // first token does not pay for them).
   void precompile(const std::vector<TensorType>& types, const std::vector<int>& head_dims);
+
+  // ---- 8-bit activations (Q8Act) ----
+  // x (f32, token t at x[t * x_stride + x_offset ..], x_stride -1: out.cols) quantized into out.
+  void quantize_q8(Batch& b, const Tensor& x, const Q8Act& out, int n_tokens, int64_t x_stride = -1,
+                   int64_t x_offset = 0) const;
+  // rms_norm then quantize_q8, in one dispatch: out[t] = q(x[t] / sqrt(mean(x[t]^2) + eps) * w).
+  void rms_norm_q8(Batch& b, const Tensor& x, const Tensor& w, const Q8Act& out, int n_tokens, float eps,
+                   int64_t x_stride = -1, int64_t x_offset = 0) const;
+  // swiglu then quantize_q8, in one dispatch: out[t][i] = q(silu(g) * u), g = gu[t * stride + i],
+  // u = gu[t * stride + up_offset + i], i < out.cols.
+  void swiglu_q8(Batch& b, const Tensor& gu, int64_t stride, int64_t up_offset, const Q8Act& out, int n_tokens) const;
+  // y = W x with x quantized (supports_q8(w.type), w.cols == x.cols): integer dot products,
+  // scaled per block (results differ from linear's by x's rounding). LinearOptions' row range,
+  // y stride and offset, bias and accumulate apply (x_stride and version do not). One token runs
+  // the matvec (matvec_q8.wgsl), more the register-tiled matmul (matmul_q8.wgsl).
+  void linear_q8(Batch& b, const GpuWeight& w, const Q8Act& x, const Tensor& y, int n_tokens,
+                 const LinearOptions& o = {}) const;
+  // One token through a gate|up weight (rows [0, n) gate, [n, 2n) up, n = out.cols): silu(gate) *
+  // up quantized into out, in one dispatch (n % 32 == 0).
+  void linear_swiglu_q8(Batch& b, const GpuWeight& gate_up, const Q8Act& x, const Q8Act& out) const;
+  // attention_decode with the output quantized into out (heads back to back: out.cols = n_heads *
+  // head_dim, head_dim % 32 == 0; o_stride/o_offset unused): the o projection's input.
+  void attention_decode_q8(Batch& b, const KvLayer& cache, const Tensor& q, const Q8Act& out,
+                           const AttentionArgs& a) const;
 
   // All op/version pairs this adapter runs (for the benchmark listing).
   std::vector<KernelVersion> versions() const;
@@ -222,6 +298,11 @@ class LlmOps {
   // more a matmul (LinearVersion::Naive: one invocation per output for both; see LinearVersion).
   void linear(Batch& b, const GpuWeight& w, const Tensor& x, const Tensor& y, int n_tokens, const LinearOptions& o = {},
               LinearVersion v = LinearVersion::Auto) const;
+
+  // One token through a gate|up weight (rows [0, n) gate, [n, 2n) up, n % 32 == 0): out[i] =
+  // silu(gate) * up, in one dispatch (the matvec with f32 x; v: Subgroup or Shared, Auto picks).
+  void linear_swiglu(Batch& b, const GpuWeight& gate_up, const Tensor& x, const Tensor& out,
+                     LinearVersion v = LinearVersion::Auto) const;
 
   // out[t * out_stride + i] = silu(g) * u, g = gate[t * g_stride + g_off + i],
   // u = up[t * u_stride + u_off + i], i < n (gate and up may be one gate|up tensor).
@@ -287,7 +368,9 @@ class LlmOps {
   // The batched kernels' workgroup size: tuning.batched_wg, else the largest that still gives
   // batched_min_groups workgroups.
   uint32_t batched_wg(uint64_t token_tiles, int64_t rows) const;
-  Kernel linear_kernel(const std::string& kind, TensorType t, LinearVersion v) const;
+  uint32_t batched_tt(int n_tokens) const;  // tuning.batched_tt or _large for n_tokens, checked
+  // swiglu_rows: the matvec's SWIGLU variant with that many rows per group (0: the plain kernel).
+  Kernel linear_kernel(const std::string& kind, TensorType t, LinearVersion v, uint32_t swiglu_rows = 0) const;
   // The matvec schedule: tuning clamped to the adapter and the kernel. The pipeline and the grid
   // must agree on it.
   struct MatvecShape {
@@ -295,6 +378,16 @@ class LlmOps {
   };
   MatvecShape matvec_shape() const;
   Kernel attn_kernel(int head_dim, int bq) const;
+  // The split-K pass of attention_decode: partials (made here), or with one split at a fixed
+  // position and an output given, the output itself. Returns the number of splits.
+  uint32_t attention_decode_pass(Batch& b, const KvLayer& cache, const Tensor& q, const Tensor* out,
+                                 const AttentionArgs& a, Tensor& partials) const;
+  void quant_act(Batch& b, const Tensor& x, const Tensor& w, const Q8Act& out, int n_tokens, int64_t x_stride,
+                 int64_t x_offset, uint32_t mode, int64_t up_offset, float eps, const std::string& op) const;
+  // matvec_q8 / matmul_q8 for a weight type; tag: what sets this prelude and these constants
+  // apart (part of the kernel's name and cache key).
+  Kernel q8_kernel(const std::string& kind, TensorType t, const std::string& tag, const std::string& prelude,
+                   std::vector<std::pair<std::string, double>> constants) const;
   void select_pass(Batch& b, const Tensor& vals, const Tensor& ids, bool have_ids, int64_t count, int k, int rows,
                    int64_t in_stride, int64_t out_stride, const Tensor& out_v, const Tensor& out_i) const;
 

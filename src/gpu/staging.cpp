@@ -1,0 +1,110 @@
+#include "gpu/staging.h"
+
+#include "gpu/context_state.h"
+#include "util/error.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace wgc {
+
+namespace {
+// A large copy into the mapping in parallel: one core's memcpy into host-visible memory moves a few
+// GB/s, a batch of 64 images is 38.5 MB.
+constexpr size_t kParallelCopyBytes = size_t(4) << 20;
+constexpr unsigned kMaxCopyThreads = 8;
+
+void copy_into(std::byte* dst, const std::byte* src, size_t n) {
+  unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+  unsigned threads =
+      n < kParallelCopyBytes ? 1 : std::min({kMaxCopyThreads, hw, unsigned(n / (kParallelCopyBytes / 4))});
+  if (threads <= 1) {
+    std::memcpy(dst, src, n);
+    return;
+  }
+  size_t part = (n / threads + 63) / 64 * 64;
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < threads && t * part < n; ++t)
+    pool.emplace_back([=] { std::memcpy(dst + t * part, src + t * part, std::min(part, n - t * part)); });
+  std::memcpy(dst, src, std::min(part, n));
+  for (auto& th : pool) th.join();
+}
+}  // namespace
+
+struct StagedUpload::State {
+  Context ctx;
+  std::shared_ptr<detail::BufferHandle> buf;
+  Tensor staging;  // buf seen as a tensor, for Batch::copy
+  enum class Map { Unmapped, Pending, Mapped } map = Map::Unmapped;
+  WGPUFuture future{};
+  WGPUMapAsyncStatus status = WGPUMapAsyncStatus_Error;
+  std::string message;
+
+  explicit State(Context c) : ctx(std::move(c)) {}
+  State(const State&) = delete;
+  State& operator=(const State&) = delete;
+  // The map callback writes into this object, and a pooled buffer must go back unmapped.
+  ~State() {
+    try {
+      if (map == Map::Pending) finish();
+      if (map == Map::Mapped) wgpuBufferUnmap(buf->buffer);
+    } catch (...) {
+    }
+  }
+
+  void request() {
+    WGPUBufferMapCallbackInfo cb = WGPU_BUFFER_MAP_CALLBACK_INFO_INIT;
+    cb.mode = WGPUCallbackMode_WaitAnyOnly;
+    cb.callback = [](WGPUMapAsyncStatus st, WGPUStringView msg, void* u, void*) {
+      auto* self = static_cast<State*>(u);
+      self->status = st;
+      self->message = detail::to_string(msg);
+    };
+    cb.userdata1 = this;
+    future = wgpuBufferMapAsync(buf->buffer, WGPUMapMode_Write, 0, buf->size, cb);
+    map = Map::Pending;
+  }
+
+  void finish() {
+    map = Map::Unmapped;
+    detail::wait_future(ctx.instance(), future, "a staging buffer");
+    if (status != WGPUMapAsyncStatus_Success)
+      throw GpuError("wgc: mapping a " + std::to_string(buf->size) + "-byte staging buffer failed: " + message);
+    map = Map::Mapped;
+  }
+};
+
+StagedUpload::StagedUpload(const Context& ctx, uint64_t bytes) : state_(std::make_shared<State>(ctx)) {
+  uint64_t size = detail::round_up(std::max<uint64_t>(bytes, 4), 4);
+  state_->buf = detail::acquire_buffer(ctx.shared_state(), size, WGPUBufferUsage_MapWrite | WGPUBufferUsage_CopySrc,
+                                       "upload staging");
+  state_->staging = Tensor(state_->buf, {int64_t(size / 4)}, DType::F32);
+}
+
+uint64_t StagedUpload::bytes() const { return state_ ? state_->buf->size : 0; }
+
+void StagedUpload::write(Batch& batch, std::span<const std::byte> data, const Tensor& dst, uint64_t dst_offset) {
+  if (!state_) throw Error("wgc: write through an empty StagedUpload");
+  State& s = *state_;
+  if (data.size() > s.buf->size || data.size() % 4)
+    throw Error("wgc: a staged upload of " + std::to_string(data.size()) + " bytes into a " +
+                std::to_string(s.buf->size) + "-byte staging buffer (needs a multiple of 4 that fits)");
+  if (data.empty()) return;
+  if (s.map == State::Map::Unmapped) s.request();
+  if (s.map == State::Map::Pending) s.finish();
+  void* at = wgpuBufferGetMappedRange(s.buf->buffer, 0, s.buf->size);
+  if (!at) throw GpuError("wgc: a staging buffer's mapping is not accessible");
+  copy_into(static_cast<std::byte*>(at), data.data(), data.size());
+  wgpuBufferUnmap(s.buf->buffer);
+  s.map = State::Map::Unmapped;
+  batch.copy(s.staging, 0, dst, dst_offset, data.size());
+}
+
+void StagedUpload::remap() {
+  if (state_ && state_->map == State::Map::Unmapped) state_->request();
+}
+
+}  // namespace wgc

@@ -1,0 +1,54 @@
+// Combines one token's flash-decoding partials (attn_combine.wgsl's layout [n_heads][n_splits]
+// [HD + 2]) and writes the result quantized to 8 bits per block of 32 (quant_act.wgsl's layout:
+// the o projection's input, heads back to back): one workgroup per head, one invocation per
+// element, HD a multiple of 32. Preceded by common.wgsl.
+@group(0) @binding(0) var<storage, read> part: array<f32>;
+@group(0) @binding(1) var<storage, read_write> qs: array<u32>;
+@group(0) @binding(2) var<storage, read_write> ds: array<vec2<u32>>;
+struct P {
+  n_heads: u32,
+  n_splits: u32,
+}
+@group(0) @binding(3) var<uniform> p: P;
+override HD: u32 = 128;
+var<workgroup> vals: array<f32, HD>;
+
+@compute @workgroup_size(HD)
+fn main(@builtin(local_invocation_index) d: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+  let h = wid.x;
+  let w = HD + 2u;
+  let b = h * p.n_splits * w;
+  var mx = -3.0e38;
+  for (var s = 0u; s < p.n_splits; s++) { mx = max(mx, part[b + s * w + HD]); }
+  var l = 0.0;
+  var a = 0.0;
+  for (var s = 0u; s < p.n_splits; s++) {
+    let f = exp(part[b + s * w + HD] - mx);
+    l += f * part[b + s * w + HD + 1u];
+    a += f * part[b + s * w + d];
+  }
+  vals[d] = a / l;
+  workgroupBarrier();
+  if (d >= HD / 4u) { return; }
+  let g0 = (d / 8u) * 32u;  // this word's block
+  var amax = 0.0;
+  for (var i = 0u; i < 32u; i++) { amax = max(amax, abs(vals[g0 + i])); }
+  let dq = amax / 127.0;
+  let id = select(0.0, 1.0 / dq, dq > 0.0);
+  let v = vec4<f32>(vals[4u * d], vals[4u * d + 1u], vals[4u * d + 2u], vals[4u * d + 3u]);
+  let q = bitcast<vec4<u32>>(vec4<i32>(clamp(round(v * id), vec4<f32>(-127.0), vec4<f32>(127.0)))) & vec4<u32>(0xffu);
+  qs[h * (HD / 4u) + d] = q.x | (q.y << 8u) | (q.z << 16u) | (q.w << 24u);
+  if (d % 8u == 0u) {
+    var lo = 0i;
+    var hi = 0i;
+    for (var i = 0u; i < 32u; i++) {
+      let qi = i32(clamp(round(vals[g0 + i] * id), -127.0, 127.0));
+      if (i < 16u) {
+        lo += qi;
+      } else {
+        hi += qi;
+      }
+    }
+    ds[h * (HD / 32u) + d / 8u] = vec2<u32>(bitcast<u32>(dq), (bitcast<u32>(lo) & 0xffffu) | (bitcast<u32>(hi) << 16u));
+  }
+}

@@ -1,0 +1,107 @@
+// Matrix-vector with 8-bit activations (one token; llama.cpp's MMVQ): y[y_off + r] =
+// sum_u dot(W[row0 + r], x) (+ bias[row0 + r]) (+ y), the weights' quants and x's (q8_act.wgsl)
+// multiplied with integer dot products (dot4I8Packed) a unit at a time (q8dot/*.wgsl: one to four
+// blocks of 32), scaled per block. A group of TPR invocations takes R rows and strides over their
+// units; each unit's x is loaded once for the R rows. Sums with group_sum (reduce_sg.wgsl or
+// reduce_wg.wgsl).
+//
+// SWIGLU (a prelude constant): the rows are a gate|up weight (gate rows 0 .. half - 1, up rows
+// half ..), a workgroup computes gate and up rows 32w .. 32w + 31 (WG / TPR * R == 64) and writes
+// silu(gate) * up quantized as x is (quant_act.wgsl's block w) into y (quants) and yd (d, sums).
+//
+// Preceded by a prelude (SWIGLU), common.wgsl, a weights/*.wgsl file (bindings 0, 1),
+// q8_act.wgsl (2, 3), a q8dot/*.wgsl file and a reduce file.
+@group(0) @binding(4) var<storage, read> bias: array<f32>;
+@group(0) @binding(5) var<storage, read_write> y: array<u32>;  // f32 bits, or SWIGLU's quants
+@group(0) @binding(6) var<storage, read_write> yd: array<vec2<u32>>;  // SWIGLU: (d, sums) per block
+struct P {
+  rows: u32,
+  cols: u32,
+  row0: u32,
+  y_off: u32,
+  flags: u32,  // 1: add bias, 2: accumulate into y
+  half: u32,   // SWIGLU: rows of the gate (the up rows follow)
+}
+@group(0) @binding(7) var<uniform> p: P;
+override WG: u32 = 256;
+override TPR: u32 = 32;  // invocations per row group (a power of two)
+override R: u32 = 2u;    // rows per group, at most R_MAX
+const R_MAX: u32 = 8u;
+
+var<workgroup> red: array<f32, WG>;
+var<workgroup> res: array<f32, 64>;  // SWIGLU: the workgroup's gate and up sums, then silu(g) * u
+
+fn xq(i4: u32) -> vec4<f32> { return vec4<f32>(0.0); }  // unused here (w_chunk needs it)
+
+@compute @workgroup_size(WG)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>,
+        @builtin(num_workgroups) nwg: vec3<u32>) {
+  let wg = wg_linear(wid, nwg);
+  let g = lid / TPR;
+  let lane = lid % TPR;
+  var rows: array<u32, R_MAX>;
+  var rl: array<u32, R_MAX>;  // the rows' indices from row0 (past p.rows: none)
+  for (var u = 0u; u < R; u++) {
+    let lr = g * R + u;
+    if (SWIGLU) {
+      rl[u] = select(32u * wg + lr, p.half + 32u * wg + lr - 32u, lr >= 32u);
+    } else {
+      rl[u] = wg * (WG / TPR * R) + lr;
+    }
+    rows[u] = p.row0 + min(rl[u], p.rows - 1u);
+  }
+  w_setup(p.cols);
+  let nu = p.cols / (32u * MQ_UB);
+  var acc: array<f32, R_MAX>;
+  for (var un = lane; un < nu; un += TPR) {
+    let xu = u_x(un);
+    for (var u = 0u; u < R; u++) { acc[u] += u_dot(rows[u], un, xu); }
+  }
+  for (var u = 0u; u < R; u++) {
+    let s = group_sum(acc[u], lid, TPR);
+    if (lane == 0u) {
+      if (SWIGLU) {
+        res[g * R + u] = s;
+      } else if (rl[u] < p.rows) {
+        var o = s;
+        if ((p.flags & 1u) != 0u) { o += bias[rows[u]]; }
+        let yi = p.y_off + rl[u];
+        if ((p.flags & 2u) != 0u) { o += bitcast<f32>(y[yi]); }
+        y[yi] = bitcast<u32>(o);
+      }
+    }
+  }
+  if (SWIGLU) {
+    workgroupBarrier();
+    var a = 0.0;
+    if (lid < 32u) {
+      let gv = res[lid];
+      a = gv / (1.0 + exp(-gv)) * res[32u + lid];
+    }
+    workgroupBarrier();
+    if (lid < 32u) { res[lid] = a; }
+    workgroupBarrier();
+    if (lid < 8u) {
+      var amax = 0.0;
+      for (var i = 0u; i < 32u; i++) { amax = max(amax, abs(res[i])); }
+      let d = amax / 127.0;
+      let id = select(0.0, 1.0 / d, d > 0.0);
+      let v = vec4<f32>(res[4u * lid], res[4u * lid + 1u], res[4u * lid + 2u], res[4u * lid + 3u]);
+      let q = bitcast<vec4<u32>>(vec4<i32>(clamp(round(v * id), vec4<f32>(-127.0), vec4<f32>(127.0)))) & vec4<u32>(0xffu);
+      y[8u * wg + lid] = q.x | (q.y << 8u) | (q.z << 16u) | (q.w << 24u);
+      if (lid == 0u) {
+        var lo = 0i;
+        var hi = 0i;
+        for (var i = 0u; i < 32u; i++) {
+          let qi = i32(clamp(round(res[i] * id), -127.0, 127.0));
+          if (i < 16u) {
+            lo += qi;
+          } else {
+            hi += qi;
+          }
+        }
+        yd[wg] = vec2<u32>(bitcast<u32>(d), (bitcast<u32>(lo) & 0xffffu) | (bitcast<u32>(hi) << 16u));
+      }
+    }
+  }
+}

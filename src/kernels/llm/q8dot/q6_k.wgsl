@@ -1,0 +1,70 @@
+// Q6_K weights (weights/q6_k.wgsl) against 8-bit activations (q8_act.wgsl). A unit is one half
+// h of a super-block (128 elements): quarter k (0..3) is x block 4u + k, its element l (0..31)
+// the 6-bit q from ql[64h + l + 32(k & 1)] (>> 4 for k >= 2) and qh[32h + l] >> 2k, value
+// d * sc[8h + l / 16 + 2k] * (q - 32). Per 16 elements (one scale):
+//   sum = d * dx * sc * (sum q * qx - 32 * sum qx).
+const MQ_UB: u32 = 4u;      // x blocks per unit
+const MQ_SW: u32 = 4u;      // matmul: words per scale
+const MQ_MIN: bool = false;  // matmul: scales come with a min
+
+// The quants of quarter k, words 4p .. 4p + 3 of its block (l = 16p + 4i ..), from the ql words
+// of l (qa), of l + 32 (qb) and the qh words of l.
+fn q6_quarter(qa: u32, qb: u32, qh: u32, k: u32) -> u32 {
+  let lo = (select(qa, qb, (k & 1u) == 1u) >> (4u * (k / 2u))) & 0x0f0f0f0fu;
+  return lo | (((qh >> (2u * k)) & 0x03030303u) << 4u);
+}
+
+// matvec_q8.wgsl: the x data of unit u, and a row's dot product with it.
+struct XU { x: array<vec4<u32>, 8>, e: array<vec2<u32>, 4> }
+fn u_x(u: u32) -> XU {
+  var r: XU;
+  for (var i = 0u; i < 8u; i++) { r.x[i] = xw[8u * u + i]; }
+  for (var k = 0u; k < 4u; k++) { r.e[k] = xd[4u * u + k]; }
+  return r;
+}
+fn u_dot(row: u32, u: u32, x: XU) -> f32 {
+  let h = u & 1u;
+  let sb = u / 2u;
+  let base = row * w_rs4 + sb * 13u;
+  let sv = wq[base + 12u];
+  var acc = 0.0;
+  for (var p = 0u; p < 2u; p++) {
+    let qa = wq[base + 4u * h + p];
+    let qb = wq[base + 4u * h + 2u + p];
+    let qh = wq[base + 8u + 2u * h + p];
+    for (var k = 0u; k < 4u; k++) {
+      let xv = x.x[2u * k + p];
+      let s = dot4I8Packed(q6_quarter(qa.x, qb.x, qh.x, k), xv.x) + dot4I8Packed(q6_quarter(qa.y, qb.y, qh.y, k), xv.y) +
+              dot4I8Packed(q6_quarter(qa.z, qb.z, qh.z, k), xv.z) + dot4I8Packed(q6_quarter(qa.w, qb.w, qh.w, k), xv.w);
+      let e = x.e[k];
+      let sx = select(q8_lo(e), q8_hi(e), p == 1u);
+      acc += q8_d(e) * q6k_sc(sv, 8u * h + p + 2u * k) * f32(s - 32 * sx);
+    }
+  }
+  return bitcast<f32>(ws[row * w_nb + sb]) * acc;
+}
+
+// matmul_q8.wgsl: a row's unit as loaded, its 32 words as signed bytes (q - 32: bit 5 flipped,
+// sign-extended; word k = quarter k / 8, word k % 8 of its block) and the d * sc of each 16.
+struct WU { qa0: vec4<u32>, qa1: vec4<u32>, qb0: vec4<u32>, qb1: vec4<u32>, qh0: vec4<u32>, qh1: vec4<u32>, sv: vec4<u32>, d: f32, h: u32 }
+fn mq_load(row: u32, u: u32) -> WU {
+  let h = u & 1u;
+  let sb = u / 2u;
+  let base = row * w_rs4 + sb * 13u;
+  return WU(wq[base + 4u * h], wq[base + 4u * h + 1u], wq[base + 4u * h + 2u], wq[base + 4u * h + 3u],
+            wq[base + 8u + 2u * h], wq[base + 9u + 2u * h], wq[base + 12u], bitcast<f32>(ws[row * w_nb + sb]), h);
+}
+fn mq_word(wu: WU, k: u32) -> u32 {
+  let q = k / 8u;
+  let i = k & 3u;
+  let p = (k / 4u) & 1u;
+  let qa = select(wu.qa0[i], wu.qa1[i], p == 1u);
+  let qb = select(wu.qb0[i], wu.qb1[i], p == 1u);
+  let qh = select(wu.qh0[i], wu.qh1[i], p == 1u);
+  let r = q6_quarter(qa, qb, qh, q) ^ 0x20202020u;
+  return r | ((r & 0x20202020u) * 6u);
+}
+fn mq_scale(wu: WU, g: u32) -> vec2<f32> {
+  // group g = 2 * quarter + p
+  return vec2<f32>(wu.d * q6k_sc(wu.sv, 8u * wu.h + (g & 1u) + 2u * (g / 2u)), 0.0);
+}

@@ -1,0 +1,25 @@
+// Q8_0 weights (weights/q8_0.wgsl) against 8-bit activations (q8_act.wgsl). A unit is one block
+// of 32: sum = dw * dx * sum q * qx.
+const MQ_UB: u32 = 1u;      // x blocks per unit
+const MQ_SW: u32 = 8u;      // matmul: words per scale
+const MQ_MIN: bool = false;  // matmul: scales come with a min (K-quants)
+
+// matvec_q8.wgsl: the x data of unit u, and a row's dot product with it.
+struct XU { a: vec4<u32>, b: vec4<u32>, e: vec2<f32> }
+fn u_x(u: u32) -> XU { return XU(xw[2u * u], xw[2u * u + 1u], q8_block(u)); }
+fn u_dot(row: u32, u: u32, x: XU) -> f32 {
+  let v0 = wq[row * w_rs4 + 2u * u];
+  let v1 = wq[row * w_rs4 + 2u * u + 1u];
+  let s = dot4I8Packed(v0.x, x.a.x) + dot4I8Packed(v0.y, x.a.y) + dot4I8Packed(v0.z, x.a.z) +
+          dot4I8Packed(v0.w, x.a.w) + dot4I8Packed(v1.x, x.b.x) + dot4I8Packed(v1.y, x.b.y) +
+          dot4I8Packed(v1.z, x.b.z) + dot4I8Packed(v1.w, x.b.w);
+  return w_scale(row, u) * x.e.x * f32(s);
+}
+
+// matmul_q8.wgsl: a row's unit as loaded, its words (signed bytes already) and its scale.
+struct WU { v0: vec4<u32>, v1: vec4<u32>, d: f32 }
+fn mq_load(row: u32, u: u32) -> WU {
+  return WU(wq[row * w_rs4 + 2u * u], wq[row * w_rs4 + 2u * u + 1u], w_scale(row, u));
+}
+fn mq_word(wu: WU, k: u32) -> u32 { return select(wu.v0[k & 3u], wu.v1[k & 3u], k >= 4u); }
+fn mq_scale(wu: WU, g: u32) -> vec2<f32> { return vec2<f32>(wu.d, 0.0); }

@@ -1,0 +1,281 @@
+// The 8-bit-activation path: quantizing activations (plain, after RMSNorm, after SwiGLU), the
+// integer-dot-product matvec and matmul for Q4_0 / Q8_0 / Q4_K / Q6_K, the fused gate|up + SwiGLU
+// matvec, and decode attention with a quantized output (at a fixed and at a GPU-read position).
+#include "test_llm_util.h"
+
+#include <cstring>
+
+using namespace wgc;
+using namespace wgc::llm;
+using wgc::test::ctx;
+using wgc::test::ops;
+
+namespace {
+
+// The activations a Q8Act holds for n tokens, as floats (q * d); checks that every block's two
+// sums are its quants' sums and that no quant is -128.
+std::vector<float> dequant(const Q8Act& a, int n) {
+  auto qs = download<uint32_t>(ctx(), a.qs);
+  auto ds = download<uint32_t>(ctx(), a.ds);
+  const int64_t nb = a.cols / 32;
+  std::vector<float> out(size_t(n) * size_t(a.cols));
+  for (int64_t b = 0; b < n * nb; ++b) {
+    float d;
+    std::memcpy(&d, &ds[size_t(2 * b)], 4);
+    const uint32_t packed = ds[size_t(2 * b + 1)];
+    const int lo_want = int16_t(packed & 0xffff), hi_want = int16_t(packed >> 16);
+    int lo = 0, hi = 0;
+    for (int i = 0; i < 32; ++i) {
+      const int q = int8_t(qs[size_t(b * 8 + i / 4)] >> (8 * (i % 4)));
+      EXPECT_NE(q, -128) << "block " << b;
+      (i < 16 ? lo : hi) += q;
+      out[size_t(b * 32 + i)] = float(q) * d;
+    }
+    EXPECT_EQ(lo, lo_want) << "block " << b;
+    EXPECT_EQ(hi, hi_want) << "block " << b;
+  }
+  return out;
+}
+
+// |got - want| within one quantization step (of want's block) plus a rounding margin: a value on
+// a rounding boundary may go either way when the GPU's f32 arithmetic differs in the last bit.
+void expect_quantized(const std::vector<float>& got, const std::vector<float>& exact, const std::string& what) {
+  ASSERT_EQ(got.size(), exact.size()) << what;
+  auto want = ref::quantize_q8_act(exact);
+  size_t bad = 0;
+  for (size_t b = 0; b < exact.size(); b += 32) {
+    float amax = 0;
+    for (size_t i = b; i < b + 32; ++i) amax = std::max(amax, std::fabs(exact[i]));
+    const float step = amax / 127.0f;
+    for (size_t i = b; i < b + 32; ++i)
+      if (!(std::fabs(got[i] - want[i]) <= step * 1.001f + 1e-6f * amax)) ++bad;
+  }
+  EXPECT_EQ(bad, 0u) << what;
+}
+
+std::vector<float> poisoned_q8(const Q8Act& a) {
+  fill_u32(ctx(), a.qs, kPoisonNaN);
+  fill_u32(ctx(), a.ds, kPoisonNaN);
+  return {};
+}
+
+}  // namespace
+
+TEST(LlmQ8, QuantizeNormSwigluMatchReference) {
+  for (int64_t cols : {32, 96, 4160}) {
+    const int n = 5;
+    auto xv = test::random_floats(size_t(n) * size_t(cols + 7), uint32_t(cols));
+    for (int64_t i = 0; i < cols; ++i) xv[size_t(2 * (cols + 7) + 3 + i)] = 0;  // an all-zero token
+    auto x = make_tensor(ctx(), {int64_t(xv.size())}, xv);
+    auto wv = test::random_floats(size_t(cols), 5, 0.5f, 1.5f);
+    auto w = make_tensor(ctx(), {cols}, wv);
+    Q8Act a = make_q8_act(ctx(), n, cols);
+    // Token t at x[t * (cols + 7) + 3 ..].
+    std::vector<float> rows;
+    for (int t = 0; t < n; ++t)
+      rows.insert(rows.end(), xv.begin() + t * (cols + 7) + 3, xv.begin() + t * (cols + 7) + 3 + cols);
+    const std::string at = " cols " + std::to_string(cols);
+    {
+      poisoned_q8(a);
+      Batch b(ctx());
+      ops().quantize_q8(b, x, a, n, cols + 7, 3);
+      b.run();
+      expect_quantized(dequant(a, n), rows, "quantize" + at);
+    }
+    {
+      poisoned_q8(a);
+      Batch b(ctx());
+      ops().rms_norm_q8(b, x, w, a, n, 1e-5f, cols + 7, 3);
+      b.run();
+      auto want = ref::rms_norm(rows, wv, n, int(cols), 1e-5f);
+      expect_quantized(dequant(a, n), want, "rms_norm" + at);
+    }
+    {
+      // gate at 3.., up at 3 + cols/2.. of rows of cols + 7 (cols / 2 outputs, when a block multiple)
+      if ((cols / 2) % 32) continue;
+      Q8Act h = make_q8_act(ctx(), n, cols / 2);
+      poisoned_q8(h);
+      Batch b(ctx());
+      ops().swiglu_q8(b, Tensor(x), cols + 7, cols / 2, h, n);  // x_offset 0: gate at t * (cols + 7)
+      b.run();
+      std::vector<float> g, u;
+      for (int t = 0; t < n; ++t) {
+        g.insert(g.end(), xv.begin() + t * (cols + 7), xv.begin() + t * (cols + 7) + cols / 2);
+        u.insert(u.end(), xv.begin() + t * (cols + 7) + cols / 2, xv.begin() + t * (cols + 7) + cols);
+      }
+      expect_quantized(dequant(h, n), ref::swiglu(g, u), "swiglu" + at);
+    }
+  }
+}
+
+// linear_q8 against the reference over the quantized x the kernel saw (so only the dot products
+// and scales are checked), every type, one token (matvec) and more (matmul) at token and row
+// counts around the tiles, with a row range, strided y, bias and accumulation; two tilings.
+TEST(LlmQ8, LinearMatchesReference) {
+  struct Tiling {
+    uint32_t bm, bn, mv_wg, mv_tpr, mv_rows;
+  };
+  std::vector<std::pair<Tiling, std::unique_ptr<LlmOps>>> tilings;
+  for (Tiling tl : {Tiling{64, 128, 256, 32, 2}, Tiling{16, 40, 64, 8, 3}}) {
+    auto o = std::make_unique<LlmOps>(ctx());
+    o->tuning.mmq_bm = tl.bm;
+    o->tuning.mmq_bn = tl.bn;
+    o->tuning.mvq_wg = tl.mv_wg;
+    o->tuning.mvq_tpr = tl.mv_tpr;
+    o->tuning.mvq_rows = tl.mv_rows;
+    tilings.emplace_back(tl, std::move(o));
+  }
+  for (auto t : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K}) {
+    const bool k = int64_t(block_size(t)) == 256;
+    for (auto [rows, cols] : k ? std::vector<std::pair<int64_t, int64_t>>{{37, 256}, {45, 768}}
+                               : std::vector<std::pair<int64_t, int64_t>>{{37, 96}, {45, 4160}}) {
+      auto bytes = ref::random_weight(t, rows, cols, 51);
+      auto w = upload_weight(ctx(), t, bytes, rows, cols);
+      auto deq = ref::dequantize(t, bytes, rows, cols);
+      auto bias_v = test::random_floats(size_t(rows), 52);
+      auto bias = make_tensor(ctx(), {rows}, bias_v);
+      for (int n : {1, 3, 70}) {
+        auto xv = test::random_floats(size_t(n) * size_t(cols), uint32_t(n + 53));
+        auto x = make_tensor(ctx(), {int64_t(xv.size())}, xv);
+        Q8Act xa = make_q8_act(ctx(), n, cols);
+        {
+          Batch b(ctx());
+          ops().quantize_q8(b, x, xa, n);
+          b.run();
+        }
+        auto xq = dequant(xa, n);
+        for (int variant = 0; variant < 2; ++variant) {
+          const bool plain = variant == 0;
+          const int64_t row0 = plain ? 0 : 3, nr = plain ? rows : rows - 5, ys = plain ? nr : nr + 9,
+                        yoff = plain ? 0 : 5;
+          const size_t ny = size_t((n - 1) * ys + yoff + nr + 6);
+          auto y0 = test::random_floats(ny, 59);
+          auto r = ref::linear(deq, cols, xq, n, row0, nr);
+          std::vector<float> want = y0;
+          std::vector<bool> written(ny, false);
+          for (int tt = 0; tt < n; ++tt)
+            for (int64_t i = 0; i < nr; ++i) {
+              const size_t yi = size_t(tt * ys + yoff + i);
+              want[yi] = plain ? float(r[size_t(tt * nr + i)])
+                               : float(double(y0[yi]) + r[size_t(tt * nr + i)] + bias_v[size_t(row0 + i)]);
+              written[yi] = true;
+            }
+          for (auto& [tl, o] : tilings) {
+            const std::string what = std::string(to_string(t)) + " " + std::to_string(rows) + "x" +
+                                     std::to_string(cols) + " n=" + std::to_string(n) + " variant " +
+                                     std::to_string(variant) + " tile " + std::to_string(tl.bm) + "x" +
+                                     std::to_string(tl.bn);
+            Tensor y = plain ? test::poisoned(int64_t(ny)) : make_tensor(ctx(), {int64_t(ny)}, y0);
+            LinearOptions lo;
+            lo.row0 = row0;
+            lo.rows = nr;
+            lo.y_stride = ys;
+            lo.y_offset = yoff;
+            if (!plain) lo.bias = bias;
+            lo.accumulate = !plain;
+            Batch b(ctx());
+            o->linear_q8(b, w, xa, y, n, lo);
+            b.run();
+            auto got = download<float>(ctx(), y);
+            got.resize(ny);
+            std::vector<float> gw, ww;
+            size_t bad_gaps = 0;
+            for (size_t i = 0; i < ny; ++i) {
+              if (written[i]) {
+                gw.push_back(got[i]);
+                ww.push_back(want[i]);
+              } else if (plain ? !std::isnan(got[i]) : got[i] != y0[i]) {
+                ++bad_gaps;
+              }
+            }
+            EXPECT_LE(test::rel_error(gw, ww), 2e-5) << what;
+            EXPECT_EQ(bad_gaps, 0u) << what;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(LlmQ8, LinearSwigluMatchesReference) {
+  for (auto t : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K}) {
+    const int64_t half = 96, cols = int64_t(block_size(t)) == 256 ? 512 : 160;
+    auto bytes = ref::random_weight(t, 2 * half, cols, 61);
+    auto w = upload_weight(ctx(), t, bytes, 2 * half, cols);
+    auto deq = ref::dequantize(t, bytes, 2 * half, cols);
+    auto xv = test::random_floats(size_t(cols), 62);
+    auto x = make_tensor(ctx(), {cols}, xv);
+    Q8Act xa = make_q8_act(ctx(), 1, cols), out = make_q8_act(ctx(), 1, half);
+    poisoned_q8(out);
+    Batch b(ctx());
+    ops().quantize_q8(b, x, xa, 1);
+    ops().linear_swiglu_q8(b, w, xa, out);
+    b.run();
+    auto xq = dequant(xa, 1);
+    auto g = test::to_float(ref::linear(deq, cols, xq, 1, 0, half));
+    auto u = test::to_float(ref::linear(deq, cols, xq, 1, half, half));
+    expect_quantized(dequant(out, 1), ref::swiglu(g, u), std::string(to_string(t)));
+  }
+  auto w = upload_weight(ctx(), TensorType::Q4_0, ref::random_weight(TensorType::Q4_0, 64, 32, 1), 64, 32);
+  Q8Act xa = make_q8_act(ctx(), 1, 32), out = make_q8_act(ctx(), 1, 64);
+  Batch b(ctx());
+  EXPECT_THROW(ops().linear_swiglu_q8(b, w, xa, out), Error);  // 64 rows are not gate|up of 64
+}
+
+TEST(LlmQ8, BadInputsAreErrors) {
+  auto f16 = upload_weight(ctx(), TensorType::F16, ref::random_weight(TensorType::F16, 4, 32, 1), 4, 32);
+  auto q4 = upload_weight(ctx(), TensorType::Q4_0, ref::random_weight(TensorType::Q4_0, 4, 64, 1), 4, 64);
+  Q8Act x = make_q8_act(ctx(), 2, 32);
+  auto y = make_tensor(ctx(), {16});
+  Batch b(ctx());
+  EXPECT_THROW(ops().linear_q8(b, f16, x, y, 1), Error);                      // not for f16 weights
+  EXPECT_THROW(ops().linear_q8(b, q4, x, y, 1), Error);                       // 32 columns for a 64-column weight
+  EXPECT_THROW(ops().quantize_q8(b, y, x, 3), Error);                         // 3 tokens in a 2-token Q8Act
+  EXPECT_THROW(make_q8_act(ctx(), 1, 40), Error);                             // not whole blocks
+  EXPECT_THROW(ops().quantize_q8(b, make_tensor(ctx(), {40}), x, 2), Error);  // x too short
+}
+
+// Decode attention with the output quantized: against the reference, at a fixed position and
+// with the position read on the GPU (a fixed split count, empty splits past the keys).
+TEST(LlmQ8, AttentionDecodeQ8MatchesReference) {
+  const int nh = 8, nkv = 2, hd = 64, max_ctx = 80;
+  auto cache = make_kv_cache(ctx(), 1, nkv, max_ctx, hd);
+  auto kv = test::random_floats(size_t(nkv) * max_ctx * hd, 71);
+  auto vv = test::random_floats(kv.size(), 72);
+  upload(ctx(), cache.k, std::as_bytes(std::span(kv)));
+  upload(ctx(), cache.v, std::as_bytes(std::span(vv)));
+  auto qv = test::random_floats(size_t(nh) * hd, 73);
+  auto q = make_tensor(ctx(), {int64_t(qv.size())}, qv);
+  for (int pos : {0, 17, 79}) {
+    // Reference: keys 0..pos in [pos + 1][nkv][hd].
+    std::vector<float> k2, v2;
+    for (int p = 0; p <= pos; ++p)
+      for (int h = 0; h < nkv; ++h)
+        for (int e = 0; e < hd; ++e) {
+          k2.push_back(kv[(size_t(h) * max_ctx + size_t(p)) * hd + size_t(e)]);
+          v2.push_back(vv[(size_t(h) * max_ctx + size_t(p)) * hd + size_t(e)]);
+        }
+    std::vector<float> qall(size_t(pos + 1) * nh * hd, 0.f);
+    std::copy(qv.begin(), qv.end(), qall.end() - nh * hd);
+    auto want_all = ref::attention(qall, k2, v2, pos + 1, nh, nkv, hd, 0, 1.f / std::sqrt(float(hd)));
+    std::vector<float> want(want_all.end() - nh * hd, want_all.end());
+    for (bool dyn : {false, true}) {
+      Q8Act out = make_q8_act(ctx(), 1, nh * hd);
+      poisoned_q8(out);
+      auto posb = make_tensor(ctx(), {1}, DType::U32);
+      const uint32_t pu = uint32_t(pos);
+      upload(ctx(), posb, std::as_bytes(std::span(&pu, 1)));
+      AttentionArgs a;
+      a.n_heads = nh;
+      a.start = dyn ? 0 : pos;  // dyn: the position comes from posb
+      if (dyn) {
+        a.start_from = posb;
+        a.splits = 3;
+      }
+      Batch b(ctx());
+      ops().attention_decode_q8(b, cache.layer(0), q, out, a);
+      b.run();
+      expect_quantized(dequant(out, 1), want, "pos " + std::to_string(pos) + (dyn ? " (dyn)" : ""));
+    }
+  }
+}
