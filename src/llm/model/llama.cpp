@@ -253,9 +253,16 @@ class GpuEngine final : public LlamaEngine {
     const uint32_t v[2] = {uint32_t(p), uint32_t(p)};
     upload(ctx, pos, std::as_bytes(std::span(v)));
   }
+  // WGC_PROFILE=1 times every batch, and a timed batch cannot be frozen: the steps are then
+  // recorded into each batch (the same dispatches, each timed).
   void replay_step(Batch& b) {
     if (!step) {
       Batch r(ctx);
+      if (r.timed()) {
+        record_layers(b, 1, /*dyn=*/true);
+        record_output(b, 1);
+        return;
+      }
       record_layers(r, 1, /*dyn=*/true);
       record_output(r, 1);
       step = r.freeze();
@@ -265,6 +272,10 @@ class GpuEngine final : public LlamaEngine {
   void replay_argmax(Batch& b) {
     if (!step_argmax) {
       Batch r(ctx);
+      if (r.timed()) {
+        ops.argmax(b, logits1, vocab, out_id);
+        return;
+      }
       ops.argmax(r, logits1, vocab, out_id);
       step_argmax = r.freeze();
     }
