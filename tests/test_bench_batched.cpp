@@ -46,9 +46,10 @@ TEST(BenchBatched, TableAndJsonPerCount) {
 TEST(BenchBatched, SweepsTuningsOnOneModel) {
   const fs::path model = fs::path(WGC_SOURCE_DIR) / "models" / llm::kDefaultModelFile;
   WGC_REQUIRE_FILE(model);
-  auto r = test::run_cli("bench-batched --model " + test::quote(model.string()) +
-                         " --parallel 1,2 -p 3 -n 2 --block 4 --no-warmup --kernel batched-q8 --batched "
-                         "8,0,264,8,1,16/16,64,0,2,0/4x32x0");
+  auto r = test::run_cli(
+      "bench-batched --model " + test::quote(model.string()) +
+      " --backend cpu-vulkan --parallel 1,2 -p 3 -n 2 --block 4 --no-warmup --kernel batched-q8 --batched "
+      "8,0,264,8,1,16/16,64,0,2,0/4x32x0");
   ASSERT_EQ(r.rc, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("S_TG t/s"), std::string::npos) << r.out;
   // One line per tuning after the first and count (the unnamed fields take the defaults).

@@ -200,6 +200,10 @@ int bench_batched_cmd(const Flags& f) {
   eo.max_batch = std::min(batch, p + n);
   eo.tuning = tuning;
   eo.device = be.device;
+  if (f.batched && llm::choose_device(be.ctx, file, eo).device != llm::Device::Gpu)
+    throw UsageError(
+        "--batched tunes the GPU engine's batched kernels; this model runs on the CPU engine "
+        "(--backend gpu or cpu-vulkan keeps the GPU engine)");
   llm::LlamaModel model(be.ctx, file, eo);
   say_engine_choice(model);
   const bool on_gpu = model.device() == llm::Device::Gpu;
