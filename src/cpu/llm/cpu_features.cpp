@@ -141,3 +141,25 @@ std::string describe_cpu(int threads) {
 }
 
 }  // namespace wgc::llm::cpu
+
+namespace wgc::llm::cpu {
+
+json::Value describe_cpu_json() {
+  const CpuFeatures& f = cpu_features();
+  json::Value o = json::Value::object();
+  o.set("model", f.model);
+  o.set("threads", f.threads);
+  o.set("kernels", std::string(to_string(default_isa())));
+  json::Value feats = json::Value::object();
+  feats.set("avx2", f.avx2);
+  feats.set("fma", f.fma);
+  feats.set("f16c", f.f16c);
+  feats.set("avx512f", f.avx512f);
+  feats.set("avx512bw", f.avx512bw);
+  feats.set("avx512vl", f.avx512vl);
+  feats.set("avx512vnni", f.avx512vnni);
+  o.set("features", std::move(feats));
+  return o;
+}
+
+}  // namespace wgc::llm::cpu

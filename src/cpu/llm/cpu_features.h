@@ -4,6 +4,8 @@
 // the library runs on any x86-64 (and non-x86) processor and picks the level at run time.
 #pragma once
 
+#include "util/json.h"
+
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,5 +39,9 @@ Isa default_isa();
 // One line for `wgc info` and status lines: "AMD EPYC ..., 2 threads, kernels avx2 (AVX2 FMA F16C
 // AVX512-VNNI)" (threads: 0 for CpuFeatures::threads).
 std::string describe_cpu(int threads = 0);
+
+// The same as JSON, for `wgc info --json` and wgc.info(): {"model", "threads", "kernels",
+// "features": {"avx2", ...}}.
+json::Value describe_cpu_json();
 
 }  // namespace wgc::llm::cpu
