@@ -1,6 +1,7 @@
 #include "bench/llm_speed.h"
 
 #include "bench/bench.h"
+#include "cpu/llm/cpu_features.h"
 #include "llm/formats/gguf.h"
 #include "util/error.h"
 #include "util/format.h"
@@ -60,7 +61,7 @@ Stats stats(std::vector<double> v) {
   return s;
 }
 
-LlmSpeedResult run_llm_speed(const Context& ctx, const LlmSpeedPlan& plan,
+LlmSpeedResult run_llm_speed(const std::optional<Context>& ctx, const LlmSpeedPlan& plan,
                              const std::function<void(const std::string&)>& status_fn) {
   auto status = [&](const std::string& s) {
     if (status_fn) status_fn(s);
@@ -80,20 +81,6 @@ LlmSpeedResult run_llm_speed(const Context& ctx, const LlmSpeedPlan& plan,
   }
 
   LlmSpeedResult r;
-  r.adapter = ctx.adapter();
-  // The bandwidth to compare decode with: given, else measured (a large copy kernel) before the
-  // model takes the memory.
-  if (plan.bandwidth_gbs > 0) {
-    r.bandwidth = plan.bandwidth_gbs * 1e9;
-    r.bandwidth_source = "given";
-  } else if (plan.bandwidth_gbs < 0) {
-    status("measuring the copy bandwidth");
-    r.bandwidth = measured_bandwidth(ctx, Options{});
-    r.bandwidth_source = "measured";
-  } else {
-    r.bandwidth_source = "none";
-  }
-
   status("loading " + plan.model);
   llm::ModelFile file = llm::open_model(plan.model);
   const llm::ModelConfig& cfg = file.config();
@@ -105,7 +92,30 @@ LlmSpeedResult run_llm_speed(const Context& ctx, const LlmSpeedPlan& plan,
   eo.max_batch = plan.batch;
   eo.decode_ahead = plan.decode_ahead;
   eo.tuning = plan.tuning;
+  eo.device = plan.device;
+  eo.threads = plan.threads;
+  const llm::DeviceChoice choice = llm::choose_device(ctx, file, eo);
+  eo.device = r.engine = choice.device;
+  r.engine_reason = choice.reason;
+  const bool gpu = choice.device == llm::Device::Gpu;
+  if (gpu) r.adapter = ctx->adapter();
+  // The bandwidth to compare decode with: given, else on the GPU measured (a large copy kernel)
+  // before the model takes the memory.
+  if (plan.bandwidth_gbs > 0) {
+    r.bandwidth = plan.bandwidth_gbs * 1e9;
+    r.bandwidth_source = "given";
+  } else if (plan.bandwidth_gbs < 0 && gpu) {
+    status("measuring the copy bandwidth");
+    r.bandwidth = measured_bandwidth(*ctx, Options{});
+    r.bandwidth_source = "measured";
+  } else {
+    r.bandwidth_source = "none";
+  }
+
+  status(std::string("starting the ") + (gpu ? "GPU" : "CPU") + " engine");
   llm::LlamaModel model(ctx, file, eo);
+  r.threads = model.threads();
+  r.device = gpu ? r.adapter.device : llm::cpu::describe_cpu(r.threads);
 
   for (const auto& t : file.tensors()) r.params += t.numel();
   r.weight_bytes = model.weight_bytes();
@@ -203,8 +213,10 @@ LlmSpeedResult run_llm_speed(const Context& ctx, const LlmSpeedPlan& plan,
             throw Error("wgc bench-llm: " + t.name + ": token id " + std::to_string(last));
           t.seconds.push_back(s);
           t.tps.push_back(double(n) / s);
-          t.host_ms.push_back(ds.record_ms / std::max(1, ds.recorded));
-          t.wait_ms.push_back(ds.wait_ms / std::max(1, ds.tokens));
+          if (gpu) {  // the CPU engine records and waits for nothing
+            t.host_ms.push_back(ds.record_ms / std::max(1, ds.recorded));
+            t.wait_ms.push_back(ds.wait_ms / std::max(1, ds.tokens));
+          }
         }
         r.tests.push_back(std::move(t));
       }

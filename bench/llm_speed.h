@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -31,7 +32,9 @@ struct LlmSpeedPlan {
   // llama-bench's -d: tokens already in the cache before each test (every test runs at each depth).
   std::vector<int> depths{0};
   bool q8_activations = llm::EngineOptions{}.q8_activations;  // EngineOptions::q8_activations
-  double bandwidth_gbs = -1;                                  // < 0: measure; 0: none; > 0: given
+  double bandwidth_gbs = -1;                                  // < 0: measure (on the GPU engine); 0: none; > 0: given
+  llm::Device device = llm::Device::Auto;                     // the engine (EngineOptions::device)
+  int threads = 0;                                            // the CPU engine's threads (0: every processor)
 };
 
 struct Stats {
@@ -59,7 +62,11 @@ struct KernelTime {
 };
 
 struct LlmSpeedResult {
-  AdapterInfo adapter;
+  llm::Device engine = llm::Device::Gpu;
+  AdapterInfo adapter;             // the GPU engine's
+  std::string device;              // the adapter's name, or the CPU engine's processor line
+  int threads = 0;                 // the CPU engine's
+  std::string engine_reason;       // why Auto chose the CPU engine ("" otherwise)
   double bandwidth = -1;           // bytes/s; <= 0: none
   std::string bandwidth_source;    // "given", "measured", "none"
   std::string name;                // "llama 8B Q4_0"
@@ -74,8 +81,9 @@ struct LlmSpeedResult {
   double profile_ms = 0;
 };
 
-// Runs the plan's tests on ctx; `status` hears what runs now ("pp512 run 2/5").
-LlmSpeedResult run_llm_speed(const Context& ctx, const LlmSpeedPlan& plan,
+// Runs the plan's tests on ctx's GPU or the CPU engine (none: the CPU engine; plan.device and
+// llm::choose_device decide); `status` hears what runs now ("pp512 run 2/5").
+LlmSpeedResult run_llm_speed(const std::optional<Context>& ctx, const LlmSpeedPlan& plan,
                              const std::function<void(const std::string&)>& status = {});
 
 }  // namespace wgc::bench

@@ -112,6 +112,18 @@ for step in $steps; do
       IFS=: read -r _ cmodel <<<"$step"
       WGC=$wgc RES=$RES timeout 580 scripts/bench_cnn_device.sh ${cmodel:-mobilenet_v2} >"$RES/cnn.log" 2>&1
       [ -f "$RES/cnn.txt" ] && cp "$RES/cnn.txt" "$OUT/" && cat "$RES/cnn.txt" ;;
+    cpu-llm|cpu-llm:*)  # cpu-llm[:ARGS]: wgc's CPU engine vs llama.cpp's CPU backend on every core
+      # (scripts/bench_cpu_llm.sh; the peer offline from .device/npm, which `scripts/bench_cpu_llm.sh
+      # --pack .device/npm` fills on the CPU machine). ARGS: the script's, commas become spaces.
+      IFS=: read -r _ extra <<<"$step"
+      if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+        summary+="cpu-llm: no node/npm on this machine"$'\n'
+      else
+        timeout 580 scripts/bench_cpu_llm.sh --wgc $wgc --npm .device/npm --out /tmp/cpu-llm \
+            ${extra:+${extra//,/ }} 2>"$RES/cpu-llm.err" | tee "$RES/cpu-llm.txt"
+        cp /tmp/cpu-llm/results.json /tmp/cpu-llm/cpu_llm.png /tmp/cpu-llm/*.txt "$RES/" 2>/dev/null
+        echo "nproc: $(nproc); $(grep -m1 "model name" /proc/cpuinfo)" >>"$RES/cpu-llm.txt"
+      fi ;;
     python|python:*)  # python[:SHAPE:TYPE]: python/bench.py (per-call cost from Python vs the same calls in
       # C++; llm.generate vs wgc generate on the built-in model, or the synthetic SHAPE:TYPE one).
       # Needs the bundle packed with WGC_PACK_PYTHON=1 (Debian's Python 3.11, NumPy and the package).
@@ -130,7 +142,7 @@ for step in $steps; do
     *) echo "unknown step $step" ;;
   esac
 done
-for f in info.txt bench.txt llm.txt batched.txt serve.txt peer.txt python.txt; do [ -f "$RES/$f" ] && cp "$RES/$f" "$OUT/"; done
+for f in info.txt bench.txt llm.txt batched.txt serve.txt peer.txt python.txt cpu-llm.txt; do [ -f "$RES/$f" ] && cp "$RES/$f" "$OUT/"; done
 tar -C "$RES" -czf "$OUT/results.tgz" .
 rm -rf /tmp/models
 echo "=== summary ==="
@@ -141,3 +153,4 @@ printf '%s' "$summary"
 [ -f "$RES/serve.txt" ] && cat "$RES/serve.txt"
 [ -f "$RES/peer.txt" ] && grep -E "^(\\||llama.cpp)" "$RES/peer.txt"
 [ -f "$RES/python.txt" ] && cat "$RES/python.txt"
+[ -f "$RES/cpu-llm.txt" ] && cat "$RES/cpu-llm.txt"

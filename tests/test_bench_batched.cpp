@@ -1,5 +1,6 @@
-// wgc bench-batched end to end on the built-in default model (SwiftShader: seconds): the table
-// has a row per count, the JSON every figure, bad flags a clear error.
+// wgc bench-batched end to end on the built-in default model (the GPU engine on SwiftShader, and the
+// CPU engine: seconds): the table has a row per count, the JSON every figure, bad flags a clear
+// error.
 #include "llm/generate/default_model.h"
 #include "test_util.h"
 #include "util/json.h"
@@ -10,21 +11,25 @@ namespace fs = std::filesystem;
 TEST(BenchBatched, TableAndJsonPerCount) {
   const fs::path model = fs::path(WGC_SOURCE_DIR) / "models" / llm::kDefaultModelFile;
   WGC_REQUIRE_FILE(model);
-  const fs::path json = test::temp_dir("bench-batched") / "out.json";
-  auto r = test::run_cli("bench-batched --model " + test::quote(model.string()) +
-                         " --parallel 1,3 -p 5 -n 2 --block 4 --no-warmup --kernel batched --json " +
-                         test::quote(json.string()));
-  ASSERT_EQ(r.rc, 0) << r.out << r.err;
-  EXPECT_NE(r.out.find("S_TG t/s"), std::string::npos) << r.out;
-  auto doc = json::parse_file(json);
-  const auto& rows = doc["results"].items();
-  ASSERT_EQ(rows.size(), 2u);
-  for (size_t i = 0; i < rows.size(); ++i) {
-    EXPECT_EQ(rows[i]["parallel"].as_int(), i == 0 ? 1 : 3);
-    EXPECT_EQ(rows[i]["n_prompt"].as_int(), 5);
-    EXPECT_EQ(rows[i]["n_gen"].as_int(), 2);
-    EXPECT_GT(rows[i]["pp_tps"].as_double(), 0);
-    EXPECT_GT(rows[i]["tg_tps"].as_double(), 0);
+  for (const char* engine : {"--backend cpu-vulkan --kernel batched", "--backend cpu"}) {
+    const bool cpu = std::string(engine) == "--backend cpu";
+    const fs::path json = test::temp_dir("bench-batched") / (cpu ? "cpu.json" : "gpu.json");
+    auto r = test::run_cli("bench-batched --model " + test::quote(model.string()) +
+                           " --parallel 1,3 -p 5 -n 2 --block 4 --no-warmup --json " + test::quote(json.string()) +
+                           " " + engine);
+    ASSERT_EQ(r.rc, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("S_TG t/s"), std::string::npos) << r.out;
+    auto doc = json::parse_file(json);
+    EXPECT_EQ(doc["engine"].as_string(), cpu ? "cpu" : "gpu");
+    const auto& rows = doc["results"].items();
+    ASSERT_EQ(rows.size(), 2u);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      EXPECT_EQ(rows[i]["parallel"].as_int(), i == 0 ? 1 : 3);
+      EXPECT_EQ(rows[i]["n_prompt"].as_int(), 5);
+      EXPECT_EQ(rows[i]["n_gen"].as_int(), 2);
+      EXPECT_GT(rows[i]["pp_tps"].as_double(), 0);
+      EXPECT_GT(rows[i]["tg_tps"].as_double(), 0);
+    }
   }
   auto bad = test::run_cli("bench-batched --model " + test::quote(model.string()) + " --parallel 0");
   EXPECT_NE(bad.rc, 0);
@@ -41,9 +46,10 @@ TEST(BenchBatched, TableAndJsonPerCount) {
 TEST(BenchBatched, SweepsTuningsOnOneModel) {
   const fs::path model = fs::path(WGC_SOURCE_DIR) / "models" / llm::kDefaultModelFile;
   WGC_REQUIRE_FILE(model);
-  auto r = test::run_cli("bench-batched --model " + test::quote(model.string()) +
-                         " --parallel 1,2 -p 3 -n 2 --block 4 --no-warmup --kernel batched-q8 --batched "
-                         "8,0,264,8,1,16/16,64,0,2,0/4x32x0");
+  auto r = test::run_cli(
+      "bench-batched --model " + test::quote(model.string()) +
+      " --backend cpu-vulkan --parallel 1,2 -p 3 -n 2 --block 4 --no-warmup --kernel batched-q8 --batched "
+      "8,0,264,8,1,16/16,64,0,2,0/4x32x0");
   ASSERT_EQ(r.rc, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("S_TG t/s"), std::string::npos) << r.out;
   // One line per tuning after the first and count (the unnamed fields take the defaults).

@@ -81,8 +81,10 @@ TEST(BenchLlmCli, TableAndJson) {
     std::string out =
         run_cli("synth-model --shape tiny --type " + std::string(type) + " --out " + model.string(), &status);
     ASSERT_EQ(status, 0) << out;
-    // q8_0 measures the bandwidth; f16 is given one.
-    std::string bw = std::string(type) == "f16" ? " --bandwidth 100" : "";
+    // q8_0 on the GPU engine (SwiftShader here) measures the bandwidth; f16 on the CPU engine is
+    // given one.
+    const bool gpu = std::string(type) == "q8_0";
+    std::string bw = gpu ? " --backend cpu-vulkan" : " --backend cpu --threads 2 --bandwidth 100";
     auto png = dir.path / (std::string("bench-") + type + ".png");
     out = run_cli("bench-llm --model " + model.string() + " -p 8 -n 4 -r 1 --json " + json_path.string() + " --png " +
                       png.string() + bw,
@@ -99,6 +101,8 @@ TEST(BenchLlmCli, TableAndJson) {
     EXPECT_GT(v["weight_bytes"].as_int(), 0);
     EXPECT_LE(v["bytes_per_token"].as_int(), v["weight_bytes"].as_int());
     EXPECT_EQ(v["repeats"].as_int(), 1);
+    EXPECT_EQ(v["engine"].as_string(), gpu ? "gpu" : "cpu");
+    EXPECT_EQ(v["threads"].as_int(), gpu ? 0 : 2);
     EXPECT_EQ(v["bandwidth_source"].as_string(), std::string(type) == "f16" ? "given" : "measured");
     EXPECT_GT(v["bandwidth_gbs"].as_double(), 0);
     const auto& rs = v["results"];
@@ -115,7 +119,10 @@ TEST(BenchLlmCli, TableAndJson) {
       EXPECT_NEAR(r["tps"][0].as_double() * r["seconds"][0].as_double(),
                   double(r["n_prompt"].as_int() + r["n_gen"].as_int()), 1e-6);
     }
-    EXPECT_GT(rs[1]["host_ms_per_token"].as_double(), 0);
+    if (gpu) {
+      EXPECT_GT(rs[1]["host_ms_per_token"].as_double(), 0);  // the CPU engine records nothing
+    }
+    EXPECT_EQ(rs[1]["host_ms_per_token"].is_null(), !gpu);
     EXPECT_TRUE(rs[0]["host_ms_per_token"].is_null());
     EXPECT_EQ(v["decode_ahead"].as_int(), 2);
     double gbs = rs[1]["gbs"].as_double();
@@ -134,7 +141,7 @@ TEST(BenchLlmCli, KnobsAndProfile) {
   std::string out = run_cli("synth-model --shape tiny --type q4_0 --out " + model.string(), &status);
   ASSERT_EQ(status, 0) << out;
   out = run_cli("bench-llm --model " + model.string() +
-                    " -p 0 -n 3 -r 1 --bandwidth 0 --decode-ahead 1 --matvec 128x16x1x3 --profile",
+                    " -p 0 -n 3 -r 1 --bandwidth 0 --decode-ahead 1 --matvec 128x16x1x3 --profile --backend cpu-vulkan",
                 &status, false);
   ASSERT_EQ(status, 0) << out;
   for (const char* part :

@@ -135,7 +135,7 @@ TEST_F(Cli, SamplingValuesOutOfRangeAreRefused) {
       {"--repeat-penalty 0", "--repeat-penalty must be > 0"},
       {"--repeat-last-n -5", "--repeat-last-n must be -1 (all tokens), 0 (off) or a token count, got -5"},
       {"-n -5", "-n must be -1 (until a stop or the end of the context) or a token count, got -5"},
-      {"--stop ''", "--stop has an empty string"},
+      {"--stop ''", "--stop must not hold an empty string"},
       {"--ctx -1", "--ctx must be >= 0"},
       {"--temp 1e39", "--temp expects a number from"},
       {"--presence-penalty -inf", "--presence-penalty expects a finite number"},

@@ -57,24 +57,29 @@ fs::path tiny_dict() { return test::models_dir() / "wgc-tiny-dict"; }
 fs::path tiny_llama2() { return test::fixtures_dir() / "tiny-llama2-f32"; }
 fs::path default_model() { return fs::path(WGC_SOURCE_DIR) / "models" / kDefaultModelFile; }
 
-// The default model on the GPU, once per test binary.
+// The default model, once per test binary and engine: Auto (the CPU engine on SwiftShader), and
+// the GPU engine for the tests that keep its decode paths covered.
 struct DictModel {
   ModelFile file;
   LlamaModel model;
   Tokenizer tok;
 };
-DictModel& dict() {
-  static DictModel* m = [] {
-    ModelFile f = open_model(default_model(), {false, false});
-    EngineOptions eo;
-    eo.max_ctx = 32;
-    eo.max_batch = 32;
-    eo.progress = false;
-    LlamaModel lm(ctx(), f, eo);
-    Tokenizer t = *find_tokenizer(f);
-    return new DictModel{std::move(f), std::move(lm), std::move(t)};
-  }();
-  return *m;
+DictModel* load_dict(Device device) {
+  ModelFile f = open_model(default_model(), {false, false});
+  EngineOptions eo;
+  eo.max_ctx = 32;
+  eo.max_batch = 32;
+  eo.progress = false;
+  eo.device = device;
+  LlamaModel lm(ctx(), f, eo);
+  Tokenizer t = *find_tokenizer(f);
+  return new DictModel{std::move(f), std::move(lm), std::move(t)};
+}
+DictModel& dict(Device device = Device::Auto) {
+  static DictModel* automatic = load_dict(Device::Auto);
+  if (device == Device::Auto) return *automatic;
+  static DictModel* gpu = load_dict(Device::Gpu);
+  return *gpu;
 }
 
 GenerateOptions greedy(int n) {
@@ -126,10 +131,14 @@ TEST(StopStrings, EarliestStopWinsAndOneTokenMayHoldMany) {
 
 // ---- Generator on the default model ---------------------------------------------------------------
 
-TEST(Generator, GreedyEqualsTheGoldens) {
+class GeneratorOn : public testing::TestWithParam<Device> {};
+INSTANTIATE_TEST_SUITE_P(Engines, GeneratorOn, testing::Values(Device::Auto, Device::Gpu),
+                         [](const testing::TestParamInfo<Device>& i) { return std::string(to_string(i.param)); });
+
+TEST_P(GeneratorOn, GreedyEqualsTheGoldens) {
   WGC_REQUIRE_FILE(default_model());
   WGC_REQUIRE_FILE(tiny_dict() / "golden.safetensors");
-  auto& m = dict();
+  auto& m = dict(GetParam());
   Generator gen(m.model, m.tok);
   auto want_prompt = golden_ids(tiny_dict() / "golden.safetensors", "p3.tokens");
   auto want = golden_ids(tiny_dict() / "golden.safetensors", "p3.greedy");
@@ -223,9 +232,9 @@ TEST(Generator, PrefillProgressInTheEnginesChunks) {
   }
 }
 
-TEST(Generator, SeededSamplingReproducesOnEveryEnginePath) {
+TEST_P(GeneratorOn, SeededSamplingReproducesOnEveryEnginePath) {
   WGC_REQUIRE_FILE(default_model());
-  auto& m = dict();
+  auto& m = dict(GetParam());
   Generator gen(m.model, m.tok);
   for (int top_k : {0, 8}) {  // full logits, GPU top-k
     GenerateOptions o;
@@ -322,13 +331,15 @@ TEST(GenerateCli, StreamsTextToStdoutAndTimingsToStderr) {
   EXPECT_NE(s.err.find("stopped: stop"), std::string::npos) << s.err;
 }
 
-// WGC_PROFILE=1 prints every batch's dispatch times, also for greedy decoding, whose steps are
-// submitted ahead and read back through their token only: the prefill and each decode step.
+// WGC_PROFILE=1 prints every batch's dispatch times on the GPU engine, also for greedy decoding,
+// whose steps are submitted ahead and read back through their token only: the prefill and each
+// decode step.
 TEST(GenerateCli, ProfileCoversGreedyDecoding) {
   WGC_REQUIRE_FILE(default_model());
   for (const char* temp : {"0", "0.7"}) {
-    auto r = run_cli(std::string("generate --prompt 'The moon' --temp ") + temp + " --seed 1 -n 5 --ignore-eos", "",
-                     "WGC_PROFILE=1 ");
+    auto r = run_cli(
+        std::string("generate --backend cpu-vulkan --prompt 'The moon' --temp ") + temp + " --seed 1 -n 5 --ignore-eos",
+        "", "WGC_PROFILE=1 ");
     ASSERT_EQ(r.rc, 0) << r.err;
     size_t batches = 0;
     for (size_t at = 0; (at = r.err.find("[wgc profile] batch of ", at)) != std::string::npos; ++at) ++batches;

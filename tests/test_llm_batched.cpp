@@ -1,7 +1,7 @@
 // The serving forward (BatchedLlama) on the built-in default model and a GQA fixture: its logits
 // equal the single-sequence LlamaModel's, and a sequence's logits are bit-identical alone or among
-// others, whatever its prompt's chunking, with the naive (CPU adapters' default) and the batched
-// (GPUs' default) linear kernels.
+// others, whatever its prompt's chunking: on the GPU engine with the naive (CPU adapters' default)
+// and the batched (GPUs' default) linear kernels, and on the CPU engine.
 #include "llm/generate/default_model.h"
 #include "llm/model/llama_batched.h"
 #include "test_util.h"
@@ -18,8 +18,9 @@ namespace {
 
 fs::path default_model() { return fs::path(WGC_SOURCE_DIR) / "models" / kDefaultModelFile; }
 
-EngineOptions engine(int max_ctx) {
+EngineOptions engine(int max_ctx, Device device) {
   EngineOptions eo;
+  eo.device = device;
   eo.max_ctx = max_ctx;
   eo.max_batch = 64;
   eo.progress = false;
@@ -75,16 +76,18 @@ std::vector<int32_t> ids(int n, int seed, int vocab) {
   return v;
 }
 
-// The default model for the single-sequence comparisons, once per test binary.
-LlamaModel& shared_model() {
+// The default model for the single-sequence comparisons, once per test binary and engine.
+LlamaModel& shared_model(Device device) {
   static ModelFile* mf = new ModelFile(open_model(default_model(), {false, false}));
-  static LlamaModel* m = new LlamaModel(ctx(), *mf, engine(64));
-  return *m;
+  static LlamaModel* gpu = new LlamaModel(ctx(), *mf, engine(64, Device::Gpu));
+  static LlamaModel* cpu = new LlamaModel(ctx(), *mf, engine(64, Device::Cpu));
+  return device == Device::Cpu ? *cpu : *gpu;
 }
 
 // The default model with a small pool: 2 rows, 16 tokens per step, 8 blocks of 4.
 struct Small {
-  LlamaModel& model = shared_model();
+  explicit Small(Device device) : model(shared_model(device)) {}
+  LlamaModel& model;
   BatchedOptions bo = [] {
     BatchedOptions o;
     o.max_tokens = 16;
@@ -96,9 +99,9 @@ struct Small {
   BatchedLlama bl{model, bo};
 };
 
-void check_model(LinearVersion lin, double tolerance = 1e-4) {
+void check_model(Device device, LinearVersion lin, double tolerance = 1e-4) {
   const fs::path path = default_model();
-  LlamaModel& model = shared_model();
+  LlamaModel& model = shared_model(device);
   const int vocab = int(model.config().vocab_size);
   BatchedOptions bo;
   bo.max_tokens = 48;
@@ -108,7 +111,8 @@ void check_model(LinearVersion lin, double tolerance = 1e-4) {
   bo.split_len = 16;  // several splits at these lengths
   bo.linear = lin;
   BatchedLlama bl(model, bo);
-  const std::string what = path.filename().string() + (lin == LinearVersion::Batched     ? " batched"
+  const std::string what = path.filename().string() + (device == Device::Cpu             ? " CPU engine"
+                                                       : lin == LinearVersion::Batched   ? " batched"
                                                        : lin == LinearVersion::BatchedQ8 ? " batched-q8"
                                                                                          : " naive");
 
@@ -146,26 +150,40 @@ void check_model(LinearVersion lin, double tolerance = 1e-4) {
 
 TEST(BatchedLlama, NaiveKernelsInvariantAndEqualToTheSingleSequencePath) {
   WGC_REQUIRE_FILE(default_model());
-  check_model(LinearVersion::Naive);
+  check_model(Device::Gpu, LinearVersion::Naive);
 }
 
 TEST(BatchedLlama, BatchedKernelsInvariantAndEqualToTheSingleSequencePath) {
   WGC_REQUIRE_FILE(default_model());
-  check_model(LinearVersion::Batched);
+  check_model(Device::Gpu, LinearVersion::Batched);
 }
 
 // 8-bit activations (the default model is Q8_0): invariant too, within quantization error of the
 // f32 path.
 TEST(BatchedLlama, BatchedQ8KernelsInvariant) {
   WGC_REQUIRE_FILE(default_model());
-  check_model(LinearVersion::BatchedQ8, 3e-2);
+  check_model(Device::Gpu, LinearVersion::BatchedQ8, 3e-2);
 }
+
+// The CPU engine's step: the same bits alone or among others, and the single-sequence CPU engine's
+// logits (the same kernels: equal to rounding of the chunking only).
+TEST(BatchedLlama, CpuEngineInvariantAndEqualToTheSingleSequencePath) {
+  WGC_REQUIRE_FILE(default_model());
+  check_model(Device::Cpu, LinearVersion::Auto, 1e-5);
+  BatchedOptions gpu_only = Small(Device::Cpu).bo;
+  gpu_only.linear = LinearVersion::Naive;  // a GPU engine option
+  EXPECT_THROW(BatchedLlama(shared_model(Device::Cpu), gpu_only), Error);
+}
+
+class BatchedOn : public testing::TestWithParam<Device> {};
+INSTANTIATE_TEST_SUITE_P(Engines, BatchedOn, testing::Values(Device::Gpu, Device::Cpu),
+                         [](const testing::TestParamInfo<Device>& i) { return std::string(to_string(i.param)); });
 
 // A step recorded before the previous one's tokens are back (feed_row: the argmax copied on the
 // GPU) gives what feeding the read-back token gives.
-TEST(BatchedLlama, FeedRowPipelinesSteps) {
+TEST_P(BatchedOn, FeedRowPipelinesSteps) {
   WGC_REQUIRE_FILE(default_model());
-  Small m;
+  Small m(GetParam());
   auto& bl = m.bl;
   std::vector<int32_t> a = {0, 5, 77, 301, 12}, b = {0, 9, 8};
   std::vector<int32_t> ta = {0, 1}, tb = {2, 3};
@@ -214,9 +232,9 @@ TEST(BatchedLlama, FeedRowPipelinesSteps) {
   EXPECT_THROW(bl.submit(p2), Error);
 }
 
-TEST(BatchedLlama, TopKLogSumExpAndErrors) {
+TEST_P(BatchedOn, TopKLogSumExpAndErrors) {
   WGC_REQUIRE_FILE(default_model());
-  Small m;
+  Small m(GetParam());
   auto& bl = m.bl;
   auto& model = m.model;
   std::vector<int32_t> prompt = {0, 5, 77, 301, 12};

@@ -28,19 +28,25 @@ struct Dict {
   LlamaModel model;
   Tokenizer tok;
 };
-Dict& dict() {
-  static Dict* m = [] {
-    ModelFile f = open_model(default_model(), {false, false});
-    EngineOptions eo;
-    eo.max_ctx = kCtx;
-    eo.max_batch = 32;
-    eo.progress = false;
-    eo.q8_activations = false;  // generate() is compared with the batched engine, which runs f32 activations
-    LlamaModel lm(ctx(), f, eo);
-    Tokenizer t = *find_tokenizer(f);
-    return new Dict{std::move(f), std::move(lm), std::move(t)};
-  }();
-  return *m;
+// The default model, once per engine: Auto (the CPU engine on SwiftShader), and the GPU engine
+// for a test that keeps the scheduler's overlapped GPU path covered.
+Dict* load_dict(Device device) {
+  ModelFile f = open_model(default_model(), {false, false});
+  EngineOptions eo;
+  eo.max_ctx = kCtx;
+  eo.max_batch = 32;
+  eo.progress = false;
+  eo.q8_activations = false;  // generate() is compared with the batched engine, which runs f32 activations
+  eo.device = device;
+  LlamaModel lm(ctx(), f, eo);
+  Tokenizer t = *find_tokenizer(f);
+  return new Dict{std::move(f), std::move(lm), std::move(t)};
+}
+Dict& dict(Device device = Device::Auto) {
+  static Dict* automatic = load_dict(Device::Auto);
+  if (device == Device::Auto) return *automatic;
+  static Dict* gpu = load_dict(Device::Gpu);
+  return *gpu;
 }
 
 // What one request gave.
@@ -97,8 +103,8 @@ Request request(const std::string& prompt, int max_tokens) {
   return r;
 }
 
-GenerateResult generate(const Request& r) {
-  auto& m = dict();
+GenerateResult generate(const Request& r, Device device = Device::Auto) {
+  auto& m = dict(device);
   Generator gen(m.model, m.tok);
   GenerateOptions o;
   o.sampling = r.sampling;
@@ -150,9 +156,8 @@ struct Gate {
 
 }  // namespace
 
-TEST(Scheduler, GreedyAndSampledRequestsEqualTheGenerator) {
-  WGC_REQUIRE_FILE(default_model());
-  auto& m = dict();
+void check_requests_equal_the_generator(Device device) {
+  auto& m = dict(device);
   std::vector<Request> reqs;
   reqs.push_back(request("The moon", 9));
   reqs.push_back(request("Love is a word that means", 7));  // several prefill chunks
@@ -166,7 +171,7 @@ TEST(Scheduler, GreedyAndSampledRequestsEqualTheGenerator) {
   topk.sampling.seed = 99;
   reqs.push_back(topk);
   std::vector<GenerateResult> want;
-  for (auto& r : reqs) want.push_back(generate(r));
+  for (auto& r : reqs) want.push_back(generate(r, device));
 
   Scheduler s(m.model, m.tok, small_options());
   std::vector<std::unique_ptr<Collector>> cs;
@@ -193,6 +198,16 @@ TEST(Scheduler, GreedyAndSampledRequestsEqualTheGenerator) {
   EXPECT_EQ(st.running, 0);
   EXPECT_GT(st.generated_tokens, 0u);
   EXPECT_GT(st.kv_blocks_total, 0);
+}
+
+TEST(Scheduler, GreedyAndSampledRequestsEqualTheGenerator) {
+  WGC_REQUIRE_FILE(default_model());
+  check_requests_equal_the_generator(Device::Auto);
+}
+
+TEST(Scheduler, GreedyAndSampledRequestsEqualTheGeneratorOnTheGpuEngine) {
+  WGC_REQUIRE_FILE(default_model());
+  check_requests_equal_the_generator(Device::Gpu);
 }
 
 TEST(Scheduler, StopStringsAndEos) {

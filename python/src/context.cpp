@@ -1,7 +1,9 @@
 // wgc.Context, wgc.Tensor, the default context and the NumPy conversions.
 #include "common.h"
 
+#include "cpu/llm/cpu_features.h"
 #include "util/error.h"
+#include "util/json.h"
 
 #include <cstring>
 
@@ -194,7 +196,11 @@ sets its backend).)doc")
            py::arg("backend") = "auto", py::arg("debug") = false, py::arg("robust") = false, py::arg("adapter") = -1)
       .def(
           "info",
-          [](PyContext& c) { return py::module_::import("json").attr("loads")(describe(c.ctx(), /*json=*/true)); },
+          [](PyContext& c) {
+            json::Value o = json::parse(describe(c.ctx(), /*json=*/true), "wgc.info");
+            o.set("cpu_engine", llm::cpu::describe_cpu_json());  // as `wgc info --json`
+            return py::module_::import("json").attr("loads")(o.dump());
+          },
           "The adapter, backend, features and limits: what `wgc info --json` prints, as a dict.")
       .def_property_readonly(
           "device", [](const PyContext& c) { return c.ctx().adapter().device; },

@@ -4,6 +4,7 @@
 // each (TG; each step's tokens read back and fed to the next). Aggregate tokens/s of both, as a
 // table and JSON, and a PNG chart of decode t/s per count.
 #include "cli/command.h"
+#include "cli/llm_backend.h"
 #include "cli/llm_flags.h"
 #include "io/chart.h"
 #include "llm/model/llama_batched.h"
@@ -191,14 +192,22 @@ int bench_batched_cmd(const Flags& f) {
     std::fflush(stderr);
   };
 
-  Context ctx(f.gpu.context_options());
+  LlmBackend be = llm_backend(f.gpu);
   status("loading " + *model_path);
   llm::ModelFile file = llm::open_model(*model_path);
   llm::EngineOptions eo;
   eo.max_ctx = p + n;
   eo.max_batch = std::min(batch, p + n);
   eo.tuning = tuning;
-  llm::LlamaModel model(ctx, file, eo);
+  eo.device = be.device;
+  if (f.batched && llm::choose_device(be.ctx, file, eo).device != llm::Device::Gpu)
+    throw UsageError(
+        "--batched tunes the GPU engine's batched kernels; this model runs on the CPU engine "
+        "(--backend gpu or cpu-vulkan keeps the GPU engine)");
+  llm::LlamaModel model(be.ctx, file, eo);
+  say_engine_choice(model);
+  const bool on_gpu = model.device() == llm::Device::Gpu;
+  const std::string device = engine_name(model, be);
   const int max_b = *std::max_element(par.begin(), par.end());
   llm::BatchedOptions bo;
   bo.max_rows = max_b;
@@ -255,20 +264,21 @@ int bench_batched_cmd(const Flags& f) {
   }
   if (tty) std::fprintf(stderr, "\r%60s\r", "");
 
-  std::printf("device: %s (%s)   model: %s\n", ctx.adapter().device.c_str(), ctx.adapter().adapter_type.c_str(),
-              model_path->c_str());
+  std::printf("device: %s   model: %s\n", device.c_str(), model_path->c_str());
   std::printf("KV pool: %d blocks of %d tokens (%.2f GiB); prefill steps of at most %d tokens; attention split %d\n",
               bo.blocks, block, double(engine.kv_bytes()) / double(1ull << 30), batch, split);
+  if (on_gpu)
+    std::printf(
+        "linear kernel: %s; batched kernels: %u lanes per row, workgroup %s, at least %u workgroups, at most %u "
+        "tokens per workgroup (%u in steps of more than 256 tokens), prefetch %s\n",
+        lin == llm::LinearVersion::Naive       ? "naive"
+        : lin == llm::LinearVersion::Batched   ? "batched"
+        : lin == llm::LinearVersion::BatchedQ8 ? "batched-q8 (8-bit activations for Q4_0/Q8_0)"
+                                               : (be.ctx->adapter().is_cpu() ? "auto (naive)" : "auto (batched-q8)"),
+        tuning.batched_kl, tuning.batched_wg ? std::to_string(tuning.batched_wg).c_str() : "auto",
+        tuning.batched_min_groups, tuning.batched_tt, tuning.batched_tt_large, tuning.batched_prefetch ? "on" : "off");
   std::printf(
-      "linear kernel: %s; batched kernels: %u lanes per row, workgroup %s, at least %u workgroups, at most %u "
-      "tokens per workgroup (%u in steps of more than 256 tokens), prefetch %s\n\n",
-      lin == llm::LinearVersion::Naive       ? "naive"
-      : lin == llm::LinearVersion::Batched   ? "batched"
-      : lin == llm::LinearVersion::BatchedQ8 ? "batched-q8 (8-bit activations for Q4_0/Q8_0)"
-                                             : (ctx.adapter().is_cpu() ? "auto (naive)" : "auto (batched-q8)"),
-      tuning.batched_kl, tuning.batched_wg ? std::to_string(tuning.batched_wg).c_str() : "auto",
-      tuning.batched_min_groups, tuning.batched_tt, tuning.batched_tt_large, tuning.batched_prefetch ? "on" : "off");
-  std::printf("|    PP |     TG |    B |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |      T s |    S t/s |\n");
+      "\n|    PP |     TG |    B |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |      T s |    S t/s |\n");
   std::printf("|-------|--------|------|--------|----------|----------|----------|----------|----------|----------|\n");
   json::Value results = json::Value::array();
   chart::BarSeries bars{"decode t/s (S_TG)", {}};
@@ -307,13 +317,13 @@ int bench_batched_cmd(const Flags& f) {
       warmup ? " after a warm-up" : "");
   if (!sweep.empty()) std::printf("\nOther tunings of the batched kernels, on the same model:\n");
   for (const auto& l : sweep) std::printf("%s\n", l.c_str());
-  if (png)
-    chart::write_bar_chart(*png, "batched decode on " + ctx.adapter().device, "tokens/s", cats, {bars}, {}, overwrite);
+  if (png) chart::write_bar_chart(*png, "batched decode on " + device, "tokens/s", cats, {bars}, {}, overwrite);
   if (json) {
     json::Value doc = json::Value::object();
     doc.set("model", *model_path);
-    doc.set("device", ctx.adapter().device);
-    doc.set("adapter_type", ctx.adapter().adapter_type);
+    doc.set("engine", to_string(model.device()));
+    doc.set("device", on_gpu ? be.ctx->adapter().device : device);
+    doc.set("adapter_type", on_gpu ? be.ctx->adapter().adapter_type : "cpu");
     doc.set("kv_blocks", bo.blocks);
     doc.set("block_tokens", block);
     doc.set("kv_bytes", engine.kv_bytes());

@@ -2,6 +2,7 @@
 // into a plan, the plan runs, and the result is reported as a Markdown table, JSON and a PNG chart.
 #include "bench/llm_speed.h"
 #include "cli/command.h"
+#include "cli/llm_backend.h"
 #include "cli/llm_flags.h"
 #include "io/chart.h"
 #include "util/error.h"
@@ -75,6 +76,7 @@ LlmSpeedPlan parse(const Flags& f) {
   if (p.repeats < 1) throw UsageError("-r must be at least 1");
   if (p.batch < 1) throw UsageError("--batch must be at least 1");
   if (p.decode_ahead < 1) throw UsageError("--decode-ahead must be at least 1");
+  if (p.threads < 0 || p.threads > 4096) throw UsageError("--threads must be 0 (every processor) to 4096");
   if (f.bandwidth) {
     if (*f.bandwidth < 0) throw UsageError("--bandwidth expects GB/s >= 0 (0: none)");
     p.bandwidth_gbs = *f.bandwidth;
@@ -168,21 +170,26 @@ void print_table(std::FILE* out, const std::vector<std::string>& head, const std
 
 void print_report(std::FILE* out, const LlmSpeedPlan& p, const LlmSpeedResult& r) {
   const auto& t = p.tuning;
-  std::fprintf(out, "device: %s (%s)   bandwidth: %s\n", r.adapter.device.c_str(), r.adapter.adapter_type.c_str(),
+  const bool gpu = r.engine == llm::Device::Gpu;
+  std::fprintf(out, "device: %s   bandwidth: %s\n",
+               (gpu ? r.adapter.device + " (" + r.adapter.adapter_type + ")" : "CPU engine: " + r.device).c_str(),
                r.bandwidth > 0
                    ? (format_number("%.1f GB/s", r.bandwidth * 1e-9) + " (" + r.bandwidth_source + ")").c_str()
                    : "none");
-  std::fprintf(out, "model: %s   weights on the GPU: %s, read per decoded token: %s\n", p.model.c_str(),
-               gb_str(r.weight_bytes).c_str(), gb_str(r.bytes_per_token).c_str());
-  std::fprintf(out, "matvec tuning: wg %u, tpr %u, unroll %u, rows %u; prefill matmul: %s, tile %ux%ux%u\n\n",
-               t.matvec_wg, t.matvec_tpr, t.matvec_unroll, t.matvec_rows, prefill_kernel_name(t.matmul), t.matmul_bm,
-               t.matmul_bn, t.matmul_bk);
-  if (p.q8_activations)
-    std::fprintf(out, "8-bit activations for quantized weights: matvec wg %u, tpr %u, rows %u; prefill tile %ux%u\n\n",
-                 t.mvq_wg, t.mvq_tpr, t.mvq_rows, t.mmq_bm, t.mmq_bn);
-  else
-    std::fprintf(out, "f32 activations throughout (--no-q8)\n\n");
-  const std::string backend = "WebGPU " + r.adapter.device;
+  std::fprintf(out, "model: %s   weights %s: %s, read per decoded token: %s\n", p.model.c_str(),
+               gpu ? "on the GPU" : "mapped", gb_str(r.weight_bytes).c_str(), gb_str(r.bytes_per_token).c_str());
+  if (gpu) {
+    std::fprintf(out, "matvec tuning: wg %u, tpr %u, unroll %u, rows %u; prefill matmul: %s, tile %ux%ux%u\n",
+                 t.matvec_wg, t.matvec_tpr, t.matvec_unroll, t.matvec_rows, prefill_kernel_name(t.matmul), t.matmul_bm,
+                 t.matmul_bn, t.matmul_bk);
+    if (p.q8_activations)
+      std::fprintf(out, "8-bit activations for quantized weights: matvec wg %u, tpr %u, rows %u; prefill tile %ux%u\n",
+                   t.mvq_wg, t.mvq_tpr, t.mvq_rows, t.mmq_bm, t.mmq_bn);
+    else
+      std::fprintf(out, "f32 activations throughout (--no-q8)\n");
+  }
+  std::fprintf(out, "\n");
+  const std::string backend = gpu ? "WebGPU " + r.adapter.device : "CPU " + std::to_string(r.threads) + " threads";
   std::vector<std::vector<std::string>> rows;
   for (const auto& x : r.tests)
     rows.push_back({r.name, gib_str(r.file_bytes), params_str(r.params), backend, x.name,
@@ -235,9 +242,12 @@ json::Value report_json(const LlmSpeedPlan& p, const LlmSpeedResult& r) {
   o.set("params", r.params);
   o.set("weight_bytes", r.weight_bytes);
   o.set("bytes_per_token", r.bytes_per_token);
-  o.set("device", r.adapter.device);
-  o.set("adapter_type", r.adapter.adapter_type);
-  o.set("backend", r.adapter.backend);
+  const bool gpu = r.engine == llm::Device::Gpu;
+  o.set("engine", std::string(to_string(r.engine)));
+  o.set("device", r.device);
+  o.set("adapter_type", gpu ? r.adapter.adapter_type : "cpu");
+  o.set("backend", gpu ? r.adapter.backend : "cpu");
+  o.set("threads", r.threads);
   o.set("bandwidth_gbs", r.bandwidth > 0 ? Value(r.bandwidth * 1e-9) : Value());
   o.set("bandwidth_source", r.bandwidth_source);
   o.set("repeats", p.repeats);
@@ -289,7 +299,8 @@ void write_png(const std::string& path, const LlmSpeedResult& r,
     cats.push_back(t.name);
     bars.values.push_back(t.t.median);
   }
-  chart::write_bar_chart(path, r.name + " on " + r.adapter.device, "tokens/s", cats, {bars}, {}, overwrite);
+  chart::write_bar_chart(path, r.name + " on " + (r.engine == llm::Device::Gpu ? r.device : "the CPU engine"),
+                         "tokens/s", cats, {bars}, {}, overwrite);
 }
 
 // --- the command ---------------------------------------------------------------------------------
@@ -305,9 +316,12 @@ int bench_llm_cmd(const Flags& f) {
     std::fprintf(stderr, "%s[bench-llm] %s%s", tty ? "\r" : "", s.c_str(), tty ? "          " : "\n");
     std::fflush(stderr);
   };
-  Context ctx(f.gpu.context_options());
-  LlmSpeedResult r = bench::run_llm_speed(ctx, plan, status);
+  const LlmBackend be = llm_backend(f.gpu);
+  LlmSpeedPlan on = plan;
+  on.device = be.device;
+  LlmSpeedResult r = bench::run_llm_speed(be.ctx, on, status);
   if (tty) std::fprintf(stderr, "\r%70s\r", "");
+  say_engine_choice(r.engine_reason);
 
   // With --json - the JSON alone goes to stdout and the table to stderr.
   print_report(json_to_stdout ? stderr : stdout, plan, r);
@@ -340,10 +354,11 @@ Register reg{
        add_number(app, "--bandwidth", f->bandwidth,
                   "memory bandwidth in GB/s to compare decode with (default: measured; 0: none)");
        add_number(app, "--batch", p.batch, "tokens per prefill batch");
+       add_number(app, "--threads", p.threads, "the CPU engine's threads (default 0: every processor)");
        add_number(app, "--seed", p.seed, "seed of the random prompt tokens");
        app.add_flag("--no-warmup", f->no_warmup, "no untimed warm-up run before each test");
        add_number(app, "--decode-ahead", p.decode_ahead, "decode steps in flight (1: synchronous)");
-       app.add_flag("--profile", p.profile, "GPU time per kernel of one decode step");
+       app.add_flag("--profile", p.profile, "GPU time per kernel of one decode step (GPU engine)");
        add_text(app, "--matvec", f->matvec, "decode kernel schedule WG,TPR,UNROLL,ROWS (or WGxTPRxUNROLLxROWS)");
        add_text(app, "--matmul", f->matmul, "prefill kernel: naive, tiled or regtile (default: auto)");
        add_text(app, "--matmul-tile", f->matmul_tile, "tile BMxBNxBK of the register-tiled prefill kernel");

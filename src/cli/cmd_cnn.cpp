@@ -208,7 +208,7 @@ int bench_cnn_cmd(const Flags& f) {
                   " (only the batch may be open)");
   std::string device = lm.ctx && dev != cnn::Device::Cpu ? lm.ctx->adapter().device : "cpu";
   std::printf("%s on %s (%s path), %d runs per batch size after a warm-up run\n\n", model_path->c_str(), device.c_str(),
-              std::string(cnn::to_string(dev)).c_str(), repeats);
+              std::string(to_string(dev)).c_str(), repeats);
   std::printf("%6s %10s %10s %12s %10s %8s %12s %12s %10s\n", "batch", "ms/run", "img/s", "GFLOP/run", "GFLOP/s",
               "submits", "pipelined", "GPU-only ms", "img/s");
 

@@ -53,8 +53,7 @@ int generate(const Flags& f) {
     throw Error("wgc: the prompt has " + std::to_string(ids.size()) + " tokens but the context holds " +
                 std::to_string(f.m.ctx) + " (shorten the prompt or raise --ctx, up to the model's own context)");
 
-  Context ctx(f.m.gpu.context_options());
-  Generator gen(start_engine(m, ctx, f.m.ctx, !f.m.no_q8), m.tok);
+  Generator gen(start_engine(m, llm_backend(f.m.gpu), f.m.ctx, !f.m.no_q8), m.tok);
   info("sampling: " + o.sampling.describe());
   TextCallback stream;
   if (!f.json)

@@ -34,7 +34,6 @@ int score(const Flags& f) {
   fs::path path = model_path(f.model);
   std::vector<int32_t> ids = token_ids(f.tokens, "--tokens");
 
-  Context ctx(f.gpu.context_options());
   ModelFile file = open_model(path);
   if (f.prompt) {
     auto tok = find_tokenizer(file, f.tokenizer);
@@ -44,7 +43,10 @@ int score(const Flags& f) {
   if (ids.empty()) throw Error("wgc score: no tokens");
   EngineOptions eo;
   eo.max_ctx = int(ids.size());
-  LlamaModel m(ctx, file, eo);
+  LlmBackend be = llm_backend(f.gpu);
+  eo.device = be.device;
+  LlamaModel m(be.ctx, file, eo);
+  say_engine_choice(m);
   auto logits = m.all_logits(ids);
   int64_t vocab = file.config().vocab_size;
   npy::write(*f.out, logits, {int64_t(ids.size()), vocab}, overwrite_rule(f.force));

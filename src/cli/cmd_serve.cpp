@@ -1,5 +1,6 @@
 // wgc serve: an OpenAI-compatible HTTP server for one model (src/server, docs/serving.md).
 #include "cli/command.h"
+#include "cli/llm_backend.h"
 #include "cli/llm_flags.h"
 #include "gpu/context.h"
 #include "llm/chat/chat_template.h"
@@ -78,19 +79,19 @@ int serve(const Flags& f) {
                 " has no tokenizer (no tokenizer.json beside it): give --tokenizer PATH");
   llm::ChatTemplate chat = llm::ChatTemplate::for_tokenizer(*tok);
 
-  ContextOptions co = f.gpu.context_options();
-  co.adapter_index = gpu;
-  Context ctx(co);
+  LlmBackend be = llm_backend(f.gpu, gpu);
   llm::EngineOptions eo;
   eo.max_ctx = sched.max_ctx;
-  llm::LlamaModel model(ctx, file, eo);
+  eo.device = be.device;
+  llm::LlamaModel model(be.ctx, file, eo);
+  say_engine_choice(model);
   llm::Scheduler scheduler(model, *tok, sched);
 
   server::ModelInfo info{name, &*tok, &chat, scheduler.options().max_ctx, llm::default_sampling(path)};
-  server::Server srv(scheduler, info, ctx, so);
-  std::fprintf(stderr, "wgc serve: %s on %s (%s), context %d, parallel %d, KV pool %d blocks of %d tokens%s%s\n",
-               name.c_str(), ctx.adapter().device.c_str(), ctx.adapter().adapter_type.c_str(), info.max_ctx,
-               sched.parallel, scheduler.options().kv_blocks, scheduler.options().kv_block_tokens,
+  server::Server srv(scheduler, info, be.ctx, so);
+  std::fprintf(stderr, "wgc serve: %s on %s, context %d, parallel %d, KV pool %d blocks of %d tokens%s%s\n",
+               name.c_str(), engine_name(model, be).c_str(), info.max_ctx, sched.parallel,
+               scheduler.options().kv_blocks, scheduler.options().kv_block_tokens,
                chat.is_fallback() ? ", no chat template (plain-text chat rendering)" : "",
                so.api_key.empty() ? "" : ", API key required");
   std::fprintf(stderr, "wgc serve: listening on http://%s:%d\n", so.host.c_str(), srv.port());

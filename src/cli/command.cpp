@@ -149,7 +149,8 @@ void add_gpu_flags(CLI::App& app, GpuFlags& g) {
            }
            g.backend = s;
          },
-         "the Vulkan adapter: auto (a GPU, else SwiftShader), gpu, cpu-vulkan (or WGC_BACKEND)")
+         "the Vulkan adapter: auto (a GPU, else SwiftShader), gpu, cpu-vulkan (or WGC_BACKEND); language-model "
+         "commands also take cpu: the CPU engine, which auto picks when the only adapter is a CPU")
       ->type_name("NAME")
       ->default_str(g.backend);
   app.add_flag("--debug", g.debug, "Dawn's validation on, performance toggles off (or WGC_DEBUG=1)");

@@ -195,29 +195,34 @@ LoadedModel open_model_files(const fs::path& path, const std::string& tokenizer)
   return m;
 }
 
-llm::LlamaModel& start_engine(LoadedModel& m, const Context& ctx, int max_ctx, bool q8_activations) {
+llm::LlamaModel& start_engine(LoadedModel& m, const LlmBackend& be, int max_ctx, bool q8_activations) {
   const llm::ModelConfig& c = m.file.config();
   if (max_ctx > 0 && c.max_position_embeddings > 0 && max_ctx > c.max_position_embeddings)
     warn("--ctx " + std::to_string(max_ctx) + " is above the " + std::to_string(c.max_position_embeddings) +
          "-token context " + m.path.filename().string() + " was trained for: text past it is likely to degrade");
+  llm::EngineOptions eo;
+  eo.max_ctx = max_ctx;
+  eo.q8_activations = q8_activations;
+  eo.device = be.device;
+  const llm::DeviceChoice choice = llm::choose_device(be.ctx, m.file, eo);
+  eo.device = choice.device;
   const uint64_t bytes = m.file.total_bytes();
-  if (ctx.adapter().is_cpu() && bytes >= kLargeOnCpuBytes) {
+  if (choice.device == llm::Device::Gpu && be.ctx->adapter().is_cpu() && bytes >= kLargeOnCpuBytes) {
+    const Context& ctx = *be.ctx;
     char buf[320];
     std::snprintf(buf, sizeof buf,
                   "%s has %.1f GB of weights and runs on a CPU adapter (%s): expect about %.1f s per token or more "
-                  "(--backend gpu asks for a GPU)",
+                  "(--backend cpu runs the CPU engine)",
                   m.path.filename().string().c_str(), double(bytes) / 1e9, ctx.adapter().device.c_str(),
                   double(bytes) / kCpuAdapterBytesPerSecond);
     warn(buf);
   }
+  if (!choice.reason.empty()) say_engine_choice(choice.reason);
   auto t0 = std::chrono::steady_clock::now();
-  llm::EngineOptions eo;
-  eo.max_ctx = max_ctx;
-  eo.q8_activations = q8_activations;
-  m.model.emplace(ctx, m.file, eo);
+  m.model.emplace(be.ctx, m.file, eo);
   m.load_ms += ms_since(t0);
   info(m.path.filename().string() + " (" + std::string(llm::to_string(c.architecture)) + "), context " +
-       std::to_string(m.model->max_ctx()) + " tokens, on " + ctx.adapter().device);
+       std::to_string(m.model->max_ctx()) + " tokens, on " + engine_name(*m.model, be));
   return *m.model;
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "cli/command.h"
+#include "cli/llm_backend.h"
 #include "llm/formats/model_file.h"
 #include "llm/generate/generator.h"
 #include "llm/generate/sampler.h"
@@ -80,7 +81,7 @@ struct LoadedModel {
   double load_ms = 0;
 };
 LoadedModel open_model_files(const std::filesystem::path& path, const std::string& tokenizer);
-llm::LlamaModel& start_engine(LoadedModel& m, const Context& ctx, int max_ctx, bool q8_activations = true);
+llm::LlamaModel& start_engine(LoadedModel& m, const LlmBackend& backend, int max_ctx, bool q8_activations = true);
 
 // Prefill progress on stderr ("[prompt 1536/4000 tokens]") for prompts longer than one engine
 // step, where progress bars are drawn (util/progress.h: a terminal, or WGC_PROGRESS=1) and not

@@ -12,21 +12,6 @@
 
 namespace wgc::cnn {
 
-std::string_view to_string(Device d) {
-  switch (d) {
-    case Device::Auto: return "auto";
-    case Device::Gpu: return "gpu";
-    case Device::Cpu: return "cpu";
-  }
-  return "?";
-}
-
-Device parse_device(std::string_view name) {
-  for (Device d : {Device::Auto, Device::Gpu, Device::Cpu})
-    if (to_string(d) == name) return d;
-  throw Error("wgc: unknown device '" + std::string(name) + "' (auto, gpu, cpu)");
-}
-
 namespace {
 
 // What a plan needs on the GPU: a tensor per slot, each convolution prepared, and the whole network

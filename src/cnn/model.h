@@ -17,6 +17,7 @@
 #include "cnn/plan.h"
 #include "gpu/batch.h"
 #include "gpu/context.h"
+#include "util/device.h"
 
 #include <filesystem>
 #include <memory>
@@ -27,11 +28,10 @@
 
 namespace wgc::cnn {
 
-// Where the model runs. Auto: the GPU, except on a CPU adapter (SwiftShader: the same cores run the
-// CPU references faster, docs/cnn.md) and for plans under kCpuBelowFlops.
-enum class Device { Auto, Gpu, Cpu };
-std::string_view to_string(Device d);  // "auto", "gpu", "cpu"
-Device parse_device(std::string_view name);
+// Where the model runs (util/device.h). Auto: the GPU, except on a CPU adapter (SwiftShader: the
+// same cores run the CPU references faster, docs/cnn.md) and for plans under kCpuBelowFlops.
+using wgc::Device;
+using wgc::parse_device;
 
 // Below this many FLOPs per run, Auto runs on the CPU even with a GPU: a submit and readback
 // (~0.1 ms on the H200, docs/cnn.md) cost more than the arithmetic.

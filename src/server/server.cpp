@@ -101,12 +101,12 @@ struct Exchange {
 }  // namespace
 
 struct Server::Impl {
-  Impl(llm::Scheduler& s, const ModelInfo& m, const Context& c, ServerOptions o)
-      : sched(s), model(m), ctx(c), opt(std::move(o)) {}
+  Impl(llm::Scheduler& s, const ModelInfo& m, std::optional<Context> c, ServerOptions o)
+      : sched(s), model(m), ctx(std::move(c)), opt(std::move(o)) {}
 
   llm::Scheduler& sched;
   const ModelInfo& model;
-  Context ctx;
+  std::optional<Context> ctx;
   ServerOptions opt;
   httplib::Server http;
   Metrics metrics;
@@ -272,8 +272,10 @@ std::string Server::Impl::models_json(bool list) const {
 EngineGauges Server::Impl::gauges() const {
   EngineGauges g;
   g.scheduler = sched.stats();
-  g.gpu_buffer_bytes = allocated_buffer_bytes(ctx);
-  g.gpu_buffers = allocated_buffers(ctx);
+  if (ctx) {
+    g.gpu_buffer_bytes = allocated_buffer_bytes(*ctx);
+    g.gpu_buffers = allocated_buffers(*ctx);
+  }
   g.resident_bytes = resident_bytes();
   return g;
 }
@@ -400,8 +402,8 @@ void Server::Impl::do_shutdown() {
   http.stop();
 }
 
-Server::Server(llm::Scheduler& scheduler, const ModelInfo& model, const Context& ctx, ServerOptions options)
-    : impl_(std::make_unique<Impl>(scheduler, model, ctx, std::move(options))) {
+Server::Server(llm::Scheduler& scheduler, const ModelInfo& model, std::optional<Context> ctx, ServerOptions options)
+    : impl_(std::make_unique<Impl>(scheduler, model, std::move(ctx), std::move(options))) {
   Impl& s = *impl_;
   std::random_device rd;
   char prefix[16];

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace wgc::server {
@@ -31,9 +32,9 @@ struct ServerOptions {
 
 class Server {
  public:
-  // Binds the socket (wgc::Error naming host and port when it cannot). The scheduler, model info
-  // and context outlive the server.
-  Server(llm::Scheduler& scheduler, const ModelInfo& model, const Context& ctx, ServerOptions options = {});
+  // Binds the socket (wgc::Error naming host and port when it cannot). The scheduler and model info
+  // outlive the server. ctx: the model's GPU context, for the metrics (none: the CPU engine).
+  Server(llm::Scheduler& scheduler, const ModelInfo& model, std::optional<Context> ctx, ServerOptions options = {});
   ~Server();
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;

@@ -30,6 +30,15 @@ ModelFile::ModelFile(ModelFile&&) noexcept = default;
 ModelFile& ModelFile::operator=(ModelFile&&) noexcept = default;
 ModelFile::~ModelFile() = default;
 
+std::shared_ptr<const void> ModelFile::data_owner() const {
+  struct Holder {
+    std::shared_ptr<const GgufFile> gguf;
+    std::shared_ptr<const SafetensorsModel> st;
+    std::vector<std::shared_ptr<std::byte[]>> owned;
+  };
+  return std::make_shared<Holder>(Holder{gguf_, st_, owned_});
+}
+
 const ModelTensor* ModelFile::find(std::string_view name) const {
   auto it = index_.find(std::string(name));
   return it == index_.end() ? nullptr : &tensors_[it->second];
@@ -261,7 +270,7 @@ ModelFile open_model(const std::filesystem::path& path, const OpenOptions& opt) 
         if (t.shape.size() > 2 || rows % (2 * heads))
           throw Error(m.path_.string() + ": tensor '" + t.file_name + "' of shape " + shape_str(t.shape) +
                       " cannot be split into " + std::to_string(heads) + " heads of even size");
-        auto buf = std::make_unique<std::byte[]>(t.data.size());
+        auto buf = std::shared_ptr<std::byte[]>(new std::byte[t.data.size()]);
         std::span<std::byte> out(buf.get(), t.data.size());
         unpermute_rope_rows(t.data, out, rows, heads);
         t.data = out;

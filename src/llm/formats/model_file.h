@@ -83,6 +83,11 @@ class ModelFile {
   // The safetensors checkpoint, or nullptr for a GGUF.
   const SafetensorsModel* safetensors() const { return st_.get(); }
 
+  // Shares ownership of the tensor data (the file mappings and the owned copies): the spans stay
+  // valid while the returned holder lives, also after the ModelFile is gone (the CPU engine reads
+  // the weights in place).
+  std::shared_ptr<const void> data_owner() const;
+
  private:
   friend ModelFile open_model(const std::filesystem::path&, const OpenOptions&);
   ModelFile() = default;
@@ -95,7 +100,7 @@ class ModelFile {
   std::unordered_map<std::string, size_t> index_;
   std::shared_ptr<const GgufFile> gguf_;
   std::shared_ptr<const SafetensorsModel> st_;
-  std::vector<std::unique_ptr<std::byte[]>> owned_;  // un-permuted copies
+  std::vector<std::shared_ptr<std::byte[]>> owned_;  // un-permuted copies
 };
 
 // Opens a .gguf file, a Hugging Face folder, a .safetensors file / index.json inside one (the

@@ -1,5 +1,8 @@
 #include "llm/model/llama.h"
 
+#include "cpu/llm/cpu_features.h"
+#include "llm/model/llama_cpu.h"
+#include "llm/model/llama_engine.h"
 #include "llm/model/llama_weights.h"
 #include "util/error.h"
 
@@ -14,27 +17,23 @@ namespace wgc::llm {
 
 namespace {
 
-// EngineOptions::max_ctx, or the model's context at most kDefaultMaxCtx; checked against the device
-// and the host before the weights are uploaded (ModelConfig::validate bounds the file's to 32 bits).
-int context_length(const Context& ctx, const ModelFile& f, int requested) {
-  if (requested < 0) throw Error("wgc: max_ctx is " + std::to_string(requested) + ", expected > 0 (0: default)");
-  int64_t model_ctx = f.config().max_position_embeddings;
-  int max_ctx =
-      requested > 0 ? requested : int(std::min<int64_t>(model_ctx > 0 ? model_ctx : kDefaultMaxCtx, kDefaultMaxCtx));
+// EngineOptions::max_ctx resolved (llama_engine.h), checked against the device and the host before
+// the weights are uploaded (ModelConfig::validate bounds the file's to 32 bits).
+int gpu_context_length(const Context& ctx, const ModelFile& f, const EngineOptions& o) {
+  const int max_ctx = resolve_max_ctx(f.config(), o);
   check_llama_context(ctx, f.config(), max_ctx, f.path().string());
   return max_ctx;
 }
 
-}  // namespace
-
-struct LlamaModel::Impl {
+// The GPU engine: one submit per forward step.
+class GpuEngine final : public LlamaEngine {
+ public:
   Context ctx;
   EngineOptions opt;
   LlmOps ops;
   int max_ctx = 0;  // before `w`: checked before the weights are uploaded
   LlamaWeights w;
   const ModelConfig& cfg;
-  int n_past = 0;
   int64_t hidden = 0, nh = 0, nkv = 0, hd = 0, ffn = 0, vocab = 0, qkv_dim = 0;
   float eps = 1e-5f;
   const std::vector<LlamaLayer>& layers;
@@ -42,7 +41,7 @@ struct LlamaModel::Impl {
   KvCache kv;
 
   // Activations for up to opt.max_batch tokens (q8: the 8-bit copies of the projections' inputs).
-  Tensor ids, x, h, qkv, attn, gu, act, last, logits, logits1, out_id, top_vals, top_ids;
+  Tensor ids, x, h, qkv, attn, gu, act, last, logit_buf, logits1, out_id, top_vals, top_ids;
   Q8Act xq, aq, fq;
   int64_t logits_rows = 0;
   // Single-token steps: one recording (made on first use) of the layers and the output projection
@@ -51,11 +50,11 @@ struct LlamaModel::Impl {
   Tensor pos;
   Recording step, step_argmax;
 
-  Impl(const Context& c, const ModelFile& f, EngineOptions o)
+  GpuEngine(const Context& c, const ModelFile& f, EngineOptions o)
       : ctx(c),
         opt(o),
         ops(c),
-        max_ctx(context_length(c, f, o.max_ctx)),
+        max_ctx(gpu_context_length(c, f, o)),
         w(upload_llama_weights(c, f, o.rope_theta, o.rope_scaling)),
         cfg(w.cfg),
         layers(w.layers) {
@@ -68,11 +67,13 @@ struct LlamaModel::Impl {
     vocab = w.vocab;
     eps = w.eps;
     qkv_dim = w.qkv_dim;
-    opt.max_batch = std::max(1, std::min(opt.max_batch, max_ctx));
+    max_ctx_ = max_ctx;
+    opt.max_batch = std::max(1, std::min(opt.max_batch, max_ctx_));
+    max_batch_ = opt.max_batch;
     ops.precompile(w.types, {int(hd)});
 
-    rope = make_llama_rope(ctx, cfg, max_ctx);
-    kv = make_kv_cache(ctx, int(cfg.n_layers), int(nkv), max_ctx, int(hd));
+    rope = make_llama_rope(ctx, cfg, max_ctx_);
+    kv = make_kv_cache(ctx, int(cfg.n_layers), int(nkv), max_ctx_, int(hd));
 
     const int64_t B = opt.max_batch;
     ids = make_tensor(ctx, {B}, DType::U32);
@@ -111,24 +112,12 @@ struct LlamaModel::Impl {
     record_linear(ops, b, g, in, y, n, y_stride, accumulate);
   }
 
-  void check_tokens(std::span<const int32_t> tokens) const {
-    if (tokens.empty()) throw Error("wgc: no tokens to run");
-    for (int32_t id : tokens)
-      if (id < 0 || id >= vocab)
-        throw Error("wgc: token id " + std::to_string(id) + " is outside the vocabulary (0.." +
-                    std::to_string(vocab - 1) + ")");
-    if (n_past + int64_t(tokens.size()) > max_ctx)
-      throw Error("wgc: context full: " + std::to_string(n_past) + " cached + " + std::to_string(tokens.size()) +
-                  " new tokens exceed the context length " + std::to_string(max_ctx) +
-                  " (raise EngineOptions::max_ctx, or start a new conversation)");
-  }
-
   void upload_ids(std::span<const int32_t> tokens) {
     std::vector<uint32_t> u(tokens.begin(), tokens.end());
     upload(ctx, ids, std::as_bytes(std::span(u)));
   }
 
-  // Records the layers for n tokens at n_past whose ids are in `ids`, leaving the residual stream
+  // Records the layers for n tokens at n_past_ whose ids are in `ids`, leaving the residual stream
   // in x. dyn (one token): the position comes from `pos` when the batch runs (for recordings).
   void record_layers(Batch& b, int n, bool dyn = false) {
     ops.embedding(b, w.embed, ids, x, n);
@@ -150,7 +139,7 @@ struct LlamaModel::Impl {
       ra.n_tokens = n;
       ra.n_heads = int(nh);
       ra.stride = qkv_dim;
-      ra.pos0 = n_past;
+      ra.pos0 = n_past_;
       if (dyn) {  // pos holds the position and the cache row
         ra.positions = pos;
         ra.cache_rows = true;
@@ -159,7 +148,7 @@ struct LlamaModel::Impl {
       AttentionArgs aa;
       aa.n_tokens = n;
       aa.n_heads = int(nh);
-      aa.start = n_past;
+      aa.start = n_past_;
       aa.q_stride = qkv_dim;
       if (dyn) aa.start_from = pos;
       if (q8(L.o)) {
@@ -211,7 +200,7 @@ struct LlamaModel::Impl {
 
   void ensure_logits(int64_t rows) {
     if (logits_rows >= rows) return;
-    logits = make_tensor(ctx, {rows, vocab});
+    logit_buf = make_tensor(ctx, {rows, vocab});
     logits_rows = rows;
   }
 
@@ -224,7 +213,7 @@ struct LlamaModel::Impl {
       upload_ids(chunk);
       record_layers(b, int(chunk.size()));
       b.run();
-      n_past += int(chunk.size());
+      n_past_ += int(chunk.size());
       tokens = tokens.subspan(chunk.size());
     }
     return tokens;
@@ -246,7 +235,7 @@ struct LlamaModel::Impl {
   // logits1; one token replays the single-token step (its position uploaded here).
   void record_last(Batch& b, int n) {
     if (n == 1) {
-      set_position(n_past);
+      set_position(n_past_);
       replay_step(b);
       return;
     }
@@ -264,9 +253,16 @@ struct LlamaModel::Impl {
     const uint32_t v[2] = {uint32_t(p), uint32_t(p)};
     upload(ctx, pos, std::as_bytes(std::span(v)));
   }
+  // WGC_PROFILE=1 times every batch, and a timed batch cannot be frozen: the steps are then
+  // recorded into each batch (the same dispatches, each timed).
   void replay_step(Batch& b) {
     if (!step) {
       Batch r(ctx);
+      if (r.timed()) {
+        record_layers(b, 1, /*dyn=*/true);
+        record_output(b, 1);
+        return;
+      }
       record_layers(r, 1, /*dyn=*/true);
       record_output(r, 1);
       step = r.freeze();
@@ -276,167 +272,213 @@ struct LlamaModel::Impl {
   void replay_argmax(Batch& b) {
     if (!step_argmax) {
       Batch r(ctx);
+      if (r.timed()) {
+        ops.argmax(b, logits1, vocab, out_id);
+        return;
+      }
       ops.argmax(r, logits1, vocab, out_id);
       step_argmax = r.freeze();
     }
     b.replay(step_argmax);
   }
+
+  void set_tuning(const LlmTuning& t) override {
+    ops.tuning = t;
+    opt.tuning = t;
+    step = {};
+    step_argmax = {};
+  }
+
+  void prefill(std::span<const int32_t> tokens, const std::function<void(int, int)>& progress) override {
+    check_tokens(tokens);
+    const int total = int(tokens.size());
+    for (int done = 0; done < total;) {
+      auto chunk = tokens.subspan(size_t(done), size_t(std::min(opt.max_batch, total - done)));
+      Batch b(ctx);
+      upload_ids(chunk);
+      record_layers(b, int(chunk.size()));
+      b.run();
+      n_past_ += int(chunk.size());
+      done += int(chunk.size());
+      if (progress) progress(done, total);
+    }
+  }
+
+  std::vector<float> logits(std::span<const int32_t> tokens) override {
+    tokens = prefill_chunks(tokens);
+    Batch b(ctx);
+    upload_ids(tokens);
+    record_last(b, int(tokens.size()));
+    b.run();
+    n_past_ += int(tokens.size());
+    std::vector<float> out(static_cast<size_t>(vocab));
+    download(ctx, logits1, std::as_writable_bytes(std::span(out)));
+    return out;
+  }
+
+  std::vector<float> all_logits(std::span<const int32_t> tokens) override {
+    check_tokens(tokens);
+    std::vector<float> out;
+    out.reserve(tokens.size() * size_t(vocab));
+    while (!tokens.empty()) {
+      auto chunk = tokens.first(std::min<size_t>(tokens.size(), size_t(opt.max_batch)));
+      ensure_logits(int64_t(chunk.size()));
+      Batch b(ctx);
+      upload_ids(chunk);
+      record_layers(b, int(chunk.size()));
+      ops.rms_norm(b, x, w.norm, h, int(chunk.size()), int(hidden), eps);
+      ops.linear(b, output(), h, logit_buf, int(chunk.size()));
+      b.run();
+      n_past_ += int(chunk.size());
+      size_t at = out.size();
+      out.resize(at + chunk.size() * size_t(vocab));
+      download(ctx, logit_buf, std::as_writable_bytes(std::span(out).subspan(at)));
+      tokens = tokens.subspan(chunk.size());
+    }
+    return out;
+  }
+
+  int32_t greedy(std::span<const int32_t> tokens) override {
+    tokens = prefill_chunks(tokens);
+    Batch b(ctx);
+    upload_ids(tokens);
+    Readback id = record_argmax(b, int(tokens.size()));
+    b.submit();
+    n_past_ += int(tokens.size());
+    return int32_t(id.value<uint32_t>());
+  }
+
+  DecodeStats decode_greedy(int32_t first, int max_steps, const std::function<bool(int32_t)>& on_token) override {
+    using clock = std::chrono::steady_clock;
+    auto ms = [](clock::time_point a, clock::time_point b) {
+      return std::chrono::duration<double, std::milli>(b - a).count();
+    };
+    DecodeStats st;
+    check_tokens(std::span(&first, 1));
+    const int base = n_past_;
+    const int steps = std::min(max_steps, max_ctx_ - base);
+    const int ahead = std::max(1, opt.decode_ahead);
+    std::deque<Readback> in_flight;  // the argmax of each recorded step, oldest first
+    upload_ids(std::span(&first, 1));
+    bool go = true;
+    while (go && st.tokens < steps) {
+      auto t0 = clock::now();
+      while (st.recorded < steps && int(in_flight.size()) < ahead) {
+        Batch b(ctx);
+        if (st.recorded > 0) b.copy(out_id, 0, ids, 0, 4);  // the previous step's token
+        n_past_ = base + st.recorded;
+        in_flight.push_back(record_argmax(b, 1));  // the position goes to the GPU's queue in order
+        b.submit();
+        ++st.recorded;
+      }
+      auto t1 = clock::now();
+      auto id = int32_t(in_flight.front().value<uint32_t>());
+      in_flight.pop_front();
+      st.record_ms += ms(t0, t1);
+      st.wait_ms += ms(t1, clock::now());
+      ++st.tokens;
+      n_past_ = base + st.tokens;
+      go = on_token(id);
+    }
+    n_past_ = base + st.tokens;
+    return st;  // readbacks of dropped steps wait for their copies as they go
+  }
+
+  std::vector<DispatchTiming> profile_decode_step(int32_t token) {
+    check_tokens(std::span(&token, 1));
+    Batch b(ctx, /*timed=*/true);
+    upload_ids(std::span(&token, 1));
+    record_argmax(b, 1);
+    b.run();
+    return b.timings();
+  }
+
+  TopK top_k(std::span<const int32_t> tokens, int k) override {
+    check_top_k(k);
+    tokens = prefill_chunks(tokens);
+    Batch b(ctx);
+    upload_ids(tokens);
+    record_last(b, int(tokens.size()));
+    ops.topk(b, logits1, vocab, k, top_vals, top_ids);
+    b.run();
+    n_past_ += int(tokens.size());
+    TopK r;
+    r.logits.resize(size_t(k));
+    std::vector<uint32_t> got(static_cast<size_t>(k));
+    download(ctx, top_vals, std::as_writable_bytes(std::span(r.logits)));
+    download(ctx, top_ids, std::as_writable_bytes(std::span(got)));
+    r.ids.assign(got.begin(), got.end());
+    return r;
+  }
+
+  Device device() const override { return Device::Gpu; }
+  const ModelConfig& config() const override { return cfg; }
+  uint64_t weight_bytes() const override { return w.bytes; }
 };
 
-LlamaModel::LlamaModel(const Context& ctx, const ModelFile& file, EngineOptions options)
-    : impl_(std::make_unique<Impl>(ctx, file, options)) {}
+}  // namespace
+
+DeviceChoice choose_device(const std::optional<Context>& ctx, const ModelFile& file, const EngineOptions& o) {
+  if (o.device == Device::Cpu) return {Device::Cpu, ""};
+  if (o.device == Device::Gpu) {
+    if (!ctx) throw Error("wgc: the GPU engine needs a GPU context (none was made: backend cpu)");
+    return {Device::Gpu, ""};
+  }
+  if (!ctx) return {Device::Cpu, ""};
+  const AdapterInfo& a = ctx->adapter();
+  if (a.is_cpu() && ctx->options().backend == Backend::Auto)
+    return {Device::Cpu, "the only WebGPU adapter is a CPU (" + a.device + "): running on the CPU engine instead"};
+  const int max_ctx = resolve_max_ctx(file.config(), o);
+  if (std::string why = gpu_fit_problem(*ctx, file, max_ctx, std::max(1, std::min(o.max_batch, max_ctx))); !why.empty())
+    return {Device::Cpu, why + ": running on the CPU engine"};
+  return {Device::Gpu, ""};
+}
+
+LlamaModel::LlamaModel(std::optional<Context> ctx, const ModelFile& file, EngineOptions options) {
+  DeviceChoice c = choose_device(ctx, file, options);
+  reason_ = std::move(c.reason);
+  if (c.device == Device::Cpu)
+    impl_ = make_cpu_engine(file, options);
+  else
+    impl_ = std::make_unique<GpuEngine>(*ctx, file, options);
+}
 LlamaModel::~LlamaModel() = default;
 LlamaModel::LlamaModel(LlamaModel&&) noexcept = default;
 
-const ModelConfig& LlamaModel::config() const { return impl_->cfg; }
-int LlamaModel::max_ctx() const { return impl_->max_ctx; }
-int LlamaModel::n_past() const { return impl_->n_past; }
-int LlamaModel::max_batch() const { return impl_->opt.max_batch; }
-
+Device LlamaModel::device() const { return impl_->device(); }
+const std::string& LlamaModel::device_reason() const { return reason_; }
+const ModelConfig& LlamaModel::config() const { return impl_->config(); }
+int LlamaModel::max_ctx() const { return impl_->max_ctx(); }
+int LlamaModel::max_batch() const { return impl_->max_batch(); }
 void LlamaModel::prefill(std::span<const int32_t> tokens, const std::function<void(int, int)>& progress) {
-  auto& im = *impl_;
-  im.check_tokens(tokens);
-  const int total = int(tokens.size());
-  for (int done = 0; done < total;) {
-    auto chunk = tokens.subspan(size_t(done), size_t(std::min(im.opt.max_batch, total - done)));
-    Batch b(im.ctx);
-    im.upload_ids(chunk);
-    im.record_layers(b, int(chunk.size()));
-    b.run();
-    im.n_past += int(chunk.size());
-    done += int(chunk.size());
-    if (progress) progress(done, total);
-  }
+  impl_->prefill(tokens, progress);
 }
-uint64_t LlamaModel::weight_bytes() const { return impl_->w.bytes; }
-const LlamaWeights& LlamaModel::weights() const { return impl_->w; }
-const LlmOps& LlamaModel::ops() const { return impl_->ops; }
-const RopeTable& LlamaModel::rope() const { return impl_->rope; }
-const Context& LlamaModel::context() const { return impl_->ctx; }
+int LlamaModel::n_past() const { return impl_->n_past(); }
+void LlamaModel::rewind(int n) { impl_->rewind(n); }
+uint64_t LlamaModel::weight_bytes() const { return impl_->weight_bytes(); }
+void LlamaModel::set_tuning(const LlmTuning& t) { impl_->set_tuning(t); }
 
-void LlamaModel::set_tuning(const LlmTuning& t) {
-  impl_->ops.tuning = t;
-  impl_->opt.tuning = t;
-  impl_->step = {};
-  impl_->step_argmax = {};
-}
-
-void LlamaModel::rewind(int n) {
-  if (n < 0 || n > impl_->n_past) throw Error("wgc: cannot rewind to position " + std::to_string(n));
-  impl_->n_past = n;
-}
-
-std::vector<float> LlamaModel::logits(std::span<const int32_t> tokens) {
-  auto& im = *impl_;
-  tokens = im.prefill_chunks(tokens);
-  Batch b(im.ctx);
-  im.upload_ids(tokens);
-  im.record_last(b, int(tokens.size()));
-  b.run();
-  im.n_past += int(tokens.size());
-  std::vector<float> out(size_t(im.vocab));
-  download(im.ctx, im.logits1, std::as_writable_bytes(std::span(out)));
-  return out;
-}
-
-std::vector<float> LlamaModel::all_logits(std::span<const int32_t> tokens) {
-  auto& im = *impl_;
-  im.check_tokens(tokens);
-  std::vector<float> out;
-  out.reserve(tokens.size() * size_t(im.vocab));
-  while (!tokens.empty()) {
-    auto chunk = tokens.first(std::min<size_t>(tokens.size(), size_t(im.opt.max_batch)));
-    im.ensure_logits(int64_t(chunk.size()));
-    Batch b(im.ctx);
-    im.upload_ids(chunk);
-    im.record_layers(b, int(chunk.size()));
-    im.ops.rms_norm(b, im.x, im.w.norm, im.h, int(chunk.size()), int(im.hidden), im.eps);
-    im.ops.linear(b, im.output(), im.h, im.logits, int(chunk.size()));
-    b.run();
-    im.n_past += int(chunk.size());
-    size_t at = out.size();
-    out.resize(at + chunk.size() * size_t(im.vocab));
-    download(im.ctx, im.logits, std::as_writable_bytes(std::span(out).subspan(at)));
-    tokens = tokens.subspan(chunk.size());
-  }
-  return out;
-}
-
-int32_t LlamaModel::greedy(std::span<const int32_t> tokens) {
-  auto& im = *impl_;
-  tokens = im.prefill_chunks(tokens);
-  Batch b(im.ctx);
-  im.upload_ids(tokens);
-  Readback id = im.record_argmax(b, int(tokens.size()));
-  b.submit();
-  im.n_past += int(tokens.size());
-  return int32_t(id.value<uint32_t>());
-}
-
+std::vector<float> LlamaModel::logits(std::span<const int32_t> tokens) { return impl_->logits(tokens); }
+std::vector<float> LlamaModel::all_logits(std::span<const int32_t> tokens) { return impl_->all_logits(tokens); }
+int32_t LlamaModel::greedy(std::span<const int32_t> tokens) { return impl_->greedy(tokens); }
+TopK LlamaModel::top_k(std::span<const int32_t> tokens, int k) { return impl_->top_k(tokens, k); }
 DecodeStats LlamaModel::decode_greedy(int32_t first, int max_steps, const std::function<bool(int32_t)>& on_token) {
-  auto& im = *impl_;
-  using clock = std::chrono::steady_clock;
-  auto ms = [](clock::time_point a, clock::time_point b) {
-    return std::chrono::duration<double, std::milli>(b - a).count();
-  };
-  DecodeStats st;
-  im.check_tokens(std::span(&first, 1));
-  const int base = im.n_past;
-  const int steps = std::min(max_steps, im.max_ctx - base);
-  const int ahead = std::max(1, im.opt.decode_ahead);
-  std::deque<Readback> in_flight;  // the argmax of each recorded step, oldest first
-  im.upload_ids(std::span(&first, 1));
-  bool go = true;
-  while (go && st.tokens < steps) {
-    auto t0 = clock::now();
-    while (st.recorded < steps && int(in_flight.size()) < ahead) {
-      Batch b(im.ctx);
-      if (st.recorded > 0) b.copy(im.out_id, 0, im.ids, 0, 4);  // the previous step's token
-      im.n_past = base + st.recorded;
-      in_flight.push_back(im.record_argmax(b, 1));  // the position goes to the GPU's queue in order
-      b.submit();
-      ++st.recorded;
-    }
-    auto t1 = clock::now();
-    auto id = int32_t(in_flight.front().value<uint32_t>());
-    in_flight.pop_front();
-    st.record_ms += ms(t0, t1);
-    st.wait_ms += ms(t1, clock::now());
-    ++st.tokens;
-    im.n_past = base + st.tokens;
-    go = on_token(id);
-  }
-  im.n_past = base + st.tokens;
-  return st;  // readbacks of dropped steps wait for their copies as they go
+  return impl_->decode_greedy(first, max_steps, on_token);
 }
+
+namespace {
+GpuEngine& gpu_engine(LlamaEngine& e, std::string_view what) {
+  if (auto* g = dynamic_cast<GpuEngine*>(&e)) return *g;
+  throw not_on_this_engine(what, e.device());
+}
+}  // namespace
 
 std::vector<DispatchTiming> LlamaModel::profile_decode_step(int32_t token) {
-  auto& im = *impl_;
-  im.check_tokens(std::span(&token, 1));
-  Batch b(im.ctx, /*timed=*/true);
-  im.upload_ids(std::span(&token, 1));
-  im.record_argmax(b, 1);
-  b.run();
-  return b.timings();
+  return gpu_engine(*impl_, "profiling GPU dispatches").profile_decode_step(token);
 }
-
-TopK LlamaModel::top_k(std::span<const int32_t> tokens, int k) {
-  auto& im = *impl_;
-  if (k < 1 || k > 64 || k > im.vocab) throw Error("wgc: top_k takes 1..64 candidates, got " + std::to_string(k));
-  tokens = im.prefill_chunks(tokens);
-  Batch b(im.ctx);
-  im.upload_ids(tokens);
-  im.record_last(b, int(tokens.size()));
-  im.ops.topk(b, im.logits1, im.vocab, k, im.top_vals, im.top_ids);
-  b.run();
-  im.n_past += int(tokens.size());
-  TopK r;
-  r.logits.resize(size_t(k));
-  std::vector<uint32_t> ids(static_cast<size_t>(k));
-  download(im.ctx, im.top_vals, std::as_writable_bytes(std::span(r.logits)));
-  download(im.ctx, im.top_ids, std::as_writable_bytes(std::span(ids)));
-  r.ids.assign(ids.begin(), ids.end());
-  return r;
-}
+const LlamaWeights& LlamaModel::weights() const { return gpu_engine(*impl_, "the GPU weights").w; }
+const LlmOps& LlamaModel::ops() const { return gpu_engine(*impl_, "the GPU ops").ops; }
+const RopeTable& LlamaModel::rope() const { return gpu_engine(*impl_, "the GPU RoPE table").rope; }
+const Context& LlamaModel::context() const { return gpu_engine(*impl_, "the GPU context").ctx; }
 
 }  // namespace wgc::llm

@@ -1,21 +1,34 @@
-// LlamaModel: a Llama-family transformer (Llama 2/3/3.1/3.2, Mistral, Qwen 2/2.5/3) on the GPU.
-// Weights stay in their file's type (f32; f16/bf16 packed; Q8_0/Q4_0/Q4_K/Q6_K dequantized inside
-// the kernels); activations are f32; the KV cache is preallocated for max_ctx positions and
-// appended in place. The forward pass of a step (one token or a whole prompt) is one submit.
+// LlamaModel: a Llama-family transformer (Llama 2/3/3.1/3.2, Mistral, Qwen 2/2.5/3) on one of two
+// engines behind the same API, chosen at construction (EngineOptions::device):
+//  - the GPU engine (WebGPU): weights uploaded in their file's type (f32; f16/bf16 packed;
+//    Q8_0/Q4_0/Q4_K/Q6_K dequantized inside the kernels); the forward pass of a step (one token
+//    or a whole prompt) is one submit;
+//  - the CPU engine (llama_cpu.h): weights read in place from the file's mapping in their type,
+//    SIMD kernels with 8-bit activations for the quantized types, worker threads.
+// Activations are f32; the KV cache holds max_ctx positions and is appended in place.
 #pragma once
 
 #include "gpu/batch.h"
 #include "llm/formats/model_file.h"
 #include "ops/llm/llm_ops.h"
+#include "util/device.h"
 
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
+#include <string_view>
 #include <vector>
 
 namespace wgc::llm {
+
+// Where a model runs (util/device.h). Auto: the CPU engine when there is no GPU context, when the
+// context's adapter is a CPU that was not asked for by name (ContextOptions::backend Auto,
+// WGC_BACKEND unset, and the only adapter is SwiftShader: WebGPU emulated on these same cores is
+// ~1000x slower than the CPU engine), or when the model does not fit the GPU's limits; else the GPU.
+using wgc::Device;
 
 struct EngineOptions {
   int max_ctx = 0;       // KV cache length; 0: the model's context, at most kDefaultMaxCtx
@@ -34,8 +47,18 @@ struct EngineOptions {
   // them, and the readers then assume theta 10000 without scaling).
   std::optional<double> rope_theta;
   std::optional<RopeScaling> rope_scaling;
+  Device device = Device::Auto;
+  int threads = 0;  // CPU engine: worker threads (0: every processor this process may run on)
 };
 inline constexpr int kDefaultMaxCtx = 4096;
+
+// What EngineOptions::device comes to for this context (none: no GPU) and model, and why when
+// Auto chose the CPU (one line for the user). wgc::Error for Device::Gpu without a context.
+struct DeviceChoice {
+  Device device = Device::Gpu;
+  std::string reason;
+};
+DeviceChoice choose_device(const std::optional<Context>& ctx, const ModelFile& file, const EngineOptions& options);
 
 // What decode_greedy did, with the host's share of the time.
 struct DecodeStats {
@@ -51,12 +74,23 @@ struct TopK {
 };
 
 struct LlamaWeights;
+struct CpuWeights;
+namespace cpu {
+class ThreadPool;
+}
+class LlamaEngine;
 
 class LlamaModel {
  public:
-  LlamaModel(const Context& ctx, const ModelFile& file, EngineOptions options = {});
+  // ctx: the GPU context (none: the CPU engine). The file's tensors are read during construction
+  // (GPU) or for the model's lifetime (CPU: the engine keeps the file's mapping alive itself).
+  LlamaModel(std::optional<Context> ctx, const ModelFile& file, EngineOptions options = {});
   ~LlamaModel();
   LlamaModel(LlamaModel&&) noexcept;
+
+  Device device() const;                     // Gpu or Cpu
+  const std::string& device_reason() const;  // why Auto chose the CPU ("" otherwise)
+  int threads() const;                       // the CPU engine's threads (0 on the GPU)
 
   const ModelConfig& config() const;
   // New kernel tuning knobs (EngineOptions::tuning) for what runs from now on (the single-token
@@ -66,7 +100,7 @@ class LlamaModel {
   int max_batch() const;          // prompt tokens per forward step (EngineOptions::max_batch)
   int n_past() const;             // tokens in the KV cache
   void rewind(int n_past);        // forget cached tokens from position n_past on (0: all)
-  uint64_t weight_bytes() const;  // bytes of weights on the GPU
+  uint64_t weight_bytes() const;  // bytes of weights the engine reads (on the GPU, or mapped)
 
   // Runs `tokens` at positions n_past() .. and appends them to the cache. Throws wgc::Error when
   // the context would overflow. The result variants:
@@ -86,21 +120,25 @@ class LlamaModel {
   DecodeStats decode_greedy(int32_t first, int max_steps, const std::function<bool(int32_t)>& on_token);
 
   // GPU time of each dispatch of one decode step of `token` at position n_past() (the cache is
-  // left as it was): for profiles. Single-token steps (decode_greedy, and greedy/logits/top_k of
-  // one token) replay one recording made on first use, whose position is read on the GPU.
+  // left as it was): for profiles. GPU engine only (wgc::Error on the CPU). Single-token steps
+  // (decode_greedy, and greedy/logits/top_k of one token) replay one recording made on first use,
+  // whose position is read on the GPU.
   std::vector<DispatchTiming> profile_decode_step(int32_t token);
 
-  // For the serving engine (BatchedLlama), which runs its own forward on these weights: the
-  // weights, the ops (with EngineOptions::tuning; not thread-safe), the RoPE table (max_ctx
-  // positions) and the context.
+  // For the serving engine (BatchedLlama), which runs its own forward on these weights. GPU
+  // engine (wgc::Error on the CPU): the weights, the ops (with EngineOptions::tuning; not
+  // thread-safe), the RoPE table (max_ctx positions) and the context.
   const LlamaWeights& weights() const;
   const LlmOps& ops() const;
   const RopeTable& rope() const;
   const Context& context() const;
+  // CPU engine (wgc::Error on the GPU): the weights and the worker threads.
+  std::shared_ptr<const CpuWeights> cpu_weights() const;
+  std::shared_ptr<cpu::ThreadPool> cpu_threads() const;
 
  private:
-  struct Impl;
-  std::unique_ptr<Impl> impl_;
+  std::unique_ptr<LlamaEngine> impl_;
+  std::string reason_;
 };
 
 }  // namespace wgc::llm

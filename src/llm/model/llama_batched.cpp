@@ -1,35 +1,25 @@
 #include "llm/model/llama_batched.h"
 
+#include "llm/model/llama_cpu.h"
 #include "llm/model/llama_weights.h"
 #include "util/error.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <optional>
 #include <string>
 
 namespace wgc::llm {
 
+// A submitted step, until collected.
 struct BatchedLlama::Pending::Impl {
-  std::optional<Batch> batch;      // kept until collected (its readbacks)
-  std::vector<StepSequence> rows;  // the sequences with logits, in order (their spans unused)
-  int k = 0;
-  Readback vals, ids, lse;
-  std::vector<Readback> full;
+  virtual ~Impl() = default;
 };
 
+// The two engines' serving forward: the GPU one (one submit per step) and the CPU one.
 struct BatchedLlama::Impl {
-  Context ctx;
-  const LlamaWeights& w;
-  const LlmOps& ops;
-  const RopeTable& rope;
-  BatchedOptions opt;
-  LinearVersion lin = LinearVersion::Auto;
-  std::vector<KvLayer> pool;  // per layer: [n_kv][blocks * block_tokens][hd]
-  uint64_t kv_bytes = 0;
-  Tensor ids, x, h, qkv, attn, gu, act, last, logits, top_vals, top_ids, lse;
-
-  Impl(LlamaModel& m, BatchedOptions o) : ctx(m.context()), w(m.weights()), ops(m.ops()), rope(m.rope()), opt(o) {
+  explicit Impl(BatchedOptions o) : opt(o) {
     const std::string what = "wgc: serving engine: ";
     if (opt.max_tokens < 1 || opt.max_rows < 1 || opt.max_rows > opt.max_tokens)
       throw Error(what + "max_tokens " + std::to_string(opt.max_tokens) + " and max_rows " +
@@ -39,6 +29,72 @@ struct BatchedLlama::Impl {
                   std::to_string(opt.block_tokens) + " tokens)");
     if (opt.split_len < 16 || opt.split_len % 16)
       throw Error(what + "split_len " + std::to_string(opt.split_len) + " is not a positive multiple of 16");
+  }
+  virtual ~Impl() = default;
+  virtual int max_pos() const = 0;
+  virtual int64_t vocab() const = 0;
+  virtual uint64_t kv_bytes() const = 0;
+  virtual bool overlaps() const = 0;
+  virtual std::unique_ptr<Pending::Impl> submit(std::span<const StepSequence> seqs) = 0;
+  virtual std::vector<StepLogits> collect(Pending::Impl& p) = 0;
+
+  void check(std::span<const StepSequence> seqs) const {
+    const std::string what = "wgc: serving step: ";
+    if (seqs.empty()) throw Error(what + "no sequences");
+    int64_t tokens = 0, rows = 0;
+    for (size_t i = 0; i < seqs.size(); ++i) {
+      const auto& s = seqs[i];
+      const std::string which = what + "sequence " + std::to_string(i) + ": ";
+      if (s.tokens.empty()) throw Error(which + "no tokens");
+      if (s.feed_row >= 0 && (s.tokens.size() != 1 || s.feed_row >= last_rows || last_k < 1))
+        throw Error(which + "feed_row " + std::to_string(s.feed_row) +
+                    ": one token from a row of the previous step that asked for top_k >= 1 (it had " +
+                    std::to_string(last_rows) + " rows, top_k " + std::to_string(last_k) + ")");
+      for (int32_t id : s.tokens)
+        if (id < 0 || id >= vocab())
+          throw Error(which + "token id " + std::to_string(id) + " is outside the vocabulary (0.." +
+                      std::to_string(vocab() - 1) + ")");
+      if (s.pos0 < 0 || int64_t(s.pos0) + int64_t(s.tokens.size()) > max_pos())
+        throw Error(which + "positions " + std::to_string(s.pos0) + "+" + std::to_string(s.tokens.size()) +
+                    " past the context of " + std::to_string(max_pos()));
+      if (s.top_k < 0 || s.top_k > 64 || s.top_k > vocab())
+        throw Error(which + "top_k " + std::to_string(s.top_k) + " (0..64)");
+      tokens += int64_t(s.tokens.size());
+      rows += s.wants_logits() ? 1 : 0;
+    }
+    if (tokens > opt.max_tokens)
+      throw Error(what + std::to_string(tokens) + " tokens, at most " + std::to_string(opt.max_tokens));
+    if (rows > opt.max_rows)
+      throw Error(what + std::to_string(rows) + " sequences want logits, at most " + std::to_string(opt.max_rows));
+  }
+
+  BatchedOptions opt;
+  int last_k = 0, last_rows = 0;  // of the step submitted last: feed_row reads its top_ids
+};
+
+namespace {
+
+struct GpuPending final : BatchedLlama::Pending::Impl {
+  std::optional<Batch> batch;      // kept until collected (its readbacks)
+  std::vector<StepSequence> rows;  // the sequences with logits, in order (their spans unused)
+  int k = 0;
+  Readback vals, ids, lse;
+  std::vector<Readback> full;
+};
+
+struct GpuBatched final : BatchedLlama::Impl {
+  Context ctx;
+  const LlamaWeights& w;
+  const LlmOps& ops;
+  const RopeTable& rope;
+  LinearVersion lin = LinearVersion::Auto;
+  std::vector<KvLayer> pool;  // per layer: [n_kv][blocks * block_tokens][hd]
+  uint64_t kv_total = 0;
+  Tensor ids, x, h, qkv, attn, gu, act, last, logits, top_vals, top_ids, lse;
+
+  GpuBatched(LlamaModel& m, BatchedOptions o)
+      : Impl(o), ctx(m.context()), w(m.weights()), ops(m.ops()), rope(m.rope()) {
+    const std::string what = "wgc: serving engine: ";
     lin = opt.linear != LinearVersion::Auto ? opt.linear
           : ctx.adapter().is_cpu()          ? LinearVersion::Naive
                                             : LinearVersion::BatchedQ8;
@@ -57,7 +113,7 @@ struct BatchedLlama::Impl {
       c.max_ctx = int(slots);
       c.head_dim = int(w.hd);
       pool.push_back(c);
-      kv_bytes += 2 * layer_bytes;
+      kv_total += 2 * layer_bytes;
     }
     const int64_t T = opt.max_tokens, R = opt.max_rows;
     ids = make_tensor(ctx, {T}, DType::U32);
@@ -74,39 +130,12 @@ struct BatchedLlama::Impl {
     lse = make_tensor(ctx, {R});
   }
 
-  void check(std::span<const StepSequence> seqs) const {
-    const std::string what = "wgc: serving step: ";
-    if (seqs.empty()) throw Error(what + "no sequences");
-    int64_t tokens = 0, rows = 0;
-    for (size_t i = 0; i < seqs.size(); ++i) {
-      const auto& s = seqs[i];
-      const std::string which = what + "sequence " + std::to_string(i) + ": ";
-      if (s.tokens.empty()) throw Error(which + "no tokens");
-      if (s.feed_row >= 0 && (s.tokens.size() != 1 || s.feed_row >= last_rows || last_k < 1))
-        throw Error(which + "feed_row " + std::to_string(s.feed_row) +
-                    ": one token from a row of the previous step that asked for top_k >= 1 (it had " +
-                    std::to_string(last_rows) + " rows, top_k " + std::to_string(last_k) + ")");
-      for (int32_t id : s.tokens)
-        if (id < 0 || id >= w.vocab)
-          throw Error(which + "token id " + std::to_string(id) + " is outside the vocabulary (0.." +
-                      std::to_string(w.vocab - 1) + ")");
-      if (s.pos0 < 0 || int64_t(s.pos0) + int64_t(s.tokens.size()) > rope.max_pos)
-        throw Error(which + "positions " + std::to_string(s.pos0) + "+" + std::to_string(s.tokens.size()) +
-                    " past the context of " + std::to_string(rope.max_pos));
-      if (s.top_k < 0 || s.top_k > 64 || s.top_k > w.vocab)
-        throw Error(which + "top_k " + std::to_string(s.top_k) + " (0..64)");
-      tokens += int64_t(s.tokens.size());
-      rows += s.wants_logits() ? 1 : 0;
-    }
-    if (tokens > opt.max_tokens)
-      throw Error(what + std::to_string(tokens) + " tokens, at most " + std::to_string(opt.max_tokens));
-    if (rows > opt.max_rows)
-      throw Error(what + std::to_string(rows) + " sequences want logits, at most " + std::to_string(opt.max_rows));
-  }
+  int max_pos() const override { return rope.max_pos; }
+  int64_t vocab() const override { return w.vocab; }
+  uint64_t kv_bytes() const override { return kv_total; }
+  bool overlaps() const override { return true; }
 
-  int last_k = 0, last_rows = 0;  // of the step submitted last: feed_row reads its top_ids
-
-  Pending::Impl submit(std::span<const StepSequence> seqs) {
+  std::unique_ptr<BatchedLlama::Pending::Impl> submit(std::span<const StepSequence> seqs) override {
     check(seqs);
     std::vector<PagedSequence> ps;
     std::vector<uint32_t> tok_ids;
@@ -171,7 +200,8 @@ struct BatchedLlama::Impl {
       k = std::max(k, seqs[i].top_k);
       any_lse |= seqs[i].logsumexp;
     }
-    Pending::Impl p;
+    auto pending = std::make_unique<GpuPending>();
+    GpuPending& p = *pending;
     p.k = k;
     for (size_t i : want) p.rows.push_back(seqs[i]);
     last_k = k;
@@ -179,7 +209,7 @@ struct BatchedLlama::Impl {
     if (want.empty()) {
       b.submit();
       p.batch = std::move(b);
-      return p;
+      return pending;
     }
     const int m = int(want.size());
     ops.rms_norm(b, h, w.norm, last, m, int(w.hidden), w.eps);
@@ -202,10 +232,11 @@ struct BatchedLlama::Impl {
       if (seqs[want[r]].full) p.full[r] = b.read(logits, r * vocab_bytes, vocab_bytes);
     b.submit();
     p.batch = std::move(b);
-    return p;
+    return pending;
   }
 
-  std::vector<StepLogits> collect(Pending::Impl& p) {
+  std::vector<StepLogits> collect(BatchedLlama::Pending::Impl& pi) override {
+    auto& p = static_cast<GpuPending&>(pi);
     std::vector<StepLogits> out(p.rows.size());
     if (p.rows.empty()) p.batch->wait();
     for (size_t r = 0; r < p.rows.size(); ++r) {
@@ -232,23 +263,135 @@ struct BatchedLlama::Impl {
   }
 };
 
+// ---- the CPU engine ------------------------------------------------------------------------------
+
+struct CpuPending final : BatchedLlama::Pending::Impl {
+  std::vector<StepLogits> out;
+};
+
+struct CpuBatched final : BatchedLlama::Impl {
+  std::shared_ptr<const CpuWeights> w;
+  int positions = 0;
+  CpuForward fwd;
+  CpuKvCache pool;
+  std::vector<int32_t> last_best;  // the argmax of each row of the step before (for feed_row)
+  std::vector<float> logits;
+
+  CpuBatched(LlamaModel& m, BatchedOptions o)
+      : Impl(o),
+        w(m.cpu_weights()),
+        positions(m.max_ctx()),
+        fwd(w, m.cpu_threads(), o.max_tokens, m.max_ctx()),
+        pool(*w, checked_slots(o)) {
+    if (o.linear != LinearVersion::Auto)
+      throw Error(
+          "wgc: serving engine: the linear kernel version is a GPU engine option; this model runs on the "
+          "CPU engine (use Auto)");
+  }
+  static int64_t checked_slots(const BatchedOptions& o) {
+    const int64_t slots = int64_t(o.blocks) * o.block_tokens;
+    if (slots >= (int64_t(1) << 31))
+      throw Error("wgc: serving engine: a KV pool of " + std::to_string(o.blocks) + " blocks x " +
+                  std::to_string(o.block_tokens) + " tokens (use fewer blocks)");
+    return slots;
+  }
+
+  int max_pos() const override { return positions; }
+  int64_t vocab() const override { return w->vocab; }
+  uint64_t kv_bytes() const override { return pool.bytes(); }
+  bool overlaps() const override { return false; }
+
+  std::unique_ptr<BatchedLlama::Pending::Impl> submit(std::span<const StepSequence> seqs) override {
+    check(seqs);
+    std::vector<int32_t> fed(seqs.size());
+    std::vector<CpuSequence> cs(seqs.size());
+    int k = 0;
+    for (size_t i = 0; i < seqs.size(); ++i) {
+      const StepSequence& s = seqs[i];
+      const std::string which = "wgc: serving step: sequence " + std::to_string(i) + ": ";
+      const int64_t need = (int64_t(s.pos0) + int64_t(s.tokens.size()) + opt.block_tokens - 1) / opt.block_tokens;
+      if (int64_t(s.blocks.size()) < need)
+        throw Error(which + std::to_string(s.blocks.size()) + " blocks for " +
+                    std::to_string(s.pos0 + int64_t(s.tokens.size())) + " positions");
+      for (int64_t b = 0; b < need; ++b)
+        if (s.blocks[size_t(b)] < 0 || s.blocks[size_t(b)] >= opt.blocks)
+          throw Error(which + "block " + std::to_string(s.blocks[size_t(b)]) + " outside the pool of " +
+                      std::to_string(opt.blocks));
+      cs[i].tokens = s.tokens;
+      if (s.feed_row >= 0) {
+        fed[i] = last_best[size_t(s.feed_row)];
+        cs[i].tokens = std::span<const int32_t>(&fed[i], 1);
+      }
+      cs[i].pos0 = s.pos0;
+      cs[i].blocks = s.blocks;
+      cs[i].logits = s.wants_logits();
+      k = std::max(k, s.top_k);
+    }
+    const int64_t m = fwd.step(cs, pool, opt.block_tokens, false, logits);
+    auto p = std::make_unique<CpuPending>();
+    last_best.clear();
+    const size_t V = size_t(w->vocab);
+    int64_t r = 0;
+    for (const StepSequence& s : seqs) {
+      if (!s.wants_logits()) continue;
+      const float* row = logits.data() + size_t(r++) * V;
+      StepLogits o;
+      // The best k, best first (ties: the lower id, as the GPU's top-k).
+      std::vector<int32_t> ids(V);
+      for (size_t i = 0; i < V; ++i) ids[i] = int32_t(i);
+      const size_t kk = size_t(std::max(s.top_k, 1));
+      std::partial_sort(ids.begin(), ids.begin() + std::ptrdiff_t(kk), ids.end(),
+                        [&](int32_t a, int32_t b) { return row[a] > row[b] || (row[a] == row[b] && a < b); });
+      last_best.push_back(ids[0]);
+      for (int i = 0; i < s.top_k; ++i) {
+        o.top_ids.push_back(ids[size_t(i)]);
+        o.top_logits.push_back(row[ids[size_t(i)]]);
+      }
+      if (s.logsumexp) {
+        const float mx = *std::max_element(row, row + V);
+        double sum = 0;
+        for (size_t i = 0; i < V; ++i) sum += std::exp(double(row[i]) - double(mx));
+        o.logsumexp = float(double(mx) + std::log(sum));
+      }
+      if (s.full) o.logits.assign(row, row + V);
+      p->out.push_back(std::move(o));
+    }
+    (void)m;
+    last_k = k;
+    last_rows = int(p->out.size());
+    return p;
+  }
+
+  std::vector<StepLogits> collect(BatchedLlama::Pending::Impl& p) override {
+    return std::move(static_cast<CpuPending&>(p).out);
+  }
+};
+
+std::unique_ptr<BatchedLlama::Impl> make_batched(LlamaModel& model, BatchedOptions o) {
+  if (model.device() == Device::Cpu) return std::make_unique<CpuBatched>(model, o);
+  return std::make_unique<GpuBatched>(model, o);
+}
+
+}  // namespace
+
 BatchedLlama::Pending::Pending() = default;
 BatchedLlama::Pending::~Pending() = default;
 BatchedLlama::Pending::Pending(Pending&&) noexcept = default;
 BatchedLlama::Pending& BatchedLlama::Pending::operator=(Pending&&) noexcept = default;
 
-BatchedLlama::BatchedLlama(LlamaModel& model, BatchedOptions o) : impl_(std::make_unique<Impl>(model, o)) {}
+BatchedLlama::BatchedLlama(LlamaModel& model, BatchedOptions o) : impl_(make_batched(model, o)) {}
 BatchedLlama::~BatchedLlama() = default;
 const BatchedOptions& BatchedLlama::options() const { return impl_->opt; }
-int BatchedLlama::max_ctx() const { return impl_->rope.max_pos; }
-uint64_t BatchedLlama::kv_bytes() const { return impl_->kv_bytes; }
+int BatchedLlama::max_ctx() const { return impl_->max_pos(); }
+uint64_t BatchedLlama::kv_bytes() const { return impl_->kv_bytes(); }
+bool BatchedLlama::overlaps() const { return impl_->overlaps(); }
 std::vector<StepLogits> BatchedLlama::step(std::span<const StepSequence> seqs) {
   Pending p = submit(seqs);
   return collect(p);
 }
 BatchedLlama::Pending BatchedLlama::submit(std::span<const StepSequence> seqs) {
   Pending p;
-  p.impl_ = std::make_unique<Pending::Impl>(impl_->submit(seqs));
+  p.impl_ = impl_->submit(seqs);
   return p;
 }
 std::vector<StepLogits> BatchedLlama::collect(Pending& p) {

@@ -69,7 +69,10 @@ class BatchedLlama {
 
   const BatchedOptions& options() const;
   int max_ctx() const;        // positions the model's RoPE table covers
-  uint64_t kv_bytes() const;  // the pool on the GPU
+  uint64_t kv_bytes() const;  // the pool (on the GPU, or in host memory)
+  // Whether a submitted step runs while the host records the next one (the GPU engine); the CPU
+  // engine runs a step within submit(), so recording ahead only delays the tokens.
+  bool overlaps() const;
 
   // Runs one step (one submit, waits for it). Returns one entry per sequence that wants logits,
   // in order. Throws wgc::Error (naming the sequence) on bad input: token ids outside the
@@ -96,8 +99,9 @@ class BatchedLlama {
   Pending submit(std::span<const StepSequence> seqs);
   std::vector<StepLogits> collect(Pending& p);
 
- private:
   struct Impl;
+
+ private:
   std::unique_ptr<Impl> impl_;
 };
 

@@ -250,4 +250,58 @@ RopeTable make_llama_rope(const Context& c, const ModelConfig& cfg, int max_pos)
   return make_rope_table(c, cfg.rope_inv_freq(), int(cfg.head_dim), max_pos);
 }
 
+namespace {
+
+// Bytes of the data buffer upload_weight makes for a rows x cols matrix of file type t (types the
+// kernels do not read become f16).
+uint64_t gpu_data_bytes(TensorType t, uint64_t rows, uint64_t cols) {
+  return packed_data_bytes(gpu_type(t).value_or(TensorType::F16), int64_t(rows), int64_t(cols));
+}
+
+}  // namespace
+
+std::string gpu_fit_problem(const Context& ctx, const ModelFile& f, int max_ctx, int max_batch) {
+  const Limits& lim = ctx.limits();
+  const uint64_t bind = lim.max_storage_buffer_binding_size, most = std::min(bind, lim.max_buffer_size);
+  const ModelConfig& cfg = f.config();
+  auto too_big = [&](const std::string& what, uint64_t bytes, uint64_t limit) {
+    return bytes > limit ? what + " needs a buffer of " + std::to_string(bytes) + " bytes, the GPU allows " +
+                               std::to_string(limit)
+                         : std::string();
+  };
+  // A matrix group as upload_group makes it: fused when the types and row lengths agree.
+  auto group = [&](const std::vector<const ModelTensor*>& ts) {
+    bool fuse = true;
+    uint64_t rows = 0;
+    for (auto* t : ts) {
+      fuse &= t->type == ts[0]->type && t->row_length() == ts[0]->row_length();
+      rows += uint64_t(t->rows());
+    }
+    std::string why;
+    if (fuse)
+      return too_big(ts[0]->name + (ts.size() > 1 ? " (fused with its siblings)" : ""),
+                     gpu_data_bytes(ts[0]->type, rows, uint64_t(ts[0]->row_length())), most);
+    for (auto* t : ts)
+      if (why.empty())
+        why = too_big(t->name, gpu_data_bytes(t->type, uint64_t(t->rows()), uint64_t(t->row_length())), most);
+    return why;
+  };
+  std::vector<std::vector<const ModelTensor*>> groups = {{&f.tensor("model.embed_tokens.weight")}};
+  if (!cfg.tie_word_embeddings) groups.push_back({&f.tensor("lm_head.weight")});
+  for (int64_t i = 0; i < cfg.n_layers; ++i) {
+    auto t = [&](const char* s) { return &f.layer_tensor(i, s); };
+    groups.push_back({t("self_attn.q_proj.weight"), t("self_attn.k_proj.weight"), t("self_attn.v_proj.weight")});
+    groups.push_back({t("self_attn.o_proj.weight")});
+    groups.push_back({t("mlp.gate_proj.weight"), t("mlp.up_proj.weight")});
+    groups.push_back({t("mlp.down_proj.weight")});
+  }
+  for (const auto& g : groups)
+    if (std::string why = group(g); !why.empty()) return why;
+  const uint64_t kv_layer = uint64_t(cfg.n_kv_heads) * uint64_t(max_ctx) * uint64_t(cfg.head_dim) * 4;
+  if (std::string why = too_big("a layer of the KV cache", kv_layer, bind); !why.empty()) return why;
+  if (std::string why = too_big("the KV cache", kv_layer * uint64_t(cfg.n_layers), lim.max_buffer_size); !why.empty())
+    return why;
+  return too_big("the logits of a prompt batch", uint64_t(max_batch) * uint64_t(cfg.vocab_size) * 4, most);
+}
+
 }  // namespace wgc::llm

@@ -65,4 +65,9 @@ void check_llama_context(const Context& ctx, const ModelConfig& cfg, int64_t max
 // cos/sin of f32(pos) * inv_freq for positions < max_pos (an f32 product, as transformers computes it).
 RopeTable make_llama_rope(const Context& ctx, const ModelConfig& cfg, int max_pos);
 
+// Why the model cannot run on ctx's GPU with this context length and batch ("" when it can): a
+// weight buffer (a matrix as uploaded: Q|K|V and gate|up fused), the KV cache or the logits larger
+// than the device allows in one buffer. The message names the tensor, its size and the limit.
+std::string gpu_fit_problem(const Context& ctx, const ModelFile& file, int max_ctx, int max_batch);
+
 }  // namespace wgc::llm

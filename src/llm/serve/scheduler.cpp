@@ -7,7 +7,6 @@
 #include "llm/serve/scheduler.h"
 
 #include "llm/model/llama_batched.h"
-#include "llm/model/llama_weights.h"
 #include "llm/serve/kv_blocks.h"
 #include "llm/serve/request_stream.h"
 
@@ -86,8 +85,9 @@ struct Scheduler::Impl {
     const int B = opt.kv_block_tokens;
     const int per_seq = (opt.max_ctx + B - 1) / B;
     if (opt.kv_blocks == 0) {
-      const LlamaWeights& w = model.weights();
-      const uint64_t block_bytes = uint64_t(B) * uint64_t(w.layers.size()) * 2 * uint64_t(w.nkv) * uint64_t(w.hd) * 4;
+      const ModelConfig& c = model.config();
+      const uint64_t block_bytes =
+          uint64_t(B) * uint64_t(c.n_layers) * 2 * uint64_t(c.n_kv_heads) * uint64_t(c.head_dim) * 4;
       const uint64_t cap = std::max<uint64_t>(uint64_t(per_seq), kDefaultKvBudget / block_bytes);
       opt.kv_blocks = int(std::min<uint64_t>(uint64_t(opt.parallel) * uint64_t(per_seq), cap));
     }
@@ -365,9 +365,11 @@ struct Scheduler::Impl {
     return f;
   }
 
-  // Whether the step after f can be recorded before f's tokens are back: every running sequence
-  // is in f and decodes greedily without logprobs, nothing waits to be admitted or cancelled.
+  // Whether the step after f can be recorded before f's tokens are back: the engine runs steps
+  // while the host records (the GPU), every running sequence is in f and decodes greedily without
+  // logprobs, nothing waits to be admitted or cancelled.
   bool can_speculate(const Inflight& f) {
+    if (!engine->overlaps()) return false;
     {
       std::lock_guard lk(mu);
       if (quit || (!queue.empty() && int(running.size()) < opt.parallel)) return false;

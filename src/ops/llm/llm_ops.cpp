@@ -1,6 +1,8 @@
 #include "ops/llm/llm_ops.h"
 #include "ops/llm/op_checks.h"
 
+#include "cpu/llm/rope_table.h"
+
 #include "util/error.h"
 
 #include <algorithm>
@@ -35,14 +37,7 @@ RopeTable make_rope_table(const Context& ctx, std::span<const double> inv, int h
   if (inv.empty() || inv.size() > size_t(head_dim / 2))
     throw Error("wgc: rope table: " + std::to_string(inv.size()) + " frequencies for head_dim " +
                 std::to_string(head_dim) + " (1 to head_dim / 2)");
-  const size_t half = inv.size();
-  std::vector<float> cs(size_t(max_pos) * half * 2);
-  for (size_t p = 0; p < size_t(max_pos); ++p)
-    for (size_t i = 0; i < half; ++i) {
-      float ang = float(p) * float(inv[i]);
-      cs[2 * (p * half + i)] = float(std::cos(double(ang)));
-      cs[2 * (p * half + i) + 1] = float(std::sin(double(ang)));
-    }
+  const std::vector<float> cs = rope_cos_sin(inv, max_pos);
   RopeTable t;
   t.cos_sin = make_tensor(ctx, {int64_t(cs.size())}, cs);
   t.head_dim = head_dim;

@@ -42,6 +42,21 @@ void put_bytes(std::vector<uint32_t>& words, uint64_t byte_at, const std::byte* 
 
 }  // namespace
 
+uint64_t packed_data_bytes(TensorType t, int64_t rows, int64_t cols) {
+  const uint64_t R = uint64_t(rows), C = uint64_t(cols);
+  switch (t) {
+    case TensorType::F32: return R * rup(C, 4) * 4;
+    case TensorType::F16:
+    case TensorType::BF16: return R * rup(C, 8) * 2;
+    case TensorType::Q8_0: return R * (C / 32) * 32;
+    case TensorType::Q4_0: return R * (C / 32) * 16;
+    case TensorType::Q4_K: return R * (C / 256) * 144;
+    case TensorType::Q6_K: return R * (C / 256) * 208;
+    default: break;
+  }
+  throw Error("wgc: the GPU kernels do not read " + std::string(to_string(t)) + " weights (convert them first)");
+}
+
 PackedWeight pack_weight(TensorType type, std::span<const std::byte> bytes, int64_t rows, int64_t cols) {
   uint64_t want = ggml_bytes(type, rows, cols);
   if (bytes.size() != want)
@@ -56,21 +71,21 @@ PackedWeight pack_weight(TensorType type, std::span<const std::byte> bytes, int6
   switch (type) {
     case TensorType::F32: {
       uint64_t rs = rup(C, 4);
-      p.data.assign(R * rs, 0);
+      p.data.assign(packed_data_bytes(type, rows, cols) / 4, 0);
       for (uint64_t r = 0; r < R; ++r) put_bytes(p.data, r * rs * 4, src + r * C * 4, C * 4);
       break;
     }
     case TensorType::F16:
     case TensorType::BF16: {
       uint64_t rs = rup(C, 8);  // halves
-      p.data.assign(R * rs / 2, 0);
+      p.data.assign(packed_data_bytes(type, rows, cols) / 4, 0);
       for (uint64_t r = 0; r < R; ++r) put_bytes(p.data, r * rs * 2, src + r * C * 2, C * 2);
       break;
     }
     case TensorType::Q8_0:
     case TensorType::Q4_0: {
       const uint64_t nb = R * (C / 32), qbytes = type == TensorType::Q8_0 ? 32 : 16, bb = qbytes + 2;
-      p.data.assign(nb * qbytes / 4, 0);
+      p.data.assign(packed_data_bytes(type, rows, cols) / 4, 0);
       p.scales.assign((nb + 1) / 2, 0);
       auto* sc = reinterpret_cast<uint16_t*>(p.scales.data());
       for (uint64_t b = 0; b < nb; ++b) {
@@ -80,13 +95,13 @@ PackedWeight pack_weight(TensorType type, std::span<const std::byte> bytes, int6
       break;
     }
     case TensorType::Q4_K: {
-      p.data.assign(want / 4, 0);
+      p.data.assign(packed_data_bytes(type, rows, cols) / 4, 0);
       put_bytes(p.data, 0, src, want);
       break;
     }
     case TensorType::Q6_K: {
       const uint64_t nb = R * (C / 256);
-      p.data.assign(nb * 52, 0);
+      p.data.assign(packed_data_bytes(type, rows, cols) / 4, 0);
       p.scales.assign(nb, 0);
       for (uint64_t b = 0; b < nb; ++b) {
         const std::byte* blk = src + b * 210;

@@ -47,6 +47,10 @@ struct GpuWeight {
   uint64_t gpu_bytes() const;  // bytes a kernel reads for the whole matrix (data + scales)
 };
 
+// Bytes of the data buffer (the layout above, without the scales) of a rows x cols matrix of a type
+// the kernels read.
+uint64_t packed_data_bytes(TensorType t, int64_t rows, int64_t cols);
+
 // Repacks ggml bytes (exactly ggml_bytes(type, rows, cols) of them) and uploads them.
 GpuWeight upload_weight(const Context& ctx, TensorType type, std::span<const std::byte> ggml_bytes, int64_t rows,
                         int64_t cols);

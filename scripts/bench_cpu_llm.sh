@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# wgc's CPU engine against llama.cpp's CPU backend (issue 13), side by side in one run: prefill and
+# decode tokens/s of Llama-3.2-1B (random weights from `wgc synth-model`, the real shapes) in each
+# type, the same GGUF file and the same number of threads for both. The peer is npm's
+# node-llama-cpp 3.21.1 with its prebuilt linux-x64 binary (llama.cpp's CPU backend, which picks
+# its kernels for this processor at run time), installed here from the pinned lock file
+# (scripts/bench_cpu_llm/package-lock.json; --ignore-scripts, no compiler, gpu: false).
+#
+#   scripts/bench_cpu_llm.sh [--npm DIR] [--out DIR] [--types q4_0,q8_0,f16] [--threads N]
+#                            [-p 128] [-n 32] [-r 3] [--wgc PATH]
+#   scripts/bench_cpu_llm.sh --pack DIR   # fetch the peer's .tgz files into DIR (needs the registry)
+#
+#  --npm DIR   install the peer from the .tgz files --pack put in DIR, offline (for the GPU
+#              machine, which has no network)
+#  --out DIR   results (default build/bench-cpu-llm): results.md (the table), results.json,
+#              cpu_llm.png (the chart), the model files (kept for the next run) and the peer
+#  --threads N threads of both engines (default: the processors this shell may use, nproc)
+#  -p, -n, -r  prompt tokens, decoded tokens, timed runs (the median is reported)
+#
+# Load: the machine should be quiet; the table records `uptime`'s load before and after.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+here="$repo/scripts/bench_cpu_llm"
+log() { printf '[bench_cpu_llm] %s\n' "$*" >&2; }
+die() { log "$*"; exit 1; }
+
+# The peer's two packages, pinned by version and sha256 of their npm tarballs (the lock file pins
+# every dependency by sha512).
+declare -A kPinned=(
+  [node-llama-cpp-3.21.1.tgz]=7a231d6bafa14142a1cbed9893d4ec5bc6041b2a5f5939a623accaab4203c11f
+  [node-llama-cpp-linux-x64-3.21.1.tgz]=4b5b65a8b2611d8af94349b02d815c0f424a30a0a19aef2be5db25ecfef6730f
+)
+
+npm_dir="" out="$repo/build/bench-cpu-llm" types="q4_0,q8_0,f16" threads=$(nproc) p=128 n=32 r=3 pack=""
+wgc="$repo/build/wgc"
+while [ $# -gt 0 ]; do
+  case $1 in
+    --pack) pack=${2:?--pack DIR}; shift 2 ;;
+    --npm) npm_dir=${2:?--npm DIR}; shift 2 ;;
+    --out) out=${2:?--out DIR}; shift 2 ;;
+    --types) types=${2:?--types q4_0,q8_0,f16}; shift 2 ;;
+    --threads) threads=${2:?--threads N}; shift 2 ;;
+    --wgc) wgc=${2:?--wgc PATH}; shift 2 ;;
+    -p) p=${2:?-p N}; shift 2 ;;
+    -n) n=${2:?-n N}; shift 2 ;;
+    -r) r=${2:?-r N}; shift 2 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    *) die "unknown argument '$1' (--help lists them)" ;;
+  esac
+done
+command -v npm >/dev/null || die "npm not found (apt-get install npm)"
+
+# The lock's packages that this platform installs (not the optional GPU/ARM builds): name@version.
+lock_specs() {
+  node -e '
+    const lock = require(process.argv[1]);
+    for (const [key, p] of Object.entries(lock.packages))
+      if (key && !p.optional) console.log(key.slice(key.lastIndexOf("node_modules/") + 13) + "@" + p.version);
+  ' "$here/package-lock.json" | sort -u
+}
+
+check_pinned() {  # DIR: the two pinned tarballs are there with their sha256
+  local f
+  for f in "${!kPinned[@]}"; do
+    [ -f "$1/$f" ] || die "$1/$f is missing"
+    echo "${kPinned[$f]}  $1/$f" | sha256sum -c --status || die "sha256 mismatch: $1/$f"
+  done
+}
+
+if [ -n "$pack" ]; then
+  mkdir -p "$pack"
+  pack=$(cd "$pack" && pwd)
+  log "fetching $(lock_specs | wc -l) packages into $pack"
+  (cd "$pack" && lock_specs | xargs npm pack --silent --pack-destination . >/dev/null)
+  check_pinned "$pack"
+  log "done: carry $pack to the other machine and run: scripts/bench_cpu_llm.sh --npm $pack"
+  exit 0
+fi
+
+[ -x "$wgc" ] || die "$wgc not found: build first (scripts/build.sh)"
+mkdir -p "$out/models"
+out=$(cd "$out" && pwd)
+
+# The peer, from the registry or offline from --npm DIR (npm ci checks every tarball against the
+# lock's sha512).
+peer="$out/peer"
+if [ ! -f "$peer/.installed" ] || ! cmp -s "$here/package-lock.json" "$peer/package-lock.json"; then
+  rm -rf "$peer"
+  mkdir -p "$peer"
+  cp "$here/package.json" "$here/package-lock.json" "$peer/"
+  flags=(--ignore-scripts --omit=optional --no-audit --no-fund --loglevel=error)
+  if [ -n "$npm_dir" ]; then
+    npm_dir=$(cd "$npm_dir" && pwd)
+    check_pinned "$npm_dir"
+    log "installing node-llama-cpp offline from $npm_dir"
+    cache=$(mktemp -d)
+    trap 'rm -rf "$cache"' EXIT
+    npm cache add --cache "$cache" --loglevel=error "$npm_dir"/*.tgz
+    (cd "$peer" && npm ci --offline --cache "$cache" "${flags[@]}")
+  else
+    log "installing node-llama-cpp from the registry"
+    (cd "$peer" && npm ci "${flags[@]}")
+  fi
+  touch "$peer/.installed"
+fi
+cp "$here/llama_cpp_bench.mjs" "$peer/"
+
+load() { uptime | sed 's/.*load average: //'; }
+cpu=$("$wgc" info --backend cpu | sed 's/^CPU engine: //')
+results="$out/results.json"
+echo "[" >"$results"
+first=1
+for t in ${types//,/ }; do
+  model="$out/models/llama-3.2-1b-$t.gguf"
+  if [ ! -f "$model" ]; then
+    log "making $model"
+    "$wgc" synth-model --shape llama-3.2-1b --type "$t" --out "$model"
+  fi
+  load0=$(load)
+  log "$t: wgc (CPU engine, $threads threads)"
+  "$wgc" bench-llm --backend cpu --threads "$threads" -m "$model" -p "$p" -n "$n" -r "$r" \
+    --json "$out/wgc-$t.json" --force >"$out/wgc-$t.txt"
+  log "$t: llama.cpp (node-llama-cpp, $threads threads)"
+  (cd "$peer" && node llama_cpp_bench.mjs "$model" "$p" "$n" "$r" "$threads") >"$out/llama_cpp-$t.json"
+  load1=$(load)
+  row=$(node -e '
+    const [wgcFile, peerFile, type, load0, load1] = process.argv.slice(1);
+    const w = require(wgcFile), l = require(peerFile);
+    const med = (name) => w.results.find((x) => x.test === name).tps_median;
+    const r = {type, wgc_pp: med("pp" + process.argv[6]), wgc_tg: med("tg" + process.argv[7]),
+               llama_pp: l.pp_median, llama_tg: l.tg_median, load_before: load0, load_after: load1,
+               wgc_threads: w.threads, llama_threads: l.threads, llama_cpu_variant: l.cpu_variant};
+    console.log(JSON.stringify(r));
+  ' "$out/wgc-$t.json" "$out/llama_cpp-$t.json" "$t" "$load0" "$load1" "$p" "$n")
+  [ $first = 1 ] || echo "," >>"$results"
+  first=0
+  echo "$row" >>"$results"
+done
+echo "]" >>"$results"
+
+node -e '
+  const rows = require(process.argv[1]);
+  const [cpu, threads, p, n, r] = process.argv.slice(2);
+  const f = (x) => x.toFixed(2), pct = (a, b) => (100 * a / b).toFixed(0) + "%";
+  console.log(`CPU: ${cpu}; ${threads} threads each; llama.cpp CPU variant: ${rows[0].llama_cpu_variant}; ` +
+              `pp${p} / tg${n}, median of ${r} runs after a warm-up\n`);
+  console.log("| model | wgc pp t/s | llama.cpp pp t/s | wgc/llama.cpp pp | wgc tg t/s | llama.cpp tg t/s | wgc/llama.cpp tg | load (1/5/15 min) before; after |");
+  console.log("|---|---:|---:|---:|---:|---:|---:|---|");
+  for (const x of rows)
+    console.log(`| Llama-3.2-1B ${x.type.toUpperCase()} | ${f(x.wgc_pp)} | ${f(x.llama_pp)} | ${pct(x.wgc_pp, x.llama_pp)} | ` +
+                `${f(x.wgc_tg)} | ${f(x.llama_tg)} | ${pct(x.wgc_tg, x.llama_tg)} | ${x.load_before}; ${x.load_after} |`);
+' "$results" "$cpu" "$threads" "$p" "$n" "$r" | tee "$out/results.md"
+
+cats=()
+for t in ${types//,/ }; do cats+=("${t^^} pp$p" "${t^^} tg$n"); done
+series() {  # KEY_PP KEY_TG: the values in the chart's category order
+  node -e '
+    const rows = require(process.argv[1]);
+    console.log(rows.flatMap((x) => [x[process.argv[2]], x[process.argv[3]]].map((v) => v.toFixed(2))).join(","));
+  ' "$results" "$1" "$2"
+}
+"$wgc" chart --force --out "$out/cpu_llm.png" --title "Llama-3.2-1B on the CPU ($threads threads): wgc vs llama.cpp" \
+  --y-label "tokens/s" --categories "$(IFS=,; echo "${cats[*]}")" \
+  --series "wgc=$(series wgc_pp wgc_tg)" --series "llama.cpp=$(series llama_pp llama_tg)" >/dev/null
+log "wrote $out/results.md, $out/results.json, $out/cpu_llm.png"

@@ -1,0 +1,34 @@
+// --backend for the commands that run a language model (generate, chat, score, serve, bench-llm,
+// bench-batched): auto | gpu | cpu | cpu-vulkan, or WGC_BACKEND when the flag is auto.
+//  - cpu: the CPU engine (src/llm/model/llama_cpu.h), no WebGPU context at all;
+//  - gpu, cpu-vulkan: the GPU engine on that Vulkan adapter (cpu-vulkan: SwiftShader);
+//  - auto: a WebGPU context and the engine the library picks (llm::choose_device: the CPU engine
+//    when the only adapter is a CPU or the model does not fit the GPU).
+// Other GPU commands keep parse_backend's meaning, where "cpu" names the CPU Vulkan adapter.
+#pragma once
+
+#include "cli/command.h"
+#include "gpu/context.h"
+#include "llm/model/llama.h"
+
+#include <optional>
+#include <string>
+
+namespace wgc::cli {
+
+struct LlmBackend {
+  std::optional<Context> ctx;  // none: the CPU engine
+  llm::Device device = llm::Device::Auto;
+};
+// adapter_index: ContextOptions::adapter_index (-1: chosen by the backend).
+LlmBackend llm_backend(const GpuFlags& g, int adapter_index = -1);
+
+// Where the model runs, for status lines: "CPU (<processor>, N threads, kernels avx2)" or the
+// adapter's name.
+std::string engine_name(const llm::LlamaModel& m, const LlmBackend& b);
+
+// When auto chose the CPU engine: one line on stderr saying why (unless --quiet).
+void say_engine_choice(const std::string& reason);
+inline void say_engine_choice(const llm::LlamaModel& m) { say_engine_choice(m.device_reason()); }
+
+}  // namespace wgc::cli

@@ -1,0 +1,13 @@
+// The RoPE table both engines use: cos/sin of f32(pos) * f32(inv_freq[i]) (an f32 product, as
+// transformers computes the angle; cos and sin in f64) for positions < max_pos, as
+// [max_pos][inv_freq.size()][2] floats.
+#pragma once
+
+#include <span>
+#include <vector>
+
+namespace wgc::llm {
+
+std::vector<float> rope_cos_sin(std::span<const double> inv_freq, int max_pos);
+
+}  // namespace wgc::llm

@@ -1,0 +1,323 @@
+#include "llm/model/llama_cpu.h"
+
+#include "cpu/llm/dequant.h"
+#include "cpu/llm/rope_table.h"
+#include "util/error.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+
+namespace wgc::llm {
+
+namespace {
+
+// A matrix as the kernels read it: in place where they know its type, else (Q4_1, Q5_*, Q8_K, ...)
+// converted once to f16, as the GPU engine does.
+cpu::Weight matrix(CpuWeights& w, const ModelTensor& t) {
+  cpu::Weight m;
+  m.rows = t.rows();
+  m.cols = t.row_length();
+  if (cpu::kernels_read(t.type) && m.cols % int64_t(block_size(t.type)) == 0) {
+    m.type = t.type;
+    m.data = t.data.data();
+    m.row_bytes = int64_t(*row_bytes(t.type, uint64_t(m.cols)));
+  } else {
+    const std::vector<float> f = to_f32(t);
+    auto buf = std::make_unique<std::byte[]>(f.size() * 2);
+    for (size_t i = 0; i < f.size(); ++i) {
+      const uint16_t h = f32_to_f16(f[i]);
+      std::memcpy(buf.get() + 2 * i, &h, 2);
+    }
+    m.type = TensorType::F16;
+    m.data = buf.get();
+    m.row_bytes = m.cols * 2;
+    w.owned.push_back(std::move(buf));
+  }
+  w.bytes += uint64_t(m.rows) * uint64_t(m.row_bytes);
+  w.max_cols = std::max(w.max_cols, m.cols);
+  return m;
+}
+
+CpuGroup group(CpuWeights& w, const std::vector<const ModelTensor*>& ts,
+               const std::vector<const ModelTensor*>& biases) {
+  CpuGroup g;
+  for (auto* t : ts) {
+    g.parts.push_back(matrix(w, *t));
+    g.rows += g.parts.back().rows;
+    (cpu::takes_q8(g.parts.back().type) ? g.quantized : g.floats) = true;
+  }
+  if (!biases.empty()) {
+    for (size_t i = 0; i < biases.size(); ++i) {
+      if (!biases[i]) throw Error("wgc: " + ts[i]->name + " has no bias but its siblings have");
+      g.bias.push_back(to_f32(*biases[i]));
+    }
+  }
+  return g;
+}
+
+}  // namespace
+
+std::shared_ptr<const CpuWeights> load_cpu_weights(const ModelFile& f, std::optional<double> rope_theta,
+                                                   std::optional<RopeScaling> rope_scaling) {
+  auto w = std::make_shared<CpuWeights>();
+  w->cfg = f.config();
+  auto& cfg = w->cfg;
+  if (rope_theta) cfg.rope_theta = *rope_theta;
+  if (rope_scaling) {
+    cfg.rope_scaling = *rope_scaling;
+    cfg.rope_freq_factors.clear();  // the file's per-frequency factors would override the scaling
+  }
+  w->hidden = cfg.hidden_size;
+  w->nh = cfg.n_heads;
+  w->nkv = cfg.n_kv_heads;
+  w->hd = cfg.head_dim;
+  w->ffn = cfg.ffn_size;
+  w->vocab = cfg.vocab_size;
+  w->eps = static_cast<float>(cfg.rms_norm_eps);
+  w->qkv_dim = (w->nh + 2 * w->nkv) * w->hd;
+  if (cfg.rope_dim != 0 && cfg.rope_dim != w->hd)
+    throw Error("wgc: " + f.path().string() + ": partial rotary embeddings (rope_dim " + std::to_string(cfg.rope_dim) +
+                " of head_dim " + std::to_string(w->hd) + ") are not supported");
+  w->file = f.data_owner();
+
+  const ModelTensor& e = f.tensor("model.embed_tokens.weight");
+  w->embed = &e;
+  w->embed_type = e.type;
+  w->embed_bytes = e.data;
+  if (!is_float_like(e.type))
+    throw Error("wgc: " + f.path().string() + ": embeddings of type " + std::string(to_string(e.type)));
+  w->output = group(*w, {cfg.tie_word_embeddings ? &e : &f.tensor("lm_head.weight")}, {});
+  w->norm = to_f32(f.tensor("model.norm.weight"));
+  for (int64_t i = 0; i < cfg.n_layers; ++i) {
+    CpuLayer L;
+    auto t = [&](const char* s) { return &f.layer_tensor(i, s); };
+    auto opt_t = [&](const char* s) { return f.find_layer_tensor(i, s); };
+    L.ln1 = to_f32(*t("input_layernorm.weight"));
+    L.ln2 = to_f32(*t("post_attention_layernorm.weight"));
+    if (cfg.qk_norm) {
+      L.q_norm = to_f32(*t("self_attn.q_norm.weight"));
+      L.k_norm = to_f32(*t("self_attn.k_norm.weight"));
+    }
+    std::vector<const ModelTensor*> biases;
+    if (cfg.attention_bias)
+      biases = {opt_t("self_attn.q_proj.bias"), opt_t("self_attn.k_proj.bias"), opt_t("self_attn.v_proj.bias")};
+    L.qkv =
+        group(*w, {t("self_attn.q_proj.weight"), t("self_attn.k_proj.weight"), t("self_attn.v_proj.weight")}, biases);
+    L.o = group(*w, {t("self_attn.o_proj.weight")}, {});
+    L.gate_up = group(*w, {t("mlp.gate_proj.weight"), t("mlp.up_proj.weight")}, {});
+    L.down = group(*w, {t("mlp.down_proj.weight")}, {});
+    w->layers.push_back(std::move(L));
+  }
+  return w;
+}
+
+CpuKvCache::CpuKvCache(const CpuWeights& w, int64_t n_slots) : slots(n_slots), row(w.nkv * w.hd) {
+  if (n_slots < 1 || uint64_t(n_slots) * uint64_t(row) > (uint64_t(1) << 40))
+    throw Error("wgc: a KV cache of " + std::to_string(n_slots) + " positions");
+  for (size_t l = 0; l < w.layers.size(); ++l) {
+    // for_overwrite: no zeroing, so untouched positions cost no memory.
+    k.push_back(std::make_unique_for_overwrite<float[]>(size_t(n_slots * row)));
+    v.push_back(std::make_unique_for_overwrite<float[]>(size_t(n_slots * row)));
+  }
+}
+
+CpuForward::CpuForward(std::shared_ptr<const CpuWeights> w, std::shared_ptr<cpu::ThreadPool> pool, int max_tokens,
+                       int max_pos)
+    : w_(std::move(w)), k_(cpu::kernels()), pool_(std::move(pool)), max_tokens_(max_tokens), max_pos_(max_pos) {
+  const CpuWeights& W = *w_;
+  rope_ = rope_cos_sin(W.cfg.rope_inv_freq(), max_pos);
+  const size_t T = size_t(max_tokens);
+  x_.resize(T * size_t(W.hidden));
+  h_.resize(T * size_t(W.hidden));
+  qkv_.resize(T * size_t(W.qkv_dim));
+  attn_.resize(T * size_t(W.nh * W.hd));
+  gu_.resize(T * size_t(2 * W.ffn));
+  act_.resize(T * size_t(W.ffn));
+  xq_.resize(max_tokens, (W.max_cols + 31) / 32 * 32);
+  const size_t scratch = size_t(k_.linear_scratch(W.max_cols)) + 64;
+  scratch_.resize(size_t(pool_->size()), std::vector<std::byte>(scratch));
+  scores_.resize(size_t(pool_->size()), std::vector<float>(size_t(max_pos)));
+}
+
+namespace {
+
+// y = x / sqrt(mean(x^2) + eps) * w for rows [t0, t1) of dim values, stride apart (in place is fine).
+void rms_rows(const float* x, const std::vector<float>& w, float* y, int64_t t0, int64_t t1, int64_t dim,
+              int64_t stride, float eps) {
+  for (int64_t t = t0; t < t1; ++t) {
+    const float* xt = x + t * stride;
+    float* yt = y + t * stride;
+    double ss = 0;
+    for (int64_t i = 0; i < dim; ++i) ss += double(xt[i]) * xt[i];
+    const double inv = 1.0 / std::sqrt(ss / double(dim) + double(eps));
+    for (int64_t i = 0; i < dim; ++i) yt[i] = float(double(xt[i]) * inv * w[size_t(i)]);
+  }
+}
+
+}  // namespace
+
+void CpuForward::rms_norm(const float* x, const std::vector<float>& w, float* y, int64_t n, int64_t dim,
+                          int64_t stride) {
+  if (n == 1)
+    rms_rows(x, w, y, 0, 1, dim, stride, w_->eps);
+  else
+    pool_->parallel_for(n, [&](int64_t t, int) { rms_rows(x, w, y, t, t + 1, dim, stride, w_->eps); });
+}
+
+void CpuForward::linear(const CpuGroup& g, const float* in, int64_t in_stride, int64_t n, float* y, int64_t y_stride,
+                        bool accumulate) {
+  const int64_t cols = g.parts[0].cols;
+  cpu::LinearIo io;
+  io.x = in;
+  io.x_stride = in_stride;
+  io.n = n;
+  io.y_stride = y_stride;
+  io.accumulate = accumulate;
+  if (g.quantized) {
+    xq_.k = cols;
+    io.xq = xq_.rows();
+    const int64_t per = std::max<int64_t>(1, (n + 4 * pool_->size() - 1) / (4 * pool_->size()));
+    pool_->parallel_for((n + per - 1) / per, [&](int64_t i, int) {
+      k_.quantize(in, in_stride, i * per, std::min(n, (i + 1) * per), io.xq);
+    });
+  }
+  // Chunks of rows (multiples of the kernels' 8-row tiles), several per thread for balance.
+  const int64_t threads = pool_->size();
+  const int64_t chunk = std::clamp<int64_t>(g.rows / (8 * threads) / 8 * 8, 8, 128);
+  int64_t tasks = 0;
+  for (const auto& p : g.parts) tasks += (p.rows + chunk - 1) / chunk;
+  pool_->parallel_for(tasks, [&](int64_t task, int th) {
+    size_t part = 0;
+    int64_t off = 0;  // the part's first output column
+    for (;; ++part) {
+      const int64_t c = (g.parts[part].rows + chunk - 1) / chunk;
+      if (task < c) break;
+      task -= c;
+      off += g.parts[part].rows;
+    }
+    const cpu::Weight& wt = g.parts[part];
+    const int64_t r0 = task * chunk, r1 = std::min(wt.rows, r0 + chunk);
+    cpu::LinearIo pio = io;
+    pio.y = y + off;
+    auto* raw = scratch_[size_t(th)].data();
+    void* s = reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(raw) + 63) & ~uintptr_t(63));
+    k_.linear(wt, pio, r0, r1, s);
+    if (!g.bias.empty())
+      for (int64_t t = 0; t < n; ++t)
+        for (int64_t r = r0; r < r1; ++r) pio.y[t * y_stride + r] += g.bias[part][size_t(r)];
+  });
+}
+
+int64_t CpuForward::step(std::span<const CpuSequence> seqs, CpuKvCache& kv, int64_t block, bool all_rows,
+                         std::vector<float>& out) {
+  const CpuWeights& W = *w_;
+  const int64_t hidden = W.hidden, hd = W.hd, nh = W.nh, nkv = W.nkv, qkv_dim = W.qkv_dim, ffn = W.ffn;
+  // Per token: its sequence and position.
+  std::vector<int32_t> ids, seq_of, pos;
+  for (size_t s = 0; s < seqs.size(); ++s)
+    for (size_t i = 0; i < seqs[s].tokens.size(); ++i) {
+      ids.push_back(seqs[s].tokens[i]);
+      seq_of.push_back(int32_t(s));
+      pos.push_back(seqs[s].pos0 + int32_t(i));
+    }
+  const int64_t n = int64_t(ids.size());
+  if (n == 0 || n > max_tokens_)
+    throw Error("wgc: CPU engine: " + std::to_string(n) + " tokens in a step (1.." + std::to_string(max_tokens_) + ")");
+  for (int32_t p : pos)
+    if (p >= max_pos_)
+      throw Error("wgc: CPU engine: position " + std::to_string(p) + " past " + std::to_string(max_pos_));
+  auto slot = [&](int64_t t) {
+    const CpuSequence& s = seqs[size_t(seq_of[size_t(t)])];
+    const int64_t p = pos[size_t(t)];
+    return int64_t(s.blocks[size_t(p / block)]) * block + p % block;
+  };
+
+  // Embeddings: each token's row dequantized.
+  const uint64_t embed_row = *row_bytes(W.embed_type, uint64_t(hidden));
+  pool_->parallel_for(n, [&](int64_t t, int) {
+    dequantize(W.embed_type, W.embed_bytes.subspan(size_t(ids[size_t(t)]) * embed_row, embed_row),
+               std::span<float>(x_.data() + t * hidden, size_t(hidden)));
+  });
+
+  const int64_t half = hd / 2;
+  const float scale = 1.f / std::sqrt(float(hd));
+  for (size_t li = 0; li < W.layers.size(); ++li) {
+    const CpuLayer& L = W.layers[li];
+    rms_norm(x_.data(), L.ln1, h_.data(), n, hidden, hidden);
+    linear(L.qkv, h_.data(), hidden, n, qkv_.data(), qkv_dim, false);
+    float* kc = kv.k[li].get();
+    float* vc = kv.v[li].get();
+    // Per token: q/k norms (Qwen 3), RoPE on q and k (pairs (i, i + hd/2)), K and V into the cache.
+    pool_->parallel_for(n, [&](int64_t t, int) {
+      float* row = qkv_.data() + t * qkv_dim;
+      if (W.cfg.qk_norm) {
+        rms_rows(row, L.q_norm, row, 0, nh, hd, hd, W.eps);
+        rms_rows(row + nh * hd, L.k_norm, row + nh * hd, 0, nkv, hd, hd, W.eps);
+      }
+      const float* cs = rope_.data() + size_t(pos[size_t(t)]) * size_t(half) * 2;
+      for (int64_t head = 0; head < nh + nkv; ++head) {
+        float* v = row + head * hd;
+        for (int64_t i = 0; i < half; ++i) {
+          const float c = cs[2 * i], s = cs[2 * i + 1], a = v[i], b = v[i + half];
+          v[i] = a * c - b * s;
+          v[i + half] = b * c + a * s;
+        }
+      }
+      const int64_t at = slot(t) * kv.row;
+      std::memcpy(kc + at, row + nh * hd, size_t(kv.row) * 4);
+      std::memcpy(vc + at, row + (nh + nkv) * hd, size_t(kv.row) * 4);
+    });
+    // Attention per token and head.
+    const int64_t group = nh / nkv;
+    pool_->parallel_for(n * nh, [&](int64_t i, int th) {
+      const int64_t t = i / nh, head = i % nh, kvh = head / group;
+      const CpuSequence& s = seqs[size_t(seq_of[size_t(t)])];
+      cpu::AttendArgs a;
+      a.q = qkv_.data() + t * qkv_dim + head * hd;
+      a.head_dim = int(hd);
+      a.scale = scale;
+      a.k = kc + kvh * hd;
+      a.v = vc + kvh * hd;
+      a.kv_stride = kv.row;
+      a.blocks = s.blocks.data();
+      a.block = block;
+      a.len = pos[size_t(t)] + 1;
+      a.scores = scores_[size_t(th)].data();
+      a.out = attn_.data() + t * nh * hd + head * hd;
+      k_.attend(a);
+    });
+    linear(L.o, attn_.data(), nh * hd, n, x_.data(), hidden, true);
+    rms_norm(x_.data(), L.ln2, h_.data(), n, hidden, hidden);
+    linear(L.gate_up, h_.data(), hidden, n, gu_.data(), 2 * ffn, false);
+    pool_->parallel_for(n, [&](int64_t t, int) {
+      const float* g = gu_.data() + t * 2 * ffn;
+      k_.swiglu(g, g + ffn, act_.data() + t * ffn, ffn);
+    });
+    linear(L.down, act_.data(), ffn, n, x_.data(), hidden, true);
+  }
+
+  // The final norm and the logits of the rows wanted.
+  std::vector<int64_t> rows;
+  if (all_rows) {
+    for (int64_t t = 0; t < n; ++t) rows.push_back(t);
+  } else {
+    int64_t t = 0;
+    for (const auto& s : seqs) {
+      t += int64_t(s.tokens.size());
+      if (s.logits) rows.push_back(t - 1);
+    }
+  }
+  const int64_t m = int64_t(rows.size());
+  if (m == 0) return 0;
+  last_.resize(size_t(m * hidden));
+  for (int64_t r = 0; r < m; ++r)
+    std::memcpy(last_.data() + r * hidden, x_.data() + rows[size_t(r)] * hidden, size_t(hidden) * 4);
+  rms_norm(last_.data(), W.norm, last_.data(), m, hidden, hidden);
+  out.resize(size_t(m * W.vocab));
+  linear(W.output, last_.data(), hidden, m, out.data(), W.vocab, false);
+  return m;
+}
+
+}  // namespace wgc::llm

@@ -1,0 +1,54 @@
+// The two engines of LlamaModel on the same files: the GPU engine (WebGPU; SwiftShader in CI) and
+// the CPU engine agree on the logits of a prompt and of decode steps within the tolerance of each
+// weight type, on synthetic models (src/llm/synth, the tiny shape) of every type `wgc synth-model`
+// writes. (BF16 weights are compared through the tiny-llama3 fixture in test_llm_model.cpp, and
+// every type the CPU kernels read, Q4_K and Q6_K too, against the f64 reference in
+// test_cpu_llm_kernels.cpp.)
+#include "llm/model/llama.h"
+#include "llm/synth/synth_model.h"
+#include "test_util.h"
+
+using namespace wgc;
+using namespace wgc::llm;
+using wgc::test::ctx;
+
+namespace {
+
+EngineOptions engine(Device device) {
+  EngineOptions eo;
+  eo.device = device;
+  eo.max_ctx = 64;
+  eo.max_batch = 16;  // the 19-token prompt runs in two chunks
+  eo.progress = false;
+  return eo;
+}
+
+}  // namespace
+
+TEST(LlmEngines, GpuAndCpuAgreeOnEveryWeightType) {
+  // Tolerances (max |diff| / max |gpu|): f32 and f16 weights differ only in the order of f32
+  // sums; the quantized types by the CPU engine's 8-bit activations (per block of 32, as llama.cpp).
+  const std::pair<TensorType, double> cases[] = {
+      {TensorType::F32, 1e-5}, {TensorType::F16, 1e-5}, {TensorType::Q8_0, 3e-2}, {TensorType::Q4_0, 3e-2}};
+  const synth::ModelShape& shape = synth::find_shape("tiny");
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < 19; ++i) prompt.push_back(int32_t((i * 131 + 7) % shape.vocab));
+  for (auto [type, tol] : cases) {
+    const auto path = test::temp_dir() / ("tiny-" + std::string(to_string(type)) + ".gguf");
+    GgufWriteOptions wo;
+    wo.progress = false;
+    synth::SynthModel(shape, type, 3).write(path, wo);
+    ModelFile f = open_model(path, {false, false});
+    LlamaModel gpu(ctx(), f, engine(Device::Gpu)), cpu(ctx(), f, engine(Device::Cpu));
+    ASSERT_EQ(gpu.device(), Device::Gpu);
+    ASSERT_EQ(cpu.device(), Device::Cpu);
+    const std::string what = std::string(to_string(type));
+    const auto want = gpu.all_logits(prompt), got = cpu.all_logits(prompt);
+    EXPECT_LT(test::rel_error(got, want), tol) << what << " prompt";
+    for (int32_t tok : {5, 300, 77}) {
+      EXPECT_LT(test::rel_error(cpu.logits(std::span(&tok, 1)), gpu.logits(std::span(&tok, 1))), tol)
+          << what << " decode at " << gpu.n_past();
+    }
+    EXPECT_EQ(cpu.n_past(), gpu.n_past());
+  }
+}
