@@ -11,6 +11,9 @@
 
 #include <poll.h>
 #include <pty.h>
+#include <termios.h>
+#include <csignal>
+#include <thread>
 
 #include <sys/wait.h>
 
@@ -470,22 +473,45 @@ TEST(ChatCli, CtrlCStopsTheReplyCtrlDEnds) {
     return seen.find(want, from) != std::string::npos;
   };
   auto type = [&](const std::string& keys) { ASSERT_EQ(::write(fd, keys.data(), keys.size()), ssize_t(keys.size())); };
+  // The prompt is printed before line editing takes the terminal out of canonical mode; a Ctrl-D
+  // typed in that window is a cooked-mode end of file that the editor never sees (as when a person
+  // types ahead of the prompt). Type at the prompt only once the editor reads raw keys.
+  auto wait_editing = [&] {
+    auto end = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    termios t{};
+    while (::tcgetattr(fd, &t) == 0 && (t.c_lflag & ICANON) && std::chrono::steady_clock::now() < end)
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    return !(t.c_lflag & ICANON);
+  };
   ASSERT_TRUE(wait_for("> ")) << seen;
+  ASSERT_TRUE(wait_editing()) << seen;
   size_t at = seen.size();
   type("The moon\r");
   ASSERT_TRUE(wait_for(" is a", at)) << seen;  // the reply is streaming
   type("\x03");
   ASSERT_TRUE(wait_for("(stopped)", at)) << seen;
   ASSERT_TRUE(wait_for("> ", seen.find("(stopped)", at))) << seen;
+  ASSERT_TRUE(wait_editing()) << seen;
   at = seen.size();
   type("/reset\r");
   ASSERT_TRUE(wait_for("(conversation cleared)", at)) << seen;
   ASSERT_TRUE(wait_for("> ", seen.find("(conversation cleared)"))) << seen;
+  ASSERT_TRUE(wait_editing()) << seen;
   at = seen.size();
   type("\x04");
   int status = -1;
   wait_for("\n", at);
-  ::waitpid(pid, &status, 0);
+  // Bounded: a chat that does not end on Ctrl-D fails the test instead of hanging the suite.
+  auto end = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (::waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > end) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      ADD_FAILURE() << "wgc chat did not end on Ctrl-D\n" << seen;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   ::close(fd);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << "\n" << seen;
   EXPECT_NE(seen.find("\n", at), std::string::npos) << seen;  // ends on a new line

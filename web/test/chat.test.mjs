@@ -128,7 +128,15 @@ test('Stop ends a reply early, the next one runs, and New chat starts over', { t
   assert.equal((await lastReply(page)).status, 'done');
   const second = page.requests.at(-1);
   assert.deepEqual(second.messages.map((m) => m.role), ['user', 'assistant', 'user']);
-  assert.equal(second.messages[1].content, stopped.text);
+  // The history holds the raw reply; the page shows it rendered as Markdown (line breaks become
+  // paragraphs), so render the sent text with the page's own renderer before comparing.
+  const shown = await page.evaluate(async (text) => {
+    const { renderMarkdown } = await import(new URL('markdown.js', document.baseURI).href);
+    const div = document.createElement('div');
+    div.replaceChildren(renderMarkdown(text));
+    return div.textContent;
+  }, second.messages[1].content);
+  assert.equal(shown, stopped.text);
   // New chat while a reply streams: it stops, and the next request starts a fresh history.
   await setField(page, 'max_tokens', '400');
   await ask(page, 'A third question');
@@ -174,7 +182,7 @@ test('settings reach the request and are kept across a reload', { timeout: TIMEO
 test('replies render as Markdown, and markup in them stays text', { timeout: TIMEOUT }, async () => {
   const page = await chatPage();
   const html = await page.evaluate(async () => {
-    const { renderMarkdown } = await import('./markdown.js');
+    const { renderMarkdown } = await import(new URL('markdown.js', document.baseURI).href);
     const div = document.createElement('div');
     div.append(renderMarkdown([
       '## Title', 'Some **bold**, *italic* and `x < y` code.', '',
