@@ -18,6 +18,7 @@ std::string_view to_string(Isa isa) {
   switch (isa) {
     case Isa::Portable: return "portable";
     case Isa::Avx2: return "avx2";
+    case Isa::Avx512: return "avx512";
   }
   return "?";
 }
@@ -25,7 +26,7 @@ std::string_view to_string(Isa isa) {
 Isa parse_isa(std::string_view name) {
   for (Isa i : kIsas)
     if (to_string(i) == name) return i;
-  throw Error("wgc: unknown CPU kernel level '" + std::string(name) + "' (portable, avx2)");
+  throw Error("wgc: unknown CPU kernel level '" + std::string(name) + "' (portable, avx2, avx512)");
 }
 
 namespace {
@@ -86,6 +87,7 @@ CpuFeatures detect() {
 
 // Defined by the kernel translation units: whether this build compiled the level in.
 bool avx2_compiled();
+bool avx512_compiled();
 
 const CpuFeatures& cpu_features() {
   static const CpuFeatures f = detect();
@@ -97,6 +99,8 @@ bool supported(Isa isa) {
   switch (isa) {
     case Isa::Portable: return true;
     case Isa::Avx2: return avx2_compiled() && f.avx2 && f.fma && f.f16c;
+    case Isa::Avx512:
+      return avx512_compiled() && f.avx2 && f.fma && f.f16c && f.avx512f && f.avx512bw && f.avx512vl && f.avx512vnni;
   }
   return false;
 }

@@ -1,5 +1,5 @@
 // What the processor offers the CPU LLM kernels, and which kernel set (instruction-set level) runs:
-// the best the processor has, or the one WGC_CPU_ISA names (portable, avx2) for tests and
+// the best the processor has, or the one WGC_CPU_ISA names (portable, avx2, avx512) for tests and
 // comparisons. Each level is compiled in its own translation unit with its own target flags, so
 // the library runs on any x86-64 (and non-x86) processor and picks the level at run time.
 #pragma once
@@ -13,12 +13,12 @@
 namespace wgc::llm::cpu {
 
 // Portable: plain C++ (what the compiler makes of it for the baseline target).
-// Avx2: AVX2 + FMA + F16C. (AVX-512 is detected for `wgc info` but has no kernel level yet: the
-// Avx2 level runs on those processors.)
-enum class Isa { Portable, Avx2 };
-inline constexpr Isa kIsas[] = {Isa::Portable, Isa::Avx2};
+// Avx2: AVX2 + FMA + F16C.
+// Avx512: those and AVX-512 F/BW/VL with VNNI (vpdpbusd: the quantized weights' int8 dot products).
+enum class Isa { Portable, Avx2, Avx512 };
+inline constexpr Isa kIsas[] = {Isa::Portable, Isa::Avx2, Isa::Avx512};
 
-std::string_view to_string(Isa isa);   // "portable", "avx2"
+std::string_view to_string(Isa isa);   // "portable", "avx2", "avx512"
 Isa parse_isa(std::string_view name);  // wgc::Error listing the names otherwise
 
 struct CpuFeatures {

@@ -9,8 +9,10 @@ namespace wgc::llm::cpu {
 // Each level's table (nullptr where this build lacks the level).
 const Kernels* portable_kernels();
 const Kernels* avx2_kernels();
+const Kernels* avx512_kernels();
 
 bool avx2_compiled() { return avx2_kernels() != nullptr; }
+bool avx512_compiled() { return avx512_kernels() != nullptr; }
 
 bool kernels_read(TensorType t) {
   for (TensorType k : kCpuKernelTypes)
@@ -27,6 +29,7 @@ const Kernels& kernels(Isa isa) {
   switch (isa) {
     case Isa::Portable: k = portable_kernels(); break;
     case Isa::Avx2: k = supported(isa) ? avx2_kernels() : nullptr; break;
+    case Isa::Avx512: k = supported(isa) ? avx512_kernels() : nullptr; break;
   }
   if (!k) throw Error("wgc: the CPU kernels '" + std::string(to_string(isa)) + "' do not run on this processor");
   return *k;

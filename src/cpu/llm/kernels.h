@@ -88,7 +88,8 @@ struct AttendArgs {
 
 struct Kernels {
   Isa isa = Isa::Portable;
-  int lanes = 8;  // L of the float weights' definition
+  int lanes = 8;      // L of the float weights' definition
+  int tile_rows = 8;  // rows the linear kernels take at a time: row ranges should be multiples of it
   // Rows [r0, r1) of w for all io.n tokens, with `scratch`: linear_scratch(w.cols) bytes, aligned
   // to 64 (per thread).
   void (*linear)(const Weight& w, const LinearIo& io, int64_t r0, int64_t r1, void* scratch) = nullptr;

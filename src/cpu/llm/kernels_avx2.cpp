@@ -430,7 +430,7 @@ void swiglu(const float* g, const float* u, float* out, int64_t n) {
   }
 }
 
-const Kernels table{Isa::Avx2, 8, linear, linear_scratch, quantize, attend, swiglu};
+const Kernels table{Isa::Avx2, 8, 8, linear, linear_scratch, quantize, attend, swiglu};
 
 }  // namespace
 

@@ -128,7 +128,7 @@ void swiglu(const float* g, const float* u, float* out, int64_t n) {
 
 int64_t linear_scratch(int64_t) { return 0; }
 
-const Kernels table{Isa::Portable, L, linear, linear_scratch, quantize, attend, swiglu};
+const Kernels table{Isa::Portable, L, 8, linear, linear_scratch, quantize, attend, swiglu};
 
 }  // namespace
 

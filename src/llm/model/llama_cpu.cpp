@@ -183,9 +183,9 @@ void CpuForward::linear(const CpuGroup& g, const float* in, int64_t in_stride, i
       k_.quantize(in, in_stride, i * per, std::min(n, (i + 1) * per), io.xq);
     });
   }
-  // Chunks of rows (multiples of the kernels' 8-row tiles), several per thread for balance.
-  const int64_t threads = pool_->size();
-  const int64_t chunk = std::clamp<int64_t>(g.rows / (8 * threads) / 8 * 8, 8, 128);
+  // Chunks of rows (multiples of the kernels' tiles), several per thread for balance.
+  const int64_t threads = pool_->size(), tile = k_.tile_rows;
+  const int64_t chunk = std::clamp<int64_t>(g.rows / (8 * threads) / tile * tile, tile, std::max<int64_t>(128, tile));
   int64_t tasks = 0;
   for (const auto& p : g.parts) tasks += (p.rows + chunk - 1) / chunk;
   pool_->parallel_for(tasks, [&](int64_t task, int th) {
