@@ -191,6 +191,32 @@ TEST(CpuLlmKernels, LevelsAgree) {
   }
 }
 
+// Long rows (the avx512 level unpacks 32 blocks at a time) and token counts past its blocks of
+// 64 and groups of 4, rows not a multiple of its 16-row tiles; every level against the reference,
+// and the quantized types bit for bit the same on every SIMD level (the same exact block sums and
+// float steps, kernels.h).
+TEST(CpuLlmKernels, LongRowsAndManyTokens) {
+  const std::vector<Isa> isas = supported_isas();
+  for (TensorType t : kTypes) {
+    if (!takes_q8(t) && t != TensorType::F16) continue;
+    const int64_t cols = int64_t(block_size(t)) == 256 ? 1280 : 1120 + (t == TensorType::F16 ? 9 : 0);
+    for (int64_t n : {1, 7, 67}) {
+      Problem p(t, 21, cols, n, uint32_t(n + 31 * int(t)));
+      const auto want = p.reference();
+      std::vector<float> simd;
+      for (Isa isa : isas) {
+        const auto got = p.run(kernels(isa), 21, poison(size_t(n * p.rows)), false);
+        EXPECT_LT(test::rel_error(got, want), 2 * tolerance(t)) << label(isa, t, p.rows, cols, n);
+        if (isa == Isa::Portable || !takes_q8(t)) continue;
+        if (simd.empty())
+          simd = got;
+        else
+          EXPECT_EQ(std::memcmp(got.data(), simd.data(), simd.size() * 4), 0) << label(isa, t, p.rows, cols, n);
+      }
+    }
+  }
+}
+
 TEST(CpuLlmKernels, AttendOverPagedBlocks) {
   const int hd = 40, block = 4;
   for (Isa isa : supported_isas())

@@ -130,6 +130,19 @@ TEST(LlamaFixturesGpu, RegTilePrefillMatchesToo) {
   check_model(fx("tiny-llama3-bf16"), fx("tiny-llama3-bf16"), {1e-4, 0.01}, eo);
 }
 
+// The CPU engine on every kernel level this processor runs (the default is the best one).
+TEST(LlamaFixturesCpu, EveryKernelLevel) {
+  WGC_REQUIRE_FILE(fx("tiny-llama2-f32/tiny-llama2-f32-q8_0.gguf"));
+  WGC_REQUIRE_FILE(fx("tiny-llama3-bf16/model.safetensors"));
+  for (llm::cpu::Isa isa : llm::cpu::supported_isas()) {
+    SCOPED_TRACE(std::string(llm::cpu::to_string(isa)));
+    EngineOptions eo = small_engine(256, 64, Device::Cpu);
+    eo.cpu_isa = isa;
+    check_model(fx("tiny-llama2-f32/tiny-llama2-f32-q8_0.gguf"), fx("tiny-llama2-f32"), {5e-2, 0.05}, eo);
+    check_model(fx("tiny-llama3-bf16"), fx("tiny-llama3-bf16"), {1e-4, 0.01}, eo);
+  }
+}
+
 TEST_P(LlamaFixtures, TinyLlama3SafetensorsBf16) {
   WGC_REQUIRE_FILE(fx("tiny-llama3-bf16/model.safetensors"));
   check_model(fx("tiny-llama3-bf16"), fx("tiny-llama3-bf16"), {1e-4, 0.01}, engine());

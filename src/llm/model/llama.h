@@ -8,6 +8,7 @@
 // Activations are f32; the KV cache holds max_ctx positions and is appended in place.
 #pragma once
 
+#include "cpu/llm/cpu_features.h"
 #include "gpu/batch.h"
 #include "llm/formats/model_file.h"
 #include "ops/llm/llm_ops.h"
@@ -49,6 +50,9 @@ struct EngineOptions {
   std::optional<RopeScaling> rope_scaling;
   Device device = Device::Auto;
   int threads = 0;  // CPU engine: worker threads (0: every processor this process may run on)
+  // CPU engine: the kernel level (wgc::Error when the processor lacks it); none: the best it runs,
+  // or WGC_CPU_ISA's (cpu_features.h).
+  std::optional<cpu::Isa> cpu_isa;
 };
 inline constexpr int kDefaultMaxCtx = 4096;
 

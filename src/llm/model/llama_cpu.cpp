@@ -124,8 +124,12 @@ CpuKvCache::CpuKvCache(const CpuWeights& w, int64_t n_slots) : slots(n_slots), r
 }
 
 CpuForward::CpuForward(std::shared_ptr<const CpuWeights> w, std::shared_ptr<cpu::ThreadPool> pool, int max_tokens,
-                       int max_pos)
-    : w_(std::move(w)), k_(cpu::kernels()), pool_(std::move(pool)), max_tokens_(max_tokens), max_pos_(max_pos) {
+                       int max_pos, std::optional<cpu::Isa> isa)
+    : w_(std::move(w)),
+      k_(isa ? cpu::kernels(*isa) : cpu::kernels()),
+      pool_(std::move(pool)),
+      max_tokens_(max_tokens),
+      max_pos_(max_pos) {
   const CpuWeights& W = *w_;
   rope_ = rope_cos_sin(W.cfg.rope_inv_freq(), max_pos);
   const size_t T = size_t(max_tokens);

@@ -77,8 +77,10 @@ struct CpuSequence {
 class CpuForward {
  public:
   // Up to max_tokens tokens per step, positions below max_pos, on `pool`'s threads (a pool runs
-  // one job at a time: forwards that share one must not step at the same time).
-  CpuForward(std::shared_ptr<const CpuWeights> w, std::shared_ptr<cpu::ThreadPool> pool, int max_tokens, int max_pos);
+  // one job at a time: forwards that share one must not step at the same time), with the kernels
+  // of `isa` (none: cpu::kernels()).
+  CpuForward(std::shared_ptr<const CpuWeights> w, std::shared_ptr<cpu::ThreadPool> pool, int max_tokens, int max_pos,
+             std::optional<cpu::Isa> isa = {});
 
   const CpuWeights& weights() const { return *w_; }
   int threads() const { return pool_->size(); }

@@ -32,7 +32,7 @@ class CpuEngine final : public LlamaEngine {
     max_ctx_ = resolve_max_ctx(w->cfg, o);
     check_cpu_context(*w, max_ctx_, f.path().string());
     max_batch_ = std::max(1, std::min(o.max_batch, max_ctx_));
-    fwd.emplace(w, pool, max_batch_, max_ctx_);
+    fwd.emplace(w, pool, max_batch_, max_ctx_, o.cpu_isa);
     kv.emplace(*w, max_ctx_);
   }
 
