@@ -203,6 +203,11 @@ inline void transpose16x4(const std::byte* const* row, int64_t at, __m512i out[4
   out[3] = _mm512_unpackhi_epi64(t1, t3);
 }
 
+// Byte k (0..3) of each 32-bit lane, as an int32.
+inline __m512i byte_of(__m512i v, int k) {
+  return _mm512_and_si512(_mm512_srli_epi32(v, unsigned(8 * k)), _mm512_set1_epi32(0xff));
+}
+
 // The 16 rows' halves at row[r] + at as floats.
 inline __m512 halves16(const std::byte* const* row, int64_t at) {
   __m128i lo = _mm_setzero_si128(), hi = _mm_setzero_si128();
@@ -274,17 +279,24 @@ void unpack(const Tile& tl, const std::byte* const* row, int64_t b0, int64_t nc,
           }
         }
       }
-      alignas(64) float sc[8][16], mn[8][16];
-      for (int r = 0; r < 16; ++r)
-        for (int j = 0; j < 8; ++j) {
-          int scj, mj;
-          q4k_scale_min(j, row[r] + at + 4, scj, mj);
-          sc[j][r] = float(scj);
-          mn[j][r] = float(mj);
-        }
+      // The 12 scale bytes of the 16 rows (q4k_scale_min, in the lanes).
+      __m512i sb[4];
+      transpose16x4(row, at + 4, sb);
+      const __m512i m6 = _mm512_set1_epi32(63), m4 = _mm512_set1_epi32(15);
       for (int j = 0; j < 8; ++j) {
-        _mm512_store_ps(tl.scale + (c0 + j) * 16, _mm512_mul_ps(d, _mm512_load_ps(sc[j])));
-        _mm512_store_ps(tl.min + (c0 + j) * 16, _mm512_mul_ps(dmin, _mm512_load_ps(mn[j])));
+        __m512i sc, m;
+        if (j < 4) {
+          sc = _mm512_and_si512(byte_of(sb[0], j), m6);
+          m = _mm512_and_si512(byte_of(sb[1], j), m6);
+        } else {
+          const __m512i hi = byte_of(sb[2], j - 4);
+          sc = _mm512_or_si512(_mm512_and_si512(hi, m4),
+                               _mm512_slli_epi32(_mm512_srli_epi32(byte_of(sb[0], j - 4), 6), 4));
+          m = _mm512_or_si512(_mm512_srli_epi32(hi, 4),
+                              _mm512_slli_epi32(_mm512_srli_epi32(byte_of(sb[1], j - 4), 6), 4));
+        }
+        _mm512_store_ps(tl.scale + (c0 + j) * 16, _mm512_mul_ps(d, _mm512_cvtepi32_ps(sc)));
+        _mm512_store_ps(tl.min + (c0 + j) * 16, _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(m)));
       }
     }
   } else if constexpr (T == TensorType::Q6_K) {
@@ -315,15 +327,12 @@ void unpack(const Tile& tl, const std::byte* const* row, int64_t b0, int64_t nc,
                                 _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(hb[j], 6), m3), 4));
           }
         }
-        alignas(64) int32_t lo[4][16], hi[4][16];
-        for (int r = 0; r < 16; ++r)
-          for (int bb = 0; bb < 4; ++bb) {
-            lo[bb][r] = int8_t(byte_at(row[r] + at + 192 + 8 * h, 2 * bb));
-            hi[bb][r] = int8_t(byte_at(row[r] + at + 192 + 8 * h, 2 * bb + 1));
-          }
+        __m512i sb[4];  // the 16 rows' 16 signed scales: 4 per vector
+        transpose16x4(row, at + 192, sb);
         for (int bb = 0; bb < 4; ++bb) {
-          tl.sc_lo[c0 + bb] = _mm512_load_si512(lo[bb]);
-          tl.sc_hi[c0 + bb] = _mm512_load_si512(hi[bb]);
+          const int i = 8 * h + 2 * bb;  // the scales of block 4 h + bb's halves: i, i + 1
+          tl.sc_lo[c0 + bb] = _mm512_srai_epi32(_mm512_slli_epi32(sb[i / 4], 24 - 8 * (i % 4)), 24);
+          tl.sc_hi[c0 + bb] = _mm512_srai_epi32(_mm512_slli_epi32(sb[i / 4], 24 - 8 * (i % 4 + 1)), 24);
           _mm512_store_ps(tl.scale + (c0 + bb) * 16, d);
         }
       }
