@@ -1,5 +1,6 @@
 #include "cpu/llm/dequant.h"
 
+#include "cpu/llm/kernels_blocks.h"  // q4k_scale_min: the one unpacking of K-quant scales and mins
 #include "util/error.h"
 
 #include <bit>
@@ -35,17 +36,6 @@ inline float half_at(const std::byte* p) {
   uint16_t h;
   std::memcpy(&h, p, 2);
   return f16_to_f32(h);
-}
-
-// The 6-bit scale and min of sub-block j (0..7) of a Q4_K/Q5_K super-block (12 packed bytes).
-inline void scale_min_k4(int j, const std::byte* q, uint8_t& d, uint8_t& m) {
-  if (j < 4) {
-    d = u8(q + j) & 63;
-    m = u8(q + j + 4) & 63;
-  } else {
-    d = uint8_t((u8(q + j + 4) & 0xF) | ((u8(q + j - 4) >> 6) << 4));
-    m = uint8_t((u8(q + j + 4) >> 4) | ((u8(q + j) >> 6) << 4));
-  }
 }
 
 }  // namespace
@@ -112,11 +102,11 @@ void dequantize_block_q4_k(const std::byte* x, float* y) {
   const std::byte* q = x + 16;
   for (int j = 0; j < 256; j += 64) {
     int is = j / 32;
-    uint8_t sc, m;
-    scale_min_k4(is, scales, sc, m);
-    float d1 = d * sc, m1 = dmin * m;
-    scale_min_k4(is + 1, scales, sc, m);
-    float d2 = d * sc, m2 = dmin * m;
+    int sc, m;
+    cpu::q4k_scale_min(is, scales, sc, m);
+    float d1 = d * float(sc), m1 = dmin * float(m);
+    cpu::q4k_scale_min(is + 1, scales, sc, m);
+    float d2 = d * float(sc), m2 = dmin * float(m);
     for (int l = 0; l < 32; ++l) *y++ = d1 * float(u8(q + l) & 0xF) - m1;
     for (int l = 0; l < 32; ++l) *y++ = d2 * float(u8(q + l) >> 4) - m2;
     q += 32;
@@ -133,11 +123,11 @@ void dequantize_block_q5_k(const std::byte* x, float* y) {
   uint8_t u1 = 1, u2 = 2;
   for (int j = 0; j < 256; j += 64) {
     int is = j / 32;
-    uint8_t sc, m;
-    scale_min_k4(is, scales, sc, m);
-    float d1 = d * sc, m1 = dmin * m;
-    scale_min_k4(is + 1, scales, sc, m);
-    float d2 = d * sc, m2 = dmin * m;
+    int sc, m;
+    cpu::q4k_scale_min(is, scales, sc, m);
+    float d1 = d * float(sc), m1 = dmin * float(m);
+    cpu::q4k_scale_min(is + 1, scales, sc, m);
+    float d2 = d * float(sc), m2 = dmin * float(m);
     for (int l = 0; l < 32; ++l) *y++ = d1 * float((u8(ql + l) & 0xF) + (u8(qh + l) & u1 ? 16 : 0)) - m1;
     for (int l = 0; l < 32; ++l) *y++ = d2 * float((u8(ql + l) >> 4) + (u8(qh + l) & u2 ? 16 : 0)) - m2;
     ql += 32;
