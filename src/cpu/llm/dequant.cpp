@@ -170,14 +170,18 @@ void dequantize_block_q8_k(const std::byte* x, float* y) {
 }
 
 namespace {
-// Little-endian integers of type T, converted to float.
-template <class T>
-void ints_to_f32(const std::byte* x, float* y, size_t n) {
+// n little-endian values of type T (numbers, or the bits of a 16-bit float), converted to float.
+template <class T, class Convert>
+void values_to_f32(const std::byte* x, float* y, size_t n, Convert to_f32) {
   for (size_t i = 0; i < n; ++i) {
     T v;
     std::memcpy(&v, x + sizeof(T) * i, sizeof(T));
-    y[i] = float(v);
+    y[i] = to_f32(v);
   }
+}
+template <class T>
+void values_to_f32(const std::byte* x, float* y, size_t n) {
+  values_to_f32<T>(x, y, n, [](T v) { return float(v); });
 }
 }  // namespace
 
@@ -200,33 +204,13 @@ void dequantize(TensorType t, std::span<const std::byte> src, std::span<float> o
     case TensorType::F32:
       if (n) std::memcpy(y, x, n * 4);
       return;
-    case TensorType::F16:
-      for (size_t i = 0; i < n; ++i) {
-        uint16_t h;
-        std::memcpy(&h, x + 2 * i, 2);
-        y[i] = f16_to_f32(h);
-      }
-      return;
-    case TensorType::BF16:
-      for (size_t i = 0; i < n; ++i) {
-        uint16_t h;
-        std::memcpy(&h, x + 2 * i, 2);
-        y[i] = bf16_to_f32(h);
-      }
-      return;
-    case TensorType::F64:
-      for (size_t i = 0; i < n; ++i) {
-        double v;
-        std::memcpy(&v, x + 8 * i, 8);
-        y[i] = float(v);
-      }
-      return;
-    case TensorType::I8:
-      for (size_t i = 0; i < n; ++i) y[i] = float(int8_t(u8(x + i)));
-      return;
-    case TensorType::I16: ints_to_f32<int16_t>(x, y, n); return;
-    case TensorType::I32: ints_to_f32<int32_t>(x, y, n); return;
-    case TensorType::I64: ints_to_f32<int64_t>(x, y, n); return;
+    case TensorType::F16: values_to_f32<uint16_t>(x, y, n, f16_to_f32); return;
+    case TensorType::BF16: values_to_f32<uint16_t>(x, y, n, bf16_to_f32); return;
+    case TensorType::F64: values_to_f32<double>(x, y, n); return;
+    case TensorType::I8: values_to_f32<int8_t>(x, y, n); return;
+    case TensorType::I16: values_to_f32<int16_t>(x, y, n); return;
+    case TensorType::I32: values_to_f32<int32_t>(x, y, n); return;
+    case TensorType::I64: values_to_f32<int64_t>(x, y, n); return;
     case TensorType::Q4_0: each(dequantize_block_q4_0); return;
     case TensorType::Q4_1: each(dequantize_block_q4_1); return;
     case TensorType::Q5_0: each(dequantize_block_q5_0); return;
