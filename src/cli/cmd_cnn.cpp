@@ -56,7 +56,7 @@ cnn::HostTensor read_input(const std::string& path, const cnn::ValueInfo& vi) {
 struct Flags {
   GpuFlags gpu;
   std::optional<std::string> model, out, output;
-  OutputFlags results;  // bench-cnn's --json, --png, --force
+  OutputFlags bench_out;  // bench-cnn's --json, --png, --force
   std::string device = "auto";
   std::vector<std::string> inputs, images;
   std::vector<int> batches{1};
@@ -184,7 +184,7 @@ int bench_cnn_cmd(const Flags& f) {
   const auto& g = f.gpu;
   const int repeats = f.repeats;
   const bool profile = f.profile;
-  const auto& png = f.results.png;
+  const auto& png = f.bench_out.png;
   const std::vector<int>& batches = f.batches;
   cnn::Device dev = cnn::parse_device(f.device);
   if (!model_path) throw UsageError("--model FILE.onnx is required");
@@ -192,8 +192,8 @@ int bench_cnn_cmd(const Flags& f) {
   for (int v : batches)
     if (v < 1 || v > 4096) throw UsageError("--batch expects sizes 1..4096, got " + std::to_string(v));
   if (profile && dev == cnn::Device::Cpu) throw UsageError("--profile times GPU dispatches (--device gpu)");
-  f.results.check();
-  std::FILE* table = f.results.table();
+  f.bench_out.check();
+  std::FILE* table = f.bench_out.table();
   LoadedModel lm = load_model(*model_path, dev, g);
   cnn::Model& m = *lm.model;
   const cnn::Graph& graph = m.graph();
@@ -318,14 +318,14 @@ int bench_cnn_cmd(const Flags& f) {
       "GPU-only: median of one submit and its wait with the input already on the device, no readback.\n");
   if (png)
     chart::write_bar_chart(*png, fs::path(*model_path).filename().string() + " on " + device, "images/s", cats, {bars},
-                           {}, f.results.overwrite());
-  if (f.results.json) {
+                           {}, f.bench_out.overwrite());
+  if (f.bench_out.json) {
     json::Value doc = json::Value::object();
     doc.set("model", *model_path);
     doc.set("device", device);
     doc.set("repeats", repeats);
     doc.set("results", results);
-    f.results.write_json(doc.dump(1));
+    f.bench_out.write_json(doc.dump(1));
   }
   return 0;
 }
@@ -360,7 +360,7 @@ Register reg_bench{
        add_numbers(app, "--batch", f->batches, "batch sizes, one test each");
        add_number(app, "-r,--repetitions", f->repeats, "timed runs per batch size");
        app.add_flag("--profile", f->profile, "GPU time per layer (one more run, timed per dispatch)");
-       add_output_flags(app, f->results, "every number as JSON", "a bar chart of images/s");
+       add_output_flags(app, f->bench_out, "every number as JSON", "a bar chart of images/s");
        return [f] { return bench_cnn_cmd(*f); };
      }}};
 
