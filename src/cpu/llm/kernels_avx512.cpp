@@ -49,6 +49,29 @@ inline float hsum16(__m512 v) {
   return _mm_cvtss_f32(_mm_add_ss(c, _mm_movehdup_ps(c)));
 }
 
+// The bytes of the next tile of rows, fetched into L2 a few lines per block while this tile
+// unpacks: its rows are one contiguous range, a single stream for the memory system, where the
+// unpacking's 16 interleaved row streams are more than the hardware prefetchers follow (decode is
+// bound by how fast the weights arrive; the float weights' 8-row tiles gained nothing from it).
+struct Prefetch {
+  const char* p = nullptr;
+  const char* end = nullptr;
+  int64_t per_block = 0;  // bytes per step
+
+  // The rows [r, r1) of w (none when empty), over `steps` steps.
+  Prefetch(const Weight& w, int64_t r, int64_t r1, int64_t steps) {
+    if (r >= r1) return;
+    p = reinterpret_cast<const char*>(w.data + r * w.row_bytes);
+    end = p + (r1 - r) * w.row_bytes;
+    per_block = ((end - p) / steps + 63) / 64 * 64;
+  }
+
+  void step() {
+    const char* stop = end - p > per_block ? p + per_block : end;
+    for (; p < stop; p += 64) _mm_prefetch(p, _MM_HINT_T1);
+  }
+};
+
 // ---- float weights: R rows x C tokens per tile, 16 lanes along k ---------------------------------
 
 template <TensorType T>
@@ -217,21 +240,6 @@ inline __m512 halves16(const std::byte* const* row, int64_t at) {
   }
   return _mm512_cvtph_ps(_mm256_set_m128i(hi, lo));
 }
-
-// The bytes of the next tile, fetched into L2 a few lines per block while this tile unpacks: its
-// 16 rows are one contiguous range, a single stream for the memory system, where the unpacking's
-// 16 interleaved streams are more than the hardware prefetchers follow (decode is bound by how
-// fast the weights arrive).
-struct Prefetch {
-  const char* p = nullptr;
-  const char* end = nullptr;
-  int64_t per_block = 0;  // bytes per unpacked block
-
-  void step() {
-    const char* stop = p + per_block < end ? p + per_block : end;
-    for (; p < stop; p += 64) _mm_prefetch(p, _MM_HINT_T1);
-  }
-};
 
 // Unpacks blocks [b0, b0 + nc) of the tile's rows into tl (block b0 + c at index c).
 template <TensorType T>
@@ -448,12 +456,7 @@ void linear_quant(const Weight& w, const LinearIo& io, int64_t r0, int64_t r1, v
       const std::byte* row[kRows];
       for (int i = 0; i < kRows; ++i) row[i] = w.data + (r + (i < rows ? i : rows - 1)) * w.row_bytes;
       const __mmask16 mask = __mmask16((1u << rows) - 1);
-      Prefetch pf;
-      if (r + kRows < r1) {
-        pf.p = reinterpret_cast<const char*>(w.data + (r + kRows) * w.row_bytes);
-        pf.end = pf.p + imin(kRows, r1 - r - kRows) * w.row_bytes;
-        pf.per_block = ((pf.end - pf.p) / nb + 63) / 64 * 64;
-      }
+      Prefetch pf(w, r + kRows, imin(r + 2 * kRows, r1), nb);
       for (int64_t b0 = 0; b0 < nb; b0 += kChunk) {
         const int64_t nc = imin(kChunk, nb - b0);
         unpack<T>(tl, row, b0, nc, pf);
