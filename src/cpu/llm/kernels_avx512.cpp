@@ -393,20 +393,13 @@ inline void chunk_tokens(const Tile& tl, const Q8Rows& xq, int64_t nb, int64_t b
       lo[c] = _mm512_set1_epi32(off[c][2 * b]);
       hi[c] = T == TensorType::Q6_K ? _mm512_set1_epi32(off[c][2 * b + 1]) : _mm512_setzero_si512();
     }
-    for (int g = 0; g < 4; ++g) {
+    for (int g = 0; g < 8; ++g) {  // quants 0..15 into lo, 16..31 into hi (Q6_K's two scales)
       const __m512i w = _mm512_load_si512(q + g);
       for (int c = 0; c < C; ++c) {
         int32_t x4;
         std::memcpy(&x4, xs[c] + b * 32 + 4 * g, 4);
-        lo[c] = _mm512_dpbusd_epi32(lo[c], w, _mm512_set1_epi32(x4));
-      }
-    }
-    for (int g = 4; g < 8; ++g) {
-      const __m512i w = _mm512_load_si512(q + g);
-      for (int c = 0; c < C; ++c) {
-        int32_t x4;
-        std::memcpy(&x4, xs[c] + b * 32 + 4 * g, 4);
-        hi[c] = _mm512_dpbusd_epi32(hi[c], w, _mm512_set1_epi32(x4));
+        __m512i& a = g < 4 ? lo[c] : hi[c];
+        a = _mm512_dpbusd_epi32(a, w, _mm512_set1_epi32(x4));
       }
     }
     const __m512 scale = _mm512_load_ps(tl.scale + b * 16);
