@@ -268,9 +268,9 @@ std::vector<Case> depthwise_op(const Context& ctx, const Options& o) {
   check_conv2d_tuning(ctx);
   // The depthwise kernel against the general ones that take groups; rates in GB/s against the
   // copy bandwidth (depthwise layers are memory-bound).
-  const std::vector<Conv2dVersion> versions{Conv2dVersion::Depthwise, Conv2dVersion::DepthwiseRows,
-                                            Conv2dVersion::Direct, Conv2dVersion::DirectTiled,
-                                            Conv2dVersion::ImplicitGemm};
+  const std::vector<Conv2dVersion> versions{Conv2dVersion::Depthwise,    Conv2dVersion::DepthwiseRows,
+                                            Conv2dVersion::DepthwiseReg, Conv2dVersion::Direct,
+                                            Conv2dVersion::DirectTiled,  Conv2dVersion::ImplicitGemm};
   std::vector<Case> out;
   for (const auto& s : size_list(o, ctx, {"n1c12h13k3p1"}, {"n1c32h56k3p1", "n2c24h29k3s2p1", "n1c16o48h28k5p2g16"},
                                  {"n32c144h56k3p1g144", "mobilenetv2"})) {
