@@ -212,6 +212,11 @@ int bench_cnn_cmd(const Flags& f) {
   std::printf("%6s %10s %10s %12s %10s %8s %12s %12s %10s\n", "batch", "ms/run", "img/s", "GFLOP/run", "GFLOP/s",
               "submits", "pipelined", "GPU-only ms", "img/s");
 
+  struct HostRow {
+    int batch;
+    double input, submit, ahead, wait, e2e_ms, spin_ms, gpu_only_ms;
+  };
+  std::vector<HostRow> host_rows;
   json::Value results = json::Value::array();
   std::vector<std::string> cats;
   chart::BarSeries bars{"images/s", {}};
@@ -226,12 +231,30 @@ int bench_cnn_cmd(const Flags& f) {
     std::vector<cnn::HostTensor> xs{x};
     bool gpu = m.on_gpu(xs);
     m.run(xs);  // warm-up: plan, buffers, pipelines, prepared weights
-    std::vector<double> ms;
-    for (int r = 0; r < repeats; ++r) {
-      auto t0 = std::chrono::steady_clock::now();
-      m.run(xs);  // upload, one submit, readback
-      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-    }
+    // One inference at a time (upload, one submit, readback), with the host's share of each run.
+    struct E2e {
+      std::vector<double> ms, input, submit, ahead, wait;
+    };
+    auto e2e = [&](WaitMode mode) {
+      WaitMode before = wait_mode();
+      set_wait_mode(mode);
+      E2e e;
+      m.run(xs);  // the next run encoded ahead, under this mode's waits
+      for (int r = 0; r < repeats; ++r) {
+        auto t0 = std::chrono::steady_clock::now();
+        cnn::Model::Pending p = m.start(xs);
+        p.wait();
+        e.ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+        const auto& h = p.host_times();
+        e.input.push_back(h.input_ms), e.submit.push_back(h.submit_ms), e.ahead.push_back(h.encode_ahead_ms);
+        e.wait.push_back(h.wait_ms);
+      }
+      set_wait_mode(before);
+      return e;
+    };
+    E2e blocking = e2e(WaitMode::Block);
+    E2e spinning = gpu ? e2e(WaitMode::Spin) : E2e{};
+    const std::vector<double>& ms = blocking.ms;
     double med = median(ms), flops = m.plan(xs).flops();
     double pipelined = 0, resident = 0;
     if (gpu) {
@@ -258,6 +281,9 @@ int bench_cnn_cmd(const Flags& f) {
     }
     std::printf("%6d %10.3f %10.1f %12.3f %10.1f %8d %12.1f %12.3f %10.1f\n", b, med, b * 1e3 / med, flops * 1e-9,
                 flops / med * 1e-6, gpu ? 1 : 0, pipelined, resident, resident > 0 ? b * 1e3 / resident : 0.0);
+    if (gpu)
+      host_rows.push_back({b, median(blocking.input), median(blocking.submit), median(blocking.ahead),
+                           median(blocking.wait), med, median(spinning.ms), resident});
     json::Value r = json::Value::object();
     r.set("batch", b);
     r.set("device", gpu ? "gpu" : "cpu");
@@ -266,6 +292,13 @@ int bench_cnn_cmd(const Flags& f) {
     r.set("flops", flops);
     r.set("submits_per_run", gpu ? 1 : 0);
     if (gpu) {
+      const HostRow& h = host_rows.back();
+      r.set("host_input_ms", h.input);
+      r.set("host_submit_ms", h.submit);
+      r.set("host_encode_ahead_ms", h.ahead);
+      r.set("wait_ms", h.wait);
+      r.set("ms_median_spin_wait", h.spin_ms);
+      r.set("images_per_s_spin_wait", b * 1e3 / h.spin_ms);
       r.set("images_per_s_pipelined", pipelined);
       r.set("ms_gpu_only", resident);
       r.set("images_per_s_gpu_only", b * 1e3 / resident);
@@ -309,6 +342,20 @@ int bench_cnn_cmd(const Flags& f) {
     results.push_back(r);
     cats.push_back("batch " + std::to_string(b));
     bars.values.push_back(b * 1e3 / med);
+  }
+  if (!host_rows.empty()) {
+    std::printf(
+        "\nWhere one inference's time goes (ms, medians; e2e = input + submit + wait, the GPU's work inside wait):\n"
+        "%6s %9s %9s %9s %9s %12s %10s %10s %10s\n",
+        "batch", "e2e", "input", "submit", "wait", "e2e - GPU", "spin e2e", "spin img/s", "ahead");
+    for (const auto& h : host_rows)
+      std::printf("%6d %9.3f %9.3f %9.3f %9.3f %12.3f %10.3f %10.1f %10.3f\n", h.batch, h.e2e_ms, h.input, h.submit,
+                  h.wait, h.e2e_ms - h.gpu_only_ms, h.spin_ms, h.batch * 1e3 / h.spin_ms, h.ahead);
+    std::printf(
+        "input: the host copying the input into a mapped staging buffer; submit: the submit of the run encoded\n"
+        "ahead; wait: until the outputs are on the host; e2e - GPU: e2e minus the GPU-only time (the host's\n"
+        "share that does not overlap the GPU); spin: the same runs with the waits polling (WGC_WAIT=spin);\n"
+        "ahead: encoding the next run after the submit (overlaps the GPU's work).\n");
   }
   std::printf(
       "\nms/run, img/s: median wall-clock of one inference (input upload, one submit, output readback).\n"

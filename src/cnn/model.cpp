@@ -7,12 +7,17 @@
 #include "ops/pool.h"
 #include "ops/tensor_ops.h"
 
+#include <chrono>
 #include <cstring>
 #include <map>
 
 namespace wgc::cnn {
 
 namespace {
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
 
 // What a plan needs on the GPU: a tensor per slot, each convolution prepared, and the whole network
 // recorded once (bind groups made and parameters uploaded at the first run; a run replays it).
@@ -23,6 +28,11 @@ struct GpuPlan {
   std::vector<size_t> step_commands;  // per step: the commands it recorded
   std::vector<StagedUpload> inputs;   // two per graph input, used in turn (empty for integer ones)
   size_t turn = 0;                    // which of the two the next run fills
+  // The next run encoded ahead (its inputs' copies from the staging buffers of `turn`, the network,
+  // the readbacks) while the GPU runs the last one: a run then only fills the staging buffers and
+  // submits (Model::start).
+  std::unique_ptr<Batch> ahead;
+  Model::Recorded ahead_rec;
 };
 
 struct CachedPlan {
@@ -168,6 +178,35 @@ struct Model::Impl {
       for (size_t k = 0; k < inputs.size(); ++k)
         if (p.input_slots[k] >= 0 && !inputs[k].f.empty())
           g.inputs[2 * k + g.turn].write(b, std::as_bytes(std::span(inputs[k].f)), g.slots[size_t(p.input_slots[k])]);
+    return record_network(b, c);
+  }
+
+  // The staged inputs of a plan: their index and bytes (graph inputs with a slot and values).
+  std::vector<std::pair<size_t, uint64_t>> staged_inputs(const CachedPlan& c) const {
+    std::vector<std::pair<size_t, uint64_t>> r;
+    for (size_t k = 0; k < c.plan.inputs.size(); ++k)
+      if (c.plan.input_slots[k] >= 0 && c.gpu->inputs[2 * k].bytes())
+        r.emplace_back(k, uint64_t(numel(c.plan.inputs[k].shape)) * 4);
+    return r;
+  }
+
+  // Encodes the next run of plan c (staging buffers of the current turn) into g.ahead.
+  void encode_ahead(CachedPlan& c) {
+    GpuPlan& g = *c.gpu;
+    g.ahead.reset();
+    if (!g.net) return;
+    auto b = std::make_unique<Batch>(*ctx);
+    for (auto [k, bytes] : staged_inputs(c))
+      g.inputs[2 * k + g.turn].record_copy(*b, bytes, g.slots[size_t(c.plan.input_slots[k])]);
+    g.ahead_rec = record_network(*b, c);
+    b->encode();
+    g.ahead = std::move(b);
+  }
+
+  // The network (replayed, or recorded step by step under WGC_PROFILE) and the outputs' readbacks.
+  Recorded record_network(Batch& b, CachedPlan& c) {
+    GpuPlan& g = *c.gpu;
+    const Plan& p = c.plan;
     if (g.net)
       b.replay(g.net);
     else
@@ -245,13 +284,30 @@ Model::Pending Model::start(const std::vector<HostTensor>& inputs) {
     p.ready = impl_->run_cpu(c, inputs);
     return p;
   }
-  Batch b(*impl_->ctx);
-  p.rec = impl_->record(b, c, inputs, true);
-  b.submit();  // the batch may go: the queue keeps what its work needs, the readbacks wait for it
-  GpuPlan& g = *c.gpu;
-  for (size_t k = 0; k < c.plan.inputs.size(); ++k)
-    g.inputs[2 * k + g.turn].remap();  // mapped again once this run's copy is done
+  auto t0 = std::chrono::steady_clock::now();
+  GpuPlan& g = impl_->gpu_plan(c);
+  auto staged = impl_->staged_inputs(c);
+  bool ahead = bool(g.ahead);
+  for (auto [k, bytes] : staged) ahead = ahead && inputs[k].f.size() * 4 == bytes;
+  if (ahead) {  // fill the staging buffers the encoded run copies from, and submit it
+    for (auto [k, bytes] : staged) g.inputs[2 * k + g.turn].fill(std::as_bytes(std::span(inputs[k].f)));
+    p.times.input_ms = ms_since(t0);
+    p.rec = std::move(g.ahead_rec);
+    g.ahead->submit();
+    g.ahead.reset();
+  } else {
+    g.ahead.reset();
+    Batch b(*impl_->ctx);
+    p.rec = impl_->record(b, c, inputs, true);
+    p.times.input_ms = ms_since(t0);  // with the recording: the copy is not timed apart here
+    b.submit();  // the batch may go: the queue keeps what its work needs, the readbacks wait for it
+  }
+  p.times.submit_ms = ms_since(t0) - p.times.input_ms;
+  for (auto [k, bytes] : staged) g.inputs[2 * k + g.turn].remap();  // mapped again once this run's copy is done
   g.turn ^= 1;
+  auto t1 = std::chrono::steady_clock::now();
+  impl_->encode_ahead(c);  // the next run, while the GPU computes this one
+  p.times.encode_ahead_ms = ms_since(t1);
   return p;
 }
 
@@ -259,6 +315,12 @@ std::vector<HostTensor> Model::Pending::wait() {
   if (waited) throw Error("wgc: a model run's outputs are waited for once");
   waited = true;
   if (ready) return std::move(*ready);
+  auto t0 = std::chrono::steady_clock::now();
+  struct Timer {  // also when a wait throws
+    HostTimes& t;
+    std::chrono::steady_clock::time_point t0;
+    ~Timer() { t.wait_ms = ms_since(t0); }
+  } timer{times, t0};
   std::vector<HostTensor> out;
   for (size_t k = 0; k < rec.outputs.size(); ++k) {
     if (rec.constants[k]) {

@@ -151,10 +151,16 @@ struct Batch::Impl {
   std::shared_ptr<detail::BufferHandle> readback;
   std::vector<DispatchTiming> timings;
   uint32_t timed_count = 0;
+  WGPUCommandBuffer encoded = nullptr;  // encode()'s, until submit()
+  std::string labels;                   // the first dispatches' labels, for errors
   bool submitted = false;
 
   explicit Impl(Context c, bool t) : ctx(std::move(c)), timed((t || profile) && ctx.features().timestamp_query) {}
+  void check_recording() const {
+    if (encoded || submitted) throw Error("wgc: recording into a batch already encoded or submitted");
+  }
   ~Impl() {
+    if (encoded) wgpuCommandBufferRelease(encoded);
     if (queries) wgpuQuerySetRelease(queries);
   }
 };
@@ -184,6 +190,7 @@ double Batch::total_ms() const {
 
 void Batch::dispatch(const Kernel& k, std::vector<Arg> args, const Params& params, Groups g) {
   auto& im = *impl_;
+  impl_->check_recording();
   if (!k) throw Error("wgc: dispatch of an empty kernel");
   const auto& lim = im.ctx.limits();
   if (g.x > lim.max_compute_workgroups_per_dimension || g.y > lim.max_compute_workgroups_per_dimension ||
@@ -217,6 +224,7 @@ void Batch::dispatch(const Kernel& k, std::vector<Arg> args, const Params& param
 }
 
 void Batch::copy(const Tensor& src, uint64_t src_offset, const Tensor& dst, uint64_t dst_offset, uint64_t bytes) {
+  impl_->check_recording();
   if (src_offset + bytes > src.capacity() || dst_offset + bytes > dst.capacity())
     throw Error("wgc: copy of " + std::to_string(bytes) + " bytes past the end of a buffer");
   if (bytes % 4 || src_offset % 4 || dst_offset % 4)
@@ -225,6 +233,7 @@ void Batch::copy(const Tensor& src, uint64_t src_offset, const Tensor& dst, uint
 }
 
 Readback Batch::read(const Tensor& src, uint64_t offset, uint64_t bytes) {
+  impl_->check_recording();
   if (offset + bytes > src.capacity())
     throw Error("wgc: read of " + std::to_string(bytes) + " bytes at offset " + std::to_string(offset) +
                 " past the end of a " + std::to_string(src.capacity()) + "-byte buffer");
@@ -353,16 +362,17 @@ Recording Batch::freeze() {
 }
 
 void Batch::replay(const Recording& r) {
+  impl_->check_recording();
   if (!r) throw Error("wgc: replay of an empty recording");
   if (r.impl_->ctx.shared_state() != impl_->ctx.shared_state())
     throw Error("wgc: replay of a recording made on another context");
   impl_->cmds.emplace_back(ReplayCmd{r.impl_});
 }
 
-void Batch::submit() {
+void Batch::encode() {
   auto& im = *impl_;
-  if (im.submitted) throw Error("wgc: a batch is submitted once");
-  im.submitted = true;
+  if (im.submitted) throw Error("wgc: encode after submit");
+  if (im.encoded) throw Error("wgc: a batch is encoded once");
   auto& s = im.ctx.state();
   auto st = im.ctx.shared_state();
 
@@ -460,11 +470,22 @@ void Batch::submit() {
     wgpuCommandEncoderCopyBufferToBuffer(enc, resolve->buffer, 0, im.readback->buffer, 0, bytes);
     im.in_flight.push_back(resolve);
   }
-  WGPUCommandBuffer cmd = wgpuCommandEncoderFinish(enc, nullptr);
-  wgpuQueueSubmit(s.queue, 1, &cmd);
-  wgpuCommandBufferRelease(cmd);
+  im.encoded = wgpuCommandEncoderFinish(enc, nullptr);
   wgpuCommandEncoderRelease(enc);
-  detail::pop_error_scopes(s, "running " + (labels.empty() ? std::string("copies") : labels));
+  im.labels = labels.empty() ? std::string("copies") : labels;
+  detail::pop_error_scopes(s, "encoding " + im.labels);
+}
+
+void Batch::submit() {
+  auto& im = *impl_;
+  if (im.submitted) throw Error("wgc: a batch is submitted once");
+  if (!im.encoded) encode();
+  im.submitted = true;
+  // No error scope here (each costs a wait): a submit's errors (a buffer still mapped) reach the
+  // context's uncaptured-error callback, which the waits report (Context::check).
+  wgpuQueueSubmit(im.ctx.state().queue, 1, &im.encoded);
+  wgpuCommandBufferRelease(im.encoded);
+  im.encoded = nullptr;
   im.cmds.clear();  // drops the batch's references; the queue keeps what it needs
   for (auto& r : im.reads) r->request();
   im.reads.clear();

@@ -124,7 +124,12 @@ class Batch {
   // Records a recording's commands, in order, after what was recorded before.
   void replay(const Recording& r);
 
-  void submit();  // encodes everything and submits; returns without waiting
+  // Encodes what was recorded into a command buffer now (the host's share of a submit, minus the
+  // submit itself), so that a later submit() costs less: work can be encoded ahead, e.g. while the
+  // GPU runs the previous batch. Buffers may still be mapped when encoding; they must be unmapped
+  // by submit(). Nothing can be recorded after it.
+  void encode();
+  void submit();  // encodes everything (unless encode() did) and submits; returns without waiting
   void wait();    // waits for the submitted work and, if timed, reads the timestamps
   void run() {
     submit();

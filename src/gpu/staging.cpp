@@ -87,6 +87,11 @@ StagedUpload::StagedUpload(const Context& ctx, uint64_t bytes) : state_(std::mak
 uint64_t StagedUpload::bytes() const { return state_ ? state_->buf->size : 0; }
 
 void StagedUpload::write(Batch& batch, std::span<const std::byte> data, const Tensor& dst, uint64_t dst_offset) {
+  fill(data);
+  if (!data.empty()) record_copy(batch, data.size(), dst, dst_offset);
+}
+
+void StagedUpload::fill(std::span<const std::byte> data) {
   if (!state_) throw Error("wgc: write through an empty StagedUpload");
   State& s = *state_;
   if (data.size() > s.buf->size || data.size() % 4)
@@ -100,7 +105,14 @@ void StagedUpload::write(Batch& batch, std::span<const std::byte> data, const Te
   copy_into(static_cast<std::byte*>(at), data.data(), data.size());
   wgpuBufferUnmap(s.buf->buffer);
   s.map = State::Map::Unmapped;
-  batch.copy(s.staging, 0, dst, dst_offset, data.size());
+}
+
+void StagedUpload::record_copy(Batch& batch, uint64_t bytes, const Tensor& dst, uint64_t dst_offset) const {
+  if (!state_) throw Error("wgc: a copy from an empty StagedUpload");
+  if (bytes > state_->buf->size)
+    throw Error("wgc: a copy of " + std::to_string(bytes) + " bytes from a " + std::to_string(state_->buf->size) +
+                "-byte staging buffer");
+  batch.copy(state_->staging, 0, dst, dst_offset, bytes);
 }
 
 void StagedUpload::remap() {
