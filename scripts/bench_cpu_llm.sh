@@ -9,9 +9,13 @@
 #   scripts/bench_cpu_llm.sh [--npm DIR] [--out DIR] [--types q4_0,q8_0,f16] [--threads N]
 #                            [-p 128] [-n 32] [-r 3] [--wgc PATH]
 #   scripts/bench_cpu_llm.sh --pack DIR   # fetch the peer's .tgz files into DIR (needs the registry)
+#   scripts/bench_cpu_llm.sh [--npm DIR] --pack-portable FILE.tar.xz
+#                            # node's binary and the installed peer in one file (31 MB), for a
+#                            # machine without node or npm: unpack it there and pass --peer DIR/peer
 #
 #  --npm DIR   install the peer from the .tgz files --pack put in DIR, offline (for the GPU
 #              machine, which has no network)
+#  --peer DIR  an installed peer (the `peer` folder of --pack-portable's file): no npm needed
 #  --out DIR   results (default build/bench-cpu-llm): results.md (the table), results.json,
 #              cpu_llm.png (the chart), the model files (kept for the next run) and the peer
 #  --threads N threads of both engines (default: the processors this shell may use, nproc)
@@ -31,12 +35,14 @@ declare -A kPinned=(
   [node-llama-cpp-linux-x64-3.21.1.tgz]=4b5b65a8b2611d8af94349b02d815c0f424a30a0a19aef2be5db25ecfef6730f
 )
 
-npm_dir="" out="$repo/build/bench-cpu-llm" types="q4_0,q8_0,f16" threads=$(nproc) p=128 n=32 r=3 pack=""
+npm_dir="" peer_dir="" portable="" out="$repo/build/bench-cpu-llm" types="q4_0,q8_0,f16" threads=$(nproc) p=128 n=32 r=3 pack=""
 wgc="$repo/build/wgc"
 while [ $# -gt 0 ]; do
   case $1 in
     --pack) pack=${2:?--pack DIR}; shift 2 ;;
     --npm) npm_dir=${2:?--npm DIR}; shift 2 ;;
+    --peer) peer_dir=${2:?--peer DIR}; shift 2 ;;
+    --pack-portable) portable=${2:?--pack-portable FILE.tar.xz}; shift 2 ;;
     --out) out=${2:?--out DIR}; shift 2 ;;
     --types) types=${2:?--types q4_0,q8_0,f16}; shift 2 ;;
     --threads) threads=${2:?--threads N}; shift 2 ;;
@@ -48,7 +54,7 @@ while [ $# -gt 0 ]; do
     *) die "unknown argument '$1' (--help lists them)" ;;
   esac
 done
-command -v npm >/dev/null || die "npm not found (apt-get install npm)"
+[ -n "$peer_dir" ] || command -v npm >/dev/null || die "npm not found (apt-get install npm)"
 
 # The lock's packages that this platform installs (not the optional GPU/ARM builds): name@version.
 lock_specs() {
@@ -77,31 +83,54 @@ if [ -n "$pack" ]; then
   exit 0
 fi
 
-[ -x "$wgc" ] || die "$wgc not found: build first (scripts/build.sh)"
-mkdir -p "$out/models"
-out=$(cd "$out" && pwd)
-
-# The peer, from the registry or offline from --npm DIR (npm ci checks every tarball against the
-# lock's sha512).
-peer="$out/peer"
-if [ ! -f "$peer/.installed" ] || ! cmp -s "$here/package-lock.json" "$peer/package-lock.json"; then
-  rm -rf "$peer"
-  mkdir -p "$peer"
-  cp "$here/package.json" "$here/package-lock.json" "$peer/"
-  flags=(--ignore-scripts --omit=optional --no-audit --no-fund --loglevel=error)
+# The peer installed from the registry or offline from --npm DIR (npm ci checks every tarball
+# against the lock's sha512) into $1.
+install_peer() {
+  local dest=$1
+  rm -rf "$dest"
+  mkdir -p "$dest"
+  cp "$here/package.json" "$here/package-lock.json" "$dest/"
+  local flags=(--ignore-scripts --omit=optional --no-audit --no-fund --loglevel=error)
   if [ -n "$npm_dir" ]; then
     npm_dir=$(cd "$npm_dir" && pwd)
     check_pinned "$npm_dir"
     log "installing node-llama-cpp offline from $npm_dir"
+    local cache
     cache=$(mktemp -d)
-    trap 'rm -rf "$cache"' EXIT
     npm cache add --cache "$cache" --loglevel=error "$npm_dir"/*.tgz
-    (cd "$peer" && npm ci --offline --cache "$cache" "${flags[@]}")
+    (cd "$dest" && npm ci --offline --cache "$cache" "${flags[@]}")
+    rm -rf "$cache"
   else
     log "installing node-llama-cpp from the registry"
-    (cd "$peer" && npm ci "${flags[@]}")
+    (cd "$dest" && npm ci "${flags[@]}")
   fi
-  touch "$peer/.installed"
+  touch "$dest/.installed"
+}
+
+if [ -n "$portable" ]; then
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' EXIT
+  install_peer "$tmp/peer"
+  # The git bundle of llama.cpp's source (34 MB) is only for building from source (never done here).
+  rm -f "$tmp/peer/node_modules/node-llama-cpp/llama/gitRelease.bundle"
+  mkdir -p "$tmp/bin"
+  cp "$(readlink -f "$(command -v node)")" "$tmp/bin/node"
+  log "packing node $(node --version) and the peer into $portable"
+  tar -C "$tmp" -cf - bin peer | xz -T0 -6 >"$portable"
+  log "done ($(du -h "$portable" | cut -f1)): unpack it into D, then: PATH=D/bin:\$PATH scripts/bench_cpu_llm.sh --peer D/peer"
+  exit 0
+fi
+
+[ -x "$wgc" ] || die "$wgc not found: build first (scripts/build.sh)"
+mkdir -p "$out/models"
+out=$(cd "$out" && pwd)
+
+peer="$out/peer"
+if [ -n "$peer_dir" ]; then
+  [ -f "$peer_dir/.installed" ] || die "$peer_dir is not an installed peer (see --pack-portable)"
+  peer=$(cd "$peer_dir" && pwd)
+elif [ ! -f "$peer/.installed" ] || ! cmp -s "$here/package-lock.json" "$peer/package-lock.json"; then
+  install_peer "$peer"
 fi
 cp "$here/llama_cpp_bench.mjs" "$peer/"
 

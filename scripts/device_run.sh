@@ -115,11 +115,19 @@ for step in $steps; do
     cpu-llm|cpu-llm:*)  # cpu-llm[:ARGS]: wgc's CPU engine vs llama.cpp's CPU backend on every core
       # (scripts/bench_cpu_llm.sh; the peer offline from .device/npm, which `scripts/bench_cpu_llm.sh
       # --pack .device/npm` fills on the CPU machine). ARGS: the script's, commas become spaces.
+      # Without node there, .device/peer-node.tar.xz (`scripts/bench_cpu_llm.sh --npm .device/npm
+      # --pack-portable .device/peer-node.tar.xz`: node's binary and the installed peer) stands in.
       IFS=: read -r _ extra <<<"$step"
-      if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
-        summary+="cpu-llm: no node/npm on this machine"$'\n'
+      peer_args=(--npm .device/npm)
+      if ! command -v npm >/dev/null && [ -f .device/peer-node.tar.xz ]; then
+        mkdir -p /tmp/peer-node && tar -C /tmp/peer-node -xJf .device/peer-node.tar.xz
+        export PATH=/tmp/peer-node/bin:$PATH
+        peer_args=(--peer /tmp/peer-node/peer)
+      fi
+      if ! command -v node >/dev/null || { ! command -v npm >/dev/null && [ ! -d /tmp/peer-node/peer ]; }; then
+        summary+="cpu-llm: no node/npm on this machine and no .device/peer-node.tar.xz"$'\n'
       else
-        timeout 580 scripts/bench_cpu_llm.sh --wgc $wgc --npm .device/npm --out /tmp/cpu-llm \
+        timeout 580 scripts/bench_cpu_llm.sh --wgc $wgc "${peer_args[@]}" --out /tmp/cpu-llm \
             ${extra:+${extra//,/ }} 2>"$RES/cpu-llm.err" | tee "$RES/cpu-llm.txt"
         cp /tmp/cpu-llm/results.json /tmp/cpu-llm/cpu_llm.png /tmp/cpu-llm/*.txt "$RES/" 2>/dev/null
         echo "nproc: $(nproc); $(grep -m1 "model name" /proc/cpuinfo)" >>"$RES/cpu-llm.txt"
