@@ -347,6 +347,24 @@ TEST(Batch, EncodedAheadWithAStagedUploadFilledLater) {
   EXPECT_THROW(up.record_copy(more, up.bytes() + 4, x), Error);  // more than it holds
 }
 
+// time_span(): one timing for the whole batch, its work done as untimed.
+TEST(Batch, TimeSpanTimesTheWholeBatch) {
+  if (!ctx().features().timestamp_query) GTEST_SKIP() << "adapter has no timestamp queries";
+  auto k = compile(ctx(), embedded_kernel("map/add.wgsl"));
+  const uint32_t n = 1000;
+  auto one = make_tensor(ctx(), {n}, std::vector<float>(n, 1.f));
+  auto acc = make_tensor(ctx(), {n}, std::vector<float>(n, 0.f));
+  auto copy = make_tensor(ctx(), {n});
+  Batch b(ctx());
+  b.time_span();
+  for (int i = 0; i < 5; ++i) b.dispatch(k, {acc, one, acc}, Params(n), groups_1d(ctx(), ceil_div(n, 256)));
+  b.copy(acc, 0, copy, 0, 4 * n);
+  b.run();
+  ASSERT_EQ(b.timings().size(), 1u);
+  EXPECT_GT(b.total_ms(), 0.0);
+  for (float x : download<float>(ctx(), copy)) ASSERT_EQ(x, 5.f);
+}
+
 // Bind groups are cached by their buffers and ranges: the same dispatch in many batches, and a
 // pooled buffer reused by a new tensor, still compute with the data bound now.
 TEST(Batch, CachedBindGroupsBindTheCurrentData) {

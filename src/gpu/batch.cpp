@@ -151,6 +151,7 @@ struct Batch::Impl {
   std::shared_ptr<detail::BufferHandle> readback;
   std::vector<DispatchTiming> timings;
   uint32_t timed_count = 0;
+  bool span = false;                    // time_span()
   WGPUCommandBuffer encoded = nullptr;  // encode()'s, until submit()
   std::string labels;                   // the first dispatches' labels, for errors
   bool submitted = false;
@@ -180,6 +181,11 @@ Batch& Batch::operator=(Batch&&) noexcept = default;
 const Context& Batch::context() const { return impl_->ctx; }
 size_t Batch::size() const { return impl_->cmds.size(); }
 bool Batch::timed() const { return impl_->timed; }
+
+void Batch::time_span() {
+  impl_->check_recording();
+  impl_->span = true;
+}
 const std::vector<DispatchTiming>& Batch::timings() const { return impl_->timings; }
 
 double Batch::total_ms() const {
@@ -388,12 +394,14 @@ void Batch::encode() {
     n_dispatch += std::holds_alternative<DispatchCmd>(c);
     if (auto* r = std::get_if<ReplayCmd>(&c)) n_dispatch += static_cast<uint32_t>(r->rec->n_dispatch);
   }
-  if (im.timed && n_dispatch) {
+  bool span = im.span && !im.timed && im.ctx.features().timestamp_query;
+  if ((im.timed && n_dispatch) || span) {
     WGPUQuerySetDescriptor qd = WGPU_QUERY_SET_DESCRIPTOR_INIT;
     qd.type = WGPUQueryType_Timestamp;
-    qd.count = 2 * n_dispatch;
+    im.timed_count = span ? 1 : n_dispatch;
+    qd.count = 2 * im.timed_count;
     im.queries = wgpuDeviceCreateQuerySet(s.device, &qd);
-    im.timed_count = n_dispatch;
+    if (span) im.timings.push_back({"the whole batch", 0});
   }
 
   std::string labels;
@@ -406,6 +414,19 @@ void Batch::encode() {
     wgpuComputePassEncoderRelease(pass);
     pass = nullptr;
   };
+  // time_span(): a timestamp in an empty pass before everything and one in an empty pass after.
+  auto span_mark = [&](bool begin) {
+    WGPUComputePassDescriptor pd = WGPU_COMPUTE_PASS_DESCRIPTOR_INIT;
+    WGPUPassTimestampWrites tw = WGPU_PASS_TIMESTAMP_WRITES_INIT;
+    tw.querySet = im.queries;
+    tw.beginningOfPassWriteIndex = begin ? 0 : WGPU_QUERY_SET_INDEX_UNDEFINED;
+    tw.endOfPassWriteIndex = begin ? WGPU_QUERY_SET_INDEX_UNDEFINED : 1;
+    pd.timestampWrites = &tw;
+    WGPUComputePassEncoder p = wgpuCommandEncoderBeginComputePass(enc, &pd);
+    wgpuComputePassEncoderEnd(p);
+    wgpuComputePassEncoderRelease(p);
+  };
+  if (span) span_mark(true);
   uint32_t qi = 0;
   auto encode_copy = [&](const CopyCmd& cp) {
     end_pass();
@@ -418,7 +439,7 @@ void Batch::encode() {
       end_pass();
       WGPUComputePassDescriptor pd = WGPU_COMPUTE_PASS_DESCRIPTOR_INIT;
       WGPUPassTimestampWrites tw = WGPU_PASS_TIMESTAMP_WRITES_INIT;
-      if (im.queries) {
+      if (im.timed && im.queries) {
         tw.querySet = im.queries;
         tw.beginningOfPassWriteIndex = 2 * qi;
         tw.endOfPassWriteIndex = 2 * qi + 1;
@@ -460,6 +481,7 @@ void Batch::encode() {
     encode_dispatch(d.kernel.pipeline(), bind_group(s, d.kernel.pipeline(), entries), d.groups, d.kernel.label());
   }
   end_pass();
+  if (span) span_mark(false);
   if (im.queries) {
     uint64_t bytes = 16ull * im.timed_count;
     auto resolve =

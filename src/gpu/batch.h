@@ -139,6 +139,11 @@ class Batch {
   const Context& context() const;
   size_t size() const;
   bool timed() const;  // asked for, or WGC_PROFILE, on a device with timestamps
+  // Times the whole batch on the GPU, from before its first command to after its last, with one
+  // pair of timestamps around it (its passes stay merged, unlike a timed batch's): after wait(),
+  // timings() holds one entry and total_ms() is that time. Without timestamp queries (or in a
+  // timed batch) it does nothing.
+  void time_span();
   // Per-dispatch GPU time, in the order recorded (after wait(), timed batches only).
   const std::vector<DispatchTiming>& timings() const;
   double total_ms() const;  // sum of timings()
