@@ -478,10 +478,10 @@ void check_conv2d_tuning(const Context& ctx) {
     bad += std::string(bad.empty() ? "" : "; ") + "dw_*: sizes and rows must be >= 1, dw_threads <= " +
            std::to_string(lim.max_compute_invocations_per_workgroup);
   if (!t.dwr_cols || !t.dwr_rows || uint64_t(t.dwr_cols) * t.dwr_rows > kMaxRegOut || t.dwr_cols > kMaxRegInCols ||
-      !t.dwr_threads || t.dwr_threads > lim.max_compute_invocations_per_workgroup || t.dw_auto > 3)
+      !t.dwr_threads || t.dwr_threads > lim.max_compute_invocations_per_workgroup || t.dw_auto > 4)
     bad += std::string(bad.empty() ? "" : "; ") +
            "dwr_*: dwr_cols and dwr_rows >= 1 with dwr_cols * dwr_rows <= " + std::to_string(kMaxRegOut) +
-           ", dwr_threads in 1.." + std::to_string(lim.max_compute_invocations_per_workgroup) + "; dw_auto 0..3";
+           ", dwr_threads in 1.." + std::to_string(lim.max_compute_invocations_per_workgroup) + "; dw_auto 0..4";
   if (!bad.empty()) throw Error("wgc: conv2d tuning: " + bad);
 }
 
@@ -575,14 +575,17 @@ Conv2dVersion choose_conv2d(const Context& ctx, const Conv2dDims& d) {
   // strided layers the rows kernel (the tiled one stages a 2x wider input tile, 15 loads per
   // invocation before its barrier; MobileNetV2 at batch 64 took 4.88 ms of GPU time with every
   // depthwise layer as depthwise-rows against 5.51 with them all tiled).
-  // ConvTuning::dw_auto (default kGpuDepthwiseRule) can put every depthwise layer on one version.
+  // depthwise-reg (each input row loaded once into registers, vec4 rows) is not measured yet: the
+  // rule is ConvTuning::dw_auto, default kGpuDepthwiseRule (0, the rule above), and `bench-cnn`
+  // under WGC_CONV_TUNING=dw_auto=N compares the others on a whole network.
   if (d.depthwise()) {
     const Conv2dVersion every[] = {Conv2dVersion::Auto, Conv2dVersion::Depthwise, Conv2dVersion::DepthwiseRows,
                                    Conv2dVersion::DepthwiseReg};
     uint32_t rule = conv2d_tuning().dw_auto;
     if (rule > 0 && rule < std::size(every) && supports(ctx, every[rule], d)) return every[rule];
-    if ((d.stride_h > 1 || d.stride_w > 1) && supports(ctx, Conv2dVersion::DepthwiseRows, d))
-      return Conv2dVersion::DepthwiseRows;
+    bool strided = d.stride_h > 1 || d.stride_w > 1;
+    if (strided && supports(ctx, Conv2dVersion::DepthwiseRows, d)) return Conv2dVersion::DepthwiseRows;
+    if (rule == 4 && supports(ctx, Conv2dVersion::DepthwiseReg, d)) return Conv2dVersion::DepthwiseReg;
     if (supports(ctx, Conv2dVersion::Depthwise, d)) return Conv2dVersion::Depthwise;
   }
   if (d.pointwise() && supports(ctx, Conv2dVersion::Pointwise, d)) return Conv2dVersion::Pointwise;

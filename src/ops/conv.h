@@ -103,7 +103,8 @@ struct ConvTuning {
   // dwr_cols a multiple of 4).
   uint32_t dwr_cols = 4, dwr_rows = 4, dwr_threads = 128, dwr_vec4 = 1;
   // Which depthwise version Auto runs on GPUs: 0 the measured rule (stride 1 Depthwise, strided
-  // DepthwiseRows), 1 Depthwise, 2 DepthwiseRows, 3 DepthwiseReg, for every depthwise layer.
+  // DepthwiseRows); 1 Depthwise, 2 DepthwiseRows, 3 DepthwiseReg for every depthwise layer; 4
+  // stride 1 DepthwiseReg, strided DepthwiseRows.
   // The default is kGpuDepthwiseRule; the knob lets one bench-cnn run compare them.
   uint32_t dw_auto = kGpuDepthwiseRule;
 };
