@@ -110,8 +110,8 @@ class Model {
   // Starts a run and returns once it is submitted (GPU path; the CPU path runs now). Runs go to the
   // GPU in the order started, so the host can fill the next run's inputs (two staging buffers per
   // input, used in turn) while this one computes. After the submit it encodes the next run of the
-  // same shapes (Batch::encode), so that the next start() only copies the inputs and submits. Wait for each Pending, in
-  // any order, before starting more than one other run.
+  // same shapes (Batch::encode), so that the next start() only copies the inputs and submits.
+  // Wait for each Pending, in any order, before starting more than one other run.
   Pending start(const std::vector<HostTensor>& inputs);
 
   // The plan for these inputs (made once per shape): steps, FLOPs, buffer sizes.

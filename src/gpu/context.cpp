@@ -25,13 +25,19 @@ std::string to_string(WGPUStringView s) {
 
 WGPUStringView view(std::string_view s) { return {s.data(), s.size()}; }
 
+namespace {
+// set_wait_mode's setting, from WGC_WAIT at first use.
 std::atomic<int>& wait_mode_flag() {
   static std::atomic<int> mode{[] {
     const char* e = std::getenv("WGC_WAIT");
-    return e && std::string_view(e) == "spin" ? int(WaitMode::Spin) : int(WaitMode::Block);
+    std::string_view v = e ? e : "";
+    if (!v.empty() && v != "spin" && v != "block")
+      throw Error("wgc: WGC_WAIT is '" + std::string(v) + "'; it takes spin or block");
+    return v == "spin" ? int(WaitMode::Spin) : int(WaitMode::Block);
   }()};
   return mode;
 }
+}  // namespace
 
 void wait_future(WGPUInstance instance, WGPUFuture future, std::string_view what) {
   WGPUFutureWaitInfo info{future, false};
