@@ -25,12 +25,7 @@ override ROWS: u32 = 4u;
 override THREADS: u32 = 128u;
 override VEC4: bool = false;
 override PAD_L: u32 = 1u;  // p.pad_left, as a constant: which vec4 blocks a row needs
-override KH: u32 = 3u;
-override KW: u32 = 3u;
-override SH: u32 = 1u;
-override SW: u32 = 1u;
-override DH: u32 = 1u;
-override DW: u32 = 1u;
+//!include "conv/window.wgsl"
 override IN_ROWS: u32 = (ROWS - 1u) * SH + (KH - 1u) * DH + 1u;
 override IN_COLS: u32 = (COLS - 1u) * SW + (KW - 1u) * DW + 1u;
 // VEC4: a row's first needed column lies OFF columns into the first of NB aligned blocks.

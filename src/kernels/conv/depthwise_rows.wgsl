@@ -8,12 +8,7 @@
 
 override ROWS: u32 = 4u;
 override THREADS: u32 = 128u;
-override KH: u32 = 3u;
-override KW: u32 = 3u;
-override SH: u32 = 1u;
-override SW: u32 = 1u;
-override DH: u32 = 1u;
-override DW: u32 = 1u;
+//!include "conv/window.wgsl"
 
 @compute @workgroup_size(THREADS)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
