@@ -351,5 +351,21 @@ TEST(CnnModel, ClassifierGemmAndPipelinedRuns) {
     ASSERT_EQ(one_row.shape, (Shape{1, classes}));
     EXPECT_LT(test::rel_error(one_row.f, want_row), 1e-5);
     EXPECT_THROW(first.wait(), Error);
+    // Inputs written in place (straight into the staging buffers), both buffers in turn.
+    std::vector<Shape> shapes{{n, k}};
+    if (dev == cnn::Device::Cpu) {
+      EXPECT_THROW(m.input_in_place(shapes), Error);
+      continue;
+    }
+    for (size_t r : {1, 2, 0}) {
+      std::span<float> dst = m.input_in_place(shapes);
+      ASSERT_EQ(dst.size(), size_t(n * k));
+      std::copy(xs[r].begin(), xs[r].end(), dst.begin());
+      auto y = m.start_in_place(shapes).wait();
+      EXPECT_LT(test::rel_error(y.at(0).f, want(xs[r])), 1e-5) << "in place, run " << r;
+    }
+    EXPECT_THROW(m.start_in_place(shapes), Error);                        // nothing written for this run
+    EXPECT_THROW(m.input_in_place(shapes, 1), Error);                     // no second input
+    EXPECT_LT(test::rel_error(m.run(in(2)).at(0).f, want(xs[2])), 1e-5);  // and copied in again
   }
 }

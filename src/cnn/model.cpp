@@ -88,6 +88,29 @@ struct Model::Impl {
     return *plans.emplace(key, std::move(c)).first->second;
   }
 
+  // The plan of float inputs of these shapes, on the GPU (inputs written in place); `like` gets
+  // the inputs that name it (shapes, no values).
+  CachedPlan& in_place_plan(const std::vector<Shape>& shapes, std::vector<HostTensor>& like) {
+    for (const auto& in : graph.inputs)
+      if (in.elem_type == 6 || in.elem_type == 7)
+        throw Error("wgc: " + graph.source + ": input '" + in.name +
+                    "' is an integer tensor; inputs written in place are float ones");
+    like.clear();
+    for (const auto& sh : shapes) like.emplace_back(sh, std::vector<float>());
+    auto it = plans.find(plan_key(like));
+    CachedPlan* c = nullptr;
+    if (it != plans.end()) {
+      c = it->second.get();
+    } else {  // the first time: a plan made from zeros
+      std::vector<HostTensor> zeros;
+      for (const auto& sh : shapes) zeros.emplace_back(sh, std::vector<float>(size_t(numel(sh))));
+      c = &cached(zeros);
+    }
+    if (!use_gpu(c->plan)) throw Error("wgc: " + graph.source + ": inputs written in place need the GPU path");
+    gpu_plan(*c);
+    return *c;
+  }
+
   bool use_gpu(const Plan& p) const {
     if (!ctx || options.device == Device::Cpu) return false;
     if (options.device == Device::Gpu) return true;
@@ -284,16 +307,57 @@ Model::Pending Model::start(const std::vector<HostTensor>& inputs) {
     p.ready = impl_->run_cpu(c, inputs);
     return p;
   }
+  return start_gpu(inputs, false);
+}
+
+std::span<float> Model::input_in_place(const std::vector<Shape>& shapes, size_t k) {
+  std::vector<HostTensor> like;
+  CachedPlan& c = impl_->in_place_plan(shapes, like);
+  for (auto [i, bytes] : impl_->staged_inputs(c))
+    if (i == k) {
+      std::span<std::byte> m = c.gpu->inputs[2 * k + c.gpu->turn].mapped();
+      return {reinterpret_cast<float*>(m.data()), size_t(bytes / 4)};
+    }
+  throw Error("wgc: " + impl_->graph.source + ": no input " + std::to_string(k) +
+              " with values to write (the model takes " + std::to_string(impl_->graph.inputs.size()) + ")");
+}
+
+Model::Pending Model::start_in_place(const std::vector<Shape>& shapes) {
+  std::vector<HostTensor> like;
+  impl_->in_place_plan(shapes, like);
+  return start_gpu(like, true);
+}
+
+Model::Pending Model::start_gpu(const std::vector<HostTensor>& inputs, bool in_place) {
+  CachedPlan& c = impl_->cached(inputs);
+  Pending p;
   auto t0 = std::chrono::steady_clock::now();
   GpuPlan& g = impl_->gpu_plan(c);
   auto staged = impl_->staged_inputs(c);
+  for (auto [k, bytes] : staged)
+    if (in_place && !g.inputs[2 * k + g.turn].is_mapped())
+      throw Error("wgc: " + impl_->graph.source + ": input '" + impl_->graph.inputs[k].name +
+                  "' was not written in place for this run (Model::input_in_place)");
   bool ahead = bool(g.ahead);
-  for (auto [k, bytes] : staged) ahead = ahead && inputs[k].f.size() * 4 == bytes;
-  if (ahead) {  // fill the staging buffers the encoded run copies from, and submit it
-    for (auto [k, bytes] : staged) g.inputs[2 * k + g.turn].fill(std::as_bytes(std::span(inputs[k].f)));
+  for (auto [k, bytes] : staged) ahead = ahead && (in_place || inputs[k].f.size() * 4 == bytes);
+  if (ahead || in_place) {  // the staging buffers filled (or written in place), the encoded run submitted
+    for (auto [k, bytes] : staged)
+      if (in_place)
+        g.inputs[2 * k + g.turn].unmap();
+      else
+        g.inputs[2 * k + g.turn].fill(std::as_bytes(std::span(inputs[k].f)));
     p.times.input_ms = ms_since(t0);
-    p.rec = std::move(g.ahead_rec);
-    g.ahead->submit();
+    if (!ahead) impl_->encode_ahead(c);  // in place without a run encoded ahead (WGC_PROFILE, the first run)
+    if (g.ahead) {
+      p.rec = std::move(g.ahead_rec);
+      g.ahead->submit();
+    } else {  // WGC_PROFILE: nothing is encoded ahead
+      Batch b(*impl_->ctx);
+      for (auto [k, bytes] : staged)
+        g.inputs[2 * k + g.turn].record_copy(b, bytes, g.slots[size_t(c.plan.input_slots[k])]);
+      p.rec = impl_->record_network(b, c);
+      b.submit();
+    }
     g.ahead.reset();
   } else {
     g.ahead.reset();

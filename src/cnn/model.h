@@ -22,6 +22,7 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -114,12 +115,23 @@ class Model {
   // Wait for each Pending, in any order, before starting more than one other run.
   Pending start(const std::vector<HostTensor>& inputs);
 
+  // Inputs written in place, as into pinned host memory (GPU path, float inputs): the mapped
+  // staging buffer that the next run of these input shapes copies graph input k from, numel(shape)
+  // floats (waits until the GPU is done with it; it holds what was written there two runs ago).
+  // Write the values there, then start_in_place(shapes): no copy of the input on the host. The
+  // span is valid until that call.
+  std::span<float> input_in_place(const std::vector<Shape>& shapes, size_t k = 0);
+  Pending start_in_place(const std::vector<Shape>& shapes);
+
   // The plan for these inputs (made once per shape): steps, FLOPs, buffer sizes.
   const Plan& plan(const std::vector<HostTensor>& inputs);
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
+  // start() and start_in_place() on the GPU path: the inputs' values copied in, or already
+  // written in place (then `inputs` only name the plan).
+  Pending start_gpu(const std::vector<HostTensor>& inputs, bool in_place);
 };
 
 }  // namespace wgc::cnn

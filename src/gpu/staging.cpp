@@ -98,13 +98,26 @@ void StagedUpload::fill(std::span<const std::byte> data) {
     throw Error("wgc: a staged upload of " + std::to_string(data.size()) + " bytes into a " +
                 std::to_string(s.buf->size) + "-byte staging buffer (needs a multiple of 4 that fits)");
   if (data.empty()) return;
+  copy_into(mapped().data(), data.data(), data.size());
+  unmap();
+}
+
+std::span<std::byte> StagedUpload::mapped() {
+  if (!state_) throw Error("wgc: the mapping of an empty StagedUpload");
+  State& s = *state_;
   if (s.map == State::Map::Unmapped) s.request();
   if (s.map == State::Map::Pending) s.finish();
   void* at = wgpuBufferGetMappedRange(s.buf->buffer, 0, s.buf->size);
   if (!at) throw GpuError("wgc: a staging buffer's mapping is not accessible");
-  copy_into(static_cast<std::byte*>(at), data.data(), data.size());
-  wgpuBufferUnmap(s.buf->buffer);
-  s.map = State::Map::Unmapped;
+  return {static_cast<std::byte*>(at), size_t(s.buf->size)};
+}
+
+bool StagedUpload::is_mapped() const { return state_ && state_->map == State::Map::Mapped; }
+
+void StagedUpload::unmap() {
+  if (!is_mapped()) return;
+  wgpuBufferUnmap(state_->buf->buffer);
+  state_->map = State::Map::Unmapped;
 }
 
 void StagedUpload::record_copy(Batch& batch, uint64_t bytes, const Tensor& dst, uint64_t dst_offset) const {
