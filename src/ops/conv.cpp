@@ -361,13 +361,13 @@ void record_depthwise_reg(Batch& b, const Operands& o, const Conv2dDims& d, cons
                      {"VEC4", reg_block(d).vec4},
                      {"PAD_L", d.pad_left}});
   uint64_t invocations = uint64_t(d.n) * d.c_out * ceil_div(d.out_h(), t.dwr_rows) * ceil_div(d.out_w(), t.dwr_cols);
-  // x and y bound twice: as f32 arrays and as vec4 arrays (the VEC4 path's rows; unused otherwise,
-  // but bound whole vec4s, at least one, where the buffer has room, as a vec4 array's binding needs).
+  // y and the second binding of x as vec4 arrays: whole vec4s (buffers are: make_tensor rounds their
+  // size up to 16 bytes), so that y's last elements are inside the array.
   auto as_vec4 = [](const Tensor& tensor) {
     uint64_t bytes = std::max<uint64_t>(16, (tensor.bytes() + 15) / 16 * 16);
-    return Arg(tensor, 0, std::min(bytes, tensor.capacity() / 4 * 4));
+    return Arg(tensor, 0, std::min(bytes, tensor.capacity() / 16 * 16));
   };
-  b.dispatch(kernel(ctx, "conv/depthwise_reg.wgsl", ep, c), {o.x, o.w, o.bias, o.res, o.y, as_vec4(o.x), as_vec4(o.y)},
+  b.dispatch(kernel(ctx, "conv/depthwise_reg.wgsl", ep, c), {o.x, o.w, o.bias, o.res, as_vec4(o.y), as_vec4(o.x)},
              conv_params(d, ep), groups_1d(ctx, ceil_div(invocations, t.dwr_threads)));
 }
 

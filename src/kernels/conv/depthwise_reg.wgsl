@@ -8,16 +8,17 @@
 // tiled and rows kernels issued theirs a few at a time (docs/cnn.md).
 // VEC4: rows of x and y read and written as aligned vec4s (stride 1 along W, w and out_w multiples
 // of 4, COLS a multiple of 4; the host checks): a row of the block is a few 16-byte loads and
-// COLS / 4 16-byte stores. X4 and Y4 are x and y bound a second time as vec4 arrays.
+// COLS / 4 16-byte stores. X4 is x bound a second time, as a vec4 array (read-only bindings may
+// alias); y is bound once, as a vec4 array written a component at a time where not VEC4 (its
+// buffer and binding are whole vec4s).
 @group(0) @binding(0) var<storage, read> X: array<f32>;
 @group(0) @binding(1) var<storage, read> Wt: array<f32>;
 @group(0) @binding(2) var<storage, read> Bias: array<f32>;
 @group(0) @binding(3) var<storage, read> Res: array<f32>;
-@group(0) @binding(4) var<storage, read_write> Y: array<f32>;
+@group(0) @binding(4) var<storage, read_write> Y4: array<vec4<f32>>;
 @group(0) @binding(5) var<storage, read> X4: array<vec4<f32>>;
-@group(0) @binding(6) var<storage, read_write> Y4: array<vec4<f32>>;
 //!include "conv/params.wgsl"
-@group(0) @binding(7) var<uniform> p: Params;
+@group(0) @binding(6) var<uniform> p: Params;
 //!include "conv/epilogue.wgsl"
 
 override COLS: u32 = 4u;
@@ -113,7 +114,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
       for (var oc = 0u; oc < COLS; oc++) {
         let ox = ox0 + oc;
         if (ox >= p.ow) { break; }
-        Y[yrow + ox] = epilogue(acc[o * COLS + oc], co, yrow + ox);
+        let yi = yrow + ox;
+        Y4[yi / 4u][yi % 4u] = epilogue(acc[o * COLS + oc], co, yi);
       }
     }
   }
