@@ -164,6 +164,7 @@ TEST(Conv2d, DepthwiseRegBlocksMatch) {
       dims(1, 4, 13, 12, 4, 3, 3, 2, 2, 1, 4, 1, 1, 1, 1),  // stride 2 (scalar rows)
       dims(2, 6, 10, 9, 6, 5, 5, 1, 2, 1, 6, 2, 1, 2, 2),   // 5x5, stride (1, 2), odd width
       dims(1, 3, 12, 20, 3, 5, 5, 1, 1, 1, 3, 2, 2, 2, 2),  // 5x5 vec4 (three blocks per row)
+      dims(1, 3, 5, 5, 3, 3, 3, 1, 1, 1, 3, 1, 1, 1, 1),    // 75 outputs: the last vec4 of y partly past them
   };
   struct Block {
     uint32_t cols, rows, vec4, threads;
