@@ -59,3 +59,16 @@ TEST(BenchBatched, SweepsTuningsOnOneModel) {
     EXPECT_EQ(lines, 2) << name << "\n" << r.out;
   }
 }
+
+// --json -: the JSON alone on stdout, the table on stderr (every bench command's rule:
+// cli/command.h's OutputFlags).
+TEST(BenchBatched, JsonToStdout) {
+  const fs::path model = fs::path(WGC_SOURCE_DIR) / "models" / llm::kDefaultModelFile;
+  WGC_REQUIRE_FILE(model);
+  auto r = test::run_cli("bench-batched --model " + test::quote(model.string()) +
+                         " --backend cpu --parallel 1 -p 3 -n 2 --block 4 --no-warmup --json -");
+  ASSERT_EQ(r.rc, 0) << r.out << r.err;
+  auto doc = json::parse(r.out);
+  EXPECT_EQ(doc["results"].items().size(), 1u) << r.out;
+  EXPECT_NE(r.err.find("S_TG t/s"), std::string::npos) << r.err;
+}

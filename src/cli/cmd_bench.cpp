@@ -126,8 +126,7 @@ void write_chart(const std::string& path, const Context& ctx, const std::vector<
 struct Flags {
   GpuFlags gpu;
   bench::Options o;
-  std::optional<std::string> json, png;
-  bool force = false;
+  OutputFlags out;
 };
 
 int bench_cmd(const Flags& f) {
@@ -137,14 +136,12 @@ int bench_cmd(const Flags& f) {
     auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
     if (ec == std::errc() && end == s.data() + s.size()) o.sizes.push_back(v);
   }
-  const auto& json = f.json;
-  const auto& png = f.png;
+  const auto& png = f.out.png;
   if (o.repeats < 0) throw UsageError("--repeats must be >= 0");
   for (double s : o.sizes)
     if (s < 1) throw UsageError("--sizes expects sizes >= 1, got " + format_number("%g", s));
-  const Overwrite overwrite = overwrite_rule(f.force);
-  if (json && *json != "-") check_output(*json, overwrite);  // before the run, not after it
-  if (png) check_output(*png, overwrite);
+  const Overwrite overwrite = f.out.overwrite();
+  f.out.check();
   Context ctx(f.gpu.context_options());
 
   std::set<std::string> known;
@@ -158,8 +155,7 @@ int bench_cmd(const Flags& f) {
 
   double bw = bench::measured_bandwidth(ctx, o);
   double flops_peak = bench::nominal_flops(ctx);
-  // With --json - the JSON alone goes to stdout, the table to stderr.
-  std::FILE* out = json && *json == "-" ? stderr : stdout;
+  std::FILE* out = f.out.table();
   std::fprintf(out, "device: %s (%s)   measured copy bandwidth: %.1f GB/s   nominal FP32: %s\n",
                ctx.adapter().device.c_str(), ctx.adapter().adapter_type.c_str(), bw * 1e-9,
                flops_peak > 0 ? format_number("%.1f TFLOP/s", flops_peak * 1e-12).c_str() : "unknown");
@@ -214,31 +210,22 @@ int bench_cmd(const Flags& f) {
                "that fits in the GPU's L2 cache, e.g. small sizes or an 8B model's 4096x4096 F16 matrix, can\n"
                "pass 100%%). The JSON says the same per result (\"peak_fraction\", \"peak_of\").\n",
                results.empty() || results[0].timestamps ? "timestamp-query times" : "wall-clock times");
-  if (json) {
-    std::string text = results_json(ctx, results, bw, flops_peak).dump(1) + "\n";
-    if (*json == "-")
-      std::fwrite(text.data(), 1, text.size(), stdout);
-    else
-      write_file(*json, text, overwrite);
-  }
+  if (f.out.json) f.out.write_json(results_json(ctx, results, bw, flops_peak).dump(1));
   if (png) write_chart(*png, ctx, results, cpu, overwrite);
   return all_ok ? 0 : 3;
 }
 
-Register reg{
-    {"bench", "GPU vs CPU for every op, kernel version and size: table, JSON, PNG chart", [](CLI::App& app) {
-       auto f = std::make_shared<Flags>();
-       add_list(app, "--ops", f->o.ops, "the ops to run (default: all; an unknown one lists them)");
-       add_list(app, "--sizes", f->o.size_names,
-                "sizes to run instead of the ops' defaults: numbers, or presets and specs for conv ops");
-       app.add_flag("--quick", f->o.quick, "small sizes, few repeats (CI, SwiftShader)");
-       add_number(app, "--repeats", f->o.repeats, "timed runs per case; 0: 5 with --quick, else 20");
-       add_text(app, "--json", f->json, "write the results as JSON to this file ('-': stdout)")->type_name("FILE");
-       add_text(app, "--png", f->png, "write a chart per op to this PNG file")->type_name("FILE");
-       add_force(app, f->force);
-       add_gpu_flags(app, f->gpu);
-       return [f] { return bench_cmd(*f); };
-     }}};
+Register reg{{"bench", "GPU vs CPU for every op, kernel version and size: table, JSON, PNG chart", [](CLI::App& app) {
+                auto f = std::make_shared<Flags>();
+                add_list(app, "--ops", f->o.ops, "the ops to run (default: all; an unknown one lists them)");
+                add_list(app, "--sizes", f->o.size_names,
+                         "sizes to run instead of the ops' defaults: numbers, or presets and specs for conv ops");
+                app.add_flag("--quick", f->o.quick, "small sizes, few repeats (CI, SwiftShader)");
+                add_number(app, "--repeats", f->o.repeats, "timed runs per case; 0: 5 with --quick, else 20");
+                add_output_flags(app, f->out, "the results as JSON", "a chart per op");
+                add_gpu_flags(app, f->gpu);
+                return [f] { return bench_cmd(*f); };
+              }}};
 
 }  // namespace
 }  // namespace wgc::cli

@@ -113,11 +113,12 @@ struct Bench {
 
 struct Flags {
   GpuFlags gpu;
-  std::optional<std::string> model, json, png, kernel, batched;
+  OutputFlags out;
+  std::optional<std::string> model, kernel, batched;
   std::vector<int> parallel{1, 8, 16, 32, 64};
   int p = 256, n = 128, repeats = 1, batch = 512, block = 16, split = llm::BatchedOptions{}.split_len;
   uint32_t seed = 1;
-  bool no_warmup = false, sync = false, force = false;
+  bool no_warmup = false, sync = false;
 };
 
 int bench_batched_cmd(const Flags& f) {
@@ -140,8 +141,6 @@ int bench_batched_cmd(const Flags& f) {
   if (split % 16) throw UsageError("--split must be a multiple of 16");
   const uint32_t seed = f.seed;
   const bool warmup = !f.no_warmup, sync = f.sync;
-  const auto& json = f.json;
-  const auto& png = f.png;
   llm::LinearVersion lin = llm::LinearVersion::Auto;
   if (const auto& k = f.kernel) {
     if (*k == "batched")
@@ -183,9 +182,8 @@ int bench_batched_cmd(const Flags& f) {
     }
   }
   const llm::LlmTuning tuning = tunings[0];
-  const Overwrite overwrite = overwrite_rule(f.force);
-  if (json) check_output(*json, overwrite);  // before the run, not after it
-  if (png) check_output(*png, overwrite);
+  f.out.check();
+  std::FILE* table = f.out.table();
   const bool tty = isatty(2);
   auto status = [&](const std::string& s) {
     std::fprintf(stderr, "%s[bench-batched] %s%s", tty ? "\r" : "", s.c_str(), tty ? "          " : "\n");
@@ -264,11 +262,13 @@ int bench_batched_cmd(const Flags& f) {
   }
   if (tty) std::fprintf(stderr, "\r%60s\r", "");
 
-  std::printf("device: %s   model: %s\n", device.c_str(), model_path->c_str());
-  std::printf("KV pool: %d blocks of %d tokens (%.2f GiB); prefill steps of at most %d tokens; attention split %d\n",
-              bo.blocks, block, double(engine.kv_bytes()) / double(1ull << 30), batch, split);
+  std::fprintf(table, "device: %s   model: %s\n", device.c_str(), model_path->c_str());
+  std::fprintf(table,
+               "KV pool: %d blocks of %d tokens (%.2f GiB); prefill steps of at most %d tokens; attention split %d\n",
+               bo.blocks, block, double(engine.kv_bytes()) / double(1ull << 30), batch, split);
   if (on_gpu)
-    std::printf(
+    std::fprintf(
+        table,
         "linear kernel: %s; batched kernels: %u lanes per row, workgroup %s, at least %u workgroups, at most %u "
         "tokens per workgroup (%u in steps of more than 256 tokens), prefetch %s\n",
         lin == llm::LinearVersion::Naive       ? "naive"
@@ -277,17 +277,19 @@ int bench_batched_cmd(const Flags& f) {
                                                : (be.ctx->adapter().is_cpu() ? "auto (naive)" : "auto (batched-q8)"),
         tuning.batched_kl, tuning.batched_wg ? std::to_string(tuning.batched_wg).c_str() : "auto",
         tuning.batched_min_groups, tuning.batched_tt, tuning.batched_tt_large, tuning.batched_prefetch ? "on" : "off");
-  std::printf(
+  std::fprintf(
+      table,
       "\n|    PP |     TG |    B |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |      T s |    S t/s |\n");
-  std::printf("|-------|--------|------|--------|----------|----------|----------|----------|----------|----------|\n");
+  std::fprintf(
+      table, "|-------|--------|------|--------|----------|----------|----------|----------|----------|----------|\n");
   json::Value results = json::Value::array();
   chart::BarSeries bars{"decode t/s (S_TG)", {}};
   std::vector<std::string> cats;
   for (const auto& r : rows) {
     const double pp_s = median(r.pp), tg_s = median(r.tg), t_s = pp_s + tg_s;
     const double pp_tps = r.b * p / pp_s, tg_tps = r.b * n / tg_s, tps = r.b * (p + n) / t_s;
-    std::printf("| %5d | %6d | %4d | %6d | %8.3f | %8.2f | %8.3f | %8.2f | %8.3f | %8.2f |\n", p, n, r.b, r.b * (p + n),
-                pp_s, pp_tps, tg_s, tg_tps, t_s, tps);
+    std::fprintf(table, "| %5d | %6d | %4d | %6d | %8.3f | %8.2f | %8.3f | %8.2f | %8.3f | %8.2f |\n", p, n, r.b,
+                 r.b * (p + n), pp_s, pp_tps, tg_s, tg_tps, t_s, tps);
     json::Value o = json::Value::object();
     o.set("parallel", r.b);
     o.set("n_prompt", p);
@@ -309,16 +311,17 @@ int bench_batched_cmd(const Flags& f) {
     cats.push_back(std::to_string(r.b));
     bars.values.push_back(tg_tps);
   }
-  std::printf(
-      "\nPP: prefill of B prompts of p random tokens (each prompt's last chunk picks its first token);\n"
-      "TG: n steps each advancing all B sequences by one greedy token (read back; %s);\n"
-      "S_PP = B*p/T_PP, S_TG = B*n/T_TG, S = B*(p+n)/(T_PP+T_TG); medians of %d run(s)%s.\n",
-      sync ? "the next step recorded after it (--sync)" : "the next step recorded while the GPU runs this one", repeats,
-      warmup ? " after a warm-up" : "");
-  if (!sweep.empty()) std::printf("\nOther tunings of the batched kernels, on the same model:\n");
-  for (const auto& l : sweep) std::printf("%s\n", l.c_str());
-  if (png) chart::write_bar_chart(*png, "batched decode on " + device, "tokens/s", cats, {bars}, {}, overwrite);
-  if (json) {
+  std::fprintf(table,
+               "\nPP: prefill of B prompts of p random tokens (each prompt's last chunk picks its first token);\n"
+               "TG: n steps each advancing all B sequences by one greedy token (read back; %s);\n"
+               "S_PP = B*p/T_PP, S_TG = B*n/T_TG, S = B*(p+n)/(T_PP+T_TG); medians of %d run(s)%s.\n",
+               sync ? "the next step recorded after it (--sync)" : "the next step recorded while the GPU runs this one",
+               repeats, warmup ? " after a warm-up" : "");
+  if (!sweep.empty()) std::fprintf(table, "\nOther tunings of the batched kernels, on the same model:\n");
+  for (const auto& l : sweep) std::fprintf(table, "%s\n", l.c_str());
+  if (f.out.png)
+    chart::write_bar_chart(*f.out.png, "batched decode on " + device, "tokens/s", cats, {bars}, {}, f.out.overwrite());
+  if (f.out.json) {
     json::Value doc = json::Value::object();
     doc.set("model", *model_path);
     doc.set("engine", to_string(model.device()));
@@ -338,7 +341,7 @@ int bench_batched_cmd(const Flags& f) {
     doc.set("batched_tt_large", tuning.batched_tt_large);
     doc.set("batched_prefetch", tuning.batched_prefetch);
     doc.set("results", results);
-    write_file(*json, doc.dump(1) + "\n", overwrite);
+    f.out.write_json(doc.dump(1));
   }
   return 0;
 }
@@ -365,9 +368,7 @@ Register reg{{"bench-batched",
                          "auto); more of them separated by / are measured after the first");
                 add_number(app, "--seed", f->seed, "seed of the random prompt tokens");
                 app.add_flag("--no-warmup", f->no_warmup, "no untimed warm-up run before each count");
-                add_text(app, "--json", f->json, "write every number as JSON to this file")->type_name("FILE");
-                add_text(app, "--png", f->png, "write a bar chart of decode t/s to this PNG file")->type_name("FILE");
-                add_force(app, f->force);
+                add_output_flags(app, f->out, "every number as JSON", "a bar chart of decode t/s");
                 add_gpu_flags(app, f->gpu);
                 return [f] { return bench_batched_cmd(*f); };
               }}};

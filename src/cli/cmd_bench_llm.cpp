@@ -25,9 +25,10 @@ using bench::LlmSpeedResult;
 struct Flags {
   GpuFlags gpu;
   LlmSpeedPlan plan;
-  std::optional<std::string> model, json, png, matvec, matmul_tile, matmul, tuning;
+  OutputFlags out;
+  std::optional<std::string> model, matvec, matmul_tile, matmul, tuning;
   std::optional<double> bandwidth;
-  bool no_warmup = false, force = false, no_q8 = false;
+  bool no_warmup = false, no_q8 = false;
 };
 
 // --matmul's names of the prefill kernels (LlmTuning::matmul); "auto" is the default, not an option.
@@ -307,10 +308,7 @@ void write_png(const std::string& path, const LlmSpeedResult& r,
 
 int bench_llm_cmd(const Flags& f) {
   const LlmSpeedPlan plan = parse(f);
-  const bool json_to_stdout = f.json && *f.json == "-";
-  const Overwrite overwrite = overwrite_rule(f.force);
-  if (f.json && !json_to_stdout) check_output(*f.json, overwrite);  // before the run, not after it
-  if (f.png) check_output(*f.png, overwrite);
+  f.out.check();
   const bool tty = isatty(2);
   auto status = [&](const std::string& s) {
     std::fprintf(stderr, "%s[bench-llm] %s%s", tty ? "\r" : "", s.c_str(), tty ? "          " : "\n");
@@ -323,17 +321,9 @@ int bench_llm_cmd(const Flags& f) {
   if (tty) std::fprintf(stderr, "\r%70s\r", "");
   say_engine_choice(r.engine_reason);
 
-  // With --json - the JSON alone goes to stdout and the table to stderr.
-  print_report(json_to_stdout ? stderr : stdout, plan, r);
-  if (f.png) write_png(*f.png, r, overwrite);
-  if (f.json) {
-    std::string text = report_json(plan, r).dump(1) + "\n";
-    if (json_to_stdout) {
-      std::fwrite(text.data(), 1, text.size(), stdout);
-    } else {
-      write_file(*f.json, text, overwrite);
-    }
-  }
+  print_report(f.out.table(), plan, r);
+  if (f.out.png) write_png(*f.out.png, r, f.out.overwrite());
+  if (f.out.json) f.out.write_json(report_json(plan, r).dump(1));
   return 0;
 }
 
@@ -348,9 +338,7 @@ Register reg{
        add_numbers(app, "-n,--n-gen", p.generate_sizes, "decode tests: tokens generated (0: none)");
        add_numbers(app, "-d,--n-depth", p.depths, "tokens already in the cache before each test (llama-bench's -d)");
        add_number(app, "-r,--repetitions", p.repeats, "timed runs of each test");
-       add_text(app, "--json", f->json, "write every number as JSON to this file ('-': stdout)")->type_name("FILE");
-       add_text(app, "--png", f->png, "write a bar chart of t/s to this PNG file")->type_name("FILE");
-       add_force(app, f->force);
+       add_output_flags(app, f->out, "every number as JSON", "a bar chart of t/s");
        add_number(app, "--bandwidth", f->bandwidth,
                   "memory bandwidth in GB/s to compare decode with (default: measured; 0: none)");
        add_number(app, "--batch", p.batch, "tokens per prefill batch");

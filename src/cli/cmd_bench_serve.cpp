@@ -14,8 +14,7 @@ namespace {
 
 struct Flags {
   server::BenchServeOptions o;
-  std::optional<std::string> json, png;
-  bool force = false;
+  OutputFlags out;
 };
 
 void in_range(int v, const char* flag, int lo, int hi) {
@@ -32,16 +31,15 @@ int bench_serve(const Flags& f) {
   in_range(o.requests, "--requests", 0, 1 << 20);
   if (o.api_key.empty())
     if (const char* env = std::getenv("WGC_API_KEY")) o.api_key = env;
-  const Overwrite overwrite = overwrite_rule(f.force);
-  const auto& json = f.json;
-  const auto& png = f.png;
-  std::filesystem::path latency_png;         // beside --png: PNG_latency.png
-  if (json) check_output(*json, overwrite);  // before the run, not after it
+  const Overwrite overwrite = f.out.overwrite();
+  const auto& png = f.out.png;
+  std::filesystem::path latency_png;  // beside --png: PNG_latency.png
   if (png) {
     latency_png = *png;
     latency_png.replace_filename(latency_png.stem().string() + "_latency" + latency_png.extension().string());
-    check_output(*png, overwrite);
-    check_output(latency_png, overwrite);
+    f.out.check({latency_png});
+  } else {
+    f.out.check();
   }
 
   std::fprintf(stderr, "wgc bench-serve: %s, prompt %d tokens, %d generated per request\n", o.url.c_str(), o.prompt_len,
@@ -51,11 +49,12 @@ int bench_serve(const Flags& f) {
                  l.output_tokens_per_s, l.ttft_p50_ms, l.itl_p50_ms,
                  l.failed ? (", " + std::to_string(l.failed) + " failed").c_str() : "");
   });
-  std::cout << "model " << result.model << ", prompt " << o.prompt_len << " tokens, " << o.gen_len
-            << " generated per request\n\n"
-            << server::bench_serve_table(result.levels);
+  std::ostream& table = f.out.json_to_stdout() ? std::cerr : std::cout;
+  table << "model " << result.model << ", prompt " << o.prompt_len << " tokens, " << o.gen_len
+        << " generated per request\n\n"
+        << server::bench_serve_table(result.levels);
 
-  if (json) write_file(*json, server::bench_serve_json(o, result) + "\n", overwrite);
+  f.out.write_json(server::bench_serve_json(o, result));
   if (png) {
     // Throughput, and beside it (PNG_latency.png) the latencies, against the concurrency.
     chart::Series tps{"output tokens/s", {}, {}};
@@ -99,9 +98,8 @@ Register reg{
        app.add_option("--model", o.model, "the model id to ask for (default: the server's first)")->default_str("");
        app.add_option("--api-key", o.api_key, "bearer token to send (or WGC_API_KEY)")->default_str("");
        add_number(app, "--seed", o.seed, "seed of the prompts and the sampling");
-       add_text(app, "--json", f->json, "write the results as JSON to this file")->type_name("FILE");
-       add_text(app, "--png", f->png, "write throughput (and FILE_latency.png latency) charts")->type_name("FILE");
-       add_force(app, f->force);
+       add_output_flags(app, f->out, "the results as JSON",
+                        "a throughput chart (and beside it FILE_latency.png, the latencies)");
        return [f] { return bench_serve(*f); };
      }}};
 

@@ -55,12 +55,13 @@ cnn::HostTensor read_input(const std::string& path, const cnn::ValueInfo& vi) {
 // The flags of the three commands (each uses what it registers).
 struct Flags {
   GpuFlags gpu;
-  std::optional<std::string> model, out, output, json, png;
+  std::optional<std::string> model, out, output;
+  OutputFlags bench_out;  // bench-cnn's --json, --png, --force
   std::string device = "auto";
   std::vector<std::string> inputs, images;
   std::vector<int> batches{1};
   int top = 5, repeats = 20;
-  bool force = false, profile = false;
+  bool force = false, profile = false;  // force: infer's --force
 };
 
 void add_common(CLI::App& app, Flags& f, const char* device_default) {
@@ -183,8 +184,7 @@ int bench_cnn_cmd(const Flags& f) {
   const auto& g = f.gpu;
   const int repeats = f.repeats;
   const bool profile = f.profile;
-  const auto& json_path = f.json;
-  const auto& png = f.png;
+  const auto& png = f.bench_out.png;
   const std::vector<int>& batches = f.batches;
   cnn::Device dev = cnn::parse_device(f.device);
   if (!model_path) throw UsageError("--model FILE.onnx is required");
@@ -192,9 +192,8 @@ int bench_cnn_cmd(const Flags& f) {
   for (int v : batches)
     if (v < 1 || v > 4096) throw UsageError("--batch expects sizes 1..4096, got " + std::to_string(v));
   if (profile && dev == cnn::Device::Cpu) throw UsageError("--profile times GPU dispatches (--device gpu)");
-  const Overwrite overwrite = overwrite_rule(f.force);
-  if (json_path) check_output(*json_path, overwrite);  // before the run, not after it
-  if (png) check_output(*png, overwrite);
+  f.bench_out.check();
+  std::FILE* table = f.bench_out.table();
   LoadedModel lm = load_model(*model_path, dev, g);
   cnn::Model& m = *lm.model;
   const cnn::Graph& graph = m.graph();
@@ -207,10 +206,10 @@ int bench_cnn_cmd(const Flags& f) {
       throw Error("wgc bench-cnn: input '" + in.name + "' has an unknown dimension " + std::to_string(d) +
                   " (only the batch may be open)");
   std::string device = lm.ctx && dev != cnn::Device::Cpu ? lm.ctx->adapter().device : "cpu";
-  std::printf("%s on %s (%s path), %d runs per batch size after a warm-up run\n\n", model_path->c_str(), device.c_str(),
-              std::string(to_string(dev)).c_str(), repeats);
-  std::printf("%6s %10s %10s %12s %10s %8s %12s %12s %10s\n", "batch", "ms/run", "img/s", "GFLOP/run", "GFLOP/s",
-              "submits", "pipelined", "GPU-only ms", "img/s");
+  std::fprintf(table, "%s on %s (%s path), %d runs per batch size after a warm-up run\n\n", model_path->c_str(),
+               device.c_str(), std::string(to_string(dev)).c_str(), repeats);
+  std::fprintf(table, "%6s %10s %10s %12s %10s %8s %12s %12s %10s\n", "batch", "ms/run", "img/s", "GFLOP/run",
+               "GFLOP/s", "submits", "pipelined", "GPU-only ms", "img/s");
 
   struct HostRow {
     int batch;
@@ -313,8 +312,9 @@ int bench_cnn_cmd(const Flags& f) {
       }
       resident = median(gms);
     }
-    std::printf("%6d %10.3f %10.1f %12.3f %10.1f %8d %12.1f %12.3f %10.1f\n", b, med, b * 1e3 / med, flops * 1e-9,
-                flops / med * 1e-6, gpu ? 1 : 0, pipelined, resident, resident > 0 ? b * 1e3 / resident : 0.0);
+    std::fprintf(table, "%6d %10.3f %10.1f %12.3f %10.1f %8d %12.1f %12.3f %10.1f\n", b, med, b * 1e3 / med,
+                 flops * 1e-9, flops / med * 1e-6, gpu ? 1 : 0, pipelined, resident,
+                 resident > 0 ? b * 1e3 / resident : 0.0);
     if (gpu)
       host_rows.push_back({b, median(blocking.input), median(blocking.submit), median(blocking.ahead),
                            median(blocking.wait), med, median(spinning.ms), gpu_span(true), gpu_span(false),
@@ -368,31 +368,34 @@ int bench_cnn_cmd(const Flags& f) {
       }
       r.set("gpu_us_total", total);
       r.set("layers", prof);
-      std::printf(
+      std::fprintf(
+          table,
           "\n  batch %d: GPU time %.1f us over %zu dispatches (timestamps per dispatch; each in its own pass,\n"
           "  so the sum is above the one-pass run); slowest layers:\n",
           b, total, t.size());
       std::sort(layers.rbegin(), layers.rend());
       for (size_t k = 0; k < layers.size() && k < 15; ++k)
-        std::printf("  %10.1f us %5.1f%%  %s\n", layers[k].first, 100 * layers[k].first / total,
-                    layers[k].second.c_str());
-      std::printf("\n");
+        std::fprintf(table, "  %10.1f us %5.1f%%  %s\n", layers[k].first, 100 * layers[k].first / total,
+                     layers[k].second.c_str());
+      std::fprintf(table, "\n");
     }
     results.push_back(r);
     cats.push_back("batch " + std::to_string(b));
     bars.values.push_back(b * 1e3 / med);
   }
   if (!host_rows.empty()) {
-    std::printf(
+    std::fprintf(
+        table,
         "\nWhere one inference's time goes (ms, medians; e2e = input + submit + wait, the GPU's work inside wait):\n"
         "%6s %9s %9s %9s %9s %9s %9s %10s %10s %10s %10s %12s\n",
         "batch", "e2e", "GPU e2e", "GPU net", "input", "submit", "wait", "host+idle", "spin e2e", "spin img/s",
         "in place", "in-pl img/s");
     for (const auto& h : host_rows)
-      std::printf("%6d %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %10.3f %10.3f %10.1f %10.3f %12.1f\n", h.batch, h.e2e_ms,
-                  h.gpu_e2e_ms, h.gpu_net_ms, h.input, h.submit, h.wait, h.e2e_ms - h.gpu_e2e_ms, h.spin_ms,
-                  h.batch * 1e3 / h.spin_ms, h.in_place_ms, h.batch * 1e3 / h.in_place_ms);
-    std::printf(
+      std::fprintf(table, "%6d %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %10.3f %10.3f %10.1f %10.3f %12.1f\n", h.batch,
+                   h.e2e_ms, h.gpu_e2e_ms, h.gpu_net_ms, h.input, h.submit, h.wait, h.e2e_ms - h.gpu_e2e_ms, h.spin_ms,
+                   h.batch * 1e3 / h.spin_ms, h.in_place_ms, h.batch * 1e3 / h.in_place_ms);
+    std::fprintf(
+        table,
         "GPU e2e: the GPU's time for a run (timestamps before its first command and after its last: the input's\n"
         "copy, the network, the outputs' copy); GPU net: the network alone; input: the host copying the input into\n"
         "a mapped staging buffer; submit: submitting the run encoded ahead; wait: until the outputs are on the\n"
@@ -401,20 +404,21 @@ int bench_cnn_cmd(const Flags& f) {
         "buffers (Model::input_in_place, as PyTorch's +copies reads pinned memory). The JSON also has the host's\n"
         "time encoding the next run after each submit (host_encode_ahead_ms; it overlaps the GPU's work).\n");
   }
-  std::printf(
+  std::fprintf(
+      table,
       "\nms/run, img/s: median wall-clock of one inference (input upload, one submit, output readback).\n"
       "pipelined: images/s end to end with the next batch's upload overlapping this one's work (Model::start).\n"
       "GPU-only: median of one submit and its wait with the input already on the device, no readback.\n");
   if (png)
     chart::write_bar_chart(*png, fs::path(*model_path).filename().string() + " on " + device, "images/s", cats, {bars},
-                           {}, overwrite);
-  if (json_path) {
+                           {}, f.bench_out.overwrite());
+  if (f.bench_out.json) {
     json::Value doc = json::Value::object();
     doc.set("model", *model_path);
     doc.set("device", device);
     doc.set("repeats", repeats);
     doc.set("results", results);
-    write_file(*json_path, doc.dump(1) + "\n", overwrite);
+    f.bench_out.write_json(doc.dump(1));
   }
   return 0;
 }
@@ -449,9 +453,7 @@ Register reg_bench{
        add_numbers(app, "--batch", f->batches, "batch sizes, one test each");
        add_number(app, "-r,--repetitions", f->repeats, "timed runs per batch size");
        app.add_flag("--profile", f->profile, "GPU time per layer (one more run, timed per dispatch)");
-       add_text(app, "--json", f->json, "write every number as JSON to this file")->type_name("FILE");
-       add_text(app, "--png", f->png, "write a bar chart of images/s to this PNG file")->type_name("FILE");
-       add_force(app, f->force);
+       add_output_flags(app, f->bench_out, "every number as JSON", "a bar chart of images/s");
        return [f] { return bench_cnn_cmd(*f); };
      }}};
 

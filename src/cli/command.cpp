@@ -131,6 +131,30 @@ CLI::Option* add_force(CLI::App& app, bool& force) {
   return app.add_flag("--force", force, "overwrite output files that exist (otherwise refused)");
 }
 
+void OutputFlags::check(const std::vector<std::filesystem::path>& more) const {
+  if (json && !json_to_stdout()) check_output(*json, overwrite());
+  if (png) check_output(*png, overwrite());
+  for (const auto& p : more) check_output(p, overwrite());
+}
+
+void OutputFlags::write_json(std::string_view text) const {
+  if (!json) return;
+  std::string doc = std::string(text) + "\n";
+  if (json_to_stdout()) {
+    std::fwrite(doc.data(), 1, doc.size(), stdout);
+    std::fflush(stdout);
+  } else {
+    write_file(*json, doc, overwrite());
+  }
+}
+
+void add_output_flags(CLI::App& app, OutputFlags& o, const std::string& json_help, const std::string& png_help) {
+  add_text(app, "--json", o.json, "write " + json_help + " to this file ('-': stdout, the tables then to stderr)")
+      ->type_name("FILE");
+  add_text(app, "--png", o.png, "write " + png_help + " to this PNG file")->type_name("FILE");
+  add_force(app, o.force);
+}
+
 ContextOptions GpuFlags::context_options() const {
   ContextOptions o;
   o.backend = parse_backend(backend);

@@ -20,6 +20,8 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
+#include <cstdio>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
@@ -85,6 +87,24 @@ T parse_number(std::string_view flag, std::string_view text);
 // work and write with the same rule.
 CLI::Option* add_force(CLI::App& app, bool& force);
 inline Overwrite overwrite_rule(bool force) { return force ? Overwrite::Yes : Overwrite::No; }
+
+// The benchmarks' result files: --json FILE ('-': stdout), --png FILE and --force, added by
+// add_output_flags. check() refuses files that exist before the run, not after it; with --json -
+// the JSON alone goes to stdout, so the command prints its tables to table() (stderr then).
+struct OutputFlags {
+  std::optional<std::string> json, png;
+  bool force = false;
+
+  Overwrite overwrite() const { return overwrite_rule(force); }
+  bool json_to_stdout() const { return json && *json == "-"; }
+  std::FILE* table() const { return json_to_stdout() ? stderr : stdout; }
+  // Checks --json and --png, and `more`: other files the command writes (beside --png).
+  void check(const std::vector<std::filesystem::path>& more = {}) const;
+  // Writes `text` (a JSON document) and a newline to --json, if given.
+  void write_json(std::string_view text) const;
+};
+// `json_help` / `png_help` say what goes into each file ("the results as JSON").
+void add_output_flags(CLI::App& app, OutputFlags& o, const std::string& json_help, const std::string& png_help);
 
 // Common to commands that touch the GPU: --backend, --debug.
 struct GpuFlags {

@@ -69,10 +69,8 @@ struct Readback::State {
   Context ctx;
   std::shared_ptr<detail::BufferHandle> staging;
   uint64_t bytes = 0, mapped = 0;  // asked for; mapped (a multiple of 4)
-  WGPUFuture future{};
+  detail::BufferMap mapping;
   bool requested = false, done = false;
-  WGPUMapAsyncStatus status = WGPUMapAsyncStatus_Error;
-  std::string message;
   std::vector<std::byte> data;
 
   explicit State(Context c) : ctx(std::move(c)) {}
@@ -87,25 +85,16 @@ struct Readback::State {
   }
 
   void request() {
-    WGPUBufferMapCallbackInfo cb = WGPU_BUFFER_MAP_CALLBACK_INFO_INIT;
-    cb.mode = WGPUCallbackMode_WaitAnyOnly;
-    cb.callback = [](WGPUMapAsyncStatus st, WGPUStringView msg, void* u, void*) {
-      auto* self = static_cast<State*>(u);
-      self->status = st;
-      self->message = detail::to_string(msg);
-    };
-    cb.userdata1 = this;
-    future = wgpuBufferMapAsync(staging->buffer, WGPUMapMode_Read, 0, mapped, cb);
+    mapping.start(staging->buffer, WGPUMapMode_Read, mapped);
     requested = true;
   }
 
   // Waits for the mapping and copies the bytes into `out` (or into data when out is empty).
   void finish(std::span<std::byte> out = {}) {
     done = true;
-    detail::wait_future(ctx.instance(), future, "a readback");
+    mapping.wait(ctx.instance(), "a readback");
     ctx.check();
-    if (status != WGPUMapAsyncStatus_Success)
-      throw GpuError("wgc: reading back " + std::to_string(bytes) + " bytes failed: " + message);
+    mapping.check("reading back " + std::to_string(bytes) + " bytes failed");
     const auto* src = static_cast<const std::byte*>(wgpuBufferGetConstMappedRange(staging->buffer, 0, mapped));
     if (out.empty())
       data.assign(src, src + bytes);
@@ -520,17 +509,11 @@ void Batch::wait() {
   im.in_flight.clear();
   im.replayed.clear();
   if (!im.readback) return;
-  struct Result {
-    WGPUMapAsyncStatus status = WGPUMapAsyncStatus_Error;
-  } r;
   uint64_t bytes = 16ull * im.timed_count;
-  WGPUBufferMapCallbackInfo cb = WGPU_BUFFER_MAP_CALLBACK_INFO_INIT;
-  cb.mode = WGPUCallbackMode_WaitAnyOnly;
-  cb.callback = [](WGPUMapAsyncStatus st, WGPUStringView, void* u, void*) { static_cast<Result*>(u)->status = st; };
-  cb.userdata1 = &r;
-  detail::wait_future(im.ctx.instance(), wgpuBufferMapAsync(im.readback->buffer, WGPUMapMode_Read, 0, bytes, cb),
-                      "timestamps");
-  if (r.status != WGPUMapAsyncStatus_Success) throw GpuError("wgc: reading timestamps failed");
+  detail::BufferMap mapping;
+  mapping.start(im.readback->buffer, WGPUMapMode_Read, bytes);
+  mapping.wait(im.ctx.instance(), "timestamps");
+  mapping.check("reading timestamps failed");
   const auto* ts = static_cast<const uint64_t*>(wgpuBufferGetConstMappedRange(im.readback->buffer, 0, bytes));
   for (uint32_t i = 0; i < im.timed_count; ++i)
     im.timings[i].ms = ts[2 * i + 1] >= ts[2 * i] ? static_cast<double>(ts[2 * i + 1] - ts[2 * i]) * 1e-6 : 0.0;

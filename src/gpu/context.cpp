@@ -60,6 +60,27 @@ void wait_future(WGPUInstance instance, WGPUFuture future, std::string_view what
                       std::to_string(static_cast<int>(st)) + ")");
 }
 
+void BufferMap::start(WGPUBuffer buffer, WGPUMapMode mode, uint64_t bytes) {
+  WGPUBufferMapCallbackInfo cb = WGPU_BUFFER_MAP_CALLBACK_INFO_INIT;
+  cb.mode = WGPUCallbackMode_WaitAnyOnly;
+  cb.callback = [](WGPUMapAsyncStatus st, WGPUStringView msg, void* u, void*) {
+    auto* self = static_cast<BufferMap*>(u);
+    self->status_ = st;
+    self->message_ = to_string(msg);
+  };
+  cb.userdata1 = this;
+  status_ = WGPUMapAsyncStatus_Error;
+  message_.clear();
+  future_ = wgpuBufferMapAsync(buffer, mode, 0, bytes, cb);
+}
+
+void BufferMap::wait(WGPUInstance instance, std::string_view what) { wait_future(instance, future_, what); }
+
+void BufferMap::check(std::string_view failed) const {
+  if (status_ != WGPUMapAsyncStatus_Success)
+    throw GpuError("wgc: " + std::string(failed) + (message_.empty() ? "" : ": " + message_));
+}
+
 void push_error_scopes(ContextState& s) {
   wgpuDevicePushErrorScope(s.device, WGPUErrorFilter_OutOfMemory);
   wgpuDevicePushErrorScope(s.device, WGPUErrorFilter_Validation);

@@ -78,6 +78,27 @@ WGPUStringView view(std::string_view s);
 // Blocks on a future from a WaitAnyOnly callback; `what` names it in the error on time-out.
 void wait_future(WGPUInstance instance, WGPUFuture future, std::string_view what);
 
+// One wgpuBufferMapAsync in flight (staging uploads, readbacks, timestamps): start() asks for the
+// mapping, wait() blocks until it is done and throws GpuError("<failed>: <Dawn's message>") if it
+// failed. The callback writes into this object, so it must stay where it is until wait() returns.
+class BufferMap {
+ public:
+  BufferMap() = default;
+  BufferMap(const BufferMap&) = delete;
+  BufferMap& operator=(const BufferMap&) = delete;
+
+  void start(WGPUBuffer buffer, WGPUMapMode mode, uint64_t bytes);
+  // Blocks until the callback has run (`what` names the wait in a time-out error).
+  void wait(WGPUInstance instance, std::string_view what);
+  // Throws unless the mapping succeeded; call after wait().
+  void check(std::string_view failed) const;
+
+ private:
+  WGPUFuture future_{};
+  WGPUMapAsyncStatus status_ = WGPUMapAsyncStatus_Error;
+  std::string message_;
+};
+
 // Runs f with Dawn validation and out-of-memory errors captured; throws GpuError naming `what`
 // if either occurred.
 template <class F>

@@ -39,9 +39,7 @@ struct StagedUpload::State {
   std::shared_ptr<detail::BufferHandle> buf;
   Tensor staging;  // buf seen as a tensor, for Batch::copy
   enum class Map { Unmapped, Pending, Mapped } map = Map::Unmapped;
-  WGPUFuture future{};
-  WGPUMapAsyncStatus status = WGPUMapAsyncStatus_Error;
-  std::string message;
+  detail::BufferMap mapping;
 
   explicit State(Context c) : ctx(std::move(c)) {}
   State(const State&) = delete;
@@ -56,23 +54,14 @@ struct StagedUpload::State {
   }
 
   void request() {
-    WGPUBufferMapCallbackInfo cb = WGPU_BUFFER_MAP_CALLBACK_INFO_INIT;
-    cb.mode = WGPUCallbackMode_WaitAnyOnly;
-    cb.callback = [](WGPUMapAsyncStatus st, WGPUStringView msg, void* u, void*) {
-      auto* self = static_cast<State*>(u);
-      self->status = st;
-      self->message = detail::to_string(msg);
-    };
-    cb.userdata1 = this;
-    future = wgpuBufferMapAsync(buf->buffer, WGPUMapMode_Write, 0, buf->size, cb);
+    mapping.start(buf->buffer, WGPUMapMode_Write, buf->size);
     map = Map::Pending;
   }
 
   void finish() {
     map = Map::Unmapped;
-    detail::wait_future(ctx.instance(), future, "a staging buffer");
-    if (status != WGPUMapAsyncStatus_Success)
-      throw GpuError("wgc: mapping a " + std::to_string(buf->size) + "-byte staging buffer failed: " + message);
+    mapping.wait(ctx.instance(), "a staging buffer");
+    mapping.check("mapping a " + std::to_string(buf->size) + "-byte staging buffer failed");
     map = Map::Mapped;
   }
 };

@@ -1,5 +1,6 @@
 #include "cpu/llm/dequant.h"
 
+#include "cpu/llm/kernels_blocks.h"  // q4k_scale_min: the one unpacking of K-quant scales and mins
 #include "util/error.h"
 
 #include <bit>
@@ -35,17 +36,6 @@ inline float half_at(const std::byte* p) {
   uint16_t h;
   std::memcpy(&h, p, 2);
   return f16_to_f32(h);
-}
-
-// The 6-bit scale and min of sub-block j (0..7) of a Q4_K/Q5_K super-block (12 packed bytes).
-inline void scale_min_k4(int j, const std::byte* q, uint8_t& d, uint8_t& m) {
-  if (j < 4) {
-    d = u8(q + j) & 63;
-    m = u8(q + j + 4) & 63;
-  } else {
-    d = uint8_t((u8(q + j + 4) & 0xF) | ((u8(q + j - 4) >> 6) << 4));
-    m = uint8_t((u8(q + j + 4) >> 4) | ((u8(q + j) >> 6) << 4));
-  }
 }
 
 }  // namespace
@@ -112,11 +102,11 @@ void dequantize_block_q4_k(const std::byte* x, float* y) {
   const std::byte* q = x + 16;
   for (int j = 0; j < 256; j += 64) {
     int is = j / 32;
-    uint8_t sc, m;
-    scale_min_k4(is, scales, sc, m);
-    float d1 = d * sc, m1 = dmin * m;
-    scale_min_k4(is + 1, scales, sc, m);
-    float d2 = d * sc, m2 = dmin * m;
+    int sc, m;
+    cpu::q4k_scale_min(is, scales, sc, m);
+    float d1 = d * float(sc), m1 = dmin * float(m);
+    cpu::q4k_scale_min(is + 1, scales, sc, m);
+    float d2 = d * float(sc), m2 = dmin * float(m);
     for (int l = 0; l < 32; ++l) *y++ = d1 * float(u8(q + l) & 0xF) - m1;
     for (int l = 0; l < 32; ++l) *y++ = d2 * float(u8(q + l) >> 4) - m2;
     q += 32;
@@ -133,11 +123,11 @@ void dequantize_block_q5_k(const std::byte* x, float* y) {
   uint8_t u1 = 1, u2 = 2;
   for (int j = 0; j < 256; j += 64) {
     int is = j / 32;
-    uint8_t sc, m;
-    scale_min_k4(is, scales, sc, m);
-    float d1 = d * sc, m1 = dmin * m;
-    scale_min_k4(is + 1, scales, sc, m);
-    float d2 = d * sc, m2 = dmin * m;
+    int sc, m;
+    cpu::q4k_scale_min(is, scales, sc, m);
+    float d1 = d * float(sc), m1 = dmin * float(m);
+    cpu::q4k_scale_min(is + 1, scales, sc, m);
+    float d2 = d * float(sc), m2 = dmin * float(m);
     for (int l = 0; l < 32; ++l) *y++ = d1 * float((u8(ql + l) & 0xF) + (u8(qh + l) & u1 ? 16 : 0)) - m1;
     for (int l = 0; l < 32; ++l) *y++ = d2 * float((u8(ql + l) >> 4) + (u8(qh + l) & u2 ? 16 : 0)) - m2;
     ql += 32;
@@ -180,14 +170,18 @@ void dequantize_block_q8_k(const std::byte* x, float* y) {
 }
 
 namespace {
-// Little-endian integers of type T, converted to float.
-template <class T>
-void ints_to_f32(const std::byte* x, float* y, size_t n) {
+// n little-endian values of type T (numbers, or the bits of a 16-bit float), converted to float.
+template <class T, class Convert>
+void values_to_f32(const std::byte* x, float* y, size_t n, Convert to_f32) {
   for (size_t i = 0; i < n; ++i) {
     T v;
     std::memcpy(&v, x + sizeof(T) * i, sizeof(T));
-    y[i] = float(v);
+    y[i] = to_f32(v);
   }
+}
+template <class T>
+void values_to_f32(const std::byte* x, float* y, size_t n) {
+  values_to_f32<T>(x, y, n, [](T v) { return float(v); });
 }
 }  // namespace
 
@@ -210,33 +204,13 @@ void dequantize(TensorType t, std::span<const std::byte> src, std::span<float> o
     case TensorType::F32:
       if (n) std::memcpy(y, x, n * 4);
       return;
-    case TensorType::F16:
-      for (size_t i = 0; i < n; ++i) {
-        uint16_t h;
-        std::memcpy(&h, x + 2 * i, 2);
-        y[i] = f16_to_f32(h);
-      }
-      return;
-    case TensorType::BF16:
-      for (size_t i = 0; i < n; ++i) {
-        uint16_t h;
-        std::memcpy(&h, x + 2 * i, 2);
-        y[i] = bf16_to_f32(h);
-      }
-      return;
-    case TensorType::F64:
-      for (size_t i = 0; i < n; ++i) {
-        double v;
-        std::memcpy(&v, x + 8 * i, 8);
-        y[i] = float(v);
-      }
-      return;
-    case TensorType::I8:
-      for (size_t i = 0; i < n; ++i) y[i] = float(int8_t(u8(x + i)));
-      return;
-    case TensorType::I16: ints_to_f32<int16_t>(x, y, n); return;
-    case TensorType::I32: ints_to_f32<int32_t>(x, y, n); return;
-    case TensorType::I64: ints_to_f32<int64_t>(x, y, n); return;
+    case TensorType::F16: values_to_f32<uint16_t>(x, y, n, f16_to_f32); return;
+    case TensorType::BF16: values_to_f32<uint16_t>(x, y, n, bf16_to_f32); return;
+    case TensorType::F64: values_to_f32<double>(x, y, n); return;
+    case TensorType::I8: values_to_f32<int8_t>(x, y, n); return;
+    case TensorType::I16: values_to_f32<int16_t>(x, y, n); return;
+    case TensorType::I32: values_to_f32<int32_t>(x, y, n); return;
+    case TensorType::I64: values_to_f32<int64_t>(x, y, n); return;
     case TensorType::Q4_0: each(dequantize_block_q4_0); return;
     case TensorType::Q4_1: each(dequantize_block_q4_1); return;
     case TensorType::Q5_0: each(dequantize_block_q5_0); return;

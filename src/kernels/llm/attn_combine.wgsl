@@ -12,6 +12,7 @@ struct P {
 }
 @group(0) @binding(2) var<uniform> p: P;
 override WG: u32 = 128;
+//!include "llm/attn_merge.wgsl"
 
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>,
@@ -20,18 +21,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
   if (g >= p.n * p.n_heads * p.head_dim) { return; }
   let d = g % p.head_dim;
   let th = g / p.head_dim;  // t * n_heads + h
-  let w = p.head_dim + 2u;
-  let b = th * p.n_splits * w;
-  var mx = -3.0e38;
-  for (var s = 0u; s < p.n_splits; s++) { mx = max(mx, part[b + s * w + p.head_dim]); }
-  var l = 0.0;
-  var a = 0.0;
-  for (var s = 0u; s < p.n_splits; s++) {
-    let f = exp(part[b + s * w + p.head_dim] - mx);
-    l += f * part[b + s * w + p.head_dim + 1u];
-    a += f * part[b + s * w + d];
-  }
   let t = th / p.n_heads;
   let h = th % p.n_heads;
-  out[t * p.o_stride + p.o_off + h * p.head_dim + d] = a / l;
+  let b = th * p.n_splits * (p.head_dim + 2u);
+  out[t * p.o_stride + p.o_off + h * p.head_dim + d] = merge_splits(b, p.n_splits, p.head_dim, d);
 }

@@ -12,22 +12,12 @@ struct P {
 @group(0) @binding(3) var<uniform> p: P;
 override HD: u32 = 128;
 var<workgroup> vals: array<f32, HD>;
+//!include "llm/attn_merge.wgsl"
 
 @compute @workgroup_size(HD)
 fn main(@builtin(local_invocation_index) d: u32, @builtin(workgroup_id) wid: vec3<u32>) {
   let h = wid.x;
-  let w = HD + 2u;
-  let b = h * p.n_splits * w;
-  var mx = -3.0e38;
-  for (var s = 0u; s < p.n_splits; s++) { mx = max(mx, part[b + s * w + HD]); }
-  var l = 0.0;
-  var a = 0.0;
-  for (var s = 0u; s < p.n_splits; s++) {
-    let f = exp(part[b + s * w + HD] - mx);
-    l += f * part[b + s * w + HD + 1u];
-    a += f * part[b + s * w + d];
-  }
-  vals[d] = a / l;
+  vals[d] = merge_splits(h * p.n_splits * (HD + 2u), p.n_splits, HD, d);
   workgroupBarrier();
   if (d >= HD / 4u) { return; }
   let g0 = (d / 8u) * 32u;  // this word's block

@@ -1,5 +1,6 @@
-// The batched linear kernels' output (linear_batched.wgsl, linear_batched_q8.wgsl): rows rl ..
-// rl + 3 of token tok (those < p.rows) from v, plus the bias and the old y as p.flags say.
+// The output of the linear kernels with several tokens (linear_batched.wgsl,
+// linear_batched_q8.wgsl, matmul_regtile.wgsl, matmul_q8.wgsl): rows rl .. rl + 3 of token tok
+// (those < p.rows) from v, plus the bias and the old y as p.flags say.
 fn store_rows(tok: u32, rl: u32, v: vec4<f32>) {
   for (var r = 0u; r < 4u; r++) {
     if (rl + r >= p.rows) { break; }

@@ -36,6 +36,7 @@ struct P {
   dyn: u32,
 }
 @group(0) @binding(5) var<uniform> p: P;
+//!include "llm/attn_partial.wgsl"
 override HD: u32 = 128;  // head_dim, a multiple of 4
 override TPQ: u32 = 8;   // invocations per query row; (HD / 4) % TPQ == 0, NV <= 4
 override BQ: u32 = 16;   // query rows per workgroup
@@ -97,26 +98,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
       ks[i] = kv;
       vs[i] = vv;
     }
-    workgroupBarrier();
-    for (var s = j; s < BK; s += TPQ) {
-      var d = 0.0;
-      for (var c = 0u; c < HD4; c++) { d += dot(qs[r * HD4 + c], ks[s * HD4 + c]); }
-      let key = kb + s;
-      sc[r * BK + s] = select(d, MASKED, key >= kv_end || key > qpos);
-    }
-    workgroupBarrier();
-    var mb = m;
-    for (var s = 0u; s < BK; s++) { mb = max(mb, sc[r * BK + s]); }
-    let corr = exp(m - mb);
-    l *= corr;
-    for (var i = 0u; i < NV; i++) { acc[i] *= corr; }
-    for (var s = 0u; s < BK; s++) {
-      let e = sc[r * BK + s];
-      let pe = select(exp(e - mb), 0.0, e <= MASKED);
-      l += pe;
-      for (var i = 0u; i < NV; i++) { acc[i] += pe * vs[s * HD4 + j + TPQ * i]; }
-    }
-    m = mb;
+//!include "llm/attn_block.wgsl"
   }
   if (R >= nrows) { return; }
   if (p.partial == 0u) {
@@ -131,17 +113,6 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
       out[ob + d + 3u] = v.w;
     }
   } else {
-    let ob = ((t * p.n_heads + h) * p.n_splits + split) * (HD + 2u);
-    for (var i = 0u; i < NV; i++) {
-      let d = 4u * (j + TPQ * i);
-      out[ob + d] = acc[i].x;
-      out[ob + d + 1u] = acc[i].y;
-      out[ob + d + 2u] = acc[i].z;
-      out[ob + d + 3u] = acc[i].w;
-    }
-    if (j == 0u) {
-      out[ob + HD] = m;
-      out[ob + HD + 1u] = l;
-    }
+    store_partial(((t * p.n_heads + h) * p.n_splits + split) * (HD + 2u), j, acc, m, l);
   }
 }

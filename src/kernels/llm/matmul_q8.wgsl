@@ -38,18 +38,7 @@ var<workgroup> Xm: array<vec4<f32>, select(1u, MQ_UB * BM / 4u, MQ_MIN)>;  // [b
 
 fn xq(i4: u32) -> vec4<f32> { return vec4<f32>(0.0); }  // unused here (w_chunk needs it)
 
-// y[t, r0 .. r0 + 3] = v (+ bias) (+ y), rows past p.rows skipped.
-fn store_y4(t: u32, r0: u32, v: vec4<f32>) {
-  for (var c = 0u; c < 4u; c++) {
-    let r = r0 + c;
-    if (r >= p.rows) { break; }
-    var o = v[c];
-    if ((p.flags & 1u) != 0u) { o += bias[p.row0 + r]; }
-    let yi = t * p.y_stride + p.y_off + r;
-    if ((p.flags & 2u) != 0u) { o += y[yi]; }
-    y[yi] = o;
-  }
-}
+//!include "llm/batched_store.wgsl"
 
 @compute @workgroup_size(NT)
 fn main(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
@@ -149,9 +138,5 @@ fn main(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wid: v
     workgroupBarrier();
   }
 
-  for (var i = 0u; i < 8u; i++) {
-    let t = m0 + select(tm * 4u + i, BM / 2u + tm * 4u + (i - 4u), i >= 4u);
-    if (t >= p.n) { continue; }
-    for (var j = 0u; j < 2u; j++) { store_y4(t, n0 + j * (BN / 2u) + tn * 4u, acc[i * 2u + j]); }
-  }
+//!include "llm/regtile_store.wgsl"
 }

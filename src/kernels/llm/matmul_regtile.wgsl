@@ -40,20 +40,10 @@ fn load_w4(r: u32, k: u32) -> vec4<f32> {
   return w_quad(p.row0 + r, k / 4u);
 }
 
-// y[t, r0 .. r0 + 3] = v (+ bias) (+ y), rows past p.rows skipped. A function of a vec4 value, so
+// The output, y[t, r0 .. r0 + 3] = v (+ bias) (+ y): store_rows, a function of a vec4 value, so
 // that the accumulators are only indexed by constants once the loops are unrolled (a dynamic
 // component index into them would move them out of registers).
-fn store_y4(t: u32, r0: u32, v: vec4<f32>) {
-  for (var c = 0u; c < 4u; c++) {
-    let r = r0 + c;
-    if (r >= p.rows) { break; }
-    var o = v[c];
-    if ((p.flags & 1u) != 0u) { o += bias[p.row0 + r]; }
-    let yi = t * p.y_stride + p.y_off + r;
-    if ((p.flags & 2u) != 0u) { o += y[yi]; }
-    y[yi] = o;
-  }
-}
+//!include "llm/batched_store.wgsl"
 
 // The body, for both entry points: `main` takes its workgroup size from the tile overrides;
 // `main_fixed` states 128 invocations as a constant (the default 64 x 128 tile, which the host
@@ -90,11 +80,7 @@ fn body(tid: u32, wid: vec3<u32>) {
     workgroupBarrier();
   }
 
-  for (var i = 0u; i < 8u; i++) {
-    let t = m0 + select(tm * 4u + i, BM / 2u + tm * 4u + (i - 4u), i >= 4u);
-    if (t >= p.n) { continue; }
-    for (var j = 0u; j < 2u; j++) { store_y4(t, n0 + j * (BN / 2u) + tn * 4u, acc[i * 2u + j]); }
-  }
+//!include "llm/regtile_store.wgsl"
 }
 
 @compute @workgroup_size(BM * BN / 64u)

@@ -21,7 +21,7 @@
 @group(0) @binding(3) var<storage, read> tables: array<u32>;
 @group(0) @binding(4) var<storage, read> seqs: array<vec4<u32>>;
 @group(0) @binding(5) var<storage, read> items: array<vec2<u32>>;
-@group(0) @binding(6) var<storage, read_write> part: array<f32>;
+@group(0) @binding(6) var<storage, read_write> out: array<f32>;  // the partials
 struct P {
   n_heads: u32,
   n_kv: u32,
@@ -35,6 +35,7 @@ struct P {
   item0: u32,
 }
 @group(0) @binding(7) var<uniform> p: P;
+//!include "llm/attn_partial.wgsl"
 override HD: u32 = 128;  // head_dim, a multiple of 4
 override TPQ: u32 = 8;   // invocations per query row; (HD / 4) % TPQ == 0, NV <= 4, BK % TPQ == 0
 override BQ: u32 = 16;   // query rows per workgroup
@@ -95,40 +96,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
       ks[i] = kv;
       vs[i] = vv;
     }
-    workgroupBarrier();
-    for (var s = j; s < BK; s += TPQ) {
-      var d = 0.0;
-      for (var c = 0u; c < HD4; c++) { d += dot(qs[r * HD4 + c], ks[s * HD4 + c]); }
-      let key = kb + s;
-      sc[r * BK + s] = select(d, MASKED, key >= kv_end || key > qpos);
-    }
-    workgroupBarrier();
-    var mb = m;
-    for (var s = 0u; s < BK; s++) { mb = max(mb, sc[r * BK + s]); }
-    let corr = exp(m - mb);
-    l *= corr;
-    for (var i = 0u; i < NV; i++) { acc[i] *= corr; }
-    for (var s = 0u; s < BK; s++) {
-      let e = sc[r * BK + s];
-      if (e > MASKED) {
-        let pe = exp(e - mb);
-        l += pe;
-        for (var i = 0u; i < NV; i++) { acc[i] += pe * vs[s * HD4 + j + TPQ * i]; }
-      }
-    }
-    m = mb;
+//!include "llm/attn_block.wgsl"
   }
   if (R >= nrows || kv_begin > qpos) { return; }
-  let ob = ((tok * p.n_heads + h) * p.n_splits + split) * (HD + 2u);
-  for (var i = 0u; i < NV; i++) {
-    let d = 4u * (j + TPQ * i);
-    part[ob + d] = acc[i].x;
-    part[ob + d + 1u] = acc[i].y;
-    part[ob + d + 2u] = acc[i].z;
-    part[ob + d + 3u] = acc[i].w;
-  }
-  if (j == 0u) {
-    part[ob + HD] = m;
-    part[ob + HD + 1u] = l;
-  }
+  store_partial(((tok * p.n_heads + h) * p.n_splits + split) * (HD + 2u), j, acc, m, l);
 }

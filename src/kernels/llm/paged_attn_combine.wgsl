@@ -15,6 +15,7 @@ struct P {
 }
 @group(0) @binding(3) var<uniform> p: P;
 override WG: u32 = 128;
+//!include "llm/attn_merge.wgsl"
 
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>,
@@ -26,16 +27,6 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
   let tok = th / p.n_heads;
   let h = th % p.n_heads;
   let ns = positions[tok] / p.split_len + 1u;
-  let w = p.head_dim + 2u;
-  let b = th * p.n_splits * w;
-  var mx = -3.0e38;
-  for (var s = 0u; s < ns; s++) { mx = max(mx, part[b + s * w + p.head_dim]); }
-  var l = 0.0;
-  var a = 0.0;
-  for (var s = 0u; s < ns; s++) {
-    let f = exp(part[b + s * w + p.head_dim] - mx);
-    l += f * part[b + s * w + p.head_dim + 1u];
-    a += f * part[b + s * w + d];
-  }
-  out[tok * p.o_stride + p.o_off + h * p.head_dim + d] = a / l;
+  let b = th * p.n_splits * (p.head_dim + 2u);
+  out[tok * p.o_stride + p.o_off + h * p.head_dim + d] = merge_splits(b, ns, p.head_dim, d);
 }
