@@ -22,16 +22,22 @@ m="$res/cnn_models/$model"
 
 python3 "$repo/scripts/export_cnn_models.py" --out "$res/cnn_models" --models "$model" | tee "$res/cnn-export.txt"
 
-# Correctness before speed: the GPU path against PyTorch's float64 logits.
-"$wgc" infer --model "$m.onnx" --input "$m.input.npy" --out "$res/$model.wgc.npy" --force --device gpu
-python3 - "$m.logits.npy" "$res/$model.wgc.npy" <<'PY' | tee "$res/cnn-check.txt"
+# Correctness before speed: the GPU path against PyTorch's float64 logits (and under each
+# WGC_CNN_TUNINGS set below).
+check() {  # check TAG [WGC_CONV_TUNING]
+  WGC_CONV_TUNING=${2:-} "$wgc" infer --model "$m.onnx" --input "$m.input.npy" --out "$res/$model.$1.npy" --force \
+    --device gpu
+  python3 - "$m.logits.npy" "$res/$model.$1.npy" "${2:-defaults}" <<'PY' | tee -a "$res/cnn-check.txt"
 import sys, numpy as np
 ref, got = np.load(sys.argv[1]), np.load(sys.argv[2])
 rel = np.abs(got - ref).max() / np.abs(ref).max()
 d_ref, d_got = ref[0] - ref[1], got[0] - got[1]
 drel = np.abs(d_got - d_ref).max() / np.abs(d_ref).max()
-print(f"wgc vs PyTorch float64: max rel error {rel:.2e} on the logits, {drel:.2e} on image 0 - image 1")
+print(f"wgc ({sys.argv[3]}) vs PyTorch float64: max rel error {rel:.2e} on the logits, {drel:.2e} on image 0 - image 1")
 PY
+}
+rm -f "$res/cnn-check.txt"
+check wgc
 
 "$wgc" bench-cnn --model "$m.onnx" --batch 1,64 -r "$runs" --profile --json "$res/bench-cnn.json" \
   --png "$res/bench-cnn.png" | tee "$res/bench-cnn.txt"
@@ -40,6 +46,7 @@ IFS=';' read -ra tunings <<<"${WGC_CNN_TUNINGS:-}"
 for t in "${tunings[@]}"; do
   [ -n "$t" ] || continue
   tag=$(echo "$t" | tr -c 'a-zA-Z0-9\n' '_')
+  check "wgc-$tag" "$t" || true
   WGC_CONV_TUNING=$t "$wgc" bench-cnn --model "$m.onnx" --batch 1,64 -r "${WGC_CNN_TUNING_RUNS:-20}" \
     --json "$res/bench-cnn-tuned-$tag.json" | tee "$res/bench-cnn-tuned-$tag.txt" || true
 done
@@ -108,6 +115,9 @@ for b in (1, 64):
           f"{fmt(p.get(f'torch_copies_b{b}')):>9} {fmt(p.get(f'ort_cpu_b{b}')):>9} {fmt(gpu_us):>11} "
           f"{fmt(r.get('gpu_us_total')):>21}")
 print("targets: wgc >= 1,000 img/s at batch 1 (one submit per image), >= 10,000 at batch 64")
+check = os.path.join(os.path.dirname(sys.argv[1]), "cnn-check.txt")
+if os.path.exists(check):
+    print(open(check).read().rstrip())
 print("\nwgc's time per run (ms, medians): input = copy into the staging buffer, submit = submit of the run")
 print("encoded ahead, wait = until the logits are on the host; GPU e2e / net = the GPU's time for a run (copies")
 print("included) / for the network (timestamps around the batch); spin = e2e with the waits polling (WGC_WAIT=spin)")
