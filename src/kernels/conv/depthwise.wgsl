@@ -4,6 +4,7 @@
 // invocation computes outputs from there. Kernel size, stride and dilation are override
 // constants so the tap loops unroll.
 //!include "conv/bindings.wgsl"
+//!include "conv/depthwise_plane.wgsl"
 
 override TILE_H: u32 = 16u;
 override TILE_W: u32 = 32u;
@@ -27,9 +28,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let oy0 = ((blk % (tiles_h * tiles_w)) / tiles_w) * TILE_H;
   let ox0 = (blk % tiles_w) * TILE_W;
   let co = plane % p.c_out;
-  let img = plane / p.c_out;
-  let ci = co / (p.c_out / p.c_in);
-  let xbase = (img * p.c_in + ci) * p.h * p.w;
+  let xbase = depthwise_x_base(plane);
   let iy0 = i32(oy0 * SH) - i32(p.pad_top);
   let ix0 = i32(ox0 * SW) - i32(p.pad_left);
 

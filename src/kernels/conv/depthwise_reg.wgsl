@@ -19,6 +19,7 @@
 @group(0) @binding(5) var<storage, read> X4: array<vec4<f32>>;
 //!include "conv/params.wgsl"
 @group(0) @binding(6) var<uniform> p: Params;
+//!include "conv/depthwise_plane.wgsl"
 //!include "conv/epilogue.wgsl"
 
 override COLS: u32 = 4u;
@@ -50,8 +51,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   let plane = rest / strips;  // n * c_out + co
   if (plane >= p.n * p.c_out) { return; }
   let co = plane % p.c_out;
-  let ci = co / (p.c_out / p.c_in);
-  let xbase = ((plane / p.c_out) * p.c_in + ci) * p.h * p.w;
+  let xbase = depthwise_x_base(plane);
   var taps: array<f32, MAX_TAPS>;
   for (var t = 0u; t < KH * KW; t++) { taps[t] = Wt[co * KH * KW + t]; }
   var acc = array<f32, MAX_OUT>();
