@@ -10,6 +10,7 @@
 
 #include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <optional>
@@ -264,13 +265,65 @@ std::vector<Case> conv2d_op(const Context& ctx, const Options& o) {
   return out;
 }
 
+// Sets the convolution knobs for its lifetime.
+struct TuningScope {
+  ConvTuning saved = conv2d_tuning();
+  explicit TuningScope(const ConvTuning& t) { conv2d_tuning() = t; }
+  ~TuningScope() { conv2d_tuning() = saved; }
+  TuningScope(const TuningScope&) = delete;
+  TuningScope& operator=(const TuningScope&) = delete;
+};
+
+// WGC_CONV_SWEEP="KNOBS;KNOBS;..." (each in WGC_CONV_TUNING's form, over it): the depthwise
+// versions whose knobs a set names (dwr_* depthwise-reg, dw_tile_* depthwise, dw_rows
+// depthwise-rows, dw_threads both) timed again under each set, named "VERSION [KNOBS]", so that
+// one process (one device call) sweeps them all.
+std::vector<Case> depthwise_sweep(const Context& ctx, const Conv2dDims& d) {
+  std::vector<Case> out;
+  const char* env = std::getenv("WGC_CONV_SWEEP");
+  std::string all = env ? env : "";
+  for (size_t pos = 0; pos < all.size();) {
+    size_t end = std::min(all.find(';', pos), all.size());
+    std::string set = all.substr(pos, end - pos);
+    pos = end + 1;
+    if (set.empty()) continue;
+    ConvTuning t = parse_conv2d_tuning(set, conv2d_tuning());
+    std::vector<Conv2dVersion> versions;
+    if (set.find("dw_tile") != std::string::npos || set.find("dw_threads") != std::string::npos)
+      versions.push_back(Conv2dVersion::Depthwise);
+    if (set.find("dw_rows") != std::string::npos || set.find("dw_threads") != std::string::npos)
+      versions.push_back(Conv2dVersion::DepthwiseRows);
+    if (set.find("dwr_") != std::string::npos) versions.push_back(Conv2dVersion::DepthwiseReg);
+    std::vector<Case> cases;
+    {
+      TuningScope scope(t);
+      check_conv2d_tuning(ctx);
+      cases = conv_cases(ctx, "depthwise", d, versions, true);
+    }
+    for (auto& c : cases) {
+      c.version += " [" + set + "]";
+      c.cpu = {}, c.cpu_blas = {};  // timed with the default cases
+      c.record = [rec = c.record, t](Batch& b) {
+        TuningScope scope(t);
+        rec(b);
+      };
+      c.check = [check = c.check, t] {
+        TuningScope scope(t);
+        return check();
+      };
+      out.push_back(std::move(c));
+    }
+  }
+  return out;
+}
+
 std::vector<Case> depthwise_op(const Context& ctx, const Options& o) {
   check_conv2d_tuning(ctx);
   // The depthwise kernel against the general ones that take groups; rates in GB/s against the
   // copy bandwidth (depthwise layers are memory-bound).
-  const std::vector<Conv2dVersion> versions{Conv2dVersion::Depthwise, Conv2dVersion::DepthwiseRows,
-                                            Conv2dVersion::Direct, Conv2dVersion::DirectTiled,
-                                            Conv2dVersion::ImplicitGemm};
+  const std::vector<Conv2dVersion> versions{Conv2dVersion::Depthwise,    Conv2dVersion::DepthwiseRows,
+                                            Conv2dVersion::DepthwiseReg, Conv2dVersion::Direct,
+                                            Conv2dVersion::DirectTiled,  Conv2dVersion::ImplicitGemm};
   std::vector<Case> out;
   for (const auto& s : size_list(o, ctx, {"n1c12h13k3p1"}, {"n1c32h56k3p1", "n2c24h29k3s2p1", "n1c16o48h28k5p2g16"},
                                  {"n32c144h56k3p1g144", "mobilenetv2"})) {
@@ -284,6 +337,7 @@ std::vector<Case> depthwise_op(const Context& ctx, const Options& o) {
     Conv2dDims d = conv_dims(parse_spec(s), true);
     if (!d.depthwise()) throw Error("wgc bench: depthwise size '" + s + "' is not a depthwise convolution");
     for (auto& c : conv_cases(ctx, "depthwise", d, versions, true)) out.push_back(std::move(c));
+    for (auto& c : depthwise_sweep(ctx, d)) out.push_back(std::move(c));
   }
   return out;
 }

@@ -9,6 +9,8 @@
 # (PyTorch on the H200: 309 and 10,641, ../shared/notes/PLATFORM.md).
 #   WGC=/tmp/wgc/bin/wgc RES=/tmp/res scripts/bench_cnn_device.sh [MODEL]
 # WGC_CNN_PEERS=0 leaves PyTorch and ORT out (a quick look at wgc alone); WGC_CNN_RUNS (50) runs.
+# WGC_CNN_TUNINGS="KNOBS;KNOBS;...": wgc bench-cnn again under each WGC_CONV_TUNING set (e.g.
+# dw_auto=3: every depthwise layer as depthwise-reg), WGC_CNN_TUNING_RUNS (20) runs, one row each.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 wgc=${WGC:-/tmp/wgc/bin/wgc}
@@ -20,19 +22,34 @@ m="$res/cnn_models/$model"
 
 python3 "$repo/scripts/export_cnn_models.py" --out "$res/cnn_models" --models "$model" | tee "$res/cnn-export.txt"
 
-# Correctness before speed: the GPU path against PyTorch's float64 logits.
-"$wgc" infer --model "$m.onnx" --input "$m.input.npy" --out "$res/$model.wgc.npy" --force --device gpu
-python3 - "$m.logits.npy" "$res/$model.wgc.npy" <<'PY' | tee "$res/cnn-check.txt"
+# Correctness before speed: the GPU path against PyTorch's float64 logits (and under each
+# WGC_CNN_TUNINGS set below).
+check() {  # check TAG [WGC_CONV_TUNING]
+  WGC_CONV_TUNING=${2:-} "$wgc" infer --model "$m.onnx" --input "$m.input.npy" --out "$res/$model.$1.npy" --force \
+    --device gpu
+  python3 - "$m.logits.npy" "$res/$model.$1.npy" "${2:-defaults}" <<'PY' | tee -a "$res/cnn-check.txt"
 import sys, numpy as np
 ref, got = np.load(sys.argv[1]), np.load(sys.argv[2])
 rel = np.abs(got - ref).max() / np.abs(ref).max()
 d_ref, d_got = ref[0] - ref[1], got[0] - got[1]
 drel = np.abs(d_got - d_ref).max() / np.abs(d_ref).max()
-print(f"wgc vs PyTorch float64: max rel error {rel:.2e} on the logits, {drel:.2e} on image 0 - image 1")
+print(f"wgc ({sys.argv[3]}) vs PyTorch float64: max rel error {rel:.2e} on the logits, {drel:.2e} on image 0 - image 1")
 PY
+}
+rm -f "$res/cnn-check.txt"
+check wgc
 
 "$wgc" bench-cnn --model "$m.onnx" --batch 1,64 -r "$runs" --profile --json "$res/bench-cnn.json" \
   --png "$res/bench-cnn.png" | tee "$res/bench-cnn.txt"
+
+IFS=';' read -ra tunings <<<"${WGC_CNN_TUNINGS:-}"
+for t in "${tunings[@]}"; do
+  [ -n "$t" ] || continue
+  tag=$(echo "$t" | tr -c 'a-zA-Z0-9\n' '_')
+  check "wgc-$tag" "$t" || true
+  WGC_CONV_TUNING=$t "$wgc" bench-cnn --model "$m.onnx" --batch 1,64 -r "${WGC_CNN_TUNING_RUNS:-20}" \
+    --json "$res/bench-cnn-tuned-$tag.json" | tee "$res/bench-cnn-tuned-$tag.txt" || true
+done
 
 if [ "${WGC_CNN_PEERS:-1}" = 0 ]; then echo '{}' >"$res/peers-cnn.json"; else
 python3 - "$m.onnx" "$model" "$runs" "$res/peers-cnn.json" <<'PY' | tee "$res/peers-cnn.txt"
@@ -80,7 +97,7 @@ PY
 fi
 
 python3 - "$res/bench-cnn.json" "$res/peers-cnn.json" "$model" <<'PY' | tee "$res/cnn.txt"
-import json, sys
+import glob, json, os, sys
 w = {r["batch"]: r for r in json.load(open(sys.argv[1]))["results"]}
 p = json.load(open(sys.argv[2]))
 print(f"\n{sys.argv[3]} 224x224, images/s (median of runs)")
@@ -98,4 +115,32 @@ for b in (1, 64):
           f"{fmt(p.get(f'torch_copies_b{b}')):>9} {fmt(p.get(f'ort_cpu_b{b}')):>9} {fmt(gpu_us):>11} "
           f"{fmt(r.get('gpu_us_total')):>21}")
 print("targets: wgc >= 1,000 img/s at batch 1 (one submit per image), >= 10,000 at batch 64")
+check = os.path.join(os.path.dirname(sys.argv[1]), "cnn-check.txt")
+if os.path.exists(check):
+    print(open(check).read().rstrip())
+print("\nwgc's time per run (ms, medians): input = copy into the staging buffer, submit = submit of the run")
+print("encoded ahead, wait = until the logits are on the host; GPU e2e / net = the GPU's time for a run (copies")
+print("included) / for the network (timestamps around the batch); spin = e2e with the waits polling (WGC_WAIT=spin)")
+print("(in place: the input already in wgc's mapped staging buffers, as PyTorch's +copies reads pinned memory)")
+print(f"{'batch':>6} {'e2e ms':>8} {'GPU e2e':>8} {'GPU net':>8} {'input':>8} {'submit':>8} {'wait':>8} "
+      f"{'spin e2e img/s':>15} {'in place img/s':>15}")
+for b in (1, 64):
+    r = w.get(b, {})
+    f3 = lambda k: f"{r[k]:.3f}" if k in r else "-"
+    fi = lambda k: f"{r[k]:,.0f}" if k in r else "-"
+    print(f"{b:>6} {f3('ms_median'):>8} {f3('gpu_ms_e2e'):>8} {f3('gpu_ms_network'):>8} {f3('host_input_ms'):>8} "
+          f"{f3('host_submit_ms'):>8} {f3('wait_ms'):>8} {fi('images_per_s_spin_wait'):>15} "
+          f"{fi('images_per_s_in_place'):>15}")
+tuned = sorted(glob.glob(os.path.join(os.path.dirname(sys.argv[1]), "bench-cnn-tuned-*.json")))
+if tuned:
+    print("\nWGC_CONV_TUNING sets (WGC_CNN_TUNINGS), img/s: e2e / spin e2e / GPU-only at batch 1 and 64")
+    for path in tuned:
+        t = {r["batch"]: r for r in json.load(open(path))["results"]}
+        cells = []
+        for b in (1, 64):
+            r = t.get(b, {})
+            cells.append(" / ".join(f"{r[k]:,.0f}" if k in r else "-" for k in
+                                    ("images_per_s", "images_per_s_spin_wait", "images_per_s_gpu_only")))
+        name = os.path.basename(path)[len("bench-cnn-tuned-"):-len(".json")]
+        print(f"  {name:<40} b1 {cells[0]:<24} b64 {cells[1]}")
 PY

@@ -336,10 +336,36 @@ TEST(CnnModel, ClassifierGemmAndPipelinedRuns) {
     auto second = m.start(in(1));
     auto y1 = second.wait(), y0 = first.wait();
     auto y2 = m.run(in(2));  // the first staging buffer again
-    for (auto [got, r] : {std::pair{&y0, 0}, {&y1, 1}, {&y2, 2}}) {
+    // Another shape (its own plan, its own run encoded ahead) between two of this one, the waits
+    // polling.
+    set_wait_mode(WaitMode::Spin);
+    auto one_row = m.run({cnn::HostTensor({1, k}, std::vector<float>(xs[2].begin(), xs[2].begin() + k))});
+    auto y3 = m.run(in(0));
+    set_wait_mode(WaitMode::Block);
+    for (auto [got, r] : {std::pair{&y0, 0}, {&y1, 1}, {&y2, 2}, {&y3, 0}}) {
       ASSERT_EQ(got->at(0).shape, (Shape{n, classes}));
       EXPECT_LT(test::rel_error(got->at(0).f, want(xs[size_t(r)])), 1e-5) << to_string(dev) << " run " << r;
     }
+    std::vector<float> want_row = want(xs[2]);
+    want_row.resize(size_t(classes));
+    ASSERT_EQ(one_row.shape, (Shape{1, classes}));
+    EXPECT_LT(test::rel_error(one_row.f, want_row), 1e-5);
     EXPECT_THROW(first.wait(), Error);
+    // Inputs written in place (straight into the staging buffers), both buffers in turn.
+    std::vector<Shape> shapes{{n, k}};
+    if (dev == cnn::Device::Cpu) {
+      EXPECT_THROW(m.input_in_place(shapes), Error);
+      continue;
+    }
+    for (size_t r : {1, 2, 0}) {
+      std::span<float> dst = m.input_in_place(shapes);
+      ASSERT_EQ(dst.size(), size_t(n * k));
+      std::copy(xs[r].begin(), xs[r].end(), dst.begin());
+      auto y = m.start_in_place(shapes).wait();
+      EXPECT_LT(test::rel_error(y.at(0).f, want(xs[r])), 1e-5) << "in place, run " << r;
+    }
+    EXPECT_THROW(m.start_in_place(shapes), Error);                        // nothing written for this run
+    EXPECT_THROW(m.input_in_place(shapes, 1), Error);                     // no second input
+    EXPECT_LT(test::rel_error(m.run(in(2)).at(0).f, want(xs[2])), 1e-5);  // and copied in again
   }
 }

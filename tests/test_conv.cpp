@@ -151,6 +151,51 @@ TEST(Conv2d, OtherTilesMatch) {
   EXPECT_GT(ran, 9);
 }
 
+// depthwise-reg under every kind of block: vec4 rows (widths multiples of 4, paddings 0, 1, 2 so
+// the row's first column falls at each place in its block) and scalar ones (stride 2, odd widths,
+// vec4 off, blocks that are not a multiple of 4 wide), ragged blocks at the right and bottom
+// edges, odd heights, channel counts that are not multiples of 4, channel multipliers.
+TEST(Conv2d, DepthwiseRegBlocksMatch) {
+  const Conv2dDims shapes[] = {
+      dims(2, 5, 11, 12, 5, 3, 3, 1, 1, 1, 5, 1, 1, 1, 1),  // vec4, odd height, 5 channels
+      dims(1, 3, 9, 16, 6, 3, 3, 1, 1, 2, 3, 2, 2, 2, 2),   // vec4, dilation 2, pad 2, multiplier 2
+      dims(1, 7, 7, 8, 7, 3, 3, 1, 1, 1, 7, 0, 1, 2, 1),    // vec4, asymmetric pads
+      dims(1, 6, 6, 8, 6, 3, 3, 1, 1, 1, 6, 1, 0, 1, 2),    // vec4, pad_left 0
+      dims(1, 4, 13, 12, 4, 3, 3, 2, 2, 1, 4, 1, 1, 1, 1),  // stride 2 (scalar rows)
+      dims(2, 6, 10, 9, 6, 5, 5, 1, 2, 1, 6, 2, 1, 2, 2),   // 5x5, stride (1, 2), odd width
+      dims(1, 3, 12, 20, 3, 5, 5, 1, 1, 1, 3, 2, 2, 2, 2),  // 5x5 vec4 (three blocks per row)
+      dims(1, 3, 5, 5, 3, 3, 3, 1, 1, 1, 3, 1, 1, 1, 1),    // 75 outputs: the last vec4 of y partly past them
+  };
+  struct Block {
+    uint32_t cols, rows, vec4, threads;
+  };
+  const Block blocks[] = {{4, 4, 1, 128}, {8, 3, 1, 32}, {1, 1, 0, 64}, {2, 5, 0, 96}};
+  ConvTuning saved = conv2d_tuning();
+  int ran = 0;
+  for (size_t b = 0; b < std::size(blocks); ++b) {
+    ConvTuning& k = conv2d_tuning();
+    k = saved;
+    k.dwr_cols = blocks[b].cols, k.dwr_rows = blocks[b].rows, k.dwr_vec4 = blocks[b].vec4;
+    k.dwr_threads = blocks[b].threads;
+    for (size_t i = 0; i < std::size(shapes); ++i) {
+      const Conv2dDims& d = shapes[i];
+      ASSERT_TRUE(supports(ctx(), Conv2dVersion::DepthwiseReg, d)) << d.str() << " block " << b;
+      ConvEpilogue ep = epilogue_for(i + b);
+      Data r = make_run(d, ep, uint32_t(3 * i + 11 * b));
+      EXPECT_LT(test::rel_error(run_gpu(r, d, ep, Conv2dVersion::DepthwiseReg), r.want),
+                tolerance(Conv2dVersion::DepthwiseReg, d))
+          << d.str() << " block " << b;
+      ++ran;
+    }
+  }
+  // A block past the kernel's registers is unsupported, and asking for it an error.
+  conv2d_tuning().dwr_cols = 16, conv2d_tuning().dwr_rows = 8;
+  EXPECT_FALSE(supports(ctx(), Conv2dVersion::DepthwiseReg, shapes[0]));
+  EXPECT_THROW(check_conv2d_tuning(ctx()), Error);
+  conv2d_tuning() = saved;
+  EXPECT_EQ(ran, int(std::size(blocks) * std::size(shapes)));
+}
+
 TEST(Conv2d, AutoPicksASupportedVersionAndMatches) {
   for (size_t i = 0; i < std::size(kCases); ++i) {
     const Conv2dDims& d = kCases[i];

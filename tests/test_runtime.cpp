@@ -1,5 +1,6 @@
 // The runtime: device creation, ABI facts, buffers, kernels, errors, timing.
 #include "gpu/context_state.h"
+#include "gpu/staging.h"
 #include "gpu/webgpu_abi.h"
 #include "test_util.h"
 
@@ -310,6 +311,58 @@ TEST(Batch, ReadbacksInFlightSeeTheirOwnBatch) {
   EXPECT_EQ(out[1], 3.f);
   Batch c(ctx());
   EXPECT_THROW(c.read(acc, acc.capacity() - 4, 8), Error);  // past the end
+}
+
+// A batch encoded ahead (Batch::encode) with a staged upload's copy recorded while its buffer is
+// mapped, filled afterwards, submitted later: the copy carries the data filled last; waits that
+// poll (WaitMode::Spin) see the same results; nothing records into an encoded batch.
+TEST(Batch, EncodedAheadWithAStagedUploadFilledLater) {
+  auto k = compile(ctx(), embedded_kernel("map/add.wgsl"));
+  const uint32_t n = 45;
+  auto one = make_tensor(ctx(), {n}, std::vector<float>(n, 1.f));
+  auto x = make_tensor(ctx(), {n}), y = make_tensor(ctx(), {n});
+  StagedUpload up(ctx(), 4 * n);
+  for (WaitMode mode : {WaitMode::Block, WaitMode::Spin}) {
+    set_wait_mode(mode);
+    for (int run = 0; run < 2; ++run) {
+      fill_u32(ctx(), y, kPoisonNaN);
+      Batch b(ctx());
+      up.record_copy(b, 4 * n, x);
+      b.dispatch(k, {x, one, y}, Params(n), groups_1d(ctx(), ceil_div(n, 256)));
+      Readback r = b.read(y, 0, 4 * n);
+      b.encode();
+      EXPECT_THROW(b.dispatch(k, {x, one, y}, Params(n), groups_1d(ctx(), 1)), Error);
+      std::vector<float> data(n);
+      for (uint32_t i = 0; i < n; ++i) data[i] = float(i * 3 + run);
+      up.fill(std::as_bytes(std::span(data)));
+      b.submit();
+      up.remap();
+      std::vector<float> got(n);
+      r.wait(std::as_writable_bytes(std::span(got)));
+      for (uint32_t i = 0; i < n; ++i) ASSERT_EQ(got[i], data[i] + 1.f) << i << " run " << run;
+    }
+  }
+  set_wait_mode(WaitMode::Block);
+  Batch more(ctx());
+  EXPECT_THROW(up.record_copy(more, up.bytes() + 4, x), Error);  // more than it holds
+}
+
+// time_span(): one timing for the whole batch, its work done as untimed.
+TEST(Batch, TimeSpanTimesTheWholeBatch) {
+  if (!ctx().features().timestamp_query) GTEST_SKIP() << "adapter has no timestamp queries";
+  auto k = compile(ctx(), embedded_kernel("map/add.wgsl"));
+  const uint32_t n = 1000;
+  auto one = make_tensor(ctx(), {n}, std::vector<float>(n, 1.f));
+  auto acc = make_tensor(ctx(), {n}, std::vector<float>(n, 0.f));
+  auto copy = make_tensor(ctx(), {n});
+  Batch b(ctx());
+  b.time_span();
+  for (int i = 0; i < 5; ++i) b.dispatch(k, {acc, one, acc}, Params(n), groups_1d(ctx(), ceil_div(n, 256)));
+  b.copy(acc, 0, copy, 0, 4 * n);
+  b.run();
+  ASSERT_EQ(b.timings().size(), 1u);
+  EXPECT_GT(b.total_ms(), 0.0);
+  for (float x : download<float>(ctx(), copy)) ASSERT_EQ(x, 5.f);
 }
 
 // Bind groups are cached by their buffers and ranges: the same dispatch in many batches, and a

@@ -211,6 +211,12 @@ int bench_cnn_cmd(const Flags& f) {
   std::fprintf(table, "%6s %10s %10s %12s %10s %8s %12s %12s %10s\n", "batch", "ms/run", "img/s", "GFLOP/run",
                "GFLOP/s", "submits", "pipelined", "GPU-only ms", "img/s");
 
+  struct HostRow {
+    int batch;
+    double input, submit, ahead, wait, e2e_ms, spin_ms, gpu_e2e_ms, gpu_net_ms;  // gpu: time_span, 0 if none
+    double in_place_ms;
+  };
+  std::vector<HostRow> host_rows;
   json::Value results = json::Value::array();
   std::vector<std::string> cats;
   chart::BarSeries bars{"images/s", {}};
@@ -225,12 +231,63 @@ int bench_cnn_cmd(const Flags& f) {
     std::vector<cnn::HostTensor> xs{x};
     bool gpu = m.on_gpu(xs);
     m.run(xs);  // warm-up: plan, buffers, pipelines, prepared weights
-    std::vector<double> ms;
-    for (int r = 0; r < repeats; ++r) {
-      auto t0 = std::chrono::steady_clock::now();
-      m.run(xs);  // upload, one submit, readback
-      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-    }
+    // One inference at a time (upload, one submit, readback), with the host's share of each run.
+    struct E2e {
+      std::vector<double> ms, input, submit, ahead, wait;
+    };
+    auto e2e = [&](WaitMode mode) {
+      WaitMode before = wait_mode();
+      set_wait_mode(mode);
+      E2e e;
+      m.run(xs);  // the next run encoded ahead, under this mode's waits
+      for (int r = 0; r < repeats; ++r) {
+        auto t0 = std::chrono::steady_clock::now();
+        cnn::Model::Pending p = m.start(xs);
+        p.wait();
+        e.ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+        const auto& h = p.host_times();
+        e.input.push_back(h.input_ms), e.submit.push_back(h.submit_ms), e.ahead.push_back(h.encode_ahead_ms);
+        e.wait.push_back(h.wait_ms);
+      }
+      set_wait_mode(before);
+      return e;
+    };
+    // The GPU's time for one run, from before its first command to after its last (Batch::time_span):
+    // e2e (the input's copy from the staging buffer, the network, the logits' copy) and the network.
+    auto gpu_span = [&](bool upload) {
+      std::vector<double> t;
+      for (int r = 0; r < std::min(repeats, 10); ++r) {
+        Batch sb(*lm.ctx);
+        sb.time_span();
+        auto rec = m.record(sb, xs, upload);
+        sb.run();
+        for (const auto& o : rec.outputs)
+          if (o) o.wait();
+        t.push_back(sb.total_ms());
+      }
+      return median(t);
+    };
+    // e2e with the input already in the staging buffers (Model::input_in_place), as PyTorch's
+    // +copies reads pinned host memory: each run waits for its staging buffer and submits.
+    auto in_place = [&] {
+      std::vector<Shape> shapes{shape};
+      for (int t = 0; t < 2; ++t) {  // both staging buffers get the input once
+        std::span<float> dst = m.input_in_place(shapes);
+        std::copy(x.f.begin(), x.f.end(), dst.begin());
+        m.start_in_place(shapes).wait();
+      }
+      std::vector<double> t;
+      for (int r = 0; r < repeats; ++r) {
+        auto t0 = std::chrono::steady_clock::now();
+        m.input_in_place(shapes);
+        m.start_in_place(shapes).wait();
+        t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      }
+      return median(t);
+    };
+    E2e blocking = e2e(WaitMode::Block);
+    E2e spinning = gpu ? e2e(WaitMode::Spin) : E2e{};
+    const std::vector<double>& ms = blocking.ms;
     double med = median(ms), flops = m.plan(xs).flops();
     double pipelined = 0, resident = 0;
     if (gpu) {
@@ -258,6 +315,10 @@ int bench_cnn_cmd(const Flags& f) {
     std::fprintf(table, "%6d %10.3f %10.1f %12.3f %10.1f %8d %12.1f %12.3f %10.1f\n", b, med, b * 1e3 / med,
                  flops * 1e-9, flops / med * 1e-6, gpu ? 1 : 0, pipelined, resident,
                  resident > 0 ? b * 1e3 / resident : 0.0);
+    if (gpu)
+      host_rows.push_back({b, median(blocking.input), median(blocking.submit), median(blocking.ahead),
+                           median(blocking.wait), med, median(spinning.ms), gpu_span(true), gpu_span(false),
+                           in_place()});
     json::Value r = json::Value::object();
     r.set("batch", b);
     r.set("device", gpu ? "gpu" : "cpu");
@@ -266,6 +327,17 @@ int bench_cnn_cmd(const Flags& f) {
     r.set("flops", flops);
     r.set("submits_per_run", gpu ? 1 : 0);
     if (gpu) {
+      const HostRow& h = host_rows.back();
+      r.set("host_input_ms", h.input);
+      r.set("host_submit_ms", h.submit);
+      r.set("host_encode_ahead_ms", h.ahead);
+      r.set("wait_ms", h.wait);
+      r.set("gpu_ms_e2e", h.gpu_e2e_ms);
+      r.set("gpu_ms_network", h.gpu_net_ms);
+      r.set("ms_median_spin_wait", h.spin_ms);
+      r.set("images_per_s_spin_wait", b * 1e3 / h.spin_ms);
+      r.set("ms_median_in_place", h.in_place_ms);
+      r.set("images_per_s_in_place", b * 1e3 / h.in_place_ms);
       r.set("images_per_s_pipelined", pipelined);
       r.set("ms_gpu_only", resident);
       r.set("images_per_s_gpu_only", b * 1e3 / resident);
@@ -310,6 +382,27 @@ int bench_cnn_cmd(const Flags& f) {
     results.push_back(r);
     cats.push_back("batch " + std::to_string(b));
     bars.values.push_back(b * 1e3 / med);
+  }
+  if (!host_rows.empty()) {
+    std::fprintf(
+        table,
+        "\nWhere one inference's time goes (ms, medians; e2e = input + submit + wait, the GPU's work inside wait):\n"
+        "%6s %9s %9s %9s %9s %9s %9s %10s %10s %10s %10s %12s\n",
+        "batch", "e2e", "GPU e2e", "GPU net", "input", "submit", "wait", "host+idle", "spin e2e", "spin img/s",
+        "in place", "in-pl img/s");
+    for (const auto& h : host_rows)
+      std::fprintf(table, "%6d %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %10.3f %10.3f %10.1f %10.3f %12.1f\n", h.batch,
+                   h.e2e_ms, h.gpu_e2e_ms, h.gpu_net_ms, h.input, h.submit, h.wait, h.e2e_ms - h.gpu_e2e_ms, h.spin_ms,
+                   h.batch * 1e3 / h.spin_ms, h.in_place_ms, h.batch * 1e3 / h.in_place_ms);
+    std::fprintf(
+        table,
+        "GPU e2e: the GPU's time for a run (timestamps before its first command and after its last: the input's\n"
+        "copy, the network, the outputs' copy); GPU net: the network alone; input: the host copying the input into\n"
+        "a mapped staging buffer; submit: submitting the run encoded ahead; wait: until the outputs are on the\n"
+        "host; host+idle: e2e - GPU e2e, what one run at a time spends outside the GPU's work; spin: the same\n"
+        "runs with the waits polling (WGC_WAIT=spin); in place: e2e with the input already in the staging\n"
+        "buffers (Model::input_in_place, as PyTorch's +copies reads pinned memory). The JSON also has the host's\n"
+        "time encoding the next run after each submit (host_encode_ahead_ms; it overlaps the GPU's work).\n");
   }
   std::fprintf(
       table,

@@ -7,12 +7,17 @@
 #include "ops/pool.h"
 #include "ops/tensor_ops.h"
 
+#include <chrono>
 #include <cstring>
 #include <map>
 
 namespace wgc::cnn {
 
 namespace {
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
 
 // What a plan needs on the GPU: a tensor per slot, each convolution prepared, and the whole network
 // recorded once (bind groups made and parameters uploaded at the first run; a run replays it).
@@ -23,6 +28,11 @@ struct GpuPlan {
   std::vector<size_t> step_commands;  // per step: the commands it recorded
   std::vector<StagedUpload> inputs;   // two per graph input, used in turn (empty for integer ones)
   size_t turn = 0;                    // which of the two the next run fills
+  // The next run encoded ahead (its inputs' copies from the staging buffers of `turn`, the network,
+  // the readbacks) while the GPU runs the last one: a run then only fills the staging buffers and
+  // submits (Model::start).
+  std::unique_ptr<Batch> ahead;
+  Model::Recorded ahead_rec;
 };
 
 struct CachedPlan {
@@ -76,6 +86,29 @@ struct Model::Impl {
     auto c = std::make_unique<CachedPlan>();
     c->plan = make_plan(graph, specs);
     return *plans.emplace(key, std::move(c)).first->second;
+  }
+
+  // The plan of float inputs of these shapes, on the GPU (inputs written in place); `like` gets
+  // the inputs that name it (shapes, no values).
+  CachedPlan& in_place_plan(const std::vector<Shape>& shapes, std::vector<HostTensor>& like) {
+    for (const auto& in : graph.inputs)
+      if (in.elem_type == 6 || in.elem_type == 7)
+        throw Error("wgc: " + graph.source + ": input '" + in.name +
+                    "' is an integer tensor; inputs written in place are float ones");
+    like.clear();
+    for (const auto& sh : shapes) like.emplace_back(sh, std::vector<float>());
+    auto it = plans.find(plan_key(like));
+    CachedPlan* c = nullptr;
+    if (it != plans.end()) {
+      c = it->second.get();
+    } else {  // the first time: a plan made from zeros
+      std::vector<HostTensor> zeros;
+      for (const auto& sh : shapes) zeros.emplace_back(sh, std::vector<float>(size_t(numel(sh))));
+      c = &cached(zeros);
+    }
+    if (!use_gpu(c->plan)) throw Error("wgc: " + graph.source + ": inputs written in place need the GPU path");
+    gpu_plan(*c);
+    return *c;
   }
 
   bool use_gpu(const Plan& p) const {
@@ -168,6 +201,35 @@ struct Model::Impl {
       for (size_t k = 0; k < inputs.size(); ++k)
         if (p.input_slots[k] >= 0 && !inputs[k].f.empty())
           g.inputs[2 * k + g.turn].write(b, std::as_bytes(std::span(inputs[k].f)), g.slots[size_t(p.input_slots[k])]);
+    return record_network(b, c);
+  }
+
+  // The staged inputs of a plan: their index and bytes (graph inputs with a slot and values).
+  std::vector<std::pair<size_t, uint64_t>> staged_inputs(const CachedPlan& c) const {
+    std::vector<std::pair<size_t, uint64_t>> r;
+    for (size_t k = 0; k < c.plan.inputs.size(); ++k)
+      if (c.plan.input_slots[k] >= 0 && c.gpu->inputs[2 * k].bytes())
+        r.emplace_back(k, uint64_t(numel(c.plan.inputs[k].shape)) * 4);
+    return r;
+  }
+
+  // Encodes the next run of plan c (staging buffers of the current turn) into g.ahead.
+  void encode_ahead(CachedPlan& c) {
+    GpuPlan& g = *c.gpu;
+    g.ahead.reset();
+    if (!g.net) return;
+    auto b = std::make_unique<Batch>(*ctx);
+    for (auto [k, bytes] : staged_inputs(c))
+      g.inputs[2 * k + g.turn].record_copy(*b, bytes, g.slots[size_t(c.plan.input_slots[k])]);
+    g.ahead_rec = record_network(*b, c);
+    b->encode();
+    g.ahead = std::move(b);
+  }
+
+  // The network (replayed, or recorded step by step under WGC_PROFILE) and the outputs' readbacks.
+  Recorded record_network(Batch& b, CachedPlan& c) {
+    GpuPlan& g = *c.gpu;
+    const Plan& p = c.plan;
     if (g.net)
       b.replay(g.net);
     else
@@ -245,13 +307,71 @@ Model::Pending Model::start(const std::vector<HostTensor>& inputs) {
     p.ready = impl_->run_cpu(c, inputs);
     return p;
   }
-  Batch b(*impl_->ctx);
-  p.rec = impl_->record(b, c, inputs, true);
-  b.submit();  // the batch may go: the queue keeps what its work needs, the readbacks wait for it
-  GpuPlan& g = *c.gpu;
-  for (size_t k = 0; k < c.plan.inputs.size(); ++k)
-    g.inputs[2 * k + g.turn].remap();  // mapped again once this run's copy is done
+  return start_gpu(inputs, false);
+}
+
+std::span<float> Model::input_in_place(const std::vector<Shape>& shapes, size_t k) {
+  std::vector<HostTensor> like;
+  CachedPlan& c = impl_->in_place_plan(shapes, like);
+  for (auto [i, bytes] : impl_->staged_inputs(c))
+    if (i == k) {
+      std::span<std::byte> m = c.gpu->inputs[2 * k + c.gpu->turn].mapped();
+      return {reinterpret_cast<float*>(m.data()), size_t(bytes / 4)};
+    }
+  throw Error("wgc: " + impl_->graph.source + ": no input " + std::to_string(k) +
+              " with values to write (the model takes " + std::to_string(impl_->graph.inputs.size()) + ")");
+}
+
+Model::Pending Model::start_in_place(const std::vector<Shape>& shapes) {
+  std::vector<HostTensor> like;
+  impl_->in_place_plan(shapes, like);
+  return start_gpu(like, true);
+}
+
+Model::Pending Model::start_gpu(const std::vector<HostTensor>& inputs, bool in_place) {
+  CachedPlan& c = impl_->cached(inputs);
+  Pending p;
+  auto t0 = std::chrono::steady_clock::now();
+  GpuPlan& g = impl_->gpu_plan(c);
+  auto staged = impl_->staged_inputs(c);
+  for (auto [k, bytes] : staged)
+    if (in_place && !g.inputs[2 * k + g.turn].is_mapped())
+      throw Error("wgc: " + impl_->graph.source + ": input '" + impl_->graph.inputs[k].name +
+                  "' was not written in place for this run (Model::input_in_place)");
+  bool ahead = bool(g.ahead);
+  for (auto [k, bytes] : staged) ahead = ahead && (in_place || inputs[k].f.size() * 4 == bytes);
+  if (ahead || in_place) {  // the staging buffers filled (or written in place), the encoded run submitted
+    for (auto [k, bytes] : staged)
+      if (in_place)
+        g.inputs[2 * k + g.turn].unmap();
+      else
+        g.inputs[2 * k + g.turn].fill(std::as_bytes(std::span(inputs[k].f)));
+    p.times.input_ms = ms_since(t0);
+    if (!ahead) impl_->encode_ahead(c);  // in place without a run encoded ahead (WGC_PROFILE, the first run)
+    if (g.ahead) {
+      p.rec = std::move(g.ahead_rec);
+      g.ahead->submit();
+    } else {  // WGC_PROFILE: nothing is encoded ahead
+      Batch b(*impl_->ctx);
+      for (auto [k, bytes] : staged)
+        g.inputs[2 * k + g.turn].record_copy(b, bytes, g.slots[size_t(c.plan.input_slots[k])]);
+      p.rec = impl_->record_network(b, c);
+      b.submit();
+    }
+    g.ahead.reset();
+  } else {
+    g.ahead.reset();
+    Batch b(*impl_->ctx);
+    p.rec = impl_->record(b, c, inputs, true);
+    p.times.input_ms = ms_since(t0);  // with the recording: the copy is not timed apart here
+    b.submit();  // the batch may go: the queue keeps what its work needs, the readbacks wait for it
+  }
+  p.times.submit_ms = ms_since(t0) - p.times.input_ms;
+  for (auto [k, bytes] : staged) g.inputs[2 * k + g.turn].remap();  // mapped again once this run's copy is done
   g.turn ^= 1;
+  auto t1 = std::chrono::steady_clock::now();
+  impl_->encode_ahead(c);  // the next run, while the GPU computes this one
+  p.times.encode_ahead_ms = ms_since(t1);
   return p;
 }
 
@@ -259,6 +379,12 @@ std::vector<HostTensor> Model::Pending::wait() {
   if (waited) throw Error("wgc: a model run's outputs are waited for once");
   waited = true;
   if (ready) return std::move(*ready);
+  auto t0 = std::chrono::steady_clock::now();
+  struct Timer {  // also when a wait throws
+    HostTimes& t;
+    std::chrono::steady_clock::time_point t0;
+    ~Timer() { t.wait_ms = ms_since(t0); }
+  } timer{times, t0};
   std::vector<HostTensor> out;
   for (size_t k = 0; k < rec.outputs.size(); ++k) {
     if (rec.constants[k]) {

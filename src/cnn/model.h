@@ -22,6 +22,7 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -86,22 +87,41 @@ class Model {
   };
   Recorded record(Batch& batch, const std::vector<HostTensor>& inputs, bool upload_inputs = true);
 
+  // Where a run's host time went (ms, GPU path): input_ms copying the inputs into the staging
+  // buffers, submit_ms recording (when not encoded ahead) and submitting, encode_ahead_ms encoding
+  // the next run after the submit (overlaps this run's GPU work), wait_ms in wait() (the GPU's
+  // work, the wake-up and the outputs' copy to the host).
+  struct HostTimes {
+    double input_ms = 0, submit_ms = 0, encode_ahead_ms = 0, wait_ms = 0;
+  };
+
   // A run started and not waited for yet (run() is start(inputs).wait()).
   class Pending {
    public:
     std::vector<HostTensor> wait();  // blocks until this run's outputs are here; once
+    const HostTimes& host_times() const { return times; }
 
    private:
     friend class Model;
     Recorded rec;
     std::optional<std::vector<HostTensor>> ready;  // the CPU path's outputs, or after wait()
     bool waited = false;
+    HostTimes times;
   };
   // Starts a run and returns once it is submitted (GPU path; the CPU path runs now). Runs go to the
   // GPU in the order started, so the host can fill the next run's inputs (two staging buffers per
-  // input, used in turn) while this one computes. Wait for each Pending, in any order, before
-  // starting more than one other run.
+  // input, used in turn) while this one computes. After the submit it encodes the next run of the
+  // same shapes (Batch::encode), so that the next start() only copies the inputs and submits.
+  // Wait for each Pending, in any order, before starting more than one other run.
   Pending start(const std::vector<HostTensor>& inputs);
+
+  // Inputs written in place, as into pinned host memory (GPU path, float inputs): the mapped
+  // staging buffer that the next run of these input shapes copies graph input k from, numel(shape)
+  // floats (waits until the GPU is done with it; it holds what was written there two runs ago).
+  // Write the values there, then start_in_place(shapes): no copy of the input on the host. The
+  // span is valid until that call.
+  std::span<float> input_in_place(const std::vector<Shape>& shapes, size_t k = 0);
+  Pending start_in_place(const std::vector<Shape>& shapes);
 
   // The plan for these inputs (made once per shape): steps, FLOPs, buffer sizes.
   const Plan& plan(const std::vector<HostTensor>& inputs);
@@ -109,6 +129,9 @@ class Model {
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
+  // start() and start_in_place() on the GPU path: the inputs' values copied in, or already
+  // written in place (then `inputs` only name the plan).
+  Pending start_gpu(const std::vector<HostTensor>& inputs, bool in_place);
 };
 
 }  // namespace wgc::cnn

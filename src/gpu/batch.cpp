@@ -140,10 +140,17 @@ struct Batch::Impl {
   std::shared_ptr<detail::BufferHandle> readback;
   std::vector<DispatchTiming> timings;
   uint32_t timed_count = 0;
+  bool span = false;                    // time_span()
+  WGPUCommandBuffer encoded = nullptr;  // encode()'s, until submit()
+  std::string labels;                   // the first dispatches' labels, for errors
   bool submitted = false;
 
   explicit Impl(Context c, bool t) : ctx(std::move(c)), timed((t || profile) && ctx.features().timestamp_query) {}
+  void check_recording() const {
+    if (encoded || submitted) throw Error("wgc: recording into a batch already encoded or submitted");
+  }
   ~Impl() {
+    if (encoded) wgpuCommandBufferRelease(encoded);
     if (queries) wgpuQuerySetRelease(queries);
   }
 };
@@ -163,6 +170,11 @@ Batch& Batch::operator=(Batch&&) noexcept = default;
 const Context& Batch::context() const { return impl_->ctx; }
 size_t Batch::size() const { return impl_->cmds.size(); }
 bool Batch::timed() const { return impl_->timed; }
+
+void Batch::time_span() {
+  impl_->check_recording();
+  impl_->span = true;
+}
 const std::vector<DispatchTiming>& Batch::timings() const { return impl_->timings; }
 
 double Batch::total_ms() const {
@@ -173,6 +185,7 @@ double Batch::total_ms() const {
 
 void Batch::dispatch(const Kernel& k, std::vector<Arg> args, const Params& params, Groups g) {
   auto& im = *impl_;
+  impl_->check_recording();
   if (!k) throw Error("wgc: dispatch of an empty kernel");
   const auto& lim = im.ctx.limits();
   if (g.x > lim.max_compute_workgroups_per_dimension || g.y > lim.max_compute_workgroups_per_dimension ||
@@ -206,6 +219,7 @@ void Batch::dispatch(const Kernel& k, std::vector<Arg> args, const Params& param
 }
 
 void Batch::copy(const Tensor& src, uint64_t src_offset, const Tensor& dst, uint64_t dst_offset, uint64_t bytes) {
+  impl_->check_recording();
   if (src_offset + bytes > src.capacity() || dst_offset + bytes > dst.capacity())
     throw Error("wgc: copy of " + std::to_string(bytes) + " bytes past the end of a buffer");
   if (bytes % 4 || src_offset % 4 || dst_offset % 4)
@@ -214,6 +228,7 @@ void Batch::copy(const Tensor& src, uint64_t src_offset, const Tensor& dst, uint
 }
 
 Readback Batch::read(const Tensor& src, uint64_t offset, uint64_t bytes) {
+  impl_->check_recording();
   if (offset + bytes > src.capacity())
     throw Error("wgc: read of " + std::to_string(bytes) + " bytes at offset " + std::to_string(offset) +
                 " past the end of a " + std::to_string(src.capacity()) + "-byte buffer");
@@ -342,16 +357,17 @@ Recording Batch::freeze() {
 }
 
 void Batch::replay(const Recording& r) {
+  impl_->check_recording();
   if (!r) throw Error("wgc: replay of an empty recording");
   if (r.impl_->ctx.shared_state() != impl_->ctx.shared_state())
     throw Error("wgc: replay of a recording made on another context");
   impl_->cmds.emplace_back(ReplayCmd{r.impl_});
 }
 
-void Batch::submit() {
+void Batch::encode() {
   auto& im = *impl_;
-  if (im.submitted) throw Error("wgc: a batch is submitted once");
-  im.submitted = true;
+  if (im.submitted) throw Error("wgc: encode after submit");
+  if (im.encoded) throw Error("wgc: a batch is encoded once");
   auto& s = im.ctx.state();
   auto st = im.ctx.shared_state();
 
@@ -367,12 +383,14 @@ void Batch::submit() {
     n_dispatch += std::holds_alternative<DispatchCmd>(c);
     if (auto* r = std::get_if<ReplayCmd>(&c)) n_dispatch += static_cast<uint32_t>(r->rec->n_dispatch);
   }
-  if (im.timed && n_dispatch) {
+  bool span = im.span && !im.timed && im.ctx.features().timestamp_query;
+  if ((im.timed && n_dispatch) || span) {
     WGPUQuerySetDescriptor qd = WGPU_QUERY_SET_DESCRIPTOR_INIT;
     qd.type = WGPUQueryType_Timestamp;
-    qd.count = 2 * n_dispatch;
+    im.timed_count = span ? 1 : n_dispatch;
+    qd.count = 2 * im.timed_count;
     im.queries = wgpuDeviceCreateQuerySet(s.device, &qd);
-    im.timed_count = n_dispatch;
+    if (span) im.timings.push_back({"the whole batch", 0});
   }
 
   std::string labels;
@@ -385,6 +403,19 @@ void Batch::submit() {
     wgpuComputePassEncoderRelease(pass);
     pass = nullptr;
   };
+  // time_span(): a timestamp in an empty pass before everything and one in an empty pass after.
+  auto span_mark = [&](bool begin) {
+    WGPUComputePassDescriptor pd = WGPU_COMPUTE_PASS_DESCRIPTOR_INIT;
+    WGPUPassTimestampWrites tw = WGPU_PASS_TIMESTAMP_WRITES_INIT;
+    tw.querySet = im.queries;
+    tw.beginningOfPassWriteIndex = begin ? 0 : WGPU_QUERY_SET_INDEX_UNDEFINED;
+    tw.endOfPassWriteIndex = begin ? WGPU_QUERY_SET_INDEX_UNDEFINED : 1;
+    pd.timestampWrites = &tw;
+    WGPUComputePassEncoder p = wgpuCommandEncoderBeginComputePass(enc, &pd);
+    wgpuComputePassEncoderEnd(p);
+    wgpuComputePassEncoderRelease(p);
+  };
+  if (span) span_mark(true);
   uint32_t qi = 0;
   auto encode_copy = [&](const CopyCmd& cp) {
     end_pass();
@@ -397,7 +428,7 @@ void Batch::submit() {
       end_pass();
       WGPUComputePassDescriptor pd = WGPU_COMPUTE_PASS_DESCRIPTOR_INIT;
       WGPUPassTimestampWrites tw = WGPU_PASS_TIMESTAMP_WRITES_INIT;
-      if (im.queries) {
+      if (im.timed && im.queries) {
         tw.querySet = im.queries;
         tw.beginningOfPassWriteIndex = 2 * qi;
         tw.endOfPassWriteIndex = 2 * qi + 1;
@@ -439,6 +470,7 @@ void Batch::submit() {
     encode_dispatch(d.kernel.pipeline(), bind_group(s, d.kernel.pipeline(), entries), d.groups, d.kernel.label());
   }
   end_pass();
+  if (span) span_mark(false);
   if (im.queries) {
     uint64_t bytes = 16ull * im.timed_count;
     auto resolve =
@@ -449,11 +481,22 @@ void Batch::submit() {
     wgpuCommandEncoderCopyBufferToBuffer(enc, resolve->buffer, 0, im.readback->buffer, 0, bytes);
     im.in_flight.push_back(resolve);
   }
-  WGPUCommandBuffer cmd = wgpuCommandEncoderFinish(enc, nullptr);
-  wgpuQueueSubmit(s.queue, 1, &cmd);
-  wgpuCommandBufferRelease(cmd);
+  im.encoded = wgpuCommandEncoderFinish(enc, nullptr);
   wgpuCommandEncoderRelease(enc);
-  detail::pop_error_scopes(s, "running " + (labels.empty() ? std::string("copies") : labels));
+  im.labels = labels.empty() ? std::string("copies") : labels;
+  detail::pop_error_scopes(s, "encoding " + im.labels);
+}
+
+void Batch::submit() {
+  auto& im = *impl_;
+  if (im.submitted) throw Error("wgc: a batch is submitted once");
+  if (!im.encoded) encode();
+  im.submitted = true;
+  // No error scope here (each costs a wait): a submit's errors (a buffer still mapped) reach the
+  // context's uncaptured-error callback, which the waits report (Context::check).
+  wgpuQueueSubmit(im.ctx.state().queue, 1, &im.encoded);
+  wgpuCommandBufferRelease(im.encoded);
+  im.encoded = nullptr;
   im.cmds.clear();  // drops the batch's references; the queue keeps what it needs
   for (auto& r : im.reads) r->request();
   im.reads.clear();

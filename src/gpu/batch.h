@@ -124,7 +124,12 @@ class Batch {
   // Records a recording's commands, in order, after what was recorded before.
   void replay(const Recording& r);
 
-  void submit();  // encodes everything and submits; returns without waiting
+  // Encodes what was recorded into a command buffer now (the host's share of a submit, minus the
+  // submit itself), so that a later submit() costs less: work can be encoded ahead, e.g. while the
+  // GPU runs the previous batch. Buffers may still be mapped when encoding; they must be unmapped
+  // by submit(). Nothing can be recorded after it.
+  void encode();
+  void submit();  // encodes everything (unless encode() did) and submits; returns without waiting
   void wait();    // waits for the submitted work and, if timed, reads the timestamps
   void run() {
     submit();
@@ -134,6 +139,11 @@ class Batch {
   const Context& context() const;
   size_t size() const;
   bool timed() const;  // asked for, or WGC_PROFILE, on a device with timestamps
+  // Times the whole batch on the GPU, from before its first command to after its last, with one
+  // pair of timestamps around it (its passes stay merged, unlike a timed batch's): after wait(),
+  // timings() holds one entry and total_ms() is that time. Without timestamp queries (or in a
+  // timed batch) it does nothing.
+  void time_span();
   // Per-dispatch GPU time, in the order recorded (after wait(), timed batches only).
   const std::vector<DispatchTiming>& timings() const;
   double total_ms() const;  // sum of timings()

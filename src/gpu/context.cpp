@@ -7,6 +7,8 @@
 #include "util/error.h"
 #include "util/install_dirs.h"
 
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -23,12 +25,36 @@ std::string to_string(WGPUStringView s) {
 
 WGPUStringView view(std::string_view s) { return {s.data(), s.size()}; }
 
+namespace {
+// set_wait_mode's setting, from WGC_WAIT at first use.
+std::atomic<int>& wait_mode_flag() {
+  static std::atomic<int> mode{[] {
+    const char* e = std::getenv("WGC_WAIT");
+    std::string_view v = e ? e : "";
+    if (!v.empty() && v != "spin" && v != "block")
+      throw Error("wgc: WGC_WAIT is '" + std::string(v) + "'; it takes spin or block");
+    return v == "spin" ? int(WaitMode::Spin) : int(WaitMode::Block);
+  }()};
+  return mode;
+}
+}  // namespace
+
 void wait_future(WGPUInstance instance, WGPUFuture future, std::string_view what) {
   WGPUFutureWaitInfo info{future, false};
   // A generous bound: long enough for any real kernel on SwiftShader, short enough that a hung
   // device turns into an error instead of a hang.
   constexpr uint64_t kTimeoutNs = 600ull * 1000 * 1000 * 1000;
-  WGPUWaitStatus st = wgpuInstanceWaitAny(instance, 1, &info, kTimeoutNs);
+  WGPUWaitStatus st = WGPUWaitStatus_TimedOut;
+  if (wait_mode_flag().load(std::memory_order_relaxed) == int(WaitMode::Spin)) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::nanoseconds(kTimeoutNs);
+    for (uint32_t polls = 0;; ++polls) {
+      st = wgpuInstanceWaitAny(instance, 1, &info, 0);
+      if (st != WGPUWaitStatus_TimedOut || info.completed) break;
+      if (polls % 1024 == 1023 && std::chrono::steady_clock::now() > deadline) break;
+    }
+  } else {
+    st = wgpuInstanceWaitAny(instance, 1, &info, kTimeoutNs);
+  }
   if (st != WGPUWaitStatus_Success || !info.completed)
     throw DeviceError("wgc: waiting for " + std::string(what) + " failed (status " +
                       std::to_string(static_cast<int>(st)) + ")");
@@ -111,6 +137,9 @@ ContextState::~ContextState() {
 }
 
 }  // namespace detail
+
+void set_wait_mode(WaitMode m) { detail::wait_mode_flag().store(int(m), std::memory_order_relaxed); }
+WaitMode wait_mode() { return WaitMode(detail::wait_mode_flag().load(std::memory_order_relaxed)); }
 
 namespace {
 

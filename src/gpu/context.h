@@ -94,6 +94,14 @@ class Context {
   std::shared_ptr<detail::ContextState> state_;
 };
 
+// How the host waits for the GPU (readbacks, mappings, the queue): Block sleeps in Dawn's timed
+// wait (the driver's fence wait); Spin polls (wgpuInstanceWaitAny with a zero timeout) in a loop,
+// keeping a core busy to wake as soon as the work is done. Process-wide; the environment variable
+// WGC_WAIT=spin|block sets the default (block).
+enum class WaitMode { Block, Spin };
+void set_wait_mode(WaitMode m);
+WaitMode wait_mode();
+
 // The adapters a backend offers, in the driver's order (what ContextOptions::adapter_index counts):
 // for Auto the GPUs, or the CPU adapter when there is no GPU; for Gpu the GPUs; for CpuVulkan the
 // CPU adapters.

@@ -76,20 +76,45 @@ StagedUpload::StagedUpload(const Context& ctx, uint64_t bytes) : state_(std::mak
 uint64_t StagedUpload::bytes() const { return state_ ? state_->buf->size : 0; }
 
 void StagedUpload::write(Batch& batch, std::span<const std::byte> data, const Tensor& dst, uint64_t dst_offset) {
+  fill(data);
+  if (!data.empty()) record_copy(batch, data.size(), dst, dst_offset);
+}
+
+void StagedUpload::fill(std::span<const std::byte> data) {
   if (!state_) throw Error("wgc: write through an empty StagedUpload");
   State& s = *state_;
   if (data.size() > s.buf->size || data.size() % 4)
     throw Error("wgc: a staged upload of " + std::to_string(data.size()) + " bytes into a " +
                 std::to_string(s.buf->size) + "-byte staging buffer (needs a multiple of 4 that fits)");
   if (data.empty()) return;
+  copy_into(mapped().data(), data.data(), data.size());
+  unmap();
+}
+
+std::span<std::byte> StagedUpload::mapped() {
+  if (!state_) throw Error("wgc: the mapping of an empty StagedUpload");
+  State& s = *state_;
   if (s.map == State::Map::Unmapped) s.request();
   if (s.map == State::Map::Pending) s.finish();
   void* at = wgpuBufferGetMappedRange(s.buf->buffer, 0, s.buf->size);
   if (!at) throw GpuError("wgc: a staging buffer's mapping is not accessible");
-  copy_into(static_cast<std::byte*>(at), data.data(), data.size());
-  wgpuBufferUnmap(s.buf->buffer);
-  s.map = State::Map::Unmapped;
-  batch.copy(s.staging, 0, dst, dst_offset, data.size());
+  return {static_cast<std::byte*>(at), size_t(s.buf->size)};
+}
+
+bool StagedUpload::is_mapped() const { return state_ && state_->map == State::Map::Mapped; }
+
+void StagedUpload::unmap() {
+  if (!is_mapped()) return;
+  wgpuBufferUnmap(state_->buf->buffer);
+  state_->map = State::Map::Unmapped;
+}
+
+void StagedUpload::record_copy(Batch& batch, uint64_t bytes, const Tensor& dst, uint64_t dst_offset) const {
+  if (!state_) throw Error("wgc: a copy from an empty StagedUpload");
+  if (bytes > state_->buf->size)
+    throw Error("wgc: a copy of " + std::to_string(bytes) + " bytes from a " + std::to_string(state_->buf->size) +
+                "-byte staging buffer");
+  batch.copy(state_->staging, 0, dst, dst_offset, bytes);
 }
 
 void StagedUpload::remap() {

@@ -23,6 +23,17 @@ class StagedUpload {
   // Copies data (at most bytes(), a multiple of 4) into the staging buffer and records its copy
   // into dst at dst_offset.
   void write(Batch& batch, std::span<const std::byte> data, const Tensor& dst, uint64_t dst_offset = 0);
+  // write() in two halves, for a batch encoded ahead (Batch::encode): record_copy() records the
+  // copy of the first `bytes` into dst, and may come first (the buffer may still be mapped while
+  // recording and encoding); fill() copies data into the mapping and unmaps it, before the submit.
+  void record_copy(Batch& batch, uint64_t bytes, const Tensor& dst, uint64_t dst_offset = 0) const;
+  void fill(std::span<const std::byte> data);
+  // fill() in two halves, for data written straight into the staging buffer (as into pinned host
+  // memory): mapped() waits for the mapping and gives all bytes() of it (the buffer keeps what was
+  // written last); unmap() hands it back to the GPU, before the submit of the batch that copies.
+  std::span<std::byte> mapped();
+  bool is_mapped() const;
+  void unmap();
   // Call after submitting the batch of the last write: maps the buffer again in the background.
   void remap();
 

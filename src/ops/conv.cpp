@@ -7,15 +7,18 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <iterator>
 #include <string>
 
 namespace wgc {
 namespace {
 
-constexpr uint32_t kElementWg = 256;   // one-invocation-per-element kernels (direct, transforms, im2col)
-constexpr uint32_t kMaxCob = 16;       // direct_tiled.wgsl's accumulator array
-constexpr uint32_t kMaxRowsTaps = 25;  // depthwise_rows.wgsl's filter registers
-constexpr uint64_t kMaxKSlices = 64;   // split K: partial sums kept per output at most,
+constexpr uint32_t kElementWg = 256;    // one-invocation-per-element kernels (direct, transforms, im2col)
+constexpr uint32_t kMaxCob = 16;        // direct_tiled.wgsl's accumulator array
+constexpr uint32_t kMaxRowsTaps = 25;   // depthwise_rows.wgsl's and depthwise_reg.wgsl's filter registers
+constexpr uint32_t kMaxRegOut = 64;     // depthwise_reg.wgsl's accumulators (dwr_cols * dwr_rows)
+constexpr uint32_t kMaxRegInCols = 32;  // and its input row registers
+constexpr uint64_t kMaxKSlices = 64;    // split K: partial sums kept per output at most,
 constexpr uint64_t kMaxSplitFloats = uint64_t(1) << 24;  // and in all
 
 using Constants = std::vector<std::pair<std::string, double>>;
@@ -335,6 +338,39 @@ void record_depthwise_rows(Batch& b, const Operands& o, const Conv2dDims& d, con
              groups_1d(ctx, ceil_div(invocations, threads)));
 }
 
+// DepthwiseReg's block: whether it fits the kernel's registers, and whether rows move as vec4s.
+struct RegBlock {
+  bool fits, vec4;
+};
+RegBlock reg_block(const Conv2dDims& d) {
+  const ConvTuning& t = conv2d_tuning();
+  uint64_t in_cols = uint64_t(t.dwr_cols - 1) * d.stride_w + uint64_t(d.kw - 1) * d.dil_w + 1;
+  bool fits = t.dwr_cols && t.dwr_rows && uint64_t(t.dwr_cols) * t.dwr_rows <= kMaxRegOut && in_cols <= kMaxRegInCols &&
+              d.kh * d.kw <= kMaxRowsTaps;
+  bool vec4 = t.dwr_vec4 && t.dwr_cols % 4 == 0 && d.stride_w == 1 && d.w % 4 == 0 && d.out_w() % 4 == 0;
+  return {fits, vec4};
+}
+
+void record_depthwise_reg(Batch& b, const Operands& o, const Conv2dDims& d, const ConvEpilogue& ep) {
+  const Context& ctx = b.context();
+  const ConvTuning& t = conv2d_tuning();
+  Constants c = window_constants(d);
+  c.insert(c.end(), {{"COLS", t.dwr_cols},
+                     {"ROWS", t.dwr_rows},
+                     {"THREADS", t.dwr_threads},
+                     {"VEC4", reg_block(d).vec4},
+                     {"PAD_L", d.pad_left}});
+  uint64_t invocations = uint64_t(d.n) * d.c_out * ceil_div(d.out_h(), t.dwr_rows) * ceil_div(d.out_w(), t.dwr_cols);
+  // y and the second binding of x as vec4 arrays: whole vec4s (buffers are: make_tensor rounds their
+  // size up to 16 bytes), so that y's last elements are inside the array.
+  auto as_vec4 = [](const Tensor& tensor) {
+    uint64_t bytes = std::max<uint64_t>(16, (tensor.bytes() + 15) / 16 * 16);
+    return Arg(tensor, 0, std::min(bytes, tensor.capacity() / 16 * 16));
+  };
+  b.dispatch(kernel(ctx, "conv/depthwise_reg.wgsl", ep, c), {o.x, o.w, o.bias, o.res, as_vec4(o.y), as_vec4(o.x)},
+             conv_params(d, ep), groups_1d(ctx, ceil_div(invocations, t.dwr_threads)));
+}
+
 void record_depthwise(Batch& b, const Operands& o, const Conv2dDims& d, const ConvEpilogue& ep) {
   const Context& ctx = b.context();
   DepthwiseTile tile = depthwise_tile(d);
@@ -356,17 +392,15 @@ void record(Batch& b, Conv2dVersion v, const Operands& o, const Conv2dDims& d, c
     case Conv2dVersion::Winograd4x4: return record_winograd(b, o, d, ep, 4);
     case Conv2dVersion::Depthwise: return record_depthwise(b, o, d, ep);
     case Conv2dVersion::DepthwiseRows: return record_depthwise_rows(b, o, d, ep);
+    case Conv2dVersion::DepthwiseReg: return record_depthwise_reg(b, o, d, ep);
     case Conv2dVersion::Auto: break;
   }
   throw Error(where(d) + "no kernel for version auto");
 }
 
-// Parses WGC_CONV_TUNING ("igemm_bm=64,igemm_bn=128"); an unknown key or a bad value is an error
-// naming it.
-ConvTuning tuning_from_env() {
-  ConvTuning t;
-  const char* env = std::getenv("WGC_CONV_TUNING");
-  if (!env || !*env) return t;
+}  // namespace
+
+ConvTuning parse_conv2d_tuning(std::string_view knobs, ConvTuning t) {
   std::pair<const char*, uint32_t*> keys[] = {{"igemm_bm", &t.igemm_bm},
                                               {"igemm_bn", &t.igemm_bn},
                                               {"igemm_bk", &t.igemm_bk},
@@ -386,8 +420,13 @@ ConvTuning tuning_from_env() {
                                               {"dw_tile_w", &t.dw_tile_w},
                                               {"dw_tile_h", &t.dw_tile_h},
                                               {"dw_threads", &t.dw_threads},
-                                              {"dw_rows", &t.dw_rows}};
-  std::string s = env;
+                                              {"dw_rows", &t.dw_rows},
+                                              {"dwr_cols", &t.dwr_cols},
+                                              {"dwr_rows", &t.dwr_rows},
+                                              {"dwr_threads", &t.dwr_threads},
+                                              {"dwr_vec4", &t.dwr_vec4},
+                                              {"dw_auto", &t.dw_auto}};
+  std::string s(knobs);
   size_t pos = 0;
   while (pos < s.size()) {
     size_t end = s.find(',', pos);
@@ -401,10 +440,20 @@ ConvTuning tuning_from_env() {
     char* e = nullptr;
     unsigned long v = eq == std::string::npos ? 0 : std::strtoul(item.c_str() + eq + 1, &e, 10);
     if (!dst || !e || *e || v > 1u << 20)
-      throw Error("wgc: WGC_CONV_TUNING: '" + item + "' is not KEY=VALUE with a known key and VALUE <= 2^20");
+      throw Error("wgc: conv2d tuning: '" + item + "' is not KEY=VALUE with a known key and VALUE <= 2^20");
     *dst = uint32_t(v);
   }
   return t;
+}
+
+namespace {
+ConvTuning tuning_from_env() {
+  const char* env = std::getenv("WGC_CONV_TUNING");
+  try {
+    return parse_conv2d_tuning(env ? env : "");
+  } catch (const Error& e) {
+    throw Error(std::string(e.what()) + " (in WGC_CONV_TUNING)");
+  }
 }
 
 }  // namespace
@@ -433,6 +482,11 @@ void check_conv2d_tuning(const Context& ctx) {
       t.dw_threads > lim.max_compute_invocations_per_workgroup)
     bad += std::string(bad.empty() ? "" : "; ") + "dw_*: sizes and rows must be >= 1, dw_threads <= " +
            std::to_string(lim.max_compute_invocations_per_workgroup);
+  if (!t.dwr_cols || !t.dwr_rows || uint64_t(t.dwr_cols) * t.dwr_rows > kMaxRegOut || t.dwr_cols > kMaxRegInCols ||
+      !t.dwr_threads || t.dwr_threads > lim.max_compute_invocations_per_workgroup || t.dw_auto > 4)
+    bad += std::string(bad.empty() ? "" : "; ") +
+           "dwr_*: dwr_cols and dwr_rows >= 1 with dwr_cols * dwr_rows <= " + std::to_string(kMaxRegOut) +
+           ", dwr_threads in 1.." + std::to_string(lim.max_compute_invocations_per_workgroup) + "; dw_auto 0..4";
   if (!bad.empty()) throw Error("wgc: conv2d tuning: " + bad);
 }
 
@@ -447,6 +501,7 @@ std::string_view to_string(Conv2dVersion v) {
     case Conv2dVersion::Winograd4x4: return "winograd4x4";
     case Conv2dVersion::Depthwise: return "depthwise";
     case Conv2dVersion::DepthwiseRows: return "depthwise-rows";
+    case Conv2dVersion::DepthwiseReg: return "depthwise-reg";
     case Conv2dVersion::Pointwise: return "pointwise";
   }
   return "?";
@@ -492,6 +547,9 @@ bool supports(const Context& ctx, Conv2dVersion v, const Conv2dDims& d) {
     case Conv2dVersion::DepthwiseRows:
       return d.depthwise() && d.kh * d.kw <= kMaxRowsTaps && t.dw_rows && t.dw_threads &&
              t.dw_threads <= lim.max_compute_invocations_per_workgroup;
+    case Conv2dVersion::DepthwiseReg:
+      return d.depthwise() && reg_block(d).fits && t.dwr_threads &&
+             t.dwr_threads <= lim.max_compute_invocations_per_workgroup;
     case Conv2dVersion::Depthwise:
       return d.depthwise() && t.dw_tile_w && t.dw_tile_h && t.dw_threads &&
              depthwise_tile(d).bytes <= lim.max_compute_workgroup_storage_size &&
@@ -522,9 +580,19 @@ Conv2dVersion choose_conv2d(const Context& ctx, const Conv2dDims& d) {
   // strided layers the rows kernel (the tiled one stages a 2x wider input tile, 15 loads per
   // invocation before its barrier; MobileNetV2 at batch 64 took 4.88 ms of GPU time with every
   // depthwise layer as depthwise-rows against 5.51 with them all tiled).
-  if (d.depthwise() && (d.stride_h > 1 || d.stride_w > 1) && supports(ctx, Conv2dVersion::DepthwiseRows, d))
-    return Conv2dVersion::DepthwiseRows;
-  if (d.depthwise() && supports(ctx, Conv2dVersion::Depthwise, d)) return Conv2dVersion::Depthwise;
+  // depthwise-reg (each input row loaded once into registers, vec4 rows) is not measured yet: the
+  // rule is ConvTuning::dw_auto, default kGpuDepthwiseRule (0, the rule above), and `bench-cnn`
+  // under WGC_CONV_TUNING=dw_auto=N compares the others on a whole network.
+  if (d.depthwise()) {
+    const Conv2dVersion every[] = {Conv2dVersion::Auto, Conv2dVersion::Depthwise, Conv2dVersion::DepthwiseRows,
+                                   Conv2dVersion::DepthwiseReg};
+    uint32_t rule = conv2d_tuning().dw_auto;
+    if (rule > 0 && rule < std::size(every) && supports(ctx, every[rule], d)) return every[rule];
+    bool strided = d.stride_h > 1 || d.stride_w > 1;
+    if (strided && supports(ctx, Conv2dVersion::DepthwiseRows, d)) return Conv2dVersion::DepthwiseRows;
+    if (rule == 4 && supports(ctx, Conv2dVersion::DepthwiseReg, d)) return Conv2dVersion::DepthwiseReg;
+    if (supports(ctx, Conv2dVersion::Depthwise, d)) return Conv2dVersion::Depthwise;
+  }
   if (d.pointwise() && supports(ctx, Conv2dVersion::Pointwise, d)) return Conv2dVersion::Pointwise;
   if (supports(ctx, Conv2dVersion::Winograd2x2, d) && d.c_in >= 32 && d.c_out >= 32) return Conv2dVersion::Winograd2x2;
   if (supports(ctx, Conv2dVersion::ImplicitGemm, d)) return Conv2dVersion::ImplicitGemm;

@@ -17,6 +17,10 @@
 //                 multiplications than direct, less accurate (docs/cnn.md); not picked by Auto
 //                 until measured faster
 //   Depthwise     groups == c_in (any channel multiplier), a plane tile in workgroup memory
+//   DepthwiseRows the same without workgroup memory: an invocation computes outputs down a column
+//   DepthwiseReg  the same register-blocked: an invocation computes a block of outputs (a few
+//                 along the row, a few down the column), each input row loaded once into
+//                 registers, vec4 loads and stores where the layout allows
 //   Pointwise     1x1 stride-1 unpadded ungrouped convolutions as a GEMM W[c_out][c_in] x X_n[c_in][h*w]
 // Every version applies the epilogue (bias, residual, activation) in the kernel that writes y.
 // Conv2dDims and ConvEpilogue are declared in cpu/conv.h (the CPU references take them too).
@@ -44,21 +48,26 @@ enum class Conv2dVersion {
   Winograd4x4,
   Depthwise,
   Pointwise,
-  DepthwiseRows
+  DepthwiseRows,
+  DepthwiseReg
 };
 std::string_view to_string(Conv2dVersion v);                // "auto", "direct", "direct-tiled", "im2col-gemm", ...
 Conv2dVersion parse_conv2d_version(std::string_view name);  // throws naming the op and the valid names
 inline constexpr Conv2dVersion kConv2dVersions[] = {
-    Conv2dVersion::Direct,       Conv2dVersion::DirectTiled, Conv2dVersion::Im2colGemm,
-    Conv2dVersion::ImplicitGemm, Conv2dVersion::Winograd2x2, Conv2dVersion::Winograd4x4,
-    Conv2dVersion::Depthwise,    Conv2dVersion::Pointwise,   Conv2dVersion::DepthwiseRows};
+    Conv2dVersion::Direct,        Conv2dVersion::DirectTiled, Conv2dVersion::Im2colGemm, Conv2dVersion::ImplicitGemm,
+    Conv2dVersion::Winograd2x2,   Conv2dVersion::Winograd4x4, Conv2dVersion::Depthwise,  Conv2dVersion::Pointwise,
+    Conv2dVersion::DepthwiseRows, Conv2dVersion::DepthwiseReg};
 
 // Whether version v can run d on this context (Winograd*: 3x3, stride 1, dilation 1, groups 1;
-// Depthwise: d.depthwise(); DepthwiseRows: depthwise with at most 25 taps; Pointwise: d.pointwise(); DirectTiled: its
-// tile fits workgroup memory).
+// Depthwise: d.depthwise(); DepthwiseRows, DepthwiseReg: depthwise with at most 25 taps (DepthwiseReg: a block
+// that fits its registers); Pointwise: d.pointwise(); DirectTiled: its tile fits workgroup memory).
 bool supports(const Context& ctx, Conv2dVersion v, const Conv2dDims& d);
 // What Auto runs: by shape, from measurements (conv.cpp says which).
 Conv2dVersion choose_conv2d(const Context& ctx, const Conv2dDims& d);
+
+// What Auto runs for depthwise layers on GPUs (ConvTuning::dw_auto's values). The one constant to
+// change when the H200 sweep (docs/benchmarks.md) shows another rule faster.
+inline constexpr uint32_t kGpuDepthwiseRule = 0;
 
 // Tuning knobs (override constants, so a sweep needs no rebuild); the defaults are what the ops
 // use. Set through conv2d_tuning() for benchmarks, or WGC_CONV_TUNING="key=value,..." (keys as
@@ -88,8 +97,21 @@ struct ConvTuning {
   // DepthwiseRows (no workgroup memory, conv/depthwise_rows.wgsl): output rows per invocation; it
   // takes dw_threads invocations per workgroup too.
   uint32_t dw_rows = 2;
+  // DepthwiseReg (conv/depthwise_reg.wgsl): outputs per invocation along a row (dwr_cols) and down
+  // a column (dwr_rows; dwr_cols * dwr_rows <= 64), invocations per workgroup, and whether rows
+  // move as aligned vec4s where the layout allows (stride 1 along W, widths multiples of 4,
+  // dwr_cols a multiple of 4).
+  uint32_t dwr_cols = 4, dwr_rows = 4, dwr_threads = 128, dwr_vec4 = 1;
+  // Which depthwise version Auto runs on GPUs: 0 the measured rule (stride 1 Depthwise, strided
+  // DepthwiseRows); 1 Depthwise, 2 DepthwiseRows, 3 DepthwiseReg for every depthwise layer; 4
+  // stride 1 DepthwiseReg, strided DepthwiseRows.
+  // The default is kGpuDepthwiseRule; the knob lets one bench-cnn run compare them.
+  uint32_t dw_auto = kGpuDepthwiseRule;
 };
 ConvTuning& conv2d_tuning();  // process-wide; not thread-safe to change while recording
+// The knobs of "key=value,..." (WGC_CONV_TUNING's form) set over `base`; an unknown key or a bad
+// value is an error naming the item.
+ConvTuning parse_conv2d_tuning(std::string_view knobs, ConvTuning base = {});
 // Throws wgc::Error naming the knobs when conv2d_tuning()'s tiles cannot run on this device (a
 // sweep's bad point fails loudly instead of leaving versions unsupported).
 void check_conv2d_tuning(const Context& ctx);

@@ -4,16 +4,12 @@
 // invocation computes outputs from there. Kernel size, stride and dilation are override
 // constants so the tap loops unroll.
 //!include "conv/bindings.wgsl"
+//!include "conv/depthwise_plane.wgsl"
 
 override TILE_H: u32 = 16u;
 override TILE_W: u32 = 32u;
 override THREADS: u32 = 128u;
-override KH: u32 = 3u;
-override KW: u32 = 3u;
-override SH: u32 = 1u;
-override SW: u32 = 1u;
-override DH: u32 = 1u;
-override DW: u32 = 1u;
+//!include "conv/window.wgsl"
 override IN_H: u32 = (TILE_H - 1u) * SH + (KH - 1u) * DH + 1u;
 override IN_W: u32 = (TILE_W - 1u) * SW + (KW - 1u) * DW + 1u;
 const LOADS = 8u;
@@ -32,9 +28,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let oy0 = ((blk % (tiles_h * tiles_w)) / tiles_w) * TILE_H;
   let ox0 = (blk % tiles_w) * TILE_W;
   let co = plane % p.c_out;
-  let img = plane / p.c_out;
-  let ci = co / (p.c_out / p.c_in);
-  let xbase = (img * p.c_in + ci) * p.h * p.w;
+  let xbase = depthwise_x_base(plane);
   let iy0 = i32(oy0 * SH) - i32(p.pad_top);
   let ix0 = i32(ox0 * SW) - i32(p.pad_left);
 

@@ -5,15 +5,11 @@
 // dilation are override constants (unrolled tap loops); the filter goes to registers (at most 25
 // taps).
 //!include "conv/bindings.wgsl"
+//!include "conv/depthwise_plane.wgsl"
 
 override ROWS: u32 = 4u;
 override THREADS: u32 = 128u;
-override KH: u32 = 3u;
-override KW: u32 = 3u;
-override SH: u32 = 1u;
-override SW: u32 = 1u;
-override DH: u32 = 1u;
-override DW: u32 = 1u;
+//!include "conv/window.wgsl"
 
 @compute @workgroup_size(THREADS)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
@@ -25,8 +21,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   let plane = rest / strips;  // n * c_out + co
   if (plane >= p.n * p.c_out) { return; }
   let co = plane % p.c_out;
-  let ci = co / (p.c_out / p.c_in);
-  let xbase = ((plane / p.c_out) * p.c_in + ci) * p.h * p.w;
+  let xbase = depthwise_x_base(plane);
   var taps: array<f32, 25>;
   for (var t = 0u; t < KH * KW; t++) { taps[t] = Wt[co * KH * KW + t]; }
   let ix0 = i32(ox * SW) - i32(p.pad_left);

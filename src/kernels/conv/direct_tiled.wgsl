@@ -9,12 +9,7 @@ override TILE_W: u32 = 16u;
 override TILE_H: u32 = 8u;
 override COB: u32 = 8u;  // at most 16 (the accumulator array)
 override CIB: u32 = 4u;
-override KH: u32 = 3u;
-override KW: u32 = 3u;
-override SH: u32 = 1u;
-override SW: u32 = 1u;
-override DH: u32 = 1u;
-override DW: u32 = 1u;
+//!include "conv/window.wgsl"
 override IN_H: u32 = (TILE_H - 1u) * SH + (KH - 1u) * DH + 1u;
 override IN_W: u32 = (TILE_W - 1u) * SW + (KW - 1u) * DW + 1u;
 override THREADS: u32 = TILE_W * TILE_H;
