@@ -54,7 +54,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         const llm::Request& g = r.generation;
         check(!g.prompt.empty() && int64_t(g.prompt.size()) < m.info.max_ctx);
         for (int32_t id : g.prompt) check(id >= 0 && size_t(id) < m.tok.vocab_size());
-        g.sampling.validate();  // throws (and so traps below) if a value slipped through
+        llm::validate(g.sampling);  // throws (and so traps below) if a value slipped through
         check(g.max_tokens >= 1 || g.max_tokens == -1);
         check(g.top_logprobs >= -1 && g.top_logprobs <= llm::kMaxTopLogprobs);
         check(r.logprobs == (g.top_logprobs >= 0));

@@ -4,6 +4,8 @@
 # seeds stay as they are), one process each at nice 10, and prints each run's summary line.
 #   scripts/fuzz.sh                      every target
 #   scripts/fuzz.sh gguf chat_template   some (names without the fuzz_ prefix)
+#   scripts/fuzz.sh --smoke              build every target and run each over its seeds and a few
+#                                        thousand mutations (CI's sanitizer leg: they keep compiling)
 # WGC_FUZZ_RUNS (default 1000000) executions per target, stopped after WGC_FUZZ_SECONDS (600);
 # full logs and any crashing input (crash-*, timeout-*, oom-*) in $WGC_FUZZ_WORK/<name>/.
 set -euo pipefail
@@ -13,6 +15,14 @@ work=${WGC_FUZZ_WORK:-$build/fuzz-work}
 runs=${WGC_FUZZ_RUNS:-1000000}
 seconds=${WGC_FUZZ_SECONDS:-600}
 all=(gguf safetensors json config image chat_template tokenizer_load tokenize onnx server_request)
+smoke=0
+if [ "${1:-}" = --smoke ]; then
+  smoke=1
+  shift
+  runs=${WGC_FUZZ_RUNS:-3000} seconds=${WGC_FUZZ_SECONDS:-60}
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
+fi
 if [ $# -gt 0 ]; then targets=("$@"); else targets=("${all[@]}"); fi
 
 cmake -S "$repo" -B "$build" -DCMAKE_CXX_COMPILER=clang++ -DWGC_FUZZ=ON -DWGC_BUILD_TESTS=OFF \
@@ -32,6 +42,7 @@ for t in "${targets[@]}"; do
   start=$(date +%s)
   rc=0
   nice -n 10 "$build/fuzz/fuzz_$t" "${args[@]}" "$dir/corpus" >"$dir/log" 2>&1 || rc=$?
+  [ "$rc" = 0 ] || [ "$smoke" = 0 ] || tail -40 "$dir/log"
   end=$(date +%s)
   execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$dir/log" | grep -o '[0-9]*$' || true)
   cov=$(grep -o 'cov: [0-9]*' "$dir/log" | tail -1 || true)

@@ -17,3 +17,9 @@ export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1:chec
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 slow=${WGC_ASAN_EXCLUDE-"^(test_llm_model|test_llm_linear|test_llm_batched|test_llm_attention|test_generate|test_matmul|test_reduce|test_conv|test_bench_llm|test_bench_batched|web_kernels|web_chat|serve_load|serve_nginx|install_consumer|python_package)$"}
 cd "$build" && ctest --output-on-failure -j"$(nproc)" ${slow:+-E "$slow"} "$@"
+# The libFuzzer targets (fuzz/, clang): built and run briefly over their seeds, so that they keep
+# compiling and their seeds keep passing (the long runs: scripts/fuzz.sh, docs/reliability.md).
+# WGC_FUZZ_SMOKE=0 skips this.
+if [ "${WGC_FUZZ_SMOKE:-1}" != 0 ]; then
+  WGC_FUZZ_BUILD_DIR=${WGC_FUZZ_BUILD_DIR:-$repo/build-fuzz} "$repo/scripts/fuzz.sh" --smoke
+fi

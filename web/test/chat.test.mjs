@@ -58,10 +58,13 @@ async function setField(page, id, value) {
   await page.$eval(`#${id}`, (e) => e.dispatchEvent(new Event('change')));
 }
 
+// Sends a prompt and waits until its reply has begun (its message exists: a short reply may have
+// ended already, so the 'streaming' state itself can come and go between two polls).
 async function ask(page, text) {
+  const before = await page.$$eval('.msg.assistant', (ms) => ms.length);
   await page.type('#prompt', text);
   await page.keyboard.press('Enter');
-  await page.waitForFunction(() => document.body.dataset.state === 'streaming', { timeout: TIMEOUT });
+  await page.waitForFunction((n) => document.querySelectorAll('.msg.assistant').length > n, { timeout: TIMEOUT }, before);
 }
 
 const lastReply = (page) =>
@@ -80,15 +83,20 @@ test('a reply streams in token by token, with its statistics', { timeout: TIMEOU
   const page = await chatPage({ ignoreEos: true });
   await setField(page, 'max_tokens', '32');
   await setField(page, 'seed', '7');
+  // The reply's text as it grows, one length per render of the reply (a MutationObserver: each
+  // render replaces the content's children, so a record's added nodes hold that render's text;
+  // polling the DOM would miss renders when a fast engine streams the reply within one poll).
+  await page.evaluate(() => {
+    window.lengths = [];
+    new MutationObserver((records) => {
+      for (const r of records)
+        if (r.target.classList?.contains('content') && r.target.closest('.msg.assistant') && r.addedNodes.length)
+          window.lengths.push([...r.addedNodes].reduce((n, x) => n + x.textContent.length, 0));
+    }).observe(document.getElementById('messages'), { childList: true, subtree: true });
+  });
   await ask(page, 'A cat is');
-  // The reply's text as it grows: more than one non-empty length before the end means streaming.
-  const seen = new Set();
-  for (;;) {
-    const r = await lastReply(page);
-    if (r.text) seen.add(r.text.length);
-    if (r.status !== 'streaming') break;
-    await new Promise((res) => setTimeout(res, 15));
-  }
+  await page.waitForFunction(() => document.body.dataset.state === 'idle', { timeout: TIMEOUT });
+  const seen = new Set((await page.evaluate(() => window.lengths)).filter((n) => n > 0));
   const r = await lastReply(page);
   assert.equal(r.status, 'done', page.log.join('\n'));
   assert.ok(r.text.trim().length > 0, 'an empty reply');
@@ -110,6 +118,9 @@ test('a reply streams in token by token, with its statistics', { timeout: TIMEOU
 
 test('Stop ends a reply early, the next one runs, and New chat starts over', { timeout: TIMEOUT }, async () => {
   const page = await chatPage({ ignoreEos: true });
+  // The CPU engine writes 400 tokens of the built-in model faster than a click: the stream reaches
+  // the page at ~2 KB/s (a few dozen tokens a second) so that Stop and New chat find it running.
+  await page.emulateNetworkConditions({ download: 2048, upload: -1, latency: 0 });
   await setField(page, 'max_tokens', '400');
   await ask(page, 'The word house means');
   await page.waitForFunction(() => document.querySelector('.msg.assistant:last-child .content').textContent.length > 0,

@@ -25,18 +25,6 @@ void validate(const GenerateOptions& o) {
   validate_stop(o.stop);
 }
 
-void validate_stop(std::span<const std::string> stop) {
-  if (stop.size() > kMaxStopStrings)
-    throw OptionError(
-        "stop", "holds at most " + std::to_string(kMaxStopStrings) + " strings, got " + std::to_string(stop.size()));
-  for (const auto& s : stop) {
-    if (s.empty()) throw OptionError("stop", "must not hold an empty string (it would stop before the first token)");
-    if (s.size() > kMaxStopBytes)
-      throw OptionError("stop", "strings are at most " + std::to_string(kMaxStopBytes) + " bytes, got one of " +
-                                    std::to_string(s.size()));
-  }
-}
-
 std::string_view to_string(StopReason r) {
   switch (r) {
     case StopReason::Eos: return "eos";
@@ -71,47 +59,6 @@ std::optional<Tokenizer> find_tokenizer(const ModelFile& model, const std::files
   if (!std::filesystem::is_directory(dir, ec)) dir = dir.parent_path();
   if (std::filesystem::exists(dir / "tokenizer.json", ec)) return load_tokenizer(dir / "tokenizer.json");
   return std::nullopt;
-}
-
-// ---- StopStrings -------------------------------------------------------------------------------
-
-StopStrings::StopStrings(std::vector<std::string> stops) {
-  for (auto& s : stops)
-    if (!s.empty()) stops_.push_back(std::move(s));
-}
-
-std::string StopStrings::push(std::string_view piece) {
-  if (stopped_) return {};
-  text_ += piece;
-  // A stop string cannot start before shown_: anything that could have begun one was held back.
-  size_t first = std::string::npos;
-  for (const auto& s : stops_) first = std::min(first, text_.find(s, shown_));
-  if (first != std::string::npos) {
-    stopped_ = true;
-    text_.resize(first);
-    std::string out = text_.substr(shown_);
-    shown_ = text_.size();
-    return out;
-  }
-  // Hold back the longest tail that is a proper prefix of a stop string.
-  size_t hold = 0;
-  for (const auto& s : stops_) {
-    size_t most = std::min(s.size() - 1, text_.size() - shown_);
-    for (size_t k = most; k > hold; --k)
-      if (std::string_view(text_).substr(text_.size() - k) == std::string_view(s).substr(0, k)) {
-        hold = k;
-        break;
-      }
-  }
-  std::string out = text_.substr(shown_, text_.size() - hold - shown_);
-  shown_ = text_.size() - hold;
-  return out;
-}
-
-std::string StopStrings::finish() {
-  std::string out = text_.substr(shown_);
-  shown_ = text_.size();
-  return out;
 }
 
 // ---- Generator ---------------------------------------------------------------------------------

@@ -18,6 +18,7 @@
 
 #include "llm/formats/model_file.h"
 #include "llm/generate/sampler.h"
+#include "llm/generate/stop_strings.h"
 #include "llm/model/llama.h"
 #include "llm/tokenizer/tokenizer.h"
 
@@ -47,12 +48,6 @@ struct GenerateOptions {
   std::function<void(int done, int total)> on_prefill;
 };
 
-// Limits of GenerateOptions::stop (requests are untrusted).
-inline constexpr size_t kMaxStopStrings = 16;
-inline constexpr size_t kMaxStopBytes = 1024;
-// Throws wgc::OptionError("stop", ...) for an empty stop string, more than kMaxStopStrings or one
-// longer than kMaxStopBytes (the scheduler's requests have the same limits).
-void validate_stop(std::span<const std::string> stop);
 // Throws wgc::OptionError naming the first option out of range: the sampling (validate above),
 // max_tokens below -1, the stop strings (validate_stop).
 void validate(const GenerateOptions& o);
@@ -83,24 +78,6 @@ struct GenerateResult {
   int32_t stop_id = -1;  // the end-of-turn token that stopped it (StopReason::Eos), else -1
   std::string message;   // why it stopped, in words, for ContextFull
   Timings timings;
-};
-
-// Streams text while watching for stop strings: push() returns what is safe to show, holding back
-// a tail that could still become a stop string; once one appears, stopped() is true and the text
-// ends right before it.
-class StopStrings {
- public:
-  explicit StopStrings(std::vector<std::string> stops);
-  std::string push(std::string_view piece);  // "" after stopped()
-  std::string finish();                      // the held-back tail (none after a stop)
-  bool stopped() const { return stopped_; }
-  const std::string& text() const { return text_; }  // everything shown or held, ending before a stop
-
- private:
-  std::vector<std::string> stops_;
-  std::string text_;
-  size_t shown_ = 0;
-  bool stopped_ = false;
 };
 
 using TextCallback = std::function<void(std::string_view)>;
