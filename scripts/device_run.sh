@@ -38,6 +38,7 @@ for step in $steps; do
         [[ "$t" == /* ]] || t=/tmp/wgc/bin/$t
         if timeout 300 "$t" --gtest_brief=1 ${filter:+--gtest_filter=$filter} >"$RES/$(basename "$t").log" 2>&1; then r=pass; else r=FAIL; fi
         summary+="$(basename "$t"): $r"$'\n'
+        echo "$(basename "$t"): $r"
       done ;;
     bench)
       $wgc bench ${WGC_BENCH_ARGS:-} --json "$RES/bench.json" --png "$RES/bench.png" 2>"$RES/bench.err" | tee "$RES/bench.txt" ;;
