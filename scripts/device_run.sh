@@ -39,6 +39,7 @@ for step in $steps; do
         if timeout 300 "$t" --gtest_brief=1 ${filter:+--gtest_filter=$filter} >"$RES/$(basename "$t").log" 2>&1; then r=pass; else r=FAIL; fi
         summary+="$(basename "$t"): $r"$'\n'
         echo "$(basename "$t"): $r"
+        [ "$r" = pass ] || grep -E "^\[  FAILED  \]|Failure|error:" "$RES/$(basename "$t").log" | head -8
       done ;;
     bench)
       $wgc bench ${WGC_BENCH_ARGS:-} --json "$RES/bench.json" --png "$RES/bench.png" 2>"$RES/bench.err" | tee "$RES/bench.txt" ;;
