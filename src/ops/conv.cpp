@@ -580,9 +580,11 @@ Conv2dVersion choose_conv2d(const Context& ctx, const Conv2dDims& d) {
   // strided layers the rows kernel (the tiled one stages a 2x wider input tile, 15 loads per
   // invocation before its barrier; MobileNetV2 at batch 64 took 4.88 ms of GPU time with every
   // depthwise layer as depthwise-rows against 5.51 with them all tiled).
-  // depthwise-reg (each input row loaded once into registers, vec4 rows) is not measured yet: the
-  // rule is ConvTuning::dw_auto, default kGpuDepthwiseRule (0, the rule above), and `bench-cnn`
-  // under WGC_CONV_TUNING=dw_auto=N compares the others on a whole network.
+  // depthwise-reg (each input row loaded once into registers, vec4 rows) runs at 60.8% of the copy
+  // bandwidth at that shape (H200, 2026-12-01 21:0x, main 0fb1de0), and MobileNetV2 with it at
+  // stride 1 and depthwise-rows where strided (ConvTuning::dw_auto = 4, now kGpuDepthwiseRule)
+  // took 11,525 -> 13,261 GPU-only img/s at batch 64 (952 -> 955 at batch 1). `bench-cnn` under
+  // WGC_CONV_TUNING=dw_auto=N compares the rules on a whole network.
   if (d.depthwise()) {
     const Conv2dVersion every[] = {Conv2dVersion::Auto, Conv2dVersion::Depthwise, Conv2dVersion::DepthwiseRows,
                                    Conv2dVersion::DepthwiseReg};

@@ -67,7 +67,7 @@ Conv2dVersion choose_conv2d(const Context& ctx, const Conv2dDims& d);
 
 // What Auto runs for depthwise layers on GPUs (ConvTuning::dw_auto's values). The one constant to
 // change when the H200 sweep (docs/benchmarks.md) shows another rule faster.
-inline constexpr uint32_t kGpuDepthwiseRule = 0;
+inline constexpr uint32_t kGpuDepthwiseRule = 4;
 
 // Tuning knobs (override constants, so a sweep needs no rebuild); the defaults are what the ops
 // use. Set through conv2d_tuning() for benchmarks, or WGC_CONV_TUNING="key=value,..." (keys as
