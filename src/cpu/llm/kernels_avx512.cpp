@@ -233,12 +233,11 @@ inline __m512i byte_of(__m512i v, int k) {
 
 // The 16 rows' halves at row[r] + at as floats.
 inline __m512 halves16(const std::byte* const* row, int64_t at) {
-  __m128i lo = _mm_setzero_si128(), hi = _mm_setzero_si128();
-  for (int r = 0; r < 8; ++r) {
-    lo = _mm_insert_epi16(lo, u16_at(row[r] + at), r);
-    hi = _mm_insert_epi16(hi, u16_at(row[8 + r] + at), r);
-  }
-  return _mm512_cvtph_ps(_mm256_set_m128i(hi, lo));
+  // Gathered through memory: _mm_insert_epi16 needs a constant lane, which clang checks before
+  // unrolling the loop.
+  alignas(32) uint16_t h[16];
+  for (int r = 0; r < 16; ++r) h[r] = u16_at(row[r] + at);
+  return _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(h)));
 }
 
 // Unpacks blocks [b0, b0 + nc) of the tile's rows into tl (block b0 + c at index c).
