@@ -389,18 +389,7 @@ TEST(LlmLinear, RegTileAwkwardShapes) {
             b.run();
             auto got = download<float>(ctx(), y);
             got.resize(ny);
-            std::vector<float> gw, ww;
-            size_t bad_gaps = 0;
-            for (size_t i = 0; i < ny; ++i) {
-              if (written[i]) {
-                gw.push_back(got[i]);
-                ww.push_back(want[i]);
-              } else if (acc ? got[i] != y0[i] : !std::isnan(got[i])) {
-                ++bad_gaps;
-              }
-            }
-            EXPECT_LE(test::rel_error(gw, ww), 1e-5) << what;
-            EXPECT_EQ(bad_gaps, 0u) << what;
+            test::expect_written_and_gaps(got, want, written, y0, acc, 1e-5, what);
           }
         }
       }

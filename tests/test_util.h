@@ -42,6 +42,26 @@ inline double rel_error(const std::vector<float>& a, const std::vector<float>& b
   return cpu::max_rel_error(std::span<const float>(a), std::span<const float>(b));
 }
 
+// A strided output (rows written at a stride, gaps between): the written elements against the
+// reference within `tol`, and every gap untouched — still NaN where the output was poisoned, or
+// equal to `before` where the op accumulates into what was there (`kept_old`).
+inline void expect_written_and_gaps(const std::vector<float>& got, const std::vector<float>& want,
+                                    const std::vector<bool>& written, const std::vector<float>& before, bool kept_old,
+                                    double tol, const std::string& what) {
+  std::vector<float> gw, ww;
+  size_t bad_gaps = 0;
+  for (size_t i = 0; i < written.size(); ++i) {
+    if (written[i]) {
+      gw.push_back(got[i]);
+      ww.push_back(want[i]);
+    } else if (kept_old ? got[i] != before[i] : !std::isnan(got[i])) {
+      ++bad_gaps;
+    }
+  }
+  EXPECT_LE(rel_error(gw, ww), tol) << what;
+  EXPECT_EQ(bad_gaps, 0u) << what;
+}
+
 inline std::filesystem::path env_dir(const char* var, const char* fallback) {
   const char* v = std::getenv(var);
   return v && *v ? std::filesystem::path(v) : std::filesystem::path(fallback);
