@@ -198,35 +198,39 @@ LlamaWeights upload_llama_weights(const Context& ctx, const ModelFile& f, std::o
   return w;
 }
 
-void record_linear(const LlmOps& ops, Batch& b, const LinearGroup& g, const Tensor& in, const Tensor& y, int n,
-                   int64_t y_stride, bool accumulate, LinearVersion v) {
+namespace {
+
+// Calls record(part, options) for each part of g, its rows placed after the previous parts' in y.
+template <class Record>
+void for_each_part(const LinearGroup& g, int64_t y_stride, bool accumulate, Record record) {
   int64_t off = 0;
   for (size_t i = 0; i < g.parts.size(); ++i) {
     LinearOptions o;
     o.y_stride = y_stride;
     o.y_offset = off;
     o.accumulate = accumulate;
-    const TensorType t = g.parts[i].type;
-    LinearVersion pv = v;
-    if (v == LinearVersion::BatchedQ8 && t != TensorType::Q4_0 && t != TensorType::Q8_0) pv = LinearVersion::Batched;
     if (!g.biases.empty()) o.bias = g.biases[i];
-    ops.linear(b, g.parts[i], in, y, n, o, pv);
+    record(g.parts[i], o);
     off += g.parts[i].rows;
   }
 }
 
+}  // namespace
+
+void record_linear(const LlmOps& ops, Batch& b, const LinearGroup& g, const Tensor& in, const Tensor& y, int n,
+                   int64_t y_stride, bool accumulate, LinearVersion v) {
+  for_each_part(g, y_stride, accumulate, [&](const auto& part, const LinearOptions& o) {
+    const TensorType t = part.type;
+    LinearVersion pv = v;
+    if (v == LinearVersion::BatchedQ8 && t != TensorType::Q4_0 && t != TensorType::Q8_0) pv = LinearVersion::Batched;
+    ops.linear(b, part, in, y, n, o, pv);
+  });
+}
+
 void record_linear_q8(const LlmOps& ops, Batch& b, const LinearGroup& g, const Q8Act& in, const Tensor& y, int n,
                       int64_t y_stride, bool accumulate) {
-  int64_t off = 0;
-  for (size_t i = 0; i < g.parts.size(); ++i) {
-    LinearOptions o;
-    o.y_stride = y_stride;
-    o.y_offset = off;
-    o.accumulate = accumulate;
-    if (!g.biases.empty()) o.bias = g.biases[i];
-    ops.linear_q8(b, g.parts[i], in, y, n, o);
-    off += g.parts[i].rows;
-  }
+  for_each_part(g, y_stride, accumulate,
+                [&](const auto& part, const LinearOptions& o) { ops.linear_q8(b, part, in, y, n, o); });
 }
 
 bool group_q8(const LinearGroup& g) {
