@@ -74,6 +74,19 @@ for step in $steps; do
       args=${extra//,/ }
       [ -f "$m" ] && timeout 400 $wgc bench-batched --model "$m" $defaults ${args//+/,} --json "$RES/batched-$tag.json" \
           --png "$RES/batched-$tag.png" 2>"$RES/batched-$tag.err" | tee -a "$RES/batched.txt" ;;
+    prof:*)  # prof:COMMAND:SHAPE:TYPE:ARGS: one wgc COMMAND (bench-llm, bench-batched) on the synthetic model
+      # under WGC_PROFILE=1, its batches summed by scripts/profile_sum.py (GPU time per kernel of a
+      # step); e.g. prof:bench-batched:llama-3.1-8b:q4_0:--parallel,64,-p,256,-n,8,--no-warmup
+      IFS=: read -r _ cmd shape type extra <<<"$step"
+      m=$(synth "$shape" "$type")
+      args=${extra//,/ }
+      tag=$cmd-$shape-$type$(echo "${extra:-}" | tr -c 'a-zA-Z0-9\n' '_' | cut -c1-100)
+      if [ -f "$m" ]; then
+        WGC_PROFILE=1 timeout 300 $wgc "$cmd" --model "$m" ${args//+/,} >"$RES/prof-$tag.out" 2>"$RES/prof-$tag.err"
+        { echo "== profile: wgc $cmd $shape $type ${args//+/,}"; python3 scripts/profile_sum.py "$RES/prof-$tag.err" |
+            head -60; } | tee -a "$RES/prof.txt"
+        rm -f "$RES/prof-$tag.err"  # large; the summary keeps what matters
+      fi ;;
     serve:*)  # serve:SHAPE:TYPE[:EXTRA]: wgc serve, measured by wgc bench-serve; e.g. serve:llama-3.1-8b:q4_0 or
       # serve:llama-3.1-8b:q4_0:--gpu,1,--parallel,32 (EXTRA: wgc serve's arguments, commas become spaces)
       IFS=: read -r _ shape type extra <<<"$step"
@@ -152,7 +165,7 @@ for step in $steps; do
     *) echo "unknown step $step" ;;
   esac
 done
-for f in info.txt bench.txt llm.txt batched.txt serve.txt peer.txt python.txt cpu-llm.txt; do [ -f "$RES/$f" ] && cp "$RES/$f" "$OUT/"; done
+for f in info.txt bench.txt llm.txt batched.txt prof.txt serve.txt peer.txt python.txt cpu-llm.txt; do [ -f "$RES/$f" ] && cp "$RES/$f" "$OUT/"; done
 tar -C "$RES" -czf "$OUT/results.tgz" .
 rm -rf /tmp/models
 echo "=== summary ==="
