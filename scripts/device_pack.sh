@@ -43,9 +43,14 @@ for bin in "$stage"/wgc/bin/* "${pylibs[@]}"; do
   ldd "$bin" | awk '{for (i = 1; i <= NF; i++) if ($i ~ /^\//) print $i}' | grep -vE 'ld-linux|lib(c|m|dl|pthread|rt|stdc\+\+|gcc_s)\.so' |
     grep -v "^$stage/" || true
 done | sort -u | while read -r lib; do cp -L "$lib" "$stage/wgc/lib/"; done
-mkdir -p "$repo/.device"
-tar -C "$stage" -cJf "$repo/.device/bundle.tar.xz" wgc
 # What was packed (device_run.sh prints it first, so a run shows which build it measured).
-echo "$(git -C "$repo" rev-parse --abbrev-ref HEAD) $(git -C "$repo" rev-parse --short HEAD)" >"$repo/.device/STAMP"
+stamp="$(git -C "$repo" rev-parse --abbrev-ref HEAD) $(git -C "$repo" rev-parse --short HEAD)"
+echo "$stamp" >"$stage/wgc/STAMP"
+# WGC_BUNDLE_OUT: where the bundle goes (default .device/bundle.tar.xz; device_run.sh takes another
+# through WGC_BUNDLE, so that several branches' bundles travel in one call).
+out=${WGC_BUNDLE_OUT:-$repo/.device/bundle.tar.xz}
+mkdir -p "$(dirname "$out")"
+tar -C "$stage" -cJf "$out" wgc
+[ -n "${WGC_BUNDLE_OUT:-}" ] || echo "$stamp" >"$repo/.device/STAMP"
 rm -rf "$stage"
 du -h "$repo/.device/bundle.tar.xz"

@@ -4,20 +4,22 @@
 # named by $WGC_DEVICE_STEPS (default: "info tests bench"), and prints a short table last.
 # Results land in $OUT: info.txt, bench.txt, llm.txt and results.tgz (JSON, PNG charts, logs).
 set -uo pipefail
-[ -f .device/STAMP ] && echo "bundle: $(cat .device/STAMP)"
+# WGC_BUNDLE: the bundle to run (default .device/bundle.tar.xz; device_pack.sh's WGC_BUNDLE_OUT).
+bundle=${WGC_BUNDLE:-.device/bundle.tar.xz}
 for f in .gl/*.deb; do dpkg -x "$f" /; done
 ldconfig
 if ! ls /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json >/dev/null 2>&1 && ! ls /usr/share/vulkan/icd.d/nvidia* >/dev/null 2>&1; then
   echo "no NVIDIA Vulkan ICD found"; ls /usr/share/vulkan/icd.d /etc/vulkan/icd.d 2>&1
 fi
 [ -f /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ] && export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-mkdir -p /tmp/wgc && tar -C /tmp -xJf .device/bundle.tar.xz
+rm -rf /tmp/wgc && tar -C /tmp -xJf "$bundle"
+if [ -f /tmp/wgc/STAMP ]; then echo "bundle: $bundle, $(cat /tmp/wgc/STAMP)"; elif [ -f .device/STAMP ]; then echo "bundle: $(cat .device/STAMP)"; fi
 export LD_LIBRARY_PATH=/tmp/wgc/lib:${LD_LIBRARY_PATH:-}
 export WGC_BACKEND=gpu WGC_FIXTURES=$PWD/.device/fixtures WGC_MODELS=$PWD/.device/models
 wgc=/tmp/wgc/bin/wgc
 # Everything goes to $RES; $OUT gets the text tables and one tarball of the rest (the device
 # tool brings back at most 8 files).
-OUT=${OUT:-/tmp/out}; RES=/tmp/res; mkdir -p "$OUT" "$RES"
+OUT=${OUT:-/tmp/out}; RES=/tmp/res; rm -rf "$RES"; mkdir -p "$OUT" "$RES"
 steps=${WGC_DEVICE_STEPS:-info tests bench}
 # The synthetic model of a shape and type (written once, kept for later steps), or "" on failure.
 synth() {
@@ -167,7 +169,7 @@ for step in $steps; do
 done
 for f in info.txt bench.txt llm.txt batched.txt prof.txt serve.txt peer.txt python.txt cpu-llm.txt; do [ -f "$RES/$f" ] && cp "$RES/$f" "$OUT/"; done
 tar -C "$RES" -czf "$OUT/results.tgz" .
-rm -rf /tmp/models
+[ "${WGC_KEEP_MODELS:-0}" = 1 ] || rm -rf /tmp/models  # kept for the next run in the same call
 echo "=== summary ==="
 printf '%s' "$summary"
 [ -f "$RES/bench.txt" ] && grep -v "^$" "$RES/bench.txt" | awk '!/^op / || !seen++'
