@@ -190,6 +190,11 @@ struct LlmTuning {
   uint32_t matmul_bm = 64;
   uint32_t matmul_bn = 128;
   uint32_t matmul_bk = 16;
+  // 1: the tile sizes as constants in the kernel's source; 0: as override constants (what ran at
+  // 2.1 TFLOP/s on the H200; kept for A/B runs).
+  uint32_t matmul_const = 1;
+  // 1: each invocation loads its share of the next tile into registers before this tile's math.
+  uint32_t matmul_prefetch = 1;
   // The version LinearVersion::Auto runs for n_tokens > 1 (Auto: choose_linear's pick; RegTile
   // measured slower on the H200).
   LinearVersion matmul = LinearVersion::Auto;
@@ -227,7 +232,8 @@ struct LlmTuning {
 };
 
 // Sets tuning fields from "name=value,name=value" (the LlmTuning field names, e.g.
-// "mvq_tpr=16,mvq_rows=4,mmq_bm=128"; '/' separates knobs too); wgc::Error naming an unknown
+// "mvq_tpr=16,mvq_rows=4,mmq_bm=128", and "matmul=regtile": a LinearVersion name; '/' separates
+// knobs too); wgc::Error naming an unknown
 // field or a bad value. For sweeps (bench-llm --tuning, WGC_LLM_TUNING for wgc bench).
 void apply_tuning(LlmTuning& t, std::string_view spec);
 
