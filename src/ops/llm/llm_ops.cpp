@@ -96,6 +96,9 @@ void apply_tuning(LlmTuning& t, std::string_view spec) {
       {"mvq_rows", &LlmTuning::mvq_rows},
       {"mmq_bm", &LlmTuning::mmq_bm},
       {"mmq_bn", &LlmTuning::mmq_bn},
+      {"mmq_min_groups", &LlmTuning::mmq_min_groups},
+      {"mmq_units", &LlmTuning::mmq_units},
+      {"mmq_magic", &LlmTuning::mmq_magic},
       {"quant_wg", &LlmTuning::quant_wg}};
   while (!spec.empty()) {
     const size_t comma = spec.find_first_of(",/");

@@ -227,6 +227,15 @@ struct LlmTuning {
   // workgroup, multiples of 8, (BM / 8) * (BN / 8) invocations of 8 x 8 outputs.
   uint32_t mmq_bm = 64;
   uint32_t mmq_bn = 128;
+  // Below this many workgroups a product takes smaller tiles (rows halved to 32, then tokens to
+  // 16; 0: never).
+  uint32_t mmq_min_groups = 0;
+  // Units (q8dot/*.wgsl: a block of 32, 64 or 128 elements) per workgroup-memory step: more
+  // means fewer barriers, more registers (halved until it divides a row's units).
+  uint32_t mmq_units = 1;
+  // 1: the int32 sums start at 1.5 * 2^23 as float bits and are read with one subtract; 0: from
+  // zero, with an integer add before it.
+  uint32_t mmq_magic = 1;
   // quant_act.wgsl: invocations per token (a power of two >= 8; one token gets up to 4x this).
   uint32_t quant_wg = 256;
 };
