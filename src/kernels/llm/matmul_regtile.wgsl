@@ -101,6 +101,8 @@ fn main(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wid: v
       for (var e = tid; e < BM * KQ; e += NT) { put_x(e, fetch_x(m0, k0, e)); }
       workgroupBarrier();
     }
+    let rt_a = 0u;  // regtile_step.wgsl: one buffer each
+    let rt_b = 0u;
 //!include "matmul/regtile_step.wgsl"
     workgroupBarrier();
   }
