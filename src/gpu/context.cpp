@@ -9,10 +9,10 @@
 
 #include <atomic>
 #include <chrono>
-#include <mutex>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
 #include <sstream>
 #include <vector>
 
