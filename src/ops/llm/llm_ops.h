@@ -242,8 +242,8 @@ struct LlmTuning {
 
 // Sets tuning fields from "name=value,name=value" (the LlmTuning field names, e.g.
 // "mvq_tpr=16,mvq_rows=4,mmq_bm=128", and "matmul=regtile": a LinearVersion name; '/' separates
-// knobs too); wgc::Error naming an unknown
-// field or a bad value. For sweeps (bench-llm --tuning, WGC_LLM_TUNING for wgc bench).
+// knobs too); wgc::Error naming an unknown field or a bad value. For sweeps (bench-llm --tuning,
+// WGC_LLM_TUNING for wgc bench).
 void apply_tuning(LlmTuning& t, std::string_view spec);
 
 class LlmOps {
