@@ -186,17 +186,17 @@ struct LlmTuning {
   uint32_t matvec_swiglu = 1;
   // Register-tiled matmul (prefill): tokens (BM, a multiple of 8) x weight rows (BN, a multiple
   // of 8) per workgroup, (BM / 8) * (BN / 8) invocations of 8x8 outputs; k step BK (a multiple of
-  // 4). 64 x 128: an 8B model's 4096-row projections at 512 tokens give 256 workgroups.
+  // 4). 64 x 128 x 8: an 8B model's 4096-row projections at 512 tokens give 256 workgroups; on
+  // the H200 BK 8 beat 16 by 18% with the prefetch (8B F16 pp512 1,466 vs 1,248 t/s).
   uint32_t matmul_bm = 64;
   uint32_t matmul_bn = 128;
-  uint32_t matmul_bk = 16;
+  uint32_t matmul_bk = 8;
   // 1: the tile sizes as constants in the kernel's source; 0: as override constants (what ran at
   // 2.1 TFLOP/s on the H200; kept for A/B runs).
   uint32_t matmul_const = 1;
   // 1: each invocation loads its share of the next tile into registers before this tile's math.
   uint32_t matmul_prefetch = 1;
-  // The version LinearVersion::Auto runs for n_tokens > 1 (Auto: choose_linear's pick; RegTile
-  // measured slower on the H200).
+  // The version LinearVersion::Auto runs for n_tokens > 1 (Auto: choose_linear's pick by shape).
   LinearVersion matmul = LinearVersion::Auto;
   // Batched kernel: lanes per row group (a power of two, <= 32; fixes the summation order, so
   // results change with it), invocations per workgroup (0: the largest of 256/128/64 that still
@@ -228,13 +228,14 @@ struct LlmTuning {
   uint32_t mmq_bm = 64;
   uint32_t mmq_bn = 128;
   // Below this many workgroups a product takes smaller tiles (rows halved to 32, then tokens to
-  // 16; 0: never).
-  uint32_t mmq_min_groups = 0;
+  // 16; 0: never). 264 (two per SM on the H200) with mmq_units 2: 1B Q4_0 pp512 17,851 t/s.
+  uint32_t mmq_min_groups = 264;
   // Units (q8dot/*.wgsl: a block of 32, 64 or 128 elements) per workgroup-memory step: more
-  // means fewer barriers, more registers (halved until it divides a row's units).
-  uint32_t mmq_units = 1;
+  // means fewer barriers, more registers (halved until it divides a row's units and the step's
+  // workgroup memory fits). H200, 8B Q4_0 pp512: 1 2,623 t/s, 2 3,715, 4 3,164.
+  uint32_t mmq_units = 2;
   // 1: the int32 sums start at 1.5 * 2^23 as float bits and are read with one subtract; 0: from
-  // zero, with an integer add before it.
+  // zero, with an integer add before it (the same results; 2,623 vs 2,620 t/s, within noise).
   uint32_t mmq_magic = 1;
   // quant_act.wgsl: invocations per token (a power of two >= 8; one token gets up to 4x this).
   uint32_t quant_wg = 256;
@@ -287,9 +288,9 @@ class LlmOps {
   bool supports(LinearVersion v, const LinearDims& d) const;
   // What LinearVersion::Auto runs: tuning.matmul for n_tokens > 1 when set; else Naive on CPU
   // adapters (a workgroup costs ~0.5 ms there whatever it does: an lm_head of 32000 x 16 went from
-  // 2.2 s to tens of ms), and on GPUs the subgroup (else shared) matvec for one token and the
-  // tiled matmul for more (the register-tiled one measured 6x slower on the H200: 8B Q4_0 pp512
-  // 156 vs 964 t/s, docs/benchmarks.md).
+  // 2.2 s to tens of ms), and on GPUs the subgroup (else shared) matvec for one token, the
+  // register-tiled matmul for products of 256 tiles and more, the tiled matmul for smaller ones
+  // (docs/benchmarks.md).
   LinearVersion choose_linear(const LinearDims& d) const;
 
   // out[t * out_stride + k] = table[ids[t]][k] (f32), ids u32 [n_tokens]; out_stride -1: cols.
