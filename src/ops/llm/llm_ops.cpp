@@ -94,7 +94,12 @@ void apply_tuning(LlmTuning& t, std::string_view spec) {
       {"mvq_rows", &LlmTuning::mvq_rows},
       {"mmq_bm", &LlmTuning::mmq_bm},
       {"mmq_bn", &LlmTuning::mmq_bn},
-      {"quant_wg", &LlmTuning::quant_wg}};
+      {"quant_wg", &LlmTuning::quant_wg},
+      {"attn_prefill", &LlmTuning::attn_prefill},
+      {"attn_decode", &LlmTuning::attn_decode},
+      {"attn_dec_wg", &LlmTuning::attn_dec_wg},
+      {"attn_dec_bk", &LlmTuning::attn_dec_bk},
+      {"attn_dec_wgs", &LlmTuning::attn_dec_wgs}};
   while (!spec.empty()) {
     const size_t comma = spec.find_first_of(",/");
     const std::string_view item = spec.substr(0, comma);
@@ -671,6 +676,29 @@ Kernel LlmOps::attn_kernel(int hd, int bq) const {
                 false);
 }
 
+Kernel LlmOps::attn_tiled_kernel(int hd) const {
+  // flash_attn_tiled.wgsl: 32 KiB of workgroup memory; output vec4s tx + 16 * a, a < 4
+  if (hd % 4 != 0 || hd > 256 || ctx_.limits().max_compute_workgroup_storage_size < 32768 || max_wg_ < 256) return {};
+  const uint32_t hd4 = uint32_t(hd) / 4, no = (hd4 + 15) / 16;
+  uint32_t vk = 64;  // keys per V chunk: a power of two whose chunk fits the 1024-vec4 buffer
+  while (vk > 1 && vk * hd4 > 1024) vk /= 2;
+  return kernel("llm/flash_attn_tiled/hd" + std::to_string(hd), {"llm/flash_attn_tiled.wgsl"},
+                {{"HD", hd}, {"NO", no}, {"VK", vk}}, false);
+}
+
+LlmOps::DecodeShape LlmOps::decode_shape(int hd, int G) const {
+  const uint32_t hd4 = uint32_t(hd) / 4, g = uint32_t(G);
+  uint32_t bk = std::clamp<uint32_t>(tuning.attn_dec_bk, 1, 256);
+  auto bytes = [&](uint32_t k) { return (g * hd4 + k * (hd4 + 1) + k * hd4) * 16 + (g * k + g) * 4; };
+  while (bk > 1 && bytes(bk) > ctx_.limits().max_compute_workgroup_storage_size) bk /= 2;
+  uint32_t wg = std::clamp<uint32_t>(tuning.attn_dec_wg, 32, max_wg_);
+  const uint32_t pairs = g * std::max(hd4, bk);
+  while (ceil_div(pairs, wg) > 4 && wg * 2 <= max_wg_) wg *= 2;
+  const uint32_t na = ceil_div(pairs, wg);
+  if (na > 4 || bytes(bk) > ctx_.limits().max_compute_workgroup_storage_size) return {0, 0, 0};
+  return {wg, bk, na};
+}
+
 namespace {
 struct AttnDims {
   int hd, G;
@@ -711,6 +739,15 @@ void LlmOps::attention(Batch& b, const KvLayer& c, const Tensor& q, const Tensor
 void LlmOps::attention_prefill(Batch& b, const KvLayer& c, const Tensor& q, const Tensor& out,
                                const AttentionArgs& a) const {
   auto d = attn_check(c, q, &out, a, "attention_prefill");
+  if (tuning.attn_prefill == 1) {
+    if (Kernel k = attn_tiled_kernel(d.hd)) {
+      b.dispatch(k, {q, Arg(c.k), Arg(c.v), out},
+                 Params(u32(a.n_tokens), u32(a.n_heads), u32(c.n_kv_heads), u32(c.max_ctx), u32(a.start), u32(d.qs),
+                        u32(a.q_offset), u32(d.os), u32(a.o_offset), c.offset, d.scale),
+                 {ceil_div(uint64_t(a.n_tokens) * uint64_t(d.G), 64), u32(c.n_kv_heads), 1});
+      return;
+    }
+  }
   const uint32_t bq = 16;
   Kernel k = attn_kernel(d.hd, bq);
   uint32_t total = u32(a.start + a.n_tokens);
@@ -725,22 +762,37 @@ uint32_t LlmOps::attention_decode_pass(Batch& b, const KvLayer& c, const Tensor&
   const std::string op = "attention_decode";
   auto d = attn_check(c, q, out, a, op);
   need(a.n_tokens == 1, op, "one token at a time");
-  uint32_t bq = 1;
-  while (bq < uint32_t(d.G)) bq *= 2;
-  auto s = attn_shape(d.hd);
-  need(bq * s.tpq <= max_wg_, op, "GQA group too large");
-  Kernel k = attn_kernel(d.hd, int(bq));
+  // flash_decode.wgsl (tuning.attn_decode == 1, where its schedule fits), else flash_attn.wgsl
+  // with one row per query head of the kv head.
+  const DecodeShape ds = tuning.attn_decode == 1 ? decode_shape(d.hd, d.G) : DecodeShape{0, 0, 0};
+  Kernel k;
+  uint32_t bk = 0, bq = 1;
+  if (ds.wg) {
+    k = kernel("llm/flash_decode/hd" + std::to_string(d.hd) + "/g" + std::to_string(d.G) + "/wg" +
+                   std::to_string(ds.wg) + "/bk" + std::to_string(ds.bk),
+               {"llm/flash_decode.wgsl"}, {{"HD", d.hd}, {"G", d.G}, {"WG", ds.wg}, {"BK", ds.bk}, {"NA", ds.na}},
+               false);
+    bk = ds.bk;
+  } else {
+    while (bq < uint32_t(d.G)) bq *= 2;
+    auto s = attn_shape(d.hd);
+    need(bq * s.tpq <= max_wg_, op, "GQA group too large");
+    k = attn_kernel(d.hd, int(bq));
+    bk = s.bk;
+  }
   const bool dyn = bool(a.start_from);
   if (dyn) need_elems(a.start_from, 1, op, "start_from");
-  // Splits: a.splits, else 256 workgroups' worth over the KV heads; with a fixed position, no
-  // more than the keys fill (blocks of BK), with a position read on the GPU, as many as the
-  // whole cache would fill.
+  // Splits: a.splits, else tuning.attn_dec_wgs workgroups' worth over the KV heads; with a
+  // fixed position, no more than the keys fill (blocks of BK), with a position read on the GPU,
+  // as many as the whole cache would fill.
   const uint32_t kv_len = dyn ? u32(c.max_ctx) : u32(a.start + 1);
-  uint32_t splits = a.splits > 0 ? u32(a.splits) : std::max<uint32_t>(1, 256 / u32(c.n_kv_heads));
+  uint32_t splits = a.splits > 0 ? u32(a.splits) : std::max<uint32_t>(1, tuning.attn_dec_wgs / u32(c.n_kv_heads));
   uint32_t split_len = ceil_div(kv_len, splits);
-  split_len = std::max(s.bk, (split_len + s.bk - 1) / s.bk * s.bk);
+  split_len = std::max(bk, (split_len + bk - 1) / bk * bk);
   if (!dyn || a.splits <= 0) splits = ceil_div(kv_len, split_len);
-  Groups g{ceil_div(uint64_t(d.G), bq), u32(c.n_kv_heads), splits};
+  need(splits <= ctx_.limits().max_compute_workgroups_per_dimension, op, std::to_string(splits) + " splits");
+  Groups g =
+      ds.wg ? Groups{splits, u32(c.n_kv_heads), 1} : Groups{ceil_div(uint64_t(d.G), bq), u32(c.n_kv_heads), splits};
   const Tensor& pos = dyn ? a.start_from : dummy_;
   const uint32_t flag_dyn = dyn ? 1u : 0u;
   if (splits == 1 && out && !dyn) {

@@ -224,6 +224,19 @@ struct LlmTuning {
   uint32_t mmq_bn = 128;
   // quant_act.wgsl: invocations per token (a power of two >= 8; one token gets up to 4x this).
   uint32_t quant_wg = 256;
+  // Prefill attention: 0 flash_attn.wgsl (16 rows per workgroup, a score per invocation), 1 the
+  // register-tiled flash_attn_tiled.wgsl (64 rows x 64 keys per workgroup, 4 x 4 scores per
+  // invocation; where head_dim <= 256 and the adapter has 32 KiB of workgroup memory).
+  uint32_t attn_prefill = 1;
+  // Decode attention (split-K): 0 flash_attn.wgsl with one row per query head of the kv head,
+  // 1 flash_decode.wgsl: attn_dec_wg invocations per (split, kv head), keys in blocks of
+  // attn_dec_bk (halved until the block fits the adapter's workgroup memory). Splits: the
+  // number that makes attn_dec_wgs workgroups over the kv heads (a recorded step: over the whole
+  // cache, its split length following the position).
+  uint32_t attn_decode = 1;
+  uint32_t attn_dec_wg = 128;
+  uint32_t attn_dec_bk = 32;
+  uint32_t attn_dec_wgs = 256;
 };
 
 // Sets tuning fields from "name=value,name=value" (the LlmTuning field names, e.g.
@@ -378,6 +391,13 @@ class LlmOps {
   };
   MatvecShape matvec_shape() const;
   Kernel attn_kernel(int head_dim, int bq) const;
+  // flash_attn_tiled.wgsl for this head_dim, or an empty Kernel where it cannot run.
+  Kernel attn_tiled_kernel(int head_dim) const;
+  // flash_decode.wgsl's schedule for this head_dim and GQA group (tuning clamped to the adapter).
+  struct DecodeShape {
+    uint32_t wg, bk, na;
+  };
+  DecodeShape decode_shape(int head_dim, int G) const;
   // The split-K pass of attention_decode: partials (made here), or with one split at a fixed
   // position and an output given, the output itself. Returns the number of splits.
   uint32_t attention_decode_pass(Batch& b, const KvLayer& cache, const Tensor& q, const Tensor* out,
