@@ -3,8 +3,8 @@
 // default; --sizes sets the side): matvec = one token (rate: the bytes it must read), matmul =
 // prefill of 512 tokens (FLOPs), batched = the serving kernel at 1..256 tokens (the tiled prefill
 // kernel beside it); attention = one decode token over a long context, contiguous vs paged cache,
-// and 64 sequences' decode tokens over their own blocks. Checked against the CPU reference
-// (double precision) on the first tokens.
+// and 64 sequences' decode tokens over their own blocks, and a 512-token prefill after the
+// context (FLOPs). Checked against the CPU reference (double precision) on the first tokens.
 #include "bench/bench.h"
 #include "cpu/llm/llm_ref.h"
 #include "ops/llm/llm_ops.h"
@@ -138,8 +138,104 @@ struct AttnData {
   std::vector<float> qv, kv, vv;  // q [seqs][nh][hd]; k, v [len][nkv][hd] of sequence 0
 };
 
+// The attention of prefill tokens t of a causal prefill after `start` cached positions, in double
+// precision: q [n][nh][hd] (token t at position start + t), k, v [start + n][nkv][hd]; returns
+// [tokens.size()][nh][hd].
+std::vector<double> attention_rows(const std::vector<float>& q, const std::vector<float>& k,
+                                   const std::vector<float>& v, int start, int nh, int nkv, int hd,
+                                   const std::vector<int>& tokens) {
+  std::vector<double> out;
+  const int G = nh / nkv;
+  const double scale = 1.0 / std::sqrt(double(hd));
+  for (int t : tokens)
+    for (int h = 0; h < nh; ++h) {
+      const int n_keys = start + t + 1, kh = h / G;
+      std::vector<double> s(static_cast<size_t>(n_keys));
+      double mx = -1e300;
+      for (int j = 0; j < n_keys; ++j) {
+        double d = 0;
+        for (int e = 0; e < hd; ++e)
+          d += double(q[(size_t(t) * nh + size_t(h)) * hd + size_t(e)]) *
+               k[(size_t(j) * nkv + size_t(kh)) * hd + size_t(e)];
+        s[size_t(j)] = d * scale;
+        mx = std::max(mx, s[size_t(j)]);
+      }
+      double l = 0;
+      for (auto& x : s) l += (x = std::exp(x - mx));
+      for (int e = 0; e < hd; ++e) {
+        double a = 0;
+        for (int j = 0; j < n_keys; ++j) a += s[size_t(j)] * v[(size_t(j) * nkv + size_t(kh)) * hd + size_t(e)];
+        out.push_back(a / l);
+      }
+    }
+  return out;
+}
+
+// Prefill attention: n tokens after `len` cached positions (an 8B model's heads), FLOPs of the
+// two products counted over the visible keys. Checked on the first and last tokens.
+Case prefill_attention_case(const Context& ctx, std::shared_ptr<llm::LlmOps> ops, int len, int n) {
+  constexpr int nh = 32, nkv = 8, hd = 128;
+  struct Data {
+    llm::KvCache cache;
+    Tensor q, out;
+    std::vector<float> qv, kv, vv;  // q [n][nh][hd]; k, v [len + n][nkv][hd]
+  };
+  auto d = std::make_shared<Data>();
+  const int total = len + n;
+  d->cache = llm::make_kv_cache(ctx, 1, nkv, total, hd);
+  d->kv.resize(size_t(total) * nkv * hd);
+  d->vv.resize(d->kv.size());
+  for (size_t i = 0; i < d->kv.size(); ++i) {
+    d->kv[i] = float(std::sin(double(i) * 0.011));
+    d->vv[i] = float(std::cos(double(i) * 0.007));
+  }
+  std::vector<float> ck(d->kv.size()), cv(d->kv.size());
+  for (int p = 0; p < total; ++p)
+    for (int h = 0; h < nkv; ++h)
+      for (int e = 0; e < hd; ++e) {
+        const size_t src = (size_t(p) * nkv + size_t(h)) * hd + size_t(e);
+        ck[(size_t(h) * size_t(total) + size_t(p)) * hd + size_t(e)] = d->kv[src];
+        cv[(size_t(h) * size_t(total) + size_t(p)) * hd + size_t(e)] = d->vv[src];
+      }
+  upload(ctx, d->cache.k, std::as_bytes(std::span(ck)));
+  upload(ctx, d->cache.v, std::as_bytes(std::span(cv)));
+  d->qv.resize(size_t(n) * nh * hd);
+  for (size_t i = 0; i < d->qv.size(); ++i) d->qv[i] = float(std::sin(double(i) * 0.13));
+  d->q = make_tensor(ctx, {int64_t(d->qv.size())}, d->qv);
+  d->out = make_tensor(ctx, {int64_t(d->qv.size())});
+  auto rec = [d, ops, len, n](Batch& b) {
+    llm::AttentionArgs a;
+    a.n_tokens = n;
+    a.n_heads = nh;
+    a.start = len;
+    ops->attention_prefill(b, d->cache.layer(0), d->q, d->out, a);
+  };
+  Case c;
+  c.op = "llm.attention";
+  c.version = "prefill";
+  c.size = std::to_string(len) + "+" + std::to_string(n);
+  c.elements = double(len);
+  c.flops = 4.0 * hd * nh * (double(n) * len + double(n) * (n + 1) / 2);
+  c.bytes = 2.0 * double(total) * nkv * hd * 4 + 2.0 * double(n) * nh * hd * 4;
+  c.record = rec;
+  c.check = [d, rec, &ctx, len, n] {
+    fill_u32(ctx, d->out, kPoisonNaN);
+    Batch b(ctx);
+    rec(b);
+    b.run();
+    auto got = download<float>(ctx, d->out);
+    const std::vector<int> rows = {0, n - 1};
+    auto want = attention_rows(d->qv, d->kv, d->vv, len, nh, nkv, hd, rows);
+    std::vector<float> sel;
+    for (int t : rows) sel.insert(sel.end(), got.begin() + t * nh * hd, got.begin() + (t + 1) * nh * hd);
+    return cpu::max_rel_error(std::span<const float>(sel), std::span<const double>(want));
+  };
+  c.tolerance = 1e-4;
+  return c;
+}
+
 std::vector<Case> attention_cases(const Context& ctx, const Options& o) {
-  auto ops = std::make_shared<llm::LlmOps>(ctx);
+  auto ops = tuned_ops(ctx);
   constexpr int nh = 32, nkv = 8, hd = 128, block = 16;
   std::vector<Case> out;
   for (double s : sizes_or(o, ctx, {64}, {64}, {4096})) {
@@ -245,6 +341,7 @@ std::vector<Case> attention_cases(const Context& ctx, const Options& o) {
     add(
         "paged", seqs, [d, ops](Batch& b) { ops->paged_attention(b, d->pool.layer(0), d->q, d->out, d->many); },
         [check] { return check(true); });
+    out.push_back(prefill_attention_case(ctx, ops, len, o.quick ? 24 : kPrefillTokens));
   }
   return out;
 }
