@@ -248,7 +248,9 @@ TEST(LlmQ8, AttentionDecodeQ8MatchesReference) {
     std::copy(qv.begin(), qv.end(), qall.end() - nh * hd);
     auto want_all = ref::attention(qall, k2, v2, pos + 1, nh, nkv, hd, 0, 1.f / std::sqrt(float(hd)));
     std::vector<float> want(want_all.end() - nh * hd, want_all.end());
-    for (bool dyn : {false, true}) {
+    // splits: 3, or 150 (more than the combine's invocations per head, most of them empty)
+    for (int mode : {0, 1, 2}) {
+      const bool dyn = mode > 0;
       Q8Act out = make_q8_act(ctx(), 1, nh * hd);
       poisoned_q8(out);
       auto posb = make_tensor(ctx(), {1}, DType::U32);
@@ -259,12 +261,13 @@ TEST(LlmQ8, AttentionDecodeQ8MatchesReference) {
       a.start = dyn ? 0 : pos;  // dyn: the position comes from posb
       if (dyn) {
         a.start_from = posb;
-        a.splits = 3;
+        a.splits = mode == 1 ? 3 : 150;
       }
       Batch b(ctx());
       ops().attention_decode_q8(b, cache.layer(0), q, out, a);
       b.run();
-      expect_quantized(dequant(out, 1), want, "pos " + std::to_string(pos) + (dyn ? " (dyn)" : ""));
+      expect_quantized(dequant(out, 1), want,
+                       "pos " + std::to_string(pos) + (dyn ? " (dyn)" : "") + " mode " + std::to_string(mode));
     }
   }
 }

@@ -1,7 +1,9 @@
 // Combines one token's flash-decoding partials (attn_combine.wgsl's layout [n_heads][n_splits]
 // [HD + 2]) and writes the result quantized to 8 bits per block of 32 (quant_act.wgsl's layout:
 // the o projection's input, heads back to back): one workgroup per head, one invocation per
-// element, HD a multiple of 32. Preceded by common.wgsl.
+// element, HD a multiple of 32. The splits' common max, weights exp(m_s - max) and sum are
+// reduced once per head in workgroup memory (attn_merge.wgsl's merge_splits gives the same
+// value, each invocation going over every split twice). Preceded by common.wgsl.
 @group(0) @binding(0) var<storage, read> part: array<f32>;
 @group(0) @binding(1) var<storage, read_write> qs: array<u32>;
 @group(0) @binding(2) var<storage, read_write> ds: array<vec2<u32>>;
@@ -11,13 +13,50 @@ struct P {
 }
 @group(0) @binding(3) var<uniform> p: P;
 override HD: u32 = 128;
+override P2: u32 = 128;    // the power of two >= HD / 2 .. HD: the reductions' first stride * 2
+override MAXS: u32 = 64;   // splits this pipeline takes (>= n_splits)
 var<workgroup> vals: array<f32, HD>;
-//!include "llm/attn_merge.wgsl"
+var<workgroup> red: array<f32, HD>;
+var<workgroup> wts: array<f32, MAXS>;
+
+// red[0] = max (op 0) or sum (op 1) of red[0 .. HD), in a fixed tree order.
+fn reduce(d: u32, op: u32) {
+  for (var o = P2 / 2u; o > 0u; o /= 2u) {
+    workgroupBarrier();
+    if (d < o && d + o < HD) {
+      if (op == 0u) {
+        red[d] = max(red[d], red[d + o]);
+      } else {
+        red[d] += red[d + o];
+      }
+    }
+  }
+  workgroupBarrier();
+}
 
 @compute @workgroup_size(HD)
 fn main(@builtin(local_invocation_index) d: u32, @builtin(workgroup_id) wid: vec3<u32>) {
   let h = wid.x;
-  vals[d] = merge_splits(h * p.n_splits * (HD + 2u), p.n_splits, HD, d);
+  let ns = p.n_splits;
+  let w = HD + 2u;
+  let b = h * ns * w;
+  var mx = -3.0e38;
+  for (var s = d; s < ns; s += HD) { mx = max(mx, part[b + s * w + HD]); }
+  red[d] = mx;
+  reduce(d, 0u);
+  mx = red[0];
+  workgroupBarrier();
+  var ls = 0.0;
+  for (var s = d; s < ns; s += HD) {
+    let f = exp(part[b + s * w + HD] - mx);
+    wts[s] = f;
+    ls += f * part[b + s * w + HD + 1u];
+  }
+  red[d] = ls;
+  reduce(d, 1u);
+  var a = 0.0;
+  for (var s = 0u; s < ns; s++) { a += wts[s] * part[b + s * w + d]; }
+  vals[d] = a / red[0];
   workgroupBarrier();
   if (d >= HD / 4u) { return; }
   let g0 = (d / 8u) * 32u;  // this word's block

@@ -192,8 +192,11 @@ void LlmOps::attention_decode_q8(Batch& b, const KvLayer& c, const Tensor& q, co
   pa.o_offset = 0;
   Tensor part;
   const uint32_t splits = attention_decode_pass(b, c, q, nullptr, pa, part);
-  Kernel kc = kernel("llm/attn_combine_q8/" + std::to_string(hd), {"llm/common.wgsl", "llm/attn_combine_q8.wgsl"},
-                     {{"HD", hd}}, false);
+  uint32_t p2 = 1, maxs = 32;
+  while (p2 < uint32_t(hd)) p2 *= 2;
+  while (maxs < splits) maxs *= 2;
+  Kernel kc = kernel("llm/attn_combine_q8/" + std::to_string(hd) + "/s" + std::to_string(maxs),
+                     {"llm/common.wgsl", "llm/attn_combine_q8.wgsl"}, {{"HD", hd}, {"P2", p2}, {"MAXS", maxs}}, false);
   b.dispatch(kc, {part, out.qs, out.ds}, Params(u32(a.n_heads), splits), {u32(a.n_heads), 1, 1});
 }
 

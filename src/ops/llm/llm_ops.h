@@ -128,6 +128,10 @@ struct RopeKvArgs {
   bool cache_rows = false;
 };
 
+// The most splits decode attention takes (attn_combine_q8.wgsl keeps a weight per split in
+// workgroup memory).
+inline constexpr uint32_t kMaxDecodeSplits = 4096;
+
 struct AttentionArgs {
   int n_tokens = 1;                     // new query tokens (their K/V must already be in the cache)
   int n_heads = 0;                      // query heads; kv head of head h = h / (n_heads / n_kv_heads)
@@ -135,7 +139,7 @@ struct AttentionArgs {
   int64_t q_stride = -1, q_offset = 0;  // q[t * q_stride + q_offset + h * hd + d] (-1: n_heads*hd)
   int64_t o_stride = -1, o_offset = 0;  // out likewise
   float scale = 0;                      // 0: 1/sqrt(head_dim)
-  int splits = 0;                       // decode: splits over the sequence (0: pick)
+  int splits = 0;                       // decode: splits over the sequence (0: pick; at most kMaxDecodeSplits)
   // Decode: the position of the query token read from this u32 tensor (element 0) when the batch
   // runs instead of `start`, with a fixed number of splits (`splits`, or the most the cache
   // needs), so that one recorded step serves every position. `start` then only bounds the check.
