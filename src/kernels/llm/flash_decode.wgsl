@@ -3,9 +3,11 @@
 // each head's partial (acc, max m, sum l; attn_partial.wgsl's layout, combined by
 // attn_combine.wgsl / attn_combine_q8.wgsl), or with one split and partial = 0 the output.
 // Per block of BK keys: K and V staged in workgroup memory (K rows padded by one vec4, so that
-// invocations on neighbouring keys read different banks), one score per invocation, each row's
-// block max and exp(s - block max) once per score, then invocation (g, j) adds vec4 j of head g
-// (several (g, j) per invocation when G * HD / 4 > WG), rescaled to the running max.
+// invocations on neighbouring keys read different banks), one score per invocation (pairs
+// (head, key)), each head's block max and exp(s - block max) once per score; then invocation
+// (kq, j) of KQ = WG / 32 key groups adds keys kq, kq + KQ, .. times V's vec4s j, j + 32, .. for
+// all G heads at once (each V load serves G heads), rescaled to the running max, which every
+// invocation tracks alike. The key groups' sums are added in group order at the end.
 // Parameters as flash_attn.wgsl (n = 1; the dyn start and split length likewise).
 @group(0) @binding(0) var<storage, read> q4: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read> k4: array<vec4<f32>>;
@@ -31,22 +33,25 @@ struct P {
 }
 @group(0) @binding(5) var<uniform> p: P;
 override HD: u32 = 128;  // head_dim, a multiple of 4
-override G: u32 = 4;     // query heads per kv head
-override WG: u32 = 128;  // invocations
-override BK: u32 = 32;   // keys per block
-override NA: u32 = 1;    // (g, j) pairs per invocation: ceil(G * HD / 4 / WG), at most 4
+override G: u32 = 4;     // query heads per kv head, at most 8
+override WG: u32 = 128;  // invocations, a multiple of 32
+override BK: u32 = 32;   // keys per block; G * BK <= 4 * WG
+override NJ: u32 = 1;    // V vec4s per invocation and key: ceil(HD / 4 / 32), at most 2
 override KS: u32 = HD / 4u + 1u;  // vec4s per staged key row
 const MASKED: f32 = -3.0e38;
 
 var<workgroup> qs: array<vec4<f32>, G * HD / 4u>;
-var<workgroup> ks: array<vec4<f32>, BK * KS>;
-var<workgroup> vs: array<vec4<f32>, BK * HD / 4u>;
-var<workgroup> pe: array<f32, G * BK>;  // scores, then exp(s - block max)
+// K rows [BK][KS] then V rows [BK][HD / 4]; at the end the key groups' sums [KQ][G][HD / 4]
+var<workgroup> kvs: array<vec4<f32>, BK * (KS + HD / 4u)>;
+var<workgroup> pe: array<f32, G * BK>;  // [g][s]: scores, then exp(s - block max); at the end the groups' l
 var<workgroup> bmax: array<f32, G>;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
   let HD4 = HD / 4u;
+  let KQ = WG / 32u;
+  let kq = lid / 32u;
+  let jl = lid % 32u;
   let split = wid.x;
   let kvh = wid.y;
   var start = p.start;
@@ -58,15 +63,16 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
   let kv_begin = split * split_len;
   let kv_end = min(kv_begin + split_len, start + 1u);
   let cb = p.cache_off / 4u + kvh * p.max_ctx * HD4;
+  let vb = BK * KS;  // V's rows in kvs
 
   for (var i = lid; i < G * HD4; i += WG) {
     let h = kvh * G + i / HD4;
     qs[i] = q4[(p.q_off + h * HD) / 4u + i % HD4] * p.scale;
   }
-  var m: array<f32, 4>;
-  var l: array<f32, 4>;
-  var acc: array<vec4<f32>, 4>;
-  for (var a = 0u; a < NA; a++) { m[a] = MASKED; }
+  var m: array<f32, 8>;            // each head's running max (the same in every invocation)
+  var l: array<f32, 8>;            // each head's sum over this invocation's keys
+  var acc: array<vec4<f32>, 16>;  // acc[g * 2 + t]: head g, V vec4 jl + 32 * t
+  for (var g = 0u; g < G; g++) { m[g] = MASKED; }
 
   for (var kb = kv_begin; kb < kv_end; kb += BK) {
     workgroupBarrier();
@@ -79,21 +85,21 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         kv = k4[cb + (kb + s) * HD4 + c];
         vv = v4[cb + (kb + s) * HD4 + c];
       }
-      ks[s * KS + c] = kv;
-      vs[i] = vv;
+      kvs[s * KS + c] = kv;
+      kvs[vb + i] = vv;
     }
     workgroupBarrier();
     for (var i = lid; i < G * BK; i += WG) {
       let g = i / BK;
       let s = i % BK;
       var d = 0.0;
-      for (var c = 0u; c < HD4; c++) { d += dot(qs[g * HD4 + c], ks[s * KS + c]); }
+      for (var c = 0u; c < HD4; c++) { d += dot(qs[g * HD4 + c], kvs[s * KS + c]); }
       pe[i] = select(d, MASKED, kb + s >= kv_end);
     }
     workgroupBarrier();
-    // every block holds at least one visible key (kb < kv_end), so each row's block max is finite
-    var e: array<f32, 4>;
-    for (var a = 0u; a < NA; a++) {
+    // every block holds at least one visible key (kb < kv_end), so each head's block max is finite
+    var e = array<f32, 4>(0.0, 0.0, 0.0, 0.0);
+    for (var a = 0u; a < 4u; a++) {
       let i = lid + WG * a;
       if (i < G * BK) {
         let g = i / BK;
@@ -104,55 +110,67 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
       }
     }
     workgroupBarrier();
-    for (var a = 0u; a < NA; a++) {
+    for (var a = 0u; a < 4u; a++) {
       let i = lid + WG * a;
       if (i < G * BK) { pe[i] = e[a]; }
     }
     workgroupBarrier();
-    for (var a = 0u; a < NA; a++) {
-      let i = lid + WG * a;
-      if (i < G * HD4) {
-        let g = i / HD4;
-        let j = i % HD4;
-        var sp = 0.0;
-        var sv = vec4<f32>(0.0);
-        for (var s = 0u; s < BK; s++) {
-          let w = pe[g * BK + s];
-          sp += w;
-          sv += w * vs[s * HD4 + j];
+    for (var g = 0u; g < G; g++) {
+      let bm = bmax[g];
+      let mb = max(m[g], bm);
+      let corr = exp(m[g] - mb);
+      let f = exp(bm - mb);
+      var sp = 0.0;
+      var sv = array<vec4<f32>, 2>(vec4<f32>(0.0), vec4<f32>(0.0));
+      for (var s = kq; s < BK; s += KQ) {
+        let w = pe[g * BK + s];
+        sp += w;
+        for (var t = 0u; t < NJ; t++) {
+          let j = jl + 32u * t;
+          if (j < HD4) { sv[t] += w * kvs[vb + s * HD4 + j]; }
         }
-        let bm = bmax[g];
-        let mb = max(m[a], bm);
-        let corr = exp(m[a] - mb);
-        let f = exp(bm - mb);
-        l[a] = l[a] * corr + f * sp;
-        acc[a] = acc[a] * corr + f * sv;
-        m[a] = mb;
       }
+      l[g] = l[g] * corr + f * sp;
+      for (var t = 0u; t < NJ; t++) { acc[g * 2u + t] = acc[g * 2u + t] * corr + f * sv[t]; }
+      m[g] = mb;
     }
   }
-  for (var a = 0u; a < NA; a++) {
-    let i = lid + WG * a;
-    if (i < G * HD4) {
-      let h = kvh * G + i / HD4;
-      let j = i % HD4;
-      if (p.partial == 0u) {
-        let v = acc[a] / l[a];
-        let ob = p.o_off + h * HD + 4u * j;
-        out[ob] = v.x;
-        out[ob + 1u] = v.y;
-        out[ob + 2u] = v.z;
-        out[ob + 3u] = v.w;
-      } else {
-        let ob = (h * p.n_splits + split) * (HD + 2u);
-        out[ob + 4u * j] = acc[a].x;
-        out[ob + 4u * j + 1u] = acc[a].y;
-        out[ob + 4u * j + 2u] = acc[a].z;
-        out[ob + 4u * j + 3u] = acc[a].w;
-        if (j == 0u) {
-          out[ob + HD] = m[a];
-          out[ob + HD + 1u] = l[a];
-        }
+  // the key groups' sums, added in group order
+  workgroupBarrier();
+  for (var g = 0u; g < G; g++) {
+    for (var t = 0u; t < NJ; t++) {
+      let j = jl + 32u * t;
+      if (j < HD4) { kvs[(kq * G + g) * HD4 + j] = acc[g * 2u + t]; }
+    }
+    if (jl == 0u) { pe[kq * G + g] = l[g]; }
+  }
+  workgroupBarrier();
+  for (var i = lid; i < G * HD4; i += WG) {
+    let g = i / HD4;
+    let j = i % HD4;
+    var a = vec4<f32>(0.0);
+    var ls = 0.0;
+    for (var x = 0u; x < KQ; x++) {
+      a += kvs[(x * G + g) * HD4 + j];
+      ls += pe[x * G + g];
+    }
+    let h = kvh * G + g;
+    if (p.partial == 0u) {
+      let v = a / ls;
+      let ob = p.o_off + h * HD + 4u * j;
+      out[ob] = v.x;
+      out[ob + 1u] = v.y;
+      out[ob + 2u] = v.z;
+      out[ob + 3u] = v.w;
+    } else {
+      let ob = (h * p.n_splits + split) * (HD + 2u);
+      out[ob + 4u * j] = a.x;
+      out[ob + 4u * j + 1u] = a.y;
+      out[ob + 4u * j + 2u] = a.z;
+      out[ob + 4u * j + 3u] = a.w;
+      if (j == 0u) {
+        out[ob + HD] = m[g];
+        out[ob + HD + 1u] = ls;
       }
     }
   }

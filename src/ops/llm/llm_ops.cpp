@@ -687,16 +687,18 @@ Kernel LlmOps::attn_tiled_kernel(int hd) const {
 }
 
 LlmOps::DecodeShape LlmOps::decode_shape(int hd, int G) const {
-  const uint32_t hd4 = uint32_t(hd) / 4, g = uint32_t(G);
+  // flash_decode.wgsl: G <= 8 heads and NJ <= 2 V vec4s per invocation in registers, G * BK
+  // scores over at most 4 per invocation, the key groups' sums fitting the K/V rows' memory.
+  const uint32_t hd4 = uint32_t(hd) / 4, g = uint32_t(G), nj = ceil_div(hd4, 32);
+  const uint32_t limit = ctx_.limits().max_compute_workgroup_storage_size;
+  const uint32_t wg = std::clamp<uint32_t>(tuning.attn_dec_wg, 32, max_wg_) / 32 * 32, kq = wg / 32;
+  auto bytes = [&](uint32_t k) { return (g * hd4 + k * (2 * hd4 + 1)) * 16 + (g * k + g) * 4; };
   uint32_t bk = std::clamp<uint32_t>(tuning.attn_dec_bk, 1, 256);
-  auto bytes = [&](uint32_t k) { return (g * hd4 + k * (hd4 + 1) + k * hd4) * 16 + (g * k + g) * 4; };
-  while (bk > 1 && bytes(bk) > ctx_.limits().max_compute_workgroup_storage_size) bk /= 2;
-  uint32_t wg = std::clamp<uint32_t>(tuning.attn_dec_wg, 32, max_wg_);
-  const uint32_t pairs = g * std::max(hd4, bk);
-  while (ceil_div(pairs, wg) > 4 && wg * 2 <= max_wg_) wg *= 2;
-  const uint32_t na = ceil_div(pairs, wg);
-  if (na > 4 || bytes(bk) > ctx_.limits().max_compute_workgroup_storage_size) return {0, 0, 0};
-  return {wg, bk, na};
+  while (bk > 1 && bytes(bk) > limit) bk /= 2;
+  const bool fits =
+      g <= 8 && nj <= 2 && g * bk <= 4 * wg && kq <= bk && kq * g * hd4 <= bk * (2 * hd4 + 1) && bytes(bk) <= limit;
+  if (!fits) return {0, 0, 0};
+  return {wg, bk, nj};
 }
 
 namespace {
@@ -770,7 +772,7 @@ uint32_t LlmOps::attention_decode_pass(Batch& b, const KvLayer& c, const Tensor&
   if (ds.wg) {
     k = kernel("llm/flash_decode/hd" + std::to_string(d.hd) + "/g" + std::to_string(d.G) + "/wg" +
                    std::to_string(ds.wg) + "/bk" + std::to_string(ds.bk),
-               {"llm/flash_decode.wgsl"}, {{"HD", d.hd}, {"G", d.G}, {"WG", ds.wg}, {"BK", ds.bk}, {"NA", ds.na}},
+               {"llm/flash_decode.wgsl"}, {{"HD", d.hd}, {"G", d.G}, {"WG", ds.wg}, {"BK", ds.bk}, {"NJ", ds.nj}},
                false);
     bk = ds.bk;
   } else {

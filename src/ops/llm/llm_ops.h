@@ -399,7 +399,7 @@ class LlmOps {
   Kernel attn_tiled_kernel(int head_dim) const;
   // flash_decode.wgsl's schedule for this head_dim and GQA group (tuning clamped to the adapter).
   struct DecodeShape {
-    uint32_t wg, bk, na;
+    uint32_t wg, bk, nj;  // wg 0: the kernel cannot take this shape
   };
   DecodeShape decode_shape(int head_dim, int G) const;
   // The split-K pass of attention_decode: partials (made here), or with one split at a fixed
