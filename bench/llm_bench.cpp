@@ -127,36 +127,13 @@ std::vector<Case> linear_cases(const Context& ctx, const Options& o, Kind kind) 
   return out;
 }
 
-// The attention of prefill tokens t of a causal prefill after `start` cached positions, in double
-// precision: q [n][nh][hd] (token t at position start + t), k, v [start + n][nkv][hd]; returns
-// [tokens.size()][nh][hd].
-std::vector<double> attention_rows(const std::vector<float>& q, const std::vector<float>& k,
-                                   const std::vector<float>& v, int start, int nh, int nkv, int hd,
-                                   const std::vector<int>& tokens) {
-  std::vector<double> out;
-  const int G = nh / nkv;
-  const double scale = 1.0 / std::sqrt(double(hd));
-  for (int t : tokens)
-    for (int h = 0; h < nh; ++h) {
-      const int n_keys = start + t + 1, kh = h / G;
-      std::vector<double> s(static_cast<size_t>(n_keys));
-      double mx = -1e300;
-      for (int j = 0; j < n_keys; ++j) {
-        double d = 0;
-        for (int e = 0; e < hd; ++e)
-          d += double(q[(size_t(t) * nh + size_t(h)) * hd + size_t(e)]) *
-               k[(size_t(j) * nkv + size_t(kh)) * hd + size_t(e)];
-        s[size_t(j)] = d * scale;
-        mx = std::max(mx, s[size_t(j)]);
-      }
-      double l = 0;
-      for (auto& x : s) l += (x = std::exp(x - mx));
-      for (int e = 0; e < hd; ++e) {
-        double a = 0;
-        for (int j = 0; j < n_keys; ++j) a += s[size_t(j)] * v[(size_t(j) * nkv + size_t(kh)) * hd + size_t(e)];
-        out.push_back(a / l);
-      }
-    }
+// K or V rows [len][nkv][hd] in the cache's layout [nkv][len][hd].
+std::vector<float> cache_layout(const std::vector<float>& rows, int len, int nkv, int hd) {
+  std::vector<float> out(rows.size());
+  for (int p = 0; p < len; ++p)
+    for (int h = 0; h < nkv; ++h)
+      std::copy_n(rows.begin() + std::ptrdiff_t((size_t(p) * nkv + size_t(h)) * hd), hd,
+                  out.begin() + std::ptrdiff_t((size_t(h) * size_t(len) + size_t(p)) * hd));
   return out;
 }
 
@@ -189,14 +166,7 @@ Case prefill_attention_case(const Context& ctx, std::shared_ptr<llm::LlmOps> ops
     d->kv[i] = float(std::sin(double(i) * 0.011));
     d->vv[i] = float(std::cos(double(i) * 0.007));
   }
-  std::vector<float> ck(d->kv.size()), cv(d->kv.size());
-  for (int p = 0; p < total; ++p)
-    for (int h = 0; h < nkv; ++h)
-      for (int e = 0; e < hd; ++e) {
-        const size_t src = (size_t(p) * nkv + size_t(h)) * hd + size_t(e);
-        ck[(size_t(h) * size_t(total) + size_t(p)) * hd + size_t(e)] = d->kv[src];
-        cv[(size_t(h) * size_t(total) + size_t(p)) * hd + size_t(e)] = d->vv[src];
-      }
+  const auto ck = cache_layout(d->kv, total, nkv, hd), cv = cache_layout(d->vv, total, nkv, hd);
   upload(ctx, d->cache.k, std::as_bytes(std::span(ck)));
   upload(ctx, d->cache.v, std::as_bytes(std::span(cv)));
   d->qv.resize(size_t(n) * nh * hd);
@@ -224,11 +194,18 @@ Case prefill_attention_case(const Context& ctx, std::shared_ptr<llm::LlmOps> ops
     rec(b);
     b.run();
     auto got = download<float>(ctx, d->out);
-    const std::vector<int> rows = {0, n - 1};
-    auto want = attention_rows(d->qv, d->kv, d->vv, len, nh, nkv, hd, rows);
-    std::vector<float> sel;
-    for (int t : rows) sel.insert(sel.end(), got.begin() + t * nh * hd, got.begin() + (t + 1) * nh * hd);
-    return cpu::max_rel_error(std::span<const float>(sel), std::span<const double>(want));
+    // tokens 0 and n - 1 (at positions len and len + n - 1)
+    std::vector<float> sel, want;
+    for (int t : {0, n - 1}) {
+      const auto row = [&](const std::vector<float>& x) {
+        return std::vector<float>(x.begin() + t * nh * hd, x.begin() + (t + 1) * nh * hd);
+      };
+      auto w = llm::ref::attention(row(d->qv), d->kv, d->vv, 1, nh, nkv, hd, len + t, 1.f / std::sqrt(float(hd)));
+      want.insert(want.end(), w.begin(), w.end());
+      auto g = row(got);
+      sel.insert(sel.end(), g.begin(), g.end());
+    }
+    return cpu::max_rel_error(std::span<const float>(sel), std::span<const float>(want));
   };
   c.tolerance = 1e-4;
   return c;
@@ -308,8 +285,8 @@ std::vector<Case> attention_cases(const Context& ctx, const Options& o) {
       std::vector<float> q0(d->qv.begin(), d->qv.begin() + nh * hd);
       // The reference for the one token at position len - 1 (a whole causal reference over len
       // tokens took minutes at 4096).
-      auto want = attention_rows(q0, d->kv, d->vv, len - 1, nh, nkv, hd, {0});
-      return cpu::max_rel_error(std::span<const float>(got), std::span<const double>(want));
+      auto want = llm::ref::attention(q0, d->kv, d->vv, 1, nh, nkv, hd, len - 1, 1.f / std::sqrt(float(hd)));
+      return cpu::max_rel_error(std::span<const float>(got), std::span<const float>(want));
     };
     auto add = [&](const std::string& version, int n_seqs, std::function<void(Batch&)> rec,
                    std::function<double()> chk) {

@@ -17,19 +17,7 @@
 @group(0) @binding(1) var<storage, read> k4: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read> v4: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
-struct P {
-  n: u32,
-  n_heads: u32,
-  n_kv: u32,
-  max_ctx: u32,
-  start: u32,
-  q_stride: u32,
-  q_off: u32,
-  o_stride: u32,
-  o_off: u32,
-  cache_off: u32,
-  scale: f32,
-}
+//!include "llm/flash_attn_params.wgsl"
 @group(0) @binding(4) var<uniform> p: P;
 override HD: u32 = 128;  // head_dim, a multiple of 4, at most 256
 override NO: u32 = 2;    // output vec4s per row and invocation: ceil(HD / 64)

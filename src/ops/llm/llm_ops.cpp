@@ -745,7 +745,7 @@ void LlmOps::attention_prefill(Batch& b, const KvLayer& c, const Tensor& q, cons
     if (Kernel k = attn_tiled_kernel(d.hd)) {
       b.dispatch(k, {q, Arg(c.k), Arg(c.v), out},
                  Params(u32(a.n_tokens), u32(a.n_heads), u32(c.n_kv_heads), u32(c.max_ctx), u32(a.start), u32(d.qs),
-                        u32(a.q_offset), u32(d.os), u32(a.o_offset), c.offset, d.scale),
+                        u32(a.q_offset), u32(d.os), u32(a.o_offset), c.offset, d.scale, 0u, 1u, 0u, 0u),
                  {ceil_div(uint64_t(a.n_tokens) * uint64_t(d.G), 64), u32(c.n_kv_heads), 1});
       return;
     }
