@@ -4,7 +4,7 @@
 // attn_combine.wgsl / attn_combine_q8.wgsl), or with one split and partial = 0 the output.
 // Per block of BK keys: K and V staged in workgroup memory (K rows padded by one vec4, so that
 // invocations on neighbouring keys read different banks), one score per invocation (pairs
-// (head, key)), each head's block max and exp(s - block max) once per score; then invocation
+// (head, key)), each head's block max and exp(s - running max) once per score; then invocation
 // (kq, j) of KQ = WG / 32 key groups adds keys kq, kq + KQ, .. times V's vec4s j, j + 32, .. for
 // all G heads at once (each V load serves G heads), rescaled to the running max, which every
 // invocation tracks alike. The key groups' sums are added in group order at the end.
@@ -81,7 +81,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
       pe[i] = select(d, MASKED, kb + s >= kv_end);
     }
     workgroupBarrier();
-    // every block holds at least one visible key (kb < kv_end), so each head's block max is finite
+    // every block holds at least one visible key (kb < kv_end), so each head's block max is
+    // finite; pe becomes exp(s - new running max)
     var e = array<f32, 4>(0.0, 0.0, 0.0, 0.0);
     for (var a = 0u; a < 4u; a++) {
       let i = lid + WG * a;
@@ -89,7 +90,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         let g = i / BK;
         var bm = MASKED;
         for (var s = 0u; s < BK; s++) { bm = max(bm, pe[g * BK + s]); }
-        e[a] = select(exp(pe[i] - bm), 0.0, pe[i] <= MASKED);
+        e[a] = select(exp(pe[i] - max(m[g], bm)), 0.0, pe[i] <= MASKED);
         if (i % BK == 0u) { bmax[g] = bm; }
       }
     }
@@ -100,23 +101,21 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     }
     workgroupBarrier();
     for (var g = 0u; g < G; g++) {
-      let bm = bmax[g];
-      let mb = max(m[g], bm);
+      let mb = max(m[g], bmax[g]);
       let corr = exp(m[g] - mb);
-      let f = exp(bm - mb);
-      var sp = 0.0;
-      var sv = array<vec4<f32>, 2>(vec4<f32>(0.0), vec4<f32>(0.0));
-      for (var s = kq; s < BK; s += KQ) {
-        let w = pe[g * BK + s];
-        sp += w;
-        for (var t = 0u; t < NJ; t++) {
-          let j = jl + 32u * t;
-          if (j < HD4) { sv[t] += w * kvs[vb + s * HD4 + j]; }
-        }
-      }
-      l[g] = l[g] * corr + f * sp;
-      for (var t = 0u; t < NJ; t++) { acc[g * 2u + t] = acc[g * 2u + t] * corr + f * sv[t]; }
+      l[g] *= corr;
+      for (var t = 0u; t < NJ; t++) { acc[g * 2u + t] *= corr; }
       m[g] = mb;
+    }
+    // this invocation's keys times V for every head at once (one V load per key serves G heads)
+    for (var s = kq; s < BK; s += KQ) {
+      for (var t = 0u; t < NJ; t++) {
+        let j = jl + 32u * t;
+        var v = vec4<f32>(0.0);
+        if (j < HD4) { v = kvs[vb + s * HD4 + j]; }
+        for (var g = 0u; g < G; g++) { acc[g * 2u + t] += pe[g * BK + s] * v; }
+      }
+      for (var g = 0u; g < G; g++) { l[g] += pe[g * BK + s]; }
     }
   }
   // the key groups' sums, added in group order

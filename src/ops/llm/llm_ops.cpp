@@ -271,8 +271,10 @@ std::vector<KernelVersion> LlmOps::versions() const {
   v.push_back({"add", "elementwise", ""});
   v.push_back({"kv_append", "elementwise", ""});
   v.push_back({"rope_kv_append", "elementwise", "q/k RoPE and the K/V cache append, one invocation per pair"});
-  v.push_back({"attention", "prefill", "tiled flash attention, causal, GQA"});
-  v.push_back({"attention", "decode", "split-K flash decoding + combine"});
+  v.push_back({"attention", "prefill", "flash attention, causal, GQA: 16 rows per workgroup (attn_prefill=0)"});
+  v.push_back({"attention", "prefill-tiled", "register-tiled flash attention, 64 rows x 64 keys (attn_prefill=1)"});
+  v.push_back({"attention", "decode", "split-K flash decoding + combine, a row per head (attn_decode=0)"});
+  v.push_back({"attention", "decode-kv", "split-K flash decoding, K/V read once per kv head (attn_decode=1)"});
   v.push_back({"argmax", "chained", "top-1 passes of 2048 entries per workgroup"});
   v.push_back({"topk", "chained", "k rounds per workgroup, passes until k remain"});
   return v;
@@ -290,6 +292,7 @@ void LlmOps::precompile(const std::vector<TensorType>& types, const std::vector<
            false);
   }
   for (int hd : head_dims) {
+    attn_tiled_kernel(hd);
     attn_kernel(hd, 16);
     for (int bq : {1, 2, 4, 8}) attn_kernel(hd, bq);
   }
