@@ -113,16 +113,17 @@ TEST(LlmAttention, KvAppendWritesTheCacheLayout) {
 }
 
 TEST(LlmAttention, PrefillMatchesReference) {
-  for (auto& v : std::span(variants()).first(kPrefillVariants))
-    for (const auto& c : kCfgsMore)
-      for (int n : {1, 7, 300}) {
-        auto cache = make_kv_cache(ctx(), 1, c.nkv, 320, c.hd);
-        auto all = make_qkv(c, n, uint32_t(n));
+  for (const auto& c : kCfgsMore)
+    for (int n : {1, 7, 300}) {
+      auto cache = make_kv_cache(ctx(), 1, c.nkv, 320, c.hd);
+      auto all = make_qkv(c, n, uint32_t(n));
+      auto want = ref::attention(all.q, all.k, all.v, n, c.nh, c.nkv, c.hd, 0, 1.f / std::sqrt(float(c.hd)));
+      for (auto& v : std::span(variants()).first(kPrefillVariants)) {
         auto got = run_step(c, cache.layer(0), all, 0, n, false, 0, *v.ops);
-        auto want = ref::attention(all.q, all.k, all.v, n, c.nh, c.nkv, c.hd, 0, 1.f / std::sqrt(float(c.hd)));
         EXPECT_LE(test::rel_error(got, want), 1e-5)
             << v.spec << ": " << c.nh << "/" << c.nkv << " hd=" << c.hd << " n=" << n;
       }
+    }
 }
 
 TEST(LlmAttention, PrefillContinuesAfterCachedTokens) {
@@ -151,7 +152,7 @@ TEST(LlmAttention, PrefillContinuesAfterCachedTokens) {
 TEST(LlmAttention, DecodeStepsEqualOnePrefill) {
   for (auto& v : variants())
     for (const auto& c : kCfgsMore) {
-      const int steps = 40, pre = 3;
+      const int steps = 24, pre = 3;
       auto all = make_qkv(c, steps, 7);
       auto full_cache = make_kv_cache(ctx(), 1, c.nkv, 64, c.hd);
       auto full = run_step(c, full_cache.layer(0), all, 0, steps, false, 0, *v.ops);

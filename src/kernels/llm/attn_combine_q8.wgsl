@@ -54,9 +54,16 @@ fn main(@builtin(local_invocation_index) d: u32, @builtin(workgroup_id) wid: vec
   }
   red[d] = ls;
   reduce(d, 1u);
-  var a = 0.0;
-  for (var s = 0u; s < ns; s++) { a += wts[s] * part[b + s * w + d]; }
-  vals[d] = a / red[0];
+  // four sums (splits s % 4), so that four loads are in flight, added in a fixed order
+  var a = vec4<f32>(0.0);
+  var s = 0u;
+  for (; s + 4u <= ns; s += 4u) {
+    a += vec4<f32>(wts[s], wts[s + 1u], wts[s + 2u], wts[s + 3u]) *
+         vec4<f32>(part[b + s * w + d], part[b + (s + 1u) * w + d], part[b + (s + 2u) * w + d],
+                   part[b + (s + 3u) * w + d]);
+  }
+  for (; s < ns; s++) { a.x += wts[s] * part[b + s * w + d]; }
+  vals[d] = ((a.x + a.y) + (a.z + a.w)) / red[0];
   workgroupBarrier();
   if (d >= HD / 4u) { return; }
   let g0 = (d / 8u) * 32u;  // this word's block
