@@ -13,7 +13,7 @@ struct P {
 }
 @group(0) @binding(3) var<uniform> p: P;
 override HD: u32 = 128;
-override P2: u32 = 128;    // the power of two >= HD / 2 .. HD: the reductions' first stride * 2
+override P2: u32 = 128;    // the least power of two >= HD (twice the reductions' first stride)
 override MAXS: u32 = 64;   // splits this pipeline takes (>= n_splits)
 var<workgroup> vals: array<f32, HD>;
 var<workgroup> red: array<f32, HD>;
