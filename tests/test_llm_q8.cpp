@@ -211,6 +211,116 @@ TEST(LlmQ8, LinearSwigluMatchesReference) {
   EXPECT_THROW(ops().linear_swiglu_q8(b, w, xa, out), Error);  // 64 rows are not gate|up of 64
 }
 
+// x quantized by ref::quantize_q8_act after ref::rms_norm: what rms_norm_linear_q8's workgroups
+// compute (1 token).
+std::vector<float> norm_quantized(const std::vector<float>& x, const std::vector<float>& w, int64_t cols) {
+  return ref::quantize_q8_act(ref::rms_norm(std::vector<float>(x.begin(), x.begin() + cols), w, 1, int(cols), 1e-5f));
+}
+
+// Each output within a few quantization flips of the reference: the kernels add the sum of
+// squares in another order than the reference, so a value on a rounding boundary may round the
+// other way (an input element off by its block's step d, at most max d over the blocks).
+void expect_near_flips(const std::vector<float>& got, const std::vector<double>& want, const std::vector<double>& deq,
+                       int64_t cols, int64_t row0, const std::vector<float>& xq, const std::string& what) {
+  float dmax = 0;
+  for (float v : xq) dmax = std::max(dmax, std::fabs(v) / 127.f);
+  size_t bad = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    double scale = 0, wmax = 0;
+    for (int64_t j = 0; j < cols; ++j) {
+      const double wv = deq[size_t((row0 + int64_t(i)) * cols + j)];
+      scale += std::fabs(wv * xq[size_t(j)]);
+      wmax = std::max(wmax, std::fabs(wv));
+    }
+    if (!(std::fabs(double(got[i]) - want[i]) <= 1e-5 * scale + 3 * dmax * wmax)) ++bad;
+  }
+  EXPECT_EQ(bad, 0u) << what;
+}
+
+// rms_norm_linear_q8 (the RMSNorm and quantization in every workgroup) against the reference,
+// every type, at awkward sizes (one pass and several per workgroup), with a row range, bias and
+// accumulation, in two schedules (unrolled, small workgroups).
+TEST(LlmQ8, NormLinearMatchesReference) {
+  std::vector<std::pair<std::string, std::unique_ptr<LlmOps>>> schedules;
+  for (const char* spec :
+       {"mvq_wg=256,mvq_tpr=32,mvq_rows=2,mvq_unroll=1", "mvq_wg=64,mvq_tpr=8,mvq_rows=3,mvq_unroll=3"}) {
+    auto o = std::make_unique<LlmOps>(ctx());
+    apply_tuning(o->tuning, spec);
+    schedules.emplace_back(spec, std::move(o));
+  }
+  for (auto t : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K}) {
+    const bool k = int64_t(block_size(t)) == 256;
+    for (auto [rows, cols] : k ? std::vector<std::pair<int64_t, int64_t>>{{37, 256}, {45, 4352}}
+                               : std::vector<std::pair<int64_t, int64_t>>{{37, 96}, {45, 4160}}) {
+      auto bytes = ref::random_weight(t, rows, cols, 71);
+      auto w = upload_weight(ctx(), t, bytes, rows, cols);
+      auto deq = ref::dequantize(t, bytes, rows, cols);
+      auto bias_v = test::random_floats(size_t(rows), 72);
+      auto bias = make_tensor(ctx(), {rows}, bias_v);
+      auto xv = test::random_floats(size_t(cols + 13), 73, -2.f, 3.f);  // past cols: not read
+      auto x = make_tensor(ctx(), {int64_t(xv.size())}, xv);
+      auto nv = test::random_floats(size_t(cols), 74, 0.5f, 1.5f);
+      auto nw = make_tensor(ctx(), {cols}, nv);
+      auto xq = norm_quantized(xv, nv, cols);
+      for (int variant = 0; variant < 2; ++variant) {
+        const bool plain = variant == 0;
+        const int64_t row0 = plain ? 0 : 3, nr = plain ? rows : rows - 5, yoff = plain ? 0 : 5;
+        const size_t ny = size_t(yoff + nr + 6);
+        auto y0 = test::random_floats(ny, 75);
+        auto r = ref::linear(deq, cols, xq, 1, row0, nr);
+        for (int64_t i = 0; i < nr; ++i)
+          if (!plain) r[size_t(i)] += double(y0[size_t(yoff + i)]) + bias_v[size_t(row0 + i)];
+        for (auto& [spec, o] : schedules) {
+          const std::string what = std::string(to_string(t)) + " " + std::to_string(rows) + "x" + std::to_string(cols) +
+                                   " variant " + std::to_string(variant) + " " + spec;
+          ASSERT_TRUE(o->fuses_norm_q8(cols)) << what;
+          Tensor y = plain ? test::poisoned(int64_t(ny)) : make_tensor(ctx(), {int64_t(ny)}, y0);
+          LinearOptions lo;
+          lo.row0 = row0;
+          lo.rows = nr;
+          lo.y_offset = yoff;
+          if (!plain) lo.bias = bias;
+          lo.accumulate = !plain;
+          Batch b(ctx());
+          o->rms_norm_linear_q8(b, x, nw, 1e-5f, w, y, lo);
+          b.run();
+          auto got = download<float>(ctx(), y);
+          expect_near_flips(std::vector<float>(got.begin() + yoff, got.begin() + yoff + nr), r, deq, cols, row0, xq,
+                            what);
+          size_t bad_gaps = 0;  // outside the rows: untouched (poison, or y0)
+          for (size_t i = 0; i < ny; ++i)
+            if (int64_t(i) < yoff || int64_t(i) >= yoff + nr) bad_gaps += plain ? !std::isnan(got[i]) : got[i] != y0[i];
+          EXPECT_EQ(bad_gaps, 0u) << what;
+        }
+      }
+    }
+  }
+}
+
+// rms_norm_swiglu_q8 against the reference (a flip in x moves gate and up sums far less than
+// one of the output's quantization steps, which expect_quantized allows).
+TEST(LlmQ8, NormSwigluMatchesReference) {
+  for (auto t : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K}) {
+    const int64_t half = 96, cols = int64_t(block_size(t)) == 256 ? 512 : 160;
+    auto bytes = ref::random_weight(t, 2 * half, cols, 81);
+    auto w = upload_weight(ctx(), t, bytes, 2 * half, cols);
+    auto deq = ref::dequantize(t, bytes, 2 * half, cols);
+    auto xv = test::random_floats(size_t(cols), 82);
+    auto x = make_tensor(ctx(), {cols}, xv);
+    auto nv = test::random_floats(size_t(cols), 83, 0.5f, 1.5f);
+    auto nw = make_tensor(ctx(), {cols}, nv);
+    auto xq = norm_quantized(xv, nv, cols);
+    Q8Act out = make_q8_act(ctx(), 1, half);
+    poisoned_q8(out);
+    Batch b(ctx());
+    ops().rms_norm_swiglu_q8(b, x, nw, 1e-5f, w, out);
+    b.run();
+    auto g = test::to_float(ref::linear(deq, cols, xq, 1, 0, half));
+    auto u = test::to_float(ref::linear(deq, cols, xq, 1, half, half));
+    expect_quantized(dequant(out, 1), ref::swiglu(g, u), std::string(to_string(t)));
+  }
+}
+
 TEST(LlmQ8, BadInputsAreErrors) {
   auto f16 = upload_weight(ctx(), TensorType::F16, ref::random_weight(TensorType::F16, 4, 32, 1), 4, 32);
   auto q4 = upload_weight(ctx(), TensorType::Q4_0, ref::random_weight(TensorType::Q4_0, 4, 64, 1), 4, 64);
@@ -222,6 +332,12 @@ TEST(LlmQ8, BadInputsAreErrors) {
   EXPECT_THROW(ops().quantize_q8(b, y, x, 3), Error);                         // 3 tokens in a 2-token Q8Act
   EXPECT_THROW(make_q8_act(ctx(), 1, 40), Error);                             // not whole blocks
   EXPECT_THROW(ops().quantize_q8(b, make_tensor(ctx(), {40}), x, 2), Error);  // x too short
+  EXPECT_THROW(ops().rms_norm_linear_q8(b, make_tensor(ctx(), {32}), make_tensor(ctx(), {64}), 1e-5f, q4, y),
+               Error);  // x shorter than the weight's 64 columns
+  EXPECT_THROW(ops().rms_norm_linear_q8(b, make_tensor(ctx(), {64}), make_tensor(ctx(), {32}), 1e-5f, q4, y),
+               Error);                         // a norm weight shorter than x
+  EXPECT_FALSE(ops().fuses_norm_q8(1 << 20));  // x's quants beyond the workgroup memory
+  EXPECT_FALSE(ops().fuses_norm_q8(40));       // not whole blocks
 }
 
 // Decode attention with the output quantized: against the reference, at a fixed position and

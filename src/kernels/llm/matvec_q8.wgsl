@@ -2,15 +2,17 @@
 // sum_u dot(W[row0 + r], x) (+ bias[row0 + r]) (+ y), the weights' quants and x's (q8_act.wgsl)
 // multiplied with integer dot products (dot4I8Packed) a unit at a time (q8dot/*.wgsl: one to four
 // blocks of 32), scaled per block. A group of TPR invocations takes R rows and strides over their
-// units; each unit's x is loaded once for the R rows. Sums with group_sum (reduce_sg.wgsl or
-// reduce_wg.wgsl).
+// units, UNROLL units per step (loads the compiler can issue together; the rest one by one); each
+// unit's x is loaded once for the R rows. Sums with group_sum (reduce_sg.wgsl or reduce_wg.wgsl).
 //
 // SWIGLU (a prelude constant): the rows are a gate|up weight (gate rows 0 .. half - 1, up rows
 // half ..), a workgroup computes gate and up rows 32w .. 32w + 31 (WG / TPR * R == 64) and writes
 // silu(gate) * up quantized as x is (quant_act.wgsl's block w) into y (quants) and yd (d, sums).
 //
-// Preceded by a prelude (SWIGLU), common.wgsl, a weights/*.wgsl file (bindings 0, 1),
-// q8_act.wgsl (2, 3), a q8dot/*.wgsl file and a reduce file.
+// Preceded by a prelude (SWIGLU; XC with q8_act_norm.wgsl), common.wgsl, a weights/*.wgsl file
+// (bindings 0, 1), q8_act_global.wgsl (x quantized before: bindings 2, 3) or q8_act_norm.wgsl
+// (f32 x and a norm weight at 2, 3, quantized here by x_prologue), q8_act.wgsl, a q8dot/*.wgsl
+// file and a reduce file.
 @group(0) @binding(4) var<storage, read> bias: array<f32>;
 @group(0) @binding(5) var<storage, read_write> y: array<u32>;  // f32 bits, or SWIGLU's quants
 @group(0) @binding(6) var<storage, read_write> yd: array<vec2<u32>>;  // SWIGLU: (d, sums) per block
@@ -21,11 +23,13 @@ struct P {
   y_off: u32,
   flags: u32,  // 1: add bias, 2: accumulate into y
   half: u32,   // SWIGLU: rows of the gate (the up rows follow)
+  eps: f32,    // q8_act_norm.wgsl: the RMSNorm's epsilon
 }
 @group(0) @binding(7) var<uniform> p: P;
 override WG: u32 = 256;
 override TPR: u32 = 32;  // invocations per row group (a power of two)
 override R: u32 = 2u;    // rows per group, at most R_MAX
+override UNROLL: u32 = 1u;  // units per lane per step of the main loop
 const R_MAX: u32 = 8u;
 
 var<workgroup> red: array<f32, WG>;
@@ -50,10 +54,18 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     }
     rows[u] = p.row0 + min(rl[u], p.rows - 1u);
   }
+  x_prologue(lid);
   w_setup(p.cols);
   let nu = p.cols / (32u * MQ_UB);
   var acc: array<f32, R_MAX>;
-  for (var un = lane; un < nu; un += TPR) {
+  var un = lane;
+  for (; un + (UNROLL - 1u) * TPR < nu; un += UNROLL * TPR) {
+    for (var k = 0u; k < UNROLL; k++) {
+      let xu = u_x(un + k * TPR);
+      for (var u = 0u; u < R; u++) { acc[u] += u_dot(rows[u], un + k * TPR, xu); }
+    }
+  }
+  for (; un < nu; un += TPR) {
     let xu = u_x(un);
     for (var u = 0u; u < R; u++) { acc[u] += u_dot(rows[u], un, xu); }
   }
