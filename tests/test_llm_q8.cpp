@@ -3,6 +3,7 @@
 // matvec, and decode attention with a quantized output (at a fixed and at a GPU-read position).
 #include "test_llm_util.h"
 
+#include <cmath>
 #include <cstring>
 
 using namespace wgc;
@@ -319,6 +320,72 @@ TEST(LlmQ8, NormSwigluMatchesReference) {
     auto u = test::to_float(ref::linear(deq, cols, xq, 1, half, half));
     expect_quantized(dequant(out, 1), ref::swiglu(g, u), std::string(to_string(t)));
   }
+}
+
+// rms_norm_qkv_rope_q8 (RoPE and the cache append in the QKV matvec) against its two passes,
+// rms_norm_linear_q8 then rope_kv_append: bit-identical qkv and caches (poisoned first, so rows
+// either path leaves alone must stay so), every type, both pair layouts, a fixed position and
+// one read on the GPU with a separate cache row, in a second layer of the cache.
+TEST(LlmQ8, QkvRopeMatchesTwoPasses) {
+  const int nh = 4, nkv = 2, hd = 64, max_ctx = 12;
+  const int64_t rows = int64_t(nh + 2 * nkv) * hd;
+  std::vector<double> inv(hd / 2);
+  for (int i = 0; i < hd / 2; ++i) inv[size_t(i)] = std::pow(10000.0, -2.0 * i / hd);
+  auto table = make_rope_table(ctx(), inv, hd, 16);
+  const std::vector<uint32_t> pos_rows = {9, 4};  // position 9 into cache row 4
+  auto pos = make_tensor(ctx(), {2}, DType::U32, std::as_bytes(std::span(pos_rows)));
+  for (auto t : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K}) {
+    const int64_t cols = int64_t(block_size(t)) == 256 ? 512 : 160;
+    auto w = upload_weight(ctx(), t, ref::random_weight(t, rows, cols, 91), rows, cols);
+    auto x = make_tensor(ctx(), {cols}, test::random_floats(size_t(cols), 92));
+    auto nw = make_tensor(ctx(), {cols}, test::random_floats(size_t(cols), 93, 0.5f, 1.5f));
+    for (bool interleaved : {false, true})
+      for (bool dyn : {false, true}) {
+        const std::string what = std::string(to_string(t)) + (interleaved ? " interleaved" : " neox") +
+                                 (dyn ? " position read on the GPU" : " fixed position");
+        RopeKvArgs a;
+        a.n_heads = nh;
+        a.pos0 = 6;
+        a.interleaved = interleaved;
+        if (dyn) {
+          a.positions = pos;
+          a.cache_rows = true;
+        }
+        std::vector<std::vector<uint32_t>> got[2];
+        for (int fused = 0; fused < 2; ++fused) {
+          auto qkv = test::poisoned(rows);
+          auto cache = make_kv_cache(ctx(), 2, nkv, max_ctx, hd);
+          fill_u32(ctx(), cache.k, kPoisonNaN);
+          fill_u32(ctx(), cache.v, kPoisonNaN);
+          Batch b(ctx());
+          if (fused) {
+            ops().rms_norm_qkv_rope_q8(b, x, nw, 1e-5f, w, qkv, table, cache.layer(1), a);
+          } else {
+            ops().rms_norm_linear_q8(b, x, nw, 1e-5f, w, qkv);
+            ops().rope_kv_append(b, qkv, table, cache.layer(1), a);
+          }
+          b.run();
+          got[fused] = {download<uint32_t>(ctx(), qkv), download<uint32_t>(ctx(), cache.k),
+                        download<uint32_t>(ctx(), cache.v)};
+        }
+        EXPECT_EQ(got[1][0], got[0][0]) << what << ": qkv";
+        EXPECT_EQ(got[1][1], got[0][1]) << what << ": k cache";
+        EXPECT_EQ(got[1][2], got[0][2]) << what << ": v cache";
+        for (int i = 0; i < 3; ++i) {  // every qkv row, one cache row of each kv head
+          size_t written = 0;
+          for (uint32_t v : got[0][size_t(i)]) written += v != kPoisonNaN;
+          EXPECT_EQ(written, size_t(i == 0 ? rows : nkv * hd)) << what << " part " << i;
+        }
+      }
+  }
+  auto w = upload_weight(ctx(), TensorType::Q8_0, ref::random_weight(TensorType::Q8_0, rows - 2, 64, 1), rows - 2, 64);
+  auto cache = make_kv_cache(ctx(), 1, nkv, max_ctx, hd);
+  RopeKvArgs a;
+  a.n_heads = nh;
+  Batch b(ctx());
+  auto x = make_tensor(ctx(), {64});
+  EXPECT_THROW(ops().rms_norm_qkv_rope_q8(b, x, x, 1e-5f, w, test::poisoned(rows), table, cache.layer(0), a),
+               Error);  // rows are not the q, k and v heads
 }
 
 TEST(LlmQ8, BadInputsAreErrors) {

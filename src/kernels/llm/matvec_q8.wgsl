@@ -9,13 +9,19 @@
 // half ..), a workgroup computes gate and up rows 32w .. 32w + 31 (WG / TPR * R == 64) and writes
 // silu(gate) * up quantized as x is (quant_act.wgsl's block w) into y (quants) and yd (d, sums).
 //
-// Preceded by a prelude (SWIGLU; XC with q8_act_norm.wgsl), common.wgsl, a weights/*.wgsl file
+// ROPE (a prelude constant; R == 2): the rows are a fused QKV weight (p.heads query heads, then
+// p.n_kv key and p.n_kv value heads of p.head_dim rows), each group takes the two rows of one RoPE
+// pair, and rope_store (matvec_q8_rope.wgsl) does rope_kv_append.wgsl's work on them: the same
+// values, so the same results as linear_q8 followed by rope_kv_append.
+//
+// Preceded by a prelude (SWIGLU, ROPE, P_BINDING: the uniform's binding, XC with
+// q8_act_norm.wgsl), common.wgsl, rope_pair.wgsl, a weights/*.wgsl file
 // (bindings 0, 1), q8_act_global.wgsl (x quantized before: bindings 2, 3) or q8_act_norm.wgsl
 // (f32 x and a norm weight at 2, 3, quantized here by x_prologue), q8_act.wgsl, a q8dot/*.wgsl
-// file and a reduce file.
+// file, a reduce file and matvec_q8_rope.wgsl (ROPE) or matvec_q8_norope.wgsl.
 @group(0) @binding(4) var<storage, read> bias: array<f32>;
 @group(0) @binding(5) var<storage, read_write> y: array<u32>;  // f32 bits, or SWIGLU's quants
-@group(0) @binding(6) var<storage, read_write> yd: array<vec2<u32>>;  // SWIGLU: (d, sums) per block
+@group(0) @binding(6) var<storage, read_write> yd: array<vec2<u32>>;  // SWIGLU: (d, sums) per block; ROPE: (cos, sin)
 struct P {
   rows: u32,
   cols: u32,
@@ -24,8 +30,17 @@ struct P {
   flags: u32,  // 1: add bias, 2: accumulate into y
   half: u32,   // SWIGLU: rows of the gate (the up rows follow)
   eps: f32,    // q8_act_norm.wgsl: the RMSNorm's epsilon
+  // ROPE (rope_kv_append.wgsl's for one token):
+  heads: u32,
+  n_kv: u32,
+  head_dim: u32,
+  pos0: u32,
+  rflags: u32,  // 1: position from positions[0], 2: interleaved pairs, 4: cache row from positions[1]
+  max_pos: u32,
+  max_ctx: u32,
+  cache_off: u32,
 }
-@group(0) @binding(7) var<uniform> p: P;
+@group(0) @binding(P_BINDING) var<uniform> p: P;
 override WG: u32 = 256;
 override TPR: u32 = 32;  // invocations per row group (a power of two)
 override R: u32 = 2u;    // rows per group, at most R_MAX
@@ -36,6 +51,13 @@ var<workgroup> red: array<f32, WG>;
 var<workgroup> res: array<f32, 64>;  // SWIGLU: the workgroup's gate and up sums, then silu(g) * u
 
 fn xq(i4: u32) -> vec4<f32> { return vec4<f32>(0.0); }  // unused here (w_chunk needs it)
+
+// ROPE: row u (0, 1) of RoPE pair pi (pairs numbered head by head).
+fn rope_row(pi: u32, u: u32) -> u32 {
+  let half = p.head_dim / 2u;
+  let pr = rope_pair(pi % half, half, (p.rflags & 2u) != 0u);
+  return (pi / half) * p.head_dim + select(pr.x, pr.y, u == 1u);
+}
 
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>,
@@ -49,6 +71,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let lr = g * R + u;
     if (SWIGLU) {
       rl[u] = select(32u * wg + lr, p.half + 32u * wg + lr - 32u, lr >= 32u);
+    } else if (ROPE) {
+      rl[u] = rope_row(wg * (WG / TPR) + g, u);
     } else {
       rl[u] = wg * (WG / TPR * R) + lr;
     }
@@ -69,6 +93,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let xu = u_x(un);
     for (var u = 0u; u < R; u++) { acc[u] += u_dot(rows[u], un, xu); }
   }
+  var outs: array<f32, R_MAX>;
   for (var u = 0u; u < R; u++) {
     let s = group_sum(acc[u], lid, TPR);
     if (lane == 0u) {
@@ -80,9 +105,11 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         let yi = p.y_off + rl[u];
         if ((p.flags & 2u) != 0u) { o += bitcast<f32>(y[yi]); }
         y[yi] = bitcast<u32>(o);
+        outs[u] = o;
       }
     }
   }
+  if (ROPE && lane == 0u && rl[0] < p.rows) { rope_store(rl[0], rl[1], outs[0], outs[1]); }
   if (SWIGLU) {
     workgroupBarrier();
     var a = 0.0;

@@ -125,7 +125,21 @@ class GpuEngine final : public LlamaEngine {
     for (size_t li = 0; li < layers.size(); ++li) {
       auto& L = layers[li];
       KvLayer cache = kv.layer(int(li));
-      if (q8(L.qkv) && fuse_norm_q8) {
+      RopeKvArgs ra;  // q|k|v back to back in each qkv row
+      ra.n_tokens = n;
+      ra.n_heads = int(nh);
+      ra.stride = qkv_dim;
+      ra.pos0 = n_past_;
+      if (dyn) {  // pos holds the position and the cache row
+        ra.positions = pos;
+        ra.cache_rows = true;
+      }
+      // One token: RoPE and the cache append in the QKV matvec (no head norms between them).
+      const bool qkv_rope = q8(L.qkv) && fuse_norm_q8 && ops.tuning.mvq_rope && !cfg.qk_norm &&
+                            L.qkv.parts.size() == 1 && L.qkv.biases.empty() && ops.fuses_rope_q8(hidden);
+      if (qkv_rope) {
+        ops.rms_norm_qkv_rope_q8(b, x, L.ln1, eps, L.qkv.parts[0], qkv, rope, cache, ra);
+      } else if (q8(L.qkv) && fuse_norm_q8) {
         record_rms_norm_linear_q8(ops, b, L.qkv, x, L.ln1, eps, qkv, qkv_dim, false);
       } else if (q8(L.qkv)) {
         ops.rms_norm_q8(b, x, L.ln1, xq, n, eps);
@@ -140,16 +154,7 @@ class GpuEngine final : public LlamaEngine {
         ops.head_rms_norm(b, qkv, L.q_norm, n, int(nh), int(hd), qkv_dim, 0, eps);
         ops.head_rms_norm(b, qkv, L.k_norm, n, int(nkv), int(hd), qkv_dim, nh * hd, eps);
       }
-      RopeKvArgs ra;  // q|k|v back to back in each qkv row
-      ra.n_tokens = n;
-      ra.n_heads = int(nh);
-      ra.stride = qkv_dim;
-      ra.pos0 = n_past_;
-      if (dyn) {  // pos holds the position and the cache row
-        ra.positions = pos;
-        ra.cache_rows = true;
-      }
-      ops.rope_kv_append(b, qkv, rope, cache, ra);
+      if (!qkv_rope) ops.rope_kv_append(b, qkv, rope, cache, ra);
       AttentionArgs aa;
       aa.n_tokens = n;
       aa.n_heads = int(nh);

@@ -42,6 +42,8 @@ std::string shape_tag(std::initializer_list<uint32_t> v) {
 
 constexpr uint32_t kMatvecQ8MaxRows = 8;  // matvec_q8.wgsl: R_MAX
 constexpr uint32_t kSwigluRows = 64;      // matvec_q8.wgsl: gate and up rows per SWIGLU workgroup
+constexpr uint32_t kPlainUniform = 7;     // matvec_q8.wgsl: the uniform's binding (P_BINDING) ...
+constexpr uint32_t kRopeUniform = 10;     // ... and with ROPE (matvec_q8_rope.wgsl's bindings 7-9 before it)
 
 }  // namespace
 
@@ -62,7 +64,7 @@ bool supports_q8(TensorType t) {
 }
 
 Kernel LlmOps::q8_kernel(const std::string& kind, TensorType t, const std::string& tag, const std::string& prelude,
-                         std::vector<std::pair<std::string, double>> constants, bool norm_x) const {
+                         std::vector<std::pair<std::string, double>> constants, bool norm_x, bool rope) const {
   const std::string key = "llm/" + kind + "/" + str(t) + "/" + tag;  // the tag names the prelude and constants
   std::vector<std::string> files = {"llm/common.wgsl", "llm/weights/" + str(t) + ".wgsl",
                                     norm_x ? "llm/q8_act_norm.wgsl" : "llm/q8_act_global.wgsl", "llm/q8_act.wgsl",
@@ -70,6 +72,8 @@ Kernel LlmOps::q8_kernel(const std::string& kind, TensorType t, const std::strin
   const bool sg = kind == "matvec_q8" && subgroups_;
   if (kind == "matvec_q8") {
     files.push_back(sg ? "llm/reduce_sg.wgsl" : "llm/reduce_wg.wgsl");
+    files.push_back("llm/rope_pair.wgsl");
+    files.push_back(rope ? "llm/matvec_q8_rope.wgsl" : "llm/matvec_q8_norope.wgsl");
     if (sg) constants.push_back({"SG", sg_size_});
   }
   files.push_back("llm/" + kind + ".wgsl");
@@ -158,7 +162,7 @@ void LlmOps::rms_norm_linear_q8(Batch& b, const Tensor& x, const Tensor& norm_w,
 }
 
 void LlmOps::matvec_q8(Batch& b, const GpuWeight& w, const Tensor& x2, const Tensor& x3, float eps, bool norm_x,
-                       const Tensor& y, const LinearOptions& o, const std::string& op) const {
+                       const Tensor& y, const LinearOptions& o, const std::string& op, const RopeKv* rope) const {
   const int64_t rows = o.rows < 0 ? w.rows - o.row0 : o.rows;
   need(o.row0 >= 0 && rows > 0 && o.row0 + rows <= w.rows, op,
        "rows " + std::to_string(o.row0) + "+" + std::to_string(rows) + " of a " + std::to_string(w.rows) +
@@ -166,17 +170,76 @@ void LlmOps::matvec_q8(Batch& b, const GpuWeight& w, const Tensor& x2, const Ten
   need_elems(y, o.y_offset + rows, op, "y");
   if (o.bias) need_elems(o.bias, o.row0 + rows, op, "bias");
   const uint32_t flags = (o.bias ? 1u : 0u) | (o.accumulate ? 2u : 0u);
-  const MatvecQ8Shape m = matvec_q8_shape(op);
-  std::string prelude = prelude_bool("SWIGLU", false), tag = shape_tag({m.wg, m.tpr, m.rows, m.unroll});
+  MatvecQ8Shape m = matvec_q8_shape(op);
+  if (rope) m.rows = 2;  // a RoPE pair per group
+  std::string prelude = prelude_bool("SWIGLU", false) + prelude_bool("ROPE", rope) +
+                        prelude_u32("P_BINDING", rope ? kRopeUniform : kPlainUniform),
+              tag = shape_tag({m.wg, m.tpr, m.rows, m.unroll});
   if (norm_x) {
     prelude += prelude_u32("XC", u32(w.cols));
     tag = "norm" + std::to_string(w.cols) + "/" + tag;
   }
+  if (rope) tag = "rope/" + tag;
   Kernel k = q8_kernel("matvec_q8", w.type, tag, prelude,
-                       {{"WG", m.wg}, {"TPR", m.tpr}, {"R", m.rows}, {"UNROLL", m.unroll}}, norm_x);
-  b.dispatch(k, {w.data, w.scales, x2, x3, o.bias ? o.bias : dummy_, y, dummy_},
-             Params(u32(rows), u32(w.cols), u32(o.row0), u32(o.y_offset), flags, 0u, eps),
-             groups_1d(ctx_, ceil_div(uint64_t(rows), m.wg / m.tpr * m.rows)));
+                       {{"WG", m.wg}, {"TPR", m.tpr}, {"R", m.rows}, {"UNROLL", m.unroll}}, norm_x, rope);
+  Params prm(u32(rows), u32(w.cols), u32(o.row0), u32(o.y_offset), flags, 0u, eps);
+  std::vector<Arg> args = {w.data, w.scales, x2, x3, o.bias ? o.bias : dummy_, y};
+  if (rope) {
+    const RopeKvArgs& a = *rope->args;
+    const KvLayer& c = *rope->cache;
+    const uint32_t rflags = (a.positions ? 1u : 0u) | (a.interleaved ? 2u : 0u) | (a.cache_rows ? 4u : 0u);
+    prm.push(u32(a.n_heads))
+        .push(u32(c.n_kv_heads))
+        .push(u32(c.head_dim))
+        .push(u32(a.pos0))
+        .push(rflags)
+        .push(u32(rope->table->max_pos))
+        .push(u32(c.max_ctx))
+        .push(c.offset);
+    args.insert(args.end(), {rope->table->cos_sin, a.positions ? a.positions : dummy_, c.k, c.v});
+  } else {
+    for (int i = 0; i < 8; ++i) prm.push(0u);
+    args.push_back(dummy_);
+  }
+  const uint64_t groups = rope ? uint64_t(rows) / 2 : ceil_div(uint64_t(rows), m.wg / m.tpr * m.rows);
+  b.dispatch(k, std::move(args), prm, groups_1d(ctx_, u32(rope ? ceil_div(groups, m.wg / m.tpr) : groups)));
+}
+
+bool LlmOps::fuses_rope_q8(int64_t cols) const {
+  return fuses_norm_q8(cols) && ctx_.limits().max_storage_buffers_per_shader_stage >= kRopeUniform;
+}
+
+void LlmOps::rms_norm_qkv_rope_q8(Batch& b, const Tensor& x, const Tensor& norm_w, float eps, const GpuWeight& w,
+                                  const Tensor& qkv, const RopeTable& table, const KvLayer& c,
+                                  const RopeKvArgs& a) const {
+  const std::string op = "rms_norm_qkv_rope_q8 " + str(w.type);
+  need(supports_q8(w.type), op, "8-bit activations take Q4_0, Q8_0, Q4_K or Q6_K weights");
+  check_norm_q8(x, norm_w, w.cols, op);
+  need(fuses_rope_q8(w.cols), op,
+       "needs " + std::to_string(kRopeUniform) + " storage buffers per shader stage, the adapter allows " +
+           std::to_string(ctx_.limits().max_storage_buffers_per_shader_stage));
+  const int hd = c.head_dim;
+  need(a.n_tokens == 1 && a.n_heads > 0 && c.n_kv_heads > 0, op, "one token, some heads");
+  need(hd > 0 && hd % 2 == 0 && table.head_dim == hd, op,
+       "the rope table's head_dim " + std::to_string(table.head_dim) + " is not the cache's " + std::to_string(hd));
+  const int64_t rows = (int64_t(a.n_heads) + 2 * c.n_kv_heads) * hd;
+  need(w.rows == rows, op,
+       "a QKV weight of " + std::to_string(w.rows) + " rows for " + std::to_string(rows) + " (q, k and v heads)");
+  need(a.q_offset == 0 && (a.k_offset < 0 || a.k_offset == int64_t(a.n_heads) * hd) &&
+           (a.v_offset < 0 || a.v_offset == (int64_t(a.n_heads) + c.n_kv_heads) * hd),
+       op, "q, k and v heads back to back from 0");
+  need(a.cache_rows || (a.pos0 >= 0 && a.pos0 < c.max_ctx), op,
+       "position " + std::to_string(a.pos0) + " past max_ctx " + std::to_string(c.max_ctx));
+  need(!a.cache_rows || a.positions, op, "cache rows come with the positions buffer");
+  if (a.positions)
+    need_elems(a.positions, a.cache_rows ? 2 : 1, op, "positions");
+  else
+    need(a.pos0 < table.max_pos, op,
+         "position " + std::to_string(a.pos0) + " past the table's " + std::to_string(table.max_pos));
+  need_elems(c.k, c.offset + int64_t(c.n_kv_heads) * hd * c.max_ctx, op, "k cache");
+  need_elems(c.v, c.offset + int64_t(c.n_kv_heads) * hd * c.max_ctx, op, "v cache");
+  const RopeKv rope{&table, &c, &a};
+  matvec_q8(b, w, x, norm_w, eps, true, qkv, {}, op, &rope);
 }
 
 void LlmOps::linear_q8(Batch& b, const GpuWeight& w, const Q8Act& x, const Tensor& y, int n_tokens,
@@ -237,10 +300,12 @@ void LlmOps::swiglu_matvec_q8(Batch& b, const GpuWeight& w, const Tensor& x2, co
     prelude += prelude_u32("XC", u32(w.cols));
     tag = "norm" + std::to_string(w.cols) + "/" + tag;
   }
+  prelude += prelude_bool("ROPE", false) + prelude_u32("P_BINDING", kPlainUniform);
   Kernel k = q8_kernel("matvec_q8", w.type, tag, prelude,
                        {{"WG", m.wg}, {"TPR", m.tpr}, {"R", m.rows}, {"UNROLL", m.unroll}}, norm_x);
-  b.dispatch(k, {w.data, w.scales, x2, x3, dummy_, out.qs, out.ds},
-             Params(u32(w.rows), u32(w.cols), 0u, 0u, 0u, u32(out.cols), eps), groups_1d(ctx_, u32(out.cols / 32)));
+  Params prm(u32(w.rows), u32(w.cols), 0u, 0u, 0u, u32(out.cols), eps);
+  for (int i = 0; i < 8; ++i) prm.push(0u);
+  b.dispatch(k, {w.data, w.scales, x2, x3, dummy_, out.qs, out.ds}, prm, groups_1d(ctx_, u32(out.cols / 32)));
 }
 
 void LlmOps::attention_decode_q8(Batch& b, const KvLayer& c, const Tensor& q, const Q8Act& out,

@@ -228,6 +228,9 @@ struct LlmTuning {
   // (rms_norm_linear_q8, rms_norm_swiglu_q8: each workgroup redoes it into its workgroup memory),
   // 0 in a quant_act pass before them (rms_norm_q8: one more dispatch and barrier each).
   uint32_t mvq_norm = 1;
+  // One-token steps: 1 does RoPE and the KV-cache append in the QKV matvec's epilogue
+  // (rms_norm_qkv_rope_q8; needs mvq_norm), 0 in a rope_kv_append pass after it.
+  uint32_t mvq_rope = 1;
   // 8-bit-activation matmul (matmul_q8.wgsl, prefill): tokens (BM) x weight rows (BN) per
   // workgroup, multiples of 8, (BM / 8) * (BN / 8) invocations of 8 x 8 outputs.
   uint32_t mmq_bm = 64;
@@ -280,6 +283,13 @@ class LlmOps {
                           const Q8Act& out) const;
   // Whether those take x of `cols` columns (a multiple of 32 whose quants fit in a workgroup's memory).
   bool fuses_norm_q8(int64_t cols) const;
+  // One token: rms_norm_linear_q8 through a fused QKV weight (rows: a.n_heads query heads, then
+  // the cache's key and value heads, back to back) and rope_kv_append(qkv, table, cache, a) on its
+  // output, in one dispatch (the same results as the two). Needs fuses_rope_q8(w.cols) (ten
+  // storage buffers: adapters allowing that many per shader stage).
+  void rms_norm_qkv_rope_q8(Batch& b, const Tensor& x, const Tensor& norm_w, float eps, const GpuWeight& w,
+                            const Tensor& qkv, const RopeTable& table, const KvLayer& cache, const RopeKvArgs& a) const;
+  bool fuses_rope_q8(int64_t cols) const;
   // attention_decode with the output quantized into out (heads back to back: out.cols = n_heads *
   // head_dim, head_dim % 32 == 0; o_stride/o_offset unused): the o projection's input.
   void attention_decode_q8(Batch& b, const KvLayer& cache, const Tensor& q, const Q8Act& out,
@@ -424,7 +434,13 @@ class LlmOps {
   // matvec_q8 / matmul_q8 for a weight type; tag: what sets this prelude and these constants
   // apart (part of the kernel's name and cache key). norm_x: x from q8_act_norm.wgsl (matvec_q8).
   Kernel q8_kernel(const std::string& kind, TensorType t, const std::string& tag, const std::string& prelude,
-                   std::vector<std::pair<std::string, double>> constants, bool norm_x = false) const;
+                   std::vector<std::pair<std::string, double>> constants, bool norm_x = false, bool rope = false) const;
+  // matvec_q8.wgsl's ROPE epilogue: rope_kv_append's table, cache and arguments.
+  struct RopeKv {
+    const RopeTable* table;
+    const KvLayer* cache;
+    const RopeKvArgs* args;
+  };
   // The one-token matvec_q8 schedule from tuning, checked; rows_fixed: rows per workgroup (SWIGLU).
   struct MatvecQ8Shape {
     uint32_t wg, tpr, rows, unroll;
@@ -433,7 +449,7 @@ class LlmOps {
   // matvec_q8.wgsl for one token, plain or SWIGLU: bindings 2 and 3 are x's quants and scales, or
   // with norm_x the f32 x and the norm weight (q8_act_norm.wgsl).
   void matvec_q8(Batch& b, const GpuWeight& w, const Tensor& x2, const Tensor& x3, float eps, bool norm_x,
-                 const Tensor& y, const LinearOptions& o, const std::string& op) const;
+                 const Tensor& y, const LinearOptions& o, const std::string& op, const RopeKv* rope = nullptr) const;
   void swiglu_matvec_q8(Batch& b, const GpuWeight& w, const Tensor& x2, const Tensor& x3, float eps, bool norm_x,
                         const Q8Act& out, const std::string& op) const;
   void check_norm_q8(const Tensor& x, const Tensor& norm_w, int64_t cols, const std::string& op) const;
