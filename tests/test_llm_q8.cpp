@@ -433,7 +433,6 @@ TEST(LlmQ8, AttentionDecodeQ8MatchesReference) {
     std::vector<float> want(want_all.end() - nh * hd, want_all.end());
     for (bool dyn : {false, true}) {
       Q8Act out = make_q8_act(ctx(), 1, nh * hd);
-      poisoned_q8(out);
       auto posb = make_tensor(ctx(), {1}, DType::U32);
       const uint32_t pu = uint32_t(pos);
       upload(ctx(), posb, std::as_bytes(std::span(&pu, 1)));
@@ -444,10 +443,16 @@ TEST(LlmQ8, AttentionDecodeQ8MatchesReference) {
         a.start_from = posb;
         a.splits = 3;
       }
-      Batch b(ctx());
-      ops().attention_decode_q8(b, cache.layer(0), q, out, a);
-      b.run();
-      expect_quantized(dequant(out, 1), want, "pos " + std::to_string(pos) + (dyn ? " (dyn)" : ""));
+      for (uint32_t sp : {1u, 4u}) {  // invocations per element in the combine
+        LlmOps o(ctx());
+        o.tuning.combine_sp = sp;
+        poisoned_q8(out);
+        Batch b(ctx());
+        o.attention_decode_q8(b, cache.layer(0), q, out, a);
+        b.run();
+        expect_quantized(dequant(out, 1), want,
+                         "pos " + std::to_string(pos) + (dyn ? " (dyn)" : "") + " combine_sp " + std::to_string(sp));
+      }
     }
   }
 }

@@ -321,8 +321,12 @@ void LlmOps::attention_decode_q8(Batch& b, const KvLayer& c, const Tensor& q, co
   pa.o_offset = 0;
   Tensor part;
   const uint32_t splits = attention_decode_pass(b, c, q, nullptr, pa, part);
-  Kernel kc = kernel("llm/attn_combine_q8/" + std::to_string(hd), {"llm/common.wgsl", "llm/attn_combine_q8.wgsl"},
-                     {{"HD", hd}}, false);
+  const uint32_t sp = tuning.combine_sp;
+  need(sp >= 1 && uint32_t(hd) * sp <= max_wg_, op,
+       "combine_sp " + std::to_string(sp) + " (1.." + std::to_string(max_wg_ / uint32_t(hd)) + " at head_dim " +
+           std::to_string(hd) + ")");
+  Kernel kc = kernel("llm/attn_combine_q8/" + std::to_string(hd) + "x" + std::to_string(sp),
+                     {"llm/common.wgsl", "llm/attn_combine_q8.wgsl"}, {{"HD", hd}, {"SP", sp}}, false);
   b.dispatch(kc, {part, out.qs, out.ds}, Params(u32(a.n_heads), splits), {u32(a.n_heads), 1, 1});
 }
 

@@ -97,6 +97,7 @@ void apply_tuning(LlmTuning& t, std::string_view spec) {
       {"mvq_unroll", &LlmTuning::mvq_unroll},
       {"mvq_norm", &LlmTuning::mvq_norm},
       {"mvq_rope", &LlmTuning::mvq_rope},
+      {"combine_sp", &LlmTuning::combine_sp},
       {"mmq_bm", &LlmTuning::mmq_bm},
       {"mmq_bn", &LlmTuning::mmq_bn},
       {"quant_wg", &LlmTuning::quant_wg}};

@@ -231,6 +231,9 @@ struct LlmTuning {
   // One-token steps: 1 does RoPE and the KV-cache append in the QKV matvec's epilogue
   // (rms_norm_qkv_rope_q8; needs mvq_norm), 0 in a rope_kv_append pass after it.
   uint32_t mvq_rope = 1;
+  // attention_decode_q8's combine (attn_combine_q8.wgsl): invocations per output element, each
+  // merging every combine_sp-th split (1 adds the splits in merge_splits' order).
+  uint32_t combine_sp = 1;
   // 8-bit-activation matmul (matmul_q8.wgsl, prefill): tokens (BM) x weight rows (BN) per
   // workgroup, multiples of 8, (BM / 8) * (BN / 8) invocations of 8 x 8 outputs.
   uint32_t mmq_bm = 64;
