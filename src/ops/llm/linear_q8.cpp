@@ -42,8 +42,9 @@ std::string shape_tag(std::initializer_list<uint32_t> v) {
 
 constexpr uint32_t kMatvecQ8MaxRows = 8;  // matvec_q8.wgsl: R_MAX
 constexpr uint32_t kSwigluRows = 64;      // matvec_q8.wgsl: gate and up rows per SWIGLU workgroup
-constexpr uint32_t kPlainUniform = 7;     // matvec_q8.wgsl: the uniform's binding (P_BINDING) ...
-constexpr uint32_t kRopeUniform = 10;     // ... and with ROPE (matvec_q8_rope.wgsl's bindings 7-9 before it)
+// matvec_q8.wgsl: the uniform's binding (P_BINDING), after 7 storage buffers, or with ROPE after
+// 10 (matvec_q8_rope.wgsl's 7-9); P's ROPE fields (zero without).
+constexpr uint32_t kPlainUniform = 7, kRopeUniform = 10, kRopeParams = 8;
 
 }  // namespace
 
@@ -198,7 +199,7 @@ void LlmOps::matvec_q8(Batch& b, const GpuWeight& w, const Tensor& x2, const Ten
         .push(c.offset);
     args.insert(args.end(), {rope->table->cos_sin, a.positions ? a.positions : dummy_, c.k, c.v});
   } else {
-    for (int i = 0; i < 8; ++i) prm.push(0u);
+    for (uint32_t i = 0; i < kRopeParams; ++i) prm.push(0u);
     args.push_back(dummy_);
   }
   const uint64_t groups = rope ? uint64_t(rows) / 2 : ceil_div(uint64_t(rows), m.wg / m.tpr * m.rows);
@@ -206,7 +207,7 @@ void LlmOps::matvec_q8(Batch& b, const GpuWeight& w, const Tensor& x2, const Ten
 }
 
 bool LlmOps::fuses_rope_q8(int64_t cols) const {
-  return fuses_norm_q8(cols) && ctx_.limits().max_storage_buffers_per_shader_stage >= kRopeUniform;
+  return fuses_norm_q8(cols) && ctx_.limits().max_storage_buffers_per_shader_stage >= kRopeUniform;  // buffers 0-9
 }
 
 void LlmOps::rms_norm_qkv_rope_q8(Batch& b, const Tensor& x, const Tensor& norm_w, float eps, const GpuWeight& w,
@@ -304,7 +305,7 @@ void LlmOps::swiglu_matvec_q8(Batch& b, const GpuWeight& w, const Tensor& x2, co
   Kernel k = q8_kernel("matvec_q8", w.type, tag, prelude,
                        {{"WG", m.wg}, {"TPR", m.tpr}, {"R", m.rows}, {"UNROLL", m.unroll}}, norm_x);
   Params prm(u32(w.rows), u32(w.cols), 0u, 0u, 0u, u32(out.cols), eps);
-  for (int i = 0; i < 8; ++i) prm.push(0u);
+  for (uint32_t i = 0; i < kRopeParams; ++i) prm.push(0u);
   b.dispatch(k, {w.data, w.scales, x2, x3, dummy_, out.qs, out.ds}, prm, groups_1d(ctx_, u32(out.cols / 32)));
 }
 
