@@ -10,7 +10,12 @@ snap=${WGC_SNAPSHOT_DIR:-/tmp/wgc-snapshot}
 if [ ! -d "$snap/.git" ] && [ ! -f "$snap/.git" ]; then git -C "$repo" worktree add --detach "$snap" HEAD >/dev/null; fi
 git -C "$snap" checkout -q --detach "$(git -C "$repo" rev-parse HEAD)"
 build="$snap/build"
-WGC_DEPS="$repo/.deps" WGC_BUILD_DIR="$build" WGC_CMAKE_ARGS="-DWGC_DEPS=$repo/.deps" "$snap/scripts/build.sh" >/dev/null
+# Only what is packed gets built (every test binary relinks after a library change).
+targets=""
+case "${WGC_PACK_TESTS:-1}" in 0) targets="wgc" ;; 1) ;; *) targets="wgc $WGC_PACK_TESTS" ;; esac
+[ "${WGC_PACK_PYTHON:-0}" = 0 ] || targets=""
+WGC_DEPS="$repo/.deps" WGC_BUILD_DIR="$build" WGC_CMAKE_ARGS="-DWGC_DEPS=$repo/.deps" WGC_BUILD_TARGETS="$targets" \
+  "$snap/scripts/build.sh" >/dev/null
 stage=$(mktemp -d)
 mkdir -p "$stage/wgc/bin" "$stage/wgc/lib"
 cp "$build/wgc" "$stage/wgc/bin/"
@@ -43,6 +48,9 @@ for bin in "$stage"/wgc/bin/* "${pylibs[@]}"; do
   ldd "$bin" | awk '{for (i = 1; i <= NF; i++) if ($i ~ /^\//) print $i}' | grep -vE 'ld-linux|lib(c|m|dl|pthread|rt|stdc\+\+|gcc_s)\.so' |
     grep -v "^$stage/" || true
 done | sort -u | while read -r lib; do cp -L "$lib" "$stage/wgc/lib/"; done
+# WGC_PACK_THIN=1: the binaries and libwgc only (device_run.sh unpacks it over WGC_BASE_BUNDLE, a
+# full bundle of the same dependencies).
+[ "${WGC_PACK_THIN:-0}" = 0 ] || find "$stage/wgc/lib" -type f ! -name 'libwgc*' -delete
 # What was packed (device_run.sh prints it first, so a run shows which build it measured).
 stamp="$(git -C "$repo" rev-parse --abbrev-ref HEAD) $(git -C "$repo" rev-parse --short HEAD)"
 echo "$stamp" >"$stage/wgc/STAMP"
