@@ -54,6 +54,25 @@ void expect_quantized(const std::vector<float>& got, const std::vector<float>& e
   EXPECT_EQ(bad, 0u) << what;
 }
 
+// A random weight of type t on the GPU, its dequantized values and a random bias for it.
+struct TestWeight {
+  GpuWeight w;
+  std::vector<double> deq;
+  std::vector<float> bias_v;
+  Tensor bias;
+};
+TestWeight test_weight(TensorType t, int64_t rows, int64_t cols, uint32_t seed) {
+  auto bytes = ref::random_weight(t, rows, cols, seed);
+  auto bias_v = test::random_floats(size_t(rows), seed + 1);
+  return {upload_weight(ctx(), t, bytes, rows, cols), ref::dequantize(t, bytes, rows, cols), bias_v,
+          make_tensor(ctx(), {rows}, bias_v)};
+}
+// Rows x cols around the kernels' tiles: a small and a large shape per block size (K-quants: last_k).
+std::vector<std::pair<int64_t, int64_t>> linear_shapes(TensorType t, int64_t last_k) {
+  if (int64_t(block_size(t)) == 256) return {{37, 256}, {45, last_k}};
+  return {{37, 96}, {45, 4160}};
+}
+
 std::vector<float> poisoned_q8(const Q8Act& a) {
   fill_u32(ctx(), a.qs, kPoisonNaN);
   fill_u32(ctx(), a.ds, kPoisonNaN);
@@ -132,14 +151,8 @@ TEST(LlmQ8, LinearMatchesReference) {
     tilings.emplace_back(tl, std::move(o));
   }
   for (auto t : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K}) {
-    const bool k = int64_t(block_size(t)) == 256;
-    for (auto [rows, cols] : k ? std::vector<std::pair<int64_t, int64_t>>{{37, 256}, {45, 768}}
-                               : std::vector<std::pair<int64_t, int64_t>>{{37, 96}, {45, 4160}}) {
-      auto bytes = ref::random_weight(t, rows, cols, 51);
-      auto w = upload_weight(ctx(), t, bytes, rows, cols);
-      auto deq = ref::dequantize(t, bytes, rows, cols);
-      auto bias_v = test::random_floats(size_t(rows), 52);
-      auto bias = make_tensor(ctx(), {rows}, bias_v);
+    for (auto [rows, cols] : linear_shapes(t, 768)) {
+      auto [w, deq, bias_v, bias] = test_weight(t, rows, cols, 51);
       for (int n : {1, 3, 70}) {
         auto xv = test::random_floats(size_t(n) * size_t(cols), uint32_t(n + 53));
         auto x = make_tensor(ctx(), {int64_t(xv.size())}, xv);
@@ -256,14 +269,8 @@ TEST(LlmQ8, NormLinearMatchesReference) {
     schedules.emplace_back(spec, std::move(o));
   }
   for (auto t : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K}) {
-    const bool k = int64_t(block_size(t)) == 256;
-    for (auto [rows, cols] : k ? std::vector<std::pair<int64_t, int64_t>>{{37, 256}, {45, 4352}}
-                               : std::vector<std::pair<int64_t, int64_t>>{{37, 96}, {45, 4160}}) {
-      auto bytes = ref::random_weight(t, rows, cols, 71);
-      auto w = upload_weight(ctx(), t, bytes, rows, cols);
-      auto deq = ref::dequantize(t, bytes, rows, cols);
-      auto bias_v = test::random_floats(size_t(rows), 72);
-      auto bias = make_tensor(ctx(), {rows}, bias_v);
+    for (auto [rows, cols] : linear_shapes(t, 4352)) {
+      auto [w, deq, bias_v, bias] = test_weight(t, rows, cols, 71);
       auto xv = test::random_floats(size_t(cols + 13), 73, -2.f, 3.f);  // past cols: not read
       auto x = make_tensor(ctx(), {int64_t(xv.size())}, xv);
       auto nv = test::random_floats(size_t(cols), 74, 0.5f, 1.5f);

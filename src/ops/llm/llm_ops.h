@@ -186,7 +186,8 @@ struct LlmTuning {
   uint32_t matvec_swiglu = 1;
   // One-token steps with f32 activations on GPUs: 1 RMS-normalises x inside the matvecs that read
   // it (rms_norm_linear, rms_norm_swiglu), 0 in an rms_norm pass before them (one more dispatch).
-  uint32_t matvec_norm = 1;
+  // 0 until measured on the H200 (the 8-bit version of the same fusion gained 8.5% there).
+  uint32_t matvec_norm = 0;
   // Register-tiled matmul (prefill): tokens (BM, a multiple of 8) x weight rows (BN, a multiple
   // of 8) per workgroup, (BM / 8) * (BN / 8) invocations of 8x8 outputs; k step BK (a multiple of
   // 4). 64 x 128: an 8B model's 4096-row projections at 512 tokens give 256 workgroups.
@@ -223,22 +224,29 @@ struct LlmTuning {
   // 8-bit-activation matvec (matvec_q8.wgsl, one token): invocations per workgroup and per row
   // group (a power of two), rows per group (1..8). The fused gate|up + SwiGLU variant keeps wg and
   // tpr and takes the rows that make 64 per workgroup.
+  // Measured on the H200 (8B Q4_0 tg128, docs/benchmarks.md): rows 1 beat 2 by 7.5% and 4 lost
+  // 13% (twice the workgroups for the o and down projections); the RoPE and SwiGLU variants fix
+  // their own rows.
   uint32_t mvq_wg = 256;
   uint32_t mvq_tpr = 32;
-  uint32_t mvq_rows = 2;
+  uint32_t mvq_rows = 1;
   // Units (blocks of 32, or a K-quant's group) per lane per step of the matvec's loop (1..8):
-  // that many units' loads the compiler can have in flight per row.
-  uint32_t mvq_unroll = 1;
+  // that many units' loads the compiler can have in flight per row. On the H200 2 beat 1 by 5.6%
+  // (8B Q4_0 tg128; 4 the same as 2).
+  uint32_t mvq_unroll = 2;
   // One-token steps: 1 RMS-normalises and quantizes x inside the matvecs that read it
   // (rms_norm_linear_q8, rms_norm_swiglu_q8: each workgroup redoes it into its workgroup memory),
-  // 0 in a quant_act pass before them (rms_norm_q8: one more dispatch and barrier each).
+  // 0 in a quant_act pass before them (rms_norm_q8: one more dispatch and barrier each). On the
+  // H200 1 gained 8.5% (8B Q4_0 tg128, 326 -> 354 t/s).
   uint32_t mvq_norm = 1;
   // One-token steps: 1 does RoPE and the KV-cache append in the QKV matvec's epilogue
-  // (rms_norm_qkv_rope_q8; needs mvq_norm), 0 in a rope_kv_append pass after it.
+  // (rms_norm_qkv_rope_q8; needs mvq_norm), 0 in a rope_kv_append pass after it (H200, 8B
+  // Q4_0: 1 gained 3%).
   uint32_t mvq_rope = 1;
   // attention_decode_q8's combine (attn_combine_q8.wgsl): invocations per output element, each
-  // merging every combine_sp-th split (1 adds the splits in merge_splits' order).
-  uint32_t combine_sp = 1;
+  // merging every combine_sp-th split (1 adds the splits in merge_splits' order). H200, 8B Q4_0
+  // tg128 at depth 0: 4 and 8 within 0.5% of 1 (4 the best).
+  uint32_t combine_sp = 4;
   // 8-bit-activation matmul (matmul_q8.wgsl, prefill): tokens (BM) x weight rows (BN) per
   // workgroup, multiples of 8, (BM / 8) * (BN / 8) invocations of 8 x 8 outputs.
   uint32_t mmq_bm = 64;
