@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <numbers>
 
 namespace wgc::llm {
@@ -81,6 +82,7 @@ void apply_tuning(LlmTuning& t, std::string_view spec) {
       {"matvec_unroll", &LlmTuning::matvec_unroll},
       {"matvec_rows", &LlmTuning::matvec_rows},
       {"matvec_swiglu", &LlmTuning::matvec_swiglu},
+      {"matvec_norm", &LlmTuning::matvec_norm},
       {"matmul_bm", &LlmTuning::matmul_bm},
       {"matmul_bn", &LlmTuning::matmul_bn},
       {"matmul_bk", &LlmTuning::matmul_bk},
@@ -94,6 +96,10 @@ void apply_tuning(LlmTuning& t, std::string_view spec) {
       {"mvq_wg", &LlmTuning::mvq_wg},
       {"mvq_tpr", &LlmTuning::mvq_tpr},
       {"mvq_rows", &LlmTuning::mvq_rows},
+      {"mvq_unroll", &LlmTuning::mvq_unroll},
+      {"mvq_norm", &LlmTuning::mvq_norm},
+      {"mvq_rope", &LlmTuning::mvq_rope},
+      {"combine_sp", &LlmTuning::combine_sp},
       {"mmq_bm", &LlmTuning::mmq_bm},
       {"mmq_bn", &LlmTuning::mmq_bn},
       {"mmq_min_groups", &LlmTuning::mmq_min_groups},
@@ -205,7 +211,8 @@ LinearVersion LlmOps::choose_linear(const LinearDims& d) const {
   return subgroups_ ? LinearVersion::Subgroup : LinearVersion::Shared;
 }
 
-Kernel LlmOps::linear_kernel(const std::string& kind, TensorType t, LinearVersion v, uint32_t swiglu_rows) const {
+Kernel LlmOps::linear_kernel(const std::string& kind, TensorType t, LinearVersion v, uint32_t swiglu_rows,
+                             const float* norm_eps) const {
   std::vector<std::string> files = {"llm/common.wgsl", "llm/weights/" + str(t) + ".wgsl"};
   std::string key = "llm/" + kind + "/" + str(t);
   if (kind == "naive") {
@@ -245,12 +252,19 @@ Kernel LlmOps::linear_kernel(const std::string& kind, TensorType t, LinearVersio
   }
   bool sg = v == LinearVersion::Subgroup;
   files.push_back(sg ? "llm/reduce_sg.wgsl" : "llm/reduce_wg.wgsl");
+  files.push_back(norm_eps ? "llm/matvec_x_norm.wgsl" : "llm/matvec_x.wgsl");
   files.push_back("llm/matvec.wgsl");
   const MatvecShape m = matvec_shape();
   const uint32_t rows = swiglu_rows ? swiglu_rows : m.rows;
   std::vector<std::pair<std::string, double>> c = {
       {"WG", m.wg}, {"TPR", m.tpr}, {"UNROLL", tuning.matvec_unroll}, {"R", rows}};
   if (sg) c.push_back({"SG", sg_size_});
+  if (norm_eps) {
+    c.push_back({"EPS", double(*norm_eps)});
+    uint32_t bits;
+    std::memcpy(&bits, norm_eps, 4);
+    key += "/norm" + std::to_string(bits);
+  }
   return kernel(key + (sg ? "/sg/" : "/wg/") + (swiglu_rows ? "swiglu/" : "") + std::to_string(m.wg) + "/" +
                     std::to_string(m.tpr) + "/" + std::to_string(tuning.matvec_unroll) + "/" + std::to_string(rows),
                 files, c, sg, "main", std::string("const SWIGLU: bool = ") + (swiglu_rows ? "true" : "false") + ";\n");
@@ -436,22 +450,61 @@ void LlmOps::linear(Batch& b, const GpuWeight& w, const Tensor& x, const Tensor&
   }
 }
 
+void LlmOps::rms_norm_linear(Batch& b, const Tensor& x, const Tensor& norm_w, float eps, const GpuWeight& w,
+                             const Tensor& y, const LinearOptions& o) const {
+  const std::string op = "rms_norm_linear " + str(w.type);
+  need(!o.bias, op, "takes no bias (the norm weight comes in its binding)");
+  check_norm(x, norm_w, w.cols, op);
+  const int64_t rows = o.rows < 0 ? w.rows - o.row0 : o.rows;
+  need(o.row0 >= 0 && rows > 0 && o.row0 + rows <= w.rows, op,
+       "rows " + std::to_string(o.row0) + "+" + std::to_string(rows) + " of a " + std::to_string(w.rows) +
+           "-row weight");
+  need_elems(y, o.y_offset + rows, op, "y");
+  Kernel k = linear_kernel("matvec", w.type, subgroups_ ? LinearVersion::Subgroup : LinearVersion::Shared, 0, &eps);
+  const MatvecShape m = matvec_shape();
+  b.dispatch(
+      k, {w.data, w.scales, Arg(x, 0, round16(x.bytes())), norm_w, y},
+      Params(1u, u32(rows), u32(w.cols), u32(o.row0), u32(w.cols), u32(rows), u32(o.y_offset), o.accumulate ? 2u : 0u),
+      groups_1d(ctx_, ceil_div(uint64_t(rows), m.wg / m.tpr * m.rows)));
+}
+
+void LlmOps::rms_norm_swiglu(Batch& b, const Tensor& x, const Tensor& norm_w, float eps, const GpuWeight& gate_up,
+                             const Tensor& out) const {
+  const std::string op = "rms_norm_swiglu " + str(gate_up.type);
+  check_norm(x, norm_w, gate_up.cols, op);
+  swiglu_matvec(b, gate_up, x, norm_w, &eps, out, subgroups_ ? LinearVersion::Subgroup : LinearVersion::Shared, op);
+}
+
+bool LlmOps::fuses_norm(int64_t cols) const { return cols > 0 && cols % 4 == 0; }
+
+void LlmOps::check_norm(const Tensor& x, const Tensor& norm_w, int64_t cols, const std::string& op) const {
+  need(fuses_norm(cols), op, std::to_string(cols) + " columns (a multiple of 4)");
+  need_elems(x, cols, op, "x");
+  need(round16(x.bytes()) <= x.capacity(), op, "x buffer too small");
+  need_elems(norm_w, cols, op, "norm weight");
+}
+
 void LlmOps::linear_swiglu(Batch& b, const GpuWeight& w, const Tensor& x, const Tensor& out, LinearVersion v) const {
   const std::string op = "linear_swiglu " + str(w.type);
+  need_elems(x, w.cols, op, "x");
+  if (v == LinearVersion::Auto) v = subgroups_ ? LinearVersion::Subgroup : LinearVersion::Shared;
+  need(round16(x.bytes()) <= x.capacity(), op, "x buffer too small");
+  swiglu_matvec(b, w, x, dummy_, nullptr, out, v, op);
+}
+
+void LlmOps::swiglu_matvec(Batch& b, const GpuWeight& w, const Tensor& x, const Tensor& norm_w, const float* eps,
+                           const Tensor& out, LinearVersion v, const std::string& op) const {
   const int64_t n = w.rows / 2;
   need(w.rows % 2 == 0 && n % 32 == 0, op,
        "a gate|up weight of " + std::to_string(w.rows) + " rows (twice a multiple of 32)");
-  need_elems(x, w.cols, op, "x");
   need_elems(out, n, op, "out");
-  if (v == LinearVersion::Auto) v = subgroups_ ? LinearVersion::Subgroup : LinearVersion::Shared;
   need(v == LinearVersion::Subgroup || v == LinearVersion::Shared, op, "runs the subgroup or shared matvec");
   need(v != LinearVersion::Subgroup || subgroups_, op, "this adapter has no usable subgroups");
   const MatvecShape m = matvec_shape();
   need(kSwigluRows * m.tpr % m.wg == 0 && kSwigluRows * m.tpr / m.wg <= kMatvecMaxRows, op,
        std::to_string(m.wg / m.tpr) + " row groups per workgroup cannot take 64 rows (8 per group at most)");
-  need(round16(x.bytes()) <= x.capacity(), op, "x buffer too small");
-  Kernel k = linear_kernel("matvec", w.type, v, kSwigluRows * m.tpr / m.wg);
-  b.dispatch(k, {w.data, w.scales, Arg(x, 0, round16(x.bytes())), dummy_, out},
+  Kernel k = linear_kernel("matvec", w.type, v, kSwigluRows * m.tpr / m.wg, eps);
+  b.dispatch(k, {w.data, w.scales, Arg(x, 0, round16(x.bytes())), norm_w, out},
              Params(1u, u32(w.rows), u32(w.cols), 0u, u32(w.cols), u32(w.rows), 0u, 0u), groups_1d(ctx_, u32(n / 32)));
 }
 
