@@ -3,8 +3,8 @@
 // default; --sizes sets the side): matvec = one token (rate: the bytes it must read), matmul =
 // prefill of 512 tokens (FLOPs), batched = the serving kernel at 1..256 tokens (the tiled prefill
 // kernel beside it); attention = one decode token over a long context, contiguous vs paged cache,
-// and 64 sequences' decode tokens over their own blocks. Checked against the CPU reference
-// (double precision) on the first tokens.
+// and 64 sequences' decode tokens over their own blocks, and a 512-token prefill after the
+// context (FLOPs). Checked against the CPU reference (double precision) on the first tokens.
 #include "bench/bench.h"
 #include "cpu/llm/llm_ref.h"
 #include "ops/llm/llm_ops.h"
@@ -127,6 +127,16 @@ std::vector<Case> linear_cases(const Context& ctx, const Options& o, Kind kind) 
   return out;
 }
 
+// K or V rows [len][nkv][hd] in the cache's layout [nkv][len][hd].
+std::vector<float> cache_layout(const std::vector<float>& rows, int len, int nkv, int hd) {
+  std::vector<float> out(rows.size());
+  for (int p = 0; p < len; ++p)
+    for (int h = 0; h < nkv; ++h)
+      std::copy_n(rows.begin() + std::ptrdiff_t((size_t(p) * nkv + size_t(h)) * hd), hd,
+                  out.begin() + std::ptrdiff_t((size_t(h) * size_t(len) + size_t(p)) * hd));
+  return out;
+}
+
 // Decode attention: one token over `len` cached positions, contiguous cache vs paged (blocks of
 // 16, scattered); and `seqs` sequences' decode tokens at once over their own blocks (paged). An
 // 8B model's heads: 32 query, 8 KV, head_dim 128. Rate: the K/V bytes read.
@@ -138,8 +148,71 @@ struct AttnData {
   std::vector<float> qv, kv, vv;  // q [seqs][nh][hd]; k, v [len][nkv][hd] of sequence 0
 };
 
+// Prefill attention: n tokens after `len` cached positions (an 8B model's heads), FLOPs of the
+// two products counted over the visible keys. Checked on the first and last tokens.
+Case prefill_attention_case(const Context& ctx, std::shared_ptr<llm::LlmOps> ops, int len, int n) {
+  constexpr int nh = 32, nkv = 8, hd = 128;
+  struct Data {
+    llm::KvCache cache;
+    Tensor q, out;
+    std::vector<float> qv, kv, vv;  // q [n][nh][hd]; k, v [len + n][nkv][hd]
+  };
+  auto d = std::make_shared<Data>();
+  const int total = len + n;
+  d->cache = llm::make_kv_cache(ctx, 1, nkv, total, hd);
+  d->kv.resize(size_t(total) * nkv * hd);
+  d->vv.resize(d->kv.size());
+  for (size_t i = 0; i < d->kv.size(); ++i) {
+    d->kv[i] = float(std::sin(double(i) * 0.011));
+    d->vv[i] = float(std::cos(double(i) * 0.007));
+  }
+  const auto ck = cache_layout(d->kv, total, nkv, hd), cv = cache_layout(d->vv, total, nkv, hd);
+  upload(ctx, d->cache.k, std::as_bytes(std::span(ck)));
+  upload(ctx, d->cache.v, std::as_bytes(std::span(cv)));
+  d->qv.resize(size_t(n) * nh * hd);
+  for (size_t i = 0; i < d->qv.size(); ++i) d->qv[i] = float(std::sin(double(i) * 0.13));
+  d->q = make_tensor(ctx, {int64_t(d->qv.size())}, d->qv);
+  d->out = make_tensor(ctx, {int64_t(d->qv.size())});
+  auto rec = [d, ops, len, n](Batch& b) {
+    llm::AttentionArgs a;
+    a.n_tokens = n;
+    a.n_heads = nh;
+    a.start = len;
+    ops->attention_prefill(b, d->cache.layer(0), d->q, d->out, a);
+  };
+  Case c;
+  c.op = "llm.attention";
+  c.version = "prefill";
+  c.size = std::to_string(len) + "+" + std::to_string(n);
+  c.elements = double(len);
+  c.flops = 4.0 * hd * nh * (double(n) * len + double(n) * (n + 1) / 2);
+  c.bytes = 2.0 * double(total) * nkv * hd * 4 + 2.0 * double(n) * nh * hd * 4;
+  c.record = rec;
+  c.check = [d, rec, &ctx, len, n] {
+    fill_u32(ctx, d->out, kPoisonNaN);
+    Batch b(ctx);
+    rec(b);
+    b.run();
+    auto got = download<float>(ctx, d->out);
+    // tokens 0 and n - 1 (at positions len and len + n - 1)
+    std::vector<float> sel, want;
+    for (int t : {0, n - 1}) {
+      const auto row = [&](const std::vector<float>& x) {
+        return std::vector<float>(x.begin() + t * nh * hd, x.begin() + (t + 1) * nh * hd);
+      };
+      auto w = llm::ref::attention(row(d->qv), d->kv, d->vv, 1, nh, nkv, hd, len + t, 1.f / std::sqrt(float(hd)));
+      want.insert(want.end(), w.begin(), w.end());
+      auto g = row(got);
+      sel.insert(sel.end(), g.begin(), g.end());
+    }
+    return cpu::max_rel_error(std::span<const float>(sel), std::span<const float>(want));
+  };
+  c.tolerance = 1e-4;
+  return c;
+}
+
 std::vector<Case> attention_cases(const Context& ctx, const Options& o) {
-  auto ops = std::make_shared<llm::LlmOps>(ctx);
+  auto ops = tuned_ops(ctx);
   constexpr int nh = 32, nkv = 8, hd = 128, block = 16;
   std::vector<Case> out;
   for (double s : sizes_or(o, ctx, {64}, {64}, {4096})) {
@@ -210,12 +283,10 @@ std::vector<Case> attention_cases(const Context& ctx, const Options& o) {
       auto got = download<float>(ctx, d->out);
       got.resize(size_t(nh) * hd);
       std::vector<float> q0(d->qv.begin(), d->qv.begin() + nh * hd);
-      // The reference for the last token: queries at position len - 1 (only its row is compared).
-      std::vector<float> qall(size_t(len) * nh * hd, 0.f);
-      std::copy(q0.begin(), q0.end(), qall.end() - nh * hd);
-      auto want = llm::ref::attention(qall, d->kv, d->vv, len, nh, nkv, hd, 0, 1.f / std::sqrt(float(hd)));
-      return cpu::max_rel_error(std::span<const float>(got),
-                                std::span<const float>(want).subspan(size_t(len - 1) * nh * hd, size_t(nh) * hd));
+      // The reference for the one token at position len - 1 (a whole causal reference over len
+      // tokens took minutes at 4096).
+      auto want = llm::ref::attention(q0, d->kv, d->vv, 1, nh, nkv, hd, len - 1, 1.f / std::sqrt(float(hd)));
+      return cpu::max_rel_error(std::span<const float>(got), std::span<const float>(want));
     };
     auto add = [&](const std::string& version, int n_seqs, std::function<void(Batch&)> rec,
                    std::function<double()> chk) {
@@ -245,6 +316,7 @@ std::vector<Case> attention_cases(const Context& ctx, const Options& o) {
     add(
         "paged", seqs, [d, ops](Batch& b) { ops->paged_attention(b, d->pool.layer(0), d->q, d->out, d->many); },
         [check] { return check(true); });
+    out.push_back(prefill_attention_case(ctx, ops, len, o.quick ? 24 : kPrefillTokens));
   }
   return out;
 }

@@ -4,6 +4,9 @@
 #include "test_llm_util.h"
 
 #include <cstring>
+#include <memory>
+#include <span>
+#include <string>
 
 using namespace wgc;
 using namespace wgc::llm;
@@ -16,6 +19,33 @@ struct Cfg {
   int nh, nkv, hd;
 };
 const Cfg kCfgs[] = {{4, 4, 64}, {8, 2, 128}, {8, 1, 8}};  // GQA ratios 1, 4, 8
+// The contiguous-cache tests also take head dims that no tile divides (20: 5 vec4s) and the
+// 96 (24 vec4s: a partial second output vec4 per invocation), with a GQA ratio of 3.
+const Cfg kCfgsMore[] = {{4, 4, 64}, {8, 2, 128}, {8, 1, 8}, {6, 2, 20}, {3, 1, 96}};
+
+// Every attention kernel and schedule, as LlmTuning settings: the default, the previous kernels,
+// and flash_decode.wgsl with smaller workgroups and blocks (several (head, vec4) pairs per
+// invocation: 32 invocations, blocks of 8 keys).
+const char* const kVariants[] = {"", "attn_prefill=0,attn_decode=0", "attn_dec_wg=64,attn_dec_bk=16,attn_dec_wgs=64",
+                                 "attn_dec_wg=32,attn_dec_bk=8"};
+struct Variant {
+  std::string spec;
+  std::unique_ptr<LlmOps> ops;
+};
+// The prefill kernels differ in the first two only.
+constexpr size_t kPrefillVariants = 2;
+std::vector<Variant>& variants() {
+  static std::vector<Variant> v = [] {
+    std::vector<Variant> r;
+    for (const char* spec : kVariants) {
+      Variant x{spec, std::make_unique<LlmOps>(ctx())};
+      apply_tuning(x.ops->tuning, spec);
+      r.push_back(std::move(x));
+    }
+    return r;
+  }();
+  return v;
+}
 
 // A fused QKV activation [n][(nh + 2 nkv) hd] and the same split into q [n][nh][hd], k, v [n][nkv][hd].
 struct Qkv {
@@ -36,7 +66,7 @@ Qkv make_qkv(const Cfg& c, int n, uint32_t seed) {
 
 // Runs append + attention for tokens [start, start + n) of qkv (all tokens' data) on the cache.
 std::vector<float> run_step(const Cfg& c, const KvLayer& cache, const Qkv& all, int start, int n, bool decode,
-                            int splits = 0) {
+                            int splits = 0, const LlmOps& o = ops()) {
   const int row = (c.nh + 2 * c.nkv) * c.hd;
   std::vector<float> part(all.fused.begin() + start * row, all.fused.begin() + (start + n) * row);
   auto qkv = make_tensor(ctx(), {int64_t(part.size())}, part);
@@ -50,9 +80,9 @@ std::vector<float> run_step(const Cfg& c, const KvLayer& cache, const Qkv& all, 
   a.q_stride = row;
   a.splits = splits;
   if (decode)
-    ops().attention_decode(b, cache, qkv, out, a);
+    o.attention_decode(b, cache, qkv, out, a);
   else
-    ops().attention_prefill(b, cache, qkv, out, a);
+    o.attention_prefill(b, cache, qkv, out, a);
   b.run();
   return download<float>(ctx(), out);
 }
@@ -83,57 +113,110 @@ TEST(LlmAttention, KvAppendWritesTheCacheLayout) {
 }
 
 TEST(LlmAttention, PrefillMatchesReference) {
-  for (const auto& c : kCfgs)
+  for (const auto& c : kCfgsMore)
     for (int n : {1, 7, 300}) {
       auto cache = make_kv_cache(ctx(), 1, c.nkv, 320, c.hd);
       auto all = make_qkv(c, n, uint32_t(n));
-      auto got = run_step(c, cache.layer(0), all, 0, n, false);
       auto want = ref::attention(all.q, all.k, all.v, n, c.nh, c.nkv, c.hd, 0, 1.f / std::sqrt(float(c.hd)));
-      EXPECT_LE(test::rel_error(got, want), 1e-5) << c.nh << "/" << c.nkv << " hd=" << c.hd << " n=" << n;
+      for (auto& v : std::span(variants()).first(kPrefillVariants)) {
+        auto got = run_step(c, cache.layer(0), all, 0, n, false, 0, *v.ops);
+        EXPECT_LE(test::rel_error(got, want), 1e-5)
+            << v.spec << ": " << c.nh << "/" << c.nkv << " hd=" << c.hd << " n=" << n;
+      }
     }
 }
 
 TEST(LlmAttention, PrefillContinuesAfterCachedTokens) {
-  for (const auto& c : kCfgs) {
-    const int first = 37, second = 21;
-    auto cache = make_kv_cache(ctx(), 1, c.nkv, 64, c.hd);
-    auto all = make_qkv(c, first + second, 99);
-    run_step(c, cache.layer(0), all, 0, first, false);
-    auto got = run_step(c, cache.layer(0), all, first, second, false);
-    auto want = ref::attention(all.q, all.k, all.v, first + second, c.nh, c.nkv, c.hd, 0, 1.f / std::sqrt(float(c.hd)));
-    EXPECT_LE(test::rel_error(got, slice(want, size_t(first * c.nh * c.hd), size_t(second * c.nh * c.hd))), 1e-5)
-        << c.nh << "/" << c.nkv << " hd=" << c.hd;
-  }
+  for (auto& v : std::span(variants()).first(kPrefillVariants))
+    for (const auto& c : kCfgsMore) {
+      const int first = 37, second = 21;
+      auto cache = make_kv_cache(ctx(), 1, c.nkv, 64, c.hd);
+      fill_u32(ctx(), cache.k, kPoisonNaN);  // positions past the tokens must never be read
+      fill_u32(ctx(), cache.v, kPoisonNaN);
+      auto all = make_qkv(c, first + second, 99);
+      auto one = run_step(c, cache.layer(0), all, 0, first, false, 0, *v.ops);
+      auto got = run_step(c, cache.layer(0), all, first, second, false, 0, *v.ops);
+      auto want =
+          ref::attention(all.q, all.k, all.v, first + second, c.nh, c.nkv, c.hd, 0, 1.f / std::sqrt(float(c.hd)));
+      EXPECT_LE(test::rel_error(got, slice(want, size_t(first * c.nh * c.hd), size_t(second * c.nh * c.hd))), 1e-5)
+          << v.spec << ": " << c.nh << "/" << c.nkv << " hd=" << c.hd;
+      // A row's arithmetic does not depend on the rows prefilled with it: the chunks give the
+      // same bits as one prefill of all tokens.
+      auto whole_cache = make_kv_cache(ctx(), 1, c.nkv, 64, c.hd);
+      auto whole = run_step(c, whole_cache.layer(0), all, 0, first + second, false, 0, *v.ops);
+      one.insert(one.end(), got.begin(), got.end());
+      EXPECT_EQ(one, whole) << v.spec << ": " << c.nh << "/" << c.nkv << " hd=" << c.hd;
+    }
 }
 
 TEST(LlmAttention, DecodeStepsEqualOnePrefill) {
-  for (const auto& c : kCfgs) {
-    const int steps = 40, pre = 3;
-    auto all = make_qkv(c, steps, 7);
-    auto full_cache = make_kv_cache(ctx(), 1, c.nkv, 64, c.hd);
-    auto full = run_step(c, full_cache.layer(0), all, 0, steps, false);
-    auto cache = make_kv_cache(ctx(), 2, c.nkv, 64, c.hd);  // layer 1: a cache offset
-    run_step(c, cache.layer(1), all, 0, pre, false);
-    const size_t per = size_t(c.nh * c.hd);
-    for (int s = pre; s < steps; ++s) {
-      auto got = run_step(c, cache.layer(1), all, s, 1, true, s % 3 == 0 ? 0 : 1 + s % 5);
-      ASSERT_LE(test::rel_error(got, slice(full, size_t(s) * per, per)), 1e-5)
-          << c.nh << "/" << c.nkv << " hd=" << c.hd << " step " << s;
+  for (auto& v : variants())
+    for (const auto& c : kCfgsMore) {
+      const int steps = 24, pre = 3;
+      auto all = make_qkv(c, steps, 7);
+      auto full_cache = make_kv_cache(ctx(), 1, c.nkv, 64, c.hd);
+      auto full = run_step(c, full_cache.layer(0), all, 0, steps, false, 0, *v.ops);
+      auto cache = make_kv_cache(ctx(), 2, c.nkv, 64, c.hd);  // layer 1: a cache offset
+      run_step(c, cache.layer(1), all, 0, pre, false, 0, *v.ops);
+      const size_t per = size_t(c.nh * c.hd);
+      for (int s = pre; s < steps; ++s) {
+        auto got = run_step(c, cache.layer(1), all, s, 1, true, s % 3 == 0 ? 0 : 1 + s % 5, *v.ops);
+        ASSERT_LE(test::rel_error(got, slice(full, size_t(s) * per, per)), 1e-5)
+            << v.spec << ": " << c.nh << "/" << c.nkv << " hd=" << c.hd << " step " << s;
+      }
     }
-  }
 }
 
 TEST(LlmAttention, DecodeOverALongCacheWithSplits) {
-  for (const auto& c : kCfgs)
-    for (int splits : {0, 1, 7}) {
-      const int len = 300;
-      auto all = make_qkv(c, len, 5);
-      auto cache = make_kv_cache(ctx(), 1, c.nkv, len, c.hd);
-      run_step(c, cache.layer(0), all, 0, len - 1, false);
-      auto got = run_step(c, cache.layer(0), all, len - 1, 1, true, splits);
+  for (const auto& c : kCfgsMore) {
+    const int len = 300;
+    auto all = make_qkv(c, len, 5);
+    auto cache = make_kv_cache(ctx(), 1, c.nkv, len + 13, c.hd);
+    fill_u32(ctx(), cache.k, kPoisonNaN);  // positions past the tokens must never be read
+    fill_u32(ctx(), cache.v, kPoisonNaN);
+    run_step(c, cache.layer(0), all, 0, len - 1, false);
+    auto want = ref::attention(all.q, all.k, all.v, len, c.nh, c.nkv, c.hd, 0, 1.f / std::sqrt(float(c.hd)));
+    for (auto& v : variants())
+      for (int splits : {0, 1, 7}) {
+        auto got = run_step(c, cache.layer(0), all, len - 1, 1, true, splits, *v.ops);
+        EXPECT_LE(test::rel_error(got, slice(want, size_t((len - 1) * c.nh * c.hd), size_t(c.nh * c.hd))), 1e-5)
+            << v.spec << ": " << c.nh << "/" << c.nkv << " hd=" << c.hd << " splits=" << splits;
+      }
+  }
+}
+
+// A recorded decode step reads its position on the GPU (start_from): the split length follows it.
+TEST(LlmAttention, DecodeWithThePositionReadOnTheGpu) {
+  for (auto& v : variants())
+    for (const auto& c : kCfgsMore) {
+      const int len = 150, max_ctx = 200;
+      auto all = make_qkv(c, len, 11);
+      auto cache = make_kv_cache(ctx(), 1, c.nkv, max_ctx, c.hd);
+      fill_u32(ctx(), cache.k, kPoisonNaN);
+      fill_u32(ctx(), cache.v, kPoisonNaN);
+      run_step(c, cache.layer(0), all, 0, len, false);
       auto want = ref::attention(all.q, all.k, all.v, len, c.nh, c.nkv, c.hd, 0, 1.f / std::sqrt(float(c.hd)));
-      EXPECT_LE(test::rel_error(got, slice(want, size_t((len - 1) * c.nh * c.hd), size_t(c.nh * c.hd))), 1e-5)
-          << c.nh << "/" << c.nkv << " hd=" << c.hd << " splits=" << splits;
+      const int row = (c.nh + 2 * c.nkv) * c.hd;
+      for (int pos : {0, 17, len - 1}) {
+        std::vector<float> part(all.fused.begin() + pos * row, all.fused.begin() + (pos + 1) * row);
+        auto qkv = make_tensor(ctx(), {int64_t(part.size())}, part);
+        auto at = make_tensor(ctx(), {1}, DType::U32);
+        const uint32_t p32 = uint32_t(pos);
+        upload(ctx(), at, std::as_bytes(std::span(&p32, 1)));
+        auto out = test::poisoned(int64_t(c.nh) * c.hd);
+        Batch b(ctx());
+        AttentionArgs a;
+        a.n_heads = c.nh;
+        a.start = pos;
+        a.q_stride = row;
+        a.start_from = at;
+        v.ops->attention_decode(b, cache.layer(0), qkv, out, a);
+        b.run();
+        // position pos attends to keys 0..pos: the reference's row pos (causal over all tokens)
+        auto got = download<float>(ctx(), out);
+        EXPECT_LE(test::rel_error(got, slice(want, size_t(pos * c.nh * c.hd), size_t(c.nh * c.hd))), 1e-5)
+            << v.spec << ": " << c.nh << "/" << c.nkv << " hd=" << c.hd << " pos=" << pos;
+      }
     }
 }
 

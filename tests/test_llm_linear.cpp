@@ -156,6 +156,85 @@ TEST(LlmLinear, LinearSwigluMatchesReference) {
   EXPECT_THROW(ops().linear_swiglu(b, w, make_tensor(ctx(), {8}), make_tensor(ctx(), {24})), Error);  // 24 % 32
 }
 
+// rms_norm_linear and rms_norm_swiglu (the RMSNorm inside the one-token matvec) against the
+// reference on the normalised x, every type, two matvec shapes, plain (poisoned y) and with a row
+// range, y offset and accumulation (the rest of y untouched).
+TEST(LlmLinear, RmsNormLinearMatchesReference) {
+  const float eps = 1e-5f;
+  for (auto t : kGpuTensorTypes) {
+    const int64_t rows = 45, cols = int64_t(block_size(t)) == 256 ? 512 : int64_t(block_size(t)) == 32 ? 4160 : 204;
+    auto bytes = ref::random_weight(t, rows, cols, 31);
+    auto w = upload_weight(ctx(), t, bytes, rows, cols);
+    auto deq = ref::dequantize(t, bytes, rows, cols);
+    auto xv = test::random_floats(size_t(cols + 9), 32, -2.f, 3.f);  // past cols: not read
+    auto x = make_tensor(ctx(), {int64_t(xv.size())}, xv);
+    auto nv = test::random_floats(size_t(cols), 33, 0.5f, 1.5f);
+    auto nw = make_tensor(ctx(), {cols}, nv);
+    auto xn = ref::rms_norm(std::vector<float>(xv.begin(), xv.begin() + cols), nv, 1, int(cols), eps);
+    for (auto tune : {std::array<uint32_t, 4>{256, 32, 2, 2}, std::array<uint32_t, 4>{64, 8, 2, 4}}) {
+      LlmOps o(ctx());
+      o.tuning.matvec_wg = tune[0];
+      o.tuning.matvec_tpr = tune[1];
+      o.tuning.matvec_unroll = tune[2];
+      o.tuning.matvec_rows = tune[3];
+      const std::string what = std::string(to_string(t)) + " wg " + std::to_string(tune[0]);
+      ASSERT_TRUE(o.fuses_norm(cols)) << what;
+      for (bool plain : {true, false}) {
+        const int64_t row0 = plain ? 0 : 4, nr = plain ? rows : rows - 7, yoff = plain ? 0 : 3;
+        const size_t ny = size_t(yoff + nr + 5);
+        auto y0 = test::random_floats(ny, 34);
+        auto r = ref::linear(deq, cols, xn, 1, row0, nr);
+        std::vector<float> want = y0;
+        std::vector<bool> written(ny, false);
+        for (int64_t i = 0; i < nr; ++i) {
+          const size_t yi = size_t(yoff + i);
+          want[yi] = float(r[size_t(i)] + (plain ? 0.0 : double(y0[yi])));
+          written[yi] = true;
+        }
+        Tensor y = plain ? test::poisoned(int64_t(ny)) : make_tensor(ctx(), {int64_t(ny)}, y0);
+        LinearOptions lo;
+        lo.row0 = row0;
+        lo.rows = nr;
+        lo.y_offset = yoff;
+        lo.accumulate = !plain;
+        Batch b(ctx());
+        o.rms_norm_linear(b, x, nw, eps, w, y, lo);
+        b.run();
+        auto got = download<float>(ctx(), y);
+        got.resize(ny);
+        test::expect_written_and_gaps(got, want, written, y0, !plain, 1e-5, what + (plain ? " plain" : " range"));
+      }
+      if (block_size(t) == 256) continue;  // gate|up of 2 x 96 rows at cols 160 or 204
+      const int64_t half = 96, gc = block_size(t) == 32 ? 160 : 204;
+      auto gb = ref::random_weight(t, 2 * half, gc, 35);
+      auto gw = upload_weight(ctx(), t, gb, 2 * half, gc);
+      auto gdeq = ref::dequantize(t, gb, 2 * half, gc);
+      auto gx = std::vector<float>(xv.begin(), xv.begin() + gc);
+      auto gn = std::vector<float>(nv.begin(), nv.begin() + gc);
+      auto gxn = ref::rms_norm(gx, gn, 1, int(gc), eps);
+      auto want = ref::swiglu(test::to_float(ref::linear(gdeq, gc, gxn, 1, 0, half)),
+                              test::to_float(ref::linear(gdeq, gc, gxn, 1, half, half)));
+      auto out = test::poisoned(half);
+      Batch b(ctx());
+      o.rms_norm_swiglu(b, make_tensor(ctx(), {gc}, gx), make_tensor(ctx(), {gc}, gn), eps, gw, out);
+      b.run();
+      EXPECT_LE(test::rel_error(download<float>(ctx(), out), want), 1e-5) << what << " swiglu";
+    }
+  }
+  auto w = upload_weight(ctx(), TensorType::F32, ref::random_weight(TensorType::F32, 8, 6, 1), 8, 6);
+  Batch b(ctx());
+  auto y = make_tensor(ctx(), {8});
+  EXPECT_FALSE(ops().fuses_norm(6));  // not a multiple of 4
+  EXPECT_THROW(ops().rms_norm_linear(b, make_tensor(ctx(), {8}), make_tensor(ctx(), {8}), 1e-5f, w, y), Error);
+  LinearOptions with_bias;
+  with_bias.bias = y;
+  auto w8 = upload_weight(ctx(), TensorType::F32, ref::random_weight(TensorType::F32, 8, 8, 1), 8, 8);
+  EXPECT_THROW(ops().rms_norm_linear(b, make_tensor(ctx(), {8}), make_tensor(ctx(), {8}), 1e-5f, w8, y, with_bias),
+               Error);  // no bias: the norm weight takes its binding
+  EXPECT_THROW(ops().rms_norm_linear(b, make_tensor(ctx(), {8}), make_tensor(ctx(), {4}), 1e-5f, w8, y),
+               Error);  // a short norm weight
+}
+
 // The serving kernel's results do not depend on the batch: a token alone, among others, at any
 // place in the batch, with any workgroup size or token tile, gives bit-identical outputs (with a
 // row range, bias and accumulation on top).

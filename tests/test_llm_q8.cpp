@@ -3,6 +3,7 @@
 // matvec, and decode attention with a quantized output (at a fixed and at a GPU-read position).
 #include "test_llm_util.h"
 
+#include <cmath>
 #include <cstring>
 
 using namespace wgc;
@@ -51,6 +52,25 @@ void expect_quantized(const std::vector<float>& got, const std::vector<float>& e
       if (!(std::fabs(got[i] - want[i]) <= step * 1.001f + 1e-6f * amax)) ++bad;
   }
   EXPECT_EQ(bad, 0u) << what;
+}
+
+// A random weight of type t on the GPU, its dequantized values and a random bias for it.
+struct TestWeight {
+  GpuWeight w;
+  std::vector<double> deq;
+  std::vector<float> bias_v;
+  Tensor bias;
+};
+TestWeight test_weight(TensorType t, int64_t rows, int64_t cols, uint32_t seed) {
+  auto bytes = ref::random_weight(t, rows, cols, seed);
+  auto bias_v = test::random_floats(size_t(rows), seed + 1);
+  return {upload_weight(ctx(), t, bytes, rows, cols), ref::dequantize(t, bytes, rows, cols), bias_v,
+          make_tensor(ctx(), {rows}, bias_v)};
+}
+// Rows x cols around the kernels' tiles: a small and a large shape per block size (K-quants: last_k).
+std::vector<std::pair<int64_t, int64_t>> linear_shapes(TensorType t, int64_t last_k) {
+  if (int64_t(block_size(t)) == 256) return {{37, 256}, {45, last_k}};
+  return {{37, 96}, {45, 4160}};
 }
 
 std::vector<float> poisoned_q8(const Q8Act& a) {
@@ -131,14 +151,8 @@ TEST(LlmQ8, LinearMatchesReference) {
     tilings.emplace_back(tl, std::move(o));
   }
   for (auto t : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K}) {
-    const bool k = int64_t(block_size(t)) == 256;
-    for (auto [rows, cols] : k ? std::vector<std::pair<int64_t, int64_t>>{{37, 256}, {45, 768}}
-                               : std::vector<std::pair<int64_t, int64_t>>{{37, 96}, {45, 4160}}) {
-      auto bytes = ref::random_weight(t, rows, cols, 51);
-      auto w = upload_weight(ctx(), t, bytes, rows, cols);
-      auto deq = ref::dequantize(t, bytes, rows, cols);
-      auto bias_v = test::random_floats(size_t(rows), 52);
-      auto bias = make_tensor(ctx(), {rows}, bias_v);
+    for (auto [rows, cols] : linear_shapes(t, 768)) {
+      auto [w, deq, bias_v, bias] = test_weight(t, rows, cols, 51);
       for (int n : {1, 3, 70}) {
         auto xv = test::random_floats(size_t(n) * size_t(cols), uint32_t(n + 53));
         auto x = make_tensor(ctx(), {int64_t(xv.size())}, xv);
@@ -217,6 +231,176 @@ TEST(LlmQ8, LinearSwigluMatchesReference) {
   EXPECT_THROW(ops().linear_swiglu_q8(b, w, xa, out), Error);  // 64 rows are not gate|up of 64
 }
 
+// x quantized by ref::quantize_q8_act after ref::rms_norm: what rms_norm_linear_q8's workgroups
+// compute (1 token).
+std::vector<float> norm_quantized(const std::vector<float>& x, const std::vector<float>& w, int64_t cols) {
+  return ref::quantize_q8_act(ref::rms_norm(std::vector<float>(x.begin(), x.begin() + cols), w, 1, int(cols), 1e-5f));
+}
+
+// Each output within a few quantization flips of the reference: the kernels add the sum of
+// squares in another order than the reference, so a value on a rounding boundary may round the
+// other way (an input element off by its block's step d, at most max d over the blocks).
+void expect_near_flips(const std::vector<float>& got, const std::vector<double>& want, const std::vector<double>& deq,
+                       int64_t cols, int64_t row0, const std::vector<float>& xq, const std::string& what) {
+  float dmax = 0;
+  for (float v : xq) dmax = std::max(dmax, std::fabs(v) / 127.f);
+  size_t bad = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    double scale = 0, wmax = 0;
+    for (int64_t j = 0; j < cols; ++j) {
+      const double wv = deq[size_t((row0 + int64_t(i)) * cols + j)];
+      scale += std::fabs(wv * xq[size_t(j)]);
+      wmax = std::max(wmax, std::fabs(wv));
+    }
+    if (!(std::fabs(double(got[i]) - want[i]) <= 1e-5 * scale + 3 * dmax * wmax)) ++bad;
+  }
+  EXPECT_EQ(bad, 0u) << what;
+}
+
+// rms_norm_linear_q8 (the RMSNorm and quantization in every workgroup) against the reference,
+// every type, at awkward sizes (one pass and several per workgroup), with a row range, bias and
+// accumulation, in two schedules (unrolled, small workgroups).
+TEST(LlmQ8, NormLinearMatchesReference) {
+  std::vector<std::pair<std::string, std::unique_ptr<LlmOps>>> schedules;
+  for (const char* spec :
+       {"mvq_wg=256,mvq_tpr=32,mvq_rows=2,mvq_unroll=1", "mvq_wg=64,mvq_tpr=8,mvq_rows=3,mvq_unroll=3"}) {
+    auto o = std::make_unique<LlmOps>(ctx());
+    apply_tuning(o->tuning, spec);
+    schedules.emplace_back(spec, std::move(o));
+  }
+  for (auto t : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K}) {
+    for (auto [rows, cols] : linear_shapes(t, 4352)) {
+      auto [w, deq, bias_v, bias] = test_weight(t, rows, cols, 71);
+      auto xv = test::random_floats(size_t(cols + 13), 73, -2.f, 3.f);  // past cols: not read
+      auto x = make_tensor(ctx(), {int64_t(xv.size())}, xv);
+      auto nv = test::random_floats(size_t(cols), 74, 0.5f, 1.5f);
+      auto nw = make_tensor(ctx(), {cols}, nv);
+      auto xq = norm_quantized(xv, nv, cols);
+      for (int variant = 0; variant < 2; ++variant) {
+        const bool plain = variant == 0;
+        const int64_t row0 = plain ? 0 : 3, nr = plain ? rows : rows - 5, yoff = plain ? 0 : 5;
+        const size_t ny = size_t(yoff + nr + 6);
+        auto y0 = test::random_floats(ny, 75);
+        auto r = ref::linear(deq, cols, xq, 1, row0, nr);
+        for (int64_t i = 0; i < nr; ++i)
+          if (!plain) r[size_t(i)] += double(y0[size_t(yoff + i)]) + bias_v[size_t(row0 + i)];
+        for (auto& [spec, o] : schedules) {
+          const std::string what = std::string(to_string(t)) + " " + std::to_string(rows) + "x" + std::to_string(cols) +
+                                   " variant " + std::to_string(variant) + " " + spec;
+          ASSERT_TRUE(o->fuses_norm_q8(cols)) << what;
+          Tensor y = plain ? test::poisoned(int64_t(ny)) : make_tensor(ctx(), {int64_t(ny)}, y0);
+          LinearOptions lo;
+          lo.row0 = row0;
+          lo.rows = nr;
+          lo.y_offset = yoff;
+          if (!plain) lo.bias = bias;
+          lo.accumulate = !plain;
+          Batch b(ctx());
+          o->rms_norm_linear_q8(b, x, nw, 1e-5f, w, y, lo);
+          b.run();
+          auto got = download<float>(ctx(), y);
+          expect_near_flips(std::vector<float>(got.begin() + yoff, got.begin() + yoff + nr), r, deq, cols, row0, xq,
+                            what);
+          size_t bad_gaps = 0;  // outside the rows: untouched (poison, or y0)
+          for (size_t i = 0; i < ny; ++i)
+            if (int64_t(i) < yoff || int64_t(i) >= yoff + nr) bad_gaps += plain ? !std::isnan(got[i]) : got[i] != y0[i];
+          EXPECT_EQ(bad_gaps, 0u) << what;
+        }
+      }
+    }
+  }
+}
+
+// rms_norm_swiglu_q8 against the reference (a flip in x moves gate and up sums far less than
+// one of the output's quantization steps, which expect_quantized allows).
+TEST(LlmQ8, NormSwigluMatchesReference) {
+  for (auto t : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K}) {
+    const int64_t half = 96, cols = int64_t(block_size(t)) == 256 ? 512 : 160;
+    auto bytes = ref::random_weight(t, 2 * half, cols, 81);
+    auto w = upload_weight(ctx(), t, bytes, 2 * half, cols);
+    auto deq = ref::dequantize(t, bytes, 2 * half, cols);
+    auto xv = test::random_floats(size_t(cols), 82);
+    auto x = make_tensor(ctx(), {cols}, xv);
+    auto nv = test::random_floats(size_t(cols), 83, 0.5f, 1.5f);
+    auto nw = make_tensor(ctx(), {cols}, nv);
+    auto xq = norm_quantized(xv, nv, cols);
+    Q8Act out = make_q8_act(ctx(), 1, half);
+    poisoned_q8(out);
+    Batch b(ctx());
+    ops().rms_norm_swiglu_q8(b, x, nw, 1e-5f, w, out);
+    b.run();
+    auto g = test::to_float(ref::linear(deq, cols, xq, 1, 0, half));
+    auto u = test::to_float(ref::linear(deq, cols, xq, 1, half, half));
+    expect_quantized(dequant(out, 1), ref::swiglu(g, u), std::string(to_string(t)));
+  }
+}
+
+// rms_norm_qkv_rope_q8 (RoPE and the cache append in the QKV matvec) against its two passes,
+// rms_norm_linear_q8 then rope_kv_append: bit-identical qkv and caches (poisoned first, so rows
+// either path leaves alone must stay so), every type, both pair layouts, a fixed position and
+// one read on the GPU with a separate cache row, in a second layer of the cache.
+TEST(LlmQ8, QkvRopeMatchesTwoPasses) {
+  const int nh = 4, nkv = 2, hd = 64, max_ctx = 12;
+  const int64_t rows = int64_t(nh + 2 * nkv) * hd;
+  std::vector<double> inv(hd / 2);
+  for (int i = 0; i < hd / 2; ++i) inv[size_t(i)] = std::pow(10000.0, -2.0 * i / hd);
+  auto table = make_rope_table(ctx(), inv, hd, 16);
+  const std::vector<uint32_t> pos_rows = {9, 4};  // position 9 into cache row 4
+  auto pos = make_tensor(ctx(), {2}, DType::U32, std::as_bytes(std::span(pos_rows)));
+  for (auto t : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K}) {
+    const int64_t cols = int64_t(block_size(t)) == 256 ? 512 : 160;
+    auto w = upload_weight(ctx(), t, ref::random_weight(t, rows, cols, 91), rows, cols);
+    auto x = make_tensor(ctx(), {cols}, test::random_floats(size_t(cols), 92));
+    auto nw = make_tensor(ctx(), {cols}, test::random_floats(size_t(cols), 93, 0.5f, 1.5f));
+    for (bool interleaved : {false, true})
+      for (bool dyn : {false, true}) {
+        const std::string what = std::string(to_string(t)) + (interleaved ? " interleaved" : " neox") +
+                                 (dyn ? " position read on the GPU" : " fixed position");
+        RopeKvArgs a;
+        a.n_heads = nh;
+        a.pos0 = 6;
+        a.interleaved = interleaved;
+        if (dyn) {
+          a.positions = pos;
+          a.cache_rows = true;
+        }
+        std::vector<std::vector<uint32_t>> got[2];
+        for (int fused = 0; fused < 2; ++fused) {
+          auto qkv = test::poisoned(rows);
+          auto cache = make_kv_cache(ctx(), 2, nkv, max_ctx, hd);
+          fill_u32(ctx(), cache.k, kPoisonNaN);
+          fill_u32(ctx(), cache.v, kPoisonNaN);
+          Batch b(ctx());
+          if (fused) {
+            ops().rms_norm_qkv_rope_q8(b, x, nw, 1e-5f, w, qkv, table, cache.layer(1), a);
+          } else {
+            ops().rms_norm_linear_q8(b, x, nw, 1e-5f, w, qkv);
+            ops().rope_kv_append(b, qkv, table, cache.layer(1), a);
+          }
+          b.run();
+          got[fused] = {download<uint32_t>(ctx(), qkv), download<uint32_t>(ctx(), cache.k),
+                        download<uint32_t>(ctx(), cache.v)};
+        }
+        EXPECT_EQ(got[1][0], got[0][0]) << what << ": qkv";
+        EXPECT_EQ(got[1][1], got[0][1]) << what << ": k cache";
+        EXPECT_EQ(got[1][2], got[0][2]) << what << ": v cache";
+        for (int i = 0; i < 3; ++i) {  // every qkv row, one cache row of each kv head
+          size_t written = 0;
+          for (uint32_t v : got[0][size_t(i)]) written += v != kPoisonNaN;
+          EXPECT_EQ(written, size_t(i == 0 ? rows : nkv * hd)) << what << " part " << i;
+        }
+      }
+  }
+  auto w = upload_weight(ctx(), TensorType::Q8_0, ref::random_weight(TensorType::Q8_0, rows - 2, 64, 1), rows - 2, 64);
+  auto cache = make_kv_cache(ctx(), 1, nkv, max_ctx, hd);
+  RopeKvArgs a;
+  a.n_heads = nh;
+  Batch b(ctx());
+  auto x = make_tensor(ctx(), {64});
+  EXPECT_THROW(ops().rms_norm_qkv_rope_q8(b, x, x, 1e-5f, w, test::poisoned(rows), table, cache.layer(0), a),
+               Error);  // rows are not the q, k and v heads
+}
+
 TEST(LlmQ8, BadInputsAreErrors) {
   auto f16 = upload_weight(ctx(), TensorType::F16, ref::random_weight(TensorType::F16, 4, 32, 1), 4, 32);
   auto q4 = upload_weight(ctx(), TensorType::Q4_0, ref::random_weight(TensorType::Q4_0, 4, 64, 1), 4, 64);
@@ -228,6 +412,12 @@ TEST(LlmQ8, BadInputsAreErrors) {
   EXPECT_THROW(ops().quantize_q8(b, y, x, 3), Error);                         // 3 tokens in a 2-token Q8Act
   EXPECT_THROW(make_q8_act(ctx(), 1, 40), Error);                             // not whole blocks
   EXPECT_THROW(ops().quantize_q8(b, make_tensor(ctx(), {40}), x, 2), Error);  // x too short
+  EXPECT_THROW(ops().rms_norm_linear_q8(b, make_tensor(ctx(), {32}), make_tensor(ctx(), {64}), 1e-5f, q4, y),
+               Error);  // x shorter than the weight's 64 columns
+  EXPECT_THROW(ops().rms_norm_linear_q8(b, make_tensor(ctx(), {64}), make_tensor(ctx(), {32}), 1e-5f, q4, y),
+               Error);                         // a norm weight shorter than x
+  EXPECT_FALSE(ops().fuses_norm_q8(1 << 20));  // x's quants beyond the workgroup memory
+  EXPECT_FALSE(ops().fuses_norm_q8(40));       // not whole blocks
 }
 
 // Decode attention with the output quantized: against the reference, at a fixed position and
@@ -254,9 +444,10 @@ TEST(LlmQ8, AttentionDecodeQ8MatchesReference) {
     std::copy(qv.begin(), qv.end(), qall.end() - nh * hd);
     auto want_all = ref::attention(qall, k2, v2, pos + 1, nh, nkv, hd, 0, 1.f / std::sqrt(float(hd)));
     std::vector<float> want(want_all.end() - nh * hd, want_all.end());
-    for (bool dyn : {false, true}) {
+    // splits: 3, or 150 (more than the combine's invocations per head, most of them empty)
+    for (int mode : {0, 1, 2}) {
+      const bool dyn = mode > 0;
       Q8Act out = make_q8_act(ctx(), 1, nh * hd);
-      poisoned_q8(out);
       auto posb = make_tensor(ctx(), {1}, DType::U32);
       const uint32_t pu = uint32_t(pos);
       upload(ctx(), posb, std::as_bytes(std::span(&pu, 1)));
@@ -265,12 +456,19 @@ TEST(LlmQ8, AttentionDecodeQ8MatchesReference) {
       a.start = dyn ? 0 : pos;  // dyn: the position comes from posb
       if (dyn) {
         a.start_from = posb;
-        a.splits = 3;
+        a.splits = mode == 1 ? 3 : 150;
       }
-      Batch b(ctx());
-      ops().attention_decode_q8(b, cache.layer(0), q, out, a);
-      b.run();
-      expect_quantized(dequant(out, 1), want, "pos " + std::to_string(pos) + (dyn ? " (dyn)" : ""));
+      for (uint32_t sp : {1u, 4u}) {  // invocations per element in the combine
+        LlmOps o(ctx());
+        o.tuning.combine_sp = sp;
+        poisoned_q8(out);
+        Batch b(ctx());
+        o.attention_decode_q8(b, cache.layer(0), q, out, a);
+        b.run();
+        expect_quantized(dequant(out, 1), want,
+                         "pos " + std::to_string(pos) + (dyn ? " (dyn)" : "") + " mode " + std::to_string(mode) +
+                             " combine_sp " + std::to_string(sp));
+      }
     }
   }
 }

@@ -16,25 +16,7 @@
 @group(0) @binding(2) var<storage, read> v4: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
 @group(0) @binding(4) var<storage, read> dynpos: array<u32>;  // dyn = 1: the start position
-struct P {
-  n: u32,
-  n_heads: u32,
-  n_kv: u32,
-  max_ctx: u32,
-  start: u32,
-  q_stride: u32,
-  q_off: u32,
-  o_stride: u32,
-  o_off: u32,
-  cache_off: u32,
-  scale: f32,
-  split_len: u32,
-  n_splits: u32,
-  partial: u32,
-  // 1: start from dynpos[0] and split_len from it (ceil((start + n) / n_splits) in whole BK), so
-  // that one recorded decode step serves every position.
-  dyn: u32,
-}
+//!include "llm/flash_attn_params.wgsl"
 @group(0) @binding(5) var<uniform> p: P;
 //!include "llm/attn_partial.wgsl"
 override HD: u32 = 128;  // head_dim, a multiple of 4

@@ -9,8 +9,8 @@
 // blocks likewise (Xs[k][m]); the next step's global loads are issued before this step's math.
 //
 // Preceded by a prelude (BM, BN: multiples of 8; SU: units per step, dividing the units of a row;
-// MQ_MAGIC, see sum_f4), common.wgsl, a weights/*.wgsl file (bindings 0, 1), q8_act.wgsl (2, 3) and a
-// q8dot/*.wgsl file.
+// MQ_MAGIC, see sum_f4), common.wgsl, a weights/*.wgsl file (bindings 0, 1), q8_act_global.wgsl
+// (2, 3), q8_act.wgsl and a q8dot/*.wgsl file.
 @group(0) @binding(4) var<storage, read> bias: array<f32>;
 @group(0) @binding(5) var<storage, read_write> y: array<f32>;
 struct P {

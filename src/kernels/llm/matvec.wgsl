@@ -6,8 +6,9 @@
 // SWIGLU (a prelude constant): the rows are a gate|up weight (gate rows 0 .. rows / 2 - 1, up
 // rows after them); a workgroup computes gate and up rows 32w .. 32w + 31 (WG / TPR * R == 64)
 // and writes y[32w + i] = silu(gate) * up.
-// Preceded by a prelude (SWIGLU), common.wgsl, a weights/*.wgsl file (bindings 0, 1) and a
-// reduce file.
+// x is read through x_load4 (matvec_x.wgsl: as it is; matvec_x_norm.wgsl: RMS-normalised, after
+// x_prologue). Preceded by a prelude (SWIGLU), common.wgsl, a weights/*.wgsl file (bindings 0,
+// 1), a reduce file and one of those two.
 @group(0) @binding(2) var<storage, read> x4: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
 @group(0) @binding(4) var<storage, read_write> y: array<f32>;
@@ -31,9 +32,9 @@ fn xq(i4: u32) -> vec4<f32> {
     let j = i4 - tile4;
     return xs[j + j / 8u];
   }
-  if (!W_PADDED) { return x4[i4]; }
+  if (!W_PADDED) { return x_load4(i4); }
   let e = vec4<u32>(4u * i4) + vec4<u32>(0u, 1u, 2u, 3u);
-  return select(vec4<f32>(0.0), x4[i4], e < vec4<u32>(p.cols));
+  return select(vec4<f32>(0.0), x_load4(i4), e < vec4<u32>(p.cols));
 }
 
 @compute @workgroup_size(WG)
@@ -51,6 +52,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     }
     rows[u] = p.row0 + min(rl, p.rows - 1u);
   }
+  x_prologue(lid);
   w_setup(p.cols);
   let nch = w_nchunks(p.cols);
   let nx4 = (p.cols + 3u) / 4u;
@@ -64,7 +66,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         var v = vec4<f32>(0.0);
         if (g4 < nx4) {
           let e = vec4<u32>(4u * g4) + vec4<u32>(0u, 1u, 2u, 3u);
-          v = select(vec4<f32>(0.0), x4[g4], e < vec4<u32>(p.cols));
+          v = select(vec4<f32>(0.0), x_load4(g4), e < vec4<u32>(p.cols));
         }
         xs[i + i / 8u] = v;
       }

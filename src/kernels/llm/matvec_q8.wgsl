@@ -2,18 +2,26 @@
 // sum_u dot(W[row0 + r], x) (+ bias[row0 + r]) (+ y), the weights' quants and x's (q8_act.wgsl)
 // multiplied with integer dot products (dot4I8Packed) a unit at a time (q8dot/*.wgsl: one to four
 // blocks of 32), scaled per block. A group of TPR invocations takes R rows and strides over their
-// units; each unit's x is loaded once for the R rows. Sums with group_sum (reduce_sg.wgsl or
-// reduce_wg.wgsl).
+// units, UNROLL units per step (loads the compiler can issue together; the rest one by one); each
+// unit's x is loaded once for the R rows. Sums with group_sum (reduce_sg.wgsl or reduce_wg.wgsl).
 //
 // SWIGLU (a prelude constant): the rows are a gate|up weight (gate rows 0 .. half - 1, up rows
 // half ..), a workgroup computes gate and up rows 32w .. 32w + 31 (WG / TPR * R == 64) and writes
 // silu(gate) * up quantized as x is (quant_act.wgsl's block w) into y (quants) and yd (d, sums).
 //
-// Preceded by a prelude (SWIGLU), common.wgsl, a weights/*.wgsl file (bindings 0, 1),
-// q8_act.wgsl (2, 3), a q8dot/*.wgsl file and a reduce file.
+// ROPE (a prelude constant; R == 2): the rows are a fused QKV weight (p.heads query heads, then
+// p.n_kv key and p.n_kv value heads of p.head_dim rows), each group takes the two rows of one RoPE
+// pair, and rope_store (matvec_q8_rope.wgsl) does rope_kv_append.wgsl's work on them: the same
+// values, so the same results as linear_q8 followed by rope_kv_append.
+//
+// Preceded by a prelude (SWIGLU, ROPE, P_BINDING: the uniform's binding, XC with
+// q8_act_norm.wgsl), common.wgsl, rope_pair.wgsl, a weights/*.wgsl file
+// (bindings 0, 1), q8_act_global.wgsl (x quantized before: bindings 2, 3) or q8_act_norm.wgsl
+// (f32 x and a norm weight at 2, 3, quantized here by x_prologue), q8_act.wgsl, a q8dot/*.wgsl
+// file, a reduce file and matvec_q8_rope.wgsl (ROPE) or matvec_q8_norope.wgsl.
 @group(0) @binding(4) var<storage, read> bias: array<f32>;
 @group(0) @binding(5) var<storage, read_write> y: array<u32>;  // f32 bits, or SWIGLU's quants
-@group(0) @binding(6) var<storage, read_write> yd: array<vec2<u32>>;  // SWIGLU: (d, sums) per block
+@group(0) @binding(6) var<storage, read_write> yd: array<vec2<u32>>;  // SWIGLU: (d, sums) per block; ROPE: (cos, sin)
 struct P {
   rows: u32,
   cols: u32,
@@ -21,17 +29,35 @@ struct P {
   y_off: u32,
   flags: u32,  // 1: add bias, 2: accumulate into y
   half: u32,   // SWIGLU: rows of the gate (the up rows follow)
+  eps: f32,    // q8_act_norm.wgsl: the RMSNorm's epsilon
+  // ROPE (rope_kv_append.wgsl's for one token):
+  heads: u32,
+  n_kv: u32,
+  head_dim: u32,
+  pos0: u32,
+  rflags: u32,  // 1: position from positions[0], 2: interleaved pairs, 4: cache row from positions[1]
+  max_pos: u32,
+  max_ctx: u32,
+  cache_off: u32,
 }
-@group(0) @binding(7) var<uniform> p: P;
+@group(0) @binding(P_BINDING) var<uniform> p: P;
 override WG: u32 = 256;
 override TPR: u32 = 32;  // invocations per row group (a power of two)
 override R: u32 = 2u;    // rows per group, at most R_MAX
+override UNROLL: u32 = 1u;  // units per lane per step of the main loop
 const R_MAX: u32 = 8u;
 
 var<workgroup> red: array<f32, WG>;
 var<workgroup> res: array<f32, 64>;  // SWIGLU: the workgroup's gate and up sums, then silu(g) * u
 
 fn xq(i4: u32) -> vec4<f32> { return vec4<f32>(0.0); }  // unused here (w_chunk needs it)
+
+// ROPE: row u (0, 1) of RoPE pair pi (pairs numbered head by head).
+fn rope_row(pi: u32, u: u32) -> u32 {
+  let half = p.head_dim / 2u;
+  let pr = rope_pair(pi % half, half, (p.rflags & 2u) != 0u);
+  return (pi / half) * p.head_dim + select(pr.x, pr.y, u == 1u);
+}
 
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>,
@@ -45,18 +71,29 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let lr = g * R + u;
     if (SWIGLU) {
       rl[u] = select(32u * wg + lr, p.half + 32u * wg + lr - 32u, lr >= 32u);
+    } else if (ROPE) {
+      rl[u] = rope_row(wg * (WG / TPR) + g, u);
     } else {
       rl[u] = wg * (WG / TPR * R) + lr;
     }
     rows[u] = p.row0 + min(rl[u], p.rows - 1u);
   }
+  x_prologue(lid);
   w_setup(p.cols);
   let nu = p.cols / (32u * MQ_UB);
   var acc: array<f32, R_MAX>;
-  for (var un = lane; un < nu; un += TPR) {
+  var un = lane;
+  for (; un + (UNROLL - 1u) * TPR < nu; un += UNROLL * TPR) {
+    for (var k = 0u; k < UNROLL; k++) {
+      let xu = u_x(un + k * TPR);
+      for (var u = 0u; u < R; u++) { acc[u] += u_dot(rows[u], un + k * TPR, xu); }
+    }
+  }
+  for (; un < nu; un += TPR) {
     let xu = u_x(un);
     for (var u = 0u; u < R; u++) { acc[u] += u_dot(rows[u], un, xu); }
   }
+  var outs: array<f32, R_MAX>;
   for (var u = 0u; u < R; u++) {
     let s = group_sum(acc[u], lid, TPR);
     if (lane == 0u) {
@@ -68,9 +105,11 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         let yi = p.y_off + rl[u];
         if ((p.flags & 2u) != 0u) { o += bitcast<f32>(y[yi]); }
         y[yi] = bitcast<u32>(o);
+        outs[u] = o;
       }
     }
   }
+  if (ROPE && lane == 0u && rl[0] < p.rows) { rope_store(rl[0], rl[1], outs[0], outs[1]); }
   if (SWIGLU) {
     workgroupBarrier();
     var a = 0.0;

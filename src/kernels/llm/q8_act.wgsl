@@ -1,8 +1,6 @@
 // Reading quant_act.wgsl's 8-bit activations: xw (the quants, 8 words per block of 32) and xd
-// ((d, the two 16-element sums) per block), bound at bindings 2 and 3 of matvec_q8.wgsl and
-// matmul_q8.wgsl.
-@group(0) @binding(2) var<storage, read> xw: array<vec4<u32>>;
-@group(0) @binding(3) var<storage, read> xd: array<vec2<u32>>;
+// ((d, the two 16-element sums) per block), declared by q8_act_global.wgsl (bindings 2 and 3 of
+// matvec_q8.wgsl and matmul_q8.wgsl) or q8_act_norm.wgsl (workgroup memory, filled by x_prologue).
 
 fn q8_d(e: vec2<u32>) -> f32 { return bitcast<f32>(e.x); }
 // The sums of quants 0..15 and 16..31 of a block.

@@ -121,20 +121,10 @@ class GpuEngine final : public LlamaEngine {
   // in x. dyn (one token): the position comes from `pos` when the batch runs (for recordings).
   void record_layers(Batch& b, int n, bool dyn = false) {
     ops.embedding(b, w.embed, ids, x, n);
+    const bool fuse_norm_q8 = n == 1 && fuses_norm_q8(), fuse_norm_f32 = n == 1 && fuses_norm_f32();
     for (size_t li = 0; li < layers.size(); ++li) {
       auto& L = layers[li];
       KvLayer cache = kv.layer(int(li));
-      if (q8(L.qkv)) {
-        ops.rms_norm_q8(b, x, L.ln1, xq, n, eps);
-        record_linear_q8(ops, b, L.qkv, xq, qkv, n, qkv_dim, false);
-      } else {
-        ops.rms_norm(b, x, L.ln1, h, n, int(hidden), eps);
-        linear(b, L.qkv, h, qkv, n, qkv_dim, false);
-      }
-      if (cfg.qk_norm) {
-        ops.head_rms_norm(b, qkv, L.q_norm, n, int(nh), int(hd), qkv_dim, 0, eps);
-        ops.head_rms_norm(b, qkv, L.k_norm, n, int(nkv), int(hd), qkv_dim, nh * hd, eps);
-      }
       RopeKvArgs ra;  // q|k|v back to back in each qkv row
       ra.n_tokens = n;
       ra.n_heads = int(nh);
@@ -144,7 +134,27 @@ class GpuEngine final : public LlamaEngine {
         ra.positions = pos;
         ra.cache_rows = true;
       }
-      ops.rope_kv_append(b, qkv, rope, cache, ra);
+      // One token: RoPE and the cache append in the QKV matvec (no head norms between them).
+      const bool qkv_rope = q8(L.qkv) && fuse_norm_q8 && ops.tuning.mvq_rope && !cfg.qk_norm &&
+                            L.qkv.parts.size() == 1 && L.qkv.biases.empty() && ops.fuses_rope_q8(hidden);
+      if (qkv_rope) {
+        ops.rms_norm_qkv_rope_q8(b, x, L.ln1, eps, L.qkv.parts[0], qkv, rope, cache, ra);
+      } else if (q8(L.qkv) && fuse_norm_q8) {
+        record_rms_norm_linear_q8(ops, b, L.qkv, x, L.ln1, eps, qkv, qkv_dim, false);
+      } else if (q8(L.qkv)) {
+        ops.rms_norm_q8(b, x, L.ln1, xq, n, eps);
+        record_linear_q8(ops, b, L.qkv, xq, qkv, n, qkv_dim, false);
+      } else if (fuse_norm_f32 && L.qkv.biases.empty()) {
+        record_rms_norm_linear(ops, b, L.qkv, x, L.ln1, eps, qkv, qkv_dim, false);
+      } else {
+        ops.rms_norm(b, x, L.ln1, h, n, int(hidden), eps);
+        linear(b, L.qkv, h, qkv, n, qkv_dim, false);
+      }
+      if (cfg.qk_norm) {
+        ops.head_rms_norm(b, qkv, L.q_norm, n, int(nh), int(hd), qkv_dim, 0, eps);
+        ops.head_rms_norm(b, qkv, L.k_norm, n, int(nkv), int(hd), qkv_dim, nh * hd, eps);
+      }
+      if (!qkv_rope) ops.rope_kv_append(b, qkv, rope, cache, ra);
       AttentionArgs aa;
       aa.n_tokens = n;
       aa.n_heads = int(nh);
@@ -164,13 +174,23 @@ class GpuEngine final : public LlamaEngine {
         linear(b, L.o, attn, x, n, hidden, true);
       }
       const bool gu8 = q8(L.gate_up);
-      if (gu8)
+      // One token: gate|up, SwiGLU and quantization at once (and the RMSNorm before them).
+      const bool swiglu8 =
+          gu8 && q8(L.down) && n == 1 && L.gate_up.parts.size() == 1 && L.gate_up.biases.empty() && ffn % 32 == 0;
+      // The same with f32 activations on a GPU (on CPU adapters the one-output-per-invocation
+      // kernels are far faster than the cooperative matvec).
+      const bool swiglu32 = !gu8 && !q8(L.down) && n == 1 && fused_gate_up(L);
+      if (swiglu8 && fuse_norm_q8)
+        ops.rms_norm_swiglu_q8(b, x, L.ln2, eps, L.gate_up.parts[0], fq);
+      else if (swiglu32 && fuse_norm_f32)
+        ops.rms_norm_swiglu(b, x, L.ln2, eps, L.gate_up.parts[0], act);
+      else if (gu8)
         ops.rms_norm_q8(b, x, L.ln2, xq, n, eps);
       else
         ops.rms_norm(b, x, L.ln2, h, n, int(hidden), eps);
       if (q8(L.down)) {
-        if (gu8 && n == 1 && L.gate_up.parts.size() == 1 && L.gate_up.biases.empty() && ffn % 32 == 0) {
-          ops.linear_swiglu_q8(b, L.gate_up.parts[0], xq, fq);  // gate|up, SwiGLU and quantization at once
+        if (swiglu8) {
+          if (!fuse_norm_q8) ops.linear_swiglu_q8(b, L.gate_up.parts[0], xq, fq);
         } else {
           if (gu8)
             record_linear_q8(ops, b, L.gate_up, xq, gu, n, 2 * ffn, false);
@@ -180,10 +200,8 @@ class GpuEngine final : public LlamaEngine {
         }
         record_linear_q8(ops, b, L.down, fq, x, n, hidden, true);
       } else {
-        // One token on a GPU: gate|up and SwiGLU in one dispatch (on CPU adapters the one-output-
-        // per-invocation kernels are far faster than the cooperative matvec).
-        if (!gu8 && n == 1 && fused_gate_up(L)) {
-          ops.linear_swiglu(b, L.gate_up.parts[0], h, act);
+        if (swiglu32) {
+          if (!fuse_norm_f32) ops.linear_swiglu(b, L.gate_up.parts[0], h, act);
         } else {
           if (gu8)
             record_linear_q8(ops, b, L.gate_up, xq, gu, n, 2 * ffn, false);
@@ -197,6 +215,10 @@ class GpuEngine final : public LlamaEngine {
   }
 
   const GpuWeight& output() const { return w.output(); }
+  // One-token steps: the RMSNorms go into the 8-bit matvecs after them (tuning.mvq_norm), or on
+  // GPUs into the f32-activation matvecs (tuning.matvec_norm; CPU adapters run other kernels).
+  bool fuses_norm_q8() const { return ops.tuning.mvq_norm && ops.fuses_norm_q8(hidden); }
+  bool fuses_norm_f32() const { return ops.tuning.matvec_norm && !ctx.adapter().is_cpu() && ops.fuses_norm(hidden); }
 
   void ensure_logits(int64_t rows) {
     if (logits_rows >= rows) return;
@@ -221,6 +243,8 @@ class GpuEngine final : public LlamaEngine {
 
   // The final norm and the output projection of token n - 1 into logits1.
   void record_output(Batch& b, int n) {
+    // The norm stays a pass of its own here: the output projection's thousands of workgroups
+    // would each redo it (for 8B: 8,016 x 16 KB of reads), one dispatch costs less.
     if (q8(output())) {
       ops.rms_norm_q8(b, x, w.norm, xq, 1, eps, hidden, (n - 1) * hidden);
       ops.linear_q8(b, output(), xq, logits1, 1);

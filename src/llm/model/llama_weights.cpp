@@ -233,6 +233,19 @@ void record_linear_q8(const LlmOps& ops, Batch& b, const LinearGroup& g, const Q
                 [&](const auto& part, const LinearOptions& o) { ops.linear_q8(b, part, in, y, n, o); });
 }
 
+void record_rms_norm_linear(const LlmOps& ops, Batch& b, const LinearGroup& g, const Tensor& x, const Tensor& norm_w,
+                            float eps, const Tensor& y, int64_t y_stride, bool accumulate) {
+  for_each_part(g, y_stride, accumulate,
+                [&](const auto& part, const LinearOptions& o) { ops.rms_norm_linear(b, x, norm_w, eps, part, y, o); });
+}
+
+void record_rms_norm_linear_q8(const LlmOps& ops, Batch& b, const LinearGroup& g, const Tensor& x, const Tensor& norm_w,
+                               float eps, const Tensor& y, int64_t y_stride, bool accumulate) {
+  for_each_part(g, y_stride, accumulate, [&](const auto& part, const LinearOptions& o) {
+    ops.rms_norm_linear_q8(b, x, norm_w, eps, part, y, o);
+  });
+}
+
 bool group_q8(const LinearGroup& g) {
   for (const auto& p : g.parts)
     if (!supports_q8(p.type)) return false;

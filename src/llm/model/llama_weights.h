@@ -54,6 +54,14 @@ void record_linear(const LlmOps& ops, Batch& b, const LinearGroup& g, const Tens
 // The same with x quantized to 8 bits (LlmOps::linear_q8); every part must take it (group_q8).
 void record_linear_q8(const LlmOps& ops, Batch& b, const LinearGroup& g, const Q8Act& in, const Tensor& y, int n,
                       int64_t y_stride, bool accumulate);
+// One token: x RMS-normalised with norm_w inside each part's matvec (LlmOps::rms_norm_linear;
+// a group without biases).
+void record_rms_norm_linear(const LlmOps& ops, Batch& b, const LinearGroup& g, const Tensor& x, const Tensor& norm_w,
+                            float eps, const Tensor& y, int64_t y_stride, bool accumulate);
+// One token: x RMS-normalised with norm_w and quantized inside each part's matvec
+// (LlmOps::rms_norm_linear_q8; every part must take it: group_q8, fuses_norm_q8).
+void record_rms_norm_linear_q8(const LlmOps& ops, Batch& b, const LinearGroup& g, const Tensor& x, const Tensor& norm_w,
+                               float eps, const Tensor& y, int64_t y_stride, bool accumulate);
 // Whether every part of the group takes 8-bit activations (supports_q8).
 bool group_q8(const LinearGroup& g);
 

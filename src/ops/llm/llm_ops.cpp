@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <numbers>
 
 namespace wgc::llm {
@@ -81,6 +82,7 @@ void apply_tuning(LlmTuning& t, std::string_view spec) {
       {"matvec_unroll", &LlmTuning::matvec_unroll},
       {"matvec_rows", &LlmTuning::matvec_rows},
       {"matvec_swiglu", &LlmTuning::matvec_swiglu},
+      {"matvec_norm", &LlmTuning::matvec_norm},
       {"matmul_bm", &LlmTuning::matmul_bm},
       {"matmul_bn", &LlmTuning::matmul_bn},
       {"matmul_bk", &LlmTuning::matmul_bk},
@@ -94,12 +96,21 @@ void apply_tuning(LlmTuning& t, std::string_view spec) {
       {"mvq_wg", &LlmTuning::mvq_wg},
       {"mvq_tpr", &LlmTuning::mvq_tpr},
       {"mvq_rows", &LlmTuning::mvq_rows},
+      {"mvq_unroll", &LlmTuning::mvq_unroll},
+      {"mvq_norm", &LlmTuning::mvq_norm},
+      {"mvq_rope", &LlmTuning::mvq_rope},
+      {"combine_sp", &LlmTuning::combine_sp},
       {"mmq_bm", &LlmTuning::mmq_bm},
       {"mmq_bn", &LlmTuning::mmq_bn},
       {"mmq_min_groups", &LlmTuning::mmq_min_groups},
       {"mmq_units", &LlmTuning::mmq_units},
       {"mmq_magic", &LlmTuning::mmq_magic},
-      {"quant_wg", &LlmTuning::quant_wg}};
+      {"quant_wg", &LlmTuning::quant_wg},
+      {"attn_prefill", &LlmTuning::attn_prefill},
+      {"attn_decode", &LlmTuning::attn_decode},
+      {"attn_dec_wg", &LlmTuning::attn_dec_wg},
+      {"attn_dec_bk", &LlmTuning::attn_dec_bk},
+      {"attn_dec_wgs", &LlmTuning::attn_dec_wgs}};
   while (!spec.empty()) {
     const size_t comma = spec.find_first_of(",/");
     const std::string_view item = spec.substr(0, comma);
@@ -208,7 +219,8 @@ LinearVersion LlmOps::choose_linear(const LinearDims& d) const {
   return subgroups_ ? LinearVersion::Subgroup : LinearVersion::Shared;
 }
 
-Kernel LlmOps::linear_kernel(const std::string& kind, TensorType t, LinearVersion v, uint32_t swiglu_rows) const {
+Kernel LlmOps::linear_kernel(const std::string& kind, TensorType t, LinearVersion v, uint32_t swiglu_rows,
+                             const float* norm_eps) const {
   std::vector<std::string> files = {"llm/common.wgsl", "llm/weights/" + str(t) + ".wgsl"};
   std::string key = "llm/" + kind + "/" + str(t);
   if (kind == "naive") {
@@ -248,12 +260,19 @@ Kernel LlmOps::linear_kernel(const std::string& kind, TensorType t, LinearVersio
   }
   bool sg = v == LinearVersion::Subgroup;
   files.push_back(sg ? "llm/reduce_sg.wgsl" : "llm/reduce_wg.wgsl");
+  files.push_back(norm_eps ? "llm/matvec_x_norm.wgsl" : "llm/matvec_x.wgsl");
   files.push_back("llm/matvec.wgsl");
   const MatvecShape m = matvec_shape();
   const uint32_t rows = swiglu_rows ? swiglu_rows : m.rows;
   std::vector<std::pair<std::string, double>> c = {
       {"WG", m.wg}, {"TPR", m.tpr}, {"UNROLL", tuning.matvec_unroll}, {"R", rows}};
   if (sg) c.push_back({"SG", sg_size_});
+  if (norm_eps) {
+    c.push_back({"EPS", double(*norm_eps)});
+    uint32_t bits;
+    std::memcpy(&bits, norm_eps, 4);
+    key += "/norm" + std::to_string(bits);
+  }
   return kernel(key + (sg ? "/sg/" : "/wg/") + (swiglu_rows ? "swiglu/" : "") + std::to_string(m.wg) + "/" +
                     std::to_string(m.tpr) + "/" + std::to_string(tuning.matvec_unroll) + "/" + std::to_string(rows),
                 files, c, sg, "main", std::string("const SWIGLU: bool = ") + (swiglu_rows ? "true" : "false") + ";\n");
@@ -292,8 +311,10 @@ std::vector<KernelVersion> LlmOps::versions() const {
   v.push_back({"add", "elementwise", ""});
   v.push_back({"kv_append", "elementwise", ""});
   v.push_back({"rope_kv_append", "elementwise", "q/k RoPE and the K/V cache append, one invocation per pair"});
-  v.push_back({"attention", "prefill", "tiled flash attention, causal, GQA"});
-  v.push_back({"attention", "decode", "split-K flash decoding + combine"});
+  v.push_back({"attention", "prefill", "flash attention, causal, GQA: 16 rows per workgroup (attn_prefill=0)"});
+  v.push_back({"attention", "prefill-tiled", "register-tiled flash attention, 64 rows x 64 keys (attn_prefill=1)"});
+  v.push_back({"attention", "decode", "split-K flash decoding + combine, a row per head (attn_decode=0)"});
+  v.push_back({"attention", "decode-kv", "split-K flash decoding, K/V read once per kv head (attn_decode=1)"});
   v.push_back({"argmax", "chained", "top-1 passes of 2048 entries per workgroup"});
   v.push_back({"topk", "chained", "k rounds per workgroup, passes until k remain"});
   return v;
@@ -311,6 +332,7 @@ void LlmOps::precompile(const std::vector<TensorType>& types, const std::vector<
            false);
   }
   for (int hd : head_dims) {
+    attn_tiled_kernel(hd);
     attn_kernel(hd, 16);
     for (int bq : {1, 2, 4, 8}) attn_kernel(hd, bq);
   }
@@ -436,22 +458,61 @@ void LlmOps::linear(Batch& b, const GpuWeight& w, const Tensor& x, const Tensor&
   }
 }
 
+void LlmOps::rms_norm_linear(Batch& b, const Tensor& x, const Tensor& norm_w, float eps, const GpuWeight& w,
+                             const Tensor& y, const LinearOptions& o) const {
+  const std::string op = "rms_norm_linear " + str(w.type);
+  need(!o.bias, op, "takes no bias (the norm weight comes in its binding)");
+  check_norm(x, norm_w, w.cols, op);
+  const int64_t rows = o.rows < 0 ? w.rows - o.row0 : o.rows;
+  need(o.row0 >= 0 && rows > 0 && o.row0 + rows <= w.rows, op,
+       "rows " + std::to_string(o.row0) + "+" + std::to_string(rows) + " of a " + std::to_string(w.rows) +
+           "-row weight");
+  need_elems(y, o.y_offset + rows, op, "y");
+  Kernel k = linear_kernel("matvec", w.type, subgroups_ ? LinearVersion::Subgroup : LinearVersion::Shared, 0, &eps);
+  const MatvecShape m = matvec_shape();
+  b.dispatch(
+      k, {w.data, w.scales, Arg(x, 0, round16(x.bytes())), norm_w, y},
+      Params(1u, u32(rows), u32(w.cols), u32(o.row0), u32(w.cols), u32(rows), u32(o.y_offset), o.accumulate ? 2u : 0u),
+      groups_1d(ctx_, ceil_div(uint64_t(rows), m.wg / m.tpr * m.rows)));
+}
+
+void LlmOps::rms_norm_swiglu(Batch& b, const Tensor& x, const Tensor& norm_w, float eps, const GpuWeight& gate_up,
+                             const Tensor& out) const {
+  const std::string op = "rms_norm_swiglu " + str(gate_up.type);
+  check_norm(x, norm_w, gate_up.cols, op);
+  swiglu_matvec(b, gate_up, x, norm_w, &eps, out, subgroups_ ? LinearVersion::Subgroup : LinearVersion::Shared, op);
+}
+
+bool LlmOps::fuses_norm(int64_t cols) const { return cols > 0 && cols % 4 == 0; }
+
+void LlmOps::check_norm(const Tensor& x, const Tensor& norm_w, int64_t cols, const std::string& op) const {
+  need(fuses_norm(cols), op, std::to_string(cols) + " columns (a multiple of 4)");
+  need_elems(x, cols, op, "x");
+  need(round16(x.bytes()) <= x.capacity(), op, "x buffer too small");
+  need_elems(norm_w, cols, op, "norm weight");
+}
+
 void LlmOps::linear_swiglu(Batch& b, const GpuWeight& w, const Tensor& x, const Tensor& out, LinearVersion v) const {
   const std::string op = "linear_swiglu " + str(w.type);
+  need_elems(x, w.cols, op, "x");
+  if (v == LinearVersion::Auto) v = subgroups_ ? LinearVersion::Subgroup : LinearVersion::Shared;
+  need(round16(x.bytes()) <= x.capacity(), op, "x buffer too small");
+  swiglu_matvec(b, w, x, dummy_, nullptr, out, v, op);
+}
+
+void LlmOps::swiglu_matvec(Batch& b, const GpuWeight& w, const Tensor& x, const Tensor& norm_w, const float* eps,
+                           const Tensor& out, LinearVersion v, const std::string& op) const {
   const int64_t n = w.rows / 2;
   need(w.rows % 2 == 0 && n % 32 == 0, op,
        "a gate|up weight of " + std::to_string(w.rows) + " rows (twice a multiple of 32)");
-  need_elems(x, w.cols, op, "x");
   need_elems(out, n, op, "out");
-  if (v == LinearVersion::Auto) v = subgroups_ ? LinearVersion::Subgroup : LinearVersion::Shared;
   need(v == LinearVersion::Subgroup || v == LinearVersion::Shared, op, "runs the subgroup or shared matvec");
   need(v != LinearVersion::Subgroup || subgroups_, op, "this adapter has no usable subgroups");
   const MatvecShape m = matvec_shape();
   need(kSwigluRows * m.tpr % m.wg == 0 && kSwigluRows * m.tpr / m.wg <= kMatvecMaxRows, op,
        std::to_string(m.wg / m.tpr) + " row groups per workgroup cannot take 64 rows (8 per group at most)");
-  need(round16(x.bytes()) <= x.capacity(), op, "x buffer too small");
-  Kernel k = linear_kernel("matvec", w.type, v, kSwigluRows * m.tpr / m.wg);
-  b.dispatch(k, {w.data, w.scales, Arg(x, 0, round16(x.bytes())), dummy_, out},
+  Kernel k = linear_kernel("matvec", w.type, v, kSwigluRows * m.tpr / m.wg, eps);
+  b.dispatch(k, {w.data, w.scales, Arg(x, 0, round16(x.bytes())), norm_w, out},
              Params(1u, u32(w.rows), u32(w.cols), 0u, u32(w.cols), u32(w.rows), 0u, 0u), groups_1d(ctx_, u32(n / 32)));
 }
 
@@ -697,6 +758,31 @@ Kernel LlmOps::attn_kernel(int hd, int bq) const {
                 false);
 }
 
+Kernel LlmOps::attn_tiled_kernel(int hd) const {
+  // flash_attn_tiled.wgsl: 32 KiB of workgroup memory; output vec4s tx + 16 * a, a < 4
+  if (hd % 4 != 0 || hd > 256 || ctx_.limits().max_compute_workgroup_storage_size < 32768 || max_wg_ < 256) return {};
+  const uint32_t hd4 = uint32_t(hd) / 4, no = (hd4 + 15) / 16;
+  uint32_t vk = 64;  // keys per V chunk: a power of two whose chunk fits the 1024-vec4 buffer
+  while (vk > 1 && vk * hd4 > 1024) vk /= 2;
+  return kernel("llm/flash_attn_tiled/hd" + std::to_string(hd), {"llm/flash_attn_tiled.wgsl"},
+                {{"HD", hd}, {"NO", no}, {"VK", vk}}, false);
+}
+
+LlmOps::DecodeShape LlmOps::decode_shape(int hd, int G) const {
+  // flash_decode.wgsl: G <= 8 heads and NJ <= 2 V vec4s per invocation in registers, G * BK
+  // scores over at most 4 per invocation, the key groups' sums fitting the K/V rows' memory.
+  const uint32_t hd4 = uint32_t(hd) / 4, g = uint32_t(G), nj = ceil_div(hd4, 32);
+  const uint32_t limit = ctx_.limits().max_compute_workgroup_storage_size;
+  const uint32_t wg = std::clamp<uint32_t>(tuning.attn_dec_wg, 32, max_wg_) / 32 * 32, kq = wg / 32;
+  auto bytes = [&](uint32_t k) { return (g * hd4 + k * (2 * hd4 + 1)) * 16 + (g * k + g) * 4; };
+  uint32_t bk = std::clamp<uint32_t>(tuning.attn_dec_bk, 1, 256);
+  while (bk > 1 && bytes(bk) > limit) bk /= 2;
+  const bool fits =
+      g <= 8 && nj <= 2 && g * bk <= 4 * wg && kq <= bk && kq * g * hd4 <= bk * (2 * hd4 + 1) && bytes(bk) <= limit;
+  if (!fits) return {0, 0, 0};
+  return {wg, bk, nj};
+}
+
 namespace {
 struct AttnDims {
   int hd, G;
@@ -737,6 +823,15 @@ void LlmOps::attention(Batch& b, const KvLayer& c, const Tensor& q, const Tensor
 void LlmOps::attention_prefill(Batch& b, const KvLayer& c, const Tensor& q, const Tensor& out,
                                const AttentionArgs& a) const {
   auto d = attn_check(c, q, &out, a, "attention_prefill");
+  if (tuning.attn_prefill == 1) {
+    if (Kernel k = attn_tiled_kernel(d.hd)) {
+      b.dispatch(k, {q, Arg(c.k), Arg(c.v), out},
+                 Params(u32(a.n_tokens), u32(a.n_heads), u32(c.n_kv_heads), u32(c.max_ctx), u32(a.start), u32(d.qs),
+                        u32(a.q_offset), u32(d.os), u32(a.o_offset), c.offset, d.scale, 0u, 1u, 0u, 0u),
+                 {ceil_div(uint64_t(a.n_tokens) * uint64_t(d.G), 64), u32(c.n_kv_heads), 1});
+      return;
+    }
+  }
   const uint32_t bq = 16;
   Kernel k = attn_kernel(d.hd, bq);
   uint32_t total = u32(a.start + a.n_tokens);
@@ -751,22 +846,39 @@ uint32_t LlmOps::attention_decode_pass(Batch& b, const KvLayer& c, const Tensor&
   const std::string op = "attention_decode";
   auto d = attn_check(c, q, out, a, op);
   need(a.n_tokens == 1, op, "one token at a time");
-  uint32_t bq = 1;
-  while (bq < uint32_t(d.G)) bq *= 2;
-  auto s = attn_shape(d.hd);
-  need(bq * s.tpq <= max_wg_, op, "GQA group too large");
-  Kernel k = attn_kernel(d.hd, int(bq));
+  // flash_decode.wgsl (tuning.attn_decode == 1, where its schedule fits), else flash_attn.wgsl
+  // with one row per query head of the kv head.
+  const DecodeShape ds = tuning.attn_decode == 1 ? decode_shape(d.hd, d.G) : DecodeShape{0, 0, 0};
+  Kernel k;
+  uint32_t bk = 0, bq = 1;
+  if (ds.wg) {
+    k = kernel("llm/flash_decode/hd" + std::to_string(d.hd) + "/g" + std::to_string(d.G) + "/wg" +
+                   std::to_string(ds.wg) + "/bk" + std::to_string(ds.bk),
+               {"llm/flash_decode.wgsl"}, {{"HD", d.hd}, {"G", d.G}, {"WG", ds.wg}, {"BK", ds.bk}, {"NJ", ds.nj}},
+               false);
+    bk = ds.bk;
+  } else {
+    while (bq < uint32_t(d.G)) bq *= 2;
+    auto s = attn_shape(d.hd);
+    need(bq * s.tpq <= max_wg_, op, "GQA group too large");
+    k = attn_kernel(d.hd, int(bq));
+    bk = s.bk;
+  }
   const bool dyn = bool(a.start_from);
   if (dyn) need_elems(a.start_from, 1, op, "start_from");
-  // Splits: a.splits, else 256 workgroups' worth over the KV heads; with a fixed position, no
-  // more than the keys fill (blocks of BK), with a position read on the GPU, as many as the
-  // whole cache would fill.
+  // Splits: a.splits, else tuning.attn_dec_wgs workgroups' worth over the KV heads; with a
+  // fixed position, no more than the keys fill (blocks of BK), with a position read on the GPU,
+  // as many as the whole cache would fill.
   const uint32_t kv_len = dyn ? u32(c.max_ctx) : u32(a.start + 1);
-  uint32_t splits = a.splits > 0 ? u32(a.splits) : std::max<uint32_t>(1, 256 / u32(c.n_kv_heads));
+  uint32_t splits =
+      a.splits > 0 ? u32(a.splits) : std::clamp<uint32_t>(tuning.attn_dec_wgs / u32(c.n_kv_heads), 1, kMaxDecodeSplits);
   uint32_t split_len = ceil_div(kv_len, splits);
-  split_len = std::max(s.bk, (split_len + s.bk - 1) / s.bk * s.bk);
+  split_len = std::max(bk, (split_len + bk - 1) / bk * bk);
   if (!dyn || a.splits <= 0) splits = ceil_div(kv_len, split_len);
-  Groups g{ceil_div(uint64_t(d.G), bq), u32(c.n_kv_heads), splits};
+  need(splits <= kMaxDecodeSplits, op,
+       std::to_string(splits) + " splits (at most " + std::to_string(kMaxDecodeSplits) + ")");
+  Groups g =
+      ds.wg ? Groups{splits, u32(c.n_kv_heads), 1} : Groups{ceil_div(uint64_t(d.G), bq), u32(c.n_kv_heads), splits};
   const Tensor& pos = dyn ? a.start_from : dummy_;
   const uint32_t flag_dyn = dyn ? 1u : 0u;
   if (splits == 1 && out && !dyn) {

@@ -128,6 +128,10 @@ struct RopeKvArgs {
   bool cache_rows = false;
 };
 
+// The most splits decode attention takes (attn_combine_q8.wgsl keeps a weight per split in
+// workgroup memory).
+inline constexpr uint32_t kMaxDecodeSplits = 4096;
+
 struct AttentionArgs {
   int n_tokens = 1;                     // new query tokens (their K/V must already be in the cache)
   int n_heads = 0;                      // query heads; kv head of head h = h / (n_heads / n_kv_heads)
@@ -135,7 +139,7 @@ struct AttentionArgs {
   int64_t q_stride = -1, q_offset = 0;  // q[t * q_stride + q_offset + h * hd + d] (-1: n_heads*hd)
   int64_t o_stride = -1, o_offset = 0;  // out likewise
   float scale = 0;                      // 0: 1/sqrt(head_dim)
-  int splits = 0;                       // decode: splits over the sequence (0: pick)
+  int splits = 0;                       // decode: splits over the sequence (0: pick; at most kMaxDecodeSplits)
   // Decode: the position of the query token read from this u32 tensor (element 0) when the batch
   // runs instead of `start`, with a fixed number of splits (`splits`, or the most the cache
   // needs), so that one recorded step serves every position. `start` then only bounds the check.
@@ -184,6 +188,10 @@ struct LlmTuning {
   // One token through a gate|up weight with f32 activations: 1 runs gate|up and SwiGLU as one
   // matvec dispatch (linear_swiglu), 0 as two (for A/B measurements).
   uint32_t matvec_swiglu = 1;
+  // One-token steps with f32 activations on GPUs: 1 RMS-normalises x inside the matvecs that read
+  // it (rms_norm_linear, rms_norm_swiglu), 0 in an rms_norm pass before them (one more dispatch).
+  // 0 until measured on the H200 (the 8-bit version of the same fusion gained 8.5% there).
+  uint32_t matvec_norm = 0;
   // Register-tiled matmul (prefill): tokens (BM, a multiple of 8) x weight rows (BN, a multiple
   // of 8) per workgroup, (BM / 8) * (BN / 8) invocations of 8x8 outputs; k step BK (a multiple of
   // 4). 64 x 128 x 8: an 8B model's 4096-row projections at 512 tokens give 256 workgroups; on
@@ -220,9 +228,29 @@ struct LlmTuning {
   // 8-bit-activation matvec (matvec_q8.wgsl, one token): invocations per workgroup and per row
   // group (a power of two), rows per group (1..8). The fused gate|up + SwiGLU variant keeps wg and
   // tpr and takes the rows that make 64 per workgroup.
+  // Measured on the H200 (8B Q4_0 tg128, docs/benchmarks.md): rows 1 beat 2 by 7.5% and 4 lost
+  // 13% (twice the workgroups for the o and down projections); the RoPE and SwiGLU variants fix
+  // their own rows.
   uint32_t mvq_wg = 256;
   uint32_t mvq_tpr = 32;
-  uint32_t mvq_rows = 2;
+  uint32_t mvq_rows = 1;
+  // Units (blocks of 32, or a K-quant's group) per lane per step of the matvec's loop (1..8):
+  // that many units' loads the compiler can have in flight per row. On the H200 2 beat 1 by 5.6%
+  // (8B Q4_0 tg128; 4 the same as 2).
+  uint32_t mvq_unroll = 2;
+  // One-token steps: 1 RMS-normalises and quantizes x inside the matvecs that read it
+  // (rms_norm_linear_q8, rms_norm_swiglu_q8: each workgroup redoes it into its workgroup memory),
+  // 0 in a quant_act pass before them (rms_norm_q8: one more dispatch and barrier each). On the
+  // H200 1 gained 8.5% (8B Q4_0 tg128, 326 -> 354 t/s).
+  uint32_t mvq_norm = 1;
+  // One-token steps: 1 does RoPE and the KV-cache append in the QKV matvec's epilogue
+  // (rms_norm_qkv_rope_q8; needs mvq_norm), 0 in a rope_kv_append pass after it (H200, 8B
+  // Q4_0: 1 gained 3%).
+  uint32_t mvq_rope = 1;
+  // attention_decode_q8's combine (attn_combine_q8.wgsl): invocations per output element, each
+  // merging every combine_sp-th split (1 adds the splits in merge_splits' order). H200, 8B Q4_0
+  // tg128 at depth 0: 4 and 8 within 0.5% of 1 (4 the best).
+  uint32_t combine_sp = 4;
   // 8-bit-activation matmul (matmul_q8.wgsl, prefill): tokens (BM) x weight rows (BN) per
   // workgroup, multiples of 8, (BM / 8) * (BN / 8) invocations of 8 x 8 outputs.
   uint32_t mmq_bm = 64;
@@ -239,6 +267,19 @@ struct LlmTuning {
   uint32_t mmq_magic = 1;
   // quant_act.wgsl: invocations per token (a power of two >= 8; one token gets up to 4x this).
   uint32_t quant_wg = 256;
+  // Prefill attention: 0 flash_attn.wgsl (16 rows per workgroup, a score per invocation), 1 the
+  // register-tiled flash_attn_tiled.wgsl (64 rows x 64 keys per workgroup, 4 x 4 scores per
+  // invocation; where head_dim <= 256 and the adapter has 32 KiB of workgroup memory).
+  uint32_t attn_prefill = 1;
+  // Decode attention (split-K): 0 flash_attn.wgsl with one row per query head of the kv head,
+  // 1 flash_decode.wgsl: attn_dec_wg invocations per (split, kv head), keys in blocks of
+  // attn_dec_bk (halved until the block fits the adapter's workgroup memory). Splits: the
+  // number that makes attn_dec_wgs workgroups over the kv heads (a recorded step: over the whole
+  // cache, its split length following the position).
+  uint32_t attn_decode = 1;
+  uint32_t attn_dec_wg = 128;
+  uint32_t attn_dec_bk = 32;
+  uint32_t attn_dec_wgs = 256;
 };
 
 // Sets tuning fields from "name=value,name=value" (the LlmTuning field names, e.g.
@@ -276,6 +317,23 @@ class LlmOps {
   // One token through a gate|up weight (rows [0, n) gate, [n, 2n) up, n = out.cols): silu(gate) *
   // up quantized into out, in one dispatch (n % 32 == 0).
   void linear_swiglu_q8(Batch& b, const GpuWeight& gate_up, const Q8Act& x, const Q8Act& out) const;
+  // One token: rms_norm_q8 of x (f32, elements 0 .. w.cols - 1) with norm_w, then linear_q8 (or
+  // linear_swiglu_q8) of it, in one dispatch: every workgroup normalises and quantizes x into its
+  // workgroup memory (the same values as rms_norm_q8 but for a sum of squares added in another
+  // order), so no pass and no barrier come between. Needs fuses_norm_q8(w.cols).
+  void rms_norm_linear_q8(Batch& b, const Tensor& x, const Tensor& norm_w, float eps, const GpuWeight& w,
+                          const Tensor& y, const LinearOptions& o = {}) const;
+  void rms_norm_swiglu_q8(Batch& b, const Tensor& x, const Tensor& norm_w, float eps, const GpuWeight& gate_up,
+                          const Q8Act& out) const;
+  // Whether those take x of `cols` columns (a multiple of 32 whose quants fit in a workgroup's memory).
+  bool fuses_norm_q8(int64_t cols) const;
+  // One token: rms_norm_linear_q8 through a fused QKV weight (rows: a.n_heads query heads, then
+  // the cache's key and value heads, back to back) and rope_kv_append(qkv, table, cache, a) on its
+  // output, in one dispatch (the same results as the two). Needs fuses_rope_q8(w.cols) (ten
+  // storage buffers: adapters allowing that many per shader stage).
+  void rms_norm_qkv_rope_q8(Batch& b, const Tensor& x, const Tensor& norm_w, float eps, const GpuWeight& w,
+                            const Tensor& qkv, const RopeTable& table, const KvLayer& cache, const RopeKvArgs& a) const;
+  bool fuses_rope_q8(int64_t cols) const;
   // attention_decode with the output quantized into out (heads back to back: out.cols = n_heads *
   // head_dim, head_dim % 32 == 0; o_stride/o_offset unused): the o projection's input.
   void attention_decode_q8(Batch& b, const KvLayer& cache, const Tensor& q, const Q8Act& out,
@@ -319,6 +377,17 @@ class LlmOps {
   // silu(gate) * up, in one dispatch (the matvec with f32 x; v: Subgroup or Shared, Auto picks).
   void linear_swiglu(Batch& b, const GpuWeight& gate_up, const Tensor& x, const Tensor& out,
                      LinearVersion v = LinearVersion::Auto) const;
+
+  // One token: rms_norm of x (elements 0 .. w.cols - 1) with norm_w, then linear (or
+  // linear_swiglu) of it in one dispatch, the matvec's workgroups each normalising x as they read
+  // it (the sum of squares added in another order than rms_norm's). No bias (LinearOptions' row
+  // range, y offset and accumulate apply); needs fuses_norm(w.cols).
+  void rms_norm_linear(Batch& b, const Tensor& x, const Tensor& norm_w, float eps, const GpuWeight& w, const Tensor& y,
+                       const LinearOptions& o = {}) const;
+  void rms_norm_swiglu(Batch& b, const Tensor& x, const Tensor& norm_w, float eps, const GpuWeight& gate_up,
+                       const Tensor& out) const;
+  // Whether those take x of `cols` columns (a multiple of 4).
+  bool fuses_norm(int64_t cols) const;
 
   // out[t * out_stride + i] = silu(g) * u, g = gate[t * g_stride + g_off + i],
   // u = up[t * u_stride + u_off + i], i < n (gate and up may be one gate|up tensor).
@@ -386,7 +455,13 @@ class LlmOps {
   uint32_t batched_wg(uint64_t token_tiles, int64_t rows) const;
   uint32_t batched_tt(int n_tokens) const;  // tuning.batched_tt or _large for n_tokens, checked
   // swiglu_rows: the matvec's SWIGLU variant with that many rows per group (0: the plain kernel).
-  Kernel linear_kernel(const std::string& kind, TensorType t, LinearVersion v, uint32_t swiglu_rows = 0) const;
+  // norm_eps: x RMS-normalised inside the matvec (matvec_x_norm.wgsl) with this epsilon.
+  Kernel linear_kernel(const std::string& kind, TensorType t, LinearVersion v, uint32_t swiglu_rows = 0,
+                       const float* norm_eps = nullptr) const;
+  // The gate|up + SwiGLU matvec, x RMS-normalised with norm_w first when eps is given.
+  void swiglu_matvec(Batch& b, const GpuWeight& w, const Tensor& x, const Tensor& norm_w, const float* eps,
+                     const Tensor& out, LinearVersion v, const std::string& op) const;
+  void check_norm(const Tensor& x, const Tensor& norm_w, int64_t cols, const std::string& op) const;
   // The matvec schedule: tuning clamped to the adapter and the kernel. The pipeline and the grid
   // must agree on it.
   struct MatvecShape {
@@ -394,6 +469,13 @@ class LlmOps {
   };
   MatvecShape matvec_shape() const;
   Kernel attn_kernel(int head_dim, int bq) const;
+  // flash_attn_tiled.wgsl for this head_dim, or an empty Kernel where it cannot run.
+  Kernel attn_tiled_kernel(int head_dim) const;
+  // flash_decode.wgsl's schedule for this head_dim and GQA group (tuning clamped to the adapter).
+  struct DecodeShape {
+    uint32_t wg, bk, nj;  // wg 0: the kernel cannot take this shape
+  };
+  DecodeShape decode_shape(int head_dim, int G) const;
   // The split-K pass of attention_decode: partials (made here), or with one split at a fixed
   // position and an output given, the output itself. Returns the number of splits.
   uint32_t attention_decode_pass(Batch& b, const KvLayer& cache, const Tensor& q, const Tensor* out,
@@ -401,9 +483,27 @@ class LlmOps {
   void quant_act(Batch& b, const Tensor& x, const Tensor& w, const Q8Act& out, int n_tokens, int64_t x_stride,
                  int64_t x_offset, uint32_t mode, int64_t up_offset, float eps, const std::string& op) const;
   // matvec_q8 / matmul_q8 for a weight type; tag: what sets this prelude and these constants
-  // apart (part of the kernel's name and cache key).
+  // apart (part of the kernel's name and cache key). norm_x: x from q8_act_norm.wgsl (matvec_q8).
   Kernel q8_kernel(const std::string& kind, TensorType t, const std::string& tag, const std::string& prelude,
-                   std::vector<std::pair<std::string, double>> constants) const;
+                   std::vector<std::pair<std::string, double>> constants, bool norm_x = false, bool rope = false) const;
+  // matvec_q8.wgsl's ROPE epilogue: rope_kv_append's table, cache and arguments.
+  struct RopeKv {
+    const RopeTable* table;
+    const KvLayer* cache;
+    const RopeKvArgs* args;
+  };
+  // The one-token matvec_q8 schedule from tuning, checked; rows_fixed: rows per workgroup (SWIGLU).
+  struct MatvecQ8Shape {
+    uint32_t wg, tpr, rows, unroll;
+  };
+  MatvecQ8Shape matvec_q8_shape(const std::string& op, uint32_t rows_fixed = 0) const;
+  // matvec_q8.wgsl for one token, plain or SWIGLU: bindings 2 and 3 are x's quants and scales, or
+  // with norm_x the f32 x and the norm weight (q8_act_norm.wgsl).
+  void matvec_q8(Batch& b, const GpuWeight& w, const Tensor& x2, const Tensor& x3, float eps, bool norm_x,
+                 const Tensor& y, const LinearOptions& o, const std::string& op, const RopeKv* rope = nullptr) const;
+  void swiglu_matvec_q8(Batch& b, const GpuWeight& w, const Tensor& x2, const Tensor& x3, float eps, bool norm_x,
+                        const Q8Act& out, const std::string& op) const;
+  void check_norm_q8(const Tensor& x, const Tensor& norm_w, int64_t cols, const std::string& op) const;
   void select_pass(Batch& b, const Tensor& vals, const Tensor& ids, bool have_ids, int64_t count, int k, int rows,
                    int64_t in_stride, int64_t out_stride, const Tensor& out_v, const Tensor& out_i) const;
 

@@ -1,0 +1,21 @@
+// The parameters of flash_attn.wgsl, flash_decode.wgsl and flash_attn_tiled.wgsl (which reads the
+// first eleven): LlmOps::attention_prefill / attention_decode_pass fill them.
+struct P {
+  n: u32,
+  n_heads: u32,
+  n_kv: u32,
+  max_ctx: u32,
+  start: u32,
+  q_stride: u32,
+  q_off: u32,
+  o_stride: u32,
+  o_off: u32,
+  cache_off: u32,
+  scale: f32,
+  split_len: u32,
+  n_splits: u32,
+  partial: u32,
+  // 1: start from dynpos[0] and split_len from it (ceil((start + n) / n_splits) in whole BK), so
+  // that one recorded decode step serves every position.
+  dyn: u32,
+}

@@ -1,0 +1,3 @@
+// matvec.wgsl's x as it is.
+fn x_prologue(lid: u32) {}
+fn x_load4(i4: u32) -> vec4<f32> { return x4[i4]; }
