@@ -165,6 +165,23 @@ TEST(BatchedLlama, BatchedQ8KernelsInvariant) {
   check_model(Device::Gpu, LinearVersion::BatchedQ8, 3e-2);
 }
 
+// The batched-q8 variants (LlmTuning): small steps with fewer rows per row group, and activations
+// quantized before each linear instead of in RMSNorm / SwiGLU: as invariant.
+TEST(BatchedLlama, BatchedQ8VariantsInvariant) {
+  WGC_REQUIRE_FILE(default_model());
+  LlamaModel& model = shared_model(Device::Gpu);
+  const LlmTuning saved = model.ops().tuning;
+  for (const char* knobs :
+       {"batched_small_n=4/batched_small_tr=1", "batched_fuse=0/batched_small_n=2/batched_small_tr=2"}) {
+    SCOPED_TRACE(knobs);
+    LlmTuning t = saved;
+    apply_tuning(t, knobs);
+    model.set_tuning(t);
+    check_model(Device::Gpu, LinearVersion::BatchedQ8, 3e-2);
+  }
+  model.set_tuning(saved);
+}
+
 // The CPU engine's step: the same bits alone or among others, and the single-sequence CPU engine's
 // logits (the same kernels: equal to rounding of the chunking only).
 TEST(BatchedLlama, CpuEngineInvariantAndEqualToTheSingleSequencePath) {

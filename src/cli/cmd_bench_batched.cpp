@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <random>
 
 #include <unistd.h>
@@ -114,7 +115,7 @@ struct Bench {
 struct Flags {
   GpuFlags gpu;
   OutputFlags out;
-  std::optional<std::string> model, kernel, batched;
+  std::optional<std::string> model, kernel, batched, tuning;
   std::vector<int> parallel{1, 8, 16, 32, 64};
   int p = 256, n = 128, repeats = 1, batch = 512, block = 16, split = llm::BatchedOptions{}.split_len;
   uint32_t seed = 1;
@@ -182,6 +183,42 @@ int bench_batched_cmd(const Flags& f) {
     }
   }
   const llm::LlmTuning tuning = tunings[0];
+  // --tuning: sets separated by ';', each "knob=v/knob=v" (LlmTuning's names, and split=N for the
+  // attention split), measured after the rest on the same model, one line each.
+  struct TuningSet {
+    std::string spec;
+    llm::LlmTuning tuning;
+    int split = 0;
+  };
+  std::vector<TuningSet> sets;
+  if (f.tuning) {
+    std::string rest = *f.tuning + ";";
+    for (size_t at; (at = rest.find(';')) != std::string::npos; rest = rest.substr(at + 1)) {
+      TuningSet set{rest.substr(0, at), tuning, split};
+      std::string knobs;
+      for (size_t i = 0; i <= set.spec.size();) {
+        const size_t end = std::min(set.spec.find_first_of(",/", i), set.spec.size());
+        const std::string item = set.spec.substr(i, end - i);
+        if (item.rfind("split=", 0) == 0) {
+          char* e = nullptr;
+          const long v = std::strtol(item.c_str() + 6, &e, 10);
+          if (*e || v < 16 || v % 16 || v > 1 << 20)
+            throw UsageError("--tuning: split expects a positive multiple of 16, got '" + item + "'");
+          set.split = int(v);
+        } else if (!item.empty()) {
+          knobs += item + "/";
+        }
+        i = end + 1;
+      }
+      try {
+        llm::apply_tuning(set.tuning, knobs);
+      } catch (const Error& e) {
+        throw UsageError(std::string("--tuning: ") + e.what());
+      }
+      if (sets.size() >= 32) throw UsageError("--tuning: at most 32 sets");
+      sets.push_back(set);
+    }
+  }
   f.out.check();
   std::FILE* table = f.out.table();
   const bool tty = isatty(2);
@@ -198,9 +235,9 @@ int bench_batched_cmd(const Flags& f) {
   eo.max_batch = std::min(batch, p + n);
   eo.tuning = tuning;
   eo.device = be.device;
-  if (f.batched && llm::choose_device(be.ctx, file, eo).device != llm::Device::Gpu)
+  if ((f.batched || f.tuning) && llm::choose_device(be.ctx, file, eo).device != llm::Device::Gpu)
     throw UsageError(
-        "--batched tunes the GPU engine's batched kernels; this model runs on the CPU engine "
+        "--batched and --tuning tune the GPU engine's batched kernels; this model runs on the CPU engine "
         "(--backend gpu or cpu-vulkan keeps the GPU engine)");
   llm::LlamaModel model(be.ctx, file, eo);
   say_engine_choice(model);
@@ -257,6 +294,27 @@ int bench_batched_cmd(const Flags& f) {
       char line[192];
       std::snprintf(line, sizeof line, "--batched %-16s B %4d: S_PP %9.2f t/s, S_TG %9.2f t/s (%.2f ms per step)", name,
                     B, B * p / median(pp), B * n / median(tg), median(tg) * 1e3 / n);
+      sweep.push_back(line);
+    }
+  }
+  for (const auto& set : sets) {
+    model.set_tuning(set.tuning);
+    llm::BatchedOptions so = bo;
+    so.split_len = set.split;
+    llm::BatchedLlama other(model, so);
+    Bench sb{other, int(model.config().vocab_size), block, sync, std::mt19937(seed)};
+    for (int B : par) {
+      status("--tuning " + set.spec + " B " + std::to_string(B));
+      if (warmup) sb.run(B, std::min(p, 8), std::min(n, 2), batch);
+      std::vector<double> pp, tg;
+      for (int r = 0; r < repeats; ++r) {
+        Run run = sb.run(B, p, n, batch);
+        pp.push_back(run.pp_s);
+        tg.push_back(run.tg_s);
+      }
+      char line[320];
+      std::snprintf(line, sizeof line, "--tuning %-24s B %4d: S_PP %9.2f t/s, S_TG %9.2f t/s (%.2f ms per step)",
+                    set.spec.c_str(), B, B * p / median(pp), B * n / median(tg), median(tg) * 1e3 / n);
       sweep.push_back(line);
     }
   }
@@ -317,7 +375,7 @@ int bench_batched_cmd(const Flags& f) {
                "S_PP = B*p/T_PP, S_TG = B*n/T_TG, S = B*(p+n)/(T_PP+T_TG); medians of %d run(s)%s.\n",
                sync ? "the next step recorded after it (--sync)" : "the next step recorded while the GPU runs this one",
                repeats, warmup ? " after a warm-up" : "");
-  if (!sweep.empty()) std::fprintf(table, "\nOther tunings of the batched kernels, on the same model:\n");
+  if (!sweep.empty()) std::fprintf(table, "\nOther tunings (--batched, --tuning), on the same model:\n");
   for (const auto& l : sweep) std::fprintf(table, "%s\n", l.c_str());
   if (f.out.png)
     chart::write_bar_chart(*f.out.png, "batched decode on " + device, "tokens/s", cats, {bars}, {}, f.out.overwrite());
@@ -366,6 +424,9 @@ Register reg{{"bench-batched",
                 add_text(app, "--batched", f->batched,
                          "batched kernels' KL,WG,MIN_GROUPS[,TT[,PREFETCH[,TT_LARGE]]] (WG 0: "
                          "auto); more of them separated by / are measured after the first");
+                add_text(app, "--tuning", f->tuning,
+                         "more tunings measured after the rest, sets separated by ';', each knob=v/knob=v "
+                         "(LlmTuning's names, e.g. batched_small_n=8/batched_small_tr=1, and split=N)");
                 add_number(app, "--seed", f->seed, "seed of the random prompt tokens");
                 app.add_flag("--no-warmup", f->no_warmup, "no untimed warm-up run before each count");
                 add_output_flags(app, f->out, "every number as JSON", "a bar chart of decode t/s");

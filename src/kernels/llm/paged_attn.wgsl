@@ -37,7 +37,7 @@ struct P {
 @group(0) @binding(7) var<uniform> p: P;
 //!include "llm/attn_partial.wgsl"
 override HD: u32 = 128;  // head_dim, a multiple of 4
-override TPQ: u32 = 8;   // invocations per query row; (HD / 4) % TPQ == 0, NV <= 4, BK % TPQ == 0
+override TPQ: u32 = 8;   // invocations per query row; (HD / 4) % TPQ == 0, NV <= 4 (TPQ > BK: some score no key)
 override BQ: u32 = 16;   // query rows per workgroup
 const BK: u32 = 16u;     // keys per block (fixed: it is part of every row's arithmetic)
 const MASKED: f32 = -3.0e38;

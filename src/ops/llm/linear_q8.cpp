@@ -12,32 +12,16 @@ namespace {
 
 using detail::need;
 using detail::need_elems;
+using detail::need_q8;
+using detail::shape_tag;
 using detail::str;
 using detail::u32;
-
-void need_q8(const Q8Act& a, int n_tokens, const std::string& op, const std::string& name) {
-  need(a.cols > 0 && a.cols % 32 == 0, op, name + ": " + std::to_string(a.cols) + " columns, not a multiple of 32");
-  need(n_tokens > 0 && n_tokens <= a.max_tokens, op,
-       name + " holds " + std::to_string(a.max_tokens) + " tokens, the op needs " + std::to_string(n_tokens));
-  need_elems(a.qs, int64_t(n_tokens) * a.cols / 4, op, name + " quants");
-  need_elems(a.ds, int64_t(n_tokens) * a.cols / 16, op, name + " scales");
-}
 
 std::string prelude_bool(const char* name, bool v) {
   return std::string("const ") + name + ": bool = " + (v ? "true" : "false") + ";\n";
 }
 std::string prelude_u32(const char* name, uint32_t v) {
   return std::string("const ") + name + ": u32 = " + std::to_string(v) + "u;\n";
-}
-
-// "256x32x2": a kernel's shape knobs, in its name (labels in profiles, the pipeline cache's key).
-std::string shape_tag(std::initializer_list<uint32_t> v) {
-  std::string s;
-  for (uint32_t x : v) {
-    if (!s.empty()) s += 'x';
-    s += std::to_string(x);
-  }
-  return s;
 }
 
 constexpr uint32_t kMatvecQ8MaxRows = 8;  // matvec_q8.wgsl: R_MAX
@@ -78,15 +62,17 @@ Kernel LlmOps::q8_kernel(const std::string& kind, TensorType t, const std::strin
 // ---- quantizing activations ----------------------------------------------------------------
 
 void LlmOps::quant_act(Batch& b, const Tensor& x, const Tensor& w, const Q8Act& out, int n_tokens, int64_t x_stride,
-                       int64_t x_offset, uint32_t mode, int64_t up_offset, float eps, const std::string& op) const {
+                       int64_t x_offset, uint32_t mode, int64_t up_offset, float eps, const std::string& op,
+                       uint32_t fixed_wg) const {
   need_q8(out, n_tokens, op, "out");
   if (x_stride < 0) x_stride = out.cols;
   need(x_offset >= 0, op, "negative offset");
   need_elems(x, (n_tokens - 1) * x_stride + x_offset + out.cols + (mode == 2 ? up_offset : 0), op, "x");
   if (mode == 1) need_elems(w, out.cols, op, "w");
   // One token (decode) gets a wider workgroup: the whole row in as few passes as the adapter allows.
-  uint32_t wg = std::max<uint32_t>(8, tuning.quant_wg);
-  if (n_tokens == 1)
+  // A fixed size (fixed_wg) keeps RMSNorm's sum of squares in one order whatever the batch.
+  uint32_t wg = std::max<uint32_t>(8, fixed_wg ? fixed_wg : tuning.quant_wg);
+  if (n_tokens == 1 && !fixed_wg)
     wg = std::min<uint32_t>(std::min<uint32_t>(wg * 4, max_wg_), u32(std::max<int64_t>(out.cols / 4, 8)));
   uint32_t p2 = 8;
   while (p2 * 2 <= wg && p2 * 2 <= max_wg_) p2 *= 2;
@@ -103,8 +89,8 @@ void LlmOps::quantize_q8(Batch& b, const Tensor& x, const Q8Act& out, int n_toke
 }
 
 void LlmOps::rms_norm_q8(Batch& b, const Tensor& x, const Tensor& w, const Q8Act& out, int n_tokens, float eps,
-                         int64_t x_stride, int64_t x_offset) const {
-  quant_act(b, x, w, out, n_tokens, x_stride, x_offset, 1, 0, eps, "rms_norm_q8");
+                         int64_t x_stride, int64_t x_offset, uint32_t wg) const {
+  quant_act(b, x, w, out, n_tokens, x_stride, x_offset, 1, 0, eps, "rms_norm_q8", wg);
 }
 
 void LlmOps::swiglu_q8(Batch& b, const Tensor& gu, int64_t stride, int64_t up_offset, const Q8Act& out,
