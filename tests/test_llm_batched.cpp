@@ -172,7 +172,7 @@ TEST(BatchedLlama, BatchedQ8VariantsInvariant) {
   LlamaModel& model = shared_model(Device::Gpu);
   const LlmTuning saved = model.ops().tuning;
   for (const char* knobs :
-       {"batched_small_n=4/batched_small_tr=1", "batched_fuse=0/batched_small_n=2/batched_small_tr=2"}) {
+       {"batched_small_n=4/batched_small_tr=1/batched_tg=2", "batched_fuse=0/batched_small_n=2/batched_small_tr=2"}) {
     SCOPED_TRACE(knobs);
     LlmTuning t = saved;
     apply_tuning(t, knobs);

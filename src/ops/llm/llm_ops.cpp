@@ -97,6 +97,7 @@ void apply_tuning(LlmTuning& t, std::string_view spec) {
       {"batched_tg", &LlmTuning::batched_tg},
       {"batched_xt", &LlmTuning::batched_xt},
       {"paged_decode_tpq", &LlmTuning::paged_decode_tpq},
+      {"paged_decode_pf", &LlmTuning::paged_decode_pf},
       {"mvq_wg", &LlmTuning::mvq_wg},
       {"mvq_tpr", &LlmTuning::mvq_tpr},
       {"mvq_rows", &LlmTuning::mvq_rows},
@@ -690,6 +691,7 @@ void LlmOps::rope_kv_append(Batch& b, const Tensor& qkv, const RopeTable& table,
 
 namespace {
 constexpr uint32_t kPagedPrefillBq = 16;  // paged_attn.wgsl: query rows per workgroup for prefill chunks
+constexpr uint32_t kPagedBk = 16;         // paged_attn.wgsl: BK, keys per block
 struct AttnShape {
   uint32_t tpq, bk;
 };
@@ -912,19 +914,25 @@ void LlmOps::paged_attention(Batch& b, const KvLayer& c, const Tensor& q, const 
          "paged_decode_tpq " + std::to_string(t) + " (a power of two dividing head_dim / 4, at least head_dim / 16)");
     dec_tpq = t;
   }
-  auto dispatch = [&](uint32_t bq, uint32_t tpq, uint32_t item0, uint32_t n_items) {
+  // tuning.paged_decode_pf: decode rows load the next key block while they compute this one (when
+  // every invocation's share of a block fits its 4 registers).
+  const bool dec_pf = tuning.paged_decode_pf != 0;
+  need(!dec_pf || uint64_t(kPagedBk) * uint64_t(hd / 4) <= 4ull * pl.decode_bq * dec_tpq, op,
+       "paged_decode_pf needs head_dim <= query heads per KV head (to a power of two) x paged_decode_tpq; raise "
+       "paged_decode_tpq");
+  auto dispatch = [&](uint32_t bq, uint32_t tpq, bool pf, uint32_t item0, uint32_t n_items) {
     if (n_items == 0) return;
     need(bq * tpq <= max_wg_, op, "GQA group too large");
-    Kernel k =
-        kernel("llm/paged_attn/hd" + std::to_string(hd) + "/bq" + std::to_string(bq) + "/tpq" + std::to_string(tpq),
-               {"llm/paged_attn.wgsl"}, {{"HD", hd}, {"TPQ", tpq}, {"BQ", bq}}, false);
+    Kernel k = kernel("llm/paged_attn/hd" + std::to_string(hd) + "/bq" + std::to_string(bq) + "/tpq" +
+                          std::to_string(tpq) + (pf ? "/pf" : ""),
+                      {"llm/paged_attn.wgsl"}, {{"HD", hd}, {"TPQ", tpq}, {"BQ", bq}, {"PF", pf ? 1 : 0}}, false);
     b.dispatch(k, {q, Arg(c.k), Arg(c.v), pl.tables, pl.seqs, pl.items, pl.partials},
                Params(u32(a.n_heads), u32(a.n_kv_heads), u32(c.max_ctx), u32(a.block), u32(qs), u32(a.q_offset), scale,
                       u32(a.split_len), pl.n_splits, item0),
                {n_items, u32(a.n_kv_heads), pl.n_splits});
   };
-  dispatch(pl.decode_bq, dec_tpq, 0, pl.decode_items);
-  dispatch(kPagedPrefillBq, s.tpq, pl.decode_items, pl.prefill_items);
+  dispatch(pl.decode_bq, dec_tpq, dec_pf, 0, pl.decode_items);
+  dispatch(kPagedPrefillBq, s.tpq, false, pl.decode_items, pl.prefill_items);
   Kernel kc = kernel("llm/paged_attn_combine", {"llm/common.wgsl", "llm/paged_attn_combine.wgsl"}, {}, false);
   b.dispatch(kc, {pl.partials, pl.positions, out},
              Params(u32(pl.n_tokens), u32(a.n_heads), pl.n_splits, u32(hd), u32(os), u32(a.o_offset), u32(a.split_len)),

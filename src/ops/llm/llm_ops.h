@@ -230,6 +230,10 @@ struct LlmTuning {
   // prefill rows', 8 for head_dim 128; up to head_dim / 4). More give a decode step more threads
   // with the same arithmetic.
   uint32_t paged_decode_tpq = 0;
+  // 1: decode rows load the next block of keys and values into registers while they compute the
+  // current one (needs head_dim <= query heads per KV head, to a power of two, x invocations per
+  // row: for head_dim 128 and 4 query heads per KV head, paged_decode_tpq 32). Never changes a result.
+  uint32_t paged_decode_pf = 0;
   // batched-q8: each lane loads its next weight block before it multiplies the current one
   // (measured on the H200: within 3% of off at 16-64 sequences, faster at 1).
   bool batched_prefetch = true;
