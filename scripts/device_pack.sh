@@ -43,6 +43,9 @@ for bin in "$stage"/wgc/bin/* "${pylibs[@]}"; do
   ldd "$bin" | awk '{for (i = 1; i <= NF; i++) if ($i ~ /^\//) print $i}' | grep -vE 'ld-linux|lib(c|m|dl|pthread|rt|stdc\+\+|gcc_s)\.so' |
     grep -v "^$stage/" || true
 done | sort -u | while read -r lib; do cp -L "$lib" "$stage/wgc/lib/"; done
+# WGC_PACK_THIN=1: the binaries and libwgc only (device_run.sh unpacks it over WGC_BASE_BUNDLE, a
+# full bundle of the same dependencies).
+[ "${WGC_PACK_THIN:-0}" = 0 ] || find "$stage/wgc/lib" -type f ! -name 'libwgc*' -delete
 # What was packed (device_run.sh prints it first, so a run shows which build it measured).
 stamp="$(git -C "$repo" rev-parse --abbrev-ref HEAD) $(git -C "$repo" rev-parse --short HEAD)"
 echo "$stamp" >"$stage/wgc/STAMP"

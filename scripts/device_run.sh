@@ -12,7 +12,9 @@ if ! ls /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json >/dev/null 2>&1 && 
   echo "no NVIDIA Vulkan ICD found"; ls /usr/share/vulkan/icd.d /etc/vulkan/icd.d 2>&1
 fi
 [ -f /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ] && export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-rm -rf /tmp/wgc && tar -C /tmp -xJf "$bundle"
+# WGC_BASE_BUNDLE: a full bundle unpacked first, under a thin one (device_pack.sh's WGC_PACK_THIN:
+# the binaries and libwgc only), so that several branches' builds fit in one call's carry.
+rm -rf /tmp/wgc && { [ -z "${WGC_BASE_BUNDLE:-}" ] || tar -C /tmp -xJf "$WGC_BASE_BUNDLE"; } && tar -C /tmp -xJf "$bundle"
 if [ -f /tmp/wgc/STAMP ]; then echo "bundle: $bundle, $(cat /tmp/wgc/STAMP)"; elif [ -f .device/STAMP ]; then echo "bundle: $(cat .device/STAMP)"; fi
 export LD_LIBRARY_PATH=/tmp/wgc/lib:${LD_LIBRARY_PATH:-}
 export WGC_BACKEND=gpu WGC_FIXTURES=$PWD/.device/fixtures WGC_MODELS=$PWD/.device/models
@@ -177,5 +179,6 @@ printf '%s' "$summary"
 [ -f "$RES/batched.txt" ] && grep -E "^(\||model)" "$RES/batched.txt"
 [ -f "$RES/serve.txt" ] && cat "$RES/serve.txt"
 [ -f "$RES/peer.txt" ] && grep -E "^(\\||llama.cpp)" "$RES/peer.txt"
+[ -f "$RES/prof.txt" ] && cat "$RES/prof.txt"
 [ -f "$RES/python.txt" ] && cat "$RES/python.txt"
 [ -f "$RES/cpu-llm.txt" ] && cat "$RES/cpu-llm.txt"

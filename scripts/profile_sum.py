@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Sums the WGC_PROFILE=1 output (stderr) of one wgc run.
 
-Prints the batches grouped by dispatch count (how many, median GPU ms), then the GPU time per
-kernel label per batch for the most frequent count above 8 dispatches (a decode step) and for the
-largest batch. Usage: WGC_PROFILE=1 wgc ... 2>prof.txt; scripts/profile_sum.py prof.txt
+Batches are grouped by their kinds of work (the set of kernel labels, and the dispatch count), so
+that a serving engine's prefill chunks and decode steps, which dispatch as often, stay apart.
+Prints the groups (how many batches, dispatches, median GPU ms), then the GPU time per kernel
+label per batch for the most frequent group above 8 dispatches (a decode step) and for the group
+with the largest batches. Usage: WGC_PROFILE=1 wgc ... 2>prof.txt; scripts/profile_sum.py prof.txt
 """
 import re
 import statistics
@@ -21,12 +23,13 @@ for text in open(sys.argv[1], errors="replace"):
         entry[0] += float(m[1])
         entry[1] += 1
 
-by_count = defaultdict(list)
+by_count = defaultdict(list)  # by (dispatch count, kernel labels)
 for b in batches:
-    by_count[b[0]].append(b)
-print(f"{'dispatches':>10} {'batches':>8} {'median_ms':>10}")
+    by_count[(b[0], tuple(sorted(b[2])))].append(b)
+names = {k: chr(ord("A") + i) if i < 26 else str(i) for i, k in enumerate(sorted(by_count))}
+print(f"{'group':>5} {'dispatches':>10} {'batches':>8} {'median_ms':>10}")
 for k in sorted(by_count):
-    print(f"{k:>10} {len(by_count[k]):>8} {statistics.median(b[1] for b in by_count[k]):>10.3f}")
+    print(f"{names[k]:>5} {k[0]:>10} {len(by_count[k]):>8} {statistics.median(b[1] for b in by_count[k]):>10.3f}")
 
 
 def show(k, title):
@@ -37,15 +40,16 @@ def show(k, title):
             total[label][0] += ms / len(group)
             total[label][1] += calls / len(group)
     step = sum(v[0] for v in total.values()) or 1.0
-    print(f"\n{title} ({k} dispatches), per batch, mean of {len(group)}: {step:.3f} ms")
+    print(f"\n{title} (group {names[k]}, {k[0]} dispatches), per batch, mean of {len(group)}: {step:.3f} ms")
     print(f"{'ms':>9} {'calls':>6} {'share':>6}  kernel")
     for label, (ms, calls) in sorted(total.items(), key=lambda kv: -kv[1][0]):
         print(f"{ms:>9.3f} {calls:>6.0f} {100 * ms / step:>5.1f}%  {label}")
 
 
-frequent = [k for k in by_count if k > 8]
+frequent = [k for k in by_count if k[0] > 8]
 if frequent:
-    mode = max(frequent, key=lambda k: (len(by_count[k]), k))
+    mode = max(frequent, key=lambda k: (len(by_count[k]), k[0]))
     show(mode, "the most frequent batch")
-    if max(by_count) != mode:
-        show(max(by_count), "the largest batch")
+    largest = max(by_count, key=lambda k: statistics.median(b[1] for b in by_count[k]))
+    if largest != mode:
+        show(largest, "the slowest batches")

@@ -341,7 +341,7 @@ TEST(CnnModel, ClassifierGemmAndPipelinedRuns) {
     set_wait_mode(WaitMode::Spin);
     auto one_row = m.run({cnn::HostTensor({1, k}, std::vector<float>(xs[2].begin(), xs[2].begin() + k))});
     auto y3 = m.run(in(0));
-    set_wait_mode(WaitMode::Block);
+    set_wait_mode(WaitMode::Auto);
     for (auto [got, r] : {std::pair{&y0, 0}, {&y1, 1}, {&y2, 2}, {&y3, 0}}) {
       ASSERT_EQ(got->at(0).shape, (Shape{n, classes}));
       EXPECT_LT(test::rel_error(got->at(0).f, want(xs[size_t(r)])), 1e-5) << to_string(dev) << " run " << r;

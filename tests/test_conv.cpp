@@ -167,16 +167,19 @@ TEST(Conv2d, DepthwiseRegBlocksMatch) {
       dims(1, 3, 5, 5, 3, 3, 3, 1, 1, 1, 3, 1, 1, 1, 1),    // 75 outputs: the last vec4 of y partly past them
   };
   struct Block {
-    uint32_t cols, rows, vec4, threads;
+    uint32_t cols, rows, vec4, threads, sg = 0;
   };
-  const Block blocks[] = {{4, 4, 1, 128}, {8, 3, 1, 32}, {1, 1, 0, 64}, {2, 5, 0, 96}};
+  // sg: halos by subgroup shuffles where the adapter has subgroups (SwiftShader's are 4 wide, so
+  // most neighbours sit across a subgroup's edge or a row strip's, and take the load path).
+  const Block blocks[] = {{4, 4, 1, 128},    {8, 3, 1, 32},    {1, 1, 0, 64},   {2, 5, 0, 96},
+                          {4, 2, 1, 128, 1}, {8, 3, 1, 32, 1}, {4, 1, 1, 64, 1}};
   ConvTuning saved = conv2d_tuning();
   int ran = 0;
   for (size_t b = 0; b < std::size(blocks); ++b) {
     ConvTuning& k = conv2d_tuning();
     k = saved;
     k.dwr_cols = blocks[b].cols, k.dwr_rows = blocks[b].rows, k.dwr_vec4 = blocks[b].vec4;
-    k.dwr_threads = blocks[b].threads;
+    k.dwr_threads = blocks[b].threads, k.dwr_sg = blocks[b].sg;
     for (size_t i = 0; i < std::size(shapes); ++i) {
       const Conv2dDims& d = shapes[i];
       ASSERT_TRUE(supports(ctx(), Conv2dVersion::DepthwiseReg, d)) << d.str() << " block " << b;

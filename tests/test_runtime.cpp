@@ -326,14 +326,15 @@ TEST(Batch, ReadbacksInFlightSeeTheirOwnBatch) {
 
 // A batch encoded ahead (Batch::encode) with a staged upload's copy recorded while its buffer is
 // mapped, filled afterwards, submitted later: the copy carries the data filled last; waits that
-// poll (WaitMode::Spin) see the same results; nothing records into an encoded batch.
+// poll (WaitMode::Spin, and Auto's first kAutoSpinUs on a GPU) see the same results; nothing records
+// into an encoded batch.
 TEST(Batch, EncodedAheadWithAStagedUploadFilledLater) {
   auto k = compile(ctx(), embedded_kernel("map/add.wgsl"));
   const uint32_t n = 45;
   auto one = make_tensor(ctx(), {n}, std::vector<float>(n, 1.f));
   auto x = make_tensor(ctx(), {n}), y = make_tensor(ctx(), {n});
   StagedUpload up(ctx(), 4 * n);
-  for (WaitMode mode : {WaitMode::Block, WaitMode::Spin}) {
+  for (WaitMode mode : {WaitMode::Auto, WaitMode::Block, WaitMode::Spin}) {
     set_wait_mode(mode);
     for (int run = 0; run < 2; ++run) {
       fill_u32(ctx(), y, kPoisonNaN);
@@ -353,7 +354,7 @@ TEST(Batch, EncodedAheadWithAStagedUploadFilledLater) {
       for (uint32_t i = 0; i < n; ++i) ASSERT_EQ(got[i], data[i] + 1.f) << i << " run " << run;
     }
   }
-  set_wait_mode(WaitMode::Block);
+  set_wait_mode(WaitMode::Auto);
   Batch more(ctx());
   EXPECT_THROW(up.record_copy(more, up.bytes() + 4, x), Error);  // more than it holds
 }

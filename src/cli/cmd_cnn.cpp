@@ -285,7 +285,7 @@ int bench_cnn_cmd(const Flags& f) {
       }
       return median(t);
     };
-    E2e blocking = e2e(WaitMode::Block);
+    E2e blocking = e2e(wait_mode());  // the process's waits (WGC_WAIT; Auto unless set)
     E2e spinning = gpu ? e2e(WaitMode::Spin) : E2e{};
     const std::vector<double>& ms = blocking.ms;
     double med = median(ms), flops = m.plan(xs).flops();

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
 #include <sstream>
 #include <vector>
 
@@ -31,13 +32,35 @@ std::atomic<int>& wait_mode_flag() {
   static std::atomic<int> mode{[] {
     const char* e = std::getenv("WGC_WAIT");
     std::string_view v = e ? e : "";
-    if (!v.empty() && v != "spin" && v != "block")
-      throw Error("wgc: WGC_WAIT is '" + std::string(v) + "'; it takes spin or block");
-    return v == "spin" ? int(WaitMode::Spin) : int(WaitMode::Block);
+    if (!v.empty() && v != "auto" && v != "spin" && v != "block")
+      throw Error("wgc: WGC_WAIT is '" + std::string(v) + "'; it takes auto, spin or block");
+    return v == "spin" ? int(WaitMode::Spin) : v == "block" ? int(WaitMode::Block) : int(WaitMode::Auto);
   }()};
   return mode;
 }
+
+// The instances whose context runs on a GPU adapter (each Context has its own instance): WaitMode
+// Auto polls before it sleeps only there.
+std::mutex& gpu_instances_mu() {
+  static std::mutex mu;
+  return mu;
+}
+std::vector<WGPUInstance>& gpu_instances() {
+  static std::vector<WGPUInstance> v;
+  return v;
+}
+bool on_gpu(WGPUInstance instance) {
+  std::lock_guard lock(gpu_instances_mu());
+  return std::find(gpu_instances().begin(), gpu_instances().end(), instance) != gpu_instances().end();
+}
 }  // namespace
+
+void note_gpu_instance(WGPUInstance instance, bool gpu) {
+  std::lock_guard lock(gpu_instances_mu());
+  auto& v = gpu_instances();
+  v.erase(std::remove(v.begin(), v.end(), instance), v.end());
+  if (gpu) v.push_back(instance);
+}
 
 void wait_future(WGPUInstance instance, WGPUFuture future, std::string_view what) {
   WGPUFutureWaitInfo info{future, false};
@@ -45,13 +68,18 @@ void wait_future(WGPUInstance instance, WGPUFuture future, std::string_view what
   // device turns into an error instead of a hang.
   constexpr uint64_t kTimeoutNs = 600ull * 1000 * 1000 * 1000;
   WGPUWaitStatus st = WGPUWaitStatus_TimedOut;
-  if (wait_mode_flag().load(std::memory_order_relaxed) == int(WaitMode::Spin)) {
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::nanoseconds(kTimeoutNs);
+  auto mode = WaitMode(wait_mode_flag().load(std::memory_order_relaxed));
+  auto poll_for = [&](std::chrono::nanoseconds budget) {
+    auto deadline = std::chrono::steady_clock::now() + budget;
     for (uint32_t polls = 0;; ++polls) {
       st = wgpuInstanceWaitAny(instance, 1, &info, 0);
-      if (st != WGPUWaitStatus_TimedOut || info.completed) break;
-      if (polls % 1024 == 1023 && std::chrono::steady_clock::now() > deadline) break;
+      if (st != WGPUWaitStatus_TimedOut || info.completed) return true;
+      if (polls % 64 == 63 && std::chrono::steady_clock::now() > deadline) return false;
     }
+  };
+  if (mode == WaitMode::Spin) {
+    poll_for(std::chrono::nanoseconds(kTimeoutNs));
+  } else if (mode == WaitMode::Auto && on_gpu(instance) && poll_for(std::chrono::microseconds(kAutoSpinUs))) {
   } else {
     st = wgpuInstanceWaitAny(instance, 1, &info, kTimeoutNs);
   }
@@ -132,6 +160,7 @@ ContextState::~ContextState() {
   if (adapter) wgpuAdapterRelease(adapter);
   if (instance) {
     wgpuInstanceProcessEvents(instance);
+    note_gpu_instance(instance, false);
     wgpuInstanceRelease(instance);
   }
 }
@@ -455,6 +484,7 @@ Context::Context(ContextOptions options) : state_(std::make_shared<ContextState>
   if (!r.device) throw DeviceError("wgc: could not create a device on '" + s.info.device + "': " + r.message);
   s.device = r.device;
   s.queue = wgpuDeviceGetQueue(s.device);
+  detail::note_gpu_instance(s.instance, !s.info.is_cpu());
 
   abi::PaddedLimits got;
   wgpuDeviceGetLimits(s.device, &got.limits);

@@ -96,9 +96,13 @@ class Context {
 
 // How the host waits for the GPU (readbacks, mappings, the queue): Block sleeps in Dawn's timed
 // wait (the driver's fence wait); Spin polls (wgpuInstanceWaitAny with a zero timeout) in a loop,
-// keeping a core busy to wake as soon as the work is done. Process-wide; the environment variable
-// WGC_WAIT=spin|block sets the default (block).
-enum class WaitMode { Block, Spin };
+// keeping a core busy to wake as soon as the work is done; Auto (the default) polls for up to
+// kAutoSpinUs on a GPU adapter, then sleeps, and sleeps at once on a CPU adapter (SwiftShader's
+// threads need the cores a poll would take). A fence wait wakes 50-200 us late on the H200, which
+// is a fifth of a MobileNetV2 inference at batch 1 (docs/benchmarks.md). Process-wide; the
+// environment variable WGC_WAIT=auto|spin|block sets the default.
+enum class WaitMode { Auto, Block, Spin };
+inline constexpr uint32_t kAutoSpinUs = 3000;
 void set_wait_mode(WaitMode m);
 WaitMode wait_mode();
 

@@ -77,6 +77,9 @@ WGPUStringView view(std::string_view s);
 
 // Blocks on a future from a WaitAnyOnly callback; `what` names it in the error on time-out.
 void wait_future(WGPUInstance instance, WGPUFuture future, std::string_view what);
+// Whether a context on a GPU adapter owns this instance (WaitMode::Auto polls there before it
+// sleeps); the context's state says so once its device exists, and takes it back when released.
+void note_gpu_instance(WGPUInstance instance, bool gpu);
 
 // One wgpuBufferMapAsync in flight (staging uploads, readbacks, timestamps): start() asks for the
 // mapping, wait() blocks until it is done and throws GpuError("<failed>: <Dawn's message>") if it
