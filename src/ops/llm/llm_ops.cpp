@@ -905,21 +905,21 @@ void LlmOps::paged_attention(Batch& b, const KvLayer& c, const Tensor& q, const 
   const auto s = attn_shape(hd);
   need(16 % s.tpq == 0, op,
        "head_dim " + std::to_string(hd) + " needs " + std::to_string(s.tpq) + " invocations per row");
-  // Decode rows may take more invocations per row (tuning.paged_decode_tpq): each output element
-  // and score is still computed by one invocation in the same order, so results do not change.
+  // Decode rows may take more invocations per row (tuning.paged_decode_tpq; 0: the most up to 32
+  // that divide head_dim / 4 and fit the workgroup): each output element and score is still
+  // computed by one invocation in the same order, so results do not change.
+  const uint32_t hd4 = uint32_t(hd) / 4;
   uint32_t dec_tpq = s.tpq;
   if (const uint32_t t = tuning.paged_decode_tpq) {
-    const uint32_t hd4 = uint32_t(hd) / 4;
     need((t & (t - 1)) == 0 && hd4 % t == 0 && hd4 / t <= 4, op,
          "paged_decode_tpq " + std::to_string(t) + " (a power of two dividing head_dim / 4, at least head_dim / 16)");
     dec_tpq = t;
+  } else {
+    while (dec_tpq * 2 <= 32 && hd4 % (dec_tpq * 2) == 0 && pl.decode_bq * dec_tpq * 2 <= max_wg_) dec_tpq *= 2;
   }
-  // tuning.paged_decode_pf: decode rows load the next key block while they compute this one (when
-  // every invocation's share of a block fits its 4 registers).
-  const bool dec_pf = tuning.paged_decode_pf != 0;
-  need(!dec_pf || uint64_t(kPagedBk) * uint64_t(hd / 4) <= 4ull * pl.decode_bq * dec_tpq, op,
-       "paged_decode_pf needs head_dim <= query heads per KV head (to a power of two) x paged_decode_tpq; raise "
-       "paged_decode_tpq");
+  // tuning.paged_decode_pf: decode rows load the next key block while they compute this one, when
+  // every invocation's share of a block fits its 4 registers (head_dim <= rows x invocations).
+  const bool dec_pf = tuning.paged_decode_pf != 0 && uint64_t(kPagedBk) * hd4 <= 4ull * pl.decode_bq * dec_tpq;
   auto dispatch = [&](uint32_t bq, uint32_t tpq, bool pf, uint32_t item0, uint32_t n_items) {
     if (n_items == 0) return;
     need(bq * tpq <= max_wg_, op, "GQA group too large");

@@ -215,8 +215,8 @@ struct LlmTuning {
   uint32_t batched_tt_large = 16;
   // batched-q8: steps of at most batched_small_n tokens give each row group batched_small_tr rows
   // (1, 2 or 4; larger steps 4): more workgroups for small batches. Never changes a result.
-  uint32_t batched_small_n = 0;
-  uint32_t batched_small_tr = 4;
+  uint32_t batched_small_n = 1;
+  uint32_t batched_small_tr = 1;
   // The serving engine with batched-q8: 1 quantizes activations in RMSNorm and SwiGLU (one
   // dispatch each, read by every linear of the layer), 0 before each linear (for A/B runs).
   uint32_t batched_fuse = 1;
@@ -226,14 +226,13 @@ struct LlmTuning {
   // of 32 * batched_kl; smaller tiles leave room for more token groups). Never change a result.
   uint32_t batched_tg = 1;
   uint32_t batched_xt = 0;
-  // Paged attention's decode rows (one token of a sequence): invocations per query row (0: as the
-  // prefill rows', 8 for head_dim 128; up to head_dim / 4). More give a decode step more threads
-  // with the same arithmetic.
+  // Paged attention's decode rows (one token of a sequence): invocations per query row (0: the
+  // most up to 32 the head and the workgroup allow, 32 for head_dim 128; 8: the prefill rows'), and
+  // 1: they load the next block of keys and values into registers while they compute the current
+  // one (where it fits: head_dim <= query heads per KV head, to a power of two, x invocations per
+  // row). More threads and loads in flight with the same arithmetic: never changes a result.
   uint32_t paged_decode_tpq = 0;
-  // 1: decode rows load the next block of keys and values into registers while they compute the
-  // current one (needs head_dim <= query heads per KV head, to a power of two, x invocations per
-  // row: for head_dim 128 and 4 query heads per KV head, paged_decode_tpq 32). Never changes a result.
-  uint32_t paged_decode_pf = 0;
+  uint32_t paged_decode_pf = 1;
   // batched-q8: each lane loads its next weight block before it multiplies the current one
   // (measured on the H200: within 3% of off at 16-64 sequences, faster at 1).
   bool batched_prefetch = true;
