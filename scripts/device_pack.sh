@@ -56,4 +56,4 @@ mkdir -p "$(dirname "$out")"
 tar -C "$stage" -cJf "$out" wgc
 [ -n "${WGC_BUNDLE_OUT:-}" ] || echo "$stamp" >"$repo/.device/STAMP"
 rm -rf "$stage"
-du -h "$repo/.device/bundle.tar.xz"
+du -h "$out"
