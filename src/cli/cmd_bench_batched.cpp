@@ -282,47 +282,38 @@ int bench_batched_cmd(const Flags& f) {
   }
   // The other tunings of --batched: one line per tuning and B (speeds only).
   std::vector<std::string> sweep;
+  // One line per B of a tuning's speeds ("--batched NAME" or "--tuning NAME").
+  const auto sweep_lines = [&](Bench& on, const std::string& label) {
+    for (int B : par) {
+      status(label + " B " + std::to_string(B));
+      if (warmup) on.run(B, std::min(p, 8), std::min(n, 2), batch);
+      std::vector<double> pp, tg;
+      for (int r = 0; r < repeats; ++r) {
+        Run run = on.run(B, p, n, batch);
+        pp.push_back(run.pp_s);
+        tg.push_back(run.tg_s);
+      }
+      char line[384];
+      std::snprintf(line, sizeof line, "%-34s B %4d: S_PP %9.2f t/s, S_TG %9.2f t/s (%.2f ms per step)", label.c_str(),
+                    B, B * p / median(pp), B * n / median(tg), median(tg) * 1e3 / n);
+      sweep.push_back(line);
+    }
+  };
   for (size_t i = 1; i < tunings.size(); ++i) {
     const auto& tu = tunings[i];
     model.set_tuning(tu);
     char name[96];
     std::snprintf(name, sizeof name, "%u,%u,%u,%u,%u,%u", tu.batched_kl, tu.batched_wg, tu.batched_min_groups,
                   tu.batched_tt, tu.batched_prefetch ? 1u : 0u, tu.batched_tt_large);
-    for (int B : par) {
-      status(std::string(name) + " B " + std::to_string(B));
-      if (warmup) bench.run(B, std::min(p, 8), std::min(n, 2), batch);
-      std::vector<double> pp, tg;
-      for (int r = 0; r < repeats; ++r) {
-        Run run = bench.run(B, p, n, batch);
-        pp.push_back(run.pp_s);
-        tg.push_back(run.tg_s);
-      }
-      char line[192];
-      std::snprintf(line, sizeof line, "--batched %-16s B %4d: S_PP %9.2f t/s, S_TG %9.2f t/s (%.2f ms per step)", name,
-                    B, B * p / median(pp), B * n / median(tg), median(tg) * 1e3 / n);
-      sweep.push_back(line);
-    }
+    sweep_lines(bench, std::string("--batched ") + name);
   }
   for (const auto& set : sets) {
     model.set_tuning(set.tuning);
     llm::BatchedOptions so = bo;
     so.split_len = set.split;
     llm::BatchedLlama other(model, so);
-    Bench sb{other, int(model.config().vocab_size), block, sync, std::mt19937(seed)};
-    for (int B : par) {
-      status("--tuning " + set.spec + " B " + std::to_string(B));
-      if (warmup) sb.run(B, std::min(p, 8), std::min(n, 2), batch);
-      std::vector<double> pp, tg;
-      for (int r = 0; r < repeats; ++r) {
-        Run run = sb.run(B, p, n, batch);
-        pp.push_back(run.pp_s);
-        tg.push_back(run.tg_s);
-      }
-      char line[320];
-      std::snprintf(line, sizeof line, "--tuning %-24s B %4d: S_PP %9.2f t/s, S_TG %9.2f t/s (%.2f ms per step)",
-                    set.spec.c_str(), B, B * p / median(pp), B * n / median(tg), median(tg) * 1e3 / n);
-      sweep.push_back(line);
-    }
+    Bench on{other, int(model.config().vocab_size), block, sync, std::mt19937(seed)};
+    sweep_lines(on, "--tuning " + set.spec);
   }
   if (tty) std::fprintf(stderr, "\r%60s\r", "");
 

@@ -106,16 +106,7 @@ void LlmOps::linear_q8(Batch& b, const GpuWeight& w, const Q8Act& x, const Tenso
                        const LinearOptions& o) const {
   const std::string op = "linear_q8 " + str(w.type);
   need(supports_q8(w.type), op, "8-bit activations take Q4_0, Q8_0, Q4_K or Q6_K weights");
-  need(x.cols == w.cols, op, "x has " + std::to_string(x.cols) + " columns, the weight " + std::to_string(w.cols));
-  need_q8(x, n_tokens, op, "x");
-  const int64_t rows = o.rows < 0 ? w.rows - o.row0 : o.rows;
-  const int64_t ys = o.y_stride < 0 ? rows : o.y_stride;
-  need(o.row0 >= 0 && rows > 0 && o.row0 + rows <= w.rows, op,
-       "rows " + std::to_string(o.row0) + "+" + std::to_string(rows) + " of a " + std::to_string(w.rows) +
-           "-row weight");
-  need_elems(y, (n_tokens - 1) * ys + o.y_offset + rows, op, "y");
-  if (o.bias) need_elems(o.bias, o.row0 + rows, op, "bias");
-  const uint32_t flags = (o.bias ? 1u : 0u) | (o.accumulate ? 2u : 0u);
+  const auto [rows, ys, flags] = detail::check_linear_q8(w, x, y, n_tokens, o, op);
   const Tensor& bias = o.bias ? o.bias : dummy_;
   if (n_tokens == 1) {
     const uint32_t wg = std::min(tuning.mvq_wg, max_wg_), tpr = std::min(tuning.mvq_tpr, wg);

@@ -16,7 +16,6 @@ namespace {
 
 using detail::need;
 using detail::need_elems;
-using detail::need_q8;
 using detail::shape_tag;
 using detail::str;
 using detail::u32;
@@ -533,16 +532,7 @@ void LlmOps::linear_batched_q8(Batch& b, const GpuWeight& w, const Tensor& x, in
 void LlmOps::linear_batched_q8(Batch& b, const GpuWeight& w, const Q8Act& x, const Tensor& y, int n_tokens,
                                const LinearOptions& o) const {
   const std::string op = "linear batched-q8 " + str(w.type);
-  need(x.cols == w.cols, op, "x has " + std::to_string(x.cols) + " columns, the weight " + std::to_string(w.cols));
-  need_q8(x, n_tokens, op, "x");
-  const int64_t rows = o.rows < 0 ? w.rows - o.row0 : o.rows;
-  const int64_t ys = o.y_stride < 0 ? rows : o.y_stride;
-  need(o.row0 >= 0 && rows > 0 && o.row0 + rows <= w.rows, op,
-       "rows " + std::to_string(o.row0) + "+" + std::to_string(rows) + " of a " + std::to_string(w.rows) +
-           "-row weight");
-  need_elems(y, (n_tokens - 1) * ys + o.y_offset + rows, op, "y");
-  if (o.bias) need_elems(o.bias, o.row0 + rows, op, "bias");
-  const uint32_t flags = (o.bias ? 1u : 0u) | (o.accumulate ? 2u : 0u);
+  const auto [rows, ys, flags] = detail::check_linear_q8(w, x, y, n_tokens, o, op);
   Params prm(u32(n_tokens), u32(rows), u32(w.cols), u32(o.row0), u32(w.cols), u32(ys), u32(o.y_offset), flags);
   linear_batched_q8_kernel(b, w, x, y, n_tokens, prm, o.bias ? o.bias : dummy_, rows);
 }
@@ -571,19 +561,21 @@ void LlmOps::linear_batched_q8_kernel(Batch& b, const GpuWeight& w, const Q8Act&
   uint32_t tt = batched_token_tile(n_tokens, batched_tt(n_tokens));
   while (tt > 1 && x_tile_bytes(tt) + ds_bytes(tt) > smem_limit) tt /= 2;
   // Token groups per workgroup (tuning.batched_tg): as many as the step fills, the workgroup
-  // size and memory allow.
-  uint32_t tg = std::max<uint32_t>(1, std::min<uint32_t>(tuning.batched_tg, u32(ceil_div(uint64_t(n_tokens), tt))));
-  while (tg > 1 && x_tile_bytes(tt * tg) + ds_bytes(tt * tg) > smem_limit) --tg;
+  // size and its memory (the x tile, or the lanes' final sums of every group) allow.
   const uint32_t tr = batched_rows_per_group(n_tokens);
-  uint64_t tiles = ceil_div(uint64_t(n_tokens), tt * tg);
-  uint32_t wgr = batched_wg(tiles, rows, tr);  // invocations per token group
-  while (tg > 1 && wgr * tg > max_wg_) {
-    --tg;
+  const auto smem = [&](uint32_t groups, uint32_t wg_size) {
+    return std::max(x_tile_bytes(tt * groups), batched_sum_bytes(wg_size, tt)) + ds_bytes(tt * groups);
+  };
+  uint32_t tg = std::max<uint32_t>(1, std::min<uint32_t>(tuning.batched_tg, u32(ceil_div(uint64_t(n_tokens), tt))));
+  uint64_t tiles = 0;
+  uint32_t wgr = 0;  // invocations per token group
+  for (;; --tg) {
     tiles = ceil_div(uint64_t(n_tokens), tt * tg);
     wgr = batched_wg(tiles, rows, tr);
+    if (tg == 1 || (wgr * tg <= max_wg_ && smem(tg, wgr * tg) <= smem_limit)) break;
   }
   const uint32_t wg = wgr * tg;
-  const uint64_t shared = std::max(x_tile_bytes(tt * tg), batched_sum_bytes(wg, tt)) + ds_bytes(tt * tg);
+  const uint64_t shared = smem(tg, wg);
   need(shared <= smem_limit, op,
        std::to_string(shared) + " bytes of workgroup memory, the adapter allows " + std::to_string(smem_limit));
   const uint32_t bn = wgr / kl * tr;
