@@ -120,17 +120,18 @@ if os.path.exists(check):
     print(open(check).read().rstrip())
 print("\nwgc's time per run (ms, medians): input = copy into the staging buffer, submit = submit of the run")
 print("encoded ahead, wait = until the logits are on the host; GPU e2e / net = the GPU's time for a run (copies")
-print("included) / for the network (timestamps around the batch); spin = e2e with the waits polling (WGC_WAIT=spin)")
+print("included) / for the network (timestamps around the batch); e2e under the default waits (auto: poll up to 3 ms,")
+print("then sleep); spin / block = the same with the waits always polling / always sleeping")
 print("(in place: the input already in wgc's mapped staging buffers, as PyTorch's +copies reads pinned memory)")
 print(f"{'batch':>6} {'e2e ms':>8} {'GPU e2e':>8} {'GPU net':>8} {'input':>8} {'submit':>8} {'wait':>8} "
-      f"{'spin e2e img/s':>15} {'in place img/s':>15}")
+      f"{'spin e2e img/s':>15} {'block e2e img/s':>16} {'in place img/s':>15}")
 for b in (1, 64):
     r = w.get(b, {})
     f3 = lambda k: f"{r[k]:.3f}" if k in r else "-"
     fi = lambda k: f"{r[k]:,.0f}" if k in r else "-"
     print(f"{b:>6} {f3('ms_median'):>8} {f3('gpu_ms_e2e'):>8} {f3('gpu_ms_network'):>8} {f3('host_input_ms'):>8} "
           f"{f3('host_submit_ms'):>8} {f3('wait_ms'):>8} {fi('images_per_s_spin_wait'):>15} "
-          f"{fi('images_per_s_in_place'):>15}")
+          f"{fi('images_per_s_block_wait'):>16} {fi('images_per_s_in_place'):>15}")
 tuned = sorted(glob.glob(os.path.join(os.path.dirname(sys.argv[1]), "bench-cnn-tuned-*.json")))
 if tuned:
     print("\nWGC_CONV_TUNING sets (WGC_CNN_TUNINGS), img/s: e2e / spin e2e / GPU-only at batch 1 and 64")

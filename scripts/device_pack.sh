@@ -10,7 +10,12 @@ snap=${WGC_SNAPSHOT_DIR:-/tmp/wgc-snapshot}
 if [ ! -d "$snap/.git" ] && [ ! -f "$snap/.git" ]; then git -C "$repo" worktree add --detach "$snap" HEAD >/dev/null; fi
 git -C "$snap" checkout -q --detach "$(git -C "$repo" rev-parse HEAD)"
 build="$snap/build"
-WGC_DEPS="$repo/.deps" WGC_BUILD_DIR="$build" WGC_CMAKE_ARGS="-DWGC_DEPS=$repo/.deps" "$snap/scripts/build.sh" >/dev/null
+# Only what is packed gets built (every test binary relinks after a library change).
+targets=""
+case "${WGC_PACK_TESTS:-1}" in 0) targets="wgc" ;; 1) ;; *) targets="wgc $WGC_PACK_TESTS" ;; esac
+[ "${WGC_PACK_PYTHON:-0}" = 0 ] || targets=""
+WGC_DEPS="$repo/.deps" WGC_BUILD_DIR="$build" WGC_CMAKE_ARGS="-DWGC_DEPS=$repo/.deps" WGC_BUILD_TARGETS="$targets" \
+  "$snap/scripts/build.sh" >/dev/null
 stage=$(mktemp -d)
 mkdir -p "$stage/wgc/bin" "$stage/wgc/lib"
 cp "$build/wgc" "$stage/wgc/bin/"

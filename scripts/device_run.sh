@@ -14,7 +14,8 @@ fi
 [ -f /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ] && export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 # WGC_BASE_BUNDLE: a full bundle unpacked first, under a thin one (device_pack.sh's WGC_PACK_THIN:
 # the binaries and libwgc only), so that several branches' builds fit in one call's carry.
-rm -rf /tmp/wgc && { [ -z "${WGC_BASE_BUNDLE:-}" ] || tar -C /tmp -xJf "$WGC_BASE_BUNDLE"; } && tar -C /tmp -xJf "$bundle"
+rm -rf /tmp/wgc && { [ -z "${WGC_BASE_BUNDLE:-}" ] || { tar -C /tmp -xJf "$WGC_BASE_BUNDLE" && rm -f /tmp/wgc/bin/*; }; } &&
+  tar -C /tmp -xJf "$bundle"
 if [ -f /tmp/wgc/STAMP ]; then echo "bundle: $bundle, $(cat /tmp/wgc/STAMP)"; elif [ -f .device/STAMP ]; then echo "bundle: $(cat .device/STAMP)"; fi
 export LD_LIBRARY_PATH=/tmp/wgc/lib:${LD_LIBRARY_PATH:-}
 export WGC_BACKEND=gpu WGC_FIXTURES=$PWD/.device/fixtures WGC_MODELS=$PWD/.device/models

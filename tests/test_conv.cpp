@@ -179,7 +179,7 @@ TEST(Conv2d, DepthwiseRegBlocksMatch) {
     ConvTuning& k = conv2d_tuning();
     k = saved;
     k.dwr_cols = blocks[b].cols, k.dwr_rows = blocks[b].rows, k.dwr_vec4 = blocks[b].vec4;
-    k.dwr_threads = blocks[b].threads, k.dwr_sg = blocks[b].sg;
+    k.dwr_threads = blocks[b].threads;
     for (size_t i = 0; i < std::size(shapes); ++i) {
       const Conv2dDims& d = shapes[i];
       ASSERT_TRUE(supports(ctx(), Conv2dVersion::DepthwiseReg, d)) << d.str() << " block " << b;

@@ -113,13 +113,18 @@ TEST(LlmQ8, QuantizeNormSwigluMatchReference) {
 // counts around the tiles, with a row range, strided y, bias and accumulation; two tilings.
 TEST(LlmQ8, LinearMatchesReference) {
   struct Tiling {
-    uint32_t bm, bn, mv_wg, mv_tpr, mv_rows;
+    uint32_t bm, bn, mv_wg, mv_tpr, mv_rows, units, magic, min_groups;
   };
   std::vector<std::pair<Tiling, std::unique_ptr<LlmOps>>> tilings;
-  for (Tiling tl : {Tiling{64, 128, 256, 32, 2}, Tiling{16, 40, 64, 8, 3}}) {
+  // The third shrinks every tile (mmq_min_groups) down to 16 x 32.
+  for (Tiling tl : {Tiling{64, 128, 256, 32, 2, 4, 1, 0}, Tiling{16, 40, 64, 8, 3, 2, 0, 0},
+                    Tiling{64, 128, 256, 32, 2, 1, 1, 100000}}) {
     auto o = std::make_unique<LlmOps>(ctx());
     o->tuning.mmq_bm = tl.bm;
     o->tuning.mmq_bn = tl.bn;
+    o->tuning.mmq_units = tl.units;
+    o->tuning.mmq_magic = tl.magic;
+    o->tuning.mmq_min_groups = tl.min_groups;
     o->tuning.mvq_wg = tl.mv_wg;
     o->tuning.mvq_tpr = tl.mv_tpr;
     o->tuning.mvq_rows = tl.mv_rows;
@@ -164,7 +169,8 @@ TEST(LlmQ8, LinearMatchesReference) {
             const std::string what = std::string(to_string(t)) + " " + std::to_string(rows) + "x" +
                                      std::to_string(cols) + " n=" + std::to_string(n) + " variant " +
                                      std::to_string(variant) + " tile " + std::to_string(tl.bm) + "x" +
-                                     std::to_string(tl.bn);
+                                     std::to_string(tl.bn) + " units " + std::to_string(tl.units) + " magic " +
+                                     std::to_string(tl.magic) + " min_groups " + std::to_string(tl.min_groups);
             Tensor y = plain ? test::poisoned(int64_t(ny)) : make_tensor(ctx(), {int64_t(ny)}, y0);
             LinearOptions lo;
             lo.row0 = row0;

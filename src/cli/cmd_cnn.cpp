@@ -213,7 +213,7 @@ int bench_cnn_cmd(const Flags& f) {
 
   struct HostRow {
     int batch;
-    double input, submit, ahead, wait, e2e_ms, spin_ms, gpu_e2e_ms, gpu_net_ms;  // gpu: time_span, 0 if none
+    double input, submit, ahead, wait, e2e_ms, spin_ms, block_ms, gpu_e2e_ms, gpu_net_ms;  // gpu: time_span, 0 if none
     double in_place_ms;
   };
   std::vector<HostRow> host_rows;
@@ -287,6 +287,7 @@ int bench_cnn_cmd(const Flags& f) {
     };
     E2e blocking = e2e(wait_mode());  // the process's waits (WGC_WAIT; Auto unless set)
     E2e spinning = gpu ? e2e(WaitMode::Spin) : E2e{};
+    E2e sleeping = gpu ? e2e(WaitMode::Block) : E2e{};
     const std::vector<double>& ms = blocking.ms;
     double med = median(ms), flops = m.plan(xs).flops();
     double pipelined = 0, resident = 0;
@@ -317,8 +318,8 @@ int bench_cnn_cmd(const Flags& f) {
                  resident > 0 ? b * 1e3 / resident : 0.0);
     if (gpu)
       host_rows.push_back({b, median(blocking.input), median(blocking.submit), median(blocking.ahead),
-                           median(blocking.wait), med, median(spinning.ms), gpu_span(true), gpu_span(false),
-                           in_place()});
+                           median(blocking.wait), med, median(spinning.ms), median(sleeping.ms), gpu_span(true),
+                           gpu_span(false), in_place()});
     json::Value r = json::Value::object();
     r.set("batch", b);
     r.set("device", gpu ? "gpu" : "cpu");
@@ -336,6 +337,8 @@ int bench_cnn_cmd(const Flags& f) {
       r.set("gpu_ms_network", h.gpu_net_ms);
       r.set("ms_median_spin_wait", h.spin_ms);
       r.set("images_per_s_spin_wait", b * 1e3 / h.spin_ms);
+      r.set("ms_median_block_wait", h.block_ms);
+      r.set("images_per_s_block_wait", b * 1e3 / h.block_ms);
       r.set("ms_median_in_place", h.in_place_ms);
       r.set("images_per_s_in_place", b * 1e3 / h.in_place_ms);
       r.set("images_per_s_pipelined", pipelined);
@@ -387,20 +390,22 @@ int bench_cnn_cmd(const Flags& f) {
     std::fprintf(
         table,
         "\nWhere one inference's time goes (ms, medians; e2e = input + submit + wait, the GPU's work inside wait):\n"
-        "%6s %9s %9s %9s %9s %9s %9s %10s %10s %10s %10s %12s\n",
+        "%6s %9s %9s %9s %9s %9s %9s %10s %10s %10s %11s %10s %12s\n",
         "batch", "e2e", "GPU e2e", "GPU net", "input", "submit", "wait", "host+idle", "spin e2e", "spin img/s",
-        "in place", "in-pl img/s");
+        "block img/s", "in place", "in-pl img/s");
     for (const auto& h : host_rows)
-      std::fprintf(table, "%6d %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %10.3f %10.3f %10.1f %10.3f %12.1f\n", h.batch,
-                   h.e2e_ms, h.gpu_e2e_ms, h.gpu_net_ms, h.input, h.submit, h.wait, h.e2e_ms - h.gpu_e2e_ms, h.spin_ms,
-                   h.batch * 1e3 / h.spin_ms, h.in_place_ms, h.batch * 1e3 / h.in_place_ms);
+      std::fprintf(table, "%6d %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %10.3f %10.3f %10.1f %11.1f %10.3f %12.1f\n",
+                   h.batch, h.e2e_ms, h.gpu_e2e_ms, h.gpu_net_ms, h.input, h.submit, h.wait, h.e2e_ms - h.gpu_e2e_ms,
+                   h.spin_ms, h.batch * 1e3 / h.spin_ms, h.batch * 1e3 / h.block_ms, h.in_place_ms,
+                   h.batch * 1e3 / h.in_place_ms);
     std::fprintf(
         table,
         "GPU e2e: the GPU's time for a run (timestamps before its first command and after its last: the input's\n"
         "copy, the network, the outputs' copy); GPU net: the network alone; input: the host copying the input into\n"
         "a mapped staging buffer; submit: submitting the run encoded ahead; wait: until the outputs are on the\n"
-        "host; host+idle: e2e - GPU e2e, what one run at a time spends outside the GPU's work; spin: the same\n"
-        "runs with the waits polling (WGC_WAIT=spin); in place: e2e with the input already in the staging\n"
+        "host; host+idle: e2e - GPU e2e, what one run at a time spends outside the GPU's work (e2e under the\n"
+        "process's waits: WGC_WAIT, auto unless set); spin / block: the same runs with the waits always polling /\n"
+        "always sleeping; in place: e2e with the input already in the staging\n"
         "buffers (Model::input_in_place, as PyTorch's +copies reads pinned memory). The JSON also has the host's\n"
         "time encoding the next run after each submit (host_encode_ahead_ms; it overlaps the GPU's work).\n");
   }

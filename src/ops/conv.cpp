@@ -367,10 +367,8 @@ void record_depthwise_reg(Batch& b, const Operands& o, const Conv2dDims& d, cons
     uint64_t bytes = std::max<uint64_t>(16, (tensor.bytes() + 15) / 16 * 16);
     return Arg(tensor, 0, std::min(bytes, tensor.capacity() / 16 * 16));
   };
-  bool sg = t.dwr_sg && reg_block(d).vec4 && ctx.features().subgroups;
-  b.dispatch(kernel(ctx, sg ? "conv/depthwise_reg_sg.wgsl" : "conv/depthwise_reg.wgsl", ep, c),
-             {o.x, o.w, o.bias, o.res, as_vec4(o.y), as_vec4(o.x)}, conv_params(d, ep),
-             groups_1d(ctx, ceil_div(invocations, t.dwr_threads)));
+  b.dispatch(kernel(ctx, "conv/depthwise_reg.wgsl", ep, c), {o.x, o.w, o.bias, o.res, as_vec4(o.y), as_vec4(o.x)},
+             conv_params(d, ep), groups_1d(ctx, ceil_div(invocations, t.dwr_threads)));
 }
 
 void record_depthwise(Batch& b, const Operands& o, const Conv2dDims& d, const ConvEpilogue& ep) {
@@ -427,7 +425,6 @@ ConvTuning parse_conv2d_tuning(std::string_view knobs, ConvTuning t) {
                                               {"dwr_rows", &t.dwr_rows},
                                               {"dwr_threads", &t.dwr_threads},
                                               {"dwr_vec4", &t.dwr_vec4},
-                                              {"dwr_sg", &t.dwr_sg},
                                               {"dw_auto", &t.dw_auto}};
   std::string s(knobs);
   size_t pos = 0;

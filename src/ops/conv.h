@@ -101,11 +101,10 @@ struct ConvTuning {
   // a column (dwr_rows; dwr_cols * dwr_rows <= 64), invocations per workgroup, and whether rows
   // move as aligned vec4s where the layout allows (stride 1 along W, widths multiples of 4,
   // dwr_cols a multiple of 4).
-  uint32_t dwr_cols = 4, dwr_rows = 4, dwr_threads = 128, dwr_vec4 = 1;
-  // DepthwiseReg with vec4 rows on an adapter with subgroups: 1 takes the halo blocks from the
-  // neighbouring invocations by subgroup shuffles (conv/depthwise_reg_sg.wgsl), each input vec4
-  // loaded once per row strip.
-  uint32_t dwr_sg = 0;
+  // 4 x 2 blocks: 65% of the copy bandwidth on the H200 at 144 x 56 x 56 x 32 where 4 x 4 gave
+  // 61% (docs/benchmarks.md; taking the halo blocks from neighbouring invocations by subgroup
+  // shuffles instead of loads measured 3x slower, and was dropped).
+  uint32_t dwr_cols = 4, dwr_rows = 2, dwr_threads = 128, dwr_vec4 = 1;
   // Which depthwise version Auto runs on GPUs: 0 the measured rule (stride 1 Depthwise, strided
   // DepthwiseRows); 1 Depthwise, 2 DepthwiseRows, 3 DepthwiseReg for every depthwise layer; 4
   // stride 1 DepthwiseReg, strided DepthwiseRows.

@@ -22,7 +22,8 @@ const char* kernel_file(MatmulVersion v) {
     case MatmulVersion::RegTile: return "matmul/regtile.wgsl";
     case MatmulVersion::RegTileVec4:
     case MatmulVersion::RegTileVec4Grouped:
-    case MatmulVersion::Vec4Prefetch: return "matmul/regtile_vec4.wgsl";
+    case MatmulVersion::Vec4Prefetch:
+    case MatmulVersion::Vec4Db: return "matmul/regtile_vec4.wgsl";
     case MatmulVersion::Auto: break;
   }
   throw Error("wgc: matmul: no kernel for version Auto");
@@ -39,6 +40,7 @@ std::string_view to_string(MatmulVersion v) {
     case MatmulVersion::RegTileVec4: return "regtile-vec4";
     case MatmulVersion::RegTileVec4Grouped: return "regtile-vec4-grouped";
     case MatmulVersion::Vec4Prefetch: return "vec4-prefetch";
+    case MatmulVersion::Vec4Db: return "vec4-db";
   }
   return "?";
 }
@@ -85,6 +87,7 @@ void matmul(Batch& batch, const Tensor& a, const Tensor& b, const Tensor& c, con
   KernelCode code = embedded_kernel(kernel_file(v));
   if (v == MatmulVersion::RegTileVec4Grouped) code.constants = {{"GROUP_M", kGroupM}};
   if (v == MatmulVersion::Vec4Prefetch) code.constants = {{"PREFETCH", 1}};
+  if (v == MatmulVersion::Vec4Db) code.constants = {{"PREFETCH", 1}, {"DB", 1}};
   Kernel k = compile(ctx, code);
   uint32_t block = v == MatmulVersion::Naive || v == MatmulVersion::Tiled ? kNaiveTile : kRegTileBlock;
   Groups g{ceil_div(d.n, block), ceil_div(d.m, block), 1};

@@ -1,8 +1,9 @@
 // Matrix multiply C[M,N] = A[M,K] x B (B is [K,N], or [N,K] with trans_b), f32, row-major.
 // A ladder of kernels (src/kernels/matmul): naive -> tiled (workgroup memory) -> register-tiled
 // -> register-tiled with vec4 loads, and two variants of that body: L2-friendly grouped
-// workgroup order, and the next tile's global loads issued before this tile's math (register
-// prefetch); Auto picks by shape.
+// workgroup order, the next tile's global loads issued before this tile's math (register
+// prefetch), and that with two workgroup-memory buffers (one barrier per tile); Auto picks by
+// shape.
 #pragma once
 
 #include "gpu/batch.h"
@@ -15,7 +16,7 @@
 
 namespace wgc {
 
-enum class MatmulVersion { Auto, Naive, Tiled, RegTile, RegTileVec4, RegTileVec4Grouped, Vec4Prefetch };
+enum class MatmulVersion { Auto, Naive, Tiled, RegTile, RegTileVec4, RegTileVec4Grouped, Vec4Prefetch, Vec4Db };
 std::string_view to_string(MatmulVersion v);                // "auto", "naive", "tiled", "regtile", "regtile-vec4", ...
 MatmulVersion parse_matmul_version(std::string_view name);  // throws naming the op and the valid names
 inline constexpr MatmulVersion kMatmulVersions[] = {MatmulVersion::Naive,
@@ -23,7 +24,8 @@ inline constexpr MatmulVersion kMatmulVersions[] = {MatmulVersion::Naive,
                                                     MatmulVersion::RegTile,
                                                     MatmulVersion::RegTileVec4,
                                                     MatmulVersion::RegTileVec4Grouped,
-                                                    MatmulVersion::Vec4Prefetch};
+                                                    MatmulVersion::Vec4Prefetch,
+                                                    MatmulVersion::Vec4Db};
 
 struct MatmulDims {
   uint32_t m = 0, n = 0, k = 0;

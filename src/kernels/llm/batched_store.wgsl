@@ -12,3 +12,7 @@ fn store_rows_n(tok: u32, rl: u32, v: vec4<f32>, nr: u32) {
     y[yi] = o;
   }
 }
+// store_rows for token tok if it is one of the p.n tokens (the register tiles' edges).
+fn store_acc(tok: u32, rl: u32, v: vec4<f32>) {
+  if (tok < p.n) { store_rows(tok, rl, v); }
+}

@@ -7,15 +7,15 @@
 // As[k][m/4] and Bs[k][n/4], so that the inner product (matmul/regtile_step.wgsl, shared with the
 // SGEMM) reads both operands as vec4s.
 // x is read as vec4s where x_stride % 4 == 0 (else, and at the end of a row, element by element).
-// Preceded by common.wgsl and a weights/*.wgsl file (bindings 0, 1).
+// Preceded by a prelude (ops/llm/llm_ops.cpp: BM, BN, BK as constants, or as override constants
+// for A/B runs; RT_PREFETCH; RT_WPT and RT_XPT, the W and x quads each invocation loads per tile),
+// common.wgsl and a weights/*.wgsl file (bindings 0, 1).
 @group(0) @binding(2) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
 @group(0) @binding(4) var<storage, read_write> y: array<f32>;
 //!include "llm/linear_params.wgsl"
-override BM: u32 = 64u;  // tokens per workgroup: a multiple of 8
-override BN: u32 = 128u;  // weight rows per workgroup: a multiple of 8
-override BK: u32 = 16u;  // k per workgroup-memory tile: a multiple of 4
-// (BM / 8) * (BN / 8) invocations per workgroup (ops/llm/llm_ops.cpp checks the limits).
+// BM, BN: multiples of 8; BK: a multiple of 4; NT = (BM / 8) * (BN / 8) invocations per
+// workgroup (ops/llm/llm_ops.cpp checks the limits); KQ = BK / 4 quads per row of a tile.
 
 var<workgroup> As: array<vec4<f32>, BK * BM / 4u>;  // x tile, [k][m/4]
 var<workgroup> Bs: array<vec4<f32>, BK * BN / 4u>;  // W tile, [k][n/4]
@@ -40,19 +40,26 @@ fn load_w4(r: u32, k: u32) -> vec4<f32> {
   return w_quad(p.row0 + r, k / 4u);
 }
 
-// The output, y[t, r0 .. r0 + 3] = v (+ bias) (+ y): store_rows, a function of a vec4 value, so
-// that the accumulators are only indexed by constants once the loops are unrolled (a dynamic
-// component index into them would move them out of registers).
+// The output, y[t, r0 .. r0 + 3] = v (+ bias) (+ y) (store_acc, store_rows).
 //!include "llm/batched_store.wgsl"
 
-// The body, for both entry points: `main` takes its workgroup size from the tile overrides;
-// `main_fixed` states 128 invocations as a constant (the default 64 x 128 tile, which the host
-// picks it for). Why: this kernel measured 2.1 TFLOP/s on the H200 against the SGEMM's 38.5 with
-// the same register tile, and a workgroup size the compiler cannot see may make it budget
-// registers for 1024 invocations. Not yet measured (docs/benchmarks.md).
-fn body(tid: u32, wid: vec3<u32>) {
-  let nt = BM * BN / 64u;
-  let kq = BK / 4u;
+// Quad e of the W tile (row e / KQ, quad e % KQ) and of the x tile, for this step's k0.
+fn fetch_w(n0: u32, k0: u32, e: u32) -> vec4<f32> { return load_w4(n0 + e / KQ, k0 + (e % KQ) * 4u); }
+fn fetch_x(m0: u32, k0: u32, e: u32) -> vec4<f32> { return load_x4(m0 + e / KQ, k0 + (e % KQ) * 4u); }
+// Store them transposed: Bs[k][n], As[k][m].
+fn put_w(e: u32, v: vec4<f32>) {
+  let r = e / KQ;
+  let q = (e % KQ) * 4u;
+  for (var j = 0u; j < 4u; j++) { Bs[(q + j) * (BN / 4u) + r / 4u][r % 4u] = v[j]; }
+}
+fn put_x(e: u32, v: vec4<f32>) {
+  let m = e / KQ;
+  let q = (e % KQ) * 4u;
+  for (var j = 0u; j < 4u; j++) { As[(q + j) * (BM / 4u) + m / 4u][m % 4u] = v[j]; }
+}
+
+@compute @workgroup_size(NT)
+fn main(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
   let m0 = wid.y * BM;
   let n0 = wid.x * BN;
   let tm = tid / (BN / 8u);
@@ -60,31 +67,45 @@ fn body(tid: u32, wid: vec3<u32>) {
   w_setup(p.cols);
   var acc: array<vec4<f32>, 16>;  // acc[i * 2 + j]: token i of 8, row half j
 
+  // RT_PREFETCH: the next tile's quads, loaded into registers before this tile's math so that
+  // their latency hides behind it (quad tid + i * NT of each tile).
+  var pw: array<vec4<f32>, RT_WPT>;
+  var px: array<vec4<f32>, RT_XPT>;
+  if (RT_PREFETCH) {
+    for (var i = 0u; i < RT_WPT; i++) {
+      if (tid + i * NT < BN * KQ) { pw[i] = fetch_w(n0, 0u, tid + i * NT); }
+    }
+    for (var i = 0u; i < RT_XPT; i++) {
+      if (tid + i * NT < BM * KQ) { px[i] = fetch_x(m0, 0u, tid + i * NT); }
+    }
+  }
   for (var k0 = 0u; k0 < p.cols; k0 += BK) {
-    // W tile: BN rows x BK columns, quad by quad, transposed into Bs[k][n].
-    for (var i = tid; i < BN * kq; i += nt) {
-      let r = i / kq;
-      let q = (i % kq) * 4u;
-      let v = load_w4(n0 + r, k0 + q);
-      for (var j = 0u; j < 4u; j++) { Bs[(q + j) * (BN / 4u) + r / 4u][r % 4u] = v[j]; }
+    if (RT_PREFETCH) {
+      for (var i = 0u; i < RT_WPT; i++) {
+        if (tid + i * NT < BN * KQ) { put_w(tid + i * NT, pw[i]); }
+      }
+      for (var i = 0u; i < RT_XPT; i++) {
+        if (tid + i * NT < BM * KQ) { put_x(tid + i * NT, px[i]); }
+      }
+      workgroupBarrier();
+      if (k0 + BK < p.cols) {
+        for (var i = 0u; i < RT_WPT; i++) {
+          if (tid + i * NT < BN * KQ) { pw[i] = fetch_w(n0, k0 + BK, tid + i * NT); }
+        }
+        for (var i = 0u; i < RT_XPT; i++) {
+          if (tid + i * NT < BM * KQ) { px[i] = fetch_x(m0, k0 + BK, tid + i * NT); }
+        }
+      }
+    } else {
+      for (var e = tid; e < BN * KQ; e += NT) { put_w(e, fetch_w(n0, k0, e)); }
+      for (var e = tid; e < BM * KQ; e += NT) { put_x(e, fetch_x(m0, k0, e)); }
+      workgroupBarrier();
     }
-    // x tile: BM tokens x BK columns, transposed into As[k][m].
-    for (var i = tid; i < BM * kq; i += nt) {
-      let m = i / kq;
-      let q = (i % kq) * 4u;
-      let v = load_x4(m0 + m, k0 + q);
-      for (var j = 0u; j < 4u; j++) { As[(q + j) * (BM / 4u) + m / 4u][m % 4u] = v[j]; }
-    }
-    workgroupBarrier();
+    let rt_a = 0u;  // regtile_step.wgsl: one buffer each
+    let rt_b = 0u;
 //!include "matmul/regtile_step.wgsl"
     workgroupBarrier();
   }
 
 //!include "llm/regtile_store.wgsl"
 }
-
-@compute @workgroup_size(BM * BN / 64u)
-fn main(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wid: vec3<u32>) { body(tid, wid); }
-
-@compute @workgroup_size(128)
-fn main_fixed(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wid: vec3<u32>) { body(tid, wid); }

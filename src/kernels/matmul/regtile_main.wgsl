@@ -13,20 +13,26 @@ override GROUP_M: u32 = 1u;  // block-rows walked together (grouped_order.wgsl; 
 // Issue the next tile's global loads right after the barrier, before this tile's math, so that
 // their latency hides behind it (needs BK == 8: one vec4 of A and one of B per thread).
 override PREFETCH: bool = false;
+// Two workgroup-memory buffers (needs PREFETCH): the next tile goes into the other buffer after
+// this tile's math, so one barrier per tile instead of two.
+override DB: bool = false;
 //!include "matmul/grouped_order.wgsl"
 const TM = 8u;
 const TN = 8u;
 const THREADS = (BM / TM) * (BN / TN);  // 256
 
-var<workgroup> As: array<vec4<f32>, BK * BM / 4u>;  // [k][m/4]
-var<workgroup> Bs: array<vec4<f32>, BK * BN / 4u>;  // [k][n/4]
+override AS: u32 = BK * BM / 4u;  // vec4s per buffer
+override BS: u32 = BK * BN / 4u;
+var<workgroup> As: array<vec4<f32>, select(1u, 2u, DB) * AS>;  // [buffer][k][m/4]
+var<workgroup> Bs: array<vec4<f32>, select(1u, 2u, DB) * BS>;  // [buffer][k][n/4]
 
-// Stores a vec4 of row `row` (of BM or BN), k .. k + 3 of the tile, transposed: S[k][row].
-fn put_a(k: u32, row: u32, v: vec4<f32>) {
-  for (var j = 0u; j < 4u; j++) { As[(k + j) * (BM / 4u) + row / 4u][row % 4u] = v[j]; }
+// Stores a vec4 of row `row` (of BM or BN), k .. k + 3 of the tile, transposed: S[k][row], in
+// the buffer at vec4 `base`.
+fn put_a(base: u32, k: u32, row: u32, v: vec4<f32>) {
+  for (var j = 0u; j < 4u; j++) { As[base + (k + j) * (BM / 4u) + row / 4u][row % 4u] = v[j]; }
 }
-fn put_bt(k: u32, row: u32, v: vec4<f32>) {
-  for (var j = 0u; j < 4u; j++) { Bs[(k + j) * (BN / 4u) + row / 4u][row % 4u] = v[j]; }
+fn put_bt(base: u32, k: u32, row: u32, v: vec4<f32>) {
+  for (var j = 0u; j < 4u; j++) { Bs[base + (k + j) * (BN / 4u) + row / 4u][row % 4u] = v[j]; }
 }
 
 // Loader role l of thread tid: per tile BM x BK of A and BK x BN of B, BK / 8 vec4s of each.
@@ -45,11 +51,11 @@ fn fetch_b(s: Slot, n0: u32, k0: u32) -> vec4<f32> {
   if (p.trans_b != 0u) { return load_bt4(n0 + s.row, k0 + s.kq); }
   return load_b4(k0 + s.bk, n0 + s.bn);
 }
-fn put_b(s: Slot, v: vec4<f32>) {
+fn put_b(base: u32, s: Slot, v: vec4<f32>) {
   if (p.trans_b != 0u) {
-    put_bt(s.kq, s.row, v);
+    put_bt(base, s.kq, s.row, v);
   } else {
-    Bs[s.bk * (BN / 4u) + s.bn / 4u] = v;
+    Bs[base + s.bk * (BN / 4u) + s.bn / 4u] = v;
   }
 }
 
@@ -72,10 +78,21 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     pa = fetch_a(s0, m0, 0u);
     pb = fetch_b(s0, n0, 0u);
   }
+  if (DB) {
+    put_a(0u, s0.kq, s0.row, pa);
+    put_b(0u, s0, pb);
+    workgroupBarrier();
+  }
+  var buf = 0u;  // DB: the buffer this tile is in
   for (var k0 = 0u; k0 < p.K; k0 += BK) {
-    if (PREFETCH) {
-      put_a(s0.kq, s0.row, pa);
-      put_b(s0, pb);
+    if (DB) {
+      if (k0 + BK < p.K) {
+        pa = fetch_a(s0, m0, k0 + BK);
+        pb = fetch_b(s0, n0, k0 + BK);
+      }
+    } else if (PREFETCH) {
+      put_a(0u, s0.kq, s0.row, pa);
+      put_b(0u, s0, pb);
       workgroupBarrier();
       if (k0 + BK < p.K) {
         pa = fetch_a(s0, m0, k0 + BK);
@@ -84,12 +101,21 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     } else {
       for (var l = 0u; l < BK / 8u; l++) {
         let s = slot(tid, l);
-        put_a(s.kq, s.row, fetch_a(s, m0, k0));
-        put_b(s, fetch_b(s, n0, k0));
+        put_a(0u, s.kq, s.row, fetch_a(s, m0, k0));
+        put_b(0u, s, fetch_b(s, n0, k0));
       }
       workgroupBarrier();
     }
+    let rt_a = buf * AS;
+    let rt_b = buf * BS;
 //!include "matmul/regtile_step.wgsl"
+    if (DB) {
+      if (k0 + BK < p.K) {
+        put_a((buf ^ 1u) * AS, s0.kq, s0.row, pa);
+        put_b((buf ^ 1u) * BS, s0, pb);
+      }
+      buf ^= 1u;
+    }
     workgroupBarrier();
   }
 

@@ -24,6 +24,23 @@ std::string prelude_u32(const char* name, uint32_t v) {
   return std::string("const ") + name + ": u32 = " + std::to_string(v) + "u;\n";
 }
 
+// A q8dot/*.wgsl file's unit: x blocks of 32 (MQ_UB), words per scale (MQ_SW), mins (MQ_MIN).
+struct MmqUnit {
+  uint32_t blocks, words_per_scale;
+  bool mins;
+};
+MmqUnit mmq_unit(TensorType t) {
+  if (t == TensorType::Q4_K) return {2, 8, true};
+  if (t == TensorType::Q6_K) return {4, 4, false};
+  return {1, 8, false};  // Q4_0, Q8_0
+}
+// matmul_q8.wgsl's workgroup memory with su units per step and a bm x bn tile.
+uint64_t mmq_shared_bytes(const MmqUnit& u, uint32_t su, uint32_t bm, uint32_t bn) {
+  const uint64_t words = 8ull * u.blocks * su, groups = words / u.words_per_scale, blocks = uint64_t(u.blocks) * su;
+  const uint64_t per = u.mins ? 2 : 1;
+  return 4 * (words * (bm + bn) + groups * bn * per + blocks * bm * per);
+}
+
 constexpr uint32_t kMatvecQ8MaxRows = 8;  // matvec_q8.wgsl: R_MAX
 constexpr uint32_t kSwigluRows = 64;      // matvec_q8.wgsl: gate and up rows per SWIGLU workgroup
 
@@ -121,16 +138,30 @@ void LlmOps::linear_q8(Batch& b, const GpuWeight& w, const Q8Act& x, const Tenso
                groups_1d(ctx_, ceil_div(uint64_t(rows), wg / tpr * r)));
     return;
   }
-  const uint32_t bm = tuning.mmq_bm, bn = tuning.mmq_bn;
-  const uint32_t nt = bm * bn / 64;
-  need(bm >= 8 && bn >= 8 && bm % 8 == 0 && bn % 8 == 0 && nt <= max_wg_, op,
+  uint32_t bm = tuning.mmq_bm, bn = tuning.mmq_bn;
+  need(bm >= 8 && bn >= 8 && bm % 8 == 0 && bn % 8 == 0 && bm * bn / 64 <= max_wg_, op,
        "tile " + std::to_string(bm) + "x" + std::to_string(bn) + " (multiples of 8, at most " +
            std::to_string(max_wg_ * 64) + " outputs)");
+  // Small products (a 1B model's projections) give too few tiles to fill the GPU: halve the rows
+  // per tile (to 32), then the tokens (to 16), until there are mmq_min_groups workgroups.
+  auto groups = [&] { return ceil_div(uint64_t(rows), bn) * uint64_t(ceil_div(uint64_t(n_tokens), bm)); };
+  while (groups() < tuning.mmq_min_groups && bn > 32 && bn % 16 == 0) bn /= 2;
+  while (groups() < tuning.mmq_min_groups && bm > 16 && bm % 16 == 0) bm /= 2;
   const uint64_t row_tiles = ceil_div(uint64_t(rows), bn), tok_tiles = ceil_div(uint64_t(n_tokens), bm);
   need(row_tiles <= ctx_.limits().max_compute_workgroups_per_dimension &&
            tok_tiles <= ctx_.limits().max_compute_workgroups_per_dimension,
        op, "too many rows or tokens for one dispatch");
-  Kernel k = q8_kernel("matmul_q8", w.type, shape_tag({bm, bn}), prelude_u32("BM", bm) + prelude_u32("BN", bn), {});
+  // Units per step: mmq_units, halved until it divides the units of a row and the step's
+  // workgroup memory fits.
+  const MmqUnit mu = mmq_unit(w.type);
+  const uint64_t units = uint64_t(w.cols) / (32 * mu.blocks);
+  uint32_t su = std::max<uint32_t>(1, tuning.mmq_units);
+  while (su > 1 && (units % su || mmq_shared_bytes(mu, su, bm, bn) > ctx_.limits().max_compute_workgroup_storage_size))
+    su /= 2;
+  const bool magic = tuning.mmq_magic != 0;
+  Kernel k = q8_kernel(
+      "matmul_q8", w.type, shape_tag({bm, bn, su}) + (magic ? "" : "/i2f"),
+      prelude_u32("BM", bm) + prelude_u32("BN", bn) + prelude_u32("SU", su) + prelude_bool("MQ_MAGIC", magic), {});
   b.dispatch(k, {w.data, w.scales, x.qs, x.ds, bias, y},
              Params(u32(n_tokens), u32(rows), u32(w.cols), u32(o.row0), u32(ys), u32(o.y_offset), flags),
              {u32(row_tiles), u32(tok_tiles), 1});

@@ -85,6 +85,8 @@ void apply_tuning(LlmTuning& t, std::string_view spec) {
       {"matmul_bm", &LlmTuning::matmul_bm},
       {"matmul_bn", &LlmTuning::matmul_bn},
       {"matmul_bk", &LlmTuning::matmul_bk},
+      {"matmul_const", &LlmTuning::matmul_const},
+      {"matmul_prefetch", &LlmTuning::matmul_prefetch},
       {"batched_kl", &LlmTuning::batched_kl},
       {"batched_wg", &LlmTuning::batched_wg},
       {"batched_min_groups", &LlmTuning::batched_min_groups},
@@ -102,6 +104,9 @@ void apply_tuning(LlmTuning& t, std::string_view spec) {
       {"mvq_rows", &LlmTuning::mvq_rows},
       {"mmq_bm", &LlmTuning::mmq_bm},
       {"mmq_bn", &LlmTuning::mmq_bn},
+      {"mmq_min_groups", &LlmTuning::mmq_min_groups},
+      {"mmq_units", &LlmTuning::mmq_units},
+      {"mmq_magic", &LlmTuning::mmq_magic},
       {"quant_wg", &LlmTuning::quant_wg}};
   while (!spec.empty()) {
     const size_t comma = spec.find_first_of(",/");
@@ -111,11 +116,15 @@ void apply_tuning(LlmTuning& t, std::string_view spec) {
     const size_t eq = item.find('=');
     const std::string name(item.substr(0, eq));
     const std::string value = eq == std::string_view::npos ? "" : std::string(item.substr(eq + 1));
+    if (name == "matmul") {
+      t.matmul = parse_linear_version(value);
+      continue;
+    }
     auto f = std::find_if(std::begin(fields), std::end(fields), [&](const auto& e) { return name == e.first; });
     if (f == std::end(fields)) {
       std::string known;
       for (const auto& e : fields) known += std::string(known.empty() ? "" : ", ") + e.first;
-      throw Error("wgc: llm tuning: unknown knob '" + name + "' (known: " + known + ")");
+      throw Error("wgc: llm tuning: unknown knob '" + name + "' (known: matmul, " + known + ")");
     }
     char* end = nullptr;
     const unsigned long v = std::strtoul(value.c_str(), &end, 10);
@@ -153,9 +162,8 @@ Kernel LlmOps::kernel(const std::string& key, const std::vector<std::string>& fi
 
 namespace {
 constexpr uint32_t kNaiveWG = 64;
-constexpr uint32_t kMatvecMaxRows = 8;          // matvec.wgsl: R_MAX
-constexpr uint32_t kSwigluRows = 64;            // matvec.wgsl: gate and up rows per SWIGLU workgroup
-constexpr uint32_t kRegTileFixedThreads = 128;  // matmul_regtile.wgsl: main_fixed's workgroup size
+constexpr uint32_t kMatvecMaxRows = 8;  // matvec.wgsl: R_MAX
+constexpr uint32_t kSwigluRows = 64;    // matvec.wgsl: gate and up rows per SWIGLU workgroup
 }  // namespace
 
 std::string_view to_string(LinearVersion v) {
@@ -217,16 +225,26 @@ Kernel LlmOps::linear_kernel(const std::string& kind, TensorType t, LinearVersio
     need(bm > 0 && bn > 0 && bm % 8 == 0 && bn % 8 == 0, op,
          "tile " + std::to_string(bm) + "x" + std::to_string(bn) + ": both must be multiples of 8");
     need(bk > 0 && bk % 4 == 0, op, "BK " + std::to_string(bk) + " is not a multiple of 4");
-    need(bm * bn / 64 <= max_wg_, op,
-         std::to_string(bm * bn / 64) + " invocations per workgroup, the adapter allows " + std::to_string(max_wg_));
+    const uint32_t nt = bm * bn / 64;
+    need(nt <= max_wg_, op,
+         std::to_string(nt) + " invocations per workgroup, the adapter allows " + std::to_string(max_wg_));
     const uint64_t shared = uint64_t(bk) * (bm + bn) * 4;
     need(shared <= ctx_.limits().max_compute_workgroup_storage_size, op,
          std::to_string(shared) + " bytes of workgroup memory, the adapter allows " +
              std::to_string(ctx_.limits().max_compute_workgroup_storage_size));
     files.push_back("llm/matmul_regtile.wgsl");
-    const bool fixed = bm * bn / 64 == kRegTileFixedThreads;  // matmul_regtile.wgsl: main_fixed
-    return kernel(key + "/" + std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk), files,
-                  {{"BM", bm}, {"BN", bn}, {"BK", bk}}, false, fixed ? "main_fixed" : "main");
+    // The tile as constants in the source, or (matmul_const=0, for A/B runs) as override
+    // constants with those defaults, the form that measured 2.1 TFLOP/s on the H200.
+    const std::string kw = tuning.matmul_const ? "const " : "override ";
+    auto decl = [&](const char* name, uint32_t val) { return kw + name + ": u32 = " + std::to_string(val) + "u;\n"; };
+    const bool prefetch = tuning.matmul_prefetch != 0;
+    const std::string prelude = decl("BM", bm) + decl("BN", bn) + decl("BK", bk) + decl("NT", nt) + decl("KQ", bk / 4) +
+                                "const RT_PREFETCH: bool = " + (prefetch ? "true" : "false") +
+                                ";\nconst RT_WPT: u32 = " + std::to_string(ceil_div(bn * bk / 4, nt)) +
+                                "u;\nconst RT_XPT: u32 = " + std::to_string(ceil_div(bm * bk / 4, nt)) + "u;\n";
+    return kernel(key + "/" + std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk) +
+                      (tuning.matmul_const ? "" : "/override") + (prefetch ? "/prefetch" : ""),
+                  files, {}, false, "main", prelude);
   }
   bool sg = v == LinearVersion::Subgroup;
   files.push_back(sg ? "llm/reduce_sg.wgsl" : "llm/reduce_wg.wgsl");

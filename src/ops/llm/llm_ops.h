@@ -194,6 +194,11 @@ struct LlmTuning {
   uint32_t matmul_bm = 64;
   uint32_t matmul_bn = 128;
   uint32_t matmul_bk = 16;
+  // 1: the tile sizes as constants in the kernel's source; 0: as override constants (what ran at
+  // 2.1 TFLOP/s on the H200; kept for A/B runs).
+  uint32_t matmul_const = 1;
+  // 1: each invocation loads its share of the next tile into registers before this tile's math.
+  uint32_t matmul_prefetch = 1;
   // The version LinearVersion::Auto runs for n_tokens > 1 (Auto: choose_linear's pick; RegTile
   // measured slower on the H200).
   LinearVersion matmul = LinearVersion::Auto;
@@ -246,13 +251,23 @@ struct LlmTuning {
   // workgroup, multiples of 8, (BM / 8) * (BN / 8) invocations of 8 x 8 outputs.
   uint32_t mmq_bm = 64;
   uint32_t mmq_bn = 128;
+  // Below this many workgroups a product takes smaller tiles (rows halved to 32, then tokens to
+  // 16; 0: never).
+  uint32_t mmq_min_groups = 0;
+  // Units (q8dot/*.wgsl: a block of 32, 64 or 128 elements) per workgroup-memory step: more
+  // means fewer barriers, more registers (halved until it divides a row's units).
+  uint32_t mmq_units = 1;
+  // 1: the int32 sums start at 1.5 * 2^23 as float bits and are read with one subtract; 0: from
+  // zero, with an integer add before it.
+  uint32_t mmq_magic = 1;
   // quant_act.wgsl: invocations per token (a power of two >= 8; one token gets up to 4x this).
   uint32_t quant_wg = 256;
 };
 
 // Sets tuning fields from "name=value,name=value" (the LlmTuning field names, e.g.
-// "mvq_tpr=16,mvq_rows=4,mmq_bm=128"; '/' separates knobs too); wgc::Error naming an unknown
-// field or a bad value. For sweeps (bench-llm --tuning, WGC_LLM_TUNING for wgc bench).
+// "mvq_tpr=16,mvq_rows=4,mmq_bm=128", and "matmul=regtile": a LinearVersion name; '/' separates
+// knobs too); wgc::Error naming an unknown field or a bad value. For sweeps (bench-llm --tuning,
+// WGC_LLM_TUNING for wgc bench).
 void apply_tuning(LlmTuning& t, std::string_view spec);
 
 class LlmOps {
