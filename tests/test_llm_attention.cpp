@@ -260,7 +260,7 @@ struct Seq {
 };
 
 // Runs paged attention for the sequences' new tokens in one batch; returns [tokens][nh][hd].
-std::vector<float> run_paged(const Pool& pool, const std::vector<Seq*>& seqs, int split_len) {
+std::vector<float> run_paged(const Pool& pool, const std::vector<Seq*>& seqs, int split_len, const LlmOps& o = ops()) {
   const Cfg& c = pool.c;
   std::vector<PagedSequence> ps;
   std::vector<float> q;
@@ -281,11 +281,11 @@ std::vector<float> run_paged(const Pool& pool, const std::vector<Seq*>& seqs, in
   a.head_dim = c.hd;
   a.block = pool.block;
   a.split_len = split_len;
-  auto plan = ops().plan_paged_attention(ps, a, pool.n_blocks);
+  auto plan = o.plan_paged_attention(ps, a, pool.n_blocks);
   auto qt = make_tensor(ctx(), {int64_t(q.size())}, q);
   auto out = test::poisoned(int64_t(tok) * c.nh * c.hd);
   Batch b(ctx());
-  ops().paged_attention(b, pool.cache.layer(0), qt, out, plan);
+  o.paged_attention(b, pool.cache.layer(0), qt, out, plan);
   b.run();
   return download<float>(ctx(), out);
 }
@@ -352,7 +352,23 @@ TEST(LlmPagedAttention, RowsDoNotDependOnTheBatch) {
     one.n_new = 1;
     auto got = run_paged(pool, {&third, &one}, 256);
     ASSERT_EQ(std::memcmp(got.data() + 33 * per, chunk.data() + size_t(t) * per, per * 4), 0) << "token " << t;
+    // Other invocations per decode row (8: the prefill rows'; 32, the most for head_dim 128: the
+    // default), with and without the next key block prefetched (done where 4 x tpq >= head_dim):
+    // the same bits.
+    for (auto [tpq, pf] : {std::pair{8u, 0u}, {16u, 1u}, {32u, 0u}, {32u, 1u}}) {
+      LlmOps wide(ctx());
+      wide.tuning.paged_decode_tpq = tpq;
+      wide.tuning.paged_decode_pf = pf;
+      auto w = run_paged(pool, {&one, &other}, 256, wide);
+      ASSERT_EQ(std::memcmp(w.data(), chunk.data() + size_t(t) * per, per * 4), 0)
+          << "token " << t << " tpq " << tpq << (pf ? " prefetch" : "");
+    }
   }
+  LlmOps bad(ctx());
+  bad.tuning.paged_decode_tpq = 64;  // more than head_dim / 4
+  Seq one = a;
+  one.n_new = 1;
+  EXPECT_THROW(run_paged(pool, {&one}, 256, bad), Error);
 }
 
 // rope_kv_append with cache rows writes each token's K/V to its own row (the paged layout) and

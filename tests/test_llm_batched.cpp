@@ -165,6 +165,20 @@ TEST(BatchedLlama, BatchedQ8KernelsInvariant) {
   check_model(Device::Gpu, LinearVersion::BatchedQ8, 3e-2);
 }
 
+// The batched-q8 variants (LlmTuning) away from the defaults, in one run: activations quantized
+// before each linear instead of in RMSNorm / SwiGLU, 2 rows per row group in steps of up to 4
+// tokens, token groups sharing a workgroup: as invariant.
+TEST(BatchedLlama, BatchedQ8VariantsInvariant) {
+  WGC_REQUIRE_FILE(default_model());
+  LlamaModel& model = shared_model(Device::Gpu);
+  const LlmTuning saved = model.ops().tuning;
+  LlmTuning t = saved;
+  apply_tuning(t, "batched_fuse=0/batched_small_n=4/batched_small_tr=2/batched_tg=2");
+  model.set_tuning(t);
+  check_model(Device::Gpu, LinearVersion::BatchedQ8, 3e-2);
+  model.set_tuning(saved);
+}
+
 // The CPU engine's step: the same bits alone or among others, and the single-sequence CPU engine's
 // logits (the same kernels: equal to rounding of the chunking only).
 TEST(BatchedLlama, CpuEngineInvariantAndEqualToTheSingleSequencePath) {

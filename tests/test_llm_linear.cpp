@@ -342,6 +342,42 @@ TEST(LlmLinear, BatchedQ8MatchesReferenceAndIsBatchInvariant) {
           same(run(other, 0, n), 0, how);
           same(run(other, 4, 6), 4, how + ", tokens 4..9");
         }
+      // Token groups sharing a workgroup (with a smaller x tile) likewise.
+      // (8 groups of the automatic workgroup size: fewer, as the workgroup and its memory allow.)
+      for (uint32_t tg : {2u, 3u, 8u}) {
+        LlmOps other(ctx());
+        other.tuning.batched_tt = 4;
+        other.tuning.batched_tg = tg;
+        other.tuning.batched_xt = tg == 3 ? 256 : 0;
+        other.tuning.batched_wg = tg == 8 ? 0 : 32;
+        const std::string how = std::to_string(tg) + " token groups";
+        same(run(other, 0, n), 0, how);
+        same(run(other, 4, 6), 4, how + ", tokens 4..9");
+      }
+      // Fewer rows per row group (small steps) likewise.
+      for (uint32_t tr : {1u, 2u}) {
+        LlmOps other(ctx());
+        other.tuning.batched_small_n = 8;
+        other.tuning.batched_small_tr = tr;
+        const std::string how = std::to_string(tr) + " rows per group";
+        same(run(other, 0, 1), 0, how + ", token 0 alone");
+        same(run(other, 4, 6), 4, how + ", tokens 4..9");
+        same(run(other, 0, n), 0, how + ", 19 tokens (4 rows)");
+      }
+      // x quantized first (the serving engine's fused path): the same bits.
+      {
+        const int first = 2, count = 11;
+        auto xs =
+            make_tensor(ctx(), {int64_t(count) * s.cols},
+                        std::span<const float>(xv).subspan(size_t(first) * size_t(s.cols), size_t(count * s.cols)));
+        Q8Act q = make_q8_act(ctx(), count + 2, s.cols);
+        auto y = test::poisoned(int64_t(count) * s.rows);
+        Batch b(ctx());
+        ops().quantize_q8(b, xs, q, count);
+        ops().linear_batched_q8(b, w, q, y, count);
+        b.run();
+        same(download<float>(ctx(), y), first, "from quantize_q8");
+      }
       // 32 lanes per row: another summation order, as close to the reference.
       LlmOps kl32(ctx());
       kl32.tuning.batched_kl = 32;
@@ -352,6 +388,12 @@ TEST(LlmLinear, BatchedQ8MatchesReferenceAndIsBatchInvariant) {
   auto y = test::poisoned(4);
   Batch b(ctx());
   EXPECT_THROW(ops().linear(b, f16, x, y, 1, {}, LinearVersion::BatchedQ8), Error);  // not for f16 weights
+  EXPECT_THROW(ops().linear_batched_q8(b, f16, make_q8_act(ctx(), 1, 32), y, 1), Error);
+  LlmOps bad_tr(ctx());
+  bad_tr.tuning.batched_small_n = 4;
+  bad_tr.tuning.batched_small_tr = 3;
+  auto q8 = upload_weight(ctx(), TensorType::Q8_0, ref::random_weight(TensorType::Q8_0, 4, 32, 1), 4, 32);
+  EXPECT_THROW(bad_tr.linear(b, q8, x, y, 1, {}, LinearVersion::BatchedQ8), Error);  // 1, 2 or 4 rows
 }
 
 // Row ranges of a concatenated weight into strided outputs, with bias and residual.

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <random>
 
 #include <unistd.h>
@@ -114,7 +115,7 @@ struct Bench {
 struct Flags {
   GpuFlags gpu;
   OutputFlags out;
-  std::optional<std::string> model, kernel, batched;
+  std::optional<std::string> model, kernel, batched, knobs, tuning;
   std::vector<int> parallel{1, 8, 16, 32, 64};
   int p = 256, n = 128, repeats = 1, batch = 512, block = 16, split = llm::BatchedOptions{}.split_len;
   uint32_t seed = 1;
@@ -137,8 +138,8 @@ int bench_batched_cmd(const Flags& f) {
   const int repeats = at_least(f.repeats, "-r", 1);
   const int batch = at_least(f.batch, "--batch", 1);
   const int block = at_least(f.block, "--block", 1);
-  const int split = at_least(f.split, "--split", 16);
-  if (split % 16) throw UsageError("--split must be a multiple of 16");
+  const int at_split = at_least(f.split, "--split", 16);
+  if (at_split % 16) throw UsageError("--split must be a multiple of 16");
   const uint32_t seed = f.seed;
   const bool warmup = !f.no_warmup, sync = f.sync;
   llm::LinearVersion lin = llm::LinearVersion::Auto;
@@ -181,7 +182,49 @@ int bench_batched_cmd(const Flags& f) {
       at = end + 1;
     }
   }
-  const llm::LlmTuning tuning = tunings[0];
+  // --knobs: LlmTuning knobs ("knob=v/knob=v", and split=N for the attention split) for every
+  // run; --tuning: sets of them separated by ';', each on top of --knobs, measured after the rest
+  // on the same model, one line each.
+  struct TuningSet {
+    std::string spec;
+    llm::LlmTuning tuning;
+    int split = 0;
+  };
+  const auto parse_set = [](const char* flag, const std::string& spec, TuningSet base) {
+    base.spec = spec;
+    std::string knobs;
+    for (size_t i = 0; i <= spec.size();) {
+      const size_t end = std::min(spec.find_first_of(",/", i), spec.size());
+      const std::string item = spec.substr(i, end - i);
+      if (item.rfind("split=", 0) == 0) {
+        char* e = nullptr;
+        const long v = std::strtol(item.c_str() + 6, &e, 10);
+        if (*e || v < 16 || v % 16 || v > 1 << 20)
+          throw UsageError(std::string(flag) + ": split expects a positive multiple of 16, got '" + item + "'");
+        base.split = int(v);
+      } else if (!item.empty()) {
+        knobs += item + "/";
+      }
+      i = end + 1;
+    }
+    try {
+      llm::apply_tuning(base.tuning, knobs);
+    } catch (const Error& e) {
+      throw UsageError(std::string(flag) + ": " + e.what());
+    }
+    return base;
+  };
+  const TuningSet main_set = parse_set("--knobs", f.knobs.value_or(""), {"", tunings[0], at_split});
+  const llm::LlmTuning& tuning = main_set.tuning;
+  const int split = main_set.split;
+  std::vector<TuningSet> sets;
+  if (f.tuning) {
+    std::string rest = *f.tuning + ";";
+    for (size_t at; (at = rest.find(';')) != std::string::npos; rest = rest.substr(at + 1)) {
+      if (sets.size() >= 32) throw UsageError("--tuning: at most 32 sets");
+      sets.push_back(parse_set("--tuning", rest.substr(0, at), main_set));
+    }
+  }
   f.out.check();
   std::FILE* table = f.out.table();
   const bool tty = isatty(2);
@@ -198,9 +241,9 @@ int bench_batched_cmd(const Flags& f) {
   eo.max_batch = std::min(batch, p + n);
   eo.tuning = tuning;
   eo.device = be.device;
-  if (f.batched && llm::choose_device(be.ctx, file, eo).device != llm::Device::Gpu)
+  if ((f.batched || f.knobs || f.tuning) && llm::choose_device(be.ctx, file, eo).device != llm::Device::Gpu)
     throw UsageError(
-        "--batched tunes the GPU engine's batched kernels; this model runs on the CPU engine "
+        "--batched, --knobs and --tuning tune the GPU engine's batched kernels; this model runs on the CPU engine "
         "(--backend gpu or cpu-vulkan keeps the GPU engine)");
   llm::LlamaModel model(be.ctx, file, eo);
   say_engine_choice(model);
@@ -239,26 +282,38 @@ int bench_batched_cmd(const Flags& f) {
   }
   // The other tunings of --batched: one line per tuning and B (speeds only).
   std::vector<std::string> sweep;
+  // One line per B of a tuning's speeds ("--batched NAME" or "--tuning NAME").
+  const auto sweep_lines = [&](Bench& on, const std::string& label) {
+    for (int B : par) {
+      status(label + " B " + std::to_string(B));
+      if (warmup) on.run(B, std::min(p, 8), std::min(n, 2), batch);
+      std::vector<double> pp, tg;
+      for (int r = 0; r < repeats; ++r) {
+        Run run = on.run(B, p, n, batch);
+        pp.push_back(run.pp_s);
+        tg.push_back(run.tg_s);
+      }
+      char line[384];
+      std::snprintf(line, sizeof line, "%-34s B %4d: S_PP %9.2f t/s, S_TG %9.2f t/s (%.2f ms per step)", label.c_str(),
+                    B, B * p / median(pp), B * n / median(tg), median(tg) * 1e3 / n);
+      sweep.push_back(line);
+    }
+  };
   for (size_t i = 1; i < tunings.size(); ++i) {
     const auto& tu = tunings[i];
     model.set_tuning(tu);
     char name[96];
     std::snprintf(name, sizeof name, "%u,%u,%u,%u,%u,%u", tu.batched_kl, tu.batched_wg, tu.batched_min_groups,
                   tu.batched_tt, tu.batched_prefetch ? 1u : 0u, tu.batched_tt_large);
-    for (int B : par) {
-      status(std::string(name) + " B " + std::to_string(B));
-      if (warmup) bench.run(B, std::min(p, 8), std::min(n, 2), batch);
-      std::vector<double> pp, tg;
-      for (int r = 0; r < repeats; ++r) {
-        Run run = bench.run(B, p, n, batch);
-        pp.push_back(run.pp_s);
-        tg.push_back(run.tg_s);
-      }
-      char line[192];
-      std::snprintf(line, sizeof line, "--batched %-16s B %4d: S_PP %9.2f t/s, S_TG %9.2f t/s (%.2f ms per step)", name,
-                    B, B * p / median(pp), B * n / median(tg), median(tg) * 1e3 / n);
-      sweep.push_back(line);
-    }
+    sweep_lines(bench, std::string("--batched ") + name);
+  }
+  for (const auto& set : sets) {
+    model.set_tuning(set.tuning);
+    llm::BatchedOptions so = bo;
+    so.split_len = set.split;
+    llm::BatchedLlama other(model, so);
+    Bench on{other, int(model.config().vocab_size), block, sync, std::mt19937(seed)};
+    sweep_lines(on, "--tuning " + set.spec);
   }
   if (tty) std::fprintf(stderr, "\r%60s\r", "");
 
@@ -277,6 +332,7 @@ int bench_batched_cmd(const Flags& f) {
                                                : (be.ctx->adapter().is_cpu() ? "auto (naive)" : "auto (batched-q8)"),
         tuning.batched_kl, tuning.batched_wg ? std::to_string(tuning.batched_wg).c_str() : "auto",
         tuning.batched_min_groups, tuning.batched_tt, tuning.batched_tt_large, tuning.batched_prefetch ? "on" : "off");
+  if (f.knobs) std::fprintf(table, "knobs: %s\n", f.knobs->c_str());
   std::fprintf(
       table,
       "\n|    PP |     TG |    B |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |      T s |    S t/s |\n");
@@ -317,7 +373,7 @@ int bench_batched_cmd(const Flags& f) {
                "S_PP = B*p/T_PP, S_TG = B*n/T_TG, S = B*(p+n)/(T_PP+T_TG); medians of %d run(s)%s.\n",
                sync ? "the next step recorded after it (--sync)" : "the next step recorded while the GPU runs this one",
                repeats, warmup ? " after a warm-up" : "");
-  if (!sweep.empty()) std::fprintf(table, "\nOther tunings of the batched kernels, on the same model:\n");
+  if (!sweep.empty()) std::fprintf(table, "\nOther tunings (--batched, --tuning), on the same model:\n");
   for (const auto& l : sweep) std::fprintf(table, "%s\n", l.c_str());
   if (f.out.png)
     chart::write_bar_chart(*f.out.png, "batched decode on " + device, "tokens/s", cats, {bars}, {}, f.out.overwrite());
@@ -333,6 +389,7 @@ int bench_batched_cmd(const Flags& f) {
     doc.set("batch", batch);
     doc.set("repeats", repeats);
     doc.set("split_len", split);
+    doc.set("knobs", f.knobs.value_or(""));
     doc.set("pipelined", !sync);
     doc.set("batched_kl", tuning.batched_kl);
     doc.set("batched_wg", tuning.batched_wg);
@@ -346,32 +403,37 @@ int bench_batched_cmd(const Flags& f) {
   return 0;
 }
 
-Register reg{{"bench-batched",
-              "llama-batched-bench for the serving engine: aggregate prefill and decode tokens/s per count of "
-              "parallel sequences",
-              [](CLI::App& app) {
-                auto f = std::make_shared<Flags>();
-                add_text(app, "--model,-m", f->model,
-                         "a GGUF file, Hugging Face folder or pulled owner/name[/FILE] (required)")
-                    ->type_name("MODEL");
-                add_numbers(app, "--parallel", f->parallel, "counts of parallel sequences, one test each");
-                add_number(app, "-p,--n-prompt", f->p, "prompt tokens per sequence");
-                add_number(app, "-n,--n-gen", f->n, "decode steps");
-                add_number(app, "-r,--repetitions", f->repeats, "timed runs of each count");
-                add_number(app, "--batch", f->batch, "tokens per prefill step");
-                add_number(app, "--block", f->block, "tokens per KV-cache block");
-                add_number(app, "--split", f->split, "attention split length (a multiple of 16)");
-                app.add_flag("--sync", f->sync, "wait for each decode step before recording the next");
-                add_text(app, "--kernel", f->kernel, "linear kernels: auto, batched, batched-q8 or naive");
-                add_text(app, "--batched", f->batched,
-                         "batched kernels' KL,WG,MIN_GROUPS[,TT[,PREFETCH[,TT_LARGE]]] (WG 0: "
-                         "auto); more of them separated by / are measured after the first");
-                add_number(app, "--seed", f->seed, "seed of the random prompt tokens");
-                app.add_flag("--no-warmup", f->no_warmup, "no untimed warm-up run before each count");
-                add_output_flags(app, f->out, "every number as JSON", "a bar chart of decode t/s");
-                add_gpu_flags(app, f->gpu);
-                return [f] { return bench_batched_cmd(*f); };
-              }}};
+Register reg{
+    {"bench-batched",
+     "llama-batched-bench for the serving engine: aggregate prefill and decode tokens/s per count of "
+     "parallel sequences",
+     [](CLI::App& app) {
+       auto f = std::make_shared<Flags>();
+       add_text(app, "--model,-m", f->model, "a GGUF file, Hugging Face folder or pulled owner/name[/FILE] (required)")
+           ->type_name("MODEL");
+       add_numbers(app, "--parallel", f->parallel, "counts of parallel sequences, one test each");
+       add_number(app, "-p,--n-prompt", f->p, "prompt tokens per sequence");
+       add_number(app, "-n,--n-gen", f->n, "decode steps");
+       add_number(app, "-r,--repetitions", f->repeats, "timed runs of each count");
+       add_number(app, "--batch", f->batch, "tokens per prefill step");
+       add_number(app, "--block", f->block, "tokens per KV-cache block");
+       add_number(app, "--split", f->split, "attention split length (a multiple of 16)");
+       app.add_flag("--sync", f->sync, "wait for each decode step before recording the next");
+       add_text(app, "--kernel", f->kernel, "linear kernels: auto, batched, batched-q8 or naive");
+       add_text(app, "--batched", f->batched,
+                "batched kernels' KL,WG,MIN_GROUPS[,TT[,PREFETCH[,TT_LARGE]]] (WG 0: "
+                "auto); more of them separated by / are measured after the first");
+       add_text(app, "--knobs", f->knobs,
+                "LlmTuning knobs for every run, knob=v/knob=v (e.g. paged_decode_tpq=32/split=64)");
+       add_text(app, "--tuning", f->tuning,
+                "more tunings measured after the rest, sets separated by ';', each knob=v/knob=v on top of --knobs "
+                "(LlmTuning's names, e.g. batched_small_n=8/batched_small_tr=1, and split=N)");
+       add_number(app, "--seed", f->seed, "seed of the random prompt tokens");
+       app.add_flag("--no-warmup", f->no_warmup, "no untimed warm-up run before each count");
+       add_output_flags(app, f->out, "every number as JSON", "a bar chart of decode t/s");
+       add_gpu_flags(app, f->gpu);
+       return [f] { return bench_batched_cmd(*f); };
+     }}};
 
 }  // namespace
 }  // namespace wgc::cli

@@ -1,8 +1,9 @@
 // The output of the linear kernels with several tokens (linear_batched.wgsl,
 // linear_batched_q8.wgsl, matmul_regtile.wgsl, matmul_q8.wgsl): rows rl .. rl + 3 of token tok
-// (those < p.rows) from v, plus the bias and the old y as p.flags say.
-fn store_rows(tok: u32, rl: u32, v: vec4<f32>) {
-  for (var r = 0u; r < 4u; r++) {
+// (those < p.rows) from v, plus the bias and the old y as p.flags say; store_rows_n: the first nr.
+fn store_rows(tok: u32, rl: u32, v: vec4<f32>) { store_rows_n(tok, rl, v, 4u); }
+fn store_rows_n(tok: u32, rl: u32, v: vec4<f32>, nr: u32) {
+  for (var r = 0u; r < nr; r++) {
     if (rl + r >= p.rows) { break; }
     var o = v[r];
     if ((p.flags & 1u) != 0u) { o += bias[p.row0 + rl + r]; }

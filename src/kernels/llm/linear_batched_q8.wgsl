@@ -1,17 +1,20 @@
 // Batched linear with 8-bit activations (serving, Q4_0 / Q8_0 weights): as linear_batched.wgsl
-// (a workgroup takes TT tokens x WG / KL * 4 rows; lane l of a row group takes the weight blocks
-// b = l, l + KL, ... of its 4 rows), but x comes quantized per token in blocks of 32
-// (quant_q8.wgsl) and each block's products are integer dot products (dot4I8Packed):
+// (a workgroup takes TG groups of TT tokens x WG / TG / KL * TR rows, each token group with its
+// own invocations, the weight rows shared through the cache; lane l of a row group takes the
+// weight blocks b = l, l + KL, ... of its TR rows), but x comes quantized per token in blocks of 32 (a Q8Act:
+// quant_act.wgsl's layout) and each block's products are integer dot products (dot4I8Packed):
 //   y[t, r] = sum_b dw[r, b] * (dx[t, b] * f32(sum_i qw[r, b, i] * qx[t, b, i]))   (Q8_0)
 // with qw - 8 for Q4_0 (the sum then less 8 * sum_i qx[t, b, i]).
 // Batch invariance: an output's arithmetic is fixed by the weight type and KL (blocks in order per
-// lane, lanes added in order), never by the batch, as in the f32 kernel; the quantization of x is
-// per token.
+// lane, lanes added in order), never by the batch, TT, TG or TR (rows are independent), as in the f32
+// kernel; the quantization of x is per token.
 //
-// Preceded by a prelude with TT, WG, KL, XT (a multiple of 32 * KL), Q4 (true: Q4_0 weights,
-// false: Q8_0) and PF (true: each lane loads its next block's weights before it multiplies the
-// current one, so that a load is in flight while it computes), then common.wgsl. Bindings: 0 weight words, 1 scales (f16 pairs), 2 x words, 3 x
-// (d, sum) per block, 4 bias, 5 y, 6 params (linear_params.wgsl's layout, binding 6).
+// Preceded by a prelude with TT, TG, WG (a multiple of TG * KL), KL, TR (rows per row group: 1, 2 or 4; fewer rows give small
+// batches more workgroups), XT (a multiple of 32 * KL), Q4 (true: Q4_0 weights, false: Q8_0) and
+// PF (true: each lane loads its next block's weights before it multiplies the current one, so that
+// a load is in flight while it computes), then common.wgsl. Bindings: 0 weight words, 1 scales
+// (f16 pairs), 2 x words, 3 x (d, the block's two 16-bit half sums) per block, 4 bias, 5 y,
+// 6 params (linear_params.wgsl's layout, binding 6).
 @group(0) @binding(0) var<storage, read> wq: array<vec4<u32>>;
 @group(0) @binding(1) var<storage, read> ws: array<u32>;
 @group(0) @binding(2) var<storage, read> xq: array<vec4<u32>>;
@@ -31,13 +34,14 @@ struct P {
 @group(0) @binding(6) var<uniform> p: P;
 //!include "llm/batched_store.wgsl"
 
-const TR: u32 = 4u;
-const RG: u32 = WG / KL;
+const WGR: u32 = WG / TG;         // invocations per token group
+const RG: u32 = WGR / KL;         // row groups
+const TW: u32 = TT * TG;          // tokens per workgroup
 const XB: u32 = XT / 32u;         // x blocks per tile
 const XROW: u32 = XB * 2u + XB / 4u;  // vec4<u32> per token and tile (2 per block), one of padding every 8
 const TC: u32 = min(TT, 4u);      // tokens per round of the final sum over the lanes
-var<workgroup> xs: array<vec4<u32>, max(TT * XROW, WG * TC)>;
-var<workgroup> xd: array<vec2<f32>, TT * XB>;  // (d, sum) per block, the sum as a float of an integer
+var<workgroup> xs: array<vec4<u32>, max(TW * XROW, WG * TC)>;
+var<workgroup> xd: array<vec2<f32>, TW * XB>;  // (d, sum) per block, the sum as a float of an integer
 
 fn w_scale(row: u32, nb: u32, b: u32) -> f32 {
   let i = row * nb + b;
@@ -47,14 +51,14 @@ fn w_scale(row: u32, nb: u32, b: u32) -> f32 {
 // The quants of block b of 4 rows as 8 words of 4 signed bytes each (element order as x's), and
 // their scales.
 struct WBlock {
-  q: array<array<u32, 8>, 4>,
-  d: vec4<f32>,
+  q: array<array<u32, 8>, TR>,
+  d: vec4<f32>,  // components TR.. unused (0)
 }
 
 fn load_block(rows: array<u32, 4>, nb: u32, b: u32) -> WBlock {
   var o: WBlock;
   let rs4 = select(nb * 2u, nb, Q4);  // vec4<u32> per weight row
-  for (var r = 0u; r < 4u; r++) {
+  for (var r = 0u; r < TR; r++) {
     if (Q4) {
       let v = wq[rows[r] * rs4 + b];
       for (var i = 0u; i < 4u; i++) {
@@ -76,12 +80,14 @@ fn load_block(rows: array<u32, 4>, nb: u32, b: u32) -> WBlock {
 
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-  let t0 = wid.x * TT;
-  let g = tid / KL;
+  let tw0 = wid.x * TW;
+  let tg = tid / WGR;
+  let t0 = tw0 + tg * TT;  // this token group's first token
+  let g = (tid % WGR) / KL;
   let lane = tid % KL;
   let rl = (wid.y * RG + g) * TR;
   var rows: array<u32, 4>;
-  for (var r = 0u; r < 4u; r++) { rows[r] = p.row0 + min(rl + r, p.rows - 1u); }
+  for (var r = 0u; r < TR; r++) { rows[r] = p.row0 + min(rl + r, p.rows - 1u); }
   let nb = p.cols / 32u;
   var acc: array<vec4<f32>, TT>;
   // Lane l takes blocks l, l + KL, ... across the x tiles (XT is a multiple of 32 * KL).
@@ -90,22 +96,23 @@ fn main(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wid: v
 
   for (var b0 = 0u; b0 < nb; b0 += XB) {
     workgroupBarrier();
-    for (var i = tid; i < TT * XB * 2u; i += WG) {
+    for (var i = tid; i < TW * XB * 2u; i += WG) {
       let t = i / (XB * 2u);
       let q = i % (XB * 2u);
-      let tok = t0 + t;
+      let tok = tw0 + t;
       var v = vec4<u32>(0u);
       if (tok < p.n && b0 + q / 2u < nb) { v = xq[tok * nb * 2u + b0 * 2u + q]; }
       xs[t * XROW + q + q / 8u] = v;
     }
-    for (var i = tid; i < TT * XB; i += WG) {
+    for (var i = tid; i < TW * XB; i += WG) {
       let t = i / XB;
       let q = i % XB;
-      let tok = t0 + t;
+      let tok = tw0 + t;
       var v = vec2<f32>(0.0);
       if (tok < p.n && b0 + q < nb) {
         let e = xds[tok * nb + b0 + q];
-        v = vec2<f32>(bitcast<f32>(e.x), f32(bitcast<i32>(e.y)));
+        // the block's sum of quants: its two i16 halves (sign-extended), added
+        v = vec2<f32>(bitcast<f32>(e.x), f32((bitcast<i32>(e.y << 16u) >> 16u) + (bitcast<i32>(e.y) >> 16u)));
       }
       xd[i] = v;
     }
@@ -123,11 +130,12 @@ fn main(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wid: v
       let xp = xo + xo / 8u;
       let xp1 = xo + 1u + (xo + 1u) / 8u;
       for (var t = 0u; t < TT; t++) {
-        let xa = xs[t * XROW + xp];
-        let xb = xs[t * XROW + xp1];
-        let e = xd[t * XB + b - b0];
-        var s: vec4<i32>;
-        for (var r = 0u; r < 4u; r++) {
+        let tt = tg * TT + t;
+        let xa = xs[tt * XROW + xp];
+        let xb = xs[tt * XROW + xp1];
+        let e = xd[tt * XB + b - b0];
+        var s = vec4<i32>(0);
+        for (var r = 0u; r < TR; r++) {
           var d = dot4I8Packed(cur.q[r][0], xa.x) + dot4I8Packed(cur.q[r][1], xa.y) +
                   dot4I8Packed(cur.q[r][2], xa.z) + dot4I8Packed(cur.q[r][3], xa.w);
           d += dot4I8Packed(cur.q[r][4], xb.x) + dot4I8Packed(cur.q[r][5], xb.y) + dot4I8Packed(cur.q[r][6], xb.z) +
@@ -145,13 +153,14 @@ fn main(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wid: v
   // rounds of TC tokens, the lanes of a row group share the adding and the stores.
   for (var tb = 0u; tb < TT; tb += TC) {
     workgroupBarrier();
-    for (var t = 0u; t < TC; t++) { xs[(g * TC + t) * KL + lane] = bitcast<vec4<u32>>(acc[tb + t]); }
+    let gg = tg * RG + g;  // the row group among the workgroup's
+    for (var t = 0u; t < TC; t++) { xs[(gg * TC + t) * KL + lane] = bitcast<vec4<u32>>(acc[tb + t]); }
     workgroupBarrier();
     for (var t = lane; t < TC; t += KL) {
-      let at = (g * TC + t) * KL;
+      let at = (gg * TC + t) * KL;
       var v = bitcast<vec4<f32>>(xs[at]);
       for (var l = 1u; l < KL; l++) { v = v + bitcast<vec4<f32>>(xs[at + l]); }
-      if (t0 + tb + t < p.n) { store_rows(t0 + tb + t, rl, v); }
+      if (t0 + tb + t < p.n) { store_rows_n(t0 + tb + t, rl, v, TR); }
     }
   }
 }

@@ -37,8 +37,9 @@ struct P {
 @group(0) @binding(7) var<uniform> p: P;
 //!include "llm/attn_partial.wgsl"
 override HD: u32 = 128;  // head_dim, a multiple of 4
-override TPQ: u32 = 8;   // invocations per query row; (HD / 4) % TPQ == 0, NV <= 4, BK % TPQ == 0
+override TPQ: u32 = 8;   // invocations per query row; (HD / 4) % TPQ == 0, NV <= 4 (TPQ > BK: some score no key)
 override BQ: u32 = 16;   // query rows per workgroup
+override PF: bool = false;  // prefetch the next key block into registers (needs BK * HD / 4 <= 4 * BQ * TPQ)
 const BK: u32 = 16u;     // keys per block (fixed: it is part of every row's arithmetic)
 const MASKED: f32 = -3.0e38;
 
@@ -46,6 +47,20 @@ var<workgroup> qs: array<vec4<f32>, BQ * HD / 4u>;
 var<workgroup> ks: array<vec4<f32>, BK * HD / 4u>;
 var<workgroup> vs: array<vec4<f32>, BK * HD / 4u>;
 var<workgroup> sc: array<f32, BQ * BK>;
+
+// Element i of the key block from kb (key kb + i / HD4): its key and value vec4s (zero past kv_end;
+// table_off: the sequence's block table).
+fn kv_at(i: u32, kb: u32, kv_end: u32, cb: u32, table_off: u32) -> array<vec4<f32>, 2> {
+  let key = kb + i / (HD / 4u);
+  var o: array<vec4<f32>, 2>;
+  if (i < BK * HD / 4u && key < kv_end) {
+    let slot = tables[table_off + key / p.block] * p.block + key % p.block;
+    let at = cb + slot * (HD / 4u) + i % (HD / 4u);
+    o[0] = k4[at];
+    o[1] = v4[at];
+  }
+  return o;
+}
 
 @compute @workgroup_size(BQ * TPQ)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
@@ -81,20 +96,40 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
   var m = MASKED;
   var l = 0.0;
   var acc: array<vec4<f32>, 4>;
+  // PF: this invocation's part of the next block's keys and values is loaded into registers
+  // before the current block is computed (BK * HD4 <= 4 * NT), so the loads are in flight.
+  var pk: array<vec4<f32>, 4>;
+  var pv: array<vec4<f32>, 4>;
+  if (PF) {
+    for (var c = 0u; c < 4u; c++) {
+      let kv = kv_at(lid + c * NT, kv_begin, kv_end, cb, sq.w);
+      pk[c] = kv[0];
+      pv[c] = kv[1];
+    }
+  }
   for (var kb = kv_begin; kb < kv_end; kb += BK) {
     workgroupBarrier();
-    for (var i = lid; i < BK * HD4; i += NT) {
-      let key = kb + i / HD4;
-      var kv = vec4<f32>(0.0);
-      var vv = vec4<f32>(0.0);
-      if (key < kv_end) {
-        let slot = tables[sq.w + key / p.block] * p.block + key % p.block;
-        let at = cb + slot * HD4 + i % HD4;
-        kv = k4[at];
-        vv = v4[at];
+    if (PF) {
+      for (var c = 0u; c < 4u; c++) {
+        let i = lid + c * NT;
+        if (i < BK * HD4) {
+          ks[i] = pk[c];
+          vs[i] = pv[c];
+        }
       }
-      ks[i] = kv;
-      vs[i] = vv;
+      if (kb + BK < kv_end) {
+        for (var c = 0u; c < 4u; c++) {
+          let kv = kv_at(lid + c * NT, kb + BK, kv_end, cb, sq.w);
+          pk[c] = kv[0];
+          pv[c] = kv[1];
+        }
+      }
+    } else {
+      for (var i = lid; i < BK * HD4; i += NT) {
+        let kv = kv_at(i, kb, kv_end, cb, sq.w);
+        ks[i] = kv[0];
+        vs[i] = kv[1];
+      }
     }
 //!include "llm/attn_block.wgsl"
   }

@@ -91,6 +91,7 @@ struct GpuBatched final : BatchedLlama::Impl {
   std::vector<KvLayer> pool;  // per layer: [n_kv][blocks * block_tokens][hd]
   uint64_t kv_total = 0;
   Tensor ids, x, h, qkv, attn, gu, act, last, logits, top_vals, top_ids, lse;
+  Q8Act h8, attn8, act8;  // the fused path's 8-bit activations (fused())
 
   GpuBatched(LlamaModel& m, BatchedOptions o)
       : Impl(o), ctx(m.context()), w(m.weights()), ops(m.ops()), rope(m.rope()) {
@@ -128,6 +129,19 @@ struct GpuBatched final : BatchedLlama::Impl {
     top_vals = make_tensor(ctx, {R * 64});
     top_ids = make_tensor(ctx, {R * 64}, DType::U32);
     lse = make_tensor(ctx, {R});
+    if (lin == LinearVersion::BatchedQ8 && w.hidden % 32 == 0 && (w.nh * w.hd) % 32 == 0 && w.ffn % 32 == 0) {
+      h8 = make_q8_act(ctx, int(T), w.hidden);
+      attn8 = make_q8_act(ctx, int(T), w.nh * w.hd);
+      act8 = make_q8_act(ctx, int(T), w.ffn);
+    }
+  }
+
+  // Whether layer L runs the fused batched-q8 path: RMSNorm and SwiGLU write the 8-bit activations
+  // (rms_norm_q8 with a fixed workgroup, swiglu_q8) that every linear of the layer reads (fewer
+  // dispatches; tuning.batched_fuse). The unfused path quantizes before each linear instead.
+  bool fused(const LlamaLayer& L) const {
+    return ops.tuning.batched_fuse && h8.max_tokens > 0 && group_batched_q8(L.qkv) && group_batched_q8(L.o) &&
+           group_batched_q8(L.gate_up) && group_batched_q8(L.down);
   }
 
   int max_pos() const override { return rope.max_pos; }
@@ -166,8 +180,14 @@ struct GpuBatched final : BatchedLlama::Impl {
     ops.embedding(b, w.embed, ids, x, n);
     for (size_t li = 0; li < w.layers.size(); ++li) {
       const auto& L = w.layers[li];
-      ops.rms_norm(b, x, L.ln1, h, n, int(w.hidden), w.eps);
-      record_linear(ops, b, L.qkv, h, qkv, n, w.qkv_dim, false, lin);
+      const bool fuse = fused(L);
+      if (fuse) {
+        ops.rms_norm_q8(b, x, L.ln1, h8, n, w.eps, -1, 0, kBatchedQuantWg);
+        record_linear_q8(ops, b, L.qkv, h8, qkv, n, w.qkv_dim, false, true);
+      } else {
+        ops.rms_norm(b, x, L.ln1, h, n, int(w.hidden), w.eps);
+        record_linear(ops, b, L.qkv, h, qkv, n, w.qkv_dim, false, lin);
+      }
       if (w.cfg.qk_norm) {
         ops.head_rms_norm(b, qkv, L.q_norm, n, int(w.nh), int(w.hd), w.qkv_dim, 0, w.eps);
         ops.head_rms_norm(b, qkv, L.k_norm, n, int(w.nkv), int(w.hd), w.qkv_dim, w.nh * w.hd, w.eps);
@@ -180,6 +200,15 @@ struct GpuBatched final : BatchedLlama::Impl {
       ra.cache_rows = true;
       ops.rope_kv_append(b, qkv, rope, pool[li], ra);
       ops.paged_attention(b, pool[li], qkv, attn, plan);
+      if (fuse) {
+        ops.quantize_q8(b, attn, attn8, n);
+        record_linear_q8(ops, b, L.o, attn8, x, n, w.hidden, true, true);
+        ops.rms_norm_q8(b, x, L.ln2, h8, n, w.eps, -1, 0, kBatchedQuantWg);
+        record_linear_q8(ops, b, L.gate_up, h8, gu, n, 2 * w.ffn, false, true);
+        ops.swiglu_q8(b, gu, 2 * w.ffn, w.ffn, act8, n);
+        record_linear_q8(ops, b, L.down, act8, x, n, w.hidden, true, true);
+        continue;
+      }
       record_linear(ops, b, L.o, attn, x, n, w.hidden, true, lin);
       ops.rms_norm(b, x, L.ln2, h, n, int(w.hidden), w.eps);
       record_linear(ops, b, L.gate_up, h, gu, n, 2 * w.ffn, false, lin);

@@ -228,9 +228,13 @@ void record_linear(const LlmOps& ops, Batch& b, const LinearGroup& g, const Tens
 }
 
 void record_linear_q8(const LlmOps& ops, Batch& b, const LinearGroup& g, const Q8Act& in, const Tensor& y, int n,
-                      int64_t y_stride, bool accumulate) {
-  for_each_part(g, y_stride, accumulate,
-                [&](const auto& part, const LinearOptions& o) { ops.linear_q8(b, part, in, y, n, o); });
+                      int64_t y_stride, bool accumulate, bool batched) {
+  for_each_part(g, y_stride, accumulate, [&](const auto& part, const LinearOptions& o) {
+    if (batched)
+      ops.linear_batched_q8(b, part, in, y, n, o);
+    else
+      ops.linear_q8(b, part, in, y, n, o);
+  });
 }
 
 void record_rms_norm_linear(const LlmOps& ops, Batch& b, const LinearGroup& g, const Tensor& x, const Tensor& norm_w,
@@ -249,6 +253,12 @@ void record_rms_norm_linear_q8(const LlmOps& ops, Batch& b, const LinearGroup& g
 bool group_q8(const LinearGroup& g) {
   for (const auto& p : g.parts)
     if (!supports_q8(p.type)) return false;
+  return !g.parts.empty();
+}
+
+bool group_batched_q8(const LinearGroup& g) {
+  for (const auto& p : g.parts)
+    if (p.type != TensorType::Q4_0 && p.type != TensorType::Q8_0) return false;
   return !g.parts.empty();
 }
 

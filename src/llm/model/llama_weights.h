@@ -52,8 +52,9 @@ void record_linear(const LlmOps& ops, Batch& b, const LinearGroup& g, const Tens
                    int64_t y_stride, bool accumulate, LinearVersion v = LinearVersion::Auto);
 
 // The same with x quantized to 8 bits (LlmOps::linear_q8); every part must take it (group_q8).
+// batched: LlmOps::linear_batched_q8 instead (the serving kernel, batch-invariant; group_batched_q8).
 void record_linear_q8(const LlmOps& ops, Batch& b, const LinearGroup& g, const Q8Act& in, const Tensor& y, int n,
-                      int64_t y_stride, bool accumulate);
+                      int64_t y_stride, bool accumulate, bool batched = false);
 // One token: x RMS-normalised with norm_w inside each part's matvec (LlmOps::rms_norm_linear;
 // a group without biases).
 void record_rms_norm_linear(const LlmOps& ops, Batch& b, const LinearGroup& g, const Tensor& x, const Tensor& norm_w,
@@ -62,8 +63,10 @@ void record_rms_norm_linear(const LlmOps& ops, Batch& b, const LinearGroup& g, c
 // (LlmOps::rms_norm_linear_q8; every part must take it: group_q8, fuses_norm_q8).
 void record_rms_norm_linear_q8(const LlmOps& ops, Batch& b, const LinearGroup& g, const Tensor& x, const Tensor& norm_w,
                                float eps, const Tensor& y, int64_t y_stride, bool accumulate);
-// Whether every part of the group takes 8-bit activations (supports_q8).
+// Whether every part of the group takes 8-bit activations (supports_q8), or (group_batched_q8)
+// is Q4_0 or Q8_0 (linear_batched_q8).
 bool group_q8(const LinearGroup& g);
+bool group_batched_q8(const LinearGroup& g);
 
 // Throws a wgc::Error naming `file` when a context of max_ctx positions does not fit: its KV cache
 // (32-bit offsets, the device's buffer limits) or its rope table (the device and the host's

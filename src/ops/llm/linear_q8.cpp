@@ -12,32 +12,16 @@ namespace {
 
 using detail::need;
 using detail::need_elems;
+using detail::need_q8;
+using detail::shape_tag;
 using detail::str;
 using detail::u32;
-
-void need_q8(const Q8Act& a, int n_tokens, const std::string& op, const std::string& name) {
-  need(a.cols > 0 && a.cols % 32 == 0, op, name + ": " + std::to_string(a.cols) + " columns, not a multiple of 32");
-  need(n_tokens > 0 && n_tokens <= a.max_tokens, op,
-       name + " holds " + std::to_string(a.max_tokens) + " tokens, the op needs " + std::to_string(n_tokens));
-  need_elems(a.qs, int64_t(n_tokens) * a.cols / 4, op, name + " quants");
-  need_elems(a.ds, int64_t(n_tokens) * a.cols / 16, op, name + " scales");
-}
 
 std::string prelude_bool(const char* name, bool v) {
   return std::string("const ") + name + ": bool = " + (v ? "true" : "false") + ";\n";
 }
 std::string prelude_u32(const char* name, uint32_t v) {
   return std::string("const ") + name + ": u32 = " + std::to_string(v) + "u;\n";
-}
-
-// "256x32x2": a kernel's shape knobs, in its name (labels in profiles, the pipeline cache's key).
-std::string shape_tag(std::initializer_list<uint32_t> v) {
-  std::string s;
-  for (uint32_t x : v) {
-    if (!s.empty()) s += 'x';
-    s += std::to_string(x);
-  }
-  return s;
 }
 
 // A q8dot/*.wgsl file's unit: x blocks of 32 (MQ_UB), words per scale (MQ_SW), mins (MQ_MIN).
@@ -101,15 +85,17 @@ Kernel LlmOps::q8_kernel(const std::string& kind, TensorType t, const std::strin
 // ---- quantizing activations ----------------------------------------------------------------
 
 void LlmOps::quant_act(Batch& b, const Tensor& x, const Tensor& w, const Q8Act& out, int n_tokens, int64_t x_stride,
-                       int64_t x_offset, uint32_t mode, int64_t up_offset, float eps, const std::string& op) const {
+                       int64_t x_offset, uint32_t mode, int64_t up_offset, float eps, const std::string& op,
+                       uint32_t fixed_wg) const {
   need_q8(out, n_tokens, op, "out");
   if (x_stride < 0) x_stride = out.cols;
   need(x_offset >= 0, op, "negative offset");
   need_elems(x, (n_tokens - 1) * x_stride + x_offset + out.cols + (mode == 2 ? up_offset : 0), op, "x");
   if (mode == 1) need_elems(w, out.cols, op, "w");
   // One token (decode) gets a wider workgroup: the whole row in as few passes as the adapter allows.
-  uint32_t wg = std::max<uint32_t>(8, tuning.quant_wg);
-  if (n_tokens == 1)
+  // A fixed size (fixed_wg) keeps RMSNorm's sum of squares in one order whatever the batch.
+  uint32_t wg = std::max<uint32_t>(8, fixed_wg ? fixed_wg : tuning.quant_wg);
+  if (n_tokens == 1 && !fixed_wg)
     wg = std::min<uint32_t>(std::min<uint32_t>(wg * 4, max_wg_), u32(std::max<int64_t>(out.cols / 4, 8)));
   uint32_t p2 = 8;
   while (p2 * 2 <= wg && p2 * 2 <= max_wg_) p2 *= 2;
@@ -126,8 +112,8 @@ void LlmOps::quantize_q8(Batch& b, const Tensor& x, const Q8Act& out, int n_toke
 }
 
 void LlmOps::rms_norm_q8(Batch& b, const Tensor& x, const Tensor& w, const Q8Act& out, int n_tokens, float eps,
-                         int64_t x_stride, int64_t x_offset) const {
-  quant_act(b, x, w, out, n_tokens, x_stride, x_offset, 1, 0, eps, "rms_norm_q8");
+                         int64_t x_stride, int64_t x_offset, uint32_t wg) const {
+  quant_act(b, x, w, out, n_tokens, x_stride, x_offset, 1, 0, eps, "rms_norm_q8", wg);
 }
 
 void LlmOps::swiglu_q8(Batch& b, const Tensor& gu, int64_t stride, int64_t up_offset, const Q8Act& out,
@@ -264,17 +250,8 @@ void LlmOps::linear_q8(Batch& b, const GpuWeight& w, const Q8Act& x, const Tenso
                        const LinearOptions& o) const {
   const std::string op = "linear_q8 " + str(w.type);
   need(supports_q8(w.type), op, "8-bit activations take Q4_0, Q8_0, Q4_K or Q6_K weights");
-  need(x.cols == w.cols, op, "x has " + std::to_string(x.cols) + " columns, the weight " + std::to_string(w.cols));
-  need_q8(x, n_tokens, op, "x");
+  const auto [rows, ys, flags] = detail::check_linear_q8(w, x, y, n_tokens, o, op);
   if (n_tokens == 1) return matvec_q8(b, w, x.qs, x.ds, 0.f, false, y, o, op);
-  const int64_t rows = o.rows < 0 ? w.rows - o.row0 : o.rows;
-  const int64_t ys = o.y_stride < 0 ? rows : o.y_stride;
-  need(o.row0 >= 0 && rows > 0 && o.row0 + rows <= w.rows, op,
-       "rows " + std::to_string(o.row0) + "+" + std::to_string(rows) + " of a " + std::to_string(w.rows) +
-           "-row weight");
-  need_elems(y, (n_tokens - 1) * ys + o.y_offset + rows, op, "y");
-  if (o.bias) need_elems(o.bias, o.row0 + rows, op, "bias");
-  const uint32_t flags = (o.bias ? 1u : 0u) | (o.accumulate ? 2u : 0u);
   const Tensor& bias = o.bias ? o.bias : dummy_;
   uint32_t bm = tuning.mmq_bm, bn = tuning.mmq_bn;
   need(bm >= 8 && bn >= 8 && bm % 8 == 0 && bn % 8 == 0 && bm * bn / 64 <= max_wg_, op,

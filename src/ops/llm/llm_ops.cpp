@@ -17,6 +17,7 @@ namespace {
 
 using detail::need;
 using detail::need_elems;
+using detail::shape_tag;
 using detail::str;
 using detail::u32;
 
@@ -93,6 +94,13 @@ void apply_tuning(LlmTuning& t, std::string_view spec) {
       {"batched_min_groups", &LlmTuning::batched_min_groups},
       {"batched_tt", &LlmTuning::batched_tt},
       {"batched_tt_large", &LlmTuning::batched_tt_large},
+      {"batched_small_n", &LlmTuning::batched_small_n},
+      {"batched_small_tr", &LlmTuning::batched_small_tr},
+      {"batched_fuse", &LlmTuning::batched_fuse},
+      {"batched_tg", &LlmTuning::batched_tg},
+      {"batched_xt", &LlmTuning::batched_xt},
+      {"paged_decode_tpq", &LlmTuning::paged_decode_tpq},
+      {"paged_decode_pf", &LlmTuning::paged_decode_pf},
       {"mvq_wg", &LlmTuning::mvq_wg},
       {"mvq_tpr", &LlmTuning::mvq_tpr},
       {"mvq_rows", &LlmTuning::mvq_rows},
@@ -561,7 +569,7 @@ void LlmOps::linear_batched(Batch& b, const GpuWeight& w, const Tensor& x, const
   uint32_t tt = batched_token_tile(n_tokens, batched_tt(n_tokens));
   while (tt > 1 && x_tile_bytes(tt) > smem_limit) tt /= 2;
   const uint64_t tiles = ceil_div(uint64_t(n_tokens), tt);
-  const uint32_t wg = batched_wg(tiles, rows);
+  const uint32_t wg = batched_wg(tiles, rows, kBatchedRowsPerGroup);
   const uint64_t shared = std::max(x_tile_bytes(tt), batched_sum_bytes(wg, tt));
   need(shared <= smem_limit, op,
        std::to_string(shared) + " bytes of workgroup memory, the adapter allows " + std::to_string(smem_limit));
@@ -585,13 +593,13 @@ uint32_t LlmOps::batched_tt(int n_tokens) const {
   return n_tokens > kBatchedLargeStep ? tuning.batched_tt_large : tuning.batched_tt;
 }
 
-uint32_t LlmOps::batched_wg(uint64_t tiles, int64_t rows) const {
+uint32_t LlmOps::batched_wg(uint64_t tiles, int64_t rows, uint32_t tr) const {
   const uint32_t kl = tuning.batched_kl;
   uint32_t wg = tuning.batched_wg;
   if (wg == 0) {
     wg = 64;
     for (uint32_t c : {128u, 256u})
-      if (tiles * ceil_div(uint64_t(rows), c / kl * kBatchedRowsPerGroup) >= tuning.batched_min_groups) wg = c;
+      if (tiles * ceil_div(uint64_t(rows), c / kl * tr) >= tuning.batched_min_groups) wg = c;
   }
   wg = std::max(wg, kl);
   need(wg % kl == 0 && wg <= max_wg_, "linear batched",
@@ -601,20 +609,37 @@ uint32_t LlmOps::batched_wg(uint64_t tiles, int64_t rows) const {
 
 void LlmOps::linear_batched_q8(Batch& b, const GpuWeight& w, const Tensor& x, int64_t x_stride, const Tensor& y,
                                int n_tokens, const Params& prm, const Tensor& bias, int64_t rows) const {
+  // x quantized per token and block of 32 (as rms_norm_q8 / swiglu_q8 would: the batched engine's
+  // fused path gives the same quants), then the integer kernel.
+  Q8Act xq = make_q8_act(ctx_, n_tokens, w.cols);
+  quant_act(b, x, dummy_, xq, n_tokens, x_stride, 0, 0, 0, 0.f, "linear batched-q8", kBatchedQuantWg);
+  linear_batched_q8_kernel(b, w, xq, y, n_tokens, prm, bias, rows);
+}
+
+void LlmOps::linear_batched_q8(Batch& b, const GpuWeight& w, const Q8Act& x, const Tensor& y, int n_tokens,
+                               const LinearOptions& o) const {
+  const std::string op = "linear batched-q8 " + str(w.type);
+  const auto [rows, ys, flags] = detail::check_linear_q8(w, x, y, n_tokens, o, op);
+  Params prm(u32(n_tokens), u32(rows), u32(w.cols), u32(o.row0), u32(w.cols), u32(ys), u32(o.y_offset), flags);
+  linear_batched_q8_kernel(b, w, x, y, n_tokens, prm, o.bias ? o.bias : dummy_, rows);
+}
+
+uint32_t LlmOps::batched_rows_per_group(int n_tokens) const {
+  const uint32_t tr = n_tokens <= int(tuning.batched_small_n) ? tuning.batched_small_tr : kBatchedRowsPerGroup;
+  need(tr == 1 || tr == 2 || tr == 4, "linear batched-q8", "batched_small_tr " + std::to_string(tr) + " (1, 2 or 4)");
+  return tr;
+}
+
+void LlmOps::linear_batched_q8_kernel(Batch& b, const GpuWeight& w, const Q8Act& x, const Tensor& y, int n_tokens,
+                                      const Params& prm, const Tensor& bias, int64_t rows) const {
   const std::string op = "linear batched-q8 " + str(w.type);
   need(w.type == TensorType::Q4_0 || w.type == TensorType::Q8_0, op, "8-bit activations need Q4_0 or Q8_0 weights");
   const uint32_t kl = tuning.batched_kl;
   need(kl >= 1 && kl <= 32 && (kl & (kl - 1)) == 0, op,
        "batched_kl " + std::to_string(kl) + " is not a power of two <= 32");
-  const int64_t nb = w.cols / 32;
-  // x quantized per token and block of 32: the words, then (d, sum) per block.
-  Tensor xq = make_tensor(ctx_, {int64_t(n_tokens) * nb * 8}, DType::U32);
-  Tensor xds = make_tensor(ctx_, {int64_t(n_tokens) * nb * 2}, DType::U32);
-  Kernel kq = kernel("llm/quant_q8", {"llm/common.wgsl", "llm/quant_q8.wgsl"}, {{"WG", 64}}, false);
-  b.dispatch(kq, {x, xq, xds}, Params(u32(n_tokens), u32(w.cols), u32(x_stride)),
-             groups_1d(ctx_, ceil_div(uint64_t(n_tokens) * uint64_t(nb), 64)));
-  uint32_t xt = 1024;  // x tile: whole blocks of every lane
-  while (xt % (32 * kl) != 0) xt += 1024;
+  // x tile: whole blocks of every lane (tuning.batched_xt, else 1024 elements).
+  uint32_t xt = std::max<uint32_t>(tuning.batched_xt ? tuning.batched_xt : 1024, 32 * kl);
+  xt = (xt + 32 * kl - 1) / (32 * kl) * (32 * kl);
   // Workgroup memory: the x tile (2 + 1/4 vec4 per block and token) or the lanes' final sum,
   // and (d, sum) per block and token.
   const auto x_tile_bytes = [&](uint32_t t) { return uint64_t(t) * (xt / 32 * 2 + xt / 128) * 16; };
@@ -622,23 +647,37 @@ void LlmOps::linear_batched_q8(Batch& b, const GpuWeight& w, const Tensor& x, in
   const uint64_t smem_limit = ctx_.limits().max_compute_workgroup_storage_size;
   uint32_t tt = batched_token_tile(n_tokens, batched_tt(n_tokens));
   while (tt > 1 && x_tile_bytes(tt) + ds_bytes(tt) > smem_limit) tt /= 2;
-  const uint64_t tiles = ceil_div(uint64_t(n_tokens), tt);
-  const uint32_t wg = batched_wg(tiles, rows);
-  const uint64_t shared = std::max(x_tile_bytes(tt), batched_sum_bytes(wg, tt)) + ds_bytes(tt);
+  // Token groups per workgroup (tuning.batched_tg): as many as the step fills, the workgroup
+  // size and its memory (the x tile, or the lanes' final sums of every group) allow.
+  const uint32_t tr = batched_rows_per_group(n_tokens);
+  const auto smem = [&](uint32_t groups, uint32_t wg_size) {
+    return std::max(x_tile_bytes(tt * groups), batched_sum_bytes(wg_size, tt)) + ds_bytes(tt * groups);
+  };
+  uint32_t tg = std::max<uint32_t>(1, std::min<uint32_t>(tuning.batched_tg, u32(ceil_div(uint64_t(n_tokens), tt))));
+  uint64_t tiles = 0;
+  uint32_t wgr = 0;  // invocations per token group
+  for (;; --tg) {
+    tiles = ceil_div(uint64_t(n_tokens), tt * tg);
+    wgr = batched_wg(tiles, rows, tr);
+    if (tg == 1 || (wgr * tg <= max_wg_ && smem(tg, wgr * tg) <= smem_limit)) break;
+  }
+  const uint32_t wg = wgr * tg;
+  const uint64_t shared = smem(tg, wg);
   need(shared <= smem_limit, op,
        std::to_string(shared) + " bytes of workgroup memory, the adapter allows " + std::to_string(smem_limit));
-  const uint32_t bn = wg / kl * kBatchedRowsPerGroup;
+  const uint32_t bn = wgr / kl * tr;
   const uint64_t row_tiles = ceil_div(uint64_t(rows), bn);
   need(row_tiles <= ctx_.limits().max_compute_workgroups_per_dimension, op, "too many rows");
   const bool q4 = w.type == TensorType::Q4_0;
-  std::string prelude = "const TT: u32 = " + std::to_string(tt) + "u;\nconst WG: u32 = " + std::to_string(wg) +
-                        "u;\nconst KL: u32 = " + std::to_string(kl) + "u;\nconst XT: u32 = " + std::to_string(xt) +
+  std::string prelude = "const TT: u32 = " + std::to_string(tt) + "u;\nconst TG: u32 = " + std::to_string(tg) +
+                        "u;\nconst WG: u32 = " + std::to_string(wg) + "u;\nconst KL: u32 = " + std::to_string(kl) +
+                        "u;\nconst TR: u32 = " + std::to_string(tr) + "u;\nconst XT: u32 = " + std::to_string(xt) +
                         "u;\nconst Q4: bool = " + (q4 ? "true" : "false") +
                         ";\nconst PF: bool = " + (tuning.batched_prefetch ? "true" : "false") + ";\n";
-  Kernel k = kernel("llm/batched_q8/" + str(w.type) + "/" + std::to_string(tt) + "x" + std::to_string(wg) + "x" +
-                        std::to_string(kl) + "x" + std::to_string(xt) + (tuning.batched_prefetch ? "/pf" : ""),
+  Kernel k = kernel("llm/batched_q8/" + str(w.type) + "/" + shape_tag({tt, tg, wg, kl, tr, xt}) +
+                        (tuning.batched_prefetch ? "/pf" : ""),
                     {"llm/common.wgsl", "llm/linear_batched_q8.wgsl"}, {}, false, "main", prelude);
-  b.dispatch(k, {w.data, w.scales, xq, xds, bias, y}, prm, {u32(tiles), u32(row_tiles), 1});
+  b.dispatch(k, {w.data, w.scales, x.qs, x.ds, bias, y}, prm, {u32(tiles), u32(row_tiles), 1});
 }
 
 // ---- elementwise ---------------------------------------------------------------------------
@@ -731,6 +770,7 @@ void LlmOps::rope_kv_append(Batch& b, const Tensor& qkv, const RopeTable& table,
 
 namespace {
 constexpr uint32_t kPagedPrefillBq = 16;  // paged_attn.wgsl: query rows per workgroup for prefill chunks
+constexpr uint32_t kPagedBk = 16;         // paged_attn.wgsl: BK, keys per block
 struct AttnShape {
   uint32_t tpq, bk;
 };
@@ -995,18 +1035,34 @@ void LlmOps::paged_attention(Batch& b, const KvLayer& c, const Tensor& q, const 
   const auto s = attn_shape(hd);
   need(16 % s.tpq == 0, op,
        "head_dim " + std::to_string(hd) + " needs " + std::to_string(s.tpq) + " invocations per row");
-  auto dispatch = [&](uint32_t bq, uint32_t item0, uint32_t n_items) {
+  // Decode rows may take more invocations per row (tuning.paged_decode_tpq; 0: the most up to 32
+  // that divide head_dim / 4 and fit the workgroup): each output element and score is still
+  // computed by one invocation in the same order, so results do not change.
+  const uint32_t hd4 = uint32_t(hd) / 4;
+  uint32_t dec_tpq = s.tpq;
+  if (const uint32_t t = tuning.paged_decode_tpq) {
+    need((t & (t - 1)) == 0 && hd4 % t == 0 && hd4 / t <= 4, op,
+         "paged_decode_tpq " + std::to_string(t) + " (a power of two dividing head_dim / 4, at least head_dim / 16)");
+    dec_tpq = t;
+  } else {
+    while (dec_tpq * 2 <= 32 && hd4 % (dec_tpq * 2) == 0 && pl.decode_bq * dec_tpq * 2 <= max_wg_) dec_tpq *= 2;
+  }
+  // tuning.paged_decode_pf: decode rows load the next key block while they compute this one, when
+  // every invocation's share of a block fits its 4 registers (head_dim <= rows x invocations).
+  const bool dec_pf = tuning.paged_decode_pf != 0 && uint64_t(kPagedBk) * hd4 <= 4ull * pl.decode_bq * dec_tpq;
+  auto dispatch = [&](uint32_t bq, uint32_t tpq, bool pf, uint32_t item0, uint32_t n_items) {
     if (n_items == 0) return;
-    need(bq * s.tpq <= max_wg_, op, "GQA group too large");
-    Kernel k = kernel("llm/paged_attn/hd" + std::to_string(hd) + "/bq" + std::to_string(bq), {"llm/paged_attn.wgsl"},
-                      {{"HD", hd}, {"TPQ", s.tpq}, {"BQ", bq}}, false);
+    need(bq * tpq <= max_wg_, op, "GQA group too large");
+    Kernel k = kernel("llm/paged_attn/hd" + std::to_string(hd) + "/bq" + std::to_string(bq) + "/tpq" +
+                          std::to_string(tpq) + (pf ? "/pf" : ""),
+                      {"llm/paged_attn.wgsl"}, {{"HD", hd}, {"TPQ", tpq}, {"BQ", bq}, {"PF", pf ? 1 : 0}}, false);
     b.dispatch(k, {q, Arg(c.k), Arg(c.v), pl.tables, pl.seqs, pl.items, pl.partials},
                Params(u32(a.n_heads), u32(a.n_kv_heads), u32(c.max_ctx), u32(a.block), u32(qs), u32(a.q_offset), scale,
                       u32(a.split_len), pl.n_splits, item0),
                {n_items, u32(a.n_kv_heads), pl.n_splits});
   };
-  dispatch(pl.decode_bq, 0, pl.decode_items);
-  dispatch(kPagedPrefillBq, pl.decode_items, pl.prefill_items);
+  dispatch(pl.decode_bq, dec_tpq, dec_pf, 0, pl.decode_items);
+  dispatch(kPagedPrefillBq, s.tpq, false, pl.decode_items, pl.prefill_items);
   Kernel kc = kernel("llm/paged_attn_combine", {"llm/common.wgsl", "llm/paged_attn_combine.wgsl"}, {}, false);
   b.dispatch(kc, {pl.partials, pl.positions, out},
              Params(u32(pl.n_tokens), u32(a.n_heads), pl.n_splits, u32(hd), u32(os), u32(a.o_offset), u32(a.split_len)),

@@ -84,6 +84,10 @@ inline constexpr LinearVersion kLinearVersions[] = {LinearVersion::Naive,   Line
                                                     LinearVersion::Shared,  LinearVersion::RegTile,
                                                     LinearVersion::Batched, LinearVersion::BatchedQ8};
 
+// BatchedQ8's quantization of x: invocations per token (rms_norm_q8's wg), fixed so that a
+// token's RMSNorm sums in one order whatever the batch.
+inline constexpr uint32_t kBatchedQuantWg = 256;
+
 // The problem: n_tokens activations through `rows` rows of a weight of `cols` columns.
 struct LinearDims {
   int n_tokens = 1;
@@ -222,6 +226,26 @@ struct LlmTuning {
   // 512-token prefill steps 16 beat 8 by 12%.
   uint32_t batched_tt = 8;
   uint32_t batched_tt_large = 16;
+  // batched-q8: steps of at most batched_small_n tokens give each row group batched_small_tr rows
+  // (1, 2 or 4; larger steps 4): more workgroups for small batches. Never changes a result.
+  uint32_t batched_small_n = 1;
+  uint32_t batched_small_tr = 1;
+  // The serving engine with batched-q8: 1 quantizes activations in RMSNorm and SwiGLU (one
+  // dispatch each, read by every linear of the layer), 0 before each linear (for A/B runs).
+  uint32_t batched_fuse = 1;
+  // batched-q8: token groups of batched_tt tokens per workgroup (each with its own invocations,
+  // the weight rows read once through the cache for all of them; fewer when the step, the
+  // workgroup size or its memory do not allow), and the x tile in elements (0: 1024; a multiple
+  // of 32 * batched_kl; smaller tiles leave room for more token groups). Never change a result.
+  uint32_t batched_tg = 1;
+  uint32_t batched_xt = 0;
+  // Paged attention's decode rows (one token of a sequence): invocations per query row (0: the
+  // most up to 32 the head and the workgroup allow, 32 for head_dim 128; 8: the prefill rows'), and
+  // 1: they load the next block of keys and values into registers while they compute the current
+  // one (where it fits: head_dim <= query heads per KV head, to a power of two, x invocations per
+  // row). More threads and loads in flight with the same arithmetic: never changes a result.
+  uint32_t paged_decode_tpq = 0;
+  uint32_t paged_decode_pf = 1;
   // batched-q8: each lane loads its next weight block before it multiplies the current one
   // (measured on the H200: within 3% of off at 16-64 sequences, faster at 1).
   bool batched_prefetch = true;
@@ -303,8 +327,10 @@ class LlmOps {
   void quantize_q8(Batch& b, const Tensor& x, const Q8Act& out, int n_tokens, int64_t x_stride = -1,
                    int64_t x_offset = 0) const;
   // rms_norm then quantize_q8, in one dispatch: out[t] = q(x[t] / sqrt(mean(x[t]^2) + eps) * w).
+  // wg: invocations per token (0: tuning.quant_wg, more for one token); a fixed wg gives a token
+  // the same result in any batch (the serving engine's batch invariance).
   void rms_norm_q8(Batch& b, const Tensor& x, const Tensor& w, const Q8Act& out, int n_tokens, float eps,
-                   int64_t x_stride = -1, int64_t x_offset = 0) const;
+                   int64_t x_stride = -1, int64_t x_offset = 0, uint32_t wg = 0) const;
   // swiglu then quantize_q8, in one dispatch: out[t][i] = q(silu(g) * u), g = gu[t * stride + i],
   // u = gu[t * stride + up_offset + i], i < out.cols.
   void swiglu_q8(Batch& b, const Tensor& gu, int64_t stride, int64_t up_offset, const Q8Act& out, int n_tokens) const;
@@ -314,6 +340,11 @@ class LlmOps {
   // the matvec (matvec_q8.wgsl), more the register-tiled matmul (matmul_q8.wgsl).
   void linear_q8(Batch& b, const GpuWeight& w, const Q8Act& x, const Tensor& y, int n_tokens,
                  const LinearOptions& o = {}) const;
+  // LinearVersion::BatchedQ8 (Q4_0 / Q8_0 weights) with x already quantized (the serving engine's
+  // rms_norm_q8 / swiglu_q8 / quantize_q8 output): bit-identical to linear's BatchedQ8 on the f32 x
+  // that quantize_q8 gives these quants. LinearOptions as for linear_q8.
+  void linear_batched_q8(Batch& b, const GpuWeight& w, const Q8Act& x, const Tensor& y, int n_tokens,
+                         const LinearOptions& o = {}) const;
   // One token through a gate|up weight (rows [0, n) gate, [n, 2n) up, n = out.cols): silu(gate) *
   // up quantized into out, in one dispatch (n % 32 == 0).
   void linear_swiglu_q8(Batch& b, const GpuWeight& gate_up, const Q8Act& x, const Q8Act& out) const;
@@ -450,9 +481,13 @@ class LlmOps {
                       const Tensor& bias, int64_t rows) const;
   void linear_batched_q8(Batch& b, const GpuWeight& w, const Tensor& x, int64_t x_stride, const Tensor& y, int n_tokens,
                          const Params& prm, const Tensor& bias, int64_t rows) const;
+  void linear_batched_q8_kernel(Batch& b, const GpuWeight& w, const Q8Act& x, const Tensor& y, int n_tokens,
+                                const Params& prm, const Tensor& bias, int64_t rows) const;
+  // Rows per row group of the batched-q8 kernel for a step of n_tokens (tuning.batched_small_*).
+  uint32_t batched_rows_per_group(int n_tokens) const;
   // The batched kernels' workgroup size: tuning.batched_wg, else the largest that still gives
   // batched_min_groups workgroups.
-  uint32_t batched_wg(uint64_t token_tiles, int64_t rows) const;
+  uint32_t batched_wg(uint64_t token_tiles, int64_t rows, uint32_t rows_per_group) const;
   uint32_t batched_tt(int n_tokens) const;  // tuning.batched_tt or _large for n_tokens, checked
   // swiglu_rows: the matvec's SWIGLU variant with that many rows per group (0: the plain kernel).
   // norm_eps: x RMS-normalised inside the matvec (matvec_x_norm.wgsl) with this epsilon.
@@ -481,7 +516,8 @@ class LlmOps {
   uint32_t attention_decode_pass(Batch& b, const KvLayer& cache, const Tensor& q, const Tensor* out,
                                  const AttentionArgs& a, Tensor& partials) const;
   void quant_act(Batch& b, const Tensor& x, const Tensor& w, const Q8Act& out, int n_tokens, int64_t x_stride,
-                 int64_t x_offset, uint32_t mode, int64_t up_offset, float eps, const std::string& op) const;
+                 int64_t x_offset, uint32_t mode, int64_t up_offset, float eps, const std::string& op,
+                 uint32_t fixed_wg = 0) const;
   // matvec_q8 / matmul_q8 for a weight type; tag: what sets this prelude and these constants
   // apart (part of the kernel's name and cache key). norm_x: x from q8_act_norm.wgsl (matvec_q8).
   Kernel q8_kernel(const std::string& kind, TensorType t, const std::string& tag, const std::string& prelude,

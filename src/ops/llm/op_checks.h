@@ -4,10 +4,12 @@
 
 #include "cpu/llm/tensor_type.h"
 #include "gpu/tensor.h"
+#include "ops/llm/llm_ops.h"
 #include "util/error.h"
 
 #include <cctype>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 
 namespace wgc::llm::detail {
@@ -29,6 +31,47 @@ inline void need_elems(const Tensor& t, int64_t elems, const std::string& op, co
        name + " holds " + std::to_string(t.capacity() / 4) + " elements, the op needs " + std::to_string(elems));
 }
 
+// An 8-bit activation of at least n_tokens tokens.
+inline void need_q8(const Q8Act& a, int n_tokens, const std::string& op, const std::string& name) {
+  need(a.cols > 0 && a.cols % 32 == 0, op, name + ": " + std::to_string(a.cols) + " columns, not a multiple of 32");
+  need(n_tokens > 0 && n_tokens <= a.max_tokens, op,
+       name + " holds " + std::to_string(a.max_tokens) + " tokens, the op needs " + std::to_string(n_tokens));
+  need_elems(a.qs, int64_t(n_tokens) * a.cols / 4, op, name + " quants");
+  need_elems(a.ds, int64_t(n_tokens) * a.cols / 16, op, name + " scales");
+}
+
 inline uint32_t u32(int64_t v) { return static_cast<uint32_t>(v); }
+
+// The checked shape of y = W x for x quantized (linear_q8, linear_batched_q8): the rows (o.rows
+// or to the weight's end), y's stride, the kernels' flags (1: bias, 2: accumulate).
+struct Q8LinearShape {
+  int64_t rows = 0, y_stride = 0;
+  uint32_t flags = 0;
+};
+inline Q8LinearShape check_linear_q8(const GpuWeight& w, const Q8Act& x, const Tensor& y, int n_tokens,
+                                     const LinearOptions& o, const std::string& op) {
+  need(x.cols == w.cols, op, "x has " + std::to_string(x.cols) + " columns, the weight " + std::to_string(w.cols));
+  need_q8(x, n_tokens, op, "x");
+  Q8LinearShape s;
+  s.rows = o.rows < 0 ? w.rows - o.row0 : o.rows;
+  s.y_stride = o.y_stride < 0 ? s.rows : o.y_stride;
+  need(o.row0 >= 0 && s.rows > 0 && o.row0 + s.rows <= w.rows, op,
+       "rows " + std::to_string(o.row0) + "+" + std::to_string(s.rows) + " of a " + std::to_string(w.rows) +
+           "-row weight");
+  need_elems(y, (n_tokens - 1) * s.y_stride + o.y_offset + s.rows, op, "y");
+  if (o.bias) need_elems(o.bias, o.row0 + s.rows, op, "bias");
+  s.flags = (o.bias ? 1u : 0u) | (o.accumulate ? 2u : 0u);
+  return s;
+}
+
+// "256x32x2": a kernel's shape knobs, in its name (labels in profiles, the pipeline cache's key).
+inline std::string shape_tag(std::initializer_list<uint32_t> v) {
+  std::string s;
+  for (uint32_t x : v) {
+    if (!s.empty()) s += 'x';
+    s += std::to_string(x);
+  }
+  return s;
+}
 
 }  // namespace wgc::llm::detail
