@@ -12,7 +12,7 @@ git -C "$snap" checkout -q --detach "$(git -C "$repo" rev-parse HEAD)"
 build="$snap/build"
 # Only what is packed gets built (every test binary relinks after a library change).
 targets=""
-case "${WGC_PACK_TESTS:-1}" in 0) targets="wgc" ;; 1) ;; *) targets="wgc $WGC_PACK_TESTS" ;; esac
+case "${WGC_PACK_TESTS:-1}" in 0) targets="wgc_cli" ;; 1) ;; *) targets="wgc_cli $WGC_PACK_TESTS" ;; esac
 [ "${WGC_PACK_PYTHON:-0}" = 0 ] || targets=""
 WGC_DEPS="$repo/.deps" WGC_BUILD_DIR="$build" WGC_CMAKE_ARGS="-DWGC_DEPS=$repo/.deps" WGC_BUILD_TARGETS="$targets" \
   "$snap/scripts/build.sh" >/dev/null
