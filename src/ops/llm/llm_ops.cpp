@@ -173,8 +173,8 @@ Kernel LlmOps::kernel(const std::string& key, const std::vector<std::string>& fi
 
 namespace {
 constexpr uint32_t kNaiveWG = 64;
-constexpr uint32_t kMatvecMaxRows = 8;  // matvec.wgsl: R_MAX
-constexpr uint32_t kSwigluRows = 64;    // matvec.wgsl: gate and up rows per SWIGLU workgroup
+constexpr uint32_t kMatvecMaxRows = 8;       // matvec.wgsl: R_MAX
+constexpr uint32_t kSwigluRows = 64;         // matvec.wgsl: gate and up rows per SWIGLU workgroup
 constexpr uint64_t kRegTileMinGroups = 256;  // choose_linear: tiles from which RegTile runs
 }  // namespace
 
