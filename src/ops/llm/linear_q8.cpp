@@ -250,7 +250,11 @@ void LlmOps::linear_q8(Batch& b, const GpuWeight& w, const Q8Act& x, const Tenso
                        const LinearOptions& o) const {
   const std::string op = "linear_q8 " + str(w.type);
   need(supports_q8(w.type), op, "8-bit activations take Q4_0, Q8_0, Q4_K or Q6_K weights");
-  const auto [rows, ys, flags] = detail::check_linear_q8(w, x, y, n_tokens, o, op);
+  // Named copies, not a structured binding: lambdas below capture them (clang before 16 cannot
+  // capture a structured binding).
+  const detail::Q8LinearShape shape = detail::check_linear_q8(w, x, y, n_tokens, o, op);
+  const int64_t rows = shape.rows, ys = shape.y_stride;
+  const uint32_t flags = shape.flags;
   if (n_tokens == 1) return matvec_q8(b, w, x.qs, x.ds, 0.f, false, y, o, op);
   const Tensor& bias = o.bias ? o.bias : dummy_;
   uint32_t bm = tuning.mmq_bm, bn = tuning.mmq_bn;

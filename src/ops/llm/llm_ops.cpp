@@ -619,7 +619,11 @@ void LlmOps::linear_batched_q8(Batch& b, const GpuWeight& w, const Tensor& x, in
 void LlmOps::linear_batched_q8(Batch& b, const GpuWeight& w, const Q8Act& x, const Tensor& y, int n_tokens,
                                const LinearOptions& o) const {
   const std::string op = "linear batched-q8 " + str(w.type);
-  const auto [rows, ys, flags] = detail::check_linear_q8(w, x, y, n_tokens, o, op);
+  // Named copies, not a structured binding: lambdas below capture them (clang before 16 cannot
+  // capture a structured binding).
+  const detail::Q8LinearShape shape = detail::check_linear_q8(w, x, y, n_tokens, o, op);
+  const int64_t rows = shape.rows, ys = shape.y_stride;
+  const uint32_t flags = shape.flags;
   Params prm(u32(n_tokens), u32(rows), u32(w.cols), u32(o.row0), u32(w.cols), u32(ys), u32(o.y_offset), flags);
   linear_batched_q8_kernel(b, w, x, y, n_tokens, prm, o.bias ? o.bias : dummy_, rows);
 }
