@@ -77,12 +77,11 @@ void wait_future(WGPUInstance instance, WGPUFuture future, std::string_view what
       if (polls % 64 == 63 && std::chrono::steady_clock::now() > deadline) return false;
     }
   };
-  if (mode == WaitMode::Spin) {
-    poll_for(std::chrono::nanoseconds(kTimeoutNs));
-  } else if (mode == WaitMode::Auto && on_gpu(instance) && poll_for(std::chrono::microseconds(kAutoSpinUs))) {
-  } else {
-    st = wgpuInstanceWaitAny(instance, 1, &info, kTimeoutNs);
-  }
+  // Spin polls to the bound; Auto polls a while on a GPU, then (as Block at once) sleeps.
+  const bool done = mode == WaitMode::Spin ? poll_for(std::chrono::nanoseconds(kTimeoutNs))
+                                           : mode == WaitMode::Auto && on_gpu(instance) &&
+                                                 poll_for(std::chrono::microseconds(kAutoSpinUs));
+  if (!done && mode != WaitMode::Spin) st = wgpuInstanceWaitAny(instance, 1, &info, kTimeoutNs);
   if (st != WGPUWaitStatus_Success || !info.completed)
     throw DeviceError("wgc: waiting for " + std::string(what) + " failed (status " +
                       std::to_string(static_cast<int>(st)) + ")");
