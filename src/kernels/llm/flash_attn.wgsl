@@ -17,6 +17,7 @@
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
 @group(0) @binding(4) var<storage, read> dynpos: array<u32>;  // dyn = 1: the start position
 //!include "llm/flash_attn_params.wgsl"
+//!include "llm/flash_attn_range.wgsl"
 @group(0) @binding(5) var<uniform> p: P;
 //!include "llm/attn_partial.wgsl"
 override HD: u32 = 128;  // head_dim, a multiple of 4
@@ -38,12 +39,9 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
   let G = p.n_heads / p.n_kv;
   let kvh = wid.y;
   let split = wid.z;
-  var start = p.start;
-  var split_len = p.split_len;
-  if (p.dyn != 0u) {
-    start = dynpos[0];
-    split_len = (start + p.n + p.n_splits * BK - 1u) / (p.n_splits * BK) * BK;
-  }
+  let range = start_and_split_len(p.n);
+  let start = range.x;
+  let split_len = range.y;
   let r = lid / TPQ;
   let j = lid % TPQ;
   let nrows = p.n * G;

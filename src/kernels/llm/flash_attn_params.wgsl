@@ -15,7 +15,7 @@ struct P {
   split_len: u32,
   n_splits: u32,
   partial: u32,
-  // 1: start from dynpos[0] and split_len from it (ceil((start + n) / n_splits) in whole BK), so
+  // 1: start from dynpos[0] and split_len from it (flash_attn_range.wgsl), so
   // that one recorded decode step serves every position.
   dyn: u32,
 }

@@ -15,6 +15,7 @@
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
 @group(0) @binding(4) var<storage, read> dynpos: array<u32>;
 //!include "llm/flash_attn_params.wgsl"
+//!include "llm/flash_attn_range.wgsl"
 @group(0) @binding(5) var<uniform> p: P;
 override HD: u32 = 128;  // head_dim, a multiple of 4
 override G: u32 = 4;     // query heads per kv head, at most 8
@@ -38,12 +39,9 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
   let jl = lid % 32u;
   let split = wid.x;
   let kvh = wid.y;
-  var start = p.start;
-  var split_len = p.split_len;
-  if (p.dyn != 0u) {
-    start = dynpos[0];
-    split_len = (start + 1u + p.n_splits * BK - 1u) / (p.n_splits * BK) * BK;
-  }
+  let range = start_and_split_len(1u);
+  let start = range.x;
+  let split_len = range.y;
   let kv_begin = split * split_len;
   let kv_end = min(kv_begin + split_len, start + 1u);
   let cb = p.cache_off / 4u + kvh * p.max_ctx * HD4;
