@@ -5,6 +5,7 @@
 // every type the CPU kernels read, Q4_K and Q6_K too, against the f64 reference in
 // test_cpu_llm_kernels.cpp.)
 #include "llm/model/llama.h"
+#include "llm/model/llama_weights.h"
 #include "llm/synth/synth_model.h"
 #include "test_util.h"
 
@@ -50,5 +51,37 @@ TEST(LlmEngines, GpuAndCpuAgreeOnEveryWeightType) {
           << what << " decode at " << gpu.n_past();
     }
     EXPECT_EQ(cpu.n_past(), gpu.n_past());
+  }
+}
+
+// llama.cpp's Q4_K_M mix on a tiny shape whose rows are whole super-blocks: Q6_K for the output
+// and for attn_v and ffn_down of the last layer, so that layer's QKV is two parts (q|k Q4_K, v
+// Q6_K). Decode steps with RoPE and the cache append in each part's QKV matvec (mvq_rope) give the
+// logits of the separate rope_kv_append pass bit for bit, and agree with the CPU engine.
+TEST(LlmEngines, Q4KMixFusesRopePerQkvPart) {
+  synth::ModelShape shape = synth::find_shape("tiny");
+  shape.hidden = 256;
+  shape.heads = 8;
+  shape.ffn = 512;
+  const auto path = test::temp_dir() / "tiny256-q4_k_m.gguf";
+  GgufWriteOptions wo;
+  wo.progress = false;
+  synth::SynthModel(shape, TensorType::Q4_K, 5).write(path, wo);
+  ModelFile f = open_model(path, {false, false});
+  EngineOptions apart = engine(Device::Gpu);
+  apart.tuning.mvq_rope = 0;
+  LlamaModel fused(ctx(), f, engine(Device::Gpu)), two(ctx(), f, apart), cpu(ctx(), f, engine(Device::Cpu));
+  ASSERT_EQ(fused.weights().layers[1].qkv.parts.size(), 2u);
+  EXPECT_EQ(fused.weights().layers[1].qkv.parts[1].type, TensorType::Q6_K);
+  EXPECT_EQ(fused.weights().layers[0].qkv.parts.size(), 1u);
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < 7; ++i) prompt.push_back(int32_t((i * 131 + 7) % shape.vocab));
+  fused.prefill(prompt);
+  two.prefill(prompt);
+  cpu.prefill(prompt);
+  for (int32_t tok : {5, 300, 77}) {
+    const auto a = fused.logits(std::span(&tok, 1)), b = two.logits(std::span(&tok, 1));
+    EXPECT_EQ(a, b) << "decode at " << fused.n_past();
+    EXPECT_LT(test::rel_error(cpu.logits(std::span(&tok, 1)), a), 3e-2) << "decode at " << fused.n_past();
   }
 }

@@ -133,12 +133,13 @@ TEST(LlmQ8, QuantizeNormSwigluMatchReference) {
 // counts around the tiles, with a row range, strided y, bias and accumulation; two tilings.
 TEST(LlmQ8, LinearMatchesReference) {
   struct Tiling {
-    uint32_t bm, bn, mv_wg, mv_tpr, mv_rows, units, magic, min_groups;
+    uint32_t bm, bn, mv_wg, mv_tpr, mv_rows, units, magic, min_groups, mv_pf;
   };
   std::vector<std::pair<Tiling, std::unique_ptr<LlmOps>>> tilings;
-  // The third shrinks every tile (mmq_min_groups) down to 16 x 32.
-  for (Tiling tl : {Tiling{64, 128, 256, 32, 2, 4, 1, 0}, Tiling{16, 40, 64, 8, 3, 2, 0, 0},
-                    Tiling{64, 128, 256, 32, 2, 1, 1, 100000}}) {
+  // The third shrinks every tile (mmq_min_groups) down to 16 x 32; the second and third load the
+  // matvec's first units ahead (mvq_pf).
+  for (Tiling tl : {Tiling{64, 128, 256, 32, 2, 4, 1, 0, 0}, Tiling{16, 40, 64, 8, 3, 2, 0, 0, 2},
+                    Tiling{64, 128, 256, 32, 2, 1, 1, 100000, 1}}) {
     auto o = std::make_unique<LlmOps>(ctx());
     o->tuning.mmq_bm = tl.bm;
     o->tuning.mmq_bn = tl.bn;
@@ -148,6 +149,7 @@ TEST(LlmQ8, LinearMatchesReference) {
     o->tuning.mvq_wg = tl.mv_wg;
     o->tuning.mvq_tpr = tl.mv_tpr;
     o->tuning.mvq_rows = tl.mv_rows;
+    o->tuning.mvq_pf = tl.mv_pf;
     tilings.emplace_back(tl, std::move(o));
   }
   for (auto t : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K}) {
@@ -184,7 +186,8 @@ TEST(LlmQ8, LinearMatchesReference) {
                                      std::to_string(cols) + " n=" + std::to_string(n) + " variant " +
                                      std::to_string(variant) + " tile " + std::to_string(tl.bm) + "x" +
                                      std::to_string(tl.bn) + " units " + std::to_string(tl.units) + " magic " +
-                                     std::to_string(tl.magic) + " min_groups " + std::to_string(tl.min_groups);
+                                     std::to_string(tl.magic) + " min_groups " + std::to_string(tl.min_groups) +
+                                     " pf " + std::to_string(tl.mv_pf);
             Tensor y = plain ? test::poisoned(int64_t(ny)) : make_tensor(ctx(), {int64_t(ny)}, y0);
             LinearOptions lo;
             lo.row0 = row0;
@@ -259,11 +262,13 @@ void expect_near_flips(const std::vector<float>& got, const std::vector<double>&
 
 // rms_norm_linear_q8 (the RMSNorm and quantization in every workgroup) against the reference,
 // every type, at awkward sizes (one pass and several per workgroup), with a row range, bias and
-// accumulation, in two schedules (unrolled, small workgroups).
+// accumulation, in three schedules (unrolled, small workgroups; small workgroups with the norm's
+// scale applied late and weights loaded ahead: a whole step's for small units, one for Q6_K's).
 TEST(LlmQ8, NormLinearMatchesReference) {
   std::vector<std::pair<std::string, std::unique_ptr<LlmOps>>> schedules;
-  for (const char* spec :
-       {"mvq_wg=256,mvq_tpr=32,mvq_rows=2,mvq_unroll=1", "mvq_wg=64,mvq_tpr=8,mvq_rows=3,mvq_unroll=3"}) {
+  for (const char* spec : {"mvq_wg=256,mvq_tpr=32,mvq_rows=2,mvq_unroll=1,mvq_late=0,mvq_pf=0",
+                           "mvq_wg=64,mvq_tpr=8,mvq_rows=3,mvq_unroll=3,mvq_late=0,mvq_pf=0",
+                           "mvq_wg=64,mvq_tpr=8,mvq_rows=3,mvq_unroll=3,mvq_late=1,mvq_pf=2"}) {
     auto o = std::make_unique<LlmOps>(ctx());
     apply_tuning(o->tuning, spec);
     schedules.emplace_back(spec, std::move(o));
@@ -314,25 +319,28 @@ TEST(LlmQ8, NormLinearMatchesReference) {
 // rms_norm_swiglu_q8 against the reference (a flip in x moves gate and up sums far less than
 // one of the output's quantization steps, which expect_quantized allows).
 TEST(LlmQ8, NormSwigluMatchesReference) {
-  for (auto t : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K}) {
-    const int64_t half = 96, cols = int64_t(block_size(t)) == 256 ? 512 : 160;
-    auto bytes = ref::random_weight(t, 2 * half, cols, 81);
-    auto w = upload_weight(ctx(), t, bytes, 2 * half, cols);
-    auto deq = ref::dequantize(t, bytes, 2 * half, cols);
-    auto xv = test::random_floats(size_t(cols), 82);
-    auto x = make_tensor(ctx(), {cols}, xv);
-    auto nv = test::random_floats(size_t(cols), 83, 0.5f, 1.5f);
-    auto nw = make_tensor(ctx(), {cols}, nv);
-    auto xq = norm_quantized(xv, nv, cols);
-    Q8Act out = make_q8_act(ctx(), 1, half);
-    poisoned_q8(out);
-    Batch b(ctx());
-    ops().rms_norm_swiglu_q8(b, x, nw, 1e-5f, w, out);
-    b.run();
-    auto g = test::to_float(ref::linear(deq, cols, xq, 1, 0, half));
-    auto u = test::to_float(ref::linear(deq, cols, xq, 1, half, half));
-    expect_quantized(dequant(out, 1), ref::swiglu(g, u), std::string(to_string(t)));
-  }
+  for (const char* spec : {"", "mvq_late=1,mvq_pf=1", "mvq_sw_tpr=8", "mvq_sw_tpr=16,mvq_late=1,mvq_pf=2"})
+    for (auto t : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K}) {
+      LlmOps o(ctx());
+      apply_tuning(o.tuning, spec);
+      const int64_t half = 96, cols = int64_t(block_size(t)) == 256 ? 512 : 160;
+      auto bytes = ref::random_weight(t, 2 * half, cols, 81);
+      auto w = upload_weight(ctx(), t, bytes, 2 * half, cols);
+      auto deq = ref::dequantize(t, bytes, 2 * half, cols);
+      auto xv = test::random_floats(size_t(cols), 82);
+      auto x = make_tensor(ctx(), {cols}, xv);
+      auto nv = test::random_floats(size_t(cols), 83, 0.5f, 1.5f);
+      auto nw = make_tensor(ctx(), {cols}, nv);
+      auto xq = norm_quantized(xv, nv, cols);
+      Q8Act out = make_q8_act(ctx(), 1, half);
+      poisoned_q8(out);
+      Batch b(ctx());
+      o.rms_norm_swiglu_q8(b, x, nw, 1e-5f, w, out);
+      b.run();
+      auto g = test::to_float(ref::linear(deq, cols, xq, 1, 0, half));
+      auto u = test::to_float(ref::linear(deq, cols, xq, 1, half, half));
+      expect_quantized(dequant(out, 1), ref::swiglu(g, u), std::string(to_string(t)) + " " + spec);
+    }
 }
 
 // rms_norm_qkv_rope_q8 (RoPE and the cache append in the QKV matvec) against its two passes,
@@ -399,6 +407,72 @@ TEST(LlmQ8, QkvRopeMatchesTwoPasses) {
   auto x = make_tensor(ctx(), {64});
   EXPECT_THROW(ops().rms_norm_qkv_rope_q8(b, x, x, 1e-5f, w, test::poisoned(rows), table, cache.layer(0), a),
                Error);  // rows are not the q, k and v heads
+}
+
+// The same for a QKV weight in two parts of different types (llama.cpp's Q4_K_M: q|k Q4_K, v
+// Q6_K), one rms_norm_qkv_rope_q8 per part, against rms_norm_linear_q8 per part then
+// rope_kv_append, in the default schedule and with the norm's scale late and weights loaded ahead.
+TEST(LlmQ8, QkvRopeInPartsMatchesTwoPasses) {
+  const int nh = 4, nkv = 2, hd = 64, max_ctx = 12;
+  const int64_t cols = 512, rows_qk = int64_t(nh + nkv) * hd, rows_v = int64_t(nkv) * hd, rows = rows_qk + rows_v;
+  std::vector<double> inv(hd / 2);
+  for (int i = 0; i < hd / 2; ++i) inv[size_t(i)] = std::pow(10000.0, -2.0 * i / hd);
+  auto table = make_rope_table(ctx(), inv, hd, 16);
+  const std::vector<uint32_t> pos_rows = {9, 4};
+  auto pos = make_tensor(ctx(), {2}, DType::U32, std::as_bytes(std::span(pos_rows)));
+  auto x = make_tensor(ctx(), {cols}, test::random_floats(size_t(cols), 95));
+  auto nw = make_tensor(ctx(), {cols}, test::random_floats(size_t(cols), 96, 0.5f, 1.5f));
+  const std::pair<TensorType, TensorType> types[] = {{TensorType::Q4_K, TensorType::Q6_K},
+                                                     {TensorType::Q4_0, TensorType::Q8_0}};
+  for (const char* spec : {"", "mvq_late=1,mvq_pf=2"})
+    for (auto [tqk, tv] : types) {
+      LlmOps o(ctx());
+      apply_tuning(o.tuning, spec);
+      const GpuWeight wqk = upload_weight(ctx(), tqk, ref::random_weight(tqk, rows_qk, cols, 97), rows_qk, cols);
+      const GpuWeight wv = upload_weight(ctx(), tv, ref::random_weight(tv, rows_v, cols, 98), rows_v, cols);
+      const std::string what = std::string(to_string(tqk)) + "+" + std::string(to_string(tv)) + " " + spec;
+      RopeKvArgs a;
+      a.n_heads = nh;
+      a.positions = pos;
+      a.cache_rows = true;
+      std::vector<std::vector<uint32_t>> got[2];
+      for (int fused = 0; fused < 2; ++fused) {
+        auto qkv = test::poisoned(rows);
+        auto cache = make_kv_cache(ctx(), 1, nkv, max_ctx, hd);
+        fill_u32(ctx(), cache.k, kPoisonNaN);
+        fill_u32(ctx(), cache.v, kPoisonNaN);
+        Batch b(ctx());
+        if (fused) {
+          o.rms_norm_qkv_rope_q8(b, x, nw, 1e-5f, wqk, qkv, table, cache.layer(0), a, 0);
+          o.rms_norm_qkv_rope_q8(b, x, nw, 1e-5f, wv, qkv, table, cache.layer(0), a, rows_qk);
+        } else {
+          LinearOptions lo;
+          o.rms_norm_linear_q8(b, x, nw, 1e-5f, wqk, qkv, lo);
+          lo.y_offset = rows_qk;
+          o.rms_norm_linear_q8(b, x, nw, 1e-5f, wv, qkv, lo);
+          o.rope_kv_append(b, qkv, table, cache.layer(0), a);
+        }
+        b.run();
+        got[fused] = {download<uint32_t>(ctx(), qkv), download<uint32_t>(ctx(), cache.k),
+                      download<uint32_t>(ctx(), cache.v)};
+      }
+      EXPECT_EQ(got[1][0], got[0][0]) << what << ": qkv";
+      EXPECT_EQ(got[1][1], got[0][1]) << what << ": k cache";
+      EXPECT_EQ(got[1][2], got[0][2]) << what << ": v cache";
+      for (int i = 0; i < 3; ++i) {
+        size_t written = 0;
+        for (uint32_t v : got[0][size_t(i)]) written += v != kPoisonNaN;
+        EXPECT_EQ(written, size_t(i == 0 ? rows : nkv * hd)) << what << " part " << i;
+      }
+      Batch b(ctx());
+      auto cache = make_kv_cache(ctx(), 1, nkv, max_ctx, hd);
+      EXPECT_THROW(
+          o.rms_norm_qkv_rope_q8(b, x, nw, 1e-5f, wv, test::poisoned(rows), table, cache.layer(0), a, rows_qk + 1),
+          Error);  // not a head boundary
+      EXPECT_THROW(
+          o.rms_norm_qkv_rope_q8(b, x, nw, 1e-5f, wqk, test::poisoned(rows), table, cache.layer(0), a, rows_v + hd),
+          Error);  // past the q, k and v rows
+    }
 }
 
 TEST(LlmQ8, BadInputsAreErrors) {

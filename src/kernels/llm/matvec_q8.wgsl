@@ -9,15 +9,19 @@
 // half ..), a workgroup computes gate and up rows 32w .. 32w + 31 (WG / TPR * R == 64) and writes
 // silu(gate) * up quantized as x is (quant_act.wgsl's block w) into y (quants) and yd (d, sums).
 //
+// PF_K and PF_N (prelude constants): units per row loaded before x_prologue, and PF_K * R (at
+// least 1). x_scale() (from the x file) multiplies each row's sum.
+//
 // ROPE (a prelude constant; R == 2): the rows are a fused QKV weight (p.heads query heads, then
-// p.n_kv key and p.n_kv value heads of p.head_dim rows), each group takes the two rows of one RoPE
+// p.n_kv key and p.n_kv value heads of p.head_dim rows), or whole heads of it from head p.head0
+// on (a part of other heads' type; y_off its first row), each group takes the two rows of one RoPE
 // pair, and rope_store (matvec_q8_rope.wgsl) does rope_kv_append.wgsl's work on them: the same
 // values, so the same results as linear_q8 followed by rope_kv_append.
 //
-// Preceded by a prelude (SWIGLU, ROPE, P_BINDING: the uniform's binding, XC with
-// q8_act_norm.wgsl), common.wgsl, rope_pair.wgsl, a weights/*.wgsl file
-// (bindings 0, 1), q8_act_global.wgsl (x quantized before: bindings 2, 3) or q8_act_norm.wgsl
-// (f32 x and a norm weight at 2, 3, quantized here by x_prologue), q8_act.wgsl, a q8dot/*.wgsl
+// Preceded by a prelude (SWIGLU, ROPE, P_BINDING: the uniform's binding, PF_K, PF_N, XC with
+// q8_act_norm*.wgsl), common.wgsl, rope_pair.wgsl, a weights/*.wgsl file
+// (bindings 0, 1), q8_act_global.wgsl (x quantized before: bindings 2, 3) or q8_act_norm.wgsl /
+// q8_act_norm_late.wgsl (f32 x and a norm weight at 2, 3, quantized here by x_prologue), q8_act.wgsl, a q8dot/*.wgsl
 // file, a reduce file and matvec_q8_rope.wgsl (ROPE) or matvec_q8_norope.wgsl.
 @group(0) @binding(4) var<storage, read> bias: array<f32>;
 @group(0) @binding(5) var<storage, read_write> y: array<u32>;  // f32 bits, or SWIGLU's quants
@@ -39,6 +43,7 @@ struct P {
   max_pos: u32,
   max_ctx: u32,
   cache_off: u32,
+  head0: u32,  // the weight's first head among the q, k and v heads (rows of whole heads)
 }
 @group(0) @binding(P_BINDING) var<uniform> p: P;
 override WG: u32 = 256;
@@ -78,11 +83,27 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     }
     rows[u] = p.row0 + min(rl[u], p.rows - 1u);
   }
-  x_prologue(lid);
   w_setup(p.cols);
   let nu = p.cols / (32u * MQ_UB);
   var acc: array<f32, R_MAX>;
   var un = lane;
+  // PF_K (a prelude constant, 0 .. UNROLL) units of each row loaded before x_prologue, so that
+  // they are in flight while the workgroup prepares x (indices clamped: a lane with fewer units
+  // loads one twice and drops it), then dotted in the main loop's order.
+  var wf: array<WU, PF_N>;
+  for (var k = 0u; k < PF_K; k++) {
+    for (var u = 0u; u < R; u++) { wf[k * R + u] = mq_load(rows[u], min(un + k * TPR, nu - 1u)); }
+  }
+  x_prologue(lid);
+  if (PF_K > 0u) {
+    for (var k = 0u; k < PF_K; k++) {
+      if (un + k * TPR < nu) {
+        let xu = u_x(un + k * TPR);
+        for (var u = 0u; u < R; u++) { acc[u] += u_dotw(wf[k * R + u], xu); }
+      }
+    }
+    un += PF_K * TPR;
+  }
   for (; un + (UNROLL - 1u) * TPR < nu; un += UNROLL * TPR) {
     for (var k = 0u; k < UNROLL; k++) {
       let xu = u_x(un + k * TPR);
@@ -95,7 +116,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
   }
   var outs: array<f32, R_MAX>;
   for (var u = 0u; u < R; u++) {
-    let s = group_sum(acc[u], lid, TPR);
+    let s = group_sum(acc[u], lid, TPR) * x_scale();
     if (lane == 0u) {
       if (SWIGLU) {
         res[g * R + u] = s;

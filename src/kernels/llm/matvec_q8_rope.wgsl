@@ -1,5 +1,5 @@
 // matvec_q8.wgsl's ROPE epilogue: rope_kv_append.wgsl for one token on the QKV rows ra, rb (one
-// RoPE pair of a head) whose values a, b (bias added) are already stored in y unrotated: query
+// RoPE pair of head p.head0 + ra / head_dim) whose values a, b (bias added) are already stored in y unrotated: query
 // pairs rotated in y, key pairs rotated into k_cache, value pairs copied into v_cache, at cache
 // row p.pos0 or positions[1] (rflags & 4). (cos, sin) from the table bound at yd's binding 6.
 @group(0) @binding(7) var<storage, read> positions: array<u32>;
@@ -8,7 +8,7 @@
 
 fn rope_store(ra: u32, rb: u32, a: f32, b: f32) {
   let hd = p.head_dim;
-  let head = ra / hd;  // query heads, then key heads, then value heads
+  let head = p.head0 + ra / hd;  // query heads, then key heads, then value heads
   var crow = p.pos0;
   if ((p.rflags & 4u) != 0u) { crow = positions[1]; }
   if (head >= p.heads + p.n_kv) {

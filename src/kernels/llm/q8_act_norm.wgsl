@@ -10,6 +10,8 @@
 var<workgroup> xw: array<vec4<u32>, XC / 16u>;
 var<workgroup> xd: array<vec2<u32>, XC / 32u>;
 
+fn x_scale() -> f32 { return 1.0; }
+
 // Each invocation quantizes 16 elements (half a block: one vec4 of xw) per pass, its partner
 // (lid ^ 1) the other half. Call in uniform control flow.
 fn x_prologue(lid: u32) {

@@ -20,3 +20,5 @@ fn group_sum(v: f32, lid: u32, GS: u32) -> f32 {
   for (var i = 0u; i < GS; i += SG) { t += red[g0 + i]; }
   return t;
 }
+// v of invocation lid ^ 1 (SG >= 2). Call in uniform control flow.
+fn partner(v: f32, lid: u32) -> f32 { return subgroupShuffleXor(v, 1u); }

@@ -13,3 +13,10 @@ fn group_sum(v: f32, lid: u32, GS: u32) -> f32 {
   let r = red[lid - lane];
   return r;
 }
+// v of invocation lid ^ 1. Call in uniform control flow.
+fn partner(v: f32, lid: u32) -> f32 {
+  workgroupBarrier();
+  red[lid] = v;
+  workgroupBarrier();
+  return red[lid ^ 1u];
+}

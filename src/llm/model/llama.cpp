@@ -134,11 +134,16 @@ class GpuEngine final : public LlamaEngine {
         ra.positions = pos;
         ra.cache_rows = true;
       }
-      // One token: RoPE and the cache append in the QKV matvec (no head norms between them).
-      const bool qkv_rope = q8(L.qkv) && fuse_norm_q8 && ops.tuning.mvq_rope && !cfg.qk_norm &&
-                            L.qkv.parts.size() == 1 && L.qkv.biases.empty() && ops.fuses_rope_q8(hidden);
+      // One token: RoPE and the cache append in the QKV matvec (no head norms between them), one
+      // dispatch per part (Q4_K_M: q|k, then v of another type).
+      const bool qkv_rope = q8(L.qkv) && fuse_norm_q8 && ops.tuning.mvq_rope && !cfg.qk_norm && L.qkv.biases.empty() &&
+                            ops.fuses_rope_q8(hidden);
       if (qkv_rope) {
-        ops.rms_norm_qkv_rope_q8(b, x, L.ln1, eps, L.qkv.parts[0], qkv, rope, cache, ra);
+        int64_t row0 = 0;
+        for (const GpuWeight& part : L.qkv.parts) {
+          ops.rms_norm_qkv_rope_q8(b, x, L.ln1, eps, part, qkv, rope, cache, ra, row0);
+          row0 += part.rows;
+        }
       } else if (q8(L.qkv) && fuse_norm_q8) {
         record_rms_norm_linear_q8(ops, b, L.qkv, x, L.ln1, eps, qkv, qkv_dim, false);
       } else if (q8(L.qkv)) {

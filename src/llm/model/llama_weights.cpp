@@ -84,6 +84,21 @@ HostMatrix host_matrix(const Context& ctx, const ModelTensor& t) {
   return m;
 }
 
+// The runs [begin, end) of consecutive matrices that same(i, j) says go together (one type, one
+// row length): each run is one part, so a QKV whose v has another type than q and k (llama.cpp's
+// Q4_K_M) is two parts, not three.
+template <class Same>
+std::vector<std::pair<size_t, size_t>> fused_runs(size_t n, Same same) {
+  std::vector<std::pair<size_t, size_t>> runs;
+  for (size_t i = 0; i < n;) {
+    size_t j = i + 1;
+    while (j < n && same(i, j)) ++j;
+    runs.push_back({i, j});
+    i = j;
+  }
+  return runs;
+}
+
 LinearGroup upload_group(const Context& ctx, const std::vector<const ModelTensor*>& ts,
                          const std::vector<const ModelTensor*>& biases, Progress& bar) {
   LinearGroup g;
@@ -92,27 +107,33 @@ LinearGroup upload_group(const Context& ctx, const std::vector<const ModelTensor
     ms.push_back(host_matrix(ctx, *t));
     g.rows.push_back(t->rows());
   }
-  bool fuse = true;
-  for (auto& m : ms) fuse &= m.type == ms[0].type && m.cols == ms[0].cols;
-  if (fuse && ms.size() > 1) {
+  const auto runs =
+      fused_runs(ms.size(), [&](size_t a, size_t b) { return ms[a].type == ms[b].type && ms[a].cols == ms[b].cols; });
+  for (auto [i, j] : runs) {
+    if (j - i == 1) {
+      g.parts.push_back(upload_weight(ctx, ms[i].type, ms[i].bytes, ms[i].rows, ms[i].cols));
+      continue;
+    }
     std::vector<std::byte> cat;
-    for (auto& m : ms) cat.insert(cat.end(), m.bytes.begin(), m.bytes.end());
-    g.parts.push_back(upload_weight(ctx, ms[0].type, cat, g.total_rows(), ms[0].cols));
-  } else {
-    for (auto& m : ms) g.parts.push_back(upload_weight(ctx, m.type, m.bytes, m.rows, m.cols));
+    int64_t rows = 0;
+    for (size_t k = i; k < j; ++k) {
+      cat.insert(cat.end(), ms[k].bytes.begin(), ms[k].bytes.end());
+      rows += ms[k].rows;
+    }
+    g.parts.push_back(upload_weight(ctx, ms[i].type, cat, rows, ms[i].cols));
   }
   for (auto* t : ts) bar.add(t->data.size());
   if (!biases.empty()) {
-    std::vector<float> cat;
-    for (size_t i = 0; i < biases.size(); ++i) {
+    for (size_t i = 0; i < biases.size(); ++i)
       if (!biases[i]) throw Error("wgc: " + ts[i]->name + " has no bias but its siblings have");
-      auto f = to_f32(*biases[i]);
-      if (g.parts.size() > 1)
-        g.biases.push_back(make_tensor(ctx, {int64_t(f.size())}, f));
-      else
+    for (auto [i, j] : runs) {  // one bias per part: its matrices' biases back to back
+      std::vector<float> cat;
+      for (size_t k = i; k < j; ++k) {
+        auto f = to_f32(*biases[k]);
         cat.insert(cat.end(), f.begin(), f.end());
+      }
+      g.biases.push_back(make_tensor(ctx, {int64_t(cat.size())}, cat));
     }
-    if (g.parts.size() == 1) g.biases.push_back(make_tensor(ctx, {int64_t(cat.size())}, cat));
   }
   return g;
 }
@@ -296,21 +317,18 @@ std::string gpu_fit_problem(const Context& ctx, const ModelFile& f, int max_ctx,
                                std::to_string(limit)
                          : std::string();
   };
-  // A matrix group as upload_group makes it: fused when the types and row lengths agree.
+  // A matrix group as upload_group makes it: runs of one type and row length fused.
   auto group = [&](const std::vector<const ModelTensor*>& ts) {
-    bool fuse = true;
-    uint64_t rows = 0;
-    for (auto* t : ts) {
-      fuse &= t->type == ts[0]->type && t->row_length() == ts[0]->row_length();
-      rows += uint64_t(t->rows());
-    }
     std::string why;
-    if (fuse)
-      return too_big(ts[0]->name + (ts.size() > 1 ? " (fused with its siblings)" : ""),
-                     gpu_data_bytes(ts[0]->type, rows, uint64_t(ts[0]->row_length())), most);
-    for (auto* t : ts)
+    for (auto [i, j] : fused_runs(ts.size(), [&](size_t a, size_t b) {
+           return ts[a]->type == ts[b]->type && ts[a]->row_length() == ts[b]->row_length();
+         })) {
+      uint64_t rows = 0;
+      for (size_t k = i; k < j; ++k) rows += uint64_t(ts[k]->rows());
       if (why.empty())
-        why = too_big(t->name, gpu_data_bytes(t->type, uint64_t(t->rows()), uint64_t(t->row_length())), most);
+        why = too_big(ts[i]->name + (j - i > 1 ? " (fused with its siblings)" : ""),
+                      gpu_data_bytes(ts[i]->type, rows, uint64_t(ts[i]->row_length())), most);
+    }
     return why;
   };
   std::vector<std::vector<const ModelTensor*>> groups = {{&f.tensor("model.embed_tokens.weight")}};

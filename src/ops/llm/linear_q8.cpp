@@ -45,7 +45,17 @@ constexpr uint32_t kMatvecQ8MaxRows = 8;  // matvec_q8.wgsl: R_MAX
 constexpr uint32_t kSwigluRows = 64;      // matvec_q8.wgsl: gate and up rows per SWIGLU workgroup
 // matvec_q8.wgsl: the uniform's binding (P_BINDING), after 7 storage buffers, or with ROPE after
 // 10 (matvec_q8_rope.wgsl's 7-9); P's ROPE fields (zero without).
-constexpr uint32_t kPlainUniform = 7, kRopeUniform = 10, kRopeParams = 8;
+constexpr uint32_t kPlainUniform = 7, kRopeUniform = 10, kRopeParams = 9;
+
+// Words of a q8dot/*.wgsl file's WU (a row's unit as mq_load loads it), and the most words of
+// them matvec_q8.wgsl loads ahead per invocation (tuning.mvq_pf): registers, not spills.
+uint32_t unit_words(TensorType t) {
+  if (t == TensorType::Q4_K) return 13;
+  if (t == TensorType::Q6_K) return 30;
+  if (t == TensorType::Q8_0) return 9;
+  return 5;  // Q4_0
+}
+constexpr uint32_t kPrefetchWords = 96;
 
 }  // namespace
 
@@ -68,10 +78,11 @@ bool supports_q8(TensorType t) {
 Kernel LlmOps::q8_kernel(const std::string& kind, TensorType t, const std::string& tag, const std::string& prelude,
                          std::vector<std::pair<std::string, double>> constants, bool norm_x, bool rope) const {
   const std::string key = "llm/" + kind + "/" + str(t) + "/" + tag;  // the tag names the prelude and constants
-  std::vector<std::string> files = {"llm/common.wgsl", "llm/weights/" + str(t) + ".wgsl",
-                                    norm_x ? "llm/q8_act_norm.wgsl" : "llm/q8_act_global.wgsl", "llm/q8_act.wgsl",
-                                    "llm/q8dot/" + str(t) + ".wgsl"};
-  const bool sg = kind == "matvec_q8" && subgroups_;
+  std::vector<std::string> files = {
+      "llm/common.wgsl", "llm/weights/" + str(t) + ".wgsl",
+      norm_x ? (tuning.mvq_late ? "llm/q8_act_norm_late.wgsl" : "llm/q8_act_norm.wgsl") : "llm/q8_act_global.wgsl",
+      "llm/q8_act.wgsl", "llm/q8dot/" + str(t) + ".wgsl"};
+  const bool sg = kind == "matvec_q8" && subgroups_ && sg_size_ >= 2;  // partner() shuffles pairs
   if (kind == "matvec_q8") {
     files.push_back(sg ? "llm/reduce_sg.wgsl" : "llm/reduce_wg.wgsl");
     files.push_back("llm/rope_pair.wgsl");
@@ -125,21 +136,36 @@ void LlmOps::swiglu_q8(Batch& b, const Tensor& gu, int64_t stride, int64_t up_of
 
 // ---- integer-dot linear --------------------------------------------------------------------
 
-LlmOps::MatvecQ8Shape LlmOps::matvec_q8_shape(const std::string& op, uint32_t rows_fixed) const {
-  const uint32_t wg = std::min(tuning.mvq_wg, max_wg_), tpr = std::min(tuning.mvq_tpr, wg);
+LlmOps::MatvecQ8Shape LlmOps::matvec_q8_shape(const std::string& op, TensorType t, uint32_t group_rows,
+                                              uint32_t wg_rows, uint32_t tpr_knob) const {
+  const uint32_t wg = std::min(tuning.mvq_wg, max_wg_), tpr = std::min(tpr_knob ? tpr_knob : tuning.mvq_tpr, wg);
   need(wg % tpr == 0 && (tpr & (tpr - 1)) == 0, op,
        "matvec tpr " + std::to_string(tpr) + " (a power of two dividing the workgroup of " + std::to_string(wg) + ")");
   need(tuning.mvq_unroll >= 1 && tuning.mvq_unroll <= 8, op,
        "matvec unroll " + std::to_string(tuning.mvq_unroll) + " (1..8)");
-  uint32_t r = tuning.mvq_rows;
-  if (rows_fixed) {
-    need(rows_fixed * tpr % wg == 0, op,
-         std::to_string(wg / tpr) + " row groups per workgroup cannot share " + std::to_string(rows_fixed) + " rows");
-    r = rows_fixed * tpr / wg;
+  uint32_t r = group_rows ? group_rows : tuning.mvq_rows;
+  if (wg_rows) {
+    need(wg_rows * tpr % wg == 0, op,
+         std::to_string(wg / tpr) + " row groups per workgroup cannot share " + std::to_string(wg_rows) + " rows");
+    r = wg_rows * tpr / wg;
   }
   need(r >= 1 && r <= kMatvecQ8MaxRows, op,
        "matvec rows " + std::to_string(r) + " per group (1.." + std::to_string(kMatvecQ8MaxRows) + ")");
-  return {wg, tpr, r, tuning.mvq_unroll};
+  // Units per row loaded ahead of x_prologue: tuning.mvq_pf, at most a step's, within kPrefetchWords.
+  const uint32_t pf = std::min({tuning.mvq_pf, tuning.mvq_unroll, kPrefetchWords / (r * unit_words(t))});
+  return {wg, tpr, r, tuning.mvq_unroll, pf};
+}
+
+std::string LlmOps::MatvecQ8Shape::tag() const {
+  return shape_tag({wg, tpr, rows, unroll}) + (pf ? "/pf" + std::to_string(pf) : "");
+}
+
+std::string LlmOps::MatvecQ8Shape::prelude() const {
+  return prelude_u32("PF_K", pf) + prelude_u32("PF_N", std::max(1u, pf * rows));
+}
+
+std::string LlmOps::norm_tag(int64_t cols) const {
+  return (tuning.mvq_late ? "normlate" : "norm") + std::to_string(cols) + "/";
 }
 
 bool LlmOps::fuses_norm_q8(int64_t cols) const {
@@ -174,14 +200,13 @@ void LlmOps::matvec_q8(Batch& b, const GpuWeight& w, const Tensor& x2, const Ten
   need_elems(y, o.y_offset + rows, op, "y");
   if (o.bias) need_elems(o.bias, o.row0 + rows, op, "bias");
   const uint32_t flags = (o.bias ? 1u : 0u) | (o.accumulate ? 2u : 0u);
-  MatvecQ8Shape m = matvec_q8_shape(op);
-  if (rope) m.rows = 2;  // a RoPE pair per group
+  const MatvecQ8Shape m = matvec_q8_shape(op, w.type, rope ? 2 : 0);  // ROPE: a RoPE pair per group
   std::string prelude = prelude_bool("SWIGLU", false) + prelude_bool("ROPE", rope) +
-                        prelude_u32("P_BINDING", rope ? kRopeUniform : kPlainUniform),
-              tag = shape_tag({m.wg, m.tpr, m.rows, m.unroll});
+                        prelude_u32("P_BINDING", rope ? kRopeUniform : kPlainUniform) + m.prelude(),
+              tag = m.tag();
   if (norm_x) {
     prelude += prelude_u32("XC", u32(w.cols));
-    tag = "norm" + std::to_string(w.cols) + "/" + tag;
+    tag = norm_tag(w.cols) + tag;
   }
   if (rope) tag = "rope/" + tag;
   Kernel k = q8_kernel("matvec_q8", w.type, tag, prelude,
@@ -199,7 +224,8 @@ void LlmOps::matvec_q8(Batch& b, const GpuWeight& w, const Tensor& x2, const Ten
         .push(rflags)
         .push(u32(rope->table->max_pos))
         .push(u32(c.max_ctx))
-        .push(c.offset);
+        .push(c.offset)
+        .push(u32(rope->row0 / c.head_dim));
     args.insert(args.end(), {rope->table->cos_sin, a.positions ? a.positions : dummy_, c.k, c.v});
   } else {
     for (uint32_t i = 0; i < kRopeParams; ++i) prm.push(0u);
@@ -214,8 +240,8 @@ bool LlmOps::fuses_rope_q8(int64_t cols) const {
 }
 
 void LlmOps::rms_norm_qkv_rope_q8(Batch& b, const Tensor& x, const Tensor& norm_w, float eps, const GpuWeight& w,
-                                  const Tensor& qkv, const RopeTable& table, const KvLayer& c,
-                                  const RopeKvArgs& a) const {
+                                  const Tensor& qkv, const RopeTable& table, const KvLayer& c, const RopeKvArgs& a,
+                                  int64_t row0) const {
   const std::string op = "rms_norm_qkv_rope_q8 " + str(w.type);
   need(supports_q8(w.type), op, "8-bit activations take Q4_0, Q8_0, Q4_K or Q6_K weights");
   check_norm_q8(x, norm_w, w.cols, op);
@@ -227,8 +253,9 @@ void LlmOps::rms_norm_qkv_rope_q8(Batch& b, const Tensor& x, const Tensor& norm_
   need(hd > 0 && hd % 2 == 0 && table.head_dim == hd, op,
        "the rope table's head_dim " + std::to_string(table.head_dim) + " is not the cache's " + std::to_string(hd));
   const int64_t rows = (int64_t(a.n_heads) + 2 * c.n_kv_heads) * hd;
-  need(w.rows == rows, op,
-       "a QKV weight of " + std::to_string(w.rows) + " rows for " + std::to_string(rows) + " (q, k and v heads)");
+  need(row0 >= 0 && row0 % hd == 0 && w.rows % hd == 0 && row0 + w.rows <= rows, op,
+       "rows " + std::to_string(row0) + "+" + std::to_string(w.rows) + " of a QKV weight of " + std::to_string(rows) +
+           " rows (whole q, k and v heads of " + std::to_string(hd) + ")");
   need(a.q_offset == 0 && (a.k_offset < 0 || a.k_offset == int64_t(a.n_heads) * hd) &&
            (a.v_offset < 0 || a.v_offset == (int64_t(a.n_heads) + c.n_kv_heads) * hd),
        op, "q, k and v heads back to back from 0");
@@ -242,8 +269,10 @@ void LlmOps::rms_norm_qkv_rope_q8(Batch& b, const Tensor& x, const Tensor& norm_
          "position " + std::to_string(a.pos0) + " past the table's " + std::to_string(table.max_pos));
   need_elems(c.k, c.offset + int64_t(c.n_kv_heads) * hd * c.max_ctx, op, "k cache");
   need_elems(c.v, c.offset + int64_t(c.n_kv_heads) * hd * c.max_ctx, op, "v cache");
-  const RopeKv rope{&table, &c, &a};
-  matvec_q8(b, w, x, norm_w, eps, true, qkv, {}, op, &rope);
+  const RopeKv rope{&table, &c, &a, row0};
+  LinearOptions o;
+  o.y_offset = row0;
+  matvec_q8(b, w, x, norm_w, eps, true, qkv, o, op, &rope);
 }
 
 void LlmOps::linear_q8(Batch& b, const GpuWeight& w, const Q8Act& x, const Tensor& y, int n_tokens,
@@ -307,11 +336,11 @@ void LlmOps::swiglu_matvec_q8(Batch& b, const GpuWeight& w, const Tensor& x2, co
   need_q8(out, 1, op, "out");
   need(w.rows == 2 * out.cols, op,
        "a gate|up weight of " + std::to_string(w.rows) + " rows for " + std::to_string(out.cols) + " outputs");
-  const MatvecQ8Shape m = matvec_q8_shape(op, kSwigluRows);
-  std::string prelude = prelude_bool("SWIGLU", true), tag = "swiglu/" + shape_tag({m.wg, m.tpr, m.rows, m.unroll});
+  const MatvecQ8Shape m = matvec_q8_shape(op, w.type, 0, kSwigluRows, tuning.mvq_sw_tpr);
+  std::string prelude = prelude_bool("SWIGLU", true) + m.prelude(), tag = "swiglu/" + m.tag();
   if (norm_x) {
     prelude += prelude_u32("XC", u32(w.cols));
-    tag = "norm" + std::to_string(w.cols) + "/" + tag;
+    tag = norm_tag(w.cols) + tag;
   }
   prelude += prelude_bool("ROPE", false) + prelude_u32("P_BINDING", kPlainUniform);
   Kernel k = q8_kernel("matvec_q8", w.type, tag, prelude,

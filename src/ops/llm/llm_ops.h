@@ -271,6 +271,17 @@ struct LlmTuning {
   // (rms_norm_qkv_rope_q8; needs mvq_norm), 0 in a rope_kv_append pass after it (H200, 8B
   // Q4_0: 1 gained 3%).
   uint32_t mvq_rope = 1;
+  // One-token steps with the norm fused (mvq_norm): 1 quantizes x * w per block before the sum of
+  // squares is known and scales each row's sum by 1 / rms after the dot products
+  // (q8_act_norm_late.wgsl: one read of x, two barriers with subgroups), 0 normalises first
+  // (q8_act_norm.wgsl: two reads, seven barriers).
+  uint32_t mvq_late = 0;
+  // Units per row of each invocation's first step that matvec_q8 loads before preparing x (0..
+  // mvq_unroll, within a register budget): the weights are in flight during the prologue.
+  uint32_t mvq_pf = 0;
+  // Invocations per row group of the fused gate|up + SwiGLU matvec (0: mvq_tpr); its rows per
+  // group follow (64 rows per workgroup: 8 at 32 invocations and a 256-invocation workgroup).
+  uint32_t mvq_sw_tpr = 0;
   // attention_decode_q8's combine (attn_combine_q8.wgsl): invocations per output element, each
   // merging every combine_sp-th split (1 adds the splits in merge_splits' order). H200, 8B Q4_0
   // tg128 at depth 0: 4 and 8 within 0.5% of 1 (4 the best).
@@ -361,9 +372,12 @@ class LlmOps {
   // One token: rms_norm_linear_q8 through a fused QKV weight (rows: a.n_heads query heads, then
   // the cache's key and value heads, back to back) and rope_kv_append(qkv, table, cache, a) on its
   // output, in one dispatch (the same results as the two). Needs fuses_rope_q8(w.cols) (ten
-  // storage buffers: adapters allowing that many per shader stage).
+  // storage buffers: adapters allowing that many per shader stage). A QKV weight in parts (of
+  // different types) takes one call per part: w holds rows row0 .. row0 + w.rows - 1 of the fused
+  // weight (whole heads), written to qkv from row0 on.
   void rms_norm_qkv_rope_q8(Batch& b, const Tensor& x, const Tensor& norm_w, float eps, const GpuWeight& w,
-                            const Tensor& qkv, const RopeTable& table, const KvLayer& cache, const RopeKvArgs& a) const;
+                            const Tensor& qkv, const RopeTable& table, const KvLayer& cache, const RopeKvArgs& a,
+                            int64_t row0 = 0) const;
   bool fuses_rope_q8(int64_t cols) const;
   // attention_decode with the output quantized into out (heads back to back: out.cols = n_heads *
   // head_dim, head_dim % 32 == 0; o_stride/o_offset unused): the o projection's input.
@@ -527,12 +541,21 @@ class LlmOps {
     const RopeTable* table;
     const KvLayer* cache;
     const RopeKvArgs* args;
+    int64_t row0;  // the weight's first row among the q, k and v rows
   };
-  // The one-token matvec_q8 schedule from tuning, checked; rows_fixed: rows per workgroup (SWIGLU).
+  // The one-token matvec_q8 schedule from tuning for weights of type t, checked: group_rows rows
+  // per group (0: tuning.mvq_rows), or wg_rows rows per workgroup (SWIGLU); tpr invocations per
+  // group (0: tuning.mvq_tpr); pf units per row loaded ahead (tuning.mvq_pf within a register
+  // budget).
   struct MatvecQ8Shape {
-    uint32_t wg, tpr, rows, unroll;
+    uint32_t wg, tpr, rows, unroll, pf;
+    std::string tag() const;      // for the kernel's name
+    std::string prelude() const;  // PF_K, PF_N
   };
-  MatvecQ8Shape matvec_q8_shape(const std::string& op, uint32_t rows_fixed = 0) const;
+  MatvecQ8Shape matvec_q8_shape(const std::string& op, TensorType t, uint32_t group_rows = 0, uint32_t wg_rows = 0,
+                                uint32_t tpr = 0) const;
+  // The kernel-name part of norm_x's x file (q8_act_norm.wgsl or, tuning.mvq_late, its _late form).
+  std::string norm_tag(int64_t cols) const;
   // matvec_q8.wgsl for one token, plain or SWIGLU: bindings 2 and 3 are x's quants and scales, or
   // with norm_x the f32 x and the norm weight (q8_act_norm.wgsl).
   void matvec_q8(Batch& b, const GpuWeight& w, const Tensor& x2, const Tensor& x3, float eps, bool norm_x,

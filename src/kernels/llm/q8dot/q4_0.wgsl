@@ -4,19 +4,21 @@ const MQ_UB: u32 = 1u;      // x blocks per unit
 const MQ_SW: u32 = 8u;      // matmul: words per scale
 const MQ_MIN: bool = false;  // matmul: scales come with a min (K-quants)
 
-// matvec_q8.wgsl: the x data of unit u, and a row's dot product with it.
+// matvec_q8.wgsl: the x data of unit u, and a row's dot product with it (its unit as mq_load
+// loads it: u_dotw).
 struct XU { a: vec4<u32>, b: vec4<u32>, e: vec2<f32> }
 fn u_x(u: u32) -> XU { return XU(xw[2u * u], xw[2u * u + 1u], q8_block(u)); }
-fn u_dot(row: u32, u: u32, x: XU) -> f32 {
-  let v = wq[row * w_rs4 + u];
+fn u_dotw(w: WU, x: XU) -> f32 {
+  let v = w.v;
   let m = 0x0f0f0f0fu;
   let s = dot4I8Packed(v.x & m, x.a.x) + dot4I8Packed(v.y & m, x.a.y) + dot4I8Packed(v.z & m, x.a.z) +
           dot4I8Packed(v.w & m, x.a.w) + dot4I8Packed((v.x >> 4u) & m, x.b.x) + dot4I8Packed((v.y >> 4u) & m, x.b.y) +
           dot4I8Packed((v.z >> 4u) & m, x.b.z) + dot4I8Packed((v.w >> 4u) & m, x.b.w);
-  return w_scale(row, u) * x.e.x * (f32(s) - 8.0 * x.e.y);
+  return w.d * x.e.x * (f32(s) - 8.0 * x.e.y);
 }
+fn u_dot(row: u32, u: u32, x: XU) -> f32 { return u_dotw(mq_load(row, u), x); }
 
-// matmul_q8.wgsl: a row's unit as loaded, its words as signed bytes (q - 8: the nibble with its
+// matmul_q8.wgsl and matvec_q8.wgsl: a row's unit as loaded, its words as signed bytes (q - 8: the nibble with its
 // top bit flipped, sign-extended) and its scale.
 struct WU { v: vec4<u32>, d: f32 }
 fn mq_load(row: u32, u: u32) -> WU { return WU(wq[row * w_rs4 + u], w_scale(row, u)); }

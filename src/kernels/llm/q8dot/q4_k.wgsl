@@ -6,17 +6,17 @@ const MQ_UB: u32 = 2u;     // x blocks per unit
 const MQ_SW: u32 = 8u;     // matmul: words per scale
 const MQ_MIN: bool = true;  // matmul: scales come with a min
 
-// matvec_q8.wgsl: the x data of unit u, and a row's dot product with it.
+// matvec_q8.wgsl: the x data of unit u, and a row's dot product with it (its unit as mq_load
+// loads it: u_dotw).
 struct XU { a0: vec4<u32>, b0: vec4<u32>, a1: vec4<u32>, b1: vec4<u32>, e0: vec2<f32>, e1: vec2<f32> }
 fn u_x(u: u32) -> XU {
   return XU(xw[4u * u], xw[4u * u + 1u], xw[4u * u + 2u], xw[4u * u + 3u], q8_block(2u * u), q8_block(2u * u + 1u));
 }
-fn u_dot(row: u32, u: u32, x: XU) -> f32 {
-  let j = u & 3u;
-  let base = row * w_rs4 + (u / 4u) * 9u;
-  let h = wq[base];
-  let q0 = wq[base + 1u + 2u * j];
-  let q1 = wq[base + 2u + 2u * j];
+fn u_dotw(w: WU, x: XU) -> f32 {
+  let j = w.j;
+  let h = w.h;
+  let q0 = w.q0;
+  let q1 = w.q1;
   let m = 0x0f0f0f0fu;
   let lo = dot4I8Packed(q0.x & m, x.a0.x) + dot4I8Packed(q0.y & m, x.a0.y) + dot4I8Packed(q0.z & m, x.a0.z) +
            dot4I8Packed(q0.w & m, x.a0.w) + dot4I8Packed(q1.x & m, x.b0.x) + dot4I8Packed(q1.y & m, x.b0.y) +
@@ -30,8 +30,9 @@ fn u_dot(row: u32, u: u32, x: XU) -> f32 {
   let s2 = q4k_scale_min(h, 2u * j + 1u);
   return x.e0.x * (dm.x * s1.x * f32(lo) - dm.y * s1.y * x.e0.y) + x.e1.x * (dm.x * s2.x * f32(hi) - dm.y * s2.y * x.e1.y);
 }
+fn u_dot(row: u32, u: u32, x: XU) -> f32 { return u_dotw(mq_load(row, u), x); }
 
-// matmul_q8.wgsl: a row's unit as loaded, its 16 words (0..7: block 2j, the low nibbles; 8..15:
+// matmul_q8.wgsl and matvec_q8.wgsl: a row's unit as loaded, its 16 words (0..7: block 2j, the low nibbles; 8..15:
 // block 2j + 1, the high ones) and the (d * sc, dmin * mn) of each block.
 struct WU { h: vec4<u32>, q0: vec4<u32>, q1: vec4<u32>, j: u32 }
 fn mq_load(row: u32, u: u32) -> WU {

@@ -14,7 +14,8 @@ fn q6_quarter(qa: u32, qb: u32, qh: u32, k: u32) -> u32 {
   return lo | (((qh >> (2u * k)) & 0x03030303u) << 4u);
 }
 
-// matvec_q8.wgsl: the x data of unit u, and a row's dot product with it.
+// matvec_q8.wgsl: the x data of unit u, and a row's dot product with it (its unit as mq_load
+// loads it: u_dotw).
 struct XU { x: array<vec4<u32>, 8>, e: array<vec2<u32>, 4> }
 fn u_x(u: u32) -> XU {
   var r: XU;
@@ -22,29 +23,27 @@ fn u_x(u: u32) -> XU {
   for (var k = 0u; k < 4u; k++) { r.e[k] = xd[4u * u + k]; }
   return r;
 }
-fn u_dot(row: u32, u: u32, x: XU) -> f32 {
-  let h = u & 1u;
-  let sb = u / 2u;
-  let base = row * w_rs4 + sb * 13u;
-  let sv = wq[base + 12u];
-  var acc = 0.0;
-  for (var p = 0u; p < 2u; p++) {
-    let qa = wq[base + 4u * h + p];
-    let qb = wq[base + 4u * h + 2u + p];
-    let qh = wq[base + 8u + 2u * h + p];
-    for (var k = 0u; k < 4u; k++) {
-      let xv = x.x[2u * k + p];
-      let s = dot4I8Packed(q6_quarter(qa.x, qb.x, qh.x, k), xv.x) + dot4I8Packed(q6_quarter(qa.y, qb.y, qh.y, k), xv.y) +
-              dot4I8Packed(q6_quarter(qa.z, qb.z, qh.z, k), xv.z) + dot4I8Packed(q6_quarter(qa.w, qb.w, qh.w, k), xv.w);
-      let e = x.e[k];
-      let sx = select(q8_lo(e), q8_hi(e), p == 1u);
-      acc += q8_d(e) * q6k_sc(sv, 8u * h + p + 2u * k) * f32(s - 32 * sx);
-    }
+// acc plus half p (words 4p .. 4p + 3 of each quarter's block) of a unit: the ql words of l (qa),
+// of l + 32 (qb) and the qh words of l.
+fn q6_part(acc0: f32, qa: vec4<u32>, qb: vec4<u32>, qh: vec4<u32>, sv: vec4<u32>, h: u32, p: u32, x: XU) -> f32 {
+  var acc = acc0;
+  for (var k = 0u; k < 4u; k++) {
+    let xv = x.x[2u * k + p];
+    let s = dot4I8Packed(q6_quarter(qa.x, qb.x, qh.x, k), xv.x) + dot4I8Packed(q6_quarter(qa.y, qb.y, qh.y, k), xv.y) +
+            dot4I8Packed(q6_quarter(qa.z, qb.z, qh.z, k), xv.z) + dot4I8Packed(q6_quarter(qa.w, qb.w, qh.w, k), xv.w);
+    let e = x.e[k];
+    let sx = select(q8_lo(e), q8_hi(e), p == 1u);
+    acc += q8_d(e) * q6k_sc(sv, 8u * h + p + 2u * k) * f32(s - 32 * sx);
   }
-  return bitcast<f32>(ws[row * w_nb + sb]) * acc;
+  return acc;
 }
+fn u_dotw(w: WU, x: XU) -> f32 {
+  let a0 = q6_part(0.0, w.qa0, w.qb0, w.qh0, w.sv, w.h, 0u, x);
+  return w.d * q6_part(a0, w.qa1, w.qb1, w.qh1, w.sv, w.h, 1u, x);
+}
+fn u_dot(row: u32, u: u32, x: XU) -> f32 { return u_dotw(mq_load(row, u), x); }
 
-// matmul_q8.wgsl: a row's unit as loaded, its 32 words as signed bytes (q - 32: bit 5 flipped,
+// matmul_q8.wgsl and matvec_q8.wgsl: a row's unit as loaded, its 32 words as signed bytes (q - 32: bit 5 flipped,
 // sign-extended; word k = quarter k / 8, word k % 8 of its block) and the d * sc of each 16.
 struct WU { qa0: vec4<u32>, qa1: vec4<u32>, qb0: vec4<u32>, qb1: vec4<u32>, qh0: vec4<u32>, qh1: vec4<u32>, sv: vec4<u32>, d: f32, h: u32 }
 fn mq_load(row: u32, u: u32) -> WU {
