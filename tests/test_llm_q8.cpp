@@ -133,13 +133,13 @@ TEST(LlmQ8, QuantizeNormSwigluMatchReference) {
 // counts around the tiles, with a row range, strided y, bias and accumulation; two tilings.
 TEST(LlmQ8, LinearMatchesReference) {
   struct Tiling {
-    uint32_t bm, bn, mv_wg, mv_tpr, mv_rows, units, magic, min_groups, mv_pf;
+    uint32_t bm, bn, mv_wg, mv_tpr, mv_rows, units, magic, min_groups, mv_pf, mv_static;
   };
   std::vector<std::pair<Tiling, std::unique_ptr<LlmOps>>> tilings;
   // The third shrinks every tile (mmq_min_groups) down to 16 x 32; the second and third load the
-  // matvec's first units ahead (mvq_pf).
-  for (Tiling tl : {Tiling{64, 128, 256, 32, 2, 4, 1, 0, 0}, Tiling{16, 40, 64, 8, 3, 2, 0, 0, 2},
-                    Tiling{64, 128, 256, 32, 2, 1, 1, 100000, 1}}) {
+  // matvec's first units ahead (mvq_pf), the second with the columns built into the kernel.
+  for (Tiling tl : {Tiling{64, 128, 256, 32, 2, 4, 1, 0, 0, 0}, Tiling{16, 40, 64, 8, 3, 2, 0, 0, 2, 1},
+                    Tiling{64, 128, 256, 32, 2, 1, 1, 100000, 1, 0}}) {
     auto o = std::make_unique<LlmOps>(ctx());
     o->tuning.mmq_bm = tl.bm;
     o->tuning.mmq_bn = tl.bn;
@@ -150,6 +150,7 @@ TEST(LlmQ8, LinearMatchesReference) {
     o->tuning.mvq_tpr = tl.mv_tpr;
     o->tuning.mvq_rows = tl.mv_rows;
     o->tuning.mvq_pf = tl.mv_pf;
+    o->tuning.mvq_static = tl.mv_static;
     tilings.emplace_back(tl, std::move(o));
   }
   for (auto t : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K}) {
@@ -187,7 +188,7 @@ TEST(LlmQ8, LinearMatchesReference) {
                                      std::to_string(variant) + " tile " + std::to_string(tl.bm) + "x" +
                                      std::to_string(tl.bn) + " units " + std::to_string(tl.units) + " magic " +
                                      std::to_string(tl.magic) + " min_groups " + std::to_string(tl.min_groups) +
-                                     " pf " + std::to_string(tl.mv_pf);
+                                     " pf " + std::to_string(tl.mv_pf) + " static " + std::to_string(tl.mv_static);
             Tensor y = plain ? test::poisoned(int64_t(ny)) : make_tensor(ctx(), {int64_t(ny)}, y0);
             LinearOptions lo;
             lo.row0 = row0;
@@ -263,12 +264,13 @@ void expect_near_flips(const std::vector<float>& got, const std::vector<double>&
 // rms_norm_linear_q8 (the RMSNorm and quantization in every workgroup) against the reference,
 // every type, at awkward sizes (one pass and several per workgroup), with a row range, bias and
 // accumulation, in three schedules (unrolled, small workgroups; small workgroups with the norm's
-// scale applied late and weights loaded ahead: a whole step's for small units, one for Q6_K's).
+// scale applied late, weights loaded ahead (a whole step's for small units, one for Q6_K's) and the
+// columns built into the kernel).
 TEST(LlmQ8, NormLinearMatchesReference) {
   std::vector<std::pair<std::string, std::unique_ptr<LlmOps>>> schedules;
   for (const char* spec : {"mvq_wg=256,mvq_tpr=32,mvq_rows=2,mvq_unroll=1,mvq_late=0,mvq_pf=0",
                            "mvq_wg=64,mvq_tpr=8,mvq_rows=3,mvq_unroll=3,mvq_late=0,mvq_pf=0",
-                           "mvq_wg=64,mvq_tpr=8,mvq_rows=3,mvq_unroll=3,mvq_late=1,mvq_pf=2"}) {
+                           "mvq_wg=64,mvq_tpr=8,mvq_rows=3,mvq_unroll=3,mvq_late=1,mvq_pf=2,mvq_static=1"}) {
     auto o = std::make_unique<LlmOps>(ctx());
     apply_tuning(o->tuning, spec);
     schedules.emplace_back(spec, std::move(o));
@@ -319,7 +321,7 @@ TEST(LlmQ8, NormLinearMatchesReference) {
 // rms_norm_swiglu_q8 against the reference (a flip in x moves gate and up sums far less than
 // one of the output's quantization steps, which expect_quantized allows).
 TEST(LlmQ8, NormSwigluMatchesReference) {
-  for (const char* spec : {"", "mvq_late=1,mvq_pf=1", "mvq_sw_tpr=8", "mvq_sw_tpr=16,mvq_late=1,mvq_pf=2"})
+  for (const char* spec : {"", "mvq_late=1,mvq_pf=1", "mvq_sw_tpr=8", "mvq_sw_tpr=16,mvq_late=1,mvq_pf=2,mvq_static=1"})
     for (auto t : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K}) {
       LlmOps o(ctx());
       apply_tuning(o.tuning, spec);
@@ -424,7 +426,7 @@ TEST(LlmQ8, QkvRopeInPartsMatchesTwoPasses) {
   auto nw = make_tensor(ctx(), {cols}, test::random_floats(size_t(cols), 96, 0.5f, 1.5f));
   const std::pair<TensorType, TensorType> types[] = {{TensorType::Q4_K, TensorType::Q6_K},
                                                      {TensorType::Q4_0, TensorType::Q8_0}};
-  for (const char* spec : {"", "mvq_late=1,mvq_pf=2"})
+  for (const char* spec : {"", "mvq_late=1,mvq_pf=2,mvq_static=1"})
     for (auto [tqk, tv] : types) {
       LlmOps o(ctx());
       apply_tuning(o.tuning, spec);

@@ -10,7 +10,8 @@
 // silu(gate) * up quantized as x is (quant_act.wgsl's block w) into y (quants) and yd (d, sums).
 //
 // PF_K and PF_N (prelude constants): units per row loaded before x_prologue, and PF_K * R (at
-// least 1). x_scale() (from the x file) multiplies each row's sum.
+// least 1). XS (a prelude constant): the columns, or 0 for p.cols. x_scale() (from the x file)
+// multiplies each row's sum.
 //
 // ROPE (a prelude constant; R == 2): the rows are a fused QKV weight (p.heads query heads, then
 // p.n_kv key and p.n_kv value heads of p.head_dim rows), or whole heads of it from head p.head0
@@ -18,7 +19,7 @@
 // pair, and rope_store (matvec_q8_rope.wgsl) does rope_kv_append.wgsl's work on them: the same
 // values, so the same results as linear_q8 followed by rope_kv_append.
 //
-// Preceded by a prelude (SWIGLU, ROPE, P_BINDING: the uniform's binding, PF_K, PF_N, XC with
+// Preceded by a prelude (SWIGLU, ROPE, P_BINDING: the uniform's binding, PF_K, PF_N, XS, XC with
 // q8_act_norm*.wgsl), common.wgsl, rope_pair.wgsl, a weights/*.wgsl file
 // (bindings 0, 1), q8_act_global.wgsl (x quantized before: bindings 2, 3) or q8_act_norm.wgsl /
 // q8_act_norm_late.wgsl (f32 x and a norm weight at 2, 3, quantized here by x_prologue), q8_act.wgsl, a q8dot/*.wgsl
@@ -57,6 +58,13 @@ var<workgroup> res: array<f32, 64>;  // SWIGLU: the workgroup's gate and up sums
 
 fn xq(i4: u32) -> vec4<f32> { return vec4<f32>(0.0); }  // unused here (w_chunk needs it)
 
+// The columns: XS when the kernel was made for one width (the loops' trip counts then known to
+// the compiler), else p.cols.
+fn mv_cols() -> u32 {
+  if (XS > 0u) { return XS; }
+  return p.cols;
+}
+
 // ROPE: row u (0, 1) of RoPE pair pi (pairs numbered head by head).
 fn rope_row(pi: u32, u: u32) -> u32 {
   let half = p.head_dim / 2u;
@@ -83,8 +91,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     }
     rows[u] = p.row0 + min(rl[u], p.rows - 1u);
   }
-  w_setup(p.cols);
-  let nu = p.cols / (32u * MQ_UB);
+  w_setup(mv_cols());
+  let nu = mv_cols() / (32u * MQ_UB);
   var acc: array<f32, R_MAX>;
   var un = lane;
   // PF_K (a prelude constant, 0 .. UNROLL) units of each row loaded before x_prologue, so that

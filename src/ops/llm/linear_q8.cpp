@@ -136,8 +136,10 @@ void LlmOps::swiglu_q8(Batch& b, const Tensor& gu, int64_t stride, int64_t up_of
 
 // ---- integer-dot linear --------------------------------------------------------------------
 
-LlmOps::MatvecQ8Shape LlmOps::matvec_q8_shape(const std::string& op, TensorType t, uint32_t group_rows,
+LlmOps::MatvecQ8Shape LlmOps::matvec_q8_shape(const std::string& op, const GpuWeight& w, uint32_t group_rows,
                                               uint32_t wg_rows, uint32_t tpr_knob) const {
+  const TensorType t = w.type;
+  const uint32_t cols = u32(w.cols);
   const uint32_t wg = std::min(tuning.mvq_wg, max_wg_), tpr = std::min(tpr_knob ? tpr_knob : tuning.mvq_tpr, wg);
   need(wg % tpr == 0 && (tpr & (tpr - 1)) == 0, op,
        "matvec tpr " + std::to_string(tpr) + " (a power of two dividing the workgroup of " + std::to_string(wg) + ")");
@@ -153,15 +155,16 @@ LlmOps::MatvecQ8Shape LlmOps::matvec_q8_shape(const std::string& op, TensorType 
        "matvec rows " + std::to_string(r) + " per group (1.." + std::to_string(kMatvecQ8MaxRows) + ")");
   // Units per row loaded ahead of x_prologue: tuning.mvq_pf, at most a step's, within kPrefetchWords.
   const uint32_t pf = std::min({tuning.mvq_pf, tuning.mvq_unroll, kPrefetchWords / (r * unit_words(t))});
-  return {wg, tpr, r, tuning.mvq_unroll, pf};
+  return {wg, tpr, r, tuning.mvq_unroll, pf, tuning.mvq_static ? cols : 0};
 }
 
 std::string LlmOps::MatvecQ8Shape::tag() const {
-  return shape_tag({wg, tpr, rows, unroll}) + (pf ? "/pf" + std::to_string(pf) : "");
+  return shape_tag({wg, tpr, rows, unroll}) + (pf ? "/pf" + std::to_string(pf) : "") +
+         (cols ? "/c" + std::to_string(cols) : "");
 }
 
 std::string LlmOps::MatvecQ8Shape::prelude() const {
-  return prelude_u32("PF_K", pf) + prelude_u32("PF_N", std::max(1u, pf * rows));
+  return prelude_u32("PF_K", pf) + prelude_u32("PF_N", std::max(1u, pf * rows)) + prelude_u32("XS", cols);
 }
 
 std::string LlmOps::norm_tag(int64_t cols) const {
@@ -200,7 +203,7 @@ void LlmOps::matvec_q8(Batch& b, const GpuWeight& w, const Tensor& x2, const Ten
   need_elems(y, o.y_offset + rows, op, "y");
   if (o.bias) need_elems(o.bias, o.row0 + rows, op, "bias");
   const uint32_t flags = (o.bias ? 1u : 0u) | (o.accumulate ? 2u : 0u);
-  const MatvecQ8Shape m = matvec_q8_shape(op, w.type, rope ? 2 : 0);  // ROPE: a RoPE pair per group
+  const MatvecQ8Shape m = matvec_q8_shape(op, w, rope ? 2 : 0);  // ROPE: a RoPE pair per group
   std::string prelude = prelude_bool("SWIGLU", false) + prelude_bool("ROPE", rope) +
                         prelude_u32("P_BINDING", rope ? kRopeUniform : kPlainUniform) + m.prelude(),
               tag = m.tag();
@@ -336,7 +339,7 @@ void LlmOps::swiglu_matvec_q8(Batch& b, const GpuWeight& w, const Tensor& x2, co
   need_q8(out, 1, op, "out");
   need(w.rows == 2 * out.cols, op,
        "a gate|up weight of " + std::to_string(w.rows) + " rows for " + std::to_string(out.cols) + " outputs");
-  const MatvecQ8Shape m = matvec_q8_shape(op, w.type, 0, kSwigluRows, tuning.mvq_sw_tpr);
+  const MatvecQ8Shape m = matvec_q8_shape(op, w, 0, kSwigluRows, tuning.mvq_sw_tpr);
   std::string prelude = prelude_bool("SWIGLU", true) + m.prelude(), tag = "swiglu/" + m.tag();
   if (norm_x) {
     prelude += prelude_u32("XC", u32(w.cols));

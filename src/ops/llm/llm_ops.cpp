@@ -110,6 +110,7 @@ void apply_tuning(LlmTuning& t, std::string_view spec) {
       {"mvq_late", &LlmTuning::mvq_late},
       {"mvq_pf", &LlmTuning::mvq_pf},
       {"mvq_sw_tpr", &LlmTuning::mvq_sw_tpr},
+      {"mvq_static", &LlmTuning::mvq_static},
       {"combine_sp", &LlmTuning::combine_sp},
       {"mmq_bm", &LlmTuning::mmq_bm},
       {"mmq_bn", &LlmTuning::mmq_bn},

@@ -282,6 +282,9 @@ struct LlmTuning {
   // Invocations per row group of the fused gate|up + SwiGLU matvec (0: mvq_tpr); its rows per
   // group follow (64 rows per workgroup: 8 at 32 invocations and a 256-invocation workgroup).
   uint32_t mvq_sw_tpr = 0;
+  // 1: each weight's column count is a constant of its matvec_q8 kernel (a kernel per width; the
+  // unit loops' trip counts known to the compiler), 0: read from the parameters.
+  uint32_t mvq_static = 0;
   // attention_decode_q8's combine (attn_combine_q8.wgsl): invocations per output element, each
   // merging every combine_sp-th split (1 adds the splits in merge_splits' order). H200, 8B Q4_0
   // tg128 at depth 0: 4 and 8 within 0.5% of 1 (4 the best).
@@ -543,17 +546,17 @@ class LlmOps {
     const RopeKvArgs* args;
     int64_t row0;  // the weight's first row among the q, k and v rows
   };
-  // The one-token matvec_q8 schedule from tuning for weights of type t, checked: group_rows rows
-  // per group (0: tuning.mvq_rows), or wg_rows rows per workgroup (SWIGLU); tpr invocations per
-  // group (0: tuning.mvq_tpr); pf units per row loaded ahead (tuning.mvq_pf within a register
-  // budget).
+  // The one-token matvec_q8 schedule from tuning for weight w, checked: group_rows rows per group
+  // (0: tuning.mvq_rows), or wg_rows rows per workgroup (SWIGLU); tpr invocations per group (0:
+  // tuning.mvq_tpr); pf units per row loaded ahead (tuning.mvq_pf within a register budget); cols
+  // w's columns built into the kernel (tuning.mvq_static) or 0.
   struct MatvecQ8Shape {
-    uint32_t wg, tpr, rows, unroll, pf;
+    uint32_t wg, tpr, rows, unroll, pf, cols;
     std::string tag() const;      // for the kernel's name
-    std::string prelude() const;  // PF_K, PF_N
+    std::string prelude() const;  // PF_K, PF_N, XS
   };
-  MatvecQ8Shape matvec_q8_shape(const std::string& op, TensorType t, uint32_t group_rows = 0, uint32_t wg_rows = 0,
-                                uint32_t tpr = 0) const;
+  MatvecQ8Shape matvec_q8_shape(const std::string& op, const GpuWeight& w, uint32_t group_rows = 0,
+                                uint32_t wg_rows = 0, uint32_t tpr = 0) const;
   // The kernel-name part of norm_x's x file (q8_act_norm.wgsl or, tuning.mvq_late, its _late form).
   std::string norm_tag(int64_t cols) const;
   // matvec_q8.wgsl for one token, plain or SWIGLU: bindings 2 and 3 are x's quants and scales, or
