@@ -1,7 +1,7 @@
 // Matrix-vector with 8-bit activations (one token; llama.cpp's MMVQ): y[y_off + r] =
 // sum_u dot(W[row0 + r], x) (+ bias[row0 + r]) (+ y), the weights' quants and x's (q8_act.wgsl)
-// multiplied with integer dot products (dot4I8Packed) a unit at a time (q8dot/*.wgsl: one to four
-// blocks of 32), scaled per block. A group of TPR invocations takes R rows and strides over their
+// multiplied with integer dot products (dot4I8Packed) a unit at a time (q8dot/*.wgsl: MV_UE
+// elements, one or two blocks of 32 or parts of four), scaled per block. A group of TPR invocations takes R rows and strides over their
 // units, UNROLL units per step (loads the compiler can issue together; the rest one by one); each
 // unit's x is loaded once for the R rows. Sums with group_sum (reduce_sg.wgsl or reduce_wg.wgsl).
 //
@@ -92,15 +92,15 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     rows[u] = p.row0 + min(rl[u], p.rows - 1u);
   }
   w_setup(mv_cols());
-  let nu = mv_cols() / (32u * MQ_UB);
+  let nu = mv_cols() / MV_UE;
   var acc: array<f32, R_MAX>;
   var un = lane;
   // PF_K (a prelude constant, 0 .. UNROLL) units of each row loaded before x_prologue, so that
   // they are in flight while the workgroup prepares x (indices clamped: a lane with fewer units
   // loads one twice and drops it), then dotted in the main loop's order.
-  var wf: array<WU, PF_N>;
+  var wf: array<WV, PF_N>;
   for (var k = 0u; k < PF_K; k++) {
-    for (var u = 0u; u < R; u++) { wf[k * R + u] = mq_load(rows[u], min(un + k * TPR, nu - 1u)); }
+    for (var u = 0u; u < R; u++) { wf[k * R + u] = v_load(rows[u], min(un + k * TPR, nu - 1u)); }
   }
   x_prologue(lid);
   if (PF_K > 0u) {
@@ -115,12 +115,12 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
   for (; un + (UNROLL - 1u) * TPR < nu; un += UNROLL * TPR) {
     for (var k = 0u; k < UNROLL; k++) {
       let xu = u_x(un + k * TPR);
-      for (var u = 0u; u < R; u++) { acc[u] += u_dot(rows[u], un + k * TPR, xu); }
+      for (var u = 0u; u < R; u++) { acc[u] += u_dotw(v_load(rows[u], un + k * TPR), xu); }
     }
   }
   for (; un < nu; un += TPR) {
     let xu = u_x(un);
-    for (var u = 0u; u < R; u++) { acc[u] += u_dot(rows[u], un, xu); }
+    for (var u = 0u; u < R; u++) { acc[u] += u_dotw(v_load(rows[u], un), xu); }
   }
   var outs: array<f32, R_MAX>;
   for (var u = 0u; u < R; u++) {

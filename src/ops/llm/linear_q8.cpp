@@ -47,11 +47,11 @@ constexpr uint32_t kSwigluRows = 64;      // matvec_q8.wgsl: gate and up rows pe
 // 10 (matvec_q8_rope.wgsl's 7-9); P's ROPE fields (zero without).
 constexpr uint32_t kPlainUniform = 7, kRopeUniform = 10, kRopeParams = 9;
 
-// Words of a q8dot/*.wgsl file's WU (a row's unit as mq_load loads it), and the most words of
-// them matvec_q8.wgsl loads ahead per invocation (tuning.mvq_pf): registers, not spills.
+// Words of a q8dot/*.wgsl file's WV (a row's matvec unit as v_load loads it), and the most words
+// of them matvec_q8.wgsl loads ahead per invocation (tuning.mvq_pf): registers, not spills.
 uint32_t unit_words(TensorType t) {
   if (t == TensorType::Q4_K) return 13;
-  if (t == TensorType::Q6_K) return 30;
+  if (t == TensorType::Q6_K) return 18;
   if (t == TensorType::Q8_0) return 9;
   return 5;  // Q4_0
 }

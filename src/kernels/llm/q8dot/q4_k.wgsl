@@ -4,15 +4,16 @@
 //   sum = dx * (d * sc * sum q * qx - dmin * mn * sum qx)   per x block.
 const MQ_UB: u32 = 2u;     // x blocks per unit
 const MQ_SW: u32 = 8u;     // matmul: words per scale
+const MV_UE: u32 = 64u;     // matvec_q8.wgsl: elements per unit
 const MQ_MIN: bool = true;  // matmul: scales come with a min
 
-// matvec_q8.wgsl: the x data of unit u, and a row's dot product with it (its unit as mq_load
-// loads it: u_dotw).
+// matvec_q8.wgsl: its unit is the matmul's (MV_UE elements; weights WV, loaded by v_load), the
+// x data of unit u, and a row's dot product with it.
 struct XU { a0: vec4<u32>, b0: vec4<u32>, a1: vec4<u32>, b1: vec4<u32>, e0: vec2<f32>, e1: vec2<f32> }
 fn u_x(u: u32) -> XU {
   return XU(xw[4u * u], xw[4u * u + 1u], xw[4u * u + 2u], xw[4u * u + 3u], q8_block(2u * u), q8_block(2u * u + 1u));
 }
-fn u_dotw(w: WU, x: XU) -> f32 {
+fn u_dotw(w: WV, x: XU) -> f32 {
   let j = w.j;
   let h = w.h;
   let q0 = w.q0;
@@ -30,9 +31,8 @@ fn u_dotw(w: WU, x: XU) -> f32 {
   let s2 = q4k_scale_min(h, 2u * j + 1u);
   return x.e0.x * (dm.x * s1.x * f32(lo) - dm.y * s1.y * x.e0.y) + x.e1.x * (dm.x * s2.x * f32(hi) - dm.y * s2.y * x.e1.y);
 }
-fn u_dot(row: u32, u: u32, x: XU) -> f32 { return u_dotw(mq_load(row, u), x); }
 
-// matmul_q8.wgsl and matvec_q8.wgsl: a row's unit as loaded, its 16 words (0..7: block 2j, the low nibbles; 8..15:
+// matmul_q8.wgsl (and matvec_q8.wgsl: WV, v_load): a row's unit as loaded, its 16 words (0..7: block 2j, the low nibbles; 8..15:
 // block 2j + 1, the high ones) and the (d * sc, dmin * mn) of each block.
 struct WU { h: vec4<u32>, q0: vec4<u32>, q1: vec4<u32>, j: u32 }
 fn mq_load(row: u32, u: u32) -> WU {
@@ -50,3 +50,5 @@ fn mq_scale(wu: WU, g: u32) -> vec2<f32> {
   let s = q4k_scale_min(wu.h, 2u * wu.j + g);
   return vec2<f32>(dm.x * s.x, dm.y * s.y);
 }
+alias WV = WU;
+fn v_load(row: u32, u: u32) -> WU { return mq_load(row, u); }

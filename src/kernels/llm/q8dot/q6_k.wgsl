@@ -6,6 +6,7 @@
 const MQ_UB: u32 = 4u;      // x blocks per unit
 const MQ_SW: u32 = 4u;      // matmul: words per scale
 const MQ_MIN: bool = false;  // matmul: scales come with a min
+const MV_UE: u32 = 64u;      // matvec_q8.wgsl: elements per unit (half a matmul unit)
 
 // The quants of quarter k, words 4p .. 4p + 3 of its block (l = 16p + 4i ..), from the ql words
 // of l (qa), of l + 32 (qb) and the qh words of l.
@@ -14,36 +15,48 @@ fn q6_quarter(qa: u32, qb: u32, qh: u32, k: u32) -> u32 {
   return lo | (((qh >> (2u * k)) & 0x03030303u) << 4u);
 }
 
-// matvec_q8.wgsl: the x data of unit u, and a row's dot product with it (its unit as mq_load
-// loads it: u_dotw).
-struct XU { x: array<vec4<u32>, 8>, e: array<vec2<u32>, 4> }
-fn u_x(u: u32) -> XU {
+// matvec_q8.wgsl's unit (MV_UE elements): half p of a matmul unit u = v / 2, p = v % 2: words
+// 4p .. 4p + 3 of its four quarters' blocks, so a lane holds 4 weight and 4 x vec4s per unit
+// instead of 7 and 8 (registers, and twice the units to spread over the lanes). Its x data, its
+// weights (the ql words of l (qa), of l + 32 (qb) and the qh words of l; the scales; d), and a
+// row's dot product with it.
+struct XU { x: array<vec4<u32>, 4>, e: array<vec2<u32>, 4>, p: u32 }
+fn u_x(v: u32) -> XU {
   var r: XU;
-  for (var i = 0u; i < 8u; i++) { r.x[i] = xw[8u * u + i]; }
-  for (var k = 0u; k < 4u; k++) { r.e[k] = xd[4u * u + k]; }
+  let u = v / 2u;
+  r.p = v & 1u;
+  for (var k = 0u; k < 4u; k++) {
+    r.x[k] = xw[2u * (4u * u + k) + r.p];
+    r.e[k] = xd[4u * u + k];
+  }
   return r;
 }
-// acc plus half p (words 4p .. 4p + 3 of each quarter's block) of a unit: the ql words of l (qa),
-// of l + 32 (qb) and the qh words of l.
-fn q6_part(acc0: f32, qa: vec4<u32>, qb: vec4<u32>, qh: vec4<u32>, sv: vec4<u32>, h: u32, p: u32, x: XU) -> f32 {
-  var acc = acc0;
+struct WV { qa: vec4<u32>, qb: vec4<u32>, qh: vec4<u32>, sv: vec4<u32>, d: f32, t: u32 }  // t: scale 8h + p
+fn v_load(row: u32, v: u32) -> WV {
+  let u = v / 2u;
+  let p = v & 1u;
+  let h = u & 1u;
+  let sb = u / 2u;
+  let base = row * w_rs4 + sb * 13u;
+  return WV(wq[base + 4u * h + p], wq[base + 4u * h + 2u + p], wq[base + 8u + 2u * h + p], wq[base + 12u],
+            bitcast<f32>(ws[row * w_nb + sb]), 8u * h + p);
+}
+fn u_dotw(w: WV, x: XU) -> f32 {
+  var acc = 0.0;
   for (var k = 0u; k < 4u; k++) {
-    let xv = x.x[2u * k + p];
-    let s = dot4I8Packed(q6_quarter(qa.x, qb.x, qh.x, k), xv.x) + dot4I8Packed(q6_quarter(qa.y, qb.y, qh.y, k), xv.y) +
-            dot4I8Packed(q6_quarter(qa.z, qb.z, qh.z, k), xv.z) + dot4I8Packed(q6_quarter(qa.w, qb.w, qh.w, k), xv.w);
+    let xv = x.x[k];
+    let s = dot4I8Packed(q6_quarter(w.qa.x, w.qb.x, w.qh.x, k), xv.x) +
+            dot4I8Packed(q6_quarter(w.qa.y, w.qb.y, w.qh.y, k), xv.y) +
+            dot4I8Packed(q6_quarter(w.qa.z, w.qb.z, w.qh.z, k), xv.z) +
+            dot4I8Packed(q6_quarter(w.qa.w, w.qb.w, w.qh.w, k), xv.w);
     let e = x.e[k];
-    let sx = select(q8_lo(e), q8_hi(e), p == 1u);
-    acc += q8_d(e) * q6k_sc(sv, 8u * h + p + 2u * k) * f32(s - 32 * sx);
+    let sx = select(q8_lo(e), q8_hi(e), x.p == 1u);
+    acc += q8_d(e) * q6k_sc(w.sv, w.t + 2u * k) * f32(s - 32 * sx);
   }
-  return acc;
+  return w.d * acc;
 }
-fn u_dotw(w: WU, x: XU) -> f32 {
-  let a0 = q6_part(0.0, w.qa0, w.qb0, w.qh0, w.sv, w.h, 0u, x);
-  return w.d * q6_part(a0, w.qa1, w.qb1, w.qh1, w.sv, w.h, 1u, x);
-}
-fn u_dot(row: u32, u: u32, x: XU) -> f32 { return u_dotw(mq_load(row, u), x); }
 
-// matmul_q8.wgsl and matvec_q8.wgsl: a row's unit as loaded, its 32 words as signed bytes (q - 32: bit 5 flipped,
+// matmul_q8.wgsl: a row's unit as loaded, its 32 words as signed bytes (q - 32: bit 5 flipped,
 // sign-extended; word k = quarter k / 8, word k % 8 of its block) and the d * sc of each 16.
 struct WU { qa0: vec4<u32>, qa1: vec4<u32>, qb0: vec4<u32>, qb1: vec4<u32>, qh0: vec4<u32>, qh1: vec4<u32>, sv: vec4<u32>, d: f32, h: u32 }
 fn mq_load(row: u32, u: u32) -> WU {
