@@ -56,6 +56,8 @@ uint32_t unit_words(TensorType t) {
   return 5;  // Q4_0
 }
 constexpr uint32_t kPrefetchWords = 96;
+// Matvecs of this many rows and more are output projections (vocabularies), for mvq_vocab_rows.
+constexpr int64_t kVocabRows = 32768;
 
 }  // namespace
 
@@ -203,7 +205,9 @@ void LlmOps::matvec_q8(Batch& b, const GpuWeight& w, const Tensor& x2, const Ten
   need_elems(y, o.y_offset + rows, op, "y");
   if (o.bias) need_elems(o.bias, o.row0 + rows, op, "bias");
   const uint32_t flags = (o.bias ? 1u : 0u) | (o.accumulate ? 2u : 0u);
-  const MatvecQ8Shape m = matvec_q8_shape(op, w, rope ? 2 : 0);  // ROPE: a RoPE pair per group
+  // ROPE: a RoPE pair per group; output projections (kVocabRows and more) tuning.mvq_vocab_rows.
+  const uint32_t group_rows = rope ? 2 : rows >= kVocabRows ? tuning.mvq_vocab_rows : 0;
+  const MatvecQ8Shape m = matvec_q8_shape(op, w, group_rows);
   std::string prelude = prelude_bool("SWIGLU", false) + prelude_bool("ROPE", rope) +
                         prelude_u32("P_BINDING", rope ? kRopeUniform : kPlainUniform) + m.prelude(),
               tag = m.tag();

@@ -111,6 +111,7 @@ void apply_tuning(LlmTuning& t, std::string_view spec) {
       {"mvq_pf", &LlmTuning::mvq_pf},
       {"mvq_sw_tpr", &LlmTuning::mvq_sw_tpr},
       {"mvq_static", &LlmTuning::mvq_static},
+      {"mvq_vocab_rows", &LlmTuning::mvq_vocab_rows},
       {"combine_sp", &LlmTuning::combine_sp},
       {"mmq_bm", &LlmTuning::mmq_bm},
       {"mmq_bn", &LlmTuning::mmq_bn},

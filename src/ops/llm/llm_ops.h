@@ -285,6 +285,9 @@ struct LlmTuning {
   // 1: each weight's column count is a constant of its matvec_q8 kernel (a kernel per width; the
   // unit loops' trip counts known to the compiler), 0: read from the parameters.
   uint32_t mvq_static = 0;
+  // Rows per group of the 8-bit matvecs with 32768 rows and more (output projections: each x load
+  // serves that many rows; 0: mvq_rows).
+  uint32_t mvq_vocab_rows = 0;
   // attention_decode_q8's combine (attn_combine_q8.wgsl): invocations per output element, each
   // merging every combine_sp-th split (1 adds the splits in merge_splits' order). H200, 8B Q4_0
   // tg128 at depth 0: 4 and 8 within 0.5% of 1 (4 the best).
