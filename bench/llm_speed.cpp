@@ -237,7 +237,9 @@ LlmSpeedResult run_llm_speed(const std::optional<Context>& ctx, const LlmSpeedPl
     }
   if (plan.profile) {
     status("profiling one decode step");
-    model.set_tuning(plan.tuning);
+    llm::LlmTuning tuning = plan.tuning;  // under the last tuning set (the one measured last)
+    if (!plan.tuning_sets.empty()) llm::apply_tuning(tuning, plan.tuning_sets.back());
+    model.set_tuning(tuning);
     model.rewind(0);
     if (max_d > 0) {  // at the largest depth asked for
       status("filling the cache to depth " + std::to_string(max_d) + " for the profile");

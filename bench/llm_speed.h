@@ -24,7 +24,7 @@ struct LlmSpeedPlan {
   uint32_t seed = 1;   // of the random tokens
   bool warmup = true;  // one untimed run per test
   int decode_ahead = llm::EngineOptions{}.decode_ahead;
-  bool profile = false;  // GPU time per kernel of one decode step
+  bool profile = false;  // GPU time per kernel of one decode step (under the last tuning set)
   llm::LlmTuning tuning;
   // Tuning sets (llm::apply_tuning's "knob=v/knob=v" on top of `tuning`): every test runs once per
   // set, in one process (LlamaModel::set_tuning); empty: `tuning` alone.

@@ -68,9 +68,13 @@ TEST(LlmEngines, Q4KMixFusesRopePerQkvPart) {
   wo.progress = false;
   synth::SynthModel(shape, TensorType::Q4_K, 5).write(path, wo);
   ModelFile f = open_model(path, {false, false});
-  EngineOptions apart = engine(Device::Gpu);
+  // With the matvec's other knobs on: the norm's scale late, weights ahead, static columns, 8
+  // invocations per SwiGLU row group.
+  EngineOptions one = engine(Device::Gpu);
+  apply_tuning(one.tuning, "mvq_late=1,mvq_pf=2,mvq_static=1,mvq_sw_tpr=8");
+  EngineOptions apart = one;
   apart.tuning.mvq_rope = 0;
-  LlamaModel fused(ctx(), f, engine(Device::Gpu)), two(ctx(), f, apart), cpu(ctx(), f, engine(Device::Cpu));
+  LlamaModel fused(ctx(), f, one), two(ctx(), f, apart), cpu(ctx(), f, engine(Device::Cpu));
   ASSERT_EQ(fused.weights().layers[1].qkv.parts.size(), 2u);
   EXPECT_EQ(fused.weights().layers[1].qkv.parts[1].type, TensorType::Q6_K);
   EXPECT_EQ(fused.weights().layers[0].qkv.parts.size(), 1u);

@@ -216,7 +216,8 @@ void print_report(std::FILE* out, const LlmSpeedPlan& p, const LlmSpeedResult& r
     print_table(out, {"kernel", "dispatches", "total us", "us each", "share"}, {false, true, true, true, true}, prow);
   }
   std::fprintf(out,
-               "\nt/s: median ± standard deviation of %d runs (after warm-up runs of at least 1 s); pp: prefill of p random tokens\n"
+               "\nt/s: median ± standard deviation of %d runs (after warm-up runs of at least 1 s); pp: prefill of p "
+               "random tokens\n"
                "from an empty cache to the last position's logits; tg: n greedy single-token steps from an empty\n"
                "cache (each step's token id read back; with --decode-ahead %d the host records step t+1 while the\n"
                "GPU runs step t). GB/s: weight bytes read per token x t/s; %% bw: of the %s.\n",
@@ -346,7 +347,8 @@ Register reg{
        add_number(app, "--seed", p.seed, "seed of the random prompt tokens");
        app.add_flag("--no-warmup", f->no_warmup, "no untimed warm-up run before each test");
        add_number(app, "--decode-ahead", p.decode_ahead, "decode steps in flight (1: synchronous)");
-       app.add_flag("--profile", p.profile, "GPU time per kernel of one decode step (GPU engine)");
+       app.add_flag("--profile", p.profile,
+                    "GPU time per kernel of one decode step (GPU engine; under the last --tuning set)");
        add_text(app, "--matvec", f->matvec, "decode kernel schedule WG,TPR,UNROLL,ROWS (or WGxTPRxUNROLLxROWS)");
        add_text(app, "--matmul", f->matmul, "prefill kernel: naive, tiled or regtile (default: auto)");
        add_text(app, "--matmul-tile", f->matmul_tile, "tile BMxBNxBK of the register-tiled prefill kernel");
