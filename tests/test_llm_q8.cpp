@@ -133,13 +133,14 @@ TEST(LlmQ8, QuantizeNormSwigluMatchReference) {
 // counts around the tiles, with a row range, strided y, bias and accumulation; two tilings.
 TEST(LlmQ8, LinearMatchesReference) {
   struct Tiling {
-    uint32_t bm, bn, mv_wg, mv_tpr, mv_rows, units, magic, min_groups, mv_pf, mv_static;
+    uint32_t bm, bn, mv_wg, mv_tpr, mv_rows, units, magic, min_groups, mv_pf, mv_static, mv_stage;
   };
   std::vector<std::pair<Tiling, std::unique_ptr<LlmOps>>> tilings;
   // The third shrinks every tile (mmq_min_groups) down to 16 x 32; the second and third load the
-  // matvec's first units ahead (mvq_pf), the second with the columns built into the kernel.
-  for (Tiling tl : {Tiling{64, 128, 256, 32, 2, 4, 1, 0, 0, 0}, Tiling{16, 40, 64, 8, 3, 2, 0, 0, 2, 1},
-                    Tiling{64, 128, 256, 32, 2, 1, 1, 100000, 1, 0}}) {
+  // matvec's first units ahead (mvq_pf), the second with the columns built into the kernel, the
+  // third with x copied into workgroup memory first (mvq_stage).
+  for (Tiling tl : {Tiling{64, 128, 256, 32, 2, 4, 1, 0, 0, 0, 0}, Tiling{16, 40, 64, 8, 3, 2, 0, 0, 2, 1, 0},
+                    Tiling{64, 128, 256, 32, 2, 1, 1, 100000, 1, 0, 1}}) {
     auto o = std::make_unique<LlmOps>(ctx());
     o->tuning.mmq_bm = tl.bm;
     o->tuning.mmq_bn = tl.bn;
@@ -151,6 +152,7 @@ TEST(LlmQ8, LinearMatchesReference) {
     o->tuning.mvq_rows = tl.mv_rows;
     o->tuning.mvq_pf = tl.mv_pf;
     o->tuning.mvq_static = tl.mv_static;
+    o->tuning.mvq_stage = tl.mv_stage;
     tilings.emplace_back(tl, std::move(o));
   }
   for (auto t : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K}) {
@@ -188,7 +190,8 @@ TEST(LlmQ8, LinearMatchesReference) {
                                      std::to_string(variant) + " tile " + std::to_string(tl.bm) + "x" +
                                      std::to_string(tl.bn) + " units " + std::to_string(tl.units) + " magic " +
                                      std::to_string(tl.magic) + " min_groups " + std::to_string(tl.min_groups) +
-                                     " pf " + std::to_string(tl.mv_pf) + " static " + std::to_string(tl.mv_static);
+                                     " pf " + std::to_string(tl.mv_pf) + " static " + std::to_string(tl.mv_static) +
+                                     " stage " + std::to_string(tl.mv_stage);
             Tensor y = plain ? test::poisoned(int64_t(ny)) : make_tensor(ctx(), {int64_t(ny)}, y0);
             LinearOptions lo;
             lo.row0 = row0;

@@ -78,12 +78,11 @@ bool supports_q8(TensorType t) {
 }
 
 Kernel LlmOps::q8_kernel(const std::string& kind, TensorType t, const std::string& tag, const std::string& prelude,
-                         std::vector<std::pair<std::string, double>> constants, bool norm_x, bool rope) const {
+                         std::vector<std::pair<std::string, double>> constants, const std::string& x_file,
+                         bool rope) const {
   const std::string key = "llm/" + kind + "/" + str(t) + "/" + tag;  // the tag names the prelude and constants
-  std::vector<std::string> files = {
-      "llm/common.wgsl", "llm/weights/" + str(t) + ".wgsl",
-      norm_x ? (tuning.mvq_late ? "llm/q8_act_norm_late.wgsl" : "llm/q8_act_norm.wgsl") : "llm/q8_act_global.wgsl",
-      "llm/q8_act.wgsl", "llm/q8dot/" + str(t) + ".wgsl"};
+  std::vector<std::string> files = {"llm/common.wgsl", "llm/weights/" + str(t) + ".wgsl", x_file, "llm/q8_act.wgsl",
+                                    "llm/q8dot/" + str(t) + ".wgsl"};
   const bool sg = kind == "matvec_q8" && subgroups_ && sg_size_ >= 2;  // partner() shuffles pairs
   if (kind == "matvec_q8") {
     files.push_back(sg ? "llm/reduce_sg.wgsl" : "llm/reduce_wg.wgsl");
@@ -169,8 +168,13 @@ std::string LlmOps::MatvecQ8Shape::prelude() const {
   return prelude_u32("PF_K", pf) + prelude_u32("PF_N", std::max(1u, pf * rows)) + prelude_u32("XS", cols);
 }
 
-std::string LlmOps::norm_tag(int64_t cols) const {
-  return (tuning.mvq_late ? "normlate" : "norm") + std::to_string(cols) + "/";
+std::string LlmOps::matvec_x(bool norm_x, int64_t cols, std::string& prelude, std::string& tag) const {
+  const bool stage = !norm_x && tuning.mvq_stage && fuses_norm_q8(cols);  // the same workgroup memory
+  if (!norm_x && !stage) return "llm/q8_act_global.wgsl";
+  prelude += prelude_u32("XC", u32(cols));
+  const char* name = stage ? "stage" : tuning.mvq_late ? "normlate" : "norm";
+  tag = name + std::to_string(cols) + "/" + tag;
+  return std::string("llm/q8_act_") + (stage ? "stage" : tuning.mvq_late ? "norm_late" : "norm") + ".wgsl";
 }
 
 bool LlmOps::fuses_norm_q8(int64_t cols) const {
@@ -211,13 +215,10 @@ void LlmOps::matvec_q8(Batch& b, const GpuWeight& w, const Tensor& x2, const Ten
   std::string prelude = prelude_bool("SWIGLU", false) + prelude_bool("ROPE", rope) +
                         prelude_u32("P_BINDING", rope ? kRopeUniform : kPlainUniform) + m.prelude(),
               tag = m.tag();
-  if (norm_x) {
-    prelude += prelude_u32("XC", u32(w.cols));
-    tag = norm_tag(w.cols) + tag;
-  }
+  const std::string x_file = matvec_x(norm_x, w.cols, prelude, tag);
   if (rope) tag = "rope/" + tag;
   Kernel k = q8_kernel("matvec_q8", w.type, tag, prelude,
-                       {{"WG", m.wg}, {"TPR", m.tpr}, {"R", m.rows}, {"UNROLL", m.unroll}}, norm_x, rope);
+                       {{"WG", m.wg}, {"TPR", m.tpr}, {"R", m.rows}, {"UNROLL", m.unroll}}, x_file, rope);
   Params prm(u32(rows), u32(w.cols), u32(o.row0), u32(o.y_offset), flags, 0u, eps);
   std::vector<Arg> args = {w.data, w.scales, x2, x3, o.bias ? o.bias : dummy_, y};
   if (rope) {
@@ -345,13 +346,10 @@ void LlmOps::swiglu_matvec_q8(Batch& b, const GpuWeight& w, const Tensor& x2, co
        "a gate|up weight of " + std::to_string(w.rows) + " rows for " + std::to_string(out.cols) + " outputs");
   const MatvecQ8Shape m = matvec_q8_shape(op, w, 0, kSwigluRows, tuning.mvq_sw_tpr);
   std::string prelude = prelude_bool("SWIGLU", true) + m.prelude(), tag = "swiglu/" + m.tag();
-  if (norm_x) {
-    prelude += prelude_u32("XC", u32(w.cols));
-    tag = norm_tag(w.cols) + tag;
-  }
+  const std::string x_file = matvec_x(norm_x, w.cols, prelude, tag);
   prelude += prelude_bool("ROPE", false) + prelude_u32("P_BINDING", kPlainUniform);
   Kernel k = q8_kernel("matvec_q8", w.type, tag, prelude,
-                       {{"WG", m.wg}, {"TPR", m.tpr}, {"R", m.rows}, {"UNROLL", m.unroll}}, norm_x);
+                       {{"WG", m.wg}, {"TPR", m.tpr}, {"R", m.rows}, {"UNROLL", m.unroll}}, x_file);
   Params prm(u32(w.rows), u32(w.cols), 0u, 0u, 0u, u32(out.cols), eps);
   for (uint32_t i = 0; i < kRopeParams; ++i) prm.push(0u);
   b.dispatch(k, {w.data, w.scales, x2, x3, dummy_, out.qs, out.ds}, prm, groups_1d(ctx_, u32(out.cols / 32)));

@@ -112,6 +112,7 @@ void apply_tuning(LlmTuning& t, std::string_view spec) {
       {"mvq_sw_tpr", &LlmTuning::mvq_sw_tpr},
       {"mvq_static", &LlmTuning::mvq_static},
       {"mvq_vocab_rows", &LlmTuning::mvq_vocab_rows},
+      {"mvq_stage", &LlmTuning::mvq_stage},
       {"combine_sp", &LlmTuning::combine_sp},
       {"mmq_bm", &LlmTuning::mmq_bm},
       {"mmq_bn", &LlmTuning::mmq_bn},

@@ -288,6 +288,9 @@ struct LlmTuning {
   // Rows per group of the 8-bit matvecs with 32768 rows and more (output projections: each x load
   // serves that many rows; 0: mvq_rows).
   uint32_t mvq_vocab_rows = 0;
+  // 1: matvecs whose x was quantized before (o and down projections, the output) copy it into
+  // workgroup memory first (q8_act_stage.wgsl), 0: read it through the cache.
+  uint32_t mvq_stage = 0;
   // attention_decode_q8's combine (attn_combine_q8.wgsl): invocations per output element, each
   // merging every combine_sp-th split (1 adds the splits in merge_splits' order). H200, 8B Q4_0
   // tg128 at depth 0: 4 and 8 within 0.5% of 1 (4 the best).
@@ -539,9 +542,10 @@ class LlmOps {
                  int64_t x_offset, uint32_t mode, int64_t up_offset, float eps, const std::string& op,
                  uint32_t fixed_wg = 0) const;
   // matvec_q8 / matmul_q8 for a weight type; tag: what sets this prelude and these constants
-  // apart (part of the kernel's name and cache key). norm_x: x from q8_act_norm.wgsl (matvec_q8).
+  // apart (part of the kernel's name and cache key). x_file: where x comes from (matvec_x).
   Kernel q8_kernel(const std::string& kind, TensorType t, const std::string& tag, const std::string& prelude,
-                   std::vector<std::pair<std::string, double>> constants, bool norm_x = false, bool rope = false) const;
+                   std::vector<std::pair<std::string, double>> constants,
+                   const std::string& x_file = "llm/q8_act_global.wgsl", bool rope = false) const;
   // matvec_q8.wgsl's ROPE epilogue: rope_kv_append's table, cache and arguments.
   struct RopeKv {
     const RopeTable* table;
@@ -560,8 +564,11 @@ class LlmOps {
   };
   MatvecQ8Shape matvec_q8_shape(const std::string& op, const GpuWeight& w, uint32_t group_rows = 0,
                                 uint32_t wg_rows = 0, uint32_t tpr = 0) const;
-  // The kernel-name part of norm_x's x file (q8_act_norm.wgsl or, tuning.mvq_late, its _late form).
-  std::string norm_tag(int64_t cols) const;
+  // matvec_q8.wgsl's x file for x of `cols` columns: normalised and quantized in the kernel
+  // (norm_x: q8_act_norm.wgsl, or q8_act_norm_late.wgsl with tuning.mvq_late), quantized before
+  // and read from storage (q8_act_global.wgsl) or copied into workgroup memory first
+  // (q8_act_stage.wgsl, tuning.mvq_stage); adds its prelude (XC) and kernel-name part.
+  std::string matvec_x(bool norm_x, int64_t cols, std::string& prelude, std::string& tag) const;
   // matvec_q8.wgsl for one token, plain or SWIGLU: bindings 2 and 3 are x's quants and scales, or
   // with norm_x the f32 x and the norm weight (q8_act_norm.wgsl).
   void matvec_q8(Batch& b, const GpuWeight& w, const Tensor& x2, const Tensor& x3, float eps, bool norm_x,
