@@ -172,9 +172,9 @@ std::string LlmOps::matvec_x(bool norm_x, int64_t cols, std::string& prelude, st
   const bool stage = !norm_x && tuning.mvq_stage && fuses_norm_q8(cols);  // the same workgroup memory
   if (!norm_x && !stage) return "llm/q8_act_global.wgsl";
   prelude += prelude_u32("XC", u32(cols));
-  const char* name = stage ? "stage" : tuning.mvq_late ? "normlate" : "norm";
-  tag = name + std::to_string(cols) + "/" + tag;
-  return std::string("llm/q8_act_") + (stage ? "stage" : tuning.mvq_late ? "norm_late" : "norm") + ".wgsl";
+  const std::string kind = stage ? "stage" : tuning.mvq_late ? "norm_late" : "norm";
+  tag = kind + std::to_string(cols) + "/" + tag;
+  return "llm/q8_act_" + kind + ".wgsl";
 }
 
 bool LlmOps::fuses_norm_q8(int64_t cols) const {
