@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 
 using namespace wgc;
 using namespace wgc::llm;
@@ -348,6 +349,33 @@ TEST(LlmQ8, NormSwigluMatchesReference) {
     }
 }
 
+// QKV rows and cache layer `layer` of a poisoned cache as `record` leaves them (bits of qkv, k, v).
+std::vector<std::vector<uint32_t>> qkv_and_cache(
+    int64_t rows, int layers, int layer, int nkv, int max_ctx, int hd,
+    const std::function<void(Batch&, const Tensor&, const KvLayer&)>& record) {
+  auto qkv = test::poisoned(rows);
+  auto cache = make_kv_cache(ctx(), layers, nkv, max_ctx, hd);
+  fill_u32(ctx(), cache.k, kPoisonNaN);
+  fill_u32(ctx(), cache.v, kPoisonNaN);
+  Batch b(ctx());
+  record(b, qkv, cache.layer(layer));
+  b.run();
+  return {download<uint32_t>(ctx(), qkv), download<uint32_t>(ctx(), cache.k), download<uint32_t>(ctx(), cache.v)};
+}
+// The fused result equals the two passes' bit for bit, which wrote every qkv row and one cache row
+// of each kv head (rows either path leaves alone stay poisoned).
+void expect_same_qkv(const std::vector<std::vector<uint32_t>>& fused, const std::vector<std::vector<uint32_t>>& two,
+                     int64_t rows, int64_t kv_row, const std::string& what) {
+  EXPECT_EQ(fused[0], two[0]) << what << ": qkv";
+  EXPECT_EQ(fused[1], two[1]) << what << ": k cache";
+  EXPECT_EQ(fused[2], two[2]) << what << ": v cache";
+  for (int i = 0; i < 3; ++i) {
+    size_t written = 0;
+    for (uint32_t v : two[size_t(i)]) written += v != kPoisonNaN;
+    EXPECT_EQ(written, size_t(i == 0 ? rows : kv_row)) << what << " part " << i;
+  }
+}
+
 // rms_norm_qkv_rope_q8 (RoPE and the cache append in the QKV matvec) against its two passes,
 // rms_norm_linear_q8 then rope_kv_append: bit-identical qkv and caches (poisoned first, so rows
 // either path leaves alone must stay so), every type, both pair layouts, a fixed position and
@@ -377,31 +405,16 @@ TEST(LlmQ8, QkvRopeMatchesTwoPasses) {
           a.positions = pos;
           a.cache_rows = true;
         }
-        std::vector<std::vector<uint32_t>> got[2];
-        for (int fused = 0; fused < 2; ++fused) {
-          auto qkv = test::poisoned(rows);
-          auto cache = make_kv_cache(ctx(), 2, nkv, max_ctx, hd);
-          fill_u32(ctx(), cache.k, kPoisonNaN);
-          fill_u32(ctx(), cache.v, kPoisonNaN);
-          Batch b(ctx());
-          if (fused) {
-            ops().rms_norm_qkv_rope_q8(b, x, nw, 1e-5f, w, qkv, table, cache.layer(1), a);
-          } else {
-            ops().rms_norm_linear_q8(b, x, nw, 1e-5f, w, qkv);
-            ops().rope_kv_append(b, qkv, table, cache.layer(1), a);
-          }
-          b.run();
-          got[fused] = {download<uint32_t>(ctx(), qkv), download<uint32_t>(ctx(), cache.k),
-                        download<uint32_t>(ctx(), cache.v)};
-        }
-        EXPECT_EQ(got[1][0], got[0][0]) << what << ": qkv";
-        EXPECT_EQ(got[1][1], got[0][1]) << what << ": k cache";
-        EXPECT_EQ(got[1][2], got[0][2]) << what << ": v cache";
-        for (int i = 0; i < 3; ++i) {  // every qkv row, one cache row of each kv head
-          size_t written = 0;
-          for (uint32_t v : got[0][size_t(i)]) written += v != kPoisonNaN;
-          EXPECT_EQ(written, size_t(i == 0 ? rows : nkv * hd)) << what << " part " << i;
-        }
+        const auto fused =
+            qkv_and_cache(rows, 2, 1, nkv, max_ctx, hd, [&](Batch& b, const Tensor& qkv, const KvLayer& c) {
+              ops().rms_norm_qkv_rope_q8(b, x, nw, 1e-5f, w, qkv, table, c, a);
+            });
+        const auto two =
+            qkv_and_cache(rows, 2, 1, nkv, max_ctx, hd, [&](Batch& b, const Tensor& qkv, const KvLayer& c) {
+              ops().rms_norm_linear_q8(b, x, nw, 1e-5f, w, qkv);
+              ops().rope_kv_append(b, qkv, table, c, a);
+            });
+        expect_same_qkv(fused, two, rows, nkv * hd, what);
       }
   }
   auto w = upload_weight(ctx(), TensorType::Q8_0, ref::random_weight(TensorType::Q8_0, rows - 2, 64, 1), rows - 2, 64);
@@ -440,35 +453,19 @@ TEST(LlmQ8, QkvRopeInPartsMatchesTwoPasses) {
       a.n_heads = nh;
       a.positions = pos;
       a.cache_rows = true;
-      std::vector<std::vector<uint32_t>> got[2];
-      for (int fused = 0; fused < 2; ++fused) {
-        auto qkv = test::poisoned(rows);
-        auto cache = make_kv_cache(ctx(), 1, nkv, max_ctx, hd);
-        fill_u32(ctx(), cache.k, kPoisonNaN);
-        fill_u32(ctx(), cache.v, kPoisonNaN);
-        Batch b(ctx());
-        if (fused) {
-          o.rms_norm_qkv_rope_q8(b, x, nw, 1e-5f, wqk, qkv, table, cache.layer(0), a, 0);
-          o.rms_norm_qkv_rope_q8(b, x, nw, 1e-5f, wv, qkv, table, cache.layer(0), a, rows_qk);
-        } else {
-          LinearOptions lo;
-          o.rms_norm_linear_q8(b, x, nw, 1e-5f, wqk, qkv, lo);
-          lo.y_offset = rows_qk;
-          o.rms_norm_linear_q8(b, x, nw, 1e-5f, wv, qkv, lo);
-          o.rope_kv_append(b, qkv, table, cache.layer(0), a);
-        }
-        b.run();
-        got[fused] = {download<uint32_t>(ctx(), qkv), download<uint32_t>(ctx(), cache.k),
-                      download<uint32_t>(ctx(), cache.v)};
-      }
-      EXPECT_EQ(got[1][0], got[0][0]) << what << ": qkv";
-      EXPECT_EQ(got[1][1], got[0][1]) << what << ": k cache";
-      EXPECT_EQ(got[1][2], got[0][2]) << what << ": v cache";
-      for (int i = 0; i < 3; ++i) {
-        size_t written = 0;
-        for (uint32_t v : got[0][size_t(i)]) written += v != kPoisonNaN;
-        EXPECT_EQ(written, size_t(i == 0 ? rows : nkv * hd)) << what << " part " << i;
-      }
+      const auto fused =
+          qkv_and_cache(rows, 1, 0, nkv, max_ctx, hd, [&](Batch& b, const Tensor& qkv, const KvLayer& c) {
+            o.rms_norm_qkv_rope_q8(b, x, nw, 1e-5f, wqk, qkv, table, c, a, 0);
+            o.rms_norm_qkv_rope_q8(b, x, nw, 1e-5f, wv, qkv, table, c, a, rows_qk);
+          });
+      const auto two = qkv_and_cache(rows, 1, 0, nkv, max_ctx, hd, [&](Batch& b, const Tensor& qkv, const KvLayer& c) {
+        LinearOptions lo;
+        o.rms_norm_linear_q8(b, x, nw, 1e-5f, wqk, qkv, lo);
+        lo.y_offset = rows_qk;
+        o.rms_norm_linear_q8(b, x, nw, 1e-5f, wv, qkv, lo);
+        o.rope_kv_append(b, qkv, table, c, a);
+      });
+      expect_same_qkv(fused, two, rows, nkv * hd, what);
       Batch b(ctx());
       auto cache = make_kv_cache(ctx(), 1, nkv, max_ctx, hd);
       EXPECT_THROW(

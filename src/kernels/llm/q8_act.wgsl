@@ -15,3 +15,16 @@ fn q8_block(b: u32) -> vec2<f32> {
 // float subtract (1.5 * 2^23 + v has the value in its mantissa) instead of a conversion, which
 // runs at a quarter of the rate on NVIDIA GPUs.
 fn i2f4(v: vec4<i32>) -> vec4<f32> { return bitcast<vec4<f32>>(v + vec4<i32>(0x4B400000)) - vec4<f32>(12582912.0); }
+// Half a block (16 values) quantized with 1 / d = id as quant_act.wgsl does: the quants as four
+// words of bytes (the first in the lowest) and their sum (q8_act_norm*.wgsl's x_prologue).
+struct Q8Half { w: vec4<u32>, s: i32 }
+fn q8_half(v: array<vec4<f32>, 4>, id: f32) -> Q8Half {
+  var r: Q8Half;
+  for (var k = 0u; k < 4u; k++) {
+    let q = vec4<i32>(clamp(round(v[k] * id), vec4<f32>(-127.0), vec4<f32>(127.0)));
+    r.s += q.x + q.y + q.z + q.w;
+    let b = bitcast<vec4<u32>>(q) & vec4<u32>(0xffu);
+    r.w[k] = b.x | (b.y << 8u) | (b.z << 16u) | (b.w << 24u);
+  }
+  return r;
+}

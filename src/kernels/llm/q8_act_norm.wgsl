@@ -39,14 +39,9 @@ fn x_prologue(lid: u32) {
     amax = max(amax, red[lid ^ 1u]);
     let d = amax / 127.0;
     let id = select(0.0, 1.0 / d, d > 0.0);
-    var qw: vec4<u32>;
-    var s = 0i;
-    for (var k = 0u; k < 4u; k++) {
-      let q = vec4<i32>(clamp(round(v[k] * id), vec4<f32>(-127.0), vec4<f32>(127.0)));
-      s += q.x + q.y + q.z + q.w;
-      let b = bitcast<vec4<u32>>(q) & vec4<u32>(0xffu);
-      qw[k] = b.x | (b.y << 8u) | (b.z << 16u) | (b.w << 24u);
-    }
+    let qh = q8_half(v, id);
+    let qw = qh.w;
+    let s = qh.s;
     workgroupBarrier();
     red[lid] = f32(s);  // exact: |s| <= 16 * 127
     workgroupBarrier();
