@@ -154,6 +154,7 @@ TEST(LlmQ8, LinearMatchesReference) {
     o->tuning.mvq_pf = tl.mv_pf;
     o->tuning.mvq_static = tl.mv_static;
     o->tuning.mvq_stage = tl.mv_stage;
+    o->tuning.mvq_kq_plain = 0;  // the knobs for K-quants too
     tilings.emplace_back(tl, std::move(o));
   }
   for (auto t : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K}) {
@@ -272,9 +273,10 @@ void expect_near_flips(const std::vector<float>& got, const std::vector<double>&
 // columns built into the kernel).
 TEST(LlmQ8, NormLinearMatchesReference) {
   std::vector<std::pair<std::string, std::unique_ptr<LlmOps>>> schedules;
-  for (const char* spec : {"mvq_wg=256,mvq_tpr=32,mvq_rows=2,mvq_unroll=1,mvq_late=0,mvq_pf=0",
-                           "mvq_wg=64,mvq_tpr=8,mvq_rows=3,mvq_unroll=3,mvq_late=0,mvq_pf=0",
-                           "mvq_wg=64,mvq_tpr=8,mvq_rows=3,mvq_unroll=3,mvq_late=1,mvq_pf=2,mvq_static=1"}) {
+  for (const char* spec :
+       {"mvq_wg=256,mvq_tpr=32,mvq_rows=2,mvq_unroll=1,mvq_late=0,mvq_pf=0",
+        "mvq_wg=64,mvq_tpr=8,mvq_rows=3,mvq_unroll=3,mvq_late=0,mvq_pf=0",
+        "mvq_wg=64,mvq_tpr=8,mvq_rows=3,mvq_unroll=3,mvq_late=1,mvq_pf=2,mvq_static=1,mvq_kq_plain=0"}) {
     auto o = std::make_unique<LlmOps>(ctx());
     apply_tuning(o->tuning, spec);
     schedules.emplace_back(spec, std::move(o));
@@ -325,7 +327,8 @@ TEST(LlmQ8, NormLinearMatchesReference) {
 // rms_norm_swiglu_q8 against the reference (a flip in x moves gate and up sums far less than
 // one of the output's quantization steps, which expect_quantized allows).
 TEST(LlmQ8, NormSwigluMatchesReference) {
-  for (const char* spec : {"", "mvq_late=1,mvq_pf=1", "mvq_sw_tpr=8", "mvq_sw_tpr=16,mvq_late=1,mvq_pf=2,mvq_static=1"})
+  for (const char* spec : {"", "mvq_late=1,mvq_pf=1,mvq_kq_plain=0", "mvq_sw_tpr=32,mvq_late=0,mvq_pf=0,mvq_static=0",
+                           "mvq_sw_tpr=16,mvq_late=1,mvq_pf=2,mvq_static=1,mvq_kq_plain=0"})
     for (auto t : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K}) {
       LlmOps o(ctx());
       apply_tuning(o.tuning, spec);
@@ -442,7 +445,7 @@ TEST(LlmQ8, QkvRopeInPartsMatchesTwoPasses) {
   auto nw = make_tensor(ctx(), {cols}, test::random_floats(size_t(cols), 96, 0.5f, 1.5f));
   const std::pair<TensorType, TensorType> types[] = {{TensorType::Q4_K, TensorType::Q6_K},
                                                      {TensorType::Q4_0, TensorType::Q8_0}};
-  for (const char* spec : {"", "mvq_late=1,mvq_pf=2,mvq_static=1"})
+  for (const char* spec : {"mvq_late=0,mvq_pf=0,mvq_static=0", "mvq_late=1,mvq_pf=2,mvq_static=1,mvq_kq_plain=0"})
     for (auto [tqk, tv] : types) {
       LlmOps o(ctx());
       apply_tuning(o.tuning, spec);

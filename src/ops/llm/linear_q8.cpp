@@ -155,8 +155,9 @@ LlmOps::MatvecQ8Shape LlmOps::matvec_q8_shape(const std::string& op, const GpuWe
   need(r >= 1 && r <= kMatvecQ8MaxRows, op,
        "matvec rows " + std::to_string(r) + " per group (1.." + std::to_string(kMatvecQ8MaxRows) + ")");
   // Units per row loaded ahead of x_prologue: tuning.mvq_pf, at most a step's, within kPrefetchWords.
-  const uint32_t pf = std::min({tuning.mvq_pf, tuning.mvq_unroll, kPrefetchWords / (r * unit_words(t))});
-  return {wg, tpr, r, tuning.mvq_unroll, pf, tuning.mvq_static ? cols : 0};
+  const bool plain = kquant_plain(t);
+  const uint32_t pf = plain ? 0 : std::min({tuning.mvq_pf, tuning.mvq_unroll, kPrefetchWords / (r * unit_words(t))});
+  return {wg, tpr, r, tuning.mvq_unroll, pf, tuning.mvq_static && !plain ? cols : 0};
 }
 
 std::string LlmOps::MatvecQ8Shape::tag() const {
@@ -168,11 +169,16 @@ std::string LlmOps::MatvecQ8Shape::prelude() const {
   return prelude_u32("PF_K", pf) + prelude_u32("PF_N", std::max(1u, pf * rows)) + prelude_u32("XS", cols);
 }
 
-std::string LlmOps::matvec_x(bool norm_x, int64_t cols, std::string& prelude, std::string& tag) const {
-  const bool stage = !norm_x && tuning.mvq_stage && fuses_norm_q8(cols);  // the same workgroup memory
+bool LlmOps::kquant_plain(TensorType t) const {
+  return tuning.mvq_kq_plain && (t == TensorType::Q4_K || t == TensorType::Q6_K);
+}
+
+std::string LlmOps::matvec_x(TensorType t, bool norm_x, int64_t cols, std::string& prelude, std::string& tag) const {
+  const bool plain = kquant_plain(t);
+  const bool stage = !norm_x && tuning.mvq_stage && !plain && fuses_norm_q8(cols);  // the same workgroup memory
   if (!norm_x && !stage) return "llm/q8_act_global.wgsl";
   prelude += prelude_u32("XC", u32(cols));
-  const std::string kind = stage ? "stage" : tuning.mvq_late ? "norm_late" : "norm";
+  const std::string kind = stage ? "stage" : tuning.mvq_late && !plain ? "norm_late" : "norm";
   tag = kind + std::to_string(cols) + "/" + tag;
   return "llm/q8_act_" + kind + ".wgsl";
 }
@@ -215,7 +221,7 @@ void LlmOps::matvec_q8(Batch& b, const GpuWeight& w, const Tensor& x2, const Ten
   std::string prelude = prelude_bool("SWIGLU", false) + prelude_bool("ROPE", rope) +
                         prelude_u32("P_BINDING", rope ? kRopeUniform : kPlainUniform) + m.prelude(),
               tag = m.tag();
-  const std::string x_file = matvec_x(norm_x, w.cols, prelude, tag);
+  const std::string x_file = matvec_x(w.type, norm_x, w.cols, prelude, tag);
   if (rope) tag = "rope/" + tag;
   Kernel k = q8_kernel("matvec_q8", w.type, tag, prelude,
                        {{"WG", m.wg}, {"TPR", m.tpr}, {"R", m.rows}, {"UNROLL", m.unroll}}, x_file, rope);
@@ -346,7 +352,7 @@ void LlmOps::swiglu_matvec_q8(Batch& b, const GpuWeight& w, const Tensor& x2, co
        "a gate|up weight of " + std::to_string(w.rows) + " rows for " + std::to_string(out.cols) + " outputs");
   const MatvecQ8Shape m = matvec_q8_shape(op, w, 0, kSwigluRows, tuning.mvq_sw_tpr);
   std::string prelude = prelude_bool("SWIGLU", true) + m.prelude(), tag = "swiglu/" + m.tag();
-  const std::string x_file = matvec_x(norm_x, w.cols, prelude, tag);
+  const std::string x_file = matvec_x(w.type, norm_x, w.cols, prelude, tag);
   prelude += prelude_bool("ROPE", false) + prelude_u32("P_BINDING", kPlainUniform);
   Kernel k = q8_kernel("matvec_q8", w.type, tag, prelude,
                        {{"WG", m.wg}, {"TPR", m.tpr}, {"R", m.rows}, {"UNROLL", m.unroll}}, x_file);

@@ -113,6 +113,7 @@ void apply_tuning(LlmTuning& t, std::string_view spec) {
       {"mvq_static", &LlmTuning::mvq_static},
       {"mvq_vocab_rows", &LlmTuning::mvq_vocab_rows},
       {"mvq_stage", &LlmTuning::mvq_stage},
+      {"mvq_kq_plain", &LlmTuning::mvq_kq_plain},
       {"combine_sp", &LlmTuning::combine_sp},
       {"mmq_bm", &LlmTuning::mmq_bm},
       {"mmq_bn", &LlmTuning::mmq_bn},

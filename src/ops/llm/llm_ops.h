@@ -271,26 +271,35 @@ struct LlmTuning {
   // (rms_norm_qkv_rope_q8; needs mvq_norm), 0 in a rope_kv_append pass after it (H200, 8B
   // Q4_0: 1 gained 3%).
   uint32_t mvq_rope = 1;
-  // One-token steps with the norm fused (mvq_norm): 1 quantizes x * w per block before the sum of
-  // squares is known and scales each row's sum by 1 / rms after the dot products
+  // mvq_late (one-token steps with the norm fused, mvq_norm): 1 quantizes x * w per block before
+  // the sum of squares is known and scales each row's sum by 1 / rms after the dot products
   // (q8_act_norm_late.wgsl: one read of x, two barriers with subgroups), 0 normalises first
-  // (q8_act_norm.wgsl: two reads, seven barriers).
-  uint32_t mvq_late = 0;
-  // Units per row of each invocation's first step that matvec_q8 loads before preparing x (0..
-  // mvq_unroll, within a register budget): the weights are in flight during the prologue.
-  uint32_t mvq_pf = 0;
+  // (q8_act_norm.wgsl: two reads, seven barriers). mvq_pf: units per row of each invocation's
+  // first step that matvec_q8 loads before preparing x (0.. mvq_unroll, within a register
+  // budget), so the weights are in flight during the prologue. mvq_static: 1 builds each weight's
+  // column count into its matvec_q8 kernel (a kernel per width; the unit loops' trip counts known
+  // to the compiler), 0 reads it from the parameters. H200 (docs/benchmarks.md, run 2 of session
+  // 6): the three with mvq_sw_tpr 8 took 8B Q4_0 tg128 from 435 to 463.9 t/s (mvq_sw_tpr 8 alone:
+  // 425.7), 8B Q8_0 from 318 to 329.7 (with mvq_stage), 1B Q4_0 from 1,294 to 1,421 (with mvq_stage).
+  uint32_t mvq_late = 1;
+  uint32_t mvq_pf = 2;
+  uint32_t mvq_static = 1;
   // Invocations per row group of the fused gate|up + SwiGLU matvec (0: mvq_tpr); its rows per
-  // group follow (64 rows per workgroup: 8 at 32 invocations and a 256-invocation workgroup).
-  uint32_t mvq_sw_tpr = 0;
-  // 1: each weight's column count is a constant of its matvec_q8 kernel (a kernel per width; the
-  // unit loops' trip counts known to the compiler), 0: read from the parameters.
-  uint32_t mvq_static = 0;
+  // group follow (64 rows per workgroup: 8 at 32 invocations, 2 at 8 with 256-invocation
+  // workgroups). H200, 8B Q4_K tg128: 8 gave 312.7 t/s, 16 294.1, 32 (the old default) 255.8.
+  uint32_t mvq_sw_tpr = 8;
   // Rows per group of the 8-bit matvecs with 32768 rows and more (output projections: each x load
-  // serves that many rows; 0: mvq_rows).
+  // serves that many rows; 0: mvq_rows). H200, 8B Q8_0: 2 the same as 1 (329.6 vs 329.7 t/s).
   uint32_t mvq_vocab_rows = 0;
   // 1: matvecs whose x was quantized before (o and down projections, the output) copy it into
-  // workgroup memory first (q8_act_stage.wgsl), 0: read it through the cache.
+  // workgroup memory first (q8_act_stage.wgsl), 0: read it through the cache. H200, 8B Q4_0:
+  // 1 lost 2% (454.4 vs 463.9 t/s).
   uint32_t mvq_stage = 0;
+  // 1: Q4_K and Q6_K weights run the matvec without mvq_late, mvq_pf, mvq_static and mvq_stage
+  // (H200, 8B Q4_K_M tg128: 212.1 t/s with all four and mvq_sw_tpr 8, 312.7 with mvq_sw_tpr 8
+  // alone; mvq_late and mvq_pf alone 244.6 vs 246.6-255.8; probably the K-quant units' x reads
+  // from workgroup memory, 64 bytes apart across lanes, conflicting in its banks), 0: every type.
+  uint32_t mvq_kq_plain = 1;
   // attention_decode_q8's combine (attn_combine_q8.wgsl): invocations per output element, each
   // merging every combine_sp-th split (1 adds the splits in merge_splits' order). H200, 8B Q4_0
   // tg128 at depth 0: 4 and 8 within 0.5% of 1 (4 the best).
@@ -564,11 +573,14 @@ class LlmOps {
   };
   MatvecQ8Shape matvec_q8_shape(const std::string& op, const GpuWeight& w, uint32_t group_rows = 0,
                                 uint32_t wg_rows = 0, uint32_t tpr = 0) const;
-  // matvec_q8.wgsl's x file for x of `cols` columns: normalised and quantized in the kernel
+  // matvec_q8.wgsl's x file for x of `cols` columns and weights of type t: normalised and quantized in the kernel
   // (norm_x: q8_act_norm.wgsl, or q8_act_norm_late.wgsl with tuning.mvq_late), quantized before
   // and read from storage (q8_act_global.wgsl) or copied into workgroup memory first
   // (q8_act_stage.wgsl, tuning.mvq_stage); adds its prelude (XC) and kernel-name part.
-  std::string matvec_x(bool norm_x, int64_t cols, std::string& prelude, std::string& tag) const;
+  std::string matvec_x(TensorType t, bool norm_x, int64_t cols, std::string& prelude, std::string& tag) const;
+  // Whether weights of type t run the matvec without mvq_late, mvq_pf, mvq_static and mvq_stage
+  // (K-quants while tuning.mvq_kq_plain).
+  bool kquant_plain(TensorType t) const;
   // matvec_q8.wgsl for one token, plain or SWIGLU: bindings 2 and 3 are x's quants and scales, or
   // with norm_x the f32 x and the norm weight (q8_act_norm.wgsl).
   void matvec_q8(Batch& b, const GpuWeight& w, const Tensor& x2, const Tensor& x3, float eps, bool norm_x,
