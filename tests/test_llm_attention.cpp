@@ -26,8 +26,13 @@ const Cfg kCfgsMore[] = {{4, 4, 64}, {8, 2, 128}, {8, 1, 8}, {6, 2, 20}, {3, 1, 
 // Every attention kernel and schedule, as LlmTuning settings: the default, the previous kernels,
 // and flash_decode.wgsl with smaller workgroups and blocks (several (head, vec4) pairs per
 // invocation: 32 invocations, blocks of 8 keys).
-const char* const kVariants[] = {"", "attn_prefill=0,attn_decode=0", "attn_dec_wg=64,attn_dec_bk=16,attn_dec_wgs=64",
-                                 "attn_dec_wg=32,attn_dec_bk=8"};
+const char* const kVariants[] = {"",
+                                 "attn_prefill=0,attn_decode=0",
+                                 "attn_dec_wg=64,attn_dec_bk=16,attn_dec_wgs=64",
+                                 "attn_dec_wg=32,attn_dec_bk=8",
+                                 "attn_decode=2",
+                                 "attn_decode=2,attn_dec_pf=0,attn_dec_u=3,attn_dec_tpk=2,attn_dec_wg=16",
+                                 "attn_decode=2,attn_dec_tpk=1,attn_dec_u=1,attn_dec_wg=8,attn_dec_wgs=64"};
 struct Variant {
   std::string spec;
   std::unique_ptr<LlmOps> ops;

@@ -118,7 +118,10 @@ void apply_tuning(LlmTuning& t, std::string_view spec) {
       {"attn_decode", &LlmTuning::attn_decode},
       {"attn_dec_wg", &LlmTuning::attn_dec_wg},
       {"attn_dec_bk", &LlmTuning::attn_dec_bk},
-      {"attn_dec_wgs", &LlmTuning::attn_dec_wgs}};
+      {"attn_dec_wgs", &LlmTuning::attn_dec_wgs},
+      {"attn_dec_tpk", &LlmTuning::attn_dec_tpk},
+      {"attn_dec_u", &LlmTuning::attn_dec_u},
+      {"attn_dec_pf", &LlmTuning::attn_dec_pf}};
   while (!spec.empty()) {
     const size_t comma = spec.find_first_of(",/");
     const std::string_view item = spec.substr(0, comma);
@@ -323,6 +326,9 @@ std::vector<KernelVersion> LlmOps::versions() const {
   v.push_back({"attention", "prefill-tiled", "register-tiled flash attention, 64 rows x 64 keys (attn_prefill=1)"});
   v.push_back({"attention", "decode", "split-K flash decoding + combine, a row per head (attn_decode=0)"});
   v.push_back({"attention", "decode-kv", "split-K flash decoding, K/V read once per kv head (attn_decode=1)"});
+  if (subgroups_)
+    v.push_back(
+        {"attention", "decode-sg", "split-K flash decoding, K/V rows in registers, subgroup sums (attn_decode=2)"});
   v.push_back({"argmax", "chained", "top-1 passes of 2048 entries per workgroup"});
   v.push_back({"topk", "chained", "k rounds per workgroup, passes until k remain"});
   return v;
@@ -827,6 +833,25 @@ LlmOps::DecodeShape LlmOps::decode_shape(int hd, int G) const {
   return {wg, bk, nj};
 }
 
+LlmOps::DecodeSgShape LlmOps::decode_sg_shape(int hd, int G) const {
+  // flash_decode_sg.wgsl: key groups of tpk lanes inside one subgroup; per lane G * NV query and
+  // output vec4s and 2 * u * NV (4 * with the prefetch) K/V vec4s in registers; the subgroups'
+  // sums (padded to NV * tpk vec4s per head) and (m, l) in workgroup memory.
+  if (!subgroups_ || tuning.attn_dec_tpk == 0 || (tuning.attn_dec_tpk & (tuning.attn_dec_tpk - 1)) != 0)
+    return {0, 0, 0, false};
+  const uint32_t hd4 = uint32_t(hd) / 4, g = uint32_t(G), sgs = sg_size_;
+  const uint32_t tpk = std::min(tuning.attn_dec_tpk, sgs), nv = ceil_div(hd4, tpk);
+  const uint32_t u = std::clamp<uint32_t>(tuning.attn_dec_u, 1, 8);
+  const bool pf = tuning.attn_dec_pf != 0;
+  if (g * nv > 32 || u * nv * (pf ? 4 : 2) > 64) return {0, 0, 0, false};
+  const uint32_t limit = ctx_.limits().max_compute_workgroup_storage_size;
+  auto bytes = [&](uint32_t wg) { return (wg / sgs) * g * (nv * tpk * 16 + 8); };
+  uint32_t wg = std::clamp<uint32_t>(tuning.attn_dec_wg, sgs, max_wg_) / sgs * sgs;
+  while (wg > sgs && bytes(wg) > limit) wg = std::max(sgs, wg / 2 / sgs * sgs);
+  if (wg < sgs || bytes(wg) > limit) return {0, 0, 0, false};
+  return {wg, tpk, u, pf};
+}
+
 namespace {
 struct AttnDims {
   int hd, G;
@@ -890,12 +915,26 @@ uint32_t LlmOps::attention_decode_pass(Batch& b, const KvLayer& c, const Tensor&
   const std::string op = "attention_decode";
   auto d = attn_check(c, q, out, a, op);
   need(a.n_tokens == 1, op, "one token at a time");
-  // flash_decode.wgsl (tuning.attn_decode == 1, where its schedule fits), else flash_attn.wgsl
-  // with one row per query head of the kv head.
-  const DecodeShape ds = tuning.attn_decode == 1 ? decode_shape(d.hd, d.G) : DecodeShape{0, 0, 0};
+  // flash_decode_sg.wgsl (tuning.attn_decode == 2, where it runs), flash_decode.wgsl (1, or 2
+  // where the former cannot run; where its schedule fits), else flash_attn.wgsl with one row per
+  // query head of the kv head.
+  const DecodeSgShape sgs = tuning.attn_decode == 2 ? decode_sg_shape(d.hd, d.G) : DecodeSgShape{0, 0, 0, false};
+  const DecodeShape ds = tuning.attn_decode >= 1 && !sgs.wg ? decode_shape(d.hd, d.G) : DecodeShape{0, 0, 0};
   Kernel k;
   uint32_t bk = 0, bq = 1;
-  if (ds.wg) {
+  if (sgs.wg) {
+    auto cu = [](const char* name, uint32_t v) {
+      return "const " + std::string(name) + ": u32 = " + std::to_string(v) + "u;\n";
+    };
+    const std::string prelude = cu("HD", u32(d.hd)) + cu("G", u32(d.G)) + cu("TPK", sgs.tpk) + cu("U", sgs.u) +
+                                cu("WG", sgs.wg) + cu("SGS", sg_size_) +
+                                "const PF: bool = " + (sgs.pf ? "true" : "false") + ";\n";
+    k = kernel("llm/flash_decode_sg/hd" + std::to_string(d.hd) + "/g" + std::to_string(d.G) + "/wg" +
+                   std::to_string(sgs.wg) + "/tpk" + std::to_string(sgs.tpk) + "/u" + std::to_string(sgs.u) +
+                   (sgs.pf ? "/pf" : ""),
+               {"llm/flash_decode_sg.wgsl"}, {}, true, "main", prelude);
+    bk = sgs.wg / sgs.tpk * sgs.u;
+  } else if (ds.wg) {
     k = kernel("llm/flash_decode/hd" + std::to_string(d.hd) + "/g" + std::to_string(d.G) + "/wg" +
                    std::to_string(ds.wg) + "/bk" + std::to_string(ds.bk),
                {"llm/flash_decode.wgsl"}, {{"HD", d.hd}, {"G", d.G}, {"WG", ds.wg}, {"BK", ds.bk}, {"NJ", ds.nj}},
@@ -921,8 +960,8 @@ uint32_t LlmOps::attention_decode_pass(Batch& b, const KvLayer& c, const Tensor&
   if (!dyn || a.splits <= 0) splits = ceil_div(kv_len, split_len);
   need(splits <= kMaxDecodeSplits, op,
        std::to_string(splits) + " splits (at most " + std::to_string(kMaxDecodeSplits) + ")");
-  Groups g =
-      ds.wg ? Groups{splits, u32(c.n_kv_heads), 1} : Groups{ceil_div(uint64_t(d.G), bq), u32(c.n_kv_heads), splits};
+  Groups g = sgs.wg || ds.wg ? Groups{splits, u32(c.n_kv_heads), 1}
+                             : Groups{ceil_div(uint64_t(d.G), bq), u32(c.n_kv_heads), splits};
   const Tensor& pos = dyn ? a.start_from : dummy_;
   const uint32_t flag_dyn = dyn ? 1u : 0u;
   if (splits == 1 && out && !dyn) {

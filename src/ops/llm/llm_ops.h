@@ -300,10 +300,18 @@ struct LlmTuning {
   // attn_dec_bk (halved until the block fits the adapter's workgroup memory). Splits: the
   // number that makes attn_dec_wgs workgroups over the kv heads (a recorded step: over the whole
   // cache, its split length following the position).
+  // 2: flash_decode_sg.wgsl (where the adapter has subgroups and the schedule fits, else 1):
+  // attn_dec_wg invocations in key groups of attn_dec_tpk lanes (a power of two, at most the
+  // subgroup size), each taking attn_dec_u keys per step straight into registers (attn_dec_pf 1:
+  // the next step's loaded before this one is computed), scores summed by subgroup shuffles, no
+  // barrier in the key loop.
   uint32_t attn_decode = 1;
   uint32_t attn_dec_wg = 128;
   uint32_t attn_dec_bk = 32;
   uint32_t attn_dec_wgs = 256;
+  uint32_t attn_dec_tpk = 8;
+  uint32_t attn_dec_u = 2;
+  uint32_t attn_dec_pf = 1;
 };
 
 // Sets tuning fields from "name=value,name=value" (the LlmTuning field names, e.g.
@@ -511,6 +519,12 @@ class LlmOps {
     uint32_t wg, bk, nj;  // wg 0: the kernel cannot take this shape
   };
   DecodeShape decode_shape(int head_dim, int G) const;
+  // flash_decode_sg.wgsl's schedule (tuning clamped to the adapter); wg 0: it cannot run here.
+  struct DecodeSgShape {
+    uint32_t wg, tpk, u;
+    bool pf;
+  };
+  DecodeSgShape decode_sg_shape(int head_dim, int G) const;
   // The split-K pass of attention_decode: partials (made here), or with one split at a fixed
   // position and an output given, the output itself. Returns the number of splits.
   uint32_t attention_decode_pass(Batch& b, const KvLayer& cache, const Tensor& q, const Tensor* out,
