@@ -295,6 +295,9 @@ struct LlmTuning {
   // register-tiled flash_attn_tiled.wgsl (64 rows x 64 keys per workgroup, 4 x 4 scores per
   // invocation; where head_dim <= 256 and the adapter has 32 KiB of workgroup memory).
   uint32_t attn_prefill = 1;
+  // flash_attn_tiled.wgsl: 1 loads each staging step's Q/K or V chunk into registers before the
+  // previous step's products run (the loads' latency behind them), 0 after its barrier.
+  uint32_t attn_prefill_pf = 1;
   // Decode attention (split-K): 0 flash_attn.wgsl with one row per query head of the kv head,
   // 1 flash_decode.wgsl: attn_dec_wg invocations per (split, kv head), keys in blocks of
   // attn_dec_bk (halved until the block fits the adapter's workgroup memory). Splits: the
