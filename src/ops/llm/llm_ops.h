@@ -308,7 +308,7 @@ struct LlmTuning {
   // subgroup size), each taking attn_dec_u keys per step straight into registers (attn_dec_pf 1:
   // the next step's loaded before this one is computed), scores summed by subgroup shuffles, no
   // barrier in the key loop.
-  uint32_t attn_decode = 1;
+  uint32_t attn_decode = 2;
   uint32_t attn_dec_wg = 128;
   uint32_t attn_dec_bk = 32;
   uint32_t attn_dec_wgs = 256;
