@@ -27,6 +27,7 @@ const BK: u32 = KG * U;                  // keys per step (the split length is a
 const NSG: u32 = WG / SGS;               // subgroups
 const MASKED: f32 = -3.0e38;
 //!include "llm/flash_attn_range.wgsl"
+//!include "llm/flash_decode_store.wgsl"
 @group(0) @binding(5) var<uniform> p: P;
 
 const RS: u32 = NV * TPK;  // vec4s per head in red_acc (>= HD4: every lane stores without a branch)
@@ -153,24 +154,6 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
       ls += f * red_ml[t * G + g].y;
       a += f * red_acc[(t * G + g) * RS + c];
     }
-    let h = kvh * G + g;
-    if (p.partial == 0u) {
-      let v = a / ls;
-      let ob = p.o_off + h * HD + 4u * c;
-      out[ob] = v.x;
-      out[ob + 1u] = v.y;
-      out[ob + 2u] = v.z;
-      out[ob + 3u] = v.w;
-    } else {
-      let ob = (h * p.n_splits + split) * (HD + 2u);
-      out[ob + 4u * c] = a.x;
-      out[ob + 4u * c + 1u] = a.y;
-      out[ob + 4u * c + 2u] = a.z;
-      out[ob + 4u * c + 3u] = a.w;
-      if (c == 0u) {
-        out[ob + HD] = mx;
-        out[ob + HD + 1u] = ls;
-      }
-    }
+    store_decode(kvh * G + g, split, c, a, mx, ls);
   }
 }
