@@ -37,9 +37,7 @@ var<workgroup> ps: array<vec4<f32>, BK * BQ / 4u>;  // ps[k * 16 + row / 4][row 
 
 // what stage_load needs of the workgroup and the invocation (set once by main)
 var<private> s_lid: u32;
-var<private> s_kvh: u32;
-var<private> s_r0: u32;
-var<private> s_nrows: u32;
+var<private> s_qb: vec4<u32>;  // lid < 128: the q vec4 index of rows sg * 4 + i (fixed for the workgroup)
 var<private> s_cb: u32;
 var<private> s_kv_end: u32;
 
@@ -50,7 +48,6 @@ var<private> s_kv_end: u32;
 fn stage_load(kb: u32, st: u32) -> array<vec4<f32>, 4> {
   let HD4 = HD / 4u;
   let NC = (HD4 + DC4 - 1u) / DC4;
-  let G = p.n_heads / p.n_kv;
   var x = array<vec4<f32>, 4>(vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0));
   if (kb >= s_kv_end) { return x; }
   if (st < NC) {
@@ -62,9 +59,7 @@ fn stage_load(kb: u32, st: u32) -> array<vec4<f32>, 4> {
           let key = kb + sg * 4u + i;
           if (key < s_kv_end) { x[i] = k4[s_cb + key * HD4 + c]; }
         } else {
-          let R = min(s_r0 + sg * 4u + i, s_nrows - 1u);
-          let h = s_kvh * G + R % G;
-          x[i] = q4[((R / G) * p.q_stride + p.q_off + h * HD) / 4u + c] * p.scale;
+          x[i] = q4[s_qb[i] + c] * p.scale;
         }
       }
     }
@@ -103,9 +98,10 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
   let sk = lid >= 128u;
 
   s_lid = lid;
-  s_kvh = kvh;
-  s_r0 = r0;
-  s_nrows = nrows;
+  for (var i = 0u; i < 4u; i++) {
+    let R = min(r0 + ((lid % 128u) / DC4) * 4u + i, nrows - 1u);
+    s_qb[i] = ((R / G) * p.q_stride + p.q_off + (kvh * G + R % G) * HD) / 4u;
+  }
   s_cb = cb;
   s_kv_end = kv_end;
   let NC = (HD4 + DC4 - 1u) / DC4;
