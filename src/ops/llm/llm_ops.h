@@ -307,12 +307,14 @@ struct LlmTuning {
   // attn_dec_wg invocations in key groups of attn_dec_tpk lanes (a power of two, at most the
   // subgroup size), each taking attn_dec_u keys per step straight into registers (attn_dec_pf 1:
   // the next step's loaded before this one is computed), scores summed by subgroup shuffles, no
-  // barrier in the key loop.
+  // barrier in the key loop. Registers per lane: 2 * G * NV vec4s of query and output and
+  // 2 * attn_dec_u * NV (twice that with the prefetch) of K/V, NV = head_dim / 4 / attn_dec_tpk:
+  // at head_dim 128 and G = 4, key groups of 16 lanes hold ~160 floats, of 8 lanes ~260 (spills).
   uint32_t attn_decode = 2;
   uint32_t attn_dec_wg = 128;
   uint32_t attn_dec_bk = 32;
   uint32_t attn_dec_wgs = 256;
-  uint32_t attn_dec_tpk = 8;
+  uint32_t attn_dec_tpk = 16;
   uint32_t attn_dec_u = 2;
   uint32_t attn_dec_pf = 1;
 };
