@@ -23,26 +23,25 @@ const Cfg kCfgs[] = {{4, 4, 64}, {8, 2, 128}, {8, 1, 8}};  // GQA ratios 1, 4, 8
 // 96 (24 vec4s: a partial second output vec4 per invocation), with a GQA ratio of 3.
 const Cfg kCfgsMore[] = {{4, 4, 64}, {8, 2, 128}, {8, 1, 8}, {6, 2, 20}, {3, 1, 96}};
 
-// Every attention kernel and schedule, as LlmTuning settings: the default, the previous kernels,
-// the tiled prefill without its prefetch, flash_decode.wgsl with smaller workgroups and blocks
-// (several (head, vec4) pairs per invocation: 32 invocations, blocks of 8 keys), and
-// flash_decode_sg.wgsl's schedules (key groups of 4 (the most SwiftShader's subgroups of 4
-// allow), 2 and 1 lanes; 1 to 3 keys per step; with and without the prefetch; head dims whose
-// registers do not fit it fall back to flash_decode.wgsl).
+// Every attention kernel and schedule, as LlmTuning settings: the default (flash_decode_sg.wgsl),
+// the previous kernels, flash_decode.wgsl at its former default and with smaller workgroups and
+// blocks (several (head, vec4) pairs per invocation: 32 invocations, blocks of 8 keys), and
+// flash_decode_sg.wgsl's other schedules (key groups of 2 and 1 lanes (the default's 16 become
+// 4 on SwiftShader, whose subgroups have 4); 1 to 3 keys per step; with and without the
+// prefetch; head dims whose registers do not fit it fall back to flash_decode.wgsl).
 const char* const kVariants[] = {"",
                                  "attn_prefill=0,attn_decode=0",
-                                 "attn_prefill_pf=0,attn_decode=2",
-                                 "attn_dec_wg=64,attn_dec_bk=16,attn_dec_wgs=64",
-                                 "attn_dec_wg=32,attn_dec_bk=8",
-                                 "attn_decode=2",
+                                 "attn_decode=1,attn_dec_wg=128,attn_dec_wgs=256",
+                                 "attn_decode=1,attn_dec_wg=64,attn_dec_bk=16,attn_dec_wgs=64",
+                                 "attn_decode=1,attn_dec_wg=32,attn_dec_bk=8",
                                  "attn_decode=2,attn_dec_pf=0,attn_dec_u=3,attn_dec_tpk=2,attn_dec_wg=16",
                                  "attn_decode=2,attn_dec_tpk=1,attn_dec_u=1,attn_dec_wg=8,attn_dec_wgs=64"};
 struct Variant {
   std::string spec;
   std::unique_ptr<LlmOps> ops;
 };
-// The prefill kernels differ in the first three only.
-constexpr size_t kPrefillVariants = 3;
+// The prefill kernels differ in the first two only.
+constexpr size_t kPrefillVariants = 2;
 std::vector<Variant>& variants() {
   static std::vector<Variant> v = [] {
     std::vector<Variant> r;

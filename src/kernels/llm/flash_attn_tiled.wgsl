@@ -13,9 +13,6 @@
 // from 0, masked keys adding exact zeros), not on the rows it shares a workgroup with.
 // q[t * q_stride + q_off + h * HD + d]; caches [n_kv][max_ctx][HD] f32 from cache_off;
 // o[t * o_stride + o_off + h * HD + d].
-// The staging steps of a block (NC chunks of Q and K, then BK / VK chunks of V) each load 4
-// vec4s per invocation (stage_load); with PF each step's are loaded before the previous step's
-// products are computed, so that the loads' latency hides behind them.
 @group(0) @binding(0) var<storage, read> q4: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read> k4: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read> v4: array<vec4<f32>>;
@@ -25,7 +22,6 @@
 override HD: u32 = 128;  // head_dim, a multiple of 4, at most 256
 override NO: u32 = 2;    // output vec4s per row and invocation: ceil(HD / 64)
 override VK: u32 = 32;   // keys per V chunk: a power of two dividing BK, VK * HD / 4 <= BUF4
-override PF: bool = true;  // the next staging step's loads issued before this step's products
 const BQ = 64u;          // rows per workgroup
 const BK = 64u;          // keys per block
 const DC4 = 8u;          // vec4s of head_dim per staged chunk of Q and K
@@ -34,45 +30,6 @@ const MASKED: f32 = -3.0e38;
 
 var<workgroup> buf: array<vec4<f32>, BUF4>;
 var<workgroup> ps: array<vec4<f32>, BK * BQ / 4u>;  // ps[k * 16 + row / 4][row % 4]: P
-
-// what stage_load needs of the workgroup and the invocation (set once by main)
-var<private> s_lid: u32;
-var<private> s_qb: vec4<u32>;  // lid < 128: the q vec4 index of rows sg * 4 + i (fixed for the workgroup)
-var<private> s_cb: u32;
-var<private> s_kv_end: u32;
-
-// Staging step st of the block at kb: st < NC: Q (lid < 128: rows sg * 4 + i) or K (keys
-// kb + sg * 4 + i) at head_dim vec4 st * DC4 + sc; else V chunk st - NC (vec4s lid + 256 * i of
-// its VK rows). Zero past the keys, the head and the block's end (kb past the keys: a prefetch
-// after the last block).
-fn stage_load(kb: u32, st: u32) -> array<vec4<f32>, 4> {
-  let HD4 = HD / 4u;
-  let NC = (HD4 + DC4 - 1u) / DC4;
-  var x = array<vec4<f32>, 4>(vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0));
-  if (kb >= s_kv_end) { return x; }
-  if (st < NC) {
-    let sg = (s_lid % 128u) / DC4;
-    let c = st * DC4 + s_lid % DC4;
-    for (var i = 0u; i < 4u; i++) {
-      if (c < HD4) {
-        if (s_lid >= 128u) {
-          let key = kb + sg * 4u + i;
-          if (key < s_kv_end) { x[i] = k4[s_cb + key * HD4 + c]; }
-        } else {
-          x[i] = q4[s_qb[i] + c] * p.scale;
-        }
-      }
-    }
-  } else {
-    let k0 = (st - NC) * VK;
-    for (var i = 0u; i < 4u; i++) {
-      let e = s_lid + 256u * i;
-      let key = kb + k0 + e / HD4;
-      if (e < VK * HD4 && key < s_kv_end) { x[i] = v4[s_cb + key * HD4 + e % HD4]; }
-    }
-  }
-  return x;
-}
 
 @compute @workgroup_size(256)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
@@ -97,17 +54,6 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
   let sc = lid % DC4;
   let sk = lid >= 128u;
 
-  s_lid = lid;
-  for (var i = 0u; i < 4u; i++) {
-    let R = min(r0 + ((lid % 128u) / DC4) * 4u + i, nrows - 1u);
-    s_qb[i] = ((R / G) * p.q_stride + p.q_off + (kvh * G + R % G) * HD) / 4u;
-  }
-  s_cb = cb;
-  s_kv_end = kv_end;
-  let NC = (HD4 + DC4 - 1u) / DC4;
-  var xn = array<vec4<f32>, 4>(vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0));
-  if (PF) { xn = stage_load(0u, 0u); }
-
   var acc: array<vec4<f32>, 16>;  // acc[i * 4 + a]: row ty * 4 + i, output vec4 tx + 16 * a
   for (var kb = 0u; kb < kv_end; kb += BK) {
     // ---- S = Q K^T for the block, head_dim in chunks of DC4 vec4s, staged transposed
@@ -115,13 +61,20 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     // s[c][i]: key tx * 4 + c, row ty * 4 + i (zeroed explicitly: a loop-body var without an
     // initializer kept the previous block's values on SwiftShader)
     var s = array<vec4<f32>, 4>(vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0));
-    for (var ci = 0u; ci < NC; ci++) {
+    for (var c0 = 0u; c0 < HD4; c0 += DC4) {
       workgroupBarrier();
-      var x = xn;
-      if (PF) {
-        xn = stage_load(kb, ci + 1u);  // the next chunk, or V's first
-      } else {
-        x = stage_load(kb, ci);
+      var x = array<vec4<f32>, 4>(vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0));
+      for (var i = 0u; i < 4u; i++) {
+        if (c0 + sc < HD4) {
+          if (sk) {
+            let key = kb + sg * 4u + i;
+            if (key < kv_end) { x[i] = k4[cb + key * HD4 + c0 + sc]; }
+          } else {
+            let R = min(r0 + sg * 4u + i, nrows - 1u);
+            let h = kvh * G + R % G;
+            x[i] = q4[((R / G) * p.q_stride + p.q_off + h * HD) / 4u + c0 + sc] * p.scale;
+          }
+        }
       }
       let base = select(0u, DC4 * 64u, sk);
       for (var j = 0u; j < 4u; j++) { buf[base + (4u * sc + j) * 16u + sg] = vec4<f32>(x[0][j], x[1][j], x[2][j], x[3][j]); }
@@ -160,22 +113,14 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     }
     // ---- O += P V, V in chunks of VK keys
     for (var k0 = 0u; k0 < BK; k0 += VK) {
-      let st = NC + k0 / VK;
-      var x = xn;
-      if (!PF) { x = stage_load(kb, st); }
       workgroupBarrier();
-      for (var i = 0u; i < 4u; i++) {
-        let e = lid + 256u * i;
-        if (e < VK * HD4) { buf[e] = x[i]; }
+      for (var e = lid; e < VK * HD4; e += 256u) {
+        let key = kb + k0 + e / HD4;
+        var vv = vec4<f32>(0.0);
+        if (key < kv_end) { vv = v4[cb + key * HD4 + e % HD4]; }
+        buf[e] = vv;
       }
       workgroupBarrier();
-      if (PF) {
-        if (k0 + VK < BK) {
-          xn = stage_load(kb, st + 1u);
-        } else {
-          xn = stage_load(kb + BK, 0u);  // the next block's first chunk of Q and K
-        }
-      }
       for (var k = 0u; k < VK; k++) {
         let pr = ps[(k0 + k) * 16u + ty];
         for (var a = 0u; a < NO; a++) {

@@ -121,8 +121,7 @@ void apply_tuning(LlmTuning& t, std::string_view spec) {
       {"attn_dec_wgs", &LlmTuning::attn_dec_wgs},
       {"attn_dec_tpk", &LlmTuning::attn_dec_tpk},
       {"attn_dec_u", &LlmTuning::attn_dec_u},
-      {"attn_dec_pf", &LlmTuning::attn_dec_pf},
-      {"attn_prefill_pf", &LlmTuning::attn_prefill_pf}};
+      {"attn_dec_pf", &LlmTuning::attn_dec_pf}};
   while (!spec.empty()) {
     const size_t comma = spec.find_first_of(",/");
     const std::string_view item = spec.substr(0, comma);
@@ -815,9 +814,8 @@ Kernel LlmOps::attn_tiled_kernel(int hd) const {
   const uint32_t hd4 = uint32_t(hd) / 4, no = (hd4 + 15) / 16;
   uint32_t vk = 64;  // keys per V chunk: a power of two whose chunk fits the 1024-vec4 buffer
   while (vk > 1 && vk * hd4 > 1024) vk /= 2;
-  const bool pf = tuning.attn_prefill_pf != 0;
-  return kernel("llm/flash_attn_tiled/hd" + std::to_string(hd) + (pf ? "/pf" : ""), {"llm/flash_attn_tiled.wgsl"},
-                {{"HD", hd}, {"NO", no}, {"VK", vk}, {"PF", pf ? 1 : 0}}, false);
+  return kernel("llm/flash_attn_tiled/hd" + std::to_string(hd), {"llm/flash_attn_tiled.wgsl"},
+                {{"HD", hd}, {"NO", no}, {"VK", vk}}, false);
 }
 
 LlmOps::DecodeShape LlmOps::decode_shape(int hd, int G) const {

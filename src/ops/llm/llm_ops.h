@@ -295,9 +295,6 @@ struct LlmTuning {
   // register-tiled flash_attn_tiled.wgsl (64 rows x 64 keys per workgroup, 4 x 4 scores per
   // invocation; where head_dim <= 256 and the adapter has 32 KiB of workgroup memory).
   uint32_t attn_prefill = 1;
-  // flash_attn_tiled.wgsl: 1 loads each staging step's Q/K or V chunk into registers before the
-  // previous step's products run (the loads' latency behind them), 0 after its barrier.
-  uint32_t attn_prefill_pf = 1;
   // Decode attention (split-K): 0 flash_attn.wgsl with one row per query head of the kv head,
   // 1 flash_decode.wgsl: attn_dec_wg invocations per (split, kv head), keys in blocks of
   // attn_dec_bk (halved until the block fits the adapter's workgroup memory). Splits: the
@@ -311,9 +308,12 @@ struct LlmTuning {
   // 2 * attn_dec_u * NV (twice that with the prefetch) of K/V, NV = head_dim / 4 / attn_dec_tpk:
   // at head_dim 128 and G = 4, key groups of 16 lanes hold ~160 floats, of 8 lanes ~260 (spills).
   uint32_t attn_decode = 2;
-  uint32_t attn_dec_wg = 128;
+  // H200, 8B heads, one token over 4,096 keys (split pass + combine; docs/benchmarks.md): 2 with
+  // 256 invocations, 128 workgroups (16 splits), key groups of 16, 2 keys each, prefetch: 26.7 us;
+  // 1 (128, 256): 39.7 us.
+  uint32_t attn_dec_wg = 256;
   uint32_t attn_dec_bk = 32;
-  uint32_t attn_dec_wgs = 256;
+  uint32_t attn_dec_wgs = 128;
   uint32_t attn_dec_tpk = 16;
   uint32_t attn_dec_u = 2;
   uint32_t attn_dec_pf = 1;
