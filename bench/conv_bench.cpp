@@ -5,6 +5,7 @@
 #include "bench/bench.h"
 #include "cpu/conv.h"
 #include "ops/conv.h"
+#include "ops/map.h"
 #include "ops/pool.h"
 #include "util/error.h"
 
@@ -317,6 +318,33 @@ std::vector<Case> depthwise_sweep(const Context& ctx, const Conv2dDims& d) {
   return out;
 }
 
+// The copy kernel that the bandwidth figure uses (vec4), moving x's bytes in and out: at a
+// layer's size the launch and the drain are a visible part of the time, so the layer's GB/s over
+// this row's is how close it comes to a copy of its own size (the table's "% of copy" is over a
+// copy of 1 GiB, which no 100 MB kernel reaches).
+Case same_bytes_copy(const Context& ctx, const Conv2dDims& d) {
+  auto x = std::make_shared<std::vector<float>>(random_floats(d.x_elements(), 5));
+  Tensor tx = make_tensor(ctx, {int64_t(x->size())}, *x), ty = make_tensor(ctx, {int64_t(x->size())});
+  Case c;
+  c.op = "depthwise";
+  c.version = "copy (x's bytes)";
+  c.size = conv_spec(d);
+  c.bytes = c.elements = 8.0 * double(d.x_elements());
+  c.x_label = "bytes moved (x, y)";
+  auto record = [tx, ty, n = d.x_elements()](Batch& b) { copy(b, tx, ty, {n}, {}, MapVersion::Vec4); };
+  c.record = record;
+  c.check = [record, ty, x, &ctx] {
+    fill_u32(ctx, ty, kPoisonNaN);
+    Batch b(ctx);
+    record(b);
+    b.run();
+    auto got = download<float>(ctx, ty);
+    return cpu::max_rel_error(std::span<const float>(got), std::span<const float>(*x));
+  };
+  c.tolerance = 1e-7;
+  return c;
+}
+
 std::vector<Case> depthwise_op(const Context& ctx, const Options& o) {
   check_conv2d_tuning(ctx);
   // The depthwise kernel against the general ones that take groups; rates in GB/s against the
@@ -337,6 +365,7 @@ std::vector<Case> depthwise_op(const Context& ctx, const Options& o) {
     Conv2dDims d = conv_dims(parse_spec(s), true);
     if (!d.depthwise()) throw Error("wgc bench: depthwise size '" + s + "' is not a depthwise convolution");
     for (auto& c : conv_cases(ctx, "depthwise", d, versions, true)) out.push_back(std::move(c));
+    out.push_back(same_bytes_copy(ctx, d));
     for (auto& c : depthwise_sweep(ctx, d)) out.push_back(std::move(c));
   }
   return out;

@@ -152,9 +152,10 @@ TEST(Conv2d, OtherTilesMatch) {
 }
 
 // depthwise-reg under every kind of block: vec4 rows (widths multiples of 4, paddings 0, 1, 2 so
-// the row's first column falls at each place in its block) and scalar ones (stride 2, odd widths,
-// vec4 off, blocks that are not a multiple of 4 wide), ragged blocks at the right and bottom
-// edges, odd heights, channel counts that are not multiples of 4, channel multipliers.
+// the row's first column falls at each place in its block, halos as vec4s or scalars) and scalar
+// ones (stride 2, odd widths, vec4 off, blocks that are not a multiple of 4 wide), ragged blocks at
+// the right and bottom edges, odd heights, channel counts that are not multiples of 4, channel
+// multipliers, the sizes as uniforms or as pipeline constants.
 TEST(Conv2d, DepthwiseRegBlocksMatch) {
   const Conv2dDims shapes[] = {
       dims(2, 5, 11, 12, 5, 3, 3, 1, 1, 1, 5, 1, 1, 1, 1),  // vec4, odd height, 5 channels
@@ -167,19 +168,24 @@ TEST(Conv2d, DepthwiseRegBlocksMatch) {
       dims(1, 3, 5, 5, 3, 3, 3, 1, 1, 1, 3, 1, 1, 1, 1),    // 75 outputs: the last vec4 of y partly past them
   };
   struct Block {
-    uint32_t cols, rows, vec4, threads, sg = 0;
+    uint32_t cols, rows, vec4, threads, halo = 0, shape = 0, stage = 0;
   };
-  // sg: halos by subgroup shuffles where the adapter has subgroups (SwiftShader's are 4 wide, so
-  // most neighbours sit across a subgroup's edge or a row strip's, and take the load path).
-  const Block blocks[] = {{4, 4, 1, 128},    {8, 3, 1, 32},    {1, 1, 0, 64},   {2, 5, 0, 96},
-                          {4, 2, 1, 128, 1}, {8, 3, 1, 32, 1}, {4, 1, 1, 64, 1}};
+  // halo: the partly needed blocks at a row's ends as scalar loads (vec4 rows only); shape: the
+  // sizes as pipeline constants; stage: bands of whole rows staged in workgroup memory (vec4 rows
+  // only; 8 threads make bands of 1 or 2 strips, so planes take several bands, the last partial).
+  // Shapes whose rows are not vec4 run every block unstaged, with scalar loads.
+  const Block blocks[] = {{4, 4, 1, 128},        {8, 3, 1, 32},           {1, 1, 0, 64},
+                          {2, 5, 0, 96},         {4, 2, 1, 128, 1},       {8, 3, 1, 32, 1, 1},
+                          {4, 1, 1, 64, 0, 1},   {4, 2, 1, 128, 1, 1},    {2, 5, 0, 96, 1, 1, 1},
+                          {4, 2, 1, 8, 0, 0, 1}, {4, 2, 1, 128, 0, 1, 1}, {8, 3, 1, 32, 1, 1, 1}};
   ConvTuning saved = conv2d_tuning();
   int ran = 0;
   for (size_t b = 0; b < std::size(blocks); ++b) {
     ConvTuning& k = conv2d_tuning();
     k = saved;
     k.dwr_cols = blocks[b].cols, k.dwr_rows = blocks[b].rows, k.dwr_vec4 = blocks[b].vec4;
-    k.dwr_threads = blocks[b].threads;
+    k.dwr_threads = blocks[b].threads, k.dwr_halo = blocks[b].halo, k.dwr_shape = blocks[b].shape;
+    k.dwr_stage = blocks[b].stage;
     for (size_t i = 0; i < std::size(shapes); ++i) {
       const Conv2dDims& d = shapes[i];
       ASSERT_TRUE(supports(ctx(), Conv2dVersion::DepthwiseReg, d)) << d.str() << " block " << b;

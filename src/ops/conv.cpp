@@ -351,15 +351,49 @@ RegBlock reg_block(const Conv2dDims& d) {
   return {fits, vec4};
 }
 
+// DepthwiseReg staged (dwr_stage): a workgroup takes `band` strips of whole rows of a plane and
+// stages their tile_rows input rows in workgroup memory.
+struct RegStage {
+  uint32_t band = 0;  // 0: not staged (the knob off, rows not vec4, or a row past the limits)
+  uint32_t threads = 0, tile_rows = 0;
+};
+RegStage reg_stage(const Context& ctx, const Conv2dDims& d) {
+  const ConvTuning& t = conv2d_tuning();
+  if (!t.dwr_stage || !reg_block(d).vec4) return {};
+  const Limits& lim = ctx.limits();
+  uint32_t blocks_w = ceil_div(d.out_w(), t.dwr_cols), strips = ceil_div(d.out_h(), t.dwr_rows);
+  for (uint32_t band = std::min(std::max(t.dwr_threads / blocks_w, 1u), strips); band >= 1; --band) {
+    uint32_t tile_rows = (band * t.dwr_rows - 1) * d.stride_h + (d.kh - 1) * d.dil_h + 1;
+    if (uint64_t(band) * blocks_w <= lim.max_compute_invocations_per_workgroup &&
+        uint64_t(tile_rows) * d.w * 4 <= lim.max_compute_workgroup_storage_size)
+      return {band, band * blocks_w, tile_rows};
+  }
+  return {};
+}
+
 void record_depthwise_reg(Batch& b, const Operands& o, const Conv2dDims& d, const ConvEpilogue& ep) {
   const Context& ctx = b.context();
   const ConvTuning& t = conv2d_tuning();
   Constants c = window_constants(d);
+  bool vec4 = reg_block(d).vec4;
+  RegStage stage = reg_stage(ctx, d);
   c.insert(c.end(), {{"COLS", t.dwr_cols},
                      {"ROWS", t.dwr_rows},
-                     {"THREADS", t.dwr_threads},
-                     {"VEC4", reg_block(d).vec4},
-                     {"PAD_L", d.pad_left}});
+                     {"THREADS", stage.band ? stage.threads : t.dwr_threads},
+                     {"VEC4", vec4},
+                     {"PAD_L", d.pad_left},
+                     {"HALO_SCALAR", vec4 && t.dwr_halo}});
+  if (stage.band)
+    c.insert(c.end(), {{"STAGE", 1}, {"BAND", stage.band}, {"W4", d.w / 4}, {"TILE_ROWS", stage.tile_rows}});
+  if (t.dwr_shape)  // only then: the pipelines of the uniform version are shared between shapes
+    c.insert(c.end(), {{"SHAPE", 1},
+                       {"L_CIN", d.c_in},
+                       {"L_COUT", d.c_out},
+                       {"L_H", d.h},
+                       {"L_W", d.w},
+                       {"L_OH", d.out_h()},
+                       {"L_OW", d.out_w()},
+                       {"L_PAD_T", d.pad_top}});
   uint64_t invocations = uint64_t(d.n) * d.c_out * ceil_div(d.out_h(), t.dwr_rows) * ceil_div(d.out_w(), t.dwr_cols);
   // y and the second binding of x as vec4 arrays: whole vec4s (buffers are: make_tensor rounds their
   // size up to 16 bytes), so that y's last elements are inside the array.
@@ -367,8 +401,10 @@ void record_depthwise_reg(Batch& b, const Operands& o, const Conv2dDims& d, cons
     uint64_t bytes = std::max<uint64_t>(16, (tensor.bytes() + 15) / 16 * 16);
     return Arg(tensor, 0, std::min(bytes, tensor.capacity() / 16 * 16));
   };
+  uint64_t workgroups = stage.band ? uint64_t(d.n) * d.c_out * ceil_div(ceil_div(d.out_h(), t.dwr_rows), stage.band)
+                                   : ceil_div(invocations, t.dwr_threads);
   b.dispatch(kernel(ctx, "conv/depthwise_reg.wgsl", ep, c), {o.x, o.w, o.bias, o.res, as_vec4(o.y), as_vec4(o.x)},
-             conv_params(d, ep), groups_1d(ctx, ceil_div(invocations, t.dwr_threads)));
+             conv_params(d, ep), groups_1d(ctx, workgroups));
 }
 
 void record_depthwise(Batch& b, const Operands& o, const Conv2dDims& d, const ConvEpilogue& ep) {
@@ -425,6 +461,9 @@ ConvTuning parse_conv2d_tuning(std::string_view knobs, ConvTuning t) {
                                               {"dwr_rows", &t.dwr_rows},
                                               {"dwr_threads", &t.dwr_threads},
                                               {"dwr_vec4", &t.dwr_vec4},
+                                              {"dwr_halo", &t.dwr_halo},
+                                              {"dwr_shape", &t.dwr_shape},
+                                              {"dwr_stage", &t.dwr_stage},
                                               {"dw_auto", &t.dw_auto}};
   std::string s(knobs);
   size_t pos = 0;
@@ -483,10 +522,12 @@ void check_conv2d_tuning(const Context& ctx) {
     bad += std::string(bad.empty() ? "" : "; ") + "dw_*: sizes and rows must be >= 1, dw_threads <= " +
            std::to_string(lim.max_compute_invocations_per_workgroup);
   if (!t.dwr_cols || !t.dwr_rows || uint64_t(t.dwr_cols) * t.dwr_rows > kMaxRegOut || t.dwr_cols > kMaxRegInCols ||
-      !t.dwr_threads || t.dwr_threads > lim.max_compute_invocations_per_workgroup || t.dw_auto > 4)
+      !t.dwr_threads || t.dwr_threads > lim.max_compute_invocations_per_workgroup || t.dwr_vec4 > 1 || t.dwr_halo > 1 ||
+      t.dwr_shape > 1 || t.dwr_stage > 1 || t.dw_auto > 4)
     bad += std::string(bad.empty() ? "" : "; ") +
            "dwr_*: dwr_cols and dwr_rows >= 1 with dwr_cols * dwr_rows <= " + std::to_string(kMaxRegOut) +
-           ", dwr_threads in 1.." + std::to_string(lim.max_compute_invocations_per_workgroup) + "; dw_auto 0..4";
+           ", dwr_threads in 1.." + std::to_string(lim.max_compute_invocations_per_workgroup) +
+           ", dwr_vec4, dwr_halo, dwr_shape and dwr_stage 0 or 1; dw_auto 0..4";
   if (!bad.empty()) throw Error("wgc: conv2d tuning: " + bad);
 }
 

@@ -105,6 +105,13 @@ struct ConvTuning {
   // 61% (docs/benchmarks.md; taking the halo blocks from neighbouring invocations by subgroup
   // shuffles instead of loads measured 3x slower, and was dropped).
   uint32_t dwr_cols = 4, dwr_rows = 2, dwr_threads = 128, dwr_vec4 = 1;
+  // DepthwiseReg with vec4 rows: 1 loads the halo columns at the ends of a block's input row (the
+  // aligned blocks only partly needed) as scalars instead of whole vec4s (fewer registers and
+  // bytes through L1); dwr_shape 1 compiles the layer's sizes into the pipeline (index arithmetic
+  // by constants) instead of reading them from the uniform block; dwr_stage 1 makes a workgroup
+  // compute whole rows of a band of one plane (about dwr_threads invocations), its input rows
+  // staged once in workgroup memory by coalesced vec4 loads (vec4 rows only; others run unstaged).
+  uint32_t dwr_halo = 0, dwr_shape = 0, dwr_stage = 0;
   // Which depthwise version Auto runs on GPUs: 0 the measured rule (stride 1 Depthwise, strided
   // DepthwiseRows); 1 Depthwise, 2 DepthwiseRows, 3 DepthwiseReg for every depthwise layer; 4
   // stride 1 DepthwiseReg, strided DepthwiseRows.
