@@ -395,6 +395,9 @@ TEST(Conv2d, BadInputIsAnErrorNamingIt) {
     conv2d_tuning().igemm_tm = 5;
     expect_error([&] { check_conv2d_tuning(ctx()); }, "igemm_*: TM must be 4 or 8");
     EXPECT_FALSE(supports(ctx(), Conv2dVersion::ImplicitGemm, d));
+    conv2d_tuning().igemm_tm = saved.igemm_tm;
+    conv2d_tuning().dwr_stage = 2;  // the depthwise-reg switches are 0 or 1
+    expect_error([&] { check_conv2d_tuning(ctx()); }, "dwr_stage 0 or 1");
     conv2d_tuning() = saved;
     check_conv2d_tuning(ctx());
   }

@@ -362,7 +362,10 @@ RegStage reg_stage(const Context& ctx, const Conv2dDims& d) {
   if (!t.dwr_stage || !reg_block(d).vec4) return {};
   const Limits& lim = ctx.limits();
   uint32_t blocks_w = ceil_div(d.out_w(), t.dwr_cols), strips = ceil_div(d.out_h(), t.dwr_rows);
-  for (uint32_t band = std::min(std::max(t.dwr_threads / blocks_w, 1u), strips); band >= 1; --band) {
+  // The largest band that dwr_threads allow, then equal bands no larger (28 strips with room for
+  // 9: four bands of 7, not three of 9 and one of 1).
+  uint32_t most = std::min(std::max(t.dwr_threads / blocks_w, 1u), strips);
+  for (uint32_t band = ceil_div(strips, ceil_div(strips, most)); band >= 1; --band) {
     uint32_t tile_rows = (band * t.dwr_rows - 1) * d.stride_h + (d.kh - 1) * d.dil_h + 1;
     if (uint64_t(band) * blocks_w <= lim.max_compute_invocations_per_workgroup &&
         uint64_t(tile_rows) * d.w * 4 <= lim.max_compute_workgroup_storage_size)
