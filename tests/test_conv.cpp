@@ -258,6 +258,48 @@ TEST(Conv2d, NhwcExperimentMatches) {
   EXPECT_FALSE(supports_conv2d_nhwc(ctx(), kCases[0]));  // 3 input channels
 }
 
+// The NHWC depthwise experiment: odd heights and widths, stride 2 and (1, 2), asymmetric pads,
+// dilation 2, a 5x5, batch > 1, 4 and 12 channels, blocks with ragged right and bottom edges,
+// every epilogue, against the NCHW reference (inputs and outputs transposed).
+TEST(Conv2d, DepthwiseNhwcMatches) {
+  const Conv2dDims cases[] = {
+      dims(2, 12, 9, 11, 12, 3, 3, 1, 1, 1, 12, 1, 1, 1, 1), dims(1, 4, 13, 7, 4, 3, 3, 2, 2, 1, 4, 1, 0, 1, 2),
+      dims(3, 8, 7, 10, 8, 3, 3, 1, 1, 2, 8, 2, 2, 2, 2), dims(1, 12, 10, 9, 12, 5, 5, 1, 2, 1, 12, 2, 1, 2, 2),
+      dims(2, 4, 5, 5, 4, 3, 3, 1, 1, 1, 4, 0, 1, 2, 1)};
+  struct Block {
+    uint32_t cols, rows, threads;
+  };
+  const Block blocks[] = {{4, 2, 128}, {1, 1, 64}, {3, 5, 32}, {8, 2, 96}};
+  ConvTuning saved = conv2d_tuning();
+  for (size_t b = 0; b < std::size(blocks); ++b) {
+    conv2d_tuning().dwn_cols = blocks[b].cols, conv2d_tuning().dwn_rows = blocks[b].rows;
+    conv2d_tuning().dwn_threads = blocks[b].threads;
+    for (size_t i = 0; i < std::size(cases); ++i) {
+      const Conv2dDims& d = cases[i];
+      ASSERT_TRUE(supports_depthwise_nhwc(ctx(), d)) << d.str();
+      ConvEpilogue ep = epilogue_for(i + b);
+      Data r = make_run(d, ep, uint32_t(5 * i + b + 60));
+      const uint32_t hw = d.h * d.w, ohw = d.out_h() * d.out_w();
+      Tensor tx = make_tensor(ctx(), {int64_t(r.x.size())}, to_nhwc(r.x, d.n, d.c_in, hw));
+      Tensor tw = prepare_depthwise_nhwc_weights(ctx(), r.w, d);
+      Tensor tb = make_tensor(ctx(), {int64_t(r.bias.size())}, r.bias);
+      Tensor tr = make_tensor(ctx(), {int64_t(r.res.size())}, to_nhwc(r.res, d.n, d.c_out, ohw));
+      Tensor ty = make_tensor(ctx(), {int64_t(d.y_elements())});
+      fill_u32(ctx(), ty, kPoisonNaN);
+      Batch batch(ctx());
+      depthwise_nhwc(batch, tx, tw, ep.bias ? tb : Tensor{}, ep.residual ? tr : Tensor{}, ty, d, ep);
+      batch.run();
+      auto got = to_nchw(download<float>(ctx(), ty), d.n, d.c_out, ohw);
+      EXPECT_LT(test::rel_error(got, r.want), tolerance(Conv2dVersion::DepthwiseReg, d)) << d.str() << " block " << b;
+    }
+  }
+  conv2d_tuning() = saved;
+  EXPECT_TRUE(supports_depthwise_nhwc(ctx(), kCases[3]));
+  EXPECT_FALSE(supports_depthwise_nhwc(ctx(), kCases[4]));  // multiplier 3
+  EXPECT_FALSE(supports_depthwise_nhwc(ctx(), kCases[5]));  // 6 channels
+  EXPECT_FALSE(supports_depthwise_nhwc(ctx(), kCases[0]));  // not depthwise
+}
+
 TEST(Conv2d, VersionNamesRoundTrip) {
   for (Conv2dVersion v : kConv2dVersions) EXPECT_EQ(parse_conv2d_version(to_string(v)), v);
   EXPECT_EQ(parse_conv2d_version("auto"), Conv2dVersion::Auto);

@@ -18,6 +18,7 @@ constexpr uint32_t kMaxCob = 16;        // direct_tiled.wgsl's accumulator array
 constexpr uint32_t kMaxRowsTaps = 25;   // depthwise_rows.wgsl's and depthwise_reg.wgsl's filter registers
 constexpr uint32_t kMaxRegOut = 64;     // depthwise_reg.wgsl's accumulators (dwr_cols * dwr_rows)
 constexpr uint32_t kMaxRegInCols = 32;  // and its input row registers
+constexpr uint32_t kMaxNhwcOut = 16;    // depthwise_nhwc.wgsl's accumulators (dwn_cols * dwn_rows)
 constexpr uint64_t kMaxKSlices = 64;    // split K: partial sums kept per output at most,
 constexpr uint64_t kMaxSplitFloats = uint64_t(1) << 24;  // and in all
 
@@ -467,6 +468,9 @@ ConvTuning parse_conv2d_tuning(std::string_view knobs, ConvTuning t) {
                                               {"dwr_halo", &t.dwr_halo},
                                               {"dwr_shape", &t.dwr_shape},
                                               {"dwr_stage", &t.dwr_stage},
+                                              {"dwn_cols", &t.dwn_cols},
+                                              {"dwn_rows", &t.dwn_rows},
+                                              {"dwn_threads", &t.dwn_threads},
                                               {"dw_auto", &t.dw_auto}};
   std::string s(knobs);
   size_t pos = 0;
@@ -531,6 +535,11 @@ void check_conv2d_tuning(const Context& ctx) {
            "dwr_*: dwr_cols and dwr_rows >= 1 with dwr_cols * dwr_rows <= " + std::to_string(kMaxRegOut) +
            ", dwr_threads in 1.." + std::to_string(lim.max_compute_invocations_per_workgroup) +
            ", dwr_vec4, dwr_halo, dwr_shape and dwr_stage 0 or 1; dw_auto 0..4";
+  if (!t.dwn_cols || !t.dwn_rows || uint64_t(t.dwn_cols) * t.dwn_rows > kMaxNhwcOut || t.dwn_cols > kMaxRegInCols ||
+      !t.dwn_threads || t.dwn_threads > lim.max_compute_invocations_per_workgroup)
+    bad += std::string(bad.empty() ? "" : "; ") +
+           "dwn_*: dwn_cols and dwn_rows >= 1 with dwn_cols * dwn_rows <= " + std::to_string(kMaxNhwcOut) +
+           ", dwn_threads in 1.." + std::to_string(lim.max_compute_invocations_per_workgroup);
   if (!bad.empty()) throw Error("wgc: conv2d tuning: " + bad);
 }
 
@@ -744,6 +753,42 @@ void conv2d_nhwc(Batch& batch, const Tensor& x, const Tensor& prepared_w, const 
                 "the NHWC implicit GEMM needs c_in and c_in / groups to be multiples of 4 (and a tile that "
                 "loads B as vec4s)");
   record_implicit_gemm(batch, o, d, ep, GemmInput::Nhwc, igemm_tile(d));
+}
+
+bool supports_depthwise_nhwc(const Context& ctx, const Conv2dDims& d) {
+  const ConvTuning& t = conv2d_tuning();
+  uint64_t in_cols = uint64_t(t.dwn_cols - 1) * d.stride_w + uint64_t(d.kw - 1) * d.dil_w + 1;
+  return d.depthwise() && d.c_out == d.c_in && d.c_in % 4 == 0 && t.dwn_cols && t.dwn_rows &&
+         uint64_t(t.dwn_cols) * t.dwn_rows <= kMaxNhwcOut && in_cols <= kMaxRegInCols && t.dwn_threads &&
+         t.dwn_threads <= ctx.limits().max_compute_invocations_per_workgroup;
+}
+
+Tensor prepare_depthwise_nhwc_weights(const Context& ctx, std::span<const float> w, const Conv2dDims& d) {
+  check(d);
+  if (w.size() != d.w_elements())
+    throw Error(where(d) + std::to_string(w.size()) + " weights, needs " + std::to_string(d.w_elements()));
+  const uint64_t taps = uint64_t(d.kh) * d.kw;
+  std::vector<float> t(w.size());  // [c][1][kh][kw] -> [kh][kw][c]
+  for (uint64_t c = 0; c < d.c_out; ++c)
+    for (uint64_t k = 0; k < taps; ++k) t[k * d.c_out + c] = w[c * taps + k];
+  return make_tensor(ctx, {int64_t(t.size())}, t);
+}
+
+void depthwise_nhwc(Batch& batch, const Tensor& x, const Tensor& prepared_w, const Tensor& bias, const Tensor& residual,
+                    const Tensor& y, const Conv2dDims& d, const ConvEpilogue& ep) {
+  const Context& ctx = batch.context();
+  Operands o = operands(ctx, x, prepared_w, d.w_elements(), bias, residual, y, d, ep);
+  if (!supports_depthwise_nhwc(ctx, d))
+    throw Error(where(d) +
+                "the NHWC depthwise kernel needs a depthwise convolution with multiplier 1, c_in a multiple of 4 "
+                "and a block (dwn_*) that fits its registers");
+  const ConvTuning& t = conv2d_tuning();
+  Constants c = window_constants(d);
+  c.insert(c.end(), {{"COLS", t.dwn_cols}, {"ROWS", t.dwn_rows}, {"THREADS", t.dwn_threads}});
+  uint64_t invocations =
+      uint64_t(d.n) * (d.c_in / 4) * ceil_div(d.out_h(), t.dwn_rows) * ceil_div(d.out_w(), t.dwn_cols);
+  batch.dispatch(kernel(ctx, "conv/depthwise_nhwc.wgsl", ep, c), {o.x, o.w, o.bias, o.res, o.y}, conv_params(d, ep),
+                 groups_1d(ctx, ceil_div(invocations, t.dwn_threads)));
 }
 
 }  // namespace wgc
