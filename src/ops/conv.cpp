@@ -18,6 +18,7 @@ constexpr uint32_t kMaxCob = 16;        // direct_tiled.wgsl's accumulator array
 constexpr uint32_t kMaxRowsTaps = 25;   // depthwise_rows.wgsl's and depthwise_reg.wgsl's filter registers
 constexpr uint32_t kMaxRegOut = 64;     // depthwise_reg.wgsl's accumulators (dwr_cols * dwr_rows)
 constexpr uint32_t kMaxRegInCols = 32;  // and its input row registers
+constexpr uint32_t kMaxStageLoads = 8;  // depthwise_reg.wgsl's staged loads per invocation
 constexpr uint32_t kMaxNhwcOut = 16;    // depthwise_nhwc.wgsl's accumulators (dwn_cols * dwn_rows)
 constexpr uint64_t kMaxKSlices = 64;    // split K: partial sums kept per output at most,
 constexpr uint64_t kMaxSplitFloats = uint64_t(1) << 24;  // and in all
@@ -368,8 +369,9 @@ RegStage reg_stage(const Context& ctx, const Conv2dDims& d) {
   uint32_t most = std::min(std::max(t.dwr_threads / blocks_w, 1u), strips);
   for (uint32_t band = ceil_div(strips, ceil_div(strips, most)); band >= 1; --band) {
     uint32_t tile_rows = (band * t.dwr_rows - 1) * d.stride_h + (d.kh - 1) * d.dil_h + 1;
-    if (uint64_t(band) * blocks_w <= lim.max_compute_invocations_per_workgroup &&
-        uint64_t(tile_rows) * d.w * 4 <= lim.max_compute_workgroup_storage_size)
+    uint64_t threads = uint64_t(band) * blocks_w, vec4s = uint64_t(tile_rows) * (d.w / 4);
+    if (threads <= lim.max_compute_invocations_per_workgroup && vec4s * 16 <= lim.max_compute_workgroup_storage_size &&
+        ceil_div(vec4s, threads) <= kMaxStageLoads)
       return {band, band * blocks_w, tile_rows};
   }
   return {};

@@ -53,6 +53,7 @@ override BAND: u32 = 1u;       // STAGE: strips per workgroup; THREADS == blocks
 override W4: u32 = 1u;         // STAGE: w / 4
 override TILE_ROWS: u32 = 1u;  // STAGE: the input rows of a band, (BAND * ROWS - 1) * SH + (KH - 1) * DH + 1
 var<workgroup> tile: array<vec4<f32>, TILE_ROWS * W4>;
+override STAGE_LOADS: u32 = (TILE_ROWS * W4 + THREADS - 1u) / THREADS;  // per invocation
 //!include "conv/window.wgsl"
 override IN_ROWS: u32 = (ROWS - 1u) * SH + (KH - 1u) * DH + 1u;
 override IN_COLS: u32 = (COLS - 1u) * SW + (KW - 1u) * DW + 1u;
@@ -65,6 +66,7 @@ override NB: u32 = (OFF + IN_COLS + 3u) / 4u;
 const MAX_OUT = 64u;
 const MAX_IN_COLS = 32u;
 const MAX_TAPS = 25u;
+const MAX_STAGE_LOADS = 8u;  // STAGE: the host keeps STAGE_LOADS within it (kMaxStageLoads)
 
 fn dim(uniform_value: u32, constant: u32) -> u32 {
   if (SHAPE) { return constant; }
@@ -108,12 +110,19 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   if (STAGE) {
     // The band's input rows, whole, into workgroup memory (zeros above and below the plane): one
     // coalesced vec4 load per element, each input value fetched once per band.
+    // All of an invocation's loads first (a constant count, so they are in flight together),
+    // then the stores.
     if (plane < planes) {
-      for (var k = lid; k < TILE_ROWS * W4; k += THREADS) {
+      var staged: array<vec4<f32>, MAX_STAGE_LOADS>;
+      for (var j = 0u; j < STAGE_LOADS; j++) {
+        let k = lid + j * THREADS;
         let iy = band_iy0 + i32(k / W4);
-        var q = vec4<f32>(0.0);
-        if (iy >= 0 && iy < i32(h)) { q = X4[xbase / 4u + u32(iy) * W4 + k % W4]; }
-        tile[k] = q;
+        staged[j] = vec4<f32>(0.0);
+        if (k < TILE_ROWS * W4 && iy >= 0 && iy < i32(h)) { staged[j] = X4[xbase / 4u + u32(iy) * W4 + k % W4]; }
+      }
+      for (var j = 0u; j < STAGE_LOADS; j++) {
+        let k = lid + j * THREADS;
+        if (k < TILE_ROWS * W4) { tile[k] = staged[j]; }
       }
     }
     workgroupBarrier();
