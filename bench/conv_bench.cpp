@@ -115,6 +115,19 @@ std::vector<float> random_floats(uint64_t n, uint32_t seed) {
   return v;
 }
 
+// A Case::check: y poisoned, one run recorded, all of y against `want`.
+std::function<double()> whole_output_check(const Context& ctx, std::function<void(Batch&)> record, Tensor y,
+                                           std::shared_ptr<const std::vector<float>> want) {
+  return [&ctx, record = std::move(record), y, want = std::move(want)] {
+    fill_u32(ctx, y, kPoisonNaN);
+    Batch b(ctx);
+    record(b);
+    b.run();
+    auto got = download<float>(ctx, y);
+    return cpu::max_rel_error(std::span<const float>(got), std::span<const float>(*want));
+  };
+}
+
 struct ConvData {
   Conv2dDims d;
   ConvEpilogue ep{true, false, Activation::Relu};
@@ -342,16 +355,8 @@ Case same_bytes_copy(const Context& ctx, const Conv2dDims& d) {
   c.size = conv_spec(d);
   c.bytes = c.elements = 8.0 * double(d.x_elements());
   c.x_label = "bytes moved (x, y)";
-  auto record = [tx, ty, n = d.x_elements()](Batch& b) { copy(b, tx, ty, {n}, {}, MapVersion::Vec4); };
-  c.record = record;
-  c.check = [record, ty, x, &ctx] {
-    fill_u32(ctx, ty, kPoisonNaN);
-    Batch b(ctx);
-    record(b);
-    b.run();
-    auto got = download<float>(ctx, ty);
-    return cpu::max_rel_error(std::span<const float>(got), std::span<const float>(*x));
-  };
+  c.record = [tx, ty, n = d.x_elements()](Batch& b) { copy(b, tx, ty, {n}, {}, MapVersion::Vec4); };
+  c.check = whole_output_check(ctx, c.record, ty, x);
   c.tolerance = 1e-7;
   return c;
 }
@@ -439,14 +444,7 @@ std::vector<Case> pool_op(const Context& ctx, const Options& o) {
     c.elements = c.bytes;
     c.x_label = "bytes moved (x, y)";
     c.record = record;
-    c.check = [record, ty, want, &ctx] {
-      fill_u32(ctx, ty, kPoisonNaN);
-      Batch b(ctx);
-      record(b);
-      b.run();
-      auto got = download<float>(ctx, ty);
-      return cpu::max_rel_error(std::span<const float>(got), std::span<const float>(*want));
-    };
+    c.check = whole_output_check(ctx, record, ty, want);
     c.tolerance = 1e-5;
     c.cpu = [run_cpu, ny] {
       std::vector<float> y(ny);
