@@ -108,10 +108,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   let co = plane % c_out;
   let xbase = depthwise_x_base_of(plane, dim(p.c_in, L_CIN), c_out, h * w);
   if (STAGE) {
-    // The band's input rows, whole, into workgroup memory (zeros above and below the plane): one
-    // coalesced vec4 load per element, each input value fetched once per band.
-    // All of an invocation's loads first (a constant count, so they are in flight together),
-    // then the stores.
+    // The band's input rows, whole, into workgroup memory (zeros above and below the plane), each
+    // input vec4 loaded once per band by coalesced loads: all of an invocation's loads first (a
+    // constant count, so they are in flight together), then the stores.
     if (plane < planes) {
       var staged: array<vec4<f32>, MAX_STAGE_LOADS>;
       for (var j = 0u; j < STAGE_LOADS; j++) {
