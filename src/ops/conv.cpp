@@ -638,7 +638,8 @@ Conv2dVersion choose_conv2d(const Context& ctx, const Conv2dDims& d) {
   // depthwise-reg (each input row loaded once into registers, vec4 rows) runs at 60.8% of the copy
   // bandwidth at that shape (H200, 2026-12-01 21:0x, main 0fb1de0), and MobileNetV2 with it at
   // stride 1 and depthwise-rows where strided (ConvTuning::dw_auto = 4, now kGpuDepthwiseRule)
-  // took 11,525 -> 13,261 GPU-only img/s at batch 64 (952 -> 955 at batch 1). `bench-cnn` under
+  // took 11,525 -> 13,261 GPU-only img/s at batch 64 (952 -> 955 at batch 1); with its sizes as
+  // pipeline constants (dwr_shape=1, session 6) 69.2% at that shape. `bench-cnn` under
   // WGC_CONV_TUNING=dw_auto=N compares the rules on a whole network.
   if (d.depthwise()) {
     const Conv2dVersion every[] = {Conv2dVersion::Auto, Conv2dVersion::Depthwise, Conv2dVersion::DepthwiseRows,
