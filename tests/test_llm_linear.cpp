@@ -375,6 +375,7 @@ TEST(LlmLinear, BatchedQ8MatchesReferenceAndIsBatchInvariant) {
         other.tuning.batched_small_n = 6;
         other.tuning.batched_i2f = i2f;
         other.tuning.batched_xt = un == 4 ? 0 : 256;
+        other.tuning.batched_small_xt = un == 4 ? 2048 : 0;  // one tile of a row for small steps
         const std::string how =
             "unroll " + std::to_string(un) + "/" + std::to_string(small_un) + " i2f " + std::to_string(i2f);
         same(run(other, 0, 1), 0, how + ", token 0 alone");

@@ -100,6 +100,7 @@ void apply_tuning(LlmTuning& t, std::string_view spec) {
       {"batched_fuse", &LlmTuning::batched_fuse},
       {"batched_tg", &LlmTuning::batched_tg},
       {"batched_xt", &LlmTuning::batched_xt},
+      {"batched_small_xt", &LlmTuning::batched_small_xt},
       {"batched_unroll", &LlmTuning::batched_unroll},
       {"batched_small_unroll", &LlmTuning::batched_small_unroll},
       {"batched_i2f", &LlmTuning::batched_i2f},
@@ -120,6 +121,7 @@ void apply_tuning(LlmTuning& t, std::string_view spec) {
       {"mmq_units", &LlmTuning::mmq_units},
       {"mmq_magic", &LlmTuning::mmq_magic},
       {"quant_wg", &LlmTuning::quant_wg},
+      {"quant_groups", &LlmTuning::quant_groups},
       {"attn_prefill", &LlmTuning::attn_prefill},
       {"attn_decode", &LlmTuning::attn_decode},
       {"attn_dec_wg", &LlmTuning::attn_dec_wg},
@@ -697,8 +699,11 @@ void LlmOps::linear_batched_q8_kernel(Batch& b, const GpuWeight& w, const Q8Act&
   const uint32_t kl = tuning.batched_kl;
   need(kl >= 1 && kl <= 32 && (kl & (kl - 1)) == 0, op,
        "batched_kl " + std::to_string(kl) + " is not a power of two <= 32");
-  // x tile: whole blocks of every lane (tuning.batched_xt, else 1024 elements).
-  uint32_t xt = std::max<uint32_t>(tuning.batched_xt ? tuning.batched_xt : 1024, 32 * kl);
+  // x tile: whole blocks of every lane (tuning.batched_xt, else 1024 elements; small steps
+  // tuning.batched_small_xt where set).
+  const bool small = n_tokens <= int(tuning.batched_small_n);
+  const uint32_t want_xt = small && tuning.batched_small_xt ? tuning.batched_small_xt : tuning.batched_xt;
+  uint32_t xt = std::max<uint32_t>(want_xt ? want_xt : 1024, 32 * kl);
   xt = (xt + 32 * kl - 1) / (32 * kl) * (32 * kl);
   // Workgroup memory: the x tile (2 + 1/4 vec4 per block and token) or the lanes' final sum,
   // and (d, sum) per block and token.
@@ -730,7 +735,7 @@ void LlmOps::linear_batched_q8_kernel(Batch& b, const GpuWeight& w, const Q8Act&
   const uint64_t row_tiles = ceil_div(uint64_t(rows), bn);
   need(row_tiles <= ctx_.limits().max_compute_workgroups_per_dimension, op, "too many rows");
   const bool q4 = w.type == TensorType::Q4_0;
-  const uint32_t un = n_tokens <= int(tuning.batched_small_n) ? tuning.batched_small_unroll : tuning.batched_unroll;
+  const uint32_t un = small ? tuning.batched_small_unroll : tuning.batched_unroll;
   need(un == 1 || un == 2 || un == 4, op, "batched_unroll " + std::to_string(un) + " (1, 2 or 4)");
   const bool pf = tuning.batched_prefetch && un == 1, i2f = tuning.batched_i2f != 0;
   std::string prelude = "const TT: u32 = " + std::to_string(tt) + "u;\nconst TG: u32 = " + std::to_string(tg) +

@@ -254,6 +254,9 @@ struct LlmTuning {
   // batched_small_n tokens and in smaller ones. 1, 2 or 4; never changes a result.
   uint32_t batched_unroll = 1;
   uint32_t batched_small_unroll = 1;
+  // batched-q8: the x tile in steps of at most batched_small_n tokens (0: batched_xt). A tile of
+  // a whole row (e.g. 16384) leaves one pass, two barriers and no wait for x between weight loads.
+  uint32_t batched_small_xt = 0;
   // batched-q8: 1 turns the integer block sums into floats with an integer add and a float
   // subtract (the Q4_0 offset folded into the add), 0 with a conversion (a quarter-rate
   // instruction on NVIDIA GPUs). The same values (exact integers below 2^22).
@@ -308,6 +311,10 @@ struct LlmTuning {
   uint32_t mmq_magic = 1;
   // quant_act.wgsl: invocations per token (a power of two >= 8; one token gets up to 4x this).
   uint32_t quant_wg = 256;
+  // quant_act.wgsl in steps of fewer tokens than this: each token's row split between up to
+  // quant_groups / tokens workgroups of quant_wg (each redoing RMSNorm's sum of squares in the
+  // same order: the same bits). 0: one workgroup per token.
+  uint32_t quant_groups = 0;
   // Prefill attention: 0 flash_attn.wgsl (16 rows per workgroup, a score per invocation), 1 the
   // register-tiled flash_attn_tiled.wgsl (64 rows x 64 keys per workgroup, 4 x 4 scores per
   // invocation; where head_dim <= 256 and the adapter has 32 KiB of workgroup memory).
