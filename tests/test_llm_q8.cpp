@@ -138,6 +138,7 @@ TEST(LlmQ8, QuantizeSplitRowsGiveTheSameBits) {
   auto w = make_tensor(ctx(), {cols}, test::random_floats(size_t(cols), 78, 0.5f, 1.5f));
   LlmOps one(ctx()), split(ctx());
   one.tuning.quant_wg = split.tuning.quant_wg = 64;
+  one.tuning.quant_groups = 0;
   split.tuning.quant_groups = 8;
   for (int tokens : {1, n})
     for (int mode = 0; mode < 4; ++mode) {

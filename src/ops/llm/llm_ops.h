@@ -314,7 +314,7 @@ struct LlmTuning {
   // quant_act.wgsl in steps of fewer tokens than this: each token's row split between up to
   // quant_groups / tokens workgroups of quant_wg (each redoing RMSNorm's sum of squares in the
   // same order: the same bits). 0: one workgroup per token.
-  uint32_t quant_groups = 0;
+  uint32_t quant_groups = 64;
   // Prefill attention: 0 flash_attn.wgsl (16 rows per workgroup, a score per invocation), 1 the
   // register-tiled flash_attn_tiled.wgsl (64 rows x 64 keys per workgroup, 4 x 4 scores per
   // invocation; where head_dim <= 256 and the adapter has 32 KiB of workgroup memory).
