@@ -704,6 +704,7 @@ void LlmOps::linear_batched_q8_kernel(Batch& b, const GpuWeight& w, const Q8Act&
   const bool small = n_tokens <= int(tuning.batched_small_n);
   const uint32_t want_xt = small && tuning.batched_small_xt ? tuning.batched_small_xt : tuning.batched_xt;
   uint32_t xt = std::max<uint32_t>(want_xt ? want_xt : 1024, 32 * kl);
+  xt = std::min<uint32_t>(xt, u32(w.cols));  // no longer than a row
   xt = (xt + 32 * kl - 1) / (32 * kl) * (32 * kl);
   // Workgroup memory: the x tile (2 + 1/4 vec4 per block and token) or the lanes' final sum,
   // and (d, sum) per block and token.
