@@ -17,6 +17,7 @@ namespace {
 
 using detail::need;
 using detail::need_elems;
+using detail::need_q8;
 using detail::shape_tag;
 using detail::str;
 using detail::u32;
@@ -99,6 +100,12 @@ void apply_tuning(LlmTuning& t, std::string_view spec) {
       {"batched_fuse", &LlmTuning::batched_fuse},
       {"batched_tg", &LlmTuning::batched_tg},
       {"batched_xt", &LlmTuning::batched_xt},
+      {"batched_small_xt", &LlmTuning::batched_small_xt},
+      {"batched_unroll", &LlmTuning::batched_unroll},
+      {"batched_small_unroll", &LlmTuning::batched_small_unroll},
+      {"batched_i2f", &LlmTuning::batched_i2f},
+      {"paged_combine_q8", &LlmTuning::paged_combine_q8},
+      {"batched_rope", &LlmTuning::batched_rope},
       {"paged_decode_tpq", &LlmTuning::paged_decode_tpq},
       {"paged_decode_pf", &LlmTuning::paged_decode_pf},
       {"mvq_wg", &LlmTuning::mvq_wg},
@@ -114,6 +121,7 @@ void apply_tuning(LlmTuning& t, std::string_view spec) {
       {"mmq_units", &LlmTuning::mmq_units},
       {"mmq_magic", &LlmTuning::mmq_magic},
       {"quant_wg", &LlmTuning::quant_wg},
+      {"quant_groups", &LlmTuning::quant_groups},
       {"attn_prefill", &LlmTuning::attn_prefill},
       {"attn_decode", &LlmTuning::attn_decode},
       {"attn_dec_wg", &LlmTuning::attn_dec_wg},
@@ -634,6 +642,55 @@ void LlmOps::linear_batched_q8(Batch& b, const GpuWeight& w, const Q8Act& x, con
   linear_batched_q8_kernel(b, w, x, y, n_tokens, prm, o.bias ? o.bias : dummy_, rows);
 }
 
+bool LlmOps::batched_rope_takes(int head_dim) const {
+  return head_dim > 0 && head_dim % 2 == 0 && ctx_.limits().max_storage_buffers_per_shader_stage >= 10;
+}
+
+void LlmOps::linear_batched_q8_rope(Batch& b, const GpuWeight& w, const Q8Act& x, const Tensor& qkv, int n_tokens,
+                                    const RopeTable& table, const KvLayer& c, const RopeKvArgs& a,
+                                    const Tensor& bias) const {
+  const std::string op = "linear_batched_q8_rope " + str(w.type);
+  const int hd = c.head_dim;
+  need(batched_rope_takes(hd), op,
+       "head_dim " + std::to_string(hd) + " (even) and 10 storage buffers per shader stage (the adapter allows " +
+           std::to_string(ctx_.limits().max_storage_buffers_per_shader_stage) + ")");
+  need(a.n_tokens == n_tokens && a.n_heads > 0 && c.n_kv_heads > 0, op, "the rope arguments' tokens and heads");
+  need(table.head_dim == hd, op,
+       "the rope table's head_dim " + std::to_string(table.head_dim) + " is not the cache's " + std::to_string(hd));
+  const int64_t rows = (int64_t(a.n_heads) + 2 * c.n_kv_heads) * hd;
+  need(w.rows == rows, op,
+       "a QKV weight of " + std::to_string(w.rows) + " rows for " + std::to_string(rows) + " (q, k and v heads)");
+  need(a.q_offset == 0 && (a.k_offset < 0 || a.k_offset == int64_t(a.n_heads) * hd) &&
+           (a.v_offset < 0 || a.v_offset == (int64_t(a.n_heads) + c.n_kv_heads) * hd) &&
+           (a.stride < 0 || a.stride == rows),
+       op, "q, k and v heads back to back from 0, one row per token");
+  need(!a.cache_rows || a.positions, op, "cache rows come with the positions buffer");
+  if (a.positions) need_elems(a.positions, int64_t(n_tokens) * (a.cache_rows ? 2 : 1), op, "positions");
+  need(a.cache_rows || int64_t(a.pos0) + n_tokens <= c.max_ctx, op,
+       "positions " + std::to_string(a.pos0) + "+" + std::to_string(n_tokens) + " past max_ctx " +
+           std::to_string(c.max_ctx));
+  need(a.positions || int64_t(a.pos0) + n_tokens <= table.max_pos, op,
+       "positions past the table's " + std::to_string(table.max_pos));
+  need_elems(c.k, c.offset + int64_t(c.n_kv_heads) * hd * c.max_ctx, op, "k cache");
+  need_elems(c.v, c.offset + int64_t(c.n_kv_heads) * hd * c.max_ctx, op, "v cache");
+  if (bias) need_elems(bias, rows, op, "bias");
+  LinearOptions o;
+  o.bias = bias;
+  const detail::Q8LinearShape shape = detail::check_linear_q8(w, x, qkv, n_tokens, o, op);
+  Params prm(u32(n_tokens), u32(rows), u32(w.cols), 0u, u32(w.cols), u32(shape.y_stride), 0u, shape.flags);
+  const uint32_t rflags = (a.positions ? 1u : 0u) | (a.interleaved ? 2u : 0u) | (a.cache_rows ? 4u : 0u);
+  prm.push(u32(a.n_heads))
+      .push(u32(c.n_kv_heads))
+      .push(u32(hd))
+      .push(u32(a.pos0))
+      .push(rflags)
+      .push(u32(table.max_pos))
+      .push(u32(c.max_ctx))
+      .push(c.offset);
+  const RopeKv rope{&table, &c, &a};
+  linear_batched_q8_kernel(b, w, x, qkv, n_tokens, prm, bias ? bias : dummy_, rows, &rope);
+}
+
 uint32_t LlmOps::batched_rows_per_group(int n_tokens) const {
   const uint32_t tr = n_tokens <= int(tuning.batched_small_n) ? tuning.batched_small_tr : kBatchedRowsPerGroup;
   need(tr == 1 || tr == 2 || tr == 4, "linear batched-q8", "batched_small_tr " + std::to_string(tr) + " (1, 2 or 4)");
@@ -641,14 +698,19 @@ uint32_t LlmOps::batched_rows_per_group(int n_tokens) const {
 }
 
 void LlmOps::linear_batched_q8_kernel(Batch& b, const GpuWeight& w, const Q8Act& x, const Tensor& y, int n_tokens,
-                                      const Params& prm, const Tensor& bias, int64_t rows) const {
+                                      const Params& prm_in, const Tensor& bias, int64_t rows,
+                                      const RopeKv* rope) const {
   const std::string op = "linear batched-q8 " + str(w.type);
   need(w.type == TensorType::Q4_0 || w.type == TensorType::Q8_0, op, "8-bit activations need Q4_0 or Q8_0 weights");
   const uint32_t kl = tuning.batched_kl;
   need(kl >= 1 && kl <= 32 && (kl & (kl - 1)) == 0, op,
        "batched_kl " + std::to_string(kl) + " is not a power of two <= 32");
-  // x tile: whole blocks of every lane (tuning.batched_xt, else 1024 elements).
-  uint32_t xt = std::max<uint32_t>(tuning.batched_xt ? tuning.batched_xt : 1024, 32 * kl);
+  // x tile: whole blocks of every lane (tuning.batched_xt, else 1024 elements; small steps
+  // tuning.batched_small_xt where set).
+  const bool small = n_tokens <= int(tuning.batched_small_n);
+  const uint32_t want_xt = small && tuning.batched_small_xt ? tuning.batched_small_xt : tuning.batched_xt;
+  uint32_t xt = std::max<uint32_t>(want_xt ? want_xt : 1024, 32 * kl);
+  xt = std::min<uint32_t>(xt, u32(w.cols));  // no longer than a row
   xt = (xt + 32 * kl - 1) / (32 * kl) * (32 * kl);
   // Workgroup memory: the x tile (2 + 1/4 vec4 per block and token) or the lanes' final sum,
   // and (d, sum) per block and token.
@@ -659,7 +721,8 @@ void LlmOps::linear_batched_q8_kernel(Batch& b, const GpuWeight& w, const Q8Act&
   while (tt > 1 && x_tile_bytes(tt) + ds_bytes(tt) > smem_limit) tt /= 2;
   // Token groups per workgroup (tuning.batched_tg): as many as the step fills, the workgroup
   // size and its memory (the x tile, or the lanes' final sums of every group) allow.
-  const uint32_t tr = batched_rows_per_group(n_tokens);
+  // ROPE: a row group holds whole RoPE pairs (2 or 4 rows)
+  const uint32_t tr = rope ? std::max(2u, batched_rows_per_group(n_tokens)) : batched_rows_per_group(n_tokens);
   const auto smem = [&](uint32_t groups, uint32_t wg_size) {
     return std::max(x_tile_bytes(tt * groups), batched_sum_bytes(wg_size, tt)) + ds_bytes(tt * groups);
   };
@@ -679,15 +742,31 @@ void LlmOps::linear_batched_q8_kernel(Batch& b, const GpuWeight& w, const Q8Act&
   const uint64_t row_tiles = ceil_div(uint64_t(rows), bn);
   need(row_tiles <= ctx_.limits().max_compute_workgroups_per_dimension, op, "too many rows");
   const bool q4 = w.type == TensorType::Q4_0;
+  const uint32_t un = small ? tuning.batched_small_unroll : tuning.batched_unroll;
+  need(un == 1 || un == 2 || un == 4, op, "batched_unroll " + std::to_string(un) + " (1, 2 or 4)");
+  const bool pf = tuning.batched_prefetch && un == 1, i2f = tuning.batched_i2f != 0;
   std::string prelude = "const TT: u32 = " + std::to_string(tt) + "u;\nconst TG: u32 = " + std::to_string(tg) +
                         "u;\nconst WG: u32 = " + std::to_string(wg) + "u;\nconst KL: u32 = " + std::to_string(kl) +
                         "u;\nconst TR: u32 = " + std::to_string(tr) + "u;\nconst XT: u32 = " + std::to_string(xt) +
                         "u;\nconst Q4: bool = " + (q4 ? "true" : "false") +
-                        ";\nconst PF: bool = " + (tuning.batched_prefetch ? "true" : "false") + ";\n";
-  Kernel k = kernel("llm/batched_q8/" + str(w.type) + "/" + shape_tag({tt, tg, wg, kl, tr, xt}) +
-                        (tuning.batched_prefetch ? "/pf" : ""),
-                    {"llm/common.wgsl", "llm/linear_batched_q8.wgsl"}, {}, false, "main", prelude);
-  b.dispatch(k, {w.data, w.scales, x.qs, x.ds, bias, y}, prm, {u32(tiles), u32(row_tiles), 1});
+                        ";\nconst PF: bool = " + (pf ? "true" : "false") + ";\nconst UN: u32 = " + std::to_string(un) +
+                        "u;\nconst I2F: bool = " + (i2f ? "true" : "false") +
+                        ";\nconst ROPE: bool = " + (rope ? "true" : "false") +
+                        ";\nconst P_BINDING: u32 = " + (rope ? "10" : "6") + "u;\n";
+  Kernel k = kernel("llm/batched_q8/" + str(w.type) + "/" + shape_tag({tt, tg, wg, kl, tr, xt}) + (pf ? "/pf" : "") +
+                        (un > 1 ? "/u" + std::to_string(un) : "") + (i2f ? "/i2f" : "") + (rope ? "/rope" : ""),
+                    {"llm/common.wgsl", rope ? "llm/linear_batched_rope.wgsl" : "llm/linear_batched_norope.wgsl",
+                     "llm/linear_batched_q8.wgsl"},
+                    {}, false, "main", prelude);
+  std::vector<Arg> args = {w.data, w.scales, x.qs, x.ds, bias, y};
+  Params prm = prm_in;
+  if (rope) {
+    args.insert(args.end(), {rope->table->cos_sin, rope->args->positions ? rope->args->positions : dummy_,
+                             rope->cache->k, rope->cache->v});
+  } else {
+    for (int i = 0; i < 8; ++i) prm.push(0u);  // the ROPE fields
+  }
+  b.dispatch(k, std::move(args), prm, {u32(tiles), u32(row_tiles), 1});
 }
 
 // ---- elementwise ---------------------------------------------------------------------------
@@ -1063,15 +1142,49 @@ void LlmOps::paged_attention(Batch& b, const KvLayer& c, const Tensor& q, const 
                              const PagedAttentionPlan& pl) const {
   const std::string op = "paged_attention";
   const PagedAttentionArgs& a = pl.args;
+  const int hd = a.head_dim;
+  const int64_t os = a.o_stride < 0 ? int64_t(a.n_heads) * hd : a.o_stride;
+  need_elems(out, (pl.n_tokens - 1) * os + a.o_offset + int64_t(a.n_heads) * hd, op, "out");
+  paged_attention_partials(b, c, q, pl, op);
+  Kernel kc = kernel("llm/paged_attn_combine", {"llm/common.wgsl", "llm/paged_attn_combine.wgsl"}, {}, false);
+  b.dispatch(kc, {pl.partials, pl.positions, out},
+             Params(u32(pl.n_tokens), u32(a.n_heads), pl.n_splits, u32(hd), u32(os), u32(a.o_offset), u32(a.split_len)),
+             groups_1d(ctx_, ceil_div(uint64_t(pl.n_tokens) * uint64_t(a.n_heads) * uint64_t(hd), 128)));
+}
+
+void LlmOps::paged_attention_q8(Batch& b, const KvLayer& c, const Tensor& q, const Q8Act& out,
+                                const PagedAttentionPlan& pl) const {
+  const std::string op = "paged_attention_q8";
+  const PagedAttentionArgs& a = pl.args;
+  const int hd = a.head_dim;
+  need(paged_attention_q8_takes(hd), op,
+       "head_dim " + std::to_string(hd) + " (a multiple of 32, at most " + std::to_string(max_wg_) + ")");
+  need(out.cols == int64_t(a.n_heads) * hd, op,
+       "out has " + std::to_string(out.cols) + " columns for " + std::to_string(a.n_heads) + " heads");
+  need(a.o_stride < 0 && a.o_offset == 0, op, "the output's heads back to back (no o_stride or o_offset)");
+  need_q8(out, pl.n_tokens, op, "out");
+  paged_attention_partials(b, c, q, pl, op);
+  Kernel kc = kernel("llm/paged_attn_combine_q8/" + std::to_string(hd),
+                     {"llm/common.wgsl", "llm/paged_attn_combine_q8.wgsl"}, {{"HD", hd}}, false);
+  b.dispatch(kc, {pl.partials, pl.positions, out.qs, out.ds},
+             Params(u32(pl.n_tokens), u32(a.n_heads), pl.n_splits, u32(hd), u32(a.split_len)),
+             groups_1d(ctx_, uint64_t(pl.n_tokens) * uint64_t(a.n_heads)));
+}
+
+bool LlmOps::paged_attention_q8_takes(int head_dim) const {
+  return head_dim > 0 && head_dim % 32 == 0 && uint32_t(head_dim) <= max_wg_;
+}
+
+void LlmOps::paged_attention_partials(Batch& b, const KvLayer& c, const Tensor& q, const PagedAttentionPlan& pl,
+                                      const std::string& op) const {
+  const PagedAttentionArgs& a = pl.args;
   need(c.head_dim == a.head_dim && c.n_kv_heads == a.n_kv_heads && c.offset == 0, op,
        "the cache's heads do not match the plan's");
   need(c.max_ctx % a.block == 0, op, "the cache's rows are not whole blocks");
   const int hd = a.head_dim;
   const int64_t qs = a.q_stride < 0 ? int64_t(a.n_heads) * hd : a.q_stride;
-  const int64_t os = a.o_stride < 0 ? int64_t(a.n_heads) * hd : a.o_stride;
   need(qs % 4 == 0 && a.q_offset % 4 == 0, op, "q stride and offset must be multiples of 4");
   need_elems(q, (pl.n_tokens - 1) * qs + a.q_offset + int64_t(a.n_heads) * hd, op, "q");
-  need_elems(out, (pl.n_tokens - 1) * os + a.o_offset + int64_t(a.n_heads) * hd, op, "out");
   need_elems(c.k, int64_t(c.n_kv_heads) * c.max_ctx * hd, op, "k cache");
   need_elems(c.v, int64_t(c.n_kv_heads) * c.max_ctx * hd, op, "v cache");
   const float scale = a.scale != 0 ? a.scale : float(1.0 / std::sqrt(double(hd)));
@@ -1106,10 +1219,6 @@ void LlmOps::paged_attention(Batch& b, const KvLayer& c, const Tensor& q, const 
   };
   dispatch(pl.decode_bq, dec_tpq, dec_pf, 0, pl.decode_items);
   dispatch(kPagedPrefillBq, s.tpq, false, pl.decode_items, pl.prefill_items);
-  Kernel kc = kernel("llm/paged_attn_combine", {"llm/common.wgsl", "llm/paged_attn_combine.wgsl"}, {}, false);
-  b.dispatch(kc, {pl.partials, pl.positions, out},
-             Params(u32(pl.n_tokens), u32(a.n_heads), pl.n_splits, u32(hd), u32(os), u32(a.o_offset), u32(a.split_len)),
-             groups_1d(ctx_, ceil_div(uint64_t(pl.n_tokens) * uint64_t(a.n_heads) * uint64_t(hd), 128)));
 }
 
 // ---- argmax / top-k ------------------------------------------------------------------------
