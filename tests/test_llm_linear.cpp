@@ -2,6 +2,7 @@
 #include "test_llm_util.h"
 
 #include <array>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -90,9 +91,9 @@ TEST(LlmLinear, EveryTypeEveryVersionMatchesReference) {
 // leave partial groups and workgroups, with bias and accumulation.
 TEST(LlmLinear, MatvecTuningsMatchReference) {
   struct Tune {
-    uint32_t wg, tpr, unroll, rows;
+    uint32_t wg, tpr, unroll, rows, xs;
   };
-  const Tune tunes[] = {{256, 32, 2, 2}, {128, 16, 1, 3}, {64, 8, 2, 4}, {256, 64, 1, 4}};
+  const Tune tunes[] = {{256, 32, 2, 2, 0}, {128, 16, 1, 3, 2}, {64, 8, 2, 4, 2}, {256, 64, 1, 4, 0}};
   for (auto t : kGpuTensorTypes) {
     const int64_t rows = 45, cols = int64_t(block_size(t)) == 256 ? 512 : int64_t(block_size(t)) == 32 ? 4160 : 203;
     auto bytes = ref::random_weight(t, rows, cols, 21);
@@ -111,6 +112,7 @@ TEST(LlmLinear, MatvecTuningsMatchReference) {
       o.tuning.matvec_tpr = tune.tpr;
       o.tuning.matvec_unroll = tune.unroll;
       o.tuning.matvec_rows = tune.rows;
+      o.tuning.matvec_xs = tune.xs;
       auto y = test::poisoned(rows);
       LinearOptions lo;
       lo.bias = bias;
@@ -119,7 +121,7 @@ TEST(LlmLinear, MatvecTuningsMatchReference) {
       b.run();
       EXPECT_LE(test::rel_error(download<float>(ctx(), y), want), 1e-5)
           << to_string(t) << " wg " << tune.wg << " tpr " << tune.tpr << " unroll " << tune.unroll << " rows "
-          << tune.rows;
+          << tune.rows << " xs " << tune.xs;
     }
   }
 }
@@ -171,13 +173,16 @@ TEST(LlmLinear, RmsNormLinearMatchesReference) {
     auto nv = test::random_floats(size_t(cols), 33, 0.5f, 1.5f);
     auto nw = make_tensor(ctx(), {cols}, nv);
     auto xn = ref::rms_norm(std::vector<float>(xv.begin(), xv.begin() + cols), nv, 1, int(cols), eps);
-    for (auto tune : {std::array<uint32_t, 4>{256, 32, 2, 2}, std::array<uint32_t, 4>{64, 8, 2, 4}}) {
+    // x staged in workgroup memory (matvec_xs 1) and read from global memory (0)
+    for (auto tune : {std::array<uint32_t, 5>{256, 32, 2, 2, 1}, std::array<uint32_t, 5>{64, 8, 2, 4, 0}}) {
       LlmOps o(ctx());
       o.tuning.matvec_wg = tune[0];
       o.tuning.matvec_tpr = tune[1];
       o.tuning.matvec_unroll = tune[2];
       o.tuning.matvec_rows = tune[3];
-      const std::string what = std::string(to_string(t)) + " wg " + std::to_string(tune[0]);
+      o.tuning.matvec_xs = tune[4];
+      const std::string what =
+          std::string(to_string(t)) + " wg " + std::to_string(tune[0]) + " xs " + std::to_string(tune[4]);
       ASSERT_TRUE(o.fuses_norm(cols)) << what;
       for (bool plain : {true, false}) {
         const int64_t row0 = plain ? 0 : 4, nr = plain ? rows : rows - 7, yoff = plain ? 0 : 3;
@@ -233,6 +238,76 @@ TEST(LlmLinear, RmsNormLinearMatchesReference) {
                Error);  // no bias: the norm weight takes its binding
   EXPECT_THROW(ops().rms_norm_linear(b, make_tensor(ctx(), {8}), make_tensor(ctx(), {4}), 1e-5f, w8, y),
                Error);  // a short norm weight
+}
+
+// rms_norm_qkv_rope (RoPE and the cache append in the f32-activation QKV matvec) against its two
+// passes, rms_norm_linear then rope_kv_append: bit-identical qkv and caches (poisoned first, so
+// rows either path leaves alone must stay so), F32/F16/BF16 weights at an awkward width, both
+// pair layouts, a fixed position and one read on the GPU with a separate cache row, x staged in
+// workgroup memory or not, in a second layer of the cache.
+TEST(LlmLinear, QkvRopeMatchesTwoPasses) {
+  const int nh = 4, nkv = 2, hd = 16, max_ctx = 12;
+  const int64_t rows = int64_t(nh + 2 * nkv) * hd, cols = 204;
+  std::vector<double> inv(hd / 2);
+  for (int i = 0; i < hd / 2; ++i) inv[size_t(i)] = std::pow(10000.0, -2.0 * i / hd);
+  auto table = make_rope_table(ctx(), inv, hd, 16);
+  const std::vector<uint32_t> pos_rows = {9, 4};  // position 9 into cache row 4
+  auto pos = make_tensor(ctx(), {2}, DType::U32, std::as_bytes(std::span(pos_rows)));
+  auto x = make_tensor(ctx(), {cols}, test::random_floats(size_t(cols), 92));
+  auto nw = make_tensor(ctx(), {cols}, test::random_floats(size_t(cols), 93, 0.5f, 1.5f));
+  for (auto t : {TensorType::F32, TensorType::F16, TensorType::BF16}) {
+    auto w = upload_weight(ctx(), t, ref::random_weight(t, rows, cols, 91), rows, cols);
+    for (int variant = 0; variant < 3; ++variant) {
+      const bool interleaved = variant == 1, dyn = variant == 2;
+      LlmOps o(ctx());
+      o.tuning.matvec_xs = variant == 2 ? 0 : 1;
+      if (variant == 1) o.tuning.matvec_tpr = 8;
+      ASSERT_TRUE(o.fuses_rope(cols));
+      const std::string what = std::string(to_string(t)) + (interleaved ? " interleaved" : " neox") +
+                               (dyn ? " position read on the GPU, x from global memory" : " fixed position");
+      RopeKvArgs a;
+      a.n_heads = nh;
+      a.pos0 = 6;
+      a.interleaved = interleaved;
+      if (dyn) {
+        a.positions = pos;
+        a.cache_rows = true;
+      }
+      std::vector<std::vector<uint32_t>> got[2];
+      for (int fused = 0; fused < 2; ++fused) {
+        auto qkv = test::poisoned(rows);
+        auto cache = make_kv_cache(ctx(), 2, nkv, max_ctx, hd);
+        fill_u32(ctx(), cache.k, kPoisonNaN);
+        fill_u32(ctx(), cache.v, kPoisonNaN);
+        Batch b(ctx());
+        if (fused) {
+          o.rms_norm_qkv_rope(b, x, nw, 1e-5f, w, qkv, table, cache.layer(1), a);
+        } else {
+          o.rms_norm_linear(b, x, nw, 1e-5f, w, qkv);
+          o.rope_kv_append(b, qkv, table, cache.layer(1), a);
+        }
+        b.run();
+        got[fused] = {download<uint32_t>(ctx(), qkv), download<uint32_t>(ctx(), cache.k),
+                      download<uint32_t>(ctx(), cache.v)};
+      }
+      EXPECT_EQ(got[1][0], got[0][0]) << what << ": qkv";
+      EXPECT_EQ(got[1][1], got[0][1]) << what << ": k cache";
+      EXPECT_EQ(got[1][2], got[0][2]) << what << ": v cache";
+      for (int i = 0; i < 3; ++i) {  // every qkv row, one cache row of each kv head
+        size_t written = 0;
+        for (uint32_t v : got[0][size_t(i)]) written += v != kPoisonNaN;
+        EXPECT_EQ(written, size_t(i == 0 ? rows : nkv * hd)) << what << " part " << i;
+      }
+    }
+  }
+  auto w = upload_weight(ctx(), TensorType::F16, ref::random_weight(TensorType::F16, rows - 2, 64, 1), rows - 2, 64);
+  auto cache = make_kv_cache(ctx(), 1, nkv, max_ctx, hd);
+  RopeKvArgs a;
+  a.n_heads = nh;
+  Batch b(ctx());
+  auto x64 = make_tensor(ctx(), {64});
+  EXPECT_THROW(ops().rms_norm_qkv_rope(b, x64, x64, 1e-5f, w, test::poisoned(rows), table, cache.layer(0), a),
+               Error);  // rows are not the q, k and v heads
 }
 
 // The serving kernel's results do not depend on the batch: a token alone, among others, at any

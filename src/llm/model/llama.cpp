@@ -135,10 +135,15 @@ class GpuEngine final : public LlamaEngine {
         ra.cache_rows = true;
       }
       // One token: RoPE and the cache append in the QKV matvec (no head norms between them).
-      const bool qkv_rope = q8(L.qkv) && fuse_norm_q8 && ops.tuning.mvq_rope && !cfg.qk_norm &&
-                            L.qkv.parts.size() == 1 && L.qkv.biases.empty() && ops.fuses_rope_q8(hidden);
-      if (qkv_rope) {
+      const bool one_qkv = !cfg.qk_norm && L.qkv.parts.size() == 1 && L.qkv.biases.empty();
+      const bool qkv_rope8 = q8(L.qkv) && fuse_norm_q8 && ops.tuning.mvq_rope && one_qkv && ops.fuses_rope_q8(hidden);
+      const bool qkv_rope32 =
+          !q8(L.qkv) && fuse_norm_f32 && ops.tuning.matvec_rope && one_qkv && ops.fuses_rope(hidden);
+      const bool qkv_rope = qkv_rope8 || qkv_rope32;
+      if (qkv_rope8) {
         ops.rms_norm_qkv_rope_q8(b, x, L.ln1, eps, L.qkv.parts[0], qkv, rope, cache, ra);
+      } else if (qkv_rope32) {
+        ops.rms_norm_qkv_rope(b, x, L.ln1, eps, L.qkv.parts[0], qkv, rope, cache, ra);
       } else if (q8(L.qkv) && fuse_norm_q8) {
         record_rms_norm_linear_q8(ops, b, L.qkv, x, L.ln1, eps, qkv, qkv_dim, false);
       } else if (q8(L.qkv)) {

@@ -195,7 +195,14 @@ struct LlmTuning {
   // One-token steps with f32 activations on GPUs: 1 RMS-normalises x inside the matvecs that read
   // it (rms_norm_linear, rms_norm_swiglu), 0 in an rms_norm pass before them (one more dispatch).
   // 0 until measured on the H200 (the 8-bit version of the same fusion gained 8.5% there).
-  uint32_t matvec_norm = 0;
+  uint32_t matvec_norm = 1;
+  // One-token steps with f32 activations (needs matvec_norm): 1 does RoPE and the KV-cache append
+  // in the QKV matvec's epilogue (rms_norm_qkv_rope), 0 in a rope_kv_append pass after it.
+  uint32_t matvec_rope = 1;
+  // The matvec's x: 0 read from global memory (L1) by every row group; 1 staged whole in workgroup
+  // memory once per workgroup where x is RMS-normalised in the matvec (matvec_norm); 2 wherever it
+  // fits (F32/F16/BF16 weights; an 8B model's 14336-column down projection does not).
+  uint32_t matvec_xs = 1;
   // Register-tiled matmul (prefill): tokens (BM, a multiple of 8) x weight rows (BN, a multiple
   // of 8) per workgroup, (BM / 8) * (BN / 8) invocations of 8x8 outputs; k step BK (a multiple of
   // 4). 64 x 128 x 8: an 8B model's 4096-row projections at 512 tokens give 256 workgroups; on
@@ -419,6 +426,13 @@ class LlmOps {
                        const Tensor& out) const;
   // Whether those take x of `cols` columns (a multiple of 4).
   bool fuses_norm(int64_t cols) const;
+  // One token: rms_norm_linear through a fused QKV weight (rows: a.n_heads query heads, then the
+  // cache's key and value heads, back to back) and rope_kv_append(qkv, table, cache, a) on its
+  // output, in one dispatch (bit-identical to the two). Needs fuses_rope(w.cols) (nine storage
+  // buffers: adapters allowing that many per shader stage).
+  void rms_norm_qkv_rope(Batch& b, const Tensor& x, const Tensor& norm_w, float eps, const GpuWeight& w,
+                         const Tensor& qkv, const RopeTable& table, const KvLayer& cache, const RopeKvArgs& a) const;
+  bool fuses_rope(int64_t cols) const;
 
   // out[t * out_stride + i] = silu(g) * u, g = gate[t * g_stride + g_off + i],
   // u = up[t * u_stride + u_off + i], i < n (gate and up may be one gate|up tensor).
@@ -489,10 +503,17 @@ class LlmOps {
   // batched_min_groups workgroups.
   uint32_t batched_wg(uint64_t token_tiles, int64_t rows, uint32_t rows_per_group) const;
   uint32_t batched_tt(int n_tokens) const;  // tuning.batched_tt or _large for n_tokens, checked
-  // swiglu_rows: the matvec's SWIGLU variant with that many rows per group (0: the plain kernel).
-  // norm_eps: x RMS-normalised inside the matvec (matvec_x_norm.wgsl) with this epsilon.
-  Kernel linear_kernel(const std::string& kind, TensorType t, LinearVersion v, uint32_t swiglu_rows = 0,
-                       const float* norm_eps = nullptr) const;
+  // kind: "naive", "matmul" (tiled) or "regtile".
+  Kernel linear_kernel(const std::string& kind, TensorType t) const;
+  // matvec.wgsl for weights of `cols` columns (0: unknown, taken as whole chunks without staging).
+  // swiglu_rows: the SWIGLU variant with that many rows per group (0: the plain kernel); norm_eps:
+  // x RMS-normalised inside (matvec_x_norm.wgsl) with this epsilon; rope: the ROPE epilogue.
+  Kernel matvec_kernel(TensorType t, LinearVersion v, int64_t cols, uint32_t swiglu_rows = 0,
+                       const float* norm_eps = nullptr, bool rope = false) const;
+  // Whether the matvec stages the whole of x in workgroup memory (tuning.matvec_xs, where it fits).
+  bool stages_x(TensorType t, int64_t cols, bool norm) const;
+  // matvec.wgsl's parameters for one token without ROPE.
+  Params matvec_params(int64_t rows, int64_t cols, int64_t row0, int64_t y_off, uint32_t flags) const;
   // The gate|up + SwiGLU matvec, x RMS-normalised with norm_w first when eps is given.
   void swiglu_matvec(Batch& b, const GpuWeight& w, const Tensor& x, const Tensor& norm_w, const float* eps,
                      const Tensor& out, LinearVersion v, const std::string& op) const;
