@@ -8,17 +8,21 @@
 // SGEMM) reads both operands as vec4s.
 // x is read as vec4s where x_stride % 4 == 0 (else, and at the end of a row, element by element).
 // Preceded by a prelude (ops/llm/llm_ops.cpp: BM, BN, BK as constants, or as override constants
-// for A/B runs; RT_PREFETCH; RT_WPT and RT_XPT, the W and x quads each invocation loads per tile),
+// for A/B runs; RT_PREFETCH; RT_DB; RT_WPT and RT_XPT, the W and x quads each invocation loads per
+// tile),
 // common.wgsl and a weights/*.wgsl file (bindings 0, 1).
 @group(0) @binding(2) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
 @group(0) @binding(4) var<storage, read_write> y: array<f32>;
 //!include "llm/linear_params.wgsl"
 // BM, BN: multiples of 8; BK: a multiple of 4; NT = (BM / 8) * (BN / 8) invocations per
-// workgroup (ops/llm/llm_ops.cpp checks the limits); KQ = BK / 4 quads per row of a tile.
+// workgroup (ops/llm/llm_ops.cpp checks the limits); KQ = BK / 4 quads per row of a tile; AS, BS:
+// vec4s per buffer of the x and W tiles (BK * BM / 4, BK * BN / 4).
 
-var<workgroup> As: array<vec4<f32>, BK * BM / 4u>;  // x tile, [k][m/4]
-var<workgroup> Bs: array<vec4<f32>, BK * BN / 4u>;  // W tile, [k][n/4]
+// RT_DB: two buffers of each (the next tile stored into the other one after this tile's math: one
+// barrier per tile), else one.
+var<workgroup> As: array<vec4<f32>, select(1u, 2u, RT_DB) * AS>;  // x tile, [buffer][k][m/4]
+var<workgroup> Bs: array<vec4<f32>, select(1u, 2u, RT_DB) * BS>;  // W tile, [buffer][k][n/4]
 
 fn xq(i4: u32) -> vec4<f32> { return vec4<f32>(0.0); }  // unused here (w_chunk needs it)
 
@@ -46,16 +50,16 @@ fn load_w4(r: u32, k: u32) -> vec4<f32> {
 // Quad e of the W tile (row e / KQ, quad e % KQ) and of the x tile, for this step's k0.
 fn fetch_w(n0: u32, k0: u32, e: u32) -> vec4<f32> { return load_w4(n0 + e / KQ, k0 + (e % KQ) * 4u); }
 fn fetch_x(m0: u32, k0: u32, e: u32) -> vec4<f32> { return load_x4(m0 + e / KQ, k0 + (e % KQ) * 4u); }
-// Store them transposed: Bs[k][n], As[k][m].
-fn put_w(e: u32, v: vec4<f32>) {
+// Store them transposed into buffer buf: Bs[k][n], As[k][m].
+fn put_w(buf: u32, e: u32, v: vec4<f32>) {
   let r = e / KQ;
   let q = (e % KQ) * 4u;
-  for (var j = 0u; j < 4u; j++) { Bs[(q + j) * (BN / 4u) + r / 4u][r % 4u] = v[j]; }
+  for (var j = 0u; j < 4u; j++) { Bs[buf * BS + (q + j) * (BN / 4u) + r / 4u][r % 4u] = v[j]; }
 }
-fn put_x(e: u32, v: vec4<f32>) {
+fn put_x(buf: u32, e: u32, v: vec4<f32>) {
   let m = e / KQ;
   let q = (e % KQ) * 4u;
-  for (var j = 0u; j < 4u; j++) { As[(q + j) * (BM / 4u) + m / 4u][m % 4u] = v[j]; }
+  for (var j = 0u; j < 4u; j++) { As[buf * AS + (q + j) * (BM / 4u) + m / 4u][m % 4u] = v[j]; }
 }
 
 @compute @workgroup_size(NT)
@@ -67,11 +71,11 @@ fn main(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wid: v
   w_setup(p.cols);
   var acc: array<vec4<f32>, 16>;  // acc[i * 2 + j]: token i of 8, row half j
 
-  // RT_PREFETCH: the next tile's quads, loaded into registers before this tile's math so that
-  // their latency hides behind it (quad tid + i * NT of each tile).
+  // RT_PREFETCH (and RT_DB): the next tile's quads, loaded into registers before this tile's math
+  // so that their latency hides behind it (quad tid + i * NT of each tile).
   var pw: array<vec4<f32>, RT_WPT>;
   var px: array<vec4<f32>, RT_XPT>;
-  if (RT_PREFETCH) {
+  if (RT_PREFETCH || RT_DB) {
     for (var i = 0u; i < RT_WPT; i++) {
       if (tid + i * NT < BN * KQ) { pw[i] = fetch_w(n0, 0u, tid + i * NT); }
     }
@@ -79,16 +83,36 @@ fn main(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wid: v
       if (tid + i * NT < BM * KQ) { px[i] = fetch_x(m0, 0u, tid + i * NT); }
     }
   }
+  if (RT_DB) {
+    for (var i = 0u; i < RT_WPT; i++) {
+      if (tid + i * NT < BN * KQ) { put_w(0u, tid + i * NT, pw[i]); }
+    }
+    for (var i = 0u; i < RT_XPT; i++) {
+      if (tid + i * NT < BM * KQ) { put_x(0u, tid + i * NT, px[i]); }
+    }
+    workgroupBarrier();
+  }
+  var buf = 0u;  // RT_DB: the buffer this tile is in
   for (var k0 = 0u; k0 < p.cols; k0 += BK) {
-    if (RT_PREFETCH) {
+    let more = k0 + BK < p.cols;
+    if (RT_DB) {
+      if (more) {
+        for (var i = 0u; i < RT_WPT; i++) {
+          if (tid + i * NT < BN * KQ) { pw[i] = fetch_w(n0, k0 + BK, tid + i * NT); }
+        }
+        for (var i = 0u; i < RT_XPT; i++) {
+          if (tid + i * NT < BM * KQ) { px[i] = fetch_x(m0, k0 + BK, tid + i * NT); }
+        }
+      }
+    } else if (RT_PREFETCH) {
       for (var i = 0u; i < RT_WPT; i++) {
-        if (tid + i * NT < BN * KQ) { put_w(tid + i * NT, pw[i]); }
+        if (tid + i * NT < BN * KQ) { put_w(0u, tid + i * NT, pw[i]); }
       }
       for (var i = 0u; i < RT_XPT; i++) {
-        if (tid + i * NT < BM * KQ) { put_x(tid + i * NT, px[i]); }
+        if (tid + i * NT < BM * KQ) { put_x(0u, tid + i * NT, px[i]); }
       }
       workgroupBarrier();
-      if (k0 + BK < p.cols) {
+      if (more) {
         for (var i = 0u; i < RT_WPT; i++) {
           if (tid + i * NT < BN * KQ) { pw[i] = fetch_w(n0, k0 + BK, tid + i * NT); }
         }
@@ -97,13 +121,22 @@ fn main(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wid: v
         }
       }
     } else {
-      for (var e = tid; e < BN * KQ; e += NT) { put_w(e, fetch_w(n0, k0, e)); }
-      for (var e = tid; e < BM * KQ; e += NT) { put_x(e, fetch_x(m0, k0, e)); }
+      for (var e = tid; e < BN * KQ; e += NT) { put_w(0u, e, fetch_w(n0, k0, e)); }
+      for (var e = tid; e < BM * KQ; e += NT) { put_x(0u, e, fetch_x(m0, k0, e)); }
       workgroupBarrier();
     }
-    let rt_a = 0u;  // regtile_step.wgsl: one buffer each
-    let rt_b = 0u;
+    let rt_a = buf * AS;  // regtile_step.wgsl: this tile's buffers
+    let rt_b = buf * BS;
 //!include "matmul/regtile_step.wgsl"
+    if (RT_DB && more) {
+      for (var i = 0u; i < RT_WPT; i++) {
+        if (tid + i * NT < BN * KQ) { put_w(buf ^ 1u, tid + i * NT, pw[i]); }
+      }
+      for (var i = 0u; i < RT_XPT; i++) {
+        if (tid + i * NT < BM * KQ) { put_x(buf ^ 1u, tid + i * NT, px[i]); }
+      }
+      buf ^= 1u;
+    }
     workgroupBarrier();
   }
 

@@ -101,11 +101,14 @@ void apply_tuning(LlmTuning& t, std::string_view spec) {
       {"matvec_norm", &LlmTuning::matvec_norm},
       {"matvec_rope", &LlmTuning::matvec_rope},
       {"matvec_xs", &LlmTuning::matvec_xs},
+      {"swiglu_tpr", &LlmTuning::swiglu_tpr},
+      {"swiglu_unroll", &LlmTuning::swiglu_unroll},
       {"matmul_bm", &LlmTuning::matmul_bm},
       {"matmul_bn", &LlmTuning::matmul_bn},
       {"matmul_bk", &LlmTuning::matmul_bk},
       {"matmul_const", &LlmTuning::matmul_const},
       {"matmul_prefetch", &LlmTuning::matmul_prefetch},
+      {"matmul_db", &LlmTuning::matmul_db},
       {"batched_kl", &LlmTuning::batched_kl},
       {"batched_wg", &LlmTuning::batched_wg},
       {"batched_min_groups", &LlmTuning::batched_min_groups},
@@ -267,7 +270,8 @@ Kernel LlmOps::linear_kernel(const std::string& kind, TensorType t) const {
     const uint32_t nt = bm * bn / 64;
     need(nt <= max_wg_, op,
          std::to_string(nt) + " invocations per workgroup, the adapter allows " + std::to_string(max_wg_));
-    const uint64_t shared = uint64_t(bk) * (bm + bn) * 4;
+    const bool db = tuning.matmul_db != 0;
+    const uint64_t shared = uint64_t(bk) * (bm + bn) * 4 * (db ? 2 : 1);
     need(shared <= ctx_.limits().max_compute_workgroup_storage_size, op,
          std::to_string(shared) + " bytes of workgroup memory, the adapter allows " +
              std::to_string(ctx_.limits().max_compute_workgroup_storage_size));
@@ -278,11 +282,16 @@ Kernel LlmOps::linear_kernel(const std::string& kind, TensorType t) const {
     auto decl = [&](const char* name, uint32_t val) { return kw + name + ": u32 = " + std::to_string(val) + "u;\n"; };
     const bool prefetch = tuning.matmul_prefetch != 0;
     const std::string prelude = decl("BM", bm) + decl("BN", bn) + decl("BK", bk) + decl("NT", nt) + decl("KQ", bk / 4) +
-                                "const RT_PREFETCH: bool = " + (prefetch ? "true" : "false") +
+                                decl("AS", bk * bm / 4) + decl("BS", bk * bn / 4) +
+                                "const RT_DB: bool = " + (db ? "true" : "false") +
+                                ";\nconst RT_PREFETCH: bool = " + (prefetch ? "true" : "false") +
                                 ";\nconst RT_WPT: u32 = " + std::to_string(ceil_div(bn * bk / 4, nt)) +
                                 "u;\nconst RT_XPT: u32 = " + std::to_string(ceil_div(bm * bk / 4, nt)) + "u;\n";
     return kernel(key + "/" + std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk) +
-                      (tuning.matmul_const ? "" : "/override") + (prefetch ? "/prefetch" : ""),
+                      (tuning.matmul_const ? "" : "/override") +
+                      (db         ? "/db"
+                       : prefetch ? "/prefetch"
+                                  : ""),
                   files, {}, false, "main", prelude);
   }
   throw Error("wgc: llm: no kernel kind '" + kind + "'");
@@ -298,10 +307,9 @@ Kernel LlmOps::matvec_kernel(TensorType t, LinearVersion v, int64_t cols, uint32
                                     norm_eps ? "llm/matvec_x_norm.wgsl" : "llm/matvec_x.wgsl",
                                     rope ? "llm/matvec_rope.wgsl" : "llm/matvec_q8_norope.wgsl",
                                     "llm/matvec.wgsl"};
-  const MatvecShape m = matvec_shape();
+  const MatvecShape m = matvec_shape(swiglu_rows != 0);
   const uint32_t rows = rope ? 2 : swiglu_rows ? swiglu_rows : m.rows;
-  std::vector<std::pair<std::string, double>> c = {
-      {"WG", m.wg}, {"TPR", m.tpr}, {"UNROLL", tuning.matvec_unroll}, {"R", rows}};
+  std::vector<std::pair<std::string, double>> c = {{"WG", m.wg}, {"TPR", m.tpr}, {"UNROLL", m.unroll}, {"R", rows}};
   if (sg) c.push_back({"SG", sg_size_});
   std::string key = "llm/matvec/" + str(t);
   if (norm_eps) {
@@ -324,9 +332,9 @@ Kernel LlmOps::matvec_kernel(TensorType t, LinearVersion v, int64_t cols, uint32
       ";\nconst ROPE: bool = " + (rope ? "true" : "false") + ";\nconst XS: bool = " + (xs ? "true" : "false") +
       ";\nconst XN4: u32 = " + std::to_string(xn4) + "u;\nconst X_MASK: bool = " + (mask ? "true" : "false") +
       ";\nconst P_BINDING: u32 = " + std::to_string(rope ? kMatvecRopeUniform : 5u) + "u;\n";
-  return kernel(key + (sg ? "/sg/" : "/wg/") + (swiglu_rows ? "swiglu/" : "") +
-                    shape_tag({m.wg, m.tpr, tuning.matvec_unroll, rows}),
-                files, c, sg, "main", prelude);
+  return kernel(
+      key + (sg ? "/sg/" : "/wg/") + (swiglu_rows ? "swiglu/" : "") + shape_tag({m.wg, m.tpr, m.unroll, rows}), files,
+      c, sg, "main", prelude);
 }
 
 bool LlmOps::stages_x(TensorType t, int64_t cols, bool norm) const {
@@ -344,9 +352,12 @@ Params LlmOps::matvec_params(int64_t rows, int64_t cols, int64_t row0, int64_t y
   return prm;
 }
 
-LlmOps::MatvecShape LlmOps::matvec_shape() const {
+LlmOps::MatvecShape LlmOps::matvec_shape(bool swiglu) const {
   const uint32_t wg = std::min(tuning.matvec_wg, max_wg_);
-  return {wg, std::min(tuning.matvec_tpr, wg), std::clamp(tuning.matvec_rows, 1u, kMatvecMaxRows)};
+  const uint32_t tpr = swiglu && tuning.swiglu_tpr ? tuning.swiglu_tpr : tuning.matvec_tpr;
+  const uint32_t unroll = swiglu && tuning.swiglu_unroll ? tuning.swiglu_unroll : tuning.matvec_unroll;
+  need(unroll >= 1 && unroll <= 8, "matvec", "unroll " + std::to_string(unroll) + " (1..8)");
+  return {wg, std::min(tpr, wg), std::clamp(tuning.matvec_rows, 1u, kMatvecMaxRows), unroll};
 }
 
 std::vector<KernelVersion> LlmOps::versions() const {
@@ -606,7 +617,7 @@ void LlmOps::swiglu_matvec(Batch& b, const GpuWeight& w, const Tensor& x, const 
   need_elems(out, n, op, "out");
   need(v == LinearVersion::Subgroup || v == LinearVersion::Shared, op, "runs the subgroup or shared matvec");
   need(v != LinearVersion::Subgroup || subgroups_, op, "this adapter has no usable subgroups");
-  const MatvecShape m = matvec_shape();
+  const MatvecShape m = matvec_shape(true);
   need(kSwigluRows * m.tpr % m.wg == 0 && kSwigluRows * m.tpr / m.wg <= kMatvecMaxRows, op,
        std::to_string(m.wg / m.tpr) + " row groups per workgroup cannot take 64 rows (8 per group at most)");
   Kernel k = matvec_kernel(w.type, v, w.cols, kSwigluRows * m.tpr / m.wg, eps);

@@ -203,6 +203,10 @@ struct LlmTuning {
   // memory once per workgroup where x is RMS-normalised in the matvec (matvec_norm); 2 wherever it
   // fits (F32/F16/BF16 weights; an 8B model's 14336-column down projection does not).
   uint32_t matvec_xs = 1;
+  // The gate|up + SwiGLU matvec's invocations per row and unroll (0: matvec_tpr, matvec_unroll):
+  // its workgroups take 64 rows whatever the plain matvec's rows per group.
+  uint32_t swiglu_tpr = 0;
+  uint32_t swiglu_unroll = 0;
   // Register-tiled matmul (prefill): tokens (BM, a multiple of 8) x weight rows (BN, a multiple
   // of 8) per workgroup, (BM / 8) * (BN / 8) invocations of 8x8 outputs; k step BK (a multiple of
   // 4). 64 x 128 x 8: an 8B model's 4096-row projections at 512 tokens give 256 workgroups; on
@@ -215,6 +219,10 @@ struct LlmTuning {
   uint32_t matmul_const = 1;
   // 1: each invocation loads its share of the next tile into registers before this tile's math.
   uint32_t matmul_prefetch = 1;
+  // 1: two workgroup-memory buffers per tile (the next tile goes into the other one after this
+  // tile's math: one barrier per k step instead of two; twice the workgroup memory; implies the
+  // prefetch), as the SGEMM's vec4-db rung.
+  uint32_t matmul_db = 0;
   // The version LinearVersion::Auto runs for n_tokens > 1 (Auto: choose_linear's pick by shape).
   LinearVersion matmul = LinearVersion::Auto;
   // Batched kernel: lanes per row group (a power of two, <= 32; fixes the summation order, so
@@ -521,9 +529,9 @@ class LlmOps {
   // The matvec schedule: tuning clamped to the adapter and the kernel. The pipeline and the grid
   // must agree on it.
   struct MatvecShape {
-    uint32_t wg, tpr, rows;  // invocations per workgroup and per row group; rows per group
+    uint32_t wg, tpr, rows, unroll;  // invocations per workgroup and per row group; rows per group; unroll
   };
-  MatvecShape matvec_shape() const;
+  MatvecShape matvec_shape(bool swiglu = false) const;  // swiglu: the gate|up + SwiGLU kernel's tpr, unroll
   Kernel attn_kernel(int head_dim, int bq) const;
   // flash_attn_tiled.wgsl for this head_dim, or an empty Kernel where it cannot run.
   Kernel attn_tiled_kernel(int head_dim) const;
