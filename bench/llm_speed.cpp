@@ -19,6 +19,18 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// A warm-up repeats its test until this much time has passed: one short run (16 tokens of a 1B
+// model take ~15 ms) leaves the GPU's clocks low, and the first timed run then reads slow.
+constexpr double kWarmupSeconds = 1.0;
+
+// Runs `once` at least once and until kWarmupSeconds have passed.
+template <class F>
+void warm_up(F&& once) {
+  auto t0 = Clock::now();
+  do once();
+  while (std::chrono::duration<double>(Clock::now() - t0).count() < kWarmupSeconds);
+}
+
 // "8B" / "494M" style size label.
 std::string size_label(int64_t params) {
   double p = double(params);
@@ -167,8 +179,10 @@ LlmSpeedResult run_llm_speed(const std::optional<Context>& ctx, const LlmSpeedPl
         auto tokens = random_tokens(p);
         if (plan.warmup) {
           status(t.name + " warm-up");
-          model.rewind(depth);
-          (void)model.logits(tokens);
+          warm_up([&] {
+            model.rewind(depth);
+            (void)model.logits(tokens);
+          });
         }
         for (int i = 0; i < plan.repeats; ++i) {
           status(run_label(t.name, i));
@@ -202,7 +216,7 @@ LlmSpeedResult run_llm_speed(const std::optional<Context>& ctx, const LlmSpeedPl
         };
         if (plan.warmup) {
           status(t.name + " warm-up");
-          decode(std::min(n, 16));
+          warm_up([&] { decode(n); });
         }
         for (int i = 0; i < plan.repeats; ++i) {
           status(run_label(t.name, i));

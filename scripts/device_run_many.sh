@@ -12,6 +12,14 @@ OUT=${OUT:-/tmp/out}
 many=/tmp/many
 rm -rf "$many" && mkdir -p "$many" "$OUT"
 export WGC_KEEP_MODELS=1
+# WGC_PRESYNTH (device_run.sh): the synthetic models made once, in parallel, with the full bundle,
+# before the first branch runs (so no branch's time limit pays for them).
+if [ -n "${WGC_PRESYNTH:-}" ]; then
+  echo "== presynth: $WGC_PRESYNTH"
+  WGC_DEVICE_STEPS=info OUT=$many/presynth timeout 400 bash scripts/device_run.sh >"$many/presynth.log" 2>&1
+  ls -la /tmp/models
+fi
+unset WGC_PRESYNTH
 for b in "$dir"/*.tar.xz; do
   name=$(basename "$b" .tar.xz)
   [ -f "$dir/steps-$name.txt" ] || { echo "== $name: no steps-$name.txt, skipped"; continue; }

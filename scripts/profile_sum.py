@@ -4,8 +4,8 @@
 Batches are grouped by their kinds of work (the set of kernel labels, and the dispatch count), so
 that a serving engine's prefill chunks and decode steps, which dispatch as often, stay apart.
 Prints the groups (how many batches, dispatches, median GPU ms), then the GPU time per kernel
-label per batch for the most frequent group above 8 dispatches (a decode step) and for the group
-with the largest batches. Usage: WGC_PROFILE=1 wgc ... 2>prof.txt; scripts/profile_sum.py prof.txt
+label per batch for each group above 8 dispatches (decode steps, prefill chunks), the most
+frequent first. Usage: WGC_PROFILE=1 wgc ... 2>prof.txt; scripts/profile_sum.py prof.txt
 """
 import re
 import statistics
@@ -46,10 +46,7 @@ def show(k, title):
         print(f"{ms:>9.3f} {calls:>6.0f} {100 * ms / step:>5.1f}%  {label}")
 
 
-frequent = [k for k in by_count if k[0] > 8]
-if frequent:
-    mode = max(frequent, key=lambda k: (len(by_count[k]), k[0]))
-    show(mode, "the most frequent batch")
-    largest = max(by_count, key=lambda k: statistics.median(b[1] for b in by_count[k]))
-    if largest != mode:
-        show(largest, "the slowest batches")
+# Every group above 8 dispatches (decode steps, prefill chunks, ...), the most frequent first.
+frequent = sorted((k for k in by_count if k[0] > 8), key=lambda k: (-len(by_count[k]), -k[0]))
+for k in frequent[:6]:
+    show(k, "batches")

@@ -216,7 +216,7 @@ void print_report(std::FILE* out, const LlmSpeedPlan& p, const LlmSpeedResult& r
     print_table(out, {"kernel", "dispatches", "total us", "us each", "share"}, {false, true, true, true, true}, prow);
   }
   std::fprintf(out,
-               "\nt/s: median ± standard deviation of %d runs (after a warm-up run); pp: prefill of p random tokens\n"
+               "\nt/s: median ± standard deviation of %d runs (after warm-up runs of at least 1 s); pp: prefill of p random tokens\n"
                "from an empty cache to the last position's logits; tg: n greedy single-token steps from an empty\n"
                "cache (each step's token id read back; with --decode-ahead %d the host records step t+1 while the\n"
                "GPU runs step t). GB/s: weight bytes read per token x t/s; %% bw: of the %s.\n",
