@@ -516,13 +516,14 @@ TEST(LlmLinear, RowRangesBiasAndAccumulate) {
 // bias and accumulate. Unwritten parts of y must keep their contents.
 TEST(LlmLinear, RegTileAwkwardShapes) {
   struct Tiling {
-    uint32_t bm, bn, bk, cnst = 1, prefetch = 1, db = 0;  // LlmTuning's matmul_const, _prefetch, _db
+    uint32_t bm, bn, bk, cnst = 1, prefetch = 1, db = 0, tn = 8;  // LlmTuning's matmul_const, _prefetch, _db, _tn
   };
   std::vector<std::pair<Tiling, std::unique_ptr<LlmOps>>> tilings;
-  // Two with two workgroup-memory buffers (one of them with override constants); the last:
-  // override constants, no prefetch (the form before the prelude; kept as knobs).
-  for (Tiling tl : {Tiling{64, 128, 16}, Tiling{16, 24, 12, 1, 1, 1}, Tiling{8, 8, 48, 0, 1, 1}, Tiling{128, 128, 16},
-                    Tiling{64, 128, 8, 0, 0}}) {
+  // Two with two workgroup-memory buffers (one of them with override constants), two with 8 x 4
+  // register tiles; the last: override constants, no prefetch (the form before the prelude; kept
+  // as knobs).
+  for (Tiling tl : {Tiling{64, 128, 16, 1, 1, 0, 4}, Tiling{16, 24, 12, 1, 1, 1, 4}, Tiling{8, 8, 48, 0, 1, 1},
+                    Tiling{128, 128, 16}, Tiling{64, 128, 8, 0, 0}}) {
     auto o = std::make_unique<LlmOps>(ctx());
     o->tuning.matmul_bm = tl.bm;
     o->tuning.matmul_bn = tl.bn;
@@ -530,6 +531,7 @@ TEST(LlmLinear, RegTileAwkwardShapes) {
     o->tuning.matmul_const = tl.cnst;
     o->tuning.matmul_prefetch = tl.prefetch;
     o->tuning.matmul_db = tl.db;
+    o->tuning.matmul_tn = tl.tn;
     tilings.emplace_back(tl, std::move(o));
   }
   const float nan = std::numeric_limits<float>::quiet_NaN();
@@ -573,11 +575,12 @@ TEST(LlmLinear, RegTileAwkwardShapes) {
               written[yi] = true;
             }
           for (auto& [tl, o] : tilings) {
-            const std::string what =
-                std::string(to_string(t)) + " " + std::to_string(s.rows) + "x" + std::to_string(s.cols) +
-                " n=" + std::to_string(n) + " variant " + std::to_string(variant) + " tile " + std::to_string(tl.bm) +
-                "x" + std::to_string(tl.bn) + "x" + std::to_string(tl.bk) + " const " + std::to_string(tl.cnst) +
-                " prefetch " + std::to_string(tl.prefetch) + " db " + std::to_string(tl.db);
+            const std::string what = std::string(to_string(t)) + " " + std::to_string(s.rows) + "x" +
+                                     std::to_string(s.cols) + " n=" + std::to_string(n) + " variant " +
+                                     std::to_string(variant) + " tile " + std::to_string(tl.bm) + "x" +
+                                     std::to_string(tl.bn) + "x" + std::to_string(tl.bk) + " const " +
+                                     std::to_string(tl.cnst) + " prefetch " + std::to_string(tl.prefetch) + " db " +
+                                     std::to_string(tl.db) + " tn " + std::to_string(tl.tn);
             Tensor y = acc ? make_tensor(ctx(), {int64_t(ny)}, y0) : test::poisoned(int64_t(ny));
             LinearOptions lo;
             lo.row0 = row0;

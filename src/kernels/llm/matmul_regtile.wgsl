@@ -15,7 +15,8 @@
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
 @group(0) @binding(4) var<storage, read_write> y: array<f32>;
 //!include "llm/linear_params.wgsl"
-// BM, BN: multiples of 8; BK: a multiple of 4; NT = (BM / 8) * (BN / 8) invocations per
+// BM, BN: multiples of 8; BK: a multiple of 4; RT_TN: weight rows per invocation, 8 (the SGEMM's
+// 8 x 8 tile) or 4 (8 x 4, acc[i * 2] only); NT = (BM / 8) * (BN / RT_TN) invocations per
 // workgroup (ops/llm/llm_ops.cpp checks the limits); KQ = BK / 4 quads per row of a tile; AS, BS:
 // vec4s per buffer of the x and W tiles (BK * BM / 4, BK * BN / 4).
 
@@ -66,8 +67,8 @@ fn put_x(buf: u32, e: u32, v: vec4<f32>) {
 fn main(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
   let m0 = wid.y * BM;
   let n0 = wid.x * BN;
-  let tm = tid / (BN / 8u);
-  let tn = tid % (BN / 8u);
+  let tm = tid / (BN / RT_TN);
+  let tn = tid % (BN / RT_TN);
   w_setup(p.cols);
   var acc: array<vec4<f32>, 16>;  // acc[i * 2 + j]: token i of 8, row half j
 
@@ -127,7 +128,19 @@ fn main(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wid: v
     }
     let rt_a = buf * AS;  // regtile_step.wgsl: this tile's buffers
     let rt_b = buf * BS;
+    if (RT_TN == 4u) {
+      // 8 tokens x 4 rows per invocation: twice the invocations of the 8 x 8 tile for a tile
+      // (more resident work where a product has few tiles), a from As as in regtile_step.wgsl.
+      for (var k = 0u; k < BK; k++) {
+        let a0 = As[rt_a + k * (BM / 4u) + tm];
+        let a1 = As[rt_a + k * (BM / 4u) + tm + BM / 8u];
+        let b0 = Bs[rt_b + k * (BN / 4u) + tn];
+        let av = array<f32, 8>(a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w);
+        for (var i = 0u; i < 8u; i++) { acc[i * 2u] = fma(vec4<f32>(av[i]), b0, acc[i * 2u]); }
+      }
+    } else {
 //!include "matmul/regtile_step.wgsl"
+    }
     if (RT_DB && more) {
       for (var i = 0u; i < RT_WPT; i++) {
         if (tid + i * NT < BN * KQ) { put_w(buf ^ 1u, tid + i * NT, pw[i]); }
@@ -140,5 +153,19 @@ fn main(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wid: v
     workgroupBarrier();
   }
 
+  if (RT_TN == 4u) {
+    let ta = m0 + tm * 4u;
+    let tb = m0 + BM / 2u + tm * 4u;
+    let ra = n0 + tn * 4u;
+    store_acc(ta, ra, acc[0]);
+    store_acc(ta + 1u, ra, acc[2]);
+    store_acc(ta + 2u, ra, acc[4]);
+    store_acc(ta + 3u, ra, acc[6]);
+    store_acc(tb, ra, acc[8]);
+    store_acc(tb + 1u, ra, acc[10]);
+    store_acc(tb + 2u, ra, acc[12]);
+    store_acc(tb + 3u, ra, acc[14]);
+  } else {
 //!include "llm/regtile_store.wgsl"
+  }
 }

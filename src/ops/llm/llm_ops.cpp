@@ -109,6 +109,7 @@ void apply_tuning(LlmTuning& t, std::string_view spec) {
       {"matmul_const", &LlmTuning::matmul_const},
       {"matmul_prefetch", &LlmTuning::matmul_prefetch},
       {"matmul_db", &LlmTuning::matmul_db},
+      {"matmul_tn", &LlmTuning::matmul_tn},
       {"batched_kl", &LlmTuning::batched_kl},
       {"batched_wg", &LlmTuning::batched_wg},
       {"batched_min_groups", &LlmTuning::batched_min_groups},
@@ -267,7 +268,9 @@ Kernel LlmOps::linear_kernel(const std::string& kind, TensorType t) const {
     need(bm > 0 && bn > 0 && bm % 8 == 0 && bn % 8 == 0, op,
          "tile " + std::to_string(bm) + "x" + std::to_string(bn) + ": both must be multiples of 8");
     need(bk > 0 && bk % 4 == 0, op, "BK " + std::to_string(bk) + " is not a multiple of 4");
-    const uint32_t nt = bm * bn / 64;
+    const uint32_t tn = tuning.matmul_tn;
+    need(tn == 4 || tn == 8, op, "matmul_tn " + std::to_string(tn) + " (4 or 8 rows per invocation)");
+    const uint32_t nt = bm * bn / (8 * tn);
     need(nt <= max_wg_, op,
          std::to_string(nt) + " invocations per workgroup, the adapter allows " + std::to_string(max_wg_));
     const bool db = tuning.matmul_db != 0;
@@ -282,13 +285,13 @@ Kernel LlmOps::linear_kernel(const std::string& kind, TensorType t) const {
     auto decl = [&](const char* name, uint32_t val) { return kw + name + ": u32 = " + std::to_string(val) + "u;\n"; };
     const bool prefetch = tuning.matmul_prefetch != 0;
     const std::string prelude = decl("BM", bm) + decl("BN", bn) + decl("BK", bk) + decl("NT", nt) + decl("KQ", bk / 4) +
-                                decl("AS", bk * bm / 4) + decl("BS", bk * bn / 4) +
+                                decl("AS", bk * bm / 4) + decl("BS", bk * bn / 4) + decl("RT_TN", tn) +
                                 "const RT_DB: bool = " + (db ? "true" : "false") +
                                 ";\nconst RT_PREFETCH: bool = " + (prefetch ? "true" : "false") +
                                 ";\nconst RT_WPT: u32 = " + std::to_string(ceil_div(bn * bk / 4, nt)) +
                                 "u;\nconst RT_XPT: u32 = " + std::to_string(ceil_div(bm * bk / 4, nt)) + "u;\n";
     return kernel(key + "/" + std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk) +
-                      (tuning.matmul_const ? "" : "/override") +
+                      (tn == 4 ? "/8x4" : "") + (tuning.matmul_const ? "" : "/override") +
                       (db         ? "/db"
                        : prefetch ? "/prefetch"
                                   : ""),

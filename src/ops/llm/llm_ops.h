@@ -223,6 +223,10 @@ struct LlmTuning {
   // tile's math: one barrier per k step instead of two; twice the workgroup memory; implies the
   // prefetch), as the SGEMM's vec4-db rung.
   uint32_t matmul_db = 0;
+  // Weight rows per invocation of the register tile: 8 (8 x 8 outputs) or 4 (8 x 4: twice the
+  // invocations per tile, for products whose tiles do not fill the GPU: an 8B model's 4096-row
+  // projections at 512 tokens give 256 workgroups of 128 invocations).
+  uint32_t matmul_tn = 8;
   // The version LinearVersion::Auto runs for n_tokens > 1 (Auto: choose_linear's pick by shape).
   LinearVersion matmul = LinearVersion::Auto;
   // Batched kernel: lanes per row group (a power of two, <= 32; fixes the summation order, so
