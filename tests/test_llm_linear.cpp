@@ -273,31 +273,14 @@ TEST(LlmLinear, QkvRopeMatchesTwoPasses) {
         a.positions = pos;
         a.cache_rows = true;
       }
-      std::vector<std::vector<uint32_t>> got[2];
-      for (int fused = 0; fused < 2; ++fused) {
-        auto qkv = test::poisoned(rows);
-        auto cache = make_kv_cache(ctx(), 2, nkv, max_ctx, hd);
-        fill_u32(ctx(), cache.k, kPoisonNaN);
-        fill_u32(ctx(), cache.v, kPoisonNaN);
-        Batch b(ctx());
-        if (fused) {
-          o.rms_norm_qkv_rope(b, x, nw, 1e-5f, w, qkv, table, cache.layer(1), a);
-        } else {
-          o.rms_norm_linear(b, x, nw, 1e-5f, w, qkv);
-          o.rope_kv_append(b, qkv, table, cache.layer(1), a);
-        }
-        b.run();
-        got[fused] = {download<uint32_t>(ctx(), qkv), download<uint32_t>(ctx(), cache.k),
-                      download<uint32_t>(ctx(), cache.v)};
-      }
-      EXPECT_EQ(got[1][0], got[0][0]) << what << ": qkv";
-      EXPECT_EQ(got[1][1], got[0][1]) << what << ": k cache";
-      EXPECT_EQ(got[1][2], got[0][2]) << what << ": v cache";
-      for (int i = 0; i < 3; ++i) {  // every qkv row, one cache row of each kv head
-        size_t written = 0;
-        for (uint32_t v : got[0][size_t(i)]) written += v != kPoisonNaN;
-        EXPECT_EQ(written, size_t(i == 0 ? rows : nkv * hd)) << what << " part " << i;
-      }
+      auto fused = test::qkv_rope_outputs(rows, nkv, max_ctx, hd, [&](Batch& b, const Tensor& qkv, const KvLayer& c) {
+        o.rms_norm_qkv_rope(b, x, nw, 1e-5f, w, qkv, table, c, a);
+      });
+      auto two = test::qkv_rope_outputs(rows, nkv, max_ctx, hd, [&](Batch& b, const Tensor& qkv, const KvLayer& c) {
+        o.rms_norm_linear(b, x, nw, 1e-5f, w, qkv);
+        o.rope_kv_append(b, qkv, table, c, a);
+      });
+      test::expect_same_qkv_rope(fused, two, rows, int64_t(nkv) * hd, what);
     }
   }
   auto w = upload_weight(ctx(), TensorType::F16, ref::random_weight(TensorType::F16, rows - 2, 64, 1), rows - 2, 64);
