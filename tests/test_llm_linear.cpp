@@ -265,14 +265,7 @@ TEST(LlmLinear, QkvRopeMatchesTwoPasses) {
       ASSERT_TRUE(o.fuses_rope(cols));
       const std::string what = std::string(to_string(t)) + (interleaved ? " interleaved" : " neox") +
                                (dyn ? " position read on the GPU, x from global memory" : " fixed position");
-      RopeKvArgs a;
-      a.n_heads = nh;
-      a.pos0 = 6;
-      a.interleaved = interleaved;
-      if (dyn) {
-        a.positions = pos;
-        a.cache_rows = true;
-      }
+      const RopeKvArgs a = test::qkv_rope_args(nh, interleaved, dyn ? &pos : nullptr);
       auto fused = test::qkv_rope_outputs(rows, nkv, max_ctx, hd, [&](Batch& b, const Tensor& qkv, const KvLayer& c) {
         o.rms_norm_qkv_rope(b, x, nw, 1e-5f, w, qkv, table, c, a);
       });

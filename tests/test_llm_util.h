@@ -33,6 +33,20 @@ inline std::vector<llm::LinearVersion> linear_versions() {
   return v;
 }
 
+// One token at position 6 (cache row 6), or with positions given, at the position and cache row
+// read from them on the GPU.
+inline llm::RopeKvArgs qkv_rope_args(int n_heads, bool interleaved, const Tensor* positions) {
+  llm::RopeKvArgs a;
+  a.n_heads = n_heads;
+  a.pos0 = 6;
+  a.interleaved = interleaved;
+  if (positions) {
+    a.positions = *positions;
+    a.cache_rows = true;
+  }
+  return a;
+}
+
 // A one-token QKV step with RoPE and the KV-cache append, recorded by `record` into qkv (rows
 // floats) and layer 1 of a two-layer cache, all poisoned first: qkv and the k and v caches as bits.
 using QkvRopeRecord = std::function<void(Batch&, const Tensor& qkv, const llm::KvLayer& layer)>;
