@@ -135,12 +135,12 @@ class GpuEngine final : public LlamaEngine {
         ra.cache_rows = true;
       }
       // One token: RoPE and the cache append in the QKV matvec (no head norms between them).
-      const bool one_qkv = !cfg.qk_norm && L.qkv.parts.size() == 1 && L.qkv.biases.empty();
-      const bool qkv_rope8 = q8(L.qkv) && fuse_norm_q8 && ops.tuning.mvq_rope && one_qkv && ops.fuses_rope_q8(hidden);
-      const bool qkv_rope32 =
-          !q8(L.qkv) && fuse_norm_f32 && ops.tuning.matvec_rope && one_qkv && ops.fuses_rope(hidden);
-      const bool qkv_rope = qkv_rope8 || qkv_rope32;
-      if (qkv_rope8) {
+      const bool qkv_rope = q8(L.qkv) && fuse_norm_q8 && ops.tuning.mvq_rope && !cfg.qk_norm &&
+                            L.qkv.parts.size() == 1 && L.qkv.biases.empty() && ops.fuses_rope_q8(hidden);
+      // The same with f32 activations (F16, BF16, F32 weights) on GPUs.
+      const bool qkv_rope32 = !q8(L.qkv) && fuse_norm_f32 && ops.tuning.matvec_rope && !cfg.qk_norm &&
+                              L.qkv.parts.size() == 1 && L.qkv.biases.empty() && ops.fuses_rope(hidden);
+      if (qkv_rope) {
         ops.rms_norm_qkv_rope_q8(b, x, L.ln1, eps, L.qkv.parts[0], qkv, rope, cache, ra);
       } else if (qkv_rope32) {
         ops.rms_norm_qkv_rope(b, x, L.ln1, eps, L.qkv.parts[0], qkv, rope, cache, ra);
@@ -159,7 +159,7 @@ class GpuEngine final : public LlamaEngine {
         ops.head_rms_norm(b, qkv, L.q_norm, n, int(nh), int(hd), qkv_dim, 0, eps);
         ops.head_rms_norm(b, qkv, L.k_norm, n, int(nkv), int(hd), qkv_dim, nh * hd, eps);
       }
-      if (!qkv_rope) ops.rope_kv_append(b, qkv, rope, cache, ra);
+      if (!qkv_rope && !qkv_rope32) ops.rope_kv_append(b, qkv, rope, cache, ra);
       AttentionArgs aa;
       aa.n_tokens = n;
       aa.n_heads = int(nh);
