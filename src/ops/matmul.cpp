@@ -14,8 +14,6 @@ constexpr uint32_t kRegTileBlock = 128;  // regtile_main.wgsl: BM = BN = 128
 // (k per workgroup-memory tile) stays at its 8: BK 16 and 32 measured slower on the H200
 // (27.4 and 19.5 vs 32.7 TFLOP/s at 4096^3, docs/benchmarks.md).
 constexpr uint32_t kGroupM = 8;
-// vec4-db16: two buffers of a 16 x 128 tile of A and of B.
-constexpr uint64_t kDb16Bytes = 2ull * 2 * 16 * kRegTileBlock * 4;
 
 const char* kernel_file(MatmulVersion v) {
   switch (v) {
@@ -25,8 +23,7 @@ const char* kernel_file(MatmulVersion v) {
     case MatmulVersion::RegTileVec4:
     case MatmulVersion::RegTileVec4Grouped:
     case MatmulVersion::Vec4Prefetch:
-    case MatmulVersion::Vec4Db:
-    case MatmulVersion::Vec4Db16: return "matmul/regtile_vec4.wgsl";
+    case MatmulVersion::Vec4Db: return "matmul/regtile_vec4.wgsl";
     case MatmulVersion::Auto: break;
   }
   throw Error("wgc: matmul: no kernel for version Auto");
@@ -44,7 +41,6 @@ std::string_view to_string(MatmulVersion v) {
     case MatmulVersion::RegTileVec4Grouped: return "regtile-vec4-grouped";
     case MatmulVersion::Vec4Prefetch: return "vec4-prefetch";
     case MatmulVersion::Vec4Db: return "vec4-db";
-    case MatmulVersion::Vec4Db16: return "vec4-db16";
   }
   return "?";
 }
@@ -59,10 +55,9 @@ MatmulVersion parse_matmul_version(std::string_view name) {
   throw Error("wgc: unknown matmul version '" + std::string(name) + "' (" + names + ")");
 }
 
-bool supports(const Context& ctx, MatmulVersion v, const MatmulDims& d) {
+bool supports(const Context&, MatmulVersion v, const MatmulDims& d) {
   if (v == MatmulVersion::Auto || v == MatmulVersion::Naive || v == MatmulVersion::Tiled || v == MatmulVersion::RegTile)
     return true;
-  if (v == MatmulVersion::Vec4Db16 && ctx.limits().max_compute_workgroup_storage_size < kDb16Bytes) return false;
   return d.k % 4 == 0 && (d.trans_b || d.n % 4 == 0);
 }
 
@@ -79,9 +74,7 @@ void matmul(Batch& batch, const Tensor& a, const Tensor& b, const Tensor& c, con
   const Context& ctx = batch.context();
   if (v == MatmulVersion::Auto) v = choose_matmul(ctx, d);
   if (!supports(ctx, v, d))
-    throw Error(
-        "wgc: matmul " + std::string(to_string(v)) + " needs K (and N) to be multiples of 4" +
-        (v == MatmulVersion::Vec4Db16 ? " and " + std::to_string(kDb16Bytes) + " bytes of workgroup memory" : ""));
+    throw Error("wgc: matmul " + std::string(to_string(v)) + " needs K (and N) to be multiples of 4");
   auto need = [&](const Tensor& t, uint64_t elems, const char* name) {
     if (t.capacity() < elems * 4)
       throw Error("wgc: matmul: " + std::string(name) + " holds " + std::to_string(t.capacity() / 4) +
@@ -95,7 +88,6 @@ void matmul(Batch& batch, const Tensor& a, const Tensor& b, const Tensor& c, con
   if (v == MatmulVersion::RegTileVec4Grouped) code.constants = {{"GROUP_M", kGroupM}};
   if (v == MatmulVersion::Vec4Prefetch) code.constants = {{"PREFETCH", 1}};
   if (v == MatmulVersion::Vec4Db) code.constants = {{"PREFETCH", 1}, {"DB", 1}};
-  if (v == MatmulVersion::Vec4Db16) code.constants = {{"PREFETCH", 1}, {"DB", 1}, {"BK", 16}};
   Kernel k = compile(ctx, code);
   uint32_t block = v == MatmulVersion::Naive || v == MatmulVersion::Tiled ? kNaiveTile : kRegTileBlock;
   Groups g{ceil_div(d.n, block), ceil_div(d.m, block), 1};

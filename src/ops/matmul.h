@@ -2,8 +2,8 @@
 // A ladder of kernels (src/kernels/matmul): naive -> tiled (workgroup memory) -> register-tiled
 // -> register-tiled with vec4 loads, and two variants of that body: L2-friendly grouped
 // workgroup order, the next tile's global loads issued before this tile's math (register
-// prefetch), and that with two workgroup-memory buffers (one barrier per tile), with a k tile of 8
-// or 16 (half the barriers again, 32 KiB of workgroup memory); Auto picks by shape.
+// prefetch), and that with two workgroup-memory buffers (one barrier per tile); Auto picks by
+// shape.
 #pragma once
 
 #include "gpu/batch.h"
@@ -16,17 +16,7 @@
 
 namespace wgc {
 
-enum class MatmulVersion {
-  Auto,
-  Naive,
-  Tiled,
-  RegTile,
-  RegTileVec4,
-  RegTileVec4Grouped,
-  Vec4Prefetch,
-  Vec4Db,
-  Vec4Db16
-};
+enum class MatmulVersion { Auto, Naive, Tiled, RegTile, RegTileVec4, RegTileVec4Grouped, Vec4Prefetch, Vec4Db };
 std::string_view to_string(MatmulVersion v);                // "auto", "naive", "tiled", "regtile", "regtile-vec4", ...
 MatmulVersion parse_matmul_version(std::string_view name);  // throws naming the op and the valid names
 inline constexpr MatmulVersion kMatmulVersions[] = {MatmulVersion::Naive,
@@ -35,8 +25,7 @@ inline constexpr MatmulVersion kMatmulVersions[] = {MatmulVersion::Naive,
                                                     MatmulVersion::RegTileVec4,
                                                     MatmulVersion::RegTileVec4Grouped,
                                                     MatmulVersion::Vec4Prefetch,
-                                                    MatmulVersion::Vec4Db,
-                                                    MatmulVersion::Vec4Db16};
+                                                    MatmulVersion::Vec4Db};
 
 struct MatmulDims {
   uint32_t m = 0, n = 0, k = 0;
@@ -44,8 +33,7 @@ struct MatmulDims {
   double flops() const { return 2.0 * m * n * k; }
 };
 
-// The vec4 versions need K % 4 == 0 (and N % 4 == 0 unless trans_b), vec4-db16 also 32 KiB of
-// workgroup memory; the others run any shape.
+// The vec4 versions need K % 4 == 0 (and N % 4 == 0 unless trans_b); the others run any shape.
 bool supports(const Context& ctx, MatmulVersion v, const MatmulDims& d);
 // What Auto runs: the 16x16 tiled kernel for thin products, else vec4-prefetch where it applies
 // (measured on the H200, see matmul.cpp), else the scalar register-tiled kernel.

@@ -8,11 +8,10 @@ struct Params { M: u32, N: u32, K: u32, trans_b: u32 }
 
 const BM = 128u;
 const BN = 128u;
-override BK: u32 = 8u;  // k per workgroup-memory tile: a multiple of 8 (ops/matmul.cpp); 8 or 16 with PREFETCH
+override BK: u32 = 8u;  // k per workgroup-memory tile: a multiple of 8 (ops/matmul.cpp)
 override GROUP_M: u32 = 1u;  // block-rows walked together (grouped_order.wgsl; 1: row-major)
 // Issue the next tile's global loads right after the barrier, before this tile's math, so that
-// their latency hides behind it (BK 8: one vec4 of A and one of B per thread; BK 16 (with DB
-// only): two of each).
+// their latency hides behind it (needs BK == 8: one vec4 of A and one of B per thread).
 override PREFETCH: bool = false;
 // Two workgroup-memory buffers (needs PREFETCH): the next tile goes into the other buffer after
 // this tile's math, so one barrier per tile instead of two.
@@ -73,27 +72,15 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   var acc: array<vec4<f32>, 16>;  // acc[i*2 + j]: row i of 8, column half j
 
   let s0 = slot(tid, 0u);
-  let s1 = slot(tid, 1u);  // BK 16 with DB: the second vec4 of A and of B
-  let two = DB && BK == 16u;
   var pa = vec4<f32>(0.0);
   var pb = vec4<f32>(0.0);
-  var pa1 = vec4<f32>(0.0);
-  var pb1 = vec4<f32>(0.0);
   if (PREFETCH) {
     pa = fetch_a(s0, m0, 0u);
     pb = fetch_b(s0, n0, 0u);
-    if (two) {
-      pa1 = fetch_a(s1, m0, 0u);
-      pb1 = fetch_b(s1, n0, 0u);
-    }
   }
   if (DB) {
     put_a(0u, s0.kq, s0.row, pa);
     put_b(0u, s0, pb);
-    if (two) {
-      put_a(0u, s1.kq, s1.row, pa1);
-      put_b(0u, s1, pb1);
-    }
     workgroupBarrier();
   }
   var buf = 0u;  // DB: the buffer this tile is in
@@ -102,10 +89,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       if (k0 + BK < p.K) {
         pa = fetch_a(s0, m0, k0 + BK);
         pb = fetch_b(s0, n0, k0 + BK);
-        if (two) {
-          pa1 = fetch_a(s1, m0, k0 + BK);
-          pb1 = fetch_b(s1, n0, k0 + BK);
-        }
       }
     } else if (PREFETCH) {
       put_a(0u, s0.kq, s0.row, pa);
@@ -130,10 +113,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       if (k0 + BK < p.K) {
         put_a((buf ^ 1u) * AS, s0.kq, s0.row, pa);
         put_b((buf ^ 1u) * BS, s0, pb);
-        if (two) {
-          put_a((buf ^ 1u) * AS, s1.kq, s1.row, pa1);
-          put_b((buf ^ 1u) * BS, s1, pb1);
-        }
       }
       buf ^= 1u;
     }
