@@ -93,7 +93,7 @@ TEST(LlmLinear, MatvecTuningsMatchReference) {
   struct Tune {
     uint32_t wg, tpr, unroll, rows, xs;
   };
-  const Tune tunes[] = {{256, 32, 2, 2, 0}, {128, 16, 1, 3, 2}, {64, 8, 2, 4, 2}, {256, 64, 1, 4, 0}};
+  const Tune tunes[] = {{256, 32, 4, 2, 2}, {128, 16, 1, 3, 2}, {64, 8, 2, 4, 2}, {256, 64, 1, 4, 0}};
   for (auto t : kGpuTensorTypes) {
     const int64_t rows = 45, cols = int64_t(block_size(t)) == 256 ? 512 : int64_t(block_size(t)) == 32 ? 4160 : 203;
     auto bytes = ref::random_weight(t, rows, cols, 21);

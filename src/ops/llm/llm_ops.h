@@ -187,22 +187,24 @@ struct KernelVersion {
 struct LlmTuning {
   uint32_t matvec_wg = 256;    // invocations per matvec workgroup (rows per workgroup = wg / tpr)
   uint32_t matvec_tpr = 32;    // invocations per row (a power of two)
-  uint32_t matvec_unroll = 2;  // weight loads in flight per invocation
+  uint32_t matvec_unroll = 4;  // weight loads in flight per invocation (H200, 8B F16 tg: 4 beat 2 by 1%)
   uint32_t matvec_rows = 2;    // rows per group of matvec_tpr invocations (1..8), sharing x loads
   // One token through a gate|up weight with f32 activations: 1 runs gate|up and SwiGLU as one
   // matvec dispatch (linear_swiglu), 0 as two (for A/B measurements).
   uint32_t matvec_swiglu = 1;
   // One-token steps with f32 activations on GPUs: 1 RMS-normalises x inside the matvecs that read
   // it (rms_norm_linear, rms_norm_swiglu), 0 in an rms_norm pass before them (one more dispatch).
-  // 0 until measured on the H200 (the 8-bit version of the same fusion gained 8.5% there).
+  // H200 (docs/benchmarks.md): with matvec_rope, 8B F16 tg 165 -> 180.5 t/s, 1B F16 662 -> 780.
   uint32_t matvec_norm = 1;
   // One-token steps with f32 activations (needs matvec_norm): 1 does RoPE and the KV-cache append
-  // in the QKV matvec's epilogue (rms_norm_qkv_rope), 0 in a rope_kv_append pass after it.
+  // in the QKV matvec's epilogue (rms_norm_qkv_rope), 0 in a rope_kv_append pass after it (H200,
+  // 8B F16 tg: 180.5 vs 178.2 t/s).
   uint32_t matvec_rope = 1;
   // The matvec's x: 0 read from global memory (L1) by every row group; 1 staged whole in workgroup
   // memory once per workgroup where x is RMS-normalised in the matvec (matvec_norm); 2 wherever it
-  // fits (F32/F16/BF16 weights; an 8B model's 14336-column down projection does not).
-  uint32_t matvec_xs = 1;
+  // fits (F32/F16/BF16 weights; an 8B model's 14336-column down projection does not). H200: 2
+  // beat 1 by 0.6% (8B F16 tg) and 7.8% (1B F16 tg: 841 vs 780 t/s); 0 lost 1% on 8B.
+  uint32_t matvec_xs = 2;
   // The gate|up + SwiGLU matvec's invocations per row and unroll (0: matvec_tpr, matvec_unroll):
   // its workgroups take 64 rows whatever the plain matvec's rows per group.
   uint32_t swiglu_tpr = 0;
@@ -221,12 +223,14 @@ struct LlmTuning {
   uint32_t matmul_prefetch = 1;
   // 1: two workgroup-memory buffers per tile (the next tile goes into the other one after this
   // tile's math: one barrier per k step instead of two; twice the workgroup memory; implies the
-  // prefetch), as the SGEMM's vec4-db rung.
+  // prefetch), as the SGEMM's vec4-db rung. H200, 8B F16 pp512: no gain (1,557 vs 1,561 t/s; with
+  // matmul_tn 4 1,927 vs 1,988), and a k step of 16 with it lost a third (1,066).
   uint32_t matmul_db = 0;
   // Weight rows per invocation of the register tile: 8 (8 x 8 outputs) or 4 (8 x 4: twice the
   // invocations per tile, for products whose tiles do not fill the GPU: an 8B model's 4096-row
-  // projections at 512 tokens give 256 workgroups of 128 invocations).
-  uint32_t matmul_tn = 8;
+  // projections at 512 tokens give 256 workgroups of 128 invocations). H200, 8B F16 pp512: 4 beat 8
+  // by 27% (1,988 vs 1,561 t/s).
+  uint32_t matmul_tn = 4;
   // The version LinearVersion::Auto runs for n_tokens > 1 (Auto: choose_linear's pick by shape).
   LinearVersion matmul = LinearVersion::Auto;
   // Batched kernel: lanes per row group (a power of two, <= 32; fixes the summation order, so
