@@ -77,7 +77,7 @@ for step in $steps; do
       # or batched:llama-3.1-8b:q4_0:--parallel,16+64,-r,3 (commas become spaces, then + becomes a comma)
       IFS=: read -r _ shape type extra <<<"$step"
       m=$(synth "$shape" "$type")
-      tag=$shape-$type$(echo "${extra:-}" | tr -c 'a-zA-Z0-9\n' '_')
+      tag=$shape-$type$(echo "${extra:-}" | tr -c 'a-zA-Z0-9\n' '_' | cut -c1-120)
       defaults=""  # --parallel 1,8,16,32,64 -p 256 -n 128 unless the step gives its own
       for d in "--parallel 1,8,16,32,64" "-p 256" "-n 128"; do [[ ",${extra:-}," == *",${d% *},"* ]] || defaults+=" $d"; done
       args=${extra//,/ }
@@ -100,7 +100,7 @@ for step in $steps; do
       # serve:llama-3.1-8b:q4_0:--gpu,1,--parallel,32 (EXTRA: wgc serve's arguments, commas become spaces)
       IFS=: read -r _ shape type extra <<<"$step"
       m=$(synth "$shape" "$type")
-      tag=$shape-$type$(echo "${extra:-}" | tr -c 'a-zA-Z0-9\n' '_')
+      tag=$shape-$type$(echo "${extra:-}" | tr -c 'a-zA-Z0-9\n' '_' | cut -c1-120)
       defaults=""  # --parallel 64 unless the step gives its own
       [[ ",${extra:-}," == *",--parallel,"* ]] || defaults="--parallel 64"
       if [ -f "$m" ]; then
