@@ -5,6 +5,7 @@
 #include "bench/bench.h"
 #include "cpu/conv.h"
 #include "ops/conv.h"
+#include "ops/map.h"
 #include "ops/pool.h"
 #include "util/error.h"
 
@@ -114,6 +115,19 @@ std::vector<float> random_floats(uint64_t n, uint32_t seed) {
   return v;
 }
 
+// A Case::check: y poisoned, one run recorded, all of y against `want`.
+std::function<double()> whole_output_check(const Context& ctx, std::function<void(Batch&)> record, Tensor y,
+                                           std::shared_ptr<const std::vector<float>> want) {
+  return [&ctx, record = std::move(record), y, want = std::move(want)] {
+    fill_u32(ctx, y, kPoisonNaN);
+    Batch b(ctx);
+    record(b);
+    b.run();
+    auto got = download<float>(ctx, y);
+    return cpu::max_rel_error(std::span<const float>(got), std::span<const float>(*want));
+  };
+}
+
 struct ConvData {
   Conv2dDims d;
   ConvEpilogue ep{true, false, Activation::Relu};
@@ -208,9 +222,10 @@ std::vector<Case> conv_cases(const Context& ctx, const std::string& op, const Co
 
 const std::vector<Conv2dVersion> kAll(std::begin(kConv2dVersions), std::end(kConv2dVersions));
 
-// The NHWC implicit GEMM on the same layer (x and y transposed once, outside the timing).
-std::optional<Case> nhwc_case(const Context& ctx, const Conv2dDims& d) {
-  if (!supports_conv2d_nhwc(ctx, d)) return std::nullopt;
+// The NHWC experiments on the same layer (x and y transposed once, outside the timing): the
+// implicit GEMM, or for `depthwise` the NHWC depthwise kernel.
+std::optional<Case> nhwc_case(const Context& ctx, const Conv2dDims& d, bool depthwise) {
+  if (depthwise ? !supports_depthwise_nhwc(ctx, d) : !supports_conv2d_nhwc(ctx, d)) return std::nullopt;
   auto cd = conv_data(ctx, d);
   const uint64_t hw = uint64_t(d.h) * d.w, ohw = uint64_t(d.out_h()) * d.out_w();
   std::vector<float> xt(cd->x.size());
@@ -218,20 +233,28 @@ std::optional<Case> nhwc_case(const Context& ctx, const Conv2dDims& d) {
     for (uint64_t c = 0; c < d.c_in; ++c)
       for (uint64_t p = 0; p < hw; ++p) xt[(n * hw + p) * d.c_in + c] = cd->x[(n * d.c_in + c) * hw + p];
   cd->tx = make_tensor(ctx, {int64_t(xt.size())}, xt);
-  auto w = std::make_shared<Tensor>(prepare_conv2d_nhwc_weights(ctx, cd->w, d));
+  auto w = std::make_shared<Tensor>(depthwise ? prepare_depthwise_nhwc_weights(ctx, cd->w, d)
+                                              : prepare_conv2d_nhwc_weights(ctx, cd->w, d));
   auto bias = std::make_shared<Tensor>(make_tensor(ctx, {int64_t(d.c_out)}, cd->bias));
   Case c;
-  c.op = "conv2d";
-  c.version = "implicit-gemm-nhwc";
+  c.op = depthwise ? "depthwise" : "conv2d";
+  c.version = depthwise ? "depthwise-nhwc" : "implicit-gemm-nhwc";
   c.size = conv_spec(d);
   c.bytes = 4.0 * double(d.x_elements() + d.w_elements() + d.y_elements() + d.c_out);
-  c.elements = c.flops = d.flops();
-  c.x_label = "layer FLOPs";
-  c.record = [cd, w, bias](Batch& b) { conv2d_nhwc(b, cd->tx, *w, *bias, {}, cd->ty, cd->d, cd->ep); };
-  c.check = [cd, w, bias, ohw, &ctx] {
+  c.elements = depthwise ? c.bytes : d.flops();
+  c.flops = depthwise ? 0 : d.flops();
+  c.x_label = depthwise ? "bytes moved (x, w, y)" : "layer FLOPs";
+  auto record = [cd, w, bias, depthwise](Batch& b) {
+    if (depthwise)
+      depthwise_nhwc(b, cd->tx, *w, *bias, {}, cd->ty, cd->d, cd->ep);
+    else
+      conv2d_nhwc(b, cd->tx, *w, *bias, {}, cd->ty, cd->d, cd->ep);
+  };
+  c.record = record;
+  c.check = [cd, record, ohw, &ctx] {
     fill_u32(ctx, cd->ty, kPoisonNaN);
     Batch b(ctx);
-    conv2d_nhwc(b, cd->tx, *w, *bias, {}, cd->ty, cd->d, cd->ep);
+    record(b);
     b.run();
     auto y = download<float>(ctx, cd->ty);
     std::vector<float> got;
@@ -260,7 +283,7 @@ std::vector<Case> conv2d_op(const Context& ctx, const Options& o) {
     }
     Conv2dDims d = conv_dims(parse_spec(s), false);
     for (auto& c : conv_cases(ctx, "conv2d", d, kAll, false)) out.push_back(std::move(c));
-    if (auto c = nhwc_case(ctx, d)) out.push_back(std::move(*c));
+    if (auto c = nhwc_case(ctx, d, false)) out.push_back(std::move(*c));
   }
   return out;
 }
@@ -276,7 +299,7 @@ struct TuningScope {
 
 // WGC_CONV_SWEEP="KNOBS;KNOBS;..." (each in WGC_CONV_TUNING's form, over it): the depthwise
 // versions whose knobs a set names (dwr_* depthwise-reg, dw_tile_* depthwise, dw_rows
-// depthwise-rows, dw_threads both) timed again under each set, named "VERSION [KNOBS]", so that
+// depthwise-rows, dw_threads both, dwn_* depthwise-nhwc) timed again under each set, named "VERSION [KNOBS]", so that
 // one process (one device call) sweeps them all.
 std::vector<Case> depthwise_sweep(const Context& ctx, const Conv2dDims& d) {
   std::vector<Case> out;
@@ -299,6 +322,8 @@ std::vector<Case> depthwise_sweep(const Context& ctx, const Conv2dDims& d) {
       TuningScope scope(t);
       check_conv2d_tuning(ctx);
       cases = conv_cases(ctx, "depthwise", d, versions, true);
+      if (set.find("dwn_") != std::string::npos)
+        if (auto c = nhwc_case(ctx, d, true)) cases.push_back(std::move(*c));
     }
     for (auto& c : cases) {
       c.version += " [" + set + "]";
@@ -315,6 +340,25 @@ std::vector<Case> depthwise_sweep(const Context& ctx, const Conv2dDims& d) {
     }
   }
   return out;
+}
+
+// The copy kernel that the bandwidth figure uses (vec4), moving x's bytes in and out: at a
+// layer's size the launch and the drain are a visible part of the time, so the layer's GB/s over
+// this row's is how close it comes to a copy of its own size (the table's "% of copy" is over a
+// copy of 1 GiB, which no 100 MB kernel reaches).
+Case same_bytes_copy(const Context& ctx, const Conv2dDims& d) {
+  auto x = std::make_shared<std::vector<float>>(random_floats(d.x_elements(), 5));
+  Tensor tx = make_tensor(ctx, {int64_t(x->size())}, *x), ty = make_tensor(ctx, {int64_t(x->size())});
+  Case c;
+  c.op = "depthwise";
+  c.version = "copy (x's bytes)";
+  c.size = conv_spec(d);
+  c.bytes = c.elements = 8.0 * double(d.x_elements());
+  c.x_label = "bytes moved (x, y)";
+  c.record = [tx, ty, n = d.x_elements()](Batch& b) { copy(b, tx, ty, {n}, {}, MapVersion::Vec4); };
+  c.check = whole_output_check(ctx, c.record, ty, x);
+  c.tolerance = 1e-7;
+  return c;
 }
 
 std::vector<Case> depthwise_op(const Context& ctx, const Options& o) {
@@ -337,6 +381,8 @@ std::vector<Case> depthwise_op(const Context& ctx, const Options& o) {
     Conv2dDims d = conv_dims(parse_spec(s), true);
     if (!d.depthwise()) throw Error("wgc bench: depthwise size '" + s + "' is not a depthwise convolution");
     for (auto& c : conv_cases(ctx, "depthwise", d, versions, true)) out.push_back(std::move(c));
+    if (auto c = nhwc_case(ctx, d, true)) out.push_back(std::move(*c));
+    out.push_back(same_bytes_copy(ctx, d));
     for (auto& c : depthwise_sweep(ctx, d)) out.push_back(std::move(c));
   }
   return out;
@@ -398,14 +444,7 @@ std::vector<Case> pool_op(const Context& ctx, const Options& o) {
     c.elements = c.bytes;
     c.x_label = "bytes moved (x, y)";
     c.record = record;
-    c.check = [record, ty, want, &ctx] {
-      fill_u32(ctx, ty, kPoisonNaN);
-      Batch b(ctx);
-      record(b);
-      b.run();
-      auto got = download<float>(ctx, ty);
-      return cpu::max_rel_error(std::span<const float>(got), std::span<const float>(*want));
-    };
+    c.check = whole_output_check(ctx, record, ty, want);
     c.tolerance = 1e-5;
     c.cpu = [run_cpu, ny] {
       std::vector<float> y(ny);

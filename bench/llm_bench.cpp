@@ -14,6 +14,9 @@
 #include <cstdlib>
 #include <memory>
 #include <numeric>
+#include <string>
+#include <string_view>
+#include <utility>
 
 namespace wgc::bench {
 namespace {
@@ -211,8 +214,27 @@ Case prefill_attention_case(const Context& ctx, std::shared_ptr<llm::LlmOps> ops
   return c;
 }
 
+// llm.attention: WGC_LLM_TUNING may hold several tuning sets separated by ';' (knobs within a set
+// by ',' or '/'), each timed as its own contiguous-decode and prefill case ("contiguous:SET"),
+// so that one run compares the attention kernels' schedules; the paged cases run the first set.
+std::vector<std::pair<std::string, std::shared_ptr<llm::LlmOps>>> attention_tunings(const Context& ctx) {
+  std::vector<std::pair<std::string, std::shared_ptr<llm::LlmOps>>> sets;
+  const char* env = std::getenv("WGC_LLM_TUNING");
+  std::string_view all = env ? env : "";
+  do {
+    const size_t semi = all.find(';');
+    const std::string spec(all.substr(0, semi));
+    auto ops = std::make_shared<llm::LlmOps>(ctx);
+    llm::apply_tuning(ops->tuning, spec);
+    sets.emplace_back(spec, std::move(ops));
+    all = semi == std::string_view::npos ? std::string_view() : all.substr(semi + 1);
+  } while (!all.empty());
+  return sets;
+}
+
 std::vector<Case> attention_cases(const Context& ctx, const Options& o) {
-  auto ops = tuned_ops(ctx);
+  const auto sets = attention_tunings(ctx);
+  const auto& ops = sets.front().second;
   constexpr int nh = 32, nkv = 8, hd = 128, block = 16;
   std::vector<Case> out;
   for (double s : sizes_or(o, ctx, {64}, {64}, {4096})) {
@@ -268,16 +290,16 @@ std::vector<Case> attention_cases(const Context& ctx, const Options& o) {
     ps.resize(1);
     d->one = ops->plan_paged_attention(ps, pa, n_blocks);
     const double kv_bytes = 2.0 * double(len) * nkv * hd * 4;
-    auto check = [d, ops, &ctx, len](bool paged) {
+    auto check = [d, &ctx, len](const std::shared_ptr<llm::LlmOps>& run, bool paged) {
       fill_u32(ctx, d->out, kPoisonNaN);
       Batch b(ctx);
       if (paged) {
-        ops->paged_attention(b, d->pool.layer(0), d->q, d->out, d->one);
+        run->paged_attention(b, d->pool.layer(0), d->q, d->out, d->one);
       } else {
         llm::AttentionArgs a;
         a.n_heads = nh;
         a.start = len - 1;
-        ops->attention_decode(b, d->flat.layer(0), d->q, d->out, a);
+        run->attention_decode(b, d->flat.layer(0), d->q, d->out, a);
       }
       b.run();
       auto got = download<float>(ctx, d->out);
@@ -301,22 +323,26 @@ std::vector<Case> attention_cases(const Context& ctx, const Options& o) {
       c.tolerance = 1e-4;
       out.push_back(std::move(c));
     };
-    add(
-        "contiguous", 1,
-        [d, ops, len](Batch& b) {
-          llm::AttentionArgs a;
-          a.n_heads = nh;
-          a.start = len - 1;
-          ops->attention_decode(b, d->flat.layer(0), d->q, d->out, a);
-        },
-        [check] { return check(false); });
+    for (const auto& [spec, tops] : sets)
+      add(
+          sets.size() > 1 ? "contiguous:" + spec : "contiguous", 1,
+          [d, tops, len](Batch& b) {
+            llm::AttentionArgs a;
+            a.n_heads = nh;
+            a.start = len - 1;
+            tops->attention_decode(b, d->flat.layer(0), d->q, d->out, a);
+          },
+          [check, tops] { return check(tops, false); });
     add(
         "paged", 1, [d, ops](Batch& b) { ops->paged_attention(b, d->pool.layer(0), d->q, d->out, d->one); },
-        [check] { return check(true); });
+        [check, ops] { return check(ops, true); });
     add(
         "paged", seqs, [d, ops](Batch& b) { ops->paged_attention(b, d->pool.layer(0), d->q, d->out, d->many); },
-        [check] { return check(true); });
-    out.push_back(prefill_attention_case(ctx, ops, len, o.quick ? 24 : kPrefillTokens));
+        [check, ops] { return check(ops, true); });
+    for (const auto& [spec, tops] : sets) {
+      out.push_back(prefill_attention_case(ctx, tops, len, o.quick ? 24 : kPrefillTokens));
+      if (sets.size() > 1) out.back().version += ":" + spec;
+    }
   }
   return out;
 }

@@ -72,3 +72,19 @@ TEST(BenchBatched, JsonToStdout) {
   EXPECT_EQ(doc["results"].items().size(), 1u) << r.out;
   EXPECT_NE(r.err.find("S_TG t/s"), std::string::npos) << r.err;
 }
+
+// --no-prefill: decode steps only (over positions never computed), no PP figures.
+TEST(BenchBatched, NoPrefillMeasuresDecodeOnly) {
+  const fs::path model = fs::path(WGC_SOURCE_DIR) / "models" / llm::kDefaultModelFile;
+  WGC_REQUIRE_FILE(model);
+  auto r = test::run_cli("bench-batched --model " + test::quote(model.string()) +
+                         " --backend cpu --parallel 2 -p 9 -n 3 --block 4 --no-warmup --no-prefill --json -");
+  ASSERT_EQ(r.rc, 0) << r.out << r.err;
+  auto doc = json::parse(r.out);
+  EXPECT_TRUE(doc["no_prefill"].as_bool());
+  const auto& rows = doc["results"].items();
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0]["pp_tps"].as_double(), 0);
+  EXPECT_GT(rows[0]["tg_tps"].as_double(), 0);
+  EXPECT_NE(r.err.find("--no-prefill: no PP"), std::string::npos) << r.err;
+}

@@ -152,9 +152,10 @@ TEST(Conv2d, OtherTilesMatch) {
 }
 
 // depthwise-reg under every kind of block: vec4 rows (widths multiples of 4, paddings 0, 1, 2 so
-// the row's first column falls at each place in its block) and scalar ones (stride 2, odd widths,
-// vec4 off, blocks that are not a multiple of 4 wide), ragged blocks at the right and bottom
-// edges, odd heights, channel counts that are not multiples of 4, channel multipliers.
+// the row's first column falls at each place in its block, halos as vec4s or scalars) and scalar
+// ones (stride 2, odd widths, vec4 off, blocks that are not a multiple of 4 wide), ragged blocks at
+// the right and bottom edges, odd heights, channel counts that are not multiples of 4, channel
+// multipliers, the sizes as uniforms or as pipeline constants.
 TEST(Conv2d, DepthwiseRegBlocksMatch) {
   const Conv2dDims shapes[] = {
       dims(2, 5, 11, 12, 5, 3, 3, 1, 1, 1, 5, 1, 1, 1, 1),  // vec4, odd height, 5 channels
@@ -167,19 +168,24 @@ TEST(Conv2d, DepthwiseRegBlocksMatch) {
       dims(1, 3, 5, 5, 3, 3, 3, 1, 1, 1, 3, 1, 1, 1, 1),    // 75 outputs: the last vec4 of y partly past them
   };
   struct Block {
-    uint32_t cols, rows, vec4, threads, sg = 0;
+    uint32_t cols, rows, vec4, threads, halo = 0, shape = 0, stage = 0;
   };
-  // sg: halos by subgroup shuffles where the adapter has subgroups (SwiftShader's are 4 wide, so
-  // most neighbours sit across a subgroup's edge or a row strip's, and take the load path).
-  const Block blocks[] = {{4, 4, 1, 128},    {8, 3, 1, 32},    {1, 1, 0, 64},   {2, 5, 0, 96},
-                          {4, 2, 1, 128, 1}, {8, 3, 1, 32, 1}, {4, 1, 1, 64, 1}};
+  // halo: the partly needed blocks at a row's ends as scalar loads (vec4 rows only); shape: the
+  // sizes as pipeline constants; stage: bands of whole rows staged in workgroup memory (vec4 rows
+  // only; 8 threads make bands of 1 or 2 strips, so planes take several bands, the last partial).
+  // Shapes whose rows are not vec4 run every block unstaged, with scalar loads.
+  const Block blocks[] = {{4, 4, 1, 128},        {8, 3, 1, 32},           {1, 1, 0, 64},
+                          {2, 5, 0, 96},         {4, 2, 1, 128, 1},       {8, 3, 1, 32, 1, 1},
+                          {4, 1, 1, 64, 0, 1},   {4, 2, 1, 128, 1, 1},    {2, 5, 0, 96, 1, 1, 1},
+                          {4, 2, 1, 8, 0, 0, 1}, {4, 2, 1, 128, 0, 1, 1}, {8, 3, 1, 32, 1, 1, 1}};
   ConvTuning saved = conv2d_tuning();
   int ran = 0;
   for (size_t b = 0; b < std::size(blocks); ++b) {
     ConvTuning& k = conv2d_tuning();
     k = saved;
     k.dwr_cols = blocks[b].cols, k.dwr_rows = blocks[b].rows, k.dwr_vec4 = blocks[b].vec4;
-    k.dwr_threads = blocks[b].threads;
+    k.dwr_threads = blocks[b].threads, k.dwr_halo = blocks[b].halo, k.dwr_shape = blocks[b].shape;
+    k.dwr_stage = blocks[b].stage;
     for (size_t i = 0; i < std::size(shapes); ++i) {
       const Conv2dDims& d = shapes[i];
       ASSERT_TRUE(supports(ctx(), Conv2dVersion::DepthwiseReg, d)) << d.str() << " block " << b;
@@ -250,6 +256,48 @@ TEST(Conv2d, NhwcExperimentMatches) {
     EXPECT_LT(test::rel_error(got, r.want), tolerance(Conv2dVersion::ImplicitGemm, d)) << d.str();
   }
   EXPECT_FALSE(supports_conv2d_nhwc(ctx(), kCases[0]));  // 3 input channels
+}
+
+// The NHWC depthwise experiment: odd heights and widths, stride 2 and (1, 2), asymmetric pads,
+// dilation 2, a 5x5, batch > 1, 4 and 12 channels, blocks with ragged right and bottom edges,
+// every epilogue, against the NCHW reference (inputs and outputs transposed).
+TEST(Conv2d, DepthwiseNhwcMatches) {
+  const Conv2dDims cases[] = {
+      dims(2, 12, 9, 11, 12, 3, 3, 1, 1, 1, 12, 1, 1, 1, 1), dims(1, 4, 13, 7, 4, 3, 3, 2, 2, 1, 4, 1, 0, 1, 2),
+      dims(3, 8, 7, 10, 8, 3, 3, 1, 1, 2, 8, 2, 2, 2, 2), dims(1, 12, 10, 9, 12, 5, 5, 1, 2, 1, 12, 2, 1, 2, 2),
+      dims(2, 4, 5, 5, 4, 3, 3, 1, 1, 1, 4, 0, 1, 2, 1)};
+  struct Block {
+    uint32_t cols, rows, threads;
+  };
+  const Block blocks[] = {{4, 2, 128}, {1, 1, 64}, {3, 5, 32}, {8, 2, 96}};
+  ConvTuning saved = conv2d_tuning();
+  for (size_t b = 0; b < std::size(blocks); ++b) {
+    conv2d_tuning().dwn_cols = blocks[b].cols, conv2d_tuning().dwn_rows = blocks[b].rows;
+    conv2d_tuning().dwn_threads = blocks[b].threads;
+    for (size_t i = 0; i < std::size(cases); ++i) {
+      const Conv2dDims& d = cases[i];
+      ASSERT_TRUE(supports_depthwise_nhwc(ctx(), d)) << d.str();
+      ConvEpilogue ep = epilogue_for(i + b);
+      Data r = make_run(d, ep, uint32_t(5 * i + b + 60));
+      const uint32_t hw = d.h * d.w, ohw = d.out_h() * d.out_w();
+      Tensor tx = make_tensor(ctx(), {int64_t(r.x.size())}, to_nhwc(r.x, d.n, d.c_in, hw));
+      Tensor tw = prepare_depthwise_nhwc_weights(ctx(), r.w, d);
+      Tensor tb = make_tensor(ctx(), {int64_t(r.bias.size())}, r.bias);
+      Tensor tr = make_tensor(ctx(), {int64_t(r.res.size())}, to_nhwc(r.res, d.n, d.c_out, ohw));
+      Tensor ty = make_tensor(ctx(), {int64_t(d.y_elements())});
+      fill_u32(ctx(), ty, kPoisonNaN);
+      Batch batch(ctx());
+      depthwise_nhwc(batch, tx, tw, ep.bias ? tb : Tensor{}, ep.residual ? tr : Tensor{}, ty, d, ep);
+      batch.run();
+      auto got = to_nchw(download<float>(ctx(), ty), d.n, d.c_out, ohw);
+      EXPECT_LT(test::rel_error(got, r.want), tolerance(Conv2dVersion::DepthwiseReg, d)) << d.str() << " block " << b;
+    }
+  }
+  conv2d_tuning() = saved;
+  EXPECT_TRUE(supports_depthwise_nhwc(ctx(), kCases[3]));
+  EXPECT_FALSE(supports_depthwise_nhwc(ctx(), kCases[4]));  // multiplier 3
+  EXPECT_FALSE(supports_depthwise_nhwc(ctx(), kCases[5]));  // 6 channels
+  EXPECT_FALSE(supports_depthwise_nhwc(ctx(), kCases[0]));  // not depthwise
 }
 
 TEST(Conv2d, VersionNamesRoundTrip) {
@@ -389,6 +437,9 @@ TEST(Conv2d, BadInputIsAnErrorNamingIt) {
     conv2d_tuning().igemm_tm = 5;
     expect_error([&] { check_conv2d_tuning(ctx()); }, "igemm_*: TM must be 4 or 8");
     EXPECT_FALSE(supports(ctx(), Conv2dVersion::ImplicitGemm, d));
+    conv2d_tuning().igemm_tm = saved.igemm_tm;
+    conv2d_tuning().dwr_stage = 2;  // the depthwise-reg switches are 0 or 1
+    expect_error([&] { check_conv2d_tuning(ctx()); }, "dwr_stage 0 or 1");
     conv2d_tuning() = saved;
     check_conv2d_tuning(ctx());
   }

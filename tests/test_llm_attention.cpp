@@ -23,11 +23,19 @@ const Cfg kCfgs[] = {{4, 4, 64}, {8, 2, 128}, {8, 1, 8}};  // GQA ratios 1, 4, 8
 // 96 (24 vec4s: a partial second output vec4 per invocation), with a GQA ratio of 3.
 const Cfg kCfgsMore[] = {{4, 4, 64}, {8, 2, 128}, {8, 1, 8}, {6, 2, 20}, {3, 1, 96}};
 
-// Every attention kernel and schedule, as LlmTuning settings: the default, the previous kernels,
-// and flash_decode.wgsl with smaller workgroups and blocks (several (head, vec4) pairs per
-// invocation: 32 invocations, blocks of 8 keys).
-const char* const kVariants[] = {"", "attn_prefill=0,attn_decode=0", "attn_dec_wg=64,attn_dec_bk=16,attn_dec_wgs=64",
-                                 "attn_dec_wg=32,attn_dec_bk=8"};
+// Every attention kernel and schedule, as LlmTuning settings: the default (flash_decode_sg.wgsl),
+// the previous kernels, flash_decode.wgsl at its former default and with smaller workgroups and
+// blocks (several (head, vec4) pairs per invocation: 32 invocations, blocks of 8 keys), and
+// flash_decode_sg.wgsl's other schedules (key groups of 2 and 1 lanes (the default's 16 become
+// 4 on SwiftShader, whose subgroups have 4); 1 to 3 keys per step; with and without the
+// prefetch; head dims whose registers do not fit it fall back to flash_decode.wgsl).
+const char* const kVariants[] = {"",
+                                 "attn_prefill=0,attn_decode=0",
+                                 "attn_decode=1,attn_dec_wg=128,attn_dec_wgs=256",
+                                 "attn_decode=1,attn_dec_wg=64,attn_dec_bk=16,attn_dec_wgs=64",
+                                 "attn_decode=1,attn_dec_wg=32,attn_dec_bk=8",
+                                 "attn_decode=2,attn_dec_pf=0,attn_dec_u=3,attn_dec_tpk=2,attn_dec_wg=16",
+                                 "attn_decode=2,attn_dec_tpk=1,attn_dec_u=1,attn_dec_wg=8,attn_dec_wgs=64"};
 struct Variant {
   std::string spec;
   std::unique_ptr<LlmOps> ops;
@@ -259,8 +267,13 @@ struct Seq {
   std::vector<int32_t> blocks;
 };
 
-// Runs paged attention for the sequences' new tokens in one batch; returns [tokens][nh][hd].
-std::vector<float> run_paged(const Pool& pool, const std::vector<Seq*>& seqs, int split_len, const LlmOps& o = ops()) {
+// The plan and the queries of the sequences' new tokens, in one batch.
+struct PagedRun {
+  PagedAttentionPlan plan;
+  Tensor q;
+  int tokens = 0;
+};
+PagedRun plan_paged(const Pool& pool, const std::vector<Seq*>& seqs, int split_len, const LlmOps& o) {
   const Cfg& c = pool.c;
   std::vector<PagedSequence> ps;
   std::vector<float> q;
@@ -281,13 +294,37 @@ std::vector<float> run_paged(const Pool& pool, const std::vector<Seq*>& seqs, in
   a.head_dim = c.hd;
   a.block = pool.block;
   a.split_len = split_len;
-  auto plan = o.plan_paged_attention(ps, a, pool.n_blocks);
-  auto qt = make_tensor(ctx(), {int64_t(q.size())}, q);
-  auto out = test::poisoned(int64_t(tok) * c.nh * c.hd);
+  PagedRun r;
+  r.plan = o.plan_paged_attention(ps, a, pool.n_blocks);
+  r.q = make_tensor(ctx(), {int64_t(q.size())}, q);
+  r.tokens = tok;
+  return r;
+}
+
+// Runs paged attention for the sequences' new tokens in one batch; returns [tokens][nh][hd].
+std::vector<float> run_paged(const Pool& pool, const std::vector<Seq*>& seqs, int split_len, const LlmOps& o = ops()) {
+  const Cfg& c = pool.c;
+  PagedRun r = plan_paged(pool, seqs, split_len, o);
+  auto out = test::poisoned(int64_t(r.tokens) * c.nh * c.hd);
   Batch b(ctx());
-  o.paged_attention(b, pool.cache.layer(0), qt, out, plan);
+  o.paged_attention(b, pool.cache.layer(0), r.q, out, r.plan);
   b.run();
   return download<float>(ctx(), out);
+}
+
+// Scattered blocks (a permutation of the pool) for the sequences, their K/V written.
+void place(Pool& pool, std::vector<Seq>& seqs) {
+  std::vector<int32_t> free_blocks;
+  for (int i = pool.n_blocks - 1; i >= 0; --i) free_blocks.push_back((i * 7) % pool.n_blocks);
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    auto& s = seqs[i];
+    s.data = make_qkv(pool.c, s.len, uint32_t(100 + i));
+    for (int b = 0; b < (s.len + pool.block - 1) / pool.block; ++b) {
+      s.blocks.push_back(free_blocks.back());
+      free_blocks.pop_back();
+    }
+    pool.write(s.blocks, s.data.k, s.data.v, s.len);
+  }
 }
 
 }  // namespace
@@ -298,18 +335,8 @@ TEST(LlmPagedAttention, MatchesReferenceOverScatteredBlocks) {
   for (const auto& c : kCfgs) {
     const int block = 16, n_blocks = 40;
     Pool pool(c, block, n_blocks);
-    std::vector<int32_t> free_blocks;
-    for (int i = n_blocks - 1; i >= 0; --i) free_blocks.push_back((i * 7) % n_blocks);  // a permutation
     std::vector<Seq> seqs = {{1, 1, {}, {}}, {70, 1, {}, {}}, {37, 37, {}, {}}, {300, 23, {}, {}}, {17, 2, {}, {}}};
-    for (size_t i = 0; i < seqs.size(); ++i) {
-      auto& s = seqs[i];
-      s.data = make_qkv(c, s.len, uint32_t(100 + i));
-      for (int b = 0; b < (s.len + block - 1) / block; ++b) {
-        s.blocks.push_back(free_blocks.back());
-        free_blocks.pop_back();
-      }
-      pool.write(s.blocks, s.data.k, s.data.v, s.len);
-    }
+    place(pool, seqs);
     std::vector<Seq*> all;
     for (auto& s : seqs) all.push_back(&s);
     for (int split : {256, 32}) {
@@ -327,6 +354,40 @@ TEST(LlmPagedAttention, MatchesReferenceOverScatteredBlocks) {
       }
     }
   }
+}
+
+// The combine with its output quantized (paged_attention_q8, the serving engine's fused path):
+// the bits of the combine followed by quantize_q8, decode and prefill rows, several splits.
+TEST(LlmPagedAttention, QuantizedCombineEqualsCombineThenQuantize) {
+  for (const Cfg& c : {kCfgs[0], kCfgs[1]}) {
+    Pool pool(c, 16, 40);
+    std::vector<Seq> seqs = {{1, 1, {}, {}}, {70, 1, {}, {}}, {37, 37, {}, {}}, {300, 3, {}, {}}, {17, 2, {}, {}}};
+    place(pool, seqs);
+    std::vector<Seq*> all;
+    for (auto& s : seqs) all.push_back(&s);
+    PagedRun r = plan_paged(pool, all, 32, ops());
+    const int64_t cols = int64_t(c.nh) * c.hd;
+    Q8Act want = make_q8_act(ctx(), r.tokens, cols), got = make_q8_act(ctx(), r.tokens, cols);
+    fill_u32(ctx(), got.qs, kPoisonNaN);
+    fill_u32(ctx(), got.ds, kPoisonNaN);
+    auto out = test::poisoned(int64_t(r.tokens) * cols);
+    Batch b(ctx());
+    ops().paged_attention(b, pool.cache.layer(0), r.q, out, r.plan);
+    ops().quantize_q8(b, out, want, r.tokens);
+    ops().paged_attention_q8(b, pool.cache.layer(0), r.q, got, r.plan);
+    b.run();
+    const std::string what = "hd " + std::to_string(c.hd) + " nh " + std::to_string(c.nh);
+    EXPECT_EQ(download<uint32_t>(ctx(), got.qs), download<uint32_t>(ctx(), want.qs)) << what << " quants";
+    EXPECT_EQ(download<uint32_t>(ctx(), got.ds), download<uint32_t>(ctx(), want.ds)) << what << " scales";
+  }
+  // head_dim 8: not a whole block of 32
+  Pool pool(kCfgs[2], 16, 4);
+  std::vector<Seq> seqs = {{5, 1, {}, {}}};
+  place(pool, seqs);
+  PagedRun r = plan_paged(pool, {&seqs[0]}, 32, ops());
+  Q8Act q = make_q8_act(ctx(), 1, 64);
+  Batch b(ctx());
+  EXPECT_THROW(ops().paged_attention_q8(b, pool.cache.layer(0), r.q, q, r.plan), Error);
 }
 
 // A row's result depends only on its position and data: a sequence alone or in a batch, its

@@ -1,4 +1,5 @@
 // LLM weights (every GGUF type repacked for the GPU), embedding lookup, matvec and matmul.
+#include "llm/formats/model_config.h"
 #include "test_llm_util.h"
 
 #include <array>
@@ -6,6 +7,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <tuple>
 
 using namespace wgc;
 using namespace wgc::llm;
@@ -415,6 +417,22 @@ TEST(LlmLinear, BatchedQ8MatchesReferenceAndIsBatchInvariant) {
         same(run(other, 4, 6), 4, how + ", tokens 4..9");
         same(run(other, 0, n), 0, how + ", 19 tokens (4 rows)");
       }
+      // Several weight blocks in flight per lane (small and large steps), and the integer sums
+      // turned into floats without a conversion: the same bits.
+      for (auto [un, small_un, i2f] : {std::tuple{1u, 4u, 1u}, {4u, 2u, 0u}}) {
+        LlmOps other(ctx());
+        other.tuning.batched_unroll = un;
+        other.tuning.batched_small_unroll = small_un;
+        other.tuning.batched_small_n = 6;
+        other.tuning.batched_i2f = i2f;
+        other.tuning.batched_xt = un == 4 ? 0 : 256;
+        other.tuning.batched_small_xt = un == 4 ? 2048 : 0;  // one tile of a row for small steps
+        const std::string how =
+            "unroll " + std::to_string(un) + "/" + std::to_string(small_un) + " i2f " + std::to_string(i2f);
+        same(run(other, 0, 1), 0, how + ", token 0 alone");
+        same(run(other, 4, 6), 4, how + ", tokens 4..9");
+        same(run(other, 0, n), 0, how + ", 19 tokens");
+      }
       // x quantized first (the serving engine's fused path): the same bits.
       {
         const int first = 2, count = 11;
@@ -445,6 +463,92 @@ TEST(LlmLinear, BatchedQ8MatchesReferenceAndIsBatchInvariant) {
   bad_tr.tuning.batched_small_tr = 3;
   auto q8 = upload_weight(ctx(), TensorType::Q8_0, ref::random_weight(TensorType::Q8_0, 4, 32, 1), 4, 32);
   EXPECT_THROW(bad_tr.linear(b, q8, x, y, 1, {}, LinearVersion::BatchedQ8), Error);  // 1, 2 or 4 rows
+  LlmOps bad_un(ctx());
+  bad_un.tuning.batched_small_unroll = 3;
+  EXPECT_THROW(bad_un.linear(b, q8, x, y, 1, {}, LinearVersion::BatchedQ8), Error);  // 1, 2 or 4 blocks
+}
+
+// The QKV linear with RoPE and the KV append in its epilogue (the serving engine's fused path):
+// the bits of linear_batched_q8 then rope_kv_append, in the output (queries rotated, keys and
+// values as computed) and in the paged cache (every other slot left poisoned), with and without
+// bias, interleaved pairs or not, one token (1-row groups asked for: 2 taken) and 9.
+TEST(LlmLinear, BatchedQ8RopeEqualsLinearThenRopeKvAppend) {
+  const int nh = 4, nkv = 2, hd = 16, cols = 96, slots = 48;
+  const int64_t rows = (nh + 2 * nkv) * hd;
+  ModelConfig mc;  // theta 10000, no scaling
+  mc.head_dim = mc.rope_dim = hd;
+  auto table = make_rope_table(ctx(), mc.rope_inv_freq(), hd, 64);
+  for (auto t : {TensorType::Q4_0, TensorType::Q8_0})
+    for (int n : {1, 9}) {
+      auto w = upload_weight(ctx(), t, ref::random_weight(t, rows, cols, 43), rows, cols);
+      auto bias = make_tensor(ctx(), {rows}, test::random_floats(size_t(rows), 44));
+      std::vector<uint32_t> pos(size_t(2 * n));
+      for (int i = 0; i < n; ++i) {
+        pos[size_t(i)] = uint32_t(3 + 5 * i);                 // positions
+        pos[size_t(n + i)] = uint32_t((i * 11 + 7) % slots);  // cache rows
+      }
+      auto pt = make_tensor(ctx(), {int64_t(pos.size())}, DType::U32, std::as_bytes(std::span(pos)));
+      auto xs = make_tensor(ctx(), {int64_t(n) * cols}, test::random_floats(size_t(n * cols), 45));
+      Q8Act xq = make_q8_act(ctx(), n, cols);
+      {
+        Batch b(ctx());
+        ops().quantize_q8(b, xs, xq, n);
+        b.run();
+      }
+      for (bool interleaved : {false, true})
+        for (bool with_bias : {false, true}) {
+          RopeKvArgs a;
+          a.n_tokens = n;
+          a.n_heads = nh;
+          a.positions = pt;
+          a.cache_rows = true;
+          a.interleaved = interleaved;
+          LinearOptions o;
+          if (with_bias) o.bias = bias;
+          LlmOps small(ctx());
+          small.tuning.batched_small_n = 1;
+          small.tuning.batched_small_tr = 1;
+          auto run = [&](bool fused) {
+            KvCache cache = make_kv_cache(ctx(), 1, nkv, slots, hd);
+            fill_u32(ctx(), cache.k, kPoisonNaN);
+            fill_u32(ctx(), cache.v, kPoisonNaN);
+            auto y = test::poisoned(int64_t(n) * rows);
+            Batch b(ctx());
+            if (fused) {
+              small.linear_batched_q8_rope(b, w, xq, y, n, table, cache.layer(0), a, o.bias);
+            } else {
+              small.linear_batched_q8(b, w, xq, y, n, o);
+              small.rope_kv_append(b, y, table, cache.layer(0), a);
+            }
+            b.run();
+            return std::array<std::vector<uint32_t>, 3>{
+                download<uint32_t>(ctx(), y), download<uint32_t>(ctx(), cache.k), download<uint32_t>(ctx(), cache.v)};
+          };
+          const auto want = run(false), got = run(true);
+          const std::string what = std::string(to_string(t)) + " n " + std::to_string(n) +
+                                   (interleaved ? " interleaved" : "") + (with_bias ? " bias" : "");
+          EXPECT_EQ(got[0], want[0]) << what << ": q|k|v";
+          EXPECT_EQ(got[1], want[1]) << what << ": k cache";
+          EXPECT_EQ(got[2], want[2]) << what << ": v cache";
+        }
+    }
+  // A weight whose rows are not the heads', and a RoPE table of another head size.
+  auto w =
+      upload_weight(ctx(), TensorType::Q8_0, ref::random_weight(TensorType::Q8_0, rows - 2, cols, 1), rows - 2, cols);
+  KvCache cache = make_kv_cache(ctx(), 1, nkv, slots, hd);
+  Q8Act xq = make_q8_act(ctx(), 2, cols);
+  auto y = test::poisoned(2 * rows);
+  RopeKvArgs a;
+  a.n_tokens = 2;
+  a.n_heads = nh;
+  Batch b(ctx());
+  EXPECT_THROW(ops().linear_batched_q8_rope(b, w, xq, y, 2, table, cache.layer(0), a), Error);
+  auto w2 = upload_weight(ctx(), TensorType::Q8_0, ref::random_weight(TensorType::Q8_0, rows, cols, 1), rows, cols);
+  ModelConfig m8;
+  m8.head_dim = m8.rope_dim = 8;
+  auto table8 = make_rope_table(ctx(), m8.rope_inv_freq(), 8, 64);
+  EXPECT_THROW(ops().linear_batched_q8_rope(b, w2, xq, y, 2, table8, cache.layer(0), a), Error);
+  ops().linear_batched_q8_rope(b, w2, xq, y, 2, table, cache.layer(0), a);  // the right one
 }
 
 // Row ranges of a concatenated weight into strided outputs, with bias and residual.

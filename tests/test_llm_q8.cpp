@@ -128,6 +128,39 @@ TEST(LlmQ8, QuantizeNormSwigluMatchReference) {
   }
 }
 
+// Rows split between workgroups (tuning.quant_groups, for steps of few tokens): the bits of one
+// workgroup per row, for plain quantization, RMSNorm (its sum of squares redone by each part, also
+// with the serving engine's fixed workgroup) and SwiGLU, one token and three.
+TEST(LlmQ8, QuantizeSplitRowsGiveTheSameBits) {
+  const int64_t cols = 4160;  // 1040 words: 17 passes of 64, the last partial
+  const int n = 3;
+  auto x = make_tensor(ctx(), {n * 2 * cols}, test::random_floats(size_t(n * 2 * cols), 77));
+  auto w = make_tensor(ctx(), {cols}, test::random_floats(size_t(cols), 78, 0.5f, 1.5f));
+  LlmOps one(ctx()), split(ctx());
+  one.tuning.quant_wg = split.tuning.quant_wg = 64;
+  one.tuning.quant_groups = 0;
+  split.tuning.quant_groups = 8;
+  for (int tokens : {1, n})
+    for (int mode = 0; mode < 4; ++mode) {
+      auto run = [&](const LlmOps& o) {
+        Q8Act a = make_q8_act(ctx(), n, cols);
+        poisoned_q8(a);
+        Batch b(ctx());
+        if (mode == 0) o.quantize_q8(b, x, a, tokens, 2 * cols, 5);
+        if (mode == 1) o.rms_norm_q8(b, x, w, a, tokens, 1e-5f, 2 * cols, 5);
+        if (mode == 2) o.rms_norm_q8(b, x, w, a, tokens, 1e-5f, 2 * cols, 5, kBatchedQuantWg);
+        if (mode == 3) o.swiglu_q8(b, x, 2 * cols, cols, a, tokens);
+        b.run();
+        auto qs = download<uint32_t>(ctx(), a.qs), ds = download<uint32_t>(ctx(), a.ds);
+        qs.resize(size_t(tokens * cols / 4));
+        ds.resize(size_t(tokens * cols / 16));
+        qs.insert(qs.end(), ds.begin(), ds.end());
+        return qs;
+      };
+      EXPECT_EQ(run(split), run(one)) << "mode " << mode << ", " << tokens << " tokens";
+    }
+}
+
 // linear_q8 against the reference over the quantized x the kernel saw (so only the dot products
 // and scales are checked), every type, one token (matvec) and more (matmul) at token and row
 // counts around the tiles, with a row range, strided y, bias and accumulation; two tilings.

@@ -34,12 +34,14 @@ double median(std::vector<double> v) {
 // One run: B sequences of p prompt tokens prefilled, then n decode steps.
 struct Run {
   double pp_s = 0, tg_s = 0;
+  double record_s = 0;  // of tg_s, the host's time in submit() (recording and submitting the steps)
 };
 
 struct Bench {
   llm::BatchedLlama& engine;
   int vocab, block;
-  bool sync;  // wait for each decode step before recording the next
+  bool sync;        // wait for each decode step before recording the next
+  bool no_prefill;  // TG over p positions whose K/V were never computed (kernel sweeps: no PP)
   std::mt19937 rng;
 
   Run run(int B, int p, int n, int batch) {
@@ -56,6 +58,10 @@ struct Bench {
     // its first token.
     auto t0 = Clock::now();
     int s = 0, done = 0;
+    if (no_prefill) {
+      s = B;
+      for (auto& t : next) t = tok(rng);
+    }
     while (s < B) {
       std::vector<llm::StepSequence> step;
       std::vector<int> who;
@@ -79,7 +85,7 @@ struct Bench {
       auto rows = engine.step(step);
       for (size_t i = 0; i < who.size(); ++i) next[size_t(who[i])] = rows[i].top_ids[0];
     }
-    r.pp_s = std::chrono::duration<double>(Clock::now() - t0).count();
+    r.pp_s = no_prefill ? 0 : std::chrono::duration<double>(Clock::now() - t0).count();
     // TG: n steps of one token per sequence. Pipelined: step t + 1 (its tokens the argmax of step
     // t, copied on the GPU) is recorded and submitted before step t's tokens are read back.
     t0 = Clock::now();
@@ -93,7 +99,10 @@ struct Bench {
         q.top_k = 1;
         if (fed) q.feed_row = i;
       }
-      return engine.submit(step);
+      const auto r0 = Clock::now();
+      auto h = engine.submit(step);
+      r.record_s += std::chrono::duration<double>(Clock::now() - r0).count();
+      return h;
     };
     auto take = [&](llm::BatchedLlama::Pending& h) {
       auto rows = engine.collect(h);
@@ -119,7 +128,7 @@ struct Flags {
   std::vector<int> parallel{1, 8, 16, 32, 64};
   int p = 256, n = 128, repeats = 1, batch = 512, block = 16, split = llm::BatchedOptions{}.split_len;
   uint32_t seed = 1;
-  bool no_warmup = false, sync = false;
+  bool no_warmup = false, sync = false, no_prefill = false;
 };
 
 int bench_batched_cmd(const Flags& f) {
@@ -141,7 +150,7 @@ int bench_batched_cmd(const Flags& f) {
   const int at_split = at_least(f.split, "--split", 16);
   if (at_split % 16) throw UsageError("--split must be a multiple of 16");
   const uint32_t seed = f.seed;
-  const bool warmup = !f.no_warmup, sync = f.sync;
+  const bool warmup = !f.no_warmup, sync = f.sync, no_prefill = f.no_prefill;
   llm::LinearVersion lin = llm::LinearVersion::Auto;
   if (const auto& k = f.kernel) {
     if (*k == "batched")
@@ -258,11 +267,11 @@ int bench_batched_cmd(const Flags& f) {
   bo.linear = lin;
   bo.split_len = split;
   llm::BatchedLlama engine(model, bo);
-  Bench bench{engine, int(model.config().vocab_size), block, sync, std::mt19937(seed)};
+  Bench bench{engine, int(model.config().vocab_size), block, sync, no_prefill, std::mt19937(seed)};
 
   struct Row {
     int b = 0;
-    std::vector<double> pp, tg;
+    std::vector<double> pp, tg, rec;
   };
   std::vector<Row> rows;
   for (int B : par) {
@@ -277,6 +286,7 @@ int bench_batched_cmd(const Flags& f) {
       Run run = bench.run(B, p, n, batch);
       row.pp.push_back(run.pp_s);
       row.tg.push_back(run.tg_s);
+      row.rec.push_back(run.record_s);
     }
     rows.push_back(row);
   }
@@ -287,15 +297,18 @@ int bench_batched_cmd(const Flags& f) {
     for (int B : par) {
       status(label + " B " + std::to_string(B));
       if (warmup) on.run(B, std::min(p, 8), std::min(n, 2), batch);
-      std::vector<double> pp, tg;
+      std::vector<double> pp, tg, rec;
       for (int r = 0; r < repeats; ++r) {
         Run run = on.run(B, p, n, batch);
         pp.push_back(run.pp_s);
         tg.push_back(run.tg_s);
+        rec.push_back(run.record_s);
       }
       char line[384];
-      std::snprintf(line, sizeof line, "%-34s B %4d: S_PP %9.2f t/s, S_TG %9.2f t/s (%.2f ms per step)", label.c_str(),
-                    B, B * p / median(pp), B * n / median(tg), median(tg) * 1e3 / n);
+      std::snprintf(line, sizeof line,
+                    "%-34s B %4d: S_PP %9.2f t/s, S_TG %9.2f t/s (%.2f ms per step, %.2f ms of it recording)",
+                    label.c_str(), B, no_prefill ? 0.0 : B * p / median(pp), B * n / median(tg), median(tg) * 1e3 / n,
+                    median(rec) * 1e3 / n);
       sweep.push_back(line);
     }
   };
@@ -312,7 +325,7 @@ int bench_batched_cmd(const Flags& f) {
     llm::BatchedOptions so = bo;
     so.split_len = set.split;
     llm::BatchedLlama other(model, so);
-    Bench on{other, int(model.config().vocab_size), block, sync, std::mt19937(seed)};
+    Bench on{other, int(model.config().vocab_size), block, sync, no_prefill, std::mt19937(seed)};
     sweep_lines(on, "--tuning " + set.spec);
   }
   if (tty) std::fprintf(stderr, "\r%60s\r", "");
@@ -343,7 +356,9 @@ int bench_batched_cmd(const Flags& f) {
   std::vector<std::string> cats;
   for (const auto& r : rows) {
     const double pp_s = median(r.pp), tg_s = median(r.tg), t_s = pp_s + tg_s;
-    const double pp_tps = r.b * p / pp_s, tg_tps = r.b * n / tg_s, tps = r.b * (p + n) / t_s;
+    // --no-prefill: no PP measured (its figures 0)
+    const double pp_tps = pp_s > 0 ? r.b * p / pp_s : 0, tg_tps = r.b * n / tg_s,
+                 tps = pp_s > 0 ? r.b * (p + n) / t_s : 0;
     std::fprintf(table, "| %5d | %6d | %4d | %6d | %8.3f | %8.2f | %8.3f | %8.2f | %8.3f | %8.2f |\n", p, n, r.b,
                  r.b * (p + n), pp_s, pp_tps, tg_s, tg_tps, t_s, tps);
     json::Value o = json::Value::object();
@@ -356,6 +371,7 @@ int bench_batched_cmd(const Flags& f) {
     o.set("tg_s", tg_s);
     o.set("tg_tps", tg_tps);
     o.set("tg_ms_per_step", tg_s * 1e3 / n);
+    o.set("record_ms_per_step", median(r.rec) * 1e3 / n);
     o.set("total_s", t_s);
     o.set("total_tps", tps);
     json::Value pr = json::Value::array(), tr = json::Value::array();
@@ -367,6 +383,12 @@ int bench_batched_cmd(const Flags& f) {
     cats.push_back(std::to_string(r.b));
     bars.values.push_back(tg_tps);
   }
+  std::fprintf(table, "\nhost time recording and submitting a decode step (hidden while below the GPU's):");
+  for (const auto& r : rows) std::fprintf(table, " B %d %.2f ms;", r.b, median(r.rec) * 1e3 / n);
+  std::fprintf(table, "\n");
+  if (no_prefill)
+    std::fprintf(table,
+                 "\n--no-prefill: no PP; TG over p positions whose K/V were never computed (whatever the pool holds).");
   std::fprintf(table,
                "\nPP: prefill of B prompts of p random tokens (each prompt's last chunk picks its first token);\n"
                "TG: n steps each advancing all B sequences by one greedy token (read back; %s);\n"
@@ -391,6 +413,7 @@ int bench_batched_cmd(const Flags& f) {
     doc.set("split_len", split);
     doc.set("knobs", f.knobs.value_or(""));
     doc.set("pipelined", !sync);
+    doc.set("no_prefill", no_prefill);
     doc.set("batched_kl", tuning.batched_kl);
     doc.set("batched_wg", tuning.batched_wg);
     doc.set("batched_min_groups", tuning.batched_min_groups);
@@ -419,6 +442,9 @@ Register reg{
        add_number(app, "--block", f->block, "tokens per KV-cache block");
        add_number(app, "--split", f->split, "attention split length (a multiple of 16)");
        app.add_flag("--sync", f->sync, "wait for each decode step before recording the next");
+       app.add_flag("--no-prefill", f->no_prefill,
+                    "skip PP: decode over p cached positions that were never computed (the same kernels and "
+                    "sizes; for kernel sweeps)");
        add_text(app, "--kernel", f->kernel, "linear kernels: auto, batched, batched-q8 or naive");
        add_text(app, "--batched", f->batched,
                 "batched kernels' KL,WG,MIN_GROUPS[,TT[,PREFETCH[,TT_LARGE]]] (WG 0: "

@@ -18,6 +18,8 @@ constexpr uint32_t kMaxCob = 16;        // direct_tiled.wgsl's accumulator array
 constexpr uint32_t kMaxRowsTaps = 25;   // depthwise_rows.wgsl's and depthwise_reg.wgsl's filter registers
 constexpr uint32_t kMaxRegOut = 64;     // depthwise_reg.wgsl's accumulators (dwr_cols * dwr_rows)
 constexpr uint32_t kMaxRegInCols = 32;  // and its input row registers
+constexpr uint32_t kMaxStageLoads = 8;  // depthwise_reg.wgsl's staged loads per invocation
+constexpr uint32_t kMaxNhwcOut = 16;    // depthwise_nhwc.wgsl's accumulators (dwn_cols * dwn_rows)
 constexpr uint64_t kMaxKSlices = 64;    // split K: partial sums kept per output at most,
 constexpr uint64_t kMaxSplitFloats = uint64_t(1) << 24;  // and in all
 
@@ -351,15 +353,53 @@ RegBlock reg_block(const Conv2dDims& d) {
   return {fits, vec4};
 }
 
+// DepthwiseReg staged (dwr_stage): a workgroup takes `band` strips of whole rows of a plane and
+// stages their tile_rows input rows in workgroup memory.
+struct RegStage {
+  uint32_t band = 0;  // 0: not staged (the knob off, rows not vec4, or a row past the limits)
+  uint32_t threads = 0, tile_rows = 0;
+};
+RegStage reg_stage(const Context& ctx, const Conv2dDims& d) {
+  const ConvTuning& t = conv2d_tuning();
+  if (!t.dwr_stage || !reg_block(d).vec4) return {};
+  const Limits& lim = ctx.limits();
+  uint32_t blocks_w = ceil_div(d.out_w(), t.dwr_cols), strips = ceil_div(d.out_h(), t.dwr_rows);
+  // The largest band that dwr_threads allow, then equal bands no larger (28 strips with room for
+  // 9: four bands of 7, not three of 9 and one of 1).
+  uint32_t most = std::min(std::max(t.dwr_threads / blocks_w, 1u), strips);
+  for (uint32_t band = ceil_div(strips, ceil_div(strips, most)); band >= 1; --band) {
+    uint32_t tile_rows = (band * t.dwr_rows - 1) * d.stride_h + (d.kh - 1) * d.dil_h + 1;
+    uint64_t threads = uint64_t(band) * blocks_w, vec4s = uint64_t(tile_rows) * (d.w / 4);
+    if (threads <= lim.max_compute_invocations_per_workgroup && vec4s * 16 <= lim.max_compute_workgroup_storage_size &&
+        ceil_div(vec4s, threads) <= kMaxStageLoads)
+      return {band, band * blocks_w, tile_rows};
+  }
+  return {};
+}
+
 void record_depthwise_reg(Batch& b, const Operands& o, const Conv2dDims& d, const ConvEpilogue& ep) {
   const Context& ctx = b.context();
   const ConvTuning& t = conv2d_tuning();
   Constants c = window_constants(d);
+  bool vec4 = reg_block(d).vec4;
+  RegStage stage = reg_stage(ctx, d);
   c.insert(c.end(), {{"COLS", t.dwr_cols},
                      {"ROWS", t.dwr_rows},
-                     {"THREADS", t.dwr_threads},
-                     {"VEC4", reg_block(d).vec4},
-                     {"PAD_L", d.pad_left}});
+                     {"THREADS", stage.band ? stage.threads : t.dwr_threads},
+                     {"VEC4", vec4},
+                     {"PAD_L", d.pad_left},
+                     {"HALO_SCALAR", vec4 && t.dwr_halo}});
+  if (stage.band)
+    c.insert(c.end(), {{"STAGE", 1}, {"BAND", stage.band}, {"W4", d.w / 4}, {"TILE_ROWS", stage.tile_rows}});
+  if (t.dwr_shape)  // only then: the pipelines of the uniform version are shared between shapes
+    c.insert(c.end(), {{"SHAPE", 1},
+                       {"L_CIN", d.c_in},
+                       {"L_COUT", d.c_out},
+                       {"L_H", d.h},
+                       {"L_W", d.w},
+                       {"L_OH", d.out_h()},
+                       {"L_OW", d.out_w()},
+                       {"L_PAD_T", d.pad_top}});
   uint64_t invocations = uint64_t(d.n) * d.c_out * ceil_div(d.out_h(), t.dwr_rows) * ceil_div(d.out_w(), t.dwr_cols);
   // y and the second binding of x as vec4 arrays: whole vec4s (buffers are: make_tensor rounds their
   // size up to 16 bytes), so that y's last elements are inside the array.
@@ -367,8 +407,10 @@ void record_depthwise_reg(Batch& b, const Operands& o, const Conv2dDims& d, cons
     uint64_t bytes = std::max<uint64_t>(16, (tensor.bytes() + 15) / 16 * 16);
     return Arg(tensor, 0, std::min(bytes, tensor.capacity() / 16 * 16));
   };
+  uint64_t workgroups = stage.band ? uint64_t(d.n) * d.c_out * ceil_div(ceil_div(d.out_h(), t.dwr_rows), stage.band)
+                                   : ceil_div(invocations, t.dwr_threads);
   b.dispatch(kernel(ctx, "conv/depthwise_reg.wgsl", ep, c), {o.x, o.w, o.bias, o.res, as_vec4(o.y), as_vec4(o.x)},
-             conv_params(d, ep), groups_1d(ctx, ceil_div(invocations, t.dwr_threads)));
+             conv_params(d, ep), groups_1d(ctx, workgroups));
 }
 
 void record_depthwise(Batch& b, const Operands& o, const Conv2dDims& d, const ConvEpilogue& ep) {
@@ -425,6 +467,12 @@ ConvTuning parse_conv2d_tuning(std::string_view knobs, ConvTuning t) {
                                               {"dwr_rows", &t.dwr_rows},
                                               {"dwr_threads", &t.dwr_threads},
                                               {"dwr_vec4", &t.dwr_vec4},
+                                              {"dwr_halo", &t.dwr_halo},
+                                              {"dwr_shape", &t.dwr_shape},
+                                              {"dwr_stage", &t.dwr_stage},
+                                              {"dwn_cols", &t.dwn_cols},
+                                              {"dwn_rows", &t.dwn_rows},
+                                              {"dwn_threads", &t.dwn_threads},
                                               {"dw_auto", &t.dw_auto}};
   std::string s(knobs);
   size_t pos = 0;
@@ -483,10 +531,17 @@ void check_conv2d_tuning(const Context& ctx) {
     bad += std::string(bad.empty() ? "" : "; ") + "dw_*: sizes and rows must be >= 1, dw_threads <= " +
            std::to_string(lim.max_compute_invocations_per_workgroup);
   if (!t.dwr_cols || !t.dwr_rows || uint64_t(t.dwr_cols) * t.dwr_rows > kMaxRegOut || t.dwr_cols > kMaxRegInCols ||
-      !t.dwr_threads || t.dwr_threads > lim.max_compute_invocations_per_workgroup || t.dw_auto > 4)
+      !t.dwr_threads || t.dwr_threads > lim.max_compute_invocations_per_workgroup || t.dwr_vec4 > 1 || t.dwr_halo > 1 ||
+      t.dwr_shape > 1 || t.dwr_stage > 1 || t.dw_auto > 4)
     bad += std::string(bad.empty() ? "" : "; ") +
            "dwr_*: dwr_cols and dwr_rows >= 1 with dwr_cols * dwr_rows <= " + std::to_string(kMaxRegOut) +
-           ", dwr_threads in 1.." + std::to_string(lim.max_compute_invocations_per_workgroup) + "; dw_auto 0..4";
+           ", dwr_threads in 1.." + std::to_string(lim.max_compute_invocations_per_workgroup) +
+           ", dwr_vec4, dwr_halo, dwr_shape and dwr_stage 0 or 1; dw_auto 0..4";
+  if (!t.dwn_cols || !t.dwn_rows || uint64_t(t.dwn_cols) * t.dwn_rows > kMaxNhwcOut || t.dwn_cols > kMaxRegInCols ||
+      !t.dwn_threads || t.dwn_threads > lim.max_compute_invocations_per_workgroup)
+    bad += std::string(bad.empty() ? "" : "; ") +
+           "dwn_*: dwn_cols and dwn_rows >= 1 with dwn_cols * dwn_rows <= " + std::to_string(kMaxNhwcOut) +
+           ", dwn_threads in 1.." + std::to_string(lim.max_compute_invocations_per_workgroup);
   if (!bad.empty()) throw Error("wgc: conv2d tuning: " + bad);
 }
 
@@ -583,7 +638,8 @@ Conv2dVersion choose_conv2d(const Context& ctx, const Conv2dDims& d) {
   // depthwise-reg (each input row loaded once into registers, vec4 rows) runs at 60.8% of the copy
   // bandwidth at that shape (H200, 2026-12-01 21:0x, main 0fb1de0), and MobileNetV2 with it at
   // stride 1 and depthwise-rows where strided (ConvTuning::dw_auto = 4, now kGpuDepthwiseRule)
-  // took 11,525 -> 13,261 GPU-only img/s at batch 64 (952 -> 955 at batch 1). `bench-cnn` under
+  // took 11,525 -> 13,261 GPU-only img/s at batch 64 (952 -> 955 at batch 1); with its sizes as
+  // pipeline constants (dwr_shape=1, session 6) 69.2% at that shape. `bench-cnn` under
   // WGC_CONV_TUNING=dw_auto=N compares the rules on a whole network.
   if (d.depthwise()) {
     const Conv2dVersion every[] = {Conv2dVersion::Auto, Conv2dVersion::Depthwise, Conv2dVersion::DepthwiseRows,
@@ -700,6 +756,42 @@ void conv2d_nhwc(Batch& batch, const Tensor& x, const Tensor& prepared_w, const 
                 "the NHWC implicit GEMM needs c_in and c_in / groups to be multiples of 4 (and a tile that "
                 "loads B as vec4s)");
   record_implicit_gemm(batch, o, d, ep, GemmInput::Nhwc, igemm_tile(d));
+}
+
+bool supports_depthwise_nhwc(const Context& ctx, const Conv2dDims& d) {
+  const ConvTuning& t = conv2d_tuning();
+  uint64_t in_cols = uint64_t(t.dwn_cols - 1) * d.stride_w + uint64_t(d.kw - 1) * d.dil_w + 1;
+  return d.depthwise() && d.c_out == d.c_in && d.c_in % 4 == 0 && t.dwn_cols && t.dwn_rows &&
+         uint64_t(t.dwn_cols) * t.dwn_rows <= kMaxNhwcOut && in_cols <= kMaxRegInCols && t.dwn_threads &&
+         t.dwn_threads <= ctx.limits().max_compute_invocations_per_workgroup;
+}
+
+Tensor prepare_depthwise_nhwc_weights(const Context& ctx, std::span<const float> w, const Conv2dDims& d) {
+  check(d);
+  if (w.size() != d.w_elements())
+    throw Error(where(d) + std::to_string(w.size()) + " weights, needs " + std::to_string(d.w_elements()));
+  const uint64_t taps = uint64_t(d.kh) * d.kw;
+  std::vector<float> t(w.size());  // [c][1][kh][kw] -> [kh][kw][c]
+  for (uint64_t c = 0; c < d.c_out; ++c)
+    for (uint64_t k = 0; k < taps; ++k) t[k * d.c_out + c] = w[c * taps + k];
+  return make_tensor(ctx, {int64_t(t.size())}, t);
+}
+
+void depthwise_nhwc(Batch& batch, const Tensor& x, const Tensor& prepared_w, const Tensor& bias, const Tensor& residual,
+                    const Tensor& y, const Conv2dDims& d, const ConvEpilogue& ep) {
+  const Context& ctx = batch.context();
+  Operands o = operands(ctx, x, prepared_w, d.w_elements(), bias, residual, y, d, ep);
+  if (!supports_depthwise_nhwc(ctx, d))
+    throw Error(where(d) +
+                "the NHWC depthwise kernel needs a depthwise convolution with multiplier 1, c_in a multiple of 4 "
+                "and a block (dwn_*) that fits its registers");
+  const ConvTuning& t = conv2d_tuning();
+  Constants c = window_constants(d);
+  c.insert(c.end(), {{"COLS", t.dwn_cols}, {"ROWS", t.dwn_rows}, {"THREADS", t.dwn_threads}});
+  uint64_t invocations =
+      uint64_t(d.n) * (d.c_in / 4) * ceil_div(d.out_h(), t.dwn_rows) * ceil_div(d.out_w(), t.dwn_cols);
+  batch.dispatch(kernel(ctx, "conv/depthwise_nhwc.wgsl", ep, c), {o.x, o.w, o.bias, o.res, o.y}, conv_params(d, ep),
+                 groups_1d(ctx, ceil_div(invocations, t.dwn_threads)));
 }
 
 }  // namespace wgc

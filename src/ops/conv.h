@@ -105,6 +105,19 @@ struct ConvTuning {
   // 61% (docs/benchmarks.md; taking the halo blocks from neighbouring invocations by subgroup
   // shuffles instead of loads measured 3x slower, and was dropped).
   uint32_t dwr_cols = 4, dwr_rows = 2, dwr_threads = 128, dwr_vec4 = 1;
+  // DepthwiseReg: dwr_halo 1 (vec4 rows) loads the halo columns at the ends of a block's input
+  // row (the aligned blocks only partly needed) as scalars instead of whole vec4s; dwr_shape 1
+  // compiles the layer's sizes into the pipeline (index arithmetic by constants) instead of
+  // reading them from the uniform block; dwr_stage 1 makes a workgroup compute whole rows of a
+  // band of one plane (about dwr_threads invocations), its input rows staged once in workgroup
+  // memory by coalesced vec4 loads (vec4 rows only; others run unstaged). H200, 144 x 56 x 56 x
+  // 32 (docs/benchmarks.md): dwr_shape=1 69.2% of the 1 GiB copy bandwidth (90% of a copy of the
+  // same bytes) against 65.8-66.4% without; dwr_halo=1 changed nothing (66.2 / 69.2%), staging
+  // lost (55-64%).
+  uint32_t dwr_halo = 0, dwr_shape = 1, dwr_stage = 0;
+  // depthwise_nhwc (the NHWC experiment below): pixels per invocation along a row and down a
+  // column (dwn_cols * dwn_rows <= 16), and invocations per workgroup.
+  uint32_t dwn_cols = 4, dwn_rows = 2, dwn_threads = 128;
   // Which depthwise version Auto runs on GPUs: 0 the measured rule (stride 1 Depthwise, strided
   // DepthwiseRows); 1 Depthwise, 2 DepthwiseRows, 3 DepthwiseReg for every depthwise layer; 4
   // stride 1 DepthwiseReg, strided DepthwiseRows.
@@ -162,5 +175,15 @@ bool supports_conv2d_nhwc(const Context& ctx, const Conv2dDims& d);
 Tensor prepare_conv2d_nhwc_weights(const Context& ctx, std::span<const float> w, const Conv2dDims& d);
 void conv2d_nhwc(Batch& batch, const Tensor& x, const Tensor& prepared_w, const Tensor& bias, const Tensor& residual,
                  const Tensor& y, const Conv2dDims& d, const ConvEpilogue& ep = {});
+
+// Depthwise the same way (docs/cnn.md): x [n][h][w][c], y, residual [n][out_h][out_w][c], the
+// filter prepared as [kh][kw][c]; an invocation computes 4 channels (one vec4 per input pixel) of
+// a block of ConvTuning::dwn_cols x dwn_rows pixels. Needs c_in a multiple of 4 and channel
+// multiplier 1. Measured against the NCHW rungs by `wgc bench --ops depthwise` (version
+// depthwise-nhwc); not used by Auto or the models.
+bool supports_depthwise_nhwc(const Context& ctx, const Conv2dDims& d);
+Tensor prepare_depthwise_nhwc_weights(const Context& ctx, std::span<const float> w, const Conv2dDims& d);
+void depthwise_nhwc(Batch& batch, const Tensor& x, const Tensor& prepared_w, const Tensor& bias, const Tensor& residual,
+                    const Tensor& y, const Conv2dDims& d, const ConvEpilogue& ep = {});
 
 }  // namespace wgc

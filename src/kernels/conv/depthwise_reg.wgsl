@@ -1,5 +1,6 @@
 // Depthwise convolution, register-blocked: each invocation computes a block of COLS outputs along
-// a row by ROWS outputs down a column of one plane, with no workgroup memory and no barriers. It
+// a row by ROWS outputs down a column of one plane, with no workgroup memory and no barriers (but
+// see STAGE below). It
 // walks the IN_ROWS input rows of its block once, top to bottom: each row's IN_COLS values are
 // loaded once into registers and added into every output row that uses it, so each input value is
 // read once per invocation (neighbouring blocks' halos come from the cache). With the loops fully
@@ -11,6 +12,17 @@
 // COLS / 4 16-byte stores. X4 is x bound a second time, as a vec4 array (read-only bindings may
 // alias); y is bound once, as a vec4 array written a component at a time where not VEC4 (its
 // buffer and binding are whole vec4s).
+// HALO_SCALAR (with VEC4): of a row's aligned blocks, those wholly inside the block's input columns
+// are vec4 loads and those only partly needed (the halo at each end: one column each side for a
+// 3x3) are scalar loads of the needed columns: half the registers per row (6 floats instead of 12
+// for 4 outputs of a 3x3) and a third of the bytes through L1.
+// STAGE (with VEC4): a workgroup computes whole rows of a band of one plane, staging the band's
+// input rows in workgroup memory first (each input value loaded from memory once per band, by
+// coalesced vec4 loads, instead of once per block with the halos from the cache); the blocks then
+// read their rows from there.
+// SHAPE: the layer's sizes as override constants instead of uniforms, so that the index arithmetic
+// (divisions by blocks per row, strips per plane and channels) compiles to multiplications by
+// constants; one pipeline per layer shape.
 @group(0) @binding(0) var<storage, read> X: array<f32>;
 @group(0) @binding(1) var<storage, read> Wt: array<f32>;
 @group(0) @binding(2) var<storage, read> Bias: array<f32>;
@@ -27,6 +39,21 @@ override ROWS: u32 = 4u;
 override THREADS: u32 = 128u;
 override VEC4: bool = false;
 override PAD_L: u32 = 1u;  // p.pad_left, as a constant: which vec4 blocks a row needs
+override HALO_SCALAR: bool = false;
+override SHAPE: bool = false;
+override L_CIN: u32 = 1u;  // with SHAPE: p.c_in, p.c_out, p.h, p.w, p.oh, p.ow, p.pad_top
+override L_COUT: u32 = 1u;
+override L_H: u32 = 1u;
+override L_W: u32 = 1u;
+override L_OH: u32 = 1u;
+override L_OW: u32 = 1u;
+override L_PAD_T: u32 = 0u;
+override STAGE: bool = false;
+override BAND: u32 = 1u;       // STAGE: strips per workgroup; THREADS == blocks per row * BAND
+override W4: u32 = 1u;         // STAGE: w / 4
+override TILE_ROWS: u32 = 1u;  // STAGE: the input rows of a band, (BAND * ROWS - 1) * SH + (KH - 1) * DH + 1
+var<workgroup> tile: array<vec4<f32>, TILE_ROWS * W4>;
+override STAGE_LOADS: u32 = (TILE_ROWS * W4 + THREADS - 1u) / THREADS;  // per invocation
 //!include "conv/window.wgsl"
 override IN_ROWS: u32 = (ROWS - 1u) * SH + (KH - 1u) * DH + 1u;
 override IN_COLS: u32 = (COLS - 1u) * SW + (KW - 1u) * DW + 1u;
@@ -39,48 +66,114 @@ override NB: u32 = (OFF + IN_COLS + 3u) / 4u;
 const MAX_OUT = 64u;
 const MAX_IN_COLS = 32u;
 const MAX_TAPS = 25u;
+const MAX_STAGE_LOADS = 8u;  // STAGE: the host keeps STAGE_LOADS within it (kMaxStageLoads)
+
+fn dim(uniform_value: u32, constant: u32) -> u32 {
+  if (SHAPE) { return constant; }
+  return uniform_value;
+}
 
 @compute @workgroup_size(THREADS)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-  let blocks_w = (p.ow + COLS - 1u) / COLS;
-  let strips = (p.oh + ROWS - 1u) / ROWS;
-  let i = gid.x + gid.y * nwg.x * THREADS;
-  let ox0 = (i % blocks_w) * COLS;
-  let rest = i / blocks_w;
-  let oy0 = (rest % strips) * ROWS;
-  let plane = rest / strips;  // n * c_out + co
-  if (plane >= p.n * p.c_out) { return; }
-  let co = plane % p.c_out;
-  let xbase = depthwise_x_base(plane);
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+  let c_out = dim(p.c_out, L_COUT);
+  let h = dim(p.h, L_H);
+  let w = dim(p.w, L_W);
+  let oh = dim(p.oh, L_OH);
+  let ow = dim(p.ow, L_OW);
+  let pad_top = i32(dim(p.pad_top, L_PAD_T));
+  let blocks_w = (ow + COLS - 1u) / COLS;
+  let strips = (oh + ROWS - 1u) / ROWS;
+  var ox0: u32;
+  var oy0: u32;
+  var plane: u32;  // n * c_out + co
+  var band_iy0 = 0;  // STAGE: the tile's first input row
+  if (STAGE) {
+    // A workgroup: BAND strips of whole rows of one plane (THREADS == blocks_w * BAND).
+    let wg = wid.x + wid.y * nwg.x;
+    let bands = (strips + BAND - 1u) / BAND;
+    plane = wg / bands;
+    let strip0 = (wg % bands) * BAND;
+    ox0 = (lid % blocks_w) * COLS;
+    oy0 = (strip0 + lid / blocks_w) * ROWS;
+    band_iy0 = i32(strip0 * ROWS * SH) - pad_top;
+  } else {
+    let i = gid.x + gid.y * nwg.x * THREADS;
+    ox0 = (i % blocks_w) * COLS;
+    let rest = i / blocks_w;
+    oy0 = (rest % strips) * ROWS;
+    plane = rest / strips;
+  }
+  let planes = p.n * c_out;
+  let co = plane % c_out;
+  let xbase = depthwise_x_base_of(plane, dim(p.c_in, L_CIN), c_out, h * w);
+  if (STAGE) {
+    // The band's input rows, whole, into workgroup memory (zeros above and below the plane), each
+    // input vec4 loaded once per band by coalesced loads: all of an invocation's loads first (a
+    // constant count, so they are in flight together), then the stores.
+    if (plane < planes) {
+      var staged: array<vec4<f32>, MAX_STAGE_LOADS>;
+      for (var j = 0u; j < STAGE_LOADS; j++) {
+        let k = lid + j * THREADS;
+        let iy = band_iy0 + i32(k / W4);
+        staged[j] = vec4<f32>(0.0);
+        if (k < TILE_ROWS * W4 && iy >= 0 && iy < i32(h)) { staged[j] = X4[xbase / 4u + u32(iy) * W4 + k % W4]; }
+      }
+      for (var j = 0u; j < STAGE_LOADS; j++) {
+        let k = lid + j * THREADS;
+        if (k < TILE_ROWS * W4) { tile[k] = staged[j]; }
+      }
+    }
+    workgroupBarrier();
+  }
+  if (plane >= planes) { return; }
   var taps: array<f32, MAX_TAPS>;
   for (var t = 0u; t < KH * KW; t++) { taps[t] = Wt[co * KH * KW + t]; }
+  var bias = 0.0;
+  if (HAS_BIAS) { bias = Bias[co]; }
   var acc = array<f32, MAX_OUT>();
-  let iy0 = i32(oy0 * SH) - i32(p.pad_top);
-  let ix0 = i32(ox0 * SW) - i32(p.pad_left);
-  let w4 = i32(p.w / 4u);
+  let iy0 = i32(oy0 * SH) - pad_top;
+  let ix0 = i32(ox0 * SW) - i32(PAD_L);
+  let w4 = i32(w / 4u);
   for (var r = 0u; r < IN_ROWS; r++) {
     let iy = iy0 + i32(r);
     // Zeros (the padding), stored explicitly: a declaration without an initializer inside a loop
     // kept the last iteration's values on SwiftShader.
     var v = array<f32, MAX_IN_COLS>();
-    if (iy >= 0 && iy < i32(p.h)) {
-      let row = xbase + u32(iy) * p.w;
+    if (iy >= 0 && iy < i32(h)) {
+      let row = xbase + u32(iy) * w;
       if (VEC4) {
         // Blocks wholly inside or outside the row (w % 4 == 0, aligned row starts).
         let b0 = i32(ox0 / 4u) - i32(BLK0);
         for (var b = 0u; b < NB; b++) {
           let blk = b0 + i32(b);
-          var q = vec4<f32>(0.0);
-          if (blk >= 0 && blk < w4) { q = X4[row / 4u + u32(blk)]; }
-          for (var e = 0u; e < 4u; e++) {
-            let c = i32(b * 4u + e) - i32(OFF);
-            if (c >= 0 && c < i32(IN_COLS)) { v[c] = q[e]; }
+          let inside = blk >= 0 && blk < w4;
+          // Block b holds the row's columns c = 4b + e - OFF; the block needs 0 <= c < IN_COLS.
+          let whole = 4u * b >= OFF && 4u * b + 4u <= OFF + IN_COLS;
+          if (STAGE || !HALO_SCALAR || whole) {
+            var q = vec4<f32>(0.0);
+            if (inside) {
+              if (STAGE) {
+                q = tile[u32(iy - band_iy0) * W4 + u32(blk)];
+              } else {
+                q = X4[row / 4u + u32(blk)];
+              }
+            }
+            for (var e = 0u; e < 4u; e++) {
+              let c = i32(b * 4u + e) - i32(OFF);
+              if (c >= 0 && c < i32(IN_COLS)) { v[c] = q[e]; }
+            }
+          } else if (inside) {
+            for (var e = 0u; e < 4u; e++) {
+              let c = i32(b * 4u + e) - i32(OFF);
+              if (c >= 0 && c < i32(IN_COLS)) { v[c] = X[row + u32(blk) * 4u + e]; }
+            }
           }
         }
       } else {
         for (var c = 0u; c < IN_COLS; c++) {
           let ix = ix0 + i32(c);
-          if (ix >= 0 && ix < i32(p.w)) { v[c] = X[row + u32(ix)]; }
+          if (ix >= 0 && ix < i32(w)) { v[c] = X[row + u32(ix)]; }
         }
       }
     }
@@ -99,23 +192,23 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   }
   for (var o = 0u; o < ROWS; o++) {
     let oy = oy0 + o;
-    if (oy >= p.oh) { break; }
-    let yrow = (plane * p.oh + oy) * p.ow;
+    if (oy >= oh) { break; }
+    let yrow = (plane * oh + oy) * ow;
     if (VEC4) {
       for (var q = 0u; q < COLS / 4u; q++) {
         let ox = ox0 + 4u * q;
-        if (ox >= p.ow) { break; }  // out_w % 4 == 0: whole blocks in or out
+        if (ox >= ow) { break; }  // out_w % 4 == 0: whole blocks in or out
         let yi = yrow + ox;
         let a = o * COLS + 4u * q;
-        Y4[yi / 4u] = vec4<f32>(epilogue(acc[a], co, yi), epilogue(acc[a + 1u], co, yi + 1u),
-                                epilogue(acc[a + 2u], co, yi + 2u), epilogue(acc[a + 3u], co, yi + 3u));
+        Y4[yi / 4u] = vec4<f32>(epilogue_biased(acc[a], bias, yi), epilogue_biased(acc[a + 1u], bias, yi + 1u),
+                                epilogue_biased(acc[a + 2u], bias, yi + 2u), epilogue_biased(acc[a + 3u], bias, yi + 3u));
       }
     } else {
       for (var oc = 0u; oc < COLS; oc++) {
         let ox = ox0 + oc;
-        if (ox >= p.ow) { break; }
+        if (ox >= ow) { break; }
         let yi = yrow + ox;
-        Y4[yi / 4u][yi % 4u] = epilogue(acc[o * COLS + oc], co, yi);
+        Y4[yi / 4u][yi % 4u] = epilogue_biased(acc[o * COLS + oc], bias, yi);
       }
     }
   }

@@ -16,6 +16,7 @@
 @group(0) @binding(4) var<storage, read> dynpos: array<u32>;
 //!include "llm/flash_attn_params.wgsl"
 //!include "llm/flash_attn_range.wgsl"
+//!include "llm/flash_decode_store.wgsl"
 @group(0) @binding(5) var<uniform> p: P;
 override HD: u32 = 128;  // head_dim, a multiple of 4
 override G: u32 = 4;     // query heads per kv head, at most 8
@@ -135,24 +136,6 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
       a += kvs[(x * G + g) * HD4 + j];
       ls += pe[x * G + g];
     }
-    let h = kvh * G + g;
-    if (p.partial == 0u) {
-      let v = a / ls;
-      let ob = p.o_off + h * HD + 4u * j;
-      out[ob] = v.x;
-      out[ob + 1u] = v.y;
-      out[ob + 2u] = v.z;
-      out[ob + 3u] = v.w;
-    } else {
-      let ob = (h * p.n_splits + split) * (HD + 2u);
-      out[ob + 4u * j] = a.x;
-      out[ob + 4u * j + 1u] = a.y;
-      out[ob + 4u * j + 2u] = a.z;
-      out[ob + 4u * j + 3u] = a.w;
-      if (j == 0u) {
-        out[ob + HD] = m[g];
-        out[ob + HD + 1u] = ls;
-      }
-    }
+    store_decode(kvh * G + g, split, j, a, m[g], ls);
   }
 }

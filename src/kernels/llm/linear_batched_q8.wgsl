@@ -10,11 +10,18 @@
 // kernel; the quantization of x is per token.
 //
 // Preceded by a prelude with TT, TG, WG (a multiple of TG * KL), KL, TR (rows per row group: 1, 2 or 4; fewer rows give small
-// batches more workgroups), XT (a multiple of 32 * KL), Q4 (true: Q4_0 weights, false: Q8_0) and
+// batches more workgroups), XT (a multiple of 32 * KL), Q4 (true: Q4_0 weights, false: Q8_0),
 // PF (true: each lane loads its next block's weights before it multiplies the current one, so that
-// a load is in flight while it computes), then common.wgsl. Bindings: 0 weight words, 1 scales
-// (f16 pairs), 2 x words, 3 x (d, the block's two 16-bit half sums) per block, 4 bias, 5 y,
-// 6 params (linear_params.wgsl's layout, binding 6).
+// a load is in flight while it computes), UN (> 1: each lane loads UN blocks, then multiplies
+// them in order: UN loads in flight; PF then unused) and I2F (true: the integer sums become floats
+// through an integer add and a float subtract, the Q4_0 offset folded into the add, instead of
+// a conversion, which runs at a quarter rate on NVIDIA GPUs; the same values: every sum is an
+// integer below 2^22), ROPE (true: the weight is a fused QKV one whose outputs get RoPE and go to
+// the KV cache, linear_batched_rope.wgsl; TR 2 or 4) and P_BINDING (the uniform's binding: 6, or
+// 10 with ROPE), then common.wgsl and linear_batched_rope.wgsl or linear_batched_norope.wgsl.
+// None of them but ROPE changes a result. Bindings: 0 weight words, 1 scales (f16 pairs), 2 x
+// words, 3 x (d, the block's two 16-bit half sums) per block, 4 bias, 5 y, ROPE's 6-9, then the
+// params.
 @group(0) @binding(0) var<storage, read> wq: array<vec4<u32>>;
 @group(0) @binding(1) var<storage, read> ws: array<u32>;
 @group(0) @binding(2) var<storage, read> xq: array<vec4<u32>>;
@@ -30,8 +37,17 @@ struct P {
   y_stride: u32,
   y_off: u32,
   flags: u32,  // 1: add bias, 2: accumulate into y
+  // ROPE (rope_kv_append.wgsl's; zero without):
+  heads: u32,
+  n_kv: u32,
+  head_dim: u32,
+  pos0: u32,
+  rflags: u32,  // 1: positions from the buffer, 2: interleaved pairs, 4: cache rows from the buffer
+  max_pos: u32,
+  max_ctx: u32,
+  cache_off: u32,
 }
-@group(0) @binding(6) var<uniform> p: P;
+@group(0) @binding(P_BINDING) var<uniform> p: P;
 //!include "llm/batched_store.wgsl"
 
 const WGR: u32 = WG / TG;         // invocations per token group
@@ -41,7 +57,9 @@ const XB: u32 = XT / 32u;         // x blocks per tile
 const XROW: u32 = XB * 2u + XB / 4u;  // vec4<u32> per token and tile (2 per block), one of padding every 8
 const TC: u32 = min(TT, 4u);      // tokens per round of the final sum over the lanes
 var<workgroup> xs: array<vec4<u32>, max(TW * XROW, WG * TC)>;
-var<workgroup> xd: array<vec2<f32>, TW * XB>;  // (d, sum) per block, the sum as a float of an integer
+// (d, sum) per block, the sum as a float of an integer; with I2F the sum's part of the float
+// conversion instead: the bits of 0x4B400000 - 8 * sum (Q4_0) or 0x4B400000 (Q8_0)
+var<workgroup> xd: array<vec2<f32>, TW * XB>;
 
 fn w_scale(row: u32, nb: u32, b: u32) -> f32 {
   let i = row * nb + b;
@@ -78,6 +96,35 @@ fn load_block(rows: array<u32, 4>, nb: u32, b: u32) -> WBlock {
   return o;
 }
 
+// Block b's products with this token group's TT tokens (x tile from b0) into acc, in token order.
+fn mac(cur: WBlock, b: u32, b0: u32, tg: u32, acc: ptr<function, array<vec4<f32>, TT>>) {
+  let xo = 2u * (b - b0);
+  let xp = xo + xo / 8u;
+  let xp1 = xo + 1u + (xo + 1u) / 8u;
+  for (var t = 0u; t < TT; t++) {
+    let tt = tg * TT + t;
+    let xa = xs[tt * XROW + xp];
+    let xb = xs[tt * XROW + xp1];
+    let e = xd[tt * XB + b - b0];
+    var s = vec4<i32>(0);
+    for (var r = 0u; r < TR; r++) {
+      var d = dot4I8Packed(cur.q[r][0], xa.x) + dot4I8Packed(cur.q[r][1], xa.y) +
+              dot4I8Packed(cur.q[r][2], xa.z) + dot4I8Packed(cur.q[r][3], xa.w);
+      d += dot4I8Packed(cur.q[r][4], xb.x) + dot4I8Packed(cur.q[r][5], xb.y) + dot4I8Packed(cur.q[r][6], xb.z) +
+           dot4I8Packed(cur.q[r][7], xb.w);
+      s[r] = d;
+    }
+    var f: vec4<f32>;
+    if (I2F) {
+      f = bitcast<vec4<f32>>(s + vec4<i32>(bitcast<i32>(e.y))) - vec4<f32>(12582912.0);
+    } else {
+      f = vec4<f32>(s);
+      if (Q4) { f = f - 8.0 * e.y; }
+    }
+    (*acc)[t] = fma(cur.d, f * e.x, (*acc)[t]);
+  }
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
   let tw0 = wid.x * TW;
@@ -87,12 +134,17 @@ fn main(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wid: v
   let lane = tid % KL;
   let rl = (wid.y * RG + g) * TR;
   var rows: array<u32, 4>;
-  for (var r = 0u; r < TR; r++) { rows[r] = p.row0 + min(rl + r, p.rows - 1u); }
+  let gg_all = wid.y * RG + g;  // this row group among all
+  if (ROPE) {
+    rows = rope_rows(gg_all);
+  } else {
+    for (var r = 0u; r < TR; r++) { rows[r] = p.row0 + min(rl + r, p.rows - 1u); }
+  }
   let nb = p.cols / 32u;
   var acc: array<vec4<f32>, TT>;
   // Lane l takes blocks l, l + KL, ... across the x tiles (XT is a multiple of 32 * KL).
   var nxt: WBlock;
-  if (PF && lane < nb) { nxt = load_block(rows, nb, lane); }
+  if (PF && UN == 1u && lane < nb) { nxt = load_block(rows, nb, lane); }
 
   for (var b0 = 0u; b0 < nb; b0 += XB) {
     workgroupBarrier();
@@ -112,39 +164,37 @@ fn main(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wid: v
       if (tok < p.n && b0 + q < nb) {
         let e = xds[tok * nb + b0 + q];
         // the block's sum of quants: its two i16 halves (sign-extended), added
-        v = vec2<f32>(bitcast<f32>(e.x), f32((bitcast<i32>(e.y << 16u) >> 16u) + (bitcast<i32>(e.y) >> 16u)));
+        let sum = (bitcast<i32>(e.y << 16u) >> 16u) + (bitcast<i32>(e.y) >> 16u);
+        if (I2F) {
+          v = vec2<f32>(bitcast<f32>(e.x), bitcast<f32>(0x4B400000 - select(0, 8 * sum, Q4)));
+        } else {
+          v = vec2<f32>(bitcast<f32>(e.x), f32(sum));
+        }
       }
       xd[i] = v;
     }
     workgroupBarrier();
     let b1 = min(b0 + XB, nb);
-    for (var b = b0 + lane; b < b1; b += KL) {
-      var cur: WBlock;
-      if (PF) {
-        cur = nxt;
-        if (b + KL < nb) { nxt = load_block(rows, nb, b + KL); }
-      } else {
-        cur = load_block(rows, nb, b);
-      }
-      let xo = 2u * (b - b0);
-      let xp = xo + xo / 8u;
-      let xp1 = xo + 1u + (xo + 1u) / 8u;
-      for (var t = 0u; t < TT; t++) {
-        let tt = tg * TT + t;
-        let xa = xs[tt * XROW + xp];
-        let xb = xs[tt * XROW + xp1];
-        let e = xd[tt * XB + b - b0];
-        var s = vec4<i32>(0);
-        for (var r = 0u; r < TR; r++) {
-          var d = dot4I8Packed(cur.q[r][0], xa.x) + dot4I8Packed(cur.q[r][1], xa.y) +
-                  dot4I8Packed(cur.q[r][2], xa.z) + dot4I8Packed(cur.q[r][3], xa.w);
-          d += dot4I8Packed(cur.q[r][4], xb.x) + dot4I8Packed(cur.q[r][5], xb.y) + dot4I8Packed(cur.q[r][6], xb.z) +
-               dot4I8Packed(cur.q[r][7], xb.w);
-          s[r] = d;
+    if (UN > 1u) {
+      for (var b = b0 + lane; b < b1; b += KL * UN) {
+        var blk: array<WBlock, UN>;
+        for (var u = 0u; u < UN; u++) {
+          if (b + u * KL < b1) { blk[u] = load_block(rows, nb, b + u * KL); }
         }
-        var f = vec4<f32>(s);
-        if (Q4) { f = f - 8.0 * e.y; }
-        acc[t] = fma(cur.d, f * e.x, acc[t]);
+        for (var u = 0u; u < UN; u++) {
+          if (b + u * KL < b1) { mac(blk[u], b + u * KL, b0, tg, &acc); }
+        }
+      }
+    } else {
+      for (var b = b0 + lane; b < b1; b += KL) {
+        var cur: WBlock;
+        if (PF) {
+          cur = nxt;
+          if (b + KL < nb) { nxt = load_block(rows, nb, b + KL); }
+        } else {
+          cur = load_block(rows, nb, b);
+        }
+        mac(cur, b, b0, tg, &acc);
       }
     }
   }
@@ -160,7 +210,13 @@ fn main(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wid: v
       let at = (gg * TC + t) * KL;
       var v = bitcast<vec4<f32>>(xs[at]);
       for (var l = 1u; l < KL; l++) { v = v + bitcast<vec4<f32>>(xs[at + l]); }
-      if (t0 + tb + t < p.n) { store_rows_n(t0 + tb + t, rl, v, TR); }
+      if (t0 + tb + t < p.n) {
+        if (ROPE) {
+          rope_store_rows(t0 + tb + t, gg_all, rows, v);
+        } else {
+          store_rows_n(t0 + tb + t, rl, v, TR);
+        }
+      }
     }
   }
 }

@@ -6,8 +6,10 @@
 //   16, each an i16), nb = cols / 32.
 // v by p.mode: 0: x[t * x_stride + x_off + i]; 1 (RMSNorm): that / sqrt(mean(x^2) + eps) * w[i]
 // (as rms_norm.wgsl); 2 (SwiGLU): silu(g) * u with g = x[t * x_stride + x_off + i] and u the
-// element up_off after it (as swiglu.wgsl). One workgroup per token; each invocation quantizes
-// one word (4 elements) per pass. Preceded by common.wgsl.
+// element up_off after it (as swiglu.wgsl). One workgroup per token, or num_workgroups.z of them
+// (a row's passes split between them, each redoing RMSNorm's sum of squares in the same order:
+// the same bits, more workgroups for steps of few tokens); each invocation quantizes one word (4
+// elements) per pass. Preceded by common.wgsl.
 @group(0) @binding(0) var<storage, read> x: array<f32>;
 @group(0) @binding(1) var<storage, read> w: array<f32>;
 @group(0) @binding(2) var<storage, read_write> qs: array<u32>;
@@ -54,7 +56,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     inv = inverseSqrt(red[0] / f32(p.cols) + p.eps);
   }
   let nw = p.cols / 4u;
-  for (var w0 = 0u; w0 < nw; w0 += WG) {
+  for (var w0 = wid.z * WG; w0 < nw; w0 += WG * nwg.z) {
     let wi = w0 + lid;
     var v = vec4<f32>(0.0);
     if (wi < nw) {

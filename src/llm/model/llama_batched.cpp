@@ -144,6 +144,12 @@ struct GpuBatched final : BatchedLlama::Impl {
            group_batched_q8(L.gate_up) && group_batched_q8(L.down);
   }
 
+  // Whether layer L's fused path does RoPE and the KV append in the QKV linear's epilogue
+  // (tuning.batched_rope): one fused QKV weight, no head norms between them.
+  bool rope_in_qkv(const LlamaLayer& L) const {
+    return ops.tuning.batched_rope && !w.cfg.qk_norm && L.qkv.parts.size() == 1 && ops.batched_rope_takes(int(w.hd));
+  }
+
   int max_pos() const override { return rope.max_pos; }
   int64_t vocab() const override { return w.vocab; }
   uint64_t kv_bytes() const override { return kv_total; }
@@ -178,12 +184,23 @@ struct GpuBatched final : BatchedLlama::Impl {
       if (seqs[i].feed_row >= 0)
         b.copy(top_ids, uint64_t(seqs[i].feed_row) * uint64_t(last_k) * 4, ids, uint64_t(ps[i].tok0) * 4, 4);
     ops.embedding(b, w.embed, ids, x, n);
+    RopeKvArgs ra;  // q|k|v back to back in each qkv row
+    ra.n_tokens = n;
+    ra.n_heads = int(w.nh);
+    ra.stride = w.qkv_dim;
+    ra.positions = plan.positions;
+    ra.cache_rows = true;
     for (size_t li = 0; li < w.layers.size(); ++li) {
       const auto& L = w.layers[li];
       const bool fuse = fused(L);
       if (fuse) {
         ops.rms_norm_q8(b, x, L.ln1, h8, n, w.eps, -1, 0, kBatchedQuantWg);
-        record_linear_q8(ops, b, L.qkv, h8, qkv, n, w.qkv_dim, false, true);
+        if (rope_in_qkv(L)) {
+          ops.linear_batched_q8_rope(b, L.qkv.parts[0], h8, qkv, n, rope, pool[li], ra,
+                                     L.qkv.biases.empty() ? Tensor() : L.qkv.biases[0]);
+        } else {
+          record_linear_q8(ops, b, L.qkv, h8, qkv, n, w.qkv_dim, false, true);
+        }
       } else {
         ops.rms_norm(b, x, L.ln1, h, n, int(w.hidden), w.eps);
         record_linear(ops, b, L.qkv, h, qkv, n, w.qkv_dim, false, lin);
@@ -192,16 +209,14 @@ struct GpuBatched final : BatchedLlama::Impl {
         ops.head_rms_norm(b, qkv, L.q_norm, n, int(w.nh), int(w.hd), w.qkv_dim, 0, w.eps);
         ops.head_rms_norm(b, qkv, L.k_norm, n, int(w.nkv), int(w.hd), w.qkv_dim, w.nh * w.hd, w.eps);
       }
-      RopeKvArgs ra;  // q|k|v back to back in each qkv row
-      ra.n_tokens = n;
-      ra.n_heads = int(w.nh);
-      ra.stride = w.qkv_dim;
-      ra.positions = plan.positions;
-      ra.cache_rows = true;
-      ops.rope_kv_append(b, qkv, rope, pool[li], ra);
-      ops.paged_attention(b, pool[li], qkv, attn, plan);
+      if (!(fuse && rope_in_qkv(L))) ops.rope_kv_append(b, qkv, rope, pool[li], ra);
+      if (fuse && ops.tuning.paged_combine_q8 && ops.paged_attention_q8_takes(int(w.hd))) {
+        ops.paged_attention_q8(b, pool[li], qkv, attn8, plan);  // attention's output quantized in its combine
+      } else {
+        ops.paged_attention(b, pool[li], qkv, attn, plan);
+        if (fuse) ops.quantize_q8(b, attn, attn8, n);
+      }
       if (fuse) {
-        ops.quantize_q8(b, attn, attn8, n);
         record_linear_q8(ops, b, L.o, attn8, x, n, w.hidden, true, true);
         ops.rms_norm_q8(b, x, L.ln2, h8, n, w.eps, -1, 0, kBatchedQuantWg);
         record_linear_q8(ops, b, L.gate_up, h8, gu, n, 2 * w.ffn, false, true);

@@ -94,16 +94,23 @@ void LlmOps::quant_act(Batch& b, const Tensor& x, const Tensor& w, const Q8Act& 
   if (mode == 1) need_elems(w, out.cols, op, "w");
   // One token (decode) gets a wider workgroup: the whole row in as few passes as the adapter allows.
   // A fixed size (fixed_wg) keeps RMSNorm's sum of squares in one order whatever the batch.
+  // Steps of fewer than tuning.quant_groups tokens split each row's passes between workgroups
+  // (the same bits; RMSNorm's sum of squares redone by each).
   uint32_t wg = std::max<uint32_t>(8, fixed_wg ? fixed_wg : tuning.quant_wg);
-  if (n_tokens == 1 && !fixed_wg)
+  // (Modes 0 and 2 round each block alone: their workgroup size changes no bit, RMSNorm's does.)
+  const bool split = tuning.quant_groups > uint32_t(n_tokens);
+  if (n_tokens == 1 && !fixed_wg && !(split && mode != 1))
     wg = std::min<uint32_t>(std::min<uint32_t>(wg * 4, max_wg_), u32(std::max<int64_t>(out.cols / 4, 8)));
   uint32_t p2 = 8;
   while (p2 * 2 <= wg && p2 * 2 <= max_wg_) p2 *= 2;
+  const uint32_t passes = ceil_div(uint64_t(out.cols) / 4, p2);
+  const uint32_t chunks = split ? std::min(passes, ceil_div(tuning.quant_groups, uint64_t(n_tokens))) : 1;
   Kernel k =
       kernel("llm/quant_act/" + std::to_string(p2), {"llm/common.wgsl", "llm/quant_act.wgsl"}, {{"WG", p2}}, false);
+  Groups g = groups_1d(ctx_, u32(n_tokens));
+  g.z = chunks;
   b.dispatch(k, {x, mode == 1 ? w : dummy_, out.qs, out.ds},
-             Params(u32(n_tokens), u32(out.cols), u32(x_stride), u32(x_offset), mode, u32(up_offset), eps),
-             groups_1d(ctx_, u32(n_tokens)));
+             Params(u32(n_tokens), u32(out.cols), u32(x_stride), u32(x_offset), mode, u32(up_offset), eps), g);
 }
 
 void LlmOps::quantize_q8(Batch& b, const Tensor& x, const Q8Act& out, int n_tokens, int64_t x_stride,

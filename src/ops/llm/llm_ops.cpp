@@ -17,6 +17,7 @@ namespace {
 
 using detail::need;
 using detail::need_elems;
+using detail::need_q8;
 using detail::shape_tag;
 using detail::str;
 using detail::u32;
@@ -120,6 +121,12 @@ void apply_tuning(LlmTuning& t, std::string_view spec) {
       {"batched_fuse", &LlmTuning::batched_fuse},
       {"batched_tg", &LlmTuning::batched_tg},
       {"batched_xt", &LlmTuning::batched_xt},
+      {"batched_small_xt", &LlmTuning::batched_small_xt},
+      {"batched_unroll", &LlmTuning::batched_unroll},
+      {"batched_small_unroll", &LlmTuning::batched_small_unroll},
+      {"batched_i2f", &LlmTuning::batched_i2f},
+      {"paged_combine_q8", &LlmTuning::paged_combine_q8},
+      {"batched_rope", &LlmTuning::batched_rope},
       {"paged_decode_tpq", &LlmTuning::paged_decode_tpq},
       {"paged_decode_pf", &LlmTuning::paged_decode_pf},
       {"mvq_wg", &LlmTuning::mvq_wg},
@@ -135,11 +142,15 @@ void apply_tuning(LlmTuning& t, std::string_view spec) {
       {"mmq_units", &LlmTuning::mmq_units},
       {"mmq_magic", &LlmTuning::mmq_magic},
       {"quant_wg", &LlmTuning::quant_wg},
+      {"quant_groups", &LlmTuning::quant_groups},
       {"attn_prefill", &LlmTuning::attn_prefill},
       {"attn_decode", &LlmTuning::attn_decode},
       {"attn_dec_wg", &LlmTuning::attn_dec_wg},
       {"attn_dec_bk", &LlmTuning::attn_dec_bk},
-      {"attn_dec_wgs", &LlmTuning::attn_dec_wgs}};
+      {"attn_dec_wgs", &LlmTuning::attn_dec_wgs},
+      {"attn_dec_tpk", &LlmTuning::attn_dec_tpk},
+      {"attn_dec_u", &LlmTuning::attn_dec_u},
+      {"attn_dec_pf", &LlmTuning::attn_dec_pf}};
   while (!spec.empty()) {
     const size_t comma = spec.find_first_of(",/");
     const std::string_view item = spec.substr(0, comma);
@@ -395,6 +406,9 @@ std::vector<KernelVersion> LlmOps::versions() const {
   v.push_back({"attention", "prefill-tiled", "register-tiled flash attention, 64 rows x 64 keys (attn_prefill=1)"});
   v.push_back({"attention", "decode", "split-K flash decoding + combine, a row per head (attn_decode=0)"});
   v.push_back({"attention", "decode-kv", "split-K flash decoding, K/V read once per kv head (attn_decode=1)"});
+  if (subgroups_)
+    v.push_back(
+        {"attention", "decode-sg", "split-K flash decoding, K/V rows in registers, subgroup sums (attn_decode=2)"});
   v.push_back({"argmax", "chained", "top-1 passes of 2048 entries per workgroup"});
   v.push_back({"topk", "chained", "k rounds per workgroup, passes until k remain"});
   return v;
@@ -718,6 +732,55 @@ void LlmOps::linear_batched_q8(Batch& b, const GpuWeight& w, const Q8Act& x, con
   linear_batched_q8_kernel(b, w, x, y, n_tokens, prm, o.bias ? o.bias : dummy_, rows);
 }
 
+bool LlmOps::batched_rope_takes(int head_dim) const {
+  return head_dim > 0 && head_dim % 2 == 0 && ctx_.limits().max_storage_buffers_per_shader_stage >= 10;
+}
+
+void LlmOps::linear_batched_q8_rope(Batch& b, const GpuWeight& w, const Q8Act& x, const Tensor& qkv, int n_tokens,
+                                    const RopeTable& table, const KvLayer& c, const RopeKvArgs& a,
+                                    const Tensor& bias) const {
+  const std::string op = "linear_batched_q8_rope " + str(w.type);
+  const int hd = c.head_dim;
+  need(batched_rope_takes(hd), op,
+       "head_dim " + std::to_string(hd) + " (even) and 10 storage buffers per shader stage (the adapter allows " +
+           std::to_string(ctx_.limits().max_storage_buffers_per_shader_stage) + ")");
+  need(a.n_tokens == n_tokens && a.n_heads > 0 && c.n_kv_heads > 0, op, "the rope arguments' tokens and heads");
+  need(table.head_dim == hd, op,
+       "the rope table's head_dim " + std::to_string(table.head_dim) + " is not the cache's " + std::to_string(hd));
+  const int64_t rows = (int64_t(a.n_heads) + 2 * c.n_kv_heads) * hd;
+  need(w.rows == rows, op,
+       "a QKV weight of " + std::to_string(w.rows) + " rows for " + std::to_string(rows) + " (q, k and v heads)");
+  need(a.q_offset == 0 && (a.k_offset < 0 || a.k_offset == int64_t(a.n_heads) * hd) &&
+           (a.v_offset < 0 || a.v_offset == (int64_t(a.n_heads) + c.n_kv_heads) * hd) &&
+           (a.stride < 0 || a.stride == rows),
+       op, "q, k and v heads back to back from 0, one row per token");
+  need(!a.cache_rows || a.positions, op, "cache rows come with the positions buffer");
+  if (a.positions) need_elems(a.positions, int64_t(n_tokens) * (a.cache_rows ? 2 : 1), op, "positions");
+  need(a.cache_rows || int64_t(a.pos0) + n_tokens <= c.max_ctx, op,
+       "positions " + std::to_string(a.pos0) + "+" + std::to_string(n_tokens) + " past max_ctx " +
+           std::to_string(c.max_ctx));
+  need(a.positions || int64_t(a.pos0) + n_tokens <= table.max_pos, op,
+       "positions past the table's " + std::to_string(table.max_pos));
+  need_elems(c.k, c.offset + int64_t(c.n_kv_heads) * hd * c.max_ctx, op, "k cache");
+  need_elems(c.v, c.offset + int64_t(c.n_kv_heads) * hd * c.max_ctx, op, "v cache");
+  if (bias) need_elems(bias, rows, op, "bias");
+  LinearOptions o;
+  o.bias = bias;
+  const detail::Q8LinearShape shape = detail::check_linear_q8(w, x, qkv, n_tokens, o, op);
+  Params prm(u32(n_tokens), u32(rows), u32(w.cols), 0u, u32(w.cols), u32(shape.y_stride), 0u, shape.flags);
+  const uint32_t rflags = (a.positions ? 1u : 0u) | (a.interleaved ? 2u : 0u) | (a.cache_rows ? 4u : 0u);
+  prm.push(u32(a.n_heads))
+      .push(u32(c.n_kv_heads))
+      .push(u32(hd))
+      .push(u32(a.pos0))
+      .push(rflags)
+      .push(u32(table.max_pos))
+      .push(u32(c.max_ctx))
+      .push(c.offset);
+  const RopeKv rope{&table, &c, &a};
+  linear_batched_q8_kernel(b, w, x, qkv, n_tokens, prm, bias ? bias : dummy_, rows, &rope);
+}
+
 uint32_t LlmOps::batched_rows_per_group(int n_tokens) const {
   const uint32_t tr = n_tokens <= int(tuning.batched_small_n) ? tuning.batched_small_tr : kBatchedRowsPerGroup;
   need(tr == 1 || tr == 2 || tr == 4, "linear batched-q8", "batched_small_tr " + std::to_string(tr) + " (1, 2 or 4)");
@@ -725,14 +788,19 @@ uint32_t LlmOps::batched_rows_per_group(int n_tokens) const {
 }
 
 void LlmOps::linear_batched_q8_kernel(Batch& b, const GpuWeight& w, const Q8Act& x, const Tensor& y, int n_tokens,
-                                      const Params& prm, const Tensor& bias, int64_t rows) const {
+                                      const Params& prm_in, const Tensor& bias, int64_t rows,
+                                      const RopeKv* rope) const {
   const std::string op = "linear batched-q8 " + str(w.type);
   need(w.type == TensorType::Q4_0 || w.type == TensorType::Q8_0, op, "8-bit activations need Q4_0 or Q8_0 weights");
   const uint32_t kl = tuning.batched_kl;
   need(kl >= 1 && kl <= 32 && (kl & (kl - 1)) == 0, op,
        "batched_kl " + std::to_string(kl) + " is not a power of two <= 32");
-  // x tile: whole blocks of every lane (tuning.batched_xt, else 1024 elements).
-  uint32_t xt = std::max<uint32_t>(tuning.batched_xt ? tuning.batched_xt : 1024, 32 * kl);
+  // x tile: whole blocks of every lane (tuning.batched_xt, else 1024 elements; small steps
+  // tuning.batched_small_xt where set).
+  const bool small = n_tokens <= int(tuning.batched_small_n);
+  const uint32_t want_xt = small && tuning.batched_small_xt ? tuning.batched_small_xt : tuning.batched_xt;
+  uint32_t xt = std::max<uint32_t>(want_xt ? want_xt : 1024, 32 * kl);
+  xt = std::min<uint32_t>(xt, u32(w.cols));  // no longer than a row
   xt = (xt + 32 * kl - 1) / (32 * kl) * (32 * kl);
   // Workgroup memory: the x tile (2 + 1/4 vec4 per block and token) or the lanes' final sum,
   // and (d, sum) per block and token.
@@ -743,7 +811,8 @@ void LlmOps::linear_batched_q8_kernel(Batch& b, const GpuWeight& w, const Q8Act&
   while (tt > 1 && x_tile_bytes(tt) + ds_bytes(tt) > smem_limit) tt /= 2;
   // Token groups per workgroup (tuning.batched_tg): as many as the step fills, the workgroup
   // size and its memory (the x tile, or the lanes' final sums of every group) allow.
-  const uint32_t tr = batched_rows_per_group(n_tokens);
+  // ROPE: a row group holds whole RoPE pairs (2 or 4 rows)
+  const uint32_t tr = rope ? std::max(2u, batched_rows_per_group(n_tokens)) : batched_rows_per_group(n_tokens);
   const auto smem = [&](uint32_t groups, uint32_t wg_size) {
     return std::max(x_tile_bytes(tt * groups), batched_sum_bytes(wg_size, tt)) + ds_bytes(tt * groups);
   };
@@ -763,15 +832,31 @@ void LlmOps::linear_batched_q8_kernel(Batch& b, const GpuWeight& w, const Q8Act&
   const uint64_t row_tiles = ceil_div(uint64_t(rows), bn);
   need(row_tiles <= ctx_.limits().max_compute_workgroups_per_dimension, op, "too many rows");
   const bool q4 = w.type == TensorType::Q4_0;
+  const uint32_t un = small ? tuning.batched_small_unroll : tuning.batched_unroll;
+  need(un == 1 || un == 2 || un == 4, op, "batched_unroll " + std::to_string(un) + " (1, 2 or 4)");
+  const bool pf = tuning.batched_prefetch && un == 1, i2f = tuning.batched_i2f != 0;
   std::string prelude = "const TT: u32 = " + std::to_string(tt) + "u;\nconst TG: u32 = " + std::to_string(tg) +
                         "u;\nconst WG: u32 = " + std::to_string(wg) + "u;\nconst KL: u32 = " + std::to_string(kl) +
                         "u;\nconst TR: u32 = " + std::to_string(tr) + "u;\nconst XT: u32 = " + std::to_string(xt) +
                         "u;\nconst Q4: bool = " + (q4 ? "true" : "false") +
-                        ";\nconst PF: bool = " + (tuning.batched_prefetch ? "true" : "false") + ";\n";
-  Kernel k = kernel("llm/batched_q8/" + str(w.type) + "/" + shape_tag({tt, tg, wg, kl, tr, xt}) +
-                        (tuning.batched_prefetch ? "/pf" : ""),
-                    {"llm/common.wgsl", "llm/linear_batched_q8.wgsl"}, {}, false, "main", prelude);
-  b.dispatch(k, {w.data, w.scales, x.qs, x.ds, bias, y}, prm, {u32(tiles), u32(row_tiles), 1});
+                        ";\nconst PF: bool = " + (pf ? "true" : "false") + ";\nconst UN: u32 = " + std::to_string(un) +
+                        "u;\nconst I2F: bool = " + (i2f ? "true" : "false") +
+                        ";\nconst ROPE: bool = " + (rope ? "true" : "false") +
+                        ";\nconst P_BINDING: u32 = " + (rope ? "10" : "6") + "u;\n";
+  Kernel k = kernel("llm/batched_q8/" + str(w.type) + "/" + shape_tag({tt, tg, wg, kl, tr, xt}) + (pf ? "/pf" : "") +
+                        (un > 1 ? "/u" + std::to_string(un) : "") + (i2f ? "/i2f" : "") + (rope ? "/rope" : ""),
+                    {"llm/common.wgsl", rope ? "llm/linear_batched_rope.wgsl" : "llm/linear_batched_norope.wgsl",
+                     "llm/linear_batched_q8.wgsl"},
+                    {}, false, "main", prelude);
+  std::vector<Arg> args = {w.data, w.scales, x.qs, x.ds, bias, y};
+  Params prm = prm_in;
+  if (rope) {
+    args.insert(args.end(), {rope->table->cos_sin, rope->args->positions ? rope->args->positions : dummy_,
+                             rope->cache->k, rope->cache->v});
+  } else {
+    for (int i = 0; i < 8; ++i) prm.push(0u);  // the ROPE fields
+  }
+  b.dispatch(k, std::move(args), prm, {u32(tiles), u32(row_tiles), 1});
 }
 
 // ---- elementwise ---------------------------------------------------------------------------
@@ -917,6 +1002,25 @@ LlmOps::DecodeShape LlmOps::decode_shape(int hd, int G) const {
   return {wg, bk, nj};
 }
 
+LlmOps::DecodeSgShape LlmOps::decode_sg_shape(int hd, int G) const {
+  // flash_decode_sg.wgsl: key groups of tpk lanes inside one subgroup; per lane G * NV query and
+  // output vec4s and 2 * u * NV (4 * with the prefetch) K/V vec4s in registers; the subgroups'
+  // sums (padded to NV * tpk vec4s per head) and (m, l) in workgroup memory.
+  if (!subgroups_ || tuning.attn_dec_tpk == 0 || (tuning.attn_dec_tpk & (tuning.attn_dec_tpk - 1)) != 0)
+    return {0, 0, 0, false};
+  const uint32_t hd4 = uint32_t(hd) / 4, g = uint32_t(G), sgs = sg_size_;
+  const uint32_t tpk = std::min(tuning.attn_dec_tpk, sgs), nv = ceil_div(hd4, tpk);
+  const uint32_t u = std::clamp<uint32_t>(tuning.attn_dec_u, 1, 8);
+  const bool pf = tuning.attn_dec_pf != 0;
+  if (g * nv > 32 || u * nv * (pf ? 4 : 2) > 64) return {0, 0, 0, false};
+  const uint32_t limit = ctx_.limits().max_compute_workgroup_storage_size;
+  auto bytes = [&](uint32_t wg) { return (wg / sgs) * g * (nv * tpk * 16 + 8); };
+  uint32_t wg = std::clamp<uint32_t>(tuning.attn_dec_wg, sgs, max_wg_) / sgs * sgs;
+  while (wg > sgs && bytes(wg) > limit) wg = std::max(sgs, wg / 2 / sgs * sgs);
+  if (wg < sgs || bytes(wg) > limit) return {0, 0, 0, false};
+  return {wg, tpk, u, pf};
+}
+
 namespace {
 struct AttnDims {
   int hd, G;
@@ -980,12 +1084,26 @@ uint32_t LlmOps::attention_decode_pass(Batch& b, const KvLayer& c, const Tensor&
   const std::string op = "attention_decode";
   auto d = attn_check(c, q, out, a, op);
   need(a.n_tokens == 1, op, "one token at a time");
-  // flash_decode.wgsl (tuning.attn_decode == 1, where its schedule fits), else flash_attn.wgsl
-  // with one row per query head of the kv head.
-  const DecodeShape ds = tuning.attn_decode == 1 ? decode_shape(d.hd, d.G) : DecodeShape{0, 0, 0};
+  // flash_decode_sg.wgsl (tuning.attn_decode == 2, where it runs), flash_decode.wgsl (1, or 2
+  // where the former cannot run; where its schedule fits), else flash_attn.wgsl with one row per
+  // query head of the kv head.
+  const DecodeSgShape sgs = tuning.attn_decode == 2 ? decode_sg_shape(d.hd, d.G) : DecodeSgShape{0, 0, 0, false};
+  const DecodeShape ds = tuning.attn_decode >= 1 && !sgs.wg ? decode_shape(d.hd, d.G) : DecodeShape{0, 0, 0};
   Kernel k;
   uint32_t bk = 0, bq = 1;
-  if (ds.wg) {
+  if (sgs.wg) {
+    auto cu = [](const char* name, uint32_t v) {
+      return "const " + std::string(name) + ": u32 = " + std::to_string(v) + "u;\n";
+    };
+    const std::string prelude = cu("HD", u32(d.hd)) + cu("G", u32(d.G)) + cu("TPK", sgs.tpk) + cu("U", sgs.u) +
+                                cu("WG", sgs.wg) + cu("SGS", sg_size_) +
+                                "const PF: bool = " + (sgs.pf ? "true" : "false") + ";\n";
+    k = kernel("llm/flash_decode_sg/hd" + std::to_string(d.hd) + "/g" + std::to_string(d.G) + "/wg" +
+                   std::to_string(sgs.wg) + "/tpk" + std::to_string(sgs.tpk) + "/u" + std::to_string(sgs.u) +
+                   (sgs.pf ? "/pf" : ""),
+               {"llm/flash_decode_sg.wgsl"}, {}, true, "main", prelude);
+    bk = sgs.wg / sgs.tpk * sgs.u;
+  } else if (ds.wg) {
     k = kernel("llm/flash_decode/hd" + std::to_string(d.hd) + "/g" + std::to_string(d.G) + "/wg" +
                    std::to_string(ds.wg) + "/bk" + std::to_string(ds.bk),
                {"llm/flash_decode.wgsl"}, {{"HD", d.hd}, {"G", d.G}, {"WG", ds.wg}, {"BK", ds.bk}, {"NJ", ds.nj}},
@@ -1011,8 +1129,8 @@ uint32_t LlmOps::attention_decode_pass(Batch& b, const KvLayer& c, const Tensor&
   if (!dyn || a.splits <= 0) splits = ceil_div(kv_len, split_len);
   need(splits <= kMaxDecodeSplits, op,
        std::to_string(splits) + " splits (at most " + std::to_string(kMaxDecodeSplits) + ")");
-  Groups g =
-      ds.wg ? Groups{splits, u32(c.n_kv_heads), 1} : Groups{ceil_div(uint64_t(d.G), bq), u32(c.n_kv_heads), splits};
+  Groups g = sgs.wg || ds.wg ? Groups{splits, u32(c.n_kv_heads), 1}
+                             : Groups{ceil_div(uint64_t(d.G), bq), u32(c.n_kv_heads), splits};
   const Tensor& pos = dyn ? a.start_from : dummy_;
   const uint32_t flag_dyn = dyn ? 1u : 0u;
   if (splits == 1 && out && !dyn) {
@@ -1114,15 +1232,49 @@ void LlmOps::paged_attention(Batch& b, const KvLayer& c, const Tensor& q, const 
                              const PagedAttentionPlan& pl) const {
   const std::string op = "paged_attention";
   const PagedAttentionArgs& a = pl.args;
+  const int hd = a.head_dim;
+  const int64_t os = a.o_stride < 0 ? int64_t(a.n_heads) * hd : a.o_stride;
+  need_elems(out, (pl.n_tokens - 1) * os + a.o_offset + int64_t(a.n_heads) * hd, op, "out");
+  paged_attention_partials(b, c, q, pl, op);
+  Kernel kc = kernel("llm/paged_attn_combine", {"llm/common.wgsl", "llm/paged_attn_combine.wgsl"}, {}, false);
+  b.dispatch(kc, {pl.partials, pl.positions, out},
+             Params(u32(pl.n_tokens), u32(a.n_heads), pl.n_splits, u32(hd), u32(os), u32(a.o_offset), u32(a.split_len)),
+             groups_1d(ctx_, ceil_div(uint64_t(pl.n_tokens) * uint64_t(a.n_heads) * uint64_t(hd), 128)));
+}
+
+void LlmOps::paged_attention_q8(Batch& b, const KvLayer& c, const Tensor& q, const Q8Act& out,
+                                const PagedAttentionPlan& pl) const {
+  const std::string op = "paged_attention_q8";
+  const PagedAttentionArgs& a = pl.args;
+  const int hd = a.head_dim;
+  need(paged_attention_q8_takes(hd), op,
+       "head_dim " + std::to_string(hd) + " (a multiple of 32, at most " + std::to_string(max_wg_) + ")");
+  need(out.cols == int64_t(a.n_heads) * hd, op,
+       "out has " + std::to_string(out.cols) + " columns for " + std::to_string(a.n_heads) + " heads");
+  need(a.o_stride < 0 && a.o_offset == 0, op, "the output's heads back to back (no o_stride or o_offset)");
+  need_q8(out, pl.n_tokens, op, "out");
+  paged_attention_partials(b, c, q, pl, op);
+  Kernel kc = kernel("llm/paged_attn_combine_q8/" + std::to_string(hd),
+                     {"llm/common.wgsl", "llm/paged_attn_combine_q8.wgsl"}, {{"HD", hd}}, false);
+  b.dispatch(kc, {pl.partials, pl.positions, out.qs, out.ds},
+             Params(u32(pl.n_tokens), u32(a.n_heads), pl.n_splits, u32(hd), u32(a.split_len)),
+             groups_1d(ctx_, uint64_t(pl.n_tokens) * uint64_t(a.n_heads)));
+}
+
+bool LlmOps::paged_attention_q8_takes(int head_dim) const {
+  return head_dim > 0 && head_dim % 32 == 0 && uint32_t(head_dim) <= max_wg_;
+}
+
+void LlmOps::paged_attention_partials(Batch& b, const KvLayer& c, const Tensor& q, const PagedAttentionPlan& pl,
+                                      const std::string& op) const {
+  const PagedAttentionArgs& a = pl.args;
   need(c.head_dim == a.head_dim && c.n_kv_heads == a.n_kv_heads && c.offset == 0, op,
        "the cache's heads do not match the plan's");
   need(c.max_ctx % a.block == 0, op, "the cache's rows are not whole blocks");
   const int hd = a.head_dim;
   const int64_t qs = a.q_stride < 0 ? int64_t(a.n_heads) * hd : a.q_stride;
-  const int64_t os = a.o_stride < 0 ? int64_t(a.n_heads) * hd : a.o_stride;
   need(qs % 4 == 0 && a.q_offset % 4 == 0, op, "q stride and offset must be multiples of 4");
   need_elems(q, (pl.n_tokens - 1) * qs + a.q_offset + int64_t(a.n_heads) * hd, op, "q");
-  need_elems(out, (pl.n_tokens - 1) * os + a.o_offset + int64_t(a.n_heads) * hd, op, "out");
   need_elems(c.k, int64_t(c.n_kv_heads) * c.max_ctx * hd, op, "k cache");
   need_elems(c.v, int64_t(c.n_kv_heads) * c.max_ctx * hd, op, "v cache");
   const float scale = a.scale != 0 ? a.scale : float(1.0 / std::sqrt(double(hd)));
@@ -1157,10 +1309,6 @@ void LlmOps::paged_attention(Batch& b, const KvLayer& c, const Tensor& q, const 
   };
   dispatch(pl.decode_bq, dec_tpq, dec_pf, 0, pl.decode_items);
   dispatch(kPagedPrefillBq, s.tpq, false, pl.decode_items, pl.prefill_items);
-  Kernel kc = kernel("llm/paged_attn_combine", {"llm/common.wgsl", "llm/paged_attn_combine.wgsl"}, {}, false);
-  b.dispatch(kc, {pl.partials, pl.positions, out},
-             Params(u32(pl.n_tokens), u32(a.n_heads), pl.n_splits, u32(hd), u32(os), u32(a.o_offset), u32(a.split_len)),
-             groups_1d(ctx_, ceil_div(uint64_t(pl.n_tokens) * uint64_t(a.n_heads) * uint64_t(hd), 128)));
 }
 
 // ---- argmax / top-k ------------------------------------------------------------------------

@@ -272,6 +272,26 @@ struct LlmTuning {
   // batched-q8: each lane loads its next weight block before it multiplies the current one
   // (measured on the H200: within 3% of off at 16-64 sequences, faster at 1).
   bool batched_prefetch = true;
+  // batched-q8: blocks each lane loads before it multiplies them (in order; > 1 replaces the
+  // prefetch: that many loads in flight per lane, more registers), in steps of more than
+  // batched_small_n tokens and in smaller ones. 1, 2 or 4; never changes a result.
+  uint32_t batched_unroll = 1;
+  uint32_t batched_small_unroll = 1;
+  // batched-q8: the x tile in steps of at most batched_small_n tokens (0: batched_xt). A tile of
+  // a whole row (e.g. 16384) leaves one pass, two barriers and no wait for x between weight loads.
+  uint32_t batched_small_xt = 0;
+  // batched-q8: 1 turns the integer block sums into floats with an integer add and a float
+  // subtract (the Q4_0 offset folded into the add), 0 with a conversion (a quarter-rate
+  // instruction on NVIDIA GPUs). The same values (exact integers below 2^22).
+  uint32_t batched_i2f = 0;
+  // Paged attention in the serving engine's fused batched-q8 path: 1 combines the splits and
+  // quantizes the result for the o projection in one dispatch (paged_attention_q8), 0 in two
+  // (paged_attention, quantize_q8). The same bits.
+  uint32_t paged_combine_q8 = 1;
+  // The serving engine's fused batched-q8 path: 1 does RoPE and the KV-cache append in the QKV
+  // linear's epilogue (linear_batched_q8_rope: row groups of whole RoPE pairs, at least 2 rows),
+  // 0 in a rope_kv_append pass after it. The same results.
+  uint32_t batched_rope = 1;
   // 8-bit-activation matvec (matvec_q8.wgsl, one token): invocations per workgroup and per row
   // group (a power of two), rows per group (1..8). The fused gate|up + SwiGLU variant keeps wg and
   // tpr and takes the rows that make 64 per workgroup.
@@ -314,6 +334,12 @@ struct LlmTuning {
   uint32_t mmq_magic = 1;
   // quant_act.wgsl: invocations per token (a power of two >= 8; one token gets up to 4x this).
   uint32_t quant_wg = 256;
+  // quant_act.wgsl in steps of fewer tokens than this: each token's row split between up to
+  // quant_groups / tokens workgroups of quant_wg (each redoing RMSNorm's sum of squares in the
+  // same order: the same bits). 0: one workgroup per token. With paged_combine_q8 and
+  // batched_rope (294 dispatches a step instead of 358), H200, 8B Q4_0 serving engine: one
+  // stream 211 -> 238 t/s, 32 streams 1,992 -> 2,087, 64 2,368 -> 2,393 (docs/benchmarks.md).
+  uint32_t quant_groups = 64;
   // Prefill attention: 0 flash_attn.wgsl (16 rows per workgroup, a score per invocation), 1 the
   // register-tiled flash_attn_tiled.wgsl (64 rows x 64 keys per workgroup, 4 x 4 scores per
   // invocation; where head_dim <= 256 and the adapter has 32 KiB of workgroup memory).
@@ -323,10 +349,23 @@ struct LlmTuning {
   // attn_dec_bk (halved until the block fits the adapter's workgroup memory). Splits: the
   // number that makes attn_dec_wgs workgroups over the kv heads (a recorded step: over the whole
   // cache, its split length following the position).
-  uint32_t attn_decode = 1;
-  uint32_t attn_dec_wg = 128;
+  // 2: flash_decode_sg.wgsl (where the adapter has subgroups and the schedule fits, else 1):
+  // attn_dec_wg invocations in key groups of attn_dec_tpk lanes (a power of two, at most the
+  // subgroup size), each taking attn_dec_u keys per step straight into registers (attn_dec_pf 1:
+  // the next step's loaded before this one is computed), scores summed by subgroup shuffles, no
+  // barrier in the key loop. Registers per lane: 2 * G * NV vec4s of query and output and
+  // 2 * attn_dec_u * NV (twice that with the prefetch) of K/V, NV = head_dim / 4 / attn_dec_tpk:
+  // at head_dim 128 and G = 4, key groups of 16 lanes hold ~160 floats, of 8 lanes ~260 (spills).
+  uint32_t attn_decode = 2;
+  // H200, 8B heads, one token over 4,096 keys (split pass + combine; docs/benchmarks.md): 2 with
+  // 256 invocations, 128 workgroups (16 splits), key groups of 16, 2 keys each, prefetch: 26.7 us;
+  // 1 (128, 256): 39.7 us.
+  uint32_t attn_dec_wg = 256;
   uint32_t attn_dec_bk = 32;
-  uint32_t attn_dec_wgs = 256;
+  uint32_t attn_dec_wgs = 128;
+  uint32_t attn_dec_tpk = 16;
+  uint32_t attn_dec_u = 2;
+  uint32_t attn_dec_pf = 1;
 };
 
 // Sets tuning fields from "name=value,name=value" (the LlmTuning field names, e.g.
@@ -368,6 +407,14 @@ class LlmOps {
   // that quantize_q8 gives these quants. LinearOptions as for linear_q8.
   void linear_batched_q8(Batch& b, const GpuWeight& w, const Q8Act& x, const Tensor& y, int n_tokens,
                          const LinearOptions& o = {}) const;
+  // linear_batched_q8 through a fused QKV weight (rows: a.n_heads query heads, then the cache's
+  // key and value heads, back to back; qkv one row per token) and rope_kv_append(qkv, table,
+  // cache, a) on its output, in one dispatch: the same results as the two. bias: of the QKV rows,
+  // or none. Needs batched_rope_takes(head_dim).
+  void linear_batched_q8_rope(Batch& b, const GpuWeight& w, const Q8Act& x, const Tensor& qkv, int n_tokens,
+                              const RopeTable& table, const KvLayer& cache, const RopeKvArgs& a,
+                              const Tensor& bias = {}) const;
+  bool batched_rope_takes(int head_dim) const;
   // One token through a gate|up weight (rows [0, n) gate, [n, 2n) up, n = out.cols): silu(gate) *
   // up quantized into out, in one dispatch (n % 32 == 0).
   void linear_swiglu_q8(Batch& b, const GpuWeight& gate_up, const Q8Act& x, const Q8Act& out) const;
@@ -491,6 +538,12 @@ class LlmOps {
   // batch). cache.max_ctx = the pool's slots.
   void paged_attention(Batch& b, const KvLayer& cache, const Tensor& q, const Tensor& out,
                        const PagedAttentionPlan& plan) const;
+  // The same with the output quantized (quantize_q8's bits, one pass fewer: the combine writes the
+  // 8-bit activations) into out (heads back to back: out.cols = n_heads * head_dim, head_dim % 32
+  // == 0, no o_stride / o_offset): the o projection's input.
+  void paged_attention_q8(Batch& b, const KvLayer& cache, const Tensor& q, const Q8Act& out,
+                          const PagedAttentionPlan& plan) const;
+  bool paged_attention_q8_takes(int head_dim) const;  // whether paged_attention_q8 runs this head_dim
 
   // out[0] = the first index of the largest of logits[0 .. n) (u32 tensor of >= 1 element).
   void argmax(Batch& b, const Tensor& logits, int64_t n, const Tensor& out) const;
@@ -511,8 +564,7 @@ class LlmOps {
                       const Tensor& bias, int64_t rows) const;
   void linear_batched_q8(Batch& b, const GpuWeight& w, const Tensor& x, int64_t x_stride, const Tensor& y, int n_tokens,
                          const Params& prm, const Tensor& bias, int64_t rows) const;
-  void linear_batched_q8_kernel(Batch& b, const GpuWeight& w, const Q8Act& x, const Tensor& y, int n_tokens,
-                                const Params& prm, const Tensor& bias, int64_t rows) const;
+
   // Rows per row group of the batched-q8 kernel for a step of n_tokens (tuning.batched_small_*).
   uint32_t batched_rows_per_group(int n_tokens) const;
   // The batched kernels' workgroup size: tuning.batched_wg, else the largest that still gives
@@ -548,6 +600,12 @@ class LlmOps {
     uint32_t wg, bk, nj;  // wg 0: the kernel cannot take this shape
   };
   DecodeShape decode_shape(int head_dim, int G) const;
+  // flash_decode_sg.wgsl's schedule (tuning clamped to the adapter); wg 0: it cannot run here.
+  struct DecodeSgShape {
+    uint32_t wg, tpk, u;
+    bool pf;
+  };
+  DecodeSgShape decode_sg_shape(int head_dim, int G) const;
   // The split-K pass of attention_decode: partials (made here), or with one split at a fixed
   // position and an output given, the output itself. Returns the number of splits.
   uint32_t attention_decode_pass(Batch& b, const KvLayer& cache, const Tensor& q, const Tensor* out,
@@ -565,6 +623,10 @@ class LlmOps {
     const KvLayer* cache;
     const RopeKvArgs* args;
   };
+  // linear_batched_q8.wgsl; with rope, its ROPE epilogue (prm then holds the ROPE fields).
+  void linear_batched_q8_kernel(Batch& b, const GpuWeight& w, const Q8Act& x, const Tensor& y, int n_tokens,
+                                const Params& prm, const Tensor& bias, int64_t rows,
+                                const RopeKv* rope = nullptr) const;
   // The one-token matvec_q8 schedule from tuning, checked; rows_fixed: rows per workgroup (SWIGLU).
   struct MatvecQ8Shape {
     uint32_t wg, tpr, rows, unroll;
@@ -577,6 +639,9 @@ class LlmOps {
   void swiglu_matvec_q8(Batch& b, const GpuWeight& w, const Tensor& x2, const Tensor& x3, float eps, bool norm_x,
                         const Q8Act& out, const std::string& op) const;
   void check_norm_q8(const Tensor& x, const Tensor& norm_w, int64_t cols, const std::string& op) const;
+  // paged_attention's first pass: the plan's partials (decode and prefill rows).
+  void paged_attention_partials(Batch& b, const KvLayer& cache, const Tensor& q, const PagedAttentionPlan& plan,
+                                const std::string& op) const;
   void select_pass(Batch& b, const Tensor& vals, const Tensor& ids, bool have_ids, int64_t count, int k, int rows,
                    int64_t in_stride, int64_t out_stride, const Tensor& out_v, const Tensor& out_i) const;
 
