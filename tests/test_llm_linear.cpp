@@ -3,6 +3,7 @@
 #include "test_llm_util.h"
 
 #include <array>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -92,9 +93,9 @@ TEST(LlmLinear, EveryTypeEveryVersionMatchesReference) {
 // leave partial groups and workgroups, with bias and accumulation.
 TEST(LlmLinear, MatvecTuningsMatchReference) {
   struct Tune {
-    uint32_t wg, tpr, unroll, rows;
+    uint32_t wg, tpr, unroll, rows, xs;
   };
-  const Tune tunes[] = {{256, 32, 2, 2}, {128, 16, 1, 3}, {64, 8, 2, 4}, {256, 64, 1, 4}};
+  const Tune tunes[] = {{256, 32, 4, 2, 2}, {128, 16, 1, 3, 2}, {64, 8, 2, 4, 2}, {256, 64, 1, 4, 0}};
   for (auto t : kGpuTensorTypes) {
     const int64_t rows = 45, cols = int64_t(block_size(t)) == 256 ? 512 : int64_t(block_size(t)) == 32 ? 4160 : 203;
     auto bytes = ref::random_weight(t, rows, cols, 21);
@@ -113,6 +114,7 @@ TEST(LlmLinear, MatvecTuningsMatchReference) {
       o.tuning.matvec_tpr = tune.tpr;
       o.tuning.matvec_unroll = tune.unroll;
       o.tuning.matvec_rows = tune.rows;
+      o.tuning.matvec_xs = tune.xs;
       auto y = test::poisoned(rows);
       LinearOptions lo;
       lo.bias = bias;
@@ -121,7 +123,7 @@ TEST(LlmLinear, MatvecTuningsMatchReference) {
       b.run();
       EXPECT_LE(test::rel_error(download<float>(ctx(), y), want), 1e-5)
           << to_string(t) << " wg " << tune.wg << " tpr " << tune.tpr << " unroll " << tune.unroll << " rows "
-          << tune.rows;
+          << tune.rows << " xs " << tune.xs;
     }
   }
 }
@@ -173,13 +175,16 @@ TEST(LlmLinear, RmsNormLinearMatchesReference) {
     auto nv = test::random_floats(size_t(cols), 33, 0.5f, 1.5f);
     auto nw = make_tensor(ctx(), {cols}, nv);
     auto xn = ref::rms_norm(std::vector<float>(xv.begin(), xv.begin() + cols), nv, 1, int(cols), eps);
-    for (auto tune : {std::array<uint32_t, 4>{256, 32, 2, 2}, std::array<uint32_t, 4>{64, 8, 2, 4}}) {
+    // x staged in workgroup memory (matvec_xs 1) and read from global memory (0)
+    for (auto tune : {std::array<uint32_t, 5>{256, 32, 2, 2, 1}, std::array<uint32_t, 5>{64, 8, 2, 4, 0}}) {
       LlmOps o(ctx());
       o.tuning.matvec_wg = tune[0];
       o.tuning.matvec_tpr = tune[1];
       o.tuning.matvec_unroll = tune[2];
       o.tuning.matvec_rows = tune[3];
-      const std::string what = std::string(to_string(t)) + " wg " + std::to_string(tune[0]);
+      o.tuning.matvec_xs = tune[4];
+      const std::string what =
+          std::string(to_string(t)) + " wg " + std::to_string(tune[0]) + " xs " + std::to_string(tune[4]);
       ASSERT_TRUE(o.fuses_norm(cols)) << what;
       for (bool plain : {true, false}) {
         const int64_t row0 = plain ? 0 : 4, nr = plain ? rows : rows - 7, yoff = plain ? 0 : 3;
@@ -235,6 +240,52 @@ TEST(LlmLinear, RmsNormLinearMatchesReference) {
                Error);  // no bias: the norm weight takes its binding
   EXPECT_THROW(ops().rms_norm_linear(b, make_tensor(ctx(), {8}), make_tensor(ctx(), {4}), 1e-5f, w8, y),
                Error);  // a short norm weight
+}
+
+// rms_norm_qkv_rope (RoPE and the cache append in the f32-activation QKV matvec) against its two
+// passes, rms_norm_linear then rope_kv_append: bit-identical qkv and caches (poisoned first, so
+// rows either path leaves alone must stay so), F32/F16/BF16 weights at an awkward width, both
+// pair layouts, a fixed position and one read on the GPU with a separate cache row, x staged in
+// workgroup memory or not, in a second layer of the cache.
+TEST(LlmLinear, QkvRopeMatchesTwoPasses) {
+  const int nh = 4, nkv = 2, hd = 16, max_ctx = 12;
+  const int64_t rows = int64_t(nh + 2 * nkv) * hd, cols = 204;
+  std::vector<double> inv(hd / 2);
+  for (int i = 0; i < hd / 2; ++i) inv[size_t(i)] = std::pow(10000.0, -2.0 * i / hd);
+  auto table = make_rope_table(ctx(), inv, hd, 16);
+  const std::vector<uint32_t> pos_rows = {9, 4};  // position 9 into cache row 4
+  auto pos = make_tensor(ctx(), {2}, DType::U32, std::as_bytes(std::span(pos_rows)));
+  auto x = make_tensor(ctx(), {cols}, test::random_floats(size_t(cols), 92));
+  auto nw = make_tensor(ctx(), {cols}, test::random_floats(size_t(cols), 93, 0.5f, 1.5f));
+  for (auto t : {TensorType::F32, TensorType::F16, TensorType::BF16}) {
+    auto w = upload_weight(ctx(), t, ref::random_weight(t, rows, cols, 91), rows, cols);
+    for (int variant = 0; variant < 3; ++variant) {
+      const bool interleaved = variant == 1, dyn = variant == 2;
+      LlmOps o(ctx());
+      o.tuning.matvec_xs = variant == 2 ? 0 : 1;
+      if (variant == 1) o.tuning.matvec_tpr = 8;
+      ASSERT_TRUE(o.fuses_rope(cols));
+      const std::string what = std::string(to_string(t)) + (interleaved ? " interleaved" : " neox") +
+                               (dyn ? " position read on the GPU, x from global memory" : " fixed position");
+      const RopeKvArgs a = test::qkv_rope_args(nh, interleaved, dyn ? &pos : nullptr);
+      auto fused = test::qkv_rope_outputs(rows, nkv, max_ctx, hd, [&](Batch& b, const Tensor& qkv, const KvLayer& c) {
+        o.rms_norm_qkv_rope(b, x, nw, 1e-5f, w, qkv, table, c, a);
+      });
+      auto two = test::qkv_rope_outputs(rows, nkv, max_ctx, hd, [&](Batch& b, const Tensor& qkv, const KvLayer& c) {
+        o.rms_norm_linear(b, x, nw, 1e-5f, w, qkv);
+        o.rope_kv_append(b, qkv, table, c, a);
+      });
+      test::expect_same_qkv_rope(fused, two, rows, int64_t(nkv) * hd, what);
+    }
+  }
+  auto w = upload_weight(ctx(), TensorType::F16, ref::random_weight(TensorType::F16, rows - 2, 64, 1), rows - 2, 64);
+  auto cache = make_kv_cache(ctx(), 1, nkv, max_ctx, hd);
+  RopeKvArgs a;
+  a.n_heads = nh;
+  Batch b(ctx());
+  auto x64 = make_tensor(ctx(), {64});
+  EXPECT_THROW(ops().rms_norm_qkv_rope(b, x64, x64, 1e-5f, w, test::poisoned(rows), table, cache.layer(0), a),
+               Error);  // rows are not the q, k and v heads
 }
 
 // The serving kernel's results do not depend on the batch: a token alone, among others, at any
@@ -545,18 +596,22 @@ TEST(LlmLinear, RowRangesBiasAndAccumulate) {
 // bias and accumulate. Unwritten parts of y must keep their contents.
 TEST(LlmLinear, RegTileAwkwardShapes) {
   struct Tiling {
-    uint32_t bm, bn, bk, cnst = 1, prefetch = 1;  // LlmTuning's matmul_const, matmul_prefetch
+    uint32_t bm, bn, bk, cnst = 1, prefetch = 1, db = 0, tn = 8;  // LlmTuning's matmul_const, _prefetch, _db, _tn
   };
   std::vector<std::pair<Tiling, std::unique_ptr<LlmOps>>> tilings;
-  // The last: override constants, no prefetch (the form before the prelude; kept as knobs).
-  for (Tiling tl :
-       {Tiling{64, 128, 16}, Tiling{16, 24, 12}, Tiling{8, 8, 48}, Tiling{128, 128, 16}, Tiling{64, 128, 8, 0, 0}}) {
+  // Two with two workgroup-memory buffers (one of them with override constants), two with 8 x 4
+  // register tiles; the last: override constants, no prefetch (the form before the prelude; kept
+  // as knobs).
+  for (Tiling tl : {Tiling{64, 128, 16, 1, 1, 0, 4}, Tiling{16, 24, 12, 1, 1, 1, 4}, Tiling{8, 8, 48, 0, 1, 1},
+                    Tiling{128, 128, 16}, Tiling{64, 128, 8, 0, 0}}) {
     auto o = std::make_unique<LlmOps>(ctx());
     o->tuning.matmul_bm = tl.bm;
     o->tuning.matmul_bn = tl.bn;
     o->tuning.matmul_bk = tl.bk;
     o->tuning.matmul_const = tl.cnst;
     o->tuning.matmul_prefetch = tl.prefetch;
+    o->tuning.matmul_db = tl.db;
+    o->tuning.matmul_tn = tl.tn;
     tilings.emplace_back(tl, std::move(o));
   }
   const float nan = std::numeric_limits<float>::quiet_NaN();
@@ -604,7 +659,8 @@ TEST(LlmLinear, RegTileAwkwardShapes) {
                                      std::to_string(s.cols) + " n=" + std::to_string(n) + " variant " +
                                      std::to_string(variant) + " tile " + std::to_string(tl.bm) + "x" +
                                      std::to_string(tl.bn) + "x" + std::to_string(tl.bk) + " const " +
-                                     std::to_string(tl.cnst) + " prefetch " + std::to_string(tl.prefetch);
+                                     std::to_string(tl.cnst) + " prefetch " + std::to_string(tl.prefetch) + " db " +
+                                     std::to_string(tl.db) + " tn " + std::to_string(tl.tn);
             Tensor y = acc ? make_tensor(ctx(), {int64_t(ny)}, y0) : test::poisoned(int64_t(ny));
             LinearOptions lo;
             lo.row0 = row0;

@@ -5,6 +5,8 @@
 #include "ops/llm/llm_ops.h"
 #include "test_util.h"
 
+#include <array>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -29,6 +31,50 @@ inline std::vector<llm::LinearVersion> linear_versions() {
   for (auto lv : llm::kLinearVersions)
     if (ops().supports(lv, {})) v.push_back(lv);
   return v;
+}
+
+// One token at position 6 (cache row 6), or with positions given, at the position and cache row
+// read from them on the GPU.
+inline llm::RopeKvArgs qkv_rope_args(int n_heads, bool interleaved, const Tensor* positions) {
+  llm::RopeKvArgs a;
+  a.n_heads = n_heads;
+  a.pos0 = 6;
+  a.interleaved = interleaved;
+  if (positions) {
+    a.positions = *positions;
+    a.cache_rows = true;
+  }
+  return a;
+}
+
+// A one-token QKV step with RoPE and the KV-cache append, recorded by `record` into qkv (rows
+// floats) and layer 1 of a two-layer cache, all poisoned first: qkv and the k and v caches as bits.
+using QkvRopeRecord = std::function<void(Batch&, const Tensor& qkv, const llm::KvLayer& layer)>;
+inline std::array<std::vector<uint32_t>, 3> qkv_rope_outputs(int64_t rows, int n_kv, int max_ctx, int head_dim,
+                                                             const QkvRopeRecord& record) {
+  auto qkv = poisoned(rows);
+  auto cache = llm::make_kv_cache(ctx(), 2, n_kv, max_ctx, head_dim);
+  fill_u32(ctx(), cache.k, kPoisonNaN);
+  fill_u32(ctx(), cache.v, kPoisonNaN);
+  Batch b(ctx());
+  record(b, qkv, cache.layer(1));
+  b.run();
+  return {download<uint32_t>(ctx(), qkv), download<uint32_t>(ctx(), cache.k), download<uint32_t>(ctx(), cache.v)};
+}
+
+// A fused step's outputs bit-identical to its two passes', which wrote every qkv row and one cache
+// row of each kv head (and left the rest poisoned).
+inline void expect_same_qkv_rope(const std::array<std::vector<uint32_t>, 3>& fused,
+                                 const std::array<std::vector<uint32_t>, 3>& two, int64_t rows, int64_t kv_row_elems,
+                                 const std::string& what) {
+  EXPECT_EQ(fused[0], two[0]) << what << ": qkv";
+  EXPECT_EQ(fused[1], two[1]) << what << ": k cache";
+  EXPECT_EQ(fused[2], two[2]) << what << ": v cache";
+  for (size_t i = 0; i < 3; ++i) {
+    size_t written = 0;
+    for (uint32_t v : two[i]) written += v != kPoisonNaN;
+    EXPECT_EQ(written, size_t(i == 0 ? rows : kv_row_elems)) << what << " part " << i;
+  }
 }
 
 }  // namespace wgc::test

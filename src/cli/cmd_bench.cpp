@@ -11,6 +11,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <set>
 
@@ -126,6 +127,7 @@ void write_chart(const std::string& path, const Context& ctx, const std::vector<
 struct Flags {
   GpuFlags gpu;
   bench::Options o;
+  std::vector<std::string> versions;  // empty: all
   OutputFlags out;
 };
 
@@ -136,6 +138,15 @@ int bench_cmd(const Flags& f) {
     auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
     if (ec == std::errc() && end == s.data() + s.size()) o.sizes.push_back(v);
   }
+  // The versions to run: --versions, else WGC_BENCH_VERSIONS (comma-separated; for scripted GPU
+  // runs whose command lines are fixed), else all.
+  std::vector<std::string> versions = f.versions;
+  if (const char* env = std::getenv("WGC_BENCH_VERSIONS"); versions.empty() && env)
+    for (std::string_view rest = env; !rest.empty();) {
+      const size_t comma = rest.find(',');
+      if (rest.substr(0, comma).size()) versions.emplace_back(rest.substr(0, comma));
+      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    }
   const auto& png = f.out.png;
   if (o.repeats < 0) throw UsageError("--repeats must be >= 0");
   for (double s : o.sizes)
@@ -166,6 +177,10 @@ int bench_cmd(const Flags& f) {
   for (auto& [op, make] : bench::registry()) {
     if (!o.ops.empty() && std::find(o.ops.begin(), o.ops.end(), op) == o.ops.end()) continue;
     auto cases = make(ctx, o);
+    if (!versions.empty())
+      std::erase_if(cases, [&](const bench::Case& c) {
+        return std::find(versions.begin(), versions.end(), c.version) == versions.end();
+      });
     for (size_t i = 0; i < cases.size(); ++i) {
       std::fprintf(stderr, "%s[bench] %s %s %s (%zu/%zu)%s", tty ? "\r" : "", op.c_str(), cases[i].version.c_str(),
                    cases[i].size.c_str(), i + 1, cases.size(), tty ? "        " : "\n");
@@ -220,6 +235,8 @@ Register reg{{"bench", "GPU vs CPU for every op, kernel version and size: table,
                 add_list(app, "--ops", f->o.ops, "the ops to run (default: all; an unknown one lists them)");
                 add_list(app, "--sizes", f->o.size_names,
                          "sizes to run instead of the ops' defaults: numbers, or presets and specs for conv ops");
+                add_list(app, "--versions", f->versions,
+                         "only these kernel versions (default: all, or those in WGC_BENCH_VERSIONS)");
                 app.add_flag("--quick", f->o.quick, "small sizes, few repeats (CI, SwiftShader)");
                 add_number(app, "--repeats", f->o.repeats, "timed runs per case; 0: 5 with --quick, else 20");
                 add_output_flags(app, f->out, "the results as JSON", "a chart per op");

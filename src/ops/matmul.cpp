@@ -65,9 +65,9 @@ MatmulVersion choose_matmul(const Context& ctx, const MatmulDims& d) {
   // Register tiling only pays once there are enough 128x128 blocks to fill the machine;
   // for thin products the 16x16 tiles keep more workgroups busy.
   if (uint64_t(d.m) * d.n < 64ull * 64ull) return MatmulVersion::Tiled;
-  // vec4-prefetch was the fastest rung at 2048^3 and 4096^3 on the H200 (36.9 and 38.5 TFLOP/s,
-  // docs/benchmarks.md).
-  return supports(ctx, MatmulVersion::Vec4Prefetch, d) ? MatmulVersion::Vec4Prefetch : MatmulVersion::RegTile;
+  // vec4-db was the fastest rung at 4096^3 on the H200 in two runs (38.9 and 38.8 TFLOP/s against
+  // vec4-prefetch's 38.5 and 38.4, docs/benchmarks.md).
+  return supports(ctx, MatmulVersion::Vec4Db, d) ? MatmulVersion::Vec4Db : MatmulVersion::RegTile;
 }
 
 void matmul(Batch& batch, const Tensor& a, const Tensor& b, const Tensor& c, const MatmulDims& d, MatmulVersion v) {

@@ -35,7 +35,7 @@ struct MatmulDims {
 
 // The vec4 versions need K % 4 == 0 (and N % 4 == 0 unless trans_b); the others run any shape.
 bool supports(const Context& ctx, MatmulVersion v, const MatmulDims& d);
-// What Auto runs: the 16x16 tiled kernel for thin products, else vec4-prefetch where it applies
+// What Auto runs: the 16x16 tiled kernel for thin products, else vec4-db where it applies
 // (measured on the H200, see matmul.cpp), else the scalar register-tiled kernel.
 MatmulVersion choose_matmul(const Context& ctx, const MatmulDims& d);
 

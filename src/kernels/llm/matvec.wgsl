@@ -6,13 +6,40 @@
 // SWIGLU (a prelude constant): the rows are a gate|up weight (gate rows 0 .. rows / 2 - 1, up
 // rows after them); a workgroup computes gate and up rows 32w .. 32w + 31 (WG / TPR * R == 64)
 // and writes y[32w + i] = silu(gate) * up.
+// ROPE (a prelude constant; R == 2): the rows are a fused QKV weight (p.heads query heads, then
+// p.n_kv key and p.n_kv value heads of p.head_dim rows); each group takes the two rows of one
+// RoPE pair and rope_store (matvec_rope.wgsl) does rope_kv_append.wgsl's work on them: the same
+// values, so the same results as the matvec followed by rope_kv_append.
+// XS (a prelude constant): the whole of x (XN4 vec4s, zero past cols) is staged in workgroup
+// memory once, laid out so that the lanes of a group read consecutive vec4s (no bank
+// conflicts); else x is read from global memory, masked past cols where X_MASK.
 // x is read through x_load4 (matvec_x.wgsl: as it is; matvec_x_norm.wgsl: RMS-normalised, after
-// x_prologue). Preceded by a prelude (SWIGLU), common.wgsl, a weights/*.wgsl file (bindings 0,
-// 1), a reduce file and one of those two.
+// x_prologue). Preceded by a prelude (SWIGLU, ROPE, XS, XN4, X_MASK, P_BINDING), common.wgsl,
+// rope_pair.wgsl, a weights/*.wgsl file (bindings 0, 1), a reduce file, one of those two x files
+// and matvec_rope.wgsl (ROPE: bindings 5-8) or matvec_norope.wgsl.
 @group(0) @binding(2) var<storage, read> x4: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
 @group(0) @binding(4) var<storage, read_write> y: array<f32>;
-//!include "llm/linear_params.wgsl"
+// linear_params.wgsl's fields, then ROPE's (rope_kv_append.wgsl's for one token; zero without).
+struct P {
+  n: u32,
+  rows: u32,
+  cols: u32,
+  row0: u32,
+  x_stride: u32,
+  y_stride: u32,
+  y_off: u32,
+  flags: u32,  // 1: add bias, 2: accumulate into y
+  heads: u32,
+  n_kv: u32,
+  head_dim: u32,
+  pos0: u32,
+  rflags: u32,  // 1: position from positions[0], 2: interleaved pairs, 4: cache row from positions[1]
+  max_pos: u32,
+  max_ctx: u32,
+  cache_off: u32,
+}
+@group(0) @binding(P_BINDING) var<uniform> p: P;
 override WG: u32 = 256;
 override TPR: u32 = 32;  // invocations per row (power of two)
 override UNROLL: u32 = 2; // chunks in flight per invocation
@@ -23,43 +50,70 @@ var<workgroup> red: array<f32, WG>;
 var<workgroup> res: array<f32, 64>;  // SWIGLU: the workgroup's gate and up sums
 // With W_STAGE_X (per weight type), x is staged through shared memory in tiles of XT elements (zero past cols), one vec4 of
 // padding every 8 so that lanes reading chunks of 32-64 elements apart hit different banks.
-override XT: u32 = select(32u, max(2048u, W_CHUNK * TPR * 2u), W_STAGE_X);  // tiny when unused
+override XT: u32 = select(32u, max(2048u, W_CHUNK * TPR * 2u), W_STAGE_X && !XS);  // tiny when unused
 var<workgroup> xs: array<vec4<f32>, XT / 4u + XT / 32u>;
 var<private> tile4: u32;
+// XS: x's vec4 i4 at xw[(i4 % XV) * XH + i4 / XV] (XV vec4s per weight chunk): lane-consecutive
+// chunks read consecutive entries.
+const XV: u32 = max(W_CHUNK / 4u, 1u);
+const XH: u32 = (XN4 + XV - 1u) / XV;
+var<workgroup> xw: array<vec4<f32>, select(1u, XH * XV, XS)>;
 
 fn xq(i4: u32) -> vec4<f32> {
+  if (XS) { return xw[(i4 % XV) * XH + i4 / XV]; }
   if (W_STAGE_X) {
     let j = i4 - tile4;
     return xs[j + j / 8u];
   }
-  if (!W_PADDED) { return x_load4(i4); }
+  if (!X_MASK) { return x_load4(i4); }
   let e = vec4<u32>(4u * i4) + vec4<u32>(0u, 1u, 2u, 3u);
   return select(vec4<f32>(0.0), x_load4(i4), e < vec4<u32>(p.cols));
+}
+
+// ROPE: row u (0, 1) of RoPE pair pi (pairs numbered head by head).
+fn rope_row(pi: u32, u: u32) -> u32 {
+  let half = p.head_dim / 2u;
+  let pr = rope_pair(pi % half, half, (p.rflags & 2u) != 0u);
+  return (pi / half) * p.head_dim + select(pr.x, pr.y, u == 1u);
 }
 
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>,
         @builtin(num_workgroups) nwg: vec3<u32>) {
   let wg = wg_linear(wid, nwg);
-  let rl0 = (wg * (WG / TPR) + lid / TPR) * R;  // the group's first row
   let lane = lid % TPR;
   var rows: array<u32, R_MAX>;
+  var rl: array<u32, R_MAX>;  // the rows' indices from row0 (past p.rows: none)
   for (var u = 0u; u < R; u++) {
-    var rl = rl0 + u;
+    let lr = (lid / TPR) * R + u;
     if (SWIGLU) {
-      let lr = (lid / TPR) * R + u;
-      rl = select(32u * wg + lr, p.rows / 2u + 32u * wg + lr - 32u, lr >= 32u);
+      rl[u] = select(32u * wg + lr, p.rows / 2u + 32u * wg + lr - 32u, lr >= 32u);
+    } else if (ROPE) {
+      rl[u] = rope_row(wg * (WG / TPR) + lid / TPR, u);
+    } else {
+      rl[u] = wg * (WG / TPR * R) + lr;
     }
-    rows[u] = p.row0 + min(rl, p.rows - 1u);
+    rows[u] = p.row0 + min(rl[u], p.rows - 1u);
   }
   x_prologue(lid);
   w_setup(p.cols);
   let nch = w_nchunks(p.cols);
+  if (XS) {
+    for (var i = lid; i < XH * XV; i += WG) {
+      var v = vec4<f32>(0.0);
+      if (i < (p.cols + 3u) / 4u) {
+        let e = vec4<u32>(4u * i) + vec4<u32>(0u, 1u, 2u, 3u);
+        v = select(vec4<f32>(0.0), x_load4(i), e < vec4<u32>(p.cols));
+      }
+      xw[(i % XV) * XH + i / XV] = v;
+    }
+    workgroupBarrier();
+  }
   let nx4 = (p.cols + 3u) / 4u;
   var acc: array<f32, R_MAX>;
-  let span = select(nch * W_CHUNK, XT, W_STAGE_X);  // one pass when x is read from global memory
+  let span = select(nch * W_CHUNK, XT, W_STAGE_X && !XS);  // one pass when x is read from global memory
   for (var t0 = 0u; t0 < nch * W_CHUNK; t0 += span) {
-    if (W_STAGE_X) {
+    if (W_STAGE_X && !XS) {
       workgroupBarrier();
       for (var i = lid; i < XT / 4u; i += WG) {
         let g4 = t0 / 4u + i;
@@ -84,18 +138,21 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
       for (var u = 0u; u < R; u++) { acc[u] += w_chunk(rows[u], c); }
     }
   }
+  var outs: array<f32, R_MAX>;
   for (var u = 0u; u < R; u++) {
     let s = group_sum(acc[u], lid, TPR);
     if (SWIGLU) {
       if (lane == 0u) { res[(lid / TPR) * R + u] = s; }
-    } else if (lane == 0u && rl0 + u < p.rows) {
+    } else if (lane == 0u && rl[u] < p.rows) {
       var o = s;
       if ((p.flags & 1u) != 0u) { o += bias[rows[u]]; }
-      let yi = p.y_off + rl0 + u;
+      let yi = p.y_off + rl[u];
       if ((p.flags & 2u) != 0u) { o += y[yi]; }
       y[yi] = o;
+      outs[u] = o;
     }
   }
+  if (ROPE && lane == 0u && rl[0] < p.rows) { rope_store(rl[0], rl[1], outs[0], outs[1]); }
   if (SWIGLU) {
     workgroupBarrier();
     if (lid < 32u) {

@@ -138,12 +138,17 @@ class GpuEngine final : public LlamaEngine {
       // dispatch per part (Q4_K_M: q|k, then v of another type).
       const bool qkv_rope = q8(L.qkv) && fuse_norm_q8 && ops.tuning.mvq_rope && !cfg.qk_norm && L.qkv.biases.empty() &&
                             ops.fuses_rope_q8(hidden);
+      // The same with f32 activations (F16, BF16, F32 weights) on GPUs.
+      const bool qkv_rope32 = !q8(L.qkv) && fuse_norm_f32 && ops.tuning.matvec_rope && !cfg.qk_norm &&
+                              L.qkv.parts.size() == 1 && L.qkv.biases.empty() && ops.fuses_rope(hidden);
       if (qkv_rope) {
         int64_t row0 = 0;
         for (const GpuWeight& part : L.qkv.parts) {
           ops.rms_norm_qkv_rope_q8(b, x, L.ln1, eps, part, qkv, rope, cache, ra, row0);
           row0 += part.rows;
         }
+      } else if (qkv_rope32) {
+        ops.rms_norm_qkv_rope(b, x, L.ln1, eps, L.qkv.parts[0], qkv, rope, cache, ra);
       } else if (q8(L.qkv) && fuse_norm_q8) {
         record_rms_norm_linear_q8(ops, b, L.qkv, x, L.ln1, eps, qkv, qkv_dim, false);
       } else if (q8(L.qkv)) {
@@ -159,7 +164,7 @@ class GpuEngine final : public LlamaEngine {
         ops.head_rms_norm(b, qkv, L.q_norm, n, int(nh), int(hd), qkv_dim, 0, eps);
         ops.head_rms_norm(b, qkv, L.k_norm, n, int(nkv), int(hd), qkv_dim, nh * hd, eps);
       }
-      if (!qkv_rope) ops.rope_kv_append(b, qkv, rope, cache, ra);
+      if (!qkv_rope && !qkv_rope32) ops.rope_kv_append(b, qkv, rope, cache, ra);
       AttentionArgs aa;
       aa.n_tokens = n;
       aa.n_heads = int(nh);

@@ -24,6 +24,21 @@ using detail::u32;
 
 uint64_t round16(uint64_t b) { return (b + 15) / 16 * 16; }
 
+// linear_batched.wgsl: weight elements per chunk (one vec4<u32>), as weights/*.wgsl's W_CHUNK.
+uint32_t chunk_elems(TensorType t) {
+  switch (t) {
+    case TensorType::F32: return 4;
+    case TensorType::F16:
+    case TensorType::BF16: return 8;
+    case TensorType::Q8_0: return 16;
+    case TensorType::Q4_0:
+    case TensorType::Q4_K: return 32;
+    case TensorType::Q6_K: return 64;
+    default: break;  // not a GPU weight type: upload_weight refuses it
+  }
+  return 4;
+}
+
 uint32_t pow2_floor(uint32_t v) {
   uint32_t p = 1;
   while (p * 2 <= v) p *= 2;
@@ -85,11 +100,17 @@ void apply_tuning(LlmTuning& t, std::string_view spec) {
       {"matvec_rows", &LlmTuning::matvec_rows},
       {"matvec_swiglu", &LlmTuning::matvec_swiglu},
       {"matvec_norm", &LlmTuning::matvec_norm},
+      {"matvec_rope", &LlmTuning::matvec_rope},
+      {"matvec_xs", &LlmTuning::matvec_xs},
+      {"swiglu_tpr", &LlmTuning::swiglu_tpr},
+      {"swiglu_unroll", &LlmTuning::swiglu_unroll},
       {"matmul_bm", &LlmTuning::matmul_bm},
       {"matmul_bn", &LlmTuning::matmul_bn},
       {"matmul_bk", &LlmTuning::matmul_bk},
       {"matmul_const", &LlmTuning::matmul_const},
       {"matmul_prefetch", &LlmTuning::matmul_prefetch},
+      {"matmul_db", &LlmTuning::matmul_db},
+      {"matmul_tn", &LlmTuning::matmul_tn},
       {"batched_kl", &LlmTuning::batched_kl},
       {"batched_wg", &LlmTuning::batched_wg},
       {"batched_min_groups", &LlmTuning::batched_min_groups},
@@ -194,6 +215,9 @@ constexpr uint32_t kNaiveWG = 64;
 constexpr uint32_t kMatvecMaxRows = 8;       // matvec.wgsl: R_MAX
 constexpr uint32_t kSwigluRows = 64;         // matvec.wgsl: gate and up rows per SWIGLU workgroup
 constexpr uint64_t kRegTileMinGroups = 256;  // choose_linear: tiles from which RegTile runs
+// matvec.wgsl: the uniform's binding with ROPE (after matvec_rope.wgsl's storage buffers 5-8), and
+// P's ROPE fields (zero without).
+constexpr uint32_t kMatvecRopeUniform = 9, kMatvecRopeParams = 8;
 }  // namespace
 
 std::string_view to_string(LinearVersion v) {
@@ -245,8 +269,7 @@ LinearVersion LlmOps::choose_linear(const LinearDims& d) const {
   return subgroups_ ? LinearVersion::Subgroup : LinearVersion::Shared;
 }
 
-Kernel LlmOps::linear_kernel(const std::string& kind, TensorType t, LinearVersion v, uint32_t swiglu_rows,
-                             const float* norm_eps) const {
+Kernel LlmOps::linear_kernel(const std::string& kind, TensorType t) const {
   std::vector<std::string> files = {"llm/common.wgsl", "llm/weights/" + str(t) + ".wgsl"};
   std::string key = "llm/" + kind + "/" + str(t);
   if (kind == "naive") {
@@ -263,10 +286,13 @@ Kernel LlmOps::linear_kernel(const std::string& kind, TensorType t, LinearVersio
     need(bm > 0 && bn > 0 && bm % 8 == 0 && bn % 8 == 0, op,
          "tile " + std::to_string(bm) + "x" + std::to_string(bn) + ": both must be multiples of 8");
     need(bk > 0 && bk % 4 == 0, op, "BK " + std::to_string(bk) + " is not a multiple of 4");
-    const uint32_t nt = bm * bn / 64;
+    const uint32_t tn = tuning.matmul_tn;
+    need(tn == 4 || tn == 8, op, "matmul_tn " + std::to_string(tn) + " (4 or 8 rows per invocation)");
+    const uint32_t nt = bm * bn / (8 * tn);
     need(nt <= max_wg_, op,
          std::to_string(nt) + " invocations per workgroup, the adapter allows " + std::to_string(max_wg_));
-    const uint64_t shared = uint64_t(bk) * (bm + bn) * 4;
+    const bool db = tuning.matmul_db != 0;
+    const uint64_t shared = uint64_t(bk) * (bm + bn) * 4 * (db ? 2 : 1);
     need(shared <= ctx_.limits().max_compute_workgroup_storage_size, op,
          std::to_string(shared) + " bytes of workgroup memory, the adapter allows " +
              std::to_string(ctx_.limits().max_compute_workgroup_storage_size));
@@ -277,36 +303,82 @@ Kernel LlmOps::linear_kernel(const std::string& kind, TensorType t, LinearVersio
     auto decl = [&](const char* name, uint32_t val) { return kw + name + ": u32 = " + std::to_string(val) + "u;\n"; };
     const bool prefetch = tuning.matmul_prefetch != 0;
     const std::string prelude = decl("BM", bm) + decl("BN", bn) + decl("BK", bk) + decl("NT", nt) + decl("KQ", bk / 4) +
-                                "const RT_PREFETCH: bool = " + (prefetch ? "true" : "false") +
+                                decl("AS", bk * bm / 4) + decl("BS", bk * bn / 4) + decl("RT_TN", tn) +
+                                "const RT_DB: bool = " + (db ? "true" : "false") +
+                                ";\nconst RT_PREFETCH: bool = " + (prefetch ? "true" : "false") +
                                 ";\nconst RT_WPT: u32 = " + std::to_string(ceil_div(bn * bk / 4, nt)) +
                                 "u;\nconst RT_XPT: u32 = " + std::to_string(ceil_div(bm * bk / 4, nt)) + "u;\n";
     return kernel(key + "/" + std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk) +
-                      (tuning.matmul_const ? "" : "/override") + (prefetch ? "/prefetch" : ""),
+                      (tn == 4 ? "/8x4" : "") + (tuning.matmul_const ? "" : "/override") +
+                      (db         ? "/db"
+                       : prefetch ? "/prefetch"
+                                  : ""),
                   files, {}, false, "main", prelude);
   }
-  bool sg = v == LinearVersion::Subgroup;
-  files.push_back(sg ? "llm/reduce_sg.wgsl" : "llm/reduce_wg.wgsl");
-  files.push_back(norm_eps ? "llm/matvec_x_norm.wgsl" : "llm/matvec_x.wgsl");
-  files.push_back("llm/matvec.wgsl");
-  const MatvecShape m = matvec_shape();
-  const uint32_t rows = swiglu_rows ? swiglu_rows : m.rows;
-  std::vector<std::pair<std::string, double>> c = {
-      {"WG", m.wg}, {"TPR", m.tpr}, {"UNROLL", tuning.matvec_unroll}, {"R", rows}};
+  throw Error("wgc: llm: no kernel kind '" + kind + "'");
+}
+
+Kernel LlmOps::matvec_kernel(TensorType t, LinearVersion v, int64_t cols, uint32_t swiglu_rows, const float* norm_eps,
+                             bool rope) const {
+  const bool sg = v == LinearVersion::Subgroup;
+  std::vector<std::string> files = {"llm/common.wgsl",
+                                    "llm/rope_pair.wgsl",
+                                    "llm/weights/" + str(t) + ".wgsl",
+                                    sg ? "llm/reduce_sg.wgsl" : "llm/reduce_wg.wgsl",
+                                    norm_eps ? "llm/matvec_x_norm.wgsl" : "llm/matvec_x.wgsl",
+                                    rope ? "llm/matvec_rope.wgsl" : "llm/matvec_q8_norope.wgsl",
+                                    "llm/matvec.wgsl"};
+  const MatvecShape m = matvec_shape(swiglu_rows != 0);
+  const uint32_t rows = rope ? 2 : swiglu_rows ? swiglu_rows : m.rows;
+  std::vector<std::pair<std::string, double>> c = {{"WG", m.wg}, {"TPR", m.tpr}, {"UNROLL", m.unroll}, {"R", rows}};
   if (sg) c.push_back({"SG", sg_size_});
+  std::string key = "llm/matvec/" + str(t);
   if (norm_eps) {
     c.push_back({"EPS", double(*norm_eps)});
     uint32_t bits;
     std::memcpy(&bits, norm_eps, 4);
     key += "/norm" + std::to_string(bits);
   }
-  return kernel(key + (sg ? "/sg/" : "/wg/") + (swiglu_rows ? "swiglu/" : "") + std::to_string(m.wg) + "/" +
-                    std::to_string(m.tpr) + "/" + std::to_string(tuning.matvec_unroll) + "/" + std::to_string(rows),
-                files, c, sg, "main", std::string("const SWIGLU: bool = ") + (swiglu_rows ? "true" : "false") + ";\n");
+  // x masked past cols only where a row's last chunk reaches past them (the padded types).
+  const uint32_t ch = chunk_elems(t);
+  const bool padded = t == TensorType::F32 || t == TensorType::F16 || t == TensorType::BF16;
+  const bool mask = padded && cols % ch != 0;
+  const bool xs = stages_x(t, cols, norm_eps != nullptr);
+  const uint32_t xn4 = xs ? u32((cols + 3) / 4) : 1u;
+  if (mask) key += "/mask";
+  if (xs) key += "/xs" + std::to_string(xn4);
+  if (rope) key += "/rope";
+  const std::string prelude =
+      std::string("const SWIGLU: bool = ") + (swiglu_rows ? "true" : "false") +
+      ";\nconst ROPE: bool = " + (rope ? "true" : "false") + ";\nconst XS: bool = " + (xs ? "true" : "false") +
+      ";\nconst XN4: u32 = " + std::to_string(xn4) + "u;\nconst X_MASK: bool = " + (mask ? "true" : "false") +
+      ";\nconst P_BINDING: u32 = " + std::to_string(rope ? kMatvecRopeUniform : 5u) + "u;\n";
+  return kernel(
+      key + (sg ? "/sg/" : "/wg/") + (swiglu_rows ? "swiglu/" : "") + shape_tag({m.wg, m.tpr, m.unroll, rows}), files,
+      c, sg, "main", prelude);
 }
 
-LlmOps::MatvecShape LlmOps::matvec_shape() const {
+bool LlmOps::stages_x(TensorType t, int64_t cols, bool norm) const {
+  if (tuning.matvec_xs == 0 || (tuning.matvec_xs == 1 && !norm)) return false;
+  if (t != TensorType::F32 && t != TensorType::F16 && t != TensorType::BF16) return false;
+  // matvec.wgsl's xw (whole weight chunks of x), red and res
+  const uint64_t xv = chunk_elems(t) / 4, bytes = ceil_div(uint64_t(ceil_div(uint64_t(cols), 4)), xv) * xv * 16 +
+                                                  4ull * matvec_shape().wg + 4ull * kSwigluRows;
+  return cols > 0 && bytes <= ctx_.limits().max_compute_workgroup_storage_size;
+}
+
+Params LlmOps::matvec_params(int64_t rows, int64_t cols, int64_t row0, int64_t y_off, uint32_t flags) const {
+  Params prm(1u, u32(rows), u32(cols), u32(row0), u32(cols), u32(rows), u32(y_off), flags);
+  for (uint32_t i = 0; i < kMatvecRopeParams; ++i) prm.push(0u);
+  return prm;
+}
+
+LlmOps::MatvecShape LlmOps::matvec_shape(bool swiglu) const {
   const uint32_t wg = std::min(tuning.matvec_wg, max_wg_);
-  return {wg, std::min(tuning.matvec_tpr, wg), std::clamp(tuning.matvec_rows, 1u, kMatvecMaxRows)};
+  const uint32_t tpr = swiglu && tuning.swiglu_tpr ? tuning.swiglu_tpr : tuning.matvec_tpr;
+  const uint32_t unroll = swiglu && tuning.swiglu_unroll ? tuning.swiglu_unroll : tuning.matvec_unroll;
+  need(unroll >= 1 && unroll <= 8, "matvec", "unroll " + std::to_string(unroll) + " (1..8)");
+  return {wg, std::min(tpr, wg), std::clamp(tuning.matvec_rows, 1u, kMatvecMaxRows), unroll};
 }
 
 std::vector<KernelVersion> LlmOps::versions() const {
@@ -353,10 +425,10 @@ void LlmOps::precompile(const std::vector<TensorType>& types, const std::vector<
   // Compile on first use is the common path; this only warms the map (pipelines compile in Dawn's
   // cache, so a later compile() of the same code is cheap).
   for (auto t : types) {
-    linear_kernel("naive", t, LinearVersion::Naive);
-    linear_kernel("matmul", t, LinearVersion::Shared);
-    linear_kernel("regtile", t, LinearVersion::RegTile);
-    linear_kernel("matvec", t, subgroups_ ? LinearVersion::Subgroup : LinearVersion::Shared);
+    linear_kernel("naive", t);
+    linear_kernel("matmul", t);
+    linear_kernel("regtile", t);
+    matvec_kernel(t, subgroups_ ? LinearVersion::Subgroup : LinearVersion::Shared, 0);
     kernel("llm/embedding/" + str(t), {"llm/common.wgsl", "llm/weights/" + str(t) + ".wgsl", "llm/embedding.wgsl"}, {},
            false);
   }
@@ -467,21 +539,22 @@ void LlmOps::linear(Batch& b, const GpuWeight& w, const Tensor& x, const Tensor&
   if (v == LinearVersion::Batched) return linear_batched(b, w, x, y, n_tokens, prm, bias, rows);
   if (v == LinearVersion::BatchedQ8) return linear_batched_q8(b, w, x, xs, y, n_tokens, prm, bias, rows);
   if (v == LinearVersion::Naive) {
-    Kernel k = linear_kernel("naive", w.type, v);
+    Kernel k = linear_kernel("naive", w.type);
     b.dispatch(k, {w.data, w.scales, x, bias, y}, prm,
                groups_1d(ctx_, ceil_div(uint64_t(n_tokens) * uint64_t(rows), kNaiveWG)));
   } else if (v == LinearVersion::RegTile) {
-    Kernel k = linear_kernel("regtile", w.type, v);
+    Kernel k = linear_kernel("regtile", w.type);
     b.dispatch(k, {w.data, w.scales, Arg(x, 0, x.capacity()), bias, y}, prm,
                {ceil_div(uint64_t(rows), tuning.matmul_bn), ceil_div(uint64_t(n_tokens), tuning.matmul_bm), 1});
   } else if (n_tokens == 1) {
-    Kernel k = linear_kernel("matvec", w.type, v);
+    Kernel k = matvec_kernel(w.type, v, w.cols);
     const MatvecShape m = matvec_shape();
     need(round16(x.bytes()) <= x.capacity(), op, "x buffer too small");
-    b.dispatch(k, {w.data, w.scales, Arg(x, 0, round16(x.bytes())), bias, y}, prm,
+    b.dispatch(k, {w.data, w.scales, Arg(x, 0, round16(x.bytes())), bias, y},
+               matvec_params(rows, w.cols, o.row0, o.y_offset, flags),
                groups_1d(ctx_, ceil_div(uint64_t(rows), m.wg / m.tpr * m.rows)));
   } else {
-    Kernel k = linear_kernel("matmul", w.type, v);
+    Kernel k = linear_kernel("matmul", w.type);
     b.dispatch(k, {w.data, w.scales, x, bias, y}, prm,
                {ceil_div(uint64_t(rows), 64), ceil_div(uint64_t(n_tokens), 64), 1});
   }
@@ -497,12 +570,11 @@ void LlmOps::rms_norm_linear(Batch& b, const Tensor& x, const Tensor& norm_w, fl
        "rows " + std::to_string(o.row0) + "+" + std::to_string(rows) + " of a " + std::to_string(w.rows) +
            "-row weight");
   need_elems(y, o.y_offset + rows, op, "y");
-  Kernel k = linear_kernel("matvec", w.type, subgroups_ ? LinearVersion::Subgroup : LinearVersion::Shared, 0, &eps);
+  Kernel k = matvec_kernel(w.type, subgroups_ ? LinearVersion::Subgroup : LinearVersion::Shared, w.cols, 0, &eps);
   const MatvecShape m = matvec_shape();
-  b.dispatch(
-      k, {w.data, w.scales, Arg(x, 0, round16(x.bytes())), norm_w, y},
-      Params(1u, u32(rows), u32(w.cols), u32(o.row0), u32(w.cols), u32(rows), u32(o.y_offset), o.accumulate ? 2u : 0u),
-      groups_1d(ctx_, ceil_div(uint64_t(rows), m.wg / m.tpr * m.rows)));
+  b.dispatch(k, {w.data, w.scales, Arg(x, 0, round16(x.bytes())), norm_w, y},
+             matvec_params(rows, w.cols, o.row0, o.y_offset, o.accumulate ? 2u : 0u),
+             groups_1d(ctx_, ceil_div(uint64_t(rows), m.wg / m.tpr * m.rows)));
 }
 
 void LlmOps::rms_norm_swiglu(Batch& b, const Tensor& x, const Tensor& norm_w, float eps, const GpuWeight& gate_up,
@@ -513,6 +585,38 @@ void LlmOps::rms_norm_swiglu(Batch& b, const Tensor& x, const Tensor& norm_w, fl
 }
 
 bool LlmOps::fuses_norm(int64_t cols) const { return cols > 0 && cols % 4 == 0; }
+
+bool LlmOps::fuses_rope(int64_t cols) const {
+  return fuses_norm(cols) && ctx_.limits().max_storage_buffers_per_shader_stage >= kMatvecRopeUniform;  // buffers 0-8
+}
+
+void LlmOps::rms_norm_qkv_rope(Batch& b, const Tensor& x, const Tensor& norm_w, float eps, const GpuWeight& w,
+                               const Tensor& qkv, const RopeTable& table, const KvLayer& c, const RopeKvArgs& a) const {
+  const std::string op = "rms_norm_qkv_rope " + str(w.type);
+  check_norm(x, norm_w, w.cols, op);
+  need(fuses_rope(w.cols), op,
+       "needs " + std::to_string(kMatvecRopeUniform) + " storage buffers per shader stage, the adapter allows " +
+           std::to_string(ctx_.limits().max_storage_buffers_per_shader_stage));
+  detail::check_qkv_rope(w, qkv, table, c, a, op);
+  const MatvecShape m = matvec_shape();
+  need(m.tpr <= m.wg, op, "matvec tpr larger than the workgroup");
+  Kernel k = matvec_kernel(w.type, subgroups_ ? LinearVersion::Subgroup : LinearVersion::Shared, w.cols, 0, &eps, true);
+  const uint32_t rflags = (a.positions ? 1u : 0u) | (a.interleaved ? 2u : 0u) | (a.cache_rows ? 4u : 0u);
+  Params prm(1u, u32(w.rows), u32(w.cols), 0u, u32(w.cols), u32(w.rows), 0u, 0u);
+  prm.push(u32(a.n_heads))
+      .push(u32(c.n_kv_heads))
+      .push(u32(c.head_dim))
+      .push(u32(a.pos0))
+      .push(rflags)
+      .push(u32(table.max_pos))
+      .push(u32(c.max_ctx))
+      .push(c.offset);
+  const uint64_t pairs = uint64_t(w.rows) / 2;  // one per row group
+  b.dispatch(k,
+             {w.data, w.scales, Arg(x, 0, round16(x.bytes())), norm_w, qkv, table.cos_sin,
+              a.positions ? a.positions : dummy_, c.k, c.v},
+             prm, groups_1d(ctx_, ceil_div(pairs, m.wg / m.tpr)));
+}
 
 void LlmOps::check_norm(const Tensor& x, const Tensor& norm_w, int64_t cols, const std::string& op) const {
   need(fuses_norm(cols), op, std::to_string(cols) + " columns (a multiple of 4)");
@@ -537,29 +641,15 @@ void LlmOps::swiglu_matvec(Batch& b, const GpuWeight& w, const Tensor& x, const 
   need_elems(out, n, op, "out");
   need(v == LinearVersion::Subgroup || v == LinearVersion::Shared, op, "runs the subgroup or shared matvec");
   need(v != LinearVersion::Subgroup || subgroups_, op, "this adapter has no usable subgroups");
-  const MatvecShape m = matvec_shape();
+  const MatvecShape m = matvec_shape(true);
   need(kSwigluRows * m.tpr % m.wg == 0 && kSwigluRows * m.tpr / m.wg <= kMatvecMaxRows, op,
        std::to_string(m.wg / m.tpr) + " row groups per workgroup cannot take 64 rows (8 per group at most)");
-  Kernel k = linear_kernel("matvec", w.type, v, kSwigluRows * m.tpr / m.wg, eps);
-  b.dispatch(k, {w.data, w.scales, Arg(x, 0, round16(x.bytes())), norm_w, out},
-             Params(1u, u32(w.rows), u32(w.cols), 0u, u32(w.cols), u32(w.rows), 0u, 0u), groups_1d(ctx_, u32(n / 32)));
+  Kernel k = matvec_kernel(w.type, v, w.cols, kSwigluRows * m.tpr / m.wg, eps);
+  b.dispatch(k, {w.data, w.scales, Arg(x, 0, round16(x.bytes())), norm_w, out}, matvec_params(w.rows, w.cols, 0, 0, 0),
+             groups_1d(ctx_, u32(n / 32)));
 }
 
 namespace {
-// linear_batched.wgsl: weight elements per chunk (one vec4<u32>), as weights/*.wgsl's W_CHUNK.
-uint32_t chunk_elems(TensorType t) {
-  switch (t) {
-    case TensorType::F32: return 4;
-    case TensorType::F16:
-    case TensorType::BF16: return 8;
-    case TensorType::Q8_0: return 16;
-    case TensorType::Q4_0:
-    case TensorType::Q4_K: return 32;
-    case TensorType::Q6_K: return 64;
-    default: break;  // not a GPU weight type: upload_weight refuses it
-  }
-  return 4;
-}
 constexpr uint32_t kBatchedRowsPerGroup = 4;  // linear_batched.wgsl: TR
 constexpr int kBatchedLargeStep = 256;        // more tokens: tuning.batched_tt_large
 // The batched kernels' token tile: the smallest power of two that holds n tokens, at most `most`

@@ -187,15 +187,28 @@ struct KernelVersion {
 struct LlmTuning {
   uint32_t matvec_wg = 256;    // invocations per matvec workgroup (rows per workgroup = wg / tpr)
   uint32_t matvec_tpr = 32;    // invocations per row (a power of two)
-  uint32_t matvec_unroll = 2;  // weight loads in flight per invocation
+  uint32_t matvec_unroll = 4;  // weight loads in flight per invocation (H200, 8B F16 tg: 4 beat 2 by 1%)
   uint32_t matvec_rows = 2;    // rows per group of matvec_tpr invocations (1..8), sharing x loads
   // One token through a gate|up weight with f32 activations: 1 runs gate|up and SwiGLU as one
   // matvec dispatch (linear_swiglu), 0 as two (for A/B measurements).
   uint32_t matvec_swiglu = 1;
   // One-token steps with f32 activations on GPUs: 1 RMS-normalises x inside the matvecs that read
   // it (rms_norm_linear, rms_norm_swiglu), 0 in an rms_norm pass before them (one more dispatch).
-  // 0 until measured on the H200 (the 8-bit version of the same fusion gained 8.5% there).
-  uint32_t matvec_norm = 0;
+  // H200 (docs/benchmarks.md): with matvec_rope, 8B F16 tg 165 -> 180.5 t/s, 1B F16 662 -> 780.
+  uint32_t matvec_norm = 1;
+  // One-token steps with f32 activations (needs matvec_norm): 1 does RoPE and the KV-cache append
+  // in the QKV matvec's epilogue (rms_norm_qkv_rope), 0 in a rope_kv_append pass after it (H200,
+  // 8B F16 tg: 180.5 vs 178.2 t/s).
+  uint32_t matvec_rope = 1;
+  // The matvec's x: 0 read from global memory (L1) by every row group; 1 staged whole in workgroup
+  // memory once per workgroup where x is RMS-normalised in the matvec (matvec_norm); 2 wherever it
+  // fits (F32/F16/BF16 weights; an 8B model's 14336-column down projection does not). H200: 2
+  // beat 1 by 0.6% (8B F16 tg) and 7.8% (1B F16 tg: 841 vs 780 t/s); 0 lost 1% on 8B.
+  uint32_t matvec_xs = 2;
+  // The gate|up + SwiGLU matvec's invocations per row and unroll (0: matvec_tpr, matvec_unroll):
+  // its workgroups take 64 rows whatever the plain matvec's rows per group.
+  uint32_t swiglu_tpr = 0;
+  uint32_t swiglu_unroll = 0;
   // Register-tiled matmul (prefill): tokens (BM, a multiple of 8) x weight rows (BN, a multiple
   // of 8) per workgroup, (BM / 8) * (BN / 8) invocations of 8x8 outputs; k step BK (a multiple of
   // 4). 64 x 128 x 8: an 8B model's 4096-row projections at 512 tokens give 256 workgroups; on
@@ -208,6 +221,16 @@ struct LlmTuning {
   uint32_t matmul_const = 1;
   // 1: each invocation loads its share of the next tile into registers before this tile's math.
   uint32_t matmul_prefetch = 1;
+  // 1: two workgroup-memory buffers per tile (the next tile goes into the other one after this
+  // tile's math: one barrier per k step instead of two; twice the workgroup memory; implies the
+  // prefetch), as the SGEMM's vec4-db rung. H200, 8B F16 pp512: no gain (1,557 vs 1,561 t/s; with
+  // matmul_tn 4 1,927 vs 1,988), and a k step of 16 with it lost a third (1,066).
+  uint32_t matmul_db = 0;
+  // Weight rows per invocation of the register tile: 8 (8 x 8 outputs) or 4 (8 x 4: twice the
+  // invocations per tile, for products whose tiles do not fill the GPU: an 8B model's 4096-row
+  // projections at 512 tokens give 256 workgroups of 128 invocations). H200, 8B F16 pp512: 4 beat 8
+  // by 27% (1,988 vs 1,561 t/s).
+  uint32_t matmul_tn = 4;
   // The version LinearVersion::Auto runs for n_tokens > 1 (Auto: choose_linear's pick by shape).
   LinearVersion matmul = LinearVersion::Auto;
   // Batched kernel: lanes per row group (a power of two, <= 32; fixes the summation order, so
@@ -498,6 +521,13 @@ class LlmOps {
                        const Tensor& out) const;
   // Whether those take x of `cols` columns (a multiple of 4).
   bool fuses_norm(int64_t cols) const;
+  // One token: rms_norm_linear through a fused QKV weight (rows: a.n_heads query heads, then the
+  // cache's key and value heads, back to back) and rope_kv_append(qkv, table, cache, a) on its
+  // output, in one dispatch (bit-identical to the two). Needs fuses_rope(w.cols) (nine storage
+  // buffers: adapters allowing that many per shader stage).
+  void rms_norm_qkv_rope(Batch& b, const Tensor& x, const Tensor& norm_w, float eps, const GpuWeight& w,
+                         const Tensor& qkv, const RopeTable& table, const KvLayer& cache, const RopeKvArgs& a) const;
+  bool fuses_rope(int64_t cols) const;
 
   // out[t * out_stride + i] = silu(g) * u, g = gate[t * g_stride + g_off + i],
   // u = up[t * u_stride + u_off + i], i < n (gate and up may be one gate|up tensor).
@@ -573,10 +603,17 @@ class LlmOps {
   // batched_min_groups workgroups.
   uint32_t batched_wg(uint64_t token_tiles, int64_t rows, uint32_t rows_per_group) const;
   uint32_t batched_tt(int n_tokens) const;  // tuning.batched_tt or _large for n_tokens, checked
-  // swiglu_rows: the matvec's SWIGLU variant with that many rows per group (0: the plain kernel).
-  // norm_eps: x RMS-normalised inside the matvec (matvec_x_norm.wgsl) with this epsilon.
-  Kernel linear_kernel(const std::string& kind, TensorType t, LinearVersion v, uint32_t swiglu_rows = 0,
-                       const float* norm_eps = nullptr) const;
+  // kind: "naive", "matmul" (tiled) or "regtile".
+  Kernel linear_kernel(const std::string& kind, TensorType t) const;
+  // matvec.wgsl for weights of `cols` columns (0: unknown, taken as whole chunks without staging).
+  // swiglu_rows: the SWIGLU variant with that many rows per group (0: the plain kernel); norm_eps:
+  // x RMS-normalised inside (matvec_x_norm.wgsl) with this epsilon; rope: the ROPE epilogue.
+  Kernel matvec_kernel(TensorType t, LinearVersion v, int64_t cols, uint32_t swiglu_rows = 0,
+                       const float* norm_eps = nullptr, bool rope = false) const;
+  // Whether the matvec stages the whole of x in workgroup memory (tuning.matvec_xs, where it fits).
+  bool stages_x(TensorType t, int64_t cols, bool norm) const;
+  // matvec.wgsl's parameters for one token without ROPE.
+  Params matvec_params(int64_t rows, int64_t cols, int64_t row0, int64_t y_off, uint32_t flags) const;
   // The gate|up + SwiGLU matvec, x RMS-normalised with norm_w first when eps is given.
   void swiglu_matvec(Batch& b, const GpuWeight& w, const Tensor& x, const Tensor& norm_w, const float* eps,
                      const Tensor& out, LinearVersion v, const std::string& op) const;
@@ -584,9 +621,9 @@ class LlmOps {
   // The matvec schedule: tuning clamped to the adapter and the kernel. The pipeline and the grid
   // must agree on it.
   struct MatvecShape {
-    uint32_t wg, tpr, rows;  // invocations per workgroup and per row group; rows per group
+    uint32_t wg, tpr, rows, unroll;  // invocations per workgroup and per row group; rows per group; unroll
   };
-  MatvecShape matvec_shape() const;
+  MatvecShape matvec_shape(bool swiglu = false) const;  // swiglu: the gate|up + SwiGLU kernel's tpr, unroll
   Kernel attn_kernel(int head_dim, int bq) const;
   // flash_attn_tiled.wgsl for this head_dim, or an empty Kernel where it cannot run.
   Kernel attn_tiled_kernel(int head_dim) const;

@@ -64,6 +64,34 @@ inline Q8LinearShape check_linear_q8(const GpuWeight& w, const Q8Act& x, const T
   return s;
 }
 
+// One token through a fused QKV weight with RoPE and the KV-cache append in its epilogue
+// (rms_norm_qkv_rope, rms_norm_qkv_rope_q8): the weight's rows are the query, key and value
+// heads back to back, qkv holds them, the position and cache row are in range.
+inline void check_qkv_rope(const GpuWeight& w, const Tensor& qkv, const RopeTable& table, const KvLayer& c,
+                           const RopeKvArgs& a, const std::string& op) {
+  const int hd = c.head_dim;
+  need(a.n_tokens == 1 && a.n_heads > 0 && c.n_kv_heads > 0, op, "one token, some heads");
+  need(hd > 0 && hd % 2 == 0 && table.head_dim == hd, op,
+       "the rope table's head_dim " + std::to_string(table.head_dim) + " is not the cache's " + std::to_string(hd));
+  const int64_t rows = (int64_t(a.n_heads) + 2 * c.n_kv_heads) * hd;
+  need(w.rows == rows, op,
+       "a QKV weight of " + std::to_string(w.rows) + " rows for " + std::to_string(rows) + " (q, k and v heads)");
+  need_elems(qkv, rows, op, "qkv");
+  need(a.q_offset == 0 && (a.k_offset < 0 || a.k_offset == int64_t(a.n_heads) * hd) &&
+           (a.v_offset < 0 || a.v_offset == (int64_t(a.n_heads) + c.n_kv_heads) * hd),
+       op, "q, k and v heads back to back from 0");
+  need(a.cache_rows || (a.pos0 >= 0 && a.pos0 < c.max_ctx), op,
+       "position " + std::to_string(a.pos0) + " past max_ctx " + std::to_string(c.max_ctx));
+  need(!a.cache_rows || a.positions, op, "cache rows come with the positions buffer");
+  if (a.positions)
+    need_elems(a.positions, a.cache_rows ? 2 : 1, op, "positions");
+  else
+    need(a.pos0 < table.max_pos, op,
+         "position " + std::to_string(a.pos0) + " past the table's " + std::to_string(table.max_pos));
+  need_elems(c.k, c.offset + int64_t(c.n_kv_heads) * hd * c.max_ctx, op, "k cache");
+  need_elems(c.v, c.offset + int64_t(c.n_kv_heads) * hd * c.max_ctx, op, "v cache");
+}
+
 // "256x32x2": a kernel's shape knobs, in its name (labels in profiles, the pipeline cache's key).
 inline std::string shape_tag(std::initializer_list<uint32_t> v) {
   std::string s;
