@@ -269,27 +269,8 @@ void LlmOps::rms_norm_qkv_rope_q8(Batch& b, const Tensor& x, const Tensor& norm_
   need(fuses_rope_q8(w.cols), op,
        "needs " + std::to_string(kRopeUniform) + " storage buffers per shader stage, the adapter allows " +
            std::to_string(ctx_.limits().max_storage_buffers_per_shader_stage));
-  const int hd = c.head_dim;
-  need(a.n_tokens == 1 && a.n_heads > 0 && c.n_kv_heads > 0, op, "one token, some heads");
-  need(hd > 0 && hd % 2 == 0 && table.head_dim == hd, op,
-       "the rope table's head_dim " + std::to_string(table.head_dim) + " is not the cache's " + std::to_string(hd));
-  const int64_t rows = (int64_t(a.n_heads) + 2 * c.n_kv_heads) * hd;
-  need(row0 >= 0 && row0 % hd == 0 && w.rows % hd == 0 && row0 + w.rows <= rows, op,
-       "rows " + std::to_string(row0) + "+" + std::to_string(w.rows) + " of a QKV weight of " + std::to_string(rows) +
-           " rows (whole q, k and v heads of " + std::to_string(hd) + ")");
-  need(a.q_offset == 0 && (a.k_offset < 0 || a.k_offset == int64_t(a.n_heads) * hd) &&
-           (a.v_offset < 0 || a.v_offset == (int64_t(a.n_heads) + c.n_kv_heads) * hd),
-       op, "q, k and v heads back to back from 0");
-  need(a.cache_rows || (a.pos0 >= 0 && a.pos0 < c.max_ctx), op,
-       "position " + std::to_string(a.pos0) + " past max_ctx " + std::to_string(c.max_ctx));
-  need(!a.cache_rows || a.positions, op, "cache rows come with the positions buffer");
-  if (a.positions)
-    need_elems(a.positions, a.cache_rows ? 2 : 1, op, "positions");
-  else
-    need(a.pos0 < table.max_pos, op,
-         "position " + std::to_string(a.pos0) + " past the table's " + std::to_string(table.max_pos));
-  need_elems(c.k, c.offset + int64_t(c.n_kv_heads) * hd * c.max_ctx, op, "k cache");
-  need_elems(c.v, c.offset + int64_t(c.n_kv_heads) * hd * c.max_ctx, op, "v cache");
+  need(row0 >= 0, op, "row0 " + std::to_string(row0) + " (the first QKV row of w)");
+  detail::check_qkv_rope(w, qkv, table, c, a, op, row0);
   const RopeKv rope{&table, &c, &a, row0};
   LinearOptions o;
   o.y_offset = row0;

@@ -67,15 +67,21 @@ inline Q8LinearShape check_linear_q8(const GpuWeight& w, const Q8Act& x, const T
 // One token through a fused QKV weight with RoPE and the KV-cache append in its epilogue
 // (rms_norm_qkv_rope, rms_norm_qkv_rope_q8): the weight's rows are the query, key and value
 // heads back to back, qkv holds them, the position and cache row are in range.
+// row0 < 0: w is the whole QKV weight; row0 >= 0: w holds the rows row0.. of it (whole heads).
 inline void check_qkv_rope(const GpuWeight& w, const Tensor& qkv, const RopeTable& table, const KvLayer& c,
-                           const RopeKvArgs& a, const std::string& op) {
+                           const RopeKvArgs& a, const std::string& op, int64_t row0 = -1) {
   const int hd = c.head_dim;
   need(a.n_tokens == 1 && a.n_heads > 0 && c.n_kv_heads > 0, op, "one token, some heads");
   need(hd > 0 && hd % 2 == 0 && table.head_dim == hd, op,
        "the rope table's head_dim " + std::to_string(table.head_dim) + " is not the cache's " + std::to_string(hd));
   const int64_t rows = (int64_t(a.n_heads) + 2 * c.n_kv_heads) * hd;
-  need(w.rows == rows, op,
-       "a QKV weight of " + std::to_string(w.rows) + " rows for " + std::to_string(rows) + " (q, k and v heads)");
+  if (row0 < 0)
+    need(w.rows == rows, op,
+         "a QKV weight of " + std::to_string(w.rows) + " rows for " + std::to_string(rows) + " (q, k and v heads)");
+  else
+    need(row0 % hd == 0 && w.rows % hd == 0 && row0 + w.rows <= rows, op,
+         "rows " + std::to_string(row0) + "+" + std::to_string(w.rows) + " of a QKV weight of " + std::to_string(rows) +
+             " rows (whole q, k and v heads of " + std::to_string(hd) + ")");
   need_elems(qkv, rows, op, "qkv");
   need(a.q_offset == 0 && (a.k_offset < 0 || a.k_offset == int64_t(a.n_heads) * hd) &&
            (a.v_offset < 0 || a.v_offset == (int64_t(a.n_heads) + c.n_kv_heads) * hd),
