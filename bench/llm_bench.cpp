@@ -323,9 +323,10 @@ std::vector<Case> attention_cases(const Context& ctx, const Options& o) {
       c.tolerance = 1e-4;
       out.push_back(std::move(c));
     };
-    for (const auto& [spec, tops] : sets)
+    for (const auto& set : sets) {
+      auto tops = set.second;  // a named copy: clang 14 cannot capture a structured binding
       add(
-          sets.size() > 1 ? "contiguous:" + spec : "contiguous", 1,
+          sets.size() > 1 ? "contiguous:" + set.first : "contiguous", 1,
           [d, tops, len](Batch& b) {
             llm::AttentionArgs a;
             a.n_heads = nh;
@@ -333,6 +334,7 @@ std::vector<Case> attention_cases(const Context& ctx, const Options& o) {
             tops->attention_decode(b, d->flat.layer(0), d->q, d->out, a);
           },
           [check, tops] { return check(tops, false); });
+    }
     add(
         "paged", 1, [d, ops](Batch& b) { ops->paged_attention(b, d->pool.layer(0), d->q, d->out, d->one); },
         [check, ops] { return check(ops, true); });
