@@ -135,6 +135,8 @@ struct RopeKvArgs {
 // The most splits decode attention takes (attn_combine_q8.wgsl keeps a weight per split in
 // workgroup memory).
 inline constexpr uint32_t kMaxDecodeSplits = 4096;
+// The most bytes of partial results a split prefill attention takes (attn_pf_split).
+inline constexpr uint64_t kMaxPrefillPartialBytes = uint64_t(256) << 20;
 
 struct AttentionArgs {
   int n_tokens = 1;                     // new query tokens (their K/V must already be in the cache)
@@ -373,6 +375,18 @@ struct LlmTuning {
   // register-tiled flash_attn_tiled.wgsl (64 rows x 64 keys per workgroup, 4 x 4 scores per
   // invocation; where head_dim <= 256 and the adapter has 32 KiB of workgroup memory).
   uint32_t attn_prefill = 1;
+  // flash_attn_tiled.wgsl's schedule: attn_pf_rows 4 (4 x 4 scores per invocation, 256
+  // invocations) or 8 (8 x 4, 128 invocations, head_dim <= 128); attn_pf_dc: vec4s of head_dim
+  // per staged Q/K chunk, 8 or 16 (half the barriers; the chunks then share P's workgroup
+  // memory); attn_pf_swz 1: the staged Q/K chunks swizzled against bank conflicts (0: plain);
+  // attn_pf_split > 0: the keys in splits of
+  // that many (a multiple of 16) as workgroups of their own, merged by attn_combine.wgsl (where
+  // there are at least 2 splits and their partials fit kMaxPrefillPartialBytes; a row's result
+  // depends only on its position while the split length is the same).
+  uint32_t attn_pf_rows = 4;
+  uint32_t attn_pf_dc = 8;
+  uint32_t attn_pf_swz = 1;
+  uint32_t attn_pf_split = 0;
   // Decode attention (split-K): 0 flash_attn.wgsl with one row per query head of the kv head,
   // 1 flash_decode.wgsl: attn_dec_wg invocations per (split, kv head), keys in blocks of
   // attn_dec_bk (halved until the block fits the adapter's workgroup memory). Splits: the
@@ -627,6 +641,9 @@ class LlmOps {
   Kernel attn_kernel(int head_dim, int bq) const;
   // flash_attn_tiled.wgsl for this head_dim, or an empty Kernel where it cannot run.
   Kernel attn_tiled_kernel(int head_dim) const;
+  // attn_combine.wgsl: partials [n_tokens][n_heads][splits][head_dim + 2] into out's rows.
+  void combine_partials(Batch& b, const Tensor& part, const Tensor& out, int n_tokens, int n_heads, uint32_t splits,
+                        int head_dim, int64_t o_stride, int64_t o_offset) const;
   // flash_decode.wgsl's schedule for this head_dim and GQA group (tuning clamped to the adapter).
   struct DecodeShape {
     uint32_t wg, bk, nj;  // wg 0: the kernel cannot take this shape
