@@ -4,8 +4,8 @@
 // prefill of 512 tokens (FLOPs), batched = the serving kernel at 1..256 tokens (the tiled prefill
 // kernel beside it); attention = one decode token over a long context, contiguous vs paged cache,
 // and 64 sequences' decode tokens over their own blocks, and a 512-token prefill after the
-// context (FLOPs; llm.attention-prefill: that alone). Checked against the CPU reference (double precision) on the first
-// tokens.
+// context (FLOPs; llm.attention-prefill: that alone). Checked against the CPU reference (double
+// precision) on the first tokens.
 #include "bench/bench.h"
 #include "cpu/llm/llm_ref.h"
 #include "ops/llm/llm_ops.h"

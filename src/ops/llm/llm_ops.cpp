@@ -1081,13 +1081,14 @@ void LlmOps::attention_prefill(Batch& b, const KvLayer& c, const Tensor& q, cons
   if (tuning.attn_prefill == 1) {
     if (Kernel k = attn_tiled_kernel(d.hd)) {
       // Keys in splits of attn_pf_split (rounded up to 16) where that gives 2 or more whose
-      // partials fit, else one split over all keys.
+      // partials fit (and whose count the grid's z takes), else one split over all keys.
       const uint32_t kv_len = u32(a.start + a.n_tokens);
       uint32_t split_len = kv_len, splits = 1;
       if (tuning.attn_pf_split > 0) {
         const uint32_t len = std::max<uint32_t>(16, (tuning.attn_pf_split + 15) / 16 * 16), ns = ceil_div(kv_len, len);
         const uint64_t bytes = uint64_t(a.n_tokens) * uint64_t(a.n_heads) * ns * uint64_t(d.hd + 2) * 4;
-        if (ns >= 2 && bytes <= kMaxPrefillPartialBytes) split_len = len, splits = ns;
+        if (ns >= 2 && bytes <= kMaxPrefillPartialBytes && ns <= ctx_.limits().max_compute_workgroups_per_dimension)
+          split_len = len, splits = ns;
       }
       const Groups g{ceil_div(uint64_t(a.n_tokens) * uint64_t(d.G), 64), u32(c.n_kv_heads), splits};
       if (splits == 1) {

@@ -379,10 +379,10 @@ struct LlmTuning {
   // invocations) or 8 (8 x 4, 128 invocations, head_dim <= 128); attn_pf_dc: vec4s of head_dim
   // per staged Q/K chunk, 8 or 16 (half the barriers; the chunks then share P's workgroup
   // memory); attn_pf_swz 1: the staged Q/K chunks swizzled against bank conflicts (0: plain);
-  // attn_pf_split > 0: the keys in splits of
-  // that many (a multiple of 16) as workgroups of their own, merged by attn_combine.wgsl (where
-  // there are at least 2 splits and their partials fit kMaxPrefillPartialBytes; a row's result
-  // depends only on its position while the split length is the same).
+  // attn_pf_split > 0: the keys in splits of that many (rounded up to 16) as workgroups of their
+  // own, merged by attn_combine.wgsl (where there are at least 2 splits and their partials fit
+  // kMaxPrefillPartialBytes; a row's result depends only on its position while the split
+  // length is the same).
   uint32_t attn_pf_rows = 4;
   uint32_t attn_pf_dc = 8;
   uint32_t attn_pf_swz = 1;
