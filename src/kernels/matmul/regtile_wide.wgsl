@@ -1,7 +1,7 @@
 // Register-tiled SGEMM with 8 x 16 of C per invocation: twice the FMAs of regtile_main.wgsl's
 // 8 x 8 per workgroup-memory read (per k: 2 vec4s of A and 4 of B for 128 FMAs), at the price of
-// ~2x the registers. A 128 x BN block, BN = 16 * NTN: NTN 16 (256 invocations, 128 x 256, one
-// workgroup per SM by registers) or 8 (128 invocations, 128 x 128, two or three per SM). vec4
+// ~2x the registers. A 128 x BN block, BN = 16 * NTN: NTN 16 (256 invocations, 128 x 256) or 8
+// (128 invocations, 128 x 128: more workgroups per SM for the same registers). vec4
 // loads (K % 4 == 0 and, unless B is transposed, N % 4 == 0), the next tile's loads issued before
 // this tile's math, two workgroup-memory buffers (one barrier per tile), BK 8. The A tile is
 // stored transposed (As[k][m]) so both operands are read as vec4s; an invocation's rows are two
@@ -29,39 +29,23 @@ var<workgroup> Bs: array<vec4<f32>, 2u * BS>;
 // Per tile an invocation loads NA vec4s of A (idx = tid + THREADS * l: row idx / 2, k's
 // (idx % 2) * 4 ..) and two of B (idx = tid + THREADS * l: row k = idx / (BN / 4), columns
 // (idx % (BN / 4)) * 4 .., or transposed: row n = idx / 2, k's (idx % 2) * 4 ..).
-struct Loads {
-  a: array<vec4<f32>, 2>,
-  b: array<vec4<f32>, 2>,
-}
+fn fetch_a(idx: u32, m0: u32, k0: u32) -> vec4<f32> { return load_a4(m0 + idx / 2u, k0 + (idx % 2u) * 4u); }
 fn fetch_b(idx: u32, n0: u32, k0: u32) -> vec4<f32> {
   if (p.trans_b != 0u) { return load_bt4(n0 + idx / 2u, k0 + (idx % 2u) * 4u); }
   return load_b4(k0 + idx / (BN / 4u), n0 + (idx % (BN / 4u)) * 4u);
 }
-fn fetch(tid: u32, m0: u32, n0: u32, k0: u32) -> Loads {
-  var l: Loads;
-  for (var i = 0u; i < NA; i++) {
-    let idx = tid + THREADS * i;
-    l.a[i] = load_a4(m0 + idx / 2u, k0 + (idx % 2u) * 4u);
-  }
-  for (var i = 0u; i < 2u; i++) { l.b[i] = fetch_b(tid + THREADS * i, n0, k0); }
-  return l;
+fn put_a(buf: u32, idx: u32, v: vec4<f32>) {
+  let m = idx / 2u;
+  let k = (idx % 2u) * 4u;
+  for (var j = 0u; j < 4u; j++) { As[buf * AS + (k + j) * (BM / 4u) + m / 4u][m % 4u] = v[j]; }
 }
-fn put(buf: u32, tid: u32, l: Loads) {
-  for (var i = 0u; i < NA; i++) {
-    let idx = tid + THREADS * i;
-    let m = idx / 2u;
+fn put_b(buf: u32, idx: u32, v: vec4<f32>) {
+  if (p.trans_b != 0u) {
+    let n = idx / 2u;
     let k = (idx % 2u) * 4u;
-    for (var j = 0u; j < 4u; j++) { As[buf * AS + (k + j) * (BM / 4u) + m / 4u][m % 4u] = l.a[i][j]; }
-  }
-  for (var i = 0u; i < 2u; i++) {
-    let idx = tid + THREADS * i;
-    if (p.trans_b != 0u) {
-      let n = idx / 2u;
-      let k = (idx % 2u) * 4u;
-      for (var j = 0u; j < 4u; j++) { Bs[buf * BS + (k + j) * (BN / 4u) + n / 4u][n % 4u] = l.b[i][j]; }
-    } else {
-      Bs[buf * BS + idx] = l.b[i];  // row idx / (BN / 4), vec4 idx % (BN / 4)
-    }
+    for (var j = 0u; j < 4u; j++) { Bs[buf * BS + (k + j) * (BN / 4u) + n / 4u][n % 4u] = v[j]; }
+  } else {
+    Bs[buf * BS + idx] = v;  // row idx / (BN / 4), vec4 idx % (BN / 4)
   }
 }
 
@@ -71,26 +55,56 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   let n0 = wid.x * BN;
   let tm = tid / NTN;
   let tn = tid % NTN;
-  var acc: array<vec4<f32>, 32>;  // acc[i * 4 + j]: row i of 8 (tm * 4 + i, or 64 + tm * 4 + i - 4), vec4 column j
+  // accj[i]: row i of 8 (tm * 4 + i, or 64 + tm * 4 + i - 4), vec4 column j: four arrays of 8
+  // vec4s indexed by the unrolled row loop alone, as regtile_step.wgsl's acc (one array of 32
+  // indexed i * 4 + j ran at 2.3 TFLOP/s on the H200: not kept in registers)
+  var acc0: array<vec4<f32>, 8>;
+  var acc1: array<vec4<f32>, 8>;
+  var acc2: array<vec4<f32>, 8>;
+  var acc3: array<vec4<f32>, 8>;
 
-  var ld = fetch(tid, m0, n0, 0u);
-  put(0u, tid, ld);
+  let two_a = NA == 2u;  // NA is 1 or 2: A loads idx tid, and tid + THREADS where two_a
+  var la0 = fetch_a(tid, m0, 0u);
+  var la1 = vec4<f32>(0.0);
+  if (two_a) { la1 = fetch_a(tid + THREADS, m0, 0u); }
+  var lb0 = fetch_b(tid, n0, 0u);
+  var lb1 = fetch_b(tid + THREADS, n0, 0u);
+  put_a(0u, tid, la0);
+  if (two_a) { put_a(0u, tid + THREADS, la1); }
+  put_b(0u, tid, lb0);
+  put_b(0u, tid + THREADS, lb1);
   workgroupBarrier();
   var buf = 0u;
   for (var k0 = 0u; k0 < p.K; k0 += BK) {
     let more = k0 + BK < p.K;
-    if (more) { ld = fetch(tid, m0, n0, k0 + BK); }
+    if (more) {
+      la0 = fetch_a(tid, m0, k0 + BK);
+      if (two_a) { la1 = fetch_a(tid + THREADS, m0, k0 + BK); }
+      lb0 = fetch_b(tid, n0, k0 + BK);
+      lb1 = fetch_b(tid + THREADS, n0, k0 + BK);
+    }
     for (var k = 0u; k < BK; k++) {
       let a0 = As[buf * AS + k * (BM / 4u) + tm];
       let a1 = As[buf * AS + k * (BM / 4u) + tm + 16u];
-      var b: array<vec4<f32>, 4>;
-      for (var j = 0u; j < 4u; j++) { b[j] = Bs[buf * BS + k * (BN / 4u) + tn + NTN * j]; }
+      let b0 = Bs[buf * BS + k * (BN / 4u) + tn];
+      let b1 = Bs[buf * BS + k * (BN / 4u) + tn + NTN];
+      let b2 = Bs[buf * BS + k * (BN / 4u) + tn + 2u * NTN];
+      let b3 = Bs[buf * BS + k * (BN / 4u) + tn + 3u * NTN];
       let av = array<f32, 8>(a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w);
       for (var i = 0u; i < 8u; i++) {
-        for (var j = 0u; j < 4u; j++) { acc[i * 4u + j] = fma(vec4<f32>(av[i]), b[j], acc[i * 4u + j]); }
+        let a = vec4<f32>(av[i]);
+        acc0[i] = fma(a, b0, acc0[i]);
+        acc1[i] = fma(a, b1, acc1[i]);
+        acc2[i] = fma(a, b2, acc2[i]);
+        acc3[i] = fma(a, b3, acc3[i]);
       }
     }
-    if (more) { put(buf ^ 1u, tid, ld); }
+    if (more) {
+      put_a(buf ^ 1u, tid, la0);
+      if (two_a) { put_a(buf ^ 1u, tid + THREADS, la1); }
+      put_b(buf ^ 1u, tid, lb0);
+      put_b(buf ^ 1u, tid + THREADS, lb1);
+    }
     buf ^= 1u;
     workgroupBarrier();
   }
@@ -98,6 +112,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   for (var i = 0u; i < 8u; i++) {
     let m = m0 + select(tm * 4u + i, BM / 2u + tm * 4u + (i - 4u), i >= 4u);
     if (m >= p.M) { continue; }
-    for (var j = 0u; j < 4u; j++) { store4(m, n0 + 4u * (NTN * j + tn), acc[i * 4u + j]); }
+    store4(m, n0 + 4u * tn, acc0[i]);
+    store4(m, n0 + 4u * (NTN + tn), acc1[i]);
+    store4(m, n0 + 4u * (2u * NTN + tn), acc2[i]);
+    store4(m, n0 + 4u * (3u * NTN + tn), acc3[i]);
   }
 }
