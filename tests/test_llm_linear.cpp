@@ -93,10 +93,10 @@ TEST(LlmLinear, EveryTypeEveryVersionMatchesReference) {
 // leave partial groups and workgroups, with bias and accumulation.
 TEST(LlmLinear, MatvecTuningsMatchReference) {
   struct Tune {
-    uint32_t wg, tpr, unroll, rows, xs, pf = 0;
+    uint32_t wg, tpr, unroll, rows, xs, pf = 0, cols_static = 0;
   };
-  const Tune tunes[] = {{256, 32, 4, 2, 2},    {128, 16, 1, 3, 2},  {64, 8, 2, 4, 2},     {256, 64, 1, 4, 0},
-                        {256, 32, 4, 2, 2, 4}, {64, 8, 4, 3, 2, 2}, {128, 16, 2, 4, 0, 1}};
+  const Tune tunes[] = {{256, 32, 4, 2, 2},       {128, 16, 1, 3, 2},  {64, 8, 2, 4, 2},        {256, 64, 1, 4, 0},
+                        {256, 32, 4, 2, 2, 4, 1}, {64, 8, 4, 3, 2, 2}, {128, 16, 2, 4, 0, 1, 1}};
   for (auto t : kGpuTensorTypes) {
     const int64_t rows = 45, cols = int64_t(block_size(t)) == 256 ? 512 : int64_t(block_size(t)) == 32 ? 4160 : 203;
     auto bytes = ref::random_weight(t, rows, cols, 21);
@@ -117,6 +117,7 @@ TEST(LlmLinear, MatvecTuningsMatchReference) {
       o.tuning.matvec_rows = tune.rows;
       o.tuning.matvec_xs = tune.xs;
       o.tuning.matvec_pf = tune.pf;
+      o.tuning.matvec_static = tune.cols_static;
       auto y = test::poisoned(rows);
       LinearOptions lo;
       lo.bias = bias;
@@ -125,7 +126,7 @@ TEST(LlmLinear, MatvecTuningsMatchReference) {
       b.run();
       EXPECT_LE(test::rel_error(download<float>(ctx(), y), want), 1e-5)
           << to_string(t) << " wg " << tune.wg << " tpr " << tune.tpr << " unroll " << tune.unroll << " rows "
-          << tune.rows << " xs " << tune.xs << " pf " << tune.pf;
+          << tune.rows << " xs " << tune.xs << " pf " << tune.pf << " static " << tune.cols_static;
     }
   }
 }
@@ -159,6 +160,7 @@ TEST(LlmLinear, MatvecSplitColumnsMatchesReference) {
         o.tuning.matvec_rows = tune.rows;
         o.tuning.matvec_xs = tune.xs;
         o.tuning.matvec_pf = tune.pf;
+        o.tuning.matvec_static = tune.splits % 2;
         const std::string what = std::string(to_string(t)) + " cols " + std::to_string(cols) + " splits " +
                                  std::to_string(tune.splits) + " tpr " + std::to_string(tune.tpr);
         ASSERT_EQ(o.matvec_splits(t, cols), tune.splits) << what;
@@ -220,6 +222,7 @@ TEST(LlmLinear, LinearSwigluMatchesReference) {
       o.tuning.matvec_tpr = tpr;
       o.tuning.swiglu_wg_rows = wg_rows;
       o.tuning.matvec_pf = pf;
+      o.tuning.matvec_static = pf % 2;
       std::vector<LinearVersion> vs = {LinearVersion::Shared};
       if (o.supports(LinearVersion::Subgroup, {1, 2 * half, cols, t})) vs.push_back(LinearVersion::Subgroup);
       for (auto v : vs) {
@@ -266,6 +269,7 @@ TEST(LlmLinear, RmsNormLinearMatchesReference) {
       o.tuning.matvec_xs = tune[4];
       o.tuning.matvec_late = tune[5];
       o.tuning.matvec_pf = tune[6];
+      o.tuning.matvec_static = tune[5];  // with the late norm
       const std::string what = std::string(to_string(t)) + " wg " + std::to_string(tune[0]) + " xs " +
                                std::to_string(tune[4]) + " late " + std::to_string(tune[5]) + " pf " +
                                std::to_string(tune[6]);
@@ -348,14 +352,15 @@ TEST(LlmLinear, QkvRopeMatchesTwoPasses) {
       LlmOps o(ctx());
       o.tuning.matvec_xs = variant == 2 ? 0 : 1;
       if (variant == 1) o.tuning.matvec_tpr = 8;
-      if (variant == 3) {  // the norm's scale late, the weights prefetched
+      if (variant == 3) {  // the norm's scale late, the weights prefetched, the columns built in
         o.tuning.matvec_late = 1;
         o.tuning.matvec_pf = 2;
+        o.tuning.matvec_static = 1;
       }
       ASSERT_TRUE(o.fuses_rope(cols));
       const std::string what = std::string(to_string(t)) + (interleaved ? " interleaved" : " neox") +
                                (dyn ? " position read on the GPU, x from global memory" : " fixed position") +
-                               (variant == 3 ? ", late norm, prefetch" : "");
+                               (variant == 3 ? ", late norm, prefetch, static columns" : "");
       const RopeKvArgs a = test::qkv_rope_args(nh, interleaved, dyn ? &pos : nullptr);
       auto fused = test::qkv_rope_outputs(rows, nkv, max_ctx, hd, [&](Batch& b, const Tensor& qkv, const KvLayer& c) {
         o.rms_norm_qkv_rope(b, x, nw, 1e-5f, w, qkv, table, c, a);

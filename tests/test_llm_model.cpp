@@ -143,7 +143,7 @@ TEST(LlamaFixturesGpu, F16DecodeKnobsMatchToo) {
   eo.rope_scaling = truth.rope_scaling;
   // hidden 16, ffn 48: 2 lanes per row make the 48-column down projection splittable
   apply_tuning(eo.tuning,
-               "matvec_wg=64/matvec_tpr=2/matvec_unroll=1/matvec_pf=1/matvec_late=1/matvec_split=2/"
+               "matvec_wg=64/matvec_tpr=2/matvec_unroll=1/matvec_pf=1/matvec_late=1/matvec_static=1/matvec_split=2/"
                "matvec_split_cols=16/swiglu_wg_rows=16/swiglu_tpr=8");
   LlmOps probe(ctx());
   probe.tuning = eo.tuning;

@@ -22,7 +22,7 @@
 // in flight meanwhile; the same sums in the same order.
 // x is read through x_load4 (matvec_x.wgsl: as it is; matvec_x_norm.wgsl: RMS-normalised, after
 // x_prologue, or with X_LATE scaled at the end by x_scale). Preceded by a prelude (SWIGLU, ROPE,
-// KS, XS, XN4, X_MASK, X_LATE, PF, PF_N, P_BINDING),
+// KS, XS, XN4, X_MASK, X_LATE, PF, PF_N, COLS, P_BINDING),
 // common.wgsl, rope_pair.wgsl, a weights/*.wgsl file (bindings 0, 1), a reduce file, one of those
 // two x files and matvec_rope.wgsl (ROPE: bindings 5-8) or matvec_q8_norope.wgsl.
 @group(0) @binding(2) var<storage, read> x4: array<vec4<f32>>;
@@ -66,6 +66,13 @@ const XH: u32 = (XN4 + XV - 1u) / XV;
 var<workgroup> xw: array<vec4<f32>, select(1u, XH * XV, XS)>;
 var<private> xs0: u32;  // KS: the first vec4 of x in xw (the workgroup's range)
 
+// The weight's columns: COLS (a prelude constant: loop trip counts known to the compiler) or
+// p.cols (COLS 0).
+fn mv_cols() -> u32 {
+  if (COLS > 0u) { return COLS; }
+  return p.cols;
+}
+
 fn xq(i4: u32) -> vec4<f32> {
   if (XS) {
     let j = select(i4, i4 - xs0, KS > 1u);
@@ -77,7 +84,7 @@ fn xq(i4: u32) -> vec4<f32> {
   }
   if (!X_MASK) { return x_load4(i4); }
   let e = vec4<u32>(4u * i4) + vec4<u32>(0u, 1u, 2u, 3u);
-  return select(vec4<f32>(0.0), x_load4(i4), e < vec4<u32>(p.cols));
+  return select(vec4<f32>(0.0), x_load4(i4), e < vec4<u32>(mv_cols()));
 }
 
 // Chunk c's dot product from its weights loaded before (wc_load): w_chunk's arithmetic.
@@ -99,8 +106,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         @builtin(num_workgroups) nwg: vec3<u32>) {
   var wg = wg_linear(wid, nwg);
   let lane = lid % TPR;
-  w_setup(p.cols);
-  let nch = w_nchunks(p.cols);
+  w_setup(mv_cols());
+  let nch = w_nchunks(mv_cols());
   var cb = 0u;  // the workgroup's chunks cb .. ce - 1
   var ce = nch;
   var ks = 0u;
@@ -140,15 +147,15 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     for (var i = lid; i < XH * XV; i += WG) {
       var v = vec4<f32>(0.0);
       let g = xs0 + i;
-      if (g < (p.cols + 3u) / 4u) {
+      if (g < (mv_cols() + 3u) / 4u) {
         let e = vec4<u32>(4u * g) + vec4<u32>(0u, 1u, 2u, 3u);
-        v = select(vec4<f32>(0.0), x_load4(g), e < vec4<u32>(p.cols));
+        v = select(vec4<f32>(0.0), x_load4(g), e < vec4<u32>(mv_cols()));
       }
       xw[(i % XV) * XH + i / XV] = v;
     }
     workgroupBarrier();
   }
-  let nx4 = (p.cols + 3u) / 4u;
+  let nx4 = (mv_cols() + 3u) / 4u;
   var acc: array<f32, R_MAX>;
   var c = cb + lane;
   if (pf) {
@@ -172,7 +179,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         var v = vec4<f32>(0.0);
         if (g4 < nx4) {
           let e = vec4<u32>(4u * g4) + vec4<u32>(0u, 1u, 2u, 3u);
-          v = select(vec4<f32>(0.0), x_load4(g4), e < vec4<u32>(p.cols));
+          v = select(vec4<f32>(0.0), x_load4(g4), e < vec4<u32>(mv_cols()));
         }
         xs[i + i / 8u] = v;
       }

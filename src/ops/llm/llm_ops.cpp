@@ -107,6 +107,7 @@ void apply_tuning(LlmTuning& t, std::string_view spec) {
       {"swiglu_wg_rows", &LlmTuning::swiglu_wg_rows},
       {"matvec_pf", &LlmTuning::matvec_pf},
       {"matvec_late", &LlmTuning::matvec_late},
+      {"matvec_static", &LlmTuning::matvec_static},
       {"matvec_split", &LlmTuning::matvec_split},
       {"matvec_split_cols", &LlmTuning::matvec_split_cols},
       {"matmul_bm", &LlmTuning::matmul_bm},
@@ -364,6 +365,9 @@ Kernel LlmOps::matvec_kernel(TensorType t, LinearVersion v, int64_t cols, uint32
   const bool late = norm_eps && xs && tuning.matvec_late;
   if (late) key += "/late";
   if (pf) key += "/pf" + std::to_string(pf);
+  // The columns built in (a kernel per width).
+  const uint32_t static_cols = tuning.matvec_static && cols > 0 ? u32(cols) : 0u;
+  if (static_cols) key += "/c" + std::to_string(static_cols);
   if (splits > 1) key += "/ks" + std::to_string(splits);
   auto cu = [](const char* name, uint32_t val) {
     return "const " + std::string(name) + ": u32 = " + std::to_string(val) + "u;\n";
@@ -373,7 +377,7 @@ Kernel LlmOps::matvec_kernel(TensorType t, LinearVersion v, int64_t cols, uint32
   };
   const std::string prelude = cb("SWIGLU", swiglu_rows != 0) + cb("ROPE", rope) + cb("XS", xs) + cu("XN4", xn4) +
                               cb("X_MASK", mask) + cb("X_LATE", late) + cu("PF", pf) +
-                              cu("PF_N", std::max(1u, pf * rows)) + cu("KS", splits) +
+                              cu("PF_N", std::max(1u, pf * rows)) + cu("KS", splits) + cu("COLS", static_cols) +
                               cu("P_BINDING", rope ? kMatvecRopeUniform : 5u);
   return kernel(
       key + (sg ? "/sg/" : "/wg/") + (swiglu_rows ? "swiglu/" : "") + shape_tag({m.wg, m.tpr, m.unroll, rows}), files,

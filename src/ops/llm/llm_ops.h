@@ -222,6 +222,9 @@ struct LlmTuning {
   // products (mvq_late's idea: one read of x, no reduction before the weights are used); 0:
   // normalise first.
   uint32_t matvec_late = 0;
+  // 1: each weight's column count built into its one-token matvec kernel (a kernel per width:
+  // the loops' trip counts known to the compiler, as mvq_static), 0: read from the parameters.
+  uint32_t matvec_static = 0;
   // One-token linear() matvecs (o and down projections, the output) with F16/BF16/F32 weights of
   // at least matvec_split_cols columns: their columns split into matvec_split ranges of whole
   // chunks (each range's workgroups write partial sums, a second pass adds the ranges in order):
