@@ -1218,9 +1218,14 @@ void LlmOps::attention_decode(Batch& b, const KvLayer& c, const Tensor& q, const
   if (!part) return;
   const int hd = c.head_dim;
   const int64_t os = a.o_stride < 0 ? int64_t(a.n_heads) * hd : a.o_stride;
-  Kernel kc = kernel("llm/attn_combine", {"llm/common.wgsl", "llm/attn_combine.wgsl"}, {}, false);
+  // tuning.combine_sp invocations per element, halved until the workgroup (a head) fits.
+  uint32_t sp = std::max(1u, tuning.combine_sp);
+  while (sp > 1 && uint64_t(hd) * sp > max_wg_) sp /= 2;
+  need(uint32_t(hd) <= max_wg_, "attention_decode", "head_dim " + std::to_string(hd) + " (a workgroup per head)");
+  Kernel kc = kernel("llm/attn_combine/" + std::to_string(hd) + "x" + std::to_string(sp),
+                     {"llm/common.wgsl", "llm/attn_combine.wgsl"}, {{"HD", hd}, {"SP", sp}}, false);
   b.dispatch(kc, {part, out}, Params(1u, u32(a.n_heads), splits, u32(hd), u32(os), u32(a.o_offset)),
-             groups_1d(ctx_, ceil_div(uint64_t(a.n_heads) * uint64_t(hd), 128)));
+             groups_1d(ctx_, uint64_t(a.n_heads)));
 }
 
 // ---- paged attention (serving) -------------------------------------------------------------

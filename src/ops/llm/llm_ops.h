@@ -367,9 +367,10 @@ struct LlmTuning {
   // alone; mvq_late and mvq_pf alone 244.6 vs 246.6-255.8; probably the K-quant units' x reads
   // from workgroup memory, 64 bytes apart across lanes, conflicting in its banks), 0: every type.
   uint32_t mvq_kq_plain = 1;
-  // attention_decode_q8's combine (attn_combine_q8.wgsl): invocations per output element, each
-  // merging every combine_sp-th split (1 adds the splits in merge_splits' order). H200, 8B Q4_0
-  // tg128 at depth 0: 4 and 8 within 0.5% of 1 (4 the best).
+  // The decode combines (attn_combine_q8.wgsl, attention_decode_q8; attn_combine.wgsl,
+  // attention_decode: halved there until a head's workgroup fits): invocations per output
+  // element, each merging every combine_sp-th split (1 adds the splits in merge_splits' order).
+  // H200, 8B Q4_0 tg128 at depth 0: 4 and 8 within 0.5% of 1 (4 the best).
   uint32_t combine_sp = 4;
   // 8-bit-activation matmul (matmul_q8.wgsl, prefill): tokens (BM) x weight rows (BN) per
   // workgroup, multiples of 8, (BM / 8) * (BN / 8) invocations of 8 x 8 outputs.
