@@ -53,7 +53,6 @@ const_assert !X_LATE || XS;  // x_load4 once per element
 
 var<workgroup> red: array<f32, WG>;
 var<workgroup> res: array<f32, 64>;  // SWIGLU: the workgroup's gate and up sums
-const SW_MAX: u32 = 32u;              // SWIGLU: most gate rows per workgroup
 // With W_STAGE_X (per weight type), x is staged through shared memory in tiles of XT elements (zero past cols), one vec4 of
 // padding every 8 so that lanes reading chunks of 32-64 elements apart hit different banks.
 override XT: u32 = select(32u, max(2048u, W_CHUNK * TPR * 2u), W_STAGE_X && !XS);  // tiny when unused
