@@ -134,6 +134,7 @@ void apply_tuning(LlmTuning& t, std::string_view spec) {
       {"batched_rope", &LlmTuning::batched_rope},
       {"paged_decode_tpq", &LlmTuning::paged_decode_tpq},
       {"paged_decode_pf", &LlmTuning::paged_decode_pf},
+      {"paged_kpad", &LlmTuning::paged_kpad},
       {"mvq_wg", &LlmTuning::mvq_wg},
       {"mvq_tpr", &LlmTuning::mvq_tpr},
       {"mvq_rows", &LlmTuning::mvq_rows},
@@ -1354,9 +1355,11 @@ void LlmOps::paged_attention_partials(Batch& b, const KvLayer& c, const Tensor& 
   auto dispatch = [&](uint32_t bq, uint32_t tpq, bool pf, uint32_t item0, uint32_t n_items) {
     if (n_items == 0) return;
     need(bq * tpq <= max_wg_, op, "GQA group too large");
-    Kernel k = kernel("llm/paged_attn/hd" + std::to_string(hd) + "/bq" + std::to_string(bq) + "/tpq" +
-                          std::to_string(tpq) + (pf ? "/pf" : ""),
-                      {"llm/paged_attn.wgsl"}, {{"HD", hd}, {"TPQ", tpq}, {"BQ", bq}, {"PF", pf ? 1 : 0}}, false);
+    const uint32_t kp = tuning.paged_kpad ? 1 : 0;
+    Kernel k =
+        kernel("llm/paged_attn/hd" + std::to_string(hd) + "/bq" + std::to_string(bq) + "/tpq" + std::to_string(tpq) +
+                   (pf ? "/pf" : "") + (kp ? "/kp" : ""),
+               {"llm/paged_attn.wgsl"}, {{"HD", hd}, {"TPQ", tpq}, {"BQ", bq}, {"PF", pf ? 1 : 0}, {"KP", kp}}, false);
     b.dispatch(k, {q, Arg(c.k), Arg(c.v), pl.tables, pl.seqs, pl.items, pl.partials},
                Params(u32(a.n_heads), u32(a.n_kv_heads), u32(c.max_ctx), u32(a.block), u32(qs), u32(a.q_offset), scale,
                       u32(a.split_len), pl.n_splits, item0),

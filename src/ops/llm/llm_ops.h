@@ -269,6 +269,10 @@ struct LlmTuning {
   // row). More threads and loads in flight with the same arithmetic: never changes a result.
   uint32_t paged_decode_tpq = 0;
   uint32_t paged_decode_pf = 1;
+  // Paged attention: 1 pads each row of keys (and queries) in workgroup memory by a vec4, so the
+  // invocations computing a block's scores, each reading another key's row, hit distinct banks
+  // (unpadded, rows 512 bytes apart all start in one bank); 0 unpadded. Never changes a result.
+  uint32_t paged_kpad = 1;
   // batched-q8: each lane loads its next weight block before it multiplies the current one
   // (measured on the H200: within 3% of off at 16-64 sequences, faster at 1).
   bool batched_prefetch = true;
