@@ -888,6 +888,8 @@ void LlmOps::linear_batched_q8_mv(Batch& b, const GpuWeight& w, int n_tokens, in
   const uint32_t tr = rope ? std::max(2u, tr_want) : tr_want;  // ROPE: whole pairs per row group
   const uint32_t tt = batched_token_tile(n_tokens, 8);
   const uint32_t rgt = kl * sl;
+  un = std::min<uint32_t>(un, u32(ceil_div(uint64_t(w.cols / 32), rgt)));  // no more than a row's blocks
+  un = std::max(un, 1u);
   // Workgroup memory per row group: the d and the terms of each token of every row and chunk block.
   const uint64_t smem_limit = ctx_.limits().max_compute_workgroup_storage_size;
   const auto group_bytes = [&](uint32_t u) { return uint64_t(1 + tt) * tr * rgt * u * 4; };

@@ -290,9 +290,10 @@ struct LlmTuning {
   uint32_t batched_i2f = 0;
   // batched-q8: steps of at most batched_mv_n tokens (<= 8; 0: none) run linear_batched_q8_mv.wgsl,
   // the same bits shaped like a matvec: batched_mv_sl invocations per lane of batched_kl (a row
-  // group of kl * sl), each loading batched_mv_un blocks of every chunk at once, batched_mv_tr rows
-  // per row group (1, 2 or 4; RoPE: at least 2), batched_mv_wg invocations per workgroup (fewer
-  // where workgroup memory needs it: (1 + tokens) x rows x kl x sl x un floats per row group).
+  // group of kl * sl), each loading up to batched_mv_un blocks of a chunk at once (no more than a
+  // row has), batched_mv_tr rows per row group (1, 2 or 4; RoPE: at least 2), batched_mv_wg
+  // invocations per workgroup (fewer where workgroup memory needs it: (1 + tokens) x rows x kl x
+  // sl x un floats per row group).
   uint32_t batched_mv_n = 4;
   uint32_t batched_mv_sl = 4;
   uint32_t batched_mv_un = 4;
