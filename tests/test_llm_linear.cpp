@@ -498,7 +498,8 @@ TEST(LlmLinear, BatchedQ8MatchesReferenceAndIsBatchInvariant) {
 // The QKV linear with RoPE and the KV append in its epilogue (the serving engine's fused path):
 // the bits of linear_batched_q8 then rope_kv_append, in the output (queries rotated, keys and
 // values as computed) and in the paged cache (every other slot left poisoned), with and without
-// bias, interleaved pairs or not, one token (1-row groups asked for: 2 taken) and 9.
+// bias, interleaved pairs or not, one token (the small-step kernel; 1-row groups asked for: 2
+// taken, and 4) and 9.
 TEST(LlmLinear, BatchedQ8RopeEqualsLinearThenRopeKvAppend) {
   const int nh = 4, nkv = 2, hd = 16, cols = 96, slots = 48;
   const int64_t rows = (nh + 2 * nkv) * hd;
@@ -524,6 +525,7 @@ TEST(LlmLinear, BatchedQ8RopeEqualsLinearThenRopeKvAppend) {
       }
       for (bool interleaved : {false, true})
         for (bool with_bias : {false, true}) {
+          const uint32_t mv_tr = with_bias ? 4 : 1;  // one token: linear_batched_q8_mv, 2 or 4 rows a group
           RopeKvArgs a;
           a.n_tokens = n;
           a.n_heads = nh;
@@ -535,6 +537,7 @@ TEST(LlmLinear, BatchedQ8RopeEqualsLinearThenRopeKvAppend) {
           LlmOps small(ctx());
           small.tuning.batched_small_n = 1;
           small.tuning.batched_small_tr = 1;
+          small.tuning.batched_mv_tr = mv_tr;
           auto run = [&](bool fused) {
             KvCache cache = make_kv_cache(ctx(), 1, nkv, slots, hd);
             fill_u32(ctx(), cache.k, kPoisonNaN);
@@ -553,7 +556,8 @@ TEST(LlmLinear, BatchedQ8RopeEqualsLinearThenRopeKvAppend) {
           };
           const auto want = run(false), got = run(true);
           const std::string what = std::string(to_string(t)) + " n " + std::to_string(n) +
-                                   (interleaved ? " interleaved" : "") + (with_bias ? " bias" : "");
+                                   (interleaved ? " interleaved" : "") + (with_bias ? " bias" : "") + " mv_tr " +
+                                   std::to_string(mv_tr);
           EXPECT_EQ(got[0], want[0]) << what << ": q|k|v";
           EXPECT_EQ(got[1], want[1]) << what << ": k cache";
           EXPECT_EQ(got[2], want[2]) << what << ": v cache";
