@@ -65,7 +65,6 @@ fn load_block(rows: array<u32, 4>, nb: u32, b: u32) -> WBlock {
   return o;
 }
 
-
 // A block of x's (d, the two 16-bit half sums of its quants) as the kernels keep it: (d, the sum
 // as a float) or, with I2F, (d, the bits of 0x4B400000 - 8 * sum (Q4_0) or 0x4B400000 (Q8_0)).
 fn x_block_ds(e: vec2<u32>) -> vec2<f32> {

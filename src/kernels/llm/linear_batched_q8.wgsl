@@ -19,9 +19,9 @@
 // integer below 2^22), ROPE (true: the weight is a fused QKV one whose outputs get RoPE and go to
 // the KV cache, linear_batched_rope.wgsl; TR 2 or 4) and P_BINDING (the uniform's binding: 6, or
 // 10 with ROPE), then common.wgsl and linear_batched_rope.wgsl or linear_batched_norope.wgsl.
-// None of them but ROPE changes a result. Bindings: 0 weight words, 1 scales (f16 pairs), 2 x
-// words, 3 x (d, the block's two 16-bit half sums) per block, 4 bias, 5 y, ROPE's 6-9, then the
-// params.
+// None of them but ROPE changes a result. Bindings, parameters and the per-block arithmetic:
+// batched_q8_blocks.wgsl (shared with linear_batched_q8_mv.wgsl, the small steps' kernel); ROPE's
+// 6-9.
 //!include "llm/batched_q8_blocks.wgsl"
 //!include "llm/batched_store.wgsl"
 
