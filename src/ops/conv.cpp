@@ -400,7 +400,7 @@ void record_depthwise_reg(Batch& b, const Operands& o, const Conv2dDims& d, cons
   uint64_t invocations = ceil_div(uint64_t(d.n) * d.c_out, planes) * uint64_t(ceil_div(d.out_h(), t.dwr_rows)) *
                          ceil_div(d.out_w(), t.dwr_cols);
   uint32_t grid = stage.band ? 0 : uint32_t(std::min<uint64_t>(t.dwr_grid, ceil_div(invocations, t.dwr_threads)));
-  c.insert(c.end(), {{"PLANES", planes}, {"GRID", grid}, {"CHUNKED", grid && t.dwr_chunked}});
+  c.insert(c.end(), {{"PLANES", planes}, {"GRID", grid}, {"CHUNKED", grid && t.dwr_chunked}, {"EARLY", t.dwr_early}});
   if (t.dwr_shape)  // only then: the pipelines of the uniform version are shared between shapes
     c.insert(c.end(), {{"SHAPE", 1},
                        {"L_CIN", d.c_in},
@@ -486,6 +486,7 @@ ConvTuning parse_conv2d_tuning(std::string_view knobs, ConvTuning t) {
                                               {"dwr_planes", &t.dwr_planes},
                                               {"dwr_grid", &t.dwr_grid},
                                               {"dwr_chunked", &t.dwr_chunked},
+                                              {"dwr_early", &t.dwr_early},
                                               {"dwn_cols", &t.dwn_cols},
                                               {"dwn_rows", &t.dwn_rows},
                                               {"dwn_threads", &t.dwn_threads},
@@ -550,12 +551,12 @@ void check_conv2d_tuning(const Context& ctx) {
       !t.dwr_threads || t.dwr_threads > lim.max_compute_invocations_per_workgroup || t.dwr_vec4 > 1 || t.dwr_halo > 1 ||
       t.dwr_shape > 1 || t.dwr_stage > 1 || !t.dwr_planes || t.dwr_planes > kMaxRegPlanes ||
       uint64_t(t.dwr_planes) * t.dwr_cols * t.dwr_rows > kMaxRegOut ||
-      t.dwr_grid > lim.max_compute_workgroups_per_dimension || t.dwr_chunked > 1 || t.dw_auto > 4)
+      t.dwr_grid > lim.max_compute_workgroups_per_dimension || t.dwr_chunked > 1 || t.dwr_early > 1 || t.dw_auto > 4)
     bad += std::string(bad.empty() ? "" : "; ") + "dwr_*: dwr_cols and dwr_rows >= 1 with dwr_planes * dwr_cols * " +
            "dwr_rows <= " + std::to_string(kMaxRegOut) + ", dwr_planes in 1.." + std::to_string(kMaxRegPlanes) +
            ", dwr_threads in 1.." + std::to_string(lim.max_compute_invocations_per_workgroup) + ", dwr_grid in 0.." +
            std::to_string(lim.max_compute_workgroups_per_dimension) +
-           ", dwr_vec4, dwr_halo, dwr_shape, dwr_stage and dwr_chunked 0 or 1; dw_auto 0..4";
+           ", dwr_vec4, dwr_halo, dwr_shape, dwr_stage, dwr_chunked and dwr_early 0 or 1; dw_auto 0..4";
   if (!t.dwn_cols || !t.dwn_rows || uint64_t(t.dwn_cols) * t.dwn_rows > kMaxNhwcOut || t.dwn_cols > kMaxRegInCols ||
       !t.dwn_threads || t.dwn_threads > lim.max_compute_invocations_per_workgroup)
     bad += std::string(bad.empty() ? "" : "; ") +

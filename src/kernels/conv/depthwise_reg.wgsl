@@ -25,6 +25,9 @@
 // constants; one pipeline per layer shape.
 // PLANES (unstaged): an invocation computes its block in PLANES consecutive planes, their rows
 // loaded together (more independent loads in flight per invocation, fewer invocations).
+// EARLY: each output row stored as soon as its last input row is added (only KH rows of
+// accumulators live at a time, so tall blocks, which load fewer halo rows per output, fit the
+// registers), instead of the whole block at the end.
 // GRID (unstaged): a grid of GRID workgroups sized to the card instead of one invocation per block:
 // each invocation walks blocks in a fixed order, so no workgroup is launched per block and there
 // is no ragged last wave; CHUNKED gives each workgroup an equal contiguous run of THREADS-block
@@ -56,6 +59,7 @@ override L_OW: u32 = 1u;
 override L_PAD_T: u32 = 0u;
 override PLANES: u32 = 1u;
 override GRID: u32 = 0u;
+override EARLY: bool = false;
 override CHUNKED: bool = false;
 override GRID1: u32 = max(GRID, 1u);  // a divisor even where GRID == 0 (the code is compiled anyway)
 override STAGE: bool = false;
@@ -90,8 +94,6 @@ fn block(plane0: u32, np: u32, ox0: u32, oy0: u32, band_iy0: i32) {
   let c_out = dim(p.c_out, L_COUT);
   let h = dim(p.h, L_H);
   let w = dim(p.w, L_W);
-  let oh = dim(p.oh, L_OH);
-  let ow = dim(p.ow, L_OW);
   let pad_top = i32(dim(p.pad_top, L_PAD_T));
   var xbase: array<u32, MAX_PLANES>;
   var taps: array<f32, MAX_TAPS>;
@@ -168,33 +170,54 @@ fn block(plane0: u32, np: u32, ox0: u32, oy0: u32, band_iy0: i32) {
         }
       }
     }
-  }
-  // Loops bounded by constants (np <= PLANES): fully unrolled, the accumulators stay registers.
-  for (var k = 0u; k < PLANES; k++) {
-    if (k >= np) { break; }
-    for (var o = 0u; o < ROWS; o++) {
-      let oy = oy0 + o;
-      if (oy >= oh) { break; }
-      let yrow = ((plane0 + k) * oh + oy) * ow;
-      let a0 = (k * ROWS + o) * COLS;
-      if (VEC4) {
-        for (var q = 0u; q < COLS / 4u; q++) {
-          let ox = ox0 + 4u * q;
-          if (ox >= ow) { break; }  // out_w % 4 == 0: whole blocks in or out
-          let yi = yrow + ox;
-          let a = a0 + 4u * q;
-          Y4[yi / 4u] = vec4<f32>(epilogue_biased(acc[a], bias[k], yi), epilogue_biased(acc[a + 1u], bias[k], yi + 1u),
-                                  epilogue_biased(acc[a + 2u], bias[k], yi + 2u),
-                                  epilogue_biased(acc[a + 3u], bias[k], yi + 3u));
-        }
-      } else {
-        for (var oc = 0u; oc < COLS; oc++) {
-          let ox = ox0 + oc;
-          if (ox >= ow) { break; }
-          let yi = yrow + ox;
-          Y4[yi / 4u][yi % 4u] = epilogue_biased(acc[a0 + oc], bias[k], yi);
+    if (EARLY) {
+      // The output rows whose last input row this was: stored now, their accumulators dead.
+      for (var o = 0u; o < ROWS; o++) {
+        if (o * SH + (KH - 1u) * DH != r) { continue; }
+        for (var k = 0u; k < PLANES; k++) {
+          if (k >= np) { break; }
+          store_row(plane0 + k, oy0 + o, ox0, row_of(acc, k, o), bias[k]);
         }
       }
+    }
+  }
+  if (!EARLY) {
+    // Loops bounded by constants (np <= PLANES): fully unrolled, the accumulators stay registers.
+    for (var k = 0u; k < PLANES; k++) {
+      if (k >= np) { break; }
+      for (var o = 0u; o < ROWS; o++) { store_row(plane0 + k, oy0 + o, ox0, row_of(acc, k, o), bias[k]); }
+    }
+  }
+}
+
+// Output row o of plane k's block, from the accumulators.
+fn row_of(acc: array<f32, MAX_OUT>, k: u32, o: u32) -> array<f32, MAX_IN_COLS> {
+  var vals: array<f32, MAX_IN_COLS>;
+  for (var oc = 0u; oc < COLS; oc++) { vals[oc] = acc[(k * ROWS + o) * COLS + oc]; }
+  return vals;
+}
+
+// The block's COLS outputs of row oy of a plane (none past the plane's last row), epilogue applied.
+fn store_row(plane: u32, oy: u32, ox0: u32, vals: array<f32, MAX_IN_COLS>, bias: f32) {
+  let oh = dim(p.oh, L_OH);
+  let ow = dim(p.ow, L_OW);
+  if (oy >= oh) { return; }
+  let yrow = (plane * oh + oy) * ow;
+  if (VEC4) {
+    for (var q = 0u; q < COLS / 4u; q++) {
+      let ox = ox0 + 4u * q;
+      if (ox >= ow) { break; }  // out_w % 4 == 0: whole blocks in or out
+      let yi = yrow + ox;
+      let a = 4u * q;
+      Y4[yi / 4u] = vec4<f32>(epilogue_biased(vals[a], bias, yi), epilogue_biased(vals[a + 1u], bias, yi + 1u),
+                              epilogue_biased(vals[a + 2u], bias, yi + 2u), epilogue_biased(vals[a + 3u], bias, yi + 3u));
+    }
+  } else {
+    for (var oc = 0u; oc < COLS; oc++) {
+      let ox = ox0 + oc;
+      if (ox >= ow) { break; }
+      let yi = yrow + ox;
+      Y4[yi / 4u][yi % 4u] = epilogue_biased(vals[oc], bias, yi);
     }
   }
 }
