@@ -27,11 +27,12 @@ const Cfg kCfgsMore[] = {{4, 4, 64}, {8, 2, 128}, {8, 1, 8}, {6, 2, 20}, {3, 1, 
 // for prefill, flash_decode_sg.wgsl for decode), the previous kernels, flash_attn_tiled.wgsl's
 // other schedules (8 rows per invocation; chunks of 16 head_dim vec4s; keys in splits merged by
 // attn_combine.wgsl, with and without the swizzle: splits of 32 and 48 keys, so the tests'
-// 58-300 keys take 2-10 splits, blocks of 64 end at a split's end), flash_decode.wgsl at its former default and with
-// smaller workgroups and blocks (several (head, vec4) pairs per invocation: 32 invocations, blocks of 8 keys), and
-// flash_decode_sg.wgsl's other schedules (key groups of 2 and 1 lanes (the default's 16 become 4 on SwiftShader, whose
-// subgroups have 4); 1 to 3 keys per step; with and without the prefetch; head dims whose registers do not fit it fall
-// back to flash_decode.wgsl).
+// 58-300 keys take 2-10 splits, blocks of 64 end at a split's end), flash_decode.wgsl at its
+// former default and with smaller workgroups and blocks (several (head, vec4) pairs per
+// invocation: 32 invocations, blocks of 8 keys), and flash_decode_sg.wgsl's other schedules (key
+// groups of 2 and 1 lanes (the default's 16 become 4 on SwiftShader, whose subgroups have 4); 1
+// to 3 keys per step; with and without the prefetch; head dims whose registers do not fit it
+// fall back to flash_decode.wgsl).
 const char* const kVariants[] = {"",
                                  "attn_prefill=0,attn_decode=0",
                                  "attn_pf_rows=8",
@@ -414,6 +415,11 @@ TEST(LlmPagedAttention, RowsDoNotDependOnTheBatch) {
   auto chunk = run_paged(pool, {&a}, 256);
   auto batched = run_paged(pool, {&other, &a, &third}, 256);
   ASSERT_EQ(std::memcmp(chunk.data(), batched.data() + per, chunk.size() * 4), 0) << "alone vs in a batch";
+  {
+    LlmOps flat(ctx());  // key rows unpadded in workgroup memory: the same bits
+    flat.tuning.paged_kpad = 0;
+    ASSERT_EQ(run_paged(pool, {&a}, 256, flat), chunk) << "paged_kpad 0";
+  }
   for (int t : {0, 17, 39}) {  // the chunk's rows decoded one at a time
     Seq one = a;
     one.len = a.len - 40 + t + 1;
@@ -421,15 +427,16 @@ TEST(LlmPagedAttention, RowsDoNotDependOnTheBatch) {
     auto got = run_paged(pool, {&third, &one}, 256);
     ASSERT_EQ(std::memcmp(got.data() + 33 * per, chunk.data() + size_t(t) * per, per * 4), 0) << "token " << t;
     // Other invocations per decode row (8: the prefill rows'; 32, the most for head_dim 128: the
-    // default), with and without the next key block prefetched (done where 4 x tpq >= head_dim):
-    // the same bits.
-    for (auto [tpq, pf] : {std::pair{8u, 0u}, {16u, 1u}, {32u, 0u}, {32u, 1u}}) {
+    // default), with and without the next key block prefetched (done where 4 x tpq >= head_dim),
+    // with and without padded key rows: the same bits.
+    for (auto [tpq, pf, kp] : {std::tuple{8u, 0u, 1u}, {16u, 1u, 0u}, {32u, 0u, 1u}, {32u, 1u, 0u}}) {
       LlmOps wide(ctx());
       wide.tuning.paged_decode_tpq = tpq;
       wide.tuning.paged_decode_pf = pf;
+      wide.tuning.paged_kpad = kp;
       auto w = run_paged(pool, {&one, &other}, 256, wide);
       ASSERT_EQ(std::memcmp(w.data(), chunk.data() + size_t(t) * per, per * 4), 0)
-          << "token " << t << " tpq " << tpq << (pf ? " prefetch" : "");
+          << "token " << t << " tpq " << tpq << (pf ? " prefetch" : "") << (kp ? " padded" : "");
     }
   }
   LlmOps bad(ctx());
