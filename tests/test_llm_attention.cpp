@@ -134,7 +134,11 @@ TEST(LlmAttention, PrefillMatchesReference) {
       auto cache = make_kv_cache(ctx(), 1, c.nkv, 320, c.hd);
       auto all = make_qkv(c, n, uint32_t(n));
       auto want = ref::attention(all.q, all.k, all.v, n, c.nh, c.nkv, c.hd, 0, 1.f / std::sqrt(float(c.hd)));
-      for (auto& v : std::span(variants()).first(kPrefillVariants)) {
+      for (size_t i = 0; i < kPrefillVariants; ++i) {
+        const auto& v = variants()[i];
+        // flash_attn_tiled.wgsl's other schedules: the GQA-4 shape and the head dims no tile
+        // divides (seconds of SwiftShader each)
+        if (i >= 2 && (c.hd == 64 || c.hd == 8)) continue;
         auto got = run_step(c, cache.layer(0), all, 0, n, false, 0, *v.ops);
         EXPECT_LE(test::rel_error(got, want), 1e-5)
             << v.spec << ": " << c.nh << "/" << c.nkv << " hd=" << c.hd << " n=" << n;
