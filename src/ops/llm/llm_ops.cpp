@@ -104,6 +104,12 @@ void apply_tuning(LlmTuning& t, std::string_view spec) {
       {"matvec_xs", &LlmTuning::matvec_xs},
       {"swiglu_tpr", &LlmTuning::swiglu_tpr},
       {"swiglu_unroll", &LlmTuning::swiglu_unroll},
+      {"swiglu_wg_rows", &LlmTuning::swiglu_wg_rows},
+      {"matvec_pf", &LlmTuning::matvec_pf},
+      {"matvec_late", &LlmTuning::matvec_late},
+      {"matvec_static", &LlmTuning::matvec_static},
+      {"matvec_split", &LlmTuning::matvec_split},
+      {"matvec_split_cols", &LlmTuning::matvec_split_cols},
       {"matmul_bm", &LlmTuning::matmul_bm},
       {"matmul_bn", &LlmTuning::matmul_bn},
       {"matmul_bk", &LlmTuning::matmul_bk},
@@ -219,7 +225,9 @@ Kernel LlmOps::kernel(const std::string& key, const std::vector<std::string>& fi
 namespace {
 constexpr uint32_t kNaiveWG = 64;
 constexpr uint32_t kMatvecMaxRows = 8;       // matvec.wgsl: R_MAX
-constexpr uint32_t kSwigluRows = 64;         // matvec.wgsl: gate and up rows per SWIGLU workgroup
+constexpr uint32_t kSwigluRows = 64;         // matvec.wgsl: most gate and up rows per SWIGLU workgroup
+constexpr uint32_t kMatvecPfLoads = 8;       // matvec.wgsl: most weight chunks loaded before x (PF * R)
+constexpr uint32_t kMatvecMaxSplits = 64;    // matvec.wgsl: most column ranges (KS)
 constexpr uint64_t kRegTileMinGroups = 256;  // choose_linear: tiles from which RegTile runs
 // matvec.wgsl: the uniform's binding with ROPE (after matvec_rope.wgsl's storage buffers 5-8), and
 // P's ROPE fields (zero without).
@@ -325,7 +333,7 @@ Kernel LlmOps::linear_kernel(const std::string& kind, TensorType t) const {
 }
 
 Kernel LlmOps::matvec_kernel(TensorType t, LinearVersion v, int64_t cols, uint32_t swiglu_rows, const float* norm_eps,
-                             bool rope) const {
+                             bool rope, uint32_t splits) const {
   const bool sg = v == LinearVersion::Subgroup;
   std::vector<std::string> files = {"llm/common.wgsl",
                                     "llm/rope_pair.wgsl",
@@ -349,16 +357,34 @@ Kernel LlmOps::matvec_kernel(TensorType t, LinearVersion v, int64_t cols, uint32
   const uint32_t ch = chunk_elems(t);
   const bool padded = t == TensorType::F32 || t == TensorType::F16 || t == TensorType::BF16;
   const bool mask = padded && cols % ch != 0;
-  const bool xs = stages_x(t, cols, norm_eps != nullptr);
-  const uint32_t xn4 = xs ? u32((cols + 3) / 4) : 1u;
+  // With column ranges, x staged per range (whole chunks).
+  const int64_t range_cols = splits > 1 ? split_chunks(t, cols, splits) * ch : cols;
+  const bool xs = stages_x(t, range_cols, norm_eps != nullptr);
+  const uint32_t xn4 = xs ? u32((range_cols + 3) / 4) : 1u;
+  // The prefetch and column ranges for the float types (x in one pass, w_dot as w_chunk adds).
+  const uint32_t pf = padded ? std::min({tuning.matvec_pf, m.unroll, kMatvecPfLoads / rows}) : 0u;
+  need(splits == 1 || (padded && !swiglu_rows && !rope), "matvec", "column ranges for plain F16/BF16/F32 rows only");
   if (mask) key += "/mask";
   if (xs) key += "/xs" + std::to_string(xn4);
   if (rope) key += "/rope";
-  const std::string prelude =
-      std::string("const SWIGLU: bool = ") + (swiglu_rows ? "true" : "false") +
-      ";\nconst ROPE: bool = " + (rope ? "true" : "false") + ";\nconst XS: bool = " + (xs ? "true" : "false") +
-      ";\nconst XN4: u32 = " + std::to_string(xn4) + "u;\nconst X_MASK: bool = " + (mask ? "true" : "false") +
-      ";\nconst P_BINDING: u32 = " + std::to_string(rope ? kMatvecRopeUniform : 5u) + "u;\n";
+  // The norm's scale after the dot products where x is staged whole (each element loaded once).
+  const bool late = norm_eps && xs && tuning.matvec_late;
+  if (late) key += "/late";
+  if (pf) key += "/pf" + std::to_string(pf);
+  // The columns built in (a kernel per width).
+  const uint32_t static_cols = tuning.matvec_static && cols > 0 ? u32(cols) : 0u;
+  if (static_cols) key += "/c" + std::to_string(static_cols);
+  if (splits > 1) key += "/ks" + std::to_string(splits);
+  auto cu = [](const char* name, uint32_t val) {
+    return "const " + std::string(name) + ": u32 = " + std::to_string(val) + "u;\n";
+  };
+  auto cb = [](const char* name, bool val) {
+    return "const " + std::string(name) + ": bool = " + (val ? "true" : "false") + ";\n";
+  };
+  const std::string prelude = cb("SWIGLU", swiglu_rows != 0) + cb("ROPE", rope) + cb("XS", xs) + cu("XN4", xn4) +
+                              cb("X_MASK", mask) + cb("X_LATE", late) + cu("PF", pf) +
+                              cu("PF_N", std::max(1u, pf * rows)) + cu("KS", splits) + cu("COLS", static_cols) +
+                              cu("P_BINDING", rope ? kMatvecRopeUniform : 5u);
   return kernel(
       key + (sg ? "/sg/" : "/wg/") + (swiglu_rows ? "swiglu/" : "") + shape_tag({m.wg, m.tpr, m.unroll, rows}), files,
       c, sg, "main", prelude);
@@ -371,6 +397,21 @@ bool LlmOps::stages_x(TensorType t, int64_t cols, bool norm) const {
   const uint64_t xv = chunk_elems(t) / 4, bytes = ceil_div(uint64_t(ceil_div(uint64_t(cols), 4)), xv) * xv * 16 +
                                                   4ull * matvec_shape().wg + 4ull * kSwigluRows;
   return cols > 0 && bytes <= ctx_.limits().max_compute_workgroup_storage_size;
+}
+
+uint32_t LlmOps::matvec_splits(TensorType t, int64_t cols) const {
+  const bool padded = t == TensorType::F32 || t == TensorType::F16 || t == TensorType::BF16;
+  if (!padded || tuning.matvec_split <= 1 || cols < int64_t(tuning.matvec_split_cols)) return 1;
+  need(tuning.matvec_split <= kMatvecMaxSplits, "matvec",
+       "matvec_split " + std::to_string(tuning.matvec_split) + " (1.." + std::to_string(kMatvecMaxSplits) + ")");
+  // At least one unrolled pass of every row group's invocations per range.
+  const MatvecShape m = matvec_shape();
+  const int64_t nch = ceil_div(cols, int64_t(chunk_elems(t)));
+  return u32(std::clamp<int64_t>(nch / (int64_t(m.tpr) * m.unroll), 1, tuning.matvec_split));
+}
+
+int64_t LlmOps::split_chunks(TensorType t, int64_t cols, uint32_t splits) {
+  return ceil_div(ceil_div(cols, int64_t(chunk_elems(t))), int64_t(splits));
 }
 
 Params LlmOps::matvec_params(int64_t rows, int64_t cols, int64_t row0, int64_t y_off, uint32_t flags) const {
@@ -553,12 +594,23 @@ void LlmOps::linear(Batch& b, const GpuWeight& w, const Tensor& x, const Tensor&
     b.dispatch(k, {w.data, w.scales, Arg(x, 0, x.capacity()), bias, y}, prm,
                {ceil_div(uint64_t(rows), tuning.matmul_bn), ceil_div(uint64_t(n_tokens), tuning.matmul_bm), 1});
   } else if (n_tokens == 1) {
-    Kernel k = matvec_kernel(w.type, v, w.cols);
+    const uint32_t splits = matvec_splits(w.type, w.cols);
+    Kernel k = matvec_kernel(w.type, v, w.cols, 0, nullptr, false, splits);
     const MatvecShape m = matvec_shape();
     need(round16(x.bytes()) <= x.capacity(), op, "x buffer too small");
-    b.dispatch(k, {w.data, w.scales, Arg(x, 0, round16(x.bytes())), bias, y},
-               matvec_params(rows, w.cols, o.row0, o.y_offset, flags),
-               groups_1d(ctx_, ceil_div(uint64_t(rows), m.wg / m.tpr * m.rows)));
+    const uint64_t blocks = ceil_div(uint64_t(rows), m.wg / m.tpr * m.rows);
+    if (splits == 1) {
+      b.dispatch(k, {w.data, w.scales, Arg(x, 0, round16(x.bytes())), bias, y},
+                 matvec_params(rows, w.cols, o.row0, o.y_offset, flags), groups_1d(ctx_, blocks));
+      return;
+    }
+    // Partial sums per column range, then matvec_sum.wgsl adds them in order (and bias and y).
+    Tensor part = make_tensor(ctx_, {int64_t(splits) * rows});
+    b.dispatch(k, {w.data, w.scales, Arg(x, 0, round16(x.bytes())), bias, part},
+               matvec_params(rows, w.cols, o.row0, 0, 0), groups_1d(ctx_, blocks * splits));
+    Kernel ks = kernel("llm/matvec_sum", {"llm/common.wgsl", "llm/matvec_sum.wgsl"}, {}, false);
+    b.dispatch(ks, {part, bias, y}, Params(u32(rows), splits, u32(o.row0), u32(o.y_offset), flags),
+               groups_1d(ctx_, ceil_div(uint64_t(rows), 256)));
   } else {
     Kernel k = linear_kernel("matmul", w.type);
     b.dispatch(k, {w.data, w.scales, x, bias, y}, prm,
@@ -642,17 +694,21 @@ void LlmOps::linear_swiglu(Batch& b, const GpuWeight& w, const Tensor& x, const 
 void LlmOps::swiglu_matvec(Batch& b, const GpuWeight& w, const Tensor& x, const Tensor& norm_w, const float* eps,
                            const Tensor& out, LinearVersion v, const std::string& op) const {
   const int64_t n = w.rows / 2;
-  need(w.rows % 2 == 0 && n % 32 == 0, op,
-       "a gate|up weight of " + std::to_string(w.rows) + " rows (twice a multiple of 32)");
+  const uint32_t wr = tuning.swiglu_wg_rows;
+  need(wr >= 2 && wr <= kSwigluRows && (wr & (wr - 1)) == 0, op,
+       "swiglu_wg_rows " + std::to_string(wr) + " (a power of two, 2.." + std::to_string(kSwigluRows) + ")");
+  need(w.rows % 2 == 0 && n % (wr / 2) == 0, op,
+       "a gate|up weight of " + std::to_string(w.rows) + " rows (twice a multiple of " + std::to_string(wr / 2) + ")");
   need_elems(out, n, op, "out");
   need(v == LinearVersion::Subgroup || v == LinearVersion::Shared, op, "runs the subgroup or shared matvec");
   need(v != LinearVersion::Subgroup || subgroups_, op, "this adapter has no usable subgroups");
   const MatvecShape m = matvec_shape(true);
-  need(kSwigluRows * m.tpr % m.wg == 0 && kSwigluRows * m.tpr / m.wg <= kMatvecMaxRows, op,
-       std::to_string(m.wg / m.tpr) + " row groups per workgroup cannot take 64 rows (8 per group at most)");
-  Kernel k = matvec_kernel(w.type, v, w.cols, kSwigluRows * m.tpr / m.wg, eps);
+  need(wr * m.tpr % m.wg == 0 && wr * m.tpr / m.wg <= kMatvecMaxRows, op,
+       std::to_string(m.wg / m.tpr) + " row groups per workgroup cannot take " + std::to_string(wr) +
+           " rows (1 to 8 per group)");
+  Kernel k = matvec_kernel(w.type, v, w.cols, wr * m.tpr / m.wg, eps);
   b.dispatch(k, {w.data, w.scales, Arg(x, 0, round16(x.bytes())), norm_w, out}, matvec_params(w.rows, w.cols, 0, 0, 0),
-             groups_1d(ctx_, u32(n / 32)));
+             groups_1d(ctx_, u32(n / (wr / 2))));
 }
 
 namespace {
@@ -1213,9 +1269,14 @@ void LlmOps::attention_decode(Batch& b, const KvLayer& c, const Tensor& q, const
   if (!part) return;
   const int hd = c.head_dim;
   const int64_t os = a.o_stride < 0 ? int64_t(a.n_heads) * hd : a.o_stride;
-  Kernel kc = kernel("llm/attn_combine", {"llm/common.wgsl", "llm/attn_combine.wgsl"}, {}, false);
+  // tuning.combine_sp invocations per element, halved until the workgroup (a head) fits.
+  uint32_t sp = std::max(1u, tuning.combine_sp);
+  while (sp > 1 && uint64_t(hd) * sp > max_wg_) sp /= 2;
+  need(uint32_t(hd) <= max_wg_, "attention_decode", "head_dim " + std::to_string(hd) + " (a workgroup per head)");
+  Kernel kc = kernel("llm/attn_combine/" + std::to_string(hd) + "x" + std::to_string(sp),
+                     {"llm/common.wgsl", "llm/attn_combine.wgsl"}, {{"HD", hd}, {"SP", sp}}, false);
   b.dispatch(kc, {part, out}, Params(1u, u32(a.n_heads), splits, u32(hd), u32(os), u32(a.o_offset)),
-             groups_1d(ctx_, ceil_div(uint64_t(a.n_heads) * uint64_t(hd), 128)));
+             groups_1d(ctx_, uint64_t(a.n_heads)));
 }
 
 // ---- paged attention (serving) -------------------------------------------------------------

@@ -209,6 +209,30 @@ struct LlmTuning {
   // its workgroups take 64 rows whatever the plain matvec's rows per group.
   uint32_t swiglu_tpr = 0;
   uint32_t swiglu_unroll = 0;
+  // Its gate and up rows per workgroup (a power of two up to 64; half of them gate rows): fewer
+  // mean more workgroups (an 8B model's 14,336-row ffn: 448 at 64).
+  uint32_t swiglu_wg_rows = 64;
+  // The f32-activation matvecs: each invocation's first matvec_pf unrolled steps of weights
+  // (0..matvec_unroll, at most 8 vec4 loads per invocation with the rows per group: the SwiGLU
+  // kernel's 8 rows take 1) are loaded before x is prepared (RMS norm, staging), so that they are
+  // in flight meanwhile. The same sums in the same order.
+  uint32_t matvec_pf = 0;
+  // 1: the matvecs that RMS-normalise x (matvec_norm) and stage it whole (matvec_xs) stage x * w
+  // before the sum of squares is known and scale each row's sum by 1 / rms after the dot
+  // products (mvq_late's idea: one read of x, no reduction before the weights are used); 0:
+  // normalise first.
+  uint32_t matvec_late = 0;
+  // 1: each weight's column count built into its one-token matvec kernel (a kernel per width:
+  // the loops' trip counts known to the compiler, as mvq_static), 0: read from the parameters.
+  uint32_t matvec_static = 0;
+  // One-token linear() matvecs (o and down projections, the output) with F16/BF16/F32 weights of
+  // at least matvec_split_cols columns: their columns split into matvec_split ranges of whole
+  // chunks (each range's workgroups write partial sums, a second pass adds the ranges in order):
+  // matvec_split times the workgroups for weights of few rows (an 8B model's down projection: 256
+  // workgroups of 16 rows over 14,336 columns), x staged per range where whole rows do not fit.
+  // 1: no split. The sums' order follows the split; one shape and tuning always sums alike.
+  uint32_t matvec_split = 1;
+  uint32_t matvec_split_cols = 8192;
   // Register-tiled matmul (prefill): tokens (BM, a multiple of 8) x weight rows (BN, a multiple
   // of 8) per workgroup, (BM / 8) * (BN / 8) invocations of 8x8 outputs; k step BK (a multiple of
   // 4). 64 x 128 x 8: an 8B model's 4096-row projections at 512 tokens give 256 workgroups; on
@@ -362,9 +386,10 @@ struct LlmTuning {
   // alone; mvq_late and mvq_pf alone 244.6 vs 246.6-255.8; probably the K-quant units' x reads
   // from workgroup memory, 64 bytes apart across lanes, conflicting in its banks), 0: every type.
   uint32_t mvq_kq_plain = 1;
-  // attention_decode_q8's combine (attn_combine_q8.wgsl): invocations per output element, each
-  // merging every combine_sp-th split (1 adds the splits in merge_splits' order). H200, 8B Q4_0
-  // tg128 at depth 0: 4 and 8 within 0.5% of 1 (4 the best).
+  // The decode combines (attn_combine_q8.wgsl, attention_decode_q8; attn_combine.wgsl,
+  // attention_decode: halved there until a head's workgroup fits): invocations per output
+  // element, each merging every combine_sp-th split (1 adds the splits in merge_splits' order).
+  // H200, 8B Q4_0 tg128 at depth 0: 4 and 8 within 0.5% of 1 (4 the best).
   uint32_t combine_sp = 4;
   // 8-bit-activation matmul (matmul_q8.wgsl, prefill): tokens (BM) x weight rows (BN) per
   // workgroup, multiples of 8, (BM / 8) * (BN / 8) invocations of 8 x 8 outputs.
@@ -542,6 +567,9 @@ class LlmOps {
                        const Tensor& out) const;
   // Whether those take x of `cols` columns (a multiple of 4).
   bool fuses_norm(int64_t cols) const;
+  // The column ranges of a one-token linear() of weight type t and cols columns
+  // (tuning.matvec_split, matvec_split_cols; 1: not split).
+  uint32_t matvec_splits(TensorType t, int64_t cols) const;
   // One token: rms_norm_linear through a fused QKV weight (rows: a.n_heads query heads, then the
   // cache's key and value heads, back to back) and rope_kv_append(qkv, table, cache, a) on its
   // output, in one dispatch (bit-identical to the two). Needs fuses_rope(w.cols) (nine storage
@@ -629,10 +657,14 @@ class LlmOps {
   // matvec.wgsl for weights of `cols` columns (0: unknown, taken as whole chunks without staging).
   // swiglu_rows: the SWIGLU variant with that many rows per group (0: the plain kernel); norm_eps:
   // x RMS-normalised inside (matvec_x_norm.wgsl) with this epsilon; rope: the ROPE epilogue.
+  // splits: the columns in that many ranges (matvec.wgsl's KS; plain rows only).
   Kernel matvec_kernel(TensorType t, LinearVersion v, int64_t cols, uint32_t swiglu_rows = 0,
-                       const float* norm_eps = nullptr, bool rope = false) const;
-  // Whether the matvec stages the whole of x in workgroup memory (tuning.matvec_xs, where it fits).
+                       const float* norm_eps = nullptr, bool rope = false, uint32_t splits = 1) const;
+  // Whether the matvec stages the whole of x (of a range of cols columns) in workgroup memory
+  // (tuning.matvec_xs, where it fits).
   bool stages_x(TensorType t, int64_t cols, bool norm) const;
+  // The chunks (weight vec4s) in each of `splits` column ranges.
+  static int64_t split_chunks(TensorType t, int64_t cols, uint32_t splits);
   // matvec.wgsl's parameters for one token without ROPE.
   Params matvec_params(int64_t rows, int64_t cols, int64_t row0, int64_t y_off, uint32_t flags) const;
   // The gate|up + SwiGLU matvec, x RMS-normalised with norm_w first when eps is given.
