@@ -528,6 +528,25 @@ TEST(LlmLinear, BatchedQ8MatchesReferenceAndIsBatchInvariant) {
         same(run(other, 4, 6), 4, how + ", tokens 4..9");
         same(run(other, 0, n), 0, how + ", 19 tokens");
       }
+      // Small steps shaped like a matvec (linear_batched_q8_mv.wgsl; the default for steps of up to
+      // 4 tokens, checked above), its schedules: chunks of 8 blocks (several per row here), more
+      // rows per group, tiny workgroups, up to 8 tokens, the sums without a conversion: the same bits.
+      for (auto [sl, un, tr, wg, i2f] :
+           {std::tuple{1u, 1u, 1u, 64u, 0u}, {2u, 3u, 2u, 16u, 1u}, {8u, 2u, 4u, 256u, 0u}, {4u, 8u, 1u, 256u, 0u}}) {
+        LlmOps other(ctx());
+        other.tuning.batched_mv_n = 8;
+        other.tuning.batched_mv_sl = sl;
+        other.tuning.batched_mv_un = un;
+        other.tuning.batched_mv_tr = tr;
+        other.tuning.batched_mv_wg = wg;
+        other.tuning.batched_i2f = i2f;
+        const std::string how = "mv " + std::to_string(sl) + "/" + std::to_string(un) + "/" + std::to_string(tr) + "/" +
+                                std::to_string(wg) + (i2f ? " i2f" : "");
+        same(run(other, 3, 1), 3, how + ", token 3 alone");
+        same(run(other, 5, 3), 5, how + ", tokens 5..7");
+        same(run(other, 4, 6), 4, how + ", tokens 4..9");
+        same(run(other, 11, 8), 11, how + ", tokens 11..18");
+      }
       // x quantized first (the serving engine's fused path): the same bits.
       {
         const int first = 2, count = 11;
@@ -554,19 +573,28 @@ TEST(LlmLinear, BatchedQ8MatchesReferenceAndIsBatchInvariant) {
   EXPECT_THROW(ops().linear(b, f16, x, y, 1, {}, LinearVersion::BatchedQ8), Error);  // not for f16 weights
   EXPECT_THROW(ops().linear_batched_q8(b, f16, make_q8_act(ctx(), 1, 32), y, 1), Error);
   LlmOps bad_tr(ctx());
+  bad_tr.tuning.batched_mv_n = 0;
   bad_tr.tuning.batched_small_n = 4;
   bad_tr.tuning.batched_small_tr = 3;
   auto q8 = upload_weight(ctx(), TensorType::Q8_0, ref::random_weight(TensorType::Q8_0, 4, 32, 1), 4, 32);
   EXPECT_THROW(bad_tr.linear(b, q8, x, y, 1, {}, LinearVersion::BatchedQ8), Error);  // 1, 2 or 4 rows
   LlmOps bad_un(ctx());
+  bad_un.tuning.batched_mv_n = 0;
   bad_un.tuning.batched_small_unroll = 3;
   EXPECT_THROW(bad_un.linear(b, q8, x, y, 1, {}, LinearVersion::BatchedQ8), Error);  // 1, 2 or 4 blocks
+  for (const char* bad :
+       {"batched_mv_n=9", "batched_mv_sl=3", "batched_mv_un=0", "batched_mv_un=9", "batched_mv_tr=3"}) {
+    LlmOps bad_mv(ctx());
+    apply_tuning(bad_mv.tuning, bad);
+    EXPECT_THROW(bad_mv.linear(b, q8, x, y, 1, {}, LinearVersion::BatchedQ8), Error) << bad;
+  }
 }
 
 // The QKV linear with RoPE and the KV append in its epilogue (the serving engine's fused path):
 // the bits of linear_batched_q8 then rope_kv_append, in the output (queries rotated, keys and
 // values as computed) and in the paged cache (every other slot left poisoned), with and without
-// bias, interleaved pairs or not, one token (1-row groups asked for: 2 taken) and 9.
+// bias, interleaved pairs or not, one token (the small-step kernel; 1-row groups asked for: 2
+// taken, and 4) and 9.
 TEST(LlmLinear, BatchedQ8RopeEqualsLinearThenRopeKvAppend) {
   const int nh = 4, nkv = 2, hd = 16, cols = 96, slots = 48;
   const int64_t rows = (nh + 2 * nkv) * hd;
@@ -592,6 +620,7 @@ TEST(LlmLinear, BatchedQ8RopeEqualsLinearThenRopeKvAppend) {
       }
       for (bool interleaved : {false, true})
         for (bool with_bias : {false, true}) {
+          const uint32_t mv_tr = with_bias ? 4 : 1;  // one token: linear_batched_q8_mv, 2 or 4 rows a group
           RopeKvArgs a;
           a.n_tokens = n;
           a.n_heads = nh;
@@ -603,6 +632,7 @@ TEST(LlmLinear, BatchedQ8RopeEqualsLinearThenRopeKvAppend) {
           LlmOps small(ctx());
           small.tuning.batched_small_n = 1;
           small.tuning.batched_small_tr = 1;
+          small.tuning.batched_mv_tr = mv_tr;
           auto run = [&](bool fused) {
             KvCache cache = make_kv_cache(ctx(), 1, nkv, slots, hd);
             fill_u32(ctx(), cache.k, kPoisonNaN);
@@ -621,7 +651,8 @@ TEST(LlmLinear, BatchedQ8RopeEqualsLinearThenRopeKvAppend) {
           };
           const auto want = run(false), got = run(true);
           const std::string what = std::string(to_string(t)) + " n " + std::to_string(n) +
-                                   (interleaved ? " interleaved" : "") + (with_bias ? " bias" : "");
+                                   (interleaved ? " interleaved" : "") + (with_bias ? " bias" : "") + " mv_tr " +
+                                   std::to_string(mv_tr);
           EXPECT_EQ(got[0], want[0]) << what << ": q|k|v";
           EXPECT_EQ(got[1], want[1]) << what << ": k cache";
           EXPECT_EQ(got[2], want[2]) << what << ": v cache";

@@ -131,10 +131,16 @@ void apply_tuning(LlmTuning& t, std::string_view spec) {
       {"batched_unroll", &LlmTuning::batched_unroll},
       {"batched_small_unroll", &LlmTuning::batched_small_unroll},
       {"batched_i2f", &LlmTuning::batched_i2f},
+      {"batched_mv_n", &LlmTuning::batched_mv_n},
+      {"batched_mv_sl", &LlmTuning::batched_mv_sl},
+      {"batched_mv_un", &LlmTuning::batched_mv_un},
+      {"batched_mv_tr", &LlmTuning::batched_mv_tr},
+      {"batched_mv_wg", &LlmTuning::batched_mv_wg},
       {"paged_combine_q8", &LlmTuning::paged_combine_q8},
       {"batched_rope", &LlmTuning::batched_rope},
       {"paged_decode_tpq", &LlmTuning::paged_decode_tpq},
       {"paged_decode_pf", &LlmTuning::paged_decode_pf},
+      {"paged_kpad", &LlmTuning::paged_kpad},
       {"mvq_wg", &LlmTuning::mvq_wg},
       {"mvq_tpr", &LlmTuning::mvq_tpr},
       {"mvq_rows", &LlmTuning::mvq_rows},
@@ -858,6 +864,17 @@ void LlmOps::linear_batched_q8_kernel(Batch& b, const GpuWeight& w, const Q8Act&
   const uint32_t kl = tuning.batched_kl;
   need(kl >= 1 && kl <= 32 && (kl & (kl - 1)) == 0, op,
        "batched_kl " + std::to_string(kl) + " is not a power of two <= 32");
+  std::vector<Arg> args = {w.data, w.scales, x.qs, x.ds, bias, y};
+  Params prm = prm_in;
+  if (rope) {
+    args.insert(args.end(), {rope->table->cos_sin, rope->args->positions ? rope->args->positions : dummy_,
+                             rope->cache->k, rope->cache->v});
+  } else {
+    for (int i = 0; i < 8; ++i) prm.push(0u);  // the ROPE fields
+  }
+  need(tuning.batched_mv_n <= 8, op, "batched_mv_n " + std::to_string(tuning.batched_mv_n) + " (at most 8)");
+  if (n_tokens <= int(tuning.batched_mv_n))
+    return linear_batched_q8_mv(b, w, n_tokens, rows, rope != nullptr, std::move(args), prm);
   // x tile: whole blocks of every lane (tuning.batched_xt, else 1024 elements; small steps
   // tuning.batched_small_xt where set).
   const bool small = n_tokens <= int(tuning.batched_small_n);
@@ -911,15 +928,49 @@ void LlmOps::linear_batched_q8_kernel(Batch& b, const GpuWeight& w, const Q8Act&
                     {"llm/common.wgsl", rope ? "llm/linear_batched_rope.wgsl" : "llm/linear_batched_norope.wgsl",
                      "llm/linear_batched_q8.wgsl"},
                     {}, false, "main", prelude);
-  std::vector<Arg> args = {w.data, w.scales, x.qs, x.ds, bias, y};
-  Params prm = prm_in;
-  if (rope) {
-    args.insert(args.end(), {rope->table->cos_sin, rope->args->positions ? rope->args->positions : dummy_,
-                             rope->cache->k, rope->cache->v});
-  } else {
-    for (int i = 0; i < 8; ++i) prm.push(0u);  // the ROPE fields
-  }
   b.dispatch(k, std::move(args), prm, {u32(tiles), u32(row_tiles), 1});
+}
+
+void LlmOps::linear_batched_q8_mv(Batch& b, const GpuWeight& w, int n_tokens, int64_t rows, bool rope,
+                                  std::vector<Arg> args, const Params& prm) const {
+  const std::string op = "linear batched-q8 " + str(w.type) + " (batched_mv_n)";
+  const uint32_t kl = tuning.batched_kl, sl = tuning.batched_mv_sl, tr_want = tuning.batched_mv_tr;
+  uint32_t un = tuning.batched_mv_un;
+  need(sl >= 1 && sl <= 32 && (sl & (sl - 1)) == 0 && kl * sl <= max_wg_, op,
+       "batched_mv_sl " + std::to_string(sl) + " (a power of two, batched_kl x it at most " + std::to_string(max_wg_) +
+           ")");
+  need(un >= 1 && un <= 8, op, "batched_mv_un " + std::to_string(un) + " (1..8)");
+  need(tr_want == 1 || tr_want == 2 || tr_want == 4, op, "batched_mv_tr " + std::to_string(tr_want) + " (1, 2 or 4)");
+  const uint32_t tr = rope ? std::max(2u, tr_want) : tr_want;  // ROPE: whole pairs per row group
+  const uint32_t tt = batched_token_tile(n_tokens, 8);
+  const uint32_t rgt = kl * sl;
+  un = std::min<uint32_t>(un, u32(ceil_div(uint64_t(w.cols / 32), rgt)));  // no more than a row's blocks
+  un = std::max(un, 1u);
+  // Workgroup memory per row group: the d and the terms of each token of every row and chunk block.
+  const uint64_t smem_limit = ctx_.limits().max_compute_workgroup_storage_size;
+  const auto group_bytes = [&](uint32_t u) { return uint64_t(1 + tt) * tr * rgt * u * 4; };
+  while (un > 1 && group_bytes(un) > smem_limit) --un;
+  need(group_bytes(un) <= smem_limit, op,
+       std::to_string(group_bytes(un)) + " bytes of workgroup memory for a row group, the adapter allows " +
+           std::to_string(smem_limit));
+  uint32_t wg = std::min(std::max(tuning.batched_mv_wg, rgt), max_wg_) / rgt * rgt;
+  while (wg > rgt && wg / rgt * group_bytes(un) > smem_limit) wg -= rgt;
+  const uint64_t groups = ceil_div(uint64_t(rows), uint64_t(wg / rgt) * tr);
+  need(groups <= ctx_.limits().max_compute_workgroups_per_dimension, op, "too many rows");
+  const bool q4 = w.type == TensorType::Q4_0, i2f = tuning.batched_i2f != 0;
+  std::string prelude = "const TT: u32 = " + std::to_string(tt) + "u;\nconst KL: u32 = " + std::to_string(kl) +
+                        "u;\nconst SL: u32 = " + std::to_string(sl) + "u;\nconst UN: u32 = " + std::to_string(un) +
+                        "u;\nconst WG: u32 = " + std::to_string(wg) + "u;\nconst TR: u32 = " + std::to_string(tr) +
+                        "u;\nconst Q4: bool = " + (q4 ? "true" : "false") +
+                        ";\nconst I2F: bool = " + (i2f ? "true" : "false") +
+                        ";\nconst ROPE: bool = " + (rope ? "true" : "false") +
+                        ";\nconst P_BINDING: u32 = " + (rope ? "10" : "6") + "u;\n";
+  Kernel k = kernel("llm/batched_q8_mv/" + str(w.type) + "/" + shape_tag({tt, kl, sl, un, wg, tr}) +
+                        (i2f ? "/i2f" : "") + (rope ? "/rope" : ""),
+                    {"llm/common.wgsl", rope ? "llm/linear_batched_rope.wgsl" : "llm/linear_batched_norope.wgsl",
+                     "llm/linear_batched_q8_mv.wgsl"},
+                    {}, false, "main", prelude);
+  b.dispatch(k, std::move(args), prm, {u32(groups), 1, 1});
 }
 
 // ---- elementwise ---------------------------------------------------------------------------
@@ -1367,9 +1418,11 @@ void LlmOps::paged_attention_partials(Batch& b, const KvLayer& c, const Tensor& 
   auto dispatch = [&](uint32_t bq, uint32_t tpq, bool pf, uint32_t item0, uint32_t n_items) {
     if (n_items == 0) return;
     need(bq * tpq <= max_wg_, op, "GQA group too large");
-    Kernel k = kernel("llm/paged_attn/hd" + std::to_string(hd) + "/bq" + std::to_string(bq) + "/tpq" +
-                          std::to_string(tpq) + (pf ? "/pf" : ""),
-                      {"llm/paged_attn.wgsl"}, {{"HD", hd}, {"TPQ", tpq}, {"BQ", bq}, {"PF", pf ? 1 : 0}}, false);
+    const uint32_t kp = tuning.paged_kpad ? 1 : 0;
+    Kernel k =
+        kernel("llm/paged_attn/hd" + std::to_string(hd) + "/bq" + std::to_string(bq) + "/tpq" + std::to_string(tpq) +
+                   (pf ? "/pf" : "") + (kp ? "/kp" : ""),
+               {"llm/paged_attn.wgsl"}, {{"HD", hd}, {"TPQ", tpq}, {"BQ", bq}, {"PF", pf ? 1 : 0}, {"KP", kp}}, false);
     b.dispatch(k, {q, Arg(c.k), Arg(c.v), pl.tables, pl.seqs, pl.items, pl.partials},
                Params(u32(a.n_heads), u32(a.n_kv_heads), u32(c.max_ctx), u32(a.block), u32(qs), u32(a.q_offset), scale,
                       u32(a.split_len), pl.n_splits, item0),

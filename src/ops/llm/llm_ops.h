@@ -300,6 +300,10 @@ struct LlmTuning {
   // row). More threads and loads in flight with the same arithmetic: never changes a result.
   uint32_t paged_decode_tpq = 0;
   uint32_t paged_decode_pf = 1;
+  // Paged attention: 1 pads each row of keys (and queries) in workgroup memory by a vec4, so the
+  // invocations computing a block's scores, each reading another key's row, hit distinct banks
+  // (unpadded, rows 512 bytes apart all start in one bank); 0 unpadded. Never changes a result.
+  uint32_t paged_kpad = 1;
   // batched-q8: each lane loads its next weight block before it multiplies the current one
   // (measured on the H200: within 3% of off at 16-64 sequences, faster at 1).
   bool batched_prefetch = true;
@@ -315,6 +319,17 @@ struct LlmTuning {
   // subtract (the Q4_0 offset folded into the add), 0 with a conversion (a quarter-rate
   // instruction on NVIDIA GPUs). The same values (exact integers below 2^22).
   uint32_t batched_i2f = 0;
+  // batched-q8: steps of at most batched_mv_n tokens (<= 8; 0: none) run linear_batched_q8_mv.wgsl,
+  // the same bits shaped like a matvec: batched_mv_sl invocations per lane of batched_kl (a row
+  // group of kl * sl), each loading up to batched_mv_un blocks of a chunk at once (no more than a
+  // row has), batched_mv_tr rows per row group (1, 2 or 4; RoPE: at least 2), batched_mv_wg
+  // invocations per workgroup (fewer where workgroup memory needs it: (1 + tokens) x rows x kl x
+  // sl x un floats per row group).
+  uint32_t batched_mv_n = 4;
+  uint32_t batched_mv_sl = 4;
+  uint32_t batched_mv_un = 4;
+  uint32_t batched_mv_tr = 1;
+  uint32_t batched_mv_wg = 256;
   // Paged attention in the serving engine's fused batched-q8 path: 1 combines the splits and
   // quantizes the result for the o projection in one dispatch (paged_attention_q8), 0 in two
   // (paged_attention, quantize_q8). The same bits.
@@ -700,6 +715,10 @@ class LlmOps {
   void linear_batched_q8_kernel(Batch& b, const GpuWeight& w, const Q8Act& x, const Tensor& y, int n_tokens,
                                 const Params& prm, const Tensor& bias, int64_t rows,
                                 const RopeKv* rope = nullptr) const;
+  // linear_batched_q8_mv.wgsl (steps of at most tuning.batched_mv_n tokens): the kernel above's
+  // bits, with its bindings and parameters (the ROPE fields included).
+  void linear_batched_q8_mv(Batch& b, const GpuWeight& w, int n_tokens, int64_t rows, bool rope, std::vector<Arg> args,
+                            const Params& prm) const;
   // The one-token matvec_q8 schedule from tuning for weight w, checked: group_rows rows per group
   // (0: tuning.mvq_rows), or wg_rows rows per workgroup (SWIGLU); tpr invocations per group (0:
   // tuning.mvq_tpr); pf units per row loaded ahead (tuning.mvq_pf within a register budget); cols
