@@ -216,7 +216,7 @@ struct LlmTuning {
   uint32_t swiglu_wg_rows = 32;
   // The f32-activation matvecs: each invocation's first matvec_pf unrolled steps of weights
   // (0..matvec_unroll, at most 8 vec4 loads per invocation with the rows per group: the SwiGLU
-  // kernel's 8 rows take 1) are loaded before x is prepared (RMS norm, staging), so that they are
+  // kernel's 4 rows per group take 2) are loaded before x is prepared (RMS norm, staging), so that they are
   // in flight meanwhile. The same sums in the same order.
   uint32_t matvec_pf = 4;
   // 1: the matvecs that RMS-normalise x (matvec_norm) and stage it whole (matvec_xs) stage x * w
