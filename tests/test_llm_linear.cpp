@@ -197,7 +197,8 @@ TEST(LlmLinear, MatvecSplitColumnsMatchesReference) {
   }
   LlmOps o(ctx());
   o.tuning.matvec_split = 4;
-  EXPECT_EQ(o.matvec_splits(TensorType::F16, 8191), 1u);  // below matvec_split_cols (8192)
+  o.tuning.matvec_split_cols = 8192;
+  EXPECT_EQ(o.matvec_splits(TensorType::F16, 8191), 1u);  // below matvec_split_cols
   EXPECT_EQ(o.matvec_splits(TensorType::F16, 14336), 4u);
   EXPECT_EQ(o.matvec_splits(TensorType::Q8_0, 14336), 1u);  // the float types only
   o.tuning.matvec_split = 1000;

@@ -212,29 +212,36 @@ struct LlmTuning {
   uint32_t swiglu_tpr = 0;
   uint32_t swiglu_unroll = 0;
   // Its gate and up rows per workgroup (a power of two up to 64; half of them gate rows): fewer
-  // mean more workgroups (an 8B model's 14,336-row ffn: 448 at 64).
-  uint32_t swiglu_wg_rows = 64;
+  // mean more workgroups (an 8B model's 14,336-row ffn: 448 at 64). H200 (docs/benchmarks.md,
+  // with matvec_pf 4 and matvec_late): 32 beat 64 by 1.1% (8B F16 tg128 196.2 vs 194.1 t/s) and
+  // 3.2% (1B F16 910.3 vs 882.5).
+  uint32_t swiglu_wg_rows = 32;
   // The f32-activation matvecs: each invocation's first matvec_pf unrolled steps of weights
   // (0..matvec_unroll, at most 8 vec4 loads per invocation with the rows per group: the SwiGLU
-  // kernel's 8 rows take 1) are loaded before x is prepared (RMS norm, staging), so that they are
+  // kernel's 4 rows per group take 2) are loaded before x is prepared (RMS norm, staging), so that they are
   // in flight meanwhile. The same sums in the same order.
-  uint32_t matvec_pf = 0;
+  uint32_t matvec_pf = 4;
   // 1: the matvecs that RMS-normalise x (matvec_norm) and stage it whole (matvec_xs) stage x * w
   // before the sum of squares is known and scale each row's sum by 1 / rms after the dot
   // products (mvq_late's idea: one read of x, no reduction before the weights are used); 0:
-  // normalise first.
-  uint32_t matvec_late = 0;
+  // normalise first. H200: matvec_pf 4 with matvec_late took 8B F16 tg128 from 190.1 to 194.1 t/s,
+  // 1B F16 from 872.6 to 882.5.
+  uint32_t matvec_late = 1;
   // 1: each weight's column count built into its one-token matvec kernel (a kernel per width:
   // the loops' trip counts known to the compiler, as mvq_static), 0: read from the parameters.
-  uint32_t matvec_static = 0;
+  // H200 (with matvec_pf 4, matvec_late): 8B F16 194.1 -> 195.3 t/s, 1B F16 882.5 -> 894.0.
+  uint32_t matvec_static = 1;
   // One-token linear() matvecs (o and down projections, the output) with F16/BF16/F32 weights of
   // at least matvec_split_cols columns: their columns split into matvec_split ranges of whole
   // chunks (each range's workgroups write partial sums, a second pass adds the ranges in order):
   // matvec_split times the workgroups for weights of few rows (an 8B model's down projection: 256
   // workgroups of 16 rows over 14,336 columns), x staged per range where whole rows do not fit.
   // 1: no split. The sums' order follows the split; one shape and tuning always sums alike.
-  uint32_t matvec_split = 1;
-  uint32_t matvec_split_cols = 8192;
+  // H200 (with matvec_pf 4, matvec_late): 4 ranges took 8B F16 tg128 from 194.1 to 196.8 t/s
+  // (2 ranges: 191.2); the 1B model's 8,192-column down projection lost (882.5 -> 871.1 at 4,
+  // 863.4 at 2: the second pass's dispatch costs more than the workgroups gain), hence 12,288.
+  uint32_t matvec_split = 4;
+  uint32_t matvec_split_cols = 12288;
   // Register-tiled matmul (prefill): tokens (BM, a multiple of 8) x weight rows (BN, a multiple
   // of 8) per workgroup, (BM / 8) * (BN / 8) invocations of 8x8 outputs; k step BK (a multiple of
   // 4). 64 x 128 x 8: an 8B model's 4096-row projections at 512 tokens give 256 workgroups; on
