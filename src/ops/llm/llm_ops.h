@@ -316,8 +316,8 @@ struct LlmTuning {
   uint32_t mvq_rope = 1;
   // mvq_late (one-token steps with the norm fused, mvq_norm): 1 quantizes x * w per block before
   // the sum of squares is known and scales each row's sum by 1 / rms after the dot products
-  // (q8_act_norm_late.wgsl: one read of x, two barriers with subgroups), 0 normalises first
-  // (q8_act_norm.wgsl: two reads, seven barriers). mvq_pf: units per row of each invocation's
+  // (q8_act_norm.wgsl's LATE: one read of x, two barriers with subgroups), 0 normalises first
+  // (two reads, more barriers). mvq_pf: units per row of each invocation's
   // first step that matvec_q8 loads before preparing x (0.. mvq_unroll, within a register
   // budget), so the weights are in flight during the prologue. mvq_static: 1 builds each weight's
   // column count into its matvec_q8 kernel (a kernel per width; the unit loops' trip counts known
@@ -335,9 +335,21 @@ struct LlmTuning {
   // serves that many rows; 0: mvq_rows). H200, 8B Q8_0: 2 the same as 1 (329.6 vs 329.7 t/s).
   uint32_t mvq_vocab_rows = 0;
   // 1: matvecs whose x was quantized before (o and down projections, the output) copy it into
-  // workgroup memory first (q8_act_stage.wgsl), 0: read it through the cache. H200, 8B Q4_0:
-  // 1 lost 2% (454.4 vs 463.9 t/s).
+  // workgroup memory first (q8_act_stage.wgsl), 0: read it through the cache, 2: copy it for
+  // Q4_K and Q6_K weights only. H200, 8B Q4_0: 1 lost 2% (454.4 vs 463.9 t/s).
   uint32_t mvq_stage = 0;
+  // 1: x's workgroup copy (the fused norm's, mvq_stage's) swizzled per weight type
+  // (q8_act.wgsl's x_slot), so that the lanes of a row read its vec4s without bank conflicts
+  // (a K-quant unit's 64 bytes of x put four lanes of a quarter warp on the same banks, Q4_0's 32
+  // two); 0: in quant_act's layout. The same results.
+  uint32_t mvq_swz = 0;
+  // 1: the Q4_K matvec's unit is half a 64-element group (q8dot/q4_k.wgsl's MV_HALF: the lanes
+  // of a row load consecutive 16-byte qs vectors and the super-block's header, 8 words per unit
+  // instead of 12, twice the units per row); 0: a whole group. The same sums in another order.
+  uint32_t mvq_q4k_half = 0;
+  // Rows per group of the plain 8-bit matvecs (o, down) with Q4_K or Q6_K weights (0: mvq_rows):
+  // each x load serves that many rows.
+  uint32_t mvq_kq_rows = 0;
   // 1: Q4_K and Q6_K weights run the matvec without mvq_late, mvq_pf, mvq_static and mvq_stage
   // (H200, 8B Q4_K_M tg128: 212.1 t/s with all four and mvq_sw_tpr 8, 312.7 with mvq_sw_tpr 8
   // alone; mvq_late and mvq_pf alone 244.6 vs 246.6-255.8; probably the K-quant units' x reads
@@ -667,6 +679,7 @@ class LlmOps {
   // w's columns built into the kernel (tuning.mvq_static) or 0.
   struct MatvecQ8Shape {
     uint32_t wg, tpr, rows, unroll, pf, cols;
+    bool half;                    // Q4_K in half groups (tuning.mvq_q4k_half)
     std::string tag() const;      // for the kernel's name
     std::string prelude() const;  // PF_K, PF_N, XS
   };
@@ -680,6 +693,9 @@ class LlmOps {
   // Whether weights of type t run the matvec without mvq_late, mvq_pf, mvq_static and mvq_stage
   // (K-quants while tuning.mvq_kq_plain).
   bool kquant_plain(TensorType t) const;
+  // Whether a q8 kernel of this kind ("matvec_q8", "matmul_q8") takes Q4_K weights in half groups
+  // (q8dot/q4_k.wgsl's MV_HALF, tuning.mvq_q4k_half).
+  bool q4k_half(const std::string& kind, TensorType t) const;
   // matvec_q8.wgsl for one token, plain or SWIGLU: bindings 2 and 3 are x's quants and scales, or
   // with norm_x the f32 x and the norm weight (q8_act_norm.wgsl).
   void matvec_q8(Batch& b, const GpuWeight& w, const Tensor& x2, const Tensor& x3, float eps, bool norm_x,

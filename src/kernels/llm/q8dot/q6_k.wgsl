@@ -7,6 +7,8 @@ const MQ_UB: u32 = 4u;      // x blocks per unit
 const MQ_SW: u32 = 4u;      // matmul: words per scale
 const MQ_MIN: bool = false;  // matmul: scales come with a min
 const MV_UE: u32 = 64u;      // matvec_q8.wgsl: elements per unit (half a matmul unit)
+const MV_SWM: u32 = 3u;      // x_slot's swizzle (q8_act.wgsl): unit v = 2u + p's vec4s 8u + 2k + p
+const MV_SWS: u32 = 1u;
 
 // The quants of quarter k, words 4p .. 4p + 3 of its block (l = 16p + 4i ..), from the ql words
 // of l (qa), of l + 32 (qb) and the qh words of l.
@@ -26,7 +28,7 @@ fn u_x(v: u32) -> XU {
   let u = v / 2u;
   r.p = v & 1u;
   for (var k = 0u; k < 4u; k++) {
-    r.x[k] = xw[2u * (4u * u + k) + r.p];
+    r.x[k] = xw[x_slot(2u * (4u * u + k) + r.p)];
     r.e[k] = xd[4u * u + k];
   }
   return r;
