@@ -174,10 +174,11 @@ TEST(LlmQ8, LinearMatchesReference) {
   // The third shrinks every tile (mmq_min_groups) down to 16 x 32; the second and third load the
   // matvec's first units ahead (mvq_pf), the second with the columns built into the kernel, the
   // third with x copied into workgroup memory first (mvq_stage), the fourth with K-quants' x
-  // copied, swizzled (mvq_swz), Q4_K in half groups and K-quants 3 rows per group.
-  for (Tiling tl : {Tiling{64, 128, 256, 32, 2, 4, 1, 0, 0, 0, 0, ""}, Tiling{16, 40, 64, 8, 3, 2, 0, 0, 2, 1, 0, ""},
-                    Tiling{64, 128, 256, 32, 2, 1, 1, 100000, 1, 0, 1, ""},
-                    Tiling{64, 128, 64, 16, 1, 2, 1, 0, 2, 1, 2, "mvq_swz=1,mvq_q4k_half=1,mvq_kq_rows=3"}}) {
+  // copied, swizzled (mvq_swz), Q4_K and Q6_K in their smaller units and K-quants 3 rows per group.
+  for (Tiling tl :
+       {Tiling{64, 128, 256, 32, 2, 4, 1, 0, 0, 0, 0, ""}, Tiling{16, 40, 64, 8, 3, 2, 0, 0, 2, 1, 0, ""},
+        Tiling{64, 128, 256, 32, 2, 1, 1, 100000, 1, 0, 1, ""},
+        Tiling{64, 128, 64, 16, 1, 2, 1, 0, 2, 1, 2, "mvq_swz=1,mvq_q4k_half=1,mvq_q6k_half=1,mvq_kq_rows=3"}}) {
     auto o = std::make_unique<LlmOps>(ctx());
     o->tuning.mmq_bm = tl.bm;
     o->tuning.mmq_bn = tl.bn;
@@ -308,15 +309,16 @@ void expect_near_flips(const std::vector<float>& got, const std::vector<double>&
 // accumulation, in five schedules (unrolled, small workgroups; small workgroups with the norm's
 // scale applied late, weights loaded ahead (a whole step's for small units, one for Q6_K's) and the
 // columns built into the kernel; the first and the third with x swizzled in workgroup memory and
-// Q4_K in half groups).
+// Q4_K and Q6_K in their smaller units).
 TEST(LlmQ8, NormLinearMatchesReference) {
   std::vector<std::pair<std::string, std::unique_ptr<LlmOps>>> schedules;
   for (const char* spec :
        {"mvq_wg=256,mvq_tpr=32,mvq_rows=2,mvq_unroll=1,mvq_late=0,mvq_pf=0",
         "mvq_wg=64,mvq_tpr=8,mvq_rows=3,mvq_unroll=3,mvq_late=0,mvq_pf=0",
         "mvq_wg=64,mvq_tpr=8,mvq_rows=3,mvq_unroll=3,mvq_late=1,mvq_pf=2,mvq_static=1,mvq_kq_plain=0",
-        "mvq_wg=256,mvq_tpr=32,mvq_rows=2,mvq_unroll=1,mvq_late=0,mvq_pf=0,mvq_swz=1,mvq_q4k_half=1",
-        "mvq_wg=64,mvq_tpr=8,mvq_rows=3,mvq_unroll=3,mvq_late=1,mvq_pf=2,mvq_kq_plain=0,mvq_swz=1,mvq_q4k_half=1"}) {
+        "mvq_wg=256,mvq_tpr=32,mvq_rows=2,mvq_unroll=1,mvq_late=0,mvq_pf=0,mvq_swz=1,mvq_q4k_half=1,mvq_q6k_half=1",
+        "mvq_wg=64,mvq_tpr=8,mvq_rows=3,mvq_unroll=3,mvq_late=1,mvq_pf=2,mvq_kq_plain=0,mvq_swz=1,mvq_q4k_half=1,mvq_"
+        "q6k_half=1"}) {
     auto o = std::make_unique<LlmOps>(ctx());
     apply_tuning(o->tuning, spec);
     schedules.emplace_back(spec, std::move(o));
@@ -369,7 +371,7 @@ TEST(LlmQ8, NormLinearMatchesReference) {
 TEST(LlmQ8, NormSwigluMatchesReference) {
   for (const char* spec : {"", "mvq_late=1,mvq_pf=1,mvq_kq_plain=0", "mvq_sw_tpr=32,mvq_late=0,mvq_pf=0,mvq_static=0",
                            "mvq_sw_tpr=16,mvq_late=1,mvq_pf=2,mvq_static=1,mvq_kq_plain=0",
-                           "mvq_late=1,mvq_pf=2,mvq_static=1,mvq_kq_plain=0,mvq_swz=1,mvq_q4k_half=1"})
+                           "mvq_late=1,mvq_pf=2,mvq_static=1,mvq_kq_plain=0,mvq_swz=1,mvq_q4k_half=1,mvq_q6k_half=1"})
     for (auto t : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K}) {
       LlmOps o(ctx());
       apply_tuning(o.tuning, spec);
@@ -474,7 +476,7 @@ TEST(LlmQ8, QkvRopeMatchesTwoPasses) {
 // The same for a QKV weight in two parts of different types (llama.cpp's Q4_K_M: q|k Q4_K, v
 // Q6_K), one rms_norm_qkv_rope_q8 per part, against rms_norm_linear_q8 per part then
 // rope_kv_append, in the default schedule, with the norm's scale late and weights loaded ahead, and
-// with that and x swizzled, Q4_K in half groups.
+// with that and x swizzled, Q4_K and Q6_K in their smaller units.
 TEST(LlmQ8, QkvRopeInPartsMatchesTwoPasses) {
   const int nh = 4, nkv = 2, hd = 64, max_ctx = 12;
   const int64_t cols = 512, rows_qk = int64_t(nh + nkv) * hd, rows_v = int64_t(nkv) * hd, rows = rows_qk + rows_v;
@@ -488,7 +490,7 @@ TEST(LlmQ8, QkvRopeInPartsMatchesTwoPasses) {
   const std::pair<TensorType, TensorType> types[] = {{TensorType::Q4_K, TensorType::Q6_K},
                                                      {TensorType::Q4_0, TensorType::Q8_0}};
   for (const char* spec : {"mvq_late=0,mvq_pf=0,mvq_static=0", "mvq_late=1,mvq_pf=2,mvq_static=1,mvq_kq_plain=0",
-                           "mvq_late=1,mvq_pf=2,mvq_static=1,mvq_kq_plain=0,mvq_swz=1,mvq_q4k_half=1"})
+                           "mvq_late=1,mvq_pf=2,mvq_static=1,mvq_kq_plain=0,mvq_swz=1,mvq_q4k_half=1,mvq_q6k_half=1"})
     for (auto [tqk, tv] : types) {
       LlmOps o(ctx());
       apply_tuning(o.tuning, spec);

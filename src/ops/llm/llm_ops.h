@@ -334,6 +334,9 @@ struct LlmTuning {
   // Rows per group of the 8-bit matvecs with 32768 rows and more (output projections: each x load
   // serves that many rows; 0: mvq_rows). H200, 8B Q8_0: 2 the same as 1 (329.6 vs 329.7 t/s).
   uint32_t mvq_vocab_rows = 0;
+  // Invocations per row group of those (0: mvq_tpr): an 8B model's 4096 columns are 64 K-quant
+  // units, two per lane at 32.
+  uint32_t mvq_vocab_tpr = 0;
   // 1: matvecs whose x was quantized before (o and down projections, the output) copy it into
   // workgroup memory first (q8_act_stage.wgsl), 0: read it through the cache, 2: copy it for
   // Q4_K and Q6_K weights only. H200, 8B Q4_0: 1 lost 2% (454.4 vs 463.9 t/s).
@@ -347,6 +350,10 @@ struct LlmTuning {
   // of a row load consecutive 16-byte qs vectors and the super-block's header, 8 words per unit
   // instead of 12, twice the units per row); 0: a whole group. The same sums in another order.
   uint32_t mvq_q4k_half = 0;
+  // 1: the Q6_K matvec's unit is one 16-byte ql vector (32 elements of two quarters, with its qh
+  // vector: the lanes of a row load consecutive ql vectors), 0: 64 elements of four quarters
+  // (each lane's ql, qh loads 16 bytes of 32 or 64 apart). The same sums in another order.
+  uint32_t mvq_q6k_half = 0;
   // Rows per group of the plain 8-bit matvecs (o, down) with Q4_K or Q6_K weights (0: mvq_rows):
   // each x load serves that many rows.
   uint32_t mvq_kq_rows = 0;
@@ -679,7 +686,7 @@ class LlmOps {
   // w's columns built into the kernel (tuning.mvq_static) or 0.
   struct MatvecQ8Shape {
     uint32_t wg, tpr, rows, unroll, pf, cols;
-    bool half;                    // Q4_K in half groups (tuning.mvq_q4k_half)
+    bool half;                    // K-quants in their smaller units (mv_half)
     std::string tag() const;      // for the kernel's name
     std::string prelude() const;  // PF_K, PF_N, XS
   };
@@ -693,9 +700,9 @@ class LlmOps {
   // Whether weights of type t run the matvec without mvq_late, mvq_pf, mvq_static and mvq_stage
   // (K-quants while tuning.mvq_kq_plain).
   bool kquant_plain(TensorType t) const;
-  // Whether a q8 kernel of this kind ("matvec_q8", "matmul_q8") takes Q4_K weights in half groups
-  // (q8dot/q4_k.wgsl's MV_HALF, tuning.mvq_q4k_half).
-  bool q4k_half(const std::string& kind, TensorType t) const;
+  // Whether a q8 kernel of this kind ("matvec_q8", "matmul_q8") takes K-quant weights in its
+  // smaller units (q8dot/q4_k.wgsl's, q6_k.wgsl's MV_HALF: tuning.mvq_q4k_half, mvq_q6k_half).
+  bool mv_half(const std::string& kind, TensorType t) const;
   // matvec_q8.wgsl for one token, plain or SWIGLU: bindings 2 and 3 are x's quants and scales, or
   // with norm_x the f32 x and the norm weight (q8_act_norm.wgsl).
   void matvec_q8(Batch& b, const GpuWeight& w, const Tensor& x2, const Tensor& x3, float eps, bool norm_x,
