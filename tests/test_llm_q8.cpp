@@ -476,7 +476,7 @@ TEST(LlmQ8, QkvRopeMatchesTwoPasses) {
 // The same for a QKV weight in two parts of different types (llama.cpp's Q4_K_M: q|k Q4_K, v
 // Q6_K), one rms_norm_qkv_rope_q8 per part, against rms_norm_linear_q8 per part then
 // rope_kv_append, in the default schedule, with the norm's scale late and weights loaded ahead, and
-// with that and x swizzled, Q4_K and Q6_K in their smaller units.
+// with that and x swizzled, K-quants in their smaller units, 64 invocations per row (both paths).
 TEST(LlmQ8, QkvRopeInPartsMatchesTwoPasses) {
   const int nh = 4, nkv = 2, hd = 64, max_ctx = 12;
   const int64_t cols = 512, rows_qk = int64_t(nh + nkv) * hd, rows_v = int64_t(nkv) * hd, rows = rows_qk + rows_v;
@@ -490,7 +490,8 @@ TEST(LlmQ8, QkvRopeInPartsMatchesTwoPasses) {
   const std::pair<TensorType, TensorType> types[] = {{TensorType::Q4_K, TensorType::Q6_K},
                                                      {TensorType::Q4_0, TensorType::Q8_0}};
   for (const char* spec : {"mvq_late=0,mvq_pf=0,mvq_static=0", "mvq_late=1,mvq_pf=2,mvq_static=1,mvq_kq_plain=0",
-                           "mvq_late=1,mvq_pf=2,mvq_static=1,mvq_kq_plain=0,mvq_swz=1,mvq_q4k_half=1,mvq_q6k_half=1"})
+                           "mvq_late=1,mvq_pf=2,mvq_static=1,mvq_kq_plain=0,mvq_swz=1,mvq_q4k_half=1,mvq_q6k_half=1,"
+                           "mvq_tpr=64,mvq_rope_tpr=64"})
     for (auto [tqk, tv] : types) {
       LlmOps o(ctx());
       apply_tuning(o.tuning, spec);

@@ -231,13 +231,14 @@ void LlmOps::matvec_q8(Batch& b, const GpuWeight& w, const Tensor& x2, const Ten
   if (o.bias) need_elems(o.bias, o.row0 + rows, op, "bias");
   const uint32_t flags = (o.bias ? 1u : 0u) | (o.accumulate ? 2u : 0u);
   // ROPE: a RoPE pair per group; output projections (kVocabRows and more) tuning.mvq_vocab_rows
-  // (and mvq_vocab_tpr invocations per group);
+  // (and mvq_vocab_tpr invocations per group; ROPE mvq_rope_tpr);
   // K-quants tuning.mvq_kq_rows (0: tuning.mvq_rows).
   const uint32_t group_rows = rope                 ? 2
                               : rows >= kVocabRows ? tuning.mvq_vocab_rows
                               : is_kquant(w.type)  ? tuning.mvq_kq_rows
                                                    : 0;
-  const MatvecQ8Shape m = matvec_q8_shape(op, w, group_rows, 0, !rope && rows >= kVocabRows ? tuning.mvq_vocab_tpr : 0);
+  const uint32_t tpr = rope ? tuning.mvq_rope_tpr : rows >= kVocabRows ? tuning.mvq_vocab_tpr : 0;
+  const MatvecQ8Shape m = matvec_q8_shape(op, w, group_rows, 0, tpr);
   std::string prelude = prelude_bool("SWIGLU", false) + prelude_bool("ROPE", rope) +
                         prelude_u32("P_BINDING", rope ? kRopeUniform : kPlainUniform) + m.prelude(),
               tag = m.tag();

@@ -141,6 +141,7 @@ void apply_tuning(LlmTuning& t, std::string_view spec) {
       {"mvq_static", &LlmTuning::mvq_static},
       {"mvq_vocab_rows", &LlmTuning::mvq_vocab_rows},
       {"mvq_vocab_tpr", &LlmTuning::mvq_vocab_tpr},
+      {"mvq_rope_tpr", &LlmTuning::mvq_rope_tpr},
       {"mvq_stage", &LlmTuning::mvq_stage},
       {"mvq_kq_plain", &LlmTuning::mvq_kq_plain},
       {"mvq_swz", &LlmTuning::mvq_swz},

@@ -337,6 +337,9 @@ struct LlmTuning {
   // Invocations per row group of those (0: mvq_tpr): an 8B model's 4096 columns are 64 K-quant
   // units, two per lane at 32.
   uint32_t mvq_vocab_tpr = 0;
+  // Invocations per row group of the fused QKV + RoPE matvec (0: mvq_tpr; its groups take one
+  // RoPE pair): a Q4_K_M model's 1,024-row Q6_K value part is 64 workgroups at 32.
+  uint32_t mvq_rope_tpr = 0;
   // 1: matvecs whose x was quantized before (o and down projections, the output) copy it into
   // workgroup memory first (q8_act_stage.wgsl), 0: read it through the cache, 2: copy it for
   // Q4_K and Q6_K weights only. H200, 8B Q4_0: 1 lost 2% (454.4 vs 463.9 t/s).
