@@ -230,9 +230,9 @@ void LlmOps::matvec_q8(Batch& b, const GpuWeight& w, const Tensor& x2, const Ten
   need_elems(y, o.y_offset + rows, op, "y");
   if (o.bias) need_elems(o.bias, o.row0 + rows, op, "bias");
   const uint32_t flags = (o.bias ? 1u : 0u) | (o.accumulate ? 2u : 0u);
-  // ROPE: a RoPE pair per group; output projections (kVocabRows and more) tuning.mvq_vocab_rows
-  // (and mvq_vocab_tpr invocations per group; ROPE mvq_rope_tpr);
-  // K-quants tuning.mvq_kq_rows (0: tuning.mvq_rows).
+  // Rows per group: ROPE a RoPE pair, output projections (kVocabRows and more)
+  // tuning.mvq_vocab_rows, other K-quant matvecs tuning.mvq_kq_rows (0: tuning.mvq_rows);
+  // invocations per group: tuning.mvq_rope_tpr, mvq_vocab_tpr (0: tuning.mvq_tpr).
   const uint32_t group_rows = rope                 ? 2
                               : rows >= kVocabRows ? tuning.mvq_vocab_rows
                               : is_kquant(w.type)  ? tuning.mvq_kq_rows

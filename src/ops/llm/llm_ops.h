@@ -695,10 +695,11 @@ class LlmOps {
   };
   MatvecQ8Shape matvec_q8_shape(const std::string& op, const GpuWeight& w, uint32_t group_rows = 0,
                                 uint32_t wg_rows = 0, uint32_t tpr = 0) const;
-  // matvec_q8.wgsl's x file for x of `cols` columns and weights of type t: normalised and quantized in the kernel
-  // (norm_x: q8_act_norm.wgsl, or q8_act_norm_late.wgsl with tuning.mvq_late), quantized before
-  // and read from storage (q8_act_global.wgsl) or copied into workgroup memory first
-  // (q8_act_stage.wgsl, tuning.mvq_stage); adds its prelude (XC) and kernel-name part.
+  // matvec_q8.wgsl's x file for x of `cols` columns and weights of type t: normalised and
+  // quantized in the kernel (norm_x: q8_act_norm.wgsl, its scale late with tuning.mvq_late),
+  // quantized before and read from storage (q8_act_global.wgsl) or copied into workgroup memory
+  // first (q8_act_stage.wgsl, tuning.mvq_stage); workgroup copies swizzled with tuning.mvq_swz.
+  // Adds its prelude (XC, XSWZ, LATE) and kernel-name part.
   std::string matvec_x(TensorType t, bool norm_x, int64_t cols, std::string& prelude, std::string& tag) const;
   // Whether weights of type t run the matvec without mvq_late, mvq_pf, mvq_static and mvq_stage
   // (K-quants while tuning.mvq_kq_plain).
