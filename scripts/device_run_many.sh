@@ -33,4 +33,5 @@ for b in "$dir"/*.tar.xz; do
   { echo "== $name"; sed -n '/^bundle: /p; /=== summary ===/,$p' "$many/$name.log"; } | tee -a "$OUT/summary.txt"
 done
 tar -C "$many" -czf "$OUT/many.tgz" .
-rm -rf /tmp/models
+# WGC_KEEP_MODELS_AFTER=1: leave the models for a next call on the same (warm) machine.
+[ "${WGC_KEEP_MODELS_AFTER:-0}" = 1 ] || rm -rf /tmp/models
