@@ -335,35 +335,41 @@ struct LlmTuning {
   // serves that many rows; 0: mvq_rows). H200, 8B Q8_0: 2 the same as 1 (329.6 vs 329.7 t/s).
   uint32_t mvq_vocab_rows = 0;
   // Invocations per row group of those (0: mvq_tpr): an 8B model's 4096 columns are 64 K-quant
-  // units, two per lane at 32.
+  // units, two per lane at 32. H200, 8B Q4_K with the other session-7 knobs on: 8 the same.
   uint32_t mvq_vocab_tpr = 0;
   // Invocations per row group of the fused QKV + RoPE matvec (0: mvq_tpr; its groups take one
-  // RoPE pair): a Q4_K_M model's 1,024-row Q6_K value part is 64 workgroups at 32.
+  // RoPE pair): a Q4_K_M model's 1,024-row Q6_K value part is 64 workgroups at 32. H200, 8B Q4_K
+  // with the other session-7 knobs on: 64 the same (+1%).
   uint32_t mvq_rope_tpr = 0;
   // 1: matvecs whose x was quantized before (o and down projections, the output) copy it into
   // workgroup memory first (q8_act_stage.wgsl), 0: read it through the cache, 2: copy it for
-  // Q4_K and Q6_K weights only. H200, 8B Q4_0: 1 lost 2% (454.4 vs 463.9 t/s).
+  // Q4_K and Q6_K weights only. H200, 8B Q4_0: 1 lost 2% (454.4 vs 463.9 t/s); 8B Q4_K: 2 lost
+  // 11% (201.0 vs 227.1 t/s, with late, pf, mvq_swz and the smaller units).
   uint32_t mvq_stage = 0;
   // 1: x's workgroup copy (the fused norm's, mvq_stage's) swizzled per weight type
   // (q8_act.wgsl's x_slot), so that the lanes of a row read its vec4s without bank conflicts
   // (a K-quant unit's 64 bytes of x put four lanes of a quarter warp on the same banks, Q4_0's 32
-  // two); 0: in quant_act's layout. The same results.
+  // two); 0: in quant_act's layout. The same results. H200, 8B Q4_0 tg128: 1 lost 0.4% (470.7
+  // vs 472.4-473.5 t/s); 8B Q4_K: no gain in any set (docs/benchmarks.md, session 7).
   uint32_t mvq_swz = 0;
   // 1: the Q4_K matvec's unit is half a 64-element group (q8dot/q4_k.wgsl's MV_HALF: the lanes
   // of a row load consecutive 16-byte qs vectors and the super-block's header, 8 words per unit
   // instead of 12, twice the units per row); 0: a whole group. The same sums in another order.
+  // H200, 8B Q4_K tg128 with late and pf: 225.8 t/s with it and mvq_swz, 220.5 with neither;
+  // the plain K-quants with both halves and mvq_swz ran 254.0 against the defaults' 325.1.
   uint32_t mvq_q4k_half = 0;
   // 1: the Q6_K matvec's unit is one 16-byte ql vector (32 elements of two quarters, with its qh
   // vector: the lanes of a row load consecutive ql vectors), 0: 64 elements of four quarters
   // (each lane's ql, qh loads 16 bytes of 32 or 64 apart). The same sums in another order.
+  // H200, 8B Q4_K with late and pf: 227.1 vs 225.8 t/s.
   uint32_t mvq_q6k_half = 0;
   // Rows per group of the plain 8-bit matvecs (o, down) with Q4_K or Q6_K weights (0: mvq_rows):
   // each x load serves that many rows.
   uint32_t mvq_kq_rows = 0;
   // 1: Q4_K and Q6_K weights run the matvec without mvq_late, mvq_pf, mvq_static and mvq_stage
   // (H200, 8B Q4_K_M tg128: 212.1 t/s with all four and mvq_sw_tpr 8, 312.7 with mvq_sw_tpr 8
-  // alone; mvq_late and mvq_pf alone 244.6 vs 246.6-255.8; probably the K-quant units' x reads
-  // from workgroup memory, 64 bytes apart across lanes, conflicting in its banks), 0: every type.
+  // alone; session 7: 325.1, late and pf 2 220.5, with mvq_static 203.5 (and mvq_swz, the
+  // smaller units and mvq_stage 2); not bank conflicts on x: mvq_swz did not help), 0: every type.
   uint32_t mvq_kq_plain = 1;
   // attention_decode_q8's combine (attn_combine_q8.wgsl): invocations per output element, each
   // merging every combine_sp-th split (1 adds the splits in merge_splits' order). H200, 8B Q4_0
