@@ -346,19 +346,31 @@ std::vector<Case> depthwise_sweep(const Context& ctx, const Conv2dDims& d) {
 // layer's size the launch and the drain are a visible part of the time, so the layer's GB/s over
 // this row's is how close it comes to a copy of its own size (the table's "% of copy" is over a
 // copy of 1 GiB, which no 100 MB kernel reaches).
-Case same_bytes_copy(const Context& ctx, const Conv2dDims& d) {
+// The same copy by a grid sized to the card (the grid-stride map, grids of 4 x 132, 8 x 132 and
+// 16 x 132 workgroups of 256 on the H200's 132 SMs) gets the rows "copy grid-stride G (x's bytes)",
+// the yardstick for depthwise-reg's dwr_grid.
+std::vector<Case> same_bytes_copy(const Context& ctx, const Conv2dDims& d) {
   auto x = std::make_shared<std::vector<float>>(random_floats(d.x_elements(), 5));
   Tensor tx = make_tensor(ctx, {int64_t(x->size())}, *x), ty = make_tensor(ctx, {int64_t(x->size())});
-  Case c;
-  c.op = "depthwise";
-  c.version = "copy (x's bytes)";
-  c.size = conv_spec(d);
-  c.bytes = c.elements = 8.0 * double(d.x_elements());
-  c.x_label = "bytes moved (x, y)";
-  c.record = [tx, ty, n = d.x_elements()](Batch& b) { copy(b, tx, ty, {n}, {}, MapVersion::Vec4); };
-  c.check = whole_output_check(ctx, c.record, ty, x);
-  c.tolerance = 1e-7;
-  return c;
+  std::vector<Case> out;
+  for (uint32_t grid : {0u, 528u, 1056u, 2112u}) {
+    Case c;
+    c.op = "depthwise";
+    c.version = grid ? "copy grid-stride " + std::to_string(grid) + " (x's bytes)" : "copy (x's bytes)";
+    c.size = conv_spec(d);
+    c.bytes = c.elements = 8.0 * double(d.x_elements());
+    c.x_label = "bytes moved (x, y)";
+    c.record = [tx, ty, n = d.x_elements(), grid](Batch& b) {
+      if (grid)
+        copy(b, tx, ty, {n}, {.max_groups = grid}, MapVersion::GridStride);
+      else
+        copy(b, tx, ty, {n}, {}, MapVersion::Vec4);
+    };
+    c.check = whole_output_check(ctx, c.record, ty, x);
+    c.tolerance = 1e-7;
+    out.push_back(std::move(c));
+  }
+  return out;
 }
 
 std::vector<Case> depthwise_op(const Context& ctx, const Options& o) {
@@ -382,7 +394,7 @@ std::vector<Case> depthwise_op(const Context& ctx, const Options& o) {
     if (!d.depthwise()) throw Error("wgc bench: depthwise size '" + s + "' is not a depthwise convolution");
     for (auto& c : conv_cases(ctx, "depthwise", d, versions, true)) out.push_back(std::move(c));
     if (auto c = nhwc_case(ctx, d, true)) out.push_back(std::move(*c));
-    out.push_back(same_bytes_copy(ctx, d));
+    for (auto& c : same_bytes_copy(ctx, d)) out.push_back(std::move(c));
     for (auto& c : depthwise_sweep(ctx, d)) out.push_back(std::move(c));
   }
   return out;

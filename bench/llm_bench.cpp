@@ -65,18 +65,23 @@ std::vector<Case> linear_cases(const Context& ctx, const Options& o, Kind kind) 
       }
       const auto side = static_cast<int64_t>(s);
       // Matvec also at a tall shape (an 8B model's ffn rows at side 4096: 14336 x 4096), which a
-      // single square matvec is too small to show (launch-bound).
-      std::vector<int64_t> row_counts = {side};
-      if (kind == Kind::Matvec && !o.quick) row_counts.push_back(side * 7 / 2 / 32 * 32);
-      for (int64_t nrows : row_counts)
+      // single square matvec is too small to show (launch-bound), and a wide one (its down
+      // projection: 4096 x 14336).
+      std::vector<std::pair<int64_t, int64_t>> shapes = {{side, side}};  // rows, cols
+      if (kind == Kind::Matvec && !o.quick) {
+        shapes.push_back({side * 7 / 2 / 32 * 32, side});
+        shapes.push_back({side, side * 7 / 2 / 256 * 256});
+      }
+      for (const auto& shape : shapes)
         for (TensorType t : {TensorType::F16, TensorType::Q8_0, TensorType::Q4_0, TensorType::Q4_K, TensorType::Q6_K}) {
-          if (side % int64_t(llm::block_size(t))) continue;
+          const int64_t nrows = shape.first, cols = shape.second;  // variables, not bindings: lambdas capture them
+          if (cols % int64_t(llm::block_size(t))) continue;
           if (kind == Kind::Batched && (t == TensorType::Q4_K || t == TensorType::Q6_K)) continue;
           auto d = std::make_shared<LinearData>();
-          auto bytes = llm::ref::random_weight(t, nrows, side, 7);
-          d->w = llm::upload_weight(ctx, t, bytes, nrows, side);
-          d->deq = llm::ref::dequantize(t, bytes, nrows, side);
-          d->x.resize(size_t(n) * size_t(side));
+          auto bytes = llm::ref::random_weight(t, nrows, cols, 7);
+          d->w = llm::upload_weight(ctx, t, bytes, nrows, cols);
+          d->deq = llm::ref::dequantize(t, bytes, nrows, cols);
+          d->x.resize(size_t(n) * size_t(cols));
           for (size_t i = 0; i < d->x.size(); ++i) d->x[i] = float(std::sin(double(i) * 0.37));
           d->xt = make_tensor(ctx, {int64_t(d->x.size())}, d->x);
           d->y = make_tensor(ctx, {int64_t(n) * nrows});
@@ -85,7 +90,7 @@ std::vector<Case> linear_cases(const Context& ctx, const Options& o, Kind kind) 
             all.push_back({LinearVersion::BatchedQ8, "batched-q8"});
           const bool q8 = kind != Kind::Batched && llm::supports_q8(t);
           if (q8) {
-            d->xq = llm::make_q8_act(ctx, n, side);
+            d->xq = llm::make_q8_act(ctx, n, cols);
             Batch b(ctx);
             ops->quantize_q8(b, d->xt, d->xq, n);
             b.run();
@@ -98,12 +103,12 @@ std::vector<Case> linear_cases(const Context& ctx, const Options& o, Kind kind) 
             Case c;
             c.op = kind == Kind::Matvec ? "llm.matvec" : kind == Kind::Matmul ? "llm.matmul" : "llm.batched";
             c.version = std::string(llm::to_string(t)) + "/" + vname;
-            c.size = std::to_string(nrows) + "x" + std::to_string(side) + (prefill ? "x" + std::to_string(n) : "");
-            c.elements = double(nrows) * double(side);
+            c.size = std::to_string(nrows) + "x" + std::to_string(cols) + (prefill ? "x" + std::to_string(n) : "");
+            c.elements = double(nrows) * double(cols);
             // x as the kernel reads it: f32, or 8-bit quants with a scale and sums per 32.
-            const double x_bytes = is_q8 ? double(n) * double(side) * (1.0 + 8.0 / 32) : 4.0 * double(n) * double(side);
+            const double x_bytes = is_q8 ? double(n) * double(cols) * (1.0 + 8.0 / 32) : 4.0 * double(n) * double(cols);
             c.bytes = double(d->w.gpu_bytes()) + x_bytes + 4.0 * double(n) * double(nrows);
-            if (prefill && n > 1) c.flops = 2.0 * double(n) * double(nrows) * double(side);
+            if (prefill && n > 1) c.flops = 2.0 * double(n) * double(nrows) * double(cols);
             auto rec = [ops, d, v, n, is_q8](Batch& b) {
               if (is_q8)
                 ops->linear_q8(b, d->w, d->xq, d->y, n);
@@ -111,15 +116,15 @@ std::vector<Case> linear_cases(const Context& ctx, const Options& o, Kind kind) 
                 ops->linear(b, d->w, d->xt, d->y, n, {}, v);
             };
             c.record = rec;
-            c.check = [rec, d, n, side, nrows, &ctx] {
+            c.check = [rec, d, n, cols, nrows, &ctx] {
               fill_u32(ctx, d->y, kPoisonNaN);
               Batch b(ctx);
               rec(b);
               b.run();
               auto got = download<float>(ctx, d->y);
               const int k = std::min(n, kCheckedTokens);
-              std::vector<float> xk(d->x.begin(), d->x.begin() + std::ptrdiff_t(k * side));
-              auto want = llm::ref::linear(d->deq, side, xk, k, 0, nrows);
+              std::vector<float> xk(d->x.begin(), d->x.begin() + std::ptrdiff_t(k * cols));
+              auto want = llm::ref::linear(d->deq, cols, xk, k, 0, nrows);
               return cpu::max_rel_error(std::span<const float>(got), std::span<const double>(want));
             };
             c.tolerance = v == LinearVersion::BatchedQ8 || is_q8 ? 3e-2 : 1e-4;  // 8-bit activations

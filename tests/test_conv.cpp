@@ -168,16 +168,39 @@ TEST(Conv2d, DepthwiseRegBlocksMatch) {
       dims(1, 3, 5, 5, 3, 3, 3, 1, 1, 1, 3, 1, 1, 1, 1),    // 75 outputs: the last vec4 of y partly past them
   };
   struct Block {
-    uint32_t cols, rows, vec4, threads, halo = 0, shape = 0, stage = 0;
+    uint32_t cols, rows, vec4, threads, halo = 0, shape = 0, stage = 0, planes = 1, grid = 0, chunked = 0, early = 0;
   };
   // halo: the partly needed blocks at a row's ends as scalar loads (vec4 rows only); shape: the
   // sizes as pipeline constants; stage: bands of whole rows staged in workgroup memory (vec4 rows
   // only; 8 threads make bands of 1 or 2 strips, so planes take several bands, the last partial).
   // Shapes whose rows are not vec4 run every block unstaged, with scalar loads.
-  const Block blocks[] = {{4, 4, 1, 128},        {8, 3, 1, 32},           {1, 1, 0, 64},
-                          {2, 5, 0, 96},         {4, 2, 1, 128, 1},       {8, 3, 1, 32, 1, 1},
-                          {4, 1, 1, 64, 0, 1},   {4, 2, 1, 128, 1, 1},    {2, 5, 0, 96, 1, 1, 1},
-                          {4, 2, 1, 8, 0, 0, 1}, {4, 2, 1, 128, 0, 1, 1}, {8, 3, 1, 32, 1, 1, 1}};
+  const Block blocks[] = {{4, 4, 1, 128},
+                          {8, 3, 1, 32},
+                          {1, 1, 0, 64},
+                          {2, 5, 0, 96},
+                          {4, 2, 1, 128, 1},
+                          {8, 3, 1, 32, 1, 1},
+                          {4, 1, 1, 64, 0, 1},
+                          {4, 2, 1, 128, 1, 1},
+                          {2, 5, 0, 96, 1, 1, 1},
+                          {4, 2, 1, 8, 0, 0, 1},
+                          {4, 2, 1, 128, 0, 1, 1},
+                          {8, 3, 1, 32, 1, 1, 1},
+                          // planes: 2 or 3 planes per invocation (plane counts not multiples of them:
+                          // the last group partial); grid: a few workgroups walk every block (by
+                          // grid-sized strides, or chunked: runs of units that do not divide evenly);
+                          // staged blocks ignore both.
+                          {4, 2, 1, 128, 0, 1, 0, 2},
+                          {2, 5, 0, 96, 0, 0, 0, 3},
+                          {4, 2, 1, 32, 0, 1, 0, 1, 3},
+                          {4, 2, 1, 32, 1, 1, 0, 2, 5, 1},
+                          {1, 1, 0, 64, 0, 0, 0, 1, 2, 1},
+                          {4, 2, 1, 8, 0, 0, 1, 2, 3},
+                          // early: rows stored as they complete, blocks up to taller than the plane
+                          {4, 8, 1, 64, 0, 1, 0, 1, 0, 0, 1},
+                          {2, 5, 0, 96, 1, 0, 0, 2, 0, 0, 1},
+                          {4, 16, 1, 32, 0, 1, 0, 1, 3, 1, 1},
+                          {4, 2, 1, 8, 0, 1, 1, 1, 0, 0, 1}};
   ConvTuning saved = conv2d_tuning();
   int ran = 0;
   for (size_t b = 0; b < std::size(blocks); ++b) {
@@ -185,9 +208,15 @@ TEST(Conv2d, DepthwiseRegBlocksMatch) {
     k = saved;
     k.dwr_cols = blocks[b].cols, k.dwr_rows = blocks[b].rows, k.dwr_vec4 = blocks[b].vec4;
     k.dwr_threads = blocks[b].threads, k.dwr_halo = blocks[b].halo, k.dwr_shape = blocks[b].shape;
-    k.dwr_stage = blocks[b].stage;
+    k.dwr_stage = blocks[b].stage, k.dwr_planes = blocks[b].planes, k.dwr_grid = blocks[b].grid;
+    k.dwr_chunked = blocks[b].chunked, k.dwr_early = blocks[b].early;
     for (size_t i = 0; i < std::size(shapes); ++i) {
       const Conv2dDims& d = shapes[i];
+      if (blocks[b].planes * d.kh * d.kw > 25) {  // every plane's taps past the kernel's registers
+        EXPECT_FALSE(supports(ctx(), Conv2dVersion::DepthwiseReg, d)) << d.str() << " block " << b;
+        ++ran;
+        continue;
+      }
       ASSERT_TRUE(supports(ctx(), Conv2dVersion::DepthwiseReg, d)) << d.str() << " block " << b;
       ConvEpilogue ep = epilogue_for(i + b);
       Data r = make_run(d, ep, uint32_t(3 * i + 11 * b));
@@ -439,7 +468,12 @@ TEST(Conv2d, BadInputIsAnErrorNamingIt) {
     EXPECT_FALSE(supports(ctx(), Conv2dVersion::ImplicitGemm, d));
     conv2d_tuning().igemm_tm = saved.igemm_tm;
     conv2d_tuning().dwr_stage = 2;  // the depthwise-reg switches are 0 or 1
-    expect_error([&] { check_conv2d_tuning(ctx()); }, "dwr_stage 0 or 1");
+    expect_error([&] { check_conv2d_tuning(ctx()); }, "dwr_early 0 or 1");
+    conv2d_tuning().dwr_stage = 0, conv2d_tuning().dwr_planes = 5;  // past the kernel's plane registers
+    expect_error([&] { check_conv2d_tuning(ctx()); }, "dwr_planes in 1..4");
+    conv2d_tuning().dwr_planes = 1, conv2d_tuning().dwr_grid = 1u << 20;  // past a dispatch's x
+    expect_error([&] { check_conv2d_tuning(ctx()); }, "dwr_grid in 0..");
+    EXPECT_FALSE(supports(ctx(), Conv2dVersion::DepthwiseReg, kCases[3]));
     conv2d_tuning() = saved;
     check_conv2d_tuning(ctx());
   }

@@ -407,6 +407,11 @@ TEST(LlmPagedAttention, RowsDoNotDependOnTheBatch) {
   auto chunk = run_paged(pool, {&a}, 256);
   auto batched = run_paged(pool, {&other, &a, &third}, 256);
   ASSERT_EQ(std::memcmp(chunk.data(), batched.data() + per, chunk.size() * 4), 0) << "alone vs in a batch";
+  {
+    LlmOps flat(ctx());  // key rows unpadded in workgroup memory: the same bits
+    flat.tuning.paged_kpad = 0;
+    ASSERT_EQ(run_paged(pool, {&a}, 256, flat), chunk) << "paged_kpad 0";
+  }
   for (int t : {0, 17, 39}) {  // the chunk's rows decoded one at a time
     Seq one = a;
     one.len = a.len - 40 + t + 1;
@@ -414,15 +419,16 @@ TEST(LlmPagedAttention, RowsDoNotDependOnTheBatch) {
     auto got = run_paged(pool, {&third, &one}, 256);
     ASSERT_EQ(std::memcmp(got.data() + 33 * per, chunk.data() + size_t(t) * per, per * 4), 0) << "token " << t;
     // Other invocations per decode row (8: the prefill rows'; 32, the most for head_dim 128: the
-    // default), with and without the next key block prefetched (done where 4 x tpq >= head_dim):
-    // the same bits.
-    for (auto [tpq, pf] : {std::pair{8u, 0u}, {16u, 1u}, {32u, 0u}, {32u, 1u}}) {
+    // default), with and without the next key block prefetched (done where 4 x tpq >= head_dim),
+    // with and without padded key rows: the same bits.
+    for (auto [tpq, pf, kp] : {std::tuple{8u, 0u, 1u}, {16u, 1u, 0u}, {32u, 0u, 1u}, {32u, 1u, 0u}}) {
       LlmOps wide(ctx());
       wide.tuning.paged_decode_tpq = tpq;
       wide.tuning.paged_decode_pf = pf;
+      wide.tuning.paged_kpad = kp;
       auto w = run_paged(pool, {&one, &other}, 256, wide);
       ASSERT_EQ(std::memcmp(w.data(), chunk.data() + size_t(t) * per, per * 4), 0)
-          << "token " << t << " tpq " << tpq << (pf ? " prefetch" : "");
+          << "token " << t << " tpq " << tpq << (pf ? " prefetch" : "") << (kp ? " padded" : "");
     }
   }
   LlmOps bad(ctx());

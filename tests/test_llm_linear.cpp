@@ -93,9 +93,10 @@ TEST(LlmLinear, EveryTypeEveryVersionMatchesReference) {
 // leave partial groups and workgroups, with bias and accumulation.
 TEST(LlmLinear, MatvecTuningsMatchReference) {
   struct Tune {
-    uint32_t wg, tpr, unroll, rows, xs;
+    uint32_t wg, tpr, unroll, rows, xs, pf = 0, cols_static = 0;
   };
-  const Tune tunes[] = {{256, 32, 4, 2, 2}, {128, 16, 1, 3, 2}, {64, 8, 2, 4, 2}, {256, 64, 1, 4, 0}};
+  const Tune tunes[] = {{256, 32, 4, 2, 2},       {128, 16, 1, 3, 2},  {64, 8, 2, 4, 2},        {256, 64, 1, 4, 0},
+                        {256, 32, 4, 2, 2, 4, 1}, {64, 8, 4, 3, 2, 2}, {128, 16, 2, 4, 0, 1, 1}};
   for (auto t : kGpuTensorTypes) {
     const int64_t rows = 45, cols = int64_t(block_size(t)) == 256 ? 512 : int64_t(block_size(t)) == 32 ? 4160 : 203;
     auto bytes = ref::random_weight(t, rows, cols, 21);
@@ -115,6 +116,8 @@ TEST(LlmLinear, MatvecTuningsMatchReference) {
       o.tuning.matvec_unroll = tune.unroll;
       o.tuning.matvec_rows = tune.rows;
       o.tuning.matvec_xs = tune.xs;
+      o.tuning.matvec_pf = tune.pf;
+      o.tuning.matvec_static = tune.cols_static;
       auto y = test::poisoned(rows);
       LinearOptions lo;
       lo.bias = bias;
@@ -123,9 +126,82 @@ TEST(LlmLinear, MatvecTuningsMatchReference) {
       b.run();
       EXPECT_LE(test::rel_error(download<float>(ctx(), y), want), 1e-5)
           << to_string(t) << " wg " << tune.wg << " tpr " << tune.tpr << " unroll " << tune.unroll << " rows "
-          << tune.rows << " xs " << tune.xs;
+          << tune.rows << " xs " << tune.xs << " pf " << tune.pf << " static " << tune.cols_static;
     }
   }
+}
+
+// One-token matvecs with their columns split into ranges (matvec_split: partial sums, then a pass
+// adding them in order, with the bias, a y offset and accumulation) against the reference, float
+// types at awkward widths, x staged per range or read from global memory, with the prefetch; the
+// rest of y untouched; the same bits on a second run; below matvec_split_cols nothing is split.
+TEST(LlmLinear, MatvecSplitColumnsMatchesReference) {
+  struct Tune {
+    uint32_t splits, tpr, unroll, rows, xs, pf;
+  };
+  const Tune tunes[] = {{2, 32, 2, 2, 2, 2}, {3, 8, 2, 1, 2, 0}, {5, 16, 1, 3, 0, 1}, {4, 8, 1, 2, 1, 0}};
+  for (auto t : {TensorType::F32, TensorType::F16, TensorType::BF16}) {
+    for (int64_t cols : {int64_t(1037), int64_t(1160)}) {
+      const int64_t rows = 45, row0 = 3, nr = 39, yoff = 2;
+      auto bytes = ref::random_weight(t, rows, cols, 41);
+      auto w = upload_weight(ctx(), t, bytes, rows, cols);
+      auto deq = ref::dequantize(t, bytes, rows, cols);
+      auto xv = test::random_floats(size_t(cols), 42);
+      auto x = make_tensor(ctx(), {cols}, xv);
+      auto bias_v = test::random_floats(size_t(rows), 43);
+      auto bias = make_tensor(ctx(), {rows}, bias_v);
+      auto r = ref::linear(deq, cols, xv, 1, row0, nr);
+      for (auto tune : tunes) {
+        LlmOps o(ctx());
+        o.tuning.matvec_split = tune.splits;
+        o.tuning.matvec_split_cols = 1000;
+        o.tuning.matvec_tpr = tune.tpr;
+        o.tuning.matvec_unroll = tune.unroll;
+        o.tuning.matvec_rows = tune.rows;
+        o.tuning.matvec_xs = tune.xs;
+        o.tuning.matvec_pf = tune.pf;
+        o.tuning.matvec_static = tune.splits % 2;
+        const std::string what = std::string(to_string(t)) + " cols " + std::to_string(cols) + " splits " +
+                                 std::to_string(tune.splits) + " tpr " + std::to_string(tune.tpr);
+        ASSERT_EQ(o.matvec_splits(t, cols), tune.splits) << what;
+        for (bool plain : {true, false}) {
+          const size_t ny = size_t(yoff + nr + 4);
+          auto y0 = test::random_floats(ny, 44);
+          std::vector<float> want = y0;
+          std::vector<bool> written(ny, false);
+          for (int64_t i = 0; i < nr; ++i) {
+            const size_t yi = size_t(yoff + i);
+            want[yi] = float(r[size_t(i)] + double(bias_v[size_t(row0 + i)]) + (plain ? 0.0 : double(y0[yi])));
+            written[yi] = true;
+          }
+          LinearOptions lo;
+          lo.row0 = row0;
+          lo.rows = nr;
+          lo.y_offset = yoff;
+          lo.bias = bias;
+          lo.accumulate = !plain;
+          std::vector<float> runs[2];
+          for (auto& got : runs) {
+            Tensor y = plain ? test::poisoned(int64_t(ny)) : make_tensor(ctx(), {int64_t(ny)}, y0);
+            Batch b(ctx());
+            o.linear(b, w, x, y, 1, lo, LinearVersion::Shared);
+            b.run();
+            got = download<float>(ctx(), y);
+            got.resize(ny);
+          }
+          test::expect_written_and_gaps(runs[0], want, written, y0, !plain, 1e-5, what + (plain ? " plain" : " acc"));
+          EXPECT_EQ(0, std::memcmp(runs[0].data(), runs[1].data(), ny * 4)) << what << ": a second run differs";
+        }
+      }
+    }
+  }
+  LlmOps o(ctx());
+  o.tuning.matvec_split = 4;
+  EXPECT_EQ(o.matvec_splits(TensorType::F16, 8191), 1u);  // below matvec_split_cols (8192)
+  EXPECT_EQ(o.matvec_splits(TensorType::F16, 14336), 4u);
+  EXPECT_EQ(o.matvec_splits(TensorType::Q8_0, 14336), 1u);  // the float types only
+  o.tuning.matvec_split = 1000;
+  EXPECT_THROW(o.matvec_splits(TensorType::F16, 14336), Error);
 }
 
 // The fused gate|up + SwiGLU matvec (one token): silu(gate) * up against the reference, for every
@@ -140,9 +216,13 @@ TEST(LlmLinear, LinearSwigluMatchesReference) {
     auto x = make_tensor(ctx(), {cols}, xv);
     auto want = ref::swiglu(test::to_float(ref::linear(deq, cols, xv, 1, 0, half)),
                             test::to_float(ref::linear(deq, cols, xv, 1, half, half)));
-    for (uint32_t tpr : {32u, 8u}) {
+    for (auto [tpr, wg_rows, pf] : {std::array<uint32_t, 3>{32, 64, 0}, std::array<uint32_t, 3>{8, 64, 2},
+                                    std::array<uint32_t, 3>{32, 32, 1}, std::array<uint32_t, 3>{16, 16, 4}}) {
       LlmOps o(ctx());
       o.tuning.matvec_tpr = tpr;
+      o.tuning.swiglu_wg_rows = wg_rows;
+      o.tuning.matvec_pf = pf;
+      o.tuning.matvec_static = pf % 2;
       std::vector<LinearVersion> vs = {LinearVersion::Shared};
       if (o.supports(LinearVersion::Subgroup, {1, 2 * half, cols, t})) vs.push_back(LinearVersion::Subgroup);
       for (auto v : vs) {
@@ -151,7 +231,8 @@ TEST(LlmLinear, LinearSwigluMatchesReference) {
         o.linear_swiglu(b, w, x, out, v);
         b.run();
         EXPECT_LE(test::rel_error(download<float>(ctx(), out), want), 1e-5)
-            << to_string(t) << " tpr " << tpr << " " << to_string(v);
+            << to_string(t) << " tpr " << tpr << " rows per workgroup " << wg_rows << " pf " << pf << " "
+            << to_string(v);
       }
     }
   }
@@ -175,16 +256,23 @@ TEST(LlmLinear, RmsNormLinearMatchesReference) {
     auto nv = test::random_floats(size_t(cols), 33, 0.5f, 1.5f);
     auto nw = make_tensor(ctx(), {cols}, nv);
     auto xn = ref::rms_norm(std::vector<float>(xv.begin(), xv.begin() + cols), nv, 1, int(cols), eps);
-    // x staged in workgroup memory (matvec_xs 1) and read from global memory (0)
-    for (auto tune : {std::array<uint32_t, 5>{256, 32, 2, 2, 1}, std::array<uint32_t, 5>{64, 8, 2, 4, 0}}) {
+    // x staged in workgroup memory (matvec_xs 1) and read from global memory (0); the norm's scale
+    // after the dot products (matvec_late, where x is staged) with the weights' prefetch
+    for (auto tune :
+         {std::array<uint32_t, 7>{256, 32, 2, 2, 1, 0, 0}, std::array<uint32_t, 7>{64, 8, 2, 4, 0, 0, 1},
+          std::array<uint32_t, 7>{256, 32, 4, 2, 2, 1, 2}, std::array<uint32_t, 7>{128, 16, 2, 3, 1, 1, 0}}) {
       LlmOps o(ctx());
       o.tuning.matvec_wg = tune[0];
       o.tuning.matvec_tpr = tune[1];
       o.tuning.matvec_unroll = tune[2];
       o.tuning.matvec_rows = tune[3];
       o.tuning.matvec_xs = tune[4];
-      const std::string what =
-          std::string(to_string(t)) + " wg " + std::to_string(tune[0]) + " xs " + std::to_string(tune[4]);
+      o.tuning.matvec_late = tune[5];
+      o.tuning.matvec_pf = tune[6];
+      o.tuning.matvec_static = tune[5];  // with the late norm
+      const std::string what = std::string(to_string(t)) + " wg " + std::to_string(tune[0]) + " xs " +
+                               std::to_string(tune[4]) + " late " + std::to_string(tune[5]) + " pf " +
+                               std::to_string(tune[6]);
       ASSERT_TRUE(o.fuses_norm(cols)) << what;
       for (bool plain : {true, false}) {
         const int64_t row0 = plain ? 0 : 4, nr = plain ? rows : rows - 7, yoff = plain ? 0 : 3;
@@ -259,14 +347,20 @@ TEST(LlmLinear, QkvRopeMatchesTwoPasses) {
   auto nw = make_tensor(ctx(), {cols}, test::random_floats(size_t(cols), 93, 0.5f, 1.5f));
   for (auto t : {TensorType::F32, TensorType::F16, TensorType::BF16}) {
     auto w = upload_weight(ctx(), t, ref::random_weight(t, rows, cols, 91), rows, cols);
-    for (int variant = 0; variant < 3; ++variant) {
+    for (int variant = 0; variant < 4; ++variant) {
       const bool interleaved = variant == 1, dyn = variant == 2;
       LlmOps o(ctx());
       o.tuning.matvec_xs = variant == 2 ? 0 : 1;
       if (variant == 1) o.tuning.matvec_tpr = 8;
+      if (variant == 3) {  // the norm's scale late, the weights prefetched, the columns built in
+        o.tuning.matvec_late = 1;
+        o.tuning.matvec_pf = 2;
+        o.tuning.matvec_static = 1;
+      }
       ASSERT_TRUE(o.fuses_rope(cols));
       const std::string what = std::string(to_string(t)) + (interleaved ? " interleaved" : " neox") +
-                               (dyn ? " position read on the GPU, x from global memory" : " fixed position");
+                               (dyn ? " position read on the GPU, x from global memory" : " fixed position") +
+                               (variant == 3 ? ", late norm, prefetch, static columns" : "");
       const RopeKvArgs a = test::qkv_rope_args(nh, interleaved, dyn ? &pos : nullptr);
       auto fused = test::qkv_rope_outputs(rows, nkv, max_ctx, hd, [&](Batch& b, const Tensor& qkv, const KvLayer& c) {
         o.rms_norm_qkv_rope(b, x, nw, 1e-5f, w, qkv, table, c, a);
@@ -433,6 +527,25 @@ TEST(LlmLinear, BatchedQ8MatchesReferenceAndIsBatchInvariant) {
         same(run(other, 4, 6), 4, how + ", tokens 4..9");
         same(run(other, 0, n), 0, how + ", 19 tokens");
       }
+      // Small steps shaped like a matvec (linear_batched_q8_mv.wgsl; the default for steps of up to
+      // 4 tokens, checked above), its schedules: chunks of 8 blocks (several per row here), more
+      // rows per group, tiny workgroups, up to 8 tokens, the sums without a conversion: the same bits.
+      for (auto [sl, un, tr, wg, i2f] :
+           {std::tuple{1u, 1u, 1u, 64u, 0u}, {2u, 3u, 2u, 16u, 1u}, {8u, 2u, 4u, 256u, 0u}, {4u, 8u, 1u, 256u, 0u}}) {
+        LlmOps other(ctx());
+        other.tuning.batched_mv_n = 8;
+        other.tuning.batched_mv_sl = sl;
+        other.tuning.batched_mv_un = un;
+        other.tuning.batched_mv_tr = tr;
+        other.tuning.batched_mv_wg = wg;
+        other.tuning.batched_i2f = i2f;
+        const std::string how = "mv " + std::to_string(sl) + "/" + std::to_string(un) + "/" + std::to_string(tr) + "/" +
+                                std::to_string(wg) + (i2f ? " i2f" : "");
+        same(run(other, 3, 1), 3, how + ", token 3 alone");
+        same(run(other, 5, 3), 5, how + ", tokens 5..7");
+        same(run(other, 4, 6), 4, how + ", tokens 4..9");
+        same(run(other, 11, 8), 11, how + ", tokens 11..18");
+      }
       // x quantized first (the serving engine's fused path): the same bits.
       {
         const int first = 2, count = 11;
@@ -459,19 +572,28 @@ TEST(LlmLinear, BatchedQ8MatchesReferenceAndIsBatchInvariant) {
   EXPECT_THROW(ops().linear(b, f16, x, y, 1, {}, LinearVersion::BatchedQ8), Error);  // not for f16 weights
   EXPECT_THROW(ops().linear_batched_q8(b, f16, make_q8_act(ctx(), 1, 32), y, 1), Error);
   LlmOps bad_tr(ctx());
+  bad_tr.tuning.batched_mv_n = 0;
   bad_tr.tuning.batched_small_n = 4;
   bad_tr.tuning.batched_small_tr = 3;
   auto q8 = upload_weight(ctx(), TensorType::Q8_0, ref::random_weight(TensorType::Q8_0, 4, 32, 1), 4, 32);
   EXPECT_THROW(bad_tr.linear(b, q8, x, y, 1, {}, LinearVersion::BatchedQ8), Error);  // 1, 2 or 4 rows
   LlmOps bad_un(ctx());
+  bad_un.tuning.batched_mv_n = 0;
   bad_un.tuning.batched_small_unroll = 3;
   EXPECT_THROW(bad_un.linear(b, q8, x, y, 1, {}, LinearVersion::BatchedQ8), Error);  // 1, 2 or 4 blocks
+  for (const char* bad :
+       {"batched_mv_n=9", "batched_mv_sl=3", "batched_mv_un=0", "batched_mv_un=9", "batched_mv_tr=3"}) {
+    LlmOps bad_mv(ctx());
+    apply_tuning(bad_mv.tuning, bad);
+    EXPECT_THROW(bad_mv.linear(b, q8, x, y, 1, {}, LinearVersion::BatchedQ8), Error) << bad;
+  }
 }
 
 // The QKV linear with RoPE and the KV append in its epilogue (the serving engine's fused path):
 // the bits of linear_batched_q8 then rope_kv_append, in the output (queries rotated, keys and
 // values as computed) and in the paged cache (every other slot left poisoned), with and without
-// bias, interleaved pairs or not, one token (1-row groups asked for: 2 taken) and 9.
+// bias, interleaved pairs or not, one token (the small-step kernel; 1-row groups asked for: 2
+// taken, and 4) and 9.
 TEST(LlmLinear, BatchedQ8RopeEqualsLinearThenRopeKvAppend) {
   const int nh = 4, nkv = 2, hd = 16, cols = 96, slots = 48;
   const int64_t rows = (nh + 2 * nkv) * hd;
@@ -497,6 +619,7 @@ TEST(LlmLinear, BatchedQ8RopeEqualsLinearThenRopeKvAppend) {
       }
       for (bool interleaved : {false, true})
         for (bool with_bias : {false, true}) {
+          const uint32_t mv_tr = with_bias ? 4 : 1;  // one token: linear_batched_q8_mv, 2 or 4 rows a group
           RopeKvArgs a;
           a.n_tokens = n;
           a.n_heads = nh;
@@ -508,6 +631,7 @@ TEST(LlmLinear, BatchedQ8RopeEqualsLinearThenRopeKvAppend) {
           LlmOps small(ctx());
           small.tuning.batched_small_n = 1;
           small.tuning.batched_small_tr = 1;
+          small.tuning.batched_mv_tr = mv_tr;
           auto run = [&](bool fused) {
             KvCache cache = make_kv_cache(ctx(), 1, nkv, slots, hd);
             fill_u32(ctx(), cache.k, kPoisonNaN);
@@ -526,7 +650,8 @@ TEST(LlmLinear, BatchedQ8RopeEqualsLinearThenRopeKvAppend) {
           };
           const auto want = run(false), got = run(true);
           const std::string what = std::string(to_string(t)) + " n " + std::to_string(n) +
-                                   (interleaved ? " interleaved" : "") + (with_bias ? " bias" : "");
+                                   (interleaved ? " interleaved" : "") + (with_bias ? " bias" : "") + " mv_tr " +
+                                   std::to_string(mv_tr);
           EXPECT_EQ(got[0], want[0]) << what << ": q|k|v";
           EXPECT_EQ(got[1], want[1]) << what << ": k cache";
           EXPECT_EQ(got[2], want[2]) << what << ": v cache";

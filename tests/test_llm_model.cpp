@@ -4,6 +4,7 @@
 // covered) and the CPU engine.
 #include "llm/formats/safetensors.h"
 #include "llm/model/llama.h"
+#include "ops/llm/llm_ops.h"
 #include "test_util.h"
 
 #include <cstring>
@@ -128,6 +129,26 @@ TEST(LlamaFixturesGpu, RegTilePrefillMatchesToo) {
   eo.tuning.matmul = LinearVersion::RegTile;
   check_model(fx("tiny-llama2-f32/tiny-llama2-f32-q8_0.gguf"), fx("tiny-llama2-f32"), {5e-2, 0.05}, eo);
   check_model(fx("tiny-llama3-bf16"), fx("tiny-llama3-bf16"), {1e-4, 0.01}, eo);
+}
+
+// GPUs' one-token F16 steps with the matvec knobs that change the kernels (weights prefetched,
+// the norm's scale late, the down projection's columns split, SwiGLU's rows per workgroup and
+// lanes) must match the fixtures too. CPU adapters run other kernels (no fused steps): skipped.
+TEST(LlamaFixturesGpu, F16DecodeKnobsMatchToo) {
+  WGC_REQUIRE_FILE(fx("tiny-llama3-bf16/tiny-llama3-bf16-f16.gguf"));
+  if (ctx().adapter().is_cpu()) GTEST_SKIP() << "CPU adapters do not run the fused one-token steps";
+  ModelConfig truth = config_from_hf_dir(fx("tiny-llama3-bf16"));
+  EngineOptions eo = small_engine(256, 64, Device::Gpu);
+  eo.rope_theta = truth.rope_theta;
+  eo.rope_scaling = truth.rope_scaling;
+  // hidden 16, ffn 48: 2 lanes per row make the 48-column down projection splittable
+  apply_tuning(eo.tuning,
+               "matvec_wg=64/matvec_tpr=2/matvec_unroll=1/matvec_pf=1/matvec_late=1/matvec_static=1/matvec_split=2/"
+               "matvec_split_cols=16/swiglu_wg_rows=16/swiglu_tpr=8");
+  LlmOps probe(ctx());
+  probe.tuning = eo.tuning;
+  ASSERT_EQ(probe.matvec_splits(TensorType::F16, 48), 2u);
+  check_model(fx("tiny-llama3-bf16/tiny-llama3-bf16-f16.gguf"), fx("tiny-llama3-bf16"), {1e-2, 0.05}, eo);
 }
 
 // The CPU engine on every kernel level this processor runs (the default is the best one).

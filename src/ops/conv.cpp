@@ -18,6 +18,7 @@ constexpr uint32_t kMaxCob = 16;        // direct_tiled.wgsl's accumulator array
 constexpr uint32_t kMaxRowsTaps = 25;   // depthwise_rows.wgsl's and depthwise_reg.wgsl's filter registers
 constexpr uint32_t kMaxRegOut = 64;     // depthwise_reg.wgsl's accumulators (dwr_cols * dwr_rows)
 constexpr uint32_t kMaxRegInCols = 32;  // and its input row registers
+constexpr uint32_t kMaxRegPlanes = 4;   // and its planes per invocation (dwr_planes)
 constexpr uint32_t kMaxStageLoads = 8;  // depthwise_reg.wgsl's staged loads per invocation
 constexpr uint32_t kMaxNhwcOut = 16;    // depthwise_nhwc.wgsl's accumulators (dwn_cols * dwn_rows)
 constexpr uint64_t kMaxKSlices = 64;    // split K: partial sums kept per output at most,
@@ -347,8 +348,10 @@ struct RegBlock {
 RegBlock reg_block(const Conv2dDims& d) {
   const ConvTuning& t = conv2d_tuning();
   uint64_t in_cols = uint64_t(t.dwr_cols - 1) * d.stride_w + uint64_t(d.kw - 1) * d.dil_w + 1;
-  bool fits = t.dwr_cols && t.dwr_rows && uint64_t(t.dwr_cols) * t.dwr_rows <= kMaxRegOut && in_cols <= kMaxRegInCols &&
-              d.kh * d.kw <= kMaxRowsTaps;
+  uint64_t planes = t.dwr_planes;  // the registers hold every plane's block, row and taps
+  bool fits = t.dwr_cols && t.dwr_rows && planes >= 1 && planes <= kMaxRegPlanes &&
+              planes * t.dwr_cols * t.dwr_rows <= kMaxRegOut && planes * in_cols <= kMaxRegInCols &&
+              planes * d.kh * d.kw <= kMaxRowsTaps;
   bool vec4 = t.dwr_vec4 && t.dwr_cols % 4 == 0 && d.stride_w == 1 && d.w % 4 == 0 && d.out_w() % 4 == 0;
   return {fits, vec4};
 }
@@ -391,6 +394,13 @@ void record_depthwise_reg(Batch& b, const Operands& o, const Conv2dDims& d, cons
                      {"HALO_SCALAR", vec4 && t.dwr_halo}});
   if (stage.band)
     c.insert(c.end(), {{"STAGE", 1}, {"BAND", stage.band}, {"W4", d.w / 4}, {"TILE_ROWS", stage.tile_rows}});
+  // Planes per invocation and the card-sized grid: unstaged blocks only; a layer with fewer blocks
+  // than the grid's invocations gets one workgroup per dwr_threads blocks, as without it.
+  uint32_t planes = stage.band ? 1 : t.dwr_planes;
+  uint64_t invocations = ceil_div(uint64_t(d.n) * d.c_out, planes) * uint64_t(ceil_div(d.out_h(), t.dwr_rows)) *
+                         ceil_div(d.out_w(), t.dwr_cols);
+  uint32_t grid = stage.band ? 0 : uint32_t(std::min<uint64_t>(t.dwr_grid, ceil_div(invocations, t.dwr_threads)));
+  c.insert(c.end(), {{"PLANES", planes}, {"GRID", grid}, {"CHUNKED", grid && t.dwr_chunked}, {"EARLY", t.dwr_early}});
   if (t.dwr_shape)  // only then: the pipelines of the uniform version are shared between shapes
     c.insert(c.end(), {{"SHAPE", 1},
                        {"L_CIN", d.c_in},
@@ -400,7 +410,6 @@ void record_depthwise_reg(Batch& b, const Operands& o, const Conv2dDims& d, cons
                        {"L_OH", d.out_h()},
                        {"L_OW", d.out_w()},
                        {"L_PAD_T", d.pad_top}});
-  uint64_t invocations = uint64_t(d.n) * d.c_out * ceil_div(d.out_h(), t.dwr_rows) * ceil_div(d.out_w(), t.dwr_cols);
   // y and the second binding of x as vec4 arrays: whole vec4s (buffers are: make_tensor rounds their
   // size up to 16 bytes), so that y's last elements are inside the array.
   auto as_vec4 = [](const Tensor& tensor) {
@@ -409,8 +418,12 @@ void record_depthwise_reg(Batch& b, const Operands& o, const Conv2dDims& d, cons
   };
   uint64_t workgroups = stage.band ? uint64_t(d.n) * d.c_out * ceil_div(ceil_div(d.out_h(), t.dwr_rows), stage.band)
                                    : ceil_div(invocations, t.dwr_threads);
+  // The grid walks blocks by u32 indices that may pass the last block by a grid's worth.
+  if (grid && invocations + uint64_t(grid) * t.dwr_threads > 0xffffffffull)
+    throw LimitError("wgc: conv2d: depthwise-reg's dwr_grid walk of " + std::to_string(invocations) +
+                     " blocks exceeds the kernel's 32-bit index (" + d.str() + ")");
   b.dispatch(kernel(ctx, "conv/depthwise_reg.wgsl", ep, c), {o.x, o.w, o.bias, o.res, as_vec4(o.y), as_vec4(o.x)},
-             conv_params(d, ep), groups_1d(ctx, workgroups));
+             conv_params(d, ep), grid ? Groups{grid, 1, 1} : groups_1d(ctx, workgroups));
 }
 
 void record_depthwise(Batch& b, const Operands& o, const Conv2dDims& d, const ConvEpilogue& ep) {
@@ -470,6 +483,10 @@ ConvTuning parse_conv2d_tuning(std::string_view knobs, ConvTuning t) {
                                               {"dwr_halo", &t.dwr_halo},
                                               {"dwr_shape", &t.dwr_shape},
                                               {"dwr_stage", &t.dwr_stage},
+                                              {"dwr_planes", &t.dwr_planes},
+                                              {"dwr_grid", &t.dwr_grid},
+                                              {"dwr_chunked", &t.dwr_chunked},
+                                              {"dwr_early", &t.dwr_early},
                                               {"dwn_cols", &t.dwn_cols},
                                               {"dwn_rows", &t.dwn_rows},
                                               {"dwn_threads", &t.dwn_threads},
@@ -532,11 +549,14 @@ void check_conv2d_tuning(const Context& ctx) {
            std::to_string(lim.max_compute_invocations_per_workgroup);
   if (!t.dwr_cols || !t.dwr_rows || uint64_t(t.dwr_cols) * t.dwr_rows > kMaxRegOut || t.dwr_cols > kMaxRegInCols ||
       !t.dwr_threads || t.dwr_threads > lim.max_compute_invocations_per_workgroup || t.dwr_vec4 > 1 || t.dwr_halo > 1 ||
-      t.dwr_shape > 1 || t.dwr_stage > 1 || t.dw_auto > 4)
-    bad += std::string(bad.empty() ? "" : "; ") +
-           "dwr_*: dwr_cols and dwr_rows >= 1 with dwr_cols * dwr_rows <= " + std::to_string(kMaxRegOut) +
-           ", dwr_threads in 1.." + std::to_string(lim.max_compute_invocations_per_workgroup) +
-           ", dwr_vec4, dwr_halo, dwr_shape and dwr_stage 0 or 1; dw_auto 0..4";
+      t.dwr_shape > 1 || t.dwr_stage > 1 || !t.dwr_planes || t.dwr_planes > kMaxRegPlanes ||
+      uint64_t(t.dwr_planes) * t.dwr_cols * t.dwr_rows > kMaxRegOut ||
+      t.dwr_grid > lim.max_compute_workgroups_per_dimension || t.dwr_chunked > 1 || t.dwr_early > 1 || t.dw_auto > 4)
+    bad += std::string(bad.empty() ? "" : "; ") + "dwr_*: dwr_cols and dwr_rows >= 1 with dwr_planes * dwr_cols * " +
+           "dwr_rows <= " + std::to_string(kMaxRegOut) + ", dwr_planes in 1.." + std::to_string(kMaxRegPlanes) +
+           ", dwr_threads in 1.." + std::to_string(lim.max_compute_invocations_per_workgroup) + ", dwr_grid in 0.." +
+           std::to_string(lim.max_compute_workgroups_per_dimension) +
+           ", dwr_vec4, dwr_halo, dwr_shape, dwr_stage, dwr_chunked and dwr_early 0 or 1; dw_auto 0..4";
   if (!t.dwn_cols || !t.dwn_rows || uint64_t(t.dwn_cols) * t.dwn_rows > kMaxNhwcOut || t.dwn_cols > kMaxRegInCols ||
       !t.dwn_threads || t.dwn_threads > lim.max_compute_invocations_per_workgroup)
     bad += std::string(bad.empty() ? "" : "; ") +
@@ -604,7 +624,8 @@ bool supports(const Context& ctx, Conv2dVersion v, const Conv2dDims& d) {
              t.dw_threads <= lim.max_compute_invocations_per_workgroup;
     case Conv2dVersion::DepthwiseReg:
       return d.depthwise() && reg_block(d).fits && t.dwr_threads &&
-             t.dwr_threads <= lim.max_compute_invocations_per_workgroup;
+             t.dwr_threads <= lim.max_compute_invocations_per_workgroup &&
+             t.dwr_grid <= lim.max_compute_workgroups_per_dimension;
     case Conv2dVersion::Depthwise:
       return d.depthwise() && t.dw_tile_w && t.dw_tile_h && t.dw_threads &&
              depthwise_tile(d).bytes <= lim.max_compute_workgroup_storage_size &&

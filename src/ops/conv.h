@@ -115,6 +115,13 @@ struct ConvTuning {
   // same bytes) against 65.8-66.4% without; dwr_halo=1 changed nothing (66.2 / 69.2%), staging
   // lost (55-64%).
   uint32_t dwr_halo = 0, dwr_shape = 1, dwr_stage = 0;
+  // DepthwiseReg, unstaged blocks: dwr_planes (1..4) the planes an invocation computes its block in
+  // (their rows loaded together; dwr_planes * dwr_cols * dwr_rows <= 64); dwr_grid > 0 a grid of
+  // that many workgroups (sized to the card, e.g. SMs x resident workgroups) whose invocations walk
+  // the blocks in a fixed order instead of one invocation per block, by grid-sized strides, or
+  // with dwr_chunked 1 each workgroup an equal contiguous run of blocks. dwr_early 1 stores each
+  // output row as soon as its last input row is added (tall blocks in fewer registers).
+  uint32_t dwr_planes = 1, dwr_grid = 0, dwr_chunked = 0, dwr_early = 0;
   // depthwise_nhwc (the NHWC experiment below): pixels per invocation along a row and down a
   // column (dwn_cols * dwn_rows <= 16), and invocations per workgroup.
   uint32_t dwn_cols = 4, dwn_rows = 2, dwn_threads = 128;

@@ -23,6 +23,15 @@
 // SHAPE: the layer's sizes as override constants instead of uniforms, so that the index arithmetic
 // (divisions by blocks per row, strips per plane and channels) compiles to multiplications by
 // constants; one pipeline per layer shape.
+// PLANES (unstaged): an invocation computes its block in PLANES consecutive planes, their rows
+// loaded together (more independent loads in flight per invocation, fewer invocations).
+// EARLY: each output row stored as soon as its last input row is added (only KH rows of
+// accumulators live at a time, so tall blocks, which load fewer halo rows per output, fit the
+// registers), instead of the whole block at the end.
+// GRID (unstaged): a grid of GRID workgroups sized to the card instead of one invocation per block:
+// each invocation walks blocks in a fixed order, so no workgroup is launched per block and there
+// is no ragged last wave; CHUNKED gives each workgroup an equal contiguous run of THREADS-block
+// units (neighbouring strips on one SM), else the walk strides by the whole grid.
 @group(0) @binding(0) var<storage, read> X: array<f32>;
 @group(0) @binding(1) var<storage, read> Wt: array<f32>;
 @group(0) @binding(2) var<storage, read> Bias: array<f32>;
@@ -48,6 +57,11 @@ override L_W: u32 = 1u;
 override L_OH: u32 = 1u;
 override L_OW: u32 = 1u;
 override L_PAD_T: u32 = 0u;
+override PLANES: u32 = 1u;
+override GRID: u32 = 0u;
+override EARLY: bool = false;
+override CHUNKED: bool = false;
+override GRID1: u32 = max(GRID, 1u);  // a divisor even where GRID == 0 (the code is compiled anyway)
 override STAGE: bool = false;
 override BAND: u32 = 1u;       // STAGE: strips per workgroup; THREADS == blocks per row * BAND
 override W4: u32 = 1u;         // STAGE: w / 4
@@ -61,11 +75,12 @@ override IN_COLS: u32 = (COLS - 1u) * SW + (KW - 1u) * DW + 1u;
 override BLK0: u32 = (PAD_L + 3u) / 4u;
 override OFF: u32 = 4u * BLK0 - PAD_L;
 override NB: u32 = (OFF + IN_COLS + 3u) / 4u;
-// Register arrays (function-scope arrays need constant sizes): the host keeps COLS * ROWS, IN_COLS
-// and KH * KW within these (kMaxReg* in ops/conv.cpp).
+// Register arrays (function-scope arrays need constant sizes): the host keeps PLANES * COLS * ROWS,
+// PLANES * IN_COLS, PLANES * KH * KW and PLANES within these (kMaxReg* in ops/conv.cpp).
 const MAX_OUT = 64u;
 const MAX_IN_COLS = 32u;
 const MAX_TAPS = 25u;
+const MAX_PLANES = 4u;
 const MAX_STAGE_LOADS = 8u;  // STAGE: the host keeps STAGE_LOADS within it (kMaxStageLoads)
 
 fn dim(uniform_value: u32, constant: u32) -> u32 {
@@ -73,64 +88,25 @@ fn dim(uniform_value: u32, constant: u32) -> u32 {
   return uniform_value;
 }
 
-@compute @workgroup_size(THREADS)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+// The block of outputs at (ox0, oy0) in planes plane0 .. plane0 + np - 1 (n * c_out + co); STAGE:
+// one plane, its rows read from the band staged in `tile` from input row band_iy0 on.
+fn block(plane0: u32, np: u32, ox0: u32, oy0: u32, band_iy0: i32) {
   let c_out = dim(p.c_out, L_COUT);
   let h = dim(p.h, L_H);
   let w = dim(p.w, L_W);
-  let oh = dim(p.oh, L_OH);
-  let ow = dim(p.ow, L_OW);
   let pad_top = i32(dim(p.pad_top, L_PAD_T));
-  let blocks_w = (ow + COLS - 1u) / COLS;
-  let strips = (oh + ROWS - 1u) / ROWS;
-  var ox0: u32;
-  var oy0: u32;
-  var plane: u32;  // n * c_out + co
-  var band_iy0 = 0;  // STAGE: the tile's first input row
-  if (STAGE) {
-    // A workgroup: BAND strips of whole rows of one plane (THREADS == blocks_w * BAND).
-    let wg = wid.x + wid.y * nwg.x;
-    let bands = (strips + BAND - 1u) / BAND;
-    plane = wg / bands;
-    let strip0 = (wg % bands) * BAND;
-    ox0 = (lid % blocks_w) * COLS;
-    oy0 = (strip0 + lid / blocks_w) * ROWS;
-    band_iy0 = i32(strip0 * ROWS * SH) - pad_top;
-  } else {
-    let i = gid.x + gid.y * nwg.x * THREADS;
-    ox0 = (i % blocks_w) * COLS;
-    let rest = i / blocks_w;
-    oy0 = (rest % strips) * ROWS;
-    plane = rest / strips;
-  }
-  let planes = p.n * c_out;
-  let co = plane % c_out;
-  let xbase = depthwise_x_base_of(plane, dim(p.c_in, L_CIN), c_out, h * w);
-  if (STAGE) {
-    // The band's input rows, whole, into workgroup memory (zeros above and below the plane), each
-    // input vec4 loaded once per band by coalesced loads: all of an invocation's loads first (a
-    // constant count, so they are in flight together), then the stores.
-    if (plane < planes) {
-      var staged: array<vec4<f32>, MAX_STAGE_LOADS>;
-      for (var j = 0u; j < STAGE_LOADS; j++) {
-        let k = lid + j * THREADS;
-        let iy = band_iy0 + i32(k / W4);
-        staged[j] = vec4<f32>(0.0);
-        if (k < TILE_ROWS * W4 && iy >= 0 && iy < i32(h)) { staged[j] = X4[xbase / 4u + u32(iy) * W4 + k % W4]; }
-      }
-      for (var j = 0u; j < STAGE_LOADS; j++) {
-        let k = lid + j * THREADS;
-        if (k < TILE_ROWS * W4) { tile[k] = staged[j]; }
-      }
-    }
-    workgroupBarrier();
-  }
-  if (plane >= planes) { return; }
+  var xbase: array<u32, MAX_PLANES>;
   var taps: array<f32, MAX_TAPS>;
-  for (var t = 0u; t < KH * KW; t++) { taps[t] = Wt[co * KH * KW + t]; }
-  var bias = 0.0;
-  if (HAS_BIAS) { bias = Bias[co]; }
+  var bias: array<f32, MAX_PLANES>;
+  for (var k = 0u; k < PLANES; k++) {
+    let co = (plane0 + k) % c_out;
+    xbase[k] = depthwise_x_base_of(plane0 + k, dim(p.c_in, L_CIN), c_out, h * w);
+    if (k < np) {
+      for (var t = 0u; t < KH * KW; t++) { taps[k * KH * KW + t] = Wt[co * KH * KW + t]; }
+      bias[k] = 0.0;
+      if (HAS_BIAS) { bias[k] = Bias[co]; }
+    }
+  }
   var acc = array<f32, MAX_OUT>();
   let iy0 = i32(oy0 * SH) - pad_top;
   let ix0 = i32(ox0 * SW) - i32(PAD_L);
@@ -138,10 +114,12 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   for (var r = 0u; r < IN_ROWS; r++) {
     let iy = iy0 + i32(r);
     // Zeros (the padding), stored explicitly: a declaration without an initializer inside a loop
-    // kept the last iteration's values on SwiftShader.
+    // kept the last iteration's values on SwiftShader. Plane k's columns are v[k * IN_COLS + c].
     var v = array<f32, MAX_IN_COLS>();
-    if (iy >= 0 && iy < i32(h)) {
-      let row = xbase + u32(iy) * w;
+    for (var k = 0u; k < PLANES; k++) {
+      if (k >= np || iy < 0 || iy >= i32(h)) { continue; }
+      let row = xbase[k] + u32(iy) * w;
+      let vk = k * IN_COLS;
       if (VEC4) {
         // Blocks wholly inside or outside the row (w % 4 == 0, aligned row starts).
         let b0 = i32(ox0 / 4u) - i32(BLK0);
@@ -161,19 +139,19 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
             }
             for (var e = 0u; e < 4u; e++) {
               let c = i32(b * 4u + e) - i32(OFF);
-              if (c >= 0 && c < i32(IN_COLS)) { v[c] = q[e]; }
+              if (c >= 0 && c < i32(IN_COLS)) { v[vk + u32(c)] = q[e]; }
             }
           } else if (inside) {
             for (var e = 0u; e < 4u; e++) {
               let c = i32(b * 4u + e) - i32(OFF);
-              if (c >= 0 && c < i32(IN_COLS)) { v[c] = X[row + u32(blk) * 4u + e]; }
+              if (c >= 0 && c < i32(IN_COLS)) { v[vk + u32(c)] = X[row + u32(blk) * 4u + e]; }
             }
           }
         }
       } else {
         for (var c = 0u; c < IN_COLS; c++) {
           let ix = ix0 + i32(c);
-          if (ix >= 0 && ix < i32(w)) { v[c] = X[row + u32(ix)]; }
+          if (ix >= 0 && ix < i32(w)) { v[vk + c] = X[row + u32(ix)]; }
         }
       }
     }
@@ -183,33 +161,135 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
       let dr = r - o * SH;
       if (dr % DH != 0u || dr / DH >= KH) { continue; }
       let kr = dr / DH;
-      for (var oc = 0u; oc < COLS; oc++) {
-        for (var kc = 0u; kc < KW; kc++) {
-          acc[o * COLS + oc] = fma(v[oc * SW + kc * DW], taps[kr * KW + kc], acc[o * COLS + oc]);
+      for (var k = 0u; k < PLANES; k++) {
+        for (var oc = 0u; oc < COLS; oc++) {
+          for (var kc = 0u; kc < KW; kc++) {
+            let a = (k * ROWS + o) * COLS + oc;
+            acc[a] = fma(v[k * IN_COLS + oc * SW + kc * DW], taps[(k * KH + kr) * KW + kc], acc[a]);
+          }
+        }
+      }
+    }
+    if (EARLY) {
+      // The output rows whose last input row this was: stored now, their accumulators dead.
+      for (var o = 0u; o < ROWS; o++) {
+        if (o * SH + (KH - 1u) * DH != r) { continue; }
+        for (var k = 0u; k < PLANES; k++) {
+          if (k >= np) { break; }
+          store_row(plane0 + k, oy0 + o, ox0, row_of(acc, k, o), bias[k]);
         }
       }
     }
   }
-  for (var o = 0u; o < ROWS; o++) {
-    let oy = oy0 + o;
-    if (oy >= oh) { break; }
-    let yrow = (plane * oh + oy) * ow;
-    if (VEC4) {
-      for (var q = 0u; q < COLS / 4u; q++) {
-        let ox = ox0 + 4u * q;
-        if (ox >= ow) { break; }  // out_w % 4 == 0: whole blocks in or out
-        let yi = yrow + ox;
-        let a = o * COLS + 4u * q;
-        Y4[yi / 4u] = vec4<f32>(epilogue_biased(acc[a], bias, yi), epilogue_biased(acc[a + 1u], bias, yi + 1u),
-                                epilogue_biased(acc[a + 2u], bias, yi + 2u), epilogue_biased(acc[a + 3u], bias, yi + 3u));
+  if (!EARLY) {
+    // Loops bounded by constants (np <= PLANES): fully unrolled, the accumulators stay registers.
+    for (var k = 0u; k < PLANES; k++) {
+      if (k >= np) { break; }
+      for (var o = 0u; o < ROWS; o++) { store_row(plane0 + k, oy0 + o, ox0, row_of(acc, k, o), bias[k]); }
+    }
+  }
+}
+
+// Output row o of plane k's block, from the accumulators.
+fn row_of(acc: array<f32, MAX_OUT>, k: u32, o: u32) -> array<f32, MAX_IN_COLS> {
+  var vals: array<f32, MAX_IN_COLS>;
+  for (var oc = 0u; oc < COLS; oc++) { vals[oc] = acc[(k * ROWS + o) * COLS + oc]; }
+  return vals;
+}
+
+// The block's COLS outputs of row oy of a plane (none past the plane's last row), epilogue applied.
+fn store_row(plane: u32, oy: u32, ox0: u32, vals: array<f32, MAX_IN_COLS>, bias: f32) {
+  let oh = dim(p.oh, L_OH);
+  let ow = dim(p.ow, L_OW);
+  if (oy >= oh) { return; }
+  let yrow = (plane * oh + oy) * ow;
+  if (VEC4) {
+    for (var q = 0u; q < COLS / 4u; q++) {
+      let ox = ox0 + 4u * q;
+      if (ox >= ow) { break; }  // out_w % 4 == 0: whole blocks in or out
+      let yi = yrow + ox;
+      let a = 4u * q;
+      Y4[yi / 4u] = vec4<f32>(epilogue_biased(vals[a], bias, yi), epilogue_biased(vals[a + 1u], bias, yi + 1u),
+                              epilogue_biased(vals[a + 2u], bias, yi + 2u), epilogue_biased(vals[a + 3u], bias, yi + 3u));
+    }
+  } else {
+    for (var oc = 0u; oc < COLS; oc++) {
+      let ox = ox0 + oc;
+      if (ox >= ow) { break; }
+      let yi = yrow + ox;
+      Y4[yi / 4u][yi % 4u] = epilogue_biased(vals[oc], bias, yi);
+    }
+  }
+}
+
+// Unstaged block i (of groups of PLANES planes x strips x blocks per row, blocks fastest).
+fn block_at(i: u32) {
+  let c_out = dim(p.c_out, L_COUT);
+  let blocks_w = (dim(p.ow, L_OW) + COLS - 1u) / COLS;
+  let strips = (dim(p.oh, L_OH) + ROWS - 1u) / ROWS;
+  let planes = p.n * c_out;
+  let rest = i / blocks_w;
+  let plane0 = (rest / strips) * PLANES;
+  if (plane0 >= planes) { return; }
+  block(plane0, min(PLANES, planes - plane0), (i % blocks_w) * COLS, (rest % strips) * ROWS, 0);
+}
+
+@compute @workgroup_size(THREADS)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+  let c_out = dim(p.c_out, L_COUT);
+  let h = dim(p.h, L_H);
+  let w = dim(p.w, L_W);
+  let blocks_w = (dim(p.ow, L_OW) + COLS - 1u) / COLS;
+  let strips = (dim(p.oh, L_OH) + ROWS - 1u) / ROWS;
+  let planes = p.n * c_out;
+  if (STAGE) {
+    // A workgroup: BAND strips of whole rows of one plane (THREADS == blocks_w * BAND).
+    let wg = wid.x + wid.y * nwg.x;
+    let bands = (strips + BAND - 1u) / BAND;
+    let plane = wg / bands;
+    let strip0 = (wg % bands) * BAND;
+    let band_iy0 = i32(strip0 * ROWS * SH) - i32(dim(p.pad_top, L_PAD_T));
+    // The band's input rows, whole, into workgroup memory (zeros above and below the plane), each
+    // input vec4 loaded once per band by coalesced loads: all of an invocation's loads first (a
+    // constant count, so they are in flight together), then the stores.
+    if (plane < planes) {
+      let xbase = depthwise_x_base_of(plane, dim(p.c_in, L_CIN), c_out, h * w);
+      var staged: array<vec4<f32>, MAX_STAGE_LOADS>;
+      for (var j = 0u; j < STAGE_LOADS; j++) {
+        let k = lid + j * THREADS;
+        let iy = band_iy0 + i32(k / W4);
+        staged[j] = vec4<f32>(0.0);
+        if (k < TILE_ROWS * W4 && iy >= 0 && iy < i32(h)) { staged[j] = X4[xbase / 4u + u32(iy) * W4 + k % W4]; }
       }
-    } else {
-      for (var oc = 0u; oc < COLS; oc++) {
-        let ox = ox0 + oc;
-        if (ox >= ow) { break; }
-        let yi = yrow + ox;
-        Y4[yi / 4u][yi % 4u] = epilogue_biased(acc[o * COLS + oc], bias, yi);
+      for (var j = 0u; j < STAGE_LOADS; j++) {
+        let k = lid + j * THREADS;
+        if (k < TILE_ROWS * W4) { tile[k] = staged[j]; }
       }
     }
+    workgroupBarrier();
+    if (plane >= planes) { return; }
+    block(plane, 1u, (lid % blocks_w) * COLS, (strip0 + lid / blocks_w) * ROWS, band_iy0);
+    return;
+  }
+  if (GRID == 0u) {
+    block_at(gid.x + gid.y * nwg.x * THREADS);
+    return;
+  }
+  // A grid sized to the card (GRID workgroups along x): every block once, in a fixed order.
+  let blocks = ((planes + PLANES - 1u) / PLANES) * strips * blocks_w;
+  if (CHUNKED) {
+    // Workgroup g takes units u0 .. u1 - 1 of THREADS blocks each, the units split as evenly as
+    // they go (counts differ by at most one; no product that could overflow).
+    let units = (blocks + THREADS - 1u) / THREADS;
+    let g = wid.x;
+    let u0 = g * (units / GRID1) + min(g, units % GRID1);
+    let u1 = u0 + units / GRID1 + select(0u, 1u, g < units % GRID1);
+    for (var u = u0; u < u1; u++) {
+      let i = u * THREADS + lid;
+      if (i < blocks) { block_at(i); }
+    }
+  } else {
+    for (var i = gid.x; i < blocks; i += GRID * THREADS) { block_at(i); }
   }
 }

@@ -34,6 +34,7 @@ var<workgroup> sc: array<f32, BQ * BK>;
 @compute @workgroup_size(BQ * TPQ)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
   let HD4 = HD / 4u;
+  let KS = HD4;  // vec4s per row of qs and ks (attn_block.wgsl)
   let NV = HD4 / TPQ;
   let NT = BQ * TPQ;
   let G = p.n_heads / p.n_kv;

@@ -19,35 +19,10 @@
 // integer below 2^22), ROPE (true: the weight is a fused QKV one whose outputs get RoPE and go to
 // the KV cache, linear_batched_rope.wgsl; TR 2 or 4) and P_BINDING (the uniform's binding: 6, or
 // 10 with ROPE), then common.wgsl and linear_batched_rope.wgsl or linear_batched_norope.wgsl.
-// None of them but ROPE changes a result. Bindings: 0 weight words, 1 scales (f16 pairs), 2 x
-// words, 3 x (d, the block's two 16-bit half sums) per block, 4 bias, 5 y, ROPE's 6-9, then the
-// params.
-@group(0) @binding(0) var<storage, read> wq: array<vec4<u32>>;
-@group(0) @binding(1) var<storage, read> ws: array<u32>;
-@group(0) @binding(2) var<storage, read> xq: array<vec4<u32>>;
-@group(0) @binding(3) var<storage, read> xds: array<vec2<u32>>;
-@group(0) @binding(4) var<storage, read> bias: array<f32>;
-@group(0) @binding(5) var<storage, read_write> y: array<f32>;
-struct P {
-  n: u32,  // tokens
-  rows: u32,
-  cols: u32,
-  row0: u32,
-  x_stride: u32,  // unused: x comes quantized, [n][cols]
-  y_stride: u32,
-  y_off: u32,
-  flags: u32,  // 1: add bias, 2: accumulate into y
-  // ROPE (rope_kv_append.wgsl's; zero without):
-  heads: u32,
-  n_kv: u32,
-  head_dim: u32,
-  pos0: u32,
-  rflags: u32,  // 1: positions from the buffer, 2: interleaved pairs, 4: cache rows from the buffer
-  max_pos: u32,
-  max_ctx: u32,
-  cache_off: u32,
-}
-@group(0) @binding(P_BINDING) var<uniform> p: P;
+// None of them but ROPE changes a result. Bindings, parameters and the per-block arithmetic:
+// batched_q8_blocks.wgsl (shared with linear_batched_q8_mv.wgsl, the small steps' kernel); ROPE's
+// 6-9.
+//!include "llm/batched_q8_blocks.wgsl"
 //!include "llm/batched_store.wgsl"
 
 const WGR: u32 = WG / TG;         // invocations per token group
@@ -61,41 +36,6 @@ var<workgroup> xs: array<vec4<u32>, max(TW * XROW, WG * TC)>;
 // conversion instead: the bits of 0x4B400000 - 8 * sum (Q4_0) or 0x4B400000 (Q8_0)
 var<workgroup> xd: array<vec2<f32>, TW * XB>;
 
-fn w_scale(row: u32, nb: u32, b: u32) -> f32 {
-  let i = row * nb + b;
-  return half_at(ws[i / 2u], i);
-}
-
-// The quants of block b of 4 rows as 8 words of 4 signed bytes each (element order as x's), and
-// their scales.
-struct WBlock {
-  q: array<array<u32, 8>, TR>,
-  d: vec4<f32>,  // components TR.. unused (0)
-}
-
-fn load_block(rows: array<u32, 4>, nb: u32, b: u32) -> WBlock {
-  var o: WBlock;
-  let rs4 = select(nb * 2u, nb, Q4);  // vec4<u32> per weight row
-  for (var r = 0u; r < TR; r++) {
-    if (Q4) {
-      let v = wq[rows[r] * rs4 + b];
-      for (var i = 0u; i < 4u; i++) {
-        o.q[r][i] = v[i] & 0x0f0f0f0fu;
-        o.q[r][i + 4u] = (v[i] >> 4u) & 0x0f0f0f0fu;
-      }
-    } else {
-      let v0 = wq[rows[r] * rs4 + 2u * b];
-      let v1 = wq[rows[r] * rs4 + 2u * b + 1u];
-      for (var i = 0u; i < 4u; i++) {
-        o.q[r][i] = v0[i];
-        o.q[r][i + 4u] = v1[i];
-      }
-    }
-    o.d[r] = w_scale(rows[r], nb, b);
-  }
-  return o;
-}
-
 // Block b's products with this token group's TT tokens (x tile from b0) into acc, in token order.
 fn mac(cur: WBlock, b: u32, b0: u32, tg: u32, acc: ptr<function, array<vec4<f32>, TT>>) {
   let xo = 2u * (b - b0);
@@ -106,22 +46,7 @@ fn mac(cur: WBlock, b: u32, b0: u32, tg: u32, acc: ptr<function, array<vec4<f32>
     let xa = xs[tt * XROW + xp];
     let xb = xs[tt * XROW + xp1];
     let e = xd[tt * XB + b - b0];
-    var s = vec4<i32>(0);
-    for (var r = 0u; r < TR; r++) {
-      var d = dot4I8Packed(cur.q[r][0], xa.x) + dot4I8Packed(cur.q[r][1], xa.y) +
-              dot4I8Packed(cur.q[r][2], xa.z) + dot4I8Packed(cur.q[r][3], xa.w);
-      d += dot4I8Packed(cur.q[r][4], xb.x) + dot4I8Packed(cur.q[r][5], xb.y) + dot4I8Packed(cur.q[r][6], xb.z) +
-           dot4I8Packed(cur.q[r][7], xb.w);
-      s[r] = d;
-    }
-    var f: vec4<f32>;
-    if (I2F) {
-      f = bitcast<vec4<f32>>(s + vec4<i32>(bitcast<i32>(e.y))) - vec4<f32>(12582912.0);
-    } else {
-      f = vec4<f32>(s);
-      if (Q4) { f = f - 8.0 * e.y; }
-    }
-    (*acc)[t] = fma(cur.d, f * e.x, (*acc)[t]);
+    (*acc)[t] = fma(cur.d, block_terms(cur, xa, xb, e), (*acc)[t]);
   }
 }
 
@@ -162,14 +87,7 @@ fn main(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wid: v
       let tok = tw0 + t;
       var v = vec2<f32>(0.0);
       if (tok < p.n && b0 + q < nb) {
-        let e = xds[tok * nb + b0 + q];
-        // the block's sum of quants: its two i16 halves (sign-extended), added
-        let sum = (bitcast<i32>(e.y << 16u) >> 16u) + (bitcast<i32>(e.y) >> 16u);
-        if (I2F) {
-          v = vec2<f32>(bitcast<f32>(e.x), bitcast<f32>(0x4B400000 - select(0, 8 * sum, Q4)));
-        } else {
-          v = vec2<f32>(bitcast<f32>(e.x), f32(sum));
-        }
+        v = x_block_ds(xds[tok * nb + b0 + q]);
       }
       xd[i] = v;
     }

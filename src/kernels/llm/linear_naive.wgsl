@@ -3,17 +3,7 @@
 @group(0) @binding(2) var<storage, read> x: array<f32>;
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
 @group(0) @binding(4) var<storage, read_write> y: array<f32>;
-struct P {
-  n: u32,         // tokens
-  rows: u32,      // output rows (weight rows row0 .. row0 + rows)
-  cols: u32,
-  row0: u32,
-  x_stride: u32,  // elements between tokens of x
-  y_stride: u32,  // elements between tokens of y
-  y_off: u32,
-  flags: u32,     // 1: add bias, 2: accumulate into y
-}
-@group(0) @binding(5) var<uniform> p: P;
+//!include "llm/linear_params.wgsl"
 override WG: u32 = 64;
 
 var<private> xt: u32;

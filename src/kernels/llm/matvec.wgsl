@@ -4,32 +4,33 @@
 // rows' chunks at the same place are read together, so each x load serves R rows. Sums with
 // group_sum (reduce_sg.wgsl or reduce_wg.wgsl).
 // SWIGLU (a prelude constant): the rows are a gate|up weight (gate rows 0 .. rows / 2 - 1, up
-// rows after them); a workgroup computes gate and up rows 32w .. 32w + 31 (WG / TPR * R == 64)
-// and writes y[32w + i] = silu(gate) * up.
+// rows after them); a workgroup computes gate and up rows hw .. hw + h - 1 (2h = WG / TPR * R,
+// at most 64) and writes y[hw + i] = silu(gate) * up.
 // ROPE (a prelude constant; R == 2): the rows are a fused QKV weight (p.heads query heads, then
 // p.n_kv key and p.n_kv value heads of p.head_dim rows); each group takes the two rows of one
 // RoPE pair and rope_store (matvec_rope.wgsl) does rope_kv_append.wgsl's work on them: the same
 // values, so the same results as the matvec followed by rope_kv_append.
-// XS (a prelude constant): the whole of x (XN4 vec4s, zero past cols) is staged in workgroup
-// memory once, laid out so that the lanes of a group read consecutive vec4s (no bank
-// conflicts); else x is read from global memory, masked past cols where X_MASK.
+// KS (a prelude constant, plain rows only): the columns are split into KS ranges of whole chunks,
+// workgroup w taking rows of block w % blocks over range w / blocks; each writes its partial
+// sums to y[range * rows + r] (no bias, y_off or accumulation: matvec_sum.wgsl adds the ranges
+// in order and does those).
+// XS (a prelude constant): the whole of x (of the workgroup's range: XN4 vec4s, zero past cols)
+// is staged in workgroup memory once, laid out so that the lanes of a group read consecutive
+// vec4s (no bank conflicts); else x is read from global memory, masked past cols where X_MASK.
+// PF (a prelude constant, 0 .. UNROLL): the weights of each invocation's first PF steps of its
+// first unrolled pass are loaded before x is prepared (x_prologue, the staging), so that they are
+// in flight meanwhile; the same sums in the same order.
 // x is read through x_load4 (matvec_x.wgsl: as it is; matvec_x_norm.wgsl: RMS-normalised, after
-// x_prologue). Preceded by a prelude (SWIGLU, ROPE, XS, XN4, X_MASK, P_BINDING), common.wgsl,
-// rope_pair.wgsl, a weights/*.wgsl file (bindings 0, 1), a reduce file, one of those two x files
-// and matvec_rope.wgsl (ROPE: bindings 5-8) or matvec_norope.wgsl.
+// x_prologue, or with X_LATE scaled at the end by x_scale). Preceded by a prelude (SWIGLU, ROPE,
+// KS, XS, XN4, X_MASK, X_LATE, PF, PF_N, COLS, P_BINDING),
+// common.wgsl, rope_pair.wgsl, a weights/*.wgsl file (bindings 0, 1), a reduce file, one of those
+// two x files and matvec_rope.wgsl (ROPE: bindings 5-8) or matvec_q8_norope.wgsl.
 @group(0) @binding(2) var<storage, read> x4: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
 @group(0) @binding(4) var<storage, read_write> y: array<f32>;
 // linear_params.wgsl's fields, then ROPE's (rope_kv_append.wgsl's for one token; zero without).
 struct P {
-  n: u32,
-  rows: u32,
-  cols: u32,
-  row0: u32,
-  x_stride: u32,
-  y_stride: u32,
-  y_off: u32,
-  flags: u32,  // 1: add bias, 2: accumulate into y
+//!include "llm/linear_params_fields.wgsl"
   heads: u32,
   n_kv: u32,
   head_dim: u32,
@@ -45,6 +46,10 @@ override TPR: u32 = 32;  // invocations per row (power of two)
 override UNROLL: u32 = 2; // chunks in flight per invocation
 override R: u32 = 1;      // rows per group, at most R_MAX
 const R_MAX: u32 = 8u;
+// Splitting the columns and the prefetch need x in one pass (the host never asks otherwise).
+const_assert KS == 1u || !W_STAGE_X || XS;
+const_assert PF == 0u || !W_STAGE_X || XS;
+const_assert !X_LATE || XS;  // x_load4 once per element
 
 var<workgroup> red: array<f32, WG>;
 var<workgroup> res: array<f32, 64>;  // SWIGLU: the workgroup's gate and up sums
@@ -58,16 +63,34 @@ var<private> tile4: u32;
 const XV: u32 = max(W_CHUNK / 4u, 1u);
 const XH: u32 = (XN4 + XV - 1u) / XV;
 var<workgroup> xw: array<vec4<f32>, select(1u, XH * XV, XS)>;
+var<private> xs0: u32;  // KS: the first vec4 of x in xw (the workgroup's range)
+
+// The weight's columns: COLS (a prelude constant: loop trip counts known to the compiler) or
+// p.cols (COLS 0).
+fn mv_cols() -> u32 {
+  if (COLS > 0u) { return COLS; }
+  return p.cols;
+}
 
 fn xq(i4: u32) -> vec4<f32> {
-  if (XS) { return xw[(i4 % XV) * XH + i4 / XV]; }
+  if (XS) {
+    let j = select(i4, i4 - xs0, KS > 1u);
+    return xw[(j % XV) * XH + j / XV];
+  }
   if (W_STAGE_X) {
     let j = i4 - tile4;
     return xs[j + j / 8u];
   }
   if (!X_MASK) { return x_load4(i4); }
   let e = vec4<u32>(4u * i4) + vec4<u32>(0u, 1u, 2u, 3u);
-  return select(vec4<f32>(0.0), x_load4(i4), e < vec4<u32>(p.cols));
+  return select(vec4<f32>(0.0), x_load4(i4), e < vec4<u32>(mv_cols()));
+}
+
+// Chunk c's dot product from its weights loaded before (wc_load): w_chunk's arithmetic.
+fn w_dot(ch: WChunk, c: u32) -> f32 {
+  var s = dot(wc_part(ch, 0u), xq(wc_xoff(c, 0u)));
+  for (var j = 1u; j < W_PARTS; j++) { s += dot(wc_part(ch, j), xq(wc_xoff(c, j))); }
+  return s;
 }
 
 // ROPE: row u (0, 1) of RoPE pair pi (pairs numbered head by head).
@@ -80,14 +103,29 @@ fn rope_row(pi: u32, u: u32) -> u32 {
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>,
         @builtin(num_workgroups) nwg: vec3<u32>) {
-  let wg = wg_linear(wid, nwg);
+  var wg = wg_linear(wid, nwg);
   let lane = lid % TPR;
+  w_setup(mv_cols());
+  let nch = w_nchunks(mv_cols());
+  var cb = 0u;  // the workgroup's chunks cb .. ce - 1
+  var ce = nch;
+  var ks = 0u;
+  if (KS > 1u) {
+    let blocks = (p.rows + WG / TPR * R - 1u) / (WG / TPR * R);
+    ks = wg / blocks;
+    wg = wg % blocks;
+    let cps = (nch + KS - 1u) / KS;
+    cb = min(ks * cps, nch);
+    ce = min(cb + cps, nch);
+    xs0 = cb * XV;
+  }
+  let swh = WG / TPR * R / 2u;  // SWIGLU: gate rows per workgroup
   var rows: array<u32, R_MAX>;
   var rl: array<u32, R_MAX>;  // the rows' indices from row0 (past p.rows: none)
   for (var u = 0u; u < R; u++) {
     let lr = (lid / TPR) * R + u;
     if (SWIGLU) {
-      rl[u] = select(32u * wg + lr, p.rows / 2u + 32u * wg + lr - 32u, lr >= 32u);
+      rl[u] = select(swh * wg + lr, p.rows / 2u + swh * wg + lr - swh, lr >= swh);
     } else if (ROPE) {
       rl[u] = rope_row(wg * (WG / TPR) + lid / TPR, u);
     } else {
@@ -95,22 +133,42 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     }
     rows[u] = p.row0 + min(rl[u], p.rows - 1u);
   }
+  // PF: the first unrolled pass's weights (where this invocation makes a whole one), before x.
+  let pf = PF > 0u && cb + lane + (UNROLL - 1u) * TPR < ce;
+  var pre: array<WChunk, PF_N>;  // PF_N (prelude): PF * R, at least 1
+  if (pf) {
+    for (var k = 0u; k < PF; k++) {
+      for (var u = 0u; u < R; u++) { pre[k * R + u] = wc_load(rows[u], cb + lane + k * TPR); }
+    }
+  }
   x_prologue(lid);
-  w_setup(p.cols);
-  let nch = w_nchunks(p.cols);
   if (XS) {
     for (var i = lid; i < XH * XV; i += WG) {
       var v = vec4<f32>(0.0);
-      if (i < (p.cols + 3u) / 4u) {
-        let e = vec4<u32>(4u * i) + vec4<u32>(0u, 1u, 2u, 3u);
-        v = select(vec4<f32>(0.0), x_load4(i), e < vec4<u32>(p.cols));
+      let g = xs0 + i;
+      if (g < (mv_cols() + 3u) / 4u) {
+        let e = vec4<u32>(4u * g) + vec4<u32>(0u, 1u, 2u, 3u);
+        v = select(vec4<f32>(0.0), x_load4(g), e < vec4<u32>(mv_cols()));
       }
       xw[(i % XV) * XH + i / XV] = v;
     }
     workgroupBarrier();
   }
-  let nx4 = (p.cols + 3u) / 4u;
+  let nx4 = (mv_cols() + 3u) / 4u;
   var acc: array<f32, R_MAX>;
+  var c = cb + lane;
+  if (pf) {
+    for (var k = 0u; k < UNROLL; k++) {
+      for (var u = 0u; u < R; u++) {
+        if (k < PF) {
+          acc[u] += w_dot(pre[k * R + u], c + k * TPR);
+        } else {
+          acc[u] += w_chunk(rows[u], c + k * TPR);
+        }
+      }
+    }
+    c += TPR * UNROLL;
+  }
   let span = select(nch * W_CHUNK, XT, W_STAGE_X && !XS);  // one pass when x is read from global memory
   for (var t0 = 0u; t0 < nch * W_CHUNK; t0 += span) {
     if (W_STAGE_X && !XS) {
@@ -120,15 +178,15 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         var v = vec4<f32>(0.0);
         if (g4 < nx4) {
           let e = vec4<u32>(4u * g4) + vec4<u32>(0u, 1u, 2u, 3u);
-          v = select(vec4<f32>(0.0), x_load4(g4), e < vec4<u32>(p.cols));
+          v = select(vec4<f32>(0.0), x_load4(g4), e < vec4<u32>(mv_cols()));
         }
         xs[i + i / 8u] = v;
       }
       workgroupBarrier();
       tile4 = t0 / 4u;
+      c = t0 / W_CHUNK + lane;
     }
-    let c1 = min((t0 + span) / W_CHUNK, nch);
-    var c = t0 / W_CHUNK + lane;
+    let c1 = min((t0 + span) / W_CHUNK, ce);
     for (; c + (UNROLL - 1u) * TPR < c1; c += TPR * UNROLL) {
       for (var k = 0u; k < UNROLL; k++) {
         for (var u = 0u; u < R; u++) { acc[u] += w_chunk(rows[u], c + k * TPR); }
@@ -138,11 +196,14 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
       for (var u = 0u; u < R; u++) { acc[u] += w_chunk(rows[u], c); }
     }
   }
+  let xsc = x_scale(lid);
   var outs: array<f32, R_MAX>;
   for (var u = 0u; u < R; u++) {
-    let s = group_sum(acc[u], lid, TPR);
+    let s = group_sum(acc[u], lid, TPR) * xsc;
     if (SWIGLU) {
       if (lane == 0u) { res[(lid / TPR) * R + u] = s; }
+    } else if (KS > 1u) {
+      if (lane == 0u && rl[u] < p.rows) { y[ks * p.rows + rl[u]] = s; }
     } else if (lane == 0u && rl[u] < p.rows) {
       var o = s;
       if ((p.flags & 1u) != 0u) { o += bias[rows[u]]; }
@@ -155,9 +216,9 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
   if (ROPE && lane == 0u && rl[0] < p.rows) { rope_store(rl[0], rl[1], outs[0], outs[1]); }
   if (SWIGLU) {
     workgroupBarrier();
-    if (lid < 32u) {
+    if (lid < swh) {
       let gv = res[lid];
-      y[32u * wg + lid] = gv / (1.0 + exp(-gv)) * res[32u + lid];
+      y[swh * wg + lid] = gv / (1.0 + exp(-gv)) * res[swh + lid];
     }
   }
 }

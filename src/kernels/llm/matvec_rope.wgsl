@@ -1,34 +1,11 @@
-// matvec.wgsl's ROPE epilogue: rope_kv_append.wgsl for one token on the QKV rows ra, rb (one
-// RoPE pair of a head) whose values a, b (bias added) are already stored in y unrotated: query
-// pairs rotated in y, key pairs rotated into k_cache, value pairs copied into v_cache, at cache
-// row p.pos0 or positions[1] (rflags & 4).
-@group(0) @binding(5) var<storage, read> rope_cs: array<vec2<f32>>;
+// matvec.wgsl's ROPE epilogue (rope_store.wgsl): the rows are all of a fused QKV weight, (cos,
+// sin) from its own binding.
+@group(0) @binding(5) var<storage, read> rope_table: array<vec2<f32>>;
 @group(0) @binding(6) var<storage, read> positions: array<u32>;
 @group(0) @binding(7) var<storage, read_write> k_cache: array<f32>;
 @group(0) @binding(8) var<storage, read_write> v_cache: array<f32>;
 
-fn rope_store(ra: u32, rb: u32, a: f32, b: f32) {
-  let hd = p.head_dim;
-  let head = ra / hd;  // query heads, then key heads, then value heads
-  var crow = p.pos0;
-  if ((p.rflags & 4u) != 0u) { crow = positions[1]; }
-  if (head >= p.heads + p.n_kv) {
-    let dst = p.cache_off + ((head - p.heads - p.n_kv) * p.max_ctx + crow) * hd;
-    v_cache[dst + ra % hd] = a;
-    v_cache[dst + rb % hd] = b;
-    return;
-  }
-  var pos = p.pos0;
-  if ((p.rflags & 1u) != 0u) { pos = positions[0]; }
-  pos = min(pos, p.max_pos - 1u);
-  let i = select(ra % hd, (ra % hd) / 2u, (p.rflags & 2u) != 0u);  // the pair's index in its head
-  let r = rope_rotate(a, b, rope_cs[pos * (hd / 2u) + i]);
-  if (head < p.heads) {
-    y[p.y_off + ra] = r.x;
-    y[p.y_off + rb] = r.y;
-  } else {
-    let dst = p.cache_off + ((head - p.heads) * p.max_ctx + crow) * hd;
-    k_cache[dst + ra % hd] = r.x;
-    k_cache[dst + rb % hd] = r.y;
-  }
-}
+fn rope_head(ra: u32) -> u32 { return ra / p.head_dim; }
+fn rope_cs(i: u32) -> vec2<f32> { return rope_table[i]; }
+fn rope_set_q(i: u32, v: f32) { y[i] = v; }
+//!include "llm/rope_store.wgsl"

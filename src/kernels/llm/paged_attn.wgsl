@@ -41,10 +41,14 @@ override TPQ: u32 = 8;   // invocations per query row; (HD / 4) % TPQ == 0, NV <
 override BQ: u32 = 16;   // query rows per workgroup
 override PF: bool = false;  // prefetch the next key block into registers (needs BK * HD / 4 <= 4 * BQ * TPQ)
 const BK: u32 = 16u;     // keys per block (fixed: it is part of every row's arithmetic)
+// vec4s of padding after each row of qs and ks (0 or 1): with 1 the invocations that compute a
+// block's scores read ks without bank conflicts (rows HD / 4 + 1 vec4s apart). Only where the
+// operands sit: never a result.
+override KP: u32 = 0u;
 const MASKED: f32 = -3.0e38;
 
-var<workgroup> qs: array<vec4<f32>, BQ * HD / 4u>;
-var<workgroup> ks: array<vec4<f32>, BK * HD / 4u>;
+var<workgroup> qs: array<vec4<f32>, BQ * (HD / 4u + KP)>;
+var<workgroup> ks: array<vec4<f32>, BK * (HD / 4u + KP)>;
 var<workgroup> vs: array<vec4<f32>, BK * HD / 4u>;
 var<workgroup> sc: array<f32, BQ * BK>;
 
@@ -65,6 +69,7 @@ fn kv_at(i: u32, kb: u32, kv_end: u32, cb: u32, table_off: u32) -> array<vec4<f3
 @compute @workgroup_size(BQ * TPQ)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
   let HD4 = HD / 4u;
+  let KS = HD4 + KP;
   let NV = HD4 / TPQ;
   let NT = BQ * TPQ;
   let G = p.n_heads / p.n_kv;
@@ -90,7 +95,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
 
   // this row's query, pre-scaled, into shared memory
   let qb = (tok * p.q_stride + p.q_off + h * HD) / 4u;
-  for (var i = 0u; i < NV; i++) { qs[r * HD4 + j + TPQ * i] = q4[qb + j + TPQ * i] * p.scale; }
+  for (var i = 0u; i < NV; i++) { qs[r * KS + j + TPQ * i] = q4[qb + j + TPQ * i] * p.scale; }
 
   let cb = kvh * p.n_slots * HD4;
   var m = MASKED;
@@ -113,7 +118,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
       for (var c = 0u; c < 4u; c++) {
         let i = lid + c * NT;
         if (i < BK * HD4) {
-          ks[i] = pk[c];
+          ks[i + i / HD4 * KP] = pk[c];
           vs[i] = pv[c];
         }
       }
@@ -127,7 +132,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     } else {
       for (var i = lid; i < BK * HD4; i += NT) {
         let kv = kv_at(i, kb, kv_end, cb, sq.w);
-        ks[i] = kv[0];
+        ks[i + i / HD4 * KP] = kv[0];
         vs[i] = kv[1];
       }
     }

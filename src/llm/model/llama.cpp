@@ -102,7 +102,7 @@ class GpuEngine final : public LlamaEngine {
   // gate|up as one weight without bias, for the fused f32 gate|up + SwiGLU matvec (GPU adapters).
   bool fused_gate_up(const LlamaLayer& L) const {
     return ops.tuning.matvec_swiglu && !ctx.adapter().is_cpu() && L.gate_up.parts.size() == 1 &&
-           L.gate_up.biases.empty() && ffn % 32 == 0;
+           L.gate_up.biases.empty() && ffn % std::max<int64_t>(1, ops.tuning.swiglu_wg_rows / 2) == 0;
   }
   bool q8(const GpuWeight& g) const { return opt.q8_activations && supports_q8(g.type); }
 

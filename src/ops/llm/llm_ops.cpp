@@ -104,6 +104,12 @@ void apply_tuning(LlmTuning& t, std::string_view spec) {
       {"matvec_xs", &LlmTuning::matvec_xs},
       {"swiglu_tpr", &LlmTuning::swiglu_tpr},
       {"swiglu_unroll", &LlmTuning::swiglu_unroll},
+      {"swiglu_wg_rows", &LlmTuning::swiglu_wg_rows},
+      {"matvec_pf", &LlmTuning::matvec_pf},
+      {"matvec_late", &LlmTuning::matvec_late},
+      {"matvec_static", &LlmTuning::matvec_static},
+      {"matvec_split", &LlmTuning::matvec_split},
+      {"matvec_split_cols", &LlmTuning::matvec_split_cols},
       {"matmul_bm", &LlmTuning::matmul_bm},
       {"matmul_bn", &LlmTuning::matmul_bn},
       {"matmul_bk", &LlmTuning::matmul_bk},
@@ -125,10 +131,16 @@ void apply_tuning(LlmTuning& t, std::string_view spec) {
       {"batched_unroll", &LlmTuning::batched_unroll},
       {"batched_small_unroll", &LlmTuning::batched_small_unroll},
       {"batched_i2f", &LlmTuning::batched_i2f},
+      {"batched_mv_n", &LlmTuning::batched_mv_n},
+      {"batched_mv_sl", &LlmTuning::batched_mv_sl},
+      {"batched_mv_un", &LlmTuning::batched_mv_un},
+      {"batched_mv_tr", &LlmTuning::batched_mv_tr},
+      {"batched_mv_wg", &LlmTuning::batched_mv_wg},
       {"paged_combine_q8", &LlmTuning::paged_combine_q8},
       {"batched_rope", &LlmTuning::batched_rope},
       {"paged_decode_tpq", &LlmTuning::paged_decode_tpq},
       {"paged_decode_pf", &LlmTuning::paged_decode_pf},
+      {"paged_kpad", &LlmTuning::paged_kpad},
       {"mvq_wg", &LlmTuning::mvq_wg},
       {"mvq_tpr", &LlmTuning::mvq_tpr},
       {"mvq_rows", &LlmTuning::mvq_rows},
@@ -219,7 +231,9 @@ Kernel LlmOps::kernel(const std::string& key, const std::vector<std::string>& fi
 namespace {
 constexpr uint32_t kNaiveWG = 64;
 constexpr uint32_t kMatvecMaxRows = 8;       // matvec.wgsl: R_MAX
-constexpr uint32_t kSwigluRows = 64;         // matvec.wgsl: gate and up rows per SWIGLU workgroup
+constexpr uint32_t kSwigluRows = 64;         // matvec.wgsl: most gate and up rows per SWIGLU workgroup
+constexpr uint32_t kMatvecPfLoads = 8;       // matvec.wgsl: most weight chunks loaded before x (PF * R)
+constexpr uint32_t kMatvecMaxSplits = 64;    // matvec.wgsl: most column ranges (KS)
 constexpr uint64_t kRegTileMinGroups = 256;  // choose_linear: tiles from which RegTile runs
 // matvec.wgsl: the uniform's binding with ROPE (after matvec_rope.wgsl's storage buffers 5-8), and
 // P's ROPE fields (zero without).
@@ -325,7 +339,7 @@ Kernel LlmOps::linear_kernel(const std::string& kind, TensorType t) const {
 }
 
 Kernel LlmOps::matvec_kernel(TensorType t, LinearVersion v, int64_t cols, uint32_t swiglu_rows, const float* norm_eps,
-                             bool rope) const {
+                             bool rope, uint32_t splits) const {
   const bool sg = v == LinearVersion::Subgroup;
   std::vector<std::string> files = {"llm/common.wgsl",
                                     "llm/rope_pair.wgsl",
@@ -349,16 +363,34 @@ Kernel LlmOps::matvec_kernel(TensorType t, LinearVersion v, int64_t cols, uint32
   const uint32_t ch = chunk_elems(t);
   const bool padded = t == TensorType::F32 || t == TensorType::F16 || t == TensorType::BF16;
   const bool mask = padded && cols % ch != 0;
-  const bool xs = stages_x(t, cols, norm_eps != nullptr);
-  const uint32_t xn4 = xs ? u32((cols + 3) / 4) : 1u;
+  // With column ranges, x staged per range (whole chunks).
+  const int64_t range_cols = splits > 1 ? split_chunks(t, cols, splits) * ch : cols;
+  const bool xs = stages_x(t, range_cols, norm_eps != nullptr);
+  const uint32_t xn4 = xs ? u32((range_cols + 3) / 4) : 1u;
+  // The prefetch and column ranges for the float types (x in one pass, w_dot as w_chunk adds).
+  const uint32_t pf = padded ? std::min({tuning.matvec_pf, m.unroll, kMatvecPfLoads / rows}) : 0u;
+  need(splits == 1 || (padded && !swiglu_rows && !rope), "matvec", "column ranges for plain F16/BF16/F32 rows only");
   if (mask) key += "/mask";
   if (xs) key += "/xs" + std::to_string(xn4);
   if (rope) key += "/rope";
-  const std::string prelude =
-      std::string("const SWIGLU: bool = ") + (swiglu_rows ? "true" : "false") +
-      ";\nconst ROPE: bool = " + (rope ? "true" : "false") + ";\nconst XS: bool = " + (xs ? "true" : "false") +
-      ";\nconst XN4: u32 = " + std::to_string(xn4) + "u;\nconst X_MASK: bool = " + (mask ? "true" : "false") +
-      ";\nconst P_BINDING: u32 = " + std::to_string(rope ? kMatvecRopeUniform : 5u) + "u;\n";
+  // The norm's scale after the dot products where x is staged whole (each element loaded once).
+  const bool late = norm_eps && xs && tuning.matvec_late;
+  if (late) key += "/late";
+  if (pf) key += "/pf" + std::to_string(pf);
+  // The columns built in (a kernel per width).
+  const uint32_t static_cols = tuning.matvec_static && cols > 0 ? u32(cols) : 0u;
+  if (static_cols) key += "/c" + std::to_string(static_cols);
+  if (splits > 1) key += "/ks" + std::to_string(splits);
+  auto cu = [](const char* name, uint32_t val) {
+    return "const " + std::string(name) + ": u32 = " + std::to_string(val) + "u;\n";
+  };
+  auto cb = [](const char* name, bool val) {
+    return "const " + std::string(name) + ": bool = " + (val ? "true" : "false") + ";\n";
+  };
+  const std::string prelude = cb("SWIGLU", swiglu_rows != 0) + cb("ROPE", rope) + cb("XS", xs) + cu("XN4", xn4) +
+                              cb("X_MASK", mask) + cb("X_LATE", late) + cu("PF", pf) +
+                              cu("PF_N", std::max(1u, pf * rows)) + cu("KS", splits) + cu("COLS", static_cols) +
+                              cu("P_BINDING", rope ? kMatvecRopeUniform : 5u);
   return kernel(
       key + (sg ? "/sg/" : "/wg/") + (swiglu_rows ? "swiglu/" : "") + shape_tag({m.wg, m.tpr, m.unroll, rows}), files,
       c, sg, "main", prelude);
@@ -371,6 +403,21 @@ bool LlmOps::stages_x(TensorType t, int64_t cols, bool norm) const {
   const uint64_t xv = chunk_elems(t) / 4, bytes = ceil_div(uint64_t(ceil_div(uint64_t(cols), 4)), xv) * xv * 16 +
                                                   4ull * matvec_shape().wg + 4ull * kSwigluRows;
   return cols > 0 && bytes <= ctx_.limits().max_compute_workgroup_storage_size;
+}
+
+uint32_t LlmOps::matvec_splits(TensorType t, int64_t cols) const {
+  const bool padded = t == TensorType::F32 || t == TensorType::F16 || t == TensorType::BF16;
+  if (!padded || tuning.matvec_split <= 1 || cols < int64_t(tuning.matvec_split_cols)) return 1;
+  need(tuning.matvec_split <= kMatvecMaxSplits, "matvec",
+       "matvec_split " + std::to_string(tuning.matvec_split) + " (1.." + std::to_string(kMatvecMaxSplits) + ")");
+  // At least one unrolled pass of every row group's invocations per range.
+  const MatvecShape m = matvec_shape();
+  const int64_t nch = ceil_div(cols, int64_t(chunk_elems(t)));
+  return u32(std::clamp<int64_t>(nch / (int64_t(m.tpr) * m.unroll), 1, tuning.matvec_split));
+}
+
+int64_t LlmOps::split_chunks(TensorType t, int64_t cols, uint32_t splits) {
+  return ceil_div(ceil_div(cols, int64_t(chunk_elems(t))), int64_t(splits));
 }
 
 Params LlmOps::matvec_params(int64_t rows, int64_t cols, int64_t row0, int64_t y_off, uint32_t flags) const {
@@ -553,12 +600,23 @@ void LlmOps::linear(Batch& b, const GpuWeight& w, const Tensor& x, const Tensor&
     b.dispatch(k, {w.data, w.scales, Arg(x, 0, x.capacity()), bias, y}, prm,
                {ceil_div(uint64_t(rows), tuning.matmul_bn), ceil_div(uint64_t(n_tokens), tuning.matmul_bm), 1});
   } else if (n_tokens == 1) {
-    Kernel k = matvec_kernel(w.type, v, w.cols);
+    const uint32_t splits = matvec_splits(w.type, w.cols);
+    Kernel k = matvec_kernel(w.type, v, w.cols, 0, nullptr, false, splits);
     const MatvecShape m = matvec_shape();
     need(round16(x.bytes()) <= x.capacity(), op, "x buffer too small");
-    b.dispatch(k, {w.data, w.scales, Arg(x, 0, round16(x.bytes())), bias, y},
-               matvec_params(rows, w.cols, o.row0, o.y_offset, flags),
-               groups_1d(ctx_, ceil_div(uint64_t(rows), m.wg / m.tpr * m.rows)));
+    const uint64_t blocks = ceil_div(uint64_t(rows), m.wg / m.tpr * m.rows);
+    if (splits == 1) {
+      b.dispatch(k, {w.data, w.scales, Arg(x, 0, round16(x.bytes())), bias, y},
+                 matvec_params(rows, w.cols, o.row0, o.y_offset, flags), groups_1d(ctx_, blocks));
+      return;
+    }
+    // Partial sums per column range, then matvec_sum.wgsl adds them in order (and bias and y).
+    Tensor part = make_tensor(ctx_, {int64_t(splits) * rows});
+    b.dispatch(k, {w.data, w.scales, Arg(x, 0, round16(x.bytes())), bias, part},
+               matvec_params(rows, w.cols, o.row0, 0, 0), groups_1d(ctx_, blocks * splits));
+    Kernel ks = kernel("llm/matvec_sum", {"llm/common.wgsl", "llm/matvec_sum.wgsl"}, {}, false);
+    b.dispatch(ks, {part, bias, y}, Params(u32(rows), splits, u32(o.row0), u32(o.y_offset), flags),
+               groups_1d(ctx_, ceil_div(uint64_t(rows), 256)));
   } else {
     Kernel k = linear_kernel("matmul", w.type);
     b.dispatch(k, {w.data, w.scales, x, bias, y}, prm,
@@ -642,17 +700,21 @@ void LlmOps::linear_swiglu(Batch& b, const GpuWeight& w, const Tensor& x, const 
 void LlmOps::swiglu_matvec(Batch& b, const GpuWeight& w, const Tensor& x, const Tensor& norm_w, const float* eps,
                            const Tensor& out, LinearVersion v, const std::string& op) const {
   const int64_t n = w.rows / 2;
-  need(w.rows % 2 == 0 && n % 32 == 0, op,
-       "a gate|up weight of " + std::to_string(w.rows) + " rows (twice a multiple of 32)");
+  const uint32_t wr = tuning.swiglu_wg_rows;
+  need(wr >= 2 && wr <= kSwigluRows && (wr & (wr - 1)) == 0, op,
+       "swiglu_wg_rows " + std::to_string(wr) + " (a power of two, 2.." + std::to_string(kSwigluRows) + ")");
+  need(w.rows % 2 == 0 && n % (wr / 2) == 0, op,
+       "a gate|up weight of " + std::to_string(w.rows) + " rows (twice a multiple of " + std::to_string(wr / 2) + ")");
   need_elems(out, n, op, "out");
   need(v == LinearVersion::Subgroup || v == LinearVersion::Shared, op, "runs the subgroup or shared matvec");
   need(v != LinearVersion::Subgroup || subgroups_, op, "this adapter has no usable subgroups");
   const MatvecShape m = matvec_shape(true);
-  need(kSwigluRows * m.tpr % m.wg == 0 && kSwigluRows * m.tpr / m.wg <= kMatvecMaxRows, op,
-       std::to_string(m.wg / m.tpr) + " row groups per workgroup cannot take 64 rows (8 per group at most)");
-  Kernel k = matvec_kernel(w.type, v, w.cols, kSwigluRows * m.tpr / m.wg, eps);
+  need(wr * m.tpr % m.wg == 0 && wr * m.tpr / m.wg <= kMatvecMaxRows, op,
+       std::to_string(m.wg / m.tpr) + " row groups per workgroup cannot take " + std::to_string(wr) +
+           " rows (1 to 8 per group)");
+  Kernel k = matvec_kernel(w.type, v, w.cols, wr * m.tpr / m.wg, eps);
   b.dispatch(k, {w.data, w.scales, Arg(x, 0, round16(x.bytes())), norm_w, out}, matvec_params(w.rows, w.cols, 0, 0, 0),
-             groups_1d(ctx_, u32(n / 32)));
+             groups_1d(ctx_, u32(n / (wr / 2))));
 }
 
 namespace {
@@ -808,6 +870,17 @@ void LlmOps::linear_batched_q8_kernel(Batch& b, const GpuWeight& w, const Q8Act&
   const uint32_t kl = tuning.batched_kl;
   need(kl >= 1 && kl <= 32 && (kl & (kl - 1)) == 0, op,
        "batched_kl " + std::to_string(kl) + " is not a power of two <= 32");
+  std::vector<Arg> args = {w.data, w.scales, x.qs, x.ds, bias, y};
+  Params prm = prm_in;
+  if (rope) {
+    args.insert(args.end(), {rope->table->cos_sin, rope->args->positions ? rope->args->positions : dummy_,
+                             rope->cache->k, rope->cache->v});
+  } else {
+    for (int i = 0; i < 8; ++i) prm.push(0u);  // the ROPE fields
+  }
+  need(tuning.batched_mv_n <= 8, op, "batched_mv_n " + std::to_string(tuning.batched_mv_n) + " (at most 8)");
+  if (n_tokens <= int(tuning.batched_mv_n))
+    return linear_batched_q8_mv(b, w, n_tokens, rows, rope != nullptr, std::move(args), prm);
   // x tile: whole blocks of every lane (tuning.batched_xt, else 1024 elements; small steps
   // tuning.batched_small_xt where set).
   const bool small = n_tokens <= int(tuning.batched_small_n);
@@ -861,15 +934,49 @@ void LlmOps::linear_batched_q8_kernel(Batch& b, const GpuWeight& w, const Q8Act&
                     {"llm/common.wgsl", rope ? "llm/linear_batched_rope.wgsl" : "llm/linear_batched_norope.wgsl",
                      "llm/linear_batched_q8.wgsl"},
                     {}, false, "main", prelude);
-  std::vector<Arg> args = {w.data, w.scales, x.qs, x.ds, bias, y};
-  Params prm = prm_in;
-  if (rope) {
-    args.insert(args.end(), {rope->table->cos_sin, rope->args->positions ? rope->args->positions : dummy_,
-                             rope->cache->k, rope->cache->v});
-  } else {
-    for (int i = 0; i < 8; ++i) prm.push(0u);  // the ROPE fields
-  }
   b.dispatch(k, std::move(args), prm, {u32(tiles), u32(row_tiles), 1});
+}
+
+void LlmOps::linear_batched_q8_mv(Batch& b, const GpuWeight& w, int n_tokens, int64_t rows, bool rope,
+                                  std::vector<Arg> args, const Params& prm) const {
+  const std::string op = "linear batched-q8 " + str(w.type) + " (batched_mv_n)";
+  const uint32_t kl = tuning.batched_kl, sl = tuning.batched_mv_sl, tr_want = tuning.batched_mv_tr;
+  uint32_t un = tuning.batched_mv_un;
+  need(sl >= 1 && sl <= 32 && (sl & (sl - 1)) == 0 && kl * sl <= max_wg_, op,
+       "batched_mv_sl " + std::to_string(sl) + " (a power of two, batched_kl x it at most " + std::to_string(max_wg_) +
+           ")");
+  need(un >= 1 && un <= 8, op, "batched_mv_un " + std::to_string(un) + " (1..8)");
+  need(tr_want == 1 || tr_want == 2 || tr_want == 4, op, "batched_mv_tr " + std::to_string(tr_want) + " (1, 2 or 4)");
+  const uint32_t tr = rope ? std::max(2u, tr_want) : tr_want;  // ROPE: whole pairs per row group
+  const uint32_t tt = batched_token_tile(n_tokens, 8);
+  const uint32_t rgt = kl * sl;
+  un = std::min<uint32_t>(un, u32(ceil_div(uint64_t(w.cols / 32), rgt)));  // no more than a row's blocks
+  un = std::max(un, 1u);
+  // Workgroup memory per row group: the d and the terms of each token of every row and chunk block.
+  const uint64_t smem_limit = ctx_.limits().max_compute_workgroup_storage_size;
+  const auto group_bytes = [&](uint32_t u) { return uint64_t(1 + tt) * tr * rgt * u * 4; };
+  while (un > 1 && group_bytes(un) > smem_limit) --un;
+  need(group_bytes(un) <= smem_limit, op,
+       std::to_string(group_bytes(un)) + " bytes of workgroup memory for a row group, the adapter allows " +
+           std::to_string(smem_limit));
+  uint32_t wg = std::min(std::max(tuning.batched_mv_wg, rgt), max_wg_) / rgt * rgt;
+  while (wg > rgt && wg / rgt * group_bytes(un) > smem_limit) wg -= rgt;
+  const uint64_t groups = ceil_div(uint64_t(rows), uint64_t(wg / rgt) * tr);
+  need(groups <= ctx_.limits().max_compute_workgroups_per_dimension, op, "too many rows");
+  const bool q4 = w.type == TensorType::Q4_0, i2f = tuning.batched_i2f != 0;
+  std::string prelude = "const TT: u32 = " + std::to_string(tt) + "u;\nconst KL: u32 = " + std::to_string(kl) +
+                        "u;\nconst SL: u32 = " + std::to_string(sl) + "u;\nconst UN: u32 = " + std::to_string(un) +
+                        "u;\nconst WG: u32 = " + std::to_string(wg) + "u;\nconst TR: u32 = " + std::to_string(tr) +
+                        "u;\nconst Q4: bool = " + (q4 ? "true" : "false") +
+                        ";\nconst I2F: bool = " + (i2f ? "true" : "false") +
+                        ";\nconst ROPE: bool = " + (rope ? "true" : "false") +
+                        ";\nconst P_BINDING: u32 = " + (rope ? "10" : "6") + "u;\n";
+  Kernel k = kernel("llm/batched_q8_mv/" + str(w.type) + "/" + shape_tag({tt, kl, sl, un, wg, tr}) +
+                        (i2f ? "/i2f" : "") + (rope ? "/rope" : ""),
+                    {"llm/common.wgsl", rope ? "llm/linear_batched_rope.wgsl" : "llm/linear_batched_norope.wgsl",
+                     "llm/linear_batched_q8_mv.wgsl"},
+                    {}, false, "main", prelude);
+  b.dispatch(k, std::move(args), prm, {u32(groups), 1, 1});
 }
 
 // ---- elementwise ---------------------------------------------------------------------------
@@ -1168,9 +1275,14 @@ void LlmOps::attention_decode(Batch& b, const KvLayer& c, const Tensor& q, const
   if (!part) return;
   const int hd = c.head_dim;
   const int64_t os = a.o_stride < 0 ? int64_t(a.n_heads) * hd : a.o_stride;
-  Kernel kc = kernel("llm/attn_combine", {"llm/common.wgsl", "llm/attn_combine.wgsl"}, {}, false);
+  // tuning.combine_sp invocations per element, halved until the workgroup (a head) fits.
+  uint32_t sp = std::max(1u, tuning.combine_sp);
+  while (sp > 1 && uint64_t(hd) * sp > max_wg_) sp /= 2;
+  need(uint32_t(hd) <= max_wg_, "attention_decode", "head_dim " + std::to_string(hd) + " (a workgroup per head)");
+  Kernel kc = kernel("llm/attn_combine/" + std::to_string(hd) + "x" + std::to_string(sp),
+                     {"llm/common.wgsl", "llm/attn_combine.wgsl"}, {{"HD", hd}, {"SP", sp}}, false);
   b.dispatch(kc, {part, out}, Params(1u, u32(a.n_heads), splits, u32(hd), u32(os), u32(a.o_offset)),
-             groups_1d(ctx_, ceil_div(uint64_t(a.n_heads) * uint64_t(hd), 128)));
+             groups_1d(ctx_, uint64_t(a.n_heads)));
 }
 
 // ---- paged attention (serving) -------------------------------------------------------------
@@ -1312,9 +1424,11 @@ void LlmOps::paged_attention_partials(Batch& b, const KvLayer& c, const Tensor& 
   auto dispatch = [&](uint32_t bq, uint32_t tpq, bool pf, uint32_t item0, uint32_t n_items) {
     if (n_items == 0) return;
     need(bq * tpq <= max_wg_, op, "GQA group too large");
-    Kernel k = kernel("llm/paged_attn/hd" + std::to_string(hd) + "/bq" + std::to_string(bq) + "/tpq" +
-                          std::to_string(tpq) + (pf ? "/pf" : ""),
-                      {"llm/paged_attn.wgsl"}, {{"HD", hd}, {"TPQ", tpq}, {"BQ", bq}, {"PF", pf ? 1 : 0}}, false);
+    const uint32_t kp = tuning.paged_kpad ? 1 : 0;
+    Kernel k =
+        kernel("llm/paged_attn/hd" + std::to_string(hd) + "/bq" + std::to_string(bq) + "/tpq" + std::to_string(tpq) +
+                   (pf ? "/pf" : "") + (kp ? "/kp" : ""),
+               {"llm/paged_attn.wgsl"}, {{"HD", hd}, {"TPQ", tpq}, {"BQ", bq}, {"PF", pf ? 1 : 0}, {"KP", kp}}, false);
     b.dispatch(k, {q, Arg(c.k), Arg(c.v), pl.tables, pl.seqs, pl.items, pl.partials},
                Params(u32(a.n_heads), u32(a.n_kv_heads), u32(c.max_ctx), u32(a.block), u32(qs), u32(a.q_offset), scale,
                       u32(a.split_len), pl.n_splits, item0),

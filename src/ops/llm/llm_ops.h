@@ -209,6 +209,30 @@ struct LlmTuning {
   // its workgroups take 64 rows whatever the plain matvec's rows per group.
   uint32_t swiglu_tpr = 0;
   uint32_t swiglu_unroll = 0;
+  // Its gate and up rows per workgroup (a power of two up to 64; half of them gate rows): fewer
+  // mean more workgroups (an 8B model's 14,336-row ffn: 448 at 64).
+  uint32_t swiglu_wg_rows = 64;
+  // The f32-activation matvecs: each invocation's first matvec_pf unrolled steps of weights
+  // (0..matvec_unroll, at most 8 vec4 loads per invocation with the rows per group: the SwiGLU
+  // kernel's 8 rows take 1) are loaded before x is prepared (RMS norm, staging), so that they are
+  // in flight meanwhile. The same sums in the same order.
+  uint32_t matvec_pf = 0;
+  // 1: the matvecs that RMS-normalise x (matvec_norm) and stage it whole (matvec_xs) stage x * w
+  // before the sum of squares is known and scale each row's sum by 1 / rms after the dot
+  // products (mvq_late's idea: one read of x, no reduction before the weights are used); 0:
+  // normalise first.
+  uint32_t matvec_late = 0;
+  // 1: each weight's column count built into its one-token matvec kernel (a kernel per width:
+  // the loops' trip counts known to the compiler, as mvq_static), 0: read from the parameters.
+  uint32_t matvec_static = 0;
+  // One-token linear() matvecs (o and down projections, the output) with F16/BF16/F32 weights of
+  // at least matvec_split_cols columns: their columns split into matvec_split ranges of whole
+  // chunks (each range's workgroups write partial sums, a second pass adds the ranges in order):
+  // matvec_split times the workgroups for weights of few rows (an 8B model's down projection: 256
+  // workgroups of 16 rows over 14,336 columns), x staged per range where whole rows do not fit.
+  // 1: no split. The sums' order follows the split; one shape and tuning always sums alike.
+  uint32_t matvec_split = 1;
+  uint32_t matvec_split_cols = 8192;
   // Register-tiled matmul (prefill): tokens (BM, a multiple of 8) x weight rows (BN, a multiple
   // of 8) per workgroup, (BM / 8) * (BN / 8) invocations of 8x8 outputs; k step BK (a multiple of
   // 4). 64 x 128 x 8: an 8B model's 4096-row projections at 512 tokens give 256 workgroups; on
@@ -269,6 +293,10 @@ struct LlmTuning {
   // row). More threads and loads in flight with the same arithmetic: never changes a result.
   uint32_t paged_decode_tpq = 0;
   uint32_t paged_decode_pf = 1;
+  // Paged attention: 1 pads each row of keys (and queries) in workgroup memory by a vec4, so the
+  // invocations computing a block's scores, each reading another key's row, hit distinct banks
+  // (unpadded, rows 512 bytes apart all start in one bank); 0 unpadded. Never changes a result.
+  uint32_t paged_kpad = 1;
   // batched-q8: each lane loads its next weight block before it multiplies the current one
   // (measured on the H200: within 3% of off at 16-64 sequences, faster at 1).
   bool batched_prefetch = true;
@@ -284,6 +312,17 @@ struct LlmTuning {
   // subtract (the Q4_0 offset folded into the add), 0 with a conversion (a quarter-rate
   // instruction on NVIDIA GPUs). The same values (exact integers below 2^22).
   uint32_t batched_i2f = 0;
+  // batched-q8: steps of at most batched_mv_n tokens (<= 8; 0: none) run linear_batched_q8_mv.wgsl,
+  // the same bits shaped like a matvec: batched_mv_sl invocations per lane of batched_kl (a row
+  // group of kl * sl), each loading up to batched_mv_un blocks of a chunk at once (no more than a
+  // row has), batched_mv_tr rows per row group (1, 2 or 4; RoPE: at least 2), batched_mv_wg
+  // invocations per workgroup (fewer where workgroup memory needs it: (1 + tokens) x rows x kl x
+  // sl x un floats per row group).
+  uint32_t batched_mv_n = 4;
+  uint32_t batched_mv_sl = 4;
+  uint32_t batched_mv_un = 4;
+  uint32_t batched_mv_tr = 1;
+  uint32_t batched_mv_wg = 256;
   // Paged attention in the serving engine's fused batched-q8 path: 1 combines the splits and
   // quantizes the result for the o projection in one dispatch (paged_attention_q8), 0 in two
   // (paged_attention, quantize_q8). The same bits.
@@ -371,9 +410,10 @@ struct LlmTuning {
   // alone; session 7: 325.1, late and pf 2 220.5, with mvq_static 203.5 (and mvq_swz, the
   // smaller units and mvq_stage 2); not bank conflicts on x: mvq_swz did not help), 0: every type.
   uint32_t mvq_kq_plain = 1;
-  // attention_decode_q8's combine (attn_combine_q8.wgsl): invocations per output element, each
-  // merging every combine_sp-th split (1 adds the splits in merge_splits' order). H200, 8B Q4_0
-  // tg128 at depth 0: 4 and 8 within 0.5% of 1 (4 the best).
+  // The decode combines (attn_combine_q8.wgsl, attention_decode_q8; attn_combine.wgsl,
+  // attention_decode: halved there until a head's workgroup fits): invocations per output
+  // element, each merging every combine_sp-th split (1 adds the splits in merge_splits' order).
+  // H200, 8B Q4_0 tg128 at depth 0: 4 and 8 within 0.5% of 1 (4 the best).
   uint32_t combine_sp = 4;
   // 8-bit-activation matmul (matmul_q8.wgsl, prefill): tokens (BM) x weight rows (BN) per
   // workgroup, multiples of 8, (BM / 8) * (BN / 8) invocations of 8 x 8 outputs.
@@ -549,6 +589,9 @@ class LlmOps {
                        const Tensor& out) const;
   // Whether those take x of `cols` columns (a multiple of 4).
   bool fuses_norm(int64_t cols) const;
+  // The column ranges of a one-token linear() of weight type t and cols columns
+  // (tuning.matvec_split, matvec_split_cols; 1: not split).
+  uint32_t matvec_splits(TensorType t, int64_t cols) const;
   // One token: rms_norm_linear through a fused QKV weight (rows: a.n_heads query heads, then the
   // cache's key and value heads, back to back) and rope_kv_append(qkv, table, cache, a) on its
   // output, in one dispatch (bit-identical to the two). Needs fuses_rope(w.cols) (nine storage
@@ -636,10 +679,14 @@ class LlmOps {
   // matvec.wgsl for weights of `cols` columns (0: unknown, taken as whole chunks without staging).
   // swiglu_rows: the SWIGLU variant with that many rows per group (0: the plain kernel); norm_eps:
   // x RMS-normalised inside (matvec_x_norm.wgsl) with this epsilon; rope: the ROPE epilogue.
+  // splits: the columns in that many ranges (matvec.wgsl's KS; plain rows only).
   Kernel matvec_kernel(TensorType t, LinearVersion v, int64_t cols, uint32_t swiglu_rows = 0,
-                       const float* norm_eps = nullptr, bool rope = false) const;
-  // Whether the matvec stages the whole of x in workgroup memory (tuning.matvec_xs, where it fits).
+                       const float* norm_eps = nullptr, bool rope = false, uint32_t splits = 1) const;
+  // Whether the matvec stages the whole of x (of a range of cols columns) in workgroup memory
+  // (tuning.matvec_xs, where it fits).
   bool stages_x(TensorType t, int64_t cols, bool norm) const;
+  // The chunks (weight vec4s) in each of `splits` column ranges.
+  static int64_t split_chunks(TensorType t, int64_t cols, uint32_t splits);
   // matvec.wgsl's parameters for one token without ROPE.
   Params matvec_params(int64_t rows, int64_t cols, int64_t row0, int64_t y_off, uint32_t flags) const;
   // The gate|up + SwiGLU matvec, x RMS-normalised with norm_w first when eps is given.
@@ -689,6 +736,10 @@ class LlmOps {
   void linear_batched_q8_kernel(Batch& b, const GpuWeight& w, const Q8Act& x, const Tensor& y, int n_tokens,
                                 const Params& prm, const Tensor& bias, int64_t rows,
                                 const RopeKv* rope = nullptr) const;
+  // linear_batched_q8_mv.wgsl (steps of at most tuning.batched_mv_n tokens): the kernel above's
+  // bits, with its bindings and parameters (the ROPE fields included).
+  void linear_batched_q8_mv(Batch& b, const GpuWeight& w, int n_tokens, int64_t rows, bool rope, std::vector<Arg> args,
+                            const Params& prm) const;
   // The one-token matvec_q8 schedule from tuning for weight w, checked: group_rows rows per group
   // (0: tuning.mvq_rows), or wg_rows rows per workgroup (SWIGLU); tpr invocations per group (0:
   // tuning.mvq_tpr); pf units per row loaded ahead (tuning.mvq_pf within a register budget); cols
