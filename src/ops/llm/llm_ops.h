@@ -403,7 +403,7 @@ struct LlmTuning {
   // H200, 8B Q4_K with late and pf: 227.1 vs 225.8 t/s.
   uint32_t mvq_q6k_half = 0;
   // Rows per group of the plain 8-bit matvecs (o, down) with Q4_K or Q6_K weights (0: mvq_rows):
-  // each x load serves that many rows.
+  // each x load serves that many rows. Not measured yet.
   uint32_t mvq_kq_rows = 0;
   // 1: Q4_K and Q6_K weights run the matvec without mvq_late, mvq_pf, mvq_static and mvq_stage
   // (H200, 8B Q4_K_M tg128: 212.1 t/s with all four and mvq_sw_tpr 8, 312.7 with mvq_sw_tpr 8
