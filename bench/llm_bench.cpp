@@ -4,7 +4,8 @@
 // prefill of 512 tokens (FLOPs), batched = the serving kernel at 1..256 tokens (the tiled prefill
 // kernel beside it); attention = one decode token over a long context, contiguous vs paged cache,
 // and 64 sequences' decode tokens over their own blocks, and a 512-token prefill after the
-// context (FLOPs). Checked against the CPU reference (double precision) on the first tokens.
+// context (FLOPs; llm.attention-prefill: that alone). Checked against the CPU reference (double
+// precision) on the first tokens.
 #include "bench/bench.h"
 #include "cpu/llm/llm_ref.h"
 #include "ops/llm/llm_ops.h"
@@ -237,6 +238,17 @@ std::vector<std::pair<std::string, std::shared_ptr<llm::LlmOps>>> attention_tuni
   return sets;
 }
 
+std::vector<Case> prefill_attention_cases(const Context& ctx,
+                                          const std::vector<std::pair<std::string, std::shared_ptr<llm::LlmOps>>>& sets,
+                                          int len, const Options& o) {
+  std::vector<Case> out;
+  for (const auto& [spec, tops] : sets) {
+    out.push_back(prefill_attention_case(ctx, tops, len, o.quick ? 24 : kPrefillTokens));
+    if (sets.size() > 1) out.back().version += ":" + spec;
+  }
+  return out;
+}
+
 std::vector<Case> attention_cases(const Context& ctx, const Options& o) {
   const auto sets = attention_tunings(ctx);
   const auto& ops = sets.front().second;
@@ -346,11 +358,18 @@ std::vector<Case> attention_cases(const Context& ctx, const Options& o) {
     add(
         "paged", seqs, [d, ops](Batch& b) { ops->paged_attention(b, d->pool.layer(0), d->q, d->out, d->many); },
         [check, ops] { return check(ops, true); });
-    for (const auto& [spec, tops] : sets) {
-      out.push_back(prefill_attention_case(ctx, tops, len, o.quick ? 24 : kPrefillTokens));
-      if (sets.size() > 1) out.back().version += ":" + spec;
-    }
+    for (auto& c : prefill_attention_cases(ctx, sets, len, o)) out.push_back(std::move(c));
   }
+  return out;
+}
+
+// llm.attention-prefill: only the prefill cases of llm.attention (without the decode cases'
+// caches: 2 GB of host data for 64 sequences at 4096), one per tuning set.
+std::vector<Case> attention_prefill_cases(const Context& ctx, const Options& o) {
+  const auto sets = attention_tunings(ctx);
+  std::vector<Case> out;
+  for (double s : sizes_or(o, ctx, {64}, {64}, {4096}))
+    for (auto& c : prefill_attention_cases(ctx, sets, std::max(16, int(s)), o)) out.push_back(std::move(c));
   return out;
 }
 
@@ -359,6 +378,8 @@ Register matmul_reg("llm.matmul", [](const Context& c, const Options& o) { retur
 Register batched_reg("llm.batched",
                      [](const Context& c, const Options& o) { return linear_cases(c, o, Kind::Batched); });
 Register attention_reg("llm.attention", [](const Context& c, const Options& o) { return attention_cases(c, o); });
+Register attention_prefill_reg("llm.attention-prefill",
+                               [](const Context& c, const Options& o) { return attention_prefill_cases(c, o); });
 
 }  // namespace
 }  // namespace wgc::bench

@@ -121,7 +121,10 @@ struct ConvTuning {
   // the blocks in a fixed order instead of one invocation per block, by grid-sized strides, or
   // with dwr_chunked 1 each workgroup an equal contiguous run of blocks. dwr_early 1 stores each
   // output row as soon as its last input row is added (tall blocks in fewer registers).
-  uint32_t dwr_planes = 1, dwr_grid = 0, dwr_chunked = 0, dwr_early = 0;
+  // H200, 144 x 56 x 56 x 32 (docs/benchmarks.md, session 7): dwr_early=1 69.2% of the 1 GiB copy
+  // bandwidth against 68.1% with the block stored at the end (the default since); every dwr_grid
+  // (53-66%), dwr_planes=2 (64.7%) and taller early blocks (4 rows 66.9%, 8 rows 43%) lost.
+  uint32_t dwr_planes = 1, dwr_grid = 0, dwr_chunked = 0, dwr_early = 1;
   // depthwise_nhwc (the NHWC experiment below): pixels per invocation along a row and down a
   // column (dwn_cols * dwn_rows <= 16), and invocations per workgroup.
   uint32_t dwn_cols = 4, dwn_rows = 2, dwn_threads = 128;

@@ -10,6 +10,7 @@ namespace {
 
 constexpr uint32_t kNaiveTile = 16;      // naive.wgsl and tiled.wgsl: 16 x 16 invocations
 constexpr uint32_t kRegTileBlock = 128;  // regtile_main.wgsl: BM = BN = 128
+constexpr uint32_t kWideBlockN = 256;    // regtile_wide.wgsl (vec4-wide): BM = 128, BN = 256
 // regtile-vec4-grouped: block-rows walked together (GROUP_M). The BK override of the same body
 // (k per workgroup-memory tile) stays at its 8: BK 16 and 32 measured slower on the H200
 // (27.4 and 19.5 vs 32.7 TFLOP/s at 4096^3, docs/benchmarks.md).
@@ -24,6 +25,8 @@ const char* kernel_file(MatmulVersion v) {
     case MatmulVersion::RegTileVec4Grouped:
     case MatmulVersion::Vec4Prefetch:
     case MatmulVersion::Vec4Db: return "matmul/regtile_vec4.wgsl";
+    case MatmulVersion::Vec4Wide:
+    case MatmulVersion::Vec4Wide128: return "matmul/regtile_wide.wgsl";
     case MatmulVersion::Auto: break;
   }
   throw Error("wgc: matmul: no kernel for version Auto");
@@ -41,6 +44,8 @@ std::string_view to_string(MatmulVersion v) {
     case MatmulVersion::RegTileVec4Grouped: return "regtile-vec4-grouped";
     case MatmulVersion::Vec4Prefetch: return "vec4-prefetch";
     case MatmulVersion::Vec4Db: return "vec4-db";
+    case MatmulVersion::Vec4Wide: return "vec4-wide";
+    case MatmulVersion::Vec4Wide128: return "vec4-wide128";
   }
   return "?";
 }
@@ -88,9 +93,12 @@ void matmul(Batch& batch, const Tensor& a, const Tensor& b, const Tensor& c, con
   if (v == MatmulVersion::RegTileVec4Grouped) code.constants = {{"GROUP_M", kGroupM}};
   if (v == MatmulVersion::Vec4Prefetch) code.constants = {{"PREFETCH", 1}};
   if (v == MatmulVersion::Vec4Db) code.constants = {{"PREFETCH", 1}, {"DB", 1}};
+  if (v == MatmulVersion::Vec4Wide) code.constants = {{"NTN", 16}, {"THREADS", 256}};
+  if (v == MatmulVersion::Vec4Wide128) code.constants = {{"NTN", 8}, {"THREADS", 128}};
   Kernel k = compile(ctx, code);
-  uint32_t block = v == MatmulVersion::Naive || v == MatmulVersion::Tiled ? kNaiveTile : kRegTileBlock;
-  Groups g{ceil_div(d.n, block), ceil_div(d.m, block), 1};
+  const uint32_t block = v == MatmulVersion::Naive || v == MatmulVersion::Tiled ? kNaiveTile : kRegTileBlock;
+  const uint32_t block_n = v == MatmulVersion::Vec4Wide ? kWideBlockN : block;
+  Groups g{ceil_div(d.n, block_n), ceil_div(d.m, block), 1};
   batch.dispatch(k, {a, b, c}, Params(d.m, d.n, d.k, uint32_t(d.trans_b)), g);
 }
 

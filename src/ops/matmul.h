@@ -2,8 +2,9 @@
 // A ladder of kernels (src/kernels/matmul): naive -> tiled (workgroup memory) -> register-tiled
 // -> register-tiled with vec4 loads, and two variants of that body: L2-friendly grouped
 // workgroup order, the next tile's global loads issued before this tile's math (register
-// prefetch), and that with two workgroup-memory buffers (one barrier per tile); Auto picks by
-// shape.
+// prefetch), and that with two workgroup-memory buffers (one barrier per tile); vec4-wide and
+// vec4-wide128: the same schedule with 8 x 16 per invocation, 128 x 256 and 128 x 128 blocks;
+// Auto picks by shape.
 #pragma once
 
 #include "gpu/batch.h"
@@ -16,7 +17,18 @@
 
 namespace wgc {
 
-enum class MatmulVersion { Auto, Naive, Tiled, RegTile, RegTileVec4, RegTileVec4Grouped, Vec4Prefetch, Vec4Db };
+enum class MatmulVersion {
+  Auto,
+  Naive,
+  Tiled,
+  RegTile,
+  RegTileVec4,
+  RegTileVec4Grouped,
+  Vec4Prefetch,
+  Vec4Db,
+  Vec4Wide,
+  Vec4Wide128
+};
 std::string_view to_string(MatmulVersion v);                // "auto", "naive", "tiled", "regtile", "regtile-vec4", ...
 MatmulVersion parse_matmul_version(std::string_view name);  // throws naming the op and the valid names
 inline constexpr MatmulVersion kMatmulVersions[] = {MatmulVersion::Naive,
@@ -25,7 +37,9 @@ inline constexpr MatmulVersion kMatmulVersions[] = {MatmulVersion::Naive,
                                                     MatmulVersion::RegTileVec4,
                                                     MatmulVersion::RegTileVec4Grouped,
                                                     MatmulVersion::Vec4Prefetch,
-                                                    MatmulVersion::Vec4Db};
+                                                    MatmulVersion::Vec4Db,
+                                                    MatmulVersion::Vec4Wide,
+                                                    MatmulVersion::Vec4Wide128};
 
 struct MatmulDims {
   uint32_t m = 0, n = 0, k = 0;

@@ -5,17 +5,5 @@
 @group(0) @binding(2) var<storage, read_write> C: array<f32>;
 
 //!include "matmul/vec4_loads.wgsl"
-fn store4(m: u32, n: u32, v: vec4<f32>) {
-  let i = m * p.N + n;
-  if (n + 3u < p.N) {
-    C[i] = v.x;
-    C[i + 1u] = v.y;
-    C[i + 2u] = v.z;
-    C[i + 3u] = v.w;
-  } else {
-    for (var c = 0u; c < 4u; c++) {
-      if (n + c < p.N) { C[i + c] = v[c]; }
-    }
-  }
-}
+//!include "matmul/vec4_store.wgsl"
 //!include "matmul/regtile_main.wgsl"

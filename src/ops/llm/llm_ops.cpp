@@ -169,6 +169,10 @@ void apply_tuning(LlmTuning& t, std::string_view spec) {
       {"quant_wg", &LlmTuning::quant_wg},
       {"quant_groups", &LlmTuning::quant_groups},
       {"attn_prefill", &LlmTuning::attn_prefill},
+      {"attn_pf_rows", &LlmTuning::attn_pf_rows},
+      {"attn_pf_dc", &LlmTuning::attn_pf_dc},
+      {"attn_pf_swz", &LlmTuning::attn_pf_swz},
+      {"attn_pf_split", &LlmTuning::attn_pf_split},
       {"attn_decode", &LlmTuning::attn_decode},
       {"attn_dec_wg", &LlmTuning::attn_dec_wg},
       {"attn_dec_bk", &LlmTuning::attn_dec_bk},
@@ -1098,13 +1102,19 @@ Kernel LlmOps::attn_kernel(int hd, int bq) const {
 }
 
 Kernel LlmOps::attn_tiled_kernel(int hd) const {
-  // flash_attn_tiled.wgsl: 32 KiB of workgroup memory; output vec4s tx + 16 * a, a < 4
-  if (hd % 4 != 0 || hd > 256 || ctx_.limits().max_compute_workgroup_storage_size < 32768 || max_wg_ < 256) return {};
+  // flash_attn_tiled.wgsl: 32 KiB of workgroup memory; output vec4s tx + 16 * a, a < NO, with
+  // RV * NO <= 4 (16 vec4s of acc): 8 rows per invocation up to head_dim 128.
+  if (hd % 4 != 0 || hd > 256 || ctx_.limits().max_compute_workgroup_storage_size < 32768) return {};
   const uint32_t hd4 = uint32_t(hd) / 4, no = (hd4 + 15) / 16;
+  const uint32_t rv = tuning.attn_pf_rows == 8 && no <= 2 ? 2 : 1, wg = 256 / rv, swz = tuning.attn_pf_swz ? 7 : 0;
+  const uint32_t dc = tuning.attn_pf_dc == 16 ? 16 : 8;
+  if (max_wg_ < wg) return {};
   uint32_t vk = 64;  // keys per V chunk: a power of two whose chunk fits the 1024-vec4 buffer
   while (vk > 1 && vk * hd4 > 1024) vk /= 2;
-  return kernel("llm/flash_attn_tiled/hd" + std::to_string(hd), {"llm/flash_attn_tiled.wgsl"},
-                {{"HD", hd}, {"NO", no}, {"VK", vk}}, false);
+  return kernel("llm/flash_attn_tiled/hd" + std::to_string(hd) + "/r" + std::to_string(4 * rv) + "/dc" +
+                    std::to_string(dc) + (swz ? "/swz" : ""),
+                {"llm/flash_attn_tiled.wgsl"},
+                {{"HD", hd}, {"NO", no}, {"VK", vk}, {"RV", rv}, {"WG", wg}, {"DC4", dc}, {"SWZ", swz}}, false);
 }
 
 LlmOps::DecodeShape LlmOps::decode_shape(int hd, int G) const {
@@ -1183,10 +1193,30 @@ void LlmOps::attention_prefill(Batch& b, const KvLayer& c, const Tensor& q, cons
   auto d = attn_check(c, q, &out, a, "attention_prefill");
   if (tuning.attn_prefill == 1) {
     if (Kernel k = attn_tiled_kernel(d.hd)) {
-      b.dispatch(k, {q, Arg(c.k), Arg(c.v), out},
+      // Keys in splits of attn_pf_split (rounded up to 16) where that gives 2 or more whose
+      // partials fit (and whose count the grid's z takes), else one split over all keys.
+      const uint32_t kv_len = u32(a.start + a.n_tokens);
+      uint32_t split_len = kv_len, splits = 1;
+      if (tuning.attn_pf_split > 0) {
+        const uint32_t len = std::max<uint32_t>(16, (tuning.attn_pf_split + 15) / 16 * 16), ns = ceil_div(kv_len, len);
+        const uint64_t bytes = uint64_t(a.n_tokens) * uint64_t(a.n_heads) * ns * uint64_t(d.hd + 2) * 4;
+        if (ns >= 2 && bytes <= kMaxPrefillPartialBytes && ns <= ctx_.limits().max_compute_workgroups_per_dimension)
+          split_len = len, splits = ns;
+      }
+      const Groups g{ceil_div(uint64_t(a.n_tokens) * uint64_t(d.G), 64), u32(c.n_kv_heads), splits};
+      if (splits == 1) {
+        b.dispatch(k, {q, Arg(c.k), Arg(c.v), out},
+                   Params(u32(a.n_tokens), u32(a.n_heads), u32(c.n_kv_heads), u32(c.max_ctx), u32(a.start), u32(d.qs),
+                          u32(a.q_offset), u32(d.os), u32(a.o_offset), c.offset, d.scale, split_len, 1u, 0u, 0u),
+                   g);
+        return;
+      }
+      Tensor part = make_tensor(ctx_, {int64_t(a.n_tokens) * a.n_heads * splits * (d.hd + 2)});
+      b.dispatch(k, {q, Arg(c.k), Arg(c.v), part},
                  Params(u32(a.n_tokens), u32(a.n_heads), u32(c.n_kv_heads), u32(c.max_ctx), u32(a.start), u32(d.qs),
-                        u32(a.q_offset), u32(d.os), u32(a.o_offset), c.offset, d.scale, 0u, 1u, 0u, 0u),
-                 {ceil_div(uint64_t(a.n_tokens) * uint64_t(d.G), 64), u32(c.n_kv_heads), 1});
+                        u32(a.q_offset), 0u, 0u, c.offset, d.scale, split_len, splits, 1u, 0u),
+                 g);
+      combine_partials(b, part, out, a.n_tokens, a.n_heads, splits, d.hd, d.os, a.o_offset);
       return;
     }
   }
@@ -1274,15 +1304,20 @@ void LlmOps::attention_decode(Batch& b, const KvLayer& c, const Tensor& q, const
   const uint32_t splits = attention_decode_pass(b, c, q, &out, a, part);
   if (!part) return;
   const int hd = c.head_dim;
-  const int64_t os = a.o_stride < 0 ? int64_t(a.n_heads) * hd : a.o_stride;
+  combine_partials(b, part, out, 1, a.n_heads, splits, hd, a.o_stride < 0 ? int64_t(a.n_heads) * hd : a.o_stride,
+                   a.o_offset);
+}
+
+void LlmOps::combine_partials(Batch& b, const Tensor& part, const Tensor& out, int n_tokens, int n_heads,
+                              uint32_t splits, int hd, int64_t o_stride, int64_t o_offset) const {
   // tuning.combine_sp invocations per element, halved until the workgroup (a head) fits.
   uint32_t sp = std::max(1u, tuning.combine_sp);
   while (sp > 1 && uint64_t(hd) * sp > max_wg_) sp /= 2;
-  need(uint32_t(hd) <= max_wg_, "attention_decode", "head_dim " + std::to_string(hd) + " (a workgroup per head)");
+  need(uint32_t(hd) <= max_wg_, "attention", "head_dim " + std::to_string(hd) + " (a workgroup per head)");
   Kernel kc = kernel("llm/attn_combine/" + std::to_string(hd) + "x" + std::to_string(sp),
                      {"llm/common.wgsl", "llm/attn_combine.wgsl"}, {{"HD", hd}, {"SP", sp}}, false);
-  b.dispatch(kc, {part, out}, Params(1u, u32(a.n_heads), splits, u32(hd), u32(os), u32(a.o_offset)),
-             groups_1d(ctx_, uint64_t(a.n_heads)));
+  b.dispatch(kc, {part, out}, Params(u32(n_tokens), u32(n_heads), splits, u32(hd), u32(o_stride), u32(o_offset)),
+             groups_1d(ctx_, uint64_t(n_tokens) * uint64_t(n_heads)));
 }
 
 // ---- paged attention (serving) -------------------------------------------------------------

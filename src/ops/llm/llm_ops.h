@@ -135,6 +135,8 @@ struct RopeKvArgs {
 // The most splits decode attention takes (attn_combine_q8.wgsl keeps a weight per split in
 // workgroup memory).
 inline constexpr uint32_t kMaxDecodeSplits = 4096;
+// The most bytes of partial results a split prefill attention takes (attn_pf_split).
+inline constexpr uint64_t kMaxPrefillPartialBytes = uint64_t(256) << 20;
 
 struct AttentionArgs {
   int n_tokens = 1;                     // new query tokens (their K/V must already be in the cache)
@@ -296,6 +298,8 @@ struct LlmTuning {
   // Paged attention: 1 pads each row of keys (and queries) in workgroup memory by a vec4, so the
   // invocations computing a block's scores, each reading another key's row, hit distinct banks
   // (unpadded, rows 512 bytes apart all start in one bank); 0 unpadded. Never changes a result.
+  // H200, 8B Q4_0 serving engine: 64 streams 2,608 t/s padded, 2,368 unpadded; one stream 272.9
+  // and 268.2.
   uint32_t paged_kpad = 1;
   // batched-q8: each lane loads its next weight block before it multiplies the current one
   // (measured on the H200: within 3% of off at 16-64 sequences, faster at 1).
@@ -317,9 +321,11 @@ struct LlmTuning {
   // group of kl * sl), each loading up to batched_mv_un blocks of a chunk at once (no more than a
   // row has), batched_mv_tr rows per row group (1, 2 or 4; RoPE: at least 2), batched_mv_wg
   // invocations per workgroup (fewer where workgroup memory needs it: (1 + tokens) x rows x kl x
-  // sl x un floats per row group).
+  // sl x un floats per row group). H200, 8B Q4_0 serving engine, one stream (docs/benchmarks.md,
+  // session 7): 272.9 t/s with sl 4, 241.3 without the kernel (batched_mv_n 0), 278.1 with sl 8;
+  // un 8 257.3, tr 2 269.5, wg 128 262.8.
   uint32_t batched_mv_n = 4;
-  uint32_t batched_mv_sl = 4;
+  uint32_t batched_mv_sl = 8;
   uint32_t batched_mv_un = 4;
   uint32_t batched_mv_tr = 1;
   uint32_t batched_mv_wg = 256;
@@ -435,12 +441,26 @@ struct LlmTuning {
   // quant_groups / tokens workgroups of quant_wg (each redoing RMSNorm's sum of squares in the
   // same order: the same bits). 0: one workgroup per token. With paged_combine_q8 and
   // batched_rope (294 dispatches a step instead of 358), H200, 8B Q4_0 serving engine: one
-  // stream 211 -> 238 t/s, 32 streams 1,992 -> 2,087, 64 2,368 -> 2,393 (docs/benchmarks.md).
-  uint32_t quant_groups = 64;
+  // stream 211 -> 238 t/s, 32 streams 1,992 -> 2,087, 64 2,368 -> 2,393 (docs/benchmarks.md);
+  // 1024 instead of 64 (64-token steps split too, up to 14 workgroups a row): 64 streams 2,608 ->
+  // 2,688 t/s, one stream 272.9 -> 274.6 (256: 2,678).
+  uint32_t quant_groups = 1024;
   // Prefill attention: 0 flash_attn.wgsl (16 rows per workgroup, a score per invocation), 1 the
   // register-tiled flash_attn_tiled.wgsl (64 rows x 64 keys per workgroup, 4 x 4 scores per
   // invocation; where head_dim <= 256 and the adapter has 32 KiB of workgroup memory).
   uint32_t attn_prefill = 1;
+  // flash_attn_tiled.wgsl's schedule: attn_pf_rows 4 (4 x 4 scores per invocation, 256
+  // invocations) or 8 (8 x 4, 128 invocations, head_dim <= 128); attn_pf_dc: vec4s of head_dim
+  // per staged Q/K chunk, 8 or 16 (half the barriers; the chunks then share P's workgroup
+  // memory); attn_pf_swz 1: the staged Q/K chunks swizzled against bank conflicts (0: plain);
+  // attn_pf_split > 0: the keys in splits of that many (rounded up to 16) as workgroups of their
+  // own, merged by attn_combine.wgsl (where there are at least 2 splits and their partials fit
+  // kMaxPrefillPartialBytes; a row's result depends only on its position while the split
+  // length is the same).
+  uint32_t attn_pf_rows = 4;
+  uint32_t attn_pf_dc = 8;
+  uint32_t attn_pf_swz = 1;
+  uint32_t attn_pf_split = 0;
   // Decode attention (split-K): 0 flash_attn.wgsl with one row per query head of the kv head,
   // 1 flash_decode.wgsl: attn_dec_wg invocations per (split, kv head), keys in blocks of
   // attn_dec_bk (halved until the block fits the adapter's workgroup memory). Splits: the
@@ -702,6 +722,9 @@ class LlmOps {
   Kernel attn_kernel(int head_dim, int bq) const;
   // flash_attn_tiled.wgsl for this head_dim, or an empty Kernel where it cannot run.
   Kernel attn_tiled_kernel(int head_dim) const;
+  // attn_combine.wgsl: partials [n_tokens][n_heads][splits][head_dim + 2] into out's rows.
+  void combine_partials(Batch& b, const Tensor& part, const Tensor& out, int n_tokens, int n_heads, uint32_t splits,
+                        int head_dim, int64_t o_stride, int64_t o_offset) const;
   // flash_decode.wgsl's schedule for this head_dim and GQA group (tuning clamped to the adapter).
   struct DecodeShape {
     uint32_t wg, bk, nj;  // wg 0: the kernel cannot take this shape
