@@ -168,13 +168,17 @@ TEST(LlmQ8, QuantizeSplitRowsGiveTheSameBits) {
 TEST(LlmQ8, LinearMatchesReference) {
   struct Tiling {
     uint32_t bm, bn, mv_wg, mv_tpr, mv_rows, units, magic, min_groups, mv_pf, mv_static, mv_stage;
+    const char* spec;  // more knobs (apply_tuning)
   };
   std::vector<std::pair<Tiling, std::unique_ptr<LlmOps>>> tilings;
   // The third shrinks every tile (mmq_min_groups) down to 16 x 32; the second and third load the
   // matvec's first units ahead (mvq_pf), the second with the columns built into the kernel, the
-  // third with x copied into workgroup memory first (mvq_stage).
-  for (Tiling tl : {Tiling{64, 128, 256, 32, 2, 4, 1, 0, 0, 0, 0}, Tiling{16, 40, 64, 8, 3, 2, 0, 0, 2, 1, 0},
-                    Tiling{64, 128, 256, 32, 2, 1, 1, 100000, 1, 0, 1}}) {
+  // third with x copied into workgroup memory first (mvq_stage), the fourth with K-quants' x
+  // copied, swizzled (mvq_swz), Q4_K and Q6_K in their smaller units and K-quants 3 rows per group.
+  for (Tiling tl :
+       {Tiling{64, 128, 256, 32, 2, 4, 1, 0, 0, 0, 0, ""}, Tiling{16, 40, 64, 8, 3, 2, 0, 0, 2, 1, 0, ""},
+        Tiling{64, 128, 256, 32, 2, 1, 1, 100000, 1, 0, 1, ""},
+        Tiling{64, 128, 64, 16, 1, 2, 1, 0, 2, 1, 2, "mvq_swz=1,mvq_q4k_half=1,mvq_q6k_half=1,mvq_kq_rows=3"}}) {
     auto o = std::make_unique<LlmOps>(ctx());
     o->tuning.mmq_bm = tl.bm;
     o->tuning.mmq_bn = tl.bn;
@@ -188,6 +192,7 @@ TEST(LlmQ8, LinearMatchesReference) {
     o->tuning.mvq_static = tl.mv_static;
     o->tuning.mvq_stage = tl.mv_stage;
     o->tuning.mvq_kq_plain = 0;  // the knobs for K-quants too
+    apply_tuning(o->tuning, tl.spec);
     tilings.emplace_back(tl, std::move(o));
   }
   for (auto t : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K}) {
@@ -226,7 +231,7 @@ TEST(LlmQ8, LinearMatchesReference) {
                                      std::to_string(tl.bn) + " units " + std::to_string(tl.units) + " magic " +
                                      std::to_string(tl.magic) + " min_groups " + std::to_string(tl.min_groups) +
                                      " pf " + std::to_string(tl.mv_pf) + " static " + std::to_string(tl.mv_static) +
-                                     " stage " + std::to_string(tl.mv_stage);
+                                     " stage " + std::to_string(tl.mv_stage) + " " + tl.spec;
             Tensor y = plain ? test::poisoned(int64_t(ny)) : make_tensor(ctx(), {int64_t(ny)}, y0);
             LinearOptions lo;
             lo.row0 = row0;
@@ -301,15 +306,19 @@ void expect_near_flips(const std::vector<float>& got, const std::vector<double>&
 
 // rms_norm_linear_q8 (the RMSNorm and quantization in every workgroup) against the reference,
 // every type, at awkward sizes (one pass and several per workgroup), with a row range, bias and
-// accumulation, in three schedules (unrolled, small workgroups; small workgroups with the norm's
+// accumulation, in five schedules (unrolled, small workgroups; small workgroups with the norm's
 // scale applied late, weights loaded ahead (a whole step's for small units, one for Q6_K's) and the
-// columns built into the kernel).
+// columns built into the kernel; the first and the third with x swizzled in workgroup memory and
+// Q4_K and Q6_K in their smaller units).
 TEST(LlmQ8, NormLinearMatchesReference) {
   std::vector<std::pair<std::string, std::unique_ptr<LlmOps>>> schedules;
   for (const char* spec :
        {"mvq_wg=256,mvq_tpr=32,mvq_rows=2,mvq_unroll=1,mvq_late=0,mvq_pf=0",
         "mvq_wg=64,mvq_tpr=8,mvq_rows=3,mvq_unroll=3,mvq_late=0,mvq_pf=0",
-        "mvq_wg=64,mvq_tpr=8,mvq_rows=3,mvq_unroll=3,mvq_late=1,mvq_pf=2,mvq_static=1,mvq_kq_plain=0"}) {
+        "mvq_wg=64,mvq_tpr=8,mvq_rows=3,mvq_unroll=3,mvq_late=1,mvq_pf=2,mvq_static=1,mvq_kq_plain=0",
+        "mvq_wg=256,mvq_tpr=32,mvq_rows=2,mvq_unroll=1,mvq_late=0,mvq_pf=0,mvq_swz=1,mvq_q4k_half=1,mvq_q6k_half=1",
+        "mvq_wg=64,mvq_tpr=8,mvq_rows=3,mvq_unroll=3,mvq_late=1,mvq_pf=2,mvq_kq_plain=0,mvq_swz=1,mvq_q4k_half=1,mvq_"
+        "q6k_half=1"}) {
     auto o = std::make_unique<LlmOps>(ctx());
     apply_tuning(o->tuning, spec);
     schedules.emplace_back(spec, std::move(o));
@@ -361,7 +370,8 @@ TEST(LlmQ8, NormLinearMatchesReference) {
 // one of the output's quantization steps, which expect_quantized allows).
 TEST(LlmQ8, NormSwigluMatchesReference) {
   for (const char* spec : {"", "mvq_late=1,mvq_pf=1,mvq_kq_plain=0", "mvq_sw_tpr=32,mvq_late=0,mvq_pf=0,mvq_static=0",
-                           "mvq_sw_tpr=16,mvq_late=1,mvq_pf=2,mvq_static=1,mvq_kq_plain=0"})
+                           "mvq_sw_tpr=16,mvq_late=1,mvq_pf=2,mvq_static=1,mvq_kq_plain=0",
+                           "mvq_late=1,mvq_pf=2,mvq_static=1,mvq_kq_plain=0,mvq_swz=1,mvq_q4k_half=1,mvq_q6k_half=1"})
     for (auto t : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K}) {
       LlmOps o(ctx());
       apply_tuning(o.tuning, spec);
@@ -465,7 +475,8 @@ TEST(LlmQ8, QkvRopeMatchesTwoPasses) {
 
 // The same for a QKV weight in two parts of different types (llama.cpp's Q4_K_M: q|k Q4_K, v
 // Q6_K), one rms_norm_qkv_rope_q8 per part, against rms_norm_linear_q8 per part then
-// rope_kv_append, in the default schedule and with the norm's scale late and weights loaded ahead.
+// rope_kv_append, in the default schedule, with the norm's scale late and weights loaded ahead, and
+// with that and x swizzled, K-quants in their smaller units, 64 invocations per row (both paths).
 TEST(LlmQ8, QkvRopeInPartsMatchesTwoPasses) {
   const int nh = 4, nkv = 2, hd = 64, max_ctx = 12;
   const int64_t cols = 512, rows_qk = int64_t(nh + nkv) * hd, rows_v = int64_t(nkv) * hd, rows = rows_qk + rows_v;
@@ -478,7 +489,9 @@ TEST(LlmQ8, QkvRopeInPartsMatchesTwoPasses) {
   auto nw = make_tensor(ctx(), {cols}, test::random_floats(size_t(cols), 96, 0.5f, 1.5f));
   const std::pair<TensorType, TensorType> types[] = {{TensorType::Q4_K, TensorType::Q6_K},
                                                      {TensorType::Q4_0, TensorType::Q8_0}};
-  for (const char* spec : {"mvq_late=0,mvq_pf=0,mvq_static=0", "mvq_late=1,mvq_pf=2,mvq_static=1,mvq_kq_plain=0"})
+  for (const char* spec : {"mvq_late=0,mvq_pf=0,mvq_static=0", "mvq_late=1,mvq_pf=2,mvq_static=1,mvq_kq_plain=0",
+                           "mvq_late=1,mvq_pf=2,mvq_static=1,mvq_kq_plain=0,mvq_swz=1,mvq_q4k_half=1,mvq_q6k_half=1,"
+                           "mvq_tpr=64,mvq_rope_tpr=64"})
     for (auto [tqk, tv] : types) {
       LlmOps o(ctx());
       apply_tuning(o.tuning, spec);

@@ -19,12 +19,12 @@
 // pair, and rope_store (matvec_q8_rope.wgsl) does rope_kv_append.wgsl's work on them: the same
 // values, so the same results as linear_q8 followed by rope_kv_append.
 //
-// Preceded by a prelude (SWIGLU, ROPE, P_BINDING: the uniform's binding, PF_K, PF_N, XS, XC with
-// the x file), common.wgsl, rope_pair.wgsl, a weights/*.wgsl file
-// (bindings 0, 1), an x file (LlmOps::matvec_x: q8_act_global.wgsl or q8_act_stage.wgsl, x
-// quantized before at bindings 2, 3; q8_act_norm.wgsl or q8_act_norm_late.wgsl, f32 x and a norm
-// weight at 2, 3, quantized here by x_prologue), q8_act.wgsl, a q8dot/*.wgsl file, a reduce file
-// and matvec_q8_rope.wgsl (ROPE) or matvec_q8_norope.wgsl.
+// Preceded by a prelude (MV_HALF: the q8dot file's smaller units; SWIGLU, ROPE, P_BINDING: the
+// uniform's binding, PF_K, PF_N, XS; XC, XSWZ, LATE with the x file), common.wgsl,
+// rope_pair.wgsl, a weights/*.wgsl file (bindings 0, 1), an x file (LlmOps::matvec_x:
+// q8_act_global.wgsl or q8_act_stage.wgsl, x quantized before at bindings 2, 3; q8_act_norm.wgsl,
+// f32 x and a norm weight at 2, 3, quantized here by x_prologue), q8_act.wgsl, a q8dot/*.wgsl
+// file, a reduce file and matvec_q8_rope.wgsl (ROPE) or matvec_q8_norope.wgsl.
 @group(0) @binding(4) var<storage, read> bias: array<f32>;
 @group(0) @binding(5) var<storage, read_write> y: array<u32>;  // f32 bits, or SWIGLU's quants
 @group(0) @binding(6) var<storage, read_write> yd: array<vec2<u32>>;  // SWIGLU: (d, sums) per block; ROPE: (cos, sin)

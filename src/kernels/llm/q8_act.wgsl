@@ -1,6 +1,16 @@
 // Reading quant_act.wgsl's 8-bit activations: xw (the quants, 8 words per block of 32) and xd
 // ((d, the two 16-element sums) per block), declared by q8_act_global.wgsl (bindings 2 and 3 of
-// matvec_q8.wgsl and matmul_q8.wgsl) or q8_act_norm.wgsl (workgroup memory, filled by x_prologue).
+// matvec_q8.wgsl and matmul_q8.wgsl) or q8_act_norm.wgsl / q8_act_stage.wgsl (workgroup memory,
+// filled by x_prologue).
+
+// Where xw's vec4 i is: with XSWZ (workgroup copies of x), bit groups of i >> 3 XORed into i
+// within its 128 bytes (the q8dot file's MV_SWM, MV_SWS), so that the lanes of a quarter warp,
+// each reading its unit's vec4 k, hit eight different 16-byte bank groups (without, a K-quant's
+// units 64 bytes apart put four lanes on the same banks).
+fn x_slot(i: u32) -> u32 {
+  if (XSWZ) { return i ^ (((i >> 3u) & MV_SWM) << MV_SWS); }
+  return i;
+}
 
 fn q8_d(e: vec2<u32>) -> f32 { return bitcast<f32>(e.x); }
 // The sums of quants 0..15 and 16..31 of a block.

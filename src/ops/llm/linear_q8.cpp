@@ -47,15 +47,17 @@ constexpr uint32_t kSwigluRows = 64;      // matvec_q8.wgsl: gate and up rows pe
 // 10 (matvec_q8_rope.wgsl's 7-9); P's ROPE fields (zero without).
 constexpr uint32_t kPlainUniform = 7, kRopeUniform = 10, kRopeParams = 9;
 
-// Words of a q8dot/*.wgsl file's WV (a row's matvec unit as v_load loads it), and the most words
-// of them matvec_q8.wgsl loads ahead per invocation (tuning.mvq_pf): registers, not spills.
-uint32_t unit_words(TensorType t) {
-  if (t == TensorType::Q4_K) return 13;
-  if (t == TensorType::Q6_K) return 18;
+// Words of a q8dot/*.wgsl file's WV (a row's matvec unit as v_load loads it; half: the smaller
+// K-quant units, LlmOps::mv_half), and the most words of them matvec_q8.wgsl loads ahead per
+// invocation (tuning.mvq_pf): registers, not spills.
+uint32_t unit_words(TensorType t, bool half) {
+  if (t == TensorType::Q4_K) return half ? 9 : 13;
+  if (t == TensorType::Q6_K) return half ? 13 : 18;
   if (t == TensorType::Q8_0) return 9;
   return 5;  // Q4_0
 }
 constexpr uint32_t kPrefetchWords = 96;
+bool is_kquant(TensorType t) { return t == TensorType::Q4_K || t == TensorType::Q6_K; }
 // Matvecs of this many rows and more are output projections (vocabularies), for mvq_vocab_rows.
 constexpr int64_t kVocabRows = 32768;
 
@@ -91,7 +93,7 @@ Kernel LlmOps::q8_kernel(const std::string& kind, TensorType t, const std::strin
     if (sg) constants.push_back({"SG", sg_size_});
   }
   files.push_back("llm/" + kind + ".wgsl");
-  return kernel(key, files, std::move(constants), sg, "main", prelude);
+  return kernel(key, files, std::move(constants), sg, "main", prelude_bool("MV_HALF", mv_half(kind, t)) + prelude);
 }
 
 // ---- quantizing activations ----------------------------------------------------------------
@@ -163,31 +165,37 @@ LlmOps::MatvecQ8Shape LlmOps::matvec_q8_shape(const std::string& op, const GpuWe
        "matvec rows " + std::to_string(r) + " per group (1.." + std::to_string(kMatvecQ8MaxRows) + ")");
   // Units per row loaded ahead of x_prologue: tuning.mvq_pf, at most a step's, within kPrefetchWords.
   const bool plain = kquant_plain(t);
-  const uint32_t pf = plain ? 0 : std::min({tuning.mvq_pf, tuning.mvq_unroll, kPrefetchWords / (r * unit_words(t))});
-  return {wg, tpr, r, tuning.mvq_unroll, pf, tuning.mvq_static && !plain ? cols : 0};
+  const bool half = mv_half("matvec_q8", t);
+  const uint32_t pf =
+      plain ? 0 : std::min({tuning.mvq_pf, tuning.mvq_unroll, kPrefetchWords / (r * unit_words(t, half))});
+  return {wg, tpr, r, tuning.mvq_unroll, pf, tuning.mvq_static && !plain ? cols : 0, half};
 }
 
 std::string LlmOps::MatvecQ8Shape::tag() const {
   return shape_tag({wg, tpr, rows, unroll}) + (pf ? "/pf" + std::to_string(pf) : "") +
-         (cols ? "/c" + std::to_string(cols) : "");
+         (cols ? "/c" + std::to_string(cols) : "") + (half ? "/h" : "");
 }
 
 std::string LlmOps::MatvecQ8Shape::prelude() const {
   return prelude_u32("PF_K", pf) + prelude_u32("PF_N", std::max(1u, pf * rows)) + prelude_u32("XS", cols);
 }
 
-bool LlmOps::kquant_plain(TensorType t) const {
-  return tuning.mvq_kq_plain && (t == TensorType::Q4_K || t == TensorType::Q6_K);
+bool LlmOps::kquant_plain(TensorType t) const { return tuning.mvq_kq_plain && is_kquant(t); }
+
+bool LlmOps::mv_half(const std::string& kind, TensorType t) const {
+  return kind == "matvec_q8" &&
+         ((t == TensorType::Q4_K && tuning.mvq_q4k_half) || (t == TensorType::Q6_K && tuning.mvq_q6k_half));
 }
 
 std::string LlmOps::matvec_x(TensorType t, bool norm_x, int64_t cols, std::string& prelude, std::string& tag) const {
   const bool plain = kquant_plain(t);
-  const bool stage = !norm_x && tuning.mvq_stage && !plain && fuses_norm_q8(cols);  // the same workgroup memory
+  const bool stage_t = tuning.mvq_stage == 1 || (tuning.mvq_stage == 2 && is_kquant(t));
+  const bool stage = !norm_x && stage_t && !plain && fuses_norm_q8(cols);  // the same workgroup memory
   if (!norm_x && !stage) return "llm/q8_act_global.wgsl";
-  prelude += prelude_u32("XC", u32(cols));
-  const std::string kind = stage ? "stage" : tuning.mvq_late && !plain ? "norm_late" : "norm";
-  tag = kind + std::to_string(cols) + "/" + tag;
-  return "llm/q8_act_" + kind + ".wgsl";
+  const bool late = norm_x && tuning.mvq_late && !plain, swz = tuning.mvq_swz != 0;
+  prelude += prelude_u32("XC", u32(cols)) + prelude_bool("XSWZ", swz) + (norm_x ? prelude_bool("LATE", late) : "");
+  tag = (stage ? "stage" : late ? "norm_late" : "norm") + std::to_string(cols) + (swz ? "s/" : "/") + tag;
+  return stage ? "llm/q8_act_stage.wgsl" : "llm/q8_act_norm.wgsl";
 }
 
 bool LlmOps::fuses_norm_q8(int64_t cols) const {
@@ -222,9 +230,15 @@ void LlmOps::matvec_q8(Batch& b, const GpuWeight& w, const Tensor& x2, const Ten
   need_elems(y, o.y_offset + rows, op, "y");
   if (o.bias) need_elems(o.bias, o.row0 + rows, op, "bias");
   const uint32_t flags = (o.bias ? 1u : 0u) | (o.accumulate ? 2u : 0u);
-  // ROPE: a RoPE pair per group; output projections (kVocabRows and more) tuning.mvq_vocab_rows.
-  const uint32_t group_rows = rope ? 2 : rows >= kVocabRows ? tuning.mvq_vocab_rows : 0;
-  const MatvecQ8Shape m = matvec_q8_shape(op, w, group_rows);
+  // Rows per group: ROPE a RoPE pair, output projections (kVocabRows and more)
+  // tuning.mvq_vocab_rows, other K-quant matvecs tuning.mvq_kq_rows (0: tuning.mvq_rows);
+  // invocations per group: tuning.mvq_rope_tpr, mvq_vocab_tpr (0: tuning.mvq_tpr).
+  const uint32_t group_rows = rope                 ? 2
+                              : rows >= kVocabRows ? tuning.mvq_vocab_rows
+                              : is_kquant(w.type)  ? tuning.mvq_kq_rows
+                                                   : 0;
+  const uint32_t tpr = rope ? tuning.mvq_rope_tpr : rows >= kVocabRows ? tuning.mvq_vocab_tpr : 0;
+  const MatvecQ8Shape m = matvec_q8_shape(op, w, group_rows, 0, tpr);
   std::string prelude = prelude_bool("SWIGLU", false) + prelude_bool("ROPE", rope) +
                         prelude_u32("P_BINDING", rope ? kRopeUniform : kPlainUniform) + m.prelude(),
               tag = m.tag();

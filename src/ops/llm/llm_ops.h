@@ -368,8 +368,8 @@ struct LlmTuning {
   uint32_t mvq_rope = 1;
   // mvq_late (one-token steps with the norm fused, mvq_norm): 1 quantizes x * w per block before
   // the sum of squares is known and scales each row's sum by 1 / rms after the dot products
-  // (q8_act_norm_late.wgsl: one read of x, two barriers with subgroups), 0 normalises first
-  // (q8_act_norm.wgsl: two reads, seven barriers). mvq_pf: units per row of each invocation's
+  // (q8_act_norm.wgsl's LATE: one read of x, two barriers with subgroups), 0 normalises first
+  // (two reads, more barriers). mvq_pf: units per row of each invocation's
   // first step that matvec_q8 loads before preparing x (0.. mvq_unroll, within a register
   // budget), so the weights are in flight during the prologue. mvq_static: 1 builds each weight's
   // column count into its matvec_q8 kernel (a kernel per width; the unit loops' trip counts known
@@ -386,14 +386,42 @@ struct LlmTuning {
   // Rows per group of the 8-bit matvecs with 32768 rows and more (output projections: each x load
   // serves that many rows; 0: mvq_rows). H200, 8B Q8_0: 2 the same as 1 (329.6 vs 329.7 t/s).
   uint32_t mvq_vocab_rows = 0;
+  // Invocations per row group of those (0: mvq_tpr): an 8B model's 4096 columns are 64 K-quant
+  // units, two per lane at 32. H200, 8B Q4_K with the other session-7 knobs on: 8 the same.
+  uint32_t mvq_vocab_tpr = 0;
+  // Invocations per row group of the fused QKV + RoPE matvec (0: mvq_tpr; its groups take one
+  // RoPE pair): a Q4_K_M model's 1,024-row Q6_K value part is 64 workgroups at 32. H200, 8B Q4_K
+  // with the other session-7 knobs on: 64 the same (+1%).
+  uint32_t mvq_rope_tpr = 0;
   // 1: matvecs whose x was quantized before (o and down projections, the output) copy it into
-  // workgroup memory first (q8_act_stage.wgsl), 0: read it through the cache. H200, 8B Q4_0:
-  // 1 lost 2% (454.4 vs 463.9 t/s).
+  // workgroup memory first (q8_act_stage.wgsl), 0: read it through the cache, 2: copy it for
+  // Q4_K and Q6_K weights only. H200, 8B Q4_0: 1 lost 2% (454.4 vs 463.9 t/s); 8B Q4_K: 2 lost
+  // 11% (201.0 vs 227.1 t/s, with late, pf, mvq_swz and the smaller units).
   uint32_t mvq_stage = 0;
+  // 1: x's workgroup copy (the fused norm's, mvq_stage's) swizzled per weight type
+  // (q8_act.wgsl's x_slot), so that the lanes of a row read its vec4s without bank conflicts
+  // (a K-quant unit's 64 bytes of x put four lanes of a quarter warp on the same banks, Q4_0's 32
+  // two); 0: in quant_act's layout. The same results. H200, 8B Q4_0 tg128: 1 lost 0.4% (470.7
+  // vs 472.4-473.5 t/s); 8B Q4_K: no gain in any set (docs/benchmarks.md, session 7).
+  uint32_t mvq_swz = 0;
+  // 1: the Q4_K matvec's unit is half a 64-element group (q8dot/q4_k.wgsl's MV_HALF: the lanes
+  // of a row load consecutive 16-byte qs vectors and the super-block's header, 8 words per unit
+  // instead of 12, twice the units per row); 0: a whole group. The same sums in another order.
+  // H200, 8B Q4_K tg128 with late and pf: 225.8 t/s with it and mvq_swz, 220.5 with neither;
+  // the plain K-quants with both halves and mvq_swz ran 254.0 against the defaults' 325.1.
+  uint32_t mvq_q4k_half = 0;
+  // 1: the Q6_K matvec's unit is one 16-byte ql vector (32 elements of two quarters, with its qh
+  // vector: the lanes of a row load consecutive ql vectors), 0: 64 elements of four quarters
+  // (each lane's ql, qh loads 16 bytes of 32 or 64 apart). The same sums in another order.
+  // H200, 8B Q4_K with late and pf: 227.1 vs 225.8 t/s.
+  uint32_t mvq_q6k_half = 0;
+  // Rows per group of the plain 8-bit matvecs (o, down) with Q4_K or Q6_K weights (0: mvq_rows):
+  // each x load serves that many rows. Not measured yet.
+  uint32_t mvq_kq_rows = 0;
   // 1: Q4_K and Q6_K weights run the matvec without mvq_late, mvq_pf, mvq_static and mvq_stage
   // (H200, 8B Q4_K_M tg128: 212.1 t/s with all four and mvq_sw_tpr 8, 312.7 with mvq_sw_tpr 8
-  // alone; mvq_late and mvq_pf alone 244.6 vs 246.6-255.8; probably the K-quant units' x reads
-  // from workgroup memory, 64 bytes apart across lanes, conflicting in its banks), 0: every type.
+  // alone; session 7: 325.1, late and pf 2 220.5, with mvq_static 203.5 (and mvq_swz, the
+  // smaller units and mvq_stage 2); not bank conflicts on x: mvq_swz did not help), 0: every type.
   uint32_t mvq_kq_plain = 1;
   // The decode combines (attn_combine_q8.wgsl, attention_decode_q8; attn_combine.wgsl,
   // attention_decode: halved there until a head's workgroup fits): invocations per output
@@ -748,19 +776,24 @@ class LlmOps {
   // w's columns built into the kernel (tuning.mvq_static) or 0.
   struct MatvecQ8Shape {
     uint32_t wg, tpr, rows, unroll, pf, cols;
+    bool half;                    // K-quants in their smaller units (mv_half)
     std::string tag() const;      // for the kernel's name
     std::string prelude() const;  // PF_K, PF_N, XS
   };
   MatvecQ8Shape matvec_q8_shape(const std::string& op, const GpuWeight& w, uint32_t group_rows = 0,
                                 uint32_t wg_rows = 0, uint32_t tpr = 0) const;
-  // matvec_q8.wgsl's x file for x of `cols` columns and weights of type t: normalised and quantized in the kernel
-  // (norm_x: q8_act_norm.wgsl, or q8_act_norm_late.wgsl with tuning.mvq_late), quantized before
-  // and read from storage (q8_act_global.wgsl) or copied into workgroup memory first
-  // (q8_act_stage.wgsl, tuning.mvq_stage); adds its prelude (XC) and kernel-name part.
+  // matvec_q8.wgsl's x file for x of `cols` columns and weights of type t: normalised and
+  // quantized in the kernel (norm_x: q8_act_norm.wgsl, its scale late with tuning.mvq_late),
+  // quantized before and read from storage (q8_act_global.wgsl) or copied into workgroup memory
+  // first (q8_act_stage.wgsl, tuning.mvq_stage); workgroup copies swizzled with tuning.mvq_swz.
+  // Adds its prelude (XC, XSWZ, LATE) and kernel-name part.
   std::string matvec_x(TensorType t, bool norm_x, int64_t cols, std::string& prelude, std::string& tag) const;
   // Whether weights of type t run the matvec without mvq_late, mvq_pf, mvq_static and mvq_stage
   // (K-quants while tuning.mvq_kq_plain).
   bool kquant_plain(TensorType t) const;
+  // Whether a q8 kernel of this kind ("matvec_q8", "matmul_q8") takes K-quant weights in its
+  // smaller units (q8dot/q4_k.wgsl's, q6_k.wgsl's MV_HALF: tuning.mvq_q4k_half, mvq_q6k_half).
+  bool mv_half(const std::string& kind, TensorType t) const;
   // matvec_q8.wgsl for one token, plain or SWIGLU: bindings 2 and 3 are x's quants and scales, or
   // with norm_x the f32 x and the norm weight (q8_act_norm.wgsl).
   void matvec_q8(Batch& b, const GpuWeight& w, const Tensor& x2, const Tensor& x3, float eps, bool norm_x,

@@ -4,11 +4,13 @@ const MQ_UB: u32 = 1u;      // x blocks per unit
 const MQ_SW: u32 = 8u;      // matmul: words per scale
 const MV_UE: u32 = 32u;      // matvec_q8.wgsl: elements per unit
 const MQ_MIN: bool = false;  // matmul: scales come with a min (K-quants)
+const MV_SWM: u32 = 1u;      // x_slot's swizzle (q8_act.wgsl): unit u's vec4s 2u, 2u + 1
+const MV_SWS: u32 = 0u;
 
 // matvec_q8.wgsl: its unit is the matmul's (MV_UE elements; weights WV, loaded by v_load), the
 // x data of unit u, and a row's dot product with it.
 struct XU { a: vec4<u32>, b: vec4<u32>, e: vec2<f32> }
-fn u_x(u: u32) -> XU { return XU(xw[2u * u], xw[2u * u + 1u], q8_block(u)); }
+fn u_x(u: u32) -> XU { return XU(xw[x_slot(2u * u)], xw[x_slot(2u * u + 1u)], q8_block(u)); }
 fn u_dotw(w: WV, x: XU) -> f32 {
   let v0 = w.v0;
   let v1 = w.v1;
