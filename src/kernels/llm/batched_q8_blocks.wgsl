@@ -18,15 +18,7 @@ struct P {
   y_stride: u32,
   y_off: u32,
   flags: u32,  // 1: add bias, 2: accumulate into y
-  // ROPE (rope_kv_append.wgsl's; zero without):
-  heads: u32,
-  n_kv: u32,
-  head_dim: u32,
-  pos0: u32,
-  rflags: u32,  // 1: positions from the buffer, 2: interleaved pairs, 4: cache rows from the buffer
-  max_pos: u32,
-  max_ctx: u32,
-  cache_off: u32,
+//!include "llm/rope_params_fields.wgsl"
 }
 @group(0) @binding(P_BINDING) var<uniform> p: P;
 

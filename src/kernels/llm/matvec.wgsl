@@ -31,14 +31,7 @@
 // linear_params.wgsl's fields, then ROPE's (rope_kv_append.wgsl's for one token; zero without).
 struct P {
 //!include "llm/linear_params_fields.wgsl"
-  heads: u32,
-  n_kv: u32,
-  head_dim: u32,
-  pos0: u32,
-  rflags: u32,  // 1: position from positions[0], 2: interleaved pairs, 4: cache row from positions[1]
-  max_pos: u32,
-  max_ctx: u32,
-  cache_off: u32,
+//!include "llm/rope_params_fields.wgsl"
 }
 @group(0) @binding(P_BINDING) var<uniform> p: P;
 override WG: u32 = 256;

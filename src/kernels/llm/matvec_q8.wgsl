@@ -36,15 +36,7 @@ struct P {
   flags: u32,  // 1: add bias, 2: accumulate into y
   half: u32,   // SWIGLU: rows of the gate (the up rows follow)
   eps: f32,    // q8_act_norm.wgsl: the RMSNorm's epsilon
-  // ROPE (rope_kv_append.wgsl's for one token):
-  heads: u32,
-  n_kv: u32,
-  head_dim: u32,
-  pos0: u32,
-  rflags: u32,  // 1: position from positions[0], 2: interleaved pairs, 4: cache row from positions[1]
-  max_pos: u32,
-  max_ctx: u32,
-  cache_off: u32,
+//!include "llm/rope_params_fields.wgsl"
   head0: u32,  // the weight's first head among the q, k and v heads (rows of whole heads)
 }
 @group(0) @binding(P_BINDING) var<uniform> p: P;
