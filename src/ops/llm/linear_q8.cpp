@@ -251,16 +251,8 @@ void LlmOps::matvec_q8(Batch& b, const GpuWeight& w, const Tensor& x2, const Ten
   if (rope) {
     const RopeKvArgs& a = *rope->args;
     const KvLayer& c = *rope->cache;
-    const uint32_t rflags = (a.positions ? 1u : 0u) | (a.interleaved ? 2u : 0u) | (a.cache_rows ? 4u : 0u);
-    prm.push(u32(a.n_heads))
-        .push(u32(c.n_kv_heads))
-        .push(u32(c.head_dim))
-        .push(u32(a.pos0))
-        .push(rflags)
-        .push(u32(rope->table->max_pos))
-        .push(u32(c.max_ctx))
-        .push(c.offset)
-        .push(u32(rope->row0 / c.head_dim));
+    detail::push_rope_params(prm, *rope->table, c, a);
+    prm.push(u32(rope->row0 / c.head_dim));
     args.insert(args.end(), {rope->table->cos_sin, a.positions ? a.positions : dummy_, c.k, c.v});
   } else {
     for (uint32_t i = 0; i < kRopeParams; ++i) prm.push(0u);

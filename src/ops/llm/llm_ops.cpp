@@ -669,16 +669,8 @@ void LlmOps::rms_norm_qkv_rope(Batch& b, const Tensor& x, const Tensor& norm_w, 
   const MatvecShape m = matvec_shape();
   need(m.tpr <= m.wg, op, "matvec tpr larger than the workgroup");
   Kernel k = matvec_kernel(w.type, subgroups_ ? LinearVersion::Subgroup : LinearVersion::Shared, w.cols, 0, &eps, true);
-  const uint32_t rflags = (a.positions ? 1u : 0u) | (a.interleaved ? 2u : 0u) | (a.cache_rows ? 4u : 0u);
   Params prm(1u, u32(w.rows), u32(w.cols), 0u, u32(w.cols), u32(w.rows), 0u, 0u);
-  prm.push(u32(a.n_heads))
-      .push(u32(c.n_kv_heads))
-      .push(u32(c.head_dim))
-      .push(u32(a.pos0))
-      .push(rflags)
-      .push(u32(table.max_pos))
-      .push(u32(c.max_ctx))
-      .push(c.offset);
+  detail::push_rope_params(prm, table, c, a);
   const uint64_t pairs = uint64_t(w.rows) / 2;  // one per row group
   b.dispatch(k,
              {w.data, w.scales, Arg(x, 0, round16(x.bytes())), norm_w, qkv, table.cos_sin,
@@ -847,15 +839,7 @@ void LlmOps::linear_batched_q8_rope(Batch& b, const GpuWeight& w, const Q8Act& x
   o.bias = bias;
   const detail::Q8LinearShape shape = detail::check_linear_q8(w, x, qkv, n_tokens, o, op);
   Params prm(u32(n_tokens), u32(rows), u32(w.cols), 0u, u32(w.cols), u32(shape.y_stride), 0u, shape.flags);
-  const uint32_t rflags = (a.positions ? 1u : 0u) | (a.interleaved ? 2u : 0u) | (a.cache_rows ? 4u : 0u);
-  prm.push(u32(a.n_heads))
-      .push(u32(c.n_kv_heads))
-      .push(u32(hd))
-      .push(u32(a.pos0))
-      .push(rflags)
-      .push(u32(table.max_pos))
-      .push(u32(c.max_ctx))
-      .push(c.offset);
+  detail::push_rope_params(prm, table, c, a);
   const RopeKv rope{&table, &c, &a, 0};
   linear_batched_q8_kernel(b, w, x, qkv, n_tokens, prm, bias ? bias : dummy_, rows, &rope);
 }
@@ -1052,7 +1036,6 @@ void LlmOps::rope_kv_append(Batch& b, const Tensor& qkv, const RopeTable& table,
        "positions " + std::to_string(a.pos0) + "+" + std::to_string(a.n_tokens) + " past max_ctx " +
            std::to_string(c.max_ctx));
   need(!a.cache_rows || a.positions, op, "cache rows come with the positions buffer");
-  uint32_t flags = (a.positions ? 1u : 0u) | (a.interleaved ? 2u : 0u) | (a.cache_rows ? 4u : 0u);
   if (a.positions) {
     need_elems(a.positions, int64_t(a.n_tokens) * (a.cache_rows ? 2 : 1), op, "positions");
   } else {
@@ -1067,7 +1050,7 @@ void LlmOps::rope_kv_append(Batch& b, const Tensor& qkv, const RopeTable& table,
   uint64_t work = uint64_t(a.n_tokens) * uint64_t(a.n_heads + 2 * c.n_kv_heads) * uint64_t(hd / 2);
   b.dispatch(k, {qkv, table.cos_sin, a.positions ? a.positions : table.cos_sin, c.k, c.v},
              Params(u32(a.n_tokens), u32(a.n_heads), u32(c.n_kv_heads), u32(hd), u32(stride), u32(q_off), u32(k_off),
-                    u32(v_off), u32(a.pos0), flags, u32(table.max_pos), u32(c.max_ctx), c.offset),
+                    u32(v_off), u32(a.pos0), detail::rope_flags(a), u32(table.max_pos), u32(c.max_ctx), c.offset),
              groups_1d(ctx_, ceil_div(work, 256)));
 }
 

@@ -1,4 +1,4 @@
-// Argument checks and small conversions shared by the LLM ops' sources (llm_ops.cpp,
+// Argument checks, small conversions and parameter blocks shared by the LLM ops' sources (llm_ops.cpp,
 // linear_q8.cpp); not installed.
 #pragma once
 
@@ -62,6 +62,23 @@ inline Q8LinearShape check_linear_q8(const GpuWeight& w, const Q8Act& x, const T
   if (o.bias) need_elems(o.bias, o.row0 + s.rows, op, "bias");
   s.flags = (o.bias ? 1u : 0u) | (o.accumulate ? 2u : 0u);
   return s;
+}
+
+// rope_kv_append's flags: 1 positions from the buffer, 2 interleaved pairs, 4 cache rows from it.
+inline uint32_t rope_flags(const RopeKvArgs& a) {
+  return (a.positions ? 1u : 0u) | (a.interleaved ? 2u : 0u) | (a.cache_rows ? 4u : 0u);
+}
+
+// The RoPE + KV-append epilogue's fields (llm/rope_params_fields.wgsl) after a kernel's own.
+inline void push_rope_params(Params& prm, const RopeTable& table, const KvLayer& c, const RopeKvArgs& a) {
+  prm.push(u32(a.n_heads))
+      .push(u32(c.n_kv_heads))
+      .push(u32(c.head_dim))
+      .push(u32(a.pos0))
+      .push(rope_flags(a))
+      .push(u32(table.max_pos))
+      .push(u32(c.max_ctx))
+      .push(c.offset);
 }
 
 // One token through a fused QKV weight with RoPE and the KV-cache append in its epilogue
