@@ -33,7 +33,10 @@ const char* kernel_file(MatmulVersion v) {
     case MatmulVersion::Vec4WideK16:
     case MatmulVersion::Vec4Wide128K16:
     case MatmulVersion::Vec4Flat:
-    case MatmulVersion::Vec4FlatK16: return "matmul/regtile_wide.wgsl";
+    case MatmulVersion::Vec4FlatK16:
+    case MatmulVersion::Vec4FlatRolled:
+    case MatmulVersion::Vec4WideRolled:
+    case MatmulVersion::Vec4Wide128Rolled: return "matmul/regtile_wide.wgsl";
     case MatmulVersion::Auto: break;
   }
   throw Error("wgc: matmul: no kernel for version Auto");
@@ -57,6 +60,9 @@ std::string_view to_string(MatmulVersion v) {
     case MatmulVersion::Vec4Wide128K16: return "vec4-wide128-k16";
     case MatmulVersion::Vec4Flat: return "vec4-flat";
     case MatmulVersion::Vec4FlatK16: return "vec4-flat-k16";
+    case MatmulVersion::Vec4FlatRolled: return "vec4-flat-rolled";
+    case MatmulVersion::Vec4WideRolled: return "vec4-wide-rolled";
+    case MatmulVersion::Vec4Wide128Rolled: return "vec4-wide128-rolled";
   }
   return "?";
 }
@@ -114,9 +120,15 @@ void matmul(Batch& batch, const Tensor& a, const Tensor& b, const Tensor& c, con
   if (v == MatmulVersion::Vec4Wide128K16) code.constants = {{"NTN", 8}, {"THREADS", 128}, {"BK", 16}};
   if (v == MatmulVersion::Vec4Flat) code.constants = {{"CW", 2}};
   if (v == MatmulVersion::Vec4FlatK16) code.constants = {{"CW", 2}, {"BK", 16}};
+  if (v == MatmulVersion::Vec4FlatRolled) code.constants = {{"CW", 2}, {"ROLLED", 1}};
+  if (v == MatmulVersion::Vec4WideRolled) code.constants = {{"NTN", 16}, {"THREADS", 256}, {"ROLLED", 1}};
+  if (v == MatmulVersion::Vec4Wide128Rolled) code.constants = {{"NTN", 8}, {"THREADS", 128}, {"ROLLED", 1}};
   Kernel k = compile(ctx, code);
   const uint32_t block = v == MatmulVersion::Naive || v == MatmulVersion::Tiled ? kNaiveTile : kRegTileBlock;
-  const uint32_t block_n = v == MatmulVersion::Vec4Wide || v == MatmulVersion::Vec4WideK16 ? kWideBlockN : block;
+  const uint32_t block_n =
+      v == MatmulVersion::Vec4Wide || v == MatmulVersion::Vec4WideK16 || v == MatmulVersion::Vec4WideRolled
+          ? kWideBlockN
+          : block;
   Groups g{ceil_div(d.n, block_n), ceil_div(d.m, block), 1};
   batch.dispatch(k, {a, b, c}, Params(d.m, d.n, d.k, uint32_t(d.trans_b)), g);
 }

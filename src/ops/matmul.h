@@ -32,7 +32,10 @@ enum class MatmulVersion {
   Vec4WideK16,
   Vec4Wide128K16,
   Vec4Flat,
-  Vec4FlatK16
+  Vec4FlatK16,
+  Vec4FlatRolled,
+  Vec4WideRolled,
+  Vec4Wide128Rolled
 };
 std::string_view to_string(MatmulVersion v);                // "auto", "naive", "tiled", "regtile", "regtile-vec4", ...
 MatmulVersion parse_matmul_version(std::string_view name);  // throws naming the op and the valid names
@@ -48,7 +51,10 @@ inline constexpr MatmulVersion kMatmulVersions[] = {MatmulVersion::Naive,
                                                     MatmulVersion::Vec4WideK16,
                                                     MatmulVersion::Vec4Wide128K16,
                                                     MatmulVersion::Vec4Flat,
-                                                    MatmulVersion::Vec4FlatK16};
+                                                    MatmulVersion::Vec4FlatK16,
+                                                    MatmulVersion::Vec4FlatRolled,
+                                                    MatmulVersion::Vec4WideRolled,
+                                                    MatmulVersion::Vec4Wide128Rolled};
 
 struct MatmulDims {
   uint32_t m = 0, n = 0, k = 0;

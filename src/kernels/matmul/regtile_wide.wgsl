@@ -27,6 +27,9 @@ override CW: u32 = 4u;         // vec4 columns of C per invocation: 4 or 2
 override THREADS: u32 = 256u;  // 16 * NTN: tm = tid / NTN (rows), tn = tid % NTN (columns)
 override BK: u32 = 8u;         // k per workgroup-memory tile: 8 or 16
 override GROUP_M: u32 = 1u;    // block-rows walked together (grouped_order.wgsl; 1: row-major)
+// true: the k loop's trip count hidden from the compiler (BK + a runtime 0), so that it cannot
+// unroll the loop whole and hoist every step's workgroup-memory reads (registers).
+override ROLLED: bool = false;
 const BM = 128u;
 override BN: u32 = 4u * CW * NTN;
 override KQ: u32 = BK / 4u;                 // vec4s along k per row of an A (or transposed B) tile
@@ -136,10 +139,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   put(0u, tid, fetch(tid, m0, n0, 0u));
   workgroupBarrier();
   var buf = 0u;
+  let kn = select(BK, BK + (p.trans_b >> 31u), ROLLED);  // trans_b is 0 or 1
   for (var k0 = 0u; k0 < p.K; k0 += BK) {
     // The next tile's loads (zeros past K) in flight during this tile's math.
     let next = fetch(tid, m0, n0, k0 + BK);
-    for (var k = 0u; k < BK; k++) {
+    for (var k = 0u; k < kn; k++) {
       let ra = buf * AS + k * (BM / 4u) + tm;
       let a0 = As[ra];
       let a1 = As[ra + BM / 8u];
