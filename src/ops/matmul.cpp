@@ -36,7 +36,11 @@ const char* kernel_file(MatmulVersion v) {
     case MatmulVersion::Vec4FlatK16:
     case MatmulVersion::Vec4FlatRolled:
     case MatmulVersion::Vec4WideRolled:
-    case MatmulVersion::Vec4Wide128Rolled: return "matmul/regtile_wide.wgsl";
+    case MatmulVersion::Vec4Wide128Rolled:
+    case MatmulVersion::Vec4FlatU2:
+    case MatmulVersion::Vec4FlatU4:
+    case MatmulVersion::Vec4WideU2:
+    case MatmulVersion::Vec4Wide128U2: return "matmul/regtile_wide.wgsl";
     case MatmulVersion::Auto: break;
   }
   throw Error("wgc: matmul: no kernel for version Auto");
@@ -63,6 +67,10 @@ std::string_view to_string(MatmulVersion v) {
     case MatmulVersion::Vec4FlatRolled: return "vec4-flat-rolled";
     case MatmulVersion::Vec4WideRolled: return "vec4-wide-rolled";
     case MatmulVersion::Vec4Wide128Rolled: return "vec4-wide128-rolled";
+    case MatmulVersion::Vec4FlatU2: return "vec4-flat-u2";
+    case MatmulVersion::Vec4FlatU4: return "vec4-flat-u4";
+    case MatmulVersion::Vec4WideU2: return "vec4-wide-u2";
+    case MatmulVersion::Vec4Wide128U2: return "vec4-wide128-u2";
   }
   return "?";
 }
@@ -116,19 +124,23 @@ void matmul(Batch& batch, const Tensor& a, const Tensor& b, const Tensor& c, con
   if (v == MatmulVersion::Vec4Db) code.constants = {{"PREFETCH", 1}, {"DB", 1}};
   if (v == MatmulVersion::Vec4Wide) code.constants = {{"NTN", 16}, {"THREADS", 256}};
   if (v == MatmulVersion::Vec4Wide128) code.constants = {{"NTN", 8}, {"THREADS", 128}};
-  if (v == MatmulVersion::Vec4WideK16) code.constants = {{"NTN", 16}, {"THREADS", 256}, {"BK", 16}};
-  if (v == MatmulVersion::Vec4Wide128K16) code.constants = {{"NTN", 8}, {"THREADS", 128}, {"BK", 16}};
+  if (v == MatmulVersion::Vec4WideK16) code.constants = {{"NTN", 16}, {"THREADS", 256}, {"BK", 16}, {"UNROLL", 1}};
+  if (v == MatmulVersion::Vec4Wide128K16) code.constants = {{"NTN", 8}, {"THREADS", 128}, {"BK", 16}, {"UNROLL", 1}};
   if (v == MatmulVersion::Vec4Flat) code.constants = {{"CW", 2}};
-  if (v == MatmulVersion::Vec4FlatK16) code.constants = {{"CW", 2}, {"BK", 16}};
-  if (v == MatmulVersion::Vec4FlatRolled) code.constants = {{"CW", 2}, {"ROLLED", 1}};
-  if (v == MatmulVersion::Vec4WideRolled) code.constants = {{"NTN", 16}, {"THREADS", 256}, {"ROLLED", 1}};
-  if (v == MatmulVersion::Vec4Wide128Rolled) code.constants = {{"NTN", 8}, {"THREADS", 128}, {"ROLLED", 1}};
+  if (v == MatmulVersion::Vec4FlatK16) code.constants = {{"CW", 2}, {"BK", 16}, {"UNROLL", 1}};
+  if (v == MatmulVersion::Vec4FlatRolled) code.constants = {{"CW", 2}, {"UNROLL", 1}};
+  if (v == MatmulVersion::Vec4WideRolled) code.constants = {{"NTN", 16}, {"THREADS", 256}, {"UNROLL", 1}};
+  if (v == MatmulVersion::Vec4Wide128Rolled) code.constants = {{"NTN", 8}, {"THREADS", 128}, {"UNROLL", 1}};
+  if (v == MatmulVersion::Vec4FlatU2) code.constants = {{"CW", 2}, {"UNROLL", 2}};
+  if (v == MatmulVersion::Vec4FlatU4) code.constants = {{"CW", 2}, {"UNROLL", 4}};
+  if (v == MatmulVersion::Vec4WideU2) code.constants = {{"NTN", 16}, {"THREADS", 256}, {"UNROLL", 2}};
+  if (v == MatmulVersion::Vec4Wide128U2) code.constants = {{"NTN", 8}, {"THREADS", 128}, {"UNROLL", 2}};
   Kernel k = compile(ctx, code);
   const uint32_t block = v == MatmulVersion::Naive || v == MatmulVersion::Tiled ? kNaiveTile : kRegTileBlock;
-  const uint32_t block_n =
-      v == MatmulVersion::Vec4Wide || v == MatmulVersion::Vec4WideK16 || v == MatmulVersion::Vec4WideRolled
-          ? kWideBlockN
-          : block;
+  const uint32_t block_n = v == MatmulVersion::Vec4Wide || v == MatmulVersion::Vec4WideK16 ||
+                                   v == MatmulVersion::Vec4WideRolled || v == MatmulVersion::Vec4WideU2
+                               ? kWideBlockN
+                               : block;
   Groups g{ceil_div(d.n, block_n), ceil_div(d.m, block), 1};
   batch.dispatch(k, {a, b, c}, Params(d.m, d.n, d.k, uint32_t(d.trans_b)), g);
 }

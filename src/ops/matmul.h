@@ -35,7 +35,11 @@ enum class MatmulVersion {
   Vec4FlatK16,
   Vec4FlatRolled,
   Vec4WideRolled,
-  Vec4Wide128Rolled
+  Vec4Wide128Rolled,
+  Vec4FlatU2,
+  Vec4FlatU4,
+  Vec4WideU2,
+  Vec4Wide128U2
 };
 std::string_view to_string(MatmulVersion v);                // "auto", "naive", "tiled", "regtile", "regtile-vec4", ...
 MatmulVersion parse_matmul_version(std::string_view name);  // throws naming the op and the valid names
@@ -54,7 +58,11 @@ inline constexpr MatmulVersion kMatmulVersions[] = {MatmulVersion::Naive,
                                                     MatmulVersion::Vec4FlatK16,
                                                     MatmulVersion::Vec4FlatRolled,
                                                     MatmulVersion::Vec4WideRolled,
-                                                    MatmulVersion::Vec4Wide128Rolled};
+                                                    MatmulVersion::Vec4Wide128Rolled,
+                                                    MatmulVersion::Vec4FlatU2,
+                                                    MatmulVersion::Vec4FlatU4,
+                                                    MatmulVersion::Vec4WideU2,
+                                                    MatmulVersion::Vec4Wide128U2};
 
 struct MatmulDims {
   uint32_t m = 0, n = 0, k = 0;

@@ -27,9 +27,10 @@ override CW: u32 = 4u;         // vec4 columns of C per invocation: 4 or 2
 override THREADS: u32 = 256u;  // 16 * NTN: tm = tid / NTN (rows), tn = tid % NTN (columns)
 override BK: u32 = 8u;         // k per workgroup-memory tile: 8 or 16
 override GROUP_M: u32 = 1u;    // block-rows walked together (grouped_order.wgsl; 1: row-major)
-// true: the k loop's trip count hidden from the compiler (BK + a runtime 0), so that it cannot
-// unroll the loop whole and hoist every step's workgroup-memory reads (registers).
-override ROLLED: bool = false;
+// 0: the compiler sees the whole k loop of a tile (BK steps, which it may unroll whole and hoist
+// every step's workgroup-memory reads: registers); U > 0: rounds of U steps (unrollable) in an
+// outer loop whose trip count is hidden from the compiler (BK / U + a runtime 0).
+override UNROLL: u32 = 0u;
 const BM = 128u;
 override BN: u32 = 4u * CW * NTN;
 override KQ: u32 = BK / 4u;                 // vec4s along k per row of an A (or transposed B) tile
@@ -139,36 +140,39 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   put(0u, tid, fetch(tid, m0, n0, 0u));
   workgroupBarrier();
   var buf = 0u;
-  let kn = select(BK, BK + (p.trans_b >> 31u), ROLLED);  // trans_b is 0 or 1
+  let kn = select(BK, BK + (p.trans_b >> 31u), UNROLL != 0u);  // trans_b is 0 or 1
+  let ku = select(BK, UNROLL, UNROLL != 0u);
   for (var k0 = 0u; k0 < p.K; k0 += BK) {
     // The next tile's loads (zeros past K) in flight during this tile's math.
     let next = fetch(tid, m0, n0, k0 + BK);
-    for (var k = 0u; k < kn; k++) {
-      let ra = buf * AS + k * (BM / 4u) + tm;
-      let a0 = As[ra];
-      let a1 = As[ra + BM / 8u];
-      let rb = buf * BS + k * (BN / 4u) + tn;
-      let b0 = Bs[rb];
-      let b1 = Bs[rb + NTN];
-      c00 = fma(vec4<f32>(a0.x), b0, c00); c01 = fma(vec4<f32>(a0.x), b1, c01);
-      c10 = fma(vec4<f32>(a0.y), b0, c10); c11 = fma(vec4<f32>(a0.y), b1, c11);
-      c20 = fma(vec4<f32>(a0.z), b0, c20); c21 = fma(vec4<f32>(a0.z), b1, c21);
-      c30 = fma(vec4<f32>(a0.w), b0, c30); c31 = fma(vec4<f32>(a0.w), b1, c31);
-      c40 = fma(vec4<f32>(a1.x), b0, c40); c41 = fma(vec4<f32>(a1.x), b1, c41);
-      c50 = fma(vec4<f32>(a1.y), b0, c50); c51 = fma(vec4<f32>(a1.y), b1, c51);
-      c60 = fma(vec4<f32>(a1.z), b0, c60); c61 = fma(vec4<f32>(a1.z), b1, c61);
-      c70 = fma(vec4<f32>(a1.w), b0, c70); c71 = fma(vec4<f32>(a1.w), b1, c71);
-      if (CW == 4u) {
-        let b2 = Bs[rb + 2u * NTN];
-        let b3 = Bs[rb + 3u * NTN];
-        c02 = fma(vec4<f32>(a0.x), b2, c02); c03 = fma(vec4<f32>(a0.x), b3, c03);
-        c12 = fma(vec4<f32>(a0.y), b2, c12); c13 = fma(vec4<f32>(a0.y), b3, c13);
-        c22 = fma(vec4<f32>(a0.z), b2, c22); c23 = fma(vec4<f32>(a0.z), b3, c23);
-        c32 = fma(vec4<f32>(a0.w), b2, c32); c33 = fma(vec4<f32>(a0.w), b3, c33);
-        c42 = fma(vec4<f32>(a1.x), b2, c42); c43 = fma(vec4<f32>(a1.x), b3, c43);
-        c52 = fma(vec4<f32>(a1.y), b2, c52); c53 = fma(vec4<f32>(a1.y), b3, c53);
-        c62 = fma(vec4<f32>(a1.z), b2, c62); c63 = fma(vec4<f32>(a1.z), b3, c63);
-        c72 = fma(vec4<f32>(a1.w), b2, c72); c73 = fma(vec4<f32>(a1.w), b3, c73);
+    for (var kk = 0u; kk < kn; kk += ku) {
+      for (var k = kk; k < kk + ku; k++) {
+        let ra = buf * AS + k * (BM / 4u) + tm;
+        let a0 = As[ra];
+        let a1 = As[ra + BM / 8u];
+        let rb = buf * BS + k * (BN / 4u) + tn;
+        let b0 = Bs[rb];
+        let b1 = Bs[rb + NTN];
+        c00 = fma(vec4<f32>(a0.x), b0, c00); c01 = fma(vec4<f32>(a0.x), b1, c01);
+        c10 = fma(vec4<f32>(a0.y), b0, c10); c11 = fma(vec4<f32>(a0.y), b1, c11);
+        c20 = fma(vec4<f32>(a0.z), b0, c20); c21 = fma(vec4<f32>(a0.z), b1, c21);
+        c30 = fma(vec4<f32>(a0.w), b0, c30); c31 = fma(vec4<f32>(a0.w), b1, c31);
+        c40 = fma(vec4<f32>(a1.x), b0, c40); c41 = fma(vec4<f32>(a1.x), b1, c41);
+        c50 = fma(vec4<f32>(a1.y), b0, c50); c51 = fma(vec4<f32>(a1.y), b1, c51);
+        c60 = fma(vec4<f32>(a1.z), b0, c60); c61 = fma(vec4<f32>(a1.z), b1, c61);
+        c70 = fma(vec4<f32>(a1.w), b0, c70); c71 = fma(vec4<f32>(a1.w), b1, c71);
+        if (CW == 4u) {
+          let b2 = Bs[rb + 2u * NTN];
+          let b3 = Bs[rb + 3u * NTN];
+          c02 = fma(vec4<f32>(a0.x), b2, c02); c03 = fma(vec4<f32>(a0.x), b3, c03);
+          c12 = fma(vec4<f32>(a0.y), b2, c12); c13 = fma(vec4<f32>(a0.y), b3, c13);
+          c22 = fma(vec4<f32>(a0.z), b2, c22); c23 = fma(vec4<f32>(a0.z), b3, c23);
+          c32 = fma(vec4<f32>(a0.w), b2, c32); c33 = fma(vec4<f32>(a0.w), b3, c33);
+          c42 = fma(vec4<f32>(a1.x), b2, c42); c43 = fma(vec4<f32>(a1.x), b3, c43);
+          c52 = fma(vec4<f32>(a1.y), b2, c52); c53 = fma(vec4<f32>(a1.y), b3, c53);
+          c62 = fma(vec4<f32>(a1.z), b2, c62); c63 = fma(vec4<f32>(a1.z), b3, c63);
+          c72 = fma(vec4<f32>(a1.w), b2, c72); c73 = fma(vec4<f32>(a1.w), b3, c73);
+        }
       }
     }
     // Into the other buffer: its last readers finished the previous tile before the barrier
