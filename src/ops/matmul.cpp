@@ -10,10 +10,7 @@ namespace {
 
 constexpr uint32_t kNaiveTile = 16;      // naive.wgsl and tiled.wgsl: 16 x 16 invocations
 constexpr uint32_t kRegTileBlock = 128;  // regtile_main.wgsl: BM = BN = 128
-constexpr uint32_t kWideBlockN = 256;    // regtile_wide.wgsl (vec4-wide, -k16): BM = 128, BN = 256
-// regtile_wide.wgsl's workgroup memory with 128 x 256 blocks and k tiles of 16: two buffers of
-// 16 x (128 + 256) floats.
-constexpr uint32_t kWideK16Bytes = 2 * 16 * (128 + 256) * 4;
+constexpr uint32_t kWideBlockN = 256;    // regtile_wide.wgsl (vec4-wide): BM = 128, BN = 256
 // regtile-vec4-grouped: block-rows walked together (GROUP_M). The BK override of the same body
 // (k per workgroup-memory tile) stays at its 8: BK 16 and 32 measured slower on the H200
 // (27.4 and 19.5 vs 32.7 TFLOP/s at 4096^3, docs/benchmarks.md).
@@ -30,17 +27,7 @@ const char* kernel_file(MatmulVersion v) {
     case MatmulVersion::Vec4Db: return "matmul/regtile_vec4.wgsl";
     case MatmulVersion::Vec4Wide:
     case MatmulVersion::Vec4Wide128:
-    case MatmulVersion::Vec4WideK16:
-    case MatmulVersion::Vec4Wide128K16:
-    case MatmulVersion::Vec4Flat:
-    case MatmulVersion::Vec4FlatK16:
-    case MatmulVersion::Vec4FlatRolled:
-    case MatmulVersion::Vec4WideRolled:
-    case MatmulVersion::Vec4Wide128Rolled:
-    case MatmulVersion::Vec4FlatU2:
-    case MatmulVersion::Vec4FlatU4:
-    case MatmulVersion::Vec4WideU2:
-    case MatmulVersion::Vec4Wide128U2: return "matmul/regtile_wide.wgsl";
+    case MatmulVersion::Vec4Flat: return "matmul/regtile_wide.wgsl";
     case MatmulVersion::Auto: break;
   }
   throw Error("wgc: matmul: no kernel for version Auto");
@@ -60,17 +47,7 @@ std::string_view to_string(MatmulVersion v) {
     case MatmulVersion::Vec4Db: return "vec4-db";
     case MatmulVersion::Vec4Wide: return "vec4-wide";
     case MatmulVersion::Vec4Wide128: return "vec4-wide128";
-    case MatmulVersion::Vec4WideK16: return "vec4-wide-k16";
-    case MatmulVersion::Vec4Wide128K16: return "vec4-wide128-k16";
     case MatmulVersion::Vec4Flat: return "vec4-flat";
-    case MatmulVersion::Vec4FlatK16: return "vec4-flat-k16";
-    case MatmulVersion::Vec4FlatRolled: return "vec4-flat-rolled";
-    case MatmulVersion::Vec4WideRolled: return "vec4-wide-rolled";
-    case MatmulVersion::Vec4Wide128Rolled: return "vec4-wide128-rolled";
-    case MatmulVersion::Vec4FlatU2: return "vec4-flat-u2";
-    case MatmulVersion::Vec4FlatU4: return "vec4-flat-u4";
-    case MatmulVersion::Vec4WideU2: return "vec4-wide-u2";
-    case MatmulVersion::Vec4Wide128U2: return "vec4-wide128-u2";
   }
   return "?";
 }
@@ -85,10 +62,9 @@ MatmulVersion parse_matmul_version(std::string_view name) {
   throw Error("wgc: unknown matmul version '" + std::string(name) + "' (" + names + ")");
 }
 
-bool supports(const Context& ctx, MatmulVersion v, const MatmulDims& d) {
+bool supports(const Context&, MatmulVersion v, const MatmulDims& d) {
   if (v == MatmulVersion::Auto || v == MatmulVersion::Naive || v == MatmulVersion::Tiled || v == MatmulVersion::RegTile)
     return true;
-  if (v == MatmulVersion::Vec4WideK16 && ctx.limits().max_compute_workgroup_storage_size < kWideK16Bytes) return false;
   return d.k % 4 == 0 && (d.trans_b || d.n % 4 == 0);
 }
 
@@ -105,10 +81,7 @@ void matmul(Batch& batch, const Tensor& a, const Tensor& b, const Tensor& c, con
   const Context& ctx = batch.context();
   if (v == MatmulVersion::Auto) v = choose_matmul(ctx, d);
   if (!supports(ctx, v, d))
-    throw Error("wgc: matmul " + std::string(to_string(v)) + " needs K (and N) to be multiples of 4" +
-                (v == MatmulVersion::Vec4WideK16
-                     ? " and " + std::to_string(kWideK16Bytes) + " bytes of workgroup memory"
-                     : std::string()));
+    throw Error("wgc: matmul " + std::string(to_string(v)) + " needs K (and N) to be multiples of 4");
   auto need = [&](const Tensor& t, uint64_t elems, const char* name) {
     if (t.capacity() < elems * 4)
       throw Error("wgc: matmul: " + std::string(name) + " holds " + std::to_string(t.capacity() / 4) +
@@ -122,25 +95,14 @@ void matmul(Batch& batch, const Tensor& a, const Tensor& b, const Tensor& c, con
   if (v == MatmulVersion::RegTileVec4Grouped) code.constants = {{"GROUP_M", kGroupM}};
   if (v == MatmulVersion::Vec4Prefetch) code.constants = {{"PREFETCH", 1}};
   if (v == MatmulVersion::Vec4Db) code.constants = {{"PREFETCH", 1}, {"DB", 1}};
-  if (v == MatmulVersion::Vec4Wide) code.constants = {{"NTN", 16}, {"THREADS", 256}};
-  if (v == MatmulVersion::Vec4Wide128) code.constants = {{"NTN", 8}, {"THREADS", 128}};
-  if (v == MatmulVersion::Vec4WideK16) code.constants = {{"NTN", 16}, {"THREADS", 256}, {"BK", 16}, {"UNROLL", 1}};
-  if (v == MatmulVersion::Vec4Wide128K16) code.constants = {{"NTN", 8}, {"THREADS", 128}, {"BK", 16}, {"UNROLL", 1}};
-  if (v == MatmulVersion::Vec4Flat) code.constants = {{"CW", 2}};
-  if (v == MatmulVersion::Vec4FlatK16) code.constants = {{"CW", 2}, {"BK", 16}, {"UNROLL", 1}};
-  if (v == MatmulVersion::Vec4FlatRolled) code.constants = {{"CW", 2}, {"UNROLL", 1}};
-  if (v == MatmulVersion::Vec4WideRolled) code.constants = {{"NTN", 16}, {"THREADS", 256}, {"UNROLL", 1}};
-  if (v == MatmulVersion::Vec4Wide128Rolled) code.constants = {{"NTN", 8}, {"THREADS", 128}, {"UNROLL", 1}};
-  if (v == MatmulVersion::Vec4FlatU2) code.constants = {{"CW", 2}, {"UNROLL", 2}};
-  if (v == MatmulVersion::Vec4FlatU4) code.constants = {{"CW", 2}, {"UNROLL", 4}};
-  if (v == MatmulVersion::Vec4WideU2) code.constants = {{"NTN", 16}, {"THREADS", 256}, {"UNROLL", 2}};
-  if (v == MatmulVersion::Vec4Wide128U2) code.constants = {{"NTN", 8}, {"THREADS", 128}, {"UNROLL", 2}};
+  // regtile_wide.wgsl: the k-loop unrolling each shape measured fastest at on the H200 (UNROLL 0,
+  // the whole tile's loop visible to the compiler, lost 10-20%: docs/benchmarks.md, session 8).
+  if (v == MatmulVersion::Vec4Wide) code.constants = {{"NTN", 16}, {"THREADS", 256}, {"UNROLL", 2}};
+  if (v == MatmulVersion::Vec4Wide128) code.constants = {{"NTN", 8}, {"THREADS", 128}, {"UNROLL", 2}};
+  if (v == MatmulVersion::Vec4Flat) code.constants = {{"CW", 2}, {"UNROLL", 4}};
   Kernel k = compile(ctx, code);
   const uint32_t block = v == MatmulVersion::Naive || v == MatmulVersion::Tiled ? kNaiveTile : kRegTileBlock;
-  const uint32_t block_n = v == MatmulVersion::Vec4Wide || v == MatmulVersion::Vec4WideK16 ||
-                                   v == MatmulVersion::Vec4WideRolled || v == MatmulVersion::Vec4WideU2
-                               ? kWideBlockN
-                               : block;
+  const uint32_t block_n = v == MatmulVersion::Vec4Wide ? kWideBlockN : block;
   Groups g{ceil_div(d.n, block_n), ceil_div(d.m, block), 1};
   batch.dispatch(k, {a, b, c}, Params(d.m, d.n, d.k, uint32_t(d.trans_b)), g);
 }

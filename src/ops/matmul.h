@@ -3,9 +3,9 @@
 // -> register-tiled with vec4 loads, and two variants of that body: L2-friendly grouped
 // workgroup order, the next tile's global loads issued before this tile's math (register
 // prefetch), and that with two workgroup-memory buffers (one barrier per tile); vec4-wide and
-// vec4-wide128: the same schedule with 8 x 16 per invocation, 128 x 256 and 128 x 128 blocks,
-// vec4-flat: vec4-db's 8 x 8 per invocation in the same kernel (named registers, no arrays)
-// (-k16: k tiles of 16 instead of 8); Auto picks by shape.
+// vec4-wide128: the same schedule with 8 x 16 per invocation in named registers, 128 x 256 and
+// 128 x 128 blocks, vec4-flat: vec4-db's 8 x 8 per invocation in that kernel (regtile_wide.wgsl;
+// all three slower than vec4-db on the H200); Auto picks by shape.
 #pragma once
 
 #include "gpu/batch.h"
@@ -29,17 +29,7 @@ enum class MatmulVersion {
   Vec4Db,
   Vec4Wide,
   Vec4Wide128,
-  Vec4WideK16,
-  Vec4Wide128K16,
-  Vec4Flat,
-  Vec4FlatK16,
-  Vec4FlatRolled,
-  Vec4WideRolled,
-  Vec4Wide128Rolled,
-  Vec4FlatU2,
-  Vec4FlatU4,
-  Vec4WideU2,
-  Vec4Wide128U2
+  Vec4Flat
 };
 std::string_view to_string(MatmulVersion v);                // "auto", "naive", "tiled", "regtile", "regtile-vec4", ...
 MatmulVersion parse_matmul_version(std::string_view name);  // throws naming the op and the valid names
@@ -52,17 +42,7 @@ inline constexpr MatmulVersion kMatmulVersions[] = {MatmulVersion::Naive,
                                                     MatmulVersion::Vec4Db,
                                                     MatmulVersion::Vec4Wide,
                                                     MatmulVersion::Vec4Wide128,
-                                                    MatmulVersion::Vec4WideK16,
-                                                    MatmulVersion::Vec4Wide128K16,
-                                                    MatmulVersion::Vec4Flat,
-                                                    MatmulVersion::Vec4FlatK16,
-                                                    MatmulVersion::Vec4FlatRolled,
-                                                    MatmulVersion::Vec4WideRolled,
-                                                    MatmulVersion::Vec4Wide128Rolled,
-                                                    MatmulVersion::Vec4FlatU2,
-                                                    MatmulVersion::Vec4FlatU4,
-                                                    MatmulVersion::Vec4WideU2,
-                                                    MatmulVersion::Vec4Wide128U2};
+                                                    MatmulVersion::Vec4Flat};
 
 struct MatmulDims {
   uint32_t m = 0, n = 0, k = 0;
@@ -71,7 +51,6 @@ struct MatmulDims {
 };
 
 // The vec4 versions need K % 4 == 0 (and N % 4 == 0 unless trans_b); the others run any shape.
-// vec4-wide-k16 also needs 48 KiB of workgroup memory (the adapter's limit).
 bool supports(const Context& ctx, MatmulVersion v, const MatmulDims& d);
 // What Auto runs: the 16x16 tiled kernel for thin products, else vec4-db where it applies
 // (measured on the H200, see matmul.cpp), else the scalar register-tiled kernel.

@@ -13,6 +13,9 @@
 // private array at all. Through Tint -> SPIR-V -> the NVIDIA driver, a private array whose index
 // is not a constant after the driver's unrolling goes to local memory; session 7's version of
 // this kernel (accumulators as arrays indexed by the row loop) ran at 2.3 TFLOP/s for that.
+// Measured on the H200 in session 8 (docs/benchmarks.md): 8 x 16 reaches 28-30 TFLOP/s at 4096^3
+// and 8 x 8 here 33-36, both behind vec4-db's arrays (38.9); BK 16 and UNROLL 0 lose more
+// (registers). The knobs stay for the next attempt; ops/matmul.cpp sets the best measured ones.
 @group(0) @binding(0) var<storage, read> A: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read> B: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read_write> C: array<f32>;
