@@ -32,14 +32,29 @@
 // each invocation walks blocks in a fixed order, so no workgroup is launched per block and there
 // is no ragged last wave; CHUNKED gives each workgroup an equal contiguous run of THREADS-block
 // units (neighbouring strips on one SM), else the walk strides by the whole grid.
+// PRELOAD: every input row of the block loaded into registers before the first multiply-add (and
+// so before the first early store, which the compiler may not move loads above: y and x are
+// separate bindings of possibly one buffer as far as it knows).
+// SHFL (unstaged, one plane, VEC4, COLS == 4, the halo at most one vec4 block each side): an
+// invocation loads only its own vec4 of each input row; the halo columns are its neighbours' own
+// vec4s, taken by subgroup shuffles (lane_value, conv/lanes_sg.wgsl, with `enable subgroups;`
+// prepended by the host), one scalar per needed column. Whether the lanes left and right hold
+// blocks i - 1 and i + 1 of the same strip is checked once per invocation by shuffling the block
+// index (nothing is assumed about how invocations map to lanes); where they do not (a subgroup's
+// first and last lanes), that column is loaded from memory. The loads do not wait for the
+// shuffles. Every invocation reaches the shuffles: those past the last block compute a clamped one
+// and store nothing.
+// WVEC: the filter taps read as KH * KW + 3 floats in whole vec4s (a second binding of the
+// weights) instead of one scalar load per tap.
 @group(0) @binding(0) var<storage, read> X: array<f32>;
 @group(0) @binding(1) var<storage, read> Wt: array<f32>;
 @group(0) @binding(2) var<storage, read> Bias: array<f32>;
 @group(0) @binding(3) var<storage, read> Res: array<f32>;
 @group(0) @binding(4) var<storage, read_write> Y4: array<vec4<f32>>;
 @group(0) @binding(5) var<storage, read> X4: array<vec4<f32>>;
+@group(0) @binding(6) var<storage, read> Wt4: array<vec4<f32>>;  // Wt again, as vec4s (WVEC)
 //!include "conv/params.wgsl"
-@group(0) @binding(6) var<uniform> p: Params;
+@group(0) @binding(7) var<uniform> p: Params;
 //!include "conv/depthwise_plane.wgsl"
 //!include "conv/epilogue.wgsl"
 
@@ -61,6 +76,10 @@ override PLANES: u32 = 1u;
 override GRID: u32 = 0u;
 override EARLY: bool = false;
 override CHUNKED: bool = false;
+override PRELOAD: bool = false;
+override SHFL: bool = false;
+override SG: u32 = 32u;  // SHFL: the subgroup size (the adapter's only one)
+override WVEC: bool = false;
 override GRID1: u32 = max(GRID, 1u);  // a divisor even where GRID == 0 (the code is compiled anyway)
 override STAGE: bool = false;
 override BAND: u32 = 1u;       // STAGE: strips per workgroup; THREADS == blocks per row * BAND
@@ -82,78 +101,180 @@ const MAX_IN_COLS = 32u;
 const MAX_TAPS = 25u;
 const MAX_PLANES = 4u;
 const MAX_STAGE_LOADS = 8u;  // STAGE: the host keeps STAGE_LOADS within it (kMaxStageLoads)
+const MAX_PRE = 128u;  // PRELOAD: the host keeps IN_ROWS * PLANES * IN_COLS within it (kMaxRegPreload)
+// WVEC: the vec4s that hold a plane's KH * KW taps wherever they start in a vec4.
+override NW4: u32 = (KH * KW + 6u) / 4u;
 
 fn dim(uniform_value: u32, constant: u32) -> u32 {
   if (SHAPE) { return constant; }
   return uniform_value;
 }
 
+// Where a block's input rows are (input_row's arguments).
+struct Src {
+  xbase: array<u32, MAX_PLANES>,
+  np: u32,
+  iy0: i32,
+  ox0: u32,
+  band_iy0: i32,
+  h: u32,
+  w: u32,
+  // SHFL: the lanes left and right of this one, and whether they hold this strip's neighbouring blocks.
+  lane_l: u32,
+  lane_r: u32,
+  left_ok: bool,
+  right_ok: bool,
+}
+
+// Input row r of the block (from row iy0 + r of the plane): plane k's IN_COLS columns as
+// v[k * IN_COLS + c], zeros for the padding. SHFL: call in uniform control flow.
+fn input_row(s: Src, r: u32) -> array<f32, MAX_IN_COLS> {
+  let iy = s.iy0 + i32(r);
+  let in_rows = iy >= 0 && iy < i32(s.h);
+  let w4 = i32(s.w / 4u);
+  // Zeros (the padding), stored explicitly: a declaration without an initializer inside a loop
+  // kept the last iteration's values on SwiftShader.
+  var v = array<f32, MAX_IN_COLS>();
+  if (SHFL) {
+    // One plane; blocks b of the row's window at e = b - BLK0 in -1 .. 1 from the own block.
+    let row = s.xbase[0] + u32(max(iy, 0)) * s.w;
+    let own_blk = i32(s.ox0 / 4u);
+    var own = vec4<f32>(0.0);
+    if (in_rows && own_blk < w4) { own = X4[row / 4u + u32(own_blk)]; }
+    for (var b = 0u; b < NB; b++) {
+      let e = i32(b) - i32(BLK0);
+      let blk = own_blk + e;
+      let inside = in_rows && blk >= 0 && blk < w4;
+      let ok = select(s.right_ok, s.left_ok, e < 0);
+      let src = select(s.lane_r, s.lane_l, e < 0);
+      for (var q = 0u; q < 4u; q++) {
+        let c = i32(b * 4u + q) - i32(OFF);
+        if (c < 0 || c >= i32(IN_COLS)) { continue; }
+        if (e == 0) {
+          v[c] = own[q];
+          continue;
+        }
+        var mem = 0.0;  // the column from memory where the neighbour does not hold it
+        if (!ok && inside) { mem = X[row + u32(blk) * 4u + q]; }
+        v[c] = select(mem, lane_value(own[q], src), ok);
+      }
+    }
+    return v;
+  }
+  for (var k = 0u; k < PLANES; k++) {
+    if (k >= s.np || !in_rows) { continue; }
+    let row = s.xbase[k] + u32(iy) * s.w;
+    let vk = k * IN_COLS;
+    if (VEC4) {
+      // Blocks wholly inside or outside the row (w % 4 == 0, aligned row starts).
+      let b0 = i32(s.ox0 / 4u) - i32(BLK0);
+      for (var b = 0u; b < NB; b++) {
+        let blk = b0 + i32(b);
+        let inside = blk >= 0 && blk < w4;
+        // Block b holds the row's columns c = 4b + e - OFF; the block needs 0 <= c < IN_COLS.
+        let whole = 4u * b >= OFF && 4u * b + 4u <= OFF + IN_COLS;
+        if (STAGE || !HALO_SCALAR || whole) {
+          var q = vec4<f32>(0.0);
+          if (inside) {
+            if (STAGE) {
+              q = tile[u32(iy - s.band_iy0) * W4 + u32(blk)];
+            } else {
+              q = X4[row / 4u + u32(blk)];
+            }
+          }
+          for (var e = 0u; e < 4u; e++) {
+            let c = i32(b * 4u + e) - i32(OFF);
+            if (c >= 0 && c < i32(IN_COLS)) { v[vk + u32(c)] = q[e]; }
+          }
+        } else if (inside) {
+          for (var e = 0u; e < 4u; e++) {
+            let c = i32(b * 4u + e) - i32(OFF);
+            if (c >= 0 && c < i32(IN_COLS)) { v[vk + u32(c)] = X[row + u32(blk) * 4u + e]; }
+          }
+        }
+      }
+    } else {
+      let ix0 = i32(s.ox0 * SW) - i32(PAD_L);
+      for (var c = 0u; c < IN_COLS; c++) {
+        let ix = ix0 + i32(c);
+        if (ix >= 0 && ix < i32(s.w)) { v[vk + c] = X[row + u32(ix)]; }
+      }
+    }
+  }
+  return v;
+}
+
+// Plane co's KH * KW taps (from Wt, or WVEC: from the vec4s that hold them).
+fn load_taps(co: u32) -> array<f32, MAX_TAPS> {
+  var taps: array<f32, MAX_TAPS>;
+  if (WVEC) {
+    let t0 = co * KH * KW;
+    let q0 = t0 / 4u;
+    let off = t0 % 4u;
+    let last = arrayLength(&Wt4) - 1u;
+    var wv: array<f32, MAX_TAPS + 3u>;
+    for (var j = 0u; j < NW4; j++) {
+      let q = Wt4[min(q0 + j, last)];
+      for (var e = 0u; e < 4u; e++) { wv[4u * j + e] = q[e]; }
+    }
+    for (var t = 0u; t < KH * KW; t++) {
+      taps[t] = select(select(wv[t], wv[t + 1u], off == 1u), select(wv[t + 2u], wv[t + 3u], off == 3u), off >= 2u);
+    }
+  } else {
+    for (var t = 0u; t < KH * KW; t++) { taps[t] = Wt[co * KH * KW + t]; }
+  }
+  return taps;
+}
+
 // The block of outputs at (ox0, oy0) in planes plane0 .. plane0 + np - 1 (n * c_out + co); STAGE:
-// one plane, its rows read from the band staged in `tile` from input row band_iy0 on.
-fn block(plane0: u32, np: u32, ox0: u32, oy0: u32, band_iy0: i32) {
+// one plane, its rows read from the band staged in `tile` from input row band_iy0 on. i: the
+// block's index, lid: the invocation's in its workgroup (SHFL); live: whether to store it (SHFL:
+// invocations past the last block compute a clamped one).
+fn block(plane0: u32, np: u32, ox0: u32, oy0: u32, band_iy0: i32, i: u32, lid: u32, live: bool) {
   let c_out = dim(p.c_out, L_COUT);
-  let h = dim(p.h, L_H);
-  let w = dim(p.w, L_W);
-  let pad_top = i32(dim(p.pad_top, L_PAD_T));
-  var xbase: array<u32, MAX_PLANES>;
+  var s: Src;
+  s.h = dim(p.h, L_H);
+  s.w = dim(p.w, L_W);
+  s.np = np;
+  s.ox0 = ox0;
+  s.band_iy0 = band_iy0;
+  s.iy0 = i32(oy0 * SH) - i32(dim(p.pad_top, L_PAD_T));
   var taps: array<f32, MAX_TAPS>;
   var bias: array<f32, MAX_PLANES>;
   for (var k = 0u; k < PLANES; k++) {
     let co = (plane0 + k) % c_out;
-    xbase[k] = depthwise_x_base_of(plane0 + k, dim(p.c_in, L_CIN), c_out, h * w);
+    s.xbase[k] = depthwise_x_base_of(plane0 + k, dim(p.c_in, L_CIN), c_out, s.h * s.w);
     if (k < np) {
-      for (var t = 0u; t < KH * KW; t++) { taps[k * KH * KW + t] = Wt[co * KH * KW + t]; }
+      let tk = load_taps(co);
+      for (var t = 0u; t < KH * KW; t++) { taps[k * KH * KW + t] = tk[t]; }
       bias[k] = 0.0;
       if (HAS_BIAS) { bias[k] = Bias[co]; }
     }
   }
+  if (SHFL) {
+    // The shuffles unconditionally (uniform control flow), then the checks.
+    let lane = lid % SG;
+    s.lane_l = select(lane - 1u, lane, lane == 0u);
+    s.lane_r = select(lane + 1u, lane, lane + 1u >= SG);
+    let left_i = lane_index(i, s.lane_l);
+    let right_i = lane_index(i, s.lane_r);
+    s.left_ok = lane != 0u && ox0 != 0u && left_i == i - 1u;
+    s.right_ok = lane + 1u < SG && ox0 + COLS < dim(p.ow, L_OW) && right_i == i + 1u;
+  }
+  var pre: array<f32, MAX_PRE>;
+  if (PRELOAD) {
+    for (var r = 0u; r < IN_ROWS; r++) {
+      let v = input_row(s, r);
+      for (var c = 0u; c < PLANES * IN_COLS; c++) { pre[r * PLANES * IN_COLS + c] = v[c]; }
+    }
+  }
   var acc = array<f32, MAX_OUT>();
-  let iy0 = i32(oy0 * SH) - pad_top;
-  let ix0 = i32(ox0 * SW) - i32(PAD_L);
-  let w4 = i32(w / 4u);
   for (var r = 0u; r < IN_ROWS; r++) {
-    let iy = iy0 + i32(r);
-    // Zeros (the padding), stored explicitly: a declaration without an initializer inside a loop
-    // kept the last iteration's values on SwiftShader. Plane k's columns are v[k * IN_COLS + c].
-    var v = array<f32, MAX_IN_COLS>();
-    for (var k = 0u; k < PLANES; k++) {
-      if (k >= np || iy < 0 || iy >= i32(h)) { continue; }
-      let row = xbase[k] + u32(iy) * w;
-      let vk = k * IN_COLS;
-      if (VEC4) {
-        // Blocks wholly inside or outside the row (w % 4 == 0, aligned row starts).
-        let b0 = i32(ox0 / 4u) - i32(BLK0);
-        for (var b = 0u; b < NB; b++) {
-          let blk = b0 + i32(b);
-          let inside = blk >= 0 && blk < w4;
-          // Block b holds the row's columns c = 4b + e - OFF; the block needs 0 <= c < IN_COLS.
-          let whole = 4u * b >= OFF && 4u * b + 4u <= OFF + IN_COLS;
-          if (STAGE || !HALO_SCALAR || whole) {
-            var q = vec4<f32>(0.0);
-            if (inside) {
-              if (STAGE) {
-                q = tile[u32(iy - band_iy0) * W4 + u32(blk)];
-              } else {
-                q = X4[row / 4u + u32(blk)];
-              }
-            }
-            for (var e = 0u; e < 4u; e++) {
-              let c = i32(b * 4u + e) - i32(OFF);
-              if (c >= 0 && c < i32(IN_COLS)) { v[vk + u32(c)] = q[e]; }
-            }
-          } else if (inside) {
-            for (var e = 0u; e < 4u; e++) {
-              let c = i32(b * 4u + e) - i32(OFF);
-              if (c >= 0 && c < i32(IN_COLS)) { v[vk + u32(c)] = X[row + u32(blk) * 4u + e]; }
-            }
-          }
-        }
-      } else {
-        for (var c = 0u; c < IN_COLS; c++) {
-          let ix = ix0 + i32(c);
-          if (ix >= 0 && ix < i32(w)) { v[vk + c] = X[row + u32(ix)]; }
-        }
-      }
+    var v: array<f32, MAX_IN_COLS>;
+    if (PRELOAD) {
+      for (var c = 0u; c < PLANES * IN_COLS; c++) { v[c] = pre[r * PLANES * IN_COLS + c]; }
+    } else {
+      v = input_row(s, r);
     }
     // This input row feeds output row o through filter row kr where o * SH + kr * DH == r.
     for (var o = 0u; o < ROWS; o++) {
@@ -175,7 +296,7 @@ fn block(plane0: u32, np: u32, ox0: u32, oy0: u32, band_iy0: i32) {
       for (var o = 0u; o < ROWS; o++) {
         if (o * SH + (KH - 1u) * DH != r) { continue; }
         for (var k = 0u; k < PLANES; k++) {
-          if (k >= np) { break; }
+          if (k >= np || !live) { break; }
           store_row(plane0 + k, oy0 + o, ox0, row_of(acc, k, o), bias[k]);
         }
       }
@@ -184,7 +305,7 @@ fn block(plane0: u32, np: u32, ox0: u32, oy0: u32, band_iy0: i32) {
   if (!EARLY) {
     // Loops bounded by constants (np <= PLANES): fully unrolled, the accumulators stay registers.
     for (var k = 0u; k < PLANES; k++) {
-      if (k >= np) { break; }
+      if (k >= np || !live) { break; }
       for (var o = 0u; o < ROWS; o++) { store_row(plane0 + k, oy0 + o, ox0, row_of(acc, k, o), bias[k]); }
     }
   }
@@ -222,16 +343,23 @@ fn store_row(plane: u32, oy: u32, ox0: u32, vals: array<f32, MAX_IN_COLS>, bias:
   }
 }
 
-// Unstaged block i (of groups of PLANES planes x strips x blocks per row, blocks fastest).
-fn block_at(i: u32) {
+// Unstaged block i (of groups of PLANES planes x strips x blocks per row, blocks fastest); lid:
+// the invocation's index in its workgroup.
+fn block_at(i: u32, lid: u32) {
   let c_out = dim(p.c_out, L_COUT);
   let blocks_w = (dim(p.ow, L_OW) + COLS - 1u) / COLS;
   let strips = (dim(p.oh, L_OH) + ROWS - 1u) / ROWS;
   let planes = p.n * c_out;
   let rest = i / blocks_w;
   let plane0 = (rest / strips) * PLANES;
+  let ox0 = (i % blocks_w) * COLS;
+  let oy0 = (rest % strips) * ROWS;
+  if (SHFL) {  // PLANES == 1; past the last plane: the last one, not stored
+    block(min(plane0, planes - 1u), 1u, ox0, oy0, 0, i, lid, plane0 < planes);
+    return;
+  }
   if (plane0 >= planes) { return; }
-  block(plane0, min(PLANES, planes - plane0), (i % blocks_w) * COLS, (rest % strips) * ROWS, 0);
+  block(plane0, min(PLANES, planes - plane0), ox0, oy0, 0, i, lid, true);
 }
 
 @compute @workgroup_size(THREADS)
@@ -269,11 +397,11 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     }
     workgroupBarrier();
     if (plane >= planes) { return; }
-    block(plane, 1u, (lid % blocks_w) * COLS, (strip0 + lid / blocks_w) * ROWS, band_iy0);
+    block(plane, 1u, (lid % blocks_w) * COLS, (strip0 + lid / blocks_w) * ROWS, band_iy0, 0u, lid, true);
     return;
   }
   if (GRID == 0u) {
-    block_at(gid.x + gid.y * nwg.x * THREADS);
+    block_at(gid.x + gid.y * nwg.x * THREADS, lid);
     return;
   }
   // A grid sized to the card (GRID workgroups along x): every block once, in a fixed order.
@@ -287,9 +415,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let u1 = u0 + units / GRID1 + select(0u, 1u, g < units % GRID1);
     for (var u = u0; u < u1; u++) {
       let i = u * THREADS + lid;
-      if (i < blocks) { block_at(i); }
+      if (i < blocks) { block_at(i, lid); }
     }
   } else {
-    for (var i = gid.x; i < blocks; i += GRID * THREADS) { block_at(i); }
+    for (var i = gid.x; i < blocks; i += GRID * THREADS) { block_at(i, lid); }
   }
 }
