@@ -361,11 +361,13 @@ RegBlock reg_block(const Conv2dDims& d) {
 
 // DepthwiseReg's dwr_shfl: whether the halo can come from the neighbouring lanes (one plane, vec4
 // rows of 4 columns, the row's window at most one vec4 block each side of the own one, unstaged,
-// no grid) on an adapter with subgroups of one size; the subgroup size, or 0 where not.
+// no grid) on an adapter with subgroups of one size that divides the workgroup (whole subgroups:
+// no shuffle from a lane that does not exist); the subgroup size, or 0 where not.
 uint32_t reg_shfl(const Context& ctx, const Conv2dDims& d) {
   const ConvTuning& t = conv2d_tuning();
   const AdapterInfo& a = ctx.adapter();
-  if (!t.dwr_shfl || !ctx.features().subgroups || a.subgroup_min_size != a.subgroup_max_size || a.subgroup_min_size < 1)
+  if (!t.dwr_shfl || !ctx.features().subgroups || a.subgroup_min_size != a.subgroup_max_size ||
+      a.subgroup_min_size < 1 || t.dwr_threads % a.subgroup_min_size != 0)
     return 0;
   uint32_t in_cols = 3 + (d.kw - 1) * d.dil_w + 1;  // dwr_cols 4, stride 1
   uint32_t blk0 = (d.pad_left + 3) / 4, off = 4 * blk0 - d.pad_left, nb = (off + in_cols + 3) / 4;
