@@ -203,13 +203,15 @@ TEST(Conv2d, DepthwiseRegBlocksMatch) {
                           {4, 16, 1, 32, 0, 1, 0, 1, 3, 1, 1},
                           {4, 2, 1, 8, 0, 1, 1, 1, 0, 0, 1},
                           // preload: every row loaded first; shfl: the halo columns from the
-                          // neighbouring lanes (SwiftShader's subgroups of 4: many blocks at a
+                          // neighbouring lanes (1 by index, 2 by shuffles up and down;
+                          // SwiftShader's subgroups of 4: many blocks at a
                           // subgroup's ends load theirs; shapes whose rows are not vec4 or whose
                           // halo is wider run without); wvec: the taps as vec4s
                           {4, 2, 1, 128, 0, 1, 0, 1, 0, 0, 1, 1},
                           {2, 5, 0, 96, 0, 0, 0, 2, 0, 0, 0, 1, 0, 1},
                           {4, 2, 1, 128, 0, 1, 0, 1, 0, 0, 1, 0, 1},
-                          {4, 3, 1, 8, 0, 0, 0, 1, 0, 0, 0, 0, 1},
+                          {4, 3, 1, 8, 0, 0, 0, 1, 0, 0, 0, 0, 2},
+                          {4, 2, 1, 128, 0, 1, 0, 1, 0, 0, 1, 0, 2},
                           {4, 2, 1, 64, 0, 1, 0, 1, 0, 0, 1, 1, 1, 1},
                           {1, 1, 0, 64, 0, 1, 0, 1, 0, 0, 0, 0, 0, 1}};
   ConvTuning saved = conv2d_tuning();

@@ -427,6 +427,7 @@ void record_depthwise_reg(Batch& b, const Operands& o, const Conv2dDims& d, cons
                      {"EARLY", t.dwr_early},
                      {"PRELOAD", t.dwr_preload},
                      {"SHFL", sg != 0},
+                     {"SHFL_UD", sg != 0 && t.dwr_shfl == 2},
                      {"SG", std::max(sg, 1u)},
                      {"WVEC", t.dwr_wvec}});
   if (t.dwr_shape)  // only then: the pipelines of the uniform version are shared between shapes
@@ -454,9 +455,9 @@ void record_depthwise_reg(Batch& b, const Operands& o, const Conv2dDims& d, cons
   // the last block run on, clamped), the lane functions appended; else their stand-ins.
   Constants all = epilogue_constants(ep);
   all.insert(all.end(), c.begin(), c.end());
-  KernelCode code = embedded_kernel("conv/depthwise_reg.wgsl", all);
+  KernelCode code = embedded_kernel("conv/depthwise_reg.wgsl", all, sg && t.dwr_shfl == 2 ? "main_sg" : "main");
   if (sg) code.wgsl = "enable subgroups;\ndiagnostic(off, subgroup_uniformity);\n" + code.wgsl;
-  code.wgsl += embedded_kernel(sg ? "conv/lanes_sg.wgsl" : "conv/lanes_none.wgsl").wgsl;
+  code.wgsl += embedded_kernel(sg ? "conv/depthwise_reg_lanes.wgsl" : "conv/depthwise_reg_nolanes.wgsl").wgsl;
   b.dispatch(compile(ctx, code), {o.x, o.w, o.bias, o.res, as_vec4(o.y), as_vec4(o.x), as_vec4(o.w)},
              conv_params(d, ep), grid ? Groups{grid, 1, 1} : groups_1d(ctx, workgroups));
 }
@@ -590,13 +591,13 @@ void check_conv2d_tuning(const Context& ctx) {
       t.dwr_shape > 1 || t.dwr_stage > 1 || !t.dwr_planes || t.dwr_planes > kMaxRegPlanes ||
       uint64_t(t.dwr_planes) * t.dwr_cols * t.dwr_rows > kMaxRegOut ||
       t.dwr_grid > lim.max_compute_workgroups_per_dimension || t.dwr_chunked > 1 || t.dwr_early > 1 ||
-      t.dwr_preload > 1 || t.dwr_shfl > 1 || t.dwr_wvec > 1 || t.dw_auto > 4)
+      t.dwr_preload > 1 || t.dwr_shfl > 2 || t.dwr_wvec > 1 || t.dw_auto > 4)
     bad += std::string(bad.empty() ? "" : "; ") + "dwr_*: dwr_cols and dwr_rows >= 1 with dwr_planes * dwr_cols * " +
            "dwr_rows <= " + std::to_string(kMaxRegOut) + ", dwr_planes in 1.." + std::to_string(kMaxRegPlanes) +
            ", dwr_threads in 1.." + std::to_string(lim.max_compute_invocations_per_workgroup) + ", dwr_grid in 0.." +
            std::to_string(lim.max_compute_workgroups_per_dimension) +
-           ", dwr_vec4, dwr_halo, dwr_shape, dwr_stage, dwr_chunked, dwr_early, dwr_preload, dwr_shfl and dwr_wvec "
-           "0 or 1; dw_auto 0..4";
+           ", dwr_vec4, dwr_halo, dwr_shape, dwr_stage, dwr_chunked, dwr_early, dwr_preload and dwr_wvec 0 or 1; "
+           "dwr_shfl 0..2; dw_auto 0..4";
   if (!t.dwn_cols || !t.dwn_rows || uint64_t(t.dwn_cols) * t.dwn_rows > kMaxNhwcOut || t.dwn_cols > kMaxRegInCols ||
       !t.dwn_threads || t.dwn_threads > lim.max_compute_invocations_per_workgroup)
     bad += std::string(bad.empty() ? "" : "; ") +

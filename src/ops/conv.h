@@ -129,7 +129,8 @@ struct ConvTuning {
   // multiply-add (and early store); dwr_shfl 1 (unstaged, one plane, vec4 rows, dwr_cols 4, the
   // halo within one vec4 each side, an adapter with one subgroup size) loads only the
   // invocation's own vec4 of each row and takes the halo columns from the neighbouring lanes by
-  // subgroup shuffles; dwr_wvec 1 reads the filter taps as vec4s instead of one load per tap.
+  // subgroup shuffles (1 subgroupShuffle from lanes by index, 2 subgroupShuffleUp / Down);
+  // dwr_wvec 1 reads the filter taps as vec4s instead of one load per tap.
   uint32_t dwr_preload = 0, dwr_shfl = 0, dwr_wvec = 0;
   // depthwise_nhwc (the NHWC experiment below): pixels per invocation along a row and down a
   // column (dwn_cols * dwn_rows <= 16), and invocations per workgroup.

@@ -37,13 +37,14 @@
 // separate bindings of possibly one buffer as far as it knows).
 // SHFL (unstaged, one plane, VEC4, COLS == 4, the halo at most one vec4 block each side): an
 // invocation loads only its own vec4 of each input row; the halo columns are its neighbours' own
-// vec4s, taken by subgroup shuffles (lane_value, conv/lanes_sg.wgsl, with `enable subgroups;`
-// prepended by the host), one scalar per needed column. Whether the lanes left and right hold
-// blocks i - 1 and i + 1 of the same strip is checked once per invocation by shuffling the block
-// index (nothing is assumed about how invocations map to lanes); where they do not (a subgroup's
-// first and last lanes), that column is loaded from memory. The loads do not wait for the
-// shuffles. Every invocation reaches the shuffles: those past the last block compute a clamped one
-// and store nothing.
+// vec4s, taken by subgroup shuffles (conv/depthwise_reg_lanes.wgsl, with `enable subgroups;`
+// prepended by the host), one scalar per needed column: SHFL_UD by subgroupShuffleUp / Down from
+// the lanes beside this one (entry point main_sg, which has the lane's index), else by
+// subgroupShuffle from lanes lid % SG -+ 1. Whether those lanes hold blocks i - 1 and i + 1 of
+// the same strip is checked once per invocation by shuffling the block index (nothing is assumed
+// about how invocations map to lanes); where they do not (a subgroup's first and last lanes),
+// that column is loaded from memory. The loads do not wait for the shuffles. Every invocation
+// reaches the shuffles: those past the last block compute a clamped one and store nothing.
 // WVEC: the filter taps read as KH * KW + 3 floats in whole vec4s (a second binding of the
 // weights) instead of one scalar load per tap.
 @group(0) @binding(0) var<storage, read> X: array<f32>;
@@ -79,6 +80,9 @@ override CHUNKED: bool = false;
 override PRELOAD: bool = false;
 override SHFL: bool = false;
 override SG: u32 = 32u;  // SHFL: the subgroup size (the adapter's only one)
+override SHFL_UD: bool = false;
+var<private> sg_lane: u32;  // SHFL_UD: the invocation's subgroup lane and the subgroup's size (main_sg)
+var<private> sg_size: u32;
 override WVEC: bool = false;
 override GRID1: u32 = max(GRID, 1u);  // a divisor even where GRID == 0 (the code is compiled anyway)
 override STAGE: bool = false;
@@ -119,7 +123,8 @@ struct Src {
   band_iy0: i32,
   h: u32,
   w: u32,
-  // SHFL: the lanes left and right of this one, and whether they hold this strip's neighbouring blocks.
+  // SHFL: the lanes left and right of this one, and whether they hold this strip's neighbouring
+  // blocks.
   lane_l: u32,
   lane_r: u32,
   left_ok: bool,
@@ -156,7 +161,15 @@ fn input_row(s: Src, r: u32) -> array<f32, MAX_IN_COLS> {
         }
         var mem = 0.0;  // the column from memory where the neighbour does not hold it
         if (!ok && inside) { mem = X[row + u32(blk) * 4u + q]; }
-        v[c] = select(mem, lane_value(own[q], src), ok);
+        var theirs: f32;
+        if (!SHFL_UD) {
+          theirs = lane_value(own[q], src);
+        } else if (e < 0) {
+          theirs = lane_left(own[q]);
+        } else {
+          theirs = lane_right(own[q]);
+        }
+        v[c] = select(mem, theirs, ok);
       }
     }
     return v;
@@ -253,13 +266,25 @@ fn block(plane0: u32, np: u32, ox0: u32, oy0: u32, band_iy0: i32, i: u32, lid: u
   }
   if (SHFL) {
     // The shuffles unconditionally (uniform control flow), then the checks.
-    let lane = lid % SG;
+    var lane = lid % SG;
+    var size = SG;
+    if (SHFL_UD) {
+      lane = sg_lane;
+      size = sg_size;
+    }
     s.lane_l = select(lane - 1u, lane, lane == 0u);
-    s.lane_r = select(lane + 1u, lane, lane + 1u >= SG);
-    let left_i = lane_index(i, s.lane_l);
-    let right_i = lane_index(i, s.lane_r);
+    s.lane_r = select(lane + 1u, lane, lane + 1u >= size);
+    var left_i: u32;
+    var right_i: u32;
+    if (SHFL_UD) {
+      left_i = index_left(i);
+      right_i = index_right(i);
+    } else {
+      left_i = lane_index(i, s.lane_l);
+      right_i = lane_index(i, s.lane_r);
+    }
     s.left_ok = lane != 0u && ox0 != 0u && left_i == i - 1u;
-    s.right_ok = lane + 1u < SG && ox0 + COLS < dim(p.ow, L_OW) && right_i == i + 1u;
+    s.right_ok = lane + 1u < size && ox0 + COLS < dim(p.ow, L_OW) && right_i == i + 1u;
   }
   var pre: array<f32, MAX_PRE>;
   if (PRELOAD) {
@@ -365,6 +390,11 @@ fn block_at(i: u32, lid: u32) {
 @compute @workgroup_size(THREADS)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+  run(gid, nwg, wid, lid);
+}
+
+// The kernel (entry points main, and main_sg in conv/depthwise_reg_lanes.wgsl).
+fn run(gid: vec3<u32>, nwg: vec3<u32>, wid: vec3<u32>, lid: u32) {
   let c_out = dim(p.c_out, L_COUT);
   let h = dim(p.h, L_H);
   let w = dim(p.w, L_W);
