@@ -13,16 +13,16 @@
 namespace wgc {
 namespace {
 
-constexpr uint32_t kElementWg = 256;      // one-invocation-per-element kernels (direct, transforms, im2col)
-constexpr uint32_t kMaxCob = 16;          // direct_tiled.wgsl's accumulator array
-constexpr uint32_t kMaxRowsTaps = 25;     // depthwise_rows.wgsl's and depthwise_reg.wgsl's filter registers
-constexpr uint32_t kMaxRegOut = 64;       // depthwise_reg.wgsl's accumulators (dwr_cols * dwr_rows)
-constexpr uint32_t kMaxRegInCols = 32;    // and its input row registers
-constexpr uint32_t kMaxRegPlanes = 4;     // and its planes per invocation (dwr_planes)
-constexpr uint32_t kMaxStageLoads = 8;    // depthwise_reg.wgsl's staged loads per invocation
-constexpr uint32_t kMaxRegPreload = 128;  // and its preloaded input values (dwr_preload)
-constexpr uint32_t kMaxNhwcOut = 16;      // depthwise_nhwc.wgsl's accumulators (dwn_cols * dwn_rows)
-constexpr uint64_t kMaxKSlices = 64;      // split K: partial sums kept per output at most,
+constexpr uint32_t kElementWg = 256;    // one-invocation-per-element kernels (direct, transforms, im2col)
+constexpr uint32_t kMaxCob = 16;        // direct_tiled.wgsl's accumulator array
+constexpr uint32_t kMaxRowsTaps = 25;   // depthwise_rows.wgsl's and depthwise_reg.wgsl's filter registers
+constexpr uint32_t kMaxRegOut = 64;     // depthwise_reg.wgsl's accumulators (dwr_cols * dwr_rows)
+constexpr uint32_t kMaxRegInCols = 32;  // and its input row registers
+constexpr uint32_t kMaxRegPlanes = 4;   // and its planes per invocation (dwr_planes)
+constexpr uint32_t kMaxStageLoads = 8;  // depthwise_reg.wgsl's staged loads per invocation
+constexpr uint32_t kMaxShflRows = 8;    // and its input rows with the halo from the lanes beside (dwr_shfl)
+constexpr uint32_t kMaxNhwcOut = 16;    // depthwise_nhwc.wgsl's accumulators (dwn_cols * dwn_rows)
+constexpr uint64_t kMaxKSlices = 64;    // split K: partial sums kept per output at most,
 constexpr uint64_t kMaxSplitFloats = uint64_t(1) << 24;  // and in all
 
 using Constants = std::vector<std::pair<std::string, double>>;
@@ -354,26 +354,22 @@ RegBlock reg_block(const Conv2dDims& d) {
               planes * t.dwr_cols * t.dwr_rows <= kMaxRegOut && planes * in_cols <= kMaxRegInCols &&
               planes * d.kh * d.kw <= kMaxRowsTaps;
   bool vec4 = t.dwr_vec4 && t.dwr_cols % 4 == 0 && d.stride_w == 1 && d.w % 4 == 0 && d.out_w() % 4 == 0;
-  uint64_t in_rows = uint64_t(t.dwr_rows - 1) * d.stride_h + uint64_t(d.kh - 1) * d.dil_h + 1;
-  if (t.dwr_preload && in_rows * planes * in_cols > kMaxRegPreload) fits = false;
   return {fits, vec4};
 }
 
-// DepthwiseReg's dwr_shfl: whether the halo can come from the neighbouring lanes (one plane, vec4
-// rows of 4 columns, the row's window at most one vec4 block each side of the own one, unstaged,
-// no grid) on an adapter with subgroups of one size that divides the workgroup (whole subgroups:
-// no shuffle from a lane that does not exist); the subgroup size, or 0 where not.
-uint32_t reg_shfl(const Context& ctx, const Conv2dDims& d) {
+// DepthwiseReg's dwr_shfl: whether the columns left and right of a block's own vec4s come from the
+// lanes beside it (one plane, vec4 rows of 4 columns, a 3-column window from one column left of
+// the block, at most kMaxShflRows input rows, unstaged, no grid) on an adapter with subgroups of
+// one size that divides the workgroup (whole subgroups: no shuffle from a lane that does not
+// exist).
+bool reg_shfl(const Context& ctx, const Conv2dDims& d) {
   const ConvTuning& t = conv2d_tuning();
   const AdapterInfo& a = ctx.adapter();
-  if (!t.dwr_shfl || !ctx.features().subgroups || a.subgroup_min_size != a.subgroup_max_size ||
-      a.subgroup_min_size < 1 || t.dwr_threads % a.subgroup_min_size != 0)
-    return 0;
-  uint32_t in_cols = 3 + (d.kw - 1) * d.dil_w + 1;  // dwr_cols 4, stride 1
-  uint32_t blk0 = (d.pad_left + 3) / 4, off = 4 * blk0 - d.pad_left, nb = (off + in_cols + 3) / 4;
-  bool ok = reg_block(d).vec4 && t.dwr_cols == 4 && t.dwr_planes == 1 && !t.dwr_stage && !t.dwr_grid && blk0 <= 1 &&
-            nb - blk0 <= 2;
-  return ok ? a.subgroup_min_size : 0;
+  uint32_t in_rows = (t.dwr_rows - 1) * d.stride_h + (d.kh - 1) * d.dil_h + 1;
+  return t.dwr_shfl && ctx.features().subgroups && a.subgroup_min_size == a.subgroup_max_size &&
+         a.subgroup_min_size >= 1 && t.dwr_threads % a.subgroup_min_size == 0 && reg_block(d).vec4 && t.dwr_cols == 4 &&
+         t.dwr_planes == 1 && !t.dwr_stage && !t.dwr_grid && d.pad_left == 1 && (d.kw - 1) * d.dil_w == 2 &&
+         in_rows <= kMaxShflRows;
 }
 
 // DepthwiseReg staged (dwr_stage): a workgroup takes `band` strips of whole rows of a plane and
@@ -420,16 +416,10 @@ void record_depthwise_reg(Batch& b, const Operands& o, const Conv2dDims& d, cons
   uint64_t invocations = ceil_div(uint64_t(d.n) * d.c_out, planes) * uint64_t(ceil_div(d.out_h(), t.dwr_rows)) *
                          ceil_div(d.out_w(), t.dwr_cols);
   uint32_t grid = stage.band ? 0 : uint32_t(std::min<uint64_t>(t.dwr_grid, ceil_div(invocations, t.dwr_threads)));
-  uint32_t sg = reg_shfl(ctx, d);
-  c.insert(c.end(), {{"PLANES", planes},
-                     {"GRID", grid},
-                     {"CHUNKED", grid && t.dwr_chunked},
-                     {"EARLY", t.dwr_early},
-                     {"PRELOAD", t.dwr_preload},
-                     {"SHFL", sg != 0},
-                     {"SHFL_UD", sg != 0 && t.dwr_shfl == 2},
-                     {"SG", std::max(sg, 1u)},
-                     {"WVEC", t.dwr_wvec}});
+  bool shfl = reg_shfl(ctx, d);
+  c.insert(
+      c.end(),
+      {{"PLANES", planes}, {"GRID", grid}, {"CHUNKED", grid && t.dwr_chunked}, {"EARLY", t.dwr_early}, {"SHFL", shfl}});
   if (t.dwr_shape)  // only then: the pipelines of the uniform version are shared between shapes
     c.insert(c.end(), {{"SHAPE", 1},
                        {"L_CIN", d.c_in},
@@ -455,11 +445,11 @@ void record_depthwise_reg(Batch& b, const Operands& o, const Conv2dDims& d, cons
   // the last block run on, clamped), the lane functions appended; else their stand-ins.
   Constants all = epilogue_constants(ep);
   all.insert(all.end(), c.begin(), c.end());
-  KernelCode code = embedded_kernel("conv/depthwise_reg.wgsl", all, sg && t.dwr_shfl == 2 ? "main_sg" : "main");
-  if (sg) code.wgsl = "enable subgroups;\ndiagnostic(off, subgroup_uniformity);\n" + code.wgsl;
-  code.wgsl += embedded_kernel(sg ? "conv/depthwise_reg_lanes.wgsl" : "conv/depthwise_reg_nolanes.wgsl").wgsl;
-  b.dispatch(compile(ctx, code), {o.x, o.w, o.bias, o.res, as_vec4(o.y), as_vec4(o.x), as_vec4(o.w)},
-             conv_params(d, ep), grid ? Groups{grid, 1, 1} : groups_1d(ctx, workgroups));
+  KernelCode code = embedded_kernel("conv/depthwise_reg.wgsl", all, shfl ? "main_sg" : "main");
+  if (shfl) code.wgsl = "enable subgroups;\ndiagnostic(off, subgroup_uniformity);\n" + code.wgsl;
+  code.wgsl += embedded_kernel(shfl ? "conv/depthwise_reg_lanes.wgsl" : "conv/depthwise_reg_nolanes.wgsl").wgsl;
+  b.dispatch(compile(ctx, code), {o.x, o.w, o.bias, o.res, as_vec4(o.y), as_vec4(o.x)}, conv_params(d, ep),
+             grid ? Groups{grid, 1, 1} : groups_1d(ctx, workgroups));
 }
 
 void record_depthwise(Batch& b, const Operands& o, const Conv2dDims& d, const ConvEpilogue& ep) {
@@ -523,9 +513,7 @@ ConvTuning parse_conv2d_tuning(std::string_view knobs, ConvTuning t) {
                                               {"dwr_grid", &t.dwr_grid},
                                               {"dwr_chunked", &t.dwr_chunked},
                                               {"dwr_early", &t.dwr_early},
-                                              {"dwr_preload", &t.dwr_preload},
                                               {"dwr_shfl", &t.dwr_shfl},
-                                              {"dwr_wvec", &t.dwr_wvec},
                                               {"dwn_cols", &t.dwn_cols},
                                               {"dwn_rows", &t.dwn_rows},
                                               {"dwn_threads", &t.dwn_threads},
@@ -590,14 +578,13 @@ void check_conv2d_tuning(const Context& ctx) {
       !t.dwr_threads || t.dwr_threads > lim.max_compute_invocations_per_workgroup || t.dwr_vec4 > 1 || t.dwr_halo > 1 ||
       t.dwr_shape > 1 || t.dwr_stage > 1 || !t.dwr_planes || t.dwr_planes > kMaxRegPlanes ||
       uint64_t(t.dwr_planes) * t.dwr_cols * t.dwr_rows > kMaxRegOut ||
-      t.dwr_grid > lim.max_compute_workgroups_per_dimension || t.dwr_chunked > 1 || t.dwr_early > 1 ||
-      t.dwr_preload > 1 || t.dwr_shfl > 2 || t.dwr_wvec > 1 || t.dw_auto > 4)
+      t.dwr_grid > lim.max_compute_workgroups_per_dimension || t.dwr_chunked > 1 || t.dwr_early > 1 || t.dwr_shfl > 1 ||
+      t.dw_auto > 4)
     bad += std::string(bad.empty() ? "" : "; ") + "dwr_*: dwr_cols and dwr_rows >= 1 with dwr_planes * dwr_cols * " +
            "dwr_rows <= " + std::to_string(kMaxRegOut) + ", dwr_planes in 1.." + std::to_string(kMaxRegPlanes) +
            ", dwr_threads in 1.." + std::to_string(lim.max_compute_invocations_per_workgroup) + ", dwr_grid in 0.." +
            std::to_string(lim.max_compute_workgroups_per_dimension) +
-           ", dwr_vec4, dwr_halo, dwr_shape, dwr_stage, dwr_chunked, dwr_early, dwr_preload and dwr_wvec 0 or 1; "
-           "dwr_shfl 0..2; dw_auto 0..4";
+           ", dwr_vec4, dwr_halo, dwr_shape, dwr_stage, dwr_chunked, dwr_early and dwr_shfl 0 or 1; dw_auto 0..4";
   if (!t.dwn_cols || !t.dwn_rows || uint64_t(t.dwn_cols) * t.dwn_rows > kMaxNhwcOut || t.dwn_cols > kMaxRegInCols ||
       !t.dwn_threads || t.dwn_threads > lim.max_compute_invocations_per_workgroup)
     bad += std::string(bad.empty() ? "" : "; ") +

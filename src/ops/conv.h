@@ -125,13 +125,11 @@ struct ConvTuning {
   // bandwidth against 68.1% with the block stored at the end (the default since); every dwr_grid
   // (53-66%), dwr_planes=2 (64.7%) and taller early blocks (4 rows 66.9%, 8 rows 43%) lost.
   uint32_t dwr_planes = 1, dwr_grid = 0, dwr_chunked = 0, dwr_early = 1;
-  // DepthwiseReg, session 8: dwr_preload 1 loads every input row of the block before the first
-  // multiply-add (and early store); dwr_shfl 1 (unstaged, one plane, vec4 rows, dwr_cols 4, the
-  // halo within one vec4 each side, an adapter with one subgroup size) loads only the
-  // invocation's own vec4 of each row and takes the halo columns from the neighbouring lanes by
-  // subgroup shuffles (1 subgroupShuffle from lanes by index, 2 subgroupShuffleUp / Down);
-  // dwr_wvec 1 reads the filter taps as vec4s instead of one load per tap.
-  uint32_t dwr_preload = 0, dwr_shfl = 0, dwr_wvec = 0;
+  // DepthwiseReg, session 8: dwr_shfl 1 (unstaged, one plane, vec4 rows, dwr_cols 4, 3x3 windows
+  // from one column left of the block: pad_left 1; an adapter with one subgroup size) loads only
+  // the invocation's own vec4 of each input row and takes the columns left and right of it from
+  // the lanes beside by subgroup shuffles (one up and one down per 4 rows).
+  uint32_t dwr_shfl = 0;
   // depthwise_nhwc (the NHWC experiment below): pixels per invocation along a row and down a
   // column (dwn_cols * dwn_rows <= 16), and invocations per workgroup.
   uint32_t dwn_cols = 4, dwn_rows = 2, dwn_threads = 128;

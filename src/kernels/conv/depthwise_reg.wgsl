@@ -32,30 +32,25 @@
 // each invocation walks blocks in a fixed order, so no workgroup is launched per block and there
 // is no ragged last wave; CHUNKED gives each workgroup an equal contiguous run of THREADS-block
 // units (neighbouring strips on one SM), else the walk strides by the whole grid.
-// PRELOAD: every input row of the block loaded into registers before the first multiply-add (and
-// so before the first early store, which the compiler may not move loads above: y and x are
-// separate bindings of possibly one buffer as far as it knows).
-// SHFL (unstaged, one plane, VEC4, COLS == 4, the halo at most one vec4 block each side): an
-// invocation loads only its own vec4 of each input row; the halo columns are its neighbours' own
-// vec4s, taken by subgroup shuffles (conv/depthwise_reg_lanes.wgsl, with `enable subgroups;`
-// prepended by the host), one scalar per needed column: SHFL_UD by subgroupShuffleUp / Down from
-// the lanes beside this one (entry point main_sg, which has the lane's index), else by
-// subgroupShuffle from lanes lid % SG -+ 1. Whether those lanes hold blocks i - 1 and i + 1 of
-// the same strip is checked once per invocation by shuffling the block index (nothing is assumed
-// about how invocations map to lanes); where they do not (a subgroup's first and last lanes),
-// that column is loaded from memory. The loads do not wait for the shuffles. Every invocation
-// reaches the shuffles: those past the last block compute a clamped one and store nothing.
-// WVEC: the filter taps read as KH * KW + 3 floats in whole vec4s (a second binding of the
-// weights) instead of one scalar load per tap.
+// SHFL (unstaged, one plane, VEC4, COLS == 4, a 3-column window starting one column left of the
+// block: 3x3 with pad_left 1): an invocation loads only its own vec4 of each input row; the
+// column left of it is the last of the left neighbour's vec4, the one right of it the first of the
+// right neighbour's, taken by subgroup shuffles (conv/depthwise_reg_lanes.wgsl, with `enable
+// subgroups;` prepended by the host, entry point main_sg): those columns of 4 rows in one vec4, one
+// shuffle up and one down per 4 rows, outside any loop. Whether the lanes beside hold blocks
+// i - 1 and i + 1 of the same strip is checked once by shuffling the block index (nothing is
+// assumed about how invocations map to lanes); where they do not (a subgroup's first and last
+// lanes), the column is loaded from memory, by loads that do not wait for the shuffles. Every
+// invocation reaches the shuffles: those past the last block compute a clamped one and store
+// nothing.
 @group(0) @binding(0) var<storage, read> X: array<f32>;
 @group(0) @binding(1) var<storage, read> Wt: array<f32>;
 @group(0) @binding(2) var<storage, read> Bias: array<f32>;
 @group(0) @binding(3) var<storage, read> Res: array<f32>;
 @group(0) @binding(4) var<storage, read_write> Y4: array<vec4<f32>>;
 @group(0) @binding(5) var<storage, read> X4: array<vec4<f32>>;
-@group(0) @binding(6) var<storage, read> Wt4: array<vec4<f32>>;  // Wt again, as vec4s (WVEC)
 //!include "conv/params.wgsl"
-@group(0) @binding(7) var<uniform> p: Params;
+@group(0) @binding(6) var<uniform> p: Params;
 //!include "conv/depthwise_plane.wgsl"
 //!include "conv/epilogue.wgsl"
 
@@ -77,15 +72,11 @@ override PLANES: u32 = 1u;
 override GRID: u32 = 0u;
 override EARLY: bool = false;
 override CHUNKED: bool = false;
-override PRELOAD: bool = false;
-override SHFL: bool = false;
-override SG: u32 = 32u;  // SHFL: the subgroup size (the adapter's only one)
-override SHFL_UD: bool = false;
-var<private> sg_lane: u32;  // SHFL_UD: the invocation's subgroup lane and the subgroup's size (main_sg)
-var<private> sg_size: u32;
-override WVEC: bool = false;
 override GRID1: u32 = max(GRID, 1u);  // a divisor even where GRID == 0 (the code is compiled anyway)
 override STAGE: bool = false;
+override SHFL: bool = false;
+var<private> sg_lane: u32;  // SHFL: the invocation's subgroup lane and the subgroup's size (main_sg)
+var<private> sg_size: u32;
 override BAND: u32 = 1u;       // STAGE: strips per workgroup; THREADS == blocks per row * BAND
 override W4: u32 = 1u;         // STAGE: w / 4
 override TILE_ROWS: u32 = 1u;  // STAGE: the input rows of a band, (BAND * ROWS - 1) * SH + (KH - 1) * DH + 1
@@ -105,201 +96,131 @@ const MAX_IN_COLS = 32u;
 const MAX_TAPS = 25u;
 const MAX_PLANES = 4u;
 const MAX_STAGE_LOADS = 8u;  // STAGE: the host keeps STAGE_LOADS within it (kMaxStageLoads)
-const MAX_PRE = 128u;  // PRELOAD: the host keeps IN_ROWS * PLANES * IN_COLS within it (kMaxRegPreload)
-// WVEC: the vec4s that hold a plane's KH * KW taps wherever they start in a vec4.
-override NW4: u32 = (KH * KW + 6u) / 4u;
+const MAX_SHFL_ROWS = 8u;    // SHFL: the host keeps IN_ROWS within it (kMaxShflRows)
 
 fn dim(uniform_value: u32, constant: u32) -> u32 {
   if (SHAPE) { return constant; }
   return uniform_value;
 }
 
-// Where a block's input rows are (input_row's arguments).
-struct Src {
-  xbase: array<u32, MAX_PLANES>,
-  np: u32,
-  iy0: i32,
-  ox0: u32,
-  band_iy0: i32,
-  h: u32,
-  w: u32,
-  // SHFL: the lanes left and right of this one, and whether they hold this strip's neighbouring
-  // blocks.
-  lane_l: u32,
-  lane_r: u32,
-  left_ok: bool,
-  right_ok: bool,
+// SHFL: a block's input rows, its own vec4 and the columns left (x) and right (y) of it.
+struct ShflRows {
+  own: array<vec4<f32>, MAX_SHFL_ROWS>,
+  side: array<vec2<f32>, MAX_SHFL_ROWS>,
 }
 
-// Input row r of the block (from row iy0 + r of the plane): plane k's IN_COLS columns as
-// v[k * IN_COLS + c], zeros for the padding. SHFL: call in uniform control flow.
-fn input_row(s: Src, r: u32) -> array<f32, MAX_IN_COLS> {
-  let iy = s.iy0 + i32(r);
-  let in_rows = iy >= 0 && iy < i32(s.h);
-  let w4 = i32(s.w / 4u);
-  // Zeros (the padding), stored explicitly: a declaration without an initializer inside a loop
-  // kept the last iteration's values on SwiftShader.
-  var v = array<f32, MAX_IN_COLS>();
-  if (SHFL) {
-    // One plane; blocks b of the row's window at e = b - BLK0 in -1 .. 1 from the own block.
-    let row = s.xbase[0] + u32(max(iy, 0)) * s.w;
-    let own_blk = i32(s.ox0 / 4u);
-    var own = vec4<f32>(0.0);
-    if (in_rows && own_blk < w4) { own = X4[row / 4u + u32(own_blk)]; }
-    for (var b = 0u; b < NB; b++) {
-      let e = i32(b) - i32(BLK0);
-      let blk = own_blk + e;
-      let inside = in_rows && blk >= 0 && blk < w4;
-      let ok = select(s.right_ok, s.left_ok, e < 0);
-      let src = select(s.lane_r, s.lane_l, e < 0);
-      for (var q = 0u; q < 4u; q++) {
-        let c = i32(b * 4u + q) - i32(OFF);
-        if (c < 0 || c >= i32(IN_COLS)) { continue; }
-        if (e == 0) {
-          v[c] = own[q];
-          continue;
-        }
-        var mem = 0.0;  // the column from memory where the neighbour does not hold it
-        if (!ok && inside) { mem = X[row + u32(blk) * 4u + q]; }
-        var theirs: f32;
-        if (!SHFL_UD) {
-          theirs = lane_value(own[q], src);
-        } else if (e < 0) {
-          theirs = lane_left(own[q]);
-        } else {
-          theirs = lane_right(own[q]);
-        }
-        v[c] = select(mem, theirs, ok);
-      }
-    }
-    return v;
+// SHFL: the IN_ROWS input rows from iy0 on of block i at column ox0 of the plane at xbase. Call in
+// uniform control flow.
+fn shfl_rows(xbase: u32, iy0: i32, ox0: u32, h: u32, w: u32, ow: u32, i: u32) -> ShflRows {
+  var out: ShflRows;
+  let blk = ox0 / 4u;
+  let w4 = w / 4u;
+  let left_i = index_left(i);
+  let right_i = index_right(i);
+  let left_ok = sg_lane != 0u && blk != 0u && left_i == i - 1u;
+  let right_ok = sg_lane + 1u < sg_size && ox0 + COLS < ow && right_i == i + 1u;
+  var mem: array<vec2<f32>, MAX_SHFL_ROWS>;  // the side columns from memory where not from a lane
+  for (var r = 0u; r < IN_ROWS; r++) {
+    let iy = iy0 + i32(r);
+    let in_rows = iy >= 0 && iy < i32(h);
+    let row = xbase + u32(max(iy, 0)) * w;
+    out.own[r] = vec4<f32>(0.0);
+    mem[r] = vec2<f32>(0.0);
+    if (in_rows && blk < w4) { out.own[r] = X4[row / 4u + blk]; }
+    if (!left_ok && in_rows && blk >= 1u && blk - 1u < w4) { mem[r].x = X[row + 4u * blk - 1u]; }
+    if (!right_ok && in_rows && blk + 1u < w4) { mem[r].y = X[row + 4u * blk + 4u]; }
   }
-  for (var k = 0u; k < PLANES; k++) {
-    if (k >= s.np || !in_rows) { continue; }
-    let row = s.xbase[k] + u32(iy) * s.w;
-    let vk = k * IN_COLS;
-    if (VEC4) {
-      // Blocks wholly inside or outside the row (w % 4 == 0, aligned row starts).
-      let b0 = i32(s.ox0 / 4u) - i32(BLK0);
-      for (var b = 0u; b < NB; b++) {
-        let blk = b0 + i32(b);
-        let inside = blk >= 0 && blk < w4;
-        // Block b holds the row's columns c = 4b + e - OFF; the block needs 0 <= c < IN_COLS.
-        let whole = 4u * b >= OFF && 4u * b + 4u <= OFF + IN_COLS;
-        if (STAGE || !HALO_SCALAR || whole) {
-          var q = vec4<f32>(0.0);
-          if (inside) {
-            if (STAGE) {
-              q = tile[u32(iy - s.band_iy0) * W4 + u32(blk)];
-            } else {
-              q = X4[row / 4u + u32(blk)];
-            }
-          }
-          for (var e = 0u; e < 4u; e++) {
-            let c = i32(b * 4u + e) - i32(OFF);
-            if (c >= 0 && c < i32(IN_COLS)) { v[vk + u32(c)] = q[e]; }
-          }
-        } else if (inside) {
-          for (var e = 0u; e < 4u; e++) {
-            let c = i32(b * 4u + e) - i32(OFF);
-            if (c >= 0 && c < i32(IN_COLS)) { v[vk + u32(c)] = X[row + u32(blk) * 4u + e]; }
-          }
-        }
-      }
-    } else {
-      let ix0 = i32(s.ox0 * SW) - i32(PAD_L);
-      for (var c = 0u; c < IN_COLS; c++) {
-        let ix = ix0 + i32(c);
-        if (ix >= 0 && ix < i32(s.w)) { v[vk + c] = X[row + u32(ix)]; }
-      }
-    }
+  let o = out.own;
+  let l0 = lane_left4(vec4<f32>(o[0].w, o[1].w, o[2].w, o[3].w));
+  let r0 = lane_right4(vec4<f32>(o[0].x, o[1].x, o[2].x, o[3].x));
+  var l1 = vec4<f32>(0.0);
+  var r1 = vec4<f32>(0.0);
+  if (IN_ROWS > 4u) {
+    l1 = lane_left4(vec4<f32>(o[4].w, o[5].w, o[6].w, o[7].w));
+    r1 = lane_right4(vec4<f32>(o[4].x, o[5].x, o[6].x, o[7].x));
   }
-  return v;
-}
-
-// Plane co's KH * KW taps (from Wt, or WVEC: from the vec4s that hold them).
-fn load_taps(co: u32) -> array<f32, MAX_TAPS> {
-  var taps: array<f32, MAX_TAPS>;
-  if (WVEC) {
-    let t0 = co * KH * KW;
-    let q0 = t0 / 4u;
-    let off = t0 % 4u;
-    let last = arrayLength(&Wt4) - 1u;
-    var wv: array<f32, MAX_TAPS + 3u>;
-    for (var j = 0u; j < NW4; j++) {
-      let q = Wt4[min(q0 + j, last)];
-      for (var e = 0u; e < 4u; e++) { wv[4u * j + e] = q[e]; }
-    }
-    for (var t = 0u; t < KH * KW; t++) {
-      taps[t] = select(select(wv[t], wv[t + 1u], off == 1u), select(wv[t + 2u], wv[t + 3u], off == 3u), off >= 2u);
-    }
-  } else {
-    for (var t = 0u; t < KH * KW; t++) { taps[t] = Wt[co * KH * KW + t]; }
+  for (var r = 0u; r < IN_ROWS; r++) {
+    let l = select(l1[r % 4u], l0[r % 4u], r < 4u);
+    let rr = select(r1[r % 4u], r0[r % 4u], r < 4u);
+    out.side[r] = vec2<f32>(select(mem[r].x, l, left_ok), select(mem[r].y, rr, right_ok));
   }
-  return taps;
+  return out;
 }
 
 // The block of outputs at (ox0, oy0) in planes plane0 .. plane0 + np - 1 (n * c_out + co); STAGE:
-// one plane, its rows read from the band staged in `tile` from input row band_iy0 on. i: the
-// block's index, lid: the invocation's in its workgroup (SHFL); live: whether to store it (SHFL:
-// invocations past the last block compute a clamped one).
-fn block(plane0: u32, np: u32, ox0: u32, oy0: u32, band_iy0: i32, i: u32, lid: u32, live: bool) {
+// one plane, its rows read from the band staged in `tile` from input row band_iy0 on. SHFL: i the
+// block's index, live whether to store it (invocations past the last block compute a clamped one).
+fn block(plane0: u32, np: u32, ox0: u32, oy0: u32, band_iy0: i32, i: u32, live: bool) {
   let c_out = dim(p.c_out, L_COUT);
-  var s: Src;
-  s.h = dim(p.h, L_H);
-  s.w = dim(p.w, L_W);
-  s.np = np;
-  s.ox0 = ox0;
-  s.band_iy0 = band_iy0;
-  s.iy0 = i32(oy0 * SH) - i32(dim(p.pad_top, L_PAD_T));
+  let h = dim(p.h, L_H);
+  let w = dim(p.w, L_W);
+  let pad_top = i32(dim(p.pad_top, L_PAD_T));
+  var xbase: array<u32, MAX_PLANES>;
   var taps: array<f32, MAX_TAPS>;
   var bias: array<f32, MAX_PLANES>;
   for (var k = 0u; k < PLANES; k++) {
     let co = (plane0 + k) % c_out;
-    s.xbase[k] = depthwise_x_base_of(plane0 + k, dim(p.c_in, L_CIN), c_out, s.h * s.w);
+    xbase[k] = depthwise_x_base_of(plane0 + k, dim(p.c_in, L_CIN), c_out, h * w);
     if (k < np) {
-      let tk = load_taps(co);
-      for (var t = 0u; t < KH * KW; t++) { taps[k * KH * KW + t] = tk[t]; }
+      for (var t = 0u; t < KH * KW; t++) { taps[k * KH * KW + t] = Wt[co * KH * KW + t]; }
       bias[k] = 0.0;
       if (HAS_BIAS) { bias[k] = Bias[co]; }
     }
   }
-  if (SHFL) {
-    // The shuffles unconditionally (uniform control flow), then the checks.
-    var lane = lid % SG;
-    var size = SG;
-    if (SHFL_UD) {
-      lane = sg_lane;
-      size = sg_size;
-    }
-    s.lane_l = select(lane - 1u, lane, lane == 0u);
-    s.lane_r = select(lane + 1u, lane, lane + 1u >= size);
-    var left_i: u32;
-    var right_i: u32;
-    if (SHFL_UD) {
-      left_i = index_left(i);
-      right_i = index_right(i);
-    } else {
-      left_i = lane_index(i, s.lane_l);
-      right_i = lane_index(i, s.lane_r);
-    }
-    s.left_ok = lane != 0u && ox0 != 0u && left_i == i - 1u;
-    s.right_ok = lane + 1u < size && ox0 + COLS < dim(p.ow, L_OW) && right_i == i + 1u;
-  }
-  var pre: array<f32, MAX_PRE>;
-  if (PRELOAD) {
-    for (var r = 0u; r < IN_ROWS; r++) {
-      let v = input_row(s, r);
-      for (var c = 0u; c < PLANES * IN_COLS; c++) { pre[r * PLANES * IN_COLS + c] = v[c]; }
-    }
-  }
   var acc = array<f32, MAX_OUT>();
+  let iy0 = i32(oy0 * SH) - pad_top;
+  let ix0 = i32(ox0 * SW) - i32(PAD_L);
+  let w4 = i32(w / 4u);
+  var sh: ShflRows;
+  if (SHFL) { sh = shfl_rows(xbase[0], iy0, ox0, h, w, dim(p.ow, L_OW), i); }
   for (var r = 0u; r < IN_ROWS; r++) {
-    var v: array<f32, MAX_IN_COLS>;
-    if (PRELOAD) {
-      for (var c = 0u; c < PLANES * IN_COLS; c++) { v[c] = pre[r * PLANES * IN_COLS + c]; }
-    } else {
-      v = input_row(s, r);
+    let iy = iy0 + i32(r);
+    // Zeros (the padding), stored explicitly: a declaration without an initializer inside a loop
+    // kept the last iteration's values on SwiftShader. Plane k's columns are v[k * IN_COLS + c].
+    var v = array<f32, MAX_IN_COLS>();
+    if (SHFL) {
+      v[0] = sh.side[r].x;
+      for (var e = 0u; e < 4u; e++) { v[1u + e] = sh.own[r][e]; }
+      v[5] = sh.side[r].y;
+    }
+    for (var k = 0u; k < PLANES; k++) {
+      if (SHFL || k >= np || iy < 0 || iy >= i32(h)) { continue; }
+      let row = xbase[k] + u32(iy) * w;
+      let vk = k * IN_COLS;
+      if (VEC4) {
+        // Blocks wholly inside or outside the row (w % 4 == 0, aligned row starts).
+        let b0 = i32(ox0 / 4u) - i32(BLK0);
+        for (var b = 0u; b < NB; b++) {
+          let blk = b0 + i32(b);
+          let inside = blk >= 0 && blk < w4;
+          // Block b holds the row's columns c = 4b + e - OFF; the block needs 0 <= c < IN_COLS.
+          let whole = 4u * b >= OFF && 4u * b + 4u <= OFF + IN_COLS;
+          if (STAGE || !HALO_SCALAR || whole) {
+            var q = vec4<f32>(0.0);
+            if (inside) {
+              if (STAGE) {
+                q = tile[u32(iy - band_iy0) * W4 + u32(blk)];
+              } else {
+                q = X4[row / 4u + u32(blk)];
+              }
+            }
+            for (var e = 0u; e < 4u; e++) {
+              let c = i32(b * 4u + e) - i32(OFF);
+              if (c >= 0 && c < i32(IN_COLS)) { v[vk + u32(c)] = q[e]; }
+            }
+          } else if (inside) {
+            for (var e = 0u; e < 4u; e++) {
+              let c = i32(b * 4u + e) - i32(OFF);
+              if (c >= 0 && c < i32(IN_COLS)) { v[vk + u32(c)] = X[row + u32(blk) * 4u + e]; }
+            }
+          }
+        }
+      } else {
+        for (var c = 0u; c < IN_COLS; c++) {
+          let ix = ix0 + i32(c);
+          if (ix >= 0 && ix < i32(w)) { v[vk + c] = X[row + u32(ix)]; }
+        }
+      }
     }
     // This input row feeds output row o through filter row kr where o * SH + kr * DH == r.
     for (var o = 0u; o < ROWS; o++) {
@@ -368,9 +289,8 @@ fn store_row(plane: u32, oy: u32, ox0: u32, vals: array<f32, MAX_IN_COLS>, bias:
   }
 }
 
-// Unstaged block i (of groups of PLANES planes x strips x blocks per row, blocks fastest); lid:
-// the invocation's index in its workgroup.
-fn block_at(i: u32, lid: u32) {
+// Unstaged block i (of groups of PLANES planes x strips x blocks per row, blocks fastest).
+fn block_at(i: u32) {
   let c_out = dim(p.c_out, L_COUT);
   let blocks_w = (dim(p.ow, L_OW) + COLS - 1u) / COLS;
   let strips = (dim(p.oh, L_OH) + ROWS - 1u) / ROWS;
@@ -380,11 +300,11 @@ fn block_at(i: u32, lid: u32) {
   let ox0 = (i % blocks_w) * COLS;
   let oy0 = (rest % strips) * ROWS;
   if (SHFL) {  // PLANES == 1; past the last plane: the last one, not stored
-    block(min(plane0, planes - 1u), 1u, ox0, oy0, 0, i, lid, plane0 < planes);
+    block(min(plane0, planes - 1u), 1u, ox0, oy0, 0, i, plane0 < planes);
     return;
   }
   if (plane0 >= planes) { return; }
-  block(plane0, min(PLANES, planes - plane0), ox0, oy0, 0, i, lid, true);
+  block(plane0, min(PLANES, planes - plane0), ox0, oy0, 0, i, true);
 }
 
 @compute @workgroup_size(THREADS)
@@ -427,11 +347,11 @@ fn run(gid: vec3<u32>, nwg: vec3<u32>, wid: vec3<u32>, lid: u32) {
     }
     workgroupBarrier();
     if (plane >= planes) { return; }
-    block(plane, 1u, (lid % blocks_w) * COLS, (strip0 + lid / blocks_w) * ROWS, band_iy0, 0u, lid, true);
+    block(plane, 1u, (lid % blocks_w) * COLS, (strip0 + lid / blocks_w) * ROWS, band_iy0, 0u, true);
     return;
   }
   if (GRID == 0u) {
-    block_at(gid.x + gid.y * nwg.x * THREADS, lid);
+    block_at(gid.x + gid.y * nwg.x * THREADS);
     return;
   }
   // A grid sized to the card (GRID workgroups along x): every block once, in a fixed order.
@@ -445,9 +365,9 @@ fn run(gid: vec3<u32>, nwg: vec3<u32>, wid: vec3<u32>, lid: u32) {
     let u1 = u0 + units / GRID1 + select(0u, 1u, g < units % GRID1);
     for (var u = u0; u < u1; u++) {
       let i = u * THREADS + lid;
-      if (i < blocks) { block_at(i, lid); }
+      if (i < blocks) { block_at(i); }
     }
   } else {
-    for (var i = gid.x; i < blocks; i += GRID * THREADS) { block_at(i, lid); }
+    for (var i = gid.x; i < blocks; i += GRID * THREADS) { block_at(i); }
   }
 }
