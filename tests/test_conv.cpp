@@ -211,7 +211,8 @@ TEST(Conv2d, DepthwiseRegBlocksMatch) {
                           {4, 2, 1, 128, 0, 1, 0, 1, 0, 0, 1, 1},
                           {4, 3, 1, 8, 0, 0, 0, 1, 0, 0, 0, 1},
                           {4, 6, 1, 64, 0, 1, 0, 1, 0, 0, 1, 1},
-                          {4, 1, 1, 32, 0, 0, 0, 1, 0, 0, 0, 1}};
+                          {4, 1, 1, 32, 0, 0, 0, 1, 0, 0, 0, 1},
+                          {4, 2, 1, 128, 0, 1, 0, 1, 0, 0, 1, 2}};  // 2: the pipeline without shuffles
   ConvTuning saved = conv2d_tuning();
   int ran = 0;
   for (size_t b = 0; b < std::size(blocks); ++b) {
@@ -479,7 +480,7 @@ TEST(Conv2d, BadInputIsAnErrorNamingIt) {
     EXPECT_FALSE(supports(ctx(), Conv2dVersion::ImplicitGemm, d));
     conv2d_tuning().igemm_tm = saved.igemm_tm;
     conv2d_tuning().dwr_stage = 2;  // the depthwise-reg switches are 0 or 1
-    expect_error([&] { check_conv2d_tuning(ctx()); }, "dwr_shfl 0 or 1");
+    expect_error([&] { check_conv2d_tuning(ctx()); }, "dwr_early 0 or 1");
     conv2d_tuning().dwr_stage = 0, conv2d_tuning().dwr_planes = 5;  // past the kernel's plane registers
     expect_error([&] { check_conv2d_tuning(ctx()); }, "dwr_planes in 1..4");
     conv2d_tuning().dwr_planes = 1, conv2d_tuning().dwr_grid = 1u << 20;  // past a dispatch's x

@@ -128,7 +128,9 @@ struct ConvTuning {
   // DepthwiseReg, session 8: dwr_shfl 1 (unstaged, one plane, vec4 rows, dwr_cols 4, 3x3 windows
   // from one column left of the block: pad_left 1; an adapter with one subgroup size) loads only
   // the invocation's own vec4 of each input row and takes the columns left and right of it from
-  // the lanes beside by subgroup shuffles (one up and one down per 4 rows).
+  // the lanes beside by subgroup shuffles (one up and one down per 4 rows); dwr_shfl 2 compiles the
+  // same pipeline (subgroups enabled, the entry point with the lane) without the shuffles: what
+  // the feature alone costs.
   uint32_t dwr_shfl = 0;
   // depthwise_nhwc (the NHWC experiment below): pixels per invocation along a row and down a
   // column (dwn_cols * dwn_rows <= 16), and invocations per workgroup.
