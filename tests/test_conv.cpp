@@ -207,8 +207,9 @@ TEST(Conv2d, DepthwiseRegBlocksMatch) {
                           // shfl: the columns beside a block's own vec4s from the lanes beside
                           // (3x3 windows with pad_left 1 and vec4 rows; SwiftShader's subgroups of
                           // 4: many blocks at a subgroup's ends or in another strip load theirs;
-                          // 1 to 8 input rows: one shuffle each way or two), other shapes without
-                          {4, 2, 1, 128, 0, 1, 0, 1, 0, 0, 1, 1},
+                          // 1 to 8 input rows: one shuffle each way or two), other shapes without;
+                          // early 2 (the defaults): stored at the end where shuffled
+                          {4, 2, 1, 128, 0, 1, 0, 1, 0, 0, 2, 1},
                           {4, 3, 1, 8, 0, 0, 0, 1, 0, 0, 0, 1},
                           {4, 6, 1, 64, 0, 1, 0, 1, 0, 0, 1, 1},
                           {4, 1, 1, 32, 0, 0, 0, 1, 0, 0, 0, 1},
@@ -480,7 +481,7 @@ TEST(Conv2d, BadInputIsAnErrorNamingIt) {
     EXPECT_FALSE(supports(ctx(), Conv2dVersion::ImplicitGemm, d));
     conv2d_tuning().igemm_tm = saved.igemm_tm;
     conv2d_tuning().dwr_stage = 2;  // the depthwise-reg switches are 0 or 1
-    expect_error([&] { check_conv2d_tuning(ctx()); }, "dwr_early 0 or 1");
+    expect_error([&] { check_conv2d_tuning(ctx()); }, "dwr_chunked 0 or 1");
     conv2d_tuning().dwr_stage = 0, conv2d_tuning().dwr_planes = 5;  // past the kernel's plane registers
     expect_error([&] { check_conv2d_tuning(ctx()); }, "dwr_planes in 1..4");
     conv2d_tuning().dwr_planes = 1, conv2d_tuning().dwr_grid = 1u << 20;  // past a dispatch's x

@@ -420,7 +420,7 @@ void record_depthwise_reg(Batch& b, const Operands& o, const Conv2dDims& d, cons
   c.insert(c.end(), {{"PLANES", planes},
                      {"GRID", grid},
                      {"CHUNKED", grid && t.dwr_chunked},
-                     {"EARLY", t.dwr_early},
+                     {"EARLY", t.dwr_early == 1 || (t.dwr_early == 2 && !(shfl && t.dwr_shfl == 1))},
                      {"SHFL", shfl && t.dwr_shfl == 1}});
   if (t.dwr_shape)  // only then: the pipelines of the uniform version are shared between shapes
     c.insert(c.end(), {{"SHAPE", 1},
@@ -580,13 +580,14 @@ void check_conv2d_tuning(const Context& ctx) {
       !t.dwr_threads || t.dwr_threads > lim.max_compute_invocations_per_workgroup || t.dwr_vec4 > 1 || t.dwr_halo > 1 ||
       t.dwr_shape > 1 || t.dwr_stage > 1 || !t.dwr_planes || t.dwr_planes > kMaxRegPlanes ||
       uint64_t(t.dwr_planes) * t.dwr_cols * t.dwr_rows > kMaxRegOut ||
-      t.dwr_grid > lim.max_compute_workgroups_per_dimension || t.dwr_chunked > 1 || t.dwr_early > 1 || t.dwr_shfl > 2 ||
+      t.dwr_grid > lim.max_compute_workgroups_per_dimension || t.dwr_chunked > 1 || t.dwr_early > 2 || t.dwr_shfl > 2 ||
       t.dw_auto > 4)
     bad += std::string(bad.empty() ? "" : "; ") + "dwr_*: dwr_cols and dwr_rows >= 1 with dwr_planes * dwr_cols * " +
            "dwr_rows <= " + std::to_string(kMaxRegOut) + ", dwr_planes in 1.." + std::to_string(kMaxRegPlanes) +
            ", dwr_threads in 1.." + std::to_string(lim.max_compute_invocations_per_workgroup) + ", dwr_grid in 0.." +
            std::to_string(lim.max_compute_workgroups_per_dimension) +
-           ", dwr_vec4, dwr_halo, dwr_shape, dwr_stage, dwr_chunked and dwr_early 0 or 1; dwr_shfl 0..2; dw_auto 0..4";
+           ", dwr_vec4, dwr_halo, dwr_shape, dwr_stage and dwr_chunked 0 or 1; dwr_early and dwr_shfl 0..2; "
+           "dw_auto 0..4";
   if (!t.dwn_cols || !t.dwn_rows || uint64_t(t.dwn_cols) * t.dwn_rows > kMaxNhwcOut || t.dwn_cols > kMaxRegInCols ||
       !t.dwn_threads || t.dwn_threads > lim.max_compute_invocations_per_workgroup)
     bad += std::string(bad.empty() ? "" : "; ") +
