@@ -454,8 +454,13 @@ struct LlmTuning {
   uint32_t quant_groups = 1024;
   // Prefill attention: 0 flash_attn.wgsl (16 rows per workgroup, a score per invocation), 1 the
   // register-tiled flash_attn_tiled.wgsl (64 rows x 64 keys per workgroup, 4 x 4 scores per
-  // invocation; where head_dim <= 256 and the adapter has 32 KiB of workgroup memory).
+  // invocation; where head_dim <= 256 and the adapter has 32 KiB of workgroup memory), 2
+  // flash_attn_tiled_pf.wgsl (1's 4 x 4 schedule with each staged chunk loaded into registers
+  // while the previous one is computed; the attn_pf_rows/dc/swz knobs do not apply).
   uint32_t attn_prefill = 1;
+  // attn_prefill 2: 1 scores left unscaled and exp2(s * scale * log2(e) - m * ...) (one FMA
+  // before ex2), 0 Q scaled as staged and exp.
+  uint32_t attn_pf_exp2 = 1;
   // flash_attn_tiled.wgsl's schedule: attn_pf_rows 4 (4 x 4 scores per invocation, 256
   // invocations) or 8 (8 x 4, 128 invocations, head_dim <= 128); attn_pf_dc: vec4s of head_dim
   // per staged Q/K chunk, 8 or 16 (half the barriers; the chunks then share P's workgroup
@@ -729,6 +734,7 @@ class LlmOps {
   Kernel attn_kernel(int head_dim, int bq) const;
   // flash_attn_tiled.wgsl for this head_dim, or an empty Kernel where it cannot run.
   Kernel attn_tiled_kernel(int head_dim) const;
+  Kernel attn_tiled_pf_kernel(int head_dim) const;
   // attn_combine.wgsl: partials [n_tokens][n_heads][splits][head_dim + 2] into out's rows.
   void combine_partials(Batch& b, const Tensor& part, const Tensor& out, int n_tokens, int n_heads, uint32_t splits,
                         int head_dim, int64_t o_stride, int64_t o_offset) const;
