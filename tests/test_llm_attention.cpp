@@ -28,7 +28,8 @@ const Cfg kCfgsMore[] = {{4, 4, 64}, {8, 2, 128}, {8, 1, 8}, {6, 2, 20}, {3, 1, 
 // other schedules (8 rows per invocation; chunks of 16 head_dim vec4s; keys in splits merged by
 // attn_combine.wgsl, with and without the swizzle: splits of 32 and 48 keys, so the tests'
 // 58-300 keys take 2-10 splits, blocks of 64 end at a split's end), flash_attn_tiled_pf.wgsl
-// (exp2 and exp, whole and in splits of 48 keys), flash_decode.wgsl at its
+// (exp2 and exp, whole and in splits of 48 keys, row groups in subgroups: SwiftShader's 4 lanes
+// and workgroup memory), flash_decode.wgsl at its
 // former default and with smaller workgroups and blocks (several (head, vec4) pairs per
 // invocation: 32 invocations, blocks of 8 keys), and flash_decode_sg.wgsl's other schedules (key
 // groups of 2 and 1 lanes (the default's 16 become 4 on SwiftShader, whose subgroups have 4); 1
@@ -43,6 +44,7 @@ const char* const kVariants[] = {"",
                                  "attn_prefill=2",
                                  "attn_prefill=2,attn_pf_exp2=0",
                                  "attn_prefill=2,attn_pf_split=48",
+                                 "attn_prefill=2,attn_pf_sg=1",
                                  "attn_decode=1,attn_dec_wg=128,attn_dec_wgs=256",
                                  "attn_decode=1,attn_dec_wg=64,attn_dec_bk=16,attn_dec_wgs=64",
                                  "attn_decode=1,attn_dec_wg=32,attn_dec_bk=8",
@@ -52,8 +54,8 @@ struct Variant {
   std::string spec;
   std::unique_ptr<LlmOps> ops;
 };
-// The prefill kernels differ in the first nine only.
-constexpr size_t kPrefillVariants = 9;
+// The prefill kernels differ in the first ten only.
+constexpr size_t kPrefillVariants = 10;
 std::vector<Variant>& variants() {
   static std::vector<Variant> v = [] {
     std::vector<Variant> r;
@@ -182,6 +184,7 @@ TEST(LlmAttention, PrefillAtDepthMatchesReference) {
     auto all = make_qkv(c, start + n, 17);
     auto want = ref::attention(all.q, all.k, all.v, start + n, c.nh, c.nkv, c.hd, 0, 1.f / std::sqrt(float(c.hd)));
     const auto tail = slice(want, size_t(start * c.nh * c.hd), size_t(n * c.nh * c.hd));
+    std::vector<std::vector<float>> outs;
     for (auto& v : std::span(variants()).first(kPrefillVariants)) {
       auto cache = make_kv_cache(ctx(), 1, c.nkv, start + n + 11, c.hd);
       fill_u32(ctx(), cache.k, kPoisonNaN);  // positions past the tokens must never be read
@@ -189,7 +192,10 @@ TEST(LlmAttention, PrefillAtDepthMatchesReference) {
       run_step(c, cache.layer(0), all, 0, start, false, 0, *v.ops);
       auto got = run_step(c, cache.layer(0), all, start, n, false, 0, *v.ops);
       EXPECT_LE(test::rel_error(got, tail), 1e-5) << v.spec << ": " << c.nh << "/" << c.nkv << " hd=" << c.hd;
+      outs.push_back(std::move(got));
     }
+    // flash_attn_tiled_pf.wgsl's row groups in subgroups: the same bits as through workgroup memory
+    EXPECT_EQ(outs[9], outs[6]) << variants()[9].spec;
   }
 }
 

@@ -4,6 +4,9 @@
 // chunk during the last V chunk), so the loads' latency no longer waits behind each barrier.
 // Each invocation stages one Q/K unit (4 rows or 4 keys, one head_dim vec4 of each chunk: its
 // rows' addresses computed once) or up to 4 vec4s of a V chunk: 4 vec4s of registers either way.
+// Which invocation owns which rows and keys, where P lies and how a block's row max is found:
+// flash_attn_pf_rows_wm.wgsl (through workgroup memory) or flash_attn_pf_rows_sg.wgsl (subgroup
+// shuffles), included after this file.
 // EXP2 1: the scores stay unscaled (raw Q K^T, the max in those units) and each exponential is
 // exp2(s * c - m * c) with c = scale * log2(e), one FMA before ex2; 0: Q scaled as it is staged
 // and exp. Everything else (layout, masking, the row's arithmetic independent of the rows it
@@ -24,7 +27,7 @@ const DC4 = 8u;          // vec4s of head_dim per staged Q/K chunk
 const SWZ = 7u;          // flash_attn_tiled.wgsl's swizzle
 const BQ = 64u;
 const BK = 64u;
-const PS = 1024u;        // wm[PS + k * 16 + row / 4][row % 4]: P
+const PS = 1024u;        // P from here: wm[p_at(key, row / 4)][row % 4]
 const MASKED: f32 = -3.0e38;
 const LOG2E: f32 = 1.4426950408889634;
 
@@ -91,8 +94,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
   let kvh = wid.y;
   let nrows = p.n * G;
   let r0 = wid.x * BQ;
-  let ty = lid % 16u;
-  let tx = lid / 16u;
+  let ty = lane_ty(lid);  // row quad
+  let tx = lane_tx(lid);  // key quad of each block, output vec4s tx + 16 * a
   lidp = lid;
   cb = p.cache_off / 4u + kvh * p.max_ctx * HD4;
   let t_last = (min(r0 + BQ, nrows) - 1u) / G;
@@ -147,11 +150,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
       s[j] = select(s[j], vec4<f32>(MASKED), vec4<bool>(key >= k_hi) | (vec4<u32>(key) > qpos));
       bm = max(bm, s[j]);
     }
-    workgroupBarrier();
-    wm[tx * 16u + ty] = bm;
-    workgroupBarrier();
-    var mb = m;
-    for (var x = 0u; x < 16u; x++) { mb = max(mb, wm[x * 16u + ty]); }
+    let mb = max(m, row_max(bm, tx, ty));
     var corr: vec4<f32>;
     if (EXP2 != 0u) {
       corr = exp2((m - mb) * c);
@@ -168,7 +167,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         e = exp(s[j] - mb);
       }
       let pe = select(e, vec4<f32>(0.0), s[j] <= vec4<f32>(MASKED));
-      wm[PS + (tx * 4u + j) * 16u + ty] = pe;
+      wm[p_at(tx * 4u + j, ty)] = pe;
       lq += pe;
     }
     m = mb;
@@ -186,7 +185,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         pf = fetch_qk(0u, kb + BK);
       }
       for (var k = 0u; k < VK; k++) {
-        let pr = wm[PS + (k0 + k) * 16u + ty];
+        let pr = wm[p_at(k0 + k, ty)];
         for (var a = 0u; a < NO; a++) {
           let col = tx + 16u * a;
           if (col < HD4) {

@@ -174,6 +174,7 @@ void apply_tuning(LlmTuning& t, std::string_view spec) {
       {"attn_pf_swz", &LlmTuning::attn_pf_swz},
       {"attn_pf_split", &LlmTuning::attn_pf_split},
       {"attn_pf_exp2", &LlmTuning::attn_pf_exp2},
+      {"attn_pf_sg", &LlmTuning::attn_pf_sg},
       {"attn_decode", &LlmTuning::attn_decode},
       {"attn_dec_wg", &LlmTuning::attn_dec_wg},
       {"attn_dec_bk", &LlmTuning::attn_dec_bk},
@@ -1108,11 +1109,17 @@ Kernel LlmOps::attn_tiled_pf_kernel(int hd) const {
   // flash_attn_tiled_pf.wgsl: flash_attn_tiled.wgsl's 4 x 4 schedule (256 invocations, 32 KiB)
   // with up to 4 output vec4s per row and invocation, V chunks of at most 4 vec4s per invocation.
   if (hd % 4 != 0 || hd > 256 || ctx_.limits().max_compute_workgroup_storage_size < 32768 || max_wg_ < 256) return {};
+  // attn_pf_sg: the row groups in subgroups where the adapter has them (of a power-of-two size).
   const uint32_t hd4 = uint32_t(hd) / 4, no = (hd4 + 15) / 16, e2 = tuning.attn_pf_exp2 ? 1 : 0;
+  const bool sg = tuning.attn_pf_sg && subgroups_ && (sg_size_ & (sg_size_ - 1)) == 0;
   uint32_t vk = 64;
   while (vk > 1 && vk * hd4 > 1024) vk /= 2;
-  return kernel("llm/flash_attn_tiled_pf/hd" + std::to_string(hd) + (e2 ? "/exp2" : ""),
-                {"llm/flash_attn_tiled_pf.wgsl"}, {{"HD", hd}, {"NO", no}, {"VK", vk}, {"EXP2", e2}}, false);
+  std::vector<std::pair<std::string, double>> c{{"HD", hd}, {"NO", no}, {"VK", vk}, {"EXP2", e2}};
+  if (sg) c.push_back({"SGS", sg_size_});
+  return kernel(
+      "llm/flash_attn_tiled_pf/hd" + std::to_string(hd) + (e2 ? "/exp2" : "") + (sg ? "/sg" : ""),
+      {"llm/flash_attn_tiled_pf.wgsl", sg ? "llm/flash_attn_pf_rows_sg.wgsl" : "llm/flash_attn_pf_rows_wm.wgsl"},
+      std::move(c), sg);
 }
 
 LlmOps::DecodeShape LlmOps::decode_shape(int hd, int G) const {

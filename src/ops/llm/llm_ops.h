@@ -461,6 +461,10 @@ struct LlmTuning {
   // attn_prefill 2: 1 scores left unscaled and exp2(s * scale * log2(e) - m * ...) (one FMA
   // before ex2), 0 Q scaled as staged and exp.
   uint32_t attn_pf_exp2 = 1;
+  // attn_prefill 2: 1 a row's 16 invocations in consecutive lanes, a block's row max by subgroup
+  // shuffles (no barriers where subgroups have 16 lanes or more; the same bits), where the
+  // adapter has subgroups; 0 through workgroup memory.
+  uint32_t attn_pf_sg = 0;
   // flash_attn_tiled.wgsl's schedule: attn_pf_rows 4 (4 x 4 scores per invocation, 256
   // invocations) or 8 (8 x 4, 128 invocations, head_dim <= 128); attn_pf_dc: vec4s of head_dim
   // per staged Q/K chunk, 8 or 16 (half the barriers; the chunks then share P's workgroup
