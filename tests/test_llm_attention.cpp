@@ -28,7 +28,7 @@ const Cfg kCfgsMore[] = {{4, 4, 64}, {8, 2, 128}, {8, 1, 8}, {6, 2, 20}, {3, 1, 
 // other schedules (8 rows per invocation; chunks of 16 head_dim vec4s; keys in splits merged by
 // attn_combine.wgsl, with and without the swizzle: splits of 32 and 48 keys, so the tests'
 // 58-300 keys take 2-10 splits, blocks of 64 end at a split's end), flash_attn_tiled_pf.wgsl
-// (exp2 and exp, whole and in splits of 48 keys, row groups in subgroups: SwiftShader's 4 lanes
+// (exp2 and exp, whole and in splits of 48 keys without the prefetch, row groups in subgroups: SwiftShader's 4 lanes
 // and workgroup memory), flash_decode.wgsl at its
 // former default and with smaller workgroups and blocks (several (head, vec4) pairs per
 // invocation: 32 invocations, blocks of 8 keys), and flash_decode_sg.wgsl's other schedules (key
@@ -43,7 +43,7 @@ const char* const kVariants[] = {"",
                                  "attn_pf_dc=16",
                                  "attn_prefill=2",
                                  "attn_prefill=2,attn_pf_exp2=0",
-                                 "attn_prefill=2,attn_pf_split=48",
+                                 "attn_prefill=2,attn_pf_split=48,attn_pf_pf=0",
                                  "attn_prefill=2,attn_pf_sg=1",
                                  "attn_decode=1,attn_dec_wg=128,attn_dec_wgs=256",
                                  "attn_decode=1,attn_dec_wg=64,attn_dec_bk=16,attn_dec_wgs=64",

@@ -22,6 +22,7 @@ override HD: u32 = 128;  // head_dim, a multiple of 4, at most 256
 override NO: u32 = 2;    // output vec4s per row and invocation: ceil(HD / 64), at most 4
 override VK: u32 = 32;   // keys per V chunk: a power of two dividing BK, VK * HD / 4 <= 1024
 override EXP2: u32 = 1;
+override PF: u32 = 1;    // 0: each chunk loaded just before it is staged (no prefetch: for comparison)
 const WG = 256u;
 const DC4 = 8u;          // vec4s of head_dim per staged Q/K chunk
 const SWZ = 7u;          // flash_attn_tiled.wgsl's swizzle
@@ -126,10 +127,12 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     var s: array<vec4<f32>, 4>;
     for (var j = 0u; j < 4u; j++) { s[j] = vec4<f32>(0.0); }
     for (var st = 0u; st < NQK; st++) {
+      if (PF == 0u) { pf = fetch_qk(st * DC4, kb); }
       workgroupBarrier();
       store_qk(pf);
       workgroupBarrier();
-      if (st + 1u < NQK) {
+      if (PF == 0u) {
+      } else if (st + 1u < NQK) {
         pf = fetch_qk((st + 1u) * DC4, kb);
       } else {
         pf = fetch_v(0u, kb);
@@ -176,10 +179,12 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     }
     // ---- O += P V, V in chunks of VK keys
     for (var k0 = 0u; k0 < BK; k0 += VK) {
+      if (PF == 0u) { pf = fetch_v(k0, kb); }
       workgroupBarrier();
       store_v(pf);
       workgroupBarrier();
-      if (k0 + VK < BK) {
+      if (PF == 0u) {
+      } else if (k0 + VK < BK) {
         pf = fetch_v(k0 + VK, kb);
       } else {
         pf = fetch_qk(0u, kb + BK);

@@ -465,6 +465,8 @@ struct LlmTuning {
   // shuffles (no barriers where subgroups have 16 lanes or more; the same bits), where the
   // adapter has subgroups; 0 through workgroup memory.
   uint32_t attn_pf_sg = 0;
+  // attn_prefill 2: 0 each chunk loaded just before it is staged (the prefetch off, to measure it).
+  uint32_t attn_pf_pf = 1;
   // flash_attn_tiled.wgsl's schedule: attn_pf_rows 4 (4 x 4 scores per invocation, 256
   // invocations) or 8 (8 x 4, 128 invocations, head_dim <= 128); attn_pf_dc: vec4s of head_dim
   // per staged Q/K chunk, 8 or 16 (half the barriers; the chunks then share P's workgroup
