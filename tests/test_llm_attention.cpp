@@ -28,8 +28,8 @@ const Cfg kCfgsMore[] = {{4, 4, 64}, {8, 2, 128}, {8, 1, 8}, {6, 2, 20}, {3, 1, 
 // other schedules (8 rows per invocation; chunks of 16 head_dim vec4s; keys in splits merged by
 // attn_combine.wgsl, with and without the swizzle: splits of 32 and 48 keys, so the tests'
 // 58-300 keys take 2-10 splits, blocks of 64 end at a split's end), flash_attn_tiled_pf.wgsl
-// (exp2 and exp, whole and in splits of 48 keys without the prefetch, row groups in subgroups: SwiftShader's 4 lanes
-// and workgroup memory), flash_decode.wgsl at its
+// (exp2 and exp; in splits of 48 keys without the prefetch; row groups in subgroups: 4 lanes on
+// SwiftShader, so through workgroup memory too), flash_decode.wgsl at its
 // former default and with smaller workgroups and blocks (several (head, vec4) pairs per
 // invocation: 32 invocations, blocks of 8 keys), and flash_decode_sg.wgsl's other schedules (key
 // groups of 2 and 1 lanes (the default's 16 become 4 on SwiftShader, whose subgroups have 4); 1

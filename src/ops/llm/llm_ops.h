@@ -738,7 +738,8 @@ class LlmOps {
   };
   MatvecShape matvec_shape(bool swiglu = false) const;  // swiglu: the gate|up + SwiGLU kernel's tpr, unroll
   Kernel attn_kernel(int head_dim, int bq) const;
-  // flash_attn_tiled.wgsl for this head_dim, or an empty Kernel where it cannot run.
+  // flash_attn_tiled.wgsl (attn_prefill 1) or flash_attn_tiled_pf.wgsl (2) for this head_dim,
+  // or an empty Kernel where it cannot run.
   Kernel attn_tiled_kernel(int head_dim) const;
   Kernel attn_tiled_pf_kernel(int head_dim) const;
   // attn_combine.wgsl: partials [n_tokens][n_heads][splits][head_dim + 2] into out's rows.
