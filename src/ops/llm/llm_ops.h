@@ -456,7 +456,8 @@ struct LlmTuning {
   // register-tiled flash_attn_tiled.wgsl (64 rows x 64 keys per workgroup, 4 x 4 scores per
   // invocation; where head_dim <= 256 and the adapter has 32 KiB of workgroup memory), 2
   // flash_attn_tiled_pf.wgsl (1's 4 x 4 schedule with each staged chunk loaded into registers
-  // while the previous one is computed; the attn_pf_rows/dc/swz knobs do not apply).
+  // while the previous one is computed; attn_pf_dc and attn_pf_split apply, attn_pf_rows and
+  // attn_pf_swz do not).
   uint32_t attn_prefill = 1;
   // attn_prefill 2: 1 scores left unscaled and exp2(s * scale * log2(e) - m * ...) (one FMA
   // before ex2), 0 Q scaled as staged and exp.
