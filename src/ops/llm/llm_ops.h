@@ -458,15 +458,18 @@ struct LlmTuning {
   // flash_attn_tiled_pf.wgsl (1's 4 x 4 schedule with each staged chunk loaded into registers
   // while the previous one is computed; attn_pf_dc and attn_pf_split apply, attn_pf_rows and
   // attn_pf_swz do not).
-  uint32_t attn_prefill = 1;
+  // H200, 8B Q4_0 (512 tokens after 4,096 cached, per layer): 1 1.873 ms, 2 1.478 ms with
+  // attn_pf_sg=1 (1.664 without); pp512 @ d4096 3,055 -> 3,283 t/s (docs/benchmarks.md).
+  uint32_t attn_prefill = 2;
   // attn_prefill 2: 1 scores left unscaled and exp2(s * scale * log2(e) - m * ...) (one FMA
-  // before ex2), 0 Q scaled as staged and exp.
+  // before ex2), 0 Q scaled as staged and exp (1.767 ms vs 1.664; with attn_pf_sg 1.584 vs 1.478).
   uint32_t attn_pf_exp2 = 1;
   // attn_prefill 2: 1 a row's 16 invocations in consecutive lanes, a block's row max by subgroup
   // shuffles (no barriers where subgroups have 16 lanes or more; the same bits), where the
-  // adapter has subgroups; 0 through workgroup memory.
-  uint32_t attn_pf_sg = 0;
-  // attn_prefill 2: 0 each chunk loaded just before it is staged (the prefetch off, to measure it).
+  // adapter has subgroups; 0 through workgroup memory (1.478 ms vs 1.664).
+  uint32_t attn_pf_sg = 1;
+  // attn_prefill 2: 0 each chunk loaded just before it is staged (the prefetch off, to measure
+  // it: 2.002 ms vs 1.664).
   uint32_t attn_pf_pf = 1;
   // flash_attn_tiled.wgsl's schedule: attn_pf_rows 4 (4 x 4 scores per invocation, 256
   // invocations) or 8 (8 x 4, 128 invocations, head_dim <= 128); attn_pf_dc: vec4s of head_dim
