@@ -1,9 +1,9 @@
 // flash_attn_tiled.wgsl's 4 x 4 schedule (64 rows x 64 keys, 256 invocations, head_dim in chunks
-// of DC4 vec4s, swizzled) with every staged chunk prefetched into registers: each Q/K chunk and V
+// of 8 vec4s, swizzled) with every staged chunk prefetched into registers: each Q/K chunk and V
 // chunk is loaded from global memory while the previous one is computed (the next block's first
 // chunk during the last V chunk), so the loads' latency no longer waits behind each barrier.
-// Each invocation stages DC4 / 8 Q/K units (4 rows or 4 keys, one head_dim vec4 of each chunk:
-// its rows' addresses computed once) or up to 4 vec4s of a V chunk: 4 or 8 vec4s of registers.
+// Each invocation stages one Q/K unit (4 rows or 4 keys, one head_dim vec4 of each chunk: its
+// rows' addresses computed once) or up to 4 vec4s of a V chunk: 4 vec4s of registers either way.
 // Which invocation owns which rows and keys, where P lies and how a block's row max is found:
 // flash_attn_pf_rows_wm.wgsl (through workgroup memory) or flash_attn_pf_rows_sg.wgsl (subgroup
 // shuffles), included after this file.
@@ -24,8 +24,7 @@ override VK: u32 = 32;   // keys per V chunk: a power of two dividing BK, VK * H
 override EXP2: u32 = 1;
 override PF: u32 = 1;    // 0: each chunk loaded just before it is staged (no prefetch: for comparison)
 const WG = 256u;
-override DC4: u32 = 8u;  // vec4s of head_dim per staged Q/K chunk: 8, or 16 (Q and K take all of
-                         // wm, P's half included: a barrier before P is written)
+const DC4 = 8u;          // vec4s of head_dim per staged Q/K chunk
 const SWZ = 7u;          // flash_attn_tiled.wgsl's swizzle
 const BQ = 64u;
 const BK = 64u;
@@ -36,7 +35,6 @@ const LOG2E: f32 = 1.4426950408889634;
 var<workgroup> wm: array<vec4<f32>, 2048>;
 
 // this invocation's staging unit: quad sg of Q (sk false) or K, head_dim vec4 sc of each chunk
-// (DC4 16: two units, quad sg of Q and of K)
 var<private> sg: u32;
 var<private> sc: u32;
 var<private> sk: bool;
@@ -47,43 +45,33 @@ var<private> lidp: u32;
 
 fn qk_at(d: u32, g: u32) -> u32 { return d * 16u + (g ^ ((d / 4u) & SWZ)); }
 
-// Prefetched chunks: x[u * 4 + i] row or key i of unit u (Q/K), x[j] vec4 lid + j * WG (V).
-alias Chunk = array<vec4<f32>, 8>;
-
-fn fetch_qk(c0: u32, kb: u32) -> Chunk {
+fn fetch_qk(c0: u32, kb: u32) -> array<vec4<f32>, 4> {
   let HD4 = HD / 4u;
-  var x: Chunk;
-  for (var j = 0u; j < 8u; j++) { x[j] = vec4<f32>(0.0); }
+  var x = array<vec4<f32>, 4>(vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0));
   if (c0 + sc < HD4) {
-    for (var u = 0u; u < DC4 / 8u; u++) {
-      for (var i = 0u; i < 4u; i++) {
-        if (sk || u == 1u) {
-          let key = kb + sg * 4u + i;
-          if (key < k_hi) { x[u * 4u + i] = k4[cb + key * HD4 + c0 + sc]; }
-        } else {
-          x[u * 4u + i] = q4[qb[i] + c0];
-          if (EXP2 == 0u) { x[u * 4u + i] *= p.scale; }
-        }
+    for (var i = 0u; i < 4u; i++) {
+      if (sk) {
+        let key = kb + sg * 4u + i;
+        if (key < k_hi) { x[i] = k4[cb + key * HD4 + c0 + sc]; }
+      } else {
+        x[i] = q4[qb[i] + c0];
+        if (EXP2 == 0u) { x[i] *= p.scale; }
       }
     }
   }
   return x;
 }
 
-fn store_qk(x: Chunk) {
-  for (var u = 0u; u < DC4 / 8u; u++) {
-    let base = select(0u, DC4 * 64u, sk || u == 1u);
-    for (var j = 0u; j < 4u; j++) {
-      wm[base + qk_at(4u * sc + j, sg)] =
-          vec4<f32>(x[u * 4u][j], x[u * 4u + 1u][j], x[u * 4u + 2u][j], x[u * 4u + 3u][j]);
-    }
+fn store_qk(x: array<vec4<f32>, 4>) {
+  let base = select(0u, DC4 * 64u, sk);
+  for (var j = 0u; j < 4u; j++) {
+    wm[base + qk_at(4u * sc + j, sg)] = vec4<f32>(x[0][j], x[1][j], x[2][j], x[3][j]);
   }
 }
 
-fn fetch_v(k0: u32, kb: u32) -> Chunk {
+fn fetch_v(k0: u32, kb: u32) -> array<vec4<f32>, 4> {
   let HD4 = HD / 4u;
-  var x: Chunk;
-  for (var j = 0u; j < 8u; j++) { x[j] = vec4<f32>(0.0); }
+  var x = array<vec4<f32>, 4>(vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0));
   for (var j = 0u; j < 4u; j++) {
     let e = lidp + j * WG;
     let key = kb + k0 + e / HD4;
@@ -92,7 +80,7 @@ fn fetch_v(k0: u32, kb: u32) -> Chunk {
   return x;
 }
 
-fn store_v(x: Chunk) {
+fn store_v(x: array<vec4<f32>, 4>) {
   for (var j = 0u; j < 4u; j++) {
     let e = lidp + j * WG;
     if (e < VK * (HD / 4u)) { wm[e] = x[j]; }
@@ -174,7 +162,6 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     }
     lq *= corr;
     let mc = mb * c;
-    if (DC4 == 16u) { workgroupBarrier(); }  // the K chunk's last reads before P overwrites it
     for (var j = 0u; j < 4u; j++) {
       var e: vec4<f32>;
       if (EXP2 != 0u) {

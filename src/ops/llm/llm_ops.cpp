@@ -1115,13 +1115,11 @@ Kernel LlmOps::attn_tiled_pf_kernel(int hd) const {
   const bool sg = tuning.attn_pf_sg && subgroups_ && (sg_size_ & (sg_size_ - 1)) == 0;
   uint32_t vk = 64;
   while (vk > 1 && vk * hd4 > 1024) vk /= 2;
-  const uint32_t pf = tuning.attn_pf_pf ? 1 : 0, dc = tuning.attn_pf_dc == 16 ? 16 : 8;
-  std::vector<std::pair<std::string, double>> c{{"HD", hd},   {"NO", no}, {"VK", vk},
-                                                {"EXP2", e2}, {"PF", pf}, {"DC4", dc}};
+  const uint32_t pf = tuning.attn_pf_pf ? 1 : 0;
+  std::vector<std::pair<std::string, double>> c{{"HD", hd}, {"NO", no}, {"VK", vk}, {"EXP2", e2}, {"PF", pf}};
   if (sg) c.push_back({"SGS", sg_size_});
   return kernel(
-      "llm/flash_attn_tiled_pf/hd" + std::to_string(hd) + (e2 ? "/exp2" : "") + (sg ? "/sg" : "") +
-          (pf ? "" : "/nopf") + "/dc" + std::to_string(dc),
+      "llm/flash_attn_tiled_pf/hd" + std::to_string(hd) + (e2 ? "/exp2" : "") + (sg ? "/sg" : "") + (pf ? "" : "/nopf"),
       {"llm/flash_attn_tiled_pf.wgsl", sg ? "llm/flash_attn_pf_rows_sg.wgsl" : "llm/flash_attn_pf_rows_wm.wgsl"},
       std::move(c), sg);
 }

@@ -456,8 +456,9 @@ struct LlmTuning {
   // register-tiled flash_attn_tiled.wgsl (64 rows x 64 keys per workgroup, 4 x 4 scores per
   // invocation; where head_dim <= 256 and the adapter has 32 KiB of workgroup memory), 2
   // flash_attn_tiled_pf.wgsl (1's 4 x 4 schedule with each staged chunk loaded into registers
-  // while the previous one is computed; attn_pf_dc and attn_pf_split apply, attn_pf_rows and
-  // attn_pf_swz do not).
+  // while the previous one is computed; attn_pf_split applies, attn_pf_rows, attn_pf_dc and
+  // attn_pf_swz do not: chunks of 16 vec4s (two staging units per invocation, half the Q/K
+  // barriers) took 1.712 ms instead of 1.544 with attn_pf_sg=1, and were removed).
   // H200, 8B Q4_0 (512 tokens after 4,096 cached, per layer): 1 1.873 ms, 2 1.478 ms with
   // attn_pf_sg=1 (1.664 without); pp512 @ d4096 3,055 -> 3,283 t/s (docs/benchmarks.md).
   uint32_t attn_prefill = 2;
