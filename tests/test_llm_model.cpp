@@ -149,6 +149,10 @@ TEST(LlamaFixturesGpu, F16DecodeKnobsMatchToo) {
   probe.tuning = eo.tuning;
   ASSERT_EQ(probe.matvec_splits(TensorType::F16, 48), 2u);
   check_model(fx("tiny-llama3-bf16/tiny-llama3-bf16-f16.gguf"), fx("tiny-llama3-bf16"), {1e-2, 0.05}, eo);
+  // The attention's combine folded into the o projection, the final norm into the output
+  // projection, the o projection's columns split (matvec_split_groups keeps the output's whole).
+  apply_tuning(eo.tuning, "matvec_combine=1/matvec_out_norm=1/matvec_split_groups=4");
+  check_model(fx("tiny-llama3-bf16/tiny-llama3-bf16-f16.gguf"), fx("tiny-llama3-bf16"), {1e-2, 0.05}, eo);
 }
 
 // The CPU engine on every kernel level this processor runs (the default is the best one).

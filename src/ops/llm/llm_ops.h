@@ -138,6 +138,13 @@ inline constexpr uint32_t kMaxDecodeSplits = 4096;
 // The most bytes of partial results a split prefill attention takes (attn_pf_split).
 inline constexpr uint64_t kMaxPrefillPartialBytes = uint64_t(256) << 20;
 
+// One token's flash-decoding partials (LlmOps::attention_decode_partials).
+struct DecodePartials {
+  Tensor part;  // [n_heads][splits][head_dim + 2] floats, padded to whole vec4s
+  uint32_t splits = 0;
+  int n_heads = 0, head_dim = 0;
+};
+
 struct AttentionArgs {
   int n_tokens = 1;                     // new query tokens (their K/V must already be in the cache)
   int n_heads = 0;                      // query heads; kv head of head h = h / (n_heads / n_kv_heads)
@@ -242,6 +249,17 @@ struct LlmTuning {
   // 863.4 at 2: the second pass's dispatch costs more than the workgroups gain), hence 12,288.
   uint32_t matvec_split = 4;
   uint32_t matvec_split_cols = 12288;
+  // With matvec_split: only weights whose unsplit matvec has fewer workgroups than this are split
+  // (0: any), so that a lower matvec_split_cols can reach the o projection (an 8B model's 4,096
+  // columns: 256 workgroups) without splitting the output projection (8,016).
+  uint32_t matvec_split_groups = 0;
+  // One-token steps with f32 activations on GPUs: 1 folds the decode attention's combine pass into
+  // the o projection (combine_linear: each workgroup merges the flash-decoding partials into its
+  // staged x, one dispatch instead of two per layer), 0 runs attn_combine.wgsl before it.
+  uint32_t matvec_combine = 0;
+  // One-token steps with f32 activations on GPUs: 1 RMS-normalises x inside the output
+  // projection (rms_norm_linear, late scale: one dispatch and no copy), 0 in an rms_norm pass.
+  uint32_t matvec_out_norm = 0;
   // Register-tiled matmul (prefill): tokens (BM, a multiple of 8) x weight rows (BN, a multiple
   // of 8) per workgroup, (BM / 8) * (BN / 8) invocations of 8x8 outputs; k step BK (a multiple of
   // 4). 64 x 128 x 8: an 8B model's 4096-row projections at 512 tokens give 256 workgroups; on
@@ -562,6 +580,22 @@ class LlmOps {
                             const Tensor& qkv, const RopeTable& table, const KvLayer& cache, const RopeKvArgs& a,
                             int64_t row0 = 0) const;
   bool fuses_rope_q8(int64_t cols) const;
+  // attention_decode's split-K pass alone: one token's flash-decoding partials (attn_partial.wgsl's
+  // layout, [n_heads][splits][head_dim + 2]) for combine_linear or attention_combine.
+  DecodePartials attention_decode_partials(Batch& b, const KvLayer& cache, const Tensor& q,
+                                           const AttentionArgs& a) const;
+  // attention_decode's second pass: the partials combined into out[o_offset + h * head_dim + d].
+  void attention_combine(Batch& b, const DecodePartials& p, const Tensor& out, int64_t o_offset = 0) const;
+  // One token: y = W x (+ y) with x the attention output combined from p, in one dispatch (each
+  // workgroup merges the partials into its staged x: attention_combine's values with combine_sp
+  // 1). LinearOptions' row range, y offset and accumulate apply (no bias, no x_stride). Needs
+  // fuses_combine(w.type, p).
+  void combine_linear(Batch& b, const DecodePartials& p, const GpuWeight& w, const Tensor& y,
+                      const LinearOptions& o = {}) const;
+  // Whether combine_linear takes these partials for weights of type t (tuning.matvec_combine,
+  // float weights, x staged whole: tuning.matvec_xs 2 and workgroup memory for it and the splits'
+  // weights).
+  bool fuses_combine(TensorType t, const DecodePartials& p) const;
   // attention_decode with the output quantized into out (heads back to back: out.cols = n_heads *
   // head_dim, head_dim % 32 == 0; o_stride/o_offset unused): the o projection's input.
   void attention_decode_q8(Batch& b, const KvLayer& cache, const Tensor& q, const Q8Act& out,
@@ -616,9 +650,10 @@ class LlmOps {
                        const Tensor& out) const;
   // Whether those take x of `cols` columns (a multiple of 4).
   bool fuses_norm(int64_t cols) const;
-  // The column ranges of a one-token linear() of weight type t and cols columns
-  // (tuning.matvec_split, matvec_split_cols; 1: not split).
-  uint32_t matvec_splits(TensorType t, int64_t cols) const;
+  // The column ranges of a one-token linear() of weight type t, cols columns and rows rows
+  // (tuning.matvec_split, matvec_split_cols, matvec_split_groups; rows 0: not checked against
+  // matvec_split_groups; 1: not split).
+  uint32_t matvec_splits(TensorType t, int64_t cols, int64_t rows = 0) const;
   // One token: rms_norm_linear through a fused QKV weight (rows: a.n_heads query heads, then the
   // cache's key and value heads, back to back) and rope_kv_append(qkv, table, cache, a) on its
   // output, in one dispatch (bit-identical to the two). Needs fuses_rope(w.cols) (nine storage
@@ -707,11 +742,17 @@ class LlmOps {
   // swiglu_rows: the SWIGLU variant with that many rows per group (0: the plain kernel); norm_eps:
   // x RMS-normalised inside (matvec_x_norm.wgsl) with this epsilon; rope: the ROPE epilogue.
   // splits: the columns in that many ranges (matvec.wgsl's KS; plain rows only).
+  // xc: x combined from decode partials (matvec_x_combine.wgsl; plain rows only).
   Kernel matvec_kernel(TensorType t, LinearVersion v, int64_t cols, uint32_t swiglu_rows = 0,
-                       const float* norm_eps = nullptr, bool rope = false, uint32_t splits = 1) const;
+                       const float* norm_eps = nullptr, bool rope = false, uint32_t splits = 1,
+                       const DecodePartials* xc = nullptr) const;
   // Whether the matvec stages the whole of x (of a range of cols columns) in workgroup memory
-  // (tuning.matvec_xs, where it fits).
-  bool stages_x(TensorType t, int64_t cols, bool norm) const;
+  // (tuning.matvec_xs, where it fits beside extra_bytes of the x file's own).
+  bool stages_x(TensorType t, int64_t cols, bool norm, uint64_t extra_bytes = 0) const;
+  // The one-token plain matvec (linear's, combine_linear's): y = W x over rows rows from o.row0,
+  // with its columns split (matvec_splits) into partial sums and matvec_sum.wgsl where they are.
+  void matvec(Batch& b, const GpuWeight& w, const Arg& x, const Tensor& bias, const Tensor& y, int64_t rows,
+              const LinearOptions& o, uint32_t flags, LinearVersion v, const DecodePartials* xc = nullptr) const;
   // The chunks (weight vec4s) in each of `splits` column ranges.
   static int64_t split_chunks(TensorType t, int64_t cols, uint32_t splits);
   // matvec.wgsl's parameters for one token without ROPE.
