@@ -155,6 +155,39 @@ TEST(LlamaFixturesGpu, F16DecodeKnobsMatchToo) {
   check_model(fx("tiny-llama3-bf16/tiny-llama3-bf16-f16.gguf"), fx("tiny-llama3-bf16"), {1e-2, 0.05}, eo);
 }
 
+// GPUs' one-token F16 steps (the recorded step, position read on the GPU) against the prompt
+// pass's rows, token by token: the default step, and with the combine folded into the o
+// projection and the final norm into the output projection, at two matvec shapes.
+// (check_model's greedy steps compare argmaxes only.) CPU adapters run other kernels: skipped.
+TEST(LlamaFixturesGpu, F16DecodeStepsMatchThePromptPass) {
+  WGC_REQUIRE_FILE(fx("tiny-llama3-bf16/tiny-llama3-bf16-f16.gguf"));
+  if (ctx().adapter().is_cpu()) GTEST_SKIP() << "CPU adapters do not run the fused one-token steps";
+  ModelFile mf = open_model(fx("tiny-llama3-bf16/tiny-llama3-bf16-f16.gguf"), {false, false});
+  Golden g{SafetensorsFile::open(fx("tiny-llama3-bf16") / "golden.safetensors")};
+  auto tokens = g.get<int32_t>("p0.tokens");
+  const size_t vocab = size_t(mf.config().vocab_size), n = std::min<size_t>(tokens.size(), 12);
+  tokens.resize(n);
+  EngineOptions eo = small_engine(256, 64, Device::Gpu);
+  std::vector<float> all;
+  {
+    LlamaModel ref_model(ctx(), mf, eo);
+    all = ref_model.all_logits(tokens);
+  }
+  for (const char* spec : {"", "matvec_combine=1/matvec_out_norm=1",
+                           "matvec_combine=1/matvec_out_norm=1/matvec_wg=64/matvec_tpr=2/matvec_unroll=1/"
+                           "swiglu_wg_rows=16/swiglu_tpr=8"}) {
+    EngineOptions e2 = eo;
+    apply_tuning(e2.tuning, spec);
+    LlamaModel model(ctx(), mf, e2);
+    model.logits(std::span(tokens).first(1));
+    for (size_t i = 1; i < n; ++i) {
+      auto got = model.logits(std::span(&tokens[i], 1));
+      std::vector<float> want(all.begin() + std::ptrdiff_t(i * vocab), all.begin() + std::ptrdiff_t((i + 1) * vocab));
+      EXPECT_LT(test::rel_error(got, want), 1e-3) << "'" << spec << "' token " << i;
+    }
+  }
+}
+
 // The CPU engine on every kernel level this processor runs (the default is the best one).
 TEST(LlamaFixturesCpu, EveryKernelLevel) {
   WGC_REQUIRE_FILE(fx("tiny-llama2-f32/tiny-llama2-f32-q8_0.gguf"));
