@@ -1333,10 +1333,8 @@ void LlmOps::attention_combine(Batch& b, const DecodePartials& p, const Tensor& 
 bool LlmOps::fuses_combine(TensorType t, const DecodePartials& p) const {
   if (!tuning.matvec_combine || !p.part || p.head_dim <= 0 || p.head_dim % 4 != 0) return false;
   if (t != TensorType::F32 && t != TensorType::F16 && t != TensorType::BF16) return false;
-  const int64_t cols = int64_t(p.n_heads) * p.head_dim;
-  const uint32_t splits = matvec_splits(t, cols);
-  const int64_t range_cols = splits > 1 ? split_chunks(t, cols, splits) * chunk_elems(t) : cols;
-  return stages_x(t, range_cols, false, combine_bytes(p));
+  // The whole of x staged (column ranges, where the matvec splits, take less).
+  return stages_x(t, int64_t(p.n_heads) * p.head_dim, false, combine_bytes(p));
 }
 
 void LlmOps::combine_linear(Batch& b, const DecodePartials& p, const GpuWeight& w, const Tensor& y,
