@@ -335,7 +335,7 @@ TEST(LlmLinear, RmsNormLinearMatchesReference) {
 // passes, rms_norm_linear then rope_kv_append: bit-identical qkv and caches (poisoned first, so
 // rows either path leaves alone must stay so), F32/F16/BF16 weights at an awkward width, both
 // pair layouts, a fixed position and one read on the GPU with a separate cache row, x staged in
-// workgroup memory or not, in a second layer of the cache.
+// workgroup memory or not, 1, 2 and 4 RoPE pairs per row group, in a second layer of the cache.
 TEST(LlmLinear, QkvRopeMatchesTwoPasses) {
   const int nh = 4, nkv = 2, hd = 16, max_ctx = 12;
   const int64_t rows = int64_t(nh + 2 * nkv) * hd, cols = 204;
@@ -348,20 +348,23 @@ TEST(LlmLinear, QkvRopeMatchesTwoPasses) {
   auto nw = make_tensor(ctx(), {cols}, test::random_floats(size_t(cols), 93, 0.5f, 1.5f));
   for (auto t : {TensorType::F32, TensorType::F16, TensorType::BF16}) {
     auto w = upload_weight(ctx(), t, ref::random_weight(t, rows, cols, 91), rows, cols);
-    for (int variant = 0; variant < 4; ++variant) {
-      const bool interleaved = variant == 1, dyn = variant == 2;
+    for (int variant = 0; variant < 6; ++variant) {
+      const bool interleaved = variant == 1 || variant == 5, dyn = variant == 2 || variant == 4;
       LlmOps o(ctx());
       o.tuning.matvec_xs = variant == 2 ? 0 : 1;
-      if (variant == 1) o.tuning.matvec_tpr = 8;
-      if (variant == 3) {  // the norm's scale late, the weights prefetched, the columns built in
+      if (variant == 1 || variant == 5) o.tuning.matvec_tpr = 8;
+      if (variant >= 3) {  // the norm's scale late, the weights prefetched, the columns built in
         o.tuning.matvec_late = 1;
         o.tuning.matvec_pf = 2;
         o.tuning.matvec_static = 1;
       }
+      // 2 and 4 RoPE pairs per row group (the last workgroup's groups partly past the rows)
+      if (variant >= 4) o.tuning.matvec_rope_rows = variant == 4 ? 4 : 8;
       ASSERT_TRUE(o.fuses_rope(cols));
       const std::string what = std::string(to_string(t)) + (interleaved ? " interleaved" : " neox") +
                                (dyn ? " position read on the GPU, x from global memory" : " fixed position") +
-                               (variant == 3 ? ", late norm, prefetch, static columns" : "");
+                               (variant >= 3 ? ", late norm, prefetch, static columns" : "") + ", rope rows " +
+                               std::to_string(o.tuning.matvec_rope_rows);
       const RopeKvArgs a = test::qkv_rope_args(nh, interleaved, dyn ? &pos : nullptr);
       auto fused = test::qkv_rope_outputs(rows, nkv, max_ctx, hd, [&](Batch& b, const Tensor& qkv, const KvLayer& c) {
         o.rms_norm_qkv_rope(b, x, nw, 1e-5f, w, qkv, table, c, a);

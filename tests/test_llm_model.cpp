@@ -157,7 +157,8 @@ TEST(LlamaFixturesGpu, F16DecodeKnobsMatchToo) {
 
 // GPUs' one-token F16 steps (the recorded step, position read on the GPU) against the prompt
 // pass's rows, token by token: the default step, and with the combine folded into the o
-// projection and the final norm into the output projection, at two matvec shapes.
+// projection and the final norm into the output projection, at two matvec shapes (and 2 RoPE
+// pairs per row group of the QKV matvec).
 // (check_model's greedy steps compare argmaxes only.) CPU adapters run other kernels: skipped.
 TEST(LlamaFixturesGpu, F16DecodeStepsMatchThePromptPass) {
   WGC_REQUIRE_FILE(fx("tiny-llama3-bf16/tiny-llama3-bf16-f16.gguf"));
@@ -173,7 +174,7 @@ TEST(LlamaFixturesGpu, F16DecodeStepsMatchThePromptPass) {
     LlamaModel ref_model(ctx(), mf, eo);
     all = ref_model.all_logits(tokens);
   }
-  for (const char* spec : {"", "matvec_combine=1/matvec_out_norm=1",
+  for (const char* spec : {"", "matvec_combine=1/matvec_out_norm=1/matvec_rope_rows=4",
                            "matvec_combine=1/matvec_out_norm=1/matvec_wg=64/matvec_tpr=2/matvec_unroll=1/"
                            "swiglu_wg_rows=16/swiglu_tpr=8"}) {
     EngineOptions e2 = eo;

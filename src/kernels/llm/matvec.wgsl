@@ -6,10 +6,10 @@
 // SWIGLU (a prelude constant): the rows are a gate|up weight (gate rows 0 .. rows / 2 - 1, up
 // rows after them); a workgroup computes gate and up rows hw .. hw + h - 1 (2h = WG / TPR * R,
 // at most 64) and writes y[hw + i] = silu(gate) * up.
-// ROPE (a prelude constant; R == 2): the rows are a fused QKV weight (p.heads query heads, then
-// p.n_kv key and p.n_kv value heads of p.head_dim rows); each group takes the two rows of one
-// RoPE pair and rope_store (matvec_rope.wgsl) does rope_kv_append.wgsl's work on them: the same
-// values, so the same results as the matvec followed by rope_kv_append.
+// ROPE (a prelude constant; R even): the rows are a fused QKV weight (p.heads query heads, then
+// p.n_kv key and p.n_kv value heads of p.head_dim rows); each group takes the two rows of R / 2
+// consecutive RoPE pairs and rope_store (matvec_rope.wgsl) does rope_kv_append.wgsl's work on
+// them: the same values, so the same results as the matvec followed by rope_kv_append.
 // KS (a prelude constant, plain rows only): the columns are split into KS ranges of whole chunks,
 // workgroup w taking rows of block w % blocks over range w / blocks; each writes its partial
 // sums to y[range * rows + r] (no bias, y_off or accumulation: matvec_sum.wgsl adds the ranges
@@ -120,7 +120,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     if (SWIGLU) {
       rl[u] = select(swh * wg + lr, p.rows / 2u + swh * wg + lr - swh, lr >= swh);
     } else if (ROPE) {
-      rl[u] = rope_row(wg * (WG / TPR) + lid / TPR, u);
+      rl[u] = rope_row((wg * (WG / TPR) + lid / TPR) * (R / 2u) + u / 2u, u % 2u);
     } else {
       rl[u] = wg * (WG / TPR * R) + lr;
     }
@@ -206,7 +206,11 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
       outs[u] = o;
     }
   }
-  if (ROPE && lane == 0u && rl[0] < p.rows) { rope_store(rl[0], rl[1], outs[0], outs[1]); }
+  if (ROPE && lane == 0u) {
+    for (var u = 0u; u < R; u += 2u) {
+      if (rl[u] < p.rows) { rope_store(rl[u], rl[u + 1u], outs[u], outs[u + 1u]); }
+    }
+  }
   if (SWIGLU) {
     workgroupBarrier();
     if (lid < swh) {

@@ -113,6 +113,7 @@ void apply_tuning(LlmTuning& t, std::string_view spec) {
       {"matvec_split_groups", &LlmTuning::matvec_split_groups},
       {"matvec_combine", &LlmTuning::matvec_combine},
       {"matvec_out_norm", &LlmTuning::matvec_out_norm},
+      {"matvec_rope_rows", &LlmTuning::matvec_rope_rows},
       {"matmul_bm", &LlmTuning::matmul_bm},
       {"matmul_bn", &LlmTuning::matmul_bn},
       {"matmul_bk", &LlmTuning::matmul_bk},
@@ -363,7 +364,7 @@ Kernel LlmOps::matvec_kernel(TensorType t, LinearVersion v, int64_t cols, uint32
                                     rope ? "llm/matvec_rope.wgsl" : "llm/matvec_q8_norope.wgsl",
                                     "llm/matvec.wgsl"};
   const MatvecShape m = matvec_shape(swiglu_rows != 0);
-  const uint32_t rows = rope ? 2 : swiglu_rows ? swiglu_rows : m.rows;
+  const uint32_t rows = rope ? rope_rows() : swiglu_rows ? swiglu_rows : m.rows;
   std::vector<std::pair<std::string, double>> c = {{"WG", m.wg}, {"TPR", m.tpr}, {"UNROLL", m.unroll}, {"R", rows}};
   if (sg) c.push_back({"SG", sg_size_});
   std::string key = "llm/matvec/" + str(t);
@@ -693,11 +694,17 @@ void LlmOps::rms_norm_qkv_rope(Batch& b, const Tensor& x, const Tensor& norm_w, 
   Kernel k = matvec_kernel(w.type, subgroups_ ? LinearVersion::Subgroup : LinearVersion::Shared, w.cols, 0, &eps, true);
   Params prm(1u, u32(w.rows), u32(w.cols), 0u, u32(w.cols), u32(w.rows), 0u, 0u);
   detail::push_rope_params(prm, table, c, a);
-  const uint64_t pairs = uint64_t(w.rows) / 2;  // one per row group
+  const uint64_t pairs = uint64_t(w.rows) / 2;  // rope_rows() / 2 per row group
   b.dispatch(k,
              {w.data, w.scales, Arg(x, 0, round16(x.bytes())), norm_w, qkv, table.cos_sin,
               a.positions ? a.positions : dummy_, c.k, c.v},
-             prm, groups_1d(ctx_, ceil_div(pairs, m.wg / m.tpr)));
+             prm, groups_1d(ctx_, ceil_div(pairs, m.wg / m.tpr * (rope_rows() / 2))));
+}
+
+uint32_t LlmOps::rope_rows() const {
+  need(tuning.matvec_rope_rows == 2 || tuning.matvec_rope_rows == 4 || tuning.matvec_rope_rows == 8, "matvec",
+       "matvec_rope_rows " + std::to_string(tuning.matvec_rope_rows) + " (2, 4 or 8)");
+  return tuning.matvec_rope_rows;
 }
 
 void LlmOps::check_norm(const Tensor& x, const Tensor& norm_w, int64_t cols, const std::string& op) const {

@@ -260,6 +260,9 @@ struct LlmTuning {
   // One-token steps with f32 activations on GPUs: 1 RMS-normalises x inside the output
   // projection (rms_norm_linear, late scale: one dispatch and no copy), 0 in an rms_norm pass.
   uint32_t matvec_out_norm = 0;
+  // Rows per row group of the QKV + RoPE matvec (rms_norm_qkv_rope): 2 (one RoPE pair), 4 or 8
+  // (consecutive pairs: each x load serves more rows, fewer workgroups).
+  uint32_t matvec_rope_rows = 2;
   // Register-tiled matmul (prefill): tokens (BM, a multiple of 8) x weight rows (BN, a multiple
   // of 8) per workgroup, (BM / 8) * (BN / 8) invocations of 8x8 outputs; k step BK (a multiple of
   // 4). 64 x 128 x 8: an 8B model's 4096-row projections at 512 tokens give 256 workgroups; on
@@ -767,6 +770,7 @@ class LlmOps {
     uint32_t wg, tpr, rows, unroll;  // invocations per workgroup and per row group; rows per group; unroll
   };
   MatvecShape matvec_shape(bool swiglu = false) const;  // swiglu: the gate|up + SwiGLU kernel's tpr, unroll
+  uint32_t rope_rows() const;                           // the QKV + RoPE matvec's rows per group, checked
   Kernel attn_kernel(int head_dim, int bq) const;
   // flash_attn_tiled.wgsl for this head_dim, or an empty Kernel where it cannot run.
   Kernel attn_tiled_kernel(int head_dim) const;
