@@ -285,13 +285,7 @@ TEST(LlmAttention, CombineFoldedIntoTheOProjection) {
           for (bool plain : {true, false}) {
             const size_t ny = size_t(yoff + nr + 4);
             auto y0 = test::random_floats(ny, 19);
-            std::vector<float> want = y0;
-            std::vector<bool> written(ny, false);
-            for (int64_t i = 0; i < nr; ++i) {
-              const size_t yi = size_t(yoff + i);
-              want[yi] = float(r[size_t(i)] + (plain ? 0.0 : double(y0[yi])));
-              written[yi] = true;
-            }
+            const test::RowsWant rw = test::rows_want(r, y0, yoff, !plain);
             Tensor y = plain ? test::poisoned(int64_t(ny)) : make_tensor(ctx(), {int64_t(ny)}, y0);
             auto out = test::poisoned(cols);
             Batch b(ctx());
@@ -308,7 +302,8 @@ TEST(LlmAttention, CombineFoldedIntoTheOProjection) {
             b.run();
             auto got = download<float>(ctx(), y);
             got.resize(ny);
-            test::expect_written_and_gaps(got, want, written, y0, !plain, 1e-4, what + (plain ? " plain" : " acc"));
+            test::expect_written_and_gaps(got, rw.want, rw.written, y0, !plain, 1e-4,
+                                          what + (plain ? " plain" : " acc"));
             EXPECT_LE(test::rel_error(download<float>(ctx(), out), attn), 1e-5) << what << " attention_combine";
           }
         }

@@ -279,14 +279,7 @@ TEST(LlmLinear, RmsNormLinearMatchesReference) {
         const int64_t row0 = plain ? 0 : 4, nr = plain ? rows : rows - 7, yoff = plain ? 0 : 3;
         const size_t ny = size_t(yoff + nr + 5);
         auto y0 = test::random_floats(ny, 34);
-        auto r = ref::linear(deq, cols, xn, 1, row0, nr);
-        std::vector<float> want = y0;
-        std::vector<bool> written(ny, false);
-        for (int64_t i = 0; i < nr; ++i) {
-          const size_t yi = size_t(yoff + i);
-          want[yi] = float(r[size_t(i)] + (plain ? 0.0 : double(y0[yi])));
-          written[yi] = true;
-        }
+        const test::RowsWant rw = test::rows_want(ref::linear(deq, cols, xn, 1, row0, nr), y0, yoff, !plain);
         Tensor y = plain ? test::poisoned(int64_t(ny)) : make_tensor(ctx(), {int64_t(ny)}, y0);
         LinearOptions lo;
         lo.row0 = row0;
@@ -298,7 +291,7 @@ TEST(LlmLinear, RmsNormLinearMatchesReference) {
         b.run();
         auto got = download<float>(ctx(), y);
         got.resize(ny);
-        test::expect_written_and_gaps(got, want, written, y0, !plain, 1e-5, what + (plain ? " plain" : " range"));
+        test::expect_written_and_gaps(got, rw.want, rw.written, y0, !plain, 1e-5, what + (plain ? " plain" : " range"));
       }
       if (block_size(t) == 256) continue;  // gate|up of 2 x 96 rows at cols 160 or 204
       const int64_t half = 96, gc = block_size(t) == 32 ? 160 : 204;

@@ -149,16 +149,16 @@ TEST(LlamaFixturesGpu, F16DecodeKnobsMatchToo) {
   probe.tuning = eo.tuning;
   ASSERT_EQ(probe.matvec_splits(TensorType::F16, 48), 2u);
   check_model(fx("tiny-llama3-bf16/tiny-llama3-bf16-f16.gguf"), fx("tiny-llama3-bf16"), {1e-2, 0.05}, eo);
-  // The attention's combine folded into the o projection, the final norm into the output
-  // projection, the o projection's columns split (matvec_split_groups keeps the output's whole).
-  apply_tuning(eo.tuning, "matvec_combine=1/matvec_out_norm=1/matvec_split_groups=4");
+  // The attention's combine and the final norm in passes of their own (the defaults fold them
+  // into the o and output projections), the split limited to matvecs of few workgroups.
+  apply_tuning(eo.tuning, "matvec_combine=0/matvec_out_norm=0/matvec_split_groups=4");
   check_model(fx("tiny-llama3-bf16/tiny-llama3-bf16-f16.gguf"), fx("tiny-llama3-bf16"), {1e-2, 0.05}, eo);
 }
 
 // GPUs' one-token F16 steps (the recorded step, position read on the GPU) against the prompt
-// pass's rows, token by token: the default step, and with the combine folded into the o
-// projection and the final norm into the output projection, at two matvec shapes (and 2 RoPE
-// pairs per row group of the QKV matvec).
+// pass's rows, token by token: the step with the attention's combine and the final norm passes
+// of their own, and folded into the o and output projections (the default) at two matvec shapes
+// (and 2 RoPE pairs per row group of the QKV matvec).
 // (check_model's greedy steps compare argmaxes only.) CPU adapters run other kernels: skipped.
 TEST(LlamaFixturesGpu, F16DecodeStepsMatchThePromptPass) {
   WGC_REQUIRE_FILE(fx("tiny-llama3-bf16/tiny-llama3-bf16-f16.gguf"));
@@ -174,8 +174,8 @@ TEST(LlamaFixturesGpu, F16DecodeStepsMatchThePromptPass) {
     LlamaModel ref_model(ctx(), mf, eo);
     all = ref_model.all_logits(tokens);
   }
-  for (const char* spec : {"", "matvec_combine=1/matvec_out_norm=1/matvec_rope_rows=4",
-                           "matvec_combine=1/matvec_out_norm=1/matvec_wg=64/matvec_tpr=2/matvec_unroll=1/"
+  for (const char* spec : {"matvec_combine=0/matvec_out_norm=0", "matvec_rope_rows=4",
+                           "matvec_wg=64/matvec_tpr=2/matvec_unroll=1/"
                            "swiglu_wg_rows=16/swiglu_tpr=8"}) {
     EngineOptions e2 = eo;
     apply_tuning(e2.tuning, spec);

@@ -251,15 +251,19 @@ struct LlmTuning {
   uint32_t matvec_split_cols = 12288;
   // With matvec_split: only weights whose unsplit matvec has fewer workgroups than this are split
   // (0: any), so that a lower matvec_split_cols can reach the o projection (an 8B model's 4,096
-  // columns: 256 workgroups) without splitting the output projection (8,016).
+  // columns: 256 workgroups) without splitting the output projection (8,016). H200, session 8:
+  // splitting the o projections in 4 lost (8B F16 tg128 204.2 -> 199.0 t/s, 1B 959.4 -> 916.3 with
+  // the down projections too).
   uint32_t matvec_split_groups = 0;
   // One-token steps with f32 activations on GPUs: 1 folds the decode attention's combine pass into
   // the o projection (combine_linear: each workgroup merges the flash-decoding partials into its
   // staged x, one dispatch instead of two per layer), 0 runs attn_combine.wgsl before it.
-  uint32_t matvec_combine = 0;
-  // One-token steps with f32 activations on GPUs: 1 RMS-normalises x inside the output
-  // projection (rms_norm_linear, late scale: one dispatch and no copy), 0 in an rms_norm pass.
-  uint32_t matvec_out_norm = 0;
+  // matvec_out_norm 1: x RMS-normalised inside the output projection (rms_norm_linear, late
+  // scale: no copy, no rms_norm pass), 0 in an rms_norm pass. H200 (docs/benchmarks.md, session
+  // 8): 1B F16 tg128 923.9 -> 947.3 t/s with the combine folded, 930.5 with the norm, 959.4 with
+  // both; 8B F16 202.3 -> 203.4, 202.8, 204.2.
+  uint32_t matvec_combine = 1;
+  uint32_t matvec_out_norm = 1;
   // Rows per row group of the QKV + RoPE matvec (rms_norm_qkv_rope): 2 (one RoPE pair), 4 or 8
   // (consecutive pairs: each x load serves more rows, fewer workgroups).
   uint32_t matvec_rope_rows = 2;
