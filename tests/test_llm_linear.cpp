@@ -93,10 +93,11 @@ TEST(LlmLinear, EveryTypeEveryVersionMatchesReference) {
 // leave partial groups and workgroups, with bias and accumulation.
 TEST(LlmLinear, MatvecTuningsMatchReference) {
   struct Tune {
-    uint32_t wg, tpr, unroll, rows, xs, pf = 0, cols_static = 0;
+    uint32_t wg, tpr, unroll, rows, xs, pf = 0, cols_static = 0, pf_loads = 8;
   };
-  const Tune tunes[] = {{256, 32, 4, 2, 2},       {128, 16, 1, 3, 2},  {64, 8, 2, 4, 2},        {256, 64, 1, 4, 0},
-                        {256, 32, 4, 2, 2, 4, 1}, {64, 8, 4, 3, 2, 2}, {128, 16, 2, 4, 0, 1, 1}};
+  const Tune tunes[] = {{256, 32, 4, 2, 2},       {128, 16, 1, 3, 2},        {64, 8, 2, 4, 2},
+                        {256, 64, 1, 4, 0},       {256, 32, 4, 2, 2, 4, 1},  {64, 8, 4, 3, 2, 2},
+                        {128, 16, 2, 4, 0, 1, 1}, {64, 8, 8, 2, 2, 8, 1, 16}};
   for (auto t : kGpuTensorTypes) {
     const int64_t rows = 45, cols = int64_t(block_size(t)) == 256 ? 512 : int64_t(block_size(t)) == 32 ? 4160 : 203;
     auto bytes = ref::random_weight(t, rows, cols, 21);
@@ -117,6 +118,7 @@ TEST(LlmLinear, MatvecTuningsMatchReference) {
       o.tuning.matvec_rows = tune.rows;
       o.tuning.matvec_xs = tune.xs;
       o.tuning.matvec_pf = tune.pf;
+      o.tuning.matvec_pf_loads = tune.pf_loads;
       o.tuning.matvec_static = tune.cols_static;
       auto y = test::poisoned(rows);
       LinearOptions lo;
@@ -217,12 +219,14 @@ TEST(LlmLinear, LinearSwigluMatchesReference) {
     auto x = make_tensor(ctx(), {cols}, xv);
     auto want = ref::swiglu(test::to_float(ref::linear(deq, cols, xv, 1, 0, half)),
                             test::to_float(ref::linear(deq, cols, xv, 1, half, half)));
-    for (auto [tpr, wg_rows, pf] : {std::array<uint32_t, 3>{32, 64, 0}, std::array<uint32_t, 3>{8, 64, 2},
-                                    std::array<uint32_t, 3>{32, 32, 1}, std::array<uint32_t, 3>{16, 16, 4}}) {
+    for (auto [tpr, wg_rows, pf] :
+         {std::array<uint32_t, 3>{32, 64, 0}, std::array<uint32_t, 3>{8, 64, 2}, std::array<uint32_t, 3>{32, 32, 1},
+          std::array<uint32_t, 3>{16, 16, 4}, std::array<uint32_t, 3>{32, 32, 4}}) {
       LlmOps o(ctx());
       o.tuning.matvec_tpr = tpr;
       o.tuning.swiglu_wg_rows = wg_rows;
       o.tuning.matvec_pf = pf;
+      o.tuning.matvec_pf_loads = pf == 4 ? 16 : 8;  // 4 rows per group x 4 steps
       o.tuning.matvec_static = pf % 2;
       std::vector<LinearVersion> vs = {LinearVersion::Shared};
       if (o.supports(LinearVersion::Subgroup, {1, 2 * half, cols, t})) vs.push_back(LinearVersion::Subgroup);

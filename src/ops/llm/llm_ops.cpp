@@ -114,6 +114,7 @@ void apply_tuning(LlmTuning& t, std::string_view spec) {
       {"matvec_combine", &LlmTuning::matvec_combine},
       {"matvec_out_norm", &LlmTuning::matvec_out_norm},
       {"matvec_rope_rows", &LlmTuning::matvec_rope_rows},
+      {"matvec_pf_loads", &LlmTuning::matvec_pf_loads},
       {"matmul_bm", &LlmTuning::matmul_bm},
       {"matmul_bn", &LlmTuning::matmul_bn},
       {"matmul_bk", &LlmTuning::matmul_bk},
@@ -240,7 +241,7 @@ namespace {
 constexpr uint32_t kNaiveWG = 64;
 constexpr uint32_t kMatvecMaxRows = 8;       // matvec.wgsl: R_MAX
 constexpr uint32_t kSwigluRows = 64;         // matvec.wgsl: most gate and up rows per SWIGLU workgroup
-constexpr uint32_t kMatvecPfLoads = 8;       // matvec.wgsl: most weight chunks loaded before x (PF * R)
+constexpr uint32_t kMatvecPfLoads = 16;      // matvec.wgsl: most weight chunks loaded before x (PF * R)
 constexpr uint32_t kMatvecMaxSplits = 64;    // matvec.wgsl: most column ranges (KS)
 constexpr uint64_t kRegTileMinGroups = 256;  // choose_linear: tiles from which RegTile runs
 // matvec.wgsl: the uniform's binding with ROPE (after matvec_rope.wgsl's storage buffers 5-8), and
@@ -384,7 +385,9 @@ Kernel LlmOps::matvec_kernel(TensorType t, LinearVersion v, int64_t cols, uint32
   need(!xc || xs, "matvec", "x combined from partials must be staged whole (matvec_xs 2, workgroup memory)");
   const uint32_t xn4 = xs ? u32((range_cols + 3) / 4) : 1u;
   // The prefetch and column ranges for the float types (x in one pass, w_dot as w_chunk adds).
-  const uint32_t pf = padded ? std::min({tuning.matvec_pf, m.unroll, kMatvecPfLoads / rows}) : 0u;
+  need(tuning.matvec_pf_loads >= 1 && tuning.matvec_pf_loads <= kMatvecPfLoads, "matvec",
+       "matvec_pf_loads " + std::to_string(tuning.matvec_pf_loads) + " (1.." + std::to_string(kMatvecPfLoads) + ")");
+  const uint32_t pf = padded ? std::min({tuning.matvec_pf, m.unroll, tuning.matvec_pf_loads / rows}) : 0u;
   need(splits == 1 || (padded && !swiglu_rows && !rope), "matvec", "column ranges for plain F16/BF16/F32 rows only");
   if (mask) key += "/mask";
   if (xs) key += "/xs" + std::to_string(xn4);

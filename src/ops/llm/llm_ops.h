@@ -224,10 +224,11 @@ struct LlmTuning {
   // 3.2% (1B F16 910.3 vs 882.5).
   uint32_t swiglu_wg_rows = 32;
   // The f32-activation matvecs: each invocation's first matvec_pf unrolled steps of weights
-  // (0..matvec_unroll, at most 8 vec4 loads per invocation with the rows per group: the SwiGLU
-  // kernel's 4 rows per group take 2) are loaded before x is prepared (RMS norm, staging), so that they are
-  // in flight meanwhile. The same sums in the same order.
+  // (0..matvec_unroll, at most matvec_pf_loads vec4 loads per invocation with the rows per group:
+  // at 8, the SwiGLU kernel's 4 rows per group take 2) are loaded before x is prepared (RMS norm,
+  // staging), so that they are in flight meanwhile. The same sums in the same order.
   uint32_t matvec_pf = 4;
+  uint32_t matvec_pf_loads = 8;  // 1..16
   // 1: the matvecs that RMS-normalise x (matvec_norm) and stage it whole (matvec_xs) stage x * w
   // before the sum of squares is known and scale each row's sum by 1 / rms after the dot
   // products (mvq_late's idea: one read of x, no reduction before the weights are used); 0:
