@@ -21,10 +21,11 @@
 // first unrolled pass are loaded before x is prepared (x_prologue, the staging), so that they are
 // in flight meanwhile; the same sums in the same order.
 // x is read through x_load4 (matvec_x.wgsl: as it is; matvec_x_norm.wgsl: RMS-normalised, after
-// x_prologue, or with X_LATE scaled at the end by x_scale). Preceded by a prelude (SWIGLU, ROPE,
-// KS, XS, XN4, X_MASK, X_LATE, PF, PF_N, COLS, P_BINDING),
-// common.wgsl, rope_pair.wgsl, a weights/*.wgsl file (bindings 0, 1), a reduce file, one of those
-// two x files and matvec_rope.wgsl (ROPE: bindings 5-8) or matvec_q8_norope.wgsl.
+// x_prologue, or with X_LATE scaled at the end by x_scale; matvec_x_combine.wgsl: merged from
+// flash-decoding partials, with XS). Preceded by a prelude (SWIGLU, ROPE, KS, XS, XN4, X_MASK,
+// X_LATE, PF, PF_N, COLS, P_BINDING; XC_* for the combine), common.wgsl, rope_pair.wgsl, a
+// weights/*.wgsl file (bindings 0, 1), a reduce file, one of those x files and matvec_rope.wgsl
+// (ROPE: bindings 5-8) or matvec_q8_norope.wgsl.
 @group(0) @binding(2) var<storage, read> x4: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
 @group(0) @binding(4) var<storage, read_write> y: array<f32>;
