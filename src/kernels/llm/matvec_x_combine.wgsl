@@ -7,6 +7,7 @@
 // weighted accs of the splits that have keys in split order and divides by the sum, so x is
 // what attn_combine.wgsl writes with combine_sp 1. Needs XS (each element loaded once, into the
 // staged x) and the prelude constants XC_NH, XC_S, XC_HD (a multiple of 4).
+const_assert XS && XC_HD % 4u == 0u;
 var<workgroup> xc_f: array<f32, XC_NH * XC_S>;  // the splits' weights exp(m_s - max), per head
 var<workgroup> xc_l: array<f32, XC_NH>;         // each head's weighted sum of l
 
