@@ -194,10 +194,13 @@ struct KernelVersion {
 // Tuning knobs of the fast kernels (override constants); the defaults suit the H200 and work
 // everywhere. Changing them after kernels were used compiles new pipelines on next use.
 struct LlmTuning {
-  uint32_t matvec_wg = 256;    // invocations per matvec workgroup (rows per workgroup = wg / tpr)
-  uint32_t matvec_tpr = 32;    // invocations per row (a power of two)
-  uint32_t matvec_unroll = 4;  // weight loads in flight per invocation (H200, 8B F16 tg: 4 beat 2 by 1%)
-  uint32_t matvec_rows = 2;    // rows per group of matvec_tpr invocations (1..8), sharing x loads
+  uint32_t matvec_wg = 256;  // invocations per matvec workgroup (rows per workgroup = wg / tpr)
+  uint32_t matvec_tpr = 32;  // invocations per row (a power of two)
+  // Weight loads in flight per invocation. H200: 4 beat 2 by 1% (8B F16 tg); session 8, with the
+  // combine and output norm folded: 8 gained 1.8% on 1B F16 (978.7 vs 960-963 t/s) and lost 1.2%
+  // on 8B F16 (201.0 vs 203.4).
+  uint32_t matvec_unroll = 4;
+  uint32_t matvec_rows = 2;  // rows per group of matvec_tpr invocations (1..8), sharing x loads
   // One token through a gate|up weight with f32 activations: 1 runs gate|up and SwiGLU as one
   // matvec dispatch (linear_swiglu), 0 as two (for A/B measurements).
   uint32_t matvec_swiglu = 1;
@@ -228,7 +231,9 @@ struct LlmTuning {
   // at 8, the SwiGLU kernel's 4 rows per group take 2) are loaded before x is prepared (RMS norm,
   // staging), so that they are in flight meanwhile. The same sums in the same order.
   uint32_t matvec_pf = 4;
-  uint32_t matvec_pf_loads = 8;  // 1..16
+  // 1..16. H200, session 8: 16 with matvec_unroll 8 and matvec_pf 8 lost (8B F16 tg128 200.7 t/s,
+  // 1B 950.1, against 201.0 and 978.7 with 8).
+  uint32_t matvec_pf_loads = 8;
   // 1: the matvecs that RMS-normalise x (matvec_norm) and stage it whole (matvec_xs) stage x * w
   // before the sum of squares is known and scale each row's sum by 1 / rms after the dot
   // products (mvq_late's idea: one read of x, no reduction before the weights are used); 0:
@@ -266,7 +271,8 @@ struct LlmTuning {
   uint32_t matvec_combine = 1;
   uint32_t matvec_out_norm = 1;
   // Rows per row group of the QKV + RoPE matvec (rms_norm_qkv_rope): 2 (one RoPE pair), 4 or 8
-  // (consecutive pairs: each x load serves more rows, fewer workgroups).
+  // (consecutive pairs: each x load serves more rows, fewer workgroups). H200, session 8: 4 lost
+  // (8B F16 tg128 201.6 vs 203.4 t/s, 1B 913.2 vs 960-963).
   uint32_t matvec_rope_rows = 2;
   // Register-tiled matmul (prefill): tokens (BM, a multiple of 8) x weight rows (BN, a multiple
   // of 8) per workgroup, (BM / 8) * (BN / 8) invocations of 8x8 outputs; k step BK (a multiple of
