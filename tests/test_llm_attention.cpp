@@ -276,6 +276,90 @@ TEST(LlmAttention, DecodeWithThePositionReadOnTheGpu) {
     }
 }
 
+// One token's attention combined inside the o projection (combine_linear, matvec_combine): the
+// partials of a recorded step (position read on the GPU, the cache's splits, most of them empty
+// early on) through an o weight of every float type, against the f64 attention and linear
+// references: row range, y offset, plain into poisoned y and accumulating, the rest of y untouched,
+// with the columns split into ranges too; and attention_combine alone against the reference.
+TEST(LlmAttention, CombineFoldedIntoTheOProjection) {
+  const char* const tunes[] = {"matvec_combine=1,matvec_xs=2,matvec_tpr=8,matvec_rows=2,matvec_unroll=1",
+                               "matvec_combine=1,matvec_xs=2,matvec_tpr=4,matvec_rows=3,matvec_unroll=2,matvec_split=3,"
+                               "matvec_split_cols=16,attn_dec_wgs=64"};
+  // (a recorded step's splits cover the cache's 200 rows: at position 17 the later ones are empty)
+  for (const Cfg& c : {Cfg{8, 2, 128}, Cfg{6, 2, 20}, Cfg{3, 1, 96}}) {
+    const int len = 150, max_ctx = 200, row = (c.nh + 2 * c.nkv) * c.hd;
+    const int64_t cols = int64_t(c.nh) * c.hd, rows = 45, row0 = 3, nr = 39, yoff = 2;
+    auto all = make_qkv(c, len, 13);
+    auto cache = make_kv_cache(ctx(), 1, c.nkv, max_ctx, c.hd);
+    fill_u32(ctx(), cache.k, kPoisonNaN);
+    fill_u32(ctx(), cache.v, kPoisonNaN);
+    run_step(c, cache.layer(0), all, 0, len, false);
+    auto want_attn = ref::attention(all.q, all.k, all.v, len, c.nh, c.nkv, c.hd, 0, 1.f / std::sqrt(float(c.hd)));
+    for (auto t : {TensorType::F32, TensorType::F16, TensorType::BF16}) {
+      auto bytes = ref::random_weight(t, rows, cols, 17);
+      auto w = upload_weight(ctx(), t, bytes, rows, cols);
+      auto deq = ref::dequantize(t, bytes, rows, cols);
+      for (const char* spec : tunes) {
+        LlmOps o(ctx());
+        apply_tuning(o.tuning, spec);
+        for (int pos : {17, len - 1}) {
+          const std::vector<float> attn = slice(want_attn, size_t(pos * c.nh * c.hd), size_t(c.nh * c.hd));
+          auto r = ref::linear(deq, cols, attn, 1, row0, nr);
+          std::vector<float> qv(all.fused.begin() + pos * row, all.fused.begin() + (pos + 1) * row);
+          auto qkv = make_tensor(ctx(), {int64_t(qv.size())}, qv);
+          auto at = make_tensor(ctx(), {1}, DType::U32);
+          const uint32_t p32 = uint32_t(pos);
+          upload(ctx(), at, std::as_bytes(std::span(&p32, 1)));
+          AttentionArgs a;
+          a.n_heads = c.nh;
+          a.start = pos;
+          a.q_stride = row;
+          a.start_from = at;
+          const std::string what = std::string(to_string(t)) + " " + spec + ": " + std::to_string(c.nh) + "/" +
+                                   std::to_string(c.nkv) + " hd=" + std::to_string(c.hd) +
+                                   " pos=" + std::to_string(pos);
+          for (bool plain : {true, false}) {
+            const size_t ny = size_t(yoff + nr + 4);
+            auto y0 = test::random_floats(ny, 19);
+            const test::RowsWant rw = test::rows_want(r, y0, yoff, !plain);
+            Tensor y = plain ? test::poisoned(int64_t(ny)) : make_tensor(ctx(), {int64_t(ny)}, y0);
+            auto out = test::poisoned(cols);
+            Batch b(ctx());
+            const DecodePartials dp = o.attention_decode_partials(b, cache.layer(0), qkv, a);
+            ASSERT_TRUE(o.fuses_combine(t, dp)) << what;
+            ASSERT_GE(dp.splits, 2u) << what;
+            LinearOptions lo;
+            lo.row0 = row0;
+            lo.rows = nr;
+            lo.y_offset = yoff;
+            lo.accumulate = !plain;
+            o.combine_linear(b, dp, w, y, lo);
+            o.attention_combine(b, dp, out);
+            b.run();
+            auto got = download<float>(ctx(), y);
+            got.resize(ny);
+            test::expect_written_and_gaps(got, rw.want, rw.written, y0, !plain, 1e-4,
+                                          what + (plain ? " plain" : " acc"));
+            EXPECT_LE(test::rel_error(download<float>(ctx(), out), attn), 1e-5) << what << " attention_combine";
+          }
+        }
+      }
+    }
+  }
+  // The knob and the float weight types only.
+  LlmOps o(ctx());
+  DecodePartials dp;
+  dp.part = make_tensor(ctx(), {8 * 1 * 66});
+  dp.splits = 1;
+  dp.n_heads = 8;
+  dp.head_dim = 64;
+  o.tuning.matvec_combine = 0;
+  EXPECT_FALSE(o.fuses_combine(TensorType::F16, dp));
+  o.tuning.matvec_combine = 1;
+  EXPECT_TRUE(o.fuses_combine(TensorType::F16, dp));
+  EXPECT_FALSE(o.fuses_combine(TensorType::Q8_0, dp));
+}
+
 // ---- paged attention (serving) -------------------------------------------------------------------
 
 namespace {

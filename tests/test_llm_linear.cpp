@@ -93,10 +93,11 @@ TEST(LlmLinear, EveryTypeEveryVersionMatchesReference) {
 // leave partial groups and workgroups, with bias and accumulation.
 TEST(LlmLinear, MatvecTuningsMatchReference) {
   struct Tune {
-    uint32_t wg, tpr, unroll, rows, xs, pf = 0, cols_static = 0;
+    uint32_t wg, tpr, unroll, rows, xs, pf = 0, cols_static = 0, pf_loads = 8;
   };
-  const Tune tunes[] = {{256, 32, 4, 2, 2},       {128, 16, 1, 3, 2},  {64, 8, 2, 4, 2},        {256, 64, 1, 4, 0},
-                        {256, 32, 4, 2, 2, 4, 1}, {64, 8, 4, 3, 2, 2}, {128, 16, 2, 4, 0, 1, 1}};
+  const Tune tunes[] = {{256, 32, 4, 2, 2},       {128, 16, 1, 3, 2},        {64, 8, 2, 4, 2},
+                        {256, 64, 1, 4, 0},       {256, 32, 4, 2, 2, 4, 1},  {64, 8, 4, 3, 2, 2},
+                        {128, 16, 2, 4, 0, 1, 1}, {64, 8, 8, 2, 2, 8, 1, 16}};
   for (auto t : kGpuTensorTypes) {
     const int64_t rows = 45, cols = int64_t(block_size(t)) == 256 ? 512 : int64_t(block_size(t)) == 32 ? 4160 : 203;
     auto bytes = ref::random_weight(t, rows, cols, 21);
@@ -117,6 +118,7 @@ TEST(LlmLinear, MatvecTuningsMatchReference) {
       o.tuning.matvec_rows = tune.rows;
       o.tuning.matvec_xs = tune.xs;
       o.tuning.matvec_pf = tune.pf;
+      o.tuning.matvec_pf_loads = tune.pf_loads;
       o.tuning.matvec_static = tune.cols_static;
       auto y = test::poisoned(rows);
       LinearOptions lo;
@@ -217,12 +219,14 @@ TEST(LlmLinear, LinearSwigluMatchesReference) {
     auto x = make_tensor(ctx(), {cols}, xv);
     auto want = ref::swiglu(test::to_float(ref::linear(deq, cols, xv, 1, 0, half)),
                             test::to_float(ref::linear(deq, cols, xv, 1, half, half)));
-    for (auto [tpr, wg_rows, pf] : {std::array<uint32_t, 3>{32, 64, 0}, std::array<uint32_t, 3>{8, 64, 2},
-                                    std::array<uint32_t, 3>{32, 32, 1}, std::array<uint32_t, 3>{16, 16, 4}}) {
+    for (auto [tpr, wg_rows, pf] :
+         {std::array<uint32_t, 3>{32, 64, 0}, std::array<uint32_t, 3>{8, 64, 2}, std::array<uint32_t, 3>{32, 32, 1},
+          std::array<uint32_t, 3>{16, 16, 4}, std::array<uint32_t, 3>{32, 32, 4}}) {
       LlmOps o(ctx());
       o.tuning.matvec_tpr = tpr;
       o.tuning.swiglu_wg_rows = wg_rows;
       o.tuning.matvec_pf = pf;
+      o.tuning.matvec_pf_loads = pf == 4 ? 16 : 8;  // 4 rows per group x 4 steps
       o.tuning.matvec_static = pf % 2;
       std::vector<LinearVersion> vs = {LinearVersion::Shared};
       if (o.supports(LinearVersion::Subgroup, {1, 2 * half, cols, t})) vs.push_back(LinearVersion::Subgroup);
@@ -279,14 +283,7 @@ TEST(LlmLinear, RmsNormLinearMatchesReference) {
         const int64_t row0 = plain ? 0 : 4, nr = plain ? rows : rows - 7, yoff = plain ? 0 : 3;
         const size_t ny = size_t(yoff + nr + 5);
         auto y0 = test::random_floats(ny, 34);
-        auto r = ref::linear(deq, cols, xn, 1, row0, nr);
-        std::vector<float> want = y0;
-        std::vector<bool> written(ny, false);
-        for (int64_t i = 0; i < nr; ++i) {
-          const size_t yi = size_t(yoff + i);
-          want[yi] = float(r[size_t(i)] + (plain ? 0.0 : double(y0[yi])));
-          written[yi] = true;
-        }
+        const test::RowsWant rw = test::rows_want(ref::linear(deq, cols, xn, 1, row0, nr), y0, yoff, !plain);
         Tensor y = plain ? test::poisoned(int64_t(ny)) : make_tensor(ctx(), {int64_t(ny)}, y0);
         LinearOptions lo;
         lo.row0 = row0;
@@ -298,7 +295,7 @@ TEST(LlmLinear, RmsNormLinearMatchesReference) {
         b.run();
         auto got = download<float>(ctx(), y);
         got.resize(ny);
-        test::expect_written_and_gaps(got, want, written, y0, !plain, 1e-5, what + (plain ? " plain" : " range"));
+        test::expect_written_and_gaps(got, rw.want, rw.written, y0, !plain, 1e-5, what + (plain ? " plain" : " range"));
       }
       if (block_size(t) == 256) continue;  // gate|up of 2 x 96 rows at cols 160 or 204
       const int64_t half = 96, gc = block_size(t) == 32 ? 160 : 204;
@@ -335,7 +332,7 @@ TEST(LlmLinear, RmsNormLinearMatchesReference) {
 // passes, rms_norm_linear then rope_kv_append: bit-identical qkv and caches (poisoned first, so
 // rows either path leaves alone must stay so), F32/F16/BF16 weights at an awkward width, both
 // pair layouts, a fixed position and one read on the GPU with a separate cache row, x staged in
-// workgroup memory or not, in a second layer of the cache.
+// workgroup memory or not, 1, 2 and 4 RoPE pairs per row group, in a second layer of the cache.
 TEST(LlmLinear, QkvRopeMatchesTwoPasses) {
   const int nh = 4, nkv = 2, hd = 16, max_ctx = 12;
   const int64_t rows = int64_t(nh + 2 * nkv) * hd, cols = 204;
@@ -348,20 +345,23 @@ TEST(LlmLinear, QkvRopeMatchesTwoPasses) {
   auto nw = make_tensor(ctx(), {cols}, test::random_floats(size_t(cols), 93, 0.5f, 1.5f));
   for (auto t : {TensorType::F32, TensorType::F16, TensorType::BF16}) {
     auto w = upload_weight(ctx(), t, ref::random_weight(t, rows, cols, 91), rows, cols);
-    for (int variant = 0; variant < 4; ++variant) {
-      const bool interleaved = variant == 1, dyn = variant == 2;
+    for (int variant = 0; variant < 6; ++variant) {
+      const bool interleaved = variant == 1 || variant == 5, dyn = variant == 2 || variant == 4;
       LlmOps o(ctx());
       o.tuning.matvec_xs = variant == 2 ? 0 : 1;
-      if (variant == 1) o.tuning.matvec_tpr = 8;
-      if (variant == 3) {  // the norm's scale late, the weights prefetched, the columns built in
+      if (variant == 1 || variant == 5) o.tuning.matvec_tpr = 8;
+      if (variant >= 3) {  // the norm's scale late, the weights prefetched, the columns built in
         o.tuning.matvec_late = 1;
         o.tuning.matvec_pf = 2;
         o.tuning.matvec_static = 1;
       }
+      // 2 and 4 RoPE pairs per row group (the last workgroup's groups partly past the rows)
+      if (variant >= 4) o.tuning.matvec_rope_rows = variant == 4 ? 4 : 8;
       ASSERT_TRUE(o.fuses_rope(cols));
       const std::string what = std::string(to_string(t)) + (interleaved ? " interleaved" : " neox") +
                                (dyn ? " position read on the GPU, x from global memory" : " fixed position") +
-                               (variant == 3 ? ", late norm, prefetch, static columns" : "");
+                               (variant >= 3 ? ", late norm, prefetch, static columns" : "") + ", rope rows " +
+                               std::to_string(o.tuning.matvec_rope_rows);
       const RopeKvArgs a = test::qkv_rope_args(nh, interleaved, dyn ? &pos : nullptr);
       auto fused = test::qkv_rope_outputs(rows, nkv, max_ctx, hd, [&](Batch& b, const Tensor& qkv, const KvLayer& c) {
         o.rms_norm_qkv_rope(b, x, nw, 1e-5f, w, qkv, table, c, a);

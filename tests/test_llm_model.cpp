@@ -149,6 +149,44 @@ TEST(LlamaFixturesGpu, F16DecodeKnobsMatchToo) {
   probe.tuning = eo.tuning;
   ASSERT_EQ(probe.matvec_splits(TensorType::F16, 48), 2u);
   check_model(fx("tiny-llama3-bf16/tiny-llama3-bf16-f16.gguf"), fx("tiny-llama3-bf16"), {1e-2, 0.05}, eo);
+  // The attention's combine and the final norm in passes of their own (the defaults fold them
+  // into the o and output projections), the split limited to matvecs of few workgroups.
+  apply_tuning(eo.tuning, "matvec_combine=0/matvec_out_norm=0/matvec_split_groups=4");
+  check_model(fx("tiny-llama3-bf16/tiny-llama3-bf16-f16.gguf"), fx("tiny-llama3-bf16"), {1e-2, 0.05}, eo);
+}
+
+// GPUs' one-token F16 steps (the recorded step, position read on the GPU) against the prompt
+// pass's rows, token by token: the step with the attention's combine and the final norm passes
+// of their own, and folded into the o and output projections (the default) at two matvec shapes
+// (and 2 RoPE pairs per row group of the QKV matvec).
+// (check_model's greedy steps compare argmaxes only.) CPU adapters run other kernels: skipped.
+TEST(LlamaFixturesGpu, F16DecodeStepsMatchThePromptPass) {
+  WGC_REQUIRE_FILE(fx("tiny-llama3-bf16/tiny-llama3-bf16-f16.gguf"));
+  if (ctx().adapter().is_cpu()) GTEST_SKIP() << "CPU adapters do not run the fused one-token steps";
+  ModelFile mf = open_model(fx("tiny-llama3-bf16/tiny-llama3-bf16-f16.gguf"), {false, false});
+  Golden g{SafetensorsFile::open(fx("tiny-llama3-bf16") / "golden.safetensors")};
+  auto tokens = g.get<int32_t>("p0.tokens");
+  const size_t vocab = size_t(mf.config().vocab_size), n = std::min<size_t>(tokens.size(), 12);
+  tokens.resize(n);
+  EngineOptions eo = small_engine(256, 64, Device::Gpu);
+  std::vector<float> all;
+  {
+    LlamaModel ref_model(ctx(), mf, eo);
+    all = ref_model.all_logits(tokens);
+  }
+  for (const char* spec : {"matvec_combine=0/matvec_out_norm=0", "matvec_rope_rows=4",
+                           "matvec_wg=64/matvec_tpr=2/matvec_unroll=1/"
+                           "swiglu_wg_rows=16/swiglu_tpr=8"}) {
+    EngineOptions e2 = eo;
+    apply_tuning(e2.tuning, spec);
+    LlamaModel model(ctx(), mf, e2);
+    model.logits(std::span(tokens).first(1));
+    for (size_t i = 1; i < n; ++i) {
+      auto got = model.logits(std::span(&tokens[i], 1));
+      std::vector<float> want(all.begin() + std::ptrdiff_t(i * vocab), all.begin() + std::ptrdiff_t((i + 1) * vocab));
+      EXPECT_LT(test::rel_error(got, want), 1e-3) << "'" << spec << "' token " << i;
+    }
+  }
 }
 
 // The CPU engine on every kernel level this processor runs (the default is the best one).

@@ -31,6 +31,22 @@ inline Tensor poisoned(int64_t n, DType t = DType::F32) {
 
 inline std::vector<float> to_float(const std::vector<double>& v) { return {v.begin(), v.end()}; }
 
+// One token's rows r (a reference's, for y[yoff ..]) as a y of y0.size() elements expects them:
+// r, or y0 + r when accumulating, elsewhere y0 (unwritten: test::expect_written_and_gaps).
+struct RowsWant {
+  std::vector<float> want;
+  std::vector<bool> written;
+};
+inline RowsWant rows_want(const std::vector<double>& r, const std::vector<float>& y0, int64_t yoff, bool accumulate) {
+  RowsWant w{y0, std::vector<bool>(y0.size(), false)};
+  for (size_t i = 0; i < r.size(); ++i) {
+    const size_t yi = size_t(yoff) + i;
+    w.want[yi] = float(r[i] + (accumulate ? double(y0[yi]) : 0.0));
+    w.written[yi] = true;
+  }
+  return w;
+}
+
 // The versions of a matvec/matmul this adapter runs.
 inline std::vector<llm::LinearVersion> linear_versions() {
   std::vector<llm::LinearVersion> v;

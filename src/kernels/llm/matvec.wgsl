@@ -6,10 +6,10 @@
 // SWIGLU (a prelude constant): the rows are a gate|up weight (gate rows 0 .. rows / 2 - 1, up
 // rows after them); a workgroup computes gate and up rows hw .. hw + h - 1 (2h = WG / TPR * R,
 // at most 64) and writes y[hw + i] = silu(gate) * up.
-// ROPE (a prelude constant; R == 2): the rows are a fused QKV weight (p.heads query heads, then
-// p.n_kv key and p.n_kv value heads of p.head_dim rows); each group takes the two rows of one
-// RoPE pair and rope_store (matvec_rope.wgsl) does rope_kv_append.wgsl's work on them: the same
-// values, so the same results as the matvec followed by rope_kv_append.
+// ROPE (a prelude constant; R even): the rows are a fused QKV weight (p.heads query heads, then
+// p.n_kv key and p.n_kv value heads of p.head_dim rows); each group takes the two rows of R / 2
+// consecutive RoPE pairs and rope_store (matvec_rope.wgsl) does rope_kv_append.wgsl's work on
+// them: the same values, so the same results as the matvec followed by rope_kv_append.
 // KS (a prelude constant, plain rows only): the columns are split into KS ranges of whole chunks,
 // workgroup w taking rows of block w % blocks over range w / blocks; each writes its partial
 // sums to y[range * rows + r] (no bias, y_off or accumulation: matvec_sum.wgsl adds the ranges
@@ -21,10 +21,11 @@
 // first unrolled pass are loaded before x is prepared (x_prologue, the staging), so that they are
 // in flight meanwhile; the same sums in the same order.
 // x is read through x_load4 (matvec_x.wgsl: as it is; matvec_x_norm.wgsl: RMS-normalised, after
-// x_prologue, or with X_LATE scaled at the end by x_scale). Preceded by a prelude (SWIGLU, ROPE,
-// KS, XS, XN4, X_MASK, X_LATE, PF, PF_N, COLS, P_BINDING),
-// common.wgsl, rope_pair.wgsl, a weights/*.wgsl file (bindings 0, 1), a reduce file, one of those
-// two x files and matvec_rope.wgsl (ROPE: bindings 5-8) or matvec_q8_norope.wgsl.
+// x_prologue, or with X_LATE scaled at the end by x_scale; matvec_x_combine.wgsl: merged from
+// flash-decoding partials, with XS). Preceded by a prelude (SWIGLU, ROPE, KS, XS, XN4, X_MASK,
+// X_LATE, PF, PF_N, COLS, P_BINDING; XC_* for the combine), common.wgsl, rope_pair.wgsl, a
+// weights/*.wgsl file (bindings 0, 1), a reduce file, one of those x files and matvec_rope.wgsl
+// (ROPE: bindings 5-8) or matvec_q8_norope.wgsl.
 @group(0) @binding(2) var<storage, read> x4: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
 @group(0) @binding(4) var<storage, read_write> y: array<f32>;
@@ -120,7 +121,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     if (SWIGLU) {
       rl[u] = select(swh * wg + lr, p.rows / 2u + swh * wg + lr - swh, lr >= swh);
     } else if (ROPE) {
-      rl[u] = rope_row(wg * (WG / TPR) + lid / TPR, u);
+      rl[u] = rope_row((wg * (WG / TPR) + lid / TPR) * (R / 2u) + u / 2u, u % 2u);
     } else {
       rl[u] = wg * (WG / TPR * R) + lr;
     }
@@ -206,7 +207,11 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
       outs[u] = o;
     }
   }
-  if (ROPE && lane == 0u && rl[0] < p.rows) { rope_store(rl[0], rl[1], outs[0], outs[1]); }
+  if (ROPE && lane == 0u) {
+    for (var u = 0u; u < R; u += 2u) {
+      if (rl[u] < p.rows) { rope_store(rl[u], rl[u + 1u], outs[u], outs[u + 1u]); }
+    }
+  }
   if (SWIGLU) {
     workgroupBarrier();
     if (lid < swh) {

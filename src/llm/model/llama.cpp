@@ -179,6 +179,17 @@ class GpuEngine final : public LlamaEngine {
           ops.quantize_q8(b, attn, aq, n);
         }
         record_linear_q8(ops, b, L.o, aq, x, n, hidden, true);
+      } else if (n == 1 && fuse_norm_f32 && L.o.parts.size() == 1 && L.o.biases.empty() && ops.tuning.matvec_combine) {
+        // One token: the attention's combine pass folded into the o projection where it fits.
+        const DecodePartials dp = ops.attention_decode_partials(b, cache, qkv, aa);
+        LinearOptions lo;
+        lo.accumulate = true;
+        if (ops.fuses_combine(L.o.parts[0].type, dp)) {
+          ops.combine_linear(b, dp, L.o.parts[0], x, lo);
+        } else {
+          ops.attention_combine(b, dp, attn);
+          linear(b, L.o, attn, x, n, hidden, true);
+        }
       } else {
         ops.attention(b, cache, qkv, attn, aa);
         linear(b, L.o, attn, x, n, hidden, true);
@@ -258,6 +269,8 @@ class GpuEngine final : public LlamaEngine {
     if (q8(output())) {
       ops.rms_norm_q8(b, x, w.norm, xq, 1, eps, hidden, (n - 1) * hidden);
       ops.linear_q8(b, output(), xq, logits1, 1);
+    } else if (n == 1 && fuses_norm_f32() && ops.tuning.matvec_out_norm) {
+      ops.rms_norm_linear(b, x, w.norm, eps, output(), logits1);  // one token: no copy, no norm pass
     } else {
       b.copy(x, uint64_t(n - 1) * uint64_t(hidden) * 4, last, 0, uint64_t(hidden) * 4);
       ops.rms_norm(b, last, w.norm, h, 1, int(hidden), eps);

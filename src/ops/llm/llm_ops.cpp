@@ -110,6 +110,11 @@ void apply_tuning(LlmTuning& t, std::string_view spec) {
       {"matvec_static", &LlmTuning::matvec_static},
       {"matvec_split", &LlmTuning::matvec_split},
       {"matvec_split_cols", &LlmTuning::matvec_split_cols},
+      {"matvec_split_groups", &LlmTuning::matvec_split_groups},
+      {"matvec_combine", &LlmTuning::matvec_combine},
+      {"matvec_out_norm", &LlmTuning::matvec_out_norm},
+      {"matvec_rope_rows", &LlmTuning::matvec_rope_rows},
+      {"matvec_pf_loads", &LlmTuning::matvec_pf_loads},
       {"matmul_bm", &LlmTuning::matmul_bm},
       {"matmul_bn", &LlmTuning::matmul_bn},
       {"matmul_bk", &LlmTuning::matmul_bk},
@@ -239,12 +244,16 @@ namespace {
 constexpr uint32_t kNaiveWG = 64;
 constexpr uint32_t kMatvecMaxRows = 8;       // matvec.wgsl: R_MAX
 constexpr uint32_t kSwigluRows = 64;         // matvec.wgsl: most gate and up rows per SWIGLU workgroup
-constexpr uint32_t kMatvecPfLoads = 8;       // matvec.wgsl: most weight chunks loaded before x (PF * R)
+constexpr uint32_t kMatvecPfLoads = 16;      // matvec.wgsl: most weight chunks loaded before x (PF * R)
 constexpr uint32_t kMatvecMaxSplits = 64;    // matvec.wgsl: most column ranges (KS)
 constexpr uint64_t kRegTileMinGroups = 256;  // choose_linear: tiles from which RegTile runs
 // matvec.wgsl: the uniform's binding with ROPE (after matvec_rope.wgsl's storage buffers 5-8), and
 // P's ROPE fields (zero without).
 constexpr uint32_t kMatvecRopeUniform = 9, kMatvecRopeParams = 8;
+// matvec_x_combine.wgsl's workgroup memory: a weight per head and split, a sum per head.
+uint64_t combine_bytes(const DecodePartials& p) {
+  return 4ull * (uint64_t(p.n_heads) * p.splits + uint64_t(p.n_heads));
+}
 }  // namespace
 
 std::string_view to_string(LinearVersion v) {
@@ -346,17 +355,20 @@ Kernel LlmOps::linear_kernel(const std::string& kind, TensorType t) const {
 }
 
 Kernel LlmOps::matvec_kernel(TensorType t, LinearVersion v, int64_t cols, uint32_t swiglu_rows, const float* norm_eps,
-                             bool rope, uint32_t splits) const {
+                             bool rope, uint32_t splits, const DecodePartials* xc) const {
   const bool sg = v == LinearVersion::Subgroup;
+  need(!xc || (!norm_eps && !rope && !swiglu_rows), "matvec", "x combined from partials for plain rows only");
   std::vector<std::string> files = {"llm/common.wgsl",
                                     "llm/rope_pair.wgsl",
                                     "llm/weights/" + str(t) + ".wgsl",
                                     sg ? "llm/reduce_sg.wgsl" : "llm/reduce_wg.wgsl",
-                                    norm_eps ? "llm/matvec_x_norm.wgsl" : "llm/matvec_x.wgsl",
+                                    xc         ? "llm/matvec_x_combine.wgsl"
+                                    : norm_eps ? "llm/matvec_x_norm.wgsl"
+                                               : "llm/matvec_x.wgsl",
                                     rope ? "llm/matvec_rope.wgsl" : "llm/matvec_q8_norope.wgsl",
                                     "llm/matvec.wgsl"};
   const MatvecShape m = matvec_shape(swiglu_rows != 0);
-  const uint32_t rows = rope ? 2 : swiglu_rows ? swiglu_rows : m.rows;
+  const uint32_t rows = rope ? rope_rows() : swiglu_rows ? swiglu_rows : m.rows;
   std::vector<std::pair<std::string, double>> c = {{"WG", m.wg}, {"TPR", m.tpr}, {"UNROLL", m.unroll}, {"R", rows}};
   if (sg) c.push_back({"SG", sg_size_});
   std::string key = "llm/matvec/" + str(t);
@@ -372,10 +384,13 @@ Kernel LlmOps::matvec_kernel(TensorType t, LinearVersion v, int64_t cols, uint32
   const bool mask = padded && cols % ch != 0;
   // With column ranges, x staged per range (whole chunks).
   const int64_t range_cols = splits > 1 ? split_chunks(t, cols, splits) * ch : cols;
-  const bool xs = stages_x(t, range_cols, norm_eps != nullptr);
+  const bool xs = stages_x(t, range_cols, norm_eps != nullptr, xc ? combine_bytes(*xc) : 0);
+  need(!xc || xs, "matvec", "x combined from partials must be staged whole (matvec_xs 2, workgroup memory)");
   const uint32_t xn4 = xs ? u32((range_cols + 3) / 4) : 1u;
   // The prefetch and column ranges for the float types (x in one pass, w_dot as w_chunk adds).
-  const uint32_t pf = padded ? std::min({tuning.matvec_pf, m.unroll, kMatvecPfLoads / rows}) : 0u;
+  need(tuning.matvec_pf_loads >= 1 && tuning.matvec_pf_loads <= kMatvecPfLoads, "matvec",
+       "matvec_pf_loads " + std::to_string(tuning.matvec_pf_loads) + " (1.." + std::to_string(kMatvecPfLoads) + ")");
+  const uint32_t pf = padded ? std::min({tuning.matvec_pf, m.unroll, tuning.matvec_pf_loads / rows}) : 0u;
   need(splits == 1 || (padded && !swiglu_rows && !rope), "matvec", "column ranges for plain F16/BF16/F32 rows only");
   if (mask) key += "/mask";
   if (xs) key += "/xs" + std::to_string(xn4);
@@ -388,37 +403,43 @@ Kernel LlmOps::matvec_kernel(TensorType t, LinearVersion v, int64_t cols, uint32
   const uint32_t static_cols = tuning.matvec_static && cols > 0 ? u32(cols) : 0u;
   if (static_cols) key += "/c" + std::to_string(static_cols);
   if (splits > 1) key += "/ks" + std::to_string(splits);
+  if (xc)
+    key += "/xc" + std::to_string(xc->n_heads) + "x" + std::to_string(xc->splits) + "x" + std::to_string(xc->head_dim);
   auto cu = [](const char* name, uint32_t val) {
     return "const " + std::string(name) + ": u32 = " + std::to_string(val) + "u;\n";
   };
   auto cb = [](const char* name, bool val) {
     return "const " + std::string(name) + ": bool = " + (val ? "true" : "false") + ";\n";
   };
-  const std::string prelude = cb("SWIGLU", swiglu_rows != 0) + cb("ROPE", rope) + cb("XS", xs) + cu("XN4", xn4) +
-                              cb("X_MASK", mask) + cb("X_LATE", late) + cu("PF", pf) +
-                              cu("PF_N", std::max(1u, pf * rows)) + cu("KS", splits) + cu("COLS", static_cols) +
-                              cu("P_BINDING", rope ? kMatvecRopeUniform : 5u);
+  const std::string prelude =
+      cb("SWIGLU", swiglu_rows != 0) + cb("ROPE", rope) + cb("XS", xs) + cu("XN4", xn4) + cb("X_MASK", mask) +
+      cb("X_LATE", late) + cu("PF", pf) + cu("PF_N", std::max(1u, pf * rows)) + cu("KS", splits) +
+      cu("COLS", static_cols) + cu("P_BINDING", rope ? kMatvecRopeUniform : 5u) +
+      (xc ? cu("XC_NH", u32(xc->n_heads)) + cu("XC_S", xc->splits) + cu("XC_HD", u32(xc->head_dim)) : std::string());
   return kernel(
       key + (sg ? "/sg/" : "/wg/") + (swiglu_rows ? "swiglu/" : "") + shape_tag({m.wg, m.tpr, m.unroll, rows}), files,
       c, sg, "main", prelude);
 }
 
-bool LlmOps::stages_x(TensorType t, int64_t cols, bool norm) const {
+bool LlmOps::stages_x(TensorType t, int64_t cols, bool norm, uint64_t extra_bytes) const {
   if (tuning.matvec_xs == 0 || (tuning.matvec_xs == 1 && !norm)) return false;
   if (t != TensorType::F32 && t != TensorType::F16 && t != TensorType::BF16) return false;
   // matvec.wgsl's xw (whole weight chunks of x), red and res
   const uint64_t xv = chunk_elems(t) / 4, bytes = ceil_div(uint64_t(ceil_div(uint64_t(cols), 4)), xv) * xv * 16 +
-                                                  4ull * matvec_shape().wg + 4ull * kSwigluRows;
+                                                  4ull * matvec_shape().wg + 4ull * kSwigluRows + extra_bytes;
   return cols > 0 && bytes <= ctx_.limits().max_compute_workgroup_storage_size;
 }
 
-uint32_t LlmOps::matvec_splits(TensorType t, int64_t cols) const {
+uint32_t LlmOps::matvec_splits(TensorType t, int64_t cols, int64_t rows) const {
   const bool padded = t == TensorType::F32 || t == TensorType::F16 || t == TensorType::BF16;
   if (!padded || tuning.matvec_split <= 1 || cols < int64_t(tuning.matvec_split_cols)) return 1;
   need(tuning.matvec_split <= kMatvecMaxSplits, "matvec",
        "matvec_split " + std::to_string(tuning.matvec_split) + " (1.." + std::to_string(kMatvecMaxSplits) + ")");
   // At least one unrolled pass of every row group's invocations per range.
   const MatvecShape m = matvec_shape();
+  if (tuning.matvec_split_groups > 0 && rows > 0 &&
+      ceil_div(uint64_t(rows), uint64_t(m.wg / m.tpr * m.rows)) >= tuning.matvec_split_groups)
+    return 1;
   const int64_t nch = ceil_div(cols, int64_t(chunk_elems(t)));
   return u32(std::clamp<int64_t>(nch / (int64_t(m.tpr) * m.unroll), 1, tuning.matvec_split));
 }
@@ -609,28 +630,33 @@ void LlmOps::linear(Batch& b, const GpuWeight& w, const Tensor& x, const Tensor&
     b.dispatch(k, {w.data, w.scales, Arg(x, 0, x.capacity()), bias, y}, prm,
                {ceil_div(uint64_t(rows), tuning.matmul_bn), ceil_div(uint64_t(n_tokens), tuning.matmul_bm), 1});
   } else if (n_tokens == 1) {
-    const uint32_t splits = matvec_splits(w.type, w.cols);
-    Kernel k = matvec_kernel(w.type, v, w.cols, 0, nullptr, false, splits);
-    const MatvecShape m = matvec_shape();
     need(round16(x.bytes()) <= x.capacity(), op, "x buffer too small");
-    const uint64_t blocks = ceil_div(uint64_t(rows), m.wg / m.tpr * m.rows);
-    if (splits == 1) {
-      b.dispatch(k, {w.data, w.scales, Arg(x, 0, round16(x.bytes())), bias, y},
-                 matvec_params(rows, w.cols, o.row0, o.y_offset, flags), groups_1d(ctx_, blocks));
-      return;
-    }
-    // Partial sums per column range, then matvec_sum.wgsl adds them in order (and bias and y).
-    Tensor part = make_tensor(ctx_, {int64_t(splits) * rows});
-    b.dispatch(k, {w.data, w.scales, Arg(x, 0, round16(x.bytes())), bias, part},
-               matvec_params(rows, w.cols, o.row0, 0, 0), groups_1d(ctx_, blocks * splits));
-    Kernel ks = kernel("llm/matvec_sum", {"llm/common.wgsl", "llm/matvec_sum.wgsl"}, {}, false);
-    b.dispatch(ks, {part, bias, y}, Params(u32(rows), splits, u32(o.row0), u32(o.y_offset), flags),
-               groups_1d(ctx_, ceil_div(uint64_t(rows), 256)));
+    matvec(b, w, Arg(x, 0, round16(x.bytes())), bias, y, rows, o, flags, v);
   } else {
     Kernel k = linear_kernel("matmul", w.type);
     b.dispatch(k, {w.data, w.scales, x, bias, y}, prm,
                {ceil_div(uint64_t(rows), 64), ceil_div(uint64_t(n_tokens), 64), 1});
   }
+}
+
+void LlmOps::matvec(Batch& b, const GpuWeight& w, const Arg& x, const Tensor& bias, const Tensor& y, int64_t rows,
+                    const LinearOptions& o, uint32_t flags, LinearVersion v, const DecodePartials* xc) const {
+  const uint32_t splits = matvec_splits(w.type, w.cols, rows);
+  Kernel k = matvec_kernel(w.type, v, w.cols, 0, nullptr, false, splits, xc);
+  const MatvecShape m = matvec_shape();
+  const uint64_t blocks = ceil_div(uint64_t(rows), m.wg / m.tpr * m.rows);
+  if (splits == 1) {
+    b.dispatch(k, {w.data, w.scales, x, bias, y}, matvec_params(rows, w.cols, o.row0, o.y_offset, flags),
+               groups_1d(ctx_, blocks));
+    return;
+  }
+  // Partial sums per column range, then matvec_sum.wgsl adds them in order (and bias and y).
+  Tensor part = make_tensor(ctx_, {int64_t(splits) * rows});
+  b.dispatch(k, {w.data, w.scales, x, bias, part}, matvec_params(rows, w.cols, o.row0, 0, 0),
+             groups_1d(ctx_, blocks * splits));
+  Kernel ks = kernel("llm/matvec_sum", {"llm/common.wgsl", "llm/matvec_sum.wgsl"}, {}, false);
+  b.dispatch(ks, {part, bias, y}, Params(u32(rows), splits, u32(o.row0), u32(o.y_offset), flags),
+             groups_1d(ctx_, ceil_div(uint64_t(rows), 256)));
 }
 
 void LlmOps::rms_norm_linear(Batch& b, const Tensor& x, const Tensor& norm_w, float eps, const GpuWeight& w,
@@ -676,11 +702,17 @@ void LlmOps::rms_norm_qkv_rope(Batch& b, const Tensor& x, const Tensor& norm_w, 
   Kernel k = matvec_kernel(w.type, subgroups_ ? LinearVersion::Subgroup : LinearVersion::Shared, w.cols, 0, &eps, true);
   Params prm(1u, u32(w.rows), u32(w.cols), 0u, u32(w.cols), u32(w.rows), 0u, 0u);
   detail::push_rope_params(prm, table, c, a);
-  const uint64_t pairs = uint64_t(w.rows) / 2;  // one per row group
+  const uint64_t pairs = uint64_t(w.rows) / 2;  // rope_rows() / 2 per row group
   b.dispatch(k,
              {w.data, w.scales, Arg(x, 0, round16(x.bytes())), norm_w, qkv, table.cos_sin,
               a.positions ? a.positions : dummy_, c.k, c.v},
-             prm, groups_1d(ctx_, ceil_div(pairs, m.wg / m.tpr)));
+             prm, groups_1d(ctx_, ceil_div(pairs, m.wg / m.tpr * (rope_rows() / 2))));
+}
+
+uint32_t LlmOps::rope_rows() const {
+  need(tuning.matvec_rope_rows == 2 || tuning.matvec_rope_rows == 4 || tuning.matvec_rope_rows == 8, "matvec",
+       "matvec_rope_rows " + std::to_string(tuning.matvec_rope_rows) + " (2, 4 or 8)");
+  return tuning.matvec_rope_rows;
 }
 
 void LlmOps::check_norm(const Tensor& x, const Tensor& norm_w, int64_t cols, const std::string& op) const {
@@ -1313,6 +1345,51 @@ void LlmOps::attention_decode(Batch& b, const KvLayer& c, const Tensor& q, const
   const int hd = c.head_dim;
   combine_partials(b, part, out, 1, a.n_heads, splits, hd, a.o_stride < 0 ? int64_t(a.n_heads) * hd : a.o_stride,
                    a.o_offset);
+}
+
+DecodePartials LlmOps::attention_decode_partials(Batch& b, const KvLayer& c, const Tensor& q,
+                                                 const AttentionArgs& a) const {
+  DecodePartials p;
+  p.splits = attention_decode_pass(b, c, q, nullptr, a, p.part);
+  p.n_heads = a.n_heads;
+  p.head_dim = c.head_dim;
+  return p;
+}
+
+void LlmOps::attention_combine(Batch& b, const DecodePartials& p, const Tensor& out, int64_t o_offset) const {
+  const std::string op = "attention_combine";
+  need(p.part && p.splits > 0 && p.n_heads > 0 && p.head_dim > 0, op, "no partials");
+  need_elems(p.part, int64_t(p.n_heads) * p.splits * (p.head_dim + 2), op, "partials");
+  need_elems(out, o_offset + int64_t(p.n_heads) * p.head_dim, op, "out");
+  combine_partials(b, p.part, out, 1, p.n_heads, p.splits, p.head_dim, int64_t(p.n_heads) * p.head_dim, o_offset);
+}
+
+bool LlmOps::fuses_combine(TensorType t, const DecodePartials& p) const {
+  if (!tuning.matvec_combine || !p.part || p.head_dim <= 0 || p.head_dim % 4 != 0) return false;
+  if (t != TensorType::F32 && t != TensorType::F16 && t != TensorType::BF16) return false;
+  // The whole of x staged (column ranges, where the matvec splits, take less).
+  return stages_x(t, int64_t(p.n_heads) * p.head_dim, false, combine_bytes(p));
+}
+
+void LlmOps::combine_linear(Batch& b, const DecodePartials& p, const GpuWeight& w, const Tensor& y,
+                            const LinearOptions& o) const {
+  const std::string op = "combine_linear " + str(w.type);
+  need(!o.bias && o.x_stride < 0, op, "takes no bias and no x stride");
+  need(p.part && p.n_heads > 0 && p.head_dim > 0, op, "no partials");
+  need(w.cols == int64_t(p.n_heads) * p.head_dim, op,
+       "a weight of " + std::to_string(w.cols) + " columns for " + std::to_string(p.n_heads) + " heads of " +
+           std::to_string(p.head_dim));
+  need(fuses_combine(w.type, p), op, "cannot fold the combine here (matvec_combine, matvec_xs 2, workgroup memory)");
+  need_elems(p.part, int64_t(p.n_heads) * p.splits * (p.head_dim + 2), op, "partials");
+  const int64_t rows = o.rows < 0 ? w.rows - o.row0 : o.rows;
+  need(o.row0 >= 0 && rows > 0 && o.row0 + rows <= w.rows, op,
+       "rows " + std::to_string(o.row0) + "+" + std::to_string(rows) + " of a " + std::to_string(w.rows) +
+           "-row weight");
+  need_elems(y, o.y_offset + rows, op, "y");
+  // The partials read as vec4s (the buffer holds whole ones: tensors round up to 16 bytes).
+  need(round16(p.part.bytes()) <= p.part.capacity(), op, "partials buffer too small");
+  matvec(b, w, Arg(p.part, 0, round16(p.part.bytes())), p.part, y, rows, o, o.accumulate ? 2u : 0u,
+         subgroups_ ? LinearVersion::Subgroup : LinearVersion::Shared, &p);
 }
 
 void LlmOps::combine_partials(Batch& b, const Tensor& part, const Tensor& out, int n_tokens, int n_heads,

@@ -138,6 +138,13 @@ inline constexpr uint32_t kMaxDecodeSplits = 4096;
 // The most bytes of partial results a split prefill attention takes (attn_pf_split).
 inline constexpr uint64_t kMaxPrefillPartialBytes = uint64_t(256) << 20;
 
+// One token's flash-decoding partials (LlmOps::attention_decode_partials).
+struct DecodePartials {
+  Tensor part;  // [n_heads][splits][head_dim + 2] floats, padded to whole vec4s
+  uint32_t splits = 0;
+  int n_heads = 0, head_dim = 0;
+};
+
 struct AttentionArgs {
   int n_tokens = 1;                     // new query tokens (their K/V must already be in the cache)
   int n_heads = 0;                      // query heads; kv head of head h = h / (n_heads / n_kv_heads)
@@ -187,10 +194,13 @@ struct KernelVersion {
 // Tuning knobs of the fast kernels (override constants); the defaults suit the H200 and work
 // everywhere. Changing them after kernels were used compiles new pipelines on next use.
 struct LlmTuning {
-  uint32_t matvec_wg = 256;    // invocations per matvec workgroup (rows per workgroup = wg / tpr)
-  uint32_t matvec_tpr = 32;    // invocations per row (a power of two)
-  uint32_t matvec_unroll = 4;  // weight loads in flight per invocation (H200, 8B F16 tg: 4 beat 2 by 1%)
-  uint32_t matvec_rows = 2;    // rows per group of matvec_tpr invocations (1..8), sharing x loads
+  uint32_t matvec_wg = 256;  // invocations per matvec workgroup (rows per workgroup = wg / tpr)
+  uint32_t matvec_tpr = 32;  // invocations per row (a power of two)
+  // Weight loads in flight per invocation. H200: 4 beat 2 by 1% (8B F16 tg); session 8, with the
+  // combine and output norm folded: 8 gained 1.8% on 1B F16 (978.7 vs 960-963 t/s) and lost 1.2%
+  // on 8B F16 (201.0 vs 203.4).
+  uint32_t matvec_unroll = 4;
+  uint32_t matvec_rows = 2;  // rows per group of matvec_tpr invocations (1..8), sharing x loads
   // One token through a gate|up weight with f32 activations: 1 runs gate|up and SwiGLU as one
   // matvec dispatch (linear_swiglu), 0 as two (for A/B measurements).
   uint32_t matvec_swiglu = 1;
@@ -217,10 +227,13 @@ struct LlmTuning {
   // 3.2% (1B F16 910.3 vs 882.5).
   uint32_t swiglu_wg_rows = 32;
   // The f32-activation matvecs: each invocation's first matvec_pf unrolled steps of weights
-  // (0..matvec_unroll, at most 8 vec4 loads per invocation with the rows per group: the SwiGLU
-  // kernel's 4 rows per group take 2) are loaded before x is prepared (RMS norm, staging), so that they are
-  // in flight meanwhile. The same sums in the same order.
+  // (0..matvec_unroll, at most matvec_pf_loads vec4 loads per invocation with the rows per group:
+  // at 8, the SwiGLU kernel's 4 rows per group take 2) are loaded before x is prepared (RMS norm,
+  // staging), so that they are in flight meanwhile. The same sums in the same order.
   uint32_t matvec_pf = 4;
+  // 1..16. H200, session 8: 16 with matvec_unroll 8 and matvec_pf 8 lost (8B F16 tg128 200.7 t/s,
+  // 1B 950.1, against 201.0 and 978.7 with 8).
+  uint32_t matvec_pf_loads = 8;
   // 1: the matvecs that RMS-normalise x (matvec_norm) and stage it whole (matvec_xs) stage x * w
   // before the sum of squares is known and scale each row's sum by 1 / rms after the dot
   // products (mvq_late's idea: one read of x, no reduction before the weights are used); 0:
@@ -242,6 +255,25 @@ struct LlmTuning {
   // 863.4 at 2: the second pass's dispatch costs more than the workgroups gain), hence 12,288.
   uint32_t matvec_split = 4;
   uint32_t matvec_split_cols = 12288;
+  // With matvec_split: only weights whose unsplit matvec has fewer workgroups than this are split
+  // (0: any), so that a lower matvec_split_cols can reach the o projection (an 8B model's 4,096
+  // columns: 256 workgroups) without splitting the output projection (8,016). H200, session 8:
+  // splitting the o projections in 4 lost (8B F16 tg128 204.2 -> 199.0 t/s, 1B 959.4 -> 916.3 with
+  // the down projections too).
+  uint32_t matvec_split_groups = 0;
+  // One-token steps with f32 activations on GPUs: 1 folds the decode attention's combine pass into
+  // the o projection (combine_linear: each workgroup merges the flash-decoding partials into its
+  // staged x, one dispatch instead of two per layer), 0 runs attn_combine.wgsl before it.
+  // matvec_out_norm 1: x RMS-normalised inside the output projection (rms_norm_linear, late
+  // scale: no copy, no rms_norm pass), 0 in an rms_norm pass. H200 (docs/benchmarks.md, session
+  // 8): 1B F16 tg128 923.9 -> 947.3 t/s with the combine folded, 930.5 with the norm, 959.4 with
+  // both; 8B F16 202.3 -> 203.4, 202.8, 204.2.
+  uint32_t matvec_combine = 1;
+  uint32_t matvec_out_norm = 1;
+  // Rows per row group of the QKV + RoPE matvec (rms_norm_qkv_rope): 2 (one RoPE pair), 4 or 8
+  // (consecutive pairs: each x load serves more rows, fewer workgroups). H200, session 8: 4 lost
+  // (8B F16 tg128 201.6 vs 203.4 t/s, 1B 913.2 vs 960-963).
+  uint32_t matvec_rope_rows = 2;
   // Register-tiled matmul (prefill): tokens (BM, a multiple of 8) x weight rows (BN, a multiple
   // of 8) per workgroup, (BM / 8) * (BN / 8) invocations of 8x8 outputs; k step BK (a multiple of
   // 4). 64 x 128 x 8: an 8B model's 4096-row projections at 512 tokens give 256 workgroups; on
@@ -578,6 +610,22 @@ class LlmOps {
                             const Tensor& qkv, const RopeTable& table, const KvLayer& cache, const RopeKvArgs& a,
                             int64_t row0 = 0) const;
   bool fuses_rope_q8(int64_t cols) const;
+  // attention_decode's split-K pass alone: one token's flash-decoding partials (attn_partial.wgsl's
+  // layout, [n_heads][splits][head_dim + 2]) for combine_linear or attention_combine.
+  DecodePartials attention_decode_partials(Batch& b, const KvLayer& cache, const Tensor& q,
+                                           const AttentionArgs& a) const;
+  // attention_decode's second pass: the partials combined into out[o_offset + h * head_dim + d].
+  void attention_combine(Batch& b, const DecodePartials& p, const Tensor& out, int64_t o_offset = 0) const;
+  // One token: y = W x (+ y) with x the attention output combined from p, in one dispatch (each
+  // workgroup merges the partials into its staged x: attention_combine's values with combine_sp
+  // 1). LinearOptions' row range, y offset and accumulate apply (no bias, no x_stride). Needs
+  // fuses_combine(w.type, p).
+  void combine_linear(Batch& b, const DecodePartials& p, const GpuWeight& w, const Tensor& y,
+                      const LinearOptions& o = {}) const;
+  // Whether combine_linear takes these partials for weights of type t (tuning.matvec_combine,
+  // float weights, x staged whole: tuning.matvec_xs 2 and workgroup memory for it and the splits'
+  // weights).
+  bool fuses_combine(TensorType t, const DecodePartials& p) const;
   // attention_decode with the output quantized into out (heads back to back: out.cols = n_heads *
   // head_dim, head_dim % 32 == 0; o_stride/o_offset unused): the o projection's input.
   void attention_decode_q8(Batch& b, const KvLayer& cache, const Tensor& q, const Q8Act& out,
@@ -632,9 +680,10 @@ class LlmOps {
                        const Tensor& out) const;
   // Whether those take x of `cols` columns (a multiple of 4).
   bool fuses_norm(int64_t cols) const;
-  // The column ranges of a one-token linear() of weight type t and cols columns
-  // (tuning.matvec_split, matvec_split_cols; 1: not split).
-  uint32_t matvec_splits(TensorType t, int64_t cols) const;
+  // The column ranges of a one-token linear() of weight type t, cols columns and rows rows
+  // (tuning.matvec_split, matvec_split_cols, matvec_split_groups; rows 0: not checked against
+  // matvec_split_groups; 1: not split).
+  uint32_t matvec_splits(TensorType t, int64_t cols, int64_t rows = 0) const;
   // One token: rms_norm_linear through a fused QKV weight (rows: a.n_heads query heads, then the
   // cache's key and value heads, back to back) and rope_kv_append(qkv, table, cache, a) on its
   // output, in one dispatch (bit-identical to the two). Needs fuses_rope(w.cols) (nine storage
@@ -723,11 +772,17 @@ class LlmOps {
   // swiglu_rows: the SWIGLU variant with that many rows per group (0: the plain kernel); norm_eps:
   // x RMS-normalised inside (matvec_x_norm.wgsl) with this epsilon; rope: the ROPE epilogue.
   // splits: the columns in that many ranges (matvec.wgsl's KS; plain rows only).
+  // xc: x combined from decode partials (matvec_x_combine.wgsl; plain rows only).
   Kernel matvec_kernel(TensorType t, LinearVersion v, int64_t cols, uint32_t swiglu_rows = 0,
-                       const float* norm_eps = nullptr, bool rope = false, uint32_t splits = 1) const;
+                       const float* norm_eps = nullptr, bool rope = false, uint32_t splits = 1,
+                       const DecodePartials* xc = nullptr) const;
   // Whether the matvec stages the whole of x (of a range of cols columns) in workgroup memory
-  // (tuning.matvec_xs, where it fits).
-  bool stages_x(TensorType t, int64_t cols, bool norm) const;
+  // (tuning.matvec_xs, where it fits beside extra_bytes of the x file's own).
+  bool stages_x(TensorType t, int64_t cols, bool norm, uint64_t extra_bytes = 0) const;
+  // The one-token plain matvec (linear's, combine_linear's): y = W x over rows rows from o.row0,
+  // with its columns split (matvec_splits) into partial sums and matvec_sum.wgsl where they are.
+  void matvec(Batch& b, const GpuWeight& w, const Arg& x, const Tensor& bias, const Tensor& y, int64_t rows,
+              const LinearOptions& o, uint32_t flags, LinearVersion v, const DecodePartials* xc = nullptr) const;
   // The chunks (weight vec4s) in each of `splits` column ranges.
   static int64_t split_chunks(TensorType t, int64_t cols, uint32_t splits);
   // matvec.wgsl's parameters for one token without ROPE.
@@ -742,6 +797,7 @@ class LlmOps {
     uint32_t wg, tpr, rows, unroll;  // invocations per workgroup and per row group; rows per group; unroll
   };
   MatvecShape matvec_shape(bool swiglu = false) const;  // swiglu: the gate|up + SwiGLU kernel's tpr, unroll
+  uint32_t rope_rows() const;                           // the QKV + RoPE matvec's rows per group, checked
   Kernel attn_kernel(int head_dim, int bq) const;
   // flash_attn_tiled.wgsl (attn_prefill 1) or flash_attn_tiled_pf.wgsl (2) for this head_dim,
   // or an empty Kernel where it cannot run.
