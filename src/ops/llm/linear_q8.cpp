@@ -51,7 +51,7 @@ constexpr uint32_t kPlainUniform = 7, kRopeUniform = 10, kRopeParams = 9;
 // K-quant units, LlmOps::mv_half), and the most words of them matvec_q8.wgsl loads ahead per
 // invocation (tuning.mvq_pf): registers, not spills.
 uint32_t unit_words(TensorType t, bool half) {
-  if (t == TensorType::Q4_K) return half ? 9 : 13;
+  if (t == TensorType::Q4_K) return half ? 6 : 10;
   if (t == TensorType::Q6_K) return half ? 13 : 18;
   if (t == TensorType::Q8_0) return 9;
   return 5;  // Q4_0
@@ -192,7 +192,7 @@ std::string LlmOps::matvec_x(TensorType t, bool norm_x, int64_t cols, std::strin
   const bool stage_t = tuning.mvq_stage == 1 || (tuning.mvq_stage == 2 && is_kquant(t));
   const bool stage = !norm_x && stage_t && !plain && fuses_norm_q8(cols);  // the same workgroup memory
   if (!norm_x && !stage) return "llm/q8_act_global.wgsl";
-  const bool late = norm_x && tuning.mvq_late && !plain, swz = tuning.mvq_swz != 0;
+  const bool late = norm_x && tuning.mvq_late && !(plain && tuning.mvq_kq_plain == 1), swz = tuning.mvq_swz != 0;
   prelude += prelude_u32("XC", u32(cols)) + prelude_bool("XSWZ", swz) + (norm_x ? prelude_bool("LATE", late) : "");
   tag = (stage ? "stage" : late ? "norm_late" : "norm") + std::to_string(cols) + (swz ? "s/" : "/") + tag;
   return stage ? "llm/q8_act_stage.wgsl" : "llm/q8_act_norm.wgsl";

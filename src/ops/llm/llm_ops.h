@@ -404,11 +404,10 @@ struct LlmTuning {
   // two); 0: in quant_act's layout. The same results. H200, 8B Q4_0 tg128: 1 lost 0.4% (470.7
   // vs 472.4-473.5 t/s); 8B Q4_K: no gain in any set (docs/benchmarks.md, session 7).
   uint32_t mvq_swz = 0;
-  // 1: the Q4_K matvec's unit is half a 64-element group (q8dot/q4_k.wgsl's MV_HALF: the lanes
-  // of a row load consecutive 16-byte qs vectors and the super-block's header, 8 words per unit
-  // instead of 12, twice the units per row); 0: a whole group. The same sums in another order.
-  // H200, 8B Q4_K tg128 with late and pf: 225.8 t/s with it and mvq_swz, 220.5 with neither;
-  // the plain K-quants with both halves and mvq_swz ran 254.0 against the defaults' 325.1.
+  // 1: the Q4_K matvec's unit is one 32-element sub-block (q8dot/q4_k.wgsl's MV_HALF: one nibble
+  // vec4, Q4_0's unit, twice the units per row), 0: two (two vec4s and one scale word per unit).
+  // The same sums in another order. Before the repacked layout (session 7, the GGUF blocks with
+  // half a 64-element group as the unit): 255.4 vs 325.7 t/s.
   uint32_t mvq_q4k_half = 0;
   // 1: the Q6_K matvec's unit is one 16-byte ql vector (32 elements of two quarters, with its qh
   // vector: the lanes of a row load consecutive ql vectors), 0: 64 elements of four quarters
@@ -421,8 +420,10 @@ struct LlmTuning {
   // 1: Q4_K and Q6_K weights run the matvec without mvq_late, mvq_pf, mvq_static and mvq_stage
   // (H200, 8B Q4_K_M tg128: 212.1 t/s with all four and mvq_sw_tpr 8, 312.7 with mvq_sw_tpr 8
   // alone; session 7: 325.1, late and pf 2 220.5, with mvq_static 203.5 (and mvq_swz, the
-  // smaller units and mvq_stage 2); not bank conflicts on x: mvq_swz did not help), 0: every type.
-  uint32_t mvq_kq_plain = 1;
+  // smaller units and mvq_stage 2); not bank conflicts on x: mvq_swz did not help), 2: the same
+  // but with mvq_late (session 7: 331.0 vs 325.7 t/s), 0: every type the same knobs (in a Q4_K_M
+  // model every matvec is a K-quant one, so the global knobs measure the K-quant paths alone).
+  uint32_t mvq_kq_plain = 2;
   // The decode combines (attn_combine_q8.wgsl, attention_decode_q8; attn_combine.wgsl,
   // attention_decode: halved there until a head's workgroup fits): invocations per output
   // element, each merging every combine_sp-th split (1 adds the splits in merge_splits' order).

@@ -1,6 +1,7 @@
 #include "ops/llm/weights.h"
 
 #include "cpu/llm/dequant.h"
+#include "cpu/llm/kernels_blocks.h"
 #include "util/error.h"
 
 #include <algorithm>
@@ -50,7 +51,7 @@ uint64_t packed_data_bytes(TensorType t, int64_t rows, int64_t cols) {
     case TensorType::BF16: return R * rup(C, 8) * 2;
     case TensorType::Q8_0: return R * (C / 32) * 32;
     case TensorType::Q4_0: return R * (C / 32) * 16;
-    case TensorType::Q4_K: return R * (C / 256) * 144;
+    case TensorType::Q4_K: return R * (C / 32) * 16;
     case TensorType::Q6_K: return R * (C / 256) * 208;
     default: break;
   }
@@ -95,8 +96,29 @@ PackedWeight pack_weight(TensorType type, std::span<const std::byte> bytes, int6
       break;
     }
     case TensorType::Q4_K: {
+      // Lossless: the same nibbles, d, dmin and 6-bit scales and mins, only moved (weights.h).
+      const uint64_t nb = R * (C / 256);
       p.data.assign(packed_data_bytes(type, rows, cols) / 4, 0);
-      put_bytes(p.data, 0, src, want);
+      p.scales.assign(nb * kQ4kScaleWords, 0);
+      auto* qs_out = reinterpret_cast<uint8_t*>(p.data.data());
+      for (uint64_t b = 0; b < nb; ++b) {
+        const std::byte* blk = src + b * 144;
+        uint32_t* hdr = &p.scales[b * kQ4kScaleWords];
+        std::memcpy(&hdr[0], blk, 4);  // d | dmin << 16
+        for (int j = 0; j < 8; ++j) {
+          int sc = 0, mn = 0;
+          cpu::q4k_scale_min(j, blk + 4, sc, mn);
+          hdr[1 + j / 2] |= (uint32_t(sc) | uint32_t(mn) << 8) << (16 * (j & 1));
+          // sub-block j: qs[32 (j / 2) + l], its low nibbles (j even) or high ones (j odd)
+          const std::byte* qs = blk + 16 + 32 * (j / 2);
+          uint8_t* out = qs_out + (b * 8 + uint64_t(j)) * 16;
+          for (int i = 0; i < 16; ++i) {
+            const int lo = (cpu::byte_at(qs, i) >> (4 * (j & 1))) & 15,
+                      hi = (cpu::byte_at(qs, i + 16) >> (4 * (j & 1))) & 15;
+            out[i] = uint8_t(lo | hi << 4);
+          }
+        }
+      }
       break;
     }
     case TensorType::Q6_K: {
