@@ -31,7 +31,7 @@ struct MmqUnit {
 };
 MmqUnit mmq_unit(TensorType t) {
   if (t == TensorType::Q4_K) return {2, 8, true};
-  if (t == TensorType::Q6_K) return {4, 4, false};
+  if (t == TensorType::Q6_K) return {2, 4, false};
   return {1, 8, false};  // Q4_0, Q8_0
 }
 // matmul_q8.wgsl's workgroup memory with su units per step and a bm x bn tile.
@@ -52,7 +52,7 @@ constexpr uint32_t kPlainUniform = 7, kRopeUniform = 10, kRopeParams = 9;
 // invocation (tuning.mvq_pf): registers, not spills.
 uint32_t unit_words(TensorType t, bool half) {
   if (t == TensorType::Q4_K) return half ? 6 : 10;
-  if (t == TensorType::Q6_K) return half ? 13 : 18;
+  if (t == TensorType::Q6_K) return half ? 10 : 14;
   if (t == TensorType::Q8_0) return 9;
   return 5;  // Q4_0
 }

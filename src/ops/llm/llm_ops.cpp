@@ -32,8 +32,8 @@ uint32_t chunk_elems(TensorType t) {
     case TensorType::BF16: return 8;
     case TensorType::Q8_0: return 16;
     case TensorType::Q4_0:
-    case TensorType::Q4_K: return 32;
-    case TensorType::Q6_K: return 64;
+    case TensorType::Q4_K:
+    case TensorType::Q6_K: return 32;
     default: break;  // not a GPU weight type: upload_weight refuses it
   }
   return 4;

@@ -409,10 +409,9 @@ struct LlmTuning {
   // The same sums in another order. Before the repacked layout (session 7, the GGUF blocks with
   // half a 64-element group as the unit): 255.4 vs 325.7 t/s.
   uint32_t mvq_q4k_half = 0;
-  // 1: the Q6_K matvec's unit is one 16-byte ql vector (32 elements of two quarters, with its qh
-  // vector: the lanes of a row load consecutive ql vectors), 0: 64 elements of four quarters
-  // (each lane's ql, qh loads 16 bytes of 32 or 64 apart). The same sums in another order.
-  // H200, 8B Q4_K with late and pf: 227.1 vs 225.8 t/s.
+  // 1: the Q6_K matvec's unit is one 32-element sub-block (q8dot/q6_k.wgsl's MV_HALF), 0: two.
+  // The same sums in another order. Before the repacked layout (session 7, the GGUF layout's
+  // units): 227.1 vs 225.8 t/s with late and pf.
   uint32_t mvq_q6k_half = 0;
   // Rows per group of the plain 8-bit matvecs (o, down) with Q4_K or Q6_K weights (0: mvq_rows):
   // each x load serves that many rows. Not measured yet.
