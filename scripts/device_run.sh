@@ -19,6 +19,9 @@ rm -rf /tmp/wgc && { [ -z "${WGC_BASE_BUNDLE:-}" ] || { tar -C /tmp -xJf "$WGC_B
 if [ -f /tmp/wgc/STAMP ]; then echo "bundle: $bundle, $(cat /tmp/wgc/STAMP)"; elif [ -f .device/STAMP ]; then echo "bundle: $(cat .device/STAMP)"; fi
 export LD_LIBRARY_PATH=/tmp/wgc/lib:${LD_LIBRARY_PATH:-}
 export WGC_BACKEND=gpu WGC_FIXTURES=$PWD/.device/fixtures WGC_MODELS=$PWD/.device/models
+# The built-in model from the checkout (the bundle's binaries look for it under the build's source
+# path, which this machine does not have).
+export WGC_DEFAULT_MODEL=$PWD/models
 wgc=/tmp/wgc/bin/wgc
 # Everything goes to $RES; $OUT gets the text tables and one tarball of the rest (the device
 # tool brings back at most 8 files).

@@ -12,7 +12,7 @@
 #include "llm/formats/safetensors.h"
 #include "llm/model/llama.h"
 #include "llm/tokenizer/loaders.h"
-#include "test_util.h"
+#include "test_llm_util.h"
 
 #include <chrono>
 #include <cstring>
@@ -572,7 +572,7 @@ TEST(BadFile, JpegTruncatedOrHuge) {
 // ---- The engine: context length against the device and the host -------------------------------
 
 TEST(BadFile, ContextLengthBeyondTheDevice) {
-  std::filesystem::path model = std::filesystem::path(WGC_SOURCE_DIR) / "models" / "wgc-tiny-dict-q8_0.gguf";
+  std::filesystem::path model = test::default_model();
   if (!std::filesystem::exists(model)) GTEST_SKIP() << "no " << model;
   llm::ModelFile f = llm::open_model(model);
   for (int ctx : {1'000'000'000, 2'000'000'000}) {

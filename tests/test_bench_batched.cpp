@@ -1,15 +1,14 @@
 // wgc bench-batched end to end on the built-in default model (the GPU engine on SwiftShader, and the
 // CPU engine: seconds): the table has a row per count, the JSON every figure, bad flags a clear
 // error.
-#include "llm/generate/default_model.h"
-#include "test_util.h"
+#include "test_llm_util.h"
 #include "util/json.h"
 
 using namespace wgc;
 namespace fs = std::filesystem;
 
 TEST(BenchBatched, TableAndJsonPerCount) {
-  const fs::path model = fs::path(WGC_SOURCE_DIR) / "models" / llm::kDefaultModelFile;
+  const fs::path model = test::default_model();
   WGC_REQUIRE_FILE(model);
   for (const char* engine : {"--backend cpu-vulkan --kernel batched", "--backend cpu"}) {
     const bool cpu = std::string(engine) == "--backend cpu";
@@ -44,7 +43,7 @@ TEST(BenchBatched, TableAndJsonPerCount) {
 
 // --batched with several tunings: the first makes the table, each other one a line per count.
 TEST(BenchBatched, SweepsTuningsOnOneModel) {
-  const fs::path model = fs::path(WGC_SOURCE_DIR) / "models" / llm::kDefaultModelFile;
+  const fs::path model = test::default_model();
   WGC_REQUIRE_FILE(model);
   auto r = test::run_cli(
       "bench-batched --model " + test::quote(model.string()) +
@@ -63,7 +62,7 @@ TEST(BenchBatched, SweepsTuningsOnOneModel) {
 // --json -: the JSON alone on stdout, the table on stderr (every bench command's rule:
 // cli/command.h's OutputFlags).
 TEST(BenchBatched, JsonToStdout) {
-  const fs::path model = fs::path(WGC_SOURCE_DIR) / "models" / llm::kDefaultModelFile;
+  const fs::path model = test::default_model();
   WGC_REQUIRE_FILE(model);
   auto r = test::run_cli("bench-batched --model " + test::quote(model.string()) +
                          " --backend cpu --parallel 1 -p 3 -n 2 --block 4 --no-warmup --json -");
@@ -75,7 +74,7 @@ TEST(BenchBatched, JsonToStdout) {
 
 // --no-prefill: decode steps only (over positions never computed), no PP figures.
 TEST(BenchBatched, NoPrefillMeasuresDecodeOnly) {
-  const fs::path model = fs::path(WGC_SOURCE_DIR) / "models" / llm::kDefaultModelFile;
+  const fs::path model = test::default_model();
   WGC_REQUIRE_FILE(model);
   auto r = test::run_cli("bench-batched --model " + test::quote(model.string()) +
                          " --backend cpu --parallel 2 -p 9 -n 3 --block 4 --no-warmup --no-prefill --json -");

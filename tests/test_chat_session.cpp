@@ -4,9 +4,8 @@
 // (no chat template), template turns with the tiny Llama 3 fixture and the Llama 3 tokenizer.
 #include "llm/chat/chat_template.h"
 #include "llm/generate/chat_session.h"
-#include "llm/generate/default_model.h"
 #include "llm/tokenizer/loaders.h"
-#include "test_util.h"
+#include "test_llm_util.h"
 
 using namespace wgc;
 using namespace wgc::llm;
@@ -14,7 +13,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path default_model() { return fs::path(WGC_SOURCE_DIR) / "models" / kDefaultModelFile; }
+using wgc::test::default_model;
 
 fs::path llama3_tokenizer() {
   fs::path deps = fs::path(WGC_SOURCE_DIR) / ".deps";

@@ -4,10 +4,9 @@
 // chat with and without a chat template.
 #include "io/npy.h"
 #include "llm/formats/safetensors.h"
-#include "llm/generate/default_model.h"
 #include "llm/generate/generator.h"
 #include "llm/tokenizer/loaders.h"
-#include "test_util.h"
+#include "test_llm_util.h"
 
 #include <poll.h>
 #include <pty.h>
@@ -58,7 +57,7 @@ using test::run_cli;
 
 fs::path tiny_dict() { return test::models_dir() / "wgc-tiny-dict"; }
 fs::path tiny_llama2() { return test::fixtures_dir() / "tiny-llama2-f32"; }
-fs::path default_model() { return fs::path(WGC_SOURCE_DIR) / "models" / kDefaultModelFile; }
+using wgc::test::default_model;
 
 // The default model, once per test binary and engine: Auto (the CPU engine on SwiftShader), and
 // the GPU engine for the tests that keep its decode paths covered.
@@ -280,7 +279,7 @@ TEST(DefaultModel, FoundThroughTheEnvironmentAndTheSourceTree) {
   unsetenv("WGC_DEFAULT_MODEL");
   auto cands = default_model_candidates();
   ASSERT_FALSE(cands.empty());
-  EXPECT_EQ(cands[0], default_model());  // the source tree's models/
+  EXPECT_EQ(cands[0], fs::path(WGC_SOURCE_DIR) / "models" / kDefaultModelFile);  // the source tree's models/
   setenv("WGC_DEFAULT_MODEL", "/nonexistent/dir/model.gguf", 1);
   EXPECT_EQ(default_model_candidates()[0], fs::path("/nonexistent/dir/model.gguf"));
   if (saved.empty())

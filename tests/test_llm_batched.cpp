@@ -2,9 +2,8 @@
 // equal the single-sequence LlamaModel's, and a sequence's logits are bit-identical alone or among
 // others, whatever its prompt's chunking: on the GPU engine with the naive (CPU adapters' default)
 // and the batched (GPUs' default) linear kernels, and on the CPU engine.
-#include "llm/generate/default_model.h"
 #include "llm/model/llama_batched.h"
-#include "test_util.h"
+#include "test_llm_util.h"
 
 #include <cstring>
 #include <numeric>
@@ -16,7 +15,7 @@ using wgc::test::ctx;
 
 namespace {
 
-fs::path default_model() { return fs::path(WGC_SOURCE_DIR) / "models" / kDefaultModelFile; }
+using wgc::test::default_model;
 
 EngineOptions engine(int max_ctx, Device device) {
   EngineOptions eo;

@@ -5,7 +5,7 @@
 #include "llm/formats/safetensors.h"
 #include "llm/model/llama.h"
 #include "ops/llm/llm_ops.h"
-#include "test_util.h"
+#include "test_llm_util.h"
 
 #include <cstring>
 
@@ -192,7 +192,7 @@ TEST_P(LlamaFixtures, WgcTinyDictQ8_0) {
 // changed) gives the same goldens, and loads without notes.
 TEST_P(LlamaFixtures, WgcTinyDictShippedCopy) {
   auto dir = test::models_dir() / "wgc-tiny-dict";
-  auto shipped = std::filesystem::path(WGC_SOURCE_DIR) / "models" / "wgc-tiny-dict-q8_0.gguf";
+  auto shipped = test::default_model();
   WGC_REQUIRE_FILE(dir / "golden.safetensors");
   WGC_REQUIRE_FILE(shipped);
   check_model(shipped, dir, {5e-2, 0.05}, engine());

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "cpu/llm/llm_ref.h"
+#include "llm/generate/default_model.h"
 #include "ops/llm/llm_ops.h"
 #include "test_util.h"
 
@@ -11,6 +12,11 @@
 #include <vector>
 
 namespace wgc::test {
+
+// The built-in model file (models/wgc-tiny-dict-q8_0.gguf) as the library looks for it: where
+// $WGC_DEFAULT_MODEL says (scripts/device_run.sh points it at the checkout's models/, since the
+// GPU machine has no source tree at the build's path), else the source tree's models/.
+inline std::filesystem::path default_model() { return llm::default_model_candidates().at(0); }
 
 inline llm::LlmOps& ops() {
   static llm::LlmOps o(ctx());

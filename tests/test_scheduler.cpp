@@ -2,10 +2,9 @@
 // and text the Generator gives (greedy, seeded sampling, stop strings, EOS), logprobs equal the
 // softmax of the model's logits, prefixes are reused, and the queue, cancellation, stop_accepting,
 // drain and shutdown keep their promises (every request gets on_done exactly once).
-#include "llm/generate/default_model.h"
 #include "llm/generate/generator.h"
 #include "llm/serve/scheduler.h"
-#include "test_util.h"
+#include "test_llm_util.h"
 
 #include <atomic>
 #include <cmath>
@@ -19,7 +18,7 @@ using wgc::test::ctx;
 
 namespace {
 
-fs::path default_model() { return fs::path(WGC_SOURCE_DIR) / "models" / kDefaultModelFile; }
+using wgc::test::default_model;
 
 constexpr int kCtx = 32;
 

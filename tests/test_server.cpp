@@ -3,12 +3,11 @@
 // (streamed chunks add up to the whole answer), and the Prometheus text. The server over HTTP is
 // tested by tests/serve/*.test.mjs with the official openai client.
 #include "llm/chat/chat_template.h"
-#include "llm/generate/default_model.h"
 #include "llm/generate/generator.h"
 #include "server/metrics.h"
 #include "server/request.h"
 #include "server/response.h"
-#include "test_util.h"
+#include "test_llm_util.h"
 #include "util/json.h"
 
 #include <cstring>
@@ -29,7 +28,7 @@ struct Model {
 
 const Model& model() {
   static Model* m = [] {
-    auto file = llm::open_model(fs::path(WGC_SOURCE_DIR) / "models" / llm::kDefaultModelFile, {false, false});
+    auto file = llm::open_model(test::default_model(), {false, false});
     llm::Tokenizer tok = *llm::find_tokenizer(file);
     auto* out = new Model{tok, llm::ChatTemplate::for_tokenizer(tok), {}};
     llm::SamplingParams defaults;
