@@ -344,7 +344,8 @@ void LlmOps::swiglu_matvec_q8(Batch& b, const GpuWeight& w, const Tensor& x2, co
   need_q8(out, 1, op, "out");
   need(w.rows == 2 * out.cols, op,
        "a gate|up weight of " + std::to_string(w.rows) + " rows for " + std::to_string(out.cols) + " outputs");
-  const MatvecQ8Shape m = matvec_q8_shape(op, w, 0, kSwigluRows, tuning.mvq_sw_tpr);
+  const uint32_t sw_tpr = is_kquant(w.type) && tuning.mvq_kq_sw_tpr ? tuning.mvq_kq_sw_tpr : tuning.mvq_sw_tpr;
+  const MatvecQ8Shape m = matvec_q8_shape(op, w, 0, kSwigluRows, sw_tpr);
   std::string prelude = prelude_bool("SWIGLU", true) + m.prelude(), tag = "swiglu/" + m.tag();
   const std::string x_file = matvec_x(w.type, norm_x, w.cols, prelude, tag);
   prelude += prelude_bool("ROPE", false) + prelude_u32("P_BINDING", kPlainUniform);

@@ -383,6 +383,9 @@ struct LlmTuning {
   // group follow (64 rows per workgroup: 8 at 32 invocations, 2 at 8 with 256-invocation
   // workgroups). H200, 8B Q4_K tg128: 8 gave 312.7 t/s, 16 294.1, 32 (the old default) 255.8.
   uint32_t mvq_sw_tpr = 8;
+  // The same for Q4_K and Q6_K weights (0: mvq_sw_tpr). H200, 8B Q4_K_M tg128 (repacked
+  // K-quants, session 8 run A): 16 gave 420.0 t/s, 8 412.7.
+  uint32_t mvq_kq_sw_tpr = 16;
   // Rows per group of the 8-bit matvecs with 32768 rows and more (output projections: each x load
   // serves that many rows; 0: mvq_rows). H200, 8B Q8_0: 2 the same as 1 (329.6 vs 329.7 t/s).
   uint32_t mvq_vocab_rows = 0;
@@ -416,13 +419,12 @@ struct LlmTuning {
   // Rows per group of the plain 8-bit matvecs (o, down) with Q4_K or Q6_K weights (0: mvq_rows):
   // each x load serves that many rows. Not measured yet.
   uint32_t mvq_kq_rows = 0;
-  // 1: Q4_K and Q6_K weights run the matvec without mvq_late, mvq_pf, mvq_static and mvq_stage
-  // (H200, 8B Q4_K_M tg128: 212.1 t/s with all four and mvq_sw_tpr 8, 312.7 with mvq_sw_tpr 8
-  // alone; session 7: 325.1, late and pf 2 220.5, with mvq_static 203.5 (and mvq_swz, the
-  // smaller units and mvq_stage 2); not bank conflicts on x: mvq_swz did not help), 2: the same
-  // but with mvq_late (session 7: 331.0 vs 325.7 t/s), 0: every type the same knobs (in a Q4_K_M
-  // model every matvec is a K-quant one, so the global knobs measure the K-quant paths alone).
-  uint32_t mvq_kq_plain = 2;
+  // 1: Q4_K and Q6_K weights run the matvec without mvq_late, mvq_pf, mvq_static and mvq_stage, 2:
+  // without mvq_pf, mvq_static and mvq_stage, 0: every type the same knobs (in a Q4_K_M model
+  // every matvec is a K-quant one, so the global knobs measure the K-quant paths alone). With the
+  // GGUF layout 2 won (session 7: 331.0 t/s, 1 325.7, 0 220.5); with the repacked one (session 8
+  // run A, H200, 8B Q4_K_M tg128) 0 417.2, 2 412.7, 1 397.2.
+  uint32_t mvq_kq_plain = 0;
   // The decode combines (attn_combine_q8.wgsl, attention_decode_q8; attn_combine.wgsl,
   // attention_decode: halved there until a head's workgroup fits): invocations per output
   // element, each merging every combine_sp-th split (1 adds the splits in merge_splits' order).
