@@ -437,7 +437,7 @@ struct LlmTuning {
   // Below this many workgroups a product takes smaller tiles (rows halved to 32, then tokens to
   // 16; 0: never). 264 (two per SM on the H200) with mmq_units 2: 1B Q4_0 pp512 17,851 t/s.
   uint32_t mmq_min_groups = 264;
-  // Units (q8dot/*.wgsl: a block of 32, 64 or 128 elements) per workgroup-memory step: more
+  // Units (q8dot/*.wgsl: a block of 32 or 64 elements) per workgroup-memory step: more
   // means fewer barriers, more registers (halved until it divides a row's units and the step's
   // workgroup memory fits). H200, 8B Q4_0 pp512: 1 2,623 t/s, 2 3,715, 4 3,164.
   uint32_t mmq_units = 2;

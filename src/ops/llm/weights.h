@@ -18,13 +18,14 @@
 //         | top 2 bits (word h, bits 8k + 2i: element          | sub-block s's elements 0..15, 16..31)
 //         | 16h + 4i + k's)                                    |
 //
-// (nb = blocks per row.) Q4_K and Q6_K are repacked losslessly (the same quants, d, dmin, scales and
-// mins, moved so that a kernel's unit is a 32-element sub-block whose nibbles are one vec4, as
+// (nb = blocks per row.) Q4_K and Q6_K are repacked losslessly (the same quants, d, dmin, scales
+// and mins, moved so that a kernel's unit is a 32-element sub-block whose nibbles are one vec4, as
 // Q4_0's, with byte scales): Q4_K 148 bytes per 256 elements on the GPU instead of the file's 144
 // (+2.8%), Q6_K 212 as the file's 210 (the f16 d as f32, as before). Every row starts at a 16-byte
-// boundary, so kernels read it as vec4<u32>. Quantized types need cols to be a multiple of their block (32 or 256);
-// F32/F16/BF16 take any cols. To concatenate matrices along rows (Q|K|V, gate|up), concatenate their GGUF bytes before
-// uploading (all must have the same type and cols); ops then select row ranges with row0/rows.
+// boundary, so kernels read it as vec4<u32>. Quantized types need cols to be a multiple of their
+// block (32 or 256); F32/F16/BF16 take any cols. To concatenate matrices along rows (Q|K|V,
+// gate|up), concatenate their GGUF bytes before uploading (all must have the same type and cols);
+// ops then select row ranges with row0/rows.
 #pragma once
 
 #include "cpu/llm/tensor_type.h"
