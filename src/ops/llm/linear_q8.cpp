@@ -166,8 +166,8 @@ LlmOps::MatvecQ8Shape LlmOps::matvec_q8_shape(const std::string& op, const GpuWe
   // Units per row loaded ahead of x_prologue: tuning.mvq_pf, at most a step's, within kPrefetchWords.
   const bool plain = kquant_plain(t);
   const bool half = mv_half("matvec_q8", t);
-  const uint32_t pf =
-      plain ? 0 : std::min({tuning.mvq_pf, tuning.mvq_unroll, kPrefetchWords / (r * unit_words(t, half))});
+  const uint32_t pf_knob = is_kquant(t) && tuning.mvq_kq_pf ? tuning.mvq_kq_pf : tuning.mvq_pf;
+  const uint32_t pf = plain ? 0 : std::min({pf_knob, tuning.mvq_unroll, kPrefetchWords / (r * unit_words(t, half))});
   return {wg, tpr, r, tuning.mvq_unroll, pf, tuning.mvq_static && !plain ? cols : 0, half};
 }
 

@@ -151,6 +151,7 @@ void apply_tuning(LlmTuning& t, std::string_view spec) {
       {"mvq_pf", &LlmTuning::mvq_pf},
       {"mvq_sw_tpr", &LlmTuning::mvq_sw_tpr},
       {"mvq_kq_sw_tpr", &LlmTuning::mvq_kq_sw_tpr},
+      {"mvq_kq_pf", &LlmTuning::mvq_kq_pf},
       {"mvq_static", &LlmTuning::mvq_static},
       {"mvq_vocab_rows", &LlmTuning::mvq_vocab_rows},
       {"mvq_vocab_tpr", &LlmTuning::mvq_vocab_tpr},

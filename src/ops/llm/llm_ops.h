@@ -383,9 +383,11 @@ struct LlmTuning {
   // group follow (64 rows per workgroup: 8 at 32 invocations, 2 at 8 with 256-invocation
   // workgroups). H200, 8B Q4_K tg128: 8 gave 312.7 t/s, 16 294.1, 32 (the old default) 255.8.
   uint32_t mvq_sw_tpr = 8;
-  // The same for Q4_K and Q6_K weights (0: mvq_sw_tpr). H200, 8B Q4_K_M tg128 (repacked
-  // K-quants, session 8 run A): 16 gave 420.0 t/s, 8 412.7.
+  // The same for Q4_K and Q6_K weights (0: mvq_sw_tpr), and their mvq_pf (0: mvq_pf). H200, 8B
+  // Q4_K_M tg128 (repacked K-quants, session 8 run B, mvq_kq_plain 0): sw_tpr 16 with pf 1 424.8
+  // t/s, 16 with pf 2 415.0, 8 with pf 2 419.2, 32 with pf 2 403.1.
   uint32_t mvq_kq_sw_tpr = 16;
+  uint32_t mvq_kq_pf = 1;
   // Rows per group of the 8-bit matvecs with 32768 rows and more (output projections: each x load
   // serves that many rows; 0: mvq_rows). H200, 8B Q8_0: 2 the same as 1 (329.6 vs 329.7 t/s).
   uint32_t mvq_vocab_rows = 0;
