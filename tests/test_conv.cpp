@@ -166,9 +166,12 @@ TEST(Conv2d, DepthwiseRegBlocksMatch) {
       dims(2, 6, 10, 9, 6, 5, 5, 1, 2, 1, 6, 2, 1, 2, 2),   // 5x5, stride (1, 2), odd width
       dims(1, 3, 12, 20, 3, 5, 5, 1, 1, 1, 3, 2, 2, 2, 2),  // 5x5 vec4 (three blocks per row)
       dims(1, 3, 5, 5, 3, 3, 3, 1, 1, 1, 3, 1, 1, 1, 1),    // 75 outputs: the last vec4 of y partly past them
+      dims(2, 3, 7, 24, 6, 3, 3, 1, 1, 1, 3, 1, 1, 1, 1),   // vec4, 6 blocks a row, multiplier 2
+      dims(1, 2, 6, 4, 2, 3, 3, 1, 1, 1, 2, 2, 1, 0, 1),    // vec4, one block a row, pads 2 and 0
   };
   struct Block {
-    uint32_t cols, rows, vec4, threads, halo = 0, shape = 0, stage = 0, planes = 1, grid = 0, chunked = 0, early = 0;
+    uint32_t cols, rows, vec4, threads, halo = 0, shape = 0, stage = 0, planes = 1, grid = 0, chunked = 0, early = 0,
+                                        shfl = 0;
   };
   // halo: the partly needed blocks at a row's ends as scalar loads (vec4 rows only); shape: the
   // sizes as pipeline constants; stage: bands of whole rows staged in workgroup memory (vec4 rows
@@ -200,7 +203,17 @@ TEST(Conv2d, DepthwiseRegBlocksMatch) {
                           {4, 8, 1, 64, 0, 1, 0, 1, 0, 0, 1},
                           {2, 5, 0, 96, 1, 0, 0, 2, 0, 0, 1},
                           {4, 16, 1, 32, 0, 1, 0, 1, 3, 1, 1},
-                          {4, 2, 1, 8, 0, 1, 1, 1, 0, 0, 1}};
+                          {4, 2, 1, 8, 0, 1, 1, 1, 0, 0, 1},
+                          // shfl: the columns beside a block's own vec4s from the lanes beside
+                          // (3x3 windows with pad_left 1 and vec4 rows; SwiftShader's subgroups of
+                          // 4: many blocks at a subgroup's ends or in another strip load theirs;
+                          // 1 to 8 input rows: one shuffle each way or two), other shapes without;
+                          // early 2 (the defaults): stored at the end where shuffled
+                          {4, 2, 1, 128, 0, 1, 0, 1, 0, 0, 2, 1},
+                          {4, 3, 1, 8, 0, 0, 0, 1, 0, 0, 0, 1},
+                          {4, 6, 1, 64, 0, 1, 0, 1, 0, 0, 1, 1},
+                          {4, 1, 1, 32, 0, 0, 0, 1, 0, 0, 0, 1},
+                          {4, 2, 1, 128, 0, 1, 0, 1, 0, 0, 1, 2}};  // 2: the pipeline without shuffles
   ConvTuning saved = conv2d_tuning();
   int ran = 0;
   for (size_t b = 0; b < std::size(blocks); ++b) {
@@ -209,7 +222,7 @@ TEST(Conv2d, DepthwiseRegBlocksMatch) {
     k.dwr_cols = blocks[b].cols, k.dwr_rows = blocks[b].rows, k.dwr_vec4 = blocks[b].vec4;
     k.dwr_threads = blocks[b].threads, k.dwr_halo = blocks[b].halo, k.dwr_shape = blocks[b].shape;
     k.dwr_stage = blocks[b].stage, k.dwr_planes = blocks[b].planes, k.dwr_grid = blocks[b].grid;
-    k.dwr_chunked = blocks[b].chunked, k.dwr_early = blocks[b].early;
+    k.dwr_chunked = blocks[b].chunked, k.dwr_early = blocks[b].early, k.dwr_shfl = blocks[b].shfl;
     for (size_t i = 0; i < std::size(shapes); ++i) {
       const Conv2dDims& d = shapes[i];
       if (blocks[b].planes * d.kh * d.kw > 25) {  // every plane's taps past the kernel's registers
@@ -468,7 +481,7 @@ TEST(Conv2d, BadInputIsAnErrorNamingIt) {
     EXPECT_FALSE(supports(ctx(), Conv2dVersion::ImplicitGemm, d));
     conv2d_tuning().igemm_tm = saved.igemm_tm;
     conv2d_tuning().dwr_stage = 2;  // the depthwise-reg switches are 0 or 1
-    expect_error([&] { check_conv2d_tuning(ctx()); }, "dwr_early 0 or 1");
+    expect_error([&] { check_conv2d_tuning(ctx()); }, "dwr_chunked 0 or 1");
     conv2d_tuning().dwr_stage = 0, conv2d_tuning().dwr_planes = 5;  // past the kernel's plane registers
     expect_error([&] { check_conv2d_tuning(ctx()); }, "dwr_planes in 1..4");
     conv2d_tuning().dwr_planes = 1, conv2d_tuning().dwr_grid = 1u << 20;  // past a dispatch's x

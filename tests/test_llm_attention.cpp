@@ -23,22 +23,28 @@ const Cfg kCfgs[] = {{4, 4, 64}, {8, 2, 128}, {8, 1, 8}};  // GQA ratios 1, 4, 8
 // 96 (24 vec4s: a partial second output vec4 per invocation), with a GQA ratio of 3.
 const Cfg kCfgsMore[] = {{4, 4, 64}, {8, 2, 128}, {8, 1, 8}, {6, 2, 20}, {3, 1, 96}};
 
-// Every attention kernel and schedule, as LlmTuning settings: the default (flash_attn_tiled.wgsl
-// for prefill, flash_decode_sg.wgsl for decode), the previous kernels, flash_attn_tiled.wgsl's
+// Every attention kernel and schedule, as LlmTuning settings: the default (flash_attn_tiled_pf.wgsl
+// with its row groups in subgroups (4 lanes on SwiftShader, so through workgroup memory too) for
+// prefill, flash_decode_sg.wgsl for decode), the previous kernels, flash_attn_tiled.wgsl and its
 // other schedules (8 rows per invocation; chunks of 16 head_dim vec4s; keys in splits merged by
 // attn_combine.wgsl, with and without the swizzle: splits of 32 and 48 keys, so the tests'
-// 58-300 keys take 2-10 splits, blocks of 64 end at a split's end), flash_decode.wgsl at its
-// former default and with smaller workgroups and blocks (several (head, vec4) pairs per
-// invocation: 32 invocations, blocks of 8 keys), and flash_decode_sg.wgsl's other schedules (key
-// groups of 2 and 1 lanes (the default's 16 become 4 on SwiftShader, whose subgroups have 4); 1
-// to 3 keys per step; with and without the prefetch; head dims whose registers do not fit it
-// fall back to flash_decode.wgsl).
+// 58-300 keys take 2-10 splits, blocks of 64 end at a split's end), flash_attn_tiled_pf.wgsl's
+// other settings (row groups through workgroup memory; exp; in splits of 48 keys without the
+// prefetch), flash_decode.wgsl at its former default and with smaller
+// workgroups and blocks (several (head, vec4) pairs per invocation: 32 invocations, blocks of 8
+// keys), and flash_decode_sg.wgsl's other schedules (key groups of 2 and 1 lanes (the default's
+// 16 become 4 on SwiftShader, whose subgroups have 4); 1 to 3 keys per step; with and without
+// the prefetch; head dims whose registers do not fit it fall back to flash_decode.wgsl).
 const char* const kVariants[] = {"",
                                  "attn_prefill=0,attn_decode=0",
-                                 "attn_pf_rows=8",
-                                 "attn_pf_split=32,attn_pf_swz=0",
-                                 "attn_pf_rows=8,attn_pf_split=48,attn_pf_dc=16",
-                                 "attn_pf_dc=16",
+                                 "attn_prefill=1",
+                                 "attn_prefill=1,attn_pf_rows=8",
+                                 "attn_prefill=1,attn_pf_split=32,attn_pf_swz=0",
+                                 "attn_prefill=1,attn_pf_rows=8,attn_pf_split=48,attn_pf_dc=16",
+                                 "attn_prefill=1,attn_pf_dc=16",
+                                 "attn_pf_sg=0",
+                                 "attn_pf_exp2=0",
+                                 "attn_pf_split=48,attn_pf_pf=0",
                                  "attn_decode=1,attn_dec_wg=128,attn_dec_wgs=256",
                                  "attn_decode=1,attn_dec_wg=64,attn_dec_bk=16,attn_dec_wgs=64",
                                  "attn_decode=1,attn_dec_wg=32,attn_dec_bk=8",
@@ -48,8 +54,8 @@ struct Variant {
   std::string spec;
   std::unique_ptr<LlmOps> ops;
 };
-// The prefill kernels differ in the first six only.
-constexpr size_t kPrefillVariants = 6;
+// The prefill kernels differ in the first ten only.
+constexpr size_t kPrefillVariants = 10;
 std::vector<Variant>& variants() {
   static std::vector<Variant> v = [] {
     std::vector<Variant> r;
@@ -136,8 +142,8 @@ TEST(LlmAttention, PrefillMatchesReference) {
       auto want = ref::attention(all.q, all.k, all.v, n, c.nh, c.nkv, c.hd, 0, 1.f / std::sqrt(float(c.hd)));
       for (size_t i = 0; i < kPrefillVariants; ++i) {
         const auto& v = variants()[i];
-        // flash_attn_tiled.wgsl's other schedules: the GQA-4 shape and the head dims no tile
-        // divides (seconds of SwiftShader each)
+        // the other tiled schedules: the GQA-4 shape and the head dims no tile divides (seconds
+        // of SwiftShader each)
         if (i >= 2 && (c.hd == 64 || c.hd == 8)) continue;
         auto got = run_step(c, cache.layer(0), all, 0, n, false, 0, *v.ops);
         EXPECT_LE(test::rel_error(got, want), 1e-5)
@@ -169,8 +175,37 @@ TEST(LlmAttention, PrefillContinuesAfterCachedTokens) {
     }
 }
 
+// Prefill after a cache deeper than a block of 64 keys: several key blocks before the causal
+// ones, the new rows' first block partly cached, lengths no tile divides, GQA 4 and 3.
+TEST(LlmAttention, PrefillAtDepthMatchesReference) {
+  const Cfg cfgs[] = {{8, 2, 128}, {6, 2, 20}};
+  for (const auto& c : cfgs) {
+    const int start = 141, n = 45;
+    auto all = make_qkv(c, start + n, 17);
+    auto want = ref::attention(all.q, all.k, all.v, start + n, c.nh, c.nkv, c.hd, 0, 1.f / std::sqrt(float(c.hd)));
+    const auto tail = slice(want, size_t(start * c.nh * c.hd), size_t(n * c.nh * c.hd));
+    std::vector<std::vector<float>> outs;
+    for (auto& v : std::span(variants()).first(kPrefillVariants)) {
+      auto cache = make_kv_cache(ctx(), 1, c.nkv, start + n + 11, c.hd);
+      fill_u32(ctx(), cache.k, kPoisonNaN);  // positions past the tokens must never be read
+      fill_u32(ctx(), cache.v, kPoisonNaN);
+      run_step(c, cache.layer(0), all, 0, start, false, 0, *v.ops);
+      auto got = run_step(c, cache.layer(0), all, start, n, false, 0, *v.ops);
+      EXPECT_LE(test::rel_error(got, tail), 1e-5) << v.spec << ": " << c.nh << "/" << c.nkv << " hd=" << c.hd;
+      outs.push_back(std::move(got));
+    }
+    // flash_attn_tiled_pf.wgsl's row groups through workgroup memory: the same bits as the
+    // default (the same sums in the same order)
+    EXPECT_EQ(outs[7], outs[0]) << variants()[7].spec;
+  }
+}
+
 TEST(LlmAttention, DecodeStepsEqualOnePrefill) {
-  for (auto& v : variants())
+  // the decode kernels against the default prefill (and the first ones against each other); the
+  // other prefill schedules meet the reference in the tests above
+  for (size_t i = 0; i < variants().size(); ++i) {
+    if (i >= 2 && i < kPrefillVariants) continue;
+    const auto& v = variants()[i];
     for (const auto& c : kCfgsMore) {
       const int steps = 24, pre = 3;
       auto all = make_qkv(c, steps, 7);
@@ -185,6 +220,7 @@ TEST(LlmAttention, DecodeStepsEqualOnePrefill) {
             << v.spec << ": " << c.nh << "/" << c.nkv << " hd=" << c.hd << " step " << s;
       }
     }
+  }
 }
 
 TEST(LlmAttention, DecodeOverALongCacheWithSplits) {

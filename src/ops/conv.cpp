@@ -20,6 +20,7 @@ constexpr uint32_t kMaxRegOut = 64;     // depthwise_reg.wgsl's accumulators (dw
 constexpr uint32_t kMaxRegInCols = 32;  // and its input row registers
 constexpr uint32_t kMaxRegPlanes = 4;   // and its planes per invocation (dwr_planes)
 constexpr uint32_t kMaxStageLoads = 8;  // depthwise_reg.wgsl's staged loads per invocation
+constexpr uint32_t kMaxShflRows = 8;    // and its input rows with the halo from the lanes beside (dwr_shfl)
 constexpr uint32_t kMaxNhwcOut = 16;    // depthwise_nhwc.wgsl's accumulators (dwn_cols * dwn_rows)
 constexpr uint64_t kMaxKSlices = 64;    // split K: partial sums kept per output at most,
 constexpr uint64_t kMaxSplitFloats = uint64_t(1) << 24;  // and in all
@@ -356,6 +357,21 @@ RegBlock reg_block(const Conv2dDims& d) {
   return {fits, vec4};
 }
 
+// DepthwiseReg's dwr_shfl: whether the columns left and right of a block's own vec4s come from the
+// lanes beside it (one plane, vec4 rows of 4 columns, a 3-column window from one column left of
+// the block, at most kMaxShflRows input rows, unstaged, no grid) on an adapter with subgroups of
+// one size that divides the workgroup (whole subgroups: no shuffle from a lane that does not
+// exist).
+bool reg_shfl(const Context& ctx, const Conv2dDims& d) {
+  const ConvTuning& t = conv2d_tuning();
+  const AdapterInfo& a = ctx.adapter();
+  uint32_t in_rows = (t.dwr_rows - 1) * d.stride_h + (d.kh - 1) * d.dil_h + 1;
+  return t.dwr_shfl && ctx.features().subgroups && a.subgroup_min_size == a.subgroup_max_size &&
+         a.subgroup_min_size >= 1 && t.dwr_threads % a.subgroup_min_size == 0 && reg_block(d).vec4 && t.dwr_cols == 4 &&
+         t.dwr_planes == 1 && !t.dwr_stage && !t.dwr_grid && d.pad_left == 1 && (d.kw - 1) * d.dil_w == 2 &&
+         in_rows <= kMaxShflRows;
+}
+
 // DepthwiseReg staged (dwr_stage): a workgroup takes `band` strips of whole rows of a plane and
 // stages their tile_rows input rows in workgroup memory.
 struct RegStage {
@@ -400,7 +416,12 @@ void record_depthwise_reg(Batch& b, const Operands& o, const Conv2dDims& d, cons
   uint64_t invocations = ceil_div(uint64_t(d.n) * d.c_out, planes) * uint64_t(ceil_div(d.out_h(), t.dwr_rows)) *
                          ceil_div(d.out_w(), t.dwr_cols);
   uint32_t grid = stage.band ? 0 : uint32_t(std::min<uint64_t>(t.dwr_grid, ceil_div(invocations, t.dwr_threads)));
-  c.insert(c.end(), {{"PLANES", planes}, {"GRID", grid}, {"CHUNKED", grid && t.dwr_chunked}, {"EARLY", t.dwr_early}});
+  bool shfl = reg_shfl(ctx, d);
+  c.insert(c.end(), {{"PLANES", planes},
+                     {"GRID", grid},
+                     {"CHUNKED", grid && t.dwr_chunked},
+                     {"EARLY", t.dwr_early == 1 || (t.dwr_early == 2 && !(shfl && t.dwr_shfl == 1))},
+                     {"SHFL", shfl && t.dwr_shfl == 1}});
   if (t.dwr_shape)  // only then: the pipelines of the uniform version are shared between shapes
     c.insert(c.end(), {{"SHAPE", 1},
                        {"L_CIN", d.c_in},
@@ -422,8 +443,15 @@ void record_depthwise_reg(Batch& b, const Operands& o, const Conv2dDims& d, cons
   if (grid && invocations + uint64_t(grid) * t.dwr_threads > 0xffffffffull)
     throw LimitError("wgc: conv2d: depthwise-reg's dwr_grid walk of " + std::to_string(invocations) +
                      " blocks exceeds the kernel's 32-bit index (" + d.str() + ")");
-  b.dispatch(kernel(ctx, "conv/depthwise_reg.wgsl", ep, c), {o.x, o.w, o.bias, o.res, as_vec4(o.y), as_vec4(o.x)},
-             conv_params(d, ep), grid ? Groups{grid, 1, 1} : groups_1d(ctx, workgroups));
+  // The shuffles' pipeline: subgroups enabled (their uniformity left to the kernel: invocations past
+  // the last block run on, clamped), the lane functions appended; else their stand-ins.
+  Constants all = epilogue_constants(ep);
+  all.insert(all.end(), c.begin(), c.end());
+  KernelCode code = embedded_kernel("conv/depthwise_reg.wgsl", all, shfl ? "main_sg" : "main");
+  if (shfl) code.wgsl = "enable subgroups;\ndiagnostic(off, subgroup_uniformity);\n" + code.wgsl;
+  code.wgsl += embedded_kernel(shfl ? "conv/depthwise_reg_lanes.wgsl" : "conv/depthwise_reg_nolanes.wgsl").wgsl;
+  b.dispatch(compile(ctx, code), {o.x, o.w, o.bias, o.res, as_vec4(o.y), as_vec4(o.x)}, conv_params(d, ep),
+             grid ? Groups{grid, 1, 1} : groups_1d(ctx, workgroups));
 }
 
 void record_depthwise(Batch& b, const Operands& o, const Conv2dDims& d, const ConvEpilogue& ep) {
@@ -487,6 +515,7 @@ ConvTuning parse_conv2d_tuning(std::string_view knobs, ConvTuning t) {
                                               {"dwr_grid", &t.dwr_grid},
                                               {"dwr_chunked", &t.dwr_chunked},
                                               {"dwr_early", &t.dwr_early},
+                                              {"dwr_shfl", &t.dwr_shfl},
                                               {"dwn_cols", &t.dwn_cols},
                                               {"dwn_rows", &t.dwn_rows},
                                               {"dwn_threads", &t.dwn_threads},
@@ -551,12 +580,14 @@ void check_conv2d_tuning(const Context& ctx) {
       !t.dwr_threads || t.dwr_threads > lim.max_compute_invocations_per_workgroup || t.dwr_vec4 > 1 || t.dwr_halo > 1 ||
       t.dwr_shape > 1 || t.dwr_stage > 1 || !t.dwr_planes || t.dwr_planes > kMaxRegPlanes ||
       uint64_t(t.dwr_planes) * t.dwr_cols * t.dwr_rows > kMaxRegOut ||
-      t.dwr_grid > lim.max_compute_workgroups_per_dimension || t.dwr_chunked > 1 || t.dwr_early > 1 || t.dw_auto > 4)
+      t.dwr_grid > lim.max_compute_workgroups_per_dimension || t.dwr_chunked > 1 || t.dwr_early > 2 || t.dwr_shfl > 2 ||
+      t.dw_auto > 4)
     bad += std::string(bad.empty() ? "" : "; ") + "dwr_*: dwr_cols and dwr_rows >= 1 with dwr_planes * dwr_cols * " +
            "dwr_rows <= " + std::to_string(kMaxRegOut) + ", dwr_planes in 1.." + std::to_string(kMaxRegPlanes) +
            ", dwr_threads in 1.." + std::to_string(lim.max_compute_invocations_per_workgroup) + ", dwr_grid in 0.." +
            std::to_string(lim.max_compute_workgroups_per_dimension) +
-           ", dwr_vec4, dwr_halo, dwr_shape, dwr_stage, dwr_chunked and dwr_early 0 or 1; dw_auto 0..4";
+           ", dwr_vec4, dwr_halo, dwr_shape, dwr_stage and dwr_chunked 0 or 1; dwr_early and dwr_shfl 0..2; "
+           "dw_auto 0..4";
   if (!t.dwn_cols || !t.dwn_rows || uint64_t(t.dwn_cols) * t.dwn_rows > kMaxNhwcOut || t.dwn_cols > kMaxRegInCols ||
       !t.dwn_threads || t.dwn_threads > lim.max_compute_invocations_per_workgroup)
     bad += std::string(bad.empty() ? "" : "; ") +

@@ -124,7 +124,19 @@ struct ConvTuning {
   // H200, 144 x 56 x 56 x 32 (docs/benchmarks.md, session 7): dwr_early=1 69.2% of the 1 GiB copy
   // bandwidth against 68.1% with the block stored at the end (the default since); every dwr_grid
   // (53-66%), dwr_planes=2 (64.7%) and taller early blocks (4 rows 66.9%, 8 rows 43%) lost.
-  uint32_t dwr_planes = 1, dwr_grid = 0, dwr_chunked = 0, dwr_early = 1;
+  // dwr_early 2 (the default since session 8): early, except for blocks whose halo comes from the
+  // lanes beside (dwr_shfl 1), which store at the end (H200: 72.2% against 70.3% early).
+  uint32_t dwr_planes = 1, dwr_grid = 0, dwr_chunked = 0, dwr_early = 2;
+  // DepthwiseReg, session 8: dwr_shfl 1 (unstaged, one plane, vec4 rows, dwr_cols 4, 3x3 windows
+  // from one column left of the block: pad_left 1; an adapter with one subgroup size that divides
+  // dwr_threads) loads only the invocation's own vec4 of each input row and takes the columns
+  // left and right of it from the lanes beside by subgroup shuffles (one up and one down per 4
+  // rows), elsewhere nothing changes; dwr_shfl 2 compiles the same pipeline (subgroups enabled,
+  // the entry point with the lane) without the shuffles: what the feature alone costs. H200, 144 x
+  // 56 x 56 x 32 (docs/benchmarks.md, session 8): dwr_shfl=1 with the block stored at the end
+  // 72.2% of the 1 GiB copy bandwidth (37.7 us), the defaults until then 69.9-70.2% in the same
+  // process, dwr_shfl=2 69.7% (shuffles kept in the row loop had run 10x slower: 5-7%).
+  uint32_t dwr_shfl = 1;
   // depthwise_nhwc (the NHWC experiment below): pixels per invocation along a row and down a
   // column (dwn_cols * dwn_rows <= 16), and invocations per workgroup.
   uint32_t dwn_cols = 4, dwn_rows = 2, dwn_threads = 128;

@@ -32,6 +32,17 @@
 // each invocation walks blocks in a fixed order, so no workgroup is launched per block and there
 // is no ragged last wave; CHUNKED gives each workgroup an equal contiguous run of THREADS-block
 // units (neighbouring strips on one SM), else the walk strides by the whole grid.
+// SHFL (unstaged, one plane, VEC4, COLS == 4, a 3-column window starting one column left of the
+// block: 3x3 with pad_left 1): an invocation loads only its own vec4 of each input row; the
+// column left of it is the last of the left neighbour's vec4, the one right of it the first of the
+// right neighbour's, taken by subgroup shuffles (conv/depthwise_reg_lanes.wgsl, with `enable
+// subgroups;` prepended by the host, entry point main_sg): those columns of 4 rows in one vec4, one
+// shuffle up and one down per 4 rows, outside any loop. Whether the lanes beside hold blocks
+// i - 1 and i + 1 of the same strip is checked once by shuffling the block index (nothing is
+// assumed about how invocations map to lanes); where they do not (a subgroup's first and last
+// lanes), the column is loaded from memory, by loads that do not wait for the shuffles. Every
+// invocation reaches the shuffles: those past the last block compute a clamped one and store
+// nothing.
 @group(0) @binding(0) var<storage, read> X: array<f32>;
 @group(0) @binding(1) var<storage, read> Wt: array<f32>;
 @group(0) @binding(2) var<storage, read> Bias: array<f32>;
@@ -63,6 +74,9 @@ override EARLY: bool = false;
 override CHUNKED: bool = false;
 override GRID1: u32 = max(GRID, 1u);  // a divisor even where GRID == 0 (the code is compiled anyway)
 override STAGE: bool = false;
+override SHFL: bool = false;
+var<private> sg_lane: u32;  // SHFL: the invocation's subgroup lane and the subgroup's size (main_sg)
+var<private> sg_size: u32;
 override BAND: u32 = 1u;       // STAGE: strips per workgroup; THREADS == blocks per row * BAND
 override W4: u32 = 1u;         // STAGE: w / 4
 override TILE_ROWS: u32 = 1u;  // STAGE: the input rows of a band, (BAND * ROWS - 1) * SH + (KH - 1) * DH + 1
@@ -82,15 +96,61 @@ const MAX_IN_COLS = 32u;
 const MAX_TAPS = 25u;
 const MAX_PLANES = 4u;
 const MAX_STAGE_LOADS = 8u;  // STAGE: the host keeps STAGE_LOADS within it (kMaxStageLoads)
+const MAX_SHFL_ROWS = 8u;    // SHFL: the host keeps IN_ROWS within it (kMaxShflRows)
 
 fn dim(uniform_value: u32, constant: u32) -> u32 {
   if (SHAPE) { return constant; }
   return uniform_value;
 }
 
+// SHFL: a block's input rows, its own vec4 and the columns left (x) and right (y) of it.
+struct ShflRows {
+  own: array<vec4<f32>, MAX_SHFL_ROWS>,
+  side: array<vec2<f32>, MAX_SHFL_ROWS>,
+}
+
+// SHFL: the IN_ROWS input rows from iy0 on of block i at column ox0 of the plane at xbase. Call in
+// uniform control flow.
+fn shfl_rows(xbase: u32, iy0: i32, ox0: u32, h: u32, w: u32, ow: u32, i: u32) -> ShflRows {
+  var out: ShflRows;
+  let blk = ox0 / 4u;
+  let w4 = w / 4u;
+  let left_i = index_left(i);
+  let right_i = index_right(i);
+  let left_ok = sg_lane != 0u && blk != 0u && left_i == i - 1u;
+  let right_ok = sg_lane + 1u < sg_size && ox0 + COLS < ow && right_i == i + 1u;
+  var mem: array<vec2<f32>, MAX_SHFL_ROWS>;  // the side columns from memory where not from a lane
+  for (var r = 0u; r < IN_ROWS; r++) {
+    let iy = iy0 + i32(r);
+    let in_rows = iy >= 0 && iy < i32(h);
+    let row = xbase + u32(max(iy, 0)) * w;
+    out.own[r] = vec4<f32>(0.0);
+    mem[r] = vec2<f32>(0.0);
+    if (in_rows && blk < w4) { out.own[r] = X4[row / 4u + blk]; }
+    if (!left_ok && in_rows && blk >= 1u && blk - 1u < w4) { mem[r].x = X[row + 4u * blk - 1u]; }
+    if (!right_ok && in_rows && blk + 1u < w4) { mem[r].y = X[row + 4u * blk + 4u]; }
+  }
+  let o = out.own;
+  let l0 = lane_left4(vec4<f32>(o[0].w, o[1].w, o[2].w, o[3].w));
+  let r0 = lane_right4(vec4<f32>(o[0].x, o[1].x, o[2].x, o[3].x));
+  var l1 = vec4<f32>(0.0);
+  var r1 = vec4<f32>(0.0);
+  if (IN_ROWS > 4u) {
+    l1 = lane_left4(vec4<f32>(o[4].w, o[5].w, o[6].w, o[7].w));
+    r1 = lane_right4(vec4<f32>(o[4].x, o[5].x, o[6].x, o[7].x));
+  }
+  for (var r = 0u; r < IN_ROWS; r++) {
+    let l = select(l1[r % 4u], l0[r % 4u], r < 4u);
+    let rr = select(r1[r % 4u], r0[r % 4u], r < 4u);
+    out.side[r] = vec2<f32>(select(mem[r].x, l, left_ok), select(mem[r].y, rr, right_ok));
+  }
+  return out;
+}
+
 // The block of outputs at (ox0, oy0) in planes plane0 .. plane0 + np - 1 (n * c_out + co); STAGE:
-// one plane, its rows read from the band staged in `tile` from input row band_iy0 on.
-fn block(plane0: u32, np: u32, ox0: u32, oy0: u32, band_iy0: i32) {
+// one plane, its rows read from the band staged in `tile` from input row band_iy0 on. SHFL: i the
+// block's index, live whether to store it (invocations past the last block compute a clamped one).
+fn block(plane0: u32, np: u32, ox0: u32, oy0: u32, band_iy0: i32, i: u32, live: bool) {
   let c_out = dim(p.c_out, L_COUT);
   let h = dim(p.h, L_H);
   let w = dim(p.w, L_W);
@@ -111,13 +171,20 @@ fn block(plane0: u32, np: u32, ox0: u32, oy0: u32, band_iy0: i32) {
   let iy0 = i32(oy0 * SH) - pad_top;
   let ix0 = i32(ox0 * SW) - i32(PAD_L);
   let w4 = i32(w / 4u);
+  var sh: ShflRows;
+  if (SHFL) { sh = shfl_rows(xbase[0], iy0, ox0, h, w, dim(p.ow, L_OW), i); }
   for (var r = 0u; r < IN_ROWS; r++) {
     let iy = iy0 + i32(r);
     // Zeros (the padding), stored explicitly: a declaration without an initializer inside a loop
     // kept the last iteration's values on SwiftShader. Plane k's columns are v[k * IN_COLS + c].
     var v = array<f32, MAX_IN_COLS>();
+    if (SHFL) {
+      v[0] = sh.side[r].x;
+      for (var e = 0u; e < 4u; e++) { v[1u + e] = sh.own[r][e]; }
+      v[5] = sh.side[r].y;
+    }
     for (var k = 0u; k < PLANES; k++) {
-      if (k >= np || iy < 0 || iy >= i32(h)) { continue; }
+      if (SHFL || k >= np || iy < 0 || iy >= i32(h)) { continue; }
       let row = xbase[k] + u32(iy) * w;
       let vk = k * IN_COLS;
       if (VEC4) {
@@ -175,7 +242,7 @@ fn block(plane0: u32, np: u32, ox0: u32, oy0: u32, band_iy0: i32) {
       for (var o = 0u; o < ROWS; o++) {
         if (o * SH + (KH - 1u) * DH != r) { continue; }
         for (var k = 0u; k < PLANES; k++) {
-          if (k >= np) { break; }
+          if (k >= np || !live) { break; }
           store_row(plane0 + k, oy0 + o, ox0, row_of(acc, k, o), bias[k]);
         }
       }
@@ -184,7 +251,7 @@ fn block(plane0: u32, np: u32, ox0: u32, oy0: u32, band_iy0: i32) {
   if (!EARLY) {
     // Loops bounded by constants (np <= PLANES): fully unrolled, the accumulators stay registers.
     for (var k = 0u; k < PLANES; k++) {
-      if (k >= np) { break; }
+      if (k >= np || !live) { break; }
       for (var o = 0u; o < ROWS; o++) { store_row(plane0 + k, oy0 + o, ox0, row_of(acc, k, o), bias[k]); }
     }
   }
@@ -230,13 +297,24 @@ fn block_at(i: u32) {
   let planes = p.n * c_out;
   let rest = i / blocks_w;
   let plane0 = (rest / strips) * PLANES;
+  let ox0 = (i % blocks_w) * COLS;
+  let oy0 = (rest % strips) * ROWS;
+  if (SHFL) {  // PLANES == 1; past the last plane: the last one, not stored
+    block(min(plane0, planes - 1u), 1u, ox0, oy0, 0, i, plane0 < planes);
+    return;
+  }
   if (plane0 >= planes) { return; }
-  block(plane0, min(PLANES, planes - plane0), (i % blocks_w) * COLS, (rest % strips) * ROWS, 0);
+  block(plane0, min(PLANES, planes - plane0), ox0, oy0, 0, i, true);
 }
 
 @compute @workgroup_size(THREADS)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+  run(gid, nwg, wid, lid);
+}
+
+// The kernel (entry points main, and main_sg in conv/depthwise_reg_lanes.wgsl).
+fn run(gid: vec3<u32>, nwg: vec3<u32>, wid: vec3<u32>, lid: u32) {
   let c_out = dim(p.c_out, L_COUT);
   let h = dim(p.h, L_H);
   let w = dim(p.w, L_W);
@@ -269,7 +347,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     }
     workgroupBarrier();
     if (plane >= planes) { return; }
-    block(plane, 1u, (lid % blocks_w) * COLS, (strip0 + lid / blocks_w) * ROWS, band_iy0);
+    block(plane, 1u, (lid % blocks_w) * COLS, (strip0 + lid / blocks_w) * ROWS, band_iy0, 0u, true);
     return;
   }
   if (GRID == 0u) {

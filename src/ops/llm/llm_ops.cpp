@@ -175,6 +175,9 @@ void apply_tuning(LlmTuning& t, std::string_view spec) {
       {"attn_pf_dc", &LlmTuning::attn_pf_dc},
       {"attn_pf_swz", &LlmTuning::attn_pf_swz},
       {"attn_pf_split", &LlmTuning::attn_pf_split},
+      {"attn_pf_exp2", &LlmTuning::attn_pf_exp2},
+      {"attn_pf_sg", &LlmTuning::attn_pf_sg},
+      {"attn_pf_pf", &LlmTuning::attn_pf_pf},
       {"attn_decode", &LlmTuning::attn_decode},
       {"attn_dec_wg", &LlmTuning::attn_dec_wg},
       {"attn_dec_bk", &LlmTuning::attn_dec_bk},
@@ -470,6 +473,8 @@ std::vector<KernelVersion> LlmOps::versions() const {
   v.push_back({"rope_kv_append", "elementwise", "q/k RoPE and the K/V cache append, one invocation per pair"});
   v.push_back({"attention", "prefill", "flash attention, causal, GQA: 16 rows per workgroup (attn_prefill=0)"});
   v.push_back({"attention", "prefill-tiled", "register-tiled flash attention, 64 rows x 64 keys (attn_prefill=1)"});
+  v.push_back({"attention", "prefill-tiled-pf",
+               "register-tiled flash attention, chunks prefetched into registers (attn_prefill=2)"});
   v.push_back({"attention", "decode", "split-K flash decoding + combine, a row per head (attn_decode=0)"});
   v.push_back({"attention", "decode-kv", "split-K flash decoding, K/V read once per kv head (attn_decode=1)"});
   if (subgroups_)
@@ -1087,6 +1092,7 @@ Kernel LlmOps::attn_kernel(int hd, int bq) const {
 }
 
 Kernel LlmOps::attn_tiled_kernel(int hd) const {
+  if (tuning.attn_prefill == 2) return attn_tiled_pf_kernel(hd);
   // flash_attn_tiled.wgsl: 32 KiB of workgroup memory; output vec4s tx + 16 * a, a < NO, with
   // RV * NO <= 4 (16 vec4s of acc): 8 rows per invocation up to head_dim 128.
   if (hd % 4 != 0 || hd > 256 || ctx_.limits().max_compute_workgroup_storage_size < 32768) return {};
@@ -1100,6 +1106,24 @@ Kernel LlmOps::attn_tiled_kernel(int hd) const {
                     std::to_string(dc) + (swz ? "/swz" : ""),
                 {"llm/flash_attn_tiled.wgsl"},
                 {{"HD", hd}, {"NO", no}, {"VK", vk}, {"RV", rv}, {"WG", wg}, {"DC4", dc}, {"SWZ", swz}}, false);
+}
+
+Kernel LlmOps::attn_tiled_pf_kernel(int hd) const {
+  // flash_attn_tiled_pf.wgsl: flash_attn_tiled.wgsl's 4 x 4 schedule (256 invocations, 32 KiB)
+  // with up to 4 output vec4s per row and invocation, V chunks of at most 4 vec4s per invocation.
+  if (hd % 4 != 0 || hd > 256 || ctx_.limits().max_compute_workgroup_storage_size < 32768 || max_wg_ < 256) return {};
+  // attn_pf_sg: the row groups in subgroups where the adapter has them (of a power-of-two size).
+  const uint32_t hd4 = uint32_t(hd) / 4, no = (hd4 + 15) / 16, e2 = tuning.attn_pf_exp2 ? 1 : 0;
+  const bool sg = tuning.attn_pf_sg && subgroups_ && (sg_size_ & (sg_size_ - 1)) == 0;
+  uint32_t vk = 64;
+  while (vk > 1 && vk * hd4 > 1024) vk /= 2;
+  const uint32_t pf = tuning.attn_pf_pf ? 1 : 0;
+  std::vector<std::pair<std::string, double>> c{{"HD", hd}, {"NO", no}, {"VK", vk}, {"EXP2", e2}, {"PF", pf}};
+  if (sg) c.push_back({"SGS", sg_size_});
+  return kernel(
+      "llm/flash_attn_tiled_pf/hd" + std::to_string(hd) + (e2 ? "/exp2" : "") + (sg ? "/sg" : "") + (pf ? "" : "/nopf"),
+      {"llm/flash_attn_tiled_pf.wgsl", sg ? "llm/flash_attn_pf_rows_sg.wgsl" : "llm/flash_attn_pf_rows_wm.wgsl"},
+      std::move(c), sg);
 }
 
 LlmOps::DecodeShape LlmOps::decode_shape(int hd, int G) const {
@@ -1176,7 +1200,7 @@ void LlmOps::attention(Batch& b, const KvLayer& c, const Tensor& q, const Tensor
 void LlmOps::attention_prefill(Batch& b, const KvLayer& c, const Tensor& q, const Tensor& out,
                                const AttentionArgs& a) const {
   auto d = attn_check(c, q, &out, a, "attention_prefill");
-  if (tuning.attn_prefill == 1) {
+  if (tuning.attn_prefill >= 1) {
     if (Kernel k = attn_tiled_kernel(d.hd)) {
       // Keys in splits of attn_pf_split (rounded up to 16) where that gives 2 or more whose
       // partials fit (and whose count the grid's z takes), else one split over all keys.

@@ -458,8 +458,24 @@ struct LlmTuning {
   uint32_t quant_groups = 1024;
   // Prefill attention: 0 flash_attn.wgsl (16 rows per workgroup, a score per invocation), 1 the
   // register-tiled flash_attn_tiled.wgsl (64 rows x 64 keys per workgroup, 4 x 4 scores per
-  // invocation; where head_dim <= 256 and the adapter has 32 KiB of workgroup memory).
-  uint32_t attn_prefill = 1;
+  // invocation; where head_dim <= 256 and the adapter has 32 KiB of workgroup memory), 2
+  // flash_attn_tiled_pf.wgsl (1's 4 x 4 schedule with each staged chunk loaded into registers
+  // while the previous one is computed; attn_pf_split applies, attn_pf_rows, attn_pf_dc and
+  // attn_pf_swz do not: chunks of 16 vec4s (two staging units per invocation, half the Q/K
+  // barriers) took 1.712 ms instead of 1.544 with attn_pf_sg=1, and were removed).
+  // H200, 8B Q4_0 (512 tokens after 4,096 cached, per layer): 1 1.873 ms, 2 1.478 ms with
+  // attn_pf_sg=1 (1.664 without); pp512 @ d4096 3,055 -> 3,283 t/s (docs/benchmarks.md).
+  uint32_t attn_prefill = 2;
+  // attn_prefill 2: 1 scores left unscaled and exp2(s * scale * log2(e) - m * ...) (one FMA
+  // before ex2), 0 Q scaled as staged and exp (1.767 ms vs 1.664; with attn_pf_sg 1.584 vs 1.478).
+  uint32_t attn_pf_exp2 = 1;
+  // attn_prefill 2: 1 a row's 16 invocations in consecutive lanes, a block's row max by subgroup
+  // shuffles (no barriers where subgroups have 16 lanes or more; the same bits), where the
+  // adapter has subgroups; 0 through workgroup memory (1.478 ms vs 1.664).
+  uint32_t attn_pf_sg = 1;
+  // attn_prefill 2: 0 each chunk loaded just before it is staged (the prefetch off, to measure
+  // it: 2.002 ms vs 1.664).
+  uint32_t attn_pf_pf = 1;
   // flash_attn_tiled.wgsl's schedule: attn_pf_rows 4 (4 x 4 scores per invocation, 256
   // invocations) or 8 (8 x 4, 128 invocations, head_dim <= 128); attn_pf_dc: vec4s of head_dim
   // per staged Q/K chunk, 8 or 16 (half the barriers; the chunks then share P's workgroup
@@ -731,8 +747,10 @@ class LlmOps {
   };
   MatvecShape matvec_shape(bool swiglu = false) const;  // swiglu: the gate|up + SwiGLU kernel's tpr, unroll
   Kernel attn_kernel(int head_dim, int bq) const;
-  // flash_attn_tiled.wgsl for this head_dim, or an empty Kernel where it cannot run.
+  // flash_attn_tiled.wgsl (attn_prefill 1) or flash_attn_tiled_pf.wgsl (2) for this head_dim,
+  // or an empty Kernel where it cannot run.
   Kernel attn_tiled_kernel(int head_dim) const;
+  Kernel attn_tiled_pf_kernel(int head_dim) const;
   // attn_combine.wgsl: partials [n_tokens][n_heads][splits][head_dim + 2] into out's rows.
   void combine_partials(Batch& b, const Tensor& part, const Tensor& out, int n_tokens, int n_heads, uint32_t splits,
                         int head_dim, int64_t o_stride, int64_t o_offset) const;
