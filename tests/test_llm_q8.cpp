@@ -192,6 +192,7 @@ TEST(LlmQ8, LinearMatchesReference) {
     o->tuning.mvq_static = tl.mv_static;
     o->tuning.mvq_stage = tl.mv_stage;
     o->tuning.mvq_kq_plain = 0;  // the knobs for K-quants too
+    o->tuning.mvq_kq_pf = 0;
     apply_tuning(o->tuning, tl.spec);
     tilings.emplace_back(tl, std::move(o));
   }
@@ -369,8 +370,9 @@ TEST(LlmQ8, NormLinearMatchesReference) {
 // rms_norm_swiglu_q8 against the reference (a flip in x moves gate and up sums far less than
 // one of the output's quantization steps, which expect_quantized allows).
 TEST(LlmQ8, NormSwigluMatchesReference) {
-  for (const char* spec : {"", "mvq_late=1,mvq_pf=1,mvq_kq_plain=0", "mvq_sw_tpr=32,mvq_late=0,mvq_pf=0,mvq_static=0",
-                           "mvq_sw_tpr=16,mvq_late=1,mvq_pf=2,mvq_static=1,mvq_kq_plain=0",
+  for (const char* spec : {"", "mvq_late=1,mvq_pf=1,mvq_kq_plain=2,mvq_kq_sw_tpr=8",
+                           "mvq_sw_tpr=32,mvq_kq_sw_tpr=32,mvq_late=0,mvq_pf=0,mvq_static=0",
+                           "mvq_sw_tpr=16,mvq_late=1,mvq_pf=2,mvq_static=1,mvq_kq_plain=0,mvq_kq_pf=2",
                            "mvq_late=1,mvq_pf=2,mvq_static=1,mvq_kq_plain=0,mvq_swz=1,mvq_q4k_half=1,mvq_q6k_half=1"})
     for (auto t : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K}) {
       LlmOps o(ctx());

@@ -1,7 +1,7 @@
 // Matrix-vector with 8-bit activations (one token; llama.cpp's MMVQ): y[y_off + r] =
 // sum_u dot(W[row0 + r], x) (+ bias[row0 + r]) (+ y), the weights' quants and x's (q8_act.wgsl)
 // multiplied with integer dot products (dot4I8Packed) a unit at a time (q8dot/*.wgsl: MV_UE
-// elements, one or two blocks of 32 or parts of four), scaled per block. A group of TPR invocations takes R rows and strides over their
+// elements, one or two blocks of 32), scaled per block. A group of TPR invocations takes R rows and strides over their
 // units, UNROLL units per step (loads the compiler can issue together; the rest one by one); each
 // unit's x is loaded once for the R rows. Sums with group_sum (reduce_sg.wgsl or reduce_wg.wgsl).
 //

@@ -31,7 +31,7 @@ struct MmqUnit {
 };
 MmqUnit mmq_unit(TensorType t) {
   if (t == TensorType::Q4_K) return {2, 8, true};
-  if (t == TensorType::Q6_K) return {4, 4, false};
+  if (t == TensorType::Q6_K) return {2, 4, false};
   return {1, 8, false};  // Q4_0, Q8_0
 }
 // matmul_q8.wgsl's workgroup memory with su units per step and a bm x bn tile.
@@ -51,8 +51,8 @@ constexpr uint32_t kPlainUniform = 7, kRopeUniform = 10, kRopeParams = 9;
 // K-quant units, LlmOps::mv_half), and the most words of them matvec_q8.wgsl loads ahead per
 // invocation (tuning.mvq_pf): registers, not spills.
 uint32_t unit_words(TensorType t, bool half) {
-  if (t == TensorType::Q4_K) return half ? 9 : 13;
-  if (t == TensorType::Q6_K) return half ? 13 : 18;
+  if (t == TensorType::Q4_K) return half ? 6 : 10;
+  if (t == TensorType::Q6_K) return half ? 10 : 14;
   if (t == TensorType::Q8_0) return 9;
   return 5;  // Q4_0
 }
@@ -166,8 +166,8 @@ LlmOps::MatvecQ8Shape LlmOps::matvec_q8_shape(const std::string& op, const GpuWe
   // Units per row loaded ahead of x_prologue: tuning.mvq_pf, at most a step's, within kPrefetchWords.
   const bool plain = kquant_plain(t);
   const bool half = mv_half("matvec_q8", t);
-  const uint32_t pf =
-      plain ? 0 : std::min({tuning.mvq_pf, tuning.mvq_unroll, kPrefetchWords / (r * unit_words(t, half))});
+  const uint32_t pf_knob = is_kquant(t) && tuning.mvq_kq_pf ? tuning.mvq_kq_pf : tuning.mvq_pf;
+  const uint32_t pf = plain ? 0 : std::min({pf_knob, tuning.mvq_unroll, kPrefetchWords / (r * unit_words(t, half))});
   return {wg, tpr, r, tuning.mvq_unroll, pf, tuning.mvq_static && !plain ? cols : 0, half};
 }
 
@@ -192,7 +192,7 @@ std::string LlmOps::matvec_x(TensorType t, bool norm_x, int64_t cols, std::strin
   const bool stage_t = tuning.mvq_stage == 1 || (tuning.mvq_stage == 2 && is_kquant(t));
   const bool stage = !norm_x && stage_t && !plain && fuses_norm_q8(cols);  // the same workgroup memory
   if (!norm_x && !stage) return "llm/q8_act_global.wgsl";
-  const bool late = norm_x && tuning.mvq_late && !plain, swz = tuning.mvq_swz != 0;
+  const bool late = norm_x && tuning.mvq_late && !(plain && tuning.mvq_kq_plain == 1), swz = tuning.mvq_swz != 0;
   prelude += prelude_u32("XC", u32(cols)) + prelude_bool("XSWZ", swz) + (norm_x ? prelude_bool("LATE", late) : "");
   tag = (stage ? "stage" : late ? "norm_late" : "norm") + std::to_string(cols) + (swz ? "s/" : "/") + tag;
   return stage ? "llm/q8_act_stage.wgsl" : "llm/q8_act_norm.wgsl";
@@ -344,7 +344,8 @@ void LlmOps::swiglu_matvec_q8(Batch& b, const GpuWeight& w, const Tensor& x2, co
   need_q8(out, 1, op, "out");
   need(w.rows == 2 * out.cols, op,
        "a gate|up weight of " + std::to_string(w.rows) + " rows for " + std::to_string(out.cols) + " outputs");
-  const MatvecQ8Shape m = matvec_q8_shape(op, w, 0, kSwigluRows, tuning.mvq_sw_tpr);
+  const uint32_t sw_tpr = is_kquant(w.type) && tuning.mvq_kq_sw_tpr ? tuning.mvq_kq_sw_tpr : tuning.mvq_sw_tpr;
+  const MatvecQ8Shape m = matvec_q8_shape(op, w, 0, kSwigluRows, sw_tpr);
   std::string prelude = prelude_bool("SWIGLU", true) + m.prelude(), tag = "swiglu/" + m.tag();
   const std::string x_file = matvec_x(w.type, norm_x, w.cols, prelude, tag);
   prelude += prelude_bool("ROPE", false) + prelude_u32("P_BINDING", kPlainUniform);

@@ -32,8 +32,8 @@ uint32_t chunk_elems(TensorType t) {
     case TensorType::BF16: return 8;
     case TensorType::Q8_0: return 16;
     case TensorType::Q4_0:
-    case TensorType::Q4_K: return 32;
-    case TensorType::Q6_K: return 64;
+    case TensorType::Q4_K:
+    case TensorType::Q6_K: return 32;
     default: break;  // not a GPU weight type: upload_weight refuses it
   }
   return 4;
@@ -155,6 +155,8 @@ void apply_tuning(LlmTuning& t, std::string_view spec) {
       {"mvq_late", &LlmTuning::mvq_late},
       {"mvq_pf", &LlmTuning::mvq_pf},
       {"mvq_sw_tpr", &LlmTuning::mvq_sw_tpr},
+      {"mvq_kq_sw_tpr", &LlmTuning::mvq_kq_sw_tpr},
+      {"mvq_kq_pf", &LlmTuning::mvq_kq_pf},
       {"mvq_static", &LlmTuning::mvq_static},
       {"mvq_vocab_rows", &LlmTuning::mvq_vocab_rows},
       {"mvq_vocab_tpr", &LlmTuning::mvq_vocab_tpr},

@@ -415,6 +415,11 @@ struct LlmTuning {
   // group follow (64 rows per workgroup: 8 at 32 invocations, 2 at 8 with 256-invocation
   // workgroups). H200, 8B Q4_K tg128: 8 gave 312.7 t/s, 16 294.1, 32 (the old default) 255.8.
   uint32_t mvq_sw_tpr = 8;
+  // The same for Q4_K and Q6_K weights (0: mvq_sw_tpr), and their mvq_pf (0: mvq_pf). H200, 8B
+  // Q4_K_M tg128 (repacked K-quants, session 8 run B, mvq_kq_plain 0): sw_tpr 16 with pf 1 424.8
+  // t/s, 16 with pf 2 415.0, 8 with pf 2 419.2, 32 with pf 2 403.1.
+  uint32_t mvq_kq_sw_tpr = 16;
+  uint32_t mvq_kq_pf = 1;
   // Rows per group of the 8-bit matvecs with 32768 rows and more (output projections: each x load
   // serves that many rows; 0: mvq_rows). H200, 8B Q8_0: 2 the same as 1 (329.6 vs 329.7 t/s).
   uint32_t mvq_vocab_rows = 0;
@@ -436,25 +441,24 @@ struct LlmTuning {
   // two); 0: in quant_act's layout. The same results. H200, 8B Q4_0 tg128: 1 lost 0.4% (470.7
   // vs 472.4-473.5 t/s); 8B Q4_K: no gain in any set (docs/benchmarks.md, session 7).
   uint32_t mvq_swz = 0;
-  // 1: the Q4_K matvec's unit is half a 64-element group (q8dot/q4_k.wgsl's MV_HALF: the lanes
-  // of a row load consecutive 16-byte qs vectors and the super-block's header, 8 words per unit
-  // instead of 12, twice the units per row); 0: a whole group. The same sums in another order.
-  // H200, 8B Q4_K tg128 with late and pf: 225.8 t/s with it and mvq_swz, 220.5 with neither;
-  // the plain K-quants with both halves and mvq_swz ran 254.0 against the defaults' 325.1.
+  // 1: the Q4_K matvec's unit is one 32-element sub-block (q8dot/q4_k.wgsl's MV_HALF: one nibble
+  // vec4, Q4_0's unit, twice the units per row), 0: two (two vec4s and one scale word per unit).
+  // The same sums in another order. Before the repacked layout (session 7, the GGUF blocks with
+  // half a 64-element group as the unit): 255.4 vs 325.7 t/s.
   uint32_t mvq_q4k_half = 0;
-  // 1: the Q6_K matvec's unit is one 16-byte ql vector (32 elements of two quarters, with its qh
-  // vector: the lanes of a row load consecutive ql vectors), 0: 64 elements of four quarters
-  // (each lane's ql, qh loads 16 bytes of 32 or 64 apart). The same sums in another order.
-  // H200, 8B Q4_K with late and pf: 227.1 vs 225.8 t/s.
+  // 1: the Q6_K matvec's unit is one 32-element sub-block (q8dot/q6_k.wgsl's MV_HALF), 0: two.
+  // The same sums in another order. Before the repacked layout (session 7, the GGUF layout's
+  // units): 227.1 vs 225.8 t/s with late and pf.
   uint32_t mvq_q6k_half = 0;
   // Rows per group of the plain 8-bit matvecs (o, down) with Q4_K or Q6_K weights (0: mvq_rows):
   // each x load serves that many rows. Not measured yet.
   uint32_t mvq_kq_rows = 0;
-  // 1: Q4_K and Q6_K weights run the matvec without mvq_late, mvq_pf, mvq_static and mvq_stage
-  // (H200, 8B Q4_K_M tg128: 212.1 t/s with all four and mvq_sw_tpr 8, 312.7 with mvq_sw_tpr 8
-  // alone; session 7: 325.1, late and pf 2 220.5, with mvq_static 203.5 (and mvq_swz, the
-  // smaller units and mvq_stage 2); not bank conflicts on x: mvq_swz did not help), 0: every type.
-  uint32_t mvq_kq_plain = 1;
+  // 1: Q4_K and Q6_K weights run the matvec without mvq_late, mvq_pf, mvq_static and mvq_stage, 2:
+  // without mvq_pf, mvq_static and mvq_stage, 0: every type the same knobs (in a Q4_K_M model
+  // every matvec is a K-quant one, so the global knobs measure the K-quant paths alone). With the
+  // GGUF layout 2 won (session 7: 331.0 t/s, 1 325.7, 0 220.5); with the repacked one (session 8
+  // run A, H200, 8B Q4_K_M tg128) 0 417.2, 2 412.7, 1 397.2.
+  uint32_t mvq_kq_plain = 0;
   // The decode combines (attn_combine_q8.wgsl, attention_decode_q8; attn_combine.wgsl,
   // attention_decode: halved there until a head's workgroup fits): invocations per output
   // element, each merging every combine_sp-th split (1 adds the splits in merge_splits' order).
@@ -467,7 +471,7 @@ struct LlmTuning {
   // Below this many workgroups a product takes smaller tiles (rows halved to 32, then tokens to
   // 16; 0: never). 264 (two per SM on the H200) with mmq_units 2: 1B Q4_0 pp512 17,851 t/s.
   uint32_t mmq_min_groups = 264;
-  // Units (q8dot/*.wgsl: a block of 32, 64 or 128 elements) per workgroup-memory step: more
+  // Units (q8dot/*.wgsl: a block of 32 or 64 elements) per workgroup-memory step: more
   // means fewer barriers, more registers (halved until it divides a row's units and the step's
   // workgroup memory fits). H200, 8B Q4_0 pp512: 1 2,623 t/s, 2 3,715, 4 3,164.
   uint32_t mmq_units = 2;

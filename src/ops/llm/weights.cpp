@@ -1,6 +1,7 @@
 #include "ops/llm/weights.h"
 
 #include "cpu/llm/dequant.h"
+#include "cpu/llm/kernels_blocks.h"
 #include "util/error.h"
 
 #include <algorithm>
@@ -50,8 +51,8 @@ uint64_t packed_data_bytes(TensorType t, int64_t rows, int64_t cols) {
     case TensorType::BF16: return R * rup(C, 8) * 2;
     case TensorType::Q8_0: return R * (C / 32) * 32;
     case TensorType::Q4_0: return R * (C / 32) * 16;
-    case TensorType::Q4_K: return R * (C / 256) * 144;
-    case TensorType::Q6_K: return R * (C / 256) * 208;
+    case TensorType::Q4_K: return R * (C / 32) * 16;
+    case TensorType::Q6_K: return R * (C / 256) * 192;
     default: break;
   }
   throw Error("wgc: the GPU kernels do not read " + std::string(to_string(t)) + " weights (convert them first)");
@@ -95,20 +96,61 @@ PackedWeight pack_weight(TensorType type, std::span<const std::byte> bytes, int6
       break;
     }
     case TensorType::Q4_K: {
+      // Lossless: the same nibbles, d, dmin and 6-bit scales and mins, only moved (weights.h).
+      const uint64_t nb = R * (C / 256);
       p.data.assign(packed_data_bytes(type, rows, cols) / 4, 0);
-      put_bytes(p.data, 0, src, want);
+      p.scales.assign(nb * kKquantScaleWords, 0);
+      auto* qs_out = reinterpret_cast<uint8_t*>(p.data.data());
+      for (uint64_t b = 0; b < nb; ++b) {
+        const std::byte* blk = src + b * 144;
+        uint32_t* hdr = &p.scales[b * kKquantScaleWords];
+        std::memcpy(&hdr[0], blk, 4);  // d | dmin << 16
+        for (int j = 0; j < 8; ++j) {
+          int sc = 0, mn = 0;
+          cpu::q4k_scale_min(j, blk + 4, sc, mn);
+          hdr[1 + j / 2] |= (uint32_t(sc) | uint32_t(mn) << 8) << (16 * (j & 1));
+          // sub-block j: qs[32 (j / 2) + l], its low nibbles (j even) or high ones (j odd)
+          const std::byte* qs = blk + 16 + 32 * (j / 2);
+          uint8_t* out = qs_out + (b * 8 + uint64_t(j)) * 16;
+          for (int i = 0; i < 16; ++i) {
+            const int lo = (cpu::byte_at(qs, i) >> (4 * (j & 1))) & 15,
+                      hi = (cpu::byte_at(qs, i + 16) >> (4 * (j & 1))) & 15;
+            out[i] = uint8_t(lo | hi << 4);
+          }
+        }
+      }
       break;
     }
     case TensorType::Q6_K: {
-      const uint64_t nb = R * (C / 256);
+      // Lossless: the same 6-bit quants, scales and d, only moved (weights.h).
+      const uint64_t nbr = C / 256, lo4 = C / 32, rs = C / 32 * 4 + C / 64 * 4;  // row stride in words
       p.data.assign(packed_data_bytes(type, rows, cols) / 4, 0);
-      p.scales.assign(nb, 0);
-      for (uint64_t b = 0; b < nb; ++b) {
+      p.scales.assign(R * nbr * kKquantScaleWords, 0);
+      uint8_t q[256];
+      for (uint64_t b = 0; b < R * nbr; ++b) {
         const std::byte* blk = src + b * 210;
-        put_bytes(p.data, b * 208, blk, 208);
-        uint16_t h;
-        std::memcpy(&h, blk + 208, 2);
-        p.scales[b] = std::bit_cast<uint32_t>(f16_to_f32(h));  // exact
+        for (int e = 0; e < 256; ++e) {  // ggml's element 128h + 32k + l
+          const int h = e / 128, k = (e % 128) / 32, l = e % 32;
+          const int ql = cpu::byte_at(blk, 64 * h + l + 32 * (k & 1)) >> (4 * (k / 2));
+          const int qh = cpu::byte_at(blk, 128 + 32 * h + l) >> (2 * k);
+          q[e] = uint8_t((ql & 15) | (qh & 3) << 4);
+        }
+        uint32_t* hdr = &p.scales[b * kKquantScaleWords];
+        uint16_t d;
+        std::memcpy(&d, blk + 208, 2);
+        hdr[0] = std::bit_cast<uint32_t>(f16_to_f32(d));  // exact
+        std::memcpy(&hdr[1], blk + 192, 16);
+        const uint64_t row = b / nbr, s0 = (b % nbr) * 8;
+        auto* lo = reinterpret_cast<uint8_t*>(&p.data[row * rs]);
+        uint32_t* hi = &p.data[row * rs + lo4 * 4];
+        for (uint64_t s = 0; s < 8; ++s) {
+          const uint8_t* qs = q + 32 * s;
+          for (int i = 0; i < 16; ++i) lo[(s0 + s) * 16 + uint64_t(i)] = uint8_t((qs[i] & 15) | (qs[i + 16] & 15) << 4);
+          for (int half = 0; half < 2; ++half)
+            for (int i = 0; i < 4; ++i)
+              for (int k = 0; k < 4; ++k)
+                hi[(s0 + s) * 2 + uint64_t(half)] |= uint32_t(qs[16 * half + 4 * i + k] >> 4) << (8 * k + 2 * i);
+        }
       }
       break;
     }
