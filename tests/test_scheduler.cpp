@@ -131,6 +131,16 @@ SchedulerOptions small_options() {
   return o;
 }
 
+// small_options() with the scheduler's linears in f32, as generate() and logits() run here
+// (load_dict: q8_activations = false), for the tests that compare the two: on a GPU engine Auto
+// takes BatchedQ8 on GPUs, whose 8-bit activations round otherwise (on the H200: other tokens,
+// log probabilities 0.01-0.04 apart); the CPU engine takes Auto only.
+SchedulerOptions f32_options(const Dict& m) {
+  SchedulerOptions o = small_options();
+  if (m.model.device() == Device::Gpu) o.linear = LinearVersion::Batched;
+  return o;
+}
+
 // A gate the on_token hook waits at, to hold the worker inside a request.
 struct Gate {
   std::mutex mu;
@@ -172,7 +182,7 @@ void check_requests_equal_the_generator(Device device) {
   std::vector<GenerateResult> want;
   for (auto& r : reqs) want.push_back(generate(r, device));
 
-  Scheduler s(m.model, m.tok, small_options());
+  Scheduler s(m.model, m.tok, f32_options(m));
   std::vector<std::unique_ptr<Collector>> cs;
   for (auto& r : reqs) {
     cs.push_back(std::make_unique<Collector>());
@@ -241,7 +251,7 @@ TEST(Scheduler, LogprobsAreTheSoftmaxOfTheLogits) {
   m.model.rewind(0);
   auto logits = m.model.logits(r.prompt);
   auto want = token_logprobs_reference(logits);
-  Scheduler s(m.model, m.tok, small_options());
+  Scheduler s(m.model, m.tok, f32_options(m));
   Collector c;
   c.submit(s, r);
   auto& o = c.wait();
