@@ -230,7 +230,7 @@ TEST(Scheduler, StopStringsAndEos) {
   auto want = generate(r);
   ASSERT_EQ(want.stop, StopReason::StopString);
 
-  Scheduler s(m.model, m.tok, small_options());
+  Scheduler s(m.model, m.tok, f32_options(m));
   Collector c;
   c.submit(s, r);
   auto& o = c.wait();
@@ -283,7 +283,7 @@ TEST(Scheduler, LogprobsAreTheSoftmaxOfTheLogits) {
 TEST(Scheduler, ReusesTheCachedPrefix) {
   WGC_REQUIRE_FILE(default_model());
   auto& m = dict();
-  SchedulerOptions so = small_options();
+  SchedulerOptions so = f32_options(m);
   so.kv_block_tokens = 4;
   Scheduler s(m.model, m.tok, so);
   Request r = request("Love is a word that means", 4);
