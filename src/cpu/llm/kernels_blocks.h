@@ -62,6 +62,20 @@ struct UnpackedRow {
   int8_t* sc16;
 };
 
+// block_q6_K { u8 ql[128]; u8 qh[64]; i8 scales[16]; f16 d; }: its 256 6-bit quants (0..63, 32
+// is zero) in ggml's element order, the 4 low bits from ql and the 2 high bits from qh.
+inline void q6k_quants(const std::byte* blk, uint8_t* q) {
+  const std::byte* ql = blk;
+  const std::byte* qh = blk + 128;
+  for (int h = 0; h < 2; ++h, q += 128, ql += 64, qh += 32)
+    for (int l = 0; l < 32; ++l) {
+      q[l] = uint8_t((byte_at(ql, l) & 0xf) | ((byte_at(qh, l) & 3) << 4));
+      q[l + 32] = uint8_t((byte_at(ql, l + 32) & 0xf) | (((byte_at(qh, l) >> 2) & 3) << 4));
+      q[l + 64] = uint8_t((byte_at(ql, l) >> 4) | (((byte_at(qh, l) >> 4) & 3) << 4));
+      q[l + 96] = uint8_t((byte_at(ql, l + 32) >> 4) | (((byte_at(qh, l) >> 6) & 3) << 4));
+    }
+}
+
 inline void unpack_row(TensorType t, const std::byte* row, int64_t cols, const UnpackedRow& u) {
   const int64_t nb = cols / 32;
   for (int64_t b = 0; b < nb; ++b) {
@@ -105,20 +119,11 @@ inline void unpack_row(TensorType t, const std::byte* row, int64_t cols, const U
     case TensorType::Q6_K:
       for (int64_t s = 0; s < cols / 256; ++s) {
         const std::byte* blk = row + s * 210;
-        const std::byte* ql = blk;
-        const std::byte* qh = blk + 128;
-        const std::byte* sc = blk + 192;
         const float d = half_at(blk + 208);
-        int8_t* q = u.q + s * 256;
-        for (int h = 0; h < 2; ++h, q += 128, ql += 64, qh += 32, sc += 8) {
-          for (int l = 0; l < 32; ++l) {
-            q[l] = int8_t(((byte_at(ql, l) & 0xf) | ((byte_at(qh, l) & 3) << 4)) - 32);
-            q[l + 32] = int8_t(((byte_at(ql, l + 32) & 0xf) | (((byte_at(qh, l) >> 2) & 3) << 4)) - 32);
-            q[l + 64] = int8_t(((byte_at(ql, l) >> 4) | (((byte_at(qh, l) >> 4) & 3) << 4)) - 32);
-            q[l + 96] = int8_t(((byte_at(ql, l + 32) >> 4) | (((byte_at(qh, l) >> 6) & 3) << 4)) - 32);
-          }
-          for (int i = 0; i < 8; ++i) u.sc16[s * 16 + h * 8 + i] = int8_t(byte_at(sc, i));
-        }
+        uint8_t q6[256];
+        q6k_quants(blk, q6);
+        for (int e = 0; e < 256; ++e) u.q[s * 256 + e] = int8_t(q6[e] - 32);
+        for (int i = 0; i < 16; ++i) u.sc16[s * 16 + i] = int8_t(byte_at(blk + 192, i));
         for (int j = 0; j < 8; ++j) u.scale[s * 8 + j] = d;
       }
       break;

@@ -129,12 +129,7 @@ PackedWeight pack_weight(TensorType type, std::span<const std::byte> bytes, int6
       uint8_t q[256];
       for (uint64_t b = 0; b < R * nbr; ++b) {
         const std::byte* blk = src + b * 210;
-        for (int e = 0; e < 256; ++e) {  // ggml's element 128h + 32k + l
-          const int h = e / 128, k = (e % 128) / 32, l = e % 32;
-          const int ql = cpu::byte_at(blk, 64 * h + l + 32 * (k & 1)) >> (4 * (k / 2));
-          const int qh = cpu::byte_at(blk, 128 + 32 * h + l) >> (2 * k);
-          q[e] = uint8_t((ql & 15) | (qh & 3) << 4);
-        }
+        cpu::q6k_quants(blk, q);
         uint32_t* hdr = &p.scales[b * kKquantScaleWords];
         uint16_t d;
         std::memcpy(&d, blk + 208, 2);
