@@ -35,7 +35,7 @@ Dict* load_dict(Device device) {
   eo.max_ctx = kCtx;
   eo.max_batch = 32;
   eo.progress = false;
-  eo.q8_activations = false;  // generate() is compared with the batched engine, which runs f32 activations
+  eo.q8_activations = false;  // generate() is compared with the scheduler run with f32_options (f32 activations)
   eo.device = device;
   LlamaModel lm(ctx(), f, eo);
   Tokenizer t = *find_tokenizer(f);
