@@ -39,6 +39,8 @@ struct Options {
   std::vector<std::string> size_names;
   bool quick = false;  // small sizes, few repeats (CI, SwiftShader)
   int repeats = 0;     // 0: 5 quick, 20 otherwise
+  // The versions to run (empty: all): ops may skip building cases of other versions.
+  std::vector<std::string> versions;
 };
 
 // Each op's cases for a context (sizes already chosen).

@@ -46,8 +46,71 @@ std::shared_ptr<llm::LlmOps> tuned_ops(const Context& ctx) {
   return ops;
 }
 
+// Versions "kx" run the kx schedule (tuning.matvec_kx: every kind, or those WGC_LLM_TUNING names).
+constexpr uint32_t kKxAll = llm::LlmOps::kKxSwiglu | llm::LlmOps::kKxPlain | llm::LlmOps::kKxRope;
+
+// Whether o asks for this version (or for all).
+bool wanted(const Options& o, const std::string& version) {
+  return o.versions.empty() || std::find(o.versions.begin(), o.versions.end(), version) != o.versions.end();
+}
+// Whether o asks for any version of weight type t ("F16/..."), so that its cases are worth building.
+bool wanted_type(const Options& o, TensorType t) {
+  const std::string prefix = std::string(llm::to_string(t)) + "/";
+  return o.versions.empty() ||
+         std::any_of(o.versions.begin(), o.versions.end(), [&](const std::string& v) { return v.starts_with(prefix); });
+}
+
+// The fused RMSNorm + gate|up + SwiGLU matvec of one token (rms_norm_swiglu, as a decode step
+// runs it) on F16 weights of 2 x ffn rows: an 8B model's 2 x 14336 x 4096 at side 4096.
+Case swiglu_case(const Context& ctx, std::shared_ptr<llm::LlmOps> ops, int64_t ffn, int64_t cols, bool kx) {
+  struct Data {
+    llm::GpuWeight w;
+    std::vector<double> deq;
+    std::vector<float> x, nw;
+    Tensor xt, nt, y;
+  };
+  constexpr float kEps = 1e-5f;
+  auto d = std::make_shared<Data>();
+  const TensorType t = TensorType::F16;
+  auto bytes = llm::ref::random_weight(t, 2 * ffn, cols, 9);
+  d->w = llm::upload_weight(ctx, t, bytes, 2 * ffn, cols);
+  d->deq = llm::ref::dequantize(t, bytes, 2 * ffn, cols);
+  d->x.resize(size_t(cols));
+  d->nw.resize(size_t(cols));
+  for (size_t i = 0; i < d->x.size(); ++i) {
+    d->x[i] = float(std::sin(double(i) * 0.37));
+    d->nw[i] = float(1.0 + 0.5 * std::cos(double(i) * 0.11));
+  }
+  d->xt = make_tensor(ctx, {cols}, d->x);
+  d->nt = make_tensor(ctx, {cols}, d->nw);
+  d->y = make_tensor(ctx, {ffn});
+  Case c;
+  c.op = "llm.matvec";
+  c.version = std::string(llm::to_string(t)) + "/swiglu-norm" + (kx ? "-kx" : "");
+  c.size = "2x" + std::to_string(ffn) + "x" + std::to_string(cols);
+  c.elements = 2.0 * double(ffn) * double(cols);
+  c.bytes = double(d->w.gpu_bytes()) + 8.0 * double(cols) + 4.0 * double(ffn);
+  c.record = [ops, d](Batch& b) { ops->rms_norm_swiglu(b, d->xt, d->nt, kEps, d->w, d->y); };
+  c.check = [ops, d, ffn, cols, &ctx] {
+    fill_u32(ctx, d->y, kPoisonNaN);
+    Batch b(ctx);
+    ops->rms_norm_swiglu(b, d->xt, d->nt, kEps, d->w, d->y);
+    b.run();
+    auto got = download<float>(ctx, d->y);
+    auto xn = llm::ref::rms_norm(d->x, d->nw, 1, int(cols), kEps);
+    auto to_f = [](const std::vector<double>& v) { return std::vector<float>(v.begin(), v.end()); };
+    auto want = llm::ref::swiglu(to_f(llm::ref::linear(d->deq, cols, xn, 1, 0, ffn)),
+                                 to_f(llm::ref::linear(d->deq, cols, xn, 1, ffn, ffn)));
+    std::vector<double> wd(want.begin(), want.end());
+    return cpu::max_rel_error(std::span<const float>(got), std::span<const double>(wd));
+  };
+  return c;
+}
+
 std::vector<Case> linear_cases(const Context& ctx, const Options& o, Kind kind) {
   auto ops = tuned_ops(ctx);
+  auto kx_ops = tuned_ops(ctx);
+  if (!kx_ops->tuning.matvec_kx) kx_ops->tuning.matvec_kx = kKxAll;
   std::vector<int> token_counts = {kind == Kind::Matmul ? (o.quick ? 7 : kPrefillTokens) : 1};
   if (kind == Kind::Batched) token_counts = o.quick ? std::vector<int>{1, 7} : std::vector<int>{1, 8, 16, 32, 64, 256};
   const bool prefill = kind != Kind::Matvec;
@@ -62,7 +125,10 @@ std::vector<Case> linear_cases(const Context& ctx, const Options& o, Kind kind) 
         if (n > 1) versions.push_back({LinearVersion::Shared, "tiled"});
       } else {
         versions = {{LinearVersion::Naive, "naive"}, {LinearVersion::Shared, "shared"}};
-        if (ctx.features().subgroups) versions.push_back({LinearVersion::Subgroup, "subgroup"});
+        if (ctx.features().subgroups) {
+          versions.push_back({LinearVersion::Subgroup, "subgroup"});
+          versions.push_back({LinearVersion::Subgroup, "kx"});  // the kx schedule (matvec_kx)
+        }
       }
       const auto side = static_cast<int64_t>(s);
       // Matvec also at a tall shape (an 8B model's ffn rows at side 4096: 14336 x 4096), which a
@@ -72,10 +138,16 @@ std::vector<Case> linear_cases(const Context& ctx, const Options& o, Kind kind) 
       if (kind == Kind::Matvec && !o.quick) {
         shapes.push_back({side * 7 / 2 / 32 * 32, side});
         shapes.push_back({side, side * 7 / 2 / 256 * 256});
+        shapes.push_back({side * 3 / 2, side});  // an 8B model's fused QKV (6144 x 4096)
+        if (ctx.features().subgroups)
+          for (bool kx : {false, true})
+            if (wanted(o, std::string("F16/swiglu-norm") + (kx ? "-kx" : "")))
+              out.push_back(swiglu_case(ctx, kx ? kx_ops : ops, side * 7 / 2 / 32 * 32, side, kx));
       }
       for (const auto& shape : shapes)
         for (TensorType t : {TensorType::F16, TensorType::Q8_0, TensorType::Q4_0, TensorType::Q4_K, TensorType::Q6_K}) {
           const int64_t nrows = shape.first, cols = shape.second;  // variables, not bindings: lambdas capture them
+          if (!wanted_type(o, t)) continue;                        // no version of this type asked for: not built
           if (cols % int64_t(llm::block_size(t))) continue;
           if (kind == Kind::Batched && (t == TensorType::Q4_K || t == TensorType::Q6_K)) continue;
           auto d = std::make_shared<LinearData>();
@@ -100,6 +172,7 @@ std::vector<Case> linear_cases(const Context& ctx, const Options& o, Kind kind) 
           for (const auto& version : all) {
             const LinearVersion v = version.first;  // a variable, not a binding: lambdas capture it (clang 14)
             const std::string& vname = version.second;
+            if (vname == "kx" && t != TensorType::F16) continue;  // float weights only (F16 stands for them)
             const bool is_q8 = vname == "q8";
             Case c;
             c.op = kind == Kind::Matvec ? "llm.matvec" : kind == Kind::Matmul ? "llm.matmul" : "llm.batched";
@@ -110,11 +183,12 @@ std::vector<Case> linear_cases(const Context& ctx, const Options& o, Kind kind) 
             const double x_bytes = is_q8 ? double(n) * double(cols) * (1.0 + 8.0 / 32) : 4.0 * double(n) * double(cols);
             c.bytes = double(d->w.gpu_bytes()) + x_bytes + 4.0 * double(n) * double(nrows);
             if (prefill && n > 1) c.flops = 2.0 * double(n) * double(nrows) * double(cols);
-            auto rec = [ops, d, v, n, is_q8](Batch& b) {
+            auto vops = vname == "kx" ? kx_ops : ops;
+            auto rec = [vops, d, v, n, is_q8](Batch& b) {
               if (is_q8)
-                ops->linear_q8(b, d->w, d->xq, d->y, n);
+                vops->linear_q8(b, d->w, d->xq, d->y, n);
               else
-                ops->linear(b, d->w, d->xt, d->y, n, {}, v);
+                vops->linear(b, d->w, d->xt, d->y, n, {}, v);
             };
             c.record = rec;
             c.check = [rec, d, n, cols, nrows, &ctx] {

@@ -383,6 +383,139 @@ TEST(LlmLinear, QkvRopeMatchesTwoPasses) {
                Error);  // rows are not the q, k and v heads
 }
 
+// The kx schedule (matvec_kx.wgsl: columns across the workgroup, x in registers, row tiles
+// reduced by a transposed subgroup butterfly) for every kind it takes, against the reference:
+// plain rows with bias, rms_norm_linear over a row range with a y offset and accumulation (the
+// rest of y untouched), gate|up + SwiGLU with and without the norm (gate rows not a multiple of
+// the tile), and QKV + RoPE bit-identical to its two kx passes. Float types at awkward widths
+// (x masked past the columns; invocations whose last chunks are past the row), tiles of 2 to 32
+// rows, one or several passes per tile, and workgroups looping over several tiles.
+TEST(LlmLinear, KxMatvecsMatchReference) {
+  if (!ctx().features().subgroups) GTEST_SKIP() << "the kx schedule needs subgroups";
+  struct Tune {
+    uint32_t wg, rows, loads, groups;
+  };
+  const Tune tunes[] = {{256, 16, 16, 0}, {64, 4, 4, 3}, {128, 32, 8, 0}, {32, 2, 16, 2}, {64, 8, 2, 0}};
+  const float eps = 1e-5f;
+  for (auto t : {TensorType::F32, TensorType::F16, TensorType::BF16}) {
+    for (int64_t cols : {int64_t(203), int64_t(1000)}) {
+      const int64_t rows = 45, ncols = cols / 4 * 4;  // the norm's columns: a multiple of 4
+      auto bytes = ref::random_weight(t, rows, cols, 41);
+      auto w = upload_weight(ctx(), t, bytes, rows, cols);
+      auto deq = ref::dequantize(t, bytes, rows, cols);
+      auto nbytes = ref::random_weight(t, rows, ncols, 42);
+      auto nw8 = upload_weight(ctx(), t, nbytes, rows, ncols);
+      auto ndeq = ref::dequantize(t, nbytes, rows, ncols);
+      auto xv = test::random_floats(size_t(cols), 43, -2.f, 3.f);
+      auto x = make_tensor(ctx(), {cols}, xv);
+      auto nv = test::random_floats(size_t(ncols), 44, 0.5f, 1.5f);
+      auto nw = make_tensor(ctx(), {ncols}, nv);
+      auto xn = ref::rms_norm(std::vector<float>(xv.begin(), xv.begin() + ncols), nv, 1, int(ncols), eps);
+      auto bias_v = test::random_floats(size_t(rows), 45);
+      auto bias = make_tensor(ctx(), {rows}, bias_v);
+      auto r = ref::linear(deq, cols, xv, 1, 0, rows);
+      std::vector<float> want(static_cast<size_t>(rows));
+      for (int64_t i = 0; i < rows; ++i) want[size_t(i)] = float(r[size_t(i)] + bias_v[size_t(i)]);
+      const int64_t half = 90;  // gate|up: 90 gate rows (tiles of T / 2 rows partly past them)
+      auto gb = ref::random_weight(t, 2 * half, ncols, 46);
+      auto gw = upload_weight(ctx(), t, gb, 2 * half, ncols);
+      auto gdeq = ref::dequantize(t, gb, 2 * half, ncols);
+      std::vector<float> gx(xv.begin(), xv.begin() + ncols);
+      auto gwant = ref::swiglu(test::to_float(ref::linear(gdeq, ncols, gx, 1, 0, half)),
+                               test::to_float(ref::linear(gdeq, ncols, gx, 1, half, half)));
+      auto gnwant = ref::swiglu(test::to_float(ref::linear(gdeq, ncols, xn, 1, 0, half)),
+                                test::to_float(ref::linear(gdeq, ncols, xn, 1, half, half)));
+      for (auto tune : tunes) {
+        LlmOps o(ctx());
+        o.tuning.matvec_kx = 7;
+        o.tuning.kx_wg = tune.wg;
+        o.tuning.kx_rows = tune.rows;
+        o.tuning.kx_loads = tune.loads;
+        o.tuning.kx_groups = tune.groups;
+        o.tuning.swiglu_wg_rows = 2;
+        o.tuning.matvec_split_cols = 16;  // kx never splits
+        const std::string what = std::string(to_string(t)) + " cols " + std::to_string(cols) + " wg " +
+                                 std::to_string(tune.wg) + " rows " + std::to_string(tune.rows) + " loads " +
+                                 std::to_string(tune.loads) + " groups " + std::to_string(tune.groups);
+        ASSERT_TRUE(o.kx_runs(LlmOps::kKxPlain, t, cols, LinearVersion::Subgroup)) << what;
+        {
+          auto y = test::poisoned(rows);
+          LinearOptions lo;
+          lo.bias = bias;
+          Batch b(ctx());
+          o.linear(b, w, x, y, 1, lo, LinearVersion::Subgroup);
+          b.run();
+          EXPECT_LE(test::rel_error(download<float>(ctx(), y), want), 1e-5) << what << " plain";
+        }
+        for (bool plain : {true, false}) {
+          const int64_t row0 = plain ? 0 : 4, nr = plain ? rows : rows - 7, yoff = plain ? 0 : 3;
+          const size_t ny = size_t(yoff + nr + 5);
+          auto y0 = test::random_floats(ny, 47);
+          const test::RowsWant rw = test::rows_want(ref::linear(ndeq, ncols, xn, 1, row0, nr), y0, yoff, !plain);
+          Tensor y = plain ? test::poisoned(int64_t(ny)) : make_tensor(ctx(), {int64_t(ny)}, y0);
+          LinearOptions lo;
+          lo.row0 = row0;
+          lo.rows = nr;
+          lo.y_offset = yoff;
+          lo.accumulate = !plain;
+          Batch b(ctx());
+          o.rms_norm_linear(b, x, nw, eps, nw8, y, lo);
+          b.run();
+          auto got = download<float>(ctx(), y);
+          got.resize(ny);
+          test::expect_written_and_gaps(got, rw.want, rw.written, y0, !plain, 1e-5,
+                                        what + (plain ? " norm" : " norm range"));
+        }
+        for (bool norm : {false, true}) {
+          auto out = test::poisoned(half);
+          Batch b(ctx());
+          if (norm)
+            o.rms_norm_swiglu(b, x, nw, eps, gw, out);
+          else
+            o.linear_swiglu(b, gw, make_tensor(ctx(), {ncols}, gx), out, LinearVersion::Subgroup);
+          b.run();
+          EXPECT_LE(test::rel_error(download<float>(ctx(), out), norm ? gnwant : gwant), 1e-5)
+              << what << (norm ? " norm swiglu" : " swiglu");
+        }
+      }
+    }
+  }
+  // QKV + RoPE: bit-identical to rms_norm_linear then rope_kv_append with the same schedule.
+  const int nh = 4, nkv = 2, hd = 16, max_ctx = 12;
+  const int64_t rows = int64_t(nh + 2 * nkv) * hd, cols = 204;
+  std::vector<double> inv(hd / 2);
+  for (int i = 0; i < hd / 2; ++i) inv[size_t(i)] = std::pow(10000.0, -2.0 * i / hd);
+  auto table = make_rope_table(ctx(), inv, hd, 16);
+  const std::vector<uint32_t> pos_rows = {9, 4};
+  auto pos = make_tensor(ctx(), {2}, DType::U32, std::as_bytes(std::span(pos_rows)));
+  auto x = make_tensor(ctx(), {cols}, test::random_floats(size_t(cols), 92));
+  auto nw = make_tensor(ctx(), {cols}, test::random_floats(size_t(cols), 93, 0.5f, 1.5f));
+  for (auto t : {TensorType::F32, TensorType::F16, TensorType::BF16}) {
+    auto w = upload_weight(ctx(), t, ref::random_weight(t, rows, cols, 91), rows, cols);
+    for (auto tune : tunes) {
+      for (bool interleaved : {false, true}) {
+        LlmOps o(ctx());
+        o.tuning.matvec_kx = 7;
+        o.tuning.kx_wg = tune.wg;
+        o.tuning.kx_rows = tune.rows;
+        o.tuning.kx_loads = tune.loads;
+        o.tuning.kx_groups = tune.groups;
+        const std::string what = std::string(to_string(t)) + (interleaved ? " interleaved" : " neox") + " wg " +
+                                 std::to_string(tune.wg) + " rows " + std::to_string(tune.rows);
+        const RopeKvArgs a = test::qkv_rope_args(nh, interleaved, interleaved ? &pos : nullptr);
+        auto fused = test::qkv_rope_outputs(rows, nkv, max_ctx, hd, [&](Batch& b, const Tensor& qkv, const KvLayer& c) {
+          o.rms_norm_qkv_rope(b, x, nw, 1e-5f, w, qkv, table, c, a);
+        });
+        auto two = test::qkv_rope_outputs(rows, nkv, max_ctx, hd, [&](Batch& b, const Tensor& qkv, const KvLayer& c) {
+          o.rms_norm_linear(b, x, nw, 1e-5f, w, qkv);
+          o.rope_kv_append(b, qkv, table, c, a);
+        });
+        test::expect_same_qkv_rope(fused, two, rows, int64_t(nkv) * hd, what);
+      }
+    }
+  }
+}
+
 // The serving kernel's results do not depend on the batch: a token alone, among others, at any
 // place in the batch, with any workgroup size or token tile, gives bit-identical outputs (with a
 // row range, bias and accumulation on top).

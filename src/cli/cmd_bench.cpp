@@ -147,6 +147,7 @@ int bench_cmd(const Flags& f) {
       if (rest.substr(0, comma).size()) versions.emplace_back(rest.substr(0, comma));
       rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
     }
+  o.versions = versions;
   const auto& png = f.out.png;
   if (o.repeats < 0) throw UsageError("--repeats must be >= 0");
   for (double s : o.sizes)

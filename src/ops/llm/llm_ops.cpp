@@ -115,6 +115,11 @@ void apply_tuning(LlmTuning& t, std::string_view spec) {
       {"matvec_out_norm", &LlmTuning::matvec_out_norm},
       {"matvec_rope_rows", &LlmTuning::matvec_rope_rows},
       {"matvec_pf_loads", &LlmTuning::matvec_pf_loads},
+      {"matvec_kx", &LlmTuning::matvec_kx},
+      {"kx_wg", &LlmTuning::kx_wg},
+      {"kx_rows", &LlmTuning::kx_rows},
+      {"kx_loads", &LlmTuning::kx_loads},
+      {"kx_groups", &LlmTuning::kx_groups},
       {"matmul_bm", &LlmTuning::matmul_bm},
       {"matmul_bn", &LlmTuning::matmul_bn},
       {"matmul_bk", &LlmTuning::matmul_bk},
@@ -248,6 +253,8 @@ constexpr uint32_t kMatvecMaxRows = 8;       // matvec.wgsl: R_MAX
 constexpr uint32_t kSwigluRows = 64;         // matvec.wgsl: most gate and up rows per SWIGLU workgroup
 constexpr uint32_t kMatvecPfLoads = 16;      // matvec.wgsl: most weight chunks loaded before x (PF * R)
 constexpr uint32_t kMatvecMaxSplits = 64;    // matvec.wgsl: most column ranges (KS)
+constexpr uint32_t kKxMaxChunks = 8;         // matvec_kx.wgsl: most chunks per invocation (CPL: x in registers)
+constexpr uint32_t kKxMaxRows = 32;          // matvec_kx.wgsl: most rows per tile (T)
 constexpr uint64_t kRegTileMinGroups = 256;  // choose_linear: tiles from which RegTile runs
 // matvec.wgsl: the uniform's binding with ROPE (after matvec_rope.wgsl's storage buffers 5-8), and
 // P's ROPE fields (zero without).
@@ -421,6 +428,74 @@ Kernel LlmOps::matvec_kernel(TensorType t, LinearVersion v, int64_t cols, uint32
   return kernel(
       key + (sg ? "/sg/" : "/wg/") + (swiglu_rows ? "swiglu/" : "") + shape_tag({m.wg, m.tpr, m.unroll, rows}), files,
       c, sg, "main", prelude);
+}
+
+bool LlmOps::kx_runs(uint32_t kind, TensorType t, int64_t cols, LinearVersion v) const {
+  const bool padded = t == TensorType::F32 || t == TensorType::F16 || t == TensorType::BF16;
+  if (!(tuning.matvec_kx & kind) || !padded || cols <= 0 || v != LinearVersion::Subgroup || !subgroups_) return false;
+  const uint32_t wg = std::min(tuning.kx_wg, max_wg_);
+  return ceil_div(ceil_div(uint64_t(cols), uint64_t(chunk_elems(t))), uint64_t(wg)) <= kKxMaxChunks;
+}
+
+Kernel LlmOps::matvec_kx_kernel(TensorType t, int64_t cols, uint32_t kind, const float* norm_eps,
+                                const DecodePartials* xc) const {
+  const std::string op = "matvec kx";
+  const uint32_t wg = std::min(tuning.kx_wg, max_wg_), rows = tuning.kx_rows;
+  need(wg % sg_size_ == 0, op, "kx_wg " + std::to_string(wg) + " (a multiple of the subgroup size)");
+  need(rows >= 2 && rows <= kKxMaxRows && (rows & (rows - 1)) == 0, op,
+       "kx_rows " + std::to_string(rows) + " (a power of two, 2.." + std::to_string(kKxMaxRows) + ")");
+  need(kind != kKxPlain || !norm_eps || !xc, op, "x normalised or combined, not both");
+  const uint32_t ch = chunk_elems(t);
+  const uint32_t nch = u32(ceil_div(uint64_t(cols), uint64_t(ch)));
+  const uint32_t cpl = u32(ceil_div(uint64_t(nch), uint64_t(wg)));
+  need(cpl <= kKxMaxChunks, op,
+       std::to_string(cpl) + " chunks per invocation (at most " + std::to_string(kKxMaxChunks) + ")");
+  // Rows per pass: kx_loads chunks' worth, a power of two dividing the tile.
+  const uint32_t rb = std::clamp(pow2_floor(std::max(1u, tuning.kx_loads / cpl)), 1u, rows);
+  const bool swiglu = kind == kKxSwiglu, rope = kind == kKxRope;
+  std::vector<std::string> files = {"llm/common.wgsl",
+                                    "llm/rope_pair.wgsl",
+                                    "llm/weights/" + str(t) + ".wgsl",
+                                    "llm/reduce_sg.wgsl",
+                                    xc         ? "llm/matvec_x_combine.wgsl"
+                                    : norm_eps ? "llm/matvec_x_norm.wgsl"
+                                               : "llm/matvec_x.wgsl",
+                                    rope ? "llm/matvec_rope.wgsl" : "llm/matvec_q8_norope.wgsl",
+                                    "llm/matvec_kx.wgsl"};
+  std::vector<std::pair<std::string, double>> c = {{"WG", wg}, {"SG", sg_size_}};
+  std::string key = "llm/matvec_kx/" + str(t) + (swiglu ? "/swiglu" : rope ? "/rope" : "");
+  if (norm_eps) {
+    c.push_back({"EPS", double(*norm_eps)});
+    uint32_t bits;
+    std::memcpy(&bits, norm_eps, 4);
+    key += "/norm" + std::to_string(bits);
+  }
+  const bool mask = cols % ch != 0;
+  if (xc)
+    key += "/xc" + std::to_string(xc->n_heads) + "x" + std::to_string(xc->splits) + "x" + std::to_string(xc->head_dim);
+  key += "/c" + std::to_string(cols) + (mask ? "/mask/" : "/") + shape_tag({wg, rows, rb});
+  auto cu = [](const char* name, uint32_t val) {
+    return "const " + std::string(name) + ": u32 = " + std::to_string(val) + "u;\n";
+  };
+  auto cb = [](const char* name, bool val) {
+    return "const " + std::string(name) + ": bool = " + (val ? "true" : "false") + ";\n";
+  };
+  // XS: each element of x through x_load4 once (the staged contract the x files ask for).
+  const std::string prelude =
+      cb("SWIGLU", swiglu) + cb("ROPE", rope) + cb("XS", true) + cb("X_MASK", mask) +
+      cb("X_LATE", norm_eps != nullptr) + cu("COLS", u32(cols)) + cu("NCH", nch) + cu("CPL", cpl) + cu("T", rows) +
+      cu("RB", rb) + cu("P_BINDING", rope ? kMatvecRopeUniform : 5u) +
+      (xc ? cu("XC_NH", u32(xc->n_heads)) + cu("XC_S", xc->splits) + cu("XC_HD", u32(xc->head_dim)) : std::string());
+  return kernel(key, files, c, true, "main", prelude);
+}
+
+uint64_t LlmOps::kx_tiles(uint32_t kind, int64_t rows) const {
+  const uint64_t t = tuning.kx_rows;
+  return kind == kKxPlain ? ceil_div(uint64_t(rows), t) : ceil_div(uint64_t(rows) / 2, t / 2);
+}
+
+uint64_t LlmOps::kx_grid(uint64_t tiles) const {
+  return tuning.kx_groups ? std::min<uint64_t>(tiles, tuning.kx_groups) : tiles;
 }
 
 bool LlmOps::stages_x(TensorType t, int64_t cols, bool norm, uint64_t extra_bytes) const {
@@ -643,6 +718,12 @@ void LlmOps::linear(Batch& b, const GpuWeight& w, const Tensor& x, const Tensor&
 
 void LlmOps::matvec(Batch& b, const GpuWeight& w, const Arg& x, const Tensor& bias, const Tensor& y, int64_t rows,
                     const LinearOptions& o, uint32_t flags, LinearVersion v, const DecodePartials* xc) const {
+  if (kx_runs(kKxPlain, w.type, w.cols, v)) {  // whole rows per workgroup: no column ranges
+    Kernel k = matvec_kx_kernel(w.type, w.cols, kKxPlain, nullptr, xc);
+    b.dispatch(k, {w.data, w.scales, x, bias, y}, matvec_params(rows, w.cols, o.row0, o.y_offset, flags),
+               groups_1d(ctx_, kx_grid(kx_tiles(kKxPlain, rows))));
+    return;
+  }
   const uint32_t splits = matvec_splits(w.type, w.cols, rows);
   Kernel k = matvec_kernel(w.type, v, w.cols, 0, nullptr, false, splits, xc);
   const MatvecShape m = matvec_shape();
@@ -671,11 +752,13 @@ void LlmOps::rms_norm_linear(Batch& b, const Tensor& x, const Tensor& norm_w, fl
        "rows " + std::to_string(o.row0) + "+" + std::to_string(rows) + " of a " + std::to_string(w.rows) +
            "-row weight");
   need_elems(y, o.y_offset + rows, op, "y");
-  Kernel k = matvec_kernel(w.type, subgroups_ ? LinearVersion::Subgroup : LinearVersion::Shared, w.cols, 0, &eps);
+  const LinearVersion v = subgroups_ ? LinearVersion::Subgroup : LinearVersion::Shared;
+  const bool kx = kx_runs(kKxPlain, w.type, w.cols, v);
+  Kernel k = kx ? matvec_kx_kernel(w.type, w.cols, kKxPlain, &eps) : matvec_kernel(w.type, v, w.cols, 0, &eps);
   const MatvecShape m = matvec_shape();
   b.dispatch(k, {w.data, w.scales, Arg(x, 0, round16(x.bytes())), norm_w, y},
              matvec_params(rows, w.cols, o.row0, o.y_offset, o.accumulate ? 2u : 0u),
-             groups_1d(ctx_, ceil_div(uint64_t(rows), m.wg / m.tpr * m.rows)));
+             groups_1d(ctx_, kx ? kx_grid(kx_tiles(kKxPlain, rows)) : ceil_div(uint64_t(rows), m.wg / m.tpr * m.rows)));
 }
 
 void LlmOps::rms_norm_swiglu(Batch& b, const Tensor& x, const Tensor& norm_w, float eps, const GpuWeight& gate_up,
@@ -701,14 +784,18 @@ void LlmOps::rms_norm_qkv_rope(Batch& b, const Tensor& x, const Tensor& norm_w, 
   detail::check_qkv_rope(w, qkv, table, c, a, op);
   const MatvecShape m = matvec_shape();
   need(m.tpr <= m.wg, op, "matvec tpr larger than the workgroup");
-  Kernel k = matvec_kernel(w.type, subgroups_ ? LinearVersion::Subgroup : LinearVersion::Shared, w.cols, 0, &eps, true);
+  const LinearVersion v = subgroups_ ? LinearVersion::Subgroup : LinearVersion::Shared;
+  const bool kx = kx_runs(kKxRope, w.type, w.cols, v);
+  Kernel k = kx ? matvec_kx_kernel(w.type, w.cols, kKxRope, &eps) : matvec_kernel(w.type, v, w.cols, 0, &eps, true);
   Params prm(1u, u32(w.rows), u32(w.cols), 0u, u32(w.cols), u32(w.rows), 0u, 0u);
   detail::push_rope_params(prm, table, c, a);
   const uint64_t pairs = uint64_t(w.rows) / 2;  // rope_rows() / 2 per row group
-  b.dispatch(k,
-             {w.data, w.scales, Arg(x, 0, round16(x.bytes())), norm_w, qkv, table.cos_sin,
-              a.positions ? a.positions : dummy_, c.k, c.v},
-             prm, groups_1d(ctx_, ceil_div(pairs, m.wg / m.tpr * (rope_rows() / 2))));
+  b.dispatch(
+      k,
+      {w.data, w.scales, Arg(x, 0, round16(x.bytes())), norm_w, qkv, table.cos_sin, a.positions ? a.positions : dummy_,
+       c.k, c.v},
+      prm,
+      groups_1d(ctx_, kx ? kx_grid(kx_tiles(kKxRope, w.rows)) : ceil_div(pairs, m.wg / m.tpr * (rope_rows() / 2))));
 }
 
 uint32_t LlmOps::rope_rows() const {
@@ -744,12 +831,14 @@ void LlmOps::swiglu_matvec(Batch& b, const GpuWeight& w, const Tensor& x, const 
   need(v == LinearVersion::Subgroup || v == LinearVersion::Shared, op, "runs the subgroup or shared matvec");
   need(v != LinearVersion::Subgroup || subgroups_, op, "this adapter has no usable subgroups");
   const MatvecShape m = matvec_shape(true);
-  need(wr * m.tpr % m.wg == 0 && wr * m.tpr / m.wg <= kMatvecMaxRows, op,
+  const bool kx = kx_runs(kKxSwiglu, w.type, w.cols, v);  // its own tiles, gate rows in any number
+  need(kx || (wr * m.tpr % m.wg == 0 && wr * m.tpr / m.wg <= kMatvecMaxRows), op,
        std::to_string(m.wg / m.tpr) + " row groups per workgroup cannot take " + std::to_string(wr) +
            " rows (1 to 8 per group)");
-  Kernel k = matvec_kernel(w.type, v, w.cols, wr * m.tpr / m.wg, eps);
+  Kernel k =
+      kx ? matvec_kx_kernel(w.type, w.cols, kKxSwiglu, eps) : matvec_kernel(w.type, v, w.cols, wr * m.tpr / m.wg, eps);
   b.dispatch(k, {w.data, w.scales, Arg(x, 0, round16(x.bytes())), norm_w, out}, matvec_params(w.rows, w.cols, 0, 0, 0),
-             groups_1d(ctx_, u32(n / (wr / 2))));
+             groups_1d(ctx_, kx ? kx_grid(kx_tiles(kKxSwiglu, w.rows)) : u32(n / (wr / 2))));
 }
 
 namespace {

@@ -274,6 +274,17 @@ struct LlmTuning {
   // (consecutive pairs: each x load serves more rows, fewer workgroups). H200, session 8: 4 lost
   // (8B F16 tg128 201.6 vs 203.4 t/s, 1B 913.2 vs 960-963).
   uint32_t matvec_rope_rows = 2;
+  // The "kx" schedule of the one-token float-weight matvecs (matvec_kx.wgsl: the columns split
+  // across the workgroup, each invocation's share of x in registers, tiles of kx_rows rows reduced
+  // by a transposed subgroup butterfly), a bit per kind: 1 the gate|up + SwiGLU matvec, 2 the
+  // plain ones (linear, rms_norm_linear, combine_linear: never split then), 4 QKV + RoPE; 0:
+  // matvec.wgsl everywhere. Runs where the version is Subgroup, the columns are known and each
+  // invocation takes at most 8 chunks.
+  uint32_t matvec_kx = 0;
+  uint32_t kx_wg = 256;    // invocations per workgroup (a multiple of the subgroup size)
+  uint32_t kx_rows = 16;   // rows per tile (a power of two, 2..32; SWIGLU / ROPE: half gate or pair rows)
+  uint32_t kx_loads = 16;  // weight vec4s each invocation loads per pass (rows per pass: this / its chunks)
+  uint32_t kx_groups = 0;  // at most this many workgroups, each looping over tiles (0: a tile each)
   // Register-tiled matmul (prefill): tokens (BM, a multiple of 8) x weight rows (BN, a multiple
   // of 8) per workgroup, (BM / 8) * (BN / 8) invocations of 8x8 outputs; k step BK (a multiple of
   // 4). 64 x 128 x 8: an 8B model's 4096-row projections at 512 tokens give 256 workgroups; on
@@ -688,6 +699,10 @@ class LlmOps {
   // (tuning.matvec_split, matvec_split_cols, matvec_split_groups; rows 0: not checked against
   // matvec_split_groups; 1: not split).
   uint32_t matvec_splits(TensorType t, int64_t cols, int64_t rows = 0) const;
+  // Whether a one-token matvec of this kind (a bit of tuning.matvec_kx) with weights of type t
+  // and `cols` columns runs the kx schedule (matvec_kx.wgsl) under version v.
+  static constexpr uint32_t kKxSwiglu = 1, kKxPlain = 2, kKxRope = 4;
+  bool kx_runs(uint32_t kind, TensorType t, int64_t cols, LinearVersion v) const;
   // One token: rms_norm_linear through a fused QKV weight (rows: a.n_heads query heads, then the
   // cache's key and value heads, back to back) and rope_kv_append(qkv, table, cache, a) on its
   // output, in one dispatch (bit-identical to the two). Needs fuses_rope(w.cols) (nine storage
@@ -802,6 +817,12 @@ class LlmOps {
   };
   MatvecShape matvec_shape(bool swiglu = false) const;  // swiglu: the gate|up + SwiGLU kernel's tpr, unroll
   uint32_t rope_rows() const;                           // the QKV + RoPE matvec's rows per group, checked
+  // The kx schedule (tuning.matvec_kx, matvec_kx.wgsl): its kernel and its grid for `tiles` row tiles.
+  Kernel matvec_kx_kernel(TensorType t, int64_t cols, uint32_t kind, const float* norm_eps = nullptr,
+                          const DecodePartials* xc = nullptr) const;
+  uint64_t kx_tiles(uint32_t kind,
+                    int64_t rows) const;  // rows: all of the weight's (SWIGLU / ROPE: 2 per tile row pair)
+  uint64_t kx_grid(uint64_t tiles) const;
   Kernel attn_kernel(int head_dim, int bq) const;
   // flash_attn_tiled.wgsl (attn_prefill 1) or flash_attn_tiled_pf.wgsl (2) for this head_dim,
   // or an empty Kernel where it cannot run.

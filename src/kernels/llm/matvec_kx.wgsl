@@ -1,0 +1,198 @@
+// Matrix-vector (one token), matvec.wgsl's "kx" schedule for the float weights (F16, BF16, F32):
+// the columns are split across the whole workgroup and each invocation keeps its share of x in
+// registers, so x is read once per workgroup with no staging barrier and the weight loads start
+// at once; the workgroup takes tiles of T rows (tile wg, wg + groups, ...), each invocation
+// loading RB rows' chunks at a time (its CPL chunks of each: chunk lid + j * WG), and a tile's
+// sums are reduced by a transposed butterfly inside each subgroup (log2 T shuffles per value
+// instead of a subgroupAdd per row) and then across the subgroups in subgroup order.
+// Same bindings, parameters and epilogues as matvec.wgsl: plain rows (y[y_off + r] = W x
+// (+ bias) (+ y)), SWIGLU (gate rows 0 .. rows / 2 - 1, up rows after them: a tile is T / 2 gate
+// rows and the same up rows, y[i] = silu(gate) * up) and ROPE (a tile is T / 2 RoPE pairs,
+// rope_store on each). x comes through x_load4, each element once per workgroup (XS's contract:
+// matvec_x.wgsl, matvec_x_norm.wgsl with X_LATE, matvec_x_combine.wgsl), after x_prologue.
+// The first pass's weights are loaded before x_prologue and x.
+// Preceded by a prelude (SWIGLU, ROPE, XS, X_MASK, X_LATE, COLS, NCH, CPL, T, RB, P_BINDING;
+// XC_* for the combine), common.wgsl, rope_pair.wgsl, a weights/*.wgsl file (bindings 0, 1),
+// reduce_sg.wgsl, an x file and matvec_rope.wgsl (ROPE: bindings 5-8) or matvec_q8_norope.wgsl.
+@group(0) @binding(2) var<storage, read> x4: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read> bias: array<f32>;
+@group(0) @binding(4) var<storage, read_write> y: array<f32>;
+// linear_params.wgsl's fields, then ROPE's (rope_kv_append.wgsl's for one token; zero without).
+struct P {
+//!include "llm/linear_params_fields.wgsl"
+//!include "llm/rope_params_fields.wgsl"
+}
+@group(0) @binding(P_BINDING) var<uniform> p: P;
+override WG: u32 = 256;
+const_assert COLS > 0u && NCH == (COLS + W_CHUNK - 1u) / W_CHUNK && !W_STAGE_X;
+const_assert T >= 2u && T <= 32u && (T & (T - 1u)) == 0u && T % RB == 0u;
+const XPL: u32 = CPL * W_PARTS;  // x vec4s per invocation
+override FULL: bool = NCH % WG == 0u;  // every invocation's chunks are real (no clamp)
+
+var<workgroup> red: array<f32, WG>;                      // group_sum's (x_scale)
+var<workgroup> part: array<f32, 2u * (WG / SG) * T>;  // the subgroups' row sums, two tiles
+var<private> xr: array<vec4<f32>, XPL>;
+var<private> acc: array<f32, T>;
+
+fn mv_cols() -> u32 { return COLS; }
+// The weights file's w_chunk reads x through xq (unused here: chunks go through wc_load / wc_part).
+fn xq(i4: u32) -> vec4<f32> { return x4[i4]; }
+
+// Chunk j of this invocation (clamped to the last: its x is zero).
+fn kx_chunk(lid: u32, j: u32) -> u32 {
+  if (FULL) { return lid + j * WG; }
+  return min(lid + j * WG, NCH - 1u);
+}
+
+fn load_x(lid: u32) {
+  let nx4 = (COLS + 3u) / 4u;
+  for (var j = 0u; j < CPL; j++) {
+    let c = lid + j * WG;
+    for (var q = 0u; q < W_PARTS; q++) {
+      let i4 = wc_xoff(c, q);
+      var v = vec4<f32>(0.0);
+      if (c < NCH && i4 < nx4) {
+        v = x_load4(i4);
+        if (X_MASK) {
+          let e = vec4<u32>(4u * i4) + vec4<u32>(0u, 1u, 2u, 3u);
+          v = select(vec4<f32>(0.0), v, e < vec4<u32>(COLS));
+        }
+      }
+      xr[j * W_PARTS + q] = v;
+    }
+  }
+}
+
+// The weight row of tile row r of tile t (clamped to the weight), and whether it is real.
+fn tile_row(t: u32, r: u32) -> vec2<u32> {
+  var rl: u32;
+  var ok: bool;
+  if (SWIGLU) {
+    let n = p.rows / 2u;
+    let gi = t * (T / 2u) + r % (T / 2u);
+    ok = gi < n;
+    rl = select(gi, n + gi, r >= T / 2u);
+  } else if (ROPE) {
+    let pi = t * (T / 2u) + r / 2u;
+    ok = pi < p.rows / 2u;
+    rl = rope_row(min(pi, p.rows / 2u - 1u), r % 2u);
+  } else {
+    rl = t * T + r;
+    ok = rl < p.rows;
+  }
+  return vec2<u32>(p.row0 + min(rl, p.rows - 1u), select(0u, 1u, ok));
+}
+
+// ROPE: row u (0, 1) of RoPE pair pi (pairs numbered head by head), as matvec.wgsl.
+fn rope_row(pi: u32, u: u32) -> u32 {
+  let half = p.head_dim / 2u;
+  let pr = rope_pair(pi % half, half, (p.rflags & 2u) != 0u);
+  return (pi / half) * p.head_dim + select(pr.x, pr.y, u == 1u);
+}
+
+// Tile row r's sum over the subgroups (buffer b), in subgroup order.
+fn row_sum(b: u32, r: u32) -> f32 {
+  var s = 0.0;
+  for (var g = 0u; g < WG / SG; g++) { s += part[(b * (WG / SG) + g) * T + r]; }
+  return s;
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>,
+        @builtin(num_workgroups) nwg: vec3<u32>) {
+  let g0 = wg_linear(wid, nwg);
+  let ng = nwg.x * nwg.y;
+  w_setup(COLS);
+  var tiles: u32;
+  if (SWIGLU || ROPE) {
+    tiles = (p.rows / 2u + T / 2u - 1u) / (T / 2u);
+  } else {
+    tiles = (p.rows + T - 1u) / T;
+  }
+  var wb: array<WChunk, RB * CPL>;
+  // The first pass's weights, in flight while x is prepared.
+  for (var r = 0u; r < RB; r++) {
+    let row = tile_row(g0, r).x;
+    for (var j = 0u; j < CPL; j++) { wb[r * CPL + j] = wc_load(row, kx_chunk(lid, j)); }
+  }
+  x_prologue(lid);
+  load_x(lid);
+  let sl = lid % SG;
+  let sgi = lid / SG;
+  var xsc = 1.0;
+  var buf = 0u;
+  for (var t = g0; t < tiles; t += ng) {
+    for (var r = 0u; r < T; r++) { acc[r] = 0.0; }
+    for (var q = 0u; q < T / RB; q++) {
+      if (q > 0u || t != g0) {
+        for (var r = 0u; r < RB; r++) {
+          let row = tile_row(t, q * RB + r).x;
+          for (var j = 0u; j < CPL; j++) { wb[r * CPL + j] = wc_load(row, kx_chunk(lid, j)); }
+        }
+      }
+      for (var r = 0u; r < RB; r++) {
+        var s = 0.0;
+        for (var j = 0u; j < CPL; j++) {
+          for (var k = 0u; k < W_PARTS; k++) { s += dot(wc_part(wb[r * CPL + j], k), xr[j * W_PARTS + k]); }
+        }
+        acc[q * RB + r] += s;
+      }
+    }
+    if (t == g0) { xsc = x_scale(lid); }
+    // Transposed butterfly: at each step the lanes whose mask bit is set keep the upper half of
+    // their values and send the lower half; after min(T, SG) halvings lane l holds rows
+    // l * T / SG .. (+ T / SG - 1) (T >= SG), or row l / (SG / T) summed over its group of
+    // SG / T lanes and then over the groups (T < SG).
+    var h = T / 2u;
+    var m = SG / 2u;
+    for (; h >= 1u && m >= 1u; m /= 2u) {
+      let up = (sl & m) != 0u;
+      for (var i = 0u; i < h; i++) {
+        let send = select(acc[i + h], acc[i], up);
+        let keep = select(acc[i], acc[i + h], up);
+        acc[i] = keep + subgroupShuffleXor(send, m);
+      }
+      h /= 2u;
+    }
+    for (; m >= 1u; m /= 2u) { acc[0] += subgroupShuffleXor(acc[0], m); }
+    let per = max(T / SG, 1u);
+    let spread = max(SG / T, 1u);
+    if (sl % spread == 0u) {
+      let r0 = sl / spread * per;
+      for (var i = 0u; i < per; i++) { part[(buf * (WG / SG) + sgi) * T + r0 + i] = acc[i]; }
+    }
+    workgroupBarrier();
+    if (SWIGLU) {
+      if (lid < T / 2u && tile_row(t, lid).y == 1u) {
+        let gv = row_sum(buf, lid) * xsc;
+        y[t * (T / 2u) + lid] = gv / (1.0 + exp(-gv)) * (row_sum(buf, lid + T / 2u) * xsc);
+      }
+    } else if (ROPE) {
+      if (lid < T / 2u && tile_row(t, 2u * lid).y == 1u) {
+        let ra = tile_row(t, 2u * lid).x - p.row0;
+        let rb = tile_row(t, 2u * lid + 1u).x - p.row0;
+        var oa = row_sum(buf, 2u * lid) * xsc;
+        var ob = row_sum(buf, 2u * lid + 1u) * xsc;
+        if ((p.flags & 1u) != 0u) {
+          oa += bias[p.row0 + ra];
+          ob += bias[p.row0 + rb];
+        }
+        if ((p.flags & 2u) != 0u) {
+          oa += y[p.y_off + ra];
+          ob += y[p.y_off + rb];
+        }
+        y[p.y_off + ra] = oa;
+        y[p.y_off + rb] = ob;
+        rope_store(ra, rb, oa, ob);
+      }
+    } else if (lid < T && tile_row(t, lid).y == 1u) {
+      let rl = t * T + lid;
+      var o = row_sum(buf, lid) * xsc;
+      if ((p.flags & 1u) != 0u) { o += bias[p.row0 + rl]; }
+      let yi = p.y_off + rl;
+      if ((p.flags & 2u) != 0u) { o += y[yi]; }
+      y[yi] = o;
+    }
+    buf = 1u - buf;
+  }
+}
