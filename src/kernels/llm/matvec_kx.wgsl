@@ -10,7 +10,8 @@
 // rows and the same up rows, y[i] = silu(gate) * up) and ROPE (a tile is T / 2 RoPE pairs,
 // rope_store on each). x comes through x_load4, each element once per workgroup (XS's contract:
 // matvec_x.wgsl, matvec_x_norm.wgsl with X_LATE, matvec_x_combine.wgsl), after x_prologue.
-// The first pass's weights are loaded before x_prologue and x.
+// The first pass's weights are loaded before x_prologue and x, and each later tile's before the
+// sums of the tile before.
 // Preceded by a prelude (SWIGLU, ROPE, XS, X_MASK, X_LATE, COLS, NCH, CPL, T, RB, P_BINDING;
 // XC_* for the combine), common.wgsl, rope_pair.wgsl, a weights/*.wgsl file (bindings 0, 1),
 // reduce_sg.wgsl, an x file and matvec_rope.wgsl (ROPE: bindings 5-8) or matvec_q8_norope.wgsl.
@@ -90,6 +91,16 @@ fn rope_row(pi: u32, u: u32) -> u32 {
   return (pi / half) * p.head_dim + select(pr.x, pr.y, u == 1u);
 }
 
+// This invocation's chunks of pass q's RB rows of tile t.
+fn load_pass(t: u32, q: u32, lid: u32) -> array<WChunk, RB * CPL> {
+  var wb: array<WChunk, RB * CPL>;
+  for (var r = 0u; r < RB; r++) {
+    let row = tile_row(t, q * RB + r).x;
+    for (var j = 0u; j < CPL; j++) { wb[r * CPL + j] = wc_load(row, kx_chunk(lid, j)); }
+  }
+  return wb;
+}
+
 // Tile row r's sum over the subgroups (buffer b), in subgroup order.
 fn row_sum(b: u32, r: u32) -> f32 {
   var s = 0.0;
@@ -109,12 +120,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
   } else {
     tiles = (p.rows + T - 1u) / T;
   }
-  var wb: array<WChunk, RB * CPL>;
   // The first pass's weights, in flight while x is prepared.
-  for (var r = 0u; r < RB; r++) {
-    let row = tile_row(g0, r).x;
-    for (var j = 0u; j < CPL; j++) { wb[r * CPL + j] = wc_load(row, kx_chunk(lid, j)); }
-  }
+  var wb = load_pass(g0, 0u, lid);
   x_prologue(lid);
   load_x(lid);
   let sl = lid % SG;
@@ -124,12 +131,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
   for (var t = g0; t < tiles; t += ng) {
     for (var r = 0u; r < T; r++) { acc[r] = 0.0; }
     for (var q = 0u; q < T / RB; q++) {
-      if (q > 0u || t != g0) {
-        for (var r = 0u; r < RB; r++) {
-          let row = tile_row(t, q * RB + r).x;
-          for (var j = 0u; j < CPL; j++) { wb[r * CPL + j] = wc_load(row, kx_chunk(lid, j)); }
-        }
-      }
+      if (q > 0u) { wb = load_pass(t, q, lid); }  // (pass 0: before x, or during the tile before)
       for (var r = 0u; r < RB; r++) {
         var s = 0.0;
         for (var j = 0u; j < CPL; j++) {
@@ -138,6 +140,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         acc[q * RB + r] += s;
       }
     }
+    // The next tile's first pass, in flight during this tile's sums.
+    if (t + ng < tiles) { wb = load_pass(t + ng, 0u, lid); }
     if (t == g0) { xsc = x_scale(lid); }
     // Transposed butterfly: at each step the lanes whose mask bit is set keep the upper half of
     // their values and send the lower half; after min(T, SG) halvings lane l holds rows
