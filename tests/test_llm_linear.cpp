@@ -389,13 +389,14 @@ TEST(LlmLinear, QkvRopeMatchesTwoPasses) {
 // rest of y untouched), gate|up + SwiGLU with and without the norm (gate rows not a multiple of
 // the tile), and QKV + RoPE bit-identical to its two kx passes. Float types at awkward widths
 // (x masked past the columns; invocations whose last chunks are past the row), tiles of 2 to 32
-// rows, one or several passes per tile, and workgroups looping over several tiles.
+// rows, one or several passes per tile (loaded one pass ahead or not), and workgroups looping over
+// several tiles.
 TEST(LlmLinear, KxMatvecsMatchReference) {
   if (!ctx().features().subgroups) GTEST_SKIP() << "the kx schedule needs subgroups";
   struct Tune {
-    uint32_t wg, rows, loads, groups;
+    uint32_t wg, rows, loads, groups, db = 0;
   };
-  const Tune tunes[] = {{256, 16, 16, 0}, {64, 4, 4, 3}, {128, 32, 8, 0}, {32, 2, 16, 2}, {64, 8, 2, 0}};
+  const Tune tunes[] = {{256, 16, 16, 0}, {64, 4, 4, 3, 1}, {128, 32, 8, 0}, {32, 2, 16, 2, 1}, {64, 8, 2, 0, 1}};
   const float eps = 1e-5f;
   for (auto t : {TensorType::F32, TensorType::F16, TensorType::BF16}) {
     for (int64_t cols : {int64_t(203), int64_t(1000)}) {
@@ -432,11 +433,13 @@ TEST(LlmLinear, KxMatvecsMatchReference) {
         o.tuning.kx_rows = tune.rows;
         o.tuning.kx_loads = tune.loads;
         o.tuning.kx_groups = tune.groups;
+        o.tuning.kx_db = tune.db;
         o.tuning.swiglu_wg_rows = 2;
         o.tuning.matvec_split_cols = 16;  // kx never splits
         const std::string what = std::string(to_string(t)) + " cols " + std::to_string(cols) + " wg " +
                                  std::to_string(tune.wg) + " rows " + std::to_string(tune.rows) + " loads " +
-                                 std::to_string(tune.loads) + " groups " + std::to_string(tune.groups);
+                                 std::to_string(tune.loads) + " groups " + std::to_string(tune.groups) + " db " +
+                                 std::to_string(tune.db);
         ASSERT_TRUE(o.kx_runs(LlmOps::kKxPlain, t, cols, LinearVersion::Subgroup)) << what;
         {
           auto y = test::poisoned(rows);
@@ -500,6 +503,7 @@ TEST(LlmLinear, KxMatvecsMatchReference) {
         o.tuning.kx_rows = tune.rows;
         o.tuning.kx_loads = tune.loads;
         o.tuning.kx_groups = tune.groups;
+        o.tuning.kx_db = tune.db;
         const std::string what = std::string(to_string(t)) + (interleaved ? " interleaved" : " neox") + " wg " +
                                  std::to_string(tune.wg) + " rows " + std::to_string(tune.rows);
         const RopeKvArgs a = test::qkv_rope_args(nh, interleaved, interleaved ? &pos : nullptr);

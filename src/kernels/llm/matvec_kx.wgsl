@@ -12,7 +12,8 @@
 // matvec_x.wgsl, matvec_x_norm.wgsl with X_LATE, matvec_x_combine.wgsl), after x_prologue.
 // The first pass's weights are loaded before x_prologue and x, and each later tile's before the
 // sums of the tile before.
-// Preceded by a prelude (SWIGLU, ROPE, XS, X_MASK, X_LATE, COLS, NCH, CPL, T, RB, P_BINDING;
+// Preceded by a prelude (SWIGLU, ROPE, XS, X_MASK, X_LATE, COLS, NCH, CPL, T, RB, DB, KSG (the
+// subgroup size, as a constant: the butterfly's loops unrolled), LT, LSG, P_BINDING;
 // XC_* for the combine), common.wgsl, rope_pair.wgsl, a weights/*.wgsl file (bindings 0, 1),
 // reduce_sg.wgsl, an x file and matvec_rope.wgsl (ROPE: bindings 5-8) or matvec_q8_norope.wgsl.
 @group(0) @binding(2) var<storage, read> x4: array<vec4<f32>>;
@@ -28,10 +29,11 @@ override WG: u32 = 256;
 const_assert COLS > 0u && NCH == (COLS + W_CHUNK - 1u) / W_CHUNK && !W_STAGE_X;
 const_assert T >= 2u && T <= 32u && (T & (T - 1u)) == 0u && T % RB == 0u;
 const XPL: u32 = CPL * W_PARTS;  // x vec4s per invocation
+const BF: u32 = min(LT, LSG);     // the butterfly's halvings (LT, LSG: log2 of T and of KSG)
 override FULL: bool = NCH % WG == 0u;  // every invocation's chunks are real (no clamp)
 
 var<workgroup> red: array<f32, WG>;                      // group_sum's (x_scale)
-var<workgroup> part: array<f32, 2u * (WG / SG) * T>;  // the subgroups' row sums, two tiles
+var<workgroup> part: array<f32, 2u * (WG / KSG) * T>;  // the subgroups' row sums, two tiles
 var<private> xr: array<vec4<f32>, XPL>;
 var<private> acc: array<f32, T>;
 
@@ -104,7 +106,7 @@ fn load_pass(t: u32, q: u32, lid: u32) -> array<WChunk, RB * CPL> {
 // Tile row r's sum over the subgroups (buffer b), in subgroup order.
 fn row_sum(b: u32, r: u32) -> f32 {
   var s = 0.0;
-  for (var g = 0u; g < WG / SG; g++) { s += part[(b * (WG / SG) + g) * T + r]; }
+  for (var g = 0u; g < WG / KSG; g++) { s += part[(b * (WG / KSG) + g) * T + r]; }
   return s;
 }
 
@@ -124,14 +126,24 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
   var wb = load_pass(g0, 0u, lid);
   x_prologue(lid);
   load_x(lid);
-  let sl = lid % SG;
-  let sgi = lid / SG;
+  let sl = lid % KSG;
+  let sgi = lid / KSG;
   var xsc = 1.0;
   var buf = 0u;
   for (var t = g0; t < tiles; t += ng) {
     for (var r = 0u; r < T; r++) { acc[r] = 0.0; }
     for (var q = 0u; q < T / RB; q++) {
-      if (q > 0u) { wb = load_pass(t, q, lid); }  // (pass 0: before x, or during the tile before)
+      // (pass 0: loaded before x, or during the tile before)
+      var nb: array<WChunk, RB * CPL>;
+      if (DB) {  // the next pass (or the next tile's first) in flight during this one's math
+        if (q + 1u < T / RB) {
+          nb = load_pass(t, q + 1u, lid);
+        } else if (t + ng < tiles) {
+          nb = load_pass(t + ng, 0u, lid);
+        }
+      } else if (q > 0u) {
+        wb = load_pass(t, q, lid);
+      }
       for (var r = 0u; r < RB; r++) {
         var s = 0.0;
         for (var j = 0u; j < CPL; j++) {
@@ -139,31 +151,33 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         }
         acc[q * RB + r] += s;
       }
+      if (DB) { wb = nb; }
     }
     // The next tile's first pass, in flight during this tile's sums.
-    if (t + ng < tiles) { wb = load_pass(t + ng, 0u, lid); }
+    if (!DB && t + ng < tiles) { wb = load_pass(t + ng, 0u, lid); }
     if (t == g0) { xsc = x_scale(lid); }
     // Transposed butterfly: at each step the lanes whose mask bit is set keep the upper half of
     // their values and send the lower half; after min(T, SG) halvings lane l holds rows
     // l * T / SG .. (+ T / SG - 1) (T >= SG), or row l / (SG / T) summed over its group of
     // SG / T lanes and then over the groups (T < SG).
-    var h = T / 2u;
-    var m = SG / 2u;
-    for (; h >= 1u && m >= 1u; m /= 2u) {
+    for (var st = 0u; st < BF; st++) {
+      let h = T >> (st + 1u);
+      let m = KSG >> (st + 1u);
       let up = (sl & m) != 0u;
-      for (var i = 0u; i < h; i++) {
-        let send = select(acc[i + h], acc[i], up);
-        let keep = select(acc[i], acc[i + h], up);
-        acc[i] = keep + subgroupShuffleXor(send, m);
+      for (var i = 0u; i < T / 2u; i++) {
+        if (i < h) {
+          let send = select(acc[i + h], acc[i], up);
+          let keep = select(acc[i], acc[i + h], up);
+          acc[i] = keep + subgroupShuffleXor(send, m);
+        }
       }
-      h /= 2u;
     }
-    for (; m >= 1u; m /= 2u) { acc[0] += subgroupShuffleXor(acc[0], m); }
-    let per = max(T / SG, 1u);
-    let spread = max(SG / T, 1u);
+    for (var st = BF; st < LSG; st++) { acc[0] += subgroupShuffleXor(acc[0], KSG >> (st + 1u)); }
+    let per = max(T / KSG, 1u);
+    let spread = max(KSG / T, 1u);
     if (sl % spread == 0u) {
       let r0 = sl / spread * per;
-      for (var i = 0u; i < per; i++) { part[(buf * (WG / SG) + sgi) * T + r0 + i] = acc[i]; }
+      for (var i = 0u; i < per; i++) { part[(buf * (WG / KSG) + sgi) * T + r0 + i] = acc[i]; }
     }
     workgroupBarrier();
     if (SWIGLU) {

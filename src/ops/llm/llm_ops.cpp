@@ -39,6 +39,12 @@ uint32_t chunk_elems(TensorType t) {
   return 4;
 }
 
+uint32_t log2u(uint32_t v) {  // of a power of two
+  uint32_t l = 0;
+  while ((1u << (l + 1)) <= v) ++l;
+  return l;
+}
+
 uint32_t pow2_floor(uint32_t v) {
   uint32_t p = 1;
   while (p * 2 <= v) p *= 2;
@@ -120,6 +126,7 @@ void apply_tuning(LlmTuning& t, std::string_view spec) {
       {"kx_rows", &LlmTuning::kx_rows},
       {"kx_loads", &LlmTuning::kx_loads},
       {"kx_groups", &LlmTuning::kx_groups},
+      {"kx_db", &LlmTuning::kx_db},
       {"matmul_bm", &LlmTuning::matmul_bm},
       {"matmul_bn", &LlmTuning::matmul_bn},
       {"matmul_bk", &LlmTuning::matmul_bk},
@@ -441,7 +448,8 @@ Kernel LlmOps::matvec_kx_kernel(TensorType t, int64_t cols, uint32_t kind, const
                                 const DecodePartials* xc) const {
   const std::string op = "matvec kx";
   const uint32_t wg = std::min(tuning.kx_wg, max_wg_), rows = tuning.kx_rows;
-  need(wg % sg_size_ == 0, op, "kx_wg " + std::to_string(wg) + " (a multiple of the subgroup size)");
+  need(wg % sg_size_ == 0 && (sg_size_ & (sg_size_ - 1)) == 0, op,
+       "kx_wg " + std::to_string(wg) + " (a multiple of the subgroup size, a power of two)");
   need(rows >= 2 && rows <= kKxMaxRows && (rows & (rows - 1)) == 0, op,
        "kx_rows " + std::to_string(rows) + " (a power of two, 2.." + std::to_string(kKxMaxRows) + ")");
   need(kind != kKxPlain || !norm_eps || !xc, op, "x normalised or combined, not both");
@@ -473,7 +481,8 @@ Kernel LlmOps::matvec_kx_kernel(TensorType t, int64_t cols, uint32_t kind, const
   const bool mask = cols % ch != 0;
   if (xc)
     key += "/xc" + std::to_string(xc->n_heads) + "x" + std::to_string(xc->splits) + "x" + std::to_string(xc->head_dim);
-  key += "/c" + std::to_string(cols) + (mask ? "/mask/" : "/") + shape_tag({wg, rows, rb});
+  key +=
+      "/c" + std::to_string(cols) + (mask ? "/mask/" : "/") + shape_tag({wg, rows, rb}) + (tuning.kx_db ? "/db" : "");
   auto cu = [](const char* name, uint32_t val) {
     return "const " + std::string(name) + ": u32 = " + std::to_string(val) + "u;\n";
   };
@@ -484,7 +493,8 @@ Kernel LlmOps::matvec_kx_kernel(TensorType t, int64_t cols, uint32_t kind, const
   const std::string prelude =
       cb("SWIGLU", swiglu) + cb("ROPE", rope) + cb("XS", true) + cb("X_MASK", mask) +
       cb("X_LATE", norm_eps != nullptr) + cu("COLS", u32(cols)) + cu("NCH", nch) + cu("CPL", cpl) + cu("T", rows) +
-      cu("RB", rb) + cu("P_BINDING", rope ? kMatvecRopeUniform : 5u) +
+      cu("RB", rb) + cb("DB", tuning.kx_db != 0) + cu("KSG", sg_size_) + cu("LT", log2u(rows)) +
+      cu("LSG", log2u(sg_size_)) + cu("P_BINDING", rope ? kMatvecRopeUniform : 5u) +
       (xc ? cu("XC_NH", u32(xc->n_heads)) + cu("XC_S", xc->splits) + cu("XC_HD", u32(xc->head_dim)) : std::string());
   return kernel(key, files, c, true, "main", prelude);
 }
