@@ -441,6 +441,9 @@ TEST(LlmLinear, KxMatvecsMatchReference) {
                                  std::to_string(tune.loads) + " groups " + std::to_string(tune.groups) + " db " +
                                  std::to_string(tune.db);
         ASSERT_TRUE(o.kx_runs(LlmOps::kKxPlain, t, cols, LinearVersion::Subgroup)) << what;
+        o.tuning.kx_cols = uint32_t(cols) + 1;  // narrower weights than kx_cols: matvec.wgsl
+        EXPECT_FALSE(o.kx_runs(LlmOps::kKxPlain, t, cols, LinearVersion::Subgroup)) << what;
+        o.tuning.kx_cols = 0;
         {
           auto y = test::poisoned(rows);
           LinearOptions lo;

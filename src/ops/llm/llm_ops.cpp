@@ -127,6 +127,7 @@ void apply_tuning(LlmTuning& t, std::string_view spec) {
       {"kx_loads", &LlmTuning::kx_loads},
       {"kx_groups", &LlmTuning::kx_groups},
       {"kx_db", &LlmTuning::kx_db},
+      {"kx_cols", &LlmTuning::kx_cols},
       {"matmul_bm", &LlmTuning::matmul_bm},
       {"matmul_bn", &LlmTuning::matmul_bn},
       {"matmul_bk", &LlmTuning::matmul_bk},
@@ -439,7 +440,9 @@ Kernel LlmOps::matvec_kernel(TensorType t, LinearVersion v, int64_t cols, uint32
 
 bool LlmOps::kx_runs(uint32_t kind, TensorType t, int64_t cols, LinearVersion v) const {
   const bool padded = t == TensorType::F32 || t == TensorType::F16 || t == TensorType::BF16;
-  if (!(tuning.matvec_kx & kind) || !padded || cols <= 0 || v != LinearVersion::Subgroup || !subgroups_) return false;
+  if (!(tuning.matvec_kx & kind) || !padded || cols <= 0 || cols < int64_t(tuning.kx_cols) ||
+      v != LinearVersion::Subgroup || !subgroups_)
+    return false;
   const uint32_t wg = std::min(tuning.kx_wg, max_wg_);
   return ceil_div(ceil_div(uint64_t(cols), uint64_t(chunk_elems(t))), uint64_t(wg)) <= kKxMaxChunks;
 }

@@ -285,6 +285,7 @@ struct LlmTuning {
   uint32_t kx_rows = 16;   // rows per tile (a power of two, 2..32; SWIGLU / ROPE: half gate or pair rows)
   uint32_t kx_loads = 16;  // weight vec4s each invocation loads per pass (rows per pass: this / its chunks)
   uint32_t kx_groups = 0;  // at most this many workgroups, each looping over tiles (0: a tile each)
+  uint32_t kx_cols = 0;    // only weights of at least this many columns (0: any)
   uint32_t kx_db = 0;      // 1: each pass's loads issued before the pass before is summed (twice the registers)
   // Register-tiled matmul (prefill): tokens (BM, a multiple of 8) x weight rows (BN, a multiple
   // of 8) per workgroup, (BM / 8) * (BN / 8) invocations of 8x8 outputs; k step BK (a multiple of
