@@ -393,6 +393,14 @@ TEST(LlmLinear, QkvRopeMatchesTwoPasses) {
 // several tiles.
 TEST(LlmLinear, KxMatvecsMatchReference) {
   if (!ctx().features().subgroups) GTEST_SKIP() << "the kx schedule needs subgroups";
+  {  // the defaults: the plain matvecs of 12,288 columns and more (an 8B model's down projection)
+    LlmOps d(ctx());
+    EXPECT_TRUE(d.kx_runs(LlmOps::kKxPlain, TensorType::F16, 14336, LinearVersion::Subgroup));
+    EXPECT_FALSE(d.kx_runs(LlmOps::kKxPlain, TensorType::F16, 8192, LinearVersion::Subgroup));
+    EXPECT_FALSE(d.kx_runs(LlmOps::kKxSwiglu, TensorType::F16, 14336, LinearVersion::Subgroup));
+    EXPECT_FALSE(d.kx_runs(LlmOps::kKxPlain, TensorType::F16, 14336, LinearVersion::Shared));
+    EXPECT_FALSE(d.kx_runs(LlmOps::kKxPlain, TensorType::Q8_0, 14336, LinearVersion::Subgroup));
+  }
   struct Tune {
     uint32_t wg, rows, loads, groups, db = 0;
   };
@@ -429,6 +437,7 @@ TEST(LlmLinear, KxMatvecsMatchReference) {
       for (auto tune : tunes) {
         LlmOps o(ctx());
         o.tuning.matvec_kx = 7;
+        o.tuning.kx_cols = 0;  // every width
         o.tuning.kx_wg = tune.wg;
         o.tuning.kx_rows = tune.rows;
         o.tuning.kx_loads = tune.loads;
@@ -502,6 +511,7 @@ TEST(LlmLinear, KxMatvecsMatchReference) {
       for (bool interleaved : {false, true}) {
         LlmOps o(ctx());
         o.tuning.matvec_kx = 7;
+        o.tuning.kx_cols = 0;  // every width
         o.tuning.kx_wg = tune.wg;
         o.tuning.kx_rows = tune.rows;
         o.tuning.kx_loads = tune.loads;

@@ -174,10 +174,11 @@ TEST(LlamaFixturesGpu, F16DecodeStepsMatchThePromptPass) {
     LlamaModel ref_model(ctx(), mf, eo);
     all = ref_model.all_logits(tokens);
   }
-  for (const char* spec : {"matvec_combine=0/matvec_out_norm=0", "matvec_rope_rows=4",
-                           "matvec_wg=64/matvec_tpr=2/matvec_unroll=1/"
-                           "swiglu_wg_rows=16/swiglu_tpr=8",
-                           "matvec_kx=7", "matvec_kx=7/kx_wg=64/kx_rows=4/kx_loads=2/kx_groups=3"}) {
+  for (const char* spec :
+       {"matvec_combine=0/matvec_out_norm=0", "matvec_rope_rows=4",
+        "matvec_wg=64/matvec_tpr=2/matvec_unroll=1/"
+        "swiglu_wg_rows=16/swiglu_tpr=8",
+        "matvec_kx=7/kx_cols=0", "matvec_kx=7/kx_cols=0/kx_wg=64/kx_rows=4/kx_loads=2/kx_groups=3"}) {
     EngineOptions e2 = eo;
     apply_tuning(e2.tuning, spec);
     LlamaModel model(ctx(), mf, e2);

@@ -11,7 +11,7 @@
 // rope_store on each). x comes through x_load4, each element once per workgroup (XS's contract:
 // matvec_x.wgsl, matvec_x_norm.wgsl with X_LATE, matvec_x_combine.wgsl), after x_prologue.
 // The first pass's weights are loaded before x_prologue and x, and each later tile's before the
-// sums of the tile before.
+// sums of the tile before; with DB each pass's loads are issued before the pass before is summed.
 // Preceded by a prelude (SWIGLU, ROPE, XS, X_MASK, X_LATE, COLS, NCH, CPL, T, RB, DB, KSG (the
 // subgroup size, as a constant: the butterfly's loops unrolled), LT, LSG, P_BINDING;
 // XC_* for the combine), common.wgsl, rope_pair.wgsl, a weights/*.wgsl file (bindings 0, 1),

@@ -278,15 +278,24 @@ struct LlmTuning {
   // across the workgroup, each invocation's share of x in registers, tiles of kx_rows rows reduced
   // by a transposed subgroup butterfly), a bit per kind: 1 the gate|up + SwiGLU matvec, 2 the
   // plain ones (linear, rms_norm_linear, combine_linear: never split then), 4 QKV + RoPE; 0:
-  // matvec.wgsl everywhere. Runs where the version is Subgroup, the columns are known and each
-  // invocation takes at most 8 chunks.
-  uint32_t matvec_kx = 0;
+  // matvec.wgsl everywhere. Runs where the version is Subgroup, the weight has at least kx_cols
+  // columns and each invocation takes at most 8 chunks. H200 (docs/benchmarks.md, session 9): it
+  // beats matvec.wgsl only on an 8B model's down projection (4096 x 14336: 48.7 us in one dispatch
+  // against 50.4-50.9 split in 4 ranges + the sum pass; 8B F16 tg128 204.7 vs 203.1 t/s with
+  // matvec_kx 2, kx_cols 12288) and loses elsewhere (gate|up + SwiGLU 87.8 vs 70.1 us, QKV 29.6
+  // vs 24.3, o 15.0 vs 14.2; every kind: 167.4 t/s), hence 2 from 12,288 columns.
+  uint32_t matvec_kx = 2;
+  uint32_t kx_cols = 12288;
   uint32_t kx_wg = 256;    // invocations per workgroup (a multiple of the subgroup size)
-  uint32_t kx_rows = 16;   // rows per tile (a power of two, 2..32; SWIGLU / ROPE: half gate or pair rows)
+  uint32_t kx_rows = 16;   // rows per tile (a power of two, 2..32). H200: 32 lost 17% (every kind)
   uint32_t kx_loads = 16;  // weight vec4s each invocation loads per pass (rows per pass: this / its chunks)
-  uint32_t kx_groups = 0;  // at most this many workgroups, each looping over tiles (0: a tile each)
-  uint32_t kx_cols = 0;    // only weights of at least this many columns (0: any)
-  uint32_t kx_db = 0;      // 1: each pass's loads issued before the pass before is summed (twice the registers)
+  // At most this many workgroups, each looping over tiles (0: a tile each). H200, every kind: 264
+  // (two per SM) 171.4 vs 167.4 t/s, still far below matvec.wgsl.
+  uint32_t kx_groups = 0;
+  // 1: each pass's loads issued before the pass before is summed (twice the registers). H200, with
+  // kx_wg 512 and kx_loads 8: down 47.5 us, every other shape slower; 8B F16 tg128 203.2 t/s
+  // (down only) against 204.7 with the defaults.
+  uint32_t kx_db = 0;
   // Register-tiled matmul (prefill): tokens (BM, a multiple of 8) x weight rows (BN, a multiple
   // of 8) per workgroup, (BM / 8) * (BN / 8) invocations of 8x8 outputs; k step BK (a multiple of
   // 4). 64 x 128 x 8: an 8B model's 4096-row projections at 512 tokens give 256 workgroups; on
