@@ -46,7 +46,9 @@ std::shared_ptr<llm::LlmOps> tuned_ops(const Context& ctx) {
   return ops;
 }
 
-// Versions "kx" run the kx schedule (tuning.matvec_kx: every kind, or those WGC_LLM_TUNING names).
+// Versions "kx" run the kx schedule for every kind and width (tuning.matvec_kx, kx_cols 0; the other
+// kx knobs from WGC_LLM_TUNING); the others run what the tuning says (by default kx for 12,288
+// columns and more).
 constexpr uint32_t kKxAll = llm::LlmOps::kKxSwiglu | llm::LlmOps::kKxPlain | llm::LlmOps::kKxRope;
 
 // Whether o asks for this version (or for all).
@@ -110,7 +112,8 @@ Case swiglu_case(const Context& ctx, std::shared_ptr<llm::LlmOps> ops, int64_t f
 std::vector<Case> linear_cases(const Context& ctx, const Options& o, Kind kind) {
   auto ops = tuned_ops(ctx);
   auto kx_ops = tuned_ops(ctx);
-  if (!kx_ops->tuning.matvec_kx) kx_ops->tuning.matvec_kx = kKxAll;
+  kx_ops->tuning.matvec_kx = kKxAll;  // every kind and width
+  kx_ops->tuning.kx_cols = 0;
   std::vector<int> token_counts = {kind == Kind::Matmul ? (o.quick ? 7 : kPrefillTokens) : 1};
   if (kind == Kind::Batched) token_counts = o.quick ? std::vector<int>{1, 7} : std::vector<int>{1, 8, 16, 32, 64, 256};
   const bool prefill = kind != Kind::Matvec;

@@ -253,6 +253,7 @@ struct LlmTuning {
   // H200 (with matvec_pf 4, matvec_late): 4 ranges took 8B F16 tg128 from 194.1 to 196.8 t/s
   // (2 ranges: 191.2); the 1B model's 8,192-column down projection lost (882.5 -> 871.1 at 4,
   // 863.4 at 2: the second pass's dispatch costs more than the workgroups gain), hence 12,288.
+  // (Where matvec_kx takes a matvec, nothing is split: by default an 8B model's down projection.)
   uint32_t matvec_split = 4;
   uint32_t matvec_split_cols = 12288;
   // With matvec_split: only weights whose unsplit matvec has fewer workgroups than this are split
