@@ -3,8 +3,11 @@
 #include "bench/bench.h"
 #include "cpu/matmul.h"
 #include "ops/matmul.h"
+#include "util/error.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <memory>
 #include <random>
 
@@ -24,8 +27,64 @@ struct Data {
   Tensor ta, tb, tc;
 };
 
+// One version at one size under vec4-db2's knobs t, checked on sampled rows against the f64 reference.
+Case matmul_case(const Context& ctx, std::shared_ptr<Data> d, MatmulVersion v, const MatmulTuning& t) {
+  const MatmulDims dims{d->n, d->n, d->n, false};
+  const size_t nn = size_t(d->n) * d->n;
+  Case c;
+  c.op = "matmul";
+  c.version = std::string(to_string(v));
+  c.size = std::to_string(d->n) + "^3";
+  c.elements = d->n;
+  c.flops = dims.flops();
+  c.tolerance = 1e-5 * (1 + std::sqrt(double(d->n)));
+  c.bytes = 3.0 * double(nn) * 4;
+  c.record = [d, dims, v, t](Batch& b) { matmul(b, d->ta, d->tb, d->tc, dims, t, v); };
+  c.check = [d, dims, v, t, &ctx] {
+    fill_u32(ctx, d->tc, kPoisonNaN);
+    Batch b(ctx);
+    matmul(b, d->ta, d->tb, d->tc, dims, t, v);
+    b.run();
+    auto got = download<float>(ctx, d->tc);
+    // Check a sample of rows against the double-precision reference (all rows is O(n^3) on CPU).
+    double worst = 0;
+    uint32_t step = std::max<uint32_t>(1, d->n / 16);
+    std::vector<float> row(d->n);
+    for (uint32_t i = 0; i < d->n; i += step) {
+      cpu::matmul_reference(std::span(d->a).subspan(size_t(i) * d->n, d->n), d->b, row, 1, d->n, d->n, false);
+      worst = std::max(worst, cpu::max_rel_error(std::span<const float>(got).subspan(size_t(i) * d->n, d->n),
+                                                 std::span<const float>(row)));
+    }
+    return worst;
+  };
+  return c;
+}
+
+// WGC_MATMUL_SWEEP="KNOBS,KNOBS,..." (each parse_matmul_tuning's "key=value/key=value"): vec4-db2
+// timed again under each set, named "vec4-db2 [KNOBS]", so that one process (one device call)
+// sweeps them all; `--versions vec4-db2` keeps them.
+std::vector<MatmulTuning> sweep_sets(const Context& ctx, std::vector<std::string>& names) {
+  std::vector<MatmulTuning> sets;
+  const char* env = std::getenv("WGC_MATMUL_SWEEP");
+  std::string all = env ? env : "";
+  for (size_t pos = 0; pos < all.size();) {
+    size_t end = std::min(all.find(',', pos), all.size());
+    std::string set = all.substr(pos, end - pos);
+    pos = end + 1;
+    if (set.empty()) continue;
+    MatmulTuning t = parse_matmul_tuning(set);
+    if (std::string e = matmul_tuning_error(ctx, t); !e.empty())
+      throw Error("wgc bench: WGC_MATMUL_SWEEP set '" + set + "': " + e);
+    sets.push_back(t);
+    names.push_back(set);
+  }
+  return sets;
+}
+
 std::vector<Case> cases(const Context& ctx, const Options& o) {
   std::vector<Case> out;
+  std::vector<std::string> sweep_names;
+  const std::vector<MatmulTuning> sweep = sweep_sets(ctx, sweep_names);
   for (double s : sizes_or(o, ctx, {64, 257}, {128, 256, 512}, {1024, 2048, 4096})) {
     auto d = std::make_shared<Data>();
     d->n = static_cast<uint32_t>(s);
@@ -42,32 +101,7 @@ std::vector<Case> cases(const Context& ctx, const Options& o) {
     MatmulDims dims{d->n, d->n, d->n, false};
     for (MatmulVersion v : kMatmulVersions) {
       if (!supports(ctx, v, dims) || (v == MatmulVersion::Naive && dims.flops() > kNaiveMaxFlops)) continue;
-      Case c;
-      c.op = "matmul";
-      c.version = std::string(to_string(v));
-      c.size = std::to_string(d->n) + "^3";
-      c.elements = d->n;
-      c.flops = dims.flops();
-      c.tolerance = 1e-5 * (1 + std::sqrt(double(d->n)));
-      c.bytes = 3.0 * double(nn) * 4;
-      c.record = [d, dims, v](Batch& b) { matmul(b, d->ta, d->tb, d->tc, dims, v); };
-      c.check = [d, dims, v, &ctx] {
-        fill_u32(ctx, d->tc, kPoisonNaN);
-        Batch b(ctx);
-        matmul(b, d->ta, d->tb, d->tc, dims, v);
-        b.run();
-        auto got = download<float>(ctx, d->tc);
-        // Check a sample of rows against the double-precision reference (all rows is O(n^3) on CPU).
-        double worst = 0;
-        uint32_t step = std::max<uint32_t>(1, d->n / 16);
-        std::vector<float> row(d->n);
-        for (uint32_t i = 0; i < d->n; i += step) {
-          cpu::matmul_reference(std::span(d->a).subspan(size_t(i) * d->n, d->n), d->b, row, 1, d->n, d->n, false);
-          worst = std::max(worst, cpu::max_rel_error(std::span<const float>(got).subspan(size_t(i) * d->n, d->n),
-                                                     std::span<const float>(row)));
-        }
-        return worst;
-      };
+      Case c = matmul_case(ctx, d, v, {});
       if (v == kMatmulVersions[0]) {  // CPU figures once per size
         if (dims.flops() <= kPlainCpuMaxFlops)
           c.cpu = [d] {
@@ -83,6 +117,11 @@ std::vector<Case> cases(const Context& ctx, const Options& o) {
         };
 #endif
       }
+      out.push_back(std::move(c));
+    }
+    for (size_t i = 0; i < sweep.size(); ++i) {
+      Case c = matmul_case(ctx, d, MatmulVersion::Vec4Db2, sweep[i]);
+      c.version += " [" + sweep_names[i] + "]";
       out.push_back(std::move(c));
     }
   }

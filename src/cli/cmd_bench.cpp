@@ -179,7 +179,9 @@ int bench_cmd(const Flags& f) {
     auto cases = make(ctx, o);
     if (!versions.empty())
       std::erase_if(cases, [&](const bench::Case& c) {
-        return std::find(versions.begin(), versions.end(), c.version) == versions.end();
+        // A version also keeps its sweep cases ("VERSION [KNOBS]", e.g. WGC_MATMUL_SWEEP's).
+        const std::string base = c.version.substr(0, c.version.find(" ["));
+        return std::find(versions.begin(), versions.end(), base) == versions.end();
       });
     for (size_t i = 0; i < cases.size(); ++i) {
       std::fprintf(stderr, "%s[bench] %s %s %s (%zu/%zu)%s", tty ? "\r" : "", op.c_str(), cases[i].version.c_str(),
