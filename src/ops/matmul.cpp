@@ -31,7 +31,7 @@ const char* kernel_file(MatmulVersion v) {
     case MatmulVersion::Vec4Wide:
     case MatmulVersion::Vec4Wide128:
     case MatmulVersion::Vec4Flat: return "matmul/regtile_wide.wgsl";
-    case MatmulVersion::Vec4Db2: return "matmul/regtile_db.wgsl";
+    case MatmulVersion::Vec4Db2: return "matmul/regtile_db.wgsl";  // tn 16: regtile_db16.wgsl
     case MatmulVersion::Auto: break;
   }
   throw Error("wgc: matmul: no kernel for version Auto");
@@ -42,7 +42,8 @@ bool is_block_side(uint32_t x) { return x == 64 || x == 128 || x == 256; }
 }  // namespace
 
 MatmulTuning parse_matmul_tuning(std::string_view knobs, MatmulTuning t) {
-  std::pair<const char*, uint32_t*> keys[] = {{"bm", &t.bm}, {"bn", &t.bn}, {"wn", &t.wn}, {"group_m", &t.group_m}};
+  std::pair<const char*, uint32_t*> keys[] = {
+      {"bm", &t.bm}, {"bn", &t.bn}, {"tn", &t.tn}, {"wn", &t.wn}, {"group_m", &t.group_m}};
   std::string s(knobs);
   for (size_t pos = 0; pos < s.size();) {
     size_t end = std::min(s.find('/', pos), s.size());
@@ -55,7 +56,7 @@ MatmulTuning parse_matmul_tuning(std::string_view knobs, MatmulTuning t) {
     char* e = nullptr;
     unsigned long v = eq == std::string::npos ? 0 : std::strtoul(item.c_str() + eq + 1, &e, 10);
     if (!dst || !e || e == item.c_str() + eq + 1 || *e || v > 1u << 20)
-      throw Error("wgc: matmul tuning: '" + item + "' is not KEY=VALUE with a key of bm, bn, wn, group_m");
+      throw Error("wgc: matmul tuning: '" + item + "' is not KEY=VALUE with a key of bm, bn, tn, wn, group_m");
     *dst = uint32_t(v);
   }
   return t;
@@ -63,11 +64,15 @@ MatmulTuning parse_matmul_tuning(std::string_view knobs, MatmulTuning t) {
 
 std::string matmul_tuning_error(const Context& ctx, const MatmulTuning& t) {
   if (!is_block_side(t.bm) || !is_block_side(t.bn)) return "bm and bn must be 64, 128 or 256";
-  const uint32_t ntn = t.bn / 8, wn = t.wn ? t.wn : ntn;
+  if (t.tn != 8 && t.tn != 16) return "tn must be 8 or 16";
+  const uint32_t ntn = t.bn / t.tn, wn = t.wn ? t.wn : ntn;
   // regtile_db.wgsl's warp layout: WN lanes along n, whole warps along m.
-  if (32 % wn || ntn % wn || t.bm * wn % 256) return "wn must divide 32 and bn / 8, with bm * wn a multiple of 256";
+  if (32 % wn || ntn % wn || t.bm * wn % 256) return "wn must divide 32 and bn / tn, with bm * wn a multiple of 256";
+  const uint64_t threads = uint64_t(t.bm / 8) * ntn;
+  // regtile_db_tiles.wgsl: at most two vec4s of each tile (2 * bm and 2 * bn) per invocation.
+  if (t.bm > threads || t.bn > threads) return "bm x bn with tn 16 needs bm and bn >= 128";
   if (!t.group_m) return "group_m must be >= 1";
-  const uint64_t threads = uint64_t(t.bm) * t.bn / 64, storage = 64ull * (t.bm + t.bn);
+  const uint64_t storage = 64ull * (t.bm + t.bn);
   const Limits& lim = ctx.limits();
   if (threads > lim.max_compute_invocations_per_workgroup || storage > lim.max_compute_workgroup_storage_size)
     return "bm x bn needs " + std::to_string(threads) + " invocations and " + std::to_string(storage) +
@@ -152,7 +157,8 @@ void matmul(Batch& batch, const Tensor& a, const Tensor& b, const Tensor& c, con
   uint32_t block_n = v == MatmulVersion::Vec4Wide ? kWideBlockN : block_m;
   if (v == MatmulVersion::Vec4Db2) {
     if (std::string e = matmul_tuning_error(ctx, tuning); !e.empty()) throw Error("wgc: matmul vec4-db2: " + e);
-    code.constants = {{"BM", tuning.bm}, {"BN", tuning.bn}, {"GROUP_M", tuning.group_m}};
+    if (tuning.tn == 16) code = embedded_kernel("matmul/regtile_db16.wgsl");
+    code.constants = {{"BM", tuning.bm}, {"BN", tuning.bn}, {"TN", tuning.tn}, {"GROUP_M", tuning.group_m}};
     if (tuning.wn) code.constants.push_back({"WN", tuning.wn});
     block_m = tuning.bm;
     block_n = tuning.bn;

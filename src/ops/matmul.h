@@ -58,7 +58,8 @@ struct MatmulDims {
 // the defaults are what Auto runs. `wgc bench` times sets of them through WGC_MATMUL_SWEEP.
 struct MatmulTuning {
   uint32_t bm = 128, bn = 128;  // the block of C a workgroup computes: 64, 128 or 256 each
-  uint32_t wn = 0;              // invocations of a 32-lane warp along n (0: bn / 8, vec4-db's layout)
+  uint32_t tn = 8;              // columns of C per invocation (8 rows each): 8 or 16
+  uint32_t wn = 0;              // invocations of a 32-lane warp along n (0: bn / tn, a warp row)
   uint32_t group_m = 1;         // block-rows walked together (grouped_order.wgsl; 1: row-major)
 };
 // "key=value/key=value" (keys as the fields) over base; an unknown key or a bad number throws.

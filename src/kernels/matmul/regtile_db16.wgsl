@@ -1,0 +1,71 @@
+// vec4-db2 with 8 x 16 of C per invocation (MatmulTuning::tn = 16): regtile_db.wgsl's schedule,
+// its knobs and tile loads (regtile_db_tiles.wgsl, TN = 16: (BM / 8) * (BN / 16) invocations),
+// with four vec4 columns BN / 4 apart per invocation: per k, 2 vec4s of A and 4 of B for 128
+// FMAs, twice the 8 x 8 tile's FMAs per workgroup-memory read. The accumulators are one array
+// indexed by constants once the row loop is unrolled (acc[i * 4 + j], j written out), as
+// regtile_step.wgsl's: the form the driver keeps in registers (session 8's named-register
+// version of this tile, regtile_wide.wgsl, ran at 26-30 TFLOP/s).
+//!include "matmul/regtile_db_tiles.wgsl"
+
+@compute @workgroup_size(THREADS)
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) tid: u32) {
+  let blk = grouped_block(wid, nwg, GROUP_M);
+  let m0 = blk.x * BM;
+  let n0 = blk.y * BN;
+  let lane = tid % 32u;
+  let warp = tid / 32u;
+  let tn = (warp % (NTN / WN)) * WN + lane % WN;
+  let tm = (warp / (NTN / WN)) * (32u / WN) + lane / WN;
+  var acc: array<vec4<f32>, 32>;  // acc[i*4 + j]: row i of 8, column quarter j
+
+  var pa0 = fetch_a(tid, m0, 0u);
+  var pb0 = fetch_b(tid, n0, 0u);
+  var pa1 = vec4<f32>(0.0);
+  var pb1 = vec4<f32>(0.0);
+  if (A2) { pa1 = fetch_a(tid + THREADS, m0, 0u); }
+  if (B2) { pb1 = fetch_b(tid + THREADS, n0, 0u); }
+  put_a(0u, tid, pa0);
+  put_b(0u, tid, pb0);
+  if (A2) { put_a(0u, tid + THREADS, pa1); }
+  if (B2) { put_b(0u, tid + THREADS, pb1); }
+  workgroupBarrier();
+  var buf = 0u;
+  for (var k0 = 0u; k0 < p.K; k0 += BK) {
+    pa0 = fetch_a(tid, m0, k0 + BK);
+    pb0 = fetch_b(tid, n0, k0 + BK);
+    if (A2) { pa1 = fetch_a(tid + THREADS, m0, k0 + BK); }
+    if (B2) { pb1 = fetch_b(tid + THREADS, n0, k0 + BK); }
+    for (var k = 0u; k < BK; k++) {
+      let ra = buf * AS + k * (BM / 4u) + tm;
+      let a0 = As[ra];
+      let a1 = As[ra + BM / 8u];
+      let rb = buf * BS + k * (BN / 4u) + tn;
+      let b0 = Bs[rb];
+      let b1 = Bs[rb + NTN];
+      let b2 = Bs[rb + 2u * NTN];
+      let b3 = Bs[rb + 3u * NTN];
+      let av = array<f32, 8>(a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w);
+      for (var i = 0u; i < 8u; i++) {
+        acc[i * 4u] = fma(vec4<f32>(av[i]), b0, acc[i * 4u]);
+        acc[i * 4u + 1u] = fma(vec4<f32>(av[i]), b1, acc[i * 4u + 1u]);
+        acc[i * 4u + 2u] = fma(vec4<f32>(av[i]), b2, acc[i * 4u + 2u]);
+        acc[i * 4u + 3u] = fma(vec4<f32>(av[i]), b3, acc[i * 4u + 3u]);
+      }
+    }
+    buf ^= 1u;
+    put_a(buf, tid, pa0);
+    put_b(buf, tid, pb0);
+    if (A2) { put_a(buf, tid + THREADS, pa1); }
+    if (B2) { put_b(buf, tid + THREADS, pb1); }
+    workgroupBarrier();
+  }
+
+  for (var i = 0u; i < 8u; i++) {
+    let m = m0 + select(tm * 4u + i, BM / 2u + tm * 4u + (i - 4u), i >= 4u);
+    if (m >= p.M) { continue; }
+    for (var j = 0u; j < 4u; j++) {
+      store4(m, n0 + j * (BN / 4u) + tn * 4u, acc[i * 4u + j]);
+    }
+  }
+}
