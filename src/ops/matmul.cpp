@@ -42,8 +42,8 @@ bool is_block_side(uint32_t x) { return x == 64 || x == 128 || x == 256; }
 }  // namespace
 
 MatmulTuning parse_matmul_tuning(std::string_view knobs, MatmulTuning t) {
-  std::pair<const char*, uint32_t*> keys[] = {
-      {"bm", &t.bm}, {"bn", &t.bn}, {"tn", &t.tn}, {"wn", &t.wn}, {"group_m", &t.group_m}};
+  std::pair<const char*, uint32_t*> keys[] = {{"bm", &t.bm}, {"bn", &t.bn},           {"tn", &t.tn},
+                                              {"wn", &t.wn}, {"group_m", &t.group_m}, {"ku", &t.ku}};
   std::string s(knobs);
   for (size_t pos = 0; pos < s.size();) {
     size_t end = std::min(s.find('/', pos), s.size());
@@ -56,7 +56,7 @@ MatmulTuning parse_matmul_tuning(std::string_view knobs, MatmulTuning t) {
     char* e = nullptr;
     unsigned long v = eq == std::string::npos ? 0 : std::strtoul(item.c_str() + eq + 1, &e, 10);
     if (!dst || !e || e == item.c_str() + eq + 1 || *e || v > 1u << 20)
-      throw Error("wgc: matmul tuning: '" + item + "' is not KEY=VALUE with a key of bm, bn, tn, wn, group_m");
+      throw Error("wgc: matmul tuning: '" + item + "' is not KEY=VALUE with a key of bm, bn, tn, wn, group_m, ku");
     *dst = uint32_t(v);
   }
   return t;
@@ -72,6 +72,7 @@ std::string matmul_tuning_error(const Context& ctx, const MatmulTuning& t) {
   // regtile_db_tiles.wgsl: at most two vec4s of each tile (2 * bm and 2 * bn) per invocation.
   if (t.bm > threads || t.bn > threads) return "bm x bn with tn 16 needs bm and bn >= 128";
   if (!t.group_m) return "group_m must be >= 1";
+  if (t.ku && 8 % t.ku) return "ku must be 0 or divide 8 (the k tile)";
   const uint64_t storage = 64ull * (t.bm + t.bn);
   const Limits& lim = ctx.limits();
   if (threads > lim.max_compute_invocations_per_workgroup || storage > lim.max_compute_workgroup_storage_size)
@@ -158,7 +159,8 @@ void matmul(Batch& batch, const Tensor& a, const Tensor& b, const Tensor& c, con
   if (v == MatmulVersion::Vec4Db2) {
     if (std::string e = matmul_tuning_error(ctx, tuning); !e.empty()) throw Error("wgc: matmul vec4-db2: " + e);
     if (tuning.tn == 16) code = embedded_kernel("matmul/regtile_db16.wgsl");
-    code.constants = {{"BM", tuning.bm}, {"BN", tuning.bn}, {"TN", tuning.tn}, {"GROUP_M", tuning.group_m}};
+    code.constants = {
+        {"BM", tuning.bm}, {"BN", tuning.bn}, {"TN", tuning.tn}, {"GROUP_M", tuning.group_m}, {"KU", tuning.ku}};
     if (tuning.wn) code.constants.push_back({"WN", tuning.wn});
     block_m = tuning.bm;
     block_n = tuning.bn;

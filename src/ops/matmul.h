@@ -61,6 +61,7 @@ struct MatmulTuning {
   uint32_t tn = 8;              // columns of C per invocation (8 rows each): 8 or 16
   uint32_t wn = 0;              // invocations of a 32-lane warp along n (0: bn / tn, a warp row)
   uint32_t group_m = 1;         // block-rows walked together (grouped_order.wgsl; 1: row-major)
+  uint32_t ku = 0;              // the k loop: 0 whole per tile, U rounds of U steps (trip count hidden)
 };
 // "key=value/key=value" (keys as the fields) over base; an unknown key or a bad number throws.
 MatmulTuning parse_matmul_tuning(std::string_view knobs, MatmulTuning base = {});

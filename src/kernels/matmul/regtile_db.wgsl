@@ -43,7 +43,15 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     if (B2) { pb1 = fetch_b(tid + THREADS, n0, k0 + BK); }
     let rt_a = buf * AS;
     let rt_b = buf * BS;
+    if (KU == 0u) {
 //!include "matmul/regtile_step.wgsl"
+    } else {
+      for (var kk = 0u; kk < BK + (p.trans_b >> 31u); kk += KU) {  // trans_b is 0 or 1
+        for (var k = kk; k < kk + KU; k++) {
+//!include "matmul/regtile_kstep.wgsl"
+        }
+      }
+    }
     // Into the other buffer: its last readers finished the previous tile before the barrier
     // that ended it.
     buf ^= 1u;

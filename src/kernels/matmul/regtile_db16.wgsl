@@ -36,21 +36,15 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     pb0 = fetch_b(tid, n0, k0 + BK);
     if (A2) { pa1 = fetch_a(tid + THREADS, m0, k0 + BK); }
     if (B2) { pb1 = fetch_b(tid + THREADS, n0, k0 + BK); }
-    for (var k = 0u; k < BK; k++) {
-      let ra = buf * AS + k * (BM / 4u) + tm;
-      let a0 = As[ra];
-      let a1 = As[ra + BM / 8u];
-      let rb = buf * BS + k * (BN / 4u) + tn;
-      let b0 = Bs[rb];
-      let b1 = Bs[rb + NTN];
-      let b2 = Bs[rb + 2u * NTN];
-      let b3 = Bs[rb + 3u * NTN];
-      let av = array<f32, 8>(a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w);
-      for (var i = 0u; i < 8u; i++) {
-        acc[i * 4u] = fma(vec4<f32>(av[i]), b0, acc[i * 4u]);
-        acc[i * 4u + 1u] = fma(vec4<f32>(av[i]), b1, acc[i * 4u + 1u]);
-        acc[i * 4u + 2u] = fma(vec4<f32>(av[i]), b2, acc[i * 4u + 2u]);
-        acc[i * 4u + 3u] = fma(vec4<f32>(av[i]), b3, acc[i * 4u + 3u]);
+    if (KU == 0u) {
+      for (var k = 0u; k < BK; k++) {
+//!include "matmul/regtile_db16_kstep.wgsl"
+      }
+    } else {  // KU: the k loop's form (regtile_db_tiles.wgsl)
+      for (var kk = 0u; kk < BK + (p.trans_b >> 31u); kk += KU) {  // trans_b is 0 or 1
+        for (var k = kk; k < kk + KU; k++) {
+//!include "matmul/regtile_db16_kstep.wgsl"
+        }
       }
     }
     buf ^= 1u;

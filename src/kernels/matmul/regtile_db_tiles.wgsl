@@ -14,6 +14,11 @@ override BN: u32 = 128u;
 const BK = 8u;                            // k per tile: 16 lost in every form measured (registers)
 const KQ = BK / 4u;                       // vec4s along k per row of an A (or transposed B) tile
 override GROUP_M: u32 = 1u;               // block-rows walked together (1: row-major)
+// 0: the compiler sees each tile's whole k loop (BK steps, which it may unroll whole and hoist the
+// reads of, at the price of registers: vec4-db's form); U: rounds of U steps in an outer loop whose
+// trip count (BK + 0, from a uniform) the compiler cannot see. Session 8 measured 30-36 TFLOP/s
+// by this choice alone in named registers (docs/benchmarks.md).
+override KU: u32 = 0u;
 override TN: u32 = 8u;                    // columns per invocation: 8 (regtile_db.wgsl) or 16
 override NTN: u32 = BN / TN;              // invocations along n
 override THREADS: u32 = (BM / 8u) * NTN;  // along m: BM / 8
