@@ -60,11 +60,17 @@ Case matmul_case(const Context& ctx, std::shared_ptr<Data> d, MatmulVersion v, c
   return c;
 }
 
-// WGC_MATMUL_SWEEP="KNOBS,KNOBS,..." (each parse_matmul_tuning's "key=value/key=value"): vec4-db2
-// timed again under each set, named "vec4-db2 [KNOBS]", so that one process (one device call)
-// sweeps them all; `--versions vec4-db2` keeps them.
-std::vector<MatmulTuning> sweep_sets(const Context& ctx, std::vector<std::string>& names) {
-  std::vector<MatmulTuning> sets;
+// WGC_MATMUL_SWEEP="KNOBS,KNOBS,..." (each parse_matmul_tuning's "key=value/key=value", with
+// "@N" after it to run that set at size N alone): vec4-db2 timed again under each set, named
+// "vec4-db2 [KNOBS]", so that one process (one device call) sweeps them all; `--versions vec4-db2`
+// keeps them.
+struct SweepSet {
+  std::string name;
+  MatmulTuning tuning;
+  uint32_t only_n = 0;  // 0: every size
+};
+std::vector<SweepSet> sweep_sets(const Context& ctx) {
+  std::vector<SweepSet> sets;
   const char* env = std::getenv("WGC_MATMUL_SWEEP");
   std::string all = env ? env : "";
   for (size_t pos = 0; pos < all.size();) {
@@ -72,19 +78,23 @@ std::vector<MatmulTuning> sweep_sets(const Context& ctx, std::vector<std::string
     std::string set = all.substr(pos, end - pos);
     pos = end + 1;
     if (set.empty()) continue;
-    MatmulTuning t = parse_matmul_tuning(set);
-    if (std::string e = matmul_tuning_error(ctx, t); !e.empty())
+    SweepSet s{set.substr(0, set.find('@')), {}, 0};
+    if (size_t at = set.find('@'); at != std::string::npos) {
+      char* e = nullptr;
+      s.only_n = uint32_t(std::strtoul(set.c_str() + at + 1, &e, 10));
+      if (!s.only_n || *e) throw Error("wgc bench: WGC_MATMUL_SWEEP set '" + set + "': @ takes a size");
+    }
+    s.tuning = parse_matmul_tuning(s.name);
+    if (std::string e = matmul_tuning_error(ctx, s.tuning); !e.empty())
       throw Error("wgc bench: WGC_MATMUL_SWEEP set '" + set + "': " + e);
-    sets.push_back(t);
-    names.push_back(set);
+    sets.push_back(std::move(s));
   }
   return sets;
 }
 
 std::vector<Case> cases(const Context& ctx, const Options& o) {
   std::vector<Case> out;
-  std::vector<std::string> sweep_names;
-  const std::vector<MatmulTuning> sweep = sweep_sets(ctx, sweep_names);
+  const std::vector<SweepSet> sweep = sweep_sets(ctx);
   for (double s : sizes_or(o, ctx, {64, 257}, {128, 256, 512}, {1024, 2048, 4096})) {
     auto d = std::make_shared<Data>();
     d->n = static_cast<uint32_t>(s);
@@ -119,9 +129,10 @@ std::vector<Case> cases(const Context& ctx, const Options& o) {
       }
       out.push_back(std::move(c));
     }
-    for (size_t i = 0; i < sweep.size(); ++i) {
-      Case c = matmul_case(ctx, d, MatmulVersion::Vec4Db2, sweep[i]);
-      c.version += " [" + sweep_names[i] + "]";
+    for (const SweepSet& set : sweep) {
+      if (set.only_n && set.only_n != d->n) continue;
+      Case c = matmul_case(ctx, d, MatmulVersion::Vec4Db2, set.tuning);
+      c.version += " [" + set.name + "]";
       out.push_back(std::move(c));
     }
   }

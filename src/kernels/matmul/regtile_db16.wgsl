@@ -1,10 +1,11 @@
 // vec4-db2 with 8 x 16 of C per invocation (MatmulTuning::tn = 16): regtile_db.wgsl's schedule,
 // its knobs and tile loads (regtile_db_tiles.wgsl, TN = 16: (BM / 8) * (BN / 16) invocations),
 // with four vec4 columns BN / 4 apart per invocation: per k, 2 vec4s of A and 4 of B for 128
-// FMAs, twice the 8 x 8 tile's FMAs per workgroup-memory read. The accumulators are one array
-// indexed by constants once the row loop is unrolled (acc[i * 4 + j], j written out), as
-// regtile_step.wgsl's: the form the driver keeps in registers (session 8's named-register
-// version of this tile, regtile_wide.wgsl, ran at 26-30 TFLOP/s).
+// FMAs, twice the 8 x 8 tile's FMAs per workgroup-memory read. The accumulators are two arrays of
+// 16 vec4s indexed by constants once the row loop is unrolled (acc<j / 2>[i * 2 + j % 2]), the
+// size and form of regtile_step.wgsl's that the driver keeps in registers: one array of 32 vec4s
+// (acc[i * 4 + j]) ran at 2.3 TFLOP/s on the H200 (local memory, session 9 run A), and session 8's
+// named-register version of this tile (regtile_wide.wgsl) at 26-30.
 //!include "matmul/regtile_db_tiles.wgsl"
 
 @compute @workgroup_size(THREADS)
@@ -17,7 +18,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let warp = tid / 32u;
   let tn = (warp % (NTN / WN)) * WN + lane % WN;
   let tm = (warp / (NTN / WN)) * (32u / WN) + lane / WN;
-  var acc: array<vec4<f32>, 32>;  // acc[i*4 + j]: row i of 8, column quarter j
+  var acc0: array<vec4<f32>, 16>;  // acc0[i*2 + j]: row i of 8, column quarter j (0, 1)
+  var acc1: array<vec4<f32>, 16>;  // acc1[i*2 + j]: column quarter 2 + j
 
   var pa0 = fetch_a(tid, m0, 0u);
   var pb0 = fetch_b(tid, n0, 0u);
@@ -58,8 +60,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   for (var i = 0u; i < 8u; i++) {
     let m = m0 + select(tm * 4u + i, BM / 2u + tm * 4u + (i - 4u), i >= 4u);
     if (m >= p.M) { continue; }
-    for (var j = 0u; j < 4u; j++) {
-      store4(m, n0 + j * (BN / 4u) + tn * 4u, acc[i * 4u + j]);
+    for (var j = 0u; j < 2u; j++) {
+      store4(m, n0 + j * (BN / 4u) + tn * 4u, acc0[i * 2u + j]);
+      store4(m, n0 + (j + 2u) * (BN / 4u) + tn * 4u, acc1[i * 2u + j]);
     }
   }
 }

@@ -1,4 +1,4 @@
-      // One k step of the 8 x 16 register tile (regtile_db16.wgsl's loops): acc[i * 4 + j] += a[i] * b[j].
+      // One k step of the 8 x 16 register tile (regtile_db16.wgsl's loops): acc<j / 2>[i * 2 + j % 2] += a[i] * b[j].
       let ra = buf * AS + k * (BM / 4u) + tm;
       let a0 = As[ra];
       let a1 = As[ra + BM / 8u];
@@ -9,8 +9,8 @@
       let b3 = Bs[rb + 3u * NTN];
       let av = array<f32, 8>(a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w);
       for (var i = 0u; i < 8u; i++) {
-        acc[i * 4u] = fma(vec4<f32>(av[i]), b0, acc[i * 4u]);
-        acc[i * 4u + 1u] = fma(vec4<f32>(av[i]), b1, acc[i * 4u + 1u]);
-        acc[i * 4u + 2u] = fma(vec4<f32>(av[i]), b2, acc[i * 4u + 2u]);
-        acc[i * 4u + 3u] = fma(vec4<f32>(av[i]), b3, acc[i * 4u + 3u]);
+        acc0[i * 2u] = fma(vec4<f32>(av[i]), b0, acc0[i * 2u]);
+        acc0[i * 2u + 1u] = fma(vec4<f32>(av[i]), b1, acc0[i * 2u + 1u]);
+        acc1[i * 2u] = fma(vec4<f32>(av[i]), b2, acc1[i * 2u]);
+        acc1[i * 2u + 1u] = fma(vec4<f32>(av[i]), b3, acc1[i * 2u + 1u]);
       }
