@@ -65,10 +65,18 @@ INSTANTIATE_TEST_SUITE_P(All, MatmulVersions, ::testing::ValuesIn(kMatmulVersion
 // vec4-db2 under each block shape, warp layout and workgroup order (the shapes above span
 // several blocks of every size, with partial ones at both ends).
 TEST(Matmul, Vec4Db2KnobsMatchReference) {
-  const char* sets[] = {"wn=8",       "wn=4",        "bm=64",        "bm=64/wn=8",      "bm=64/wn=4",  "bn=64",
-                        "bn=64/wn=4", "bm=64/bn=64", "group_m=8",    "wn=8/group_m=3",  "bm=256/wn=4", "bn=256/wn=16",
-                        "tn=16",      "tn=16/wn=4",  "tn=16/bn=256", "tn=16/group_m=3", "ku=1",        "ku=2/wn=8",
-                        "ku=4/tn=16", "ku=8"};
+  const char* sets[] = {"wn=8",         "wn=4",
+                        "bm=64",        "bm=64/wn=8",
+                        "bm=64/wn=4",   "bn=64",
+                        "bn=64/wn=4",   "bm=64/bn=64",
+                        "group_m=8",    "wn=8/group_m=3",
+                        "bm=256/wn=4",  "bn=256/wn=16",
+                        "tn=16",        "tn=16/wn=4",
+                        "tn=16/bn=256", "tn=16/group_m=3",
+                        "ku=1",         "ku=2/wn=8",
+                        "ku=4/tn=16",   "ku=8",
+                        "bm=512/bn=64", "bm=256/wn=8/group_m=3",
+                        "tn=16/bm=256"};
   for (const char* s : sets) {
     MatmulTuning t = parse_matmul_tuning(s);
     if (std::string e = matmul_tuning_error(ctx(), t); !e.empty()) {

@@ -37,7 +37,7 @@ const char* kernel_file(MatmulVersion v) {
   throw Error("wgc: matmul: no kernel for version Auto");
 }
 
-bool is_block_side(uint32_t x) { return x == 64 || x == 128 || x == 256; }
+bool is_block_side(uint32_t x) { return x == 64 || x == 128 || x == 256 || x == 512; }
 
 }  // namespace
 
@@ -63,7 +63,7 @@ MatmulTuning parse_matmul_tuning(std::string_view knobs, MatmulTuning t) {
 }
 
 std::string matmul_tuning_error(const Context& ctx, const MatmulTuning& t) {
-  if (!is_block_side(t.bm) || !is_block_side(t.bn)) return "bm and bn must be 64, 128 or 256";
+  if (!is_block_side(t.bm) || !is_block_side(t.bn)) return "bm and bn must be 64, 128, 256 or 512";
   if (t.tn != 8 && t.tn != 16) return "tn must be 8 or 16";
   const uint32_t ntn = t.bn / t.tn, wn = t.wn ? t.wn : ntn;
   // regtile_db.wgsl's warp layout: WN lanes along n, whole warps along m.

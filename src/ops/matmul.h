@@ -57,7 +57,7 @@ struct MatmulDims {
 // vec4-db2's knobs (override constants of matmul/regtile_db.wgsl, so a sweep needs no rebuild);
 // the defaults are what Auto runs. `wgc bench` times sets of them through WGC_MATMUL_SWEEP.
 struct MatmulTuning {
-  uint32_t bm = 128, bn = 128;  // the block of C a workgroup computes: 64, 128 or 256 each
+  uint32_t bm = 128, bn = 128;  // the block of C a workgroup computes: 64, 128, 256 or 512 each
   uint32_t tn = 8;              // columns of C per invocation (8 rows each): 8 or 16
   uint32_t wn = 0;              // invocations of a 32-lane warp along n (0: bn / tn, a warp row)
   uint32_t group_m = 1;         // block-rows walked together (grouped_order.wgsl; 1: row-major)

@@ -1,7 +1,7 @@
 // vec4-db2: vec4-db's schedule (8 x 8 of C per invocation in regtile_step.wgsl's arrays, the next
 // tile's global loads issued before this tile's math, two workgroup-memory buffers: one barrier
 // per tile) with what vec4-db fixes as override constants (ops/matmul.cpp, MatmulTuning):
-// - BM x BN blocks (64, 128 or 256 each; BM * BN / 64 invocations), so that more, smaller
+// - BM x BN blocks (64, 128, 256 or 512 each; BM * BN / 64 invocations), so that more, smaller
 //   workgroups share an SM's barriers, or fewer, larger ones read less per FMA;
 // - WN, the invocations of one 32-lane warp side by side along n (the rest, 32 / WN, along m).
 //   vec4-db's layout is WN = BN / 8: a warp is 2 x 16 invocations and reads 16 distinct vec4s of
