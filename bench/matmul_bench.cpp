@@ -27,7 +27,8 @@ struct Data {
   Tensor ta, tb, tc;
 };
 
-// One version at one size under vec4-db2's knobs t, checked on sampled rows against the f64 reference.
+// One version at one size under vec4-db2's knobs t (the plain rows: Auto's), checked on sampled rows against the f64
+// reference.
 Case matmul_case(const Context& ctx, std::shared_ptr<Data> d, MatmulVersion v, const MatmulTuning& t) {
   const MatmulDims dims{d->n, d->n, d->n, false};
   const size_t nn = size_t(d->n) * d->n;
@@ -111,7 +112,8 @@ std::vector<Case> cases(const Context& ctx, const Options& o) {
     MatmulDims dims{d->n, d->n, d->n, false};
     for (MatmulVersion v : kMatmulVersions) {
       if (!supports(ctx, v, dims) || (v == MatmulVersion::Naive && dims.flops() > kNaiveMaxFlops)) continue;
-      Case c = matmul_case(ctx, d, v, {});
+      Case c = matmul_case(ctx, d, v, choose_matmul_tuning(ctx, dims));
+      c.is_default = v == choose_matmul(ctx, dims);
       if (v == kMatmulVersions[0]) {  // CPU figures once per size
         if (dims.flops() <= kPlainCpuMaxFlops)
           c.cpu = [d] {

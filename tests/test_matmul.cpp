@@ -35,9 +35,8 @@ void check(MatmulVersion v, Case c, const MatmulTuning& t = {}) {
   auto got = download<float>(ctx(), tc);
   // f32 accumulation over K terms of size <= 1: error grows like sqrt(K) * eps relative.
   EXPECT_LT(test::rel_error(got, want), 1e-5 * (1 + std::sqrt(double(c.k))))
-      << to_string(v) << " bm=" << t.bm << " bn=" << t.bn << " tn=" << t.tn << " wn=" << t.wn
-      << " group_m=" << t.group_m << " ku=" << t.ku << " M=" << c.m << " N=" << c.n << " K=" << c.k
-      << " trans_b=" << c.trans_b;
+      << to_string(v) << " bm=" << t.bm << " bn=" << t.bn << " wn=" << t.wn << " group_m=" << t.group_m << " M=" << c.m
+      << " N=" << c.n << " K=" << c.k << " trans_b=" << c.trans_b;
 }
 
 const Case kCases[] = {{1, 1, 1, false},      {1, 17, 3, false},       {17, 1, 5, true},      {33, 65, 17, false},
@@ -65,18 +64,9 @@ INSTANTIATE_TEST_SUITE_P(All, MatmulVersions, ::testing::ValuesIn(kMatmulVersion
 // vec4-db2 under each block shape, warp layout and workgroup order (the shapes above span
 // several blocks of every size, with partial ones at both ends).
 TEST(Matmul, Vec4Db2KnobsMatchReference) {
-  const char* sets[] = {"wn=8",         "wn=4",
-                        "bm=64",        "bm=64/wn=8",
-                        "bm=64/wn=4",   "bn=64",
-                        "bn=64/wn=4",   "bm=64/bn=64",
-                        "group_m=8",    "wn=8/group_m=3",
-                        "bm=256/wn=4",  "bn=256/wn=16",
-                        "tn=16",        "tn=16/wn=4",
-                        "tn=16/bn=256", "tn=16/group_m=3",
-                        "ku=1",         "ku=2/wn=8",
-                        "ku=4/tn=16",   "ku=8",
-                        "bm=512/bn=64", "bm=256/wn=8/group_m=3",
-                        "tn=16/bm=256"};
+  const char* sets[] = {"wn=0",        "wn=4",        "wn=16",        "bm=64",           "bm=64/wn=4", "bn=64",
+                        "bn=64/wn=4",  "bm=64/bn=64", "group_m=8",    "group_m=3",       "bm=256",     "bm=256/wn=4",
+                        "bm=256/wn=0", "bn=256/wn=0", "bm=512/bn=64", "bm=256/group_m=3"};
   for (const char* s : sets) {
     MatmulTuning t = parse_matmul_tuning(s);
     if (std::string e = matmul_tuning_error(ctx(), t); !e.empty()) {
@@ -87,6 +77,13 @@ TEST(Matmul, Vec4Db2KnobsMatchReference) {
   }
 }
 
+// Auto, whose knobs depend on the shape (choose_matmul_tuning: taller blocks from 2048 rows where
+// the adapter offers them), at awkward shapes on both sides of that rule.
+TEST(Matmul, AutoMatchesReference) {
+  const Case cases[] = {{2050, 36, 12, false}, {2049, 132, 20, true}, {300, 68, 16, false}};
+  for (auto c : cases) check(MatmulVersion::Auto, c, choose_matmul_tuning(ctx(), {c.m, c.n, c.k, c.trans_b}));
+}
+
 TEST(Matmul, Vec4Db2RejectsBadKnobs) {
   EXPECT_THROW(parse_matmul_tuning("bm=64/warp=8"), Error);
   EXPECT_THROW(parse_matmul_tuning("bm=x"), Error);
@@ -95,9 +92,6 @@ TEST(Matmul, Vec4Db2RejectsBadKnobs) {
   EXPECT_NE(matmul_tuning_error(ctx(), parse_matmul_tuning("bm=96")), "");
   EXPECT_NE(matmul_tuning_error(ctx(), parse_matmul_tuning("wn=3")), "");
   EXPECT_NE(matmul_tuning_error(ctx(), parse_matmul_tuning("bm=64/wn=2")), "");  // 64 * 2 % 256
-  EXPECT_NE(matmul_tuning_error(ctx(), parse_matmul_tuning("tn=4")), "");
-  EXPECT_NE(matmul_tuning_error(ctx(), parse_matmul_tuning("ku=3")), "");
-  EXPECT_NE(matmul_tuning_error(ctx(), parse_matmul_tuning("tn=16/bm=64")), "");  // 4 B loads each
   EXPECT_THROW(
       {
         Batch b(ctx());

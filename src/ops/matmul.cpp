@@ -18,6 +18,9 @@ constexpr uint32_t kWideBlockN = 256;    // regtile_wide.wgsl (vec4-wide): BM = 
 // (k per workgroup-memory tile) stays at its 8: BK 16 and 32 measured slower on the H200
 // (27.4 and 19.5 vs 32.7 TFLOP/s at 4096^3, docs/benchmarks.md).
 constexpr uint32_t kGroupM = 8;
+// vec4-db2 runs 256 x 128 blocks (MatmulTuning::bm 256) from this many rows of C: the smallest
+// size measured (choose_matmul_tuning).
+constexpr uint32_t kTallBlockMinRows = 2048;
 
 const char* kernel_file(MatmulVersion v) {
   switch (v) {
@@ -31,7 +34,7 @@ const char* kernel_file(MatmulVersion v) {
     case MatmulVersion::Vec4Wide:
     case MatmulVersion::Vec4Wide128:
     case MatmulVersion::Vec4Flat: return "matmul/regtile_wide.wgsl";
-    case MatmulVersion::Vec4Db2: return "matmul/regtile_db.wgsl";  // tn 16: regtile_db16.wgsl
+    case MatmulVersion::Vec4Db2: return "matmul/regtile_db.wgsl";
     case MatmulVersion::Auto: break;
   }
   throw Error("wgc: matmul: no kernel for version Auto");
@@ -42,8 +45,7 @@ bool is_block_side(uint32_t x) { return x == 64 || x == 128 || x == 256 || x == 
 }  // namespace
 
 MatmulTuning parse_matmul_tuning(std::string_view knobs, MatmulTuning t) {
-  std::pair<const char*, uint32_t*> keys[] = {{"bm", &t.bm}, {"bn", &t.bn},           {"tn", &t.tn},
-                                              {"wn", &t.wn}, {"group_m", &t.group_m}, {"ku", &t.ku}};
+  std::pair<const char*, uint32_t*> keys[] = {{"bm", &t.bm}, {"bn", &t.bn}, {"wn", &t.wn}, {"group_m", &t.group_m}};
   std::string s(knobs);
   for (size_t pos = 0; pos < s.size();) {
     size_t end = std::min(s.find('/', pos), s.size());
@@ -56,7 +58,7 @@ MatmulTuning parse_matmul_tuning(std::string_view knobs, MatmulTuning t) {
     char* e = nullptr;
     unsigned long v = eq == std::string::npos ? 0 : std::strtoul(item.c_str() + eq + 1, &e, 10);
     if (!dst || !e || e == item.c_str() + eq + 1 || *e || v > 1u << 20)
-      throw Error("wgc: matmul tuning: '" + item + "' is not KEY=VALUE with a key of bm, bn, tn, wn, group_m, ku");
+      throw Error("wgc: matmul tuning: '" + item + "' is not KEY=VALUE with a key of bm, bn, wn, group_m");
     *dst = uint32_t(v);
   }
   return t;
@@ -64,15 +66,11 @@ MatmulTuning parse_matmul_tuning(std::string_view knobs, MatmulTuning t) {
 
 std::string matmul_tuning_error(const Context& ctx, const MatmulTuning& t) {
   if (!is_block_side(t.bm) || !is_block_side(t.bn)) return "bm and bn must be 64, 128, 256 or 512";
-  if (t.tn != 8 && t.tn != 16) return "tn must be 8 or 16";
-  const uint32_t ntn = t.bn / t.tn, wn = t.wn ? t.wn : ntn;
+  const uint32_t ntn = t.bn / 8, wn = t.wn ? t.wn : ntn;
   // regtile_db.wgsl's warp layout: WN lanes along n, whole warps along m.
-  if (32 % wn || ntn % wn || t.bm * wn % 256) return "wn must divide 32 and bn / tn, with bm * wn a multiple of 256";
-  const uint64_t threads = uint64_t(t.bm / 8) * ntn;
-  // regtile_db_tiles.wgsl: at most two vec4s of each tile (2 * bm and 2 * bn) per invocation.
-  if (t.bm > threads || t.bn > threads) return "bm x bn with tn 16 needs bm and bn >= 128";
+  if (32 % wn || ntn % wn || t.bm * wn % 256) return "wn must divide 32 and bn / 8, with bm * wn a multiple of 256";
   if (!t.group_m) return "group_m must be >= 1";
-  if (t.ku && 8 % t.ku) return "ku must be 0 or divide 8 (the k tile)";
+  const uint64_t threads = uint64_t(t.bm) * t.bn / 64;
   const uint64_t storage = 64ull * (t.bm + t.bn);
   const Limits& lim = ctx.limits();
   if (threads > lim.max_compute_invocations_per_workgroup || storage > lim.max_compute_workgroup_storage_size)
@@ -121,13 +119,24 @@ MatmulVersion choose_matmul(const Context& ctx, const MatmulDims& d) {
   // Register tiling only pays once there are enough 128x128 blocks to fill the machine;
   // for thin products the 16x16 tiles keep more workgroups busy.
   if (uint64_t(d.m) * d.n < 64ull * 64ull) return MatmulVersion::Tiled;
-  // vec4-db was the fastest rung at 4096^3 on the H200 in two runs (38.9 and 38.8 TFLOP/s against
-  // vec4-prefetch's 38.5 and 38.4, docs/benchmarks.md).
-  return supports(ctx, MatmulVersion::Vec4Db, d) ? MatmulVersion::Vec4Db : MatmulVersion::RegTile;
+  // vec4-db2 under choose_matmul_tuning's knobs led vec4-db at every size measured on the H200
+  // (session 9 run B, TFLOP/s: 42.2 / 44.0 / 44.3 against 37.7 / 39.0 / 39.3 at 2048^3 / 4096^3 /
+  // 8192^3; docs/benchmarks.md).
+  return supports(ctx, MatmulVersion::Vec4Db2, d) ? MatmulVersion::Vec4Db2 : MatmulVersion::RegTile;
+}
+
+MatmulTuning choose_matmul_tuning(const Context& ctx, const MatmulDims& d) {
+  // 256 x 128 blocks of 512 invocations, where the adapter offers them: on the H200 (session 9
+  // run B, with wn 8) 42.2 / 44.0 / 44.3 TFLOP/s at 2048^3 / 4096^3 / 8192^3 against 128 x 128's
+  // 40.5 / 41.8 / 39.1. Below 2048 rows unmeasured: 128 x 128 blocks, twice as many workgroups.
+  MatmulTuning tall;
+  tall.bm = 256;
+  if (d.m >= kTallBlockMinRows && matmul_tuning_error(ctx, tall).empty()) return tall;
+  return MatmulTuning{};
 }
 
 void matmul(Batch& batch, const Tensor& a, const Tensor& b, const Tensor& c, const MatmulDims& d, MatmulVersion v) {
-  matmul(batch, a, b, c, d, MatmulTuning{}, v);
+  matmul(batch, a, b, c, d, choose_matmul_tuning(batch.context(), d), v);
 }
 
 void matmul(Batch& batch, const Tensor& a, const Tensor& b, const Tensor& c, const MatmulDims& d,
@@ -158,9 +167,7 @@ void matmul(Batch& batch, const Tensor& a, const Tensor& b, const Tensor& c, con
   uint32_t block_n = v == MatmulVersion::Vec4Wide ? kWideBlockN : block_m;
   if (v == MatmulVersion::Vec4Db2) {
     if (std::string e = matmul_tuning_error(ctx, tuning); !e.empty()) throw Error("wgc: matmul vec4-db2: " + e);
-    if (tuning.tn == 16) code = embedded_kernel("matmul/regtile_db16.wgsl");
-    code.constants = {
-        {"BM", tuning.bm}, {"BN", tuning.bn}, {"TN", tuning.tn}, {"GROUP_M", tuning.group_m}, {"KU", tuning.ku}};
+    code.constants = {{"BM", tuning.bm}, {"BN", tuning.bn}, {"GROUP_M", tuning.group_m}};
     if (tuning.wn) code.constants.push_back({"WN", tuning.wn});
     block_m = tuning.bm;
     block_n = tuning.bn;
