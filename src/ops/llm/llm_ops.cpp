@@ -111,6 +111,7 @@ void apply_tuning(LlmTuning& t, std::string_view spec) {
       {"matvec_split", &LlmTuning::matvec_split},
       {"matvec_split_cols", &LlmTuning::matvec_split_cols},
       {"matvec_split_groups", &LlmTuning::matvec_split_groups},
+      {"matvec_sum_fold", &LlmTuning::matvec_sum_fold},
       {"matvec_combine", &LlmTuning::matvec_combine},
       {"matvec_out_norm", &LlmTuning::matvec_out_norm},
       {"matvec_rope_rows", &LlmTuning::matvec_rope_rows},
@@ -249,9 +250,10 @@ constexpr uint32_t kSwigluRows = 64;         // matvec.wgsl: most gate and up ro
 constexpr uint32_t kMatvecPfLoads = 16;      // matvec.wgsl: most weight chunks loaded before x (PF * R)
 constexpr uint32_t kMatvecMaxSplits = 64;    // matvec.wgsl: most column ranges (KS)
 constexpr uint64_t kRegTileMinGroups = 256;  // choose_linear: tiles from which RegTile runs
-// matvec.wgsl: the uniform's binding with ROPE (after matvec_rope.wgsl's storage buffers 5-8), and
+// matvec.wgsl: the uniform's binding without and with ROPE (after matvec_rope.wgsl's storage
+// buffers 5-8; matvec_res_part.wgsl's partials take that binding and push the uniform one on), and
 // P's ROPE fields (zero without).
-constexpr uint32_t kMatvecRopeUniform = 9, kMatvecRopeParams = 8;
+constexpr uint32_t kMatvecUniform = 5, kMatvecRopeUniform = 9, kMatvecRopeParams = 8;
 // matvec_x_combine.wgsl's workgroup memory: a weight per head and split, a sum per head.
 uint64_t combine_bytes(const DecodePartials& p) {
   return 4ull * (uint64_t(p.n_heads) * p.splits + uint64_t(p.n_heads));
@@ -357,9 +359,10 @@ Kernel LlmOps::linear_kernel(const std::string& kind, TensorType t) const {
 }
 
 Kernel LlmOps::matvec_kernel(TensorType t, LinearVersion v, int64_t cols, uint32_t swiglu_rows, const float* norm_eps,
-                             bool rope, uint32_t splits, const DecodePartials* xc) const {
+                             bool rope, uint32_t splits, const DecodePartials* xc, const ResidualPartials* res) const {
   const bool sg = v == LinearVersion::Subgroup;
   need(!xc || (!norm_eps && !rope && !swiglu_rows), "matvec", "x combined from partials for plain rows only");
+  need(!res || (!swiglu_rows && splits == 1), "matvec", "residual partials for unsplit, non-SwiGLU rows only");
   std::vector<std::string> files = {"llm/common.wgsl",
                                     "llm/rope_pair.wgsl",
                                     "llm/weights/" + str(t) + ".wgsl",
@@ -367,6 +370,7 @@ Kernel LlmOps::matvec_kernel(TensorType t, LinearVersion v, int64_t cols, uint32
                                     xc         ? "llm/matvec_x_combine.wgsl"
                                     : norm_eps ? "llm/matvec_x_norm.wgsl"
                                                : "llm/matvec_x.wgsl",
+                                    res ? "llm/matvec_res_part.wgsl" : "llm/matvec_res.wgsl",
                                     rope ? "llm/matvec_rope.wgsl" : "llm/matvec_q8_norope.wgsl",
                                     "llm/matvec.wgsl"};
   const MatvecShape m = matvec_shape(swiglu_rows != 0);
@@ -407,17 +411,21 @@ Kernel LlmOps::matvec_kernel(TensorType t, LinearVersion v, int64_t cols, uint32
   if (splits > 1) key += "/ks" + std::to_string(splits);
   if (xc)
     key += "/xc" + std::to_string(xc->n_heads) + "x" + std::to_string(xc->splits) + "x" + std::to_string(xc->head_dim);
+  if (res) key += "/res" + std::to_string(res->splits) + "x" + std::to_string(res->rows);
   auto cu = [](const char* name, uint32_t val) {
     return "const " + std::string(name) + ": u32 = " + std::to_string(val) + "u;\n";
   };
   auto cb = [](const char* name, bool val) {
     return "const " + std::string(name) + ": bool = " + (val ? "true" : "false") + ";\n";
   };
+  // The partials' binding after the storage buffers, then the uniform.
+  const uint32_t after = rope ? kMatvecRopeUniform : kMatvecUniform;
   const std::string prelude =
       cb("SWIGLU", swiglu_rows != 0) + cb("ROPE", rope) + cb("XS", xs) + cu("XN4", xn4) + cb("X_MASK", mask) +
       cb("X_LATE", late) + cu("PF", pf) + cu("PF_N", std::max(1u, pf * rows)) + cu("KS", splits) +
-      cu("COLS", static_cols) + cu("P_BINDING", rope ? kMatvecRopeUniform : 5u) +
-      (xc ? cu("XC_NH", u32(xc->n_heads)) + cu("XC_S", xc->splits) + cu("XC_HD", u32(xc->head_dim)) : std::string());
+      cu("COLS", static_cols) + cu("P_BINDING", res ? after + 1 : after) +
+      (xc ? cu("XC_NH", u32(xc->n_heads)) + cu("XC_S", xc->splits) + cu("XC_HD", u32(xc->head_dim)) : std::string()) +
+      (res ? cu("RES_S", res->splits) + cu("RES_ROWS", u32(res->rows)) + cu("RES_BINDING", after) : std::string());
   return kernel(
       key + (sg ? "/sg/" : "/wg/") + (swiglu_rows ? "swiglu/" : "") + shape_tag({m.wg, m.tpr, m.unroll, rows}), files,
       c, sg, "main", prelude);
@@ -642,39 +650,85 @@ void LlmOps::linear(Batch& b, const GpuWeight& w, const Tensor& x, const Tensor&
 }
 
 void LlmOps::matvec(Batch& b, const GpuWeight& w, const Arg& x, const Tensor& bias, const Tensor& y, int64_t rows,
-                    const LinearOptions& o, uint32_t flags, LinearVersion v, const DecodePartials* xc) const {
+                    const LinearOptions& o, uint32_t flags, LinearVersion v, const DecodePartials* xc,
+                    const ResidualPartials* res) const {
   const uint32_t splits = matvec_splits(w.type, w.cols, rows);
-  Kernel k = matvec_kernel(w.type, v, w.cols, 0, nullptr, false, splits, xc);
-  const MatvecShape m = matvec_shape();
-  const uint64_t blocks = ceil_div(uint64_t(rows), m.wg / m.tpr * m.rows);
-  if (splits == 1) {
-    b.dispatch(k, {w.data, w.scales, x, bias, y}, matvec_params(rows, w.cols, o.row0, o.y_offset, flags),
-               groups_1d(ctx_, blocks));
+  need(!res || splits == 1, "matvec", "residual partials for a matvec whose columns are not split");
+  if (splits > 1) {
+    // Partial sums per column range, then matvec_sum.wgsl adds them in order (and bias and y).
+    sum_partials(b, matvec_partials(b, w, x, rows, o.row0, splits, v, xc), bias, y, o.row0, o.y_offset, flags);
     return;
   }
-  // Partial sums per column range, then matvec_sum.wgsl adds them in order (and bias and y).
-  Tensor part = make_tensor(ctx_, {int64_t(splits) * rows});
-  b.dispatch(k, {w.data, w.scales, x, bias, part}, matvec_params(rows, w.cols, o.row0, 0, 0),
-             groups_1d(ctx_, blocks * splits));
+  Kernel k = matvec_kernel(w.type, v, w.cols, 0, nullptr, false, 1, xc, res);
+  const MatvecShape m = matvec_shape();
+  std::vector<Arg> args = {w.data, w.scales, x, bias, y};
+  if (res) args.push_back(res->part);
+  b.dispatch(k, args, matvec_params(rows, w.cols, o.row0, o.y_offset, flags),
+             groups_1d(ctx_, ceil_div(uint64_t(rows), m.wg / m.tpr * m.rows)));
+}
+
+ResidualPartials LlmOps::matvec_partials(Batch& b, const GpuWeight& w, const Arg& x, int64_t rows, int64_t row0,
+                                         uint32_t splits, LinearVersion v, const DecodePartials* xc) const {
+  Kernel k = matvec_kernel(w.type, v, w.cols, 0, nullptr, false, splits, xc);
+  const MatvecShape m = matvec_shape();
+  ResidualPartials p{make_tensor(ctx_, {int64_t(splits) * rows}), splits, rows};
+  b.dispatch(k, {w.data, w.scales, x, x, p.part}, matvec_params(rows, w.cols, row0, 0, 0),  // no bias: x in its binding
+             groups_1d(ctx_, ceil_div(uint64_t(rows), m.wg / m.tpr * m.rows) * splits));
+  return p;
+}
+
+void LlmOps::sum_partials(Batch& b, const ResidualPartials& p, const Tensor& bias, const Tensor& y, int64_t row0,
+                          int64_t y_off, uint32_t flags) const {
   Kernel ks = kernel("llm/matvec_sum", {"llm/common.wgsl", "llm/matvec_sum.wgsl"}, {}, false);
-  b.dispatch(ks, {part, bias, y}, Params(u32(rows), splits, u32(o.row0), u32(o.y_offset), flags),
-             groups_1d(ctx_, ceil_div(uint64_t(rows), 256)));
+  b.dispatch(ks, {p.part, bias, y}, Params(u32(p.rows), p.splits, u32(row0), u32(y_off), flags),
+             groups_1d(ctx_, ceil_div(uint64_t(p.rows), 256)));
+}
+
+ResidualPartials LlmOps::linear_partials(Batch& b, const GpuWeight& w, const Tensor& x) const {
+  const std::string op = "linear_partials " + str(w.type);
+  const uint32_t splits = matvec_splits(w.type, w.cols, w.rows);
+  need(splits > 1, op, "a matvec of " + std::to_string(w.cols) + " columns is not split (matvec_split)");
+  need_elems(x, w.cols, op, "x");
+  need(round16(x.bytes()) <= x.capacity(), op, "x buffer too small");
+  return matvec_partials(b, w, Arg(x, 0, round16(x.bytes())), w.rows, 0, splits,
+                         subgroups_ ? LinearVersion::Subgroup : LinearVersion::Shared, nullptr);
+}
+
+void LlmOps::add_partials(Batch& b, const ResidualPartials& p, const Tensor& y) const {
+  const std::string op = "add_partials";
+  check_res(p, p.rows, op);
+  need_elems(y, p.rows, op, "y");
+  sum_partials(b, p, p.part, y, 0, 0, 2u);
+}
+
+void LlmOps::check_res(const ResidualPartials& res, int64_t rows, const std::string& op) const {
+  need(res.part && res.splits >= 1 && res.rows > 0, op, "no residual partials");
+  need(res.rows == rows, op,
+       "residual partials of " + std::to_string(res.rows) + " rows for a residual of " + std::to_string(rows));
+  need(rows % 4 == 0, op, "residual partials of " + std::to_string(rows) + " rows (a multiple of 4)");
+  need_elems(res.part, int64_t(res.splits) * res.rows, op, "residual partials");
 }
 
 void LlmOps::rms_norm_linear(Batch& b, const Tensor& x, const Tensor& norm_w, float eps, const GpuWeight& w,
-                             const Tensor& y, const LinearOptions& o) const {
+                             const Tensor& y, const LinearOptions& o, const ResidualPartials* res) const {
   const std::string op = "rms_norm_linear " + str(w.type);
   need(!o.bias, op, "takes no bias (the norm weight comes in its binding)");
   check_norm(x, norm_w, w.cols, op);
+  if (res) {
+    need(!o.accumulate, op, "residual partials are x's: y is not accumulated into then");
+    check_res(*res, w.cols, op);
+  }
   const int64_t rows = o.rows < 0 ? w.rows - o.row0 : o.rows;
   need(o.row0 >= 0 && rows > 0 && o.row0 + rows <= w.rows, op,
        "rows " + std::to_string(o.row0) + "+" + std::to_string(rows) + " of a " + std::to_string(w.rows) +
            "-row weight");
   need_elems(y, o.y_offset + rows, op, "y");
-  Kernel k = matvec_kernel(w.type, subgroups_ ? LinearVersion::Subgroup : LinearVersion::Shared, w.cols, 0, &eps);
+  Kernel k = matvec_kernel(w.type, subgroups_ ? LinearVersion::Subgroup : LinearVersion::Shared, w.cols, 0, &eps, false,
+                           1, nullptr, res);
   const MatvecShape m = matvec_shape();
-  b.dispatch(k, {w.data, w.scales, Arg(x, 0, round16(x.bytes())), norm_w, y},
-             matvec_params(rows, w.cols, o.row0, o.y_offset, o.accumulate ? 2u : 0u),
+  std::vector<Arg> args = {w.data, w.scales, Arg(x, 0, round16(x.bytes())), norm_w, y};
+  if (res) args.push_back(res->part);
+  b.dispatch(k, args, matvec_params(rows, w.cols, o.row0, o.y_offset, o.accumulate ? 2u : 0u),
              groups_1d(ctx_, ceil_div(uint64_t(rows), m.wg / m.tpr * m.rows)));
 }
 
@@ -691,24 +745,33 @@ bool LlmOps::fuses_rope(int64_t cols) const {
   return fuses_norm(cols) && ctx_.limits().max_storage_buffers_per_shader_stage >= kMatvecRopeUniform;  // buffers 0-8
 }
 
+bool LlmOps::fuses_rope_res(int64_t cols) const {
+  return fuses_rope(cols) && ctx_.limits().max_storage_buffers_per_shader_stage >= kMatvecRopeUniform + 1;
+}
+
 void LlmOps::rms_norm_qkv_rope(Batch& b, const Tensor& x, const Tensor& norm_w, float eps, const GpuWeight& w,
-                               const Tensor& qkv, const RopeTable& table, const KvLayer& c, const RopeKvArgs& a) const {
+                               const Tensor& qkv, const RopeTable& table, const KvLayer& c, const RopeKvArgs& a,
+                               const ResidualPartials* res) const {
   const std::string op = "rms_norm_qkv_rope " + str(w.type);
   check_norm(x, norm_w, w.cols, op);
-  need(fuses_rope(w.cols), op,
-       "needs " + std::to_string(kMatvecRopeUniform) + " storage buffers per shader stage, the adapter allows " +
+  const uint32_t buffers = kMatvecRopeUniform + (res ? 1 : 0);
+  need(res ? fuses_rope_res(w.cols) : fuses_rope(w.cols), op,
+       "needs " + std::to_string(buffers) + " storage buffers per shader stage, the adapter allows " +
            std::to_string(ctx_.limits().max_storage_buffers_per_shader_stage));
+  if (res) check_res(*res, w.cols, op);
   detail::check_qkv_rope(w, qkv, table, c, a, op);
   const MatvecShape m = matvec_shape();
   need(m.tpr <= m.wg, op, "matvec tpr larger than the workgroup");
-  Kernel k = matvec_kernel(w.type, subgroups_ ? LinearVersion::Subgroup : LinearVersion::Shared, w.cols, 0, &eps, true);
+  Kernel k = matvec_kernel(w.type, subgroups_ ? LinearVersion::Subgroup : LinearVersion::Shared, w.cols, 0, &eps, true,
+                           1, nullptr, res);
   Params prm(1u, u32(w.rows), u32(w.cols), 0u, u32(w.cols), u32(w.rows), 0u, 0u);
   detail::push_rope_params(prm, table, c, a);
   const uint64_t pairs = uint64_t(w.rows) / 2;  // rope_rows() / 2 per row group
-  b.dispatch(k,
-             {w.data, w.scales, Arg(x, 0, round16(x.bytes())), norm_w, qkv, table.cos_sin,
-              a.positions ? a.positions : dummy_, c.k, c.v},
-             prm, groups_1d(ctx_, ceil_div(pairs, m.wg / m.tpr * (rope_rows() / 2))));
+  std::vector<Arg> args = {w.data, w.scales,      Arg(x, 0, round16(x.bytes())),      norm_w,
+                           qkv,    table.cos_sin, a.positions ? a.positions : dummy_, c.k,
+                           c.v};
+  if (res) args.push_back(res->part);
+  b.dispatch(k, args, prm, groups_1d(ctx_, ceil_div(pairs, m.wg / m.tpr * (rope_rows() / 2))));
 }
 
 uint32_t LlmOps::rope_rows() const {
@@ -1374,7 +1437,7 @@ bool LlmOps::fuses_combine(TensorType t, const DecodePartials& p) const {
 }
 
 void LlmOps::combine_linear(Batch& b, const DecodePartials& p, const GpuWeight& w, const Tensor& y,
-                            const LinearOptions& o) const {
+                            const LinearOptions& o, const ResidualPartials* res) const {
   const std::string op = "combine_linear " + str(w.type);
   need(!o.bias && o.x_stride < 0, op, "takes no bias and no x stride");
   need(p.part && p.n_heads > 0 && p.head_dim > 0, op, "no partials");
@@ -1388,10 +1451,15 @@ void LlmOps::combine_linear(Batch& b, const DecodePartials& p, const GpuWeight& 
        "rows " + std::to_string(o.row0) + "+" + std::to_string(rows) + " of a " + std::to_string(w.rows) +
            "-row weight");
   need_elems(y, o.y_offset + rows, op, "y");
+  if (res) {
+    need(o.accumulate && o.row0 == 0 && rows == w.rows && o.y_offset == 0, op,
+         "residual partials with accumulate, all rows and no y offset only");
+    check_res(*res, rows, op);
+  }
   // The partials read as vec4s (the buffer holds whole ones: tensors round up to 16 bytes).
   need(round16(p.part.bytes()) <= p.part.capacity(), op, "partials buffer too small");
   matvec(b, w, Arg(p.part, 0, round16(p.part.bytes())), p.part, y, rows, o, o.accumulate ? 2u : 0u,
-         subgroups_ ? LinearVersion::Subgroup : LinearVersion::Shared, &p);
+         subgroups_ ? LinearVersion::Subgroup : LinearVersion::Shared, &p, res);
 }
 
 void LlmOps::combine_partials(Batch& b, const Tensor& part, const Tensor& out, int n_tokens, int n_heads,
