@@ -112,6 +112,7 @@ void apply_tuning(LlmTuning& t, std::string_view spec) {
       {"matvec_split_cols", &LlmTuning::matvec_split_cols},
       {"matvec_split_groups", &LlmTuning::matvec_split_groups},
       {"matvec_sum_fold", &LlmTuning::matvec_sum_fold},
+      {"matvec_unroll_fit", &LlmTuning::matvec_unroll_fit},
       {"matvec_combine", &LlmTuning::matvec_combine},
       {"matvec_out_norm", &LlmTuning::matvec_out_norm},
       {"matvec_rope_rows", &LlmTuning::matvec_rope_rows},
@@ -373,7 +374,10 @@ Kernel LlmOps::matvec_kernel(TensorType t, LinearVersion v, int64_t cols, uint32
                                     res ? "llm/matvec_res_part.wgsl" : "llm/matvec_res.wgsl",
                                     rope ? "llm/matvec_rope.wgsl" : "llm/matvec_q8_norope.wgsl",
                                     "llm/matvec.wgsl"};
-  const MatvecShape m = matvec_shape(swiglu_rows != 0);
+  const uint32_t ch = chunk_elems(t);
+  // With column ranges, x staged per range (whole chunks).
+  const int64_t range_cols = splits > 1 ? split_chunks(t, cols, splits) * ch : cols;
+  const MatvecShape m = fit_unroll(matvec_shape(swiglu_rows != 0), t, range_cols);
   const uint32_t rows = rope ? rope_rows() : swiglu_rows ? swiglu_rows : m.rows;
   std::vector<std::pair<std::string, double>> c = {{"WG", m.wg}, {"TPR", m.tpr}, {"UNROLL", m.unroll}, {"R", rows}};
   if (sg) c.push_back({"SG", sg_size_});
@@ -385,11 +389,8 @@ Kernel LlmOps::matvec_kernel(TensorType t, LinearVersion v, int64_t cols, uint32
     key += "/norm" + std::to_string(bits);
   }
   // x masked past cols only where a row's last chunk reaches past them (the padded types).
-  const uint32_t ch = chunk_elems(t);
   const bool padded = t == TensorType::F32 || t == TensorType::F16 || t == TensorType::BF16;
   const bool mask = padded && cols % ch != 0;
-  // With column ranges, x staged per range (whole chunks).
-  const int64_t range_cols = splits > 1 ? split_chunks(t, cols, splits) * ch : cols;
   const bool xs = stages_x(t, range_cols, norm_eps != nullptr, xc ? combine_bytes(*xc) : 0);
   need(!xc || xs, "matvec", "x combined from partials must be staged whole (matvec_xs 2, workgroup memory)");
   const uint32_t xn4 = xs ? u32((range_cols + 3) / 4) : 1u;
@@ -470,6 +471,15 @@ LlmOps::MatvecShape LlmOps::matvec_shape(bool swiglu) const {
   const uint32_t unroll = swiglu && tuning.swiglu_unroll ? tuning.swiglu_unroll : tuning.matvec_unroll;
   need(unroll >= 1 && unroll <= 8, "matvec", "unroll " + std::to_string(unroll) + " (1..8)");
   return {wg, std::min(tpr, wg), std::clamp(tuning.matvec_rows, 1u, kMatvecMaxRows), unroll};
+}
+
+LlmOps::MatvecShape LlmOps::fit_unroll(MatvecShape m, TensorType t, int64_t cols) const {
+  const uint32_t fit = tuning.matvec_unroll_fit;
+  need(fit <= 8, "matvec", "matvec_unroll_fit " + std::to_string(fit) + " (0..8)");
+  if (fit == 0 || cols <= 0) return m;
+  const int64_t per_lane = ceil_div(ceil_div(cols, int64_t(chunk_elems(t))), int64_t(m.tpr));
+  if (per_lane <= int64_t(fit)) m.unroll = u32(per_lane);
+  return m;
 }
 
 std::vector<KernelVersion> LlmOps::versions() const {

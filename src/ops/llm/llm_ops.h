@@ -208,6 +208,12 @@ struct LlmTuning {
   // combine and output norm folded: 8 gained 1.8% on 1B F16 (978.7 vs 960-963 t/s) and lost 1.2%
   // on 8B F16 (201.0 vs 203.4).
   uint32_t matvec_unroll = 4;
+  // 1..8: the f32-activation matvecs (plain, QKV + RoPE, gate|up + SwiGLU) whose rows (or column
+  // ranges) hold at most this many chunks (vec4<u32> of weights) per invocation take that many
+  // as their unroll (matvec_unroll or swiglu_unroll otherwise): a row in one unrolled pass, all
+  // its loads in flight at once (the 1B model's 2,048 columns of F16 are 8 per lane at 32 lanes
+  // per row, the 8B's 4,096 are 16). 0: off.
+  uint32_t matvec_unroll_fit = 0;
   uint32_t matvec_rows = 2;  // rows per group of matvec_tpr invocations (1..8), sharing x loads
   // One token through a gate|up weight with f32 activations: 1 runs gate|up and SwiGLU as one
   // matvec dispatch (linear_swiglu), 0 as two (for A/B measurements).
@@ -838,7 +844,9 @@ class LlmOps {
     uint32_t wg, tpr, rows, unroll;  // invocations per workgroup and per row group; rows per group; unroll
   };
   MatvecShape matvec_shape(bool swiglu = false) const;  // swiglu: the gate|up + SwiGLU kernel's tpr, unroll
-  uint32_t rope_rows() const;                           // the QKV + RoPE matvec's rows per group, checked
+  // m with the unroll of tuning.matvec_unroll_fit for rows of cols columns (0: unknown, as it is).
+  MatvecShape fit_unroll(MatvecShape m, TensorType t, int64_t cols) const;
+  uint32_t rope_rows() const;  // the QKV + RoPE matvec's rows per group, checked
   Kernel attn_kernel(int head_dim, int bq) const;
   // flash_attn_tiled.wgsl (attn_prefill 1) or flash_attn_tiled_pf.wgsl (2) for this head_dim,
   // or an empty Kernel where it cannot run.
