@@ -339,6 +339,75 @@ TEST(LlmLinear, RmsNormLinearMatchesReference) {
                Error);  // a short norm weight
 }
 
+// The output projection's argmax candidates (rms_norm_linear with am: each workgroup's best row)
+// and argmax_embed over them: the token argmax's topk passes find in the same logits (those
+// logits as without candidates, poisoned first), and x the embedding table's row of it
+// (embedding's values), for F32/F16/BF16 weights of 1,001 rows at an awkward width, 16 to 64 rows
+// per workgroup; all-zero x (every logit 0) gives id 0, the lower id on ties; more than 64 rows
+// per workgroup make no candidates.
+TEST(LlmLinear, ArgmaxCandidatesMatchArgmax) {
+  const float eps = 1e-5f;
+  const int64_t rows = 1001, cols = 204;
+  auto nw = make_tensor(ctx(), {cols}, test::random_floats(size_t(cols), 62, 0.5f, 1.5f));
+  for (auto t : {TensorType::F32, TensorType::F16, TensorType::BF16}) {
+    auto bytes = ref::random_weight(t, rows, cols, 61);
+    auto w = upload_weight(ctx(), t, bytes, rows, cols);
+    auto deq = ref::dequantize(t, bytes, rows, cols);
+    for (auto [wg, tpr, rpg] : {std::array<uint32_t, 3>{256, 32, 2}, std::array<uint32_t, 3>{64, 8, 4},
+                                std::array<uint32_t, 3>{256, 16, 4}}) {
+      LlmOps o(ctx());
+      o.tuning.matvec_wg = wg;
+      o.tuning.matvec_tpr = tpr;
+      o.tuning.matvec_rows = rpg;
+      const ArgmaxCandidates am = o.argmax_candidates(w);
+      const std::string what = std::string(to_string(t)) + " " + std::to_string(wg / tpr * rpg) + " rows per workgroup";
+      ASSERT_EQ(am.count, uint32_t(ceil_div(uint64_t(rows), uint64_t(wg / tpr * rpg)))) << what;
+      for (bool zero : {false, true}) {
+        auto x = make_tensor(
+            ctx(), {cols},
+            zero ? std::vector<float>(size_t(cols), 0.f) : test::random_floats(size_t(cols), 63, -2.f, 2.f));
+        auto logits = test::poisoned(rows), plain = test::poisoned(rows), next = test::poisoned(cols + 3);
+        auto id = test::poisoned(1, DType::U32), want_id = test::poisoned(1, DType::U32);
+        Batch b(ctx());
+        o.rms_norm_linear(b, x, nw, eps, w, logits, {}, nullptr, &am);
+        o.rms_norm_linear(b, x, nw, eps, w, plain);
+        o.argmax_embed(b, am, id, w, next);
+        o.argmax(b, logits, rows, want_id);
+        b.run();
+        const auto got_logits = download<uint32_t>(ctx(), logits);
+        EXPECT_EQ(got_logits, download<uint32_t>(ctx(), plain)) << what << ": logits";
+        const uint32_t got = download<uint32_t>(ctx(), id)[0];
+        EXPECT_EQ(got, download<uint32_t>(ctx(), want_id)[0]) << what;
+        if (zero) {
+          EXPECT_EQ(got, 0u) << what << ": every logit 0";
+        }
+        ASSERT_LT(got, uint32_t(rows)) << what;
+        auto row = ref::embedding(deq, cols, {got});
+        auto x_next = download<float>(ctx(), next);
+        EXPECT_EQ(std::vector<float>(x_next.begin(), x_next.begin() + cols), row) << what << ": embedding";
+        EXPECT_EQ(download<uint32_t>(ctx(), next)[size_t(cols)], kPoisonNaN) << what << ": past the row";
+      }
+    }
+  }
+  LlmOps o(ctx());
+  auto w = upload_weight(ctx(), TensorType::F16, ref::random_weight(TensorType::F16, 40, 8, 1), 40, 8);
+  o.tuning.matvec_tpr = 2;  // 256 rows per workgroup
+  EXPECT_EQ(o.argmax_candidates(w).count, 0u);
+  o.tuning.matvec_tpr = 32;
+  o.tuning.matvec_argmax = 0;
+  EXPECT_EQ(o.argmax_candidates(w).count, 0u);
+  o.tuning.matvec_argmax = 1;
+  const ArgmaxCandidates am = o.argmax_candidates(w);
+  ASSERT_EQ(am.count, 3u);
+  Batch b(ctx());
+  LinearOptions range;
+  range.row0 = 1;
+  range.rows = 39;
+  EXPECT_THROW(o.rms_norm_linear(b, make_tensor(ctx(), {8}), make_tensor(ctx(), {8}), eps, w, make_tensor(ctx(), {40}),
+                                 range, nullptr, &am),
+               Error);  // candidates of all rows only
+}
+
 // rms_norm_qkv_rope (RoPE and the cache append in the f32-activation QKV matvec) against its two
 // passes, rms_norm_linear then rope_kv_append: bit-identical qkv and caches (poisoned first, so
 // rows either path leaves alone must stay so), F32/F16/BF16 weights at an awkward width, both

@@ -44,11 +44,14 @@ class GpuEngine final : public LlamaEngine {
   Tensor ids, x, h, qkv, attn, gu, act, last, logit_buf, logits1, out_id, top_vals, top_ids;
   Q8Act xq, aq, fq;
   int64_t logits_rows = 0;
-  // Single-token steps: one recording (made on first use) of the layers and the output projection
-  // into logits1, the token's position read from pos (u32 [2]: position, cache row); and one of
-  // the argmax of logits1 into out_id.
+  // Single-token steps: one recording (made on first use) of the embedding of ids into x, one of
+  // the layers and the output projection into logits1, the token's position read from pos (u32
+  // [2]: position, cache row); and one of the argmax of logits1 into out_id, or where the output
+  // projection made argmax candidates (am), one of argmax_embed: the token into out_id and its
+  // embedding into x (the next step's, which then needs no embedding).
   Tensor pos;
-  Recording step, step_argmax;
+  Recording step_embed, step, step_argmax, step_argmax_am;
+  ArgmaxCandidates am;
 
   GpuEngine(const Context& c, const ModelFile& f, EngineOptions o)
       : ctx(c),
@@ -131,8 +134,10 @@ class GpuEngine final : public LlamaEngine {
   // in x. dyn (one token): the position comes from `pos` when the batch runs (for recordings).
   // pending (one token): the last layer's down projection's partial sums may be left there, not
   // added to x (folds_down_sum), for record_output.
-  void record_layers(Batch& b, int n, bool dyn = false, std::optional<ResidualPartials>* pending = nullptr) {
-    ops.embedding(b, w.embed, ids, x, n);
+  // embed false: x already holds the embedding (one token).
+  void record_layers(Batch& b, int n, bool dyn = false, std::optional<ResidualPartials>* pending = nullptr,
+                     bool embed = true) {
+    if (embed) ops.embedding(b, w.embed, ids, x, n);
     const bool fuse_norm_q8 = n == 1 && fuses_norm_q8(), fuse_norm_f32 = n == 1 && fuses_norm_f32();
     // The last down projection's partial sums while x still lacks them: the next layer's QKV and o
     // matvecs add them where they fold them in, else their sum pass runs before x is read.
@@ -309,7 +314,9 @@ class GpuEngine final : public LlamaEngine {
       ops.linear_q8(b, output(), xq, logits1, 1);
     } else if (out_norm) {
       // one token: no copy, no norm pass
-      ops.rms_norm_linear(b, x, w.norm, eps, output(), logits1, {}, fold ? &*res : nullptr);
+      if (n == 1 && !am.count) am = ops.argmax_candidates(output());
+      ops.rms_norm_linear(b, x, w.norm, eps, output(), logits1, {}, fold ? &*res : nullptr,
+                          n == 1 && am.count ? &am : nullptr);
     } else {
       b.copy(x, uint64_t(n - 1) * uint64_t(hidden) * 4, last, 0, uint64_t(hidden) * 4);
       ops.rms_norm(b, last, w.norm, h, 1, int(hidden), eps);
@@ -318,20 +325,26 @@ class GpuEngine final : public LlamaEngine {
   }
 
   // Records the last chunk (ids already uploaded) and the logits of its last position into
-  // logits1; one token replays the single-token step (its position uploaded here).
-  void record_last(Batch& b, int n) {
+  // logits1; one token replays the single-token step (its position uploaded here), after its
+  // embedding unless x_ready (the previous step's argmax_embed wrote it).
+  void record_last(Batch& b, int n, bool x_ready = false) {
     if (n == 1) {
       set_position(n_past_);
+      if (!x_ready) replay(b, step_embed, [&](Batch& r) { ops.embedding(r, w.embed, ids, x, 1); });
       replay_step(b);
       return;
     }
     record_layers(b, n);
     record_output(b, n);
   }
-  // The same and the argmax of those logits, into out_id; returns its readback.
-  Readback record_argmax(Batch& b, int n) {
-    record_last(b, n);
-    replay_argmax(b);
+  // The same and the argmax of those logits, into out_id (one token with argmax candidates: and
+  // its embedding into x); returns its readback.
+  Readback record_argmax(Batch& b, int n, bool x_ready = false) {
+    record_last(b, n, x_ready);
+    if (n == 1 && am.count)
+      replay(b, step_argmax_am, [&](Batch& r) { ops.argmax_embed(r, am, out_id, w.embed, x); });
+    else
+      replay(b, step_argmax, [&](Batch& r) { ops.argmax(r, logits1, vocab, out_id); });
     return b.read(out_id, 0, 4);
   }
 
@@ -341,39 +354,36 @@ class GpuEngine final : public LlamaEngine {
   }
   // WGC_PROFILE=1 times every batch, and a timed batch cannot be frozen: the steps are then
   // recorded into each batch (the same dispatches, each timed).
-  void replay_step(Batch& b) {
-    if (!step) {
+  // Replays rec into b, recording it with `record` first (into b directly where batches are timed).
+  template <class Record>
+  void replay(Batch& b, Recording& rec, const Record& record) {
+    if (!rec) {
       Batch r(ctx);
-      std::optional<ResidualPartials> res;
       if (r.timed()) {
-        record_layers(b, 1, /*dyn=*/true, &res);
-        record_output(b, 1, res);
+        record(b);
         return;
       }
-      record_layers(r, 1, /*dyn=*/true, &res);
-      record_output(r, 1, res);
-      step = r.freeze();
+      record(r);
+      rec = r.freeze();
     }
-    b.replay(step);
+    b.replay(rec);
   }
-  void replay_argmax(Batch& b) {
-    if (!step_argmax) {
-      Batch r(ctx);
-      if (r.timed()) {
-        ops.argmax(b, logits1, vocab, out_id);
-        return;
-      }
-      ops.argmax(r, logits1, vocab, out_id);
-      step_argmax = r.freeze();
-    }
-    b.replay(step_argmax);
+  void replay_step(Batch& b) {
+    replay(b, step, [&](Batch& r) {
+      std::optional<ResidualPartials> res;
+      record_layers(r, 1, /*dyn=*/true, &res, /*embed=*/false);
+      record_output(r, 1, res);
+    });
   }
 
   void set_tuning(const LlmTuning& t) override {
     ops.tuning = t;
     opt.tuning = t;
+    step_embed = {};
     step = {};
     step_argmax = {};
+    step_argmax_am = {};
+    am = {};
   }
 
   void prefill(std::span<const int32_t> tokens, const std::function<void(int, int)>& progress) override {
@@ -452,9 +462,11 @@ class GpuEngine final : public LlamaEngine {
       auto t0 = clock::now();
       while (st.recorded < steps && int(in_flight.size()) < ahead) {
         Batch b(ctx);
-        if (st.recorded > 0) b.copy(out_id, 0, ids, 0, 4);  // the previous step's token
+        // The previous step's token: its embedding already in x (argmax_embed), or copied to ids.
+        const bool x_ready = st.recorded > 0 && am.count;
+        if (st.recorded > 0 && !x_ready) b.copy(out_id, 0, ids, 0, 4);
         n_past_ = base + st.recorded;
-        in_flight.push_back(record_argmax(b, 1));  // the position goes to the GPU's queue in order
+        in_flight.push_back(record_argmax(b, 1, x_ready));  // the position goes to the GPU's queue in order
         b.submit();
         ++st.recorded;
       }

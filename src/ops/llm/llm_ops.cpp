@@ -113,6 +113,7 @@ void apply_tuning(LlmTuning& t, std::string_view spec) {
       {"matvec_split_groups", &LlmTuning::matvec_split_groups},
       {"matvec_sum_fold", &LlmTuning::matvec_sum_fold},
       {"matvec_unroll_fit", &LlmTuning::matvec_unroll_fit},
+      {"matvec_argmax", &LlmTuning::matvec_argmax},
       {"matvec_combine", &LlmTuning::matvec_combine},
       {"matvec_out_norm", &LlmTuning::matvec_out_norm},
       {"matvec_rope_rows", &LlmTuning::matvec_rope_rows},
@@ -360,8 +361,10 @@ Kernel LlmOps::linear_kernel(const std::string& kind, TensorType t) const {
 }
 
 Kernel LlmOps::matvec_kernel(TensorType t, LinearVersion v, int64_t cols, uint32_t swiglu_rows, const float* norm_eps,
-                             bool rope, uint32_t splits, const DecodePartials* xc, const ResidualPartials* res) const {
+                             bool rope, uint32_t splits, const DecodePartials* xc, const ResidualPartials* res,
+                             bool argmax) const {
   const bool sg = v == LinearVersion::Subgroup;
+  need(!argmax || (!swiglu_rows && !rope && splits == 1), "matvec", "argmax candidates for unsplit plain rows only");
   need(!xc || (!norm_eps && !rope && !swiglu_rows), "matvec", "x combined from partials for plain rows only");
   need(!res || (!swiglu_rows && splits == 1), "matvec", "residual partials for unsplit, non-SwiGLU rows only");
   std::vector<std::string> files = {"llm/common.wgsl",
@@ -372,6 +375,7 @@ Kernel LlmOps::matvec_kernel(TensorType t, LinearVersion v, int64_t cols, uint32
                                     : norm_eps ? "llm/matvec_x_norm.wgsl"
                                                : "llm/matvec_x.wgsl",
                                     res ? "llm/matvec_res_part.wgsl" : "llm/matvec_res.wgsl",
+                                    argmax ? "llm/matvec_argmax.wgsl" : "llm/matvec_noargmax.wgsl",
                                     rope ? "llm/matvec_rope.wgsl" : "llm/matvec_q8_norope.wgsl",
                                     "llm/matvec.wgsl"};
   const uint32_t ch = chunk_elems(t);
@@ -413,18 +417,20 @@ Kernel LlmOps::matvec_kernel(TensorType t, LinearVersion v, int64_t cols, uint32
   if (xc)
     key += "/xc" + std::to_string(xc->n_heads) + "x" + std::to_string(xc->splits) + "x" + std::to_string(xc->head_dim);
   if (res) key += "/res" + std::to_string(res->splits) + "x" + std::to_string(res->rows);
+  if (argmax) key += "/am";
   auto cu = [](const char* name, uint32_t val) {
     return "const " + std::string(name) + ": u32 = " + std::to_string(val) + "u;\n";
   };
   auto cb = [](const char* name, bool val) {
     return "const " + std::string(name) + ": bool = " + (val ? "true" : "false") + ";\n";
   };
-  // The partials' binding after the storage buffers, then the uniform.
-  const uint32_t after = rope ? kMatvecRopeUniform : kMatvecUniform;
+  // The partials' binding after the storage buffers, then the argmax candidates', then the uniform.
+  const uint32_t after = rope ? kMatvecRopeUniform : kMatvecUniform, am_at = res ? after + 1 : after;
   const std::string prelude =
       cb("SWIGLU", swiglu_rows != 0) + cb("ROPE", rope) + cb("XS", xs) + cu("XN4", xn4) + cb("X_MASK", mask) +
       cb("X_LATE", late) + cu("PF", pf) + cu("PF_N", std::max(1u, pf * rows)) + cu("KS", splits) +
-      cu("COLS", static_cols) + cu("P_BINDING", res ? after + 1 : after) +
+      cu("COLS", static_cols) + cu("P_BINDING", argmax ? am_at + 2 : am_at) + cb("ARGMAX", argmax) +
+      cu("AM_BINDING", am_at) +
       (xc ? cu("XC_NH", u32(xc->n_heads)) + cu("XC_S", xc->splits) + cu("XC_HD", u32(xc->head_dim)) : std::string()) +
       (res ? cu("RES_S", res->splits) + cu("RES_ROWS", u32(res->rows)) + cu("RES_BINDING", after) : std::string());
   return kernel(
@@ -720,7 +726,8 @@ void LlmOps::check_res(const ResidualPartials& res, int64_t rows, const std::str
 }
 
 void LlmOps::rms_norm_linear(Batch& b, const Tensor& x, const Tensor& norm_w, float eps, const GpuWeight& w,
-                             const Tensor& y, const LinearOptions& o, const ResidualPartials* res) const {
+                             const Tensor& y, const LinearOptions& o, const ResidualPartials* res,
+                             const ArgmaxCandidates* am) const {
   const std::string op = "rms_norm_linear " + str(w.type);
   need(!o.bias, op, "takes no bias (the norm weight comes in its binding)");
   check_norm(x, norm_w, w.cols, op);
@@ -733,13 +740,22 @@ void LlmOps::rms_norm_linear(Batch& b, const Tensor& x, const Tensor& norm_w, fl
        "rows " + std::to_string(o.row0) + "+" + std::to_string(rows) + " of a " + std::to_string(w.rows) +
            "-row weight");
   need_elems(y, o.y_offset + rows, op, "y");
-  Kernel k = matvec_kernel(w.type, subgroups_ ? LinearVersion::Subgroup : LinearVersion::Shared, w.cols, 0, &eps, false,
-                           1, nullptr, res);
   const MatvecShape m = matvec_shape();
+  const uint64_t groups = ceil_div(uint64_t(rows), m.wg / m.tpr * m.rows);
+  if (am) {
+    need(o.row0 == 0 && rows == w.rows && o.y_offset == 0, op, "argmax candidates of all rows, no y offset only");
+    need(am->count == groups && am->count == argmax_candidates(w).count, op,
+         std::to_string(am->count) + " argmax candidates for " + std::to_string(groups) + " workgroups");
+  }
+  Kernel k = matvec_kernel(w.type, subgroups_ ? LinearVersion::Subgroup : LinearVersion::Shared, w.cols, 0, &eps, false,
+                           1, nullptr, res, am != nullptr);
   std::vector<Arg> args = {w.data, w.scales, Arg(x, 0, round16(x.bytes())), norm_w, y};
   if (res) args.push_back(res->part);
-  b.dispatch(k, args, matvec_params(rows, w.cols, o.row0, o.y_offset, o.accumulate ? 2u : 0u),
-             groups_1d(ctx_, ceil_div(uint64_t(rows), m.wg / m.tpr * m.rows)));
+  if (am) {
+    args.push_back(am->vals);
+    args.push_back(am->ids);
+  }
+  b.dispatch(k, args, matvec_params(rows, w.cols, o.row0, o.y_offset, o.accumulate ? 2u : 0u), groups_1d(ctx_, groups));
 }
 
 void LlmOps::rms_norm_swiglu(Batch& b, const Tensor& x, const Tensor& norm_w, float eps, const GpuWeight& gate_up,
@@ -1697,6 +1713,29 @@ void LlmOps::row_logsumexp(Batch& b, const Tensor& logits, int rows, int64_t n, 
 void LlmOps::argmax(Batch& b, const Tensor& logits, int64_t n, const Tensor& out) const {
   need(n >= 1, "argmax", "empty");
   topk(b, logits, n, 1, make_tensor(ctx_, {1}), out);
+}
+
+ArgmaxCandidates LlmOps::argmax_candidates(const GpuWeight& w) const {
+  const MatvecShape m = matvec_shape();
+  const uint32_t per = m.wg / m.tpr * m.rows;
+  if (!tuning.matvec_argmax || per > kSwigluRows || w.rows <= 0) return {};
+  const uint32_t n = u32(ceil_div(uint64_t(w.rows), per));
+  return {make_tensor(ctx_, {int64_t(n)}), make_tensor(ctx_, {int64_t(n)}, DType::U32), n};
+}
+
+void LlmOps::argmax_embed(Batch& b, const ArgmaxCandidates& c, const Tensor& out_id, const GpuWeight& table,
+                          const Tensor& x) const {
+  const std::string op = "argmax_embed";
+  need(c.count > 0, op, "no candidates");
+  need_elems(c.vals, c.count, op, "candidate values");
+  need_elems(c.ids, c.count, op, "candidate ids");
+  need_elems(out_id, 1, op, "out_id");
+  need_elems(x, table.cols, op, "x");
+  Kernel k = kernel("llm/argmax_embed/" + str(table.type),
+                    {"llm/common.wgsl", "llm/weights/" + str(table.type) + ".wgsl", "llm/argmax_embed.wgsl"},
+                    {{"WG", kSelectWG}}, false);
+  b.dispatch(k, {table.data, table.scales, c.vals, c.ids, out_id, x}, Params(c.count, u32(table.cols), u32(table.rows)),
+             {1, 1, 1});
 }
 
 }  // namespace wgc::llm

@@ -153,6 +153,13 @@ struct ResidualPartials {
   int64_t rows = 0;
 };
 
+// One token's argmax candidates: the best row of each workgroup of an output projection
+// (rms_norm_linear's am), for argmax_embed.
+struct ArgmaxCandidates {
+  Tensor vals, ids;  // f32, u32 [count]
+  uint32_t count = 0;
+};
+
 struct AttentionArgs {
   int n_tokens = 1;                     // new query tokens (their K/V must already be in the cache)
   int n_heads = 0;                      // query heads; kv head of head h = h / (n_heads / n_kv_heads)
@@ -282,6 +289,11 @@ struct LlmTuning {
   // 2 also folds the last layer's into the output projection's norm (every one of its thousands
   // of workgroups reads them); 0 runs the sum pass after each down projection.
   uint32_t matvec_sum_fold = 1;
+  // One-token greedy steps with f32 activations on GPUs (matvec_out_norm): 1 has each workgroup
+  // of the output projection write its best row (argmax_candidates), and one pass over those
+  // finds the token and writes its embedding into the next step's x (argmax_embed): no argmax
+  // passes over the logits, no embedding pass and no token copy between steps; 0: those passes.
+  uint32_t matvec_argmax = 1;
   // One-token steps with f32 activations on GPUs: 1 folds the decode attention's combine pass into
   // the o projection (combine_linear: each workgroup merges the flash-decoding partials into its
   // staged x, one dispatch instead of two per layer), 0 runs attn_combine.wgsl before it.
@@ -702,8 +714,17 @@ class LlmOps {
   // range, y offset and accumulate apply); needs fuses_norm(w.cols).
   // res: x's residual still has these partials to add (the norm reads x plus their sum, as
   // add_partials would have left it; x is not written; p.rows == w.cols; no accumulate).
+  // am (all rows, no y offset; from argmax_candidates(w)): each workgroup's best row goes there too.
   void rms_norm_linear(Batch& b, const Tensor& x, const Tensor& norm_w, float eps, const GpuWeight& w, const Tensor& y,
-                       const LinearOptions& o = {}, const ResidualPartials* res = nullptr) const;
+                       const LinearOptions& o = {}, const ResidualPartials* res = nullptr,
+                       const ArgmaxCandidates* am = nullptr) const;
+  // Candidates for rms_norm_linear through w (a pair per workgroup), or none (count 0) where it
+  // cannot make them (tuning.matvec_argmax; at most 64 rows per workgroup).
+  ArgmaxCandidates argmax_candidates(const GpuWeight& w) const;
+  // out_id[0] = the argmax of the rows that made the candidates (argmax's id: the same order), and
+  // x[0 .. table.cols) = table's row of it (embedding's values): the next step's input. One dispatch.
+  void argmax_embed(Batch& b, const ArgmaxCandidates& c, const Tensor& out_id, const GpuWeight& table,
+                    const Tensor& x) const;
   void rms_norm_swiglu(Batch& b, const Tensor& x, const Tensor& norm_w, float eps, const GpuWeight& gate_up,
                        const Tensor& out) const;
   // Whether those take x of `cols` columns (a multiple of 4).
@@ -813,7 +834,8 @@ class LlmOps {
   // res: the residual's partial sums added where it is read (matvec_res_part.wgsl).
   Kernel matvec_kernel(TensorType t, LinearVersion v, int64_t cols, uint32_t swiglu_rows = 0,
                        const float* norm_eps = nullptr, bool rope = false, uint32_t splits = 1,
-                       const DecodePartials* xc = nullptr, const ResidualPartials* res = nullptr) const;
+                       const DecodePartials* xc = nullptr, const ResidualPartials* res = nullptr,
+                       bool argmax = false) const;
   // Whether the matvec stages the whole of x (of a range of cols columns) in workgroup memory
   // (tuning.matvec_xs, where it fits beside extra_bytes of the x file's own).
   bool stages_x(TensorType t, int64_t cols, bool norm, uint64_t extra_bytes = 0) const;
