@@ -93,10 +93,10 @@ TEST(LlmLinear, EveryTypeEveryVersionMatchesReference) {
 // leave partial groups and workgroups, with bias and accumulation.
 TEST(LlmLinear, MatvecTuningsMatchReference) {
   struct Tune {
-    uint32_t wg, tpr, unroll, rows, xs, pf = 0, cols_static = 0, pf_loads = 8, fit = 0;
+    uint32_t wg, tpr, unroll, rows, xs, pf = 0, cols_static = 0, pf_loads = 8, few = 0;
   };
-  // (the last two: matvec_unroll_fit, a row's 2-13 chunks per lane at 8 or 16 lanes in one pass:
-  // unroll 7 for F32's 51 chunks at 8 lanes, 4 for F16's 26; the quantized types' rows do not fit)
+  // (the last two: grids of fewer than matvec_few_groups workgroups (45 rows: 1-6) with unroll 7
+  // or 3 from matvec_few_unroll)
   const Tune tunes[] = {{256, 32, 4, 2, 2},
                         {128, 16, 1, 3, 2},
                         {64, 8, 2, 4, 2},
@@ -106,7 +106,7 @@ TEST(LlmLinear, MatvecTuningsMatchReference) {
                         {128, 16, 2, 4, 0, 1, 1},
                         {64, 8, 8, 2, 2, 8, 1, 16},
                         {64, 8, 2, 2, 2, 2, 1, 8, 7},
-                        {128, 16, 4, 3, 0, 4, 0, 16, 8}};
+                        {128, 16, 4, 3, 0, 4, 0, 16, 3}};
   for (auto t : kGpuTensorTypes) {
     const int64_t rows = 45, cols = int64_t(block_size(t)) == 256 ? 512 : int64_t(block_size(t)) == 32 ? 4160 : 203;
     auto bytes = ref::random_weight(t, rows, cols, 21);
@@ -129,7 +129,8 @@ TEST(LlmLinear, MatvecTuningsMatchReference) {
       o.tuning.matvec_pf = tune.pf;
       o.tuning.matvec_pf_loads = tune.pf_loads;
       o.tuning.matvec_static = tune.cols_static;
-      o.tuning.matvec_unroll_fit = tune.fit;
+      o.tuning.matvec_few_groups = tune.few ? 64 : 0;
+      o.tuning.matvec_few_unroll = tune.few;
       auto y = test::poisoned(rows);
       LinearOptions lo;
       lo.bias = bias;
@@ -138,8 +139,8 @@ TEST(LlmLinear, MatvecTuningsMatchReference) {
       b.run();
       EXPECT_LE(test::rel_error(download<float>(ctx(), y), want), 1e-5)
           << to_string(t) << " wg " << tune.wg << " tpr " << tune.tpr << " unroll " << tune.unroll << " rows "
-          << tune.rows << " xs " << tune.xs << " pf " << tune.pf << " static " << tune.cols_static << " fit "
-          << tune.fit;
+          << tune.rows << " xs " << tune.xs << " pf " << tune.pf << " static " << tune.cols_static << " few "
+          << tune.few;
     }
   }
 }

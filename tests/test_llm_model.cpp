@@ -182,7 +182,7 @@ TEST(LlamaFixturesGpu, F16DecodeStepsMatchThePromptPass) {
                            "matvec_split_cols=48/matvec_tpr=2/matvec_unroll=1",
                            "matvec_split_cols=48/matvec_tpr=2/matvec_unroll=1/matvec_sum_fold=2",
                            "matvec_split_cols=48/matvec_tpr=2/matvec_unroll=1/matvec_sum_fold=0/matvec_combine=0",
-                           "matvec_tpr=4/matvec_unroll_fit=8"}) {
+                           "matvec_tpr=4/matvec_few_groups=1000/matvec_few_unroll=7"}) {
     EngineOptions e2 = eo;
     apply_tuning(e2.tuning, spec);
     LlamaModel model(ctx(), mf, e2);

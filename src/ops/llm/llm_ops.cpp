@@ -112,7 +112,8 @@ void apply_tuning(LlmTuning& t, std::string_view spec) {
       {"matvec_split_cols", &LlmTuning::matvec_split_cols},
       {"matvec_split_groups", &LlmTuning::matvec_split_groups},
       {"matvec_sum_fold", &LlmTuning::matvec_sum_fold},
-      {"matvec_unroll_fit", &LlmTuning::matvec_unroll_fit},
+      {"matvec_few_groups", &LlmTuning::matvec_few_groups},
+      {"matvec_few_unroll", &LlmTuning::matvec_few_unroll},
       {"matvec_argmax", &LlmTuning::matvec_argmax},
       {"matvec_combine", &LlmTuning::matvec_combine},
       {"matvec_out_norm", &LlmTuning::matvec_out_norm},
@@ -362,7 +363,7 @@ Kernel LlmOps::linear_kernel(const std::string& kind, TensorType t) const {
 
 Kernel LlmOps::matvec_kernel(TensorType t, LinearVersion v, int64_t cols, uint32_t swiglu_rows, const float* norm_eps,
                              bool rope, uint32_t splits, const DecodePartials* xc, const ResidualPartials* res,
-                             bool argmax) const {
+                             bool argmax, uint64_t groups) const {
   const bool sg = v == LinearVersion::Subgroup;
   need(!argmax || (!swiglu_rows && !rope && splits == 1), "matvec", "argmax candidates for unsplit plain rows only");
   need(!xc || (!norm_eps && !rope && !swiglu_rows), "matvec", "x combined from partials for plain rows only");
@@ -381,7 +382,7 @@ Kernel LlmOps::matvec_kernel(TensorType t, LinearVersion v, int64_t cols, uint32
   const uint32_t ch = chunk_elems(t);
   // With column ranges, x staged per range (whole chunks).
   const int64_t range_cols = splits > 1 ? split_chunks(t, cols, splits) * ch : cols;
-  const MatvecShape m = fit_unroll(matvec_shape(swiglu_rows != 0), t, range_cols);
+  const MatvecShape m = few_unroll(matvec_shape(swiglu_rows != 0), groups);
   const uint32_t rows = rope ? rope_rows() : swiglu_rows ? swiglu_rows : m.rows;
   std::vector<std::pair<std::string, double>> c = {{"WG", m.wg}, {"TPR", m.tpr}, {"UNROLL", m.unroll}, {"R", rows}};
   if (sg) c.push_back({"SG", sg_size_});
@@ -479,12 +480,11 @@ LlmOps::MatvecShape LlmOps::matvec_shape(bool swiglu) const {
   return {wg, std::min(tpr, wg), std::clamp(tuning.matvec_rows, 1u, kMatvecMaxRows), unroll};
 }
 
-LlmOps::MatvecShape LlmOps::fit_unroll(MatvecShape m, TensorType t, int64_t cols) const {
-  const uint32_t fit = tuning.matvec_unroll_fit;
-  need(fit <= 8, "matvec", "matvec_unroll_fit " + std::to_string(fit) + " (0..8)");
-  if (fit == 0 || cols <= 0) return m;
-  const int64_t per_lane = ceil_div(ceil_div(cols, int64_t(chunk_elems(t))), int64_t(m.tpr));
-  if (per_lane <= int64_t(fit)) m.unroll = u32(per_lane);
+LlmOps::MatvecShape LlmOps::few_unroll(MatvecShape m, uint64_t groups) const {
+  if (tuning.matvec_few_groups == 0 || groups == 0 || groups >= tuning.matvec_few_groups) return m;
+  need(tuning.matvec_few_unroll >= 1 && tuning.matvec_few_unroll <= 8, "matvec",
+       "matvec_few_unroll " + std::to_string(tuning.matvec_few_unroll) + " (1..8)");
+  m.unroll = tuning.matvec_few_unroll;
   return m;
 }
 
@@ -675,21 +675,22 @@ void LlmOps::matvec(Batch& b, const GpuWeight& w, const Arg& x, const Tensor& bi
     sum_partials(b, matvec_partials(b, w, x, rows, o.row0, splits, v, xc), bias, y, o.row0, o.y_offset, flags);
     return;
   }
-  Kernel k = matvec_kernel(w.type, v, w.cols, 0, nullptr, false, 1, xc, res);
   const MatvecShape m = matvec_shape();
+  const uint64_t groups = ceil_div(uint64_t(rows), m.wg / m.tpr * m.rows);
+  Kernel k = matvec_kernel(w.type, v, w.cols, 0, nullptr, false, 1, xc, res, false, groups);
   std::vector<Arg> args = {w.data, w.scales, x, bias, y};
   if (res) args.push_back(res->part);
-  b.dispatch(k, args, matvec_params(rows, w.cols, o.row0, o.y_offset, flags),
-             groups_1d(ctx_, ceil_div(uint64_t(rows), m.wg / m.tpr * m.rows)));
+  b.dispatch(k, args, matvec_params(rows, w.cols, o.row0, o.y_offset, flags), groups_1d(ctx_, groups));
 }
 
 ResidualPartials LlmOps::matvec_partials(Batch& b, const GpuWeight& w, const Arg& x, int64_t rows, int64_t row0,
                                          uint32_t splits, LinearVersion v, const DecodePartials* xc) const {
-  Kernel k = matvec_kernel(w.type, v, w.cols, 0, nullptr, false, splits, xc);
   const MatvecShape m = matvec_shape();
+  const uint64_t groups = ceil_div(uint64_t(rows), m.wg / m.tpr * m.rows) * splits;
+  Kernel k = matvec_kernel(w.type, v, w.cols, 0, nullptr, false, splits, xc, nullptr, false, groups);
   ResidualPartials p{make_tensor(ctx_, {int64_t(splits) * rows}), splits, rows};
   b.dispatch(k, {w.data, w.scales, x, x, p.part}, matvec_params(rows, w.cols, row0, 0, 0),  // no bias: x in its binding
-             groups_1d(ctx_, ceil_div(uint64_t(rows), m.wg / m.tpr * m.rows) * splits));
+             groups_1d(ctx_, groups));
   return p;
 }
 
@@ -748,7 +749,7 @@ void LlmOps::rms_norm_linear(Batch& b, const Tensor& x, const Tensor& norm_w, fl
          std::to_string(am->count) + " argmax candidates for " + std::to_string(groups) + " workgroups");
   }
   Kernel k = matvec_kernel(w.type, subgroups_ ? LinearVersion::Subgroup : LinearVersion::Shared, w.cols, 0, &eps, false,
-                           1, nullptr, res, am != nullptr);
+                           1, nullptr, res, am != nullptr, groups);
   std::vector<Arg> args = {w.data, w.scales, Arg(x, 0, round16(x.bytes())), norm_w, y};
   if (res) args.push_back(res->part);
   if (am) {
@@ -788,16 +789,17 @@ void LlmOps::rms_norm_qkv_rope(Batch& b, const Tensor& x, const Tensor& norm_w, 
   detail::check_qkv_rope(w, qkv, table, c, a, op);
   const MatvecShape m = matvec_shape();
   need(m.tpr <= m.wg, op, "matvec tpr larger than the workgroup");
+  const uint64_t pairs = uint64_t(w.rows) / 2;  // rope_rows() / 2 per row group
+  const uint64_t groups = ceil_div(pairs, m.wg / m.tpr * (rope_rows() / 2));
   Kernel k = matvec_kernel(w.type, subgroups_ ? LinearVersion::Subgroup : LinearVersion::Shared, w.cols, 0, &eps, true,
-                           1, nullptr, res);
+                           1, nullptr, res, false, groups);
   Params prm(1u, u32(w.rows), u32(w.cols), 0u, u32(w.cols), u32(w.rows), 0u, 0u);
   detail::push_rope_params(prm, table, c, a);
-  const uint64_t pairs = uint64_t(w.rows) / 2;  // rope_rows() / 2 per row group
   std::vector<Arg> args = {w.data, w.scales,      Arg(x, 0, round16(x.bytes())),      norm_w,
                            qkv,    table.cos_sin, a.positions ? a.positions : dummy_, c.k,
                            c.v};
   if (res) args.push_back(res->part);
-  b.dispatch(k, args, prm, groups_1d(ctx_, ceil_div(pairs, m.wg / m.tpr * (rope_rows() / 2))));
+  b.dispatch(k, args, prm, groups_1d(ctx_, groups));
 }
 
 uint32_t LlmOps::rope_rows() const {
@@ -836,9 +838,10 @@ void LlmOps::swiglu_matvec(Batch& b, const GpuWeight& w, const Tensor& x, const 
   need(wr * m.tpr % m.wg == 0 && wr * m.tpr / m.wg <= kMatvecMaxRows, op,
        std::to_string(m.wg / m.tpr) + " row groups per workgroup cannot take " + std::to_string(wr) +
            " rows (1 to 8 per group)");
-  Kernel k = matvec_kernel(w.type, v, w.cols, wr * m.tpr / m.wg, eps);
+  const uint64_t groups = uint64_t(n / (wr / 2));
+  Kernel k = matvec_kernel(w.type, v, w.cols, wr * m.tpr / m.wg, eps, false, 1, nullptr, nullptr, false, groups);
   b.dispatch(k, {w.data, w.scales, Arg(x, 0, round16(x.bytes())), norm_w, out}, matvec_params(w.rows, w.cols, 0, 0, 0),
-             groups_1d(ctx_, u32(n / (wr / 2))));
+             groups_1d(ctx_, groups));
 }
 
 namespace {

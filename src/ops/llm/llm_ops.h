@@ -215,12 +215,13 @@ struct LlmTuning {
   // combine and output norm folded: 8 gained 1.8% on 1B F16 (978.7 vs 960-963 t/s) and lost 1.2%
   // on 8B F16 (201.0 vs 203.4).
   uint32_t matvec_unroll = 4;
-  // 1..8: the f32-activation matvecs (plain, QKV + RoPE, gate|up + SwiGLU) whose rows (or column
-  // ranges) hold at most this many chunks (vec4<u32> of weights) per invocation take that many
-  // as their unroll (matvec_unroll or swiglu_unroll otherwise): a row in one unrolled pass, all
-  // its loads in flight at once (the 1B model's 2,048 columns of F16 are 8 per lane at 32 lanes
-  // per row, the 8B's 4,096 are 16). 0: off.
-  uint32_t matvec_unroll_fit = 0;
+  // The one-token f32-activation matvecs (plain, QKV + RoPE, gate|up + SwiGLU) of fewer than
+  // matvec_few_groups workgroups (0: none) take matvec_few_unroll (1..8) instead of matvec_unroll
+  // / swiglu_unroll: more loads in flight per invocation where the grid does not fill the GPU
+  // (the 1B model's o and down projections: 128 workgroups on the H200's 132 SMs; its QKV 192;
+  // the 8B model's matvecs have 256 and more).
+  uint32_t matvec_few_groups = 0;
+  uint32_t matvec_few_unroll = 8;
   uint32_t matvec_rows = 2;  // rows per group of matvec_tpr invocations (1..8), sharing x loads
   // One token through a gate|up weight with f32 activations: 1 runs gate|up and SwiGLU as one
   // matvec dispatch (linear_swiglu), 0 as two (for A/B measurements).
@@ -288,7 +289,7 @@ struct LlmTuning {
   // before its own rows (matvec_res_part.wgsl: matvec_sum.wgsl's arithmetic, the same values);
   // 2 also folds the last layer's into the output projection's norm (every one of its thousands
   // of workgroups reads them); 0 runs the sum pass after each down projection.
-  uint32_t matvec_sum_fold = 1;
+  uint32_t matvec_sum_fold = 0;
   // One-token greedy steps with f32 activations on GPUs (matvec_out_norm): 1 has each workgroup
   // of the output projection write its best row (argmax_candidates), and one pass over those
   // finds the token and writes its embedding into the next step's x (argmax_embed): no argmax
@@ -831,11 +832,12 @@ class LlmOps {
   // x RMS-normalised inside (matvec_x_norm.wgsl) with this epsilon; rope: the ROPE epilogue.
   // splits: the columns in that many ranges (matvec.wgsl's KS; plain rows only).
   // xc: x combined from decode partials (matvec_x_combine.wgsl; plain rows only).
-  // res: the residual's partial sums added where it is read (matvec_res_part.wgsl).
+  // res: the residual's partial sums added where it is read (matvec_res_part.wgsl). groups: the
+  // grid's workgroups (tuning.matvec_few_groups; 0: unknown).
   Kernel matvec_kernel(TensorType t, LinearVersion v, int64_t cols, uint32_t swiglu_rows = 0,
                        const float* norm_eps = nullptr, bool rope = false, uint32_t splits = 1,
-                       const DecodePartials* xc = nullptr, const ResidualPartials* res = nullptr,
-                       bool argmax = false) const;
+                       const DecodePartials* xc = nullptr, const ResidualPartials* res = nullptr, bool argmax = false,
+                       uint64_t groups = 0) const;
   // Whether the matvec stages the whole of x (of a range of cols columns) in workgroup memory
   // (tuning.matvec_xs, where it fits beside extra_bytes of the x file's own).
   bool stages_x(TensorType t, int64_t cols, bool norm, uint64_t extra_bytes = 0) const;
@@ -866,8 +868,8 @@ class LlmOps {
     uint32_t wg, tpr, rows, unroll;  // invocations per workgroup and per row group; rows per group; unroll
   };
   MatvecShape matvec_shape(bool swiglu = false) const;  // swiglu: the gate|up + SwiGLU kernel's tpr, unroll
-  // m with the unroll of tuning.matvec_unroll_fit for rows of cols columns (0: unknown, as it is).
-  MatvecShape fit_unroll(MatvecShape m, TensorType t, int64_t cols) const;
+  // m with tuning.matvec_few_unroll for a grid of `groups` workgroups (0: unknown, as it is).
+  MatvecShape few_unroll(MatvecShape m, uint64_t groups) const;
   uint32_t rope_rows() const;  // the QKV + RoPE matvec's rows per group, checked
   Kernel attn_kernel(int head_dim, int bq) const;
   // flash_attn_tiled.wgsl (attn_prefill 1) or flash_attn_tiled_pf.wgsl (2) for this head_dim,
