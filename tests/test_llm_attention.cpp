@@ -3,10 +3,8 @@
 #include "llm/formats/model_config.h"
 #include "test_llm_util.h"
 
-#include <cmath>
 #include <cstring>
 #include <memory>
-#include <optional>
 #include <span>
 #include <string>
 
@@ -360,129 +358,6 @@ TEST(LlmAttention, CombineFoldedIntoTheOProjection) {
   o.tuning.matvec_combine = 1;
   EXPECT_TRUE(o.fuses_combine(TensorType::F16, dp));
   EXPECT_FALSE(o.fuses_combine(TensorType::Q8_0, dp));
-}
-
-// A split down projection's sum pass folded into the ops that read the residual next
-// (matvec_sum_fold): linear_partials' partial sums added by rms_norm_qkv_rope (to the x it
-// normalises), rms_norm_linear (the same) and combine_linear (to the residual it accumulates into)
-// give the bits of add_partials' pass then the plain ops: qkv, both caches, logits and the
-// residual, all poisoned first but the residual; the residual and logits also against the f64
-// reference. F32/F16/BF16 weights, a residual of 68 elements (not whole F16 chunks), down
-// projections of 1037 and 411 columns in 3 to 5 ranges (the plain ones through the same matvec).
-TEST(LlmAttention, DownSumFoldedIntoTheNextOps) {
-  const Cfg c{6, 2, 20};
-  const int len = 40, max_ctx = 64, pos = 23, row = (c.nh + 2 * c.nkv) * c.hd;
-  const int64_t hidden = 68, attn_cols = int64_t(c.nh) * c.hd, vocab = 37;
-  const float eps = 1e-5f;
-  LinearOptions acc;
-  acc.accumulate = true;
-  auto all = make_qkv(c, len, 31);
-  auto cache = make_kv_cache(ctx(), 1, c.nkv, max_ctx, c.hd);
-  run_step(c, cache.layer(0), all, 0, len, false);
-  const std::vector<float> attn =
-      slice(ref::attention(all.q, all.k, all.v, len, c.nh, c.nkv, c.hd, 0, 1.f / std::sqrt(float(c.hd))),
-            size_t(pos * c.nh * c.hd), size_t(c.nh * c.hd));
-  std::vector<float> qv(all.fused.begin() + pos * row, all.fused.begin() + (pos + 1) * row);
-  auto q = make_tensor(ctx(), {int64_t(qv.size())}, qv);
-  std::vector<double> inv(size_t(c.hd / 2));
-  for (int i = 0; i < c.hd / 2; ++i) inv[size_t(i)] = std::pow(10000.0, -2.0 * i / c.hd);
-  auto table = make_rope_table(ctx(), inv, c.hd, max_ctx);
-  const auto x0 = test::random_floats(size_t(hidden), 32, -2.f, 2.f);
-  const auto n1v = test::random_floats(size_t(hidden), 33, 0.5f, 1.5f), n2v = test::random_floats(size_t(hidden), 34);
-  auto n1 = make_tensor(ctx(), {hidden}, n1v), n2 = make_tensor(ctx(), {hidden}, n2v);
-  const char* const tunes[] = {"matvec_split=3,matvec_split_cols=200,matvec_tpr=4,matvec_unroll=1",
-                               "matvec_split=5,matvec_split_cols=200,matvec_tpr=8,matvec_rows=3,matvec_unroll=2,"
-                               "matvec_pf=2,matvec_rope_rows=4"};
-  for (auto t : {TensorType::F32, TensorType::F16, TensorType::BF16}) {
-    auto weight = [&](int64_t rows, int64_t cols, uint32_t seed) {
-      auto bytes = ref::random_weight(t, rows, cols, seed);
-      return std::make_pair(upload_weight(ctx(), t, bytes, rows, cols), ref::dequantize(t, bytes, rows, cols));
-    };
-    const GpuWeight wqkv = weight(row, hidden, 35).first;
-    const auto wo_pair = weight(hidden, attn_cols, 36);
-    const auto wv_pair = weight(vocab, hidden, 37);
-    const GpuWeight& wo = wo_pair.first;
-    const GpuWeight& wv = wv_pair.first;
-    for (int64_t ffn : {int64_t(1037), int64_t(411)}) {
-      const auto wd_pair = weight(hidden, ffn, 38);
-      const GpuWeight& wd = wd_pair.first;
-      const auto act = test::random_floats(size_t(ffn), 39);
-      auto act_t = make_tensor(ctx(), {ffn}, act);
-      // the residual after the down projection and after the o projection, the logits of the first
-      std::vector<float> x1(x0.size()), x2(x0.size());
-      const auto rd = ref::linear(wd_pair.second, ffn, act, 1, 0, hidden);
-      const auto ro = ref::linear(wo_pair.second, attn_cols, attn, 1, 0, hidden);
-      for (size_t i = 0; i < x1.size(); ++i) {
-        x1[i] = float(double(x0[i]) + rd[i]);
-        x2[i] = float(double(x0[i]) + rd[i] + ro[i]);
-      }
-      const auto logits =
-          test::to_float(ref::linear(wv_pair.second, hidden, ref::rms_norm(x1, n2v, 1, int(hidden), eps), 1, 0, vocab));
-      for (const char* spec : tunes) {
-        LlmOps o(ctx());
-        apply_tuning(o.tuning, spec);
-        const std::string what = std::string(to_string(t)) + " ffn " + std::to_string(ffn) + " " + spec;
-        ASSERT_GT(o.matvec_splits(t, ffn, hidden), 1u) << what;
-        ASSERT_TRUE(o.fuses_rope_res(hidden)) << what;
-        const LinearVersion mv =
-            o.supports(LinearVersion::Subgroup, {1, hidden, ffn, t}) ? LinearVersion::Subgroup : LinearVersion::Shared;
-        // qkv, k cache, v cache, logits, residual
-        auto run = [&](bool fold) {
-          auto x = make_tensor(ctx(), {hidden}, x0);
-          auto qkv = test::poisoned(row), lg = test::poisoned(vocab);
-          auto kv = make_kv_cache(ctx(), 1, c.nkv, max_ctx, c.hd);
-          fill_u32(ctx(), kv.k, kPoisonNaN);
-          fill_u32(ctx(), kv.v, kPoisonNaN);
-          Batch b(ctx());
-          std::optional<ResidualPartials> res;
-          if (fold)
-            res = o.linear_partials(b, wd, act_t);
-          else
-            o.linear(b, wd, act_t, x, 1, acc, mv);
-          const ResidualPartials* r = res ? &*res : nullptr;
-          o.rms_norm_qkv_rope(b, x, n1, eps, wqkv, qkv, table, kv.layer(0), test::qkv_rope_args(c.nh, false, nullptr),
-                              r);
-          o.rms_norm_linear(b, x, n2, eps, wv, lg, {}, r);
-          AttentionArgs a;
-          a.n_heads = c.nh;
-          a.start = pos;
-          a.q_stride = row;
-          const DecodePartials dp = o.attention_decode_partials(b, cache.layer(0), q, a);
-          EXPECT_TRUE(o.fuses_combine(t, dp)) << what;
-          o.combine_linear(b, dp, wo, x, acc, r);
-          b.run();
-          return std::array<std::vector<uint32_t>, 5>{download<uint32_t>(ctx(), qkv), download<uint32_t>(ctx(), kv.k),
-                                                      download<uint32_t>(ctx(), kv.v), download<uint32_t>(ctx(), lg),
-                                                      download<uint32_t>(ctx(), x)};
-        };
-        const auto folded = run(true), two = run(false);
-        const char* const names[] = {"qkv", "k cache", "v cache", "logits", "residual"};
-        for (size_t i = 0; i < folded.size(); ++i) EXPECT_EQ(folded[i], two[i]) << what << ": " << names[i];
-        for (size_t i : {size_t(0), size_t(3)})
-          for (uint32_t v : folded[i]) ASSERT_NE(v, kPoisonNaN) << what << ": " << names[i] << " left unwritten";
-        auto as_float = [](const std::vector<uint32_t>& u) {
-          std::vector<float> f(u.size());
-          std::memcpy(f.data(), u.data(), u.size() * 4);
-          return f;
-        };
-        EXPECT_LE(test::rel_error(as_float(folded[3]), logits), 1e-4) << what << ": logits";
-        EXPECT_LE(test::rel_error(as_float(folded[4]), x2), 1e-4) << what << ": residual";
-      }
-    }
-  }
-  // What the partials and their readers refuse.
-  LlmOps o(ctx());
-  apply_tuning(o.tuning, tunes[0]);
-  auto w16 = upload_weight(ctx(), TensorType::F16, ref::random_weight(TensorType::F16, hidden, 8, 1), hidden, 8);
-  auto wn = upload_weight(ctx(), TensorType::F16, ref::random_weight(TensorType::F16, 8, hidden - 4, 1), 8, hidden - 4);
-  auto x = make_tensor(ctx(), {hidden});
-  Batch b(ctx());
-  EXPECT_THROW(o.linear_partials(b, w16, make_tensor(ctx(), {8})), Error);  // 8 columns: not split
-  const ResidualPartials res{make_tensor(ctx(), {3 * hidden}), 3, hidden};
-  EXPECT_THROW(o.rms_norm_linear(b, x, x, eps, wn, make_tensor(ctx(), {8}), {}, &res), Error);  // 64 columns
-  auto wv = upload_weight(ctx(), TensorType::F16, ref::random_weight(TensorType::F16, 8, hidden, 1), 8, hidden);
-  EXPECT_THROW(o.rms_norm_linear(b, x, x, eps, wv, x, acc, &res), Error);
-  EXPECT_THROW(o.add_partials(b, ResidualPartials{make_tensor(ctx(), {hidden}), 3, hidden}, x), Error);  // short
 }
 
 // ---- paged attention (serving) -------------------------------------------------------------------

@@ -370,7 +370,7 @@ TEST(LlmLinear, ArgmaxCandidatesMatchArgmax) {
         auto logits = test::poisoned(rows), plain = test::poisoned(rows), next = test::poisoned(cols + 3);
         auto id = test::poisoned(1, DType::U32), want_id = test::poisoned(1, DType::U32);
         Batch b(ctx());
-        o.rms_norm_linear(b, x, nw, eps, w, logits, {}, nullptr, &am);
+        o.rms_norm_linear(b, x, nw, eps, w, logits, {}, &am);
         o.rms_norm_linear(b, x, nw, eps, w, plain);
         o.argmax_embed(b, am, id, w, next);
         o.argmax(b, logits, rows, want_id);
@@ -405,7 +405,7 @@ TEST(LlmLinear, ArgmaxCandidatesMatchArgmax) {
   range.row0 = 1;
   range.rows = 39;
   EXPECT_THROW(o.rms_norm_linear(b, make_tensor(ctx(), {8}), make_tensor(ctx(), {8}), eps, w, make_tensor(ctx(), {40}),
-                                 range, nullptr, &am),
+                                 range, &am),
                Error);  // candidates of all rows only
 }
 

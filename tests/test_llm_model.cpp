@@ -174,14 +174,9 @@ TEST(LlamaFixturesGpu, F16DecodeStepsMatchThePromptPass) {
     LlamaModel ref_model(ctx(), mf, eo);
     all = ref_model.all_logits(tokens);
   }
-  // (matvec_split_cols=48 with 2 invocations per row: the 48-column down projections in 3 ranges,
-  // their sums folded into the next layer's QKV and o matvecs, the last into the output projection
-  // with matvec_sum_fold=2, or each in its own pass)
+  // (the last: every matvec with fewer than 1000 workgroups, all of them here, unrolled 7 deep)
   for (const char* spec : {"matvec_combine=0/matvec_out_norm=0", "matvec_rope_rows=4",
                            "matvec_wg=64/matvec_tpr=2/matvec_unroll=1/swiglu_wg_rows=16/swiglu_tpr=8",
-                           "matvec_split_cols=48/matvec_tpr=2/matvec_unroll=1",
-                           "matvec_split_cols=48/matvec_tpr=2/matvec_unroll=1/matvec_sum_fold=2",
-                           "matvec_split_cols=48/matvec_tpr=2/matvec_unroll=1/matvec_sum_fold=0/matvec_combine=0",
                            "matvec_tpr=4/matvec_few_groups=1000/matvec_few_unroll=7"}) {
     EngineOptions e2 = eo;
     apply_tuning(e2.tuning, spec);

@@ -22,15 +22,12 @@
 // in flight meanwhile; the same sums in the same order.
 // x is read through x_load4 (matvec_x.wgsl: as it is; matvec_x_norm.wgsl: RMS-normalised, after
 // x_prologue, or with X_LATE scaled at the end by x_scale; matvec_x_combine.wgsl: merged from
-// flash-decoding partials, with XS). Accumulated rows add their sums to y_old (matvec_res.wgsl:
-// y; matvec_res_part.wgsl: y plus a split matvec's partial sums, then also in the normalised x).
-// ARGMAX (a prelude constant): the stored rows' results to am_epilogue (matvec_argmax.wgsl: each
-// workgroup's best row; matvec_noargmax.wgsl: nothing).
+// flash-decoding partials, with XS). ARGMAX (a prelude constant): the stored rows' results to
+// am_epilogue (matvec_argmax.wgsl: each workgroup's best row; matvec_noargmax.wgsl: nothing).
 // Preceded by a prelude (SWIGLU, ROPE, KS, XS, XN4, X_MASK, X_LATE, PF, PF_N, COLS, P_BINDING;
-// XC_* for the combine; RES_* for the partials; ARGMAX, AM_BINDING), common.wgsl,
-// rope_pair.wgsl, a weights/*.wgsl file (bindings 0, 1), a reduce file, one of those x files, a
-// matvec_res file, a matvec_argmax file and matvec_rope.wgsl (ROPE: bindings 5-8) or
-// matvec_q8_norope.wgsl.
+// XC_* for the combine; ARGMAX, AM_BINDING), common.wgsl, rope_pair.wgsl, a weights/*.wgsl file
+// (bindings 0, 1), a reduce file, one of those x files, a matvec_argmax file and matvec_rope.wgsl
+// (ROPE: bindings 5-8) or matvec_q8_norope.wgsl.
 @group(0) @binding(2) var<storage, read> x4: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
 @group(0) @binding(4) var<storage, read_write> y: array<f32>;
@@ -207,7 +204,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
       var o = s;
       if ((p.flags & 1u) != 0u) { o += bias[rows[u]]; }
       let yi = p.y_off + rl[u];
-      if ((p.flags & 2u) != 0u) { o += y_old(yi); }
+      if ((p.flags & 2u) != 0u) { o += y[yi]; }
       y[yi] = o;
       outs[u] = o;
     }

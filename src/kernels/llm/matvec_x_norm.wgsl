@@ -1,6 +1,5 @@
 // matvec.wgsl's x RMS-normalised as rms_norm.wgsl does (x / sqrt(mean(x^2) + EPS) * w), by every
-// workgroup, x read through x_res4 (matvec_res.wgsl: as it is; matvec_res_part.wgsl: with a split
-// matvec's partial sums added) (instead of an rms_norm pass before the matvec; the sum of squares is added in
+// workgroup (instead of an rms_norm pass before the matvec; the sum of squares is added in
 // another order). The norm weight w comes in the bias binding (no bias is added then); the columns
 // (mv_cols) a multiple of 4. Uses the kernel's `red` (WG floats), group_sum and WG.
 // X_LATE (a prelude constant; with XS: x staged whole, each element through x_load4 once): x * w
@@ -15,14 +14,14 @@ fn x_prologue(lid: u32) {
   if (X_LATE) { return; }
   var ss = 0.0;
   for (var i = lid; i < mv_cols() / 4u; i += WG) {
-    let v = x_res4(i);
+    let v = x4[i];
     ss += dot(v, v);
   }
   x_inv = inverseSqrt(group_sum(ss, lid, WG) / f32(mv_cols()) + EPS);
 }
 fn x_load4(i4: u32) -> vec4<f32> {
   let w = vec4<f32>(bias[4u * i4], bias[4u * i4 + 1u], bias[4u * i4 + 2u], bias[4u * i4 + 3u]);
-  let v = x_res4(i4);
+  let v = x4[i4];
   if (X_LATE) {
     x_ss += dot(v, v);
     return v * w;

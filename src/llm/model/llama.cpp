@@ -120,32 +120,12 @@ class GpuEngine final : public LlamaEngine {
     upload(ctx, ids, std::as_bytes(std::span(u)));
   }
 
-  // One token: whether layer L's down projection leaves its sum pass to the ops that read the
-  // residual next (tuning.matvec_sum_fold; where it is split, matvec_split).
-  bool folds_down_sum(const LlamaLayer& L) const {
-    if (!ops.tuning.matvec_sum_fold || !fuses_norm_f32() || q8(L.down) || L.down.parts.size() != 1 ||
-        !L.down.biases.empty())
-      return false;
-    const GpuWeight& d = L.down.parts[0];
-    return d.rows == hidden && ops.matvec_splits(d.type, d.cols, d.rows) > 1;
-  }
-
   // Records the layers for n tokens at n_past_ whose ids are in `ids`, leaving the residual stream
   // in x. dyn (one token): the position comes from `pos` when the batch runs (for recordings).
-  // pending (one token): the last layer's down projection's partial sums may be left there, not
-  // added to x (folds_down_sum), for record_output.
   // embed false: x already holds the embedding (one token).
-  void record_layers(Batch& b, int n, bool dyn = false, std::optional<ResidualPartials>* pending = nullptr,
-                     bool embed = true) {
+  void record_layers(Batch& b, int n, bool dyn = false, bool embed = true) {
     if (embed) ops.embedding(b, w.embed, ids, x, n);
     const bool fuse_norm_q8 = n == 1 && fuses_norm_q8(), fuse_norm_f32 = n == 1 && fuses_norm_f32();
-    // The last down projection's partial sums while x still lacks them: the next layer's QKV and o
-    // matvecs add them where they fold them in, else their sum pass runs before x is read.
-    std::optional<ResidualPartials> res;
-    auto settle = [&] {
-      if (res) ops.add_partials(b, *res, x);
-      res.reset();
-    };
     for (size_t li = 0; li < layers.size(); ++li) {
       auto& L = layers[li];
       KvLayer cache = kv.layer(int(li));
@@ -165,7 +145,6 @@ class GpuEngine final : public LlamaEngine {
       // The same with f32 activations (F16, BF16, F32 weights) on GPUs.
       const bool qkv_rope32 = !q8(L.qkv) && fuse_norm_f32 && ops.tuning.matvec_rope && !cfg.qk_norm &&
                               L.qkv.parts.size() == 1 && L.qkv.biases.empty() && ops.fuses_rope(hidden);
-      if (!qkv_rope32 || !ops.fuses_rope_res(hidden)) settle();
       if (qkv_rope) {
         int64_t row0 = 0;
         for (const GpuWeight& part : L.qkv.parts) {
@@ -173,7 +152,7 @@ class GpuEngine final : public LlamaEngine {
           row0 += part.rows;
         }
       } else if (qkv_rope32) {
-        ops.rms_norm_qkv_rope(b, x, L.ln1, eps, L.qkv.parts[0], qkv, rope, cache, ra, res ? &*res : nullptr);
+        ops.rms_norm_qkv_rope(b, x, L.ln1, eps, L.qkv.parts[0], qkv, rope, cache, ra);
       } else if (q8(L.qkv) && fuse_norm_q8) {
         record_rms_norm_linear_q8(ops, b, L.qkv, x, L.ln1, eps, qkv, qkv_dim, false);
       } else if (q8(L.qkv)) {
@@ -197,7 +176,6 @@ class GpuEngine final : public LlamaEngine {
       aa.q_stride = qkv_dim;
       if (dyn) aa.start_from = pos;
       if (q8(L.o)) {
-        settle();
         if (n == 1 && hd % 32 == 0) {
           ops.attention_decode_q8(b, cache, qkv, aq, aa);
         } else {
@@ -210,18 +188,13 @@ class GpuEngine final : public LlamaEngine {
         const DecodePartials dp = ops.attention_decode_partials(b, cache, qkv, aa);
         LinearOptions lo;
         lo.accumulate = true;
-        const GpuWeight& wo = L.o.parts[0];
-        if (ops.fuses_combine(wo.type, dp)) {
-          if (ops.matvec_splits(wo.type, wo.cols, wo.rows) > 1) settle();  // its own sum pass takes y
-          ops.combine_linear(b, dp, wo, x, lo, res ? &*res : nullptr);
-          res.reset();
+        if (ops.fuses_combine(L.o.parts[0].type, dp)) {
+          ops.combine_linear(b, dp, L.o.parts[0], x, lo);
         } else {
-          settle();
           ops.attention_combine(b, dp, attn);
           linear(b, L.o, attn, x, n, hidden, true);
         }
       } else {
-        settle();
         ops.attention(b, cache, qkv, attn, aa);
         linear(b, L.o, attn, x, n, hidden, true);
       }
@@ -261,16 +234,9 @@ class GpuEngine final : public LlamaEngine {
             linear(b, L.gate_up, h, gu, n, 2 * ffn, false);
           ops.swiglu(b, gu, 2 * ffn, 0, gu, 2 * ffn, ffn, act, n, int(ffn));
         }
-        if (n == 1 && folds_down_sum(L))
-          res = ops.linear_partials(b, L.down.parts[0], act);
-        else
-          linear(b, L.down, act, x, n, hidden, true);
+        linear(b, L.down, act, x, n, hidden, true);
       }
     }
-    if (pending && res)
-      *pending = std::move(res);
-    else
-      settle();
   }
 
   const GpuWeight& output() const { return w.output(); }
@@ -300,13 +266,10 @@ class GpuEngine final : public LlamaEngine {
     return tokens;
   }
 
-  // The final norm and the output projection of token n - 1 into logits1. res: the last layer's
-  // down projection's partial sums not yet in x (record_layers' pending): folded into the output
-  // projection's norm with tuning.matvec_sum_fold 2, else added to x first.
-  void record_output(Batch& b, int n, const std::optional<ResidualPartials>& res = {}) {
+  // The final norm and the output projection of token n - 1 into logits1 (one token where it can:
+  // and the argmax candidates, am).
+  void record_output(Batch& b, int n) {
     const bool out_norm = n == 1 && fuses_norm_f32() && ops.tuning.matvec_out_norm && !q8(output());
-    const bool fold = res && out_norm && ops.tuning.matvec_sum_fold >= 2;
-    if (res && !fold) ops.add_partials(b, *res, x);
     // The norm stays a pass of its own here: the output projection's thousands of workgroups
     // would each redo it (for 8B: 8,016 x 16 KB of reads), one dispatch costs less.
     if (q8(output())) {
@@ -314,9 +277,8 @@ class GpuEngine final : public LlamaEngine {
       ops.linear_q8(b, output(), xq, logits1, 1);
     } else if (out_norm) {
       // one token: no copy, no norm pass
-      if (n == 1 && !am.count) am = ops.argmax_candidates(output());
-      ops.rms_norm_linear(b, x, w.norm, eps, output(), logits1, {}, fold ? &*res : nullptr,
-                          n == 1 && am.count ? &am : nullptr);
+      if (!am.count) am = ops.argmax_candidates(output());
+      ops.rms_norm_linear(b, x, w.norm, eps, output(), logits1, {}, am.count ? &am : nullptr);
     } else {
       b.copy(x, uint64_t(n - 1) * uint64_t(hidden) * 4, last, 0, uint64_t(hidden) * 4);
       ops.rms_norm(b, last, w.norm, h, 1, int(hidden), eps);
@@ -352,9 +314,9 @@ class GpuEngine final : public LlamaEngine {
     const uint32_t v[2] = {uint32_t(p), uint32_t(p)};
     upload(ctx, pos, std::as_bytes(std::span(v)));
   }
-  // WGC_PROFILE=1 times every batch, and a timed batch cannot be frozen: the steps are then
-  // recorded into each batch (the same dispatches, each timed).
-  // Replays rec into b, recording it with `record` first (into b directly where batches are timed).
+  // Replays rec into b, recording it with `record` first. WGC_PROFILE=1 times every batch, and a
+  // timed batch cannot be frozen: the steps are then recorded into each batch (the same
+  // dispatches, each timed).
   template <class Record>
   void replay(Batch& b, Recording& rec, const Record& record) {
     if (!rec) {
@@ -370,9 +332,8 @@ class GpuEngine final : public LlamaEngine {
   }
   void replay_step(Batch& b) {
     replay(b, step, [&](Batch& r) {
-      std::optional<ResidualPartials> res;
-      record_layers(r, 1, /*dyn=*/true, &res, /*embed=*/false);
-      record_output(r, 1, res);
+      record_layers(r, 1, /*dyn=*/true, /*embed=*/false);
+      record_output(r, 1);
     });
   }
 

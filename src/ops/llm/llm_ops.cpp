@@ -111,7 +111,6 @@ void apply_tuning(LlmTuning& t, std::string_view spec) {
       {"matvec_split", &LlmTuning::matvec_split},
       {"matvec_split_cols", &LlmTuning::matvec_split_cols},
       {"matvec_split_groups", &LlmTuning::matvec_split_groups},
-      {"matvec_sum_fold", &LlmTuning::matvec_sum_fold},
       {"matvec_few_groups", &LlmTuning::matvec_few_groups},
       {"matvec_few_unroll", &LlmTuning::matvec_few_unroll},
       {"matvec_argmax", &LlmTuning::matvec_argmax},
@@ -254,8 +253,8 @@ constexpr uint32_t kMatvecPfLoads = 16;      // matvec.wgsl: most weight chunks 
 constexpr uint32_t kMatvecMaxSplits = 64;    // matvec.wgsl: most column ranges (KS)
 constexpr uint64_t kRegTileMinGroups = 256;  // choose_linear: tiles from which RegTile runs
 // matvec.wgsl: the uniform's binding without and with ROPE (after matvec_rope.wgsl's storage
-// buffers 5-8; matvec_res_part.wgsl's partials take that binding and push the uniform one on), and
-// P's ROPE fields (zero without).
+// buffers 5-8; matvec_argmax.wgsl's two take those bindings and push the uniform on), and P's
+// ROPE fields (zero without).
 constexpr uint32_t kMatvecUniform = 5, kMatvecRopeUniform = 9, kMatvecRopeParams = 8;
 // matvec_x_combine.wgsl's workgroup memory: a weight per head and split, a sum per head.
 uint64_t combine_bytes(const DecodePartials& p) {
@@ -362,12 +361,10 @@ Kernel LlmOps::linear_kernel(const std::string& kind, TensorType t) const {
 }
 
 Kernel LlmOps::matvec_kernel(TensorType t, LinearVersion v, int64_t cols, uint32_t swiglu_rows, const float* norm_eps,
-                             bool rope, uint32_t splits, const DecodePartials* xc, const ResidualPartials* res,
-                             bool argmax, uint64_t groups) const {
+                             bool rope, uint32_t splits, const DecodePartials* xc, bool argmax, uint64_t groups) const {
   const bool sg = v == LinearVersion::Subgroup;
   need(!argmax || (!swiglu_rows && !rope && splits == 1), "matvec", "argmax candidates for unsplit plain rows only");
   need(!xc || (!norm_eps && !rope && !swiglu_rows), "matvec", "x combined from partials for plain rows only");
-  need(!res || (!swiglu_rows && splits == 1), "matvec", "residual partials for unsplit, non-SwiGLU rows only");
   std::vector<std::string> files = {"llm/common.wgsl",
                                     "llm/rope_pair.wgsl",
                                     "llm/weights/" + str(t) + ".wgsl",
@@ -375,13 +372,9 @@ Kernel LlmOps::matvec_kernel(TensorType t, LinearVersion v, int64_t cols, uint32
                                     xc         ? "llm/matvec_x_combine.wgsl"
                                     : norm_eps ? "llm/matvec_x_norm.wgsl"
                                                : "llm/matvec_x.wgsl",
-                                    res ? "llm/matvec_res_part.wgsl" : "llm/matvec_res.wgsl",
                                     argmax ? "llm/matvec_argmax.wgsl" : "llm/matvec_noargmax.wgsl",
                                     rope ? "llm/matvec_rope.wgsl" : "llm/matvec_q8_norope.wgsl",
                                     "llm/matvec.wgsl"};
-  const uint32_t ch = chunk_elems(t);
-  // With column ranges, x staged per range (whole chunks).
-  const int64_t range_cols = splits > 1 ? split_chunks(t, cols, splits) * ch : cols;
   const MatvecShape m = few_unroll(matvec_shape(swiglu_rows != 0), groups);
   const uint32_t rows = rope ? rope_rows() : swiglu_rows ? swiglu_rows : m.rows;
   std::vector<std::pair<std::string, double>> c = {{"WG", m.wg}, {"TPR", m.tpr}, {"UNROLL", m.unroll}, {"R", rows}};
@@ -394,8 +387,11 @@ Kernel LlmOps::matvec_kernel(TensorType t, LinearVersion v, int64_t cols, uint32
     key += "/norm" + std::to_string(bits);
   }
   // x masked past cols only where a row's last chunk reaches past them (the padded types).
+  const uint32_t ch = chunk_elems(t);
   const bool padded = t == TensorType::F32 || t == TensorType::F16 || t == TensorType::BF16;
   const bool mask = padded && cols % ch != 0;
+  // With column ranges, x staged per range (whole chunks).
+  const int64_t range_cols = splits > 1 ? split_chunks(t, cols, splits) * ch : cols;
   const bool xs = stages_x(t, range_cols, norm_eps != nullptr, xc ? combine_bytes(*xc) : 0);
   need(!xc || xs, "matvec", "x combined from partials must be staged whole (matvec_xs 2, workgroup memory)");
   const uint32_t xn4 = xs ? u32((range_cols + 3) / 4) : 1u;
@@ -417,7 +413,6 @@ Kernel LlmOps::matvec_kernel(TensorType t, LinearVersion v, int64_t cols, uint32
   if (splits > 1) key += "/ks" + std::to_string(splits);
   if (xc)
     key += "/xc" + std::to_string(xc->n_heads) + "x" + std::to_string(xc->splits) + "x" + std::to_string(xc->head_dim);
-  if (res) key += "/res" + std::to_string(res->splits) + "x" + std::to_string(res->rows);
   if (argmax) key += "/am";
   auto cu = [](const char* name, uint32_t val) {
     return "const " + std::string(name) + ": u32 = " + std::to_string(val) + "u;\n";
@@ -425,15 +420,14 @@ Kernel LlmOps::matvec_kernel(TensorType t, LinearVersion v, int64_t cols, uint32
   auto cb = [](const char* name, bool val) {
     return "const " + std::string(name) + ": bool = " + (val ? "true" : "false") + ";\n";
   };
-  // The partials' binding after the storage buffers, then the argmax candidates', then the uniform.
-  const uint32_t after = rope ? kMatvecRopeUniform : kMatvecUniform, am_at = res ? after + 1 : after;
+  // The argmax candidates' bindings after the storage buffers, then the uniform.
+  const uint32_t am_at = rope ? kMatvecRopeUniform : kMatvecUniform;
   const std::string prelude =
       cb("SWIGLU", swiglu_rows != 0) + cb("ROPE", rope) + cb("XS", xs) + cu("XN4", xn4) + cb("X_MASK", mask) +
       cb("X_LATE", late) + cu("PF", pf) + cu("PF_N", std::max(1u, pf * rows)) + cu("KS", splits) +
       cu("COLS", static_cols) + cu("P_BINDING", argmax ? am_at + 2 : am_at) + cb("ARGMAX", argmax) +
       cu("AM_BINDING", am_at) +
-      (xc ? cu("XC_NH", u32(xc->n_heads)) + cu("XC_S", xc->splits) + cu("XC_HD", u32(xc->head_dim)) : std::string()) +
-      (res ? cu("RES_S", res->splits) + cu("RES_ROWS", u32(res->rows)) + cu("RES_BINDING", after) : std::string());
+      (xc ? cu("XC_NH", u32(xc->n_heads)) + cu("XC_S", xc->splits) + cu("XC_HD", u32(xc->head_dim)) : std::string());
   return kernel(
       key + (sg ? "/sg/" : "/wg/") + (swiglu_rows ? "swiglu/" : "") + shape_tag({m.wg, m.tpr, m.unroll, rows}), files,
       c, sg, "main", prelude);
@@ -666,76 +660,30 @@ void LlmOps::linear(Batch& b, const GpuWeight& w, const Tensor& x, const Tensor&
 }
 
 void LlmOps::matvec(Batch& b, const GpuWeight& w, const Arg& x, const Tensor& bias, const Tensor& y, int64_t rows,
-                    const LinearOptions& o, uint32_t flags, LinearVersion v, const DecodePartials* xc,
-                    const ResidualPartials* res) const {
+                    const LinearOptions& o, uint32_t flags, LinearVersion v, const DecodePartials* xc) const {
   const uint32_t splits = matvec_splits(w.type, w.cols, rows);
-  need(!res || splits == 1, "matvec", "residual partials for a matvec whose columns are not split");
-  if (splits > 1) {
-    // Partial sums per column range, then matvec_sum.wgsl adds them in order (and bias and y).
-    sum_partials(b, matvec_partials(b, w, x, rows, o.row0, splits, v, xc), bias, y, o.row0, o.y_offset, flags);
+  const MatvecShape m = matvec_shape();
+  const uint64_t blocks = ceil_div(uint64_t(rows), m.wg / m.tpr * m.rows);
+  Kernel k = matvec_kernel(w.type, v, w.cols, 0, nullptr, false, splits, xc, false, blocks * splits);
+  if (splits == 1) {
+    b.dispatch(k, {w.data, w.scales, x, bias, y}, matvec_params(rows, w.cols, o.row0, o.y_offset, flags),
+               groups_1d(ctx_, blocks));
     return;
   }
-  const MatvecShape m = matvec_shape();
-  const uint64_t groups = ceil_div(uint64_t(rows), m.wg / m.tpr * m.rows);
-  Kernel k = matvec_kernel(w.type, v, w.cols, 0, nullptr, false, 1, xc, res, false, groups);
-  std::vector<Arg> args = {w.data, w.scales, x, bias, y};
-  if (res) args.push_back(res->part);
-  b.dispatch(k, args, matvec_params(rows, w.cols, o.row0, o.y_offset, flags), groups_1d(ctx_, groups));
-}
-
-ResidualPartials LlmOps::matvec_partials(Batch& b, const GpuWeight& w, const Arg& x, int64_t rows, int64_t row0,
-                                         uint32_t splits, LinearVersion v, const DecodePartials* xc) const {
-  const MatvecShape m = matvec_shape();
-  const uint64_t groups = ceil_div(uint64_t(rows), m.wg / m.tpr * m.rows) * splits;
-  Kernel k = matvec_kernel(w.type, v, w.cols, 0, nullptr, false, splits, xc, nullptr, false, groups);
-  ResidualPartials p{make_tensor(ctx_, {int64_t(splits) * rows}), splits, rows};
-  b.dispatch(k, {w.data, w.scales, x, x, p.part}, matvec_params(rows, w.cols, row0, 0, 0),  // no bias: x in its binding
-             groups_1d(ctx_, groups));
-  return p;
-}
-
-void LlmOps::sum_partials(Batch& b, const ResidualPartials& p, const Tensor& bias, const Tensor& y, int64_t row0,
-                          int64_t y_off, uint32_t flags) const {
+  // Partial sums per column range, then matvec_sum.wgsl adds them in order (and bias and y).
+  Tensor part = make_tensor(ctx_, {int64_t(splits) * rows});
+  b.dispatch(k, {w.data, w.scales, x, bias, part}, matvec_params(rows, w.cols, o.row0, 0, 0),
+             groups_1d(ctx_, blocks * splits));
   Kernel ks = kernel("llm/matvec_sum", {"llm/common.wgsl", "llm/matvec_sum.wgsl"}, {}, false);
-  b.dispatch(ks, {p.part, bias, y}, Params(u32(p.rows), p.splits, u32(row0), u32(y_off), flags),
-             groups_1d(ctx_, ceil_div(uint64_t(p.rows), 256)));
-}
-
-ResidualPartials LlmOps::linear_partials(Batch& b, const GpuWeight& w, const Tensor& x) const {
-  const std::string op = "linear_partials " + str(w.type);
-  const uint32_t splits = matvec_splits(w.type, w.cols, w.rows);
-  need(splits > 1, op, "a matvec of " + std::to_string(w.cols) + " columns is not split (matvec_split)");
-  need_elems(x, w.cols, op, "x");
-  need(round16(x.bytes()) <= x.capacity(), op, "x buffer too small");
-  return matvec_partials(b, w, Arg(x, 0, round16(x.bytes())), w.rows, 0, splits,
-                         subgroups_ ? LinearVersion::Subgroup : LinearVersion::Shared, nullptr);
-}
-
-void LlmOps::add_partials(Batch& b, const ResidualPartials& p, const Tensor& y) const {
-  const std::string op = "add_partials";
-  check_res(p, p.rows, op);
-  need_elems(y, p.rows, op, "y");
-  sum_partials(b, p, p.part, y, 0, 0, 2u);
-}
-
-void LlmOps::check_res(const ResidualPartials& res, int64_t rows, const std::string& op) const {
-  need(res.part && res.splits >= 1 && res.rows > 0, op, "no residual partials");
-  need(res.rows == rows, op,
-       "residual partials of " + std::to_string(res.rows) + " rows for a residual of " + std::to_string(rows));
-  need(rows % 4 == 0, op, "residual partials of " + std::to_string(rows) + " rows (a multiple of 4)");
-  need_elems(res.part, int64_t(res.splits) * res.rows, op, "residual partials");
+  b.dispatch(ks, {part, bias, y}, Params(u32(rows), splits, u32(o.row0), u32(o.y_offset), flags),
+             groups_1d(ctx_, ceil_div(uint64_t(rows), 256)));
 }
 
 void LlmOps::rms_norm_linear(Batch& b, const Tensor& x, const Tensor& norm_w, float eps, const GpuWeight& w,
-                             const Tensor& y, const LinearOptions& o, const ResidualPartials* res,
-                             const ArgmaxCandidates* am) const {
+                             const Tensor& y, const LinearOptions& o, const ArgmaxCandidates* am) const {
   const std::string op = "rms_norm_linear " + str(w.type);
   need(!o.bias, op, "takes no bias (the norm weight comes in its binding)");
   check_norm(x, norm_w, w.cols, op);
-  if (res) {
-    need(!o.accumulate, op, "residual partials are x's: y is not accumulated into then");
-    check_res(*res, w.cols, op);
-  }
   const int64_t rows = o.rows < 0 ? w.rows - o.row0 : o.rows;
   need(o.row0 >= 0 && rows > 0 && o.row0 + rows <= w.rows, op,
        "rows " + std::to_string(o.row0) + "+" + std::to_string(rows) + " of a " + std::to_string(w.rows) +
@@ -749,9 +697,8 @@ void LlmOps::rms_norm_linear(Batch& b, const Tensor& x, const Tensor& norm_w, fl
          std::to_string(am->count) + " argmax candidates for " + std::to_string(groups) + " workgroups");
   }
   Kernel k = matvec_kernel(w.type, subgroups_ ? LinearVersion::Subgroup : LinearVersion::Shared, w.cols, 0, &eps, false,
-                           1, nullptr, res, am != nullptr, groups);
+                           1, nullptr, am != nullptr, groups);
   std::vector<Arg> args = {w.data, w.scales, Arg(x, 0, round16(x.bytes())), norm_w, y};
-  if (res) args.push_back(res->part);
   if (am) {
     args.push_back(am->vals);
     args.push_back(am->ids);
@@ -772,34 +719,26 @@ bool LlmOps::fuses_rope(int64_t cols) const {
   return fuses_norm(cols) && ctx_.limits().max_storage_buffers_per_shader_stage >= kMatvecRopeUniform;  // buffers 0-8
 }
 
-bool LlmOps::fuses_rope_res(int64_t cols) const {
-  return fuses_rope(cols) && ctx_.limits().max_storage_buffers_per_shader_stage >= kMatvecRopeUniform + 1;
-}
-
 void LlmOps::rms_norm_qkv_rope(Batch& b, const Tensor& x, const Tensor& norm_w, float eps, const GpuWeight& w,
-                               const Tensor& qkv, const RopeTable& table, const KvLayer& c, const RopeKvArgs& a,
-                               const ResidualPartials* res) const {
+                               const Tensor& qkv, const RopeTable& table, const KvLayer& c, const RopeKvArgs& a) const {
   const std::string op = "rms_norm_qkv_rope " + str(w.type);
   check_norm(x, norm_w, w.cols, op);
-  const uint32_t buffers = kMatvecRopeUniform + (res ? 1 : 0);
-  need(res ? fuses_rope_res(w.cols) : fuses_rope(w.cols), op,
-       "needs " + std::to_string(buffers) + " storage buffers per shader stage, the adapter allows " +
+  need(fuses_rope(w.cols), op,
+       "needs " + std::to_string(kMatvecRopeUniform) + " storage buffers per shader stage, the adapter allows " +
            std::to_string(ctx_.limits().max_storage_buffers_per_shader_stage));
-  if (res) check_res(*res, w.cols, op);
   detail::check_qkv_rope(w, qkv, table, c, a, op);
   const MatvecShape m = matvec_shape();
   need(m.tpr <= m.wg, op, "matvec tpr larger than the workgroup");
   const uint64_t pairs = uint64_t(w.rows) / 2;  // rope_rows() / 2 per row group
   const uint64_t groups = ceil_div(pairs, m.wg / m.tpr * (rope_rows() / 2));
   Kernel k = matvec_kernel(w.type, subgroups_ ? LinearVersion::Subgroup : LinearVersion::Shared, w.cols, 0, &eps, true,
-                           1, nullptr, res, false, groups);
+                           1, nullptr, false, groups);
   Params prm(1u, u32(w.rows), u32(w.cols), 0u, u32(w.cols), u32(w.rows), 0u, 0u);
   detail::push_rope_params(prm, table, c, a);
-  std::vector<Arg> args = {w.data, w.scales,      Arg(x, 0, round16(x.bytes())),      norm_w,
-                           qkv,    table.cos_sin, a.positions ? a.positions : dummy_, c.k,
-                           c.v};
-  if (res) args.push_back(res->part);
-  b.dispatch(k, args, prm, groups_1d(ctx_, groups));
+  b.dispatch(k,
+             {w.data, w.scales, Arg(x, 0, round16(x.bytes())), norm_w, qkv, table.cos_sin,
+              a.positions ? a.positions : dummy_, c.k, c.v},
+             prm, groups_1d(ctx_, groups));
 }
 
 uint32_t LlmOps::rope_rows() const {
@@ -839,7 +778,7 @@ void LlmOps::swiglu_matvec(Batch& b, const GpuWeight& w, const Tensor& x, const 
        std::to_string(m.wg / m.tpr) + " row groups per workgroup cannot take " + std::to_string(wr) +
            " rows (1 to 8 per group)");
   const uint64_t groups = uint64_t(n / (wr / 2));
-  Kernel k = matvec_kernel(w.type, v, w.cols, wr * m.tpr / m.wg, eps, false, 1, nullptr, nullptr, false, groups);
+  Kernel k = matvec_kernel(w.type, v, w.cols, wr * m.tpr / m.wg, eps, false, 1, nullptr, false, groups);
   b.dispatch(k, {w.data, w.scales, Arg(x, 0, round16(x.bytes())), norm_w, out}, matvec_params(w.rows, w.cols, 0, 0, 0),
              groups_1d(ctx_, groups));
 }
@@ -1466,7 +1405,7 @@ bool LlmOps::fuses_combine(TensorType t, const DecodePartials& p) const {
 }
 
 void LlmOps::combine_linear(Batch& b, const DecodePartials& p, const GpuWeight& w, const Tensor& y,
-                            const LinearOptions& o, const ResidualPartials* res) const {
+                            const LinearOptions& o) const {
   const std::string op = "combine_linear " + str(w.type);
   need(!o.bias && o.x_stride < 0, op, "takes no bias and no x stride");
   need(p.part && p.n_heads > 0 && p.head_dim > 0, op, "no partials");
@@ -1480,15 +1419,10 @@ void LlmOps::combine_linear(Batch& b, const DecodePartials& p, const GpuWeight& 
        "rows " + std::to_string(o.row0) + "+" + std::to_string(rows) + " of a " + std::to_string(w.rows) +
            "-row weight");
   need_elems(y, o.y_offset + rows, op, "y");
-  if (res) {
-    need(o.accumulate && o.row0 == 0 && rows == w.rows && o.y_offset == 0, op,
-         "residual partials with accumulate, all rows and no y offset only");
-    check_res(*res, rows, op);
-  }
   // The partials read as vec4s (the buffer holds whole ones: tensors round up to 16 bytes).
   need(round16(p.part.bytes()) <= p.part.capacity(), op, "partials buffer too small");
   matvec(b, w, Arg(p.part, 0, round16(p.part.bytes())), p.part, y, rows, o, o.accumulate ? 2u : 0u,
-         subgroups_ ? LinearVersion::Subgroup : LinearVersion::Shared, &p, res);
+         subgroups_ ? LinearVersion::Subgroup : LinearVersion::Shared, &p);
 }
 
 void LlmOps::combine_partials(Batch& b, const Tensor& part, const Tensor& out, int n_tokens, int n_heads,

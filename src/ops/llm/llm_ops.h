@@ -145,14 +145,6 @@ struct DecodePartials {
   int n_heads = 0, head_dim = 0;
 };
 
-// One token's column-split matvec before its sum pass (LlmOps::linear_partials): the partial sums
-// of each column range, for a later op that adds them to its residual itself.
-struct ResidualPartials {
-  Tensor part;  // [splits][rows] floats
-  uint32_t splits = 0;
-  int64_t rows = 0;
-};
-
 // One token's argmax candidates: the best row of each workgroup of an output projection
 // (rms_norm_linear's am), for argmax_embed.
 struct ArgmaxCandidates {
@@ -283,13 +275,6 @@ struct LlmTuning {
   // splitting the o projections in 4 lost (8B F16 tg128 204.2 -> 199.0 t/s, 1B 959.4 -> 916.3 with
   // the down projections too).
   uint32_t matvec_split_groups = 0;
-  // One-token steps with f32 activations on GPUs, where a layer's down projection is split
-  // (matvec_split): 1 leaves out its sum pass, the next layer's QKV + RoPE matvec adding the
-  // partial sums to x as it normalises it and its o projection adding them to the residual
-  // before its own rows (matvec_res_part.wgsl: matvec_sum.wgsl's arithmetic, the same values);
-  // 2 also folds the last layer's into the output projection's norm (every one of its thousands
-  // of workgroups reads them); 0 runs the sum pass after each down projection.
-  uint32_t matvec_sum_fold = 0;
   // One-token greedy steps with f32 activations on GPUs (matvec_out_norm): 1 has each workgroup
   // of the output projection write its best row (argmax_candidates), and one pass over those
   // finds the token and writes its embedding into the next step's x (argmax_embed): no argmax
@@ -657,10 +642,9 @@ class LlmOps {
   // One token: y = W x (+ y) with x the attention output combined from p, in one dispatch (each
   // workgroup merges the partials into its staged x: attention_combine's values with combine_sp
   // 1). LinearOptions' row range, y offset and accumulate apply (no bias, no x_stride). Needs
-  // fuses_combine(w.type, p). res (with accumulate, no row range or y offset: p.rows == w.rows):
-  // y += W x + res's sum, added as add_partials then this would (y = W x + (sums + y)).
+  // fuses_combine(w.type, p).
   void combine_linear(Batch& b, const DecodePartials& p, const GpuWeight& w, const Tensor& y,
-                      const LinearOptions& o = {}, const ResidualPartials* res = nullptr) const;
+                      const LinearOptions& o = {}) const;
   // Whether combine_linear takes these partials for weights of type t (tuning.matvec_combine,
   // float weights, x staged whole: tuning.matvec_xs 2 and workgroup memory for it and the splits'
   // weights).
@@ -713,12 +697,9 @@ class LlmOps {
   // linear_swiglu) of it in one dispatch, the matvec's workgroups each normalising x as they read
   // it (the sum of squares added in another order than rms_norm's). No bias (LinearOptions' row
   // range, y offset and accumulate apply); needs fuses_norm(w.cols).
-  // res: x's residual still has these partials to add (the norm reads x plus their sum, as
-  // add_partials would have left it; x is not written; p.rows == w.cols; no accumulate).
   // am (all rows, no y offset; from argmax_candidates(w)): each workgroup's best row goes there too.
   void rms_norm_linear(Batch& b, const Tensor& x, const Tensor& norm_w, float eps, const GpuWeight& w, const Tensor& y,
-                       const LinearOptions& o = {}, const ResidualPartials* res = nullptr,
-                       const ArgmaxCandidates* am = nullptr) const;
+                       const LinearOptions& o = {}, const ArgmaxCandidates* am = nullptr) const;
   // Candidates for rms_norm_linear through w (a pair per workgroup), or none (count 0) where it
   // cannot make them (tuning.matvec_argmax; at most 64 rows per workgroup).
   ArgmaxCandidates argmax_candidates(const GpuWeight& w) const;
@@ -730,12 +711,6 @@ class LlmOps {
                        const Tensor& out) const;
   // Whether those take x of `cols` columns (a multiple of 4).
   bool fuses_norm(int64_t cols) const;
-  // One token: linear()'s column-split matvec without its sum pass (matvec_splits(w) > 1, no
-  // bias): the partial sums of W x (all of w's rows) for an op that adds them itself (the res
-  // arguments below), or for add_partials.
-  ResidualPartials linear_partials(Batch& b, const GpuWeight& w, const Tensor& x) const;
-  // y += the partials' sum (rows 0 .. p.rows - 1): the sum pass linear() runs after them.
-  void add_partials(Batch& b, const ResidualPartials& p, const Tensor& y) const;
   // The column ranges of a one-token linear() of weight type t, cols columns and rows rows
   // (tuning.matvec_split, matvec_split_cols, matvec_split_groups; rows 0: not checked against
   // matvec_split_groups; 1: not split).
@@ -743,13 +718,10 @@ class LlmOps {
   // One token: rms_norm_linear through a fused QKV weight (rows: a.n_heads query heads, then the
   // cache's key and value heads, back to back) and rope_kv_append(qkv, table, cache, a) on its
   // output, in one dispatch (bit-identical to the two). Needs fuses_rope(w.cols) (nine storage
-  // buffers: adapters allowing that many per shader stage). res: as rms_norm_linear's (ten
-  // storage buffers: fuses_rope_res).
+  // buffers: adapters allowing that many per shader stage).
   void rms_norm_qkv_rope(Batch& b, const Tensor& x, const Tensor& norm_w, float eps, const GpuWeight& w,
-                         const Tensor& qkv, const RopeTable& table, const KvLayer& cache, const RopeKvArgs& a,
-                         const ResidualPartials* res = nullptr) const;
+                         const Tensor& qkv, const RopeTable& table, const KvLayer& cache, const RopeKvArgs& a) const;
   bool fuses_rope(int64_t cols) const;
-  bool fuses_rope_res(int64_t cols) const;
 
   // out[t * out_stride + i] = silu(g) * u, g = gate[t * g_stride + g_off + i],
   // u = up[t * u_stride + u_off + i], i < n (gate and up may be one gate|up tensor).
@@ -832,28 +804,18 @@ class LlmOps {
   // x RMS-normalised inside (matvec_x_norm.wgsl) with this epsilon; rope: the ROPE epilogue.
   // splits: the columns in that many ranges (matvec.wgsl's KS; plain rows only).
   // xc: x combined from decode partials (matvec_x_combine.wgsl; plain rows only).
-  // res: the residual's partial sums added where it is read (matvec_res_part.wgsl). groups: the
-  // grid's workgroups (tuning.matvec_few_groups; 0: unknown).
+  // argmax: the argmax epilogue (matvec_argmax.wgsl; plain unsplit rows). groups: the grid's
+  // workgroups (tuning.matvec_few_groups; 0: unknown).
   Kernel matvec_kernel(TensorType t, LinearVersion v, int64_t cols, uint32_t swiglu_rows = 0,
                        const float* norm_eps = nullptr, bool rope = false, uint32_t splits = 1,
-                       const DecodePartials* xc = nullptr, const ResidualPartials* res = nullptr, bool argmax = false,
-                       uint64_t groups = 0) const;
+                       const DecodePartials* xc = nullptr, bool argmax = false, uint64_t groups = 0) const;
   // Whether the matvec stages the whole of x (of a range of cols columns) in workgroup memory
   // (tuning.matvec_xs, where it fits beside extra_bytes of the x file's own).
   bool stages_x(TensorType t, int64_t cols, bool norm, uint64_t extra_bytes = 0) const;
   // The one-token plain matvec (linear's, combine_linear's): y = W x over rows rows from o.row0,
   // with its columns split (matvec_splits) into partial sums and matvec_sum.wgsl where they are.
   void matvec(Batch& b, const GpuWeight& w, const Arg& x, const Tensor& bias, const Tensor& y, int64_t rows,
-              const LinearOptions& o, uint32_t flags, LinearVersion v, const DecodePartials* xc = nullptr,
-              const ResidualPartials* res = nullptr) const;
-  // The first pass of a matvec split in `splits` column ranges: the partial sums of rows rows
-  // from row0; and the second, adding them in range order (+ bias) (+ y: flags as matvec.wgsl's).
-  ResidualPartials matvec_partials(Batch& b, const GpuWeight& w, const Arg& x, int64_t rows, int64_t row0,
-                                   uint32_t splits, LinearVersion v, const DecodePartials* xc) const;
-  void sum_partials(Batch& b, const ResidualPartials& p, const Tensor& bias, const Tensor& y, int64_t row0,
-                    int64_t y_off, uint32_t flags) const;
-  // Checks res against a consumer whose residual has `rows` elements.
-  void check_res(const ResidualPartials& res, int64_t rows, const std::string& op) const;
+              const LinearOptions& o, uint32_t flags, LinearVersion v, const DecodePartials* xc = nullptr) const;
   // The chunks (weight vec4s) in each of `splits` column ranges.
   static int64_t split_chunks(TensorType t, int64_t cols, uint32_t splits);
   // matvec.wgsl's parameters for one token without ROPE.
