@@ -22,11 +22,9 @@
 // in flight meanwhile; the same sums in the same order.
 // x is read through x_load4 (matvec_x.wgsl: as it is; matvec_x_norm.wgsl: RMS-normalised, after
 // x_prologue, or with X_LATE scaled at the end by x_scale; matvec_x_combine.wgsl: merged from
-// flash-decoding partials, with XS). ARGMAX (a prelude constant): the stored rows' results to
-// am_epilogue (matvec_argmax.wgsl: each workgroup's best row; matvec_noargmax.wgsl: nothing).
-// Preceded by a prelude (SWIGLU, ROPE, KS, XS, XN4, X_MASK, X_LATE, PF, PF_N, COLS, P_BINDING;
-// XC_* for the combine; ARGMAX, AM_BINDING), common.wgsl, rope_pair.wgsl, a weights/*.wgsl file
-// (bindings 0, 1), a reduce file, one of those x files, a matvec_argmax file and matvec_rope.wgsl
+// flash-decoding partials, with XS). Preceded by a prelude (SWIGLU, ROPE, KS, XS, XN4, X_MASK,
+// X_LATE, PF, PF_N, COLS, P_BINDING; XC_* for the combine), common.wgsl, rope_pair.wgsl, a
+// weights/*.wgsl file (bindings 0, 1), a reduce file, one of those x files and matvec_rope.wgsl
 // (ROPE: bindings 5-8) or matvec_q8_norope.wgsl.
 @group(0) @binding(2) var<storage, read> x4: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
@@ -209,7 +207,6 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
       outs[u] = o;
     }
   }
-  if (ARGMAX) { am_epilogue(lid, wg, outs); }
   if (ROPE && lane == 0u) {
     for (var u = 0u; u < R; u += 2u) {
       if (rl[u] < p.rows) { rope_store(rl[u], rl[u + 1u], outs[u], outs[u + 1u]); }

@@ -24,7 +24,14 @@ var<workgroup> rv: array<f32, WG>;
 var<workgroup> ri: array<u32, WG>;
 var<workgroup> rp: array<u32, WG>;  // position in sv
 
-//!include "llm/argmax_better.wgsl"
+fn better(av: f32, ai: u32, bv: f32, bi: u32) -> bool {
+  if (ai == 0xffffffffu) { return false; }
+  if (bi == 0xffffffffu) { return true; }
+  if (av > bv) { return true; }
+  if (bv > av) { return false; }
+  if (av == bv) { return ai < bi; }
+  return bv != bv && av == av;  // a number beats NaN
+}
 
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>,

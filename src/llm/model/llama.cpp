@@ -44,14 +44,11 @@ class GpuEngine final : public LlamaEngine {
   Tensor ids, x, h, qkv, attn, gu, act, last, logit_buf, logits1, out_id, top_vals, top_ids;
   Q8Act xq, aq, fq;
   int64_t logits_rows = 0;
-  // Single-token steps: one recording (made on first use) of the embedding of ids into x, one of
-  // the layers and the output projection into logits1, the token's position read from pos (u32
-  // [2]: position, cache row); and one of the argmax of logits1 into out_id, or where the output
-  // projection made argmax candidates (am), one of argmax_embed: the token into out_id and its
-  // embedding into x (the next step's, which then needs no embedding).
+  // Single-token steps: one recording (made on first use) of the layers and the output projection
+  // into logits1, the token's position read from pos (u32 [2]: position, cache row); and one of
+  // the argmax of logits1 into out_id.
   Tensor pos;
-  Recording step_embed, step, step_argmax, step_argmax_am;
-  ArgmaxCandidates am;
+  Recording step, step_argmax;
 
   GpuEngine(const Context& c, const ModelFile& f, EngineOptions o)
       : ctx(c),
@@ -122,9 +119,8 @@ class GpuEngine final : public LlamaEngine {
 
   // Records the layers for n tokens at n_past_ whose ids are in `ids`, leaving the residual stream
   // in x. dyn (one token): the position comes from `pos` when the batch runs (for recordings).
-  // embed false: x already holds the embedding (one token).
-  void record_layers(Batch& b, int n, bool dyn = false, bool embed = true) {
-    if (embed) ops.embedding(b, w.embed, ids, x, n);
+  void record_layers(Batch& b, int n, bool dyn = false) {
+    ops.embedding(b, w.embed, ids, x, n);
     const bool fuse_norm_q8 = n == 1 && fuses_norm_q8(), fuse_norm_f32 = n == 1 && fuses_norm_f32();
     for (size_t li = 0; li < layers.size(); ++li) {
       auto& L = layers[li];
@@ -266,19 +262,15 @@ class GpuEngine final : public LlamaEngine {
     return tokens;
   }
 
-  // The final norm and the output projection of token n - 1 into logits1 (one token where it can:
-  // and the argmax candidates, am).
+  // The final norm and the output projection of token n - 1 into logits1.
   void record_output(Batch& b, int n) {
-    const bool out_norm = n == 1 && fuses_norm_f32() && ops.tuning.matvec_out_norm && !q8(output());
     // The norm stays a pass of its own here: the output projection's thousands of workgroups
     // would each redo it (for 8B: 8,016 x 16 KB of reads), one dispatch costs less.
     if (q8(output())) {
       ops.rms_norm_q8(b, x, w.norm, xq, 1, eps, hidden, (n - 1) * hidden);
       ops.linear_q8(b, output(), xq, logits1, 1);
-    } else if (out_norm) {
-      // one token: no copy, no norm pass
-      if (!am.count) am = ops.argmax_candidates(output());
-      ops.rms_norm_linear(b, x, w.norm, eps, output(), logits1, {}, am.count ? &am : nullptr);
+    } else if (n == 1 && fuses_norm_f32() && ops.tuning.matvec_out_norm) {
+      ops.rms_norm_linear(b, x, w.norm, eps, output(), logits1);  // one token: no copy, no norm pass
     } else {
       b.copy(x, uint64_t(n - 1) * uint64_t(hidden) * 4, last, 0, uint64_t(hidden) * 4);
       ops.rms_norm(b, last, w.norm, h, 1, int(hidden), eps);
@@ -287,26 +279,20 @@ class GpuEngine final : public LlamaEngine {
   }
 
   // Records the last chunk (ids already uploaded) and the logits of its last position into
-  // logits1; one token replays the single-token step (its position uploaded here), after its
-  // embedding unless x_ready (the previous step's argmax_embed wrote it).
-  void record_last(Batch& b, int n, bool x_ready = false) {
+  // logits1; one token replays the single-token step (its position uploaded here).
+  void record_last(Batch& b, int n) {
     if (n == 1) {
       set_position(n_past_);
-      if (!x_ready) replay(b, step_embed, [&](Batch& r) { ops.embedding(r, w.embed, ids, x, 1); });
       replay_step(b);
       return;
     }
     record_layers(b, n);
     record_output(b, n);
   }
-  // The same and the argmax of those logits, into out_id (one token with argmax candidates: and
-  // its embedding into x); returns its readback.
-  Readback record_argmax(Batch& b, int n, bool x_ready = false) {
-    record_last(b, n, x_ready);
-    if (n == 1 && am.count)
-      replay(b, step_argmax_am, [&](Batch& r) { ops.argmax_embed(r, am, out_id, w.embed, x); });
-    else
-      replay(b, step_argmax, [&](Batch& r) { ops.argmax(r, logits1, vocab, out_id); });
+  // The same and the argmax of those logits, into out_id; returns its readback.
+  Readback record_argmax(Batch& b, int n) {
+    record_last(b, n);
+    replay_argmax(b);
     return b.read(out_id, 0, 4);
   }
 
@@ -314,37 +300,40 @@ class GpuEngine final : public LlamaEngine {
     const uint32_t v[2] = {uint32_t(p), uint32_t(p)};
     upload(ctx, pos, std::as_bytes(std::span(v)));
   }
-  // Replays rec into b, recording it with `record` first. WGC_PROFILE=1 times every batch, and a
-  // timed batch cannot be frozen: the steps are then recorded into each batch (the same
-  // dispatches, each timed).
-  template <class Record>
-  void replay(Batch& b, Recording& rec, const Record& record) {
-    if (!rec) {
+  // WGC_PROFILE=1 times every batch, and a timed batch cannot be frozen: the steps are then
+  // recorded into each batch (the same dispatches, each timed).
+  void replay_step(Batch& b) {
+    if (!step) {
       Batch r(ctx);
       if (r.timed()) {
-        record(b);
+        record_layers(b, 1, /*dyn=*/true);
+        record_output(b, 1);
         return;
       }
-      record(r);
-      rec = r.freeze();
-    }
-    b.replay(rec);
-  }
-  void replay_step(Batch& b) {
-    replay(b, step, [&](Batch& r) {
-      record_layers(r, 1, /*dyn=*/true, /*embed=*/false);
+      record_layers(r, 1, /*dyn=*/true);
       record_output(r, 1);
-    });
+      step = r.freeze();
+    }
+    b.replay(step);
+  }
+  void replay_argmax(Batch& b) {
+    if (!step_argmax) {
+      Batch r(ctx);
+      if (r.timed()) {
+        ops.argmax(b, logits1, vocab, out_id);
+        return;
+      }
+      ops.argmax(r, logits1, vocab, out_id);
+      step_argmax = r.freeze();
+    }
+    b.replay(step_argmax);
   }
 
   void set_tuning(const LlmTuning& t) override {
     ops.tuning = t;
     opt.tuning = t;
-    step_embed = {};
     step = {};
     step_argmax = {};
-    step_argmax_am = {};
-    am = {};
   }
 
   void prefill(std::span<const int32_t> tokens, const std::function<void(int, int)>& progress) override {
@@ -423,11 +412,9 @@ class GpuEngine final : public LlamaEngine {
       auto t0 = clock::now();
       while (st.recorded < steps && int(in_flight.size()) < ahead) {
         Batch b(ctx);
-        // The previous step's token: its embedding already in x (argmax_embed), or copied to ids.
-        const bool x_ready = st.recorded > 0 && am.count;
-        if (st.recorded > 0 && !x_ready) b.copy(out_id, 0, ids, 0, 4);
+        if (st.recorded > 0) b.copy(out_id, 0, ids, 0, 4);  // the previous step's token
         n_past_ = base + st.recorded;
-        in_flight.push_back(record_argmax(b, 1, x_ready));  // the position goes to the GPU's queue in order
+        in_flight.push_back(record_argmax(b, 1));  // the position goes to the GPU's queue in order
         b.submit();
         ++st.recorded;
       }

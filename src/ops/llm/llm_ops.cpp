@@ -113,7 +113,6 @@ void apply_tuning(LlmTuning& t, std::string_view spec) {
       {"matvec_split_groups", &LlmTuning::matvec_split_groups},
       {"matvec_few_groups", &LlmTuning::matvec_few_groups},
       {"matvec_few_unroll", &LlmTuning::matvec_few_unroll},
-      {"matvec_argmax", &LlmTuning::matvec_argmax},
       {"matvec_combine", &LlmTuning::matvec_combine},
       {"matvec_out_norm", &LlmTuning::matvec_out_norm},
       {"matvec_rope_rows", &LlmTuning::matvec_rope_rows},
@@ -252,10 +251,9 @@ constexpr uint32_t kSwigluRows = 64;         // matvec.wgsl: most gate and up ro
 constexpr uint32_t kMatvecPfLoads = 16;      // matvec.wgsl: most weight chunks loaded before x (PF * R)
 constexpr uint32_t kMatvecMaxSplits = 64;    // matvec.wgsl: most column ranges (KS)
 constexpr uint64_t kRegTileMinGroups = 256;  // choose_linear: tiles from which RegTile runs
-// matvec.wgsl: the uniform's binding without and with ROPE (after matvec_rope.wgsl's storage
-// buffers 5-8; matvec_argmax.wgsl's two take those bindings and push the uniform on), and P's
-// ROPE fields (zero without).
-constexpr uint32_t kMatvecUniform = 5, kMatvecRopeUniform = 9, kMatvecRopeParams = 8;
+// matvec.wgsl: the uniform's binding with ROPE (after matvec_rope.wgsl's storage buffers 5-8), and
+// P's ROPE fields (zero without).
+constexpr uint32_t kMatvecRopeUniform = 9, kMatvecRopeParams = 8;
 // matvec_x_combine.wgsl's workgroup memory: a weight per head and split, a sum per head.
 uint64_t combine_bytes(const DecodePartials& p) {
   return 4ull * (uint64_t(p.n_heads) * p.splits + uint64_t(p.n_heads));
@@ -361,9 +359,8 @@ Kernel LlmOps::linear_kernel(const std::string& kind, TensorType t) const {
 }
 
 Kernel LlmOps::matvec_kernel(TensorType t, LinearVersion v, int64_t cols, uint32_t swiglu_rows, const float* norm_eps,
-                             bool rope, uint32_t splits, const DecodePartials* xc, bool argmax, uint64_t groups) const {
+                             bool rope, uint32_t splits, const DecodePartials* xc, uint64_t groups) const {
   const bool sg = v == LinearVersion::Subgroup;
-  need(!argmax || (!swiglu_rows && !rope && splits == 1), "matvec", "argmax candidates for unsplit plain rows only");
   need(!xc || (!norm_eps && !rope && !swiglu_rows), "matvec", "x combined from partials for plain rows only");
   std::vector<std::string> files = {"llm/common.wgsl",
                                     "llm/rope_pair.wgsl",
@@ -372,7 +369,6 @@ Kernel LlmOps::matvec_kernel(TensorType t, LinearVersion v, int64_t cols, uint32
                                     xc         ? "llm/matvec_x_combine.wgsl"
                                     : norm_eps ? "llm/matvec_x_norm.wgsl"
                                                : "llm/matvec_x.wgsl",
-                                    argmax ? "llm/matvec_argmax.wgsl" : "llm/matvec_noargmax.wgsl",
                                     rope ? "llm/matvec_rope.wgsl" : "llm/matvec_q8_norope.wgsl",
                                     "llm/matvec.wgsl"};
   const MatvecShape m = few_unroll(matvec_shape(swiglu_rows != 0), groups);
@@ -413,20 +409,16 @@ Kernel LlmOps::matvec_kernel(TensorType t, LinearVersion v, int64_t cols, uint32
   if (splits > 1) key += "/ks" + std::to_string(splits);
   if (xc)
     key += "/xc" + std::to_string(xc->n_heads) + "x" + std::to_string(xc->splits) + "x" + std::to_string(xc->head_dim);
-  if (argmax) key += "/am";
   auto cu = [](const char* name, uint32_t val) {
     return "const " + std::string(name) + ": u32 = " + std::to_string(val) + "u;\n";
   };
   auto cb = [](const char* name, bool val) {
     return "const " + std::string(name) + ": bool = " + (val ? "true" : "false") + ";\n";
   };
-  // The argmax candidates' bindings after the storage buffers, then the uniform.
-  const uint32_t am_at = rope ? kMatvecRopeUniform : kMatvecUniform;
   const std::string prelude =
       cb("SWIGLU", swiglu_rows != 0) + cb("ROPE", rope) + cb("XS", xs) + cu("XN4", xn4) + cb("X_MASK", mask) +
       cb("X_LATE", late) + cu("PF", pf) + cu("PF_N", std::max(1u, pf * rows)) + cu("KS", splits) +
-      cu("COLS", static_cols) + cu("P_BINDING", argmax ? am_at + 2 : am_at) + cb("ARGMAX", argmax) +
-      cu("AM_BINDING", am_at) +
+      cu("COLS", static_cols) + cu("P_BINDING", rope ? kMatvecRopeUniform : 5u) +
       (xc ? cu("XC_NH", u32(xc->n_heads)) + cu("XC_S", xc->splits) + cu("XC_HD", u32(xc->head_dim)) : std::string());
   return kernel(
       key + (sg ? "/sg/" : "/wg/") + (swiglu_rows ? "swiglu/" : "") + shape_tag({m.wg, m.tpr, m.unroll, rows}), files,
@@ -664,7 +656,7 @@ void LlmOps::matvec(Batch& b, const GpuWeight& w, const Arg& x, const Tensor& bi
   const uint32_t splits = matvec_splits(w.type, w.cols, rows);
   const MatvecShape m = matvec_shape();
   const uint64_t blocks = ceil_div(uint64_t(rows), m.wg / m.tpr * m.rows);
-  Kernel k = matvec_kernel(w.type, v, w.cols, 0, nullptr, false, splits, xc, false, blocks * splits);
+  Kernel k = matvec_kernel(w.type, v, w.cols, 0, nullptr, false, splits, xc, blocks * splits);
   if (splits == 1) {
     b.dispatch(k, {w.data, w.scales, x, bias, y}, matvec_params(rows, w.cols, o.row0, o.y_offset, flags),
                groups_1d(ctx_, blocks));
@@ -680,7 +672,7 @@ void LlmOps::matvec(Batch& b, const GpuWeight& w, const Arg& x, const Tensor& bi
 }
 
 void LlmOps::rms_norm_linear(Batch& b, const Tensor& x, const Tensor& norm_w, float eps, const GpuWeight& w,
-                             const Tensor& y, const LinearOptions& o, const ArgmaxCandidates* am) const {
+                             const Tensor& y, const LinearOptions& o) const {
   const std::string op = "rms_norm_linear " + str(w.type);
   need(!o.bias, op, "takes no bias (the norm weight comes in its binding)");
   check_norm(x, norm_w, w.cols, op);
@@ -691,19 +683,10 @@ void LlmOps::rms_norm_linear(Batch& b, const Tensor& x, const Tensor& norm_w, fl
   need_elems(y, o.y_offset + rows, op, "y");
   const MatvecShape m = matvec_shape();
   const uint64_t groups = ceil_div(uint64_t(rows), m.wg / m.tpr * m.rows);
-  if (am) {
-    need(o.row0 == 0 && rows == w.rows && o.y_offset == 0, op, "argmax candidates of all rows, no y offset only");
-    need(am->count == groups && am->count == argmax_candidates(w).count, op,
-         std::to_string(am->count) + " argmax candidates for " + std::to_string(groups) + " workgroups");
-  }
   Kernel k = matvec_kernel(w.type, subgroups_ ? LinearVersion::Subgroup : LinearVersion::Shared, w.cols, 0, &eps, false,
-                           1, nullptr, am != nullptr, groups);
-  std::vector<Arg> args = {w.data, w.scales, Arg(x, 0, round16(x.bytes())), norm_w, y};
-  if (am) {
-    args.push_back(am->vals);
-    args.push_back(am->ids);
-  }
-  b.dispatch(k, args, matvec_params(rows, w.cols, o.row0, o.y_offset, o.accumulate ? 2u : 0u), groups_1d(ctx_, groups));
+                           1, nullptr, groups);
+  b.dispatch(k, {w.data, w.scales, Arg(x, 0, round16(x.bytes())), norm_w, y},
+             matvec_params(rows, w.cols, o.row0, o.y_offset, o.accumulate ? 2u : 0u), groups_1d(ctx_, groups));
 }
 
 void LlmOps::rms_norm_swiglu(Batch& b, const Tensor& x, const Tensor& norm_w, float eps, const GpuWeight& gate_up,
@@ -732,7 +715,7 @@ void LlmOps::rms_norm_qkv_rope(Batch& b, const Tensor& x, const Tensor& norm_w, 
   const uint64_t pairs = uint64_t(w.rows) / 2;  // rope_rows() / 2 per row group
   const uint64_t groups = ceil_div(pairs, m.wg / m.tpr * (rope_rows() / 2));
   Kernel k = matvec_kernel(w.type, subgroups_ ? LinearVersion::Subgroup : LinearVersion::Shared, w.cols, 0, &eps, true,
-                           1, nullptr, false, groups);
+                           1, nullptr, groups);
   Params prm(1u, u32(w.rows), u32(w.cols), 0u, u32(w.cols), u32(w.rows), 0u, 0u);
   detail::push_rope_params(prm, table, c, a);
   b.dispatch(k,
@@ -778,7 +761,7 @@ void LlmOps::swiglu_matvec(Batch& b, const GpuWeight& w, const Tensor& x, const 
        std::to_string(m.wg / m.tpr) + " row groups per workgroup cannot take " + std::to_string(wr) +
            " rows (1 to 8 per group)");
   const uint64_t groups = uint64_t(n / (wr / 2));
-  Kernel k = matvec_kernel(w.type, v, w.cols, wr * m.tpr / m.wg, eps, false, 1, nullptr, false, groups);
+  Kernel k = matvec_kernel(w.type, v, w.cols, wr * m.tpr / m.wg, eps, false, 1, nullptr, groups);
   b.dispatch(k, {w.data, w.scales, Arg(x, 0, round16(x.bytes())), norm_w, out}, matvec_params(w.rows, w.cols, 0, 0, 0),
              groups_1d(ctx_, groups));
 }
@@ -1650,29 +1633,6 @@ void LlmOps::row_logsumexp(Batch& b, const Tensor& logits, int rows, int64_t n, 
 void LlmOps::argmax(Batch& b, const Tensor& logits, int64_t n, const Tensor& out) const {
   need(n >= 1, "argmax", "empty");
   topk(b, logits, n, 1, make_tensor(ctx_, {1}), out);
-}
-
-ArgmaxCandidates LlmOps::argmax_candidates(const GpuWeight& w) const {
-  const MatvecShape m = matvec_shape();
-  const uint32_t per = m.wg / m.tpr * m.rows;
-  if (!tuning.matvec_argmax || per > kSwigluRows || w.rows <= 0) return {};
-  const uint32_t n = u32(ceil_div(uint64_t(w.rows), per));
-  return {make_tensor(ctx_, {int64_t(n)}), make_tensor(ctx_, {int64_t(n)}, DType::U32), n};
-}
-
-void LlmOps::argmax_embed(Batch& b, const ArgmaxCandidates& c, const Tensor& out_id, const GpuWeight& table,
-                          const Tensor& x) const {
-  const std::string op = "argmax_embed";
-  need(c.count > 0, op, "no candidates");
-  need_elems(c.vals, c.count, op, "candidate values");
-  need_elems(c.ids, c.count, op, "candidate ids");
-  need_elems(out_id, 1, op, "out_id");
-  need_elems(x, table.cols, op, "x");
-  Kernel k = kernel("llm/argmax_embed/" + str(table.type),
-                    {"llm/common.wgsl", "llm/weights/" + str(table.type) + ".wgsl", "llm/argmax_embed.wgsl"},
-                    {{"WG", kSelectWG}}, false);
-  b.dispatch(k, {table.data, table.scales, c.vals, c.ids, out_id, x}, Params(c.count, u32(table.cols), u32(table.rows)),
-             {1, 1, 1});
 }
 
 }  // namespace wgc::llm

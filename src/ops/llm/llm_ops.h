@@ -145,13 +145,6 @@ struct DecodePartials {
   int n_heads = 0, head_dim = 0;
 };
 
-// One token's argmax candidates: the best row of each workgroup of an output projection
-// (rms_norm_linear's am), for argmax_embed.
-struct ArgmaxCandidates {
-  Tensor vals, ids;  // f32, u32 [count]
-  uint32_t count = 0;
-};
-
 struct AttentionArgs {
   int n_tokens = 1;                     // new query tokens (their K/V must already be in the cache)
   int n_heads = 0;                      // query heads; kv head of head h = h / (n_heads / n_kv_heads)
@@ -209,10 +202,13 @@ struct LlmTuning {
   uint32_t matvec_unroll = 4;
   // The one-token f32-activation matvecs (plain, QKV + RoPE, gate|up + SwiGLU) of fewer than
   // matvec_few_groups workgroups (0: none) take matvec_few_unroll (1..8) instead of matvec_unroll
-  // / swiglu_unroll: more loads in flight per invocation where the grid does not fill the GPU
-  // (the 1B model's o and down projections: 128 workgroups on the H200's 132 SMs; its QKV 192;
-  // the 8B model's matvecs have 256 and more).
-  uint32_t matvec_few_groups = 0;
+  // / swiglu_unroll: more loads in flight per invocation where the grid does not fill the GPU.
+  // H200, session 9 run B (docs/benchmarks.md): 256 (the 1B model's o and down projections, 128
+  // workgroups on 132 SMs, and its QKV, 192; no 8B matvec has fewer than 256) took 1B F16 tg128
+  // from 956-957 to 971.2 t/s (160, o and down only: 967.3; 600, gate|up too: 972.6; unroll 8
+  // everywhere: 971.0) and leaves the 8B step's kernels as they were (300, its o projection too,
+  // lost: 201.4 vs 202.2-202.5).
+  uint32_t matvec_few_groups = 256;
   uint32_t matvec_few_unroll = 8;
   uint32_t matvec_rows = 2;  // rows per group of matvec_tpr invocations (1..8), sharing x loads
   // One token through a gate|up weight with f32 activations: 1 runs gate|up and SwiGLU as one
@@ -275,11 +271,6 @@ struct LlmTuning {
   // splitting the o projections in 4 lost (8B F16 tg128 204.2 -> 199.0 t/s, 1B 959.4 -> 916.3 with
   // the down projections too).
   uint32_t matvec_split_groups = 0;
-  // One-token greedy steps with f32 activations on GPUs (matvec_out_norm): 1 has each workgroup
-  // of the output projection write its best row (argmax_candidates), and one pass over those
-  // finds the token and writes its embedding into the next step's x (argmax_embed): no argmax
-  // passes over the logits, no embedding pass and no token copy between steps; 0: those passes.
-  uint32_t matvec_argmax = 1;
   // One-token steps with f32 activations on GPUs: 1 folds the decode attention's combine pass into
   // the o projection (combine_linear: each workgroup merges the flash-decoding partials into its
   // staged x, one dispatch instead of two per layer), 0 runs attn_combine.wgsl before it.
@@ -697,16 +688,8 @@ class LlmOps {
   // linear_swiglu) of it in one dispatch, the matvec's workgroups each normalising x as they read
   // it (the sum of squares added in another order than rms_norm's). No bias (LinearOptions' row
   // range, y offset and accumulate apply); needs fuses_norm(w.cols).
-  // am (all rows, no y offset; from argmax_candidates(w)): each workgroup's best row goes there too.
   void rms_norm_linear(Batch& b, const Tensor& x, const Tensor& norm_w, float eps, const GpuWeight& w, const Tensor& y,
-                       const LinearOptions& o = {}, const ArgmaxCandidates* am = nullptr) const;
-  // Candidates for rms_norm_linear through w (a pair per workgroup), or none (count 0) where it
-  // cannot make them (tuning.matvec_argmax; at most 64 rows per workgroup).
-  ArgmaxCandidates argmax_candidates(const GpuWeight& w) const;
-  // out_id[0] = the argmax of the rows that made the candidates (argmax's id: the same order), and
-  // x[0 .. table.cols) = table's row of it (embedding's values): the next step's input. One dispatch.
-  void argmax_embed(Batch& b, const ArgmaxCandidates& c, const Tensor& out_id, const GpuWeight& table,
-                    const Tensor& x) const;
+                       const LinearOptions& o = {}) const;
   void rms_norm_swiglu(Batch& b, const Tensor& x, const Tensor& norm_w, float eps, const GpuWeight& gate_up,
                        const Tensor& out) const;
   // Whether those take x of `cols` columns (a multiple of 4).
@@ -804,11 +787,10 @@ class LlmOps {
   // x RMS-normalised inside (matvec_x_norm.wgsl) with this epsilon; rope: the ROPE epilogue.
   // splits: the columns in that many ranges (matvec.wgsl's KS; plain rows only).
   // xc: x combined from decode partials (matvec_x_combine.wgsl; plain rows only).
-  // argmax: the argmax epilogue (matvec_argmax.wgsl; plain unsplit rows). groups: the grid's
-  // workgroups (tuning.matvec_few_groups; 0: unknown).
+  // groups: the grid's workgroups (tuning.matvec_few_groups; 0: unknown).
   Kernel matvec_kernel(TensorType t, LinearVersion v, int64_t cols, uint32_t swiglu_rows = 0,
                        const float* norm_eps = nullptr, bool rope = false, uint32_t splits = 1,
-                       const DecodePartials* xc = nullptr, bool argmax = false, uint64_t groups = 0) const;
+                       const DecodePartials* xc = nullptr, uint64_t groups = 0) const;
   // Whether the matvec stages the whole of x (of a range of cols columns) in workgroup memory
   // (tuning.matvec_xs, where it fits beside extra_bytes of the x file's own).
   bool stages_x(TensorType t, int64_t cols, bool norm, uint64_t extra_bytes = 0) const;
