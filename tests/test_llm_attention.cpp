@@ -282,9 +282,10 @@ TEST(LlmAttention, DecodeWithThePositionReadOnTheGpu) {
 // references: row range, y offset, plain into poisoned y and accumulating, the rest of y untouched,
 // with the columns split into ranges too; and attention_combine alone against the reference.
 TEST(LlmAttention, CombineFoldedIntoTheOProjection) {
-  const char* const tunes[] = {"matvec_combine=1,matvec_xs=2,matvec_tpr=8,matvec_rows=2,matvec_unroll=1",
-                               "matvec_combine=1,matvec_xs=2,matvec_tpr=4,matvec_rows=3,matvec_unroll=2,matvec_split=3,"
-                               "matvec_split_cols=16,attn_dec_wgs=64"};
+  const char* const tunes[] = {
+      "matvec_combine=1,matvec_xs=2,matvec_tpr=8,matvec_rows=2,matvec_unroll=1,matvec_few_groups=0",
+      "matvec_combine=1,matvec_xs=2,matvec_tpr=4,matvec_rows=3,matvec_unroll=2,matvec_few_groups=0,matvec_split=3,"
+      "matvec_split_cols=16,attn_dec_wgs=64"};
   // (a recorded step's splits cover the cache's 200 rows: at position 17 the later ones are empty)
   for (const Cfg& c : {Cfg{8, 2, 128}, Cfg{6, 2, 20}, Cfg{3, 1, 96}}) {
     const int len = 150, max_ctx = 200, row = (c.nh + 2 * c.nkv) * c.hd;

@@ -171,6 +171,7 @@ TEST(LlmLinear, MatvecSplitColumnsMatchesReference) {
         o.tuning.matvec_split_cols = 1000;
         o.tuning.matvec_tpr = tune.tpr;
         o.tuning.matvec_unroll = tune.unroll;
+        o.tuning.matvec_few_groups = 0;  // the unroll asked for, in these grids of few workgroups too
         o.tuning.matvec_rows = tune.rows;
         o.tuning.matvec_xs = tune.xs;
         o.tuning.matvec_pf = tune.pf;
@@ -282,6 +283,7 @@ TEST(LlmLinear, RmsNormLinearMatchesReference) {
       o.tuning.matvec_wg = tune[0];
       o.tuning.matvec_tpr = tune[1];
       o.tuning.matvec_unroll = tune[2];
+      o.tuning.matvec_few_groups = 0;  // the unroll asked for, in these grids of few workgroups too
       o.tuning.matvec_rows = tune[3];
       o.tuning.matvec_xs = tune[4];
       o.tuning.matvec_late = tune[5];
