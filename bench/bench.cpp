@@ -4,7 +4,9 @@
 #include "util/error.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 
 namespace wgc::bench {
@@ -71,10 +73,20 @@ Result run_case(const Context& ctx, const Case& c, const Options& o) {
     if (o.quick) break;
   }
   std::vector<double> times;
-  r.timestamps = ctx.features().timestamp_query;
-  if (r.timestamps) {
+  r.timestamps = ctx.features().timestamp_query && c.timing != Timing::RoundTrip;
+  if (c.timing == Timing::RoundTrip) {
     for (int i = 0; i < reps; ++i) {
-      Batch b(ctx, true);
+      Batch b(ctx);
+      c.record(b);
+      b.encode();
+      auto t0 = Clock::now();
+      b.run();
+      times.push_back(ms_since(t0));
+    }
+  } else if (r.timestamps) {
+    for (int i = 0; i < reps; ++i) {
+      Batch b(ctx, c.timing == Timing::PerDispatch);
+      if (c.timing == Timing::Span) b.time_span();
       c.record(b);
       b.run();
       times.push_back(b.total_ms());
@@ -95,6 +107,71 @@ Result run_case(const Context& ctx, const Case& c, const Options& o) {
   if (c.cpu) r.cpu_ms = time_cpu(c.cpu);
   if (c.cpu_blas) r.blas_ms = time_cpu(c.cpu_blas);
   return r;
+}
+
+std::optional<DispatchFit> fit_dispatches(std::span<const Result> rs) {
+  // Columns of the design matrix: 1 (fixed), dispatches, bytes; each row divided by its time, so
+  // that the residuals are relative.
+  constexpr int kTerms = 3;
+  bool used[kTerms] = {true, false, false};
+  for (const auto& r : rs) {
+    used[1] |= r.c.dispatches > 0;
+    used[2] |= r.c.bytes > 0;
+  }
+  std::vector<int> cols;
+  for (int j = 0; j < kTerms; ++j)
+    if (used[j]) cols.push_back(j);
+  std::vector<std::array<double, kTerms>> xs;  // distinct (dispatches, bytes) pairs decide the rank
+  for (const auto& r : rs)
+    if (std::find(xs.begin(), xs.end(), std::array<double, kTerms>{1, r.c.dispatches, r.c.bytes}) == xs.end())
+      xs.push_back({1, r.c.dispatches, r.c.bytes});
+  const size_t m = cols.size();
+  if (xs.size() < m) return std::nullopt;
+  // Normal equations A^T A x = A^T b of the scaled rows (unknowns in us, us and us per byte).
+  std::vector<double> ata(m * m, 0), atb(m, 0);
+  for (const auto& r : rs) {
+    if (r.gpu_ms <= 0) continue;
+    const double t = r.gpu_ms * 1e3, row[kTerms] = {1, r.c.dispatches, r.c.bytes};
+    for (size_t i = 0; i < m; ++i) {
+      atb[i] += row[cols[i]] / t;  // (row / t) . (t / t)
+      for (size_t j = 0; j < m; ++j) ata[i * m + j] += row[cols[i]] * row[cols[j]] / (t * t);
+    }
+  }
+  // Gaussian elimination with partial pivoting; a pivot lost to rounding: the terms are not
+  // determined (e.g. every run the same count of dispatches).
+  double scale = 0;
+  for (size_t k = 0; k < m; ++k) scale = std::max(scale, ata[k * m + k]);
+  for (size_t k = 0; k < m; ++k) {
+    size_t piv = k;
+    for (size_t i = k + 1; i < m; ++i)
+      if (std::fabs(ata[i * m + k]) > std::fabs(ata[piv * m + k])) piv = i;
+    if (!(std::fabs(ata[piv * m + k]) > 1e-12 * scale)) return std::nullopt;
+    for (size_t j = 0; j < m; ++j) std::swap(ata[k * m + j], ata[piv * m + j]);
+    std::swap(atb[k], atb[piv]);
+    for (size_t i = k + 1; i < m; ++i) {
+      const double f = ata[i * m + k] / ata[k * m + k];
+      for (size_t j = k; j < m; ++j) ata[i * m + j] -= f * ata[k * m + j];
+      atb[i] -= f * atb[k];
+    }
+  }
+  std::vector<double> x(m);
+  for (size_t k = m; k-- > 0;) {
+    double v = atb[k];
+    for (size_t j = k + 1; j < m; ++j) v -= ata[k * m + j] * x[j];
+    x[k] = v / ata[k * m + k];
+  }
+  double coef[kTerms] = {0, 0, 0};
+  for (size_t i = 0; i < m; ++i) coef[cols[i]] = x[i];
+  DispatchFit f;
+  f.fixed_us = coef[0];
+  f.per_dispatch_us = coef[1];
+  f.bandwidth = coef[2] > 0 ? 1e6 / coef[2] : 0;
+  for (const auto& r : rs) {
+    if (r.gpu_ms <= 0) continue;
+    const double t = r.gpu_ms * 1e3, fit = coef[0] + coef[1] * r.c.dispatches + coef[2] * r.c.bytes;
+    f.max_rel_residual = std::max(f.max_rel_residual, std::fabs(fit - t) / t);
+  }
+  return f;
 }
 
 double measured_bandwidth(const Context& ctx, const Options& o) {
