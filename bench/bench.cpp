@@ -4,7 +4,6 @@
 #include "util/error.h"
 
 #include <algorithm>
-#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -109,6 +108,34 @@ Result run_case(const Context& ctx, const Case& c, const Options& o) {
   return r;
 }
 
+namespace {
+// Solves the m x m system a x = b (row-major) by Gaussian elimination with partial pivoting;
+// empty when a pivot falls under 1e-12 (a's columns scaled to about 1: the system is singular).
+std::optional<std::vector<double>> solve_linear(std::vector<double> a, std::vector<double> b) {
+  const size_t m = b.size();
+  for (size_t k = 0; k < m; ++k) {
+    size_t piv = k;
+    for (size_t i = k + 1; i < m; ++i)
+      if (std::fabs(a[i * m + k]) > std::fabs(a[piv * m + k])) piv = i;
+    if (!(std::fabs(a[piv * m + k]) > 1e-12)) return std::nullopt;
+    for (size_t j = 0; j < m; ++j) std::swap(a[k * m + j], a[piv * m + j]);
+    std::swap(b[k], b[piv]);
+    for (size_t i = k + 1; i < m; ++i) {
+      const double f = a[i * m + k] / a[k * m + k];
+      for (size_t j = k; j < m; ++j) a[i * m + j] -= f * a[k * m + j];
+      b[i] -= f * b[k];
+    }
+  }
+  std::vector<double> x(m);
+  for (size_t k = m; k-- > 0;) {
+    double v = b[k];
+    for (size_t j = k + 1; j < m; ++j) v -= a[k * m + j] * x[j];
+    x[k] = v / a[k * m + k];
+  }
+  return x;
+}
+}  // namespace
+
 std::optional<DispatchFit> fit_dispatches(std::span<const Result> rs) {
   // Columns of the design matrix: 1 (fixed), dispatches, bytes; each row divided by its time, so
   // that the residuals are relative.
@@ -121,45 +148,34 @@ std::optional<DispatchFit> fit_dispatches(std::span<const Result> rs) {
   std::vector<int> cols;
   for (int j = 0; j < kTerms; ++j)
     if (used[j]) cols.push_back(j);
-  std::vector<std::array<double, kTerms>> xs;  // distinct (dispatches, bytes) pairs decide the rank
-  for (const auto& r : rs)
-    if (std::find(xs.begin(), xs.end(), std::array<double, kTerms>{1, r.c.dispatches, r.c.bytes}) == xs.end())
-      xs.push_back({1, r.c.dispatches, r.c.bytes});
   const size_t m = cols.size();
-  if (xs.size() < m) return std::nullopt;
-  // Normal equations A^T A x = A^T b of the scaled rows (unknowns in us, us and us per byte).
+  // Each column scaled to a largest entry of 1 (bytes run to 1e9 where the fixed term is 1): the
+  // pivot test below then compares like with like.
+  auto scaled_row = [&](const Result& r, double* out) {
+    const double t = r.gpu_ms * 1e3, row[kTerms] = {1, r.c.dispatches, r.c.bytes};
+    for (size_t i = 0; i < m; ++i) out[i] = row[cols[i]] / t;
+  };
+  double col_max[kTerms] = {0, 0, 0}, x_row[kTerms];
+  for (const auto& r : rs)
+    if (r.gpu_ms > 0) {
+      scaled_row(r, x_row);
+      for (size_t i = 0; i < m; ++i) col_max[i] = std::max(col_max[i], std::fabs(x_row[i]));
+    }
+  // Normal equations A^T A x = A^T b of the rows divided by their times (b: all ones).
   std::vector<double> ata(m * m, 0), atb(m, 0);
   for (const auto& r : rs) {
     if (r.gpu_ms <= 0) continue;
-    const double t = r.gpu_ms * 1e3, row[kTerms] = {1, r.c.dispatches, r.c.bytes};
+    scaled_row(r, x_row);
+    for (size_t i = 0; i < m; ++i) x_row[i] /= col_max[i];
     for (size_t i = 0; i < m; ++i) {
-      atb[i] += row[cols[i]] / t;  // (row / t) . (t / t)
-      for (size_t j = 0; j < m; ++j) ata[i * m + j] += row[cols[i]] * row[cols[j]] / (t * t);
+      atb[i] += x_row[i];
+      for (size_t j = 0; j < m; ++j) ata[i * m + j] += x_row[i] * x_row[j];
     }
   }
-  // Gaussian elimination with partial pivoting; a pivot lost to rounding: the terms are not
-  // determined (e.g. every run the same count of dispatches).
-  double scale = 0;
-  for (size_t k = 0; k < m; ++k) scale = std::max(scale, ata[k * m + k]);
-  for (size_t k = 0; k < m; ++k) {
-    size_t piv = k;
-    for (size_t i = k + 1; i < m; ++i)
-      if (std::fabs(ata[i * m + k]) > std::fabs(ata[piv * m + k])) piv = i;
-    if (!(std::fabs(ata[piv * m + k]) > 1e-12 * scale)) return std::nullopt;
-    for (size_t j = 0; j < m; ++j) std::swap(ata[k * m + j], ata[piv * m + j]);
-    std::swap(atb[k], atb[piv]);
-    for (size_t i = k + 1; i < m; ++i) {
-      const double f = ata[i * m + k] / ata[k * m + k];
-      for (size_t j = k; j < m; ++j) ata[i * m + j] -= f * ata[k * m + j];
-      atb[i] -= f * atb[k];
-    }
-  }
-  std::vector<double> x(m);
-  for (size_t k = m; k-- > 0;) {
-    double v = atb[k];
-    for (size_t j = k + 1; j < m; ++j) v -= ata[k * m + j] * x[j];
-    x[k] = v / ata[k * m + k];
-  }
+  auto solved = solve_linear(std::move(ata), std::move(atb));
+  if (!solved) return std::nullopt;
+  std::vector<double>& x = *solved;
+  for (size_t i = 0; i < m; ++i) x[i] /= col_max[i];
   double coef[kTerms] = {0, 0, 0};
   for (size_t i = 0; i < m; ++i) coef[cols[i]] = x[i];
   DispatchFit f;

@@ -82,6 +82,22 @@ TEST(DispatchFit, RecoversTheTerms) {
   EXPECT_LT(f->max_rel_residual, 1e-9);
 }
 
+// gpu.chain-read on the H200 (run A of session 9): bytes from 256 MiB to 2 GiB per run, times
+// from 0.1 to 1 ms; the columns differ by 1e9 in scale and the fit must still be found.
+TEST(DispatchFit, HoldsAtTheScaleOfBytes) {
+  const double ms[] = {1.0074, 0.5493, 0.3316, 0.1961, 0.1301, 0.0987, 0.1543, 0.2700, 0.4999};
+  std::vector<Result> rs;
+  for (int i = 0; i < 9; ++i) {
+    const double slice = double(1 << 20) * (1 << i), links = std::clamp(256.0 / (1 << i), 8.0, 256.0);
+    rs.push_back(synthetic(links, slice * links, ms[i]));
+  }
+  auto f = fit_dispatches(rs);
+  ASSERT_TRUE(f);
+  EXPECT_NEAR(f->per_dispatch_us, 3.8, 0.1);
+  EXPECT_NEAR(f->bandwidth * 1e-9, 4740, 50);
+  EXPECT_LT(f->max_rel_residual, 0.06);
+}
+
 TEST(DispatchFit, LeavesOutBytesWhenThereAreNone) {
   std::vector<Result> rs = {synthetic(1, 0, 0.010), synthetic(16, 0, 0.070), synthetic(256, 0, 1.030)};
   auto f = fit_dispatches(rs);
