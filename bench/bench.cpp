@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 
 namespace wgc::bench {
@@ -71,10 +72,20 @@ Result run_case(const Context& ctx, const Case& c, const Options& o) {
     if (o.quick) break;
   }
   std::vector<double> times;
-  r.timestamps = ctx.features().timestamp_query;
-  if (r.timestamps) {
+  r.timestamps = ctx.features().timestamp_query && c.timing != Timing::RoundTrip;
+  if (c.timing == Timing::RoundTrip) {
     for (int i = 0; i < reps; ++i) {
-      Batch b(ctx, true);
+      Batch b(ctx);
+      c.record(b);
+      b.encode();
+      auto t0 = Clock::now();
+      b.run();
+      times.push_back(ms_since(t0));
+    }
+  } else if (r.timestamps) {
+    for (int i = 0; i < reps; ++i) {
+      Batch b(ctx, c.timing == Timing::PerDispatch);
+      if (c.timing == Timing::Span) b.time_span();
       c.record(b);
       b.run();
       times.push_back(b.total_ms());
@@ -95,6 +106,88 @@ Result run_case(const Context& ctx, const Case& c, const Options& o) {
   if (c.cpu) r.cpu_ms = time_cpu(c.cpu);
   if (c.cpu_blas) r.blas_ms = time_cpu(c.cpu_blas);
   return r;
+}
+
+namespace {
+// Solves the m x m system a x = b (row-major) by Gaussian elimination with partial pivoting;
+// empty when a pivot falls under 1e-12 (a's columns scaled to about 1: the system is singular).
+std::optional<std::vector<double>> solve_linear(std::vector<double> a, std::vector<double> b) {
+  const size_t m = b.size();
+  for (size_t k = 0; k < m; ++k) {
+    size_t piv = k;
+    for (size_t i = k + 1; i < m; ++i)
+      if (std::fabs(a[i * m + k]) > std::fabs(a[piv * m + k])) piv = i;
+    if (!(std::fabs(a[piv * m + k]) > 1e-12)) return std::nullopt;
+    for (size_t j = 0; j < m; ++j) std::swap(a[k * m + j], a[piv * m + j]);
+    std::swap(b[k], b[piv]);
+    for (size_t i = k + 1; i < m; ++i) {
+      const double f = a[i * m + k] / a[k * m + k];
+      for (size_t j = k; j < m; ++j) a[i * m + j] -= f * a[k * m + j];
+      b[i] -= f * b[k];
+    }
+  }
+  std::vector<double> x(m);
+  for (size_t k = m; k-- > 0;) {
+    double v = b[k];
+    for (size_t j = k + 1; j < m; ++j) v -= a[k * m + j] * x[j];
+    x[k] = v / a[k * m + k];
+  }
+  return x;
+}
+}  // namespace
+
+std::optional<DispatchFit> fit_dispatches(std::span<const Result> rs) {
+  // Columns of the design matrix: 1 (fixed), dispatches, bytes; each row divided by its time, so
+  // that the residuals are relative.
+  constexpr int kTerms = 3;
+  bool used[kTerms] = {true, false, false};
+  for (const auto& r : rs) {
+    used[1] |= r.c.dispatches > 0;
+    used[2] |= r.c.bytes > 0;
+  }
+  std::vector<int> cols;
+  for (int j = 0; j < kTerms; ++j)
+    if (used[j]) cols.push_back(j);
+  const size_t m = cols.size();
+  // Each column scaled to a largest entry of 1 (bytes run to 1e9 where the fixed term is 1): the
+  // pivot test below then compares like with like.
+  auto scaled_row = [&](const Result& r, double* out) {
+    const double t = r.gpu_ms * 1e3, row[kTerms] = {1, r.c.dispatches, r.c.bytes};
+    for (size_t i = 0; i < m; ++i) out[i] = row[cols[i]] / t;
+  };
+  double col_max[kTerms] = {0, 0, 0}, x_row[kTerms];
+  for (const auto& r : rs)
+    if (r.gpu_ms > 0) {
+      scaled_row(r, x_row);
+      for (size_t i = 0; i < m; ++i) col_max[i] = std::max(col_max[i], std::fabs(x_row[i]));
+    }
+  // Normal equations A^T A x = A^T b of the rows divided by their times (b: all ones).
+  std::vector<double> ata(m * m, 0), atb(m, 0);
+  for (const auto& r : rs) {
+    if (r.gpu_ms <= 0) continue;
+    scaled_row(r, x_row);
+    for (size_t i = 0; i < m; ++i) x_row[i] /= col_max[i];
+    for (size_t i = 0; i < m; ++i) {
+      atb[i] += x_row[i];
+      for (size_t j = 0; j < m; ++j) ata[i * m + j] += x_row[i] * x_row[j];
+    }
+  }
+  auto solved = solve_linear(std::move(ata), std::move(atb));
+  if (!solved) return std::nullopt;
+  std::vector<double>& x = *solved;
+  for (size_t i = 0; i < m; ++i) x[i] /= col_max[i];
+  double coef[kTerms] = {0, 0, 0};
+  for (size_t i = 0; i < m; ++i) coef[cols[i]] = x[i];
+  DispatchFit f;
+  f.fixed_us = coef[0];
+  f.per_dispatch_us = coef[1];
+  f.bandwidth = coef[2] > 0 ? 1e6 / coef[2] : 0;
+  for (const auto& r : rs) {
+    if (r.gpu_ms <= 0) continue;
+    const double t = r.gpu_ms * 1e3, fit = coef[0] + coef[1] * r.c.dispatches + coef[2] * r.c.bytes;
+    f.max_rel_residual = std::max(f.max_rel_residual, std::fabs(fit - t) / t);
+  }
+  return f;
 }
 
 double measured_bandwidth(const Context& ctx, const Options& o) {

@@ -9,11 +9,19 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 namespace wgc::bench {
+
+// How run_case times one run of a case.
+enum class Timing {
+  PerDispatch,  // a timed batch: each dispatch in a pass of its own, their GPU times summed
+  Span,         // one pair of timestamps around the whole batch, its dispatches in one pass
+  RoundTrip,    // the host's wall clock from submit to the end of the wait (recorded and encoded before)
+};
 
 struct Case {
   std::string op;                      // "matmul"
@@ -29,6 +37,8 @@ struct Case {
   double tolerance = 1e-4;             // the check passes under this error
   std::function<void()> cpu;           // the plain CPU loop (empty: too slow at this size)
   std::function<void()> cpu_blas;      // an optimised CPU library, where one exists
+  Timing timing = Timing::PerDispatch;
+  double dispatches = 0;  // dispatches per run, for ops about their cost (the table then shows us per dispatch)
 };
 
 struct Options {
@@ -61,6 +71,18 @@ struct Result {
 };
 
 Result run_case(const Context& ctx, const Case& c, const Options& o);
+
+// One op version's runs as a line, t = fixed + dispatches * per_dispatch + bytes / bandwidth, fitted
+// by least squares on the relative error (short and long runs weigh alike). A term whose column is
+// zero in every result (no bytes) is left out and stays 0.
+struct DispatchFit {
+  double fixed_us = 0;
+  double per_dispatch_us = 0;
+  double bandwidth = 0;  // bytes/s (0: not fitted)
+  double max_rel_residual = 0;
+};
+// Empty when the results cannot determine the terms (fewer distinct points than terms).
+std::optional<DispatchFit> fit_dispatches(std::span<const Result> rs);
 
 // The device's measured copy bandwidth (bytes/s), from a large buffer copy kernel; cached.
 double measured_bandwidth(const Context& ctx, const Options& o);

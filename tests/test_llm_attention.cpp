@@ -113,6 +113,45 @@ std::vector<float> slice(const std::vector<float>& v, size_t from, size_t n) {
   return {v.begin() + long(from), v.begin() + long(from + n)};
 }
 
+// A cache of max_ctx rows filled by one prefill of len random tokens (the rows past them
+// poisoned: they must never be read) and the f64 reference attention of every position.
+struct FilledCache {
+  Qkv all;
+  KvCache cache;
+  std::vector<float> want;
+  // The reference's output row of position pos (causal: it attends to keys 0..pos).
+  std::vector<float> want_at(const Cfg& c, int pos) const {
+    return slice(want, size_t(pos * c.nh * c.hd), size_t(c.nh * c.hd));
+  }
+};
+FilledCache fill_cache(const Cfg& c, int len, int max_ctx, uint32_t seed) {
+  FilledCache f{make_qkv(c, len, seed), make_kv_cache(ctx(), 1, c.nkv, max_ctx, c.hd), {}};
+  fill_u32(ctx(), f.cache.k, kPoisonNaN);
+  fill_u32(ctx(), f.cache.v, kPoisonNaN);
+  run_step(c, f.cache.layer(0), f.all, 0, len, false);
+  f.want = ref::attention(f.all.q, f.all.k, f.all.v, len, c.nh, c.nkv, c.hd, 0, 1.f / std::sqrt(float(c.hd)));
+  return f;
+}
+
+// One decode token of a recorded step: its q|k|v row on the GPU, and the attention arguments
+// that read its position from a GPU buffer (start_from), as a replayed step does.
+struct GpuPositionStep {
+  Tensor qkv, at;
+  AttentionArgs args;
+};
+GpuPositionStep step_at(const Cfg& c, const Qkv& all, int pos) {
+  const int row = (c.nh + 2 * c.nkv) * c.hd;
+  const std::vector<float> part(all.fused.begin() + pos * row, all.fused.begin() + (pos + 1) * row);
+  GpuPositionStep s{make_tensor(ctx(), {int64_t(part.size())}, part), make_tensor(ctx(), {1}, DType::U32), {}};
+  const uint32_t p32 = uint32_t(pos);
+  upload(ctx(), s.at, std::as_bytes(std::span(&p32, 1)));
+  s.args.n_heads = c.nh;
+  s.args.start = pos;
+  s.args.q_stride = row;
+  s.args.start_from = s.at;
+  return s;
+}
+
 }  // namespace
 
 TEST(LlmAttention, KvAppendWritesTheCacheLayout) {
@@ -246,31 +285,14 @@ TEST(LlmAttention, DecodeWithThePositionReadOnTheGpu) {
   for (auto& v : variants())
     for (const auto& c : kCfgsMore) {
       const int len = 150, max_ctx = 200;
-      auto all = make_qkv(c, len, 11);
-      auto cache = make_kv_cache(ctx(), 1, c.nkv, max_ctx, c.hd);
-      fill_u32(ctx(), cache.k, kPoisonNaN);
-      fill_u32(ctx(), cache.v, kPoisonNaN);
-      run_step(c, cache.layer(0), all, 0, len, false);
-      auto want = ref::attention(all.q, all.k, all.v, len, c.nh, c.nkv, c.hd, 0, 1.f / std::sqrt(float(c.hd)));
-      const int row = (c.nh + 2 * c.nkv) * c.hd;
+      const FilledCache f = fill_cache(c, len, max_ctx, 11);
       for (int pos : {0, 17, len - 1}) {
-        std::vector<float> part(all.fused.begin() + pos * row, all.fused.begin() + (pos + 1) * row);
-        auto qkv = make_tensor(ctx(), {int64_t(part.size())}, part);
-        auto at = make_tensor(ctx(), {1}, DType::U32);
-        const uint32_t p32 = uint32_t(pos);
-        upload(ctx(), at, std::as_bytes(std::span(&p32, 1)));
+        const GpuPositionStep s = step_at(c, f.all, pos);
         auto out = test::poisoned(int64_t(c.nh) * c.hd);
         Batch b(ctx());
-        AttentionArgs a;
-        a.n_heads = c.nh;
-        a.start = pos;
-        a.q_stride = row;
-        a.start_from = at;
-        v.ops->attention_decode(b, cache.layer(0), qkv, out, a);
+        v.ops->attention_decode(b, f.cache.layer(0), s.qkv, out, s.args);
         b.run();
-        // position pos attends to keys 0..pos: the reference's row pos (causal over all tokens)
-        auto got = download<float>(ctx(), out);
-        EXPECT_LE(test::rel_error(got, slice(want, size_t(pos * c.nh * c.hd), size_t(c.nh * c.hd))), 1e-5)
+        EXPECT_LE(test::rel_error(download<float>(ctx(), out), f.want_at(c, pos)), 1e-5)
             << v.spec << ": " << c.nh << "/" << c.nkv << " hd=" << c.hd << " pos=" << pos;
       }
     }
@@ -283,21 +305,17 @@ TEST(LlmAttention, DecodeWithThePositionReadOnTheGpu) {
 // with the columns split into ranges too, and through the kx schedule; and attention_combine
 // alone against the reference.
 TEST(LlmAttention, CombineFoldedIntoTheOProjection) {
-  const char* const tunes[] = {"matvec_combine=1,matvec_xs=2,matvec_tpr=8,matvec_rows=2,matvec_unroll=1",
-                               "matvec_combine=1,matvec_xs=2,matvec_tpr=4,matvec_rows=3,matvec_unroll=2,matvec_split=3,"
-                               "matvec_split_cols=16,attn_dec_wgs=64",
-                               // the kx schedule (x combined into registers, tiles looping)
-                               "matvec_combine=1,matvec_xs=2,matvec_kx=2,kx_cols=0,kx_wg=64,kx_rows=8,kx_groups=2"};
+  const char* const tunes[] = {
+      "matvec_combine=1,matvec_xs=2,matvec_tpr=8,matvec_rows=2,matvec_unroll=1,matvec_few_groups=0",
+      "matvec_combine=1,matvec_xs=2,matvec_tpr=4,matvec_rows=3,matvec_unroll=2,matvec_few_groups=0,matvec_split=3,"
+      "matvec_split_cols=16,attn_dec_wgs=64",
+      // the kx schedule (x combined into registers, tiles looping)
+      "matvec_combine=1,matvec_xs=2,matvec_kx=2,kx_cols=0,kx_wg=64,kx_rows=8,kx_groups=2"};
   // (a recorded step's splits cover the cache's 200 rows: at position 17 the later ones are empty)
   for (const Cfg& c : {Cfg{8, 2, 128}, Cfg{6, 2, 20}, Cfg{3, 1, 96}}) {
-    const int len = 150, max_ctx = 200, row = (c.nh + 2 * c.nkv) * c.hd;
+    const int len = 150, max_ctx = 200;
     const int64_t cols = int64_t(c.nh) * c.hd, rows = 45, row0 = 3, nr = 39, yoff = 2;
-    auto all = make_qkv(c, len, 13);
-    auto cache = make_kv_cache(ctx(), 1, c.nkv, max_ctx, c.hd);
-    fill_u32(ctx(), cache.k, kPoisonNaN);
-    fill_u32(ctx(), cache.v, kPoisonNaN);
-    run_step(c, cache.layer(0), all, 0, len, false);
-    auto want_attn = ref::attention(all.q, all.k, all.v, len, c.nh, c.nkv, c.hd, 0, 1.f / std::sqrt(float(c.hd)));
+    const FilledCache f = fill_cache(c, len, max_ctx, 13);
     for (auto t : {TensorType::F32, TensorType::F16, TensorType::BF16}) {
       auto bytes = ref::random_weight(t, rows, cols, 17);
       auto w = upload_weight(ctx(), t, bytes, rows, cols);
@@ -306,18 +324,9 @@ TEST(LlmAttention, CombineFoldedIntoTheOProjection) {
         LlmOps o(ctx());
         apply_tuning(o.tuning, spec);
         for (int pos : {17, len - 1}) {
-          const std::vector<float> attn = slice(want_attn, size_t(pos * c.nh * c.hd), size_t(c.nh * c.hd));
+          const std::vector<float> attn = f.want_at(c, pos);
           auto r = ref::linear(deq, cols, attn, 1, row0, nr);
-          std::vector<float> qv(all.fused.begin() + pos * row, all.fused.begin() + (pos + 1) * row);
-          auto qkv = make_tensor(ctx(), {int64_t(qv.size())}, qv);
-          auto at = make_tensor(ctx(), {1}, DType::U32);
-          const uint32_t p32 = uint32_t(pos);
-          upload(ctx(), at, std::as_bytes(std::span(&p32, 1)));
-          AttentionArgs a;
-          a.n_heads = c.nh;
-          a.start = pos;
-          a.q_stride = row;
-          a.start_from = at;
+          const GpuPositionStep s = step_at(c, f.all, pos);
           const std::string what = std::string(to_string(t)) + " " + spec + ": " + std::to_string(c.nh) + "/" +
                                    std::to_string(c.nkv) + " hd=" + std::to_string(c.hd) +
                                    " pos=" + std::to_string(pos);
@@ -328,7 +337,7 @@ TEST(LlmAttention, CombineFoldedIntoTheOProjection) {
             Tensor y = plain ? test::poisoned(int64_t(ny)) : make_tensor(ctx(), {int64_t(ny)}, y0);
             auto out = test::poisoned(cols);
             Batch b(ctx());
-            const DecodePartials dp = o.attention_decode_partials(b, cache.layer(0), qkv, a);
+            const DecodePartials dp = o.attention_decode_partials(b, f.cache.layer(0), s.qkv, s.args);
             ASSERT_TRUE(o.fuses_combine(t, dp)) << what;
             ASSERT_GE(dp.splits, 2u) << what;
             LinearOptions lo;

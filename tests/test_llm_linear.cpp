@@ -93,11 +93,20 @@ TEST(LlmLinear, EveryTypeEveryVersionMatchesReference) {
 // leave partial groups and workgroups, with bias and accumulation.
 TEST(LlmLinear, MatvecTuningsMatchReference) {
   struct Tune {
-    uint32_t wg, tpr, unroll, rows, xs, pf = 0, cols_static = 0, pf_loads = 8;
+    uint32_t wg, tpr, unroll, rows, xs, pf = 0, cols_static = 0, pf_loads = 8, few = 0;
   };
-  const Tune tunes[] = {{256, 32, 4, 2, 2},       {128, 16, 1, 3, 2},        {64, 8, 2, 4, 2},
-                        {256, 64, 1, 4, 0},       {256, 32, 4, 2, 2, 4, 1},  {64, 8, 4, 3, 2, 2},
-                        {128, 16, 2, 4, 0, 1, 1}, {64, 8, 8, 2, 2, 8, 1, 16}};
+  // (the last two: grids of fewer than matvec_few_groups workgroups (45 rows: 1-6) with unroll 7
+  // or 3 from matvec_few_unroll)
+  const Tune tunes[] = {{256, 32, 4, 2, 2},
+                        {128, 16, 1, 3, 2},
+                        {64, 8, 2, 4, 2},
+                        {256, 64, 1, 4, 0},
+                        {256, 32, 4, 2, 2, 4, 1},
+                        {64, 8, 4, 3, 2, 2},
+                        {128, 16, 2, 4, 0, 1, 1},
+                        {64, 8, 8, 2, 2, 8, 1, 16},
+                        {64, 8, 2, 2, 2, 2, 1, 8, 7},
+                        {128, 16, 4, 3, 0, 4, 0, 16, 3}};
   for (auto t : kGpuTensorTypes) {
     const int64_t rows = 45, cols = int64_t(block_size(t)) == 256 ? 512 : int64_t(block_size(t)) == 32 ? 4160 : 203;
     auto bytes = ref::random_weight(t, rows, cols, 21);
@@ -120,6 +129,8 @@ TEST(LlmLinear, MatvecTuningsMatchReference) {
       o.tuning.matvec_pf = tune.pf;
       o.tuning.matvec_pf_loads = tune.pf_loads;
       o.tuning.matvec_static = tune.cols_static;
+      o.tuning.matvec_few_groups = tune.few ? 64 : 0;
+      o.tuning.matvec_few_unroll = tune.few;
       auto y = test::poisoned(rows);
       LinearOptions lo;
       lo.bias = bias;
@@ -128,7 +139,8 @@ TEST(LlmLinear, MatvecTuningsMatchReference) {
       b.run();
       EXPECT_LE(test::rel_error(download<float>(ctx(), y), want), 1e-5)
           << to_string(t) << " wg " << tune.wg << " tpr " << tune.tpr << " unroll " << tune.unroll << " rows "
-          << tune.rows << " xs " << tune.xs << " pf " << tune.pf << " static " << tune.cols_static;
+          << tune.rows << " xs " << tune.xs << " pf " << tune.pf << " static " << tune.cols_static << " few "
+          << tune.few;
     }
   }
 }
@@ -159,6 +171,7 @@ TEST(LlmLinear, MatvecSplitColumnsMatchesReference) {
         o.tuning.matvec_split_cols = 1000;
         o.tuning.matvec_tpr = tune.tpr;
         o.tuning.matvec_unroll = tune.unroll;
+        o.tuning.matvec_few_groups = 0;  // the unroll asked for, in these grids of few workgroups too
         o.tuning.matvec_rows = tune.rows;
         o.tuning.matvec_xs = tune.xs;
         o.tuning.matvec_pf = tune.pf;
@@ -270,6 +283,7 @@ TEST(LlmLinear, RmsNormLinearMatchesReference) {
       o.tuning.matvec_wg = tune[0];
       o.tuning.matvec_tpr = tune[1];
       o.tuning.matvec_unroll = tune[2];
+      o.tuning.matvec_few_groups = 0;  // the unroll asked for, in these grids of few workgroups too
       o.tuning.matvec_rows = tune[3];
       o.tuning.matvec_xs = tune[4];
       o.tuning.matvec_late = tune[5];

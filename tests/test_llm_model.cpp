@@ -142,9 +142,10 @@ TEST(LlamaFixturesGpu, F16DecodeKnobsMatchToo) {
   eo.rope_theta = truth.rope_theta;
   eo.rope_scaling = truth.rope_scaling;
   // hidden 16, ffn 48: 2 lanes per row make the 48-column down projection splittable
-  apply_tuning(eo.tuning,
-               "matvec_wg=64/matvec_tpr=2/matvec_unroll=1/matvec_pf=1/matvec_late=1/matvec_static=1/matvec_split=2/"
-               "matvec_split_cols=16/swiglu_wg_rows=16/swiglu_tpr=8");
+  apply_tuning(
+      eo.tuning,
+      "matvec_wg=64/matvec_tpr=2/matvec_unroll=1/matvec_few_groups=0/matvec_pf=1/matvec_late=1/matvec_static=1/"
+      "matvec_split=2/matvec_split_cols=16/swiglu_wg_rows=16/swiglu_tpr=8");
   LlmOps probe(ctx());
   probe.tuning = eo.tuning;
   ASSERT_EQ(probe.matvec_splits(TensorType::F16, 48), 2u);
@@ -174,11 +175,12 @@ TEST(LlamaFixturesGpu, F16DecodeStepsMatchThePromptPass) {
     LlamaModel ref_model(ctx(), mf, eo);
     all = ref_model.all_logits(tokens);
   }
+  // (the fourth: every matvec with fewer than 1000 workgroups, all of them here, unrolled 7 deep)
   for (const char* spec :
        {"matvec_combine=0/matvec_out_norm=0", "matvec_rope_rows=4",
-        "matvec_wg=64/matvec_tpr=2/matvec_unroll=1/"
-        "swiglu_wg_rows=16/swiglu_tpr=8",
-        "matvec_kx=7/kx_cols=0", "matvec_kx=7/kx_cols=0/kx_wg=64/kx_rows=4/kx_loads=2/kx_groups=3"}) {
+        "matvec_wg=64/matvec_tpr=2/matvec_unroll=1/matvec_few_groups=0/swiglu_wg_rows=16/swiglu_tpr=8",
+        "matvec_tpr=4/matvec_few_groups=1000/matvec_few_unroll=7", "matvec_kx=7/kx_cols=0",
+        "matvec_kx=7/kx_cols=0/kx_wg=64/kx_rows=4/kx_loads=2/kx_groups=3"}) {
     EngineOptions e2 = eo;
     apply_tuning(e2.tuning, spec);
     LlamaModel model(ctx(), mf, e2);

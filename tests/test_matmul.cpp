@@ -4,7 +4,9 @@
 #include "test_util.h"
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+#include <string>
 
 using namespace wgc;
 using wgc::test::ctx;
@@ -16,7 +18,7 @@ struct Case {
   bool trans_b;
 };
 
-void check(MatmulVersion v, Case c) {
+void check(MatmulVersion v, Case c, const MatmulTuning& t = {}) {
   MatmulDims d{c.m, c.n, c.k, c.trans_b};
   if (!supports(ctx(), v, d)) return;
   auto a = test::random_floats(size_t(c.m) * c.k, c.m * 7 + c.k);
@@ -28,12 +30,13 @@ void check(MatmulVersion v, Case c) {
   Tensor tc = make_tensor(ctx(), {c.m, c.n});
   fill_u32(ctx(), tc, kPoisonNaN);
   Batch batch(ctx());
-  matmul(batch, ta, tb, tc, d, v);
+  matmul(batch, ta, tb, tc, d, t, v);
   batch.run();
   auto got = download<float>(ctx(), tc);
   // f32 accumulation over K terms of size <= 1: error grows like sqrt(K) * eps relative.
   EXPECT_LT(test::rel_error(got, want), 1e-5 * (1 + std::sqrt(double(c.k))))
-      << to_string(v) << " M=" << c.m << " N=" << c.n << " K=" << c.k << " trans_b=" << c.trans_b;
+      << to_string(v) << " bm=" << t.bm << " bn=" << t.bn << " wn=" << t.wn << " group_m=" << t.group_m << " M=" << c.m
+      << " N=" << c.n << " K=" << c.k << " trans_b=" << c.trans_b;
 }
 
 const Case kCases[] = {{1, 1, 1, false},      {1, 17, 3, false},       {17, 1, 5, true},      {33, 65, 17, false},
@@ -57,6 +60,46 @@ INSTANTIATE_TEST_SUITE_P(All, MatmulVersions, ::testing::ValuesIn(kMatmulVersion
     if (ch == '-') ch = '_';
   return s;
 });
+
+// vec4-db2 under each block shape, warp layout and workgroup order (the shapes above span
+// several blocks of every size, with partial ones at both ends).
+TEST(Matmul, Vec4Db2KnobsMatchReference) {
+  const char* sets[] = {"wn=0",        "wn=4",        "wn=16",        "bm=64",           "bm=64/wn=4", "bn=64",
+                        "bn=64/wn=4",  "bm=64/bn=64", "group_m=8",    "group_m=3",       "bm=256",     "bm=256/wn=4",
+                        "bm=256/wn=0", "bn=256/wn=0", "bm=512/bn=64", "bm=256/group_m=3"};
+  for (const char* s : sets) {
+    MatmulTuning t = parse_matmul_tuning(s);
+    if (std::string e = matmul_tuning_error(ctx(), t); !e.empty()) {
+      std::printf("skipped %s: %s\n", s, e.c_str());
+      continue;
+    }
+    for (auto c : kCases) check(MatmulVersion::Vec4Db2, c, t);
+  }
+}
+
+// Auto, whose knobs depend on the shape (choose_matmul_tuning: taller blocks from 2048 rows where
+// the adapter offers them), at awkward shapes on both sides of that rule.
+TEST(Matmul, AutoMatchesReference) {
+  const Case cases[] = {{2050, 36, 12, false}, {2049, 132, 20, true}, {300, 68, 16, false}};
+  for (auto c : cases) check(MatmulVersion::Auto, c, choose_matmul_tuning(ctx(), {c.m, c.n, c.k, c.trans_b}));
+}
+
+TEST(Matmul, Vec4Db2RejectsBadKnobs) {
+  EXPECT_THROW(parse_matmul_tuning("bm=64/warp=8"), Error);
+  EXPECT_THROW(parse_matmul_tuning("bm=x"), Error);
+  EXPECT_THROW(parse_matmul_tuning("bm="), Error);
+  EXPECT_EQ(parse_matmul_tuning("bm=64/wn=8").bm, 64u);
+  EXPECT_NE(matmul_tuning_error(ctx(), parse_matmul_tuning("bm=96")), "");
+  EXPECT_NE(matmul_tuning_error(ctx(), parse_matmul_tuning("wn=3")), "");
+  EXPECT_NE(matmul_tuning_error(ctx(), parse_matmul_tuning("bm=64/wn=2")), "");  // 64 * 2 % 256
+  EXPECT_THROW(
+      {
+        Batch b(ctx());
+        auto t = make_tensor(ctx(), {64});
+        matmul(b, t, t, t, {4, 4, 4, false}, parse_matmul_tuning("bn=96"), MatmulVersion::Vec4Db2);
+      },
+      Error);
+}
 
 TEST(Matmul, Vec4SupportFollowsAlignment) {
   EXPECT_TRUE(supports(ctx(), MatmulVersion::RegTileVec4, {8, 8, 8, false}));

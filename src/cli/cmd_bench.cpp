@@ -20,7 +20,11 @@
 namespace wgc::cli {
 namespace {
 
+// Ops about the cost of dispatches (no FLOPs, no bytes) show the time per dispatch instead.
+bool per_dispatch(const bench::Result& r) { return r.c.dispatches > 0 && r.c.flops <= 0 && r.c.bytes <= 0; }
+
 std::string rate(const bench::Result& r) {
+  if (per_dispatch(r)) return format_number("%.3f us/disp", r.gpu_ms * 1e3 / r.c.dispatches);
   if (r.c.flops > 0) return format_number("%.1f GFLOP/s", r.c.flops / (r.gpu_ms * 1e-3) * 1e-9);
   return format_number("%.1f GB/s", r.c.bytes / (r.gpu_ms * 1e-3) * 1e-9);
 }
@@ -29,6 +33,7 @@ std::string rate(const bench::Result& r) {
 // the measured copy bandwidth (of memory: data that stays in the L2 cache can pass 100%).
 double peak_fraction(const bench::Result& r, double bw, double flops_peak) {
   double t = r.gpu_ms * 1e-3;
+  if (per_dispatch(r)) return -1;
   if (r.c.flops > 0) return flops_peak > 0 ? r.c.flops / t / flops_peak : -1;
   return r.c.bytes / t / bw;
 }
@@ -36,6 +41,41 @@ double peak_fraction(const bench::Result& r, double bw, double flops_peak) {
 // What peak_fraction is a fraction of: "fp32" (the nominal FP32 FLOP/s) or "copy" (the measured
 // copy bandwidth).
 const char* peak_of(const bench::Result& r) { return r.c.flops > 0 ? "fp32" : "copy"; }
+
+const char* timing_name(bench::Timing t) {
+  switch (t) {
+    case bench::Timing::Span: return "span";
+    case bench::Timing::RoundTrip: return "round-trip";
+    default: return "per-dispatch";
+  }
+}
+
+// The line fit of each op version whose cases count dispatches (bench::fit_dispatches), in the
+// order the versions first ran.
+std::vector<std::pair<std::string, bench::DispatchFit>> dispatch_fits(const std::vector<bench::Result>& rs) {
+  std::vector<std::pair<std::string, std::string>> keys;
+  for (const auto& r : rs)
+    if (r.c.dispatches > 0 && std::find(keys.begin(), keys.end(), std::pair(r.c.op, r.c.version)) == keys.end())
+      keys.emplace_back(r.c.op, r.c.version);
+  std::vector<std::pair<std::string, bench::DispatchFit>> fits;
+  for (const auto& [op, version] : keys) {
+    std::vector<bench::Result> same;
+    for (const auto& r : rs)
+      if (r.c.op == op && r.c.version == version) same.push_back(r);
+    if (auto f = bench::fit_dispatches(same)) fits.emplace_back(op + " " + version, *f);
+  }
+  return fits;
+}
+
+void print_fits(std::FILE* out, const std::vector<std::pair<std::string, bench::DispatchFit>>& fits) {
+  if (fits.empty()) return;
+  std::fprintf(out, "\nfit t = fixed + dispatches x per dispatch [+ bytes / bandwidth] (least squares, relative):\n");
+  for (const auto& [name, f] : fits)
+    std::fprintf(out, "  %-32s fixed %8.2f us   per dispatch %7.3f us%s   max residual %.1f%%\n", name.c_str(),
+                 f.fixed_us, f.per_dispatch_us,
+                 f.bandwidth > 0 ? format_number("   bandwidth %.1f GB/s", f.bandwidth * 1e-9).c_str() : "",
+                 100 * f.max_rel_residual);
+}
 
 // Every number of the run; versions by their plain names ("default" says which one Auto runs).
 json::Value results_json(const Context& ctx, const std::vector<bench::Result>& rs, double bw, double flops_peak) {
@@ -56,9 +96,11 @@ json::Value results_json(const Context& ctx, const std::vector<bench::Result>& r
     x.set("elements", r.c.elements);
     x.set("flops", r.c.flops);
     x.set("bytes", r.c.bytes);
+    x.set("dispatches", r.c.dispatches);
     x.set("gpu_ms", r.gpu_ms);
     x.set("gpu_spread", r.gpu_spread);
     x.set("timestamps", r.timestamps);
+    x.set("timing", timing_name(r.c.timing));
     x.set("cpu_ms", measured(r.cpu_ms));
     x.set("blas_ms", measured(r.blas_ms));
     x.set("max_rel_error", finite_or_null(r.error));
@@ -69,6 +111,17 @@ json::Value results_json(const Context& ctx, const std::vector<bench::Result>& r
     results.push_back(std::move(x));
   }
   o.set("results", std::move(results));
+  json::Value fits = json::Value::array();
+  for (const auto& [name, f] : dispatch_fits(rs)) {
+    json::Value x = json::Value::object();
+    x.set("case", name);
+    x.set("fixed_us", f.fixed_us);
+    x.set("per_dispatch_us", f.per_dispatch_us);
+    x.set("bandwidth_gbs", f.bandwidth > 0 ? json::Value(f.bandwidth * 1e-9) : json::Value());
+    x.set("max_rel_residual", f.max_rel_residual);
+    fits.push_back(std::move(x));
+  }
+  o.set("dispatch_fits", std::move(fits));
   return o;
 }
 
@@ -84,17 +137,18 @@ void write_chart(const std::string& path, const Context& ctx, const std::vector<
   for (auto& op : ops) {
     std::map<std::string, chart::Series> by_version;
     chart::Series plain{"CPU loop", {}, {}}, blas{"CPU BLAS", {}, {}};
-    bool flops = false;
+    bool flops = false, dispatches = false;
     std::string x_label;
     for (auto& r : rs) {
       if (r.c.op != op) continue;
       flops = r.c.flops > 0;
+      dispatches = per_dispatch(r);
       x_label = r.c.x_label;
       double work = flops ? r.c.flops * 1e-9 : r.c.bytes * 1e-9;  // GFLOP or GB
       auto& s = by_version[r.c.version];
       s.name = "GPU " + r.c.version;
       s.x.push_back(r.c.elements);
-      s.y.push_back(work / (r.gpu_ms * 1e-3));
+      s.y.push_back(dispatches ? r.gpu_ms * 1e3 / r.c.dispatches : work / (r.gpu_ms * 1e-3));
       auto [p, b] = cpu.at({r.c.op, r.c.size});
       if (p > 0 && (plain.x.empty() || plain.x.back() != r.c.elements)) {
         plain.x.push_back(r.c.elements);
@@ -113,8 +167,11 @@ void write_chart(const std::string& path, const Context& ctx, const std::vector<
     co.log_x = co.log_y = true;
     co.height = 480;
     if (x_label.empty()) x_label = flops ? "n (n x n x n)" : "elements";
-    charts.push_back(
-        chart::render_line_chart(op + " on " + ctx.adapter().device, x_label, flops ? "GFLOP/s" : "GB/s", series, co));
+    charts.push_back(chart::render_line_chart(op + " on " + ctx.adapter().device, x_label,
+                                              dispatches ? "us per dispatch"
+                                              : flops    ? "GFLOP/s"
+                                                         : "GB/s",
+                                              series, co));
   }
   if (charts.empty()) return;
   Image all(charts[0].width, int(charts.size()) * charts[0].height, charts[0].channels);
@@ -180,7 +237,9 @@ int bench_cmd(const Flags& f) {
     auto cases = make(ctx, o);
     if (!versions.empty())
       std::erase_if(cases, [&](const bench::Case& c) {
-        return std::find(versions.begin(), versions.end(), c.version) == versions.end();
+        // A version also keeps its sweep cases ("VERSION [KNOBS]", e.g. WGC_MATMUL_SWEEP's).
+        const std::string base = c.version.substr(0, c.version.find(" ["));
+        return std::find(versions.begin(), versions.end(), base) == versions.end();
       });
     for (size_t i = 0; i < cases.size(); ++i) {
       std::fprintf(stderr, "%s[bench] %s %s %s (%zu/%zu)%s", tty ? "\r" : "", op.c_str(), cases[i].version.c_str(),
@@ -226,6 +285,11 @@ int bench_cmd(const Flags& f) {
                "that fits in the GPU's L2 cache, e.g. small sizes or an 8B model's 4096x4096 F16 matrix, can\n"
                "pass 100%%). The JSON says the same per result (\"peak_fraction\", \"peak_of\").\n",
                results.empty() || results[0].timestamps ? "timestamp-query times" : "wall-clock times");
+  if (std::any_of(results.begin(), results.end(), [](auto& r) { return r.c.timing != bench::Timing::PerDispatch; }))
+    std::fprintf(out,
+                 "gpu.*: one pair of timestamps around the whole batch (its dispatches in one pass); submit-wait: the\n"
+                 "host's wall clock from submit to the end of the wait.\n");
+  print_fits(out, dispatch_fits(results));
   if (f.out.json) f.out.write_json(results_json(ctx, results, bw, flops_peak).dump(1));
   if (png) write_chart(*png, ctx, results, cpu, overwrite);
   return all_ok ? 0 : 3;

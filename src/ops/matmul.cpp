@@ -3,7 +3,10 @@
 #include "cpu/matmul.h"
 #include "util/error.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <string>
+#include <utility>
 
 namespace wgc {
 namespace {
@@ -15,6 +18,9 @@ constexpr uint32_t kWideBlockN = 256;    // regtile_wide.wgsl (vec4-wide): BM = 
 // (k per workgroup-memory tile) stays at its 8: BK 16 and 32 measured slower on the H200
 // (27.4 and 19.5 vs 32.7 TFLOP/s at 4096^3, docs/benchmarks.md).
 constexpr uint32_t kGroupM = 8;
+// vec4-db2 runs 256 x 128 blocks (MatmulTuning::bm 256) from this many rows of C: the smallest
+// size measured (choose_matmul_tuning).
+constexpr uint32_t kTallBlockMinRows = 2048;
 
 const char* kernel_file(MatmulVersion v) {
   switch (v) {
@@ -28,12 +34,52 @@ const char* kernel_file(MatmulVersion v) {
     case MatmulVersion::Vec4Wide:
     case MatmulVersion::Vec4Wide128:
     case MatmulVersion::Vec4Flat: return "matmul/regtile_wide.wgsl";
+    case MatmulVersion::Vec4Db2: return "matmul/regtile_db.wgsl";
     case MatmulVersion::Auto: break;
   }
   throw Error("wgc: matmul: no kernel for version Auto");
 }
 
+bool is_block_side(uint32_t x) { return x == 64 || x == 128 || x == 256 || x == 512; }
+
 }  // namespace
+
+MatmulTuning parse_matmul_tuning(std::string_view knobs, MatmulTuning t) {
+  std::pair<const char*, uint32_t*> keys[] = {{"bm", &t.bm}, {"bn", &t.bn}, {"wn", &t.wn}, {"group_m", &t.group_m}};
+  std::string s(knobs);
+  for (size_t pos = 0; pos < s.size();) {
+    size_t end = std::min(s.find('/', pos), s.size());
+    std::string item = s.substr(pos, end - pos);
+    pos = end + 1;
+    size_t eq = item.find('=');
+    uint32_t* dst = nullptr;
+    for (auto& [k, p] : keys)
+      if (eq != std::string::npos && item.substr(0, eq) == k) dst = p;
+    char* e = nullptr;
+    unsigned long v = eq == std::string::npos ? 0 : std::strtoul(item.c_str() + eq + 1, &e, 10);
+    if (!dst || !e || e == item.c_str() + eq + 1 || *e || v > 1u << 20)
+      throw Error("wgc: matmul tuning: '" + item + "' is not KEY=VALUE with a key of bm, bn, wn, group_m");
+    *dst = uint32_t(v);
+  }
+  return t;
+}
+
+std::string matmul_tuning_error(const Context& ctx, const MatmulTuning& t) {
+  if (!is_block_side(t.bm) || !is_block_side(t.bn)) return "bm and bn must be 64, 128, 256 or 512";
+  const uint32_t ntn = t.bn / 8, wn = t.wn ? t.wn : ntn;
+  // regtile_db.wgsl's warp layout: WN lanes along n, whole warps along m.
+  if (32 % wn || ntn % wn || t.bm * wn % 256) return "wn must divide 32 and bn / 8, with bm * wn a multiple of 256";
+  if (!t.group_m) return "group_m must be >= 1";
+  const uint64_t threads = uint64_t(t.bm) * t.bn / 64;
+  const uint64_t storage = 64ull * (t.bm + t.bn);
+  const Limits& lim = ctx.limits();
+  if (threads > lim.max_compute_invocations_per_workgroup || storage > lim.max_compute_workgroup_storage_size)
+    return "bm x bn needs " + std::to_string(threads) + " invocations and " + std::to_string(storage) +
+           " bytes of workgroup memory; this device offers " +
+           std::to_string(lim.max_compute_invocations_per_workgroup) + " and " +
+           std::to_string(lim.max_compute_workgroup_storage_size);
+  return "";
+}
 
 std::string_view to_string(MatmulVersion v) {
   switch (v) {
@@ -48,6 +94,7 @@ std::string_view to_string(MatmulVersion v) {
     case MatmulVersion::Vec4Wide: return "vec4-wide";
     case MatmulVersion::Vec4Wide128: return "vec4-wide128";
     case MatmulVersion::Vec4Flat: return "vec4-flat";
+    case MatmulVersion::Vec4Db2: return "vec4-db2";
   }
   return "?";
 }
@@ -72,12 +119,28 @@ MatmulVersion choose_matmul(const Context& ctx, const MatmulDims& d) {
   // Register tiling only pays once there are enough 128x128 blocks to fill the machine;
   // for thin products the 16x16 tiles keep more workgroups busy.
   if (uint64_t(d.m) * d.n < 64ull * 64ull) return MatmulVersion::Tiled;
-  // vec4-db was the fastest rung at 4096^3 on the H200 in two runs (38.9 and 38.8 TFLOP/s against
-  // vec4-prefetch's 38.5 and 38.4, docs/benchmarks.md).
-  return supports(ctx, MatmulVersion::Vec4Db, d) ? MatmulVersion::Vec4Db : MatmulVersion::RegTile;
+  // vec4-db2 under choose_matmul_tuning's knobs led vec4-db at every size measured on the H200
+  // (session 9 run B, TFLOP/s: 42.2 / 44.0 / 44.3 against 37.7 / 39.0 / 39.3 at 2048^3 / 4096^3 /
+  // 8192^3; docs/benchmarks.md).
+  return supports(ctx, MatmulVersion::Vec4Db2, d) ? MatmulVersion::Vec4Db2 : MatmulVersion::RegTile;
+}
+
+MatmulTuning choose_matmul_tuning(const Context& ctx, const MatmulDims& d) {
+  // 256 x 128 blocks of 512 invocations, where the adapter offers them: on the H200 (session 9
+  // run B, with wn 8) 42.2 / 44.0 / 44.3 TFLOP/s at 2048^3 / 4096^3 / 8192^3 against 128 x 128's
+  // 40.5 / 41.8 / 39.1. Below 2048 rows unmeasured: 128 x 128 blocks, twice as many workgroups.
+  MatmulTuning tall;
+  tall.bm = 256;
+  if (d.m >= kTallBlockMinRows && matmul_tuning_error(ctx, tall).empty()) return tall;
+  return MatmulTuning{};
 }
 
 void matmul(Batch& batch, const Tensor& a, const Tensor& b, const Tensor& c, const MatmulDims& d, MatmulVersion v) {
+  matmul(batch, a, b, c, d, choose_matmul_tuning(batch.context(), d), v);
+}
+
+void matmul(Batch& batch, const Tensor& a, const Tensor& b, const Tensor& c, const MatmulDims& d,
+            const MatmulTuning& tuning, MatmulVersion v) {
   const Context& ctx = batch.context();
   if (v == MatmulVersion::Auto) v = choose_matmul(ctx, d);
   if (!supports(ctx, v, d))
@@ -100,10 +163,17 @@ void matmul(Batch& batch, const Tensor& a, const Tensor& b, const Tensor& c, con
   if (v == MatmulVersion::Vec4Wide) code.constants = {{"NTN", 16}, {"THREADS", 256}, {"UNROLL", 2}};
   if (v == MatmulVersion::Vec4Wide128) code.constants = {{"NTN", 8}, {"THREADS", 128}, {"UNROLL", 2}};
   if (v == MatmulVersion::Vec4Flat) code.constants = {{"CW", 2}, {"UNROLL", 4}};
+  uint32_t block_m = v == MatmulVersion::Naive || v == MatmulVersion::Tiled ? kNaiveTile : kRegTileBlock;
+  uint32_t block_n = v == MatmulVersion::Vec4Wide ? kWideBlockN : block_m;
+  if (v == MatmulVersion::Vec4Db2) {
+    if (std::string e = matmul_tuning_error(ctx, tuning); !e.empty()) throw Error("wgc: matmul vec4-db2: " + e);
+    code.constants = {{"BM", tuning.bm}, {"BN", tuning.bn}, {"GROUP_M", tuning.group_m}};
+    if (tuning.wn) code.constants.push_back({"WN", tuning.wn});
+    block_m = tuning.bm;
+    block_n = tuning.bn;
+  }
   Kernel k = compile(ctx, code);
-  const uint32_t block = v == MatmulVersion::Naive || v == MatmulVersion::Tiled ? kNaiveTile : kRegTileBlock;
-  const uint32_t block_n = v == MatmulVersion::Vec4Wide ? kWideBlockN : block;
-  Groups g{ceil_div(d.n, block_n), ceil_div(d.m, block), 1};
+  Groups g{ceil_div(d.n, block_n), ceil_div(d.m, block_m), 1};
   batch.dispatch(k, {a, b, c}, Params(d.m, d.n, d.k, uint32_t(d.trans_b)), g);
 }
 

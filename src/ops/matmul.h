@@ -5,7 +5,10 @@
 // prefetch), and that with two workgroup-memory buffers (one barrier per tile); vec4-wide and
 // vec4-wide128: the same schedule with 8 x 16 per invocation in named registers, 128 x 256 and
 // 128 x 128 blocks, vec4-flat: vec4-db's 8 x 8 per invocation in that kernel (regtile_wide.wgsl;
-// all three slower than vec4-db on the H200); Auto picks by shape.
+// all three slower than vec4-db on the H200); vec4-db2: vec4-db's schedule with the block shape,
+// the warp's layout over it and the workgroup order as knobs (MatmulTuning), Auto's rung since
+// session 9 (256 x 128 blocks from 2048 rows: 44.0 TFLOP/s at 4096^3 on the H200); Auto picks by
+// shape.
 #pragma once
 
 #include "gpu/batch.h"
@@ -13,6 +16,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -29,7 +33,8 @@ enum class MatmulVersion {
   Vec4Db,
   Vec4Wide,
   Vec4Wide128,
-  Vec4Flat
+  Vec4Flat,
+  Vec4Db2
 };
 std::string_view to_string(MatmulVersion v);                // "auto", "naive", "tiled", "regtile", "regtile-vec4", ...
 MatmulVersion parse_matmul_version(std::string_view name);  // throws naming the op and the valid names
@@ -42,7 +47,8 @@ inline constexpr MatmulVersion kMatmulVersions[] = {MatmulVersion::Naive,
                                                     MatmulVersion::Vec4Db,
                                                     MatmulVersion::Vec4Wide,
                                                     MatmulVersion::Vec4Wide128,
-                                                    MatmulVersion::Vec4Flat};
+                                                    MatmulVersion::Vec4Flat,
+                                                    MatmulVersion::Vec4Db2};
 
 struct MatmulDims {
   uint32_t m = 0, n = 0, k = 0;
@@ -50,15 +56,35 @@ struct MatmulDims {
   double flops() const { return 2.0 * m * n * k; }
 };
 
+// vec4-db2's knobs (override constants of matmul/regtile_db.wgsl, so a sweep needs no rebuild);
+// the defaults run on every adapter; choose_matmul_tuning says what Auto runs. `wgc bench` times
+// sets of them through WGC_MATMUL_SWEEP.
+struct MatmulTuning {
+  uint32_t bm = 128, bn = 128;  // the block of C a workgroup computes: 64, 128, 256 or 512 each
+  uint32_t wn = 8;              // lanes of a 32-lane warp along n: 4 x 8 (0: bn / 8, vec4-db's 2 x 16)
+  uint32_t group_m = 1;         // block-rows walked together (grouped_order.wgsl; 1: row-major)
+};
+// "key=value/key=value" (keys as the fields) over base; an unknown key or a bad number throws.
+MatmulTuning parse_matmul_tuning(std::string_view knobs, MatmulTuning base = {});
+// Why vec4-db2 cannot run these knobs on this context (empty: it can).
+std::string matmul_tuning_error(const Context& ctx, const MatmulTuning& t);
+// vec4-db2's knobs for a problem (measured on the H200, see matmul.cpp): what Auto and the
+// matmul overloads without a MatmulTuning use.
+MatmulTuning choose_matmul_tuning(const Context& ctx, const MatmulDims& d);
+
 // The vec4 versions need K % 4 == 0 (and N % 4 == 0 unless trans_b); the others run any shape.
 bool supports(const Context& ctx, MatmulVersion v, const MatmulDims& d);
-// What Auto runs: the 16x16 tiled kernel for thin products, else vec4-db where it applies
+// What Auto runs: the 16x16 tiled kernel for thin products, else vec4-db2 where it applies
 // (measured on the H200, see matmul.cpp), else the scalar register-tiled kernel.
 MatmulVersion choose_matmul(const Context& ctx, const MatmulDims& d);
 
-// Records the product into a batch. a, b, c must hold M*K, K*N and M*N floats.
+// Records the product into a batch. a, b, c must hold M*K, K*N and M*N floats. vec4-db2 runs
+// choose_matmul_tuning's knobs.
 void matmul(Batch& batch, const Tensor& a, const Tensor& b, const Tensor& c, const MatmulDims& d,
             MatmulVersion v = MatmulVersion::Auto);
+// The same with vec4-db2's knobs (the other versions ignore them); bad knobs throw.
+void matmul(Batch& batch, const Tensor& a, const Tensor& b, const Tensor& c, const MatmulDims& d,
+            const MatmulTuning& tuning, MatmulVersion v = MatmulVersion::Auto);
 
 // A [M,K] and B [K,N] (or [N,K] with trans_b) tensors in, a new [M,N] tensor out; waits.
 Tensor matmul(const Context& ctx, const Tensor& a, const Tensor& b, bool trans_b = false,

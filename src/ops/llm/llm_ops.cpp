@@ -117,6 +117,8 @@ void apply_tuning(LlmTuning& t, std::string_view spec) {
       {"matvec_split", &LlmTuning::matvec_split},
       {"matvec_split_cols", &LlmTuning::matvec_split_cols},
       {"matvec_split_groups", &LlmTuning::matvec_split_groups},
+      {"matvec_few_groups", &LlmTuning::matvec_few_groups},
+      {"matvec_few_unroll", &LlmTuning::matvec_few_unroll},
       {"matvec_combine", &LlmTuning::matvec_combine},
       {"matvec_out_norm", &LlmTuning::matvec_out_norm},
       {"matvec_rope_rows", &LlmTuning::matvec_rope_rows},
@@ -372,7 +374,7 @@ Kernel LlmOps::linear_kernel(const std::string& kind, TensorType t) const {
 }
 
 Kernel LlmOps::matvec_kernel(TensorType t, LinearVersion v, int64_t cols, uint32_t swiglu_rows, const float* norm_eps,
-                             bool rope, uint32_t splits, const DecodePartials* xc) const {
+                             bool rope, uint32_t splits, const DecodePartials* xc, uint64_t groups) const {
   const bool sg = v == LinearVersion::Subgroup;
   need(!xc || (!norm_eps && !rope && !swiglu_rows), "matvec", "x combined from partials for plain rows only");
   std::vector<std::string> files = {"llm/common.wgsl",
@@ -384,7 +386,7 @@ Kernel LlmOps::matvec_kernel(TensorType t, LinearVersion v, int64_t cols, uint32
                                                : "llm/matvec_x.wgsl",
                                     rope ? "llm/matvec_rope.wgsl" : "llm/matvec_q8_norope.wgsl",
                                     "llm/matvec.wgsl"};
-  const MatvecShape m = matvec_shape(swiglu_rows != 0);
+  const MatvecShape m = few_unroll(matvec_shape(swiglu_rows != 0), groups);
   const uint32_t rows = rope ? rope_rows() : swiglu_rows ? swiglu_rows : m.rows;
   std::vector<std::pair<std::string, double>> c = {{"WG", m.wg}, {"TPR", m.tpr}, {"UNROLL", m.unroll}, {"R", rows}};
   if (sg) c.push_back({"SG", sg_size_});
@@ -550,6 +552,14 @@ LlmOps::MatvecShape LlmOps::matvec_shape(bool swiglu) const {
   const uint32_t unroll = swiglu && tuning.swiglu_unroll ? tuning.swiglu_unroll : tuning.matvec_unroll;
   need(unroll >= 1 && unroll <= 8, "matvec", "unroll " + std::to_string(unroll) + " (1..8)");
   return {wg, std::min(tpr, wg), std::clamp(tuning.matvec_rows, 1u, kMatvecMaxRows), unroll};
+}
+
+LlmOps::MatvecShape LlmOps::few_unroll(MatvecShape m, uint64_t groups) const {
+  if (tuning.matvec_few_groups == 0 || groups == 0 || groups >= tuning.matvec_few_groups) return m;
+  need(tuning.matvec_few_unroll >= 1 && tuning.matvec_few_unroll <= 8, "matvec",
+       "matvec_few_unroll " + std::to_string(tuning.matvec_few_unroll) + " (1..8)");
+  m.unroll = tuning.matvec_few_unroll;
+  return m;
 }
 
 std::vector<KernelVersion> LlmOps::versions() const {
@@ -738,9 +748,9 @@ void LlmOps::matvec(Batch& b, const GpuWeight& w, const Arg& x, const Tensor& bi
     return;
   }
   const uint32_t splits = matvec_splits(w.type, w.cols, rows);
-  Kernel k = matvec_kernel(w.type, v, w.cols, 0, nullptr, false, splits, xc);
   const MatvecShape m = matvec_shape();
   const uint64_t blocks = ceil_div(uint64_t(rows), m.wg / m.tpr * m.rows);
+  Kernel k = matvec_kernel(w.type, v, w.cols, 0, nullptr, false, splits, xc, blocks * splits);
   if (splits == 1) {
     b.dispatch(k, {w.data, w.scales, x, bias, y}, matvec_params(rows, w.cols, o.row0, o.y_offset, flags),
                groups_1d(ctx_, blocks));
@@ -767,11 +777,12 @@ void LlmOps::rms_norm_linear(Batch& b, const Tensor& x, const Tensor& norm_w, fl
   need_elems(y, o.y_offset + rows, op, "y");
   const LinearVersion v = subgroups_ ? LinearVersion::Subgroup : LinearVersion::Shared;
   const bool kx = kx_runs(kKxPlain, w.type, w.cols, v);
-  Kernel k = kx ? matvec_kx_kernel(w.type, w.cols, kKxPlain, &eps) : matvec_kernel(w.type, v, w.cols, 0, &eps);
   const MatvecShape m = matvec_shape();
+  const uint64_t groups = kx ? kx_grid(kx_tiles(kKxPlain, rows)) : ceil_div(uint64_t(rows), m.wg / m.tpr * m.rows);
+  Kernel k = kx ? matvec_kx_kernel(w.type, w.cols, kKxPlain, &eps)
+                : matvec_kernel(w.type, v, w.cols, 0, &eps, false, 1, nullptr, groups);
   b.dispatch(k, {w.data, w.scales, Arg(x, 0, round16(x.bytes())), norm_w, y},
-             matvec_params(rows, w.cols, o.row0, o.y_offset, o.accumulate ? 2u : 0u),
-             groups_1d(ctx_, kx ? kx_grid(kx_tiles(kKxPlain, rows)) : ceil_div(uint64_t(rows), m.wg / m.tpr * m.rows)));
+             matvec_params(rows, w.cols, o.row0, o.y_offset, o.accumulate ? 2u : 0u), groups_1d(ctx_, groups));
 }
 
 void LlmOps::rms_norm_swiglu(Batch& b, const Tensor& x, const Tensor& norm_w, float eps, const GpuWeight& gate_up,
@@ -799,16 +810,16 @@ void LlmOps::rms_norm_qkv_rope(Batch& b, const Tensor& x, const Tensor& norm_w, 
   need(m.tpr <= m.wg, op, "matvec tpr larger than the workgroup");
   const LinearVersion v = subgroups_ ? LinearVersion::Subgroup : LinearVersion::Shared;
   const bool kx = kx_runs(kKxRope, w.type, w.cols, v);
-  Kernel k = kx ? matvec_kx_kernel(w.type, w.cols, kKxRope, &eps) : matvec_kernel(w.type, v, w.cols, 0, &eps, true);
+  const uint64_t pairs = uint64_t(w.rows) / 2;  // rope_rows() / 2 per row group
+  const uint64_t groups = kx ? kx_grid(kx_tiles(kKxRope, w.rows)) : ceil_div(pairs, m.wg / m.tpr * (rope_rows() / 2));
+  Kernel k = kx ? matvec_kx_kernel(w.type, w.cols, kKxRope, &eps)
+                : matvec_kernel(w.type, v, w.cols, 0, &eps, true, 1, nullptr, groups);
   Params prm(1u, u32(w.rows), u32(w.cols), 0u, u32(w.cols), u32(w.rows), 0u, 0u);
   detail::push_rope_params(prm, table, c, a);
-  const uint64_t pairs = uint64_t(w.rows) / 2;  // rope_rows() / 2 per row group
-  b.dispatch(
-      k,
-      {w.data, w.scales, Arg(x, 0, round16(x.bytes())), norm_w, qkv, table.cos_sin, a.positions ? a.positions : dummy_,
-       c.k, c.v},
-      prm,
-      groups_1d(ctx_, kx ? kx_grid(kx_tiles(kKxRope, w.rows)) : ceil_div(pairs, m.wg / m.tpr * (rope_rows() / 2))));
+  b.dispatch(k,
+             {w.data, w.scales, Arg(x, 0, round16(x.bytes())), norm_w, qkv, table.cos_sin,
+              a.positions ? a.positions : dummy_, c.k, c.v},
+             prm, groups_1d(ctx_, groups));
 }
 
 uint32_t LlmOps::rope_rows() const {
@@ -848,10 +859,11 @@ void LlmOps::swiglu_matvec(Batch& b, const GpuWeight& w, const Tensor& x, const 
   need(kx || (wr * m.tpr % m.wg == 0 && wr * m.tpr / m.wg <= kMatvecMaxRows), op,
        std::to_string(m.wg / m.tpr) + " row groups per workgroup cannot take " + std::to_string(wr) +
            " rows (1 to 8 per group)");
-  Kernel k =
-      kx ? matvec_kx_kernel(w.type, w.cols, kKxSwiglu, eps) : matvec_kernel(w.type, v, w.cols, wr * m.tpr / m.wg, eps);
+  const uint64_t groups = kx ? kx_grid(kx_tiles(kKxSwiglu, w.rows)) : uint64_t(n / (wr / 2));
+  Kernel k = kx ? matvec_kx_kernel(w.type, w.cols, kKxSwiglu, eps)
+                : matvec_kernel(w.type, v, w.cols, wr * m.tpr / m.wg, eps, false, 1, nullptr, groups);
   b.dispatch(k, {w.data, w.scales, Arg(x, 0, round16(x.bytes())), norm_w, out}, matvec_params(w.rows, w.cols, 0, 0, 0),
-             groups_1d(ctx_, kx ? kx_grid(kx_tiles(kKxSwiglu, w.rows)) : u32(n / (wr / 2))));
+             groups_1d(ctx_, groups));
 }
 
 namespace {

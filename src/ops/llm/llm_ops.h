@@ -200,6 +200,16 @@ struct LlmTuning {
   // combine and output norm folded: 8 gained 1.8% on 1B F16 (978.7 vs 960-963 t/s) and lost 1.2%
   // on 8B F16 (201.0 vs 203.4).
   uint32_t matvec_unroll = 4;
+  // The one-token f32-activation matvecs (plain, QKV + RoPE, gate|up + SwiGLU) of fewer than
+  // matvec_few_groups workgroups (0: none) take matvec_few_unroll (1..8) instead of matvec_unroll
+  // / swiglu_unroll: more loads in flight per invocation where the grid does not fill the GPU.
+  // H200, session 9 run B (docs/benchmarks.md): 256 (the 1B model's o and down projections, 128
+  // workgroups on 132 SMs, and its QKV, 192; no 8B matvec has fewer than 256) took 1B F16 tg128
+  // from 956-957 to 971.2 t/s (160, o and down only: 967.3; 600, gate|up too: 972.6; unroll 8
+  // everywhere: 971.0) and leaves the 8B step's kernels as they were (300, its o projection too,
+  // lost: 201.4 vs 202.2-202.5).
+  uint32_t matvec_few_groups = 256;
+  uint32_t matvec_few_unroll = 8;
   uint32_t matvec_rows = 2;  // rows per group of matvec_tpr invocations (1..8), sharing x loads
   // One token through a gate|up weight with f32 activations: 1 runs gate|up and SwiGLU as one
   // matvec dispatch (linear_swiglu), 0 as two (for A/B measurements).
@@ -804,9 +814,10 @@ class LlmOps {
   // x RMS-normalised inside (matvec_x_norm.wgsl) with this epsilon; rope: the ROPE epilogue.
   // splits: the columns in that many ranges (matvec.wgsl's KS; plain rows only).
   // xc: x combined from decode partials (matvec_x_combine.wgsl; plain rows only).
+  // groups: the grid's workgroups (tuning.matvec_few_groups; 0: unknown).
   Kernel matvec_kernel(TensorType t, LinearVersion v, int64_t cols, uint32_t swiglu_rows = 0,
                        const float* norm_eps = nullptr, bool rope = false, uint32_t splits = 1,
-                       const DecodePartials* xc = nullptr) const;
+                       const DecodePartials* xc = nullptr, uint64_t groups = 0) const;
   // Whether the matvec stages the whole of x (of a range of cols columns) in workgroup memory
   // (tuning.matvec_xs, where it fits beside extra_bytes of the x file's own).
   bool stages_x(TensorType t, int64_t cols, bool norm, uint64_t extra_bytes = 0) const;
@@ -828,7 +839,9 @@ class LlmOps {
     uint32_t wg, tpr, rows, unroll;  // invocations per workgroup and per row group; rows per group; unroll
   };
   MatvecShape matvec_shape(bool swiglu = false) const;  // swiglu: the gate|up + SwiGLU kernel's tpr, unroll
-  uint32_t rope_rows() const;                           // the QKV + RoPE matvec's rows per group, checked
+  // m with tuning.matvec_few_unroll for a grid of `groups` workgroups (0: unknown, as it is).
+  MatvecShape few_unroll(MatvecShape m, uint64_t groups) const;
+  uint32_t rope_rows() const;  // the QKV + RoPE matvec's rows per group, checked
   // The kx schedule (tuning.matvec_kx, matvec_kx.wgsl): its kernel and its grid for `tiles` row tiles.
   Kernel matvec_kx_kernel(TensorType t, int64_t cols, uint32_t kind, const float* norm_eps = nullptr,
                           const DecodePartials* xc = nullptr) const;

@@ -1,0 +1,114 @@
+// The dispatch-floor cases of `wgc bench` (bench/dispatch_bench.cpp) on this machine's device:
+// every case's check runs its kernels once with the outputs poisoned and compares with what the
+// chain computes (a chain's last buffer holds the input plus one per link; chain-read's the sums
+// of every slice it read), at awkward sizes; and the line fit recovers known terms.
+#include "bench/bench.h"
+#include "test_util.h"
+
+using namespace wgc;
+using namespace wgc::bench;
+
+namespace {
+
+std::vector<Case> cases_of(const std::string& op, const Options& o) {
+  for (auto& [name, make] : registry())
+    if (name == op) return make(test::ctx(), o);
+  ADD_FAILURE() << op << " is not registered";
+  return {};
+}
+
+Options sized(std::vector<double> sizes) {
+  Options o;
+  o.quick = true;
+  o.sizes = sizes;
+  for (double s : sizes) o.size_names.push_back(std::to_string(s));
+  return o;
+}
+
+Result synthetic(double dispatches, double bytes, double ms) {
+  Result r;
+  r.c.dispatches = dispatches;
+  r.c.bytes = bytes;
+  r.gpu_ms = ms;
+  return r;
+}
+
+}  // namespace
+
+TEST(DispatchFloor, EveryVersionComputesItsChain) {
+  auto cases = cases_of("gpu.dispatch", sized({1, 7}));
+  ASSERT_EQ(cases.size(), 12u);
+  for (auto& c : cases) {
+    SCOPED_TRACE(c.version + " x" + c.size);
+    EXPECT_EQ(c.dispatches, std::stod(c.size));
+    EXPECT_LT(c.check(), c.tolerance);
+  }
+}
+
+// 4000 bytes leave most workgroups of the grid without data; 300,000 take the kernel's unrolled
+// loop (more than 4 grid strides of vec4s) and its tail.
+TEST(DispatchFloor, ChainReadSumsEverySliceOnce) {
+  auto cases = cases_of("gpu.chain-read", sized({4000, 300000}));
+  ASSERT_EQ(cases.size(), 2u);
+  for (auto& c : cases) {
+    SCOPED_TRACE(c.size);
+    EXPECT_EQ(std::stod(c.size), c.size == "4096" ? 4096 : 300032);  // rounded up to 256 bytes
+    EXPECT_GE(c.dispatches, 8);
+    EXPECT_EQ(c.bytes, std::stod(c.size) * c.dispatches);
+    EXPECT_LT(c.check(), c.tolerance);
+  }
+}
+
+TEST(DispatchFloor, SpanAndRoundTripAreTimed) {
+  Options o = sized({3});
+  for (auto& c : cases_of("gpu.dispatch", o))
+    if (c.version == "chain-1wg" || c.version == "submit-wait") {
+      Result r = run_case(test::ctx(), c, o);
+      EXPECT_GT(r.gpu_ms, 0) << c.version;
+      EXPECT_EQ(r.timestamps, c.version == "chain-1wg" && test::ctx().features().timestamp_query);
+    }
+}
+
+TEST(DispatchFit, RecoversTheTerms) {
+  // t = 2 us + n x 4 us + bytes / 3 GB/s
+  std::vector<Result> rs;
+  for (double n : {1, 8, 64, 256})
+    for (double b : {0.0, 1e6, 3e7}) rs.push_back(synthetic(n, b * n, (2 + 4 * n + b * n / 3e9 * 1e6) * 1e-3));
+  auto f = fit_dispatches(rs);
+  ASSERT_TRUE(f);
+  EXPECT_NEAR(f->fixed_us, 2, 1e-6);
+  EXPECT_NEAR(f->per_dispatch_us, 4, 1e-6);
+  EXPECT_NEAR(f->bandwidth, 3e9, 1);
+  EXPECT_LT(f->max_rel_residual, 1e-9);
+}
+
+// gpu.chain-read on the H200 (run A of session 9): bytes from 256 MiB to 2 GiB per run, times
+// from 0.1 to 1 ms; the columns differ by 1e9 in scale and the fit must still be found.
+TEST(DispatchFit, HoldsAtTheScaleOfBytes) {
+  const double ms[] = {1.0074, 0.5493, 0.3316, 0.1961, 0.1301, 0.0987, 0.1543, 0.2700, 0.4999};
+  std::vector<Result> rs;
+  for (int i = 0; i < 9; ++i) {
+    const double slice = double(1 << 20) * (1 << i), links = std::clamp(256.0 / (1 << i), 8.0, 256.0);
+    rs.push_back(synthetic(links, slice * links, ms[i]));
+  }
+  auto f = fit_dispatches(rs);
+  ASSERT_TRUE(f);
+  EXPECT_NEAR(f->per_dispatch_us, 3.8, 0.1);
+  EXPECT_NEAR(f->bandwidth * 1e-9, 4740, 50);
+  EXPECT_LT(f->max_rel_residual, 0.06);
+}
+
+TEST(DispatchFit, LeavesOutBytesWhenThereAreNone) {
+  std::vector<Result> rs = {synthetic(1, 0, 0.010), synthetic(16, 0, 0.070), synthetic(256, 0, 1.030)};
+  auto f = fit_dispatches(rs);
+  ASSERT_TRUE(f);
+  EXPECT_NEAR(f->fixed_us, 6, 1e-6);
+  EXPECT_NEAR(f->per_dispatch_us, 4, 1e-6);
+  EXPECT_EQ(f->bandwidth, 0);
+}
+
+TEST(DispatchFit, RefusesWhatTheRunsCannotDetermine) {
+  EXPECT_FALSE(fit_dispatches(std::vector<Result>{synthetic(8, 0, 0.04)}));
+  // Every run the same count: the fixed and per-dispatch terms are one.
+  EXPECT_FALSE(fit_dispatches(std::vector<Result>{synthetic(8, 0, 0.04), synthetic(8, 0, 0.041)}));
+}
