@@ -4,6 +4,7 @@
 #include "gpu/kernel.h"
 #include "ops/matmul.h"
 #include "util/error.h"
+#include "util/knobs.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -484,59 +485,43 @@ void record(Batch& b, Conv2dVersion v, const Operands& o, const Conv2dDims& d, c
 }  // namespace
 
 ConvTuning parse_conv2d_tuning(std::string_view knobs, ConvTuning t) {
-  std::pair<const char*, uint32_t*> keys[] = {{"igemm_bm", &t.igemm_bm},
-                                              {"igemm_bn", &t.igemm_bn},
-                                              {"igemm_bk", &t.igemm_bk},
-                                              {"igemm_tm", &t.igemm_tm},
-                                              {"igemm_prefetch", &t.igemm_prefetch},
-                                              {"igemm_min_workgroups", &t.igemm_min_workgroups},
-                                              {"igemm_split_k", &t.igemm_split_k},
-                                              {"wino_bm", &t.wino_bm},
-                                              {"wino_bn", &t.wino_bn},
-                                              {"wino_bk", &t.wino_bk},
-                                              {"wino_tm", &t.wino_tm},
-                                              {"wino_prefetch", &t.wino_prefetch},
-                                              {"tiled_w", &t.tiled_w},
-                                              {"tiled_h", &t.tiled_h},
-                                              {"tiled_cout", &t.tiled_cout},
-                                              {"tiled_cin", &t.tiled_cin},
-                                              {"dw_tile_w", &t.dw_tile_w},
-                                              {"dw_tile_h", &t.dw_tile_h},
-                                              {"dw_threads", &t.dw_threads},
-                                              {"dw_rows", &t.dw_rows},
-                                              {"dwr_cols", &t.dwr_cols},
-                                              {"dwr_rows", &t.dwr_rows},
-                                              {"dwr_threads", &t.dwr_threads},
-                                              {"dwr_vec4", &t.dwr_vec4},
-                                              {"dwr_halo", &t.dwr_halo},
-                                              {"dwr_shape", &t.dwr_shape},
-                                              {"dwr_stage", &t.dwr_stage},
-                                              {"dwr_planes", &t.dwr_planes},
-                                              {"dwr_grid", &t.dwr_grid},
-                                              {"dwr_chunked", &t.dwr_chunked},
-                                              {"dwr_early", &t.dwr_early},
-                                              {"dwr_shfl", &t.dwr_shfl},
-                                              {"dwn_cols", &t.dwn_cols},
-                                              {"dwn_rows", &t.dwn_rows},
-                                              {"dwn_threads", &t.dwn_threads},
-                                              {"dw_auto", &t.dw_auto}};
-  std::string s(knobs);
-  size_t pos = 0;
-  while (pos < s.size()) {
-    size_t end = s.find(',', pos);
-    if (end == std::string::npos) end = s.size();
-    std::string item = s.substr(pos, end - pos);
-    pos = end + 1;
-    size_t eq = item.find('=');
-    uint32_t* dst = nullptr;
-    for (auto& [k, p] : keys)
-      if (eq != std::string::npos && item.substr(0, eq) == k) dst = p;
-    char* e = nullptr;
-    unsigned long v = eq == std::string::npos ? 0 : std::strtoul(item.c_str() + eq + 1, &e, 10);
-    if (!dst || !e || *e || v > 1u << 20)
-      throw Error("wgc: conv2d tuning: '" + item + "' is not KEY=VALUE with a known key and VALUE <= 2^20");
-    *dst = uint32_t(v);
-  }
+  const Knob keys[] = {{"igemm_bm", &t.igemm_bm},
+                       {"igemm_bn", &t.igemm_bn},
+                       {"igemm_bk", &t.igemm_bk},
+                       {"igemm_tm", &t.igemm_tm},
+                       {"igemm_prefetch", &t.igemm_prefetch},
+                       {"igemm_min_workgroups", &t.igemm_min_workgroups},
+                       {"igemm_split_k", &t.igemm_split_k},
+                       {"wino_bm", &t.wino_bm},
+                       {"wino_bn", &t.wino_bn},
+                       {"wino_bk", &t.wino_bk},
+                       {"wino_tm", &t.wino_tm},
+                       {"wino_prefetch", &t.wino_prefetch},
+                       {"tiled_w", &t.tiled_w},
+                       {"tiled_h", &t.tiled_h},
+                       {"tiled_cout", &t.tiled_cout},
+                       {"tiled_cin", &t.tiled_cin},
+                       {"dw_tile_w", &t.dw_tile_w},
+                       {"dw_tile_h", &t.dw_tile_h},
+                       {"dw_threads", &t.dw_threads},
+                       {"dw_rows", &t.dw_rows},
+                       {"dwr_cols", &t.dwr_cols},
+                       {"dwr_rows", &t.dwr_rows},
+                       {"dwr_threads", &t.dwr_threads},
+                       {"dwr_vec4", &t.dwr_vec4},
+                       {"dwr_halo", &t.dwr_halo},
+                       {"dwr_shape", &t.dwr_shape},
+                       {"dwr_stage", &t.dwr_stage},
+                       {"dwr_planes", &t.dwr_planes},
+                       {"dwr_grid", &t.dwr_grid},
+                       {"dwr_chunked", &t.dwr_chunked},
+                       {"dwr_early", &t.dwr_early},
+                       {"dwr_shfl", &t.dwr_shfl},
+                       {"dwn_cols", &t.dwn_cols},
+                       {"dwn_rows", &t.dwn_rows},
+                       {"dwn_threads", &t.dwn_threads},
+                       {"dw_auto", &t.dw_auto}};
+  parse_knobs(knobs, keys, ',', "conv2d");
   return t;
 }
 

@@ -2,9 +2,9 @@
 
 #include "cpu/matmul.h"
 #include "util/error.h"
+#include "util/knobs.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 #include <utility>
 
@@ -45,22 +45,8 @@ bool is_block_side(uint32_t x) { return x == 64 || x == 128 || x == 256 || x == 
 }  // namespace
 
 MatmulTuning parse_matmul_tuning(std::string_view knobs, MatmulTuning t) {
-  std::pair<const char*, uint32_t*> keys[] = {{"bm", &t.bm}, {"bn", &t.bn}, {"wn", &t.wn}, {"group_m", &t.group_m}};
-  std::string s(knobs);
-  for (size_t pos = 0; pos < s.size();) {
-    size_t end = std::min(s.find('/', pos), s.size());
-    std::string item = s.substr(pos, end - pos);
-    pos = end + 1;
-    size_t eq = item.find('=');
-    uint32_t* dst = nullptr;
-    for (auto& [k, p] : keys)
-      if (eq != std::string::npos && item.substr(0, eq) == k) dst = p;
-    char* e = nullptr;
-    unsigned long v = eq == std::string::npos ? 0 : std::strtoul(item.c_str() + eq + 1, &e, 10);
-    if (!dst || !e || e == item.c_str() + eq + 1 || *e || v > 1u << 20)
-      throw Error("wgc: matmul tuning: '" + item + "' is not KEY=VALUE with a key of bm, bn, wn, group_m");
-    *dst = uint32_t(v);
-  }
+  const Knob keys[] = {{"bm", &t.bm}, {"bn", &t.bn}, {"wn", &t.wn}, {"group_m", &t.group_m}};
+  parse_knobs(knobs, keys, '/', "matmul");
   return t;
 }
 
