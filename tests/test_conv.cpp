@@ -113,6 +113,17 @@ INSTANTIATE_TEST_SUITE_P(All, Conv2dVersions, ::testing::ValuesIn(kConv2dVersion
   return s;
 });
 
+// WGC_CONV_TUNING's text: known keys set their fields; an unknown key (a prefix of one too), a
+// missing, non-numeric or too large value is an error.
+TEST(Conv2d, TuningTextSetsTheNamedKnobs) {
+  const ConvTuning t = parse_conv2d_tuning("igemm_bm=128,dw_rows=3");
+  EXPECT_EQ(t.igemm_bm, 128u);
+  EXPECT_EQ(t.dw_rows, 3u);
+  EXPECT_EQ(t.igemm_bn, ConvTuning{}.igemm_bn);
+  for (const char* bad : {"igemm_b=1", "igemm_bm=", "igemm_bm=x", "igemm_bm=2000000", "igemm_bm"})
+    EXPECT_THROW(parse_conv2d_tuning(bad), Error) << bad;
+}
+
 // The tile knobs (WGC_CONV_TUNING) change the kernels' shapes: every version under other tiles
 // than the defaults (which the test above runs), with and without split K.
 TEST(Conv2d, OtherTilesMatch) {

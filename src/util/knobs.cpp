@@ -16,7 +16,7 @@ void parse_knobs(std::string_view spec, std::span<const Knob> knobs, char sep, s
     const size_t eq = item.find('=');
     uint32_t* dst = nullptr;
     for (const auto& [name, field] : knobs)
-      if (eq != std::string::npos && item.compare(0, eq, name) == 0 && name[eq] == '\0') dst = field;
+      if (eq != std::string::npos && item.compare(0, eq, name) == 0) dst = field;
     char* e = nullptr;
     const char* value = eq == std::string::npos ? nullptr : item.c_str() + eq + 1;
     const unsigned long v = value ? std::strtoul(value, &e, 10) : 0;
