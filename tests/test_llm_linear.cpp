@@ -29,6 +29,32 @@ std::vector<Shape> shapes(TensorType t) {
   }
 }
 
+// rms_norm_linear of x (norm weight nw) through w, checked against ref rows of deq x xn: all rows
+// into a poisoned y, then rows 4 .. rows - 4 at y offset 3 accumulated into random y (the rest of
+// y untouched).
+void expect_rms_norm_linear(const LlmOps& o, const Tensor& x, const Tensor& nw, float eps, const GpuWeight& w,
+                            const std::vector<double>& deq, int64_t cols, const std::vector<float>& xn, uint32_t seed,
+                            const std::string& what) {
+  for (bool plain : {true, false}) {
+    const int64_t rows = w.rows, row0 = plain ? 0 : 4, nr = plain ? rows : rows - 7, yoff = plain ? 0 : 3;
+    const size_t ny = size_t(yoff + nr + 5);
+    auto y0 = test::random_floats(ny, seed);
+    const test::RowsWant rw = test::rows_want(ref::linear(deq, cols, xn, 1, row0, nr), y0, yoff, !plain);
+    Tensor y = plain ? test::poisoned(int64_t(ny)) : make_tensor(ctx(), {int64_t(ny)}, y0);
+    LinearOptions lo;
+    lo.row0 = row0;
+    lo.rows = nr;
+    lo.y_offset = yoff;
+    lo.accumulate = !plain;
+    Batch b(ctx());
+    o.rms_norm_linear(b, x, nw, eps, w, y, lo);
+    b.run();
+    auto got = download<float>(ctx(), y);
+    got.resize(ny);
+    test::expect_written_and_gaps(got, rw.want, rw.written, y0, !plain, 1e-5, what + (plain ? " plain" : " range"));
+  }
+}
+
 }  // namespace
 
 TEST(LlmWeights, SizesAndErrors) {
@@ -293,24 +319,7 @@ TEST(LlmLinear, RmsNormLinearMatchesReference) {
                                std::to_string(tune[4]) + " late " + std::to_string(tune[5]) + " pf " +
                                std::to_string(tune[6]);
       ASSERT_TRUE(o.fuses_norm(cols)) << what;
-      for (bool plain : {true, false}) {
-        const int64_t row0 = plain ? 0 : 4, nr = plain ? rows : rows - 7, yoff = plain ? 0 : 3;
-        const size_t ny = size_t(yoff + nr + 5);
-        auto y0 = test::random_floats(ny, 34);
-        const test::RowsWant rw = test::rows_want(ref::linear(deq, cols, xn, 1, row0, nr), y0, yoff, !plain);
-        Tensor y = plain ? test::poisoned(int64_t(ny)) : make_tensor(ctx(), {int64_t(ny)}, y0);
-        LinearOptions lo;
-        lo.row0 = row0;
-        lo.rows = nr;
-        lo.y_offset = yoff;
-        lo.accumulate = !plain;
-        Batch b(ctx());
-        o.rms_norm_linear(b, x, nw, eps, w, y, lo);
-        b.run();
-        auto got = download<float>(ctx(), y);
-        got.resize(ny);
-        test::expect_written_and_gaps(got, rw.want, rw.written, y0, !plain, 1e-5, what + (plain ? " plain" : " range"));
-      }
+      expect_rms_norm_linear(o, x, nw, eps, w, deq, cols, xn, 34, what);
       if (block_size(t) == 256) continue;  // gate|up of 2 x 96 rows at cols 160 or 204
       const int64_t half = 96, gc = block_size(t) == 32 ? 160 : 204;
       auto gb = ref::random_weight(t, 2 * half, gc, 35);
@@ -476,25 +485,7 @@ TEST(LlmLinear, KxMatvecsMatchReference) {
           b.run();
           EXPECT_LE(test::rel_error(download<float>(ctx(), y), want), 1e-5) << what << " plain";
         }
-        for (bool plain : {true, false}) {
-          const int64_t row0 = plain ? 0 : 4, nr = plain ? rows : rows - 7, yoff = plain ? 0 : 3;
-          const size_t ny = size_t(yoff + nr + 5);
-          auto y0 = test::random_floats(ny, 47);
-          const test::RowsWant rw = test::rows_want(ref::linear(ndeq, ncols, xn, 1, row0, nr), y0, yoff, !plain);
-          Tensor y = plain ? test::poisoned(int64_t(ny)) : make_tensor(ctx(), {int64_t(ny)}, y0);
-          LinearOptions lo;
-          lo.row0 = row0;
-          lo.rows = nr;
-          lo.y_offset = yoff;
-          lo.accumulate = !plain;
-          Batch b(ctx());
-          o.rms_norm_linear(b, x, nw, eps, nw8, y, lo);
-          b.run();
-          auto got = download<float>(ctx(), y);
-          got.resize(ny);
-          test::expect_written_and_gaps(got, rw.want, rw.written, y0, !plain, 1e-5,
-                                        what + (plain ? " norm" : " norm range"));
-        }
+        expect_rms_norm_linear(o, x, nw, eps, nw8, ndeq, ncols, xn, 47, what + " norm");
         for (bool norm : {false, true}) {
           auto out = test::poisoned(half);
           Batch b(ctx());
