@@ -307,8 +307,8 @@ TEST(LlmAttention, DecodeWithThePositionReadOnTheGpu) {
 TEST(LlmAttention, CombineFoldedIntoTheOProjection) {
   const char* const tunes[] = {
       "matvec_combine=1,matvec_xs=2,matvec_tpr=8,matvec_rows=2,matvec_unroll=1,matvec_few_groups=0",
-      "matvec_combine=1,matvec_xs=2,matvec_tpr=4,matvec_rows=3,matvec_unroll=2,matvec_few_groups=0,matvec_split=3,"
-      "matvec_split_cols=16,attn_dec_wgs=64",
+      ("matvec_combine=1,matvec_xs=2,matvec_tpr=4,matvec_rows=3,matvec_unroll=2,matvec_few_groups=0,matvec_split=3,"
+       "matvec_split_cols=16,attn_dec_wgs=64"),
       // the kx schedule (x combined into registers, tiles looping)
       "matvec_combine=1,matvec_xs=2,matvec_kx=2,kx_cols=0,kx_wg=64,kx_rows=8,kx_groups=2"};
   // (a recorded step's splits cover the cache's 200 rows: at position 17 the later ones are empty)
