@@ -103,8 +103,7 @@ Case swiglu_case(const Context& ctx, std::shared_ptr<llm::LlmOps> ops, int64_t f
     auto to_f = [](const std::vector<double>& v) { return std::vector<float>(v.begin(), v.end()); };
     auto want = llm::ref::swiglu(to_f(llm::ref::linear(d->deq, cols, xn, 1, 0, ffn)),
                                  to_f(llm::ref::linear(d->deq, cols, xn, 1, ffn, ffn)));
-    std::vector<double> wd(want.begin(), want.end());
-    return cpu::max_rel_error(std::span<const float>(got), std::span<const double>(wd));
+    return cpu::max_rel_error(std::span<const float>(got), std::span<const float>(want));
   };
   return c;
 }

@@ -13,16 +13,11 @@ namespace {
 using detail::need;
 using detail::need_elems;
 using detail::need_q8;
+using detail::prelude_bool;
+using detail::prelude_u32;
 using detail::shape_tag;
 using detail::str;
 using detail::u32;
-
-std::string prelude_bool(const char* name, bool v) {
-  return std::string("const ") + name + ": bool = " + (v ? "true" : "false") + ";\n";
-}
-std::string prelude_u32(const char* name, uint32_t v) {
-  return std::string("const ") + name + ": u32 = " + std::to_string(v) + "u;\n";
-}
 
 // A q8dot/*.wgsl file's unit: x blocks of 32 (MQ_UB), words per scale (MQ_SW), mins (MQ_MIN).
 struct MmqUnit {

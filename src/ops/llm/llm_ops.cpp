@@ -6,6 +6,7 @@
 #include "util/error.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -18,6 +19,8 @@ namespace {
 using detail::need;
 using detail::need_elems;
 using detail::need_q8;
+using detail::prelude_bool;
+using detail::prelude_u32;
 using detail::shape_tag;
 using detail::str;
 using detail::u32;
@@ -39,10 +42,23 @@ uint32_t chunk_elems(TensorType t) {
   return 4;
 }
 
-uint32_t log2u(uint32_t v) {  // of a power of two
-  uint32_t l = 0;
-  while ((1u << (l + 1)) <= v) ++l;
-  return l;
+// The float weight types: rows padded to whole chunks, read by matvec.wgsl / matvec_kx.wgsl with
+// x in f32 (the quantized types take 8-bit activations).
+bool float_weights(TensorType t) { return t == TensorType::F32 || t == TensorType::F16 || t == TensorType::BF16; }
+
+// The shader files of a one-token f32-activation matvec, `main_file` last: x plain, RMS-normalised
+// (norm) or combined from decode partials (combine), with the ROPE epilogue's bindings or not.
+std::vector<std::string> matvec_files(TensorType t, bool sg, bool combine, bool norm, bool rope,
+                                      const char* main_file) {
+  return {"llm/common.wgsl",
+          "llm/rope_pair.wgsl",
+          "llm/weights/" + str(t) + ".wgsl",
+          sg ? "llm/reduce_sg.wgsl" : "llm/reduce_wg.wgsl",
+          combine ? "llm/matvec_x_combine.wgsl"
+          : norm  ? "llm/matvec_x_norm.wgsl"
+                  : "llm/matvec_x.wgsl",
+          rope ? "llm/matvec_rope.wgsl" : "llm/matvec_q8_norope.wgsl",
+          main_file};
 }
 
 uint32_t pow2_floor(uint32_t v) {
@@ -377,15 +393,7 @@ Kernel LlmOps::matvec_kernel(TensorType t, LinearVersion v, int64_t cols, uint32
                              bool rope, uint32_t splits, const DecodePartials* xc, uint64_t groups) const {
   const bool sg = v == LinearVersion::Subgroup;
   need(!xc || (!norm_eps && !rope && !swiglu_rows), "matvec", "x combined from partials for plain rows only");
-  std::vector<std::string> files = {"llm/common.wgsl",
-                                    "llm/rope_pair.wgsl",
-                                    "llm/weights/" + str(t) + ".wgsl",
-                                    sg ? "llm/reduce_sg.wgsl" : "llm/reduce_wg.wgsl",
-                                    xc         ? "llm/matvec_x_combine.wgsl"
-                                    : norm_eps ? "llm/matvec_x_norm.wgsl"
-                                               : "llm/matvec_x.wgsl",
-                                    rope ? "llm/matvec_rope.wgsl" : "llm/matvec_q8_norope.wgsl",
-                                    "llm/matvec.wgsl"};
+  const auto files = matvec_files(t, sg, xc != nullptr, norm_eps != nullptr, rope, "llm/matvec.wgsl");
   const MatvecShape m = few_unroll(matvec_shape(swiglu_rows != 0), groups);
   const uint32_t rows = rope ? rope_rows() : swiglu_rows ? swiglu_rows : m.rows;
   std::vector<std::pair<std::string, double>> c = {{"WG", m.wg}, {"TPR", m.tpr}, {"UNROLL", m.unroll}, {"R", rows}};
@@ -399,7 +407,7 @@ Kernel LlmOps::matvec_kernel(TensorType t, LinearVersion v, int64_t cols, uint32
   }
   // x masked past cols only where a row's last chunk reaches past them (the padded types).
   const uint32_t ch = chunk_elems(t);
-  const bool padded = t == TensorType::F32 || t == TensorType::F16 || t == TensorType::BF16;
+  const bool padded = float_weights(t);
   const bool mask = padded && cols % ch != 0;
   // With column ranges, x staged per range (whole chunks).
   const int64_t range_cols = splits > 1 ? split_chunks(t, cols, splits) * ch : cols;
@@ -424,12 +432,8 @@ Kernel LlmOps::matvec_kernel(TensorType t, LinearVersion v, int64_t cols, uint32
   if (splits > 1) key += "/ks" + std::to_string(splits);
   if (xc)
     key += "/xc" + std::to_string(xc->n_heads) + "x" + std::to_string(xc->splits) + "x" + std::to_string(xc->head_dim);
-  auto cu = [](const char* name, uint32_t val) {
-    return "const " + std::string(name) + ": u32 = " + std::to_string(val) + "u;\n";
-  };
-  auto cb = [](const char* name, bool val) {
-    return "const " + std::string(name) + ": bool = " + (val ? "true" : "false") + ";\n";
-  };
+  const auto cu = prelude_u32;
+  const auto cb = prelude_bool;
   const std::string prelude =
       cb("SWIGLU", swiglu_rows != 0) + cb("ROPE", rope) + cb("XS", xs) + cu("XN4", xn4) + cb("X_MASK", mask) +
       cb("X_LATE", late) + cu("PF", pf) + cu("PF_N", std::max(1u, pf * rows)) + cu("KS", splits) +
@@ -441,7 +445,7 @@ Kernel LlmOps::matvec_kernel(TensorType t, LinearVersion v, int64_t cols, uint32
 }
 
 bool LlmOps::kx_runs(uint32_t kind, TensorType t, int64_t cols, LinearVersion v) const {
-  const bool padded = t == TensorType::F32 || t == TensorType::F16 || t == TensorType::BF16;
+  const bool padded = float_weights(t);
   if (!(tuning.matvec_kx & kind) || !padded || cols <= 0 || cols < int64_t(tuning.kx_cols) ||
       v != LinearVersion::Subgroup || !subgroups_)
     return false;
@@ -466,15 +470,7 @@ Kernel LlmOps::matvec_kx_kernel(TensorType t, int64_t cols, uint32_t kind, const
   // Rows per pass: kx_loads chunks' worth, a power of two dividing the tile.
   const uint32_t rb = std::clamp(pow2_floor(std::max(1u, tuning.kx_loads / cpl)), 1u, rows);
   const bool swiglu = kind == kKxSwiglu, rope = kind == kKxRope;
-  std::vector<std::string> files = {"llm/common.wgsl",
-                                    "llm/rope_pair.wgsl",
-                                    "llm/weights/" + str(t) + ".wgsl",
-                                    "llm/reduce_sg.wgsl",
-                                    xc         ? "llm/matvec_x_combine.wgsl"
-                                    : norm_eps ? "llm/matvec_x_norm.wgsl"
-                                               : "llm/matvec_x.wgsl",
-                                    rope ? "llm/matvec_rope.wgsl" : "llm/matvec_q8_norope.wgsl",
-                                    "llm/matvec_kx.wgsl"};
+  const auto files = matvec_files(t, true, xc != nullptr, norm_eps != nullptr, rope, "llm/matvec_kx.wgsl");
   std::vector<std::pair<std::string, double>> c = {{"WG", wg}, {"SG", sg_size_}};
   std::string key = "llm/matvec_kx/" + str(t) + (swiglu ? "/swiglu" : rope ? "/rope" : "");
   if (norm_eps) {
@@ -488,34 +484,27 @@ Kernel LlmOps::matvec_kx_kernel(TensorType t, int64_t cols, uint32_t kind, const
     key += "/xc" + std::to_string(xc->n_heads) + "x" + std::to_string(xc->splits) + "x" + std::to_string(xc->head_dim);
   key +=
       "/c" + std::to_string(cols) + (mask ? "/mask/" : "/") + shape_tag({wg, rows, rb}) + (tuning.kx_db ? "/db" : "");
-  auto cu = [](const char* name, uint32_t val) {
-    return "const " + std::string(name) + ": u32 = " + std::to_string(val) + "u;\n";
-  };
-  auto cb = [](const char* name, bool val) {
-    return "const " + std::string(name) + ": bool = " + (val ? "true" : "false") + ";\n";
-  };
+  const auto cu = prelude_u32;
+  const auto cb = prelude_bool;
   // XS: each element of x through x_load4 once (the staged contract the x files ask for).
   const std::string prelude =
       cb("SWIGLU", swiglu) + cb("ROPE", rope) + cb("XS", true) + cb("X_MASK", mask) +
       cb("X_LATE", norm_eps != nullptr) + cu("COLS", u32(cols)) + cu("NCH", nch) + cu("CPL", cpl) + cu("T", rows) +
-      cu("RB", rb) + cb("DB", tuning.kx_db != 0) + cu("KSG", sg_size_) + cu("LT", log2u(rows)) +
-      cu("LSG", log2u(sg_size_)) + cu("P_BINDING", rope ? kMatvecRopeUniform : 5u) +
+      cu("RB", rb) + cb("DB", tuning.kx_db != 0) + cu("KSG", sg_size_) + cu("LT", uint32_t(std::countr_zero(rows))) +
+      cu("LSG", uint32_t(std::countr_zero(sg_size_))) + cu("P_BINDING", rope ? kMatvecRopeUniform : 5u) +
       (xc ? cu("XC_NH", u32(xc->n_heads)) + cu("XC_S", xc->splits) + cu("XC_HD", u32(xc->head_dim)) : std::string());
   return kernel(key, files, c, true, "main", prelude);
 }
 
-uint64_t LlmOps::kx_tiles(uint32_t kind, int64_t rows) const {
+uint64_t LlmOps::kx_grid(uint32_t kind, int64_t rows) const {
   const uint64_t t = tuning.kx_rows;
-  return kind == kKxPlain ? ceil_div(uint64_t(rows), t) : ceil_div(uint64_t(rows) / 2, t / 2);
-}
-
-uint64_t LlmOps::kx_grid(uint64_t tiles) const {
+  const uint64_t tiles = kind == kKxPlain ? ceil_div(uint64_t(rows), t) : ceil_div(uint64_t(rows) / 2, t / 2);
   return tuning.kx_groups ? std::min<uint64_t>(tiles, tuning.kx_groups) : tiles;
 }
 
 bool LlmOps::stages_x(TensorType t, int64_t cols, bool norm, uint64_t extra_bytes) const {
   if (tuning.matvec_xs == 0 || (tuning.matvec_xs == 1 && !norm)) return false;
-  if (t != TensorType::F32 && t != TensorType::F16 && t != TensorType::BF16) return false;
+  if (!float_weights(t)) return false;
   // matvec.wgsl's xw (whole weight chunks of x), red and res
   const uint64_t xv = chunk_elems(t) / 4, bytes = ceil_div(uint64_t(ceil_div(uint64_t(cols), 4)), xv) * xv * 16 +
                                                   4ull * matvec_shape().wg + 4ull * kSwigluRows + extra_bytes;
@@ -523,7 +512,7 @@ bool LlmOps::stages_x(TensorType t, int64_t cols, bool norm, uint64_t extra_byte
 }
 
 uint32_t LlmOps::matvec_splits(TensorType t, int64_t cols, int64_t rows) const {
-  const bool padded = t == TensorType::F32 || t == TensorType::F16 || t == TensorType::BF16;
+  const bool padded = float_weights(t);
   if (!padded || tuning.matvec_split <= 1 || cols < int64_t(tuning.matvec_split_cols)) return 1;
   need(tuning.matvec_split <= kMatvecMaxSplits, "matvec",
        "matvec_split " + std::to_string(tuning.matvec_split) + " (1.." + std::to_string(kMatvecMaxSplits) + ")");
@@ -744,7 +733,7 @@ void LlmOps::matvec(Batch& b, const GpuWeight& w, const Arg& x, const Tensor& bi
   if (kx_runs(kKxPlain, w.type, w.cols, v)) {  // whole rows per workgroup: no column ranges
     Kernel k = matvec_kx_kernel(w.type, w.cols, kKxPlain, nullptr, xc);
     b.dispatch(k, {w.data, w.scales, x, bias, y}, matvec_params(rows, w.cols, o.row0, o.y_offset, flags),
-               groups_1d(ctx_, kx_grid(kx_tiles(kKxPlain, rows))));
+               groups_1d(ctx_, kx_grid(kKxPlain, rows)));
     return;
   }
   const uint32_t splits = matvec_splits(w.type, w.cols, rows);
@@ -778,7 +767,7 @@ void LlmOps::rms_norm_linear(Batch& b, const Tensor& x, const Tensor& norm_w, fl
   const LinearVersion v = subgroups_ ? LinearVersion::Subgroup : LinearVersion::Shared;
   const bool kx = kx_runs(kKxPlain, w.type, w.cols, v);
   const MatvecShape m = matvec_shape();
-  const uint64_t groups = kx ? kx_grid(kx_tiles(kKxPlain, rows)) : ceil_div(uint64_t(rows), m.wg / m.tpr * m.rows);
+  const uint64_t groups = kx ? kx_grid(kKxPlain, rows) : ceil_div(uint64_t(rows), m.wg / m.tpr * m.rows);
   Kernel k = kx ? matvec_kx_kernel(w.type, w.cols, kKxPlain, &eps)
                 : matvec_kernel(w.type, v, w.cols, 0, &eps, false, 1, nullptr, groups);
   b.dispatch(k, {w.data, w.scales, Arg(x, 0, round16(x.bytes())), norm_w, y},
@@ -811,7 +800,7 @@ void LlmOps::rms_norm_qkv_rope(Batch& b, const Tensor& x, const Tensor& norm_w, 
   const LinearVersion v = subgroups_ ? LinearVersion::Subgroup : LinearVersion::Shared;
   const bool kx = kx_runs(kKxRope, w.type, w.cols, v);
   const uint64_t pairs = uint64_t(w.rows) / 2;  // rope_rows() / 2 per row group
-  const uint64_t groups = kx ? kx_grid(kx_tiles(kKxRope, w.rows)) : ceil_div(pairs, m.wg / m.tpr * (rope_rows() / 2));
+  const uint64_t groups = kx ? kx_grid(kKxRope, w.rows) : ceil_div(pairs, m.wg / m.tpr * (rope_rows() / 2));
   Kernel k = kx ? matvec_kx_kernel(w.type, w.cols, kKxRope, &eps)
                 : matvec_kernel(w.type, v, w.cols, 0, &eps, true, 1, nullptr, groups);
   Params prm(1u, u32(w.rows), u32(w.cols), 0u, u32(w.cols), u32(w.rows), 0u, 0u);
@@ -859,7 +848,7 @@ void LlmOps::swiglu_matvec(Batch& b, const GpuWeight& w, const Tensor& x, const 
   need(kx || (wr * m.tpr % m.wg == 0 && wr * m.tpr / m.wg <= kMatvecMaxRows), op,
        std::to_string(m.wg / m.tpr) + " row groups per workgroup cannot take " + std::to_string(wr) +
            " rows (1 to 8 per group)");
-  const uint64_t groups = kx ? kx_grid(kx_tiles(kKxSwiglu, w.rows)) : uint64_t(n / (wr / 2));
+  const uint64_t groups = kx ? kx_grid(kKxSwiglu, w.rows) : uint64_t(n / (wr / 2));
   Kernel k = kx ? matvec_kx_kernel(w.type, w.cols, kKxSwiglu, eps)
                 : matvec_kernel(w.type, v, w.cols, wr * m.tpr / m.wg, eps, false, 1, nullptr, groups);
   b.dispatch(k, {w.data, w.scales, Arg(x, 0, round16(x.bytes())), norm_w, out}, matvec_params(w.rows, w.cols, 0, 0, 0),
@@ -1397,12 +1386,9 @@ uint32_t LlmOps::attention_decode_pass(Batch& b, const KvLayer& c, const Tensor&
   Kernel k;
   uint32_t bk = 0, bq = 1;
   if (sgs.wg) {
-    auto cu = [](const char* name, uint32_t v) {
-      return "const " + std::string(name) + ": u32 = " + std::to_string(v) + "u;\n";
-    };
+    const auto cu = prelude_u32;
     const std::string prelude = cu("HD", u32(d.hd)) + cu("G", u32(d.G)) + cu("TPK", sgs.tpk) + cu("U", sgs.u) +
-                                cu("WG", sgs.wg) + cu("SGS", sg_size_) +
-                                "const PF: bool = " + (sgs.pf ? "true" : "false") + ";\n";
+                                cu("WG", sgs.wg) + cu("SGS", sg_size_) + prelude_bool("PF", sgs.pf);
     k = kernel("llm/flash_decode_sg/hd" + std::to_string(d.hd) + "/g" + std::to_string(d.G) + "/wg" +
                    std::to_string(sgs.wg) + "/tpk" + std::to_string(sgs.tpk) + "/u" + std::to_string(sgs.u) +
                    (sgs.pf ? "/pf" : ""),
@@ -1482,7 +1468,7 @@ void LlmOps::attention_combine(Batch& b, const DecodePartials& p, const Tensor& 
 
 bool LlmOps::fuses_combine(TensorType t, const DecodePartials& p) const {
   if (!tuning.matvec_combine || !p.part || p.head_dim <= 0 || p.head_dim % 4 != 0) return false;
-  if (t != TensorType::F32 && t != TensorType::F16 && t != TensorType::BF16) return false;
+  if (!float_weights(t)) return false;
   // The whole of x staged (column ranges, where the matvec splits, take less).
   return stages_x(t, int64_t(p.n_heads) * p.head_dim, false, combine_bytes(p));
 }

@@ -842,12 +842,11 @@ class LlmOps {
   // m with tuning.matvec_few_unroll for a grid of `groups` workgroups (0: unknown, as it is).
   MatvecShape few_unroll(MatvecShape m, uint64_t groups) const;
   uint32_t rope_rows() const;  // the QKV + RoPE matvec's rows per group, checked
-  // The kx schedule (tuning.matvec_kx, matvec_kx.wgsl): its kernel and its grid for `tiles` row tiles.
+  // The kx schedule (tuning.matvec_kx, matvec_kx.wgsl): its kernel, and its workgroups for a
+  // weight of `rows` rows (SWIGLU / ROPE: their row pairs, two rows per tile row).
   Kernel matvec_kx_kernel(TensorType t, int64_t cols, uint32_t kind, const float* norm_eps = nullptr,
                           const DecodePartials* xc = nullptr) const;
-  uint64_t kx_tiles(uint32_t kind,
-                    int64_t rows) const;  // rows: all of the weight's (SWIGLU / ROPE: 2 per tile row pair)
-  uint64_t kx_grid(uint64_t tiles) const;
+  uint64_t kx_grid(uint32_t kind, int64_t rows) const;
   Kernel attn_kernel(int head_dim, int bq) const;
   // flash_attn_tiled.wgsl (attn_prefill 1) or flash_attn_tiled_pf.wgsl (2) for this head_dim,
   // or an empty Kernel where it cannot run.

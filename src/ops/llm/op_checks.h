@@ -115,6 +115,14 @@ inline void check_qkv_rope(const GpuWeight& w, const Tensor& qkv, const RopeTabl
   need_elems(c.v, c.offset + int64_t(c.n_kv_heads) * hd * c.max_ctx, op, "v cache");
 }
 
+// A WGSL constant for a kernel's prelude ("const NAME: u32 = 8u;").
+inline std::string prelude_u32(const char* name, uint32_t v) {
+  return std::string("const ") + name + ": u32 = " + std::to_string(v) + "u;\n";
+}
+inline std::string prelude_bool(const char* name, bool v) {
+  return std::string("const ") + name + ": bool = " + (v ? "true" : "false") + ";\n";
+}
+
 // "256x32x2": a kernel's shape knobs, in its name (labels in profiles, the pipeline cache's key).
 inline std::string shape_tag(std::initializer_list<uint32_t> v) {
   std::string s;
