@@ -147,14 +147,26 @@ std::vector<Case> dispatch_cases(const Context& ctx, const Options& o) {
 }
 
 // gpu.chain-read: `links` slices of `slice_bytes` in one pool; each link reads its slice and the
-// previous link's per-workgroup partials.
+// previous link's per-workgroup partials, in the order of its pattern (chain_read.wgsl).
+enum class ReadPattern : uint32_t { Grid = 0, Rows = 1, Block = 2 };
+// rows and block: rows per workgroup (chain_read.wgsl's RPW: 8 groups of 32 lanes x 2 rows).
+constexpr uint32_t kRowsPerGroup = kWG / 32 * 2;
+
 struct ChainRead {
   Kernel kernel;
   Tensor pool, zeros;
   Tensor partials[2];
   uint64_t slice_bytes = 0;
   uint32_t links = 0, groups = 0;
+  ReadPattern pattern = ReadPattern::Grid;
+  uint32_t row4 = 0;           // rows, block: vec4s per row
   std::vector<uint32_t> want;  // the last link's partials
+
+  // The workgroup that reads the slice's vec4 v.
+  uint32_t group_of(uint64_t v) const {
+    if (pattern == ReadPattern::Grid) return uint32_t((v % (uint64_t(groups) * kWG)) / kWG);
+    return uint32_t(v / (uint64_t(kRowsPerGroup) * row4));
+  }
 };
 
 void record_chain_read(Batch& b, const ChainRead& c) {
@@ -169,66 +181,85 @@ void record_chain_read(Batch& b, const ChainRead& c) {
 // Fills the pool slice by slice with a pattern and sums it as the kernel does (the wrapping u32 sum
 // of workgroup g's vec4s), so no host copy of the whole pool is held.
 void fill_chain_read(const Context& ctx, ChainRead& c) {
-  const uint64_t words = c.slice_bytes / 4, n4 = words / 4, stride = uint64_t(c.groups) * kWG;
+  const uint64_t words = c.slice_bytes / 4, n4 = words / 4;
   std::vector<uint32_t> slice(words);
   c.want.assign(c.groups, 0);
   for (uint32_t k = 0; k < c.links; ++k) {
     for (uint64_t j = 0; j < words; ++j) slice[j] = iota_value(uint32_t(k * words + j));
     upload(ctx, c.pool, std::as_bytes(std::span<const uint32_t>(slice)), k * c.slice_bytes);
-    for (uint64_t v = 0; v < n4; ++v) {
-      const auto g = uint32_t((v % stride) / kWG);
-      c.want[g] += slice[4 * v] + slice[4 * v + 1] + slice[4 * v + 2] + slice[4 * v + 3];
-    }
+    for (uint64_t v = 0; v < n4; ++v)
+      c.want[c.group_of(v)] += slice[4 * v] + slice[4 * v + 1] + slice[4 * v + 2] + slice[4 * v + 3];
   }
 }
 
 std::vector<Case> chain_read_cases(const Context& ctx, const Options& o) {
-  const Kernel kernel = compile(ctx, embedded_kernel("bench/chain_read.wgsl", {{"WG", kWG}}));
   const bool is_small = small(ctx, o);
-  const uint32_t groups = is_small ? kSmallGridGroups : kGpuGridGroups;
+  // Rows of an 8B model's 4,096-column and 14,336-column F16 weights; on a CPU adapter, awkward
+  // rows that take the row loop's unrolled pass and its tail.
+  struct Version {
+    const char* name;
+    ReadPattern pattern;
+    uint32_t row4, small_row4;
+  };
+  const Version versions[] = {
+      {"chain-read", ReadPattern::Grid, 0, 0},     {"rows-8k", ReadPattern::Rows, 512, 141},
+      {"block-8k", ReadPattern::Block, 512, 141},  {"rows-28k", ReadPattern::Rows, 1792, 37},
+      {"block-28k", ReadPattern::Block, 1792, 37},
+  };
   const uint64_t chain_bytes = is_small ? kSmallChainBytes : kGpuChainBytes;
   std::vector<double> gpu_sizes;
   for (int mb = 1; mb <= 256; mb *= 2) gpu_sizes.push_back(double(mb) * (1 << 20));
   std::vector<Case> out;
-  for (double s : sizes_or(o, ctx, {4000, 20000}, {4000, 20000, 60000}, gpu_sizes)) {
-    auto c = std::make_shared<ChainRead>();
-    c->kernel = kernel;
-    c->groups = groups;
-    c->slice_bytes = std::max<uint64_t>(kSliceAlign, (uint64_t(s) + kSliceAlign - 1) / kSliceAlign * kSliceAlign);
-    c->links =
-        uint32_t(std::clamp<uint64_t>((chain_bytes + c->slice_bytes - 1) / c->slice_bytes, kMinLinks, kMaxLinks));
-    Case cs;
-    cs.op = "gpu.chain-read";
-    cs.version = "chain-read";
-    cs.size = std::to_string(c->slice_bytes);
-    cs.elements = double(c->slice_bytes);
-    cs.x_label = "bytes per dispatch";
-    cs.bytes = double(c->slice_bytes) * c->links;
-    cs.dispatches = double(c->links);
-    cs.timing = Timing::Span;
-    // The pool is made and filled on first use: every case is made before any runs.
-    auto ready = [c, &ctx] {
-      if (c->pool) return;
-      c->pool = make_tensor(ctx, {int64_t(c->slice_bytes / 4 * c->links)}, DType::U32);
-      c->zeros = make_tensor(ctx, {int64_t(c->groups)}, DType::U32);
-      fill_u32(ctx, c->zeros, 0);
-      for (auto& t : c->partials) t = make_tensor(ctx, {int64_t(c->groups)}, DType::U32);
-      fill_chain_read(ctx, *c);
-    };
-    cs.record = [c, ready](Batch& b) {
-      ready();
-      record_chain_read(b, *c);
-    };
-    cs.check = [c, ready, &ctx] {
-      ready();
-      for (auto& t : c->partials) fill_u32(ctx, t, kPoisonNaN);
-      Batch b(ctx);
-      record_chain_read(b, *c);
-      b.run();
-      return mismatch(ctx, c->partials[(c->links - 1) % 2], c->groups, [&](uint32_t g) { return c->want[g]; });
-    };
-    cs.tolerance = 0.5;
-    out.push_back(std::move(cs));
+  for (const auto& v : versions) {
+    const uint32_t row4 = is_small ? v.small_row4 : v.row4;
+    const Kernel kernel =
+        compile(ctx, embedded_kernel("bench/chain_read.wgsl",
+                                     {{"WG", kWG}, {"PATTERN", uint32_t(v.pattern)}, {"ROW4", std::max(row4, 1u)}}));
+    // A slice is whole workgroups' rows (rows, block) or whole multiples of 256 bytes (grid).
+    const uint64_t unit = v.pattern == ReadPattern::Grid ? kSliceAlign : uint64_t(kRowsPerGroup) * row4 * 16;
+    for (double s : sizes_or(o, ctx, {4000, 20000}, {4000, 20000, 60000}, gpu_sizes)) {
+      auto c = std::make_shared<ChainRead>();
+      c->kernel = kernel;
+      c->pattern = v.pattern;
+      c->row4 = row4;
+      c->slice_bytes = std::max<uint64_t>(unit, (uint64_t(s) + unit - 1) / unit * unit);
+      c->groups = v.pattern == ReadPattern::Grid ? (is_small ? kSmallGridGroups : kGpuGridGroups)
+                                                 : uint32_t(c->slice_bytes / unit);
+      c->links =
+          uint32_t(std::clamp<uint64_t>((chain_bytes + c->slice_bytes - 1) / c->slice_bytes, kMinLinks, kMaxLinks));
+      Case cs;
+      cs.op = "gpu.chain-read";
+      cs.version = v.name;
+      cs.size = std::to_string(c->slice_bytes);
+      cs.elements = double(c->slice_bytes);
+      cs.x_label = "bytes per dispatch";
+      cs.bytes = double(c->slice_bytes) * c->links;
+      cs.dispatches = double(c->links);
+      cs.timing = Timing::Span;
+      // The pool is made and filled on first use: every case is made before any runs.
+      auto ready = [c, &ctx] {
+        if (c->pool) return;
+        c->pool = make_tensor(ctx, {int64_t(c->slice_bytes / 4 * c->links)}, DType::U32);
+        c->zeros = make_tensor(ctx, {int64_t(c->groups)}, DType::U32);
+        fill_u32(ctx, c->zeros, 0);
+        for (auto& t : c->partials) t = make_tensor(ctx, {int64_t(c->groups)}, DType::U32);
+        fill_chain_read(ctx, *c);
+      };
+      cs.record = [c, ready](Batch& b) {
+        ready();
+        record_chain_read(b, *c);
+      };
+      cs.check = [c, ready, &ctx] {
+        ready();
+        for (auto& t : c->partials) fill_u32(ctx, t, kPoisonNaN);
+        Batch b(ctx);
+        record_chain_read(b, *c);
+        b.run();
+        return mismatch(ctx, c->partials[(c->links - 1) % 2], c->groups, [&](uint32_t g) { return c->want[g]; });
+      };
+      cs.tolerance = 0.5;
+      out.push_back(std::move(cs));
+    }
   }
   return out;
 }
