@@ -206,4 +206,17 @@ TEST_F(Cli, CpuVulkanBackendFromTheFlagAndTheEnvironment) {
   }
 }
 
+// WGC_DAWN_TOGGLES reaches Dawn (dump_shaders logs every compiled shader's SPIR-V to stderr); an
+// unknown toggle name does not stop wgc.
+TEST_F(Cli, DawnTogglesFromTheEnvironment) {
+  const std::string args = "bench --ops gpu.chain-read --quick --versions rows-8k";
+  auto dumped = run_cli(args, "", "WGC_DAWN_TOGGLES=dump_shaders,-no_such_toggle ");
+  ASSERT_EQ(dumped.rc, 0) << dumped.err;
+  EXPECT_TRUE(has(dumped.err, "[dawn]")) << dumped.err;
+  EXPECT_TRUE(has(dumped.err, "OpEntryPoint")) << dumped.err;
+  auto plain = run_cli(args);
+  ASSERT_EQ(plain.rc, 0) << plain.err;
+  EXPECT_FALSE(has(plain.err, "OpEntryPoint"));
+}
+
 }  // namespace

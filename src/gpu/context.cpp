@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <mutex>
@@ -245,8 +246,48 @@ WGPUInstance create_instance() {
   return instance;
 }
 
+// Extra Dawn toggles for experiments: WGC_DAWN_TOGGLES="name,-name,..." (a leading '-' disables),
+// given at both the adapter and the device stage (Dawn takes each at its own stage: e.g.
+// use_vulkan_memory_model is an adapter toggle, disable_robustness a device one).
+struct ExtraToggles {
+  std::vector<std::string> names;
+  std::vector<const char*> enabled, disabled;
+};
+const ExtraToggles& extra_toggles() {
+  static const ExtraToggles t = [] {
+    ExtraToggles x;
+    if (const char* env = std::getenv("WGC_DAWN_TOGGLES")) {
+      std::string_view rest(env);
+      while (!rest.empty()) {
+        const auto comma = rest.find(',');
+        std::string_view item = rest.substr(0, comma);
+        if (!item.empty()) x.names.emplace_back(item);
+        rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+      }
+    }
+    for (const auto& n : x.names) {
+      if (n[0] == '-') {
+        if (n.size() > 1) x.disabled.push_back(n.c_str() + 1);
+      } else {
+        x.enabled.push_back(n.c_str());
+      }
+    }
+    return x;
+  }();
+  return t;
+}
+
 WGPURequestAdapterOptions adapter_options(Backend backend) {
+  static WGPUDawnTogglesDescriptor toggles = [] {
+    WGPUDawnTogglesDescriptor d = WGPU_DAWN_TOGGLES_DESCRIPTOR_INIT;
+    d.enabledToggleCount = extra_toggles().enabled.size();
+    d.enabledToggles = extra_toggles().enabled.data();
+    d.disabledToggleCount = extra_toggles().disabled.size();
+    d.disabledToggles = extra_toggles().disabled.data();
+    return d;
+  }();
   WGPURequestAdapterOptions opts = WGPU_REQUEST_ADAPTER_OPTIONS_INIT;
+  if (!extra_toggles().names.empty()) opts.nextInChain = &toggles.chain;
   opts.featureLevel = WGPUFeatureLevel_Core;
   opts.powerPreference = WGPUPowerPreference_HighPerformance;
   opts.backendType = backend == Backend::Null ? WGPUBackendType_Null : WGPUBackendType_Vulkan;
@@ -435,6 +476,8 @@ Context::Context(ContextOptions options) : state_(std::make_shared<ContextState>
     enabled.push_back("disable_workgroup_init");
     if (!options.robust) enabled.push_back("disable_robustness");
   }
+  enabled.insert(enabled.end(), extra_toggles().enabled.begin(), extra_toggles().enabled.end());
+  disabled.insert(disabled.end(), extra_toggles().disabled.begin(), extra_toggles().disabled.end());
   WGPUDawnTogglesDescriptor dtoggles = WGPU_DAWN_TOGGLES_DESCRIPTOR_INIT;
   dtoggles.enabledToggleCount = enabled.size();
   dtoggles.enabledToggles = enabled.data();
@@ -482,6 +525,15 @@ Context::Context(ContextOptions options) : state_(std::make_shared<ContextState>
   detail::wait_future(s.instance, wgpuAdapterRequestDevice(s.adapter, &ddesc, cb), "the device");
   if (!r.device) throw DeviceError("wgc: could not create a device on '" + s.info.device + "': " + r.message);
   s.device = r.device;
+  // With WGC_DAWN_TOGGLES, Dawn's log (e.g. dump_shaders' SPIR-V) goes to stderr.
+  if (!extra_toggles().names.empty()) {
+    WGPULoggingCallbackInfo log = WGPU_LOGGING_CALLBACK_INFO_INIT;
+    log.callback = [](WGPULoggingType, WGPUStringView msg, void*, void*) {
+      std::fprintf(stderr, "[dawn] %.*s\n", int(msg.length == WGPU_STRLEN ? std::strlen(msg.data) : msg.length),
+                   msg.data);
+    };
+    wgpuDeviceSetLoggingCallback(s.device, log);
+  }
   s.queue = wgpuDeviceGetQueue(s.device);
   detail::note_gpu_instance(s.instance, !s.info.is_cpu());
 
