@@ -8,30 +8,22 @@
 // what attn_combine.wgsl writes with combine_sp 1. Needs XS (each element loaded once, into the
 // staged x) and the prelude constants XC_NH, XC_S, XC_HD (a multiple of 4).
 const_assert XS && XC_HD % 4u == 0u;
-var<workgroup> xc_f: array<f32, XC_NH * XC_S>;  // the splits' m, then their weights exp(m_s - max), per head
-var<workgroup> xc_ls: array<f32, XC_NH * XC_S>;  // the splits' l
-var<workgroup> xc_l: array<f32, XC_NH>;          // each head's weighted sum of l
+var<workgroup> xc_f: array<f32, XC_NH * XC_S>;  // the splits' weights exp(m_s - max), per head
+var<workgroup> xc_l: array<f32, XC_NH>;         // each head's weighted sum of l
 
 const XC_W: u32 = XC_HD + 2u;  // floats per split of a head
 fn xc_at(i: u32) -> f32 { return x4[i / 4u][i % 4u]; }
 
-// Every split's (m, l) is loaded by an invocation of its own first, so the workgroup waits for
-// one round of loads, not for 2 x XC_S loads one after another per head; the weights are then
-// made from workgroup memory in the same order and arithmetic as before.
 fn x_prologue(lid: u32) {
-  for (var i = lid; i < XC_NH * XC_S; i += WG) {
-    xc_f[i] = xc_at(i * XC_W + XC_HD);
-    xc_ls[i] = xc_at(i * XC_W + XC_HD + 1u);
-  }
-  workgroupBarrier();
   for (var h = lid; h < XC_NH; h += WG) {
+    let b = h * XC_S * XC_W + XC_HD;
     var mx = -3.0e38;
-    for (var s = 0u; s < XC_S; s++) { mx = max(mx, xc_f[h * XC_S + s]); }
+    for (var s = 0u; s < XC_S; s++) { mx = max(mx, xc_at(b + s * XC_W)); }
     var l = 0.0;
     for (var s = 0u; s < XC_S; s++) {
-      let f = exp(xc_f[h * XC_S + s] - mx);
+      let f = exp(xc_at(b + s * XC_W) - mx);
       xc_f[h * XC_S + s] = f;
-      l += f * xc_ls[h * XC_S + s];
+      l += f * xc_at(b + s * XC_W + 1u);
     }
     xc_l[h] = l;
   }
