@@ -10,22 +10,33 @@
 const_assert XS && XC_HD % 4u == 0u;
 var<workgroup> xc_f: array<f32, XC_NH * XC_S>;  // the splits' weights exp(m_s - max), per head
 var<workgroup> xc_l: array<f32, XC_NH>;         // each head's weighted sum of l
+var<workgroup> xc_n: array<u32, XC_NH>;         // each head's splits that hold keys (a prefix)
 
 const XC_W: u32 = XC_HD + 2u;  // floats per split of a head
+const XC_EMPTY: f32 = -3.0e38;  // the m of a split with no keys (flash_decode*.wgsl's MASKED)
 fn xc_at(i: u32) -> f32 { return x4[i / 4u][i % 4u]; }
 
+// A recorded step's splits cover the whole cache, so early on most hold no keys (m = XC_EMPTY,
+// weight exactly 0): only the keyed prefix is weighed and added, in loops whose trip count is
+// read at run time (the same sums as over every split).
 fn x_prologue(lid: u32) {
   for (var h = lid; h < XC_NH; h += WG) {
     let b = h * XC_S * XC_W + XC_HD;
     var mx = -3.0e38;
-    for (var s = 0u; s < XC_S; s++) { mx = max(mx, xc_at(b + s * XC_W)); }
-    var l = 0.0;
+    var n = 0u;
     for (var s = 0u; s < XC_S; s++) {
+      let m = xc_at(b + s * XC_W);
+      mx = max(mx, m);
+      if (m > XC_EMPTY) { n = s + 1u; }
+    }
+    var l = 0.0;
+    for (var s = 0u; s < n; s++) {
       let f = exp(xc_at(b + s * XC_W) - mx);
       xc_f[h * XC_S + s] = f;
       l += f * xc_at(b + s * XC_W + 1u);
     }
     xc_l[h] = l;
+    xc_n[h] = n;
   }
   workgroupBarrier();
 }
@@ -33,10 +44,9 @@ fn x_load4(i4: u32) -> vec4<f32> {
   let h = (4u * i4) / XC_HD;
   let b = h * XC_S * XC_W + (4u * i4) % XC_HD;
   var a = vec4<f32>(0.0);
-  for (var s = 0u; s < XC_S; s++) {
+  for (var s = 0u; s < xc_n[h]; s++) {
     let f = xc_f[h * XC_S + s];
-    // Splits past the position hold m = -3e38: weight 0, acc 0 (nothing to add).
-    if (f != 0.0) {
+    if (f != 0.0) {  // a keyed split far below the maximum
       let e = b + s * XC_W;
       a += f * vec4<f32>(xc_at(e), xc_at(e + 1u), xc_at(e + 2u), xc_at(e + 3u));
     }

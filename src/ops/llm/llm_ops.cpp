@@ -285,9 +285,9 @@ constexpr uint64_t kRegTileMinGroups = 256;  // choose_linear: tiles from which 
 // matvec.wgsl: the uniform's binding with ROPE (after matvec_rope.wgsl's storage buffers 5-8), and
 // P's ROPE fields (zero without).
 constexpr uint32_t kMatvecRopeUniform = 9, kMatvecRopeParams = 8;
-// matvec_x_combine.wgsl's workgroup memory: a weight per head and split, a sum per head.
+// matvec_x_combine.wgsl's workgroup memory: a weight per head and split, a sum and a count per head.
 uint64_t combine_bytes(const DecodePartials& p) {
-  return 4ull * (uint64_t(p.n_heads) * p.splits + uint64_t(p.n_heads));
+  return 4ull * (uint64_t(p.n_heads) * p.splits + 2 * uint64_t(p.n_heads));
 }
 }  // namespace
 
