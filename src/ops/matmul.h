@@ -63,6 +63,9 @@ struct MatmulTuning {
   uint32_t bm = 128, bn = 128;  // the block of C a workgroup computes: 64, 128, 256 or 512 each
   uint32_t wn = 8;              // lanes of a 32-lane warp along n: 4 x 8 (0: bn / 8, vec4-db's 2 x 16)
   uint32_t group_m = 1;         // block-rows walked together (grouped_order.wgsl; 1: row-major)
+  uint32_t bk = 8;              // k per workgroup-memory tile: 8 or 16 (then bm, bn >= 128)
+  uint32_t pad = 0;             // 1: A's tile skewed per k-quad in workgroup memory (conflict-free stores)
+  uint32_t ahead = 0;           // 1: each k step's workgroup-memory reads issued a step ahead
 };
 // "key=value/key=value" (keys as the fields) over base; an unknown key or a bad number throws.
 MatmulTuning parse_matmul_tuning(std::string_view knobs, MatmulTuning base = {});

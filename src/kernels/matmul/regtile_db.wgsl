@@ -6,7 +6,10 @@
 // - WN, the invocations of one 32-lane warp side by side along n (the rest, 32 / WN, along m).
 //   vec4-db's layout is WN = BN / 8: a warp is 2 x 16 invocations and reads 16 distinct vec4s of
 //   B per step (two wavefronts); WN 8 (4 x 8) or 4 (8 x 4) make every read one wavefront;
-// - GROUP_M, the workgroup order (grouped_order.wgsl).
+// - GROUP_M, the workgroup order (grouped_order.wgsl);
+// - BK (8 or 16), A_SKEW (A's tile padded so its transposed stores are conflict-free) and
+//   FRAG_AHEAD (each k step's workgroup-memory reads one step ahead, across the barrier):
+//   session 10's candidates.
 // Needs K % 4 == 0 and, unless B is transposed, N % 4 == 0. Measured on the H200 (session 9,
 // docs/benchmarks.md), TFLOP/s at 4096^3: vec4-db 38.9; this kernel with vec4-db's blocks and
 // warps 41.0-41.2 (the unguarded next-tile loads), WN 8 41.8, 256 x 128 blocks 43.5-43.6 and with
@@ -24,25 +27,35 @@ struct Params { M: u32, N: u32, K: u32, trans_b: u32 }
 
 override BM: u32 = 128u;
 override BN: u32 = 128u;
-const BK = 8u;                            // k per tile: 16 lost in every form measured (registers)
-const KQ = BK / 4u;                       // vec4s along k per row of an A (or transposed B) tile
+override BK: u32 = 8u;                    // k per tile: 8 or 16 (BM, BN >= 8 * BK)
+override KQ: u32 = BK / 4u;               // vec4s along k per row of an A (or transposed B) tile
 override GROUP_M: u32 = 1u;               // block-rows walked together (1: row-major)
 override NTN: u32 = BN / 8u;              // invocations along n
 override THREADS: u32 = (BM / 8u) * NTN;  // along m: BM / 8
 override WN: u32 = NTN;                   // a divisor of NTN and of 32, with BM * WN % 256 == 0
-override AS: u32 = BK * BM / 4u;          // vec4s per A buffer: [k][m / 4]
+// vec4s added to As after each 4 rows of k (0, or 8 / KQ): put_a's scalar stores of one warp
+// then fall in 32 distinct banks (without it the KQ k-quads of a row share a bank).
+override A_SKEW: u32 = 0u;
+// Each k step's As / Bs reads issued one step ahead, the next tile's first ones right after its
+// barrier, before this tile's last FMAs (0: read at the step).
+override FRAG_AHEAD: bool = false;
+override AN: u32 = BK * BM / 4u;          // vec4s of an A tile: [k][m / 4]
+override AS: u32 = AN + KQ * A_SKEW;      // vec4s per A buffer
 override BS: u32 = BK * BN / 4u;          // vec4s per B buffer: [k][n / 4]
-// A tile holds 128 / BN (B: 128 / BM) vec4s per invocation: a second load where that is 2.
-override A2: bool = AS > THREADS;
+// A tile holds BK * 16 / BN (B: BK * 16 / BM) vec4s per invocation: a second load where that is 2.
+override A2: bool = AN > THREADS;
 override B2: bool = BS > THREADS;
 var<workgroup> As: array<vec4<f32>, 2u * AS>;
 var<workgroup> Bs: array<vec4<f32>, 2u * BS>;
+
+// The vec4 of As (in a buffer) that starts row k: k * BM / 4, skewed per k-quad.
+fn a_row(k: u32) -> u32 { return k * (BM / 4u) + (k / 4u) * A_SKEW; }
 
 // vec4 number idx of the tile at k0 (zeros past the matrices, and past the tile where a tile has
 // fewer vec4s than invocations): A row idx / KQ, k's (idx % KQ) * 4 ..; B row k = idx / (BN / 4),
 // columns (idx % (BN / 4)) * 4 .., or transposed: row n = idx / KQ, k's (idx % KQ) * 4 ...
 fn fetch_a(idx: u32, m0: u32, k0: u32) -> vec4<f32> {
-  if (idx >= AS) { return vec4<f32>(0.0); }
+  if (idx >= AN) { return vec4<f32>(0.0); }
   return load_a4(m0 + idx / KQ, k0 + (idx % KQ) * 4u);
 }
 fn fetch_b(idx: u32, n0: u32, k0: u32) -> vec4<f32> {
@@ -53,9 +66,9 @@ fn fetch_b(idx: u32, n0: u32, k0: u32) -> vec4<f32> {
 
 // Stores them k-major, the A tile (and a transposed B tile) transposed: S[k][row].
 fn put_a(buf: u32, idx: u32, v: vec4<f32>) {
-  if (idx >= AS) { return; }
+  if (idx >= AN) { return; }
   let m = idx / KQ;
-  let i = buf * AS + (idx % KQ) * 4u * (BM / 4u) + m / 4u;
+  let i = buf * AS + a_row((idx % KQ) * 4u) + m / 4u;
   As[i][m % 4u] = v.x;
   As[i + BM / 4u][m % 4u] = v.y;
   As[i + 2u * (BM / 4u)][m % 4u] = v.z;
@@ -75,6 +88,40 @@ fn put_b(buf: u32, idx: u32, v: vec4<f32>) {
   Bs[i + 3u * (BN / 4u)][n % 4u] = v.w;
 }
 
+// The next tile's vec4s of one invocation, held in registers during this tile's math.
+struct Next {
+  a0: vec4<f32>,
+  a1: vec4<f32>,
+  b0: vec4<f32>,
+  b1: vec4<f32>,
+}
+fn fetch_next(tid: u32, m0: u32, n0: u32, k0: u32) -> Next {
+  var t = Next(fetch_a(tid, m0, k0), vec4<f32>(0.0), fetch_b(tid, n0, k0), vec4<f32>(0.0));
+  if (A2) { t.a1 = fetch_a(tid + THREADS, m0, k0); }
+  if (B2) { t.b1 = fetch_b(tid + THREADS, n0, k0); }
+  return t;
+}
+fn put_next(buf: u32, tid: u32, t: Next) {
+  put_a(buf, tid, t.a0);
+  put_b(buf, tid, t.b0);
+  if (A2) { put_a(buf, tid + THREADS, t.a1); }
+  if (B2) { put_b(buf, tid + THREADS, t.b1); }
+}
+
+// One k step's operands: rows tm * 4 .. + 3 and BM / 2 + tm * 4 .. + 3 of A, columns tn * 4 ..
+// + 3 and BN / 2 + tn * 4 .. + 3 of B, from buffer buf.
+struct Frag {
+  a0: vec4<f32>,
+  a1: vec4<f32>,
+  b0: vec4<f32>,
+  b1: vec4<f32>,
+}
+fn frag(buf: u32, k: u32, tm: u32, tn: u32) -> Frag {
+  let a = buf * AS + a_row(k) + tm;
+  let b = buf * BS + k * (BN / 4u) + tn;
+  return Frag(As[a], As[a + BM / 8u], Bs[b], Bs[b + BN / 8u]);
+}
+
 @compute @workgroup_size(THREADS)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) tid: u32) {
@@ -88,35 +135,39 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let tm = (warp / (NTN / WN)) * (32u / WN) + lane / WN;
   var acc: array<vec4<f32>, 16>;  // acc[i*2 + j]: row i of 8, column half j
 
-  var pa0 = fetch_a(tid, m0, 0u);
-  var pb0 = fetch_b(tid, n0, 0u);
-  var pa1 = vec4<f32>(0.0);
-  var pb1 = vec4<f32>(0.0);
-  if (A2) { pa1 = fetch_a(tid + THREADS, m0, 0u); }
-  if (B2) { pb1 = fetch_b(tid + THREADS, n0, 0u); }
-  put_a(0u, tid, pa0);
-  put_b(0u, tid, pb0);
-  if (A2) { put_a(0u, tid + THREADS, pa1); }
-  if (B2) { put_b(0u, tid + THREADS, pb1); }
+  put_next(0u, tid, fetch_next(tid, m0, n0, 0u));
   workgroupBarrier();
   var buf = 0u;  // the buffer this tile is in
-  for (var k0 = 0u; k0 < p.K; k0 += BK) {
-    // The next tile (zeros past K: no branch) in flight during this tile's math.
-    pa0 = fetch_a(tid, m0, k0 + BK);
-    pb0 = fetch_b(tid, n0, k0 + BK);
-    if (A2) { pa1 = fetch_a(tid + THREADS, m0, k0 + BK); }
-    if (B2) { pb1 = fetch_b(tid + THREADS, n0, k0 + BK); }
-    let rt_a = buf * AS;
-    let rt_b = buf * BS;
-//!include "matmul/regtile_step.wgsl"
-    // Into the other buffer: its last readers finished the previous tile before the barrier
-    // that ended it.
-    buf ^= 1u;
-    put_a(buf, tid, pa0);
-    put_b(buf, tid, pb0);
-    if (A2) { put_a(buf, tid + THREADS, pa1); }
-    if (B2) { put_b(buf, tid + THREADS, pb1); }
-    workgroupBarrier();
+  if (FRAG_AHEAD) {
+    var f = frag(0u, 0u, tm, tn);
+    for (var k0 = 0u; k0 < p.K; k0 += BK) {
+      // The next tile (zeros past K: no branch) in flight during this tile's math.
+      let next = fetch_next(tid, m0, n0, k0 + BK);
+      for (var k = 1u; k < BK; k++) {
+        let ahead = frag(buf, k, tm, tn);
+//!include "matmul/regtile_fma.wgsl"
+        f = ahead;
+      }
+      // Into the other buffer: its last readers finished the previous tile before the barrier
+      // that ended it. The last step's FMAs wait for the next tile's first reads.
+      buf ^= 1u;
+      put_next(buf, tid, next);
+      workgroupBarrier();
+      let ahead = frag(buf, 0u, tm, tn);
+//!include "matmul/regtile_fma.wgsl"
+      f = ahead;
+    }
+  } else {
+    for (var k0 = 0u; k0 < p.K; k0 += BK) {
+      let next = fetch_next(tid, m0, n0, k0 + BK);  // as above
+      for (var k = 0u; k < BK; k++) {
+        let f = frag(buf, k, tm, tn);
+//!include "matmul/regtile_fma.wgsl"
+      }
+      buf ^= 1u;
+      put_next(buf, tid, next);
+      workgroupBarrier();
+    }
   }
 
   for (var i = 0u; i < 8u; i++) {
