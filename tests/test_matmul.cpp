@@ -36,8 +36,8 @@ void check(MatmulVersion v, Case c, const MatmulTuning& t = {}) {
   // f32 accumulation over K terms of size <= 1: error grows like sqrt(K) * eps relative.
   EXPECT_LT(test::rel_error(got, want), 1e-5 * (1 + std::sqrt(double(c.k))))
       << to_string(v) << " bm=" << t.bm << " bn=" << t.bn << " wn=" << t.wn << " group_m=" << t.group_m
-      << " bk=" << t.bk << " pad=" << t.pad << " ahead=" << t.ahead << " M=" << c.m << " N=" << c.n << " K=" << c.k
-      << " trans_b=" << c.trans_b;
+      << " bk=" << t.bk << " pad=" << t.pad << " ahead=" << t.ahead << " early=" << t.early << " M=" << c.m
+      << " N=" << c.n << " K=" << c.k << " trans_b=" << c.trans_b;
 }
 
 const Case kCases[] = {{1, 1, 1, false},      {1, 17, 3, false},       {17, 1, 5, true},      {33, 65, 17, false},
@@ -93,7 +93,15 @@ TEST(Matmul, Vec4Db2KnobsMatchReference) {
                         "ahead=1/bk=16",
                         "ahead=1/pad=1",
                         "ahead=1/bm=256",
-                        "ahead=1/bk=16/bm=256"};
+                        "ahead=1/bk=16/bm=256",
+                        "early=1",
+                        "early=7/bm=64",
+                        "early=4/bk=16",
+                        "ahead=1/early=2",
+                        "ahead=1/early=1/wn=0",
+                        "ahead=1/early=7/pad=1",
+                        "early=2/bm=256",
+                        "ahead=1/early=2/bm=256"};
   for (const char* s : sets) {
     MatmulTuning t = parse_matmul_tuning(s);
     if (std::string e = matmul_tuning_error(ctx(), t); !e.empty()) {
@@ -123,6 +131,7 @@ TEST(Matmul, Vec4Db2RejectsBadKnobs) {
   EXPECT_NE(matmul_tuning_error(ctx(), parse_matmul_tuning("bk=16/bm=64")), "");  // 3 A vec4s per invocation
   EXPECT_NE(matmul_tuning_error(ctx(), parse_matmul_tuning("pad=2")), "");
   EXPECT_NE(matmul_tuning_error(ctx(), parse_matmul_tuning("ahead=2")), "");
+  EXPECT_NE(matmul_tuning_error(ctx(), parse_matmul_tuning("early=8")), "");
   EXPECT_THROW(
       {
         Batch b(ctx());

@@ -49,8 +49,8 @@ uint32_t a_skew(const MatmulTuning& t) { return t.pad ? 8 / (t.bk / 4) : 0; }
 }  // namespace
 
 MatmulTuning parse_matmul_tuning(std::string_view knobs, MatmulTuning t) {
-  const Knob keys[] = {{"bm", &t.bm}, {"bn", &t.bn},   {"wn", &t.wn},      {"group_m", &t.group_m},
-                       {"bk", &t.bk}, {"pad", &t.pad}, {"ahead", &t.ahead}};
+  const Knob keys[] = {{"bm", &t.bm}, {"bn", &t.bn},   {"wn", &t.wn},       {"group_m", &t.group_m},
+                       {"bk", &t.bk}, {"pad", &t.pad}, {"ahead", &t.ahead}, {"early", &t.early}};
   parse_knobs(knobs, keys, '/', "matmul");
   return t;
 }
@@ -65,6 +65,7 @@ std::string matmul_tuning_error(const Context& ctx, const MatmulTuning& t) {
   if (t.bk != 8 && t.bk != 16) return "bk must be 8 or 16";
   if (std::min(t.bm, t.bn) < 8 * t.bk) return "bk 16 needs bm and bn >= 128";
   if (t.pad > 1 || t.ahead > 1) return "pad and ahead must be 0 or 1";
+  if (t.early >= t.bk) return "early must be below bk";
   const uint64_t threads = uint64_t(t.bm) * t.bn / 64;
   const uint64_t storage = 2ull * 16 * (uint64_t(t.bk) * (t.bm + t.bn) / 4 + a_skew(t) * (t.bk / 4));
   const Limits& lim = ctx.limits();
@@ -162,8 +163,13 @@ void matmul(Batch& batch, const Tensor& a, const Tensor& b, const Tensor& c, con
   uint32_t block_n = v == MatmulVersion::Vec4Wide ? kWideBlockN : block_m;
   if (v == MatmulVersion::Vec4Db2) {
     if (std::string e = matmul_tuning_error(ctx, tuning); !e.empty()) throw Error("wgc: matmul vec4-db2: " + e);
-    code.constants = {{"BM", tuning.bm}, {"BN", tuning.bn},          {"GROUP_M", tuning.group_m},
-                      {"BK", tuning.bk}, {"A_SKEW", a_skew(tuning)}, {"FRAG_AHEAD", tuning.ahead}};
+    code.constants = {{"BM", tuning.bm},
+                      {"BN", tuning.bn},
+                      {"GROUP_M", tuning.group_m},
+                      {"BK", tuning.bk},
+                      {"A_SKEW", a_skew(tuning)},
+                      {"FRAG_AHEAD", tuning.ahead},
+                      {"PUT_STEP", tuning.bk - tuning.early}};
     if (tuning.wn) code.constants.push_back({"WN", tuning.wn});
     block_m = tuning.bm;
     block_n = tuning.bn;

@@ -8,8 +8,8 @@
 //   B per step (two wavefronts); WN 8 (4 x 8) or 4 (8 x 4) make every read one wavefront;
 // - GROUP_M, the workgroup order (grouped_order.wgsl);
 // - BK (8 or 16), A_SKEW (A's tile padded so its transposed stores are conflict-free) and
-//   FRAG_AHEAD (each k step's workgroup-memory reads one step ahead, across the barrier):
-//   session 10's candidates.
+//   FRAG_AHEAD (each k step's workgroup-memory reads one step ahead, across the barrier) and
+//   PUT_STEP (when in the tile the next one is stored): session 10's candidates.
 // Needs K % 4 == 0 and, unless B is transposed, N % 4 == 0. Measured on the H200 (session 9,
 // docs/benchmarks.md), TFLOP/s at 4096^3: vec4-db 38.9; this kernel with vec4-db's blocks and
 // warps 41.0-41.2 (the unguarded next-tile loads), WN 8 41.8, 256 x 128 blocks 43.5-43.6 and with
@@ -39,6 +39,10 @@ override A_SKEW: u32 = 0u;
 // Each k step's As / Bs reads issued one step ahead, the next tile's first ones right after its
 // barrier, before this tile's last FMAs (0: read at the step).
 override FRAG_AHEAD: bool = false;
+// The k step before whose FMAs the next tile goes to workgroup memory (BK: after the last; with
+// FRAG_AHEAD, BK - 1 and BK both mean before the barrier): earlier, the stores' latency hides
+// behind the FMAs left, while the tile's global loads have had less time to land.
+override PUT_STEP: u32 = BK;
 override AN: u32 = BK * BM / 4u;          // vec4s of an A tile: [k][m / 4]
 override AS: u32 = AN + KQ * A_SKEW;      // vec4s per A buffer
 override BS: u32 = BK * BN / 4u;          // vec4s per B buffer: [k][n / 4]
@@ -143,15 +147,16 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     for (var k0 = 0u; k0 < p.K; k0 += BK) {
       // The next tile (zeros past K: no branch) in flight during this tile's math.
       let next = fetch_next(tid, m0, n0, k0 + BK);
-      for (var k = 1u; k < BK; k++) {
+      for (var k = 1u; k < BK; k++) {  // step k - 1's FMAs
+        if (k - 1u == PUT_STEP) { put_next(buf ^ 1u, tid, next); }
         let ahead = frag(buf, k, tm, tn);
 //!include "matmul/regtile_fma.wgsl"
         f = ahead;
       }
       // Into the other buffer: its last readers finished the previous tile before the barrier
       // that ended it. The last step's FMAs wait for the next tile's first reads.
+      if (PUT_STEP >= BK - 1u) { put_next(buf ^ 1u, tid, next); }
       buf ^= 1u;
-      put_next(buf, tid, next);
       workgroupBarrier();
       let ahead = frag(buf, 0u, tm, tn);
 //!include "matmul/regtile_fma.wgsl"
@@ -161,11 +166,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     for (var k0 = 0u; k0 < p.K; k0 += BK) {
       let next = fetch_next(tid, m0, n0, k0 + BK);  // as above
       for (var k = 0u; k < BK; k++) {
+        if (k == PUT_STEP) { put_next(buf ^ 1u, tid, next); }
         let f = frag(buf, k, tm, tn);
 //!include "matmul/regtile_fma.wgsl"
       }
+      if (PUT_STEP >= BK) { put_next(buf ^ 1u, tid, next); }
       buf ^= 1u;
-      put_next(buf, tid, next);
       workgroupBarrier();
     }
   }
