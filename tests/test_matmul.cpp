@@ -36,8 +36,8 @@ void check(MatmulVersion v, Case c, const MatmulTuning& t = {}) {
   // f32 accumulation over K terms of size <= 1: error grows like sqrt(K) * eps relative.
   EXPECT_LT(test::rel_error(got, want), 1e-5 * (1 + std::sqrt(double(c.k))))
       << to_string(v) << " bm=" << t.bm << " bn=" << t.bn << " wn=" << t.wn << " group_m=" << t.group_m
-      << " bk=" << t.bk << " pad=" << t.pad << " ahead=" << t.ahead << " early=" << t.early << " M=" << c.m
-      << " N=" << c.n << " K=" << c.k << " trans_b=" << c.trans_b;
+      << " bk=" << t.bk << " pad=" << t.pad << " pre=" << t.pre << " fixb=" << t.fixb << " M=" << c.m << " N=" << c.n
+      << " K=" << c.k << " trans_b=" << c.trans_b;
 }
 
 const Case kCases[] = {{1, 1, 1, false},      {1, 17, 3, false},       {17, 1, 5, true},      {33, 65, 17, false},
@@ -88,20 +88,13 @@ TEST(Matmul, Vec4Db2KnobsMatchReference) {
                         "pad=1/bm=64/bn=64",
                         "pad=1/bk=16",
                         "pad=1/bm=256",
-                        "ahead=1",
-                        "ahead=1/bm=64/wn=4",
-                        "ahead=1/bk=16",
-                        "ahead=1/pad=1",
-                        "ahead=1/bm=256",
-                        "ahead=1/bk=16/bm=256",
-                        "early=1",
-                        "early=7/bm=64",
-                        "early=4/bk=16",
-                        "ahead=1/early=2",
-                        "ahead=1/early=1/wn=0",
-                        "ahead=1/early=7/pad=1",
-                        "early=2/bm=256",
-                        "ahead=1/early=2/bm=256"};
+                        "pre=1",
+                        "pre=1/bm=64/wn=4",
+                        "pre=1/pad=1/bk=16",
+                        "pre=1/pad=1/bm=256",
+                        "fixb=1",
+                        "fixb=1/pad=1/pre=1/bn=64",
+                        "fixb=1/pad=1/bm=256"};
   for (const char* s : sets) {
     MatmulTuning t = parse_matmul_tuning(s);
     if (std::string e = matmul_tuning_error(ctx(), t); !e.empty()) {
@@ -130,8 +123,8 @@ TEST(Matmul, Vec4Db2RejectsBadKnobs) {
   EXPECT_NE(matmul_tuning_error(ctx(), parse_matmul_tuning("bk=12")), "");
   EXPECT_NE(matmul_tuning_error(ctx(), parse_matmul_tuning("bk=16/bm=64")), "");  // 3 A vec4s per invocation
   EXPECT_NE(matmul_tuning_error(ctx(), parse_matmul_tuning("pad=2")), "");
-  EXPECT_NE(matmul_tuning_error(ctx(), parse_matmul_tuning("ahead=2")), "");
-  EXPECT_NE(matmul_tuning_error(ctx(), parse_matmul_tuning("early=8")), "");
+  EXPECT_NE(matmul_tuning_error(ctx(), parse_matmul_tuning("pre=2")), "");
+  EXPECT_NE(matmul_tuning_error(ctx(), parse_matmul_tuning("fixb=2")), "");
   EXPECT_THROW(
       {
         Batch b(ctx());

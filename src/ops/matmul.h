@@ -65,8 +65,8 @@ struct MatmulTuning {
   uint32_t group_m = 1;         // block-rows walked together (grouped_order.wgsl; 1: row-major)
   uint32_t bk = 8;              // k per workgroup-memory tile: 8 or 16 (then bm, bn >= 128)
   uint32_t pad = 0;             // 1: A's tile skewed per k-quad in workgroup memory (conflict-free stores)
-  uint32_t ahead = 0;           // 1: each k step's workgroup-memory reads issued a step ahead
-  uint32_t early = 0;           // the next tile stored this many k steps before the tile's end (< bk)
+  uint32_t pre = 0;             // 1: the next tile's global loads issued before the barrier ending this one
+  uint32_t fixb = 0;            // 1: B's layout (trans_b) a pipeline constant, not read at each tile
 };
 // "key=value/key=value" (keys as the fields) over base; an unknown key or a bad number throws.
 MatmulTuning parse_matmul_tuning(std::string_view knobs, MatmulTuning base = {});

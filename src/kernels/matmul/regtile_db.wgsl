@@ -8,8 +8,7 @@
 //   B per step (two wavefronts); WN 8 (4 x 8) or 4 (8 x 4) make every read one wavefront;
 // - GROUP_M, the workgroup order (grouped_order.wgsl);
 // - BK (8 or 16), A_SKEW (A's tile padded so its transposed stores are conflict-free) and
-//   FRAG_AHEAD (each k step's workgroup-memory reads one step ahead, across the barrier) and
-//   PUT_STEP (when in the tile the next one is stored): session 10's candidates.
+//   FETCH_PRE and TRANS_B (below): session 10's candidates.
 // Needs K % 4 == 0 and, unless B is transposed, N % 4 == 0. Measured on the H200 (session 9,
 // docs/benchmarks.md), TFLOP/s at 4096^3: vec4-db 38.9; this kernel with vec4-db's blocks and
 // warps 41.0-41.2 (the unguarded next-tile loads), WN 8 41.8, 256 x 128 blocks 43.5-43.6 and with
@@ -36,13 +35,12 @@ override WN: u32 = NTN;                   // a divisor of NTN and of 32, with BM
 // vec4s added to As after each 4 rows of k (0, or 8 / KQ): put_a's scalar stores of one warp
 // then fall in 32 distinct banks (without it the KQ k-quads of a row share a bank).
 override A_SKEW: u32 = 0u;
-// Each k step's As / Bs reads issued one step ahead, the next tile's first ones right after its
-// barrier, before this tile's last FMAs (0: read at the step).
-override FRAG_AHEAD: bool = false;
-// The k step before whose FMAs the next tile goes to workgroup memory (BK: after the last; with
-// FRAG_AHEAD, BK - 1 and BK both mean before the barrier): earlier, the stores' latency hides
-// behind the FMAs left, while the tile's global loads have had less time to land.
-override PUT_STEP: u32 = BK;
+// The next tile's global loads issued before the barrier that ends this tile (their registers
+// are free once this tile's stores are issued) rather than after it.
+override FETCH_PRE: bool = false;
+// B's layout fixed when the pipeline is made (0: [K, N], 1: transposed) rather than read from
+// p.trans_b (2) at each tile.
+override TRANS_B: u32 = 2u;
 override AN: u32 = BK * BM / 4u;          // vec4s of an A tile: [k][m / 4]
 override AS: u32 = AN + KQ * A_SKEW;      // vec4s per A buffer
 override BS: u32 = BK * BN / 4u;          // vec4s per B buffer: [k][n / 4]
@@ -55,6 +53,8 @@ var<workgroup> Bs: array<vec4<f32>, 2u * BS>;
 // The vec4 of As (in a buffer) that starts row k: k * BM / 4, skewed per k-quad.
 fn a_row(k: u32) -> u32 { return k * (BM / 4u) + (k / 4u) * A_SKEW; }
 
+fn b_trans() -> bool { return select(TRANS_B == 1u, p.trans_b != 0u, TRANS_B == 2u); }
+
 // vec4 number idx of the tile at k0 (zeros past the matrices, and past the tile where a tile has
 // fewer vec4s than invocations): A row idx / KQ, k's (idx % KQ) * 4 ..; B row k = idx / (BN / 4),
 // columns (idx % (BN / 4)) * 4 .., or transposed: row n = idx / KQ, k's (idx % KQ) * 4 ...
@@ -64,7 +64,7 @@ fn fetch_a(idx: u32, m0: u32, k0: u32) -> vec4<f32> {
 }
 fn fetch_b(idx: u32, n0: u32, k0: u32) -> vec4<f32> {
   if (idx >= BS) { return vec4<f32>(0.0); }
-  if (p.trans_b != 0u) { return load_bt4(n0 + idx / KQ, k0 + (idx % KQ) * 4u); }
+  if (b_trans()) { return load_bt4(n0 + idx / KQ, k0 + (idx % KQ) * 4u); }
   return load_b4(k0 + idx / (BN / 4u), n0 + (idx % (BN / 4u)) * 4u);
 }
 
@@ -80,7 +80,7 @@ fn put_a(buf: u32, idx: u32, v: vec4<f32>) {
 }
 fn put_b(buf: u32, idx: u32, v: vec4<f32>) {
   if (idx >= BS) { return; }
-  if (p.trans_b == 0u) {
+  if (!b_trans()) {
     Bs[buf * BS + idx] = v;
     return;
   }
@@ -139,41 +139,24 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let tm = (warp / (NTN / WN)) * (32u / WN) + lane / WN;
   var acc: array<vec4<f32>, 16>;  // acc[i*2 + j]: row i of 8, column half j
 
-  put_next(0u, tid, fetch_next(tid, m0, n0, 0u));
+  var next = fetch_next(tid, m0, n0, 0u);
+  put_next(0u, tid, next);
+  if (FETCH_PRE) { next = fetch_next(tid, m0, n0, BK); }
   workgroupBarrier();
   var buf = 0u;  // the buffer this tile is in
-  if (FRAG_AHEAD) {
-    var f = frag(0u, 0u, tm, tn);
-    for (var k0 = 0u; k0 < p.K; k0 += BK) {
-      // The next tile (zeros past K: no branch) in flight during this tile's math.
-      let next = fetch_next(tid, m0, n0, k0 + BK);
-      for (var k = 1u; k < BK; k++) {  // step k - 1's FMAs
-        if (k - 1u == PUT_STEP) { put_next(buf ^ 1u, tid, next); }
-        let ahead = frag(buf, k, tm, tn);
+  for (var k0 = 0u; k0 < p.K; k0 += BK) {
+    // The next tile (zeros past K: no branch) in flight during this tile's math.
+    if (!FETCH_PRE) { next = fetch_next(tid, m0, n0, k0 + BK); }
+    for (var k = 0u; k < BK; k++) {
+      let f = frag(buf, k, tm, tn);
 //!include "matmul/regtile_fma.wgsl"
-        f = ahead;
-      }
-      // Into the other buffer: its last readers finished the previous tile before the barrier
-      // that ended it. The last step's FMAs wait for the next tile's first reads.
-      if (PUT_STEP >= BK - 1u) { put_next(buf ^ 1u, tid, next); }
-      buf ^= 1u;
-      workgroupBarrier();
-      let ahead = frag(buf, 0u, tm, tn);
-//!include "matmul/regtile_fma.wgsl"
-      f = ahead;
     }
-  } else {
-    for (var k0 = 0u; k0 < p.K; k0 += BK) {
-      let next = fetch_next(tid, m0, n0, k0 + BK);  // as above
-      for (var k = 0u; k < BK; k++) {
-        if (k == PUT_STEP) { put_next(buf ^ 1u, tid, next); }
-        let f = frag(buf, k, tm, tn);
-//!include "matmul/regtile_fma.wgsl"
-      }
-      if (PUT_STEP >= BK) { put_next(buf ^ 1u, tid, next); }
-      buf ^= 1u;
-      workgroupBarrier();
-    }
+    // Into the other buffer: its last readers finished the previous tile before the barrier
+    // that ended it.
+    buf ^= 1u;
+    put_next(buf, tid, next);
+    if (FETCH_PRE) { next = fetch_next(tid, m0, n0, k0 + 2u * BK); }
+    workgroupBarrier();
   }
 
   for (var i = 0u; i < 8u; i++) {
