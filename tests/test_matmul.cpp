@@ -36,8 +36,8 @@ void check(MatmulVersion v, Case c, const MatmulTuning& t = {}) {
   // f32 accumulation over K terms of size <= 1: error grows like sqrt(K) * eps relative.
   EXPECT_LT(test::rel_error(got, want), 1e-5 * (1 + std::sqrt(double(c.k))))
       << to_string(v) << " bm=" << t.bm << " bn=" << t.bn << " wn=" << t.wn << " group_m=" << t.group_m
-      << " bk=" << t.bk << " pad=" << t.pad << " pre=" << t.pre << " fixb=" << t.fixb << " sk=" << t.sk << " M=" << c.m
-      << " N=" << c.n << " K=" << c.k << " trans_b=" << c.trans_b;
+      << " bk=" << t.bk << " pad=" << t.pad << " pre=" << t.pre << " fixb=" << t.fixb << " sk=" << t.sk
+      << " sk_split=" << t.sk_split << " M=" << c.m << " N=" << c.n << " K=" << c.k << " trans_b=" << c.trans_b;
 }
 
 const Case kCases[] = {{1, 1, 1, false},      {1, 17, 3, false},       {17, 1, 5, true},      {33, 65, 17, false},
@@ -100,7 +100,10 @@ TEST(Matmul, Vec4Db2KnobsMatchReference) {
                         "sk=7/pad=1/wn=4",
                         "sk=2/pre=1/bm=64",
                         "sk=13/bn=64/fixb=1",
-                        "sk=3/bm=256/pad=1"};
+                        "sk=3/bm=256/pad=1",
+                        "sk=5/sk_split=1/bm=64/bn=64",
+                        "sk=3/sk_split=1/wn=4",
+                        "sk=3/sk_split=1/bm=256/pad=1"};
   for (const char* s : sets) {
     MatmulTuning t = parse_matmul_tuning(s);
     if (std::string e = matmul_tuning_error(ctx(), t); !e.empty()) {

@@ -61,6 +61,7 @@ void matmul_stream_k_tail(Batch& batch, const Tensor& a, const Tensor& b, const 
   Tensor ws = make_tensor(ctx, {int64_t(2) * t.sk * t.bm * t.bn});
   const Params params(d.m, d.n, d.k, uint32_t(d.trans_b), tiles_n, whole, tail, t.sk);
   const uint32_t groups = whole + t.sk;
+  constants.push_back({"SK_SPLIT", t.sk_split});
   Kernel main = compile(ctx, embedded_kernel("matmul/regtile_db_sk.wgsl", std::move(constants)));
   batch.dispatch(main, {a, b, c, ws}, params, {std::min(groups, kMaxGroupsX), ceil_div(groups, kMaxGroupsX), 1});
   Kernel fixup = compile(ctx, embedded_kernel("matmul/sk_fixup.wgsl", {{"BM", t.bm}, {"BN", t.bn}, {"BK", t.bk}}));
@@ -70,9 +71,9 @@ void matmul_stream_k_tail(Batch& batch, const Tensor& a, const Tensor& b, const 
 }  // namespace
 
 MatmulTuning parse_matmul_tuning(std::string_view knobs, MatmulTuning t) {
-  const Knob keys[] = {{"bm", &t.bm},           {"bn", &t.bn},     {"wn", &t.wn},
-                       {"group_m", &t.group_m}, {"bk", &t.bk},     {"pad", &t.pad},
-                       {"pre", &t.pre},         {"fixb", &t.fixb}, {"sk", &t.sk}};
+  const Knob keys[] = {
+      {"bm", &t.bm},   {"bn", &t.bn},   {"wn", &t.wn},     {"group_m", &t.group_m}, {"bk", &t.bk},
+      {"pad", &t.pad}, {"pre", &t.pre}, {"fixb", &t.fixb}, {"sk", &t.sk},           {"sk_split", &t.sk_split}};
   parse_knobs(knobs, keys, '/', "matmul");
   return t;
 }
@@ -86,7 +87,7 @@ std::string matmul_tuning_error(const Context& ctx, const MatmulTuning& t) {
   // regtile_db.wgsl loads a tile in at most two vec4s per invocation.
   if (t.bk != 8 && t.bk != 16) return "bk must be 8 or 16";
   if (std::min(t.bm, t.bn) < 8 * t.bk) return "bk 16 needs bm and bn >= 128";
-  if (t.pad > 1 || t.pre > 1 || t.fixb > 1) return "pad, pre and fixb must be 0 or 1";
+  if (t.pad > 1 || t.pre > 1 || t.fixb > 1 || t.sk_split > 1) return "pad, pre, fixb and sk_split must be 0 or 1";
   if (t.sk > kMaxStreamKGroups) return "sk must be at most " + std::to_string(kMaxStreamKGroups);
   const uint64_t threads = uint64_t(t.bm) * t.bn / 64;
   const uint64_t storage = 2ull * 16 * (uint64_t(t.bk) * (t.bm + t.bn) / 4 + a_skew(t) * (t.bk / 4));

@@ -72,6 +72,7 @@ struct MatmulTuning {
   // H200's 132), which WebGPU does not report. Used where the blocks outnumber it and do not
   // fill whole waves.
   uint32_t sk = 0;
+  uint32_t sk_split = 0;  // 1: sk's whole blocks in a copy of regtile_db.wgsl's main, not its segment loop
 };
 // "key=value/key=value" (keys as the fields) over base; an unknown key or a bad number throws.
 MatmulTuning parse_matmul_tuning(std::string_view knobs, MatmulTuning base = {});

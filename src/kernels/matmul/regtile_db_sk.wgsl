@@ -18,6 +18,10 @@ struct Params { M: u32, N: u32, K: u32, trans_b: u32, tiles_n: u32, dp: u32, tai
 
 //!include "matmul/regtile_db_tile.wgsl"
 
+// The blocks done whole in a copy of regtile_db.wgsl's main of their own (1), or in the loop
+// that also does the tail's shares (0).
+override SK_SPLIT: bool = false;
+
 // Workgroup j's share of the tail's k tiles (tail blocks x k tiles each, block-major).
 fn sk_range(j: u32, kt: u32) -> vec2<u32> {
   let total = p.tail * kt;
@@ -34,6 +38,37 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let warp = tid / 32u;
   let tn = (warp % (NTN / WN)) * WN + lane % WN;
   let tm = (warp / (NTN / WN)) * (32u / WN) + lane / WN;
+  if (SK_SPLIT && whole) {
+    // regtile_db.wgsl's main, word for word but the block's place, so that the driver may
+    // compile these blocks as it does there.
+    let m0 = (pid / p.tiles_n) * BM;
+    let n0 = (pid % p.tiles_n) * BN;
+    var acc: array<vec4<f32>, 16>;
+    var next = fetch_next(tid, m0, n0, 0u);
+    put_next(0u, tid, next);
+    if (FETCH_PRE) { next = fetch_next(tid, m0, n0, BK); }
+    workgroupBarrier();
+    var buf = 0u;
+    for (var k0 = 0u; k0 < p.K; k0 += BK) {
+      if (!FETCH_PRE) { next = fetch_next(tid, m0, n0, k0 + BK); }
+      for (var k = 0u; k < BK; k++) {
+        let f = frag(buf, k, tm, tn);
+//!include "matmul/regtile_fma.wgsl"
+      }
+      buf ^= 1u;
+      put_next(buf, tid, next);
+      if (FETCH_PRE) { next = fetch_next(tid, m0, n0, k0 + 2u * BK); }
+      workgroupBarrier();
+    }
+    for (var i = 0u; i < 8u; i++) {
+      let m = m0 + select(tm * 4u + i, BM / 2u + tm * 4u + (i - 4u), i >= 4u);
+      if (m >= p.M) { continue; }
+      for (var j = 0u; j < 2u; j++) {
+        store4(m, n0 + j * (BN / 2u) + tn * 4u, acc[i * 2u + j]);
+      }
+    }
+    return;
+  }
   let kt = (p.K + BK - 1u) / BK;  // k tiles per block
   let j = pid - p.dp;
   var it = 0u;  // the next k tile of this workgroup's share (tail blocks x kt, block-major)
