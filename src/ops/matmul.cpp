@@ -148,8 +148,8 @@ MatmulTuning choose_matmul_tuning(const Context& ctx, const MatmulDims& d) {
   // 256 x 128 blocks of 512 invocations, where the adapter offers them: on the H200 (session 9
   // run B, with wn 8) 42.2 / 44.0 / 44.3 TFLOP/s at 2048^3 / 4096^3 / 8192^3 against 128 x 128's
   // 40.5 / 41.8 / 39.1. Below 2048 rows unmeasured: 128 x 128 blocks, twice as many workgroups.
-  // A's tile skewed (pad): 44.7 against 44.0 at 4096^3 (session 10 run A; at 128 x 128 it lost,
-  // 41.2).
+  // A's tile skewed (pad): 42.7 / 44.7 / 45.1 against 42.2 / 44.1 / 44.4 (session 10 run B; 44.7
+  // against 44.0 at 4096^3 in run A; at 128 x 128 it lost, 41.2).
   MatmulTuning tall;
   tall.bm = 256;
   tall.pad = 1;

@@ -7,8 +7,8 @@
 // 128 x 128 blocks, vec4-flat: vec4-db's 8 x 8 per invocation in that kernel (regtile_wide.wgsl;
 // all three slower than vec4-db on the H200); vec4-db2: vec4-db's schedule with the block shape,
 // the warp's layout over it and the workgroup order as knobs (MatmulTuning), Auto's rung since
-// session 9 (256 x 128 blocks from 2048 rows: 44.0 TFLOP/s at 4096^3 on the H200); Auto picks by
-// shape.
+// session 9 (256 x 128 blocks from 2048 rows, A's tile skewed: 44.7 TFLOP/s at 4096^3 on the
+// H200); Auto picks by shape.
 #pragma once
 
 #include "gpu/batch.h"

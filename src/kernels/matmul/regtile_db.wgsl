@@ -13,9 +13,12 @@
 // Needs K % 4 == 0 and, unless B is transposed, N % 4 == 0. Measured on the H200 (session 9,
 // docs/benchmarks.md), TFLOP/s at 4096^3: vec4-db 38.9; this kernel with vec4-db's blocks and
 // warps 41.0-41.2 (the unguarded next-tile loads), WN 8 41.8, 256 x 128 blocks 43.5-43.6 and with
-// WN 8 44.0 (Auto's). Lost: 64-row blocks (36.0-38.2), 64 x 64 (28.2), 128 x 256 (31.0),
-// 512 x 64 (36.7), GROUP_M 8 (40.0); 8 x 16 per invocation (2.3: local memory) and a k loop with
-// its trip count hidden (32.7-37.5) were tried here and dropped.
+// WN 8 44.0; session 10: that with A_SKEW 44.7 (Auto's; 45.1 at 8192^3). Lost: 64-row blocks
+// (36.0-38.2), 64 x 64 (28.2), 128 x 256 (31.0), 512 x 64 (36.7), GROUP_M 8 (40.0); BK 16
+// (31.4), FETCH_PRE (35.8), TRANS_B fixed (35.1): every change to the k loop's surroundings lost
+// ~20% (the driver's 128 registers); 8 x 16 per invocation (2.3: local memory), a k loop with
+// its trip count hidden (32.7-37.5), reads a step ahead (35.2) and earlier stores (34.7-35.0)
+// were tried here and dropped.
 @group(0) @binding(0) var<storage, read> A: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read> B: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read_write> C: array<f32>;
