@@ -36,8 +36,8 @@ void check(MatmulVersion v, Case c, const MatmulTuning& t = {}) {
   // f32 accumulation over K terms of size <= 1: error grows like sqrt(K) * eps relative.
   EXPECT_LT(test::rel_error(got, want), 1e-5 * (1 + std::sqrt(double(c.k))))
       << to_string(v) << " bm=" << t.bm << " bn=" << t.bn << " wn=" << t.wn << " group_m=" << t.group_m
-      << " bk=" << t.bk << " pad=" << t.pad << " pre=" << t.pre << " fixb=" << t.fixb << " sk=" << t.sk
-      << " sk_split=" << t.sk_split << " M=" << c.m << " N=" << c.n << " K=" << c.k << " trans_b=" << c.trans_b;
+      << " bk=" << t.bk << " pad=" << t.pad << " pre=" << t.pre << " fixb=" << t.fixb << " M=" << c.m << " N=" << c.n
+      << " K=" << c.k << " trans_b=" << c.trans_b;
 }
 
 const Case kCases[] = {{1, 1, 1, false},      {1, 17, 3, false},       {17, 1, 5, true},      {33, 65, 17, false},
@@ -94,16 +94,7 @@ TEST(Matmul, Vec4Db2KnobsMatchReference) {
                         "pre=1/pad=1/bm=256",
                         "fixb=1",
                         "fixb=1/pad=1/pre=1/bn=64",
-                        "fixb=1/pad=1/bm=256",
-                        "sk=3",
-                        "sk=5/bm=64/bn=64",
-                        "sk=7/pad=1/wn=4",
-                        "sk=2/pre=1/bm=64",
-                        "sk=13/bn=64/fixb=1",
-                        "sk=3/bm=256/pad=1",
-                        "sk=5/sk_split=1/bm=64/bn=64",
-                        "sk=3/sk_split=1/wn=4",
-                        "sk=3/sk_split=1/bm=256/pad=1"};
+                        "fixb=1/pad=1/bm=256"};
   for (const char* s : sets) {
     MatmulTuning t = parse_matmul_tuning(s);
     if (std::string e = matmul_tuning_error(ctx(), t); !e.empty()) {
@@ -134,7 +125,6 @@ TEST(Matmul, Vec4Db2RejectsBadKnobs) {
   EXPECT_NE(matmul_tuning_error(ctx(), parse_matmul_tuning("pad=2")), "");
   EXPECT_NE(matmul_tuning_error(ctx(), parse_matmul_tuning("pre=2")), "");
   EXPECT_NE(matmul_tuning_error(ctx(), parse_matmul_tuning("fixb=2")), "");
-  EXPECT_NE(matmul_tuning_error(ctx(), parse_matmul_tuning("sk=5000")), "");
   EXPECT_THROW(
       {
         Batch b(ctx());

@@ -21,9 +21,6 @@ constexpr uint32_t kGroupM = 8;
 // vec4-db2 runs 256 x 128 blocks (MatmulTuning::bm 256) from this many rows of C: the smallest
 // size measured (choose_matmul_tuning).
 constexpr uint32_t kTallBlockMinRows = 2048;
-// MatmulTuning::sk's bound: its workspace is 2 * sk blocks of C (34.6 MB at 132 x 256 x 128).
-constexpr uint32_t kMaxStreamKGroups = 1024;
-constexpr uint32_t kMaxGroupsX = 65535;  // WebGPU's per-dimension dispatch limit
 
 const char* kernel_file(MatmulVersion v) {
   switch (v) {
@@ -49,31 +46,11 @@ bool is_block_side(uint32_t x) { return x == 64 || x == 128 || x == 256 || x == 
 // over the 32 banks (a warp stores 32 / (bk / 4) rows of m per k-quad).
 uint32_t a_skew(const MatmulTuning& t) { return t.pad ? 8 / (t.bk / 4) : 0; }
 
-// vec4-db2 with the last wave's blocks shared along k by tuning.sk workgroups
-// (regtile_db_sk.wgsl), then their partial blocks added into C (sk_fixup.wgsl). `constants`: the
-// knobs' override constants.
-void matmul_stream_k_tail(Batch& batch, const Tensor& a, const Tensor& b, const Tensor& c, const MatmulDims& d,
-                          const MatmulTuning& t, std::vector<std::pair<std::string, double>> constants) {
-  const Context& ctx = batch.context();
-  const uint32_t tiles_n = ceil_div(d.n, t.bn);
-  const uint32_t blocks = ceil_div(d.m, t.bm) * tiles_n;
-  const uint32_t tail = blocks % t.sk, whole = blocks - tail;
-  Tensor ws = make_tensor(ctx, {int64_t(2) * t.sk * t.bm * t.bn});
-  const Params params(d.m, d.n, d.k, uint32_t(d.trans_b), tiles_n, whole, tail, t.sk);
-  const uint32_t groups = whole + t.sk;
-  constants.push_back({"SK_SPLIT", t.sk_split});
-  Kernel main = compile(ctx, embedded_kernel("matmul/regtile_db_sk.wgsl", std::move(constants)));
-  batch.dispatch(main, {a, b, c, ws}, params, {std::min(groups, kMaxGroupsX), ceil_div(groups, kMaxGroupsX), 1});
-  Kernel fixup = compile(ctx, embedded_kernel("matmul/sk_fixup.wgsl", {{"BM", t.bm}, {"BN", t.bn}, {"BK", t.bk}}));
-  batch.dispatch(fixup, {ws, c}, params, {tail, 1, 1});
-}
-
 }  // namespace
 
 MatmulTuning parse_matmul_tuning(std::string_view knobs, MatmulTuning t) {
-  const Knob keys[] = {
-      {"bm", &t.bm},   {"bn", &t.bn},   {"wn", &t.wn},     {"group_m", &t.group_m}, {"bk", &t.bk},
-      {"pad", &t.pad}, {"pre", &t.pre}, {"fixb", &t.fixb}, {"sk", &t.sk},           {"sk_split", &t.sk_split}};
+  const Knob keys[] = {{"bm", &t.bm}, {"bn", &t.bn},   {"wn", &t.wn},   {"group_m", &t.group_m},
+                       {"bk", &t.bk}, {"pad", &t.pad}, {"pre", &t.pre}, {"fixb", &t.fixb}};
   parse_knobs(knobs, keys, '/', "matmul");
   return t;
 }
@@ -87,8 +64,7 @@ std::string matmul_tuning_error(const Context& ctx, const MatmulTuning& t) {
   // regtile_db.wgsl loads a tile in at most two vec4s per invocation.
   if (t.bk != 8 && t.bk != 16) return "bk must be 8 or 16";
   if (std::min(t.bm, t.bn) < 8 * t.bk) return "bk 16 needs bm and bn >= 128";
-  if (t.pad > 1 || t.pre > 1 || t.fixb > 1 || t.sk_split > 1) return "pad, pre, fixb and sk_split must be 0 or 1";
-  if (t.sk > kMaxStreamKGroups) return "sk must be at most " + std::to_string(kMaxStreamKGroups);
+  if (t.pad > 1 || t.pre > 1 || t.fixb > 1) return "pad, pre and fixb must be 0 or 1";
   const uint64_t threads = uint64_t(t.bm) * t.bn / 64;
   const uint64_t storage = 2ull * 16 * (uint64_t(t.bk) * (t.bm + t.bn) / 4 + a_skew(t) * (t.bk / 4));
   const Limits& lim = ctx.limits();
@@ -195,13 +171,6 @@ void matmul(Batch& batch, const Tensor& a, const Tensor& b, const Tensor& c, con
     if (tuning.wn) code.constants.push_back({"WN", tuning.wn});
     block_m = tuning.bm;
     block_n = tuning.bn;
-  }
-  if (v == MatmulVersion::Vec4Db2 && tuning.sk) {
-    const uint64_t blocks = uint64_t(ceil_div(d.m, block_m)) * ceil_div(d.n, block_n);
-    if (blocks > tuning.sk && blocks % tuning.sk) {
-      matmul_stream_k_tail(batch, a, b, c, d, tuning, std::move(code.constants));
-      return;
-    }
   }
   Kernel k = compile(ctx, code);
   Groups g{ceil_div(d.n, block_n), ceil_div(d.m, block_m), 1};

@@ -67,12 +67,6 @@ struct MatmulTuning {
   uint32_t pad = 0;             // 1: A's tile skewed per k-quad in workgroup memory (conflict-free stores)
   uint32_t pre = 0;             // 1: the next tile's global loads issued before the barrier ending this one
   uint32_t fixb = 0;            // 1: B's layout (trans_b) a pipeline constant, not read at each tile
-  // Workgroups that share the last wave's blocks along k (stream-K for the tail, regtile_db_sk.wgsl;
-  // 0: off): where a wave is one 512-invocation workgroup per multiprocessor, their count (the
-  // H200's 132), which WebGPU does not report. Used where the blocks outnumber it and do not
-  // fill whole waves.
-  uint32_t sk = 0;
-  uint32_t sk_split = 0;  // 1: sk's whole blocks in a copy of regtile_db.wgsl's main, not its segment loop
 };
 // "key=value/key=value" (keys as the fields) over base; an unknown key or a bad number throws.
 MatmulTuning parse_matmul_tuning(std::string_view knobs, MatmulTuning base = {});
