@@ -35,8 +35,9 @@ void check(MatmulVersion v, Case c, const MatmulTuning& t = {}) {
   auto got = download<float>(ctx(), tc);
   // f32 accumulation over K terms of size <= 1: error grows like sqrt(K) * eps relative.
   EXPECT_LT(test::rel_error(got, want), 1e-5 * (1 + std::sqrt(double(c.k))))
-      << to_string(v) << " bm=" << t.bm << " bn=" << t.bn << " wn=" << t.wn << " group_m=" << t.group_m << " M=" << c.m
-      << " N=" << c.n << " K=" << c.k << " trans_b=" << c.trans_b;
+      << to_string(v) << " bm=" << t.bm << " bn=" << t.bn << " wn=" << t.wn << " group_m=" << t.group_m
+      << " bk=" << t.bk << " pad=" << t.pad << " pre=" << t.pre << " fixb=" << t.fixb << " M=" << c.m << " N=" << c.n
+      << " K=" << c.k << " trans_b=" << c.trans_b;
 }
 
 const Case kCases[] = {{1, 1, 1, false},      {1, 17, 3, false},       {17, 1, 5, true},      {33, 65, 17, false},
@@ -64,9 +65,36 @@ INSTANTIATE_TEST_SUITE_P(All, MatmulVersions, ::testing::ValuesIn(kMatmulVersion
 // vec4-db2 under each block shape, warp layout and workgroup order (the shapes above span
 // several blocks of every size, with partial ones at both ends).
 TEST(Matmul, Vec4Db2KnobsMatchReference) {
-  const char* sets[] = {"wn=0",        "wn=4",        "wn=16",        "bm=64",           "bm=64/wn=4", "bn=64",
-                        "bn=64/wn=4",  "bm=64/bn=64", "group_m=8",    "group_m=3",       "bm=256",     "bm=256/wn=4",
-                        "bm=256/wn=0", "bn=256/wn=0", "bm=512/bn=64", "bm=256/group_m=3"};
+  const char* sets[] = {"wn=0",
+                        "wn=4",
+                        "wn=16",
+                        "bm=64",
+                        "bm=64/wn=4",
+                        "bn=64",
+                        "bn=64/wn=4",
+                        "bm=64/bn=64",
+                        "group_m=8",
+                        "group_m=3",
+                        "bm=256",
+                        "bm=256/wn=4",
+                        "bm=256/wn=0",
+                        "bn=256/wn=0",
+                        "bm=512/bn=64",
+                        "bm=256/group_m=3",
+                        "bk=16",
+                        "bk=16/wn=0",
+                        "bk=16/bm=256",
+                        "pad=1",
+                        "pad=1/bm=64/bn=64",
+                        "pad=1/bk=16",
+                        "pad=1/bm=256",
+                        "pre=1",
+                        "pre=1/bm=64/wn=4",
+                        "pre=1/pad=1/bk=16",
+                        "pre=1/pad=1/bm=256",
+                        "fixb=1",
+                        "fixb=1/pad=1/pre=1/bn=64",
+                        "fixb=1/pad=1/bm=256"};
   for (const char* s : sets) {
     MatmulTuning t = parse_matmul_tuning(s);
     if (std::string e = matmul_tuning_error(ctx(), t); !e.empty()) {
@@ -92,6 +120,11 @@ TEST(Matmul, Vec4Db2RejectsBadKnobs) {
   EXPECT_NE(matmul_tuning_error(ctx(), parse_matmul_tuning("bm=96")), "");
   EXPECT_NE(matmul_tuning_error(ctx(), parse_matmul_tuning("wn=3")), "");
   EXPECT_NE(matmul_tuning_error(ctx(), parse_matmul_tuning("bm=64/wn=2")), "");  // 64 * 2 % 256
+  EXPECT_NE(matmul_tuning_error(ctx(), parse_matmul_tuning("bk=12")), "");
+  EXPECT_NE(matmul_tuning_error(ctx(), parse_matmul_tuning("bk=16/bm=64")), "");  // 3 A vec4s per invocation
+  EXPECT_NE(matmul_tuning_error(ctx(), parse_matmul_tuning("pad=2")), "");
+  EXPECT_NE(matmul_tuning_error(ctx(), parse_matmul_tuning("pre=2")), "");
+  EXPECT_NE(matmul_tuning_error(ctx(), parse_matmul_tuning("fixb=2")), "");
   EXPECT_THROW(
       {
         Batch b(ctx());

@@ -42,10 +42,15 @@ const char* kernel_file(MatmulVersion v) {
 
 bool is_block_side(uint32_t x) { return x == 64 || x == 128 || x == 256 || x == 512; }
 
+// regtile_db.wgsl's A_SKEW: vec4s after each 4 rows of k that spread one warp's stores of a k-quad
+// over the 32 banks (a warp stores 32 / (bk / 4) rows of m per k-quad).
+uint32_t a_skew(const MatmulTuning& t) { return t.pad ? 8 / (t.bk / 4) : 0; }
+
 }  // namespace
 
 MatmulTuning parse_matmul_tuning(std::string_view knobs, MatmulTuning t) {
-  const Knob keys[] = {{"bm", &t.bm}, {"bn", &t.bn}, {"wn", &t.wn}, {"group_m", &t.group_m}};
+  const Knob keys[] = {{"bm", &t.bm}, {"bn", &t.bn},   {"wn", &t.wn},   {"group_m", &t.group_m},
+                       {"bk", &t.bk}, {"pad", &t.pad}, {"pre", &t.pre}, {"fixb", &t.fixb}};
   parse_knobs(knobs, keys, '/', "matmul");
   return t;
 }
@@ -56,8 +61,12 @@ std::string matmul_tuning_error(const Context& ctx, const MatmulTuning& t) {
   // regtile_db.wgsl's warp layout: WN lanes along n, whole warps along m.
   if (32 % wn || ntn % wn || t.bm * wn % 256) return "wn must divide 32 and bn / 8, with bm * wn a multiple of 256";
   if (!t.group_m) return "group_m must be >= 1";
+  // regtile_db.wgsl loads a tile in at most two vec4s per invocation.
+  if (t.bk != 8 && t.bk != 16) return "bk must be 8 or 16";
+  if (std::min(t.bm, t.bn) < 8 * t.bk) return "bk 16 needs bm and bn >= 128";
+  if (t.pad > 1 || t.pre > 1 || t.fixb > 1) return "pad, pre and fixb must be 0 or 1";
   const uint64_t threads = uint64_t(t.bm) * t.bn / 64;
-  const uint64_t storage = 64ull * (t.bm + t.bn);
+  const uint64_t storage = 2ull * 16 * (uint64_t(t.bk) * (t.bm + t.bn) / 4 + a_skew(t) * (t.bk / 4));
   const Limits& lim = ctx.limits();
   if (threads > lim.max_compute_invocations_per_workgroup || storage > lim.max_compute_workgroup_storage_size)
     return "bm x bn needs " + std::to_string(threads) + " invocations and " + std::to_string(storage) +
@@ -115,8 +124,11 @@ MatmulTuning choose_matmul_tuning(const Context& ctx, const MatmulDims& d) {
   // 256 x 128 blocks of 512 invocations, where the adapter offers them: on the H200 (session 9
   // run B, with wn 8) 42.2 / 44.0 / 44.3 TFLOP/s at 2048^3 / 4096^3 / 8192^3 against 128 x 128's
   // 40.5 / 41.8 / 39.1. Below 2048 rows unmeasured: 128 x 128 blocks, twice as many workgroups.
+  // A's tile skewed (pad): 42.7 / 44.7 / 45.1 against 42.2 / 44.1 / 44.4 (session 10 run B; 44.7
+  // against 44.0 at 4096^3 in run A; at 128 x 128 it lost, 41.2).
   MatmulTuning tall;
   tall.bm = 256;
+  tall.pad = 1;
   if (d.m >= kTallBlockMinRows && matmul_tuning_error(ctx, tall).empty()) return tall;
   return MatmulTuning{};
 }
@@ -153,7 +165,9 @@ void matmul(Batch& batch, const Tensor& a, const Tensor& b, const Tensor& c, con
   uint32_t block_n = v == MatmulVersion::Vec4Wide ? kWideBlockN : block_m;
   if (v == MatmulVersion::Vec4Db2) {
     if (std::string e = matmul_tuning_error(ctx, tuning); !e.empty()) throw Error("wgc: matmul vec4-db2: " + e);
-    code.constants = {{"BM", tuning.bm}, {"BN", tuning.bn}, {"GROUP_M", tuning.group_m}};
+    code.constants = {{"BM", tuning.bm}, {"BN", tuning.bn},          {"GROUP_M", tuning.group_m},
+                      {"BK", tuning.bk}, {"A_SKEW", a_skew(tuning)}, {"FETCH_PRE", tuning.pre}};
+    if (tuning.fixb) code.constants.push_back({"TRANS_B", d.trans_b ? 1 : 0});
     if (tuning.wn) code.constants.push_back({"WN", tuning.wn});
     block_m = tuning.bm;
     block_n = tuning.bn;

@@ -7,8 +7,8 @@
 // 128 x 128 blocks, vec4-flat: vec4-db's 8 x 8 per invocation in that kernel (regtile_wide.wgsl;
 // all three slower than vec4-db on the H200); vec4-db2: vec4-db's schedule with the block shape,
 // the warp's layout over it and the workgroup order as knobs (MatmulTuning), Auto's rung since
-// session 9 (256 x 128 blocks from 2048 rows: 44.0 TFLOP/s at 4096^3 on the H200); Auto picks by
-// shape.
+// session 9 (256 x 128 blocks from 2048 rows, A's tile skewed: 44.7 TFLOP/s at 4096^3 on the
+// H200); Auto picks by shape.
 #pragma once
 
 #include "gpu/batch.h"
@@ -63,6 +63,10 @@ struct MatmulTuning {
   uint32_t bm = 128, bn = 128;  // the block of C a workgroup computes: 64, 128, 256 or 512 each
   uint32_t wn = 8;              // lanes of a 32-lane warp along n: 4 x 8 (0: bn / 8, vec4-db's 2 x 16)
   uint32_t group_m = 1;         // block-rows walked together (grouped_order.wgsl; 1: row-major)
+  uint32_t bk = 8;              // k per workgroup-memory tile: 8 or 16 (then bm, bn >= 128)
+  uint32_t pad = 0;             // 1: A's tile skewed per k-quad in workgroup memory (conflict-free stores)
+  uint32_t pre = 0;             // 1: the next tile's global loads issued before the barrier ending this one
+  uint32_t fixb = 0;            // 1: B's layout (trans_b) a pipeline constant, not read at each tile
 };
 // "key=value/key=value" (keys as the fields) over base; an unknown key or a bad number throws.
 MatmulTuning parse_matmul_tuning(std::string_view knobs, MatmulTuning base = {});

@@ -1,4 +1,4 @@
-// vec4-db2: vec4-db's schedule (8 x 8 of C per invocation in regtile_step.wgsl's arrays, the next
+// vec4-db2: vec4-db's schedule (8 x 8 of C per invocation in regtile_fma.wgsl's arrays, the next
 // tile's global loads issued before this tile's math, two workgroup-memory buffers: one barrier
 // per tile) with what vec4-db fixes as override constants (ops/matmul.cpp, MatmulTuning):
 // - BM x BN blocks (64, 128, 256 or 512 each; BM * BN / 64 invocations), so that more, smaller
@@ -6,13 +6,18 @@
 // - WN, the invocations of one 32-lane warp side by side along n (the rest, 32 / WN, along m).
 //   vec4-db's layout is WN = BN / 8: a warp is 2 x 16 invocations and reads 16 distinct vec4s of
 //   B per step (two wavefronts); WN 8 (4 x 8) or 4 (8 x 4) make every read one wavefront;
-// - GROUP_M, the workgroup order (grouped_order.wgsl).
+// - GROUP_M, the workgroup order (grouped_order.wgsl);
+// - BK (8 or 16), A_SKEW (A's tile padded so its transposed stores are conflict-free),
+//   FETCH_PRE and TRANS_B (below): session 10's candidates.
 // Needs K % 4 == 0 and, unless B is transposed, N % 4 == 0. Measured on the H200 (session 9,
 // docs/benchmarks.md), TFLOP/s at 4096^3: vec4-db 38.9; this kernel with vec4-db's blocks and
 // warps 41.0-41.2 (the unguarded next-tile loads), WN 8 41.8, 256 x 128 blocks 43.5-43.6 and with
-// WN 8 44.0 (Auto's). Lost: 64-row blocks (36.0-38.2), 64 x 64 (28.2), 128 x 256 (31.0),
-// 512 x 64 (36.7), GROUP_M 8 (40.0); 8 x 16 per invocation (2.3: local memory) and a k loop with
-// its trip count hidden (32.7-37.5) were tried here and dropped.
+// WN 8 44.0; session 10: that with A_SKEW 44.7 (Auto's; 45.1 at 8192^3). Lost: 64-row blocks
+// (36.0-38.2), 64 x 64 (28.2), 128 x 256 (31.0), 512 x 64 (36.7), GROUP_M 8 (40.0); BK 16
+// (31.4), FETCH_PRE (35.8), TRANS_B fixed (35.1): every change to the k loop's surroundings lost
+// ~20% (the driver's 128 registers); 8 x 16 per invocation (2.3: local memory), a k loop with
+// its trip count hidden (32.7-37.5), reads a step ahead (35.2), earlier stores (34.7-35.0) and
+// stream-K for the last wave (44.0 against 44.7) were tried here and dropped.
 @group(0) @binding(0) var<storage, read> A: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read> B: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read_write> C: array<f32>;
@@ -24,38 +29,53 @@ struct Params { M: u32, N: u32, K: u32, trans_b: u32 }
 
 override BM: u32 = 128u;
 override BN: u32 = 128u;
-const BK = 8u;                            // k per tile: 16 lost in every form measured (registers)
-const KQ = BK / 4u;                       // vec4s along k per row of an A (or transposed B) tile
+override BK: u32 = 8u;                    // k per tile: 8 or 16 (BM, BN >= 8 * BK)
+override KQ: u32 = BK / 4u;               // vec4s along k per row of an A (or transposed B) tile
 override GROUP_M: u32 = 1u;               // block-rows walked together (1: row-major)
 override NTN: u32 = BN / 8u;              // invocations along n
 override THREADS: u32 = (BM / 8u) * NTN;  // along m: BM / 8
 override WN: u32 = NTN;                   // a divisor of NTN and of 32, with BM * WN % 256 == 0
-override AS: u32 = BK * BM / 4u;          // vec4s per A buffer: [k][m / 4]
+// vec4s added to As after each 4 rows of k (0, or 8 / KQ): put_a's scalar stores of one warp
+// then fall in 32 distinct banks (without it the KQ k-quads of a row share a bank).
+override A_SKEW: u32 = 0u;
+// The next tile's global loads issued before the barrier that ends this tile (their registers
+// are free once this tile's stores are issued) rather than after it.
+override FETCH_PRE: bool = false;
+// B's layout fixed when the pipeline is made (0: [K, N], 1: transposed) rather than read from
+// p.trans_b (2) at each tile.
+override TRANS_B: u32 = 2u;
+override AN: u32 = BK * BM / 4u;          // vec4s of an A tile: [k][m / 4]
+override AS: u32 = AN + KQ * A_SKEW;      // vec4s per A buffer
 override BS: u32 = BK * BN / 4u;          // vec4s per B buffer: [k][n / 4]
-// A tile holds 128 / BN (B: 128 / BM) vec4s per invocation: a second load where that is 2.
-override A2: bool = AS > THREADS;
+// A tile holds BK * 16 / BN (B: BK * 16 / BM) vec4s per invocation: a second load where that is 2.
+override A2: bool = AN > THREADS;
 override B2: bool = BS > THREADS;
 var<workgroup> As: array<vec4<f32>, 2u * AS>;
 var<workgroup> Bs: array<vec4<f32>, 2u * BS>;
+
+// The vec4 of As (in a buffer) that starts row k: k * BM / 4, skewed per k-quad.
+fn a_row(k: u32) -> u32 { return k * (BM / 4u) + (k / 4u) * A_SKEW; }
+
+fn b_trans() -> bool { return select(TRANS_B == 1u, p.trans_b != 0u, TRANS_B == 2u); }
 
 // vec4 number idx of the tile at k0 (zeros past the matrices, and past the tile where a tile has
 // fewer vec4s than invocations): A row idx / KQ, k's (idx % KQ) * 4 ..; B row k = idx / (BN / 4),
 // columns (idx % (BN / 4)) * 4 .., or transposed: row n = idx / KQ, k's (idx % KQ) * 4 ...
 fn fetch_a(idx: u32, m0: u32, k0: u32) -> vec4<f32> {
-  if (idx >= AS) { return vec4<f32>(0.0); }
+  if (idx >= AN) { return vec4<f32>(0.0); }
   return load_a4(m0 + idx / KQ, k0 + (idx % KQ) * 4u);
 }
 fn fetch_b(idx: u32, n0: u32, k0: u32) -> vec4<f32> {
   if (idx >= BS) { return vec4<f32>(0.0); }
-  if (p.trans_b != 0u) { return load_bt4(n0 + idx / KQ, k0 + (idx % KQ) * 4u); }
+  if (b_trans()) { return load_bt4(n0 + idx / KQ, k0 + (idx % KQ) * 4u); }
   return load_b4(k0 + idx / (BN / 4u), n0 + (idx % (BN / 4u)) * 4u);
 }
 
 // Stores them k-major, the A tile (and a transposed B tile) transposed: S[k][row].
 fn put_a(buf: u32, idx: u32, v: vec4<f32>) {
-  if (idx >= AS) { return; }
+  if (idx >= AN) { return; }
   let m = idx / KQ;
-  let i = buf * AS + (idx % KQ) * 4u * (BM / 4u) + m / 4u;
+  let i = buf * AS + a_row((idx % KQ) * 4u) + m / 4u;
   As[i][m % 4u] = v.x;
   As[i + BM / 4u][m % 4u] = v.y;
   As[i + 2u * (BM / 4u)][m % 4u] = v.z;
@@ -63,7 +83,7 @@ fn put_a(buf: u32, idx: u32, v: vec4<f32>) {
 }
 fn put_b(buf: u32, idx: u32, v: vec4<f32>) {
   if (idx >= BS) { return; }
-  if (p.trans_b == 0u) {
+  if (!b_trans()) {
     Bs[buf * BS + idx] = v;
     return;
   }
@@ -73,6 +93,40 @@ fn put_b(buf: u32, idx: u32, v: vec4<f32>) {
   Bs[i + BN / 4u][n % 4u] = v.y;
   Bs[i + 2u * (BN / 4u)][n % 4u] = v.z;
   Bs[i + 3u * (BN / 4u)][n % 4u] = v.w;
+}
+
+// The next tile's vec4s of one invocation, held in registers during this tile's math.
+struct Next {
+  a0: vec4<f32>,
+  a1: vec4<f32>,
+  b0: vec4<f32>,
+  b1: vec4<f32>,
+}
+fn fetch_next(tid: u32, m0: u32, n0: u32, k0: u32) -> Next {
+  var t = Next(fetch_a(tid, m0, k0), vec4<f32>(0.0), fetch_b(tid, n0, k0), vec4<f32>(0.0));
+  if (A2) { t.a1 = fetch_a(tid + THREADS, m0, k0); }
+  if (B2) { t.b1 = fetch_b(tid + THREADS, n0, k0); }
+  return t;
+}
+fn put_next(buf: u32, tid: u32, t: Next) {
+  put_a(buf, tid, t.a0);
+  put_b(buf, tid, t.b0);
+  if (A2) { put_a(buf, tid + THREADS, t.a1); }
+  if (B2) { put_b(buf, tid + THREADS, t.b1); }
+}
+
+// One k step's operands: rows tm * 4 .. + 3 and BM / 2 + tm * 4 .. + 3 of A, columns tn * 4 ..
+// + 3 and BN / 2 + tn * 4 .. + 3 of B, from buffer buf.
+struct Frag {
+  a0: vec4<f32>,
+  a1: vec4<f32>,
+  b0: vec4<f32>,
+  b1: vec4<f32>,
+}
+fn frag(buf: u32, k: u32, tm: u32, tn: u32) -> Frag {
+  let a = buf * AS + a_row(k) + tm;
+  let b = buf * BS + k * (BN / 4u) + tn;
+  return Frag(As[a], As[a + BM / 8u], Bs[b], Bs[b + BN / 8u]);
 }
 
 @compute @workgroup_size(THREADS)
@@ -88,34 +142,23 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let tm = (warp / (NTN / WN)) * (32u / WN) + lane / WN;
   var acc: array<vec4<f32>, 16>;  // acc[i*2 + j]: row i of 8, column half j
 
-  var pa0 = fetch_a(tid, m0, 0u);
-  var pb0 = fetch_b(tid, n0, 0u);
-  var pa1 = vec4<f32>(0.0);
-  var pb1 = vec4<f32>(0.0);
-  if (A2) { pa1 = fetch_a(tid + THREADS, m0, 0u); }
-  if (B2) { pb1 = fetch_b(tid + THREADS, n0, 0u); }
-  put_a(0u, tid, pa0);
-  put_b(0u, tid, pb0);
-  if (A2) { put_a(0u, tid + THREADS, pa1); }
-  if (B2) { put_b(0u, tid + THREADS, pb1); }
+  var next = fetch_next(tid, m0, n0, 0u);
+  put_next(0u, tid, next);
+  if (FETCH_PRE) { next = fetch_next(tid, m0, n0, BK); }
   workgroupBarrier();
   var buf = 0u;  // the buffer this tile is in
   for (var k0 = 0u; k0 < p.K; k0 += BK) {
     // The next tile (zeros past K: no branch) in flight during this tile's math.
-    pa0 = fetch_a(tid, m0, k0 + BK);
-    pb0 = fetch_b(tid, n0, k0 + BK);
-    if (A2) { pa1 = fetch_a(tid + THREADS, m0, k0 + BK); }
-    if (B2) { pb1 = fetch_b(tid + THREADS, n0, k0 + BK); }
-    let rt_a = buf * AS;
-    let rt_b = buf * BS;
-//!include "matmul/regtile_step.wgsl"
+    if (!FETCH_PRE) { next = fetch_next(tid, m0, n0, k0 + BK); }
+    for (var k = 0u; k < BK; k++) {
+      let f = frag(buf, k, tm, tn);
+//!include "matmul/regtile_fma.wgsl"
+    }
     // Into the other buffer: its last readers finished the previous tile before the barrier
     // that ended it.
     buf ^= 1u;
-    put_a(buf, tid, pa0);
-    put_b(buf, tid, pb0);
-    if (A2) { put_a(buf, tid + THREADS, pa1); }
-    if (B2) { put_b(buf, tid + THREADS, pb1); }
+    put_next(buf, tid, next);
+    if (FETCH_PRE) { next = fetch_next(tid, m0, n0, k0 + 2u * BK); }
     workgroupBarrier();
   }
 
