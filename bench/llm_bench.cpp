@@ -9,8 +9,10 @@
 #include "bench/bench.h"
 #include "cpu/llm/llm_ref.h"
 #include "ops/llm/llm_ops.h"
+#include "util/error.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <memory>
@@ -27,10 +29,11 @@ using llm::TensorType;
 
 constexpr int kPrefillTokens = 512;
 constexpr int kCheckedTokens = 2;  // tokens compared with the CPU reference
+constexpr int kMaxLinks = 256;     // WGC_BENCH_LINKS
 
 struct LinearData {
-  llm::GpuWeight w;
-  std::vector<double> deq;  // the weights as the reference sees them
+  std::vector<llm::GpuWeight> ws;  // the links' weights (chain_links); ws[0] is the one checked
+  std::vector<double> deq;         // the weights as the reference sees them
   std::vector<float> x;
   Tensor xt, y;
   llm::Q8Act xq;  // x quantized (versions q8: the integer-dot kernels)
@@ -44,6 +47,39 @@ std::shared_ptr<llm::LlmOps> tuned_ops(const Context& ctx) {
   auto ops = std::make_shared<llm::LlmOps>(ctx);
   if (const char* t = std::getenv("WGC_LLM_TUNING")) llm::apply_tuning(ops->tuning, t);
   return ops;
+}
+
+// WGC_BENCH_LINKS=N (1..256, default 1): each llm.matvec case records N dispatches, one over each
+// of N copies of its weights (distinct buffers, so nothing stays in the L2 from one to the next),
+// timed as one span (Timing::Span, as gpu.chain-read): the table's us per dispatch is then a
+// link's cost in a chain, comparable with a gpu.chain-read link of the same bytes.
+int bench_links() {
+  const char* env = std::getenv("WGC_BENCH_LINKS");
+  if (!env) return 1;
+  const std::string_view v(env);
+  int n = 0;
+  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (ec != std::errc() || end != v.data() + v.size() || n < 1 || n > kMaxLinks)
+    throw Error("WGC_BENCH_LINKS: '" + std::string(v) + "' is not a count of links from 1 to " +
+                std::to_string(kMaxLinks));
+  return n;
+}
+
+// The weights of a case's links: `links` uploads of the same bytes.
+std::vector<llm::GpuWeight> link_weights(const Context& ctx, TensorType t, const std::vector<std::byte>& bytes,
+                                         int64_t rows, int64_t cols, int links) {
+  std::vector<llm::GpuWeight> ws;
+  for (int i = 0; i < links; ++i) ws.push_back(llm::upload_weight(ctx, t, bytes, rows, cols));
+  return ws;
+}
+
+// A case whose run records one dispatch per link (each over its own weights): timed as one span
+// with its bytes and dispatches counted per link, where there is more than one.
+void chain_links(Case& c, size_t links) {
+  if (links <= 1) return;
+  c.timing = Timing::Span;
+  c.dispatches = double(links);
+  c.bytes *= double(links);
 }
 
 // Versions "kx" run the kx schedule for every kind and width (tuning.matvec_kx, kx_cols 0; the other
@@ -66,7 +102,7 @@ bool wanted_type(const Options& o, TensorType t) {
 // runs it) on F16 weights of 2 x ffn rows: an 8B model's 2 x 14336 x 4096 at side 4096.
 Case swiglu_case(const Context& ctx, std::shared_ptr<llm::LlmOps> ops, int64_t ffn, int64_t cols, bool kx) {
   struct Data {
-    llm::GpuWeight w;
+    std::vector<llm::GpuWeight> ws;  // the links' weights; ws[0] is checked
     std::vector<double> deq;
     std::vector<float> x, nw;
     Tensor xt, nt, y;
@@ -75,7 +111,7 @@ Case swiglu_case(const Context& ctx, std::shared_ptr<llm::LlmOps> ops, int64_t f
   auto d = std::make_shared<Data>();
   const TensorType t = TensorType::F16;
   auto bytes = llm::ref::random_weight(t, 2 * ffn, cols, 9);
-  d->w = llm::upload_weight(ctx, t, bytes, 2 * ffn, cols);
+  d->ws = link_weights(ctx, t, bytes, 2 * ffn, cols, bench_links());
   d->deq = llm::ref::dequantize(t, bytes, 2 * ffn, cols);
   d->x.resize(size_t(cols));
   d->nw.resize(size_t(cols));
@@ -91,12 +127,15 @@ Case swiglu_case(const Context& ctx, std::shared_ptr<llm::LlmOps> ops, int64_t f
   c.version = std::string(llm::to_string(t)) + "/swiglu-norm" + (kx ? "-kx" : "");
   c.size = "2x" + std::to_string(ffn) + "x" + std::to_string(cols);
   c.elements = 2.0 * double(ffn) * double(cols);
-  c.bytes = double(d->w.gpu_bytes()) + 8.0 * double(cols) + 4.0 * double(ffn);
-  c.record = [ops, d](Batch& b) { ops->rms_norm_swiglu(b, d->xt, d->nt, kEps, d->w, d->y); };
+  c.bytes = double(d->ws[0].gpu_bytes()) + 8.0 * double(cols) + 4.0 * double(ffn);
+  c.record = [ops, d](Batch& b) {
+    for (const auto& w : d->ws) ops->rms_norm_swiglu(b, d->xt, d->nt, kEps, w, d->y);
+  };
+  chain_links(c, d->ws.size());
   c.check = [ops, d, ffn, cols, &ctx] {
     fill_u32(ctx, d->y, kPoisonNaN);
     Batch b(ctx);
-    ops->rms_norm_swiglu(b, d->xt, d->nt, kEps, d->w, d->y);
+    ops->rms_norm_swiglu(b, d->xt, d->nt, kEps, d->ws[0], d->y);
     b.run();
     auto got = download<float>(ctx, d->y);
     auto xn = llm::ref::rms_norm(d->x, d->nw, 1, int(cols), kEps);
@@ -104,6 +143,147 @@ Case swiglu_case(const Context& ctx, std::shared_ptr<llm::LlmOps> ops, int64_t f
     auto want = llm::ref::swiglu(to_f(llm::ref::linear(d->deq, cols, xn, 1, 0, ffn)),
                                  to_f(llm::ref::linear(d->deq, cols, xn, 1, ffn, ffn)));
     return cpu::max_rel_error(std::span<const float>(got), std::span<const float>(want));
+  };
+  return c;
+}
+
+// The fused RMSNorm + QKV + RoPE + KV-append matvec of one token (rms_norm_qkv_rope, as a decode
+// step runs it) on F16 weights of an 8B model's heads at side 4096 (32 query and 8 KV heads of
+// 128: 6144 x 4096; side / 128 query heads, a quarter as many KV heads), interleaved pairs (GGUF
+// Llama's) at position 5. Checked on the rotated query rows.
+Case qkv_rope_case(const Context& ctx, std::shared_ptr<llm::LlmOps> ops, int64_t side) {
+  constexpr int hd = 128, kPos = 5, kMaxPos = 16;
+  constexpr float kEps = 1e-5f;
+  const int nh = int(std::max<int64_t>(1, side / hd)), nkv = std::max(1, nh / 4);
+  const int64_t rows = int64_t(nh + 2 * nkv) * hd, cols = side;
+  struct Data {
+    std::vector<llm::GpuWeight> ws;
+    std::vector<double> deq;
+    std::vector<float> x, nw, inv;
+    Tensor xt, nt, qkv;
+    llm::RopeTable table;
+    llm::KvCache cache;
+  };
+  auto d = std::make_shared<Data>();
+  const TensorType t = TensorType::F16;
+  auto bytes = llm::ref::random_weight(t, rows, cols, 13);
+  d->ws = link_weights(ctx, t, bytes, rows, cols, bench_links());
+  d->deq = llm::ref::dequantize(t, bytes, rows, cols);
+  d->x.resize(size_t(cols));
+  d->nw.resize(size_t(cols));
+  for (size_t i = 0; i < d->x.size(); ++i) {
+    d->x[i] = float(std::sin(double(i) * 0.37));
+    d->nw[i] = float(1.0 + 0.5 * std::cos(double(i) * 0.11));
+  }
+  std::vector<double> inv(hd / 2);
+  for (int i = 0; i < hd / 2; ++i) inv[size_t(i)] = std::pow(500000.0, -2.0 * i / hd);
+  d->inv.assign(inv.begin(), inv.end());
+  d->table = llm::make_rope_table(ctx, inv, hd, kMaxPos);
+  d->cache = llm::make_kv_cache(ctx, 1, nkv, kMaxPos, hd);
+  d->xt = make_tensor(ctx, {cols}, d->x);
+  d->nt = make_tensor(ctx, {cols}, d->nw);
+  d->qkv = make_tensor(ctx, {rows});
+  llm::RopeKvArgs a;
+  a.n_heads = nh;
+  a.pos0 = kPos;
+  a.interleaved = true;
+  auto rec = [ops, d, a](Batch& b, const llm::GpuWeight& w) {
+    ops->rms_norm_qkv_rope(b, d->xt, d->nt, kEps, w, d->qkv, d->table, d->cache.layer(0), a);
+  };
+  Case c;
+  c.op = "llm.matvec";
+  c.version = std::string(llm::to_string(t)) + "/qkv-rope-norm";
+  c.size = std::to_string(rows) + "x" + std::to_string(cols);
+  c.elements = double(rows) * double(cols);
+  c.bytes = double(d->ws[0].gpu_bytes()) + 8.0 * double(cols) + 4.0 * double(rows);
+  c.record = [rec, d](Batch& b) {
+    for (const auto& w : d->ws) rec(b, w);
+  };
+  chain_links(c, d->ws.size());
+  c.check = [rec, d, nh, cols, &ctx] {
+    fill_u32(ctx, d->qkv, kPoisonNaN);
+    Batch b(ctx);
+    rec(b, d->ws[0]);
+    b.run();
+    auto got = download<float>(ctx, d->qkv);
+    got.resize(size_t(nh) * hd);
+    auto xn = llm::ref::rms_norm(d->x, d->nw, 1, int(cols), kEps);
+    auto q = llm::ref::linear(d->deq, cols, xn, 1, 0, int64_t(nh) * hd);
+    std::vector<float> want(q.begin(), q.end());
+    llm::ref::rope(want, 1, nh, hd, {kPos}, d->inv, true);
+    return cpu::max_rel_error(std::span<const float>(got), std::span<const float>(want));
+  };
+  return c;
+}
+
+// The o projection of one token with the decode attention's combine folded in (combine_linear,
+// as a decode step runs it): x merged in every workgroup from flash-decoding partials of side /
+// 128 heads of 128 in 16 splits (an 8B step's: 128 workgroups over 8 KV heads), F16 weights of
+// side x side.
+Case combine_case(const Context& ctx, std::shared_ptr<llm::LlmOps> ops, int64_t side) {
+  constexpr int hd = 128, kSplits = 16;
+  const int nh = int(std::max<int64_t>(1, side / hd));
+  const int64_t rows = side, cols = int64_t(nh) * hd;
+  struct Data {
+    std::vector<llm::GpuWeight> ws;
+    std::vector<double> deq;
+    std::vector<float> part;
+    llm::DecodePartials p;
+    Tensor y;
+  };
+  auto d = std::make_shared<Data>();
+  const TensorType t = TensorType::F16;
+  auto bytes = llm::ref::random_weight(t, rows, cols, 17);
+  d->ws = link_weights(ctx, t, bytes, rows, cols, bench_links());
+  d->deq = llm::ref::dequantize(t, bytes, rows, cols);
+  // [heads][splits][hd + 2]: the unnormalised acc, the max m, the sum l (> 0: every split has keys)
+  const size_t w = hd + 2;
+  d->part.resize((size_t(nh) * kSplits * w + 3) / 4 * 4);
+  for (size_t i = 0; i < d->part.size(); ++i) {
+    const size_t e = i % w;
+    d->part[i] = e < size_t(hd)    ? float(std::sin(double(i) * 0.37))
+                 : e == size_t(hd) ? float(0.5 * std::sin(double(i) * 0.013))
+                                   : float(1.5 + std::cos(double(i) * 0.07));
+  }
+  d->p.part = make_tensor(ctx, {int64_t(d->part.size())}, d->part);
+  d->p.splits = kSplits;
+  d->p.n_heads = nh;
+  d->p.head_dim = hd;
+  d->y = make_tensor(ctx, {rows});
+  auto rec = [ops, d](Batch& b, const llm::GpuWeight& wt) { ops->combine_linear(b, d->p, wt, d->y, {}); };
+  Case c;
+  c.op = "llm.matvec";
+  c.version = std::string(llm::to_string(t)) + "/combine-o";
+  c.size = std::to_string(rows) + "x" + std::to_string(cols);
+  c.elements = double(rows) * double(cols);
+  c.bytes = double(d->ws[0].gpu_bytes()) + 4.0 * double(d->part.size()) + 4.0 * double(rows);
+  c.record = [rec, d](Batch& b) {
+    for (const auto& wt : d->ws) rec(b, wt);
+  };
+  chain_links(c, d->ws.size());
+  c.check = [rec, d, nh, cols, rows, &ctx] {
+    fill_u32(ctx, d->y, kPoisonNaN);
+    Batch b(ctx);
+    rec(b, d->ws[0]);
+    b.run();
+    auto got = download<float>(ctx, d->y);
+    // attn_combine's merge: the splits' accs weighted by exp(m_s - max m), over the weighted ls
+    std::vector<float> x(static_cast<size_t>(cols));
+    const size_t sw = hd + 2;
+    for (int h = 0; h < nh; ++h) {
+      const float* ph = d->part.data() + size_t(h) * kSplits * sw;
+      double mx = -1e300, l = 0;
+      for (int s = 0; s < kSplits; ++s) mx = std::max(mx, double(ph[size_t(s) * sw + hd]));
+      std::vector<double> acc(hd, 0.0);
+      for (int s = 0; s < kSplits; ++s) {
+        const double f = std::exp(double(ph[size_t(s) * sw + hd]) - mx);
+        l += f * ph[size_t(s) * sw + hd + 1];
+        for (int e = 0; e < hd; ++e) acc[size_t(e)] += f * ph[size_t(s) * sw + size_t(e)];
+      }
+      for (int e = 0; e < hd; ++e) x[size_t(h) * hd + size_t(e)] = float(acc[size_t(e)] / l);
+    }
+    auto want = llm::ref::linear(d->deq, cols, x, 1, 0, rows);
+    return cpu::max_rel_error(std::span<const float>(got), std::span<const double>(want));
   };
   return c;
 }
@@ -137,6 +317,10 @@ std::vector<Case> linear_cases(const Context& ctx, const Options& o, Kind kind) 
       // single square matvec is too small to show (launch-bound), and a wide one (its down
       // projection: 4096 x 14336).
       std::vector<std::pair<int64_t, int64_t>> shapes = {{side, side}};  // rows, cols
+      if (kind == Kind::Matvec && side % 128 == 0) {                     // whole heads of 128
+        if (wanted(o, "F16/qkv-rope-norm")) out.push_back(qkv_rope_case(ctx, ops, side));
+        if (wanted(o, "F16/combine-o")) out.push_back(combine_case(ctx, ops, side));
+      }
       if (kind == Kind::Matvec && !o.quick) {
         shapes.push_back({side * 7 / 2 / 32 * 32, side});
         shapes.push_back({side, side * 7 / 2 / 256 * 256});
@@ -154,7 +338,7 @@ std::vector<Case> linear_cases(const Context& ctx, const Options& o, Kind kind) 
           if (kind == Kind::Batched && (t == TensorType::Q4_K || t == TensorType::Q6_K)) continue;
           auto d = std::make_shared<LinearData>();
           auto bytes = llm::ref::random_weight(t, nrows, cols, 7);
-          d->w = llm::upload_weight(ctx, t, bytes, nrows, cols);
+          d->ws = link_weights(ctx, t, bytes, nrows, cols, kind == Kind::Matvec ? bench_links() : 1);
           d->deq = llm::ref::dequantize(t, bytes, nrows, cols);
           d->x.resize(size_t(n) * size_t(cols));
           for (size_t i = 0; i < d->x.size(); ++i) d->x[i] = float(std::sin(double(i) * 0.37));
@@ -183,20 +367,23 @@ std::vector<Case> linear_cases(const Context& ctx, const Options& o, Kind kind) 
             c.elements = double(nrows) * double(cols);
             // x as the kernel reads it: f32, or 8-bit quants with a scale and sums per 32.
             const double x_bytes = is_q8 ? double(n) * double(cols) * (1.0 + 8.0 / 32) : 4.0 * double(n) * double(cols);
-            c.bytes = double(d->w.gpu_bytes()) + x_bytes + 4.0 * double(n) * double(nrows);
+            c.bytes = double(d->ws[0].gpu_bytes()) + x_bytes + 4.0 * double(n) * double(nrows);
             if (prefill && n > 1) c.flops = 2.0 * double(n) * double(nrows) * double(cols);
             auto vops = vname == "kx" ? kx_ops : ops;
-            auto rec = [vops, d, v, n, is_q8](Batch& b) {
+            auto rec = [vops, d, v, n, is_q8](Batch& b, const llm::GpuWeight& w) {
               if (is_q8)
-                vops->linear_q8(b, d->w, d->xq, d->y, n);
+                vops->linear_q8(b, w, d->xq, d->y, n);
               else
-                vops->linear(b, d->w, d->xt, d->y, n, {}, v);
+                vops->linear(b, w, d->xt, d->y, n, {}, v);
             };
-            c.record = rec;
+            c.record = [rec, d](Batch& b) {
+              for (const auto& w : d->ws) rec(b, w);
+            };
+            chain_links(c, d->ws.size());
             c.check = [rec, d, n, cols, nrows, &ctx] {
               fill_u32(ctx, d->y, kPoisonNaN);
               Batch b(ctx);
-              rec(b);
+              rec(b, d->ws[0]);
               b.run();
               auto got = download<float>(ctx, d->y);
               const int k = std::min(n, kCheckedTokens);

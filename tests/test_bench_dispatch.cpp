@@ -1,9 +1,13 @@
 // The dispatch-floor cases of `wgc bench` (bench/dispatch_bench.cpp) on this machine's device:
 // every case's check runs its kernels once with the outputs poisoned and compares with what the
 // chain computes (a chain's last buffer holds the input plus one per link; chain-read's the sums
-// of every slice it read), at awkward sizes; and the line fit recovers known terms.
+// of every slice it read), at awkward sizes; and the line fit recovers known terms. The one-token
+// LLM matvecs as chains of links (bench/llm_bench.cpp, WGC_BENCH_LINKS).
 #include "bench/bench.h"
 #include "test_util.h"
+#include "util/error.h"
+
+#include <cstdlib>
 
 using namespace wgc;
 using namespace wgc::bench;
@@ -111,4 +115,39 @@ TEST(DispatchFit, RefusesWhatTheRunsCannotDetermine) {
   EXPECT_FALSE(fit_dispatches(std::vector<Result>{synthetic(8, 0, 0.04)}));
   // Every run the same count: the fixed and per-dispatch terms are one.
   EXPECT_FALSE(fit_dispatches(std::vector<Result>{synthetic(8, 0, 0.04), synthetic(8, 0, 0.041)}));
+}
+
+// WGC_BENCH_LINKS=3: each one-token F16 case (the plain matvec, QKV + RoPE with its norm, the o
+// projection with the combine) records 3 links over 3 copies of its weights, timed as one span
+// with 3 times the bytes of one, and its check (poisoned output, CPU reference) passes; anything
+// but a count from 1 to 256 is an error naming the variable.
+TEST(MatvecLinks, EveryF16CaseChainsItsCopies) {
+  Options o = sized({256});
+  o.versions = {"F16/subgroup", "F16/shared", "F16/qkv-rope-norm", "F16/combine-o"};
+  std::vector<Case> one = cases_of("llm.matvec", o);
+  ::setenv("WGC_BENCH_LINKS", "3", 1);
+  std::vector<Case> three = cases_of("llm.matvec", o);
+  ::unsetenv("WGC_BENCH_LINKS");
+  ASSERT_EQ(one.size(), three.size());
+  size_t seen = 0;
+  for (size_t i = 0; i < three.size(); ++i) {
+    const Case& c = three[i];
+    if (std::find(o.versions.begin(), o.versions.end(), c.version) == o.versions.end()) continue;
+    SCOPED_TRACE(c.version + " " + c.size);
+    ++seen;
+    EXPECT_EQ(one[i].timing, Timing::PerDispatch);
+    EXPECT_EQ(c.timing, Timing::Span);
+    EXPECT_EQ(c.dispatches, 3);
+    EXPECT_EQ(c.bytes, 3 * one[i].bytes);
+    EXPECT_LT(c.check(), c.tolerance);
+    Batch b(test::ctx());
+    c.record(b);
+    EXPECT_EQ(b.freeze().dispatches(), 3u);
+  }
+  EXPECT_EQ(seen, o.versions.size());
+  for (const char* bad : {"0", "257", "3x", "", "-1"}) {
+    ::setenv("WGC_BENCH_LINKS", bad, 1);
+    EXPECT_THROW(cases_of("llm.matvec", o), Error) << bad;
+  }
+  ::unsetenv("WGC_BENCH_LINKS");
 }
