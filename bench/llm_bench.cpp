@@ -218,10 +218,12 @@ Case qkv_rope_case(const Context& ctx, std::shared_ptr<llm::LlmOps> ops, int64_t
 
 // The o projection of one token with the decode attention's combine folded in (combine_linear,
 // as a decode step runs it): x merged in every workgroup from flash-decoding partials of side /
-// 128 heads of 128 in 16 splits (an 8B step's: 128 workgroups over 8 KV heads), F16 weights of
-// side x side.
+// 128 heads of 128 in 16 splits (an 8B step's: 128 workgroups over 8 KV heads, over the whole
+// cache of 4096), of which the first holds keys and the others are masked (m = -3e38), as at
+// tg128's depths (256 positions per split); F16 weights of side x side.
 Case combine_case(const Context& ctx, std::shared_ptr<llm::LlmOps> ops, int64_t side) {
-  constexpr int hd = 128, kSplits = 16;
+  constexpr int hd = 128, kSplits = 16, kKeyed = 1;
+  constexpr float kMasked = -3.0e38f;  // flash_decode_sg.wgsl's m of a split past the position
   const int nh = int(std::max<int64_t>(1, side / hd));
   const int64_t rows = side, cols = int64_t(nh) * hd;
   struct Data {
@@ -236,14 +238,17 @@ Case combine_case(const Context& ctx, std::shared_ptr<llm::LlmOps> ops, int64_t 
   auto bytes = llm::ref::random_weight(t, rows, cols, 17);
   d->ws = link_weights(ctx, t, bytes, rows, cols, bench_links());
   d->deq = llm::ref::dequantize(t, bytes, rows, cols);
-  // [heads][splits][hd + 2]: the unnormalised acc, the max m, the sum l (> 0: every split has keys)
+  // [heads][splits][hd + 2]: the unnormalised acc, the max m, the sum l (> 0 where keyed)
   const size_t w = hd + 2;
-  d->part.resize((size_t(nh) * kSplits * w + 3) / 4 * 4);
-  for (size_t i = 0; i < d->part.size(); ++i) {
+  d->part.assign((size_t(nh) * kSplits * w + 3) / 4 * 4, 0.f);
+  for (size_t i = 0; i < size_t(nh) * kSplits * w; ++i) {
     const size_t e = i % w;
-    d->part[i] = e < size_t(hd)    ? float(std::sin(double(i) * 0.37))
-                 : e == size_t(hd) ? float(0.5 * std::sin(double(i) * 0.013))
-                                   : float(1.5 + std::cos(double(i) * 0.07));
+    if ((i / w) % kSplits >= kKeyed)
+      d->part[i] = e == size_t(hd) ? kMasked : 0.f;
+    else
+      d->part[i] = e < size_t(hd)    ? float(std::sin(double(i) * 0.37))
+                   : e == size_t(hd) ? float(0.5 * std::sin(double(i) * 0.013))
+                                     : float(1.5 + std::cos(double(i) * 0.07));
   }
   d->p.part = make_tensor(ctx, {int64_t(d->part.size())}, d->part);
   d->p.splits = kSplits;
