@@ -41,12 +41,46 @@ struct LinearData {
 
 enum class Kind { Matvec, Matmul, Batched };
 
-// LlmOps with the tuning in WGC_LLM_TUNING (llm::apply_tuning's "key=value,..."), so that a
-// benchmark run can sweep the kernels' knobs without a rebuild.
-std::shared_ptr<llm::LlmOps> tuned_ops(const Context& ctx) {
-  auto ops = std::make_shared<llm::LlmOps>(ctx);
-  if (const char* t = std::getenv("WGC_LLM_TUNING")) llm::apply_tuning(ops->tuning, t);
-  return ops;
+// Versions "kx" run the kx schedule for every kind and width (tuning.matvec_kx, kx_cols 0; the other
+// kx knobs from WGC_LLM_TUNING); the others run what the tuning says (by default kx for 12,288
+// columns and more).
+constexpr uint32_t kKxAll = llm::LlmOps::kKxSwiglu | llm::LlmOps::kKxPlain | llm::LlmOps::kKxRope;
+
+// LlmOps with a tuning set of WGC_LLM_TUNING, so that a benchmark run sweeps the kernels' knobs
+// without a rebuild: llm::apply_tuning's "key=value,..." (or '/' between knobs) sets separated by
+// ';', each timed as its own version ("VERSION [SET]", which --versions VERSION keeps) of every case,
+// on the same data.
+struct TuningSet {
+  std::string spec;
+  std::shared_ptr<llm::LlmOps> ops, kx;  // kx: the same with the kx schedule for every kind and width
+};
+std::vector<TuningSet> tuning_sets(const Context& ctx) {
+  std::vector<TuningSet> sets;
+  const char* env = std::getenv("WGC_LLM_TUNING");
+  std::string_view all = env ? env : "";
+  do {
+    const size_t semi = all.find(';');
+    TuningSet t{std::string(all.substr(0, semi)), std::make_shared<llm::LlmOps>(ctx),
+                std::make_shared<llm::LlmOps>(ctx)};
+    llm::apply_tuning(t.ops->tuning, t.spec);
+    t.kx->tuning = t.ops->tuning;
+    t.kx->tuning.matvec_kx = kKxAll;
+    t.kx->tuning.kx_cols = 0;
+    sets.push_back(std::move(t));
+    all = semi == std::string_view::npos ? std::string_view() : all.substr(semi + 1);
+  } while (!all.empty());
+  return sets;
+}
+
+// One case per tuning set, make(ops) making it for the set's ops (kx: its kx ops); the version
+// gets " [SET]" where there are several sets.
+template <class Make>
+void add_per_set(std::vector<Case>& out, const std::vector<TuningSet>& sets, bool kx, Make&& make) {
+  for (const auto& t : sets) {
+    Case c = make(kx ? t.kx : t.ops);
+    if (sets.size() > 1) c.version += " [" + t.spec + "]";
+    out.push_back(std::move(c));
+  }
 }
 
 // WGC_BENCH_LINKS=N (1..256, default 1): each llm.matvec case records N dispatches, one over each
@@ -82,11 +116,6 @@ void chain_links(Case& c, size_t links) {
   c.bytes *= double(links);
 }
 
-// Versions "kx" run the kx schedule for every kind and width (tuning.matvec_kx, kx_cols 0; the other
-// kx knobs from WGC_LLM_TUNING); the others run what the tuning says (by default kx for 12,288
-// columns and more).
-constexpr uint32_t kKxAll = llm::LlmOps::kKxSwiglu | llm::LlmOps::kKxPlain | llm::LlmOps::kKxRope;
-
 // Whether o asks for this version (or for all).
 bool wanted(const Options& o, const std::string& version) {
   return o.versions.empty() || std::find(o.versions.begin(), o.versions.end(), version) != o.versions.end();
@@ -100,7 +129,8 @@ bool wanted_type(const Options& o, TensorType t) {
 
 // The fused RMSNorm + gate|up + SwiGLU matvec of one token (rms_norm_swiglu, as a decode step
 // runs it) on F16 weights of 2 x ffn rows: an 8B model's 2 x 14336 x 4096 at side 4096.
-Case swiglu_case(const Context& ctx, std::shared_ptr<llm::LlmOps> ops, int64_t ffn, int64_t cols, bool kx) {
+void swiglu_cases(std::vector<Case>& out, const Context& ctx, const std::vector<TuningSet>& sets, int64_t ffn,
+                  int64_t cols, bool kx) {
   struct Data {
     std::vector<llm::GpuWeight> ws;  // the links' weights; ws[0] is checked
     std::vector<double> deq;
@@ -122,36 +152,38 @@ Case swiglu_case(const Context& ctx, std::shared_ptr<llm::LlmOps> ops, int64_t f
   d->xt = make_tensor(ctx, {cols}, d->x);
   d->nt = make_tensor(ctx, {cols}, d->nw);
   d->y = make_tensor(ctx, {ffn});
-  Case c;
-  c.op = "llm.matvec";
-  c.version = std::string(llm::to_string(t)) + "/swiglu-norm" + (kx ? "-kx" : "");
-  c.size = "2x" + std::to_string(ffn) + "x" + std::to_string(cols);
-  c.elements = 2.0 * double(ffn) * double(cols);
-  c.bytes = double(d->ws[0].gpu_bytes()) + 8.0 * double(cols) + 4.0 * double(ffn);
-  c.record = [ops, d](Batch& b) {
-    for (const auto& w : d->ws) ops->rms_norm_swiglu(b, d->xt, d->nt, kEps, w, d->y);
-  };
-  chain_links(c, d->ws.size());
-  c.check = [ops, d, ffn, cols, &ctx] {
-    fill_u32(ctx, d->y, kPoisonNaN);
-    Batch b(ctx);
-    ops->rms_norm_swiglu(b, d->xt, d->nt, kEps, d->ws[0], d->y);
-    b.run();
-    auto got = download<float>(ctx, d->y);
-    auto xn = llm::ref::rms_norm(d->x, d->nw, 1, int(cols), kEps);
-    auto to_f = [](const std::vector<double>& v) { return std::vector<float>(v.begin(), v.end()); };
-    auto want = llm::ref::swiglu(to_f(llm::ref::linear(d->deq, cols, xn, 1, 0, ffn)),
-                                 to_f(llm::ref::linear(d->deq, cols, xn, 1, ffn, ffn)));
-    return cpu::max_rel_error(std::span<const float>(got), std::span<const float>(want));
-  };
-  return c;
+  add_per_set(out, sets, kx, [&](std::shared_ptr<llm::LlmOps> ops) {
+    Case c;
+    c.op = "llm.matvec";
+    c.version = std::string(llm::to_string(t)) + "/swiglu-norm" + (kx ? "-kx" : "");
+    c.size = "2x" + std::to_string(ffn) + "x" + std::to_string(cols);
+    c.elements = 2.0 * double(ffn) * double(cols);
+    c.bytes = double(d->ws[0].gpu_bytes()) + 8.0 * double(cols) + 4.0 * double(ffn);
+    c.record = [ops, d](Batch& b) {
+      for (const auto& w : d->ws) ops->rms_norm_swiglu(b, d->xt, d->nt, kEps, w, d->y);
+    };
+    chain_links(c, d->ws.size());
+    c.check = [ops, d, ffn, cols, &ctx] {
+      fill_u32(ctx, d->y, kPoisonNaN);
+      Batch b(ctx);
+      ops->rms_norm_swiglu(b, d->xt, d->nt, kEps, d->ws[0], d->y);
+      b.run();
+      auto got = download<float>(ctx, d->y);
+      auto xn = llm::ref::rms_norm(d->x, d->nw, 1, int(cols), kEps);
+      auto to_f = [](const std::vector<double>& v) { return std::vector<float>(v.begin(), v.end()); };
+      auto want = llm::ref::swiglu(to_f(llm::ref::linear(d->deq, cols, xn, 1, 0, ffn)),
+                                   to_f(llm::ref::linear(d->deq, cols, xn, 1, ffn, ffn)));
+      return cpu::max_rel_error(std::span<const float>(got), std::span<const float>(want));
+    };
+    return c;
+  });
 }
 
 // The fused RMSNorm + QKV + RoPE + KV-append matvec of one token (rms_norm_qkv_rope, as a decode
 // step runs it) on F16 weights of an 8B model's heads at side 4096 (32 query and 8 KV heads of
 // 128: 6144 x 4096; side / 128 query heads, a quarter as many KV heads), interleaved pairs (GGUF
 // Llama's) at position 5. Checked on the rotated query rows.
-Case qkv_rope_case(const Context& ctx, std::shared_ptr<llm::LlmOps> ops, int64_t side) {
+void qkv_rope_cases(std::vector<Case>& out, const Context& ctx, const std::vector<TuningSet>& sets, int64_t side) {
   constexpr int hd = 128, kPos = 5, kMaxPos = 16;
   constexpr float kEps = 1e-5f;
   const int nh = int(std::max<int64_t>(1, side / hd)), nkv = std::max(1, nh / 4);
@@ -187,33 +219,35 @@ Case qkv_rope_case(const Context& ctx, std::shared_ptr<llm::LlmOps> ops, int64_t
   a.n_heads = nh;
   a.pos0 = kPos;
   a.interleaved = true;
-  auto rec = [ops, d, a](Batch& b, const llm::GpuWeight& w) {
-    ops->rms_norm_qkv_rope(b, d->xt, d->nt, kEps, w, d->qkv, d->table, d->cache.layer(0), a);
-  };
-  Case c;
-  c.op = "llm.matvec";
-  c.version = std::string(llm::to_string(t)) + "/qkv-rope-norm";
-  c.size = std::to_string(rows) + "x" + std::to_string(cols);
-  c.elements = double(rows) * double(cols);
-  c.bytes = double(d->ws[0].gpu_bytes()) + 8.0 * double(cols) + 4.0 * double(rows);
-  c.record = [rec, d](Batch& b) {
-    for (const auto& w : d->ws) rec(b, w);
-  };
-  chain_links(c, d->ws.size());
-  c.check = [rec, d, nh, cols, &ctx] {
-    fill_u32(ctx, d->qkv, kPoisonNaN);
-    Batch b(ctx);
-    rec(b, d->ws[0]);
-    b.run();
-    auto got = download<float>(ctx, d->qkv);
-    got.resize(size_t(nh) * hd);
-    auto xn = llm::ref::rms_norm(d->x, d->nw, 1, int(cols), kEps);
-    auto q = llm::ref::linear(d->deq, cols, xn, 1, 0, int64_t(nh) * hd);
-    std::vector<float> want(q.begin(), q.end());
-    llm::ref::rope(want, 1, nh, hd, {kPos}, d->inv, true);
-    return cpu::max_rel_error(std::span<const float>(got), std::span<const float>(want));
-  };
-  return c;
+  add_per_set(out, sets, false, [&](std::shared_ptr<llm::LlmOps> ops) {
+    auto rec = [ops, d, a](Batch& b, const llm::GpuWeight& w) {
+      ops->rms_norm_qkv_rope(b, d->xt, d->nt, kEps, w, d->qkv, d->table, d->cache.layer(0), a);
+    };
+    Case c;
+    c.op = "llm.matvec";
+    c.version = std::string(llm::to_string(t)) + "/qkv-rope-norm";
+    c.size = std::to_string(rows) + "x" + std::to_string(cols);
+    c.elements = double(rows) * double(cols);
+    c.bytes = double(d->ws[0].gpu_bytes()) + 8.0 * double(cols) + 4.0 * double(rows);
+    c.record = [rec, d](Batch& b) {
+      for (const auto& w : d->ws) rec(b, w);
+    };
+    chain_links(c, d->ws.size());
+    c.check = [rec, d, nh, cols, &ctx] {
+      fill_u32(ctx, d->qkv, kPoisonNaN);
+      Batch b(ctx);
+      rec(b, d->ws[0]);
+      b.run();
+      auto got = download<float>(ctx, d->qkv);
+      got.resize(size_t(nh) * hd);
+      auto xn = llm::ref::rms_norm(d->x, d->nw, 1, int(cols), kEps);
+      auto q = llm::ref::linear(d->deq, cols, xn, 1, 0, int64_t(nh) * hd);
+      std::vector<float> want(q.begin(), q.end());
+      llm::ref::rope(want, 1, nh, hd, {kPos}, d->inv, true);
+      return cpu::max_rel_error(std::span<const float>(got), std::span<const float>(want));
+    };
+    return c;
+  });
 }
 
 // The o projection of one token with the decode attention's combine folded in (combine_linear,
@@ -221,7 +255,7 @@ Case qkv_rope_case(const Context& ctx, std::shared_ptr<llm::LlmOps> ops, int64_t
 // 128 heads of 128 in 16 splits (an 8B step's: 128 workgroups over 8 KV heads, over the whole
 // cache of 4096), of which the first holds keys and the others are masked (m = -3e38), as at
 // tg128's depths (256 positions per split); F16 weights of side x side.
-Case combine_case(const Context& ctx, std::shared_ptr<llm::LlmOps> ops, int64_t side) {
+void combine_cases(std::vector<Case>& out, const Context& ctx, const std::vector<TuningSet>& sets, int64_t side) {
   constexpr int hd = 128, kSplits = 16, kKeyed = 1;
   constexpr float kMasked = -3.0e38f;  // flash_decode_sg.wgsl's m of a split past the position
   const int nh = int(std::max<int64_t>(1, side / hd));
@@ -255,49 +289,49 @@ Case combine_case(const Context& ctx, std::shared_ptr<llm::LlmOps> ops, int64_t 
   d->p.n_heads = nh;
   d->p.head_dim = hd;
   d->y = make_tensor(ctx, {rows});
-  auto rec = [ops, d](Batch& b, const llm::GpuWeight& wt) { ops->combine_linear(b, d->p, wt, d->y, {}); };
-  Case c;
-  c.op = "llm.matvec";
-  c.version = std::string(llm::to_string(t)) + "/combine-o";
-  c.size = std::to_string(rows) + "x" + std::to_string(cols);
-  c.elements = double(rows) * double(cols);
-  c.bytes = double(d->ws[0].gpu_bytes()) + 4.0 * double(d->part.size()) + 4.0 * double(rows);
-  c.record = [rec, d](Batch& b) {
-    for (const auto& wt : d->ws) rec(b, wt);
-  };
-  chain_links(c, d->ws.size());
-  c.check = [rec, d, nh, cols, rows, &ctx] {
-    fill_u32(ctx, d->y, kPoisonNaN);
-    Batch b(ctx);
-    rec(b, d->ws[0]);
-    b.run();
-    auto got = download<float>(ctx, d->y);
-    // attn_combine's merge: the splits' accs weighted by exp(m_s - max m), over the weighted ls
-    std::vector<float> x(static_cast<size_t>(cols));
-    const size_t sw = hd + 2;
-    for (int h = 0; h < nh; ++h) {
-      const float* ph = d->part.data() + size_t(h) * kSplits * sw;
-      double mx = -1e300, l = 0;
-      for (int s = 0; s < kSplits; ++s) mx = std::max(mx, double(ph[size_t(s) * sw + hd]));
-      std::vector<double> acc(hd, 0.0);
-      for (int s = 0; s < kSplits; ++s) {
-        const double f = std::exp(double(ph[size_t(s) * sw + hd]) - mx);
-        l += f * ph[size_t(s) * sw + hd + 1];
-        for (int e = 0; e < hd; ++e) acc[size_t(e)] += f * ph[size_t(s) * sw + size_t(e)];
+  add_per_set(out, sets, false, [&](std::shared_ptr<llm::LlmOps> ops) {
+    auto rec = [ops, d](Batch& b, const llm::GpuWeight& wt) { ops->combine_linear(b, d->p, wt, d->y, {}); };
+    Case c;
+    c.op = "llm.matvec";
+    c.version = std::string(llm::to_string(t)) + "/combine-o";
+    c.size = std::to_string(rows) + "x" + std::to_string(cols);
+    c.elements = double(rows) * double(cols);
+    c.bytes = double(d->ws[0].gpu_bytes()) + 4.0 * double(d->part.size()) + 4.0 * double(rows);
+    c.record = [rec, d](Batch& b) {
+      for (const auto& wt : d->ws) rec(b, wt);
+    };
+    chain_links(c, d->ws.size());
+    c.check = [rec, d, nh, cols, rows, &ctx] {
+      fill_u32(ctx, d->y, kPoisonNaN);
+      Batch b(ctx);
+      rec(b, d->ws[0]);
+      b.run();
+      auto got = download<float>(ctx, d->y);
+      // attn_combine's merge: the splits' accs weighted by exp(m_s - max m), over the weighted ls
+      std::vector<float> x(static_cast<size_t>(cols));
+      const size_t sw = hd + 2;
+      for (int h = 0; h < nh; ++h) {
+        const float* ph = d->part.data() + size_t(h) * kSplits * sw;
+        double mx = -1e300, l = 0;
+        for (int s = 0; s < kSplits; ++s) mx = std::max(mx, double(ph[size_t(s) * sw + hd]));
+        std::vector<double> acc(hd, 0.0);
+        for (int s = 0; s < kSplits; ++s) {
+          const double f = std::exp(double(ph[size_t(s) * sw + hd]) - mx);
+          l += f * ph[size_t(s) * sw + hd + 1];
+          for (int e = 0; e < hd; ++e) acc[size_t(e)] += f * ph[size_t(s) * sw + size_t(e)];
+        }
+        for (int e = 0; e < hd; ++e) x[size_t(h) * hd + size_t(e)] = float(acc[size_t(e)] / l);
       }
-      for (int e = 0; e < hd; ++e) x[size_t(h) * hd + size_t(e)] = float(acc[size_t(e)] / l);
-    }
-    auto want = llm::ref::linear(d->deq, cols, x, 1, 0, rows);
-    return cpu::max_rel_error(std::span<const float>(got), std::span<const double>(want));
-  };
-  return c;
+      auto want = llm::ref::linear(d->deq, cols, x, 1, 0, rows);
+      return cpu::max_rel_error(std::span<const float>(got), std::span<const double>(want));
+    };
+    return c;
+  });
 }
 
 std::vector<Case> linear_cases(const Context& ctx, const Options& o, Kind kind) {
-  auto ops = tuned_ops(ctx);
-  auto kx_ops = tuned_ops(ctx);
-  kx_ops->tuning.matvec_kx = kKxAll;  // every kind and width
-  kx_ops->tuning.kx_cols = 0;
+  const auto sets = tuning_sets(ctx);
+  const auto& ops = sets.front().ops;  // x quantized for the q8 versions (any set's quantization)
   std::vector<int> token_counts = {kind == Kind::Matmul ? (o.quick ? 7 : kPrefillTokens) : 1};
   if (kind == Kind::Batched) token_counts = o.quick ? std::vector<int>{1, 7} : std::vector<int>{1, 8, 16, 32, 64, 256};
   const bool prefill = kind != Kind::Matvec;
@@ -323,8 +357,8 @@ std::vector<Case> linear_cases(const Context& ctx, const Options& o, Kind kind) 
       // projection: 4096 x 14336).
       std::vector<std::pair<int64_t, int64_t>> shapes = {{side, side}};  // rows, cols
       if (kind == Kind::Matvec && side % 128 == 0) {                     // whole heads of 128
-        if (wanted(o, "F16/qkv-rope-norm")) out.push_back(qkv_rope_case(ctx, ops, side));
-        if (wanted(o, "F16/combine-o")) out.push_back(combine_case(ctx, ops, side));
+        if (wanted(o, "F16/qkv-rope-norm")) qkv_rope_cases(out, ctx, sets, side);
+        if (wanted(o, "F16/combine-o")) combine_cases(out, ctx, sets, side);
       }
       if (kind == Kind::Matvec && !o.quick) {
         shapes.push_back({side * 7 / 2 / 32 * 32, side});
@@ -333,7 +367,7 @@ std::vector<Case> linear_cases(const Context& ctx, const Options& o, Kind kind) 
         if (ctx.features().subgroups)
           for (bool kx : {false, true})
             if (wanted(o, std::string("F16/swiglu-norm") + (kx ? "-kx" : "")))
-              out.push_back(swiglu_case(ctx, kx ? kx_ops : ops, side * 7 / 2 / 32 * 32, side, kx));
+              swiglu_cases(out, ctx, sets, side * 7 / 2 / 32 * 32, side, kx);
       }
       for (const auto& shape : shapes)
         for (TensorType t : {TensorType::F16, TensorType::Q8_0, TensorType::Q4_0, TensorType::Q4_K, TensorType::Q6_K}) {
@@ -365,39 +399,41 @@ std::vector<Case> linear_cases(const Context& ctx, const Options& o, Kind kind) 
             const std::string& vname = version.second;
             if (vname == "kx" && t != TensorType::F16) continue;  // float weights only (F16 stands for them)
             const bool is_q8 = vname == "q8";
-            Case c;
-            c.op = kind == Kind::Matvec ? "llm.matvec" : kind == Kind::Matmul ? "llm.matmul" : "llm.batched";
-            c.version = std::string(llm::to_string(t)) + "/" + vname;
-            c.size = std::to_string(nrows) + "x" + std::to_string(cols) + (prefill ? "x" + std::to_string(n) : "");
-            c.elements = double(nrows) * double(cols);
-            // x as the kernel reads it: f32, or 8-bit quants with a scale and sums per 32.
-            const double x_bytes = is_q8 ? double(n) * double(cols) * (1.0 + 8.0 / 32) : 4.0 * double(n) * double(cols);
-            c.bytes = double(d->ws[0].gpu_bytes()) + x_bytes + 4.0 * double(n) * double(nrows);
-            if (prefill && n > 1) c.flops = 2.0 * double(n) * double(nrows) * double(cols);
-            auto vops = vname == "kx" ? kx_ops : ops;
-            auto rec = [vops, d, v, n, is_q8](Batch& b, const llm::GpuWeight& w) {
-              if (is_q8)
-                vops->linear_q8(b, w, d->xq, d->y, n);
-              else
-                vops->linear(b, w, d->xt, d->y, n, {}, v);
-            };
-            c.record = [rec, d](Batch& b) {
-              for (const auto& w : d->ws) rec(b, w);
-            };
-            chain_links(c, d->ws.size());
-            c.check = [rec, d, n, cols, nrows, &ctx] {
-              fill_u32(ctx, d->y, kPoisonNaN);
-              Batch b(ctx);
-              rec(b, d->ws[0]);
-              b.run();
-              auto got = download<float>(ctx, d->y);
-              const int k = std::min(n, kCheckedTokens);
-              std::vector<float> xk(d->x.begin(), d->x.begin() + std::ptrdiff_t(k * cols));
-              auto want = llm::ref::linear(d->deq, cols, xk, k, 0, nrows);
-              return cpu::max_rel_error(std::span<const float>(got), std::span<const double>(want));
-            };
-            c.tolerance = v == LinearVersion::BatchedQ8 || is_q8 ? 3e-2 : 1e-4;  // 8-bit activations
-            out.push_back(std::move(c));
+            add_per_set(out, sets, vname == "kx", [&](std::shared_ptr<llm::LlmOps> vops) {
+              Case c;
+              c.op = kind == Kind::Matvec ? "llm.matvec" : kind == Kind::Matmul ? "llm.matmul" : "llm.batched";
+              c.version = std::string(llm::to_string(t)) + "/" + vname;
+              c.size = std::to_string(nrows) + "x" + std::to_string(cols) + (prefill ? "x" + std::to_string(n) : "");
+              c.elements = double(nrows) * double(cols);
+              // x as the kernel reads it: f32, or 8-bit quants with a scale and sums per 32.
+              const double x_bytes =
+                  is_q8 ? double(n) * double(cols) * (1.0 + 8.0 / 32) : 4.0 * double(n) * double(cols);
+              c.bytes = double(d->ws[0].gpu_bytes()) + x_bytes + 4.0 * double(n) * double(nrows);
+              if (prefill && n > 1) c.flops = 2.0 * double(n) * double(nrows) * double(cols);
+              auto rec = [vops, d, v, n, is_q8](Batch& b, const llm::GpuWeight& w) {
+                if (is_q8)
+                  vops->linear_q8(b, w, d->xq, d->y, n);
+                else
+                  vops->linear(b, w, d->xt, d->y, n, {}, v);
+              };
+              c.record = [rec, d](Batch& b) {
+                for (const auto& w : d->ws) rec(b, w);
+              };
+              chain_links(c, d->ws.size());
+              c.check = [rec, d, n, cols, nrows, &ctx] {
+                fill_u32(ctx, d->y, kPoisonNaN);
+                Batch b(ctx);
+                rec(b, d->ws[0]);
+                b.run();
+                auto got = download<float>(ctx, d->y);
+                const int k = std::min(n, kCheckedTokens);
+                std::vector<float> xk(d->x.begin(), d->x.begin() + std::ptrdiff_t(k * cols));
+                auto want = llm::ref::linear(d->deq, cols, xk, k, 0, nrows);
+                return cpu::max_rel_error(std::span<const float>(got), std::span<const double>(want));
+              };
+              c.tolerance = v == LinearVersion::BatchedQ8 || is_q8 ? 3e-2 : 1e-4;  // 8-bit activations
+              return c;
+            });
           }
         }
     }
@@ -493,16 +529,7 @@ Case prefill_attention_case(const Context& ctx, std::shared_ptr<llm::LlmOps> ops
 // so that one run compares the attention kernels' schedules; the paged cases run the first set.
 std::vector<std::pair<std::string, std::shared_ptr<llm::LlmOps>>> attention_tunings(const Context& ctx) {
   std::vector<std::pair<std::string, std::shared_ptr<llm::LlmOps>>> sets;
-  const char* env = std::getenv("WGC_LLM_TUNING");
-  std::string_view all = env ? env : "";
-  do {
-    const size_t semi = all.find(';');
-    const std::string spec(all.substr(0, semi));
-    auto ops = std::make_shared<llm::LlmOps>(ctx);
-    llm::apply_tuning(ops->tuning, spec);
-    sets.emplace_back(spec, std::move(ops));
-    all = semi == std::string_view::npos ? std::string_view() : all.substr(semi + 1);
-  } while (!all.empty());
+  for (auto& t : tuning_sets(ctx)) sets.emplace_back(t.spec, t.ops);
   return sets;
 }
 

@@ -120,7 +120,7 @@ TEST(DispatchFit, RefusesWhatTheRunsCannotDetermine) {
 // WGC_BENCH_LINKS=3: each one-token F16 case (the plain matvec, QKV + RoPE with its norm, the o
 // projection with the combine) records 3 links over 3 copies of its weights, timed as one span
 // with 3 times the bytes of one, and its check (poisoned output, CPU reference) passes; anything
-// but a count from 1 to 256 is an error naming the variable.
+// but a count from 1 to 256 is an error naming the variable. Tuning sets give each case once per set.
 TEST(MatvecLinks, EveryF16CaseChainsItsCopies) {
   Options o = sized({256});
   o.versions = {"F16/subgroup", "F16/shared", "F16/qkv-rope-norm", "F16/combine-o"};
@@ -145,6 +145,19 @@ TEST(MatvecLinks, EveryF16CaseChainsItsCopies) {
     EXPECT_EQ(b.freeze().dispatches(), 3u);
   }
   EXPECT_EQ(seen, o.versions.size());
+  // Tuning sets (WGC_LLM_TUNING, ';' between sets): each case once per set, "VERSION [SET]"
+  ::setenv("WGC_LLM_TUNING", "matvec_unroll=2;matvec_rows=1/swiglu_wg_rows=16", 1);
+  std::vector<Case> sets = cases_of("llm.matvec", o);
+  ::unsetenv("WGC_LLM_TUNING");
+  ASSERT_EQ(sets.size(), 2 * one.size());
+  for (const Case& c : sets) {
+    if (c.version.find(" [") == std::string::npos) continue;
+    SCOPED_TRACE(c.version + " " + c.size);
+    EXPECT_TRUE(c.version.ends_with(" [matvec_unroll=2]") || c.version.ends_with(" [matvec_rows=1/swiglu_wg_rows=16]"));
+    if (c.version.starts_with("F16/")) {
+      EXPECT_LT(c.check(), c.tolerance);
+    }
+  }
   for (const char* bad : {"0", "257", "3x", "", "-1"}) {
     ::setenv("WGC_BENCH_LINKS", bad, 1);
     EXPECT_THROW(cases_of("llm.matvec", o), Error) << bad;
