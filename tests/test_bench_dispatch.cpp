@@ -122,6 +122,9 @@ TEST(DispatchFit, RefusesWhatTheRunsCannotDetermine) {
 // with 3 times the bytes of one, and its check (poisoned output, CPU reference) passes; anything
 // but a count from 1 to 256 is an error naming the variable. Tuning sets give each case once per set.
 TEST(MatvecLinks, EveryF16CaseChainsItsCopies) {
+  // (the GPU machine's run may set both for the bench: this test sets its own)
+  ::unsetenv("WGC_BENCH_LINKS");
+  ::unsetenv("WGC_LLM_TUNING");
   Options o = sized({256});
   o.versions = {"F16/subgroup", "F16/shared", "F16/qkv-rope-norm", "F16/combine-o"};
   std::vector<Case> one = cases_of("llm.matvec", o);

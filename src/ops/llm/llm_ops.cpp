@@ -130,6 +130,8 @@ void apply_tuning(LlmTuning& t, std::string_view spec) {
       {"matvec_pf", &LlmTuning::matvec_pf},
       {"matvec_late", &LlmTuning::matvec_late},
       {"matvec_static", &LlmTuning::matvec_static},
+      {"matvec_ss_early", &LlmTuning::matvec_ss_early},
+      {"matvec_rope_early", &LlmTuning::matvec_rope_early},
       {"matvec_split", &LlmTuning::matvec_split},
       {"matvec_split_cols", &LlmTuning::matvec_split_cols},
       {"matvec_split_groups", &LlmTuning::matvec_split_groups},
@@ -425,6 +427,10 @@ Kernel LlmOps::matvec_kernel(TensorType t, LinearVersion v, int64_t cols, uint32
   // The norm's scale after the dot products where x is staged whole (each element loaded once).
   const bool late = norm_eps && xs && tuning.matvec_late;
   if (late) key += "/late";
+  // The epilogues' loads and reductions moved before the dot products (tuning.matvec_*_early).
+  const bool ss_early = late && tuning.matvec_ss_early, rope_early = rope && tuning.matvec_rope_early;
+  if (ss_early) key += "/ss_early";
+  if (rope_early) key += "/rope_early";
   if (pf) key += "/pf" + std::to_string(pf);
   // The columns built in (a kernel per width).
   const uint32_t static_cols = tuning.matvec_static && cols > 0 ? u32(cols) : 0u;
@@ -436,8 +442,9 @@ Kernel LlmOps::matvec_kernel(TensorType t, LinearVersion v, int64_t cols, uint32
   const auto cb = prelude_bool;
   const std::string prelude =
       cb("SWIGLU", swiglu_rows != 0) + cb("ROPE", rope) + cb("XS", xs) + cu("XN4", xn4) + cb("X_MASK", mask) +
-      cb("X_LATE", late) + cu("PF", pf) + cu("PF_N", std::max(1u, pf * rows)) + cu("KS", splits) +
-      cu("COLS", static_cols) + cu("P_BINDING", rope ? kMatvecRopeUniform : 5u) +
+      cb("X_LATE", late) + cb("SS_EARLY", ss_early) + cb("ROPE_EARLY", rope_early) + cu("PF", pf) +
+      cu("PF_N", std::max(1u, pf * rows)) + cu("KS", splits) + cu("COLS", static_cols) +
+      cu("P_BINDING", rope ? kMatvecRopeUniform : 5u) +
       (xc ? cu("XC_NH", u32(xc->n_heads)) + cu("XC_S", xc->splits) + cu("XC_HD", u32(xc->head_dim)) : std::string());
   return kernel(
       key + (sg ? "/sg/" : "/wg/") + (swiglu_rows ? "swiglu/" : "") + shape_tag({m.wg, m.tpr, m.unroll, rows}), files,

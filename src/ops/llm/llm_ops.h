@@ -254,6 +254,14 @@ struct LlmTuning {
   // the loops' trip counts known to the compiler, as mvq_static), 0: read from the parameters.
   // H200 (with matvec_pf 4, matvec_late): 8B F16 194.1 -> 195.3 t/s, 1B F16 882.5 -> 894.0.
   uint32_t matvec_static = 1;
+  // The one-token matvec.wgsl epilogues' latency, which every workgroup of a single-wave grid pays
+  // after its dot products. matvec_ss_early 1: where x is RMS-normalised with the late scale, the
+  // sum of squares is added up around the staging barrier (no reduction with two barriers after
+  // the dot products); matvec_rope_early 1: the QKV + RoPE matvec loads its cache row and (cos,
+  // sin) (from the positions on the GPU) before x is staged, not after the dot products. Neither
+  // changes a result (with subgroups).
+  uint32_t matvec_ss_early = 0;
+  uint32_t matvec_rope_early = 0;
   // One-token linear() matvecs (o and down projections, the output) with F16/BF16/F32 weights of
   // at least matvec_split_cols columns: their columns split into matvec_split ranges of whole
   // chunks (each range's workgroups write partial sums, a second pass adds the ranges in order):
