@@ -120,6 +120,15 @@ void chain_links(Case& c, size_t links) {
 bool wanted(const Options& o, const std::string& version) {
   return o.versions.empty() || std::find(o.versions.begin(), o.versions.end(), version) != o.versions.end();
 }
+// Whether WGC_BENCH_SHAPES (comma-separated sizes as the table prints them, e.g.
+// "4096x14336,2x14336x4096"; unset: all) asks for a llm.matvec case of this size.
+bool wanted_shape(const std::string& size) {
+  const char* env = std::getenv("WGC_BENCH_SHAPES");
+  if (!env || !*env) return true;
+  const std::string list = std::string(",") + env + ",";
+  return list.find("," + size + ",") != std::string::npos;
+}
+
 // Whether o asks for any version of weight type t ("F16/..."), so that its cases are worth building.
 bool wanted_type(const Options& o, TensorType t) {
   const std::string prefix = std::string(llm::to_string(t)) + "/";
@@ -131,6 +140,7 @@ bool wanted_type(const Options& o, TensorType t) {
 // runs it) on F16 weights of 2 x ffn rows: an 8B model's 2 x 14336 x 4096 at side 4096.
 void swiglu_cases(std::vector<Case>& out, const Context& ctx, const std::vector<TuningSet>& sets, int64_t ffn,
                   int64_t cols, bool kx) {
+  if (!wanted_shape("2x" + std::to_string(ffn) + "x" + std::to_string(cols))) return;
   struct Data {
     std::vector<llm::GpuWeight> ws;  // the links' weights; ws[0] is checked
     std::vector<double> deq;
@@ -188,6 +198,7 @@ void qkv_rope_cases(std::vector<Case>& out, const Context& ctx, const std::vecto
   constexpr float kEps = 1e-5f;
   const int nh = int(std::max<int64_t>(1, side / hd)), nkv = std::max(1, nh / 4);
   const int64_t rows = int64_t(nh + 2 * nkv) * hd, cols = side;
+  if (!wanted_shape(std::to_string(rows) + "x" + std::to_string(cols))) return;
   struct Data {
     std::vector<llm::GpuWeight> ws;
     std::vector<double> deq;
@@ -260,6 +271,7 @@ void combine_cases(std::vector<Case>& out, const Context& ctx, const std::vector
   constexpr float kMasked = -3.0e38f;  // flash_decode_sg.wgsl's m of a split past the position
   const int nh = int(std::max<int64_t>(1, side / hd));
   const int64_t rows = side, cols = int64_t(nh) * hd;
+  if (!wanted_shape(std::to_string(rows) + "x" + std::to_string(cols))) return;
   struct Data {
     std::vector<llm::GpuWeight> ws;
     std::vector<double> deq;
@@ -373,6 +385,7 @@ std::vector<Case> linear_cases(const Context& ctx, const Options& o, Kind kind) 
         for (TensorType t : {TensorType::F16, TensorType::Q8_0, TensorType::Q4_0, TensorType::Q4_K, TensorType::Q6_K}) {
           const int64_t nrows = shape.first, cols = shape.second;  // variables, not bindings: lambdas capture them
           if (!wanted_type(o, t)) continue;                        // no version of this type asked for: not built
+          if (kind == Kind::Matvec && !wanted_shape(std::to_string(nrows) + "x" + std::to_string(cols))) continue;
           if (cols % int64_t(llm::block_size(t))) continue;
           if (kind == Kind::Batched && (t == TensorType::Q4_K || t == TensorType::Q6_K)) continue;
           auto d = std::make_shared<LinearData>();

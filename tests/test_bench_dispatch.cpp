@@ -120,11 +120,13 @@ TEST(DispatchFit, RefusesWhatTheRunsCannotDetermine) {
 // WGC_BENCH_LINKS=3: each one-token F16 case (the plain matvec, QKV + RoPE with its norm, the o
 // projection with the combine) records 3 links over 3 copies of its weights, timed as one span
 // with 3 times the bytes of one, and its check (poisoned output, CPU reference) passes; anything
-// but a count from 1 to 256 is an error naming the variable. Tuning sets give each case once per set.
+// but a count from 1 to 256 is an error naming the variable. Tuning sets give each case once per set;
+// WGC_BENCH_SHAPES keeps the cases of the sizes it names.
 TEST(MatvecLinks, EveryF16CaseChainsItsCopies) {
   // (the GPU machine's run may set both for the bench: this test sets its own)
   ::unsetenv("WGC_BENCH_LINKS");
   ::unsetenv("WGC_LLM_TUNING");
+  ::unsetenv("WGC_BENCH_SHAPES");
   Options o = sized({256});
   o.versions = {"F16/subgroup", "F16/shared", "F16/qkv-rope-norm", "F16/combine-o"};
   std::vector<Case> one = cases_of("llm.matvec", o);
@@ -161,6 +163,12 @@ TEST(MatvecLinks, EveryF16CaseChainsItsCopies) {
       EXPECT_LT(c.check(), c.tolerance);
     }
   }
+  // WGC_BENCH_SHAPES: only the cases of those sizes are built (the QKV case's 512 x 256 here)
+  ::setenv("WGC_BENCH_SHAPES", "512x256", 1);
+  std::vector<Case> shaped = cases_of("llm.matvec", o);
+  ::unsetenv("WGC_BENCH_SHAPES");
+  ASSERT_EQ(shaped.size(), 1u);
+  EXPECT_EQ(shaped[0].version, "F16/qkv-rope-norm");
   for (const char* bad : {"0", "257", "3x", "", "-1"}) {
     ::setenv("WGC_BENCH_LINKS", bad, 1);
     EXPECT_THROW(cases_of("llm.matvec", o), Error) << bad;

@@ -177,9 +177,16 @@ TEST(LlmLinear, MatvecTuningsMatchReference) {
 // rest of y untouched; the same bits on a second run; below matvec_split_cols nothing is split.
 TEST(LlmLinear, MatvecSplitColumnsMatchesReference) {
   struct Tune {
-    uint32_t splits, tpr, unroll, rows, xs, pf;
+    uint32_t splits, tpr, unroll, rows, xs, pf, wide_wg = 0, wide_rows = 0, wide_unroll = 0;
   };
-  const Tune tunes[] = {{2, 32, 2, 2, 2, 2}, {3, 8, 2, 1, 2, 0}, {5, 16, 1, 3, 0, 1}, {4, 8, 1, 2, 1, 0}};
+  // (the last two: the wide matvecs' own workgroup size, rows per group and unroll, matvec_wide_*,
+  // one dispatch and in ranges)
+  const Tune tunes[] = {{2, 32, 2, 2, 2, 2},
+                        {3, 8, 2, 1, 2, 0},
+                        {5, 16, 1, 3, 0, 1},
+                        {4, 8, 1, 2, 1, 0},
+                        {1, 32, 2, 2, 0, 2, 64, 4, 8},
+                        {3, 8, 2, 3, 0, 0, 64, 1, 3}};
   for (auto t : {TensorType::F32, TensorType::F16, TensorType::BF16}) {
     for (int64_t cols : {int64_t(1037), int64_t(1160)}) {
       const int64_t rows = 45, row0 = 3, nr = 39, yoff = 2;
@@ -202,8 +209,13 @@ TEST(LlmLinear, MatvecSplitColumnsMatchesReference) {
         o.tuning.matvec_xs = tune.xs;
         o.tuning.matvec_pf = tune.pf;
         o.tuning.matvec_static = tune.splits % 2;
+        o.tuning.matvec_wide_wg = tune.wide_wg;
+        o.tuning.matvec_wide_rows = tune.wide_rows;
+        o.tuning.matvec_wide_unroll = tune.wide_unroll;
         const std::string what = std::string(to_string(t)) + " cols " + std::to_string(cols) + " splits " +
-                                 std::to_string(tune.splits) + " tpr " + std::to_string(tune.tpr);
+                                 std::to_string(tune.splits) + " tpr " + std::to_string(tune.tpr) + " wide " +
+                                 std::to_string(tune.wide_wg) + "/" + std::to_string(tune.wide_rows) + "/" +
+                                 std::to_string(tune.wide_unroll);
         ASSERT_EQ(o.matvec_splits(t, cols), tune.splits) << what;
         for (bool plain : {true, false}) {
           const size_t ny = size_t(yoff + nr + 4);

@@ -131,6 +131,9 @@ void apply_tuning(LlmTuning& t, std::string_view spec) {
       {"matvec_late", &LlmTuning::matvec_late},
       {"matvec_static", &LlmTuning::matvec_static},
       {"matvec_ss_early", &LlmTuning::matvec_ss_early},
+      {"matvec_wide_wg", &LlmTuning::matvec_wide_wg},
+      {"matvec_wide_rows", &LlmTuning::matvec_wide_rows},
+      {"matvec_wide_unroll", &LlmTuning::matvec_wide_unroll},
       {"matvec_rope_early", &LlmTuning::matvec_rope_early},
       {"matvec_split", &LlmTuning::matvec_split},
       {"matvec_split_cols", &LlmTuning::matvec_split_cols},
@@ -396,7 +399,7 @@ Kernel LlmOps::matvec_kernel(TensorType t, LinearVersion v, int64_t cols, uint32
   const bool sg = v == LinearVersion::Subgroup;
   need(!xc || (!norm_eps && !rope && !swiglu_rows), "matvec", "x combined from partials for plain rows only");
   const auto files = matvec_files(t, sg, xc != nullptr, norm_eps != nullptr, rope, "llm/matvec.wgsl");
-  const MatvecShape m = few_unroll(matvec_shape(swiglu_rows != 0), groups);
+  const MatvecShape m = few_unroll(matvec_shape(swiglu_rows != 0, cols), groups);
   const uint32_t rows = rope ? rope_rows() : swiglu_rows ? swiglu_rows : m.rows;
   std::vector<std::pair<std::string, double>> c = {{"WG", m.wg}, {"TPR", m.tpr}, {"UNROLL", m.unroll}, {"R", rows}};
   if (sg) c.push_back({"SG", sg_size_});
@@ -514,7 +517,8 @@ bool LlmOps::stages_x(TensorType t, int64_t cols, bool norm, uint64_t extra_byte
   if (!float_weights(t)) return false;
   // matvec.wgsl's xw (whole weight chunks of x), red and res
   const uint64_t xv = chunk_elems(t) / 4, bytes = ceil_div(uint64_t(ceil_div(uint64_t(cols), 4)), xv) * xv * 16 +
-                                                  4ull * matvec_shape().wg + 4ull * kSwigluRows + extra_bytes;
+                                                  4ull * matvec_shape(false, cols).wg + 4ull * kSwigluRows +
+                                                  extra_bytes;
   return cols > 0 && bytes <= ctx_.limits().max_compute_workgroup_storage_size;
 }
 
@@ -524,7 +528,7 @@ uint32_t LlmOps::matvec_splits(TensorType t, int64_t cols, int64_t rows) const {
   need(tuning.matvec_split <= kMatvecMaxSplits, "matvec",
        "matvec_split " + std::to_string(tuning.matvec_split) + " (1.." + std::to_string(kMatvecMaxSplits) + ")");
   // At least one unrolled pass of every row group's invocations per range.
-  const MatvecShape m = matvec_shape();
+  const MatvecShape m = matvec_shape(false, cols);
   if (tuning.matvec_split_groups > 0 && rows > 0 &&
       ceil_div(uint64_t(rows), uint64_t(m.wg / m.tpr * m.rows)) >= tuning.matvec_split_groups)
     return 1;
@@ -542,12 +546,17 @@ Params LlmOps::matvec_params(int64_t rows, int64_t cols, int64_t row0, int64_t y
   return prm;
 }
 
-LlmOps::MatvecShape LlmOps::matvec_shape(bool swiglu) const {
-  const uint32_t wg = std::min(tuning.matvec_wg, max_wg_);
+LlmOps::MatvecShape LlmOps::matvec_shape(bool swiglu, int64_t cols) const {
+  // The wide plain matvecs' own shape where set (matvec_wide_*; 0: the plain one's).
+  const bool wide = !swiglu && cols > 0 && cols >= int64_t(tuning.matvec_split_cols);
+  auto pick = [wide](uint32_t w, uint32_t plain) { return wide && w ? w : plain; };
+  const uint32_t wg = std::min(pick(tuning.matvec_wide_wg, tuning.matvec_wg), max_wg_);
   const uint32_t tpr = swiglu && tuning.swiglu_tpr ? tuning.swiglu_tpr : tuning.matvec_tpr;
-  const uint32_t unroll = swiglu && tuning.swiglu_unroll ? tuning.swiglu_unroll : tuning.matvec_unroll;
+  const uint32_t unroll =
+      swiglu && tuning.swiglu_unroll ? tuning.swiglu_unroll : pick(tuning.matvec_wide_unroll, tuning.matvec_unroll);
   need(unroll >= 1 && unroll <= 8, "matvec", "unroll " + std::to_string(unroll) + " (1..8)");
-  return {wg, std::min(tpr, wg), std::clamp(tuning.matvec_rows, 1u, kMatvecMaxRows), unroll};
+  return {wg, std::min(tpr, wg), std::clamp(pick(tuning.matvec_wide_rows, tuning.matvec_rows), 1u, kMatvecMaxRows),
+          unroll};
 }
 
 LlmOps::MatvecShape LlmOps::few_unroll(MatvecShape m, uint64_t groups) const {
@@ -744,7 +753,7 @@ void LlmOps::matvec(Batch& b, const GpuWeight& w, const Arg& x, const Tensor& bi
     return;
   }
   const uint32_t splits = matvec_splits(w.type, w.cols, rows);
-  const MatvecShape m = matvec_shape();
+  const MatvecShape m = matvec_shape(false, w.cols);
   const uint64_t blocks = ceil_div(uint64_t(rows), m.wg / m.tpr * m.rows);
   Kernel k = matvec_kernel(w.type, v, w.cols, 0, nullptr, false, splits, xc, blocks * splits);
   if (splits == 1) {
@@ -773,7 +782,7 @@ void LlmOps::rms_norm_linear(Batch& b, const Tensor& x, const Tensor& norm_w, fl
   need_elems(y, o.y_offset + rows, op, "y");
   const LinearVersion v = subgroups_ ? LinearVersion::Subgroup : LinearVersion::Shared;
   const bool kx = kx_runs(kKxPlain, w.type, w.cols, v);
-  const MatvecShape m = matvec_shape();
+  const MatvecShape m = matvec_shape(false, w.cols);
   const uint64_t groups = kx ? kx_grid(kKxPlain, rows) : ceil_div(uint64_t(rows), m.wg / m.tpr * m.rows);
   Kernel k = kx ? matvec_kx_kernel(w.type, w.cols, kKxPlain, &eps)
                 : matvec_kernel(w.type, v, w.cols, 0, &eps, false, 1, nullptr, groups);
@@ -802,7 +811,7 @@ void LlmOps::rms_norm_qkv_rope(Batch& b, const Tensor& x, const Tensor& norm_w, 
        "needs " + std::to_string(kMatvecRopeUniform) + " storage buffers per shader stage, the adapter allows " +
            std::to_string(ctx_.limits().max_storage_buffers_per_shader_stage));
   detail::check_qkv_rope(w, qkv, table, c, a, op);
-  const MatvecShape m = matvec_shape();
+  const MatvecShape m = matvec_shape(false, w.cols);
   need(m.tpr <= m.wg, op, "matvec tpr larger than the workgroup");
   const LinearVersion v = subgroups_ ? LinearVersion::Subgroup : LinearVersion::Shared;
   const bool kx = kx_runs(kKxRope, w.type, w.cols, v);

@@ -274,6 +274,12 @@ struct LlmTuning {
   // (Where matvec_kx takes a matvec, nothing is split: by default an 8B model's down projection.)
   uint32_t matvec_split = 4;
   uint32_t matvec_split_cols = 12288;
+  // The plain matvec.wgsl matvecs of at least matvec_split_cols columns (an 8B model's down
+  // projection, where matvec_kx does not take it): invocations per workgroup, rows per row group
+  // and unroll of their own (0: matvec_wg, matvec_rows, matvec_unroll).
+  uint32_t matvec_wide_wg = 0;
+  uint32_t matvec_wide_rows = 0;
+  uint32_t matvec_wide_unroll = 0;
   // With matvec_split: only weights whose unsplit matvec has fewer workgroups than this are split
   // (0: any), so that a lower matvec_split_cols can reach the o projection (an 8B model's 4,096
   // columns: 256 workgroups) without splitting the output projection (8,016). H200, session 8:
@@ -846,7 +852,9 @@ class LlmOps {
   struct MatvecShape {
     uint32_t wg, tpr, rows, unroll;  // invocations per workgroup and per row group; rows per group; unroll
   };
-  MatvecShape matvec_shape(bool swiglu = false) const;  // swiglu: the gate|up + SwiGLU kernel's tpr, unroll
+  // swiglu: the gate|up + SwiGLU kernel's tpr, unroll; cols: a plain matvec's columns (the wide
+  // ones take matvec_wide_*).
+  MatvecShape matvec_shape(bool swiglu = false, int64_t cols = 0) const;
   // m with tuning.matvec_few_unroll for a grid of `groups` workgroups (0: unknown, as it is).
   MatvecShape few_unroll(MatvecShape m, uint64_t groups) const;
   uint32_t rope_rows() const;  // the QKV + RoPE matvec's rows per group, checked
