@@ -73,10 +73,13 @@ std::vector<TuningSet> tuning_sets(const Context& ctx) {
 }
 
 // One case per tuning set, make(ops) making it for the set's ops (kx: its kx ops); the version
-// gets " [SET]" where there are several sets.
+// gets " [SET]" where there are several sets. Sets whose ops cannot run the case (runs(ops)
+// false) are left out, so that one set does not stop a run.
 template <class Make>
-void add_per_set(std::vector<Case>& out, const std::vector<TuningSet>& sets, bool kx, Make&& make) {
+void add_per_set(std::vector<Case>& out, const std::vector<TuningSet>& sets, bool kx, Make&& make,
+                 const std::function<bool(const llm::LlmOps&)>& runs = {}) {
   for (const auto& t : sets) {
+    if (runs && !runs(kx ? *t.kx : *t.ops)) continue;
     Case c = make(kx ? t.kx : t.ops);
     if (sets.size() > 1) c.version += " [" + t.spec + "]";
     out.push_back(std::move(c));
@@ -117,8 +120,23 @@ void chain_links(Case& c, size_t links) {
 }
 
 // Whether o asks for this version (or for all).
+// (WGC_BENCH_LLM_VERSIONS: a comma-separated list as --versions, for the llm.* benches alone, so
+// that a GPU run's other bench steps keep all their versions.)
+std::vector<std::string> llm_versions() {
+  std::vector<std::string> v;
+  const char* env = std::getenv("WGC_BENCH_LLM_VERSIONS");
+  for (std::string_view rest = env ? env : ""; !rest.empty();) {
+    const size_t comma = rest.find(',');
+    if (comma != 0) v.emplace_back(rest.substr(0, comma));
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+  }
+  return v;
+}
 bool wanted(const Options& o, const std::string& version) {
-  return o.versions.empty() || std::find(o.versions.begin(), o.versions.end(), version) != o.versions.end();
+  auto in = [&](const std::vector<std::string>& vs) {
+    return vs.empty() || std::find(vs.begin(), vs.end(), version) != vs.end();
+  };
+  return in(o.versions) && in(llm_versions());
 }
 // Whether WGC_BENCH_SHAPES (comma-separated sizes as the table prints them, e.g.
 // "4096x14336,2x14336x4096"; unset: all) asks for a llm.matvec case of this size.
@@ -132,8 +150,10 @@ bool wanted_shape(const std::string& size) {
 // Whether o asks for any version of weight type t ("F16/..."), so that its cases are worth building.
 bool wanted_type(const Options& o, TensorType t) {
   const std::string prefix = std::string(llm::to_string(t)) + "/";
-  return o.versions.empty() ||
-         std::any_of(o.versions.begin(), o.versions.end(), [&](const std::string& v) { return v.starts_with(prefix); });
+  auto in = [&](const std::vector<std::string>& vs) {
+    return vs.empty() || std::any_of(vs.begin(), vs.end(), [&](const std::string& v) { return v.starts_with(prefix); });
+  };
+  return in(o.versions) && in(llm_versions());
 }
 
 // The fused RMSNorm + gate|up + SwiGLU matvec of one token (rms_norm_swiglu, as a decode step
@@ -301,44 +321,47 @@ void combine_cases(std::vector<Case>& out, const Context& ctx, const std::vector
   d->p.n_heads = nh;
   d->p.head_dim = hd;
   d->y = make_tensor(ctx, {rows});
-  add_per_set(out, sets, false, [&](std::shared_ptr<llm::LlmOps> ops) {
-    auto rec = [ops, d](Batch& b, const llm::GpuWeight& wt) { ops->combine_linear(b, d->p, wt, d->y, {}); };
-    Case c;
-    c.op = "llm.matvec";
-    c.version = std::string(llm::to_string(t)) + "/combine-o";
-    c.size = std::to_string(rows) + "x" + std::to_string(cols);
-    c.elements = double(rows) * double(cols);
-    c.bytes = double(d->ws[0].gpu_bytes()) + 4.0 * double(d->part.size()) + 4.0 * double(rows);
-    c.record = [rec, d](Batch& b) {
-      for (const auto& wt : d->ws) rec(b, wt);
-    };
-    chain_links(c, d->ws.size());
-    c.check = [rec, d, nh, cols, rows, &ctx] {
-      fill_u32(ctx, d->y, kPoisonNaN);
-      Batch b(ctx);
-      rec(b, d->ws[0]);
-      b.run();
-      auto got = download<float>(ctx, d->y);
-      // attn_combine's merge: the splits' accs weighted by exp(m_s - max m), over the weighted ls
-      std::vector<float> x(static_cast<size_t>(cols));
-      const size_t sw = hd + 2;
-      for (int h = 0; h < nh; ++h) {
-        const float* ph = d->part.data() + size_t(h) * kSplits * sw;
-        double mx = -1e300, l = 0;
-        for (int s = 0; s < kSplits; ++s) mx = std::max(mx, double(ph[size_t(s) * sw + hd]));
-        std::vector<double> acc(hd, 0.0);
-        for (int s = 0; s < kSplits; ++s) {
-          const double f = std::exp(double(ph[size_t(s) * sw + hd]) - mx);
-          l += f * ph[size_t(s) * sw + hd + 1];
-          for (int e = 0; e < hd; ++e) acc[size_t(e)] += f * ph[size_t(s) * sw + size_t(e)];
-        }
-        for (int e = 0; e < hd; ++e) x[size_t(h) * hd + size_t(e)] = float(acc[size_t(e)] / l);
-      }
-      auto want = llm::ref::linear(d->deq, cols, x, 1, 0, rows);
-      return cpu::max_rel_error(std::span<const float>(got), std::span<const double>(want));
-    };
-    return c;
-  });
+  add_per_set(
+      out, sets, false,
+      [&](std::shared_ptr<llm::LlmOps> ops) {
+        auto rec = [ops, d](Batch& b, const llm::GpuWeight& wt) { ops->combine_linear(b, d->p, wt, d->y, {}); };
+        Case c;
+        c.op = "llm.matvec";
+        c.version = std::string(llm::to_string(t)) + "/combine-o";
+        c.size = std::to_string(rows) + "x" + std::to_string(cols);
+        c.elements = double(rows) * double(cols);
+        c.bytes = double(d->ws[0].gpu_bytes()) + 4.0 * double(d->part.size()) + 4.0 * double(rows);
+        c.record = [rec, d](Batch& b) {
+          for (const auto& wt : d->ws) rec(b, wt);
+        };
+        chain_links(c, d->ws.size());
+        c.check = [rec, d, nh, cols, rows, &ctx] {
+          fill_u32(ctx, d->y, kPoisonNaN);
+          Batch b(ctx);
+          rec(b, d->ws[0]);
+          b.run();
+          auto got = download<float>(ctx, d->y);
+          // attn_combine's merge: the splits' accs weighted by exp(m_s - max m), over the weighted ls
+          std::vector<float> x(static_cast<size_t>(cols));
+          const size_t sw = hd + 2;
+          for (int h = 0; h < nh; ++h) {
+            const float* ph = d->part.data() + size_t(h) * kSplits * sw;
+            double mx = -1e300, l = 0;
+            for (int s = 0; s < kSplits; ++s) mx = std::max(mx, double(ph[size_t(s) * sw + hd]));
+            std::vector<double> acc(hd, 0.0);
+            for (int s = 0; s < kSplits; ++s) {
+              const double f = std::exp(double(ph[size_t(s) * sw + hd]) - mx);
+              l += f * ph[size_t(s) * sw + hd + 1];
+              for (int e = 0; e < hd; ++e) acc[size_t(e)] += f * ph[size_t(s) * sw + size_t(e)];
+            }
+            for (int e = 0; e < hd; ++e) x[size_t(h) * hd + size_t(e)] = float(acc[size_t(e)] / l);
+          }
+          auto want = llm::ref::linear(d->deq, cols, x, 1, 0, rows);
+          return cpu::max_rel_error(std::span<const float>(got), std::span<const double>(want));
+        };
+        return c;
+      },
+      [d](const llm::LlmOps& ops) { return ops.fuses_combine(TensorType::F16, d->p); });  // e.g. not with matvec_xs 0
 }
 
 std::vector<Case> linear_cases(const Context& ctx, const Options& o, Kind kind) {
@@ -411,6 +434,7 @@ std::vector<Case> linear_cases(const Context& ctx, const Options& o, Kind kind) 
             const LinearVersion v = version.first;  // a variable, not a binding: lambdas capture it (clang 14)
             const std::string& vname = version.second;
             if (vname == "kx" && t != TensorType::F16) continue;  // float weights only (F16 stands for them)
+            if (!wanted(o, std::string(llm::to_string(t)) + "/" + vname)) continue;
             const bool is_q8 = vname == "q8";
             add_per_set(out, sets, vname == "kx", [&](std::shared_ptr<llm::LlmOps> vops) {
               Case c;
