@@ -177,16 +177,9 @@ TEST(LlmLinear, MatvecTuningsMatchReference) {
 // rest of y untouched; the same bits on a second run; below matvec_split_cols nothing is split.
 TEST(LlmLinear, MatvecSplitColumnsMatchesReference) {
   struct Tune {
-    uint32_t splits, tpr, unroll, rows, xs, pf, wide_wg = 0, wide_rows = 0, wide_unroll = 0;
+    uint32_t splits, tpr, unroll, rows, xs, pf;
   };
-  // (the last two: the wide matvecs' own workgroup size, rows per group and unroll, matvec_wide_*,
-  // one dispatch and in ranges)
-  const Tune tunes[] = {{2, 32, 2, 2, 2, 2},
-                        {3, 8, 2, 1, 2, 0},
-                        {5, 16, 1, 3, 0, 1},
-                        {4, 8, 1, 2, 1, 0},
-                        {1, 32, 2, 2, 0, 2, 64, 4, 8},
-                        {3, 8, 2, 3, 0, 0, 64, 1, 3}};
+  const Tune tunes[] = {{2, 32, 2, 2, 2, 2}, {3, 8, 2, 1, 2, 0}, {5, 16, 1, 3, 0, 1}, {4, 8, 1, 2, 1, 0}};
   for (auto t : {TensorType::F32, TensorType::F16, TensorType::BF16}) {
     for (int64_t cols : {int64_t(1037), int64_t(1160)}) {
       const int64_t rows = 45, row0 = 3, nr = 39, yoff = 2;
@@ -209,13 +202,8 @@ TEST(LlmLinear, MatvecSplitColumnsMatchesReference) {
         o.tuning.matvec_xs = tune.xs;
         o.tuning.matvec_pf = tune.pf;
         o.tuning.matvec_static = tune.splits % 2;
-        o.tuning.matvec_wide_wg = tune.wide_wg;
-        o.tuning.matvec_wide_rows = tune.wide_rows;
-        o.tuning.matvec_wide_unroll = tune.wide_unroll;
         const std::string what = std::string(to_string(t)) + " cols " + std::to_string(cols) + " splits " +
-                                 std::to_string(tune.splits) + " tpr " + std::to_string(tune.tpr) + " wide " +
-                                 std::to_string(tune.wide_wg) + "/" + std::to_string(tune.wide_rows) + "/" +
-                                 std::to_string(tune.wide_unroll);
+                                 std::to_string(tune.splits) + " tpr " + std::to_string(tune.tpr);
         ASSERT_EQ(o.matvec_splits(t, cols), tune.splits) << what;
         for (bool plain : {true, false}) {
           const size_t ny = size_t(yoff + nr + 4);
@@ -314,11 +302,9 @@ TEST(LlmLinear, RmsNormLinearMatchesReference) {
     auto xn = ref::rms_norm(std::vector<float>(xv.begin(), xv.begin() + cols), nv, 1, int(cols), eps);
     // x staged in workgroup memory (matvec_xs 1) and read from global memory (0); the norm's scale
     // after the dot products (matvec_late, where x is staged) with the weights' prefetch
-    // (the last two: the sum of squares added up around the staging barrier, matvec_ss_early)
     for (auto tune :
-         {std::array<uint32_t, 8>{256, 32, 2, 2, 1, 0, 0, 0}, std::array<uint32_t, 8>{64, 8, 2, 4, 0, 0, 1, 0},
-          std::array<uint32_t, 8>{256, 32, 4, 2, 2, 1, 2, 0}, std::array<uint32_t, 8>{128, 16, 2, 3, 1, 1, 0, 0},
-          std::array<uint32_t, 8>{256, 32, 4, 2, 2, 1, 2, 1}, std::array<uint32_t, 8>{64, 8, 2, 3, 1, 1, 1, 1}}) {
+         {std::array<uint32_t, 7>{256, 32, 2, 2, 1, 0, 0}, std::array<uint32_t, 7>{64, 8, 2, 4, 0, 0, 1},
+          std::array<uint32_t, 7>{256, 32, 4, 2, 2, 1, 2}, std::array<uint32_t, 7>{128, 16, 2, 3, 1, 1, 0}}) {
       LlmOps o(ctx());
       o.tuning.matvec_wg = tune[0];
       o.tuning.matvec_tpr = tune[1];
@@ -329,10 +315,9 @@ TEST(LlmLinear, RmsNormLinearMatchesReference) {
       o.tuning.matvec_late = tune[5];
       o.tuning.matvec_pf = tune[6];
       o.tuning.matvec_static = tune[5];  // with the late norm
-      o.tuning.matvec_ss_early = tune[7];
       const std::string what = std::string(to_string(t)) + " wg " + std::to_string(tune[0]) + " xs " +
                                std::to_string(tune[4]) + " late " + std::to_string(tune[5]) + " pf " +
-                               std::to_string(tune[6]) + " ss_early " + std::to_string(tune[7]);
+                               std::to_string(tune[6]);
       ASSERT_TRUE(o.fuses_norm(cols)) << what;
       expect_rms_norm_linear(o, x, nw, eps, w, deq, cols, xn, 34, what);
       if (block_size(t) == 256) continue;  // gate|up of 2 x 96 rows at cols 160 or 204
@@ -370,9 +355,7 @@ TEST(LlmLinear, RmsNormLinearMatchesReference) {
 // passes, rms_norm_linear then rope_kv_append: bit-identical qkv and caches (poisoned first, so
 // rows either path leaves alone must stay so), F32/F16/BF16 weights at an awkward width, both
 // pair layouts, a fixed position and one read on the GPU with a separate cache row, x staged in
-// workgroup memory or not, 1, 2 and 4 RoPE pairs per row group, in a second layer of the cache;
-// and with the epilogue's loads and the norm's sum of squares before the dot products
-// (matvec_rope_early, matvec_ss_early).
+// workgroup memory or not, 1, 2 and 4 RoPE pairs per row group, in a second layer of the cache.
 TEST(LlmLinear, QkvRopeMatchesTwoPasses) {
   const int nh = 4, nkv = 2, hd = 16, max_ctx = 12;
   const int64_t rows = int64_t(nh + 2 * nkv) * hd, cols = 204;
@@ -385,9 +368,8 @@ TEST(LlmLinear, QkvRopeMatchesTwoPasses) {
   auto nw = make_tensor(ctx(), {cols}, test::random_floats(size_t(cols), 93, 0.5f, 1.5f));
   for (auto t : {TensorType::F32, TensorType::F16, TensorType::BF16}) {
     auto w = upload_weight(ctx(), t, ref::random_weight(t, rows, cols, 91), rows, cols);
-    for (int variant = 0; variant < 8; ++variant) {
-      const bool interleaved = variant == 1 || variant == 5 || variant == 6,
-                 dyn = variant == 2 || variant == 4 || variant == 6;
+    for (int variant = 0; variant < 6; ++variant) {
+      const bool interleaved = variant == 1 || variant == 5, dyn = variant == 2 || variant == 4;
       LlmOps o(ctx());
       o.tuning.matvec_xs = variant == 2 ? 0 : 1;
       if (variant == 1 || variant == 5) o.tuning.matvec_tpr = 8;
@@ -397,18 +379,12 @@ TEST(LlmLinear, QkvRopeMatchesTwoPasses) {
         o.tuning.matvec_static = 1;
       }
       // 2 and 4 RoPE pairs per row group (the last workgroup's groups partly past the rows)
-      if (variant == 4 || variant == 5) o.tuning.matvec_rope_rows = variant == 4 ? 4 : 8;
-      if (variant >= 6) {  // the epilogue's loads and the norm's sum before the dot products
-        o.tuning.matvec_ss_early = 1;
-        o.tuning.matvec_rope_early = 1;
-        o.tuning.matvec_rope_rows = variant == 6 ? 2 : 4;
-      }
+      if (variant >= 4) o.tuning.matvec_rope_rows = variant == 4 ? 4 : 8;
       ASSERT_TRUE(o.fuses_rope(cols));
-      const std::string what =
-          std::string(to_string(t)) + (interleaved ? " interleaved" : " neox") +
-          (dyn ? " position read on the GPU" : " fixed position") + (variant == 2 ? ", x from global memory" : "") +
-          (variant >= 3 ? ", late norm, prefetch, static columns" : "") + (variant >= 6 ? ", early epilogue" : "") +
-          ", rope rows " + std::to_string(o.tuning.matvec_rope_rows);
+      const std::string what = std::string(to_string(t)) + (interleaved ? " interleaved" : " neox") +
+                               (dyn ? " position read on the GPU, x from global memory" : " fixed position") +
+                               (variant >= 3 ? ", late norm, prefetch, static columns" : "") + ", rope rows " +
+                               std::to_string(o.tuning.matvec_rope_rows);
       const RopeKvArgs a = test::qkv_rope_args(nh, interleaved, dyn ? &pos : nullptr);
       auto fused = test::qkv_rope_outputs(rows, nkv, max_ctx, hd, [&](Batch& b, const Tensor& qkv, const KvLayer& c) {
         o.rms_norm_qkv_rope(b, x, nw, 1e-5f, w, qkv, table, c, a);

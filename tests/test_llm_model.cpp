@@ -159,8 +159,7 @@ TEST(LlamaFixturesGpu, F16DecodeKnobsMatchToo) {
 // GPUs' one-token F16 steps (the recorded step, position read on the GPU) against the prompt
 // pass's rows, token by token: the step with the attention's combine and the final norm passes
 // of their own, and folded into the o and output projections (the default) at two matvec shapes
-// (and 2 RoPE pairs per row group of the QKV matvec), through the kx schedule (matvec_kx), and with
-// the epilogues' loads and the norm's sum before the dot products (matvec_*_early).
+// (and 2 RoPE pairs per row group of the QKV matvec), and through the kx schedule (matvec_kx).
 // (check_model's greedy steps compare argmaxes only.) CPU adapters run other kernels: skipped.
 TEST(LlamaFixturesGpu, F16DecodeStepsMatchThePromptPass) {
   WGC_REQUIRE_FILE(fx("tiny-llama3-bf16/tiny-llama3-bf16-f16.gguf"));
@@ -181,8 +180,7 @@ TEST(LlamaFixturesGpu, F16DecodeStepsMatchThePromptPass) {
        {"matvec_combine=0/matvec_out_norm=0", "matvec_rope_rows=4",
         "matvec_wg=64/matvec_tpr=2/matvec_unroll=1/matvec_few_groups=0/swiglu_wg_rows=16/swiglu_tpr=8",
         "matvec_tpr=4/matvec_few_groups=1000/matvec_few_unroll=7", "matvec_kx=7/kx_cols=0",
-        "matvec_kx=7/kx_cols=0/kx_wg=64/kx_rows=4/kx_loads=2/kx_groups=3", "matvec_ss_early=1/matvec_rope_early=1",
-        "matvec_ss_early=1/matvec_rope_early=1/matvec_kx=0/matvec_split=1"}) {
+        "matvec_kx=7/kx_cols=0/kx_wg=64/kx_rows=4/kx_loads=2/kx_groups=3"}) {
     EngineOptions e2 = eo;
     apply_tuning(e2.tuning, spec);
     LlamaModel model(ctx(), mf, e2);

@@ -17,20 +17,15 @@
 // XS (a prelude constant): the whole of x (of the workgroup's range: XN4 vec4s, zero past cols)
 // is staged in workgroup memory once, laid out so that the lanes of a group read consecutive
 // vec4s (no bank conflicts); else x is read from global memory, masked past cols where X_MASK.
-// SS_EARLY (a prelude constant; XS with X_LATE): the RMS norm's sum of squares added up around the
-// staging barrier (x_staged, x_scale_staged) instead of by a reduction after the dot products.
-// ROPE_EARLY (a prelude constant): rope_store's cache row and (cos, sin) loaded (rope_at) before
-// x is prepared, instead of after the dot products. Neither changes a result (with subgroups
-// SS_EARLY adds the same subgroup sums in the same order as group_sum).
 // PF (a prelude constant, 0 .. UNROLL): the weights of each invocation's first PF steps of its
 // first unrolled pass are loaded before x is prepared (x_prologue, the staging), so that they are
 // in flight meanwhile; the same sums in the same order.
 // x is read through x_load4 (matvec_x.wgsl: as it is; matvec_x_norm.wgsl: RMS-normalised, after
 // x_prologue, or with X_LATE scaled at the end by x_scale; matvec_x_combine.wgsl: merged from
 // flash-decoding partials, with XS). Preceded by a prelude (SWIGLU, ROPE, KS, XS, XN4, X_MASK,
-// X_LATE, SS_EARLY, ROPE_EARLY, PF, PF_N, COLS, P_BINDING; XC_* for the combine), common.wgsl,
-// rope_pair.wgsl, a weights/*.wgsl file (bindings 0, 1), a reduce file, one of those x files and
-// matvec_rope.wgsl (ROPE: bindings 5-8) or matvec_q8_norope.wgsl.
+// X_LATE, PF, PF_N, COLS, P_BINDING; XC_* for the combine), common.wgsl, rope_pair.wgsl, a
+// weights/*.wgsl file (bindings 0, 1), a reduce file, one of those x files and matvec_rope.wgsl
+// (ROPE: bindings 5-8) or matvec_q8_norope.wgsl.
 @group(0) @binding(2) var<storage, read> x4: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
 @group(0) @binding(4) var<storage, read_write> y: array<f32>;
@@ -132,8 +127,6 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     }
     rows[u] = p.row0 + min(rl[u], p.rows - 1u);
   }
-  // ROPE_EARLY: the epilogue's cache row and (cos, sin) loaded now, not after the dot products.
-  var rat: array<RopeAt, R_MAX / 2u>;
   // PF: the first unrolled pass's weights (where this invocation makes a whole one), before x.
   let pf = PF > 0u && cb + lane + (UNROLL - 1u) * TPR < ce;
   var pre: array<WChunk, PF_N>;  // PF_N (prelude): PF * R, at least 1
@@ -141,9 +134,6 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     for (var k = 0u; k < PF; k++) {
       for (var u = 0u; u < R; u++) { pre[k * R + u] = wc_load(rows[u], cb + lane + k * TPR); }
     }
-  }
-  if (ROPE && ROPE_EARLY && lane == 0u) {
-    for (var u = 0u; u < R; u += 2u) { rat[u / 2u] = rope_at(rl[u]); }
   }
   x_prologue(lid);
   if (XS) {
@@ -156,7 +146,6 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
       }
       xw[(i % XV) * XH + i / XV] = v;
     }
-    if (SS_EARLY) { x_staged(lid); }
     workgroupBarrier();
   }
   let nx4 = (mv_cols() + 3u) / 4u;
@@ -201,12 +190,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
       for (var u = 0u; u < R; u++) { acc[u] += w_chunk(rows[u], c); }
     }
   }
-  var xsc = 1.0;
-  if (SS_EARLY) {
-    xsc = x_scale_staged(lid);
-  } else {
-    xsc = x_scale(lid);
-  }
+  let xsc = x_scale(lid);
   var outs: array<f32, R_MAX>;
   for (var u = 0u; u < R; u++) {
     let s = group_sum(acc[u], lid, TPR) * xsc;
@@ -225,13 +209,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
   }
   if (ROPE && lane == 0u) {
     for (var u = 0u; u < R; u += 2u) {
-      if (rl[u] < p.rows) {
-        if (ROPE_EARLY) {
-          rope_store_at(rl[u], rl[u + 1u], outs[u], outs[u + 1u], rat[u / 2u]);
-        } else {
-          rope_store(rl[u], rl[u + 1u], outs[u], outs[u + 1u]);
-        }
-      }
+      if (rl[u] < p.rows) { rope_store(rl[u], rl[u + 1u], outs[u], outs[u + 1u]); }
     }
   }
   if (SWIGLU) {

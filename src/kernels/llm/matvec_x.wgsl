@@ -2,5 +2,3 @@
 fn x_prologue(lid: u32) {}
 fn x_load4(i4: u32) -> vec4<f32> { return x4[i4]; }
 fn x_scale(lid: u32) -> f32 { return 1.0; }
-fn x_staged(lid: u32) {}
-fn x_scale_staged(lid: u32) -> f32 { return 1.0; }

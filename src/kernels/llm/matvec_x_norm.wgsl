@@ -33,13 +33,3 @@ fn x_scale(lid: u32) -> f32 {
   if (X_LATE) { return inverseSqrt(group_sum(x_ss, lid, WG) / f32(mv_cols()) + EPS); }
   return 1.0;
 }
-// The same with the sum of squares added up around the staging barrier (matvec.wgsl's SS_EARLY):
-// x_staged before it, x_scale_staged after it (each in uniform control flow), instead of a
-// reduction with two barriers of its own after the dot products.
-fn x_staged(lid: u32) {
-  if (X_LATE) { red[lid] = group_part(x_ss); }
-}
-fn x_scale_staged(lid: u32) -> f32 {
-  if (X_LATE) { return inverseSqrt(red_sum() / f32(mv_cols()) + EPS); }
-  return 1.0;
-}

@@ -22,12 +22,3 @@ fn group_sum(v: f32, lid: u32, GS: u32) -> f32 {
 }
 // v of invocation lid ^ 1 (SG >= 2). Call in uniform control flow.
 fn partner(v: f32, lid: u32) -> f32 { return subgroupShuffleXor(v, 1u); }
-// A workgroup sum in two halves around a barrier the kernel has anyway: group_part(v) is what
-// invocation lid stores in red[lid] before it (its subgroup's sum), red_sum() what every
-// invocation adds up after it (one entry per subgroup).
-fn group_part(v: f32) -> f32 { return subgroupAdd(v); }
-fn red_sum() -> f32 {
-  var t = 0.0;
-  for (var i = 0u; i < WG; i += SG) { t += red[i]; }
-  return t;
-}

@@ -20,11 +20,3 @@ fn partner(v: f32, lid: u32) -> f32 {
   workgroupBarrier();
   return red[lid ^ 1u];
 }
-// A workgroup sum in two halves around a barrier the kernel has anyway: group_part(v) is what
-// invocation lid stores in red[lid] before it, red_sum() what every invocation adds up after it.
-fn group_part(v: f32) -> f32 { return v; }
-fn red_sum() -> f32 {
-  var t = 0.0;
-  for (var i = 0u; i < WG; i++) { t += red[i]; }
-  return t;
-}

@@ -5,36 +5,22 @@
 // v_cache, at cache row p.pos0 or positions[1] (rflags & 4). The includer binds positions,
 // k_cache and v_cache and defines rope_head(ra) (the row's head among the query, key and value
 // heads), rope_cs(i) (entry i of the (cos, sin) table) and rope_set_q(i, v) (y[i] = v).
-// What rope_store reads for pair row ra besides the values: the cache row and the (cos, sin) of
-// its angle ((1, 0) for value rows), so that a kernel can load them before its dot products.
-struct RopeAt {
-  crow: u32,
-  cs: vec2<f32>,
-}
-fn rope_at(ra: u32) -> RopeAt {
-  let hd = p.head_dim;
-  var at = RopeAt(p.pos0, vec2<f32>(1.0, 0.0));
-  if ((p.rflags & 4u) != 0u) { at.crow = positions[1]; }
-  if (rope_head(ra) >= p.heads + p.n_kv) { return at; }
-  var pos = p.pos0;
-  if ((p.rflags & 1u) != 0u) { pos = positions[0]; }
-  pos = min(pos, p.max_pos - 1u);
-  let i = select(ra % hd, (ra % hd) / 2u, (p.rflags & 2u) != 0u);  // the pair's index in its head
-  at.cs = rope_cs(pos * (hd / 2u) + i);
-  return at;
-}
-fn rope_store(ra: u32, rb: u32, a: f32, b: f32) { rope_store_at(ra, rb, a, b, rope_at(ra)); }
-fn rope_store_at(ra: u32, rb: u32, a: f32, b: f32, at: RopeAt) {
+fn rope_store(ra: u32, rb: u32, a: f32, b: f32) {
   let hd = p.head_dim;
   let head = rope_head(ra);
-  let crow = at.crow;
+  var crow = p.pos0;
+  if ((p.rflags & 4u) != 0u) { crow = positions[1]; }
   if (head >= p.heads + p.n_kv) {
     let dst = p.cache_off + ((head - p.heads - p.n_kv) * p.max_ctx + crow) * hd;
     v_cache[dst + ra % hd] = a;
     v_cache[dst + rb % hd] = b;
     return;
   }
-  let r = rope_rotate(a, b, at.cs);
+  var pos = p.pos0;
+  if ((p.rflags & 1u) != 0u) { pos = positions[0]; }
+  pos = min(pos, p.max_pos - 1u);
+  let i = select(ra % hd, (ra % hd) / 2u, (p.rflags & 2u) != 0u);  // the pair's index in its head
+  let r = rope_rotate(a, b, rope_cs(pos * (hd / 2u) + i));
   if (head < p.heads) {
     rope_set_q(p.y_off + ra, r.x);
     rope_set_q(p.y_off + rb, r.y);

@@ -130,11 +130,6 @@ void apply_tuning(LlmTuning& t, std::string_view spec) {
       {"matvec_pf", &LlmTuning::matvec_pf},
       {"matvec_late", &LlmTuning::matvec_late},
       {"matvec_static", &LlmTuning::matvec_static},
-      {"matvec_ss_early", &LlmTuning::matvec_ss_early},
-      {"matvec_wide_wg", &LlmTuning::matvec_wide_wg},
-      {"matvec_wide_rows", &LlmTuning::matvec_wide_rows},
-      {"matvec_wide_unroll", &LlmTuning::matvec_wide_unroll},
-      {"matvec_rope_early", &LlmTuning::matvec_rope_early},
       {"matvec_split", &LlmTuning::matvec_split},
       {"matvec_split_cols", &LlmTuning::matvec_split_cols},
       {"matvec_split_groups", &LlmTuning::matvec_split_groups},
@@ -399,7 +394,7 @@ Kernel LlmOps::matvec_kernel(TensorType t, LinearVersion v, int64_t cols, uint32
   const bool sg = v == LinearVersion::Subgroup;
   need(!xc || (!norm_eps && !rope && !swiglu_rows), "matvec", "x combined from partials for plain rows only");
   const auto files = matvec_files(t, sg, xc != nullptr, norm_eps != nullptr, rope, "llm/matvec.wgsl");
-  const MatvecShape m = few_unroll(matvec_shape(swiglu_rows != 0, cols), groups);
+  const MatvecShape m = few_unroll(matvec_shape(swiglu_rows != 0), groups);
   const uint32_t rows = rope ? rope_rows() : swiglu_rows ? swiglu_rows : m.rows;
   std::vector<std::pair<std::string, double>> c = {{"WG", m.wg}, {"TPR", m.tpr}, {"UNROLL", m.unroll}, {"R", rows}};
   if (sg) c.push_back({"SG", sg_size_});
@@ -430,10 +425,6 @@ Kernel LlmOps::matvec_kernel(TensorType t, LinearVersion v, int64_t cols, uint32
   // The norm's scale after the dot products where x is staged whole (each element loaded once).
   const bool late = norm_eps && xs && tuning.matvec_late;
   if (late) key += "/late";
-  // The epilogues' loads and reductions moved before the dot products (tuning.matvec_*_early).
-  const bool ss_early = late && tuning.matvec_ss_early, rope_early = rope && tuning.matvec_rope_early;
-  if (ss_early) key += "/ss_early";
-  if (rope_early) key += "/rope_early";
   if (pf) key += "/pf" + std::to_string(pf);
   // The columns built in (a kernel per width).
   const uint32_t static_cols = tuning.matvec_static && cols > 0 ? u32(cols) : 0u;
@@ -445,9 +436,8 @@ Kernel LlmOps::matvec_kernel(TensorType t, LinearVersion v, int64_t cols, uint32
   const auto cb = prelude_bool;
   const std::string prelude =
       cb("SWIGLU", swiglu_rows != 0) + cb("ROPE", rope) + cb("XS", xs) + cu("XN4", xn4) + cb("X_MASK", mask) +
-      cb("X_LATE", late) + cb("SS_EARLY", ss_early) + cb("ROPE_EARLY", rope_early) + cu("PF", pf) +
-      cu("PF_N", std::max(1u, pf * rows)) + cu("KS", splits) + cu("COLS", static_cols) +
-      cu("P_BINDING", rope ? kMatvecRopeUniform : 5u) +
+      cb("X_LATE", late) + cu("PF", pf) + cu("PF_N", std::max(1u, pf * rows)) + cu("KS", splits) +
+      cu("COLS", static_cols) + cu("P_BINDING", rope ? kMatvecRopeUniform : 5u) +
       (xc ? cu("XC_NH", u32(xc->n_heads)) + cu("XC_S", xc->splits) + cu("XC_HD", u32(xc->head_dim)) : std::string());
   return kernel(
       key + (sg ? "/sg/" : "/wg/") + (swiglu_rows ? "swiglu/" : "") + shape_tag({m.wg, m.tpr, m.unroll, rows}), files,
@@ -517,8 +507,7 @@ bool LlmOps::stages_x(TensorType t, int64_t cols, bool norm, uint64_t extra_byte
   if (!float_weights(t)) return false;
   // matvec.wgsl's xw (whole weight chunks of x), red and res
   const uint64_t xv = chunk_elems(t) / 4, bytes = ceil_div(uint64_t(ceil_div(uint64_t(cols), 4)), xv) * xv * 16 +
-                                                  4ull * matvec_shape(false, cols).wg + 4ull * kSwigluRows +
-                                                  extra_bytes;
+                                                  4ull * matvec_shape().wg + 4ull * kSwigluRows + extra_bytes;
   return cols > 0 && bytes <= ctx_.limits().max_compute_workgroup_storage_size;
 }
 
@@ -528,7 +517,7 @@ uint32_t LlmOps::matvec_splits(TensorType t, int64_t cols, int64_t rows) const {
   need(tuning.matvec_split <= kMatvecMaxSplits, "matvec",
        "matvec_split " + std::to_string(tuning.matvec_split) + " (1.." + std::to_string(kMatvecMaxSplits) + ")");
   // At least one unrolled pass of every row group's invocations per range.
-  const MatvecShape m = matvec_shape(false, cols);
+  const MatvecShape m = matvec_shape();
   if (tuning.matvec_split_groups > 0 && rows > 0 &&
       ceil_div(uint64_t(rows), uint64_t(m.wg / m.tpr * m.rows)) >= tuning.matvec_split_groups)
     return 1;
@@ -546,17 +535,12 @@ Params LlmOps::matvec_params(int64_t rows, int64_t cols, int64_t row0, int64_t y
   return prm;
 }
 
-LlmOps::MatvecShape LlmOps::matvec_shape(bool swiglu, int64_t cols) const {
-  // The wide plain matvecs' own shape where set (matvec_wide_*; 0: the plain one's).
-  const bool wide = !swiglu && cols > 0 && cols >= int64_t(tuning.matvec_split_cols);
-  auto pick = [wide](uint32_t w, uint32_t plain) { return wide && w ? w : plain; };
-  const uint32_t wg = std::min(pick(tuning.matvec_wide_wg, tuning.matvec_wg), max_wg_);
+LlmOps::MatvecShape LlmOps::matvec_shape(bool swiglu) const {
+  const uint32_t wg = std::min(tuning.matvec_wg, max_wg_);
   const uint32_t tpr = swiglu && tuning.swiglu_tpr ? tuning.swiglu_tpr : tuning.matvec_tpr;
-  const uint32_t unroll =
-      swiglu && tuning.swiglu_unroll ? tuning.swiglu_unroll : pick(tuning.matvec_wide_unroll, tuning.matvec_unroll);
+  const uint32_t unroll = swiglu && tuning.swiglu_unroll ? tuning.swiglu_unroll : tuning.matvec_unroll;
   need(unroll >= 1 && unroll <= 8, "matvec", "unroll " + std::to_string(unroll) + " (1..8)");
-  return {wg, std::min(tpr, wg), std::clamp(pick(tuning.matvec_wide_rows, tuning.matvec_rows), 1u, kMatvecMaxRows),
-          unroll};
+  return {wg, std::min(tpr, wg), std::clamp(tuning.matvec_rows, 1u, kMatvecMaxRows), unroll};
 }
 
 LlmOps::MatvecShape LlmOps::few_unroll(MatvecShape m, uint64_t groups) const {
@@ -753,7 +737,7 @@ void LlmOps::matvec(Batch& b, const GpuWeight& w, const Arg& x, const Tensor& bi
     return;
   }
   const uint32_t splits = matvec_splits(w.type, w.cols, rows);
-  const MatvecShape m = matvec_shape(false, w.cols);
+  const MatvecShape m = matvec_shape();
   const uint64_t blocks = ceil_div(uint64_t(rows), m.wg / m.tpr * m.rows);
   Kernel k = matvec_kernel(w.type, v, w.cols, 0, nullptr, false, splits, xc, blocks * splits);
   if (splits == 1) {
@@ -782,7 +766,7 @@ void LlmOps::rms_norm_linear(Batch& b, const Tensor& x, const Tensor& norm_w, fl
   need_elems(y, o.y_offset + rows, op, "y");
   const LinearVersion v = subgroups_ ? LinearVersion::Subgroup : LinearVersion::Shared;
   const bool kx = kx_runs(kKxPlain, w.type, w.cols, v);
-  const MatvecShape m = matvec_shape(false, w.cols);
+  const MatvecShape m = matvec_shape();
   const uint64_t groups = kx ? kx_grid(kKxPlain, rows) : ceil_div(uint64_t(rows), m.wg / m.tpr * m.rows);
   Kernel k = kx ? matvec_kx_kernel(w.type, w.cols, kKxPlain, &eps)
                 : matvec_kernel(w.type, v, w.cols, 0, &eps, false, 1, nullptr, groups);
@@ -811,7 +795,7 @@ void LlmOps::rms_norm_qkv_rope(Batch& b, const Tensor& x, const Tensor& norm_w, 
        "needs " + std::to_string(kMatvecRopeUniform) + " storage buffers per shader stage, the adapter allows " +
            std::to_string(ctx_.limits().max_storage_buffers_per_shader_stage));
   detail::check_qkv_rope(w, qkv, table, c, a, op);
-  const MatvecShape m = matvec_shape(false, w.cols);
+  const MatvecShape m = matvec_shape();
   need(m.tpr <= m.wg, op, "matvec tpr larger than the workgroup");
   const LinearVersion v = subgroups_ ? LinearVersion::Subgroup : LinearVersion::Shared;
   const bool kx = kx_runs(kKxRope, w.type, w.cols, v);

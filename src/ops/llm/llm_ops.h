@@ -254,14 +254,6 @@ struct LlmTuning {
   // the loops' trip counts known to the compiler, as mvq_static), 0: read from the parameters.
   // H200 (with matvec_pf 4, matvec_late): 8B F16 194.1 -> 195.3 t/s, 1B F16 882.5 -> 894.0.
   uint32_t matvec_static = 1;
-  // The one-token matvec.wgsl epilogues' latency, which every workgroup of a single-wave grid pays
-  // after its dot products. matvec_ss_early 1: where x is RMS-normalised with the late scale, the
-  // sum of squares is added up around the staging barrier (no reduction with two barriers after
-  // the dot products); matvec_rope_early 1: the QKV + RoPE matvec loads its cache row and (cos,
-  // sin) (from the positions on the GPU) before x is staged, not after the dot products. Neither
-  // changes a result (with subgroups).
-  uint32_t matvec_ss_early = 0;
-  uint32_t matvec_rope_early = 0;
   // One-token linear() matvecs (o and down projections, the output) with F16/BF16/F32 weights of
   // at least matvec_split_cols columns: their columns split into matvec_split ranges of whole
   // chunks (each range's workgroups write partial sums, a second pass adds the ranges in order):
@@ -274,12 +266,6 @@ struct LlmTuning {
   // (Where matvec_kx takes a matvec, nothing is split: by default an 8B model's down projection.)
   uint32_t matvec_split = 4;
   uint32_t matvec_split_cols = 12288;
-  // The plain matvec.wgsl matvecs of at least matvec_split_cols columns (an 8B model's down
-  // projection, where matvec_kx does not take it): invocations per workgroup, rows per row group
-  // and unroll of their own (0: matvec_wg, matvec_rows, matvec_unroll).
-  uint32_t matvec_wide_wg = 0;
-  uint32_t matvec_wide_rows = 0;
-  uint32_t matvec_wide_unroll = 0;
   // With matvec_split: only weights whose unsplit matvec has fewer workgroups than this are split
   // (0: any), so that a lower matvec_split_cols can reach the o projection (an 8B model's 4,096
   // columns: 256 workgroups) without splitting the output projection (8,016). H200, session 8:
@@ -852,9 +838,7 @@ class LlmOps {
   struct MatvecShape {
     uint32_t wg, tpr, rows, unroll;  // invocations per workgroup and per row group; rows per group; unroll
   };
-  // swiglu: the gate|up + SwiGLU kernel's tpr, unroll; cols: a plain matvec's columns (the wide
-  // ones take matvec_wide_*).
-  MatvecShape matvec_shape(bool swiglu = false, int64_t cols = 0) const;
+  MatvecShape matvec_shape(bool swiglu = false) const;  // swiglu: the gate|up + SwiGLU kernel's tpr, unroll
   // m with tuning.matvec_few_unroll for a grid of `groups` workgroups (0: unknown, as it is).
   MatvecShape few_unroll(MatvecShape m, uint64_t groups) const;
   uint32_t rope_rows() const;  // the QKV + RoPE matvec's rows per group, checked
