@@ -9,8 +9,10 @@
 #include "bench/bench.h"
 #include "cpu/llm/llm_ref.h"
 #include "ops/llm/llm_ops.h"
+#include "util/error.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <memory>
@@ -27,10 +29,11 @@ using llm::TensorType;
 
 constexpr int kPrefillTokens = 512;
 constexpr int kCheckedTokens = 2;  // tokens compared with the CPU reference
+constexpr int kMaxLinks = 256;     // WGC_BENCH_LINKS
 
 struct LinearData {
-  llm::GpuWeight w;
-  std::vector<double> deq;  // the weights as the reference sees them
+  std::vector<llm::GpuWeight> ws;  // the links' weights (chain_links); ws[0] is the one checked
+  std::vector<double> deq;         // the weights as the reference sees them
   std::vector<float> x;
   Tensor xt, y;
   llm::Q8Act xq;  // x quantized (versions q8: the integer-dot kernels)
@@ -38,35 +41,128 @@ struct LinearData {
 
 enum class Kind { Matvec, Matmul, Batched };
 
-// LlmOps with the tuning in WGC_LLM_TUNING (llm::apply_tuning's "key=value,..."), so that a
-// benchmark run can sweep the kernels' knobs without a rebuild.
-std::shared_ptr<llm::LlmOps> tuned_ops(const Context& ctx) {
-  auto ops = std::make_shared<llm::LlmOps>(ctx);
-  if (const char* t = std::getenv("WGC_LLM_TUNING")) llm::apply_tuning(ops->tuning, t);
-  return ops;
-}
-
 // Versions "kx" run the kx schedule for every kind and width (tuning.matvec_kx, kx_cols 0; the other
 // kx knobs from WGC_LLM_TUNING); the others run what the tuning says (by default kx for 12,288
 // columns and more).
 constexpr uint32_t kKxAll = llm::LlmOps::kKxSwiglu | llm::LlmOps::kKxPlain | llm::LlmOps::kKxRope;
 
-// Whether o asks for this version (or for all).
-bool wanted(const Options& o, const std::string& version) {
-  return o.versions.empty() || std::find(o.versions.begin(), o.versions.end(), version) != o.versions.end();
+// LlmOps with a tuning set of WGC_LLM_TUNING, so that a benchmark run sweeps the kernels' knobs
+// without a rebuild: llm::apply_tuning's "key=value,..." (or '/' between knobs) sets separated by
+// ';', each timed as its own version ("VERSION [SET]", which --versions VERSION keeps) of every case,
+// on the same data.
+struct TuningSet {
+  std::string spec;
+  std::shared_ptr<llm::LlmOps> ops, kx;  // kx: the same with the kx schedule for every kind and width
+};
+std::vector<TuningSet> tuning_sets(const Context& ctx) {
+  std::vector<TuningSet> sets;
+  const char* env = std::getenv("WGC_LLM_TUNING");
+  std::string_view all = env ? env : "";
+  do {
+    const size_t semi = all.find(';');
+    TuningSet t{std::string(all.substr(0, semi)), std::make_shared<llm::LlmOps>(ctx),
+                std::make_shared<llm::LlmOps>(ctx)};
+    llm::apply_tuning(t.ops->tuning, t.spec);
+    t.kx->tuning = t.ops->tuning;
+    t.kx->tuning.matvec_kx = kKxAll;
+    t.kx->tuning.kx_cols = 0;
+    sets.push_back(std::move(t));
+    all = semi == std::string_view::npos ? std::string_view() : all.substr(semi + 1);
+  } while (!all.empty());
+  return sets;
 }
+
+// One case per tuning set, make(ops) making it for the set's ops (kx: its kx ops); the version
+// gets " [SET]" where there are several sets. Sets whose ops cannot run the case (runs(ops)
+// false) are left out, so that one set does not stop a run.
+template <class Make>
+void add_per_set(std::vector<Case>& out, const std::vector<TuningSet>& sets, bool kx, Make&& make,
+                 const std::function<bool(const llm::LlmOps&)>& runs = {}) {
+  for (const auto& t : sets) {
+    if (runs && !runs(kx ? *t.kx : *t.ops)) continue;
+    Case c = make(kx ? t.kx : t.ops);
+    if (sets.size() > 1) c.version += " [" + t.spec + "]";
+    out.push_back(std::move(c));
+  }
+}
+
+// WGC_BENCH_LINKS=N (1..256, default 1): each llm.matvec case records N dispatches, one over each
+// of N copies of its weights (distinct buffers, so nothing stays in the L2 from one to the next),
+// timed as one span (Timing::Span, as gpu.chain-read): the table's us per dispatch is then a
+// link's cost in a chain, comparable with a gpu.chain-read link of the same bytes.
+int bench_links() {
+  const char* env = std::getenv("WGC_BENCH_LINKS");
+  if (!env) return 1;
+  const std::string_view v(env);
+  int n = 0;
+  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (ec != std::errc() || end != v.data() + v.size() || n < 1 || n > kMaxLinks)
+    throw Error("WGC_BENCH_LINKS: '" + std::string(v) + "' is not a count of links from 1 to " +
+                std::to_string(kMaxLinks));
+  return n;
+}
+
+// The weights of a case's links: `links` uploads of the same bytes.
+std::vector<llm::GpuWeight> link_weights(const Context& ctx, TensorType t, const std::vector<std::byte>& bytes,
+                                         int64_t rows, int64_t cols, int links) {
+  std::vector<llm::GpuWeight> ws;
+  for (int i = 0; i < links; ++i) ws.push_back(llm::upload_weight(ctx, t, bytes, rows, cols));
+  return ws;
+}
+
+// A case whose run records one dispatch per link (each over its own weights): timed as one span
+// with its bytes and dispatches counted per link, where there is more than one.
+void chain_links(Case& c, size_t links) {
+  if (links <= 1) return;
+  c.timing = Timing::Span;
+  c.dispatches = double(links);
+  c.bytes *= double(links);
+}
+
+// Whether o asks for this version (or for all).
+// (WGC_BENCH_LLM_VERSIONS: a comma-separated list as --versions, for the llm.* benches alone, so
+// that a GPU run's other bench steps keep all their versions.)
+std::vector<std::string> llm_versions() {
+  std::vector<std::string> v;
+  const char* env = std::getenv("WGC_BENCH_LLM_VERSIONS");
+  for (std::string_view rest = env ? env : ""; !rest.empty();) {
+    const size_t comma = rest.find(',');
+    if (comma != 0) v.emplace_back(rest.substr(0, comma));
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+  }
+  return v;
+}
+bool wanted(const Options& o, const std::string& version) {
+  auto in = [&](const std::vector<std::string>& vs) {
+    return vs.empty() || std::find(vs.begin(), vs.end(), version) != vs.end();
+  };
+  return in(o.versions) && in(llm_versions());
+}
+// Whether WGC_BENCH_SHAPES (comma-separated sizes as the table prints them, e.g.
+// "4096x14336,2x14336x4096"; unset: all) asks for a llm.matvec case of this size.
+bool wanted_shape(const std::string& size) {
+  const char* env = std::getenv("WGC_BENCH_SHAPES");
+  if (!env || !*env) return true;
+  const std::string list = std::string(",") + env + ",";
+  return list.find("," + size + ",") != std::string::npos;
+}
+
 // Whether o asks for any version of weight type t ("F16/..."), so that its cases are worth building.
 bool wanted_type(const Options& o, TensorType t) {
   const std::string prefix = std::string(llm::to_string(t)) + "/";
-  return o.versions.empty() ||
-         std::any_of(o.versions.begin(), o.versions.end(), [&](const std::string& v) { return v.starts_with(prefix); });
+  auto in = [&](const std::vector<std::string>& vs) {
+    return vs.empty() || std::any_of(vs.begin(), vs.end(), [&](const std::string& v) { return v.starts_with(prefix); });
+  };
+  return in(o.versions) && in(llm_versions());
 }
 
 // The fused RMSNorm + gate|up + SwiGLU matvec of one token (rms_norm_swiglu, as a decode step
 // runs it) on F16 weights of 2 x ffn rows: an 8B model's 2 x 14336 x 4096 at side 4096.
-Case swiglu_case(const Context& ctx, std::shared_ptr<llm::LlmOps> ops, int64_t ffn, int64_t cols, bool kx) {
+void swiglu_cases(std::vector<Case>& out, const Context& ctx, const std::vector<TuningSet>& sets, int64_t ffn,
+                  int64_t cols, bool kx) {
+  if (!wanted_shape("2x" + std::to_string(ffn) + "x" + std::to_string(cols))) return;
   struct Data {
-    llm::GpuWeight w;
+    std::vector<llm::GpuWeight> ws;  // the links' weights; ws[0] is checked
     std::vector<double> deq;
     std::vector<float> x, nw;
     Tensor xt, nt, y;
@@ -75,7 +171,7 @@ Case swiglu_case(const Context& ctx, std::shared_ptr<llm::LlmOps> ops, int64_t f
   auto d = std::make_shared<Data>();
   const TensorType t = TensorType::F16;
   auto bytes = llm::ref::random_weight(t, 2 * ffn, cols, 9);
-  d->w = llm::upload_weight(ctx, t, bytes, 2 * ffn, cols);
+  d->ws = link_weights(ctx, t, bytes, 2 * ffn, cols, bench_links());
   d->deq = llm::ref::dequantize(t, bytes, 2 * ffn, cols);
   d->x.resize(size_t(cols));
   d->nw.resize(size_t(cols));
@@ -86,33 +182,191 @@ Case swiglu_case(const Context& ctx, std::shared_ptr<llm::LlmOps> ops, int64_t f
   d->xt = make_tensor(ctx, {cols}, d->x);
   d->nt = make_tensor(ctx, {cols}, d->nw);
   d->y = make_tensor(ctx, {ffn});
-  Case c;
-  c.op = "llm.matvec";
-  c.version = std::string(llm::to_string(t)) + "/swiglu-norm" + (kx ? "-kx" : "");
-  c.size = "2x" + std::to_string(ffn) + "x" + std::to_string(cols);
-  c.elements = 2.0 * double(ffn) * double(cols);
-  c.bytes = double(d->w.gpu_bytes()) + 8.0 * double(cols) + 4.0 * double(ffn);
-  c.record = [ops, d](Batch& b) { ops->rms_norm_swiglu(b, d->xt, d->nt, kEps, d->w, d->y); };
-  c.check = [ops, d, ffn, cols, &ctx] {
-    fill_u32(ctx, d->y, kPoisonNaN);
-    Batch b(ctx);
-    ops->rms_norm_swiglu(b, d->xt, d->nt, kEps, d->w, d->y);
-    b.run();
-    auto got = download<float>(ctx, d->y);
-    auto xn = llm::ref::rms_norm(d->x, d->nw, 1, int(cols), kEps);
-    auto to_f = [](const std::vector<double>& v) { return std::vector<float>(v.begin(), v.end()); };
-    auto want = llm::ref::swiglu(to_f(llm::ref::linear(d->deq, cols, xn, 1, 0, ffn)),
-                                 to_f(llm::ref::linear(d->deq, cols, xn, 1, ffn, ffn)));
-    return cpu::max_rel_error(std::span<const float>(got), std::span<const float>(want));
+  add_per_set(out, sets, kx, [&](std::shared_ptr<llm::LlmOps> ops) {
+    Case c;
+    c.op = "llm.matvec";
+    c.version = std::string(llm::to_string(t)) + "/swiglu-norm" + (kx ? "-kx" : "");
+    c.size = "2x" + std::to_string(ffn) + "x" + std::to_string(cols);
+    c.elements = 2.0 * double(ffn) * double(cols);
+    c.bytes = double(d->ws[0].gpu_bytes()) + 8.0 * double(cols) + 4.0 * double(ffn);
+    c.record = [ops, d](Batch& b) {
+      for (const auto& w : d->ws) ops->rms_norm_swiglu(b, d->xt, d->nt, kEps, w, d->y);
+    };
+    chain_links(c, d->ws.size());
+    c.check = [ops, d, ffn, cols, &ctx] {
+      fill_u32(ctx, d->y, kPoisonNaN);
+      Batch b(ctx);
+      ops->rms_norm_swiglu(b, d->xt, d->nt, kEps, d->ws[0], d->y);
+      b.run();
+      auto got = download<float>(ctx, d->y);
+      auto xn = llm::ref::rms_norm(d->x, d->nw, 1, int(cols), kEps);
+      auto to_f = [](const std::vector<double>& v) { return std::vector<float>(v.begin(), v.end()); };
+      auto want = llm::ref::swiglu(to_f(llm::ref::linear(d->deq, cols, xn, 1, 0, ffn)),
+                                   to_f(llm::ref::linear(d->deq, cols, xn, 1, ffn, ffn)));
+      return cpu::max_rel_error(std::span<const float>(got), std::span<const float>(want));
+    };
+    return c;
+  });
+}
+
+// The fused RMSNorm + QKV + RoPE + KV-append matvec of one token (rms_norm_qkv_rope, as a decode
+// step runs it) on F16 weights of an 8B model's heads at side 4096 (32 query and 8 KV heads of
+// 128: 6144 x 4096; side / 128 query heads, a quarter as many KV heads), interleaved pairs (GGUF
+// Llama's) at position 5. Checked on the rotated query rows.
+void qkv_rope_cases(std::vector<Case>& out, const Context& ctx, const std::vector<TuningSet>& sets, int64_t side) {
+  constexpr int hd = 128, kPos = 5, kMaxPos = 16;
+  constexpr float kEps = 1e-5f;
+  const int nh = int(std::max<int64_t>(1, side / hd)), nkv = std::max(1, nh / 4);
+  const int64_t rows = int64_t(nh + 2 * nkv) * hd, cols = side;
+  if (!wanted_shape(std::to_string(rows) + "x" + std::to_string(cols))) return;
+  struct Data {
+    std::vector<llm::GpuWeight> ws;
+    std::vector<double> deq;
+    std::vector<float> x, nw, inv;
+    Tensor xt, nt, qkv;
+    llm::RopeTable table;
+    llm::KvCache cache;
   };
-  return c;
+  auto d = std::make_shared<Data>();
+  const TensorType t = TensorType::F16;
+  auto bytes = llm::ref::random_weight(t, rows, cols, 13);
+  d->ws = link_weights(ctx, t, bytes, rows, cols, bench_links());
+  d->deq = llm::ref::dequantize(t, bytes, rows, cols);
+  d->x.resize(size_t(cols));
+  d->nw.resize(size_t(cols));
+  for (size_t i = 0; i < d->x.size(); ++i) {
+    d->x[i] = float(std::sin(double(i) * 0.37));
+    d->nw[i] = float(1.0 + 0.5 * std::cos(double(i) * 0.11));
+  }
+  std::vector<double> inv(hd / 2);
+  for (int i = 0; i < hd / 2; ++i) inv[size_t(i)] = std::pow(500000.0, -2.0 * i / hd);
+  d->inv.assign(inv.begin(), inv.end());
+  d->table = llm::make_rope_table(ctx, inv, hd, kMaxPos);
+  d->cache = llm::make_kv_cache(ctx, 1, nkv, kMaxPos, hd);
+  d->xt = make_tensor(ctx, {cols}, d->x);
+  d->nt = make_tensor(ctx, {cols}, d->nw);
+  d->qkv = make_tensor(ctx, {rows});
+  llm::RopeKvArgs a;
+  a.n_heads = nh;
+  a.pos0 = kPos;
+  a.interleaved = true;
+  add_per_set(out, sets, false, [&](std::shared_ptr<llm::LlmOps> ops) {
+    auto rec = [ops, d, a](Batch& b, const llm::GpuWeight& w) {
+      ops->rms_norm_qkv_rope(b, d->xt, d->nt, kEps, w, d->qkv, d->table, d->cache.layer(0), a);
+    };
+    Case c;
+    c.op = "llm.matvec";
+    c.version = std::string(llm::to_string(t)) + "/qkv-rope-norm";
+    c.size = std::to_string(rows) + "x" + std::to_string(cols);
+    c.elements = double(rows) * double(cols);
+    c.bytes = double(d->ws[0].gpu_bytes()) + 8.0 * double(cols) + 4.0 * double(rows);
+    c.record = [rec, d](Batch& b) {
+      for (const auto& w : d->ws) rec(b, w);
+    };
+    chain_links(c, d->ws.size());
+    c.check = [rec, d, nh, cols, &ctx] {
+      fill_u32(ctx, d->qkv, kPoisonNaN);
+      Batch b(ctx);
+      rec(b, d->ws[0]);
+      b.run();
+      auto got = download<float>(ctx, d->qkv);
+      got.resize(size_t(nh) * hd);
+      auto xn = llm::ref::rms_norm(d->x, d->nw, 1, int(cols), kEps);
+      auto q = llm::ref::linear(d->deq, cols, xn, 1, 0, int64_t(nh) * hd);
+      std::vector<float> want(q.begin(), q.end());
+      llm::ref::rope(want, 1, nh, hd, {kPos}, d->inv, true);
+      return cpu::max_rel_error(std::span<const float>(got), std::span<const float>(want));
+    };
+    return c;
+  });
+}
+
+// The o projection of one token with the decode attention's combine folded in (combine_linear,
+// as a decode step runs it): x merged in every workgroup from flash-decoding partials of side /
+// 128 heads of 128 in 16 splits (an 8B step's: 128 workgroups over 8 KV heads, over the whole
+// cache of 4096), of which the first holds keys and the others are masked (m = -3e38), as at
+// tg128's depths (256 positions per split); F16 weights of side x side.
+void combine_cases(std::vector<Case>& out, const Context& ctx, const std::vector<TuningSet>& sets, int64_t side) {
+  constexpr int hd = 128, kSplits = 16, kKeyed = 1;
+  constexpr float kMasked = -3.0e38f;  // flash_decode_sg.wgsl's m of a split past the position
+  const int nh = int(std::max<int64_t>(1, side / hd));
+  const int64_t rows = side, cols = int64_t(nh) * hd;
+  if (!wanted_shape(std::to_string(rows) + "x" + std::to_string(cols))) return;
+  struct Data {
+    std::vector<llm::GpuWeight> ws;
+    std::vector<double> deq;
+    std::vector<float> part;
+    llm::DecodePartials p;
+    Tensor y;
+  };
+  auto d = std::make_shared<Data>();
+  const TensorType t = TensorType::F16;
+  auto bytes = llm::ref::random_weight(t, rows, cols, 17);
+  d->ws = link_weights(ctx, t, bytes, rows, cols, bench_links());
+  d->deq = llm::ref::dequantize(t, bytes, rows, cols);
+  // [heads][splits][hd + 2]: the unnormalised acc, the max m, the sum l (> 0 where keyed)
+  const size_t w = hd + 2;
+  d->part.assign((size_t(nh) * kSplits * w + 3) / 4 * 4, 0.f);
+  for (size_t i = 0; i < size_t(nh) * kSplits * w; ++i) {
+    const size_t e = i % w;
+    if ((i / w) % kSplits >= kKeyed)
+      d->part[i] = e == size_t(hd) ? kMasked : 0.f;
+    else
+      d->part[i] = e < size_t(hd)    ? float(std::sin(double(i) * 0.37))
+                   : e == size_t(hd) ? float(0.5 * std::sin(double(i) * 0.013))
+                                     : float(1.5 + std::cos(double(i) * 0.07));
+  }
+  d->p.part = make_tensor(ctx, {int64_t(d->part.size())}, d->part);
+  d->p.splits = kSplits;
+  d->p.n_heads = nh;
+  d->p.head_dim = hd;
+  d->y = make_tensor(ctx, {rows});
+  add_per_set(
+      out, sets, false,
+      [&](std::shared_ptr<llm::LlmOps> ops) {
+        auto rec = [ops, d](Batch& b, const llm::GpuWeight& wt) { ops->combine_linear(b, d->p, wt, d->y, {}); };
+        Case c;
+        c.op = "llm.matvec";
+        c.version = std::string(llm::to_string(t)) + "/combine-o";
+        c.size = std::to_string(rows) + "x" + std::to_string(cols);
+        c.elements = double(rows) * double(cols);
+        c.bytes = double(d->ws[0].gpu_bytes()) + 4.0 * double(d->part.size()) + 4.0 * double(rows);
+        c.record = [rec, d](Batch& b) {
+          for (const auto& wt : d->ws) rec(b, wt);
+        };
+        chain_links(c, d->ws.size());
+        c.check = [rec, d, nh, cols, rows, &ctx] {
+          fill_u32(ctx, d->y, kPoisonNaN);
+          Batch b(ctx);
+          rec(b, d->ws[0]);
+          b.run();
+          auto got = download<float>(ctx, d->y);
+          // attn_combine's merge: the splits' accs weighted by exp(m_s - max m), over the weighted ls
+          std::vector<float> x(static_cast<size_t>(cols));
+          const size_t sw = hd + 2;
+          for (int h = 0; h < nh; ++h) {
+            const float* ph = d->part.data() + size_t(h) * kSplits * sw;
+            double mx = -1e300, l = 0;
+            for (int s = 0; s < kSplits; ++s) mx = std::max(mx, double(ph[size_t(s) * sw + hd]));
+            std::vector<double> acc(hd, 0.0);
+            for (int s = 0; s < kSplits; ++s) {
+              const double f = std::exp(double(ph[size_t(s) * sw + hd]) - mx);
+              l += f * ph[size_t(s) * sw + hd + 1];
+              for (int e = 0; e < hd; ++e) acc[size_t(e)] += f * ph[size_t(s) * sw + size_t(e)];
+            }
+            for (int e = 0; e < hd; ++e) x[size_t(h) * hd + size_t(e)] = float(acc[size_t(e)] / l);
+          }
+          auto want = llm::ref::linear(d->deq, cols, x, 1, 0, rows);
+          return cpu::max_rel_error(std::span<const float>(got), std::span<const double>(want));
+        };
+        return c;
+      },
+      [d](const llm::LlmOps& ops) { return ops.fuses_combine(TensorType::F16, d->p); });  // e.g. not with matvec_xs 0
 }
 
 std::vector<Case> linear_cases(const Context& ctx, const Options& o, Kind kind) {
-  auto ops = tuned_ops(ctx);
-  auto kx_ops = tuned_ops(ctx);
-  kx_ops->tuning.matvec_kx = kKxAll;  // every kind and width
-  kx_ops->tuning.kx_cols = 0;
+  const auto sets = tuning_sets(ctx);
+  const auto& ops = sets.front().ops;  // x quantized for the q8 versions (any set's quantization)
   std::vector<int> token_counts = {kind == Kind::Matmul ? (o.quick ? 7 : kPrefillTokens) : 1};
   if (kind == Kind::Batched) token_counts = o.quick ? std::vector<int>{1, 7} : std::vector<int>{1, 8, 16, 32, 64, 256};
   const bool prefill = kind != Kind::Matvec;
@@ -137,6 +391,10 @@ std::vector<Case> linear_cases(const Context& ctx, const Options& o, Kind kind) 
       // single square matvec is too small to show (launch-bound), and a wide one (its down
       // projection: 4096 x 14336).
       std::vector<std::pair<int64_t, int64_t>> shapes = {{side, side}};  // rows, cols
+      if (kind == Kind::Matvec && side % 128 == 0) {                     // whole heads of 128
+        if (wanted(o, "F16/qkv-rope-norm")) qkv_rope_cases(out, ctx, sets, side);
+        if (wanted(o, "F16/combine-o")) combine_cases(out, ctx, sets, side);
+      }
       if (kind == Kind::Matvec && !o.quick) {
         shapes.push_back({side * 7 / 2 / 32 * 32, side});
         shapes.push_back({side, side * 7 / 2 / 256 * 256});
@@ -144,17 +402,18 @@ std::vector<Case> linear_cases(const Context& ctx, const Options& o, Kind kind) 
         if (ctx.features().subgroups)
           for (bool kx : {false, true})
             if (wanted(o, std::string("F16/swiglu-norm") + (kx ? "-kx" : "")))
-              out.push_back(swiglu_case(ctx, kx ? kx_ops : ops, side * 7 / 2 / 32 * 32, side, kx));
+              swiglu_cases(out, ctx, sets, side * 7 / 2 / 32 * 32, side, kx);
       }
       for (const auto& shape : shapes)
         for (TensorType t : {TensorType::F16, TensorType::Q8_0, TensorType::Q4_0, TensorType::Q4_K, TensorType::Q6_K}) {
           const int64_t nrows = shape.first, cols = shape.second;  // variables, not bindings: lambdas capture them
           if (!wanted_type(o, t)) continue;                        // no version of this type asked for: not built
+          if (kind == Kind::Matvec && !wanted_shape(std::to_string(nrows) + "x" + std::to_string(cols))) continue;
           if (cols % int64_t(llm::block_size(t))) continue;
           if (kind == Kind::Batched && (t == TensorType::Q4_K || t == TensorType::Q6_K)) continue;
           auto d = std::make_shared<LinearData>();
           auto bytes = llm::ref::random_weight(t, nrows, cols, 7);
-          d->w = llm::upload_weight(ctx, t, bytes, nrows, cols);
+          d->ws = link_weights(ctx, t, bytes, nrows, cols, kind == Kind::Matvec ? bench_links() : 1);
           d->deq = llm::ref::dequantize(t, bytes, nrows, cols);
           d->x.resize(size_t(n) * size_t(cols));
           for (size_t i = 0; i < d->x.size(); ++i) d->x[i] = float(std::sin(double(i) * 0.37));
@@ -175,37 +434,43 @@ std::vector<Case> linear_cases(const Context& ctx, const Options& o, Kind kind) 
             const LinearVersion v = version.first;  // a variable, not a binding: lambdas capture it (clang 14)
             const std::string& vname = version.second;
             if (vname == "kx" && t != TensorType::F16) continue;  // float weights only (F16 stands for them)
+            if (!wanted(o, std::string(llm::to_string(t)) + "/" + vname)) continue;
             const bool is_q8 = vname == "q8";
-            Case c;
-            c.op = kind == Kind::Matvec ? "llm.matvec" : kind == Kind::Matmul ? "llm.matmul" : "llm.batched";
-            c.version = std::string(llm::to_string(t)) + "/" + vname;
-            c.size = std::to_string(nrows) + "x" + std::to_string(cols) + (prefill ? "x" + std::to_string(n) : "");
-            c.elements = double(nrows) * double(cols);
-            // x as the kernel reads it: f32, or 8-bit quants with a scale and sums per 32.
-            const double x_bytes = is_q8 ? double(n) * double(cols) * (1.0 + 8.0 / 32) : 4.0 * double(n) * double(cols);
-            c.bytes = double(d->w.gpu_bytes()) + x_bytes + 4.0 * double(n) * double(nrows);
-            if (prefill && n > 1) c.flops = 2.0 * double(n) * double(nrows) * double(cols);
-            auto vops = vname == "kx" ? kx_ops : ops;
-            auto rec = [vops, d, v, n, is_q8](Batch& b) {
-              if (is_q8)
-                vops->linear_q8(b, d->w, d->xq, d->y, n);
-              else
-                vops->linear(b, d->w, d->xt, d->y, n, {}, v);
-            };
-            c.record = rec;
-            c.check = [rec, d, n, cols, nrows, &ctx] {
-              fill_u32(ctx, d->y, kPoisonNaN);
-              Batch b(ctx);
-              rec(b);
-              b.run();
-              auto got = download<float>(ctx, d->y);
-              const int k = std::min(n, kCheckedTokens);
-              std::vector<float> xk(d->x.begin(), d->x.begin() + std::ptrdiff_t(k * cols));
-              auto want = llm::ref::linear(d->deq, cols, xk, k, 0, nrows);
-              return cpu::max_rel_error(std::span<const float>(got), std::span<const double>(want));
-            };
-            c.tolerance = v == LinearVersion::BatchedQ8 || is_q8 ? 3e-2 : 1e-4;  // 8-bit activations
-            out.push_back(std::move(c));
+            add_per_set(out, sets, vname == "kx", [&](std::shared_ptr<llm::LlmOps> vops) {
+              Case c;
+              c.op = kind == Kind::Matvec ? "llm.matvec" : kind == Kind::Matmul ? "llm.matmul" : "llm.batched";
+              c.version = std::string(llm::to_string(t)) + "/" + vname;
+              c.size = std::to_string(nrows) + "x" + std::to_string(cols) + (prefill ? "x" + std::to_string(n) : "");
+              c.elements = double(nrows) * double(cols);
+              // x as the kernel reads it: f32, or 8-bit quants with a scale and sums per 32.
+              const double x_bytes =
+                  is_q8 ? double(n) * double(cols) * (1.0 + 8.0 / 32) : 4.0 * double(n) * double(cols);
+              c.bytes = double(d->ws[0].gpu_bytes()) + x_bytes + 4.0 * double(n) * double(nrows);
+              if (prefill && n > 1) c.flops = 2.0 * double(n) * double(nrows) * double(cols);
+              auto rec = [vops, d, v, n, is_q8](Batch& b, const llm::GpuWeight& w) {
+                if (is_q8)
+                  vops->linear_q8(b, w, d->xq, d->y, n);
+                else
+                  vops->linear(b, w, d->xt, d->y, n, {}, v);
+              };
+              c.record = [rec, d](Batch& b) {
+                for (const auto& w : d->ws) rec(b, w);
+              };
+              chain_links(c, d->ws.size());
+              c.check = [rec, d, n, cols, nrows, &ctx] {
+                fill_u32(ctx, d->y, kPoisonNaN);
+                Batch b(ctx);
+                rec(b, d->ws[0]);
+                b.run();
+                auto got = download<float>(ctx, d->y);
+                const int k = std::min(n, kCheckedTokens);
+                std::vector<float> xk(d->x.begin(), d->x.begin() + std::ptrdiff_t(k * cols));
+                auto want = llm::ref::linear(d->deq, cols, xk, k, 0, nrows);
+                return cpu::max_rel_error(std::span<const float>(got), std::span<const double>(want));
+              };
+              c.tolerance = v == LinearVersion::BatchedQ8 || is_q8 ? 3e-2 : 1e-4;  // 8-bit activations
+              return c;
+            });
           }
         }
     }
@@ -301,16 +566,7 @@ Case prefill_attention_case(const Context& ctx, std::shared_ptr<llm::LlmOps> ops
 // so that one run compares the attention kernels' schedules; the paged cases run the first set.
 std::vector<std::pair<std::string, std::shared_ptr<llm::LlmOps>>> attention_tunings(const Context& ctx) {
   std::vector<std::pair<std::string, std::shared_ptr<llm::LlmOps>>> sets;
-  const char* env = std::getenv("WGC_LLM_TUNING");
-  std::string_view all = env ? env : "";
-  do {
-    const size_t semi = all.find(';');
-    const std::string spec(all.substr(0, semi));
-    auto ops = std::make_shared<llm::LlmOps>(ctx);
-    llm::apply_tuning(ops->tuning, spec);
-    sets.emplace_back(spec, std::move(ops));
-    all = semi == std::string_view::npos ? std::string_view() : all.substr(semi + 1);
-  } while (!all.empty());
+  for (auto& t : tuning_sets(ctx)) sets.emplace_back(t.spec, t.ops);
   return sets;
 }
 

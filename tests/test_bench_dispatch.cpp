@@ -1,10 +1,14 @@
 // The dispatch-floor cases of `wgc bench` (bench/dispatch_bench.cpp) on this machine's device:
 // every case's check runs its kernels once with the outputs poisoned and compares with what the
 // chain computes (a chain's last buffer holds the input plus one per link; chain-read's the sums
-// of every slice it read), at awkward sizes; and the line fit recovers known terms.
-#include <cmath>
+// of every slice it read), at awkward sizes; and the line fit recovers known terms. The one-token
+// LLM matvecs as chains of links (bench/llm_bench.cpp, WGC_BENCH_LINKS).
 #include "bench/bench.h"
 #include "test_util.h"
+#include "util/error.h"
+
+#include <cmath>
+#include <cstdlib>
 
 using namespace wgc;
 using namespace wgc::bench;
@@ -121,4 +125,75 @@ TEST(DispatchFit, RefusesWhatTheRunsCannotDetermine) {
   EXPECT_FALSE(fit_dispatches(std::vector<Result>{synthetic(8, 0, 0.04)}));
   // Every run the same count: the fixed and per-dispatch terms are one.
   EXPECT_FALSE(fit_dispatches(std::vector<Result>{synthetic(8, 0, 0.04), synthetic(8, 0, 0.041)}));
+}
+
+// WGC_BENCH_LINKS=3: each one-token F16 case (the plain matvec, QKV + RoPE with its norm, the o
+// projection with the combine) records 3 links over 3 copies of its weights, timed as one span
+// with 3 times the bytes of one, and its check (poisoned output, CPU reference) passes; anything
+// but a count from 1 to 256 is an error naming the variable. Tuning sets give each case once per set;
+// WGC_BENCH_SHAPES keeps the cases of the sizes it names.
+TEST(MatvecLinks, EveryF16CaseChainsItsCopies) {
+  // (the GPU machine's run may set both for the bench: this test sets its own)
+  ::unsetenv("WGC_BENCH_LINKS");
+  ::unsetenv("WGC_LLM_TUNING");
+  ::unsetenv("WGC_BENCH_SHAPES");
+  ::unsetenv("WGC_BENCH_LLM_VERSIONS");
+  Options o = sized({256});
+  o.versions = {"F16/subgroup", "F16/shared", "F16/qkv-rope-norm", "F16/combine-o"};
+  std::vector<Case> one = cases_of("llm.matvec", o);
+  ::setenv("WGC_BENCH_LINKS", "3", 1);
+  std::vector<Case> three = cases_of("llm.matvec", o);
+  ::unsetenv("WGC_BENCH_LINKS");
+  ASSERT_EQ(one.size(), three.size());
+  size_t seen = 0;
+  for (size_t i = 0; i < three.size(); ++i) {
+    const Case& c = three[i];
+    if (std::find(o.versions.begin(), o.versions.end(), c.version) == o.versions.end()) continue;
+    SCOPED_TRACE(c.version + " " + c.size);
+    ++seen;
+    EXPECT_EQ(one[i].timing, Timing::PerDispatch);
+    EXPECT_EQ(c.timing, Timing::Span);
+    EXPECT_EQ(c.dispatches, 3);
+    EXPECT_EQ(c.bytes, 3 * one[i].bytes);
+    EXPECT_LT(c.check(), c.tolerance);
+    Batch b(test::ctx());
+    c.record(b);
+    EXPECT_EQ(b.freeze().dispatches(), 3u);
+  }
+  EXPECT_EQ(seen, o.versions.size());
+  // Tuning sets (WGC_LLM_TUNING, ';' between sets): each case once per set, "VERSION [SET]"
+  ::setenv("WGC_LLM_TUNING", "matvec_unroll=2;matvec_rows=1/swiglu_wg_rows=16", 1);
+  std::vector<Case> sets = cases_of("llm.matvec", o);
+  ::unsetenv("WGC_LLM_TUNING");
+  ASSERT_EQ(sets.size(), 2 * one.size());
+  for (const Case& c : sets) {
+    if (c.version.find(" [") == std::string::npos) continue;
+    SCOPED_TRACE(c.version + " " + c.size);
+    EXPECT_TRUE(c.version.ends_with(" [matvec_unroll=2]") || c.version.ends_with(" [matvec_rows=1/swiglu_wg_rows=16]"));
+    if (c.version.starts_with("F16/")) {
+      EXPECT_LT(c.check(), c.tolerance);
+    }
+  }
+  // WGC_BENCH_SHAPES: only the cases of those sizes are built (the QKV case's 512 x 256 here)
+  ::setenv("WGC_BENCH_SHAPES", "512x256", 1);
+  std::vector<Case> shaped = cases_of("llm.matvec", o);
+  ::unsetenv("WGC_BENCH_SHAPES");
+  ASSERT_EQ(shaped.size(), 1u);
+  EXPECT_EQ(shaped[0].version, "F16/qkv-rope-norm");
+  // WGC_BENCH_LLM_VERSIONS: --versions for the llm benches alone; a set that cannot run a case
+  // (the combine needs x staged: not with matvec_xs 0) leaves that case out, not the run
+  ::setenv("WGC_BENCH_LLM_VERSIONS", "F16/combine-o,F16/subgroup", 1);
+  ::setenv("WGC_LLM_TUNING", "matvec_kx=2;matvec_xs=0", 1);
+  std::vector<std::string> names;
+  for (const Case& c : cases_of("llm.matvec", sized({256}))) names.push_back(c.version + " " + c.size);
+  ::unsetenv("WGC_BENCH_LLM_VERSIONS");
+  ::unsetenv("WGC_LLM_TUNING");
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"F16/combine-o [matvec_kx=2] 256x256", "F16/subgroup [matvec_kx=2] 256x256",
+                                      "F16/subgroup [matvec_xs=0] 256x256"}));
+  for (const char* bad : {"0", "257", "3x", "", "-1"}) {
+    ::setenv("WGC_BENCH_LINKS", bad, 1);
+    EXPECT_THROW(cases_of("llm.matvec", o), Error) << bad;
+  }
+  ::unsetenv("WGC_BENCH_LINKS");
 }
