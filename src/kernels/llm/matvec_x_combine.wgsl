@@ -6,7 +6,7 @@
 // order: attn_merge.wgsl's merge_strided with one invocation per element), then x_load4 adds the
 // weighted accs of the splits that have keys in split order and divides by the sum, so x is
 // what attn_combine.wgsl writes with combine_sp 1. Needs XS (each element loaded once, into the
-// staged x) and the prelude constants XC_NH, XC_S, XC_HD (a multiple of 4).
+// staged x) and the prelude constants XC_NH, XC_S, XC_HD (a multiple of 4), XC_PREFIX.
 const_assert XS && XC_HD % 4u == 0u;
 var<workgroup> xc_f: array<f32, XC_NH * XC_S>;  // the splits' weights exp(m_s - max), per head
 var<workgroup> xc_l: array<f32, XC_NH>;         // each head's weighted sum of l
@@ -17,8 +17,8 @@ const XC_EMPTY: f32 = -3.0e38;  // the m of a split with no keys (flash_decode*.
 fn xc_at(i: u32) -> f32 { return x4[i / 4u][i % 4u]; }
 
 // A recorded step's splits cover the whole cache, so early on most hold no keys (m = XC_EMPTY,
-// weight exactly 0): only the keyed prefix is weighed and added, in loops whose trip count is
-// read at run time (the same sums as over every split).
+// weight exactly 0). XC_PREFIX: only the keyed prefix is weighed and added, in loops whose trip
+// count is read at run time; else every split, in loops of XC_S (the same sums either way).
 fn x_prologue(lid: u32) {
   for (var h = lid; h < XC_NH; h += WG) {
     let b = h * XC_S * XC_W + XC_HD;
@@ -29,6 +29,7 @@ fn x_prologue(lid: u32) {
       mx = max(mx, m);
       if (m > XC_EMPTY) { n = s + 1u; }
     }
+    if (!XC_PREFIX) { n = XC_S; }
     var l = 0.0;
     for (var s = 0u; s < n; s++) {
       let f = exp(xc_at(b + s * XC_W) - mx);
@@ -44,7 +45,8 @@ fn x_load4(i4: u32) -> vec4<f32> {
   let h = (4u * i4) / XC_HD;
   let b = h * XC_S * XC_W + (4u * i4) % XC_HD;
   var a = vec4<f32>(0.0);
-  for (var s = 0u; s < xc_n[h]; s++) {
+  let ns = select(XC_S, xc_n[h], XC_PREFIX);
+  for (var s = 0u; s < ns; s++) {
     let f = xc_f[h * XC_S + s];
     if (f != 0.0) {  // a keyed split far below the maximum
       let e = b + s * XC_W;

@@ -289,6 +289,16 @@ constexpr uint32_t kMatvecRopeUniform = 9, kMatvecRopeParams = 8;
 uint64_t combine_bytes(const DecodePartials& p) {
   return 4ull * (uint64_t(p.n_heads) * p.splits + 2 * uint64_t(p.n_heads));
 }
+// matvec_x_combine.wgsl's part of a kernel's key and prelude (matvec_combine 2: the keyed prefix of
+// the splits only, XC_PREFIX).
+std::string combine_tag(const DecodePartials& p, uint32_t mode) {
+  return "/xc" + std::to_string(p.n_heads) + "x" + std::to_string(p.splits) + "x" + std::to_string(p.head_dim) +
+         (mode >= 2 ? "p" : "");
+}
+std::string combine_prelude(const DecodePartials& p, uint32_t mode) {
+  return prelude_u32("XC_NH", u32(p.n_heads)) + prelude_u32("XC_S", p.splits) + prelude_u32("XC_HD", u32(p.head_dim)) +
+         prelude_bool("XC_PREFIX", mode >= 2);
+}
 }  // namespace
 
 std::string_view to_string(LinearVersion v) {
@@ -430,15 +440,14 @@ Kernel LlmOps::matvec_kernel(TensorType t, LinearVersion v, int64_t cols, uint32
   const uint32_t static_cols = tuning.matvec_static && cols > 0 ? u32(cols) : 0u;
   if (static_cols) key += "/c" + std::to_string(static_cols);
   if (splits > 1) key += "/ks" + std::to_string(splits);
-  if (xc)
-    key += "/xc" + std::to_string(xc->n_heads) + "x" + std::to_string(xc->splits) + "x" + std::to_string(xc->head_dim);
+  if (xc) key += combine_tag(*xc, tuning.matvec_combine);
   const auto cu = prelude_u32;
   const auto cb = prelude_bool;
   const std::string prelude =
       cb("SWIGLU", swiglu_rows != 0) + cb("ROPE", rope) + cb("XS", xs) + cu("XN4", xn4) + cb("X_MASK", mask) +
       cb("X_LATE", late) + cu("PF", pf) + cu("PF_N", std::max(1u, pf * rows)) + cu("KS", splits) +
       cu("COLS", static_cols) + cu("P_BINDING", rope ? kMatvecRopeUniform : 5u) +
-      (xc ? cu("XC_NH", u32(xc->n_heads)) + cu("XC_S", xc->splits) + cu("XC_HD", u32(xc->head_dim)) : std::string());
+      (xc ? combine_prelude(*xc, tuning.matvec_combine) : std::string());
   return kernel(
       key + (sg ? "/sg/" : "/wg/") + (swiglu_rows ? "swiglu/" : "") + shape_tag({m.wg, m.tpr, m.unroll, rows}), files,
       c, sg, "main", prelude);
@@ -480,8 +489,7 @@ Kernel LlmOps::matvec_kx_kernel(TensorType t, int64_t cols, uint32_t kind, const
     key += "/norm" + std::to_string(bits);
   }
   const bool mask = cols % ch != 0;
-  if (xc)
-    key += "/xc" + std::to_string(xc->n_heads) + "x" + std::to_string(xc->splits) + "x" + std::to_string(xc->head_dim);
+  if (xc) key += combine_tag(*xc, tuning.matvec_combine);
   key +=
       "/c" + std::to_string(cols) + (mask ? "/mask/" : "/") + shape_tag({wg, rows, rb}) + (tuning.kx_db ? "/db" : "");
   const auto cu = prelude_u32;
@@ -492,7 +500,7 @@ Kernel LlmOps::matvec_kx_kernel(TensorType t, int64_t cols, uint32_t kind, const
       cb("X_LATE", norm_eps != nullptr) + cu("COLS", u32(cols)) + cu("NCH", nch) + cu("CPL", cpl) + cu("T", rows) +
       cu("RB", rb) + cb("DB", tuning.kx_db != 0) + cu("KSG", sg_size_) + cu("LT", uint32_t(std::countr_zero(rows))) +
       cu("LSG", uint32_t(std::countr_zero(sg_size_))) + cu("P_BINDING", rope ? kMatvecRopeUniform : 5u) +
-      (xc ? cu("XC_NH", u32(xc->n_heads)) + cu("XC_S", xc->splits) + cu("XC_HD", u32(xc->head_dim)) : std::string());
+      (xc ? combine_prelude(*xc, tuning.matvec_combine) : std::string());
   return kernel(key, files, c, true, "main", prelude);
 }
 

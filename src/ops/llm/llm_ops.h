@@ -278,8 +278,11 @@ struct LlmTuning {
   // matvec_out_norm 1: x RMS-normalised inside the output projection (rms_norm_linear, late
   // scale: no copy, no rms_norm pass), 0 in an rms_norm pass. H200 (docs/benchmarks.md, session
   // 8): 1B F16 tg128 923.9 -> 947.3 t/s with the combine folded, 930.5 with the norm, 959.4 with
-  // both; 8B F16 202.3 -> 203.4, 202.8, 204.2.
-  uint32_t matvec_combine = 1;
+  // both; 8B F16 202.3 -> 203.4, 202.8, 204.2. matvec_combine 2 (folded) weighs and adds only
+  // the splits that hold keys (a recorded step's splits cover the whole cache; 1: all of them).
+  // H200, session 10: 8B F16 tg128 on a 512-position cache (16 splits, 4 keyed) 199.2 t/s with 1,
+  // 202.5 with 2; on a 128-position cache (4 splits) 205.1 with 1 (run C), 203.7 with 2 (final).
+  uint32_t matvec_combine = 2;
   uint32_t matvec_out_norm = 1;
   // Rows per row group of the QKV + RoPE matvec (rms_norm_qkv_rope): 2 (one RoPE pair), 4 or 8
   // (consecutive pairs: each x load serves more rows, fewer workgroups). H200, session 8: 4 lost
