@@ -303,16 +303,19 @@ TEST(LlmAttention, DecodeWithThePositionReadOnTheGpu) {
 // early on) through an o weight of every float type, against the f64 attention and linear
 // references: row range, y offset, plain into poisoned y and accumulating, the rest of y untouched,
 // with the columns split into ranges too, and through the kx schedule, over the keyed splits
-// (matvec_combine 2) or all of them (1); and attention_combine alone against the reference.
+// (matvec_combine 2 from combine_prefix_splits) or all of them; and attention_combine alone
+// against the reference.
 TEST(LlmAttention, CombineFoldedIntoTheOProjection) {
   const char* const tunes[] = {
-      "matvec_combine=2,matvec_xs=2,matvec_tpr=8,matvec_rows=2,matvec_unroll=1,matvec_few_groups=0",
+      "matvec_combine=2,combine_prefix_splits=0,matvec_xs=2,matvec_tpr=8,matvec_rows=2,matvec_unroll=1,"
+      "matvec_few_groups=0",
       ("matvec_combine=1,matvec_xs=2,matvec_tpr=4,matvec_rows=3,matvec_unroll=2,matvec_few_groups=0,matvec_split=3,"
        "matvec_split_cols=16,attn_dec_wgs=64"),
       // the kx schedule (x combined into registers, tiles looping)
-      "matvec_combine=2,matvec_xs=2,matvec_kx=2,kx_cols=0,kx_wg=64,kx_rows=8,kx_groups=2",
-      // every split weighed and walked (matvec_combine 1), plain and kx
-      "matvec_combine=1,matvec_xs=2,matvec_kx=2,kx_cols=0,kx_wg=64,kx_rows=8"};
+      "matvec_combine=2,combine_prefix_splits=0,matvec_xs=2,matvec_kx=2,kx_cols=0,kx_wg=64,kx_rows=8,kx_groups=2",
+      // every split weighed and walked (matvec_combine 1, or 2 below combine_prefix_splits)
+      "matvec_combine=1,matvec_xs=2,matvec_kx=2,kx_cols=0,kx_wg=64,kx_rows=8",
+      "matvec_combine=2,combine_prefix_splits=1000,matvec_xs=2"};
   // (a recorded step's splits cover the cache's 200 rows: at position 17 the later ones are empty)
   for (const Cfg& c : {Cfg{8, 2, 128}, Cfg{6, 2, 20}, Cfg{3, 1, 96}}) {
     const int len = 150, max_ctx = 200;
@@ -371,8 +374,12 @@ TEST(LlmAttention, CombineFoldedIntoTheOProjection) {
   EXPECT_FALSE(o.fuses_combine(TensorType::F16, dp));
   o.tuning.matvec_combine = 1;
   EXPECT_TRUE(o.fuses_combine(TensorType::F16, dp));
+  EXPECT_FALSE(o.combine_prefix(dp));
   o.tuning.matvec_combine = 2;
   EXPECT_TRUE(o.fuses_combine(TensorType::F16, dp));
+  EXPECT_FALSE(o.combine_prefix(dp));  // 1 split, below combine_prefix_splits
+  o.tuning.combine_prefix_splits = 1;
+  EXPECT_TRUE(o.combine_prefix(dp));
   EXPECT_FALSE(o.fuses_combine(TensorType::Q8_0, dp));
 }
 

@@ -136,6 +136,7 @@ void apply_tuning(LlmTuning& t, std::string_view spec) {
       {"matvec_few_groups", &LlmTuning::matvec_few_groups},
       {"matvec_few_unroll", &LlmTuning::matvec_few_unroll},
       {"matvec_combine", &LlmTuning::matvec_combine},
+      {"combine_prefix_splits", &LlmTuning::combine_prefix_splits},
       {"matvec_out_norm", &LlmTuning::matvec_out_norm},
       {"matvec_rope_rows", &LlmTuning::matvec_rope_rows},
       {"matvec_pf_loads", &LlmTuning::matvec_pf_loads},
@@ -289,15 +290,15 @@ constexpr uint32_t kMatvecRopeUniform = 9, kMatvecRopeParams = 8;
 uint64_t combine_bytes(const DecodePartials& p) {
   return 4ull * (uint64_t(p.n_heads) * p.splits + 2 * uint64_t(p.n_heads));
 }
-// matvec_x_combine.wgsl's part of a kernel's key and prelude (matvec_combine 2: the keyed prefix of
-// the splits only, XC_PREFIX).
-std::string combine_tag(const DecodePartials& p, uint32_t mode) {
+// matvec_x_combine.wgsl's part of a kernel's key and prelude; `prefix`: the keyed splits only
+// (XC_PREFIX).
+std::string combine_tag(const DecodePartials& p, bool prefix) {
   return "/xc" + std::to_string(p.n_heads) + "x" + std::to_string(p.splits) + "x" + std::to_string(p.head_dim) +
-         (mode >= 2 ? "p" : "");
+         (prefix ? "p" : "");
 }
-std::string combine_prelude(const DecodePartials& p, uint32_t mode) {
+std::string combine_prelude(const DecodePartials& p, bool prefix) {
   return prelude_u32("XC_NH", u32(p.n_heads)) + prelude_u32("XC_S", p.splits) + prelude_u32("XC_HD", u32(p.head_dim)) +
-         prelude_bool("XC_PREFIX", mode >= 2);
+         prelude_bool("XC_PREFIX", prefix);
 }
 }  // namespace
 
@@ -440,14 +441,14 @@ Kernel LlmOps::matvec_kernel(TensorType t, LinearVersion v, int64_t cols, uint32
   const uint32_t static_cols = tuning.matvec_static && cols > 0 ? u32(cols) : 0u;
   if (static_cols) key += "/c" + std::to_string(static_cols);
   if (splits > 1) key += "/ks" + std::to_string(splits);
-  if (xc) key += combine_tag(*xc, tuning.matvec_combine);
+  if (xc) key += combine_tag(*xc, combine_prefix(*xc));
   const auto cu = prelude_u32;
   const auto cb = prelude_bool;
-  const std::string prelude =
-      cb("SWIGLU", swiglu_rows != 0) + cb("ROPE", rope) + cb("XS", xs) + cu("XN4", xn4) + cb("X_MASK", mask) +
-      cb("X_LATE", late) + cu("PF", pf) + cu("PF_N", std::max(1u, pf * rows)) + cu("KS", splits) +
-      cu("COLS", static_cols) + cu("P_BINDING", rope ? kMatvecRopeUniform : 5u) +
-      (xc ? combine_prelude(*xc, tuning.matvec_combine) : std::string());
+  const std::string prelude = cb("SWIGLU", swiglu_rows != 0) + cb("ROPE", rope) + cb("XS", xs) + cu("XN4", xn4) +
+                              cb("X_MASK", mask) + cb("X_LATE", late) + cu("PF", pf) +
+                              cu("PF_N", std::max(1u, pf * rows)) + cu("KS", splits) + cu("COLS", static_cols) +
+                              cu("P_BINDING", rope ? kMatvecRopeUniform : 5u) +
+                              (xc ? combine_prelude(*xc, combine_prefix(*xc)) : std::string());
   return kernel(
       key + (sg ? "/sg/" : "/wg/") + (swiglu_rows ? "swiglu/" : "") + shape_tag({m.wg, m.tpr, m.unroll, rows}), files,
       c, sg, "main", prelude);
@@ -489,7 +490,7 @@ Kernel LlmOps::matvec_kx_kernel(TensorType t, int64_t cols, uint32_t kind, const
     key += "/norm" + std::to_string(bits);
   }
   const bool mask = cols % ch != 0;
-  if (xc) key += combine_tag(*xc, tuning.matvec_combine);
+  if (xc) key += combine_tag(*xc, combine_prefix(*xc));
   key +=
       "/c" + std::to_string(cols) + (mask ? "/mask/" : "/") + shape_tag({wg, rows, rb}) + (tuning.kx_db ? "/db" : "");
   const auto cu = prelude_u32;
@@ -500,7 +501,7 @@ Kernel LlmOps::matvec_kx_kernel(TensorType t, int64_t cols, uint32_t kind, const
       cb("X_LATE", norm_eps != nullptr) + cu("COLS", u32(cols)) + cu("NCH", nch) + cu("CPL", cpl) + cu("T", rows) +
       cu("RB", rb) + cb("DB", tuning.kx_db != 0) + cu("KSG", sg_size_) + cu("LT", uint32_t(std::countr_zero(rows))) +
       cu("LSG", uint32_t(std::countr_zero(sg_size_))) + cu("P_BINDING", rope ? kMatvecRopeUniform : 5u) +
-      (xc ? combine_prelude(*xc, tuning.matvec_combine) : std::string());
+      (xc ? combine_prelude(*xc, combine_prefix(*xc)) : std::string());
   return kernel(key, files, c, true, "main", prelude);
 }
 
@@ -1472,6 +1473,10 @@ void LlmOps::attention_combine(Batch& b, const DecodePartials& p, const Tensor& 
   need_elems(p.part, int64_t(p.n_heads) * p.splits * (p.head_dim + 2), op, "partials");
   need_elems(out, o_offset + int64_t(p.n_heads) * p.head_dim, op, "out");
   combine_partials(b, p.part, out, 1, p.n_heads, p.splits, p.head_dim, int64_t(p.n_heads) * p.head_dim, o_offset);
+}
+
+bool LlmOps::combine_prefix(const DecodePartials& p) const {
+  return tuning.matvec_combine >= 2 && p.splits >= tuning.combine_prefix_splits;
 }
 
 bool LlmOps::fuses_combine(TensorType t, const DecodePartials& p) const {

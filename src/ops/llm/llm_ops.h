@@ -278,11 +278,15 @@ struct LlmTuning {
   // matvec_out_norm 1: x RMS-normalised inside the output projection (rms_norm_linear, late
   // scale: no copy, no rms_norm pass), 0 in an rms_norm pass. H200 (docs/benchmarks.md, session
   // 8): 1B F16 tg128 923.9 -> 947.3 t/s with the combine folded, 930.5 with the norm, 959.4 with
-  // both; 8B F16 202.3 -> 203.4, 202.8, 204.2. matvec_combine 2 (folded) weighs and adds only
-  // the splits that hold keys (a recorded step's splits cover the whole cache; 1: all of them).
-  // H200, session 10: 8B F16 tg128 on a 512-position cache (16 splits, 4 keyed) 199.2 t/s with 1,
-  // 202.5 with 2; on a 128-position cache (4 splits) 205.1 with 1 (run C), 203.7 with 2 (final).
+  // both; 8B F16 202.3 -> 203.4, 202.8, 204.2. matvec_combine 2 (folded): where there are at
+  // least combine_prefix_splits splits, only those that hold keys are weighed and added (a
+  // recorded step's splits cover the whole cache; loops with a run-time trip count), else all of
+  // them in unrolled loops, as 1 does everywhere. H200, session 10 (docs/benchmarks.md): at 16
+  // splits (a 512-position cache, 4 keyed) the keyed splits only took 8B F16 tg128 from 199.2 to
+  // 202.5 t/s, 1B F16 from 935.3 to 957.8; at 4 splits (a 128-position cache) they lost 0.6%
+  // (8B 203.2 vs 204.4), hence 8 (between the two, not measured there).
   uint32_t matvec_combine = 2;
+  uint32_t combine_prefix_splits = 8;
   uint32_t matvec_out_norm = 1;
   // Rows per row group of the QKV + RoPE matvec (rms_norm_qkv_rope): 2 (one RoPE pair), 4 or 8
   // (consecutive pairs: each x load serves more rows, fewer workgroups). H200, session 8: 4 lost
@@ -662,6 +666,9 @@ class LlmOps {
   // fuses_combine(w.type, p).
   void combine_linear(Batch& b, const DecodePartials& p, const GpuWeight& w, const Tensor& y,
                       const LinearOptions& o = {}) const;
+  // Whether the folded combine of these partials walks only the keyed splits (matvec_combine 2,
+  // combine_prefix_splits).
+  bool combine_prefix(const DecodePartials& p) const;
   // Whether combine_linear takes these partials for weights of type t (tuning.matvec_combine,
   // float weights, x staged whole: tuning.matvec_xs 2 and workgroup memory for it and the splits'
   // weights).
