@@ -15,6 +15,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <numeric>
 #include <string>
@@ -119,6 +120,26 @@ void chain_links(Case& c, size_t links) {
   c.bytes *= double(links);
 }
 
+// A case's record: `rec(batch, weight)` over every link's weights in `ws` (chain_links). Returns
+// what its check compares: one run over the first link's weights into `y`, poisoned first. `keep`
+// holds `ws` and `y` alive (the case's data).
+template <class Rec>
+std::function<std::vector<float>()> record_links(Case& c, const Context& ctx, std::shared_ptr<const void> keep,
+                                                 const std::vector<llm::GpuWeight>& ws, Tensor y, Rec rec) {
+  const auto* links = &ws;
+  c.record = [keep, links, rec](Batch& b) {
+    for (const auto& w : *links) rec(b, w);
+  };
+  chain_links(c, ws.size());
+  return [keep, links, y, rec, &ctx] {
+    fill_u32(ctx, y, kPoisonNaN);
+    Batch b(ctx);
+    rec(b, links->front());
+    b.run();
+    return download<float>(ctx, y);
+  };
+}
+
 // Whether o asks for this version (or for all).
 // (WGC_BENCH_LLM_VERSIONS: a comma-separated list as --versions, for the llm.* benches alone, so
 // that a GPU run's other bench steps keep all their versions.)
@@ -189,16 +210,11 @@ void swiglu_cases(std::vector<Case>& out, const Context& ctx, const std::vector<
     c.size = "2x" + std::to_string(ffn) + "x" + std::to_string(cols);
     c.elements = 2.0 * double(ffn) * double(cols);
     c.bytes = double(d->ws[0].gpu_bytes()) + 8.0 * double(cols) + 4.0 * double(ffn);
-    c.record = [ops, d](Batch& b) {
-      for (const auto& w : d->ws) ops->rms_norm_swiglu(b, d->xt, d->nt, kEps, w, d->y);
-    };
-    chain_links(c, d->ws.size());
-    c.check = [ops, d, ffn, cols, &ctx] {
-      fill_u32(ctx, d->y, kPoisonNaN);
-      Batch b(ctx);
-      ops->rms_norm_swiglu(b, d->xt, d->nt, kEps, d->ws[0], d->y);
-      b.run();
-      auto got = download<float>(ctx, d->y);
+    auto run = record_links(c, ctx, d, d->ws, d->y, [ops, d = d.get()](Batch& b, const llm::GpuWeight& w) {
+      ops->rms_norm_swiglu(b, d->xt, d->nt, kEps, w, d->y);
+    });
+    c.check = [run, d, ffn, cols] {
+      auto got = run();
       auto xn = llm::ref::rms_norm(d->x, d->nw, 1, int(cols), kEps);
       auto to_f = [](const std::vector<double>& v) { return std::vector<float>(v.begin(), v.end()); };
       auto want = llm::ref::swiglu(to_f(llm::ref::linear(d->deq, cols, xn, 1, 0, ffn)),
@@ -260,16 +276,9 @@ void qkv_rope_cases(std::vector<Case>& out, const Context& ctx, const std::vecto
     c.size = std::to_string(rows) + "x" + std::to_string(cols);
     c.elements = double(rows) * double(cols);
     c.bytes = double(d->ws[0].gpu_bytes()) + 8.0 * double(cols) + 4.0 * double(rows);
-    c.record = [rec, d](Batch& b) {
-      for (const auto& w : d->ws) rec(b, w);
-    };
-    chain_links(c, d->ws.size());
-    c.check = [rec, d, nh, cols, &ctx] {
-      fill_u32(ctx, d->qkv, kPoisonNaN);
-      Batch b(ctx);
-      rec(b, d->ws[0]);
-      b.run();
-      auto got = download<float>(ctx, d->qkv);
+    auto run = record_links(c, ctx, d, d->ws, d->qkv, rec);
+    c.check = [run, d, nh, cols] {
+      auto got = run();
       got.resize(size_t(nh) * hd);
       auto xn = llm::ref::rms_norm(d->x, d->nw, 1, int(cols), kEps);
       auto q = llm::ref::linear(d->deq, cols, xn, 1, 0, int64_t(nh) * hd);
@@ -331,16 +340,9 @@ void combine_cases(std::vector<Case>& out, const Context& ctx, const std::vector
         c.size = std::to_string(rows) + "x" + std::to_string(cols);
         c.elements = double(rows) * double(cols);
         c.bytes = double(d->ws[0].gpu_bytes()) + 4.0 * double(d->part.size()) + 4.0 * double(rows);
-        c.record = [rec, d](Batch& b) {
-          for (const auto& wt : d->ws) rec(b, wt);
-        };
-        chain_links(c, d->ws.size());
-        c.check = [rec, d, nh, cols, rows, &ctx] {
-          fill_u32(ctx, d->y, kPoisonNaN);
-          Batch b(ctx);
-          rec(b, d->ws[0]);
-          b.run();
-          auto got = download<float>(ctx, d->y);
+        auto run = record_links(c, ctx, d, d->ws, d->y, rec);
+        c.check = [run, d, nh, cols, rows] {
+          auto got = run();
           // attn_combine's merge: the splits' accs weighted by exp(m_s - max m), over the weighted ls
           std::vector<float> x(static_cast<size_t>(cols));
           const size_t sw = hd + 2;
@@ -453,16 +455,9 @@ std::vector<Case> linear_cases(const Context& ctx, const Options& o, Kind kind) 
                 else
                   vops->linear(b, w, d->xt, d->y, n, {}, v);
               };
-              c.record = [rec, d](Batch& b) {
-                for (const auto& w : d->ws) rec(b, w);
-              };
-              chain_links(c, d->ws.size());
-              c.check = [rec, d, n, cols, nrows, &ctx] {
-                fill_u32(ctx, d->y, kPoisonNaN);
-                Batch b(ctx);
-                rec(b, d->ws[0]);
-                b.run();
-                auto got = download<float>(ctx, d->y);
+              auto run = record_links(c, ctx, d, d->ws, d->y, rec);
+              c.check = [run, d, n, cols, nrows] {
+                auto got = run();
                 const int k = std::min(n, kCheckedTokens);
                 std::vector<float> xk(d->x.begin(), d->x.begin() + std::ptrdiff_t(k * cols));
                 auto want = llm::ref::linear(d->deq, cols, xk, k, 0, nrows);
