@@ -55,6 +55,41 @@ void expect_rms_norm_linear(const LlmOps& o, const Tensor& x, const Tensor& nw, 
   }
 }
 
+// A QKV step's heads, a RoPE table, x, its norm weight and a position tensor (position 9 into
+// cache row 4), at an awkward width; fused_as_two_passes checks rms_norm_qkv_rope bit-identical to
+// rms_norm_linear then rope_kv_append under o's tuning (test::expect_same_qkv_rope).
+struct QkvRopeCase {
+  static constexpr int nh = 4, nkv = 2, hd = 16, max_ctx = 12;
+  static constexpr int64_t rows = int64_t(nh + 2 * nkv) * hd, cols = 204;
+  RopeTable table;
+  Tensor pos, x, nw;
+
+  QkvRopeCase() {
+    std::vector<double> inv(hd / 2);
+    for (int i = 0; i < hd / 2; ++i) inv[size_t(i)] = std::pow(10000.0, -2.0 * i / hd);
+    table = make_rope_table(ctx(), inv, hd, 16);
+    const std::vector<uint32_t> pos_rows = {9, 4};
+    pos = make_tensor(ctx(), {2}, DType::U32, std::as_bytes(std::span(pos_rows)));
+    x = make_tensor(ctx(), {cols}, test::random_floats(size_t(cols), 92));
+    nw = make_tensor(ctx(), {cols}, test::random_floats(size_t(cols), 93, 0.5f, 1.5f));
+  }
+  GpuWeight weight(TensorType t) const {
+    return upload_weight(ctx(), t, ref::random_weight(t, rows, cols, 91), rows, cols);
+  }
+  void fused_as_two_passes(const LlmOps& o, const GpuWeight& w, bool interleaved, bool dyn,
+                           const std::string& what) const {
+    const RopeKvArgs a = test::qkv_rope_args(nh, interleaved, dyn ? &pos : nullptr);
+    auto fused = test::qkv_rope_outputs(rows, nkv, max_ctx, hd, [&](Batch& b, const Tensor& qkv, const KvLayer& c) {
+      o.rms_norm_qkv_rope(b, x, nw, 1e-5f, w, qkv, table, c, a);
+    });
+    auto two = test::qkv_rope_outputs(rows, nkv, max_ctx, hd, [&](Batch& b, const Tensor& qkv, const KvLayer& c) {
+      o.rms_norm_linear(b, x, nw, 1e-5f, w, qkv);
+      o.rope_kv_append(b, qkv, table, c, a);
+    });
+    test::expect_same_qkv_rope(fused, two, rows, int64_t(nkv) * hd, what);
+  }
+};
+
 }  // namespace
 
 TEST(LlmWeights, SizesAndErrors) {
@@ -357,17 +392,10 @@ TEST(LlmLinear, RmsNormLinearMatchesReference) {
 // pair layouts, a fixed position and one read on the GPU with a separate cache row, x staged in
 // workgroup memory or not, 1, 2 and 4 RoPE pairs per row group, in a second layer of the cache.
 TEST(LlmLinear, QkvRopeMatchesTwoPasses) {
-  const int nh = 4, nkv = 2, hd = 16, max_ctx = 12;
-  const int64_t rows = int64_t(nh + 2 * nkv) * hd, cols = 204;
-  std::vector<double> inv(hd / 2);
-  for (int i = 0; i < hd / 2; ++i) inv[size_t(i)] = std::pow(10000.0, -2.0 * i / hd);
-  auto table = make_rope_table(ctx(), inv, hd, 16);
-  const std::vector<uint32_t> pos_rows = {9, 4};  // position 9 into cache row 4
-  auto pos = make_tensor(ctx(), {2}, DType::U32, std::as_bytes(std::span(pos_rows)));
-  auto x = make_tensor(ctx(), {cols}, test::random_floats(size_t(cols), 92));
-  auto nw = make_tensor(ctx(), {cols}, test::random_floats(size_t(cols), 93, 0.5f, 1.5f));
+  const QkvRopeCase q;
+  const int64_t rows = q.rows;
   for (auto t : {TensorType::F32, TensorType::F16, TensorType::BF16}) {
-    auto w = upload_weight(ctx(), t, ref::random_weight(t, rows, cols, 91), rows, cols);
+    auto w = q.weight(t);
     for (int variant = 0; variant < 6; ++variant) {
       const bool interleaved = variant == 1 || variant == 5, dyn = variant == 2 || variant == 4;
       LlmOps o(ctx());
@@ -380,29 +408,21 @@ TEST(LlmLinear, QkvRopeMatchesTwoPasses) {
       }
       // 2 and 4 RoPE pairs per row group (the last workgroup's groups partly past the rows)
       if (variant >= 4) o.tuning.matvec_rope_rows = variant == 4 ? 4 : 8;
-      ASSERT_TRUE(o.fuses_rope(cols));
+      ASSERT_TRUE(o.fuses_rope(q.cols));
       const std::string what = std::string(to_string(t)) + (interleaved ? " interleaved" : " neox") +
                                (dyn ? " position read on the GPU, x from global memory" : " fixed position") +
                                (variant >= 3 ? ", late norm, prefetch, static columns" : "") + ", rope rows " +
                                std::to_string(o.tuning.matvec_rope_rows);
-      const RopeKvArgs a = test::qkv_rope_args(nh, interleaved, dyn ? &pos : nullptr);
-      auto fused = test::qkv_rope_outputs(rows, nkv, max_ctx, hd, [&](Batch& b, const Tensor& qkv, const KvLayer& c) {
-        o.rms_norm_qkv_rope(b, x, nw, 1e-5f, w, qkv, table, c, a);
-      });
-      auto two = test::qkv_rope_outputs(rows, nkv, max_ctx, hd, [&](Batch& b, const Tensor& qkv, const KvLayer& c) {
-        o.rms_norm_linear(b, x, nw, 1e-5f, w, qkv);
-        o.rope_kv_append(b, qkv, table, c, a);
-      });
-      test::expect_same_qkv_rope(fused, two, rows, int64_t(nkv) * hd, what);
+      q.fused_as_two_passes(o, w, interleaved, dyn, what);
     }
   }
   auto w = upload_weight(ctx(), TensorType::F16, ref::random_weight(TensorType::F16, rows - 2, 64, 1), rows - 2, 64);
-  auto cache = make_kv_cache(ctx(), 1, nkv, max_ctx, hd);
+  auto cache = make_kv_cache(ctx(), 1, q.nkv, q.max_ctx, q.hd);
   RopeKvArgs a;
-  a.n_heads = nh;
+  a.n_heads = q.nh;
   Batch b(ctx());
   auto x64 = make_tensor(ctx(), {64});
-  EXPECT_THROW(ops().rms_norm_qkv_rope(b, x64, x64, 1e-5f, w, test::poisoned(rows), table, cache.layer(0), a),
+  EXPECT_THROW(ops().rms_norm_qkv_rope(b, x64, x64, 1e-5f, w, test::poisoned(rows), q.table, cache.layer(0), a),
                Error);  // rows are not the q, k and v heads
 }
 
@@ -501,17 +521,9 @@ TEST(LlmLinear, KxMatvecsMatchReference) {
     }
   }
   // QKV + RoPE: bit-identical to rms_norm_linear then rope_kv_append with the same schedule.
-  const int nh = 4, nkv = 2, hd = 16, max_ctx = 12;
-  const int64_t rows = int64_t(nh + 2 * nkv) * hd, cols = 204;
-  std::vector<double> inv(hd / 2);
-  for (int i = 0; i < hd / 2; ++i) inv[size_t(i)] = std::pow(10000.0, -2.0 * i / hd);
-  auto table = make_rope_table(ctx(), inv, hd, 16);
-  const std::vector<uint32_t> pos_rows = {9, 4};
-  auto pos = make_tensor(ctx(), {2}, DType::U32, std::as_bytes(std::span(pos_rows)));
-  auto x = make_tensor(ctx(), {cols}, test::random_floats(size_t(cols), 92));
-  auto nw = make_tensor(ctx(), {cols}, test::random_floats(size_t(cols), 93, 0.5f, 1.5f));
+  const QkvRopeCase q;
   for (auto t : {TensorType::F32, TensorType::F16, TensorType::BF16}) {
-    auto w = upload_weight(ctx(), t, ref::random_weight(t, rows, cols, 91), rows, cols);
+    auto w = q.weight(t);
     for (auto tune : tunes) {
       for (bool interleaved : {false, true}) {
         LlmOps o(ctx());
@@ -524,15 +536,7 @@ TEST(LlmLinear, KxMatvecsMatchReference) {
         o.tuning.kx_db = tune.db;
         const std::string what = std::string(to_string(t)) + (interleaved ? " interleaved" : " neox") + " wg " +
                                  std::to_string(tune.wg) + " rows " + std::to_string(tune.rows);
-        const RopeKvArgs a = test::qkv_rope_args(nh, interleaved, interleaved ? &pos : nullptr);
-        auto fused = test::qkv_rope_outputs(rows, nkv, max_ctx, hd, [&](Batch& b, const Tensor& qkv, const KvLayer& c) {
-          o.rms_norm_qkv_rope(b, x, nw, 1e-5f, w, qkv, table, c, a);
-        });
-        auto two = test::qkv_rope_outputs(rows, nkv, max_ctx, hd, [&](Batch& b, const Tensor& qkv, const KvLayer& c) {
-          o.rms_norm_linear(b, x, nw, 1e-5f, w, qkv);
-          o.rope_kv_append(b, qkv, table, c, a);
-        });
-        test::expect_same_qkv_rope(fused, two, rows, int64_t(nkv) * hd, what);
+        q.fused_as_two_passes(o, w, interleaved, interleaved, what);
       }
     }
   }
