@@ -16,15 +16,7 @@
 // subgroup size, as a constant: the butterfly's loops unrolled), LT, LSG, P_BINDING;
 // XC_* for the combine), common.wgsl, rope_pair.wgsl, a weights/*.wgsl file (bindings 0, 1),
 // reduce_sg.wgsl, an x file and matvec_rope.wgsl (ROPE: bindings 5-8) or matvec_q8_norope.wgsl.
-@group(0) @binding(2) var<storage, read> x4: array<vec4<f32>>;
-@group(0) @binding(3) var<storage, read> bias: array<f32>;
-@group(0) @binding(4) var<storage, read_write> y: array<f32>;
-// linear_params.wgsl's fields, then ROPE's (rope_kv_append.wgsl's for one token; zero without).
-struct P {
-//!include "llm/linear_params_fields.wgsl"
-//!include "llm/rope_params_fields.wgsl"
-}
-@group(0) @binding(P_BINDING) var<uniform> p: P;
+//!include "llm/matvec_io.wgsl"
 override WG: u32 = 256;
 const_assert COLS > 0u && NCH == (COLS + W_CHUNK - 1u) / W_CHUNK && !W_STAGE_X;
 const_assert T >= 2u && T <= 32u && (T & (T - 1u)) == 0u && T % RB == 0u;
