@@ -194,6 +194,47 @@ TEST(LlamaFixturesGpu, F16DecodeStepsMatchThePromptPass) {
   }
 }
 
+// One-token steps with each layer in one dispatch (layer_decode: its five steps as work items
+// that hand over inside the dispatch) against the prompt pass's rows, token by token, from the F16
+// GGUF and the BF16 safetensors (3 layers: three scratch regions; head_dim 8, 2 query heads per kv
+// head, hidden 16, ffn 48: every item partly past its rows): one workgroup per item, two in all
+// (each taking many items in turn), one (every hand-over inside one workgroup) with 4 splits.
+// The profile shows the one dispatch per layer, and the error word stays clear (logits would
+// throw). Runs on CPU adapters too: SwiftShader keeps layer_decode.wgsl covered in CI.
+TEST(LlamaFixturesGpu, LayerDecodeStepsMatchThePromptPass) {
+  for (const char* rel : {"tiny-llama3-bf16/tiny-llama3-bf16-f16.gguf", "tiny-llama3-bf16"}) {
+    WGC_REQUIRE_FILE(fx(rel));
+    ModelFile mf = open_model(fx(rel), {false, false});
+    Golden g{SafetensorsFile::open(fx("tiny-llama3-bf16") / "golden.safetensors")};
+    auto tokens = g.get<int32_t>("p0.tokens");
+    const size_t vocab = size_t(mf.config().vocab_size), n = std::min<size_t>(tokens.size(), 10);
+    tokens.resize(n);
+    EngineOptions eo = small_engine(256, 64, Device::Gpu);
+    std::vector<float> all;
+    {
+      LlamaModel ref_model(ctx(), mf, eo);
+      all = ref_model.all_logits(tokens);
+    }
+    for (const char* spec : {"layer_decode=1/layer_wgs=1/attn_dec_wgs=4", "layer_decode=1/layer_wgs=1", "layer_decode=1", "layer_decode=1/layer_wgs=2"}) {
+      EngineOptions e2 = eo;
+      apply_tuning(e2.tuning, spec);
+      LlamaModel model(ctx(), mf, e2);
+      model.logits(std::span(tokens).first(1));
+      for (size_t i = 1; i < n; ++i) {
+        auto got = model.logits(std::span(&tokens[i], 1));
+        std::vector<float> want(all.begin() + std::ptrdiff_t(i * vocab), all.begin() + std::ptrdiff_t((i + 1) * vocab));
+        EXPECT_LT(test::rel_error(got, want), 1e-3) << rel << " '" << spec << "' token " << i;
+      }
+      if (ctx().features().timestamp_query) {
+        int layer_dispatches = 0;
+        for (const auto& d : model.profile_decode_step(tokens[0]))
+          layer_dispatches += d.label.find("layer_decode") != std::string::npos;
+        EXPECT_EQ(layer_dispatches, mf.config().n_layers) << rel << " '" << spec << "'";
+      }
+    }
+  }
+}
+
 // The CPU engine on every kernel level this processor runs (the default is the best one).
 TEST(LlamaFixturesCpu, EveryKernelLevel) {
   WGC_REQUIRE_FILE(fx("tiny-llama2-f32/tiny-llama2-f32-q8_0.gguf"));

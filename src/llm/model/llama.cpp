@@ -49,6 +49,13 @@ class GpuEngine final : public LlamaEngine {
   // the argmax of logits1 into out_id.
   Tensor pos;
   Recording step, step_argmax;
+  // One-token steps as one dispatch per layer (tuning.layer_decode, decode_layer): its scratch
+  // (for the attention's splits of lscr_wgs) and every layer's two norm weights side by side,
+  // made on first use; layer_used: a step ran them since the error word was last checked.
+  LayerScratch lscr;
+  uint32_t lscr_wgs = 0;
+  Tensor layer_norms;
+  bool layer_used = false;
 
   GpuEngine(const Context& c, const ModelFile& f, EngineOptions o)
       : ctx(c),
@@ -117,9 +124,73 @@ class GpuEngine final : public LlamaEngine {
     upload(ctx, ids, std::as_bytes(std::span(u)));
   }
 
-  // Records the layers for n tokens at n_past_ whose ids are in `ids`, leaving the residual stream
-  // in x. dyn (one token): the position comes from `pos` when the batch runs (for recordings).
-  void record_layers(Batch& b, int n, bool dyn = false) {
+  // Whether one-token steps run one dispatch per layer (tuning.layer_decode, where the model's
+  // layers fit decode_layer); makes the scratch and the norms' copy the first time.
+  bool layer_steps() {
+    if (!ops.tuning.layer_decode || layers.size() < 2 || cfg.qk_norm) return false;
+    const TensorType t = layers[0].qkv.parts.empty() ? TensorType::F32 : layers[0].qkv.parts[0].type;
+    for (const auto& L : layers)
+      for (const LinearGroup* g : {&L.qkv, &L.o, &L.gate_up, &L.down})
+        if (g->parts.size() != 1 || !g->biases.empty() || g->parts[0].type != t) return false;
+    if (!lscr.words || lscr_wgs != ops.tuning.attn_dec_wgs) {
+      lscr = ops.make_decode_layer_scratch(int(layers.size()), hidden, ffn, int(nh), int(nkv), int(hd), max_ctx_);
+      lscr_wgs = ops.tuning.attn_dec_wgs;
+    }
+    if (!ops.decode_layer_unfit(lscr, t).empty()) return false;
+    if (!layer_norms) {
+      layer_norms = make_tensor(ctx, {int64_t(layers.size()) * 2 * hidden});
+      Batch b(ctx);
+      const uint64_t bytes = uint64_t(hidden) * 4;
+      for (size_t li = 0; li < layers.size(); ++li) {
+        b.copy(layers[li].ln1, 0, layer_norms, 2 * li * bytes, bytes);
+        b.copy(layers[li].ln2, 0, layer_norms, (2 * li + 1) * bytes, bytes);
+      }
+      b.run();
+    }
+    return true;
+  }
+  // The layers of a one-token step at the position in `pos`, one dispatch each; the residual
+  // stream starts and ends in the scratch's first words.
+  void record_layer_steps(Batch& b) {
+    ops.embedding(b, w.embed, ids, lscr.words, 1);
+    const int nl = int(layers.size());
+    for (int li = 0; li < nl; ++li) {
+      const LlamaLayer& L = layers[size_t(li)];
+      DecodeLayerArgs a;
+      a.qkv = &L.qkv.parts[0];
+      a.o = &L.o.parts[0];
+      a.gate_up = &L.gate_up.parts[0];
+      a.down = &L.down.parts[0];
+      a.norms = layer_norms;
+      a.ln1 = uint32_t(2 * li * hidden);
+      a.ln2 = uint32_t((2 * li + 1) * hidden);
+      a.eps = eps;
+      a.rope = &rope;
+      a.positions = pos;
+      a.region = int(layer_region(li, nl));
+      a.next = int(layer_region((li + 1) % nl, nl));
+      ops.decode_layer(b, lscr, kv.layer(li), a);
+    }
+    layer_used = true;
+  }
+  // After steps that ran decode_layer: an error if one of its waits gave up (wrong logits).
+  void check_layer_steps() {
+    if (!layer_used) return;
+    layer_used = false;
+    if (layer_scratch_failed(ctx, lscr))
+      throw Error(
+          "wgc: a one-dispatch decoder layer gave up waiting for its own work items (this GPU does not keep "
+          "running workgroups running); its tokens are wrong. Run with --tuning layer_decode=0.");
+  }
+
+  // Records the layers for n tokens at n_past_ whose ids are in `ids`; returns the tensor that
+  // holds the residual stream after them (x, or the layer steps' scratch). dyn (one token): the
+  // position comes from `pos` when the batch runs (for recordings).
+  const Tensor& record_layers(Batch& b, int n, bool dyn = false) {
+    if (dyn && n == 1 && layer_steps()) {
+      record_layer_steps(b);
+      return lscr.words;
+    }
     ops.embedding(b, w.embed, ids, x, n);
     const bool fuse_norm_q8 = n == 1 && fuses_norm_q8(), fuse_norm_f32 = n == 1 && fuses_norm_f32();
     for (size_t li = 0; li < layers.size(); ++li) {
@@ -233,6 +304,7 @@ class GpuEngine final : public LlamaEngine {
         linear(b, L.down, act, x, n, hidden, true);
       }
     }
+    return x;
   }
 
   const GpuWeight& output() const { return w.output(); }
@@ -262,17 +334,18 @@ class GpuEngine final : public LlamaEngine {
     return tokens;
   }
 
-  // The final norm and the output projection of token n - 1 into logits1.
-  void record_output(Batch& b, int n) {
+  // The final norm and the output projection of token n - 1 (of the residual stream in res) into
+  // logits1.
+  void record_output(Batch& b, int n, const Tensor& res) {
     // The norm stays a pass of its own here: the output projection's thousands of workgroups
     // would each redo it (for 8B: 8,016 x 16 KB of reads), one dispatch costs less.
     if (q8(output())) {
-      ops.rms_norm_q8(b, x, w.norm, xq, 1, eps, hidden, (n - 1) * hidden);
+      ops.rms_norm_q8(b, res, w.norm, xq, 1, eps, hidden, (n - 1) * hidden);
       ops.linear_q8(b, output(), xq, logits1, 1);
     } else if (n == 1 && fuses_norm_f32() && ops.tuning.matvec_out_norm) {
-      ops.rms_norm_linear(b, x, w.norm, eps, output(), logits1);  // one token: no copy, no norm pass
+      ops.rms_norm_linear(b, res, w.norm, eps, output(), logits1);  // one token: no copy, no norm pass
     } else {
-      b.copy(x, uint64_t(n - 1) * uint64_t(hidden) * 4, last, 0, uint64_t(hidden) * 4);
+      b.copy(res, uint64_t(n - 1) * uint64_t(hidden) * 4, last, 0, uint64_t(hidden) * 4);
       ops.rms_norm(b, last, w.norm, h, 1, int(hidden), eps);
       ops.linear(b, output(), h, logits1, 1);
     }
@@ -286,8 +359,7 @@ class GpuEngine final : public LlamaEngine {
       replay_step(b);
       return;
     }
-    record_layers(b, n);
-    record_output(b, n);
+    record_output(b, n, record_layers(b, n));
   }
   // The same and the argmax of those logits, into out_id; returns its readback.
   Readback record_argmax(Batch& b, int n) {
@@ -306,12 +378,10 @@ class GpuEngine final : public LlamaEngine {
     if (!step) {
       Batch r(ctx);
       if (r.timed()) {
-        record_layers(b, 1, /*dyn=*/true);
-        record_output(b, 1);
+        record_output(b, 1, record_layers(b, 1, /*dyn=*/true));
         return;
       }
-      record_layers(r, 1, /*dyn=*/true);
-      record_output(r, 1);
+      record_output(r, 1, record_layers(r, 1, /*dyn=*/true));
       step = r.freeze();
     }
     b.replay(step);
@@ -357,6 +427,7 @@ class GpuEngine final : public LlamaEngine {
     upload_ids(tokens);
     record_last(b, int(tokens.size()));
     b.run();
+    check_layer_steps();
     n_past_ += int(tokens.size());
     std::vector<float> out(static_cast<size_t>(vocab));
     download(ctx, logits1, std::as_writable_bytes(std::span(out)));
@@ -392,7 +463,9 @@ class GpuEngine final : public LlamaEngine {
     Readback id = record_argmax(b, int(tokens.size()));
     b.submit();
     n_past_ += int(tokens.size());
-    return int32_t(id.value<uint32_t>());
+    const auto next = int32_t(id.value<uint32_t>());
+    check_layer_steps();
+    return next;
   }
 
   DecodeStats decode_greedy(int32_t first, int max_steps, const std::function<bool(int32_t)>& on_token) override {
@@ -428,6 +501,10 @@ class GpuEngine final : public LlamaEngine {
       go = on_token(id);
     }
     n_past_ = base + st.tokens;
+    if (layer_used) {  // the error word after every step that ran
+      for (; !in_flight.empty(); in_flight.pop_front()) in_flight.front().wait();
+      check_layer_steps();
+    }
     return st;  // readbacks of dropped steps wait for their copies as they go
   }
 
@@ -448,6 +525,7 @@ class GpuEngine final : public LlamaEngine {
     record_last(b, int(tokens.size()));
     ops.topk(b, logits1, vocab, k, top_vals, top_ids);
     b.run();
+    check_layer_steps();
     n_past_ += int(tokens.size());
     TopK r;
     r.logits.resize(size_t(k));

@@ -219,6 +219,10 @@ void apply_tuning(LlmTuning& t, std::string_view spec) {
       {"attn_dec_wg", &LlmTuning::attn_dec_wg},
       {"attn_dec_bk", &LlmTuning::attn_dec_bk},
       {"attn_dec_wgs", &LlmTuning::attn_dec_wgs},
+      {"layer_decode", &LlmTuning::layer_decode},
+      {"layer_wgs", &LlmTuning::layer_wgs},
+      {"layer_spin_max", &LlmTuning::layer_spin_max},
+      {"layer_yield", &LlmTuning::layer_yield},
       {"attn_dec_tpk", &LlmTuning::attn_dec_tpk},
       {"attn_dec_u", &LlmTuning::attn_dec_u},
       {"attn_dec_pf", &LlmTuning::attn_dec_pf}};

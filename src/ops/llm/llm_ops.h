@@ -15,6 +15,7 @@
 #include "gpu/context.h"
 #include "gpu/kernel.h"
 #include "gpu/tensor.h"
+#include "ops/llm/decode_layer.h"
 #include "ops/llm/weights.h"
 
 #include <cstdint>
@@ -582,6 +583,16 @@ struct LlmTuning {
   uint32_t attn_dec_tpk = 16;
   uint32_t attn_dec_u = 2;
   uint32_t attn_dec_pf = 1;
+  // One-token steps of F16/BF16 models: 1 runs each layer as one dispatch (decode_layer,
+  // layer_decode.wgsl: its five steps hand over inside the dispatch), 0 as five. layer_wgs: the
+  // grid's workgroups (0: one per work item); layer_spin_max: the loads a wait may take before
+  // it gives up and flags the error word. layer_yield: waits as whole-workgroup polls with a
+  // barrier per round (1; 2: on CPU adapters only, whose schedulers need it), else each word's
+  // own spin only (0).
+  uint32_t layer_decode = 0;
+  uint32_t layer_yield = 2;
+  uint32_t layer_wgs = 0;
+  uint32_t layer_spin_max = 1u << 24;
 };
 
 // Sets tuning fields from "name=value,name=value" (the LlmTuning field names, e.g.
@@ -790,6 +801,18 @@ class LlmOps {
   void paged_attention_q8(Batch& b, const KvLayer& cache, const Tensor& q, const Q8Act& out,
                           const PagedAttentionPlan& plan) const;
   bool paged_attention_q8_takes(int head_dim) const;  // whether paged_attention_q8 runs this head_dim
+
+  // One decoder layer of one token (cache position and row from a.positions) in one dispatch:
+  // RMSNorm, QKV, RoPE and the cache append, decode attention, the o projection and residual,
+  // RMSNorm, gate|up, SwiGLU, the down projection and residual (layer_decode.wgsl). Reads the
+  // layer's input from s's region a.region and writes its output into region a.next's xin.
+  void decode_layer(Batch& b, const LayerScratch& s, const KvLayer& cache, const DecodeLayerArgs& a) const;
+  // Why decode_layer cannot run layers of this scratch's shapes with weights of type t ("": it can).
+  std::string decode_layer_unfit(const LayerScratch& s, TensorType t) const;
+  // A scratch for decode_layer (its splits from tuning.attn_dec_wgs, as the decode attention's).
+  LayerScratch make_decode_layer_scratch(int n_layers, int64_t hidden, int64_t ffn, int n_heads, int n_kv_heads,
+                                         int head_dim, int max_ctx) const;
+  uint32_t decode_layer_splits(int n_kv_heads) const;
 
   // out[0] = the first index of the largest of logits[0 .. n) (u32 tensor of >= 1 element).
   void argmax(Batch& b, const Tensor& logits, int64_t n, const Tensor& out) const;
