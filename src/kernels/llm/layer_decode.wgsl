@@ -68,7 +68,8 @@ const MASKED: f32 = -3.0e38;
 var<workgroup> xs: array<vec4<f32>, SM>;
 var<workgroup> red: array<f32, WG>;
 var<workgroup> xc_f: array<f32, NH * NS>;  // combine: each split's weight exp(m_s - max)
-var<workgroup> xc_l: array<f32, NH>;       // combine: each head's weighted sum of l
+var<workgroup> xc_l: array<f32, NH * NS>;  // combine: each split's l
+var<workgroup> xc_s: array<f32, NH>;       // combine: each head's weighted sum of l
 var<workgroup> qs: array<vec4<f32>, G * HD4>;
 var<workgroup> sc: array<f32, G * BK>;     // scores, then their exp
 var<workgroup> hm: array<f32, 8>;          // per head: running max, sum, this block's rescale
@@ -112,7 +113,18 @@ fn wait_words(b: u32, n: u32, stride: u32, lid: u32) {
     if (workgroupUniformLoad(&missing_all) == 0u) { return; }
   }
 }
-fn ld4(i: u32) -> vec4<f32> { return vec4<f32>(ld(i), ld(i + 1u), ld(i + 2u), ld(i + 3u)); }
+fn ld2(i: u32) -> vec2<f32> {
+  let v = vec2<u32>(atomicLoad(&s[i]), atomicLoad(&s[i + 1u]));
+  if (all(v != vec2<u32>(SENTINEL))) { return bitcast<vec2<f32>>(v); }
+  return vec2<f32>(ld(i), ld(i + 1u));
+}
+// Four words at once: the loads are independent (one memory round trip, not four dependent
+// ones through ld's loop); only a word still missing goes through ld.
+fn ld4(i: u32) -> vec4<f32> {
+  let v = vec4<u32>(atomicLoad(&s[i]), atomicLoad(&s[i + 1u]), atomicLoad(&s[i + 2u]), atomicLoad(&s[i + 3u]));
+  if (all(v != vec4<u32>(SENTINEL))) { return bitcast<vec4<f32>>(v); }
+  return vec4<f32>(ld(i), ld(i + 1u), ld(i + 2u), ld(i + 3u));
+}
 fn st(i: u32, v: f32) { atomicStore(&s[i], select(bitcast<u32>(v), 0x7FC00000u, bitcast<u32>(v) == SENTINEL)); }
 
 fn wl(which: u32, i: u32) -> vec4<u32> {
@@ -207,14 +219,19 @@ fn stage_combine(lid: u32) {
   for (var h = lid; h < p.nh; h += WG) {
     let b = p.part + h * p.n_splits * w + HD;
     var mx = MASKED;
-    for (var sp = 0u; sp < p.n_splits; sp++) { mx = max(mx, ld(b + sp * w)); }
+    for (var sp = 0u; sp < p.n_splits; sp++) {
+      let ml = ld2(b + sp * w);
+      xc_f[h * p.n_splits + sp] = ml.x;
+      xc_l[h * p.n_splits + sp] = ml.y;
+      mx = max(mx, ml.x);
+    }
     var l = 0.0;
     for (var sp = 0u; sp < p.n_splits; sp++) {
-      let f = exp(ld(b + sp * w) - mx);
+      let f = exp(xc_f[h * p.n_splits + sp] - mx);
+      l += f * xc_l[h * p.n_splits + sp];
       xc_f[h * p.n_splits + sp] = f;
-      l += f * ld(b + sp * w + 1u);
     }
-    xc_l[h] = l;
+    xc_s[h] = l;
   }
   workgroupBarrier();
   for (var j = lid; j < 2u * ((cols + 7u) / 8u); j += WG) {
@@ -226,7 +243,7 @@ fn stage_combine(lid: u32) {
         let f = xc_f[h * p.n_splits + sp];
         if (f != 0.0) { a += f * ld4(b + sp * w); }
       }
-      a /= xc_l[h];
+      a /= xc_s[h];
     }
     xs_set(j, a);
   }

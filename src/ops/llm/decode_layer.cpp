@@ -37,7 +37,7 @@ uint32_t x_tile(const LayerScratch& s) {
 uint64_t shared_bytes(const LayerScratch& s) {
   const uint64_t hd4 = uint64_t(s.head_dim) / 4, g = uint64_t(s.n_heads / s.n_kv_heads), bk = block_keys(s.head_dim);
   const uint64_t sm = std::max<uint64_t>(x_tile(s) / 4, bk * (2 * hd4 + 1));
-  return 16 * sm + 4 * kWG + 4 * (uint64_t(s.n_heads) * s.splits + s.n_heads) + 16 * g * hd4 + 4 * g * bk + 4 * 24 + 4;
+  return 16 * sm + 4 * kWG + 4 * (2 * uint64_t(s.n_heads) * s.splits + s.n_heads) + 16 * g * hd4 + 4 * g * bk + 4 * 24 + 4;
 }
 
 }  // namespace
