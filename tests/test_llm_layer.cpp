@@ -68,7 +68,8 @@ LayerRef reference_layer(const LayerShape& s, const LayerWeights& w, const std::
   for (size_t i = 0; i < x2.size(); ++i) x2[i] = float(double(x[i]) + o[i]);
   auto h2 = ref::rms_norm(x2, ln2, 1, int(s.hidden), eps);
   auto gu = narrow(ref::linear(w.gate_up_d, s.hidden, h2, 1, 0, 2 * s.ffn));
-  auto act = ref::swiglu(std::vector<float>(gu.begin(), gu.begin() + s.ffn), std::vector<float>(gu.begin() + s.ffn, gu.end()));
+  auto act =
+      ref::swiglu(std::vector<float>(gu.begin(), gu.begin() + s.ffn), std::vector<float>(gu.begin() + s.ffn, gu.end()));
   auto down = ref::linear(w.down_d, s.ffn, act, 1, 0, s.hidden);
   LayerRef r{std::vector<float>(size_t(s.hidden)), k, v};
   for (size_t i = 0; i < r.out.size(); ++i) r.out[i] = float(double(x2[i]) + down[i]);
@@ -83,7 +84,8 @@ void check_layer(const LayerShape& s, const std::string& spec) {
   const LayerWeights w = random_layer(s);
   const float eps = 1e-5f;
   auto x = test::random_floats(size_t(s.hidden), 21, -2.f, 2.f);
-  auto ln1 = test::random_floats(size_t(s.hidden), 22, 0.5f, 1.5f), ln2 = test::random_floats(size_t(s.hidden), 23, 0.5f, 1.5f);
+  auto ln1 = test::random_floats(size_t(s.hidden), 22, 0.5f, 1.5f),
+       ln2 = test::random_floats(size_t(s.hidden), 23, 0.5f, 1.5f);
   std::vector<float> norms(ln1);
   norms.insert(norms.end(), ln2.begin(), ln2.end());
   std::vector<double> inv_freq(size_t(s.hd / 2));
@@ -102,7 +104,8 @@ void check_layer(const LayerShape& s, const std::string& spec) {
   for (int p = 0; p < s.pos; ++p)
     for (int h = 0; h < s.nkv; ++h)
       for (int d = 0; d < s.hd; ++d) {
-        const size_t at = layer.offset + (size_t(h) * s.max_ctx + p) * s.hd + d, src = (size_t(p) * s.nkv + h) * s.hd + d;
+        const size_t at = layer.offset + (size_t(h) * s.max_ctx + p) * s.hd + d,
+                     src = (size_t(p) * s.nkv + h) * s.hd + d;
         std::memcpy(&kbits[at], &kr[src], 4);
         std::memcpy(&vbits[at], &vr[src], 4);
       }
@@ -168,12 +171,25 @@ void check_layer(const LayerShape& s, const std::string& spec) {
 TEST(DecodeLayer, MatchesTheReferenceSteps) {
   // 4 query heads over 2 kv heads of 8, hidden 40 (3 items of 16 rows), ffn 72 (9 items of 8)
   const LayerShape a{40, 72, 4, 2, 8, 64, 37, TensorType::F16};
-  for (const char* spec : {"", "layer_wgs=1", "layer_wgs=3/attn_dec_wgs=8"}) check_layer(a, spec);
+  for (const char* spec : {"layer_wgs=1", "layer_wgs=1/attn_dec_wgs=8"}) check_layer(a, spec);
   // position 0 (one key: the new one, from the scratch), BF16, 3 query heads per kv head of 16
   check_layer({72, 40, 6, 2, 16, 48, 0, TensorType::BF16}, "");
   // keys in several blocks of one split (at head_dim 16: 32 keys a block), 8 splits of 8 keys
   check_layer({24, 56, 2, 1, 16, 96, 77, TensorType::F16}, "attn_dec_wgs=1");
+  check_layer({24, 56, 2, 1, 16, 96, 77, TensorType::F16}, "attn_dec_wgs=12");
+  // hidden 4100: x staged in more than one round of four loads per invocation (layer_decode's ld4x4)
+  check_layer({4100, 72, 4, 2, 8, 16, 5, TensorType::BF16}, "");
+}
+
+// Workgroups that wait on each other's items: one per item (the GPU default), two and three in
+// all (each taking many items in turn). GPUs only: SwiftShader gives no forward progress between
+// workgroups (LlmOps::decode_layer runs one workgroup there).
+TEST(DecodeLayer, ManyWorkgroupsMatchTheReferenceSteps) {
+  if (ctx().adapter().is_cpu()) GTEST_SKIP() << "SwiftShader gives no forward progress between workgroups";
+  const LayerShape a{40, 72, 4, 2, 8, 64, 37, TensorType::F16};
+  for (const char* spec : {"", "layer_wgs=2", "layer_wgs=3/attn_dec_wgs=8"}) check_layer(a, spec);
   check_layer({24, 56, 2, 1, 16, 96, 77, TensorType::F16}, "attn_dec_wgs=12/layer_wgs=2");
+  check_layer({4100, 72, 4, 2, 8, 16, 5, TensorType::BF16}, "");
 }
 
 TEST(DecodeLayer, RefusesWhatItCannotRun) {

@@ -23,7 +23,7 @@
 // (the ticket counter), then the guarded words q, k, v, part, x2, act. A dispatch resets the next
 // region's counter and guarded words and writes the layer's output into its xin (p.out).
 // Weights: F16 or BF16 (the prelude's half4), rows of round_up(cols, 8) halves (weights/half.wgsl).
-// Preceded by a prelude (half4, YIELD), common.wgsl, rope_pair.wgsl and a reduce file.
+// Preceded by a prelude (half4), common.wgsl, rope_pair.wgsl and a reduce file.
 @group(0) @binding(0) var<storage, read> w_qkv: array<vec4<u32>>;
 @group(0) @binding(1) var<storage, read> w_o: array<vec4<u32>>;
 @group(0) @binding(2) var<storage, read> w_gu: array<vec4<u32>>;
@@ -76,8 +76,6 @@ var<workgroup> hm: array<f32, 8>;          // per head: running max, sum, this b
 var<workgroup> hl: array<f32, 8>;
 var<workgroup> hc: array<f32, 8>;
 var<workgroup> ticket: u32;
-var<workgroup> missing: atomic<u32>;
-var<workgroup> missing_all: u32;
 
 // Scratch word i once it is written (see the header).
 fn ld(i: u32) -> f32 {
@@ -92,38 +90,35 @@ fn ld(i: u32) -> f32 {
     }
   }
 }
-// YIELD (a prelude constant; CPU adapters): before an item reads words of other items, the whole
-// workgroup polls n of them (from b, stride apart) with a barrier per round until none is missing:
-// SwiftShader runs a workgroup's invocations as coroutines that switch at barriers, and a worker
-// whose workgroup spins without one can starve a started workgroup of the same worker (seen).
-// (ld still checks every word it reads.)
-fn wait_words(b: u32, n: u32, stride: u32, lid: u32) {
-  if (!YIELD) { return; }
-  for (var round = 0u; round < p.spin_max; round++) {
-    if (lid == 0u) { atomicStore(&missing, 0u); }
-    workgroupBarrier();
-    for (var i = lid; i < n; i += WG) {
-      if (atomicLoad(&s[b + i * stride]) == SENTINEL) {
-        atomicStore(&missing, 1u);
-        break;
-      }
-    }
-    workgroupBarrier();
-    if (lid == 0u) { missing_all = atomicLoad(&missing); }
-    if (workgroupUniformLoad(&missing_all) == 0u) { return; }
-  }
-}
-fn ld2(i: u32) -> vec2<f32> {
-  let v = vec2<u32>(atomicLoad(&s[i]), atomicLoad(&s[i + 1u]));
+// Loads in flight together: a wait is a loop, and a loop's loads cannot start before the loop
+// before it ends, so each ld is one memory round trip. Hence words are loaded raw, several at once,
+// and only a word still missing goes through ld (got4).
+fn ld2x(i: u32, j: u32) -> vec2<f32> {
+  let v = vec2<u32>(atomicLoad(&s[i]), atomicLoad(&s[j]));
   if (all(v != vec2<u32>(SENTINEL))) { return bitcast<vec2<f32>>(v); }
-  return vec2<f32>(ld(i), ld(i + 1u));
+  return vec2<f32>(ld(i), ld(j));
 }
-// Four words at once: the loads are independent (one memory round trip, not four dependent
-// ones through ld's loop); only a word still missing goes through ld.
-fn ld4(i: u32) -> vec4<f32> {
-  let v = vec4<u32>(atomicLoad(&s[i]), atomicLoad(&s[i + 1u]), atomicLoad(&s[i + 2u]), atomicLoad(&s[i + 3u]));
+fn ld2(i: u32) -> vec2<f32> { return ld2x(i, i + 1u); }
+fn raw4(i: u32) -> vec4<u32> {
+  return vec4<u32>(atomicLoad(&s[i]), atomicLoad(&s[i + 1u]), atomicLoad(&s[i + 2u]), atomicLoad(&s[i + 3u]));
+}
+fn got4(v: vec4<u32>, i: u32) -> vec4<f32> {
   if (all(v != vec4<u32>(SENTINEL))) { return bitcast<vec4<f32>>(v); }
   return vec4<f32>(ld(i), ld(i + 1u), ld(i + 2u), ld(i + 3u));
+}
+fn ld4(i: u32) -> vec4<f32> { return got4(raw4(i), i); }
+// Floats src + 4 j .. of a vector of n floats for j = j0 + k WG, k < 4 (zero past n): four
+// round trips' worth of loads in one.
+fn ld4x4(src: u32, j0: u32, n: u32) -> array<vec4<f32>, 4> {
+  var raw: array<vec4<u32>, 4>;
+  for (var k = 0u; k < 4u; k++) {
+    if (4u * (j0 + k * WG) < n) { raw[k] = raw4(src + 4u * (j0 + k * WG)); }
+  }
+  var v: array<vec4<f32>, 4>;
+  for (var k = 0u; k < 4u; k++) {
+    if (4u * (j0 + k * WG) < n) { v[k] = got4(raw[k], src + 4u * (j0 + k * WG)); }
+  }
+  return v;
 }
 fn st(i: u32, v: f32) { atomicStore(&s[i], select(bitcast<u32>(v), 0x7FC00000u, bitcast<u32>(v) == SENTINEL)); }
 
@@ -195,14 +190,20 @@ fn mv_tile(which: u32, ra: u32, rb: u32, rs: u32, c0: u32, c1: u32, lane: u32, p
 fn stage_norm(src: u32, w: u32, cols: u32, lid: u32) -> f32 {
   workgroupBarrier();
   var ss = 0.0;
-  for (var j = lid; j < 2u * ((cols + 7u) / 8u); j += WG) {
-    var v = vec4<f32>(0.0);
-    if (4u * j < cols) {
-      let x = ld4(src + 4u * j);
-      ss += dot(x, x);
-      v = x * vec4<f32>(norms[w + 4u * j], norms[w + 4u * j + 1u], norms[w + 4u * j + 2u], norms[w + 4u * j + 3u]);
+  let nj = 2u * ((cols + 7u) / 8u);
+  for (var j0 = lid; j0 < nj; j0 += 4u * WG) {
+    let x4 = ld4x4(src, j0, cols);
+    for (var k = 0u; k < 4u; k++) {
+      let j = j0 + k * WG;
+      if (j >= nj) { break; }
+      var v = vec4<f32>(0.0);
+      if (4u * j < cols) {
+        let x = x4[k];
+        ss += dot(x, x);
+        v = x * vec4<f32>(norms[w + 4u * j], norms[w + 4u * j + 1u], norms[w + 4u * j + 2u], norms[w + 4u * j + 3u]);
+      }
+      xs_set(j, v);
     }
-    xs_set(j, v);
   }
   let inv = inverseSqrt(group_sum(ss, lid, WG) / f32(cols) + p.eps);
   workgroupBarrier();
@@ -213,18 +214,17 @@ fn stage_norm(src: u32, w: u32, cols: u32, lid: u32) -> f32 {
 fn stage_combine(lid: u32) {
   let w = HD + 2u;
   let cols = p.nh * HD;
-  wait_words(p.part + HD, p.nh * p.n_splits, w, lid);
-  wait_words(p.part + HD + 1u, p.nh * p.n_splits, w, lid);
+  workgroupBarrier();
+  // every split's (m, l), all lanes at once
+  for (var i = lid; i < p.nh * p.n_splits; i += WG) {
+    let ml = ld2(p.part + i * w + HD);
+    xc_f[i] = ml.x;
+    xc_l[i] = ml.y;
+  }
   workgroupBarrier();
   for (var h = lid; h < p.nh; h += WG) {
-    let b = p.part + h * p.n_splits * w + HD;
     var mx = MASKED;
-    for (var sp = 0u; sp < p.n_splits; sp++) {
-      let ml = ld2(b + sp * w);
-      xc_f[h * p.n_splits + sp] = ml.x;
-      xc_l[h * p.n_splits + sp] = ml.y;
-      mx = max(mx, ml.x);
-    }
+    for (var sp = 0u; sp < p.n_splits; sp++) { mx = max(mx, xc_f[h * p.n_splits + sp]); }
     var l = 0.0;
     for (var sp = 0u; sp < p.n_splits; sp++) {
       let f = exp(xc_f[h * p.n_splits + sp] - mx);
@@ -239,9 +239,15 @@ fn stage_combine(lid: u32) {
     if (4u * j < cols) {
       let h = (4u * j) / HD;
       let b = p.part + h * p.n_splits * w + (4u * j) % HD;
-      for (var sp = 0u; sp < p.n_splits; sp++) {
-        let f = xc_f[h * p.n_splits + sp];
-        if (f != 0.0) { a += f * ld4(b + sp * w); }
+      for (var s0 = 0u; s0 < p.n_splits; s0 += 4u) {
+        var raw: array<vec4<u32>, 4>;
+        for (var k = 0u; k < 4u; k++) {
+          if (s0 + k < p.n_splits && xc_f[h * p.n_splits + s0 + k] != 0.0) { raw[k] = raw4(b + (s0 + k) * w); }
+        }
+        for (var k = 0u; k < 4u; k++) {
+          let f = select(0.0, xc_f[h * p.n_splits + s0 + k], s0 + k < p.n_splits);
+          if (f != 0.0) { a += f * got4(raw[k], b + (s0 + k) * w); }
+        }
       }
       a /= xc_s[h];
     }
@@ -308,9 +314,6 @@ fn item_attn(it: u32, lid: u32) {
   let ke = min(kb0 + p.split_len, start + 1u);
   let cb = p.cache_off / 4u + kvh * p.max_ctx * HD4;
   let vb = BK * (HD4 + 1u);
-  wait_words(p.q + kvh * G * HD, G * HD, 1u, lid);
-  wait_words(p.k + kvh * HD, HD, 1u, lid);
-  wait_words(p.v + kvh * HD, HD, 1u, lid);
   workgroupBarrier();
   for (var i = lid; i < G * HD4; i += WG) { qs[i] = ld4(p.q + (kvh * G + i / HD4) * HD + 4u * (i % HD4)) * p.scale; }
   if (lid < G) {
@@ -390,13 +393,15 @@ fn item_o(it: u32, lid: u32) {
   let rb = min(r + 1u, p.hidden - 1u);
   let rs = (p.nh * HD + 7u) / 8u;
   var pre = prefetch(1u, ra, rb, rs, rs, lid % TPR);
+  var res = vec2<f32>(0.0);  // the residual, loaded while the weights stream
+  if (lid % TPR == 0u) { res = ld2x(p.xin + ra, p.xin + rb); }
   stage_combine(lid);
   let a = mv_tile(1u, ra, rb, rs, 0u, rs, lid % TPR, &pre, true);
   let sa = group_sum(a.x, lid, TPR);
   let sb = group_sum(a.y, lid, TPR);
   if (lid % TPR == 0u) {
-    if (r < p.hidden) { st(p.x2 + r, sa + ld(p.xin + r)); }
-    if (r + 1u < p.hidden) { st(p.x2 + r + 1u, sb + ld(p.xin + r + 1u)); }
+    if (r < p.hidden) { st(p.x2 + r, sa + res.x); }
+    if (r + 1u < p.hidden) { st(p.x2 + r + 1u, sb + res.y); }
   }
 }
 
@@ -406,7 +411,6 @@ fn item_swiglu(it: u32, lid: u32) {
   let jc = min(j, p.ffn - 1u);
   let rs = (p.hidden + 7u) / 8u;
   var pre = prefetch(2u, jc, p.ffn + jc, rs, rs, lid % TPR);
-  wait_words(p.x2, p.hidden, 1u, lid);
   let inv = stage_norm(p.x2, p.ln2, p.hidden, lid);
   let a = mv_tile(2u, jc, p.ffn + jc, rs, 0u, rs, lid % TPR, &pre, true);
   let g = group_sum(a.x, lid, TPR) * inv;
@@ -421,17 +425,19 @@ fn item_down(it: u32, lid: u32) {
   let rb = min(r + 1u, p.hidden - 1u);
   let rs = (p.ffn + 7u) / 8u;
   var pre = prefetch(3u, ra, rb, rs, min(rs, XH), lid % TPR);
-  wait_words(p.act, p.ffn, 1u, lid);
-  wait_words(p.x2, p.hidden, 1u, lid);
+  var res = vec2<f32>(0.0);
+  if (lid % TPR == 0u) { res = ld2x(p.x2 + ra, p.x2 + rb); }
   var a = vec2<f32>(0.0);
   for (var t0 = 0u; t0 < rs; t0 += XH) {
     let t1 = min(t0 + XH, rs);
     workgroupBarrier();
-    for (var j = lid; j < 2u * (t1 - t0); j += WG) {
-      let e = 8u * t0 + 4u * j;
-      var v = vec4<f32>(0.0);
-      if (e < p.ffn) { v = ld4(p.act + e); }
-      xs_set(j, v);
+    let nj = 2u * (t1 - t0);
+    for (var j0 = lid; j0 < nj; j0 += 4u * WG) {
+      let x4 = ld4x4(p.act + 8u * t0, j0, p.ffn - 8u * t0);
+      for (var k = 0u; k < 4u; k++) {
+        let j = j0 + k * WG;
+        if (j < nj) { xs_set(j, select(vec4<f32>(0.0), x4[k], 8u * t0 + 4u * j < p.ffn)); }
+      }
     }
     workgroupBarrier();
     a += mv_tile(3u, ra, rb, rs, t0, t1, lid % TPR, &pre, t0 == 0u);
@@ -439,8 +445,8 @@ fn item_down(it: u32, lid: u32) {
   let sa = group_sum(a.x, lid, TPR);
   let sb = group_sum(a.y, lid, TPR);
   if (lid % TPR == 0u) {
-    if (r < p.hidden) { st(p.out + r, sa + ld(p.x2 + r)); }
-    if (r + 1u < p.hidden) { st(p.out + r + 1u, sb + ld(p.x2 + r + 1u)); }
+    if (r < p.hidden) { st(p.out + r, sa + res.x); }
+    if (r + 1u < p.hidden) { st(p.out + r + 1u, sb + res.y); }
   }
 }
 

@@ -37,7 +37,8 @@ uint32_t x_tile(const LayerScratch& s) {
 uint64_t shared_bytes(const LayerScratch& s) {
   const uint64_t hd4 = uint64_t(s.head_dim) / 4, g = uint64_t(s.n_heads / s.n_kv_heads), bk = block_keys(s.head_dim);
   const uint64_t sm = std::max<uint64_t>(x_tile(s) / 4, bk * (2 * hd4 + 1));
-  return 16 * sm + 4 * kWG + 4 * (2 * uint64_t(s.n_heads) * s.splits + s.n_heads) + 16 * g * hd4 + 4 * g * bk + 4 * 24 + 4;
+  return 16 * sm + 4 * kWG + 4 * (2 * uint64_t(s.n_heads) * s.splits + s.n_heads) + 16 * g * hd4 + 4 * g * bk + 4 * 24 +
+         4;
 }
 
 }  // namespace
@@ -92,8 +93,8 @@ uint32_t LlmOps::decode_layer_splits(int n_kv_heads) const {
   return std::clamp<uint32_t>(tuning.attn_dec_wgs / u32(std::max(1, n_kv_heads)), 1, kMaxDecodeSplits);
 }
 
-LayerScratch LlmOps::make_decode_layer_scratch(int n_layers, int64_t hidden, int64_t ffn, int n_heads,
-                                               int n_kv_heads, int head_dim, int max_ctx) const {
+LayerScratch LlmOps::make_decode_layer_scratch(int n_layers, int64_t hidden, int64_t ffn, int n_heads, int n_kv_heads,
+                                               int head_dim, int max_ctx) const {
   return make_layer_scratch(ctx_, n_layers, hidden, ffn, n_heads, n_kv_heads, head_dim, max_ctx,
                             decode_layer_splits(n_kv_heads), block_keys(head_dim));
 }
@@ -138,14 +139,12 @@ void LlmOps::decode_layer(Batch& b, const LayerScratch& s, const KvLayer& c, con
 
   const uint32_t g = u32(nh / nkv), bk = block_keys(int(hd));
   const std::string half = wqkv.type == TensorType::BF16 ? "bf16x4" : "f16x4";
-  const bool yield = tuning.layer_yield == 1 || (tuning.layer_yield == 2 && ctx_.adapter().is_cpu());
-  const std::string prelude = "fn half4(a: u32, b: u32) -> vec4<f32> { return " + half + "(a, b); }\n" +
-                              detail::prelude_bool("YIELD", yield);
-  const std::string key = "llm/layer_decode/" + str(wqkv.type) + "/hd" + std::to_string(hd) + "/g" +
-                          std::to_string(g) + "/x" + std::to_string(x_tile(s)) + "/h" + std::to_string(nh) + "/s" +
-                          std::to_string(s.splits) + (subgroups_ ? "/sg" : "/wg") + (yield ? "/yield" : "");
-  std::vector<std::pair<std::string, double>> k = {{"HD", double(hd)},        {"G", g},           {"BK", bk},
-                                                   {"XT", x_tile(s)},         {"NH", double(nh)}, {"NS", s.splits}};
+  const std::string prelude = "fn half4(a: u32, b: u32) -> vec4<f32> { return " + half + "(a, b); }\n";
+  const std::string key = "llm/layer_decode/" + str(wqkv.type) + "/hd" + std::to_string(hd) + "/g" + std::to_string(g) +
+                          "/x" + std::to_string(x_tile(s)) + "/h" + std::to_string(nh) + "/s" +
+                          std::to_string(s.splits) + (subgroups_ ? "/sg" : "/wg");
+  std::vector<std::pair<std::string, double>> k = {{"HD", double(hd)}, {"G", g},           {"BK", bk},
+                                                   {"XT", x_tile(s)},  {"NH", double(nh)}, {"NS", s.splits}};
   if (subgroups_) k.push_back({"SG", sg_size_});
   Kernel kern = kernel(key,
                        {"llm/common.wgsl", "llm/rope_pair.wgsl",
@@ -158,16 +157,20 @@ void LlmOps::decode_layer(Batch& b, const LayerScratch& s, const KvLayer& c, con
   const uint32_t end_c = end_b + ceil_div(uint64_t(hidden), kRowsPerItem);
   const uint32_t end_d = end_c + ceil_div(uint64_t(ffn), kPairsPerItem);
   const uint32_t n_items = end_d + ceil_div(uint64_t(hidden), kRowsPerItem);
-  const uint32_t wgs = tuning.layer_wgs ? std::min(tuning.layer_wgs, n_items) : n_items;
+  // SwiftShader (CPU adapters) runs a few workgroups per worker thread as fibers with no fairness
+  // between them: a workgroup spinning on a word can starve the started one that would write it
+  // (seen at 3 workgroups on 2 cores). One workgroup takes every item in order and never waits.
+  const uint32_t dflt = ctx_.adapter().is_cpu() ? 1 : n_items;
+  const uint32_t wgs = std::min(tuning.layer_wgs ? tuning.layer_wgs : dflt, n_items);
   Params prm(u32(hidden), u32(ffn), u32(nh), u32(nkv), s.splits, s.split_len, u32(c.max_ctx), u32(a.rope->max_pos),
              c.offset, a.ln1, a.ln2, a.interleaved ? 2u : 0u, base + s.xin, base + s.cnt, base + s.q, base + s.k,
-             base + s.v, base + s.part, base + s.x2, base + s.act, next + s.xin, next + s.cnt, next + s.q,
-             next + s.end, end_a, end_b, end_c, end_d, n_items, s.err, tuning.layer_spin_max, a.eps,
+             base + s.v, base + s.part, base + s.x2, base + s.act, next + s.xin, next + s.cnt, next + s.q, next + s.end,
+             end_a, end_b, end_c, end_d, n_items, s.err, tuning.layer_spin_max, a.eps,
              float(1.0 / std::sqrt(double(hd))));
-  b.dispatch(kern,
-             {wqkv.data, a.o->data, a.gate_up->data, a.down->data, a.norms, a.rope->cos_sin, c.k, c.v, s.words,
-              a.positions},
-             prm, groups_1d(ctx_, wgs));
+  b.dispatch(
+      kern,
+      {wqkv.data, a.o->data, a.gate_up->data, a.down->data, a.norms, a.rope->cos_sin, c.k, c.v, s.words, a.positions},
+      prm, groups_1d(ctx_, wgs));
 }
 
 }  // namespace wgc::llm

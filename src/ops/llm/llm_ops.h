@@ -585,12 +585,9 @@ struct LlmTuning {
   uint32_t attn_dec_pf = 1;
   // One-token steps of F16/BF16 models: 1 runs each layer as one dispatch (decode_layer,
   // layer_decode.wgsl: its five steps hand over inside the dispatch), 0 as five. layer_wgs: the
-  // grid's workgroups (0: one per work item); layer_spin_max: the loads a wait may take before
-  // it gives up and flags the error word. layer_yield: waits as whole-workgroup polls with a
-  // barrier per round (1; 2: on CPU adapters only, whose schedulers need it), else each word's
-  // own spin only (0).
+  // grid's workgroups (0: one per work item; on CPU adapters one in all, see decode_layer);
+  // layer_spin_max: the loads a wait may take before it gives up and flags the error word.
   uint32_t layer_decode = 0;
-  uint32_t layer_yield = 2;
   uint32_t layer_wgs = 0;
   uint32_t layer_spin_max = 1u << 24;
 };
