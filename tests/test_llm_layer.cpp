@@ -179,6 +179,8 @@ TEST(DecodeLayer, MatchesTheReferenceSteps) {
   check_layer({24, 56, 2, 1, 16, 96, 77, TensorType::F16}, "attn_dec_wgs=12");
   // hidden 4100: x staged in more than one round of four loads per invocation (layer_decode's ld4x4)
   check_layer({4100, 72, 4, 2, 8, 16, 5, TensorType::BF16}, "");
+  check_layer({4100, 72, 4, 2, 8, 16, 5, TensorType::BF16}, "layer_lb=3/attn_dec_wgs=12");
+  check_layer({4100, 72, 4, 2, 8, 16, 5, TensorType::F16}, "layer_lb=1");
 }
 
 // Workgroups that wait on each other's items: one per item (the GPU default), two and three in

@@ -57,6 +57,7 @@ override BK: u32 = 32;        // keys per attention block, G * BK <= WG
 override XT: u32 = 4096;      // floats of x staged at once (a multiple of 8)
 override NH: u32 = 32;        // query heads
 override NS: u32 = 4;         // splits
+override LB: u32 = 4;         // hand-over loads in flight per invocation (vec4s, 1 to 4)
 override HD4: u32 = HD / 4u;
 override XH: u32 = XT / 8u;   // chunks per staged tile
 override SM: u32 = max(XT / 4u, BK * (2u * HD4 + 1u));
@@ -107,15 +108,15 @@ fn got4(v: vec4<u32>, i: u32) -> vec4<f32> {
   return vec4<f32>(ld(i), ld(i + 1u), ld(i + 2u), ld(i + 3u));
 }
 fn ld4(i: u32) -> vec4<f32> { return got4(raw4(i), i); }
-// Floats src + 4 j .. of a vector of n floats for j = j0 + k WG, k < 4 (zero past n): four
+// Floats src + 4 j .. of a vector of n floats for j = j0 + k WG, k < LB (zero past n): LB
 // round trips' worth of loads in one.
 fn ld4x4(src: u32, j0: u32, n: u32) -> array<vec4<f32>, 4> {
   var raw: array<vec4<u32>, 4>;
-  for (var k = 0u; k < 4u; k++) {
+  for (var k = 0u; k < LB; k++) {
     if (4u * (j0 + k * WG) < n) { raw[k] = raw4(src + 4u * (j0 + k * WG)); }
   }
   var v: array<vec4<f32>, 4>;
-  for (var k = 0u; k < 4u; k++) {
+  for (var k = 0u; k < LB; k++) {
     if (4u * (j0 + k * WG) < n) { v[k] = got4(raw[k], src + 4u * (j0 + k * WG)); }
   }
   return v;
@@ -191,9 +192,9 @@ fn stage_norm(src: u32, w: u32, cols: u32, lid: u32) -> f32 {
   workgroupBarrier();
   var ss = 0.0;
   let nj = 2u * ((cols + 7u) / 8u);
-  for (var j0 = lid; j0 < nj; j0 += 4u * WG) {
+  for (var j0 = lid; j0 < nj; j0 += LB * WG) {
     let x4 = ld4x4(src, j0, cols);
-    for (var k = 0u; k < 4u; k++) {
+    for (var k = 0u; k < LB; k++) {
       let j = j0 + k * WG;
       if (j >= nj) { break; }
       var v = vec4<f32>(0.0);
@@ -239,12 +240,12 @@ fn stage_combine(lid: u32) {
     if (4u * j < cols) {
       let h = (4u * j) / HD;
       let b = p.part + h * p.n_splits * w + (4u * j) % HD;
-      for (var s0 = 0u; s0 < p.n_splits; s0 += 4u) {
+      for (var s0 = 0u; s0 < p.n_splits; s0 += LB) {
         var raw: array<vec4<u32>, 4>;
-        for (var k = 0u; k < 4u; k++) {
+        for (var k = 0u; k < LB; k++) {
           if (s0 + k < p.n_splits && xc_f[h * p.n_splits + s0 + k] != 0.0) { raw[k] = raw4(b + (s0 + k) * w); }
         }
-        for (var k = 0u; k < 4u; k++) {
+        for (var k = 0u; k < LB; k++) {
           let f = select(0.0, xc_f[h * p.n_splits + s0 + k], s0 + k < p.n_splits);
           if (f != 0.0) { a += f * got4(raw[k], b + (s0 + k) * w); }
         }
@@ -432,9 +433,9 @@ fn item_down(it: u32, lid: u32) {
     let t1 = min(t0 + XH, rs);
     workgroupBarrier();
     let nj = 2u * (t1 - t0);
-    for (var j0 = lid; j0 < nj; j0 += 4u * WG) {
+    for (var j0 = lid; j0 < nj; j0 += LB * WG) {
       let x4 = ld4x4(p.act + 8u * t0, j0, p.ffn - 8u * t0);
-      for (var k = 0u; k < 4u; k++) {
+      for (var k = 0u; k < LB; k++) {
         let j = j0 + k * WG;
         if (j < nj) { xs_set(j, select(vec4<f32>(0.0), x4[k], 8u * t0 + 4u * j < p.ffn)); }
       }
