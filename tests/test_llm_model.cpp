@@ -156,6 +156,38 @@ TEST(LlamaFixturesGpu, F16DecodeKnobsMatchToo) {
   check_model(fx("tiny-llama3-bf16/tiny-llama3-bf16-f16.gguf"), fx("tiny-llama3-bf16"), {1e-2, 0.05}, eo);
 }
 
+namespace {
+
+// The golden prompt's first n tokens and the prompt pass's logits for them (rows of vocab): what
+// one-token steps are checked against.
+struct PromptRows {
+  std::vector<int32_t> tokens;
+  size_t vocab = 0;
+  std::vector<float> all;
+};
+PromptRows prompt_rows(const ModelFile& mf, const EngineOptions& eo, size_t n) {
+  Golden g{SafetensorsFile::open(fx("tiny-llama3-bf16") / "golden.safetensors")};
+  PromptRows r;
+  r.tokens = g.get<int32_t>("p0.tokens");
+  r.tokens.resize(std::min(r.tokens.size(), n));
+  r.vocab = size_t(mf.config().vocab_size);
+  LlamaModel ref_model(ctx(), mf, eo);
+  r.all = ref_model.all_logits(r.tokens);
+  return r;
+}
+// Feeds the tokens one at a time (after the first) and compares each step's logits with the row.
+void expect_steps_match(LlamaModel& model, const PromptRows& r, const std::string& what) {
+  model.logits(std::span(r.tokens).first(1));
+  for (size_t i = 1; i < r.tokens.size(); ++i) {
+    auto got = model.logits(std::span(&r.tokens[i], 1));
+    const auto row = r.all.begin() + std::ptrdiff_t(i * r.vocab);
+    EXPECT_LT(test::rel_error(got, std::vector<float>(row, row + std::ptrdiff_t(r.vocab))), 1e-3)
+        << what << " token " << i;
+  }
+}
+
+}  // namespace
+
 // GPUs' one-token F16 steps (the recorded step, position read on the GPU) against the prompt
 // pass's rows, token by token: the step with the attention's combine and the final norm passes
 // of their own, and folded into the o and output projections (the default) at two matvec shapes
@@ -165,16 +197,8 @@ TEST(LlamaFixturesGpu, F16DecodeStepsMatchThePromptPass) {
   WGC_REQUIRE_FILE(fx("tiny-llama3-bf16/tiny-llama3-bf16-f16.gguf"));
   if (ctx().adapter().is_cpu()) GTEST_SKIP() << "CPU adapters do not run the fused one-token steps";
   ModelFile mf = open_model(fx("tiny-llama3-bf16/tiny-llama3-bf16-f16.gguf"), {false, false});
-  Golden g{SafetensorsFile::open(fx("tiny-llama3-bf16") / "golden.safetensors")};
-  auto tokens = g.get<int32_t>("p0.tokens");
-  const size_t vocab = size_t(mf.config().vocab_size), n = std::min<size_t>(tokens.size(), 12);
-  tokens.resize(n);
   EngineOptions eo = small_engine(256, 64, Device::Gpu);
-  std::vector<float> all;
-  {
-    LlamaModel ref_model(ctx(), mf, eo);
-    all = ref_model.all_logits(tokens);
-  }
+  const PromptRows rows = prompt_rows(mf, eo, 12);
   // (the fourth: every matvec with fewer than 1000 workgroups, all of them here, unrolled 7 deep)
   for (const char* spec :
        {"matvec_combine=0/matvec_out_norm=0", "matvec_rope_rows=4",
@@ -185,12 +209,7 @@ TEST(LlamaFixturesGpu, F16DecodeStepsMatchThePromptPass) {
     EngineOptions e2 = eo;
     apply_tuning(e2.tuning, spec);
     LlamaModel model(ctx(), mf, e2);
-    model.logits(std::span(tokens).first(1));
-    for (size_t i = 1; i < n; ++i) {
-      auto got = model.logits(std::span(&tokens[i], 1));
-      std::vector<float> want(all.begin() + std::ptrdiff_t(i * vocab), all.begin() + std::ptrdiff_t((i + 1) * vocab));
-      EXPECT_LT(test::rel_error(got, want), 1e-3) << "'" << spec << "' token " << i;
-    }
+    expect_steps_match(model, rows, std::string("'") + spec + "'");
   }
 }
 
@@ -206,31 +225,18 @@ TEST(LlamaFixturesGpu, LayerDecodeStepsMatchThePromptPass) {
   for (const char* rel : {"tiny-llama3-bf16/tiny-llama3-bf16-f16.gguf", "tiny-llama3-bf16"}) {
     WGC_REQUIRE_FILE(fx(rel));
     ModelFile mf = open_model(fx(rel), {false, false});
-    Golden g{SafetensorsFile::open(fx("tiny-llama3-bf16") / "golden.safetensors")};
-    auto tokens = g.get<int32_t>("p0.tokens");
-    const size_t vocab = size_t(mf.config().vocab_size), n = std::min<size_t>(tokens.size(), 10);
-    tokens.resize(n);
     EngineOptions eo = small_engine(256, 64, Device::Gpu);
-    std::vector<float> all;
-    {
-      LlamaModel ref_model(ctx(), mf, eo);
-      all = ref_model.all_logits(tokens);
-    }
+    const PromptRows rows = prompt_rows(mf, eo, 10);
     std::vector<std::string> specs = {"layer_decode=1/layer_wgs=1/attn_dec_wgs=4", "layer_decode=1/layer_wgs=1"};
     if (!ctx().adapter().is_cpu()) specs.insert(specs.end(), {"layer_decode=1", "layer_decode=1/layer_wgs=2"});
     for (const std::string& spec : specs) {
       EngineOptions e2 = eo;
       apply_tuning(e2.tuning, spec);
       LlamaModel model(ctx(), mf, e2);
-      model.logits(std::span(tokens).first(1));
-      for (size_t i = 1; i < n; ++i) {
-        auto got = model.logits(std::span(&tokens[i], 1));
-        std::vector<float> want(all.begin() + std::ptrdiff_t(i * vocab), all.begin() + std::ptrdiff_t((i + 1) * vocab));
-        EXPECT_LT(test::rel_error(got, want), 1e-3) << rel << " '" << spec << "' token " << i;
-      }
+      expect_steps_match(model, rows, std::string(rel) + " '" + spec + "'");
       if (ctx().features().timestamp_query) {
         int layer_dispatches = 0;
-        for (const auto& d : model.profile_decode_step(tokens[0]))
+        for (const auto& d : model.profile_decode_step(rows.tokens[0]))
           layer_dispatches += d.label.find("layer_decode") != std::string::npos;
         EXPECT_EQ(layer_dispatches, mf.config().n_layers) << rel << " '" << spec << "'";
       }
