@@ -62,3 +62,20 @@ tar -C "$stage" -cJf "$out" wgc
 [ -n "${WGC_BUNDLE_OUT:-}" ] || echo "$stamp" >"$repo/.device/STAMP"
 rm -rf "$stage"
 du -h "$out"
+# The model fixtures the test binaries read (device_run.sh points WGC_FIXTURES and WGC_MODELS at
+# .device/fixtures and .device/models; without them test_llm_model skips its GPU cases): the tiny
+# LLM fixtures and the built-in model, ~40 MB. Carry .device/fixtures and .device/models too.
+fixtures=${WGC_FIXTURES:-$repo/../shared/fixtures}
+models=${WGC_MODELS:-$repo/../shared/models}
+if [ -d "$fixtures/tiny-llama3-bf16" ]; then
+  mkdir -p "$repo/.device/fixtures" "$repo/.device/models"
+  for d in tiny-llama2-f32 tiny-llama3-bf16; do
+    [ -d "$fixtures/$d" ] && rm -rf "$repo/.device/fixtures/$d" && cp -r "$fixtures/$d" "$repo/.device/fixtures/"
+  done
+  if [ -d "$models/wgc-tiny-dict" ]; then
+    rm -rf "$repo/.device/models/wgc-tiny-dict" && cp -r "$models/wgc-tiny-dict" "$repo/.device/models/"
+  fi
+  du -sh "$repo/.device/fixtures" "$repo/.device/models"
+else
+  echo "no fixtures in $fixtures: test_llm_model's GPU cases will skip there" >&2
+fi

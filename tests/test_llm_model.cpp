@@ -199,11 +199,12 @@ TEST(LlamaFixturesGpu, F16DecodeStepsMatchThePromptPass) {
   ModelFile mf = open_model(fx("tiny-llama3-bf16/tiny-llama3-bf16-f16.gguf"), {false, false});
   EngineOptions eo = small_engine(256, 64, Device::Gpu);
   const PromptRows rows = prompt_rows(mf, eo, 12);
-  // (the fourth: every matvec with fewer than 1000 workgroups, all of them here, unrolled 7 deep)
+  // (the fourth: every matvec with fewer than 1000 workgroups, all of them here, unrolled 7 deep;
+  // at 4 lanes a row the SwiGLU workgroup takes 64 gate and up rows)
   for (const char* spec :
        {"matvec_combine=0/matvec_out_norm=0", "matvec_rope_rows=4",
         "matvec_wg=64/matvec_tpr=2/matvec_unroll=1/matvec_few_groups=0/swiglu_wg_rows=16/swiglu_tpr=8",
-        "matvec_tpr=4/matvec_few_groups=1000/matvec_few_unroll=7", "matvec_kx=7/kx_cols=0",
+        "matvec_tpr=4/swiglu_wg_rows=64/matvec_few_groups=1000/matvec_few_unroll=7", "matvec_kx=7/kx_cols=0",
         "matvec_kx=7/kx_cols=0/kx_wg=64/kx_rows=4/kx_loads=2/kx_groups=3", "matvec_combine=1",
         "combine_prefix_splits=0"}) {
     EngineOptions e2 = eo;
