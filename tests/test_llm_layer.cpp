@@ -118,6 +118,9 @@ void check_layer(const LayerShape& s, const std::string& spec) {
   upload(ctx(), sc.words, std::as_bytes(std::span(x)), uint64_t(sc.region_words) * 4);
   std::vector<uint32_t> poison(size_t(s.hidden), kPoisonNaN);
   upload(ctx(), sc.words, std::as_bytes(std::span(poison)), uint64_t(2 * sc.region_words) * 4);
+  // region 2's counters and words as a finished layer leaves them: the dispatch must reset them
+  std::vector<uint32_t> used(size_t(sc.end - sc.cnt), 7u);
+  upload(ctx(), sc.words, std::as_bytes(std::span(used)), uint64_t(2 * sc.region_words + sc.cnt) * 4);
   const uint32_t where[2] = {uint32_t(s.pos), uint32_t(s.pos)};
   Tensor positions = make_tensor(ctx(), {2}, DType::U32, std::as_bytes(std::span(where)));
   DecodeLayerArgs a;
@@ -144,8 +147,8 @@ void check_layer(const LayerShape& s, const std::string& spec) {
   const LayerRef want = reference_layer(s, w, x, ln1, ln2, kr, vr, inv_freq_f, eps);
   EXPECT_EQ(std::count_if(got.begin(), got.end(), [](float v) { return std::isnan(v); }), 0) << what;
   EXPECT_LT(test::rel_error(got, want.out), 1e-4) << what << ": output";
-  // the next layer's counter and guarded words reset (the region two dispatches ago)
-  EXPECT_EQ(words[2 * size_t(sc.region_words) + sc.cnt], 0u) << what;
+  // the next layer's counters (ticket, four steps) and guarded words reset (the region two dispatches ago)
+  for (uint32_t i = 0; i < 5; ++i) EXPECT_EQ(words[2 * size_t(sc.region_words) + sc.cnt + i], 0u) << what << " " << i;
   size_t unreset = 0;
   for (uint32_t i = sc.q; i < sc.end; ++i) unreset += words[2 * size_t(sc.region_words) + i] != 0x7FA5A5A5u;
   EXPECT_EQ(unreset, 0u) << what;
@@ -180,7 +183,7 @@ TEST(DecodeLayer, MatchesTheReferenceSteps) {
   // hidden 4100: x staged in more than one round of four loads per invocation (layer_decode's ld4x4)
   check_layer({4100, 72, 4, 2, 8, 16, 5, TensorType::BF16}, "");
   check_layer({4100, 72, 4, 2, 8, 16, 5, TensorType::BF16}, "layer_lb=3/attn_dec_wgs=12");
-  check_layer({4100, 72, 4, 2, 8, 16, 5, TensorType::F16}, "layer_lb=1");
+  check_layer({4100, 72, 4, 2, 8, 16, 5, TensorType::F16}, "layer_lb=1/layer_poll=0");
 }
 
 // Workgroups that wait on each other's items: one per item (the GPU default), two and three in
@@ -191,6 +194,7 @@ TEST(DecodeLayer, ManyWorkgroupsMatchTheReferenceSteps) {
   const LayerShape a{40, 72, 4, 2, 8, 64, 37, TensorType::F16};
   for (const char* spec : {"", "layer_wgs=2", "layer_wgs=3/attn_dec_wgs=8"}) check_layer(a, spec);
   check_layer({24, 56, 2, 1, 16, 96, 77, TensorType::F16}, "attn_dec_wgs=12/layer_wgs=2");
+  check_layer({24, 56, 2, 1, 16, 96, 77, TensorType::F16}, "attn_dec_wgs=12/layer_poll=0");
   check_layer({4100, 72, 4, 2, 8, 16, 5, TensorType::BF16}, "");
 }
 

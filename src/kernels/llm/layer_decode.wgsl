@@ -57,6 +57,7 @@ override BK: u32 = 32;        // keys per attention block, G * BK <= WG
 override XT: u32 = 4096;      // floats of x staged at once (a multiple of 8)
 override NH: u32 = 32;        // query heads
 override NS: u32 = 4;         // splits
+override POLL: bool = true;  // wait_step polls
 override LB: u32 = 4;         // hand-over loads in flight per invocation (vec4s, 1 to 4)
 override HD4: u32 = HD / 4u;
 override XH: u32 = XT / 8u;   // chunks per staged tile
@@ -77,6 +78,7 @@ var<workgroup> hm: array<f32, 8>;          // per head: running max, sum, this b
 var<workgroup> hl: array<f32, 8>;
 var<workgroup> hc: array<f32, 8>;
 var<workgroup> ticket: u32;
+var<private> lid0: bool;  // the invocation that takes tickets and polls
 
 // Scratch word i once it is written (see the header).
 fn ld(i: u32) -> f32 {
@@ -90,6 +92,27 @@ fn ld(i: u32) -> f32 {
       return 0.0;
     }
   }
+}
+// Steps hand over as wholes too: an item adds one to its step's counter (cnt + 1 + step) once its
+// stores are issued, and (POLL) an item of the next step has one invocation poll that counter
+// before any of its invocations load the step's words, so a waiting workgroup sends one load per
+// round to memory, not one per invocation per word. Words are still checked one by one (a counter
+// says nothing about when the words it follows become visible).
+fn finish(step: u32) {
+  storageBarrier();
+  if (lid0) { atomicAdd(&s[p.cnt + 1u + step], 1u); }
+}
+fn wait_step(step: u32, n: u32) {
+  if (!POLL) { return; }
+  if (lid0) {
+    for (var k = 0u; atomicLoad(&s[p.cnt + 1u + step]) < n; k++) {
+      if (k >= p.spin_max) {
+        atomicStore(&s[p.err], 1u);
+        break;
+      }
+    }
+  }
+  workgroupBarrier();
 }
 // Loads in flight together: a wait is a loop, and a loop's loads cannot start before the loop
 // before it ends, so each ld is one memory round trip. Hence words are loaded raw, several at once,
@@ -302,6 +325,7 @@ fn item_qkv(it: u32, lid: u32) {
   let sa = group_sum(a.x, lid, TPR) * inv;
   let sb = group_sum(a.y, lid, TPR) * inv;
   if (lid % TPR == 0u && pi < npairs) { qkv_out(ra, rb, sa, sb); }
+  finish(0u);
 }
 
 // B: keys split * split_len .. of kv head kvh for its G query heads: the partial (unnormalised
@@ -315,7 +339,7 @@ fn item_attn(it: u32, lid: u32) {
   let ke = min(kb0 + p.split_len, start + 1u);
   let cb = p.cache_off / 4u + kvh * p.max_ctx * HD4;
   let vb = BK * (HD4 + 1u);
-  workgroupBarrier();
+  wait_step(0u, p.end_a);
   for (var i = lid; i < G * HD4; i += WG) { qs[i] = ld4(p.q + (kvh * G + i / HD4) * HD + 4u * (i % HD4)) * p.scale; }
   if (lid < G) {
     hm[lid] = MASKED;
@@ -385,6 +409,7 @@ fn item_attn(it: u32, lid: u32) {
       st(ob + HD + 1u, hl[g]);
     }
   }
+  finish(1u);
 }
 
 // C: rows 16 it .. of the o projection on the merged attention output, plus the residual: x2.
@@ -396,6 +421,7 @@ fn item_o(it: u32, lid: u32) {
   var pre = prefetch(1u, ra, rb, rs, rs, lid % TPR);
   var res = vec2<f32>(0.0);  // the residual, loaded while the weights stream
   if (lid % TPR == 0u) { res = ld2x(p.xin + ra, p.xin + rb); }
+  wait_step(1u, p.end_b - p.end_a);
   stage_combine(lid);
   let a = mv_tile(1u, ra, rb, rs, 0u, rs, lid % TPR, &pre, true);
   let sa = group_sum(a.x, lid, TPR);
@@ -404,6 +430,7 @@ fn item_o(it: u32, lid: u32) {
     if (r < p.hidden) { st(p.x2 + r, sa + res.x); }
     if (r + 1u < p.hidden) { st(p.x2 + r + 1u, sb + res.y); }
   }
+  finish(2u);
 }
 
 // D: gate rows j and up rows ffn + j (j = 8 it ..) on RMSNorm(x2): act[j] = silu(gate) * up.
@@ -412,11 +439,13 @@ fn item_swiglu(it: u32, lid: u32) {
   let jc = min(j, p.ffn - 1u);
   let rs = (p.hidden + 7u) / 8u;
   var pre = prefetch(2u, jc, p.ffn + jc, rs, rs, lid % TPR);
+  wait_step(2u, p.end_c - p.end_b);
   let inv = stage_norm(p.x2, p.ln2, p.hidden, lid);
   let a = mv_tile(2u, jc, p.ffn + jc, rs, 0u, rs, lid % TPR, &pre, true);
   let g = group_sum(a.x, lid, TPR) * inv;
   let u = group_sum(a.y, lid, TPR) * inv;
   if (lid % TPR == 0u && j < p.ffn) { st(p.act + j, g / (1.0 + exp(-g)) * u); }
+  finish(3u);
 }
 
 // E: rows 16 it .. of the down projection on act (in tiles of XT), plus x2: the layer's output.
@@ -426,6 +455,7 @@ fn item_down(it: u32, lid: u32) {
   let rb = min(r + 1u, p.hidden - 1u);
   let rs = (p.ffn + 7u) / 8u;
   var pre = prefetch(3u, ra, rb, rs, min(rs, XH), lid % TPR);
+  wait_step(3u, p.end_d - p.end_c);
   var res = vec2<f32>(0.0);
   if (lid % TPR == 0u) { res = ld2x(p.x2 + ra, p.x2 + rb); }
   var a = vec2<f32>(0.0);
@@ -458,9 +488,10 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
   let wg = wg_linear(wid, nwg);
   let stride = nwg.x * nwg.y * WG;
   for (var i = p.reset0 + wg * WG + lid; i < p.reset1; i += stride) { atomicStore(&s[i], SENTINEL); }
-  if (wg == 0u && lid == 0u) { atomicStore(&s[p.next_cnt], 0u); }
+  if (wg == 0u && lid < 5u) { atomicStore(&s[p.next_cnt + lid], 0u); }  // its ticket and step counters
+  lid0 = lid == 0u;
   loop {
-    if (lid == 0u) { ticket = atomicAdd(&s[p.cnt], 1u); }
+    if (lid0) { ticket = atomicAdd(&s[p.cnt], 1u); }
     let t = workgroupUniformLoad(&ticket);
     if (t >= p.n_items) { break; }
     if (t < p.end_a) {

@@ -66,7 +66,7 @@ LayerScratch make_layer_scratch(const Context& ctx, int n_layers, int64_t hidden
   s.regions = n_layers % 2 == 1 ? 3 : 2;
   s.xin = 0;
   s.cnt = round4(uint64_t(hidden));
-  s.q = s.cnt + 4;
+  s.q = s.cnt + 8;  // the ticket counter, then the four steps' counters
   s.k = s.q + u32(uint64_t(n_heads) * head_dim);
   s.v = s.k + u32(uint64_t(n_kv_heads) * head_dim);
   s.part = round4(s.v + uint64_t(n_kv_heads) * head_dim);
@@ -143,9 +143,11 @@ void LlmOps::decode_layer(Batch& b, const LayerScratch& s, const KvLayer& c, con
   const uint32_t lb = std::clamp(tuning.layer_lb, 1u, 4u);
   const std::string key = "llm/layer_decode/" + str(wqkv.type) + "/hd" + std::to_string(hd) + "/g" + std::to_string(g) +
                           "/x" + std::to_string(x_tile(s)) + "/h" + std::to_string(nh) + "/s" +
-                          std::to_string(s.splits) + "/lb" + std::to_string(lb) + (subgroups_ ? "/sg" : "/wg");
-  std::vector<std::pair<std::string, double>> k = {{"HD", double(hd)}, {"G", g},         {"BK", bk}, {"XT", x_tile(s)},
-                                                   {"NH", double(nh)}, {"NS", s.splits}, {"LB", lb}};
+                          std::to_string(s.splits) + "/lb" + std::to_string(lb) + (tuning.layer_poll ? "/poll" : "") +
+                          (subgroups_ ? "/sg" : "/wg");
+  std::vector<std::pair<std::string, double>> k = {
+      {"HD", double(hd)}, {"G", g},         {"BK", bk}, {"XT", x_tile(s)},
+      {"NH", double(nh)}, {"NS", s.splits}, {"LB", lb}, {"POLL", tuning.layer_poll ? 1.0 : 0.0}};
   if (subgroups_) k.push_back({"SG", sg_size_});
   Kernel kern = kernel(key,
                        {"llm/common.wgsl", "llm/rope_pair.wgsl",
