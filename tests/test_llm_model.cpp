@@ -228,7 +228,8 @@ TEST(LlamaFixturesGpu, LayerDecodeStepsMatchThePromptPass) {
     ModelFile mf = open_model(fx(rel), {false, false});
     EngineOptions eo = small_engine(256, 64, Device::Gpu);
     const PromptRows rows = prompt_rows(mf, eo, 10);
-    std::vector<std::string> specs = {"layer_decode=1/layer_wgs=1/attn_dec_wgs=4", "layer_decode=1/layer_wgs=1"};
+    std::vector<std::string> specs = {"layer_decode=1/layer_wgs=1/attn_dec_wgs=4/layer_poll=1",
+                                      "layer_decode=1/layer_wgs=1"};
     if (!ctx().adapter().is_cpu()) specs.insert(specs.end(), {"layer_decode=1", "layer_decode=1/layer_wgs=2"});
     for (const std::string& spec : specs) {
       EngineOptions e2 = eo;

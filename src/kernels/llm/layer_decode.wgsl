@@ -57,7 +57,7 @@ override BK: u32 = 32;        // keys per attention block, G * BK <= WG
 override XT: u32 = 4096;      // floats of x staged at once (a multiple of 8)
 override NH: u32 = 32;        // query heads
 override NS: u32 = 4;         // splits
-override POLL: bool = true;  // wait_step polls
+override POLL: bool = false;  // wait_step polls (layer_poll)
 override LB: u32 = 4;         // hand-over loads in flight per invocation (vec4s, 1 to 4)
 override HD4: u32 = HD / 4u;
 override XH: u32 = XT / 8u;   // chunks per staged tile
