@@ -50,7 +50,7 @@ struct P {
 const WG: u32 = 256u;
 const TPR: u32 = 32u;         // invocations per row group (two rows each)
 const GROUPS: u32 = WG / TPR;  // row groups per workgroup
-const PF: u32 = 4u;           // chunks per row loaded before an item's x is ready
+override PF: u32 = 4;        // chunks per row loaded before an item's x is ready (1 to 4)
 override HD: u32 = 64;        // head_dim, a multiple of 8, at most 128
 override G: u32 = 4;          // query heads per kv head, at most 8
 override BK: u32 = 32;        // keys per attention block, G * BK <= WG

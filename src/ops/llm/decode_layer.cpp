@@ -140,14 +140,15 @@ void LlmOps::decode_layer(Batch& b, const LayerScratch& s, const KvLayer& c, con
   const uint32_t g = u32(nh / nkv), bk = block_keys(int(hd));
   const std::string half = wqkv.type == TensorType::BF16 ? "bf16x4" : "f16x4";
   const std::string prelude = "fn half4(a: u32, b: u32) -> vec4<f32> { return " + half + "(a, b); }\n";
-  const uint32_t lb = std::clamp(tuning.layer_lb, 1u, 4u);
+  const uint32_t lb = std::clamp(tuning.layer_lb, 1u, 4u), pf = std::clamp(tuning.layer_pf, 1u, 4u);
   const std::string key = "llm/layer_decode/" + str(wqkv.type) + "/hd" + std::to_string(hd) + "/g" + std::to_string(g) +
                           "/x" + std::to_string(x_tile(s)) + "/h" + std::to_string(nh) + "/s" +
-                          std::to_string(s.splits) + "/lb" + std::to_string(lb) + (tuning.layer_poll ? "/poll" : "") +
-                          (subgroups_ ? "/sg" : "/wg");
+                          std::to_string(s.splits) + "/lb" + std::to_string(lb) + "/pf" + std::to_string(pf) +
+                          (tuning.layer_poll ? "/poll" : "") + (subgroups_ ? "/sg" : "/wg");
   std::vector<std::pair<std::string, double>> k = {
-      {"HD", double(hd)}, {"G", g},         {"BK", bk}, {"XT", x_tile(s)},
-      {"NH", double(nh)}, {"NS", s.splits}, {"LB", lb}, {"POLL", tuning.layer_poll ? 1.0 : 0.0}};
+      {"HD", double(hd)}, {"G", g},           {"BK", bk},
+      {"XT", x_tile(s)},  {"NH", double(nh)}, {"NS", s.splits},
+      {"LB", lb},         {"PF", pf},         {"POLL", tuning.layer_poll ? 1.0 : 0.0}};
   if (subgroups_) k.push_back({"SG", sg_size_});
   Kernel kern = kernel(key,
                        {"llm/common.wgsl", "llm/rope_pair.wgsl",

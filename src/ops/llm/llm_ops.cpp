@@ -223,6 +223,7 @@ void apply_tuning(LlmTuning& t, std::string_view spec) {
       {"layer_wgs", &LlmTuning::layer_wgs},
       {"layer_spin_max", &LlmTuning::layer_spin_max},
       {"layer_lb", &LlmTuning::layer_lb},
+      {"layer_pf", &LlmTuning::layer_pf},
       {"layer_poll", &LlmTuning::layer_poll},
       {"attn_dec_tpk", &LlmTuning::attn_dec_tpk},
       {"attn_dec_u", &LlmTuning::attn_dec_u},

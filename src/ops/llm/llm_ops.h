@@ -590,9 +590,11 @@ struct LlmTuning {
   // layer_lb: hand-over loads (vec4s) each invocation has in flight at once, 1 to 4; layer_poll:
   // an item first waits for the whole step before it, one invocation polling a counter (1), or
   // only word by word (0). H200 (docs/benchmarks.md, session 11): polling +0.7% for the 1B,
-  // -6% for the 8B.
+  // -6% for the 8B. layer_pf: weight chunks per row each lane loads before the item's input is
+  // ready, 1 to 4 (fewer: fewer registers).
   uint32_t layer_decode = 0;
   uint32_t layer_lb = 4;
+  uint32_t layer_pf = 4;
   uint32_t layer_poll = 0;
   uint32_t layer_wgs = 0;
   uint32_t layer_spin_max = 1u << 24;
