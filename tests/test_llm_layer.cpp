@@ -178,12 +178,12 @@ TEST(DecodeLayer, MatchesTheReferenceSteps) {
   // position 0 (one key: the new one, from the scratch), BF16, 3 query heads per kv head of 16
   check_layer({72, 40, 6, 2, 16, 48, 0, TensorType::BF16}, "");
   // keys in several blocks of one split (at head_dim 16: 32 keys a block), 8 splits of 8 keys
-  check_layer({24, 56, 2, 1, 16, 96, 77, TensorType::F16}, "attn_dec_wgs=1/layer_pf=7");
+  check_layer({24, 56, 2, 1, 16, 96, 77, TensorType::F16}, "attn_dec_wgs=1/layer_pf=3");
   check_layer({24, 56, 2, 1, 16, 96, 77, TensorType::F16}, "attn_dec_wgs=12");
   // hidden 4100: x staged in more than one round of four loads per invocation (layer_decode's ld4x4)
   check_layer({4100, 72, 4, 2, 8, 16, 5, TensorType::BF16}, "");
   check_layer({4100, 72, 4, 2, 8, 16, 5, TensorType::BF16}, "layer_lb=3/layer_pf=1/attn_dec_wgs=12");
-  check_layer({4100, 72, 4, 2, 8, 16, 5, TensorType::F16}, "layer_lb=1/layer_poll=1/layer_pf=8");
+  check_layer({4100, 72, 4, 2, 8, 16, 5, TensorType::F16}, "layer_lb=1/layer_poll=1");
 }
 
 // Workgroups that wait on each other's items: one per item (the GPU default), two and three in

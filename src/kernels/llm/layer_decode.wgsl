@@ -50,7 +50,7 @@ struct P {
 const WG: u32 = 256u;
 const TPR: u32 = 32u;         // invocations per row group (two rows each)
 const GROUPS: u32 = WG / TPR;  // row groups per workgroup
-override PF: u32 = 4;        // chunks per row loaded before an item's x is ready (1 to 8)
+override PF: u32 = 4;        // chunks per row loaded before an item's x is ready (1 to 4)
 override HD: u32 = 64;        // head_dim, a multiple of 8, at most 128
 override G: u32 = 4;          // query heads per kv head, at most 8
 override BK: u32 = 32;        // keys per attention block, G * BK <= WG
@@ -159,8 +159,8 @@ fn xs_set(j: u32, v: vec4<f32>) { xs[(j % 2u) * XH + j / 2u] = v; }
 fn cdot(w: vec4<u32>, cl: u32) -> f32 { return dot(half4(w.x, w.y), xs[cl]) + dot(half4(w.z, w.w), xs[XH + cl]); }
 
 // Rows ra and rb's first PF chunks of each lane (zero past nch): in flight while x is staged.
-fn prefetch(which: u32, ra: u32, rb: u32, rs: u32, nch: u32, lane: u32) -> array<vec4<u32>, 16> {
-  var pre: array<vec4<u32>, 16>;
+fn prefetch(which: u32, ra: u32, rb: u32, rs: u32, nch: u32, lane: u32) -> array<vec4<u32>, 8> {
+  var pre: array<vec4<u32>, 8>;
   for (var k = 0u; k < PF; k++) {
     let c = lane + k * TPR;
     if (c < nch) {
@@ -173,7 +173,7 @@ fn prefetch(which: u32, ra: u32, rb: u32, rs: u32, nch: u32, lane: u32) -> array
 
 // This lane's sums of rows ra and rb over chunks c0 .. c1 - 1, x chunk c - c0 staged; `pre`
 // holds the first PF chunks when use_pre (the tile that starts at chunk 0).
-fn mv_tile(which: u32, ra: u32, rb: u32, rs: u32, c0: u32, c1: u32, lane: u32, pre: ptr<function, array<vec4<u32>, 16>>,
+fn mv_tile(which: u32, ra: u32, rb: u32, rs: u32, c0: u32, c1: u32, lane: u32, pre: ptr<function, array<vec4<u32>, 8>>,
            use_pre: bool) -> vec2<f32> {
   var a = vec2<f32>(0.0);
   var c = c0 + lane;

@@ -140,7 +140,7 @@ void LlmOps::decode_layer(Batch& b, const LayerScratch& s, const KvLayer& c, con
   const uint32_t g = u32(nh / nkv), bk = block_keys(int(hd));
   const std::string half = wqkv.type == TensorType::BF16 ? "bf16x4" : "f16x4";
   const std::string prelude = "fn half4(a: u32, b: u32) -> vec4<f32> { return " + half + "(a, b); }\n";
-  const uint32_t lb = std::clamp(tuning.layer_lb, 1u, 4u), pf = std::clamp(tuning.layer_pf, 1u, 8u);
+  const uint32_t lb = std::clamp(tuning.layer_lb, 1u, 4u), pf = std::clamp(tuning.layer_pf, 1u, 4u);
   const std::string key = "llm/layer_decode/" + str(wqkv.type) + "/hd" + std::to_string(hd) + "/g" + std::to_string(g) +
                           "/x" + std::to_string(x_tile(s)) + "/h" + std::to_string(nh) + "/s" +
                           std::to_string(s.splits) + "/lb" + std::to_string(lb) + "/pf" + std::to_string(pf) +
