@@ -591,7 +591,7 @@ struct LlmTuning {
   // an item first waits for the whole step before it, one invocation polling a counter (1), or
   // only word by word (0). H200 (docs/benchmarks.md, session 11): polling +0.7% for the 1B,
   // -6% for the 8B. layer_pf: weight chunks per row each lane loads before the item's input is
-  // ready, 1 to 4 (fewer: fewer registers).
+  // ready, 1 to 4 (H200: 2 and 1 lose 5-9%, and 6 or 8 too, see docs/benchmarks.md).
   uint32_t layer_decode = 0;
   uint32_t layer_lb = 4;
   uint32_t layer_pf = 4;
