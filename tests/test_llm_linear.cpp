@@ -448,6 +448,16 @@ TEST(LlmLinear, KxMatvecsMatchReference) {
     uint32_t wg, rows, loads, groups, db = 0;
   };
   const Tune tunes[] = {{256, 16, 16, 0}, {64, 4, 4, 3, 1}, {128, 32, 8, 0}, {32, 2, 16, 2, 1}, {64, 8, 2, 0, 1}};
+  // the kx schedule at every width, with this tune's knobs
+  auto set_kx = [](LlmTuning& tn, const Tune& tune) {
+    tn.matvec_kx = 7;
+    tn.kx_cols = 0;
+    tn.kx_wg = tune.wg;
+    tn.kx_rows = tune.rows;
+    tn.kx_loads = tune.loads;
+    tn.kx_groups = tune.groups;
+    tn.kx_db = tune.db;
+  };
   const float eps = 1e-5f;
   for (auto t : {TensorType::F32, TensorType::F16, TensorType::BF16}) {
     for (int64_t cols : {int64_t(203), int64_t(1000)}) {
@@ -479,13 +489,7 @@ TEST(LlmLinear, KxMatvecsMatchReference) {
                                 test::to_float(ref::linear(gdeq, ncols, xn, 1, half, half)));
       for (auto tune : tunes) {
         LlmOps o(ctx());
-        o.tuning.matvec_kx = 7;
-        o.tuning.kx_cols = 0;  // every width
-        o.tuning.kx_wg = tune.wg;
-        o.tuning.kx_rows = tune.rows;
-        o.tuning.kx_loads = tune.loads;
-        o.tuning.kx_groups = tune.groups;
-        o.tuning.kx_db = tune.db;
+        set_kx(o.tuning, tune);
         o.tuning.swiglu_wg_rows = 2;
         o.tuning.matvec_split_cols = 16;  // kx never splits
         const std::string what = std::string(to_string(t)) + " cols " + std::to_string(cols) + " wg " +
@@ -527,13 +531,7 @@ TEST(LlmLinear, KxMatvecsMatchReference) {
     for (auto tune : tunes) {
       for (bool interleaved : {false, true}) {
         LlmOps o(ctx());
-        o.tuning.matvec_kx = 7;
-        o.tuning.kx_cols = 0;  // every width
-        o.tuning.kx_wg = tune.wg;
-        o.tuning.kx_rows = tune.rows;
-        o.tuning.kx_loads = tune.loads;
-        o.tuning.kx_groups = tune.groups;
-        o.tuning.kx_db = tune.db;
+        set_kx(o.tuning, tune);
         const std::string what = std::string(to_string(t)) + (interleaved ? " interleaved" : " neox") + " wg " +
                                  std::to_string(tune.wg) + " rows " + std::to_string(tune.rows);
         q.fused_as_two_passes(o, w, interleaved, interleaved, what);
