@@ -296,28 +296,33 @@ WGPURequestAdapterOptions adapter_options(Backend backend) {
   return opts;
 }
 
+// What a RequestAdapter / RequestDevice callback gave: the handle, or the message.
+template <class Handle, class Status, Status kSuccess>
+struct Requested {
+  Handle handle = nullptr;
+  std::string message;
+  static void callback(Status st, Handle h, WGPUStringView msg, void* u, void*) {
+    auto* r = static_cast<Requested*>(u);
+    if (st == kSuccess)
+      r->handle = h;
+    else
+      r->message = to_string(msg);
+  }
+};
+
 WGPUAdapter request_adapter(WGPUInstance instance, Backend backend) {
   WGPURequestAdapterOptions opts = adapter_options(backend);
-  struct Result {
-    WGPUAdapter adapter = nullptr;
-    std::string message;
-  } r;
+  Requested<WGPUAdapter, WGPURequestAdapterStatus, WGPURequestAdapterStatus_Success> r;
   WGPURequestAdapterCallbackInfo cb = WGPU_REQUEST_ADAPTER_CALLBACK_INFO_INIT;
   cb.mode = WGPUCallbackMode_WaitAnyOnly;
-  cb.callback = [](WGPURequestAdapterStatus st, WGPUAdapter a, WGPUStringView msg, void* u, void*) {
-    auto* res = static_cast<Result*>(u);
-    if (st == WGPURequestAdapterStatus_Success)
-      res->adapter = a;
-    else
-      res->message = to_string(msg);
-  };
+  cb.callback = &decltype(r)::callback;
   cb.userdata1 = &r;
   detail::wait_future(instance, wgpuInstanceRequestAdapter(instance, &opts, cb), "the adapter");
-  if (!r.adapter) {
+  if (!r.handle) {
     throw DeviceError("wgc: no Vulkan adapter found" + (r.message.empty() ? "" : " (" + r.message + ")") + ". " +
                       kInstallHint);
   }
-  return r.adapter;
+  return r.handle;
 }
 
 AdapterInfo read_info(WGPUAdapter adapter) {
@@ -508,23 +513,14 @@ Context::Context(ContextOptions options) : state_(std::make_shared<ContextState>
   };
   ddesc.uncapturedErrorCallbackInfo.userdata1 = &s;
 
-  struct Result {
-    WGPUDevice device = nullptr;
-    std::string message;
-  } r;
+  Requested<WGPUDevice, WGPURequestDeviceStatus, WGPURequestDeviceStatus_Success> r;
   WGPURequestDeviceCallbackInfo cb = WGPU_REQUEST_DEVICE_CALLBACK_INFO_INIT;
   cb.mode = WGPUCallbackMode_WaitAnyOnly;
-  cb.callback = [](WGPURequestDeviceStatus st, WGPUDevice d, WGPUStringView msg, void* u, void*) {
-    auto* res = static_cast<Result*>(u);
-    if (st == WGPURequestDeviceStatus_Success)
-      res->device = d;
-    else
-      res->message = to_string(msg);
-  };
+  cb.callback = &decltype(r)::callback;
   cb.userdata1 = &r;
   detail::wait_future(s.instance, wgpuAdapterRequestDevice(s.adapter, &ddesc, cb), "the device");
-  if (!r.device) throw DeviceError("wgc: could not create a device on '" + s.info.device + "': " + r.message);
-  s.device = r.device;
+  if (!r.handle) throw DeviceError("wgc: could not create a device on '" + s.info.device + "': " + r.message);
+  s.device = r.handle;
   // With WGC_DAWN_TOGGLES, Dawn's log (e.g. dump_shaders' SPIR-V) goes to stderr.
   if (!extra_toggles().names.empty()) {
     WGPULoggingCallbackInfo log = WGPU_LOGGING_CALLBACK_INFO_INIT;
