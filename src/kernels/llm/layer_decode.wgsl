@@ -311,13 +311,11 @@ fn qkv_out(ra: u32, rb: u32, a: f32, b: f32) {
 }
 
 fn item_qkv(it: u32, lid: u32) {
-  let half = HD / 2u;
-  let npairs = (p.nh + 2u * p.nkv) * half;
+  let npairs = (p.nh + 2u * p.nkv) * (HD / 2u);
   let pi = it * GROUPS + lid / TPR;
   let pc = min(pi, npairs - 1u);
-  let pr = rope_pair(pc % half, half, (p.rflags & 2u) != 0u);
-  let ra = (pc / half) * HD + pr.x;
-  let rb = (pc / half) * HD + pr.y;
+  let ra = rope_pair_row(pc, 0u, HD, (p.rflags & 2u) != 0u);
+  let rb = rope_pair_row(pc, 1u, HD, (p.rflags & 2u) != 0u);
   let rs = (p.hidden + 7u) / 8u;
   var pre = prefetch(0u, ra, rb, rs, rs, lid % TPR);
   let inv = stage_norm(p.xin, p.ln1, p.hidden, lid);

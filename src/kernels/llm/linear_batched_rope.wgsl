@@ -15,12 +15,10 @@
 // The rows of row group gg's TR / 2 pairs (past the last pair: the last pair's).
 fn rope_rows(gg: u32) -> array<u32, 4> {
   var rows: array<u32, 4>;
-  let half = p.head_dim / 2u;
   for (var j = 0u; j < TR / 2u; j++) {
     let pi = min(gg * (TR / 2u) + j, p.rows / 2u - 1u);
-    let pr = rope_pair(pi % half, half, (p.rflags & 2u) != 0u);
-    rows[2u * j] = (pi / half) * p.head_dim + pr.x;
-    rows[2u * j + 1u] = (pi / half) * p.head_dim + pr.y;
+    rows[2u * j] = rope_pair_row(pi, 0u, p.head_dim, (p.rflags & 2u) != 0u);
+    rows[2u * j + 1u] = rope_pair_row(pi, 1u, p.head_dim, (p.rflags & 2u) != 0u);
   }
   return rows;
 }

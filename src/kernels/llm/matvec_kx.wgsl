@@ -78,12 +78,8 @@ fn tile_row(t: u32, r: u32) -> vec2<u32> {
   return vec2<u32>(p.row0 + min(rl, p.rows - 1u), select(0u, 1u, ok));
 }
 
-// ROPE: row u (0, 1) of RoPE pair pi (pairs numbered head by head), as matvec.wgsl.
-fn rope_row(pi: u32, u: u32) -> u32 {
-  let half = p.head_dim / 2u;
-  let pr = rope_pair(pi % half, half, (p.rflags & 2u) != 0u);
-  return (pi / half) * p.head_dim + select(pr.x, pr.y, u == 1u);
-}
+// ROPE: row u (0, 1) of RoPE pair pi.
+fn rope_row(pi: u32, u: u32) -> u32 { return rope_pair_row(pi, u, p.head_dim, (p.rflags & 2u) != 0u); }
 
 // This invocation's chunks of pass q's RB rows of tile t.
 fn load_pass(t: u32, q: u32, lid: u32) -> array<WChunk, RB * CPL> {

@@ -58,12 +58,8 @@ fn mv_cols() -> u32 {
   return p.cols;
 }
 
-// ROPE: row u (0, 1) of RoPE pair pi (pairs numbered head by head).
-fn rope_row(pi: u32, u: u32) -> u32 {
-  let half = p.head_dim / 2u;
-  let pr = rope_pair(pi % half, half, (p.rflags & 2u) != 0u);
-  return (pi / half) * p.head_dim + select(pr.x, pr.y, u == 1u);
-}
+// ROPE: row u (0, 1) of RoPE pair pi.
+fn rope_row(pi: u32, u: u32) -> u32 { return rope_pair_row(pi, u, p.head_dim, (p.rflags & 2u) != 0u); }
 
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>,
