@@ -228,3 +228,16 @@ TEST(DecodeLayer, RefusesWhatItCannotRun) {
   a.next = 0;  // its own region
   EXPECT_THROW(ops.decode_layer(b, sc, cache.layer(0), a), Error);
 }
+
+// A wait that gave up (the kernel's error word set) is what layer_scratch_failed reports, in a
+// scratch of any region count; a fresh scratch reports none.
+TEST(DecodeLayer, ReportsAWaitThatGaveUp) {
+  LlmOps ops(ctx());
+  for (int layers : {2, 3}) {
+    LayerScratch sc = ops.make_decode_layer_scratch(layers, 40, 72, 4, 2, 8, 64);
+    EXPECT_FALSE(layer_scratch_failed(ctx(), sc)) << layers;
+    const uint32_t one = 1;
+    upload(ctx(), sc.words, std::as_bytes(std::span(&one, 1)), uint64_t(sc.err) * 4);
+    EXPECT_TRUE(layer_scratch_failed(ctx(), sc)) << layers;
+  }
+}
