@@ -20,7 +20,7 @@
 // instead of hanging.
 //
 // Scratch (words; layout from the host, LayerScratch): per region xin (the layer's input), cnt
-// (the ticket counter), then the guarded words q, k, v, part, x2, act. A dispatch resets the next
+// (the ticket counter; cnt + 1 + step: that step's finished items), then the guarded words q, k, v, part, x2, act. A dispatch resets the next
 // region's counter and guarded words and writes the layer's output into its xin (p.out).
 // Weights: F16 or BF16 (the prelude's half4), rows of round_up(cols, 8) halves (weights/half.wgsl).
 // Preceded by a prelude (half4), common.wgsl, rope_pair.wgsl and a reduce file.

@@ -61,12 +61,12 @@ LayerScratch make_layer_scratch(const Context& ctx, int n_layers, int64_t hidden
   s.n_kv_heads = n_kv_heads;
   s.head_dim = head_dim;
   s.max_ctx = max_ctx;
-  s.split_len = (u32((uint64_t(max_ctx) + splits - 1) / splits) + block - 1) / block * block;
-  s.splits = u32((uint64_t(max_ctx) + s.split_len - 1) / s.split_len);
+  s.split_len = split_keys(uint64_t(max_ctx), splits, block);
+  s.splits = ceil_div(uint64_t(max_ctx), s.split_len);
   s.regions = n_layers % 2 == 1 ? 3 : 2;
   s.xin = 0;
   s.cnt = round4(uint64_t(hidden));
-  s.q = s.cnt + 8;  // the ticket counter, then the four steps' counters
+  s.q = s.cnt + 8;  // the ticket counter, the four steps' counters, padding
   s.k = s.q + u32(uint64_t(n_heads) * head_dim);
   s.v = s.k + u32(uint64_t(n_kv_heads) * head_dim);
   s.part = round4(s.v + uint64_t(n_kv_heads) * head_dim);
@@ -89,14 +89,14 @@ bool layer_scratch_failed(const Context& ctx, const LayerScratch& s) {
   return r.value<uint32_t>() != 0;
 }
 
-uint32_t LlmOps::decode_layer_splits(int n_kv_heads) const {
+uint32_t LlmOps::decode_splits(int n_kv_heads) const {
   return std::clamp<uint32_t>(tuning.attn_dec_wgs / u32(std::max(1, n_kv_heads)), 1, kMaxDecodeSplits);
 }
 
 LayerScratch LlmOps::make_decode_layer_scratch(int n_layers, int64_t hidden, int64_t ffn, int n_heads, int n_kv_heads,
                                                int head_dim, int max_ctx) const {
   return make_layer_scratch(ctx_, n_layers, hidden, ffn, n_heads, n_kv_heads, head_dim, max_ctx,
-                            decode_layer_splits(n_kv_heads), block_keys(head_dim));
+                            decode_splits(n_kv_heads), block_keys(head_dim));
 }
 
 std::string LlmOps::decode_layer_unfit(const LayerScratch& s, TensorType t) const {

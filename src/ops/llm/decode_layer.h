@@ -14,9 +14,9 @@ struct RopeTable;
 
 // Scratch words: `regions` regions of region_words words each (region 0 first: its xin, the first
 // hidden words, is where the embedding writes and the output projection reads), then the error
-// word. Offsets inside a region: xin (the layer's input), cnt (the ticket counter), then the
-// guarded words (reset to the sentinel before each use): q, k, v, the attention partials, x2 (the
-// residual after attention), act (the SwiGLU output), up to `end`.
+// word. Offsets inside a region: xin (the layer's input), cnt (the ticket counter, then each
+// step's count of finished items, cnt + 1 ..), then the guarded words (reset to the sentinel before each use): q, k, v,
+// the attention partials, x2 (the residual after attention), act (the SwiGLU output), up to `end`.
 struct LayerScratch {
   Tensor words;
   uint32_t regions = 0, region_words = 0, err = 0;

@@ -1428,10 +1428,8 @@ uint32_t LlmOps::attention_decode_pass(Batch& b, const KvLayer& c, const Tensor&
   // fixed position, no more than the keys fill (blocks of BK), with a position read on the GPU,
   // as many as the whole cache would fill.
   const uint32_t kv_len = dyn ? u32(c.max_ctx) : u32(a.start + 1);
-  uint32_t splits =
-      a.splits > 0 ? u32(a.splits) : std::clamp<uint32_t>(tuning.attn_dec_wgs / u32(c.n_kv_heads), 1, kMaxDecodeSplits);
-  uint32_t split_len = ceil_div(kv_len, splits);
-  split_len = std::max(bk, (split_len + bk - 1) / bk * bk);
+  uint32_t splits = a.splits > 0 ? u32(a.splits) : decode_splits(c.n_kv_heads);
+  const uint32_t split_len = split_keys(kv_len, splits, bk);
   if (!dyn || a.splits <= 0) splits = ceil_div(kv_len, split_len);
   need(splits <= kMaxDecodeSplits, op,
        std::to_string(splits) + " splits (at most " + std::to_string(kMaxDecodeSplits) + ")");

@@ -18,6 +18,7 @@
 #include "ops/llm/decode_layer.h"
 #include "ops/llm/weights.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -136,6 +137,11 @@ struct RopeKvArgs {
 // The most splits decode attention takes (attn_combine_q8.wgsl keeps a weight per split in
 // workgroup memory).
 inline constexpr uint32_t kMaxDecodeSplits = 4096;
+// Keys per split when kv_len keys are split `splits` ways in whole blocks of `block` keys (the
+// split count that then fills them: ceil(kv_len / split_keys)).
+inline uint32_t split_keys(uint64_t kv_len, uint32_t splits, uint32_t block) {
+  return std::max(block, ceil_div(ceil_div(kv_len, splits), block) * block);
+}
 // The most bytes of partial results a split prefill attention takes (attn_pf_split).
 inline constexpr uint64_t kMaxPrefillPartialBytes = uint64_t(256) << 20;
 
@@ -817,7 +823,9 @@ class LlmOps {
   // A scratch for decode_layer (its splits from tuning.attn_dec_wgs, as the decode attention's).
   LayerScratch make_decode_layer_scratch(int n_layers, int64_t hidden, int64_t ffn, int n_heads, int n_kv_heads,
                                          int head_dim, int max_ctx) const;
-  uint32_t decode_layer_splits(int n_kv_heads) const;
+  // The decode attention's splits of the cache unless told: tuning.attn_dec_wgs workgroups' worth
+  // over the KV heads (decode_attention and decode_layer's scratch alike).
+  uint32_t decode_splits(int n_kv_heads) const;
 
   // out[0] = the first index of the largest of logits[0 .. n) (u32 tensor of >= 1 element).
   void argmax(Batch& b, const Tensor& logits, int64_t n, const Tensor& out) const;
