@@ -43,8 +43,6 @@ LayerWeights random_layer(const LayerShape& s) {
   return w;
 }
 
-std::vector<float> narrow(const std::vector<double>& v) { return {v.begin(), v.end()}; }
-
 // The layer's output, and the key and value it appends, by the CPU references: x [hidden], the
 // cache's keys and values before the position [pos][nkv][hd].
 struct LayerRef {
@@ -55,7 +53,7 @@ LayerRef reference_layer(const LayerShape& s, const LayerWeights& w, const std::
                          std::vector<float> values, const std::vector<float>& inv_freq, float eps) {
   const int64_t q_len = int64_t(s.nh) * s.hd, kv_len = int64_t(s.nkv) * s.hd;
   auto h = ref::rms_norm(x, ln1, 1, int(s.hidden), eps);
-  auto qkv = narrow(ref::linear(w.qkv_d, s.hidden, h, 1, 0, q_len + 2 * kv_len));
+  auto qkv = test::to_float(ref::linear(w.qkv_d, s.hidden, h, 1, 0, q_len + 2 * kv_len));
   std::vector<float> q(qkv.begin(), qkv.begin() + q_len), k(qkv.begin() + q_len, qkv.begin() + q_len + kv_len),
       v(qkv.begin() + q_len + kv_len, qkv.end());
   ref::rope(q, 1, s.nh, s.hd, {s.pos}, inv_freq, false);
@@ -67,7 +65,7 @@ LayerRef reference_layer(const LayerShape& s, const LayerWeights& w, const std::
   std::vector<float> x2(size_t(s.hidden));
   for (size_t i = 0; i < x2.size(); ++i) x2[i] = float(double(x[i]) + o[i]);
   auto h2 = ref::rms_norm(x2, ln2, 1, int(s.hidden), eps);
-  auto gu = narrow(ref::linear(w.gate_up_d, s.hidden, h2, 1, 0, 2 * s.ffn));
+  auto gu = test::to_float(ref::linear(w.gate_up_d, s.hidden, h2, 1, 0, 2 * s.ffn));
   auto act =
       ref::swiglu(std::vector<float>(gu.begin(), gu.begin() + s.ffn), std::vector<float>(gu.begin() + s.ffn, gu.end()));
   auto down = ref::linear(w.down_d, s.ffn, act, 1, 0, s.hidden);
