@@ -94,7 +94,17 @@ TEST(Matmul, Vec4Db2KnobsMatchReference) {
                         "pre=1/pad=1/bm=256",
                         "fixb=1",
                         "fixb=1/pad=1/pre=1/bn=64",
-                        "fixb=1/pad=1/bm=256"};
+                        "fixb=1/pad=1/bm=256",
+                        "half=1",
+                        "half=1/pad=1/bm=256",
+                        "kfix=1",
+                        "kfix=1/pad=1/bm=256/half=1",
+                        "two=1",
+                        "two=1/bk=16/wn=0",
+                        "two=1/kfix=1/pad=1/bm=256",
+                        "two=1/half=1/pad=1/bm=256",
+                        "two=1/kfix=1/pad=1",
+                        "two=1/half=1/pad=1/bn=64"};
   for (const char* s : sets) {
     MatmulTuning t = parse_matmul_tuning(s);
     if (std::string e = matmul_tuning_error(ctx(), t); !e.empty()) {
@@ -125,6 +135,8 @@ TEST(Matmul, Vec4Db2RejectsBadKnobs) {
   EXPECT_NE(matmul_tuning_error(ctx(), parse_matmul_tuning("pad=2")), "");
   EXPECT_NE(matmul_tuning_error(ctx(), parse_matmul_tuning("pre=2")), "");
   EXPECT_NE(matmul_tuning_error(ctx(), parse_matmul_tuning("fixb=2")), "");
+  EXPECT_NE(matmul_tuning_error(ctx(), parse_matmul_tuning("two=1/pre=1")), "");
+  EXPECT_NE(matmul_tuning_error(ctx(), parse_matmul_tuning("half=2")), "");
   EXPECT_THROW(
       {
         Batch b(ctx());

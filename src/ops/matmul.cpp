@@ -50,7 +50,8 @@ uint32_t a_skew(const MatmulTuning& t) { return t.pad ? 8 / (t.bk / 4) : 0; }
 
 MatmulTuning parse_matmul_tuning(std::string_view knobs, MatmulTuning t) {
   const Knob keys[] = {{"bm", &t.bm}, {"bn", &t.bn},   {"wn", &t.wn},   {"group_m", &t.group_m},
-                       {"bk", &t.bk}, {"pad", &t.pad}, {"pre", &t.pre}, {"fixb", &t.fixb}};
+                       {"bk", &t.bk}, {"pad", &t.pad}, {"pre", &t.pre}, {"fixb", &t.fixb},
+                       {"half", &t.half}, {"kfix", &t.kfix}, {"two", &t.two}};
   parse_knobs(knobs, keys, '/', "matmul");
   return t;
 }
@@ -64,7 +65,9 @@ std::string matmul_tuning_error(const Context& ctx, const MatmulTuning& t) {
   // regtile_db.wgsl loads a tile in at most two vec4s per invocation.
   if (t.bk != 8 && t.bk != 16) return "bk must be 8 or 16";
   if (std::min(t.bm, t.bn) < 8 * t.bk) return "bk 16 needs bm and bn >= 128";
-  if (t.pad > 1 || t.pre > 1 || t.fixb > 1) return "pad, pre and fixb must be 0 or 1";
+  if (t.pad > 1 || t.pre > 1 || t.fixb > 1 || t.half > 1 || t.kfix > 1 || t.two > 1)
+    return "pad, pre, fixb, half, kfix and two must be 0 or 1";
+  if (t.two && t.pre) return "two and pre cannot be combined";
   const uint64_t threads = uint64_t(t.bm) * t.bn / 64;
   const uint64_t storage = 2ull * 16 * (uint64_t(t.bk) * (t.bm + t.bn) / 4 + a_skew(t) * (t.bk / 4));
   const Limits& lim = ctx.limits();
@@ -169,6 +172,9 @@ void matmul(Batch& batch, const Tensor& a, const Tensor& b, const Tensor& c, con
                       {"BK", tuning.bk}, {"A_SKEW", a_skew(tuning)}, {"FETCH_PRE", tuning.pre}};
     if (tuning.fixb) code.constants.push_back({"TRANS_B", d.trans_b ? 1 : 0});
     if (tuning.wn) code.constants.push_back({"WN", tuning.wn});
+    if (tuning.half) code.constants.push_back({"FMA_BY_HALF", 1});
+    if (tuning.kfix) code.constants.push_back({"K_FIX", d.k});
+    if (tuning.two) code.constants.push_back({"TWO_TILES", 1});
     block_m = tuning.bm;
     block_n = tuning.bn;
   }

@@ -67,6 +67,9 @@ struct MatmulTuning {
   uint32_t pad = 0;             // 1: A's tile skewed per k-quad in workgroup memory (conflict-free stores)
   uint32_t pre = 0;             // 1: the next tile's global loads issued before the barrier ending this one
   uint32_t fixb = 0;            // 1: B's layout (trans_b) a pipeline constant, not read at each tile
+  uint32_t half = 0;            // 1: a k step's FMAs as b0's eight, then b1's (FMA_BY_HALF)
+  uint32_t kfix = 0;            // 1: K built into the pipeline (the k loop's trip count a constant)
+  uint32_t two = 0;             // 1: two tiles per k-loop iteration, buffers by constant (not with pre)
 };
 // "key=value/key=value" (keys as the fields) over base; an unknown key or a bad number throws.
 MatmulTuning parse_matmul_tuning(std::string_view knobs, MatmulTuning base = {});

@@ -44,6 +44,13 @@ override FETCH_PRE: bool = false;
 // B's layout fixed when the pipeline is made (0: [K, N], 1: transposed) rather than read from
 // p.trans_b (2) at each tile.
 override TRANS_B: u32 = 2u;
+// Session 12's candidates, each a different code shape around the same math: FMA_BY_HALF (a k
+// step's 16 FMAs as b0's eight, then b1's), K_FIX (K built into the pipeline: the k loop's trip
+// count known to the compiler; 0: p.K) and TWO_TILES (the k loop takes two tiles an iteration,
+// each buffer's index a constant; a tile of zeros past K where K is not a multiple of 2 * BK).
+override FMA_BY_HALF: bool = false;
+override K_FIX: u32 = 0u;
+override TWO_TILES: bool = false;
 override AN: u32 = BK * BM / 4u;          // vec4s of an A tile: [k][m / 4]
 override AS: u32 = AN + KQ * A_SKEW;      // vec4s per A buffer
 override BS: u32 = BK * BN / 4u;          // vec4s per B buffer: [k][n / 4]
@@ -146,20 +153,52 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   put_next(0u, tid, next);
   if (FETCH_PRE) { next = fetch_next(tid, m0, n0, BK); }
   workgroupBarrier();
-  var buf = 0u;  // the buffer this tile is in
-  for (var k0 = 0u; k0 < p.K; k0 += BK) {
-    // The next tile (zeros past K: no branch) in flight during this tile's math.
-    if (!FETCH_PRE) { next = fetch_next(tid, m0, n0, k0 + BK); }
-    for (var k = 0u; k < BK; k++) {
-      let f = frag(buf, k, tm, tn);
+  if (TWO_TILES) {  // (never with FETCH_PRE: the host refuses it)
+    for (var k0 = 0u; k0 < select(p.K, K_FIX, K_FIX != 0u); k0 += 2u * BK) {
+      next = fetch_next(tid, m0, n0, k0 + BK);
+      for (var k = 0u; k < BK; k++) {
+        let f = frag(0u, k, tm, tn);
 //!include "matmul/regtile_fma.wgsl"
+      }
+      put_next(1u, tid, next);
+      workgroupBarrier();
+      next = fetch_next(tid, m0, n0, k0 + 2u * BK);
+      for (var k = 0u; k < BK; k++) {
+        let f = frag(1u, k, tm, tn);
+//!include "matmul/regtile_fma.wgsl"
+      }
+      put_next(0u, tid, next);
+      workgroupBarrier();
     }
-    // Into the other buffer: its last readers finished the previous tile before the barrier
-    // that ended it.
-    buf ^= 1u;
-    put_next(buf, tid, next);
-    if (FETCH_PRE) { next = fetch_next(tid, m0, n0, k0 + 2u * BK); }
-    workgroupBarrier();
+  } else if (K_FIX != 0u) {  // the loop below with K a constant
+    var buf = 0u;
+    for (var k0 = 0u; k0 < K_FIX; k0 += BK) {
+      if (!FETCH_PRE) { next = fetch_next(tid, m0, n0, k0 + BK); }
+      for (var k = 0u; k < BK; k++) {
+        let f = frag(buf, k, tm, tn);
+//!include "matmul/regtile_fma.wgsl"
+      }
+      buf ^= 1u;
+      put_next(buf, tid, next);
+      if (FETCH_PRE) { next = fetch_next(tid, m0, n0, k0 + 2u * BK); }
+      workgroupBarrier();
+    }
+  } else {
+    var buf = 0u;  // the buffer this tile is in
+    for (var k0 = 0u; k0 < p.K; k0 += BK) {
+      // The next tile (zeros past K: no branch) in flight during this tile's math.
+      if (!FETCH_PRE) { next = fetch_next(tid, m0, n0, k0 + BK); }
+      for (var k = 0u; k < BK; k++) {
+        let f = frag(buf, k, tm, tn);
+//!include "matmul/regtile_fma.wgsl"
+      }
+      // Into the other buffer: its last readers finished the previous tile before the barrier
+      // that ended it.
+      buf ^= 1u;
+      put_next(buf, tid, next);
+      if (FETCH_PRE) { next = fetch_next(tid, m0, n0, k0 + 2u * BK); }
+      workgroupBarrier();
+    }
   }
 
   for (var i = 0u; i < 8u; i++) {
