@@ -436,11 +436,14 @@ TEST(LlmLinear, QkvRopeMatchesTwoPasses) {
 // several tiles.
 TEST(LlmLinear, KxMatvecsMatchReference) {
   if (!ctx().features().subgroups) GTEST_SKIP() << "the kx schedule needs subgroups";
-  {  // the defaults: the plain matvecs of 12,288 columns and more (an 8B model's down projection)
+  {  // the defaults: every kind from 4,096 columns (an 8B model's matvecs, a 1B model's down projection)
     LlmOps d(ctx());
     EXPECT_TRUE(d.kx_runs(LlmOps::kKxPlain, TensorType::F16, 14336, LinearVersion::Subgroup));
-    EXPECT_FALSE(d.kx_runs(LlmOps::kKxPlain, TensorType::F16, 8192, LinearVersion::Subgroup));
-    EXPECT_FALSE(d.kx_runs(LlmOps::kKxSwiglu, TensorType::F16, 14336, LinearVersion::Subgroup));
+    EXPECT_TRUE(d.kx_runs(LlmOps::kKxPlain, TensorType::BF16, 4096, LinearVersion::Subgroup));
+    EXPECT_TRUE(d.kx_runs(LlmOps::kKxSwiglu, TensorType::F16, 4096, LinearVersion::Subgroup));
+    EXPECT_TRUE(d.kx_runs(LlmOps::kKxRope, TensorType::F16, 4096, LinearVersion::Subgroup));
+    EXPECT_FALSE(d.kx_runs(LlmOps::kKxPlain, TensorType::F16, 2048, LinearVersion::Subgroup));
+    EXPECT_FALSE(d.kx_runs(LlmOps::kKxSwiglu, TensorType::F16, 2048, LinearVersion::Subgroup));
     EXPECT_FALSE(d.kx_runs(LlmOps::kKxPlain, TensorType::F16, 14336, LinearVersion::Shared));
     EXPECT_FALSE(d.kx_runs(LlmOps::kKxPlain, TensorType::Q8_0, 14336, LinearVersion::Subgroup));
   }

@@ -129,9 +129,11 @@ MatmulTuning choose_matmul_tuning(const Context& ctx, const MatmulDims& d) {
   // 40.5 / 41.8 / 39.1. Below 2048 rows unmeasured: 128 x 128 blocks, twice as many workgroups.
   // A's tile skewed (pad): 42.7 / 44.7 / 45.1 against 42.2 / 44.1 / 44.4 (session 10 run B; 44.7
   // against 44.0 at 4096^3 in run A; at 128 x 128 it lost, 41.2).
+  // Two tiles per k-loop iteration (two): 45.76 against 44.76 at 4096^3 (session 12).
   MatmulTuning tall;
   tall.bm = 256;
   tall.pad = 1;
+  tall.two = 1;
   if (d.m >= kTallBlockMinRows && matmul_tuning_error(ctx, tall).empty()) return tall;
   return MatmulTuning{};
 }

@@ -304,22 +304,30 @@ struct LlmTuning {
   // by a transposed subgroup butterfly), a bit per kind: 1 the gate|up + SwiGLU matvec, 2 the
   // plain ones (linear, rms_norm_linear, combine_linear: never split then), 4 QKV + RoPE; 0:
   // matvec.wgsl everywhere. Runs where the version is Subgroup, the weight has at least kx_cols
-  // columns and each invocation takes at most 8 chunks. H200 (docs/benchmarks.md, session 9): it
-  // beats matvec.wgsl only on an 8B model's down projection (4096 x 14336: 48.7 us in one dispatch
-  // against 50.4-50.9 split in 4 ranges + the sum pass; 8B F16 tg128 204.7 vs 203.1 t/s with
-  // matvec_kx 2, kx_cols 12288) and loses elsewhere (gate|up + SwiGLU 87.8 vs 70.1 us, QKV 29.6
-  // vs 24.3, o 15.0 vs 14.2; every kind: 167.4 t/s), hence 2 from 12,288 columns.
-  uint32_t matvec_kx = 2;
-  uint32_t kx_cols = 12288;
-  uint32_t kx_wg = 256;    // invocations per workgroup (a multiple of the subgroup size)
-  uint32_t kx_rows = 16;   // rows per tile (a power of two, 2..32). H200: 32 lost 17% (every kind)
-  uint32_t kx_loads = 16;  // weight vec4s each invocation loads per pass (rows per pass: this / its chunks)
+  // columns and each invocation takes at most 8 chunks. H200 (docs/benchmarks.md, session 12):
+  // with 8-row tiles of 512 invocations it beats matvec.wgsl on every 8B shape (8 chained links,
+  // us each: down 4096 x 14336 32.0 against 37.6 with session 9's 16-row tiles of 256, gate|up +
+  // SwiGLU + norm 57.0 against 60.7, QKV 6144 x 4096 15.5 against 18.0, o 11.8 against 12.9;
+  // 8B F16 tg128 216.4 against 205.0 t/s); a 1B model's 2048 columns are a quarter of a chunk
+  // per invocation (every kind through kx: 840 against 978 t/s), hence kx_cols 4096 (the 1B
+  // down projection's 8,192 columns: 973.7 against 977.7).
+  uint32_t matvec_kx = 7;
+  uint32_t kx_cols = 4096;
+  uint32_t kx_wg = 512;  // invocations per workgroup (a multiple of the subgroup size)
+  // Rows per tile (a power of two, 2..32). H200, 8B shapes, 512 invocations: 8 beat 16 by 15-30%
+  // (more, smaller workgroups: 512 for the down projection); 4 ties 8 on the plain ones and
+  // loses 42% on gate|up + SwiGLU (8B F16 tg128 208.4 against 212.9 with the down projection alone).
+  uint32_t kx_rows = 8;
+  // Weight vec4s each invocation loads per pass (rows per pass: this / its chunks). H200, down
+  // projection at 256 invocations and 8 rows: 28 (4 rows a pass) 32.9 us against 33.2 at 16.
+  uint32_t kx_loads = 16;
   // At most this many workgroups, each looping over tiles (0: a tile each). H200, every kind: 264
-  // (two per SM) 171.4 vs 167.4 t/s, still far below matvec.wgsl.
+  // (two per SM) 171.4 vs 167.4 t/s at session 9's 16-row tiles.
   uint32_t kx_groups = 0;
   // 1: each pass's loads issued before the pass before is summed (twice the registers). H200, with
   // kx_wg 512 and kx_loads 8: down 47.5 us, every other shape slower; 8B F16 tg128 203.2 t/s
-  // (down only) against 204.7 with the defaults.
+  // (down only) against 204.7 with the defaults (session 9); session 12, 256 x 16 rows: 38.0
+  // against 37.6 us.
   uint32_t kx_db = 0;
   // Register-tiled matmul (prefill): tokens (BM, a multiple of 8) x weight rows (BN, a multiple
   // of 8) per workgroup, (BM / 8) * (BN / 8) invocations of 8x8 outputs; k step BK (a multiple of
