@@ -42,9 +42,9 @@ struct LinearData {
 
 enum class Kind { Matvec, Matmul, Batched };
 
-// Versions "kx" run the kx schedule for every kind and width (tuning.matvec_kx, kx_cols 0; the other
-// kx knobs from WGC_LLM_TUNING); the others run what the tuning says (by default kx for 12,288
-// columns and more).
+// Versions "kx" run the kx schedule for every kind and shape (tuning.matvec_kx, kx_cols and
+// kx_min_rows 0; the other kx knobs from WGC_LLM_TUNING); the others run what the tuning says (by
+// default kx from 4,096 columns and rows).
 constexpr uint32_t kKxAll = llm::LlmOps::kKxSwiglu | llm::LlmOps::kKxPlain | llm::LlmOps::kKxRope;
 
 // LlmOps with a tuning set of WGC_LLM_TUNING, so that a benchmark run sweeps the kernels' knobs
@@ -67,6 +67,7 @@ std::vector<TuningSet> tuning_sets(const Context& ctx) {
     t.kx->tuning = t.ops->tuning;
     t.kx->tuning.matvec_kx = kKxAll;
     t.kx->tuning.kx_cols = 0;
+    t.kx->tuning.kx_min_rows = 0;
     sets.push_back(std::move(t));
     all = semi == std::string_view::npos ? std::string_view() : all.substr(semi + 1);
   } while (!all.empty());

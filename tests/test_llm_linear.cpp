@@ -436,16 +436,22 @@ TEST(LlmLinear, QkvRopeMatchesTwoPasses) {
 // several tiles.
 TEST(LlmLinear, KxMatvecsMatchReference) {
   if (!ctx().features().subgroups) GTEST_SKIP() << "the kx schedule needs subgroups";
-  {  // the defaults: every kind from 4,096 columns (an 8B model's matvecs, a 1B model's down projection)
+  {  // the defaults: every kind from 4,096 columns and rows (an 8B model's matvecs)
     LlmOps d(ctx());
-    EXPECT_TRUE(d.kx_runs(LlmOps::kKxPlain, TensorType::F16, 14336, LinearVersion::Subgroup));
-    EXPECT_TRUE(d.kx_runs(LlmOps::kKxPlain, TensorType::BF16, 4096, LinearVersion::Subgroup));
-    EXPECT_TRUE(d.kx_runs(LlmOps::kKxSwiglu, TensorType::F16, 4096, LinearVersion::Subgroup));
-    EXPECT_TRUE(d.kx_runs(LlmOps::kKxRope, TensorType::F16, 4096, LinearVersion::Subgroup));
-    EXPECT_FALSE(d.kx_runs(LlmOps::kKxPlain, TensorType::F16, 2048, LinearVersion::Subgroup));
-    EXPECT_FALSE(d.kx_runs(LlmOps::kKxSwiglu, TensorType::F16, 2048, LinearVersion::Subgroup));
-    EXPECT_FALSE(d.kx_runs(LlmOps::kKxPlain, TensorType::F16, 14336, LinearVersion::Shared));
-    EXPECT_FALSE(d.kx_runs(LlmOps::kKxPlain, TensorType::Q8_0, 14336, LinearVersion::Subgroup));
+    const auto sg = LinearVersion::Subgroup;
+    EXPECT_TRUE(d.kx_runs(LlmOps::kKxPlain, TensorType::F16, 4096, 14336, sg));
+    EXPECT_TRUE(d.kx_runs(LlmOps::kKxPlain, TensorType::BF16, 4096, 4096, sg));
+    EXPECT_TRUE(d.kx_runs(LlmOps::kKxSwiglu, TensorType::F16, 28672, 4096, sg));
+    EXPECT_TRUE(d.kx_runs(LlmOps::kKxRope, TensorType::F16, 6144, 4096, sg));
+    EXPECT_FALSE(d.kx_runs(LlmOps::kKxPlain, TensorType::F16, 2048, 8192, sg));  // a 1B down projection
+    EXPECT_FALSE(d.kx_runs(LlmOps::kKxPlain, TensorType::F16, 4096, 2048, sg));
+    EXPECT_FALSE(d.kx_runs(LlmOps::kKxSwiglu, TensorType::F16, 16384, 2048, sg));
+    EXPECT_FALSE(d.kx_runs(LlmOps::kKxPlain, TensorType::F16, 4096, 14336, LinearVersion::Shared));
+    EXPECT_FALSE(d.kx_runs(LlmOps::kKxPlain, TensorType::Q8_0, 4096, 14336, sg));
+    // 512 invocations from 12,288 columns, 256 below (at most what the adapter allows)
+    const uint32_t most = ctx().limits().max_compute_invocations_per_workgroup;
+    EXPECT_EQ(d.kx_workgroup(14336), std::min(512u, most));
+    EXPECT_EQ(d.kx_workgroup(4096), std::min(256u, most));
   }
   struct Tune {
     uint32_t wg, rows, loads, groups, db = 0;
@@ -455,6 +461,9 @@ TEST(LlmLinear, KxMatvecsMatchReference) {
   auto set_kx = [](LlmTuning& tn, const Tune& tune) {
     tn.matvec_kx = 7;
     tn.kx_cols = 0;
+    tn.kx_min_rows = 0;
+    tn.kx_wide_wg = tune.wg * 2;  // from 1000 columns: both workgroup sizes at the widths below
+    tn.kx_wide_cols = 1000;
     tn.kx_wg = tune.wg;
     tn.kx_rows = tune.rows;
     tn.kx_loads = tune.loads;
@@ -499,9 +508,9 @@ TEST(LlmLinear, KxMatvecsMatchReference) {
                                  std::to_string(tune.wg) + " rows " + std::to_string(tune.rows) + " loads " +
                                  std::to_string(tune.loads) + " groups " + std::to_string(tune.groups) + " db " +
                                  std::to_string(tune.db);
-        ASSERT_TRUE(o.kx_runs(LlmOps::kKxPlain, t, cols, LinearVersion::Subgroup)) << what;
+        ASSERT_TRUE(o.kx_runs(LlmOps::kKxPlain, t, rows, cols, LinearVersion::Subgroup)) << what;
         o.tuning.kx_cols = uint32_t(cols) + 1;  // narrower weights than kx_cols: matvec.wgsl
-        EXPECT_FALSE(o.kx_runs(LlmOps::kKxPlain, t, cols, LinearVersion::Subgroup)) << what;
+        EXPECT_FALSE(o.kx_runs(LlmOps::kKxPlain, t, rows, cols, LinearVersion::Subgroup)) << what;
         o.tuning.kx_cols = 0;
         {
           auto y = test::poisoned(rows);

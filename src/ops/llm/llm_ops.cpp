@@ -146,6 +146,9 @@ void apply_tuning(LlmTuning& t, std::string_view spec) {
       {"kx_loads", &LlmTuning::kx_loads},
       {"kx_groups", &LlmTuning::kx_groups},
       {"kx_db", &LlmTuning::kx_db},
+      {"kx_wide_wg", &LlmTuning::kx_wide_wg},
+      {"kx_wide_cols", &LlmTuning::kx_wide_cols},
+      {"kx_min_rows", &LlmTuning::kx_min_rows},
       {"kx_cols", &LlmTuning::kx_cols},
       {"matmul_bm", &LlmTuning::matmul_bm},
       {"matmul_bn", &LlmTuning::matmul_bn},
@@ -460,21 +463,26 @@ Kernel LlmOps::matvec_kernel(TensorType t, LinearVersion v, int64_t cols, uint32
       c, sg, "main", prelude);
 }
 
-bool LlmOps::kx_runs(uint32_t kind, TensorType t, int64_t cols, LinearVersion v) const {
+uint32_t LlmOps::kx_workgroup(int64_t cols) const {
+  const bool wide = tuning.kx_wide_wg && cols >= int64_t(tuning.kx_wide_cols);
+  return std::min(wide ? tuning.kx_wide_wg : tuning.kx_wg, max_wg_);
+}
+
+bool LlmOps::kx_runs(uint32_t kind, TensorType t, int64_t rows, int64_t cols, LinearVersion v) const {
   const bool padded = float_weights(t);
   if (!(tuning.matvec_kx & kind) || !padded || cols <= 0 || cols < int64_t(tuning.kx_cols) ||
-      v != LinearVersion::Subgroup || !subgroups_)
+      rows < int64_t(tuning.kx_min_rows) || v != LinearVersion::Subgroup || !subgroups_)
     return false;
-  const uint32_t wg = std::min(tuning.kx_wg, max_wg_);
+  const uint32_t wg = kx_workgroup(cols);
   return ceil_div(ceil_div(uint64_t(cols), uint64_t(chunk_elems(t))), uint64_t(wg)) <= kKxMaxChunks;
 }
 
 Kernel LlmOps::matvec_kx_kernel(TensorType t, int64_t cols, uint32_t kind, const float* norm_eps,
                                 const DecodePartials* xc) const {
   const std::string op = "matvec kx";
-  const uint32_t wg = std::min(tuning.kx_wg, max_wg_), rows = tuning.kx_rows;
+  const uint32_t wg = kx_workgroup(cols), rows = tuning.kx_rows;
   need(wg % sg_size_ == 0 && (sg_size_ & (sg_size_ - 1)) == 0, op,
-       "kx_wg " + std::to_string(wg) + " (a multiple of the subgroup size, a power of two)");
+       "kx_wg (or kx_wide_wg) " + std::to_string(wg) + " (a multiple of the subgroup size, a power of two)");
   need(rows >= 2 && rows <= kKxMaxRows && (rows & (rows - 1)) == 0, op,
        "kx_rows " + std::to_string(rows) + " (a power of two, 2.." + std::to_string(kKxMaxRows) + ")");
   need(kind != kKxPlain || !norm_eps || !xc, op, "x normalised or combined, not both");
@@ -745,7 +753,7 @@ void LlmOps::linear(Batch& b, const GpuWeight& w, const Tensor& x, const Tensor&
 
 void LlmOps::matvec(Batch& b, const GpuWeight& w, const Arg& x, const Tensor& bias, const Tensor& y, int64_t rows,
                     const LinearOptions& o, uint32_t flags, LinearVersion v, const DecodePartials* xc) const {
-  if (kx_runs(kKxPlain, w.type, w.cols, v)) {  // whole rows per workgroup: no column ranges
+  if (kx_runs(kKxPlain, w.type, rows, w.cols, v)) {  // whole rows per workgroup: no column ranges
     Kernel k = matvec_kx_kernel(w.type, w.cols, kKxPlain, nullptr, xc);
     b.dispatch(k, {w.data, w.scales, x, bias, y}, matvec_params(rows, w.cols, o.row0, o.y_offset, flags),
                groups_1d(ctx_, kx_grid(kKxPlain, rows)));
@@ -780,7 +788,7 @@ void LlmOps::rms_norm_linear(Batch& b, const Tensor& x, const Tensor& norm_w, fl
            "-row weight");
   need_elems(y, o.y_offset + rows, op, "y");
   const LinearVersion v = subgroups_ ? LinearVersion::Subgroup : LinearVersion::Shared;
-  const bool kx = kx_runs(kKxPlain, w.type, w.cols, v);
+  const bool kx = kx_runs(kKxPlain, w.type, rows, w.cols, v);
   const MatvecShape m = matvec_shape();
   const uint64_t groups = kx ? kx_grid(kKxPlain, rows) : ceil_div(uint64_t(rows), m.wg / m.tpr * m.rows);
   Kernel k = kx ? matvec_kx_kernel(w.type, w.cols, kKxPlain, &eps)
@@ -813,7 +821,7 @@ void LlmOps::rms_norm_qkv_rope(Batch& b, const Tensor& x, const Tensor& norm_w, 
   const MatvecShape m = matvec_shape();
   need(m.tpr <= m.wg, op, "matvec tpr larger than the workgroup");
   const LinearVersion v = subgroups_ ? LinearVersion::Subgroup : LinearVersion::Shared;
-  const bool kx = kx_runs(kKxRope, w.type, w.cols, v);
+  const bool kx = kx_runs(kKxRope, w.type, w.rows, w.cols, v);
   const uint64_t pairs = uint64_t(w.rows) / 2;  // rope_rows() / 2 per row group
   const uint64_t groups = kx ? kx_grid(kKxRope, w.rows) : ceil_div(pairs, m.wg / m.tpr * (rope_rows() / 2));
   Kernel k = kx ? matvec_kx_kernel(w.type, w.cols, kKxRope, &eps)
@@ -859,7 +867,7 @@ void LlmOps::swiglu_matvec(Batch& b, const GpuWeight& w, const Tensor& x, const 
   need(v == LinearVersion::Subgroup || v == LinearVersion::Shared, op, "runs the subgroup or shared matvec");
   need(v != LinearVersion::Subgroup || subgroups_, op, "this adapter has no usable subgroups");
   const MatvecShape m = matvec_shape(true);
-  const bool kx = kx_runs(kKxSwiglu, w.type, w.cols, v);  // its own tiles, gate rows in any number
+  const bool kx = kx_runs(kKxSwiglu, w.type, w.rows, w.cols, v);  // its own tiles, gate rows in any number
   need(kx || (wr * m.tpr % m.wg == 0 && wr * m.tpr / m.wg <= kMatvecMaxRows), op,
        std::to_string(m.wg / m.tpr) + " row groups per workgroup cannot take " + std::to_string(wr) +
            " rows (1 to 8 per group)");

@@ -313,14 +313,25 @@ struct LlmTuning {
   // down projection's 8,192 columns: 973.7 against 977.7).
   uint32_t matvec_kx = 7;
   uint32_t kx_cols = 4096;
-  uint32_t kx_wg = 512;  // invocations per workgroup (a multiple of the subgroup size)
+  // Only matvecs of at least this many rows (enough 8-row tiles to fill the GPU): H200, the 1B
+  // model's 2048-row down projection through kx 976.3 / 976.3 t/s against 978.9 / 979.4 without.
+  uint32_t kx_min_rows = 4096;
+  // Invocations per workgroup (a power of two, a multiple of the subgroup size), and from
+  // kx_wide_cols columns kx_wide_wg (0: kx_wg everywhere). H200, 8 chained links, us each: 256
+  // invocations (28 loads a pass) QKV + RoPE + norm 18.6 against 19.5 at 512, gate|up + SwiGLU +
+  // norm 55.6 against 56.4; the down projection (14,336 columns) 32.0 at 512 against 33.0 at 256.
+  uint32_t kx_wg = 256;
+  uint32_t kx_wide_wg = 512;
+  uint32_t kx_wide_cols = 12288;
   // Rows per tile (a power of two, 2..32). H200, 8B shapes, 512 invocations: 8 beat 16 by 15-30%
   // (more, smaller workgroups: 512 for the down projection); 4 ties 8 on the plain ones and
   // loses 42% on gate|up + SwiGLU (8B F16 tg128 208.4 against 212.9 with the down projection alone).
   uint32_t kx_rows = 8;
-  // Weight vec4s each invocation loads per pass (rows per pass: this / its chunks). H200, down
-  // projection at 256 invocations and 8 rows: 28 (4 rows a pass) 32.9 us against 33.2 at 16.
-  uint32_t kx_loads = 16;
+  // Weight vec4s each invocation loads per pass (rows per pass: this / its chunks, a power of
+  // two). H200, down projection at 256 invocations and 8 rows: 28 (4 rows a pass) 32.9 us
+  // against 33.2 at 16; 8B F16 tg128 217.8 against 217.0 t/s with 256 invocations and 28 loads
+  // everywhere rather than 512 and 16.
+  uint32_t kx_loads = 28;
   // At most this many workgroups, each looping over tiles (0: a tile each). H200, every kind: 264
   // (two per SM) 171.4 vs 167.4 t/s at session 9's 16-row tiles.
   uint32_t kx_groups = 0;
@@ -761,10 +772,12 @@ class LlmOps {
   // (tuning.matvec_split, matvec_split_cols, matvec_split_groups; rows 0: not checked against
   // matvec_split_groups; 1: not split).
   uint32_t matvec_splits(TensorType t, int64_t cols, int64_t rows = 0) const;
-  // Whether a one-token matvec of this kind (a bit of tuning.matvec_kx) with weights of type t
-  // and `cols` columns runs the kx schedule (matvec_kx.wgsl) under version v.
+  // Whether a one-token matvec of this kind (a bit of tuning.matvec_kx) computing `rows` rows of
+  // a weight of type t and `cols` columns runs the kx schedule (matvec_kx.wgsl) under version v.
   static constexpr uint32_t kKxSwiglu = 1, kKxPlain = 2, kKxRope = 4;
-  bool kx_runs(uint32_t kind, TensorType t, int64_t cols, LinearVersion v) const;
+  bool kx_runs(uint32_t kind, TensorType t, int64_t rows, int64_t cols, LinearVersion v) const;
+  // The kx schedule's invocations per workgroup for a weight of `cols` columns.
+  uint32_t kx_workgroup(int64_t cols) const;
   // One token: rms_norm_linear through a fused QKV weight (rows: a.n_heads query heads, then the
   // cache's key and value heads, back to back) and rope_kv_append(qkv, table, cache, a) on its
   // output, in one dispatch (bit-identical to the two). Needs fuses_rope(w.cols) (nine storage
