@@ -97,8 +97,7 @@ TEST(Matmul, Vec4Db2KnobsMatchReference) {
                         "fixb=1/pad=1/bm=256",
                         "half=1",
                         "half=1/pad=1/bm=256",
-                        "kfix=1",
-                        "kfix=1/pad=1/bm=256/half=1",
+                        "two=1/kfix=1/half=1",
                         "two=1",
                         "two=1/bk=16/wn=0",
                         "two=1/kfix=1/pad=1/bm=256",
@@ -136,6 +135,7 @@ TEST(Matmul, Vec4Db2RejectsBadKnobs) {
   EXPECT_NE(matmul_tuning_error(ctx(), parse_matmul_tuning("pre=2")), "");
   EXPECT_NE(matmul_tuning_error(ctx(), parse_matmul_tuning("fixb=2")), "");
   EXPECT_NE(matmul_tuning_error(ctx(), parse_matmul_tuning("two=1/pre=1")), "");
+  EXPECT_NE(matmul_tuning_error(ctx(), parse_matmul_tuning("kfix=1")), "");
   EXPECT_NE(matmul_tuning_error(ctx(), parse_matmul_tuning("half=2")), "");
   EXPECT_THROW(
       {

@@ -49,8 +49,8 @@ uint32_t a_skew(const MatmulTuning& t) { return t.pad ? 8 / (t.bk / 4) : 0; }
 }  // namespace
 
 MatmulTuning parse_matmul_tuning(std::string_view knobs, MatmulTuning t) {
-  const Knob keys[] = {{"bm", &t.bm}, {"bn", &t.bn},   {"wn", &t.wn},   {"group_m", &t.group_m},
-                       {"bk", &t.bk}, {"pad", &t.pad}, {"pre", &t.pre}, {"fixb", &t.fixb},
+  const Knob keys[] = {{"bm", &t.bm},     {"bn", &t.bn},     {"wn", &t.wn},   {"group_m", &t.group_m},
+                       {"bk", &t.bk},     {"pad", &t.pad},   {"pre", &t.pre}, {"fixb", &t.fixb},
                        {"half", &t.half}, {"kfix", &t.kfix}, {"two", &t.two}};
   parse_knobs(knobs, keys, '/', "matmul");
   return t;
@@ -68,6 +68,7 @@ std::string matmul_tuning_error(const Context& ctx, const MatmulTuning& t) {
   if (t.pad > 1 || t.pre > 1 || t.fixb > 1 || t.half > 1 || t.kfix > 1 || t.two > 1)
     return "pad, pre, fixb, half, kfix and two must be 0 or 1";
   if (t.two && t.pre) return "two and pre cannot be combined";
+  if (t.kfix && !t.two) return "kfix needs two";
   const uint64_t threads = uint64_t(t.bm) * t.bn / 64;
   const uint64_t storage = 2ull * 16 * (uint64_t(t.bk) * (t.bm + t.bn) / 4 + a_skew(t) * (t.bk / 4));
   const Limits& lim = ctx.limits();

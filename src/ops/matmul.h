@@ -68,7 +68,7 @@ struct MatmulTuning {
   uint32_t pre = 0;             // 1: the next tile's global loads issued before the barrier ending this one
   uint32_t fixb = 0;            // 1: B's layout (trans_b) a pipeline constant, not read at each tile
   uint32_t half = 0;            // 1: a k step's FMAs as b0's eight, then b1's (FMA_BY_HALF)
-  uint32_t kfix = 0;            // 1: K built into the pipeline (the k loop's trip count a constant)
+  uint32_t kfix = 0;            // 1 (with two): K built into the pipeline (the k loop's trip count a constant)
   uint32_t two = 0;             // 1: two tiles per k-loop iteration, buffers by constant (not with pre)
 };
 // "key=value/key=value" (keys as the fields) over base; an unknown key or a bad number throws.

@@ -12,7 +12,8 @@
 // Needs K % 4 == 0 and, unless B is transposed, N % 4 == 0. Measured on the H200 (session 9,
 // docs/benchmarks.md), TFLOP/s at 4096^3: vec4-db 38.9; this kernel with vec4-db's blocks and
 // warps 41.0-41.2 (the unguarded next-tile loads), WN 8 41.8, 256 x 128 blocks 43.5-43.6 and with
-// WN 8 44.0; session 10: that with A_SKEW 44.7 (Auto's; 45.1 at 8192^3). Lost: 64-row blocks
+// WN 8 44.0; session 10: that with A_SKEW 44.7; session 12: that with TWO_TILES 45.6-45.8 (Auto's;
+// 43.4 at 2048^3, 45.9 at 8192^3; at 128 x 128 it lost). Lost: 64-row blocks
 // (36.0-38.2), 64 x 64 (28.2), 128 x 256 (31.0), 512 x 64 (36.7), GROUP_M 8 (40.0); BK 16
 // (31.4), FETCH_PRE (35.8), TRANS_B fixed (35.1): every change to the k loop's surroundings lost
 // ~20% (the driver's 128 registers); 8 x 16 per invocation (2.3: local memory), a k loop with
@@ -45,9 +46,11 @@ override FETCH_PRE: bool = false;
 // p.trans_b (2) at each tile.
 override TRANS_B: u32 = 2u;
 // Session 12's candidates, each a different code shape around the same math: FMA_BY_HALF (a k
-// step's 16 FMAs as b0's eight, then b1's), K_FIX (K built into the pipeline: the k loop's trip
-// count known to the compiler; 0: p.K) and TWO_TILES (the k loop takes two tiles an iteration,
-// each buffer's index a constant; a tile of zeros past K where K is not a multiple of 2 * BK).
+// step's 16 FMAs as b0's eight, then b1's: 45.0 against 44.8 at 4096^3, not taken), TWO_TILES
+// (the k loop takes two tiles an iteration, each buffer's index a constant; a tile of zeros past
+// K where K is not a multiple of 2 * BK. 45.8: Auto's with 256-row blocks) and, with it, K_FIX (K
+// built into the pipeline, the loop's trip count known to the compiler; 0: p.K. A tie: 45.8; in
+// the one-tile loop it lost, 44.5, and that form was dropped).
 override FMA_BY_HALF: bool = false;
 override K_FIX: u32 = 0u;
 override TWO_TILES: bool = false;
@@ -168,19 +171,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 //!include "matmul/regtile_fma.wgsl"
       }
       put_next(0u, tid, next);
-      workgroupBarrier();
-    }
-  } else if (K_FIX != 0u) {  // the loop below with K a constant
-    var buf = 0u;
-    for (var k0 = 0u; k0 < K_FIX; k0 += BK) {
-      if (!FETCH_PRE) { next = fetch_next(tid, m0, n0, k0 + BK); }
-      for (var k = 0u; k < BK; k++) {
-        let f = frag(buf, k, tm, tn);
-//!include "matmul/regtile_fma.wgsl"
-      }
-      buf ^= 1u;
-      put_next(buf, tid, next);
-      if (FETCH_PRE) { next = fetch_next(tid, m0, n0, k0 + 2u * BK); }
       workgroupBarrier();
     }
   } else {
