@@ -12,7 +12,9 @@
 // matvec_x.wgsl, matvec_x_norm.wgsl with X_LATE, matvec_x_combine.wgsl), after x_prologue.
 // The first pass's weights are loaded before x_prologue and x, and each later tile's before the
 // sums of the tile before; with DB each pass's loads are issued before the pass before is summed.
-// Preceded by a prelude (SWIGLU, ROPE, XS, X_MASK, X_LATE, COLS, NCH, CPL, T, RB, DB, KSG (the
+// XE: x_scale (the late norm's workgroup reduction) right after x is loaded, while the first
+// pass's weights are in flight, rather than after the first tile's dot products.
+// Preceded by a prelude (SWIGLU, ROPE, XS, X_MASK, X_LATE, COLS, NCH, CPL, T, RB, DB, XE, KSG (the
 // subgroup size, as a constant: the butterfly's loops unrolled), LT, LSG, P_BINDING;
 // XC_* for the combine), common.wgsl, rope_pair.wgsl, a weights/*.wgsl file (bindings 0, 1),
 // reduce_sg.wgsl, an x file and matvec_rope.wgsl (ROPE: bindings 5-8) or matvec_q8_norope.wgsl.
@@ -117,6 +119,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
   let sl = lid % KSG;
   let sgi = lid / KSG;
   var xsc = 1.0;
+  if (XE) { xsc = x_scale(lid); }
   var buf = 0u;
   for (var t = g0; t < tiles; t += ng) {
     for (var r = 0u; r < T; r++) { acc[r] = 0.0; }
@@ -143,7 +146,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     }
     // The next tile's first pass, in flight during this tile's sums.
     if (!DB && t + ng < tiles) { wb = load_pass(t + ng, 0u, lid); }
-    if (t == g0) { xsc = x_scale(lid); }
+    if (!XE && t == g0) { xsc = x_scale(lid); }
     // Transposed butterfly: at each step the lanes whose mask bit is set keep the upper half of
     // their values and send the lower half; after min(T, SG) halvings lane l holds rows
     // l * T / SG .. (+ T / SG - 1) (T >= SG), or row l / (SG / T) summed over its group of

@@ -340,6 +340,10 @@ struct LlmTuning {
   // (down only) against 204.7 with the defaults (session 9); session 12, 256 x 16 rows: 38.0
   // against 37.6 us.
   uint32_t kx_db = 0;
+  // 1: where x is RMS-normalised (late scale), the norm's reduction right after x is loaded, while
+  // the first pass's weights are in flight, not after the first tile's dot products (a one-tile
+  // workgroup then pays it after its last loads). Not yet measured on the H200 (session 12).
+  uint32_t kx_early = 0;
   // Register-tiled matmul (prefill): tokens (BM, a multiple of 8) x weight rows (BN, a multiple
   // of 8) per workgroup, (BM / 8) * (BN / 8) invocations of 8x8 outputs; k step BK (a multiple of
   // 4). 64 x 128 x 8: an 8B model's 4096-row projections at 512 tokens give 256 workgroups; on
