@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <random>
@@ -64,7 +65,8 @@ Case matmul_case(const Context& ctx, std::shared_ptr<Data> d, MatmulVersion v, c
 // WGC_MATMUL_SWEEP="KNOBS,KNOBS,..." (each parse_matmul_tuning's "key=value/key=value", with
 // "@N" after it to run that set at size N alone): vec4-db2 timed again under each set, named
 // "vec4-db2 [KNOBS]", so that one process (one device call) sweeps them all; `--versions vec4-db2`
-// keeps them.
+// keeps them. A set with an unknown key or a bad number throws; one this device cannot run is left
+// out with a note on stderr.
 struct SweepSet {
   std::string name;
   MatmulTuning tuning;
@@ -85,9 +87,13 @@ std::vector<SweepSet> sweep_sets(const Context& ctx) {
       s.only_n = uint32_t(std::strtoul(set.c_str() + at + 1, &e, 10));
       if (!s.only_n || *e) throw Error("wgc bench: WGC_MATMUL_SWEEP set '" + set + "': @ takes a size");
     }
-    s.tuning = parse_matmul_tuning(s.name);
-    if (std::string e = matmul_tuning_error(ctx, s.tuning); !e.empty())
-      throw Error("wgc bench: WGC_MATMUL_SWEEP set '" + set + "': " + e);
+    s.tuning = parse_matmul_tuning(s.name);  // a malformed set throws
+    // A set this device cannot run (e.g. more workgroup memory than it has) is left out with a
+    // note, so that one set does not cost the rest of a sweep.
+    if (std::string e = matmul_tuning_error(ctx, s.tuning); !e.empty()) {
+      std::fprintf(stderr, "wgc bench: WGC_MATMUL_SWEEP set '%s' left out: %s\n", set.c_str(), e.c_str());
+      continue;
+    }
     sets.push_back(std::move(s));
   }
   return sets;

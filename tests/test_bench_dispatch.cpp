@@ -2,11 +2,13 @@
 // every case's check runs its kernels once with the outputs poisoned and compares with what the
 // chain computes (a chain's last buffer holds the input plus one per link; chain-read's the sums
 // of every slice it read), at awkward sizes; and the line fit recovers known terms. The one-token
-// LLM matvecs as chains of links (bench/llm_bench.cpp, WGC_BENCH_LINKS).
+// LLM matvecs as chains of links (bench/llm_bench.cpp, WGC_BENCH_LINKS), and the SGEMM knob sweep
+// (bench/matmul_bench.cpp, WGC_MATMUL_SWEEP).
 #include "bench/bench.h"
 #include "test_util.h"
 #include "util/error.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 
@@ -132,6 +134,30 @@ TEST(DispatchFit, RefusesWhatTheRunsCannotDetermine) {
 // with 3 times the bytes of one, and its check (poisoned output, CPU reference) passes; anything
 // but a count from 1 to 256 is an error naming the variable. Tuning sets give each case once per set;
 // WGC_BENCH_SHAPES keeps the cases of the sizes it names.
+// WGC_MATMUL_SWEEP: each set is vec4-db2 again under its knobs ("vec4-db2 [KNOBS]", at the sizes
+// "@N" names), checked like every case; a set this device cannot run is left out, a malformed one
+// refused.
+TEST(MatmulSweep, RunsEachSetThisDeviceCanRun) {
+  const uint32_t most = test::ctx().limits().max_compute_invocations_per_workgroup;
+  ::setenv("WGC_MATMUL_SWEEP", "wn=4,two=1/pad=1@68,bm=512/bn=512", 1);  // 4096 invocations: no device
+  const Options o = sized({68, 36});
+  std::vector<std::string> names;
+  for (auto& c : cases_of("matmul", o)) {
+    if (!c.version.starts_with("vec4-db2 [")) continue;
+    names.push_back(c.version + " " + c.size);
+    EXPECT_LE(c.check(), c.tolerance) << c.version << " " << c.size;
+  }
+  ::unsetenv("WGC_MATMUL_SWEEP");
+  ASSERT_LT(most, 4096u);
+  for (const char* want : {"vec4-db2 [wn=4] 68^3", "vec4-db2 [wn=4] 36^3", "vec4-db2 [two=1/pad=1] 68^3"})
+    EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want;
+  for (const auto& n : names) EXPECT_EQ(n.find("bm=512"), std::string::npos) << n;
+  EXPECT_EQ(std::find(names.begin(), names.end(), "vec4-db2 [two=1/pad=1] 36^3"), names.end());
+  ::setenv("WGC_MATMUL_SWEEP", "wn=4,bogus=1", 1);
+  EXPECT_THROW(cases_of("matmul", o), Error);
+  ::unsetenv("WGC_MATMUL_SWEEP");
+}
+
 TEST(MatvecLinks, EveryF16CaseChainsItsCopies) {
   // (the GPU machine's run may set both for the bench: this test sets its own)
   ::unsetenv("WGC_BENCH_LINKS");
