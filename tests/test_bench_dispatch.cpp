@@ -129,17 +129,13 @@ TEST(DispatchFit, RefusesWhatTheRunsCannotDetermine) {
   EXPECT_FALSE(fit_dispatches(std::vector<Result>{synthetic(8, 0, 0.04), synthetic(8, 0, 0.041)}));
 }
 
-// WGC_BENCH_LINKS=3: each one-token F16 case (the plain matvec, QKV + RoPE with its norm, the o
-// projection with the combine) records 3 links over 3 copies of its weights, timed as one span
-// with 3 times the bytes of one, and its check (poisoned output, CPU reference) passes; anything
-// but a count from 1 to 256 is an error naming the variable. Tuning sets give each case once per set;
-// WGC_BENCH_SHAPES keeps the cases of the sizes it names.
 // WGC_MATMUL_SWEEP: each set is vec4-db2 again under its knobs ("vec4-db2 [KNOBS]", at the sizes
 // "@N" names), checked like every case; a set this device cannot run is left out, a malformed one
 // refused.
 TEST(MatmulSweep, RunsEachSetThisDeviceCanRun) {
-  const uint32_t most = test::ctx().limits().max_compute_invocations_per_workgroup;
-  ::setenv("WGC_MATMUL_SWEEP", "wn=4,two=1/pad=1@68,bm=512/bn=512", 1);  // 4096 invocations: no device
+  // bm=512/bn=512: 4096 invocations, more than any device offers
+  ASSERT_LT(test::ctx().limits().max_compute_invocations_per_workgroup, 4096u);
+  ::setenv("WGC_MATMUL_SWEEP", "wn=4,two=1/pad=1@68,bm=512/bn=512", 1);
   const Options o = sized({68, 36});
   std::vector<std::string> names;
   for (auto& c : cases_of("matmul", o)) {
@@ -148,7 +144,6 @@ TEST(MatmulSweep, RunsEachSetThisDeviceCanRun) {
     EXPECT_LE(c.check(), c.tolerance) << c.version << " " << c.size;
   }
   ::unsetenv("WGC_MATMUL_SWEEP");
-  ASSERT_LT(most, 4096u);
   for (const char* want : {"vec4-db2 [wn=4] 68^3", "vec4-db2 [wn=4] 36^3", "vec4-db2 [two=1/pad=1] 68^3"})
     EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want;
   for (const auto& n : names) EXPECT_EQ(n.find("bm=512"), std::string::npos) << n;
@@ -158,6 +153,11 @@ TEST(MatmulSweep, RunsEachSetThisDeviceCanRun) {
   ::unsetenv("WGC_MATMUL_SWEEP");
 }
 
+// WGC_BENCH_LINKS=3: each one-token F16 case (the plain matvec, QKV + RoPE with its norm, the o
+// projection with the combine) records 3 links over 3 copies of its weights, timed as one span
+// with 3 times the bytes of one, and its check (poisoned output, CPU reference) passes; anything
+// but a count from 1 to 256 is an error naming the variable. Tuning sets give each case once per set;
+// WGC_BENCH_SHAPES keeps the cases of the sizes it names.
 TEST(MatvecLinks, EveryF16CaseChainsItsCopies) {
   // (the GPU machine's run may set both for the bench: this test sets its own)
   ::unsetenv("WGC_BENCH_LINKS");

@@ -304,13 +304,14 @@ struct LlmTuning {
   // by a transposed subgroup butterfly), a bit per kind: 1 the gate|up + SwiGLU matvec, 2 the
   // plain ones (linear, rms_norm_linear, combine_linear: never split then), 4 QKV + RoPE; 0:
   // matvec.wgsl everywhere. Runs where the version is Subgroup, the weight has at least kx_cols
-  // columns and each invocation takes at most 8 chunks. H200 (docs/benchmarks.md, session 12):
-  // with 8-row tiles of 512 invocations it beats matvec.wgsl on every 8B shape (8 chained links,
-  // us each: down 4096 x 14336 32.0 against 37.6 with session 9's 16-row tiles of 256, gate|up +
-  // SwiGLU + norm 57.0 against 60.7, QKV 6144 x 4096 15.5 against 18.0, o 11.8 against 12.9;
-  // 8B F16 tg128 216.4 against 205.0 t/s); a 1B model's 2048 columns are 256 chunks, one for
-  // every other invocation of 512 (every kind through kx: 840 against 978 t/s), hence kx_cols
-  // 4096 and kx_min_rows (the 1B down projection, 2048 x 8192: 973.7 against 977.7).
+  // columns, the matvec at least kx_min_rows rows, and each invocation takes at most 8 chunks.
+  // H200 (docs/benchmarks.md, session 12): with 8-row tiles of 512 invocations it beats
+  // matvec.wgsl on every 8B shape (8 chained links, us each: down 4096 x 14336 32.0 against 37.6
+  // with session 9's 16-row tiles of 256, gate|up + SwiGLU + norm 57.0 against 60.7, QKV 6144 x
+  // 4096 15.5 against 18.0, o 11.8 against 12.9; 8B F16 tg128 216.4 against 205.0 t/s); a 1B
+  // model's 2048 columns are 256 chunks, one for every other invocation of 512 (every kind
+  // through kx: 840 against 978 t/s), hence kx_cols 4096 and kx_min_rows (the 1B down
+  // projection, 2048 x 8192: 973.7 against 977.7).
   uint32_t matvec_kx = 7;
   uint32_t kx_cols = 4096;
   // Only matvecs of at least this many rows (enough 8-row tiles to fill the GPU): H200, the 1B
