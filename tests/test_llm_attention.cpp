@@ -313,7 +313,7 @@ TEST(LlmAttention, CombineFoldedIntoTheOProjection) {
        "matvec_split_cols=16,attn_dec_wgs=64"),
       // the kx schedule (x combined into registers, tiles looping)
       "matvec_combine=2,combine_prefix_splits=0,matvec_xs=2,matvec_kx=2,kx_cols=0,kx_min_rows=0,kx_wg=64,kx_rows=8,kx_"
-      "groups=2",
+      "groups=2,kx_epi=1",
       // every split weighed and walked (matvec_combine 1, or 2 below combine_prefix_splits)
       "matvec_combine=1,matvec_xs=2,matvec_kx=2,kx_cols=0,kx_min_rows=0,kx_wg=64,kx_rows=8,kx_wide_wg=0",
       "matvec_combine=2,combine_prefix_splits=1000,matvec_xs=2"};

@@ -454,10 +454,10 @@ TEST(LlmLinear, KxMatvecsMatchReference) {
     EXPECT_EQ(d.kx_workgroup(4096), std::min(256u, most));
   }
   struct Tune {
-    uint32_t wg, rows, loads, groups, db = 0, early = 0;
+    uint32_t wg, rows, loads, groups, db = 0, early = 0, epi = 0;
   };
-  const Tune tunes[] = {{256, 16, 16, 0}, {64, 4, 4, 3, 1},      {128, 32, 8, 0},    {32, 2, 16, 2, 1},
-                        {64, 8, 2, 0, 1}, {256, 8, 28, 0, 0, 1}, {32, 4, 8, 3, 1, 1}};
+  const Tune tunes[] = {{256, 16, 16, 0},  {64, 4, 4, 3, 1, 0, 1}, {128, 32, 8, 0},       {32, 2, 16, 2, 1},
+                        {64, 8, 2, 0, 1},  {256, 8, 28, 0, 0, 1},  {32, 4, 8, 3, 1, 1, 1}, {256, 8, 28, 0, 0, 1, 1}};
   // the kx schedule at every width, with this tune's knobs
   auto set_kx = [](LlmTuning& tn, const Tune& tune) {
     tn.matvec_kx = 7;
@@ -471,6 +471,7 @@ TEST(LlmLinear, KxMatvecsMatchReference) {
     tn.kx_groups = tune.groups;
     tn.kx_db = tune.db;
     tn.kx_early = tune.early;
+    tn.kx_epi = tune.epi;
   };
   const float eps = 1e-5f;
   for (auto t : {TensorType::F32, TensorType::F16, TensorType::BF16}) {
@@ -509,7 +510,8 @@ TEST(LlmLinear, KxMatvecsMatchReference) {
         const std::string what = std::string(to_string(t)) + " cols " + std::to_string(cols) + " wg " +
                                  std::to_string(tune.wg) + " rows " + std::to_string(tune.rows) + " loads " +
                                  std::to_string(tune.loads) + " groups " + std::to_string(tune.groups) + " db " +
-                                 std::to_string(tune.db) + " early " + std::to_string(tune.early);
+                                 std::to_string(tune.db) + " early " + std::to_string(tune.early) +
+                                 " epi " + std::to_string(tune.epi);
         ASSERT_TRUE(o.kx_runs(LlmOps::kKxPlain, t, rows, cols, LinearVersion::Subgroup)) << what;
         o.tuning.kx_cols = uint32_t(cols) + 1;  // narrower weights than kx_cols: matvec.wgsl
         EXPECT_FALSE(o.kx_runs(LlmOps::kKxPlain, t, rows, cols, LinearVersion::Subgroup)) << what;

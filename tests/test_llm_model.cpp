@@ -205,8 +205,9 @@ TEST(LlamaFixturesGpu, F16DecodeStepsMatchThePromptPass) {
        {"matvec_combine=0/matvec_out_norm=0", "matvec_rope_rows=4",
         "matvec_wg=64/matvec_tpr=2/matvec_unroll=1/matvec_few_groups=0/swiglu_wg_rows=16/swiglu_tpr=8",
         "matvec_tpr=4/swiglu_wg_rows=64/matvec_few_groups=1000/matvec_few_unroll=7",
-        "matvec_kx=7/kx_cols=0/kx_min_rows=0/kx_early=1",
-        "matvec_kx=7/kx_cols=0/kx_min_rows=0/kx_wg=64/kx_rows=4/kx_loads=2/kx_groups=3/kx_wide_wg=32/kx_wide_cols=64",
+        "matvec_kx=7/kx_cols=0/kx_min_rows=0/kx_early=1/kx_epi=1",
+        "matvec_kx=7/kx_cols=0/kx_min_rows=0/kx_early=0/kx_wg=64/kx_rows=4/kx_loads=2/kx_groups=3/kx_wide_wg=32/"
+        "kx_wide_cols=64",
         "matvec_combine=1", "combine_prefix_splits=0"}) {
     EngineOptions e2 = eo;
     apply_tuning(e2.tuning, spec);

@@ -14,7 +14,10 @@
 // sums of the tile before; with DB each pass's loads are issued before the pass before is summed.
 // XE: x_scale (the late norm's workgroup reduction) right after x is loaded, while the first
 // pass's weights are in flight, rather than after the first tile's dot products.
-// Preceded by a prelude (SWIGLU, ROPE, XS, X_MASK, X_LATE, COLS, NCH, CPL, T, RB, DB, XE, KSG (the
+// EP: each tile's epilogue loads (RoPE's (cos, sin), bias, the y it accumulates into) issued at
+// the tile's start, with its weights, rather than after its sums (a one-tile workgroup's last
+// dependent loads).
+// Preceded by a prelude (SWIGLU, ROPE, XS, X_MASK, X_LATE, COLS, NCH, CPL, T, RB, DB, XE, EP, KSG (the
 // subgroup size, as a constant: the butterfly's loops unrolled), LT, LSG, P_BINDING;
 // XC_* for the combine), common.wgsl, rope_pair.wgsl, a weights/*.wgsl file (bindings 0, 1),
 // reduce_sg.wgsl, an x file and matvec_rope.wgsl (ROPE: bindings 5-8) or matvec_q8_norope.wgsl.
@@ -93,6 +96,34 @@ fn load_pass(t: u32, q: u32, lid: u32) -> array<WChunk, RB * CPL> {
   return wb;
 }
 
+// What a tile's epilogue lane adds to its rows' sums and rotates them by: RoPE's (cos, sin) of
+// its pair (ROPE), the bias and the y it accumulates into, of its pair (ROPE) or its row (.x).
+struct Epi {
+  cs: vec2<f32>,
+  bias: vec2<f32>,
+  acc: vec2<f32>,
+}
+
+// Lane lid's Epi for tile t (ROPE: lanes below T / 2, a pair each; plain rows: lanes below T).
+fn epi_load(t: u32, lid: u32) -> Epi {
+  var e = Epi(vec2<f32>(1.0, 0.0), vec2<f32>(0.0), vec2<f32>(0.0));
+  var ra: u32;
+  var rb: u32;
+  if (ROPE) {
+    if (lid >= T / 2u) { return e; }
+    ra = tile_row(t, 2u * lid).x - p.row0;
+    rb = tile_row(t, 2u * lid + 1u).x - p.row0;
+    if (rope_rotated(ra)) { e.cs = rope_cs_of(ra); }
+  } else {
+    if (SWIGLU || lid >= T) { return e; }
+    ra = min(t * T + lid, p.rows - 1u);
+    rb = ra;
+  }
+  if ((p.flags & 1u) != 0u) { e.bias = vec2<f32>(bias[p.row0 + ra], bias[p.row0 + rb]); }
+  if ((p.flags & 2u) != 0u) { e.acc = vec2<f32>(y[p.y_off + ra], y[p.y_off + rb]); }
+  return e;
+}
+
 // Tile row r's sum over the subgroups (buffer b), in subgroup order.
 fn row_sum(b: u32, r: u32) -> f32 {
   var s = 0.0;
@@ -122,6 +153,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
   if (XE) { xsc = x_scale(lid); }
   var buf = 0u;
   for (var t = g0; t < tiles; t += ng) {
+    var epi: Epi;
+    if (EP) { epi = epi_load(t, lid); }
     for (var r = 0u; r < T; r++) { acc[r] = 0.0; }
     for (var q = 0u; q < T / RB; q++) {
       // (pass 0: loaded before x, or during the tile before)
@@ -171,6 +204,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
       for (var i = 0u; i < per; i++) { part[(buf * (WG / KSG) + sgi) * T + r0 + i] = acc[i]; }
     }
     workgroupBarrier();
+    if (!EP) { epi = epi_load(t, lid); }
     if (SWIGLU) {
       if (lid < T / 2u && tile_row(t, lid).y == 1u) {
         let gv = row_sum(buf, lid) * xsc;
@@ -183,24 +217,23 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         var oa = row_sum(buf, 2u * lid) * xsc;
         var ob = row_sum(buf, 2u * lid + 1u) * xsc;
         if ((p.flags & 1u) != 0u) {
-          oa += bias[p.row0 + ra];
-          ob += bias[p.row0 + rb];
+          oa += epi.bias.x;
+          ob += epi.bias.y;
         }
         if ((p.flags & 2u) != 0u) {
-          oa += y[p.y_off + ra];
-          ob += y[p.y_off + rb];
+          oa += epi.acc.x;
+          ob += epi.acc.y;
         }
         y[p.y_off + ra] = oa;
         y[p.y_off + rb] = ob;
-        rope_store(ra, rb, oa, ob);
+        rope_store_cs(ra, rb, oa, ob, epi.cs);
       }
     } else if (lid < T && tile_row(t, lid).y == 1u) {
       let rl = t * T + lid;
       var o = row_sum(buf, lid) * xsc;
-      if ((p.flags & 1u) != 0u) { o += bias[p.row0 + rl]; }
-      let yi = p.y_off + rl;
-      if ((p.flags & 2u) != 0u) { o += y[yi]; }
-      y[yi] = o;
+      if ((p.flags & 1u) != 0u) { o += epi.bias.x; }
+      if ((p.flags & 2u) != 0u) { o += epi.acc.x; }
+      y[p.y_off + rl] = o;
     }
     buf = 1u - buf;
   }

@@ -147,6 +147,7 @@ void apply_tuning(LlmTuning& t, std::string_view spec) {
       {"kx_groups", &LlmTuning::kx_groups},
       {"kx_db", &LlmTuning::kx_db},
       {"kx_early", &LlmTuning::kx_early},
+      {"kx_epi", &LlmTuning::kx_epi},
       {"kx_wide_wg", &LlmTuning::kx_wide_wg},
       {"kx_wide_cols", &LlmTuning::kx_wide_cols},
       {"kx_min_rows", &LlmTuning::kx_min_rows},
@@ -507,14 +508,14 @@ Kernel LlmOps::matvec_kx_kernel(TensorType t, int64_t cols, uint32_t kind, const
   const bool mask = cols % ch != 0;
   if (xc) key += combine_tag(*xc, combine_prefix(*xc));
   key += "/c" + std::to_string(cols) + (mask ? "/mask/" : "/") + shape_tag({wg, rows, rb}) +
-         (tuning.kx_db ? "/db" : "") + (tuning.kx_early ? "/xe" : "");
+         (tuning.kx_db ? "/db" : "") + (tuning.kx_early ? "/xe" : "") + (tuning.kx_epi ? "/ep" : "");
   const auto cu = prelude_u32;
   const auto cb = prelude_bool;
   // XS: each element of x through x_load4 once (the staged contract the x files ask for).
   const std::string prelude =
       cb("SWIGLU", swiglu) + cb("ROPE", rope) + cb("XS", true) + cb("X_MASK", mask) +
       cb("X_LATE", norm_eps != nullptr) + cu("COLS", u32(cols)) + cu("NCH", nch) + cu("CPL", cpl) + cu("T", rows) +
-      cu("RB", rb) + cb("DB", tuning.kx_db != 0) + cb("XE", tuning.kx_early != 0) + cu("KSG", sg_size_) +
+      cu("RB", rb) + cb("DB", tuning.kx_db != 0) + cb("XE", tuning.kx_early != 0) + cb("EP", tuning.kx_epi != 0) + cu("KSG", sg_size_) +
       cu("LT", uint32_t(std::countr_zero(rows))) + cu("LSG", uint32_t(std::countr_zero(sg_size_))) +
       cu("P_BINDING", rope ? kMatvecRopeUniform : 5u) +
       (xc ? combine_prelude(*xc, combine_prefix(*xc)) : std::string());
