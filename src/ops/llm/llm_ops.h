@@ -333,9 +333,11 @@ struct LlmTuning {
   // against 33.2 at 16; 8B F16 tg128 217.8 against 217.0 t/s with 256 invocations and 28 loads
   // everywhere rather than 512 and 16.
   uint32_t kx_loads = 28;
-  // At most this many workgroups, each looping over tiles (0: a tile each). H200, every kind: 264
-  // (two per SM) 171.4 vs 167.4 t/s at session 9's 16-row tiles.
-  uint32_t kx_groups = 0;
+  // At most this many workgroups, each looping over tiles (0: a tile each): a multiple of the
+  // GPU's multiprocessors, so that each holds as many (the H200 has 132). H200, 8B F16 tg128
+  // (session 13): 132 233.99, 264 233.01, 198 227.30, 330 220.06, 396 222.26, 528 225.56, 660
+  // 224.74, a tile each 220.37 t/s; session 9 (16-row tiles): 264 171.4 against 167.4.
+  uint32_t kx_groups = 132;
   // 1: each pass's loads issued before the pass before is summed (twice the registers). H200, with
   // kx_wg 512 and kx_loads 8: down 47.5 us, every other shape slower; 8B F16 tg128 203.2 t/s
   // (down only) against 204.7 with the defaults (session 9); session 12, 256 x 16 rows: 38.0
@@ -348,8 +350,10 @@ struct LlmTuning {
   // SwiGLU + norm 55.8 against 56.3.
   uint32_t kx_early = 1;
   // 1: each tile's epilogue loads (RoPE's (cos, sin), bias, the y it adds to) issued with the
-  // tile's first weights rather than after its sums (0).
-  uint32_t kx_epi = 0;
+  // tile's first weights rather than after its sums (0). H200, 8B F16 tg128 (session 13, a tile
+  // per workgroup): 220.49 / 220.33 / 220.42 against 219.94 / 219.86 t/s; at kx_groups 264
+  // 233.01 against 231.98.
+  uint32_t kx_epi = 1;
   // Register-tiled matmul (prefill): tokens (BM, a multiple of 8) x weight rows (BN, a multiple
   // of 8) per workgroup, (BM / 8) * (BN / 8) invocations of 8x8 outputs; k step BK (a multiple of
   // 4). 64 x 128 x 8: an 8B model's 4096-row projections at 512 tokens give 256 workgroups; on
