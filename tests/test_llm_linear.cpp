@@ -456,8 +456,8 @@ TEST(LlmLinear, KxMatvecsMatchReference) {
   struct Tune {
     uint32_t wg, rows, loads, groups, db = 0, early = 0, epi = 0;
   };
-  const Tune tunes[] = {{256, 16, 16, 0},  {64, 4, 4, 3, 1, 0, 1}, {128, 32, 8, 0},       {32, 2, 16, 2, 1},
-                        {64, 8, 2, 0, 1},  {256, 8, 28, 0, 0, 1},  {32, 4, 8, 3, 1, 1, 1}, {256, 8, 28, 0, 0, 1, 1}};
+  const Tune tunes[] = {{256, 16, 16, 0}, {64, 4, 4, 3, 1, 0, 1}, {128, 32, 8, 0},        {32, 2, 16, 2, 1},
+                        {64, 8, 2, 0, 1}, {256, 8, 28, 0, 0, 1},  {32, 4, 8, 3, 1, 1, 1}, {256, 8, 28, 0, 0, 1, 1}};
   // the kx schedule at every width, with this tune's knobs
   auto set_kx = [](LlmTuning& tn, const Tune& tune) {
     tn.matvec_kx = 7;
@@ -510,8 +510,8 @@ TEST(LlmLinear, KxMatvecsMatchReference) {
         const std::string what = std::string(to_string(t)) + " cols " + std::to_string(cols) + " wg " +
                                  std::to_string(tune.wg) + " rows " + std::to_string(tune.rows) + " loads " +
                                  std::to_string(tune.loads) + " groups " + std::to_string(tune.groups) + " db " +
-                                 std::to_string(tune.db) + " early " + std::to_string(tune.early) +
-                                 " epi " + std::to_string(tune.epi);
+                                 std::to_string(tune.db) + " early " + std::to_string(tune.early) + " epi " +
+                                 std::to_string(tune.epi);
         ASSERT_TRUE(o.kx_runs(LlmOps::kKxPlain, t, rows, cols, LinearVersion::Subgroup)) << what;
         o.tuning.kx_cols = uint32_t(cols) + 1;  // narrower weights than kx_cols: matvec.wgsl
         EXPECT_FALSE(o.kx_runs(LlmOps::kKxPlain, t, rows, cols, LinearVersion::Subgroup)) << what;

@@ -515,9 +515,9 @@ Kernel LlmOps::matvec_kx_kernel(TensorType t, int64_t cols, uint32_t kind, const
   const std::string prelude =
       cb("SWIGLU", swiglu) + cb("ROPE", rope) + cb("XS", true) + cb("X_MASK", mask) +
       cb("X_LATE", norm_eps != nullptr) + cu("COLS", u32(cols)) + cu("NCH", nch) + cu("CPL", cpl) + cu("T", rows) +
-      cu("RB", rb) + cb("DB", tuning.kx_db != 0) + cb("XE", tuning.kx_early != 0) + cb("EP", tuning.kx_epi != 0) + cu("KSG", sg_size_) +
-      cu("LT", uint32_t(std::countr_zero(rows))) + cu("LSG", uint32_t(std::countr_zero(sg_size_))) +
-      cu("P_BINDING", rope ? kMatvecRopeUniform : 5u) +
+      cu("RB", rb) + cb("DB", tuning.kx_db != 0) + cb("XE", tuning.kx_early != 0) + cb("EP", tuning.kx_epi != 0) +
+      cu("KSG", sg_size_) + cu("LT", uint32_t(std::countr_zero(rows))) +
+      cu("LSG", uint32_t(std::countr_zero(sg_size_))) + cu("P_BINDING", rope ? kMatvecRopeUniform : 5u) +
       (xc ? combine_prelude(*xc, combine_prefix(*xc)) : std::string());
   return kernel(key, files, c, true, "main", prelude);
 }
