@@ -436,16 +436,17 @@ TEST(LlmLinear, QkvRopeMatchesTwoPasses) {
 // several tiles.
 TEST(LlmLinear, KxMatvecsMatchReference) {
   if (!ctx().features().subgroups) GTEST_SKIP() << "the kx schedule needs subgroups";
-  {  // the defaults: every kind from 4,096 columns and rows (an 8B model's matvecs)
+  {  // the defaults: every kind of float weights, an 8B model's matvecs and a 1B model's
     LlmOps d(ctx());
     const auto sg = LinearVersion::Subgroup;
     EXPECT_TRUE(d.kx_runs(LlmOps::kKxPlain, TensorType::F16, 4096, 14336, sg));
     EXPECT_TRUE(d.kx_runs(LlmOps::kKxPlain, TensorType::BF16, 4096, 4096, sg));
     EXPECT_TRUE(d.kx_runs(LlmOps::kKxSwiglu, TensorType::F16, 28672, 4096, sg));
     EXPECT_TRUE(d.kx_runs(LlmOps::kKxRope, TensorType::F16, 6144, 4096, sg));
-    EXPECT_FALSE(d.kx_runs(LlmOps::kKxPlain, TensorType::F16, 2048, 8192, sg));  // a 1B down projection
-    EXPECT_FALSE(d.kx_runs(LlmOps::kKxPlain, TensorType::F16, 4096, 2048, sg));
-    EXPECT_FALSE(d.kx_runs(LlmOps::kKxSwiglu, TensorType::F16, 16384, 2048, sg));
+    EXPECT_TRUE(d.kx_runs(LlmOps::kKxPlain, TensorType::F16, 2048, 8192, sg));  // a 1B down projection
+    EXPECT_TRUE(d.kx_runs(LlmOps::kKxPlain, TensorType::F16, 128256, 2048, sg));
+    EXPECT_TRUE(d.kx_runs(LlmOps::kKxSwiglu, TensorType::F16, 16384, 2048, sg));
+    EXPECT_TRUE(d.kx_runs(LlmOps::kKxRope, TensorType::BF16, 3072, 2048, sg));
     EXPECT_FALSE(d.kx_runs(LlmOps::kKxPlain, TensorType::F16, 4096, 14336, LinearVersion::Shared));
     EXPECT_FALSE(d.kx_runs(LlmOps::kKxPlain, TensorType::Q8_0, 4096, 14336, sg));
     // 512 invocations from 12,288 columns, 256 below (at most what the adapter allows)

@@ -305,18 +305,18 @@ struct LlmTuning {
   // plain ones (linear, rms_norm_linear, combine_linear: never split then), 4 QKV + RoPE; 0:
   // matvec.wgsl everywhere. Runs where the version is Subgroup, the weight has at least kx_cols
   // columns, the matvec at least kx_min_rows rows, and each invocation takes at most 8 chunks.
-  // H200 (docs/benchmarks.md, session 12): with 8-row tiles of 512 invocations it beats
-  // matvec.wgsl on every 8B shape (8 chained links, us each: down 4096 x 14336 32.0 against 37.6
-  // with session 9's 16-row tiles of 256, gate|up + SwiGLU + norm 57.0 against 60.7, QKV 6144 x
-  // 4096 15.5 against 18.0, o 11.8 against 12.9; 8B F16 tg128 216.4 against 205.0 t/s); a 1B
-  // model's 2048 columns are 256 chunks, one for every other invocation of 512 (every kind
-  // through kx: 840 against 978 t/s), hence kx_cols 4096 and kx_min_rows (the 1B down
-  // projection, 2048 x 8192: 973.7 against 977.7).
+  // H200 (docs/benchmarks.md, sessions 12 and 13): with 8-row tiles of 256 invocations (512 from
+  // kx_wide_cols) it beats matvec.wgsl on every 8B shape (8 chained links, us each: down 4096 x
+  // 14336 32.0 against 37.6 with session 9's 16-row tiles of 256, gate|up + SwiGLU + norm 57.0
+  // against 60.7, QKV 6144 x 4096 15.5 against 18.0, o 11.8 against 12.9); on a 1B model only
+  // with its workgroups looping over tiles (kx_groups 264: 1B F16 tg128 1043.6 / 1040.5 against
+  // 978.9 t/s on matvec.wgsl; a tile per workgroup, every kind through kx: 840 against 978).
   uint32_t matvec_kx = 7;
-  uint32_t kx_cols = 4096;
-  // Only matvecs of at least this many rows (enough 8-row tiles to fill the GPU): H200, the 1B
-  // model's 2048-row down projection through kx 976.3 / 976.3 t/s against 978.9 / 979.4 without.
-  uint32_t kx_min_rows = 4096;
+  // Only weights of at least kx_cols columns, matvecs of at least kx_min_rows rows (0: every one;
+  // session 12's 4096 / 4096 kept a 1B model on matvec.wgsl: 978.9 t/s, against 992.5 / 986.5
+  // with every matvec through kx, both at kx_groups 132).
+  uint32_t kx_cols = 0;
+  uint32_t kx_min_rows = 0;
   // Invocations per workgroup (a power of two, a multiple of the subgroup size), and from
   // kx_wide_cols columns kx_wide_wg (0: kx_wg everywhere). H200, 8 chained links, us each: 256
   // invocations (28 loads a pass) QKV + RoPE + norm 18.6 against 19.5 at 512, gate|up + SwiGLU +
@@ -334,10 +334,11 @@ struct LlmTuning {
   // everywhere rather than 512 and 16.
   uint32_t kx_loads = 28;
   // At most this many workgroups, each looping over tiles (0: a tile each): a multiple of the
-  // GPU's multiprocessors, so that each holds as many (the H200 has 132). H200, 8B F16 tg128
-  // (session 13): 132 233.99, 264 233.01, 198 227.30, 330 220.06, 396 222.26, 528 225.56, 660
-  // 224.74, a tile each 220.37 t/s; session 9 (16-row tiles): 264 171.4 against 167.4.
-  uint32_t kx_groups = 132;
+  // GPU's multiprocessors, so that each holds as many (the H200 has 132; WebGPU does not tell an
+  // adapter's count: on another GPU set its own). H200, 8B F16 tg128 (session 13): 132 233.99 /
+  // 234.16 / 234.45, 264 233.01-233.11, 198 227.30, 330 220.06, 396 222.26, 528 225.56, 660 224.74,
+  // a tile each 220.37 t/s; 1B F16 (every matvec through kx) 264 1043.6, 132 992.5 / 986.5.
+  uint32_t kx_groups = 264;
   // 1: each pass's loads issued before the pass before is summed (twice the registers). H200, with
   // kx_wg 512 and kx_loads 8: down 47.5 us, every other shape slower; 8B F16 tg128 203.2 t/s
   // (down only) against 204.7 with the defaults (session 9); session 12, 256 x 16 rows: 38.0
