@@ -432,8 +432,9 @@ TEST(LlmLinear, QkvRopeMatchesTwoPasses) {
 // rest of y untouched), gate|up + SwiGLU with and without the norm (gate rows not a multiple of
 // the tile), and QKV + RoPE bit-identical to its two kx passes. Float types at awkward widths
 // (x masked past the columns; invocations whose last chunks are past the row), tiles of 2 to 32
-// rows, one or several passes per tile (loaded one pass ahead or not), and workgroups looping over
-// several tiles.
+// rows, one or several passes per tile (loaded one pass ahead or not), workgroups looping over
+// several tiles, the late norm's reduction before or after the first sums (kx_early) and each
+// tile's epilogue loads with its first weights or after its sums (kx_epi).
 TEST(LlmLinear, KxMatvecsMatchReference) {
   if (!ctx().features().subgroups) GTEST_SKIP() << "the kx schedule needs subgroups";
   {  // the defaults: every kind of float weights, an 8B model's matvecs and a 1B model's
