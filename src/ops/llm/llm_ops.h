@@ -146,6 +146,14 @@ inline uint32_t split_keys(uint64_t kv_len, uint32_t splits, uint32_t block) {
 inline constexpr uint64_t kMaxPrefillPartialBytes = uint64_t(256) << 20;
 
 // One token's flash-decoding partials (LlmOps::attention_decode_partials).
+// The decode attention inside the QKV + RoPE matvec (LlmOps::rms_norm_qkv_rope, tuning.qkv_attend):
+// `hand` from make_qkv_attend_scratch, whose first n_heads * head_dim words take the attention's
+// output (the o projection's input); scale 0: 1 / sqrt(head_dim).
+struct QkvAttend {
+  Tensor hand;
+  float scale = 0;
+};
+
 struct DecodePartials {
   Tensor part;  // [n_heads][splits][head_dim + 2] floats, padded to whole vec4s
   uint32_t splits = 0;
@@ -355,6 +363,14 @@ struct LlmTuning {
   // per workgroup): 220.49 / 220.33 / 220.42 against 219.94 / 219.86 t/s; at kx_groups 264
   // 233.01 against 231.98.
   uint32_t kx_epi = 1;
+  // One-token steps whose QKV + RoPE matvec runs the kx schedule: 1 runs the decode attention in
+  // that dispatch (qkv_attend.wgsl: the workgroup that finishes a kv group's last tile attends the
+  // group), no attention dispatch and no combine in the o projection; 0 attends in flash-decoding
+  // dispatches of their own. Only while the step's position is below qkv_attend_max: one
+  // workgroup per kv head reads the whole cache, where the split dispatches spread it over the GPU
+  // (a recorded step is recorded again when the position crosses it).
+  uint32_t qkv_attend = 0;
+  uint32_t qkv_attend_max = 512;
   // Register-tiled matmul (prefill): tokens (BM, a multiple of 8) x weight rows (BN, a multiple
   // of 8) per workgroup, (BM / 8) * (BN / 8) invocations of 8x8 outputs; k step BK (a multiple of
   // 4). 64 x 128 x 8: an 8B model's 4096-row projections at 512 tokens give 256 workgroups; on
@@ -797,9 +813,21 @@ class LlmOps {
   // cache's key and value heads, back to back) and rope_kv_append(qkv, table, cache, a) on its
   // output, in one dispatch (bit-identical to the two). Needs fuses_rope(w.cols) (nine storage
   // buffers: adapters allowing that many per shader stage).
+  // With `attend` (attends_in_qkv): the token's attention too (qkv_attend.wgsl), its output in
+  // attend->hand's first words; qkv's query rows are then not written (its key and value rows
+  // never are).
   void rms_norm_qkv_rope(Batch& b, const Tensor& x, const Tensor& norm_w, float eps, const GpuWeight& w,
-                         const Tensor& qkv, const RopeTable& table, const KvLayer& cache, const RopeKvArgs& a) const;
+                         const Tensor& qkv, const RopeTable& table, const KvLayer& cache, const RopeKvArgs& a,
+                         const QkvAttend* attend = nullptr) const;
   bool fuses_rope(int64_t cols) const;
+  // Whether rms_norm_qkv_rope can attend through this QKV weight (tuning.qkv_attend, the kx
+  // schedule, a tile inside one head, the adapter's storage buffers and workgroup memory).
+  bool attends_in_qkv(const GpuWeight& w, int n_heads, int n_kv_heads, int head_dim) const;
+  // QkvAttend's scratch for these heads, reset: the outputs and counters zero, the staged rows
+  // the sentinel. One serves every layer (each dispatch leaves it reset).
+  Tensor make_qkv_attend_scratch(int n_heads, int n_kv_heads, int head_dim) const;
+  // Whether a dispatch on it gave up waiting for a staged word (its error word; reads it back).
+  bool qkv_attend_failed(const Tensor& hand, int n_heads, int n_kv_heads, int head_dim) const;
 
   // out[t * out_stride + i] = silu(g) * u, g = gate[t * g_stride + g_off + i],
   // u = up[t * u_stride + u_off + i], i < n (gate and up may be one gate|up tensor).
@@ -926,8 +954,13 @@ class LlmOps {
   uint32_t rope_rows() const;  // the QKV + RoPE matvec's rows per group, checked
   // The kx schedule (tuning.matvec_kx, matvec_kx.wgsl): its kernel, and its workgroups for a
   // weight of `rows` rows (SWIGLU / ROPE: their row pairs, two rows per tile row).
+  // attend (ROPE): the decode attention of QKV heads of this group and head_dim (qkv_attend.wgsl).
+  struct KxAttend {
+    uint32_t group = 0, head_dim = 0;
+    float scale = 0;
+  };
   Kernel matvec_kx_kernel(TensorType t, int64_t cols, uint32_t kind, const float* norm_eps = nullptr,
-                          const DecodePartials* xc = nullptr) const;
+                          const DecodePartials* xc = nullptr, const KxAttend* attend = nullptr) const;
   uint64_t kx_grid(uint32_t kind, int64_t rows) const;
   Kernel attn_kernel(int head_dim, int bq) const;
   // flash_attn_tiled.wgsl (attn_prefill 1) or flash_attn_tiled_pf.wgsl (2) for this head_dim,
