@@ -18,7 +18,7 @@
 // the tile's start, with its weights, rather than after its sums (a one-tile workgroup's last
 // dependent loads).
 // QA (with ROPE): the decode attention in the same dispatch (qkv_attend.wgsl): each tile's rows
-// staged, the workgroup that finishes a kv group's last tile attends the group.
+// staged, and the workgroup whose count completes a kv group attends the group.
 // Preceded by a prelude (SWIGLU, ROPE, QA, XS, X_MASK, X_LATE, COLS, NCH, CPL, T, RB, DB, XE, EP, KSG (the
 // subgroup size, as a constant: the butterfly's loops unrolled), LT, LSG, P_BINDING;
 // XC_* for the combine), common.wgsl, rope_pair.wgsl, a weights/*.wgsl file (bindings 0, 1),
@@ -243,6 +243,6 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
       y[p.y_off + rl] = o;
     }
     buf = 1u - buf;
-    if (QA) { qa_arrive(t, lid); }
   }
+  if (QA) { qa_finish(g0, ng, tiles, lid); }
 }

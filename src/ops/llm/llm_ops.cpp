@@ -518,8 +518,7 @@ Kernel LlmOps::matvec_kx_kernel(TensorType t, int64_t cols, uint32_t kind, const
     std::memcpy(&bits, &scale, 4);
     c.push_back({"QA_SCALE", double(scale)});
     key += "/qa" + std::to_string(attend->group) + "x" + std::to_string(attend->head_dim) + "s" + std::to_string(bits);
-    qa_prelude = prelude_u32("QA_G", attend->group) + prelude_u32("QA_HD", attend->head_dim) +
-                 prelude_u32("QA_E", u32(ceil_div(uint64_t(attend->group) * attend->head_dim, uint64_t(wg))));
+    qa_prelude = prelude_u32("QA_G", attend->group) + prelude_u32("QA_HD", attend->head_dim);
   }
   if (norm_eps) {
     c.push_back({"EPS", double(*norm_eps)});
@@ -873,16 +872,16 @@ void LlmOps::rms_norm_qkv_rope(Batch& b, const Tensor& x, const Tensor& norm_w, 
 
 bool LlmOps::attends_in_qkv(const GpuWeight& w, int n_heads, int n_kv_heads, int head_dim) const {
   if (!tuning.qkv_attend || n_heads <= 0 || n_kv_heads <= 0 || head_dim <= 0 || n_heads % n_kv_heads != 0 ||
-      head_dim % 4 != 0 || head_dim % int(tuning.kx_rows) != 0 ||
+      n_kv_heads > 32 || head_dim % 4 != 0 || head_dim % int(tuning.kx_rows) != 0 ||
       w.rows != int64_t(n_heads + 2 * n_kv_heads) * head_dim || !fuses_rope(w.cols) ||
       ctx_.limits().max_storage_buffers_per_shader_stage < kKxAttendUniform ||
       !kx_runs(kKxRope, w.type, w.rows, w.cols, subgroups_ ? LinearVersion::Subgroup : LinearVersion::Shared))
     return false;
   // qkv_attend.wgsl's workgroup memory beside matvec_kx.wgsl's (red, part)
   const uint64_t wg = kx_workgroup(w.cols), g = uint64_t(n_heads / n_kv_heads), nsg = wg / sg_size_;
-  const uint64_t bytes =
-      4 * (g * head_dim + 2 * uint64_t(head_dim) + g * wg + 2 * g * nsg + 1) + 4 * (wg + 2 * nsg * tuning.kx_rows);
-  return bytes <= ctx_.limits().max_compute_workgroup_storage_size;
+  const uint64_t bytes = 4 * (g * head_dim + 2 * uint64_t(head_dim) + g * wg + 2 * g * nsg + 4 * wg + 2) +
+                         4 * (wg + 2 * nsg * tuning.kx_rows);
+  return uint64_t(head_dim / 4) <= wg && bytes <= ctx_.limits().max_compute_workgroup_storage_size;
 }
 
 Tensor LlmOps::make_qkv_attend_scratch(int n_heads, int n_kv_heads, int head_dim) const {
