@@ -143,6 +143,7 @@ void apply_tuning(LlmTuning& t, std::string_view spec) {
       {"matvec_kx", &LlmTuning::matvec_kx},
       {"kx_wg", &LlmTuning::kx_wg},
       {"kx_rows", &LlmTuning::kx_rows},
+      {"kx_rope_rows", &LlmTuning::kx_rope_rows},
       {"kx_loads", &LlmTuning::kx_loads},
       {"kx_groups", &LlmTuning::kx_groups},
       {"kx_db", &LlmTuning::kx_db},
@@ -480,6 +481,10 @@ uint32_t LlmOps::kx_workgroup(int64_t cols) const {
   return std::min(wide ? tuning.kx_wide_wg : tuning.kx_wg, max_wg_);
 }
 
+uint32_t LlmOps::kx_tile_rows(uint32_t kind) const {
+  return kind == kKxRope && tuning.kx_rope_rows ? tuning.kx_rope_rows : tuning.kx_rows;
+}
+
 bool LlmOps::kx_runs(uint32_t kind, TensorType t, int64_t rows, int64_t cols, LinearVersion v) const {
   const bool padded = float_weights(t);
   if (!(tuning.matvec_kx & kind) || !padded || cols <= 0 || cols < int64_t(tuning.kx_cols) ||
@@ -492,11 +497,12 @@ bool LlmOps::kx_runs(uint32_t kind, TensorType t, int64_t rows, int64_t cols, Li
 Kernel LlmOps::matvec_kx_kernel(TensorType t, int64_t cols, uint32_t kind, const float* norm_eps,
                                 const DecodePartials* xc, const KxAttend* attend) const {
   const std::string op = "matvec kx";
-  const uint32_t wg = kx_workgroup(cols), rows = tuning.kx_rows;
+  const uint32_t wg = kx_workgroup(cols), rows = kx_tile_rows(kind);
   need(wg % sg_size_ == 0 && (sg_size_ & (sg_size_ - 1)) == 0, op,
        "kx_wg (or kx_wide_wg) " + std::to_string(wg) + " (a multiple of the subgroup size, a power of two)");
-  need(rows >= 2 && rows <= kKxMaxRows && (rows & (rows - 1)) == 0, op,
-       "kx_rows " + std::to_string(rows) + " (a power of two, 2.." + std::to_string(kKxMaxRows) + ")");
+  need(
+      rows >= 2 && rows <= kKxMaxRows && (rows & (rows - 1)) == 0, op,
+      "kx_rows (or kx_rope_rows) " + std::to_string(rows) + " (a power of two, 2.." + std::to_string(kKxMaxRows) + ")");
   need(kind != kKxPlain || !norm_eps || !xc, op, "x normalised or combined, not both");
   const uint32_t ch = chunk_elems(t);
   const uint32_t nch = u32(ceil_div(uint64_t(cols), uint64_t(ch)));
@@ -547,7 +553,7 @@ Kernel LlmOps::matvec_kx_kernel(TensorType t, int64_t cols, uint32_t kind, const
 }
 
 uint64_t LlmOps::kx_grid(uint32_t kind, int64_t rows) const {
-  const uint64_t t = tuning.kx_rows;
+  const uint64_t t = kx_tile_rows(kind);
   const uint64_t tiles = kind == kKxPlain ? ceil_div(uint64_t(rows), t) : ceil_div(uint64_t(rows) / 2, t / 2);
   return tuning.kx_groups ? std::min<uint64_t>(tiles, tuning.kx_groups) : tiles;
 }
@@ -872,7 +878,7 @@ void LlmOps::rms_norm_qkv_rope(Batch& b, const Tensor& x, const Tensor& norm_w, 
 
 bool LlmOps::attends_in_qkv(const GpuWeight& w, int n_heads, int n_kv_heads, int head_dim) const {
   if (!tuning.qkv_attend || n_heads <= 0 || n_kv_heads <= 0 || head_dim <= 0 || n_heads % n_kv_heads != 0 ||
-      n_kv_heads > 32 || head_dim % 4 != 0 || head_dim % int(tuning.kx_rows) != 0 ||
+      n_kv_heads > 32 || head_dim % 4 != 0 || head_dim % int(kx_tile_rows(kKxRope)) != 0 ||
       w.rows != int64_t(n_heads + 2 * n_kv_heads) * head_dim || !fuses_rope(w.cols) ||
       ctx_.limits().max_storage_buffers_per_shader_stage < kKxAttendUniform ||
       !kx_runs(kKxRope, w.type, w.rows, w.cols, subgroups_ ? LinearVersion::Subgroup : LinearVersion::Shared))
@@ -880,7 +886,7 @@ bool LlmOps::attends_in_qkv(const GpuWeight& w, int n_heads, int n_kv_heads, int
   // qkv_attend.wgsl's workgroup memory beside matvec_kx.wgsl's (red, part)
   const uint64_t wg = kx_workgroup(w.cols), g = uint64_t(n_heads / n_kv_heads), nsg = wg / sg_size_;
   const uint64_t bytes = 4 * (g * head_dim + 2 * uint64_t(head_dim) + g * wg + 2 * g * nsg + 4 * wg + 2) +
-                         4 * (wg + 2 * nsg * tuning.kx_rows);
+                         4 * (wg + 2 * nsg * kx_tile_rows(kKxRope));
   return uint64_t(head_dim / 4) <= wg && bytes <= ctx_.limits().max_compute_workgroup_storage_size;
 }
 

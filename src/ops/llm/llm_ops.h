@@ -336,6 +336,10 @@ struct LlmTuning {
   // (more, smaller workgroups: 512 for the down projection); 4 ties 8 on the plain ones and
   // loses 42% on gate|up + SwiGLU (8B F16 tg128 208.4 against 212.9 with the down projection alone).
   uint32_t kx_rows = 8;
+  // The QKV + RoPE matvec's rows per tile (0: kx_rows). A 1B model's 3,072 rows are 384 tiles
+  // of 8 over kx_groups 264 workgroups: 120 take two tiles, 144 one; at 4 rows, 768 tiles fall
+  // 2.9 to a workgroup.
+  uint32_t kx_rope_rows = 0;
   // Weight vec4s each invocation loads per pass (rows per pass: this / its chunks, a power of
   // two). H200, down projection at 256 invocations and 8 rows: 28 (4 rows a pass) 32.9 us
   // against 33.2 at 16; 8B F16 tg128 217.8 against 217.0 t/s with 256 invocations and 28 loads
@@ -807,6 +811,8 @@ class LlmOps {
   // a weight of type t and `cols` columns runs the kx schedule (matvec_kx.wgsl) under version v.
   static constexpr uint32_t kKxSwiglu = 1, kKxPlain = 2, kKxRope = 4;
   bool kx_runs(uint32_t kind, TensorType t, int64_t rows, int64_t cols, LinearVersion v) const;
+  // The kx schedule's rows per tile for this kind (kx_rope_rows for QKV + RoPE, else kx_rows).
+  uint32_t kx_tile_rows(uint32_t kind) const;
   // The kx schedule's invocations per workgroup for a weight of `cols` columns.
   uint32_t kx_workgroup(int64_t cols) const;
   // One token: rms_norm_linear through a fused QKV weight (rows: a.n_heads query heads, then the
