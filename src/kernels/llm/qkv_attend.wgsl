@@ -83,6 +83,7 @@ fn qa_group(t: u32) -> u32 {
 // After the workgroup's tiles (g0, g0 + ng, .. below tiles; uniform control flow): each counted
 // in its group (a lane per tile, the counts at once); the groups it completes, it attends.
 fn qa_finish(g0: u32, ng: u32, tiles: u32, lid: u32) {
+  if (QA_MODE == 3u) { return; }
   if (lid == 0u) { atomicStore(&qa_done, 0u); }
   workgroupBarrier();  // every lane's staged stores made before the counts
   for (var i = lid; g0 + i * ng < tiles; i += WG) {
@@ -126,6 +127,7 @@ fn qa_attend(g: u32, lid: u32) {
     }
   }
   workgroupBarrier();
+  if (QA_MODE == 2u) { return; }
   var crow = p.pos0;
   if ((p.rflags & 4u) != 0u) { crow = positions[1]; }
   let n = min(crow, p.max_ctx - 1u) + 1u;  // keys, the staged one last

@@ -523,8 +523,9 @@ Kernel LlmOps::matvec_kx_kernel(TensorType t, int64_t cols, uint32_t kind, const
     uint32_t bits;
     std::memcpy(&bits, &scale, 4);
     c.push_back({"QA_SCALE", double(scale)});
-    key += "/qa" + std::to_string(attend->group) + "x" + std::to_string(attend->head_dim) + "s" + std::to_string(bits);
-    qa_prelude = prelude_u32("QA_G", attend->group) + prelude_u32("QA_HD", attend->head_dim);
+    key += "/qa" + std::to_string(tuning.qkv_attend) + "_" + std::to_string(attend->group) + "x" + std::to_string(attend->head_dim) + "s" + std::to_string(bits);
+    qa_prelude = prelude_u32("QA_G", attend->group) + prelude_u32("QA_HD", attend->head_dim) +
+                 prelude_u32("QA_MODE", tuning.qkv_attend);
   }
   if (norm_eps) {
     c.push_back({"EPS", double(*norm_eps)});
