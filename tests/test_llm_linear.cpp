@@ -3,7 +3,6 @@
 #include "test_llm_util.h"
 
 #include <array>
-#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -425,121 +424,6 @@ TEST(LlmLinear, QkvRopeMatchesTwoPasses) {
   auto x64 = make_tensor(ctx(), {64});
   EXPECT_THROW(ops().rms_norm_qkv_rope(b, x64, x64, 1e-5f, w, test::poisoned(rows), q.table, cache.layer(0), a),
                Error);  // rows are not the q, k and v heads
-}
-
-// The decode attention inside the QKV + RoPE matvec (qkv_attend, qkv_attend.wgsl) against the
-// reference: the caches bit-identical to rms_norm_qkv_rope's without it, and the attention's
-// output (poisoned first) within 1e-5 of ref::attention over the cached keys and the new one,
-// with a few keys and with several chunks of keys (a partial last one), at a fixed position and
-// one read on the GPU, both pair layouts, tiles of 4 and 8 rows (2 and 4 per head), a tile per
-// workgroup and workgroups looping over tiles, one and two output elements per invocation. Two
-// dispatches in one batch: the second finds the scratch reset (counters zero, staged words the
-// sentinel, no error). Cache rows past the position are NaN: a read of one would show.
-TEST(LlmLinear, QkvAttendMatchesReference) {
-  if (!ctx().features().subgroups) GTEST_SKIP() << "the kx schedule needs subgroups";
-  constexpr int nh = 6, nkv = 2, hd = 16, max_ctx = 150, layers = 2;
-  const int64_t rows = int64_t(nh + 2 * nkv) * hd, cols = 204, heads_words = int64_t(nh) * hd;
-  std::vector<double> inv(hd / 2);
-  for (int i = 0; i < hd / 2; ++i) inv[size_t(i)] = std::pow(10000.0, -2.0 * i / hd);
-  const RopeTable table = make_rope_table(ctx(), inv, hd, max_ctx);
-  const auto w = upload_weight(ctx(), TensorType::F16, ref::random_weight(TensorType::F16, rows, cols, 51), rows, cols);
-  const auto x = make_tensor(ctx(), {cols}, test::random_floats(size_t(cols), 52));
-  const auto nw = make_tensor(ctx(), {cols}, test::random_floats(size_t(cols), 53, 0.5f, 1.5f));
-  const size_t cache_elems = size_t(layers) * nkv * max_ctx * hd;
-  struct Tune {
-    uint32_t wg, rows, groups, epi;
-  };
-  const Tune tunes[] = {{64, 8, 0, 1}, {32, 4, 3, 0}, {128, 8, 5, 1}};
-  for (int crow : {3, 137}) {
-    // every cache row random up to the position's, NaN after it
-    std::vector<uint32_t> kv0(cache_elems), vv0(cache_elems);
-    const auto kr = test::random_floats(cache_elems, 54 + uint32_t(crow)),
-               vr = test::random_floats(cache_elems, 55 + uint32_t(crow));
-    for (size_t i = 0; i < cache_elems; ++i) {
-      const bool past = int(i / hd % max_ctx) > crow;
-      kv0[i] = past ? kPoisonNaN : std::bit_cast<uint32_t>(kr[i]);
-      vv0[i] = past ? kPoisonNaN : std::bit_cast<uint32_t>(vr[i]);
-    }
-    const std::vector<uint32_t> pos_rows = {uint32_t(crow), uint32_t(crow)};
-    const auto pos = make_tensor(ctx(), {2}, DType::U32, std::as_bytes(std::span(pos_rows)));
-    for (const Tune& tune : tunes) {
-      for (int variant = 0; variant < 2; ++variant) {
-        const bool dyn = variant == 1, interleaved = tune.rows == 4;
-        LlmOps o(ctx());
-        apply_tuning(o.tuning, "matvec_kx=7/kx_cols=0/kx_min_rows=0/qkv_attend=1");
-        o.tuning.kx_wg = tune.wg;
-        o.tuning.kx_wide_wg = 0;
-        o.tuning.kx_rows = tune.rows;
-        o.tuning.kx_groups = tune.groups;
-        o.tuning.kx_epi = tune.epi;
-        const std::string what = "position " + std::to_string(crow) + (dyn ? " (read on the GPU)" : "") +
-                                 (interleaved ? " interleaved" : " neox") + " wg " + std::to_string(tune.wg) +
-                                 " rows " + std::to_string(tune.rows) + " groups " + std::to_string(tune.groups);
-        ASSERT_TRUE(o.attends_in_qkv(w, nh, nkv, hd)) << what;
-        RopeKvArgs a = test::qkv_rope_args(nh, interleaved, dyn ? &pos : nullptr);
-        a.pos0 = crow;
-        auto fresh_cache = [&] {
-          auto c = make_kv_cache(ctx(), layers, nkv, max_ctx, hd);
-          upload(ctx(), c.k, std::as_bytes(std::span(kv0)));
-          upload(ctx(), c.v, std::as_bytes(std::span(vv0)));
-          return c;
-        };
-        // without the attention: q (rotated) and the caches
-        auto ref_cache = fresh_cache();
-        auto qkv = test::poisoned(rows);
-        {
-          LlmOps plain(ctx());
-          plain.tuning = o.tuning;
-          plain.tuning.qkv_attend = 0;
-          Batch b(ctx());
-          plain.rms_norm_qkv_rope(b, x, nw, 1e-5f, w, qkv, table, ref_cache.layer(1), a);
-          b.run();
-        }
-        const auto q = download<float>(ctx(), qkv);
-        const auto kc = download<float>(ctx(), ref_cache.k), vc = download<float>(ctx(), ref_cache.v);
-        std::vector<float> kref, vref;  // [key][kv head][hd], layer 1
-        for (int t = 0; t <= crow; ++t)
-          for (int kvh = 0; kvh < nkv; ++kvh)
-            for (int d = 0; d < hd; ++d) {
-              const size_t at = ((size_t(nkv) + size_t(kvh)) * max_ctx + size_t(t)) * hd + size_t(d);
-              kref.push_back(kc[at]);
-              vref.push_back(vc[at]);
-            }
-        const auto want = ref::attention(std::vector<float>(q.begin(), q.begin() + heads_words), kref, vref, 1, nh, nkv,
-                                         hd, crow, 1.0f / std::sqrt(float(hd)));
-        // with it, twice, the first output copied out between the two
-        auto cache = fresh_cache();
-        const QkvAttend at{o.make_qkv_attend_scratch(nh, nkv, hd), 0.0f};
-        auto words = download<uint32_t>(ctx(), at.hand);
-        std::fill(words.begin(), words.begin() + heads_words, kPoisonNaN);
-        upload(ctx(), at.hand, std::as_bytes(std::span(words)));
-        auto first = test::poisoned(heads_words);
-        auto qkv2 = test::poisoned(rows);
-        Batch b(ctx());
-        o.rms_norm_qkv_rope(b, x, nw, 1e-5f, w, qkv2, table, cache.layer(1), a, &at);
-        b.copy(at.hand, 0, first, 0, uint64_t(heads_words) * 4);
-        o.rms_norm_qkv_rope(b, x, nw, 1e-5f, w, qkv2, table, cache.layer(1), a, &at);
-        b.run();
-        EXPECT_EQ(download<uint32_t>(ctx(), cache.k), download<uint32_t>(ctx(), ref_cache.k)) << what;
-        EXPECT_EQ(download<uint32_t>(ctx(), cache.v), download<uint32_t>(ctx(), ref_cache.v)) << what;
-        EXPECT_LE(test::rel_error(download<float>(ctx(), first), want), 1e-5) << what << ": first";
-        const auto after = download<uint32_t>(ctx(), at.hand);
-        std::vector<float> second(static_cast<size_t>(heads_words));
-        std::memcpy(second.data(), after.data(), second.size() * 4);
-        EXPECT_LE(test::rel_error(second, want), 1e-5) << what << ": second";
-        for (size_t i = size_t(heads_words); i < after.size(); ++i)
-          ASSERT_EQ(after[i], i <= size_t(heads_words) + nkv ? 0u : 0xffffffffu) << what << ": scratch word " << i;
-        EXPECT_FALSE(o.qkv_attend_failed(at.hand, nh, nkv, hd)) << what;
-      }
-    }
-  }
-  LlmOps o(ctx());
-  apply_tuning(o.tuning, "matvec_kx=7/kx_cols=0/kx_min_rows=0/qkv_attend=1/kx_rows=32");
-  EXPECT_FALSE(o.attends_in_qkv(w, nh, nkv, hd));  // a tile of 16 pairs spans two heads of 8
-  o.tuning.kx_rows = 8;
-  EXPECT_FALSE(o.attends_in_qkv(w, nh + 1, nkv, hd));  // not the weight's heads
-  o.tuning.qkv_attend = 0;
-  EXPECT_FALSE(o.attends_in_qkv(w, nh, nkv, hd));
 }
 
 // The kx schedule (matvec_kx.wgsl: columns across the workgroup, x in registers, row tiles

@@ -191,8 +191,7 @@ void expect_steps_match(LlamaModel& model, const PromptRows& r, const std::strin
 // GPUs' one-token F16 steps (the recorded step, position read on the GPU) against the prompt
 // pass's rows, token by token: the step with the attention's combine and the final norm passes
 // of their own, and folded into the o and output projections (the default) at two matvec shapes
-// (and 2 RoPE pairs per row group of the QKV matvec), through the kx schedule (matvec_kx), and
-// with the attention inside the QKV matvec (qkv_attend; its profile shows no attention dispatch).
+// (and 2 RoPE pairs per row group of the QKV matvec), and through the kx schedule (matvec_kx).
 // (check_model's greedy steps compare argmaxes only.) CPU adapters run other kernels: skipped.
 TEST(LlamaFixturesGpu, F16DecodeStepsMatchThePromptPass) {
   WGC_REQUIRE_FILE(fx("tiny-llama3-bf16/tiny-llama3-bf16-f16.gguf"));
@@ -200,9 +199,6 @@ TEST(LlamaFixturesGpu, F16DecodeStepsMatchThePromptPass) {
   ModelFile mf = open_model(fx("tiny-llama3-bf16/tiny-llama3-bf16-f16.gguf"), {false, false});
   EngineOptions eo = small_engine(256, 64, Device::Gpu);
   const PromptRows rows = prompt_rows(mf, eo, 12);
-  // the attention inside the QKV matvec (the last spec: only below position 5, then in dispatches
-  // of its own, the step recorded again)
-  static constexpr const char* kAttend = "matvec_kx=7/kx_cols=0/kx_min_rows=0/qkv_attend=1";
   // (the fourth: every matvec with fewer than 1000 workgroups, all of them here, unrolled 7 deep;
   // at 4 lanes a row the SwiGLU workgroup takes 64 gate and up rows)
   for (const char* spec :
@@ -212,19 +208,11 @@ TEST(LlamaFixturesGpu, F16DecodeStepsMatchThePromptPass) {
         "matvec_kx=7/kx_cols=0/kx_min_rows=0/kx_early=1/kx_epi=1",
         "matvec_kx=7/kx_cols=0/kx_min_rows=0/kx_early=0/kx_wg=64/kx_rows=4/kx_loads=2/kx_groups=3/kx_wide_wg=32/"
         "kx_wide_cols=64",
-        "matvec_combine=1", "combine_prefix_splits=0", kAttend,
-        "matvec_kx=7/kx_cols=0/kx_min_rows=0/qkv_attend=1/qkv_attend_max=5/kx_rows=4/kx_groups=3/kx_wg=64/"
-        "kx_wide_wg=0"}) {
+        "matvec_combine=1", "combine_prefix_splits=0"}) {
     EngineOptions e2 = eo;
     apply_tuning(e2.tuning, spec);
     LlamaModel model(ctx(), mf, e2);
     expect_steps_match(model, rows, std::string("'") + spec + "'");
-    if (std::string_view(spec) == kAttend && ctx().features().timestamp_query) {  // no attention dispatch of its own
-      int attention_dispatches = 0;
-      for (const auto& d : model.profile_decode_step(rows.tokens[0]))
-        attention_dispatches += d.label.find("flash_decode") != std::string::npos;
-      EXPECT_EQ(attention_dispatches, 0) << spec;
-    }
   }
 }
 

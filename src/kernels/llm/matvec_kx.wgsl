@@ -17,13 +17,10 @@
 // EP: each tile's epilogue loads (RoPE's (cos, sin), bias, the y it accumulates into) issued at
 // the tile's start, with its weights, rather than after its sums (a one-tile workgroup's last
 // dependent loads).
-// QA (with ROPE): the decode attention in the same dispatch (qkv_attend.wgsl): each tile's rows
-// staged, and the workgroup whose count completes a kv group attends the group.
-// Preceded by a prelude (SWIGLU, ROPE, QA, XS, X_MASK, X_LATE, COLS, NCH, CPL, T, RB, DB, XE, EP, KSG (the
+// Preceded by a prelude (SWIGLU, ROPE, XS, X_MASK, X_LATE, COLS, NCH, CPL, T, RB, DB, XE, EP, KSG (the
 // subgroup size, as a constant: the butterfly's loops unrolled), LT, LSG, P_BINDING;
 // XC_* for the combine), common.wgsl, rope_pair.wgsl, a weights/*.wgsl file (bindings 0, 1),
-// reduce_sg.wgsl, an x file, matvec_rope.wgsl (ROPE: bindings 5-8) or matvec_q8_norope.wgsl, and
-// qkv_attend.wgsl (QA: binding 9) or qkv_attend_none.wgsl.
+// reduce_sg.wgsl, an x file and matvec_rope.wgsl (ROPE: bindings 5-8) or matvec_q8_norope.wgsl.
 //!include "llm/matvec_io.wgsl"
 override WG: u32 = 256;
 const_assert COLS > 0u && NCH == (COLS + W_CHUNK - 1u) / W_CHUNK && !W_STAGE_X;
@@ -227,13 +224,9 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
           oa += epi.acc.x;
           ob += epi.acc.y;
         }
-        if (QA) {
-          qa_store(ra, rb, oa, ob, epi.cs);
-        } else {
-          y[p.y_off + ra] = oa;
-          y[p.y_off + rb] = ob;
-          rope_store_cs(ra, rb, oa, ob, epi.cs);
-        }
+        y[p.y_off + ra] = oa;
+        y[p.y_off + rb] = ob;
+        rope_store_cs(ra, rb, oa, ob, epi.cs);
       }
     } else if (lid < T && tile_row(t, lid).y == 1u) {
       let rl = t * T + lid;
@@ -244,5 +237,4 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     }
     buf = 1u - buf;
   }
-  if (QA) { qa_finish(g0, ng, tiles, lid); }
 }

@@ -20,40 +20,27 @@ fn rope_cs_of(ra: u32) -> vec2<f32> {
   return rope_cs(pos * (hd / 2u) + i);
 }
 
-// The pair's values as the queries and the cache keep them: rotated by cs (query and key rows) or
-// as they are (value rows).
-fn rope_out(ra: u32, a: f32, b: f32, cs: vec2<f32>) -> vec2<f32> {
-  if (rope_rotated(ra)) { return rope_rotate(a, b, cs); }
-  return vec2<f32>(a, b);
-}
-
-// A key or value pair's final values r into its cache row (query pairs: nothing).
-fn rope_store_kv(ra: u32, rb: u32, r: vec2<f32>) {
+// rope_store with the pair's (cos, sin) cs already loaded (ignored for value rows).
+fn rope_store_cs(ra: u32, rb: u32, a: f32, b: f32, cs: vec2<f32>) {
   let hd = p.head_dim;
   let head = rope_head(ra);
-  if (head < p.heads) { return; }
   var crow = p.pos0;
   if ((p.rflags & 4u) != 0u) { crow = positions[1]; }
   if (head >= p.heads + p.n_kv) {
     let dst = p.cache_off + ((head - p.heads - p.n_kv) * p.max_ctx + crow) * hd;
-    v_cache[dst + ra % hd] = r.x;
-    v_cache[dst + rb % hd] = r.y;
+    v_cache[dst + ra % hd] = a;
+    v_cache[dst + rb % hd] = b;
     return;
   }
-  let dst = p.cache_off + ((head - p.heads) * p.max_ctx + crow) * hd;
-  k_cache[dst + ra % hd] = r.x;
-  k_cache[dst + rb % hd] = r.y;
-}
-
-// rope_store with the pair's (cos, sin) cs already loaded (ignored for value rows).
-fn rope_store_cs(ra: u32, rb: u32, a: f32, b: f32, cs: vec2<f32>) {
-  let r = rope_out(ra, a, b, cs);
-  if (rope_head(ra) < p.heads) {
+  let r = rope_rotate(a, b, cs);
+  if (head < p.heads) {
     rope_set_q(p.y_off + ra, r.x);
     rope_set_q(p.y_off + rb, r.y);
-    return;
+  } else {
+    let dst = p.cache_off + ((head - p.heads) * p.max_ctx + crow) * hd;
+    k_cache[dst + ra % hd] = r.x;
+    k_cache[dst + rb % hd] = r.y;
   }
-  rope_store_kv(ra, rb, r);
 }
 
 fn rope_store(ra: u32, rb: u32, a: f32, b: f32) {

@@ -56,11 +56,6 @@ class GpuEngine final : public LlamaEngine {
   uint32_t lscr_wgs = 0;
   Tensor layer_norms;
   bool layer_used = false;
-  // One-token steps with the attention inside the QKV matvec (tuning.qkv_attend, below position
-  // qkv_attend_max): its scratch, made on first use; whether `step` was recorded so
-  // (step_attends) and a step ran so since the error word was last checked (attend_used).
-  Tensor attend_hand;
-  bool step_attends = false, step_has_attend = false, attend_used = false;
 
   GpuEngine(const Context& c, const ModelFile& f, EngineOptions o)
       : ctx(c),
@@ -178,16 +173,8 @@ class GpuEngine final : public LlamaEngine {
     }
     layer_used = true;
   }
-  // After steps that ran decode_layer or attended in the QKV matvec: an error if one of their waits
-  // gave up (wrong logits).
-  void check_error_words() {
-    if (attend_used) {
-      attend_used = false;
-      if (ops.qkv_attend_failed(attend_hand, int(nh), int(nkv), int(hd)))
-        throw Error(
-            "wgc: the attention inside a QKV matvec gave up waiting for a value staged by another workgroup; its "
-            "tokens are wrong. Run with --tuning qkv_attend=0.");
-    }
+  // After steps that ran decode_layer: an error if one of its waits gave up (wrong logits).
+  void check_layer_steps() {
     if (!layer_used) return;
     layer_used = false;
     if (layer_scratch_failed(ctx, lscr))
@@ -225,9 +212,6 @@ class GpuEngine final : public LlamaEngine {
       // The same with f32 activations (F16, BF16, F32 weights) on GPUs.
       const bool qkv_rope32 = !q8(L.qkv) && fuse_norm_f32 && ops.tuning.matvec_rope && !cfg.qk_norm &&
                               L.qkv.parts.size() == 1 && L.qkv.biases.empty() && ops.fuses_rope(hidden);
-      // The same with the token's attention in that dispatch (a recorded step below qkv_attend_max).
-      const bool attend = qkv_rope32 && dyn && step_attends && L.o.parts.size() == 1 && !q8(L.o) &&
-                          ops.attends_in_qkv(L.qkv.parts[0], int(nh), int(nkv), int(hd));
       if (qkv_rope) {
         int64_t row0 = 0;
         for (const GpuWeight& part : L.qkv.parts) {
@@ -235,13 +219,7 @@ class GpuEngine final : public LlamaEngine {
           row0 += part.rows;
         }
       } else if (qkv_rope32) {
-        if (attend) {
-          if (!attend_hand) attend_hand = ops.make_qkv_attend_scratch(int(nh), int(nkv), int(hd));
-          const QkvAttend at{attend_hand, 0.0f};
-          ops.rms_norm_qkv_rope(b, x, L.ln1, eps, L.qkv.parts[0], qkv, rope, cache, ra, &at);
-        } else {
-          ops.rms_norm_qkv_rope(b, x, L.ln1, eps, L.qkv.parts[0], qkv, rope, cache, ra);
-        }
+        ops.rms_norm_qkv_rope(b, x, L.ln1, eps, L.qkv.parts[0], qkv, rope, cache, ra);
       } else if (q8(L.qkv) && fuse_norm_q8) {
         record_rms_norm_linear_q8(ops, b, L.qkv, x, L.ln1, eps, qkv, qkv_dim, false);
       } else if (q8(L.qkv)) {
@@ -264,10 +242,7 @@ class GpuEngine final : public LlamaEngine {
       aa.start = n_past_;
       aa.q_stride = qkv_dim;
       if (dyn) aa.start_from = pos;
-      if (attend) {
-        step_has_attend = attend_used = true;
-        linear(b, L.o, attend_hand, x, n, hidden, true);
-      } else if (q8(L.o)) {
+      if (q8(L.o)) {
         if (n == 1 && hd % 32 == 0) {
           ops.attention_decode_q8(b, cache, qkv, aq, aa);
         } else {
@@ -400,11 +375,7 @@ class GpuEngine final : public LlamaEngine {
   // WGC_PROFILE=1 times every batch, and a timed batch cannot be frozen: the steps are then
   // recorded into each batch (the same dispatches, each timed).
   void replay_step(Batch& b) {
-    const bool attends = ops.tuning.qkv_attend && n_past_ < int(ops.tuning.qkv_attend_max);
-    if (step && attends != step_attends) step = {};  // the position crossed qkv_attend_max
-    step_attends = attends;
     if (!step) {
-      step_has_attend = false;
       Batch r(ctx);
       if (r.timed()) {
         record_output(b, 1, record_layers(b, 1, /*dyn=*/true));
@@ -414,7 +385,6 @@ class GpuEngine final : public LlamaEngine {
       step = r.freeze();
     }
     b.replay(step);
-    attend_used = attend_used || step_has_attend;
   }
   void replay_argmax(Batch& b) {
     if (!step_argmax) {
@@ -457,7 +427,7 @@ class GpuEngine final : public LlamaEngine {
     upload_ids(tokens);
     record_last(b, int(tokens.size()));
     b.run();
-    check_error_words();
+    check_layer_steps();
     n_past_ += int(tokens.size());
     std::vector<float> out(static_cast<size_t>(vocab));
     download(ctx, logits1, std::as_writable_bytes(std::span(out)));
@@ -494,7 +464,7 @@ class GpuEngine final : public LlamaEngine {
     b.submit();
     n_past_ += int(tokens.size());
     const auto next = int32_t(id.value<uint32_t>());
-    check_error_words();
+    check_layer_steps();
     return next;
   }
 
@@ -531,9 +501,9 @@ class GpuEngine final : public LlamaEngine {
       go = on_token(id);
     }
     n_past_ = base + st.tokens;
-    if (layer_used || attend_used) {  // the error words after every step that ran
+    if (layer_used) {  // the error word after every step that ran
       for (; !in_flight.empty(); in_flight.pop_front()) in_flight.front().wait();
-      check_error_words();
+      check_layer_steps();
     }
     return st;  // readbacks of dropped steps wait for their copies as they go
   }
@@ -555,7 +525,7 @@ class GpuEngine final : public LlamaEngine {
     record_last(b, int(tokens.size()));
     ops.topk(b, logits1, vocab, k, top_vals, top_ids);
     b.run();
-    check_error_words();
+    check_layer_steps();
     n_past_ += int(tokens.size());
     TopK r;
     r.logits.resize(size_t(k));

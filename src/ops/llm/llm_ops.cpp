@@ -143,14 +143,11 @@ void apply_tuning(LlmTuning& t, std::string_view spec) {
       {"matvec_kx", &LlmTuning::matvec_kx},
       {"kx_wg", &LlmTuning::kx_wg},
       {"kx_rows", &LlmTuning::kx_rows},
-      {"kx_rope_rows", &LlmTuning::kx_rope_rows},
       {"kx_loads", &LlmTuning::kx_loads},
       {"kx_groups", &LlmTuning::kx_groups},
       {"kx_db", &LlmTuning::kx_db},
       {"kx_early", &LlmTuning::kx_early},
       {"kx_epi", &LlmTuning::kx_epi},
-      {"qkv_attend", &LlmTuning::qkv_attend},
-      {"qkv_attend_max", &LlmTuning::qkv_attend_max},
       {"kx_wide_wg", &LlmTuning::kx_wide_wg},
       {"kx_wide_cols", &LlmTuning::kx_wide_cols},
       {"kx_min_rows", &LlmTuning::kx_min_rows},
@@ -300,14 +297,6 @@ constexpr uint64_t kRegTileMinGroups = 256;  // choose_linear: tiles from which 
 // matvec.wgsl: the uniform's binding with ROPE (after matvec_rope.wgsl's storage buffers 5-8), and
 // P's ROPE fields (zero without).
 constexpr uint32_t kMatvecRopeUniform = 9, kMatvecRopeParams = 8;
-// matvec_kx.wgsl with QA: qkv_attend.wgsl's scratch at binding 9, the uniform after it.
-constexpr uint32_t kKxAttendUniform = 10;
-constexpr uint32_t kQkvAttendSentinel = 0xffffffffu;  // qkv_attend.wgsl's QA_SENT
-// qkv_attend.wgsl's scratch in words: the outputs, a counter per kv head, the error word, the
-// staged q, k and v rows.
-uint64_t qkv_attend_words(int n_heads, int n_kv_heads, int head_dim) {
-  return uint64_t(n_heads) * head_dim + uint64_t(n_kv_heads) + 1 + uint64_t(n_heads + 2 * n_kv_heads) * head_dim;
-}
 // matvec_x_combine.wgsl's workgroup memory: a weight per head and split, a sum and a count per head.
 uint64_t combine_bytes(const DecodePartials& p) {
   return 4ull * (uint64_t(p.n_heads) * p.splits + 2 * uint64_t(p.n_heads));
@@ -481,10 +470,6 @@ uint32_t LlmOps::kx_workgroup(int64_t cols) const {
   return std::min(wide ? tuning.kx_wide_wg : tuning.kx_wg, max_wg_);
 }
 
-uint32_t LlmOps::kx_tile_rows(uint32_t kind) const {
-  return kind == kKxRope && tuning.kx_rope_rows ? tuning.kx_rope_rows : tuning.kx_rows;
-}
-
 bool LlmOps::kx_runs(uint32_t kind, TensorType t, int64_t rows, int64_t cols, LinearVersion v) const {
   const bool padded = float_weights(t);
   if (!(tuning.matvec_kx & kind) || !padded || cols <= 0 || cols < int64_t(tuning.kx_cols) ||
@@ -495,14 +480,13 @@ bool LlmOps::kx_runs(uint32_t kind, TensorType t, int64_t rows, int64_t cols, Li
 }
 
 Kernel LlmOps::matvec_kx_kernel(TensorType t, int64_t cols, uint32_t kind, const float* norm_eps,
-                                const DecodePartials* xc, const KxAttend* attend) const {
+                                const DecodePartials* xc) const {
   const std::string op = "matvec kx";
-  const uint32_t wg = kx_workgroup(cols), rows = kx_tile_rows(kind);
+  const uint32_t wg = kx_workgroup(cols), rows = tuning.kx_rows;
   need(wg % sg_size_ == 0 && (sg_size_ & (sg_size_ - 1)) == 0, op,
        "kx_wg (or kx_wide_wg) " + std::to_string(wg) + " (a multiple of the subgroup size, a power of two)");
-  need(
-      rows >= 2 && rows <= kKxMaxRows && (rows & (rows - 1)) == 0, op,
-      "kx_rows (or kx_rope_rows) " + std::to_string(rows) + " (a power of two, 2.." + std::to_string(kKxMaxRows) + ")");
+  need(rows >= 2 && rows <= kKxMaxRows && (rows & (rows - 1)) == 0, op,
+       "kx_rows " + std::to_string(rows) + " (a power of two, 2.." + std::to_string(kKxMaxRows) + ")");
   need(kind != kKxPlain || !norm_eps || !xc, op, "x normalised or combined, not both");
   const uint32_t ch = chunk_elems(t);
   const uint32_t nch = u32(ceil_div(uint64_t(cols), uint64_t(ch)));
@@ -512,21 +496,9 @@ Kernel LlmOps::matvec_kx_kernel(TensorType t, int64_t cols, uint32_t kind, const
   // Rows per pass: kx_loads chunks' worth, a power of two dividing the tile.
   const uint32_t rb = std::clamp(pow2_floor(std::max(1u, tuning.kx_loads / cpl)), 1u, rows);
   const bool swiglu = kind == kKxSwiglu, rope = kind == kKxRope;
-  need(!attend || rope, op, "attention in a QKV + RoPE matvec only");
-  auto files = matvec_files(t, true, xc != nullptr, norm_eps != nullptr, rope, "llm/matvec_kx.wgsl");
-  files.insert(files.end() - 1, attend ? "llm/qkv_attend.wgsl" : "llm/qkv_attend_none.wgsl");
+  const auto files = matvec_files(t, true, xc != nullptr, norm_eps != nullptr, rope, "llm/matvec_kx.wgsl");
   std::vector<std::pair<std::string, double>> c = {{"WG", wg}, {"SG", sg_size_}};
   std::string key = "llm/matvec_kx/" + str(t) + (swiglu ? "/swiglu" : rope ? "/rope" : "");
-  std::string qa_prelude;
-  if (attend) {
-    const float scale = attend->scale > 0 ? attend->scale : 1.0f / std::sqrt(float(attend->head_dim));
-    uint32_t bits;
-    std::memcpy(&bits, &scale, 4);
-    c.push_back({"QA_SCALE", double(scale)});
-    key += "/qa" + std::to_string(tuning.qkv_attend) + "_" + std::to_string(attend->group) + "x" + std::to_string(attend->head_dim) + "s" + std::to_string(bits);
-    qa_prelude = prelude_u32("QA_G", attend->group) + prelude_u32("QA_HD", attend->head_dim) +
-                 prelude_u32("QA_MODE", tuning.qkv_attend);
-  }
   if (norm_eps) {
     c.push_back({"EPS", double(*norm_eps)});
     uint32_t bits;
@@ -541,20 +513,17 @@ Kernel LlmOps::matvec_kx_kernel(TensorType t, int64_t cols, uint32_t kind, const
   const auto cb = prelude_bool;
   // XS: each element of x through x_load4 once (the staged contract the x files ask for).
   const std::string prelude =
-      cb("SWIGLU", swiglu) + cb("ROPE", rope) + cb("QA", attend != nullptr) + qa_prelude + cb("XS", true) +
-      cb("X_MASK", mask) + cb("X_LATE", norm_eps != nullptr) + cu("COLS", u32(cols)) + cu("NCH", nch) + cu("CPL", cpl) +
-      cu("T", rows) + cu("RB", rb) + cb("DB", tuning.kx_db != 0) + cb("XE", tuning.kx_early != 0) +
-      cb("EP", tuning.kx_epi != 0) + cu("KSG", sg_size_) + cu("LT", uint32_t(std::countr_zero(rows))) +
-      cu("LSG", uint32_t(std::countr_zero(sg_size_))) +
-      cu("P_BINDING", attend ? kKxAttendUniform
-                      : rope ? kMatvecRopeUniform
-                             : 5u) +
+      cb("SWIGLU", swiglu) + cb("ROPE", rope) + cb("XS", true) + cb("X_MASK", mask) +
+      cb("X_LATE", norm_eps != nullptr) + cu("COLS", u32(cols)) + cu("NCH", nch) + cu("CPL", cpl) + cu("T", rows) +
+      cu("RB", rb) + cb("DB", tuning.kx_db != 0) + cb("XE", tuning.kx_early != 0) + cb("EP", tuning.kx_epi != 0) +
+      cu("KSG", sg_size_) + cu("LT", uint32_t(std::countr_zero(rows))) +
+      cu("LSG", uint32_t(std::countr_zero(sg_size_))) + cu("P_BINDING", rope ? kMatvecRopeUniform : 5u) +
       (xc ? combine_prelude(*xc, combine_prefix(*xc)) : std::string());
   return kernel(key, files, c, true, "main", prelude);
 }
 
 uint64_t LlmOps::kx_grid(uint32_t kind, int64_t rows) const {
-  const uint64_t t = kx_tile_rows(kind);
+  const uint64_t t = tuning.kx_rows;
   const uint64_t tiles = kind == kKxPlain ? ceil_div(uint64_t(rows), t) : ceil_div(uint64_t(rows) / 2, t / 2);
   return tuning.kx_groups ? std::min<uint64_t>(tiles, tuning.kx_groups) : tiles;
 }
@@ -845,8 +814,7 @@ bool LlmOps::fuses_rope(int64_t cols) const {
 }
 
 void LlmOps::rms_norm_qkv_rope(Batch& b, const Tensor& x, const Tensor& norm_w, float eps, const GpuWeight& w,
-                               const Tensor& qkv, const RopeTable& table, const KvLayer& c, const RopeKvArgs& a,
-                               const QkvAttend* attend) const {
+                               const Tensor& qkv, const RopeTable& table, const KvLayer& c, const RopeKvArgs& a) const {
   const std::string op = "rms_norm_qkv_rope " + str(w.type);
   check_norm(x, norm_w, w.cols, op);
   need(fuses_rope(w.cols), op,
@@ -859,52 +827,14 @@ void LlmOps::rms_norm_qkv_rope(Batch& b, const Tensor& x, const Tensor& norm_w, 
   const bool kx = kx_runs(kKxRope, w.type, w.rows, w.cols, v);
   const uint64_t pairs = uint64_t(w.rows) / 2;  // rope_rows() / 2 per row group
   const uint64_t groups = kx ? kx_grid(kKxRope, w.rows) : ceil_div(pairs, m.wg / m.tpr * (rope_rows() / 2));
-  KxAttend ka;
-  if (attend) {
-    need(attends_in_qkv(w, a.n_heads, c.n_kv_heads, c.head_dim), op,
-         "cannot attend in this QKV matvec (tuning.qkv_attend, the kx schedule, a tile inside one head)");
-    need_elems(attend->hand, qkv_attend_words(a.n_heads, c.n_kv_heads, c.head_dim), op, "attention scratch");
-    ka = {u32(a.n_heads / c.n_kv_heads), u32(c.head_dim), attend->scale};
-  }
-  Kernel k = kx ? matvec_kx_kernel(w.type, w.cols, kKxRope, &eps, nullptr, attend ? &ka : nullptr)
+  Kernel k = kx ? matvec_kx_kernel(w.type, w.cols, kKxRope, &eps)
                 : matvec_kernel(w.type, v, w.cols, 0, &eps, true, 1, nullptr, groups);
   Params prm(1u, u32(w.rows), u32(w.cols), 0u, u32(w.cols), u32(w.rows), 0u, 0u);
   detail::push_rope_params(prm, table, c, a);
-  std::vector<Arg> args = {w.data, w.scales,      Arg(x, 0, round16(x.bytes())),      norm_w,
-                           qkv,    table.cos_sin, a.positions ? a.positions : dummy_, c.k,
-                           c.v};
-  if (attend) args.push_back(attend->hand);
-  b.dispatch(k, std::move(args), prm, groups_1d(ctx_, groups));
-}
-
-bool LlmOps::attends_in_qkv(const GpuWeight& w, int n_heads, int n_kv_heads, int head_dim) const {
-  if (!tuning.qkv_attend || n_heads <= 0 || n_kv_heads <= 0 || head_dim <= 0 || n_heads % n_kv_heads != 0 ||
-      n_kv_heads > 32 || head_dim % 4 != 0 || head_dim % int(kx_tile_rows(kKxRope)) != 0 ||
-      w.rows != int64_t(n_heads + 2 * n_kv_heads) * head_dim || !fuses_rope(w.cols) ||
-      ctx_.limits().max_storage_buffers_per_shader_stage < kKxAttendUniform ||
-      !kx_runs(kKxRope, w.type, w.rows, w.cols, subgroups_ ? LinearVersion::Subgroup : LinearVersion::Shared))
-    return false;
-  // qkv_attend.wgsl's workgroup memory beside matvec_kx.wgsl's (red, part)
-  const uint64_t wg = kx_workgroup(w.cols), g = uint64_t(n_heads / n_kv_heads), nsg = wg / sg_size_;
-  const uint64_t bytes = 4 * (g * head_dim + 2 * uint64_t(head_dim) + g * wg + 2 * g * nsg + 4 * wg + 2) +
-                         4 * (wg + 2 * nsg * kx_tile_rows(kKxRope));
-  return uint64_t(head_dim / 4) <= wg && bytes <= ctx_.limits().max_compute_workgroup_storage_size;
-}
-
-Tensor LlmOps::make_qkv_attend_scratch(int n_heads, int n_kv_heads, int head_dim) const {
-  need(n_heads > 0 && n_kv_heads > 0 && head_dim > 0, "qkv attend scratch", "heads and head_dim");
-  const uint64_t words = qkv_attend_words(n_heads, n_kv_heads, head_dim);
-  const uint64_t staged = uint64_t(n_heads) * head_dim + n_kv_heads + 1;  // qkv_attend.wgsl's qa_staged()
-  std::vector<uint32_t> init(words, 0);
-  std::fill(init.begin() + int64_t(staged), init.end(), kQkvAttendSentinel);
-  return make_tensor(ctx_, {int64_t(words)}, DType::U32, std::as_bytes(std::span(init)));
-}
-
-bool LlmOps::qkv_attend_failed(const Tensor& hand, int n_heads, int n_kv_heads, int head_dim) const {
-  Batch b(ctx_);
-  Readback r = b.read(hand, (uint64_t(n_heads) * head_dim + n_kv_heads) * 4, 4);  // qa_err()
-  b.run();
-  return r.value<uint32_t>() != 0;
+  b.dispatch(k,
+             {w.data, w.scales, Arg(x, 0, round16(x.bytes())), norm_w, qkv, table.cos_sin,
+              a.positions ? a.positions : dummy_, c.k, c.v},
+             prm, groups_1d(ctx_, groups));
 }
 
 uint32_t LlmOps::rope_rows() const {

@@ -146,14 +146,6 @@ inline uint32_t split_keys(uint64_t kv_len, uint32_t splits, uint32_t block) {
 inline constexpr uint64_t kMaxPrefillPartialBytes = uint64_t(256) << 20;
 
 // One token's flash-decoding partials (LlmOps::attention_decode_partials).
-// The decode attention inside the QKV + RoPE matvec (LlmOps::rms_norm_qkv_rope, tuning.qkv_attend):
-// `hand` from make_qkv_attend_scratch, whose first n_heads * head_dim words take the attention's
-// output (the o projection's input); scale 0: 1 / sqrt(head_dim).
-struct QkvAttend {
-  Tensor hand;
-  float scale = 0;
-};
-
 struct DecodePartials {
   Tensor part;  // [n_heads][splits][head_dim + 2] floats, padded to whole vec4s
   uint32_t splits = 0;
@@ -336,10 +328,6 @@ struct LlmTuning {
   // (more, smaller workgroups: 512 for the down projection); 4 ties 8 on the plain ones and
   // loses 42% on gate|up + SwiGLU (8B F16 tg128 208.4 against 212.9 with the down projection alone).
   uint32_t kx_rows = 8;
-  // The QKV + RoPE matvec's rows per tile (0: kx_rows). A 1B model's 3,072 rows are 384 tiles
-  // of 8 over kx_groups 264 workgroups: 120 take two tiles, 144 one; at 4 rows, 768 tiles fall
-  // 2.9 to a workgroup.
-  uint32_t kx_rope_rows = 0;
   // Weight vec4s each invocation loads per pass (rows per pass: this / its chunks, a power of
   // two). H200, down projection at 256 invocations and 8 rows: 28 (4 rows a pass) 32.9 us
   // against 33.2 at 16; 8B F16 tg128 217.8 against 217.0 t/s with 256 invocations and 28 loads
@@ -367,14 +355,6 @@ struct LlmTuning {
   // per workgroup): 220.49 / 220.33 / 220.42 against 219.94 / 219.86 t/s; at kx_groups 264
   // 233.01 against 231.98.
   uint32_t kx_epi = 1;
-  // One-token steps whose QKV + RoPE matvec runs the kx schedule: 1 runs the decode attention in
-  // that dispatch (qkv_attend.wgsl: the workgroup that finishes a kv group's last tile attends the
-  // group), no attention dispatch and no combine in the o projection; 0 attends in flash-decoding
-  // dispatches of their own. Only while the step's position is below qkv_attend_max: one
-  // workgroup per kv head reads the whole cache, where the split dispatches spread it over the GPU
-  // (a recorded step is recorded again when the position crosses it).
-  uint32_t qkv_attend = 0;
-  uint32_t qkv_attend_max = 512;
   // Register-tiled matmul (prefill): tokens (BM, a multiple of 8) x weight rows (BN, a multiple
   // of 8) per workgroup, (BM / 8) * (BN / 8) invocations of 8x8 outputs; k step BK (a multiple of
   // 4). 64 x 128 x 8: an 8B model's 4096-row projections at 512 tokens give 256 workgroups; on
@@ -811,29 +791,15 @@ class LlmOps {
   // a weight of type t and `cols` columns runs the kx schedule (matvec_kx.wgsl) under version v.
   static constexpr uint32_t kKxSwiglu = 1, kKxPlain = 2, kKxRope = 4;
   bool kx_runs(uint32_t kind, TensorType t, int64_t rows, int64_t cols, LinearVersion v) const;
-  // The kx schedule's rows per tile for this kind (kx_rope_rows for QKV + RoPE, else kx_rows).
-  uint32_t kx_tile_rows(uint32_t kind) const;
   // The kx schedule's invocations per workgroup for a weight of `cols` columns.
   uint32_t kx_workgroup(int64_t cols) const;
   // One token: rms_norm_linear through a fused QKV weight (rows: a.n_heads query heads, then the
   // cache's key and value heads, back to back) and rope_kv_append(qkv, table, cache, a) on its
   // output, in one dispatch (bit-identical to the two). Needs fuses_rope(w.cols) (nine storage
   // buffers: adapters allowing that many per shader stage).
-  // With `attend` (attends_in_qkv): the token's attention too (qkv_attend.wgsl), its output in
-  // attend->hand's first words; qkv's query rows are then not written (its key and value rows
-  // never are).
   void rms_norm_qkv_rope(Batch& b, const Tensor& x, const Tensor& norm_w, float eps, const GpuWeight& w,
-                         const Tensor& qkv, const RopeTable& table, const KvLayer& cache, const RopeKvArgs& a,
-                         const QkvAttend* attend = nullptr) const;
+                         const Tensor& qkv, const RopeTable& table, const KvLayer& cache, const RopeKvArgs& a) const;
   bool fuses_rope(int64_t cols) const;
-  // Whether rms_norm_qkv_rope can attend through this QKV weight (tuning.qkv_attend, the kx
-  // schedule, a tile inside one head, the adapter's storage buffers and workgroup memory).
-  bool attends_in_qkv(const GpuWeight& w, int n_heads, int n_kv_heads, int head_dim) const;
-  // QkvAttend's scratch for these heads, reset: the outputs and counters zero, the staged rows
-  // the sentinel. One serves every layer (each dispatch leaves it reset).
-  Tensor make_qkv_attend_scratch(int n_heads, int n_kv_heads, int head_dim) const;
-  // Whether a dispatch on it gave up waiting for a staged word (its error word; reads it back).
-  bool qkv_attend_failed(const Tensor& hand, int n_heads, int n_kv_heads, int head_dim) const;
 
   // out[t * out_stride + i] = silu(g) * u, g = gate[t * g_stride + g_off + i],
   // u = up[t * u_stride + u_off + i], i < n (gate and up may be one gate|up tensor).
@@ -960,13 +926,8 @@ class LlmOps {
   uint32_t rope_rows() const;  // the QKV + RoPE matvec's rows per group, checked
   // The kx schedule (tuning.matvec_kx, matvec_kx.wgsl): its kernel, and its workgroups for a
   // weight of `rows` rows (SWIGLU / ROPE: their row pairs, two rows per tile row).
-  // attend (ROPE): the decode attention of QKV heads of this group and head_dim (qkv_attend.wgsl).
-  struct KxAttend {
-    uint32_t group = 0, head_dim = 0;
-    float scale = 0;
-  };
   Kernel matvec_kx_kernel(TensorType t, int64_t cols, uint32_t kind, const float* norm_eps = nullptr,
-                          const DecodePartials* xc = nullptr, const KxAttend* attend = nullptr) const;
+                          const DecodePartials* xc = nullptr) const;
   uint64_t kx_grid(uint32_t kind, int64_t rows) const;
   Kernel attn_kernel(int head_dim, int bq) const;
   // flash_attn_tiled.wgsl (attn_prefill 1) or flash_attn_tiled_pf.wgsl (2) for this head_dim,
