@@ -119,9 +119,12 @@ class GpuEngine final : public LlamaEngine {
     record_linear(ops, b, g, in, y, n, y_stride, accumulate);
   }
 
+  // One token also into out_id, where the recorded one-token step reads it (each step's argmax
+  // leaves the next step's token there: no copy between steps).
   void upload_ids(std::span<const int32_t> tokens) {
     std::vector<uint32_t> u(tokens.begin(), tokens.end());
     upload(ctx, ids, std::as_bytes(std::span(u)));
+    if (u.size() == 1) upload(ctx, out_id, std::as_bytes(std::span(u)));
   }
 
   // Whether one-token steps run one dispatch per layer (tuning.layer_decode, where the model's
@@ -152,7 +155,7 @@ class GpuEngine final : public LlamaEngine {
   // The layers of a one-token step at the position in `pos`, one dispatch each; the residual
   // stream starts and ends in the scratch's first words.
   void record_layer_steps(Batch& b) {
-    ops.embedding(b, w.embed, ids, lscr.words, 1);
+    ops.embedding(b, w.embed, out_id, lscr.words, 1);
     const int nl = int(layers.size());
     for (int li = 0; li < nl; ++li) {
       const LlamaLayer& L = layers[size_t(li)];
@@ -191,7 +194,7 @@ class GpuEngine final : public LlamaEngine {
       record_layer_steps(b);
       return lscr.words;
     }
-    ops.embedding(b, w.embed, ids, x, n);
+    ops.embedding(b, w.embed, dyn && n == 1 ? out_id : ids, x, n);
     const bool fuse_norm_q8 = n == 1 && fuses_norm_q8(), fuse_norm_f32 = n == 1 && fuses_norm_f32();
     for (size_t li = 0; li < layers.size(); ++li) {
       auto& L = layers[li];
@@ -484,8 +487,7 @@ class GpuEngine final : public LlamaEngine {
     while (go && st.tokens < steps) {
       auto t0 = clock::now();
       while (st.recorded < steps && int(in_flight.size()) < ahead) {
-        Batch b(ctx);
-        if (st.recorded > 0) b.copy(out_id, 0, ids, 0, 4);  // the previous step's token
+        Batch b(ctx);  // the step reads its token from out_id, where the one before left it
         n_past_ = base + st.recorded;
         in_flight.push_back(record_argmax(b, 1));  // the position goes to the GPU's queue in order
         b.submit();

@@ -145,6 +145,7 @@ void apply_tuning(LlmTuning& t, std::string_view spec) {
       {"kx_rows", &LlmTuning::kx_rows},
       {"kx_loads", &LlmTuning::kx_loads},
       {"kx_groups", &LlmTuning::kx_groups},
+      {"kx_groups_cpl", &LlmTuning::kx_groups_cpl},
       {"kx_db", &LlmTuning::kx_db},
       {"kx_early", &LlmTuning::kx_early},
       {"kx_epi", &LlmTuning::kx_epi},
@@ -522,10 +523,15 @@ Kernel LlmOps::matvec_kx_kernel(TensorType t, int64_t cols, uint32_t kind, const
   return kernel(key, files, c, true, "main", prelude);
 }
 
-uint64_t LlmOps::kx_grid(uint32_t kind, int64_t rows) const {
-  const uint64_t t = tuning.kx_rows;
-  const uint64_t tiles = kind == kKxPlain ? ceil_div(uint64_t(rows), t) : ceil_div(uint64_t(rows) / 2, t / 2);
-  return tuning.kx_groups ? std::min<uint64_t>(tiles, tuning.kx_groups) : tiles;
+uint64_t LlmOps::kx_grid(uint32_t kind, int64_t rows, TensorType t, int64_t cols) const {
+  const uint64_t tr = tuning.kx_rows;
+  const uint64_t tiles = kind == kKxPlain ? ceil_div(uint64_t(rows), tr) : ceil_div(uint64_t(rows) / 2, tr / 2);
+  uint64_t groups = tuning.kx_groups;
+  if (groups && tuning.kx_groups_cpl) {  // as many weight bytes in flight per multiprocessor
+    const uint64_t cpl = ceil_div(ceil_div(uint64_t(cols), uint64_t(chunk_elems(t))), uint64_t(kx_workgroup(cols)));
+    groups *= std::max<uint64_t>(1, tuning.kx_groups_cpl / std::max<uint64_t>(1, cpl));
+  }
+  return groups ? std::min(tiles, groups) : tiles;
 }
 
 bool LlmOps::stages_x(TensorType t, int64_t cols, bool norm, uint64_t extra_bytes) const {
@@ -759,7 +765,7 @@ void LlmOps::matvec(Batch& b, const GpuWeight& w, const Arg& x, const Tensor& bi
   if (kx_runs(kKxPlain, w.type, rows, w.cols, v)) {  // whole rows per workgroup: no column ranges
     Kernel k = matvec_kx_kernel(w.type, w.cols, kKxPlain, nullptr, xc);
     b.dispatch(k, {w.data, w.scales, x, bias, y}, matvec_params(rows, w.cols, o.row0, o.y_offset, flags),
-               groups_1d(ctx_, kx_grid(kKxPlain, rows)));
+               groups_1d(ctx_, kx_grid(kKxPlain, rows, w.type, w.cols)));
     return;
   }
   const uint32_t splits = matvec_splits(w.type, w.cols, rows);
@@ -793,7 +799,8 @@ void LlmOps::rms_norm_linear(Batch& b, const Tensor& x, const Tensor& norm_w, fl
   const LinearVersion v = subgroups_ ? LinearVersion::Subgroup : LinearVersion::Shared;
   const bool kx = kx_runs(kKxPlain, w.type, rows, w.cols, v);
   const MatvecShape m = matvec_shape();
-  const uint64_t groups = kx ? kx_grid(kKxPlain, rows) : ceil_div(uint64_t(rows), m.wg / m.tpr * m.rows);
+  const uint64_t groups =
+      kx ? kx_grid(kKxPlain, rows, w.type, w.cols) : ceil_div(uint64_t(rows), m.wg / m.tpr * m.rows);
   Kernel k = kx ? matvec_kx_kernel(w.type, w.cols, kKxPlain, &eps)
                 : matvec_kernel(w.type, v, w.cols, 0, &eps, false, 1, nullptr, groups);
   b.dispatch(k, {w.data, w.scales, Arg(x, 0, round16(x.bytes())), norm_w, y},
@@ -826,7 +833,8 @@ void LlmOps::rms_norm_qkv_rope(Batch& b, const Tensor& x, const Tensor& norm_w, 
   const LinearVersion v = subgroups_ ? LinearVersion::Subgroup : LinearVersion::Shared;
   const bool kx = kx_runs(kKxRope, w.type, w.rows, w.cols, v);
   const uint64_t pairs = uint64_t(w.rows) / 2;  // rope_rows() / 2 per row group
-  const uint64_t groups = kx ? kx_grid(kKxRope, w.rows) : ceil_div(pairs, m.wg / m.tpr * (rope_rows() / 2));
+  const uint64_t groups =
+      kx ? kx_grid(kKxRope, w.rows, w.type, w.cols) : ceil_div(pairs, m.wg / m.tpr * (rope_rows() / 2));
   Kernel k = kx ? matvec_kx_kernel(w.type, w.cols, kKxRope, &eps)
                 : matvec_kernel(w.type, v, w.cols, 0, &eps, true, 1, nullptr, groups);
   Params prm(1u, u32(w.rows), u32(w.cols), 0u, u32(w.cols), u32(w.rows), 0u, 0u);
@@ -874,7 +882,7 @@ void LlmOps::swiglu_matvec(Batch& b, const GpuWeight& w, const Tensor& x, const 
   need(kx || (wr * m.tpr % m.wg == 0 && wr * m.tpr / m.wg <= kMatvecMaxRows), op,
        std::to_string(m.wg / m.tpr) + " row groups per workgroup cannot take " + std::to_string(wr) +
            " rows (1 to 8 per group)");
-  const uint64_t groups = kx ? kx_grid(kKxSwiglu, w.rows) : uint64_t(n / (wr / 2));
+  const uint64_t groups = kx ? kx_grid(kKxSwiglu, w.rows, w.type, w.cols) : uint64_t(n / (wr / 2));
   Kernel k = kx ? matvec_kx_kernel(w.type, w.cols, kKxSwiglu, eps)
                 : matvec_kernel(w.type, v, w.cols, wr * m.tpr / m.wg, eps, false, 1, nullptr, groups);
   b.dispatch(k, {w.data, w.scales, Arg(x, 0, round16(x.bytes())), norm_w, out}, matvec_params(w.rows, w.cols, 0, 0, 0),

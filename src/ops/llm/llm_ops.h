@@ -339,6 +339,11 @@ struct LlmTuning {
   // 234.16 / 234.45, 264 233.01-233.11, 198 227.30, 330 220.06, 396 222.26, 528 225.56, 660 224.74,
   // a tile each 220.37 t/s; 1B F16 (every matvec through kx) 264 1043.6, 132 992.5 / 986.5.
   uint32_t kx_groups = 264;
+  // Where a matvec's invocations take fewer weight chunks of a row than this (a narrow weight: a
+  // 1B model's 2,048 columns take 1 at 256 invocations, an 8B model's 4,096 take 2), kx_groups
+  // times as many fewer (kx_groups_cpl / chunks), so that each multiprocessor has as many weight
+  // bytes in flight; 0: kx_groups everywhere.
+  uint32_t kx_groups_cpl = 0;
   // 1: each pass's loads issued before the pass before is summed (twice the registers). H200, with
   // kx_wg 512 and kx_loads 8: down 47.5 us, every other shape slower; 8B F16 tg128 203.2 t/s
   // (down only) against 204.7 with the defaults (session 9); session 12, 256 x 16 rows: 38.0
@@ -928,7 +933,7 @@ class LlmOps {
   // weight of `rows` rows (SWIGLU / ROPE: their row pairs, two rows per tile row).
   Kernel matvec_kx_kernel(TensorType t, int64_t cols, uint32_t kind, const float* norm_eps = nullptr,
                           const DecodePartials* xc = nullptr) const;
-  uint64_t kx_grid(uint32_t kind, int64_t rows) const;
+  uint64_t kx_grid(uint32_t kind, int64_t rows, TensorType t, int64_t cols) const;
   Kernel attn_kernel(int head_dim, int bq) const;
   // flash_attn_tiled.wgsl (attn_prefill 1) or flash_attn_tiled_pf.wgsl (2) for this head_dim,
   // or an empty Kernel where it cannot run.
