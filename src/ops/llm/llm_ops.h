@@ -340,10 +340,12 @@ struct LlmTuning {
   // a tile each 220.37 t/s; 1B F16 (every matvec through kx) 264 1043.6, 132 992.5 / 986.5.
   uint32_t kx_groups = 264;
   // Where a matvec's invocations take fewer weight chunks of a row than this (a narrow weight: a
-  // 1B model's 2,048 columns take 1 at 256 invocations, an 8B model's 4,096 take 2), kx_groups
-  // times as many fewer (kx_groups_cpl / chunks), so that each multiprocessor has as many weight
-  // bytes in flight; 0: kx_groups everywhere.
-  uint32_t kx_groups_cpl = 0;
+  // 1B model's 2,048 columns are one chunk each for 256 invocations, an 8B model's 4,096 two),
+  // kx_groups times kx_groups_cpl / chunks workgroups, so that each multiprocessor has as many
+  // weight bytes in flight; 0: kx_groups everywhere. H200 (session 14): 1B F16 tg128 1068.0 /
+  // 1069.0 t/s against 1048.9 / 1043.6 at 0 (528 workgroups everywhere: 1067.5; 660: 1037.4;
+  // kx_groups_cpl 3: 1058.8); the 8B's matvecs take 2 chunks or more (unchanged: 235.37 / 235.36).
+  uint32_t kx_groups_cpl = 2;
   // 1: each pass's loads issued before the pass before is summed (twice the registers). H200, with
   // kx_wg 512 and kx_loads 8: down 47.5 us, every other shape slower; 8B F16 tg128 203.2 t/s
   // (down only) against 204.7 with the defaults (session 9); session 12, 256 x 16 rows: 38.0
