@@ -434,7 +434,8 @@ TEST(LlmLinear, QkvRopeMatchesTwoPasses) {
 // (x masked past the columns; invocations whose last chunks are past the row), tiles of 2 to 32
 // rows, one or several passes per tile (loaded one pass ahead or not), workgroups looping over
 // several tiles, the late norm's reduction before or after the first sums (kx_early) and each
-// tile's epilogue loads with its first weights or after its sums (kx_epi).
+// tile's epilogue loads with its first weights or after its sums (kx_epi); with kx_groups set,
+// the narrow widths' grids are doubled (kx_groups_cpl 2) and the wide ones' not.
 TEST(LlmLinear, KxMatvecsMatchReference) {
   if (!ctx().features().subgroups) GTEST_SKIP() << "the kx schedule needs subgroups";
   {  // the defaults: every kind of float weights, an 8B model's matvecs and a 1B model's
@@ -454,6 +455,11 @@ TEST(LlmLinear, KxMatvecsMatchReference) {
     const uint32_t most = ctx().limits().max_compute_invocations_per_workgroup;
     EXPECT_EQ(d.kx_workgroup(14336), std::min(512u, most));
     EXPECT_EQ(d.kx_workgroup(4096), std::min(256u, most));
+    if (most >= 256) {  // chunks of 8 F16 per invocation: a 1B model's 2,048 columns take one
+      EXPECT_EQ(d.kx_chunks(TensorType::F16, 2048), 1u);  // (kx_groups_cpl doubles its grids)
+      EXPECT_EQ(d.kx_chunks(TensorType::F16, 4096), 2u);
+      EXPECT_EQ(d.kx_chunks(TensorType::F16, 14336), most >= 512 ? 4u : 7u);
+    }
   }
   struct Tune {
     uint32_t wg, rows, loads, groups, db = 0, early = 0, epi = 0;

@@ -476,8 +476,11 @@ bool LlmOps::kx_runs(uint32_t kind, TensorType t, int64_t rows, int64_t cols, Li
   if (!(tuning.matvec_kx & kind) || !padded || cols <= 0 || cols < int64_t(tuning.kx_cols) ||
       rows < int64_t(tuning.kx_min_rows) || v != LinearVersion::Subgroup || !subgroups_)
     return false;
-  const uint32_t wg = kx_workgroup(cols);
-  return ceil_div(ceil_div(uint64_t(cols), uint64_t(chunk_elems(t))), uint64_t(wg)) <= kKxMaxChunks;
+  return kx_chunks(t, cols) <= kKxMaxChunks;
+}
+
+uint64_t LlmOps::kx_chunks(TensorType t, int64_t cols) const {
+  return ceil_div(ceil_div(uint64_t(cols), uint64_t(chunk_elems(t))), uint64_t(kx_workgroup(cols)));
 }
 
 Kernel LlmOps::matvec_kx_kernel(TensorType t, int64_t cols, uint32_t kind, const float* norm_eps,
@@ -491,7 +494,7 @@ Kernel LlmOps::matvec_kx_kernel(TensorType t, int64_t cols, uint32_t kind, const
   need(kind != kKxPlain || !norm_eps || !xc, op, "x normalised or combined, not both");
   const uint32_t ch = chunk_elems(t);
   const uint32_t nch = u32(ceil_div(uint64_t(cols), uint64_t(ch)));
-  const uint32_t cpl = u32(ceil_div(uint64_t(nch), uint64_t(wg)));
+  const uint32_t cpl = u32(kx_chunks(t, cols));
   need(cpl <= kKxMaxChunks, op,
        std::to_string(cpl) + " chunks per invocation (at most " + std::to_string(kKxMaxChunks) + ")");
   // Rows per pass: kx_loads chunks' worth, a power of two dividing the tile.
@@ -528,8 +531,7 @@ uint64_t LlmOps::kx_grid(uint32_t kind, int64_t rows, TensorType t, int64_t cols
   const uint64_t tiles = kind == kKxPlain ? ceil_div(uint64_t(rows), tr) : ceil_div(uint64_t(rows) / 2, tr / 2);
   uint64_t groups = tuning.kx_groups;
   if (groups && tuning.kx_groups_cpl) {  // as many weight bytes in flight per multiprocessor
-    const uint64_t cpl = ceil_div(ceil_div(uint64_t(cols), uint64_t(chunk_elems(t))), uint64_t(kx_workgroup(cols)));
-    groups *= std::max<uint64_t>(1, tuning.kx_groups_cpl / std::max<uint64_t>(1, cpl));
+    groups *= std::max<uint64_t>(1, tuning.kx_groups_cpl / std::max<uint64_t>(1, kx_chunks(t, cols)));
   }
   return groups ? std::min(tiles, groups) : tiles;
 }

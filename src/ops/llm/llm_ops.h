@@ -798,8 +798,10 @@ class LlmOps {
   // a weight of type t and `cols` columns runs the kx schedule (matvec_kx.wgsl) under version v.
   static constexpr uint32_t kKxSwiglu = 1, kKxPlain = 2, kKxRope = 4;
   bool kx_runs(uint32_t kind, TensorType t, int64_t rows, int64_t cols, LinearVersion v) const;
-  // The kx schedule's invocations per workgroup for a weight of `cols` columns.
+  // The kx schedule's invocations per workgroup for a weight of `cols` columns, and the weight
+  // chunks of a row each of them takes (CPL) for weights of type t.
   uint32_t kx_workgroup(int64_t cols) const;
+  uint64_t kx_chunks(TensorType t, int64_t cols) const;
   // One token: rms_norm_linear through a fused QKV weight (rows: a.n_heads query heads, then the
   // cache's key and value heads, back to back) and rope_kv_append(qkv, table, cache, a) on its
   // output, in one dispatch (bit-identical to the two). Needs fuses_rope(w.cols) (nine storage
