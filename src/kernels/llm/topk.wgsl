@@ -2,6 +2,7 @@
 // (values, with ids = their index when flags & 1 == 0, else from the ids binding), and writes
 // its k best (value descending, id ascending on ties; NaN never beats a number) to
 // out_v/out_i[w * k .. w * k + k). Chained passes shrink the candidates to k (k = 1: argmax).
+// Preceded by select_order.wgsl (better).
 // Rows (workgroup z): row z reads from z * in_stride and writes from z * out_stride.
 @group(0) @binding(0) var<storage, read> vals: array<f32>;
 @group(0) @binding(1) var<storage, read> ids: array<u32>;
@@ -24,14 +25,6 @@ var<workgroup> rv: array<f32, WG>;
 var<workgroup> ri: array<u32, WG>;
 var<workgroup> rp: array<u32, WG>;  // position in sv
 
-fn better(av: f32, ai: u32, bv: f32, bi: u32) -> bool {
-  if (ai == 0xffffffffu) { return false; }
-  if (bi == 0xffffffffu) { return true; }
-  if (av > bv) { return true; }
-  if (bv > av) { return false; }
-  if (av == bv) { return ai < bi; }
-  return bv != bv && av == av;  // a number beats NaN
-}
 
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>,

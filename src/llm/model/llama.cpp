@@ -371,6 +371,15 @@ class GpuEngine final : public LlamaEngine {
     return b.read(out_id, 0, 4);
   }
 
+  // The token id an argmax readback holds (LlmOps::argmax's 0xffffffff: its hand-over gave up).
+  int32_t argmax_token(const Readback& r) const {
+    const uint32_t id = r.value<uint32_t>();
+    if (id >= uint64_t(vocab))
+      throw Error("wgc: the GPU's argmax gave no token (" + std::to_string(id) +
+                  "): its workgroups' hand-over gave up waiting. Run with --tuning argmax_one=0.");
+    return int32_t(id);
+  }
+
   void set_position(int p) {
     const uint32_t v[2] = {uint32_t(p), uint32_t(p)};
     upload(ctx, pos, std::as_bytes(std::span(v)));
@@ -466,7 +475,7 @@ class GpuEngine final : public LlamaEngine {
     Readback id = record_argmax(b, int(tokens.size()));
     b.submit();
     n_past_ += int(tokens.size());
-    const auto next = int32_t(id.value<uint32_t>());
+    const int32_t next = argmax_token(id);
     check_layer_steps();
     return next;
   }
@@ -494,7 +503,7 @@ class GpuEngine final : public LlamaEngine {
         ++st.recorded;
       }
       auto t1 = clock::now();
-      auto id = int32_t(in_flight.front().value<uint32_t>());
+      const int32_t id = argmax_token(in_flight.front());
       in_flight.pop_front();
       st.record_ms += ms(t0, t1);
       st.wait_ms += ms(t1, clock::now());
