@@ -1,4 +1,4 @@
-// The order top-k and argmax select in (topk.wgsl, argmax.wgsl): value descending, id ascending
+// The order top-k and argmax select in (topk.wgsl): value descending, id ascending
 // on ties, a number before NaN (NaNs among themselves by id); id 0xffffffff is an empty entry,
 // after every other. NaN is told by its bits: compilers may fold x != x away (SwiftShader did).
 fn is_nan_bits(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }

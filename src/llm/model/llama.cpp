@@ -371,12 +371,13 @@ class GpuEngine final : public LlamaEngine {
     return b.read(out_id, 0, 4);
   }
 
-  // The token id an argmax readback holds (LlmOps::argmax's 0xffffffff: its hand-over gave up).
+  // The token id an argmax readback holds (checked: a GPU gone wrong must not feed the host
+  // an id past the vocabulary).
   int32_t argmax_token(const Readback& r) const {
     const uint32_t id = r.value<uint32_t>();
     if (id >= uint64_t(vocab))
-      throw Error("wgc: the GPU's argmax gave no token (" + std::to_string(id) +
-                  "): its workgroups' hand-over gave up waiting. Run with --tuning argmax_one=0.");
+      throw Error("wgc: the GPU's argmax gave token id " + std::to_string(id) + ", past the vocabulary of " +
+                  std::to_string(vocab));
     return int32_t(id);
   }
 

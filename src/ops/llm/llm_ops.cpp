@@ -146,7 +146,6 @@ void apply_tuning(LlmTuning& t, std::string_view spec) {
       {"kx_loads", &LlmTuning::kx_loads},
       {"kx_groups", &LlmTuning::kx_groups},
       {"kx_groups_cpl", &LlmTuning::kx_groups_cpl},
-      {"argmax_one", &LlmTuning::argmax_one},
       {"kx_db", &LlmTuning::kx_db},
       {"kx_early", &LlmTuning::kx_early},
       {"kx_epi", &LlmTuning::kx_epi},
@@ -1702,7 +1701,6 @@ void LlmOps::paged_attention_partials(Batch& b, const KvLayer& c, const Tensor& 
 
 namespace {
 constexpr uint32_t kSelectWG = 256, kSelectCH = 2048;
-constexpr uint32_t kArgmaxCH = 1024;  // argmax.wgsl: entries per workgroup (4 loads per invocation)
 }  // namespace
 
 void LlmOps::select_pass(Batch& b, const Tensor& vals, const Tensor& ids, bool have_ids, int64_t count, int k, int rows,
@@ -1758,22 +1756,8 @@ void LlmOps::row_logsumexp(Batch& b, const Tensor& logits, int rows, int64_t n, 
 }
 
 void LlmOps::argmax(Batch& b, const Tensor& logits, int64_t n, const Tensor& out) const {
-  const std::string op = "argmax";
-  need(n >= 1 && uint64_t(n) < 0xffffffffull, op, std::to_string(n) + " entries");
-  if (!tuning.argmax_one) {
-    topk(b, logits, n, 1, make_tensor(ctx_, {1}), out);
-    return;
-  }
-  need_elems(logits, n, op, "logits");
-  need_elems(out, 1, op, "out");
-  // argmax.wgsl's hand-over words, reset: the count, then each workgroup's (value, id) slots
-  const uint64_t groups = ceil_div(uint64_t(n), uint64_t(kArgmaxCH));
-  std::vector<uint32_t> hand(1 + 2 * groups, 0xffffffffu);
-  hand[0] = 0;
-  Kernel k = kernel("llm/argmax", {"llm/common.wgsl", "llm/select_order.wgsl", "llm/argmax.wgsl"},
-                    {{"WG", kSelectWG}, {"CH", kArgmaxCH}}, false);
-  b.dispatch(k, {logits, out, make_tensor(ctx_, {int64_t(hand.size())}, DType::U32, std::as_bytes(std::span(hand)))},
-             Params(u32(n)), groups_1d(ctx_, groups));
+  need(n >= 1, "argmax", "empty");
+  topk(b, logits, n, 1, make_tensor(ctx_, {1}), out);
 }
 
 }  // namespace wgc::llm

@@ -346,9 +346,6 @@ struct LlmTuning {
   // 1069.0 t/s against 1048.9 / 1043.6 at 0 (528 workgroups everywhere: 1067.5; 660: 1037.4;
   // kx_groups_cpl 3: 1058.8); the 8B's matvecs take 2 chunks or more (unchanged: 235.37 / 235.36).
   uint32_t kx_groups_cpl = 2;
-  // argmax in one dispatch (argmax.wgsl: the workgroup that completes the grid reduces the
-  // others' bests, handed over inside the dispatch), 0: two topk.wgsl passes.
-  uint32_t argmax_one = 1;
   // 1: each pass's loads issued before the pass before is summed (twice the registers). H200, with
   // kx_wg 512 and kx_loads 8: down 47.5 us, every other shape slower; 8B F16 tg128 203.2 t/s
   // (down only) against 204.7 with the defaults (session 9); session 12, 256 x 16 rows: 38.0
@@ -875,8 +872,7 @@ class LlmOps {
   // over the KV heads (decode_attention and decode_layer's scratch alike).
   uint32_t decode_splits(int n_kv_heads) const;
 
-  // out[0] = the first index of the largest of logits[0 .. n) (u32 tensor of >= 1 element);
-  // 0xffffffff where argmax.wgsl's hand-over gave up waiting (tuning.argmax_one).
+  // out[0] = the first index of the largest of logits[0 .. n) (u32 tensor of >= 1 element).
   void argmax(Batch& b, const Tensor& logits, int64_t n, const Tensor& out) const;
   // The k (<= 64, <= n) largest: out_vals f32 [k] descending, out_ids u32 [k] (ties: lower id).
   void topk(Batch& b, const Tensor& logits, int64_t n, int k, const Tensor& out_vals, const Tensor& out_ids) const;
