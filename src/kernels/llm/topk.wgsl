@@ -25,7 +25,6 @@ var<workgroup> rv: array<f32, WG>;
 var<workgroup> ri: array<u32, WG>;
 var<workgroup> rp: array<u32, WG>;  // position in sv
 
-
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>,
         @builtin(num_workgroups) nwg: vec3<u32>) {

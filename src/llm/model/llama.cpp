@@ -119,12 +119,11 @@ class GpuEngine final : public LlamaEngine {
     record_linear(ops, b, g, in, y, n, y_stride, accumulate);
   }
 
-  // One token also into out_id, where the recorded one-token step reads it (each step's argmax
-  // leaves the next step's token there: no copy between steps).
+  // A single token goes to out_id, where every one-token pass reads it (the recorded step's
+  // argmax leaves the next step's token there: no copy between steps); more go to ids.
   void upload_ids(std::span<const int32_t> tokens) {
     std::vector<uint32_t> u(tokens.begin(), tokens.end());
-    upload(ctx, ids, std::as_bytes(std::span(u)));
-    if (u.size() == 1) upload(ctx, out_id, std::as_bytes(std::span(u)));
+    upload(ctx, u.size() == 1 ? out_id : ids, std::as_bytes(std::span(u)));
   }
 
   // Whether one-token steps run one dispatch per layer (tuning.layer_decode, where the model's
@@ -186,15 +185,16 @@ class GpuEngine final : public LlamaEngine {
           "running workgroups running); its tokens are wrong. Run with --tuning layer_decode=0.");
   }
 
-  // Records the layers for n tokens at n_past_ whose ids are in `ids`; returns the tensor that
-  // holds the residual stream after them (x, or the layer steps' scratch). dyn (one token): the
-  // position comes from `pos` when the batch runs (for recordings).
+  // Records the layers for n tokens at n_past_ whose ids are in `ids` (one: in out_id, see
+  // upload_ids); returns the tensor that holds the residual stream after them (x, or the layer
+  // steps' scratch). dyn (one token): the position comes from `pos` when the batch runs (for
+  // recordings).
   const Tensor& record_layers(Batch& b, int n, bool dyn = false) {
     if (dyn && n == 1 && layer_steps()) {
       record_layer_steps(b);
       return lscr.words;
     }
-    ops.embedding(b, w.embed, dyn && n == 1 ? out_id : ids, x, n);
+    ops.embedding(b, w.embed, n == 1 ? out_id : ids, x, n);
     const bool fuse_norm_q8 = n == 1 && fuses_norm_q8(), fuse_norm_f32 = n == 1 && fuses_norm_f32();
     for (size_t li = 0; li < layers.size(); ++li) {
       auto& L = layers[li];
