@@ -125,6 +125,45 @@ TEST(LlmEmbedding, EveryTypeEveryRowMatchesDequantize) {
     }
 }
 
+// next_token: the argmax's token (ties to the lower id, a NaN never winning, over one selection
+// pass or several), that token's row of every table type in x (a zero row past the table: logits
+// may be wider than it) with x's tail untouched, and both position words up by one.
+TEST(LlmNextToken, TokenEmbeddingRowAndPositionOfEveryType) {
+  for (auto t : kGpuTensorTypes)
+    for (auto s : shapes(t)) {
+      auto bytes = ref::random_weight(t, s.rows, s.cols, 5);
+      auto w = upload_weight(ctx(), t, bytes, s.rows, s.cols);
+      auto deq = ref::dequantize(t, bytes, s.rows, s.cols);
+      for (auto [n, best] : std::vector<std::pair<int64_t, int64_t>>{
+               {s.rows, s.rows - 1}, {s.rows, 0}, {5000, 4321 % s.rows}, {5000, 4999}}) {
+        auto v = test::random_floats(size_t(n), uint32_t(n + best), -20.f, 20.f);
+        v[size_t(best)] = 30.f;
+        if (n > 2048) {  // an equal maximum in a later workgroup (it must lose), and a NaN
+          if (best < n - 1) v[size_t(n - 1)] = 30.f;
+          v[size_t(best == 7 ? 8 : 7)] = NAN;
+        }
+        auto logits = make_tensor(ctx(), {n}, v);
+        auto out = test::poisoned(1, DType::U32), x = test::poisoned(s.cols + 3);
+        const uint32_t p0[2] = {41, 9};
+        auto pos = make_tensor(ctx(), {2}, DType::U32, std::as_bytes(std::span(p0)));
+        Batch b(ctx());
+        ops().next_token(b, logits, n, out, w, x, pos);
+        b.run();
+        const std::string what = std::string(to_string(t)) + " " + std::to_string(s.rows) + "x" +
+                                 std::to_string(s.cols) + " n=" + std::to_string(n) + " best=" + std::to_string(best);
+        ASSERT_EQ(download<uint32_t>(ctx(), out)[0], uint32_t(best)) << what;
+        EXPECT_EQ(download<uint32_t>(ctx(), pos), (std::vector<uint32_t>{42, 10})) << what;
+        auto got = download<float>(ctx(), x);
+        auto bits = download<uint32_t>(ctx(), x);
+        for (int i = 0; i < 3; ++i) EXPECT_EQ(bits[size_t(s.cols + i)], kPoisonNaN) << what;
+        got.resize(size_t(s.cols));
+        std::vector<float> want(size_t(s.cols), 0.f);
+        if (best < s.rows) want = ref::embedding(deq, s.cols, {uint32_t(best)});
+        EXPECT_LE(test::rel_error(got, want), 1e-6) << what;
+      }
+    }
+}
+
 TEST(LlmLinear, EveryTypeEveryVersionMatchesReference) {
   for (auto t : kGpuTensorTypes)
     for (auto s : shapes(t)) {

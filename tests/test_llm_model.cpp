@@ -315,9 +315,10 @@ TEST_P(LlamaModelOn, KvCacheStepsEqualOnePrefill) {
   EXPECT_LT(test::rel_error(stepped, once), 1e-5);
 }
 
-// decode_greedy (the next step reads the argmax on the GPU, steps recorded ahead) gives the tokens
-// of one-at-a-time greedy() calls, keeps only the handed-out tokens in the cache when stopped
-// early, and stops at the end of the context.
+// decode_greedy (the next step reads the argmax on the GPU, steps recorded ahead; with next_token
+// also its embedding and position) gives the tokens of one-at-a-time greedy() calls without
+// next_token, keeps only the handed-out tokens in the cache when stopped early, goes on after a
+// rewind (the position on the GPU then behind the host's), and stops at the end of the context.
 TEST_P(LlamaModelOn, DecodeGreedyEqualsStepByStep) {
   WGC_REQUIRE_FILE(fx("tiny-llama3-bf16/model.safetensors"));
   ModelFile mf = open_model(fx("tiny-llama3-bf16"), {false, false});
@@ -325,13 +326,16 @@ TEST_P(LlamaModelOn, DecodeGreedyEqualsStepByStep) {
   const int steps = 12;
   std::vector<int32_t> want;
   {
-    LlamaModel model(ctx(), mf, engine(64, 16));
+    EngineOptions eo = engine(64, 16);
+    eo.tuning.next_token = 0;
+    LlamaModel model(ctx(), mf, eo);
     int32_t id = model.greedy(prompt);
     for (int i = 0; i < steps; ++i) want.push_back(id = model.greedy(std::span(&id, 1)));
   }
-  for (int ahead : {1, 2, 3}) {
+  for (auto [ahead, next] : std::vector<std::pair<int, uint32_t>>{{1, 1}, {2, 1}, {3, 1}, {2, 0}}) {
     EngineOptions eo = engine(64, 16);
     eo.decode_ahead = ahead;
+    eo.tuning.next_token = next;
     LlamaModel model(ctx(), mf, eo);
     int32_t first = model.greedy(prompt);
     // Stop after 5 tokens (steps in flight are dropped), then go on from the last one.
@@ -350,7 +354,7 @@ TEST_P(LlamaModelOn, DecodeGreedyEqualsStepByStep) {
       return true;
     });
     EXPECT_EQ(st.tokens, steps - 5);
-    EXPECT_EQ(got, want) << "decode_ahead " << ahead;
+    EXPECT_EQ(got, want) << "decode_ahead " << ahead << " next_token " << next;
     EXPECT_EQ(model.n_past(), int(prompt.size()) + steps);
     // The context (64) ends the decoding: 64 - n_past more tokens at most.
     int n = 0;
@@ -358,6 +362,15 @@ TEST_P(LlamaModelOn, DecodeGreedyEqualsStepByStep) {
     EXPECT_EQ(st.tokens, 64 - int(prompt.size()) - steps);
     EXPECT_EQ(model.n_past(), 64);
     EXPECT_THROW(model.decode_greedy(got.back(), 1, [](int32_t) { return true; }), Error);
+    // Back to 3 tokens in: the same 3 after them, then one greedy() step.
+    model.rewind(int(prompt.size()) + 3);
+    std::vector<int32_t> again;
+    model.decode_greedy(got[2], 3, [&](int32_t id) {
+      again.push_back(id);
+      return true;
+    });
+    EXPECT_EQ(again, std::vector<int32_t>(want.begin() + 3, want.begin() + 6)) << "ahead " << ahead;
+    EXPECT_EQ(model.greedy(std::span(&again.back(), 1)), want[6]) << "ahead " << ahead;
   }
 }
 

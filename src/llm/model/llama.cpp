@@ -44,11 +44,16 @@ class GpuEngine final : public LlamaEngine {
   Tensor ids, x, h, qkv, attn, gu, act, last, logit_buf, logits1, out_id, top_vals, top_ids;
   Q8Act xq, aq, fq;
   int64_t logits_rows = 0;
-  // Single-token steps: one recording (made on first use) of the layers and the output projection
-  // into logits1, the token's position read from pos (u32 [2]: position, cache row); and one of
-  // the argmax of logits1 into out_id.
+  // Single-token steps: recordings (made on first use) of the embedding of out_id's token into
+  // x; of the layers and the output projection into logits1, the token's position read from pos
+  // (u32 [2]: position, cache row); and of the argmax of logits1 into out_id, or next_token's
+  // (tuning.next_token: the argmax that also leaves the next step's embedding in x and advances
+  // pos). x_next: the work recorded last ended with next_token, so x holds out_id's embedding;
+  // pos_on_gpu: what pos holds after the work recorded so far (-1: not known).
   Tensor pos;
-  Recording step, step_argmax;
+  Recording step_embed, step, step_argmax, step_next;
+  bool x_next = false;
+  int pos_on_gpu = -1;
   // One-token steps as one dispatch per layer (tuning.layer_decode, decode_layer): its scratch
   // (for the attention's splits of lscr_wgs) and every layer's two norm weights side by side,
   // made on first use; layer_used: a step ran them since the error word was last checked.
@@ -122,6 +127,7 @@ class GpuEngine final : public LlamaEngine {
   // A single token goes to out_id, where every one-token pass reads it (the recorded step's
   // argmax leaves the next step's token there: no copy between steps); more go to ids.
   void upload_ids(std::span<const int32_t> tokens) {
+    x_next = false;
     std::vector<uint32_t> u(tokens.begin(), tokens.end());
     upload(ctx, u.size() == 1 ? out_id : ids, std::as_bytes(std::span(u)));
   }
@@ -188,13 +194,15 @@ class GpuEngine final : public LlamaEngine {
   // Records the layers for n tokens at n_past_ whose ids are in `ids` (one: in out_id, see
   // upload_ids); returns the tensor that holds the residual stream after them (x, or the layer
   // steps' scratch). dyn (one token): the position comes from `pos` when the batch runs (for
-  // recordings).
-  const Tensor& record_layers(Batch& b, int n, bool dyn = false) {
+  // recordings). embed false: x already holds the tokens' embeddings (the layer steps always
+  // embed into their scratch).
+  const Tensor& record_layers(Batch& b, int n, bool dyn = false, bool embed = true) {
+    x_next = false;
     if (dyn && n == 1 && layer_steps()) {
       record_layer_steps(b);
       return lscr.words;
     }
-    ops.embedding(b, w.embed, n == 1 ? out_id : ids, x, n);
+    if (embed) record_embedding(b, n);
     const bool fuse_norm_q8 = n == 1 && fuses_norm_q8(), fuse_norm_f32 = n == 1 && fuses_norm_f32();
     for (size_t li = 0; li < layers.size(); ++li) {
       auto& L = layers[li];
@@ -364,11 +372,18 @@ class GpuEngine final : public LlamaEngine {
     }
     record_output(b, n, record_layers(b, n));
   }
-  // The same and the argmax of those logits, into out_id; returns its readback.
-  Readback record_argmax(Batch& b, int n) {
+  // The same and the argmax of those logits into out_id, submitted; returns its readback.
+  // next_token's effects (x, pos) count from the submit on: a batch dropped before it ran none.
+  Readback submit_argmax(Batch& b, int n) {
     record_last(b, n);
-    replay_argmax(b);
-    return b.read(out_id, 0, 4);
+    const bool next = replay_argmax(b);
+    Readback r = b.read(out_id, 0, 4);
+    b.submit();
+    if (next) {
+      x_next = true;
+      if (pos_on_gpu >= 0) ++pos_on_gpu;
+    }
+    return r;
   }
 
   // The token id an argmax readback holds (checked: a GPU gone wrong must not feed the host
@@ -381,42 +396,57 @@ class GpuEngine final : public LlamaEngine {
     return int32_t(id);
   }
 
+  void record_embedding(Batch& b, int n) { ops.embedding(b, w.embed, n == 1 ? out_id : ids, x, n); }
+
+  // An upload is a copy the GPU runs before the next submit: skipped where next_token already
+  // advanced pos to p.
   void set_position(int p) {
+    if (p == pos_on_gpu) return;
     const uint32_t v[2] = {uint32_t(p), uint32_t(p)};
     upload(ctx, pos, std::as_bytes(std::span(v)));
+    pos_on_gpu = p;
   }
-  // WGC_PROFILE=1 times every batch, and a timed batch cannot be frozen: the steps are then
-  // recorded into each batch (the same dispatches, each timed).
+  // Replays `rec` into b, freezing what `record` records on first use. WGC_PROFILE=1 times every
+  // batch, and a timed batch cannot be frozen: then `record` records into b itself (the same
+  // dispatches, each timed).
+  template <class F>
+  void replay(Batch& b, Recording& rec, F&& record) {
+    if (!rec) {
+      Batch r(ctx);
+      if (r.timed()) {
+        record(b);
+        return;
+      }
+      record(r);
+      rec = r.freeze();
+    }
+    b.replay(rec);
+  }
+  // One token at the position in pos: its embedding (unless next_token left it in x), the layers
+  // and the output projection.
   void replay_step(Batch& b) {
-    if (!step) {
-      Batch r(ctx);
-      if (r.timed()) {
-        record_output(b, 1, record_layers(b, 1, /*dyn=*/true));
-        return;
-      }
-      record_output(r, 1, record_layers(r, 1, /*dyn=*/true));
-      step = r.freeze();
-    }
-    b.replay(step);
+    const bool layered = layer_steps(), embedded = x_next && !layered;
+    x_next = false;  // the layers write x
+    if (!embedded && !layered) replay(b, step_embed, [&](Batch& r) { record_embedding(r, 1); });
+    replay(b, step, [&](Batch& r) { record_output(r, 1, record_layers(r, 1, /*dyn=*/true, /*embed=*/false)); });
   }
-  void replay_argmax(Batch& b) {
-    if (!step_argmax) {
-      Batch r(ctx);
-      if (r.timed()) {
-        ops.argmax(b, logits1, vocab, out_id);
-        return;
-      }
-      ops.argmax(r, logits1, vocab, out_id);
-      step_argmax = r.freeze();
+  // Returns whether it was next_token's (not with the layer steps: their stream is not x).
+  bool replay_argmax(Batch& b) {
+    if (!ops.tuning.next_token || layer_steps()) {
+      replay(b, step_argmax, [&](Batch& r) { ops.argmax(r, logits1, vocab, out_id); });
+      return false;
     }
-    b.replay(step_argmax);
+    replay(b, step_next, [&](Batch& r) { ops.next_token(r, logits1, vocab, out_id, w.embed, x, pos); });
+    return true;
   }
 
   void set_tuning(const LlmTuning& t) override {
     ops.tuning = t;
     opt.tuning = t;
+    step_embed = {};
     step = {};
     step_argmax = {};
+    step_next = {};
   }
 
   void prefill(std::span<const int32_t> tokens, const std::function<void(int, int)>& progress) override {
@@ -473,8 +503,7 @@ class GpuEngine final : public LlamaEngine {
     tokens = prefill_chunks(tokens);
     Batch b(ctx);
     upload_ids(tokens);
-    Readback id = record_argmax(b, int(tokens.size()));
-    b.submit();
+    Readback id = submit_argmax(b, int(tokens.size()));
     n_past_ += int(tokens.size());
     const int32_t next = argmax_token(id);
     check_layer_steps();
@@ -497,10 +526,11 @@ class GpuEngine final : public LlamaEngine {
     while (go && st.tokens < steps) {
       auto t0 = clock::now();
       while (st.recorded < steps && int(in_flight.size()) < ahead) {
-        Batch b(ctx);  // the step reads its token from out_id, where the one before left it
+        // The step reads its token from out_id, where the one before left it (and, with
+        // next_token, its embedding from x and its position from pos).
+        Batch b(ctx);
         n_past_ = base + st.recorded;
-        in_flight.push_back(record_argmax(b, 1));  // the position goes to the GPU's queue in order
-        b.submit();
+        in_flight.push_back(submit_argmax(b, 1));  // a position upload goes to the queue in order
         ++st.recorded;
       }
       auto t1 = clock::now();
@@ -524,8 +554,8 @@ class GpuEngine final : public LlamaEngine {
     check_tokens(std::span(&token, 1));
     Batch b(ctx, /*timed=*/true);
     upload_ids(std::span(&token, 1));
-    record_argmax(b, 1);
-    b.run();
+    submit_argmax(b, 1);
+    b.wait();
     return b.timings();
   }
 

@@ -231,6 +231,7 @@ void apply_tuning(LlmTuning& t, std::string_view spec) {
       {"layer_lb", &LlmTuning::layer_lb},
       {"layer_pf", &LlmTuning::layer_pf},
       {"layer_poll", &LlmTuning::layer_poll},
+      {"next_token", &LlmTuning::next_token},
       {"attn_dec_tpk", &LlmTuning::attn_dec_tpk},
       {"attn_dec_u", &LlmTuning::attn_dec_u},
       {"attn_dec_pf", &LlmTuning::attn_dec_pf}};
@@ -1727,22 +1728,19 @@ void LlmOps::topk_rows(Batch& b, const Tensor& logits, int rows, int64_t n, int 
   need_elems(logits, int64_t(rows) * n, op, "logits");
   need_elems(out_vals, int64_t(rows) * k, op, "out_vals");
   need_elems(out_ids, int64_t(rows) * k, op, "out_ids");
-  Tensor cv = logits, ci = logits;
-  bool have_ids = false;
-  int64_t count = n;
+  const SelectCandidates c = select_candidates(b, logits, rows, n, k);
+  select_pass(b, c.vals, c.ids, c.have_ids, c.count, k, rows, c.count, k, out_vals, out_ids);
+}
+
+LlmOps::SelectCandidates LlmOps::select_candidates(Batch& b, const Tensor& logits, int rows, int64_t n, int k) const {
+  SelectCandidates c{logits, logits, false, n};
   for (;;) {
-    uint32_t nwg = ceil_div(uint64_t(count), kSelectCH);
-    if (nwg == 1) {
-      select_pass(b, cv, ci, have_ids, count, k, rows, count, k, out_vals, out_ids);
-      return;
-    }
+    const uint32_t nwg = ceil_div(uint64_t(c.count), kSelectCH);
+    if (nwg == 1) return c;
     const int64_t per_row = int64_t(nwg) * k;
     Tensor tv = make_tensor(ctx_, {rows * per_row}), ti = make_tensor(ctx_, {rows * per_row}, DType::U32);
-    select_pass(b, cv, ci, have_ids, count, k, rows, count, per_row, tv, ti);
-    cv = tv;
-    ci = ti;
-    have_ids = true;
-    count = per_row;
+    select_pass(b, c.vals, c.ids, c.have_ids, c.count, k, rows, c.count, per_row, tv, ti);
+    c = {tv, ti, true, per_row};
   }
 }
 
@@ -1758,6 +1756,23 @@ void LlmOps::row_logsumexp(Batch& b, const Tensor& logits, int rows, int64_t n, 
 void LlmOps::argmax(Batch& b, const Tensor& logits, int64_t n, const Tensor& out) const {
   need(n >= 1, "argmax", "empty");
   topk(b, logits, n, 1, make_tensor(ctx_, {1}), out);
+}
+
+void LlmOps::next_token(Batch& b, const Tensor& logits, int64_t n, const Tensor& out, const GpuWeight& table,
+                        const Tensor& x, const Tensor& pos) const {
+  const std::string op = "next_token";
+  need(n >= 1, op, "empty");
+  need_elems(logits, n, op, "logits");
+  need_elems(out, 1, op, "out");
+  need_elems(x, table.cols, op, "x");
+  need_elems(pos, 2, op, "pos");
+  const SelectCandidates c = select_candidates(b, logits, 1, n, 1);
+  Kernel k = kernel(
+      "llm/next_token/" + str(table.type),
+      {"llm/common.wgsl", "llm/weights/" + str(table.type) + ".wgsl", "llm/select_order.wgsl", "llm/next_token.wgsl"},
+      {{"WG", kSelectWG}}, false);
+  b.dispatch(k, {table.data, table.scales, c.vals, c.ids, out, pos, x},
+             Params(u32(c.count), c.have_ids ? 1u : 0u, u32(table.cols), u32(table.rows)), Groups{});
 }
 
 }  // namespace wgc::llm

@@ -645,6 +645,11 @@ struct LlmTuning {
   uint32_t layer_poll = 0;
   uint32_t layer_wgs = 0;
   uint32_t layer_spin_max = 1u << 24;
+  // Greedy decoding: 1 ends each one-token step with next_token (the argmax's last pass also
+  // writes the next step's embedding row and advances the position on the GPU), so the step
+  // after it runs no embedding dispatch and needs no position upload; 0: argmax, then the next
+  // step embeds its token and its position is uploaded before its submit.
+  uint32_t next_token = 1;
 };
 
 // Sets tuning fields from "name=value,name=value" (the LlmTuning field names, e.g.
@@ -874,6 +879,11 @@ class LlmOps {
 
   // out[0] = the first index of the largest of logits[0 .. n) (u32 tensor of >= 1 element).
   void argmax(Batch& b, const Tensor& logits, int64_t n, const Tensor& out) const;
+  // The same, and what the next one-token step reads, in the argmax's last pass: x[0 ..
+  // table.cols) = that token's embedding row (embedding()) and pos (u32 [2]: position, cache
+  // row) up by one. A decode step then needs neither an embedding dispatch nor a position upload.
+  void next_token(Batch& b, const Tensor& logits, int64_t n, const Tensor& out, const GpuWeight& table, const Tensor& x,
+                  const Tensor& pos) const;
   // The k (<= 64, <= n) largest: out_vals f32 [k] descending, out_ids u32 [k] (ties: lower id).
   void topk(Batch& b, const Tensor& logits, int64_t n, int k, const Tensor& out_vals, const Tensor& out_ids) const;
   // The same for each of `rows` rows of n logits: out_vals/out_ids [rows][k].
@@ -1020,6 +1030,14 @@ class LlmOps {
                                 const std::string& op) const;
   void select_pass(Batch& b, const Tensor& vals, const Tensor& ids, bool have_ids, int64_t count, int k, int rows,
                    int64_t in_stride, int64_t out_stride, const Tensor& out_v, const Tensor& out_i) const;
+  // Selection passes (k best per CH entries) until each row's candidates fit one workgroup: what
+  // the last pass reads (the logits themselves when they already fit).
+  struct SelectCandidates {
+    Tensor vals, ids;
+    bool have_ids = false;  // ids from `ids` (else each candidate's index)
+    int64_t count = 0;      // per row
+  };
+  SelectCandidates select_candidates(Batch& b, const Tensor& logits, int rows, int64_t n, int k) const;
 
   Context ctx_;
   bool subgroups_ = false;  // usable: the feature and one fixed subgroup size
