@@ -648,7 +648,9 @@ struct LlmTuning {
   // Greedy decoding: 1 ends each one-token step with next_token (the argmax's last pass also
   // writes the next step's embedding row and advances the position on the GPU), so the step
   // after it runs no embedding dispatch and needs no position upload; 0: argmax, then the next
-  // step embeds its token and its position is uploaded before its submit.
+  // step embeds its token and its position is uploaded before its submit. H200 (session 15,
+  // tg128): 1B F16 1070.9 / 1073.9 against 1066.7 / 1064.8 t/s, 1B Q4_0 1443.8 against 1433.4,
+  // 1B Q8_0 1222.0 against 1220.0, 8B F16 233.5 against 233.1.
   uint32_t next_token = 1;
 };
 
