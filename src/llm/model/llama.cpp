@@ -48,8 +48,9 @@ class GpuEngine final : public LlamaEngine {
   // x; of the layers and the output projection into logits1, the token's position read from pos
   // (u32 [2]: position, cache row); and of the argmax of logits1 into out_id, or next_token's
   // (tuning.next_token: the argmax that also leaves the next step's embedding in x and advances
-  // pos). x_next: the work recorded last ended with next_token, so x holds out_id's embedding;
-  // pos_on_gpu: what pos holds after the work recorded so far (-1: not known).
+  // pos). x_next: the work submitted last ended with next_token, so x holds out_id's embedding;
+  // pos_on_gpu: what pos holds once the work submitted and the uploads queued so far have run
+  // (-1: not known).
   Tensor pos;
   Recording step_embed, step, step_argmax, step_next;
   bool x_next = false;
