@@ -317,8 +317,8 @@ TEST_P(LlamaModelOn, KvCacheStepsEqualOnePrefill) {
 
 // decode_greedy (the next step reads the argmax on the GPU, steps recorded ahead; with next_token
 // also its embedding and position) gives the tokens of one-at-a-time greedy() calls without
-// next_token, keeps only the handed-out tokens in the cache when stopped early, goes on after a
-// rewind (the position on the GPU then behind the host's), and stops at the end of the context.
+// next_token, keeps only the handed-out tokens in the cache when stopped early, stops at the end
+// of the context, and goes on after a rewind (the GPU's position then past the host's).
 TEST_P(LlamaModelOn, DecodeGreedyEqualsStepByStep) {
   WGC_REQUIRE_FILE(fx("tiny-llama3-bf16/model.safetensors"));
   ModelFile mf = open_model(fx("tiny-llama3-bf16"), {false, false});

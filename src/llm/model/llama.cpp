@@ -161,7 +161,7 @@ class GpuEngine final : public LlamaEngine {
   // The layers of a one-token step at the position in `pos`, one dispatch each; the residual
   // stream starts and ends in the scratch's first words.
   void record_layer_steps(Batch& b) {
-    ops.embedding(b, w.embed, out_id, lscr.words, 1);
+    record_embedding(b, 1, lscr.words);
     const int nl = int(layers.size());
     for (int li = 0; li < nl; ++li) {
       const LlamaLayer& L = layers[size_t(li)];
@@ -203,7 +203,7 @@ class GpuEngine final : public LlamaEngine {
       record_layer_steps(b);
       return lscr.words;
     }
-    if (embed) record_embedding(b, n);
+    if (embed) record_embedding(b, n, x);
     const bool fuse_norm_q8 = n == 1 && fuses_norm_q8(), fuse_norm_f32 = n == 1 && fuses_norm_f32();
     for (size_t li = 0; li < layers.size(); ++li) {
       auto& L = layers[li];
@@ -397,7 +397,10 @@ class GpuEngine final : public LlamaEngine {
     return int32_t(id);
   }
 
-  void record_embedding(Batch& b, int n) { ops.embedding(b, w.embed, n == 1 ? out_id : ids, x, n); }
+  // The embeddings of n tokens into out: one token's id is in out_id, more are in ids (upload_ids).
+  void record_embedding(Batch& b, int n, const Tensor& out) {
+    ops.embedding(b, w.embed, n == 1 ? out_id : ids, out, n);
+  }
 
   // An upload is a copy the GPU runs before the next submit: skipped where next_token already
   // advanced pos to p.
@@ -428,7 +431,7 @@ class GpuEngine final : public LlamaEngine {
   void replay_step(Batch& b) {
     const bool layered = layer_steps(), embedded = x_next && !layered;
     x_next = false;  // the layers write x
-    if (!embedded && !layered) replay(b, step_embed, [&](Batch& r) { record_embedding(r, 1); });
+    if (!embedded && !layered) replay(b, step_embed, [&](Batch& r) { record_embedding(r, 1, x); });
     replay(b, step, [&](Batch& r) { record_output(r, 1, record_layers(r, 1, /*dyn=*/true, /*embed=*/false)); });
   }
   // Returns whether it was next_token's (not with the layer steps: their stream is not x).
