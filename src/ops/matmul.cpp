@@ -15,7 +15,7 @@ constexpr uint32_t kNaiveTile = 16;      // naive.wgsl and tiled.wgsl: 16 x 16 i
 constexpr uint32_t kRegTileBlock = 128;  // regtile_main.wgsl: BM = BN = 128
 // regtile-vec4-grouped: block-rows walked together (GROUP_M). The BK override of the same body
 // (k per workgroup-memory tile) stays at its 8: BK 16 and 32 measured slower on the H200
-// (27.4 and 19.5 vs 32.7 TFLOP/s at 4096^3, docs/benchmarks.md).
+// (27.4 and 19.5 vs 32.7 TFLOP/s at 4096^3, docs/history/benchmarks-kernels.md).
 constexpr uint32_t kGroupM = 8;
 // vec4-db2 runs 256 x 128 blocks (MatmulTuning::bm 256) from this many rows of C: the smallest
 // size measured (choose_matmul_tuning).
@@ -109,7 +109,7 @@ MatmulVersion choose_matmul(const Context& ctx, const MatmulDims& d) {
   if (uint64_t(d.m) * d.n < 64ull * 64ull) return MatmulVersion::Tiled;
   // vec4-db2 under choose_matmul_tuning's knobs led vec4-db at every size measured on the H200
   // (session 9 run B, TFLOP/s: 42.2 / 44.0 / 44.3 against 37.7 / 39.0 / 39.3 at 2048^3 / 4096^3 /
-  // 8192^3; docs/benchmarks.md).
+  // 8192^3; docs/history/benchmarks-kernels.md).
   return supports(ctx, MatmulVersion::Vec4Db2, d) ? MatmulVersion::Vec4Db2 : MatmulVersion::RegTile;
 }
 

@@ -10,7 +10,7 @@
 // - BK (8 or 16), A_SKEW (A's tile padded so its transposed stores are conflict-free), and
 //   TWO_TILES (two tiles per k-loop iteration).
 // Needs K % 4 == 0 and, unless B is transposed, N % 4 == 0. Measured on the H200 (session 9,
-// docs/benchmarks.md), TFLOP/s at 4096^3: vec4-db 38.9; this kernel with vec4-db's blocks and
+// docs/history/benchmarks-kernels.md), TFLOP/s at 4096^3: vec4-db 38.9; this kernel with vec4-db's blocks and
 // warps 41.0-41.2 (the unguarded next-tile loads), WN 8 41.8, 256 x 128 blocks 43.5-43.6 and with
 // WN 8 44.0; session 10: that with A_SKEW 44.7; session 12: that with TWO_TILES 45.6-45.8 (Auto's;
 // 43.4 at 2048^3, 45.9 at 8192^3; at 128 x 128 it lost). Lost: 64-row blocks
