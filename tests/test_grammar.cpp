@@ -1,7 +1,10 @@
-// Grammars for constrained generation (llm/grammar): the GBNF parser's errors and limits, the
-// matcher against strings it must take and refuse (multi-byte characters split between pieces),
-// the token-trie mask against checking every token alone, and JSON Schema grammars whose random
-// sentences parse as JSON (wgc::json, which the grammar code does not use) and satisfy the schema.
+// Constrained generation (llm/grammar, llm/chat/tool_calls): the GBNF parser's errors and limits,
+// the matcher against strings it must take and refuse (multi-byte characters split between
+// pieces), the token-trie mask against checking every token alone, JSON Schema grammars whose
+// random sentences parse as JSON (wgc::json, which the grammar code does not use) and satisfy the
+// schema, and tool calls: parsed from replies in each format, streamed, and generated under
+// their grammar.
+#include "llm/chat/tool_calls.h"
 #include "llm/grammar/grammar.h"
 #include "llm/grammar/json_schema.h"
 #include "llm/grammar/matcher.h"
@@ -18,6 +21,11 @@ using namespace wgc::llm;
 namespace {
 
 std::shared_ptr<const Grammar> G(std::string_view text) { return std::make_shared<Grammar>(parse_grammar(text)); }
+
+std::string_view trim_right(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
 
 bool matches(const std::shared_ptr<const Grammar>& g, std::string_view s) {
   GrammarMatcher m(g);
@@ -258,4 +266,108 @@ TEST(Grammar, JsonSchemaRefusesWhatItCannotGuarantee) {
   std::string deep = R"({"type": "string"})";
   for (int i = 0; i < 40; ++i) deep = R"({"type": "array", "items": )" + deep + "}";
   EXPECT_NE(refusal(deep.c_str()).find("nested deeper"), std::string::npos);
+}
+
+// ---- tool calls (llm/chat/tool_calls.h) -------------------------------------------------------
+
+TEST(ToolCalls, FormatFromTheTemplate) {
+  EXPECT_EQ(detect_tool_call_format("{% for tool in tools %}...<tool_call>\\n{{ tool_call | tojson }}"),
+            ToolCallFormat::Hermes);
+  EXPECT_EQ(detect_tool_call_format("{{- '[TOOL_CALLS][' }}"), ToolCallFormat::Mistral);
+  EXPECT_EQ(detect_tool_call_format("{{- '<|python_tag|>' + tool_call.name }}"), ToolCallFormat::Llama3);
+  EXPECT_EQ(detect_tool_call_format("{{ message.content }}"), ToolCallFormat::Generic);
+}
+
+TEST(ToolCalls, RepliesSplitIntoContentAndCalls) {
+  auto one = parse_tool_calls(
+      "Let me look.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>",
+      ToolCallFormat::Hermes);
+  ASSERT_EQ(one.calls.size(), 1u);
+  EXPECT_EQ(one.calls[0].name, "get_weather");
+  EXPECT_EQ(one.calls[0].arguments, "{\"city\":\"Paris\"}");
+  EXPECT_EQ(one.content, "Let me look.");
+  auto two = parse_tool_calls(
+      "<tool_call>{\"name\": \"a\", \"arguments\": \"{\\\"x\\\": 1}\"}</tool_call>\n<tool_call>{\"name\": \"b\"}",
+      ToolCallFormat::Hermes);  // arguments as a JSON string; the last call unclosed (stopped at EOS)
+  ASSERT_EQ(two.calls.size(), 2u);
+  EXPECT_EQ(two.calls[0].arguments, "{\"x\":1}");
+  EXPECT_EQ(two.calls[1].name, "b");
+  EXPECT_EQ(two.calls[1].arguments, "{}");
+  auto bad = parse_tool_calls("Sure: <tool_call>{not json}</tool_call>", ToolCallFormat::Hermes);
+  EXPECT_TRUE(bad.calls.empty());
+  EXPECT_EQ(bad.content, "Sure: <tool_call>{not json}</tool_call>");
+
+  auto llama = parse_tool_calls(
+      "<|python_tag|>{\"name\": \"f\", \"parameters\": {\"q\": \"x\"}}; {\"name\": \"g\", "
+      "\"parameters\": {}}",
+      ToolCallFormat::Llama3);
+  ASSERT_EQ(llama.calls.size(), 2u);
+  EXPECT_EQ(llama.calls[0].arguments, "{\"q\":\"x\"}");
+  EXPECT_TRUE(parse_tool_calls("The answer is {1, 2}.", ToolCallFormat::Llama3).calls.empty());
+
+  auto mistral = parse_tool_calls(
+      "[TOOL_CALLS][{\"name\": \"f\", \"arguments\": {\"a\": [1, 2]}}, {\"name\": \"g\", \"arguments\": "
+      "{}}]",
+      ToolCallFormat::Mistral);
+  ASSERT_EQ(mistral.calls.size(), 2u);
+  EXPECT_EQ(mistral.calls[0].arguments, "{\"a\":[1,2]}");
+  auto fenced = parse_tool_calls("```json\n{\"name\": \"f\", \"arguments\": {}}\n```", ToolCallFormat::Generic);
+  ASSERT_EQ(fenced.calls.size(), 1u);
+  EXPECT_EQ(parse_tool_calls("{\"no\": \"name\"}", ToolCallFormat::Generic).calls.size(), 0u);
+}
+
+TEST(ToolCalls, StreamedContentNeverShowsPartOfACall) {
+  const std::string reply = "Checking now. <tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>";
+  const ParsedReply final_reply = parse_tool_calls(reply, ToolCallFormat::Hermes);
+  for (size_t n = 0; n <= reply.size(); ++n) {
+    const std::string_view so_far = std::string_view(reply).substr(0, n);
+    const size_t safe = tool_call_safe_prefix(so_far, ToolCallFormat::Hermes);
+    ASSERT_LE(safe, n);
+    // What is released is content of the final reply (up to trailing spaces the parse trims).
+    EXPECT_EQ(std::string(trim_right(so_far.substr(0, safe))),
+              final_reply.content.substr(0, trim_right(so_far.substr(0, safe)).size()))
+        << n;
+    EXPECT_EQ(so_far.substr(0, safe).find('<'), std::string_view::npos) << n;
+  }
+  EXPECT_EQ(tool_call_safe_prefix("{\"name", ToolCallFormat::Llama3), 0u);
+  EXPECT_EQ(tool_call_safe_prefix("<|pyth", ToolCallFormat::Llama3), 0u);
+  EXPECT_EQ(tool_call_safe_prefix("Hello", ToolCallFormat::Llama3), 5u);
+  EXPECT_EQ(tool_call_safe_prefix("ok [TOOL_C", ToolCallFormat::Mistral), 3u);
+}
+
+TEST(ToolCalls, GrammarCallsParseBackWithValidArguments) {
+  std::vector<ToolSpec> tools = {
+      {"get_weather", json::parse(R"({"type": "object", "properties": {"city": {"type": "string", "maxLength": 8},
+        "unit": {"enum": ["c", "f"]}}, "required": ["city"], "additionalProperties": false})")},
+      {"add", json::parse(R"({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+        "required": ["a", "b"], "additionalProperties": false})")}};
+  std::vector<std::string> vocab;
+  for (int c = 0x20; c < 0x7F; ++c) vocab.push_back(std::string(1, char(c)));
+  for (const char* t : {"\n", "<tool_call>", "</tool_call>", "[TOOL_CALLS]", "\"name\": \"", "get_weather", "add"})
+    vocab.push_back(t);
+  TokenTrie trie(vocab);
+  std::mt19937 rng(5);
+  for (ToolCallFormat f :
+       {ToolCallFormat::Hermes, ToolCallFormat::Llama3, ToolCallFormat::Mistral, ToolCallFormat::Generic}) {
+    for (std::optional<std::string> only : {std::optional<std::string>(), std::optional<std::string>("add")}) {
+      auto g = G(tool_call_grammar(f, tools, only, 3));
+      for (int seed = 0; seed < 6; ++seed) {
+        const std::string text = random_sentence(g, vocab, trie, rng);
+        const ParsedReply r = parse_tool_calls(text, f);
+        ASSERT_FALSE(r.calls.empty()) << to_string(f) << ": " << text;
+        EXPECT_EQ(r.content, "") << text;
+        for (const ToolCall& c : r.calls) {
+          const json::Value args = json::parse(c.arguments);
+          if (c.name == "add") {
+            EXPECT_TRUE(args["a"].is_int() && args["b"].is_int()) << text;
+          } else {
+            EXPECT_FALSE(only) << text;
+            EXPECT_EQ(c.name, "get_weather") << text;
+            EXPECT_TRUE(args["city"].is_string()) << text;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_THROW(tool_call_grammar(ToolCallFormat::Hermes, tools, std::string("nope")), Error);
 }

@@ -418,4 +418,25 @@ class Parser {
 
 Grammar parse_grammar(std::string_view text, const GrammarLimits& limits) { return Parser(text, limits).parse(); }
 
+std::string gbnf_literal(std::string_view text) {
+  static const char* hex = "0123456789abcdef";
+  std::string r(1, '"');
+  for (unsigned char c : text) {
+    if (c == '"' || c == '\\') {
+      r += '\\';
+      r += char(c);
+    } else if (c == '\n') {
+      r += "\\n";
+    } else if (c < 0x20 || c == 0x7F) {
+      r += "\\x";
+      r += hex[c >> 4];
+      r += hex[c & 15];
+    } else {
+      r += char(c);
+    }
+  }
+  r += '"';
+  return r;
+}
+
 }  // namespace wgc::llm

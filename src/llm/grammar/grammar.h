@@ -48,6 +48,9 @@ struct GrammarLimits {
   uint32_t max_repeat = 1024;     // m and n of {m,n}
 };
 
+// A GBNF literal that matches exactly `text` (quotes, backslashes and control bytes escaped).
+std::string gbnf_literal(std::string_view text);
+
 // Throws wgc::Error ("grammar: line L, column C: ...") on a syntax error, a rule used but not
 // defined, a missing `root`, left recursion, or a limit passed.
 Grammar parse_grammar(std::string_view text, const GrammarLimits& limits = {});

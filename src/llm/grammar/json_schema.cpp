@@ -1,5 +1,6 @@
 #include "llm/grammar/json_schema.h"
 
+#include "llm/grammar/grammar.h"
 #include "util/error.h"
 #include "util/json.h"
 
@@ -22,34 +23,17 @@ boolean ::= ("true" | "false") space
 null ::= "null" space
 )";
 
-// A GBNF literal for text (its JSON encoding, escaped again for the grammar).
-std::string literal(const std::string& text) {
-  std::string r = "\"";
-  for (unsigned char c : text) {
-    if (c == '"' || c == '\\') {
-      r += '\\';
-      r += char(c);
-    } else if (c == '\n') {
-      r += "\\n";
-    } else if (c < 0x20 || c == 0x7F) {
-      static const char* hex = "0123456789abcdef";
-      r += "\\x";
-      r += hex[c >> 4];
-      r += hex[c & 15];
-    } else {
-      r += char(c);
-    }
-  }
-  return r + "\"";
-}
+std::string literal(const std::string& text) { return gbnf_literal(text); }
 
 class Converter {
  public:
-  Converter(const json::Value& root, const SchemaLimits& lim) : root_(root), lim_(lim) {}
+  Converter(const json::Value& root, const SchemaLimits& lim, std::string prefix)
+      : root_(root), lim_(lim), prefix_(std::move(prefix)) {}
 
-  std::string run() {
+  // The rules, the schema's own as `name`.
+  std::string run(const std::string& name) {
     const std::string top = visit(root_, "", 0);
-    std::string out = "root ::= " + top + "\n" + kCommon;
+    std::string out = name + " ::= " + top + "\n";
     for (const auto& r : rules_) out += r + "\n";
     return out;
   }
@@ -58,6 +42,7 @@ class Converter {
   const json::Value& root_;
   const SchemaLimits& lim_;
   std::vector<std::string> rules_;
+  std::string prefix_;                       // of the rules made here
   std::map<std::string, std::string> refs_;  // "#/$defs/x" -> its rule name
 
   [[noreturn]] void fail(const std::string& where, const std::string& what) const {
@@ -65,7 +50,7 @@ class Converter {
   }
   std::string rule(const std::string& body) {
     if (rules_.size() >= lim_.max_rules) fail("", "more than " + std::to_string(lim_.max_rules) + " rules");
-    const std::string name = "r" + std::to_string(rules_.size());
+    const std::string name = prefix_ + std::to_string(rules_.size());
     rules_.push_back(name + " ::= " + body);
     return name;
   }
@@ -263,7 +248,7 @@ class Converter {
       }
     if (!defs || !defs->find(key)) fail(at, "$ref '" + p + "' does not name a schema in $defs or definitions");
     // The rule's name first, so a recursive reference finds it.
-    const std::string name = "ref" + std::to_string(refs_.size());
+    const std::string name = prefix_ + "ref" + std::to_string(refs_.size());
     refs_[p] = name;
     rules_.push_back(name + " ::= " + visit(*defs->find(key), p.substr(1), depth + 1));
     return name;
@@ -287,14 +272,20 @@ std::string any_value_rules(size_t max_depth) {
 
 }  // namespace
 
+std::string json_grammar_common(size_t max_depth) { return std::string(kCommon) + any_value_rules(max_depth); }
+
+std::string json_schema_rules(const json::Value& schema, const std::string& name, const SchemaLimits& limits) {
+  return Converter(schema, limits, name + "-").run(name);
+}
+
 std::string json_schema_to_grammar(const json::Value& schema, const SchemaLimits& limits) {
-  return Converter(schema, limits).run() + any_value_rules(8);
+  return json_schema_rules(schema, "root", limits) + json_grammar_common();
 }
 
 std::string json_object_grammar(size_t max_depth) {
   const std::string next = max_depth > 0 ? "value1" : "value";
   return "root ::= \"{\" space (string \":\" space " + next + " (\",\" space string \":\" space " + next +
-         ")*)? \"}\" space\n" + kCommon + any_value_rules(max_depth);
+         ")*)? \"}\" space\n" + json_grammar_common(max_depth);
 }
 
 }  // namespace wgc::llm

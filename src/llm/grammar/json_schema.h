@@ -28,6 +28,13 @@ struct SchemaLimits {
 // The GBNF text of the schema (rule root). Throws wgc::Error ("json_schema: at /properties/x: ...").
 std::string json_schema_to_grammar(const json::Value& schema, const SchemaLimits& limits = {});
 
+// For grammars that embed schemas (tool calls): the rules of `schema` as a rule named `name`, its
+// helper rules named `name` + "-N", referring to the shared JSON rules of json_grammar_common().
+std::string json_schema_rules(const json::Value& schema, const std::string& name, const SchemaLimits& limits = {});
+// The shared rules (space, string, integer, number, boolean, null, value: any JSON value nested at
+// most max_depth), once per grammar.
+std::string json_grammar_common(size_t max_depth = 8);
+
 // Any JSON object (response_format {"type": "json_object"}), values nested at most max_depth.
 std::string json_object_grammar(size_t max_depth = 16);
 
