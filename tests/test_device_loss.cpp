@@ -2,8 +2,9 @@
 // learns it (lost()), every later call on it or on what was made on it throws the typed, retryable
 // DeviceLost (no hang, no other error), a new Context works; generation on a lost device throws
 // DeviceLost; the serving scheduler with a ServedModel rebuilds the model and serves again, the
-// requests that had no token yet run again with the same tokens, the others end retryable. The
-// server over HTTP under a multi-stream load: tests/serve/recovery.test.mjs.
+// requests that had no token yet run again with the same tokens, the others end retryable; the
+// command line exits 75 (EX_TEMPFAIL) with the error. The server over HTTP under a multi-stream
+// load: tests/serve/recovery.test.mjs.
 #include "gpu/context_state.h"
 #include "llm/generate/generator.h"
 #include "llm/serve/scheduler.h"
@@ -169,4 +170,17 @@ TEST(DeviceLoss, SchedulerRebuildsTheModelAndServesAgain) {
   ASSERT_GE(log.size(), 2u);
   EXPECT_NE(log.front().find("rebuilding"), std::string::npos);
   EXPECT_NE(log.back().find("serving again"), std::string::npos);
+}
+
+TEST(DeviceLoss, TheCommandLineSaysSoAndExitsWithTempfail) {
+  WGC_REQUIRE_FILE(test::default_model());
+  // WGC_INJECT_DEVICE_LOSS: the first queue submit that finds the file loses the device.
+  std::filesystem::path trigger = test::temp_dir() / "lose-device";
+  std::ofstream(trigger) << "";
+  test::CliResult r = test::run_cli("generate --backend cpu-vulkan --prompt 'The moon' -n 2", "",
+                                    "WGC_INJECT_DEVICE_LOSS=" + test::quote(trigger.string()) + " ");
+  EXPECT_EQ(r.rc, 75) << r.err;  // EX_TEMPFAIL
+  EXPECT_NE(r.err.find("was lost"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("run it again"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(trigger));
 }

@@ -118,6 +118,7 @@ void throw_if_lost(ContextState& s) {
     std::lock_guard lock(s.mu);
     why = s.lost_message;
   }
+  why = why.substr(0, why.find('\n'));  // Dawn may append where it was lost in its own sources
   throw DeviceLost("wgc: the GPU device '" + s.info.device + "' was lost" + (why.empty() ? "" : " (" + why + ")") +
                    ": the work in progress is gone; a new Context (and the model on it) can retry it");
 }

@@ -18,7 +18,7 @@ namespace wgc::server {
 class LingeringCloser {
  public:
   // `linger`: how long a socket is kept at most; `max_sockets`: beyond this many, close at once.
-  explicit LingeringCloser(std::chrono::milliseconds linger = std::chrono::seconds(2), size_t max_sockets = 1024);
+  explicit LingeringCloser(std::chrono::milliseconds linger = std::chrono::seconds(2), size_t max_sockets = 128);
   ~LingeringCloser();  // closes what is left
   LingeringCloser(const LingeringCloser&) = delete;
   LingeringCloser& operator=(const LingeringCloser&) = delete;

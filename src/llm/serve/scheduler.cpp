@@ -281,8 +281,9 @@ struct Scheduler::Impl {
 
   // The device is gone (DeviceRecovery): requests without a token go back to the queue's front,
   // the others end with a retryable error; then a new model, engine and KV pool.
-  void recover(const std::string& why) {
+  void recover(std::string why) {
     const SteadyTime t0 = std::chrono::steady_clock::now();
+    if (why.starts_with("wgc: ")) why.erase(0, 5);
     if (recovery.log) recovery.log(why + "; rebuilding the model");
     {
       std::lock_guard lk(mu);
@@ -296,7 +297,10 @@ struct Scheduler::Impl {
         replay.push_back(it->job);  // its client has seen nothing: it runs again from its prompt
         running.erase(it);
       } else {
-        end(it, StopReason::Cancelled, why + " (the request can be sent again)", true);
+        end(it, StopReason::Cancelled,
+            "the GPU device was lost while the request ran; the model is being rebuilt on a new device: send "
+            "the request again",
+            true);
       }
       it = next;
     }
