@@ -689,20 +689,21 @@ std::string onnx_two_writers() {
   m.set_ir_version(8);
   m.add_opset_import()->set_version(13);
   onnx::GraphProto* g = m.mutable_graph();
-  for (const char* op : {"Relu", "Sigmoid"}) {
+  const std::string x = "x", y = "y";  // (protobuf's const char* setters trip GCC's -Wrestrict)
+  for (const std::string op : {"Relu", "Sigmoid"}) {
     onnx::NodeProto* n = g->add_node();
     n->set_op_type(op);
-    n->add_input("x");
-    n->add_output("y");
+    n->add_input(x);
+    n->add_output(y);
   }
-  auto declare = [](onnx::ValueInfoProto* v, const char* name) {
+  auto declare = [](onnx::ValueInfoProto* v, const std::string& name) {
     v->set_name(name);
     auto* t = v->mutable_type()->mutable_tensor_type();
     t->set_elem_type(1);
     t->mutable_shape()->add_dim()->set_dim_value(4);
   };
-  declare(g->add_input(), "x");
-  declare(g->add_output(), "y");
+  declare(g->add_input(), x);
+  declare(g->add_output(), y);
   return m.SerializeAsString();
 }
 
