@@ -105,6 +105,9 @@ int run_main(int argc, char** argv) {
   } catch (const FileExistsError& e) {  // one rule for every file wgc writes
     std::fprintf(stderr, "wgc %s: %s exists; give --force to overwrite it\n", first.c_str(), e.path.c_str());
     return 1;
+  } catch (const DeviceLost& e) {  // not the command's fault: running it again may well succeed
+    std::fprintf(stderr, "%s\nwgc %s: the GPU was lost while the command ran; run it again\n", e.what(), first.c_str());
+    return 75;  // EX_TEMPFAIL
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s\n", e.what());
     return 1;
