@@ -31,7 +31,7 @@ struct Flags {
   std::string tokenizer;
   server::ServerOptions so;
   llm::SchedulerOptions sched;
-  int max_body = 8 << 20, grace_s = 30, gpu_index = -1;
+  int max_body = 8 << 20, grace_s = 30, gpu_index = -1, threads = 0;
 };
 
 // `v` within [lo, hi], else a UsageError naming the flag.
@@ -82,6 +82,7 @@ int serve(const Flags& f) {
   LlmBackend be = llm_backend(f.gpu, gpu);
   llm::EngineOptions eo;
   eo.max_ctx = sched.max_ctx;
+  eo.threads = checked_threads(f.threads);
   eo.device = be.device;
   llm::LlamaModel model(be.ctx, file, eo);
   say_engine_choice(model);
@@ -141,7 +142,8 @@ Register reg{{"serve", "OpenAI-compatible HTTP server for a language model (defa
                     ->type_name("KEY")
                     ->default_str("");
                 add_number(app, "--parallel", f->sched.parallel, "sequences decoded together");
-                add_number(app, "--ctx", f->sched.max_ctx, "context per sequence in tokens; 0: the model's, capped");
+                add_ctx_flag(app, f->sched.max_ctx, "context per sequence in tokens; 0: the model's, capped");
+                add_threads_flag(app, f->threads);
                 add_number(app, "--max-queue", f->sched.max_queue, "waiting requests beyond which new ones get 429");
                 add_number(app, "--max-body", f->max_body, "the largest request body in bytes");
                 add_number(app, "--shutdown-grace", f->grace_s, "seconds running requests get to finish on SIGTERM");
