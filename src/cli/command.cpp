@@ -279,7 +279,8 @@ std::string nearest_flag(const CLI::App& app, std::string_view flag) {
     return only;
   }
   // "-temp" (llama.cpp writes several letters after one dash) reads as "--temp".
-  std::string as_long = flag.starts_with("--") ? std::string(flag) : "-" + std::string(flag);
+  std::string as_long(flag);
+  if (!flag.starts_with("--")) as_long.insert(as_long.begin(), '-');
   if (auto n = nearest(as_long, longs); !n.empty()) return n;
   return nearest(flag, shorts);
 }
@@ -337,8 +338,8 @@ std::vector<std::string> rewrite_llama_flags(const CLI::App& app, std::vector<st
     // "-temp", "-ctx-size": llama.cpp's one-dash spelling of a long flag wgc has (CLI11 would read
     // "-temp" as -t "emp").
     if (name.size() > 2 && name[0] == '-' && name[1] != '-' && looks_like_flag(name) && !has_flag(app, name) &&
-        has_flag(app, "-" + name)) {
-      out.push_back("-" + a);
+        has_flag(app, std::string(1, '-').append(name))) {
+      out.push_back(std::string(1, '-').append(a));
       continue;
     }
     if (name == "-np" && has_flag(app, "--parallel")) {

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <mutex>
 
 namespace wgc::chart {
 namespace {
@@ -365,14 +366,10 @@ const std::vector<Rgb>& palette() {
   return p;
 }
 
-Rgb series_color(size_t i) {
-  const auto& p = palette();
-  if (i < p.size()) return p[i];
-  static const Rgb light[] = {{174, 199, 232}, {255, 187, 120}, {152, 223, 138}, {255, 152, 150}, {197, 176, 213},
-                              {196, 156, 148}, {247, 182, 210}, {199, 199, 199}, {219, 219, 141}, {158, 218, 229}};
-  if (i < p.size() + std::size(light)) return light[i - p.size()];
-  // Hues the golden angle apart never repeat; three lightnesses and two saturations take turns.
-  const size_t k = i - p.size() - std::size(light);
+namespace {
+
+// A hue spaced by the golden angle from the last; three lightnesses and two saturations take turns.
+Rgb golden_angle_color(size_t k) {
   const double h = std::fmod(double(k) * 137.50776405, 360.0) / 60.0;
   const double l = k % 3 == 0 ? 0.42 : k % 3 == 1 ? 0.58 : 0.30, sat = k % 2 == 0 ? 0.75 : 0.55;
   const double c = (1 - std::fabs(2 * l - 1)) * sat, x = c * (1 - std::fabs(std::fmod(h, 2.0) - 1)), m = l - c / 2;
@@ -387,6 +384,39 @@ Rgb series_color(size_t i) {
   }
   auto byte = [m](double v) { return uint8_t(std::lround(std::clamp(v + m, 0.0, 1.0) * 255)); };
   return {byte(r), byte(g), byte(b)};
+}
+
+int distance(Rgb a, Rgb b) { return std::abs(a.r - b.r) + std::abs(a.g - b.g) + std::abs(a.b - b.b); }
+
+}  // namespace
+
+Rgb series_color(size_t i) {
+  static std::mutex mu;
+  static std::vector<Rgb> colors;
+  static size_t next_k = 0;
+  std::lock_guard lock(mu);
+  if (colors.empty()) {
+    colors = palette();
+    for (Rgb c : {Rgb{174, 199, 232}, Rgb{255, 187, 120}, Rgb{152, 223, 138}, Rgb{255, 152, 150}, Rgb{197, 176, 213},
+                  Rgb{196, 156, 148}, Rgb{247, 182, 210}, Rgb{199, 199, 199}, Rgb{219, 219, 141}, Rgb{158, 218, 229}})
+      colors.push_back(c);  // Tableau 20's light tones
+  }
+  // Past those, golden-angle colours that keep a visible distance from every earlier one (the
+  // distance asked for shrinks only when a long run of candidates finds none).
+  int min_distance = 60, misses = 0;
+  while (colors.size() <= i && colors.size() < 100000) {
+    Rgb c = golden_angle_color(next_k++);
+    bool far = true;
+    for (Rgb o : colors) far = far && distance(c, o) >= min_distance;
+    if (far) {
+      colors.push_back(c);
+      misses = 0;
+    } else if (++misses > 200) {
+      min_distance = std::max(1, min_distance * 3 / 4);
+      misses = 0;
+    }
+  }
+  return colors[std::min(i, colors.size() - 1)];
 }
 
 const uint8_t* glyph(char c) {

@@ -107,7 +107,12 @@ mode_t file_mode() {
 // a power cut), and the next OutputFile for NAME removes it.
 constexpr const char* kTempSuffix = ".wgc-tmp";
 
-std::string temp_prefix(const fs::path& path) { return "." + path.filename().string() + "."; }
+std::string temp_prefix(const fs::path& path) {
+  std::string s(1, '.');
+  s += path.filename().string();
+  s += '.';
+  return s;
+}
 
 void remove_stale_temporaries(const fs::path& path) {
   fs::path dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
