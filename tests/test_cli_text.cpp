@@ -257,6 +257,30 @@ TEST(CliText, GenerateEchoNewlineAndInterrupt) {
   EXPECT_TRUE(has(text, "stopped: cancelled")) << text;
 }
 
+// chat's /help lists the chat commands (it is not sent to the model); a mistyped command is
+// not sent either.
+TEST(CliText, ChatHelpListsItsCommands) {
+  if (!builtin_present()) GTEST_SKIP() << "the built-in model is not there";
+  auto r = run_cli("chat --timings -n 1", "/help\n/exti\n/exit\n");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  for (const char* part : {"/reset", "/exit", "Ctrl-C", "unknown command /exti"})
+    EXPECT_TRUE(has(r.err, part)) << "missing '" << part << "' in:\n" << r.err;
+  EXPECT_FALSE(has(r.err, "prompt eval")) << "a command reached the model:\n" << r.err;
+}
+
+// bench-cnn picks its device as classify and infer do (auto), and says what it is doing with an
+// estimate once the warm-up run is timed.
+TEST(CliText, BenchCnnDefaultDeviceAndProgress) {
+  fs::path model = test::fixtures_dir() / "mobilenet_v2_035" / "mobilenet_v2_035.onnx";
+  for (const char* cmd : {"bench-cnn", "classify", "infer"})
+    EXPECT_TRUE(has(run_cli(std::string("help ") + cmd).out, "--device TEXT=auto")) << cmd;
+  WGC_REQUIRE_FILE(model);
+  auto r = run_cli("bench-cnn --device cpu -r 1 --batch 1,2 -m " + quote(model.string()));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_TRUE(has(r.err, "wgc bench-cnn: batch 1 on the CPU: warm-up run...")) << r.err;
+  EXPECT_TRUE(has(r.err, "wgc bench-cnn: batch 2: 2 more runs, about")) << r.err;
+}
+
 TEST(CliText, BlurSigmaZeroAndSobelSigmaAreRefused) {
   fs::path in = fs::path(WGC_SOURCE_DIR) / "docs" / "images" / "hills.png";
   WGC_REQUIRE_FILE(in);
