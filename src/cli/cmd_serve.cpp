@@ -8,6 +8,7 @@
 #include "llm/generate/generator.h"
 #include "llm/serve/scheduler.h"
 #include "server/server.h"
+#include "util/signals.h"
 
 #include <cerrno>
 #include <csignal>
@@ -107,7 +108,8 @@ int serve(const Flags& f) {
     [[maybe_unused]] ssize_t n = write(signal_pipe[1], &b, 1);
   };
   sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
+  const bool keep_sigint = !signal_ignored(SIGINT);  // `wgc serve &` in a script: SIGINT stays ignored
+  if (keep_sigint) sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
   std::thread watcher([&] {
     unsigned char sig = 0;
@@ -122,7 +124,7 @@ int serve(const Flags& f) {
   unsigned char zero = 0;
   [[maybe_unused]] ssize_t n = write(signal_pipe[1], &zero, 1);
   watcher.join();
-  signal(SIGINT, SIG_DFL);
+  if (keep_sigint) signal(SIGINT, SIG_DFL);
   signal(SIGTERM, SIG_DFL);
   std::fprintf(stderr, "wgc serve: stopped\n");
   return 0;
