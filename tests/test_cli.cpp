@@ -4,11 +4,10 @@
 #include "test_util.h"
 #include "util/json.h"
 
+using wgc::test::has;
 using wgc::test::run_cli;
 
 namespace {
-
-bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 class Cli : public ::testing::Test {
  protected:

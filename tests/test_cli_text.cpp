@@ -13,11 +13,10 @@
 namespace wgc {
 namespace {
 
+using test::has;
 using test::quote;
 using test::run_cli;
 namespace fs = std::filesystem;
-
-bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 // Texts CLI11 or a shell could change: brackets (CLI11's list syntax), commas, '=', braces, quotes,
 // leading and trailing spaces, a line break, UTF-8, a leading dash after a space.

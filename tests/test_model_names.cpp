@@ -12,11 +12,10 @@
 namespace wgc {
 namespace {
 
+using test::has;
 using test::quote;
 using test::run_cli;
 namespace fs = std::filesystem;
-
-bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 class ModelNames : public ::testing::Test {
  protected:
