@@ -9,6 +9,7 @@
 #include "llm/serve/scheduler.h"
 #include "llm/serve/served_model.h"
 #include "server/server.h"
+#include "util/signals.h"
 
 #include <cerrno>
 #include <csignal>
@@ -35,7 +36,7 @@ struct Flags {
   server::ServerOptions so;
   llm::SchedulerOptions sched;
   std::optional<std::string> api_key_file;
-  int max_body = 8 << 20, grace_s = 30, gpu_index = -1;
+  int max_body = 8 << 20, grace_s = 30, gpu_index = -1, threads = 0;
   int max_conn = 0, max_conn_client = 0;
   double request_timeout_s = 30;
 };
@@ -108,6 +109,7 @@ int serve(const Flags& f) {
   LlmBackend be = llm_backend(f.gpu, gpu);
   llm::EngineOptions eo;
   eo.max_ctx = sched.max_ctx;
+  eo.threads = checked_threads(f.threads);
   eo.device = be.device;
   // A lost GPU device (driver reset, GPU reclaimed) is survived: the scheduler has the model
   // rebuilt on a new device from the file (llm/serve/served_model.h).
@@ -138,7 +140,8 @@ int serve(const Flags& f) {
     [[maybe_unused]] ssize_t n = write(signal_pipe[1], &b, 1);
   };
   sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
+  const bool keep_sigint = !signal_ignored(SIGINT);  // `wgc serve &` in a script: SIGINT stays ignored
+  if (keep_sigint) sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
   std::thread watcher([&] {
     unsigned char sig = 0;
@@ -153,7 +156,7 @@ int serve(const Flags& f) {
   unsigned char zero = 0;
   [[maybe_unused]] ssize_t n = write(signal_pipe[1], &zero, 1);
   watcher.join();
-  signal(SIGINT, SIG_DFL);
+  if (keep_sigint) signal(SIGINT, SIG_DFL);
   signal(SIGTERM, SIG_DFL);
   std::fprintf(stderr, "wgc serve: stopped\n");
   return 0;
@@ -177,7 +180,8 @@ Register reg{{"serve", "OpenAI-compatible HTTP server for a language model (defa
                 add_text(app, "--api-key-file", f->api_key_file, "require the bearer token on this file's first line")
                     ->type_name("PATH");
                 add_number(app, "--parallel", f->sched.parallel, "sequences decoded together");
-                add_number(app, "--ctx", f->sched.max_ctx, "context per sequence in tokens; 0: the model's, capped");
+                add_ctx_flag(app, f->sched.max_ctx, "context per sequence in tokens; 0: the model's, capped");
+                add_threads_flag(app, f->threads);
                 add_number(app, "--max-queue", f->sched.max_queue,
                            "waiting requests beyond which new ones get 503 with Retry-After");
                 add_number(app, "--kv-blocks", f->sched.kv_blocks,
