@@ -387,6 +387,7 @@ int inspect(const Flags& f) {
   OpenOptions opt;
   opt.prefault = false;  // only headers are needed
   opt.progress = false;
+  opt.any_architecture = true;  // describing a model needs no engine
   ModelFile m = open_model(model_path(f.model), opt);
   if (f.json)
     std::cout << describe_json(m).dump(2) << "\n";

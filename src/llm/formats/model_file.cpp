@@ -3,6 +3,7 @@
 #include "cpu/llm/dequant.h"
 #include "llm/formats/gguf.h"
 #include "llm/formats/safetensors.h"
+#include "llm/formats/tensor_names.h"
 #include "util/error.h"
 #include "util/json.h"
 #include "util/progress.h"
@@ -78,33 +79,7 @@ void ModelFile::add(ModelTensor t) {
 
 // --- names --------------------------------------------------------------------------------------
 
-std::string hf_name_from_gguf(std::string_view g) {
-  if (g == "token_embd.weight") return "model.embed_tokens.weight";
-  if (g == "output_norm.weight") return "model.norm.weight";
-  if (g == "output.weight") return "lm_head.weight";
-  if (!g.starts_with("blk.")) return std::string(g);
-  std::string_view rest = g.substr(4);
-  size_t dot = rest.find('.');
-  if (dot == std::string_view::npos || dot == 0) return std::string(g);
-  int64_t layer = 0;
-  auto r = std::from_chars(rest.data(), rest.data() + dot, layer);
-  if (r.ec != std::errc() || r.ptr != rest.data() + dot) return std::string(g);
-  std::string_view part = rest.substr(dot + 1);  // "attn_q.weight"
-  size_t d2 = part.rfind('.');
-  if (d2 == std::string_view::npos) return std::string(g);
-  std::string_view base = part.substr(0, d2), kind = part.substr(d2 + 1);  // "attn_q", "weight"
-  static const std::pair<std::string_view, std::string_view> kMap[] = {
-      {"attn_norm", "input_layernorm"},    {"ffn_norm", "post_attention_layernorm"},
-      {"attn_q", "self_attn.q_proj"},      {"attn_k", "self_attn.k_proj"},
-      {"attn_v", "self_attn.v_proj"},      {"attn_output", "self_attn.o_proj"},
-      {"attn_q_norm", "self_attn.q_norm"}, {"attn_k_norm", "self_attn.k_norm"},
-      {"ffn_gate", "mlp.gate_proj"},       {"ffn_up", "mlp.up_proj"},
-      {"ffn_down", "mlp.down_proj"},
-  };
-  for (const auto& [from, to] : kMap)
-    if (base == from) return layer_name(layer, std::string(to) + "." + std::string(kind));
-  return std::string(g);
-}
+std::string hf_name_from_gguf(std::string_view g) { return hf_name_for_gguf(Architecture::Llama, g); }
 
 void unpermute_rope_rows(std::span<const std::byte> in, std::span<std::byte> out, int64_t rows, int64_t n_heads) {
   if (rows <= 0 || n_heads <= 0 || rows % (2 * n_heads))
@@ -133,45 +108,6 @@ std::string shape_str(const std::vector<int64_t>& s) {
   std::string out = "[";
   for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
   return out + "]";
-}
-
-// Checks that every tensor the config implies is present with the right shape and a float type.
-void check_tensors(const ModelFile& m) {
-  const ModelConfig& c = m.config();
-  const std::string src = m.path().string();
-  auto expect = [&](const std::string& name, std::vector<int64_t> shape) {
-    const ModelTensor* t = m.find(name);
-    if (!t) throw Error(src + ": missing tensor '" + name + "'");
-    if (t->shape != shape)
-      throw Error(src + ": tensor '" + name + "' has shape " + shape_str(t->shape) + ", expected " + shape_str(shape) +
-                  " from the config");
-    if (!is_float_like(t->type))
-      throw Error(src + ": tensor '" + name + "' has integer type " + std::string(to_string(t->type)));
-  };
-  int64_t h = c.hidden_size, q = c.n_heads * c.head_dim, kv = c.n_kv_heads * c.head_dim;
-  expect("model.embed_tokens.weight", {c.vocab_size, h});
-  for (int64_t l = 0; l < c.n_layers; ++l) {
-    expect(layer_name(l, "input_layernorm.weight"), {h});
-    expect(layer_name(l, "post_attention_layernorm.weight"), {h});
-    expect(layer_name(l, "self_attn.q_proj.weight"), {q, h});
-    expect(layer_name(l, "self_attn.k_proj.weight"), {kv, h});
-    expect(layer_name(l, "self_attn.v_proj.weight"), {kv, h});
-    expect(layer_name(l, "self_attn.o_proj.weight"), {h, q});
-    if (c.attention_bias) {
-      expect(layer_name(l, "self_attn.q_proj.bias"), {q});
-      expect(layer_name(l, "self_attn.k_proj.bias"), {kv});
-      expect(layer_name(l, "self_attn.v_proj.bias"), {kv});
-    }
-    if (c.qk_norm) {
-      expect(layer_name(l, "self_attn.q_norm.weight"), {c.head_dim});
-      expect(layer_name(l, "self_attn.k_norm.weight"), {c.head_dim});
-    }
-    expect(layer_name(l, "mlp.gate_proj.weight"), {c.ffn_size, h});
-    expect(layer_name(l, "mlp.up_proj.weight"), {c.ffn_size, h});
-    expect(layer_name(l, "mlp.down_proj.weight"), {h, c.ffn_size});
-  }
-  expect("model.norm.weight", {h});
-  if (!c.tie_word_embeddings) expect("lm_head.weight", {c.vocab_size, h});
 }
 
 bool is_gguf_file(const std::filesystem::path& p) {
@@ -250,11 +186,12 @@ ModelFile open_model(const std::filesystem::path& path, const OpenOptions& opt) 
     const ModelConfig& c = m.config_;
     // llama.cpp permutes Q/K rows for the llama architecture (interleaved "normal" rope); qwen2/3
     // use neox rope there and are stored unpermuted.
-    bool permuted = c.architecture == Architecture::Llama || c.architecture == Architecture::Mistral;
+    bool permuted = c.architecture == Architecture::Llama || c.architecture == Architecture::Mistral ||
+                    c.architecture == Architecture::Mixtral;
     for (const auto& ti : g->tensors()) {
       ModelTensor t;
       t.file_name = std::string(ti.name);
-      t.name = hf_name_from_gguf(ti.name);
+      t.name = hf_name_for_gguf(c.architecture, ti.name);
       t.type = ti.type;
       t.shape = ti.torch_shape();
       t.data = g->tensor_data(ti);
@@ -289,7 +226,7 @@ ModelFile open_model(const std::filesystem::path& path, const OpenOptions& opt) 
     auto st = std::make_shared<SafetensorsModel>(SafetensorsModel::open(path));
     for (const auto& s : st->tensors()) {
       ModelTensor t;
-      t.name = s.name;
+      t.name = canonical_hf_name(m.config_.architecture, s.name);
       t.file_name = s.name;
       t.type = s.type;
       t.shape = s.shape;
@@ -304,10 +241,16 @@ ModelFile open_model(const std::filesystem::path& path, const OpenOptions& opt) 
         !json::parse_file(dir / "config.json").find("tie_word_embeddings"))
       c.tie_word_embeddings = true;
     if (m.find_layer_tensor(0, "self_attn.q_proj.bias")) c.attention_bias = true;
-    if (m.find_layer_tensor(0, "self_attn.q_norm.weight")) c.qk_norm = true;
+    if (m.find_layer_tensor(0, "self_attn.q_norm.weight") && !c.qk_norm_whole) c.qk_norm = true;
     m.st_ = std::move(st);
   }
-  check_tensors(m);
+  check_model_tensors(m);
+  if (!opt.any_architecture && !engine_runs(m.config_))
+    throw Error(m.path_.string() + ": " + std::string(to_string(m.config_.architecture)) +
+                (m.config_.is_moe() ? " (mixture of experts)" : "") +
+                (m.config_.embedding_model ? " (embeddings)" : "") +
+                " models are read (wgc inspect) but not run yet: the engines run llama, mistral, qwen2 and qwen3 "
+                "language models");
 
   if (opt.prefault && !to_read.empty()) {
     uint64_t total = 0;

@@ -9,7 +9,8 @@
 //   model.layers.{i}.post_attention_layernorm.weight
 //   model.layers.{i}.mlp.{gate,up,down}_proj.weight
 //   model.norm.weight, lm_head.weight (absent when config().tie_word_embeddings)
-// GGUF tensors of other names keep their GGUF name (e.g. "rope_freqs.weight").
+// GGUF tensors of other names keep their GGUF name (e.g. "rope_freqs.weight"). Every architecture's
+// names, per tensor role, in both formats: tensor_names.h (find_role / role_tensor find them).
 //
 // Q and K projections are always in the Hugging Face layout (rotary pairs (i, i + d/2) within each
 // head): llama.cpp's converter permutes the rows of llama q_proj/k_proj (and their biases) for its
@@ -54,6 +55,9 @@ struct OpenOptions {
   bool progress = true;
   // Read every tensor's pages now (into the page cache) so later uploads do not stall on disk.
   bool prefault = true;
+  // Open architectures the engines do not run yet (engine_runs() false: Gemma, Phi-3, MoE, encoders);
+  // by default they are refused, saying so, so no engine runs them as Llama.
+  bool any_architecture = false;
 };
 
 class ModelFile {
@@ -109,8 +113,9 @@ class ModelFile {
 // and what is wrong.
 ModelFile open_model(const std::filesystem::path& path, const OpenOptions& options = {});
 
-// The Hugging Face name of a GGUF tensor ("blk.3.attn_q.weight" -> "model.layers.3.self_attn.q_proj.weight");
-// unknown names come back unchanged.
+// The Hugging Face name of a GGUF tensor of a Llama-family file ("blk.3.attn_q.weight" ->
+// "model.layers.3.self_attn.q_proj.weight"); unknown names come back unchanged. Other architectures:
+// hf_name_for_gguf (tensor_names.h).
 std::string hf_name_from_gguf(std::string_view gguf_name);
 
 // Undoes llama.cpp's Q/K row permutation: `rows` rows of `row_bytes` bytes in `n_heads` heads;
