@@ -50,18 +50,11 @@ const ModelTensor& ModelFile::tensor(std::string_view name) const {
   throw Error(path_.string() + ": missing tensor '" + std::string(name) + "'");
 }
 
-namespace {
-std::string layer_name(int64_t layer, std::string_view suffix) {
-  return "model.layers." + std::to_string(layer) + "." + std::string(suffix);
-}
-}  // namespace
-
-const ModelTensor& ModelFile::layer_tensor(int64_t layer, std::string_view suffix) const {
-  return tensor(layer_name(layer, suffix));
-}
-
-const ModelTensor* ModelFile::find_layer_tensor(int64_t layer, std::string_view suffix) const {
-  return find(layer_name(layer, suffix));
+LayerTensors ModelFile::layer(int64_t i) const {
+  LayerTensors lt;
+  for (const auto& n : layer_tensor_names())
+    if (layer_tensor_needed(n.role, config_)) lt.t[size_t(n.role)] = &tensor(layer_tensor_name(i, n.role));
+  return lt;
 }
 
 uint64_t ModelFile::total_bytes() const {
@@ -199,8 +192,9 @@ ModelFile open_model(const std::filesystem::path& path, const OpenOptions& opt) 
     }
     if (permuted) {
       for (auto& t : m.tensors_) {
-        bool is_q = t.name.ends_with("self_attn.q_proj.weight") || t.name.ends_with("self_attn.q_proj.bias");
-        bool is_k = t.name.ends_with("self_attn.k_proj.weight") || t.name.ends_with("self_attn.k_proj.bias");
+        auto named = [&](LayerTensor r) { return t.name.ends_with(layer_tensor_names()[size_t(r)].hf); };
+        bool is_q = named(LayerTensor::Q) || named(LayerTensor::QBias);
+        bool is_k = named(LayerTensor::K) || named(LayerTensor::KBias);
         if (!is_q && !is_k) continue;
         int64_t heads = is_q ? c.n_heads : c.n_kv_heads;
         int64_t rows = t.shape.empty() ? 0 : t.shape[0];
@@ -240,8 +234,8 @@ ModelFile open_model(const std::filesystem::path& path, const OpenOptions& opt) 
     if (m.find("lm_head.weight") == nullptr && !c.tie_word_embeddings &&
         !json::parse_file(dir / "config.json").find("tie_word_embeddings"))
       c.tie_word_embeddings = true;
-    if (m.find_layer_tensor(0, "self_attn.q_proj.bias")) c.attention_bias = true;
-    if (m.find_layer_tensor(0, "self_attn.q_norm.weight") && !c.qk_norm_whole) c.qk_norm = true;
+    if (m.find(layer_tensor_name(0, LayerTensor::QBias))) c.attention_bias = true;
+    if (m.find(layer_tensor_name(0, LayerTensor::QNorm)) && !c.qk_norm_whole) c.qk_norm = true;
     m.st_ = std::move(st);
   }
   check_model_tensors(m);
