@@ -8,6 +8,7 @@
 #include "llm/reference/forward_ref.h"
 #include "llm/synth/synth_model.h"
 #include "test_util.h"
+#include "util/json.h"
 
 #include <cmath>
 
@@ -174,4 +175,26 @@ TEST(SynthArch, SlidingWindowOnlyCutsFarKeys) {
     else
       EXPECT_GT(diff, 1e-9) << "position " << t;
   }
+}
+
+// `wgc inspect` says what the layers do: experts, windows, soft-caps.
+TEST(SynthArch, InspectShowsTheArchitecture) {
+  WGC_REQUIRE_FILE(fs::path(WGC_CLI_PATH));
+  const fs::path dir = wgc::test::temp_dir("synth_inspect");
+  GgufWriteOptions wo;
+  wo.progress = false;
+  fs::path moe = dir / "moe.gguf", gemma = dir / "gemma.gguf";
+  SynthModel(shrink(find_shape("qwen3-30b-a3b")), TensorType::Q8_0, 1).write(moe, wo);
+  SynthModel(shrink(find_shape("gemma-2-9b")), TensorType::Q8_0, 1).write(gemma, wo);
+  auto r = wgc::test::run_cli("inspect " + wgc::test::quote(moe.string()));
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("experts        4, 2 per token (weights renormalised), ffn 32"), std::string::npos) << r.out;
+  r = wgc::test::run_cli("inspect --json " + wgc::test::quote(gemma.string()));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  auto v = wgc::json::parse(r.out, "inspect --json");
+  EXPECT_EQ(v["config"]["architecture"].as_string(), "gemma2");
+  EXPECT_EQ(v["config"]["norm_placement"].as_string(), "sandwich");
+  EXPECT_EQ(v["config"]["attn_logit_softcap"].as_double(), 50);
+  EXPECT_EQ(v["config"]["sliding_layers"].size(), 1u);  // layer 0 of 2
+  EXPECT_EQ(v["config"]["activation"].as_string(), "gelu_tanh");
 }
