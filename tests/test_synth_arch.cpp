@@ -119,6 +119,24 @@ TEST(SynthArch, ReadBackThroughModelConfigAndTheReference) {
       const ModelTensor& all = *f.find(tensor_names(c.architecture, TensorRole::ExpertsDown, 1).hf);
       EXPECT_EQ(e3.data.data(), all.data.data() + 3 * all.data.size() / 4);
     }
+    // layer(i) finds each layer's tensors through the same table (GGUF names mapped to canonical
+    // ones): what the config needs, and nothing else (experts are sliced per expert instead).
+    for (int64_t l = 0; l < c.n_layers; ++l) {
+      const LayerTensors lt = f.layer(l);
+      size_t found = 0, needed = 0;
+      for (const ExpectedTensor& e : expected_layer_tensors(c, l)) {
+        if (is_expert_role(e.role)) continue;
+        ++needed;
+        const ModelTensor* t = lt[e.role];
+        ASSERT_NE(t, nullptr) << to_string(e.role);
+        EXPECT_EQ(t->file_name, tensor_names(c.architecture, e.role, l).gguf);
+        EXPECT_EQ(t->shape, e.shape) << t->name;
+      }
+      for (const ModelTensor* t : lt.t) found += t != nullptr;
+      EXPECT_EQ(found, needed) << "layer " << l;
+    }
+    EXPECT_EQ(f.layer(0)[TensorRole::FfnGateUp] != nullptr, want.arch == Architecture::Phi3);
+    EXPECT_THROW(f.layer(c.n_layers), wgc::Error);
     // The reference runs every architecture from the file alone.
     reference::ForwardRef ref(f);
     std::vector<int32_t> tokens = {1, 7, 300, 42, 9, 8, 77, 500};

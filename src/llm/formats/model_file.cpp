@@ -51,9 +51,14 @@ const ModelTensor& ModelFile::tensor(std::string_view name) const {
 }
 
 LayerTensors ModelFile::layer(int64_t i) const {
+  if (i < 0 || i >= config_.n_layers)
+    throw Error(path_.string() + ": layer " + std::to_string(i) + " of " + std::to_string(config_.n_layers));
   LayerTensors lt;
-  for (const auto& n : layer_tensor_names())
-    if (layer_tensor_needed(n.role, config_)) lt.t[size_t(n.role)] = &tensor(layer_tensor_name(i, n.role));
+  for (const ExpectedTensor& e : expected_layer_tensors(config_, i)) {
+    if (is_expert_role(e.role)) continue;
+    TensorNames n = tensor_names(config_.architecture, e.role, i);
+    lt.t[size_t(e.role)] = &tensor(n.hf.empty() ? n.gguf : n.hf);
+  }
   return lt;
 }
 
@@ -191,10 +196,16 @@ ModelFile open_model(const std::filesystem::path& path, const OpenOptions& opt) 
       m.add(std::move(t));
     }
     if (permuted) {
+      using R = TensorRole;
       for (auto& t : m.tensors_) {
-        auto named = [&](LayerTensor r) { return t.name.ends_with(layer_tensor_names()[size_t(r)].hf); };
-        bool is_q = named(LayerTensor::Q) || named(LayerTensor::QBias);
-        bool is_k = named(LayerTensor::K) || named(LayerTensor::KBias);
+        // The layer's q/k weights and biases, by the name table (the name is canonical by now).
+        int64_t layer = -1;
+        if (std::string_view n = t.name; n.starts_with("model.layers."))
+          std::from_chars(n.data() + 13, n.data() + n.size(), layer);
+        if (layer < 0 || layer >= c.n_layers) continue;
+        auto named = [&](R r) { return t.name == tensor_names(c.architecture, r, layer).hf; };
+        bool is_q = named(R::AttnQ) || named(R::AttnQBias);
+        bool is_k = named(R::AttnK) || named(R::AttnKBias);
         if (!is_q && !is_k) continue;
         int64_t heads = is_q ? c.n_heads : c.n_kv_heads;
         int64_t rows = t.shape.empty() ? 0 : t.shape[0];
@@ -234,8 +245,8 @@ ModelFile open_model(const std::filesystem::path& path, const OpenOptions& opt) 
     if (m.find("lm_head.weight") == nullptr && !c.tie_word_embeddings &&
         !json::parse_file(dir / "config.json").find("tie_word_embeddings"))
       c.tie_word_embeddings = true;
-    if (m.find(layer_tensor_name(0, LayerTensor::QBias))) c.attention_bias = true;
-    if (m.find(layer_tensor_name(0, LayerTensor::QNorm)) && !c.qk_norm_whole) c.qk_norm = true;
+    if (m.find(tensor_names(c.architecture, TensorRole::AttnQBias, 0).hf)) c.attention_bias = true;
+    if (m.find(tensor_names(c.architecture, TensorRole::AttnQNorm, 0).hf) && !c.qk_norm_whole) c.qk_norm = true;
     m.st_ = std::move(st);
   }
   check_model_tensors(m);

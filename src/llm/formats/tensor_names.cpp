@@ -6,6 +6,7 @@
 #include "util/error.h"
 
 #include <charconv>
+#include <iterator>
 #include <map>
 #include <mutex>
 
@@ -377,81 +378,91 @@ ModelTensor role_tensor(const ModelFile& m, TensorRole role, int64_t layer, int6
               std::string(to_string(m.config().architecture)) + ")");
 }
 
-std::vector<ExpectedTensor> expected_tensors(const ModelConfig& c) {
+std::vector<ExpectedTensor> expected_layer_tensors(const ModelConfig& c, int64_t l) {
   std::vector<ExpectedTensor> out;
   const int64_t h = c.hidden_size, q = c.n_heads * c.head_dim, kv = c.n_kv_heads * c.head_dim;
-  auto add = [&](TensorRole r, int64_t l, std::vector<int64_t> s) { out.push_back({r, l, std::move(s)}); };
+  auto add = [&](TensorRole r, std::vector<int64_t> s) { out.push_back({r, l, std::move(s)}); };
   const bool bert = c.architecture == Architecture::Bert;
-  add(R::TokenEmbd, -1, {c.vocab_size, h});
+  if (!bert) add(R::AttnNorm, {h});
+  if (c.fused_qkv) {
+    add(R::AttnQkv, {q + 2 * kv, h});
+  } else {
+    add(R::AttnQ, {q, h});
+    add(R::AttnK, {kv, h});
+    add(R::AttnV, {kv, h});
+  }
+  add(R::AttnOut, {h, q});
+  if (c.attention_bias) {
+    add(R::AttnQBias, {q});
+    add(R::AttnKBias, {kv});
+    add(R::AttnVBias, {kv});
+  }
+  if (c.qk_norm) {
+    add(R::AttnQNorm, {c.head_dim});
+    add(R::AttnKNorm, {c.head_dim});
+  } else if (c.qk_norm_whole) {
+    add(R::AttnQNorm, {q});
+    add(R::AttnKNorm, {kv});
+  }
   if (bert) {
-    if (c.absolute_positions) add(R::PositionEmbd, -1, {c.max_position_embeddings, h});
-    if (c.type_vocab_size > 0) add(R::TokenTypes, -1, {c.type_vocab_size, h});
-    add(R::EmbdNorm, -1, {h});
-    add(R::EmbdNormBias, -1, {h});
+    if (c.attention_out_bias) add(R::AttnOutBias, {h});
+    add(R::AttnOutNorm, {h});
+    add(R::AttnOutNormBias, {h});
+    add(R::FfnUp, {c.ffn_size, h});
+    add(R::FfnDown, {h, c.ffn_size});
+    if (c.ffn_bias) {
+      add(R::FfnUpBias, {c.ffn_size});
+      add(R::FfnDownBias, {h});
+    }
+    add(R::LayerOutNorm, {h});
+    add(R::LayerOutNormBias, {h});
+    return out;
+  }
+  if (c.norm_placement == NormPlacement::Sandwich) {
+    add(R::AttnPostNorm, {h});
+    add(R::FfnPostNorm, {h});
+  }
+  add(R::FfnNorm, {h});
+  if (c.layer_is_moe(l)) {
+    add(R::MoeRouter, {c.n_experts, h});
+    add(R::ExpertsGate, {c.expert_ffn_size, h});
+    add(R::ExpertsUp, {c.expert_ffn_size, h});
+    add(R::ExpertsDown, {h, c.expert_ffn_size});
+    if (c.shared_expert_ffn_size > 0) {
+      add(R::SharedExpertRouter, {1, h});
+      add(R::SharedGate, {c.shared_expert_ffn_size, h});
+      add(R::SharedUp, {c.shared_expert_ffn_size, h});
+      add(R::SharedDown, {h, c.shared_expert_ffn_size});
+    }
+  } else if (c.fused_gate_up) {
+    add(R::FfnGateUp, {2 * c.ffn_size, h});
+    add(R::FfnDown, {h, c.ffn_size});
+  } else {
+    add(R::FfnGate, {c.ffn_size, h});
+    add(R::FfnUp, {c.ffn_size, h});
+    add(R::FfnDown, {h, c.ffn_size});
+  }
+  return out;
+}
+
+std::vector<ExpectedTensor> expected_tensors(const ModelConfig& c) {
+  std::vector<ExpectedTensor> out;
+  const int64_t h = c.hidden_size;
+  auto add = [&](TensorRole r, std::vector<int64_t> s) { out.push_back({r, -1, std::move(s)}); };
+  const bool bert = c.architecture == Architecture::Bert;
+  add(R::TokenEmbd, {c.vocab_size, h});
+  if (bert) {
+    if (c.absolute_positions) add(R::PositionEmbd, {c.max_position_embeddings, h});
+    if (c.type_vocab_size > 0) add(R::TokenTypes, {c.type_vocab_size, h});
+    add(R::EmbdNorm, {h});
+    add(R::EmbdNormBias, {h});
   }
   for (int64_t l = 0; l < c.n_layers; ++l) {
-    if (!bert) add(R::AttnNorm, l, {h});
-    if (c.fused_qkv) {
-      add(R::AttnQkv, l, {q + 2 * kv, h});
-    } else {
-      add(R::AttnQ, l, {q, h});
-      add(R::AttnK, l, {kv, h});
-      add(R::AttnV, l, {kv, h});
-    }
-    add(R::AttnOut, l, {h, q});
-    if (c.attention_bias) {
-      add(R::AttnQBias, l, {q});
-      add(R::AttnKBias, l, {kv});
-      add(R::AttnVBias, l, {kv});
-    }
-    if (c.qk_norm) {
-      add(R::AttnQNorm, l, {c.head_dim});
-      add(R::AttnKNorm, l, {c.head_dim});
-    } else if (c.qk_norm_whole) {
-      add(R::AttnQNorm, l, {q});
-      add(R::AttnKNorm, l, {kv});
-    }
-    if (bert) {
-      if (c.attention_out_bias) add(R::AttnOutBias, l, {h});
-      add(R::AttnOutNorm, l, {h});
-      add(R::AttnOutNormBias, l, {h});
-      add(R::FfnUp, l, {c.ffn_size, h});
-      add(R::FfnDown, l, {h, c.ffn_size});
-      if (c.ffn_bias) {
-        add(R::FfnUpBias, l, {c.ffn_size});
-        add(R::FfnDownBias, l, {h});
-      }
-      add(R::LayerOutNorm, l, {h});
-      add(R::LayerOutNormBias, l, {h});
-      continue;
-    }
-    if (c.norm_placement == NormPlacement::Sandwich) {
-      add(R::AttnPostNorm, l, {h});
-      add(R::FfnPostNorm, l, {h});
-    }
-    add(R::FfnNorm, l, {h});
-    if (c.layer_is_moe(l)) {
-      add(R::MoeRouter, l, {c.n_experts, h});
-      add(R::ExpertsGate, l, {c.expert_ffn_size, h});
-      add(R::ExpertsUp, l, {c.expert_ffn_size, h});
-      add(R::ExpertsDown, l, {h, c.expert_ffn_size});
-      if (c.shared_expert_ffn_size > 0) {
-        add(R::SharedExpertRouter, l, {1, h});
-        add(R::SharedGate, l, {c.shared_expert_ffn_size, h});
-        add(R::SharedUp, l, {c.shared_expert_ffn_size, h});
-        add(R::SharedDown, l, {h, c.shared_expert_ffn_size});
-      }
-    } else if (c.fused_gate_up) {
-      add(R::FfnGateUp, l, {2 * c.ffn_size, h});
-      add(R::FfnDown, l, {h, c.ffn_size});
-    } else {
-      add(R::FfnGate, l, {c.ffn_size, h});
-      add(R::FfnUp, l, {c.ffn_size, h});
-      add(R::FfnDown, l, {h, c.ffn_size});
-    }
+    std::vector<ExpectedTensor> layer = expected_layer_tensors(c, l);
+    out.insert(out.end(), std::make_move_iterator(layer.begin()), std::make_move_iterator(layer.end()));
   }
-  if (!bert) add(R::OutputNorm, -1, {h});
-  if (!c.tie_word_embeddings && !c.embedding_model) add(R::Output, -1, {c.vocab_size, h});
+  if (!bert) add(R::OutputNorm, {h});
+  if (!c.tie_word_embeddings && !c.embedding_model) add(R::Output, {c.vocab_size, h});
   return out;
 }
 

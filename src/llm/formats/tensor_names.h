@@ -18,6 +18,8 @@
 #include "llm/formats/model_config.h"
 #include "llm/formats/model_file.h"
 
+#include <array>
+#include <cstddef>
 #include <optional>
 #include <span>
 #include <string>
@@ -75,6 +77,7 @@ enum class TensorRole {
   SharedUp,
   SharedDown,  // [hidden, shared_ffn]
 };
+inline constexpr size_t kTensorRoles = size_t(TensorRole::SharedDown) + 1;
 std::string_view to_string(TensorRole r);  // "token_embd", "attn_q", ... (llama.cpp's words)
 
 bool is_layer_role(TensorRole r);   // per layer (else model level)
@@ -119,6 +122,15 @@ struct ExpectedTensor {
   std::vector<int64_t> shape;  // torch order
 };
 std::vector<ExpectedTensor> expected_tensors(const ModelConfig& c);
+// Those of layer `layer` alone, in the same order.
+std::vector<ExpectedTensor> expected_layer_tensors(const ModelConfig& c, int64_t layer);
+
+// One layer's tensors by role (ModelFile::layer): those the config needs, the others null; routed
+// experts' roles stay null (find_role / role_tensor slice them per expert).
+struct LayerTensors {
+  std::array<const ModelTensor*, kTensorRoles> t{};
+  const ModelTensor* operator[](TensorRole r) const { return t[size_t(r)]; }
+};
 // Throws wgc::Error naming the file and tensor when one is missing, misshapen or of an integer type.
 void check_model_tensors(const ModelFile& m);
 
