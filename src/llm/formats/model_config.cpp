@@ -217,6 +217,14 @@ void ModelConfig::validate(const std::string& source) const {
   if (sliding_rope_theta && !(*sliding_rope_theta > 0))
     throw Error(source + ": the sliding layers' rope theta " + std::to_string(*sliding_rope_theta) +
                 " is not positive");
+  // Special tokens index the embedding and the logits: an id past the vocabulary reads other memory.
+  auto token = [&](int64_t id, const char* what) {
+    if (id < 0 || id >= vocab_size)
+      throw Error(source + ": " + what + " " + std::to_string(id) + " is not a token id (the vocabulary has " +
+                  std::to_string(vocab_size) + " tokens)");
+  };
+  if (bos_token_id) token(*bos_token_id, "bos_token_id");
+  for (int32_t id : eos_token_ids) token(id, "eos_token_id");
   if (!(rms_norm_eps >= 0)) throw Error(source + ": rms_norm_eps is negative");
   for (const RopeScaling* s : {&rope_scaling, sliding_rope_scaling ? &*sliding_rope_scaling : nullptr}) {
     if (!s) continue;

@@ -412,6 +412,7 @@ ModelConfig config_from_hf_dir(const std::filesystem::path& dir) {
     if (gen.is_object()) {
       add_ids(c.eos_token_ids, gen.find("eos_token_id"), g.string(), "eos_token_id");
       if (!c.bos_token_id) c.bos_token_id = token_id(gen, g.string(), "bos_token_id");
+      c.validate(g.string());
     }
   }
   // sentence-transformers: modules.json names the pooling module's folder, whose config.json says how.

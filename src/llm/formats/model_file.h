@@ -56,6 +56,8 @@ struct OpenOptions {
   // Open architectures the engines do not run yet (engine_runs() false: Gemma, Phi-3, MoE, encoders);
   // by default they are refused, saying so, so no engine runs them as Llama.
   bool any_architecture = false;
+  // Refuse NaN or infinity in the norms, biases, embedding and output (llm/formats/value_check.h).
+  bool check_values = true;
 };
 
 class ModelFile {
