@@ -252,11 +252,7 @@ ModelFile open_model(const std::filesystem::path& path, const OpenOptions& opt) 
   }
   check_model_tensors(m);
   if (!opt.any_architecture && !engine_runs(m.config_))
-    throw Error(m.path_.string() + ": " + std::string(to_string(m.config_.architecture)) +
-                (m.config_.is_moe() ? " (mixture of experts)" : "") +
-                (m.config_.embedding_model ? " (embeddings)" : "") +
-                " models are read (wgc inspect) but not run yet: the engines run llama, mistral, qwen2 and qwen3 "
-                "language models");
+    throw Error(m.path_.string() + ": " + engine_refusal(m.config_));
 
   if (opt.prefault && !to_read.empty()) {
     uint64_t total = 0;
