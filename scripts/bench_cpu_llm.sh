@@ -7,7 +7,7 @@
 # (scripts/bench_cpu_llm/package-lock.json; --ignore-scripts, no compiler, gpu: false).
 #
 #   scripts/bench_cpu_llm.sh [--npm DIR] [--out DIR] [--types q4_0,q8_0,f16] [--threads N]
-#                            [-p 128] [-n 32] [-r 3] [--wgc PATH]
+#                            [-p 128] [-n 32] [-r 3] [--wgc PATH] [--avx2 | --peer-variant NAME]
 #   scripts/bench_cpu_llm.sh --pack DIR   # fetch the peer's .tgz files into DIR (needs the registry)
 #   scripts/bench_cpu_llm.sh [--npm DIR] --pack-portable FILE.tar.xz
 #                            # node's binary and the installed peer in one file (31 MB), for a
@@ -20,6 +20,13 @@
 #              cpu_llm.png (the chart), the model files (kept for the next run) and the peer
 #  --threads N threads of both engines (default: the processors this shell may use, nproc)
 #  -p, -n, -r  prompt tokens, decoded tokens, timed runs (the median is reported)
+#  --types     any of q4_0, q8_0, q4_k (llama.cpp's Q4_K_M mix), q6_k, f16, bf16, f32
+#  --peer-variant NAME  llama.cpp's CPU variant to load (libggml-cpu-NAME.so: haswell, skylakex,
+#              icelake, sapphirerapids, zen4, ...) instead of the best one for this processor:
+#              ggml loads the highest-scoring libggml-cpu-*.so of the binary's folder, so the peer
+#              is copied (hard links) with that one variant alone
+#  --avx2      the AVX2 level on both sides: WGC_CPU_ISA=avx2 and --peer-variant haswell (llama.cpp's
+#              AVX2 + FMA + F16C + BMI2 build), for processors without AVX-512 measured on one with it
 #
 # Load: the machine should be quiet; the table records `uptime`'s load before and after.
 set -euo pipefail
@@ -35,7 +42,7 @@ declare -A kPinned=(
   [node-llama-cpp-linux-x64-3.21.1.tgz]=4b5b65a8b2611d8af94349b02d815c0f424a30a0a19aef2be5db25ecfef6730f
 )
 
-npm_dir="" peer_dir="" portable="" out="$repo/build/bench-cpu-llm" types="q4_0,q8_0,f16" threads=$(nproc) p=128 n=32 r=3 pack=""
+npm_dir="" peer_dir="" portable="" variant="" out="$repo/build/bench-cpu-llm" types="q4_0,q8_0,f16" threads=$(nproc) p=128 n=32 r=3 pack=""
 wgc="$repo/build/wgc"
 while [ $# -gt 0 ]; do
   case $1 in
@@ -47,10 +54,12 @@ while [ $# -gt 0 ]; do
     --types) types=${2:?--types q4_0,q8_0,f16}; shift 2 ;;
     --threads) threads=${2:?--threads N}; shift 2 ;;
     --wgc) wgc=${2:?--wgc PATH}; shift 2 ;;
+    --peer-variant) variant=${2:?--peer-variant NAME}; shift 2 ;;
+    --avx2) variant=haswell; export WGC_CPU_ISA=avx2; shift ;;
     -p) p=${2:?-p N}; shift 2 ;;
     -n) n=${2:?-n N}; shift 2 ;;
     -r) r=${2:?-r N}; shift 2 ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
     *) die "unknown argument '$1' (--help lists them)" ;;
   esac
 done
@@ -132,10 +141,21 @@ if [ -n "$peer_dir" ]; then
 elif [ ! -f "$peer/.installed" ] || ! cmp -s "$here/package-lock.json" "$peer/package-lock.json"; then
   install_peer "$peer"
 fi
+if [ -n "$variant" ]; then
+  bins=node_modules/@node-llama-cpp/linux-x64/bins/linux-x64
+  [ -f "$peer/$bins/libggml-cpu-$variant.so" ] ||
+    die "no llama.cpp CPU variant '$variant' (have: $(cd "$peer/$bins" && ls libggml-cpu-*.so | sed 's/libggml-cpu-//; s/\.so//' | tr '\n' ' '))"
+  one="$out/peer-$variant"
+  rm -rf "$one"
+  cp -al "$peer" "$one" 2>/dev/null || cp -a "$peer" "$one"
+  find "$one/$bins" -name 'libggml-cpu-*.so' ! -name "libggml-cpu-$variant.so" -delete
+  peer=$one
+fi
 cp "$here/llama_cpp_bench.mjs" "$peer/"
 
 load() { uptime | sed 's/.*load average: //'; }
 cpu=$("$wgc" info --backend cpu | sed 's/^CPU engine: //')
+flags=$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -E '^(avx2|fma|f16c|avx512f|avx512bw|avx512_vnni|avx_vnni|avx512_bf16)$' | tr '\n' ' ' | sed 's/ $//' || true)
 results="$out/results.json"
 echo "[" >"$results"
 first=1
@@ -169,16 +189,16 @@ echo "]" >>"$results"
 
 node -e '
   const rows = require(process.argv[1]);
-  const [cpu, threads, p, n, r] = process.argv.slice(2);
+  const [cpu, threads, p, n, r, flags] = process.argv.slice(2);
   const f = (x) => x.toFixed(2), pct = (a, b) => (100 * a / b).toFixed(0) + "%";
-  console.log(`CPU: ${cpu}; ${threads} threads each; llama.cpp CPU variant: ${rows[0].llama_cpu_variant}; ` +
+  console.log(`CPU: ${cpu}; flags: ${flags}; ${threads} threads each; llama.cpp CPU variant: ${rows[0].llama_cpu_variant}; ` +
               `pp${p} / tg${n}, median of ${r} runs after a warm-up\n`);
   console.log("| model | wgc pp t/s | llama.cpp pp t/s | wgc/llama.cpp pp | wgc tg t/s | llama.cpp tg t/s | wgc/llama.cpp tg | load (1/5/15 min) before; after |");
   console.log("|---|---:|---:|---:|---:|---:|---:|---|");
   for (const x of rows)
     console.log(`| Llama-3.2-1B ${x.type.toUpperCase()} | ${f(x.wgc_pp)} | ${f(x.llama_pp)} | ${pct(x.wgc_pp, x.llama_pp)} | ` +
                 `${f(x.wgc_tg)} | ${f(x.llama_tg)} | ${pct(x.wgc_tg, x.llama_tg)} | ${x.load_before}; ${x.load_after} |`);
-' "$results" "$cpu" "$threads" "$p" "$n" "$r" | tee "$out/results.md"
+' "$results" "$cpu" "$threads" "$p" "$n" "$r" "$flags" | tee "$out/results.md"
 
 cats=()
 for t in ${types//,/ }; do cats+=("${t^^} pp$p" "${t^^} tg$n"); done

@@ -6,12 +6,13 @@
 // one core streams weights in; prefill-shaped work (tokens 64) a cache-sized one.
 //
 //   cmake --build build --target cpu_llm_kernels_bench
-//   build/cpu_llm_kernels_bench [tokens 64] [rows 2048] [cols 2048]
+//   build/cpu_llm_kernels_bench [tokens 64] [rows 2048] [cols 2048] [types q4_0,f16,...] [levels avx2,...]
 #include "cpu/llm/kernels.h"
 #include "cpu/llm/llm_ref.h"
 #include "cpu/llm/q8_buffer.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -47,10 +48,19 @@ int main(int argc, char** argv) {
   std::uniform_real_distribution<float> dist(-1.f, 1.f);
   for (float& v : x) v = dist(rng);
   std::vector<float> y(size_t(n * rows));
+  // Only the named types and levels (comma-separated, as `wgc info` and WGC_CPU_ISA write them).
+  const std::string only_types = argc > 4 ? argv[4] : "", only_levels = argc > 5 ? argv[5] : "";
+  auto picked = [](const std::string& list, std::string name) {
+    if (list.empty()) return true;
+    for (char& c : name) c = char(std::tolower(static_cast<unsigned char>(c)));
+    return ("," + list + ",").find("," + name + ",") != std::string::npos;
+  };
   for (TensorType t : kCpuKernelTypes) {
+    if (!picked(only_types, std::string(to_string(t)))) continue;
     const std::vector<std::byte> bytes = ref::random_weight(t, rows, cols, 1);
     const Weight w{t, bytes.data(), rows, cols, int64_t(bytes.size()) / rows};
     for (Isa isa : supported_isas()) {
+      if (!picked(only_levels, std::string(to_string(isa)))) continue;
       const Kernels& k = kernels(isa);
       Q8Buffer xq;
       xq.resize(n, cols);

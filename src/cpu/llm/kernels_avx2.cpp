@@ -1,11 +1,14 @@
 // The avx2 kernel level: AVX2 + FMA + F16C (this file is compiled with -mavx2 -mfma -mf16c on
-// x86; elsewhere it defines no table). See kernels.h for what every level computes.
+// x86; elsewhere it defines no table). See kernels.h for what every level computes: the quantized
+// types give the same bits as the avx512 level (exact integer block sums, the same float steps).
 //
-// Quantized weights, 8 rows at a time (the rows in the 8 lanes of a vector): the rows' blocks are
-// first unpacked into scratch (unsigned quants, so maddubs can multiply them with the signed
-// activations; Q8_0 keeps its signed quants and uses the sign trick), then for each token and
-// block the 8 rows' integer sums are reduced across lanes to one vector of 8 exact block sums,
-// corrected for the quants' offset, and accumulated in f32 with the block scales.
+// Quantized weights, 8 rows at a time, one row per 32-bit lane (llama.cpp's idea of 8 rows
+// interleaved, its repacked Q4_0x8 of ggml-cpu/repack.cpp, here in groups of 4 quants made on the
+// fly from the file's rows by a transpose of 32-bit groups), so a group of 4 quants of the 8 rows times 4 activation bytes broadcast to
+// every lane is one maddubs (unsigned weights, signed activations) and the lanes end up holding
+// the 8 rows' block sums with no reduction across lanes. Decode (one token) goes from memory to
+// registers to the dot product; prefill unpacks chunks of blocks into scratch once and runs 4
+// tokens per pass over them (see "quantized weights" below).
 // Float weights: tiles of rows x tokens, 8 lanes along k per output, summed at the end.
 #include "cpu/llm/kernels.h"
 
@@ -116,7 +119,7 @@ void float_tile(const Weight& w, const LinearIo& io, int64_t r, int64_t t) {
 }
 
 // Tokens are taken in blocks that stay in cache while the chunk's rows pass over them.
-constexpr int64_t kTokenBlock = 64;
+constexpr int64_t kFloatTokenBlock = 64;
 
 template <TensorType T>
 void linear_float(const Weight& w, const LinearIo& io, int64_t r0, int64_t r1) {
@@ -126,8 +129,8 @@ void linear_float(const Weight& w, const LinearIo& io, int64_t r0, int64_t r1) {
     for (; r < r1; ++r) float_tile<T, 1, 1>(w, io, r, 0);
     return;
   }
-  for (int64_t tb = 0; tb < io.n; tb += kTokenBlock) {
-    const int64_t te = imin(io.n, tb + kTokenBlock);
+  for (int64_t tb = 0; tb < io.n; tb += kFloatTokenBlock) {
+    const int64_t te = imin(io.n, tb + kFloatTokenBlock);
     int64_t r = r0;
     for (; r + 4 <= r1; r += 4) {
       int64_t t = tb;
@@ -143,160 +146,451 @@ void linear_float(const Weight& w, const LinearIo& io, int64_t r0, int64_t r1) {
 }
 
 // ---- quantized weights: 8 rows in the lanes ---------------------------------------------------
+//
+// A tile's blocks are unpacked into scratch, per block of 32 and group g (0..7) of 4 quants, as one
+// vector whose lane r holds quants 4g..4g+3 of row r, unsigned (Q4_0/Q4_K nibbles, Q6_K's 6 bits;
+// Q8_0's bytes + 128 split into a low-nibble and a high-nibble vector, so every product pair of
+// maddubs stays far from int16 saturation), with the block's 8 scales beside them. A token then
+// costs per block 8 maddubs against 4 activation bytes broadcast from memory, summed in int16 (8
+// nibble products of at most 15 * 127 * 2 each fit), and one madd to int32: the lanes hold the 8
+// rows' exact block sums with no reduction across lanes (the avx512 level's layout, which is
+// llama.cpp's Q4_0x8 interleaving done on the fly). Tokens go 4 at a time, so each weight vector
+// loaded from scratch feeds 4 tokens; blocks go in chunks that fit L1, with a per-token
+// accumulator buffer between chunks, tokens in blocks of 64 per unpacking.
 
-// Scratch of one 8-row tile, per block b of 32: the 8 rows' 32 quants (unsigned; Q8_0 signed),
-// their scales and, by type, Q4_K's minimums or Q6_K's half-block scales (as int16 x 16 for
-// madd, and as int32 per row for the offset).
+constexpr int64_t kRows = 8;         // rows per tile
+constexpr int64_t kChunk = 32;       // blocks unpacked at a time (8-16 KiB of quants)
+constexpr int64_t kTokenBlock = 64;  // tokens per unpacking of a chunk
+constexpr int kTokens = 4;           // tokens per pass over a chunk (registers)
+constexpr int64_t kGroups = 16;      // vectors per block in scratch (Q8_0 uses 16, the others 8)
+
+// Scratch of one tile: the chunk's quants and scales, and per token of the token block the
+// accumulators between chunks and the activations' offsets.
 struct Tile {
-  __m256i* q;      // [nb][8]
-  float* scale;    // [nb][8]
-  float* min;      // [nb][8] (Q4_K)
-  __m256i* sc;     // [nb][8] (Q6_K) int16: the first half's scale x 8, the second's x 8
-  int32_t* sc_lo;  // [nb][8] (Q6_K)
-  int32_t* sc_hi;  // [nb][8]
+  __m256i* q;      // [kChunk][kGroups]
+  float* scale;    // [kChunk][8]
+  float* min;      // [kChunk][8] (Q4_K)
+  __m256i* sc_lo;  // [kChunk] (Q6_K) int16 pairs: the scale of each row's first half-block, twice
+  __m256i* sc_hi;  // [kChunk] the second half's
+  __m256i* sc_lh;  // [kChunk] the pair (first, second), for the offsets
+  float* acc;      // [kTokenBlock][8]
+  int32_t* off;    // [kTokenBlock][nb]: the block sums' start (minus the quants' offset times the
+                   // activation sums)
+  float* negsum;   // [kTokenBlock][nb] (Q4_K): -(sum of the block's activation quants)
 };
 
-int64_t tile_bytes(int64_t nb) { return nb * 8 * (32 + 4 + 4 + 32 + 4 + 4); }
+int64_t tile_bytes(int64_t nb) {
+  return kChunk * (kGroups * 32 + 32 + 32 + 3 * 32) + kTokenBlock * 32 + kTokenBlock * nb * (4 + 4);
+}
 
 Tile tile_in(void* scratch, int64_t nb) {
   auto* p = static_cast<unsigned char*>(scratch);
   Tile t;
   t.q = reinterpret_cast<__m256i*>(p);
-  t.sc = reinterpret_cast<__m256i*>(p + nb * 8 * 32);
-  t.scale = reinterpret_cast<float*>(p + nb * 8 * 64);
-  t.min = t.scale + nb * 8;
-  t.sc_lo = reinterpret_cast<int32_t*>(t.min + nb * 8);
-  t.sc_hi = t.sc_lo + nb * 8;
+  p += kChunk * kGroups * 32;
+  t.sc_lo = reinterpret_cast<__m256i*>(p);
+  p += kChunk * 32;
+  t.sc_hi = reinterpret_cast<__m256i*>(p);
+  p += kChunk * 32;
+  t.sc_lh = reinterpret_cast<__m256i*>(p);
+  p += kChunk * 32;
+  t.scale = reinterpret_cast<float*>(p);
+  p += kChunk * 32;
+  t.min = reinterpret_cast<float*>(p);
+  p += kChunk * 32;
+  t.acc = reinterpret_cast<float*>(p);
+  p += kTokenBlock * 32;
+  t.off = reinterpret_cast<int32_t*>(p);
+  p += kTokenBlock * nb * 4;
+  t.negsum = reinterpret_cast<float*>(p);
   return t;
 }
 
-inline float half_f16c(const std::byte* p) { return _cvtsh_ss(u16_at(p)); }
+// The bytes of the next tile of rows, fetched into L2 a few lines per block while this tile
+// unpacks: its rows are one contiguous range, a single stream for the memory system, where the
+// unpacking's 8 interleaved row streams are more than the hardware prefetchers follow well.
+struct Prefetch {
+  const char* p = nullptr;
+  const char* end = nullptr;
+  int64_t per_block = 0;  // bytes per step
 
-// Unpacks row i (0..7) of the tile from its file bytes.
+  // The rows [r, r1) of w (none when empty), over `steps` steps.
+  Prefetch(const Weight& w, int64_t r, int64_t r1, int64_t steps) {
+    if (r >= r1) return;
+    p = reinterpret_cast<const char*>(w.data + r * w.row_bytes);
+    end = p + (r1 - r) * w.row_bytes;
+    per_block = ((end - p) / steps + 63) / 64 * 64;
+  }
+
+  void step() {
+    const char* stop = end - p > per_block ? p + per_block : end;
+    for (; p < stop; p += 64) _mm_prefetch(p, _MM_HINT_T1);
+  }
+};
+
+// The 8 rows' 16 bytes at row[r] + at as 4 vectors: out[g] lane r = bytes 4g..4g+3 of row r.
+inline void transpose8x4(const std::byte* const* row, int64_t at, __m256i out[4]) {
+  // a[k] holds rows k and 4 + k in its 128-bit lanes; the two unpack stages then transpose
+  // within each lane, leaving lane l, position p = row 4l + p.
+  __m256i a[4];
+  for (int k = 0; k < 4; ++k)
+    a[k] =
+        _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row[k] + at))),
+                                _mm_loadu_si128(reinterpret_cast<const __m128i*>(row[4 + k] + at)), 1);
+  const __m256i t0 = _mm256_unpacklo_epi32(a[0], a[1]), t1 = _mm256_unpackhi_epi32(a[0], a[1]);
+  const __m256i t2 = _mm256_unpacklo_epi32(a[2], a[3]), t3 = _mm256_unpackhi_epi32(a[2], a[3]);
+  out[0] = _mm256_unpacklo_epi64(t0, t2);
+  out[1] = _mm256_unpackhi_epi64(t0, t2);
+  out[2] = _mm256_unpacklo_epi64(t1, t3);
+  out[3] = _mm256_unpackhi_epi64(t1, t3);
+}
+
+// Byte k (0..3) of each 32-bit lane, as an int32 (unsigned, or sign-extended).
+inline __m256i byte_of(__m256i v, int k) {
+  return _mm256_and_si256(_mm256_srli_epi32(v, 8 * k), _mm256_set1_epi32(0xff));
+}
+inline __m256i sbyte_of(__m256i v, int k) { return _mm256_srai_epi32(_mm256_slli_epi32(v, 24 - 8 * k), 24); }
+
+// The 8 rows' halves at row[r] + at as floats.
+inline __m256 halves8(const std::byte* const* row, int64_t at) {
+  const __m128i h =
+      _mm_setr_epi16(int16_t(u16_at(row[0] + at)), int16_t(u16_at(row[1] + at)), int16_t(u16_at(row[2] + at)),
+                     int16_t(u16_at(row[3] + at)), int16_t(u16_at(row[4] + at)), int16_t(u16_at(row[5] + at)),
+                     int16_t(u16_at(row[6] + at)), int16_t(u16_at(row[7] + at)));
+  return _mm256_cvtph_ps(h);
+}
+
+// Unpacks blocks [b0, b0 + nc) of the tile's rows into tl (block b0 + c at index c).
 template <TensorType T>
-void unpack(const Tile& tl, int i, const std::byte* row, int64_t nb) {
+void unpack(const Tile& tl, const std::byte* const* row, int64_t b0, int64_t nc, Prefetch& pf) {
   const __m256i low4 = _mm256_set1_epi8(0x0f);
+  __m256i v[4];
   if constexpr (T == TensorType::Q4_0) {
-    const __m128i low4x = _mm_set1_epi8(0x0f);
-    for (int64_t b = 0; b < nb; ++b) {
-      const std::byte* blk = row + b * 18;
-      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2));
-      tl.q[b * 8 + i] = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), low4x), _mm_and_si128(v, low4x));
-      tl.scale[b * 8 + i] = half_f16c(blk);
+    for (int64_t c = 0; c < nc; ++c) {
+      pf.step();
+      const int64_t at = (b0 + c) * 18;
+      transpose8x4(row, at + 2, v);
+      __m256i* q = tl.q + c * kGroups;
+      for (int g = 0; g < 4; ++g) {
+        q[g] = _mm256_and_si256(v[g], low4);
+        q[4 + g] = _mm256_and_si256(_mm256_srli_epi16(v[g], 4), low4);
+      }
+      _mm256_store_ps(tl.scale + c * 8, halves8(row, at));
     }
   } else if constexpr (T == TensorType::Q8_0) {
-    for (int64_t b = 0; b < nb; ++b) {
-      const std::byte* blk = row + b * 34;
-      tl.q[b * 8 + i] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2));
-      tl.scale[b * 8 + i] = half_f16c(blk);
+    const __m256i bias = _mm256_set1_epi8(char(0x80));
+    for (int64_t c = 0; c < nc; ++c) {
+      pf.step();
+      const int64_t at = (b0 + c) * 34;
+      __m256i* q = tl.q + c * kGroups;
+      for (int h = 0; h < 2; ++h) {
+        transpose8x4(row, at + 2 + 16 * h, v);
+        for (int g = 0; g < 4; ++g) {
+          const __m256i u = _mm256_xor_si256(v[g], bias);
+          q[4 * h + g] = _mm256_and_si256(u, low4);
+          q[8 + 4 * h + g] = _mm256_and_si256(_mm256_srli_epi16(u, 4), low4);
+        }
+      }
+      _mm256_store_ps(tl.scale + c * 8, halves8(row, at));
     }
   } else if constexpr (T == TensorType::Q4_K) {
-    for (int64_t s = 0; s < nb / 8; ++s) {
-      const std::byte* blk = row + s * 144;
-      const float d = half_f16c(blk), dmin = half_f16c(blk + 2);
-      for (int c = 0; c < 4; ++c) {
-        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 16 + 32 * c));
-        tl.q[(s * 8 + 2 * c) * 8 + i] = _mm256_and_si256(v, low4);
-        tl.q[(s * 8 + 2 * c + 1) * 8 + i] = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+    for (int64_t s = b0 / 8; s < (b0 + nc) / 8; ++s) {
+      for (int j = 0; j < 8; ++j) pf.step();
+      const int64_t at = s * 144;
+      const __m256 d = halves8(row, at), dmin = halves8(row, at + 2);
+      const int64_t c0 = s * 8 - b0;
+      for (int pair = 0; pair < 4; ++pair) {  // 32 bytes: block 2 pair (low nibbles), 2 pair + 1 (high)
+        __m256i* lo = tl.q + (c0 + 2 * pair) * kGroups;
+        __m256i* hi = lo + kGroups;
+        for (int h = 0; h < 2; ++h) {
+          transpose8x4(row, at + 16 + 32 * pair + 16 * h, v);
+          for (int g = 0; g < 4; ++g) {
+            lo[4 * h + g] = _mm256_and_si256(v[g], low4);
+            hi[4 * h + g] = _mm256_and_si256(_mm256_srli_epi16(v[g], 4), low4);
+          }
+        }
       }
+      // The 12 scale bytes of the 8 rows (q4k_scale_min, in the lanes).
+      __m256i sb[4];
+      transpose8x4(row, at + 4, sb);
+      const __m256i m6 = _mm256_set1_epi32(63), m4 = _mm256_set1_epi32(15);
       for (int j = 0; j < 8; ++j) {
-        int sc, m;
-        q4k_scale_min(j, blk + 4, sc, m);
-        tl.scale[(s * 8 + j) * 8 + i] = d * float(sc);
-        tl.min[(s * 8 + j) * 8 + i] = dmin * float(m);
+        __m256i sc, m;
+        if (j < 4) {
+          sc = _mm256_and_si256(byte_of(sb[0], j), m6);
+          m = _mm256_and_si256(byte_of(sb[1], j), m6);
+        } else {
+          const __m256i hi = byte_of(sb[2], j - 4);
+          sc = _mm256_or_si256(_mm256_and_si256(hi, m4),
+                               _mm256_slli_epi32(_mm256_srli_epi32(byte_of(sb[0], j - 4), 6), 4));
+          m = _mm256_or_si256(_mm256_srli_epi32(hi, 4),
+                              _mm256_slli_epi32(_mm256_srli_epi32(byte_of(sb[1], j - 4), 6), 4));
+        }
+        _mm256_store_ps(tl.scale + (c0 + j) * 8, _mm256_mul_ps(d, _mm256_cvtepi32_ps(sc)));
+        _mm256_store_ps(tl.min + (c0 + j) * 8, _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(m)));
       }
     }
   } else if constexpr (T == TensorType::Q6_K) {
-    const __m256i m30 = _mm256_set1_epi8(0x30);
-    for (int64_t s = 0; s < nb / 8; ++s) {
-      const std::byte* blk = row + s * 210;
-      const float d = half_f16c(blk + 208);
+    const __m256i m3 = _mm256_set1_epi8(3), low16 = _mm256_set1_epi32(0xffff);
+    for (int64_t s = b0 / 8; s < (b0 + nc) / 8; ++s) {
+      for (int j = 0; j < 8; ++j) pf.step();
+      const int64_t at = s * 210;
+      const __m256 d = halves8(row, at + 208);
       for (int h = 0; h < 2; ++h) {
-        const std::byte* ql = blk + 64 * h;
-        const std::byte* qh = blk + 128 + 32 * h;
-        const std::byte* sc = blk + 192 + 8 * h;
-        const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql));
-        const __m256i l1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql + 32));
-        const __m256i hb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qh));
-        const int64_t b0 = s * 8 + h * 4;
-        tl.q[(b0 + 0) * 8 + i] =
-            _mm256_or_si256(_mm256_and_si256(l0, low4), _mm256_and_si256(_mm256_slli_epi16(hb, 4), m30));
-        tl.q[(b0 + 1) * 8 + i] =
-            _mm256_or_si256(_mm256_and_si256(l1, low4), _mm256_and_si256(_mm256_slli_epi16(hb, 2), m30));
-        tl.q[(b0 + 2) * 8 + i] =
-            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), low4), _mm256_and_si256(hb, m30));
-        tl.q[(b0 + 3) * 8 + i] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), low4),
-                                                 _mm256_and_si256(_mm256_srli_epi16(hb, 2), m30));
+        const int64_t ql = at + 64 * h, qh = at + 128 + 32 * h;
+        const int64_t c0 = s * 8 + 4 * h - b0;  // blocks c0 .. c0 + 3
+        for (int part = 0; part < 2; ++part) {  // elements 16 part .. 16 part + 15 of each block
+          __m256i l0[4], l1[4], hb[4];
+          transpose8x4(row, ql + 16 * part, l0);
+          transpose8x4(row, ql + 32 + 16 * part, l1);
+          transpose8x4(row, qh + 16 * part, hb);
+          for (int j = 0; j < 4; ++j) {
+            const int g = 4 * part + j;
+            tl.q[(c0 + 0) * kGroups + g] =
+                _mm256_or_si256(_mm256_and_si256(l0[j], low4), _mm256_slli_epi16(_mm256_and_si256(hb[j], m3), 4));
+            tl.q[(c0 + 1) * kGroups + g] = _mm256_or_si256(
+                _mm256_and_si256(l1[j], low4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb[j], 2), m3), 4));
+            tl.q[(c0 + 2) * kGroups + g] =
+                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0[j], 4), low4),
+                                _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb[j], 4), m3), 4));
+            tl.q[(c0 + 3) * kGroups + g] =
+                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1[j], 4), low4),
+                                _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb[j], 6), m3), 4));
+          }
+        }
+        __m256i sb[4];  // the 8 rows' 16 signed scales: 4 per vector
+        transpose8x4(row, at + 192, sb);
         for (int bb = 0; bb < 4; ++bb) {
-          const int lo = int8_t(byte_at(sc, 2 * bb)), hi = int8_t(byte_at(sc, 2 * bb + 1));
-          const int64_t b = b0 + bb;
-          tl.sc[b * 8 + i] = _mm256_set_m128i(_mm_set1_epi16(int16_t(hi)), _mm_set1_epi16(int16_t(lo)));
-          tl.sc_lo[b * 8 + i] = lo;
-          tl.sc_hi[b * 8 + i] = hi;
-          tl.scale[b * 8 + i] = d;
+          const int i = 8 * h + 2 * bb;  // the scales of block 4 h + bb's halves: i, i + 1
+          const __m256i lo = _mm256_and_si256(sbyte_of(sb[i / 4], i % 4), low16);
+          const __m256i hi = _mm256_and_si256(sbyte_of(sb[i / 4], i % 4 + 1), low16);
+          tl.sc_lo[c0 + bb] = _mm256_or_si256(lo, _mm256_slli_epi32(lo, 16));
+          tl.sc_hi[c0 + bb] = _mm256_or_si256(hi, _mm256_slli_epi32(hi, 16));
+          tl.sc_lh[c0 + bb] = _mm256_or_si256(lo, _mm256_slli_epi32(hi, 16));
+          _mm256_store_ps(tl.scale + (c0 + bb) * 8, d);
         }
       }
     }
   }
 }
 
-// Lane sums of 8 vectors of 8 int32: result lane i = sum of p[i]'s lanes.
-inline __m256i transpose_sum(const __m256i* p) {
-  const __m256i a = _mm256_hadd_epi32(p[0], p[1]), b = _mm256_hadd_epi32(p[2], p[3]);
-  const __m256i c = _mm256_hadd_epi32(p[4], p[5]), d = _mm256_hadd_epi32(p[6], p[7]);
-  const __m256i e = _mm256_hadd_epi32(a, b), f = _mm256_hadd_epi32(c, d);
-  return _mm256_add_epi32(_mm256_permute2x128_si256(e, f, 0x20), _mm256_permute2x128_si256(e, f, 0x31));
+// The activations' offsets of tokens [t0, t1): the integer each block sum starts from (minus the
+// quants' offset times the activation sums) and, for Q4_K, the negated sums for its minimums.
+// (Q6_K's offset depends on the row's scales: chunk_tokens computes it.)
+template <TensorType T>
+void offsets(const Tile& tl, const Q8Rows& xq, int64_t nb, int64_t t0, int64_t t1) {
+  if constexpr (T == TensorType::Q6_K) return;
+  for (int64_t t = t0; t < t1; ++t) {
+    const int16_t* s = xq.s + t * 2 * nb;
+    int32_t* off = tl.off + (t - t0) * nb;
+    float* neg = tl.negsum + (t - t0) * nb;
+    for (int64_t b = 0; b < nb; ++b) {
+      const int32_t sum = int32_t(s[2 * b]) + s[2 * b + 1];
+      if constexpr (T == TensorType::Q4_0) off[b] = -8 * sum;
+      if constexpr (T == TensorType::Q8_0) off[b] = -128 * sum;
+      if constexpr (T == TensorType::Q4_K) {
+        off[b] = 0;
+        neg[b] = float(-sum);
+      }
+    }
+  }
 }
 
-// acc (8 rows) of one token over every block of the tile.
-template <TensorType T>
-__m256 tile_token(const Tile& tl, int64_t nb, const int8_t* xq, const float* dx, const int16_t* sx) {
-  const __m256i ones = _mm256_set1_epi16(1);
-  __m256 acc = _mm256_setzero_ps();
-  for (int64_t b = 0; b < nb; ++b) {
-    const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + b * 32));
-    const __m256i* q = tl.q + b * 8;
-    __m256i p[8];
-    for (int i = 0; i < 8; ++i) {
-      if constexpr (T == TensorType::Q8_0)
-        p[i] = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(q[i], q[i]), _mm256_sign_epi8(xv, q[i])), ones);
-      else if constexpr (T == TensorType::Q6_K)
-        p[i] = _mm256_madd_epi16(_mm256_maddubs_epi16(q[i], xv), tl.sc[b * 8 + i]);
-      else
-        p[i] = _mm256_madd_epi16(_mm256_maddubs_epi16(q[i], xv), ones);
-    }
-    __m256i isum = transpose_sum(p);
-    const int32_t s_lo = sx[2 * b], s_hi = sx[2 * b + 1];
-    if constexpr (T == TensorType::Q4_0) isum = _mm256_sub_epi32(isum, _mm256_set1_epi32(8 * (s_lo + s_hi)));
-    if constexpr (T == TensorType::Q6_K) {
-      const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tl.sc_lo + b * 8));
-      const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tl.sc_hi + b * 8));
-      const __m256i off = _mm256_add_epi32(_mm256_mullo_epi32(lo, _mm256_set1_epi32(32 * s_lo)),
-                                           _mm256_mullo_epi32(hi, _mm256_set1_epi32(32 * s_hi)));
-      isum = _mm256_sub_epi32(isum, off);
-    }
-    const __m256 d = _mm256_set1_ps(dx[b]);
-    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(_mm256_loadu_ps(tl.scale + b * 8), d), acc);
-    if constexpr (T == TensorType::Q4_K)
-      acc = _mm256_fmadd_ps(_mm256_set1_ps(float(-(s_lo + s_hi))), _mm256_mul_ps(_mm256_loadu_ps(tl.min + b * 8), d),
-                            acc);
+inline __m256i bcast4(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm256_set1_epi32(v);
+}
+
+// C tokens (t0 ..) over the chunk's blocks [b0, b0 + nc): acc[c] (8 rows) updated in place.
+template <TensorType T, int C>
+inline void chunk_tokens(const Tile& tl, const Q8Rows& xq, int64_t nb, int64_t b0, int64_t nc, int64_t t0, int64_t tb,
+                         __m256* acc) {
+  const int8_t* xs[C];
+  const float* dx[C];
+  const int32_t* off[C];
+  const float* neg[C];
+  const int16_t* sx[C];
+  for (int c = 0; c < C; ++c) {
+    xs[c] = xq.q + (t0 + c) * xq.k + b0 * 32;
+    dx[c] = xq.d + (t0 + c) * nb + b0;
+    off[c] = tl.off + (t0 + c - tb) * nb + b0;
+    neg[c] = tl.negsum + (t0 + c - tb) * nb + b0;
+    sx[c] = xq.s + (t0 + c) * 2 * nb + 2 * b0;
   }
-  return acc;
+  const __m256i ones = _mm256_set1_epi16(1);
+  for (int64_t b = 0; b < nc; ++b) {
+    const __m256i* q = tl.q + b * kGroups;
+    const int8_t* xb[C];
+    for (int c = 0; c < C; ++c) xb[c] = xs[c] + b * 32;
+    __m256i isum[C];
+    if constexpr (T == TensorType::Q4_0 || T == TensorType::Q4_K) {
+      __m256i s16[C];
+      for (int c = 0; c < C; ++c) s16[c] = _mm256_setzero_si256();
+      for (int g = 0; g < 8; ++g) {
+        const __m256i w = _mm256_load_si256(q + g);
+        for (int c = 0; c < C; ++c) s16[c] = _mm256_add_epi16(s16[c], _mm256_maddubs_epi16(w, bcast4(xb[c] + 4 * g)));
+      }
+      for (int c = 0; c < C; ++c) {
+        isum[c] = _mm256_madd_epi16(s16[c], ones);
+        if constexpr (T == TensorType::Q4_0) isum[c] = _mm256_add_epi32(isum[c], _mm256_set1_epi32(off[c][b]));
+      }
+    } else if constexpr (T == TensorType::Q8_0) {
+      __m256i lo[C], hi[C];
+      for (int c = 0; c < C; ++c) lo[c] = hi[c] = _mm256_setzero_si256();
+      for (int g = 0; g < 8; ++g) {
+        const __m256i wl = _mm256_load_si256(q + g), wh = _mm256_load_si256(q + 8 + g);
+        for (int c = 0; c < C; ++c) {
+          const __m256i x4 = bcast4(xb[c] + 4 * g);
+          lo[c] = _mm256_add_epi16(lo[c], _mm256_maddubs_epi16(wl, x4));
+          hi[c] = _mm256_add_epi16(hi[c], _mm256_maddubs_epi16(wh, x4));
+        }
+      }
+      const __m256i sixteen = _mm256_set1_epi16(16);
+      for (int c = 0; c < C; ++c)
+        isum[c] = _mm256_add_epi32(_mm256_add_epi32(_mm256_madd_epi16(lo[c], ones), _mm256_madd_epi16(hi[c], sixteen)),
+                                   _mm256_set1_epi32(off[c][b]));
+    } else if constexpr (T == TensorType::Q6_K) {
+      // Pairs of groups in int16 (6-bit products: 2 * 63 * 127 each), then times the half's scale.
+      for (int c = 0; c < C; ++c) isum[c] = _mm256_setzero_si256();
+      for (int g = 0; g < 8; g += 2) {
+        const __m256i w0 = _mm256_load_si256(q + g), w1 = _mm256_load_si256(q + g + 1);
+        const __m256i sc = g < 4 ? tl.sc_lo[b] : tl.sc_hi[b];
+        for (int c = 0; c < C; ++c) {
+          const __m256i s16 = _mm256_add_epi16(_mm256_maddubs_epi16(w0, bcast4(xb[c] + 4 * g)),
+                                               _mm256_maddubs_epi16(w1, bcast4(xb[c] + 4 * g + 4)));
+          isum[c] = _mm256_add_epi32(isum[c], _mm256_madd_epi16(s16, sc));
+        }
+      }
+      // Minus 32 times (scale_lo * sum_lo + scale_hi * sum_hi) of the activations.
+      for (int c = 0; c < C; ++c) {
+        int32_t s2;
+        std::memcpy(&s2, sx[c] + 2 * b, 4);
+        const __m256i o = _mm256_madd_epi16(tl.sc_lh[b], _mm256_set1_epi32(s2));
+        isum[c] = _mm256_sub_epi32(isum[c], _mm256_slli_epi32(o, 5));
+      }
+    }
+    const __m256 scale = _mm256_load_ps(tl.scale + b * 8);
+    for (int c = 0; c < C; ++c) {
+      const __m256 d = _mm256_set1_ps(dx[c][b]);
+      acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[c]), _mm256_mul_ps(scale, d), acc[c]);
+      if constexpr (T == TensorType::Q4_K)
+        acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(neg[c][b]), _mm256_mul_ps(_mm256_load_ps(tl.min + b * 8), d), acc[c]);
+    }
+  }
+}
+
+// Tokens [t0, t0 + C) of the token block tb over one chunk: first (the accumulators start at 0),
+// last (the results go to y, the tile's `rows` rows from r).
+template <TensorType T, int C>
+void run_tokens(const Tile& tl, const LinearIo& io, int64_t nb, int64_t b0, int64_t nc, int64_t t0, int64_t tb,
+                bool first, bool last, int64_t r, int rows) {
+  __m256 acc[C];
+  for (int c = 0; c < C; ++c) acc[c] = first ? _mm256_setzero_ps() : _mm256_load_ps(tl.acc + (t0 + c - tb) * 8);
+  chunk_tokens<T, C>(tl, io.xq, nb, b0, nc, t0, tb, acc);
+  for (int c = 0; c < C; ++c) {
+    if (!last) {
+      _mm256_store_ps(tl.acc + (t0 + c - tb) * 8, acc[c]);
+      continue;
+    }
+    float* y = io.y + (t0 + c) * io.y_stride + r;
+    if (rows == kRows) {
+      __m256 v = acc[c];
+      if (io.accumulate) v = _mm256_add_ps(_mm256_loadu_ps(y), v);
+      _mm256_storeu_ps(y, v);
+    } else {
+      alignas(32) float v[8];
+      _mm256_store_ps(v, acc[c]);
+      for (int i = 0; i < rows; ++i) y[i] = io.accumulate ? y[i] + v[i] : v[i];
+    }
+  }
+}
+
+// One token (decode) over Q4_0 / Q8_0 rows: each block's 8 rows go from memory to registers and
+// straight into the dot product (nothing to share with other tokens, so no trip through scratch).
+// Q8_0 takes its signed quants with the sign trick here (|w| times x with w's sign), 5 operations
+// per group where splitting the biased bytes into nibbles costs 8.
+template <TensorType T>
+void decode_rows(const Weight& w, const LinearIo& io, int64_t r, int rows, int64_t nb, Prefetch& pf) {
+  const std::byte* row[kRows];
+  for (int i = 0; i < kRows; ++i) row[i] = w.data + (r + (i < rows ? i : rows - 1)) * w.row_bytes;
+  const int8_t* xq = io.xq.q;
+  const float* dx = io.xq.d;
+  const int16_t* sx = io.xq.s;
+  const __m256i ones = _mm256_set1_epi16(1), low4 = _mm256_set1_epi8(0x0f);
+  __m256 acc = _mm256_setzero_ps();
+  __m256i v[4];
+  for (int64_t b = 0; b < nb; ++b) {
+    pf.step();
+    const int8_t* xb = xq + b * 32;
+    __m256i isum;
+    __m256 scale;
+    if constexpr (T == TensorType::Q4_0) {
+      const int64_t at = b * 18;
+      transpose8x4(row, at + 2, v);
+      __m256i s16 = _mm256_setzero_si256();
+      for (int g = 0; g < 4; ++g) {
+        s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(_mm256_and_si256(v[g], low4), bcast4(xb + 4 * g)));
+        s16 = _mm256_add_epi16(
+            s16, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(v[g], 4), low4), bcast4(xb + 16 + 4 * g)));
+      }
+      isum =
+          _mm256_add_epi32(_mm256_madd_epi16(s16, ones), _mm256_set1_epi32(-8 * (int32_t(sx[2 * b]) + sx[2 * b + 1])));
+      scale = halves8(row, at);
+    } else {
+      const int64_t at = b * 34;
+      isum = _mm256_setzero_si256();
+      for (int h = 0; h < 2; ++h) {
+        transpose8x4(row, at + 2 + 16 * h, v);
+        for (int g = 0; g < 4; ++g) {
+          const __m256i p =
+              _mm256_maddubs_epi16(_mm256_sign_epi8(v[g], v[g]), _mm256_sign_epi8(bcast4(xb + 16 * h + 4 * g), v[g]));
+          isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, ones));
+        }
+      }
+      scale = halves8(row, at);
+    }
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(scale, _mm256_set1_ps(dx[b])), acc);
+  }
+  float* y = io.y + r;
+  if (rows == kRows) {
+    if (io.accumulate) acc = _mm256_add_ps(_mm256_loadu_ps(y), acc);
+    _mm256_storeu_ps(y, acc);
+  } else {
+    alignas(32) float o[8];
+    _mm256_store_ps(o, acc);
+    for (int i = 0; i < rows; ++i) y[i] = io.accumulate ? y[i] + o[i] : o[i];
+  }
 }
 
 template <TensorType T>
 void linear_quant(const Weight& w, const LinearIo& io, int64_t r0, int64_t r1, void* scratch) {
   const int64_t nb = w.cols / 32;
+  if constexpr (T == TensorType::Q4_0 || T == TensorType::Q8_0)
+    if (io.n == 1) {
+      for (int64_t r = r0; r < r1; r += kRows) {
+        Prefetch pf(w, r + kRows, imin(r + 2 * kRows, r1), nb);
+        decode_rows<T>(w, io, r, int(imin(kRows, r1 - r)), nb, pf);
+      }
+      return;
+    }
   const Tile tl = tile_in(scratch, nb);
-  for (int64_t r = r0; r < r1; r += 8) {
-    const int rows = int(imin(8, r1 - r));
-    for (int i = 0; i < 8; ++i) unpack<T>(tl, i, w.data + (r + (i < rows ? i : rows - 1)) * w.row_bytes, nb);
-    for (int64_t t = 0; t < io.n; ++t) {
-      const __m256 acc = tile_token<T>(tl, nb, io.xq.q + t * w.cols, io.xq.d + t * nb, io.xq.s + t * 2 * nb);
-      alignas(32) float v[8];
-      _mm256_store_ps(v, acc);
-      float* y = io.y + t * io.y_stride + r;
-      for (int i = 0; i < rows; ++i) y[i] = io.accumulate ? y[i] + v[i] : v[i];
+  for (int64_t tb = 0; tb < io.n; tb += kTokenBlock) {
+    const int64_t te = imin(io.n, tb + kTokenBlock);
+    offsets<T>(tl, io.xq, nb, tb, te);
+    for (int64_t r = r0; r < r1; r += kRows) {
+      const int rows = int(imin(kRows, r1 - r));
+      const std::byte* row[kRows];
+      for (int i = 0; i < kRows; ++i) row[i] = w.data + (r + (i < rows ? i : rows - 1)) * w.row_bytes;
+      Prefetch pf(w, r + kRows, imin(r + 2 * kRows, r1), nb);
+      for (int64_t b0 = 0; b0 < nb; b0 += kChunk) {
+        const int64_t nc = imin(kChunk, nb - b0);
+        unpack<T>(tl, row, b0, nc, pf);
+        const bool first = b0 == 0, last = b0 + nc == nb;
+        int64_t t = tb;
+        for (; t + kTokens <= te; t += kTokens) run_tokens<T, kTokens>(tl, io, nb, b0, nc, t, tb, first, last, r, rows);
+        for (; t < te; ++t) run_tokens<T, 1>(tl, io, nb, b0, nc, t, tb, first, last, r, rows);
+      }
     }
   }
 }
