@@ -35,6 +35,18 @@ const Kernels& kernels(Isa isa) {
   return *k;
 }
 
+PackedWeight pack_weight(const Kernels& k, const Weight& w) {
+  PackedWeight p;
+  p.weight = w;
+  const int64_t n = k.packed_bytes ? k.packed_bytes(w) : 0;
+  if (n <= 0) return p;
+  p.bytes.resize(size_t(n));
+  k.pack(w, p.bytes.data(), 0, w.rows / k.tile_rows);
+  p.weight.packed = p.bytes.data();
+  p.weight.packed_isa = k.isa;
+  return p;
+}
+
 const Kernels& kernels() {
   static const Kernels& k = kernels(default_isa());
   return k;

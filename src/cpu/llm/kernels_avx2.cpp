@@ -4,12 +4,11 @@
 //
 // Quantized weights, 8 rows at a time, one row per 32-bit lane (llama.cpp's idea of 8 rows
 // interleaved, its repacked Q4_0x8 of ggml-cpu/repack.cpp, here in groups of 4 quants made on the
-// fly from the file's rows by a transpose of 32-bit groups), so a group of 4 quants of the 8 rows times 4 activation bytes broadcast to
-// every lane is one maddubs (unsigned weights, signed activations) and the lanes end up holding
-// the 8 rows' block sums with no reduction across lanes. Decode (one token) goes from memory to
-// registers to the dot product; prefill unpacks chunks of blocks into scratch once and runs 4
-// tokens per pass over them (see "quantized weights" below).
-// Float weights: tiles of rows x tokens, 8 lanes along k per output, summed at the end.
+// fly from the file's rows by a transpose of 32-bit groups), so a group of 4 quants of the 8 rows times 4 activation
+// bytes broadcast to every lane is one maddubs (unsigned weights, signed activations) and the lanes end up holding the
+// 8 rows' block sums with no reduction across lanes. Decode (one token) goes from memory to registers to the dot
+// product; prefill unpacks chunks of blocks into scratch once and runs 4 tokens per pass over them (see "quantized
+// weights" below). Float weights: tiles of rows x tokens, 8 lanes along k per output, summed at the end.
 #include "cpu/llm/kernels.h"
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
@@ -120,6 +119,9 @@ void float_tile(const Weight& w, const LinearIo& io, int64_t r, int64_t t) {
 
 // Tokens are taken in blocks that stay in cache while the chunk's rows pass over them.
 constexpr int64_t kFloatTokenBlock = 64;
+// Rows x tokens per tile: 12 accumulators and 3 weight vectors (the activations come from memory)
+// fill the 16 registers; 4 x 3 spills (a third slower here), 2 x 6 loads too much per multiply.
+constexpr int kFR = 3, kFC = 4;
 
 template <TensorType T>
 void linear_float(const Weight& w, const LinearIo& io, int64_t r0, int64_t r1) {
@@ -132,14 +134,14 @@ void linear_float(const Weight& w, const LinearIo& io, int64_t r0, int64_t r1) {
   for (int64_t tb = 0; tb < io.n; tb += kFloatTokenBlock) {
     const int64_t te = imin(io.n, tb + kFloatTokenBlock);
     int64_t r = r0;
-    for (; r + 4 <= r1; r += 4) {
+    for (; r + kFR <= r1; r += kFR) {
       int64_t t = tb;
-      for (; t + 3 <= te; t += 3) float_tile<T, 4, 3>(w, io, r, t);
-      for (; t < te; ++t) float_tile<T, 4, 1>(w, io, r, t);
+      for (; t + kFC <= te; t += kFC) float_tile<T, kFR, kFC>(w, io, r, t);
+      for (; t < te; ++t) float_tile<T, kFR, 1>(w, io, r, t);
     }
     for (; r < r1; ++r) {
       int64_t t = tb;
-      for (; t + 3 <= te; t += 3) float_tile<T, 1, 3>(w, io, r, t);
+      for (; t + kFC <= te; t += kFC) float_tile<T, 1, kFC>(w, io, r, t);
       for (; t < te; ++t) float_tile<T, 1, 1>(w, io, r, t);
     }
   }
@@ -214,11 +216,11 @@ struct Prefetch {
   const char* end = nullptr;
   int64_t per_block = 0;  // bytes per step
 
-  // The rows [r, r1) of w (none when empty), over `steps` steps.
-  Prefetch(const Weight& w, int64_t r, int64_t r1, int64_t steps) {
+  // The rows [r, r1) of a matrix at data, row_bytes apart (none when empty), over `steps` steps.
+  Prefetch(const std::byte* data, int64_t row_bytes, int64_t r, int64_t r1, int64_t steps) {
     if (r >= r1) return;
-    p = reinterpret_cast<const char*>(w.data + r * w.row_bytes);
-    end = p + (r1 - r) * w.row_bytes;
+    p = reinterpret_cast<const char*>(data + r * row_bytes);
+    end = p + (r1 - r) * row_bytes;
     per_block = ((end - p) / steps + 63) / 64 * 64;
   }
 
@@ -260,113 +262,214 @@ inline __m256 halves8(const std::byte* const* row, int64_t at) {
   return _mm256_cvtph_ps(h);
 }
 
-// Unpacks blocks [b0, b0 + nc) of the tile's rows into tl (block b0 + c at index c).
+// ---- where a tile's 8 rows come from ----------------------------------------------------------
+//
+// The kernels read a (super-)block's bytes as 32-bit groups of the 8 rows side by side (group(at):
+// lane r = bytes at..at+3 of row r's block) and its f16 scales as 8-lane vectors. Rows<T> makes
+// them from the file's rows (a transpose per 16 bytes); Packed<T> reads them from the copy
+// pack() wrote at load (llama.cpp's repacking: Q4_0x8 and friends), where a block of the 8 rows
+// is its halves (8 x f16 each, kHalves of them) followed by the groups of bytes kFirst..B-1 of
+// the block in order, 32 bytes each: the same bytes as the 8 rows' blocks, so no bigger.
+
 template <TensorType T>
-void unpack(const Tile& tl, const std::byte* const* row, int64_t b0, int64_t nc, Prefetch& pf) {
+constexpr int64_t kBlockBytes = T == TensorType::Q4_0   ? 18
+                                : T == TensorType::Q8_0 ? 34
+                                : T == TensorType::Q4_K ? 144
+                                                        : 210;
+template <TensorType T>
+constexpr int64_t kBlockValues = T == TensorType::Q4_0 || T == TensorType::Q8_0 ? 32 : 256;
+// The first byte of the groups (the halves before it: d of Q4_0/Q8_0, d and dmin of Q4_K; Q6_K's d
+// is its last 2 bytes), and the packed position of the half at byte `at` of a block.
+template <TensorType T>
+constexpr int64_t kFirst = T == TensorType::Q4_0 || T == TensorType::Q8_0 ? 2
+                           : T == TensorType::Q4_K                        ? 4
+                                                                          : 0;
+template <TensorType T>
+constexpr int64_t kHalves = T == TensorType::Q4_K ? 2 : 1;
+template <TensorType T>
+constexpr int64_t half_slot(int64_t at) {
+  return T == TensorType::Q4_K ? at / 2 : 0;
+}
+static_assert((kBlockBytes<TensorType::Q4_K> - kFirst<TensorType::Q4_K>) % 4 == 0 &&
+              (kBlockBytes<TensorType::Q6_K> - 2 - kFirst<TensorType::Q6_K>) % 4 == 0);
+
+template <TensorType T>
+constexpr int64_t group_end() {  // one past the last grouped byte of a block
+  return T == TensorType::Q6_K ? kBlockBytes<T> - 2 : kBlockBytes<T>;
+}
+
+template <TensorType T>
+struct Rows {
+  const std::byte* row[kRows];
+  // Rows r .. r + rows - 1 of w (the last one repeated to fill the tile).
+  Rows(const Weight& w, int64_t r, int rows) {
+    for (int i = 0; i < kRows; ++i) row[i] = w.data + (r + (i < rows ? i : rows - 1)) * w.row_bytes;
+  }
+  // 4 groups: bytes at .. at + 15 of block blk.
+  void groups(int64_t blk, int64_t at, __m256i out[4]) const { transpose8x4(row, blk * kBlockBytes<T> + at, out); }
+  __m256 halves(int64_t blk, int64_t at) const { return halves8(row, blk * kBlockBytes<T> + at); }
+};
+
+template <TensorType T>
+struct Packed {
+  const std::byte* p;  // the tile's row group in the packed copy
+  void groups(int64_t blk, int64_t at, __m256i out[4]) const {
+    const std::byte* g = p + blk * 8 * kBlockBytes<T> + 16 * kHalves<T> + (at - kFirst<T>)*8;
+    for (int k = 0; k < 4; ++k) out[k] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(g + 32 * k));
+  }
+  __m256 halves(int64_t blk, int64_t at) const {
+    return _mm256_cvtph_ps(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + blk * 8 * kBlockBytes<T> + 16 * half_slot<T>(at))));
+  }
+};
+
+template <TensorType T>
+int64_t packed_group_bytes(const Weight& w) {
+  return w.cols / kBlockValues<T> * 8 * kBlockBytes<T>;
+}
+
+template <TensorType T>
+void pack_groups(const Weight& w, std::byte* out, int64_t g0, int64_t g1) {
+  const int64_t nblk = w.cols / kBlockValues<T>, B = kBlockBytes<T>;
+  for (int64_t g = g0; g < g1; ++g) {
+    std::byte* o = out + g * packed_group_bytes<T>(w);
+    const std::byte* row = w.data + g * 8 * w.row_bytes;
+    for (int64_t blk = 0; blk < nblk; ++blk, o += 8 * B) {
+      const int64_t at = blk * B;
+      for (int r = 0; r < 8; ++r) {
+        const std::byte* src = row + r * w.row_bytes + at;
+        if constexpr (T == TensorType::Q6_K) {
+          std::memcpy(o + 2 * r, src + 208, 2);
+        } else {
+          for (int h = 0; h < kHalves<T>; ++h) std::memcpy(o + 16 * h + 2 * r, src + 2 * h, 2);
+        }
+        for (int64_t k = kFirst<T>; k < group_end<T>(); k += 4)
+          std::memcpy(o + 16 * kHalves<T> + (k - kFirst<T>)*8 + 4 * r, src + k, 4);
+      }
+    }
+  }
+}
+
+// Q4_K's 8 sub-block scales and minimums of super-block s of the 8 rows: d * sc_j, dmin * m_j
+// (q4k_scale_min, in the lanes).
+template <class Src>
+inline void q4k_scales(const Src& src, int64_t s, __m256 d, __m256 dmin, __m256 scale[8], __m256 mins[8]) {
+  __m256i sb[4];
+  src.groups(s, 4, sb);  // the 12 scale bytes: sb[0..2]
+  const __m256i m6 = _mm256_set1_epi32(63), m4 = _mm256_set1_epi32(15);
+  for (int j = 0; j < 8; ++j) {
+    __m256i sc, m;
+    if (j < 4) {
+      sc = _mm256_and_si256(byte_of(sb[0], j), m6);
+      m = _mm256_and_si256(byte_of(sb[1], j), m6);
+    } else {
+      const __m256i hi = byte_of(sb[2], j - 4);
+      sc = _mm256_or_si256(_mm256_and_si256(hi, m4), _mm256_slli_epi32(_mm256_srli_epi32(byte_of(sb[0], j - 4), 6), 4));
+      m = _mm256_or_si256(_mm256_srli_epi32(hi, 4), _mm256_slli_epi32(_mm256_srli_epi32(byte_of(sb[1], j - 4), 6), 4));
+    }
+    scale[j] = _mm256_mul_ps(d, _mm256_cvtepi32_ps(sc));
+    mins[j] = _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(m));
+  }
+}
+
+// One group of Q6_K's 6-bit quants of block bb (0..3) of a half super-block, from the groups of
+// its low bits (l0: ql bytes 0..31, l1: 32..63) and high bits (hb: qh) at the same position.
+inline __m256i q6k_group(__m256i l0, __m256i l1, __m256i hb, int bb) {
+  const __m256i low4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3);
+  const __m256i l = bb % 2 ? l1 : l0;
+  const __m256i lq = bb < 2 ? _mm256_and_si256(l, low4) : _mm256_and_si256(_mm256_srli_epi16(l, 4), low4);
+  const __m256i hq = _mm256_and_si256(bb ? _mm256_srli_epi16(hb, 2 * bb) : hb, m3);
+  return _mm256_or_si256(lq, _mm256_slli_epi16(hq, 4));
+}
+
+// The scales of a Q6_K block's two halves (signed bytes i and i + 1 of the 16, from their groups
+// sb) as madd operands: lo, hi: the half's scale in both int16 of each lane; lh: the pair.
+struct Q6kScales {
+  __m256i lo, hi, lh;
+};
+inline Q6kScales q6k_scales(const __m256i sb[4], int i) {
+  const __m256i low16 = _mm256_set1_epi32(0xffff);
+  const __m256i lo = _mm256_and_si256(sbyte_of(sb[i / 4], i % 4), low16);
+  const __m256i hi = _mm256_and_si256(sbyte_of(sb[i / 4], i % 4 + 1), low16);
+  return {_mm256_or_si256(lo, _mm256_slli_epi32(lo, 16)), _mm256_or_si256(hi, _mm256_slli_epi32(hi, 16)),
+          _mm256_or_si256(lo, _mm256_slli_epi32(hi, 16))};
+}
+
+// Unpacks blocks [b0, b0 + nc) of the tile's rows into tl (block b0 + c at index c).
+template <TensorType T, class Src>
+void unpack(const Tile& tl, const Src& src, int64_t b0, int64_t nc, Prefetch& pf) {
   const __m256i low4 = _mm256_set1_epi8(0x0f);
   __m256i v[4];
   if constexpr (T == TensorType::Q4_0) {
     for (int64_t c = 0; c < nc; ++c) {
       pf.step();
-      const int64_t at = (b0 + c) * 18;
-      transpose8x4(row, at + 2, v);
+      src.groups(b0 + c, 2, v);
       __m256i* q = tl.q + c * kGroups;
       for (int g = 0; g < 4; ++g) {
         q[g] = _mm256_and_si256(v[g], low4);
         q[4 + g] = _mm256_and_si256(_mm256_srli_epi16(v[g], 4), low4);
       }
-      _mm256_store_ps(tl.scale + c * 8, halves8(row, at));
+      _mm256_store_ps(tl.scale + c * 8, src.halves(b0 + c, 0));
     }
   } else if constexpr (T == TensorType::Q8_0) {
     const __m256i bias = _mm256_set1_epi8(char(0x80));
     for (int64_t c = 0; c < nc; ++c) {
       pf.step();
-      const int64_t at = (b0 + c) * 34;
       __m256i* q = tl.q + c * kGroups;
       for (int h = 0; h < 2; ++h) {
-        transpose8x4(row, at + 2 + 16 * h, v);
+        src.groups(b0 + c, 2 + 16 * h, v);
         for (int g = 0; g < 4; ++g) {
           const __m256i u = _mm256_xor_si256(v[g], bias);
           q[4 * h + g] = _mm256_and_si256(u, low4);
           q[8 + 4 * h + g] = _mm256_and_si256(_mm256_srli_epi16(u, 4), low4);
         }
       }
-      _mm256_store_ps(tl.scale + c * 8, halves8(row, at));
+      _mm256_store_ps(tl.scale + c * 8, src.halves(b0 + c, 0));
     }
   } else if constexpr (T == TensorType::Q4_K) {
     for (int64_t s = b0 / 8; s < (b0 + nc) / 8; ++s) {
       for (int j = 0; j < 8; ++j) pf.step();
-      const int64_t at = s * 144;
-      const __m256 d = halves8(row, at), dmin = halves8(row, at + 2);
+      const __m256 d = src.halves(s, 0), dmin = src.halves(s, 2);
       const int64_t c0 = s * 8 - b0;
       for (int pair = 0; pair < 4; ++pair) {  // 32 bytes: block 2 pair (low nibbles), 2 pair + 1 (high)
         __m256i* lo = tl.q + (c0 + 2 * pair) * kGroups;
         __m256i* hi = lo + kGroups;
         for (int h = 0; h < 2; ++h) {
-          transpose8x4(row, at + 16 + 32 * pair + 16 * h, v);
+          src.groups(s, 16 + 32 * pair + 16 * h, v);
           for (int g = 0; g < 4; ++g) {
             lo[4 * h + g] = _mm256_and_si256(v[g], low4);
             hi[4 * h + g] = _mm256_and_si256(_mm256_srli_epi16(v[g], 4), low4);
           }
         }
       }
-      // The 12 scale bytes of the 8 rows (q4k_scale_min, in the lanes).
-      __m256i sb[4];
-      transpose8x4(row, at + 4, sb);
-      const __m256i m6 = _mm256_set1_epi32(63), m4 = _mm256_set1_epi32(15);
+      __m256 scale[8], mins[8];
+      q4k_scales(src, s, d, dmin, scale, mins);
       for (int j = 0; j < 8; ++j) {
-        __m256i sc, m;
-        if (j < 4) {
-          sc = _mm256_and_si256(byte_of(sb[0], j), m6);
-          m = _mm256_and_si256(byte_of(sb[1], j), m6);
-        } else {
-          const __m256i hi = byte_of(sb[2], j - 4);
-          sc = _mm256_or_si256(_mm256_and_si256(hi, m4),
-                               _mm256_slli_epi32(_mm256_srli_epi32(byte_of(sb[0], j - 4), 6), 4));
-          m = _mm256_or_si256(_mm256_srli_epi32(hi, 4),
-                              _mm256_slli_epi32(_mm256_srli_epi32(byte_of(sb[1], j - 4), 6), 4));
-        }
-        _mm256_store_ps(tl.scale + (c0 + j) * 8, _mm256_mul_ps(d, _mm256_cvtepi32_ps(sc)));
-        _mm256_store_ps(tl.min + (c0 + j) * 8, _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(m)));
+        _mm256_store_ps(tl.scale + (c0 + j) * 8, scale[j]);
+        _mm256_store_ps(tl.min + (c0 + j) * 8, mins[j]);
       }
     }
   } else if constexpr (T == TensorType::Q6_K) {
-    const __m256i m3 = _mm256_set1_epi8(3), low16 = _mm256_set1_epi32(0xffff);
     for (int64_t s = b0 / 8; s < (b0 + nc) / 8; ++s) {
       for (int j = 0; j < 8; ++j) pf.step();
-      const int64_t at = s * 210;
-      const __m256 d = halves8(row, at + 208);
+      const __m256 d = src.halves(s, 208);
+      __m256i sb[4];  // the 8 rows' 16 signed scales: 4 per vector
+      src.groups(s, 192, sb);
       for (int h = 0; h < 2; ++h) {
-        const int64_t ql = at + 64 * h, qh = at + 128 + 32 * h;
         const int64_t c0 = s * 8 + 4 * h - b0;  // blocks c0 .. c0 + 3
         for (int part = 0; part < 2; ++part) {  // elements 16 part .. 16 part + 15 of each block
           __m256i l0[4], l1[4], hb[4];
-          transpose8x4(row, ql + 16 * part, l0);
-          transpose8x4(row, ql + 32 + 16 * part, l1);
-          transpose8x4(row, qh + 16 * part, hb);
-          for (int j = 0; j < 4; ++j) {
-            const int g = 4 * part + j;
-            tl.q[(c0 + 0) * kGroups + g] =
-                _mm256_or_si256(_mm256_and_si256(l0[j], low4), _mm256_slli_epi16(_mm256_and_si256(hb[j], m3), 4));
-            tl.q[(c0 + 1) * kGroups + g] = _mm256_or_si256(
-                _mm256_and_si256(l1[j], low4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb[j], 2), m3), 4));
-            tl.q[(c0 + 2) * kGroups + g] =
-                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0[j], 4), low4),
-                                _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb[j], 4), m3), 4));
-            tl.q[(c0 + 3) * kGroups + g] =
-                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1[j], 4), low4),
-                                _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb[j], 6), m3), 4));
-          }
+          src.groups(s, 64 * h + 16 * part, l0);
+          src.groups(s, 64 * h + 32 + 16 * part, l1);
+          src.groups(s, 128 + 32 * h + 16 * part, hb);
+          for (int bb = 0; bb < 4; ++bb)
+            for (int j = 0; j < 4; ++j) tl.q[(c0 + bb) * kGroups + 4 * part + j] = q6k_group(l0[j], l1[j], hb[j], bb);
         }
-        __m256i sb[4];  // the 8 rows' 16 signed scales: 4 per vector
-        transpose8x4(row, at + 192, sb);
         for (int bb = 0; bb < 4; ++bb) {
-          const int i = 8 * h + 2 * bb;  // the scales of block 4 h + bb's halves: i, i + 1
-          const __m256i lo = _mm256_and_si256(sbyte_of(sb[i / 4], i % 4), low16);
-          const __m256i hi = _mm256_and_si256(sbyte_of(sb[i / 4], i % 4 + 1), low16);
-          tl.sc_lo[c0 + bb] = _mm256_or_si256(lo, _mm256_slli_epi32(lo, 16));
-          tl.sc_hi[c0 + bb] = _mm256_or_si256(hi, _mm256_slli_epi32(hi, 16));
-          tl.sc_lh[c0 + bb] = _mm256_or_si256(lo, _mm256_slli_epi32(hi, 16));
+          const Q6kScales sc = q6k_scales(sb, 8 * h + 2 * bb);
+          tl.sc_lo[c0 + bb] = sc.lo;
+          tl.sc_hi[c0 + bb] = sc.hi;
+          tl.sc_lh[c0 + bb] = sc.lh;
           _mm256_store_ps(tl.scale + (c0 + bb) * 8, d);
         }
       }
@@ -506,51 +609,140 @@ void run_tokens(const Tile& tl, const LinearIo& io, int64_t nb, int64_t b0, int6
   }
 }
 
-// One token (decode) over Q4_0 / Q8_0 rows: each block's 8 rows go from memory to registers and
-// straight into the dot product (nothing to share with other tokens, so no trip through scratch).
-// Q8_0 takes its signed quants with the sign trick here (|w| times x with w's sign), 5 operations
-// per group where splitting the biased bytes into nibbles costs 8.
-template <TensorType T>
-void decode_rows(const Weight& w, const LinearIo& io, int64_t r, int rows, int64_t nb, Prefetch& pf) {
-  const std::byte* row[kRows];
-  for (int i = 0; i < kRows; ++i) row[i] = w.data + (r + (i < rows ? i : rows - 1)) * w.row_bytes;
-  const int8_t* xq = io.xq.q;
-  const float* dx = io.xq.d;
-  const int16_t* sx = io.xq.s;
+// One token (decode): each block's 8 rows go from memory to registers and straight into the dot
+// product (nothing to share with other tokens, so no trip through scratch); the K-quants a
+// super-block at a time, their scales decoded once per super-block. Q8_0 takes its signed quants
+// with the sign trick here (|w| times x with w's sign), 5 operations per group where splitting the
+// biased bytes into nibbles costs 8. off / neg: the token's offsets (offsets()).
+struct DecodeIn {
+  const int8_t* xq;
+  const float* dx;
+  const int16_t* sx;
+  const int32_t* off;
+  const float* neg;
+};
+
+inline __m256 fma_block(__m256i isum, __m256 scale, float dx, __m256 acc) {
+  return _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(scale, _mm256_set1_ps(dx)), acc);
+}
+
+template <class Src>
+inline __m256 decode_q4_0(const Src& src, const DecodeIn& in, int64_t b, __m256 acc) {
   const __m256i ones = _mm256_set1_epi16(1), low4 = _mm256_set1_epi8(0x0f);
-  __m256 acc = _mm256_setzero_ps();
+  const int8_t* xb = in.xq + b * 32;
   __m256i v[4];
-  for (int64_t b = 0; b < nb; ++b) {
-    pf.step();
-    const int8_t* xb = xq + b * 32;
-    __m256i isum;
-    __m256 scale;
-    if constexpr (T == TensorType::Q4_0) {
-      const int64_t at = b * 18;
-      transpose8x4(row, at + 2, v);
-      __m256i s16 = _mm256_setzero_si256();
+  src.groups(b, 2, v);
+  __m256i s16 = _mm256_setzero_si256();
+  for (int g = 0; g < 4; ++g) {
+    s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(_mm256_and_si256(v[g], low4), bcast4(xb + 4 * g)));
+    s16 = _mm256_add_epi16(
+        s16, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(v[g], 4), low4), bcast4(xb + 16 + 4 * g)));
+  }
+  const __m256i isum = _mm256_add_epi32(_mm256_madd_epi16(s16, ones), _mm256_set1_epi32(in.off[b]));
+  return fma_block(isum, src.halves(b, 0), in.dx[b], acc);
+}
+
+template <class Src>
+inline __m256 decode_q8_0(const Src& src, const DecodeIn& in, int64_t b, __m256 acc) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  const int8_t* xb = in.xq + b * 32;
+  __m256i v[4];
+  __m256i isum = _mm256_setzero_si256();
+  for (int h = 0; h < 2; ++h) {
+    src.groups(b, 2 + 16 * h, v);
+    for (int g = 0; g < 4; ++g) {
+      const __m256i p =
+          _mm256_maddubs_epi16(_mm256_sign_epi8(v[g], v[g]), _mm256_sign_epi8(bcast4(xb + 16 * h + 4 * g), v[g]));
+      isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, ones));
+    }
+  }
+  return fma_block(isum, src.halves(b, 0), in.dx[b], acc);
+}
+
+// Super-block s (blocks 8 s .. 8 s + 7).
+template <class Src>
+inline __m256 decode_q4_k(const Src& src, const DecodeIn& in, int64_t s, __m256 acc) {
+  const __m256i ones = _mm256_set1_epi16(1), low4 = _mm256_set1_epi8(0x0f);
+  __m256 scale[8], mins[8];
+  q4k_scales(src, s, src.halves(s, 0), src.halves(s, 2), scale, mins);
+  __m256i v[4];
+  for (int pair = 0; pair < 4; ++pair) {  // 32 bytes: block 2 pair (low nibbles), 2 pair + 1 (high)
+    const int64_t b = s * 8 + 2 * pair;
+    const int8_t* xa = in.xq + b * 32;
+    const int8_t* xc = xa + 32;
+    __m256i sa = _mm256_setzero_si256(), sc = _mm256_setzero_si256();
+    for (int h = 0; h < 2; ++h) {
+      src.groups(s, 16 + 32 * pair + 16 * h, v);
       for (int g = 0; g < 4; ++g) {
-        s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(_mm256_and_si256(v[g], low4), bcast4(xb + 4 * g)));
-        s16 = _mm256_add_epi16(
-            s16, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(v[g], 4), low4), bcast4(xb + 16 + 4 * g)));
+        sa = _mm256_add_epi16(sa, _mm256_maddubs_epi16(_mm256_and_si256(v[g], low4), bcast4(xa + 16 * h + 4 * g)));
+        sc = _mm256_add_epi16(
+            sc, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(v[g], 4), low4), bcast4(xc + 16 * h + 4 * g)));
       }
-      isum =
-          _mm256_add_epi32(_mm256_madd_epi16(s16, ones), _mm256_set1_epi32(-8 * (int32_t(sx[2 * b]) + sx[2 * b + 1])));
-      scale = halves8(row, at);
-    } else {
-      const int64_t at = b * 34;
-      isum = _mm256_setzero_si256();
-      for (int h = 0; h < 2; ++h) {
-        transpose8x4(row, at + 2 + 16 * h, v);
-        for (int g = 0; g < 4; ++g) {
-          const __m256i p =
-              _mm256_maddubs_epi16(_mm256_sign_epi8(v[g], v[g]), _mm256_sign_epi8(bcast4(xb + 16 * h + 4 * g), v[g]));
-          isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, ones));
+    }
+    for (int k = 0; k < 2; ++k) {
+      const int64_t bk = b + k;
+      const __m256 dxv = _mm256_set1_ps(in.dx[bk]);
+      acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(k ? sc : sa, ones)),
+                            _mm256_mul_ps(scale[2 * pair + k], dxv), acc);
+      acc = _mm256_fmadd_ps(_mm256_set1_ps(in.neg[bk]), _mm256_mul_ps(mins[2 * pair + k], dxv), acc);
+    }
+  }
+  return acc;
+}
+
+template <class Src>
+inline __m256 decode_q6_k(const Src& src, const DecodeIn& in, int64_t s, __m256 acc) {
+  const __m256 d = src.halves(s, 208);
+  __m256i sb[4];  // the 8 rows' 16 signed scales: 4 per vector
+  src.groups(s, 192, sb);
+  for (int h = 0; h < 2; ++h) {
+    const int64_t b0 = s * 8 + 4 * h;  // blocks b0 .. b0 + 3
+    Q6kScales sc[4];
+    __m256i isum[4];
+    for (int bb = 0; bb < 4; ++bb) {
+      sc[bb] = q6k_scales(sb, 8 * h + 2 * bb);
+      isum[bb] = _mm256_setzero_si256();
+    }
+    for (int part = 0; part < 2; ++part) {  // elements 16 part .. 16 part + 15 of each block
+      __m256i l0[4], l1[4], hb[4];
+      src.groups(s, 64 * h + 16 * part, l0);
+      src.groups(s, 64 * h + 32 + 16 * part, l1);
+      src.groups(s, 128 + 32 * h + 16 * part, hb);
+      for (int bb = 0; bb < 4; ++bb) {
+        const int8_t* xb = in.xq + (b0 + bb) * 32 + 16 * part;
+        for (int j = 0; j < 4; j += 2) {  // pairs of groups in int16 (2 * 63 * 127 each)
+          const __m256i s16 = _mm256_add_epi16(
+              _mm256_maddubs_epi16(q6k_group(l0[j], l1[j], hb[j], bb), bcast4(xb + 4 * j)),
+              _mm256_maddubs_epi16(q6k_group(l0[j + 1], l1[j + 1], hb[j + 1], bb), bcast4(xb + 4 * j + 4)));
+          isum[bb] = _mm256_add_epi32(isum[bb], _mm256_madd_epi16(s16, part ? sc[bb].hi : sc[bb].lo));
         }
       }
-      scale = halves8(row, at);
     }
-    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(scale, _mm256_set1_ps(dx[b])), acc);
+    for (int bb = 0; bb < 4; ++bb) {
+      int32_t s2;
+      std::memcpy(&s2, in.sx + 2 * (b0 + bb), 4);
+      const __m256i o = _mm256_madd_epi16(sc[bb].lh, _mm256_set1_epi32(s2));
+      acc = fma_block(_mm256_sub_epi32(isum[bb], _mm256_slli_epi32(o, 5)), d, in.dx[b0 + bb], acc);
+    }
+  }
+  return acc;
+}
+
+// The tile's 8 rows (rows of them real) at r for one token.
+template <TensorType T, class Src>
+void decode_tile(const Src& src, const DecodeIn& in, const LinearIo& io, int64_t r, int rows, int64_t nb,
+                 Prefetch& pf) {
+  __m256 acc = _mm256_setzero_ps();
+  if constexpr (T == TensorType::Q4_0 || T == TensorType::Q8_0) {
+    for (int64_t b = 0; b < nb; ++b) {
+      pf.step();
+      acc = T == TensorType::Q4_0 ? decode_q4_0(src, in, b, acc) : decode_q8_0(src, in, b, acc);
+    }
+  } else {
+    for (int64_t s = 0; s < nb / 8; ++s) {
+      for (int j = 0; j < 8; ++j) pf.step();
+      acc = T == TensorType::Q4_K ? decode_q4_k(src, in, s, acc) : decode_q6_k(src, in, s, acc);
+    }
   }
   float* y = io.y + r;
   if (rows == kRows) {
@@ -563,33 +755,54 @@ void decode_rows(const Weight& w, const LinearIo& io, int64_t r, int rows, int64
   }
 }
 
+// The tile's chunks of blocks for the token block [tb, te) (offsets already in tl).
+template <TensorType T, class Src>
+void prefill_tile(const Tile& tl, const Src& src, const LinearIo& io, int64_t r, int rows, int64_t nb, int64_t tb,
+                  int64_t te, Prefetch& pf) {
+  for (int64_t b0 = 0; b0 < nb; b0 += kChunk) {
+    const int64_t nc = imin(kChunk, nb - b0);
+    unpack<T>(tl, src, b0, nc, pf);
+    const bool first = b0 == 0, last = b0 + nc == nb;
+    int64_t t = tb;
+    for (; t + kTokens <= te; t += kTokens) run_tokens<T, kTokens>(tl, io, nb, b0, nc, t, tb, first, last, r, rows);
+    for (; t < te; ++t) run_tokens<T, 1>(tl, io, nb, b0, nc, t, tb, first, last, r, rows);
+  }
+}
+
+// The rows [r, r1) of w as the next tiles read them (for the prefetcher): the file's rows, or
+// their packed groups.
+template <TensorType T>
+Prefetch next_rows(const Weight& w, int64_t r, int64_t r1, int64_t steps, bool packed) {
+  if (!packed || r % kRows || r1 % kRows) return Prefetch(w.data, w.row_bytes, r, r1, steps);
+  return Prefetch(w.packed, packed_group_bytes<T>(w) / kRows, r, r1, steps);
+}
+
 template <TensorType T>
 void linear_quant(const Weight& w, const LinearIo& io, int64_t r0, int64_t r1, void* scratch) {
   const int64_t nb = w.cols / 32;
-  if constexpr (T == TensorType::Q4_0 || T == TensorType::Q8_0)
-    if (io.n == 1) {
-      for (int64_t r = r0; r < r1; r += kRows) {
-        Prefetch pf(w, r + kRows, imin(r + 2 * kRows, r1), nb);
-        decode_rows<T>(w, io, r, int(imin(kRows, r1 - r)), nb, pf);
-      }
-      return;
-    }
   const Tile tl = tile_in(scratch, nb);
+  const bool packed = w.packed && w.packed_isa == Isa::Avx2;
+  // Whether the tile at r is a whole packed row group.
+  auto in_packed = [&](int64_t r) { return packed && r % kRows == 0 && r + kRows <= w.rows; };
   for (int64_t tb = 0; tb < io.n; tb += kTokenBlock) {
     const int64_t te = imin(io.n, tb + kTokenBlock);
     offsets<T>(tl, io.xq, nb, tb, te);
+    const DecodeIn in{io.xq.q, io.xq.d, io.xq.s, tl.off, tl.negsum};
     for (int64_t r = r0; r < r1; r += kRows) {
       const int rows = int(imin(kRows, r1 - r));
-      const std::byte* row[kRows];
-      for (int i = 0; i < kRows; ++i) row[i] = w.data + (r + (i < rows ? i : rows - 1)) * w.row_bytes;
-      Prefetch pf(w, r + kRows, imin(r + 2 * kRows, r1), nb);
-      for (int64_t b0 = 0; b0 < nb; b0 += kChunk) {
-        const int64_t nc = imin(kChunk, nb - b0);
-        unpack<T>(tl, row, b0, nc, pf);
-        const bool first = b0 == 0, last = b0 + nc == nb;
-        int64_t t = tb;
-        for (; t + kTokens <= te; t += kTokens) run_tokens<T, kTokens>(tl, io, nb, b0, nc, t, tb, first, last, r, rows);
-        for (; t < te; ++t) run_tokens<T, 1>(tl, io, nb, b0, nc, t, tb, first, last, r, rows);
+      Prefetch pf = next_rows<T>(w, r + kRows, imin(r + 2 * kRows, r1), nb, in_packed(r + kRows));
+      if (in_packed(r)) {
+        const Packed<T> src{w.packed + r / kRows * packed_group_bytes<T>(w)};
+        if (io.n == 1)
+          decode_tile<T>(src, in, io, r, rows, nb, pf);
+        else
+          prefill_tile<T>(tl, src, io, r, rows, nb, tb, te, pf);
+      } else {
+        const Rows<T> src(w, r, rows);
+        if (io.n == 1)
+          decode_tile<T>(src, in, io, r, rows, nb, pf);
+        else
+          prefill_tile<T>(tl, src, io, r, rows, nb, tb, te, pf);
       }
     }
   }
@@ -609,6 +822,28 @@ void linear(const Weight& w, const LinearIo& io, int64_t r0, int64_t r1, void* s
 }
 
 int64_t linear_scratch(int64_t cols) { return tile_bytes(cols / 32); }
+
+// Load-time repacking: every quantized type, whole groups of 8 rows (the rest read in place).
+int64_t packed_bytes(const Weight& w) {
+  const int64_t groups = w.rows / kRows;
+  switch (w.type) {
+    case TensorType::Q8_0: return groups * packed_group_bytes<TensorType::Q8_0>(w);
+    case TensorType::Q4_0: return groups * packed_group_bytes<TensorType::Q4_0>(w);
+    case TensorType::Q4_K: return groups * packed_group_bytes<TensorType::Q4_K>(w);
+    case TensorType::Q6_K: return groups * packed_group_bytes<TensorType::Q6_K>(w);
+    default: return 0;
+  }
+}
+
+void pack(const Weight& w, std::byte* out, int64_t g0, int64_t g1) {
+  switch (w.type) {
+    case TensorType::Q8_0: return pack_groups<TensorType::Q8_0>(w, out, g0, g1);
+    case TensorType::Q4_0: return pack_groups<TensorType::Q4_0>(w, out, g0, g1);
+    case TensorType::Q4_K: return pack_groups<TensorType::Q4_K>(w, out, g0, g1);
+    case TensorType::Q6_K: return pack_groups<TensorType::Q6_K>(w, out, g0, g1);
+    default: break;
+  }
+}
 
 // ---- activations ------------------------------------------------------------------------------
 
@@ -724,7 +959,7 @@ void swiglu(const float* g, const float* u, float* out, int64_t n) {
   }
 }
 
-const Kernels table{Isa::Avx2, 8, 8, linear, linear_scratch, quantize, attend, swiglu};
+const Kernels table{Isa::Avx2, 8, 8, linear, linear_scratch, quantize, attend, swiglu, packed_bytes, pack};
 
 }  // namespace
 
