@@ -9,9 +9,10 @@
 #   scripts/bench_cpu_llm.sh [--npm DIR] [--out DIR] [--types q4_0,q8_0,f16] [--threads N]
 #                            [-p 128] [-n 32] [-r 3] [--wgc PATH] [--avx2 | --peer-variant NAME]
 #   scripts/bench_cpu_llm.sh --pack DIR   # fetch the peer's .tgz files into DIR (needs the registry)
-#   scripts/bench_cpu_llm.sh [--npm DIR] --pack-portable FILE.tar.xz
+#   scripts/bench_cpu_llm.sh [--npm DIR] [--avx2] --pack-portable FILE.tar.xz
 #                            # node's binary and the installed peer in one file (31 MB), for a
 #                            # machine without node or npm: unpack it there and pass --peer DIR/peer
+#                            # (with --avx2 / --peer-variant: that llama.cpp CPU variant alone)
 #
 #  --npm DIR   install the peer from the .tgz files --pack put in DIR, offline (for the GPU
 #              machine, which has no network)
@@ -122,6 +123,12 @@ if [ -n "$portable" ]; then
   install_peer "$tmp/peer"
   # The git bundle of llama.cpp's source (34 MB) is only for building from source (never done here).
   rm -f "$tmp/peer/node_modules/node-llama-cpp/llama/gitRelease.bundle"
+  # With --peer-variant / --avx2: that CPU variant alone (the others are 1-1.6 MB each).
+  if [ -n "$variant" ]; then
+    vbins="$tmp/peer/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64"
+    [ -f "$vbins/libggml-cpu-$variant.so" ] || die "no llama.cpp CPU variant '$variant'"
+    find "$vbins" -name 'libggml-cpu-*.so' ! -name "libggml-cpu-$variant.so" -delete
+  fi
   mkdir -p "$tmp/bin"
   cp "$(readlink -f "$(command -v node)")" "$tmp/bin/node"
   log "packing node $(node --version) and the peer into $portable"
