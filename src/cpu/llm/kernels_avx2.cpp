@@ -373,13 +373,18 @@ inline void q4k_scales(const Src& src, int64_t s, __m256 d, __m256 dmin, __m256 
 }
 
 // One group of Q6_K's 6-bit quants of block bb (0..3) of a half super-block, from the groups of
-// its low bits (l0: ql bytes 0..31, l1: 32..63) and high bits (hb: qh) at the same position.
+// its low bits (l0: ql bytes 0..31, l1: 32..63) and high bits (hb: qh, 2 bits per block) at the
+// same position: the 2 high bits shifted straight to bits 4..5 of each byte (16-bit shifts: what
+// crosses into the next byte is masked off).
 inline __m256i q6k_group(__m256i l0, __m256i l1, __m256i hb, int bb) {
-  const __m256i low4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3);
+  const __m256i low4 = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
   const __m256i l = bb % 2 ? l1 : l0;
   const __m256i lq = bb < 2 ? _mm256_and_si256(l, low4) : _mm256_and_si256(_mm256_srli_epi16(l, 4), low4);
-  const __m256i hq = _mm256_and_si256(bb ? _mm256_srli_epi16(hb, 2 * bb) : hb, m3);
-  return _mm256_or_si256(lq, _mm256_slli_epi16(hq, 4));
+  const __m256i h = bb == 0   ? _mm256_slli_epi16(hb, 4)
+                    : bb == 1 ? _mm256_slli_epi16(hb, 2)
+                    : bb == 2 ? hb
+                              : _mm256_srli_epi16(hb, 2);
+  return _mm256_or_si256(lq, _mm256_and_si256(h, m30));
 }
 
 // The scales of a Q6_K block's two halves (signed bytes i and i + 1 of the 16, from their groups
