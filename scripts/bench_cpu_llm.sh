@@ -26,6 +26,10 @@
 #              icelake, sapphirerapids, zen4, ...) instead of the best one for this processor:
 #              ggml loads the highest-scoring libggml-cpu-*.so of the binary's folder, so the peer
 #              is copied (hard links) with that one variant alone
+#  --cpu-time  also tokens per CPU second (with --threads 1 only): a measure of the work that other
+#              processes on a shared machine do not change, where wall time with them running does
+#              (llama.cpp: its process's CPU time per run, median; wgc: the CPU time of bench-llm
+#              with R + 1 runs less that with 1, without warm-ups, over R)
 #  --avx2      the AVX2 level on both sides: WGC_CPU_ISA=avx2 and --peer-variant haswell (llama.cpp's
 #              AVX2 + FMA + F16C + BMI2 build), for processors without AVX-512 measured on one with it
 #
@@ -43,7 +47,7 @@ declare -A kPinned=(
   [node-llama-cpp-linux-x64-3.21.1.tgz]=4b5b65a8b2611d8af94349b02d815c0f424a30a0a19aef2be5db25ecfef6730f
 )
 
-npm_dir="" peer_dir="" portable="" variant="" out="$repo/build/bench-cpu-llm" types="q4_0,q8_0,f16" threads=$(nproc) p=128 n=32 r=3 pack=""
+npm_dir="" peer_dir="" portable="" variant="" cpu_time=0 out="$repo/build/bench-cpu-llm" types="q4_0,q8_0,f16" threads=$(nproc) p=128 n=32 r=3 pack=""
 wgc="$repo/build/wgc"
 while [ $# -gt 0 ]; do
   case $1 in
@@ -57,14 +61,17 @@ while [ $# -gt 0 ]; do
     --wgc) wgc=${2:?--wgc PATH}; shift 2 ;;
     --peer-variant) variant=${2:?--peer-variant NAME}; shift 2 ;;
     --avx2) variant=haswell; export WGC_CPU_ISA=avx2; shift ;;
+    --cpu-time) cpu_time=1; shift ;;
     -p) p=${2:?-p N}; shift 2 ;;
     -n) n=${2:?-n N}; shift 2 ;;
     -r) r=${2:?-r N}; shift 2 ;;
-    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
     *) die "unknown argument '$1' (--help lists them)" ;;
   esac
 done
 [ -n "$peer_dir" ] || command -v npm >/dev/null || die "npm not found (apt-get install npm)"
+[ $cpu_time = 0 ] || [ "$threads" = 1 ] ||
+  die "--cpu-time compares the engines with one thread each (--threads 1): waiting threads spin, burning CPU time without work"
 
 # The lock's packages that this platform installs (not the optional GPU/ARM builds): name@version.
 lock_specs() {
@@ -161,6 +168,10 @@ fi
 cp "$here/llama_cpp_bench.mjs" "$peer/"
 
 load() { uptime | sed 's/.*load average: //'; }
+cpu_seconds() {  # COMMAND...: its user + system CPU seconds (bash's time keyword)
+  local TIMEFORMAT='%3U %3S'
+  { time "$@" >/dev/null 2>&1; } 2>&1 | awk '{print $1 + $2}'
+}
 cpu=$("$wgc" info --backend cpu | sed 's/^CPU engine: //')
 flags=$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -E '^(avx2|fma|f16c|avx512f|avx512bw|avx512_vnni|avx_vnni|avx512_bf16)$' | tr '\n' ' ' | sed 's/ $//' || true)
 results="$out/results.json"
@@ -176,18 +187,29 @@ for t in ${types//,/ }; do
   log "$t: wgc (CPU engine, $threads threads)"
   "$wgc" bench-llm --backend cpu --threads "$threads" -m "$model" -p "$p" -n "$n" -r "$r" \
     --json "$out/wgc-$t.json" --force >"$out/wgc-$t.txt"
+  wgc_cpu="{}"
+  if [ $cpu_time = 1 ]; then
+    log "$t: wgc's CPU time (bench-llm with 1 and $((r + 1)) runs)"
+    bl=("$wgc" bench-llm --backend cpu --threads 1 -m "$model" --no-warmup --bandwidth 0)
+    a=$(cpu_seconds "${bl[@]}" -p "$p" -n 0 -r 1) b=$(cpu_seconds "${bl[@]}" -p "$p" -n 0 -r $((r + 1)))
+    c=$(cpu_seconds "${bl[@]}" -p 0 -n "$n" -r 1) d=$(cpu_seconds "${bl[@]}" -p 0 -n "$n" -r $((r + 1)))
+    wgc_cpu=$(node -e 'const [a, b, c, d, p, n, r] = process.argv.slice(1).map(Number);
+      console.log(JSON.stringify({pp: p * r / (b - a), tg: n * r / (d - c)}));' "$a" "$b" "$c" "$d" "$p" "$n" "$r")
+  fi
   log "$t: llama.cpp (node-llama-cpp, $threads threads)"
   (cd "$peer" && node llama_cpp_bench.mjs "$model" "$p" "$n" "$r" "$threads") >"$out/llama_cpp-$t.json"
   load1=$(load)
   row=$(node -e '
     const [wgcFile, peerFile, type, load0, load1] = process.argv.slice(1);
-    const w = require(wgcFile), l = require(peerFile);
+    const w = require(wgcFile), l = require(peerFile), wc = JSON.parse(process.argv[8]);
     const med = (name) => w.results.find((x) => x.test === name).tps_median;
     const r = {type, wgc_pp: med("pp" + process.argv[6]), wgc_tg: med("tg" + process.argv[7]),
                llama_pp: l.pp_median, llama_tg: l.tg_median, load_before: load0, load_after: load1,
                wgc_threads: w.threads, llama_threads: l.threads, llama_cpu_variant: l.cpu_variant};
+    if (wc.pp !== undefined)
+      Object.assign(r, {wgc_pp_cpu: wc.pp, wgc_tg_cpu: wc.tg, llama_pp_cpu: l.pp_cpu_median, llama_tg_cpu: l.tg_cpu_median});
     console.log(JSON.stringify(r));
-  ' "$out/wgc-$t.json" "$out/llama_cpp-$t.json" "$t" "$load0" "$load1" "$p" "$n")
+  ' "$out/wgc-$t.json" "$out/llama_cpp-$t.json" "$t" "$load0" "$load1" "$p" "$n" "$wgc_cpu")
   [ $first = 1 ] || echo "," >>"$results"
   first=0
   echo "$row" >>"$results"
@@ -205,6 +227,14 @@ node -e '
   for (const x of rows)
     console.log(`| Llama-3.2-1B ${x.type.toUpperCase()} | ${f(x.wgc_pp)} | ${f(x.llama_pp)} | ${pct(x.wgc_pp, x.llama_pp)} | ` +
                 `${f(x.wgc_tg)} | ${f(x.llama_tg)} | ${pct(x.wgc_tg, x.llama_tg)} | ${x.load_before}; ${x.load_after} |`);
+  if (rows[0].wgc_pp_cpu !== undefined) {
+    console.log("\nTokens per CPU second (one thread each):\n");
+    console.log("| model | wgc pp | llama.cpp pp | wgc/llama.cpp pp | wgc tg | llama.cpp tg | wgc/llama.cpp tg |");
+    console.log("|---|---:|---:|---:|---:|---:|---:|");
+    for (const x of rows)
+      console.log(`| Llama-3.2-1B ${x.type.toUpperCase()} | ${f(x.wgc_pp_cpu)} | ${f(x.llama_pp_cpu)} | ${pct(x.wgc_pp_cpu, x.llama_pp_cpu)} | ` +
+                  `${f(x.wgc_tg_cpu)} | ${f(x.llama_tg_cpu)} | ${pct(x.wgc_tg_cpu, x.llama_tg_cpu)} |`);
+  }
 ' "$results" "$cpu" "$threads" "$p" "$n" "$r" "$flags" | tee "$out/results.md"
 
 cats=()
