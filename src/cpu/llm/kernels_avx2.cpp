@@ -376,15 +376,30 @@ inline void q4k_scales(const Src& src, int64_t s, __m256 d, __m256 dmin, __m256 
 // its low bits (l0: ql bytes 0..31, l1: 32..63) and high bits (hb: qh, 2 bits per block) at the
 // same position: the 2 high bits shifted straight to bits 4..5 of each byte (16-bit shifts: what
 // crosses into the next byte is masked off).
-inline __m256i q6k_group(__m256i l0, __m256i l1, __m256i hb, int bb) {
+template <int bb>
+inline __m256i q6k_group(__m256i l0, __m256i l1, __m256i hb) {
   const __m256i low4 = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
   const __m256i l = bb % 2 ? l1 : l0;
-  const __m256i lq = bb < 2 ? _mm256_and_si256(l, low4) : _mm256_and_si256(_mm256_srli_epi16(l, 4), low4);
-  const __m256i h = bb == 0   ? _mm256_slli_epi16(hb, 4)
-                    : bb == 1 ? _mm256_slli_epi16(hb, 2)
-                    : bb == 2 ? hb
-                              : _mm256_srli_epi16(hb, 2);
+  __m256i lq, h;
+  if constexpr (bb < 2)
+    lq = _mm256_and_si256(l, low4);
+  else
+    lq = _mm256_and_si256(_mm256_srli_epi16(l, 4), low4);
+  if constexpr (bb == 0) h = _mm256_slli_epi16(hb, 4);
+  if constexpr (bb == 1) h = _mm256_slli_epi16(hb, 2);
+  if constexpr (bb == 2) h = hb;
+  if constexpr (bb == 3) h = _mm256_srli_epi16(hb, 2);
   return _mm256_or_si256(lq, _mm256_and_si256(h, m30));
+}
+
+// f.template operator()<i>() for i = 0..3: the 4 blocks of a half super-block, each with its own
+// shifts and masks as constants.
+template <class F>
+inline void for_blocks4(F&& f) {
+  f.template operator()<0>();
+  f.template operator()<1>();
+  f.template operator()<2>();
+  f.template operator()<3>();
 }
 
 // The scales of a Q6_K block's two halves (signed bytes i and i + 1 of the 16, from their groups
@@ -467,8 +482,9 @@ void unpack(const Tile& tl, const Src& src, int64_t b0, int64_t nc, Prefetch& pf
           src.groups(s, 64 * h + 16 * part, l0);
           src.groups(s, 64 * h + 32 + 16 * part, l1);
           src.groups(s, 128 + 32 * h + 16 * part, hb);
-          for (int bb = 0; bb < 4; ++bb)
-            for (int j = 0; j < 4; ++j) tl.q[(c0 + bb) * kGroups + 4 * part + j] = q6k_group(l0[j], l1[j], hb[j], bb);
+          for_blocks4([&]<int bb>() {
+            for (int j = 0; j < 4; ++j) tl.q[(c0 + bb) * kGroups + 4 * part + j] = q6k_group<bb>(l0[j], l1[j], hb[j]);
+          });
         }
         for (int bb = 0; bb < 4; ++bb) {
           const Q6kScales sc = q6k_scales(sb, 8 * h + 2 * bb);
@@ -713,15 +729,16 @@ inline __m256 decode_q6_k(const Src& src, const DecodeIn& in, int64_t s, __m256 
       src.groups(s, 64 * h + 16 * part, l0);
       src.groups(s, 64 * h + 32 + 16 * part, l1);
       src.groups(s, 128 + 32 * h + 16 * part, hb);
-      for (int bb = 0; bb < 4; ++bb) {
-        const int8_t* xb = in.xq + (b0 + bb) * 32 + 16 * part;
-        for (int j = 0; j < 4; j += 2) {  // pairs of groups in int16 (2 * 63 * 127 each)
-          const __m256i s16 = _mm256_add_epi16(
-              _mm256_maddubs_epi16(q6k_group(l0[j], l1[j], hb[j], bb), bcast4(xb + 4 * j)),
-              _mm256_maddubs_epi16(q6k_group(l0[j + 1], l1[j + 1], hb[j + 1], bb), bcast4(xb + 4 * j + 4)));
+      // Pairs of groups (j, j + 1) in int16 (2 * 63 * 127 each), all 4 blocks per pair, so only
+      // the pair's 6 vectors are live.
+      for (int j = 0; j < 4; j += 2)
+        for_blocks4([&]<int bb>() {
+          const int8_t* xb = in.xq + (b0 + bb) * 32 + 16 * part + 4 * j;
+          const __m256i s16 =
+              _mm256_add_epi16(_mm256_maddubs_epi16(q6k_group<bb>(l0[j], l1[j], hb[j]), bcast4(xb)),
+                               _mm256_maddubs_epi16(q6k_group<bb>(l0[j + 1], l1[j + 1], hb[j + 1]), bcast4(xb + 4)));
           isum[bb] = _mm256_add_epi32(isum[bb], _mm256_madd_epi16(s16, part ? sc[bb].hi : sc[bb].lo));
-        }
-      }
+        });
     }
     for (int bb = 0; bb < 4; ++bb) {
       int32_t s2;
