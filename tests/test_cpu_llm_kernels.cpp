@@ -233,14 +233,13 @@ TEST(CpuLlmKernels, PackedWeightsGiveTheSameBits) {
       Problem p(t, 37, cols, 70, uint32_t(7 + int(t)));
       const Weight stored = p.weight();
       PackedWeight pw = pack_weight(k, stored);
-      if (pw.bytes.empty()) {
+      if (!pw.bytes) {
         EXPECT_EQ(pw.weight.packed, nullptr);
         continue;
       }
       ++packed_levels;
       EXPECT_TRUE(takes_q8(t)) << label(isa, t, 37, cols, 70);
-      EXPECT_EQ(int64_t(pw.bytes.size()), 37 / k.tile_rows * k.tile_rows * stored.row_bytes)
-          << label(isa, t, 37, cols, 70);
+      EXPECT_EQ(pw.size, 37 / k.tile_rows * k.tile_rows * stored.row_bytes) << label(isa, t, 37, cols, 70);
       EXPECT_EQ(pw.weight.packed_isa, isa);
       for (int64_t chunk : {int64_t(k.tile_rows) * 2, int64_t(13), int64_t(37)}) {
         const auto want = p.run(k, chunk, poison(size_t(70 * 37)), false);

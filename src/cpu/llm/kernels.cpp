@@ -40,9 +40,10 @@ PackedWeight pack_weight(const Kernels& k, const Weight& w) {
   p.weight = w;
   const int64_t n = k.packed_bytes ? k.packed_bytes(w) : 0;
   if (n <= 0) return p;
-  p.bytes.resize(size_t(n));
-  k.pack(w, p.bytes.data(), 0, w.rows / k.tile_rows);
-  p.weight.packed = p.bytes.data();
+  p.bytes = std::make_unique_for_overwrite<std::byte[]>(size_t(n));
+  p.size = n;
+  k.pack(w, p.bytes.get(), 0, w.rows / k.tile_rows);
+  p.weight.packed = p.bytes.get();
   p.weight.packed_isa = k.isa;
   return p;
 }

@@ -27,7 +27,7 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <vector>
+#include <memory>
 
 namespace wgc::llm::cpu {
 
@@ -113,10 +113,11 @@ struct Kernels {
   void (*pack)(const Weight& w, std::byte* out, int64_t g0, int64_t g1) = nullptr;
 };
 
-// A packed copy of w for level k (empty when k has none for w's type), and w with it attached
+// A packed copy of w for level k (none when k has none for w's type), and w with it attached
 // (Weight::packed points into `bytes`, which must outlive it).
 struct PackedWeight {
-  std::vector<std::byte> bytes;
+  std::unique_ptr<std::byte[]> bytes;
+  int64_t size = 0;
   Weight weight;
 };
 PackedWeight pack_weight(const Kernels& k, const Weight& w);

@@ -333,19 +333,23 @@ void pack_groups(const Weight& w, std::byte* out, int64_t g0, int64_t g1) {
   const int64_t nblk = w.cols / kBlockValues<T>, B = kBlockBytes<T>;
   for (int64_t g = g0; g < g1; ++g) {
     std::byte* o = out + g * packed_group_bytes<T>(w);
-    const std::byte* row = w.data + g * 8 * w.row_bytes;
+    const Rows<T> src(w, g * kRows, int(kRows));
     for (int64_t blk = 0; blk < nblk; ++blk, o += 8 * B) {
-      const int64_t at = blk * B;
-      for (int r = 0; r < 8; ++r) {
-        const std::byte* src = row + r * w.row_bytes + at;
-        if constexpr (T == TensorType::Q6_K) {
-          std::memcpy(o + 2 * r, src + 208, 2);
-        } else {
-          for (int h = 0; h < kHalves<T>; ++h) std::memcpy(o + 16 * h + 2 * r, src + 2 * h, 2);
-        }
-        for (int64_t k = kFirst<T>; k < group_end<T>(); k += 4)
-          std::memcpy(o + 16 * kHalves<T> + (k - kFirst<T>)*8 + 4 * r, src + k, 4);
+      alignas(16) uint16_t h[8];
+      for (int i = 0; i < kHalves<T>; ++i) {
+        const int64_t at = blk * B + (T == TensorType::Q6_K ? 208 : 2 * i);
+        for (int r = 0; r < 8; ++r) h[r] = u16_at(src.row[r] + at);
+        std::memcpy(o + 16 * i, h, 16);
       }
+      std::byte* q = o + 16 * kHalves<T>;
+      int64_t k = kFirst<T>;
+      for (; k + 16 <= group_end<T>(); k += 16, q += 128) {  // 16 bytes of the 8 rows: 4 groups
+        __m256i v[4];
+        src.groups(blk, k, v);
+        for (int j = 0; j < 4; ++j) _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + 32 * j), v[j]);
+      }
+      for (; k < group_end<T>(); k += 4, q += 32)  // Q4_K's last 12 bytes
+        for (int r = 0; r < 8; ++r) std::memcpy(q + 4 * r, src.row[r] + blk * B + k, 4);
     }
   }
 }
