@@ -7,11 +7,12 @@
 # (scripts/bench_cpu_llm/package-lock.json; --ignore-scripts, no compiler, gpu: false).
 #
 #   scripts/bench_cpu_llm.sh [--npm DIR] [--out DIR] [--types q4_0,q8_0,f16] [--threads N]
-#                            [-p 128] [-n 32] [-r 3] [--wgc PATH]
+#                            [-p 128] [-n 32] [-r 3] [--wgc PATH] [--avx2 | --peer-variant NAME]
 #   scripts/bench_cpu_llm.sh --pack DIR   # fetch the peer's .tgz files into DIR (needs the registry)
-#   scripts/bench_cpu_llm.sh [--npm DIR] --pack-portable FILE.tar.xz
+#   scripts/bench_cpu_llm.sh [--npm DIR] [--avx2] --pack-portable FILE.tar.xz
 #                            # node's binary and the installed peer in one file (31 MB), for a
 #                            # machine without node or npm: unpack it there and pass --peer DIR/peer
+#                            # (with --avx2 / --peer-variant: that llama.cpp CPU variant alone)
 #
 #  --npm DIR   install the peer from the .tgz files --pack put in DIR, offline (for the GPU
 #              machine, which has no network)
@@ -20,6 +21,17 @@
 #              cpu_llm.png (the chart), the model files (kept for the next run) and the peer
 #  --threads N threads of both engines (default: the processors this shell may use, nproc)
 #  -p, -n, -r  prompt tokens, decoded tokens, timed runs (the median is reported)
+#  --types     any of q4_0, q8_0, q4_k (llama.cpp's Q4_K_M mix), q6_k, f16, bf16, f32
+#  --peer-variant NAME  llama.cpp's CPU variant to load (libggml-cpu-NAME.so: haswell, skylakex,
+#              icelake, sapphirerapids, zen4, ...) instead of the best one for this processor:
+#              ggml loads the highest-scoring libggml-cpu-*.so of the binary's folder, so the peer
+#              is copied (hard links) with that one variant alone
+#  --cpu-time  also tokens per CPU second (with --threads 1 only): a measure of the work that other
+#              processes on a shared machine do not change, where wall time with them running does
+#              (llama.cpp: its process's CPU time per run, median; wgc: the CPU time of bench-llm
+#              with R + 1 runs less that with 1, without warm-ups, over R)
+#  --avx2      the AVX2 level on both sides: WGC_CPU_ISA=avx2 and --peer-variant haswell (llama.cpp's
+#              AVX2 + FMA + F16C + BMI2 build), for processors without AVX-512 measured on one with it
 #
 # Load: the machine should be quiet; the table records `uptime`'s load before and after.
 set -euo pipefail
@@ -35,7 +47,7 @@ declare -A kPinned=(
   [node-llama-cpp-linux-x64-3.21.1.tgz]=4b5b65a8b2611d8af94349b02d815c0f424a30a0a19aef2be5db25ecfef6730f
 )
 
-npm_dir="" peer_dir="" portable="" out="$repo/build/bench-cpu-llm" types="q4_0,q8_0,f16" threads=$(nproc) p=128 n=32 r=3 pack=""
+npm_dir="" peer_dir="" portable="" variant="" cpu_time=0 out="$repo/build/bench-cpu-llm" types="q4_0,q8_0,f16" threads=$(nproc) p=128 n=32 r=3 pack=""
 wgc="$repo/build/wgc"
 while [ $# -gt 0 ]; do
   case $1 in
@@ -47,14 +59,19 @@ while [ $# -gt 0 ]; do
     --types) types=${2:?--types q4_0,q8_0,f16}; shift 2 ;;
     --threads) threads=${2:?--threads N}; shift 2 ;;
     --wgc) wgc=${2:?--wgc PATH}; shift 2 ;;
+    --peer-variant) variant=${2:?--peer-variant NAME}; shift 2 ;;
+    --avx2) variant=haswell; export WGC_CPU_ISA=avx2; shift ;;
+    --cpu-time) cpu_time=1; shift ;;
     -p) p=${2:?-p N}; shift 2 ;;
     -n) n=${2:?-n N}; shift 2 ;;
     -r) r=${2:?-r N}; shift 2 ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
     *) die "unknown argument '$1' (--help lists them)" ;;
   esac
 done
 [ -n "$peer_dir" ] || command -v npm >/dev/null || die "npm not found (apt-get install npm)"
+[ $cpu_time = 0 ] || [ "$threads" = 1 ] ||
+  die "--cpu-time compares the engines with one thread each (--threads 1): waiting threads spin, burning CPU time without work"
 
 # The lock's packages that this platform installs (not the optional GPU/ARM builds): name@version.
 lock_specs() {
@@ -113,6 +130,12 @@ if [ -n "$portable" ]; then
   install_peer "$tmp/peer"
   # The git bundle of llama.cpp's source (34 MB) is only for building from source (never done here).
   rm -f "$tmp/peer/node_modules/node-llama-cpp/llama/gitRelease.bundle"
+  # With --peer-variant / --avx2: that CPU variant alone (the others are 1-1.6 MB each).
+  if [ -n "$variant" ]; then
+    vbins="$tmp/peer/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64"
+    [ -f "$vbins/libggml-cpu-$variant.so" ] || die "no llama.cpp CPU variant '$variant'"
+    find "$vbins" -name 'libggml-cpu-*.so' ! -name "libggml-cpu-$variant.so" -delete
+  fi
   mkdir -p "$tmp/bin"
   cp "$(readlink -f "$(command -v node)")" "$tmp/bin/node"
   log "packing node $(node --version) and the peer into $portable"
@@ -132,10 +155,25 @@ if [ -n "$peer_dir" ]; then
 elif [ ! -f "$peer/.installed" ] || ! cmp -s "$here/package-lock.json" "$peer/package-lock.json"; then
   install_peer "$peer"
 fi
+if [ -n "$variant" ]; then
+  bins=node_modules/@node-llama-cpp/linux-x64/bins/linux-x64
+  [ -f "$peer/$bins/libggml-cpu-$variant.so" ] ||
+    die "no llama.cpp CPU variant '$variant' (have: $(cd "$peer/$bins" && ls libggml-cpu-*.so | sed 's/libggml-cpu-//; s/\.so//' | tr '\n' ' '))"
+  one="$out/peer-$variant"
+  rm -rf "$one"
+  cp -al "$peer" "$one" 2>/dev/null || cp -a "$peer" "$one"
+  find "$one/$bins" -name 'libggml-cpu-*.so' ! -name "libggml-cpu-$variant.so" -delete
+  peer=$one
+fi
 cp "$here/llama_cpp_bench.mjs" "$peer/"
 
 load() { uptime | sed 's/.*load average: //'; }
+cpu_seconds() {  # COMMAND...: its user + system CPU seconds (bash's time keyword)
+  local TIMEFORMAT='%3U %3S'
+  { time "$@" >/dev/null 2>&1; } 2>&1 | awk '{print $1 + $2}'
+}
 cpu=$("$wgc" info --backend cpu | sed 's/^CPU engine: //')
+flags=$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -E '^(avx2|fma|f16c|avx512f|avx512bw|avx512_vnni|avx_vnni|avx512_bf16)$' | tr '\n' ' ' | sed 's/ $//' || true)
 results="$out/results.json"
 echo "[" >"$results"
 first=1
@@ -149,18 +187,29 @@ for t in ${types//,/ }; do
   log "$t: wgc (CPU engine, $threads threads)"
   "$wgc" bench-llm --backend cpu --threads "$threads" -m "$model" -p "$p" -n "$n" -r "$r" \
     --json "$out/wgc-$t.json" --force >"$out/wgc-$t.txt"
+  wgc_cpu="{}"
+  if [ $cpu_time = 1 ]; then
+    log "$t: wgc's CPU time (bench-llm with 1 and $((r + 1)) runs)"
+    bl=("$wgc" bench-llm --backend cpu --threads 1 -m "$model" --no-warmup --bandwidth 0)
+    a=$(cpu_seconds "${bl[@]}" -p "$p" -n 0 -r 1) b=$(cpu_seconds "${bl[@]}" -p "$p" -n 0 -r $((r + 1)))
+    c=$(cpu_seconds "${bl[@]}" -p 0 -n "$n" -r 1) d=$(cpu_seconds "${bl[@]}" -p 0 -n "$n" -r $((r + 1)))
+    wgc_cpu=$(node -e 'const [a, b, c, d, p, n, r] = process.argv.slice(1).map(Number);
+      console.log(JSON.stringify({pp: p * r / (b - a), tg: n * r / (d - c)}));' "$a" "$b" "$c" "$d" "$p" "$n" "$r")
+  fi
   log "$t: llama.cpp (node-llama-cpp, $threads threads)"
   (cd "$peer" && node llama_cpp_bench.mjs "$model" "$p" "$n" "$r" "$threads") >"$out/llama_cpp-$t.json"
   load1=$(load)
   row=$(node -e '
     const [wgcFile, peerFile, type, load0, load1] = process.argv.slice(1);
-    const w = require(wgcFile), l = require(peerFile);
+    const w = require(wgcFile), l = require(peerFile), wc = JSON.parse(process.argv[8]);
     const med = (name) => w.results.find((x) => x.test === name).tps_median;
     const r = {type, wgc_pp: med("pp" + process.argv[6]), wgc_tg: med("tg" + process.argv[7]),
                llama_pp: l.pp_median, llama_tg: l.tg_median, load_before: load0, load_after: load1,
                wgc_threads: w.threads, llama_threads: l.threads, llama_cpu_variant: l.cpu_variant};
+    if (wc.pp !== undefined)
+      Object.assign(r, {wgc_pp_cpu: wc.pp, wgc_tg_cpu: wc.tg, llama_pp_cpu: l.pp_cpu_median, llama_tg_cpu: l.tg_cpu_median});
     console.log(JSON.stringify(r));
-  ' "$out/wgc-$t.json" "$out/llama_cpp-$t.json" "$t" "$load0" "$load1" "$p" "$n")
+  ' "$out/wgc-$t.json" "$out/llama_cpp-$t.json" "$t" "$load0" "$load1" "$p" "$n" "$wgc_cpu")
   [ $first = 1 ] || echo "," >>"$results"
   first=0
   echo "$row" >>"$results"
@@ -169,16 +218,24 @@ echo "]" >>"$results"
 
 node -e '
   const rows = require(process.argv[1]);
-  const [cpu, threads, p, n, r] = process.argv.slice(2);
+  const [cpu, threads, p, n, r, flags] = process.argv.slice(2);
   const f = (x) => x.toFixed(2), pct = (a, b) => (100 * a / b).toFixed(0) + "%";
-  console.log(`CPU: ${cpu}; ${threads} threads each; llama.cpp CPU variant: ${rows[0].llama_cpu_variant}; ` +
+  console.log(`CPU: ${cpu}; flags: ${flags}; ${threads} threads each; llama.cpp CPU variant: ${rows[0].llama_cpu_variant}; ` +
               `pp${p} / tg${n}, median of ${r} runs after a warm-up\n`);
   console.log("| model | wgc pp t/s | llama.cpp pp t/s | wgc/llama.cpp pp | wgc tg t/s | llama.cpp tg t/s | wgc/llama.cpp tg | load (1/5/15 min) before; after |");
   console.log("|---|---:|---:|---:|---:|---:|---:|---|");
   for (const x of rows)
     console.log(`| Llama-3.2-1B ${x.type.toUpperCase()} | ${f(x.wgc_pp)} | ${f(x.llama_pp)} | ${pct(x.wgc_pp, x.llama_pp)} | ` +
                 `${f(x.wgc_tg)} | ${f(x.llama_tg)} | ${pct(x.wgc_tg, x.llama_tg)} | ${x.load_before}; ${x.load_after} |`);
-' "$results" "$cpu" "$threads" "$p" "$n" "$r" | tee "$out/results.md"
+  if (rows[0].wgc_pp_cpu !== undefined) {
+    console.log("\nTokens per CPU second (one thread each):\n");
+    console.log("| model | wgc pp | llama.cpp pp | wgc/llama.cpp pp | wgc tg | llama.cpp tg | wgc/llama.cpp tg |");
+    console.log("|---|---:|---:|---:|---:|---:|---:|");
+    for (const x of rows)
+      console.log(`| Llama-3.2-1B ${x.type.toUpperCase()} | ${f(x.wgc_pp_cpu)} | ${f(x.llama_pp_cpu)} | ${pct(x.wgc_pp_cpu, x.llama_pp_cpu)} | ` +
+                  `${f(x.wgc_tg_cpu)} | ${f(x.llama_tg_cpu)} | ${pct(x.wgc_tg_cpu, x.llama_tg_cpu)} |`);
+  }
+' "$results" "$cpu" "$threads" "$p" "$n" "$r" "$flags" | tee "$out/results.md"
 
 cats=()
 for t in ${types//,/ }; do cats+=("${t^^} pp$p" "${t^^} tg$n"); done

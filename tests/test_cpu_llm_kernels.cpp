@@ -53,8 +53,10 @@ struct Problem {
     auto y = ref::linear(w, cols, xs, int(n), 0, rows);
     return {y.begin(), y.end()};
   }
-  // The kernel's y, rows computed in chunks of `chunk` (like the engine's threads).
-  std::vector<float> run(const Kernels& k, int64_t chunk, std::vector<float> y, bool accumulate) {
+  // The kernel's y, rows computed in chunks of `chunk` (like the engine's threads), from w (default:
+  // the rows as stored).
+  std::vector<float> run(const Kernels& k, int64_t chunk, std::vector<float> y, bool accumulate,
+                         const Weight* w = nullptr) {
     LinearIo io;
     io.x = x.data();
     io.x_stride = cols;
@@ -65,7 +67,8 @@ struct Problem {
     io.accumulate = accumulate;
     std::vector<std::byte> scratch(size_t(k.linear_scratch(cols)) + 64);
     void* s = reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(scratch.data()) + 63) & ~uintptr_t(63));
-    for (int64_t r = 0; r < rows; r += chunk) k.linear(weight(), io, r, std::min(rows, r + chunk), s);
+    const Weight stored = weight();
+    for (int64_t r = 0; r < rows; r += chunk) k.linear(w ? *w : stored, io, r, std::min(rows, r + chunk), s);
     return y;
   }
 };
@@ -215,6 +218,68 @@ TEST(CpuLlmKernels, LongRowsAndManyTokens) {
       }
     }
   }
+}
+
+// Load-time repacking (Kernels::pack, the levels that have it): the packed copy is the bytes of the
+// whole row groups it covers, and linear gives the same bits from it as from the rows as stored,
+// for one token and many, row chunks on and off the groups, rows past the last whole group; the
+// other levels ignore a copy that is not theirs.
+TEST(CpuLlmKernels, PackedWeightsGiveTheSameBits) {
+  int packed_levels = 0;
+  for (Isa isa : supported_isas()) {
+    const Kernels& k = kernels(isa);
+    for (TensorType t : kTypes) {
+      const int64_t cols = int64_t(block_size(t)) == 256 ? 768 : int64_t(block_size(t)) == 32 ? 320 : 40;
+      Problem p(t, 37, cols, 70, uint32_t(7 + int(t)));
+      const Weight stored = p.weight();
+      PackedWeight pw = pack_weight(k, stored);
+      if (!pw.bytes) {
+        EXPECT_EQ(pw.weight.packed, nullptr);
+        continue;
+      }
+      ++packed_levels;
+      EXPECT_TRUE(takes_q8(t)) << label(isa, t, 37, cols, 70);
+      EXPECT_EQ(pw.size, 37 / k.tile_rows * k.tile_rows * stored.row_bytes) << label(isa, t, 37, cols, 70);
+      EXPECT_EQ(pw.weight.packed_isa, isa);
+      for (int64_t chunk : {int64_t(k.tile_rows) * 2, int64_t(13), int64_t(37)}) {
+        const auto want = p.run(k, chunk, poison(size_t(70 * 37)), false);
+        const auto got = p.run(k, chunk, poison(size_t(70 * 37)), false, &pw.weight);
+        EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * 4), 0)
+            << label(isa, t, 37, cols, 70) << " chunk " << chunk;
+        Problem one(t, 37, cols, 1, 11);
+        one.bytes = p.bytes;
+        const auto want1 = one.run(k, chunk, poison(37), true);
+        Weight w1 = pw.weight;
+        w1.data = one.bytes.data();
+        const auto got1 = one.run(k, chunk, poison(37), true, &w1);
+        EXPECT_EQ(std::memcmp(got1.data(), want1.data(), 37 * 4), 0)
+            << label(isa, t, 37, cols, 1) << " chunk " << chunk;
+      }
+      // The copy is what the level reads: whole row groups come out the same with other bytes in
+      // their place in `data` (row chunks on the groups; the rows past them are read from data).
+      {
+        const int64_t whole = 37 / k.tile_rows * k.tile_rows;
+        std::vector<std::byte> other = ref::random_weight(t, 37, cols, 99);
+        std::memcpy(other.data() + whole * stored.row_bytes, p.bytes.data() + whole * stored.row_bytes,
+                    size_t((37 - whole) * stored.row_bytes));
+        Weight w = pw.weight;
+        w.data = other.data();
+        const auto want = p.run(k, 37, poison(size_t(70 * 37)), false);
+        EXPECT_EQ(std::memcmp(p.run(k, 2 * k.tile_rows, poison(size_t(70 * 37)), false, &w).data(), want.data(),
+                              want.size() * 4),
+                  0)
+            << label(isa, t, 37, cols, 70) << " reads the packed copy";
+      }
+      // Another level reads the rows as stored, whatever copy is attached.
+      for (Isa other : supported_isas()) {
+        if (other == isa) continue;
+        const auto want = p.run(kernels(other), 37, poison(size_t(70 * 37)), false);
+        const auto got = p.run(kernels(other), 37, poison(size_t(70 * 37)), false, &pw.weight);
+        EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * 4), 0) << label(other, t, 37, cols, 70);
+      }
+    }
+  }
+  std::printf("levels x types packed: %d\n", packed_levels);
 }
 
 TEST(CpuLlmKernels, AttendOverPagedBlocks) {

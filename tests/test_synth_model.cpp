@@ -217,6 +217,17 @@ TEST(SynthQuantize, RoundTripsThroughTheDequantizer) {
   for (size_t i = 0; i < sweep.size(); ++i)
     ASSERT_EQ(f16_at(hs.data() + 2 * i), f32_to_f16(sweep[i])) << std::bit_cast<uint32_t>(sweep[i]);
 
+  // BF16: the top 16 bits rounded to nearest even (written out here on the bits), exact back.
+  std::vector<std::byte> bh(n * 2);
+  quantize(TensorType::BF16, x, bh);
+  auto yb = dequantize(TensorType::BF16, bh, n);
+  for (size_t i = 0; i < n; ++i) {
+    const uint32_t u = std::bit_cast<uint32_t>(x[i]);
+    const uint16_t want = uint16_t((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+    ASSERT_EQ(f16_at(bh.data() + 2 * i), want) << i;
+    ASSERT_EQ(std::bit_cast<uint32_t>(yb[i]), uint32_t(want) << 16) << i;
+  }
+
   // F32 is a copy; other types are refused.
   std::vector<std::byte> f(n * 4);
   quantize(TensorType::F32, x, f);

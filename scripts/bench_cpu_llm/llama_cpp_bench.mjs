@@ -35,23 +35,30 @@ const random_token = () => {
   return seed % 32000;  // ordinary tokens of every Llama 3 vocabulary
 };
 
+// Each run's wall seconds, and the process's CPU seconds over it (every thread's; with one thread
+// that is the work itself, whatever else the machine runs).
+const cpu_seconds = () => {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1e6;
+};
+
 async function prefill() {
   await seq.clearHistory();
   const tokens = Array.from({ length: P }, random_token);
-  const t0 = process.hrtime.bigint();
+  const t0 = process.hrtime.bigint(), c0 = cpu_seconds();
   await seq.evaluateWithoutGeneratingNewTokens(tokens);
-  return Number(process.hrtime.bigint() - t0) / 1e9;
+  return [Number(process.hrtime.bigint() - t0) / 1e9, cpu_seconds() - c0];
 }
 
 async function decode(steps) {
   await seq.clearHistory();
-  const t0 = process.hrtime.bigint();
+  const t0 = process.hrtime.bigint(), c0 = cpu_seconds();
   let n = 0;
   for await (const token of seq.evaluate([random_token()], { temperature: 0 })) {
     void token;
     if (++n >= steps) break;
   }
-  return Number(process.hrtime.bigint() - t0) / 1e9;
+  return [Number(process.hrtime.bigint() - t0) / 1e9, cpu_seconds() - c0];
 }
 
 const median = (v) => {
@@ -60,11 +67,19 @@ const median = (v) => {
 };
 
 await prefill();
-const pp = [];
-for (let r = 0; r < R; ++r) pp.push(P / (await prefill()));
+const pp = [], pp_cpu = [];
+for (let r = 0; r < R; ++r) {
+  const [wall, cpu] = await prefill();
+  pp.push(P / wall);
+  pp_cpu.push(P / cpu);
+}
 await decode(Math.min(N, 16));
-const tg = [];
-for (let r = 0; r < R; ++r) tg.push(N / (await decode(N)));
+const tg = [], tg_cpu = [];
+for (let r = 0; r < R; ++r) {
+  const [wall, cpu] = await decode(N);
+  tg.push(N / wall);
+  tg_cpu.push(N / cpu);
+}
 
 console.log(JSON.stringify({
   peer: "node-llama-cpp",
@@ -75,6 +90,9 @@ console.log(JSON.stringify({
   tg_tps: tg,
   pp_median: median(pp),
   tg_median: median(tg),
+  // tokens per CPU second of the process (comparable across engines with one thread each)
+  pp_cpu_median: median(pp_cpu),
+  tg_cpu_median: median(tg_cpu),
 }));
 await context.dispose();
 await model.dispose();

@@ -35,6 +35,19 @@ const Kernels& kernels(Isa isa) {
   return *k;
 }
 
+PackedWeight pack_weight(const Kernels& k, const Weight& w) {
+  PackedWeight p;
+  p.weight = w;
+  const int64_t n = k.packed_bytes ? k.packed_bytes(w) : 0;
+  if (n <= 0) return p;
+  p.bytes = std::make_unique_for_overwrite<std::byte[]>(size_t(n));
+  p.size = n;
+  k.pack(w, p.bytes.get(), 0, w.rows / k.tile_rows);
+  p.weight.packed = p.bytes.get();
+  p.weight.packed_isa = k.isa;
+  return p;
+}
+
 const Kernels& kernels() {
   static const Kernels& k = kernels(default_isa());
   return k;

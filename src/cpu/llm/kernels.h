@@ -27,6 +27,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 namespace wgc::llm::cpu {
 
@@ -44,6 +45,10 @@ struct Weight {
   const std::byte* data = nullptr;
   int64_t rows = 0, cols = 0;
   int64_t row_bytes = 0;
+  // The same rows in the layout the level packed_isa repacks them in at load (Kernels::pack),
+  // read by that level instead of `data`, ignored by the others; null: none.
+  const std::byte* packed = nullptr;
+  Isa packed_isa = Isa::Portable;
 };
 
 // Rows of k activations (k a multiple of 32) quantized per block of 32: d = max|x| / 127,
@@ -99,7 +104,23 @@ struct Kernels {
   void (*attend)(const AttendArgs& a) = nullptr;
   // out[i] = silu(g[i]) * u[i] = g / (1 + exp(-g)) * u.
   void (*swiglu)(const float* g, const float* u, float* out, int64_t n) = nullptr;
+  // Load-time repacking (llama.cpp's repacked weights: no reordering at every call), for levels
+  // that have it (else null): the bytes of w's packed copy (0: the level reads w's type as stored),
+  // and the copy of row groups [g0, g1) of tile_rows rows each (w.rows / tile_rows groups; the
+  // rows past the last whole group are read from w.data) into `out`, packed_bytes(w) bytes for
+  // all of them. Results are the same bits with or without it.
+  int64_t (*packed_bytes)(const Weight& w) = nullptr;
+  void (*pack)(const Weight& w, std::byte* out, int64_t g0, int64_t g1) = nullptr;
 };
+
+// A packed copy of w for level k (none when k has none for w's type), and w with it attached
+// (Weight::packed points into `bytes`, which must outlive it).
+struct PackedWeight {
+  std::unique_ptr<std::byte[]> bytes;
+  int64_t size = 0;
+  Weight weight;
+};
+PackedWeight pack_weight(const Kernels& k, const Weight& w);
 
 // The table of a level (wgc::Error when !supported(isa)), and of default_isa().
 const Kernels& kernels(Isa isa);

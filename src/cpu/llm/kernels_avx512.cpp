@@ -484,6 +484,8 @@ Kernels make_table() {
   k.tile_rows = kRows;
   k.linear = linear;
   k.linear_scratch = linear_scratch;
+  k.packed_bytes = nullptr;  // reads the rows as stored (the avx2 level's packed layout is not its own)
+  k.pack = nullptr;
   return k;
 }
 

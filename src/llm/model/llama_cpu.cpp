@@ -35,6 +35,16 @@ cpu::Weight matrix(CpuWeights& w, const ModelTensor& t) {
     m.row_bytes = m.cols * 2;
     w.owned.push_back(std::move(buf));
   }
+  // The default kernel level's repacked copy, where it has one for this type (cpu::Kernels::pack:
+  // the same bytes, laid out for its kernels); the file's rows stay for the other levels.
+  const cpu::Kernels& k = cpu::kernels();
+  if (const int64_t n = k.packed_bytes ? k.packed_bytes(m) : 0; n > 0) {
+    auto buf = std::make_unique_for_overwrite<std::byte[]>(size_t(n));
+    k.pack(m, buf.get(), 0, m.rows / k.tile_rows);
+    m.packed = buf.get();
+    m.packed_isa = k.isa;
+    w.owned.push_back(std::move(buf));
+  }
   w.bytes += uint64_t(m.rows) * uint64_t(m.row_bytes);
   w.max_cols = std::max(w.max_cols, m.cols);
   return m;

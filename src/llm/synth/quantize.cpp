@@ -181,9 +181,17 @@ void convert_row_f16(std::span<const float> x, std::span<std::byte> out) {
   }
 }
 
+void convert_row_bf16(std::span<const float> x, std::span<std::byte> out) {
+  check("convert_row_bf16", x, out, 1, 2);
+  for (size_t i = 0; i < x.size(); ++i) {
+    const uint16_t h = f32_to_bf16(x[i]);
+    std::memcpy(out.data() + 2 * i, &h, 2);
+  }
+}
+
 bool can_quantize(TensorType t) {
-  return t == TensorType::F32 || t == TensorType::F16 || t == TensorType::Q8_0 || t == TensorType::Q4_0 ||
-         t == TensorType::Q4_K || t == TensorType::Q6_K;
+  return t == TensorType::F32 || t == TensorType::F16 || t == TensorType::BF16 || t == TensorType::Q8_0 ||
+         t == TensorType::Q4_0 || t == TensorType::Q4_K || t == TensorType::Q6_K;
 }
 
 void quantize(TensorType t, std::span<const float> x, std::span<std::byte> out) {
@@ -193,13 +201,14 @@ void quantize(TensorType t, std::span<const float> x, std::span<std::byte> out) 
       std::memcpy(out.data(), x.data(), out.size());
       return;
     case TensorType::F16: return convert_row_f16(x, out);
+    case TensorType::BF16: return convert_row_bf16(x, out);
     case TensorType::Q8_0: return quantize_row_q8_0(x, out);
     case TensorType::Q4_0: return quantize_row_q4_0(x, out);
     case TensorType::Q4_K: return quantize_row_q4_k(x, out);
     case TensorType::Q6_K: return quantize_row_q6_k(x, out);
     default:
       throw Error("quantize: type " + std::string(to_string(t)) +
-                  " is not one wgc writes (F32, F16, Q8_0, Q4_0, Q4_K, Q6_K)");
+                  " is not one wgc writes (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K)");
   }
 }
 

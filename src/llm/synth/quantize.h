@@ -33,8 +33,10 @@ void quantize_row_q4_k(std::span<const float> x, std::span<std::byte> out);
 void quantize_row_q6_k(std::span<const float> x, std::span<std::byte> out);
 // f32 -> f16 (round to nearest even), 2 bytes per value.
 void convert_row_f16(std::span<const float> x, std::span<std::byte> out);
+// f32 -> bf16 (round to nearest even), 2 bytes per value.
+void convert_row_bf16(std::span<const float> x, std::span<std::byte> out);
 
-// Any of F32, F16, Q8_0, Q4_0, Q4_K, Q6_K (others: wgc::Error). `out` must be exactly the bytes of x.size()
+// Any of F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K (others: wgc::Error). `out` must be exactly the bytes of x.size()
 // values of type t (whole blocks).
 void quantize(TensorType t, std::span<const float> x, std::span<std::byte> out);
 

@@ -182,17 +182,19 @@ TensorType parse_synth_type(std::string_view name) {
   std::string n = lower(name);
   if (n == "f32") return TensorType::F32;
   if (n == "f16") return TensorType::F16;
+  if (n == "bf16") return TensorType::BF16;
   if (n == "q8_0") return TensorType::Q8_0;
   if (n == "q4_0") return TensorType::Q4_0;
   if (n == "q4_k" || n == "q4_k_m") return TensorType::Q4_K;
   if (n == "q6_k") return TensorType::Q6_K;
-  throw Error("wgc: unknown weight type '" + std::string(name) + "' (f32, f16, q8_0, q4_0, q4_k, q6_k)");
+  throw Error("wgc: unknown weight type '" + std::string(name) + "' (f32, f16, bf16, q8_0, q4_0, q4_k, q6_k)");
 }
 
 uint32_t llama_file_type(TensorType t) {
   switch (t) {
     case TensorType::F32: return 0;    // LLAMA_FTYPE_ALL_F32
     case TensorType::F16: return 1;    // LLAMA_FTYPE_MOSTLY_F16
+    case TensorType::BF16: return 32;  // LLAMA_FTYPE_MOSTLY_BF16
     case TensorType::Q4_0: return 2;   // LLAMA_FTYPE_MOSTLY_Q4_0
     case TensorType::Q8_0: return 7;   // LLAMA_FTYPE_MOSTLY_Q8_0
     case TensorType::Q4_K: return 15;  // LLAMA_FTYPE_MOSTLY_Q4_K_M (the mix of matrix_type)
@@ -361,7 +363,7 @@ TensorType matrix_type(TensorType type, std::string_view name, const ModelShape&
 
 SynthModel::SynthModel(const ModelShape& shape, TensorType type, uint64_t seed) : shape_(shape), type_(type) {
   if (!can_quantize(type))
-    throw Error("wgc: synthetic models are written as F32, F16, Q8_0, Q4_0, Q4_K or Q6_K, not " +
+    throw Error("wgc: synthetic models are written as F32, F16, BF16, Q8_0, Q4_0, Q4_K or Q6_K, not " +
                 std::string(to_string(type)));
   const ModelShape& s = shape_;
   const std::string& a = s.arch;
