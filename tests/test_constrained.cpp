@@ -3,6 +3,7 @@
 // and satisfies its schema; a tool call's arguments too. The CPU engine runs them (fast); the GPU
 // engine (SwiftShader here: slow) one greedy run, since the constraint is the host's work.
 #include "llm/chat/tool_calls.h"
+#include "llm/generate/constrained.h"
 #include "llm/generate/generator.h"
 #include "llm/grammar/json_schema.h"
 #include "test_llm_util.h"
