@@ -8,8 +8,10 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <numbers>
 
 namespace wgc::llm {
@@ -271,6 +273,25 @@ LlmOps::LlmOps(Context ctx) : ctx_(std::move(ctx)) {
   dummy_ = make_tensor(ctx_, {4});
 }
 
+namespace {
+// WGC_DUMP_KERNELS=FILE: each pipeline LlmOps compiles, appended to FILE (its cache key, whether
+// the tuning was the default one, entry point, override constants and final WGSL), so that a
+// change to the kernels' host code can show which kernels it changed (scripts/kernel_dump_diff.py).
+void dump_kernel(const KernelCode& code, bool default_tuning) {
+  static const char* path = std::getenv("WGC_DUMP_KERNELS");
+  if (!path || !*path) return;
+  static std::mutex m;
+  std::lock_guard lock(m);
+  std::FILE* f = std::fopen(path, "a");
+  if (!f) return;
+  std::fprintf(f, "@@@ kernel %s\n@@@ default %d\n@@@ entry %s\n", code.label.c_str(), default_tuning ? 1 : 0,
+               code.entry.c_str());
+  for (const auto& [name, value] : code.constants) std::fprintf(f, "@@@ constant %s=%.17g\n", name.c_str(), value);
+  std::fprintf(f, "@@@ wgsl\n%s\n@@@ end\n", code.wgsl.c_str());
+  std::fclose(f);
+}
+}  // namespace
+
 Kernel LlmOps::kernel(const std::string& key, const std::vector<std::string>& files,
                       std::vector<std::pair<std::string, double>> constants, bool subgroups, const std::string& entry,
                       const std::string& prelude) const {
@@ -282,6 +303,7 @@ Kernel LlmOps::kernel(const std::string& key, const std::vector<std::string>& fi
   code.constants = std::move(constants);
   code.entry = entry;
   code.label = key;
+  dump_kernel(code, tuning == LlmTuning{});
   Kernel k = compile(ctx_, code);
   kernels_.emplace(key, k);
   return k;
@@ -690,7 +712,7 @@ void LlmOps::head_rms_norm(Batch& b, const Tensor& x, const Tensor& w, int n_tok
   need_elems(x, (n_tokens - 1) * stride + offset + int64_t(n_heads) * head_dim, op, "x");
   need_elems(w, head_dim, op, "w");
   constexpr uint32_t kWG = 64;  // head vectors are 64-256 long
-  Kernel k = compile(ctx_, embedded_kernel("llm/head_norm.wgsl", {{"WG", kWG}}));
+  Kernel k = kernel("llm/head_norm", {"llm/head_norm.wgsl"}, {{"WG", kWG}}, false);
   uint32_t rows = u32(int64_t(n_tokens) * n_heads);
   b.dispatch(k, {x, w}, Params(rows, u32(n_heads), u32(head_dim), u32(stride), u32(offset), eps),
              groups_1d(ctx_, rows));

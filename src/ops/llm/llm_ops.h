@@ -652,6 +652,8 @@ struct LlmTuning {
   // tg128): 1B F16 1070.9 / 1073.9 against 1066.7 / 1064.8 t/s, 1B Q4_0 1443.8 against 1433.4,
   // 1B Q8_0 1222.0 against 1220.0, 8B F16 233.5 against 233.1.
   uint32_t next_token = 1;
+
+  bool operator==(const LlmTuning&) const = default;
 };
 
 // Sets tuning fields from "name=value,name=value" (the LlmTuning field names, e.g.
