@@ -4,10 +4,15 @@ before and after a change to the LLM kernels' host code.
 
 Prints the kernels of AFTER that are not byte-identical to any kernel of BEFORE (source, entry
 point and override constants), and the kernels BEFORE compiled under the default tuning that
-AFTER lacks. Exit status 1 when there are any. Usage: kernel_dump_diff.py BEFORE AFTER
+AFTER lacks; with --diff, each changed kernel's differences from BEFORE's kernel of the same key.
+Exit status 1 when there are any. Usage: kernel_dump_diff.py [--diff] BEFORE AFTER
 """
+import difflib
 import hashlib
 import sys
+
+
+TEXTS = {}  # (path, key) -> text, for --diff
 
 
 def read(path):
@@ -25,6 +30,7 @@ def read(path):
                 h = hashlib.sha256(text.encode()).hexdigest()[:16]
                 prev = out.get(h)
                 out[h] = (key, default or (prev[1] if prev else 0))
+                TEXTS[(path, key)] = text
                 in_wgsl = False
             elif line.startswith("@@@ wgsl"):
                 in_wgsl = True
@@ -36,13 +42,21 @@ def read(path):
 
 
 def main():
-    if len(sys.argv) != 3:
+    args = sys.argv[1:]
+    show = "--diff" in args
+    args = [a for a in args if a != "--diff"]
+    if len(args) != 2:
         sys.exit(__doc__)
-    before, after = read(sys.argv[1]), read(sys.argv[2])
+    before, after = read(args[0]), read(args[1])
     new = sorted((k, h) for h, (k, _) in after.items() if h not in before)
     gone = sorted((k, h) for h, (k, d) in before.items() if d and h not in after)
     for k, h in new:
         print(f"changed or new: {k} ({h})")
+        old = TEXTS.get((args[0], k))
+        if show and old is not None:
+            lines = difflib.unified_diff(old.splitlines(), TEXTS[(args[1], k)].splitlines(), "before", "after", n=1,
+                                         lineterm="")
+            print("\n".join(lines))
     for k, h in gone:
         print(f"default kernel gone: {k} ({h})")
     dflt = sum(1 for _, d in after.values() if d)

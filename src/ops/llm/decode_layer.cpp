@@ -105,10 +105,9 @@ std::string LlmOps::decode_layer_unfit(const LayerScratch& s, TensorType t) cons
   if (s.n_heads % s.n_kv_heads != 0 || s.n_heads / s.n_kv_heads > int(kMaxGroup))
     return std::to_string(s.n_heads) + " query heads over " + std::to_string(s.n_kv_heads) + " kv heads";
   if (s.hidden % 4 != 0 || s.ffn % 4 != 0) return "hidden and ffn sizes not multiples of 4";
-  if (ctx_.limits().max_storage_buffers_per_shader_stage < 10) return "fewer than 10 storage buffers per stage";
+  if (caps_.storage_buffers < 10) return "fewer than 10 storage buffers per stage";
   if (ctx_.limits().max_compute_invocations_per_workgroup < kWG) return "workgroups of fewer than 256 invocations";
-  if (shared_bytes(s) > ctx_.limits().max_compute_workgroup_storage_size)
-    return std::to_string(shared_bytes(s)) + " bytes of workgroup memory";
+  if (shared_bytes(s) > caps_.workgroup_storage) return std::to_string(shared_bytes(s)) + " bytes of workgroup memory";
   return {};
 }
 

@@ -42,19 +42,17 @@ constexpr uint32_t kSwigluRows = 64;      // matvec_q8.wgsl: gate and up rows pe
 // 10 (matvec_q8_rope.wgsl's 7-9); P's ROPE fields (zero without).
 constexpr uint32_t kPlainUniform = 7, kRopeUniform = 10, kRopeParams = 9;
 
-// Words of a q8dot/*.wgsl file's WV (a row's matvec unit as v_load loads it; half: the smaller
-// K-quant units, LlmOps::mv_half), and the most words of them matvec_q8.wgsl loads ahead per
-// invocation (tuning.mvq_pf): registers, not spills.
-uint32_t unit_words(TensorType t, bool half) {
-  if (t == TensorType::Q4_K) return half ? 6 : 10;
-  if (t == TensorType::Q6_K) return half ? 10 : 14;
+// Words of a q8dot/*.wgsl file's WV (a row's matvec unit as v_load loads it), and the most words
+// of them matvec_q8.wgsl loads ahead per invocation (tuning.mvq_pf): registers, not spills.
+uint32_t unit_words(TensorType t) {
+  if (t == TensorType::Q4_K) return 10;
+  if (t == TensorType::Q6_K) return 14;
   if (t == TensorType::Q8_0) return 9;
   return 5;  // Q4_0
 }
 constexpr uint32_t kPrefetchWords = 96;
 bool is_kquant(TensorType t) { return t == TensorType::Q4_K || t == TensorType::Q6_K; }
-// Matvecs of this many rows and more are output projections (vocabularies), for mvq_vocab_rows.
-constexpr int64_t kVocabRows = 32768;
+constexpr uint32_t kQuantWg = 256;  // quant_act.wgsl: invocations per token (up to 4x for one token)
 
 }  // namespace
 
@@ -88,7 +86,7 @@ Kernel LlmOps::q8_kernel(const std::string& kind, TensorType t, const std::strin
     if (sg) constants.push_back({"SG", sg_size_});
   }
   files.push_back("llm/" + kind + ".wgsl");
-  return kernel(key, files, std::move(constants), sg, "main", prelude_bool("MV_HALF", mv_half(kind, t)) + prelude);
+  return kernel(key, files, std::move(constants), sg, "main", prelude_bool("MV_HALF", false) + prelude);
 }
 
 // ---- quantizing activations ----------------------------------------------------------------
@@ -105,7 +103,7 @@ void LlmOps::quant_act(Batch& b, const Tensor& x, const Tensor& w, const Q8Act& 
   // A fixed size (fixed_wg) keeps RMSNorm's sum of squares in one order whatever the batch.
   // Steps of fewer than tuning.quant_groups tokens split each row's passes between workgroups
   // (the same bits; RMSNorm's sum of squares redone by each).
-  uint32_t wg = std::max<uint32_t>(8, fixed_wg ? fixed_wg : tuning.quant_wg);
+  uint32_t wg = std::max<uint32_t>(8, fixed_wg ? fixed_wg : kQuantWg);
   // (Modes 0 and 2 round each block alone: their workgroup size changes no bit, RMSNorm's does.)
   const bool split = tuning.quant_groups > uint32_t(n_tokens);
   if (n_tokens == 1 && !fixed_wg && !(split && mode != 1))
@@ -159,38 +157,30 @@ LlmOps::MatvecQ8Shape LlmOps::matvec_q8_shape(const std::string& op, const GpuWe
   need(r >= 1 && r <= kMatvecQ8MaxRows, op,
        "matvec rows " + std::to_string(r) + " per group (1.." + std::to_string(kMatvecQ8MaxRows) + ")");
   // Units per row loaded ahead of x_prologue: tuning.mvq_pf, at most a step's, within kPrefetchWords.
-  const bool plain = kquant_plain(t);
-  const bool half = mv_half("matvec_q8", t);
   const uint32_t pf_knob = is_kquant(t) && tuning.mvq_kq_pf ? tuning.mvq_kq_pf : tuning.mvq_pf;
-  const uint32_t pf = plain ? 0 : std::min({pf_knob, tuning.mvq_unroll, kPrefetchWords / (r * unit_words(t, half))});
-  return {wg, tpr, r, tuning.mvq_unroll, pf, tuning.mvq_static && !plain ? cols : 0, half};
+  const uint32_t pf = std::min({pf_knob, tuning.mvq_unroll, kPrefetchWords / (r * unit_words(t))});
+  // The columns built into the kernel (a kernel per width: the unit loops' trip counts known to
+  // the compiler; session 6 with the late norm and pf: 8B Q4_0 435 -> 463.9 t/s).
+  return {wg, tpr, r, tuning.mvq_unroll, pf, cols};
 }
 
 std::string LlmOps::MatvecQ8Shape::tag() const {
   return shape_tag({wg, tpr, rows, unroll}) + (pf ? "/pf" + std::to_string(pf) : "") +
-         (cols ? "/c" + std::to_string(cols) : "") + (half ? "/h" : "");
+         (cols ? "/c" + std::to_string(cols) : "");
 }
 
 std::string LlmOps::MatvecQ8Shape::prelude() const {
   return prelude_u32("PF_K", pf) + prelude_u32("PF_N", std::max(1u, pf * rows)) + prelude_u32("XS", cols);
 }
 
-bool LlmOps::kquant_plain(TensorType t) const { return tuning.mvq_kq_plain && is_kquant(t); }
-
-bool LlmOps::mv_half(const std::string& kind, TensorType t) const {
-  return kind == "matvec_q8" &&
-         ((t == TensorType::Q4_K && tuning.mvq_q4k_half) || (t == TensorType::Q6_K && tuning.mvq_q6k_half));
-}
-
 std::string LlmOps::matvec_x(TensorType t, bool norm_x, int64_t cols, std::string& prelude, std::string& tag) const {
-  const bool plain = kquant_plain(t);
-  const bool stage_t = tuning.mvq_stage == 1 || (tuning.mvq_stage == 2 && is_kquant(t));
-  const bool stage = !norm_x && stage_t && !plain && fuses_norm_q8(cols);  // the same workgroup memory
-  if (!norm_x && !stage) return "llm/q8_act_global.wgsl";
-  const bool late = norm_x && tuning.mvq_late && !(plain && tuning.mvq_kq_plain == 1), swz = tuning.mvq_swz != 0;
-  prelude += prelude_u32("XC", u32(cols)) + prelude_bool("XSWZ", swz) + (norm_x ? prelude_bool("LATE", late) : "");
-  tag = (stage ? "stage" : late ? "norm_late" : "norm") + std::to_string(cols) + (swz ? "s/" : "/") + tag;
-  return stage ? "llm/q8_act_stage.wgsl" : "llm/q8_act_norm.wgsl";
+  (void)t;
+  if (!norm_x) return "llm/q8_act_global.wgsl";
+  // The norm's scale after the dot products (LATE: one read of x; session 6, with pf and static
+  // columns: 8B Q4_0 435 -> 463.9 t/s).
+  prelude += prelude_u32("XC", u32(cols)) + prelude_bool("XSWZ", false) + prelude_bool("LATE", true);
+  tag = "norm_late" + std::to_string(cols) + "/" + tag;
+  return "llm/q8_act_norm.wgsl";
 }
 
 bool LlmOps::fuses_norm_q8(int64_t cols) const {
@@ -198,7 +188,7 @@ bool LlmOps::fuses_norm_q8(int64_t cols) const {
   const uint64_t wg = std::min(tuning.mvq_wg, max_wg_);
   // q8_act_norm.wgsl's xw and xd, matvec_q8.wgsl's red and res
   const uint64_t bytes = uint64_t(cols) + uint64_t(cols) / 4 + 4 * wg + 4 * kSwigluRows;
-  return bytes <= ctx_.limits().max_compute_workgroup_storage_size;
+  return bytes <= caps_.workgroup_storage;
 }
 
 void LlmOps::check_norm_q8(const Tensor& x, const Tensor& norm_w, int64_t cols, const std::string& op) const {
@@ -225,15 +215,8 @@ void LlmOps::matvec_q8(Batch& b, const GpuWeight& w, const Tensor& x2, const Ten
   need_elems(y, o.y_offset + rows, op, "y");
   if (o.bias) need_elems(o.bias, o.row0 + rows, op, "bias");
   const uint32_t flags = (o.bias ? 1u : 0u) | (o.accumulate ? 2u : 0u);
-  // Rows per group: ROPE a RoPE pair, output projections (kVocabRows and more)
-  // tuning.mvq_vocab_rows, other K-quant matvecs tuning.mvq_kq_rows (0: tuning.mvq_rows);
-  // invocations per group: tuning.mvq_rope_tpr, mvq_vocab_tpr (0: tuning.mvq_tpr).
-  const uint32_t group_rows = rope                 ? 2
-                              : rows >= kVocabRows ? tuning.mvq_vocab_rows
-                              : is_kquant(w.type)  ? tuning.mvq_kq_rows
-                                                   : 0;
-  const uint32_t tpr = rope ? tuning.mvq_rope_tpr : rows >= kVocabRows ? tuning.mvq_vocab_tpr : 0;
-  const MatvecQ8Shape m = matvec_q8_shape(op, w, group_rows, 0, tpr);
+  // Rows per group: ROPE a RoPE pair, else tuning.mvq_rows.
+  const MatvecQ8Shape m = matvec_q8_shape(op, w, rope ? 2 : 0, 0, 0);
   std::string prelude = prelude_bool("SWIGLU", false) + prelude_bool("ROPE", rope) +
                         prelude_u32("P_BINDING", rope ? kRopeUniform : kPlainUniform) + m.prelude(),
               tag = m.tag();
@@ -258,7 +241,7 @@ void LlmOps::matvec_q8(Batch& b, const GpuWeight& w, const Tensor& x2, const Ten
 }
 
 bool LlmOps::fuses_rope_q8(int64_t cols) const {
-  return fuses_norm_q8(cols) && ctx_.limits().max_storage_buffers_per_shader_stage >= kRopeUniform;  // buffers 0-9
+  return fuses_norm_q8(cols) && caps_.storage_buffers >= kRopeUniform;  // buffers 0-9
 }
 
 void LlmOps::rms_norm_qkv_rope_q8(Batch& b, const Tensor& x, const Tensor& norm_w, float eps, const GpuWeight& w,
@@ -269,7 +252,7 @@ void LlmOps::rms_norm_qkv_rope_q8(Batch& b, const Tensor& x, const Tensor& norm_
   check_norm_q8(x, norm_w, w.cols, op);
   need(fuses_rope_q8(w.cols), op,
        "needs " + std::to_string(kRopeUniform) + " storage buffers per shader stage, the adapter allows " +
-           std::to_string(ctx_.limits().max_storage_buffers_per_shader_stage));
+           std::to_string(caps_.storage_buffers));
   need(row0 >= 0, op, "row0 " + std::to_string(row0) + " (the first QKV row of w)");
   detail::check_qkv_rope(w, qkv, table, c, a, op, row0);
   const RopeKv rope{&table, &c, &a, row0};
@@ -307,12 +290,10 @@ void LlmOps::linear_q8(Batch& b, const GpuWeight& w, const Q8Act& x, const Tenso
   const MmqUnit mu = mmq_unit(w.type);
   const uint64_t units = uint64_t(w.cols) / (32 * mu.blocks);
   uint32_t su = std::max<uint32_t>(1, tuning.mmq_units);
-  while (su > 1 && (units % su || mmq_shared_bytes(mu, su, bm, bn) > ctx_.limits().max_compute_workgroup_storage_size))
-    su /= 2;
-  const bool magic = tuning.mmq_magic != 0;
+  while (su > 1 && (units % su || mmq_shared_bytes(mu, su, bm, bn) > caps_.workgroup_storage)) su /= 2;
   Kernel k = q8_kernel(
-      "matmul_q8", w.type, shape_tag({bm, bn, su}) + (magic ? "" : "/i2f"),
-      prelude_u32("BM", bm) + prelude_u32("BN", bn) + prelude_u32("SU", su) + prelude_bool("MQ_MAGIC", magic), {});
+      "matmul_q8", w.type, shape_tag({bm, bn, su}),
+      prelude_u32("BM", bm) + prelude_u32("BN", bn) + prelude_u32("SU", su) + prelude_bool("MQ_MAGIC", true), {});
   b.dispatch(k, {w.data, w.scales, x.qs, x.ds, bias, y},
              Params(u32(n_tokens), u32(rows), u32(w.cols), u32(o.row0), u32(ys), u32(o.y_offset), flags),
              {u32(row_tiles), u32(tok_tiles), 1});
@@ -364,10 +345,9 @@ void LlmOps::attention_decode_q8(Batch& b, const KvLayer& c, const Tensor& q, co
   pa.o_offset = 0;
   Tensor part;
   const uint32_t splits = attention_decode_pass(b, c, q, nullptr, pa, part);
-  const uint32_t sp = tuning.combine_sp;
-  need(sp >= 1 && uint32_t(hd) * sp <= max_wg_, op,
-       "combine_sp " + std::to_string(sp) + " (1.." + std::to_string(max_wg_ / uint32_t(hd)) + " at head_dim " +
-           std::to_string(hd) + ")");
+  // kCombineSp invocations per element, halved until the workgroup (a head) fits.
+  uint32_t sp = detail::kCombineSp;
+  while (sp > 1 && uint64_t(hd) * sp > max_wg_) sp /= 2;
   Kernel kc = kernel("llm/attn_combine_q8/" + std::to_string(hd) + "x" + std::to_string(sp),
                      {"llm/common.wgsl", "llm/attn_combine_q8.wgsl"}, {{"HD", hd}, {"SP", sp}}, false);
   b.dispatch(kc, {part, out.qs, out.ds}, Params(u32(a.n_heads), splits), {u32(a.n_heads), 1, 1});

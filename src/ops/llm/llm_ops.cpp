@@ -18,6 +18,7 @@ namespace wgc::llm {
 
 namespace {
 
+using detail::kCombineSp;
 using detail::need;
 using detail::need_elems;
 using detail::need_q8;
@@ -114,162 +115,31 @@ KvCache make_kv_cache(const Context& ctx, int n_layers, int n_kv_heads, int max_
   return c;
 }
 
-// ---- tuning --------------------------------------------------------------------------------
-
-void apply_tuning(LlmTuning& t, std::string_view spec) {
-  const std::pair<const char*, uint32_t LlmTuning::*> fields[] = {
-      {"matvec_wg", &LlmTuning::matvec_wg},
-      {"matvec_tpr", &LlmTuning::matvec_tpr},
-      {"matvec_unroll", &LlmTuning::matvec_unroll},
-      {"matvec_rows", &LlmTuning::matvec_rows},
-      {"matvec_swiglu", &LlmTuning::matvec_swiglu},
-      {"matvec_norm", &LlmTuning::matvec_norm},
-      {"matvec_rope", &LlmTuning::matvec_rope},
-      {"matvec_xs", &LlmTuning::matvec_xs},
-      {"swiglu_tpr", &LlmTuning::swiglu_tpr},
-      {"swiglu_unroll", &LlmTuning::swiglu_unroll},
-      {"swiglu_wg_rows", &LlmTuning::swiglu_wg_rows},
-      {"matvec_pf", &LlmTuning::matvec_pf},
-      {"matvec_late", &LlmTuning::matvec_late},
-      {"matvec_static", &LlmTuning::matvec_static},
-      {"matvec_split", &LlmTuning::matvec_split},
-      {"matvec_split_cols", &LlmTuning::matvec_split_cols},
-      {"matvec_split_groups", &LlmTuning::matvec_split_groups},
-      {"matvec_few_groups", &LlmTuning::matvec_few_groups},
-      {"matvec_few_unroll", &LlmTuning::matvec_few_unroll},
-      {"matvec_combine", &LlmTuning::matvec_combine},
-      {"combine_prefix_splits", &LlmTuning::combine_prefix_splits},
-      {"matvec_out_norm", &LlmTuning::matvec_out_norm},
-      {"matvec_rope_rows", &LlmTuning::matvec_rope_rows},
-      {"matvec_pf_loads", &LlmTuning::matvec_pf_loads},
-      {"matvec_kx", &LlmTuning::matvec_kx},
-      {"kx_wg", &LlmTuning::kx_wg},
-      {"kx_rows", &LlmTuning::kx_rows},
-      {"kx_loads", &LlmTuning::kx_loads},
-      {"kx_groups", &LlmTuning::kx_groups},
-      {"kx_groups_cpl", &LlmTuning::kx_groups_cpl},
-      {"kx_db", &LlmTuning::kx_db},
-      {"kx_early", &LlmTuning::kx_early},
-      {"kx_epi", &LlmTuning::kx_epi},
-      {"kx_wide_wg", &LlmTuning::kx_wide_wg},
-      {"kx_wide_cols", &LlmTuning::kx_wide_cols},
-      {"kx_min_rows", &LlmTuning::kx_min_rows},
-      {"kx_cols", &LlmTuning::kx_cols},
-      {"matmul_bm", &LlmTuning::matmul_bm},
-      {"matmul_bn", &LlmTuning::matmul_bn},
-      {"matmul_bk", &LlmTuning::matmul_bk},
-      {"matmul_const", &LlmTuning::matmul_const},
-      {"matmul_prefetch", &LlmTuning::matmul_prefetch},
-      {"matmul_db", &LlmTuning::matmul_db},
-      {"matmul_tn", &LlmTuning::matmul_tn},
-      {"batched_kl", &LlmTuning::batched_kl},
-      {"batched_wg", &LlmTuning::batched_wg},
-      {"batched_min_groups", &LlmTuning::batched_min_groups},
-      {"batched_tt", &LlmTuning::batched_tt},
-      {"batched_tt_large", &LlmTuning::batched_tt_large},
-      {"batched_small_n", &LlmTuning::batched_small_n},
-      {"batched_small_tr", &LlmTuning::batched_small_tr},
-      {"batched_fuse", &LlmTuning::batched_fuse},
-      {"batched_tg", &LlmTuning::batched_tg},
-      {"batched_xt", &LlmTuning::batched_xt},
-      {"batched_small_xt", &LlmTuning::batched_small_xt},
-      {"batched_unroll", &LlmTuning::batched_unroll},
-      {"batched_small_unroll", &LlmTuning::batched_small_unroll},
-      {"batched_i2f", &LlmTuning::batched_i2f},
-      {"batched_mv_n", &LlmTuning::batched_mv_n},
-      {"batched_mv_sl", &LlmTuning::batched_mv_sl},
-      {"batched_mv_un", &LlmTuning::batched_mv_un},
-      {"batched_mv_tr", &LlmTuning::batched_mv_tr},
-      {"batched_mv_wg", &LlmTuning::batched_mv_wg},
-      {"paged_combine_q8", &LlmTuning::paged_combine_q8},
-      {"batched_rope", &LlmTuning::batched_rope},
-      {"paged_decode_tpq", &LlmTuning::paged_decode_tpq},
-      {"paged_decode_pf", &LlmTuning::paged_decode_pf},
-      {"paged_kpad", &LlmTuning::paged_kpad},
-      {"mvq_wg", &LlmTuning::mvq_wg},
-      {"mvq_tpr", &LlmTuning::mvq_tpr},
-      {"mvq_rows", &LlmTuning::mvq_rows},
-      {"mvq_unroll", &LlmTuning::mvq_unroll},
-      {"mvq_norm", &LlmTuning::mvq_norm},
-      {"mvq_rope", &LlmTuning::mvq_rope},
-      {"mvq_late", &LlmTuning::mvq_late},
-      {"mvq_pf", &LlmTuning::mvq_pf},
-      {"mvq_sw_tpr", &LlmTuning::mvq_sw_tpr},
-      {"mvq_kq_sw_tpr", &LlmTuning::mvq_kq_sw_tpr},
-      {"mvq_kq_pf", &LlmTuning::mvq_kq_pf},
-      {"mvq_static", &LlmTuning::mvq_static},
-      {"mvq_vocab_rows", &LlmTuning::mvq_vocab_rows},
-      {"mvq_vocab_tpr", &LlmTuning::mvq_vocab_tpr},
-      {"mvq_rope_tpr", &LlmTuning::mvq_rope_tpr},
-      {"mvq_stage", &LlmTuning::mvq_stage},
-      {"mvq_kq_plain", &LlmTuning::mvq_kq_plain},
-      {"mvq_swz", &LlmTuning::mvq_swz},
-      {"mvq_q4k_half", &LlmTuning::mvq_q4k_half},
-      {"mvq_q6k_half", &LlmTuning::mvq_q6k_half},
-      {"mvq_kq_rows", &LlmTuning::mvq_kq_rows},
-      {"combine_sp", &LlmTuning::combine_sp},
-      {"mmq_bm", &LlmTuning::mmq_bm},
-      {"mmq_bn", &LlmTuning::mmq_bn},
-      {"mmq_min_groups", &LlmTuning::mmq_min_groups},
-      {"mmq_units", &LlmTuning::mmq_units},
-      {"mmq_magic", &LlmTuning::mmq_magic},
-      {"quant_wg", &LlmTuning::quant_wg},
-      {"quant_groups", &LlmTuning::quant_groups},
-      {"attn_prefill", &LlmTuning::attn_prefill},
-      {"attn_pf_rows", &LlmTuning::attn_pf_rows},
-      {"attn_pf_dc", &LlmTuning::attn_pf_dc},
-      {"attn_pf_swz", &LlmTuning::attn_pf_swz},
-      {"attn_pf_split", &LlmTuning::attn_pf_split},
-      {"attn_pf_exp2", &LlmTuning::attn_pf_exp2},
-      {"attn_pf_sg", &LlmTuning::attn_pf_sg},
-      {"attn_pf_pf", &LlmTuning::attn_pf_pf},
-      {"attn_decode", &LlmTuning::attn_decode},
-      {"attn_dec_wg", &LlmTuning::attn_dec_wg},
-      {"attn_dec_bk", &LlmTuning::attn_dec_bk},
-      {"attn_dec_wgs", &LlmTuning::attn_dec_wgs},
-      {"layer_decode", &LlmTuning::layer_decode},
-      {"layer_wgs", &LlmTuning::layer_wgs},
-      {"layer_spin_max", &LlmTuning::layer_spin_max},
-      {"layer_lb", &LlmTuning::layer_lb},
-      {"layer_pf", &LlmTuning::layer_pf},
-      {"layer_poll", &LlmTuning::layer_poll},
-      {"next_token", &LlmTuning::next_token},
-      {"attn_dec_tpk", &LlmTuning::attn_dec_tpk},
-      {"attn_dec_u", &LlmTuning::attn_dec_u},
-      {"attn_dec_pf", &LlmTuning::attn_dec_pf}};
-  while (!spec.empty()) {
-    const size_t comma = spec.find_first_of(",/");
-    const std::string_view item = spec.substr(0, comma);
-    spec = comma == std::string_view::npos ? std::string_view() : spec.substr(comma + 1);
-    if (item.empty()) continue;
-    const size_t eq = item.find('=');
-    const std::string name(item.substr(0, eq));
-    const std::string value = eq == std::string_view::npos ? "" : std::string(item.substr(eq + 1));
-    if (name == "matmul") {
-      t.matmul = parse_linear_version(value);
-      continue;
-    }
-    auto f = std::find_if(std::begin(fields), std::end(fields), [&](const auto& e) { return name == e.first; });
-    if (f == std::end(fields)) {
-      std::string known;
-      for (const auto& e : fields) known += std::string(known.empty() ? "" : ", ") + e.first;
-      throw Error("wgc: llm tuning: unknown knob '" + name + "' (known: matmul, " + known + ")");
-    }
-    char* end = nullptr;
-    const unsigned long v = std::strtoul(value.c_str(), &end, 10);
-    if (value.empty() || *end || v > (1ul << 20))
-      throw Error("wgc: llm tuning: " + name + " expects a non-negative integer, got '" + value + "'");
-    t.*(f->second) = uint32_t(v);
-  }
-}
-
 // ---- kernels -------------------------------------------------------------------------------
 
-LlmOps::LlmOps(Context ctx) : ctx_(std::move(ctx)) {
-  const auto& a = ctx_.adapter();
-  subgroups_ = ctx_.features().subgroups && a.subgroup_min_size == a.subgroup_max_size && a.subgroup_min_size >= 1;
-  sg_size_ = subgroups_ ? a.subgroup_min_size : 0;
-  max_wg_ = std::max<uint32_t>(64, ctx_.limits().max_compute_invocations_per_workgroup);
+LlmCaps llm_caps(const Context& ctx) {
+  const auto& a = ctx.adapter();
+  LlmCaps c;
+  c.subgroups = ctx.features().subgroups && a.subgroup_min_size == a.subgroup_max_size && a.subgroup_min_size >= 1;
+  c.subgroup_size = c.subgroups ? a.subgroup_min_size : 0;
+  c.max_invocations = std::max<uint32_t>(64, ctx.limits().max_compute_invocations_per_workgroup);
+  c.workgroup_storage = ctx.limits().max_compute_workgroup_storage_size;
+  c.storage_buffers = ctx.limits().max_storage_buffers_per_shader_stage;
+  return c;
+}
+
+LlmOps::LlmOps(Context ctx) : LlmOps(ctx, llm_caps(ctx)) {}
+
+LlmOps::LlmOps(Context ctx, const LlmCaps& caps) : ctx_(std::move(ctx)), caps_(caps) {
+  const LlmCaps full = llm_caps(ctx_);
+  if ((caps.subgroups && (!full.subgroups || caps.subgroup_size != full.subgroup_size)) ||
+      (!caps.subgroups && caps.subgroup_size != 0) || caps.max_invocations > full.max_invocations ||
+      caps.max_invocations < 64 || caps.workgroup_storage > full.workgroup_storage ||
+      caps.storage_buffers > full.storage_buffers)
+    throw Error("wgc: llm ops: capabilities beyond the adapter's");
+  subgroups_ = caps_.subgroups;
+  sg_size_ = caps_.subgroup_size;
+  max_wg_ = caps_.max_invocations;
   dummy_ = make_tensor(ctx_, {4});
 }
 
@@ -311,13 +181,28 @@ Kernel LlmOps::kernel(const std::string& key, const std::vector<std::string>& fi
 
 namespace {
 constexpr uint32_t kNaiveWG = 64;
-constexpr uint32_t kMatvecMaxRows = 8;       // matvec.wgsl: R_MAX
-constexpr uint32_t kSwigluRows = 64;         // matvec.wgsl: most gate and up rows per SWIGLU workgroup
-constexpr uint32_t kMatvecPfLoads = 16;      // matvec.wgsl: most weight chunks loaded before x (PF * R)
-constexpr uint32_t kMatvecMaxSplits = 64;    // matvec.wgsl: most column ranges (KS)
+constexpr uint32_t kMatvecMaxRows = 8;     // matvec.wgsl: R_MAX
+constexpr uint32_t kSwigluRows = 64;       // matvec.wgsl: most gate and up rows per SWIGLU workgroup
+constexpr uint32_t kMatvecPfLoads = 16;    // matvec.wgsl: most weight chunks loaded before x (PF * R)
+constexpr uint32_t kMatvecMaxSplits = 64;  // matvec.wgsl: most column ranges (KS)
+// matvec.wgsl's grids of fewer workgroups than this take kMatvecFewUnroll loads in flight per
+// invocation (session 9: 1B F16 tg128 956 -> 971 t/s; 300, reaching an 8B projection, lost there).
+constexpr uint64_t kMatvecFewGroups = 256;
+constexpr uint32_t kMatvecFewUnroll = 8;
+constexpr uint32_t kMatvecPfLoadsMax = 8;  // most weight chunks each invocation loads ahead (session 8: 16 lost)
+// The folded decode combine weighs only the keyed splits from this many splits on (session 10: at
+// 16 splits +1.6% 8B F16; at 4, -0.6%).
+constexpr uint32_t kCombinePrefixSplits = 8;
+constexpr uint32_t kMatvecRopeRows = 2;  // the QKV + RoPE matvec's rows per group: one pair (session 8: 4 lost)
+constexpr int64_t kKxWideCols = 12288;   // kx_wide_wg from this many columns
+// kx: where an invocation takes fewer weight chunks of a row than this, kx_groups times this /
+// chunks workgroups (as many weight bytes in flight per multiprocessor; session 14: 1B F16 +2%).
+constexpr uint64_t kKxGroupsCpl = 2;
 constexpr uint32_t kKxMaxChunks = 8;         // matvec_kx.wgsl: most chunks per invocation (CPL: x in registers)
 constexpr uint32_t kKxMaxRows = 32;          // matvec_kx.wgsl: most rows per tile (T)
 constexpr uint64_t kRegTileMinGroups = 256;  // choose_linear: tiles from which RegTile runs
+// matmul_regtile.wgsl: weight rows per invocation (8 x 4 outputs; session 6: 4 beat 8 by 27%, 8B F16 pp512).
+constexpr uint32_t kRegTileTn = 4;
 // matvec.wgsl: the uniform's binding with ROPE (after matvec_rope.wgsl's storage buffers 5-8), and
 // P's ROPE fields (zero without).
 constexpr uint32_t kMatvecRopeUniform = 9, kMatvecRopeParams = 8;
@@ -403,34 +288,28 @@ Kernel LlmOps::linear_kernel(const std::string& kind, TensorType t) const {
     need(bm > 0 && bn > 0 && bm % 8 == 0 && bn % 8 == 0, op,
          "tile " + std::to_string(bm) + "x" + std::to_string(bn) + ": both must be multiples of 8");
     need(bk > 0 && bk % 4 == 0, op, "BK " + std::to_string(bk) + " is not a multiple of 4");
-    const uint32_t tn = tuning.matmul_tn;
-    need(tn == 4 || tn == 8, op, "matmul_tn " + std::to_string(tn) + " (4 or 8 rows per invocation)");
+    const uint32_t tn = kRegTileTn;
     const uint32_t nt = bm * bn / (8 * tn);
     need(nt <= max_wg_, op,
          std::to_string(nt) + " invocations per workgroup, the adapter allows " + std::to_string(max_wg_));
-    const bool db = tuning.matmul_db != 0;
-    const uint64_t shared = uint64_t(bk) * (bm + bn) * 4 * (db ? 2 : 1);
-    need(shared <= ctx_.limits().max_compute_workgroup_storage_size, op,
+    const uint64_t shared = uint64_t(bk) * (bm + bn) * 4;
+    need(shared <= caps_.workgroup_storage, op,
          std::to_string(shared) + " bytes of workgroup memory, the adapter allows " +
-             std::to_string(ctx_.limits().max_compute_workgroup_storage_size));
+             std::to_string(caps_.workgroup_storage));
     files.push_back("llm/matmul_regtile.wgsl");
-    // The tile as constants in the source, or (matmul_const=0, for A/B runs) as override
-    // constants with those defaults, the form that measured 2.1 TFLOP/s on the H200.
-    const std::string kw = tuning.matmul_const ? "const " : "override ";
-    auto decl = [&](const char* name, uint32_t val) { return kw + name + ": u32 = " + std::to_string(val) + "u;\n"; };
-    const bool prefetch = tuning.matmul_prefetch != 0;
+    // The tile as constants in the source; the next tile's quads loaded into registers before
+    // this tile's math (RT_PREFETCH).
+    auto decl = [&](const char* name, uint32_t val) {
+      return std::string("const ") + name + ": u32 = " + std::to_string(val) + "u;\n";
+    };
     const std::string prelude = decl("BM", bm) + decl("BN", bn) + decl("BK", bk) + decl("NT", nt) + decl("KQ", bk / 4) +
                                 decl("AS", bk * bm / 4) + decl("BS", bk * bn / 4) + decl("RT_TN", tn) +
-                                "const RT_DB: bool = " + (db ? "true" : "false") +
-                                ";\nconst RT_PREFETCH: bool = " + (prefetch ? "true" : "false") +
-                                ";\nconst RT_WPT: u32 = " + std::to_string(ceil_div(bn * bk / 4, nt)) +
+                                "const RT_DB: bool = false;\nconst RT_PREFETCH: bool = true;\nconst RT_WPT: u32 = " +
+                                std::to_string(ceil_div(bn * bk / 4, nt)) +
                                 "u;\nconst RT_XPT: u32 = " + std::to_string(ceil_div(bm * bk / 4, nt)) + "u;\n";
-    return kernel(key + "/" + std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk) +
-                      (tn == 4 ? "/8x4" : "") + (tuning.matmul_const ? "" : "/override") +
-                      (db         ? "/db"
-                       : prefetch ? "/prefetch"
-                                  : ""),
-                  files, {}, false, "main", prelude);
+    return kernel(
+        key + "/" + std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk) + "/8x4/prefetch", files,
+        {}, false, "main", prelude);
   }
   throw Error("wgc: llm: no kernel kind '" + kind + "'");
 }
@@ -457,23 +336,21 @@ Kernel LlmOps::matvec_kernel(TensorType t, LinearVersion v, int64_t cols, uint32
   const bool mask = padded && cols % ch != 0;
   // With column ranges, x staged per range (whole chunks).
   const int64_t range_cols = splits > 1 ? split_chunks(t, cols, splits) * ch : cols;
-  const bool xs = stages_x(t, range_cols, norm_eps != nullptr, xc ? combine_bytes(*xc) : 0);
+  const bool xs = stages_x(t, range_cols, xc ? combine_bytes(*xc) : 0);
   need(!xc || xs, "matvec", "x combined from partials must be staged whole (matvec_xs 2, workgroup memory)");
   const uint32_t xn4 = xs ? u32((range_cols + 3) / 4) : 1u;
   // The prefetch and column ranges for the float types (x in one pass, w_dot as w_chunk adds).
-  need(tuning.matvec_pf_loads >= 1 && tuning.matvec_pf_loads <= kMatvecPfLoads, "matvec",
-       "matvec_pf_loads " + std::to_string(tuning.matvec_pf_loads) + " (1.." + std::to_string(kMatvecPfLoads) + ")");
-  const uint32_t pf = padded ? std::min({tuning.matvec_pf, m.unroll, tuning.matvec_pf_loads / rows}) : 0u;
+  const uint32_t pf = padded ? std::min({tuning.matvec_pf, m.unroll, kMatvecPfLoadsMax / rows}) : 0u;
   need(splits == 1 || (padded && !swiglu_rows && !rope), "matvec", "column ranges for plain F16/BF16/F32 rows only");
   if (mask) key += "/mask";
   if (xs) key += "/xs" + std::to_string(xn4);
   if (rope) key += "/rope";
   // The norm's scale after the dot products where x is staged whole (each element loaded once).
-  const bool late = norm_eps && xs && tuning.matvec_late;
+  const bool late = norm_eps && xs;
   if (late) key += "/late";
   if (pf) key += "/pf" + std::to_string(pf);
   // The columns built in (a kernel per width).
-  const uint32_t static_cols = tuning.matvec_static && cols > 0 ? u32(cols) : 0u;
+  const uint32_t static_cols = cols > 0 ? u32(cols) : 0u;
   if (static_cols) key += "/c" + std::to_string(static_cols);
   if (splits > 1) key += "/ks" + std::to_string(splits);
   if (xc) key += combine_tag(*xc, combine_prefix(*xc));
@@ -490,14 +367,13 @@ Kernel LlmOps::matvec_kernel(TensorType t, LinearVersion v, int64_t cols, uint32
 }
 
 uint32_t LlmOps::kx_workgroup(int64_t cols) const {
-  const bool wide = tuning.kx_wide_wg && cols >= int64_t(tuning.kx_wide_cols);
+  const bool wide = tuning.kx_wide_wg && cols >= kKxWideCols;
   return std::min(wide ? tuning.kx_wide_wg : tuning.kx_wg, max_wg_);
 }
 
 bool LlmOps::kx_runs(uint32_t kind, TensorType t, int64_t rows, int64_t cols, LinearVersion v) const {
   const bool padded = float_weights(t);
-  if (!(tuning.matvec_kx & kind) || !padded || cols <= 0 || cols < int64_t(tuning.kx_cols) ||
-      rows < int64_t(tuning.kx_min_rows) || v != LinearVersion::Subgroup || !subgroups_)
+  if (!(tuning.matvec_kx & kind) || !padded || cols <= 0 || rows < 0 || v != LinearVersion::Subgroup || !subgroups_)
     return false;
   return kx_chunks(t, cols) <= kKxMaxChunks;
 }
@@ -534,18 +410,17 @@ Kernel LlmOps::matvec_kx_kernel(TensorType t, int64_t cols, uint32_t kind, const
   }
   const bool mask = cols % ch != 0;
   if (xc) key += combine_tag(*xc, combine_prefix(*xc));
-  key += "/c" + std::to_string(cols) + (mask ? "/mask/" : "/") + shape_tag({wg, rows, rb}) +
-         (tuning.kx_db ? "/db" : "") + (tuning.kx_early ? "/xe" : "") + (tuning.kx_epi ? "/ep" : "");
+  key += "/c" + std::to_string(cols) + (mask ? "/mask/" : "/") + shape_tag({wg, rows, rb}) + "/xe/ep";
   const auto cu = prelude_u32;
   const auto cb = prelude_bool;
   // XS: each element of x through x_load4 once (the staged contract the x files ask for).
-  const std::string prelude =
-      cb("SWIGLU", swiglu) + cb("ROPE", rope) + cb("XS", true) + cb("X_MASK", mask) +
-      cb("X_LATE", norm_eps != nullptr) + cu("COLS", u32(cols)) + cu("NCH", nch) + cu("CPL", cpl) + cu("T", rows) +
-      cu("RB", rb) + cb("DB", tuning.kx_db != 0) + cb("XE", tuning.kx_early != 0) + cb("EP", tuning.kx_epi != 0) +
-      cu("KSG", sg_size_) + cu("LT", uint32_t(std::countr_zero(rows))) +
-      cu("LSG", uint32_t(std::countr_zero(sg_size_))) + cu("P_BINDING", rope ? kMatvecRopeUniform : 5u) +
-      (xc ? combine_prelude(*xc, combine_prefix(*xc)) : std::string());
+  const std::string prelude = cb("SWIGLU", swiglu) + cb("ROPE", rope) + cb("XS", true) + cb("X_MASK", mask) +
+                              cb("X_LATE", norm_eps != nullptr) + cu("COLS", u32(cols)) + cu("NCH", nch) +
+                              cu("CPL", cpl) + cu("T", rows) + cu("RB", rb) + cb("DB", false) + cb("XE", true) +
+                              cb("EP", true) + cu("KSG", sg_size_) + cu("LT", uint32_t(std::countr_zero(rows))) +
+                              cu("LSG", uint32_t(std::countr_zero(sg_size_))) +
+                              cu("P_BINDING", rope ? kMatvecRopeUniform : 5u) +
+                              (xc ? combine_prelude(*xc, combine_prefix(*xc)) : std::string());
   return kernel(key, files, c, true, "main", prelude);
 }
 
@@ -553,31 +428,25 @@ uint64_t LlmOps::kx_grid(uint32_t kind, int64_t rows, TensorType t, int64_t cols
   const uint64_t tr = tuning.kx_rows;
   const uint64_t tiles = kind == kKxPlain ? ceil_div(uint64_t(rows), tr) : ceil_div(uint64_t(rows) / 2, tr / 2);
   uint64_t groups = tuning.kx_groups;
-  if (groups && tuning.kx_groups_cpl) {  // as many weight bytes in flight per multiprocessor
-    groups *= std::max<uint64_t>(1, tuning.kx_groups_cpl / std::max<uint64_t>(1, kx_chunks(t, cols)));
-  }
+  if (groups) groups *= std::max<uint64_t>(1, kKxGroupsCpl / std::max<uint64_t>(1, kx_chunks(t, cols)));
   return groups ? std::min(tiles, groups) : tiles;
 }
 
-bool LlmOps::stages_x(TensorType t, int64_t cols, bool norm, uint64_t extra_bytes) const {
-  if (tuning.matvec_xs == 0 || (tuning.matvec_xs == 1 && !norm)) return false;
+bool LlmOps::stages_x(TensorType t, int64_t cols, uint64_t extra_bytes) const {
   if (!float_weights(t)) return false;
   // matvec.wgsl's xw (whole weight chunks of x), red and res
   const uint64_t xv = chunk_elems(t) / 4, bytes = ceil_div(uint64_t(ceil_div(uint64_t(cols), 4)), xv) * xv * 16 +
                                                   4ull * matvec_shape().wg + 4ull * kSwigluRows + extra_bytes;
-  return cols > 0 && bytes <= ctx_.limits().max_compute_workgroup_storage_size;
+  return cols > 0 && bytes <= caps_.workgroup_storage;
 }
 
-uint32_t LlmOps::matvec_splits(TensorType t, int64_t cols, int64_t rows) const {
+uint32_t LlmOps::matvec_splits(TensorType t, int64_t cols, int64_t /*rows*/) const {
   const bool padded = float_weights(t);
   if (!padded || tuning.matvec_split <= 1 || cols < int64_t(tuning.matvec_split_cols)) return 1;
   need(tuning.matvec_split <= kMatvecMaxSplits, "matvec",
        "matvec_split " + std::to_string(tuning.matvec_split) + " (1.." + std::to_string(kMatvecMaxSplits) + ")");
   // At least one unrolled pass of every row group's invocations per range.
   const MatvecShape m = matvec_shape();
-  if (tuning.matvec_split_groups > 0 && rows > 0 &&
-      ceil_div(uint64_t(rows), uint64_t(m.wg / m.tpr * m.rows)) >= tuning.matvec_split_groups)
-    return 1;
   const int64_t nch = ceil_div(cols, int64_t(chunk_elems(t)));
   return u32(std::clamp<int64_t>(nch / (int64_t(m.tpr) * m.unroll), 1, tuning.matvec_split));
 }
@@ -594,17 +463,15 @@ Params LlmOps::matvec_params(int64_t rows, int64_t cols, int64_t row0, int64_t y
 
 LlmOps::MatvecShape LlmOps::matvec_shape(bool swiglu) const {
   const uint32_t wg = std::min(tuning.matvec_wg, max_wg_);
-  const uint32_t tpr = swiglu && tuning.swiglu_tpr ? tuning.swiglu_tpr : tuning.matvec_tpr;
-  const uint32_t unroll = swiglu && tuning.swiglu_unroll ? tuning.swiglu_unroll : tuning.matvec_unroll;
+  (void)swiglu;
+  const uint32_t tpr = tuning.matvec_tpr, unroll = tuning.matvec_unroll;
   need(unroll >= 1 && unroll <= 8, "matvec", "unroll " + std::to_string(unroll) + " (1..8)");
   return {wg, std::min(tpr, wg), std::clamp(tuning.matvec_rows, 1u, kMatvecMaxRows), unroll};
 }
 
 LlmOps::MatvecShape LlmOps::few_unroll(MatvecShape m, uint64_t groups) const {
-  if (tuning.matvec_few_groups == 0 || groups == 0 || groups >= tuning.matvec_few_groups) return m;
-  need(tuning.matvec_few_unroll >= 1 && tuning.matvec_few_unroll <= 8, "matvec",
-       "matvec_few_unroll " + std::to_string(tuning.matvec_few_unroll) + " (1..8)");
-  m.unroll = tuning.matvec_few_unroll;
+  if (groups == 0 || groups >= kMatvecFewGroups) return m;
+  m.unroll = kMatvecFewUnroll;
   return m;
 }
 
@@ -636,15 +503,14 @@ std::vector<KernelVersion> LlmOps::versions() const {
   v.push_back({"add", "elementwise", ""});
   v.push_back({"kv_append", "elementwise", ""});
   v.push_back({"rope_kv_append", "elementwise", "q/k RoPE and the K/V cache append, one invocation per pair"});
-  v.push_back({"attention", "prefill", "flash attention, causal, GQA: 16 rows per workgroup (attn_prefill=0)"});
-  v.push_back({"attention", "prefill-tiled", "register-tiled flash attention, 64 rows x 64 keys (attn_prefill=1)"});
+  v.push_back(
+      {"attention", "prefill", "flash attention, causal, GQA: 16 rows per workgroup (where -tiled-pf cannot run)"});
   v.push_back({"attention", "prefill-tiled-pf",
-               "register-tiled flash attention, chunks prefetched into registers (attn_prefill=2)"});
-  v.push_back({"attention", "decode", "split-K flash decoding + combine, a row per head (attn_decode=0)"});
-  v.push_back({"attention", "decode-kv", "split-K flash decoding, K/V read once per kv head (attn_decode=1)"});
+               "register-tiled flash attention, 64 rows x 64 keys, chunks prefetched into registers"});
+  v.push_back({"attention", "decode", "split-K flash decoding + combine, a row per head (where -kv cannot run)"});
+  v.push_back({"attention", "decode-kv", "split-K flash decoding, K/V read once per kv head (without subgroups)"});
   if (subgroups_)
-    v.push_back(
-        {"attention", "decode-sg", "split-K flash decoding, K/V rows in registers, subgroup sums (attn_decode=2)"});
+    v.push_back({"attention", "decode-sg", "split-K flash decoding, K/V rows in registers, subgroup sums"});
   v.push_back({"argmax", "chained", "top-1 passes of 2048 entries per workgroup"});
   v.push_back({"topk", "chained", "k rounds per workgroup, passes until k remain"});
   return v;
@@ -662,7 +528,7 @@ void LlmOps::precompile(const std::vector<TensorType>& types, const std::vector<
            false);
   }
   for (int hd : head_dims) {
-    attn_tiled_kernel(hd);
+    attn_tiled_pf_kernel(hd);
     attn_kernel(hd, 16);
     for (int bq : {1, 2, 4, 8}) attn_kernel(hd, bq);
   }
@@ -842,7 +708,7 @@ void LlmOps::rms_norm_swiglu(Batch& b, const Tensor& x, const Tensor& norm_w, fl
 bool LlmOps::fuses_norm(int64_t cols) const { return cols > 0 && cols % 4 == 0; }
 
 bool LlmOps::fuses_rope(int64_t cols) const {
-  return fuses_norm(cols) && ctx_.limits().max_storage_buffers_per_shader_stage >= kMatvecRopeUniform;  // buffers 0-8
+  return fuses_norm(cols) && caps_.storage_buffers >= kMatvecRopeUniform;  // buffers 0-8
 }
 
 void LlmOps::rms_norm_qkv_rope(Batch& b, const Tensor& x, const Tensor& norm_w, float eps, const GpuWeight& w,
@@ -851,7 +717,7 @@ void LlmOps::rms_norm_qkv_rope(Batch& b, const Tensor& x, const Tensor& norm_w, 
   check_norm(x, norm_w, w.cols, op);
   need(fuses_rope(w.cols), op,
        "needs " + std::to_string(kMatvecRopeUniform) + " storage buffers per shader stage, the adapter allows " +
-           std::to_string(ctx_.limits().max_storage_buffers_per_shader_stage));
+           std::to_string(caps_.storage_buffers));
   detail::check_qkv_rope(w, qkv, table, c, a, op);
   const MatvecShape m = matvec_shape();
   need(m.tpr <= m.wg, op, "matvec tpr larger than the workgroup");
@@ -870,11 +736,7 @@ void LlmOps::rms_norm_qkv_rope(Batch& b, const Tensor& x, const Tensor& norm_w, 
              prm, groups_1d(ctx_, groups));
 }
 
-uint32_t LlmOps::rope_rows() const {
-  need(tuning.matvec_rope_rows == 2 || tuning.matvec_rope_rows == 4 || tuning.matvec_rope_rows == 8, "matvec",
-       "matvec_rope_rows " + std::to_string(tuning.matvec_rope_rows) + " (2, 4 or 8)");
-  return tuning.matvec_rope_rows;
-}
+uint32_t LlmOps::rope_rows() const { return kMatvecRopeRows; }
 
 void LlmOps::check_norm(const Tensor& x, const Tensor& norm_w, int64_t cols, const std::string& op) const {
   need(fuses_norm(cols), op, std::to_string(cols) + " columns (a multiple of 4)");
@@ -917,6 +779,14 @@ void LlmOps::swiglu_matvec(Batch& b, const GpuWeight& w, const Tensor& x, const 
 namespace {
 constexpr uint32_t kBatchedRowsPerGroup = 4;  // linear_batched.wgsl: TR
 constexpr int kBatchedLargeStep = 256;        // more tokens: tuning.batched_tt_large
+// The batched kernels' workgroup: the largest of 64, 128, 256 invocations that still gives this
+// many workgroups (two per SM on the H200).
+constexpr uint64_t kBatchedMinGroups = 264;
+// linear_batched_q8.wgsl's x tile in elements (whole blocks of every lane).
+constexpr uint32_t kBatchedQ8XTile = 1024;
+// linear_batched_q8_mv.wgsl: blocks each invocation loads at once, rows per row group, invocations
+// per workgroup (serving session 7: un 8, tr 2 and wg 128 lost).
+constexpr uint32_t kBatchedMvUnroll = 4, kBatchedMvRows = 1, kBatchedMvWg = 256;
 // The batched kernels' token tile: the smallest power of two that holds n tokens, at most `most`
 // (a few decode tokens then cost no arithmetic on padding). It never changes a result.
 uint32_t batched_token_tile(int n_tokens, uint32_t most) {
@@ -940,7 +810,7 @@ void LlmOps::linear_batched(Batch& b, const GpuWeight& w, const Tensor& x, const
   while (xt % (kl * chunk_elems(w.type)) != 0) xt += 256;
   // Tokens per workgroup: as many as there are, up to batched_tt (the register budget: TT x 4
   // sums), as workgroup memory allows.
-  const uint64_t smem_limit = ctx_.limits().max_compute_workgroup_storage_size;
+  const uint64_t smem_limit = caps_.workgroup_storage;
   const auto x_tile_bytes = [&](uint32_t t) { return uint64_t(t) * (xt / 4 + xt / 32) * 16; };
   uint32_t tt = batched_token_tile(n_tokens, batched_tt(n_tokens));
   while (tt > 1 && x_tile_bytes(tt) > smem_limit) tt /= 2;
@@ -971,15 +841,12 @@ uint32_t LlmOps::batched_tt(int n_tokens) const {
 
 uint32_t LlmOps::batched_wg(uint64_t tiles, int64_t rows, uint32_t tr) const {
   const uint32_t kl = tuning.batched_kl;
-  uint32_t wg = tuning.batched_wg;
-  if (wg == 0) {
-    wg = 64;
-    for (uint32_t c : {128u, 256u})
-      if (tiles * ceil_div(uint64_t(rows), c / kl * tr) >= tuning.batched_min_groups) wg = c;
-  }
+  uint32_t wg = 64;
+  for (uint32_t c : {128u, 256u})
+    if (tiles * ceil_div(uint64_t(rows), c / kl * tr) >= kBatchedMinGroups) wg = c;
   wg = std::max(wg, kl);
   need(wg % kl == 0 && wg <= max_wg_, "linear batched",
-       "batched_wg " + std::to_string(wg) + " (a multiple of batched_kl, <= " + std::to_string(max_wg_) + ")");
+       "workgroup of " + std::to_string(wg) + " (a multiple of batched_kl, <= " + std::to_string(max_wg_) + ")");
   return wg;
 }
 
@@ -1005,7 +872,7 @@ void LlmOps::linear_batched_q8(Batch& b, const GpuWeight& w, const Q8Act& x, con
 }
 
 bool LlmOps::batched_rope_takes(int head_dim) const {
-  return head_dim > 0 && head_dim % 2 == 0 && ctx_.limits().max_storage_buffers_per_shader_stage >= 10;
+  return head_dim > 0 && head_dim % 2 == 0 && caps_.storage_buffers >= 10;
 }
 
 void LlmOps::linear_batched_q8_rope(Batch& b, const GpuWeight& w, const Q8Act& x, const Tensor& qkv, int n_tokens,
@@ -1015,7 +882,7 @@ void LlmOps::linear_batched_q8_rope(Batch& b, const GpuWeight& w, const Q8Act& x
   const int hd = c.head_dim;
   need(batched_rope_takes(hd), op,
        "head_dim " + std::to_string(hd) + " (even) and 10 storage buffers per shader stage (the adapter allows " +
-           std::to_string(ctx_.limits().max_storage_buffers_per_shader_stage) + ")");
+           std::to_string(caps_.storage_buffers) + ")");
   need(a.n_tokens == n_tokens && a.n_heads > 0 && c.n_kv_heads > 0, op, "the rope arguments' tokens and heads");
   need(table.head_dim == hd, op,
        "the rope table's head_dim " + std::to_string(table.head_dim) + " is not the cache's " + std::to_string(hd));
@@ -1045,12 +912,6 @@ void LlmOps::linear_batched_q8_rope(Batch& b, const GpuWeight& w, const Q8Act& x
   linear_batched_q8_kernel(b, w, x, qkv, n_tokens, prm, bias ? bias : dummy_, rows, &rope);
 }
 
-uint32_t LlmOps::batched_rows_per_group(int n_tokens) const {
-  const uint32_t tr = n_tokens <= int(tuning.batched_small_n) ? tuning.batched_small_tr : kBatchedRowsPerGroup;
-  need(tr == 1 || tr == 2 || tr == 4, "linear batched-q8", "batched_small_tr " + std::to_string(tr) + " (1, 2 or 4)");
-  return tr;
-}
-
 void LlmOps::linear_batched_q8_kernel(Batch& b, const GpuWeight& w, const Q8Act& x, const Tensor& y, int n_tokens,
                                       const Params& prm_in, const Tensor& bias, int64_t rows,
                                       const RopeKv* rope) const {
@@ -1070,36 +931,27 @@ void LlmOps::linear_batched_q8_kernel(Batch& b, const GpuWeight& w, const Q8Act&
   need(tuning.batched_mv_n <= 8, op, "batched_mv_n " + std::to_string(tuning.batched_mv_n) + " (at most 8)");
   if (n_tokens <= int(tuning.batched_mv_n))
     return linear_batched_q8_mv(b, w, n_tokens, rows, rope != nullptr, std::move(args), prm);
-  // x tile: whole blocks of every lane (tuning.batched_xt, else 1024 elements; small steps
-  // tuning.batched_small_xt where set).
-  const bool small = n_tokens <= int(tuning.batched_small_n);
-  const uint32_t want_xt = small && tuning.batched_small_xt ? tuning.batched_small_xt : tuning.batched_xt;
-  uint32_t xt = std::max<uint32_t>(want_xt ? want_xt : 1024, 32 * kl);
+  // x tile: whole blocks of every lane.
+  uint32_t xt = std::max<uint32_t>(kBatchedQ8XTile, 32 * kl);
   xt = std::min<uint32_t>(xt, u32(w.cols));  // no longer than a row
   xt = (xt + 32 * kl - 1) / (32 * kl) * (32 * kl);
   // Workgroup memory: the x tile (2 + 1/4 vec4 per block and token) or the lanes' final sum,
   // and (d, sum) per block and token.
   const auto x_tile_bytes = [&](uint32_t t) { return uint64_t(t) * (xt / 32 * 2 + xt / 128) * 16; };
   const auto ds_bytes = [&](uint32_t t) { return uint64_t(t) * xt / 32 * 8; };
-  const uint64_t smem_limit = ctx_.limits().max_compute_workgroup_storage_size;
+  const uint64_t smem_limit = caps_.workgroup_storage;
   uint32_t tt = batched_token_tile(n_tokens, batched_tt(n_tokens));
   while (tt > 1 && x_tile_bytes(tt) + ds_bytes(tt) > smem_limit) tt /= 2;
-  // Token groups per workgroup (tuning.batched_tg): as many as the step fills, the workgroup
-  // size and its memory (the x tile, or the lanes' final sums of every group) allow.
   // ROPE: a row group holds whole RoPE pairs (2 or 4 rows)
-  const uint32_t tr = rope ? std::max(2u, batched_rows_per_group(n_tokens)) : batched_rows_per_group(n_tokens);
+  const uint32_t tr = kBatchedRowsPerGroup;
   const auto smem = [&](uint32_t groups, uint32_t wg_size) {
     return std::max(x_tile_bytes(tt * groups), batched_sum_bytes(wg_size, tt)) + ds_bytes(tt * groups);
   };
-  uint32_t tg = std::max<uint32_t>(1, std::min<uint32_t>(tuning.batched_tg, u32(ceil_div(uint64_t(n_tokens), tt))));
-  uint64_t tiles = 0;
-  uint32_t wgr = 0;  // invocations per token group
-  for (;; --tg) {
-    tiles = ceil_div(uint64_t(n_tokens), tt * tg);
-    wgr = batched_wg(tiles, rows, tr);
-    if (tg == 1 || (wgr * tg <= max_wg_ && smem(tg, wgr * tg) <= smem_limit)) break;
-  }
-  const uint32_t wg = wgr * tg;
+  // One token group per workgroup (linear_batched_q8.wgsl's TG).
+  const uint32_t tg = 1;
+  const uint64_t tiles = ceil_div(uint64_t(n_tokens), tt);
+  const uint32_t wgr = batched_wg(tiles, rows, tr);
+  const uint32_t wg = wgr;
   const uint64_t shared = smem(tg, wg);
   need(shared <= smem_limit, op,
        std::to_string(shared) + " bytes of workgroup memory, the adapter allows " + std::to_string(smem_limit));
@@ -1107,9 +959,9 @@ void LlmOps::linear_batched_q8_kernel(Batch& b, const GpuWeight& w, const Q8Act&
   const uint64_t row_tiles = ceil_div(uint64_t(rows), bn);
   need(row_tiles <= ctx_.limits().max_compute_workgroups_per_dimension, op, "too many rows");
   const bool q4 = w.type == TensorType::Q4_0;
-  const uint32_t un = small ? tuning.batched_small_unroll : tuning.batched_unroll;
-  need(un == 1 || un == 2 || un == 4, op, "batched_unroll " + std::to_string(un) + " (1, 2 or 4)");
-  const bool pf = tuning.batched_prefetch && un == 1, i2f = tuning.batched_i2f != 0;
+  // Each lane loads its next weight block before it multiplies the current one (PF).
+  const uint32_t un = 1;
+  const bool pf = true, i2f = false;
   std::string prelude = "const TT: u32 = " + std::to_string(tt) + "u;\nconst TG: u32 = " + std::to_string(tg) +
                         "u;\nconst WG: u32 = " + std::to_string(wg) + "u;\nconst KL: u32 = " + std::to_string(kl) +
                         "u;\nconst TR: u32 = " + std::to_string(tr) + "u;\nconst XT: u32 = " + std::to_string(xt) +
@@ -1129,30 +981,28 @@ void LlmOps::linear_batched_q8_kernel(Batch& b, const GpuWeight& w, const Q8Act&
 void LlmOps::linear_batched_q8_mv(Batch& b, const GpuWeight& w, int n_tokens, int64_t rows, bool rope,
                                   std::vector<Arg> args, const Params& prm) const {
   const std::string op = "linear batched-q8 " + str(w.type) + " (batched_mv_n)";
-  const uint32_t kl = tuning.batched_kl, sl = tuning.batched_mv_sl, tr_want = tuning.batched_mv_tr;
-  uint32_t un = tuning.batched_mv_un;
+  const uint32_t kl = tuning.batched_kl, sl = tuning.batched_mv_sl, tr_want = kBatchedMvRows;
+  uint32_t un = kBatchedMvUnroll;
   need(sl >= 1 && sl <= 32 && (sl & (sl - 1)) == 0 && kl * sl <= max_wg_, op,
        "batched_mv_sl " + std::to_string(sl) + " (a power of two, batched_kl x it at most " + std::to_string(max_wg_) +
            ")");
-  need(un >= 1 && un <= 8, op, "batched_mv_un " + std::to_string(un) + " (1..8)");
-  need(tr_want == 1 || tr_want == 2 || tr_want == 4, op, "batched_mv_tr " + std::to_string(tr_want) + " (1, 2 or 4)");
   const uint32_t tr = rope ? std::max(2u, tr_want) : tr_want;  // ROPE: whole pairs per row group
   const uint32_t tt = batched_token_tile(n_tokens, 8);
   const uint32_t rgt = kl * sl;
   un = std::min<uint32_t>(un, u32(ceil_div(uint64_t(w.cols / 32), rgt)));  // no more than a row's blocks
   un = std::max(un, 1u);
   // Workgroup memory per row group: the d and the terms of each token of every row and chunk block.
-  const uint64_t smem_limit = ctx_.limits().max_compute_workgroup_storage_size;
+  const uint64_t smem_limit = caps_.workgroup_storage;
   const auto group_bytes = [&](uint32_t u) { return uint64_t(1 + tt) * tr * rgt * u * 4; };
   while (un > 1 && group_bytes(un) > smem_limit) --un;
   need(group_bytes(un) <= smem_limit, op,
        std::to_string(group_bytes(un)) + " bytes of workgroup memory for a row group, the adapter allows " +
            std::to_string(smem_limit));
-  uint32_t wg = std::min(std::max(tuning.batched_mv_wg, rgt), max_wg_) / rgt * rgt;
+  uint32_t wg = std::min(std::max(kBatchedMvWg, rgt), max_wg_) / rgt * rgt;
   while (wg > rgt && wg / rgt * group_bytes(un) > smem_limit) wg -= rgt;
   const uint64_t groups = ceil_div(uint64_t(rows), uint64_t(wg / rgt) * tr);
   need(groups <= ctx_.limits().max_compute_workgroups_per_dimension, op, "too many rows");
-  const bool q4 = w.type == TensorType::Q4_0, i2f = tuning.batched_i2f != 0;
+  const bool q4 = w.type == TensorType::Q4_0, i2f = false;
   std::string prelude = "const TT: u32 = " + std::to_string(tt) + "u;\nconst KL: u32 = " + std::to_string(kl) +
                         "u;\nconst SL: u32 = " + std::to_string(sl) + "u;\nconst UN: u32 = " + std::to_string(un) +
                         "u;\nconst WG: u32 = " + std::to_string(wg) + "u;\nconst TR: u32 = " + std::to_string(tr) +
@@ -1257,7 +1107,10 @@ void LlmOps::rope_kv_append(Batch& b, const Tensor& qkv, const RopeTable& table,
 
 namespace {
 constexpr uint32_t kPagedPrefillBq = 16;  // paged_attn.wgsl: query rows per workgroup for prefill chunks
-constexpr uint32_t kPagedBk = 16;         // paged_attn.wgsl: BK, keys per block
+// flash_decode.wgsl (decode attention without subgroups): keys per block, halved until the block
+// fits the adapter's workgroup memory.
+constexpr uint32_t kDecodeBlockKeys = 32;
+constexpr uint32_t kPagedBk = 16;  // paged_attn.wgsl: BK, keys per block
 struct AttnShape {
   uint32_t tpq, bk;
 };
@@ -1285,33 +1138,18 @@ Kernel LlmOps::attn_kernel(int hd, int bq) const {
                 false);
 }
 
-Kernel LlmOps::attn_tiled_kernel(int hd) const {
-  if (tuning.attn_prefill == 2) return attn_tiled_pf_kernel(hd);
-  // flash_attn_tiled.wgsl: 32 KiB of workgroup memory; output vec4s tx + 16 * a, a < NO, with
-  // RV * NO <= 4 (16 vec4s of acc): 8 rows per invocation up to head_dim 128.
-  if (hd % 4 != 0 || hd > 256 || ctx_.limits().max_compute_workgroup_storage_size < 32768) return {};
-  const uint32_t hd4 = uint32_t(hd) / 4, no = (hd4 + 15) / 16;
-  const uint32_t rv = tuning.attn_pf_rows == 8 && no <= 2 ? 2 : 1, wg = 256 / rv, swz = tuning.attn_pf_swz ? 7 : 0;
-  const uint32_t dc = tuning.attn_pf_dc == 16 ? 16 : 8;
-  if (max_wg_ < wg) return {};
-  uint32_t vk = 64;  // keys per V chunk: a power of two whose chunk fits the 1024-vec4 buffer
-  while (vk > 1 && vk * hd4 > 1024) vk /= 2;
-  return kernel("llm/flash_attn_tiled/hd" + std::to_string(hd) + "/r" + std::to_string(4 * rv) + "/dc" +
-                    std::to_string(dc) + (swz ? "/swz" : ""),
-                {"llm/flash_attn_tiled.wgsl"},
-                {{"HD", hd}, {"NO", no}, {"VK", vk}, {"RV", rv}, {"WG", wg}, {"DC4", dc}, {"SWZ", swz}}, false);
-}
-
 Kernel LlmOps::attn_tiled_pf_kernel(int hd) const {
-  // flash_attn_tiled_pf.wgsl: flash_attn_tiled.wgsl's 4 x 4 schedule (256 invocations, 32 KiB)
-  // with up to 4 output vec4s per row and invocation, V chunks of at most 4 vec4s per invocation.
-  if (hd % 4 != 0 || hd > 256 || ctx_.limits().max_compute_workgroup_storage_size < 32768 || max_wg_ < 256) return {};
-  // attn_pf_sg: the row groups in subgroups where the adapter has them (of a power-of-two size).
-  const uint32_t hd4 = uint32_t(hd) / 4, no = (hd4 + 15) / 16, e2 = tuning.attn_pf_exp2 ? 1 : 0;
-  const bool sg = tuning.attn_pf_sg && subgroups_ && (sg_size_ & (sg_size_ - 1)) == 0;
+  // flash_attn_tiled_pf.wgsl: 64 rows x 64 keys per workgroup of 256 invocations, 4 x 4 scores
+  // each, 32 KiB; up to 4 output vec4s per row and invocation, V chunks of at most 4 vec4s each.
+  if (hd % 4 != 0 || hd > 256 || caps_.workgroup_storage < 32768 || max_wg_ < 256) return {};
+  // A row's 16 invocations in one subgroup where the adapter has them (of a power-of-two size;
+  // session 8: 11% off the kernel), else through workgroup memory. Scores by exp2 (EXP2: 6%) and
+  // each staged chunk loaded into registers while the previous one is computed (PF).
+  const uint32_t hd4 = uint32_t(hd) / 4, no = (hd4 + 15) / 16, e2 = 1;
+  const bool sg = subgroups_ && (sg_size_ & (sg_size_ - 1)) == 0;
   uint32_t vk = 64;
   while (vk > 1 && vk * hd4 > 1024) vk /= 2;
-  const uint32_t pf = tuning.attn_pf_pf ? 1 : 0;
+  const uint32_t pf = 1;
   std::vector<std::pair<std::string, double>> c{{"HD", hd}, {"NO", no}, {"VK", vk}, {"EXP2", e2}, {"PF", pf}};
   if (sg) c.push_back({"SGS", sg_size_});
   return kernel(
@@ -1324,10 +1162,10 @@ LlmOps::DecodeShape LlmOps::decode_shape(int hd, int G) const {
   // flash_decode.wgsl: G <= 8 heads and NJ <= 2 V vec4s per invocation in registers, G * BK
   // scores over at most 4 per invocation, the key groups' sums fitting the K/V rows' memory.
   const uint32_t hd4 = uint32_t(hd) / 4, g = uint32_t(G), nj = ceil_div(hd4, 32);
-  const uint32_t limit = ctx_.limits().max_compute_workgroup_storage_size;
+  const uint32_t limit = caps_.workgroup_storage;
   const uint32_t wg = std::clamp<uint32_t>(tuning.attn_dec_wg, 32, max_wg_) / 32 * 32, kq = wg / 32;
   auto bytes = [&](uint32_t k) { return (g * hd4 + k * (2 * hd4 + 1)) * 16 + (g * k + g) * 4; };
-  uint32_t bk = std::clamp<uint32_t>(tuning.attn_dec_bk, 1, 256);
+  uint32_t bk = kDecodeBlockKeys;
   while (bk > 1 && bytes(bk) > limit) bk /= 2;
   const bool fits =
       g <= 8 && nj <= 2 && g * bk <= 4 * wg && kq <= bk && kq * g * hd4 <= bk * (2 * hd4 + 1) && bytes(bk) <= limit;
@@ -1344,9 +1182,9 @@ LlmOps::DecodeSgShape LlmOps::decode_sg_shape(int hd, int G) const {
   const uint32_t hd4 = uint32_t(hd) / 4, g = uint32_t(G), sgs = sg_size_;
   const uint32_t tpk = std::min(tuning.attn_dec_tpk, sgs), nv = ceil_div(hd4, tpk);
   const uint32_t u = std::clamp<uint32_t>(tuning.attn_dec_u, 1, 8);
-  const bool pf = tuning.attn_dec_pf != 0;
+  const bool pf = true;  // the next step's keys loaded while this one is computed
   if (g * nv > 32 || u * nv * (pf ? 4 : 2) > 64) return {0, 0, 0, false};
-  const uint32_t limit = ctx_.limits().max_compute_workgroup_storage_size;
+  const uint32_t limit = caps_.workgroup_storage;
   auto bytes = [&](uint32_t wg) { return (wg / sgs) * g * (nv * tpk * 16 + 8); };
   uint32_t wg = std::clamp<uint32_t>(tuning.attn_dec_wg, sgs, max_wg_) / sgs * sgs;
   while (wg > sgs && bytes(wg) > limit) wg = std::max(sgs, wg / 2 / sgs * sgs);
@@ -1394,34 +1232,15 @@ void LlmOps::attention(Batch& b, const KvLayer& c, const Tensor& q, const Tensor
 void LlmOps::attention_prefill(Batch& b, const KvLayer& c, const Tensor& q, const Tensor& out,
                                const AttentionArgs& a) const {
   auto d = attn_check(c, q, &out, a, "attention_prefill");
-  if (tuning.attn_prefill >= 1) {
-    if (Kernel k = attn_tiled_kernel(d.hd)) {
-      // Keys in splits of attn_pf_split (rounded up to 16) where that gives 2 or more whose
-      // partials fit (and whose count the grid's z takes), else one split over all keys.
-      const uint32_t kv_len = u32(a.start + a.n_tokens);
-      uint32_t split_len = kv_len, splits = 1;
-      if (tuning.attn_pf_split > 0) {
-        const uint32_t len = std::max<uint32_t>(16, (tuning.attn_pf_split + 15) / 16 * 16), ns = ceil_div(kv_len, len);
-        const uint64_t bytes = uint64_t(a.n_tokens) * uint64_t(a.n_heads) * ns * uint64_t(d.hd + 2) * 4;
-        if (ns >= 2 && bytes <= kMaxPrefillPartialBytes && ns <= ctx_.limits().max_compute_workgroups_per_dimension)
-          split_len = len, splits = ns;
-      }
-      const Groups g{ceil_div(uint64_t(a.n_tokens) * uint64_t(d.G), 64), u32(c.n_kv_heads), splits};
-      if (splits == 1) {
-        b.dispatch(k, {q, Arg(c.k), Arg(c.v), out},
-                   Params(u32(a.n_tokens), u32(a.n_heads), u32(c.n_kv_heads), u32(c.max_ctx), u32(a.start), u32(d.qs),
-                          u32(a.q_offset), u32(d.os), u32(a.o_offset), c.offset, d.scale, split_len, 1u, 0u, 0u),
-                   g);
-        return;
-      }
-      Tensor part = make_tensor(ctx_, {int64_t(a.n_tokens) * a.n_heads * splits * (d.hd + 2)});
-      b.dispatch(k, {q, Arg(c.k), Arg(c.v), part},
-                 Params(u32(a.n_tokens), u32(a.n_heads), u32(c.n_kv_heads), u32(c.max_ctx), u32(a.start), u32(d.qs),
-                        u32(a.q_offset), 0u, 0u, c.offset, d.scale, split_len, splits, 1u, 0u),
-                 g);
-      combine_partials(b, part, out, a.n_tokens, a.n_heads, splits, d.hd, d.os, a.o_offset);
-      return;
-    }
+  // flash_attn_tiled_pf.wgsl where it runs, else flash_attn.wgsl.
+  if (Kernel k = attn_tiled_pf_kernel(d.hd)) {
+    const uint32_t kv_len = u32(a.start + a.n_tokens);
+    const Groups g{ceil_div(uint64_t(a.n_tokens) * uint64_t(d.G), 64), u32(c.n_kv_heads), 1};
+    b.dispatch(k, {q, Arg(c.k), Arg(c.v), out},
+               Params(u32(a.n_tokens), u32(a.n_heads), u32(c.n_kv_heads), u32(c.max_ctx), u32(a.start), u32(d.qs),
+                      u32(a.q_offset), u32(d.os), u32(a.o_offset), c.offset, d.scale, kv_len, 1u, 0u, 0u),
+               g);
+    return;
   }
   const uint32_t bq = 16;
   Kernel k = attn_kernel(d.hd, bq);
@@ -1437,11 +1256,10 @@ uint32_t LlmOps::attention_decode_pass(Batch& b, const KvLayer& c, const Tensor&
   const std::string op = "attention_decode";
   auto d = attn_check(c, q, out, a, op);
   need(a.n_tokens == 1, op, "one token at a time");
-  // flash_decode_sg.wgsl (tuning.attn_decode == 2, where it runs), flash_decode.wgsl (1, or 2
-  // where the former cannot run; where its schedule fits), else flash_attn.wgsl with one row per
-  // query head of the kv head.
-  const DecodeSgShape sgs = tuning.attn_decode == 2 ? decode_sg_shape(d.hd, d.G) : DecodeSgShape{0, 0, 0, false};
-  const DecodeShape ds = tuning.attn_decode >= 1 && !sgs.wg ? decode_shape(d.hd, d.G) : DecodeShape{0, 0, 0};
+  // flash_decode_sg.wgsl where it runs (subgroups, its schedule fits), else flash_decode.wgsl
+  // (where its schedule fits), else flash_attn.wgsl with one row per query head of the kv head.
+  const DecodeSgShape sgs = decode_sg_shape(d.hd, d.G);
+  const DecodeShape ds = !sgs.wg ? decode_shape(d.hd, d.G) : DecodeShape{0, 0, 0};
   Kernel k;
   uint32_t bk = 0, bq = 1;
   if (sgs.wg) {
@@ -1524,14 +1342,14 @@ void LlmOps::attention_combine(Batch& b, const DecodePartials& p, const Tensor& 
 }
 
 bool LlmOps::combine_prefix(const DecodePartials& p) const {
-  return tuning.matvec_combine >= 2 && p.splits >= tuning.combine_prefix_splits;
+  return tuning.matvec_combine >= 2 && p.splits >= kCombinePrefixSplits;
 }
 
 bool LlmOps::fuses_combine(TensorType t, const DecodePartials& p) const {
   if (!tuning.matvec_combine || !p.part || p.head_dim <= 0 || p.head_dim % 4 != 0) return false;
   if (!float_weights(t)) return false;
   // The whole of x staged (column ranges, where the matvec splits, take less).
-  return stages_x(t, int64_t(p.n_heads) * p.head_dim, false, combine_bytes(p));
+  return stages_x(t, int64_t(p.n_heads) * p.head_dim, combine_bytes(p));
 }
 
 void LlmOps::combine_linear(Batch& b, const DecodePartials& p, const GpuWeight& w, const Tensor& y,
@@ -1557,8 +1375,8 @@ void LlmOps::combine_linear(Batch& b, const DecodePartials& p, const GpuWeight& 
 
 void LlmOps::combine_partials(Batch& b, const Tensor& part, const Tensor& out, int n_tokens, int n_heads,
                               uint32_t splits, int hd, int64_t o_stride, int64_t o_offset) const {
-  // tuning.combine_sp invocations per element, halved until the workgroup (a head) fits.
-  uint32_t sp = std::max(1u, tuning.combine_sp);
+  // kCombineSp invocations per element, halved until the workgroup (a head) fits.
+  uint32_t sp = kCombineSp;
   while (sp > 1 && uint64_t(hd) * sp > max_wg_) sp /= 2;
   need(uint32_t(hd) <= max_wg_, "attention", "head_dim " + std::to_string(hd) + " (a workgroup per head)");
   Kernel kc = kernel("llm/attn_combine/" + std::to_string(hd) + "x" + std::to_string(sp),
@@ -1688,25 +1506,20 @@ void LlmOps::paged_attention_partials(Batch& b, const KvLayer& c, const Tensor& 
   const auto s = attn_shape(hd);
   need(16 % s.tpq == 0, op,
        "head_dim " + std::to_string(hd) + " needs " + std::to_string(s.tpq) + " invocations per row");
-  // Decode rows may take more invocations per row (tuning.paged_decode_tpq; 0: the most up to 32
-  // that divide head_dim / 4 and fit the workgroup): each output element and score is still
-  // computed by one invocation in the same order, so results do not change.
+  // Decode rows take more invocations per row (the most up to 32 that divide head_dim / 4 and fit
+  // the workgroup): each output element and score is still computed by one invocation in the same
+  // order, so results do not change (docs/serving.md: 8 per row without the prefetch one stream
+  // 95 t/s against 173, the prefetch off 154).
   const uint32_t hd4 = uint32_t(hd) / 4;
   uint32_t dec_tpq = s.tpq;
-  if (const uint32_t t = tuning.paged_decode_tpq) {
-    need((t & (t - 1)) == 0 && hd4 % t == 0 && hd4 / t <= 4, op,
-         "paged_decode_tpq " + std::to_string(t) + " (a power of two dividing head_dim / 4, at least head_dim / 16)");
-    dec_tpq = t;
-  } else {
-    while (dec_tpq * 2 <= 32 && hd4 % (dec_tpq * 2) == 0 && pl.decode_bq * dec_tpq * 2 <= max_wg_) dec_tpq *= 2;
-  }
-  // tuning.paged_decode_pf: decode rows load the next key block while they compute this one, when
-  // every invocation's share of a block fits its 4 registers (head_dim <= rows x invocations).
-  const bool dec_pf = tuning.paged_decode_pf != 0 && uint64_t(kPagedBk) * hd4 <= 4ull * pl.decode_bq * dec_tpq;
+  while (dec_tpq * 2 <= 32 && hd4 % (dec_tpq * 2) == 0 && pl.decode_bq * dec_tpq * 2 <= max_wg_) dec_tpq *= 2;
+  // Decode rows load the next key block while they compute this one, where every invocation's
+  // share of a block fits its 4 registers (head_dim <= rows x invocations).
+  const bool dec_pf = uint64_t(kPagedBk) * hd4 <= 4ull * pl.decode_bq * dec_tpq;
   auto dispatch = [&](uint32_t bq, uint32_t tpq, bool pf, uint32_t item0, uint32_t n_items) {
     if (n_items == 0) return;
     need(bq * tpq <= max_wg_, op, "GQA group too large");
-    const uint32_t kp = tuning.paged_kpad ? 1 : 0;
+    const uint32_t kp = 1;  // key rows padded by a vec4 against bank conflicts (serving session 7: 0 lost 9%)
     Kernel k =
         kernel("llm/paged_attn/hd" + std::to_string(hd) + "/bq" + std::to_string(bq) + "/tpq" + std::to_string(tpq) +
                    (pf ? "/pf" : "") + (kp ? "/kp" : ""),
