@@ -358,7 +358,9 @@ void combine_cases(std::vector<Case>& out, const Context& ctx, const std::vector
         };
         return c;
       },
-      [d](const llm::LlmOps& ops) { return ops.fuses_combine(TensorType::F16, d->p); });  // e.g. not with matvec_combine 0
+      [d](const llm::LlmOps& ops) {
+        return ops.fuses_combine(TensorType::F16, d->p);
+      });  // e.g. little workgroup memory
 }
 
 std::vector<Case> linear_cases(const Context& ctx, const Options& o, Kind kind) {

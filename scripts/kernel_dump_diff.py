@@ -50,8 +50,9 @@ def main():
     before, after = read(args[0]), read(args[1])
     new = sorted((k, h) for h, (k, _) in after.items() if h not in before)
     gone = sorted((k, h) for h, (k, d) in before.items() if d and h not in after)
+    before_keys = {k for k, _ in before.values()}
     for k, h in new:
-        print(f"changed or new: {k} ({h})")
+        print(f"{'changed' if k in before_keys else 'new'}: {k} ({h})")
         old = TEXTS.get((args[0], k))
         if show and old is not None:
             lines = difflib.unified_diff(old.splitlines(), TEXTS[(args[1], k)].splitlines(), "before", "after", n=1,
@@ -60,8 +61,9 @@ def main():
     for k, h in gone:
         print(f"default kernel gone: {k} ({h})")
     dflt = sum(1 for _, d in after.values() if d)
+    changed = sum(1 for k, _ in new if k in before_keys)
     print(f"{len(before)} kernels before, {len(after)} after ({dflt} default); "
-          f"{len(new)} changed or new, {len(gone)} default kernels gone")
+          f"{changed} changed, {len(new) - changed} new, {len(gone)} default kernels gone")
     sys.exit(1 if new or gone else 0)
 
 

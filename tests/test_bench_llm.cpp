@@ -140,10 +140,11 @@ TEST(BenchLlmCli, KnobsAndProfile) {
   int status = -1;
   std::string out = run_cli("synth-model --shape tiny --type q4_0 --out " + model.string(), &status);
   ASSERT_EQ(status, 0) << out;
-  out = run_cli("bench-llm --model " + model.string() +
-                    " -p 0 -n 3 -r 1 --bandwidth 0 --decode-ahead 1 --tuning mvq_wg=128,mvq_tpr=16,mvq_rows=3 --profile "
-                    "--backend cpu-vulkan",
-                &status, false);
+  out =
+      run_cli("bench-llm --model " + model.string() +
+                  " -p 0 -n 3 -r 1 --bandwidth 0 --decode-ahead 1 --tuning mvq_wg=128,mvq_tpr=16,mvq_rows=3 --profile "
+                  "--backend cpu-vulkan",
+              &status, false);
   ASSERT_EQ(status, 0) << out;
   for (const char* part :
        {" tg3 |", "1 step(s) in flight", "kernel tuning: mvq_wg=128,mvq_tpr=16,mvq_rows=3", "| kernel", "embedding"})

@@ -296,24 +296,22 @@ TEST(LlmAttention, DecodeWithThePositionReadOnTheGpu) {
     }
 }
 
-// One token's attention combined inside the o projection (combine_linear, matvec_combine): the
+// One token's attention combined inside the o projection (combine_linear): the
 // partials of a recorded step (position read on the GPU, the cache's splits, most of them empty
 // early on) through an o weight of every float type, against the f64 attention and linear
 // references: row range, y offset, plain into poisoned y and accumulating, the rest of y untouched,
 // with the columns split into ranges too, and through the kx schedule, over the keyed splits
-// (matvec_combine 2 from 8 splits) or all of them; and attention_combine alone against the
-// reference.
+// (from 8 splits) or all of them; and attention_combine alone against the reference.
 TEST(LlmAttention, CombineFoldedIntoTheOProjection) {
   const char* const tunes[] = {
       // (decode workgroups of 16: blocks of 8 keys, 25 splits of the 200 rows, so that the keyed
       // ones are walked)
-      "matvec_combine=2,matvec_kx=0,matvec_tpr=8,matvec_rows=2,matvec_unroll=1,attn_dec_wg=16,attn_dec_wgs=1024",
-      "matvec_combine=1,matvec_kx=0,matvec_tpr=4,matvec_rows=3,matvec_unroll=2,matvec_split=3,matvec_split_cols=16,"
-      "attn_dec_wgs=64",
+      "matvec_kx=0,matvec_tpr=8,matvec_rows=2,matvec_unroll=1,attn_dec_wg=16,attn_dec_wgs=1024",
+      "matvec_kx=0,matvec_tpr=4,matvec_rows=3,matvec_unroll=2,matvec_split=3,matvec_split_cols=16,attn_dec_wgs=64",
       // the kx schedule (x combined into registers, tiles looping)
-      "matvec_combine=2,matvec_kx=2,kx_wg=64,kx_rows=8,kx_groups=2,attn_dec_wg=16,attn_dec_wgs=1024",
-      // every split weighed and walked (matvec_combine 1, or 2 below 8 splits)
-      "matvec_combine=1,matvec_kx=2,kx_wg=64,kx_rows=8,kx_wide_wg=0", "matvec_combine=2,attn_dec_wgs=4"};
+      "matvec_kx=2,kx_wg=64,kx_rows=8,kx_groups=2,attn_dec_wg=16,attn_dec_wgs=1024",
+      // every split weighed and walked (fewer than 8)
+      "matvec_kx=2,kx_wg=64,kx_rows=8,kx_wide_wg=0,attn_dec_wgs=4", "attn_dec_wgs=4"};
   // (a recorded step's splits cover the cache's 200 rows: at position 17 the later ones are empty)
   for (const Cfg& c : {Cfg{8, 2, 128}, Cfg{6, 2, 20}, Cfg{3, 1, 96}}) {
     const int len = 150, max_ctx = 200;
@@ -361,26 +359,23 @@ TEST(LlmAttention, CombineFoldedIntoTheOProjection) {
       }
     }
   }
-  // The knob and the float weight types only.
+  // The float weight types only; the keyed splits walked from 8 splits.
   LlmOps o(ctx());
   DecodePartials dp;
-  dp.part = make_tensor(ctx(), {8 * 1 * 66});
+  dp.part = make_tensor(ctx(), {8 * 8 * 66});
   dp.splits = 1;
   dp.n_heads = 8;
   dp.head_dim = 64;
-  o.tuning.matvec_combine = 0;
-  EXPECT_FALSE(o.fuses_combine(TensorType::F16, dp));
-  o.tuning.matvec_combine = 1;
   EXPECT_TRUE(o.fuses_combine(TensorType::F16, dp));
   EXPECT_FALSE(o.combine_prefix(dp));
-  o.tuning.matvec_combine = 2;
-  EXPECT_TRUE(o.fuses_combine(TensorType::F16, dp));
-  EXPECT_FALSE(o.combine_prefix(dp));  // 1 split, below 8
-  DecodePartials dp8 = dp;
-  dp8.part = make_tensor(ctx(), {8 * 8 * 66});
-  dp8.splits = 8;
-  EXPECT_TRUE(o.combine_prefix(dp8));
   EXPECT_FALSE(o.fuses_combine(TensorType::Q8_0, dp));
+  dp.splits = 8;
+  EXPECT_TRUE(o.combine_prefix(dp));
+  const LlmOps::MatvecFusions f = o.matvec_fusions(TensorType::BF16, 512, &dp);
+  EXPECT_TRUE(f.norm && f.combine && f.combine_prefix);
+  LlmCaps little = llm_caps(ctx());
+  little.workgroup_storage = 1024;  // x and the splits' weights do not fit
+  EXPECT_FALSE(LlmOps(ctx(), little).fuses_combine(TensorType::F16, dp));
 }
 
 // ---- paged attention (serving) -------------------------------------------------------------------

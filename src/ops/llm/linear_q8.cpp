@@ -19,6 +19,13 @@ using detail::shape_tag;
 using detail::str;
 using detail::u32;
 
+// The files of a kernel of 8-bit activations (matvec_q8.wgsl, matmul_q8.wgsl) before its own:
+// the weight type's layout, where x comes from, the activations' layout and the integer dots.
+std::vector<std::string> q8_files(TensorType t, const char* x_file) {
+  return {"llm/common.wgsl", "llm/weights/" + str(t) + ".wgsl", x_file, "llm/q8_act.wgsl",
+          "llm/q8dot/" + str(t) + ".wgsl"};
+}
+
 // A q8dot/*.wgsl file's unit: x blocks of 32 (MQ_UB), words per scale (MQ_SW), mins (MQ_MIN).
 struct MmqUnit {
   uint32_t blocks, words_per_scale;
@@ -52,6 +59,78 @@ uint32_t unit_words(TensorType t) {
 }
 constexpr uint32_t kPrefetchWords = 96;
 bool is_kquant(TensorType t) { return t == TensorType::Q4_K || t == TensorType::Q6_K; }
+
+// matvec_q8.wgsl's variant (one token): its schedule (LlmOps::MatvecQ8Shape), the SWIGLU rows or
+// the ROPE epilogue, x RMS-normalised and quantized inside (q8_act_norm.wgsl: each workgroup
+// quantizes x * w, its scale applied after the dot products) or quantized before
+// (q8_act_global.wgsl), the subgroup size of its reductions (0: workgroup memory).
+struct MatvecQ8Variant {
+  TensorType type = TensorType::Q4_0;
+  uint32_t wg = 0, tpr = 0, rows = 0, unroll = 0, pf = 0, cols = 0;
+  bool swiglu = false, rope = false, norm = false;
+  uint32_t sg = 0;
+
+  KernelSpec spec() const {
+    std::string tag = shape_tag({wg, tpr, rows, unroll}) + (pf ? "/pf" + std::to_string(pf) : "") +
+                      (cols ? "/c" + std::to_string(cols) : "");
+    const std::string shape = prelude_u32("PF_K", pf) + prelude_u32("PF_N", std::max(1u, pf * rows)) +
+                              prelude_u32("XS", cols),
+                      x = norm ? prelude_u32("XC", cols) + prelude_bool("XSWZ", false) + prelude_bool("LATE", true)
+                               : std::string();
+    KernelSpec s;
+    s.prelude = prelude_bool("MV_HALF", false);
+    if (swiglu) {
+      tag = "swiglu/" + tag;
+      s.prelude += prelude_bool("SWIGLU", true) + shape + x + prelude_bool("ROPE", false) +
+                   prelude_u32("P_BINDING", kPlainUniform);
+    } else {
+      s.prelude += prelude_bool("SWIGLU", false) + prelude_bool("ROPE", rope) +
+                   prelude_u32("P_BINDING", rope ? kRopeUniform : kPlainUniform) + shape + x;
+    }
+    if (norm) tag = "norm_late" + std::to_string(cols) + "/" + tag;
+    if (rope) tag = "rope/" + tag;
+    s.key = "llm/matvec_q8/" + str(type) + "/" + tag;
+    s.files = q8_files(type, norm ? "llm/q8_act_norm.wgsl" : "llm/q8_act_global.wgsl");
+    s.files.insert(s.files.end(),
+                   {sg ? "llm/reduce_sg.wgsl" : "llm/reduce_wg.wgsl", "llm/rope_pair.wgsl",
+                    rope ? "llm/matvec_q8_rope.wgsl" : "llm/matvec_q8_norope.wgsl", "llm/matvec_q8.wgsl"});
+    s.constants = {{"WG", wg}, {"TPR", tpr}, {"R", rows}, {"UNROLL", unroll}};
+    if (sg) s.constants.push_back({"SG", sg});
+    s.subgroups = sg != 0;
+    return s;
+  }
+};
+
+// (Shape: LlmOps::MatvecQ8Shape.)
+template <class Shape>
+MatvecQ8Variant matvec_q8_variant(TensorType t, const Shape& m, bool swiglu, bool rope, bool norm, uint32_t sg) {
+  MatvecQ8Variant v;
+  v.type = t;
+  v.wg = m.wg;
+  v.tpr = m.tpr;
+  v.rows = m.rows;
+  v.unroll = m.unroll;
+  v.pf = m.pf;
+  v.cols = m.cols;
+  v.swiglu = swiglu;
+  v.rope = rope;
+  v.norm = norm;
+  v.sg = sg;
+  return v;
+}
+
+// matmul_q8.wgsl's variant (prefill): tokens x weight rows per workgroup, units per step.
+struct MatmulQ8Variant {
+  TensorType type = TensorType::Q4_0;
+  uint32_t bm = 0, bn = 0, su = 0;
+  KernelSpec spec() const {
+    std::vector<std::string> files = q8_files(type, "llm/q8_act_global.wgsl");
+    files.push_back("llm/matmul_q8.wgsl");
+    return {"llm/matmul_q8/" + str(type) + "/" + shape_tag({bm, bn, su}), std::move(files),
+            prelude_bool("MV_HALF", false) + prelude_u32("BM", bm) + prelude_u32("BN", bn) + prelude_u32("SU", su) +
+                prelude_bool("MQ_MAGIC", true)};
+  }
+};
 constexpr uint32_t kQuantWg = 256;  // quant_act.wgsl: invocations per token (up to 4x for one token)
 
 }  // namespace
@@ -70,23 +149,6 @@ Q8Act make_q8_act(const Context& ctx, int max_tokens, int64_t cols) {
 
 bool supports_q8(TensorType t) {
   return t == TensorType::Q4_0 || t == TensorType::Q8_0 || t == TensorType::Q4_K || t == TensorType::Q6_K;
-}
-
-Kernel LlmOps::q8_kernel(const std::string& kind, TensorType t, const std::string& tag, const std::string& prelude,
-                         std::vector<std::pair<std::string, double>> constants, const std::string& x_file,
-                         bool rope) const {
-  const std::string key = "llm/" + kind + "/" + str(t) + "/" + tag;  // the tag names the prelude and constants
-  std::vector<std::string> files = {"llm/common.wgsl", "llm/weights/" + str(t) + ".wgsl", x_file, "llm/q8_act.wgsl",
-                                    "llm/q8dot/" + str(t) + ".wgsl"};
-  const bool sg = kind == "matvec_q8" && subgroups_ && sg_size_ >= 2;  // partner() shuffles pairs
-  if (kind == "matvec_q8") {
-    files.push_back(sg ? "llm/reduce_sg.wgsl" : "llm/reduce_wg.wgsl");
-    files.push_back("llm/rope_pair.wgsl");
-    files.push_back(rope ? "llm/matvec_q8_rope.wgsl" : "llm/matvec_q8_norope.wgsl");
-    if (sg) constants.push_back({"SG", sg_size_});
-  }
-  files.push_back("llm/" + kind + ".wgsl");
-  return kernel(key, files, std::move(constants), sg, "main", prelude_bool("MV_HALF", false) + prelude);
 }
 
 // ---- quantizing activations ----------------------------------------------------------------
@@ -113,7 +175,7 @@ void LlmOps::quant_act(Batch& b, const Tensor& x, const Tensor& w, const Q8Act& 
   const uint32_t passes = ceil_div(uint64_t(out.cols) / 4, p2);
   const uint32_t chunks = split ? std::min(passes, ceil_div(tuning.quant_groups, uint64_t(n_tokens))) : 1;
   Kernel k =
-      kernel("llm/quant_act/" + std::to_string(p2), {"llm/common.wgsl", "llm/quant_act.wgsl"}, {{"WG", p2}}, false);
+      kernel({"llm/quant_act/" + std::to_string(p2), {"llm/common.wgsl", "llm/quant_act.wgsl"}, "", {{"WG", p2}}});
   Groups g = groups_1d(ctx_, u32(n_tokens));
   g.z = chunks;
   b.dispatch(k, {x, mode == 1 ? w : dummy_, out.qs, out.ds},
@@ -164,32 +226,19 @@ LlmOps::MatvecQ8Shape LlmOps::matvec_q8_shape(const std::string& op, const GpuWe
   return {wg, tpr, r, tuning.mvq_unroll, pf, cols};
 }
 
-std::string LlmOps::MatvecQ8Shape::tag() const {
-  return shape_tag({wg, tpr, rows, unroll}) + (pf ? "/pf" + std::to_string(pf) : "") +
-         (cols ? "/c" + std::to_string(cols) : "");
-}
-
-std::string LlmOps::MatvecQ8Shape::prelude() const {
-  return prelude_u32("PF_K", pf) + prelude_u32("PF_N", std::max(1u, pf * rows)) + prelude_u32("XS", cols);
-}
-
-std::string LlmOps::matvec_x(TensorType t, bool norm_x, int64_t cols, std::string& prelude, std::string& tag) const {
-  (void)t;
-  if (!norm_x) return "llm/q8_act_global.wgsl";
-  // The norm's scale after the dot products (LATE: one read of x; session 6, with pf and static
-  // columns: 8B Q4_0 435 -> 463.9 t/s).
-  prelude += prelude_u32("XC", u32(cols)) + prelude_bool("XSWZ", false) + prelude_bool("LATE", true);
-  tag = "norm_late" + std::to_string(cols) + "/" + tag;
-  return "llm/q8_act_norm.wgsl";
-}
-
-bool LlmOps::fuses_norm_q8(int64_t cols) const {
-  if (cols <= 0 || cols % 32) return false;
+LlmOps::Q8Fusions LlmOps::matvec_q8_fusions(int64_t cols) const {
+  Q8Fusions f;
+  if (cols <= 0 || cols % 32) return f;
   const uint64_t wg = std::min(tuning.mvq_wg, max_wg_);
   // q8_act_norm.wgsl's xw and xd, matvec_q8.wgsl's red and res
   const uint64_t bytes = uint64_t(cols) + uint64_t(cols) / 4 + 4 * wg + 4 * kSwigluRows;
-  return bytes <= caps_.workgroup_storage;
+  f.norm = bytes <= caps_.workgroup_storage;
+  f.rope = f.norm && caps_.storage_buffers >= kRopeUniform;  // buffers 0-9
+  return f;
 }
+
+bool LlmOps::fuses_norm_q8(int64_t cols) const { return matvec_q8_fusions(cols).norm; }
+bool LlmOps::fuses_rope_q8(int64_t cols) const { return matvec_q8_fusions(cols).rope; }
 
 void LlmOps::check_norm_q8(const Tensor& x, const Tensor& norm_w, int64_t cols, const std::string& op) const {
   need(fuses_norm_q8(cols), op,
@@ -217,13 +266,8 @@ void LlmOps::matvec_q8(Batch& b, const GpuWeight& w, const Tensor& x2, const Ten
   const uint32_t flags = (o.bias ? 1u : 0u) | (o.accumulate ? 2u : 0u);
   // Rows per group: ROPE a RoPE pair, else tuning.mvq_rows.
   const MatvecQ8Shape m = matvec_q8_shape(op, w, rope ? 2 : 0, 0, 0);
-  std::string prelude = prelude_bool("SWIGLU", false) + prelude_bool("ROPE", rope) +
-                        prelude_u32("P_BINDING", rope ? kRopeUniform : kPlainUniform) + m.prelude(),
-              tag = m.tag();
-  const std::string x_file = matvec_x(w.type, norm_x, w.cols, prelude, tag);
-  if (rope) tag = "rope/" + tag;
-  Kernel k = q8_kernel("matvec_q8", w.type, tag, prelude,
-                       {{"WG", m.wg}, {"TPR", m.tpr}, {"R", m.rows}, {"UNROLL", m.unroll}}, x_file, rope);
+  const uint32_t sg = subgroups_ && sg_size_ >= 2 ? sg_size_ : 0u;  // partner() shuffles pairs
+  Kernel k = kernel(matvec_q8_variant(w.type, m, false, rope != nullptr, norm_x, sg).spec());
   Params prm(u32(rows), u32(w.cols), u32(o.row0), u32(o.y_offset), flags, 0u, eps);
   std::vector<Arg> args = {w.data, w.scales, x2, x3, o.bias ? o.bias : dummy_, y};
   if (rope) {
@@ -238,10 +282,6 @@ void LlmOps::matvec_q8(Batch& b, const GpuWeight& w, const Tensor& x2, const Ten
   }
   const uint64_t groups = rope ? uint64_t(rows) / 2 : ceil_div(uint64_t(rows), m.wg / m.tpr * m.rows);
   b.dispatch(k, std::move(args), prm, groups_1d(ctx_, u32(rope ? ceil_div(groups, m.wg / m.tpr) : groups)));
-}
-
-bool LlmOps::fuses_rope_q8(int64_t cols) const {
-  return fuses_norm_q8(cols) && caps_.storage_buffers >= kRopeUniform;  // buffers 0-9
 }
 
 void LlmOps::rms_norm_qkv_rope_q8(Batch& b, const Tensor& x, const Tensor& norm_w, float eps, const GpuWeight& w,
@@ -291,9 +331,7 @@ void LlmOps::linear_q8(Batch& b, const GpuWeight& w, const Q8Act& x, const Tenso
   const uint64_t units = uint64_t(w.cols) / (32 * mu.blocks);
   uint32_t su = std::max<uint32_t>(1, tuning.mmq_units);
   while (su > 1 && (units % su || mmq_shared_bytes(mu, su, bm, bn) > caps_.workgroup_storage)) su /= 2;
-  Kernel k = q8_kernel(
-      "matmul_q8", w.type, shape_tag({bm, bn, su}),
-      prelude_u32("BM", bm) + prelude_u32("BN", bn) + prelude_u32("SU", su) + prelude_bool("MQ_MAGIC", true), {});
+  Kernel k = kernel(MatmulQ8Variant{w.type, bm, bn, su}.spec());
   b.dispatch(k, {w.data, w.scales, x.qs, x.ds, bias, y},
              Params(u32(n_tokens), u32(rows), u32(w.cols), u32(o.row0), u32(ys), u32(o.y_offset), flags),
              {u32(row_tiles), u32(tok_tiles), 1});
@@ -322,11 +360,8 @@ void LlmOps::swiglu_matvec_q8(Batch& b, const GpuWeight& w, const Tensor& x2, co
        "a gate|up weight of " + std::to_string(w.rows) + " rows for " + std::to_string(out.cols) + " outputs");
   const uint32_t sw_tpr = is_kquant(w.type) && tuning.mvq_kq_sw_tpr ? tuning.mvq_kq_sw_tpr : tuning.mvq_sw_tpr;
   const MatvecQ8Shape m = matvec_q8_shape(op, w, 0, kSwigluRows, sw_tpr);
-  std::string prelude = prelude_bool("SWIGLU", true) + m.prelude(), tag = "swiglu/" + m.tag();
-  const std::string x_file = matvec_x(w.type, norm_x, w.cols, prelude, tag);
-  prelude += prelude_bool("ROPE", false) + prelude_u32("P_BINDING", kPlainUniform);
-  Kernel k = q8_kernel("matvec_q8", w.type, tag, prelude,
-                       {{"WG", m.wg}, {"TPR", m.tpr}, {"R", m.rows}, {"UNROLL", m.unroll}}, x_file);
+  const uint32_t sg = subgroups_ && sg_size_ >= 2 ? sg_size_ : 0u;  // partner() shuffles pairs
+  Kernel k = kernel(matvec_q8_variant(w.type, m, true, false, norm_x, sg).spec());
   Params prm(u32(w.rows), u32(w.cols), 0u, 0u, 0u, u32(out.cols), eps);
   for (uint32_t i = 0; i < kRopeParams; ++i) prm.push(0u);
   b.dispatch(k, {w.data, w.scales, x2, x3, dummy_, out.qs, out.ds}, prm, groups_1d(ctx_, u32(out.cols / 32)));
@@ -348,8 +383,10 @@ void LlmOps::attention_decode_q8(Batch& b, const KvLayer& c, const Tensor& q, co
   // kCombineSp invocations per element, halved until the workgroup (a head) fits.
   uint32_t sp = detail::kCombineSp;
   while (sp > 1 && uint64_t(hd) * sp > max_wg_) sp /= 2;
-  Kernel kc = kernel("llm/attn_combine_q8/" + std::to_string(hd) + "x" + std::to_string(sp),
-                     {"llm/common.wgsl", "llm/attn_combine_q8.wgsl"}, {{"HD", hd}, {"SP", sp}}, false);
+  Kernel kc = kernel({"llm/attn_combine_q8/" + std::to_string(hd) + "x" + std::to_string(sp),
+                      {"llm/common.wgsl", "llm/attn_combine_q8.wgsl"},
+                      "",
+                      {{"HD", hd}, {"SP", sp}}});
   b.dispatch(kc, {part, out.qs, out.ds}, Params(u32(a.n_heads), splits), {u32(a.n_heads), 1, 1});
 }
 

@@ -15,7 +15,6 @@
 #include "gpu/context.h"
 #include "gpu/kernel.h"
 #include "gpu/tensor.h"
-#include "ops/llm/decode_layer.h"
 #include "ops/llm/tuning.h"
 #include "ops/llm/weights.h"
 
@@ -28,6 +27,8 @@
 #include <vector>
 
 namespace wgc::llm {
+
+struct KernelSpec;  // ops/llm/kernel_spec.h (internal)
 
 // ---- RoPE tables ---------------------------------------------------------------------------
 // (cos, sin) of angle = f32(pos) * f32(inv_freq[i]) (an f32 product, as transformers), for
@@ -245,7 +246,14 @@ class LlmOps {
   void linear_batched_q8_rope(Batch& b, const GpuWeight& w, const Q8Act& x, const Tensor& qkv, int n_tokens,
                               const RopeTable& table, const KvLayer& cache, const RopeKvArgs& a,
                               const Tensor& bias = {}) const;
-  bool batched_rope_takes(int head_dim) const;
+  // What the serving engine's kernels can fold in for heads of head_dim: RoPE and the KV append in
+  // the QKV linear (linear_batched_q8_rope: even, ten storage buffers) and the paged combine's
+  // quantization (paged_attention_q8: a multiple of 32, a workgroup per head).
+  struct ServingFusions {
+    bool rope = false, paged_q8 = false;
+  };
+  ServingFusions serving_fusions(int head_dim) const;
+  bool batched_rope_takes(int head_dim) const;  // serving_fusions(head_dim).rope
   // One token through a gate|up weight (rows [0, n) gate, [n, 2n) up, n = out.cols): silu(gate) *
   // up quantized into out, in one dispatch (n % 32 == 0).
   void linear_swiglu_q8(Batch& b, const GpuWeight& gate_up, const Q8Act& x, const Q8Act& out) const;
@@ -257,8 +265,15 @@ class LlmOps {
                           const Tensor& y, const LinearOptions& o = {}) const;
   void rms_norm_swiglu_q8(Batch& b, const Tensor& x, const Tensor& norm_w, float eps, const GpuWeight& gate_up,
                           const Q8Act& out) const;
-  // Whether those take x of `cols` columns (a multiple of 32 whose quants fit in a workgroup's memory).
-  bool fuses_norm_q8(int64_t cols) const;
+  // What the one-token matvecs of 8-bit activations can fold in for x of `cols` columns: the
+  // RMSNorm and quantization (rms_norm_linear_q8, rms_norm_swiglu_q8: a multiple of 32 whose quants
+  // fit in a workgroup's memory), and RoPE with the KV append (rms_norm_qkv_rope_q8: ten storage
+  // buffers).
+  struct Q8Fusions {
+    bool norm = false, rope = false;
+  };
+  Q8Fusions matvec_q8_fusions(int64_t cols) const;
+  bool fuses_norm_q8(int64_t cols) const;  // matvec_q8_fusions(cols).norm (until the layer plan asks the above)
   // One token: rms_norm_linear_q8 through a fused QKV weight (rows: a.n_heads query heads, then
   // the cache's key and value heads, back to back) and rope_kv_append(qkv, table, cache, a) on its
   // output, in one dispatch (the same results as the two). Needs fuses_rope_q8(w.cols) (ten
@@ -268,7 +283,7 @@ class LlmOps {
   void rms_norm_qkv_rope_q8(Batch& b, const Tensor& x, const Tensor& norm_w, float eps, const GpuWeight& w,
                             const Tensor& qkv, const RopeTable& table, const KvLayer& cache, const RopeKvArgs& a,
                             int64_t row0 = 0) const;
-  bool fuses_rope_q8(int64_t cols) const;
+  bool fuses_rope_q8(int64_t cols) const;  // matvec_q8_fusions(cols).rope
   // attention_decode's split-K pass alone: one token's flash-decoding partials (attn_partial.wgsl's
   // layout, [n_heads][splits][head_dim + 2]) for combine_linear or attention_combine.
   DecodePartials attention_decode_partials(Batch& b, const KvLayer& cache, const Tensor& q,
@@ -281,12 +296,17 @@ class LlmOps {
   // fuses_combine(w.type, p).
   void combine_linear(Batch& b, const DecodePartials& p, const GpuWeight& w, const Tensor& y,
                       const LinearOptions& o = {}) const;
-  // Whether the folded combine of these partials walks only the keyed splits (matvec_combine 2,
-  // combine_prefix_splits).
+  // What the one-token matvecs with f32 activations can fold in for weights of type t and x of
+  // `cols` columns: the RMSNorm (rms_norm_linear, rms_norm_swiglu: a multiple of 4), RoPE and the
+  // KV append (rms_norm_qkv_rope: nine storage buffers), and with decode partials p the attention's
+  // combine (combine_linear: float weights, x and the splits' weights in workgroup memory;
+  // combine_prefix: walking only the keyed splits, from 8 splits).
+  struct MatvecFusions {
+    bool norm = false, rope = false, combine = false, combine_prefix = false;
+  };
+  MatvecFusions matvec_fusions(TensorType t, int64_t cols, const DecodePartials* p = nullptr) const;
+  // The same one by one (until the layer plan asks the above).
   bool combine_prefix(const DecodePartials& p) const;
-  // Whether combine_linear takes these partials for weights of type t (tuning.matvec_combine,
-  // float weights, x staged whole: tuning.matvec_xs 2 and workgroup memory for it and the splits'
-  // weights).
   bool fuses_combine(TensorType t, const DecodePartials& p) const;
   // attention_decode with the output quantized into out (heads back to back: out.cols = n_heads *
   // head_dim, head_dim % 32 == 0; o_stride/o_offset unused): the o projection's input.
@@ -340,8 +360,7 @@ class LlmOps {
                        const LinearOptions& o = {}) const;
   void rms_norm_swiglu(Batch& b, const Tensor& x, const Tensor& norm_w, float eps, const GpuWeight& gate_up,
                        const Tensor& out) const;
-  // Whether those take x of `cols` columns (a multiple of 4).
-  bool fuses_norm(int64_t cols) const;
+  bool fuses_norm(int64_t cols) const;  // matvec_fusions(F32, cols).norm
   // The column ranges of a one-token linear() of weight type t and cols columns (tuning.matvec_split,
   // matvec_split_cols; 1: not split). rows: unused (kept for callers until the layer plan).
   uint32_t matvec_splits(TensorType t, int64_t cols, int64_t rows = 0) const;
@@ -359,7 +378,7 @@ class LlmOps {
   // buffers: adapters allowing that many per shader stage).
   void rms_norm_qkv_rope(Batch& b, const Tensor& x, const Tensor& norm_w, float eps, const GpuWeight& w,
                          const Tensor& qkv, const RopeTable& table, const KvLayer& cache, const RopeKvArgs& a) const;
-  bool fuses_rope(int64_t cols) const;
+  bool fuses_rope(int64_t cols) const;  // matvec_fusions(F32, cols).rope
 
   // out[t * out_stride + i] = silu(g) * u, g = gate[t * g_stride + g_off + i],
   // u = up[t * u_stride + u_off + i], i < n (gate and up may be one gate|up tensor).
@@ -407,20 +426,10 @@ class LlmOps {
   // == 0, no o_stride / o_offset): the o projection's input.
   void paged_attention_q8(Batch& b, const KvLayer& cache, const Tensor& q, const Q8Act& out,
                           const PagedAttentionPlan& plan) const;
-  bool paged_attention_q8_takes(int head_dim) const;  // whether paged_attention_q8 runs this head_dim
+  bool paged_attention_q8_takes(int head_dim) const;  // serving_fusions(head_dim).paged_q8
 
-  // One decoder layer of one token (cache position and row from a.positions) in one dispatch:
-  // RMSNorm, QKV, RoPE and the cache append, decode attention, the o projection and residual,
-  // RMSNorm, gate|up, SwiGLU, the down projection and residual (layer_decode.wgsl). Reads the
-  // layer's input from s's region a.region and writes its output into region a.next's xin.
-  void decode_layer(Batch& b, const LayerScratch& s, const KvLayer& cache, const DecodeLayerArgs& a) const;
-  // Why decode_layer cannot run layers of this scratch's shapes with weights of type t ("": it can).
-  std::string decode_layer_unfit(const LayerScratch& s, TensorType t) const;
-  // A scratch for decode_layer (its splits from tuning.attn_dec_wgs, as the decode attention's).
-  LayerScratch make_decode_layer_scratch(int n_layers, int64_t hidden, int64_t ffn, int n_heads, int n_kv_heads,
-                                         int head_dim, int max_ctx) const;
   // The decode attention's splits of the cache unless told: tuning.attn_dec_wgs workgroups' worth
-  // over the KV heads (decode_attention and decode_layer's scratch alike).
+  // over the KV heads.
   uint32_t decode_splits(int n_kv_heads) const;
 
   // out[0] = the first index of the largest of logits[0 .. n) (u32 tensor of >= 1 element).
@@ -440,9 +449,9 @@ class LlmOps {
   void row_logsumexp(Batch& b, const Tensor& logits, int rows, int64_t n, const Tensor& out) const;
 
  private:
-  Kernel kernel(const std::string& key, const std::vector<std::string>& files,
-                std::vector<std::pair<std::string, double>> constants, bool subgroups,
-                const std::string& entry = "main", const std::string& prelude = "") const;
+  // The pipeline of a kernel variant (KernelSpec: every family's variant struct makes one),
+  // compiled once per LlmOps.
+  Kernel kernel(const KernelSpec& s) const;
   void linear_batched(Batch& b, const GpuWeight& w, const Tensor& x, const Tensor& y, int n_tokens, const Params& prm,
                       const Tensor& bias, int64_t rows) const;
   void linear_batched_q8(Batch& b, const GpuWeight& w, const Tensor& x, int64_t x_stride, const Tensor& y, int n_tokens,
@@ -482,10 +491,9 @@ class LlmOps {
   struct MatvecShape {
     uint32_t wg, tpr, rows, unroll;  // invocations per workgroup and per row group; rows per group; unroll
   };
-  MatvecShape matvec_shape(bool swiglu = false) const;  // swiglu: the gate|up + SwiGLU kernel's tpr, unroll
+  MatvecShape matvec_shape(bool swiglu = false) const;  // (swiglu: the same schedule)
   // m with kMatvecFewUnroll for a grid of `groups` workgroups (0: unknown, as it is).
   MatvecShape few_unroll(MatvecShape m, uint64_t groups) const;
-  uint32_t rope_rows() const;  // the QKV + RoPE matvec's rows per group, checked
   // The kx schedule (tuning.matvec_kx, matvec_kx.wgsl): its kernel, and its workgroups for a
   // weight of `rows` rows (SWIGLU / ROPE: their row pairs, two rows per tile row).
   Kernel matvec_kx_kernel(TensorType t, int64_t cols, uint32_t kind, const float* norm_eps = nullptr,
@@ -515,11 +523,6 @@ class LlmOps {
   void quant_act(Batch& b, const Tensor& x, const Tensor& w, const Q8Act& out, int n_tokens, int64_t x_stride,
                  int64_t x_offset, uint32_t mode, int64_t up_offset, float eps, const std::string& op,
                  uint32_t fixed_wg = 0) const;
-  // matvec_q8 / matmul_q8 for a weight type; tag: what sets this prelude and these constants
-  // apart (part of the kernel's name and cache key). x_file: where x comes from (matvec_x).
-  Kernel q8_kernel(const std::string& kind, TensorType t, const std::string& tag, const std::string& prelude,
-                   std::vector<std::pair<std::string, double>> constants,
-                   const std::string& x_file = "llm/q8_act_global.wgsl", bool rope = false) const;
   // matvec_q8.wgsl's ROPE epilogue: rope_kv_append's table, cache and arguments.
   struct RopeKv {
     const RopeTable* table;
@@ -541,15 +544,9 @@ class LlmOps {
   // w's columns built into the kernel.
   struct MatvecQ8Shape {
     uint32_t wg, tpr, rows, unroll, pf, cols;
-    std::string tag() const;      // for the kernel's name
-    std::string prelude() const;  // PF_K, PF_N, XS
   };
   MatvecQ8Shape matvec_q8_shape(const std::string& op, const GpuWeight& w, uint32_t group_rows = 0,
                                 uint32_t wg_rows = 0, uint32_t tpr = 0) const;
-  // matvec_q8.wgsl's x file for x of `cols` columns and weights of type t: normalised and
-  // quantized in the kernel (norm_x: q8_act_norm.wgsl, its scale late), or quantized before and
-  // read from storage (q8_act_global.wgsl). Adds its prelude (XC, XSWZ, LATE) and kernel-name part.
-  std::string matvec_x(TensorType t, bool norm_x, int64_t cols, std::string& prelude, std::string& tag) const;
   // matvec_q8.wgsl for one token, plain or SWIGLU: bindings 2 and 3 are x's quants and scales, or
   // with norm_x the f32 x and the norm weight (q8_act_norm.wgsl).
   void matvec_q8(Batch& b, const GpuWeight& w, const Tensor& x2, const Tensor& x3, float eps, bool norm_x,

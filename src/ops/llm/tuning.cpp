@@ -53,27 +53,11 @@ constexpr std::pair<const char*, uint32_t LlmTuning::*> kKnobs[] = {WGC_KNOB(mat
                                                                     WGC_KNOB(attn_dec_wg),
                                                                     WGC_KNOB(attn_dec_wgs),
                                                                     WGC_KNOB(attn_dec_tpk),
-                                                                    WGC_KNOB(attn_dec_u),
-                                                                    WGC_KNOB(matvec_swiglu),
-                                                                    WGC_KNOB(matvec_norm),
-                                                                    WGC_KNOB(matvec_rope),
-                                                                    WGC_KNOB(matvec_combine),
-                                                                    WGC_KNOB(matvec_out_norm),
-                                                                    WGC_KNOB(mvq_norm),
-                                                                    WGC_KNOB(mvq_rope),
-                                                                    WGC_KNOB(batched_fuse),
-                                                                    WGC_KNOB(batched_rope),
-                                                                    WGC_KNOB(paged_combine_q8),
-                                                                    WGC_KNOB(next_token),
-                                                                    WGC_KNOB(layer_decode),
-                                                                    WGC_KNOB(layer_lb),
-                                                                    WGC_KNOB(layer_pf),
-                                                                    WGC_KNOB(layer_poll),
-                                                                    WGC_KNOB(layer_wgs),
-                                                                    WGC_KNOB(layer_spin_max)};
+                                                                    WGC_KNOB(attn_dec_u)};
 #undef WGC_KNOB
 
-// Knobs that issue 33 removed (docs/history/pruned.md) and that the engines' tests
+// Knobs that issue 33 removed (docs/history/pruned.md; matvec_combine: the layer plan's
+// attention_o_combine rule, its keyed-splits form now the only one) and that the engines' tests
 // (tests/test_llm_{model,engines,batched}.cpp) still name: accepted and ignored until those tests
 // drop them, so that they keep running the defaults in the meantime.
 constexpr const char* kRetired[] = {"matvec_late",

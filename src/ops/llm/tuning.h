@@ -127,30 +127,6 @@ struct LlmTuning {
   uint32_t attn_dec_tpk = 16;
   uint32_t attn_dec_u = 2;
 
-  // ---- engine fusions: read by the engines (src/llm/model/), not by the ops -----------------
-  // 1 folds a step into the kernel after or before it, 0 runs it as a dispatch of its own; each
-  // won its measurement (docs/benchmarks.md). They leave this struct when the layer plan's rule
-  // table holds these decisions (issue 33).
-  uint32_t matvec_swiglu = 1;     // gate|up and SwiGLU in one matvec (f32 activations)
-  uint32_t matvec_norm = 1;       // RMSNorm inside the matvecs that read it (f32 activations)
-  uint32_t matvec_rope = 1;       // RoPE and the KV append in the QKV matvec (f32)
-  uint32_t matvec_combine = 2;    // the decode combine in the o projection (2: keyed splits only)
-  uint32_t matvec_out_norm = 1;   // the final norm in the output projection (f32)
-  uint32_t mvq_norm = 1;          // RMSNorm + quantization inside the 8-bit matvecs
-  uint32_t mvq_rope = 1;          // RoPE and the KV append in the 8-bit QKV matvec
-  uint32_t batched_fuse = 1;      // serving: quantization in RMSNorm and SwiGLU
-  uint32_t batched_rope = 1;      // serving: RoPE and the KV append in the QKV linear
-  uint32_t paged_combine_q8 = 1;  // serving: the paged combine writes the o projection's 8-bit input
-  uint32_t next_token = 1;        // greedy steps end with next_token (embedding, position on the GPU)
-  // One dispatch per decoder layer (decode_layer, layer_decode.wgsl; lost, session 11): leaves
-  // with the engine's use of it.
-  uint32_t layer_decode = 0;
-  uint32_t layer_lb = 4;
-  uint32_t layer_pf = 4;
-  uint32_t layer_poll = 0;
-  uint32_t layer_wgs = 0;
-  uint32_t layer_spin_max = 1u << 24;
-
   bool operator==(const LlmTuning&) const = default;
 };
 
