@@ -467,7 +467,7 @@ class LlmOps {
   // x RMS-normalised inside (matvec_x_norm.wgsl) with this epsilon; rope: the ROPE epilogue.
   // splits: the columns in that many ranges (matvec.wgsl's KS; plain rows only).
   // xc: x combined from decode partials (matvec_x_combine.wgsl; plain rows only).
-  // groups: the grid's workgroups (tuning.matvec_few_groups; 0: unknown).
+  // groups: the grid's workgroups (fewer than kMatvecFewGroups: kMatvecFewUnroll loads in flight; 0: unknown).
   Kernel matvec_kernel(TensorType t, LinearVersion v, int64_t cols, uint32_t swiglu_rows = 0,
                        const float* norm_eps = nullptr, bool rope = false, uint32_t splits = 1,
                        const DecodePartials* xc = nullptr, uint64_t groups = 0) const;

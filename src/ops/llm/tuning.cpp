@@ -56,35 +56,6 @@ constexpr std::pair<const char*, uint32_t LlmTuning::*> kKnobs[] = {WGC_KNOB(mat
                                                                     WGC_KNOB(attn_dec_u)};
 #undef WGC_KNOB
 
-// Knobs that issue 33 removed (docs/history/pruned.md; matvec_combine: the layer plan's
-// attention_o_combine rule, its keyed-splits form now the only one) and that the engines' tests
-// (tests/test_llm_{model,engines,batched}.cpp) still name: accepted and ignored until those tests
-// drop them, so that they keep running the defaults in the meantime.
-constexpr const char* kRetired[] = {"matvec_late",
-                                    "matvec_static",
-                                    "matvec_few_groups",
-                                    "matvec_few_unroll",
-                                    "swiglu_tpr",
-                                    "matvec_split_groups",
-                                    "matvec_rope_rows",
-                                    "kx_cols",
-                                    "kx_min_rows",
-                                    "kx_early",
-                                    "kx_epi",
-                                    "kx_wide_cols",
-                                    "combine_prefix_splits",
-                                    "batched_small_n",
-                                    "batched_small_tr",
-                                    "batched_tg",
-                                    "batched_unroll",
-                                    "batched_small_unroll",
-                                    "batched_i2f",
-                                    "batched_small_xt",
-                                    "mvq_late",
-                                    "mvq_static",
-                                    "mvq_stage",
-                                    "mvq_kq_plain"};
-
 }  // namespace
 
 void apply_tuning(LlmTuning& t, std::string_view spec) {
@@ -101,9 +72,7 @@ void apply_tuning(LlmTuning& t, std::string_view spec) {
       continue;
     }
     auto f = std::find_if(std::begin(kKnobs), std::end(kKnobs), [&](const auto& e) { return name == e.first; });
-    const bool retired = std::find_if(std::begin(kRetired), std::end(kRetired),
-                                      [&](const char* r) { return name == r; }) != std::end(kRetired);
-    if (f == std::end(kKnobs) && !retired) {
+    if (f == std::end(kKnobs)) {
       std::string known;
       for (const auto& e : kKnobs) known += std::string(known.empty() ? "" : ", ") + e.first;
       throw Error("wgc: llm tuning: unknown knob '" + name + "' (known: matmul, " + known + ")");
@@ -112,7 +81,7 @@ void apply_tuning(LlmTuning& t, std::string_view spec) {
     const unsigned long v = std::strtoul(value.c_str(), &end, 10);
     if (value.empty() || *end || v > (1ul << 20))
       throw Error("wgc: llm tuning: " + name + " expects a non-negative integer, got '" + value + "'");
-    if (f != std::end(kKnobs)) t.*(f->second) = uint32_t(v);
+    t.*(f->second) = uint32_t(v);
   }
 }
 
