@@ -51,6 +51,9 @@ struct Options {
   int repeats = 0;     // 0: 5 quick, 20 otherwise
   // The versions to run (empty: all): ops may skip building cases of other versions.
   std::vector<std::string> versions;
+  // --tuning: kernel knob sets separated by ';' for the ops that take them (the llm.* benches:
+  // llm::split_tuning_sets; empty: WGC_LLM_TUNING).
+  std::string tuning;
 };
 
 // Each op's cases for a context (sizes already chosen).

@@ -42,35 +42,29 @@ struct LinearData {
 
 enum class Kind { Matvec, Matmul, Batched };
 
-// Versions "kx" run the kx schedule for every kind and shape (tuning.matvec_kx, kx_cols and
-// kx_min_rows 0; the other kx knobs from WGC_LLM_TUNING); the others run what the tuning says (by
-// default kx from 4,096 columns and rows).
+// Versions "kx" run the kx schedule for every kind (tuning.matvec_kx 7; the other kx knobs from the
+// tuning set); the others run what the tuning says (by default kx too where the version is
+// Subgroup).
 constexpr uint32_t kKxAll = llm::LlmOps::kKxSwiglu | llm::LlmOps::kKxPlain | llm::LlmOps::kKxRope;
 
-// LlmOps with a tuning set of WGC_LLM_TUNING, so that a benchmark run sweeps the kernels' knobs
-// without a rebuild: llm::apply_tuning's "key=value,..." (or '/' between knobs) sets separated by
-// ';', each timed as its own version ("VERSION [SET]", which --versions VERSION keeps) of every case,
-// on the same data.
+// LlmOps with a tuning set of --tuning (or WGC_LLM_TUNING), so that a benchmark run sweeps the
+// kernels' knobs without a rebuild: llm::split_tuning_sets' "key=value,..." sets separated by ';',
+// each timed as its own version ("VERSION [SET]", which --versions VERSION keeps) of every case, on
+// the same data.
 struct TuningSet {
   std::string spec;
   std::shared_ptr<llm::LlmOps> ops, kx;  // kx: the same with the kx schedule for every kind and width
 };
-std::vector<TuningSet> tuning_sets(const Context& ctx) {
+std::vector<TuningSet> tuning_sets(const Context& ctx, const Options& o) {
   std::vector<TuningSet> sets;
   const char* env = std::getenv("WGC_LLM_TUNING");
-  std::string_view all = env ? env : "";
-  do {
-    const size_t semi = all.find(';');
-    TuningSet t{std::string(all.substr(0, semi)), std::make_shared<llm::LlmOps>(ctx),
-                std::make_shared<llm::LlmOps>(ctx)};
+  for (const std::string& spec : llm::split_tuning_sets(!o.tuning.empty() ? o.tuning : env ? env : "")) {
+    TuningSet t{spec, std::make_shared<llm::LlmOps>(ctx), std::make_shared<llm::LlmOps>(ctx)};
     llm::apply_tuning(t.ops->tuning, t.spec);
     t.kx->tuning = t.ops->tuning;
     t.kx->tuning.matvec_kx = kKxAll;
-    t.kx->tuning.kx_cols = 0;
-    t.kx->tuning.kx_min_rows = 0;
     sets.push_back(std::move(t));
-    all = semi == std::string_view::npos ? std::string_view() : all.substr(semi + 1);
-  } while (!all.empty());
+  }
   return sets;
 }
 
@@ -364,11 +358,13 @@ void combine_cases(std::vector<Case>& out, const Context& ctx, const std::vector
         };
         return c;
       },
-      [d](const llm::LlmOps& ops) { return ops.fuses_combine(TensorType::F16, d->p); });  // e.g. not with matvec_xs 0
+      [d](const llm::LlmOps& ops) {
+        return ops.fuses_combine(TensorType::F16, d->p);
+      });  // e.g. little workgroup memory
 }
 
 std::vector<Case> linear_cases(const Context& ctx, const Options& o, Kind kind) {
-  const auto sets = tuning_sets(ctx);
+  const auto sets = tuning_sets(ctx, o);
   const auto& ops = sets.front().ops;  // x quantized for the q8 versions (any set's quantization)
   std::vector<int> token_counts = {kind == Kind::Matmul ? (o.quick ? 7 : kPrefillTokens) : 1};
   if (kind == Kind::Batched) token_counts = o.quick ? std::vector<int>{1, 7} : std::vector<int>{1, 8, 16, 32, 64, 256};
@@ -557,12 +553,13 @@ Case prefill_attention_case(const Context& ctx, std::shared_ptr<llm::LlmOps> ops
   return c;
 }
 
-// llm.attention: WGC_LLM_TUNING may hold several tuning sets separated by ';' (knobs within a set
+// llm.attention: --tuning (WGC_LLM_TUNING) may hold several tuning sets separated by ';' (knobs within a set
 // by ',' or '/'), each timed as its own contiguous-decode and prefill case ("contiguous:SET"),
 // so that one run compares the attention kernels' schedules; the paged cases run the first set.
-std::vector<std::pair<std::string, std::shared_ptr<llm::LlmOps>>> attention_tunings(const Context& ctx) {
+std::vector<std::pair<std::string, std::shared_ptr<llm::LlmOps>>> attention_tunings(const Context& ctx,
+                                                                                    const Options& o) {
   std::vector<std::pair<std::string, std::shared_ptr<llm::LlmOps>>> sets;
-  for (auto& t : tuning_sets(ctx)) sets.emplace_back(t.spec, t.ops);
+  for (auto& t : tuning_sets(ctx, o)) sets.emplace_back(t.spec, t.ops);
   return sets;
 }
 
@@ -578,7 +575,7 @@ std::vector<Case> prefill_attention_cases(const Context& ctx,
 }
 
 std::vector<Case> attention_cases(const Context& ctx, const Options& o) {
-  const auto sets = attention_tunings(ctx);
+  const auto sets = attention_tunings(ctx, o);
   const auto& ops = sets.front().second;
   constexpr int nh = 32, nkv = 8, hd = 128, block = 16;
   std::vector<Case> out;
@@ -694,7 +691,7 @@ std::vector<Case> attention_cases(const Context& ctx, const Options& o) {
 // llm.attention-prefill: only the prefill cases of llm.attention (without the decode cases'
 // caches: 2 GB of host data for 64 sequences at 4096), one per tuning set.
 std::vector<Case> attention_prefill_cases(const Context& ctx, const Options& o) {
-  const auto sets = attention_tunings(ctx);
+  const auto sets = attention_tunings(ctx, o);
   std::vector<Case> out;
   for (double s : sizes_or(o, ctx, {64}, {64}, {4096}))
     for (auto& c : prefill_attention_cases(ctx, sets, std::max(16, int(s)), o)) out.push_back(std::move(c));

@@ -33,26 +33,29 @@ TEST(BenchBatched, TableAndJsonPerCount) {
   auto bad = test::run_cli("bench-batched --model " + test::quote(model.string()) + " --parallel 0");
   EXPECT_NE(bad.rc, 0);
   EXPECT_NE(bad.err.find("--parallel"), std::string::npos) << bad.err;
-  auto bad_tuning = test::run_cli("bench-batched --model " + test::quote(model.string()) + " --batched 8,0");
+  auto bad_tuning = test::run_cli("bench-batched --model " + test::quote(model.string()) + " --tuning batched_kl");
   EXPECT_NE(bad_tuning.rc, 0);
-  EXPECT_NE(bad_tuning.err.find("--batched expects"), std::string::npos) << bad_tuning.err;
+  EXPECT_NE(bad_tuning.err.find("--tuning"), std::string::npos) << bad_tuning.err;
+  auto bad_split = test::run_cli("bench-batched --model " + test::quote(model.string()) + " --tuning split=20");
+  EXPECT_NE(bad_split.rc, 0);
+  EXPECT_NE(bad_split.err.find("split expects"), std::string::npos) << bad_split.err;
   auto no_model = test::run_cli("bench-batched");
   EXPECT_NE(no_model.rc, 0);
   EXPECT_NE(no_model.err.find("--model"), std::string::npos) << no_model.err;
 }
 
-// --batched with several tunings: the first makes the table, each other one a line per count.
+// --tuning with several sets: the first makes the table, each other one a line per count.
 TEST(BenchBatched, SweepsTuningsOnOneModel) {
   const fs::path model = test::default_model();
   WGC_REQUIRE_FILE(model);
-  auto r = test::run_cli(
-      "bench-batched --model " + test::quote(model.string()) +
-      " --backend cpu-vulkan --parallel 1,2 -p 3 -n 2 --block 4 --no-warmup --kernel batched-q8 --batched "
-      "8,0,264,8,1,16/16,64,0,2,0/4x32x0");
+  auto r = test::run_cli("bench-batched --model " + test::quote(model.string()) +
+                         " --backend cpu-vulkan --parallel 1,2 -p 3 -n 2 --block 4 --no-warmup --kernel batched-q8 "
+                         "--tuning \"batched_kl=8,batched_tt=8;batched_kl=16,batched_tt=2;batched_kl=4,split=32\"");
   ASSERT_EQ(r.rc, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("S_TG t/s"), std::string::npos) << r.out;
-  // One line per tuning after the first and count (the unnamed fields take the defaults).
-  for (const char* name : {"--batched 16,64,0,2,0,16 ", "--batched 4,32,0,8,1,16 "}) {
+  EXPECT_NE(r.out.find("tuning: batched_kl=8,batched_tt=8"), std::string::npos) << r.out;
+  // One line per set after the first and count.
+  for (const char* name : {"batched_kl=16,batched_tt=2 ", "batched_kl=4,split=32 "}) {
     int lines = 0;
     for (size_t at = r.out.find(name); at != std::string::npos; at = r.out.find(name, at + 1)) ++lines;
     EXPECT_EQ(lines, 2) << name << "\n" << r.out;

@@ -206,17 +206,16 @@ TEST(MatvecLinks, EveryF16CaseChainsItsCopies) {
   ::unsetenv("WGC_BENCH_SHAPES");
   ASSERT_EQ(shaped.size(), 1u);
   EXPECT_EQ(shaped[0].version, "F16/qkv-rope-norm");
-  // WGC_BENCH_LLM_VERSIONS: --versions for the llm benches alone; a set that cannot run a case
-  // (the combine needs x staged: not with matvec_xs 0) leaves that case out, not the run
+  // WGC_BENCH_LLM_VERSIONS: --versions for the llm benches alone, each case once per set
   ::setenv("WGC_BENCH_LLM_VERSIONS", "F16/combine-o,F16/subgroup", 1);
-  ::setenv("WGC_LLM_TUNING", "matvec_kx=2;matvec_xs=0", 1);
+  ::setenv("WGC_LLM_TUNING", "matvec_kx=2;matvec_kx=0", 1);
   std::vector<std::string> names;
   for (const Case& c : cases_of("llm.matvec", sized({256}))) names.push_back(c.version + " " + c.size);
   ::unsetenv("WGC_BENCH_LLM_VERSIONS");
   ::unsetenv("WGC_LLM_TUNING");
   EXPECT_EQ(names,
-            (std::vector<std::string>{"F16/combine-o [matvec_kx=2] 256x256", "F16/subgroup [matvec_kx=2] 256x256",
-                                      "F16/subgroup [matvec_xs=0] 256x256"}));
+            (std::vector<std::string>{"F16/combine-o [matvec_kx=2] 256x256", "F16/combine-o [matvec_kx=0] 256x256",
+                                      "F16/subgroup [matvec_kx=2] 256x256", "F16/subgroup [matvec_kx=0] 256x256"}));
   for (const char* bad : {"0", "257", "3x", "", "-1"}) {
     ::setenv("WGC_BENCH_LINKS", bad, 1);
     EXPECT_THROW(cases_of("llm.matvec", o), Error) << bad;

@@ -140,19 +140,21 @@ TEST(BenchLlmCli, KnobsAndProfile) {
   int status = -1;
   std::string out = run_cli("synth-model --shape tiny --type q4_0 --out " + model.string(), &status);
   ASSERT_EQ(status, 0) << out;
-  out = run_cli("bench-llm --model " + model.string() +
-                    " -p 0 -n 3 -r 1 --bandwidth 0 --decode-ahead 1 --matvec 128x16x1x3 --profile --backend cpu-vulkan",
-                &status, false);
+  out =
+      run_cli("bench-llm --model " + model.string() +
+                  " -p 0 -n 3 -r 1 --bandwidth 0 --decode-ahead 1 --tuning mvq_wg=128,mvq_tpr=16,mvq_rows=3 --profile "
+                  "--backend cpu-vulkan",
+              &status, false);
   ASSERT_EQ(status, 0) << out;
   for (const char* part :
-       {" tg3 |", "1 step(s) in flight", "wg 128, tpr 16, unroll 1, rows 3", "| kernel", "embedding"})
+       {" tg3 |", "1 step(s) in flight", "kernel tuning: mvq_wg=128,mvq_tpr=16,mvq_rows=3", "| kernel", "embedding"})
     EXPECT_TRUE(has(out, part)) << "missing '" << part << "' in:\n" << out;
   out = run_cli("bench-llm --model " + model.string() + " -n 1 --decode-ahead 0", &status);
   EXPECT_NE(status, 0);
   EXPECT_TRUE(has(out, "--decode-ahead")) << out;
-  out = run_cli("bench-llm --model " + model.string() + " -n 1 --matvec 1,2", &status);
+  out = run_cli("bench-llm --model " + model.string() + " -n 1 --tuning matvec_wg", &status);
   EXPECT_NE(status, 0);
-  EXPECT_TRUE(has(out, "--matvec")) << out;
+  EXPECT_TRUE(has(out, "--tuning")) << out;
 }
 
 // wgc chart: a PNG from numbers, no overwrite without --force, clear errors.

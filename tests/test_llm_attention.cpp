@@ -23,45 +23,43 @@ const Cfg kCfgs[] = {{4, 4, 64}, {8, 2, 128}, {8, 1, 8}};  // GQA ratios 1, 4, 8
 // 96 (24 vec4s: a partial second output vec4 per invocation), with a GQA ratio of 3.
 const Cfg kCfgsMore[] = {{4, 4, 64}, {8, 2, 128}, {8, 1, 8}, {6, 2, 20}, {3, 1, 96}};
 
-// Every attention kernel and schedule, as LlmTuning settings: the default (flash_attn_tiled_pf.wgsl
-// with its row groups in subgroups (4 lanes on SwiftShader, so through workgroup memory too) for
-// prefill, flash_decode_sg.wgsl for decode), the previous kernels, flash_attn_tiled.wgsl and its
-// other schedules (8 rows per invocation; chunks of 16 head_dim vec4s; keys in splits merged by
-// attn_combine.wgsl, with and without the swizzle: splits of 32 and 48 keys, so the tests'
-// 58-300 keys take 2-10 splits, blocks of 64 end at a split's end), flash_attn_tiled_pf.wgsl's
-// other settings (row groups through workgroup memory; exp; in splits of 48 keys without the
-// prefetch), flash_decode.wgsl at its former default and with smaller
-// workgroups and blocks (several (head, vec4) pairs per invocation: 32 invocations, blocks of 8
-// keys), and flash_decode_sg.wgsl's other schedules (key groups of 2 and 1 lanes (the default's
-// 16 become 4 on SwiftShader, whose subgroups have 4); 1 to 3 keys per step; with and without
-// the prefetch; head dims whose registers do not fit it fall back to flash_decode.wgsl).
-const char* const kVariants[] = {"",
-                                 "attn_prefill=0,attn_decode=0",
-                                 "attn_prefill=1",
-                                 "attn_prefill=1,attn_pf_rows=8",
-                                 "attn_prefill=1,attn_pf_split=32,attn_pf_swz=0",
-                                 "attn_prefill=1,attn_pf_rows=8,attn_pf_split=48,attn_pf_dc=16",
-                                 "attn_prefill=1,attn_pf_dc=16",
-                                 "attn_pf_sg=0",
-                                 "attn_pf_exp2=0",
-                                 "attn_pf_split=48,attn_pf_pf=0",
-                                 "attn_decode=1,attn_dec_wg=128,attn_dec_wgs=256",
-                                 "attn_decode=1,attn_dec_wg=64,attn_dec_bk=16,attn_dec_wgs=64",
-                                 "attn_decode=1,attn_dec_wg=32,attn_dec_bk=8",
-                                 "attn_decode=2,attn_dec_pf=0,attn_dec_u=3,attn_dec_tpk=2,attn_dec_wg=16",
-                                 "attn_decode=2,attn_dec_tpk=1,attn_dec_u=1,attn_dec_wg=8,attn_dec_wgs=64"};
+// Every attention kernel and schedule: the default (flash_attn_tiled_pf.wgsl with its row groups
+// in subgroups (4 lanes on SwiftShader) for prefill, flash_decode_sg.wgsl for decode); an adapter
+// without subgroups (the row groups through workgroup memory; flash_decode.wgsl, at its default
+// and with smaller workgroups: several (head, vec4) pairs per invocation); one with 2 KiB of
+// workgroup memory as well (flash_attn.wgsl for prefill, and for decode where flash_decode.wgsl's
+// blocks do not fit); flash_decode_sg.wgsl's other schedules (key groups of 2 and 1 lanes (the
+// default's 16 become 4 on SwiftShader, whose subgroups have 4); 1 to 3 keys per step; head dims
+// whose registers do not fit it fall back to flash_decode.wgsl).
+struct VariantSpec {
+  const char* name;
+  bool subgroups;      // false: an adapter without them
+  uint32_t storage;    // bytes of workgroup memory (0: the adapter's)
+  const char* tuning;  // apply_tuning
+};
+const VariantSpec kVariants[] = {{"default", true, 0, ""},
+                                 {"no subgroups", false, 0, ""},
+                                 {"no subgroups, 2 KiB", false, 2048, ""},
+                                 {"no subgroups", false, 0, "attn_dec_wg=128,attn_dec_wgs=256"},
+                                 {"no subgroups", false, 0, "attn_dec_wg=64,attn_dec_wgs=64"},
+                                 {"no subgroups", false, 0, "attn_dec_wg=32"},
+                                 {"", true, 0, "attn_dec_u=3,attn_dec_tpk=2,attn_dec_wg=16"},
+                                 {"", true, 0, "attn_dec_tpk=1,attn_dec_u=1,attn_dec_wg=8,attn_dec_wgs=64"}};
 struct Variant {
   std::string spec;
   std::unique_ptr<LlmOps> ops;
 };
-// The prefill kernels differ in the first ten only.
-constexpr size_t kPrefillVariants = 10;
+// The prefill kernels differ in the first three only.
+constexpr size_t kPrefillVariants = 3;
 std::vector<Variant>& variants() {
   static std::vector<Variant> v = [] {
     std::vector<Variant> r;
-    for (const char* spec : kVariants) {
-      Variant x{spec, std::make_unique<LlmOps>(ctx())};
-      apply_tuning(x.ops->tuning, spec);
+    for (const VariantSpec& s : kVariants) {
+      LlmCaps caps = llm_caps(ctx());
+      if (!s.subgroups) caps.subgroups = false, caps.subgroup_size = 0;
+      if (s.storage) caps.workgroup_storage = std::min(caps.workgroup_storage, s.storage);
+      Variant x{std::string(s.name) + " " + s.tuning, std::make_unique<LlmOps>(ctx(), caps)};
+      apply_tuning(x.ops->tuning, s.tuning);
       r.push_back(std::move(x));
     }
     return r;
@@ -235,7 +233,7 @@ TEST(LlmAttention, PrefillAtDepthMatchesReference) {
     }
     // flash_attn_tiled_pf.wgsl's row groups through workgroup memory: the same bits as the
     // default (the same sums in the same order)
-    EXPECT_EQ(outs[7], outs[0]) << variants()[7].spec;
+    EXPECT_EQ(outs[1], outs[0]) << variants()[1].spec;
   }
 }
 
@@ -298,25 +296,22 @@ TEST(LlmAttention, DecodeWithThePositionReadOnTheGpu) {
     }
 }
 
-// One token's attention combined inside the o projection (combine_linear, matvec_combine): the
+// One token's attention combined inside the o projection (combine_linear): the
 // partials of a recorded step (position read on the GPU, the cache's splits, most of them empty
 // early on) through an o weight of every float type, against the f64 attention and linear
 // references: row range, y offset, plain into poisoned y and accumulating, the rest of y untouched,
 // with the columns split into ranges too, and through the kx schedule, over the keyed splits
-// (matvec_combine 2 from combine_prefix_splits) or all of them; and attention_combine alone
-// against the reference.
+// (from 8 splits) or all of them; and attention_combine alone against the reference.
 TEST(LlmAttention, CombineFoldedIntoTheOProjection) {
   const char* const tunes[] = {
-      "matvec_combine=2,combine_prefix_splits=0,matvec_xs=2,matvec_tpr=8,matvec_rows=2,matvec_unroll=1,"
-      "matvec_few_groups=0",
-      ("matvec_combine=1,matvec_xs=2,matvec_tpr=4,matvec_rows=3,matvec_unroll=2,matvec_few_groups=0,matvec_split=3,"
-       "matvec_split_cols=16,attn_dec_wgs=64"),
+      // (decode workgroups of 16: blocks of 8 keys, 25 splits of the 200 rows, so that the keyed
+      // ones are walked)
+      "matvec_kx=0,matvec_tpr=8,matvec_rows=2,matvec_unroll=1,attn_dec_wg=16,attn_dec_wgs=1024",
+      "matvec_kx=0,matvec_tpr=4,matvec_rows=3,matvec_unroll=2,matvec_split=3,matvec_split_cols=16,attn_dec_wgs=64",
       // the kx schedule (x combined into registers, tiles looping)
-      "matvec_combine=2,combine_prefix_splits=0,matvec_xs=2,matvec_kx=2,kx_cols=0,kx_min_rows=0,kx_wg=64,kx_rows=8,kx_"
-      "groups=2,kx_epi=1",
-      // every split weighed and walked (matvec_combine 1, or 2 below combine_prefix_splits)
-      "matvec_combine=1,matvec_xs=2,matvec_kx=2,kx_cols=0,kx_min_rows=0,kx_wg=64,kx_rows=8,kx_wide_wg=0",
-      "matvec_combine=2,combine_prefix_splits=1000,matvec_xs=2"};
+      "matvec_kx=2,kx_wg=64,kx_rows=8,kx_groups=2,attn_dec_wg=16,attn_dec_wgs=1024",
+      // every split weighed and walked (fewer than 8)
+      "matvec_kx=2,kx_wg=64,kx_rows=8,kx_wide_wg=0,attn_dec_wgs=4", "attn_dec_wgs=4"};
   // (a recorded step's splits cover the cache's 200 rows: at position 17 the later ones are empty)
   for (const Cfg& c : {Cfg{8, 2, 128}, Cfg{6, 2, 20}, Cfg{3, 1, 96}}) {
     const int len = 150, max_ctx = 200;
@@ -364,24 +359,23 @@ TEST(LlmAttention, CombineFoldedIntoTheOProjection) {
       }
     }
   }
-  // The knob and the float weight types only.
+  // The float weight types only; the keyed splits walked from 8 splits.
   LlmOps o(ctx());
   DecodePartials dp;
-  dp.part = make_tensor(ctx(), {8 * 1 * 66});
+  dp.part = make_tensor(ctx(), {8 * 8 * 66});
   dp.splits = 1;
   dp.n_heads = 8;
   dp.head_dim = 64;
-  o.tuning.matvec_combine = 0;
-  EXPECT_FALSE(o.fuses_combine(TensorType::F16, dp));
-  o.tuning.matvec_combine = 1;
   EXPECT_TRUE(o.fuses_combine(TensorType::F16, dp));
   EXPECT_FALSE(o.combine_prefix(dp));
-  o.tuning.matvec_combine = 2;
-  EXPECT_TRUE(o.fuses_combine(TensorType::F16, dp));
-  EXPECT_FALSE(o.combine_prefix(dp));  // 1 split, below combine_prefix_splits
-  o.tuning.combine_prefix_splits = 1;
-  EXPECT_TRUE(o.combine_prefix(dp));
   EXPECT_FALSE(o.fuses_combine(TensorType::Q8_0, dp));
+  dp.splits = 8;
+  EXPECT_TRUE(o.combine_prefix(dp));
+  const LlmOps::MatvecFusions f = o.matvec_fusions(TensorType::BF16, 512, &dp);
+  EXPECT_TRUE(f.norm && f.combine && f.combine_prefix);
+  LlmCaps little = llm_caps(ctx());
+  little.workgroup_storage = 1024;  // x and the splits' weights do not fit
+  EXPECT_FALSE(LlmOps(ctx(), little).fuses_combine(TensorType::F16, dp));
 }
 
 // ---- paged attention (serving) -------------------------------------------------------------------
@@ -563,35 +557,21 @@ TEST(LlmPagedAttention, RowsDoNotDependOnTheBatch) {
   auto chunk = run_paged(pool, {&a}, 256);
   auto batched = run_paged(pool, {&other, &a, &third}, 256);
   ASSERT_EQ(std::memcmp(chunk.data(), batched.data() + per, chunk.size() * 4), 0) << "alone vs in a batch";
-  {
-    LlmOps flat(ctx());  // key rows unpadded in workgroup memory: the same bits
-    flat.tuning.paged_kpad = 0;
-    ASSERT_EQ(run_paged(pool, {&a}, 256, flat), chunk) << "paged_kpad 0";
-  }
   for (int t : {0, 17, 39}) {  // the chunk's rows decoded one at a time
     Seq one = a;
     one.len = a.len - 40 + t + 1;
     one.n_new = 1;
     auto got = run_paged(pool, {&third, &one}, 256);
     ASSERT_EQ(std::memcmp(got.data() + 33 * per, chunk.data() + size_t(t) * per, per * 4), 0) << "token " << t;
-    // Other invocations per decode row (8: the prefill rows'; 32, the most for head_dim 128: the
-    // default), with and without the next key block prefetched (done where 4 x tpq >= head_dim),
-    // with and without padded key rows: the same bits.
-    for (auto [tpq, pf, kp] : {std::tuple{8u, 0u, 1u}, {16u, 1u, 0u}, {32u, 0u, 1u}, {32u, 1u, 0u}}) {
-      LlmOps wide(ctx());
-      wide.tuning.paged_decode_tpq = tpq;
-      wide.tuning.paged_decode_pf = pf;
-      wide.tuning.paged_kpad = kp;
-      auto w = run_paged(pool, {&one, &other}, 256, wide);
-      ASSERT_EQ(std::memcmp(w.data(), chunk.data() + size_t(t) * per, per * 4), 0)
-          << "token " << t << " tpq " << tpq << (pf ? " prefetch" : "") << (kp ? " padded" : "");
-    }
+    // Fewer invocations per decode row (16 on an adapter of 64-invocation workgroups, against the
+    // default's 32 for head_dim 128; without the next key block prefetched: it needs 4 x tpq
+    // >= head_dim): the same bits.
+    LlmCaps small = llm_caps(ctx());
+    small.max_invocations = 64;
+    LlmOps narrow(ctx(), small);
+    auto w = run_paged(pool, {&one, &other}, 256, narrow);
+    ASSERT_EQ(std::memcmp(w.data(), chunk.data() + size_t(t) * per, per * 4), 0) << "token " << t << " 64 invocations";
   }
-  LlmOps bad(ctx());
-  bad.tuning.paged_decode_tpq = 64;  // more than head_dim / 4
-  Seq one = a;
-  one.n_new = 1;
-  EXPECT_THROW(run_paged(pool, {&one}, 256, bad), Error);
 }
 
 // rope_kv_append with cache rows writes each token's K/V to its own row (the paged layout) and

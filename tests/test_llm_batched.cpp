@@ -168,18 +168,15 @@ TEST(BatchedLlama, BatchedQ8KernelsInvariant) {
 }
 
 // The batched-q8 variants away from the defaults, in one run: activations quantized before each
-// linear instead of in RMSNorm / SwiGLU (the plan without serve_q8), 2 rows per row group in steps of up to 4
-// tokens, token groups sharing a workgroup, several weight blocks in flight per lane, the sums
-// turned into floats without a conversion, a row's x in one tile for small steps, rows quantized
-// by several workgroups: as invariant.
+// linear instead of in RMSNorm / SwiGLU (the plan without serve_q8), the matvec-shaped kernel for
+// steps of up to 2 tokens with 4 invocations per lane, 4 tokens per workgroup, rows quantized by
+// several workgroups: as invariant.
 TEST(BatchedLlama, BatchedQ8VariantsInvariant) {
   WGC_REQUIRE_FILE(default_model());
   LlamaModel& model = shared_model(Device::Gpu);
   const LlmTuning saved = model.ops().tuning;
   LlmTuning t = saved;
-  apply_tuning(t,
-               "batched_small_n=4/batched_small_tr=2/batched_tg=2/batched_unroll=2/batched_small_unroll=4/"
-               "batched_i2f=1/batched_small_xt=2048/quant_groups=64");
+  apply_tuning(t, "batched_mv_n=2/batched_mv_sl=4/batched_tt=4/quant_groups=64");
   model.set_tuning(t);
   check_model(Device::Gpu, LinearVersion::BatchedQ8, 3e-2, {"serve_q8"});
   model.set_tuning(saved);

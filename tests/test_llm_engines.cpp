@@ -70,10 +70,10 @@ TEST(LlmEngines, Q4KMixFusesRopePerQkvPart) {
   wo.progress = false;
   synth::SynthModel(shape, TensorType::Q4_K, 5).write(path, wo);
   ModelFile f = open_model(path, {false, false});
-  // With the matvec's other knobs on for K-quants too (mvq_kq_plain 0): the norm's scale late,
-  // weights ahead, static columns, 8 invocations per SwiGLU row group, x staged in workgroup memory.
+  // With the K-quant matvecs' knobs away from their defaults: 2 units of weights loaded ahead, 8
+  // invocations per SwiGLU row group.
   EngineOptions one = engine(Device::Gpu);
-  apply_tuning(one.tuning, "mvq_late=1,mvq_pf=2,mvq_static=1,mvq_sw_tpr=8,mvq_stage=1,mvq_kq_plain=0");
+  apply_tuning(one.tuning, "mvq_kq_pf=2,mvq_kq_sw_tpr=8");
   EngineOptions apart = one;
   apart.plan_off = {"norm_qkv_rope_q8"};
   LlamaModel fused(ctx(), f, one), two(ctx(), f, apart), cpu(ctx(), f, engine(Device::Cpu));

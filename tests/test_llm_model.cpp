@@ -131,9 +131,9 @@ TEST(LlamaFixturesGpu, RegTilePrefillMatchesToo) {
   check_model(fx("tiny-llama3-bf16"), fx("tiny-llama3-bf16"), {1e-4, 0.01}, eo);
 }
 
-// GPUs' one-token F16 steps with the matvec knobs that change the kernels (weights prefetched,
-// the norm's scale late, the down projection's columns split, SwiGLU's rows per workgroup and
-// lanes) must match the fixtures too. CPU adapters run other kernels (no fused steps): skipped.
+// GPUs' one-token F16 steps through matvec.wgsl (matvec_kx 0) with the knobs that change its
+// kernels (weights prefetched, the down projection's columns split, SwiGLU's rows per workgroup
+// and lanes) must match the fixtures too. CPU adapters run other kernels (no fused steps): skipped.
 TEST(LlamaFixturesGpu, F16DecodeKnobsMatchToo) {
   WGC_REQUIRE_FILE(fx("tiny-llama3-bf16/tiny-llama3-bf16-f16.gguf"));
   if (ctx().adapter().is_cpu()) GTEST_SKIP() << "CPU adapters do not run the fused one-token steps";
@@ -142,17 +142,15 @@ TEST(LlamaFixturesGpu, F16DecodeKnobsMatchToo) {
   eo.rope_theta = truth.rope_theta;
   eo.rope_scaling = truth.rope_scaling;
   // hidden 16, ffn 48: 2 lanes per row make the 48-column down projection splittable
-  apply_tuning(
-      eo.tuning,
-      "matvec_wg=64/matvec_tpr=2/matvec_unroll=1/matvec_few_groups=0/matvec_pf=1/matvec_late=1/matvec_static=1/"
-      "matvec_split=2/matvec_split_cols=16/swiglu_wg_rows=16/swiglu_tpr=8");
+  apply_tuning(eo.tuning,
+               "matvec_kx=0/matvec_wg=64/matvec_tpr=2/matvec_unroll=1/matvec_pf=1/matvec_split=2/matvec_split_cols=16/"
+               "swiglu_wg_rows=16");
   LlmOps probe(ctx());
   probe.tuning = eo.tuning;
   ASSERT_EQ(probe.matvec_splits(TensorType::F16, 48), 2u);
   check_model(fx("tiny-llama3-bf16/tiny-llama3-bf16-f16.gguf"), fx("tiny-llama3-bf16"), {1e-2, 0.05}, eo);
   // The attention's combine and the final norm in passes of their own (the plan's defaults fold
-  // them into the o and output projections), the split limited to matvecs of few workgroups.
-  apply_tuning(eo.tuning, "matvec_split_groups=4");
+  // them into the o and output projections).
   eo.plan_off = {"attention_o_combine", "output_norm_linear"};
   check_model(fx("tiny-llama3-bf16/tiny-llama3-bf16-f16.gguf"), fx("tiny-llama3-bf16"), {1e-2, 0.05}, eo);
 }
@@ -191,8 +189,8 @@ void expect_steps_match(LlamaModel& model, const PromptRows& r, const std::strin
 
 // GPUs' one-token F16 steps (the recorded step, position read on the GPU) against the prompt
 // pass's rows, token by token: the step with the attention's combine and the final norm passes
-// of their own, and folded into the o and output projections (the default) at two matvec shapes
-// (and 2 RoPE pairs per row group of the QKV matvec), and through the kx schedule (matvec_kx).
+// of their own, and folded into the o and output projections (the default) through matvec.wgsl
+// (matvec_kx 0) at its default and two other shapes, and through the kx schedule at another one.
 // (check_model's greedy steps compare argmaxes only.) CPU adapters run other kernels: skipped.
 TEST(LlamaFixturesGpu, F16DecodeStepsMatchThePromptPass) {
   WGC_REQUIRE_FILE(fx("tiny-llama3-bf16/tiny-llama3-bf16-f16.gguf"));
@@ -200,8 +198,7 @@ TEST(LlamaFixturesGpu, F16DecodeStepsMatchThePromptPass) {
   ModelFile mf = open_model(fx("tiny-llama3-bf16/tiny-llama3-bf16-f16.gguf"), {false, false});
   EngineOptions eo = small_engine(256, 64, Device::Gpu);
   const PromptRows rows = prompt_rows(mf, eo, 12);
-  // (the fourth: every matvec with fewer than 1000 workgroups, all of them here, unrolled 7 deep;
-  // at 4 lanes a row the SwiGLU workgroup takes 64 gate and up rows)
+  // (at 4 lanes a row the SwiGLU workgroup takes 64 gate and up rows)
   {
     EngineOptions e2 = eo;
     e2.plan_off = {"attention_o_combine", "output_norm_linear"};
@@ -209,13 +206,8 @@ TEST(LlamaFixturesGpu, F16DecodeStepsMatchThePromptPass) {
     expect_steps_match(model, rows, "without attention_o_combine, output_norm_linear");
   }
   for (const char* spec :
-       {"matvec_rope_rows=4",
-        "matvec_wg=64/matvec_tpr=2/matvec_unroll=1/matvec_few_groups=0/swiglu_wg_rows=16/swiglu_tpr=8",
-        "matvec_tpr=4/swiglu_wg_rows=64/matvec_few_groups=1000/matvec_few_unroll=7",
-        "matvec_kx=7/kx_cols=0/kx_min_rows=0/kx_early=1/kx_epi=1",
-        "matvec_kx=7/kx_cols=0/kx_min_rows=0/kx_early=0/kx_wg=64/kx_rows=4/kx_loads=2/kx_groups=3/kx_wide_wg=32/"
-        "kx_wide_cols=64",
-        "matvec_combine=1", "combine_prefix_splits=0"}) {
+       {"matvec_kx=0", "matvec_kx=0/matvec_wg=64/matvec_tpr=2/matvec_unroll=1/swiglu_wg_rows=16",
+        "matvec_kx=0/matvec_tpr=4/swiglu_wg_rows=64", "matvec_kx=7/kx_wg=64/kx_rows=4/kx_loads=2/kx_groups=3"}) {
     EngineOptions e2 = eo;
     apply_tuning(e2.tuning, spec);
     LlamaModel model(ctx(), mf, e2);

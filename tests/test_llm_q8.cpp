@@ -133,12 +133,11 @@ TEST(LlmQ8, QuantizeNormSwigluMatchReference) {
 // workgroup per row, for plain quantization, RMSNorm (its sum of squares redone by each part, also
 // with the serving engine's fixed workgroup) and SwiGLU, one token and three.
 TEST(LlmQ8, QuantizeSplitRowsGiveTheSameBits) {
-  const int64_t cols = 4160;  // 1040 words: 17 passes of 64, the last partial
+  const int64_t cols = 4160;  // 1040 words: 5 passes of 256, the last partial
   const int n = 3;
   auto x = make_tensor(ctx(), {n * 2 * cols}, test::random_floats(size_t(n * 2 * cols), 77));
   auto w = make_tensor(ctx(), {cols}, test::random_floats(size_t(cols), 78, 0.5f, 1.5f));
   LlmOps one(ctx()), split(ctx());
-  one.tuning.quant_wg = split.tuning.quant_wg = 64;
   one.tuning.quant_groups = 0;
   split.tuning.quant_groups = 8;
   for (int tokens : {1, n})
@@ -164,36 +163,26 @@ TEST(LlmQ8, QuantizeSplitRowsGiveTheSameBits) {
 
 // linear_q8 against the reference over the quantized x the kernel saw (so only the dot products
 // and scales are checked), every type, one token (matvec) and more (matmul) at token and row
-// counts around the tiles, with a row range, strided y, bias and accumulation; two tilings.
+// counts around the tiles, with a row range, strided y, bias and accumulation; four tilings.
 TEST(LlmQ8, LinearMatchesReference) {
   struct Tiling {
-    uint32_t bm, bn, mv_wg, mv_tpr, mv_rows, units, magic, min_groups, mv_pf, mv_static, mv_stage;
-    const char* spec;  // more knobs (apply_tuning)
+    uint32_t bm, bn, mv_wg, mv_tpr, mv_rows, units, min_groups, mv_pf;
   };
   std::vector<std::pair<Tiling, std::unique_ptr<LlmOps>>> tilings;
-  // The third shrinks every tile (mmq_min_groups) down to 16 x 32; the second and third load the
-  // matvec's first units ahead (mvq_pf), the second with the columns built into the kernel, the
-  // third with x copied into workgroup memory first (mvq_stage), the fourth with K-quants' x
-  // copied, swizzled (mvq_swz), Q4_K and Q6_K in their smaller units and K-quants 3 rows per group.
-  for (Tiling tl :
-       {Tiling{64, 128, 256, 32, 2, 4, 1, 0, 0, 0, 0, ""}, Tiling{16, 40, 64, 8, 3, 2, 0, 0, 2, 1, 0, ""},
-        Tiling{64, 128, 256, 32, 2, 1, 1, 100000, 1, 0, 1, ""},
-        Tiling{64, 128, 64, 16, 1, 2, 1, 0, 2, 1, 2, "mvq_swz=1,mvq_q4k_half=1,mvq_q6k_half=1,mvq_kq_rows=3"}}) {
+  // The third shrinks every tile (mmq_min_groups) down to 16 x 32; all but the first load the
+  // matvec's first units ahead (mvq_pf, for K-quants too).
+  for (Tiling tl : {Tiling{64, 128, 256, 32, 2, 4, 0, 0}, Tiling{16, 40, 64, 8, 3, 2, 0, 2},
+                    Tiling{64, 128, 256, 32, 2, 1, 100000, 1}, Tiling{64, 128, 64, 16, 1, 2, 0, 2}}) {
     auto o = std::make_unique<LlmOps>(ctx());
     o->tuning.mmq_bm = tl.bm;
     o->tuning.mmq_bn = tl.bn;
     o->tuning.mmq_units = tl.units;
-    o->tuning.mmq_magic = tl.magic;
     o->tuning.mmq_min_groups = tl.min_groups;
     o->tuning.mvq_wg = tl.mv_wg;
     o->tuning.mvq_tpr = tl.mv_tpr;
     o->tuning.mvq_rows = tl.mv_rows;
     o->tuning.mvq_pf = tl.mv_pf;
-    o->tuning.mvq_static = tl.mv_static;
-    o->tuning.mvq_stage = tl.mv_stage;
-    o->tuning.mvq_kq_plain = 0;  // the knobs for K-quants too
-    o->tuning.mvq_kq_pf = 0;
-    apply_tuning(o->tuning, tl.spec);
+    o->tuning.mvq_kq_pf = 0;  // mvq_pf for K-quants too
     tilings.emplace_back(tl, std::move(o));
   }
   for (auto t : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K}) {
@@ -229,10 +218,8 @@ TEST(LlmQ8, LinearMatchesReference) {
             const std::string what = std::string(to_string(t)) + " " + std::to_string(rows) + "x" +
                                      std::to_string(cols) + " n=" + std::to_string(n) + " variant " +
                                      std::to_string(variant) + " tile " + std::to_string(tl.bm) + "x" +
-                                     std::to_string(tl.bn) + " units " + std::to_string(tl.units) + " magic " +
-                                     std::to_string(tl.magic) + " min_groups " + std::to_string(tl.min_groups) +
-                                     " pf " + std::to_string(tl.mv_pf) + " static " + std::to_string(tl.mv_static) +
-                                     " stage " + std::to_string(tl.mv_stage) + " " + tl.spec;
+                                     std::to_string(tl.bn) + " units " + std::to_string(tl.units) + " min_groups " +
+                                     std::to_string(tl.min_groups) + " pf " + std::to_string(tl.mv_pf);
             Tensor y = plain ? test::poisoned(int64_t(ny)) : make_tensor(ctx(), {int64_t(ny)}, y0);
             LinearOptions lo;
             lo.row0 = row0;
@@ -307,19 +294,13 @@ void expect_near_flips(const std::vector<float>& got, const std::vector<double>&
 
 // rms_norm_linear_q8 (the RMSNorm and quantization in every workgroup) against the reference,
 // every type, at awkward sizes (one pass and several per workgroup), with a row range, bias and
-// accumulation, in five schedules (unrolled, small workgroups; small workgroups with the norm's
-// scale applied late, weights loaded ahead (a whole step's for small units, one for Q6_K's) and the
-// columns built into the kernel; the first and the third with x swizzled in workgroup memory and
-// Q4_K and Q6_K in their smaller units).
+// accumulation, in four schedules (unrolled, small workgroups; small workgroups with weights
+// loaded ahead (a whole step's for small units, one for Q6_K's); the defaults).
 TEST(LlmQ8, NormLinearMatchesReference) {
   std::vector<std::pair<std::string, std::unique_ptr<LlmOps>>> schedules;
-  for (const char* spec :
-       {"mvq_wg=256,mvq_tpr=32,mvq_rows=2,mvq_unroll=1,mvq_late=0,mvq_pf=0",
-        "mvq_wg=64,mvq_tpr=8,mvq_rows=3,mvq_unroll=3,mvq_late=0,mvq_pf=0",
-        "mvq_wg=64,mvq_tpr=8,mvq_rows=3,mvq_unroll=3,mvq_late=1,mvq_pf=2,mvq_static=1,mvq_kq_plain=0",
-        "mvq_wg=256,mvq_tpr=32,mvq_rows=2,mvq_unroll=1,mvq_late=0,mvq_pf=0,mvq_swz=1,mvq_q4k_half=1,mvq_q6k_half=1",
-        "mvq_wg=64,mvq_tpr=8,mvq_rows=3,mvq_unroll=3,mvq_late=1,mvq_pf=2,mvq_kq_plain=0,mvq_swz=1,mvq_q4k_half=1,mvq_"
-        "q6k_half=1"}) {
+  for (const char* spec : {"mvq_wg=256,mvq_tpr=32,mvq_rows=2,mvq_unroll=1,mvq_pf=0",
+                           "mvq_wg=64,mvq_tpr=8,mvq_rows=3,mvq_unroll=3,mvq_pf=0",
+                           "mvq_wg=64,mvq_tpr=8,mvq_rows=3,mvq_unroll=3,mvq_pf=2,mvq_kq_pf=0", ""}) {
     auto o = std::make_unique<LlmOps>(ctx());
     apply_tuning(o->tuning, spec);
     schedules.emplace_back(spec, std::move(o));
@@ -370,10 +351,8 @@ TEST(LlmQ8, NormLinearMatchesReference) {
 // rms_norm_swiglu_q8 against the reference (a flip in x moves gate and up sums far less than
 // one of the output's quantization steps, which expect_quantized allows).
 TEST(LlmQ8, NormSwigluMatchesReference) {
-  for (const char* spec : {"", "mvq_late=1,mvq_pf=1,mvq_kq_plain=2,mvq_kq_sw_tpr=8",
-                           "mvq_sw_tpr=32,mvq_kq_sw_tpr=32,mvq_late=0,mvq_pf=0,mvq_static=0",
-                           "mvq_sw_tpr=16,mvq_late=1,mvq_pf=2,mvq_static=1,mvq_kq_plain=0,mvq_kq_pf=2",
-                           "mvq_late=1,mvq_pf=2,mvq_static=1,mvq_kq_plain=0,mvq_swz=1,mvq_q4k_half=1,mvq_q6k_half=1"})
+  for (const char* spec : {"", "mvq_pf=1,mvq_kq_sw_tpr=8", "mvq_sw_tpr=32,mvq_kq_sw_tpr=32,mvq_pf=0",
+                           "mvq_sw_tpr=16,mvq_pf=2,mvq_kq_pf=2"})
     for (auto t : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K}) {
       LlmOps o(ctx());
       apply_tuning(o.tuning, spec);
@@ -477,8 +456,8 @@ TEST(LlmQ8, QkvRopeMatchesTwoPasses) {
 
 // The same for a QKV weight in two parts of different types (llama.cpp's Q4_K_M: q|k Q4_K, v
 // Q6_K), one rms_norm_qkv_rope_q8 per part, against rms_norm_linear_q8 per part then
-// rope_kv_append, in the default schedule, with the norm's scale late and weights loaded ahead, and
-// with that and x swizzled, K-quants in their smaller units, 64 invocations per row (both paths).
+// rope_kv_append, without weights loaded ahead, with them (K-quants too), and with 64 invocations
+// per row (both paths).
 TEST(LlmQ8, QkvRopeInPartsMatchesTwoPasses) {
   const int nh = 4, nkv = 2, hd = 64, max_ctx = 12;
   const int64_t cols = 512, rows_qk = int64_t(nh + nkv) * hd, rows_v = int64_t(nkv) * hd, rows = rows_qk + rows_v;
@@ -491,9 +470,7 @@ TEST(LlmQ8, QkvRopeInPartsMatchesTwoPasses) {
   auto nw = make_tensor(ctx(), {cols}, test::random_floats(size_t(cols), 96, 0.5f, 1.5f));
   const std::pair<TensorType, TensorType> types[] = {{TensorType::Q4_K, TensorType::Q6_K},
                                                      {TensorType::Q4_0, TensorType::Q8_0}};
-  for (const char* spec : {"mvq_late=0,mvq_pf=0,mvq_static=0", "mvq_late=1,mvq_pf=2,mvq_static=1,mvq_kq_plain=0",
-                           "mvq_late=1,mvq_pf=2,mvq_static=1,mvq_kq_plain=0,mvq_swz=1,mvq_q4k_half=1,mvq_q6k_half=1,"
-                           "mvq_tpr=64,mvq_rope_tpr=64"})
+  for (const char* spec : {"mvq_pf=0", "mvq_pf=2,mvq_kq_pf=0", "mvq_tpr=64"})
     for (auto [tqk, tv] : types) {
       LlmOps o(ctx());
       apply_tuning(o.tuning, spec);
@@ -585,17 +562,12 @@ TEST(LlmQ8, AttentionDecodeQ8MatchesReference) {
         a.start_from = posb;
         a.splits = mode == 1 ? 3 : 150;
       }
-      for (uint32_t sp : {1u, 4u}) {  // invocations per element in the combine
-        LlmOps o(ctx());
-        o.tuning.combine_sp = sp;
-        poisoned_q8(out);
-        Batch b(ctx());
-        o.attention_decode_q8(b, cache.layer(0), q, out, a);
-        b.run();
-        expect_quantized(dequant(out, 1), want,
-                         "pos " + std::to_string(pos) + (dyn ? " (dyn)" : "") + " mode " + std::to_string(mode) +
-                             " combine_sp " + std::to_string(sp));
-      }
+      poisoned_q8(out);
+      Batch b(ctx());
+      ops().attention_decode_q8(b, cache.layer(0), q, out, a);
+      b.run();
+      expect_quantized(dequant(out, 1), want,
+                       "pos " + std::to_string(pos) + (dyn ? " (dyn)" : "") + " mode " + std::to_string(mode));
     }
   }
 }

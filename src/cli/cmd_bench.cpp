@@ -303,6 +303,10 @@ Register reg{{"bench", "GPU vs CPU for every op, kernel version and size: table,
                 add_list(app, "--versions", f->versions,
                          "only these kernel versions (default: all, or those in WGC_BENCH_VERSIONS)");
                 app.add_flag("--quick", f->o.quick, "small sizes, few repeats (CI, SwiftShader)");
+                app.add_option(
+                    "--tuning", f->o.tuning,
+                    "llm.* kernel knobs knob=v,knob=v (src/ops/llm/tuning.h); sets separated by ';' each time "
+                    "every case (default: WGC_LLM_TUNING)");
                 add_number(app, "--repeats", f->o.repeats, "timed runs per case; 0: 5 with --quick, else 20");
                 add_output_flags(app, f->out, "the results as JSON", "a chart per op");
                 add_gpu_flags(app, f->gpu);

@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <random>
+#include <span>
 
 #include <unistd.h>
 
@@ -125,7 +126,7 @@ struct Bench {
 struct Flags {
   GpuFlags gpu;
   OutputFlags out;
-  std::optional<std::string> model, kernel, batched, knobs, tuning;
+  std::optional<std::string> model, kernel, tuning;
   std::vector<int> parallel{1, 8, 16, 32, 64};
   int p = 256, n = 128, repeats = 1, batch = 512, block = 16, split = llm::BatchedOptions{}.split_len;
   uint32_t seed = 1;
@@ -163,78 +164,47 @@ int bench_batched_cmd(const Flags& f) {
     else if (*k != "auto")
       throw UsageError("--kernel expects auto, batched, batched-q8 or naive, got '" + *k + "'");
   }
-  // --batched KL,WG,MIN_GROUPS[,TT[,PREFETCH[,TT_LARGE]]] of the batched kernels (x for ,); more
-  // separated by / are measured after the first on the same loaded model, one line each.
-  std::vector<llm::LlmTuning> tunings(1);
-  if (const auto& t = f.batched) {
-    tunings.clear();
-    std::string list = *t;
-    std::replace(list.begin(), list.end(), 'x', ',');
-    for (size_t at = 0; at <= list.size();) {
-      const size_t end = std::min(list.find('/', at), list.size());
-      const std::string m = list.substr(at, end - at);
-      llm::LlmTuning tu;
-      unsigned v[6] = {0, 0, 0, tu.batched_tt, tu.batched_prefetch ? 1u : 0u, tu.batched_tt_large};
-      char tail;
-      const int got = std::sscanf(m.c_str(), "%u,%u,%u,%u,%u,%u%c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &tail);
-      if (got < 3 || got > 6 || v[4] > 1 || tunings.size() >= 32)
-        throw UsageError(
-            "--batched expects KL,WG,MIN_GROUPS[,TT[,PREFETCH[,TT_LARGE]]] (e.g. 8,0,264,8,1,16; WG 0: auto; "
-            "PREFETCH 0 or 1; up to 32 of them separated by /), got '" +
-            m + "'");
-      tu.batched_kl = v[0];
-      tu.batched_wg = v[1];
-      tu.batched_min_groups = v[2];
-      tu.batched_tt = v[3];
-      tu.batched_prefetch = v[4] != 0;
-      tu.batched_tt_large = v[5];
-      tunings.push_back(tu);
-      at = end + 1;
-    }
-  }
-  // --knobs: LlmTuning knobs ("knob=v/knob=v", and split=N for the attention split) for every
-  // run; --tuning: sets of them separated by ';', each on top of --knobs, measured after the rest
+  // --tuning: kernel knob sets separated by ';' (as llm::split_tuning_sets), each "knob=v,knob=v"
+  // and split=N for the attention split: the first for the main run, the others measured after it
   // on the same model, one line each.
   struct TuningSet {
     std::string spec;
     llm::LlmTuning tuning;
     int split = 0;
   };
-  const auto parse_set = [](const char* flag, const std::string& spec, TuningSet base) {
-    base.spec = spec;
-    std::string knobs;
-    for (size_t i = 0; i <= spec.size();) {
-      const size_t end = std::min(spec.find_first_of(",/", i), spec.size());
-      const std::string item = spec.substr(i, end - i);
-      if (item.rfind("split=", 0) == 0) {
-        char* e = nullptr;
-        const long v = std::strtol(item.c_str() + 6, &e, 10);
-        if (*e || v < 16 || v % 16 || v > 1 << 20)
-          throw UsageError(std::string(flag) + ": split expects a positive multiple of 16, got '" + item + "'");
-        base.split = int(v);
-      } else if (!item.empty()) {
-        knobs += item + "/";
-      }
-      i = end + 1;
-    }
-    try {
-      llm::apply_tuning(base.tuning, knobs);
-    } catch (const Error& e) {
-      throw UsageError(std::string(flag) + ": " + e.what());
-    }
-    return base;
-  };
-  const TuningSet main_set = parse_set("--knobs", f.knobs.value_or(""), {"", tunings[0], at_split});
-  const llm::LlmTuning& tuning = main_set.tuning;
-  const int split = main_set.split;
   std::vector<TuningSet> sets;
-  if (f.tuning) {
-    std::string rest = *f.tuning + ";";
-    for (size_t at; (at = rest.find(';')) != std::string::npos; rest = rest.substr(at + 1)) {
+  try {
+    std::vector<std::string> specs;
+    for (std::string rest = f.tuning.value_or("") + ";"; !rest.empty(); rest = rest.substr(rest.find(';') + 1))
+      specs.push_back(rest.substr(0, rest.find(';')));
+    for (const std::string& spec : specs) {
       if (sets.size() >= 32) throw UsageError("--tuning: at most 32 sets");
-      sets.push_back(parse_set("--tuning", rest.substr(0, at), main_set));
+      TuningSet set{spec, {}, at_split};
+      std::string knobs;
+      for (size_t i = 0; i <= spec.size();) {
+        const size_t end = std::min(spec.find_first_of(",/", i), spec.size());
+        const std::string item = spec.substr(i, end - i);
+        if (item.rfind("split=", 0) == 0) {
+          char* e = nullptr;
+          const long v = std::strtol(item.c_str() + 6, &e, 10);
+          if (*e || v < 16 || v % 16 || v > 1 << 20)
+            throw UsageError("--tuning: split expects a positive multiple of 16, got '" + item + "'");
+          set.split = int(v);
+        } else if (!item.empty()) {
+          knobs += item + ",";
+        }
+        i = end + 1;
+      }
+      llm::apply_tuning(set.tuning, knobs);
+      sets.push_back(std::move(set));
     }
+  } catch (const UsageError&) {
+    throw;
+  } catch (const Error& e) {
+    throw UsageError(std::string("--tuning: ") + e.what());
   }
+  const llm::LlmTuning tuning = sets[0].tuning;
+  const int split = sets[0].split;
   f.out.check();
   std::FILE* table = f.out.table();
   const bool tty = isatty(2);
@@ -251,10 +221,10 @@ int bench_batched_cmd(const Flags& f) {
   eo.max_batch = std::min(batch, p + n);
   eo.tuning = std::make_shared<const llm::LlmTuning>(tuning);
   eo.device = be.device;
-  if ((f.batched || f.knobs || f.tuning) && llm::choose_device(be.ctx, file, eo).device != llm::Device::Gpu)
+  if (f.tuning && llm::choose_device(be.ctx, file, eo).device != llm::Device::Gpu)
     throw UsageError(
-        "--batched, --knobs and --tuning tune the GPU engine's batched kernels; this model runs on the CPU engine "
-        "(--backend gpu or cpu-vulkan keeps the GPU engine)");
+        "--tuning tunes the GPU engine's kernels; this model runs on the CPU engine (--backend gpu or cpu-vulkan "
+        "keeps the GPU engine)");
   llm::LlamaModel model(be.ctx, file, eo);
   say_engine_choice(model);
   const bool on_gpu = model.device() == llm::Device::Gpu;
@@ -291,9 +261,8 @@ int bench_batched_cmd(const Flags& f) {
     }
     rows.push_back(row);
   }
-  // The other tunings of --batched: one line per tuning and B (speeds only).
+  // The other tuning sets: one line per set and B (speeds only).
   std::vector<std::string> sweep;
-  // One line per B of a tuning's speeds ("--batched NAME" or "--tuning NAME").
   const auto sweep_lines = [&](Bench& on, const std::string& label) {
     for (int B : par) {
       status(label + " B " + std::to_string(B));
@@ -313,21 +282,13 @@ int bench_batched_cmd(const Flags& f) {
       sweep.push_back(line);
     }
   };
-  for (size_t i = 1; i < tunings.size(); ++i) {
-    const auto& tu = tunings[i];
-    model.set_tuning(tu);
-    char name[96];
-    std::snprintf(name, sizeof name, "%u,%u,%u,%u,%u,%u", tu.batched_kl, tu.batched_wg, tu.batched_min_groups,
-                  tu.batched_tt, tu.batched_prefetch ? 1u : 0u, tu.batched_tt_large);
-    sweep_lines(bench, std::string("--batched ") + name);
-  }
-  for (const auto& set : sets) {
+  for (const auto& set : std::span(sets).subspan(1)) {
     model.set_tuning(set.tuning);
     llm::BatchedOptions so = bo;
     so.split_len = set.split;
     llm::BatchedLlama other(model, so);
     Bench on{other, int(model.config().vocab_size), block, sync, no_prefill, std::mt19937(seed)};
-    sweep_lines(on, "--tuning " + set.spec);
+    sweep_lines(on, set.spec);
   }
   if (tty) std::fprintf(stderr, "\r%60s\r", "");
 
@@ -338,15 +299,14 @@ int bench_batched_cmd(const Flags& f) {
   if (on_gpu)
     std::fprintf(
         table,
-        "linear kernel: %s; batched kernels: %u lanes per row, workgroup %s, at least %u workgroups, at most %u "
-        "tokens per workgroup (%u in steps of more than 256 tokens), prefetch %s\n",
+        "linear kernel: %s; batched kernels: %u lanes per row, at most %u tokens per workgroup (%u in steps of "
+        "more than 256 tokens)\n",
         lin == llm::LinearVersion::Naive       ? "naive"
         : lin == llm::LinearVersion::Batched   ? "batched"
         : lin == llm::LinearVersion::BatchedQ8 ? "batched-q8 (8-bit activations for Q4_0/Q8_0)"
                                                : (be.ctx->adapter().is_cpu() ? "auto (naive)" : "auto (batched-q8)"),
-        tuning.batched_kl, tuning.batched_wg ? std::to_string(tuning.batched_wg).c_str() : "auto",
-        tuning.batched_min_groups, tuning.batched_tt, tuning.batched_tt_large, tuning.batched_prefetch ? "on" : "off");
-  if (f.knobs) std::fprintf(table, "knobs: %s\n", f.knobs->c_str());
+        tuning.batched_kl, tuning.batched_tt, tuning.batched_tt_large);
+  if (!sets[0].spec.empty()) std::fprintf(table, "tuning: %s\n", sets[0].spec.c_str());
   std::fprintf(
       table,
       "\n|    PP |     TG |    B |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |      T s |    S t/s |\n");
@@ -396,7 +356,7 @@ int bench_batched_cmd(const Flags& f) {
                "S_PP = B*p/T_PP, S_TG = B*n/T_TG, S = B*(p+n)/(T_PP+T_TG); medians of %d run(s)%s.\n",
                sync ? "the next step recorded after it (--sync)" : "the next step recorded while the GPU runs this one",
                repeats, warmup ? " after a warm-up" : "");
-  if (!sweep.empty()) std::fprintf(table, "\nOther tunings (--batched, --tuning), on the same model:\n");
+  if (!sweep.empty()) std::fprintf(table, "\nThe other --tuning sets, on the same model:\n");
   for (const auto& l : sweep) std::fprintf(table, "%s\n", l.c_str());
   if (f.out.png)
     chart::write_bar_chart(*f.out.png, "batched decode on " + device, "tokens/s", cats, {bars}, {}, f.out.overwrite());
@@ -412,15 +372,12 @@ int bench_batched_cmd(const Flags& f) {
     doc.set("batch", batch);
     doc.set("repeats", repeats);
     doc.set("split_len", split);
-    doc.set("knobs", f.knobs.value_or(""));
+    doc.set("tuning", f.tuning.value_or(""));
     doc.set("pipelined", !sync);
     doc.set("no_prefill", no_prefill);
     doc.set("batched_kl", tuning.batched_kl);
-    doc.set("batched_wg", tuning.batched_wg);
-    doc.set("batched_min_groups", tuning.batched_min_groups);
     doc.set("batched_tt", tuning.batched_tt);
     doc.set("batched_tt_large", tuning.batched_tt_large);
-    doc.set("batched_prefetch", tuning.batched_prefetch);
     doc.set("results", results);
     f.out.write_json(doc.dump(1));
   }
@@ -447,14 +404,9 @@ Register reg{
                     "skip PP: decode over p cached positions that were never computed (the same kernels and "
                     "sizes; for kernel sweeps)");
        add_text(app, "--kernel", f->kernel, "linear kernels: auto, batched, batched-q8 or naive");
-       add_text(app, "--batched", f->batched,
-                "batched kernels' KL,WG,MIN_GROUPS[,TT[,PREFETCH[,TT_LARGE]]] (WG 0: "
-                "auto); more of them separated by / are measured after the first");
-       add_text(app, "--knobs", f->knobs,
-                "LlmTuning knobs for every run, knob=v/knob=v (e.g. paged_decode_tpq=32/split=64)");
        add_text(app, "--tuning", f->tuning,
-                "more tunings measured after the rest, sets separated by ';', each knob=v/knob=v on top of --knobs "
-                "(LlmTuning's names, e.g. batched_small_n=8/batched_small_tr=1, and split=N)");
+                "kernel knobs knob=v,knob=v (src/ops/llm/tuning.h, e.g. batched_tt=16, and split=N for the attention "
+                "split); sets separated by ';': the first for the main run, the others measured after it");
        add_number(app, "--seed", f->seed, "seed of the random prompt tokens");
        app.add_flag("--no-warmup", f->no_warmup, "no untimed warm-up run before each count");
        add_output_flags(app, f->out, "every number as JSON", "a bar chart of decode t/s");

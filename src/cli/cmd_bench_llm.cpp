@@ -27,7 +27,7 @@ struct Flags {
   GpuFlags gpu;
   LlmSpeedPlan plan;
   OutputFlags out;
-  std::optional<std::string> model, matvec, matmul_tile, matmul, tuning;
+  std::optional<std::string> model, matmul, tuning;
   std::optional<double> bandwidth;
   bool no_warmup = false, no_q8 = false;
 };
@@ -61,18 +61,11 @@ LlmSpeedPlan parse(const Flags& f) {
     if (v < 0 || v > 1 << 20) throw UsageError("-d expects token counts from 0 to 1048576, got " + std::to_string(v));
   if (p.depths.empty()) p.depths = {0};
   p.q8_activations = !f.no_q8;
-  if (f.tuning) {  // sets separated by ';', each "knob=v/knob=v" (or ',')
-    std::string rest = *f.tuning;
-    for (size_t at; (at = rest.find(';')) != std::string::npos; rest = rest.substr(at + 1))
-      p.tuning_sets.push_back(rest.substr(0, at));
-    p.tuning_sets.push_back(rest);
-    for (const auto& set : p.tuning_sets) {
-      llm::LlmTuning check = p.tuning;
-      try {
-        llm::apply_tuning(check, set);
-      } catch (const Error& e) {
-        throw UsageError(std::string("--tuning: ") + e.what());
-      }
+  if (f.tuning) {  // sets separated by ';', each "knob=v,knob=v"
+    try {
+      p.tuning_sets = llm::split_tuning_sets(*f.tuning);
+    } catch (const Error& e) {
+      throw UsageError(std::string("--tuning: ") + e.what());
     }
   }
   if (p.repeats < 1) throw UsageError("-r must be at least 1");
@@ -82,27 +75,6 @@ LlmSpeedPlan parse(const Flags& f) {
   if (f.bandwidth) {
     if (*f.bandwidth < 0) throw UsageError("--bandwidth expects GB/s >= 0 (0: none)");
     p.bandwidth_gbs = *f.bandwidth;
-  }
-  if (f.matvec) {  // WG,TPR,UNROLL,ROWS (or WGxTPRxUNROLLxROWS)
-    unsigned v[4];
-    char tail;
-    std::string m = *f.matvec;
-    std::replace(m.begin(), m.end(), 'x', ',');
-    if (std::sscanf(m.c_str(), "%u,%u,%u,%u%c", &v[0], &v[1], &v[2], &v[3], &tail) != 4)
-      throw UsageError("--matvec expects WG,TPR,UNROLL,ROWS (e.g. 256,32,2,1), got '" + *f.matvec + "'");
-    p.tuning.matvec_wg = v[0];
-    p.tuning.matvec_tpr = v[1];
-    p.tuning.matvec_unroll = v[2];
-    p.tuning.matvec_rows = v[3];
-  }
-  if (f.matmul_tile) {  // BMxBNxBK of the register-tiled prefill matmul
-    unsigned bm = 0, bn = 0, bk = 0;
-    char tail;
-    if (std::sscanf(f.matmul_tile->c_str(), "%ux%ux%u%c", &bm, &bn, &bk, &tail) != 3)
-      throw UsageError("--matmul-tile expects BMxBNxBK (e.g. 64x128x16), got '" + *f.matmul_tile + "'");
-    p.tuning.matmul_bm = bm;
-    p.tuning.matmul_bn = bn;
-    p.tuning.matmul_bk = bk;
   }
   if (f.matmul) {
     auto k = std::find_if(std::begin(kPrefillKernels) + 1, std::end(kPrefillKernels),
@@ -181,14 +153,11 @@ void print_report(std::FILE* out, const LlmSpeedPlan& p, const LlmSpeedResult& r
   std::fprintf(out, "model: %s   weights %s: %s, read per decoded token: %s\n", p.model.c_str(),
                gpu ? "on the GPU" : "mapped", gb_str(r.weight_bytes).c_str(), gb_str(r.bytes_per_token).c_str());
   if (gpu) {
-    std::fprintf(out, "matvec tuning: wg %u, tpr %u, unroll %u, rows %u; prefill matmul: %s, tile %ux%ux%u\n",
-                 t.matvec_wg, t.matvec_tpr, t.matvec_unroll, t.matvec_rows, prefill_kernel_name(t.matmul), t.matmul_bm,
-                 t.matmul_bn, t.matmul_bk);
-    if (p.q8_activations)
-      std::fprintf(out, "8-bit activations for quantized weights: matvec wg %u, tpr %u, rows %u; prefill tile %ux%u\n",
-                   t.mvq_wg, t.mvq_tpr, t.mvq_rows, t.mmq_bm, t.mmq_bn);
-    else
-      std::fprintf(out, "f32 activations throughout (--no-q8)\n");
+    std::string sets;
+    for (const auto& set : p.tuning_sets) sets += (sets.empty() ? "" : "; ") + (set.empty() ? "(defaults)" : set);
+    std::fprintf(out, "kernel tuning: %s; prefill matmul: %s\n", sets.empty() ? "the defaults" : sets.c_str(),
+                 prefill_kernel_name(t.matmul));
+    if (!p.q8_activations) std::fprintf(out, "f32 activations throughout (--no-q8)\n");
   }
   std::fprintf(out, "\n");
   const std::string backend = gpu ? "WebGPU " + r.adapter.device : "CPU " + std::to_string(r.threads) + " threads";
@@ -350,12 +319,10 @@ Register reg{
        add_number(app, "--decode-ahead", p.decode_ahead, "decode steps in flight (1: synchronous)");
        app.add_flag("--profile", p.profile,
                     "GPU time per kernel of one decode step (GPU engine; under the last --tuning set)");
-       add_text(app, "--matvec", f->matvec, "decode kernel schedule WG,TPR,UNROLL,ROWS (or WGxTPRxUNROLLxROWS)");
        add_text(app, "--matmul", f->matmul, "prefill kernel: naive, tiled or regtile (default: auto)");
-       add_text(app, "--matmul-tile", f->matmul_tile, "tile BMxBNxBK of the register-tiled prefill kernel");
        add_text(app, "--tuning", f->tuning,
-                "LlmTuning knobs knob=v/knob=v (e.g. mvq_rows=4/mvq_tpr=16); sets separated by ';' run every test "
-                "once per set");
+                "kernel knobs knob=v,knob=v (src/ops/llm/tuning.h, e.g. mvq_rows=2,matmul_bk=16); sets separated "
+                "by ';' run every test once per set");
        app.add_flag("--no-q8", f->no_q8, "f32 activations for quantized weights too (EngineOptions::q8_activations)");
        add_gpu_flags(app, f->gpu);
        return [f] { return bench_llm_cmd(*f); };

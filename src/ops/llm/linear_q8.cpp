@@ -19,6 +19,13 @@ using detail::shape_tag;
 using detail::str;
 using detail::u32;
 
+// The files of a kernel of 8-bit activations (matvec_q8.wgsl, matmul_q8.wgsl) before its own:
+// the weight type's layout, where x comes from, the activations' layout and the integer dots.
+std::vector<std::string> q8_files(TensorType t, const char* x_file) {
+  return {"llm/common.wgsl", "llm/weights/" + str(t) + ".wgsl", x_file, "llm/q8_act.wgsl",
+          "llm/q8dot/" + str(t) + ".wgsl"};
+}
+
 // A q8dot/*.wgsl file's unit: x blocks of 32 (MQ_UB), words per scale (MQ_SW), mins (MQ_MIN).
 struct MmqUnit {
   uint32_t blocks, words_per_scale;
@@ -42,19 +49,89 @@ constexpr uint32_t kSwigluRows = 64;      // matvec_q8.wgsl: gate and up rows pe
 // 10 (matvec_q8_rope.wgsl's 7-9); P's ROPE fields (zero without).
 constexpr uint32_t kPlainUniform = 7, kRopeUniform = 10, kRopeParams = 9;
 
-// Words of a q8dot/*.wgsl file's WV (a row's matvec unit as v_load loads it; half: the smaller
-// K-quant units, LlmOps::mv_half), and the most words of them matvec_q8.wgsl loads ahead per
-// invocation (tuning.mvq_pf): registers, not spills.
-uint32_t unit_words(TensorType t, bool half) {
-  if (t == TensorType::Q4_K) return half ? 6 : 10;
-  if (t == TensorType::Q6_K) return half ? 10 : 14;
+// Words of a q8dot/*.wgsl file's WV (a row's matvec unit as v_load loads it), and the most words
+// of them matvec_q8.wgsl loads ahead per invocation (tuning.mvq_pf): registers, not spills.
+uint32_t unit_words(TensorType t) {
+  if (t == TensorType::Q4_K) return 10;
+  if (t == TensorType::Q6_K) return 14;
   if (t == TensorType::Q8_0) return 9;
   return 5;  // Q4_0
 }
 constexpr uint32_t kPrefetchWords = 96;
 bool is_kquant(TensorType t) { return t == TensorType::Q4_K || t == TensorType::Q6_K; }
-// Matvecs of this many rows and more are output projections (vocabularies), for mvq_vocab_rows.
-constexpr int64_t kVocabRows = 32768;
+
+// matvec_q8.wgsl's variant (one token): its schedule (LlmOps::MatvecQ8Shape), the SWIGLU rows or
+// the ROPE epilogue, x RMS-normalised and quantized inside (q8_act_norm.wgsl: each workgroup
+// quantizes x * w, its scale applied after the dot products) or quantized before
+// (q8_act_global.wgsl), the subgroup size of its reductions (0: workgroup memory).
+struct MatvecQ8Variant {
+  TensorType type = TensorType::Q4_0;
+  uint32_t wg = 0, tpr = 0, rows = 0, unroll = 0, pf = 0, cols = 0;
+  bool swiglu = false, rope = false, norm = false;
+  uint32_t sg = 0;
+
+  KernelSpec spec() const {
+    std::string tag = shape_tag({wg, tpr, rows, unroll}) + (pf ? "/pf" + std::to_string(pf) : "") +
+                      (cols ? "/c" + std::to_string(cols) : "");
+    const std::string shape = prelude_u32("PF_K", pf) + prelude_u32("PF_N", std::max(1u, pf * rows)) +
+                              prelude_u32("XS", cols),
+                      x = norm ? prelude_u32("XC", cols) + prelude_bool("XSWZ", false) + prelude_bool("LATE", true)
+                               : std::string();
+    KernelSpec s;
+    s.prelude = prelude_bool("MV_HALF", false);
+    if (swiglu) {
+      tag = "swiglu/" + tag;
+      s.prelude += prelude_bool("SWIGLU", true) + shape + x + prelude_bool("ROPE", false) +
+                   prelude_u32("P_BINDING", kPlainUniform);
+    } else {
+      s.prelude += prelude_bool("SWIGLU", false) + prelude_bool("ROPE", rope) +
+                   prelude_u32("P_BINDING", rope ? kRopeUniform : kPlainUniform) + shape + x;
+    }
+    if (norm) tag = "norm_late" + std::to_string(cols) + "/" + tag;
+    if (rope) tag = "rope/" + tag;
+    s.key = "llm/matvec_q8/" + str(type) + "/" + tag;
+    s.files = q8_files(type, norm ? "llm/q8_act_norm.wgsl" : "llm/q8_act_global.wgsl");
+    s.files.insert(s.files.end(),
+                   {sg ? "llm/reduce_sg.wgsl" : "llm/reduce_wg.wgsl", "llm/rope_pair.wgsl",
+                    rope ? "llm/matvec_q8_rope.wgsl" : "llm/matvec_q8_norope.wgsl", "llm/matvec_q8.wgsl"});
+    s.constants = {{"WG", wg}, {"TPR", tpr}, {"R", rows}, {"UNROLL", unroll}};
+    if (sg) s.constants.push_back({"SG", sg});
+    s.subgroups = sg != 0;
+    return s;
+  }
+};
+
+// (Shape: LlmOps::MatvecQ8Shape.)
+template <class Shape>
+MatvecQ8Variant matvec_q8_variant(TensorType t, const Shape& m, bool swiglu, bool rope, bool norm, uint32_t sg) {
+  MatvecQ8Variant v;
+  v.type = t;
+  v.wg = m.wg;
+  v.tpr = m.tpr;
+  v.rows = m.rows;
+  v.unroll = m.unroll;
+  v.pf = m.pf;
+  v.cols = m.cols;
+  v.swiglu = swiglu;
+  v.rope = rope;
+  v.norm = norm;
+  v.sg = sg;
+  return v;
+}
+
+// matmul_q8.wgsl's variant (prefill): tokens x weight rows per workgroup, units per step.
+struct MatmulQ8Variant {
+  TensorType type = TensorType::Q4_0;
+  uint32_t bm = 0, bn = 0, su = 0;
+  KernelSpec spec() const {
+    std::vector<std::string> files = q8_files(type, "llm/q8_act_global.wgsl");
+    files.push_back("llm/matmul_q8.wgsl");
+    return {"llm/matmul_q8/" + str(type) + "/" + shape_tag({bm, bn, su}), std::move(files),
+            prelude_bool("MV_HALF", false) + prelude_u32("BM", bm) + prelude_u32("BN", bn) + prelude_u32("SU", su) +
+                prelude_bool("MQ_MAGIC", true)};
+  }
+};
+constexpr uint32_t kQuantWg = 256;  // quant_act.wgsl: invocations per token (up to 4x for one token)
 
 }  // namespace
 
@@ -74,23 +151,6 @@ bool supports_q8(TensorType t) {
   return t == TensorType::Q4_0 || t == TensorType::Q8_0 || t == TensorType::Q4_K || t == TensorType::Q6_K;
 }
 
-Kernel LlmOps::q8_kernel(const std::string& kind, TensorType t, const std::string& tag, const std::string& prelude,
-                         std::vector<std::pair<std::string, double>> constants, const std::string& x_file,
-                         bool rope) const {
-  const std::string key = "llm/" + kind + "/" + str(t) + "/" + tag;  // the tag names the prelude and constants
-  std::vector<std::string> files = {"llm/common.wgsl", "llm/weights/" + str(t) + ".wgsl", x_file, "llm/q8_act.wgsl",
-                                    "llm/q8dot/" + str(t) + ".wgsl"};
-  const bool sg = kind == "matvec_q8" && subgroups_ && sg_size_ >= 2;  // partner() shuffles pairs
-  if (kind == "matvec_q8") {
-    files.push_back(sg ? "llm/reduce_sg.wgsl" : "llm/reduce_wg.wgsl");
-    files.push_back("llm/rope_pair.wgsl");
-    files.push_back(rope ? "llm/matvec_q8_rope.wgsl" : "llm/matvec_q8_norope.wgsl");
-    if (sg) constants.push_back({"SG", sg_size_});
-  }
-  files.push_back("llm/" + kind + ".wgsl");
-  return kernel(key, files, std::move(constants), sg, "main", prelude_bool("MV_HALF", mv_half(kind, t)) + prelude);
-}
-
 // ---- quantizing activations ----------------------------------------------------------------
 
 void LlmOps::quant_act(Batch& b, const Tensor& x, const Tensor& w, const Q8Act& out, int n_tokens, int64_t x_stride,
@@ -105,7 +165,7 @@ void LlmOps::quant_act(Batch& b, const Tensor& x, const Tensor& w, const Q8Act& 
   // A fixed size (fixed_wg) keeps RMSNorm's sum of squares in one order whatever the batch.
   // Steps of fewer than tuning.quant_groups tokens split each row's passes between workgroups
   // (the same bits; RMSNorm's sum of squares redone by each).
-  uint32_t wg = std::max<uint32_t>(8, fixed_wg ? fixed_wg : tuning.quant_wg);
+  uint32_t wg = std::max<uint32_t>(8, fixed_wg ? fixed_wg : kQuantWg);
   // (Modes 0 and 2 round each block alone: their workgroup size changes no bit, RMSNorm's does.)
   const bool split = tuning.quant_groups > uint32_t(n_tokens);
   if (n_tokens == 1 && !fixed_wg && !(split && mode != 1))
@@ -115,7 +175,7 @@ void LlmOps::quant_act(Batch& b, const Tensor& x, const Tensor& w, const Q8Act& 
   const uint32_t passes = ceil_div(uint64_t(out.cols) / 4, p2);
   const uint32_t chunks = split ? std::min(passes, ceil_div(tuning.quant_groups, uint64_t(n_tokens))) : 1;
   Kernel k =
-      kernel("llm/quant_act/" + std::to_string(p2), {"llm/common.wgsl", "llm/quant_act.wgsl"}, {{"WG", p2}}, false);
+      kernel({"llm/quant_act/" + std::to_string(p2), {"llm/common.wgsl", "llm/quant_act.wgsl"}, "", {{"WG", p2}}});
   Groups g = groups_1d(ctx_, u32(n_tokens));
   g.z = chunks;
   b.dispatch(k, {x, mode == 1 ? w : dummy_, out.qs, out.ds},
@@ -159,47 +219,26 @@ LlmOps::MatvecQ8Shape LlmOps::matvec_q8_shape(const std::string& op, const GpuWe
   need(r >= 1 && r <= kMatvecQ8MaxRows, op,
        "matvec rows " + std::to_string(r) + " per group (1.." + std::to_string(kMatvecQ8MaxRows) + ")");
   // Units per row loaded ahead of x_prologue: tuning.mvq_pf, at most a step's, within kPrefetchWords.
-  const bool plain = kquant_plain(t);
-  const bool half = mv_half("matvec_q8", t);
   const uint32_t pf_knob = is_kquant(t) && tuning.mvq_kq_pf ? tuning.mvq_kq_pf : tuning.mvq_pf;
-  const uint32_t pf = plain ? 0 : std::min({pf_knob, tuning.mvq_unroll, kPrefetchWords / (r * unit_words(t, half))});
-  return {wg, tpr, r, tuning.mvq_unroll, pf, tuning.mvq_static && !plain ? cols : 0, half};
+  const uint32_t pf = std::min({pf_knob, tuning.mvq_unroll, kPrefetchWords / (r * unit_words(t))});
+  // The columns built into the kernel (a kernel per width: the unit loops' trip counts known to
+  // the compiler; session 6 with the late norm and pf: 8B Q4_0 435 -> 463.9 t/s).
+  return {wg, tpr, r, tuning.mvq_unroll, pf, cols};
 }
 
-std::string LlmOps::MatvecQ8Shape::tag() const {
-  return shape_tag({wg, tpr, rows, unroll}) + (pf ? "/pf" + std::to_string(pf) : "") +
-         (cols ? "/c" + std::to_string(cols) : "") + (half ? "/h" : "");
-}
-
-std::string LlmOps::MatvecQ8Shape::prelude() const {
-  return prelude_u32("PF_K", pf) + prelude_u32("PF_N", std::max(1u, pf * rows)) + prelude_u32("XS", cols);
-}
-
-bool LlmOps::kquant_plain(TensorType t) const { return tuning.mvq_kq_plain && is_kquant(t); }
-
-bool LlmOps::mv_half(const std::string& kind, TensorType t) const {
-  return kind == "matvec_q8" &&
-         ((t == TensorType::Q4_K && tuning.mvq_q4k_half) || (t == TensorType::Q6_K && tuning.mvq_q6k_half));
-}
-
-std::string LlmOps::matvec_x(TensorType t, bool norm_x, int64_t cols, std::string& prelude, std::string& tag) const {
-  const bool plain = kquant_plain(t);
-  const bool stage_t = tuning.mvq_stage == 1 || (tuning.mvq_stage == 2 && is_kquant(t));
-  const bool stage = !norm_x && stage_t && !plain && fuses_norm_q8(cols);  // the same workgroup memory
-  if (!norm_x && !stage) return "llm/q8_act_global.wgsl";
-  const bool late = norm_x && tuning.mvq_late && !(plain && tuning.mvq_kq_plain == 1), swz = tuning.mvq_swz != 0;
-  prelude += prelude_u32("XC", u32(cols)) + prelude_bool("XSWZ", swz) + (norm_x ? prelude_bool("LATE", late) : "");
-  tag = (stage ? "stage" : late ? "norm_late" : "norm") + std::to_string(cols) + (swz ? "s/" : "/") + tag;
-  return stage ? "llm/q8_act_stage.wgsl" : "llm/q8_act_norm.wgsl";
-}
-
-bool LlmOps::fuses_norm_q8(int64_t cols) const {
-  if (cols <= 0 || cols % 32) return false;
+LlmOps::Q8Fusions LlmOps::matvec_q8_fusions(int64_t cols) const {
+  Q8Fusions f;
+  if (cols <= 0 || cols % 32) return f;
   const uint64_t wg = std::min(tuning.mvq_wg, max_wg_);
   // q8_act_norm.wgsl's xw and xd, matvec_q8.wgsl's red and res
   const uint64_t bytes = uint64_t(cols) + uint64_t(cols) / 4 + 4 * wg + 4 * kSwigluRows;
-  return bytes <= ctx_.limits().max_compute_workgroup_storage_size;
+  f.norm = bytes <= caps_.workgroup_storage;
+  f.rope = f.norm && caps_.storage_buffers >= kRopeUniform;  // buffers 0-9
+  return f;
 }
+
+bool LlmOps::fuses_norm_q8(int64_t cols) const { return matvec_q8_fusions(cols).norm; }
+bool LlmOps::fuses_rope_q8(int64_t cols) const { return matvec_q8_fusions(cols).rope; }
 
 void LlmOps::check_norm_q8(const Tensor& x, const Tensor& norm_w, int64_t cols, const std::string& op) const {
   need(fuses_norm_q8(cols), op,
@@ -225,22 +264,10 @@ void LlmOps::matvec_q8(Batch& b, const GpuWeight& w, const Tensor& x2, const Ten
   need_elems(y, o.y_offset + rows, op, "y");
   if (o.bias) need_elems(o.bias, o.row0 + rows, op, "bias");
   const uint32_t flags = (o.bias ? 1u : 0u) | (o.accumulate ? 2u : 0u);
-  // Rows per group: ROPE a RoPE pair, output projections (kVocabRows and more)
-  // tuning.mvq_vocab_rows, other K-quant matvecs tuning.mvq_kq_rows (0: tuning.mvq_rows);
-  // invocations per group: tuning.mvq_rope_tpr, mvq_vocab_tpr (0: tuning.mvq_tpr).
-  const uint32_t group_rows = rope                 ? 2
-                              : rows >= kVocabRows ? tuning.mvq_vocab_rows
-                              : is_kquant(w.type)  ? tuning.mvq_kq_rows
-                                                   : 0;
-  const uint32_t tpr = rope ? tuning.mvq_rope_tpr : rows >= kVocabRows ? tuning.mvq_vocab_tpr : 0;
-  const MatvecQ8Shape m = matvec_q8_shape(op, w, group_rows, 0, tpr);
-  std::string prelude = prelude_bool("SWIGLU", false) + prelude_bool("ROPE", rope) +
-                        prelude_u32("P_BINDING", rope ? kRopeUniform : kPlainUniform) + m.prelude(),
-              tag = m.tag();
-  const std::string x_file = matvec_x(w.type, norm_x, w.cols, prelude, tag);
-  if (rope) tag = "rope/" + tag;
-  Kernel k = q8_kernel("matvec_q8", w.type, tag, prelude,
-                       {{"WG", m.wg}, {"TPR", m.tpr}, {"R", m.rows}, {"UNROLL", m.unroll}}, x_file, rope);
+  // Rows per group: ROPE a RoPE pair, else tuning.mvq_rows.
+  const MatvecQ8Shape m = matvec_q8_shape(op, w, rope ? 2 : 0, 0, 0);
+  const uint32_t sg = subgroups_ && sg_size_ >= 2 ? sg_size_ : 0u;  // partner() shuffles pairs
+  Kernel k = kernel(matvec_q8_variant(w.type, m, false, rope != nullptr, norm_x, sg).spec());
   Params prm(u32(rows), u32(w.cols), u32(o.row0), u32(o.y_offset), flags, 0u, eps);
   std::vector<Arg> args = {w.data, w.scales, x2, x3, o.bias ? o.bias : dummy_, y};
   if (rope) {
@@ -257,10 +284,6 @@ void LlmOps::matvec_q8(Batch& b, const GpuWeight& w, const Tensor& x2, const Ten
   b.dispatch(k, std::move(args), prm, groups_1d(ctx_, u32(rope ? ceil_div(groups, m.wg / m.tpr) : groups)));
 }
 
-bool LlmOps::fuses_rope_q8(int64_t cols) const {
-  return fuses_norm_q8(cols) && ctx_.limits().max_storage_buffers_per_shader_stage >= kRopeUniform;  // buffers 0-9
-}
-
 void LlmOps::rms_norm_qkv_rope_q8(Batch& b, const Tensor& x, const Tensor& norm_w, float eps, const GpuWeight& w,
                                   const Tensor& qkv, const RopeTable& table, const KvLayer& c, const RopeKvArgs& a,
                                   int64_t row0) const {
@@ -269,7 +292,7 @@ void LlmOps::rms_norm_qkv_rope_q8(Batch& b, const Tensor& x, const Tensor& norm_
   check_norm_q8(x, norm_w, w.cols, op);
   need(fuses_rope_q8(w.cols), op,
        "needs " + std::to_string(kRopeUniform) + " storage buffers per shader stage, the adapter allows " +
-           std::to_string(ctx_.limits().max_storage_buffers_per_shader_stage));
+           std::to_string(caps_.storage_buffers));
   need(row0 >= 0, op, "row0 " + std::to_string(row0) + " (the first QKV row of w)");
   detail::check_qkv_rope(w, qkv, table, c, a, op, row0);
   const RopeKv rope{&table, &c, &a, row0};
@@ -307,12 +330,8 @@ void LlmOps::linear_q8(Batch& b, const GpuWeight& w, const Q8Act& x, const Tenso
   const MmqUnit mu = mmq_unit(w.type);
   const uint64_t units = uint64_t(w.cols) / (32 * mu.blocks);
   uint32_t su = std::max<uint32_t>(1, tuning.mmq_units);
-  while (su > 1 && (units % su || mmq_shared_bytes(mu, su, bm, bn) > ctx_.limits().max_compute_workgroup_storage_size))
-    su /= 2;
-  const bool magic = tuning.mmq_magic != 0;
-  Kernel k = q8_kernel(
-      "matmul_q8", w.type, shape_tag({bm, bn, su}) + (magic ? "" : "/i2f"),
-      prelude_u32("BM", bm) + prelude_u32("BN", bn) + prelude_u32("SU", su) + prelude_bool("MQ_MAGIC", magic), {});
+  while (su > 1 && (units % su || mmq_shared_bytes(mu, su, bm, bn) > caps_.workgroup_storage)) su /= 2;
+  Kernel k = kernel(MatmulQ8Variant{w.type, bm, bn, su}.spec());
   b.dispatch(k, {w.data, w.scales, x.qs, x.ds, bias, y},
              Params(u32(n_tokens), u32(rows), u32(w.cols), u32(o.row0), u32(ys), u32(o.y_offset), flags),
              {u32(row_tiles), u32(tok_tiles), 1});
@@ -341,11 +360,8 @@ void LlmOps::swiglu_matvec_q8(Batch& b, const GpuWeight& w, const Tensor& x2, co
        "a gate|up weight of " + std::to_string(w.rows) + " rows for " + std::to_string(out.cols) + " outputs");
   const uint32_t sw_tpr = is_kquant(w.type) && tuning.mvq_kq_sw_tpr ? tuning.mvq_kq_sw_tpr : tuning.mvq_sw_tpr;
   const MatvecQ8Shape m = matvec_q8_shape(op, w, 0, kSwigluRows, sw_tpr);
-  std::string prelude = prelude_bool("SWIGLU", true) + m.prelude(), tag = "swiglu/" + m.tag();
-  const std::string x_file = matvec_x(w.type, norm_x, w.cols, prelude, tag);
-  prelude += prelude_bool("ROPE", false) + prelude_u32("P_BINDING", kPlainUniform);
-  Kernel k = q8_kernel("matvec_q8", w.type, tag, prelude,
-                       {{"WG", m.wg}, {"TPR", m.tpr}, {"R", m.rows}, {"UNROLL", m.unroll}}, x_file);
+  const uint32_t sg = subgroups_ && sg_size_ >= 2 ? sg_size_ : 0u;  // partner() shuffles pairs
+  Kernel k = kernel(matvec_q8_variant(w.type, m, true, false, norm_x, sg).spec());
   Params prm(u32(w.rows), u32(w.cols), 0u, 0u, 0u, u32(out.cols), eps);
   for (uint32_t i = 0; i < kRopeParams; ++i) prm.push(0u);
   b.dispatch(k, {w.data, w.scales, x2, x3, dummy_, out.qs, out.ds}, prm, groups_1d(ctx_, u32(out.cols / 32)));
@@ -364,12 +380,13 @@ void LlmOps::attention_decode_q8(Batch& b, const KvLayer& c, const Tensor& q, co
   pa.o_offset = 0;
   Tensor part;
   const uint32_t splits = attention_decode_pass(b, c, q, nullptr, pa, part);
-  const uint32_t sp = tuning.combine_sp;
-  need(sp >= 1 && uint32_t(hd) * sp <= max_wg_, op,
-       "combine_sp " + std::to_string(sp) + " (1.." + std::to_string(max_wg_ / uint32_t(hd)) + " at head_dim " +
-           std::to_string(hd) + ")");
-  Kernel kc = kernel("llm/attn_combine_q8/" + std::to_string(hd) + "x" + std::to_string(sp),
-                     {"llm/common.wgsl", "llm/attn_combine_q8.wgsl"}, {{"HD", hd}, {"SP", sp}}, false);
+  // kCombineSp invocations per element, halved until the workgroup (a head) fits.
+  uint32_t sp = detail::kCombineSp;
+  while (sp > 1 && uint64_t(hd) * sp > max_wg_) sp /= 2;
+  Kernel kc = kernel({"llm/attn_combine_q8/" + std::to_string(hd) + "x" + std::to_string(sp),
+                      {"llm/common.wgsl", "llm/attn_combine_q8.wgsl"},
+                      "",
+                      {{"HD", hd}, {"SP", sp}}});
   b.dispatch(kc, {part, out.qs, out.ds}, Params(u32(a.n_heads), splits), {u32(a.n_heads), 1, 1});
 }
 

@@ -1,16 +1,19 @@
-// Argument checks, small conversions and parameter blocks shared by the LLM ops' sources (llm_ops.cpp,
-// linear_q8.cpp); not installed.
+// What the LLM ops' sources (src/ops/llm/*.cpp, one kernel family each) share: argument checks,
+// small conversions, the weight chunk sizes and the parameter blocks. Not installed.
 #pragma once
 
 #include "cpu/llm/tensor_type.h"
 #include "gpu/tensor.h"
+#include "ops/llm/kernel_spec.h"
 #include "ops/llm/llm_ops.h"
 #include "util/error.h"
 
 #include <cctype>
 #include <cstdint>
+#include <cstring>
 #include <initializer_list>
 #include <string>
+#include <vector>
 
 namespace wgc::llm::detail {
 
@@ -41,6 +44,110 @@ inline void need_q8(const Q8Act& a, int n_tokens, const std::string& op, const s
 }
 
 inline uint32_t u32(int64_t v) { return static_cast<uint32_t>(v); }
+
+inline uint64_t round16(uint64_t b) { return (b + 15) / 16 * 16; }
+
+inline uint32_t pow2_floor(uint32_t v) {
+  uint32_t p = 1;
+  while (p * 2 <= v) p *= 2;
+  return p;
+}
+
+// Weight elements per chunk (one vec4<u32>), as weights/*.wgsl's W_CHUNK.
+inline uint32_t chunk_elems(TensorType t) {
+  switch (t) {
+    case TensorType::F32: return 4;
+    case TensorType::F16:
+    case TensorType::BF16: return 8;
+    case TensorType::Q8_0: return 16;
+    case TensorType::Q4_0:
+    case TensorType::Q4_K:
+    case TensorType::Q6_K: return 32;
+    default: break;  // not a GPU weight type: upload_weight refuses it
+  }
+  return 4;
+}
+
+// The float weight types: rows padded to whole chunks, read by matvec.wgsl / matvec_kx.wgsl with
+// x in f32 (the quantized types take 8-bit activations).
+inline bool float_weights(TensorType t) {
+  return t == TensorType::F32 || t == TensorType::F16 || t == TensorType::BF16;
+}
+
+// ---- one-token matvecs with f32 activations (matvec.cpp, matvec_kx.cpp) ----
+
+// matvec.wgsl / matvec_kx.wgsl: the uniform's binding with ROPE (after matvec_rope.wgsl's storage
+// buffers 5-8), and P's ROPE fields (zero without).
+inline constexpr uint32_t kMatvecRopeUniform = 9, kMatvecRopeParams = 8;
+
+// The shader files of a one-token f32-activation matvec, `main_file` last: x plain, RMS-normalised
+// (norm) or combined from decode partials (combine), with the ROPE epilogue's bindings or not.
+inline std::vector<std::string> matvec_files(TensorType t, bool sg, bool combine, bool norm, bool rope,
+                                             const char* main_file) {
+  return {"llm/common.wgsl",
+          "llm/rope_pair.wgsl",
+          "llm/weights/" + str(t) + ".wgsl",
+          sg ? "llm/reduce_sg.wgsl" : "llm/reduce_wg.wgsl",
+          combine ? "llm/matvec_x_combine.wgsl"
+          : norm  ? "llm/matvec_x_norm.wgsl"
+                  : "llm/matvec_x.wgsl",
+          rope ? "llm/matvec_rope.wgsl" : "llm/matvec_q8_norope.wgsl",
+          main_file};
+}
+
+// matvec_x_combine.wgsl's part of a matvec variant: x merged from one token's decode partials
+// (n_heads heads of head_dim in `splits` splits); prefix: only the keyed splits walked.
+struct CombineVariant {
+  uint32_t n_heads = 0, splits = 0, head_dim = 0;
+  bool prefix = false;
+  std::string tag() const {
+    return "/xc" + std::to_string(n_heads) + "x" + std::to_string(splits) + "x" + std::to_string(head_dim) +
+           (prefix ? "p" : "");
+  }
+  std::string prelude() const {
+    return prelude_u32("XC_NH", n_heads) + prelude_u32("XC_S", splits) + prelude_u32("XC_HD", head_dim) +
+           prelude_bool("XC_PREFIX", prefix);
+  }
+};
+// Its workgroup memory: a weight per head and split, a sum and a count per head.
+inline uint64_t combine_bytes(const DecodePartials& p) {
+  return 4ull * (uint64_t(p.n_heads) * p.splits + 2 * uint64_t(p.n_heads));
+}
+
+// The RMS norm's epsilon in a kernel's key: its bits.
+inline std::string eps_tag(float eps) {
+  uint32_t bits;
+  std::memcpy(&bits, &eps, 4);
+  return "/norm" + std::to_string(bits);
+}
+
+// ---- attention (attention.cpp, paged_attention.cpp) ----
+
+// flash_attn.wgsl's and paged_attn.wgsl's schedule for a head_dim: invocations per query row
+// (each up to 4 output vec4s) and keys per block.
+struct AttnShape {
+  uint32_t tpq, bk;
+};
+inline AttnShape attn_shape(int hd) {
+  uint32_t hd4 = uint32_t(hd) / 4, tpq = 0;
+  for (uint32_t t : {8u, 4u, 16u, 2u, 1u, 32u})
+    if (hd4 % t == 0 && hd4 / t <= 4) {
+      tpq = t;
+      break;
+    }
+  if (!tpq)
+    for (uint32_t t = 1; t <= hd4; ++t)
+      if (hd4 % t == 0 && hd4 / t <= 4) {
+        tpq = t;
+        break;
+      }
+  return {tpq, tpq * ((16 + tpq - 1) / tpq)};
+}
+
+// The decode combines (attn_combine.wgsl, attn_combine_q8.wgsl): invocations per output element,
+// each merging every kCombineSp-th split (halved until a head's workgroup fits). 8B Q4_0 tg128: 4
+// and 8 within 0.5% of 1.
+inline constexpr uint32_t kCombineSp = 4;
 
 // The checked shape of y = W x for x quantized (linear_q8, linear_batched_q8): the rows (o.rows
 // or to the weight's end), y's stride, the kernels' flags (1: bias, 2: accumulate).
@@ -113,24 +220,6 @@ inline void check_qkv_rope(const GpuWeight& w, const Tensor& qkv, const RopeTabl
          "position " + std::to_string(a.pos0) + " past the table's " + std::to_string(table.max_pos));
   need_elems(c.k, c.offset + int64_t(c.n_kv_heads) * hd * c.max_ctx, op, "k cache");
   need_elems(c.v, c.offset + int64_t(c.n_kv_heads) * hd * c.max_ctx, op, "v cache");
-}
-
-// A WGSL constant for a kernel's prelude ("const NAME: u32 = 8u;").
-inline std::string prelude_u32(const char* name, uint32_t v) {
-  return std::string("const ") + name + ": u32 = " + std::to_string(v) + "u;\n";
-}
-inline std::string prelude_bool(const char* name, bool v) {
-  return std::string("const ") + name + ": bool = " + (v ? "true" : "false") + ";\n";
-}
-
-// "256x32x2": a kernel's shape knobs, in its name (labels in profiles, the pipeline cache's key).
-inline std::string shape_tag(std::initializer_list<uint32_t> v) {
-  std::string s;
-  for (uint32_t x : v) {
-    if (!s.empty()) s += 'x';
-    s += std::to_string(x);
-  }
-  return s;
 }
 
 }  // namespace wgc::llm::detail
