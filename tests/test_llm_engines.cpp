@@ -73,7 +73,7 @@ TEST(LlmEngines, Q4KMixFusesRopePerQkvPart) {
   // With the K-quant matvecs' knobs away from their defaults: 2 units of weights loaded ahead, 8
   // invocations per SwiGLU row group.
   EngineOptions one = engine(Device::Gpu);
-  apply_tuning(one.tuning, "mvq_kq_pf=2,mvq_kq_sw_tpr=8");
+  one.tuning = with_tuning(one.tuning, "mvq_kq_pf=2,mvq_kq_sw_tpr=8");
   EngineOptions apart = one;
   apart.plan_off = {"norm_qkv_rope_q8"};
   LlamaModel fused(ctx(), f, one), two(ctx(), f, apart), cpu(ctx(), f, engine(Device::Cpu));

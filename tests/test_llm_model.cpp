@@ -126,7 +126,7 @@ TEST(LlamaFixturesGpu, RegTilePrefillMatchesToo) {
   WGC_REQUIRE_FILE(fx("tiny-llama2-f32/tiny-llama2-f32-q8_0.gguf"));
   WGC_REQUIRE_FILE(fx("tiny-llama3-bf16/model.safetensors"));
   EngineOptions eo = small_engine(256, 64, Device::Gpu);
-  eo.tuning.matmul = LinearVersion::RegTile;
+  eo.tuning = with_tuning(eo.tuning, "matmul=regtile");
   check_model(fx("tiny-llama2-f32/tiny-llama2-f32-q8_0.gguf"), fx("tiny-llama2-f32"), {5e-2, 0.05}, eo);
   check_model(fx("tiny-llama3-bf16"), fx("tiny-llama3-bf16"), {1e-4, 0.01}, eo);
 }
@@ -142,11 +142,11 @@ TEST(LlamaFixturesGpu, F16DecodeKnobsMatchToo) {
   eo.rope_theta = truth.rope_theta;
   eo.rope_scaling = truth.rope_scaling;
   // hidden 16, ffn 48: 2 lanes per row make the 48-column down projection splittable
-  apply_tuning(eo.tuning,
-               "matvec_kx=0/matvec_wg=64/matvec_tpr=2/matvec_unroll=1/matvec_pf=1/matvec_split=2/matvec_split_cols=16/"
+  eo.tuning = with_tuning(eo.tuning,
+                          "matvec_kx=0/matvec_wg=64/matvec_tpr=2/matvec_unroll=1/matvec_pf=1/matvec_split=2/matvec_split_cols=16/"
                "swiglu_wg_rows=16");
   LlmOps probe(ctx());
-  probe.tuning = eo.tuning;
+  probe.tuning = *eo.tuning;
   ASSERT_EQ(probe.matvec_splits(TensorType::F16, 48), 2u);
   check_model(fx("tiny-llama3-bf16/tiny-llama3-bf16-f16.gguf"), fx("tiny-llama3-bf16"), {1e-2, 0.05}, eo);
   // The attention's combine and the final norm in passes of their own (the plan's defaults fold
@@ -209,7 +209,7 @@ TEST(LlamaFixturesGpu, F16DecodeStepsMatchThePromptPass) {
        {"matvec_kx=0", "matvec_kx=0/matvec_wg=64/matvec_tpr=2/matvec_unroll=1/swiglu_wg_rows=16",
         "matvec_kx=0/matvec_tpr=4/swiglu_wg_rows=64", "matvec_kx=7/kx_wg=64/kx_rows=4/kx_loads=2/kx_groups=3"}) {
     EngineOptions e2 = eo;
-    apply_tuning(e2.tuning, spec);
+    e2.tuning = with_tuning(e2.tuning, spec);
     LlamaModel model(ctx(), mf, e2);
     expect_steps_match(model, rows, std::string("'") + spec + "'");
   }

@@ -97,4 +97,10 @@ std::vector<std::string> split_tuning_sets(std::string_view spec) {
   }
 }
 
+std::shared_ptr<const LlmTuning> with_tuning(const std::shared_ptr<const LlmTuning>& base, std::string_view spec) {
+  auto t = std::make_shared<LlmTuning>(base ? *base : LlmTuning{});
+  apply_tuning(*t, spec);
+  return t;
+}
+
 }  // namespace wgc::llm

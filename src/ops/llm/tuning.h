@@ -9,6 +9,7 @@
 #include "ops/llm/linear_version.h"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -130,5 +131,7 @@ void apply_tuning(LlmTuning& t, std::string_view spec);
 // --tuning and WGC_LLM_TUNING give them: the sets (at least one; "" for none), each checked by
 // apply_tuning on the defaults (wgc::Error naming the bad one).
 std::vector<std::string> split_tuning_sets(std::string_view spec);
+// `base` (none: the defaults) with `spec` applied, as EngineOptions::tuning holds it.
+std::shared_ptr<const LlmTuning> with_tuning(const std::shared_ptr<const LlmTuning>& base, std::string_view spec);
 
 }  // namespace wgc::llm
