@@ -10,78 +10,6 @@
 namespace wgc::cnn::detail {
 namespace {
 
-[[noreturn]] void unsupported(const std::string& what) { throw Unsupported(what); }
-[[noreturn]] void bad(const std::string& what) { throw Error(what); }
-
-std::string shape_str(const Shape& s) { return shape_string(s); }
-
-const In& input(const std::vector<In>& in, size_t k, const char* what) {
-  if (k >= in.size() || !in[k].present) bad(std::string("input ") + std::to_string(k) + " (" + what + ") is missing");
-  return in[k];
-}
-
-// The float data of an input that must be a constant.
-const HostTensor& const_input(const std::vector<In>& in, size_t k, const char* what) {
-  const In& x = input(in, k, what);
-  if (!x.constant)
-    unsupported(std::string("input ") + std::to_string(k) + " (" + what +
-                ") is computed at run time; wgc needs it to be a constant (an initializer or a shape computation)");
-  return *x.constant;
-}
-
-std::vector<int64_t> const_ints(const std::vector<In>& in, size_t k, const char* what) {
-  const HostTensor& c = const_input(in, k, what);
-  if (!c.integer) bad(std::string("input ") + std::to_string(k) + " (" + what + ") must be an integer tensor");
-  return c.i;
-}
-
-const In& float_input(const std::vector<In>& in, size_t k, const char* what) {
-  const In& x = input(in, k, what);
-  if (x.is_int()) unsupported(std::string("input ") + what + " is an integer tensor; this op runs on float32 only");
-  return x;
-}
-
-int64_t norm_axis(int64_t axis, size_t rank, const char* what = "axis") {
-  int64_t r = int64_t(rank);
-  if (axis < -r || axis >= r)
-    bad(std::string(what) + " " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
-  return axis < 0 ? axis + r : axis;
-}
-
-int64_t prod(const Shape& s, size_t from, size_t to) {
-  int64_t n = 1;
-  for (size_t i = from; i < to && i < s.size(); ++i) n *= s[i];
-  return n;
-}
-
-uint32_t u32(int64_t v, const char* what) {
-  if (v < 0 || v > int64_t(UINT32_MAX)) bad(std::string(what) + " " + std::to_string(v) + " is out of range");
-  return uint32_t(v);
-}
-
-HostTensorPtr floats(Shape s, std::vector<float> v) { return std::make_shared<HostTensor>(std::move(s), std::move(v)); }
-HostTensorPtr ints(Shape s, std::vector<int64_t> v) {
-  return std::make_shared<HostTensor>(HostTensor::ints(std::move(s), std::move(v)));
-}
-
-// An output with a buffer of its own.
-OutSpec fresh(Shape shape, bool integer = false) { return {std::move(shape), integer, nullptr, -1}; }
-
-NodePlan alias_of(int input, Shape shape, bool integer = false) {
-  NodePlan p;
-  p.outs.push_back(OutSpec{std::move(shape), integer, nullptr, input});
-  return p;
-}
-
-NodePlan constant_out(HostTensorPtr c) {
-  NodePlan p;
-  p.outs.push_back(OutSpec{c->shape, c->integer, c, -1});
-  return p;
-}
-
-// A copy of all of input `from` (contiguous) into output `to` seen with dst strides at an offset.
-NodeStep copy_step(Ref from, Ref to, const CopyDims& d) { return {CopyStep{d}, {std::move(from)}, std::move(to), 0}; }
-
 // --- views -------------------------------------------------------------------------------------
 
 NodePlan plan_reshape(const Graph& g, const Node& n, const std::vector<In>& in) {
@@ -217,12 +145,15 @@ NodePlan plan_constant(const Graph&, const Node& n, const std::vector<In>&) {
 NodePlan plan_cast(const Graph&, const Node& n, const std::vector<In>& in) {
   const In& x = input(in, 0, "input");
   int64_t to = n.attr_int("to", 0);
-  bool to_float = to == 1 || to == 10 || to == 11 || to == 16;
+  // float16 / bfloat16 results would need their rounding (and hold their bits in tests): not taken.
+  if (to == 10 || to == 16) unsupported("Cast to " + std::string(onnx_type_name(int32_t(to))));
+  bool to_float = to == 1 || to == 11;
   bool to_int = (to >= 2 && to <= 7) || to == 9 || to == 12 || to == 13;
   if (!to_float && !to_int) unsupported("Cast to " + std::string(onnx_type_name(int32_t(to))) + " is not supported");
-  if (!x.constant) {
-    if (to == 1) return alias_of(0, x.shape);
-    unsupported("Cast of a run-time tensor to " + std::string(onnx_type_name(int32_t(to))) + " is not supported");
+  if (!x.constant) {  // on the device: f32, or i32 for every integer type and bool
+    if (to_float) return x.integer ? ew_node({EwOp::CastToFloat, true}, in, 1) : alias_of(0, x.shape);
+    if (to == 9) return ew_node({EwOp::CastToBool, x.integer}, in, 1);
+    return x.integer ? alias_of(0, x.shape, true) : ew_node({EwOp::CastToInt, false}, in, 1);
   }
   const HostTensor& c = *x.constant;
   if (to_float) {
@@ -412,21 +343,35 @@ NodePlan plan_slice(const Graph& g, const Node& n, const std::vector<In>& in) {
 
 NodePlan plan_gather(const Graph&, const Node& n, const std::vector<In>& in) {
   const In& x = input(in, 0, "data");
-  std::vector<int64_t> idx = const_ints(in, 1, "indices");
-  const Shape& ishape = in[1].shape;
+  const In& ind = input(in, 1, "indices");
+  if (!ind.is_int()) bad("indices must be an integer tensor");
+  const Shape& ishape = ind.shape;
   size_t r = x.shape.size();
   if (r == 0) bad("data is a scalar");
   int64_t axis = norm_axis(n.attr_int("axis", 0), r);
   int64_t len = x.shape[size_t(axis)];
-  if (!x.constant && idx.size() > 4096)
-    unsupported("Gather of " + std::to_string(idx.size()) + " indices from a run-time tensor (at most 4096)");
   Shape out(x.shape.begin(), x.shape.begin() + axis);
   out.insert(out.end(), ishape.begin(), ishape.end());
   out.insert(out.end(), x.shape.begin() + axis + 1, x.shape.end());
   int64_t pre = prod(x.shape, 0, size_t(axis)), post = prod(x.shape, size_t(axis) + 1, r);
-  int64_t nidx = int64_t(idx.size());
   NodePlan p;
   p.outs.push_back(fresh(out, x.is_int()));
+  if (element_count(out) == 0) return p;
+  // Indices computed at run time (token ids into an embedding), or many of them: one gather kernel
+  // (indices on the device; constant ones checked here).
+  if (!ind.constant || (!x.constant && element_count(ishape) > 64)) {
+    if (len == 0) bad("gathers from an empty axis");
+    if (ind.constant)
+      for (int64_t i : ind.constant->i)
+        if (i < -len || i >= len)
+          bad("index " + std::to_string(i) + " is out of range for a dimension of " + std::to_string(len));
+    GatherDims d{u32(pre, "outer extent"), u32(len, "axis"), u32(post, "inner extent"),
+                 u32(element_count(ishape), "indices")};
+    p.steps.push_back({GatherStep{d}, {Ref::in(0), Ref::in(1)}, Ref::out(0), 0});
+    return p;
+  }
+  std::vector<int64_t> idx = ind.constant->i;
+  int64_t nidx = int64_t(idx.size());
   for (int64_t j = 0; j < nidx; ++j) {
     int64_t i = idx[size_t(j)];
     if (i < -len || i >= len)
@@ -465,11 +410,6 @@ const std::map<std::string_view, BinaryOp>& binary_ops() {
   return m;
 }
 
-NodeStep binary_step(BinaryOp op, const Shape& a, const Shape& b, Ref ra, Ref rb, Ref out) {
-  BinaryDims d = broadcast(a, b);
-  return {BinaryStep{d, op}, {std::move(ra), std::move(rb)}, std::move(out), double(d.count())};
-}
-
 NodePlan plan_binary(const Graph& g, const Node& n, const std::vector<In>& in) {
   BinaryOp op = binary_ops().at(n.op);
   if (in.empty()) bad("no inputs");
@@ -480,6 +420,27 @@ NodePlan plan_binary(const Graph& g, const Node& n, const std::vector<In>& in) {
   if ((n.op == "Add" || n.op == "Sub" || n.op == "Mul" || n.op == "Div" || n.op == "Pow") && in.size() != 2)
     bad("takes 2 inputs, got " + std::to_string(in.size()));
   if (op == BinaryOp::Pow && integer) unsupported("Pow of integers is not supported");
+  bool runtime = std::any_of(in.begin(), in.end(), [](const In& x) { return !x.constant; });
+  if (integer && runtime) {  // integer arithmetic on the device (masks, indices): a chain of i32 steps
+    static const std::map<BinaryOp, EwOp> ew = {{BinaryOp::Add, EwOp::Add}, {BinaryOp::Sub, EwOp::Sub},
+                                                {BinaryOp::Mul, EwOp::Mul}, {BinaryOp::Div, EwOp::Div},
+                                                {BinaryOp::Max, EwOp::Max}, {BinaryOp::Min, EwOp::Min}};
+    NodePlan p;
+    Shape acc = in[0].shape;
+    Ref racc = Ref::in(0);
+    for (size_t k = 1; k < in.size(); ++k) {
+      Shape next = broadcast_shape(acc, in[k].shape);
+      bool last = k + 1 == in.size();
+      Ref dst = last ? Ref::out(0) : Ref::temp(int(p.temps.size()));
+      if (!last) p.temps.push_back(uint64_t(element_count(next))), p.int_temps.resize(p.temps.size(), true);
+      if (element_count(next) > 0)
+        p.steps.push_back(ew_step({ew.at(op), true}, {acc, in[k].shape}, {racc, Ref::in(int(k))}, dst));
+      acc = next;
+      racc = dst;
+    }
+    p.outs.push_back(fresh(acc, true));
+    return p;
+  }
   // Opset 6 and older: broadcasting only with broadcast=1, B aligned at `axis` of A (numpy's
   // alignment at the end when axis is absent): B's shape padded with trailing 1s says the same.
   std::vector<Shape> shapes;
@@ -537,6 +498,35 @@ UnaryParams unary_params(const Graph& g, const Node& n, const std::vector<In>& i
 }
 
 NodePlan plan_unary(const Graph& g, const Node& n, const std::vector<In>& in) {
+  if (input(in, 0, "X").is_int() && (n.op == "Neg" || n.op == "Abs"))
+    return ew_node({n.op == "Neg" ? EwOp::Neg : EwOp::Abs, true}, in, 1);
+  if (input(in, 0, "X").is_int() && n.op == "Clip") {  // integer Clip: Max with min, then Min with max
+    NodePlan p;
+    const Shape& xs = in[0].shape;
+    p.outs.push_back(fresh(xs, true));
+    std::vector<size_t> bounds;
+    for (size_t k : {size_t(1), size_t(2)})
+      if (in.size() > k && in[k].present) {
+        if (!in[k].is_int() || element_count(in[k].shape) != 1) bad("Clip bounds must be scalars of X's type");
+        bounds.push_back(k);
+      }
+    if (bounds.empty() || element_count(xs) == 0) {
+      if (element_count(xs))
+        p.steps.push_back(
+            copy_step(Ref::in(0), Ref::out(0), copy_dims(xs, contiguous_strides(xs), 0, contiguous_strides(xs), 0)));
+      return p;
+    }
+    Ref src = Ref::in(0);
+    for (size_t j = 0; j < bounds.size(); ++j) {
+      bool last = j + 1 == bounds.size();
+      Ref dst = last ? Ref::out(0) : Ref::temp(0);
+      if (!last) p.temps.push_back(uint64_t(element_count(xs))), p.int_temps.push_back(true);
+      p.steps.push_back(ew_step({bounds[j] == 1 ? EwOp::Max : EwOp::Min, true}, {xs, in[bounds[j]].shape},
+                                {src, Ref::in(int(bounds[j]))}, dst));
+      src = dst;
+    }
+    return p;
+  }
   const In& x = float_input(in, 0, "X");
   NodePlan p;
   p.outs.push_back(fresh(x.shape));
@@ -1049,12 +1039,16 @@ const std::map<std::string_view, Planner>& planners() {
 
 Planner find_planner(std::string_view op) {
   auto it = planners().find(op);
-  return it == planners().end() ? nullptr : it->second;
+  if (it != planners().end()) return it->second;
+  auto dt = dense_planners().find(op);
+  return dt == dense_planners().end() ? nullptr : dt->second;
 }
 
 std::string supported_ops() {
+  std::map<std::string_view, Planner> all = planners();
+  all.insert(dense_planners().begin(), dense_planners().end());
   std::string s;
-  for (const auto& [name, p] : planners()) s.append(s.empty() ? "" : ", ").append(name);
+  for (const auto& [name, p] : all) s.append(s.empty() ? "" : ", ").append(name);
   return s;
 }
 

@@ -10,17 +10,18 @@ namespace wgc {
 namespace {
 
 // The input coordinate of output position x (ONNX coordinate_transformation_mode).
+// The resized length is in * scale (not rounded) where ONNX's formulas divide by it.
 double source_coordinate(const ResizeAxis& a, double x) {
-  const double in = a.in, out = a.out, s = a.scale;
+  const double in = a.in, s = a.scale, len = in * s;
   switch (a.coords) {
     case ResizeCoords::HalfPixel: return (x + 0.5) / s - 0.5;
-    case ResizeCoords::PytorchHalfPixel: return out > 1 ? (x + 0.5) / s - 0.5 : 0.0;
-    case ResizeCoords::AlignCorners: return out == 1 ? 0.0 : x * (in - 1) / (out - 1);
+    case ResizeCoords::PytorchHalfPixel: return a.out > 1 ? (x + 0.5) / s - 0.5 : 0.0;
+    case ResizeCoords::AlignCorners: return a.out == 1 ? 0.0 : x * (in - 1) / (len - 1);
     case ResizeCoords::Asymmetric: return x / s;
     case ResizeCoords::TfHalfPixelForNn: return (x + 0.5) / s;
     case ResizeCoords::TfCropAndResize:
-      return out > 1 ? a.roi_start * (in - 1) + x * (a.roi_end - a.roi_start) * (in - 1) / (out - 1)
-                     : 0.5 * (a.roi_start + a.roi_end) * (in - 1);
+      return a.out > 1 ? a.roi_start * (in - 1) + x * (a.roi_end - a.roi_start) * (in - 1) / (len - 1)
+                       : 0.5 * (a.roi_start + a.roi_end) * (in - 1);
   }
   return 0;
 }

@@ -18,7 +18,8 @@ enum class ResizeCoords { HalfPixel, PytorchHalfPixel, AlignCorners, Asymmetric,
 enum class NearestMode { RoundPreferFloor, RoundPreferCeil, Floor, Ceil };
 
 // One axis: in -> out positions; scale is the ONNX scale (out / in when sizes were given, or the
-// aspect-ratio-kept one); roi_start / roi_end only for TfCropAndResize.
+// aspect-ratio-kept one; align_corners and tf_crop_and_resize divide by in * scale - 1, as ONNX's
+// reference does); roi_start / roi_end only for TfCropAndResize.
 struct ResizeAxis {
   uint32_t in = 1, out = 1;
   double scale = 1;
