@@ -797,6 +797,129 @@ NodePlan plan_einsum(const Graph&, const Node& n, const std::vector<In>& in) {
   return p;
 }
 
+// --- ConvTranspose --------------------------------------------------------------------------------
+
+// ConvTranspose as a convolution: x with stride - 1 zeros inserted between its elements and
+// padded by (k_eff - 1 - pad) on each side (output_padding more at the end; negative amounts
+// crop), then a stride-1 convolution with the same dilation and groups whose weights are the
+// transposed ones, flipped ([C_in][C_out/g][kh][kw] -> [C_out][C_in/g][kh][kw]). The convolution
+// is the library's ladder (prepared once; bias fused); the zero insertion is one pad kernel.
+NodePlan plan_conv_transpose(const Graph&, const Node& n, const std::vector<In>& in) {
+  const In& x = float_input(in, 0, "X");
+  const HostTensor& wt = const_input(in, 1, "W");
+  if (wt.integer) bad("W must be a float tensor");
+  size_t r = x.shape.size();
+  if (r != 3 && r != 4)
+    unsupported("ConvTranspose of a rank-" + std::to_string(r) + " input (1-D and 2-D are supported)");
+  if (wt.shape.size() != r) bad("W " + shape_str(wt.shape) + " does not match X " + shape_str(x.shape));
+  size_t sp = r - 2;
+  int64_t groups = n.attr_int("group", 1);
+  int64_t cin = x.shape[1];
+  if (groups <= 0 || cin % groups || wt.shape[0] != cin)
+    bad("W " + shape_str(wt.shape) + " does not fit " + std::to_string(cin) + " input channels in " +
+        std::to_string(groups) + " groups");
+  int64_t cout_g = wt.shape[1], cout = cout_g * groups, cin_g = cin / groups;
+  std::vector<int64_t> k(wt.shape.begin() + 2, wt.shape.end());
+  if (n.has("kernel_shape") && n.attr_ints("kernel_shape") != k) bad("kernel_shape differs from W");
+  auto attr = [&](const char* name, int64_t fill, size_t count) {
+    std::vector<int64_t> v = n.attr_ints(name, std::vector<int64_t>(count, fill));
+    if (v.size() != count)
+      bad(std::string(name) + " has " + std::to_string(v.size()) + " values, " + std::to_string(count) + " expected");
+    return v;
+  };
+  std::vector<int64_t> stride = attr("strides", 1, sp), dil = attr("dilations", 1, sp), pads = attr("pads", 0, 2 * sp),
+                       opad = attr("output_padding", 0, sp);
+  for (size_t i = 0; i < sp; ++i) {
+    if (stride[i] <= 0 || dil[i] <= 0 || k[i] <= 0) bad("a stride, dilation or kernel extent below 1");
+    if (opad[i] < 0) bad("a negative output_padding");
+  }
+  std::string ap = n.attr_string("auto_pad", "NOTSET");
+  std::vector<int64_t> out_shape = n.attr_ints("output_shape");
+  if (out_shape.size() > sp) out_shape.erase(out_shape.begin(), out_shape.end() - long(sp));  // [N, C, ...] given
+  if (ap == "SAME_UPPER" || ap == "SAME_LOWER") {
+    if (out_shape.empty())
+      for (size_t i = 0; i < sp; ++i) out_shape.push_back(x.shape[2 + i] * stride[i]);
+  } else if (ap == "VALID") {
+    std::fill(pads.begin(), pads.end(), 0);
+  } else if (ap != "NOTSET") {
+    bad("auto_pad '" + ap + "' is not valid");
+  }
+  if (!out_shape.empty()) {
+    if (out_shape.size() != sp) bad("output_shape " + shape_str(out_shape) + " does not match the spatial dims");
+    for (size_t i = 0; i < sp; ++i) {
+      int64_t total = stride[i] * (x.shape[2 + i] - 1) + opad[i] + (k[i] - 1) * dil[i] + 1 - out_shape[i];
+      int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);  // floor, as ONNX's reference (Python //)
+      pads[i] = ap == "SAME_UPPER" ? half : total - half;
+      pads[i + sp] = total - pads[i];
+    }
+  }
+  Shape out = {x.shape[0], cout};
+  std::vector<int64_t> zbegin(sp), zlen(sp);
+  for (size_t i = 0; i < sp; ++i) {
+    int64_t ke = (k[i] - 1) * dil[i] + 1;
+    int64_t o = stride[i] * (x.shape[2 + i] - 1) + opad[i] + ke - pads[i] - pads[i + sp];
+    if (o <= 0) bad("the output would be empty along spatial dim " + std::to_string(i));
+    out.push_back(o);
+    zbegin[i] = ke - 1 - pads[i];
+    zlen[i] = o + ke - 1;  // the zero-inserted, padded input the stride-1 convolution reads
+  }
+  bool has_bias = in.size() > 2 && in[2].present;
+  HostTensorPtr bias;
+  if (has_bias) {
+    const HostTensor& b = const_input(in, 2, "B");
+    if (b.integer || b.numel() != cout)
+      bad("B has " + std::to_string(b.numel()) + " values for " + std::to_string(cout) + " channels");
+    bias = in[2].constant;
+  }
+  NodePlan p;
+  p.outs.push_back(fresh(out));
+  if (element_count(out) == 0) return p;
+  if (element_count(x.shape) == 0) bad("X is empty");
+  // Weights: transposed per group and flipped.
+  int64_t taps = element_count(k);
+  std::vector<float> w(size_t(cout * cin_g * taps));
+  for (int64_t g = 0; g < groups; ++g)
+    for (int64_t oc = 0; oc < cout_g; ++oc)
+      for (int64_t ic = 0; ic < cin_g; ++ic)
+        for (int64_t t = 0; t < taps; ++t)
+          w[size_t(((g * cout_g + oc) * cin_g + ic) * taps + t)] =
+              wt.f[size_t(((g * cin_g + ic) * cout_g + oc) * taps + (taps - 1 - t))];
+  PadDims z;
+  z.rank = uint32_t(r);
+  for (size_t i = 0; i < r; ++i) {
+    bool spatial = i >= 2;
+    z.in_shape[i] = u32(x.shape[i], "extent");
+    z.out_shape[i] = spatial ? u32(zlen[i - 2], "padded extent") : uint32_t(x.shape[i]);
+    z.begin[i] = spatial ? zbegin[i - 2] : 0;
+    z.stride[i] = spatial ? u32(stride[i - 2], "stride") : 1;
+  }
+  Conv2dDims d;
+  d.n = u32(x.shape[0], "N");
+  d.c_in = u32(cin, "C");
+  d.h = r == 4 ? z.out_shape[2] : 1;
+  d.w = z.out_shape[r - 1];
+  d.c_out = u32(cout, "M");
+  d.kh = r == 4 ? u32(k[0], "kernel") : 1;
+  d.kw = u32(k[sp - 1], "kernel");
+  d.dil_h = r == 4 ? u32(dil[0], "dilation") : 1;
+  d.dil_w = u32(dil[sp - 1], "dilation");
+  d.groups = u32(groups, "group");
+  try {
+    check(d);
+  } catch (const Error& e) {
+    bad(e.what());
+  }
+  ConvEpilogue ep;
+  ep.bias = has_bias;
+  p.temps.push_back(z.out_count());
+  p.steps.push_back({PadStep{z}, {Ref::in(0)}, Ref::temp(0), 0});
+  p.steps.push_back({ConvStep{d, ep, floats({cout, cin_g, r == 4 ? k[0] : 1, k[sp - 1]}, std::move(w)), bias},
+                     {Ref::temp(0)},
+                     Ref::out(0),
+                     d.flops()});
+  return p;
+}
+
 }  // namespace
 
 const std::map<std::string_view, Planner>& dense_planners() {
@@ -805,6 +928,7 @@ const std::map<std::string_view, Planner>& dense_planners() {
     for (const auto& [name, op] : ew_ops()) r[name] = plan_elementwise;
     r["ArgMax"] = plan_arg_reduce;
     r["ArgMin"] = plan_arg_reduce;
+    r["ConvTranspose"] = plan_conv_transpose;
     r["CumSum"] = plan_cumsum;
     r["DepthToSpace"] = plan_depth_space;
     r["Einsum"] = plan_einsum;

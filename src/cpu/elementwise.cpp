@@ -80,7 +80,9 @@ int ew_arity(EwOp op) {
   return op <= EwOp::Min ? 2 : 1;
 }
 
-bool ew_float_only(EwOp op) { return op == EwOp::PRelu || op == EwOp::IsNaN || op == EwOp::IsInf || op >= EwOp::Erf; }
+bool ew_float_only(EwOp op) {
+  return op == EwOp::PRelu || op == EwOp::IsNaN || op == EwOp::IsInf || (op >= EwOp::Erf && op != EwOp::Where);
+}
 
 bool ew_int_only(EwOp op) {
   switch (op) {

@@ -1,0 +1,223 @@
+// Graphs of the ops beyond classifiers that ONNX's backend data cannot cover here (its Einsum and
+// CumSum cases are float64, which wgc does not take; integer inputs on the device), built in code
+// and run through both paths of cnn::Model against references written out in the test.
+#include "cnn.h"
+#include "test_util.h"
+
+using namespace wgc;
+using wgc::test::ctx;
+
+namespace {
+
+cnn::Attribute str_attr(std::string s) {
+  cnn::Attribute a;
+  a.kind = cnn::Attribute::Kind::String;
+  a.s = std::move(s);
+  return a;
+}
+
+cnn::Attribute int_attr(int64_t v) {
+  cnn::Attribute a;
+  a.kind = cnn::Attribute::Kind::Int;
+  a.i = v;
+  return a;
+}
+
+cnn::ValueInfo value(std::string name, int32_t type, std::vector<int64_t> dims) {
+  return {std::move(name), type, true, std::move(dims)};
+}
+
+// Runs g on the CPU path and on the GPU path (SwiftShader here) and returns both outputs.
+std::vector<std::vector<cnn::HostTensor>> run_both(const cnn::Graph& g, const std::vector<cnn::HostTensor>& in) {
+  std::vector<std::vector<cnn::HostTensor>> r;
+  for (cnn::Device d : {cnn::Device::Cpu, cnn::Device::Gpu}) {
+    cnn::Model m(ctx(), g, {d});
+    r.push_back(m.run(in));
+  }
+  return r;
+}
+
+// An einsum by its definition: every index combination, products summed in double.
+std::vector<double> einsum_reference(const std::string& eq, const std::vector<std::vector<int64_t>>& shapes,
+                                     const std::vector<std::vector<float>>& xs) {
+  size_t arrow = eq.find("->");
+  std::string lhs = eq.substr(0, arrow), out = eq.substr(arrow + 2);
+  std::vector<std::string> terms;
+  size_t comma = lhs.find(',');
+  terms.push_back(lhs.substr(0, comma));
+  if (comma != std::string::npos) terms.push_back(lhs.substr(comma + 1));
+  std::map<char, int64_t> ext;
+  for (size_t t = 0; t < terms.size(); ++t)
+    for (size_t i = 0; i < terms[t].size(); ++i) ext[terms[t][i]] = shapes[t][i];
+  std::vector<char> letters;
+  for (auto [c, e] : ext) letters.push_back(c);
+  int64_t n_out = 1;
+  for (char c : out) n_out *= ext[c];
+  std::vector<double> y(size_t(n_out), 0.0);
+  std::map<char, int64_t> at;
+  std::function<void(size_t)> rec = [&](size_t k) {
+    if (k == letters.size()) {
+      double prod = 1;
+      for (size_t t = 0; t < terms.size(); ++t) {
+        int64_t off = 0;
+        for (size_t i = 0; i < terms[t].size(); ++i) off = off * shapes[t][i] + at[terms[t][i]];
+        prod *= xs[t][size_t(off)];
+      }
+      int64_t o = 0;
+      for (char c : out) o = o * ext[c] + at[c];
+      y[size_t(o)] += prod;
+      return;
+    }
+    for (int64_t v = 0; v < ext[letters[k]]; ++v) {
+      at[letters[k]] = v;
+      rec(k + 1);
+    }
+  };
+  rec(0);
+  return y;
+}
+
+}  // namespace
+
+TEST(DenseGraph, EinsumMatchesItsDefinition) {
+  struct Case {
+    std::string eq;
+    std::vector<std::vector<int64_t>> shapes;
+  };
+  const Case cases[] = {
+      {"bij,bjk->bik", {{3, 5, 7}, {3, 7, 4}}},           // batched matmul
+      {"ij,kj->ik", {{6, 5}, {3, 5}}},                    // B transposed (a Linear layer)
+      {"bhqd,bhkd->bhqk", {{2, 3, 5, 4}, {2, 3, 6, 4}}},  // attention scores
+      {"bhqk,bhkd->bqhd", {{2, 3, 5, 6}, {2, 3, 6, 4}}},  // output in another order
+      {"ij->ji", {{4, 7}}},
+      {"ijk->ki", {{3, 4, 5}}},  // a sum over j, then a transpose
+      {"i,i->", {{9}, {9}}},     // inner product
+  };
+  for (const auto& c : cases) {
+    cnn::Graph g;
+    g.source = "einsum " + c.eq;
+    g.opset = 13;
+    cnn::Node n;
+    n.op = "Einsum";
+    n.attrs["equation"] = str_attr(c.eq);
+    std::vector<cnn::HostTensor> in;
+    std::vector<std::vector<float>> xs;
+    for (size_t t = 0; t < c.shapes.size(); ++t) {
+      std::string name = "x" + std::to_string(t);
+      n.inputs.push_back(name);
+      g.inputs.push_back(value(name, 1, c.shapes[t]));
+      xs.push_back(test::random_floats(size_t(cnn::element_count(c.shapes[t])), uint32_t(t + 3)));
+      in.emplace_back(c.shapes[t], xs.back());
+    }
+    n.outputs = {"y"};
+    g.nodes.push_back(n);
+    g.outputs.push_back({"y", 1, false, {}});
+    std::vector<double> want = einsum_reference(c.eq, c.shapes, xs);
+    for (const auto& got : run_both(g, in)) {
+      ASSERT_EQ(got[0].f.size(), want.size()) << c.eq;
+      EXPECT_LT(cpu::max_rel_error(std::span<const float>(got[0].f), std::span<const double>(want)), 1e-5) << c.eq;
+    }
+  }
+}
+
+TEST(DenseGraph, CumSumOfFloatsAndIntegers) {
+  for (bool ints : {false, true})
+    for (int64_t exclusive : {0, 1})
+      for (int64_t reverse : {0, 1}) {
+        cnn::Graph g;
+        g.source = "cumsum";
+        g.opset = 14;
+        cnn::Node n;
+        n.op = "CumSum";
+        n.inputs = {"x", "axis"};
+        n.outputs = {"y"};
+        n.attrs["exclusive"] = int_attr(exclusive);
+        n.attrs["reverse"] = int_attr(reverse);
+        g.nodes.push_back(n);
+        g.constants["axis"] = std::make_shared<cnn::HostTensor>(cnn::HostTensor::ints({}, {1}));
+        std::vector<int64_t> shape = {3, 13, 2};
+        g.inputs.push_back(value("x", ints ? 7 : 1, shape));
+        g.outputs.push_back({"y", ints ? 7 : 1, false, {}});
+        std::vector<float> xf = test::random_floats(78, 5, -4, 4);
+        std::vector<int64_t> xi;
+        for (float v : xf) xi.push_back(int64_t(std::lround(v * 10)));
+        cnn::HostTensor x = ints ? cnn::HostTensor::ints(shape, xi) : cnn::HostTensor(shape, xf);
+        std::vector<double> want(78);
+        for (int a = 0; a < 3; ++a)
+          for (int c = 0; c < 2; ++c) {
+            double s = 0;
+            for (int k = 0; k < 13; ++k) {
+              int l = reverse ? 12 - k : k;
+              size_t at = size_t((a * 13 + l) * 2 + c);
+              double v = ints ? double(xi[at]) : double(xf[at]);
+              if (!exclusive) s += v;
+              want[at] = s;
+              if (exclusive) s += v;
+            }
+          }
+        for (const auto& got : run_both(g, {x})) {
+          ASSERT_EQ(got[0].integer, ints);
+          if (ints) {
+            EXPECT_EQ(std::vector<double>(got[0].i.begin(), got[0].i.end()), want);
+          } else {
+            EXPECT_LT(cpu::max_rel_error(std::span<const float>(got[0].f), std::span<const double>(want)), 1e-5);
+          }
+        }
+      }
+}
+
+// An embedding lookup by token ids and a padding mask, as a transformer encoder's first ops: the
+// integer inputs stay on the device (one plan for any ids), Equal / Where / Cast / ArgMax on it.
+TEST(DenseGraph, IntegerInputsOnTheDevice) {
+  cnn::Graph g;
+  g.source = "ids";
+  g.opset = 13;
+  const int64_t vocab = 11, dim = 6, t = 5;
+  std::vector<float> table = test::random_floats(size_t(vocab * dim), 8);
+  g.constants["table"] = std::make_shared<cnn::HostTensor>(cnn::Shape{vocab, dim}, table);
+  g.constants["zero"] = std::make_shared<cnn::HostTensor>(cnn::HostTensor::ints({}, {0}));
+  g.constants["neg"] = std::make_shared<cnn::HostTensor>(cnn::Shape{}, std::vector<float>{-100.f});
+  g.constants["axes"] = std::make_shared<cnn::HostTensor>(cnn::HostTensor::ints({1}, {2}));
+  auto node = [&](std::string op, std::vector<std::string> ins, std::vector<std::string> outs) {
+    cnn::Node n;
+    n.op = std::move(op);
+    n.inputs = std::move(ins);
+    n.outputs = std::move(outs);
+    g.nodes.push_back(n);
+    return &g.nodes.back();
+  };
+  node("Gather", {"table", "ids"}, {"emb"});                          // [2, t, dim]
+  node("Equal", {"mask", "zero"}, {"pad"});                           // [2, t] bool
+  node("Unsqueeze", {"pad", "axes"}, {"pad3"});                       // [2, t, 1]
+  node("Where", {"pad3", "neg", "emb"}, {"masked"});                  // padded positions -100
+  node("ArgMax", {"masked"}, {"best"})->attrs["axis"] = int_attr(2);  // [2, t, 1] int
+  node("Cast", {"pad"}, {"padf"})->attrs["to"] = int_attr(1);
+  g.inputs = {value("ids", 7, {2, t}), value("mask", 7, {2, t})};
+  g.outputs = {{"masked", 1, false, {}}, {"best", 7, false, {}}, {"padf", 1, false, {}}};
+  for (uint32_t seed : {1u, 2u}) {
+    std::vector<int64_t> ids, mask;
+    std::mt19937 rng(seed);
+    for (int i = 0; i < 2 * t; ++i) ids.push_back(int64_t(rng() % vocab) - (i == 3 ? vocab : 0));  // one negative id
+    for (int i = 0; i < 2 * t; ++i) mask.push_back(i % t < t - int(seed) ? 1 : 0);
+    std::vector<cnn::HostTensor> in = {cnn::HostTensor::ints({2, t}, ids), cnn::HostTensor::ints({2, t}, mask)};
+    for (cnn::Device d : {cnn::Device::Cpu, cnn::Device::Gpu}) {
+      cnn::Model m(ctx(), g, {d});
+      auto got = m.run(in);
+      ASSERT_EQ(got.size(), 3u);
+      ASSERT_FALSE(got[1].f.size());
+      for (int i = 0; i < 2 * t; ++i) {
+        int64_t id = ids[size_t(i)] < 0 ? ids[size_t(i)] + vocab : ids[size_t(i)];
+        int64_t best = 0;
+        for (int k = 0; k < dim; ++k) {
+          float want = mask[size_t(i)] == 0 ? -100.f : table[size_t(id * dim + k)];
+          EXPECT_EQ(got[0].f[size_t(i * dim + k)], want) << to_string(d) << " position " << i;
+          if (table[size_t(id * dim + k)] > table[size_t(id * dim + best)]) best = k;
+        }
+        EXPECT_EQ(got[1].i[size_t(i)], mask[size_t(i)] == 0 ? 0 : best) << to_string(d);
+        EXPECT_EQ(got[2].f[size_t(i)], mask[size_t(i)] == 0 ? 1.f : 0.f) << to_string(d);
+      }
+      // The ids are run-time tensors: the same plan serves both sets of values.
+      EXPECT_EQ(m.plan(in).input_slots[0] >= 0, true) << to_string(d);
+    }
+  }
+}
