@@ -53,8 +53,8 @@ def calibrate_batchnorm(model, run, batches=6):
     model.eval()
 
 
-def images(n, h, w, seed=99):
-    return torch.randn(n, 3, h, w, generator=torch.Generator().manual_seed(seed))
+def images(shape, seed=99):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
 
 
 class OutOnly(nn.Module):
@@ -366,7 +366,7 @@ def to_np(t):
 def reference(model, ins):
     """float64 outputs (integer inputs unchanged), on the GPU when there is one."""
     dev = "cuda" if torch.cuda.is_available() else "cpu"
-    m = model.double().to(dev)
+    m = model.eval().double().to(dev)  # torch.onnx.export restores the wrapper's (training) mode
     with torch.no_grad():
         outs = m(*[x.double().to(dev) if x.is_floating_point() else x.to(dev) for x in ins])
     m.float().cpu()
@@ -377,6 +377,7 @@ def reference(model, ins):
 
 def save(out, name, model, ins, in_names, out_names, info, dynamic=None):
     path = os.path.join(out, name + ".onnx")
+    model.eval()
     t0 = time.time()
     torch.onnx.export(model, tuple(ins), path, input_names=in_names, output_names=out_names, opset_version=OPSET,
                       dynamic_axes=dynamic, do_constant_folding=True, dynamo=False)
@@ -426,7 +427,7 @@ def export_image_model(out, name, make, size, seed):
     if made is None:
         return
     model, shape = made
-    x = images(*shape)
+    x = images(shape)
     info = {"model": f"{name} ({size}), seed {seed}", "input": f"float32 {list(shape)} N(0,1), seed 99"}
     save(out, name, model, [x], ["input"], ["output"], info,
          dynamic={"input": {0: "N", 2: "H", 3: "W"}, "output": {0: "N"}})
@@ -451,7 +452,7 @@ def export_bert(out, size, seed):
 def export_detector(out, name, make, size, seed):
     torch.manual_seed(seed)
     m = make(size)
-    x = images(1, 320, 320, seed=99) * 0.25 + 0.5  # an image in [0, 1]-ish, as detectors expect
+    x = images((1, 3, 320, 320)) * 0.25 + 0.5  # an image in [0, 1]-ish, as detectors expect
     info = {"model": f"{name} ({size}), seed {seed}", "input": "float32 [1,3,320,320] 0.5 + 0.25 N(0,1)"}
     save(out, name, DetectOne(m), [x], ["image"], ["boxes", "scores", "labels"], info)
     if name.startswith("ssdlite"):
