@@ -3,6 +3,7 @@
 // DepthToSpace / SpaceToDepth, ArgMax / ArgMin, TopK, GatherElements, CumSum, Einsum, Trilu, Mean.
 // Attribute defaults and opset differences follow the ONNX operator specification (opsets 7..18).
 #include "cnn/plan_ops.h"
+#include "cpu/detect.h"
 
 #include <algorithm>
 #include <cmath>
@@ -797,6 +798,36 @@ NodePlan plan_einsum(const Graph&, const Node& n, const std::vector<In>& in) {
   return p;
 }
 
+// --- NonMaxSuppression ---------------------------------------------------------------------------
+
+// On the host, when boxes and scores are known at plan time (its output's size depends on their
+// values; wgc's detection path decodes and suppresses on the host after the network, cnn/detection.h).
+NodePlan plan_nms(const Graph&, const Node& n, const std::vector<In>& in) {
+  const In& b = input(in, 0, "boxes");
+  const In& sc = input(in, 1, "scores");
+  if (!b.constant || !sc.constant)
+    unsupported(
+        "NonMaxSuppression of boxes or scores computed at run time (the output's size depends on their values)");
+  if (b.shape.size() != 3 || b.shape[2] != 4 || sc.shape.size() != 3 || sc.shape[0] != b.shape[0] ||
+      sc.shape[2] != b.shape[1])
+    bad("boxes " + shape_str(b.shape) + " and scores " + shape_str(sc.shape) + " are not [B, N, 4] and [B, C, N]");
+  auto scalar = [&](size_t k, const char* what, double fallback) {
+    if (in.size() <= k || !in[k].present || element_count(in[k].shape) == 0) return fallback;
+    const HostTensor& t = const_input(in, k, what);
+    if (t.numel() != 1) bad(std::string(what) + " must hold one value");
+    return t.integer ? double(t.i[0]) : double(t.f[0]);
+  };
+  double max_out = scalar(2, "max_output_boxes_per_class", 0), iou = scalar(3, "iou_threshold", 0),
+         score = scalar(4, "score_threshold", -INFINITY);
+  if (b.constant->integer || sc.constant->integer) bad("boxes and scores must be float tensors");
+  auto sel = cpu::non_max_suppression(
+      b.constant->f, sc.constant->f, u32(b.shape[0], "batches"), u32(sc.shape[1], "classes"), u32(b.shape[1], "boxes"),
+      int64_t(std::min(max_out, 1e9)), float(iou), float(score), n.attr_int("center_point_box", 0) != 0);
+  std::vector<int64_t> flat;
+  for (const auto& t : sel) flat.insert(flat.end(), t.begin(), t.end());
+  return constant_out(ints({int64_t(sel.size()), 3}, std::move(flat)));
+}
+
 // --- ConvTranspose --------------------------------------------------------------------------------
 
 // ConvTranspose as a convolution: x with stride - 1 zeros inserted between its elements and
@@ -937,6 +968,7 @@ const std::map<std::string_view, Planner>& dense_planners() {
     r["InstanceNormalization"] = plan_instance_norm;
     r["LayerNormalization"] = plan_layer_norm;
     r["Mean"] = plan_mean;
+    r["NonMaxSuppression"] = plan_nms;
     r["Pad"] = plan_pad;
     r["Resize"] = plan_resize;
     r["SpaceToDepth"] = plan_depth_space;
