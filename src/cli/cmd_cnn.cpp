@@ -1,4 +1,5 @@
 // wgc infer / classify / bench-cnn: ONNX models (cnn/model.h) from the command line.
+#include "cli/cnn_flags.h"
 #include "cli/command.h"
 #include "cnn/imagenet.h"
 #include "cnn/model.h"
@@ -25,24 +26,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A model on the device the flags ask for; the GPU context is made only when it can be used.
-struct LoadedModel {
-  std::optional<Context> ctx;
-  std::unique_ptr<cnn::Model> model;
-};
-
-LoadedModel load_model(const std::string& path, cnn::Device dev, const GpuFlags& g) {
-  LoadedModel m;
-  if (dev != cnn::Device::Cpu) m.ctx.emplace(g.context_options());
-  m.model = std::make_unique<cnn::Model>(m.ctx, cnn::load_onnx(path), cnn::ModelOptions{dev});
-  return m;
-}
-
 cnn::HostTensor read_input(const std::string& path, const cnn::ValueInfo& vi) {
   npy::Array a = npy::read(path);
   cnn::HostTensor t;
   t.shape = a.shape;
-  if (vi.elem_type == 6 || vi.elem_type == 7) {
+  if (cnn::is_integer_type(vi.elem_type)) {
     auto v = a.to_i32();
     t.integer = true;
     t.i.assign(v.begin(), v.end());
@@ -84,7 +72,7 @@ int infer_cmd(const Flags& f) {
   const Overwrite overwrite = overwrite_rule(f.force);
   check_output(*out, overwrite);
 
-  LoadedModel lm = load_model(*model_path, dev, g);
+  CnnModel lm = load_cnn_model(*model_path, dev, g);
   const cnn::Graph& graph = lm.model->graph();
   // NAME=FILE goes to that input; plain files fill the remaining inputs in order.
   std::vector<std::optional<cnn::HostTensor>> xs(graph.inputs.size());
@@ -153,7 +141,7 @@ int classify_cmd(const Flags& f) {
   if (!model_path) throw UsageError("--model FILE.onnx is required");
   if (images.empty()) throw UsageError("give one or more images (PNG or JPEG)");
   if (top < 1) throw UsageError("--top expects a positive count");
-  LoadedModel lm = load_model(*model_path, dev, g);
+  CnnModel lm = load_cnn_model(*model_path, dev, g);
   // All images in one batch: one run, one submit.
   cnn::HostTensor batch({int64_t(images.size()), 3, 224, 224}, {});
   for (const auto& path : images) {
@@ -194,7 +182,7 @@ int bench_cnn_cmd(const Flags& f) {
   if (profile && dev == cnn::Device::Cpu) throw UsageError("--profile times GPU dispatches (--device gpu)");
   f.bench_out.check();
   std::FILE* table = f.bench_out.table();
-  LoadedModel lm = load_model(*model_path, dev, g);
+  CnnModel lm = load_cnn_model(*model_path, dev, g);
   cnn::Model& m = *lm.model;
   const cnn::Graph& graph = m.graph();
   if (graph.inputs.size() != 1)
