@@ -61,7 +61,9 @@ void check_model(const std::string& name, size_t inputs, size_t outputs) {
     double tol = winograd ? 1e-3 : 1e-4;
     // Integer inputs (ids, masks) are run-time tensors on the device, not planned by value.
     for (size_t k = 0; k < in.size(); ++k) {
-      if (in[k].integer) EXPECT_GE(m.plan(in).input_slots[k], 0) << name << " input " << k;
+      if (in[k].integer) {
+        EXPECT_GE(m.plan(in).input_slots[k], 0) << name << " input " << k;
+      }
     }
     ASSERT_GE(got.size(), outputs);
     for (size_t k = 0; k < outputs; ++k) {
