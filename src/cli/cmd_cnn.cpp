@@ -48,6 +48,7 @@ struct Flags {
   std::string device = "auto";
   std::vector<std::string> inputs, images;
   std::vector<int> batches{1};
+  std::vector<int64_t> hw;  // bench-cnn --hw: the spatial dims a model leaves open
   int top = 5, repeats = 20;
   bool force = false, profile = false;  // force: infer's --force
 };
@@ -188,11 +189,17 @@ int bench_cnn_cmd(const Flags& f) {
   if (graph.inputs.size() != 1)
     throw Error("wgc bench-cnn: the model takes " + std::to_string(graph.inputs.size()) +
                 " inputs; bench-cnn feeds one image tensor");
-  const cnn::ValueInfo& in = graph.inputs[0];
+  cnn::ValueInfo in = graph.inputs[0];
+  if (!f.hw.empty()) {  // --hw H,W fills the spatial dims the file leaves open (segmentation models)
+    if (f.hw.size() != 2 || in.dims.size() != 4 || f.hw[0] < 1 || f.hw[1] < 1 || f.hw[0] > 8192 || f.hw[1] > 8192)
+      throw UsageError("--hw expects H,W (1..8192) for a model of [N, C, H, W] input");
+    for (size_t d = 2; d < 4; ++d)
+      if (in.dims[d] < 0) in.dims[d] = f.hw[d - 2];
+  }
   for (size_t d = 1; d < in.dims.size(); ++d)
     if (in.dims[d] < 0)
       throw Error("wgc bench-cnn: input '" + in.name + "' has an unknown dimension " + std::to_string(d) +
-                  " (only the batch may be open)");
+                  " (only the batch may be open; --hw H,W gives open spatial dims)");
   std::string device = lm.ctx && dev != cnn::Device::Cpu ? lm.ctx->adapter().device : "cpu";
   std::fprintf(table, "%s on %s (%s path), %d runs per batch size after a warm-up run\n\n", model_path->c_str(),
                device.c_str(), std::string(to_string(dev)).c_str(), repeats);
@@ -444,6 +451,7 @@ Register reg_bench{
        auto f = std::make_shared<Flags>();
        add_common(app, *f, "gpu");
        add_numbers(app, "--batch", f->batches, "batch sizes, one test each");
+       add_numbers(app, "--hw", f->hw, "H,W for spatial dims the model leaves open");
        add_number(app, "-r,--repetitions", f->repeats, "timed runs per batch size");
        app.add_flag("--profile", f->profile, "GPU time per layer (one more run, timed per dispatch)");
        add_output_flags(app, f->bench_out, "every number as JSON", "a bar chart of images/s");
