@@ -221,3 +221,44 @@ TEST(DenseGraph, IntegerInputsOnTheDevice) {
     }
   }
 }
+
+// The exporters' erf GELU (Div by sqrt 2, Erf, Add 1, Mul x, Mul 0.5) becomes one Gelu node at load;
+// a chain that differs (0.4 for 0.5) is left as it is. Both against GELU in double.
+TEST(DenseGraph, GeluChainFused) {
+  for (float half : {0.5f, 0.4f}) {
+    cnn::Graph g;
+    g.source = "gelu";
+    g.opset = 17;
+    auto scalar = [&](const char* name, float v) {
+      g.constants[name] = std::make_shared<cnn::HostTensor>(cnn::Shape{}, std::vector<float>{v});
+    };
+    scalar("sqrt2", 1.41421356f);
+    scalar("one", 1.f);
+    scalar("half", half);
+    auto node = [&](std::string op, std::vector<std::string> ins, std::string out) {
+      cnn::Node n;
+      n.op = std::move(op);
+      n.inputs = std::move(ins);
+      n.outputs = {std::move(out)};
+      g.nodes.push_back(n);
+    };
+    node("Div", {"x", "sqrt2"}, "d");
+    node("Erf", {"d"}, "e");
+    node("Add", {"e", "one"}, "a");
+    node("Mul", {"x", "a"}, "m");
+    node("Mul", {"m", "half"}, "y");
+    g.inputs = {value("x", 1, {3, 37})};
+    g.outputs = {{"y", 1, false, {}}};
+    std::vector<float> x = test::random_floats(111, 4, -5, 5);
+    std::vector<double> want;
+    for (float v : x) want.push_back(double(v) * (1 + std::erf(double(v) / std::sqrt(2.0))) * double(half));
+    for (cnn::Device d : {cnn::Device::Cpu, cnn::Device::Gpu}) {
+      cnn::Model m(ctx(), g, {d});
+      EXPECT_EQ(m.fused().gelus, half == 0.5f ? 1 : 0);
+      EXPECT_EQ(m.graph().nodes.size(), half == 0.5f ? 1u : 5u);
+      auto got = m.run(std::vector<cnn::HostTensor>{cnn::HostTensor({3, 37}, x)});
+      EXPECT_LT(cpu::max_rel_error(std::span<const float>(got[0].f), std::span<const double>(want)), 1e-6)
+          << to_string(d) << " " << half;
+    }
+  }
+}

@@ -92,4 +92,14 @@ TEST(DenseModels, UNetConvTransposeResizeNorms) { check_model("unet", 1, 1); }
 TEST(DenseModels, VisionTransformer) { check_model("vit_tiny", 1, 1); }
 TEST(DenseModels, VitB16) { check_model("vit_b_16", 1, 1); }  // --size full only
 TEST(DenseModels, BertEncoder) { check_model("bert", 3, 1); }
+
+TEST(DenseModels, TransformersGeluFused) {
+  for (const char* name : {"vit_tiny", "bert"}) {
+    fs::path model = dense_dir() / (std::string(name) + ".onnx");
+    if (!fs::exists(model)) GTEST_SKIP() << "model not found: " << model;
+    cnn::Model m(model);
+    EXPECT_EQ(m.fused().gelus, 2) << name;  // one per layer, two layers
+    for (const auto& n : m.graph().nodes) EXPECT_NE(n.op, "Erf") << name;
+  }
+}
 TEST(DenseModels, SsdLiteHead) { check_model("ssdlite320_mobilenet_v3_large_head", 1, 2); }

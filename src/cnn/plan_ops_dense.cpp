@@ -54,6 +54,7 @@ const std::map<std::string_view, EwOp>& ew_ops() {
       {"ThresholdedRelu", EwOp::ThresholdedRelu},
       {"Shrink", EwOp::Shrink},
       {"Where", EwOp::Where},
+      {"Gelu", EwOp::Gelu},  // opset 20's, and what cnn/fuse.h makes of the exporters' erf GELU
       {"PRelu", EwOp::PRelu},
       {"Mod", EwOp::Mod},
   };
@@ -88,6 +89,9 @@ NodePlan plan_elementwise(const Graph& g, const Node& n, const std::vector<In>& 
     case EwOp::Shrink:
       p.alpha = n.attr_float("lambd", 0.5f);
       p.beta = n.attr_float("bias", 0.f);
+      break;
+    case EwOp::Gelu:
+      if (n.attr_string("approximate", "none") == "tanh") p.op = EwOp::GeluTanh;
       break;
     case EwOp::Mod:
       if (n.attr_int("fmod", 0) != 0) {
@@ -361,6 +365,7 @@ NodePlan plan_resize(const Graph& g, const Node& n, const std::vector<In>& in) {
   }
   for (size_t a = 0; a < r; ++a)
     if (out[a] < 0 || out[a] > INT32_MAX) bad("output extent " + std::to_string(out[a]));
+  if (element_count(out) > INT32_MAX) bad("an output of " + shape_str(out) + " is too large");
   NodePlan p;
   p.outs.push_back(fresh(out));
   if (element_count(out) == 0) return p;
@@ -373,6 +378,9 @@ NodePlan plan_resize(const Graph& g, const Node& n, const std::vector<In>& in) {
   }
   if (moved.size() > 2)
     unsupported("Resize of more than two axes at once (" + shape_str(x.shape) + " to " + shape_str(out) + ")");
+  for (size_t a : moved)  // the taps tables (antialiasing widens them by 1 / scale)
+    if (double(out[a]) * std::max(4.0, 4.0 / std::min(scales[a], 1.0)) > double(1 << 26))
+      bad("resizing axis " + std::to_string(a) + " to " + std::to_string(out[a]) + " needs too large a taps table");
   auto axis_of = [&](size_t a) {
     ResizeAxis ax;
     ax.in = uint32_t(x.shape[a]);
@@ -940,8 +948,9 @@ NodePlan plan_conv_transpose(const Graph&, const Node& n, const std::vector<In>&
   } catch (const Error& e) {
     bad(e.what());
   }
-  ConvEpilogue ep;
+  ConvEpilogue ep = n.fused;  // an activation after it (cnn/fuse.h)
   ep.bias = has_bias;
+  ep.residual = false;
   p.temps.push_back(z.out_count());
   p.steps.push_back({PadStep{z}, {Ref::in(0)}, Ref::temp(0), 0});
   p.steps.push_back({ConvStep{d, ep, floats({cout, cin_g, r == 4 ? k[0] : 1, k[sp - 1]}, std::move(w)), bias},

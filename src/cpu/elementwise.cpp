@@ -202,11 +202,16 @@ double ew_function(const EwParams& p, double x) {
 
 namespace {
 
+// Wrapping arithmetic (two's complement, as the kernels' i32; no signed overflow on the host).
+int64_t wrap_add(int64_t a, int64_t b) { return int64_t(uint64_t(a) + uint64_t(b)); }
+int64_t wrap_sub(int64_t a, int64_t b) { return int64_t(uint64_t(a) - uint64_t(b)); }
+int64_t wrap_mul(int64_t a, int64_t b) { return int64_t(uint64_t(a) * uint64_t(b)); }
+
 int64_t int_op(EwOp op, int64_t a, int64_t b, bool wrap32) {
   switch (op) {
-    case EwOp::Add: return a + b;
-    case EwOp::Sub: return a - b;
-    case EwOp::Mul: return wrap32 ? int64_t(narrow_int(a) * int64_t(narrow_int(b))) : a * b;
+    case EwOp::Add: return wrap_add(a, b);
+    case EwOp::Sub: return wrap_sub(a, b);
+    case EwOp::Mul: return wrap32 ? wrap_mul(narrow_int(a), narrow_int(b)) : wrap_mul(a, b);
     case EwOp::Div: {
       int64_t lo = wrap32 ? INT32_MIN : INT64_MIN;
       if (b == 0 || (a == lo && b == -1)) return a;
@@ -314,8 +319,8 @@ void elementwise(const EwParams& p, const EwDims& d, std::span<const ConstWords>
         }
         break;
       case EwOp::Not: out.set_i(n, a.i(ia) == 0); break;
-      case EwOp::Neg: out.set_i(n, -a.i(ia)); break;
-      case EwOp::Abs: out.set_i(n, a.i(ia) < 0 ? -a.i(ia) : a.i(ia)); break;
+      case EwOp::Neg: out.set_i(n, wrap_sub(0, a.i(ia))); break;
+      case EwOp::Abs: out.set_i(n, a.i(ia) < 0 ? wrap_sub(0, a.i(ia)) : a.i(ia)); break;
       case EwOp::CastToFloat: out.set_f(n, float(a.i(ia))); break;
       case EwOp::CastToInt: out.set_i(n, float_to_int(double(a.f(ia)))); break;
       case EwOp::CastToBool: out.set_i(n, p.ints ? a.i(ia) != 0 : a.f(ia) != 0.f); break;

@@ -207,7 +207,7 @@ void cumsum(const ConstWords& x, const Words& y, const CumSumDims& d) {
         if (x.is_float())
           fs += double(x.f(at));
         else
-          is += x.i(at);
+          is = int64_t(uint64_t(is) + uint64_t(x.i(at)));  // wrapping, as the kernel's i32
         if (!d.exclusive) {
           x.is_float() ? y.set_f(at, float(fs)) : y.set_i(at, is);
         }
