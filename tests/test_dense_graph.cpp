@@ -262,3 +262,89 @@ TEST(DenseGraph, GeluChainFused) {
     }
   }
 }
+
+// Wrong models and inputs for the new ops are errors naming the node and what is wrong, before
+// anything is allocated or run; what wgc does not take is Unsupported.
+TEST(DenseGraph, BadModelsAndInputsAreErrors) {
+  auto one_node = [](std::string op, std::vector<std::string> ins, std::vector<int64_t> xshape,
+                     std::map<std::string, cnn::Attribute> attrs, std::map<std::string, cnn::HostTensorPtr> consts) {
+    cnn::Graph g;
+    g.source = "bad.onnx";
+    g.opset = 18;
+    cnn::Node n;
+    n.name = "n0";
+    n.op = std::move(op);
+    n.inputs = std::move(ins);
+    n.outputs = {"y"};
+    for (auto& [k, v] : attrs) n.attrs[k] = v;
+    g.nodes.push_back(n);
+    g.constants.insert(consts.begin(), consts.end());
+    g.inputs = {value("x", 1, xshape)};
+    g.outputs = {{"y", 1, false, {}}};
+    return g;
+  };
+  auto i64 = [](std::vector<int64_t> shape, std::vector<int64_t> v) {
+    return std::make_shared<cnn::HostTensor>(cnn::HostTensor::ints(std::move(shape), std::move(v)));
+  };
+  auto f32 = [](std::vector<int64_t> shape, std::vector<float> v) {
+    return std::make_shared<cnn::HostTensor>(std::move(shape), std::move(v));
+  };
+  struct Case {
+    cnn::Graph g;
+    std::string says;
+    bool unsupported = false;
+  };
+  std::vector<Case> cases;
+  // Resize to 2^40 elements: refused before its taps are made.
+  cases.push_back(
+      {one_node("Resize", {"x", "", "", "sizes"}, {1, 1, 4, 4}, {}, {{"sizes", i64({4}, {1, 1, 1 << 20, 1 << 20})}}),
+       "too large"});
+  cases.push_back({one_node("TopK", {"x", "k"}, {2, 5}, {}, {{"k", i64({1}, {6})}}), "out of range"});
+  cases.push_back({one_node("Pad", {"x", "pads"}, {2, 3}, {}, {{"pads", i64({4}, {0, -5, 0, 0})}}), "extent"});
+  cases.push_back(
+      {one_node("GatherElements", {"x", "idx"}, {2, 3}, {}, {{"idx", i64({2, 1}, {0, 7})}}), "out of range"});
+  cases.push_back({one_node("Einsum", {"x", "x"}, {2, 3}, {{"equation", str_attr("ij,jk->ik")}}, {}), "extents"});
+  cases.push_back({one_node("Einsum", {"x"}, {2, 3}, {{"equation", str_attr("ii->i")}}, {}), "diagonal", true});
+  cases.push_back(
+      {one_node("ConvTranspose", {"x", "w"}, {1, 4, 5, 5}, {}, {{"w", f32({3, 2, 3, 3}, std::vector<float>(54))}}),
+       "does not fit"});
+  cases.push_back({one_node("LayerNormalization", {"x", "s"}, {2, 6}, {}, {{"s", f32({4}, std::vector<float>(4))}}),
+                   "do not broadcast"});
+  cases.push_back({one_node("DepthToSpace", {"x"}, {1, 6, 2, 2}, {{"blocksize", int_attr(2)}}, {}), "multiple"});
+  for (auto& c : cases) {
+    cnn::Model m(std::nullopt, c.g, {cnn::Device::Cpu});
+    std::vector<int64_t> shape = c.g.inputs[0].dims;
+    cnn::HostTensor x(shape, std::vector<float>(size_t(cnn::element_count(shape))));
+    try {
+      m.run(std::vector<cnn::HostTensor>{x});
+      ADD_FAILURE() << c.g.nodes[0].op << ": no error";
+    } catch (const cnn::Unsupported& e) {
+      EXPECT_TRUE(c.unsupported) << e.what();
+      EXPECT_NE(std::string(e.what()).find(c.says), std::string::npos) << e.what();
+    } catch (const Error& e) {
+      EXPECT_FALSE(c.unsupported) << e.what();
+      EXPECT_NE(std::string(e.what()).find("node 'n0'"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(c.says), std::string::npos) << e.what();
+    }
+  }
+  // An int64 input value beyond the device's 32-bit integers names the input and the offset.
+  cnn::Graph g;
+  g.source = "ids.onnx";
+  g.opset = 13;
+  g.constants["table"] = f32({4, 2}, std::vector<float>(8, 1.f));
+  cnn::Node n;
+  n.op = "Gather";
+  n.inputs = {"table", "ids"};
+  n.outputs = {"y"};
+  g.nodes.push_back(n);
+  g.inputs = {value("ids", 7, {3})};
+  g.outputs = {{"y", 1, false, {}}};
+  cnn::Model m(std::nullopt, g, {cnn::Device::Cpu});
+  try {
+    m.run(std::vector<cnn::HostTensor>{cnn::HostTensor::ints({3}, {0, int64_t(1) << 40, 1})});
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("input 'ids': value 1099511627776 at offset 1"), std::string::npos)
+        << e.what();
+  }
+}
