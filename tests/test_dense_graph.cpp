@@ -166,6 +166,56 @@ TEST(DenseGraph, CumSumOfFloatsAndIntegers) {
       }
 }
 
+// ONNX's ReduceLogSumExp cases are float64: a float one here, with values whose exponentials
+// overflow float (the largest of each row is taken out first), both keepdims, one axis and two.
+TEST(DenseGraph, ReduceLogSumExpDoesNotOverflow) {
+  const std::vector<int64_t> shape = {3, 13, 5};
+  std::vector<float> x = test::random_floats(195, 11, -3, 3);
+  for (size_t k = 0; k < x.size(); k += 7) x[k] += 120.f;  // exp(120) is beyond float's range
+  for (int64_t keep : {0, 1})
+    for (const std::vector<int64_t>& axes : {std::vector<int64_t>{1}, std::vector<int64_t>{0, -1}}) {
+      cnn::Graph g;
+      g.source = "reduce_log_sum_exp";
+      g.opset = 13;
+      cnn::Node n;
+      n.op = "ReduceLogSumExp";
+      n.inputs = {"x"};
+      n.outputs = {"y"};
+      n.attrs["keepdims"] = int_attr(keep);
+      cnn::Attribute a;
+      a.kind = cnn::Attribute::Kind::Ints;
+      a.ints = axes;
+      n.attrs["axes"] = a;
+      g.nodes.push_back(n);
+      g.inputs.push_back(value("x", 1, shape));
+      g.outputs.push_back({"y", 1, false, {}});
+      bool over_j = axes.size() == 1;  // else over i and k
+      std::vector<double> want;
+      if (over_j) {
+        for (int i = 0; i < 3; ++i)
+          for (int k = 0; k < 5; ++k) {
+            double s = 0;
+            for (int j = 0; j < 13; ++j) s += std::exp(double(x[size_t((i * 13 + j) * 5 + k)]) - 120.0);
+            want.push_back(std::log(s) + 120.0);
+          }
+      } else {
+        for (int j = 0; j < 13; ++j) {
+          double s = 0;
+          for (int i = 0; i < 3; ++i)
+            for (int k = 0; k < 5; ++k) s += std::exp(double(x[size_t((i * 13 + j) * 5 + k)]) - 120.0);
+          want.push_back(std::log(s) + 120.0);
+        }
+      }
+      std::vector<int64_t> out_shape = over_j ? std::vector<int64_t>{3, 5} : std::vector<int64_t>{13};
+      if (keep) out_shape = over_j ? std::vector<int64_t>{3, 1, 5} : std::vector<int64_t>{1, 13, 1};
+      for (const auto& got : run_both(g, {cnn::HostTensor(shape, x)})) {
+        EXPECT_EQ(got[0].shape, out_shape);
+        ASSERT_EQ(got[0].f.size(), want.size());
+        EXPECT_LT(cpu::max_rel_error(std::span<const float>(got[0].f), std::span<const double>(want)), 1e-5);
+      }
+    }
+}
+
 // An embedding lookup by token ids and a padding mask, as a transformer encoder's first ops: the
 // integer inputs stay on the device (one plan for any ids), Equal / Where / Cast / ArgMax on it.
 TEST(DenseGraph, IntegerInputsOnTheDevice) {

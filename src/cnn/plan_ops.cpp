@@ -574,13 +574,10 @@ NodePlan plan_softmax(const Graph& g, const Node& n, const std::vector<In>& in) 
 
 // --- reductions and pooling ------------------------------------------------------------------------
 
-NodePlan plan_reduce(const Graph& g, const Node& n, const std::vector<In>& in) {
+}  // namespace
+
+NodePlan plan_reduce_op(const Graph& g, const Node& n, const std::vector<In>& in, AxisReduceOp op, int64_t input_from) {
   const In& x = float_input(in, 0, "data");
-  AxisReduceOp op = n.op == "ReduceMean"  ? AxisReduceOp::Mean
-                    : n.op == "ReduceSum" ? AxisReduceOp::Sum
-                    : n.op == "ReduceMax" ? AxisReduceOp::Max
-                                          : AxisReduceOp::Min;
-  int64_t input_from = n.op == "ReduceSum" ? 13 : 18;
   std::vector<int64_t> axes = axes_of(g, n, in, input_from);
   size_t r = x.shape.size();
   bool keep = n.attr_int("keepdims", 1) != 0;
@@ -629,6 +626,16 @@ NodePlan plan_reduce(const Graph& g, const Node& n, const std::vector<In>& in) {
                      Ref::out(0),
                      double(element_count(x.shape))});
   return p;
+}
+
+namespace {
+
+NodePlan plan_reduce(const Graph& g, const Node& n, const std::vector<In>& in) {
+  AxisReduceOp op = n.op == "ReduceMean"  ? AxisReduceOp::Mean
+                    : n.op == "ReduceSum" ? AxisReduceOp::Sum
+                    : n.op == "ReduceMax" ? AxisReduceOp::Max
+                                          : AxisReduceOp::Min;
+  return plan_reduce_op(g, n, in, op, n.op == "ReduceSum" ? 13 : 18);
 }
 
 NodePlan plan_global_pool(const Graph&, const Node& n, const std::vector<In>& in) {

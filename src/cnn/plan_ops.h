@@ -161,6 +161,10 @@ inline NodePlan ew_node(const EwParams& p, const std::vector<In>& in, size_t ope
   return np;
 }
 
+// ReduceSum / Mean / Max / Min of input 0 over the node's axes (an input from opset input_from,
+// else the attribute), keepdims and noop_with_empty_axes as the node says.
+NodePlan plan_reduce_op(const Graph& g, const Node& n, const std::vector<In>& in, AxisReduceOp op, int64_t input_from);
+
 // Planners of plan_ops_dense.cpp (the ops beyond classifiers), by op name.
 const std::map<std::string_view, Planner>& dense_planners();
 

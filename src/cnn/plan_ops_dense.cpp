@@ -161,6 +161,199 @@ NodePlan plan_trilu(const Graph&, const Node& n, const std::vector<In>& in) {
   return p;
 }
 
+AxisDims axis_dims(const Shape& s, int64_t axis);
+
+// --- reductions built from others -----------------------------------------------------------------
+
+// Renumbers an inner plan's scratch buffers after `base` others.
+void shift_temps(NodePlan& p, int base) {
+  for (auto& st : p.steps) {
+    for (auto& r : st.in)
+      if (r.kind == Ref::Temp) r.index += base;
+    if (st.out.kind == Ref::Temp) st.out.index += base;
+  }
+  p.temps.insert(p.temps.begin(), size_t(base), 0);
+  if (!p.int_temps.empty()) p.int_temps.insert(p.int_temps.begin(), size_t(base), false);
+}
+
+// The inner plan's source (input 0) read from `src` and its output written to `dst`.
+void reroute(NodePlan& p, Ref src, Ref dst) {
+  for (auto& st : p.steps) {
+    for (auto& r : st.in)
+      if (r.kind == Ref::Input && r.index == 0) r = src;
+    if (st.out.kind == Ref::Output && st.out.index == 0) st.out = dst;
+  }
+}
+
+NodeStep unary_step(UnaryOp op, uint64_t count, Ref src, Ref dst) {
+  return {UnaryStep{{op}, count}, {std::move(src)}, std::move(dst), double(count)};
+}
+
+// ReduceSumSquare, ReduceL1, ReduceL2, ReduceLogSum, ReduceLogSumExp: a map before the sum and one
+// after it; LogSumExp subtracts each row's largest value first (no overflow) and adds it back.
+NodePlan plan_reduce_composite(const Graph& g, const Node& n, const std::vector<In>& in) {
+  const In& x = float_input(in, 0, "data");
+  uint64_t count = uint64_t(element_count(x.shape));
+  NodePlan p = plan_reduce_op(g, n, in, AxisReduceOp::Sum, 18);
+  if (p.steps.empty()) return p;  // an empty output
+  if (n.op == "ReduceLogSumExp") {
+    Node keep = n;
+    keep.attrs["keepdims"].kind = Attribute::Kind::Int;  // the maxima broadcast against x
+    keep.attrs["keepdims"].i = 1;
+    NodePlan mx = plan_reduce_op(g, keep, in, AxisReduceOp::Max, 18);
+    Shape ms = mx.outs[0].shape;
+    uint64_t mcount = uint64_t(element_count(ms));
+    // temps: 0 the maxima, 1 x - max, 2 its exp, 3 the sums, 4 their logs; then the inner plans'
+    // own. (No step reads and writes one buffer: WebGPU forbids binding it both ways.)
+    int base = 5;
+    shift_temps(mx, base);
+    reroute(mx, Ref::in(0), Ref::temp(0));
+    shift_temps(p, int(mx.temps.size()));
+    reroute(p, Ref::temp(2), Ref::temp(3));
+    NodePlan r;
+    r.outs = p.outs;
+    r.temps = {mcount, count, count, mcount, mcount};
+    for (size_t k = size_t(base); k < mx.temps.size(); ++k) r.temps.push_back(mx.temps[k]);
+    for (size_t k = mx.temps.size(); k < p.temps.size(); ++k) r.temps.push_back(p.temps[k]);
+    r.steps = mx.steps;
+    r.steps.push_back(binary_step(BinaryOp::Sub, x.shape, ms, Ref::in(0), Ref::temp(0), Ref::temp(1)));
+    r.steps.push_back(unary_step(UnaryOp::Exp, count, Ref::temp(1), Ref::temp(2)));
+    r.steps.insert(r.steps.end(), p.steps.begin(), p.steps.end());
+    r.steps.push_back(unary_step(UnaryOp::Log, mcount, Ref::temp(3), Ref::temp(4)));
+    // The maxima have the output's elements in the same order (only extent-1 dims differ).
+    r.steps.push_back(
+        binary_step(BinaryOp::Add, {int64_t(mcount)}, {int64_t(mcount)}, Ref::temp(4), Ref::temp(0), Ref::out(0)));
+    return r;
+  }
+  bool pre = n.op != "ReduceLogSum", post = n.op == "ReduceL2" || n.op == "ReduceLogSum";
+  uint64_t out_count = uint64_t(element_count(p.outs[0].shape));
+  shift_temps(p, 2);
+  reroute(p, pre ? Ref::temp(0) : Ref::in(0), post ? Ref::temp(1) : Ref::out(0));
+  p.temps[0] = pre ? count : 0;
+  p.temps[1] = post ? out_count : 0;
+  std::vector<NodeStep> steps;
+  if (n.op == "ReduceL1")
+    steps.push_back(unary_step(UnaryOp::Abs, count, Ref::in(0), Ref::temp(0)));
+  else if (pre)
+    steps.push_back(binary_step(BinaryOp::Mul, x.shape, x.shape, Ref::in(0), Ref::in(0), Ref::temp(0)));
+  steps.insert(steps.end(), p.steps.begin(), p.steps.end());
+  if (post)
+    steps.push_back(
+        unary_step(n.op == "ReduceL2" ? UnaryOp::Sqrt : UnaryOp::Log, out_count, Ref::temp(1), Ref::out(0)));
+  p.steps = std::move(steps);
+  return p;
+}
+
+// Hardmax: 1 where a row's first largest value is, 0 elsewhere (ArgMax, then Equal with the
+// positions, then Cast).
+NodePlan plan_hardmax(const Graph& g, const Node& n, const std::vector<In>& in) {
+  const In& x = float_input(in, 0, "input");
+  size_t r = x.shape.size();
+  if (r == 0) bad("input is a scalar");
+  int64_t axis = norm_axis(n.attr_int("axis", g.opset >= 13 ? -1 : 1), r);
+  NodePlan p;
+  p.outs.push_back(fresh(x.shape));
+  if (element_count(x.shape) == 0) return p;
+  // Opset < 13: the dims from axis on are one flattened row.
+  Shape rows = x.shape;
+  if (g.opset < 13) rows = {prod(x.shape, 0, size_t(axis)), prod(x.shape, size_t(axis), r)}, axis = 1;
+  int64_t len = rows[size_t(axis)];
+  AxisDims d = axis_dims(rows, axis);
+  Shape arg_shape = rows;
+  arg_shape[size_t(axis)] = 1;
+  Shape pos_shape(rows.size() - size_t(axis), 1);
+  pos_shape[0] = len;
+  std::vector<int64_t> pos(static_cast<size_t>(len));
+  for (int64_t i = 0; i < len; ++i) pos[size_t(i)] = i;
+  p.temps = {uint64_t(element_count(arg_shape)), uint64_t(element_count(rows))};
+  p.int_temps = {true, true};
+  p.steps.push_back({ArgReduceStep{{d, true, false}}, {Ref::in(0)}, Ref::temp(0), double(element_count(rows))});
+  p.steps.push_back(ew_step({EwOp::Equal, true}, {arg_shape, pos_shape}, {Ref::temp(0), Ref::cst(ints(pos_shape, pos))},
+                            Ref::temp(1)));
+  p.steps.push_back(ew_step({EwOp::CastToFloat, true}, {rows}, {Ref::temp(1)}, Ref::out(0)));
+  return p;
+}
+
+// OneHot: Equal of the indices (negative ones from the end) with the positions along the new
+// axis, then Where between the off and on values.
+NodePlan plan_one_hot(const Graph&, const Node& n, const std::vector<In>& in) {
+  const In& idx = input(in, 0, "indices");
+  const HostTensor& depth_t = const_input(in, 1, "depth");
+  const HostTensor& values = const_input(in, 2, "values");
+  if (depth_t.numel() != 1 || values.numel() != 2) bad("depth must hold one value and values two");
+  int64_t depth = depth_t.integer ? depth_t.i[0] : int64_t(depth_t.f[0]);
+  if (depth <= 0 || depth > (1 << 24)) bad("depth " + std::to_string(depth) + " is out of range");
+  size_t r = idx.shape.size();
+  int64_t axis = norm_axis(n.attr_int("axis", -1), r + 1);
+  Shape out = idx.shape;
+  out.insert(out.begin() + axis, depth);
+  if (element_count(out) > INT32_MAX) bad("an output of " + shape_str(out) + " is too large");
+  Shape ishape = idx.shape;  // the indices with the new axis of extent 1
+  ishape.insert(ishape.begin() + axis, 1);
+  Shape pshape(r + 1 - size_t(axis), 1);  // the positions along the new axis, broadcast
+  pshape[0] = depth;
+  std::vector<int64_t> pos(static_cast<size_t>(depth)), neg(static_cast<size_t>(depth));
+  for (int64_t i = 0; i < depth; ++i) pos[size_t(i)] = i, neg[size_t(i)] = i - depth;
+  bool ints_out = values.integer;
+  HostTensorPtr off = values.integer ? ints({}, {values.i[0]}) : floats({}, {values.f[0]});
+  HostTensorPtr on = values.integer ? ints({}, {values.i[1]}) : floats({}, {values.f[1]});
+  NodePlan p;
+  p.outs.push_back(fresh(out, ints_out));
+  if (element_count(out) == 0) return p;
+  Ref ri = Ref::in(0);
+  uint64_t count = uint64_t(element_count(out));
+  p.temps = {count, count, count};
+  p.int_temps = {true, true, true};
+  if (!idx.is_int()) {  // float indices: as integers
+    p.temps.push_back(uint64_t(element_count(idx.shape)));
+    p.int_temps.push_back(true);
+    p.steps.push_back(ew_step({EwOp::CastToInt, false}, {idx.shape}, {Ref::in(0)}, Ref::temp(3)));
+    ri = Ref::temp(3);
+  }
+  p.steps.push_back(ew_step({EwOp::Equal, true}, {ishape, pshape}, {ri, Ref::cst(ints(pshape, pos))}, Ref::temp(0)));
+  p.steps.push_back(ew_step({EwOp::Equal, true}, {ishape, pshape}, {ri, Ref::cst(ints(pshape, neg))}, Ref::temp(1)));
+  p.steps.push_back(ew_step({EwOp::Or, true}, {out, out}, {Ref::temp(0), Ref::temp(1)}, Ref::temp(2)));
+  p.steps.push_back(
+      ew_step({EwOp::Where, ints_out}, {out, {}, {}}, {Ref::temp(2), Ref::cst(on), Ref::cst(off)}, Ref::out(0)));
+  return p;
+}
+
+// NonZero: on the host when its input is known at plan time (the output's size depends on it).
+NodePlan plan_non_zero(const Graph&, const Node&, const std::vector<In>& in) {
+  const In& x = input(in, 0, "X");
+  if (!x.constant) unsupported("NonZero of a tensor computed at run time (the output's size depends on its values)");
+  const HostTensor& c = *x.constant;
+  size_t r = std::max<size_t>(x.shape.size(), 1);
+  auto st = contiguous_strides(x.shape);
+  std::vector<std::vector<int64_t>> coords(r);
+  for (int64_t k = 0; k < c.numel(); ++k) {
+    bool nz = c.integer ? c.i[size_t(k)] != 0 : c.f[size_t(k)] != 0.f;
+    if (!nz) continue;
+    int64_t rest = k;
+    for (size_t d = 0; d < x.shape.size(); ++d) coords[d].push_back(rest / st[d]), rest %= st[d];
+    if (x.shape.empty()) coords[0].push_back(0);
+  }
+  std::vector<int64_t> flat;
+  for (const auto& v : coords) flat.insert(flat.end(), v.begin(), v.end());
+  return constant_out(ints({int64_t(r), int64_t(coords[0].size())}, std::move(flat)));
+}
+
+// EyeLike: a constant of the input's shape (known at plan time).
+NodePlan plan_eye_like(const Graph&, const Node& n, const std::vector<In>& in) {
+  const In& x = input(in, 0, "input");
+  if (x.shape.size() != 2) bad("input " + shape_str(x.shape) + " is not a matrix");
+  if (element_count(x.shape) > (1 << 26)) bad("EyeLike of " + shape_str(x.shape) + " is too large");
+  int64_t k = n.attr_int("k", 0), rows = x.shape[0], cols = x.shape[1];
+  int64_t type = n.attr_int("dtype", x.is_int() ? 7 : 1);
+  bool integer = is_integer_type(int32_t(type));
+  if (!integer && type != 1 && type != 11) unsupported("EyeLike of type " + std::string(onnx_type_name(int32_t(type))));
+  std::vector<int64_t> v(static_cast<size_t>(rows * cols));
+  for (int64_t i = 0; i < rows; ++i)
+    if (i + k >= 0 && i + k < cols) v[size_t(i * cols + i + k)] = 1;
+  if (integer) return constant_out(ints(x.shape, v));
+  return constant_out(floats(x.shape, std::vector<float>(v.begin(), v.end())));
+}
+
 // --- normalisations -------------------------------------------------------------------------------
 
 // A per-element parameter input as `count` values: a run-time tensor of exactly that many, or a
@@ -967,6 +1160,12 @@ const std::map<std::string_view, Planner>& dense_planners() {
     std::map<std::string_view, Planner> r;
     for (const auto& [name, op] : ew_ops()) r[name] = plan_elementwise;
     r["ArgMax"] = plan_arg_reduce;
+    r["EyeLike"] = plan_eye_like;
+    r["Hardmax"] = plan_hardmax;
+    r["OneHot"] = plan_one_hot;
+    r["NonZero"] = plan_non_zero;
+    for (const char* op : {"ReduceSumSquare", "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp"})
+      r[op] = plan_reduce_composite;
     r["ArgMin"] = plan_arg_reduce;
     r["ConvTranspose"] = plan_conv_transpose;
     r["CumSum"] = plan_cumsum;
