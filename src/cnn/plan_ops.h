@@ -1,7 +1,7 @@
 // Inside the planner (cnn/plan.cpp): what one op's planner sees and gives back. Each ONNX op has a
-// planner in plan_ops.cpp that computes its output shapes and the steps that compute it, in terms
-// of its own inputs, outputs and scratch buffers; make_plan maps those onto slots (or, when every
-// input is a constant, runs the steps on the host at once).
+// planner (in plan_ops_<family>.cpp) that computes its output shapes and the steps that compute it,
+// in terms of its own inputs, outputs and scratch buffers; make_plan maps those onto slots (or, when
+// every input is a constant, runs the steps on the host at once).
 #pragma once
 
 #include "cnn/plan.h"
@@ -161,12 +161,25 @@ inline NodePlan ew_node(const EwParams& p, const std::vector<In>& in, size_t ope
   return np;
 }
 
-// ReduceSum / Mean / Max / Min of input 0 over the node's axes (an input from opset input_from,
-// else the attribute), keepdims and noop_with_empty_axes as the node says.
-NodePlan plan_reduce_op(const Graph& g, const Node& n, const std::vector<In>& in, AxisReduceOp op, int64_t input_from);
+// The axes of a node: input k from opset input_from_opset on, else the attribute.
+inline std::vector<int64_t> axes_of(const Graph& g, const Node& n, const std::vector<In>& in, int64_t input_from_opset,
+                                    size_t k = 1) {
+  if (g.opset >= input_from_opset)
+    return in.size() > k && in[k].present ? const_ints(in, k, "axes") : std::vector<int64_t>{};
+  return n.attr_ints("axes");
+}
 
-// Planners of plan_ops_dense.cpp (the ops beyond classifiers), by op name.
-const std::map<std::string_view, Planner>& dense_planners();
+// The planners by op name. Each plan_ops_<family>.cpp adds its family's (an op is in one only).
+using PlannerTable = std::map<std::string_view, Planner>;
+void add_shape_planners(PlannerTable& t);        // views, shape-made constants, Cast
+void add_movement_planners(PlannerTable& t);     // Transpose, Concat, Slice, Gather, Pad, Tile, ...
+void add_elementwise_planners(PlannerTable& t);  // binary, unary and the general element-wise ops
+void add_axis_planners(PlannerTable& t);         // reductions, Softmax, ArgMax, TopK, CumSum
+void add_conv_planners(PlannerTable& t);         // Conv, ConvTranspose, pooling
+void add_norm_planners(PlannerTable& t);         // Batch / Layer / Instance / GroupNormalization
+void add_matmul_planners(PlannerTable& t);       // Gemm, MatMul, Einsum
+void add_resize_planners(PlannerTable& t);       // Resize, Upsample
+void add_nms_planners(PlannerTable& t);          // NonMaxSuppression
 
 // The planner for an op of the default domain, or nullptr.
 Planner find_planner(std::string_view op);
