@@ -10,7 +10,6 @@
 #include <cmath>
 #include <map>
 #include <numeric>
-#include <ranges>
 
 namespace wgc::cnn::detail {
 namespace {
@@ -362,7 +361,7 @@ NodePlan plan_one_hot(const Graph&, const Node& n, const std::vector<In>& in) {
 }  // namespace
 
 void add_elementwise_planners(PlannerTable& t) {
-  for (const auto& name : ew_ops() | std::views::keys) t.emplace(name, plan_elementwise);
+  for (const auto& [name, op] : ew_ops()) t.emplace(name, plan_elementwise);
   t.emplace("Abs", plan_unary);
   t.emplace("Add", plan_binary);
   t.emplace("Clip", plan_unary);
