@@ -8,6 +8,7 @@ import { renderMarkdown } from './markdown.js';
 const $ = (id) => document.getElementById(id);
 const SETTINGS = ['system', 'temperature', 'top_p', 'max_tokens', 'seed'];
 const STORE = 'wgc-chat-settings';
+const KEY_STORE = 'wgc-chat-api-key'; // apart from the settings: Reset settings keeps it
 
 const history = []; // { role, content } of the finished turns
 let conversation = 0; // bumped by New chat: a reply still ending then stays out of the new history
@@ -27,6 +28,24 @@ function loadSettings() {
 function saveSettings() {
   localStorage.setItem(STORE, JSON.stringify(Object.fromEntries(SETTINGS.map((k) => [k, $(k).value]))));
 }
+
+// --- the API key (wgc serve --api-key) ---------------------------------------------------------
+function apiKey() {
+  return $('api_key').value.trim();
+}
+function saveKey() {
+  if (apiKey()) localStorage.setItem(KEY_STORE, apiKey());
+  else localStorage.removeItem(KEY_STORE);
+}
+// The headers of every API request: the key when one is set.
+function authHeaders(extra = {}) {
+  return apiKey() ? { ...extra, Authorization: `Bearer ${apiKey()}` } : extra;
+}
+const UNAUTHORIZED = 'Unauthorized: this server requires an API key (it was started with --api-key). ' +
+  'Enter the key under Server, on the right.';
+const WRONG_KEY = 'Unauthorized: the server refused this API key. Check the key under Server, on the right.';
+// The message of a 401: the server wants a key, or another one.
+const unauthorized = () => (apiKey() ? WRONG_KEY : UNAUTHORIZED);
 
 // The request's sampling fields: those the user set (empty ones are left to the server).
 function sampling() {
@@ -160,10 +179,11 @@ async function send(text) {
   try {
     const res = await fetch('v1/chat/completions', {
       method: 'POST',
-      headers: { 'Content-Type': 'application/json', Accept: 'text/event-stream' },
+      headers: authHeaders({ 'Content-Type': 'application/json', Accept: 'text/event-stream' }),
       body: JSON.stringify({ model: model || undefined, messages, stream: true, stream_options: { include_usage: true }, ...extra }),
       signal: controller.signal,
     });
+    if (res.status === 401) throw Object.assign(new Error(unauthorized()), { unauthorized: true });
     if (!res.ok) throw new Error(await errorText(res));
     await readEvents(res.body, (data) => {
       if (data === '[DONE]') return false;
@@ -190,7 +210,8 @@ async function send(text) {
       status = 'stopped';
     } else {
       status = 'error';
-      showError(`The request failed: ${e.message}`);
+      showError(e.unauthorized ? e.message : `The request failed: ${e.message}`);
+      if (e.unauthorized) $('model').textContent = 'unauthorized';
     }
   } finally {
     controller = null;
@@ -212,15 +233,28 @@ function setBusy(busy) {
 
 // --- wiring ---------------------------------------------------------------------------------
 async function loadModel() {
+  let res;
   try {
-    const res = await fetch('v1/models');
+    res = await fetch('v1/models', { headers: authHeaders() });
+  } catch (e) {
+    $('model').textContent = 'server not reachable';
+    showError(`Could not reach the server (/v1/models): ${e.message}`);
+    return;
+  }
+  try {
+    if (res.status === 401) {
+      $('model').textContent = 'unauthorized';
+      showError(unauthorized());
+      return;
+    }
     if (!res.ok) throw new Error(await errorText(res));
     const list = await res.json();
     model = list.data?.[0]?.id ?? null;
     $('model').textContent = model ? `model: ${model}` : 'no model listed';
+    showError('');
   } catch (e) {
-    $('model').textContent = 'server not reachable';
-    showError(`Could not ask the server for its model (/v1/models): ${e.message}`);
+    $('model').textContent = 'server error';
+    showError(`The server did not list its model (/v1/models): ${e.message}`);
   }
 }
 
@@ -228,6 +262,11 @@ async function main() {
   initTheme($('theme'));
   loadSettings();
   for (const k of SETTINGS) $(k).addEventListener('change', saveSettings);
+  $('api_key').value = localStorage.getItem(KEY_STORE) || '';
+  $('api_key').addEventListener('change', () => {
+    saveKey();
+    loadModel(); // the model list, now with the key
+  });
   $('reset').addEventListener('click', () => {
     for (const k of SETTINGS) $(k).value = '';
     saveSettings();
