@@ -231,19 +231,9 @@ int64_t int_op(EwOp op, int64_t a, int64_t b, bool wrap32) {
   }
 }
 
-bool compare(EwOp op, double a, double b) {
-  switch (op) {
-    case EwOp::Equal: return a == b;
-    case EwOp::Less: return a < b;
-    case EwOp::Greater: return a > b;
-    case EwOp::LessOrEqual: return a <= b;
-    case EwOp::GreaterOrEqual: return a >= b;
-    default: return false;
-  }
-}
-
-// Integer comparisons exactly (int64 values beyond 2^53 differ as doubles).
-bool compare(EwOp op, int64_t a, int64_t b) {
+// Integers compared as int64 (values beyond 2^53 differ as doubles), floats as doubles.
+template <typename T>
+bool compare(EwOp op, T a, T b) {
   switch (op) {
     case EwOp::Equal: return a == b;
     case EwOp::Less: return a < b;
