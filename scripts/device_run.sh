@@ -139,6 +139,11 @@ for step in $steps; do
       IFS=: read -r _ cmodel <<<"$step"
       WGC=$wgc RES=$RES timeout 580 scripts/bench_cnn_device.sh ${cmodel:-mobilenet_v2} >"$RES/cnn.log" 2>&1
       [ -f "$RES/cnn.txt" ] && cp "$RES/cnn.txt" "$OUT/" && cat "$RES/cnn.txt" ;;
+    dense|dense:*)  # dense[:MODELS]: segmentation and ViT-B/16 exported full size, checked, wgc vs PyTorch and ORT
+      IFS=: read -r _ dmodels <<<"$step"
+      WGC=$wgc RES=$RES timeout 580 scripts/bench_dense_device.sh ${dmodels:-lraspp,deeplabv3,fcn,vit} \
+        >"$RES/dense.log" 2>&1
+      [ -f "$RES/dense.txt" ] && cp "$RES/dense.txt" "$OUT/" && cat "$RES/dense.txt" ;;
     cpu-llm|cpu-llm:*)  # cpu-llm[:ARGS]: wgc's CPU engine vs llama.cpp's CPU backend on every core
       # (scripts/bench_cpu_llm.sh; the peer offline from .device/npm, which `scripts/bench_cpu_llm.sh
       # --pack .device/npm` fills on the CPU machine). ARGS: the script's, commas become spaces.

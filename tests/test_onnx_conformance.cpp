@@ -61,6 +61,7 @@ TEST(OnnxConformance, SupportedOpsPassTheBackendTests) {
   if (!fs::exists(root / "node"))
     GTEST_SKIP() << "ONNX backend test data not found at " << root << " (libonnx-testdata)";
   std::map<std::string, Counts> per_op;
+  Counts total;
   std::vector<std::string> failures, skipped;
   int cases = 0;
   for (const char* suite : {"node", "pytorch-converted", "pytorch-operator"}) {
@@ -93,7 +94,7 @@ TEST(OnnxConformance, SupportedOpsPassTheBackendTests) {
           for (const auto& p : sorted_files(s, "input_")) {
             cnn::NamedTensor t = cnn::load_tensor_pb(p);
             big |= t.value.numel() > kMaxCaseElements;
-            if (t.elem_type != 1 && t.elem_type != 6 && t.elem_type != 7)
+            if (t.elem_type != 1 && !cnn::is_integer_type(t.elem_type))
               throw cnn::Unsupported("input of type " + std::string(cnn::onnx_type_name(t.elem_type)));
             inputs.back().push_back(std::move(t.value));
           }
@@ -127,6 +128,7 @@ TEST(OnnxConformance, SupportedOpsPassTheBackendTests) {
         verdict = Fail;
         why = e.what();
       }
+      (verdict == Pass ? total.pass : verdict == Fail ? total.fail : total.unsupported)++;
       if (ops.empty()) ops.insert("(model did not load)");
       for (const auto& op : ops) {
         Counts& c = per_op[op];
@@ -142,5 +144,6 @@ TEST(OnnxConformance, SupportedOpsPassTheBackendTests) {
   for (const auto& s : skipped) std::printf(" %s", s.c_str());
   std::printf("\n%-28s %6s %6s %14s\n", "op", "pass", "fail", "not supported");
   for (const auto& [op, c] : per_op) std::printf("%-28s %6d %6d %14d\n", op.c_str(), c.pass, c.fail, c.unsupported);
+  std::printf("%-28s %6d %6d %14d\n", "(cases)", total.pass, total.fail, total.unsupported);
   for (const auto& f : failures) ADD_FAILURE() << f;
 }

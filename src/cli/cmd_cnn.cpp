@@ -1,4 +1,5 @@
 // wgc infer / classify / bench-cnn: ONNX models (cnn/model.h) from the command line.
+#include "cli/cnn_flags.h"
 #include "cli/command.h"
 #include "cnn/imagenet.h"
 #include "cnn/model.h"
@@ -25,24 +26,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A model on the device the flags ask for; the GPU context is made only when it can be used.
-struct LoadedModel {
-  std::optional<Context> ctx;
-  std::unique_ptr<cnn::Model> model;
-};
-
-LoadedModel load_model(const std::string& path, cnn::Device dev, const GpuFlags& g) {
-  LoadedModel m;
-  if (dev != cnn::Device::Cpu) m.ctx.emplace(g.context_options());
-  m.model = std::make_unique<cnn::Model>(m.ctx, cnn::load_onnx(path), cnn::ModelOptions{dev});
-  return m;
-}
-
 cnn::HostTensor read_input(const std::string& path, const cnn::ValueInfo& vi) {
   npy::Array a = npy::read(path);
   cnn::HostTensor t;
   t.shape = a.shape;
-  if (vi.elem_type == 6 || vi.elem_type == 7) {
+  if (cnn::is_integer_type(vi.elem_type)) {
     auto v = a.to_i32();
     t.integer = true;
     t.i.assign(v.begin(), v.end());
@@ -60,6 +48,7 @@ struct Flags {
   std::string device = "auto";
   std::vector<std::string> inputs, images;
   std::vector<int> batches{1};
+  std::vector<int64_t> hw;  // bench-cnn --hw: the spatial dims a model leaves open
   int top = 5, repeats = 20;
   bool force = false, profile = false, json = false;  // force: infer's --force; json: classify's
 };
@@ -84,7 +73,7 @@ int infer_cmd(const Flags& f) {
   const Overwrite overwrite = overwrite_rule(f.force);
   check_output(*out, overwrite);
 
-  LoadedModel lm = load_model(*model_path, dev, g);
+  CnnModel lm = load_cnn_model(*model_path, dev, g);
   const cnn::Graph& graph = lm.model->graph();
   // NAME=FILE goes to that input; plain files fill the remaining inputs in order.
   std::vector<std::optional<cnn::HostTensor>> xs(graph.inputs.size());
@@ -153,7 +142,7 @@ int classify_cmd(const Flags& f) {
   if (!model_path) throw UsageError("--model FILE.onnx is required");
   if (images.empty()) throw UsageError("give one or more images (PNG or JPEG)");
   if (top < 1) throw UsageError("--top expects a positive count");
-  LoadedModel lm = load_model(*model_path, dev, g);
+  CnnModel lm = load_cnn_model(*model_path, dev, g);
   // All images in one batch: one run, one submit.
   cnn::HostTensor batch({int64_t(images.size()), 3, 224, 224}, {});
   for (const auto& path : images) {
@@ -210,17 +199,23 @@ int bench_cnn_cmd(const Flags& f) {
   if (profile && dev == cnn::Device::Cpu) throw UsageError("--profile times GPU dispatches (--device gpu)");
   f.bench_out.check();
   std::FILE* table = f.bench_out.table();
-  LoadedModel lm = load_model(*model_path, dev, g);
+  CnnModel lm = load_cnn_model(*model_path, dev, g);
   cnn::Model& m = *lm.model;
   const cnn::Graph& graph = m.graph();
   if (graph.inputs.size() != 1)
     throw Error("wgc bench-cnn: the model takes " + std::to_string(graph.inputs.size()) +
                 " inputs; bench-cnn feeds one image tensor");
-  const cnn::ValueInfo& in = graph.inputs[0];
+  cnn::ValueInfo in = graph.inputs[0];
+  if (!f.hw.empty()) {  // --hw H,W fills the spatial dims the file leaves open (segmentation models)
+    if (f.hw.size() != 2 || in.dims.size() != 4 || f.hw[0] < 1 || f.hw[1] < 1 || f.hw[0] > 8192 || f.hw[1] > 8192)
+      throw UsageError("--hw expects H,W (1..8192) for a model of [N, C, H, W] input");
+    for (size_t d = 2; d < 4; ++d)
+      if (in.dims[d] < 0) in.dims[d] = f.hw[d - 2];
+  }
   for (size_t d = 1; d < in.dims.size(); ++d)
     if (in.dims[d] < 0)
       throw Error("wgc bench-cnn: input '" + in.name + "' has an unknown dimension " + std::to_string(d) +
-                  " (only the batch may be open)");
+                  " (only the batch may be open; --hw H,W gives open spatial dims)");
   std::string device = lm.ctx && dev != cnn::Device::Cpu ? lm.ctx->adapter().device : "cpu";
   std::fprintf(table, "%s on %s (%s path), %d runs per batch size after a warm-up run\n\n", model_path->c_str(),
                device.c_str(), std::string(to_string(dev)).c_str(), repeats);
@@ -488,6 +483,7 @@ Register reg_bench{
        auto f = std::make_shared<Flags>();
        add_common(app, *f, "auto");
        add_numbers(app, "--batch", f->batches, "batch sizes, one test each");
+       add_numbers(app, "--hw", f->hw, "H,W for spatial dims the model leaves open");
        add_number(app, "-r,--repetitions", f->repeats, "timed runs per batch size");
        app.add_flag("--profile", f->profile, "GPU time per layer (one more run, timed per dispatch)");
        add_output_flags(app, f->bench_out, "every number as JSON", "a bar chart of images/s");

@@ -117,8 +117,63 @@ FuseStats fuse(Graph& g) {
     removed[from] = true;
     return to;
   };
+  // GELU as PyTorch's exporter writes it before opset 20: Div(x, sqrt 2) -> Erf -> Add 1 -> Mul x
+  // -> Mul 0.5, five dispatches on the way; one node (an element-wise step) instead.
+  auto scalar_is = [&](const std::string& name, double v) {
+    const HostTensor* c = name.empty() ? nullptr : g.constant(name);
+    return c && !c->integer && c->f.size() == 1 && std::fabs(double(c->f[0]) - v) <= 1e-6 * std::fabs(v);
+  };
+  auto other = [](const Node& n, const std::string& name) { return n.inputs[0] == name ? n.inputs[1] : n.inputs[0]; };
   for (size_t i = 0; i < g.nodes.size(); ++i) {
-    if (removed[i] || g.nodes[i].op != "Conv" || !g.nodes[i].domain.empty()) continue;
+    Node& div = g.nodes[i];
+    if (removed[i] || div.op != "Div" || !div.domain.empty() || div.inputs.size() != 2 || div.outputs.size() != 1 ||
+        !scalar_is(div.inputs[1], std::sqrt(2.0)))
+      continue;
+    const std::string x = div.inputs[0];
+    size_t e = sole_reader(div.outputs[0]);
+    if (e == SIZE_MAX || g.nodes[e].op != "Erf" || !g.nodes[e].domain.empty() || g.nodes[e].outputs.size() != 1)
+      continue;
+    size_t a = sole_reader(g.nodes[e].outputs[0]);
+    if (a == SIZE_MAX || g.nodes[a].op != "Add" || !g.nodes[a].domain.empty() || g.nodes[a].inputs.size() != 2 ||
+        !scalar_is(other(g.nodes[a], g.nodes[e].outputs[0]), 1.0))
+      continue;
+    size_t m1 = sole_reader(g.nodes[a].outputs[0]);
+    if (m1 == SIZE_MAX || g.nodes[m1].op != "Mul" || !g.nodes[m1].domain.empty() || g.nodes[m1].inputs.size() != 2 ||
+        other(g.nodes[m1], g.nodes[a].outputs[0]) != x)
+      continue;
+    size_t m2 = sole_reader(g.nodes[m1].outputs[0]);
+    if (m2 == SIZE_MAX || g.nodes[m2].op != "Mul" || !g.nodes[m2].domain.empty() || g.nodes[m2].inputs.size() != 2 ||
+        !scalar_is(other(g.nodes[m2], g.nodes[m1].outputs[0]), 0.5))
+      continue;
+    Node gelu;
+    gelu.name = g.nodes[m2].name.empty() ? g.nodes[m2].outputs[0] : g.nodes[m2].name;
+    gelu.op = "Gelu";
+    gelu.inputs = {x};
+    gelu.outputs = g.nodes[m2].outputs;
+    g.nodes[m2] = std::move(gelu);
+    removed[i] = removed[e] = removed[a] = removed[m1] = true;
+    ++st.gelus;
+  }
+
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (removed[i] || !g.nodes[i].domain.empty()) continue;
+    // ConvTranspose takes an activation after it (its bias is fused by its planner already).
+    if (g.nodes[i].op == "ConvTranspose") {
+      Node& ct = g.nodes[i];
+      ConvEpilogue ep;
+      size_t r = ct.outputs.size() == 1 ? sole_reader(ct.outputs[0]) : SIZE_MAX;
+      if (r != SIZE_MAX && g.nodes[r].domain.empty() && g.nodes[r].outputs.size() == 1 &&
+          g.nodes[r].inputs[0] == ct.outputs[0] && fusable_activation(g, g.nodes[r], ep)) {
+        Node moved = ct;
+        moved.fused.act = ep.act;
+        moved.fused.clip_min = ep.clip_min;
+        moved.fused.clip_max = ep.clip_max;
+        move_into(i, r, std::move(moved));
+        ++st.activations;
+      }
+      continue;
+    }
+    if (g.nodes[i].op != "Conv") continue;
     size_t at = i;  // where the (moving) convolution sits now
     while (true) {
       Node& conv = g.nodes[at];

@@ -98,5 +98,8 @@ struct Graph {
 
 // ONNX element type names for messages ("float32", "int64", "uint8", ...).
 std::string_view onnx_type_name(int32_t elem_type);
+// The integer types wgc computes with (int8 / uint8 / int16 / uint16 / int32 / int64, and bool as
+// 0 / 1): i64 on the host, i32 on the device.
+inline bool is_integer_type(int32_t elem_type) { return (elem_type >= 2 && elem_type <= 7) || elem_type == 9; }
 
 }  // namespace wgc::cnn

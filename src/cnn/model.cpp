@@ -3,13 +3,20 @@
 #include "cnn/onnx.h"
 #include "gpu/staging.h"
 #include "ops/conv.h"
+#include "ops/elementwise.h"
+#include "ops/index_ops.h"
 #include "ops/matmul.h"
+#include "ops/norm.h"
 #include "ops/pool.h"
+#include "ops/resize.h"
 #include "ops/tensor_ops.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <map>
+#include <set>
 
 namespace wgc::cnn {
 
@@ -41,15 +48,38 @@ struct CachedPlan {
   std::vector<std::vector<float>> cpu_slots;
 };
 
-std::string plan_key(const std::vector<HostTensor>& inputs) {
-  std::string k;
+// Inputs a plan may take by value when the model needs them as constants: integer ones (shape
+// arithmetic) and small float ones (parameters such as Resize's scales given as inputs).
+bool plannable_by_value(const HostTensor& x) { return x.integer || x.numel() <= 64; }
+
+// Plans are keyed by the inputs' shapes, and by the values of the inputs taken by value where the
+// model computes with them on the host (by_value).
+std::string plan_key(const std::vector<HostTensor>& inputs, bool by_value) {
+  std::string k = by_value ? "v" : "s";
   for (const auto& x : inputs) {
     k += wgc::to_string(x.shape);
-    if (x.integer)
-      for (int64_t v : x.i) k.append(":").append(std::to_string(v));
+    if (by_value && plannable_by_value(x)) {
+      char buf[32];
+      if (x.integer)
+        for (int64_t v : x.i) k.append(":").append(std::to_string(v));
+      else
+        for (float v : x.f) std::snprintf(buf, sizeof buf, ":%a", double(v)), k.append(buf);
+    }
     k += ";";
   }
   return k;
+}
+
+// An integer input's values as the device holds them (i32), or an error naming it.
+std::vector<int32_t> device_ints(const HostTensor& x, const std::string& name) {
+  std::vector<int32_t> v(x.i.size());
+  for (size_t k = 0; k < v.size(); ++k) {
+    if (x.i[k] < INT32_MIN || x.i[k] > INT32_MAX)
+      throw Error("wgc: input '" + name + "': value " + std::to_string(x.i[k]) + " at offset " + std::to_string(k) +
+                  " does not fit the device's 32-bit integers");
+    v[k] = int32_t(x.i[k]);
+  }
+  return v;
 }
 
 }  // namespace
@@ -62,8 +92,11 @@ struct Model::Impl {
   std::map<std::string, std::unique_ptr<CachedPlan>> plans;
   std::map<const HostTensor*, std::pair<HostTensorPtr, Tensor>> uploaded;  // constants on the device
 
+  std::set<std::string> by_value;  // shape keys whose plans need the integer inputs' values
+
   CachedPlan& cached(const std::vector<HostTensor>& inputs) {
-    std::string key = plan_key(inputs);
+    std::string key = plan_key(inputs, false);
+    if (by_value.count(key)) key = plan_key(inputs, true);
     auto it = plans.find(key);
     if (it != plans.end()) return *it->second;
     if (inputs.size() != graph.inputs.size())
@@ -76,15 +109,33 @@ struct Model::Impl {
         throw Error("wgc: input '" + graph.inputs[k].name +
                     "': " + std::to_string(x.integer ? x.i.size() : x.f.size()) + " values for shape " +
                     wgc::to_string(x.shape));
-      bool int_input = graph.inputs[k].elem_type == 6 || graph.inputs[k].elem_type == 7;
+      int32_t type = graph.inputs[k].elem_type;
+      bool int_input = is_integer_type(type);
+      if (!int_input && type != 1 && type != 0)
+        throw Unsupported("wgc: " + graph.source + ": input '" + graph.inputs[k].name + "' has type " +
+                          std::string(onnx_type_name(type)) + ": wgc runs float32, integer and bool inputs");
       if (x.integer != int_input)
         throw Error("wgc: input '" + graph.inputs[k].name + "' is " +
                     std::string(onnx_type_name(graph.inputs[k].elem_type)) + ", the values given are " +
                     (x.integer ? "integers" : "floats"));
-      specs.push_back({x.shape, x.integer ? std::make_shared<HostTensor>(x) : nullptr});
+      specs.push_back({x.shape, nullptr});
     }
     auto c = std::make_unique<CachedPlan>();
-    c->plan = make_plan(graph, specs);
+    // Every input as a run-time tensor first (images, ids, masks); a model that computes shapes
+    // from its integer inputs, or takes parameters as inputs where wgc needs constants, is
+    // planned with their values instead.
+    bool any_by_value = false;
+    for (const auto& x : inputs) any_by_value |= plannable_by_value(x);
+    try {
+      c->plan = make_plan(graph, specs);
+    } catch (const Unsupported&) {
+      if (!any_by_value) throw;
+      for (size_t k = 0; k < inputs.size(); ++k)
+        if (plannable_by_value(inputs[k])) specs[k].value = std::make_shared<HostTensor>(inputs[k]);
+      c->plan = make_plan(graph, specs);
+      by_value.insert(key);
+      key = plan_key(inputs, true);
+    }
     return *plans.emplace(key, std::move(c)).first->second;
   }
 
@@ -92,12 +143,12 @@ struct Model::Impl {
   // the inputs that name it (shapes, no values).
   CachedPlan& in_place_plan(const std::vector<Shape>& shapes, std::vector<HostTensor>& like) {
     for (const auto& in : graph.inputs)
-      if (in.elem_type == 6 || in.elem_type == 7)
+      if (is_integer_type(in.elem_type))
         throw Error("wgc: " + graph.source + ": input '" + in.name +
                     "' is an integer tensor; inputs written in place are float ones");
     like.clear();
     for (const auto& sh : shapes) like.emplace_back(sh, std::vector<float>());
-    auto it = plans.find(plan_key(like));
+    auto it = plans.find(plan_key(like, false));
     CachedPlan* c = nullptr;
     if (it != plans.end()) {
       c = it->second.get();
@@ -121,7 +172,13 @@ struct Model::Impl {
     auto it = uploaded.find(c.get());
     if (it != uploaded.end()) return it->second.second;
     Tensor t = make_tensor(*ctx, {std::max<int64_t>(c->numel(), 1)});
-    if (c->numel()) upload(*ctx, t, std::as_bytes(std::span(c->f)));
+    if (c->numel() && c->integer) {  // i32 on the device, saturated (INT64_MAX as "to the end" stays largest)
+      std::vector<int32_t> v(c->i.size());
+      for (size_t k = 0; k < v.size(); ++k) v[k] = int32_t(std::clamp<int64_t>(c->i[k], INT32_MIN, INT32_MAX));
+      upload(*ctx, t, std::as_bytes(std::span(v)));
+    } else if (c->numel()) {
+      upload(*ctx, t, std::as_bytes(std::span(c->f)));
+    }
     return uploaded.emplace(c.get(), std::make_pair(c, t)).first->second.second;
   }
 
@@ -189,6 +246,28 @@ struct Model::Impl {
             axis_reduce(b, in[0], out, op.dims, op.op);
           } else if constexpr (std::is_same_v<T, CopyStep>) {
             strided_copy(b, in[0], out, op.dims);
+          } else if constexpr (std::is_same_v<T, EwStep>) {
+            Tensor none;
+            elementwise(b, in[0], in.size() > 1 ? in[1] : none, in.size() > 2 ? in[2] : none, out, op.p, op.dims);
+          } else if constexpr (std::is_same_v<T, NormStep>) {
+            if (op.stats)
+              norm_stats(b, in[0], out, op.dims);
+            else
+              norm(b, in[0], in[1], in[2], out, op.dims);
+          } else if constexpr (std::is_same_v<T, ResizeStep>) {
+            resize(b, in[0], in[1], out, op.dims);
+          } else if constexpr (std::is_same_v<T, PadStep>) {
+            pad(b, in[0], out, op.dims);
+          } else if constexpr (std::is_same_v<T, GatherStep>) {
+            gather(b, in[0], in[1], out, op.dims);
+          } else if constexpr (std::is_same_v<T, GatherElementsStep>) {
+            gather_elements(b, in[0], in[1], out, op.dims);
+          } else if constexpr (std::is_same_v<T, ArgReduceStep>) {
+            arg_reduce(b, in[0], out, op.dims);
+          } else if constexpr (std::is_same_v<T, TopKStep>) {
+            topk(b, in[0], out, op.dims, op.indices);
+          } else if constexpr (std::is_same_v<T, CumSumStep>) {
+            cumsum(b, in[0], out, op.dims, s.out.integer);
           }
         },
         s.op);
@@ -198,9 +277,16 @@ struct Model::Impl {
     GpuPlan& g = gpu_plan(c);
     const Plan& p = c.plan;
     if (upload_inputs)
-      for (size_t k = 0; k < inputs.size(); ++k)
-        if (p.input_slots[k] >= 0 && !inputs[k].f.empty())
-          g.inputs[2 * k + g.turn].write(b, std::as_bytes(std::span(inputs[k].f)), g.slots[size_t(p.input_slots[k])]);
+      for (size_t k = 0; k < inputs.size(); ++k) {
+        if (p.input_slots[k] < 0 || inputs[k].numel() == 0) continue;
+        const Tensor& slot = g.slots[size_t(p.input_slots[k])];
+        if (inputs[k].integer) {
+          std::vector<int32_t> v = device_ints(inputs[k], graph.inputs[k].name);
+          g.inputs[2 * k + g.turn].write(b, std::as_bytes(std::span(v)), slot);
+        } else {
+          g.inputs[2 * k + g.turn].write(b, std::as_bytes(std::span(inputs[k].f)), slot);
+        }
+      }
     return record_network(b, c);
   }
 
@@ -240,6 +326,7 @@ struct Model::Impl {
     for (const auto& o : p.outputs) {
       r.shapes.push_back(o.shape);
       r.constants.push_back(o.constant);
+      r.integer.push_back(o.integer);
       uint64_t bytes = uint64_t(numel(o.shape)) * 4;
       r.outputs.push_back(o.slot >= 0 && bytes ? b.read(g.slots[size_t(o.slot)], 0, bytes) : Readback());
     }
@@ -250,9 +337,16 @@ struct Model::Impl {
     const Plan& p = c.plan;
     c.cpu_slots.resize(p.slot_elems.size());
     for (size_t k = 0; k < p.slot_elems.size(); ++k) c.cpu_slots[k].resize(p.slot_elems[k]);
-    for (size_t k = 0; k < inputs.size(); ++k)
-      if (p.input_slots[k] >= 0)
-        std::copy(inputs[k].f.begin(), inputs[k].f.end(), c.cpu_slots[size_t(p.input_slots[k])].begin());
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      if (p.input_slots[k] < 0) continue;
+      auto& slot = c.cpu_slots[size_t(p.input_slots[k])];
+      if (inputs[k].integer) {
+        std::vector<int32_t> v = device_ints(inputs[k], graph.inputs[k].name);
+        std::memcpy(slot.data(), v.data(), v.size() * 4);
+      } else {
+        std::copy(inputs[k].f.begin(), inputs[k].f.end(), slot.begin());
+      }
+    }
     run_plan_cpu(p, c.cpu_slots);
     std::vector<HostTensor> out;
     for (const auto& o : p.outputs) {
@@ -261,7 +355,14 @@ struct Model::Impl {
         continue;
       }
       const auto& src = c.cpu_slots[size_t(o.slot)];
-      out.emplace_back(o.shape, std::vector<float>(src.begin(), src.begin() + numel(o.shape)));
+      size_t n = size_t(numel(o.shape));
+      if (o.integer) {
+        std::vector<int32_t> v(n);
+        std::memcpy(v.data(), src.data(), n * 4);
+        out.push_back(HostTensor::ints(o.shape, std::vector<int64_t>(v.begin(), v.end())));
+      } else {
+        out.emplace_back(o.shape, std::vector<float>(src.begin(), src.begin() + long(n)));
+      }
     }
     return out;
   }
@@ -339,13 +440,18 @@ Model::Pending Model::start_gpu(const std::vector<HostTensor>& inputs, bool in_p
       throw Error("wgc: " + impl_->graph.source + ": input '" + impl_->graph.inputs[k].name +
                   "' was not written in place for this run (Model::input_in_place)");
   bool ahead = bool(g.ahead);
-  for (auto [k, bytes] : staged) ahead = ahead && (in_place || inputs[k].f.size() * 4 == bytes);
+  for (auto [k, bytes] : staged) ahead = ahead && (in_place || uint64_t(inputs[k].numel()) * 4 == bytes);
   if (ahead || in_place) {  // the staging buffers filled (or written in place), the encoded run submitted
-    for (auto [k, bytes] : staged)
-      if (in_place)
+    for (auto [k, bytes] : staged) {
+      if (in_place) {
         g.inputs[2 * k + g.turn].unmap();
-      else
+      } else if (inputs[k].integer) {
+        std::vector<int32_t> v = device_ints(inputs[k], impl_->graph.inputs[k].name);
+        g.inputs[2 * k + g.turn].fill(std::as_bytes(std::span(v)));
+      } else {
         g.inputs[2 * k + g.turn].fill(std::as_bytes(std::span(inputs[k].f)));
+      }
+    }
     p.times.input_ms = ms_since(t0);
     if (!ahead) impl_->encode_ahead(c);  // in place without a run encoded ahead (WGC_PROFILE, the first run)
     if (g.ahead) {
@@ -393,6 +499,11 @@ std::vector<HostTensor> Model::Pending::wait() {
     }
     HostTensor t(rec.shapes[k], std::vector<float>(size_t(numel(rec.shapes[k]))));
     if (rec.outputs[k]) rec.outputs[k].wait(std::as_writable_bytes(std::span(t.f)));
+    if (k < rec.integer.size() && rec.integer[k]) {  // i32 on the device
+      std::vector<int32_t> v(t.f.size());
+      std::memcpy(v.data(), t.f.data(), v.size() * 4);
+      t = HostTensor::ints(t.shape, std::vector<int64_t>(v.begin(), v.end()));
+    }
     out.push_back(std::move(t));
   }
   return out;

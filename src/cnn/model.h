@@ -83,6 +83,7 @@ class Model {
     std::vector<Readback> outputs;
     std::vector<Shape> shapes;
     std::vector<HostTensorPtr> constants;  // outputs that are constants (their readback is empty)
+    std::vector<bool> integer;             // outputs that are integer tensors (i32 read back)
     std::vector<StepDispatches> steps;
   };
   Recorded record(Batch& batch, const std::vector<HostTensor>& inputs, bool upload_inputs = true);

@@ -63,7 +63,8 @@ struct HostBuf {
   std::vector<int64_t> i;
 };
 
-// Runs a node whose inputs are all constants on the host and returns its outputs as constants.
+// Runs a node whose inputs are all constants on the host and returns its outputs as constants
+// (floats as f32, integers as i64).
 std::vector<HostTensorPtr> fold(const NodePlan& np, const std::vector<In>& ins) {
   std::vector<HostBuf> outs(np.outs.size()), temps(np.temps.size());
   for (size_t k = 0; k < outs.size(); ++k) {
@@ -71,52 +72,30 @@ std::vector<HostTensorPtr> fold(const NodePlan& np, const std::vector<In>& ins) 
     size_t n = size_t(element_count(np.outs[k].shape));
     outs[k].integer ? outs[k].i.resize(n) : outs[k].f.resize(n);
   }
-  for (size_t k = 0; k < temps.size(); ++k) temps[k].f.resize(size_t(np.temps[k]));
-  struct View {
-    bool integer;
-    const float* f;
-    const int64_t* i;
-    uint64_t n;
+  for (size_t k = 0; k < temps.size(); ++k) {
+    temps[k].integer = np.temp_integer(k);
+    temps[k].integer ? temps[k].i.resize(size_t(np.temps[k])) : temps[k].f.resize(size_t(np.temps[k]));
+  }
+  auto words = [](const HostBuf& b) -> cpu::Words {
+    if (b.integer) return {const_cast<int64_t*>(b.i.data()), cpu::WordType::I64, b.i.size()};
+    return {const_cast<float*>(b.f.data()), cpu::WordType::F32, b.f.size()};
   };
-  auto view = [&](const Ref& r) -> View {
-    auto of = [](const HostBuf& b) {
-      return View{b.integer, b.f.data(), b.i.data(), b.integer ? b.i.size() : b.f.size()};
-    };
-    switch (r.kind) {
-      case Ref::Input: {
-        const HostTensor& c = *ins[size_t(r.index)].constant;
-        return {c.integer, c.f.data(), c.i.data(), uint64_t(c.numel())};
-      }
-      case Ref::Output: return of(outs[size_t(r.index)]);
-      case Ref::Temp: return of(temps[size_t(r.index)]);
-      case Ref::Const: return {r.c->integer, r.c->f.data(), r.c->i.data(), uint64_t(r.c->numel())};
-    }
-    return {};
+  auto const_words = [](const HostTensor& c) -> cpu::ConstWords {
+    if (c.integer) return {c.i.data(), cpu::WordType::I64, uint64_t(c.numel())};
+    return {c.f.data(), cpu::WordType::F32, uint64_t(c.numel())};
   };
   for (const auto& s : np.steps) {
     HostBuf& dst = s.out.kind == Ref::Output ? outs[size_t(s.out.index)] : temps[size_t(s.out.index)];
-    std::vector<View> in;
-    bool any_int = dst.integer;
+    std::vector<cpu::ConstWords> in;
     for (const auto& r : s.in) {
-      in.push_back(view(r));
-      any_int |= in.back().integer;
+      switch (r.kind) {
+        case Ref::Input: in.push_back(const_words(*ins[size_t(r.index)].constant)); break;
+        case Ref::Output: in.push_back(words(outs[size_t(r.index)]).in()); break;
+        case Ref::Temp: in.push_back(words(temps[size_t(r.index)]).in()); break;
+        case Ref::Const: in.push_back(const_words(*r.c)); break;
+      }
     }
-    if (!any_int) {
-      std::vector<const float*> ptrs;
-      std::vector<uint64_t> elems;
-      for (const auto& v : in) ptrs.push_back(v.f), elems.push_back(v.n);
-      run_step_cpu(Step{"", s.op, {}, {}, 0}, ptrs, elems, dst.f.data(), dst.f.size());
-      continue;
-    }
-    for (const auto& v : in)
-      if (!v.integer || !dst.integer) throw Unsupported("mixes integer and float tensors");
-    if (const auto* c = std::get_if<CopyStep>(&s.op)) {
-      cpu::strided_copy(std::span(in[0].i, in[0].n), std::span(dst.i), c->dims);
-    } else if (const auto* b = std::get_if<BinaryStep>(&s.op)) {
-      cpu::binary(b->op, std::span(in[0].i, in[0].n), std::span(in[1].i, in[1].n), std::span(dst.i), b->dims);
-    } else {
-      throw Unsupported("this op on integer tensors is not supported (float32 only)");
-    }
+    run_step_cpu(Step{"", s.op, {}, {}, 0}, in, words(dst));
   }
   std::vector<HostTensorPtr> r;
   for (size_t k = 0; k < outs.size(); ++k) {
@@ -193,23 +172,24 @@ Plan make_plan(const Graph& g, const std::vector<InputSpec>& inputs) {
       throw Error("wgc: " + what + ": " + shape_string(spec.shape) + " has more than " +
                   std::to_string(kMaxValueElements) + " elements (the limit of one tensor)");
     bool is_float = vi.elem_type == 1 || vi.elem_type == 0;
-    bool is_int = vi.elem_type == 6 || vi.elem_type == 7;
-    if (is_float) {
+    bool is_int = is_integer_type(vi.elem_type);
+    plan.input_integer.push_back(is_int);
+    if ((is_float || is_int) && !spec.value) {
       int s = slots.take(uint64_t(element_count(spec.shape)));
-      values[vi.name] = {spec.shape, nullptr, s, false};
+      values[vi.name] = {spec.shape, nullptr, s, is_int};
       plan.input_slots.push_back(s);
       if (!last_use.count(vi.name)) slots.release(s);
-    } else if (is_int) {
-      if (!spec.int_value || !spec.int_value->integer || spec.int_value->shape != spec.shape)
-        throw Error("wgc: " + what + " is " + std::string(onnx_type_name(vi.elem_type)) +
-                    ": give its values (shape arithmetic runs on the host)");
-      values[vi.name] = {spec.shape, spec.int_value, -1, true};
+    } else if (is_float || is_int) {
+      if (spec.value->integer != is_int || spec.value->shape != spec.shape)
+        throw Error("wgc: " + what + " is " + std::string(onnx_type_name(vi.elem_type)) + ": the values given (" +
+                    shape_string(spec.value->shape) + ") do not match its type and shape " + shape_string(spec.shape));
+      values[vi.name] = {spec.shape, spec.value, -1, is_int};
       plan.input_slots.push_back(-1);
     } else if (vi.elem_type < 0) {
       throw Unsupported("wgc: " + what + " is a sequence, map or optional: wgc runs tensors only");
     } else {
       throw Unsupported("wgc: " + what + " has type " + std::string(onnx_type_name(vi.elem_type)) +
-                        ": wgc runs float32 inputs (and int64 / int32 ones for shapes)");
+                        ": wgc runs float32, int64, int32 and bool inputs");
     }
   }
 
@@ -232,6 +212,7 @@ Plan make_plan(const Graph& g, const std::vector<InputSpec>& inputs) {
           in.present = true;
           in.shape = it->second.shape;
           in.constant = it->second.constant;
+          in.integer = it->second.integer;
           all_const &= in.constant != nullptr;
         }
         ins.push_back(std::move(in));
@@ -254,8 +235,6 @@ Plan make_plan(const Graph& g, const std::vector<InputSpec>& inputs) {
         for (size_t o = 0; o < np.outs.size(); ++o) {
           const auto& spec = np.outs[o];
           Value v{spec.shape, spec.constant, -1, spec.integer};
-          if (spec.integer && !spec.constant && spec.alias < 0)
-            throw Unsupported("computes an integer tensor from run-time data (float32 only)");
           if (!spec.constant) {
             if (spec.alias >= 0) {
               const In& src = ins[size_t(spec.alias)];
@@ -280,15 +259,14 @@ Plan make_plan(const Graph& g, const std::vector<InputSpec>& inputs) {
             switch (r.kind) {
               case Ref::Input: {
                 const Value& v = values[node.inputs[size_t(r.index)]];
-                if (v.integer) throw Unsupported("an integer tensor would reach a float32 kernel");
-                return {v.slot, v.constant, uint64_t(element_count(v.shape))};
+                return {v.slot, v.constant, uint64_t(element_count(v.shape)), v.integer};
               }
               case Ref::Output:
-                return {outs[size_t(r.index)].slot, nullptr, uint64_t(element_count(outs[size_t(r.index)].shape))};
-              case Ref::Temp: return {temps[size_t(r.index)], nullptr, np.temps[size_t(r.index)]};
-              case Ref::Const:
-                if (r.c->integer) throw Unsupported("an integer tensor would reach a float32 kernel");
-                return {-1, r.c, uint64_t(r.c->numel())};
+                return {outs[size_t(r.index)].slot, nullptr, uint64_t(element_count(outs[size_t(r.index)].shape)),
+                        outs[size_t(r.index)].integer};
+              case Ref::Temp:
+                return {temps[size_t(r.index)], nullptr, np.temps[size_t(r.index)], np.temp_integer(size_t(r.index))};
+              case Ref::Const: return {-1, r.c, uint64_t(r.c->numel()), r.c->integer};
             }
             return {};
           };
@@ -330,9 +308,7 @@ Plan make_plan(const Graph& g, const std::vector<InputSpec>& inputs) {
   for (const auto& o : g.outputs) {
     auto it = values.find(o.name);
     if (it == values.end()) throw Error("wgc: " + g.source + ": output '" + o.name + "' is not computed");
-    if (it->second.integer && !it->second.constant)
-      throw Unsupported("wgc: " + g.source + ": output '" + o.name + "' is an integer tensor");
-    plan.outputs.push_back({it->second.shape, it->second.slot, it->second.constant});
+    plan.outputs.push_back({it->second.shape, it->second.slot, it->second.constant, it->second.integer});
   }
   if (plan.slot_bytes() > kMaxPlanBytes)
     throw Error("wgc: " + g.source + ": these inputs need " + std::to_string(plan.slot_bytes()) +

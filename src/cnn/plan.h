@@ -7,7 +7,12 @@
 
 #include "cnn/graph.h"
 #include "cpu/conv.h"
+#include "cpu/elementwise.h"
+#include "cpu/index_ops.h"
+#include "cpu/norm.h"
+#include "cpu/resize.h"
 #include "cpu/tensor_ops.h"
+#include "cpu/words.h"
 #include "ops/matmul.h"
 #include "util/error.h"
 
@@ -56,14 +61,48 @@ struct ReduceStep {
 struct CopyStep {
   CopyDims dims;
 };
+// The ops beyond classifiers (cpu/elementwise.h, cpu/norm.h, cpu/resize.h, cpu/index_ops.h).
+struct EwStep {
+  EwParams p;
+  EwDims dims;
+};
+struct NormStep {
+  NormDims dims;
+  bool stats = false;  // in: x; out: [rows][2] mean and 1 / std (else in: x, scale, bias)
+};
+struct ResizeStep {
+  ResizeDims dims;  // in: x, the taps table (a constant)
+};
+struct PadStep {
+  PadDims dims;
+};
+struct GatherStep {
+  GatherDims dims;  // in: x, indices
+};
+struct GatherElementsStep {
+  GatherElementsDims dims;  // in: x, indices
+};
+struct ArgReduceStep {
+  ArgReduceDims dims;
+};
+struct TopKStep {
+  TopKDims dims;
+  bool indices = false;  // the positions (else the values)
+};
+struct CumSumStep {
+  CumSumDims dims;
+};
 using StepOp = std::variant<ConvStep, PoolStep, GlobalPoolStep, MatmulStep, BatchedMatmulStep, BinaryStep, UnaryStep,
-                            SoftmaxStep, ReduceStep, CopyStep>;
+                            SoftmaxStep, ReduceStep, CopyStep, EwStep, NormStep, ResizeStep, PadStep, GatherStep,
+                            GatherElementsStep, ArgReduceStep, TopKStep, CumSumStep>;
 
-// An operand of a step: an activation slot, or a constant.
+// An operand of a step: an activation slot, or a constant. Integer (and bool) operands hold i32
+// in their slot (and an integer constant goes to the device as i32).
 struct Operand {
   int slot = -1;
   HostTensorPtr constant;
   uint64_t elems = 0;  // elements the operand holds
+  bool integer = false;
 };
 
 struct Step {
@@ -74,18 +113,21 @@ struct Step {
   double flops = 0;
 };
 
-// A graph output after planning: in a slot, or a constant.
+// A graph output after planning: in a slot (i32 values when integer), or a constant.
 struct PlannedValue {
   Shape shape;
   int slot = -1;
   HostTensorPtr constant;
+  bool integer = false;
 };
 
-// What a run feeds the plan: the shape of each graph input, and the values of integer ones (they
-// are shape arithmetic, computed on the host).
+// What a run feeds the plan: the shape of each graph input, and optionally its values: the plan
+// then computes with them on the host (shape arithmetic from integer inputs, parameters such as
+// Resize's scales given as inputs), a new plan per set of values. Without values an input is a
+// run-time tensor on the device (f32, or i32 for integer and bool inputs).
 struct InputSpec {
   Shape shape;
-  HostTensorPtr int_value;  // for integer inputs
+  HostTensorPtr value;  // planned by value
 };
 
 // What a plan may need, checked while it is made (before the CPU path or constant folding
@@ -96,7 +138,8 @@ inline constexpr uint64_t kMaxPlanBytes = uint64_t(16) << 30;   // all activatio
 struct Plan {
   std::vector<InputSpec> inputs;
   std::vector<uint64_t> slot_elems;  // each slot's size in elements
-  std::vector<int> input_slots;      // per graph input: its slot (-1 for integer inputs)
+  std::vector<int> input_slots;      // per graph input: its slot (-1 for inputs planned by value)
+  std::vector<bool> input_integer;   // per graph input: an integer (i32 in its slot) or bool one
   std::vector<PlannedValue> outputs;
   std::vector<Step> steps;
   double flops() const;
@@ -107,12 +150,13 @@ struct Plan {
 // not support, wgc::Error (naming the node) for a model that is wrong for these inputs.
 Plan make_plan(const Graph& g, const std::vector<InputSpec>& inputs);
 
-// Runs every step of p on the CPU references, over host buffers of p.slot_elems floats each (the
-// inputs already in their slots; the outputs are left in theirs).
+// Runs every step of p on the CPU references, over host buffers of p.slot_elems 4-byte words each
+// (f32, or i32 for integer values; the inputs already in their slots; the outputs are left in theirs).
 void run_plan_cpu(const Plan& p, std::vector<std::vector<float>>& slots);
 
-// Runs a step on the CPU references over host buffers (CPU path; constant folding at plan time).
-void run_step_cpu(const Step& s, std::span<const float* const> in, std::span<const uint64_t> in_elems, float* out,
-                  uint64_t out_elems);
+// Runs a step on the CPU references over host buffers: the CPU path (f32 and i32 words) and
+// constant folding at plan time (f32 and i64). Throws Unsupported for integer operands of an op
+// that takes floats only.
+void run_step_cpu(const Step& s, std::span<const cpu::ConstWords> in, const cpu::Words& out);
 
 }  // namespace wgc::cnn
