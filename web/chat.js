@@ -2,6 +2,8 @@
 // server-sent events (`data: {chunk}` lines, `data: [DONE]` at the end) and are rendered as
 // Markdown while they arrive; Stop aborts the request (the server cancels the generation when the
 // connection closes). All requests use relative URLs, so the page also works behind a proxy prefix.
+// The same page runs the model in the browser at /local/ (web/local/local.js): there the replies
+// come from another backend, set as globalThis.wgcChatBackend before this module loads.
 import { initTheme } from './theme.js';
 import { renderMarkdown } from './markdown.js';
 
@@ -158,32 +160,14 @@ async function send(text) {
   let out = '';
   let status = 'done';
   try {
-    const res = await fetch('v1/chat/completions', {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/json', Accept: 'text/event-stream' },
-      body: JSON.stringify({ model: model || undefined, messages, stream: true, stream_options: { include_usage: true }, ...extra }),
-      signal: controller.signal,
-    });
-    if (!res.ok) throw new Error(await errorText(res));
-    await readEvents(res.body, (data) => {
-      if (data === '[DONE]') return false;
-      const chunk = JSON.parse(data);
-      if (chunk.error) throw new Error(chunk.error.message || JSON.stringify(chunk.error));
-      if (chunk.usage) s.usage = chunk.usage;
-      const choice = chunk.choices?.[0];
-      if (!choice) return true;
-      const piece = choice.delta?.content;
-      if (typeof piece === 'string' && piece !== '') {
-        const now = performance.now();
-        s.first ??= now;
-        s.last = now;
-        s.chunks++;
-        out += piece;
-        setReply(reply, out);
-        setMeta(reply, `${s.chunks} tokens…`);
-      }
-      if (choice.finish_reason) s.finish = choice.finish_reason;
-      return true;
+    await backend.stream({ messages, extra, signal: controller.signal, stats: s }, (piece) => {
+      const now = performance.now();
+      s.first ??= now;
+      s.last = now;
+      s.chunks++;
+      out += piece;
+      setReply(reply, out);
+      setMeta(reply, `${s.chunks} tokens…`);
     });
   } catch (e) {
     if (e.name === 'AbortError') {
@@ -210,17 +194,53 @@ function setBusy(busy) {
   $('send').disabled = busy;
 }
 
-// --- wiring ---------------------------------------------------------------------------------
-async function loadModel() {
-  try {
+// --- the backend: `wgc serve` over HTTP ------------------------------------------------------
+// model(): the model's name (or throws, saying why); stream(request, onPiece): one reply, each
+// piece of text to onPiece, the usage and finish reason into request.stats; rejects with an
+// AbortError when request.signal aborts.
+const serverBackend = {
+  describeFailure: (e) => `Could not ask the server for its model (/v1/models): ${e.message}`,
+  unreachable: 'server not reachable',
+  async model() {
     const res = await fetch('v1/models');
     if (!res.ok) throw new Error(await errorText(res));
     const list = await res.json();
-    model = list.data?.[0]?.id ?? null;
+    return list.data?.[0]?.id ?? null;
+  },
+  async stream({ messages, extra, signal, stats }, onPiece) {
+    const res = await fetch('v1/chat/completions', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', Accept: 'text/event-stream' },
+      body: JSON.stringify({ model: model || undefined, messages, stream: true, stream_options: { include_usage: true }, ...extra }),
+      signal,
+    });
+    if (!res.ok) throw new Error(await errorText(res));
+    await readEvents(res.body, (data) => {
+      if (data === '[DONE]') return false;
+      const chunk = JSON.parse(data);
+      if (chunk.error) throw new Error(chunk.error.message || JSON.stringify(chunk.error));
+      if (chunk.usage) stats.usage = chunk.usage;
+      const choice = chunk.choices?.[0];
+      if (!choice) return true;
+      const piece = choice.delta?.content;
+      if (typeof piece === 'string' && piece !== '') onPiece(piece);
+      if (choice.finish_reason) stats.finish = choice.finish_reason;
+      return true;
+    });
+  },
+};
+const backend = globalThis.wgcChatBackend ?? serverBackend;
+
+// --- wiring ---------------------------------------------------------------------------------
+async function loadModel() {
+  try {
+    model = await backend.model();
     $('model').textContent = model ? `model: ${model}` : 'no model listed';
+    return true;
   } catch (e) {
-    $('model').textContent = 'server not reachable';
-    showError(`Could not ask the server for its model (/v1/models): ${e.message}`);
+    $('model').textContent = backend.unreachable;
+    showError(backend.describeFailure(e));
+    return false;
   }
 }
 
@@ -254,7 +274,16 @@ async function main() {
     }
   });
   $('stop').addEventListener('click', () => controller?.abort());
-  await loadModel();
+  // A backend can load another model (the page at /local/): the conversation starts anew.
+  backend.onModelChange?.((name) => {
+    $('new-chat').click();
+    model = name;
+    $('model').textContent = `model: ${name}`;
+  });
+  if (!(await loadModel()) && backend.keepsFailure) {
+    document.body.dataset.state = 'failed'; // nothing to chat with
+    return;
+  }
   $('send').disabled = false;
   document.body.dataset.state = 'idle';
   $('prompt').focus();
