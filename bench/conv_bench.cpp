@@ -14,7 +14,6 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
-#include <optional>
 #include <random>
 
 #ifdef WGC_HAVE_CBLAS
@@ -203,7 +202,7 @@ std::vector<Case> conv_cases(const Context& ctx, const std::string& op, const Co
       return cpu::max_rel_error(std::span<const float>(got), std::span<const float>(cd->want));
     };
     double k = double(d.c_in / d.groups) * d.kh * d.kw;
-    bool winograd = layer->version == Conv2dVersion::Winograd2x2 || layer->version == Conv2dVersion::Winograd4x4;
+    bool winograd = layer->version == Conv2dVersion::Winograd2x2;
     c.tolerance = (winograd ? 1e-4 : 1e-5) * (1 + std::sqrt(k));
     if (out.empty()) {  // CPU figures once per size
       if (d.flops() <= kPlainCpuMaxFlops)
@@ -222,52 +221,6 @@ std::vector<Case> conv_cases(const Context& ctx, const std::string& op, const Co
 
 const std::vector<Conv2dVersion> kAll(std::begin(kConv2dVersions), std::end(kConv2dVersions));
 
-// The NHWC experiments on the same layer (x and y transposed once, outside the timing): the
-// implicit GEMM, or for `depthwise` the NHWC depthwise kernel.
-std::optional<Case> nhwc_case(const Context& ctx, const Conv2dDims& d, bool depthwise) {
-  if (depthwise ? !supports_depthwise_nhwc(ctx, d) : !supports_conv2d_nhwc(ctx, d)) return std::nullopt;
-  auto cd = conv_data(ctx, d);
-  const uint64_t hw = uint64_t(d.h) * d.w, ohw = uint64_t(d.out_h()) * d.out_w();
-  std::vector<float> xt(cd->x.size());
-  for (uint64_t n = 0; n < d.n; ++n)
-    for (uint64_t c = 0; c < d.c_in; ++c)
-      for (uint64_t p = 0; p < hw; ++p) xt[(n * hw + p) * d.c_in + c] = cd->x[(n * d.c_in + c) * hw + p];
-  cd->tx = make_tensor(ctx, {int64_t(xt.size())}, xt);
-  auto w = std::make_shared<Tensor>(depthwise ? prepare_depthwise_nhwc_weights(ctx, cd->w, d)
-                                              : prepare_conv2d_nhwc_weights(ctx, cd->w, d));
-  auto bias = std::make_shared<Tensor>(make_tensor(ctx, {int64_t(d.c_out)}, cd->bias));
-  Case c;
-  c.op = depthwise ? "depthwise" : "conv2d";
-  c.version = depthwise ? "depthwise-nhwc" : "implicit-gemm-nhwc";
-  c.size = conv_spec(d);
-  c.bytes = 4.0 * double(d.x_elements() + d.w_elements() + d.y_elements() + d.c_out);
-  c.elements = depthwise ? c.bytes : d.flops();
-  c.flops = depthwise ? 0 : d.flops();
-  c.x_label = depthwise ? "bytes moved (x, w, y)" : "layer FLOPs";
-  auto record = [cd, w, bias, depthwise](Batch& b) {
-    if (depthwise)
-      depthwise_nhwc(b, cd->tx, *w, *bias, {}, cd->ty, cd->d, cd->ep);
-    else
-      conv2d_nhwc(b, cd->tx, *w, *bias, {}, cd->ty, cd->d, cd->ep);
-  };
-  c.record = record;
-  c.check = [cd, record, ohw, &ctx] {
-    fill_u32(ctx, cd->ty, kPoisonNaN);
-    Batch b(ctx);
-    record(b);
-    b.run();
-    auto y = download<float>(ctx, cd->ty);
-    std::vector<float> got;
-    for (uint64_t i : cd->sample) {  // NCHW index -> NHWC
-      uint64_t pix = i % ohw, co = (i / ohw) % cd->d.c_out, n = i / ohw / cd->d.c_out;
-      got.push_back(y[size_t((n * ohw + pix) * cd->d.c_out + co)]);
-    }
-    return cpu::max_rel_error(std::span<const float>(got), std::span<const float>(cd->want));
-  };
-  c.tolerance = 1e-5 * (1 + std::sqrt(double(d.c_in / d.groups) * d.kh * d.kw));
-  return c;
-}
-
 std::vector<Case> conv2d_op(const Context& ctx, const Options& o) {
   check_conv2d_tuning(ctx);
   std::vector<Case> out;
@@ -283,7 +236,6 @@ std::vector<Case> conv2d_op(const Context& ctx, const Options& o) {
     }
     Conv2dDims d = conv_dims(parse_spec(s), false);
     for (auto& c : conv_cases(ctx, "conv2d", d, kAll, false)) out.push_back(std::move(c));
-    if (auto c = nhwc_case(ctx, d, false)) out.push_back(std::move(*c));
   }
   return out;
 }
@@ -299,7 +251,7 @@ struct TuningScope {
 
 // WGC_CONV_SWEEP="KNOBS;KNOBS;..." (each in WGC_CONV_TUNING's form, over it): the depthwise
 // versions whose knobs a set names (dwr_* depthwise-reg, dw_tile_* depthwise, dw_rows
-// depthwise-rows, dw_threads both, dwn_* depthwise-nhwc) timed again under each set, named "VERSION [KNOBS]", so that
+// depthwise-rows, dw_threads both) timed again under each set, named "VERSION [KNOBS]", so that
 // one process (one device call) sweeps them all.
 std::vector<Case> depthwise_sweep(const Context& ctx, const Conv2dDims& d) {
   std::vector<Case> out;
@@ -322,8 +274,6 @@ std::vector<Case> depthwise_sweep(const Context& ctx, const Conv2dDims& d) {
       TuningScope scope(t);
       check_conv2d_tuning(ctx);
       cases = conv_cases(ctx, "depthwise", d, versions, true);
-      if (set.find("dwn_") != std::string::npos)
-        if (auto c = nhwc_case(ctx, d, true)) cases.push_back(std::move(*c));
     }
     for (auto& c : cases) {
       c.version += " [" + set + "]";
@@ -346,31 +296,19 @@ std::vector<Case> depthwise_sweep(const Context& ctx, const Conv2dDims& d) {
 // layer's size the launch and the drain are a visible part of the time, so the layer's GB/s over
 // this row's is how close it comes to a copy of its own size (the table's "% of copy" is over a
 // copy of 1 GiB, which no 100 MB kernel reaches).
-// The same copy by a grid sized to the card (the grid-stride map, grids of 4 x 132, 8 x 132 and
-// 16 x 132 workgroups of 256 on the H200's 132 SMs) gets the rows "copy grid-stride G (x's bytes)",
-// the yardstick for depthwise-reg's dwr_grid.
-std::vector<Case> same_bytes_copy(const Context& ctx, const Conv2dDims& d) {
+Case same_bytes_copy(const Context& ctx, const Conv2dDims& d) {
   auto x = std::make_shared<std::vector<float>>(random_floats(d.x_elements(), 5));
   Tensor tx = make_tensor(ctx, {int64_t(x->size())}, *x), ty = make_tensor(ctx, {int64_t(x->size())});
-  std::vector<Case> out;
-  for (uint32_t grid : {0u, 528u, 1056u, 2112u}) {
-    Case c;
-    c.op = "depthwise";
-    c.version = grid ? "copy grid-stride " + std::to_string(grid) + " (x's bytes)" : "copy (x's bytes)";
-    c.size = conv_spec(d);
-    c.bytes = c.elements = 8.0 * double(d.x_elements());
-    c.x_label = "bytes moved (x, y)";
-    c.record = [tx, ty, n = d.x_elements(), grid](Batch& b) {
-      if (grid)
-        copy(b, tx, ty, {n}, {.max_groups = grid}, MapVersion::GridStride);
-      else
-        copy(b, tx, ty, {n}, {}, MapVersion::Vec4);
-    };
-    c.check = whole_output_check(ctx, c.record, ty, x);
-    c.tolerance = 1e-7;
-    out.push_back(std::move(c));
-  }
-  return out;
+  Case c;
+  c.op = "depthwise";
+  c.version = "copy (x's bytes)";
+  c.size = conv_spec(d);
+  c.bytes = c.elements = 8.0 * double(d.x_elements());
+  c.x_label = "bytes moved (x, y)";
+  c.record = [tx, ty, n = d.x_elements()](Batch& b) { copy(b, tx, ty, {n}, {}, MapVersion::Vec4); };
+  c.check = whole_output_check(ctx, c.record, ty, x);
+  c.tolerance = 1e-7;
+  return c;
 }
 
 std::vector<Case> depthwise_op(const Context& ctx, const Options& o) {
@@ -393,8 +331,7 @@ std::vector<Case> depthwise_op(const Context& ctx, const Options& o) {
     Conv2dDims d = conv_dims(parse_spec(s), true);
     if (!d.depthwise()) throw Error("wgc bench: depthwise size '" + s + "' is not a depthwise convolution");
     for (auto& c : conv_cases(ctx, "depthwise", d, versions, true)) out.push_back(std::move(c));
-    if (auto c = nhwc_case(ctx, d, true)) out.push_back(std::move(*c));
-    for (auto& c : same_bytes_copy(ctx, d)) out.push_back(std::move(c));
+    out.push_back(same_bytes_copy(ctx, d));
     for (auto& c : depthwise_sweep(ctx, d)) out.push_back(std::move(c));
   }
   return out;
@@ -402,8 +339,7 @@ std::vector<Case> depthwise_op(const Context& ctx, const Options& o) {
 
 std::vector<Case> winograd_op(const Context& ctx, const Options& o) {
   check_conv2d_tuning(ctx);
-  const std::vector<Conv2dVersion> versions{Conv2dVersion::Winograd2x2, Conv2dVersion::Winograd4x4,
-                                            Conv2dVersion::ImplicitGemm};
+  const std::vector<Conv2dVersion> versions{Conv2dVersion::Winograd2x2, Conv2dVersion::ImplicitGemm};
   std::vector<Case> out;
   for (const auto& s : size_list(o, ctx, {"n1c8o12h13k3p1"}, {"n1c32o32h28k3p1", "n1c64o64h14k3p1"},
                                  {"n32c64o64h56k3p1", "n32c256o256h14k3p1", "n1c64o64h56k3p1"})) {

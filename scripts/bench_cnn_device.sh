@@ -10,7 +10,7 @@
 #   WGC=/tmp/wgc/bin/wgc RES=/tmp/res scripts/bench_cnn_device.sh [MODEL]
 # WGC_CNN_PEERS=0 leaves PyTorch and ORT out (a quick look at wgc alone); WGC_CNN_RUNS (50) runs.
 # WGC_CNN_TUNINGS="KNOBS;KNOBS;...": wgc bench-cnn again under each WGC_CONV_TUNING set (e.g.
-# dw_auto=3: every depthwise layer as depthwise-reg), WGC_CNN_TUNING_RUNS (20) runs, one row each.
+# dwr_rows=4: depthwise-reg blocks of 4 x 4), WGC_CNN_TUNING_RUNS (20) runs, one row each.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 wgc=${WGC:-/tmp/wgc/bin/wgc}

@@ -56,7 +56,8 @@ TEST(LlmEngines, GpuAndCpuAgreeOnEveryWeightType) {
 
 // llama.cpp's Q4_K_M mix on a tiny shape whose rows are whole super-blocks: Q6_K for the output
 // and for attn_v and ffn_down of the last layer, so that layer's QKV is two parts (q|k Q4_K, v
-// Q6_K). Decode steps with RoPE and the cache append in each part's QKV matvec (mvq_rope) give the
+// Q6_K). Decode steps with RoPE and the cache append in each part's QKV matvec (the plan's
+// norm_qkv_rope_q8) give the
 // logits of the separate rope_kv_append pass bit for bit, and agree with the CPU engine.
 TEST(LlmEngines, Q4KMixFusesRopePerQkvPart) {
   synth::ModelShape shape = synth::find_shape("tiny");
@@ -73,11 +74,11 @@ TEST(LlmEngines, Q4KMixFusesRopePerQkvPart) {
   EngineOptions one = engine(Device::Gpu);
   apply_tuning(one.tuning, "mvq_late=1,mvq_pf=2,mvq_static=1,mvq_sw_tpr=8,mvq_stage=1,mvq_kq_plain=0");
   EngineOptions apart = one;
-  apart.tuning.mvq_rope = 0;
+  apart.plan_off = {"norm_qkv_rope_q8"};
   LlamaModel fused(ctx(), f, one), two(ctx(), f, apart), cpu(ctx(), f, engine(Device::Cpu));
-  ASSERT_EQ(fused.weights().layers[1].qkv.parts.size(), 2u);
-  EXPECT_EQ(fused.weights().layers[1].qkv.parts[1].type, TensorType::Q6_K);
-  EXPECT_EQ(fused.weights().layers[0].qkv.parts.size(), 1u);
+  ASSERT_EQ(fused.weights().layers[1].mat(Mat::Qkv).parts.size(), 2u);
+  EXPECT_EQ(fused.weights().layers[1].mat(Mat::Qkv).parts[1].type, TensorType::Q6_K);
+  EXPECT_EQ(fused.weights().layers[0].mat(Mat::Qkv).parts.size(), 1u);
   std::vector<int32_t> prompt;
   for (int i = 0; i < 7; ++i) prompt.push_back(int32_t((i * 131 + 7) % shape.vocab));
   fused.prefill(prompt);

@@ -150,9 +150,10 @@ TEST(LlamaFixturesGpu, F16DecodeKnobsMatchToo) {
   probe.tuning = eo.tuning;
   ASSERT_EQ(probe.matvec_splits(TensorType::F16, 48), 2u);
   check_model(fx("tiny-llama3-bf16/tiny-llama3-bf16-f16.gguf"), fx("tiny-llama3-bf16"), {1e-2, 0.05}, eo);
-  // The attention's combine and the final norm in passes of their own (the defaults fold them
-  // into the o and output projections), the split limited to matvecs of few workgroups.
-  apply_tuning(eo.tuning, "matvec_combine=0/matvec_out_norm=0/matvec_split_groups=4");
+  // The attention's combine and the final norm in passes of their own (the plan's defaults fold
+  // them into the o and output projections), the split limited to matvecs of few workgroups.
+  apply_tuning(eo.tuning, "matvec_split_groups=4");
+  eo.plan_off = {"attention_o_combine", "output_norm_linear"};
   check_model(fx("tiny-llama3-bf16/tiny-llama3-bf16-f16.gguf"), fx("tiny-llama3-bf16"), {1e-2, 0.05}, eo);
 }
 
@@ -201,8 +202,14 @@ TEST(LlamaFixturesGpu, F16DecodeStepsMatchThePromptPass) {
   const PromptRows rows = prompt_rows(mf, eo, 12);
   // (the fourth: every matvec with fewer than 1000 workgroups, all of them here, unrolled 7 deep;
   // at 4 lanes a row the SwiGLU workgroup takes 64 gate and up rows)
+  {
+    EngineOptions e2 = eo;
+    e2.plan_off = {"attention_o_combine", "output_norm_linear"};
+    LlamaModel model(ctx(), mf, e2);
+    expect_steps_match(model, rows, "without attention_o_combine, output_norm_linear");
+  }
   for (const char* spec :
-       {"matvec_combine=0/matvec_out_norm=0", "matvec_rope_rows=4",
+       {"matvec_rope_rows=4",
         "matvec_wg=64/matvec_tpr=2/matvec_unroll=1/matvec_few_groups=0/swiglu_wg_rows=16/swiglu_tpr=8",
         "matvec_tpr=4/swiglu_wg_rows=64/matvec_few_groups=1000/matvec_few_unroll=7",
         "matvec_kx=7/kx_cols=0/kx_min_rows=0/kx_early=1/kx_epi=1",
@@ -213,38 +220,6 @@ TEST(LlamaFixturesGpu, F16DecodeStepsMatchThePromptPass) {
     apply_tuning(e2.tuning, spec);
     LlamaModel model(ctx(), mf, e2);
     expect_steps_match(model, rows, std::string("'") + spec + "'");
-  }
-}
-
-// One-token steps with each layer in one dispatch (layer_decode: its five steps as work items
-// that hand over inside the dispatch) against the prompt pass's rows, token by token, from the F16
-// GGUF and the BF16 safetensors (3 layers: three scratch regions; head_dim 8, 2 query heads per kv
-// head, hidden 16, ffn 48: every item partly past its rows): one workgroup (every hand-over
-// inside it; CPU adapters' default), with 4 splits too, and on GPUs also one workgroup per item
-// and two in all (each taking many items in turn; SwiftShader cannot run those, see
-// LlmOps::decode_layer). The profile shows the one dispatch per layer, and the error word stays
-// clear (logits would throw).
-TEST(LlamaFixturesGpu, LayerDecodeStepsMatchThePromptPass) {
-  for (const char* rel : {"tiny-llama3-bf16/tiny-llama3-bf16-f16.gguf", "tiny-llama3-bf16"}) {
-    WGC_REQUIRE_FILE(fx(rel));
-    ModelFile mf = open_model(fx(rel), {false, false});
-    EngineOptions eo = small_engine(256, 64, Device::Gpu);
-    const PromptRows rows = prompt_rows(mf, eo, 10);
-    std::vector<std::string> specs = {"layer_decode=1/layer_wgs=1/attn_dec_wgs=4/layer_poll=1",
-                                      "layer_decode=1/layer_wgs=1"};
-    if (!ctx().adapter().is_cpu()) specs.insert(specs.end(), {"layer_decode=1", "layer_decode=1/layer_wgs=2"});
-    for (const std::string& spec : specs) {
-      EngineOptions e2 = eo;
-      apply_tuning(e2.tuning, spec);
-      LlamaModel model(ctx(), mf, e2);
-      expect_steps_match(model, rows, std::string(rel) + " '" + spec + "'");
-      if (ctx().features().timestamp_query) {
-        int layer_dispatches = 0;
-        for (const auto& d : model.profile_decode_step(rows.tokens[0]))
-          layer_dispatches += d.label.find("layer_decode") != std::string::npos;
-        EXPECT_EQ(layer_dispatches, mf.config().n_layers) << rel << " '" << spec << "'";
-      }
-    }
   }
 }
 
@@ -327,15 +302,15 @@ TEST_P(LlamaModelOn, DecodeGreedyEqualsStepByStep) {
   std::vector<int32_t> want;
   {
     EngineOptions eo = engine(64, 16);
-    eo.tuning.next_token = 0;
+    eo.plan_off = {"next_token"};
     LlamaModel model(ctx(), mf, eo);
     int32_t id = model.greedy(prompt);
     for (int i = 0; i < steps; ++i) want.push_back(id = model.greedy(std::span(&id, 1)));
   }
-  for (auto [ahead, next] : std::vector<std::pair<int, uint32_t>>{{1, 1}, {2, 1}, {3, 1}, {2, 0}}) {
+  for (auto [ahead, next] : std::vector<std::pair<int, bool>>{{1, true}, {2, true}, {3, true}, {2, false}}) {
     EngineOptions eo = engine(64, 16);
     eo.decode_ahead = ahead;
-    eo.tuning.next_token = next;
+    if (!next) eo.plan_off = {"next_token"};
     LlamaModel model(ctx(), mf, eo);
     int32_t first = model.greedy(prompt);
     // Stop after 5 tokens (steps in flight are dropped), then go on from the last one.

@@ -36,8 +36,8 @@ void check(MatmulVersion v, Case c, const MatmulTuning& t = {}) {
   // f32 accumulation over K terms of size <= 1: error grows like sqrt(K) * eps relative.
   EXPECT_LT(test::rel_error(got, want), 1e-5 * (1 + std::sqrt(double(c.k))))
       << to_string(v) << " bm=" << t.bm << " bn=" << t.bn << " wn=" << t.wn << " group_m=" << t.group_m
-      << " bk=" << t.bk << " pad=" << t.pad << " pre=" << t.pre << " fixb=" << t.fixb << " M=" << c.m << " N=" << c.n
-      << " K=" << c.k << " trans_b=" << c.trans_b;
+      << " bk=" << t.bk << " pad=" << t.pad << " two=" << t.two << " M=" << c.m << " N=" << c.n << " K=" << c.k
+      << " trans_b=" << c.trans_b;
 }
 
 const Case kCases[] = {{1, 1, 1, false},      {1, 17, 3, false},       {17, 1, 5, true},      {33, 65, 17, false},
@@ -88,22 +88,11 @@ TEST(Matmul, Vec4Db2KnobsMatchReference) {
                         "pad=1/bm=64/bn=64",
                         "pad=1/bk=16",
                         "pad=1/bm=256",
-                        "pre=1",
-                        "pre=1/bm=64/wn=4",
-                        "pre=1/pad=1/bk=16",
-                        "pre=1/pad=1/bm=256",
-                        "fixb=1",
-                        "fixb=1/pad=1/pre=1/bn=64",
-                        "fixb=1/pad=1/bm=256",
-                        "half=1",
-                        "half=1/pad=1/bm=256",
-                        "two=1/kfix=1/half=1",
                         "two=1",
                         "two=1/bk=16/wn=0",
-                        "two=1/kfix=1/pad=1/bm=256",
-                        "two=1/half=1/pad=1/bm=256",
-                        "two=1/kfix=1/pad=1",
-                        "two=1/half=1/pad=1/bn=64"};
+                        "two=1/pad=1/bm=256",
+                        "two=1/pad=1",
+                        "two=1/pad=1/bn=64"};
   for (const char* s : sets) {
     MatmulTuning t = parse_matmul_tuning(s);
     if (std::string e = matmul_tuning_error(ctx(), t); !e.empty()) {
@@ -132,11 +121,8 @@ TEST(Matmul, Vec4Db2RejectsBadKnobs) {
   EXPECT_NE(matmul_tuning_error(ctx(), parse_matmul_tuning("bk=12")), "");
   EXPECT_NE(matmul_tuning_error(ctx(), parse_matmul_tuning("bk=16/bm=64")), "");  // 3 A vec4s per invocation
   EXPECT_NE(matmul_tuning_error(ctx(), parse_matmul_tuning("pad=2")), "");
-  EXPECT_NE(matmul_tuning_error(ctx(), parse_matmul_tuning("pre=2")), "");
-  EXPECT_NE(matmul_tuning_error(ctx(), parse_matmul_tuning("fixb=2")), "");
-  EXPECT_NE(matmul_tuning_error(ctx(), parse_matmul_tuning("two=1/pre=1")), "");
-  EXPECT_NE(matmul_tuning_error(ctx(), parse_matmul_tuning("kfix=1")), "");
-  EXPECT_NE(matmul_tuning_error(ctx(), parse_matmul_tuning("half=2")), "");
+  EXPECT_NE(matmul_tuning_error(ctx(), parse_matmul_tuning("two=2")), "");
+  EXPECT_THROW(parse_matmul_tuning("pre=1"), Error);  // removed knobs (docs/history/pruned.md) are unknown
   EXPECT_THROW(
       {
         Batch b(ctx());

@@ -1,5 +1,5 @@
 // wgc chart: a grouped bar chart as PNG from numbers on the command line, for sweeps whose figures
-// come from several runs (docs/benchmarks.md draws its charts with it).
+// come from several runs (docs/benchmarks.md and docs/history/ draw their charts with it).
 #include "cli/command.h"
 #include "io/chart.h"
 #include "util/error.h"

@@ -99,7 +99,7 @@ class Context {
 // keeping a core busy to wake as soon as the work is done; Auto (the default) polls for up to
 // kAutoSpinUs on a GPU adapter, then sleeps, and sleeps at once on a CPU adapter (SwiftShader's
 // threads need the cores a poll would take). A fence wait wakes 50-200 us late on the H200, which
-// is a fifth of a MobileNetV2 inference at batch 1 (docs/benchmarks.md). Process-wide; the
+// is a fifth of a MobileNetV2 inference at batch 1 (docs/history/benchmarks-cnn.md). Process-wide; the
 // environment variable WGC_WAIT=auto|spin|block sets the default.
 enum class WaitMode { Auto, Block, Spin };
 inline constexpr uint32_t kAutoSpinUs = 3000;

@@ -13,16 +13,16 @@
 //   Winograd2x2   F(2x2, 3x3) for 3x3 stride-1 undilated ungrouped convolutions: input and output
 //                 transforms around 16 GEMMs (weights transformed once per call, or once at load
 //                 through prepare_conv2d)
-//   Winograd4x4   F(4x4, 3x3), the same for the same layers: 36 GEMMs over 6x6 tiles, 4x fewer
-//                 multiplications than direct, less accurate (docs/cnn.md); not picked by Auto
-//                 until measured faster
 //   Depthwise     groups == c_in (any channel multiplier), a plane tile in workgroup memory
 //   DepthwiseRows the same without workgroup memory: an invocation computes outputs down a column
 //   DepthwiseReg  the same register-blocked: an invocation computes a block of outputs (a few
 //                 along the row, a few down the column), each input row loaded once into
-//                 registers, vec4 loads and stores where the layout allows
+//                 registers, vec4 loads and stores where the layout allows, the columns beside
+//                 a block from the lanes beside (subgroup shuffles) where the window allows
 //   Pointwise     1x1 stride-1 unpadded ungrouped convolutions as a GEMM W[c_out][c_in] x X_n[c_in][h*w]
 // Every version applies the epilogue (bias, residual, activation) in the kernel that writes y.
+// Variants and knobs that lost on the H200 left the library; docs/history/pruned.md lists them
+// with the commit that removed them.
 // Conv2dDims and ConvEpilogue are declared in cpu/conv.h (the CPU references take them too).
 #pragma once
 
@@ -45,7 +45,6 @@ enum class Conv2dVersion {
   Im2colGemm,
   ImplicitGemm,
   Winograd2x2,
-  Winograd4x4,
   Depthwise,
   Pointwise,
   DepthwiseRows,
@@ -54,20 +53,16 @@ enum class Conv2dVersion {
 std::string_view to_string(Conv2dVersion v);                // "auto", "direct", "direct-tiled", "im2col-gemm", ...
 Conv2dVersion parse_conv2d_version(std::string_view name);  // throws naming the op and the valid names
 inline constexpr Conv2dVersion kConv2dVersions[] = {
-    Conv2dVersion::Direct,        Conv2dVersion::DirectTiled, Conv2dVersion::Im2colGemm, Conv2dVersion::ImplicitGemm,
-    Conv2dVersion::Winograd2x2,   Conv2dVersion::Winograd4x4, Conv2dVersion::Depthwise,  Conv2dVersion::Pointwise,
-    Conv2dVersion::DepthwiseRows, Conv2dVersion::DepthwiseReg};
+    Conv2dVersion::Direct,       Conv2dVersion::DirectTiled,   Conv2dVersion::Im2colGemm,
+    Conv2dVersion::ImplicitGemm, Conv2dVersion::Winograd2x2,   Conv2dVersion::Depthwise,
+    Conv2dVersion::Pointwise,    Conv2dVersion::DepthwiseRows, Conv2dVersion::DepthwiseReg};
 
-// Whether version v can run d on this context (Winograd*: 3x3, stride 1, dilation 1, groups 1;
+// Whether version v can run d on this context (Winograd2x2: 3x3, stride 1, dilation 1, groups 1;
 // Depthwise: d.depthwise(); DepthwiseRows, DepthwiseReg: depthwise with at most 25 taps (DepthwiseReg: a block
 // that fits its registers); Pointwise: d.pointwise(); DirectTiled: its tile fits workgroup memory).
 bool supports(const Context& ctx, Conv2dVersion v, const Conv2dDims& d);
 // What Auto runs: by shape, from measurements (conv.cpp says which).
 Conv2dVersion choose_conv2d(const Context& ctx, const Conv2dDims& d);
-
-// What Auto runs for depthwise layers on GPUs (ConvTuning::dw_auto's values). The one constant to
-// change when the H200 sweep (docs/benchmarks.md) shows another rule faster.
-inline constexpr uint32_t kGpuDepthwiseRule = 4;
 
 // Tuning knobs (override constants, so a sweep needs no rebuild); the defaults are what the ops
 // use. Set through conv2d_tuning() for benchmarks, or WGC_CONV_TUNING="key=value,..." (keys as
@@ -86,7 +81,7 @@ struct ConvTuning {
   // values (0: never), summed by a second pass that applies the epilogue (1x1 layers at 7x7 and
   // 14x14, batch 1, and the classifier).
   uint32_t igemm_split_k = 64;
-  // The Winograd versions' 16 or 36 GEMMs (the same kernel, as a grouped 1x1 convolution).
+  // Winograd2x2's 16 GEMMs (the same kernel, as a grouped 1x1 convolution).
   uint32_t wino_bm = 64, wino_bn = 128, wino_bk = 8, wino_tm = 8, wino_prefetch = 1;
   // DirectTiled: output tile (tiled_w x tiled_h pixels, one invocation each), output channels per
   // invocation (at most 16) and input channels staged per step.
@@ -98,53 +93,13 @@ struct ConvTuning {
   // takes dw_threads invocations per workgroup too.
   uint32_t dw_rows = 2;
   // DepthwiseReg (conv/depthwise_reg.wgsl): outputs per invocation along a row (dwr_cols) and down
-  // a column (dwr_rows; dwr_cols * dwr_rows <= 64), invocations per workgroup, and whether rows
-  // move as aligned vec4s where the layout allows (stride 1 along W, widths multiples of 4,
-  // dwr_cols a multiple of 4).
-  // 4 x 2 blocks: 65% of the copy bandwidth on the H200 at 144 x 56 x 56 x 32 where 4 x 4 gave
-  // 61% (docs/benchmarks.md; taking the halo blocks from neighbouring invocations by subgroup
-  // shuffles instead of loads measured 3x slower, and was dropped).
-  uint32_t dwr_cols = 4, dwr_rows = 2, dwr_threads = 128, dwr_vec4 = 1;
-  // DepthwiseReg: dwr_halo 1 (vec4 rows) loads the halo columns at the ends of a block's input
-  // row (the aligned blocks only partly needed) as scalars instead of whole vec4s; dwr_shape 1
-  // compiles the layer's sizes into the pipeline (index arithmetic by constants) instead of
-  // reading them from the uniform block; dwr_stage 1 makes a workgroup compute whole rows of a
-  // band of one plane (about dwr_threads invocations), its input rows staged once in workgroup
-  // memory by coalesced vec4 loads (vec4 rows only; others run unstaged). H200, 144 x 56 x 56 x
-  // 32 (docs/benchmarks.md): dwr_shape=1 69.2% of the 1 GiB copy bandwidth (90% of a copy of the
-  // same bytes) against 65.8-66.4% without; dwr_halo=1 changed nothing (66.2 / 69.2%), staging
-  // lost (55-64%).
-  uint32_t dwr_halo = 0, dwr_shape = 1, dwr_stage = 0;
-  // DepthwiseReg, unstaged blocks: dwr_planes (1..4) the planes an invocation computes its block in
-  // (their rows loaded together; dwr_planes * dwr_cols * dwr_rows <= 64); dwr_grid > 0 a grid of
-  // that many workgroups (sized to the card, e.g. SMs x resident workgroups) whose invocations walk
-  // the blocks in a fixed order instead of one invocation per block, by grid-sized strides, or
-  // with dwr_chunked 1 each workgroup an equal contiguous run of blocks. dwr_early 1 stores each
-  // output row as soon as its last input row is added (tall blocks in fewer registers).
-  // H200, 144 x 56 x 56 x 32 (docs/benchmarks.md, session 7): dwr_early=1 69.2% of the 1 GiB copy
-  // bandwidth against 68.1% with the block stored at the end (the default since); every dwr_grid
-  // (53-66%), dwr_planes=2 (64.7%) and taller early blocks (4 rows 66.9%, 8 rows 43%) lost.
-  // dwr_early 2 (the default since session 8): early, except for blocks whose halo comes from the
-  // lanes beside (dwr_shfl 1), which store at the end (H200: 72.2% against 70.3% early).
-  uint32_t dwr_planes = 1, dwr_grid = 0, dwr_chunked = 0, dwr_early = 2;
-  // DepthwiseReg, session 8: dwr_shfl 1 (unstaged, one plane, vec4 rows, dwr_cols 4, 3x3 windows
-  // from one column left of the block: pad_left 1; an adapter with one subgroup size that divides
-  // dwr_threads) loads only the invocation's own vec4 of each input row and takes the columns
-  // left and right of it from the lanes beside by subgroup shuffles (one up and one down per 4
-  // rows), elsewhere nothing changes; dwr_shfl 2 compiles the same pipeline (subgroups enabled,
-  // the entry point with the lane) without the shuffles: what the feature alone costs. H200, 144 x
-  // 56 x 56 x 32 (docs/benchmarks.md, session 8): dwr_shfl=1 with the block stored at the end
-  // 72.2% of the 1 GiB copy bandwidth (37.7 us), the defaults until then 69.9-70.2% in the same
-  // process, dwr_shfl=2 69.7% (shuffles kept in the row loop had run 10x slower: 5-7%).
-  uint32_t dwr_shfl = 1;
-  // depthwise_nhwc (the NHWC experiment below): pixels per invocation along a row and down a
-  // column (dwn_cols * dwn_rows <= 16), and invocations per workgroup.
-  uint32_t dwn_cols = 4, dwn_rows = 2, dwn_threads = 128;
-  // Which depthwise version Auto runs on GPUs: 0 the measured rule (stride 1 Depthwise, strided
-  // DepthwiseRows); 1 Depthwise, 2 DepthwiseRows, 3 DepthwiseReg for every depthwise layer; 4
-  // stride 1 DepthwiseReg, strided DepthwiseRows.
-  // The default is kGpuDepthwiseRule; the knob lets one bench-cnn run compare them.
-  uint32_t dw_auto = kGpuDepthwiseRule;
+  // a column (dwr_rows; dwr_cols * dwr_rows <= 64), and invocations per workgroup. Rows move as
+  // aligned vec4s where the layout allows (stride 1 along W, widths multiples of 4, dwr_cols a
+  // multiple of 4), and with 4 columns and a 3-column window from one column left of the block
+  // (3x3, pad_left 1) the columns beside a block's own vec4s come from the lanes beside (an adapter
+  // with one subgroup size that divides dwr_threads). 4 x 2 blocks of 128: 72.2% of the 1 GiB copy
+  // bandwidth on the H200 at 144 x 56 x 56 x 32 (docs/benchmarks.md).
+  uint32_t dwr_cols = 4, dwr_rows = 2, dwr_threads = 128;
 };
 ConvTuning& conv2d_tuning();  // process-wide; not thread-safe to change while recording
 // The knobs of "key=value,..." (WGC_CONV_TUNING's form) set over `base`; an unknown key or a bad
@@ -157,13 +112,13 @@ void check_conv2d_tuning(const Context& ctx);
 // Records y = epilogue(conv(x, w)). bias / residual: empty Tensor{} when the epilogue does not
 // use them. Throws for bad dims, tensors too small for them, or a version that cannot run them
 // (never a silent fallback). Versions that read another weight layout (ImplicitGemm, Pointwise,
-// Winograd*) record the transform into a scratch tensor first; prepare_conv2d does it once.
+// Winograd2x2) record the transform into a scratch tensor first; prepare_conv2d does it once.
 void conv2d(Batch& batch, const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& residual, const Tensor& y,
             const Conv2dDims& d, const ConvEpilogue& ep = {}, Conv2dVersion v = Conv2dVersion::Auto);
 
 // A convolution layer made once at load: the version chosen (never Auto) and its weights in the
 // layout that version reads (ONNX order; [group][k][m] for the GEMMs; Winograd's transformed
-// U[16 or 36][c_in][c_out]), bias on the device. Fold BatchNorm into the weights first
+// U[16][c_in][c_out]), bias on the device. Fold BatchNorm into the weights first
 // (cpu::fold_batchnorm).
 struct PreparedConv {
   Conv2dDims dims;
@@ -186,26 +141,5 @@ void conv2d(Batch& batch, const PreparedConv& layer, const Tensor& x, const Tens
 std::vector<float> conv2d(const Context& ctx, std::span<const float> x, std::span<const float> w,
                           std::span<const float> bias, std::span<const float> residual, const Conv2dDims& d,
                           const ConvEpilogue& ep = {}, Policy policy = {});
-
-// --- An experiment: NHWC (docs/cnn.md, "why NCHW") ---------------------------------------------
-// The implicit GEMM on x [n][h][w][c_in] and y, residual [n][out_h][out_w][c_out], loading 4
-// channels of a pixel as one vec4; measured against the NCHW rungs by `wgc bench --ops conv2d`
-// (version implicit-gemm-nhwc). Needs c_in and c_in / groups to be multiples of 4. Not used by
-// Auto or the models.
-bool supports_conv2d_nhwc(const Context& ctx, const Conv2dDims& d);
-// The weights (ONNX order) uploaded in the layout conv2d_nhwc reads (waits).
-Tensor prepare_conv2d_nhwc_weights(const Context& ctx, std::span<const float> w, const Conv2dDims& d);
-void conv2d_nhwc(Batch& batch, const Tensor& x, const Tensor& prepared_w, const Tensor& bias, const Tensor& residual,
-                 const Tensor& y, const Conv2dDims& d, const ConvEpilogue& ep = {});
-
-// Depthwise the same way (docs/cnn.md): x [n][h][w][c], y, residual [n][out_h][out_w][c], the
-// filter prepared as [kh][kw][c]; an invocation computes 4 channels (one vec4 per input pixel) of
-// a block of ConvTuning::dwn_cols x dwn_rows pixels. Needs c_in a multiple of 4 and channel
-// multiplier 1. Measured against the NCHW rungs by `wgc bench --ops depthwise` (version
-// depthwise-nhwc); not used by Auto or the models.
-bool supports_depthwise_nhwc(const Context& ctx, const Conv2dDims& d);
-Tensor prepare_depthwise_nhwc_weights(const Context& ctx, std::span<const float> w, const Conv2dDims& d);
-void depthwise_nhwc(Batch& batch, const Tensor& x, const Tensor& prepared_w, const Tensor& bias, const Tensor& residual,
-                    const Tensor& y, const Conv2dDims& d, const ConvEpilogue& ep = {});
 
 }  // namespace wgc

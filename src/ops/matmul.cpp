@@ -13,10 +13,9 @@ namespace {
 
 constexpr uint32_t kNaiveTile = 16;      // naive.wgsl and tiled.wgsl: 16 x 16 invocations
 constexpr uint32_t kRegTileBlock = 128;  // regtile_main.wgsl: BM = BN = 128
-constexpr uint32_t kWideBlockN = 256;    // regtile_wide.wgsl (vec4-wide): BM = 128, BN = 256
 // regtile-vec4-grouped: block-rows walked together (GROUP_M). The BK override of the same body
 // (k per workgroup-memory tile) stays at its 8: BK 16 and 32 measured slower on the H200
-// (27.4 and 19.5 vs 32.7 TFLOP/s at 4096^3, docs/benchmarks.md).
+// (27.4 and 19.5 vs 32.7 TFLOP/s at 4096^3, docs/history/benchmarks-kernels.md).
 constexpr uint32_t kGroupM = 8;
 // vec4-db2 runs 256 x 128 blocks (MatmulTuning::bm 256) from this many rows of C: the smallest
 // size measured (choose_matmul_tuning).
@@ -31,9 +30,6 @@ const char* kernel_file(MatmulVersion v) {
     case MatmulVersion::RegTileVec4Grouped:
     case MatmulVersion::Vec4Prefetch:
     case MatmulVersion::Vec4Db: return "matmul/regtile_vec4.wgsl";
-    case MatmulVersion::Vec4Wide:
-    case MatmulVersion::Vec4Wide128:
-    case MatmulVersion::Vec4Flat: return "matmul/regtile_wide.wgsl";
     case MatmulVersion::Vec4Db2: return "matmul/regtile_db.wgsl";
     case MatmulVersion::Auto: break;
   }
@@ -49,9 +45,8 @@ uint32_t a_skew(const MatmulTuning& t) { return t.pad ? 8 / (t.bk / 4) : 0; }
 }  // namespace
 
 MatmulTuning parse_matmul_tuning(std::string_view knobs, MatmulTuning t) {
-  const Knob keys[] = {{"bm", &t.bm},     {"bn", &t.bn},     {"wn", &t.wn},   {"group_m", &t.group_m},
-                       {"bk", &t.bk},     {"pad", &t.pad},   {"pre", &t.pre}, {"fixb", &t.fixb},
-                       {"half", &t.half}, {"kfix", &t.kfix}, {"two", &t.two}};
+  const Knob keys[] = {{"bm", &t.bm}, {"bn", &t.bn},   {"wn", &t.wn},  {"group_m", &t.group_m},
+                       {"bk", &t.bk}, {"pad", &t.pad}, {"two", &t.two}};
   parse_knobs(knobs, keys, '/', "matmul");
   return t;
 }
@@ -65,10 +60,7 @@ std::string matmul_tuning_error(const Context& ctx, const MatmulTuning& t) {
   // regtile_db.wgsl loads a tile in at most two vec4s per invocation.
   if (t.bk != 8 && t.bk != 16) return "bk must be 8 or 16";
   if (std::min(t.bm, t.bn) < 8 * t.bk) return "bk 16 needs bm and bn >= 128";
-  if (t.pad > 1 || t.pre > 1 || t.fixb > 1 || t.half > 1 || t.kfix > 1 || t.two > 1)
-    return "pad, pre, fixb, half, kfix and two must be 0 or 1";
-  if (t.two && t.pre) return "two and pre cannot be combined";
-  if (t.kfix && !t.two) return "kfix needs two";
+  if (t.pad > 1 || t.two > 1) return "pad and two must be 0 or 1";
   const uint64_t threads = uint64_t(t.bm) * t.bn / 64;
   const uint64_t storage = 2ull * 16 * (uint64_t(t.bk) * (t.bm + t.bn) / 4 + a_skew(t) * (t.bk / 4));
   const Limits& lim = ctx.limits();
@@ -90,9 +82,6 @@ std::string_view to_string(MatmulVersion v) {
     case MatmulVersion::RegTileVec4Grouped: return "regtile-vec4-grouped";
     case MatmulVersion::Vec4Prefetch: return "vec4-prefetch";
     case MatmulVersion::Vec4Db: return "vec4-db";
-    case MatmulVersion::Vec4Wide: return "vec4-wide";
-    case MatmulVersion::Vec4Wide128: return "vec4-wide128";
-    case MatmulVersion::Vec4Flat: return "vec4-flat";
     case MatmulVersion::Vec4Db2: return "vec4-db2";
   }
   return "?";
@@ -120,7 +109,7 @@ MatmulVersion choose_matmul(const Context& ctx, const MatmulDims& d) {
   if (uint64_t(d.m) * d.n < 64ull * 64ull) return MatmulVersion::Tiled;
   // vec4-db2 under choose_matmul_tuning's knobs led vec4-db at every size measured on the H200
   // (session 9 run B, TFLOP/s: 42.2 / 44.0 / 44.3 against 37.7 / 39.0 / 39.3 at 2048^3 / 4096^3 /
-  // 8192^3; docs/benchmarks.md).
+  // 8192^3; docs/history/benchmarks-kernels.md).
   return supports(ctx, MatmulVersion::Vec4Db2, d) ? MatmulVersion::Vec4Db2 : MatmulVersion::RegTile;
 }
 
@@ -162,21 +151,16 @@ void matmul(Batch& batch, const Tensor& a, const Tensor& b, const Tensor& c, con
   if (v == MatmulVersion::RegTileVec4Grouped) code.constants = {{"GROUP_M", kGroupM}};
   if (v == MatmulVersion::Vec4Prefetch) code.constants = {{"PREFETCH", 1}};
   if (v == MatmulVersion::Vec4Db) code.constants = {{"PREFETCH", 1}, {"DB", 1}};
-  // regtile_wide.wgsl: the k-loop unrolling each shape measured fastest at on the H200 (UNROLL 0,
-  // the whole tile's loop visible to the compiler, lost 10-20%: docs/benchmarks.md, session 8).
-  if (v == MatmulVersion::Vec4Wide) code.constants = {{"NTN", 16}, {"THREADS", 256}, {"UNROLL", 2}};
-  if (v == MatmulVersion::Vec4Wide128) code.constants = {{"NTN", 8}, {"THREADS", 128}, {"UNROLL", 2}};
-  if (v == MatmulVersion::Vec4Flat) code.constants = {{"CW", 2}, {"UNROLL", 4}};
   uint32_t block_m = v == MatmulVersion::Naive || v == MatmulVersion::Tiled ? kNaiveTile : kRegTileBlock;
-  uint32_t block_n = v == MatmulVersion::Vec4Wide ? kWideBlockN : block_m;
+  uint32_t block_n = block_m;
   if (v == MatmulVersion::Vec4Db2) {
     if (std::string e = matmul_tuning_error(ctx, tuning); !e.empty()) throw Error("wgc: matmul vec4-db2: " + e);
-    code.constants = {{"BM", tuning.bm}, {"BN", tuning.bn},          {"GROUP_M", tuning.group_m},
-                      {"BK", tuning.bk}, {"A_SKEW", a_skew(tuning)}, {"FETCH_PRE", tuning.pre}};
-    if (tuning.fixb) code.constants.push_back({"TRANS_B", d.trans_b ? 1 : 0});
+    code.constants = {{"BM", tuning.bm},
+                      {"BN", tuning.bn},
+                      {"GROUP_M", tuning.group_m},
+                      {"BK", tuning.bk},
+                      {"A_SKEW", a_skew(tuning)}};
     if (tuning.wn) code.constants.push_back({"WN", tuning.wn});
-    if (tuning.half) code.constants.push_back({"FMA_BY_HALF", 1});
-    if (tuning.kfix) code.constants.push_back({"K_FIX", d.k});
     if (tuning.two) code.constants.push_back({"TWO_TILES", 1});
     block_m = tuning.bm;
     block_n = tuning.bn;

@@ -2,13 +2,11 @@
 // A ladder of kernels (src/kernels/matmul): naive -> tiled (workgroup memory) -> register-tiled
 // -> register-tiled with vec4 loads, and two variants of that body: L2-friendly grouped
 // workgroup order, the next tile's global loads issued before this tile's math (register
-// prefetch), and that with two workgroup-memory buffers (one barrier per tile); vec4-wide and
-// vec4-wide128: the same schedule with 8 x 16 per invocation in named registers, 128 x 256 and
-// 128 x 128 blocks, vec4-flat: vec4-db's 8 x 8 per invocation in that kernel (regtile_wide.wgsl;
-// all three slower than vec4-db on the H200); vec4-db2: vec4-db's schedule with the block shape,
-// the warp's layout over it and the workgroup order as knobs (MatmulTuning), Auto's rung since
-// session 9 (256 x 128 blocks from 2048 rows, A's tile skewed: 44.7 TFLOP/s at 4096^3 on the
-// H200); Auto picks by shape.
+// prefetch), and that with two workgroup-memory buffers (one barrier per tile); vec4-db2:
+// vec4-db's schedule with the block shape, the warp's layout over it and the workgroup order as
+// knobs (MatmulTuning), Auto's rung since session 9 (256 x 128 blocks from 2048 rows, A's tile
+// skewed, two tiles per k-loop iteration: 45.6 TFLOP/s at 4096^3 on the H200); Auto picks by
+// shape. Rungs and knobs that lost on the H200 left the library (docs/history/pruned.md).
 #pragma once
 
 #include "gpu/batch.h"
@@ -31,9 +29,6 @@ enum class MatmulVersion {
   RegTileVec4Grouped,
   Vec4Prefetch,
   Vec4Db,
-  Vec4Wide,
-  Vec4Wide128,
-  Vec4Flat,
   Vec4Db2
 };
 std::string_view to_string(MatmulVersion v);                // "auto", "naive", "tiled", "regtile", "regtile-vec4", ...
@@ -45,9 +40,6 @@ inline constexpr MatmulVersion kMatmulVersions[] = {MatmulVersion::Naive,
                                                     MatmulVersion::RegTileVec4Grouped,
                                                     MatmulVersion::Vec4Prefetch,
                                                     MatmulVersion::Vec4Db,
-                                                    MatmulVersion::Vec4Wide,
-                                                    MatmulVersion::Vec4Wide128,
-                                                    MatmulVersion::Vec4Flat,
                                                     MatmulVersion::Vec4Db2};
 
 struct MatmulDims {
@@ -65,11 +57,7 @@ struct MatmulTuning {
   uint32_t group_m = 1;         // block-rows walked together (grouped_order.wgsl; 1: row-major)
   uint32_t bk = 8;              // k per workgroup-memory tile: 8 or 16 (then bm, bn >= 128)
   uint32_t pad = 0;             // 1: A's tile skewed per k-quad in workgroup memory (conflict-free stores)
-  uint32_t pre = 0;             // 1: the next tile's global loads issued before the barrier ending this one
-  uint32_t fixb = 0;            // 1: B's layout (trans_b) a pipeline constant, not read at each tile
-  uint32_t half = 0;            // 1: a k step's FMAs as b0's eight, then b1's (FMA_BY_HALF)
-  uint32_t kfix = 0;            // 1 (with two): K built into the pipeline (the k loop's trip count a constant)
-  uint32_t two = 0;             // 1: two tiles per k-loop iteration, buffers by constant (not with pre)
+  uint32_t two = 0;             // 1: two tiles per k-loop iteration, buffers by constant
 };
 // "key=value/key=value" (keys as the fields) over base; an unknown key or a bad number throws.
 MatmulTuning parse_matmul_tuning(std::string_view knobs, MatmulTuning base = {});

@@ -34,7 +34,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 
   // LOADS loads per invocation issued together before any is stored. One at a time, each waited
   // for before the next, is the likely reason this kernel stayed near 1/3 of the copy bandwidth
-  // at every tile size on the H200 (docs/benchmarks.md).
+  // at every tile size on the H200 (docs/history/benchmarks-cnn.md).
   for (var i0 = tid; i0 < IN_H * IN_W; i0 += LOADS * THREADS) {
     var v: array<f32, LOADS>;
     for (var j = 0u; j < LOADS; j++) {

@@ -10,9 +10,8 @@ fn index_right(v: u32) -> u32 { return subgroupShuffleDown(v, 1u); }
 // The kernel's entry point with the invocation's lane and the subgroup's size.
 @compute @workgroup_size(THREADS)
 fn main_sg(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-           @builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32,
            @builtin(subgroup_invocation_id) lane: u32, @builtin(subgroup_size) size: u32) {
   sg_lane = lane;
   sg_size = size;
-  run(gid, nwg, wid, lid);
+  run(gid, nwg);
 }

@@ -1,5 +1,5 @@
-// Shared body of the implicit-GEMM convolutions (implicit_gemm.wgsl for NCHW tensors,
-// implicit_gemm_nhwc.wgsl for NHWC): per group g (the grid's z), C[m][col] = sum_k A[m][k] *
+// Body of the implicit-GEMM convolution (included by implicit_gemm.wgsl, which gathers B from
+// NCHW tensors): per group g (the grid's z), C[m][col] = sum_k A[m][k] *
 // B[k][col] with m = output channel, col = (image, output pixel), k = (input channel, tap) in the
 // includer's order. A is the weights in WT[group][k][m] layout (weights_kxm.wgsl); B is
 // gathered from x on the fly by the includer (no im2col buffer). Register-tiled like the SGEMM

@@ -1,13 +1,10 @@
 // Weights from ONNX order W[c_out][k] (k = (ci * kh + r) * kw + c within the group) to the GEMM
-// kernels' A layout WT[group][k'][m] (m: output channel within the group), so that a tile of A
-// loads contiguously along m. k' = k, or with TAP_MAJOR (the NHWC kernel, whose k runs over the
-// channels of one tap first) k' = (r * kw + c) * cin_g + ci. One invocation per weight.
+// kernels' A layout WT[group][k][m] (m: output channel within the group), so that a tile of A
+// loads contiguously along m. One invocation per weight.
 @group(0) @binding(0) var<storage, read> W: array<f32>;
 @group(0) @binding(1) var<storage, read_write> WT: array<f32>;
 struct Params { c_out: u32, cout_g: u32, k: u32, taps: u32 }
 @group(0) @binding(2) var<uniform> p: Params;
-
-override TAP_MAJOR: bool = false;
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
@@ -15,8 +12,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let i = (wid.x + wid.y * nwg.x) * 256u + lid;
   if (i >= p.c_out * p.k) { return; }
   let co = i / p.k;
-  var k = i % p.k;
-  if (TAP_MAJOR) { k = (k % p.taps) * (p.k / p.taps) + k / p.taps; }
+  let k = i % p.k;
   let g = co / p.cout_g;
   WT[(g * p.k + k) * p.cout_g + co % p.cout_g] = W[i];
 }

@@ -1,4 +1,4 @@
-// Winograd F(TILE x TILE, 3x3) input transform (conv/winograd_common.wgsl): V = B^T d B for each
+// Winograd F(2x2, 3x3) input transform (conv/winograd_common.wgsl): V = B^T d B for each
 // ALPHA x ALPHA input tile d (stride TILE, zeros in the padding), stored as V[xi][ci][t] with
 // t = (image, tile row, tile column): the B operand of the ALPHA^2 GEMMs. One invocation per
 // (ci, t), t fastest so the stores are contiguous.
@@ -20,7 +20,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let y0 = i32(((t % p.aux1) / p.aux0) * TILE) - i32(p.pad_top);
   let x0 = i32((t % p.aux0) * TILE) - i32(p.pad_left);
   let plane = (img * p.c_in + ci) * p.h * p.w;
-  var d: array<V6, 6>;  // d[column][row]
+  var d: array<V4, 4>;  // d[column][row]
   for (var r = 0u; r < ALPHA; r++) {
     let y = y0 + i32(r);
     if (y < 0 || y >= i32(p.h)) { continue; }
@@ -30,7 +30,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     }
   }
   // Columns of B^T d, then each row of that times B.
-  var e: array<V6, 6>;  // e[row][column] = (B^T d)[row][column]
+  var e: array<V4, 4>;  // e[row][column] = (B^T d)[row][column]
   for (var c = 0u; c < ALPHA; c++) {
     let col = bt(d[c]);
     for (var r = 0u; r < ALPHA; r++) { e[r][c] = col[r]; }

@@ -1,4 +1,4 @@
-// Winograd F(TILE x TILE, 3x3) output transform (conv/winograd_common.wgsl): Y = A^T m A for each
+// Winograd F(2x2, 3x3) output transform (conv/winograd_common.wgsl): Y = A^T m A for each
 // tile's ALPHA^2 GEMM results m[xi][co][t], written to y (NCHW, ragged edges cut) through the
 // epilogue. One invocation per (co, t), t fastest.
 @group(0) @binding(0) var<storage, read> Mt: array<f32>;
@@ -19,12 +19,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let t = i % tiles;
   let co = i / tiles;
   let stride = p.c_out * tiles;
-  var m: array<V6, 6>;  // m[column][row]
+  var m: array<V4, 4>;  // m[column][row]
   for (var r = 0u; r < ALPHA; r++) {
     for (var c = 0u; c < ALPHA; c++) { m[c][r] = Mt[(r * ALPHA + c) * stride + co * tiles + t]; }
   }
   // Columns of A^T m (TILE x ALPHA), then each row of that times A.
-  var e: array<V6, 4>;  // e[row][column]
+  var e: array<V4, 2>;  // e[row][column]
   for (var c = 0u; c < ALPHA; c++) {
     let col = at(m[c]);
     for (var r = 0u; r < TILE; r++) { e[r][c] = col[r]; }

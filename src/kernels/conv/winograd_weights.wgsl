@@ -1,6 +1,6 @@
-// Winograd F(TILE x TILE, 3x3) weight transform, TILE 2 or 4: U = G g G^T (ALPHA x ALPHA,
-// ALPHA = TILE + 2) for each 3x3 filter g[co][ci], stored as UT[xi][ci][co] (xi = ALPHA * row +
-// column of U): the A operand of the ALPHA^2 GEMMs, contiguous along co. One invocation per filter.
+// Winograd F(2x2, 3x3) weight transform: U = G g G^T (ALPHA x ALPHA, ALPHA = 4) for each 3x3
+// filter g[co][ci], stored as UT[xi][ci][co] (xi = ALPHA * row + column of U): the A operand of
+// the ALPHA^2 GEMMs, contiguous along co. One invocation per filter.
 @group(0) @binding(0) var<storage, read> W: array<f32>;
 @group(0) @binding(1) var<storage, read_write> UT: array<f32>;
 struct Params { c_out: u32, c_in: u32 }

@@ -7,18 +7,16 @@
 //   vec4-db's layout is WN = BN / 8: a warp is 2 x 16 invocations and reads 16 distinct vec4s of
 //   B per step (two wavefronts); WN 8 (4 x 8) or 4 (8 x 4) make every read one wavefront;
 // - GROUP_M, the workgroup order (grouped_order.wgsl);
-// - BK (8 or 16), A_SKEW (A's tile padded so its transposed stores are conflict-free),
-//   FETCH_PRE and TRANS_B (below): session 10's candidates.
+// - BK (8 or 16), A_SKEW (A's tile padded so its transposed stores are conflict-free), and
+//   TWO_TILES (two tiles per k-loop iteration).
 // Needs K % 4 == 0 and, unless B is transposed, N % 4 == 0. Measured on the H200 (session 9,
-// docs/benchmarks.md), TFLOP/s at 4096^3: vec4-db 38.9; this kernel with vec4-db's blocks and
+// docs/history/benchmarks-kernels.md), TFLOP/s at 4096^3: vec4-db 38.9; this kernel with vec4-db's blocks and
 // warps 41.0-41.2 (the unguarded next-tile loads), WN 8 41.8, 256 x 128 blocks 43.5-43.6 and with
 // WN 8 44.0; session 10: that with A_SKEW 44.7; session 12: that with TWO_TILES 45.6-45.8 (Auto's;
 // 43.4 at 2048^3, 45.9 at 8192^3; at 128 x 128 it lost). Lost: 64-row blocks
 // (36.0-38.2), 64 x 64 (28.2), 128 x 256 (31.0), 512 x 64 (36.7), GROUP_M 8 (40.0); BK 16
-// (31.4), FETCH_PRE (35.8), TRANS_B fixed (35.1): every change to the k loop's surroundings lost
-// ~20% (the driver's 128 registers); 8 x 16 per invocation (2.3: local memory), a k loop with
-// its trip count hidden (32.7-37.5), reads a step ahead (35.2), earlier stores (34.7-35.0) and
-// stream-K for the last wave (44.0 against 44.7) were tried here and dropped.
+// (31.4); every change to the k loop's surroundings lost ~20% (the driver's 128 registers) or
+// tied, and was removed (docs/history/pruned.md).
 @group(0) @binding(0) var<storage, read> A: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read> B: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read_write> C: array<f32>;
@@ -39,20 +37,9 @@ override WN: u32 = NTN;                   // a divisor of NTN and of 32, with BM
 // vec4s added to As after each 4 rows of k (0, or 8 / KQ): put_a's scalar stores of one warp
 // then fall in 32 distinct banks (without it the KQ k-quads of a row share a bank).
 override A_SKEW: u32 = 0u;
-// The next tile's global loads issued before the barrier that ends this tile (their registers
-// are free once this tile's stores are issued) rather than after it.
-override FETCH_PRE: bool = false;
-// B's layout fixed when the pipeline is made (0: [K, N], 1: transposed) rather than read from
-// p.trans_b (2) at each tile.
-override TRANS_B: u32 = 2u;
-// Session 12's candidates, each a different code shape around the same math: FMA_BY_HALF (a k
-// step's 16 FMAs as b0's eight, then b1's: 45.0 against 44.8 at 4096^3, not taken), TWO_TILES
-// (the k loop takes two tiles an iteration, each buffer's index a constant; a tile of zeros past
-// K where K is not a multiple of 2 * BK. 45.8: Auto's with 256-row blocks) and, with it, K_FIX (K
-// built into the pipeline, the loop's trip count known to the compiler; 0: p.K. A tie: 45.8; in
-// the one-tile loop it lost, 44.5, and that form was dropped).
-override FMA_BY_HALF: bool = false;
-override K_FIX: u32 = 0u;
+// The k loop takes two tiles an iteration, each buffer's index a constant; a tile of zeros past K
+// where K is not a multiple of 2 * BK (45.8 TFLOP/s at 4096^3: Auto's with 256-row blocks; at
+// 128 x 128 it lost).
 override TWO_TILES: bool = false;
 override AN: u32 = BK * BM / 4u;          // vec4s of an A tile: [k][m / 4]
 override AS: u32 = AN + KQ * A_SKEW;      // vec4s per A buffer
@@ -66,7 +53,7 @@ var<workgroup> Bs: array<vec4<f32>, 2u * BS>;
 // The vec4 of As (in a buffer) that starts row k: k * BM / 4, skewed per k-quad.
 fn a_row(k: u32) -> u32 { return k * (BM / 4u) + (k / 4u) * A_SKEW; }
 
-fn b_trans() -> bool { return select(TRANS_B == 1u, p.trans_b != 0u, TRANS_B == 2u); }
+fn b_trans() -> bool { return p.trans_b != 0u; }
 
 // vec4 number idx of the tile at k0 (zeros past the matrices, and past the tile where a tile has
 // fewer vec4s than invocations): A row idx / KQ, k's (idx % KQ) * 4 ..; B row k = idx / (BN / 4),
@@ -154,10 +141,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 
   var next = fetch_next(tid, m0, n0, 0u);
   put_next(0u, tid, next);
-  if (FETCH_PRE) { next = fetch_next(tid, m0, n0, BK); }
   workgroupBarrier();
-  if (TWO_TILES) {  // (never with FETCH_PRE: the host refuses it)
-    for (var k0 = 0u; k0 < select(p.K, K_FIX, K_FIX != 0u); k0 += 2u * BK) {
+  if (TWO_TILES) {
+    for (var k0 = 0u; k0 < p.K; k0 += 2u * BK) {
       next = fetch_next(tid, m0, n0, k0 + BK);
       for (var k = 0u; k < BK; k++) {
         let f = frag(0u, k, tm, tn);
@@ -177,7 +163,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     var buf = 0u;  // the buffer this tile is in
     for (var k0 = 0u; k0 < p.K; k0 += BK) {
       // The next tile (zeros past K: no branch) in flight during this tile's math.
-      if (!FETCH_PRE) { next = fetch_next(tid, m0, n0, k0 + BK); }
+      next = fetch_next(tid, m0, n0, k0 + BK);
       for (var k = 0u; k < BK; k++) {
         let f = frag(buf, k, tm, tn);
 //!include "matmul/regtile_fma.wgsl"
@@ -186,7 +172,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
       // that ended it.
       buf ^= 1u;
       put_next(buf, tid, next);
-      if (FETCH_PRE) { next = fetch_next(tid, m0, n0, k0 + 2u * BK); }
       workgroupBarrier();
     }
   }

@@ -49,18 +49,11 @@ const ModelTensor& ModelFile::tensor(std::string_view name) const {
   throw Error(path_.string() + ": missing tensor '" + std::string(name) + "'");
 }
 
-namespace {
-std::string layer_name(int64_t layer, std::string_view suffix) {
-  return "model.layers." + std::to_string(layer) + "." + std::string(suffix);
-}
-}  // namespace
-
-const ModelTensor& ModelFile::layer_tensor(int64_t layer, std::string_view suffix) const {
-  return tensor(layer_name(layer, suffix));
-}
-
-const ModelTensor* ModelFile::find_layer_tensor(int64_t layer, std::string_view suffix) const {
-  return find(layer_name(layer, suffix));
+LayerTensors ModelFile::layer(int64_t i) const {
+  LayerTensors lt;
+  for (const auto& n : layer_tensor_names())
+    if (layer_tensor_needed(n.role, config_)) lt.t[size_t(n.role)] = &tensor(layer_tensor_name(i, n.role));
+  return lt;
 }
 
 uint64_t ModelFile::total_bytes() const {
@@ -90,19 +83,8 @@ std::string hf_name_from_gguf(std::string_view g) {
   auto r = std::from_chars(rest.data(), rest.data() + dot, layer);
   if (r.ec != std::errc() || r.ptr != rest.data() + dot) return std::string(g);
   std::string_view part = rest.substr(dot + 1);  // "attn_q.weight"
-  size_t d2 = part.rfind('.');
-  if (d2 == std::string_view::npos) return std::string(g);
-  std::string_view base = part.substr(0, d2), kind = part.substr(d2 + 1);  // "attn_q", "weight"
-  static const std::pair<std::string_view, std::string_view> kMap[] = {
-      {"attn_norm", "input_layernorm"},    {"ffn_norm", "post_attention_layernorm"},
-      {"attn_q", "self_attn.q_proj"},      {"attn_k", "self_attn.k_proj"},
-      {"attn_v", "self_attn.v_proj"},      {"attn_output", "self_attn.o_proj"},
-      {"attn_q_norm", "self_attn.q_norm"}, {"attn_k_norm", "self_attn.k_norm"},
-      {"ffn_gate", "mlp.gate_proj"},       {"ffn_up", "mlp.up_proj"},
-      {"ffn_down", "mlp.down_proj"},
-  };
-  for (const auto& [from, to] : kMap)
-    if (base == from) return layer_name(layer, std::string(to) + "." + std::string(kind));
+  for (const auto& n : layer_tensor_names())
+    if (part == n.gguf) return layer_tensor_name(layer, n.role);
   return std::string(g);
 }
 
@@ -148,28 +130,11 @@ void check_tensors(const ModelFile& m) {
     if (!is_float_like(t->type))
       throw Error(src + ": tensor '" + name + "' has integer type " + std::string(to_string(t->type)));
   };
-  int64_t h = c.hidden_size, q = c.n_heads * c.head_dim, kv = c.n_kv_heads * c.head_dim;
+  const int64_t h = c.hidden_size;
   expect("model.embed_tokens.weight", {c.vocab_size, h});
-  for (int64_t l = 0; l < c.n_layers; ++l) {
-    expect(layer_name(l, "input_layernorm.weight"), {h});
-    expect(layer_name(l, "post_attention_layernorm.weight"), {h});
-    expect(layer_name(l, "self_attn.q_proj.weight"), {q, h});
-    expect(layer_name(l, "self_attn.k_proj.weight"), {kv, h});
-    expect(layer_name(l, "self_attn.v_proj.weight"), {kv, h});
-    expect(layer_name(l, "self_attn.o_proj.weight"), {h, q});
-    if (c.attention_bias) {
-      expect(layer_name(l, "self_attn.q_proj.bias"), {q});
-      expect(layer_name(l, "self_attn.k_proj.bias"), {kv});
-      expect(layer_name(l, "self_attn.v_proj.bias"), {kv});
-    }
-    if (c.qk_norm) {
-      expect(layer_name(l, "self_attn.q_norm.weight"), {c.head_dim});
-      expect(layer_name(l, "self_attn.k_norm.weight"), {c.head_dim});
-    }
-    expect(layer_name(l, "mlp.gate_proj.weight"), {c.ffn_size, h});
-    expect(layer_name(l, "mlp.up_proj.weight"), {c.ffn_size, h});
-    expect(layer_name(l, "mlp.down_proj.weight"), {h, c.ffn_size});
-  }
+  for (int64_t l = 0; l < c.n_layers; ++l)
+    for (const auto& n : layer_tensor_names())
+      if (layer_tensor_needed(n.role, c)) expect(layer_tensor_name(l, n.role), layer_tensor_shape(n.role, c));
   expect("model.norm.weight", {h});
   if (!c.tie_word_embeddings) expect("lm_head.weight", {c.vocab_size, h});
 }
@@ -262,8 +227,9 @@ ModelFile open_model(const std::filesystem::path& path, const OpenOptions& opt) 
     }
     if (permuted) {
       for (auto& t : m.tensors_) {
-        bool is_q = t.name.ends_with("self_attn.q_proj.weight") || t.name.ends_with("self_attn.q_proj.bias");
-        bool is_k = t.name.ends_with("self_attn.k_proj.weight") || t.name.ends_with("self_attn.k_proj.bias");
+        auto named = [&](LayerTensor r) { return t.name.ends_with(layer_tensor_names()[size_t(r)].hf); };
+        bool is_q = named(LayerTensor::Q) || named(LayerTensor::QBias);
+        bool is_k = named(LayerTensor::K) || named(LayerTensor::KBias);
         if (!is_q && !is_k) continue;
         int64_t heads = is_q ? c.n_heads : c.n_kv_heads;
         int64_t rows = t.shape.empty() ? 0 : t.shape[0];
@@ -303,8 +269,8 @@ ModelFile open_model(const std::filesystem::path& path, const OpenOptions& opt) 
     if (m.find("lm_head.weight") == nullptr && !c.tie_word_embeddings &&
         !json::parse_file(dir / "config.json").find("tie_word_embeddings"))
       c.tie_word_embeddings = true;
-    if (m.find_layer_tensor(0, "self_attn.q_proj.bias")) c.attention_bias = true;
-    if (m.find_layer_tensor(0, "self_attn.q_norm.weight")) c.qk_norm = true;
+    if (m.find(layer_tensor_name(0, LayerTensor::QBias))) c.attention_bias = true;
+    if (m.find(layer_tensor_name(0, LayerTensor::QNorm))) c.qk_norm = true;
     m.st_ = std::move(st);
   }
   check_tensors(m);

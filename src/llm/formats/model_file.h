@@ -1,14 +1,10 @@
 // ModelFile: one description of a Llama-family model whatever the file format: a GGUF file or a
 // Hugging Face folder (config.json + model.safetensors or sharded *.safetensors with an index).
 //
-// Tensors carry canonical Hugging Face names and torch shapes [out, in]:
-//   model.embed_tokens.weight                     [vocab, hidden]
-//   model.layers.{i}.input_layernorm.weight       [hidden]
-//   model.layers.{i}.self_attn.{q,k,v,o}_proj.weight, {q,k,v}_proj.bias (attention_bias)
-//   model.layers.{i}.self_attn.{q,k}_norm.weight  [head_dim] (qk_norm)
-//   model.layers.{i}.post_attention_layernorm.weight
-//   model.layers.{i}.mlp.{gate,up,down}_proj.weight
-//   model.norm.weight, lm_head.weight (absent when config().tie_word_embeddings)
+// Tensors carry canonical Hugging Face names and torch shapes [out, in]: model.embed_tokens.weight
+// [vocab, hidden], each layer's tensors as layer_tensors.h names them ("model.layers.{i}." +
+// their Hugging Face name), model.norm.weight, lm_head.weight (absent when
+// config().tie_word_embeddings).
 // GGUF tensors of other names keep their GGUF name (e.g. "rope_freqs.weight").
 //
 // Q and K projections are always in the Hugging Face layout (rotary pairs (i, i + d/2) within each
@@ -20,6 +16,7 @@
 #pragma once
 
 #include "cpu/llm/tensor_type.h"
+#include "llm/formats/layer_tensors.h"
 #include "llm/formats/model_config.h"
 
 #include <cstddef>
@@ -72,9 +69,9 @@ class ModelFile {
   const ModelTensor* find(std::string_view name) const;                 // nullptr when absent
   // Throws wgc::Error naming the file and the tensor when absent.
   const ModelTensor& tensor(std::string_view name) const;
-  // "model.layers.{layer}.{suffix}", e.g. layer_tensor(3, "self_attn.q_proj.weight").
-  const ModelTensor& layer_tensor(int64_t layer, std::string_view suffix) const;
-  const ModelTensor* find_layer_tensor(int64_t layer, std::string_view suffix) const;
+  // Layer i's tensors by role (layer_tensors.h: the one table of their names), those the config
+  // needs; the file was checked to hold them (open_model).
+  LayerTensors layer(int64_t i) const;
 
   uint64_t total_bytes() const;  // all tensor data
 

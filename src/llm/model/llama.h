@@ -39,6 +39,9 @@ struct EngineOptions {
   // step t+1 while the GPU runs step t, which hides the host's recording time.
   int decode_ahead = 2;
   LlmTuning tuning;  // kernel tuning knobs (defaults suit the H200)
+  // Layer-plan rules not to apply (layer_plan.h's table, e.g. "norm_qkv_rope_q8"), for tests and
+  // A/B runs; an unknown name is an error.
+  std::vector<std::string> plan_off;
   // Projections whose weights are Q4_0 / Q8_0 / Q4_K / Q6_K take their input quantized to 8 bits
   // per block of 32 and multiply with integer dot products, as llama.cpp does (results differ
   // from f32 activations by that rounding); false: f32 activations throughout.

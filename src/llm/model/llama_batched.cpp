@@ -1,5 +1,6 @@
 #include "llm/model/llama_batched.h"
 
+#include "llm/model/gpu_layer.h"
 #include "llm/model/llama_cpu.h"
 #include "llm/model/llama_weights.h"
 #include "util/error.h"
@@ -90,8 +91,9 @@ struct GpuBatched final : BatchedLlama::Impl {
   LinearVersion lin = LinearVersion::Auto;
   std::vector<KvLayer> pool;  // per layer: [n_kv][blocks * block_tokens][hd]
   uint64_t kv_total = 0;
-  Tensor ids, x, h, qkv, attn, gu, act, last, logits, top_vals, top_ids, lse;
-  Q8Act h8, attn8, act8;  // the fused path's 8-bit activations (fused())
+  GpuActs acts;  // the 8-bit copies where the plan quantizes (BatchedQ8)
+  Tensor ids, last, logits, top_vals, top_ids, lse;
+  GpuPlan plan;
 
   GpuBatched(LlamaModel& m, BatchedOptions o)
       : Impl(o), ctx(m.context()), w(m.weights()), ops(m.ops()), rope(m.rope()) {
@@ -118,36 +120,27 @@ struct GpuBatched final : BatchedLlama::Impl {
     }
     const int64_t T = opt.max_tokens, R = opt.max_rows;
     ids = make_tensor(ctx, {T}, DType::U32);
-    x = make_tensor(ctx, {T, w.hidden});
-    h = make_tensor(ctx, {T, w.hidden});
-    qkv = make_tensor(ctx, {T, w.qkv_dim});
-    attn = make_tensor(ctx, {T, w.nh * w.hd});
-    gu = make_tensor(ctx, {T, 2 * w.ffn});
-    act = make_tensor(ctx, {T, w.ffn});
+    acts.x = make_tensor(ctx, {T, w.hidden});
+    acts.h = make_tensor(ctx, {T, w.hidden});
+    acts.qkv = make_tensor(ctx, {T, w.qkv_dim});
+    acts.attn = make_tensor(ctx, {T, w.nh * w.hd});
+    acts.gu = make_tensor(ctx, {T, 2 * w.ffn});
+    acts.act = make_tensor(ctx, {T, w.ffn});
     last = make_tensor(ctx, {R, w.hidden});
     logits = make_tensor(ctx, {R, w.vocab});
     top_vals = make_tensor(ctx, {R * 64});
     top_ids = make_tensor(ctx, {R * 64}, DType::U32);
     lse = make_tensor(ctx, {R});
-    if (lin == LinearVersion::BatchedQ8 && w.hidden % 32 == 0 && (w.nh * w.hd) % 32 == 0 && w.ffn % 32 == 0) {
-      h8 = make_q8_act(ctx, int(T), w.hidden);
-      attn8 = make_q8_act(ctx, int(T), w.nh * w.hd);
-      act8 = make_q8_act(ctx, int(T), w.ffn);
+    // The layers whose matrices are all Q4_0 / Q8_0 quantize their activations once, in the
+    // RMSNorm and the SwiGLU (rms_norm_q8 with a fixed workgroup, swiglu_q8), for every linear
+    // of the layer: fewer dispatches than quantizing before each linear (the plan's Serve rules).
+    const bool q8 = lin == LinearVersion::BatchedQ8 && w.hidden % 32 == 0 && (w.nh * w.hd) % 32 == 0 && w.ffn % 32 == 0;
+    if (q8) {
+      acts.hq = make_q8_act(ctx, int(T), w.hidden);
+      acts.attnq = make_q8_act(ctx, int(T), w.nh * w.hd);
+      acts.actq = make_q8_act(ctx, int(T), w.ffn);
     }
-  }
-
-  // Whether layer L runs the fused batched-q8 path: RMSNorm and SwiGLU write the 8-bit activations
-  // (rms_norm_q8 with a fixed workgroup, swiglu_q8) that every linear of the layer reads (fewer
-  // dispatches; tuning.batched_fuse). The unfused path quantizes before each linear instead.
-  bool fused(const LlamaLayer& L) const {
-    return ops.tuning.batched_fuse && h8.max_tokens > 0 && group_batched_q8(L.qkv) && group_batched_q8(L.o) &&
-           group_batched_q8(L.gate_up) && group_batched_q8(L.down);
-  }
-
-  // Whether layer L's fused path does RoPE and the KV append in the QKV linear's epilogue
-  // (tuning.batched_rope): one fused QKV weight, no head norms between them.
-  bool rope_in_qkv(const LlamaLayer& L) const {
-    return ops.tuning.batched_rope && !w.cfg.qk_norm && L.qkv.parts.size() == 1 && ops.batched_rope_takes(int(w.hd));
+    plan = plan_gpu(ops, w, PlanMode::Serve, false, opt.plan_off, q8);
   }
 
   int max_pos() const override { return rope.max_pos; }
@@ -176,60 +169,26 @@ struct GpuBatched final : BatchedLlama::Impl {
     pa.block = opt.block_tokens;
     pa.split_len = opt.split_len;
     pa.q_stride = w.qkv_dim;
-    PagedAttentionPlan plan = ops.plan_paged_attention(ps, pa, opt.blocks);
+    const PagedAttentionPlan paged = ops.plan_paged_attention(ps, pa, opt.blocks);
     upload(ctx, ids, std::as_bytes(std::span(tok_ids)));
 
     Batch b(ctx);
     for (size_t i = 0; i < seqs.size(); ++i)
       if (seqs[i].feed_row >= 0)
         b.copy(top_ids, uint64_t(seqs[i].feed_row) * uint64_t(last_k) * 4, ids, uint64_t(ps[i].tok0) * 4, 4);
-    ops.embedding(b, w.embed, ids, x, n);
-    RopeKvArgs ra;  // q|k|v back to back in each qkv row
-    ra.n_tokens = n;
-    ra.n_heads = int(w.nh);
-    ra.stride = w.qkv_dim;
-    ra.positions = plan.positions;
-    ra.cache_rows = true;
-    for (size_t li = 0; li < w.layers.size(); ++li) {
-      const auto& L = w.layers[li];
-      const bool fuse = fused(L);
-      if (fuse) {
-        ops.rms_norm_q8(b, x, L.ln1, h8, n, w.eps, -1, 0, kBatchedQuantWg);
-        if (rope_in_qkv(L)) {
-          ops.linear_batched_q8_rope(b, L.qkv.parts[0], h8, qkv, n, rope, pool[li], ra,
-                                     L.qkv.biases.empty() ? Tensor() : L.qkv.biases[0]);
-        } else {
-          record_linear_q8(ops, b, L.qkv, h8, qkv, n, w.qkv_dim, false, true);
-        }
-      } else {
-        ops.rms_norm(b, x, L.ln1, h, n, int(w.hidden), w.eps);
-        record_linear(ops, b, L.qkv, h, qkv, n, w.qkv_dim, false, lin);
-      }
-      if (w.cfg.qk_norm) {
-        ops.head_rms_norm(b, qkv, L.q_norm, n, int(w.nh), int(w.hd), w.qkv_dim, 0, w.eps);
-        ops.head_rms_norm(b, qkv, L.k_norm, n, int(w.nkv), int(w.hd), w.qkv_dim, w.nh * w.hd, w.eps);
-      }
-      if (!(fuse && rope_in_qkv(L))) ops.rope_kv_append(b, qkv, rope, pool[li], ra);
-      if (fuse && ops.tuning.paged_combine_q8 && ops.paged_attention_q8_takes(int(w.hd))) {
-        ops.paged_attention_q8(b, pool[li], qkv, attn8, plan);  // attention's output quantized in its combine
-      } else {
-        ops.paged_attention(b, pool[li], qkv, attn, plan);
-        if (fuse) ops.quantize_q8(b, attn, attn8, n);
-      }
-      if (fuse) {
-        record_linear_q8(ops, b, L.o, attn8, x, n, w.hidden, true, true);
-        ops.rms_norm_q8(b, x, L.ln2, h8, n, w.eps, -1, 0, kBatchedQuantWg);
-        record_linear_q8(ops, b, L.gate_up, h8, gu, n, 2 * w.ffn, false, true);
-        ops.swiglu_q8(b, gu, 2 * w.ffn, w.ffn, act8, n);
-        record_linear_q8(ops, b, L.down, act8, x, n, w.hidden, true, true);
-        continue;
-      }
-      record_linear(ops, b, L.o, attn, x, n, w.hidden, true, lin);
-      ops.rms_norm(b, x, L.ln2, h, n, int(w.hidden), w.eps);
-      record_linear(ops, b, L.gate_up, h, gu, n, 2 * w.ffn, false, lin);
-      ops.swiglu(b, gu, 2 * w.ffn, 0, gu, 2 * w.ffn, w.ffn, act, n, int(w.ffn));
-      record_linear(ops, b, L.down, act, x, n, w.hidden, true, lin);
-    }
+    ops.embedding(b, w.embed, ids, acts.x, n);
+    GpuPass pass;
+    pass.n = n;
+    pass.serve = true;
+    pass.lin = lin;
+    pass.rope.n_tokens = n;  // q|k|v back to back in each qkv row
+    pass.rope.n_heads = int(w.nh);
+    pass.rope.stride = w.qkv_dim;
+    pass.rope.positions = paged.positions;
+    pass.rope.cache_rows = true;
+    pass.paged = &paged;
+    for (size_t li = 0; li < w.layers.size(); ++li)
+      record_layer(ops, b, plan.layers[li], w, int(li), pool[li], rope, acts, pass);
 
     // The final norm and the logits, only of each wanting sequence's last token.
     std::vector<size_t> want;
@@ -239,7 +198,7 @@ struct GpuBatched final : BatchedLlama::Impl {
     for (size_t i = 0; i < seqs.size(); ++i) {
       if (!seqs[i].wants_logits()) continue;
       const uint64_t src = uint64_t(ps[i].tok0 + ps[i].n_tokens - 1) * row_bytes;
-      b.copy(x, src, h, uint64_t(want.size()) * row_bytes, row_bytes);
+      b.copy(acts.x, src, acts.h, uint64_t(want.size()) * row_bytes, row_bytes);
       want.push_back(i);
       k = std::max(k, seqs[i].top_k);
       any_lse |= seqs[i].logsumexp;
@@ -256,11 +215,14 @@ struct GpuBatched final : BatchedLlama::Impl {
       return pending;
     }
     const int m = int(want.size());
-    ops.rms_norm(b, h, w.norm, last, m, int(w.hidden), w.eps);
-    LinearGroup out_group;
-    out_group.parts = {w.output()};
-    out_group.rows = {w.vocab};
-    record_linear(ops, b, out_group, last, logits, m, w.vocab, false, lin);
+    for (const Step& st : plan.output) {  // the wanted rows are side by side in h
+      if (st.op == Op::Norm && !st.q8_out)
+        ops.rms_norm(b, acts.h, w.norm, last, m, int(w.hidden), w.eps);
+      else if (st.op == Op::Linear && !st.q8_in)
+        record_linear(ops, b, w.output_group, last, logits, m, w.vocab, false, lin);
+      else
+        throw Error("wgc: the serving engine's output plan has a step it does not run: " + to_string(st));
+    }
     if (k > 0) {
       ops.topk_rows(b, logits, m, w.vocab, k, top_vals, top_ids);
       p.vals = b.read(top_vals, 0, uint64_t(m) * uint64_t(k) * 4);

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 namespace wgc::llm {
@@ -36,6 +37,8 @@ struct BatchedOptions {
   // BatchedQ8 on GPUs (twice Batched's decode speed on the H200, docs/serving.md), Naive on CPU
   // adapters; all of them batch-invariant.
   LinearVersion linear = LinearVersion::Auto;
+  // Layer-plan rules not to apply (layer_plan.h), for tests and A/B runs.
+  std::vector<std::string> plan_off;
 };
 
 // One sequence's part of a step.

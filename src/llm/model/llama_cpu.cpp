@@ -57,6 +57,15 @@ CpuGroup group(CpuWeights& w, const std::vector<const ModelTensor*>& ts,
   return g;
 }
 
+// The CPU engine's facts: its kernels take none of the plan's fusions (8-bit activations are
+// the linear kernels' own business), so it runs each stage's plain form.
+PlanFacts cpu_plan_facts(const CpuWeights& w) {
+  PlanFacts f;
+  f.mode = PlanMode::Prefill;
+  f.set(Fact::QkNorm, w.cfg.qk_norm);
+  return f;
+}
+
 }  // namespace
 
 std::shared_ptr<const CpuWeights> load_cpu_weights(const ModelFile& f, std::optional<double> rope_theta,
@@ -92,22 +101,16 @@ std::shared_ptr<const CpuWeights> load_cpu_weights(const ModelFile& f, std::opti
   w->norm = to_f32(f.tensor("model.norm.weight"));
   for (int64_t i = 0; i < cfg.n_layers; ++i) {
     CpuLayer L;
-    auto t = [&](const char* s) { return &f.layer_tensor(i, s); };
-    auto opt_t = [&](const char* s) { return f.find_layer_tensor(i, s); };
-    L.ln1 = to_f32(*t("input_layernorm.weight"));
-    L.ln2 = to_f32(*t("post_attention_layernorm.weight"));
-    if (cfg.qk_norm) {
-      L.q_norm = to_f32(*t("self_attn.q_norm.weight"));
-      L.k_norm = to_f32(*t("self_attn.k_norm.weight"));
+    const LayerTensors lt = f.layer(i);
+    for (NormW n : kLayerNorms)
+      if (const ModelTensor* t = lt[norm_tensor(n)]) L.norms[size_t(n)] = to_f32(*t);
+    for (Mat m : kLayerMats) {
+      std::vector<const ModelTensor*> ts, biases;
+      for (LayerTensor r : mat_tensors(m)) ts.push_back(lt[r]);
+      for (LayerTensor r : mat_biases(m))
+        if (layer_tensor_needed(r, cfg)) biases.push_back(lt[r]);
+      L.mats[size_t(m)] = group(*w, ts, biases);
     }
-    std::vector<const ModelTensor*> biases;
-    if (cfg.attention_bias)
-      biases = {opt_t("self_attn.q_proj.bias"), opt_t("self_attn.k_proj.bias"), opt_t("self_attn.v_proj.bias")};
-    L.qkv =
-        group(*w, {t("self_attn.q_proj.weight"), t("self_attn.k_proj.weight"), t("self_attn.v_proj.weight")}, biases);
-    L.o = group(*w, {t("self_attn.o_proj.weight")}, {});
-    L.gate_up = group(*w, {t("mlp.gate_proj.weight"), t("mlp.up_proj.weight")}, {});
-    L.down = group(*w, {t("mlp.down_proj.weight")}, {});
     w->layers.push_back(std::move(L));
   }
   return w;
@@ -126,6 +129,7 @@ CpuKvCache::CpuKvCache(const CpuWeights& w, int64_t n_slots) : slots(n_slots), r
 CpuForward::CpuForward(std::shared_ptr<const CpuWeights> w, std::shared_ptr<cpu::ThreadPool> pool, int max_tokens,
                        int max_pos, std::optional<cpu::Isa> isa)
     : w_(std::move(w)),
+      plan_(plan_layer(cpu_plan_facts(*w_))),
       k_(isa ? cpu::kernels(*isa) : cpu::kernels()),
       pool_(std::move(pool)),
       max_tokens_(max_tokens),
@@ -214,10 +218,101 @@ void CpuForward::linear(const CpuGroup& g, const float* in, int64_t in_stride, i
   });
 }
 
+void CpuForward::run_layer(size_t li, int64_t n, std::span<const CpuSequence> seqs, const std::vector<int32_t>& seq_of,
+                           const std::vector<int32_t>& pos, CpuKvCache& kv, int64_t block) {
+  const CpuWeights& W = *w_;
+  const CpuLayer& L = W.layers[li];
+  const int64_t hd = W.hd, nh = W.nh, nkv = W.nkv, qkv_dim = W.qkv_dim, ffn = W.ffn;
+  struct Act {
+    float* p;
+    int64_t width;
+  };
+  auto act = [&](Buf b) -> Act {
+    switch (b) {
+      case Buf::X: return {x_.data(), W.hidden};
+      case Buf::H: return {h_.data(), W.hidden};
+      case Buf::Qkv: return {qkv_.data(), qkv_dim};
+      case Buf::Attn: return {attn_.data(), nh * hd};
+      case Buf::Gu: return {gu_.data(), 2 * ffn};
+      case Buf::Act: return {act_.data(), ffn};
+      case Buf::Logits: break;
+    }
+    throw Error("wgc: CPU engine: no buffer for this layer step");
+  };
+  float* kc = kv.k[li].get();
+  float* vc = kv.v[li].get();
+  auto slot = [&](int64_t t) {
+    const CpuSequence& s = seqs[size_t(seq_of[size_t(t)])];
+    const int64_t p = pos[size_t(t)];
+    return int64_t(s.blocks[size_t(p / block)]) * block + p % block;
+  };
+  for (const Step& st : plan_.steps) {
+    const Act in = act(st.in), out = act(st.out);
+    switch (st.op) {
+      case Op::Norm: rms_norm(in.p, L.norm(st.norm), out.p, n, W.hidden, in.width); break;
+      case Op::Linear: linear(L.mat(st.mat), in.p, in.width, n, out.p, out.width, st.accumulate); break;
+      case Op::HeadNorm:  // per token: the q heads, then the k heads
+        pool_->parallel_for(n, [&](int64_t t, int) {
+          float* row = in.p + t * in.width;
+          rms_rows(row, L.norm(NormW::Q), row, 0, nh, hd, hd, W.eps);
+          rms_rows(row + nh * hd, L.norm(NormW::K), row + nh * hd, 0, nkv, hd, hd, W.eps);
+        });
+        break;
+      case Op::RopeAppend:  // per token: RoPE on q and k (pairs (i, i + hd/2)), K and V into the cache
+        pool_->parallel_for(n, [&](int64_t t, int) {
+          float* row = in.p + t * in.width;
+          const int64_t half = hd / 2;
+          const float* cs = rope_.data() + size_t(pos[size_t(t)]) * size_t(half) * 2;
+          for (int64_t head = 0; head < nh + nkv; ++head) {
+            float* v = row + head * hd;
+            for (int64_t i = 0; i < half; ++i) {
+              const float c = cs[2 * i], s = cs[2 * i + 1], a = v[i], b = v[i + half];
+              v[i] = a * c - b * s;
+              v[i + half] = b * c + a * s;
+            }
+          }
+          const int64_t at = slot(t) * kv.row;
+          std::memcpy(kc + at, row + nh * hd, size_t(kv.row) * 4);
+          std::memcpy(vc + at, row + (nh + nkv) * hd, size_t(kv.row) * 4);
+        });
+        break;
+      case Op::Attention: {  // per token and head
+        const int64_t group = nh / nkv;
+        const float scale = 1.f / std::sqrt(float(hd));
+        pool_->parallel_for(n * nh, [&](int64_t i, int th) {
+          const int64_t t = i / nh, head = i % nh, kvh = head / group;
+          const CpuSequence& s = seqs[size_t(seq_of[size_t(t)])];
+          cpu::AttendArgs a;
+          a.q = in.p + t * in.width + head * hd;
+          a.head_dim = int(hd);
+          a.scale = scale;
+          a.k = kc + kvh * hd;
+          a.v = vc + kvh * hd;
+          a.kv_stride = kv.row;
+          a.blocks = s.blocks.data();
+          a.block = block;
+          a.len = pos[size_t(t)] + 1;
+          a.scores = scores_[size_t(th)].data();
+          a.out = out.p + t * out.width + head * hd;
+          k_.attend(a);
+        });
+        break;
+      }
+      case Op::Glu:
+        pool_->parallel_for(n, [&](int64_t t, int) {
+          const float* g = in.p + t * in.width;
+          k_.swiglu(g, g + ffn, out.p + t * out.width, ffn);
+        });
+        break;
+      default: throw Error("wgc: CPU engine: the layer plan has a step it does not run: " + to_string(st));
+    }
+  }
+}
+
 int64_t CpuForward::step(std::span<const CpuSequence> seqs, CpuKvCache& kv, int64_t block, bool all_rows,
                          std::vector<float>& out) {
   const CpuWeights& W = *w_;
-  const int64_t hidden = W.hidden, hd = W.hd, nh = W.nh, nkv = W.nkv, qkv_dim = W.qkv_dim, ffn = W.ffn;
+  const int64_t hidden = W.hidden;
   // Per token: its sequence and position.
   std::vector<int32_t> ids, seq_of, pos;
   for (size_t s = 0; s < seqs.size(); ++s)
@@ -232,11 +327,6 @@ int64_t CpuForward::step(std::span<const CpuSequence> seqs, CpuKvCache& kv, int6
   for (int32_t p : pos)
     if (p >= max_pos_)
       throw Error("wgc: CPU engine: position " + std::to_string(p) + " past " + std::to_string(max_pos_));
-  auto slot = [&](int64_t t) {
-    const CpuSequence& s = seqs[size_t(seq_of[size_t(t)])];
-    const int64_t p = pos[size_t(t)];
-    return int64_t(s.blocks[size_t(p / block)]) * block + p % block;
-  };
 
   // Embeddings: each token's row dequantized.
   const uint64_t embed_row = *row_bytes(W.embed_type, uint64_t(hidden));
@@ -245,62 +335,7 @@ int64_t CpuForward::step(std::span<const CpuSequence> seqs, CpuKvCache& kv, int6
                std::span<float>(x_.data() + t * hidden, size_t(hidden)));
   });
 
-  const int64_t half = hd / 2;
-  const float scale = 1.f / std::sqrt(float(hd));
-  for (size_t li = 0; li < W.layers.size(); ++li) {
-    const CpuLayer& L = W.layers[li];
-    rms_norm(x_.data(), L.ln1, h_.data(), n, hidden, hidden);
-    linear(L.qkv, h_.data(), hidden, n, qkv_.data(), qkv_dim, false);
-    float* kc = kv.k[li].get();
-    float* vc = kv.v[li].get();
-    // Per token: q/k norms (Qwen 3), RoPE on q and k (pairs (i, i + hd/2)), K and V into the cache.
-    pool_->parallel_for(n, [&](int64_t t, int) {
-      float* row = qkv_.data() + t * qkv_dim;
-      if (W.cfg.qk_norm) {
-        rms_rows(row, L.q_norm, row, 0, nh, hd, hd, W.eps);
-        rms_rows(row + nh * hd, L.k_norm, row + nh * hd, 0, nkv, hd, hd, W.eps);
-      }
-      const float* cs = rope_.data() + size_t(pos[size_t(t)]) * size_t(half) * 2;
-      for (int64_t head = 0; head < nh + nkv; ++head) {
-        float* v = row + head * hd;
-        for (int64_t i = 0; i < half; ++i) {
-          const float c = cs[2 * i], s = cs[2 * i + 1], a = v[i], b = v[i + half];
-          v[i] = a * c - b * s;
-          v[i + half] = b * c + a * s;
-        }
-      }
-      const int64_t at = slot(t) * kv.row;
-      std::memcpy(kc + at, row + nh * hd, size_t(kv.row) * 4);
-      std::memcpy(vc + at, row + (nh + nkv) * hd, size_t(kv.row) * 4);
-    });
-    // Attention per token and head.
-    const int64_t group = nh / nkv;
-    pool_->parallel_for(n * nh, [&](int64_t i, int th) {
-      const int64_t t = i / nh, head = i % nh, kvh = head / group;
-      const CpuSequence& s = seqs[size_t(seq_of[size_t(t)])];
-      cpu::AttendArgs a;
-      a.q = qkv_.data() + t * qkv_dim + head * hd;
-      a.head_dim = int(hd);
-      a.scale = scale;
-      a.k = kc + kvh * hd;
-      a.v = vc + kvh * hd;
-      a.kv_stride = kv.row;
-      a.blocks = s.blocks.data();
-      a.block = block;
-      a.len = pos[size_t(t)] + 1;
-      a.scores = scores_[size_t(th)].data();
-      a.out = attn_.data() + t * nh * hd + head * hd;
-      k_.attend(a);
-    });
-    linear(L.o, attn_.data(), nh * hd, n, x_.data(), hidden, true);
-    rms_norm(x_.data(), L.ln2, h_.data(), n, hidden, hidden);
-    linear(L.gate_up, h_.data(), hidden, n, gu_.data(), 2 * ffn, false);
-    pool_->parallel_for(n, [&](int64_t t, int) {
-      const float* g = gu_.data() + t * 2 * ffn;
-      k_.swiglu(g, g + ffn, act_.data() + t * ffn, ffn);
-    });
-    linear(L.down, act_.data(), ffn, n, x_.data(), hidden, true);
-  }
+  for (size_t li = 0; li < W.layers.size(); ++li) run_layer(li, n, seqs, seq_of, pos, kv, block);
 
   // The final norm and the logits of the rows wanted.
   std::vector<int64_t> rows;
@@ -318,9 +353,15 @@ int64_t CpuForward::step(std::span<const CpuSequence> seqs, CpuKvCache& kv, int6
   last_.resize(size_t(m * hidden));
   for (int64_t r = 0; r < m; ++r)
     std::memcpy(last_.data() + r * hidden, x_.data() + rows[size_t(r)] * hidden, size_t(hidden) * 4);
-  rms_norm(last_.data(), W.norm, last_.data(), m, hidden, hidden);
   out.resize(size_t(m * W.vocab));
-  linear(W.output, last_.data(), hidden, m, out.data(), W.vocab, false);
+  for (const Step& st : plan_.output) {
+    if (st.op == Op::Norm)
+      rms_norm(last_.data(), W.norm, last_.data(), m, hidden, hidden);
+    else if (st.op == Op::Linear)
+      linear(W.output, last_.data(), hidden, m, out.data(), W.vocab, false);
+    else
+      throw Error("wgc: CPU engine: the output plan has a step it does not run: " + to_string(st));
+  }
   return m;
 }
 

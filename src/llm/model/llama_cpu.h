@@ -15,6 +15,9 @@
 #include "cpu/llm/thread_pool.h"
 #include "llm/formats/model_config.h"
 #include "llm/formats/model_file.h"
+#include "llm/model/layer_plan.h"
+
+#include <array>
 
 #include <cstdint>
 #include <memory>
@@ -32,9 +35,12 @@ struct CpuGroup {
   bool quantized = false, floats = false;  // some part takes 8-bit / f32 activations
 };
 
+// A layer's weights by the plan's roles (layer_plan.h).
 struct CpuLayer {
-  std::vector<float> ln1, ln2, q_norm, k_norm;
-  CpuGroup qkv, o, gate_up, down;
+  std::array<CpuGroup, std::size(kLayerMats)> mats;              // Qkv, O, GateUp, Down
+  std::array<std::vector<float>, std::size(kLayerNorms)> norms;  // Attn, Mlp, Q, K (empty: none)
+  const CpuGroup& mat(Mat m) const { return mats[size_t(m)]; }
+  const std::vector<float>& norm(NormW n) const { return norms[size_t(n)]; }
 };
 
 struct CpuWeights {
@@ -98,7 +104,13 @@ class CpuForward {
               bool accumulate);
   void rms_norm(const float* x, const std::vector<float>& w, float* y, int64_t n, int64_t dim, int64_t stride);
 
+  // The steps of one layer (the plan of the CPU engine: its kernels take no fused steps) and of
+  // the output.
+  void run_layer(size_t li, int64_t n, std::span<const CpuSequence> seqs, const std::vector<int32_t>& seq_of,
+                 const std::vector<int32_t>& pos, CpuKvCache& kv, int64_t block);
+
   std::shared_ptr<const CpuWeights> w_;
+  LayerPlan plan_;
   const cpu::Kernels& k_;
   std::shared_ptr<cpu::ThreadPool> pool_;
   int max_tokens_ = 0, max_pos_ = 0;

@@ -195,27 +195,23 @@ LlamaWeights upload_llama_weights(const Context& ctx, const ModelFile& f, std::o
   w.norm = upload_f32(ctx, f.tensor("model.norm.weight"));
   for (int64_t i = 0; i < cfg.n_layers; ++i) {
     LlamaLayer L;
-    auto t = [&](const char* s) { return &f.layer_tensor(i, s); };
-    auto opt_t = [&](const char* s) { return f.find_layer_tensor(i, s); };
-    L.ln1 = upload_f32(ctx, *t("input_layernorm.weight"));
-    L.ln2 = upload_f32(ctx, *t("post_attention_layernorm.weight"));
-    if (cfg.qk_norm) {
-      L.q_norm = upload_f32(ctx, *t("self_attn.q_norm.weight"));
-      L.k_norm = upload_f32(ctx, *t("self_attn.k_norm.weight"));
+    const LayerTensors lt = f.layer(i);
+    for (NormW n : kLayerNorms)
+      if (const ModelTensor* t = lt[norm_tensor(n)]) L.norms[size_t(n)] = upload_f32(ctx, *t);
+    for (Mat m : kLayerMats) {
+      std::vector<const ModelTensor*> ts, biases;
+      for (LayerTensor r : mat_tensors(m)) ts.push_back(lt[r]);
+      for (LayerTensor r : mat_biases(m))
+        if (layer_tensor_needed(r, cfg)) biases.push_back(lt[r]);
+      L.mats[size_t(m)] = upload_group(ctx, ts, biases, bar);
+      note_type(L.mat(m));
     }
-    std::vector<const ModelTensor*> biases;
-    if (cfg.attention_bias)
-      biases = {opt_t("self_attn.q_proj.bias"), opt_t("self_attn.k_proj.bias"), opt_t("self_attn.v_proj.bias")};
-    L.qkv = upload_group(
-        ctx, {t("self_attn.q_proj.weight"), t("self_attn.k_proj.weight"), t("self_attn.v_proj.weight")}, biases, bar);
-    L.o = upload_group(ctx, {t("self_attn.o_proj.weight")}, {}, bar);
-    L.gate_up = upload_group(ctx, {t("mlp.gate_proj.weight"), t("mlp.up_proj.weight")}, {}, bar);
-    L.down = upload_group(ctx, {t("mlp.down_proj.weight")}, {}, bar);
-    for (auto* g : {&L.qkv, &L.o, &L.gate_up, &L.down}) note_type(*g);
     w.layers.push_back(std::move(L));
   }
   bar.finish();
   w.types.push_back(w.embed.type);
+  w.output_group.parts = {w.output()};
+  w.output_group.rows = {w.vocab};
   return w;
 }
 
@@ -334,11 +330,12 @@ std::string gpu_fit_problem(const Context& ctx, const ModelFile& f, int max_ctx,
   std::vector<std::vector<const ModelTensor*>> groups = {{&f.tensor("model.embed_tokens.weight")}};
   if (!cfg.tie_word_embeddings) groups.push_back({&f.tensor("lm_head.weight")});
   for (int64_t i = 0; i < cfg.n_layers; ++i) {
-    auto t = [&](const char* s) { return &f.layer_tensor(i, s); };
-    groups.push_back({t("self_attn.q_proj.weight"), t("self_attn.k_proj.weight"), t("self_attn.v_proj.weight")});
-    groups.push_back({t("self_attn.o_proj.weight")});
-    groups.push_back({t("mlp.gate_proj.weight"), t("mlp.up_proj.weight")});
-    groups.push_back({t("mlp.down_proj.weight")});
+    const LayerTensors lt = f.layer(i);
+    for (Mat m : kLayerMats) {
+      std::vector<const ModelTensor*> ts;
+      for (LayerTensor r : mat_tensors(m)) ts.push_back(lt[r]);
+      groups.push_back(ts);
+    }
   }
   for (const auto& g : groups)
     if (std::string why = group(g); !why.empty()) return why;

@@ -5,7 +5,10 @@
 #pragma once
 
 #include "llm/formats/model_file.h"
+#include "llm/model/layer_plan.h"
 #include "ops/llm/llm_ops.h"
+
+#include <array>
 
 #include <optional>
 #include <string>
@@ -22,9 +25,12 @@ struct LinearGroup {
   int64_t total_rows() const;
 };
 
+// A layer's weights by the plan's roles (layer_plan.h).
 struct LlamaLayer {
-  Tensor ln1, ln2, q_norm, k_norm;  // q/k norms: Qwen 3 only
-  LinearGroup qkv, o, gate_up, down;
+  std::array<LinearGroup, std::size(kLayerMats)> mats;  // Qkv, O, GateUp, Down
+  std::array<Tensor, std::size(kLayerNorms)> norms;     // Attn, Mlp, Q, K (empty where the model has none)
+  const LinearGroup& mat(Mat m) const { return mats[size_t(m)]; }
+  const Tensor& norm(NormW n) const { return norms[size_t(n)]; }
 };
 
 struct LlamaWeights {
@@ -37,8 +43,12 @@ struct LlamaWeights {
   Tensor norm;
   std::vector<LlamaLayer> layers;
   std::vector<TensorType> types;  // of every matrix (for precompiling)
+  LinearGroup output_group;       // output() as a group of one part
 
   const GpuWeight& output() const { return lm_head ? *lm_head : embed; }
+  // Layer li's matrix group (li -1: Mat::Output's) and norm weight (NormW::Final: the final norm).
+  const LinearGroup& mat(int li, Mat m) const { return m == Mat::Output ? output_group : layers[size_t(li)].mat(m); }
+  const Tensor& norm_weight(int li, NormW n) const { return n == NormW::Final ? norm : layers[size_t(li)].norm(n); }
 };
 
 // Uploads the model's weights (with a progress bar on a terminal). The RoPE overrides

@@ -1,0 +1,212 @@
+#include "llm/model/gpu_layer.h"
+
+#include "util/error.h"
+
+#include <algorithm>
+
+namespace wgc::llm {
+
+bool serve_q8_layer(const LlamaWeights& w, int li) {
+  for (Mat m : kLayerMats)
+    if (!group_batched_q8(w.mat(li, m))) return false;
+  return true;
+}
+
+PlanFacts gpu_plan_facts(const LlmOps& ops, const LlamaWeights& w, int li, PlanMode mode, bool q8_activations,
+                         bool serve_q8) {
+  PlanFacts f;
+  f.mode = mode;
+  using enum Fact;
+  const bool serve = mode == PlanMode::Serve;
+  f.set(Gpu, !ops.context().adapter().is_cpu());
+  f.set(QkNorm, w.cfg.qk_norm);
+  if (li >= 0) {
+    f.set(AllBatchedQ8, serve && serve_q8);
+    auto group = [&](Mat m, Fact q8, Fact one_part, Fact bias) {
+      const LinearGroup& g = w.mat(li, m);
+      f.set(q8, !serve && q8_activations && group_q8(g));
+      f.set(one_part, g.parts.size() == 1);
+      f.set(bias, !g.biases.empty());
+    };
+    group(Mat::Qkv, QkvQ8, QkvOnePart, QkvBias);
+    group(Mat::O, OQ8, OOnePart, OBias);
+    const LinearGroup& gu = w.mat(li, Mat::GateUp);
+    f.set(GateUpQ8, !serve && q8_activations && group_q8(gu));
+    f.set(GateUpOnePart, gu.parts.size() == 1);
+    f.set(GateUpBias, !gu.biases.empty());
+    f.set(DownQ8, !serve && q8_activations && group_q8(w.mat(li, Mat::Down)));
+  }
+  f.set(OutputQ8, !serve && q8_activations && supports_q8(w.output().type));
+  f.set(FitsNormQ8, ops.fuses_norm_q8(w.hidden));
+  f.set(FitsRopeQ8, ops.fuses_rope_q8(w.hidden));
+  f.set(FitsNormF32, ops.fuses_norm(w.hidden));
+  f.set(FitsRopeF32, ops.fuses_rope(w.hidden));
+  f.set(FitsAttnQ8, mode == PlanMode::Decode ? w.hd % 32 == 0
+                    : serve                  ? ops.paged_attention_q8_takes(int(w.hd))
+                                             : false);
+  f.set(FitsGluQ8, w.ffn % 32 == 0);
+  // The f32 gate|up + SwiGLU matvec's workgroups take swiglu_wg_rows rows, half of them gate rows.
+  f.set(FitsGluF32, w.ffn % std::max<int64_t>(1, ops.tuning.swiglu_wg_rows / 2) == 0);
+  f.set(FitsLinearRope, ops.batched_rope_takes(int(w.hd)));
+  f.set(NextToken, mode == PlanMode::Decode);
+  return f;
+}
+
+GpuPlan plan_gpu(const LlmOps& ops, const LlamaWeights& w, PlanMode mode, bool q8_activations,
+                 const std::vector<std::string>& off, bool serve_q8) {
+  GpuPlan p;
+  for (int li = 0; li < int(w.layers.size()); ++li) {
+    PlanFacts f = gpu_plan_facts(ops, w, li, mode, q8_activations, serve_q8 && serve_q8_layer(w, li));
+    f.off = off;
+    p.layers.push_back(plan_layer(f).steps);
+  }
+  PlanFacts f = gpu_plan_facts(ops, w, -1, mode, q8_activations);
+  f.off = off;
+  const LayerPlan out = plan_layer(f);
+  p.output = out.output;
+  p.next_token = out.next_token;
+  return p;
+}
+
+namespace {
+
+// One pass's buffers by the plan's names, with their row widths.
+struct Bufs {
+  const GpuActs& a;
+  const LlamaWeights& w;
+  const Tensor& f32(Buf b) const {
+    switch (b) {
+      case Buf::X: return a.x;
+      case Buf::H: return a.h;
+      case Buf::Qkv: return a.qkv;
+      case Buf::Attn: return a.attn;
+      case Buf::Gu: return a.gu;
+      case Buf::Act: return a.act;
+      case Buf::Logits: break;
+    }
+    throw Error("wgc: layer plan: no f32 buffer for this step");
+  }
+  const Q8Act& q8(Buf b) const {
+    switch (b) {
+      case Buf::H: return a.hq;
+      case Buf::Attn: return a.attnq;
+      case Buf::Act: return a.actq;
+      default: throw Error("wgc: layer plan: no 8-bit copy of this buffer");
+    }
+  }
+  int64_t width(Buf b) const {
+    switch (b) {
+      case Buf::X:
+      case Buf::H: return w.hidden;
+      case Buf::Qkv: return w.qkv_dim;
+      case Buf::Attn: return w.nh * w.hd;
+      case Buf::Gu: return 2 * w.ffn;
+      case Buf::Act: return w.ffn;
+      case Buf::Logits: return w.vocab;
+    }
+    return 0;
+  }
+};
+
+}  // namespace
+
+void record_layer(const LlmOps& ops, Batch& b, std::span<const Step> steps, const LlamaWeights& w, int li,
+                  const KvLayer& cache, const RopeTable& rope, const GpuActs& a, const GpuPass& p) {
+  const Bufs buf{a, w};
+  const int n = p.n;
+  const float eps = w.eps;
+  for (const Step& s : steps) {
+    const LinearGroup& g = w.mat(li, s.mat);
+    const Tensor& nw = w.norm_weight(li, s.norm);
+    const int64_t out_w = buf.width(s.out);
+    switch (s.op) {
+      case Op::Norm:
+        if (s.q8_out)
+          ops.rms_norm_q8(b, buf.f32(s.in), nw, buf.q8(s.out), n, eps, -1, 0, p.serve ? kBatchedQuantWg : 0);
+        else
+          ops.rms_norm(b, buf.f32(s.in), nw, buf.f32(s.out), n, int(w.hidden), eps);
+        break;
+      case Op::Linear:
+        if (s.q8_in)
+          record_linear_q8(ops, b, g, buf.q8(s.in), buf.f32(s.out), n, out_w, s.accumulate, p.serve);
+        else
+          record_linear(ops, b, g, buf.f32(s.in), buf.f32(s.out), n, out_w, s.accumulate, p.lin);
+        break;
+      case Op::HeadNorm: {
+        const Tensor& qkv = buf.f32(s.in);
+        ops.head_rms_norm(b, qkv, w.norm_weight(li, NormW::Q), n, int(w.nh), int(w.hd), w.qkv_dim, 0, eps);
+        ops.head_rms_norm(b, qkv, w.norm_weight(li, NormW::K), n, int(w.nkv), int(w.hd), w.qkv_dim, w.nh * w.hd, eps);
+        break;
+      }
+      case Op::RopeAppend: ops.rope_kv_append(b, buf.f32(s.in), rope, cache, p.rope); break;
+      case Op::Attention:
+        if (p.paged) {
+          if (s.q8_out)
+            ops.paged_attention_q8(b, cache, buf.f32(s.in), buf.q8(s.out), *p.paged);
+          else
+            ops.paged_attention(b, cache, buf.f32(s.in), buf.f32(s.out), *p.paged);
+        } else if (s.q8_out) {
+          ops.attention_decode_q8(b, cache, buf.f32(s.in), buf.q8(s.out), p.attention);
+        } else {
+          ops.attention(b, cache, buf.f32(s.in), buf.f32(s.out), p.attention);
+        }
+        break;
+      case Op::Quantize: ops.quantize_q8(b, buf.f32(s.in), buf.q8(s.out), n); break;
+      case Op::Glu:
+        if (s.q8_out)
+          ops.swiglu_q8(b, buf.f32(s.in), 2 * w.ffn, w.ffn, buf.q8(s.out), n);
+        else
+          ops.swiglu(b, buf.f32(s.in), 2 * w.ffn, 0, buf.f32(s.in), 2 * w.ffn, w.ffn, buf.f32(s.out), n, int(w.ffn));
+        break;
+      case Op::NormLinear:
+        if (s.q8_in)
+          record_rms_norm_linear_q8(ops, b, g, buf.f32(s.in), nw, eps, buf.f32(s.out), out_w, s.accumulate);
+        else
+          record_rms_norm_linear(ops, b, g, buf.f32(s.in), nw, eps, buf.f32(s.out), out_w, s.accumulate);
+        break;
+      case Op::NormLinearRope:
+        if (s.q8_in) {
+          int64_t row0 = 0;
+          for (const GpuWeight& part : g.parts) {
+            ops.rms_norm_qkv_rope_q8(b, buf.f32(s.in), nw, eps, part, buf.f32(s.out), rope, cache, p.rope, row0);
+            row0 += part.rows;
+          }
+        } else {
+          ops.rms_norm_qkv_rope(b, buf.f32(s.in), nw, eps, g.parts[0], buf.f32(s.out), rope, cache, p.rope);
+        }
+        break;
+      case Op::LinearRope:
+        ops.linear_batched_q8_rope(b, g.parts[0], buf.q8(s.in), buf.f32(s.out), n, rope, cache, p.rope,
+                                   g.biases.empty() ? Tensor() : g.biases[0]);
+        break;
+      case Op::LinearGlu:
+        if (s.q8_in)
+          ops.linear_swiglu_q8(b, g.parts[0], buf.q8(s.in), buf.q8(s.out));
+        else
+          ops.linear_swiglu(b, g.parts[0], buf.f32(s.in), buf.f32(s.out));
+        break;
+      case Op::NormLinearGlu:
+        if (s.q8_in)
+          ops.rms_norm_swiglu_q8(b, buf.f32(s.in), nw, eps, g.parts[0], buf.q8(s.out));
+        else
+          ops.rms_norm_swiglu(b, buf.f32(s.in), nw, eps, g.parts[0], buf.f32(s.out));
+        break;
+      case Op::AttentionLinear: {
+        // The combine folds into the o projection where its kernel takes these partials (their
+        // split count follows the cache); else it runs as a pass of its own.
+        const DecodePartials dp = ops.attention_decode_partials(b, cache, buf.f32(s.in), p.attention);
+        if (ops.fuses_combine(g.parts[0].type, dp)) {
+          LinearOptions lo;
+          lo.accumulate = s.accumulate;
+          ops.combine_linear(b, dp, g.parts[0], buf.f32(s.out), lo);
+        } else {
+          ops.attention_combine(b, dp, a.attn);
+          record_linear(ops, b, g, a.attn, buf.f32(s.out), n, out_w, s.accumulate, p.lin);
+        }
+        break;
+      }
+    }
+  }
+}
+
+}  // namespace wgc::llm

@@ -1,0 +1,57 @@
+// The GPU side of the layer plan (layer_plan.h): the facts its rules ask, worked out from the
+// weights and LlmOps's kernels, and the executor that records a plan's steps. Both GPU engines
+// use them: LlamaModel's single sequence and the serving engine (BatchedLlama).
+#pragma once
+
+#include "llm/model/layer_plan.h"
+#include "llm/model/llama_weights.h"
+
+#include <span>
+
+namespace wgc::llm {
+
+// The facts of layer li (or, li = -1, of the output alone) for a pass in this mode. Single
+// sequence: a group takes 8-bit activations where q8_activations and its types do; serving:
+// every group of the layer does or none (serve_q8: the engine has the 8-bit buffers and every
+// matrix of the model is Q4_0 or Q8_0, per layer).
+PlanFacts gpu_plan_facts(const LlmOps& ops, const LlamaWeights& w, int li, PlanMode mode, bool q8_activations,
+                         bool serve_q8 = false);
+
+// A model's plan for one mode: each layer's steps, the output's, and whether greedy decoding
+// ends a step with next_token.
+struct GpuPlan {
+  std::vector<std::vector<Step>> layers;
+  std::vector<Step> output;
+  bool next_token = false;
+};
+// serve_q8: the serving engine has its 8-bit buffers (each layer then takes them where
+// serve_q8_layer). off: rules not to apply.
+GpuPlan plan_gpu(const LlmOps& ops, const LlamaWeights& w, PlanMode mode, bool q8_activations,
+                 const std::vector<std::string>& off, bool serve_q8 = false);
+
+// Whether every matrix of layer li takes the serving engine's 8-bit batched kernels.
+bool serve_q8_layer(const LlamaWeights& w, int li);
+
+// The activations a pass works in, one row per token (the 8-bit copies of h, attn and act where
+// a plan quantizes them).
+struct GpuActs {
+  Tensor x, h, qkv, attn, gu, act;
+  Q8Act hq, attnq, actq;
+};
+
+// How a pass attends and appends: one sequence over its own cache (attention), or the serving
+// engine's batch over the paged pool (paged).
+struct GpuPass {
+  int n = 0;                                  // tokens
+  bool serve = false;                         // batch-invariant kernels (batched linears, fixed quant wg)
+  LinearVersion lin = LinearVersion::Auto;    // the f32-activation linears' version
+  RopeKvArgs rope;                            // the tokens' positions and cache rows
+  AttentionArgs attention;                    // one sequence
+  const PagedAttentionPlan* paged = nullptr;  // serving
+};
+
+// Records the steps of layer li's plan.
+void record_layer(const LlmOps& ops, Batch& b, std::span<const Step> steps, const LlamaWeights& w, int li,
+                  const KvLayer& cache, const RopeTable& rope, const GpuActs& a, const GpuPass& p);
+
+}  // namespace wgc::llm
