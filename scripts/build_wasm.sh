@@ -19,13 +19,17 @@ out="$build/wasm"
 log() { printf '[build_wasm] %s\n' "$*" >&2; }
 [ "${WGC_WASM:-1}" = 0 ] && { log "WGC_WASM=0: skipped"; exit 0; }
 
-# --- emscripten (Debian) --------------------------------------------------------------------
-if ! command -v emcmake >/dev/null; then
-  log "installing Debian's emscripten"
+# --- emscripten (Debian), and curl and patch for PCRE2's source package ----------------------
+missing=()
+command -v emcmake >/dev/null || missing+=(emscripten)
+command -v curl >/dev/null || missing+=(curl)
+command -v patch >/dev/null || missing+=(patch)
+if ((${#missing[@]})); then
+  log "installing Debian packages: ${missing[*]}"
   sudo_cmd=""; [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
   { $sudo_cmd apt-get update -qq &&
-    DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends emscripten >/dev/null; } ||
-    { log "could not install emscripten: the wasm engine is not built"; exit 0; }
+    DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null; } ||
+    { log "could not install ${missing[*]}: the wasm engine is not built"; exit 0; }
 fi
 # Debian's emscripten finds its JavaScript dependencies (acorn) through NODE_PATH when the node on
 # PATH is not Debian's.

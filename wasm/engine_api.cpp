@@ -26,7 +26,9 @@
 #include <string>
 
 // Streamed text, to the worker (Module.onText).
-EM_JS(void, wgc_js_text, (const char* s, int n), { Module.onText && Module.onText(UTF8ToString(s, n)); });
+EM_JS(void, wgc_js_text, (const char* s, int n), {
+  if (Module.onText) Module.onText(UTF8ToString(s, n));
+});
 
 namespace {
 
@@ -105,9 +107,8 @@ int run_generation(const std::vector<int32_t>& ids, const json::Value& r) {
   GenerateOptions o = options(r, e.path);
   g_cancel = false;
   o.cancel = &g_cancel;
-  GenerateResult res = e.gen->generate(std::span<const int32_t>(ids), o, [](std::string_view s) {
-    wgc_js_text(s.data(), int(s.size()));
-  });
+  GenerateResult res = e.gen->generate(std::span<const int32_t>(ids), o,
+                                       [](std::string_view s) { wgc_js_text(s.data(), int(s.size())); });
   auto out = json::Value::object();
   out.set("prompt_ids", ids_json(res.prompt_ids));
   out.set("ids", ids_json(res.ids));

@@ -72,6 +72,13 @@ std::to_chars_result format(char* first, char* last, T v, Form form) {
     int e = 0;
     shortest_digits(std::fabs(v), d, e);
     std::string sci = scientific(d, e), fix = fixed(d, e);
+    // An integer in fixed form: of the representations of that length that read back, the
+    // standard picks the nearest, which is the exact value (its digits past the shortest's).
+    if (e + 1 >= int(d.size())) {
+      char exact[400];
+      std::snprintf(exact, sizeof exact, "%.0f", std::fabs(double(v)));
+      fix = exact;
+    }
     s = form == Form::Fixed ? fix : form == Form::Scientific ? sci : fix.size() <= sci.size() ? fix : sci;
     if (std::signbit(v)) s.insert(s.begin(), '-');
   }
@@ -138,8 +145,8 @@ std::from_chars_result parse(const char* first, const char* last, T& value) {
     v = std::strtod(text.c_str(), nullptr);
   // Out of range, judged by the result (strtod's ERANGE differs between C libraries on
   // subnormals): infinite from digits, or zero from digits that are not all zero.
-  const bool digits = std::isdigit(static_cast<unsigned char>(text[text[0] == '-' ? 1 : 0])) ||
-                      text[text[0] == '-' ? 1 : 0] == '.';
+  const bool digits =
+      std::isdigit(static_cast<unsigned char>(text[text[0] == '-' ? 1 : 0])) || text[text[0] == '-' ? 1 : 0] == '.';
   if (digits) {
     const size_t e = text.find_first_of("eE");
     const bool nonzero = text.substr(0, e).find_first_of("123456789") != std::string::npos;

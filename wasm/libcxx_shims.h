@@ -1,8 +1,7 @@
 // The C++17/20 library pieces the library uses that emscripten 3.1.6's libc++ (13) lacks, for the
-// wasm build only (force-included by wasm/CMakeLists.txt): std::bit_cast, std::make_unique_for_overwrite, and floating-point
-// std::to_chars (shortest round-trip form, plain, fixed and scientific) and std::from_chars
-// (general format), which libc++ 13 does not declare.
-// Newer libc++ has both, and this header then adds nothing.
+// wasm build only (force-included by wasm/CMakeLists.txt): std::bit_cast, std::make_unique_for_overwrite, and
+// floating-point std::to_chars (shortest round-trip form, plain, fixed and scientific) and std::from_chars (general
+// format), which libc++ 13 does not declare. Newer libc++ has them all, and then only wgc::shims is added.
 #pragma once
 
 #ifdef __cplusplus
@@ -25,13 +24,9 @@ constexpr To bit_cast(const From& from) noexcept {
 #if !defined(__cpp_lib_smart_ptr_for_overwrite)
 namespace std {
 template <class T>
-  requires(!is_array_v<T>)
-unique_ptr<T> make_unique_for_overwrite() {
-  return unique_ptr<T>(new T);
-}
+requires(!is_array_v<T>) unique_ptr<T> make_unique_for_overwrite() { return unique_ptr<T>(new T); }
 template <class T>
-  requires is_unbounded_array_v<T>
-unique_ptr<T> make_unique_for_overwrite(size_t n) {
+requires is_unbounded_array_v<T> unique_ptr<T> make_unique_for_overwrite(size_t n) {
   return unique_ptr<T>(new remove_extent_t<T>[n]);
 }
 }  // namespace std

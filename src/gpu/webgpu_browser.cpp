@@ -56,6 +56,7 @@ char* wgc_browser_device_json(uint32_t device);    // malloc'd
 void wgc_browser_request_device(void* op, uint32_t adapter, const char* features);
 void wgc_browser_compilation_info(void* op, uint32_t module);
 void wgc_browser_create_pipeline_async(void* op, uint32_t device, const ::WGPUComputePipelineDescriptor* desc);
+int wgc_browser_defer_scopes();  // Module.wgcDeferErrorScopes (see wgcBrowserDevicePopErrorScope)
 }
 
 namespace {
@@ -111,6 +112,10 @@ struct DeviceCallbacks {
   cur::WGPUDeviceLostCallbackInfo lost;
   cur::WGPUUncapturedErrorCallbackInfo uncaptured;
 };
+std::unordered_map<uint32_t, DeviceCallbacks*>& device_callbacks() {
+  static std::unordered_map<uint32_t, DeviceCallbacks*> m;  // by device id
+  return m;
+}
 
 cur::WGPUErrorType error_type(::WGPUErrorType t) {
   switch (t) {
@@ -207,9 +212,9 @@ EMSCRIPTEN_KEEPALIVE void wgc_browser_compilation_done(void* op_ptr, int ok) {
   cur::WGPUCompilationInfo info{};
   info.messageCount = msgs.size();
   info.messages = msgs.data();
-  op->info.callback(ok ? cur::WGPUCompilationInfoRequestStatus_Success
-                       : cur::WGPUCompilationInfoRequestStatus_CallbackCancelled,
-                    &info, op->info.userdata1, op->info.userdata2);
+  op->info.callback(
+      ok ? cur::WGPUCompilationInfoRequestStatus_Success : cur::WGPUCompilationInfoRequestStatus_CallbackCancelled,
+      &info, op->info.userdata1, op->info.userdata2);
   complete(op->future);
   delete op;
 }
@@ -218,10 +223,9 @@ EMSCRIPTEN_KEEPALIVE void wgc_browser_pipeline_done(void* op_ptr, uint32_t pipel
   auto* op = static_cast<Op<cur::WGPUCreateComputePipelineAsyncCallbackInfo>*>(op_ptr);
   string msg = message ? message : "";
   std::free(message);
-  op->info.callback(pipeline ? cur::WGPUCreatePipelineAsyncStatus_Success
-                             : cur::WGPUCreatePipelineAsyncStatus_ValidationError,
-                    handle<cur::WGPUComputePipeline>(pipeline), sv(msg.c_str()), op->info.userdata1,
-                    op->info.userdata2);
+  op->info.callback(
+      pipeline ? cur::WGPUCreatePipelineAsyncStatus_Success : cur::WGPUCreatePipelineAsyncStatus_ValidationError,
+      handle<cur::WGPUComputePipeline>(pipeline), sv(msg.c_str()), op->info.userdata1, op->info.userdata2);
   complete(op->future);
   delete op;
 }
@@ -233,10 +237,10 @@ namespace {
 // 2022-style callbacks of the bindings: each calls the current-style callback of its Op.
 void on_map(::WGPUBufferMapAsyncStatus status, void* u) {
   auto* op = static_cast<Op<cur::WGPUBufferMapCallbackInfo>*>(u);
-  op->info.callback(status == ::WGPUBufferMapAsyncStatus_Success ? cur::WGPUMapAsyncStatus_Success
-                                                                 : cur::WGPUMapAsyncStatus_Error,
-                    sv(status == ::WGPUBufferMapAsyncStatus_Success ? "" : "the browser refused the mapping"),
-                    op->info.userdata1, op->info.userdata2);
+  op->info.callback(
+      status == ::WGPUBufferMapAsyncStatus_Success ? cur::WGPUMapAsyncStatus_Success : cur::WGPUMapAsyncStatus_Error,
+      sv(status == ::WGPUBufferMapAsyncStatus_Success ? "" : "the browser refused the mapping"), op->info.userdata1,
+      op->info.userdata2);
   complete(op->future);
   delete op;
 }
@@ -257,6 +261,15 @@ void on_work_done(::WGPUQueueWorkDoneStatus status, void* u) {
                     sv(""), op->info.userdata1, op->info.userdata2);
   complete(op->future);
   delete op;
+}
+
+// A deferred scope's answer (wgcBrowserDevicePopErrorScope): an error goes where uncaptured ones go.
+void on_deferred_pop(::WGPUErrorType type, const char* message, void* u) {
+  auto* cb = static_cast<DeviceCallbacks*>(u);
+  if (type == ::WGPUErrorType_NoError || !cb->uncaptured.callback) return;
+  const string msg = string(type == ::WGPUErrorType_OutOfMemory ? "out of memory: " : "") + (message ? message : "");
+  cb->uncaptured.callback(&cb->device, error_type(type), sv(msg.c_str()), cb->uncaptured.userdata1,
+                          cb->uncaptured.userdata2);
 }
 
 void on_uncaptured(::WGPUErrorType type, const char* message, void* u) {
@@ -328,8 +341,8 @@ WGPUStatus wgcBrowserAdapterGetInfo(WGPUAdapter adapter, WGPUAdapterInfo* info) 
   info->description = dup(text("description"));
   info->backendType = WGPUBackendType_WebGPU;
   // Browsers do not say integrated or discrete; a fallback adapter (SwiftShader) is a CPU.
-  const bool cpu = (j.find("isFallbackAdapter") && j.find("isFallbackAdapter")->as_bool()) ||
-                   text("architecture") == "swiftshader";
+  const bool cpu =
+      (j.find("isFallbackAdapter") && j.find("isFallbackAdapter")->as_bool()) || text("architecture") == "swiftshader";
   info->adapterType = cpu ? WGPUAdapterType_CPU : WGPUAdapterType_Unknown;
   info->vendorID = 0;
   info->deviceID = 0;
@@ -356,7 +369,9 @@ void wgcBrowserAdapterGetFeatures(WGPUAdapter adapter, WGPUSupportedFeatures* ou
   out->features = arr;
 }
 
-void wgcBrowserSupportedFeaturesFreeMembers(WGPUSupportedFeatures f) { std::free(const_cast<WGPUFeatureName*>(f.features)); }
+void wgcBrowserSupportedFeaturesFreeMembers(WGPUSupportedFeatures f) {
+  std::free(const_cast<WGPUFeatureName*>(f.features));
+}
 
 WGPUStatus wgcBrowserAdapterGetLimits(WGPUAdapter adapter, WGPULimits* limits) {
   auto j = take_json(wgc_browser_adapter_json(id_of(adapter)));
@@ -394,6 +409,7 @@ WGPUFuture wgcBrowserAdapterRequestDevice(WGPUAdapter adapter, const WGPUDeviceD
     auto* wr = static_cast<Wrapped*>(u1);
     if (st == WGPURequestDeviceStatus_Success) {
       auto* cb = new DeviceCallbacks{device, wr->lost, wr->uncaptured};  // lives as long as the page
+      device_callbacks()[id_of(device)] = cb;
       ::WGPUDevice d = handle<::WGPUDevice>(id_of(device));
       ::wgpuDeviceSetUncapturedErrorCallback(d, on_uncaptured, cb);
       ::wgpuDeviceSetDeviceLostCallback(d, on_lost, cb);
@@ -422,7 +438,20 @@ void wgcBrowserDevicePushErrorScope(WGPUDevice d, WGPUErrorFilter filter) {
                                                                  : ::WGPUErrorFilter_Validation);
 }
 
+// Each pop is a round trip to the browser's GPU process, and the runtime pops two scopes around
+// every batch it encodes. With Module.wgcDeferErrorScopes set, a pop answers "no error" at once
+// and its real answer, if an error, arrives later as an uncaptured error, which the runtime's next
+// wait reports (Context::check: a GpuError with the browser's message, one wait later than
+// natively). Off by default.
 WGPUFuture wgcBrowserDevicePopErrorScope(WGPUDevice d, WGPUPopErrorScopeCallbackInfo info) {
+  auto cb = device_callbacks().find(id_of(d));
+  if (cb != device_callbacks().end() && wgc_browser_defer_scopes()) {
+    ::wgpuDevicePopErrorScope(handle<::WGPUDevice>(id_of(d)), on_deferred_pop, cb->second);
+    info.callback(WGPUPopErrorScopeStatus_Success, WGPUErrorType_NoError, sv(""), info.userdata1, info.userdata2);
+    const uint32_t future = new_future();
+    futures()[future] = true;
+    return {future};
+  }
   auto* op = new_op(info);
   const uint32_t future = op->future;
   ::wgpuDevicePopErrorScope(handle<::WGPUDevice>(id_of(d)), on_pop, op);
@@ -538,8 +567,7 @@ extern "C" {
 
 WGPUComputePipeline wgcBrowserDeviceCreateComputePipeline(WGPUDevice d, const WGPUComputePipelineDescriptor* desc) {
   OldPipeline p(*desc);
-  return handle<WGPUComputePipeline>(
-      id_of(::wgpuDeviceCreateComputePipeline(handle<::WGPUDevice>(id_of(d)), &p.desc)));
+  return handle<WGPUComputePipeline>(id_of(::wgpuDeviceCreateComputePipeline(handle<::WGPUDevice>(id_of(d)), &p.desc)));
 }
 
 // The 2022 bindings lack it: the browser's createComputePipelineAsync (webgpu_browser.js).
@@ -600,8 +628,7 @@ WGPUCommandEncoder wgcBrowserDeviceCreateCommandEncoder(WGPUDevice d, const WGPU
 }
 WGPUComputePassEncoder wgcBrowserCommandEncoderBeginComputePass(WGPUCommandEncoder e,
                                                                 const WGPUComputePassDescriptor* desc) {
-  if (desc && desc->timestampWrites)
-    throw ::wgc::Error("wgc: timestamp writes are not available in the browser build");
+  if (desc && desc->timestampWrites) throw ::wgc::Error("wgc: timestamp writes are not available in the browser build");
   return handle<WGPUComputePassEncoder>(
       id_of(::wgpuCommandEncoderBeginComputePass(handle<::WGPUCommandEncoder>(id_of(e)), nullptr)));
 }

@@ -70,6 +70,8 @@ mergeInto(LibraryManager.library, {
     Promise.resolve().then(wake);
   },
 
+  wgc_browser_defer_scopes: function() { return Module['wgcDeferErrorScopes'] ? 1 : 0; },
+
   wgc_browser_request_adapter__deps: ['$WGCB'],
   wgc_browser_request_adapter: function(op, powerPreference) {
     var done = function(id, message) { _wgc_browser_adapter_done(op, id, message ? WGCB.str(message) : 0); };

@@ -12,7 +12,10 @@ Adapter& Adapter::operator=(const Adapter& other) = default;
 WGPUAdapter Adapter::Get() const { return reinterpret_cast<WGPUAdapter>(impl_); }
 Instance::Instance(InstanceBase* impl) : impl_(impl) {}
 Instance::~Instance() = default;
-std::vector<Adapter> Instance::EnumerateAdapters(const WGPURequestAdapterOptions*) const { return {}; }
+std::vector<Adapter> Instance::EnumerateAdapters(const WGPURequestAdapterOptions*) const {
+  (void)impl_;
+  return {};
+}
 }  // namespace dawn::native
 
 #endif  // __EMSCRIPTEN__

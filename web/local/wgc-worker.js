@@ -1,6 +1,6 @@
 // The engine's Web Worker: loads the wasm build (wgc-core.js + wgc-core.wasm, scripts/build_wasm.sh)
 // and runs one model on the browser's WebGPU, off the page's thread. Messages in (from wgc.js):
-//   {type: 'load', id, model: URL string or File/Blob, name?, maxCtx?}
+//   {type: 'load', id, model: URL string or File/Blob, name?, maxCtx?, deferErrorScopes?}
 //   {type: 'generate', id, prompt, options}   {type: 'chat', id, messages, options}
 //   {type: 'abort'}   {type: 'reset', id}   {type: 'op', id, name, args: {a, b, outLength, ...}}
 // (an op runs without a model: the kernel playground's C++ path, wasm/op_api.cpp).
@@ -103,6 +103,7 @@ async function fetchModel(m, id, model, name) {
 const handlers = {
   async load(m, msg) {
     const name = msg.name || (typeof msg.model === 'string' ? msg.model.split('/').pop().split('?')[0] : msg.model.name);
+    m.wgcDeferErrorScopes = !!msg.deferErrorScopes; // src/gpu/webgpu_browser.cpp
     const path = await fetchModel(m, msg.id, msg.model, name);
     post({ type: 'progress', id: msg.id, loaded: 0, total: 0, phase: 'upload' });
     try {

@@ -139,13 +139,15 @@ class Engine {
 }
 
 // Starts the worker and, with `model`, loads it: a URL (fetched in chunks) or a File/Blob.
-export async function createEngine({ model, name, maxCtx, onProgress } = {}) {
+// deferErrorScopes: the GPU's error scopes answer at once and report errors one wait later (fewer
+// round trips to the browser's GPU process per token; src/gpu/webgpu_browser.cpp).
+export async function createEngine({ model, name, maxCtx, onProgress, deferErrorScopes } = {}) {
   const why = await webgpuAdapterMissing();
   if (why) throw new Error(why);
   const engine = new Engine(new Worker(workerUrl));
   if (model) {
     try {
-      engine.info = await engine.request({ type: 'load', model, name, maxCtx }, { onProgress });
+      engine.info = await engine.request({ type: 'load', model, name, maxCtx, deferErrorScopes }, { onProgress });
     } catch (e) {
       engine.terminate();
       throw e;
