@@ -1,7 +1,7 @@
 // wgc/llm.h: one include for the LLM layer (installed as <wgc/llm.h>): model files (GGUF,
 // safetensors, config), tokenizers, chat templates, the Llama-family engine, sampling and
-// generation, chat sessions, pulling models from the Hugging Face Hub, the request scheduler, and random-weight model
-// files. Includes <wgc.h>.
+// generation, chat sessions, perplexity, pulling models from the Hugging Face Hub, the request scheduler, and
+// random-weight model files. Includes <wgc.h>.
 #pragma once
 
 #include "wgc.h"
@@ -15,6 +15,7 @@
 #include "llm/generate/chat_session.h"
 #include "llm/generate/default_model.h"
 #include "llm/generate/generator.h"
+#include "llm/generate/perplexity.h"
 #include "llm/generate/sampler.h"
 #include "llm/hub/hub.h"
 #include "llm/model/llama.h"

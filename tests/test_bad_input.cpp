@@ -1,7 +1,13 @@
 // Bad input of every format wgc reads: each case must fail with a clear wgc::Error naming the
 // file, field or limit, never crash (the sanitizer build runs this file), hang or allocate
 // without bound, and each within a time bound. Formats: chat templates (below), then GGUF,
-// safetensors, config.json, tokenizer.json / tokenizer_config.json, .npy, PNG / JPEG.
+// safetensors, config.json, tokenizer.json / tokenizer_config.json, .npy, PNG / JPEG; then issue
+// 32's cases: values that would give wrong results (overlapping GGUF tensors, NaN weights, token
+// ids past the vocabulary, an ONNX value with two writers) and sizes bounded before memory is
+// spent (an elongated image, a growing tokenizer normalizer, an ONNX Expand).
+#include "cnn/imagenet.h"
+#include "cnn/model.h"
+#include "cnn/onnx.h"
 #include "io/image.h"
 #include "io/npy.h"
 #include "llm/chat/jinja.h"
@@ -10,11 +16,15 @@
 #include "llm/formats/model_config.h"
 #include "llm/formats/model_file.h"
 #include "llm/formats/safetensors.h"
+#include "llm/formats/value_check.h"
 #include "llm/model/llama.h"
 #include "llm/tokenizer/loaders.h"
 #include "test_llm_util.h"
 
+#include <onnx/onnx_pb.h>
+
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -585,6 +595,181 @@ TEST(BadFile, ContextLengthBeyondTheDevice) {
   llm::EngineOptions neg;
   neg.max_ctx = -5;
   EXPECT_CONTAINS(error_of([&] { llm::LlamaModel m(test::ctx(), f, neg); }), "max_ctx is -5");
+}
+
+// ---- Issue 32: wrong results accepted silently ---------------------------------------------------
+
+// GGUF tensor infos at the byte where `name`'s type (u32) is, for 2-D tensors.
+size_t gguf_type_at(const Bytes& b, const std::string& name) {
+  std::string_view all(reinterpret_cast<const char*>(b.data()), b.size());
+  size_t at = all.find(name);
+  EXPECT_NE(at, std::string_view::npos);
+  return at + name.size() + 4 + 2 * 8;  // after the name: dimension count, two dimensions
+}
+
+TEST(BadFile, GgufTensorsThatShareBytes) {
+  std::vector<uint16_t> half(8 * 4, 0x3c00);
+  llm::GgufWriter w;
+  w.add_string("general.architecture", "llama");
+  w.add_tensor("first.weight", llm::TensorType::F16, {8, 4}, std::as_bytes(std::span(half)));
+  w.add_tensor("second.weight", llm::TensorType::F16, {8, 4}, std::as_bytes(std::span(half)));
+  Bytes ok = w.to_bytes();
+  auto parse = [](const Bytes& x) { return error_of([&] { llm::GgufFile::parse(x, "t.gguf"); }); };
+  EXPECT_EQ(parse(ok), "(no error)");
+  // F16 -> F32 in the first tensor's type: twice the bytes, read into the second tensor's data.
+  Bytes t = ok;
+  uint32_t f32 = 0;
+  std::memcpy(t.data() + gguf_type_at(t, "first.weight"), &f32, 4);
+  EXPECT_CONTAINS(parse(t), "t.gguf: tensor 'first.weight' (F32, data [0, +128)) overlaps tensor 'second.weight'");
+  // Two tensors at one offset.
+  t = ok;
+  put_u64(t, gguf_type_at(t, "second.weight") + 4, 0);
+  EXPECT_CONTAINS(parse(t), "overlaps tensor");
+}
+
+TEST(BadFile, TokenIdsPastTheVocabulary) {
+  EXPECT_CONTAINS(config_error(R"("bos_token_id": 1000000)"),
+                  "config.json: bos_token_id 1000000 is not a token id (the vocabulary has 16 tokens)");
+  EXPECT_CONTAINS(config_error(R"("eos_token_id": [2, 16])"), "eos_token_id 16 is not a token id");
+  EXPECT_EQ(config_error(R"("bos_token_id": 15, "eos_token_id": 0)"), "(no error)");
+}
+
+TEST(BadFile, NanOrInfinityInWeights) {
+  auto tensor = [](llm::TensorType type, std::vector<int64_t> shape, const Bytes& data) {
+    llm::ModelTensor t;
+    t.type = type;
+    t.shape = std::move(shape);
+    t.data = data;
+    return llm::first_non_finite(t);
+  };
+  std::vector<float> f(5, 1.f);
+  EXPECT_EQ(tensor(llm::TensorType::F32, {5}, to_bytes({reinterpret_cast<char*>(f.data()), 20})), std::nullopt);
+  f[3] = std::nanf("");
+  EXPECT_EQ(tensor(llm::TensorType::F32, {5}, to_bytes({reinterpret_cast<char*>(f.data()), 20})), 3);
+  std::vector<uint16_t> h = {0x3c00, 0x7c00, 0x3c00};  // 1, +inf, 1 (F16); 0x7c00 is 1.3e36 in BF16
+  Bytes hb = to_bytes({reinterpret_cast<char*>(h.data()), 6});
+  EXPECT_EQ(tensor(llm::TensorType::F16, {3}, hb), 1);
+  EXPECT_EQ(tensor(llm::TensorType::BF16, {3}, hb), std::nullopt);
+  h[2] = 0xff80;  // -inf in BF16
+  EXPECT_EQ(tensor(llm::TensorType::BF16, {3}, to_bytes({reinterpret_cast<char*>(h.data()), 6})), 2);
+  // Q8_0: two blocks of 32; the second's scale a NaN makes its 32 values NaN.
+  Bytes q(2 * 34, std::byte{1});
+  const uint16_t one = 0x3c00, nan = 0x7e00;
+  std::memcpy(q.data(), &one, 2);
+  std::memcpy(q.data() + 34, &one, 2);
+  EXPECT_EQ(tensor(llm::TensorType::Q8_0, {64}, q), std::nullopt);
+  std::memcpy(q.data() + 34, &nan, 2);
+  EXPECT_EQ(tensor(llm::TensorType::Q8_0, {64}, q), 32);
+
+  // The built-in model with a NaN in its final norm, then an infinite scale in its embedding: refused.
+  std::filesystem::path model = test::default_model();
+  WGC_REQUIRE_FILE(model);
+  // The file with `value` written `at` bytes into the data of a tensor; open_model's error.
+  auto patched = [&](const std::string& tensor_name, size_t at, std::span<const std::byte> value) {
+    Bytes b = file_bytes(model);
+    llm::GgufFile g = llm::GgufFile::parse(b, "m");
+    const llm::GgufTensorInfo* t = g.find_tensor(tensor_name);
+    EXPECT_NE(t, nullptr);
+    std::memcpy(b.data() + size_t(g.data_offset() + t->offset) + at, value.data(), value.size());
+    std::filesystem::path p = test::temp_dir() / ("nan-" + tensor_name + ".gguf");
+    std::ofstream(p, std::ios::binary).write(reinterpret_cast<const char*>(b.data()), std::streamsize(b.size()));
+    return error_of([&] { llm::open_model(p, {false, false}); });
+  };
+  const float nanf = std::nanf("");
+  EXPECT_CONTAINS(patched("output_norm.weight", 4 * 42, std::as_bytes(std::span(&nanf, 1))),
+                  "tensor 'output_norm.weight' (F32) holds a NaN or an infinity at element 42");
+  const uint16_t inf = 0x7c00;  // the scale of block 5 + 8 * 10 (row 10 of 256 columns, from column 160)
+  EXPECT_CONTAINS(patched("token_embd.weight", 34 * (5 + 8 * 10), std::as_bytes(std::span(&inf, 1))),
+                  "tensor 'token_embd.weight' (Q8_0) holds a NaN or an infinity at element 2720 (row 10, column 160)");
+}
+
+// An ONNX model (protobuf) where two nodes write the value "y".
+std::string onnx_two_writers() {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(13);
+  onnx::GraphProto* g = m.mutable_graph();
+  const std::string x = "x", y = "y";  // (protobuf's const char* setters trip GCC's -Wrestrict)
+  for (const std::string op : {"Relu", "Sigmoid"}) {
+    onnx::NodeProto* n = g->add_node();
+    n->set_op_type(op);
+    n->add_input(x);
+    n->add_output(y);
+  }
+  auto declare = [](onnx::ValueInfoProto* v, const std::string& name) {
+    v->set_name(name);
+    auto* t = v->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(1);
+    t->mutable_shape()->add_dim()->set_dim_value(4);
+  };
+  declare(g->add_input(), x);
+  declare(g->add_output(), y);
+  return m.SerializeAsString();
+}
+
+TEST(BadFile, OnnxValueWithTwoWriters) {
+  std::string bytes = onnx_two_writers();
+  EXPECT_CONTAINS(error_of([&] { cnn::parse_onnx(std::as_bytes(std::span(bytes)), "two.onnx"); }),
+                  "two.onnx: node '-> y' (Sigmoid, opset 13): output 'y' is already a graph input, an initializer or "
+                  "another node's output");
+}
+
+TEST(BadFile, NpyHeaderThatIsNotADict) {
+  std::string h = npy::header("<f4", std::vector<int64_t>{2});
+  size_t brace = h.rfind('}');
+  ASSERT_NE(brace, std::string::npos);
+  h[brace] = ' ';
+  Bytes b = to_bytes(h);
+  b.resize(b.size() + 8);
+  EXPECT_CONTAINS(error_of([&] { npy::parse(b, "x.npy"); }), "x.npy: the header is not a dict");
+}
+
+// ---- Issue 32: sizes that an input declares, bounded before memory is spent --------------------
+
+TEST(BadFile, ElongatedImageForClassification) {
+  // 999,999 x 1 pixels (a 1 KB PNG): resized to a shorter side of 256 it would be 256M x 256.
+  Image img(999999, 1, 3);
+  std::string what = error_of([&] { cnn::imagenet_input(img); });
+  EXPECT_CONTAINS(what, "a 999999x1 image resized to a shorter side of 256 would be 255999744x256");
+  EXPECT_CONTAINS(what, "more than the limit of 1073741824 pixels");
+  EXPECT_CONTAINS(error_of([&] { cnn::resize_bilinear(Image(4, 4, 1), 1 << 20, 1 << 20); }),
+                  "passes the limit of 1073741824 pixels");
+}
+
+TEST(BadFile, TokenizerNormalizerThatGrowsTheText) {
+  const std::string model = R"({"type": "BPE", "vocab": {"a": 0, "b": 1}, "merges": []})";
+  json::Value doc = json::parse(R"({"model": )" + model + R"(, "normalizer": {"type": "Replace",
+      "pattern": {"String": "a"}, "content": ")" +
+                                    repeat("b", 100000) + R"("}})",
+                                "tokenizer.json");
+  llm::Tokenizer tok(llm::spec_from_hf_json(doc, json::Value(), "tokenizer.json"));
+  // 2 KB of "a" became 200 MB (4.4 GB with 2 KB of input and a longer replacement): refused.
+  EXPECT_CONTAINS(error_of([&] { tok.encode(repeat("a", 2000), false); }),
+                  "tokenizer.json: the normalizer's Replace makes a text of 2000 bytes longer than 8064 bytes");
+  EXPECT_EQ(tok.encode("", false).size(), 0u);
+}
+
+TEST(BadFile, OnnxExpandPastTheTensorLimit) {
+  cnn::Graph g;
+  g.source = "expand.onnx";
+  g.opset = 13;
+  g.inputs.push_back({"x", 1, true, {1}});
+  g.outputs.push_back({"y", 1, false, {}});
+  g.constants["shape"] =
+      std::make_shared<cnn::HostTensor>(cnn::HostTensor::ints({3}, {int64_t(2048), int64_t(1024), int64_t(1024)}));
+  cnn::Node n;
+  n.name = "big";
+  n.op = "Expand";
+  n.inputs = {"x", "shape"};
+  n.outputs = {"y"};
+  g.nodes.push_back(n);
+  // 2^31 elements (8 GiB): refused while the plan is made, on the CPU path and the GPU path alike.
+  for (bool gpu : {false, true}) {
+    cnn::Model m(gpu ? std::optional<Context>(test::ctx()) : std::nullopt, g, {gpu ? Device::Gpu : Device::Cpu});
+    EXPECT_CONTAINS(error_of([&] { m.run(cnn::HostTensor({1}, {1.f})); }),
+                    "expand.onnx: node 'big' (Expand, opset 13): an output of [2048, 1024, 1024] has more than "
+                    "536870912 elements (the limit of one tensor)");
+  }
 }
 
 // ---- Flags: what parses but is out of range (the rest of the flags: test_cli, test_sampler) ------

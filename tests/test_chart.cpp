@@ -4,6 +4,7 @@
 #include "io/image.h"
 #include "test_util.h"
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <set>
@@ -152,6 +153,40 @@ TEST(Chart, BarChartDrawsGroupedBars) {
   lg.log_y = true;
   Image l = chart::render_bar_chart("log", "GB/s", cats, s, lg);
   EXPECT_GT(count_color(l, chart::palette()[1]), 1000u);  // on a log axis the small bars are tall
+}
+
+// Past ten series every one keeps a colour of its own, and every legend entry is drawn inside
+// the image (columns when one does not fit the height). The bars are NaN: the only pixels of a
+// series' colour are its legend swatch.
+TEST(Chart, ManySeriesKeepDistinctColoursAndTheirLegend) {
+  const size_t n = 60;
+  for (size_t i = 0; i < n; ++i)
+    for (size_t j = 0; j < i; ++j) {
+      chart::Rgb a = chart::series_color(i), b = chart::series_color(j);
+      const int d = std::abs(a.r - b.r) + std::abs(a.g - b.g) + std::abs(a.b - b.b);
+      EXPECT_GE(d, 30) << "series " << i << " and " << j << " look alike";
+    }
+  for (size_t i = 0; i < 10; ++i) EXPECT_EQ(chart::series_color(i).r, chart::palette()[i].r);
+  for (size_t count : {size_t(12), size_t(25), size_t(60)}) {
+    std::vector<chart::BarSeries> s;
+    for (size_t i = 0; i < count; ++i) s.push_back({"series number " + std::to_string(i), {NAN, NAN}});
+    for (int scale : {1, 2}) {
+      chart::ChartOptions o;
+      o.text_scale = scale;
+      Image img = chart::render_bar_chart("many", "y", {"a", "b"}, s, o);
+      for (size_t i = 0; i < count; ++i)
+        EXPECT_GT(count_color(img, chart::series_color(i)), 4u)
+            << count << " series, scale " << scale << ": legend " << i << " is missing";
+    }
+  }
+  // A line chart with 25 series: the legend's names stay inside the image (no text in the
+  // last columns of pixels).
+  std::vector<chart::Series> lines;
+  for (int i = 0; i < 25; ++i)
+    lines.push_back({"a long series name number " + std::to_string(i), {1, 2}, {1.0 * i, 2.0}});
+  Image img = chart::render_line_chart("lines", "x", "y", lines);
+  EXPECT_EQ(dark_pixels(img, img.width - 3, 0, img.width, img.height), 0u);
+  for (int i = 0; i < 25; ++i) EXPECT_GT(count_color(img, chart::series_color(size_t(i)), 8), 10u) << i;
 }
 
 TEST(Chart, BadInputIsAnError) {

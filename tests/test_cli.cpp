@@ -4,11 +4,10 @@
 #include "test_util.h"
 #include "util/json.h"
 
+using wgc::test::has;
 using wgc::test::run_cli;
 
 namespace {
-
-bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 class Cli : public ::testing::Test {
  protected:
@@ -29,7 +28,7 @@ TEST_F(Cli, HelpListsEveryFlagWithItsDefault) {
   auto r = run_cli("generate --help");
   EXPECT_EQ(r.rc, 0) << r.err;
   for (const char* part : {"Usage: wgc generate", "--prompt", "-n,--n-predict INT=128", "--backend NAME=auto",
-                           "--temp FLOAT", "temperature", "--stop TEXT", "--ctx INT=0"})
+                           "--temp FLOAT", "temperature", "--stop TEXT", "--ctx,--ctx-size INT=0"})
     EXPECT_TRUE(has(r.out, part)) << "missing '" << part << "' in:\n" << r.out;
   auto h = run_cli("help generate");
   EXPECT_EQ(h.rc, 0);

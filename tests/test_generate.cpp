@@ -327,7 +327,7 @@ TEST(GenerateCli, StreamsTextToStdoutAndTimingsToStderr) {
   WGC_REQUIRE_FILE(default_model());
   auto s = run_cli("generate --prompt 'The moon' --temp 0 -n 4 --stop bright");
   ASSERT_EQ(s.rc, 0) << s.err;
-  EXPECT_EQ(s.out, " is a ");
+  EXPECT_EQ(s.out, " is a \n");  // the text, and a line end for the shell
   EXPECT_NE(s.err.find("prompt eval"), std::string::npos) << s.err;
   EXPECT_NE(s.err.find("tokens per second"), std::string::npos) << s.err;
   EXPECT_NE(s.err.find("stopped: stop"), std::string::npos) << s.err;

@@ -623,7 +623,7 @@ TEST(ModelFile, WgcTinyDict) {
 TEST(ModelConfig, HfVariants) {
   auto cfg = [](std::string extra, std::string type = "llama") {
     return json::parse("{\"model_type\": \"" + type +
-                       "\", \"vocab_size\": 100, \"hidden_size\": 64, \"num_hidden_layers\": 2, "
+                       "\", \"vocab_size\": 128256, \"hidden_size\": 64, \"num_hidden_layers\": 2, "
                        "\"num_attention_heads\": 4, \"intermediate_size\": 128" +
                        extra + "}");
   };
@@ -666,6 +666,7 @@ TEST(ModelConfig, HfVariants) {
   err(R"(, "num_key_value_heads": 3)", "llama", "not a multiple of 3 KV heads");
   err(R"(, "hidden_size": "big")", "llama", "\"hidden_size\"");
   err(R"(, "rope_scaling": {"rope_type": "llama3", "factor": 8})", "llama", "original_max_position_embeddings");
+  err(R"(, "bos_token_id": 128256)", "llama", "bos_token_id 128256 is not a token id (the vocabulary has 128256 tokens)");
   std::string missing = error_of([&] { config_from_hf(json::parse(R"({"model_type": "llama"})"), "c.json"); });
   EXPECT_NE(missing.find("missing \"vocab_size\""), std::string::npos) << missing;
 }

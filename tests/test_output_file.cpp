@@ -6,6 +6,7 @@
 #include "io/npy.h"
 #include "test_util.h"
 
+#include <chrono>
 #include <csignal>
 
 #include <sys/wait.h>
@@ -119,6 +120,96 @@ TEST(OutputFile, AnInterruptLeavesNoPartialFile) {
     EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == sig) << status;
     EXPECT_EQ(names_in(dir), std::vector<std::string>{"kept.bin"});
     EXPECT_EQ(slurp(dir / "kept.bin"), "old");
+  }
+}
+
+// --force keeps the replaced file's permissions: a 0600 file stays 0600 (and a 0755 one 0755).
+TEST(OutputFile, AReplacedFileKeepsItsMode) {
+  auto dir = fresh_dir("mode");
+  for (fs::perms mode : {fs::perms(0600), fs::perms(0755), fs::perms(0640)}) {
+    auto p = dir / "secret.bin";
+    write_file(p, "old", Overwrite::Yes);
+    fs::permissions(p, mode);
+    write_file(p, "new", Overwrite::Yes);
+    EXPECT_EQ(slurp(p), "new");
+    EXPECT_EQ(fs::status(p).permissions() & fs::perms::mask, mode) << std::oct << int(mode);
+  }
+  // A new file gets the usual mode (0666 less the umask), not mkstemp's 0600.
+  mode_t um = ::umask(022);
+  write_file(dir / "fresh.bin", "x", Overwrite::No);
+  ::umask(um);
+  EXPECT_EQ(fs::status(dir / "fresh.bin").permissions() & fs::perms::mask, fs::perms(0644));
+}
+
+// A writer killed with SIGKILL cannot remove its temporary: the next writer of the same file
+// does, and leaves a live writer's temporary alone.
+TEST(OutputFile, TemporariesOfKilledWritersAreRemovedByTheNext) {
+  auto dir = fresh_dir("stale");
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    OutputFile f(dir / "model.gguf", Overwrite::No);
+    f.write(std::string(1 << 16, 'x'));
+    char c = 1;
+    (void)!::write(ready[1], &c, 1);
+    for (;;) ::pause();
+  }
+  char c = 0;
+  ASSERT_EQ(::read(ready[0], &c, 1), 1);
+  ::kill(child, SIGKILL);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  ::close(ready[0]);
+  ::close(ready[1]);
+  auto left = names_in(dir);
+  ASSERT_EQ(left.size(), 1u);
+  EXPECT_TRUE(left[0].starts_with(".model.gguf.") && left[0].ends_with(".wgc-tmp")) << left[0];
+  // One second old: past the instant between a temporary's creation and its lock.
+  auto stale = dir / left[0];
+  fs::last_write_time(stale, fs::last_write_time(stale) - std::chrono::seconds(2));
+  {
+    OutputFile live(dir / "model.gguf", Overwrite::No);  // removes the stale one
+    EXPECT_FALSE(fs::exists(stale));
+    live.write("live");
+    fs::last_write_time(live.temp_path(), fs::last_write_time(live.temp_path()) - std::chrono::seconds(2));
+    check_output(dir / "model.gguf", Overwrite::No);  // another writer's check: the live one stays
+    EXPECT_TRUE(fs::exists(live.temp_path()));
+    // Other files beside it are never touched, whatever their names.
+    write_file(dir / ".model.gguf.abcdef.tmp", "not ours", Overwrite::No);
+    write_file(dir / "model.gguf.wgc-tmp", "not ours", Overwrite::No);
+    live.commit();
+  }
+  EXPECT_EQ(names_in(dir), (std::vector<std::string>{".model.gguf.abcdef.tmp", "model.gguf", "model.gguf.wgc-tmp"}));
+  EXPECT_EQ(slurp(dir / "model.gguf"), "live");
+}
+
+// Under nohup (SIGHUP ignored) or `cmd &` in a script (SIGINT ignored), such a signal changes
+// nothing: the file is completed, as the user asked.
+TEST(OutputFile, SignalsInheritedAsIgnoredStayIgnored) {
+  for (int sig : {SIGHUP, SIGINT}) {
+    auto dir = fresh_dir("ignored" + std::to_string(sig));
+    pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      std::signal(sig, SIG_IGN);
+      try {
+        OutputFile f(dir / "out.bin", Overwrite::No);
+        f.write("first half ");
+        ::raise(sig);  // the terminal went away
+        f.write("second half");
+        f.commit();
+      } catch (...) {
+        ::_exit(3);
+      }
+      ::_exit(0);
+    }
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "signal " << sig << ": status " << status;
+    EXPECT_EQ(slurp(dir / "out.bin"), "first half second half") << sig;
+    EXPECT_EQ(names_in(dir), std::vector<std::string>{"out.bin"});
   }
 }
 

@@ -1,17 +1,26 @@
-// The HTTP server's parts that need no GPU and no socket: request bodies -> scheduler requests
-// (fields, defaults, the chat template, every refusal with its field), the response shapes
-// (streamed chunks add up to the whole answer), and the Prometheus text. The server over HTTP is
-// tested by tests/serve/*.test.mjs with the official openai client.
+// The HTTP server's parts that need no GPU and no listening socket: request bodies -> scheduler
+// requests (fields, defaults, the chat template, every refusal with its field), the response
+// shapes (streamed chunks add up to the whole answer), the Prometheus text, and the connection
+// table's caps (over socket pairs). The server over HTTP is tested by tests/serve/*.test.mjs
+// (the official openai client; slow and hostile clients in slow.test.mjs).
 #include "llm/chat/chat_template.h"
 #include "llm/generate/generator.h"
+#include "server/connections.h"
 #include "server/metrics.h"
 #include "server/request.h"
 #include "server/response.h"
 #include "test_llm_util.h"
 #include "util/json.h"
 
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cctype>
 #include <cstring>
+#include <fstream>
+#include <set>
 #include <sstream>
+#include <thread>
 
 using namespace wgc;
 using namespace wgc::server;
@@ -515,4 +524,131 @@ TEST(ServerMetrics, PrometheusText) {
     }
     EXPECT_NE(text.find("# TYPE " + name + " "), std::string::npos) << line;
   }
+}
+
+TEST(ServerRequest, TokenizeAnswerInParts) {
+  // A long /tokenize answer is written in parts (its pieces are ~10x the text): the parts, joined,
+  // are the whole answer, at any part size.
+  const auto& tok = model().tok;
+  std::string text;
+  for (int i = 0; i < 40; ++i) text += "The moon \u00e9\u4e2d " + std::to_string(i) + ". ";
+  for (bool pieces : {false, true}) {
+    std::string body = R"({"content": ")" + text + R"(", "with_pieces": )" + (pieces ? "true" : "false") + "}";
+    std::string whole = tokenize(body, tok);
+    TokenizeAnswer t = tokenize_request(body, tok);
+    ASSERT_GT(t.ids.size(), 40u);
+    for (size_t part : {size_t(1), size_t(7), t.ids.size()}) {
+      std::string joined;
+      for (size_t at = 0; at < t.ids.size(); at += part)
+        joined += tokenize_answer_part(t, at, std::min(at + part, t.ids.size()), tok);
+      EXPECT_EQ(joined, whole) << "parts of " << part;
+    }
+    EXPECT_EQ(json::parse(whole)["tokens"].size(), t.ids.size());
+  }
+  TokenizeAnswer none = tokenize_request(R"({"content": ""})", tok);
+  EXPECT_EQ(tokenize_answer_part(none, 0, 0, tok), R"({"tokens":[]})");
+}
+
+// ---- The connection table (server/connections.h), over socket pairs ------------------------------
+
+namespace {
+
+struct Pair {
+  int ours = -1, theirs = -1;
+  Pair() {
+    int fds[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, fds) == 0) {
+      ours = fds[0];
+      theirs = fds[1];
+    }
+  }
+  ~Pair() {
+    ::close(ours);
+    ::close(theirs);
+  }
+  // Our end was shut for reading by the table (a cut): a read sees the end at once.
+  bool cut_for_reading() const {
+    char c;
+    return ::recv(ours, &c, 1, MSG_DONTWAIT) == 0;
+  }
+};
+
+}  // namespace
+
+TEST(ServerConnections, CapsRefuseOrMakeRoomFromIdleAndSlowConnections) {
+  ConnectionTable table({.total = 3, .per_client = 2, .evictable_after = std::chrono::milliseconds(20)});
+  Pair a1, a2, a3, b1, b2;
+  std::string why;
+  auto c1 = table.admit(a1.ours, "10.0.0.1", why);
+  auto c2 = table.admit(a2.ours, "10.0.0.1", why);
+  ASSERT_TRUE(c1 && c2);
+  table.enter(*c1, Phase::Handling);
+  table.enter(*c2, Phase::Handling);
+  // The per-client cap, and nothing to cut (both run a request): refused, saying which cap.
+  EXPECT_EQ(table.admit(a3.ours, "10.0.0.1", why), nullptr);
+  EXPECT_NE(why.find("too many connections from 10.0.0.1 (at most 2 per client"), std::string::npos) << why;
+  // Another client still gets in, up to the total.
+  auto c3 = table.admit(b1.ours, "10.0.0.2", why);
+  ASSERT_TRUE(c3);
+  table.enter(*c3, Phase::Head);  // receiving its request, but for less than evictable_after
+  EXPECT_EQ(table.admit(b2.ours, "10.0.0.2", why), nullptr);
+  EXPECT_NE(why.find("too many connections (at most 3"), std::string::npos) << why;
+  // Once it has been receiving for longer, it is cut to make room (never the ones that run a request).
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  auto c4 = table.admit(b2.ours, "10.0.0.2", why);
+  ASSERT_TRUE(c4);
+  EXPECT_EQ(c3->cut.load(), Cut::Evicted);
+  EXPECT_TRUE(b1.cut_for_reading());
+  EXPECT_EQ(c1->cut.load(), Cut::None);
+  EXPECT_FALSE(a1.cut_for_reading());
+  // An idle connection of the same client makes room under the per-client cap.
+  table.enter(*c2, Phase::Idle);
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  table.release(*c3);  // the cut one leaves
+  auto c5 = table.admit(a3.ours, "10.0.0.1", why);
+  ASSERT_TRUE(c5) << why;
+  EXPECT_EQ(c2->cut.load(), Cut::Evicted);
+  auto n = table.counts();
+  EXPECT_EQ(n.open, 4u);  // c1, c2 (cut, not yet released), c4, c5
+  EXPECT_EQ(n.refused, 2u);
+  EXPECT_EQ(n.evicted, 2u);
+  // Shutdown: every connection cut, new ones refused.
+  table.close_all();
+  EXPECT_EQ(c1->cut.load(), Cut::Stopping);
+  EXPECT_EQ(c2->cut.load(), Cut::Evicted);  // an earlier cut stays
+  EXPECT_TRUE(a1.cut_for_reading());
+  Pair late;
+  EXPECT_EQ(table.admit(late.ours, "10.0.0.3", why), nullptr);
+  EXPECT_EQ(why, "the server is shutting down");
+}
+
+// docs/serving.md's table of options and `wgc serve --help` name the same flags (the docs listed
+// four that the binary had lost).
+TEST(ServeDocs, OptionsTableMatchesTheBinary) {
+  auto flags = [](const std::string& text) {
+    std::set<std::string> out;
+    for (size_t at = text.find("--"); at != std::string::npos; at = text.find("--", at + 2)) {
+      size_t end = at + 2;
+      while (end < text.size() && (std::isalnum(static_cast<unsigned char>(text[end])) || text[end] == '-')) ++end;
+      if (end > at + 2) out.insert(text.substr(at, end - at));
+      at = end - 2;
+    }
+    return out;
+  };
+  std::ifstream in(std::string(WGC_SOURCE_DIR) + "/docs/serving.md");
+  std::string line, table;
+  bool inside = false;
+  while (std::getline(in, line)) {
+    if (line.starts_with("## ")) inside = line == "## Options";
+    if (inside && line.starts_with("| `")) table += line.substr(0, line.find(" | ", 2)) + "\n";  // the first column
+  }
+  auto documented = flags(table);
+  ASSERT_GT(documented.size(), 10u);
+  test::CliResult help = test::run_cli("serve --help");
+  ASSERT_EQ(help.rc, 0) << help.err;
+  auto binary = flags(help.out);
+  binary.erase("--help");
+  EXPECT_EQ(documented, binary);
+  // The queue's refusal is a 503 (it once said 429).
+  EXPECT_EQ(help.out.find("429"), std::string::npos);
 }

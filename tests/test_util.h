@@ -2,6 +2,7 @@
 #pragma once
 
 #include "cpu/compare.h"
+#include "llm/formats/safetensors.h"
 #include "wgc.h"
 
 #include <gtest/gtest.h>
@@ -10,6 +11,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -100,6 +102,20 @@ inline std::filesystem::path temp_dir(const std::string& sub = "") {
 inline std::filesystem::path fixtures_dir() { return env_dir("WGC_FIXTURES", WGC_FIXTURES_DEFAULT); }
 // ../shared/models, or $WGC_MODELS.
 inline std::filesystem::path models_dir() { return env_dir("WGC_MODELS", WGC_MODELS_DEFAULT); }
+
+// Whether `text` holds `part` (for checking messages).
+inline bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// A tensor of a safetensors file (the fixtures' goldens) as values of T (its bytes copied);
+// wgc::Error naming it when absent.
+template <class T>
+std::vector<T> tensor_values(const llm::SafetensorsFile& file, const std::string& name) {
+  const auto* t = file.find(name);
+  if (!t) throw Error("golden tensor missing: " + name);
+  std::vector<T> v(t->data.size() / sizeof(T));
+  std::memcpy(v.data(), t->data.data(), v.size() * sizeof(T));
+  return v;
+}
 
 // `s` quoted for a POSIX shell.
 inline std::string quote(const std::string& s) {

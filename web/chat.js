@@ -10,6 +10,7 @@ import { renderMarkdown } from './markdown.js';
 const $ = (id) => document.getElementById(id);
 const SETTINGS = ['system', 'temperature', 'top_p', 'max_tokens', 'seed'];
 const STORE = 'wgc-chat-settings';
+const KEY_STORE = 'wgc-chat-api-key'; // apart from the settings: Reset settings keeps it
 
 const history = []; // { role, content } of the finished turns
 let conversation = 0; // bumped by New chat: a reply still ending then stays out of the new history
@@ -29,6 +30,24 @@ function loadSettings() {
 function saveSettings() {
   localStorage.setItem(STORE, JSON.stringify(Object.fromEntries(SETTINGS.map((k) => [k, $(k).value]))));
 }
+
+// --- the API key (wgc serve --api-key) ---------------------------------------------------------
+function apiKey() {
+  return $('api_key')?.value.trim() ?? ''; // /local/ has no server, and no field
+}
+function saveKey() {
+  if (apiKey()) localStorage.setItem(KEY_STORE, apiKey());
+  else localStorage.removeItem(KEY_STORE);
+}
+// The headers of every API request: the key when one is set.
+function authHeaders(extra = {}) {
+  return apiKey() ? { ...extra, Authorization: `Bearer ${apiKey()}` } : extra;
+}
+const UNAUTHORIZED = 'Unauthorized: this server requires an API key (it was started with --api-key). ' +
+  'Enter the key under Server, on the right.';
+const WRONG_KEY = 'Unauthorized: the server refused this API key. Check the key under Server, on the right.';
+// The message of a 401: the server wants a key, or another one.
+const unauthorized = () => (apiKey() ? WRONG_KEY : UNAUTHORIZED);
 
 // The request's sampling fields: those the user set (empty ones are left to the server).
 function sampling() {
@@ -174,7 +193,8 @@ async function send(text) {
       status = 'stopped';
     } else {
       status = 'error';
-      showError(`The request failed: ${e.message}`);
+      showError(e.unauthorized ? e.message : `The request failed: ${e.message}`);
+      if (e.unauthorized) $('model').textContent = 'unauthorized';
     }
   } finally {
     controller = null;
@@ -195,25 +215,38 @@ function setBusy(busy) {
 }
 
 // --- the backend: `wgc serve` over HTTP ------------------------------------------------------
-// model(): the model's name (or throws, saying why); stream(request, onPiece): one reply, each
-// piece of text to onPiece, the usage and finish reason into request.stats; rejects with an
-// AbortError when request.signal aborts.
+// model(): the model's name (or throws, saying why: an error's `label` goes where the model's name
+// is shown, its message to the error line); stream(request, onPiece): one reply, each piece of
+// text to onPiece, the usage and finish reason into request.stats; rejects with an AbortError when
+// request.signal aborts, and with an error marked `unauthorized` on a 401.
+const failure = (label, message, extra = {}) => Object.assign(new Error(message), { label, ...extra });
 const serverBackend = {
-  describeFailure: (e) => `Could not ask the server for its model (/v1/models): ${e.message}`,
+  describeFailure: (e) => e.message,
   unreachable: 'server not reachable',
   async model() {
-    const res = await fetch('v1/models');
-    if (!res.ok) throw new Error(await errorText(res));
-    const list = await res.json();
-    return list.data?.[0]?.id ?? null;
+    let res;
+    try {
+      res = await fetch('v1/models', { headers: authHeaders() });
+    } catch (e) {
+      throw failure('server not reachable', `Could not reach the server (/v1/models): ${e.message}`);
+    }
+    if (res.status === 401) throw failure('unauthorized', unauthorized(), { unauthorized: true });
+    try {
+      if (!res.ok) throw new Error(await errorText(res));
+      const list = await res.json();
+      return list.data?.[0]?.id ?? null;
+    } catch (e) {
+      throw failure('server error', `The server did not list its model (/v1/models): ${e.message}`);
+    }
   },
   async stream({ messages, extra, signal, stats }, onPiece) {
     const res = await fetch('v1/chat/completions', {
       method: 'POST',
-      headers: { 'Content-Type': 'application/json', Accept: 'text/event-stream' },
+      headers: authHeaders({ 'Content-Type': 'application/json', Accept: 'text/event-stream' }),
       body: JSON.stringify({ model: model || undefined, messages, stream: true, stream_options: { include_usage: true }, ...extra }),
       signal,
     });
+    if (res.status === 401) throw Object.assign(new Error(unauthorized()), { unauthorized: true });
     if (!res.ok) throw new Error(await errorText(res));
     await readEvents(res.body, (data) => {
       if (data === '[DONE]') return false;
@@ -236,9 +269,10 @@ async function loadModel() {
   try {
     model = await backend.model();
     $('model').textContent = model ? `model: ${model}` : 'no model listed';
+    showError('');
     return true;
   } catch (e) {
-    $('model').textContent = backend.unreachable;
+    $('model').textContent = e.label ?? backend.unreachable;
     showError(backend.describeFailure(e));
     return false;
   }
@@ -248,6 +282,13 @@ async function main() {
   initTheme($('theme'));
   loadSettings();
   for (const k of SETTINGS) $(k).addEventListener('change', saveSettings);
+  if ($('api_key')) {
+    $('api_key').value = localStorage.getItem(KEY_STORE) || '';
+    $('api_key').addEventListener('change', () => {
+      saveKey();
+      loadModel(); // the model list, now with the key
+    });
+  }
   $('reset').addEventListener('click', () => {
     for (const k of SETTINGS) $(k).value = '';
     saveSettings();

@@ -34,11 +34,15 @@ PYBIND11_MODULE(_wgc, m) {
 
   static py::exception<wgc::Error> error(m, "Error", PyExc_RuntimeError);
   static py::exception<wgc::DeviceError> device_error(m, "DeviceError", error.ptr());
+  static py::exception<wgc::DeviceLost> device_lost(m, "DeviceLost", device_error.ptr());
   static py::exception<wgc::GpuError> gpu_error(m, "GpuError", error.ptr());
   static py::exception<wgc::LimitError> limit_error(m, "LimitError", error.ptr());
   static py::exception<wgc::ShaderError> shader_error(m, "ShaderError", error.ptr());
   error.doc() = "An error from wgc's library (its message names what failed).";
   device_error.doc() = "No usable adapter, a lost device, or a failed device request.";
+  device_lost.doc() =
+      "The GPU device was lost (driver reset, GPU reclaimed): every object made on its Context is gone. "
+      "Retryable: make a new Context (and model) and run the work again.";
   gpu_error.doc() = "Dawn reported a validation or out-of-memory error for an operation.";
   limit_error.doc() = "A request past a device limit (buffer size, workgroups, bindings).";
   shader_error.doc() =
@@ -55,6 +59,8 @@ PYBIND11_MODULE(_wgc, m) {
       exc.attr("line") = msgs.empty() ? py::object(py::none()) : msgs[0].cast<py::tuple>()[0];
       exc.attr("column") = msgs.empty() ? py::object(py::none()) : msgs[0].cast<py::tuple>()[1];
       PyErr_SetObject(shader_error.ptr(), exc.ptr());
+    } catch (const wgc::DeviceLost& e) {
+      raise(device_lost, e.what());
     } catch (const wgc::DeviceError& e) {
       raise(device_error, e.what());
     } catch (const wgc::GpuError& e) {

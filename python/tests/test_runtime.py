@@ -70,6 +70,8 @@ def test_errors_are_a_hierarchy():
     for e in (wgc.DeviceError, wgc.GpuError, wgc.LimitError, wgc.ShaderError):
         assert issubclass(e, wgc.Error)
     assert issubclass(wgc.Error, RuntimeError)
+    # A lost GPU device: retryable on a new Context (the C++ side: tests/test_device_loss.cpp).
+    assert issubclass(wgc.DeviceLost, wgc.DeviceError)
 
 
 def test_a_buffer_past_the_device_limit_is_a_limit_error(ctx):

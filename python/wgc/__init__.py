@@ -20,7 +20,7 @@ from typing import Any, Dict, Optional
 from . import _wgc, cnn
 from ._ops import add, blur, conv2d, map, matmul, max, mean, min, mul, sobel, sum
 from ._run import run
-from ._wgc import (Context, DeviceError, Error, GpuError, LimitError, ShaderError, TextStream, Tensor,
+from ._wgc import (Context, DeviceError, DeviceLost, Error, GpuError, LimitError, ShaderError, TextStream, Tensor,
                    default_context)
 from .llm import LLM
 
@@ -29,7 +29,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Context", "Tensor", "LLM", "cnn", "TextStream", "info", "default_context", "run",
     "matmul", "add", "mul", "map", "sum", "max", "min", "mean", "sobel", "blur", "conv2d",
-    "Error", "DeviceError", "GpuError", "LimitError", "ShaderError",
+    "Error", "DeviceError", "DeviceLost", "GpuError", "LimitError", "ShaderError",
 ]
 
 

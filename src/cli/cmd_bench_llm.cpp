@@ -343,7 +343,7 @@ Register reg{
        add_number(app, "--bandwidth", f->bandwidth,
                   "memory bandwidth in GB/s to compare decode with (default: measured; 0: none)");
        add_number(app, "--batch", p.batch, "tokens per prefill batch");
-       add_number(app, "--threads", p.threads, "the CPU engine's threads (default 0: every processor)");
+       add_number(app, "--threads,-t", p.threads, "the CPU engine's threads (default 0: every processor)");
        add_number(app, "--seed", p.seed, "seed of the random prompt tokens");
        app.add_flag("--no-warmup", f->no_warmup, "no untimed warm-up run before each test");
        add_number(app, "--decode-ahead", p.decode_ahead, "decode steps in flight (1: synchronous)");

@@ -6,9 +6,9 @@
 #include "gpu/context.h"
 #include "llm/generate/chat_session.h"
 #include "util/error.h"
+#include "util/signals.h"
 
 #include <atomic>
-#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -30,16 +30,16 @@ struct Flags {
   bool timings = false;
 };
 
-// Ctrl-C: the first stops the reply (or the line being typed); a second one before that is
-// handled ends the process as Ctrl-C does elsewhere.
+// Ctrl-C (util/signals.h): the first stops the reply (or the line being typed); a second one
+// before that is handled ends the process as Ctrl-C does elsewhere.
 std::atomic<bool> g_interrupted{false};
 
-void on_sigint(int) {
-  if (g_interrupted.exchange(true)) {
-    std::signal(SIGINT, SIG_DFL);
-    std::raise(SIGINT);
-  }
-}
+constexpr const char* kChatHelp =
+    "  /help     this list\n"
+    "  /reset    start over: forget the conversation (the system prompt stays)\n"
+    "  /exit     leave (also /quit, Ctrl-D)\n"
+    "  Ctrl-C    stop the reply being written (twice: leave)\n"
+    "Anything else is sent to the model. Line editing and history (arrow keys) work on a terminal.\n";
 
 // One line of input: libedit on a terminal (editing, history), std::getline otherwise.
 class LineReader {
@@ -83,7 +83,7 @@ int chat(const Flags& f) {
   GenerateOptions o = generate_options(f.m, path);
   LoadedModel m = open_model_files(path, f.m.tokenizer);
   if (!m.tok) throw Error("wgc chat: " + path.string() + " has no tokenizer: give --tokenizer PATH");
-  Generator gen(start_engine(m, llm_backend(f.m.gpu), f.m.ctx, !f.m.no_q8), m.tok);
+  Generator gen(start_engine(m, llm_backend(f.m.gpu), f.m.ctx, !f.m.no_q8, f.m.threads), m.tok);
   ChatSession session(gen, f.system);
   info("sampling: " + o.sampling.describe());
 
@@ -93,16 +93,13 @@ int chat(const Flags& f) {
     std::fprintf(stderr,
                  "note: this model has no chat template: what you type is continued as plain text "
                  "(the conversation so far stays in the context)\n");
-  if (in.tty() && !quiet) std::fprintf(stderr, "/exit or Ctrl-D leaves, /reset starts over, Ctrl-C stops a reply\n");
+  if (in.tty() && !quiet) std::fprintf(stderr, "/help lists the commands; Ctrl-C stops a reply, Ctrl-D leaves\n");
 
-  struct sigaction sa {
-  }, old{};
-  sa.sa_handler = on_sigint;
-  sigemptyset(&sa.sa_mask);
-  ::sigaction(SIGINT, &sa, &old);
+  InterruptFlag interrupt(g_interrupted);
   o.cancel = &g_interrupted;
   o.on_prefill = prefill_progress();
 
+  bool first_reply = true;
   while (auto line = in.read()) {
     if (*line == "/exit" || *line == "/quit") break;
     if (*line == "/reset") {
@@ -110,32 +107,52 @@ int chat(const Flags& f) {
       if (!quiet) std::fprintf(stderr, "(conversation cleared)\n");
       continue;
     }
+    if (*line == "/help" || *line == "/?") {
+      std::fputs(kChatHelp, stderr);
+      continue;
+    }
+    if (line->starts_with('/') && line->find(' ') == std::string::npos && line->size() > 1 && line->size() < 16 &&
+        line->find('/', 1) == std::string::npos) {  // "/exti": a mistyped command, not a message
+      std::fprintf(stderr,
+                   "unknown command %s: /help lists them (a message that begins with / : type it after a space)\n",
+                   line->c_str());
+      continue;
+    }
     if (line->empty()) continue;
     g_interrupted = false;
     ChatReply r;
+    std::unique_ptr<Waiting> wait = first_reply ? first_steps_wait(m) : nullptr;  // SwiftShader compiling
+    first_reply = false;
     try {
-      r = session.send(*line, o, [](std::string_view s) {
+      r = session.send(*line, o, [&wait](std::string_view s) {
+        wait.reset();
         std::fwrite(s.data(), 1, s.size(), stdout);
         std::fflush(stdout);
       });
+      wait.reset();
     } catch (const Error& e) {
-      std::fprintf(stderr, "%s\n", e.what());
+      wait.reset();
+      std::fprintf(stderr, "%s\n", in_flag_terms(e.what()).c_str());
       continue;
     }
     std::printf("\n");
     std::fflush(stdout);
+    const int64_t trained = m.file.config().max_position_embeddings;
+    const std::string ctx_hint = " (--ctx N gives a larger context" +
+                                 (trained > 0 ? ", up to the model's " + std::to_string(trained) : std::string()) + ")";
     if (r.dropped_turns > 0)
       warn("the context was full: the oldest " + std::to_string(r.dropped_turns) + " turn" +
-           (r.dropped_turns == 1 ? " was" : "s were") + " dropped" + (f.system ? " (the system prompt is kept)" : ""));
+           (r.dropped_turns == 1 ? " was" : "s were") + " dropped" + (f.system ? " (the system prompt is kept)" : "") +
+           ctx_hint);
     if (r.result.stop == StopReason::Cancelled && !quiet) std::fprintf(stderr, "(stopped)\n");
-    if (r.result.stop == StopReason::ContextFull) warn(r.result.message + "; the next turn drops the oldest turns");
+    if (r.result.stop == StopReason::ContextFull)
+      warn(in_flag_terms(r.result.message) + "; the next turn drops the oldest turns");
     if (f.timings) {
       r.result.timings.load_ms = m.load_ms;
       std::fprintf(stderr, "%s", r.result.timings.summary().c_str());
     }
     g_interrupted = false;
   }
-  ::sigaction(SIGINT, &old, nullptr);
   return 0;
 }
 

@@ -61,7 +61,7 @@ struct Flags {
   std::vector<std::string> inputs, images;
   std::vector<int> batches{1};
   int top = 5, repeats = 20;
-  bool force = false, profile = false;  // force: infer's --force
+  bool force = false, profile = false, json = false;  // force: infer's --force; json: classify's
 };
 
 void add_common(CLI::App& app, Flags& f, const char* device_default) {
@@ -166,11 +166,27 @@ int classify_cmd(const Flags& f) {
   size_t classes = size_t(y.shape[1]);
   if (classes == 1000 && cnn::imagenet_classes().empty())
     std::fprintf(stderr, "wgc classify: this build has no ImageNet class names (scripts/setup.sh); showing indices\n");
+  json::Value all = json::Value::array();
   for (size_t i = 0; i < images.size(); ++i) {
+    auto best = cnn::top_k(std::span(y.f).subspan(i * classes, classes), int(top));
+    if (f.json) {
+      json::Value img = json::Value::object(), list = json::Value::array();
+      img.set("image", images[i]);
+      for (const auto& p : best) {
+        json::Value c = json::Value::object();
+        c.set("index", p.index);
+        c.set("label", p.label);
+        c.set("score", double(p.score));
+        list.push_back(std::move(c));
+      }
+      img.set("top", std::move(list));
+      all.push_back(std::move(img));
+      continue;
+    }
     std::printf("%s\n", images[i].c_str());
-    for (const auto& p : cnn::top_k(std::span(y.f).subspan(i * classes, classes), int(top)))
-      std::printf("  %6.2f%%  %4d  %s\n", 100.0 * p.score, p.index, p.label.c_str());
+    for (const auto& p : best) std::printf("  %6.2f%%  %4d  %s\n", 100.0 * p.score, p.index, p.label.c_str());
   }
+  if (f.json) std::printf("%s\n", all.dump(1).c_str());
   return 0;
 }
 
@@ -230,7 +246,22 @@ int bench_cnn_cmd(const Flags& f) {
     for (auto& v : x.f) v = nd(rng);
     std::vector<cnn::HostTensor> xs{x};
     bool gpu = m.on_gpu(xs);
+    if (profile && !gpu && b == batches.front())
+      warn("--profile times GPU dispatches; batch " + std::to_string(b) + " runs on the CPU (--device gpu)");
+    // What the run waits for, with an estimate once the warm-up has been timed (SwiftShader's GPU
+    // path takes minutes per batch size).
+    const bool say = verbosity() != Verbosity::Quiet;
+    if (say) std::fprintf(stderr, "wgc bench-cnn: batch %d on the %s: warm-up run...\n", b, gpu ? "GPU" : "CPU");
+    auto w0 = std::chrono::steady_clock::now();
     m.run(xs);  // warm-up: plan, buffers, pipelines, prepared weights
+    if (say) {
+      const double per_run = std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
+      // The passes below: three end-to-end (one untimed run each), pipelined, GPU-only, two spans,
+      // in place (two fills); the CPU path only the first.
+      const int runs = gpu ? 6 * repeats + 2 * std::min(repeats, 10) + 5 + int(profile) : repeats + 1;
+      std::fprintf(stderr, "wgc bench-cnn: batch %d: %d more runs, about %.0f s at the warm-up's pace (%.2f s)\n", b,
+                   runs, per_run * runs, per_run);
+    }
     // One inference at a time (upload, one submit, readback), with the host's share of each run.
     struct E2e {
       std::vector<double> ms, input, submit, ahead, wait;
@@ -442,19 +473,20 @@ Register reg_infer{{"infer",
                       add_force(app, f->force);
                       return [f] { return infer_cmd(*f); };
                     }}};
-Register reg_classify{{"classify",
-                       "ImageNet classification of PNG/JPEG images (torchvision preprocessing, top-k with names)",
-                       [](CLI::App& app) {
-                         auto f = std::make_shared<Flags>();
-                         add_common(app, *f, "auto");
-                         add_number(app, "--top", f->top, "classes shown per image");
-                         app.add_option("IMAGE", f->images, "PNG or JPEG images")->required();
-                         return [f] { return classify_cmd(*f); };
-                       }}};
+Register reg_classify{
+    {"classify", "ImageNet classification of PNG/JPEG images (torchvision preprocessing, top-k with names)",
+     [](CLI::App& app) {
+       auto f = std::make_shared<Flags>();
+       add_common(app, *f, "auto");
+       add_number(app, "--top", f->top, "classes shown per image");
+       app.add_flag("--json", f->json, "print JSON: per image its path and top classes (index, label, score)");
+       add_rest(app, f->images, "IMAGE ...", "PNG or JPEG images (required)");
+       return [f] { return classify_cmd(*f); };
+     }}};
 Register reg_bench{
     {"bench-cnn", "images/s of an ONNX model per batch size; --profile: GPU time per layer", [](CLI::App& app) {
        auto f = std::make_shared<Flags>();
-       add_common(app, *f, "gpu");
+       add_common(app, *f, "auto");
        add_numbers(app, "--batch", f->batches, "batch sizes, one test each");
        add_number(app, "-r,--repetitions", f->repeats, "timed runs per batch size");
        app.add_flag("--profile", f->profile, "GPU time per layer (one more run, timed per dispatch)");

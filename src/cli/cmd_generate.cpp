@@ -4,12 +4,12 @@
 #include "gpu/context.h"
 #include "util/error.h"
 #include "util/json.h"
+#include "util/signals.h"
 
+#include <atomic>
 #include <cstdio>
 #include <optional>
 #include <string>
-
-#include <unistd.h>
 
 namespace wgc::cli {
 namespace {
@@ -21,8 +21,11 @@ struct Flags {
   ModelFlags m;
   std::optional<std::string> prompt, file;
   std::vector<int64_t> tokens;
-  bool no_special = false, json = false;
+  bool no_special = false, json = false, echo = false;
 };
+
+// Ctrl-C stops the generation (util/signals.h); the text so far and the timings are still printed.
+std::atomic<bool> g_interrupted{false};
 
 json::Value ids_json(const std::vector<int32_t>& ids) {
   auto a = json::Value::array();
@@ -53,17 +56,34 @@ int generate(const Flags& f) {
     throw Error("wgc: the prompt has " + std::to_string(ids.size()) + " tokens but the context holds " +
                 std::to_string(f.m.ctx) + " (shorten the prompt or raise --ctx, up to the model's own context)");
 
-  Generator gen(start_engine(m, llm_backend(f.m.gpu), f.m.ctx, !f.m.no_q8), m.tok);
+  Generator gen(start_engine(m, llm_backend(f.m.gpu), f.m.ctx, !f.m.no_q8, f.m.threads), m.tok);
   info("sampling: " + o.sampling.describe());
+  std::unique_ptr<Waiting> wait = first_steps_wait(m);  // ends at the first text
+  bool echoed = !f.echo || f.json;
+  auto echo = [&] {  // the prompt as given (llama-cli prints it too); after the waiting line, if any
+    if (echoed) return;
+    echoed = true;
+    std::string shown = prompt ? *prompt : (m.tok ? m.tok->decode(ids, true) : std::string());
+    std::fwrite(shown.data(), 1, shown.size(), stdout);
+    std::fflush(stdout);
+  };
+  if (!wait) echo();
   TextCallback stream;
   if (!f.json)
-    stream = [](std::string_view s) {
+    stream = [&](std::string_view s) {
+      wait.reset();
+      echo();
       std::fwrite(s.data(), 1, s.size(), stdout);
       std::fflush(stdout);
     };
-  o.on_prefill = prefill_progress();
+  if (!wait) o.on_prefill = prefill_progress();
+  InterruptFlag interrupt(g_interrupted);
+  o.cancel = &g_interrupted;
   GenerateResult r = gen.generate(std::span<const int32_t>(ids), o, stream);
+  wait.reset();
+  echo();
   r.timings.load_ms = m.load_ms;
+  const bool interrupted = r.stop == StopReason::Cancelled;
 
   const bool quiet = verbosity() == Verbosity::Quiet;
   if (f.json) {
@@ -79,15 +99,15 @@ int generate(const Flags& f) {
     out.set("timings", timings_json(r.timings));
     std::printf("%s\n", out.dump().c_str());
   } else {
-    if (isatty(STDOUT_FILENO) && (r.text.empty() || r.text.back() != '\n')) std::printf("\n");
+    if (r.text.empty() || r.text.back() != '\n') std::printf("\n");  // the shell's prompt on a line of its own
     std::fflush(stdout);
     if (!quiet) {
       std::fprintf(stderr, "\n%s", r.timings.summary().c_str());
       std::fprintf(stderr, "stopped: %s\n", std::string(to_string(r.stop)).c_str());
     }
   }
-  if (r.stop == StopReason::ContextFull) warn(r.message + " (--ctx sets the context size)");
-  return 0;
+  if (r.stop == StopReason::ContextFull) warn(in_flag_terms(r.message));
+  return interrupted ? 130 : 0;  // as a shell reports Ctrl-C
 }
 
 Register reg{
@@ -98,6 +118,7 @@ Register reg{
        add_numbers(app, "--tokens", f->tokens, "the prompt as token ids instead (comma-separated)");
        add_model_flags(app, f->m, 128);
        app.add_flag("--no-special", f->no_special, "text prompts: no BOS or other special tokens added");
+       app.add_flag("--echo", f->echo, "print the prompt before the generated text (as llama-cli does)");
        app.add_flag("--json", f->json, "print the result as JSON (ids, text, stop reason, seed, timings)");
        return [f] { return generate(*f); };
      }}};

@@ -97,6 +97,7 @@ int sobel_cmd(const ImageArgs& r) {
 int blur_cmd(const ImageArgs& r) {
   check(r);
   float s = r.sigma;
+  if (!(s > 0.f)) throw UsageError("--sigma must be above 0 (a blur of sigma 0 copies the image unchanged)");
   cpu::gaussian_radius(s);  // a bad sigma fails before any work
   return run_filter(
       "blur", StencilOp::GaussianBlur, r, s,
@@ -110,6 +111,15 @@ Register reg_sobel{
     {"sobel", "Sobel edge magnitude of an image's luma (PNG/JPEG in and out, by extension)", [](CLI::App& app) {
        auto r = std::make_shared<ImageArgs>();
        add_image_flags(app, *r);
+       // Not a flag of sobel: said plainly rather than as an unknown flag.
+       app.add_option_function<std::string>(
+              "--sigma",
+              [](const std::string&) -> void {
+                throw UsageError(
+                    "sobel takes no --sigma: its 3x3 kernel is fixed (wgc blur --sigma S smooths an image)");
+              },
+              "")
+           ->group("");
        return [r] { return sobel_cmd(*r); };
      }}};
 Register reg_blur{{"blur", "Gaussian blur (radius ceil(3 sigma)) of a PNG/JPEG image", [](CLI::App& app) {

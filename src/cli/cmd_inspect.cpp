@@ -5,6 +5,7 @@
 #include "llm/formats/model_file.h"
 #include "llm/formats/safetensors.h"
 #include "util/error.h"
+#include "util/format.h"
 #include "util/json.h"
 
 #include <cstdio>
@@ -20,23 +21,6 @@ namespace fs = std::filesystem;
 
 constexpr size_t kMaxItems = 8;     // array items shown
 constexpr size_t kMaxString = 120;  // characters of a string shown
-
-std::string human_bytes(uint64_t b) {
-  char buf[32];
-  if (b < 1000) {
-    std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(b));
-  } else {
-    const char* units[] = {"KB", "MB", "GB", "TB"};
-    double x = double(b) / 1000;
-    int u = 0;
-    while (x >= 1000 && u < 3) {
-      x /= 1000;
-      ++u;
-    }
-    std::snprintf(buf, sizeof buf, "%.1f %s", x, units[u]);
-  }
-  return buf;
-}
 
 std::string shape_str(const std::vector<int64_t>& s) {
   std::string out = "[";
@@ -379,15 +363,16 @@ void print_text(const ModelFile& m) {
 }
 
 struct Flags {
-  std::string model;
+  std::optional<std::string> model, positional;
   bool json = false;
 };
 
 int inspect(const Flags& f) {
+  if (f.model && f.positional) throw UsageError("give the model once: as MODEL or as --model");
   OpenOptions opt;
   opt.prefault = false;  // only headers are needed
   opt.progress = false;
-  ModelFile m = open_model(model_path(f.model), opt);
+  ModelFile m = open_model(model_path(f.model ? f.model : f.positional), opt);
   if (f.json)
     std::cout << describe_json(m).dump(2) << "\n";
   else
@@ -395,14 +380,15 @@ int inspect(const Flags& f) {
   return 0;
 }
 
-Register reg{
-    {"inspect", "a model file or folder (GGUF, safetensors): architecture, sizes, tensors, metadata, tokenizer",
-     [](CLI::App& app) {
-       auto f = std::make_shared<Flags>();
-       app.add_flag("--json", f->json, "print JSON instead of text");
-       app.add_option("MODEL", f->model, "a GGUF file, Hugging Face folder or pulled owner/name[/FILE]")->required();
-       return [f] { return inspect(*f); };
-     }}};
+Register reg{{"inspect",
+              "a model file or folder (GGUF, safetensors): architecture, sizes, tensors, metadata, tokenizer",
+              [](CLI::App& app) {
+                auto f = std::make_shared<Flags>();
+                app.add_flag("--json", f->json, "print JSON instead of text");
+                add_text(app, "--model,-m", f->model, kModelHelp)->type_name("MODEL");
+                add_text(app, "MODEL", f->positional, "the model, as --model takes it");
+                return [f] { return inspect(*f); };
+              }}};
 
 }  // namespace
 }  // namespace wgc::cli

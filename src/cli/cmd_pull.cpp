@@ -3,6 +3,7 @@
 #include "cli/command.h"
 #include "llm/hub/hub.h"
 #include "util/error.h"
+#include "util/format.h"
 
 #include <cstdio>
 
@@ -15,37 +16,36 @@ struct Flags {
   bool list = false;
 };
 
-std::string size_text(uint64_t b) {
-  char buf[32];
-  double x = double(b);
-  std::snprintf(buf, sizeof buf,
-                x >= 1e9   ? "%.2f GB"
-                : x >= 1e6 ? "%.1f MB"
-                           : "%.1f KB",
-                x >= 1e9   ? x / 1e9
-                : x >= 1e6 ? x / 1e6
-                           : x / 1e3);
-  return buf;
+int pull_cmd(const Flags& f);
+
+// A pull that could not reach the hub: what to try, in the command's terms.
+int pull(const Flags& f) {
+  try {
+    return pull_cmd(f);
+  } catch (const llm::HubConnectionError& e) {
+    throw Error(std::string(e.what()) + ". Run the same command again when the hub is reachable (what was pulled is " +
+                "kept, a partial file resumes); --revision picks another branch, tag or commit of the repository");
+  }
 }
 
-int pull(const Flags& f) {
+int pull_cmd(const Flags& f) {
   auto ref = llm::parse_hub_ref(f.ref);
   if (!ref) throw UsageError("'" + f.ref + "' is not a model on the hub (owner/name or owner/name/FILE)");
   llm::HubOptions o;
   o.revision = f.revision;
   if (f.list) {
     for (const auto& file : llm::hub_list(ref->repo, o))
-      std::printf("%10s  %s\n", size_text(file.size).c_str(), file.path.c_str());
+      std::printf("%10s  %s\n", human_bytes(file.size).c_str(), file.path.c_str());
     return 0;
   }
   info("pulling " + ref->str() + " from " + llm::hub_endpoint(o) + " into " + llm::hub_cache_dir(o).string());
   auto r = llm::hub_pull(*ref, o, [](const llm::HubFile& file) {
     if (verbosity() != Verbosity::Quiet)
-      std::fprintf(stderr, "wgc pull: %s (%s)\n", file.path.c_str(), size_text(file.size).c_str());
+      std::fprintf(stderr, "wgc pull: %s (%s)\n", file.path.c_str(), human_bytes(file.size).c_str());
   });
   if (verbosity() != Verbosity::Quiet)
     std::fprintf(stderr, "wgc pull: %d downloaded, %d resumed, %d already there (%s received)\n", r.downloaded,
-                 r.resumed, r.present, size_text(r.bytes).c_str());
+                 r.resumed, r.present, human_bytes(r.bytes).c_str());
   std::printf("%s\n", r.path.c_str());  // what --model takes (the name itself works too)
   return 0;
 }

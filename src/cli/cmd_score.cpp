@@ -23,6 +23,7 @@ struct Flags {
   std::vector<int64_t> tokens;
   std::string tokenizer;
   bool force = false, no_special = false;
+  int threads = 0;
 };
 
 int score(const Flags& f) {
@@ -43,6 +44,7 @@ int score(const Flags& f) {
   if (ids.empty()) throw Error("wgc score: no tokens");
   EngineOptions eo;
   eo.max_ctx = int(ids.size());
+  eo.threads = checked_threads(f.threads);
   LlmBackend be = llm_backend(f.gpu);
   eo.device = be.device;
   LlamaModel m(be.ctx, file, eo);
@@ -58,12 +60,13 @@ Register reg{{"score", "the logits of every position, written as a float32 NumPy
                 auto f = std::make_shared<Flags>();
                 add_text(app, "--model,-m", f->model, kModelHelp)->type_name("MODEL");
                 add_numbers(app, "--tokens", f->tokens, "the token ids to score (comma-separated)");
-                add_text(app, "--prompt", f->prompt, "text to tokenize and score instead of --tokens");
+                add_text(app, "--prompt,-p", f->prompt, "text to tokenize and score instead of --tokens");
                 add_text(app, "--out", f->out, "the .npy file to write (required)")->type_name("FILE");
                 add_force(app, f->force);
                 app.add_option("--tokenizer", f->tokenizer,
                                "a tokenizer.json, folder or .gguf (default: the model's own)");
                 app.add_flag("--no-special", f->no_special, "--prompt: no BOS or other special tokens added");
+                add_threads_flag(app, f->threads);
                 add_gpu_flags(app, f->gpu);
                 return [f] { return score(*f); };
               }}};

@@ -7,13 +7,17 @@
 #include "llm/generate/default_model.h"
 #include "llm/generate/generator.h"
 #include "llm/serve/scheduler.h"
+#include "llm/serve/served_model.h"
 #include "server/server.h"
+#include "util/signals.h"
 
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
+#include <fstream>
 #include <thread>
 
 #include <unistd.h>
@@ -31,8 +35,22 @@ struct Flags {
   std::string tokenizer;
   server::ServerOptions so;
   llm::SchedulerOptions sched;
-  int max_body = 8 << 20, grace_s = 30, gpu_index = -1;
+  std::optional<std::string> api_key_file;
+  int max_body = 8 << 20, grace_s = 30, gpu_index = -1, threads = 0;
+  int max_conn = 0, max_conn_client = 0;
+  double request_timeout_s = 30;
 };
+
+// The API key from --api-key-file: its first line (a key in the process list is every user's).
+std::string read_key_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error("wgc serve: cannot read --api-key-file " + path + " (" + std::strerror(errno) + ")");
+  std::string key;
+  std::getline(in, key);
+  while (!key.empty() && (key.back() == '\r' || key.back() == ' ' || key.back() == '\t')) key.pop_back();
+  if (key.empty()) throw Error("wgc serve: --api-key-file " + path + " is empty (the key is its first line)");
+  return key;
+}
 
 // `v` within [lo, hi], else a UsageError naming the flag.
 int in_range(int v, const char* flag, int lo, int hi) {
@@ -48,10 +66,19 @@ int serve(const Flags& f) {
   std::string name = f.name.value_or(path.stem().string());
   server::ServerOptions so = f.so;
   in_range(so.port, "--port", 0, 65535);
+  if (f.api_key_file) {
+    if (!so.api_key.empty()) throw UsageError("give --api-key or --api-key-file, not both");
+    so.api_key = read_key_file(*f.api_key_file);
+  }
   if (so.api_key.empty())
     if (const char* env = std::getenv("WGC_API_KEY")) so.api_key = env;
   so.max_body_bytes = size_t(in_range(f.max_body, "--max-body", 1024, 1 << 30));
   so.shutdown_grace = std::chrono::seconds(in_range(f.grace_s, "--shutdown-grace", 0, 3600));
+  so.max_connections = in_range(f.max_conn, "--max-connections", 0, 1000);
+  so.max_connections_per_client = in_range(f.max_conn_client, "--max-connections-per-client", 0, 1000);
+  if (!(f.request_timeout_s >= 0.1 && f.request_timeout_s <= 3600))
+    throw UsageError("--request-timeout expects seconds in [0.1, 3600], got " + std::to_string(f.request_timeout_s));
+  so.request_timeout = std::chrono::milliseconds(int64_t(f.request_timeout_s * 1000));
   llm::SchedulerOptions sched = f.sched;
   in_range(sched.parallel, "--parallel", 1, 1024);
   in_range(sched.max_queue, "--max-queue", 0, 100000);
@@ -82,16 +109,23 @@ int serve(const Flags& f) {
   LlmBackend be = llm_backend(f.gpu, gpu);
   llm::EngineOptions eo;
   eo.max_ctx = sched.max_ctx;
+  eo.threads = checked_threads(f.threads);
   eo.device = be.device;
-  llm::LlamaModel model(be.ctx, file, eo);
-  say_engine_choice(model);
-  llm::Scheduler scheduler(model, *tok, sched);
+  // A lost GPU device (driver reset, GPU reclaimed) is survived: the scheduler has the model
+  // rebuilt on a new device from the file (llm/serve/served_model.h).
+  llm::ServedModel served(file, be.ctx, eo);
+  const std::string engine = engine_name(served.model(), be);
+  say_engine_choice(served.model());
+  llm::Scheduler scheduler(served.model(), *tok, sched, served.recovery([](const std::string& line) {
+    std::fprintf(stderr, "wgc serve: %s\n", line.c_str());
+  }));
 
   server::ModelInfo info{name, &*tok, &chat, scheduler.options().max_ctx, llm::default_sampling(path)};
-  server::Server srv(scheduler, info, be.ctx, so);
+  server::Server srv(
+      scheduler, info, [&served] { return served.context(); }, so);
   std::fprintf(stderr, "wgc serve: %s on %s, context %d, parallel %d, KV pool %d blocks of %d tokens%s%s\n",
-               name.c_str(), engine_name(model, be).c_str(), info.max_ctx, sched.parallel,
-               scheduler.options().kv_blocks, scheduler.options().kv_block_tokens,
+               name.c_str(), engine.c_str(), info.max_ctx, sched.parallel, scheduler.options().kv_blocks,
+               scheduler.options().kv_block_tokens,
                chat.is_fallback() ? ", no chat template (plain-text chat rendering)" : "",
                so.api_key.empty() ? "" : ", API key required");
   std::fprintf(stderr, "wgc serve: listening on http://%s:%d\n", so.host.c_str(), srv.port());
@@ -106,7 +140,8 @@ int serve(const Flags& f) {
     [[maybe_unused]] ssize_t n = write(signal_pipe[1], &b, 1);
   };
   sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
+  const bool keep_sigint = !signal_ignored(SIGINT);  // `wgc serve &` in a script: SIGINT stays ignored
+  if (keep_sigint) sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
   std::thread watcher([&] {
     unsigned char sig = 0;
@@ -121,7 +156,7 @@ int serve(const Flags& f) {
   unsigned char zero = 0;
   [[maybe_unused]] ssize_t n = write(signal_pipe[1], &zero, 1);
   watcher.join();
-  signal(SIGINT, SIG_DFL);
+  if (keep_sigint) signal(SIGINT, SIG_DFL);
   signal(SIGTERM, SIG_DFL);
   std::fprintf(stderr, "wgc serve: stopped\n");
   return 0;
@@ -137,13 +172,35 @@ Register reg{{"serve", "OpenAI-compatible HTTP server for a language model (defa
                 add_text(app, "--name", f->name, "the model's id in the API (default: the file's name)");
                 app.add_option("--host", f->so.host, "the address to listen on");
                 add_number(app, "--port", f->so.port, "the port to listen on (0: any free one)");
-                app.add_option("--api-key", f->so.api_key, "require this bearer token (or WGC_API_KEY)")
+                app.add_option("--api-key", f->so.api_key,
+                               "require this bearer token (visible in the process list: prefer --api-key-file "
+                               "or WGC_API_KEY)")
                     ->type_name("KEY")
                     ->default_str("");
+                add_text(app, "--api-key-file", f->api_key_file, "require the bearer token on this file's first line")
+                    ->type_name("PATH");
                 add_number(app, "--parallel", f->sched.parallel, "sequences decoded together");
-                add_number(app, "--ctx", f->sched.max_ctx, "context per sequence in tokens; 0: the model's, capped");
-                add_number(app, "--max-queue", f->sched.max_queue, "waiting requests beyond which new ones get 429");
-                add_number(app, "--max-body", f->max_body, "the largest request body in bytes");
+                add_ctx_flag(app, f->sched.max_ctx, "context per sequence in tokens; 0: the model's, capped");
+                add_threads_flag(app, f->threads);
+                add_number(app, "--max-queue", f->sched.max_queue,
+                           "waiting requests beyond which new ones get 503 with Retry-After");
+                add_number(app, "--kv-blocks", f->sched.kv_blocks,
+                           "KV-cache blocks shared by the sequences (default 0: parallel x ctx / block, at most "
+                           "48 GiB)");
+                add_number(app, "--kv-block", f->sched.kv_block_tokens, "tokens per KV-cache block");
+                add_number(app, "--prefill-chunk", f->sched.prefill_chunk, "prompt tokens per step");
+                add_text(app, "--kernel", f->kernel,
+                         "the engine's linear kernels: auto, batched, batched-q8 or naive (default: auto)")
+                    ->type_name("K");
+                add_number(app, "--max-body", f->max_body, "the largest request body in bytes (chunked ones too)");
+                add_number(app, "--max-connections", f->max_conn,
+                           "open connections at once (default 0: parallel + max-queue + 16, at most 1000); past "
+                           "it an idle or slow one is closed, else 503");
+                add_number(app, "--max-connections-per-client", f->max_conn_client,
+                           "open connections from one address (default 0: 3/4 of --max-connections; behind a proxy "
+                           "give --max-connections)");
+                add_number(app, "--request-timeout", f->request_timeout_s,
+                           "seconds a request's headers and body may take to arrive (else 408)");
                 add_number(app, "--shutdown-grace", f->grace_s, "seconds running requests get to finish on SIGTERM");
                 add_number(app, "--gpu", f->gpu_index, "the adapter's index (wgc info lists them); -1: the default");
                 add_gpu_flags(app, f->gpu);

@@ -8,6 +8,8 @@
 #include "util/error.h"
 #include "util/json.h"
 
+#include <charconv>
+#include <cstdint>
 #include <cstdio>
 #include <iostream>
 #include <iterator>
@@ -23,7 +25,7 @@ std::string read_stdin() {
 }
 
 struct Flags {
-  std::optional<std::string> model;
+  std::optional<std::string> model, prompt;
   bool json = false, pieces = false, no_special = false, skip_special = false;
   std::vector<std::string> words;
 };
@@ -41,8 +43,11 @@ int tokenize(const Flags& f) {
   const bool json = f.json, pieces = f.pieces, no_special = f.no_special;
   llm::Tokenizer tok = tokenizer_of(f);
   const auto& words = f.words;
+  if (f.prompt && !words.empty()) throw UsageError("give the text as --prompt TEXT or as arguments, not both");
   std::string text;
-  if (words.empty() || (words.size() == 1 && words[0] == "-")) {
+  if (f.prompt) {
+    text = *f.prompt;
+  } else if (words.empty() || (words.size() == 1 && words[0] == "-")) {
     text = read_stdin();
   } else {
     for (size_t i = 0; i < words.size(); ++i) text += (i ? " " : "") + words[i];
@@ -99,8 +104,10 @@ std::vector<int32_t> parse_ids(const std::string& s) {
       throw Error("wgc detokenize: '" + s.substr(i, e == std::string::npos ? std::string::npos : e - i) +
                   "' is not a token id");
     }
-    long long v = std::stoll(num);
-    if (v < INT32_MIN || v > INT32_MAX) throw Error("wgc detokenize: token id " + num + " out of range");
+    int64_t v = 0;
+    auto [end, ec] = std::from_chars(num.data(), num.data() + num.size(), v);
+    if (ec != std::errc() || end != num.data() + num.size() || v < 0 || v > INT32_MAX)
+      throw Error("wgc detokenize: token id " + num + " is out of range (0 to 2147483647)");
     ids.push_back(int32_t(v));
     i = j;
   }
@@ -117,7 +124,10 @@ int detokenize(const Flags& f) {
   } else {
     for (auto& w : words) all += w + " ";
   }
-  std::string text = tok.decode(parse_ids(all), skip) + "\n";
+  std::vector<int32_t> ids = parse_ids(all);
+  if (ids.empty())
+    throw Error("wgc detokenize: no token ids given (integers separated by spaces or commas, or a JSON array)");
+  std::string text = tok.decode(ids, skip) + "\n";
   std::fwrite(text.data(), 1, text.size(), stdout);
   return 0;
 }
@@ -128,7 +138,10 @@ Register reg_tok{{"tokenize", "token ids of TEXT (stdin when absent) with a mode
                     app.add_flag("--json", f->json, "print a JSON array");
                     app.add_flag("--pieces", f->pieces, "print each id with its token's text");
                     app.add_flag("--no-special", f->no_special, "no BOS or other special tokens added");
-                    app.add_option("TEXT", f->words, "the text (words joined by spaces); '-' or none: stdin");
+                    add_text(app, "--prompt,-p", f->prompt, "the text (instead of TEXT; llama.cpp's -p)");
+                    add_rest(app, f->words, "TEXT ...",
+                             "the text, byte for byte (words joined by spaces; after --: even words that begin "
+                             "with -); '-' or none: stdin");
                     return [f] { return tokenize(*f); };
                   }}};
 Register reg_detok{
@@ -136,7 +149,7 @@ Register reg_detok{
        auto f = std::make_shared<Flags>();
        add_model_flag(app, *f);
        app.add_flag("--skip-special", f->skip_special, "leave special tokens (BOS, EOS) out");
-       app.add_option("IDS", f->words, "token ids; '-' or none: stdin");
+       add_rest(app, f->words, "IDS ...", "token ids (spaces, commas or a JSON array); '-' or none: stdin");
        return [f] { return detokenize(*f); };
      }}};
 

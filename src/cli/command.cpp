@@ -127,6 +127,25 @@ CLI::Option* add_list(CLI::App& app, const std::string& flag, std::vector<std::s
   return o->delimiter(',')->allow_extra_args(false)->type_name("TEXT,...")->default_str("");
 }
 
+namespace {
+std::map<const CLI::App*, std::vector<std::string>*>& rest_args() {
+  static std::map<const CLI::App*, std::vector<std::string>*> all;
+  return all;
+}
+}  // namespace
+
+void add_rest(CLI::App& app, std::vector<std::string>& words, const std::string& name, const std::string& help) {
+  rest_args()[&app] = &words;
+  std::string line = "Positionals:\n  " + name;
+  line += std::string(line.size() < 34 + 15 ? 34 + 15 - line.size() : 1, ' ') + help;  // the flags' column
+  app.footer(app.get_footer().empty() ? line : line + "\n\n" + app.get_footer());
+}
+
+std::vector<std::string>* rest_of(const CLI::App& app) {
+  auto it = rest_args().find(&app);
+  return it == rest_args().end() ? nullptr : it->second;
+}
+
 CLI::Option* add_force(CLI::App& app, bool& force) {
   return app.add_flag("--force", force, "overwrite output files that exist (otherwise refused)");
 }
@@ -217,23 +236,14 @@ size_t edit_distance(std::string_view a, std::string_view b) {
   return row[b.size()];
 }
 
-std::vector<std::string> flag_names(const CLI::App& app) {
-  std::vector<std::string> out;
-  for (const CLI::Option* o : app.get_options()) {
-    for (const auto& l : o->get_lnames()) out.push_back("--" + l);
-    for (const auto& s : o->get_snames()) out.push_back("-" + s);
-  }
-  return out;
-}
+}  // namespace
 
 bool looks_like_flag(const std::string& s) {
-  if (s.size() < 2 || s[0] != '-') return false;
+  if (s.size() < 2 || s[0] != '-' || s[1] == ' ') return false;
   double d = 0;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), d);
   return ec != std::errc() || p != s.data() + s.size();  // "-5" and "-0.5" are values
 }
-
-}  // namespace
 
 std::string nearest(std::string_view word, const std::vector<std::string>& known) {
   std::string best;
@@ -253,17 +263,94 @@ std::string nearest(std::string_view word, const std::vector<std::string>& known
   return best_d <= limit ? best : "";
 }
 
+std::string nearest_flag(const CLI::App& app, std::string_view flag) {
+  std::vector<std::string> longs, shorts;
+  for (const CLI::Option* o : app.get_options()) {
+    for (const auto& l : o->get_lnames()) longs.push_back("--" + l);
+    for (const auto& s : o->get_snames()) shorts.push_back("-" + s);
+  }
+  if (flag.size() == 2) {  // "-x": another letter is no hint; a long flag beginning with it may be
+    std::string only;
+    for (const auto& l : longs)
+      if (l[2] == flag[1]) {
+        if (!only.empty()) return "";
+        only = l;
+      }
+    return only;
+  }
+  // "-temp" (llama.cpp writes several letters after one dash) reads as "--temp".
+  std::string as_long(flag);
+  if (!flag.starts_with("--")) as_long.insert(as_long.begin(), '-');
+  if (auto n = nearest(as_long, longs); !n.empty()) return n;
+  return nearest(flag, shorts);
+}
+
 std::string unknown_flags_message(const CLI::App& app, const std::vector<std::string>& extras) {
-  auto known = flag_names(app);
   std::string msg;
   for (const auto& e : extras)
     if (looks_like_flag(e)) {
       std::string name = e.substr(0, e.find('='));
       msg += (msg.empty() ? "" : "; ") + std::string("unknown flag ") + name;
-      if (auto n = nearest(name, known); !n.empty()) msg += " (did you mean " + n + "?)";
+      if (auto n = nearest_flag(app, name); !n.empty()) msg += " (did you mean " + n + "?)";
     }
   if (msg.empty() && !extras.empty()) msg = "unexpected argument '" + extras.front() + "'";
   return msg;
+}
+
+namespace {
+bool has_flag(const CLI::App& app, const std::string& name) {
+  for (const CLI::Option* o : app.get_options())
+    if (o->check_name(name)) return true;
+  return false;
+}
+}  // namespace
+
+std::vector<std::string> rewrite_llama_flags(const CLI::App& app, std::vector<std::string>& args) {
+  std::vector<std::string> notes, out;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--") {  // the rest is text
+      out.insert(out.end(), args.begin() + long(i), args.end());
+      break;
+    }
+    std::string name = a.substr(0, a.find('=')), value;
+    const bool inline_value = name.size() < a.size();
+    auto take_value = [&]() -> bool {
+      if (inline_value) {
+        value = a.substr(name.size() + 1);
+        return true;
+      }
+      if (i + 1 >= args.size()) return false;
+      value = args[++i];
+      return true;
+    };
+    if (name == "-ngl" || name == "--n-gpu-layers" || name == "--gpu-layers") {
+      if (!take_value()) throw UsageError(name + " expects a number of layers");
+      const int64_t layers = parse_number<int64_t>(name, value);
+      if (layers == 0 && has_flag(app, "--backend")) {
+        notes.push_back(name + " 0: the CPU engine (wgc's spelling: --backend cpu)");
+        out.insert(out.end(), {"--backend", "cpu"});
+      } else {
+        notes.push_back(name + " is not needed: wgc runs every layer on the GPU (--backend cpu: the CPU engine)");
+      }
+      continue;
+    }
+    // "-temp", "-ctx-size": llama.cpp's one-dash spelling of a long flag wgc has (CLI11 would read
+    // "-temp" as -t "emp").
+    if (name.size() > 2 && name[0] == '-' && name[1] != '-' && looks_like_flag(name) && !has_flag(app, name) &&
+        has_flag(app, std::string(1, '-').append(name))) {
+      out.push_back(std::string(1, '-').append(a));
+      continue;
+    }
+    if (name == "-np" && has_flag(app, "--parallel")) {
+      if (!take_value()) throw UsageError("-np expects a count of parallel sequences");
+      out.insert(out.end(), {"--parallel", value});
+      continue;
+    }
+    out.push_back(a);
+  }
+  args = std::move(out);
+  return notes;
 }
 
 }  // namespace wgc::cli

@@ -78,6 +78,14 @@ CLI::Option* add_text(CLI::App& app, const std::string& flag, std::optional<std:
 CLI::Option* add_list(CLI::App& app, const std::string& flag, std::vector<std::string>& values,
                       const std::string& help);
 
+// Free text given as positional arguments (tokenize's TEXT, classify's IMAGE...): every argument
+// that is not a flag of the command, byte for byte (CLI11's own positionals would read "[a,b]" as
+// a list), and everything after "--" even where it looks like a flag. `name` and `help` go into
+// the command's help. Filled before the command runs.
+void add_rest(CLI::App& app, std::vector<std::string>& words, const std::string& name, const std::string& help);
+// The words add_rest registered for `app`, or nullptr.
+std::vector<std::string>* rest_of(const CLI::App& app);
+
 // The number in `text`, parsed as add_number does; `flag` names it in the error.
 template <class T>
 T parse_number(std::string_view flag, std::string_view text);
@@ -123,11 +131,24 @@ void set_verbosity(Verbosity v);
 void warn(const std::string& line);  // "wgc: warning: ..." on stderr, unless --quiet
 void info(const std::string& line);  // "wgc: ..." on stderr, with --verbose only
 
+// Whether an argument is meant as a flag: "-x", "--xy", not "-", "-5", "-0.5" or "- item".
+bool looks_like_flag(const std::string& s);
+
 // What is wrong with the arguments CLI11 left over (`extras`): the unknown flags, each with the
 // nearest known flag of `app` ("unknown flag --promt (did you mean --prompt?)"), else the first
 // unexpected argument.
 std::string unknown_flags_message(const CLI::App& app, const std::vector<std::string>& extras);
 // The closest of `known` to `word` (edit distance, or `word` a prefix of it), "" when none is close.
 std::string nearest(std::string_view word, const std::vector<std::string>& known);
+// The flag of `app` nearest to an unknown `flag`: long flags first ("-temp" and "--temperature"
+// find --temp); a single letter ("-x") gets a suggestion only from a long flag it begins ("--xyz"),
+// never another letter. "" when none is close.
+std::string nearest_flag(const CLI::App& app, std::string_view flag);
+
+// llama.cpp's spellings that CLI11 cannot declare (several letters after one dash) and flags that
+// wgc does not need, rewritten before parsing: `-ngl N` (every layer runs on the GPU; -ngl 0: the
+// CPU engine, where the command has --backend), `-np N` (--parallel). `args` are the command's
+// arguments (after its name); the notes to print are returned.
+std::vector<std::string> rewrite_llama_flags(const CLI::App& app, std::vector<std::string>& args);
 
 }  // namespace wgc::cli

@@ -31,9 +31,18 @@ std::string engine_name(const llm::LlamaModel& m, const LlmBackend& b) {
   return "WebGPU " + b.ctx->adapter().device + " (" + b.ctx->adapter().adapter_type + ")";
 }
 
+std::string engine_choice_line(const std::string& reason) {
+  // llm::choose_device says "the only WebGPU adapter is a CPU (NAME): ..." or "<what does not fit>: ...".
+  const bool cpu_adapter = reason.find("adapter is a CPU") != std::string::npos;
+  std::string line = cpu_adapter ? "wgc: CPU engine (the only GPU is emulated on the CPU; -v says more)"
+                                 : "wgc: CPU engine (the model does not fit the GPU; -v says why)";
+  return line.substr(0, 80);
+}
+
 void say_engine_choice(const std::string& reason) {
   if (reason.empty() || verbosity() == Verbosity::Quiet) return;
-  std::fprintf(stderr, "wgc: %s (--backend gpu or cpu-vulkan keeps the GPU engine)\n", reason.c_str());
+  std::fprintf(stderr, "%s\n", engine_choice_line(reason).c_str());
+  info(reason + " (--backend gpu or cpu-vulkan keeps the GPU engine)");
 }
 
 }  // namespace wgc::cli

@@ -27,8 +27,11 @@ LlmBackend llm_backend(const GpuFlags& g, int adapter_index = -1);
 // adapter's name.
 std::string engine_name(const llm::LlamaModel& m, const LlmBackend& b);
 
-// When auto chose the CPU engine: one line on stderr saying why (unless --quiet).
+// When auto chose the CPU engine: one line on stderr that fits 80 columns (unless --quiet); the
+// library's whole reason and how to keep the GPU engine with --verbose.
 void say_engine_choice(const std::string& reason);
 inline void say_engine_choice(const llm::LlamaModel& m) { say_engine_choice(m.device_reason()); }
+// The one line (for tests): "wgc: CPU engine: ..." of at most 80 columns.
+std::string engine_choice_line(const std::string& reason);
 
 }  // namespace wgc::cli

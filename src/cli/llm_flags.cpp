@@ -3,6 +3,7 @@
 #include "gpu/context.h"
 #include "llm/generate/default_model.h"
 #include "llm/hub/hub.h"
+#include "util/format.h"
 #include "util/json.h"
 #include "util/progress.h"
 
@@ -143,6 +144,11 @@ void check_generate_options(const llm::GenerateOptions& o) {
   in_flag_names([&] { llm::validate(o); });
 }
 
+bool is_builtin_name(std::string_view name) {
+  const fs::path file(llm::kDefaultModelFile);
+  return name == file.string() || name == file.stem().string() || name == kBuiltinModelName;
+}
+
 fs::path model_path(const std::optional<std::string>& model) {
   if (!model) return llm::default_model_path();
   fs::path p(*model);
@@ -153,6 +159,23 @@ fs::path model_path(const std::optional<std::string>& model) {
     throw Error("wgc: " + *model + " is no file or folder here, and no model pulled into " +
                 llm::hub_cache_dir().string() + ": `wgc pull " + *model + "` downloads it from " + llm::hub_endpoint());
   }
+  if (is_builtin_name(*model)) return llm::default_model_path();
+  // A short name (what `wgc list` and the server's /v1/models show): a pulled file or model folder.
+  if (model->find('/') == std::string::npos && !model->empty() && model->front() != '.') {
+    std::vector<llm::CachedModel> found;
+    try {
+      found = llm::hub_find_name(*model);
+    } catch (const Error&) {  // no cache folder at all (no HOME): nothing pulled
+    }
+    if (found.size() == 1) return found[0].path;
+    if (found.size() > 1) {
+      std::string names;
+      for (const auto& m : found) names += "\n  " + m.ref.str();
+      throw Error("wgc: the name " + *model + " fits several pulled models; give one of them:" + names);
+    }
+    throw Error("wgc: " + *model + " is no file or folder here, no pulled model of that name (`wgc list` shows " +
+                "them) and not the built-in " + std::string(kBuiltinModelName));
+  }
   return p;  // open_model says that it does not exist
 }
 
@@ -162,7 +185,8 @@ void add_model_flags(CLI::App& app, ModelFlags& f, int default_n) {
   app.add_option("--tokenizer", f.tokenizer, "a tokenizer.json, folder or .gguf (default: the model's own)")
       ->type_name("PATH");
   add_number(app, "-n,--n-predict", f.n, "tokens to generate at most; -1: until a stop or the end of the context");
-  add_number(app, "--ctx", f.ctx, "context size in tokens; 0: the model's, up to 4096");
+  add_ctx_flag(app, f.ctx, "context size in tokens; 0: the model's, up to 4096");
+  add_threads_flag(app, f.threads);
   app.add_option("--stop", f.stop, "stop before this text (repeatable)")
       ->type_name("TEXT")
       ->allow_extra_args(false)
@@ -185,6 +209,19 @@ llm::GenerateOptions generate_options(const ModelFlags& f, const fs::path& model
   return o;
 }
 
+CLI::Option* add_ctx_flag(CLI::App& app, int& ctx, const std::string& help) {
+  return add_number(app, "--ctx,-c,--ctx-size", ctx, help + " (-c, --ctx-size: llama.cpp's spellings)");
+}
+
+CLI::Option* add_threads_flag(CLI::App& app, int& threads) {
+  return add_number(app, "--threads,-t", threads, "the CPU engine's threads; 0: every processor");
+}
+
+int checked_threads(int threads) {
+  if (threads < 0 || threads > 4096) throw UsageError("--threads must be 0 (every processor) to 4096");
+  return threads;
+}
+
 LoadedModel open_model_files(const fs::path& path, const std::string& tokenizer) {
   auto t0 = std::chrono::steady_clock::now();
   llm::ModelFile f = llm::open_model(path);
@@ -195,7 +232,7 @@ LoadedModel open_model_files(const fs::path& path, const std::string& tokenizer)
   return m;
 }
 
-llm::LlamaModel& start_engine(LoadedModel& m, const LlmBackend& be, int max_ctx, bool q8_activations) {
+llm::LlamaModel& start_engine(LoadedModel& m, const LlmBackend& be, int max_ctx, bool q8_activations, int threads) {
   const llm::ModelConfig& c = m.file.config();
   if (max_ctx > 0 && c.max_position_embeddings > 0 && max_ctx > c.max_position_embeddings)
     warn("--ctx " + std::to_string(max_ctx) + " is above the " + std::to_string(c.max_position_embeddings) +
@@ -203,6 +240,7 @@ llm::LlamaModel& start_engine(LoadedModel& m, const LlmBackend& be, int max_ctx,
   llm::EngineOptions eo;
   eo.max_ctx = max_ctx;
   eo.q8_activations = q8_activations;
+  eo.threads = checked_threads(threads);
   eo.device = be.device;
   const llm::DeviceChoice choice = llm::choose_device(be.ctx, m.file, eo);
   eo.device = choice.device;
@@ -218,12 +256,27 @@ llm::LlamaModel& start_engine(LoadedModel& m, const LlmBackend& be, int max_ctx,
     warn(buf);
   }
   if (!choice.reason.empty()) say_engine_choice(choice.reason);
+  m.emulated = choice.device == llm::Device::Gpu && be.ctx->adapter().is_cpu();
+  std::unique_ptr<Waiting> wait;
+  if (m.emulated && verbosity() != Verbosity::Quiet) {  // the upload bar would sit at 99% (issue 38)
+    eo.progress = false;
+    wait = std::make_unique<Waiting>(
+        "loading " + m.path.filename().string() + " (" + human_bytes(bytes) + ") onto SwiftShader",
+        "--backend cpu starts at once");
+  }
   auto t0 = std::chrono::steady_clock::now();
   m.model.emplace(be.ctx, m.file, eo);
   m.load_ms += ms_since(t0);
+  wait.reset();
   info(m.path.filename().string() + " (" + std::string(llm::to_string(c.architecture)) + "), context " +
        std::to_string(m.model->max_ctx()) + " tokens, on " + engine_name(*m.model, be));
   return *m.model;
+}
+
+std::unique_ptr<Waiting> first_steps_wait(const LoadedModel& m) {
+  if (!m.emulated || verbosity() == Verbosity::Quiet) return nullptr;
+  return std::make_unique<Waiting>("SwiftShader compiles each kernel on first use",
+                                   "tens of seconds; minutes for 1B models");
 }
 
 std::function<void(int, int)> prefill_progress() {
@@ -232,6 +285,12 @@ std::function<void(int, int)> prefill_progress() {
     std::fprintf(stderr, "\r[prompt %d/%d tokens]%s", done, total, done == total ? "\r\033[K" : "");
     std::fflush(stderr);
   };
+}
+
+std::string in_flag_terms(std::string message) {
+  const std::string engine = "the engine's max_ctx";
+  if (size_t at = message.find(engine); at != std::string::npos) message.replace(at, engine.size(), "--ctx (-c)");
+  return message;
 }
 
 json::Value timings_json(const llm::Timings& t) {

@@ -9,10 +9,12 @@
 #include "llm/generate/sampler.h"
 #include "llm/model/llama.h"
 #include "llm/tokenizer/tokenizer.h"
+#include "util/waiting.h"
 
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -46,11 +48,16 @@ llm::SamplingParams sampling_params(const SamplingFlags& s, const std::filesyste
 void check_generate_options(const llm::GenerateOptions& o);
 
 // --model's value: a file or folder; else owner/name[/FILE] pulled into the hub cache (`wgc pull`);
-// absent: the built-in model (llm::default_model_path).
+// else a name: the built-in model's (wgc-tiny-dict, wgc-tiny-dict-q8_0), or a pulled file's name or
+// stem or a pulled folder's repository name (`wgc list`); absent: the built-in model
+// (llm::default_model_path).
 std::filesystem::path model_path(const std::optional<std::string>& model);
+inline constexpr const char* kBuiltinModelName = "wgc-tiny-dict";
+// Whether `name` names the built-in model (wgc-tiny-dict, wgc-tiny-dict-q8_0[.gguf]).
+bool is_builtin_name(std::string_view name);
 inline constexpr const char* kModelHelp =
-    "a GGUF file, a Hugging Face folder, or owner/name[/FILE] pulled with wgc pull (default: the built-in "
-    "wgc-tiny-dict)";
+    "a GGUF file, a Hugging Face folder, owner/name[/FILE] pulled with wgc pull, or a name wgc list shows "
+    "(default: the built-in wgc-tiny-dict)";
 
 // The flags of commands that generate text (generate, chat).
 struct ModelFlags {
@@ -60,6 +67,7 @@ struct ModelFlags {
   SamplingFlags sampling;
   int n = 128;
   int ctx = 0;
+  int threads = 0;  // the CPU engine's (0: every processor)
   std::vector<std::string> stop;
   bool ignore_eos = false;
   // f32 activations for quantized weights (EngineOptions::q8_activations off): what `wgc serve`,
@@ -79,14 +87,32 @@ struct LoadedModel {
   std::optional<llm::Tokenizer> tok;
   std::optional<llm::LlamaModel> model;
   double load_ms = 0;
+  bool emulated = false;  // the GPU engine on a CPU adapter (SwiftShader): slow, silent first steps
 };
 LoadedModel open_model_files(const std::filesystem::path& path, const std::string& tokenizer);
-llm::LlamaModel& start_engine(LoadedModel& m, const LlmBackend& backend, int max_ctx, bool q8_activations = true);
+// threads: the CPU engine's worker threads (0: every processor).
+llm::LlamaModel& start_engine(LoadedModel& m, const LlmBackend& backend, int max_ctx, bool q8_activations = true,
+                              int threads = 0);
+
+// The flags llama.cpp users reach for, as aliases of wgc's (the help names wgc's first):
+// --ctx (-c, --ctx-size) and --threads (-t).
+CLI::Option* add_ctx_flag(CLI::App& app, int& ctx, const std::string& help);
+CLI::Option* add_threads_flag(CLI::App& app, int& threads);
+// --threads' value checked (0 .. 4096).
+int checked_threads(int threads);
+
+// While the first steps of a model on SwiftShader run (each kernel compiles on first use: tens of
+// seconds with nothing to show), a line saying so with the seconds passing; empty elsewhere. Reset
+// it when the first token arrives.
+std::unique_ptr<Waiting> first_steps_wait(const LoadedModel& m);
 
 // Prefill progress on stderr ("[prompt 1536/4000 tokens]") for prompts longer than one engine
 // step, where progress bars are drawn (util/progress.h: a terminal, or WGC_PROGRESS=1) and not
 // with --quiet; empty otherwise.
 std::function<void(int, int)> prefill_progress();
+
+// A library message in the command's terms: "the engine's max_ctx" is --ctx.
+std::string in_flag_terms(std::string message);
 
 // Timings as JSON (generate --json).
 json::Value timings_json(const llm::Timings& t);

@@ -2,6 +2,7 @@
 #include "cli/command.h"
 #include "util/version.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -80,8 +81,29 @@ int run_main(int argc, char** argv) {
   }
   if (!first.starts_with("-") && !runs.count(first)) return unknown_command(first);
 
+  // The command's arguments: llama.cpp's spellings rewritten, and what follows "--" kept aside as
+  // text (CLI11 would hand it to the root app).
+  std::vector<std::string> args(argv + 1, argv + argc), after_dashes, notes;
   try {
-    app.parse(argc, argv);
+    if (runs.count(first)) {
+      std::vector<std::string> rest(args.begin() + 1, args.end());
+      notes = rewrite_llama_flags(*app.get_subcommand(first), rest);
+      auto dashes = std::find(rest.begin(), rest.end(), "--");
+      if (dashes != rest.end()) {
+        after_dashes.assign(dashes + 1, rest.end());
+        rest.erase(dashes, rest.end());
+      }
+      args.resize(1);
+      args.insert(args.end(), rest.begin(), rest.end());
+    }
+  } catch (const UsageError& e) {
+    return usage_error(first, e.what());
+  }
+  std::vector<char*> parse_argv{argv[0]};
+  for (auto& a : args) parse_argv.push_back(a.data());
+
+  try {
+    app.parse(int(parse_argv.size()), parse_argv.data());
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
     if (runs.count(first)) return usage_error(first, e.what());
@@ -96,7 +118,21 @@ int run_main(int argc, char** argv) {
   }
   set_verbosity(common.quiet ? Verbosity::Quiet : common.verbose ? Verbosity::Verbose : Verbosity::Normal);
   CLI::App* sub = app.get_subcommand(first);
-  if (auto extras = sub->remaining(); !extras.empty()) return usage_error(first, unknown_flags_message(*sub, extras));
+  auto extras = sub->remaining();
+  if (std::vector<std::string>* words = rest_of(*sub)) {  // free text, byte for byte
+    std::vector<std::string> flags;
+    for (const auto& e : extras)
+      if (looks_like_flag(e)) flags.push_back(e);
+    if (!flags.empty())
+      return usage_error(first, unknown_flags_message(*sub, flags) + " (text after -- is taken as is)");
+    *words = extras;
+    words->insert(words->end(), after_dashes.begin(), after_dashes.end());
+  } else {
+    extras.insert(extras.end(), after_dashes.begin(), after_dashes.end());
+    if (!extras.empty()) return usage_error(first, unknown_flags_message(*sub, extras));
+  }
+  for (const auto& n : notes)
+    if (verbosity() != Verbosity::Quiet) std::fprintf(stderr, "wgc: note: %s\n", n.c_str());
 
   try {
     return runs[first]();
@@ -105,6 +141,9 @@ int run_main(int argc, char** argv) {
   } catch (const FileExistsError& e) {  // one rule for every file wgc writes
     std::fprintf(stderr, "wgc %s: %s exists; give --force to overwrite it\n", first.c_str(), e.path.c_str());
     return 1;
+  } catch (const DeviceLost& e) {  // not the command's fault: running it again may well succeed
+    std::fprintf(stderr, "%s\nwgc %s: the GPU was lost while the command ran; run it again\n", e.what(), first.c_str());
+    return 75;  // EX_TEMPFAIL
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s\n", e.what());
     return 1;

@@ -48,6 +48,11 @@ uint8_t clip8(double v) { return uint8_t(std::clamp(std::lround(v), 0l, 255l)); 
 
 Image resize_bilinear(const Image& img, int width, int height) {
   if (img.width <= 0 || img.height <= 0 || width <= 0 || height <= 0) throw Error("wgc: resize of an empty image");
+  // Both passes' images (and the filter taps, a few per output column) are bounded before any is made.
+  if (int64_t(width) * img.height > kMaxImagePixels || int64_t(width) * height > kMaxImagePixels)
+    throw Error("wgc: resizing a " + std::to_string(img.width) + "x" + std::to_string(img.height) + " image to " +
+                std::to_string(width) + "x" + std::to_string(height) + " passes the limit of " +
+                std::to_string(kMaxImagePixels) + " pixels");
   int c = img.channels;
   // Horizontal pass, then vertical, each rounded to 8 bits (as PIL).
   Image mid(width, img.height, c);
@@ -78,11 +83,16 @@ HostTensor imagenet_input(const Image& img, const Preprocess& p) {
   if (p.resize <= 0 || p.crop <= 0 || p.crop > p.resize)
     throw Error("wgc: classify: crop " + std::to_string(p.crop) + " must be in 1.." + std::to_string(p.resize));
   // torchvision Resize(int): the shorter side becomes `resize`, the longer int(resize * long / short).
-  int w = img.width, h = img.height;
-  int nw = w <= h ? p.resize : int(int64_t(p.resize) * w / h);
-  int nh = w <= h ? int(int64_t(p.resize) * h / w) : p.resize;
-  Image r = resize_bilinear(img, nw, nh);
-  int top = int(std::lround((nh - p.crop) / 2.0)), left = int(std::lround((nw - p.crop) / 2.0));
+  int64_t w = img.width, h = img.height;
+  int64_t nw = w <= h ? p.resize : p.resize * w / h;
+  int64_t nh = w <= h ? p.resize * h / w : p.resize;
+  // A very elongated image (999999 x 1) would become billions of pixels: refused before any is made.
+  if (nw * nh > kMaxImagePixels)
+    throw Error("wgc: classify: a " + std::to_string(w) + "x" + std::to_string(h) +
+                " image resized to a shorter side of " + std::to_string(p.resize) + " would be " + std::to_string(nw) +
+                "x" + std::to_string(nh) + ", more than the limit of " + std::to_string(kMaxImagePixels) + " pixels");
+  Image r = resize_bilinear(img, int(nw), int(nh));
+  int top = int(std::lround(double(nh - p.crop) / 2.0)), left = int(std::lround(double(nw - p.crop) / 2.0));
   HostTensor t({1, 3, p.crop, p.crop}, std::vector<float>(size_t(3) * p.crop * p.crop));
   for (int ch = 0; ch < 3; ++ch)
     for (int y = 0; y < p.crop; ++y)

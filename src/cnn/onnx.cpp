@@ -289,8 +289,11 @@ Graph parse_onnx(std::span<const std::byte> bytes, const std::string& source) {
                     "' is neither a graph input, an initializer nor an earlier node's output (missing initializer, "
                     "or nodes out of order)");
     for (const auto& a : np.attribute()) n.attrs[a.name()] = attribute_value(a, g.where(n));
+    // ONNX graphs are single-assignment: a second writer of a value would silently win.
     for (const auto& out : n.outputs)
-      if (!out.empty()) defined.insert(out);
+      if (!out.empty() && !defined.insert(out).second)
+        throw Error("wgc: " + g.where(n) + ": output '" + out +
+                    "' is already a graph input, an initializer or another node's output (a value has one producer)");
     g.nodes.push_back(std::move(n));
   }
   for (const auto& v : g.outputs)

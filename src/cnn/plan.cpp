@@ -189,8 +189,9 @@ Plan make_plan(const Graph& g, const std::vector<InputSpec>& inputs) {
         throw Error("wgc: " + what + ": shape " + shape_string(spec.shape) + " does not match the model's " +
                     shape_string(vi.dims) + " (-1: any)");
     }
-    if (element_count(spec.shape) > INT32_MAX)
-      throw Error("wgc: " + what + ": " + shape_string(spec.shape) + " is too large");
+    if (element_count(spec.shape) > kMaxValueElements)
+      throw Error("wgc: " + what + ": " + shape_string(spec.shape) + " has more than " +
+                  std::to_string(kMaxValueElements) + " elements (the limit of one tensor)");
     bool is_float = vi.elem_type == 1 || vi.elem_type == 0;
     bool is_int = vi.elem_type == 6 || vi.elem_type == 7;
     if (is_float) {
@@ -240,7 +241,9 @@ Plan make_plan(const Graph& g, const std::vector<InputSpec>& inputs) {
         throw Error("has " + std::to_string(node.outputs.size()) + " outputs, the op gives " +
                     std::to_string(np.outs.size()));
       for (const auto& o : np.outs)
-        if (element_count(o.shape) > INT32_MAX) throw Error("an output of " + shape_string(o.shape) + " is too large");
+        if (element_count(o.shape) > kMaxValueElements)
+          throw Error("an output of " + shape_string(o.shape) + " has more than " + std::to_string(kMaxValueElements) +
+                      " elements (the limit of one tensor)");
       if (all_const && (!np.steps.empty() || !ins.empty())) {
         auto consts = fold(np, ins);
         for (size_t o = 0; o < consts.size(); ++o)
@@ -331,6 +334,9 @@ Plan make_plan(const Graph& g, const std::vector<InputSpec>& inputs) {
       throw Unsupported("wgc: " + g.source + ": output '" + o.name + "' is an integer tensor");
     plan.outputs.push_back({it->second.shape, it->second.slot, it->second.constant});
   }
+  if (plan.slot_bytes() > kMaxPlanBytes)
+    throw Error("wgc: " + g.source + ": these inputs need " + std::to_string(plan.slot_bytes()) +
+                " bytes of activations, more than the limit of " + std::to_string(kMaxPlanBytes));
   return plan;
 }
 

@@ -88,6 +88,11 @@ struct InputSpec {
   HostTensorPtr int_value;  // for integer inputs
 };
 
+// What a plan may need, checked while it is made (before the CPU path or constant folding
+// allocates anything, and before the GPU path creates buffers): one limit for both paths.
+inline constexpr int64_t kMaxValueElements = int64_t(1) << 29;  // one tensor: 2 GiB of float32
+inline constexpr uint64_t kMaxPlanBytes = uint64_t(16) << 30;   // all activation buffers together
+
 struct Plan {
   std::vector<InputSpec> inputs;
   std::vector<uint64_t> slot_elems;  // each slot's size in elements

@@ -92,9 +92,11 @@ struct Readback::State {
   // Waits for the mapping and copies the bytes into `out` (or into data when out is empty).
   void finish(std::span<std::byte> out = {}) {
     done = true;
-    mapping.wait(ctx.instance(), "a readback");
-    ctx.check();
-    mapping.check("reading back " + std::to_string(bytes) + " bytes failed");
+    detail::lost_checked(ctx.state(), [&] {
+      mapping.wait(ctx.instance(), "a readback");
+      ctx.check();
+      mapping.check("reading back " + std::to_string(bytes) + " bytes failed");
+    });
     const auto* src = static_cast<const std::byte*>(wgpuBufferGetConstMappedRange(staging->buffer, 0, mapped));
     if (out.empty())
       data.assign(src, src + bytes);
@@ -492,9 +494,11 @@ void Batch::submit() {
   if (im.submitted) throw Error("wgc: a batch is submitted once");
   if (!im.encoded) encode();
   im.submitted = true;
+  detail::throw_if_lost(im.ctx.state());
   // No error scope here (each costs a wait): a submit's errors (a buffer still mapped) reach the
   // context's uncaptured-error callback, which the waits report (Context::check).
   wgpuQueueSubmit(im.ctx.state().queue, 1, &im.encoded);
+  detail::note_submit(im.ctx.state());
   wgpuCommandBufferRelease(im.encoded);
   im.encoded = nullptr;
   im.cmds.clear();  // drops the batch's references; the queue keeps what it needs
@@ -512,8 +516,10 @@ void Batch::wait() {
   uint64_t bytes = 16ull * im.timed_count;
   detail::BufferMap mapping;
   mapping.start(im.readback->buffer, WGPUMapMode_Read, bytes);
-  mapping.wait(im.ctx.instance(), "timestamps");
-  mapping.check("reading timestamps failed");
+  detail::lost_checked(im.ctx.state(), [&] {
+    mapping.wait(im.ctx.instance(), "timestamps");
+    mapping.check("reading timestamps failed");
+  });
   const auto* ts = static_cast<const uint64_t*>(wgpuBufferGetConstMappedRange(im.readback->buffer, 0, bytes));
   for (uint32_t i = 0; i < im.timed_count; ++i)
     im.timings[i].ms = ts[2 * i + 1] >= ts[2 * i] ? static_cast<double>(ts[2 * i + 1] - ts[2 * i]) * 1e-6 : 0.0;

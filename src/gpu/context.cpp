@@ -7,6 +7,8 @@
 #include "util/error.h"
 #include "util/install_dirs.h"
 
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -109,6 +111,33 @@ void BufferMap::check(std::string_view failed) const {
     throw GpuError("wgc: " + std::string(failed) + (message_.empty() ? "" : ": " + message_));
 }
 
+void throw_if_lost(ContextState& s) {
+  if (!s.lost.load()) return;
+  std::string why;
+  {
+    std::lock_guard lock(s.mu);
+    why = s.lost_message;
+  }
+  why = why.substr(0, why.find('\n'));  // Dawn may append where it was lost in its own sources
+  throw DeviceLost("wgc: the GPU device '" + s.info.device + "' was lost" + (why.empty() ? "" : " (" + why + ")") +
+                   ": the work in progress is gone; a new Context (and the model on it) can retry it");
+}
+
+void force_device_loss(ContextState& s, std::string_view why) {
+  wgpuDeviceForceLoss(s.device, WGPUDeviceLostReason_Unknown, view(why));
+  wgpuInstanceProcessEvents(s.instance);
+}
+
+void note_submit(ContextState& s) {
+  static const std::string trigger = [] {
+    const char* v = std::getenv("WGC_INJECT_DEVICE_LOSS");
+    return std::string(v ? v : "");
+  }();
+  // The file is removed by the one submit that loses the device.
+  if (!trigger.empty() && ::access(trigger.c_str(), F_OK) == 0 && ::unlink(trigger.c_str()) == 0)
+    force_device_loss(s, "injected: " + trigger + " existed (WGC_INJECT_DEVICE_LOSS)");
+}
+
 void push_error_scopes(ContextState& s) {
   wgpuDevicePushErrorScope(s.device, WGPUErrorFilter_OutOfMemory);
   wgpuDevicePushErrorScope(s.device, WGPUErrorFilter_Validation);
@@ -125,8 +154,9 @@ void pop_error_scopes(ContextState& s, std::string_view what) {
       *out += (type == WGPUErrorType_OutOfMemory ? "out of memory: " : "") + to_string(msg) + "\n";
     };
     cb.userdata1 = &errors;
-    wait_future(s.instance, wgpuDevicePopErrorScope(s.device, cb), "an error scope");
+    lost_checked(s, [&] { wait_future(s.instance, wgpuDevicePopErrorScope(s.device, cb), "an error scope"); });
   }
+  if (!errors.empty()) throw_if_lost(s);
   if (!errors.empty() && !what.empty()) {
     while (!errors.empty() && errors.back() == '\n') errors.pop_back();
     throw GpuError("wgc: " + std::string(what) + ": " + errors);
@@ -154,6 +184,7 @@ ContextState::~ContextState() {
   for (auto& [key, b] : free_buffers) wgpuBufferRelease(b);
   if (queue) wgpuQueueRelease(queue);
   if (device) {
+    releasing = true;
     wgpuDeviceDestroy(device);
     wgpuDeviceRelease(device);
   }
@@ -498,17 +529,27 @@ Context::Context(ContextOptions options) : state_(std::make_shared<ContextState>
   ddesc.deviceLostCallbackInfo.mode = WGPUCallbackMode_AllowSpontaneous;
   ddesc.deviceLostCallbackInfo.callback = [](WGPUDevice const*, WGPUDeviceLostReason reason, WGPUStringView msg,
                                              void* u, void*) {
-    if (reason == WGPUDeviceLostReason_Destroyed || reason == WGPUDeviceLostReason_CallbackCancelled) return;
     auto* st = static_cast<ContextState*>(u);
+    // Destroyed by our own destructor, or the instance going away: no loss. Destroyed by anyone
+    // else (wgpuDeviceDestroy elsewhere) is one.
+    if (reason == WGPUDeviceLostReason_CallbackCancelled || reason == WGPUDeviceLostReason_FailedCreation ||
+        (reason == WGPUDeviceLostReason_Destroyed && st->releasing))
+      return;
     std::lock_guard lock(st->mu);
-    st->lost = true;
     st->lost_message = to_string(msg);
+    st->lost = true;
   };
   ddesc.deviceLostCallbackInfo.userdata1 = &s;
-  ddesc.uncapturedErrorCallbackInfo.callback = [](WGPUDevice const*, WGPUErrorType, WGPUStringView msg, void* u,
+  ddesc.uncapturedErrorCallbackInfo.callback = [](WGPUDevice const*, WGPUErrorType type, WGPUStringView msg, void* u,
                                                   void*) {
     auto* st = static_cast<ContextState*>(u);
     std::lock_guard lock(st->mu);
+    // An internal error leaves the device in an unknown state: treated as lost (Dawn usually loses
+    // it too). Validation and out-of-memory errors are the operation's, reported by check().
+    if (type == WGPUErrorType_Internal && !st->lost) {
+      st->lost_message = "internal error: " + to_string(msg);
+      st->lost = true;
+    }
     if (st->uncaptured_error.empty()) st->uncaptured_error = to_string(msg);
   };
   ddesc.uncapturedErrorCallbackInfo.userdata1 = &s;
@@ -548,8 +589,8 @@ WGPUQueue Context::queue() const { return state_->queue; }
 
 void Context::check() const {
   wgpuInstanceProcessEvents(state_->instance);
+  detail::throw_if_lost(*state_);
   std::lock_guard lock(state_->mu);
-  if (state_->lost) throw DeviceError("wgc: the device was lost: " + state_->lost_message);
   if (!state_->uncaptured_error.empty()) {
     std::string e = std::move(state_->uncaptured_error);
     state_->uncaptured_error.clear();
@@ -557,11 +598,18 @@ void Context::check() const {
   }
 }
 
+bool Context::lost() const {
+  wgpuInstanceProcessEvents(state_->instance);
+  return state_->lost.load();
+}
+
 void Context::wait_idle() const {
-  WGPUQueueWorkDoneCallbackInfo cb = WGPU_QUEUE_WORK_DONE_CALLBACK_INFO_INIT;
-  cb.mode = WGPUCallbackMode_WaitAnyOnly;
-  cb.callback = [](WGPUQueueWorkDoneStatus, WGPUStringView, void*, void*) {};
-  detail::wait_future(state_->instance, wgpuQueueOnSubmittedWorkDone(state_->queue, cb), "the queue");
+  detail::lost_checked(*state_, [&] {
+    WGPUQueueWorkDoneCallbackInfo cb = WGPU_QUEUE_WORK_DONE_CALLBACK_INFO_INIT;
+    cb.mode = WGPUCallbackMode_WaitAnyOnly;
+    cb.callback = [](WGPUQueueWorkDoneStatus, WGPUStringView, void*, void*) {};
+    detail::wait_future(state_->instance, wgpuQueueOnSubmittedWorkDone(state_->queue, cb), "the queue");
+  });
   check();
 }
 

@@ -80,9 +80,12 @@ class Context {
   WGPUDevice device() const;
   WGPUQueue queue() const;
 
-  // Throws DeviceError if the device was lost, or GpuError if Dawn reported an error that no
+  // Throws DeviceLost if the device was lost, or GpuError if Dawn reported an error that no
   // error scope caught (the message names the operation that was running).
   void check() const;
+  // Whether the device was lost (a driver reset, the GPU reclaimed, an internal error): then every
+  // call on this context and what was made on it throws DeviceLost; a new Context can take over.
+  bool lost() const;
 
   // Blocks until all submitted work is done.
   void wait_idle() const;

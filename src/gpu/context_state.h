@@ -3,7 +3,9 @@
 #pragma once
 
 #include "gpu/context.h"
+#include "util/error.h"
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -25,8 +27,12 @@ struct ContextState {
   WGPUDevice device = nullptr;
   WGPUQueue queue = nullptr;
 
+  // Set (once) from Dawn's callbacks when the device is lost; read without the lock by the
+  // checks that turn a failed call into DeviceLost.
+  std::atomic<bool> lost{false};
+  bool releasing = false;  // the destructor destroys the device: that is no loss
+
   std::mutex mu;  // guards everything below
-  bool lost = false;
   std::string lost_message;
   std::string uncaptured_error;
 
@@ -101,6 +107,30 @@ class BufferMap {
   WGPUMapAsyncStatus status_ = WGPUMapAsyncStatus_Error;
   std::string message_;
 };
+
+// Throws DeviceLost (naming Dawn's reason) when the context's device is lost.
+void throw_if_lost(ContextState& s);
+// Runs f; if it throws while (or because) the device is lost, DeviceLost instead of f's error (a
+// failed mapping or a wait that gave up says less than that).
+template <class F>
+auto lost_checked(ContextState& s, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const DeviceLost&) {
+    throw;
+  } catch (const Error&) {
+    throw_if_lost(s);
+    throw;
+  }
+}
+
+// Loses the device on purpose (Dawn's wgpuDeviceForceLoss), as a driver reset would: for tests of
+// what survives a lost device. With WGC_INJECT_DEVICE_LOSS=PATH in the environment, the first
+// queue submit that finds the file PATH removes it and loses the device: a test loses the device
+// of a running process (a server under load) by creating the file.
+void force_device_loss(ContextState& s, std::string_view why);
+// Batch::submit's count of submits, for WGC_INJECT_DEVICE_LOSS.
+void note_submit(ContextState& s);
 
 // Runs f with Dawn validation and out-of-memory errors captured; throws GpuError naming `what`
 // if either occurred.

@@ -68,7 +68,9 @@ std::string compilation_errors(ContextState& s, WGPUShaderModule module, const s
     }
   };
   cb.userdata1 = &c;
-  detail::wait_future(s.instance, wgpuShaderModuleGetCompilationInfo(module, cb), "shader compilation");
+  detail::lost_checked(s, [&] {
+    detail::wait_future(s.instance, wgpuShaderModuleGetCompilationInfo(module, cb), "shader compilation");
+  });
   return errors;
 }
 
@@ -199,7 +201,7 @@ std::vector<Kernel> compile_all(const Context& ctx, const std::vector<KernelCode
   for (size_t i = 0; i < codes.size(); ++i) {
     auto& p = pending[i];
     if (out[i]) continue;
-    detail::wait_future(s.instance, p.future, "pipeline " + p.label);
+    detail::lost_checked(s, [&] { detail::wait_future(s.instance, p.future, "pipeline " + p.label); });
     wgpuShaderModuleRelease(p.prepared.module);
     if (!p.pipeline) {
       errors += p.label + ": " + p.error + "\n";
@@ -210,6 +212,7 @@ std::vector<Kernel> compile_all(const Context& ctx, const std::vector<KernelCode
     if (!inserted) wgpuComputePipelineRelease(p.pipeline);
     out[i] = Kernel(it->second, p.label);
   }
+  if (!errors.empty()) detail::throw_if_lost(s);
   if (!errors.empty()) throw GpuError("wgc: creating pipelines failed:\n" + errors);
   return out;
 }

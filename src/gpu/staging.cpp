@@ -60,8 +60,10 @@ struct StagedUpload::State {
 
   void finish() {
     map = Map::Unmapped;
-    mapping.wait(ctx.instance(), "a staging buffer");
-    mapping.check("mapping a " + std::to_string(buf->size) + "-byte staging buffer failed");
+    detail::lost_checked(ctx.state(), [&] {
+      mapping.wait(ctx.instance(), "a staging buffer");
+      mapping.check("mapping a " + std::to_string(buf->size) + "-byte staging buffer failed");
+    });
     map = Map::Mapped;
   }
 };

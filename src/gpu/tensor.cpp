@@ -31,6 +31,7 @@ BufferHandle::~BufferHandle() {
 
 std::shared_ptr<BufferHandle> acquire_buffer(const std::shared_ptr<ContextState>& st, uint64_t bytes, uint64_t usage,
                                              std::string_view label) {
+  throw_if_lost(*st);
   uint64_t size = round_up(std::max<uint64_t>(bytes, 16), 16);
   if (size > st->limits.max_buffer_size)
     throw LimitError("wgc: " + std::string(label) + ": a buffer of " + std::to_string(bytes) +
@@ -147,6 +148,7 @@ void upload(const Context& ctx, const Tensor& t, std::span<const std::byte> data
     throw Error("wgc: upload of " + std::to_string(data.size()) + " bytes at offset " + std::to_string(offset) +
                 " past the end of a " + std::to_string(t.capacity()) + "-byte buffer");
   if (data.empty()) return;
+  detail::throw_if_lost(ctx.state());  // a write to a lost device would vanish without a word
   // writeBuffer wants sizes and offsets in multiples of 4: pad the tail.
   size_t whole = data.size() / 4 * 4;
   if (whole) wgpuQueueWriteBuffer(ctx.queue(), t.buffer(), offset, data.data(), whole);

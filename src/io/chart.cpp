@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <mutex>
 
 namespace wgc::chart {
 namespace {
@@ -210,8 +211,6 @@ void nice_range(double& lo, double& hi, bool log, int max_ticks) {
   hi = std::ceil(hi / step - 1e-9) * step;
 }
 
-Rgb series_color(size_t i) { return palette()[i % palette().size()]; }
-
 void check_size(const ChartOptions& o) {
   if (o.width < 200 || o.height < 150 || o.width > 16384 || o.height > 16384)
     throw Error("wgc: chart: size " + std::to_string(o.width) + "x" + std::to_string(o.height) +
@@ -238,6 +237,33 @@ struct Frame {
   int legend_x;
 };
 
+// Where the legend's entries go: columns of `rows` entries, each `col_w` pixels wide, drawn at
+// `scale`; enough columns (and a smaller scale when needed) that every entry is inside the image.
+struct LegendLayout {
+  int rows = 0, columns = 0, col_w = 0, scale = 1;
+  int width() const { return columns * col_w; }
+};
+
+int legend_row_height(int scale) { return text_height(scale) + 3 * scale; }
+
+LegendLayout legend_layout(const ChartOptions& o, const std::vector<std::string>& names, int top) {
+  LegendLayout l;
+  if (names.empty()) return l;
+  int longest = 0;
+  for (const auto& n : names) longest = std::max(longest, int(n.size()));
+  const int max_w = o.width * 2 / 5;
+  for (int scale = o.text_scale; scale >= 1; --scale) {
+    l.scale = scale;
+    l.rows = std::max(1, (o.height - top - 4 * scale) / legend_row_height(scale));
+    l.columns = int((names.size() + size_t(l.rows) - 1) / size_t(l.rows));
+    const int swatch = 14 * scale, min_text = text_width("abcdef..", scale);
+    l.col_w = std::min(swatch + text_width(std::string(size_t(longest), 'x'), scale) + 3 * scale,
+                       std::max(swatch + min_text, max_w / std::max(1, l.columns)));
+    if (l.width() <= max_w || scale == 1) break;
+  }
+  return l;
+}
+
 // Lays out title, axis labels, tick labels and the legend around the plot area, and draws the
 // title, the frame, the grid, the ticks and their labels, and the axis labels.
 Frame draw_frame(Image& img, const ChartOptions& o, const std::string& title, const std::string& x_label,
@@ -250,9 +276,8 @@ Frame draw_frame(Image& img, const ChartOptions& o, const std::string& title, co
   for (double v : yt) ylab_w = std::max(ylab_w, text_width(tick_label(v), s));
   int left = pad + (y_label.empty() ? 0 : th + pad) + ylab_w + pad + 3 * s;
   int bottom = pad + th + pad + (x_label.empty() ? 0 : th + pad) + 3 * s;
-  int legend_w = 0;
-  for (auto& n : legend_names) legend_w = std::max(legend_w, text_width(n, s));
-  legend_w = legend_names.empty() ? 0 : std::min(legend_w + 14 * s + 3 * pad, o.width * 2 / 5);
+  const LegendLayout legend = legend_layout(o, legend_names, title_h);
+  int legend_w = legend_names.empty() ? 0 : legend.width() + pad;
   int right = pad * 2 + legend_w;
   Rect plot{left, title_h, o.width - right, o.height - bottom};
   if (plot.x1 - plot.x0 < 40 || plot.y1 - plot.y0 < 40) throw Error("wgc: chart: too small for its labels");
@@ -315,21 +340,21 @@ Frame draw_frame(Image& img, const ChartOptions& o, const std::string& title, co
 }
 
 void draw_legend(Image& img, const ChartOptions& o, const Frame& f, const std::vector<std::string>& names, bool lines) {
-  const int s = o.text_scale, row = text_height(s) + 3 * s;
-  int y = f.plot.y0 + 2 * s;
+  const LegendLayout l = legend_layout(o, names, f.plot.y0);
+  const int s = l.scale, row = legend_row_height(s);
   Rect all{0, 0, img.width, img.height};
-  for (size_t i = 0; i < names.size(); ++i, y += row) {
-    if (y + row > img.height) break;
+  for (size_t i = 0; i < names.size(); ++i) {
+    const int x = f.legend_x + int(i / size_t(l.rows)) * l.col_w, y = f.plot.y0 + 2 * s + int(i % size_t(l.rows)) * row;
     Rgb c = series_color(i);
     int cy = y + 7 * s / 2;
     if (lines) {
-      draw_line(img, f.legend_x, cy + 0.5, f.legend_x + 10 * s, cy + 0.5, std::max(2.0, s * 1.0), c, all);
-      if (o.markers) draw_marker(img, f.legend_x + 5 * s, cy + 0.5, 2.0 * s, int(i), c, all);
+      draw_line(img, x, cy + 0.5, x + 10 * s, cy + 0.5, std::max(2.0, s * 1.0), c, all);
+      if (o.markers) draw_marker(img, x + 5 * s, cy + 0.5, 2.0 * s, int(i), c, all);
     } else {
-      fill_rect(img, f.legend_x + 2 * s, y, f.legend_x + 9 * s, y + 7 * s, c);
+      fill_rect(img, x + 2 * s, y, x + 9 * s, y + 7 * s, c);
     }
-    std::string n = fit(names[i], img.width - (f.legend_x + 12 * s) - 2 * s, s);
-    draw_text(img, f.legend_x + 12 * s, y, n, kText, s);
+    const int text_x = x + 12 * s, room = std::min(l.col_w - 12 * s - s, img.width - text_x - 2 * s);
+    draw_text(img, text_x, y, fit(names[i], room, s), kText, s);
   }
 }
 
@@ -339,6 +364,59 @@ const std::vector<Rgb>& palette() {
   static const std::vector<Rgb> p{{31, 119, 180}, {255, 127, 14},  {44, 160, 44},   {214, 39, 40},  {148, 103, 189},
                                   {140, 86, 75},  {227, 119, 194}, {127, 127, 127}, {188, 189, 34}, {23, 190, 207}};
   return p;
+}
+
+namespace {
+
+// A hue spaced by the golden angle from the last; three lightnesses and two saturations take turns.
+Rgb golden_angle_color(size_t k) {
+  const double h = std::fmod(double(k) * 137.50776405, 360.0) / 60.0;
+  const double l = k % 3 == 0 ? 0.42 : k % 3 == 1 ? 0.58 : 0.30, sat = k % 2 == 0 ? 0.75 : 0.55;
+  const double c = (1 - std::fabs(2 * l - 1)) * sat, x = c * (1 - std::fabs(std::fmod(h, 2.0) - 1)), m = l - c / 2;
+  double r = 0, g = 0, b = 0;
+  switch (int(h)) {
+    case 0: r = c, g = x; break;
+    case 1: r = x, g = c; break;
+    case 2: g = c, b = x; break;
+    case 3: g = x, b = c; break;
+    case 4: r = x, b = c; break;
+    default: r = c, b = x;
+  }
+  auto byte = [m](double v) { return uint8_t(std::lround(std::clamp(v + m, 0.0, 1.0) * 255)); };
+  return {byte(r), byte(g), byte(b)};
+}
+
+int distance(Rgb a, Rgb b) { return std::abs(a.r - b.r) + std::abs(a.g - b.g) + std::abs(a.b - b.b); }
+
+}  // namespace
+
+Rgb series_color(size_t i) {
+  static std::mutex mu;
+  static std::vector<Rgb> colors;
+  static size_t next_k = 0;
+  std::lock_guard lock(mu);
+  if (colors.empty()) {
+    colors = palette();
+    for (Rgb c : {Rgb{174, 199, 232}, Rgb{255, 187, 120}, Rgb{152, 223, 138}, Rgb{255, 152, 150}, Rgb{197, 176, 213},
+                  Rgb{196, 156, 148}, Rgb{247, 182, 210}, Rgb{199, 199, 199}, Rgb{219, 219, 141}, Rgb{158, 218, 229}})
+      colors.push_back(c);  // Tableau 20's light tones
+  }
+  // Past those, golden-angle colours that keep a visible distance from every earlier one (the
+  // distance asked for shrinks only when a long run of candidates finds none).
+  int min_distance = 60, misses = 0;
+  while (colors.size() <= i && colors.size() < 100000) {
+    Rgb c = golden_angle_color(next_k++);
+    bool far = true;
+    for (Rgb o : colors) far = far && distance(c, o) >= min_distance;
+    if (far) {
+      colors.push_back(c);
+      misses = 0;
+    } else if (++misses > 200) {
+      min_distance = std::max(1, min_distance * 3 / 4);
+      misses = 0;
+    }
+  }
+  return colors[std::min(i, colors.size() - 1)];
 }
 
 const uint8_t* glyph(char c) {

@@ -36,8 +36,11 @@ struct Rgb {
   uint8_t r = 0, g = 0, b = 0;
 };
 
-// The series colours, in order (Tableau 10); series i takes palette()[i % size].
+// The first series' colours, in order (Tableau 10).
 const std::vector<Rgb>& palette();
+// Series i's colour: palette() for the first ten, then Tableau 20's light tones, then hues spaced
+// by the golden angle at three lightnesses: every series of a chart has a colour of its own.
+Rgb series_color(size_t i);
 
 // Renders into a width x height RGB image. Throws wgc::Error for a size under 200x150, a series
 // whose x and y differ in length, or bar values not matching the categories.

@@ -191,6 +191,10 @@ Array parse(std::span<const std::byte> bytes, const std::string& source) {
   }
   if (start + hlen > bytes.size()) throw Error("wgc: " + source + ": truncated header");
   std::string_view h(reinterpret_cast<const char*>(bytes.data()) + start, hlen);
+  // The header is one Python dict literal (padded with spaces, ended by a newline).
+  size_t first = h.find_first_not_of(" \t\n"), last = h.find_last_not_of(" \t\n");
+  if (first == std::string_view::npos || h[first] != '{' || h[last] != '}')
+    throw Error("wgc: " + source + ": the header is not a dict ({...}): " + std::string(h.substr(0, 200)));
 
   Array a;
   size_t i = find_key(h, "descr", source);

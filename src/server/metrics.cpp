@@ -83,6 +83,18 @@ std::string Metrics::text(const EngineGauges& g) const {
   metric(out, "wgc_gpu_buffer_bytes", "gauge", "Bytes of GPU buffers allocated (incl. the reuse pool).",
          double(g.gpu_buffer_bytes));
   metric(out, "wgc_gpu_buffers", "gauge", "GPU buffers allocated (incl. the reuse pool).", double(g.gpu_buffers));
+  metric(out, "wgc_device_recovering", "gauge", "1 while the model is rebuilt after the GPU device was lost.",
+         s.recovering ? 1 : 0);
+  metric(out, "wgc_device_recoveries_total", "counter", "Times the model was rebuilt on a new GPU device.",
+         double(s.recoveries));
+  metric(out, "wgc_device_last_recovery_seconds", "gauge", "How long the last rebuild took, from the loss to serving.",
+         s.last_recovery_s);
+  metric(out, "wgc_http_connections", "gauge", "HTTP connections open.", double(g.connections_open));
+  metric(out, "wgc_http_connections_refused_total", "counter",
+         "HTTP connections refused with 503 at the connection caps.", double(g.connections_refused));
+  metric(out, "wgc_http_connections_evicted_total", "counter",
+         "HTTP connections closed to make room (idle, or sending their request slowly).",
+         double(g.connections_evicted));
   metric(out, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.", double(g.resident_bytes));
   return out;
 }

@@ -32,6 +32,8 @@ struct EngineGauges {
   uint64_t gpu_buffer_bytes = 0;  // allocated on the device, incl. the context's pool
   uint64_t gpu_buffers = 0;
   uint64_t resident_bytes = 0;  // the process's resident memory (RSS)
+  // HTTP connections: open now; refused at a cap; closed to make room (idle or slow).
+  uint64_t connections_open = 0, connections_refused = 0, connections_evicted = 0;
 };
 
 class Metrics {

@@ -328,36 +328,49 @@ ApiRequest parse_request(Api api, std::string_view body, const ModelInfo& m) {
   return r;
 }
 
-std::string tokenize(std::string_view body, const llm::Tokenizer& tok) {
+TokenizeAnswer tokenize_request(std::string_view body, const llm::Tokenizer& tok) {
   Value doc = parse_body(body);
   Fields f(doc);
   const std::string* content = f.string("content");
   if (!content) throw bad_request("content", "'content' is required");
   bool add_special = f.boolean("add_special").value_or(false);
-  bool with_pieces = f.boolean("with_pieces").value_or(false);
-  std::vector<int32_t> ids = tok.encode(*content, add_special);
-  Value tokens = Value::array();
-  for (int32_t id : ids) {
-    if (!with_pieces) {
-      tokens.push_back(int(id));
+  TokenizeAnswer t;
+  t.with_pieces = f.boolean("with_pieces").value_or(false);
+  t.ids = tok.encode(*content, add_special);
+  return t;
+}
+
+std::string tokenize_answer_part(const TokenizeAnswer& t, size_t begin, size_t end, const llm::Tokenizer& tok) {
+  std::string out = begin == 0 ? "{\"tokens\":[" : "";
+  for (size_t i = begin; i < end && i < t.ids.size(); ++i) {
+    if (i > 0) out += ',';
+    int32_t id = t.ids[i];
+    if (!t.with_pieces) {
+      out += std::to_string(id);
       continue;
     }
     // llama-server: the piece as a string when it is valid UTF-8, else its bytes.
     std::string piece = tok.decode_bytes(std::span<const int32_t>(&id, 1));
-    Value o = Value::object();
-    o.set("id", int(id));
+    out += "{\"id\":" + std::to_string(id) + ",\"piece\":";
     if (llm::unicode::valid_utf8(piece)) {
-      o.set("piece", piece);
+      out += json::quote(piece);
     } else {
-      Value bytes = Value::array();
-      for (unsigned char c : piece) bytes.push_back(int(c));
-      o.set("piece", std::move(bytes));
+      out += '[';
+      for (size_t k = 0; k < piece.size(); ++k) {
+        if (k) out += ',';
+        out += std::to_string(int(uint8_t(piece[k])));
+      }
+      out += ']';
     }
-    tokens.push_back(std::move(o));
+    out += '}';
   }
-  Value out = Value::object();
-  out.set("tokens", std::move(tokens));
-  return out.dump();
+  if (end >= t.ids.size()) out += "]}";
+  return out;
+}
+
+std::string tokenize(std::string_view body, const llm::Tokenizer& tok) {
+  TokenizeAnswer t = tokenize_request(body, tok);
+  return tokenize_answer_part(t, 0, t.ids.size(), tok);
 }
 
 std::string detokenize(std::string_view body, const llm::Tokenizer& tok) {

@@ -56,6 +56,15 @@ ApiRequest parse_request(Api api, std::string_view body, const ModelInfo& model)
 // POST /tokenize {"content": "text", "add_special": false, "with_pieces": false} -> the answer body
 // {"tokens": [ids]} or, with pieces, {"tokens": [{"id": 1, "piece": "text" or [bytes]}]}.
 std::string tokenize(std::string_view body, const llm::Tokenizer& tok);
+// The same in parts, for an answer written as it is made (a piece per token is ~10x the text):
+// the request's ids, and the answer's text for ids [begin, end) (the part with begin 0 opens the
+// object, the one reaching the end closes it).
+struct TokenizeAnswer {
+  std::vector<int32_t> ids;
+  bool with_pieces = false;
+};
+TokenizeAnswer tokenize_request(std::string_view body, const llm::Tokenizer& tok);
+std::string tokenize_answer_part(const TokenizeAnswer& t, size_t begin, size_t end, const llm::Tokenizer& tok);
 // POST /detokenize {"tokens": [ids]} -> {"content": "text"}.
 std::string detokenize(std::string_view body, const llm::Tokenizer& tok);
 

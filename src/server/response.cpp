@@ -21,8 +21,12 @@ std::string sse_data(const std::string& json) { return "data: " + json + "\n\n";
 
 namespace {
 
+std::string plain(const std::string& m) { return m.starts_with("wgc: ") ? m.substr(5) : m; }
+
 // A request that ended without finishing: the error its client gets.
 std::optional<ApiError> failure(const llm::RequestResult& r) {
+  // Not the request's fault (the GPU device was lost, the model is being rebuilt): send it again.
+  if (!r.error.empty() && r.retryable) return ApiError(503, plain(r.error), "unavailable_error", "", "device_lost");
   if (!r.error.empty()) return ApiError(500, "generation failed: " + r.error, "server_error");
   if (r.stop == llm::StopReason::Cancelled)
     return ApiError(503, "the request was cancelled before it finished (the server is shutting down)",

@@ -1,6 +1,7 @@
 #include "server/server.h"
 
 #include "gpu/tensor.h"
+#include "server/guarded_http.h"
 #include "server/metrics.h"
 #include "server/response.h"
 #include "server/web_assets.h"
@@ -25,7 +26,6 @@
 namespace wgc::server {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using json::Value;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
@@ -98,17 +98,83 @@ struct Exchange {
   }
 };
 
+HttpLimits http_limits(const ServerOptions& o, const llm::SchedulerOptions& so) {
+  HttpLimits l;
+  size_t total = o.max_connections > 0 ? size_t(o.max_connections)
+                                       : std::min<size_t>(size_t(so.parallel + so.max_queue + 16), 1000);
+  l.connections.total = total;
+  l.connections.per_client =
+      o.max_connections_per_client > 0 ? size_t(o.max_connections_per_client) : std::max<size_t>(1, total * 3 / 4);
+  l.request_timeout = o.request_timeout;
+  l.max_body_bytes = o.max_body_bytes;
+  return l;
+}
+
+bool chunked(const httplib::Request& req) {
+  std::string te = req.get_header_value("Transfer-Encoding");
+  std::transform(te.begin(), te.end(), te.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  return te.find("chunked") != std::string::npos;
+}
+
+// The request's body, at most `limit` bytes as received (a chunked body decoded). The body is read
+// here rather than by httplib, which caps neither a chunked body nor one without a length and
+// takes an application/x-www-form-urlencoded body (curl -d) for a form of at most 8 KB.
+std::string read_body(const httplib::Request& req, const httplib::ContentReader& reader, const HttpLimits& limits) {
+  HttpConnection* conn = current_http_connection();
+  std::string body;
+  // A request with neither a length nor chunks has no body (RFC 9112 6.3).
+  if (req.has_header("Content-Length") || chunked(req)) {
+    bool too_large = false;
+    bool ok = reader([&](const char* data, size_t n) {
+      if (n > limits.max_body_bytes - body.size()) {
+        too_large = true;
+        return false;
+      }
+      body.append(data, n);
+      return true;
+    });
+    if (!ok) {
+      if (conn) conn->close_after_response();  // the rest of the body is not read
+      if (too_large) throw cut_error(Cut::BodyTooLarge, limits);
+      if (conn && conn->cut() != Cut::None) throw cut_error(conn->cut(), limits);
+      throw ApiError(400, "the request body could not be read (it ended early, or its chunked encoding is malformed)");
+    }
+  }
+  if (conn) conn->enter(Phase::Handling);
+  return body;
+}
+
+// POST /tokenize's answer, written a few thousand tokens at a time: with pieces it is ~10x the
+// text, and an 8 MiB text must not cost gigabytes.
+void send_tokens(httplib::Response& res, const std::string& body, const llm::Tokenizer& tok) {
+  constexpr size_t kPart = 4096;
+  auto t = std::make_shared<TokenizeAnswer>(tokenize_request(body, tok));
+  if (t->ids.size() <= kPart) {
+    res.set_content(tokenize_answer_part(*t, 0, t->ids.size(), tok), "application/json");
+    return;
+  }
+  auto next = std::make_shared<size_t>(0);
+  res.set_chunked_content_provider("application/json", [t, next, &tok](size_t, httplib::DataSink& sink) {
+    size_t end = std::min(*next + kPart, t->ids.size());
+    std::string part = tokenize_answer_part(*t, *next, end, tok);
+    if (!sink.write(part.data(), part.size())) return false;
+    *next = end;
+    if (end == t->ids.size()) sink.done();
+    return true;
+  });
+}
+
 }  // namespace
 
 struct Server::Impl {
-  Impl(llm::Scheduler& s, const ModelInfo& m, std::optional<Context> c, ServerOptions o)
-      : sched(s), model(m), ctx(std::move(c)), opt(std::move(o)) {}
+  Impl(llm::Scheduler& s, const ModelInfo& m, Server::ContextSource c, ServerOptions o)
+      : sched(s), model(m), context(std::move(c)), opt(std::move(o)), http(http_limits(opt, s.options())) {}
 
   llm::Scheduler& sched;
   const ModelInfo& model;
-  std::optional<Context> ctx;
+  Server::ContextSource context;
   ServerOptions opt;
-  httplib::Server http;
+  GuardedHttpServer http;
   Metrics metrics;
   int64_t created = int64_t(std::time(nullptr));
   std::string id_prefix;
@@ -122,7 +188,7 @@ struct Server::Impl {
   std::once_flag shutdown_once;
 
   void routes();
-  void generate(const httplib::Request& req, httplib::Response& res, Api api);
+  void generate(const std::string& body, httplib::Response& res, Api api);
   void stream(const std::shared_ptr<Exchange>& x, httplib::Response& res);
   void wait_whole(Exchange& x, httplib::Response& res);
   uint64_t submit(const std::shared_ptr<Exchange>& x);
@@ -181,9 +247,9 @@ void Server::Impl::finish(const Exchange& x) {
   idle_cv.notify_all();
 }
 
-void Server::Impl::generate(const httplib::Request& req, httplib::Response& res, Api api) {
+void Server::Impl::generate(const std::string& body, httplib::Response& res, Api api) {
   auto arrived = Clock::now();
-  ApiRequest parsed = parse_request(api, req.body, model);
+  ApiRequest parsed = parse_request(api, body, model);
   std::string id = (api == Api::Chat ? "chatcmpl-" : "cmpl-") + id_prefix + std::to_string(next_id++);
   auto x = std::make_shared<Exchange>(std::move(parsed), model, std::move(id), arrived);
   submit(x);
@@ -272,36 +338,60 @@ std::string Server::Impl::models_json(bool list) const {
 EngineGauges Server::Impl::gauges() const {
   EngineGauges g;
   g.scheduler = sched.stats();
-  if (ctx) {
+  if (auto ctx = context ? context() : std::nullopt) {
     g.gpu_buffer_bytes = allocated_buffer_bytes(*ctx);
     g.gpu_buffers = allocated_buffers(*ctx);
   }
   g.resident_bytes = resident_bytes();
+  auto c = const_cast<GuardedHttpServer&>(http).connections().counts();
+  g.connections_open = c.open;
+  g.connections_refused = c.refused;
+  g.connections_evicted = c.evicted;
   return g;
 }
 
 void Server::Impl::routes() {
   // Every handler answers errors in OpenAI's shape.
-  auto guarded = [](auto fn) {
-    return [fn](const httplib::Request& req, httplib::Response& res) {
-      try {
-        fn(req, res);
-      } catch (const ApiError& e) {
-        send_error(res, e);
-      } catch (const std::exception& e) {
-        send_error(res, ApiError(500, std::string("internal error: ") + e.what(), "server_error"));
-      }
-    };
+  auto answer = [](httplib::Response& res, auto&& fn) {
+    try {
+      fn();
+    } catch (const ApiError& e) {
+      send_error(res, e);
+    } catch (const std::exception& e) {
+      send_error(res, ApiError(500, std::string("internal error: ") + e.what(), "server_error"));
+    }
+  };
+  auto guarded = [answer](auto fn) {
+    return [fn, answer](const httplib::Request& req, httplib::Response& res) { answer(res, [&] { fn(req, res); }); };
+  };
+  // POST handlers take the body read by read_body (bounded, whatever its encoding).
+  auto with_body = [this, answer](auto fn) {
+    return
+        [this, fn, answer](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
+          answer(res, [&] { fn(read_body(req, reader, http.limits()), res); });
+        };
   };
   auto json = [](httplib::Response& res, const std::string& body) { res.set_content(body, "application/json"); };
 
-  http.Get("/health", guarded([this, json](const httplib::Request&, httplib::Response& res) {
+  http.Get("/health", guarded([this](const httplib::Request&, httplib::Response& res) {
+             llm::SchedulerStats s = sched.stats();
+             Value h = Value::object();
              if (stopping) {
                res.status = 503;
-               json(res, R"({"status":"shutting down"})");
+               h.set("status", "shutting down");
+             } else if (s.recovering) {
+               // The GPU device was lost: the model is being rebuilt; requests wait in the queue.
+               res.status = 503;
+               h.set("status", "recovering");
+               h.set("error", plain_message(Error(s.device_error)));
              } else {
-               json(res, R"({"status":"ok"})");
+               h.set("status", "ok");
              }
+             if (s.recoveries) {
+               h.set("recoveries", s.recoveries);
+               h.set("last_recovery_s", s.last_recovery_s);
+             }
+             res.set_content(h.dump(), "application/json");
            }));
   http.Get("/v1/models",
            guarded([this, json](const httplib::Request&, httplib::Response& res) { json(res, models_json(true)); }));
@@ -313,16 +403,16 @@ void Server::Impl::routes() {
                               "invalid_request_error", "model", "model_not_found");
              json(res, models_json(false));
            }));
-  http.Post("/v1/completions", guarded([this](const httplib::Request& req, httplib::Response& res) {
-              generate(req, res, Api::Completions);
+  http.Post("/v1/completions", with_body([this](const std::string& body, httplib::Response& res) {
+              generate(body, res, Api::Completions);
             }));
   http.Post("/v1/chat/completions",
-            guarded([this](const httplib::Request& req, httplib::Response& res) { generate(req, res, Api::Chat); }));
-  http.Post("/tokenize", guarded([this, json](const httplib::Request& req, httplib::Response& res) {
-              json(res, tokenize(req.body, *model.tokenizer));
+            with_body([this](const std::string& body, httplib::Response& res) { generate(body, res, Api::Chat); }));
+  http.Post("/tokenize", with_body([this](const std::string& body, httplib::Response& res) {
+              send_tokens(res, body, *model.tokenizer);
             }));
-  http.Post("/detokenize", guarded([this, json](const httplib::Request& req, httplib::Response& res) {
-              json(res, detokenize(req.body, *model.tokenizer));
+  http.Post("/detokenize", with_body([this, json](const std::string& body, httplib::Response& res) {
+              json(res, detokenize(body, *model.tokenizer));
             }));
   http.Get("/metrics", guarded([this](const httplib::Request&, httplib::Response& res) {
              res.set_content(metrics.text(gauges()), "text/plain; version=0.0.4");
@@ -348,45 +438,88 @@ void Server::Impl::routes() {
              }
            }));
 
-  // Any other method and path: 404 (httplib would answer 400 for an unrouted POST).
-  auto not_found = [](const httplib::Request&, httplib::Response& res) { res.status = 404; };
+  // Any other method and path: 404 (httplib would answer 400 for an unrouted POST). The body is
+  // read (bounded) and dropped, so that the connection can serve the next request.
+  auto not_found = with_body([](const std::string&, httplib::Response& res) { res.status = 404; });
   http.Post("/(.*)", not_found);
   http.Put("/(.*)", not_found);
   http.Delete("/(.*)", not_found);
   http.Patch("/(.*)", not_found);
 
-  // Before routing: the API key (the health check and the web pages need none).
+  // Before routing (the head is read, the body not yet): the body's declared size and encoding,
+  // then the API key (the health check and the web pages need none).
   http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    HttpConnection* conn = current_http_connection();
+    bool has_body = req.method == "POST" || req.method == "PUT" || req.method == "PATCH" || req.method == "DELETE";
+    if (conn) conn->enter(has_body ? Phase::Body : Phase::Handling);
+    auto refuse = [&](const ApiError& e) {
+      if (conn) conn->close_after_response();  // the body stays unread
+      send_error(res, e);
+      return httplib::Server::HandlerResponse::Handled;
+    };
+    if (req.has_header("Content-Length")) {
+      const std::string v = req.get_header_value("Content-Length");
+      if (v.empty() || v.size() > 19 || v.find_first_not_of("0123456789") != std::string::npos ||
+          req.get_header_value_count("Content-Length") > 1)
+        return refuse(ApiError(400, "the Content-Length header is not one decimal number", "invalid_request_error", "",
+                               "bad_content_length"));
+      if (std::stoull(v) > opt.max_body_bytes) return refuse(cut_error(Cut::BodyTooLarge, http.limits()));
+      if (!has_body && v != "0" && conn) conn->close_after_response();  // a GET with a body: not read
+    } else if (chunked(req) && !has_body && conn) {
+      conn->close_after_response();
+    }
+    if (has_body && req.get_header_value("Content-Type").starts_with("multipart/"))
+      return refuse(ApiError(415, "a multipart body is not accepted: send JSON (Content-Type: application/json)",
+                             "invalid_request_error", "", "unsupported_media_type"));
     if (!opt.api_key.empty() && needs_key(req.path)) {
       std::string auth = req.get_header_value("Authorization");
       if (!auth.starts_with("Bearer ") || !same_key(std::string_view(auth).substr(7), opt.api_key)) {
         res.set_header("WWW-Authenticate", "Bearer");
-        send_error(res, ApiError(401, "invalid or missing API key (send \"Authorization: Bearer <key>\")",
-                                 "authentication_error", "", "invalid_api_key"));
-        return httplib::Server::HandlerResponse::Handled;
+        return refuse(ApiError(401, "invalid or missing API key (send \"Authorization: Bearer <key>\")",
+                               "authentication_error", "", "invalid_api_key"));
       }
     }
     return httplib::Server::HandlerResponse::Unhandled;
   });
-  // Statuses without a body (unknown route 404, 413 for a body past the limit, 400 from the HTTP
-  // parser) get one in OpenAI's shape; a 503 gets Retry-After.
-  http.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req,
-                                                                     httplib::Response& res) {
-    if (res.status == 503 && !res.has_header("Retry-After"))
-      res.set_header("Retry-After", std::to_string(opt.retry_after_s));
-    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-    if (res.status == 404)
-      send_error(res, ApiError(404, "no route " + req.method + " " + req.path + " (see GET /)", "invalid_request_error",
-                               "", "not_found"));
-    else if (res.status == 413)
-      send_error(
-          res,
-          ApiError(413, "the request body is larger than the limit of " + std::to_string(opt.max_body_bytes) + " bytes",
-                   "invalid_request_error", "", "request_too_large"));
-    else
-      send_error(res, ApiError(res.status, "HTTP error " + std::to_string(res.status), "invalid_request_error"));
-    return httplib::Server::HandlerResponse::Handled;
-  }));
+  // "Expect: 100-continue" (curl, for bodies over 1 MB): a body past the limit is refused before
+  // the client sends it.
+  http.set_expect_100_continue_handler([this](const httplib::Request& req, httplib::Response&) {
+    const std::string v = req.get_header_value("Content-Length");
+    if (!v.empty() && v.size() < 20 && v.find_first_not_of("0123456789") == std::string::npos &&
+        std::stoull(v) > opt.max_body_bytes) {
+      if (HttpConnection* conn = current_http_connection()) conn->close_after_response();
+      return 413;
+    }
+    return 100;
+  });
+  // Statuses without a body (unknown route 404, 400 from the HTTP parser, or a request cut by a
+  // limit while httplib read its head) get one in OpenAI's shape; a 503 gets Retry-After.
+  http.set_error_handler(
+      httplib::Server::HandlerWithResponse([this](const httplib::Request& req, httplib::Response& res) {
+        HttpConnection* conn = current_http_connection();
+        if (conn && conn->cut() != Cut::None && res.body.empty()) {
+          ApiError e = cut_error(conn->cut(), http.limits());
+          res.status = e.status;
+          send_error(res, e);
+        }
+        if (res.status == 503 && !res.has_header("Retry-After"))
+          res.set_header("Retry-After", std::to_string(opt.retry_after_s));
+        if (conn && (conn->closing() || conn->cut() != Cut::None)) res.set_header("Connection", "close");
+        if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+        if (res.status == 404)
+          send_error(res, ApiError(404, "no route " + req.method + " " + req.path + " (see GET /)",
+                                   "invalid_request_error", "", "not_found"));
+        else if (res.status == 413)
+          send_error(res, cut_error(Cut::BodyTooLarge, http.limits()));
+        else if (res.status == 400)
+          send_error(res, ApiError(400,
+                                   "malformed HTTP request (the request line, or a header line: at most 8192 bytes "
+                                   "each)",
+                                   "invalid_request_error"));
+        else
+          send_error(res, ApiError(res.status, "HTTP error " + std::to_string(res.status), "invalid_request_error"));
+        return httplib::Server::HandlerResponse::Handled;
+      }));
   http.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
     metrics.request(route_label(req.path), res.status);
   });
@@ -400,33 +533,29 @@ void Server::Impl::do_shutdown() {
     std::fprintf(stderr, "wgc serve: cancelling %zu request(s) still running after %llds\n", active.size(),
                  (long long)opt.shutdown_grace.count());
     for (uint64_t id : active) sched.cancel(id);
-    // Their streams end with an error event; bounded, in case a client does not read.
-    idle_cv.wait_for(lock, std::chrono::seconds(10), [&] { return active.empty(); });
+    // Their streams end with an error event; a client that does not read gets its connection
+    // closed below.
+    idle_cv.wait_for(lock, std::chrono::seconds(1), [&] { return active.empty(); });
   }
   lock.unlock();
+  // Whatever the clients do (send slowly, read nothing, keep idle connections): every connection
+  // is cut, so the workers return at once and run() ends.
+  http.close_connections();
   http.stop();
 }
 
-Server::Server(llm::Scheduler& scheduler, const ModelInfo& model, std::optional<Context> ctx, ServerOptions options)
-    : impl_(std::make_unique<Impl>(scheduler, model, std::move(ctx), std::move(options))) {
+Server::Server(llm::Scheduler& scheduler, const ModelInfo& model, ContextSource context, ServerOptions options)
+    : impl_(std::make_unique<Impl>(scheduler, model, std::move(context), std::move(options))) {
   Impl& s = *impl_;
   std::random_device rd;
   char prefix[16];
   std::snprintf(prefix, sizeof prefix, "%08x-", unsigned(rd()));
   s.id_prefix = prefix;
-  const auto& so = scheduler.options();
-  size_t threads =
-      s.opt.threads > 0 ? size_t(s.opt.threads) : std::min<size_t>(size_t(so.parallel + so.max_queue + 8), 1024);
-  s.http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  s.http.set_payload_max_length(s.opt.max_body_bytes);
   s.http.set_tcp_nodelay(true);
-  s.http.set_keep_alive_max_count(1000);  // httplib's default (5) closes busy clients' connections often
-  s.http.set_read_timeout(std::chrono::seconds(30));
-  s.http.set_write_timeout(std::chrono::seconds(30));
   s.routes();
-  bool ok = s.opt.port == 0 ? (s.opt.port = s.http.bind_to_any_port(s.opt.host)) > 0
-                            : s.http.bind_to_port(s.opt.host, s.opt.port);
-  if (!ok)
+  int bound = s.http.bind(s.opt.host, s.opt.port);
+  if (bound > 0) s.opt.port = bound;
+  if (bound <= 0)
     throw Error("wgc serve: cannot listen on " + s.opt.host + ":" + std::to_string(s.opt.port) + " (" +
                 std::strerror(errno) + ")");
 }

@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -24,17 +25,25 @@ struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8080;                   // 0: any free port (see Server::port)
   std::string api_key;               // non-empty: requests need "Authorization: Bearer <key>"
-  size_t max_body_bytes = 8u << 20;  // larger request bodies get 413
-  int threads = 0;        // HTTP worker threads (0: one per sequence and queue slot and 8 more, at most 1024)
-  int retry_after_s = 1;  // Retry-After of a 503 when the queue is full
+  size_t max_body_bytes = 8u << 20;  // larger request bodies get 413 (chunked ones too)
+  // Open connections at once (0: one per sequence and queue slot and 16 more, at most 1000), and
+  // of them from one client address (0: three quarters of that). Past a cap, an idle or slow
+  // connection is closed to make room, else the new one gets 503 (server/connections.h).
+  int max_connections = 0;
+  int max_connections_per_client = 0;
+  // A request's line, headers and body must arrive within this time of its first byte (else 408).
+  std::chrono::milliseconds request_timeout{30000};
+  int retry_after_s = 1;                    // Retry-After of a 503 when the queue is full
   std::chrono::seconds shutdown_grace{30};  // shutdown(): how long running requests may finish
 };
 
 class Server {
  public:
   // Binds the socket (wgc::Error naming host and port when it cannot). The scheduler and model info
-  // outlive the server. ctx: the model's GPU context, for the metrics (none: the CPU engine).
-  Server(llm::Scheduler& scheduler, const ModelInfo& model, std::optional<Context> ctx, ServerOptions options = {});
+  // outlive the server. context: the model's current GPU context, for the metrics (none: the CPU
+  // engine; a new one after the scheduler rebuilt the model on a new device).
+  using ContextSource = std::function<std::optional<Context>()>;
+  Server(llm::Scheduler& scheduler, const ModelInfo& model, ContextSource context, ServerOptions options = {});
   ~Server();
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
@@ -43,8 +52,9 @@ class Server {
   // Serves until shutdown() has finished; returns normally then.
   void run();
   // Graceful stop, from any thread: new requests get 503; running requests may finish within
-  // shutdown_grace, then are cancelled (streams end with an error event); then the listening
-  // socket closes and run() returns. Safe to call more than once.
+  // shutdown_grace, then are cancelled (streams end with an error event); at the latest a second
+  // later every connection is closed, whatever its client does, the listening socket closes and
+  // run() returns. Safe to call more than once.
   void shutdown();
 
   struct Impl;

@@ -16,6 +16,13 @@ struct DeviceError : Error {
   using Error::Error;
 };
 
+// The GPU device was lost (a driver reset, the GPU reclaimed, an internal error that left it
+// unusable): every object made on its Context is gone, and every later call on them throws this.
+// Retryable: the same work succeeds on a new Context (wgc serve rebuilds one itself).
+struct DeviceLost : DeviceError {
+  using DeviceError::DeviceError;
+};
+
 // WGSL that does not compile; the message carries "label:line:col: text" for each error.
 struct ShaderError : Error {
   using Error::Error;

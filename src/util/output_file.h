@@ -3,9 +3,12 @@
 //    --force), otherwise FileExistsError names it;
 //  - the bytes go to a temporary file in the same folder, renamed onto the name at commit(), so a
 //    crash, an error or an interrupt (SIGINT, SIGTERM, SIGHUP) leaves the old file or none, never a
-//    partial one; the temporary is removed on the way out.
+//    partial one; the temporary is removed on the way out. A signal the process inherited as
+//    ignored (nohup) stays ignored. A temporary left by a writer that was killed (kill -9) is
+//    removed by the next OutputFile for the same name (its writer's lock is gone);
+//  - a file that is replaced keeps its permissions (and owner, when run as root).
 //
-//   OutputFile out(path, Overwrite::No);   // checks, creates ".name.XXXXXX.tmp" beside it
+//   OutputFile out(path, Overwrite::No);   // checks, creates ".name.XXXXXX.wgc-tmp" beside it
 //   out.write(bytes);                      // or write to out.fd() / out.temp_path()
 //   out.commit();                          // renames it into place
 #pragma once
@@ -30,7 +33,8 @@ struct FileExistsError : Error {
 };
 
 // Throws FileExistsError when `path` exists and `overwrite` is No, and wgc::Error when its folder
-// does not exist or `path` is a folder: lets a command fail before it does the work.
+// does not exist or `path` is a folder: lets a command fail before it does the work. Removes the
+// temporaries that killed writers of `path` left beside it.
 void check_output(const std::filesystem::path& path, Overwrite overwrite);
 
 class OutputFile {
@@ -53,8 +57,11 @@ class OutputFile {
  private:
   std::filesystem::path path_, temp_;
   Overwrite overwrite_;
+  void keep_mode_of_replaced_file();
+
   int fd_ = -1;
-  int slot_ = -1;  // in the signal handler's list of temporaries
+  int lock_fd_ = -1;  // holds the temporary's flock until it is renamed
+  int slot_ = -1;     // in the signal handler's list of temporaries
   bool committed_ = false;
 };
 

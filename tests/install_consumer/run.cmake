@@ -6,6 +6,10 @@ execute_process(COMMAND ${CMAKE_COMMAND} --install "${BUILD}" --prefix "${WORK}/
 if(r)
   message(FATAL_ERROR "install failed")
 endif()
+# The Python package (component python, 36 MB) comes only when asked for: --component python.
+if(EXISTS "${WORK}/prefix/wgc")
+  message(FATAL_ERROR "a plain install put the Python package into ${WORK}/prefix/wgc")
+endif()
 execute_process(COMMAND ${CMAKE_COMMAND} -S "${SRC}" -B "${WORK}/build" -DCMAKE_PREFIX_PATH=${WORK}/prefix RESULT_VARIABLE r)
 if(r)
   message(FATAL_ERROR "configuring the consumer failed")

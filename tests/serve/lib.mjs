@@ -28,9 +28,12 @@ export function loadOpenAI(deps) {
   return createRequire(import.meta.url)(dir).OpenAI;
 }
 
-// A running `wgc serve`: { url, port, pid, log(), stop() }. Extra arguments go to the command line.
-export async function startServer(wgc, args = [], { timeoutMs = 120_000 } = {}) {
-  const child = spawn(wgc, ['serve', '--port', '0', ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
+// A running `wgc serve`: { url, port, pid, log(), stop() }. Extra arguments go to the command line,
+// `env` into its environment.
+export async function startServer(wgc, args = [], { timeoutMs = 120_000, env = {} } = {}) {
+  const child = spawn(wgc, ['serve', '--port', '0', ...args], {
+    stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...env },
+  });
   let log = '';
   let exited = null;
   const exit = new Promise((resolve) =>

@@ -269,6 +269,55 @@ test('the server also serves the kernel playground, whose checks pass from the e
   }
 });
 
+test('with wgc serve --api-key the page asks for the key, keeps it, and says when it is wrong', { timeout: TIMEOUT }, async () => {
+  const KEY = 'k3y-[with]/odd chars';
+  const keyPort = await freePort();
+  const keyUrl = `http://127.0.0.1:${keyPort}`;
+  const keyed = opt.mock
+    ? await startServer(process.execPath, [path.join(path.dirname(fileURLToPath(import.meta.url)), 'mock_server.mjs'), '--site', opt.site,
+      '--port', String(keyPort), '--api-key', KEY], keyUrl, { probe: '/health' })
+    : await startServer(opt.wgc, ['serve', '--host', '127.0.0.1', '--port', String(keyPort), '--api-key', KEY], keyUrl,
+      { probe: '/health' });
+  try {
+    const page = await openPage(browser, `${keyUrl}/`);
+    await page.waitForFunction(() => document.body.dataset.state === 'idle', { timeout: TIMEOUT });
+    await page.evaluate(() => localStorage.clear());
+    await page.reload({ waitUntil: 'load' });
+    await page.waitForFunction(() => document.body.dataset.state === 'idle', { timeout: TIMEOUT });
+    // No key: "unauthorized" and where to enter one, not "server not reachable".
+    assert.equal(await page.$eval('#model', (e) => e.textContent), 'unauthorized');
+    assert.match(await page.$eval('#error', (e) => e.textContent), /requires an API key.*--api-key.*Server/);
+    // A wrong key: refused, said so.
+    await setField(page, 'api_key', 'wrong');
+    await page.waitForFunction(() => /refused this API key/.test(document.getElementById('error').textContent), { timeout: TIMEOUT });
+    await page.type('#prompt', 'Hi');
+    await page.keyboard.press('Enter');
+    await page.waitForFunction(() => document.querySelector('.msg.assistant')?.dataset.status === 'error', { timeout: TIMEOUT });
+    assert.match(await page.$eval('#error', (e) => e.textContent), /^Unauthorized: the server refused this API key/);
+    // The right key: the model is listed and a reply streams; the key survives a reload.
+    await setField(page, 'api_key', KEY);
+    await page.waitForFunction(() => document.getElementById('model').textContent.startsWith('model: '), { timeout: TIMEOUT });
+    assert.equal(await page.$eval('#error', (e) => e.hidden), true);
+    await setField(page, 'max_tokens', '3');
+    await ask(page, 'A cat is');
+    await page.waitForFunction(() => document.body.dataset.state === 'idle', { timeout: TIMEOUT });
+    assert.equal((await lastReply(page)).status, 'done', page.log.join('\n'));
+    await page.reload({ waitUntil: 'load' });
+    await page.waitForFunction(() => document.body.dataset.state === 'idle', { timeout: TIMEOUT });
+    assert.equal(await page.$eval('#api_key', (e) => e.value), KEY);
+    assert.equal(await page.$eval('#api_key', (e) => e.type), 'password');
+    assert.match(await page.$eval('#model', (e) => e.textContent), /^model: /);
+    // Reset settings leaves the key; clearing the field forgets it.
+    await page.click('#reset');
+    assert.equal(await page.evaluate(() => localStorage.getItem('wgc-chat-api-key')), KEY);
+    await setField(page, 'api_key', '');
+    assert.equal(await page.evaluate(() => localStorage.getItem('wgc-chat-api-key')), null);
+    await page.close();
+  } finally {
+    await keyed.stop();
+  }
+});
+
 test.after(async () => {
   await browser.close();
   await server.stop();

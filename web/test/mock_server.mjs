@@ -2,7 +2,8 @@
 // static files, /v1/models, and a /v1/chat/completions that streams a canned Markdown reply word by
 // word (OpenAI's SSE chunks, usage last, [DONE]). CI's tests run the real server; `chat.test.mjs --mock`
 // runs against this one, for work on the page.
-// Usage: node mock_server.mjs --site build/web [--port 8080]
+// Usage: node mock_server.mjs --site build/web [--port 8080] [--api-key KEY]
+// (--api-key: /v1/ answers 401 without "Authorization: Bearer KEY", as wgc serve --api-key does)
 import http from 'node:http';
 import { fileHandler, options } from './harness.mjs';
 
@@ -13,6 +14,16 @@ const REPLY = 'Here is **Markdown** with `inline code`, a [link](https://example
 
 http.createServer((req, res) => {
   const url = new URL(req.url, 'http://x');
+  if (opt['api-key'] && url.pathname.startsWith('/v1/') && req.headers.authorization !== `Bearer ${opt['api-key']}`) {
+    res.writeHead(401, { 'Content-Type': 'application/json', 'WWW-Authenticate': 'Bearer' });
+    res.end(JSON.stringify({ error: { message: 'invalid or missing API key', type: 'authentication_error' } }));
+    return;
+  }
+  if (url.pathname === '/health') {
+    res.writeHead(200, { 'Content-Type': 'application/json' });
+    res.end('{"status":"ok"}');
+    return;
+  }
   if (url.pathname === '/v1/models') {
     res.writeHead(200, { 'Content-Type': 'application/json' });
     res.end(JSON.stringify({ object: 'list', data: [{ id: 'mock-model', object: 'model' }] }));

@@ -2,6 +2,7 @@
 
 #include "util/error.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdio>
@@ -367,6 +368,20 @@ class GgufParser {
         fail("tensor " + quoted(t.name) + ": data [" + std::to_string(t.offset) + ", +" + std::to_string(t.bytes) +
              ") from the data section at " + std::to_string(data) + " runs past the end of the file (size " +
              std::to_string(size_) + ")");
+    }
+    // Each tensor's bytes are its own: a range shared with another (a type or shape changed in the
+    // file, two infos at one offset) would read another tensor's data as this one's.
+    std::vector<const GgufTensorInfo*> by_offset;
+    for (const auto& t : f_.tensors_)
+      if (t.bytes) by_offset.push_back(&t);
+    std::sort(by_offset.begin(), by_offset.end(), [](auto* a, auto* b) { return a->offset < b->offset; });
+    for (size_t i = 1; i < by_offset.size(); ++i) {
+      const GgufTensorInfo &a = *by_offset[i - 1], &b = *by_offset[i];
+      if (b.offset < a.offset + a.bytes)
+        fail("tensor " + quoted(a.name) + " (" + std::string(to_string(a.type)) + ", data [" +
+             std::to_string(a.offset) + ", +" + std::to_string(a.bytes) + ")) overlaps tensor " + quoted(b.name) +
+             " at data offset " + std::to_string(b.offset) +
+             ": a tensor's type or shape does not match its data, or two tensors share their bytes");
     }
   }
 

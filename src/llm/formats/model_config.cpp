@@ -112,6 +112,14 @@ void ModelConfig::validate(const std::string& source) const {
     throw Error(source + ": rope dimension " + std::to_string(rope_dim) + " is not even and <= head_dim " +
                 std::to_string(head_dim));
   if (!(rope_theta > 0)) throw Error(source + ": rope theta " + std::to_string(rope_theta) + " is not positive");
+  // Special tokens index the embedding and the logits: an id past the vocabulary reads other memory.
+  auto token = [&](int64_t id, const char* what) {
+    if (id < 0 || id >= vocab_size)
+      throw Error(source + ": " + what + " " + std::to_string(id) + " is not a token id (the vocabulary has " +
+                  std::to_string(vocab_size) + " tokens)");
+  };
+  if (bos_token_id) token(*bos_token_id, "bos_token_id");
+  for (int32_t id : eos_token_ids) token(id, "eos_token_id");
   if (!(rms_norm_eps >= 0)) throw Error(source + ": rms_norm_eps is negative");
   if (rope_scaling.type != RopeScalingType::None && !(rope_scaling.factor > 0))
     throw Error(source + ": rope scaling factor " + std::to_string(rope_scaling.factor) + " is not positive");
@@ -356,6 +364,7 @@ ModelConfig config_from_hf_dir(const std::filesystem::path& dir) {
     if (gen.is_object()) {
       add_ids(c.eos_token_ids, gen.find("eos_token_id"), g.string(), "eos_token_id");
       if (!c.bos_token_id) c.bos_token_id = token_id(gen, g.string(), "bos_token_id");
+      c.validate(g.string());
     }
   }
   return c;

@@ -3,6 +3,7 @@
 #include "cpu/llm/dequant.h"
 #include "llm/formats/gguf.h"
 #include "llm/formats/safetensors.h"
+#include "llm/formats/value_check.h"
 #include "util/error.h"
 #include "util/json.h"
 #include "util/progress.h"
@@ -294,6 +295,7 @@ ModelFile open_model(const std::filesystem::path& path, const OpenOptions& opt) 
         if (bar) bar->add(part.size());
       }
   }
+  if (opt.check_values) check_finite_weights(m);
   return m;
 }
 

@@ -51,6 +51,8 @@ struct OpenOptions {
   bool progress = true;
   // Read every tensor's pages now (into the page cache) so later uploads do not stall on disk.
   bool prefault = true;
+  // Refuse NaN or infinity in the norms, biases, embedding and output (llm/formats/value_check.h).
+  bool check_values = true;
 };
 
 class ModelFile {

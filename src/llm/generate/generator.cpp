@@ -88,7 +88,13 @@ void Generator::reset() {
   cached_.clear();
 }
 
-int32_t Generator::step(std::span<const int32_t> tokens, Sampler& s) {
+int32_t Generator::step(std::span<const int32_t> tokens, Sampler& s, const Constraint* c) {
+  if (c) {  // the full logits, masked to what the grammar allows
+    auto logits = model_.logits(tokens);
+    c->mask(logits);
+    cached_.insert(cached_.end(), tokens.begin(), tokens.end());
+    return s.sample(logits);
+  }
   SamplePlan plan = s.plan();
   if (plan.kind == SamplePlan::TopK && plan.k > model_.config().vocab_size) plan = {SamplePlan::Full, 0};
   int32_t id = 0;
@@ -132,6 +138,13 @@ GenerateResult Generator::generate(std::span<const int32_t> prompt_ids, const Ge
 
   Sampler sampler(o.sampling);
   sampler.accept(prompt_ids);
+  std::optional<Constraint> constraint;
+  if (o.grammar) {
+    if (!tok_) throw Error("wgc: constrained generation needs the model's tokenizer");
+    if (!texts_) texts_ = TokenTexts::of(*tok_);
+    constraint.emplace(o.grammar, texts_);
+  }
+  const Constraint* con = constraint ? &*constraint : nullptr;
   std::optional<StreamDecoder> decoder;
   if (tok_) decoder.emplace(*tok_, /*skip_special=*/true);
   StopStrings stops(o.stop);
@@ -151,7 +164,7 @@ GenerateResult Generator::generate(std::span<const int32_t> prompt_ids, const Ge
     cached_.insert(cached_.end(), todo.begin(), todo.begin() + std::ptrdiff_t(head));
     todo = todo.subspan(head);
   }
-  int32_t next = step(todo, sampler);
+  int32_t next = step(todo, sampler, con);
   if (chunked) o.on_prefill(int(prompt_ids.size() - common), int(prompt_ids.size() - common));
   r.timings.prompt_tokens = int(prompt_ids.size());
   r.timings.prompt_eval_tokens = int(prompt_ids.size() - common);
@@ -170,6 +183,7 @@ GenerateResult Generator::generate(std::span<const int32_t> prompt_ids, const Ge
       r.stop_id = id;
       return false;
     }
+    if (constraint) constraint->accept(id);
     r.ids.push_back(id);
     sampler.accept(id);
     if (decoder) {
@@ -179,6 +193,10 @@ GenerateResult Generator::generate(std::span<const int32_t> prompt_ids, const Ge
         stopped_by_string = true;
         return false;
       }
+    }
+    if (constraint && constraint->must_stop()) {  // the grammar's sentence is whole: nothing may follow
+      r.stop = StopReason::Eos;
+      return false;
     }
     if (o.max_tokens > 0 && int(r.ids.size()) >= o.max_tokens) {
       r.stop = StopReason::MaxTokens;
@@ -194,7 +212,7 @@ GenerateResult Generator::generate(std::span<const int32_t> prompt_ids, const Ge
     return true;
   };
   if (o.max_tokens != 0 && accept(next)) {  // r.stop starts as MaxTokens
-    if (sampler.plan().kind == SamplePlan::Greedy) {
+    if (sampler.plan().kind == SamplePlan::Greedy && !constraint) {
       // The GPU passes each argmax to the next step; the host records ahead (LlamaModel).
       int budget = o.max_tokens > 0 ? o.max_tokens - int(r.ids.size()) : max_ctx;
       model_.decode_greedy(r.ids.back(), budget, [&](int32_t id) {
@@ -204,7 +222,7 @@ GenerateResult Generator::generate(std::span<const int32_t> prompt_ids, const Ge
       });
     } else {
       do {
-        next = step(std::span(&r.ids.back(), 1), sampler);
+        next = step(std::span(&r.ids.back(), 1), sampler, con);
         ++r.timings.decode_steps;
       } while (accept(next));
     }

@@ -17,12 +17,14 @@
 #pragma once
 
 #include "llm/formats/model_file.h"
+#include "llm/generate/constrained.h"
 #include "llm/generate/sampler.h"
 #include "llm/generate/stop_strings.h"
 #include "llm/model/llama.h"
 #include "llm/tokenizer/tokenizer.h"
 
 #include <atomic>
+#include <memory>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -46,6 +48,9 @@ struct GenerateOptions {
   // Long prompts run in chunks (EngineOptions::max_batch); this hears the tokens done so far and
   // the total after each chunk (not called for prompts of one chunk).
   std::function<void(int done, int total)> on_prefill;
+  // Constrained output (structured output, tool calls): only tokens that keep the text a prefix of
+  // a sentence of this grammar (llm/grammar), the end only where it is a whole one.
+  std::shared_ptr<const Grammar> grammar;
 };
 
 // Throws wgc::OptionError naming the first option out of range: the sampling (validate above),
@@ -104,10 +109,11 @@ class Generator {
   void reset();  // empties the KV cache
 
  private:
-  int32_t step(std::span<const int32_t> tokens, Sampler& s);
+  int32_t step(std::span<const int32_t> tokens, Sampler& s, const Constraint* c = nullptr);
 
   LlamaModel& model_;
   std::optional<Tokenizer> tok_;
+  std::shared_ptr<const TokenTexts> texts_;  // made on the first constrained generation
   std::vector<int32_t> stop_ids_;
   std::vector<int32_t> cached_;
 };

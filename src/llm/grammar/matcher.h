@@ -65,6 +65,7 @@ class TokenTrie {
  public:
   // pieces[id]: the bytes token id appends to the text ("" for tokens that never match: special
   // tokens, which the caller allows or not itself).
+  TokenTrie() = default;
   explicit TokenTrie(const std::vector<std::string>& pieces);
   // allowed[id] = 1 where m.can_accept(pieces[id]); one walk over the shared prefixes.
   void allowed(const GrammarMatcher& m, std::vector<uint8_t>& allowed) const;
@@ -75,7 +76,7 @@ class TokenTrie {
     std::vector<std::pair<uint8_t, uint32_t>> next;  // byte -> node, sorted
     std::vector<int32_t> ends;                       // tokens whose bytes end here
   };
-  std::vector<Node> nodes_;
+  std::vector<Node> nodes_ = std::vector<Node>(1);
   size_t n_tokens_ = 0;
 };
 

@@ -187,8 +187,16 @@ class Http {
           },
           [&](const char* data, size_t n) { return wanted ? body(data, n) : true; });
       if (!res) {
+        const httplib::Error e = res.error();
+        if (r.status == 0 && (e == httplib::Error::Connection || e == httplib::Error::ConnectionTimeout ||
+                              e == httplib::Error::SSLConnection || e == httplib::Error::BindIPAddress))
+          throw HubConnectionError(
+              "wgc: hub: cannot connect to " + u.origin + " (GET " + url + ": " + httplib::to_string(e) +
+              "): the network may be unreachable from here (offline, a firewall, a proxy); WGC_HF_ENDPOINT points "
+              "wgc at another server with the hub's layout (now " +
+              endpoint_ + ")");
         if (r.status == 0 || redirect || !wanted)
-          throw Error("wgc: hub: GET " + url + " failed: " + httplib::to_string(res.error()));
+          throw Error("wgc: hub: GET " + url + " failed: " + httplib::to_string(e));
         r.cut = true;
         r.error = httplib::to_string(res.error());
         return r;
@@ -491,6 +499,98 @@ bool pull_file(const Http& http, const HubOptions& o, const std::string& repo, c
 }
 
 }  // namespace
+
+// --- what the cache holds ------------------------------------------------------------------------
+
+std::vector<CachedModel> hub_cached_models(const HubOptions& o) {
+  std::vector<CachedModel> out;
+  const fs::path models = hub_cache_dir(o) / "models";
+  std::error_code ec;
+  if (!fs::is_directory(models, ec)) return out;
+  auto size_of = [](const fs::path& p) {
+    std::error_code e;
+    uint64_t n = fs::file_size(p, e);
+    return e ? uint64_t(0) : n;
+  };
+  for (const auto& owner : fs::directory_iterator(models, ec)) {
+    if (!owner.is_directory(ec) || owner.is_symlink(ec)) continue;
+    for (const auto& repo_dir : fs::directory_iterator(owner.path(), ec)) {
+      if (!repo_dir.is_directory(ec) || repo_dir.is_symlink(ec)) continue;
+      auto repo = parse_hub_ref(owner.path().filename().string() + "/" + repo_dir.path().filename().string());
+      if (!repo) continue;  // not a folder wgc made
+      std::set<fs::path> in_folder;
+      if (auto folder = hub_cached(*repo, o)) {
+        CachedModel m{*repo, *folder, 0, true};
+        json::Value marker = json::parse_file(*folder / kPulledMarker);
+        for (const auto& f : marker["files"].items()) {
+          in_folder.insert(*folder / f.as_string());
+          m.bytes += size_of(*folder / f.as_string());
+        }
+        out.push_back(std::move(m));
+      }
+      for (auto it = fs::recursive_directory_iterator(repo_dir.path(), ec); !ec && it != fs::end(it);
+           it.increment(ec)) {
+        if (!it->is_regular_file(ec) || in_folder.count(it->path())) continue;
+        std::string rel = fs::relative(it->path(), repo_dir.path(), ec).generic_string();
+        const bool part = rel.ends_with(".part");
+        if (part) rel.resize(rel.size() - 5);
+        if (!part && !rel.ends_with(".gguf")) continue;  // a folder pull's files are listed above
+        if (!safe_repo_path(rel)) continue;
+        out.push_back({{repo->repo, rel}, it->path(), size_of(it->path()), !part});
+      }
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const CachedModel& a, const CachedModel& b) {
+    return std::pair(a.ref.str(), a.complete) < std::pair(b.ref.str(), b.complete);
+  });
+  return out;
+}
+
+std::vector<CachedModel> hub_find_name(std::string_view name, const HubOptions& o) {
+  std::vector<CachedModel> found;
+  if (name.empty()) return found;
+  for (auto& m : hub_cached_models(o)) {
+    if (!m.complete) continue;
+    std::string last =
+        m.ref.file.empty() ? m.ref.repo.substr(m.ref.repo.find('/') + 1) : fs::path(m.ref.file).filename().string();
+    std::string stem = m.ref.file.empty() ? last : fs::path(last).stem().string();
+    if (last == name || stem == name) found.push_back(std::move(m));
+  }
+  return found;
+}
+
+uint64_t hub_remove(const HubRef& ref, const HubOptions& o) {
+  const fs::path target = hub_local_path(ref, o);
+  std::error_code ec;
+  uint64_t freed = 0;
+  auto remove_file = [&](const fs::path& p) {
+    std::error_code e;
+    if (!fs::is_regular_file(fs::symlink_status(p, e))) return false;
+    uint64_t n = fs::file_size(p, e);
+    if (!fs::remove(p, e)) throw Error("wgc: cannot remove " + p.string() + ": " + e.message());
+    freed += n;
+    return true;
+  };
+  bool any = false;
+  if (!ref.file.empty()) {
+    any = remove_file(target);
+    any = remove_file(fs::path(target.string() + ".part")) || any;
+  } else if (fs::is_directory(fs::symlink_status(target, ec))) {
+    for (auto it = fs::recursive_directory_iterator(target, ec); !ec && it != fs::end(it); it.increment(ec))
+      if (it->is_regular_file(ec) && !it->is_symlink(ec)) freed += it->file_size(ec);
+    fs::remove_all(target, ec);
+    if (ec) throw Error("wgc: cannot remove " + target.string() + ": " + ec.message());
+    any = true;
+  }
+  if (!any) throw Error("wgc: " + ref.str() + " is not in the cache (" + (hub_cache_dir(o) / "models").string() + ")");
+  // Folders left empty, up to the cache's models folder.
+  const fs::path models = hub_cache_dir(o) / "models";
+  for (fs::path d = target.parent_path(); d != models && d.has_parent_path(); d = d.parent_path()) {
+    if (!fs::is_directory(d, ec) || !fs::is_empty(d, ec)) break;
+    fs::remove(d, ec);
+  }
+  return freed;
+}
 
 PullReport hub_pull(const HubRef& ref, const HubOptions& o, const std::function<void(const HubFile&)>& on_file) {
   Http http(o);

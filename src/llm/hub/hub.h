@@ -35,6 +35,12 @@ struct HubRef {
 // letters, digits, '.', '_', '-' (no "." or ".." parts, no leading '/', '.' or '~').
 std::optional<HubRef> parse_hub_ref(std::string_view s);
 
+// The hub's server could not be reached at all (no network, wrong WGC_HF_ENDPOINT): the message
+// names the host.
+struct HubConnectionError : Error {
+  using Error::Error;
+};
+
 struct HubOptions {
   std::string endpoint;         // "": $WGC_HF_ENDPOINT, else https://huggingface.co (like HF_ENDPOINT)
   std::filesystem::path cache;  // "": $WGC_CACHE, else ~/.cache/wgc; models go to <cache>/models/owner/name
@@ -78,5 +84,24 @@ struct PullReport {
 // Files already there with the listed size are kept. `on_file` hears each file before it starts.
 PullReport hub_pull(const HubRef& ref, const HubOptions& o = {},
                     const std::function<void(const HubFile&)>& on_file = {});
+
+// --- what the cache holds ------------------------------------------------------------------------
+
+struct CachedModel {
+  HubRef ref;                  // owner/name (a model folder) or owner/name/FILE
+  std::filesystem::path path;  // what open_model takes
+  uint64_t bytes = 0;          // on disk
+  bool complete = true;        // false: a .part file of an interrupted pull (`wgc pull` resumes it)
+};
+// Every completed pull in the cache (model folders and files), and the .part files of interrupted
+// ones, sorted by reference. No network.
+std::vector<CachedModel> hub_cached_models(const HubOptions& o = {});
+// The completed pulls a short name stands for: a file's name ("x-q8_0.gguf") or stem ("x-q8_0"),
+// or a model folder's repository name ("Qwen2.5-0.5B-Instruct"). Several when the name is ambiguous.
+std::vector<CachedModel> hub_find_name(std::string_view name, const HubOptions& o = {});
+// Removes what `ref` names from the cache: one file (with its .part), or for owner/name the
+// repository's whole folder (a folder pull and every file pulled from it). Returns the bytes freed;
+// wgc::Error when the cache holds nothing of it.
+uint64_t hub_remove(const HubRef& ref, const HubOptions& o = {});
 
 }  // namespace wgc::llm

@@ -82,12 +82,13 @@ bool RequestStream::take(int32_t id, const TokenLogprobs* lp, int pos) {
   return !ended_;
 }
 
-void RequestStream::finish(std::optional<StopReason> why, std::string error) {
+void RequestStream::finish(std::optional<StopReason> why, std::string error, bool retryable) {
   if (done_) return;
   done_ = true;
   result_.stop = why ? *why : why_ ? *why_ : StopReason::MaxTokens;
   const bool cancelled = result_.stop == StopReason::Cancelled;
   result_.error = std::move(error);
+  result_.retryable = retryable && !result_.error.empty();
   if (!stopped_by_string_ && result_.error.empty() && !cancelled) {
     std::string tail = stops_.push(decoder_->flush());
     if (stops_.stopped())

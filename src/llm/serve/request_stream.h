@@ -53,8 +53,9 @@ class RequestStream {
   int generated() const { return result_.completion_tokens; }
 
   // Ends the request: releases held-back text, fills the times and calls on_done. The reason is
-  // `why` when given, else the one take() found (MaxTokens when none).
-  void finish(std::optional<StopReason> why = {}, std::string error = {});
+  // `why` when given, else the one take() found (MaxTokens when none). retryable: the error is
+  // not the request's (RequestResult::retryable).
+  void finish(std::optional<StopReason> why = {}, std::string error = {}, bool retryable = false);
   bool finished() const { return done_; }
   const RequestResult& result() const { return result_; }
 

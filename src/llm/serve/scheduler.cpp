@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <cstdio>
 #include <deque>
 #include <list>
 #include <mutex>
@@ -50,9 +51,11 @@ struct Inflight {
 }  // namespace
 
 struct Scheduler::Impl {
-  LlamaModel& model;
+  LlamaModel* model;      // the worker's (recovery replaces it)
+  const ModelConfig cfg;  // the model's, for submit()'s checks on any thread
   Tokenizer tok;
   SchedulerOptions opt;
+  DeviceRecovery recovery;
   std::vector<int32_t> stop_ids;
   std::unique_ptr<BatchedLlama> engine;
   std::unique_ptr<KvBlocks> kv;
@@ -68,12 +71,14 @@ struct Scheduler::Impl {
   SchedulerStats totals;
   std::deque<std::pair<SteadyTime, int>> recent;  // (time, tokens) of recent steps
   std::thread worker;
+  std::condition_variable backoff;  // a failed rebuild waits on it (quit wakes it)
 
   // The worker's own state.
   std::list<Seq> running;  // in admission order
   int reserved = 0;        // blocks reserved by running sequences, not allocated yet
 
-  Impl(LlamaModel& m, const Tokenizer& t, SchedulerOptions o) : model(m), tok(t), opt(o) {
+  Impl(LlamaModel& m, const Tokenizer& t, SchedulerOptions o, DeviceRecovery r)
+      : model(&m), cfg(m.config()), tok(t), opt(o), recovery(std::move(r)) {
     const std::string what = "wgc: scheduler: ";
     if (opt.parallel < 1) throw Error(what + "parallel must be >= 1, not " + std::to_string(opt.parallel));
     if (opt.kv_block_tokens < 1)
@@ -81,31 +86,36 @@ struct Scheduler::Impl {
     if (opt.max_queue < 0) throw Error(what + "max_queue must be >= 0");
     if (opt.prefill_chunk < 1) throw Error(what + "prefill_chunk must be >= 1");
     if (opt.max_ctx < 0 || opt.kv_blocks < 0) throw Error(what + "max_ctx and kv_blocks must be >= 0");
-    opt.max_ctx = opt.max_ctx > 0 ? std::min(opt.max_ctx, model.max_ctx()) : model.max_ctx();
+    opt.max_ctx = opt.max_ctx > 0 ? std::min(opt.max_ctx, model->max_ctx()) : model->max_ctx();
     const int B = opt.kv_block_tokens;
     const int per_seq = (opt.max_ctx + B - 1) / B;
     if (opt.kv_blocks == 0) {
-      const ModelConfig& c = model.config();
+      const ModelConfig& c = cfg;
       const uint64_t block_bytes =
           uint64_t(B) * uint64_t(c.n_layers) * 2 * uint64_t(c.n_kv_heads) * uint64_t(c.head_dim) * 4;
       const uint64_t cap = std::max<uint64_t>(uint64_t(per_seq), kDefaultKvBudget / block_bytes);
       opt.kv_blocks = int(std::min<uint64_t>(uint64_t(opt.parallel) * uint64_t(per_seq), cap));
     }
+    make_engine();
+    stop_ids = end_of_turn_ids(&tok, cfg);
+    worker = std::thread([this] { loop(); });
+  }
+
+  // The engine over *model and an empty KV pool (at the start, and after a rebuild).
+  void make_engine() {
     BatchedOptions bo;
     bo.max_rows = opt.parallel;
     bo.max_tokens = opt.parallel + opt.prefill_chunk;
-    bo.block_tokens = B;
+    bo.block_tokens = opt.kv_block_tokens;
     bo.blocks = opt.kv_blocks;
     bo.linear = opt.linear;
-    engine = std::make_unique<BatchedLlama>(model, bo);
-    kv = std::make_unique<KvBlocks>(opt.kv_blocks, B);
-    stop_ids = end_of_turn_ids(&tok, model.config());
-    worker = std::thread([this] { loop(); });
+    engine = std::make_unique<BatchedLlama>(*model, bo);
+    kv = std::make_unique<KvBlocks>(opt.kv_blocks, opt.kv_block_tokens);
   }
 
   void check(const Request& r) const {
     if (r.prompt.empty()) throw Error("wgc: the prompt is empty (no tokens)");
-    const int64_t vocab = model.config().vocab_size;
+    const int64_t vocab = cfg.vocab_size;
     for (int32_t id : r.prompt)
       if (id < 0 || id >= vocab)
         throw Error("wgc: prompt token id " + std::to_string(id) + " is outside the vocabulary (0.." +
@@ -173,6 +183,7 @@ struct Scheduler::Impl {
       quit = true;
       for (auto& [id, job] : live) job->cancel = true;
       wake.notify_all();
+      backoff.notify_all();
     }
     if (worker.joinable()) worker.join();
   }
@@ -192,8 +203,8 @@ struct Scheduler::Impl {
   }
 
   // Ends a running sequence: on_done, its blocks and reservation back.
-  void end(std::list<Seq>::iterator it, std::optional<StopReason> why, std::string error = {}) {
-    it->rs->finish(why, std::move(error));
+  void end(std::list<Seq>::iterator it, std::optional<StopReason> why, std::string error = {}, bool retryable = false) {
+    it->rs->finish(why, std::move(error), retryable);
     kv->release_all(it->blocks);
     reserved -= it->reserved;
     const uint64_t id = it->job->id;
@@ -223,7 +234,16 @@ struct Scheduler::Impl {
         if (!inflight) {
           {
             std::unique_lock lk(mu);
-            wake.wait(lk, [&] { return quit || !queue.empty() || !running.empty(); });
+            auto work = [&] { return quit || !queue.empty() || !running.empty(); };
+            // While idle, a lost device is noticed within a second (a recovery then starts before
+            // the next request needs it).
+            if (!recovery) {
+              wake.wait(lk, work);
+            } else if (!wake.wait_for(lk, std::chrono::seconds(1), work)) {
+              lk.unlock();
+              if (recovery.lost && recovery.lost()) recover("the GPU device was lost while idle");
+              continue;
+            }
             if (quit && queue.empty() && running.empty()) return;
           }
           for (auto it = running.begin(); it != running.end();) {
@@ -244,12 +264,106 @@ struct Scheduler::Impl {
         }
         process(*inflight, next ? &*next : nullptr);
         inflight = std::move(next);
+      } catch (const DeviceLost& e) {
+        inflight.reset();
+        if (recovery) {
+          recover(e.what());
+        } else {
+          while (!running.empty()) end(running.begin(), StopReason::Cancelled, e.what(), true);
+        }
       } catch (const std::exception& e) {
         // The pool may hold anything now: end what runs, with the error.
         inflight.reset();
         while (!running.empty()) end(running.begin(), StopReason::Cancelled, e.what());
       }
     }
+  }
+
+  // The device is gone (DeviceRecovery): requests without a token go back to the queue's front,
+  // the others end with a retryable error; then a new model, engine and KV pool.
+  void recover(std::string why) {
+    const SteadyTime t0 = std::chrono::steady_clock::now();
+    if (why.starts_with("wgc: ")) why.erase(0, 5);
+    if (recovery.log) recovery.log(why + "; rebuilding the model");
+    {
+      std::lock_guard lk(mu);
+      totals.recovering = true;
+      totals.device_error = why;
+    }
+    std::vector<std::shared_ptr<Job>> replay;
+    for (auto it = running.begin(); it != running.end();) {
+      auto next = std::next(it);
+      if (it->rs->generated() == 0 && !it->job->cancel) {
+        replay.push_back(it->job);  // its client has seen nothing: it runs again from its prompt
+        running.erase(it);
+      } else {
+        end(it, StopReason::Cancelled,
+            "the GPU device was lost while the request ran; the model is being rebuilt on a new device: send "
+            "the request again",
+            true);
+      }
+      it = next;
+    }
+    {
+      std::lock_guard lk(mu);
+      queue.insert(queue.begin(), replay.begin(), replay.end());
+      n_running = int(running.size());
+    }
+    engine.reset();
+    kv.reset();
+    reserved = 0;
+    for (int attempt = 1;; ++attempt) {
+      try {
+        model = &recovery.rebuild();
+        make_engine();
+        break;
+      } catch (const std::exception& e) {
+        engine.reset();
+        if (recovery.log)
+          recovery.log("rebuilding the model failed (attempt " + std::to_string(attempt) + "): " + e.what());
+        std::unique_lock lk(mu);
+        totals.device_error = e.what();
+        // Retried with a growing pause (a driver reset can take seconds); a shutdown ends it.
+        backoff.wait_for(lk, std::chrono::seconds(std::min(attempt, 10)), [&] { return quit; });
+        if (quit) {
+          lk.unlock();
+          fail_queued("the server is stopping while the GPU device is lost");
+          return;
+        }
+      }
+    }
+    const double s = ms_between(t0, std::chrono::steady_clock::now()) / 1e3;
+    {
+      std::lock_guard lk(mu);
+      totals.recovering = false;
+      totals.device_error.clear();
+      ++totals.recoveries;
+      totals.last_recovery_s = s;
+      kv_used = 0;
+    }
+    if (recovery.log) {
+      char line[96];
+      std::snprintf(line, sizeof line, "the model is rebuilt on a new device in %.2f s; serving again", s);
+      recovery.log(line);
+    }
+  }
+
+  // Ends every queued request with a retryable error (no model to run them on).
+  void fail_queued(const std::string& why) {
+    std::deque<std::shared_ptr<Job>> q;
+    {
+      std::lock_guard lk(mu);
+      q.swap(queue);
+    }
+    for (auto& job : q) {
+      RequestStream rs(*job, tok, stop_ids, opt.max_ctx);
+      rs.finish(StopReason::Cancelled, why, true);
+      std::lock_guard lk(mu);
+      live.erase(job->id);
+      ++totals.requests;
+    }
+    std::lock_guard lk(mu);
+    idle.notify_all();
   }
 
   // Admits queued requests (FIFO) while a sequence slot and their blocks are free.
@@ -330,11 +444,11 @@ struct Scheduler::Impl {
   // What the next token of s needs from the logits.
   void want_token(Seq& s, StepSequence& q, SamplePlan& plan) const {
     plan = s.rs->sampler().plan();
-    if (plan.kind == SamplePlan::TopK && plan.k > model.config().vocab_size) plan = {SamplePlan::Full, 0};
+    if (plan.kind == SamplePlan::TopK && plan.k > cfg.vocab_size) plan = {SamplePlan::Full, 0};
     // Greedy: the argmax; TopK: the candidates; Full: the whole row. Logprobs: the N best too.
     const int lp = s.job->req.top_logprobs;
     q.top_k = std::max(plan.kind == SamplePlan::Full ? 0 : plan.k, lp);
-    q.top_k = int(std::min<int64_t>(q.top_k, model.config().vocab_size));
+    q.top_k = int(std::min<int64_t>(q.top_k, cfg.vocab_size));
     q.full = plan.kind == SamplePlan::Full;
     q.logsumexp = lp >= 0;
   }
@@ -475,8 +589,8 @@ struct Scheduler::Impl {
   }
 };
 
-Scheduler::Scheduler(LlamaModel& model, const Tokenizer& tokenizer, SchedulerOptions o)
-    : impl_(std::make_unique<Impl>(model, tokenizer, o)) {}
+Scheduler::Scheduler(LlamaModel& model, const Tokenizer& tokenizer, SchedulerOptions o, DeviceRecovery recovery)
+    : impl_(std::make_unique<Impl>(model, tokenizer, o, std::move(recovery))) {}
 
 Scheduler::~Scheduler() { impl_->shutdown(); }  // the worker ends every queued request (cancelled)
 

@@ -67,6 +67,7 @@ struct RequestResult {                      // when a request ends
   int prompt_tokens = 0, cached_tokens = 0, completion_tokens = 0;
   double queue_ms = 0, ttft_ms = 0, total_ms = 0;  // from submit() to admission, first token, the end
   std::string error;                               // non-empty when it failed (e.g. the KV pool could never fit it)
+  bool retryable = false;  // the failure is not the request's (the GPU device was lost): it may be sent again
 };
 
 struct SchedulerStats {
@@ -76,6 +77,25 @@ struct SchedulerStats {
   // of them those found in the cache, tokens generated.
   uint64_t requests = 0, prompt_tokens = 0, cached_prompt_tokens = 0, generated_tokens = 0;
   double decode_tokens_per_s = 0;  // recent aggregate (the last few seconds)
+  // A lost GPU device (DeviceRecovery): whether the model is being rebuilt now, and why; how many
+  // times it was rebuilt; how long the last rebuild took, from the loss to serving again.
+  bool recovering = false;
+  std::string device_error;
+  uint64_t recoveries = 0;
+  double last_recovery_s = 0;
+};
+
+// How a scheduler survives a lost GPU device (DeviceLost from a step, or lost() while idle): the
+// requests that have had no token yet go back to the front of the queue (they run again from their
+// prompt, with the same result), the others end with a retryable error (RequestResult::retryable);
+// the engine and the KV cache are dropped, rebuild() makes the model again (a new device, the
+// weights uploaded again; retried until it succeeds) and serving resumes. Requests that arrive in
+// the meantime wait in the queue. Without it (a CPU engine), a failed step fails what runs.
+struct DeviceRecovery {
+  std::function<bool()> lost;                   // whether the device is gone (polled about once a second while idle)
+  std::function<LlamaModel&()> rebuild;         // the new model; the old one is no longer used when this runs
+  std::function<void(const std::string&)> log;  // one line per event (lost, rebuilt, a failed attempt)
+  explicit operator bool() const { return bool(rebuild); }
 };
 
 // submit() when max_queue requests wait.
@@ -90,8 +110,8 @@ struct NotAccepting : Error {
 class Scheduler {
  public:
   // Runs its own worker thread; model and tokenizer outlive it. The worker is the only user of
-  // the model while the scheduler exists.
-  Scheduler(LlamaModel& model, const Tokenizer& tokenizer, SchedulerOptions o = {});
+  // the model while the scheduler exists (and of the models recovery.rebuild() returns).
+  Scheduler(LlamaModel& model, const Tokenizer& tokenizer, SchedulerOptions o = {}, DeviceRecovery recovery = {});
   ~Scheduler();  // cancels what runs and waits (their on_done: Cancelled), joins
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;

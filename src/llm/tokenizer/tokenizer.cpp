@@ -21,7 +21,22 @@ namespace {
 constexpr const char* kGpt2Regex = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 constexpr size_t kCacheCapacity = 10000;
 
-void replace_all(std::string& s, std::string_view from, std::string_view to) {
+// A normalizer, pre-tokenizer or decoder step may make a text longer (NFC, "▁" for " ", a
+// prefix), but not by more than this: a tokenizer.json whose Replace turns "a" into 100,000 "b"
+// would turn kilobytes of input into gigabytes. Such a text is refused before it is grown.
+constexpr size_t kMaxGrowth = 4;
+constexpr size_t kGrowthSlack = 64;  // bytes, for prefixes of short texts
+size_t growth_limit(size_t n) { return kMaxGrowth * n + kGrowthSlack; }
+
+[[noreturn]] void too_long(const std::string& source, std::string_view step, size_t in, size_t limit) {
+  throw Error(source + ": the " + std::string(step) + " makes a text of " + std::to_string(in) + " bytes longer than " +
+              std::to_string(limit) + " bytes (at most " + std::to_string(kMaxGrowth) + "x its length + " +
+              std::to_string(kGrowthSlack) + "): the tokenizer is malformed");
+}
+
+// Replaces every `from` by `to`; past `limit` bytes, too_long() (naming `source` and `step`).
+void replace_all(std::string& s, std::string_view from, std::string_view to, size_t limit, const std::string& source,
+                 std::string_view step) {
   if (from.empty()) return;
   std::string out;
   size_t pos = 0;
@@ -30,10 +45,12 @@ void replace_all(std::string& s, std::string_view from, std::string_view to) {
     if (hit == std::string::npos) break;
     out.append(s, pos, hit - pos);
     out += to;
+    if (out.size() > limit) too_long(source, step, s.size(), limit);
     pos = hit + from.size();
   }
   if (pos == 0) return;
   out.append(s, pos);
+  if (out.size() > limit) too_long(source, step, s.size(), limit);
   s = std::move(out);
 }
 
@@ -317,14 +334,19 @@ std::vector<Piece> Tokenizer::Impl::split_added(std::vector<Piece> in, bool norm
 
 void Tokenizer::Impl::normalize(std::string& s) const {
   using K = NormalizerStep::Kind;
+  // The whole chain of steps together grows the text at most growth_limit().
+  const size_t in = s.size(), limit = growth_limit(in);
   for (size_t i = 0; i < spec.normalizer.size(); ++i) {
     const auto& n = spec.normalizer[i];
     switch (n.kind) {
       case K::NFC: s = unicode::nfc(s); break;
       case K::Prepend:
-        if (!s.empty()) s.insert(0, n.a);
+        if (!s.empty()) {
+          if (s.size() + n.a.size() > limit) too_long(spec.source, "normalizer's Prepend", in, limit);
+          s.insert(0, n.a);
+        }
         break;
-      case K::Replace: replace_all(s, n.a, n.b); break;
+      case K::Replace: replace_all(s, n.a, n.b, limit, spec.source, "normalizer's Replace"); break;
       case K::ReplaceRegex: {
         auto m = norm_regex[i].find_all(s);
         if (m.empty()) break;
@@ -333,6 +355,7 @@ void Tokenizer::Impl::normalize(std::string& s) const {
         for (auto [b, e] : m) {
           out.append(s, pos, b - pos);
           out += n.b;
+          if (out.size() > limit) too_long(spec.source, "normalizer's Replace", in, limit);
           pos = e;
         }
         out.append(s, pos);
@@ -359,6 +382,7 @@ void Tokenizer::Impl::normalize(std::string& s) const {
         break;
       }
     }
+    if (s.size() > limit) too_long(spec.source, "normalizer", in, limit);
   }
 }
 
@@ -468,10 +492,14 @@ std::vector<Piece> Tokenizer::Impl::pre_tokenize(std::vector<Piece> pieces_in) c
         }
         case K::Metaspace: {
           std::string s = std::move(p.text);
-          replace_all(s, " ", st.replacement);
+          const size_t in = s.size(), limit = growth_limit(in);
+          replace_all(s, " ", st.replacement, limit, spec.source, "pre-tokenizer's Metaspace");
           bool pre = st.prepend == PreTokenizerStep::Prepend::Always ||
                      (st.prepend == PreTokenizerStep::Prepend::First && p.at_start);
-          if (pre && !s.starts_with(st.replacement)) s.insert(0, st.replacement);
+          if (pre && !s.starts_with(st.replacement)) {
+            if (s.size() + st.replacement.size() > limit) too_long(spec.source, "pre-tokenizer's Metaspace", in, limit);
+            s.insert(0, st.replacement);
+          }
           if (st.split)
             emit(s, split_ranges(s.size(), find_literal(s, st.replacement), SplitBehavior::MergedWithNext, false));
           else if (!s.empty())
@@ -669,7 +697,7 @@ std::string Tokenizer::Impl::decode(std::span<const int32_t> ids, bool skip_spec
         break;
       }
       case K::Replace:
-        for (auto& t : toks) replace_all(t, st.a, st.b);
+        for (auto& t : toks) replace_all(t, st.a, st.b, growth_limit(t.size()), spec.source, "decoder's Replace");
         break;
       case K::ByteFallback: {
         std::vector<std::string> out;
@@ -729,7 +757,8 @@ std::string Tokenizer::Impl::decode(std::span<const int32_t> ids, bool skip_spec
       case K::Metaspace:
         for (size_t i = 0; i < toks.size(); ++i) {
           std::string r = toks[i];
-          replace_all(r, st.a, i == 0 && st.prepend ? "" : " ");
+          replace_all(r, st.a, i == 0 && st.prepend ? "" : " ", growth_limit(r.size()), spec.source,
+                      "decoder's Metaspace");
           toks[i] = std::move(r);
         }
         break;
