@@ -44,6 +44,7 @@
 #define wgpuDeviceCreateQuerySet wgcBrowserDeviceCreateQuerySet
 #define wgpuDeviceCreateShaderModule wgcBrowserDeviceCreateShaderModule
 #define wgpuDeviceDestroy wgcBrowserDeviceDestroy
+#define wgpuDeviceForceLoss wgcBrowserDeviceForceLoss
 #define wgpuDeviceGetLimits wgcBrowserDeviceGetLimits
 #define wgpuDeviceGetQueue wgcBrowserDeviceGetQueue
 #define wgpuDevicePopErrorScope wgcBrowserDevicePopErrorScope

@@ -428,6 +428,9 @@ WGPUQueue wgcBrowserDeviceGetQueue(WGPUDevice d) {
   return handle<WGPUQueue>(id_of(::wgpuDeviceGetQueue(handle<::WGPUDevice>(id_of(d)))));
 }
 void wgcBrowserDeviceDestroy(WGPUDevice d) { ::wgpuDeviceDestroy(handle<::WGPUDevice>(id_of(d))); }
+// Browsers cannot lose a device on request (WGC_INJECT_DEVICE_LOSS): destroying it loses it, with
+// the browser's reason ("destroyed") instead of the given one.
+void wgcBrowserDeviceForceLoss(WGPUDevice d, WGPUDeviceLostReason, WGPUStringView) { wgcBrowserDeviceDestroy(d); }
 void wgcBrowserDeviceRelease(WGPUDevice d) { ::wgpuDeviceRelease(handle<::WGPUDevice>(id_of(d))); }
 void wgcBrowserDeviceSetLoggingCallback(WGPUDevice, WGPULoggingCallbackInfo) {}
 
