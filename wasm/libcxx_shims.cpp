@@ -41,7 +41,10 @@ void shortest_digits(T v, std::string& digits, int& exp10) {
 
 std::string scientific(const std::string& d, int exp10) {
   std::string s(1, d[0]);
-  if (d.size() > 1) s += "." + d.substr(1);
+  if (d.size() > 1) {  // appended in two steps: GCC 12's -Wrestrict misfires on "." + d.substr(1)
+    s += '.';
+    s.append(d, 1);
+  }
   char e[16];
   std::snprintf(e, sizeof e, "e%c%02d", exp10 < 0 ? '-' : '+', exp10 < 0 ? -exp10 : exp10);
   return s + e;
