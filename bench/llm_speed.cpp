@@ -107,7 +107,7 @@ LlmSpeedResult run_llm_speed(const std::optional<Context>& ctx, const LlmSpeedPl
   eo.q8_activations = plan.q8_activations;
   eo.max_batch = plan.batch;
   eo.decode_ahead = plan.decode_ahead;
-  eo.tuning = plan.tuning;
+  eo.tuning = std::make_shared<const llm::LlmTuning>(plan.tuning);
   eo.device = plan.device;
   eo.threads = plan.threads;
   const llm::DeviceChoice choice = llm::choose_device(ctx, file, eo);

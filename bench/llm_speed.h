@@ -5,6 +5,7 @@
 
 #include "gpu/context.h"
 #include "llm/model/llama.h"
+#include "ops/llm/llm_ops.h"
 
 #include <cstdint>
 #include <functional>

@@ -13,6 +13,7 @@
 #include "ops/reduce.h"
 #include "ops/stencil.h"
 #include "ops/thresholds.h"
+#include "util/device.h"
 #include "util/error.h"
 #include "util/image.h"
 #include "util/json.h"

@@ -3,6 +3,7 @@
 // others, whatever its prompt's chunking: on the GPU engine with the naive (CPU adapters' default)
 // and the batched (GPUs' default) linear kernels, and on the CPU engine.
 #include "llm/model/llama_batched.h"
+#include "ops/llm/llm_ops.h"
 #include "test_llm_util.h"
 
 #include <cstring>

@@ -7,6 +7,7 @@
 #include "llm/model/llama.h"
 #include "llm/model/llama_weights.h"
 #include "llm/synth/synth_model.h"
+#include "ops/llm/llm_ops.h"
 #include "test_util.h"
 
 using namespace wgc;

@@ -6,6 +6,7 @@
 #include "llm/formats/gguf_writer.h"
 #include "llm/formats/model_file.h"
 #include "llm/formats/safetensors.h"
+#include "llm/formats/tensor_names.h"
 #include "llm/model/llama.h"
 #include "test_util.h"
 #include "util/json.h"
@@ -251,7 +252,7 @@ TEST(ModelFile, SyntheticLlamaBothFormats) {
     EXPECT_EQ(c.eos_token_ids.front(), 2);
   }
   EXPECT_EQ(hf.config().eos_token_ids, (std::vector<int32_t>{2, 3}));
-  EXPECT_EQ(gg.layer(0)[LayerTensor::Up], gg.find("model.layers.0.mlp.up_proj.weight"));
+  EXPECT_EQ(gg.layer(0)[TensorRole::FfnUp], gg.find("model.layers.0.mlp.up_proj.weight"));
   // Moving keeps the views (and the owned un-permuted copies) valid.
   ModelFile moved = std::move(gg);
   expect_same_as(moved, t);
@@ -597,7 +598,7 @@ TEST(ModelFile, WgcTinyDict) {
   EXPECT_EQ(c.max_position_embeddings, 512);
   EXPECT_EQ(c.bos_token_id, 0);
   EXPECT_EQ(c.eos_token_ids, (std::vector<int32_t>{1}));
-  const ModelTensor& q = *m.layer(0)[LayerTensor::Q];
+  const ModelTensor& q = *m.layer(0)[TensorRole::AttnQ];
   EXPECT_EQ(q.type, TensorType::Q8_0);
   EXPECT_EQ(q.shape, (std::vector<int64_t>{256, 256}));
   EXPECT_TRUE(q.unpermuted);

@@ -8,6 +8,7 @@
 #include "cli/llm_flags.h"
 #include "io/chart.h"
 #include "llm/model/llama_batched.h"
+#include "ops/llm/llm_ops.h"
 #include "util/error.h"
 #include "util/json.h"
 #include "util/output_file.h"
@@ -248,7 +249,7 @@ int bench_batched_cmd(const Flags& f) {
   llm::EngineOptions eo;
   eo.max_ctx = p + n;
   eo.max_batch = std::min(batch, p + n);
-  eo.tuning = tuning;
+  eo.tuning = std::make_shared<const llm::LlmTuning>(tuning);
   eo.device = be.device;
   if ((f.batched || f.knobs || f.tuning) && llm::choose_device(be.ctx, file, eo).device != llm::Device::Gpu)
     throw UsageError(

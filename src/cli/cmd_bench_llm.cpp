@@ -5,6 +5,7 @@
 #include "cli/llm_backend.h"
 #include "cli/llm_flags.h"
 #include "io/chart.h"
+#include "ops/llm/llm_ops.h"
 #include "util/error.h"
 #include "util/format.h"
 #include "util/json.h"

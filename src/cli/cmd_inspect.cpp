@@ -118,6 +118,36 @@ json::Value config_json(const ModelConfig& c) {
   o.set("attention_bias", c.attention_bias);
   o.set("qk_norm", c.qk_norm);
   o.set("max_position_embeddings", c.max_position_embeddings);
+  // What the layers do beyond Llama's (config fields of the same names).
+  o.set("norm", std::string(to_string(c.norm)));
+  o.set("norm_placement", std::string(to_string(c.norm_placement)));
+  o.set("activation", std::string(to_string(c.activation)));
+  o.set("gated_ffn", c.gated_ffn);
+  o.set("attention_scale", c.attention_scale());
+  if (c.embedding_scale != 1) o.set("embedding_scale", c.embedding_scale);
+  if (c.attn_logit_softcap > 0) o.set("attn_logit_softcap", c.attn_logit_softcap);
+  if (c.final_logit_softcap > 0) o.set("final_logit_softcap", c.final_logit_softcap);
+  if (c.sliding_window) {
+    o.set("sliding_window", *c.sliding_window);
+    json::Value layers = json::Value::array();
+    for (int64_t l = 0; l < c.n_layers; ++l)
+      if (c.layer_is_sliding(l)) layers.push_back(l);
+    o.set("sliding_layers", std::move(layers));
+    if (c.sliding_rope_theta) o.set("sliding_rope_theta", *c.sliding_rope_theta);
+  }
+  if (c.is_moe()) {
+    json::Value moe = json::Value::object();
+    moe.set("experts", c.n_experts);
+    moe.set("experts_used", c.n_experts_used);
+    moe.set("expert_ffn_size", c.expert_ffn_size);
+    if (c.shared_expert_ffn_size) moe.set("shared_expert_ffn_size", c.shared_expert_ffn_size);
+    moe.set("norm_topk_prob", c.norm_topk_prob);
+    o.set("moe", std::move(moe));
+  }
+  if (c.embedding_model) {
+    o.set("pooling", std::string(to_string(c.pooling)));
+    o.set("causal", c.causal);
+  }
   o.set("bos_token_id", c.bos_token_id ? json::Value(int64_t(*c.bos_token_id)) : json::Value());
   json::Value eos = json::Value::array();
   for (int32_t e : c.eos_token_ids) eos.push_back(int64_t(e));
@@ -297,12 +327,43 @@ void print_text(const ModelFile& m) {
     else
       std::snprintf(buf, sizeof buf, " (from rope_freqs.weight, max factor %g)", c.rope_scaling.factor);
     scaling += buf;
+  } else if (c.rope_scaling.type == RopeScalingType::Yarn || c.rope_scaling.type == RopeScalingType::LongRope) {
+    scaling += " factor " + std::to_string(c.rope_scaling.factor) + ", original context " +
+               std::to_string(c.rope_scaling.original_max_position_embeddings) + ", attention factor " +
+               std::to_string(c.rope_attention_factor());
   }
   std::printf("  rope           theta %g, dim %lld, scaling %s\n", c.rope_theta, (long long)c.rope_dim,
               scaling.c_str());
-  std::printf("  norm           RMSNorm eps %g%s\n", c.rms_norm_eps, c.qk_norm ? ", q/k norm" : "");
-  std::printf("  context        %lld%s\n", (long long)c.max_position_embeddings,
-              c.sliding_window ? (", sliding window " + std::to_string(*c.sliding_window)).c_str() : "");
+  std::printf("  norm           %s eps %g, %s%s\n", c.norm == NormKind::LayerNorm ? "LayerNorm" : "RMSNorm",
+              c.rms_norm_eps, std::string(to_string(c.norm_placement)).c_str(),
+              c.norm == NormKind::RmsNormOnePlus ? ", weights used as 1 + w"
+              : c.qk_norm                        ? ", q/k norm"
+              : c.qk_norm_whole                  ? ", q/k norm over all heads"
+                                                 : "");
+  std::string window;
+  if (c.sliding_window) {
+    int64_t n = 0;
+    for (int64_t l = 0; l < c.n_layers; ++l) n += c.layer_is_sliding(l);
+    window = ", sliding window " + std::to_string(*c.sliding_window) + " on " + std::to_string(n) + " of " +
+             std::to_string(c.n_layers) + " layers";
+    if (c.sliding_rope_theta) window += " (rope theta " + std::to_string(int64_t(*c.sliding_rope_theta)) + ")";
+  }
+  std::printf("  context        %lld%s\n", (long long)c.max_position_embeddings, window.c_str());
+  std::string layer = std::string(to_string(c.activation)) + (c.gated_ffn ? " gated" : "");
+  if (c.attn_logit_softcap > 0 || c.final_logit_softcap > 0)
+    layer += ", soft-caps attention " + std::to_string(c.attn_logit_softcap) + " final " +
+             std::to_string(c.final_logit_softcap);
+  if (c.embedding_scale != 1) layer += ", embeddings x " + std::to_string(c.embedding_scale);
+  if (c.fused_qkv) layer += ", fused qkv";
+  std::printf("  layers         %s\n", layer.c_str());
+  if (c.is_moe())
+    std::printf(
+        "  experts        %lld, %lld per token (%s), ffn %lld%s\n", (long long)c.n_experts, (long long)c.n_experts_used,
+        c.norm_topk_prob ? "weights renormalised" : "raw weights", (long long)c.expert_ffn_size,
+        c.shared_expert_ffn_size ? (", shared expert " + std::to_string(c.shared_expert_ffn_size)).c_str() : "");
+  if (c.embedding_model)
+    std::printf("  embeddings     pooling %s, %s attention\n", std::string(to_string(c.pooling)).c_str(),
+                c.causal ? "causal" : "bidirectional");
   std::printf("  flags          tie_word_embeddings %s, attention_bias %s\n", c.tie_word_embeddings ? "yes" : "no",
               c.attention_bias ? "yes" : "no");
   std::string eos;
@@ -372,6 +433,7 @@ int inspect(const Flags& f) {
   OpenOptions opt;
   opt.prefault = false;  // only headers are needed
   opt.progress = false;
+  opt.any_architecture = true;  // describing a model needs no engine
   ModelFile m = open_model(model_path(f.model ? f.model : f.positional), opt);
   if (f.json)
     std::cout << describe_json(m).dump(2) << "\n";

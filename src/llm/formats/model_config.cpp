@@ -1,11 +1,11 @@
+// ModelConfig's own rules: names, the per-layer questions, rope frequencies, validation. The readers
+// are model_config_gguf.cpp and model_config_hf.cpp.
 #include "llm/formats/model_config.h"
 
-#include "llm/formats/gguf.h"
 #include "util/error.h"
-#include "util/json.h"
 
+#include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <numbers>
 
 namespace wgc::llm {
@@ -16,6 +16,14 @@ std::string_view to_string(Architecture a) {
     case Architecture::Mistral: return "mistral";
     case Architecture::Qwen2: return "qwen2";
     case Architecture::Qwen3: return "qwen3";
+    case Architecture::Gemma2: return "gemma2";
+    case Architecture::Gemma3: return "gemma3";
+    case Architecture::Phi3: return "phi3";
+    case Architecture::Mixtral: return "mixtral";
+    case Architecture::Qwen2Moe: return "qwen2moe";
+    case Architecture::Qwen3Moe: return "qwen3moe";
+    case Architecture::Olmoe: return "olmoe";
+    case Architecture::Bert: return "bert";
   }
   return "?";
 }
@@ -25,38 +33,113 @@ std::string_view to_string(RopeScalingType t) {
     case RopeScalingType::None: return "none";
     case RopeScalingType::Linear: return "linear";
     case RopeScalingType::Llama3: return "llama3";
+    case RopeScalingType::Yarn: return "yarn";
+    case RopeScalingType::LongRope: return "longrope";
   }
   return "?";
 }
 
-namespace {
-
-std::optional<Architecture> parse_arch(std::string_view s) {
-  if (s == "llama") return Architecture::Llama;
-  if (s == "mistral") return Architecture::Mistral;
-  if (s == "qwen2") return Architecture::Qwen2;
-  if (s == "qwen3") return Architecture::Qwen3;
-  return std::nullopt;
+std::string_view to_string(NormKind k) {
+  switch (k) {
+    case NormKind::RmsNorm: return "rms";
+    case NormKind::RmsNormOnePlus: return "rms_one_plus";
+    case NormKind::LayerNorm: return "layer";
+  }
+  return "?";
 }
 
-void add_unique(std::vector<int32_t>& v, int64_t id) {
-  if (id < INT32_MIN || id > INT32_MAX) return;
-  for (int32_t x : v)
-    if (x == id) return;
-  v.push_back(int32_t(id));
+std::string_view to_string(NormPlacement p) {
+  switch (p) {
+    case NormPlacement::Pre: return "pre";
+    case NormPlacement::Sandwich: return "sandwich";
+    case NormPlacement::Post: return "post";
+  }
+  return "?";
 }
 
-}  // namespace
+std::string_view to_string(Activation a) {
+  switch (a) {
+    case Activation::Silu: return "silu";
+    case Activation::GeluTanh: return "gelu_tanh";
+    case Activation::Gelu: return "gelu";
+  }
+  return "?";
+}
 
-std::vector<double> ModelConfig::rope_inv_freq() const {
+std::string_view to_string(Pooling p) {
+  switch (p) {
+    case Pooling::None: return "none";
+    case Pooling::Mean: return "mean";
+    case Pooling::Cls: return "cls";
+    case Pooling::Last: return "last";
+  }
+  return "?";
+}
+
+bool engine_runs(const ModelConfig& c) {
+  switch (c.architecture) {
+    case Architecture::Llama:
+    case Architecture::Mistral:
+    case Architecture::Qwen2:
+    case Architecture::Qwen3:
+      // The engines' rope table holds frequencies only: YaRN's and LongRoPE's attention factor and
+      // per-layer bases would be dropped (wrong logits), so those are refused until it carries them.
+      return !c.embedding_model && !c.is_moe() && c.rope_scaling.type != RopeScalingType::Yarn &&
+             c.rope_scaling.type != RopeScalingType::LongRope && !c.sliding_rope_theta && !c.sliding_rope_scaling;
+    default: return false;
+  }
+}
+
+std::string engine_refusal(const ModelConfig& c) {
+  if (engine_runs(c)) return "";
+  const std::string arch(to_string(c.architecture));
+  if (c.embedding_model || c.is_moe() ||
+      !(c.architecture == Architecture::Llama || c.architecture == Architecture::Mistral ||
+        c.architecture == Architecture::Qwen2 || c.architecture == Architecture::Qwen3))
+    return arch + (c.is_moe() ? " (mixture of experts)" : "") + (c.embedding_model ? " (embeddings)" : "") +
+           " models are read (wgc inspect) but not run yet: the engines run llama, mistral, qwen2 and qwen3 "
+           "language models";
+  return arch + " with " +
+         (c.sliding_rope_theta || c.sliding_rope_scaling
+              ? std::string("per-layer rope")
+              : std::string(to_string(c.rope_scaling.type)) + " rope scaling") +
+         " is read (wgc inspect) but not run yet: the engines' rope has no attention factor or per-layer bases";
+}
+
+bool ModelConfig::layer_is_moe(int64_t layer) const {
+  if (!is_moe()) return false;
+  return !(layer >= 0 && size_t(layer) < dense_layers.size() && dense_layers[size_t(layer)]);
+}
+
+bool ModelConfig::layer_is_sliding(int64_t layer) const {
+  if (!sliding_window) return false;
+  if (sliding_layers.empty()) return true;
+  return layer >= 0 && size_t(layer) < sliding_layers.size() && sliding_layers[size_t(layer)];
+}
+
+double ModelConfig::attention_scale() const {
+  return 1.0 / std::sqrt(query_pre_attn_scalar > 0 ? query_pre_attn_scalar : double(head_dim));
+}
+
+double ModelConfig::layer_rope_theta(int64_t layer) const {
+  return layer >= 0 && layer_is_sliding(layer) && sliding_rope_theta ? *sliding_rope_theta : rope_theta;
+}
+
+const RopeScaling& ModelConfig::layer_rope_scaling(int64_t layer) const {
+  return layer >= 0 && layer_is_sliding(layer) && sliding_rope_scaling ? *sliding_rope_scaling : rope_scaling;
+}
+
+std::vector<double> ModelConfig::rope_inv_freq(int64_t layer, int64_t seq_len) const {
   int64_t dim = rope_dim ? rope_dim : head_dim;
+  const double theta = layer_rope_theta(layer);
+  const RopeScaling& s = layer_rope_scaling(layer);
   std::vector<double> f(size_t(std::max<int64_t>(dim / 2, 0)));
-  for (size_t i = 0; i < f.size(); ++i) f[i] = std::pow(rope_theta, -double(2 * i) / double(dim));
-  if (!rope_freq_factors.empty()) {
+  for (size_t i = 0; i < f.size(); ++i) f[i] = std::pow(theta, -double(2 * i) / double(dim));
+  // GGUF's llama3 factors belong to the global layers (no architecture with them has other layers).
+  if (!rope_freq_factors.empty() && &s == &rope_scaling) {
     for (size_t i = 0; i < f.size() && i < rope_freq_factors.size(); ++i) f[i] /= double(rope_freq_factors[i]);
     return f;
   }
-  const RopeScaling& s = rope_scaling;
   if (s.type == RopeScalingType::Linear) {
     for (double& x : f) x /= s.factor;
   } else if (s.type == RopeScalingType::Llama3) {
@@ -73,8 +156,44 @@ std::vector<double> ModelConfig::rope_inv_freq() const {
         x = (1 - smooth) * x / s.factor + smooth * x;
       }
     }
+  } else if (s.type == RopeScalingType::Yarn) {
+    // transformers' _compute_yarn_parameters: a ramp between interpolated (x / factor) and original
+    // frequencies over the dimensions whose rotation count at the original context lies between
+    // beta_slow and beta_fast.
+    const double orig = double(s.original_max_position_embeddings);
+    auto correction_dim = [&](double rotations) {
+      return double(dim) * std::log(orig / (rotations * 2 * std::numbers::pi)) / (2 * std::log(theta));
+    };
+    double low = correction_dim(s.beta_fast), high = correction_dim(s.beta_slow);
+    if (s.yarn_truncate) {
+      low = std::floor(low);
+      high = std::ceil(high);
+    }
+    low = std::max(low, 0.0);
+    high = std::min(high, double(dim - 1));
+    if (low == high) high += 0.001;
+    for (size_t i = 0; i < f.size(); ++i) {
+      double ramp = std::clamp((double(i) - low) / (high - low), 0.0, 1.0);
+      double extrapolation = 1 - ramp;  // weight of the original frequency
+      f[i] = f[i] / s.factor * (1 - extrapolation) + f[i] * extrapolation;
+    }
+  } else if (s.type == RopeScalingType::LongRope) {
+    bool use_long = seq_len > s.original_max_position_embeddings;
+    const std::vector<double>& ext = use_long ? s.long_factor : s.short_factor;
+    for (size_t i = 0; i < f.size() && i < ext.size(); ++i) f[i] /= ext[i];
   }
   return f;
+}
+
+double ModelConfig::rope_attention_factor(int64_t layer) const {
+  const RopeScaling& s = layer_rope_scaling(layer);
+  if (s.attention_factor) return *s.attention_factor;
+  if (s.type == RopeScalingType::Yarn) return s.factor <= 1 ? 1.0 : 0.1 * std::log(s.factor) + 1.0;
+  if (s.type == RopeScalingType::LongRope) {
+    if (s.factor <= 1 || s.original_max_position_embeddings <= 1) return 1.0;
+    return std::sqrt(1 + std::log(s.factor) / std::log(double(s.original_max_position_embeddings)));
+  }
+  return 1.0;
 }
 
 void ModelConfig::validate(const std::string& source) const {
@@ -102,16 +221,22 @@ void ModelConfig::validate(const std::string& source) const {
   fits(max_position_embeddings, "the context length (max_position_embeddings)");
   fits(rope_scaling.original_max_position_embeddings, "rope scaling's original_max_position_embeddings");
   if (sliding_window) fits(*sliding_window, "sliding_window");
+  if (sliding_window && *sliding_window <= 0)
+    throw Error(source + ": sliding_window is " + std::to_string(*sliding_window) + ", expected > 0");
   if (n_heads * head_dim > INT32_MAX || (n_heads + 2 * n_kv_heads) * head_dim > INT32_MAX)
     throw Error(source + ": " + std::to_string(n_heads) + " heads of " + std::to_string(head_dim) +
                 " exceed 32-bit sizes");
   if (n_heads % n_kv_heads)
     throw Error(source + ": " + std::to_string(n_heads) + " heads is not a multiple of " + std::to_string(n_kv_heads) +
                 " KV heads");
-  if (rope_dim <= 0 || rope_dim % 2 || rope_dim > head_dim)
+  const bool has_rope = !(architecture == Architecture::Bert);
+  if (has_rope && (rope_dim <= 0 || rope_dim % 2 || rope_dim > head_dim))
     throw Error(source + ": rope dimension " + std::to_string(rope_dim) + " is not even and <= head_dim " +
                 std::to_string(head_dim));
   if (!(rope_theta > 0)) throw Error(source + ": rope theta " + std::to_string(rope_theta) + " is not positive");
+  if (sliding_rope_theta && !(*sliding_rope_theta > 0))
+    throw Error(source + ": the sliding layers' rope theta " + std::to_string(*sliding_rope_theta) +
+                " is not positive");
   // Special tokens index the embedding and the logits: an id past the vocabulary reads other memory.
   auto token = [&](int64_t id, const char* what) {
     if (id < 0 || id >= vocab_size)
@@ -121,253 +246,58 @@ void ModelConfig::validate(const std::string& source) const {
   if (bos_token_id) token(*bos_token_id, "bos_token_id");
   for (int32_t id : eos_token_ids) token(id, "eos_token_id");
   if (!(rms_norm_eps >= 0)) throw Error(source + ": rms_norm_eps is negative");
-  if (rope_scaling.type != RopeScalingType::None && !(rope_scaling.factor > 0))
-    throw Error(source + ": rope scaling factor " + std::to_string(rope_scaling.factor) + " is not positive");
-  // (GGUF files carry llama3 scaling as per-frequency factors instead: nothing else to check then.)
-  if (rope_scaling.type == RopeScalingType::Llama3 && rope_freq_factors.empty() &&
-      (rope_scaling.original_max_position_embeddings <= 0 ||
-       !(rope_scaling.high_freq_factor > rope_scaling.low_freq_factor) || !(rope_scaling.low_freq_factor > 0)))
-    throw Error(source +
-                ": llama3 rope scaling needs original_max_position_embeddings > 0 and high_freq_factor > "
-                "low_freq_factor > 0");
-}
-
-// --- GGUF ---------------------------------------------------------------------------------------
-
-ModelConfig config_from_gguf(const GgufFile& f) {
-  ModelConfig c;
-  const std::string& src = f.name();
-  std::string arch = f.get_string("general.architecture");
-  if (arch.empty()) throw Error(src + ": no general.architecture");
-  auto a = parse_arch(arch);
-  if (!a) throw Error(src + ": architecture '" + arch + "' is not supported (llama, mistral, qwen2, qwen3)");
-  c.architecture = *a;
-  auto key = [&](const char* k) { return arch + "." + k; };
-  auto required_u32 = [&](const char* k) -> int64_t {
-    std::string full = key(k);
-    if (!f.find(full)) throw Error(src + ": missing metadata key '" + full + "'");
-    return f.get_u32(full);
-  };
-
-  c.hidden_size = required_u32("embedding_length");
-  c.n_layers = required_u32("block_count");
-  c.ffn_size = required_u32("feed_forward_length");
-  c.n_heads = required_u32("attention.head_count");
-  c.n_kv_heads = f.get_u32(key("attention.head_count_kv"), uint32_t(c.n_heads));
-  c.head_dim = f.get_u32(key("attention.key_length"), c.n_heads ? uint32_t(c.hidden_size / c.n_heads) : 0);
-  c.rope_dim = f.get_u32(key("rope.dimension_count"), uint32_t(c.head_dim));
-  c.rope_theta = f.get_f32(key("rope.freq_base"), 10000.f);  // llama.cpp's default when absent
-  if (!f.find(key("rope.freq_base")))
-    c.notes.push_back("no " + key("rope.freq_base") + ": rope theta 10000 (llama.cpp's default)");
-  c.rms_norm_eps = f.get_f32(key("attention.layer_norm_rms_epsilon"), 1e-5f);
-  if (!f.find(key("attention.layer_norm_rms_epsilon")))
-    c.notes.push_back("no " + key("attention.layer_norm_rms_epsilon") + ": eps 1e-5");
-  c.max_position_embeddings = f.get_u32(key("context_length"), 0);
-  if (c.max_position_embeddings > INT32_MAX)
-    throw Error(src + ": metadata key '" + key("context_length") + "' is " + std::to_string(c.max_position_embeddings) +
-                ", beyond the largest context wgc supports (" + std::to_string(INT32_MAX) + ")");
-  if (f.find(key("attention.sliding_window"))) c.sliding_window = f.get_u32(key("attention.sliding_window"));
-
-  c.vocab_size = f.get_u32(key("vocab_size"), 0);
-  if (!c.vocab_size) {
-    if (const GgufValue* t = f.find("tokenizer.ggml.tokens"); t && t->is_array()) c.vocab_size = int64_t(t->size());
-    if (const GgufTensorInfo* e = f.find_tensor("token_embd.weight"); !c.vocab_size && e && e->ne.size() == 2)
-      c.vocab_size = e->ne[1];
-  }
-
-  std::string scaling = f.get_string(key("rope.scaling.type"), "none");
-  float factor = f.get_f32(key("rope.scaling.factor"), 0.f);
-  if (factor == 0.f) {
-    float scale_linear = f.get_f32(key("rope.scale_linear"), 0.f);  // older files
-    if (scale_linear != 0.f) {
-      scaling = "linear";
-      factor = scale_linear;
+  for (const RopeScaling* s : {&rope_scaling, sliding_rope_scaling ? &*sliding_rope_scaling : nullptr}) {
+    if (!s) continue;
+    if (s->type != RopeScalingType::None && !(s->factor > 0))
+      throw Error(source + ": rope scaling factor " + std::to_string(s->factor) + " is not positive");
+    // (GGUF files carry llama3 scaling as per-frequency factors instead: nothing else to check then.)
+    if (s->type == RopeScalingType::Llama3 && rope_freq_factors.empty() &&
+        (s->original_max_position_embeddings <= 0 || !(s->high_freq_factor > s->low_freq_factor) ||
+         !(s->low_freq_factor > 0)))
+      throw Error(source +
+                  ": llama3 rope scaling needs original_max_position_embeddings > 0 and high_freq_factor > "
+                  "low_freq_factor > 0");
+    if (s->type == RopeScalingType::Yarn &&
+        (s->original_max_position_embeddings <= 0 || !(s->beta_fast > 0) || !(s->beta_slow > 0)))
+      throw Error(source + ": yarn rope scaling needs original_max_position_embeddings > 0 and positive betas");
+    if (s->type == RopeScalingType::LongRope) {
+      const size_t half = size_t(rope_dim / 2);
+      if (s->short_factor.size() != half || s->long_factor.size() != half)
+        throw Error(source + ": longrope needs rope_dim / 2 = " + std::to_string(half) +
+                    " short and long factors, got " + std::to_string(s->short_factor.size()) + " and " +
+                    std::to_string(s->long_factor.size()));
+      for (const auto* v : {&s->short_factor, &s->long_factor})
+        for (double x : *v)
+          if (!(x > 0)) throw Error(source + ": a longrope factor is " + std::to_string(x) + ", expected > 0");
     }
   }
-  if (scaling == "linear" && factor != 0.f && factor != 1.f) {
-    c.rope_scaling.type = RopeScalingType::Linear;
-    c.rope_scaling.factor = factor;
-    c.rope_scaling.original_max_position_embeddings = f.get_u32(key("rope.scaling.original_context_length"), 0);
-  } else if (scaling != "none" && scaling != "linear") {
-    throw Error(src + ": rope scaling type '" + scaling + "' is not supported (none, linear, llama3)");
+  if (!(query_pre_attn_scalar >= 0)) throw Error(source + ": query_pre_attn_scalar is negative");
+  if (!(attn_logit_softcap >= 0) || !(final_logit_softcap >= 0) || !std::isfinite(attn_logit_softcap) ||
+      !std::isfinite(final_logit_softcap))
+    throw Error(source + ": soft-caps must be finite and >= 0 (attention " + std::to_string(attn_logit_softcap) +
+                ", final " + std::to_string(final_logit_softcap) + ")");
+  if (!(embedding_scale > 0) || !std::isfinite(embedding_scale))
+    throw Error(source + ": embedding scale " + std::to_string(embedding_scale) + " is not positive");
+  if (!sliding_layers.empty() && int64_t(sliding_layers.size()) != n_layers)
+    throw Error(source + ": the sliding-window pattern has " + std::to_string(sliding_layers.size()) +
+                " layers, the model " + std::to_string(n_layers));
+  if (is_moe()) {
+    if (n_experts > 4096 || n_experts_used <= 0 || n_experts_used > n_experts)
+      throw Error(source + ": " + std::to_string(n_experts_used) + " experts used of " + std::to_string(n_experts) +
+                  ", expected 1..experts (at most 4096)");
+    need(expert_ffn_size, "the expert FFN size");
+    fits(expert_ffn_size, "the expert FFN size");
+    fits(shared_expert_ffn_size, "the shared expert FFN size");
+    if (!dense_layers.empty() && int64_t(dense_layers.size()) != n_layers)
+      throw Error(source + ": the dense-layer list has " + std::to_string(dense_layers.size()) + " layers, the model " +
+                  std::to_string(n_layers));
+  } else if (n_experts < 0 || n_experts_used != 0) {
+    throw Error(source + ": " + std::to_string(n_experts_used) + " experts used of " + std::to_string(n_experts));
   }
-  if (const GgufTensorInfo* rf = f.find_tensor("rope_freqs.weight")) {
-    if (rf->type != TensorType::F32 || rf->numel() != c.rope_dim / 2)
-      throw Error(src + ": tensor 'rope_freqs.weight' is " + std::string(to_string(rf->type)) + " of " +
-                  std::to_string(rf->numel()) +
-                  " values, expected F32 of rope_dim/2 = " + std::to_string(c.rope_dim / 2));
-    auto bytes = f.tensor_data(*rf);
-    c.rope_freq_factors.resize(size_t(rf->numel()));
-    if (!bytes.empty()) std::memcpy(c.rope_freq_factors.data(), bytes.data(), bytes.size());
-    // llama.cpp writes llama3 scaling as these factors; report the type (the exact parameters are
-    // not in the file: the factors are what rope_inv_freq() uses).
-    c.rope_scaling.type = RopeScalingType::Llama3;
-    float mx = 1;
-    for (float x : c.rope_freq_factors) mx = std::max(mx, x);
-    c.rope_scaling.factor = mx;
-  }
-
-  c.tie_word_embeddings = f.find_tensor("output.weight") == nullptr;
-  c.attention_bias = f.find_tensor("blk.0.attn_q.bias") != nullptr;
-  c.qk_norm = f.find_tensor("blk.0.attn_q_norm.weight") != nullptr;
-
-  if (f.find("tokenizer.ggml.bos_token_id")) {
-    uint32_t bos = f.get_u32("tokenizer.ggml.bos_token_id");
-    if (bos > INT32_MAX)
-      throw Error(src + ": metadata key 'tokenizer.ggml.bos_token_id' is " + std::to_string(bos) + ", not a token id");
-    c.bos_token_id = int32_t(bos);
-  }
-  for (const char* k : {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"})
-    if (f.find(k)) add_unique(c.eos_token_ids, f.get_u32(k));
-  c.validate(src);
-  return c;
-}
-
-// --- Hugging Face config.json -------------------------------------------------------------------
-
-namespace {
-
-int64_t int_of(const json::Value& cfg, const std::string& src, const char* key, std::optional<int64_t> def = {}) {
-  const json::Value* v = cfg.find(key);
-  if (!v || v->is_null()) {
-    if (def) return *def;
-    throw Error(src + ": missing \"" + key + "\"");
-  }
-  if (!v->is_number()) throw Error(src + ": \"" + key + "\" is " + v->dump() + ", expected an integer");
-  try {
-    return v->as_int();
-  } catch (const Error&) {
-    throw Error(src + ": \"" + key + "\" is " + v->dump() + ", expected an integer");
-  }
-}
-
-double num_of(const json::Value& obj, const std::string& src, const char* key, double def) {
-  const json::Value* v = obj.find(key);
-  if (!v || v->is_null()) return def;
-  if (!v->is_number()) throw Error(src + ": \"" + key + "\" is " + v->dump() + ", expected a number");
-  return v->as_double();
-}
-
-// An optional token id: absent, null or not an integer (some configs write a list) is none; an
-// integer outside 0..2^31-1 is an error.
-std::optional<int32_t> token_id(const json::Value& obj, const std::string& src, const char* key) {
-  const json::Value* v = obj.find(key);
-  if (!v || !v->is_int()) return std::nullopt;
-  if (v->as_int() < 0 || v->as_int() > INT32_MAX)
-    throw Error(src + ": \"" + key + "\" is " + v->dump() + ", not a token id");
-  return int32_t(v->as_int());
-}
-
-void add_ids(std::vector<int32_t>& out, const json::Value* v, const std::string& src, const char* key) {
-  if (!v || v->is_null()) return;
-  auto one = [&](const json::Value& x) {
-    if (!x.is_int()) throw Error(src + ": \"" + key + "\" holds " + x.dump() + ", expected token ids");
-    add_unique(out, x.as_int());
-  };
-  if (v->is_array())
-    for (const auto& x : v->items()) one(x);
-  else
-    one(*v);
-}
-
-}  // namespace
-
-ModelConfig config_from_hf(const json::Value& cfg, const std::string& src) {
-  if (!cfg.is_object()) throw Error(src + ": not a JSON object");
-  ModelConfig c;
-  std::string type = cfg.get_string("model_type");
-  std::optional<Architecture> arch = parse_arch(type);
-  if (!arch && type.empty())
-    if (const json::Value* as = cfg.find("architectures"); as && as->is_array() && as->size() && (*as)[0].is_string()) {
-      const std::string& cls = (*as)[0].as_string();
-      if (cls == "LlamaForCausalLM") arch = Architecture::Llama;
-      if (cls == "MistralForCausalLM") arch = Architecture::Mistral;
-      if (cls == "Qwen2ForCausalLM") arch = Architecture::Qwen2;
-      if (cls == "Qwen3ForCausalLM") arch = Architecture::Qwen3;
-      type = cls;
-    }
-  if (!arch) throw Error(src + ": model_type '" + type + "' is not supported (llama, mistral, qwen2, qwen3)");
-  c.architecture = *arch;
-
-  c.vocab_size = int_of(cfg, src, "vocab_size");
-  c.hidden_size = int_of(cfg, src, "hidden_size");
-  c.n_layers = int_of(cfg, src, "num_hidden_layers");
-  c.n_heads = int_of(cfg, src, "num_attention_heads");
-  c.n_kv_heads = int_of(cfg, src, "num_key_value_heads", c.n_heads);
-  c.head_dim = int_of(cfg, src, "head_dim", c.n_heads > 0 ? c.hidden_size / c.n_heads : 0);
-  c.rope_dim = c.head_dim;
-  c.ffn_size = int_of(cfg, src, "intermediate_size");
-  c.rms_norm_eps = num_of(cfg, src, "rms_norm_eps", 1e-6);
-  c.max_position_embeddings = int_of(cfg, src, "max_position_embeddings", 0);
-  if (c.max_position_embeddings < 0 || c.max_position_embeddings > INT32_MAX)
-    throw Error(src + ": \"max_position_embeddings\" is " + std::to_string(c.max_position_embeddings) +
-                ", expected 0.." + std::to_string(INT32_MAX));
-  if (const json::Value* t = cfg.find("tie_word_embeddings"); t && t->is_bool()) c.tie_word_embeddings = t->as_bool();
-
-  bool bias = cfg.get_bool("attention_bias", false);
-  c.attention_bias = c.architecture == Architecture::Qwen2 ? true : bias;
-  c.qk_norm = c.architecture == Architecture::Qwen3;
-
-  if (c.architecture == Architecture::Mistral) {
-    if (const json::Value* w = cfg.find("sliding_window"); w && w->is_int()) c.sliding_window = w->as_int();
-  } else if (c.architecture == Architecture::Qwen2 || c.architecture == Architecture::Qwen3) {
-    if (cfg.get_bool("use_sliding_window", false)) {
-      if (const json::Value* w = cfg.find("sliding_window"); w && w->is_int()) c.sliding_window = w->as_int();
-    }
-  }
-
-  // Rope: transformers 5 puts theta and scaling in "rope_parameters"; transformers 4 has
-  // "rope_theta" and "rope_scaling".
-  const json::Value* rp = cfg.find("rope_parameters");
-  const json::Value* scaling = nullptr;
-  if (rp && rp->is_object()) {
-    c.rope_theta = num_of(*rp, src, "rope_theta", num_of(cfg, src, "rope_theta", 10000.0));
-    scaling = rp;
-  } else {
-    c.rope_theta = num_of(cfg, src, "rope_theta", 10000.0);
-    scaling = cfg.find("rope_scaling");
-  }
-  if (scaling && scaling->is_object()) {
-    std::string rt = scaling->get_string("rope_type", scaling->get_string("type", "default"));
-    RopeScaling& s = c.rope_scaling;
-    if (rt == "default") {
-      s.type = RopeScalingType::None;
-    } else if (rt == "linear") {
-      s.type = RopeScalingType::Linear;
-      s.factor = num_of(*scaling, src, "factor", 1.0);
-    } else if (rt == "llama3") {
-      s.type = RopeScalingType::Llama3;
-      s.factor = num_of(*scaling, src, "factor", 1.0);
-      s.low_freq_factor = num_of(*scaling, src, "low_freq_factor", 1.0);
-      s.high_freq_factor = num_of(*scaling, src, "high_freq_factor", 4.0);
-      s.original_max_position_embeddings = int_of(*scaling, src, "original_max_position_embeddings");
-    } else {
-      throw Error(src + ": rope type '" + rt + "' is not supported (default, linear, llama3)");
-    }
-  } else if (scaling && !scaling->is_null()) {
-    throw Error(src + ": rope scaling is " + scaling->dump() + ", expected an object");
-  }
-
-  c.bos_token_id = token_id(cfg, src, "bos_token_id");
-  add_ids(c.eos_token_ids, cfg.find("eos_token_id"), src, "eos_token_id");
-  c.validate(src);
-  return c;
-}
-
-ModelConfig config_from_hf_dir(const std::filesystem::path& dir) {
-  std::filesystem::path p = dir / "config.json";
-  if (!std::filesystem::exists(p)) throw Error(dir.string() + ": no config.json");
-  ModelConfig c = config_from_hf(json::parse_file(p), p.string());
-  std::filesystem::path g = dir / "generation_config.json";
-  if (std::filesystem::exists(g)) {
-    json::Value gen = json::parse_file(g);
-    if (gen.is_object()) {
-      add_ids(c.eos_token_ids, gen.find("eos_token_id"), g.string(), "eos_token_id");
-      if (!c.bos_token_id) c.bos_token_id = token_id(gen, g.string(), "bos_token_id");
-      c.validate(g.string());
-    }
-  }
-  return c;
+  if (absolute_positions && max_position_embeddings <= 0)
+    throw Error(source + ": learned positions need max_position_embeddings > 0");
+  fits(position_offset, "the position offset");
+  fits(type_vocab_size, "type_vocab_size");
 }
 
 }  // namespace wgc::llm

@@ -3,6 +3,7 @@
 #include "cpu/llm/dequant.h"
 #include "llm/formats/gguf.h"
 #include "llm/formats/safetensors.h"
+#include "llm/formats/tensor_names.h"
 #include "llm/formats/value_check.h"
 #include "util/error.h"
 #include "util/json.h"
@@ -51,9 +52,14 @@ const ModelTensor& ModelFile::tensor(std::string_view name) const {
 }
 
 LayerTensors ModelFile::layer(int64_t i) const {
+  if (i < 0 || i >= config_.n_layers)
+    throw Error(path_.string() + ": layer " + std::to_string(i) + " of " + std::to_string(config_.n_layers));
   LayerTensors lt;
-  for (const auto& n : layer_tensor_names())
-    if (layer_tensor_needed(n.role, config_)) lt.t[size_t(n.role)] = &tensor(layer_tensor_name(i, n.role));
+  for (const ExpectedTensor& e : expected_layer_tensors(config_, i)) {
+    if (is_expert_role(e.role)) continue;
+    TensorNames n = tensor_names(config_.architecture, e.role, i);
+    lt.t[size_t(e.role)] = &tensor(n.hf.empty() ? n.gguf : n.hf);
+  }
   return lt;
 }
 
@@ -72,22 +78,7 @@ void ModelFile::add(ModelTensor t) {
 
 // --- names --------------------------------------------------------------------------------------
 
-std::string hf_name_from_gguf(std::string_view g) {
-  if (g == "token_embd.weight") return "model.embed_tokens.weight";
-  if (g == "output_norm.weight") return "model.norm.weight";
-  if (g == "output.weight") return "lm_head.weight";
-  if (!g.starts_with("blk.")) return std::string(g);
-  std::string_view rest = g.substr(4);
-  size_t dot = rest.find('.');
-  if (dot == std::string_view::npos || dot == 0) return std::string(g);
-  int64_t layer = 0;
-  auto r = std::from_chars(rest.data(), rest.data() + dot, layer);
-  if (r.ec != std::errc() || r.ptr != rest.data() + dot) return std::string(g);
-  std::string_view part = rest.substr(dot + 1);  // "attn_q.weight"
-  for (const auto& n : layer_tensor_names())
-    if (part == n.gguf) return layer_tensor_name(layer, n.role);
-  return std::string(g);
-}
+std::string hf_name_from_gguf(std::string_view g) { return hf_name_for_gguf(Architecture::Llama, g); }
 
 void unpermute_rope_rows(std::span<const std::byte> in, std::span<std::byte> out, int64_t rows, int64_t n_heads) {
   if (rows <= 0 || n_heads <= 0 || rows % (2 * n_heads))
@@ -116,28 +107,6 @@ std::string shape_str(const std::vector<int64_t>& s) {
   std::string out = "[";
   for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
   return out + "]";
-}
-
-// Checks that every tensor the config implies is present with the right shape and a float type.
-void check_tensors(const ModelFile& m) {
-  const ModelConfig& c = m.config();
-  const std::string src = m.path().string();
-  auto expect = [&](const std::string& name, std::vector<int64_t> shape) {
-    const ModelTensor* t = m.find(name);
-    if (!t) throw Error(src + ": missing tensor '" + name + "'");
-    if (t->shape != shape)
-      throw Error(src + ": tensor '" + name + "' has shape " + shape_str(t->shape) + ", expected " + shape_str(shape) +
-                  " from the config");
-    if (!is_float_like(t->type))
-      throw Error(src + ": tensor '" + name + "' has integer type " + std::string(to_string(t->type)));
-  };
-  const int64_t h = c.hidden_size;
-  expect("model.embed_tokens.weight", {c.vocab_size, h});
-  for (int64_t l = 0; l < c.n_layers; ++l)
-    for (const auto& n : layer_tensor_names())
-      if (layer_tensor_needed(n.role, c)) expect(layer_tensor_name(l, n.role), layer_tensor_shape(n.role, c));
-  expect("model.norm.weight", {h});
-  if (!c.tie_word_embeddings) expect("lm_head.weight", {c.vocab_size, h});
 }
 
 bool is_gguf_file(const std::filesystem::path& p) {
@@ -216,21 +185,28 @@ ModelFile open_model(const std::filesystem::path& path, const OpenOptions& opt) 
     const ModelConfig& c = m.config_;
     // llama.cpp permutes Q/K rows for the llama architecture (interleaved "normal" rope); qwen2/3
     // use neox rope there and are stored unpermuted.
-    bool permuted = c.architecture == Architecture::Llama || c.architecture == Architecture::Mistral;
+    bool permuted = c.architecture == Architecture::Llama || c.architecture == Architecture::Mistral ||
+                    c.architecture == Architecture::Mixtral;
     for (const auto& ti : g->tensors()) {
       ModelTensor t;
       t.file_name = std::string(ti.name);
-      t.name = hf_name_from_gguf(ti.name);
+      t.name = hf_name_for_gguf(c.architecture, ti.name);
       t.type = ti.type;
       t.shape = ti.torch_shape();
       t.data = g->tensor_data(ti);
       m.add(std::move(t));
     }
     if (permuted) {
+      using R = TensorRole;
       for (auto& t : m.tensors_) {
-        auto named = [&](LayerTensor r) { return t.name.ends_with(layer_tensor_names()[size_t(r)].hf); };
-        bool is_q = named(LayerTensor::Q) || named(LayerTensor::QBias);
-        bool is_k = named(LayerTensor::K) || named(LayerTensor::KBias);
+        // The layer's q/k weights and biases, by the name table (the name is canonical by now).
+        int64_t layer = -1;
+        if (std::string_view n = t.name; n.starts_with("model.layers."))
+          std::from_chars(n.data() + 13, n.data() + n.size(), layer);
+        if (layer < 0 || layer >= c.n_layers) continue;
+        auto named = [&](R r) { return t.name == tensor_names(c.architecture, r, layer).hf; };
+        bool is_q = named(R::AttnQ) || named(R::AttnQBias);
+        bool is_k = named(R::AttnK) || named(R::AttnKBias);
         if (!is_q && !is_k) continue;
         int64_t heads = is_q ? c.n_heads : c.n_kv_heads;
         int64_t rows = t.shape.empty() ? 0 : t.shape[0];
@@ -256,7 +232,7 @@ ModelFile open_model(const std::filesystem::path& path, const OpenOptions& opt) 
     auto st = std::make_shared<SafetensorsModel>(SafetensorsModel::open(path));
     for (const auto& s : st->tensors()) {
       ModelTensor t;
-      t.name = s.name;
+      t.name = canonical_hf_name(m.config_.architecture, s.name);
       t.file_name = s.name;
       t.type = s.type;
       t.shape = s.shape;
@@ -270,11 +246,13 @@ ModelFile open_model(const std::filesystem::path& path, const OpenOptions& opt) 
     if (m.find("lm_head.weight") == nullptr && !c.tie_word_embeddings &&
         !json::parse_file(dir / "config.json").find("tie_word_embeddings"))
       c.tie_word_embeddings = true;
-    if (m.find(layer_tensor_name(0, LayerTensor::QBias))) c.attention_bias = true;
-    if (m.find(layer_tensor_name(0, LayerTensor::QNorm))) c.qk_norm = true;
+    if (m.find(tensor_names(c.architecture, TensorRole::AttnQBias, 0).hf)) c.attention_bias = true;
+    if (m.find(tensor_names(c.architecture, TensorRole::AttnQNorm, 0).hf) && !c.qk_norm_whole) c.qk_norm = true;
     m.st_ = std::move(st);
   }
-  check_tensors(m);
+  check_model_tensors(m);
+  if (!opt.any_architecture && !engine_runs(m.config_))
+    throw Error(m.path_.string() + ": " + engine_refusal(m.config_));
 
   if (opt.prefault && !to_read.empty()) {
     uint64_t total = 0;

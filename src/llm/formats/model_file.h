@@ -2,10 +2,12 @@
 // Hugging Face folder (config.json + model.safetensors or sharded *.safetensors with an index).
 //
 // Tensors carry canonical Hugging Face names and torch shapes [out, in]: model.embed_tokens.weight
-// [vocab, hidden], each layer's tensors as layer_tensors.h names them ("model.layers.{i}." +
-// their Hugging Face name), model.norm.weight, lm_head.weight (absent when
+// [vocab, hidden], each layer's tensors as tensor_names.h names them ("model.layers.{i}." + their
+// Hugging Face name for the decoders), model.norm.weight, lm_head.weight (absent when
 // config().tie_word_embeddings).
-// GGUF tensors of other names keep their GGUF name (e.g. "rope_freqs.weight").
+// GGUF tensors of other names keep their GGUF name (e.g. "rope_freqs.weight"). Every architecture's
+// names, per tensor role, in both formats: tensor_names.h, the one table of them (layer(i),
+// find_role and role_tensor find tensors by role through it).
 //
 // Q and K projections are always in the Hugging Face layout (rotary pairs (i, i + d/2) within each
 // head): llama.cpp's converter permutes the rows of llama q_proj/k_proj (and their biases) for its
@@ -16,7 +18,6 @@
 #pragma once
 
 #include "cpu/llm/tensor_type.h"
-#include "llm/formats/layer_tensors.h"
 #include "llm/formats/model_config.h"
 
 #include <cstddef>
@@ -32,6 +33,7 @@ namespace wgc::llm {
 
 class GgufFile;
 class SafetensorsModel;
+struct LayerTensors;  // tensor_names.h
 
 struct ModelTensor {
   std::string name;            // canonical Hugging Face name
@@ -51,6 +53,9 @@ struct OpenOptions {
   bool progress = true;
   // Read every tensor's pages now (into the page cache) so later uploads do not stall on disk.
   bool prefault = true;
+  // Open architectures the engines do not run yet (engine_runs() false: Gemma, Phi-3, MoE, encoders);
+  // by default they are refused, saying so, so no engine runs them as Llama.
+  bool any_architecture = false;
   // Refuse NaN or infinity in the norms, biases, embedding and output (llm/formats/value_check.h).
   bool check_values = true;
 };
@@ -71,8 +76,8 @@ class ModelFile {
   const ModelTensor* find(std::string_view name) const;                 // nullptr when absent
   // Throws wgc::Error naming the file and the tensor when absent.
   const ModelTensor& tensor(std::string_view name) const;
-  // Layer i's tensors by role (layer_tensors.h: the one table of their names), those the config
-  // needs; the file was checked to hold them (open_model).
+  // Layer i's tensors by role (tensor_names.h: the one table of their names; include it to use
+  // the result), those the config needs; the file was checked to hold them (open_model).
   LayerTensors layer(int64_t i) const;
 
   uint64_t total_bytes() const;  // all tensor data
@@ -108,8 +113,9 @@ class ModelFile {
 // and what is wrong.
 ModelFile open_model(const std::filesystem::path& path, const OpenOptions& options = {});
 
-// The Hugging Face name of a GGUF tensor ("blk.3.attn_q.weight" -> "model.layers.3.self_attn.q_proj.weight");
-// unknown names come back unchanged.
+// The Hugging Face name of a GGUF tensor of a Llama-family file ("blk.3.attn_q.weight" ->
+// "model.layers.3.self_attn.q_proj.weight"); unknown names come back unchanged. Other architectures:
+// hf_name_for_gguf (tensor_names.h).
 std::string hf_name_from_gguf(std::string_view gguf_name);
 
 // Undoes llama.cpp's Q/K row permutation: `rows` rows of `row_bytes` bytes in `n_heads` heads;

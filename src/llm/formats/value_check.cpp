@@ -1,6 +1,7 @@
 #include "llm/formats/value_check.h"
 
 #include "cpu/llm/dequant.h"
+#include "llm/formats/tensor_names.h"
 #include "util/error.h"
 
 #include <algorithm>
@@ -69,8 +70,12 @@ std::optional<int64_t> first_non_finite(const ModelTensor& t) {
 }
 
 void check_finite_weights(const ModelFile& m) {
+  // The embedding and output by the name table (BERT's embedding is not model.embed_tokens).
+  const Architecture arch = m.config().architecture;
+  const std::string embd = tensor_names(arch, TensorRole::TokenEmbd).hf,
+                    out = tensor_names(arch, TensorRole::Output).hf;
   for (const ModelTensor& t : m.tensors()) {
-    bool checked = t.shape.size() == 1 || t.name == "model.embed_tokens.weight" || t.name == "lm_head.weight";
+    bool checked = t.shape.size() == 1 || t.name == embd || (!out.empty() && t.name == out);
     if (!checked) continue;
     if (auto i = first_non_finite(t)) {
       std::string at = std::to_string(*i);

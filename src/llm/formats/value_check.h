@@ -16,7 +16,7 @@ namespace wgc::llm {
 std::optional<int64_t> first_non_finite(const ModelTensor& t);
 
 // Throws wgc::Error naming the file, the tensor and the element when a checked tensor of `m` holds
-// a NaN or an infinity: the norms and biases (1-D), model.embed_tokens.weight and lm_head.weight.
+// a NaN or an infinity: the norms and biases (1-D), the token embedding and the output projection.
 void check_finite_weights(const ModelFile& m);
 
 }  // namespace wgc::llm

@@ -1,5 +1,6 @@
 #include "llm/generate/generator.h"
 
+#include "llm/generate/constrained.h"
 #include "llm/tokenizer/loaders.h"
 #include "util/error.h"
 

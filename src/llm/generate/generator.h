@@ -17,7 +17,7 @@
 #pragma once
 
 #include "llm/formats/model_file.h"
-#include "llm/generate/constrained.h"
+#include "llm/grammar/grammar.h"
 #include "llm/generate/sampler.h"
 #include "llm/generate/stop_strings.h"
 #include "llm/model/llama.h"
@@ -35,6 +35,9 @@
 #include <vector>
 
 namespace wgc::llm {
+
+class Constraint;
+struct TokenTexts;
 
 struct GenerateOptions {
   SamplingParams sampling;

@@ -205,28 +205,28 @@ const Rule* pick(Stage s, const PlanFacts& f) {
 
 }  // namespace
 
-std::vector<LayerTensor> mat_tensors(Mat m) {
+std::vector<TensorRole> mat_tensors(Mat m) {
   switch (m) {
-    case Mat::Qkv: return {LayerTensor::Q, LayerTensor::K, LayerTensor::V};
-    case Mat::O: return {LayerTensor::O};
-    case Mat::GateUp: return {LayerTensor::Gate, LayerTensor::Up};
-    case Mat::Down: return {LayerTensor::Down};
+    case Mat::Qkv: return {TensorRole::AttnQ, TensorRole::AttnK, TensorRole::AttnV};
+    case Mat::O: return {TensorRole::AttnOut};
+    case Mat::GateUp: return {TensorRole::FfnGate, TensorRole::FfnUp};
+    case Mat::Down: return {TensorRole::FfnDown};
     case Mat::Output: break;
   }
   return {};
 }
 
-std::vector<LayerTensor> mat_biases(Mat m) {
-  if (m == Mat::Qkv) return {LayerTensor::QBias, LayerTensor::KBias, LayerTensor::VBias};
+std::vector<TensorRole> mat_biases(Mat m) {
+  if (m == Mat::Qkv) return {TensorRole::AttnQBias, TensorRole::AttnKBias, TensorRole::AttnVBias};
   return {};
 }
 
-LayerTensor norm_tensor(NormW n) {
+TensorRole norm_tensor(NormW n) {
   switch (n) {
-    case NormW::Mlp: return LayerTensor::MlpNorm;
-    case NormW::Q: return LayerTensor::QNorm;
-    case NormW::K: return LayerTensor::KNorm;
-    default: return LayerTensor::AttnNorm;
+    case NormW::Mlp: return TensorRole::FfnNorm;
+    case NormW::Q: return TensorRole::AttnQNorm;
+    case NormW::K: return TensorRole::AttnKNorm;
+    default: return TensorRole::AttnNorm;
   }
 }
 

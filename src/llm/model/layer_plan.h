@@ -13,8 +13,8 @@
 // weights and their kernels (LlmOps's answers), so the rules are tested without a device.
 #pragma once
 
-#include "llm/formats/layer_tensors.h"
 #include "llm/formats/model_config.h"
+#include "llm/formats/tensor_names.h"
 
 #include <array>
 #include <cstdint>
@@ -40,9 +40,9 @@ inline constexpr Mat kLayerMats[] = {Mat::Qkv, Mat::O, Mat::GateUp, Mat::Down};
 inline constexpr NormW kLayerNorms[] = {NormW::Attn, NormW::Mlp, NormW::Q, NormW::K};
 // The file's tensors behind a layer's matrix group (its matrices' outputs side by side), their
 // biases (empty: the group never has any), and behind a layer's norm weight.
-std::vector<LayerTensor> mat_tensors(Mat m);
-std::vector<LayerTensor> mat_biases(Mat m);
-LayerTensor norm_tensor(NormW n);
+std::vector<TensorRole> mat_tensors(Mat m);
+std::vector<TensorRole> mat_biases(Mat m);
+TensorRole norm_tensor(NormW n);
 
 // Activations: the residual stream, a normalised copy, Q|K|V, attention's output, gate|up,
 // the MLP's activation, the logits. A q8 step reads or writes the 8-bit copy of its buffer.

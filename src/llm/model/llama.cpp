@@ -67,7 +67,7 @@ class GpuEngine final : public LlamaEngine {
         max_ctx(gpu_context_length(c, f, o)),
         w(upload_llama_weights(c, f, o.rope_theta, o.rope_scaling)),
         cfg(w.cfg) {
-    ops.tuning = opt.tuning;
+    if (opt.tuning) ops.tuning = *opt.tuning;
     hidden = w.hidden;
     vocab = w.vocab;
     eps = w.eps;
@@ -281,7 +281,7 @@ class GpuEngine final : public LlamaEngine {
 
   void set_tuning(const LlmTuning& t) override {
     ops.tuning = t;
-    opt.tuning = t;
+    opt.tuning = std::make_shared<const LlmTuning>(t);
     make_plans();
     step_embed = {};
     step = {};

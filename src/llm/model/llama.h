@@ -11,7 +11,6 @@
 #include "cpu/llm/cpu_features.h"
 #include "gpu/batch.h"
 #include "llm/formats/model_file.h"
-#include "ops/llm/llm_ops.h"
 #include "util/device.h"
 
 #include <cstdint>
@@ -31,6 +30,11 @@ namespace wgc::llm {
 // ~1000x slower than the CPU engine), or when the model does not fit the GPU's limits; else the GPU.
 using wgc::Device;
 
+// The GPU engine's kernel knobs and ops: internal (src/ops/llm/llm_ops.h), for benchmarks and tests.
+struct LlmTuning;
+class LlmOps;
+struct RopeTable;
+
 struct EngineOptions {
   int max_ctx = 0;       // KV cache length; 0: the model's context, at most kDefaultMaxCtx
   int max_batch = 512;   // prompt tokens per forward step (longer prompts are split)
@@ -38,7 +42,9 @@ struct EngineOptions {
   // decode_greedy: steps in flight. 1 waits for each token before recording the next; 2 records
   // step t+1 while the GPU runs step t, which hides the host's recording time.
   int decode_ahead = 2;
-  LlmTuning tuning;  // kernel tuning knobs (defaults suit the H200)
+  // Kernel tuning knobs (src/ops/llm/llm_ops.h, internal; benchmarks set them); none: the
+  // defaults, which suit the H200.
+  std::shared_ptr<const LlmTuning> tuning;
   // Layer-plan rules not to apply (layer_plan.h's table, e.g. "norm_qkv_rope_q8"), for tests and
   // A/B runs; an unknown name is an error.
   std::vector<std::string> plan_off;

@@ -16,6 +16,7 @@
 #pragma once
 
 #include "llm/model/llama.h"
+#include "ops/llm/linear_version.h"
 
 #include <cstdint>
 #include <memory>

@@ -106,9 +106,9 @@ std::shared_ptr<const CpuWeights> load_cpu_weights(const ModelFile& f, std::opti
       if (const ModelTensor* t = lt[norm_tensor(n)]) L.norms[size_t(n)] = to_f32(*t);
     for (Mat m : kLayerMats) {
       std::vector<const ModelTensor*> ts, biases;
-      for (LayerTensor r : mat_tensors(m)) ts.push_back(lt[r]);
-      for (LayerTensor r : mat_biases(m))
-        if (layer_tensor_needed(r, cfg)) biases.push_back(lt[r]);
+      for (TensorRole r : mat_tensors(m)) ts.push_back(lt[r]);
+      for (TensorRole r : mat_biases(m))
+        if (lt[r]) biases.push_back(lt[r]);  // those the config has
       L.mats[size_t(m)] = group(*w, ts, biases);
     }
     w->layers.push_back(std::move(L));

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "llm/model/llama.h"
+#include "ops/llm/llm_ops.h"
 #include "util/error.h"
 
 #include <algorithm>

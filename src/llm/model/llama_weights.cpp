@@ -200,9 +200,9 @@ LlamaWeights upload_llama_weights(const Context& ctx, const ModelFile& f, std::o
       if (const ModelTensor* t = lt[norm_tensor(n)]) L.norms[size_t(n)] = upload_f32(ctx, *t);
     for (Mat m : kLayerMats) {
       std::vector<const ModelTensor*> ts, biases;
-      for (LayerTensor r : mat_tensors(m)) ts.push_back(lt[r]);
-      for (LayerTensor r : mat_biases(m))
-        if (layer_tensor_needed(r, cfg)) biases.push_back(lt[r]);
+      for (TensorRole r : mat_tensors(m)) ts.push_back(lt[r]);
+      for (TensorRole r : mat_biases(m))
+        if (lt[r]) biases.push_back(lt[r]);  // those the config has
       L.mats[size_t(m)] = upload_group(ctx, ts, biases, bar);
       note_type(L.mat(m));
     }
@@ -333,7 +333,7 @@ std::string gpu_fit_problem(const Context& ctx, const ModelFile& f, int max_ctx,
     const LayerTensors lt = f.layer(i);
     for (Mat m : kLayerMats) {
       std::vector<const ModelTensor*> ts;
-      for (LayerTensor r : mat_tensors(m)) ts.push_back(lt[r]);
+      for (TensorRole r : mat_tensors(m)) ts.push_back(lt[r]);
       groups.push_back(ts);
     }
   }

@@ -20,6 +20,7 @@
 #include "llm/generate/generator.h"
 #include "llm/generate/sampler.h"
 #include "llm/model/llama.h"
+#include "ops/llm/linear_version.h"
 #include "llm/tokenizer/tokenizer.h"
 #include "util/error.h"
 

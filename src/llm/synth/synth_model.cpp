@@ -65,6 +65,87 @@ std::vector<ModelShape> make_shapes() {
   q.attention_bias = true;
   q.vocab_kind = VocabKind::Qwen2;
   v.push_back(q);
+  // Gemma 2 9B: GeGLU, sandwich norms, soft-caps, a 4096 window on every other layer, tied.
+  ModelShape g2 = llama("gemma-2-9b", "Gemma 2 9B", "9B", 3584, 42, 16, 8, 256, 14336, true, 0);
+  g2.arch = "gemma2";
+  g2.vocab = 256000;
+  g2.context = 8192;
+  g2.rope_theta = 10000;
+  g2.rms_eps = 1e-6;
+  g2.sliding_window = 4096;
+  g2.attn_softcap = 50;
+  g2.final_softcap = 30;
+  g2.sandwich_norms = true;
+  v.push_back(g2);
+  // Gemma 3 12B: q/k norms, five 1024-window layers (base 1e4) to one global (1e6, linear x8).
+  ModelShape g3 = llama("gemma-3-12b", "Gemma 3 12B", "12B", 3840, 48, 16, 8, 256, 15360, true, 0);
+  g3.arch = "gemma3";
+  g3.vocab = 262208;
+  g3.rope_theta = 1000000;
+  g3.rope_theta_swa = 10000;
+  g3.rope_linear_factor = 8;
+  g3.rms_eps = 1e-6;
+  g3.sliding_window = 1024;
+  g3.qk_norm = true;
+  g3.sandwich_norms = true;
+  v.push_back(g3);
+  // Phi-3 mini (4k) and Phi-4: fused qkv and gate_up.
+  ModelShape p3 = llama("phi-3-mini", "Phi-3 mini 4k", "3.8B", 3072, 32, 32, 32, 96, 8192, false, 0);
+  p3.arch = "phi3";
+  p3.vocab = 32064;
+  p3.context = 4096;
+  p3.rope_theta = 10000;
+  p3.rope_original_context = 4096;
+  p3.sliding_window = 2047;
+  p3.fused = true;
+  v.push_back(p3);
+  ModelShape p4 = llama("phi-4", "Phi-4", "14B", 5120, 40, 40, 10, 128, 17920, false, 0);
+  p4.arch = "phi3";
+  p4.vocab = 100352;
+  p4.context = 16384;
+  p4.rope_theta = 250000;
+  p4.rope_original_context = 16384;
+  p4.fused = true;
+  v.push_back(p4);
+  // Mistral 7B v0.1: Llama's layers, a 4096 window.
+  ModelShape mi = llama("mistral-7b", "Mistral 7B v0.1", "7B", 4096, 32, 32, 8, 128, 14336, false, 0);
+  mi.vocab = 32000;
+  mi.context = 32768;
+  mi.rope_theta = 10000;
+  mi.sliding_window = 4096;
+  v.push_back(mi);
+  // Mixtral 8x7B: 8 experts, 2 per token (llama.cpp's "llama" with expert tensors).
+  ModelShape mx = llama("mixtral-8x7b", "Mixtral 8x7B", "8x7B", 4096, 32, 32, 8, 128, 14336, false, 0);
+  mx.vocab = 32000;
+  mx.context = 32768;
+  mx.rope_theta = 1000000;
+  mx.n_experts = 8;
+  mx.n_experts_used = 2;
+  mx.expert_ffn = 14336;
+  v.push_back(mx);
+  // Qwen3-30B-A3B: 128 small experts, 8 per token, q/k norms.
+  ModelShape q3 = llama("qwen3-30b-a3b", "Qwen3 30B A3B", "30B.A3B", 2048, 48, 32, 4, 128, 6144, false, 0);
+  q3.arch = "qwen3moe";
+  q3.vocab = 151936;
+  q3.context = 40960;
+  q3.rope_theta = 1000000;
+  q3.rms_eps = 1e-6;
+  q3.qk_norm = true;
+  q3.n_experts = 128;
+  q3.n_experts_used = 8;
+  q3.expert_ffn = 768;
+  q3.vocab_kind = VocabKind::Qwen2;
+  v.push_back(q3);
+  // bge-base: a BERT encoder, CLS pooling.
+  ModelShape bg = llama("bge-base", "bge-base-en-v1.5", "110M", 768, 12, 12, 12, 64, 3072, false, 0);
+  bg.arch = "bert";
+  bg.vocab = 30522;
+  bg.context = 512;
+  bg.rms_eps = 1e-12;
+  bg.encoder = true;
+  bg.type_vocab = 2;
+  bg.pooling = 2;
+  v.push_back(bg);
   // Small enough for SwiftShader tests, yet every feature of the real ones: GQA, llama3 rope
   // scaling, an untied output, rows that are whole Q4_0/Q8_0 blocks.
   ModelShape t = llama("tiny", "wgc tiny", "tiny", 128, 2, 4, 2, 32, 256, false, 32);
@@ -302,15 +383,41 @@ SynthModel::SynthModel(const ModelShape& shape, TensorType type, uint64_t seed) 
   w.add_u32(k("feed_forward_length"), uint32_t(s.ffn));
   w.add_u32(k("attention.head_count"), uint32_t(s.heads));
   w.add_u32(k("attention.head_count_kv"), uint32_t(s.kv_heads));
-  w.add_f32(k("rope.freq_base"), float(s.rope_theta));
-  w.add_f32(k("attention.layer_norm_rms_epsilon"), float(s.rms_eps));
+  if (s.encoder) {
+    w.add_f32(k("attention.layer_norm_epsilon"), float(s.rms_eps));
+    w.add_bool(k("attention.causal"), false);
+    w.add_u32(k("pooling_type"), s.pooling);
+    w.add_u32("tokenizer.ggml.token_type_count", uint32_t(s.type_vocab));
+  } else {
+    w.add_f32(k("rope.freq_base"), float(s.rope_theta));
+    w.add_f32(k("attention.layer_norm_rms_epsilon"), float(s.rms_eps));
+  }
   if (s.head_dim * s.heads != s.hidden) {
     w.add_u32(k("attention.key_length"), uint32_t(s.head_dim));
     w.add_u32(k("attention.value_length"), uint32_t(s.head_dim));
   }
+  const int64_t rope_dim = s.rope_dim ? s.rope_dim : s.head_dim;
   if (a == "llama") {
     w.add_u32(k("vocab_size"), uint32_t(s.vocab));
-    w.add_u32(k("rope.dimension_count"), uint32_t(s.head_dim));
+    w.add_u32(k("rope.dimension_count"), uint32_t(rope_dim));
+  }
+  if (a == "phi3") {
+    w.add_u32(k("rope.dimension_count"), uint32_t(rope_dim));
+    w.add_u32(k("rope.scaling.original_context_length"), uint32_t(s.rope_original_context));
+  }
+  if (s.sliding_window || a == "phi3") w.add_u32(k("attention.sliding_window"), uint32_t(s.sliding_window));
+  if (s.rope_theta_swa > 0) w.add_f32(k("rope.freq_base_swa"), float(s.rope_theta_swa));
+  if (s.rope_linear_factor > 0) {
+    w.add_string(k("rope.scaling.type"), "linear");
+    w.add_f32(k("rope.scaling.factor"), float(s.rope_linear_factor));
+  }
+  if (s.attn_softcap > 0) w.add_f32(k("attn_logit_softcapping"), float(s.attn_softcap));
+  if (s.final_softcap > 0) w.add_f32(k("final_logit_softcapping"), float(s.final_softcap));
+  if (s.n_experts) {
+    w.add_u32(k("expert_count"), uint32_t(s.n_experts));
+    w.add_u32(k("expert_used_count"), uint32_t(s.n_experts_used));
+    if (a != "llama") w.add_u32(k("expert_feed_forward_length"), uint32_t(s.expert_ffn));
+    if (s.shared_expert_ffn) w.add_u32(k("expert_shared_feed_forward_length"), uint32_t(s.shared_expert_ffn));
   }
 
   SynthVocab v = synth_vocab(s);
@@ -329,6 +436,11 @@ SynthModel::SynthModel(const ModelShape& shape, TensorType type, uint64_t seed) 
     w.add_tensor(name, matrix_type(type, name, s, cols), {cols, rows});
     recipes_.push_back({0.f, 0.02f, {}, 0});
   };
+  // [n] matrices of rows x cols, merged (the experts of a layer).
+  auto matrices = [&](const std::string& name, int64_t cols, int64_t rows, int64_t n) {
+    w.add_tensor(name, matrix_type(type, name, s, cols), {cols, rows, n});
+    recipes_.push_back({0.f, 0.02f, {}, 0});
+  };
   auto vec = [&](const std::string& name, int64_t n, float mean) {
     w.add_tensor(name, TensorType::F32, {n});
     recipes_.push_back({mean, 0.02f, {}, 0});
@@ -339,25 +451,74 @@ SynthModel::SynthModel(const ModelShape& shape, TensorType type, uint64_t seed) 
     recipes_.push_back({0.f, 0.f, std::move(f), 0});
   }
   matrix("token_embd.weight", s.hidden, s.vocab);
+  if (s.encoder) {
+    matrix("token_types.weight", s.hidden, s.type_vocab);
+    matrix("position_embd.weight", s.hidden, s.context);
+    vec("token_embd_norm.weight", s.hidden, 1.f);
+    vec("token_embd_norm.bias", s.hidden, 0.f);
+  }
   for (int64_t l = 0; l < s.layers; ++l) {
     std::string b = "blk." + std::to_string(l) + ".";
+    if (s.encoder) {  // BERT: every projection with its bias, LayerNorms after the residuals
+      for (const char* p : {"attn_q", "attn_k", "attn_v"}) {
+        matrix(b + p + ".weight", s.hidden, q);
+        vec(b + p + ".bias", q, 0.f);
+      }
+      matrix(b + "attn_output.weight", q, s.hidden);
+      vec(b + "attn_output.bias", s.hidden, 0.f);
+      vec(b + "attn_output_norm.weight", s.hidden, 1.f);
+      vec(b + "attn_output_norm.bias", s.hidden, 0.f);
+      matrix(b + "ffn_up.weight", s.hidden, s.ffn);
+      vec(b + "ffn_up.bias", s.ffn, 0.f);
+      matrix(b + "ffn_down.weight", s.ffn, s.hidden);
+      vec(b + "ffn_down.bias", s.hidden, 0.f);
+      vec(b + "layer_output_norm.weight", s.hidden, 1.f);
+      vec(b + "layer_output_norm.bias", s.hidden, 0.f);
+      continue;
+    }
     vec(b + "attn_norm.weight", s.hidden, 1.f);
-    matrix(b + "attn_q.weight", s.hidden, q);
-    matrix(b + "attn_k.weight", s.hidden, kv);
-    matrix(b + "attn_v.weight", s.hidden, kv);
+    if (s.fused) {
+      matrix(b + "attn_qkv.weight", s.hidden, q + 2 * kv);
+    } else {
+      matrix(b + "attn_q.weight", s.hidden, q);
+      matrix(b + "attn_k.weight", s.hidden, kv);
+      matrix(b + "attn_v.weight", s.hidden, kv);
+    }
     if (s.attention_bias) {
       vec(b + "attn_q.bias", q, 0.f);
       vec(b + "attn_k.bias", kv, 0.f);
       vec(b + "attn_v.bias", kv, 0.f);
     }
+    if (s.qk_norm) {
+      vec(b + "attn_q_norm.weight", s.head_dim, 1.f);
+      vec(b + "attn_k_norm.weight", s.head_dim, 1.f);
+    }
     matrix(b + "attn_output.weight", q, s.hidden);
+    if (s.sandwich_norms) vec(b + "post_attention_norm.weight", s.hidden, 1.f);
     vec(b + "ffn_norm.weight", s.hidden, 1.f);
-    matrix(b + "ffn_gate.weight", s.hidden, s.ffn);
-    matrix(b + "ffn_up.weight", s.hidden, s.ffn);
-    matrix(b + "ffn_down.weight", s.ffn, s.hidden);
+    if (s.n_experts) {
+      matrix(b + "ffn_gate_inp.weight", s.hidden, s.n_experts);
+      matrices(b + "ffn_gate_exps.weight", s.hidden, s.expert_ffn, s.n_experts);
+      matrices(b + "ffn_up_exps.weight", s.hidden, s.expert_ffn, s.n_experts);
+      matrices(b + "ffn_down_exps.weight", s.expert_ffn, s.hidden, s.n_experts);
+      if (s.shared_expert_ffn) {
+        vec(b + "ffn_gate_inp_shexp.weight", s.hidden, 0.f);
+        matrix(b + "ffn_gate_shexp.weight", s.hidden, s.shared_expert_ffn);
+        matrix(b + "ffn_up_shexp.weight", s.hidden, s.shared_expert_ffn);
+        matrix(b + "ffn_down_shexp.weight", s.shared_expert_ffn, s.hidden);
+      }
+    } else if (s.fused) {
+      matrix(b + "ffn_up.weight", s.hidden, 2 * s.ffn);  // gate rows, then up rows
+      matrix(b + "ffn_down.weight", s.ffn, s.hidden);
+    } else {
+      matrix(b + "ffn_gate.weight", s.hidden, s.ffn);
+      matrix(b + "ffn_up.weight", s.hidden, s.ffn);
+      matrix(b + "ffn_down.weight", s.ffn, s.hidden);
+    }
+    if (s.sandwich_norms) vec(b + "post_ffw_norm.weight", s.hidden, 1.f);
   }
-  vec("output_norm.weight", s.hidden, 1.f);
-  if (!s.tied) matrix("output.weight", s.hidden, s.vocab);
+  if (!s.encoder) vec("output_norm.weight", s.hidden, 1.f);
+  if (!s.tied && !s.encoder) matrix("output.weight", s.hidden, s.vocab);
   for (size_t i = 0; i < recipes_.size(); ++i) recipes_[i].key = stream_key(seed, i);
 }
 

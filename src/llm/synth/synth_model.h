@@ -14,7 +14,9 @@
 //  - tensors in GGUF's names and GGML order: token_embd, blk.N.{attn_norm, attn_q, attn_k, attn_v,
 //    attn_output, ffn_norm, ffn_gate, ffn_up, ffn_down} (+ attn_{q,k,v}.bias for Qwen2),
 //    output_norm, output (absent when the embeddings are tied), and rope_freqs (llama3 rope
-//    scaling, computed as convert_hf_to_gguf.py does);
+//    scaling, computed as convert_hf_to_gguf.py does); the other architectures' tensors as
+//    tensor_names.h lists them (Gemma's post norms, Phi-3's attn_qkv, the experts merged per layer
+//    into ffn_{gate,up,down}_exps [experts, rows, cols], BERT's biases, positions and types);
 //  - matrices in the requested type (all of them: token_embd and output too, as llama-quantize
 //    --pure would; Q4_K: llama.cpp's Q4_K_M mix, see matrix_type), norms, biases and rope_freqs
 //    in F32 as llama.cpp keeps them;
@@ -52,9 +54,27 @@ struct ModelShape {
   double rope_factor = 0, rope_low_freq = 1, rope_high_freq = 4;
   int64_t rope_original_context = 8192;
   VocabKind vocab_kind = VocabKind::Llama3;
+
+  // What the other architectures add (keys and tensors as llama.cpp's converter writes them).
+  int64_t rope_dim = 0;                        // rotated dims per head (0: head_dim); Phi-3's rope.dimension_count
+  int64_t sliding_window = 0;                  // {arch}.attention.sliding_window (0: none)
+  double rope_theta_swa = 0;                   // the sliding layers' rope base (Gemma 3; 0: none written)
+  double rope_linear_factor = 0;               // linear rope scaling (Gemma 3's global layers; 0: none)
+  double attn_softcap = 0, final_softcap = 0;  // Gemma 2
+  bool qk_norm = false;                        // blk.N.attn_q_norm / attn_k_norm [head_dim]
+  bool sandwich_norms = false;                 // Gemma: blk.N.post_attention_norm, post_ffw_norm
+  bool fused = false;                          // Phi-3: blk.N.attn_qkv, and ffn_up holding gate and up (no ffn_gate)
+  int64_t n_experts = 0, n_experts_used = 0;   // mixture of experts: ffn_gate_inp, ffn_{gate,up,down}_exps
+  int64_t expert_ffn = 0;                      // each expert's intermediate size ({arch}.expert_feed_forward_length)
+  int64_t shared_expert_ffn = 0;               // Qwen2-MoE's shared expert (0: none)
+  bool encoder = false;                        // BERT: bidirectional, learned positions, LayerNorm with biases
+  int64_t type_vocab = 0;                      // BERT token types
+  uint32_t pooling = 0;                        // {arch}.pooling_type (llama.cpp: 1 mean, 2 cls, 3 last)
 };
 
-// llama-3.2-1b, llama-3.2-3b, llama-3.1-8b, qwen2.5-0.5b, tiny (a two-layer model for tests).
+// llama-3.2-1b, llama-3.2-3b, llama-3.1-8b, qwen2.5-0.5b, gemma-2-9b, gemma-3-12b, phi-3-mini, phi-4,
+// mistral-7b (its 4096 window written as llama.attention.sliding_window, which llama.cpp ignores),
+// mixtral-8x7b, qwen3-30b-a3b, bge-base, tiny (a two-layer model for tests).
 std::span<const ModelShape> shapes();
 // The shape of that name; wgc::Error listing the known names otherwise.
 const ModelShape& find_shape(std::string_view name);

@@ -16,6 +16,7 @@
 #include "gpu/kernel.h"
 #include "gpu/tensor.h"
 #include "ops/llm/decode_layer.h"
+#include "ops/llm/linear_version.h"
 #include "ops/llm/weights.h"
 
 #include <algorithm>
@@ -71,21 +72,6 @@ Q8Act make_q8_act(const Context& ctx, int max_tokens, int64_t cols);
 bool supports_q8(TensorType t);
 
 // ---- linear: versions and options ---------------------------------------------------------
-// The kernel versions of linear (y = W x). matvec (n_tokens == 1): Naive, or Subgroup / Shared
-// reductions. matmul (n_tokens > 1): Naive, Shared (or Subgroup): the 64x64 tiled kernel, RegTile:
-// the register-tiled kernel (also for one token).
-// Batched: the serving kernel for any number of tokens (linear_batched.wgsl), whose results do not
-// depend on the number of tokens (bit-identical for a token alone or in a batch; so does Naive).
-// BatchedQ8: the same with x quantized to 8 bits per block of 32 (per token) and integer dot
-// products, for Q4_0 / Q8_0 weights only (results differ from the f32 kernels by that rounding).
-enum class LinearVersion { Auto, Naive, Subgroup, Shared, RegTile, Batched, BatchedQ8 };
-// "auto", "naive", "subgroup", "shared", "regtile", "batched", "batched-q8"
-std::string_view to_string(LinearVersion v);
-LinearVersion parse_linear_version(std::string_view name);  // throws naming the op and the valid names
-inline constexpr LinearVersion kLinearVersions[] = {LinearVersion::Naive,   LinearVersion::Subgroup,
-                                                    LinearVersion::Shared,  LinearVersion::RegTile,
-                                                    LinearVersion::Batched, LinearVersion::BatchedQ8};
-
 // BatchedQ8's quantization of x: invocations per token (rms_norm_q8's wg), fixed so that a
 // token's RMSNorm sums in one order whatever the batch.
 inline constexpr uint32_t kBatchedQuantWg = 256;
