@@ -14,7 +14,7 @@ build="$snap/build"
 targets=""
 case "${WGC_PACK_TESTS:-1}" in 0) targets="wgc_cli" ;; 1) ;; *) targets="wgc_cli $WGC_PACK_TESTS" ;; esac
 [ "${WGC_PACK_PYTHON:-0}" = 0 ] || targets=""
-WGC_DEPS="$repo/.deps" WGC_BUILD_DIR="$build" WGC_CMAKE_ARGS="-DWGC_DEPS=$repo/.deps" WGC_BUILD_TARGETS="$targets" \
+WGC_DEPS="$repo/.deps" WGC_BUILD_DIR="$build" WGC_CMAKE_ARGS="-DWGC_DEPS=$repo/.deps" WGC_BUILD_TARGETS="$targets" WGC_WASM=0 \
   "$snap/scripts/build.sh" >/dev/null
 stage=$(mktemp -d)
 mkdir -p "$stage/wgc/bin" "$stage/wgc/lib"

@@ -8,7 +8,7 @@
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 build=${WGC_ASAN_BUILD_DIR:-$repo/build-asan}
-WGC_BUILD_DIR=$build WGC_BUILD_TYPE=RelWithDebInfo \
+WGC_BUILD_DIR=$build WGC_BUILD_TYPE=RelWithDebInfo WGC_WASM=0 \
   WGC_CMAKE_ARGS="-DCMAKE_CXX_COMPILER=clang++ -DWGC_SANITIZE=address,undefined -DWGC_WERROR=ON ${WGC_CMAKE_ARGS:-}" \
   "$repo/scripts/build.sh"
 # Dawn and SwiftShader are prebuilt and not instrumented: their allocations at exit are theirs.

@@ -6,6 +6,7 @@
 #  - Dawn (WebGPU) from npm: bun-webgpu-linux-x64, verified by sha256
 #  - Dawn's C header from npm: react-native-wgpu (only the five header files are kept)
 #  - SwiftShader (Vulkan on the CPU) from Debian's chromium-common, with an ICD json
+#  - emscripten (Debian) for the engine in the browser (scripts/build_wasm.sh; WGC_WASM=0: not needed)
 #  - Chromium (Debian) for the browser tests, driven by puppeteer-core from npm (setup_web_tests.sh)
 # The cache is $WGC_DEPS (default: <repo>/.deps). Nothing of it is committed.
 set -euo pipefail
@@ -22,6 +23,9 @@ apt_pkgs=(cmake g++ make pkg-config libgtest-dev libvulkan1 libpng-dev libjpeg-d
           python3-numpy python3-pytest)
 # The sanitizer leg of scripts/test.sh (and the fuzz targets): clang with its sanitizer runtimes.
 if [ "${WGC_SANITIZERS:-1}" != 0 ]; then apt_pkgs+=(clang libclang-rt-dev); fi
+# The engine for the browser (scripts/build_wasm.sh): Debian's emscripten (its system libraries come
+# prebuilt), and curl and patch for PCRE2's Debian source package.
+if [ "${WGC_WASM:-1}" != 0 ]; then apt_pkgs+=(emscripten curl patch); fi
 missing=()
 for p in "${apt_pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -67,6 +67,28 @@ TEST(WebAssets, NothingOutsideTheSite) {
     EXPECT_FALSE(web_asset(p)) << p;
 }
 
+// /local/'s large files come from disk, only by their exact names: the wasm build (when built)
+// and the built-in model.
+TEST(WebAssets, LocalPageFilesFromDiskByNameOnly) {
+  for (const char* p : {"/local/wgc-core.wasm.map", "/local/../wgc-core.wasm", "/local//wgc-core.wasm",
+                        "/local/models/../wgc-core.js", "/local/models/other.gguf", "/wgc-core.wasm",
+                        "/local/wgc-core.wasm/", "local/wgc-core.js", "/local/models/wgc-tiny-dict-q8_0.gguf/"})
+    EXPECT_FALSE(web_local_file(p)) << p;
+  auto model = web_local_file("/local/models/wgc-tiny-dict-q8_0.gguf");
+  ASSERT_TRUE(model) << "the built-in model is in the source tree";
+  EXPECT_EQ(model->mime, "application/octet-stream");
+  EXPECT_EQ(model->file.filename(), "wgc-tiny-dict-q8_0.gguf");
+  EXPECT_TRUE(std::filesystem::is_regular_file(model->file));
+  if (auto wasm = web_local_file("/local/wgc-core.wasm")) {  // present when scripts/build_wasm.sh ran
+    EXPECT_EQ(wasm->mime, "application/wasm");
+    EXPECT_EQ(wasm->file.filename(), "wgc-core.wasm");
+  }
+  // The page itself is embedded, like the others.
+  auto page = web_asset("/local/");
+  ASSERT_TRUE(page);
+  EXPECT_NE(page->body.find("local.js"), std::string_view::npos);
+}
+
 TEST(WebAssets, FoldersRedirectToTheirSlash) {
   EXPECT_EQ(web_redirect("/kernels"), "/kernels/");
   EXPECT_FALSE(web_redirect("/kernels/"));

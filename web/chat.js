@@ -2,6 +2,8 @@
 // server-sent events (`data: {chunk}` lines, `data: [DONE]` at the end) and are rendered as
 // Markdown while they arrive; Stop aborts the request (the server cancels the generation when the
 // connection closes). All requests use relative URLs, so the page also works behind a proxy prefix.
+// The same page runs the model in the browser at /local/ (web/local/local.js): there the replies
+// come from another backend, set as globalThis.wgcChatBackend before this module loads.
 import { initTheme } from './theme.js';
 import { renderMarkdown } from './markdown.js';
 
@@ -31,7 +33,7 @@ function saveSettings() {
 
 // --- the API key (wgc serve --api-key) ---------------------------------------------------------
 function apiKey() {
-  return $('api_key').value.trim();
+  return $('api_key')?.value.trim() ?? ''; // /local/ has no server, and no field
 }
 function saveKey() {
   if (apiKey()) localStorage.setItem(KEY_STORE, apiKey());
@@ -177,33 +179,14 @@ async function send(text) {
   let out = '';
   let status = 'done';
   try {
-    const res = await fetch('v1/chat/completions', {
-      method: 'POST',
-      headers: authHeaders({ 'Content-Type': 'application/json', Accept: 'text/event-stream' }),
-      body: JSON.stringify({ model: model || undefined, messages, stream: true, stream_options: { include_usage: true }, ...extra }),
-      signal: controller.signal,
-    });
-    if (res.status === 401) throw Object.assign(new Error(unauthorized()), { unauthorized: true });
-    if (!res.ok) throw new Error(await errorText(res));
-    await readEvents(res.body, (data) => {
-      if (data === '[DONE]') return false;
-      const chunk = JSON.parse(data);
-      if (chunk.error) throw new Error(chunk.error.message || JSON.stringify(chunk.error));
-      if (chunk.usage) s.usage = chunk.usage;
-      const choice = chunk.choices?.[0];
-      if (!choice) return true;
-      const piece = choice.delta?.content;
-      if (typeof piece === 'string' && piece !== '') {
-        const now = performance.now();
-        s.first ??= now;
-        s.last = now;
-        s.chunks++;
-        out += piece;
-        setReply(reply, out);
-        setMeta(reply, `${s.chunks} tokens…`);
-      }
-      if (choice.finish_reason) s.finish = choice.finish_reason;
-      return true;
+    await backend.stream({ messages, extra, signal: controller.signal, stats: s }, (piece) => {
+      const now = performance.now();
+      s.first ??= now;
+      s.last = now;
+      s.chunks++;
+      out += piece;
+      setReply(reply, out);
+      setMeta(reply, `${s.chunks} tokens…`);
     });
   } catch (e) {
     if (e.name === 'AbortError') {
@@ -231,30 +214,67 @@ function setBusy(busy) {
   $('send').disabled = busy;
 }
 
+// --- the backend: `wgc serve` over HTTP ------------------------------------------------------
+// model(): the model's name (or throws, saying why: an error's `label` goes where the model's name
+// is shown, its message to the error line); stream(request, onPiece): one reply, each piece of
+// text to onPiece, the usage and finish reason into request.stats; rejects with an AbortError when
+// request.signal aborts, and with an error marked `unauthorized` on a 401.
+const failure = (label, message, extra = {}) => Object.assign(new Error(message), { label, ...extra });
+const serverBackend = {
+  describeFailure: (e) => e.message,
+  unreachable: 'server not reachable',
+  async model() {
+    let res;
+    try {
+      res = await fetch('v1/models', { headers: authHeaders() });
+    } catch (e) {
+      throw failure('server not reachable', `Could not reach the server (/v1/models): ${e.message}`);
+    }
+    if (res.status === 401) throw failure('unauthorized', unauthorized(), { unauthorized: true });
+    try {
+      if (!res.ok) throw new Error(await errorText(res));
+      const list = await res.json();
+      return list.data?.[0]?.id ?? null;
+    } catch (e) {
+      throw failure('server error', `The server did not list its model (/v1/models): ${e.message}`);
+    }
+  },
+  async stream({ messages, extra, signal, stats }, onPiece) {
+    const res = await fetch('v1/chat/completions', {
+      method: 'POST',
+      headers: authHeaders({ 'Content-Type': 'application/json', Accept: 'text/event-stream' }),
+      body: JSON.stringify({ model: model || undefined, messages, stream: true, stream_options: { include_usage: true }, ...extra }),
+      signal,
+    });
+    if (res.status === 401) throw Object.assign(new Error(unauthorized()), { unauthorized: true });
+    if (!res.ok) throw new Error(await errorText(res));
+    await readEvents(res.body, (data) => {
+      if (data === '[DONE]') return false;
+      const chunk = JSON.parse(data);
+      if (chunk.error) throw new Error(chunk.error.message || JSON.stringify(chunk.error));
+      if (chunk.usage) stats.usage = chunk.usage;
+      const choice = chunk.choices?.[0];
+      if (!choice) return true;
+      const piece = choice.delta?.content;
+      if (typeof piece === 'string' && piece !== '') onPiece(piece);
+      if (choice.finish_reason) stats.finish = choice.finish_reason;
+      return true;
+    });
+  },
+};
+const backend = globalThis.wgcChatBackend ?? serverBackend;
+
 // --- wiring ---------------------------------------------------------------------------------
 async function loadModel() {
-  let res;
   try {
-    res = await fetch('v1/models', { headers: authHeaders() });
-  } catch (e) {
-    $('model').textContent = 'server not reachable';
-    showError(`Could not reach the server (/v1/models): ${e.message}`);
-    return;
-  }
-  try {
-    if (res.status === 401) {
-      $('model').textContent = 'unauthorized';
-      showError(unauthorized());
-      return;
-    }
-    if (!res.ok) throw new Error(await errorText(res));
-    const list = await res.json();
-    model = list.data?.[0]?.id ?? null;
+    model = await backend.model();
     $('model').textContent = model ? `model: ${model}` : 'no model listed';
     showError('');
+    return true;
   } catch (e) {
-    $('model').textContent = 'server error';
-    showError(`The server did not list its model (/v1/models): ${e.message}`);
+    $('model').textContent = e.label ?? backend.unreachable;
+    showError(backend.describeFailure(e));
+    return false;
   }
 }
 
@@ -262,11 +282,13 @@ async function main() {
   initTheme($('theme'));
   loadSettings();
   for (const k of SETTINGS) $(k).addEventListener('change', saveSettings);
-  $('api_key').value = localStorage.getItem(KEY_STORE) || '';
-  $('api_key').addEventListener('change', () => {
-    saveKey();
-    loadModel(); // the model list, now with the key
-  });
+  if ($('api_key')) {
+    $('api_key').value = localStorage.getItem(KEY_STORE) || '';
+    $('api_key').addEventListener('change', () => {
+      saveKey();
+      loadModel(); // the model list, now with the key
+    });
+  }
   $('reset').addEventListener('click', () => {
     for (const k of SETTINGS) $(k).value = '';
     saveSettings();
@@ -293,7 +315,16 @@ async function main() {
     }
   });
   $('stop').addEventListener('click', () => controller?.abort());
-  await loadModel();
+  // A backend can load another model (the page at /local/): the conversation starts anew.
+  backend.onModelChange?.((name) => {
+    $('new-chat').click();
+    model = name;
+    $('model').textContent = `model: ${name}`;
+  });
+  if (!(await loadModel()) && backend.keepsFailure) {
+    document.body.dataset.state = 'failed'; // nothing to chat with
+    return;
+  }
   $('send').disabled = false;
   document.body.dataset.state = 'idle';
   $('prompt').focus();

@@ -2,7 +2,7 @@
 // (pipelines, buffer pool). A Context is a cheap handle: copies share one device.
 #pragma once
 
-#include <webgpu/webgpu.h>
+#include "gpu/webgpu_api.h"
 
 #include <cstdint>
 #include <memory>

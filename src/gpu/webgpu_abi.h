@@ -3,7 +3,7 @@
 // See ../shared/notes/PLATFORM.md.
 #pragma once
 
-#include <webgpu/webgpu.h>
+#include "gpu/webgpu_api.h"
 
 #include <cstdint>
 #include <vector>

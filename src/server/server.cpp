@@ -421,6 +421,11 @@ void Server::Impl::routes() {
   http.Get("/(.*)", guarded([json](const httplib::Request& req, httplib::Response& res) {
              if (auto asset = web_asset(req.path)) {
                res.set_content(std::string(asset->body), std::string(asset->mime));
+             } else if (auto file = web_local_file(req.path)) {
+               std::ifstream in(file->file, std::ios::binary);
+               std::string body((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+               if (!in.good() && !in.eof()) throw Error("wgc serve: could not read " + file->file.string());
+               res.set_content(std::move(body), std::string(file->mime));
              } else if (auto to = web_redirect(req.path)) {
                size_t query = req.target.find('?');  // kept: /kernels?run=1 -> /kernels/?run=1
                res.set_redirect(*to + (query == std::string::npos ? "" : req.target.substr(query)), 301);

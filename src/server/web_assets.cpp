@@ -1,6 +1,10 @@
 #include "server/web_assets.h"
 
+#include "llm/generate/default_model.h"
+#include "util/install_dirs.h"
+
 #include <algorithm>
+#include <system_error>
 
 namespace wgc::server {
 namespace {
@@ -28,6 +32,31 @@ std::optional<std::string> web_redirect(std::string_view path) {
   std::string dir = std::string(path) + "/";
   if (!find(dir.substr(1) + "index.html")) return std::nullopt;
   return dir;
+}
+
+std::optional<WebFile> web_local_file(std::string_view path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (path == "/local/models/" + std::string(llm::kDefaultModelFile)) {
+    try {
+      return WebFile{llm::default_model_path(), "application/octet-stream"};
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+  }
+  const std::string_view kPrefix = "/local/";
+  if (!path.starts_with(kPrefix)) return std::nullopt;
+  const std::string_view name = path.substr(kPrefix.size());
+  std::string_view mime = name == "wgc-core.wasm" ? "application/wasm"
+                          : name == "wgc-core.js" ? "text/javascript; charset=utf-8"
+                                                  : "";
+  if (mime.empty()) return std::nullopt;
+  for (const fs::path& dir : {fs::path(WGC_WASM_DIR), share_dir_beside_library() / "wasm"}) {
+    if (dir.empty()) continue;
+    fs::path f = dir / name;
+    if (fs::is_regular_file(f, ec)) return WebFile{f, mime};
+  }
+  return std::nullopt;
 }
 
 }  // namespace wgc::server

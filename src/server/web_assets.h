@@ -3,6 +3,7 @@
 // nothing to install beside the binary.
 #pragma once
 
+#include <filesystem>
 #include <optional>
 #include <span>
 #include <string>
@@ -23,6 +24,17 @@ std::optional<WebAsset> web_asset(std::string_view path);
 // Where a folder named without its trailing slash redirects ("/kernels" -> "/kernels/", so that the
 // page's relative links resolve inside it), or nullopt.
 std::optional<std::string> web_redirect(std::string_view path);
+
+// The files of the page at /local/ that are too large to embed, from disk: the engine built for
+// the browser (local/wgc-core.js and local/wgc-core.wasm, scripts/build_wasm.sh: in the build tree,
+// or <prefix>/share/wgc/wasm when installed) and the built-in model
+// (local/models/wgc-tiny-dict-q8_0.gguf). Only those names; nullopt for anything else, or when the
+// file is not there (the page then says what is missing).
+struct WebFile {
+  std::filesystem::path file;
+  std::string_view mime;
+};
+std::optional<WebFile> web_local_file(std::string_view path);
 
 namespace detail {
 struct EmbeddedWebFile {

@@ -2,13 +2,15 @@
 // against the JavaScript reference; without WebGPU, says so and runs the references alone.
 // URL parameters (for tests and links): run=1 runs the checks and the timing table on load;
 // only=<word>,... keeps the checks (and the matmul timing table) whose kernel name contains one of
-// the words; size=N and repeats=R set the timing table's problem; inject=<kernel>/<version>
+// the words; cpp=1 (with run=1) also runs the C++ ops through the wasm build (cpp.js);
+// size=N and repeats=R set the timing table's problem; inject=<kernel>/<version>
 // corrupts one element of that case's GPU result before its check (the page's self-test: that row
 // must fail).
 import { initTheme } from '../theme.js';
 import { openGpu } from './webgpu.js';
 import * as cases from './cases.js';
 import * as ref from './reference.js';
+import { cppCases, runCppCase } from './cpp.js';
 
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
@@ -186,6 +188,45 @@ const runKernelChecks = () =>
   runChecks($('checks'), $('summary'), [...elementwiseChecks(), ...matmulChecks(), ...reduceChecks(), ...convChecks()]);
 const runImageChecks = () => runChecks($('image-checks'), $('image-summary'), stencilChecks());
 
+// --- the C++ ops through the wasm build (cpp.js) ---------------------------------------------
+let engine = null;
+async function runCpp() {
+  const tbody = $('cpp').tBodies[0];
+  tbody.replaceChildren();
+  const counts = { pass: 0, fail: 0 };
+  if (!gpu) {
+    $('cpp-summary').textContent = 'no WebGPU here: the C++ ops cannot run';
+    return;
+  }
+  try {
+    const { createEngine } = await import('../local/wgc.js');
+    engine ??= await createEngine();
+  } catch (e) {
+    $('cpp-summary').textContent = `the wasm build did not start: ${e.message}`;
+    document.body.dataset.cpp = 'error';
+    return;
+  }
+  for (const c of cppCases(gpu, image).filter((c) => wanted(c.kernel))) {
+    const row = tbody.insertRow();
+    for (const t of [c.kernel, c.version, c.problem]) cell(row, t);
+    const cells = [cell(row, '…', 'num'), cell(row, '', 'num'), cell(row, '', 'num'), cell(row, '', 'num')];
+    const result = cell(row, 'running');
+    try {
+      const r = await runCppCase(engine, gpu, c);
+      cells[0].textContent = fmtMs(r.cppMs);
+      cells[1].textContent = r.identical ? 'identical' : fmtErr(r.vsJs);
+      cells[2].textContent = fmtErr(r.vsRef.error);
+      cells[3].textContent = fmtErr(r.vsRef.tolerance);
+      row.dataset.identical = r.identical;
+      counts[finish(row, result, r.ok ? 'pass' : 'fail', r.detail)]++;
+    } catch (e) {
+      counts[finish(row, result, 'fail', `error: ${e.message}`)]++;
+    }
+    $('cpp-summary').textContent = `${counts.pass} passed, ${counts.fail} failed`;
+  }
+  document.body.dataset.cpp = 'done';
+}
+
 // --- the matmul timing table (wgc bench's columns) -------------------------------------------
 async function runTiming() {
   const size = Number($('size').value), repeats = Math.max(1, Math.min(50, Number($('repeats').value) || 1));
@@ -319,15 +360,16 @@ async function main() {
   $('shown-version').textContent = gpu ? SHOWN : 'JavaScript reference';
   if (params.has('size')) $('size').value = params.get('size');
   if (params.has('repeats')) $('repeats').value = params.get('repeats');
-  for (const id of ['run-checks', 'run-timing']) {
+  for (const id of ['run-checks', 'run-timing', 'run-cpp']) {
     $(id).classList.add('run');
-    $(id).disabled = false;
+    $(id).disabled = id === 'run-cpp' && !gpu;
   }
   $('run-checks').addEventListener('click', () => busy(async () => {
     await runKernelChecks();
     await runImageChecks();
   }));
   $('run-timing').addEventListener('click', () => busy(runTiming));
+  $('run-cpp').addEventListener('click', () => busy(runCpp));
   $('image').addEventListener('change', async (e) => {
     const file = e.target.files[0];
     if (!file) return;
@@ -343,6 +385,7 @@ async function main() {
       await runKernelChecks();
       if (wanted('matmul')) await runTiming();
       await runImageChecks();
+      if (gpu && params.get('cpp') === '1') await runCpp();
     });
 }
 

@@ -69,7 +69,7 @@ export async function openPage(browser, url, { width = 1280, height = 900 } = {}
   return page;
 }
 
-const MIME = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8', '.css': 'text/css',
+const MIME = { '.wasm': 'application/wasm', '.gguf': 'application/octet-stream', '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8', '.css': 'text/css',
                '.json': 'application/json', '.png': 'image/png', '.svg': 'image/svg+xml' };
 
 // A request handler serving the files under `root` ("/dir/" serves its index.html, "/dir?q" redirects

@@ -1,0 +1,74 @@
+// The WebGPU C API the runtime is written to: Dawn's current webgpu.h. Natively that is Dawn's own
+// library. In the wasm build (emscripten), the same header is used with every function the runtime
+// calls renamed to wgcBrowser* here: webgpu_browser.cpp implements those on emscripten's 2022
+// WebGPU bindings (-sUSE_WEBGPU=1), whose functions keep the wgpu* names with their old
+// signatures. Nothing else in src/gpu differs between the two builds.
+#pragma once
+
+#ifdef __EMSCRIPTEN__
+#ifndef WGC_BROWSER_IMPLEMENTATION  // webgpu_browser.cpp, which calls the 2022 functions by name
+#define wgpuAdapterAddRef wgcBrowserAdapterAddRef
+#define wgpuAdapterGetFeatures wgcBrowserAdapterGetFeatures
+#define wgpuAdapterGetInfo wgcBrowserAdapterGetInfo
+#define wgpuAdapterGetLimits wgcBrowserAdapterGetLimits
+#define wgpuAdapterInfoFreeMembers wgcBrowserAdapterInfoFreeMembers
+#define wgpuAdapterRelease wgcBrowserAdapterRelease
+#define wgpuAdapterRequestDevice wgcBrowserAdapterRequestDevice
+#define wgpuBindGroupAddRef wgcBrowserBindGroupAddRef
+#define wgpuBindGroupLayoutRelease wgcBrowserBindGroupLayoutRelease
+#define wgpuBindGroupRelease wgcBrowserBindGroupRelease
+#define wgpuBufferGetConstMappedRange wgcBrowserBufferGetConstMappedRange
+#define wgpuBufferGetMappedRange wgcBrowserBufferGetMappedRange
+#define wgpuBufferMapAsync wgcBrowserBufferMapAsync
+#define wgpuBufferRelease wgcBrowserBufferRelease
+#define wgpuBufferUnmap wgcBrowserBufferUnmap
+#define wgpuCommandBufferRelease wgcBrowserCommandBufferRelease
+#define wgpuCommandEncoderBeginComputePass wgcBrowserCommandEncoderBeginComputePass
+#define wgpuCommandEncoderCopyBufferToBuffer wgcBrowserCommandEncoderCopyBufferToBuffer
+#define wgpuCommandEncoderFinish wgcBrowserCommandEncoderFinish
+#define wgpuCommandEncoderRelease wgcBrowserCommandEncoderRelease
+#define wgpuCommandEncoderResolveQuerySet wgcBrowserCommandEncoderResolveQuerySet
+#define wgpuComputePassEncoderDispatchWorkgroups wgcBrowserComputePassEncoderDispatchWorkgroups
+#define wgpuComputePassEncoderEnd wgcBrowserComputePassEncoderEnd
+#define wgpuComputePassEncoderRelease wgcBrowserComputePassEncoderRelease
+#define wgpuComputePassEncoderSetBindGroup wgcBrowserComputePassEncoderSetBindGroup
+#define wgpuComputePassEncoderSetPipeline wgcBrowserComputePassEncoderSetPipeline
+#define wgpuComputePipelineGetBindGroupLayout wgcBrowserComputePipelineGetBindGroupLayout
+#define wgpuComputePipelineRelease wgcBrowserComputePipelineRelease
+#define wgpuCreateInstance wgcBrowserCreateInstance
+#define wgpuDeviceCreateBindGroup wgcBrowserDeviceCreateBindGroup
+#define wgpuDeviceCreateBuffer wgcBrowserDeviceCreateBuffer
+#define wgpuDeviceCreateCommandEncoder wgcBrowserDeviceCreateCommandEncoder
+#define wgpuDeviceCreateComputePipeline wgcBrowserDeviceCreateComputePipeline
+#define wgpuDeviceCreateComputePipelineAsync wgcBrowserDeviceCreateComputePipelineAsync
+#define wgpuDeviceCreateQuerySet wgcBrowserDeviceCreateQuerySet
+#define wgpuDeviceCreateShaderModule wgcBrowserDeviceCreateShaderModule
+#define wgpuDeviceDestroy wgcBrowserDeviceDestroy
+#define wgpuDeviceForceLoss wgcBrowserDeviceForceLoss
+#define wgpuDeviceGetLimits wgcBrowserDeviceGetLimits
+#define wgpuDeviceGetQueue wgcBrowserDeviceGetQueue
+#define wgpuDevicePopErrorScope wgcBrowserDevicePopErrorScope
+#define wgpuDevicePushErrorScope wgcBrowserDevicePushErrorScope
+#define wgpuDeviceRelease wgcBrowserDeviceRelease
+#define wgpuDeviceSetLoggingCallback wgcBrowserDeviceSetLoggingCallback
+#define wgpuInstanceProcessEvents wgcBrowserInstanceProcessEvents
+#define wgpuInstanceRelease wgcBrowserInstanceRelease
+#define wgpuInstanceRequestAdapter wgcBrowserInstanceRequestAdapter
+#define wgpuInstanceWaitAny wgcBrowserInstanceWaitAny
+#define wgpuQuerySetRelease wgcBrowserQuerySetRelease
+#define wgpuQueueOnSubmittedWorkDone wgcBrowserQueueOnSubmittedWorkDone
+#define wgpuQueueRelease wgcBrowserQueueRelease
+#define wgpuQueueSubmit wgcBrowserQueueSubmit
+#define wgpuQueueWriteBuffer wgcBrowserQueueWriteBuffer
+#define wgpuShaderModuleGetCompilationInfo wgcBrowserShaderModuleGetCompilationInfo
+#define wgpuShaderModuleRelease wgcBrowserShaderModuleRelease
+#define wgpuSupportedFeaturesFreeMembers wgcBrowserSupportedFeaturesFreeMembers
+#endif
+// Dawn's header refuses emscripten (which ships its own, older one): it is wanted here on purpose.
+#pragma push_macro("__EMSCRIPTEN__")
+#undef __EMSCRIPTEN__
+#include <webgpu/webgpu.h>
+#pragma pop_macro("__EMSCRIPTEN__")
+#else
+#include <webgpu/webgpu.h>
+#endif

@@ -1,0 +1,70 @@
+// Size and speed of the engine in the page (docs/web.md, "Size and speed"): the wasm build's files
+// (raw and gzip -9), the built-in model's load time in headless Chromium (download, upload to the
+// GPU, kernel compilation), and greedy decode tokens/s in the page (with and without deferred error
+// scopes) against the native GPU engine on the same kind of adapter (`wgc generate --backend
+// cpu-vulkan`, SwiftShader where there is no GPU). Prints a Markdown table.
+//   node web/test/local_bench.mjs --wgc build/wgc --site build/web --deps .deps [--tokens 32] [--runs 2]
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import zlib from 'node:zlib';
+import { launch, loadPuppeteer, openPage, options, staticServer } from './harness.mjs';
+
+const opt = options();
+if (!opt.wgc || !opt.site || !opt.deps) throw new Error('usage: local_bench.mjs --wgc BIN --site DIR --deps DIR [--tokens N]');
+const N = Number(opt.tokens || 32), RUNS = Number(opt.runs || 2);
+const PROMPT = 'The moon';
+const local = path.join(opt.site, 'local');
+
+const rows = [];
+for (const f of ['wgc-core.wasm', 'wgc-core.js']) {
+  const bytes = fs.readFileSync(path.join(local, f));
+  rows.push([`${f} size`, `${(bytes.length / 1e6).toFixed(2)} MB, gzip -9 ${(zlib.gzipSync(bytes, { level: 9 }).length / 1e6).toFixed(2)} MB`]);
+}
+
+const server = await staticServer(opt.site);
+const browser = await launch(await loadPuppeteer(opt.deps), { webgpu: true });
+const page = await openPage(browser, `${server.url}/local/wgc.js`);
+const adapter = await page.evaluate(async () => {
+  const a = await navigator.gpu.requestAdapter();
+  return a ? `${a.info.vendor} ${a.info.architecture}` : 'none';
+});
+for (const defer of [false, true]) {
+  const r = await page.evaluate(async (n, runs, prompt, deferErrorScopes) => {
+    const { createEngine } = await import('./wgc.js');
+    const t0 = performance.now();
+    const e = await createEngine({ model: 'models/wgc-tiny-dict-q8_0.gguf', deferErrorScopes });
+    const load = performance.now() - t0;
+    const tps = [];
+    let ids;
+    for (let i = 0; i < runs; i++) {
+      await e.reset();
+      for await (const _ of e.generate(prompt, { maxTokens: n, temperature: 0, ignoreEos: true })); // eslint-disable-line no-unused-vars
+      tps.push(e.lastResult.timings.decode_tps);
+      ids = e.lastResult.ids;
+    }
+    e.terminate();
+    return { load, tps, ids, waits: e.info.waits };
+  }, N, RUNS, PROMPT, defer);
+  const label = defer ? ' (deferred error scopes)' : '';
+  if (!defer) rows.push(['built-in model load in the page (download, upload, kernels)', `${(r.load / 1000).toFixed(1)} s (${r.waits.waits} GPU waits, ${(r.waits.ms / 1000).toFixed(1)} s in them)`]);
+  rows.push([`decode in the page${label}, ${N} greedy tokens`, `${Math.max(...r.tps).toFixed(2)} t/s (best of ${RUNS})`]);
+  rows.ids = r.ids;
+}
+await browser.close();
+server.close();
+
+const native = [];
+for (let i = 0; i < RUNS; i++) {
+  const p = spawnSync(opt.wgc, ['generate', '--backend', 'cpu-vulkan', '-p', PROMPT, '-n', String(N), '--temp', '0',
+                                '--ignore-eos', '--json'], { encoding: 'utf8' });
+  if (p.status !== 0) throw new Error(p.stderr);
+  const j = JSON.parse(p.stdout);
+  native.push(j.timings.decode_tokens_per_s);
+  if (JSON.stringify(j.ids) !== JSON.stringify(rows.ids)) rows.push(['WARNING', 'the native ids differ from the page\'s']);
+}
+rows.push([`decode natively (wgc generate --backend cpu-vulkan), ${N} greedy tokens`, `${Math.max(...native).toFixed(2)} t/s (best of ${RUNS})`]);
+
+console.log(`adapter: ${adapter}; prompt ${JSON.stringify(PROMPT)}\n`);
+console.log('| what | measured |\n|---|---|');
+for (const [k, v] of rows) console.log(`| ${k} | ${v} |`);
