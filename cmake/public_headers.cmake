@@ -6,7 +6,7 @@
 set(WGC_PUBLIC_ROOTS wgc.h llm.h cnn.h)
 set(WGC_PUBLIC_HEADERS
     # runtime and compute ops: <wgc.h>
-    wgc.h gpu/batch.h gpu/context.h gpu/kernel.h gpu/tensor.h
+    wgc.h gpu/batch.h gpu/context.h gpu/kernel.h gpu/tensor.h gpu/webgpu_api.h
     ops/conv.h ops/map.h ops/matmul.h ops/op_version.h ops/pool.h ops/reduce.h ops/stencil.h ops/thresholds.h
     cpu/conv.h util/device.h util/error.h util/image.h util/json.h util/output_file.h
     # language models: <wgc/llm.h>
