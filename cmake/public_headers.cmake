@@ -19,7 +19,8 @@ set(WGC_PUBLIC_HEADERS
     llm/tokenizer/spec.h llm/tokenizer/tokenizer.h
     ops/llm/linear_version.h
     # image models: <wgc/cnn.h>
-    cnn.h cnn/fuse.h cnn/graph.h cnn/model.h cnn/onnx.h cnn/plan.h cpu/tensor_ops.h ops/tensor_ops.h)
+    cnn.h cnn/fuse.h cnn/graph.h cnn/model.h cnn/onnx.h cnn/plan.h cpu/tensor_ops.h ops/tensor_ops.h
+    cpu/elementwise.h cpu/index_ops.h cpu/norm.h cpu/resize.h cpu/words.h)
 
 add_executable(wgc_flatten_header cmake/flatten_header.cpp)
 file(GLOB_RECURSE WGC_ALL_HEADERS CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/src/*.h)
