@@ -37,17 +37,19 @@ PlanFacts gpu_plan_facts(const LlmOps& ops, const LlamaWeights& w, int li, PlanM
     f.set(DownQ8, !serve && q8_activations && group_q8(w.mat(li, Mat::Down)));
   }
   f.set(OutputQ8, !serve && q8_activations && supports_q8(w.output().type));
-  f.set(FitsNormQ8, ops.fuses_norm_q8(w.hidden));
-  f.set(FitsRopeQ8, ops.fuses_rope_q8(w.hidden));
-  f.set(FitsNormF32, ops.fuses_norm(w.hidden));
-  f.set(FitsRopeF32, ops.fuses_rope(w.hidden));
-  f.set(FitsAttnQ8, mode == PlanMode::Decode ? w.hd % 32 == 0
-                    : serve                  ? ops.paged_attention_q8_takes(int(w.hd))
-                                             : false);
+  // What each kernel family can fold in at these sizes (the ops' own answers, asked once).
+  const LlmOps::Q8Fusions q8 = ops.matvec_q8_fusions(w.hidden);
+  const LlmOps::MatvecFusions f32 = ops.matvec_fusions(TensorType::F32, w.hidden);
+  const LlmOps::ServingFusions serving = ops.serving_fusions(int(w.hd));
+  f.set(FitsNormQ8, q8.norm);
+  f.set(FitsRopeQ8, q8.rope);
+  f.set(FitsNormF32, f32.norm);
+  f.set(FitsRopeF32, f32.rope);
+  f.set(FitsAttnQ8, mode == PlanMode::Decode ? w.hd % 32 == 0 : serve ? serving.paged_q8 : false);
   f.set(FitsGluQ8, w.ffn % 32 == 0);
   // The f32 gate|up + SwiGLU matvec's workgroups take swiglu_wg_rows rows, half of them gate rows.
   f.set(FitsGluF32, w.ffn % std::max<int64_t>(1, ops.tuning.swiglu_wg_rows / 2) == 0);
-  f.set(FitsLinearRope, ops.batched_rope_takes(int(w.hd)));
+  f.set(FitsLinearRope, serving.rope);
   f.set(NextToken, mode == PlanMode::Decode);
   return f;
 }
@@ -195,7 +197,7 @@ void record_layer(const LlmOps& ops, Batch& b, std::span<const Step> steps, cons
         // The combine folds into the o projection where its kernel takes these partials (their
         // split count follows the cache); else it runs as a pass of its own.
         const DecodePartials dp = ops.attention_decode_partials(b, cache, buf.f32(s.in), p.attention);
-        if (ops.fuses_combine(g.parts[0].type, dp)) {
+        if (ops.matvec_fusions(g.parts[0].type, int64_t(dp.n_heads) * dp.head_dim, &dp).combine) {
           LinearOptions lo;
           lo.accumulate = s.accumulate;
           ops.combine_linear(b, dp, g.parts[0], buf.f32(s.out), lo);
