@@ -33,8 +33,8 @@ struct Flattener {
     done.insert(rel);
     owner[rel] = root;
     if (!allowed.count(rel)) {
-      std::fprintf(stderr, "flatten_header: %s -> %s: not a public header (cmake/public_headers.cmake)\n", chain.c_str(),
-                   rel.c_str());
+      std::fprintf(stderr, "flatten_header: %s -> %s: not a public header (cmake/public_headers.cmake)\n",
+                   chain.c_str(), rel.c_str());
       return false;
     }
     std::ifstream in(src + "/" + rel);

@@ -17,8 +17,10 @@ namespace {
 
 // The built-in model and a Generator on it, once per engine.
 struct Dict {
-  explicit Dict(Device d) : file(open_model(default_model(), {false, false})), model(ctx(), file, options(d)),
-                            gen(model, find_tokenizer(file)) {}
+  explicit Dict(Device d)
+      : file(open_model(default_model(), {false, false})),
+        model(ctx(), file, options(d)),
+        gen(model, find_tokenizer(file)) {}
   static EngineOptions options(Device d) {
     EngineOptions eo;
     eo.max_ctx = 256;
@@ -39,7 +41,9 @@ Dict& dict(Device device) {
   return *gpu;
 }
 
-std::shared_ptr<const Grammar> grammar(const std::string& text) { return std::make_shared<Grammar>(parse_grammar(text)); }
+std::shared_ptr<const Grammar> grammar(const std::string& text) {
+  return std::make_shared<Grammar>(parse_grammar(text));
+}
 
 }  // namespace
 
@@ -109,7 +113,8 @@ TEST(Constrained, TokenTextsMatchTheDecoder) {
   for (const char* s : {"The moon is a satellite.", " {\"a\": [1, 2]}", "naïve café"}) {
     const auto ids = tok.encode(s, false);
     std::string joined;
-    for (size_t i = 0; i < ids.size(); ++i) joined += i == 0 ? texts->first[size_t(ids[i])] : texts->pieces[size_t(ids[i])];
+    for (size_t i = 0; i < ids.size(); ++i)
+      joined += i == 0 ? texts->first[size_t(ids[i])] : texts->pieces[size_t(ids[i])];
     EXPECT_EQ(joined, tok.decode_bytes(ids)) << s;
   }
 }

@@ -142,9 +142,10 @@ TEST(LlamaFixturesGpu, F16DecodeKnobsMatchToo) {
   eo.rope_theta = truth.rope_theta;
   eo.rope_scaling = truth.rope_scaling;
   // hidden 16, ffn 48: 2 lanes per row make the 48-column down projection splittable
-  eo.tuning = with_tuning(eo.tuning,
-                          "matvec_kx=0/matvec_wg=64/matvec_tpr=2/matvec_unroll=1/matvec_pf=1/matvec_split=2/matvec_split_cols=16/"
-               "swiglu_wg_rows=16");
+  eo.tuning = with_tuning(
+      eo.tuning,
+      "matvec_kx=0/matvec_wg=64/matvec_tpr=2/matvec_unroll=1/matvec_pf=1/matvec_split=2/matvec_split_cols=16/"
+      "swiglu_wg_rows=16");
   LlmOps probe(ctx());
   probe.tuning = *eo.tuning;
   ASSERT_EQ(probe.matvec_splits(TensorType::F16, 48), 2u);

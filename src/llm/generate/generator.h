@@ -17,17 +17,17 @@
 #pragma once
 
 #include "llm/formats/model_file.h"
-#include "llm/grammar/grammar.h"
 #include "llm/generate/sampler.h"
 #include "llm/generate/stop_strings.h"
+#include "llm/grammar/grammar.h"
 #include "llm/model/llama.h"
 #include "llm/tokenizer/tokenizer.h"
 
 #include <atomic>
-#include <memory>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>

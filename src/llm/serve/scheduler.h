@@ -20,8 +20,8 @@
 #include "llm/generate/generator.h"
 #include "llm/generate/sampler.h"
 #include "llm/model/llama.h"
-#include "ops/llm/linear_version.h"
 #include "llm/tokenizer/tokenizer.h"
+#include "ops/llm/linear_version.h"
 #include "util/error.h"
 
 #include <cstdint>
