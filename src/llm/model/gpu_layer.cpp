@@ -197,7 +197,7 @@ void record_layer(const LlmOps& ops, Batch& b, std::span<const Step> steps, cons
         // The combine folds into the o projection where its kernel takes these partials (their
         // split count follows the cache); else it runs as a pass of its own.
         const DecodePartials dp = ops.attention_decode_partials(b, cache, buf.f32(s.in), p.attention);
-        if (ops.matvec_fusions(g.parts[0].type, int64_t(dp.n_heads) * dp.head_dim, &dp).combine) {
+        if (ops.fuses_combine(g.parts[0].type, dp)) {
           LinearOptions lo;
           lo.accumulate = s.accumulate;
           ops.combine_linear(b, dp, g.parts[0], buf.f32(s.out), lo);
