@@ -1,5 +1,6 @@
 // The one-token matvecs with f32 activations: matvec.wgsl's schedules, its column ranges, the
 // gate|up + SwiGLU, RMSNorm and QKV + RoPE variants, and the kx schedule (matvec_kx.wgsl).
+#include "ops/llm/tuning.h"
 #include "test_llm_util.h"
 
 #include <array>
@@ -296,6 +297,22 @@ TEST(LlmLinear, RmsNormLinearMatchesReference) {
   Batch b(ctx());
   auto y = make_tensor(ctx(), {8});
   EXPECT_FALSE(ops().matvec_fusions(TensorType::F32, 6).norm);  // not a multiple of 4
+  {
+    // The GLU fusion's answer is the matvec's own: where 32 row groups cannot share 16 rows (the
+    // tuning test_llm_model's F16DecodeKnobsMatchToo runs on a GPU), rms_norm_swiglu refuses and
+    // the layer plan must not pick it.
+    LlmOps o(ctx());
+    apply_tuning(o.tuning, "matvec_kx=0/matvec_wg=64/matvec_tpr=2/swiglu_wg_rows=16");
+    auto gu = upload_weight(ctx(), TensorType::F16, ref::random_weight(TensorType::F16, 96, 16, 2), 96, 16);
+    EXPECT_FALSE(o.matvec_fusions(TensorType::F16, 16, nullptr, 96).glu);
+    auto out = make_tensor(ctx(), {48});
+    Batch bg(ctx());
+    EXPECT_THROW(o.rms_norm_swiglu(bg, make_tensor(ctx(), {16}), make_tensor(ctx(), {16}), 1e-5f, gu, out), wgc::Error);
+    // The default tuning takes it (and runs it).
+    EXPECT_TRUE(ops().matvec_fusions(TensorType::F16, 16, nullptr, 96).glu);
+    ops().rms_norm_swiglu(bg, make_tensor(ctx(), {16}), make_tensor(ctx(), {16}), 1e-5f, gu, out);
+    EXPECT_FALSE(o.matvec_fusions(TensorType::F16, 16, nullptr, 94).glu);  // 47 gate rows: not whole groups
+  }
   EXPECT_THROW(ops().rms_norm_linear(b, make_tensor(ctx(), {8}), make_tensor(ctx(), {8}), 1e-5f, w, y), Error);
   LinearOptions with_bias;
   with_bias.bias = y;

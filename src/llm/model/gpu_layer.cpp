@@ -34,6 +34,8 @@ PlanFacts gpu_plan_facts(const LlmOps& ops, const LlamaWeights& w, int li, PlanM
     f.set(GateUpQ8, !serve && q8_activations && group_q8(gu));
     f.set(GateUpOnePart, gu.parts.size() == 1);
     f.set(GateUpBias, !gu.biases.empty());
+    // The f32 gate|up + GLU matvec under this tuning (its row groups, the kx schedule).
+    f.set(FitsGluF32, gu.parts.size() == 1 && ops.matvec_fusions(gu.parts[0].type, w.hidden, nullptr, gu.parts[0].rows).glu);
     f.set(DownQ8, !serve && q8_activations && group_q8(w.mat(li, Mat::Down)));
   }
   f.set(OutputQ8, !serve && q8_activations && supports_q8(w.output().type));
@@ -47,8 +49,6 @@ PlanFacts gpu_plan_facts(const LlmOps& ops, const LlamaWeights& w, int li, PlanM
   f.set(FitsRopeF32, f32.rope);
   f.set(FitsAttnQ8, mode == PlanMode::Decode ? w.hd % 32 == 0 : serve ? serving.paged_q8 : false);
   f.set(FitsGluQ8, w.ffn % 32 == 0);
-  // The f32 gate|up + SwiGLU matvec's workgroups take swiglu_wg_rows rows, half of them gate rows.
-  f.set(FitsGluF32, w.ffn % std::max<int64_t>(1, ops.tuning.swiglu_wg_rows / 2) == 0);
   f.set(FitsLinearRope, serving.rope);
   f.set(NextToken, mode == PlanMode::Decode);
   return f;

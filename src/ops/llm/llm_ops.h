@@ -291,10 +291,13 @@ class LlmOps {
   // KV append (rms_norm_qkv_rope: nine storage buffers), and with decode partials p the attention's
   // combine (combine_linear: float weights, x and the splits' weights in workgroup memory;
   // combine_prefix: walking only the keyed splits, from 8 splits).
+  // With glu_rows (a gate|up weight's rows), also whether linear_swiglu / rms_norm_swiglu take it
+  // under this tuning (glu).
   struct MatvecFusions {
-    bool norm = false, rope = false, combine = false, combine_prefix = false;
+    bool norm = false, rope = false, combine = false, combine_prefix = false, glu = false;
   };
-  MatvecFusions matvec_fusions(TensorType t, int64_t cols, const DecodePartials* p = nullptr) const;
+  MatvecFusions matvec_fusions(TensorType t, int64_t cols, const DecodePartials* p = nullptr,
+                               int64_t glu_rows = 0) const;
   // The combine's facts alone (the layer plan asks them per step, once its partials are known).
   bool combine_prefix(const DecodePartials& p) const;
   bool fuses_combine(TensorType t, const DecodePartials& p) const;
@@ -479,6 +482,9 @@ class LlmOps {
     uint32_t wg, tpr, rows, unroll;  // invocations per workgroup and per row group; rows per group; unroll
   };
   MatvecShape matvec_shape(bool swiglu = false) const;  // (swiglu: the same schedule)
+  // Why the gate|up + GLU matvec cannot take a weight of type t, rows x cols, under version v
+  // ("" where it can): the one answer for swiglu_matvec's checks and matvec_fusions' glu.
+  std::string swiglu_problem(TensorType t, int64_t rows, int64_t cols, LinearVersion v) const;
   // m with kMatvecFewUnroll for a grid of `groups` workgroups (0: unknown, as it is).
   MatvecShape few_unroll(MatvecShape m, uint64_t groups) const;
   // The kx schedule (tuning.matvec_kx, matvec_kx.wgsl): its kernel, and its workgroups for a
