@@ -112,8 +112,21 @@ struct Bufs {
 
 }  // namespace
 
+int layer_window(const ModelConfig& c, int li) {
+  return c.layer_is_sliding(li) ? int(std::min<int64_t>(*c.sliding_window, INT32_MAX)) : 0;
+}
+
 void record_layer(const LlmOps& ops, Batch& b, std::span<const Step> steps, const LlamaWeights& w, int li,
-                  const KvLayer& cache, const RopeTable& rope, const GpuActs& a, const GpuPass& p) {
+                  const KvLayer& cache, const RopeTable& rope, const GpuActs& a, const GpuPass& pass) {
+  // The layer's own attention arguments: its sliding window (Mistral: every layer; Gemma: some).
+  GpuPass p = pass;
+  PagedAttentionPlan paged;
+  p.attention.window = layer_window(w.cfg, li);
+  if (pass.paged) {
+    paged = *pass.paged;
+    paged.args.window = p.attention.window;
+    p.paged = &paged;
+  }
   const Bufs buf{a, w};
   const int n = p.n;
   const float eps = w.eps;

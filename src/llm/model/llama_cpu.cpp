@@ -145,7 +145,7 @@ CpuForward::CpuForward(std::shared_ptr<const CpuWeights> w, std::shared_ptr<cpu:
       max_tokens_(max_tokens),
       max_pos_(max_pos) {
   const CpuWeights& W = *w_;
-  rope_ = rope_cos_sin(W.cfg.rope_inv_freq(), max_pos);
+  rope_ = rope_cos_sin(W.cfg.rope_inv_freq(-1, max_pos), max_pos, W.cfg.rope_attention_factor());  // as make_llama_rope
   const size_t T = size_t(max_tokens);
   x_.resize(T * size_t(W.hidden));
   h_.resize(T * size_t(W.hidden));
@@ -289,6 +289,8 @@ void CpuForward::run_layer(size_t li, int64_t n, std::span<const CpuSequence> se
       case Op::Attention: {  // per token and head
         const int64_t group = nh / nkv;
         const float scale = 1.f / std::sqrt(float(hd));
+        // the layer's sliding window (Mistral: every layer; Gemma: some): keys pos - window + 1 .. pos
+        const int64_t window = W.cfg.layer_is_sliding(int64_t(li)) ? *W.cfg.sliding_window : 0;
         pool_->parallel_for(n * nh, [&](int64_t i, int th) {
           const int64_t t = i / nh, head = i % nh, kvh = head / group;
           const CpuSequence& s = seqs[size_t(seq_of[size_t(t)])];
@@ -302,6 +304,7 @@ void CpuForward::run_layer(size_t li, int64_t n, std::span<const CpuSequence> se
           a.blocks = s.blocks.data();
           a.block = block;
           a.len = pos[size_t(t)] + 1;
+          a.first = window > 0 ? std::max<int64_t>(0, a.len - window) : 0;
           a.scores = scores_[size_t(th)].data();
           a.out = out.p + t * out.width + head * hd;
           k_.attend(a);

@@ -34,12 +34,14 @@ struct KernelSpec;  // ops/llm/kernel_spec.h (internal)
 // ---- RoPE tables ---------------------------------------------------------------------------
 // (cos, sin) of angle = f32(pos) * f32(inv_freq[i]) (an f32 product, as transformers), for
 // pos < max_pos: tensor [max_pos][inv_freq.size()] of vec2<f32>. inv_freq: the model's
-// frequencies (ModelConfig::rope_inv_freq(), with its scaling), at most head_dim / 2 of them.
+// frequencies (ModelConfig::rope_inv_freq(), with its scaling), at most head_dim / 2 of them;
+// cos and sin times `factor` (ModelConfig::rope_attention_factor(): YaRN, LongRoPE).
 struct RopeTable {
   Tensor cos_sin;
   int head_dim = 0, max_pos = 0;
 };
-RopeTable make_rope_table(const Context& ctx, std::span<const double> inv_freq, int head_dim, int max_pos);
+RopeTable make_rope_table(const Context& ctx, std::span<const double> inv_freq, int head_dim, int max_pos,
+                          double factor = 1.0);
 
 // ---- KV cache ------------------------------------------------------------------------------
 // One layer's cache: k and v f32 tensors holding [n_kv_heads][max_ctx][head_dim] starting at
@@ -145,7 +147,9 @@ struct AttentionArgs {
   int64_t q_stride = -1, q_offset = 0;  // q[t * q_stride + q_offset + h * hd + d] (-1: n_heads*hd)
   int64_t o_stride = -1, o_offset = 0;  // out likewise
   float scale = 0;                      // 0: 1/sqrt(head_dim)
-  int splits = 0;                       // decode: splits over the sequence (0: pick; at most kMaxDecodeSplits)
+  // Sliding window: the query at position q sees keys q - window + 1 .. q (0: keys 0 .. q).
+  int window = 0;
+  int splits = 0;  // decode: splits over the sequence (0: pick; at most kMaxDecodeSplits)
   // Decode: the position of the query token read from this u32 tensor (element 0) when the batch
   // runs instead of `start`, with a fixed number of splits (`splits`, or the most the cache
   // needs), so that one recorded step serves every position. `start` then only bounds the check.
@@ -168,6 +172,7 @@ struct PagedAttentionArgs {
   int64_t q_stride = -1, q_offset = 0;  // q[t * q_stride + q_offset + h * hd + d] (-1: n_heads*hd)
   int64_t o_stride = -1, o_offset = 0;  // out likewise
   float scale = 0;                      // 0: 1/sqrt(head_dim)
+  int window = 0;                       // sliding window as AttentionArgs::window (0: none)
 };
 // What a batch's paged attention needs on the GPU, uploaded once per step and used by every
 // layer: the block tables, the sequences, the work items, and the positions (with the cache rows
