@@ -178,12 +178,16 @@ TEST(ArchConfigHf, RopeScalingKinds) {
   EXPECT_EQ(y.rope_scaling.beta_fast, 32);
   EXPECT_EQ(y.rope_scaling.beta_slow, 1);
   EXPECT_NEAR(y.rope_attention_factor(), 0.1 * std::log(4.0) + 1, 1e-15);
-  // The engines' rope table has no attention factor: refused there (open_model), not run wrongly.
+  // The engines' rope table carries the attention factor (test_llm_arch_engines); per-layer rope
+  // bases are refused there (open_model), not run wrongly.
   EXPECT_TRUE(engine_runs(base("")));
-  EXPECT_FALSE(engine_runs(y));
-  EXPECT_NE(engine_refusal(y).find("qwen2 with yarn rope scaling is read (wgc inspect) but not run yet"),
+  EXPECT_TRUE(engine_runs(y));
+  ModelConfig per_layer = y;
+  per_layer.sliding_rope_theta = 10000.0;
+  EXPECT_FALSE(engine_runs(per_layer));
+  EXPECT_NE(engine_refusal(per_layer).find("qwen2 with per-layer rope is read (wgc inspect) but not run yet"),
             std::string::npos)
-      << engine_refusal(y);
+      << engine_refusal(per_layer);
   // The ramp by hand: the correction range at 32768 positions is dims floor(4.42) = 4 (32 rotations)
   // to ceil(7.43) = 8 (1 rotation); pair 7 is 3/4 of the way: 3/4 interpolated, 1/4 original.
   auto f = y.rope_inv_freq();

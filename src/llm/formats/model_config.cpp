@@ -82,10 +82,11 @@ bool engine_runs(const ModelConfig& c) {
     case Architecture::Mistral:
     case Architecture::Qwen2:
     case Architecture::Qwen3:
-      // The engines' rope table holds frequencies only: YaRN's and LongRoPE's attention factor and
-      // per-layer bases would be dropped (wrong logits), so those are refused until it carries them.
-      return !c.embedding_model && !c.is_moe() && c.rope_scaling.type != RopeScalingType::Yarn &&
-             c.rope_scaling.type != RopeScalingType::LongRope && !c.sliding_rope_theta && !c.sliding_rope_scaling;
+      // The engines' rope table carries the scaled frequencies and YaRN's attention factor, one
+      // table for every layer: per-layer bases (Gemma 3) are refused until it has two, LongRoPE
+      // (Phi-3's) until its engines' choice of factors is checked against transformers.
+      return !c.embedding_model && !c.is_moe() && !c.sliding_rope_theta && !c.sliding_rope_scaling &&
+             c.rope_scaling.type != RopeScalingType::LongRope;
     default: return false;
   }
 }
@@ -99,11 +100,11 @@ std::string engine_refusal(const ModelConfig& c) {
     return arch + (c.is_moe() ? " (mixture of experts)" : "") + (c.embedding_model ? " (embeddings)" : "") +
            " models are read (wgc inspect) but not run yet: the engines run llama, mistral, qwen2 and qwen3 "
            "language models";
-  return arch + " with " +
-         (c.sliding_rope_theta || c.sliding_rope_scaling
-              ? std::string("per-layer rope")
-              : std::string(to_string(c.rope_scaling.type)) + " rope scaling") +
-         " is read (wgc inspect) but not run yet: the engines' rope has no attention factor or per-layer bases";
+  if (c.rope_scaling.type == RopeScalingType::LongRope)
+    return arch + " with longrope rope scaling is read (wgc inspect) but not run yet";
+  return arch +
+         " with per-layer rope is read (wgc inspect) but not run yet: the engines' rope has one table for "
+         "every layer";
 }
 
 bool ModelConfig::layer_is_moe(int64_t layer) const {

@@ -180,7 +180,7 @@ ModelConfig config_from_hf_dir(const std::filesystem::path& dir);
 
 // The architectures the engines in src/llm/model run (Llama, Mistral, Qwen2, Qwen3); the others are
 // read (configs, tensors, `wgc inspect`, the CPU reference) but refused by open_model unless asked,
-// as are those four with YaRN or LongRoPE scaling (engine_refusal says why).
+// as are those four with per-layer rope bases (engine_refusal says why).
 bool engine_runs(const ModelConfig& c);
 // Why open_model refuses c (empty when engine_runs(c)).
 std::string engine_refusal(const ModelConfig& c);

@@ -291,7 +291,9 @@ void check_llama_context(const Context& ctx, const ModelConfig& cfg, int64_t max
 }
 
 RopeTable make_llama_rope(const Context& c, const ModelConfig& cfg, int max_pos) {
-  return make_rope_table(c, cfg.rope_inv_freq(), int(cfg.head_dim), max_pos);
+  // LongRoPE's factors by the context size (as llama.cpp; transformers picks them by the length of
+  // each pass: the same while the context stays within original_max_position_embeddings).
+  return make_rope_table(c, cfg.rope_inv_freq(-1, max_pos), int(cfg.head_dim), max_pos, cfg.rope_attention_factor());
 }
 
 namespace {

@@ -51,13 +51,13 @@ void dump_kernel(const KernelCode& code, bool default_tuning) {
 
 // ---- RoPE table ----------------------------------------------------------------------------------
 
-RopeTable make_rope_table(const Context& ctx, std::span<const double> inv, int head_dim, int max_pos) {
+RopeTable make_rope_table(const Context& ctx, std::span<const double> inv, int head_dim, int max_pos, double factor) {
   if (max_pos <= 0) throw Error("wgc: rope table: max_pos must be positive");
   if (head_dim <= 0 || head_dim % 2) throw Error("wgc: rope: head_dim must be even, not " + std::to_string(head_dim));
   if (inv.empty() || inv.size() > size_t(head_dim / 2))
     throw Error("wgc: rope table: " + std::to_string(inv.size()) + " frequencies for head_dim " +
                 std::to_string(head_dim) + " (1 to head_dim / 2)");
-  const std::vector<float> cs = rope_cos_sin(inv, max_pos);
+  const std::vector<float> cs = rope_cos_sin(inv, max_pos, factor);
   RopeTable t;
   t.cos_sin = make_tensor(ctx, {int64_t(cs.size())}, cs);
   t.head_dim = head_dim;
