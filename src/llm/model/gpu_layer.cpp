@@ -50,7 +50,10 @@ PlanFacts gpu_plan_facts(const LlmOps& ops, const LlamaWeights& w, int li, PlanM
   // The f32 gate|up + SwiGLU matvec's workgroups take swiglu_wg_rows rows, half of them gate rows.
   f.set(FitsGluF32, w.ffn % std::max<int64_t>(1, ops.tuning.swiglu_wg_rows / 2) == 0);
   f.set(FitsLinearRope, serving.rope);
-  f.set(NextToken, mode == PlanMode::Decode);
+  // (the fused argmax writes the next token's embedding unscaled: not for Gemma's scaled one)
+  f.set(NextToken, mode == PlanMode::Decode && w.cfg.embedding_scale == 1.0);
+  f.set(PostNorms, w.cfg.norm_placement == NormPlacement::Sandwich);
+  f.set(GeluGlu, w.cfg.activation == Activation::GeluTanh);
   return f;
 }
 
@@ -117,16 +120,21 @@ int layer_window(const ModelConfig& c, int li) {
 }
 
 void record_layer(const LlmOps& ops, Batch& b, std::span<const Step> steps, const LlamaWeights& w, int li,
-                  const KvLayer& cache, const RopeTable& rope, const GpuActs& a, const GpuPass& pass) {
+                  const KvLayer& cache, const RopeTable& global_rope, const GpuActs& a, const GpuPass& pass) {
   // The layer's own attention arguments: its sliding window (Mistral: every layer; Gemma: some).
+  // Its scores' scale (Gemma: query_pre_attn_scalar) and its rope table (Gemma 3's sliding layers:
+  // their own base).
   GpuPass p = pass;
   PagedAttentionPlan paged;
   p.attention.window = layer_window(w.cfg, li);
+  p.attention.scale = float(w.cfg.attention_scale());
   if (pass.paged) {
     paged = *pass.paged;
     paged.args.window = p.attention.window;
+    paged.args.scale = p.attention.scale;
     p.paged = &paged;
   }
+  const RopeTable& rope = pass.sliding_rope && w.cfg.layer_is_sliding(li) ? *pass.sliding_rope : global_rope;
   const Bufs buf{a, w};
   const int n = p.n;
   const float eps = w.eps;
@@ -167,8 +175,13 @@ void record_layer(const LlmOps& ops, Batch& b, std::span<const Step> steps, cons
         }
         break;
       case Op::Quantize: ops.quantize_q8(b, buf.f32(s.in), buf.q8(s.out), n); break;
+      case Op::NormAdd: ops.rms_norm_add(b, buf.f32(s.in), nw, buf.f32(s.out), n, int(w.hidden), eps); break;
       case Op::Glu:
-        if (s.q8_out)
+        if (w.cfg.activation == Activation::GeluTanh) {
+          if (s.q8_out) throw Error("wgc: layer plan: no 8-bit GeGLU step (quantize after it)");
+          ops.swiglu(b, buf.f32(s.in), 2 * w.ffn, 0, buf.f32(s.in), 2 * w.ffn, w.ffn, buf.f32(s.out), n, int(w.ffn),
+                     w.ffn, true);
+        } else if (s.q8_out)
           ops.swiglu_q8(b, buf.f32(s.in), 2 * w.ffn, w.ffn, buf.q8(s.out), n);
         else
           ops.swiglu(b, buf.f32(s.in), 2 * w.ffn, 0, buf.f32(s.in), 2 * w.ffn, w.ffn, buf.f32(s.out), n, int(w.ffn));

@@ -48,6 +48,7 @@ struct GpuPass {
   RopeKvArgs rope;                            // the tokens' positions and cache rows
   AttentionArgs attention;                    // one sequence
   const PagedAttentionPlan* paged = nullptr;  // serving
+  const RopeTable* sliding_rope = nullptr;    // the sliding layers' rope where it differs (Gemma 3)
 };
 
 // The sliding window of layer li's attention (0: none), as AttentionArgs::window counts it.

@@ -262,7 +262,17 @@ void LlmOps::embedding(Batch& b, const GpuWeight& table, const Tensor& ids, cons
 
 void LlmOps::rms_norm(Batch& b, const Tensor& x, const Tensor& w, const Tensor& y, int rows, int n, float eps,
                       RmsNormVersion v) const {
-  const std::string op = "rms_norm";
+  rms_norm_pass(b, x, w, y, rows, n, eps, v, false);
+}
+
+void LlmOps::rms_norm_add(Batch& b, const Tensor& x, const Tensor& w, const Tensor& y, int rows, int n,
+                          float eps) const {
+  rms_norm_pass(b, x, w, y, rows, n, eps, RmsNormVersion::Auto, true);
+}
+
+void LlmOps::rms_norm_pass(Batch& b, const Tensor& x, const Tensor& w, const Tensor& y, int rows, int n, float eps,
+                           RmsNormVersion v, bool accumulate) const {
+  const std::string op = accumulate ? "rms_norm_add" : "rms_norm";
   need(rows > 0 && n > 0, op, "empty");
   need_elems(x, int64_t(rows) * n, op, "x");
   need_elems(y, int64_t(rows) * n, op, "y");
@@ -277,7 +287,8 @@ void LlmOps::rms_norm(Batch& b, const Tensor& x, const Tensor& w, const Tensor& 
                      "",
                      c,
                      sg});
-  b.dispatch(k, {x, w, y}, Params(u32(rows), u32(n), u32(n), u32(n), eps), groups_1d(ctx_, u32(rows)));
+  b.dispatch(k, {x, w, y}, Params(u32(rows), u32(n), u32(n), u32(n), eps, accumulate ? 1u : 0u),
+             groups_1d(ctx_, u32(rows)));
 }
 
 void LlmOps::head_rms_norm(Batch& b, const Tensor& x, const Tensor& w, int n_tokens, int n_heads, int head_dim,

@@ -331,6 +331,8 @@ class LlmOps {
   // y[r * n + i] = x[r * n + i] / sqrt(mean(x[r]^2) + eps) * w[i] (x, w, y f32; y != x).
   void rms_norm(Batch& b, const Tensor& x, const Tensor& w, const Tensor& y, int rows, int n, float eps,
                 RmsNormVersion v = RmsNormVersion::Auto) const;
+  // The same added to y: y[r * n + i] += ... (Gemma's norms of the attention and MLP outputs).
+  void rms_norm_add(Batch& b, const Tensor& x, const Tensor& w, const Tensor& y, int rows, int n, float eps) const;
 
   // In place: each head vector x[t * stride + offset + h * head_dim + i] (h < n_heads) is
   // RMS-normalised and scaled by w[i] (Qwen 3's q_norm / k_norm inside a fused QKV row).
@@ -379,9 +381,10 @@ class LlmOps {
   bool fuses_rope(int64_t cols) const;  // matvec_fusions(F32, cols).rope
 
   // out[t * out_stride + i] = silu(g) * u, g = gate[t * g_stride + g_off + i],
-  // u = up[t * u_stride + u_off + i], i < n (gate and up may be one gate|up tensor).
+  // u = up[t * u_stride + u_off + i], i < n (gate and up may be one gate|up tensor); gelu: GELU-tanh
+  // instead of silu (GeGLU: Gemma).
   void swiglu(Batch& b, const Tensor& gate, int64_t g_stride, int64_t g_off, const Tensor& up, int64_t u_stride,
-              int64_t u_off, const Tensor& out, int n_tokens, int n, int64_t out_stride = -1) const;
+              int64_t u_off, const Tensor& out, int n_tokens, int n, int64_t out_stride = -1, bool gelu = false) const;
   // y += x (n elements).
   void add(Batch& b, const Tensor& x, const Tensor& y, int64_t n) const;
   // y *= s (n elements).
@@ -447,6 +450,9 @@ class LlmOps {
   void row_logsumexp(Batch& b, const Tensor& logits, int rows, int64_t n, const Tensor& out) const;
 
  private:
+  // rms_norm and rms_norm_add (accumulate: y +=).
+  void rms_norm_pass(Batch& b, const Tensor& x, const Tensor& w, const Tensor& y, int rows, int n, float eps,
+                     RmsNormVersion v, bool accumulate) const;
   // The pipeline of a kernel variant (KernelSpec: every family's variant struct makes one),
   // compiled once per LlmOps.
   Kernel kernel(const KernelSpec& s) const;
