@@ -220,6 +220,9 @@ TEST(ArchFixtureEngines, MistralSlidingWindow) { check_fixture("mistral", 2e-4, 
 // sqrt(hidden) embedding scale, query_pre_attn_scalar, five sliding layers (base 1e4) and a global
 // one (1e6, linear x8), tied embeddings.
 TEST(ArchFixtureEngines, Gemma3) { check_fixture("gemma3", 2e-4, -1, 3e-2); }
+// Gemma 2: attention soft-cap 5 and a final one at half the largest raw logit (both bind), window 6
+// on even layers, GeGLU, sandwich and (1 + w) norms, head_dim 32 x 4 heads != hidden 64, tied.
+TEST(ArchFixtureEngines, Gemma2) { check_fixture("gemma2", 2e-4, -1, 3e-2); }
 TEST(ArchFixtureEngines, Llama3Rope) { check_fixture("llama3-rope", 2e-4); }
 TEST(ArchFixtureEngines, Yarn) { check_fixture("llama-yarn", 2e-4); }
 
@@ -239,6 +242,15 @@ TEST(ArchEngines, Gemma3) {
   check_engines(s, "gemma3", TensorType::F32, 1e-4, RopeScalingType::Linear);
   // (the CPU engine's 8-bit activations through six layers of random weights: a little more error)
   check_engines(s, "gemma3", TensorType::Q8_0, 5e-2, RopeScalingType::Linear);
+}
+
+// Gemma 2: soft-caps that bind (attention 1, logits 0.5: the random scores and logits are small),
+// a window of 5 on even layers, GeGLU, sandwich norms, tied embeddings.
+TEST(ArchEngines, Gemma2) {
+  synth::ModelShape s = shrink(synth::find_shape("gemma-2-9b"));
+  s.attn_softcap = 1;
+  s.final_softcap = 0.5;
+  check_engines(s, "gemma2", TensorType::F32, 1e-4);
 }
 
 // YaRN (factor 4 from an original context of 8: pair 0 kept, the others interpolated; cos and sin

@@ -1,11 +1,10 @@
-// Sliding-window attention (Mistral, Gemma, Phi-3): every attention kernel with
-// AttentionArgs::window / PagedAttentionArgs::window against the f64 reference (ref::attention
-// with the window), windows of one key, smaller than a key block, one tiled block (64) and past
-// the sequence; prefill (every prefill kernel; chunks giving the same bits as one pass), decode
-// (every decode kernel and schedule, fixed and GPU-read positions, several splits) and paged
-// attention (scattered blocks; a row's bits the same alone, in a batch, or decoded one by one).
-// The caches are poisoned past the written rows; keys before the window are written (they must
-// be skipped, not just absent).
+// Sliding-window attention (Mistral, Gemma, Phi-3) and Gemma 2's soft-capped scores: every attention
+// kernel with AttentionArgs::window / softcap (and PagedAttentionArgs') against the f64 reference
+// (ref::attention with the window and the cap), windows of one key, smaller than a key block, one tiled block (64) and
+// past the sequence; prefill (every prefill kernel; chunks giving the same bits as one pass), decode (every decode
+// kernel and schedule, fixed and GPU-read positions, several splits) and paged attention (scattered blocks; a row's
+// bits the same alone, in a batch, or decoded one by one). The caches are poisoned past the written rows; keys before
+// the window are written (they must be skipped, not just absent).
 #include "test_llm_util.h"
 
 #include <cstring>
@@ -83,7 +82,7 @@ std::vector<float> slice(const std::vector<float>& v, size_t from, size_t n) {
 // Appends tokens [start, start + n) of `all` and runs their attention (prefill, or one decode
 // token with `splits`; `gpu_pos`: its position read from a GPU buffer, as a recorded step).
 std::vector<float> run_step(const LlmOps& o, const Cfg& c, const KvLayer& cache, const Qkv& all, int start, int n,
-                            int window, bool decode, int splits = 0, bool gpu_pos = false) {
+                            int window, bool decode, int splits = 0, bool gpu_pos = false, float softcap = 0) {
   const int row = (c.nh + 2 * c.nkv) * c.hd;
   std::vector<float> part(all.fused.begin() + start * row, all.fused.begin() + (start + n) * row);
   auto qkv = make_tensor(ctx(), {int64_t(part.size())}, part);
@@ -97,6 +96,7 @@ std::vector<float> run_step(const LlmOps& o, const Cfg& c, const KvLayer& cache,
   a.q_stride = row;
   a.splits = splits;
   a.window = window;
+  a.softcap = softcap;
   Tensor at;
   if (gpu_pos) {
     at = make_tensor(ctx(), {1}, DType::U32);
@@ -169,6 +169,39 @@ TEST(LlmAttentionWindow, DecodeMatchesReference) {
   }
 }
 
+// Gemma 2's soft-capped scores (cap 1.5: the random scores reach +-10, so it binds) in every
+// prefill and decode kernel, with and without a window.
+TEST(LlmAttentionWindow, SoftCappedScores) {
+  const int len = 70;
+  const float cap = 1.5f;
+  for (const Cfg& c : {kCfgs[0], kCfgs[1]}) {
+    const Qkv all = make_qkv(c, len, 9);
+    const size_t per = size_t(c.nh * c.hd);
+    for (int window : {0, 5}) {
+      const auto want = ref::attention(all.q, all.k, all.v, len, c.nh, c.nkv, c.hd, 0, scale_of(c), window, cap);
+      ASSERT_GT(
+          test::rel_error(want, ref::attention(all.q, all.k, all.v, len, c.nh, c.nkv, c.hd, 0, scale_of(c), window)),
+          1e-2);  // the cap binds
+      for (size_t i = 0; i < std::size(kVariants); ++i) {
+        const std::string what = variant_name(i) + ": hd=" + std::to_string(c.hd) + " window " + std::to_string(window);
+        KvCache cache = poisoned_cache(c, len + 10);
+        if (i < 3)
+          EXPECT_LE(
+              test::rel_error(run_step(variant(i), c, cache.layer(0), all, 0, len, window, false, 0, false, cap), want),
+              1e-5)
+              << what << " prefill";
+        else
+          run_step(variant(i), c, cache.layer(0), all, 0, len, window, false);
+        for (int splits : {0, 3}) {
+          const auto got = run_step(variant(i), c, cache.layer(0), all, len - 1, 1, window, true, splits, false, cap);
+          EXPECT_LE(test::rel_error(got, slice(want, size_t(len - 1) * per, per)), 1e-5)
+              << what << " decode, splits " << splits;
+        }
+      }
+    }
+  }
+}
+
 TEST(LlmAttentionWindow, ArgumentsAreChecked) {
   const Cfg c{4, 2, 8};
   KvCache cache = poisoned_cache(c, 16);
@@ -225,7 +258,7 @@ struct Pool {
     upload(ctx(), cache.v, std::as_bytes(std::span(vc)));
   }
   // The new tokens' attention of `seqs` in one batch: [tokens][nh][hd].
-  std::vector<float> run(const std::vector<const Seq*>& seqs, int split_len, int window) const {
+  std::vector<float> run(const std::vector<const Seq*>& seqs, int split_len, int window, float softcap = 0) const {
     std::vector<PagedSequence> ps;
     std::vector<float> q;
     int tok = 0;
@@ -246,6 +279,7 @@ struct Pool {
     a.block = block;
     a.split_len = split_len;
     a.window = window;
+    a.softcap = softcap;
     const PagedAttentionPlan plan = ops().plan_paged_attention(ps, a, n_blocks);
     auto qt = make_tensor(ctx(), {int64_t(q.size())}, q);
     auto out = test::poisoned(int64_t(tok) * c.nh * c.hd);
@@ -266,12 +300,13 @@ TEST(LlmAttentionWindow, PagedMatchesReference) {
     for (const Seq& s : seqs) all.push_back(&s);
     for (int window : {1, 5, 40, 1000})
       for (int split : {256, 32}) {
-        const auto got = pool.run(all, split, window);
+        const float cap = window == 40 ? 1.5f : 0.f;  // with Gemma 2's soft-cap too
+        const auto got = pool.run(all, split, window, cap);
         size_t at = 0;
         const size_t per = size_t(c.nh * c.hd);
         for (const Seq& s : seqs) {
           const auto want =
-              ref::attention(s.data.q, s.data.k, s.data.v, s.len, c.nh, c.nkv, c.hd, 0, scale_of(c), window);
+              ref::attention(s.data.q, s.data.k, s.data.v, s.len, c.nh, c.nkv, c.hd, 0, scale_of(c), window, cap);
           EXPECT_LE(test::rel_error(slice(got, at, size_t(s.n_new) * per),
                                     slice(want, size_t(s.len - s.n_new) * per, size_t(s.n_new) * per)),
                     1e-5)

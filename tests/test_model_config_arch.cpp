@@ -67,7 +67,7 @@ TEST(ArchConfigHf, Gemma2) {
   EXPECT_TRUE(c.layer_is_sliding(40));
   EXPECT_FALSE(c.layer_is_sliding(41));
   EXPECT_FALSE(c.qk_norm);
-  EXPECT_FALSE(engine_runs(c));
+  EXPECT_TRUE(engine_runs(c));  // soft-caps, window, sandwich norms: test_llm_arch_engines
   // Soft-caps written as null are none; absent ones take Gemma2Config's defaults.
   auto d = hf(R"({"model_type": "gemma2", "hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 2,
     "num_hidden_layers": 2, "head_dim": 32, "vocab_size": 10, "attn_logit_softcapping": null})");

@@ -88,6 +88,7 @@ struct AttendArgs {
   int64_t block = 0;
   int64_t len = 0;
   int64_t first = 0;        // positions first .. len - 1 are attended to (a sliding window: > 0)
+  float softcap = 0;        // scores s -> softcap * tanh(s / softcap) (Gemma 2; 0: none)
   float* scores = nullptr;  // scratch, len floats
   float* out = nullptr;     // head_dim floats
 };

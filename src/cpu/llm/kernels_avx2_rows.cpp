@@ -67,7 +67,8 @@ void attend(const AttendArgs& a) {
   auto slot = [&](int64_t j) { return int64_t(a.blocks[j / B]) * B + j % B; };
   float m = -__builtin_inff();
   for (int64_t j = a.first; j < a.len; ++j) {
-    const float s = dot(a.q, a.k + slot(j) * a.kv_stride, a.head_dim) * a.scale;
+    float s = dot(a.q, a.k + slot(j) * a.kv_stride, a.head_dim) * a.scale;
+    if (a.softcap > 0) s = a.softcap * __builtin_tanhf(s / a.softcap);  // (no inline std:: function here)
     a.scores[j] = s;
     m = s > m ? s : m;
   }

@@ -107,6 +107,7 @@ void attend(const AttendArgs& a) {
   for (int64_t j = a.first; j < a.len; ++j) {
     const int64_t slot = int64_t(a.blocks[j / a.block]) * a.block + j % a.block;
     a.scores[j] = dot_f32(a.q, a.k + slot * a.kv_stride, a.head_dim) * a.scale;
+    if (a.softcap > 0) a.scores[j] = a.softcap * std::tanh(a.scores[j] / a.softcap);
     m = std::max(m, a.scores[j]);
   }
   float l = 0;

@@ -155,7 +155,7 @@ void rope(std::vector<float>& x, int n_tokens, int n_heads, int head_dim, const 
 }
 
 std::vector<float> attention(const std::vector<float>& q, const std::vector<float>& k, const std::vector<float>& v,
-                             int n, int n_heads, int n_kv, int hd, int start, float scale, int window) {
+                             int n, int n_heads, int n_kv, int hd, int start, float scale, int window, float softcap) {
   std::vector<float> out(size_t(n * n_heads * hd));
   const int group = n_heads / n_kv;
   for (int t = 0; t < n; ++t)
@@ -169,7 +169,7 @@ std::vector<float> attention(const std::vector<float>& q, const std::vector<floa
         const float* kv = &k[size_t((j * n_kv + kvh) * hd)];
         double d = 0;
         for (int i = 0; i < hd; ++i) d += double(qv[i]) * kv[i];
-        s[size_t(j)] = d * scale;
+        s[size_t(j)] = softcap > 0 ? softcap * std::tanh(d * scale / softcap) : d * scale;
         m = std::max(m, s[size_t(j)]);
       }
       double l = 0;

@@ -21,4 +21,5 @@ struct P {
   // Sliding-window attention: a query at position q sees keys q - window + 1 .. q (0: every key
   // from 0; attn_window.wgsl).
   window: u32,
+  softcap: f32,  // scores -> softcap * tanh(scores / softcap) (Gemma 2; 0: none)
 }

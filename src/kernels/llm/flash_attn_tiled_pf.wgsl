@@ -159,6 +159,15 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     var bm = vec4<f32>(MASKED);
     for (var j = 0u; j < 4u; j++) {
       let key = kb + tx * 4u + j;
+      if (p.softcap != 0.0) {  // capped in scaled units (EXP2: back to raw ones after)
+        for (var i = 0u; i < 4u; i++) {
+          if (EXP2 != 0u) {
+            s[j][i] = cap_score(s[j][i] * p.scale) / p.scale;
+          } else {
+            s[j][i] = cap_score(s[j][i]);
+          }
+        }
+      }
       let hidden = vec4<bool>(key >= k_hi) | (vec4<u32>(key) > qpos) | (vec4<u32>(key) < qlo);
       s[j] = select(s[j], vec4<f32>(MASKED), hidden);
       bm = max(bm, s[j]);

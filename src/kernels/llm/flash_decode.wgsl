@@ -78,7 +78,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
       let s = i % BK;
       var d = 0.0;
       for (var c = 0u; c < HD4; c++) { d += dot(qs[g * HD4 + c], kvs[s * KS + c]); }
-      pe[i] = select(d, MASKED, kb + s >= kv_end);
+      pe[i] = select(cap_score(d), MASKED, kb + s >= kv_end);
     }
     workgroupBarrier();
     // every block holds at least one visible key (kb < kv_end), so each head's block max is

@@ -105,6 +105,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     for (var o = 1u; o < TPK; o *= 2u) {
       for (var x = 0u; x < U * G; x++) { s[x] += subgroupShuffleXor(s[x], o); }
     }
+    for (var x = 0u; x < U * G; x++) { s[x] = cap_score(s[x]); }
     for (var g = 0u; g < G; g++) {
       var bm = m[g];
       for (var u = 0u; u < U; u++) { bm = max(bm, select(MASKED, s[u * G + g], kb + u * KG + kg < kv_end)); }

@@ -35,7 +35,8 @@ struct P {
   split_len: u32,  // a multiple of BK
   n_splits: u32,   // splits per row in the partials' layout
   item0: u32,
-  window: u32,  // sliding window (attn_window.wgsl; 0: none)
+  window: u32,   // sliding window (attn_window.wgsl; 0: none)
+  softcap: f32,  // score soft-cap (attn_window.wgsl; 0: none)
 }
 @group(0) @binding(7) var<uniform> p: P;
 //!include "llm/attn_window.wgsl"

@@ -86,10 +86,9 @@ bool engine_runs(const ModelConfig& c) {
     case Architecture::Gemma3:
       // The engines' rope tables carry the scaled frequencies and YaRN's attention factor (the
       // sliding layers' table their own base: Gemma 3); LongRoPE (Phi-3's) is refused until its
-      // choice of factors is checked against transformers, soft-capped scores and logits (Gemma 2)
-      // until the attention kernels cap them.
+      // choice of factors is checked against transformers.
       return !c.embedding_model && !c.is_moe() && c.rope_scaling.type != RopeScalingType::LongRope &&
-             c.attn_logit_softcap == 0 && c.final_logit_softcap == 0 && c.norm != NormKind::LayerNorm;
+             c.norm != NormKind::LayerNorm;
     default: return false;
   }
 }
@@ -102,10 +101,9 @@ std::string engine_refusal(const ModelConfig& c) {
       !(a == Architecture::Llama || a == Architecture::Mistral || a == Architecture::Qwen2 ||
         a == Architecture::Qwen3 || a == Architecture::Gemma2 || a == Architecture::Gemma3))
     return arch + (c.is_moe() ? " (mixture of experts)" : "") + (c.embedding_model ? " (embeddings)" : "") +
-           " models are read (wgc inspect) but not run yet: the engines run llama, mistral, qwen2, qwen3 and gemma3 "
+           " models are read (wgc inspect) but not run yet: the engines run llama, mistral, qwen2, qwen3, gemma2 and "
+           "gemma3 "
            "language models";
-  if (c.attn_logit_softcap != 0 || c.final_logit_softcap != 0)
-    return arch + " with soft-capped attention scores or logits is read (wgc inspect) but not run yet";
   return arch + " with " + std::string(to_string(c.rope_scaling.type)) +
          " rope scaling is read (wgc inspect) but not run yet";
 }

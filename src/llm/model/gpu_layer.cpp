@@ -54,6 +54,7 @@ PlanFacts gpu_plan_facts(const LlmOps& ops, const LlamaWeights& w, int li, PlanM
   f.set(NextToken, mode == PlanMode::Decode && w.cfg.embedding_scale == 1.0);
   f.set(PostNorms, w.cfg.norm_placement == NormPlacement::Sandwich);
   f.set(GeluGlu, w.cfg.activation == Activation::GeluTanh);
+  f.set(FinalSoftcap, w.cfg.final_logit_softcap > 0);
   return f;
 }
 
@@ -128,10 +129,12 @@ void record_layer(const LlmOps& ops, Batch& b, std::span<const Step> steps, cons
   PagedAttentionPlan paged;
   p.attention.window = layer_window(w.cfg, li);
   p.attention.scale = float(w.cfg.attention_scale());
+  p.attention.softcap = float(w.cfg.attn_logit_softcap);
   if (pass.paged) {
     paged = *pass.paged;
     paged.args.window = p.attention.window;
     paged.args.scale = p.attention.scale;
+    paged.args.softcap = p.attention.softcap;
     p.paged = &paged;
   }
   const RopeTable& rope = pass.sliding_rope && w.cfg.layer_is_sliding(li) ? *pass.sliding_rope : global_rope;
@@ -175,6 +178,7 @@ void record_layer(const LlmOps& ops, Batch& b, std::span<const Step> steps, cons
         }
         break;
       case Op::Quantize: ops.quantize_q8(b, buf.f32(s.in), buf.q8(s.out), n); break;
+      case Op::Softcap: throw Error("wgc: layer plan: the soft-cap is an output step");
       case Op::NormAdd: ops.rms_norm_add(b, buf.f32(s.in), nw, buf.f32(s.out), n, int(w.hidden), eps); break;
       case Op::Glu:
         if (w.cfg.activation == Activation::GeluTanh) {

@@ -65,6 +65,7 @@ enum class Op : uint8_t {
   NormLinearGlu,    // Norm, Linear of Mat::GateUp and Glu
   AttentionLinear,  // one token's attention combined inside the o projection's matvec
   NormAdd,          // out += rms_norm(in) * w[norm] (Gemma's norms of the attention and MLP outputs)
+  Softcap,          // in place: x -> cap * tanh(x / cap), the final logit soft-cap (Gemma 2)
 };
 std::string_view to_string(Op o);
 
@@ -113,10 +114,11 @@ enum class Fact : uint8_t {
   NextToken,       // greedy decoding: the argmax's last pass may embed the next token
   AllBatchedQ8,    // serving: every matrix of the layer Q4_0/Q8_0 and the engine has 8-bit buffers
   // What the architecture asks (ModelConfig):
-  PostNorms,  // norms of the attention and MLP outputs before the residual add (Gemma's sandwich)
-  GeluGlu,    // the GLU's activation is GELU-tanh (Gemma): the SwiGLU fusions do not apply
+  PostNorms,     // norms of the attention and MLP outputs before the residual add (Gemma's sandwich)
+  GeluGlu,       // the GLU's activation is GELU-tanh (Gemma): the SwiGLU fusions do not apply
+  FinalSoftcap,  // the logits are soft-capped (Gemma 2)
 };
-inline constexpr size_t kFacts = size_t(Fact::GeluGlu) + 1;
+inline constexpr size_t kFacts = size_t(Fact::FinalSoftcap) + 1;
 std::string_view to_string(Fact f);
 
 struct PlanFacts {

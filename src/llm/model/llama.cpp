@@ -192,6 +192,7 @@ class GpuEngine final : public LlamaEngine {
         case Op::NormLinear:  // one token: no copy, no norm pass
           ops.rms_norm_linear(b, acts.x, w.norm, eps, output(), logits1);
           break;
+        case Op::Softcap: ops.softcap(b, logits1, vocab, float(cfg.final_logit_softcap)); break;
         default: throw Error("wgc: the output plan has a step this engine does not run: " + to_string(s));
       }
     }
@@ -332,6 +333,9 @@ class GpuEngine final : public LlamaEngine {
       record_layers(b, int(chunk.size()));
       ops.rms_norm(b, acts.x, w.norm, acts.h, int(chunk.size()), int(hidden), eps);
       ops.linear(b, output(), acts.h, logit_buf, int(chunk.size()));
+      for (const Step& s : prefill_plan.output)  // the plan's steps after the projection (Gemma 2's cap)
+        if (s.op == Op::Softcap)
+          ops.softcap(b, logit_buf, int64_t(chunk.size()) * vocab, float(cfg.final_logit_softcap));
       b.run();
       n_past_ += int(chunk.size());
       size_t at = out.size();

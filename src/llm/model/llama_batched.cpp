@@ -223,6 +223,8 @@ struct GpuBatched final : BatchedLlama::Impl {
         ops.rms_norm(b, acts.h, w.norm, last, m, int(w.hidden), w.eps);
       else if (st.op == Op::Linear && !st.q8_in)
         record_linear(ops, b, w.output_group, last, logits, m, w.vocab, false, lin);
+      else if (st.op == Op::Softcap)
+        ops.softcap(b, logits, int64_t(m) * w.vocab, float(w.cfg.final_logit_softcap));
       else
         throw Error("wgc: the serving engine's output plan has a step it does not run: " + to_string(st));
     }

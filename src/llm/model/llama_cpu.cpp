@@ -75,6 +75,7 @@ PlanFacts cpu_plan_facts(const CpuWeights& w) {
   f.set(Fact::QkNorm, w.cfg.qk_norm);
   f.set(Fact::PostNorms, w.cfg.norm_placement == NormPlacement::Sandwich);
   f.set(Fact::GeluGlu, w.cfg.activation == Activation::GeluTanh);
+  f.set(Fact::FinalSoftcap, w.cfg.final_logit_softcap > 0);
   return f;
 }
 
@@ -320,6 +321,7 @@ void CpuForward::run_layer(size_t li, int64_t n, std::span<const CpuSequence> se
           a.q = in.p + t * in.width + head * hd;
           a.head_dim = int(hd);
           a.scale = scale;
+          a.softcap = float(W.cfg.attn_logit_softcap);
           a.k = kc + kvh * hd;
           a.v = vc + kvh * hd;
           a.kv_stride = kv.row;
@@ -406,6 +408,8 @@ int64_t CpuForward::step(std::span<const CpuSequence> seqs, CpuKvCache& kv, int6
       rms_norm(last_.data(), W.norm, last_.data(), m, hidden, hidden);
     else if (st.op == Op::Linear)
       linear(W.output, last_.data(), hidden, m, out.data(), W.vocab, false);
+    else if (st.op == Op::Softcap)  // Gemma 2: cap * tanh(logit / cap)
+      for (float& x : out) x = float(W.cfg.final_logit_softcap * std::tanh(double(x) / W.cfg.final_logit_softcap));
     else
       throw Error("wgc: CPU engine: the output plan has a step it does not run: " + to_string(st));
   }

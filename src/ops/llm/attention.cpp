@@ -216,6 +216,7 @@ AttnDims attn_check(const KvLayer& c, const Tensor& q, const Tensor* out, const 
   need(a.n_tokens > 0 && a.start >= 0 && a.start + a.n_tokens <= c.max_ctx, op,
        "positions past max_ctx " + std::to_string(c.max_ctx));
   need(a.window >= 0, op, "window " + std::to_string(a.window) + " is negative");
+  need(a.softcap >= 0 && std::isfinite(a.softcap), op, "soft-cap " + std::to_string(a.softcap));
   d.G = a.n_heads / c.n_kv_heads;
   d.qs = a.q_stride < 0 ? int64_t(a.n_heads) * d.hd : a.q_stride;
   d.os = a.o_stride < 0 ? int64_t(a.n_heads) * d.hd : a.o_stride;
@@ -244,11 +245,11 @@ void LlmOps::attention_prefill(Batch& b, const KvLayer& c, const Tensor& q, cons
   if (Kernel k = attn_tiled_pf_kernel(d.hd)) {
     const uint32_t kv_len = u32(a.start + a.n_tokens);
     const Groups g{ceil_div(uint64_t(a.n_tokens) * uint64_t(d.G), 64), u32(c.n_kv_heads), 1};
-    b.dispatch(
-        k, {q, Arg(c.k), Arg(c.v), out},
-        Params(u32(a.n_tokens), u32(a.n_heads), u32(c.n_kv_heads), u32(c.max_ctx), u32(a.start), u32(d.qs),
-               u32(a.q_offset), u32(d.os), u32(a.o_offset), c.offset, d.scale, kv_len, 1u, 0u, 0u, u32(a.window)),
-        g);
+    b.dispatch(k, {q, Arg(c.k), Arg(c.v), out},
+               Params(u32(a.n_tokens), u32(a.n_heads), u32(c.n_kv_heads), u32(c.max_ctx), u32(a.start), u32(d.qs),
+                      u32(a.q_offset), u32(d.os), u32(a.o_offset), c.offset, d.scale, kv_len, 1u, 0u, 0u, u32(a.window),
+                      a.softcap),
+               g);
     return;
   }
   const uint32_t bq = 16;
@@ -256,7 +257,8 @@ void LlmOps::attention_prefill(Batch& b, const KvLayer& c, const Tensor& q, cons
   uint32_t total = u32(a.start + a.n_tokens);
   b.dispatch(k, {q, Arg(c.k), Arg(c.v), out, dummy_},
              Params(u32(a.n_tokens), u32(a.n_heads), u32(c.n_kv_heads), u32(c.max_ctx), u32(a.start), u32(d.qs),
-                    u32(a.q_offset), u32(d.os), u32(a.o_offset), c.offset, d.scale, total, 1u, 0u, 0u, u32(a.window)),
+                    u32(a.q_offset), u32(d.os), u32(a.o_offset), c.offset, d.scale, total, 1u, 0u, 0u, u32(a.window),
+                    a.softcap),
              {ceil_div(uint64_t(a.n_tokens) * uint64_t(d.G), bq), u32(c.n_kv_heads), 1});
 }
 
@@ -311,16 +313,17 @@ uint32_t LlmOps::attention_decode_pass(Batch& b, const KvLayer& c, const Tensor&
   const Tensor& pos = dyn ? a.start_from : dummy_;
   const uint32_t flag_dyn = dyn ? 1u : 0u;
   if (splits == 1 && out && !dyn) {
-    b.dispatch(k, {q, Arg(c.k), Arg(c.v), *out, pos},
-               Params(1u, u32(a.n_heads), u32(c.n_kv_heads), u32(c.max_ctx), u32(a.start), u32(d.qs), u32(a.q_offset),
-                      u32(d.os), u32(a.o_offset), c.offset, d.scale, split_len, 1u, 0u, flag_dyn, u32(a.window)),
-               g);
+    b.dispatch(
+        k, {q, Arg(c.k), Arg(c.v), *out, pos},
+        Params(1u, u32(a.n_heads), u32(c.n_kv_heads), u32(c.max_ctx), u32(a.start), u32(d.qs), u32(a.q_offset),
+               u32(d.os), u32(a.o_offset), c.offset, d.scale, split_len, 1u, 0u, flag_dyn, u32(a.window), a.softcap),
+        g);
     return 1;
   }
   part = make_tensor(ctx_, {int64_t(a.n_heads) * splits * (d.hd + 2)});
   b.dispatch(k, {q, Arg(c.k), Arg(c.v), part, pos},
              Params(1u, u32(a.n_heads), u32(c.n_kv_heads), u32(c.max_ctx), u32(a.start), u32(d.qs), u32(a.q_offset), 0u,
-                    0u, c.offset, d.scale, split_len, splits, 1u, flag_dyn, u32(a.window)),
+                    0u, c.offset, d.scale, split_len, splits, 1u, flag_dyn, u32(a.window), a.softcap),
              g);
   return splits;
 }

@@ -30,6 +30,13 @@ void LlmOps::add(Batch& b, const Tensor& x, const Tensor& y, int64_t n) const {
   b.dispatch(k, {x, y}, Params(u32(n), 1.f, 1.f), groups_1d(ctx_, ceil_div(uint64_t(n), 256)));
 }
 
+void LlmOps::softcap(Batch& b, const Tensor& y, int64_t n, float cap) const {
+  need_elems(y, n, "softcap", "y");
+  need(cap > 0 && std::isfinite(cap), "softcap", "cap " + std::to_string(cap));
+  Kernel k = kernel({"llm/softcap", {"llm/common.wgsl", "llm/softcap.wgsl"}});
+  b.dispatch(k, {y}, Params(u32(n), cap), groups_1d(ctx_, ceil_div(uint64_t(n), 256)));
+}
+
 void LlmOps::scale(Batch& b, const Tensor& y, int64_t n, float s) const {
   need_elems(y, n, "scale", "y");
   Kernel k = kernel({"llm/axpby", {"llm/common.wgsl", "llm/axpby.wgsl"}});

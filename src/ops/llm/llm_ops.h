@@ -149,7 +149,8 @@ struct AttentionArgs {
   float scale = 0;                      // 0: 1/sqrt(head_dim)
   // Sliding window: the query at position q sees keys q - window + 1 .. q (0: keys 0 .. q).
   int window = 0;
-  int splits = 0;  // decode: splits over the sequence (0: pick; at most kMaxDecodeSplits)
+  float softcap = 0;  // scaled scores s -> softcap * tanh(s / softcap) (Gemma 2; 0: none)
+  int splits = 0;     // decode: splits over the sequence (0: pick; at most kMaxDecodeSplits)
   // Decode: the position of the query token read from this u32 tensor (element 0) when the batch
   // runs instead of `start`, with a fixed number of splits (`splits`, or the most the cache
   // needs), so that one recorded step serves every position. `start` then only bounds the check.
@@ -173,6 +174,7 @@ struct PagedAttentionArgs {
   int64_t o_stride = -1, o_offset = 0;  // out likewise
   float scale = 0;                      // 0: 1/sqrt(head_dim)
   int window = 0;                       // sliding window as AttentionArgs::window (0: none)
+  float softcap = 0;                    // score soft-cap as AttentionArgs::softcap (0: none)
 };
 // What a batch's paged attention needs on the GPU, uploaded once per step and used by every
 // layer: the block tables, the sequences, the work items, and the positions (with the cache rows
@@ -389,6 +391,8 @@ class LlmOps {
   void add(Batch& b, const Tensor& x, const Tensor& y, int64_t n) const;
   // y *= s (n elements).
   void scale(Batch& b, const Tensor& y, int64_t n, float s) const;
+  // y = cap * tanh(y / cap) (n elements; Gemma 2's final logit soft-cap).
+  void softcap(Batch& b, const Tensor& y, int64_t n, float cap) const;
 
   // Writes the K and V rows of n_tokens new tokens, k_src[t * src_stride + k_off + h * hd + d]
   // (and v_src with v_off), into the cache at positions pos0 .. pos0 + n_tokens - 1.
