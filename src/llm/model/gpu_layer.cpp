@@ -50,7 +50,11 @@ PlanFacts gpu_plan_facts(const LlmOps& ops, const LlamaWeights& w, int li, PlanM
   f.set(FitsAttnQ8, mode == PlanMode::Decode ? w.hd % 32 == 0 : serve ? serving.paged_q8 : false);
   f.set(FitsGluQ8, w.ffn % 32 == 0);
   f.set(FitsLinearRope, serving.rope);
-  f.set(NextToken, mode == PlanMode::Decode);
+  // (the fused argmax writes the next token's embedding unscaled: not for Gemma's scaled one)
+  f.set(NextToken, mode == PlanMode::Decode && w.cfg.embedding_scale == 1.0);
+  f.set(PostNorms, w.cfg.norm_placement == NormPlacement::Sandwich);
+  f.set(GeluGlu, w.cfg.activation == Activation::GeluTanh);
+  f.set(FinalSoftcap, w.cfg.final_logit_softcap > 0);
   return f;
 }
 
@@ -112,8 +116,28 @@ struct Bufs {
 
 }  // namespace
 
+int layer_window(const ModelConfig& c, int li) {
+  return c.layer_is_sliding(li) ? int(std::min<int64_t>(*c.sliding_window, INT32_MAX)) : 0;
+}
+
 void record_layer(const LlmOps& ops, Batch& b, std::span<const Step> steps, const LlamaWeights& w, int li,
-                  const KvLayer& cache, const RopeTable& rope, const GpuActs& a, const GpuPass& p) {
+                  const KvLayer& cache, const RopeTable& global_rope, const GpuActs& a, const GpuPass& pass) {
+  // The layer's own attention arguments: its sliding window (Mistral: every layer; Gemma: some).
+  // Its scores' scale (Gemma: query_pre_attn_scalar) and its rope table (Gemma 3's sliding layers:
+  // their own base).
+  GpuPass p = pass;
+  PagedAttentionPlan paged;
+  p.attention.window = layer_window(w.cfg, li);
+  p.attention.scale = float(w.cfg.attention_scale());
+  p.attention.softcap = float(w.cfg.attn_logit_softcap);
+  if (pass.paged) {
+    paged = *pass.paged;
+    paged.args.window = p.attention.window;
+    paged.args.scale = p.attention.scale;
+    paged.args.softcap = p.attention.softcap;
+    p.paged = &paged;
+  }
+  const RopeTable& rope = pass.sliding_rope && w.cfg.layer_is_sliding(li) ? *pass.sliding_rope : global_rope;
   const Bufs buf{a, w};
   const int n = p.n;
   const float eps = w.eps;
@@ -154,8 +178,14 @@ void record_layer(const LlmOps& ops, Batch& b, std::span<const Step> steps, cons
         }
         break;
       case Op::Quantize: ops.quantize_q8(b, buf.f32(s.in), buf.q8(s.out), n); break;
+      case Op::Softcap: throw Error("wgc: layer plan: the soft-cap is an output step");
+      case Op::NormAdd: ops.rms_norm_add(b, buf.f32(s.in), nw, buf.f32(s.out), n, int(w.hidden), eps); break;
       case Op::Glu:
-        if (s.q8_out)
+        if (w.cfg.activation == Activation::GeluTanh) {
+          if (s.q8_out) throw Error("wgc: layer plan: no 8-bit GeGLU step (quantize after it)");
+          ops.swiglu(b, buf.f32(s.in), 2 * w.ffn, 0, buf.f32(s.in), 2 * w.ffn, w.ffn, buf.f32(s.out), n, int(w.ffn),
+                     w.ffn, true);
+        } else if (s.q8_out)
           ops.swiglu_q8(b, buf.f32(s.in), 2 * w.ffn, w.ffn, buf.q8(s.out), n);
         else
           ops.swiglu(b, buf.f32(s.in), 2 * w.ffn, 0, buf.f32(s.in), 2 * w.ffn, w.ffn, buf.f32(s.out), n, int(w.ffn));

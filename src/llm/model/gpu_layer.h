@@ -48,9 +48,13 @@ struct GpuPass {
   RopeKvArgs rope;                            // the tokens' positions and cache rows
   AttentionArgs attention;                    // one sequence
   const PagedAttentionPlan* paged = nullptr;  // serving
+  const RopeTable* sliding_rope = nullptr;    // the sliding layers' rope where it differs (Gemma 3)
 };
 
-// Records the steps of layer li's plan.
+// The sliding window of layer li's attention (0: none), as AttentionArgs::window counts it.
+int layer_window(const ModelConfig& c, int li);
+
+// Records the steps of layer li's plan (its attention through the layer's window).
 void record_layer(const LlmOps& ops, Batch& b, std::span<const Step> steps, const LlamaWeights& w, int li,
                   const KvLayer& cache, const RopeTable& rope, const GpuActs& a, const GpuPass& p);
 

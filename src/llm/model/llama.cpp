@@ -38,6 +38,7 @@ class GpuEngine final : public LlamaEngine {
   int64_t hidden = 0, vocab = 0;
   float eps = 1e-5f;
   RopeTable rope;
+  std::optional<RopeTable> sliding_rope;  // Gemma 3's sliding layers' (ModelConfig::sliding_rope_layer)
   KvCache kv;
   // The layer plans (layer_plan.h) of one-token and many-token passes, made from the weights and
   // the kernels' answers (again when the tuning changes).
@@ -78,6 +79,7 @@ class GpuEngine final : public LlamaEngine {
     make_plans();
 
     rope = make_llama_rope(ctx, cfg, max_ctx_);
+    if (const int64_t l = cfg.sliding_rope_layer(); l >= 0) sliding_rope = make_llama_rope(ctx, cfg, max_ctx_, l);
     kv = make_kv_cache(ctx, int(cfg.n_layers), int(w.nkv), max_ctx_, int(w.hd));
 
     const int64_t B = opt.max_batch;
@@ -126,6 +128,7 @@ class GpuEngine final : public LlamaEngine {
     if (embed) record_embedding(b, n, acts.x);
     GpuPass p;
     p.n = n;
+    p.sliding_rope = sliding_rope ? &*sliding_rope : nullptr;
     p.rope.n_tokens = n;  // q|k|v back to back in each qkv row
     p.rope.n_heads = int(w.nh);
     p.rope.stride = w.qkv_dim;
@@ -189,6 +192,7 @@ class GpuEngine final : public LlamaEngine {
         case Op::NormLinear:  // one token: no copy, no norm pass
           ops.rms_norm_linear(b, acts.x, w.norm, eps, output(), logits1);
           break;
+        case Op::Softcap: ops.softcap(b, logits1, vocab, float(cfg.final_logit_softcap)); break;
         default: throw Error("wgc: the output plan has a step this engine does not run: " + to_string(s));
       }
     }
@@ -232,6 +236,7 @@ class GpuEngine final : public LlamaEngine {
   // The embeddings of n tokens into out: one token's id is in out_id, more are in ids (upload_ids).
   void record_embedding(Batch& b, int n, const Tensor& out) {
     ops.embedding(b, w.embed, n == 1 ? out_id : ids, out, n);
+    if (cfg.embedding_scale != 1.0) ops.scale(b, out, int64_t(n) * hidden, float(cfg.embedding_scale));  // Gemma
   }
 
   // An upload is a copy the GPU runs before the next submit: skipped where next_token already
@@ -328,6 +333,9 @@ class GpuEngine final : public LlamaEngine {
       record_layers(b, int(chunk.size()));
       ops.rms_norm(b, acts.x, w.norm, acts.h, int(chunk.size()), int(hidden), eps);
       ops.linear(b, output(), acts.h, logit_buf, int(chunk.size()));
+      for (const Step& s : prefill_plan.output)  // the plan's steps after the projection (Gemma 2's cap)
+        if (s.op == Op::Softcap)
+          ops.softcap(b, logit_buf, int64_t(chunk.size()) * vocab, float(cfg.final_logit_softcap));
       b.run();
       n_past_ += int(chunk.size());
       size_t at = out.size();
@@ -479,6 +487,10 @@ std::vector<DispatchTiming> LlamaModel::profile_decode_step(int32_t token) {
 const LlamaWeights& LlamaModel::weights() const { return gpu_engine(*impl_, "the GPU weights").w; }
 const LlmOps& LlamaModel::ops() const { return gpu_engine(*impl_, "the GPU ops").ops; }
 const RopeTable& LlamaModel::rope() const { return gpu_engine(*impl_, "the GPU RoPE table").rope; }
+const RopeTable* LlamaModel::sliding_rope() const {
+  const auto& r = gpu_engine(*impl_, "the GPU RoPE table").sliding_rope;
+  return r ? &*r : nullptr;
+}
 const Context& LlamaModel::context() const { return gpu_engine(*impl_, "the GPU context").ctx; }
 
 }  // namespace wgc::llm

@@ -144,6 +144,7 @@ class LlamaModel {
   const LlamaWeights& weights() const;
   const LlmOps& ops() const;
   const RopeTable& rope() const;
+  const RopeTable* sliding_rope() const;  // the sliding layers' where it differs (Gemma 3), else null
   const Context& context() const;
   // CPU engine (wgc::Error on the GPU): the weights and the worker threads.
   std::shared_ptr<const CpuWeights> cpu_weights() const;

@@ -88,6 +88,7 @@ struct GpuBatched final : BatchedLlama::Impl {
   const LlamaWeights& w;
   const LlmOps& ops;
   const RopeTable& rope;
+  const RopeTable* sliding_rope;
   LinearVersion lin = LinearVersion::Auto;
   std::vector<KvLayer> pool;  // per layer: [n_kv][blocks * block_tokens][hd]
   uint64_t kv_total = 0;
@@ -96,7 +97,7 @@ struct GpuBatched final : BatchedLlama::Impl {
   GpuPlan plan;
 
   GpuBatched(LlamaModel& m, BatchedOptions o)
-      : Impl(o), ctx(m.context()), w(m.weights()), ops(m.ops()), rope(m.rope()) {
+      : Impl(o), ctx(m.context()), w(m.weights()), ops(m.ops()), rope(m.rope()), sliding_rope(m.sliding_rope()) {
     const std::string what = "wgc: serving engine: ";
     lin = opt.linear != LinearVersion::Auto ? opt.linear
           : ctx.adapter().is_cpu()          ? LinearVersion::Naive
@@ -177,9 +178,11 @@ struct GpuBatched final : BatchedLlama::Impl {
       if (seqs[i].feed_row >= 0)
         b.copy(top_ids, uint64_t(seqs[i].feed_row) * uint64_t(last_k) * 4, ids, uint64_t(ps[i].tok0) * 4, 4);
     ops.embedding(b, w.embed, ids, acts.x, n);
+    if (w.cfg.embedding_scale != 1.0) ops.scale(b, acts.x, int64_t(n) * w.hidden, float(w.cfg.embedding_scale));
     GpuPass pass;
     pass.n = n;
     pass.serve = true;
+    pass.sliding_rope = sliding_rope;
     pass.lin = lin;
     pass.rope.n_tokens = n;  // q|k|v back to back in each qkv row
     pass.rope.n_heads = int(w.nh);
@@ -220,6 +223,8 @@ struct GpuBatched final : BatchedLlama::Impl {
         ops.rms_norm(b, acts.h, w.norm, last, m, int(w.hidden), w.eps);
       else if (st.op == Op::Linear && !st.q8_in)
         record_linear(ops, b, w.output_group, last, logits, m, w.vocab, false, lin);
+      else if (st.op == Op::Softcap)
+        ops.softcap(b, logits, int64_t(m) * w.vocab, float(w.cfg.final_logit_softcap));
       else
         throw Error("wgc: the serving engine's output plan has a step it does not run: " + to_string(st));
     }

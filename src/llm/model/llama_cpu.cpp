@@ -73,6 +73,18 @@ PlanFacts cpu_plan_facts(const CpuWeights& w) {
   PlanFacts f;
   f.mode = PlanMode::Prefill;
   f.set(Fact::QkNorm, w.cfg.qk_norm);
+  f.set(Fact::PostNorms, w.cfg.norm_placement == NormPlacement::Sandwich);
+  f.set(Fact::GeluGlu, w.cfg.activation == Activation::GeluTanh);
+  f.set(Fact::FinalSoftcap, w.cfg.final_logit_softcap > 0);
+  return f;
+}
+
+// A norm weight as the engine multiplies by it: Gemma's Hugging Face files store w of x * (1 + w),
+// added here in f32 as transformers does (llama.cpp's converter adds it into its GGUF).
+std::vector<float> norm_weight(const ModelTensor& t, const ModelConfig& cfg) {
+  std::vector<float> f = to_f32(t);
+  if (cfg.norm == NormKind::RmsNormOnePlus)
+    for (float& x : f) x = 1.0f + x;
   return f;
 }
 
@@ -108,12 +120,12 @@ std::shared_ptr<const CpuWeights> load_cpu_weights(const ModelFile& f, std::opti
   if (!is_float_like(e.type))
     throw Error("wgc: " + f.path().string() + ": embeddings of type " + std::string(to_string(e.type)));
   w->output = group(*w, {cfg.tie_word_embeddings ? &e : &f.tensor("lm_head.weight")}, {});
-  w->norm = to_f32(f.tensor("model.norm.weight"));
+  w->norm = norm_weight(f.tensor("model.norm.weight"), cfg);
   for (int64_t i = 0; i < cfg.n_layers; ++i) {
     CpuLayer L;
     const LayerTensors lt = f.layer(i);
     for (NormW n : kLayerNorms)
-      if (const ModelTensor* t = lt[norm_tensor(n)]) L.norms[size_t(n)] = to_f32(*t);
+      if (const ModelTensor* t = lt[norm_tensor(n)]) L.norms[size_t(n)] = norm_weight(*t, cfg);
     for (Mat m : kLayerMats) {
       std::vector<const ModelTensor*> ts, biases;
       for (TensorRole r : mat_tensors(m)) ts.push_back(lt[r]);
@@ -145,7 +157,10 @@ CpuForward::CpuForward(std::shared_ptr<const CpuWeights> w, std::shared_ptr<cpu:
       max_tokens_(max_tokens),
       max_pos_(max_pos) {
   const CpuWeights& W = *w_;
-  rope_ = rope_cos_sin(W.cfg.rope_inv_freq(), max_pos);
+  // as make_llama_rope (and Gemma 3's sliding layers' own: sliding_rope_layer)
+  rope_ = rope_cos_sin(W.cfg.rope_inv_freq(-1, max_pos), max_pos, W.cfg.rope_attention_factor());
+  if (const int64_t l = W.cfg.sliding_rope_layer(); l >= 0)
+    sliding_rope_ = rope_cos_sin(W.cfg.rope_inv_freq(l, max_pos), max_pos, W.cfg.rope_attention_factor(l));
   const size_t T = size_t(max_tokens);
   x_.resize(T * size_t(W.hidden));
   h_.resize(T * size_t(W.hidden));
@@ -260,6 +275,12 @@ void CpuForward::run_layer(size_t li, int64_t n, std::span<const CpuSequence> se
     const Act in = act(st.in), out = act(st.out);
     switch (st.op) {
       case Op::Norm: rms_norm(in.p, L.norm(st.norm), out.p, n, W.hidden, in.width); break;
+      case Op::NormAdd:  // out += rms_norm(in) * w (Gemma's norms of the attention and MLP outputs)
+        rms_norm(in.p, L.norm(st.norm), in.p, n, W.hidden, in.width);
+        pool_->parallel_for(n, [&](int64_t t, int) {
+          for (int64_t i = 0; i < W.hidden; ++i) out.p[t * out.width + i] += in.p[t * in.width + i];
+        });
+        break;
       case Op::Linear: linear(L.mat(st.mat), in.p, in.width, n, out.p, out.width, st.accumulate); break;
       case Op::HeadNorm:  // per token: the q heads, then the k heads
         pool_->parallel_for(n, [&](int64_t t, int) {
@@ -272,7 +293,9 @@ void CpuForward::run_layer(size_t li, int64_t n, std::span<const CpuSequence> se
         pool_->parallel_for(n, [&](int64_t t, int) {
           float* row = in.p + t * in.width;
           const int64_t half = hd / 2;
-          const float* cs = rope_.data() + size_t(pos[size_t(t)]) * size_t(half) * 2;
+          const std::vector<float>& table =
+              !sliding_rope_.empty() && W.cfg.layer_is_sliding(int64_t(li)) ? sliding_rope_ : rope_;
+          const float* cs = table.data() + size_t(pos[size_t(t)]) * size_t(half) * 2;
           for (int64_t head = 0; head < nh + nkv; ++head) {
             float* v = row + head * hd;
             for (int64_t i = 0; i < half; ++i) {
@@ -288,7 +311,9 @@ void CpuForward::run_layer(size_t li, int64_t n, std::span<const CpuSequence> se
         break;
       case Op::Attention: {  // per token and head
         const int64_t group = nh / nkv;
-        const float scale = 1.f / std::sqrt(float(hd));
+        const float scale = float(W.cfg.attention_scale());  // 1/sqrt(head_dim or query_pre_attn_scalar)
+        // the layer's sliding window (Mistral: every layer; Gemma: some): keys pos - window + 1 .. pos
+        const int64_t window = W.cfg.layer_is_sliding(int64_t(li)) ? *W.cfg.sliding_window : 0;
         pool_->parallel_for(n * nh, [&](int64_t i, int th) {
           const int64_t t = i / nh, head = i % nh, kvh = head / group;
           const CpuSequence& s = seqs[size_t(seq_of[size_t(t)])];
@@ -296,12 +321,14 @@ void CpuForward::run_layer(size_t li, int64_t n, std::span<const CpuSequence> se
           a.q = in.p + t * in.width + head * hd;
           a.head_dim = int(hd);
           a.scale = scale;
+          a.softcap = float(W.cfg.attn_logit_softcap);
           a.k = kc + kvh * hd;
           a.v = vc + kvh * hd;
           a.kv_stride = kv.row;
           a.blocks = s.blocks.data();
           a.block = block;
           a.len = pos[size_t(t)] + 1;
+          a.first = window > 0 ? std::max<int64_t>(0, a.len - window) : 0;
           a.scores = scores_[size_t(th)].data();
           a.out = out.p + t * out.width + head * hd;
           k_.attend(a);
@@ -311,7 +338,15 @@ void CpuForward::run_layer(size_t li, int64_t n, std::span<const CpuSequence> se
       case Op::Glu:
         pool_->parallel_for(n, [&](int64_t t, int) {
           const float* g = in.p + t * in.width;
-          k_.swiglu(g, g + ffn, out.p + t * out.width, ffn);
+          if (W.cfg.activation == Activation::GeluTanh) {  // GeGLU (Gemma): gelu_pytorch_tanh(g) * u
+            float* o = out.p + t * out.width;
+            for (int64_t i = 0; i < ffn; ++i) {
+              const float x = g[i];
+              o[i] = 0.5f * x * (1.f + std::tanh(0.7978845608028654f * (x + 0.044715f * x * x * x))) * g[ffn + i];
+            }
+          } else {
+            k_.swiglu(g, g + ffn, out.p + t * out.width, ffn);
+          }
         });
         break;
       default: throw Error("wgc: CPU engine: the layer plan has a step it does not run: " + to_string(st));
@@ -343,6 +378,10 @@ int64_t CpuForward::step(std::span<const CpuSequence> seqs, CpuKvCache& kv, int6
   pool_->parallel_for(n, [&](int64_t t, int) {
     dequantize(W.embed_type, W.embed_bytes.subspan(size_t(ids[size_t(t)]) * embed_row, embed_row),
                std::span<float>(x_.data() + t * hidden, size_t(hidden)));
+    if (W.cfg.embedding_scale != 1.0) {  // Gemma: times f32(sqrt(hidden))
+      const float s = float(W.cfg.embedding_scale);
+      for (int64_t i = 0; i < hidden; ++i) x_[size_t(t * hidden + i)] *= s;
+    }
   });
 
   for (size_t li = 0; li < W.layers.size(); ++li) run_layer(li, n, seqs, seq_of, pos, kv, block);
@@ -369,6 +408,8 @@ int64_t CpuForward::step(std::span<const CpuSequence> seqs, CpuKvCache& kv, int6
       rms_norm(last_.data(), W.norm, last_.data(), m, hidden, hidden);
     else if (st.op == Op::Linear)
       linear(W.output, last_.data(), hidden, m, out.data(), W.vocab, false);
+    else if (st.op == Op::Softcap)  // Gemma 2: cap * tanh(logit / cap)
+      for (float& x : out) x = float(W.cfg.final_logit_softcap * std::tanh(double(x) / W.cfg.final_logit_softcap));
     else
       throw Error("wgc: CPU engine: the output plan has a step it does not run: " + to_string(st));
   }

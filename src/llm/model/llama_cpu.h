@@ -114,7 +114,8 @@ class CpuForward {
   const cpu::Kernels& k_;
   std::shared_ptr<cpu::ThreadPool> pool_;
   int max_tokens_ = 0, max_pos_ = 0;
-  std::vector<float> rope_;  // [max_pos][hd/2] (cos, sin)
+  std::vector<float> rope_;          // [max_pos][hd/2] (cos, sin)
+  std::vector<float> sliding_rope_;  // the sliding layers' where it differs (Gemma 3; empty: none)
   std::vector<float> x_, h_, qkv_, attn_, gu_, act_, last_;
   cpu::Q8Buffer xq_;
   std::vector<std::vector<std::byte>> scratch_;  // per thread: linear scratch, attention scores

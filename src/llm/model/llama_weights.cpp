@@ -138,8 +138,12 @@ LinearGroup upload_group(const Context& ctx, const std::vector<const ModelTensor
   return g;
 }
 
-Tensor upload_f32(const Context& ctx, const ModelTensor& t) {
+// A norm weight as the kernels multiply by it: Gemma's files (Hugging Face) store w of x * (1 + w),
+// added here in f32 as transformers does (llama.cpp's converter adds it into its GGUF).
+Tensor upload_norm(const Context& ctx, const ModelTensor& t, const ModelConfig& cfg) {
   auto f = to_f32(t);
+  if (cfg.norm == NormKind::RmsNormOnePlus)
+    for (float& x : f) x = 1.0f + x;
   return make_tensor(ctx, {int64_t(f.size())}, f);
 }
 
@@ -192,12 +196,12 @@ LlamaWeights upload_llama_weights(const Context& ctx, const ModelFile& f, std::o
     w.lm_head = g.parts[0];
     note_type(g);
   }
-  w.norm = upload_f32(ctx, f.tensor("model.norm.weight"));
+  w.norm = upload_norm(ctx, f.tensor("model.norm.weight"), cfg);
   for (int64_t i = 0; i < cfg.n_layers; ++i) {
     LlamaLayer L;
     const LayerTensors lt = f.layer(i);
     for (NormW n : kLayerNorms)
-      if (const ModelTensor* t = lt[norm_tensor(n)]) L.norms[size_t(n)] = upload_f32(ctx, *t);
+      if (const ModelTensor* t = lt[norm_tensor(n)]) L.norms[size_t(n)] = upload_norm(ctx, *t, cfg);
     for (Mat m : kLayerMats) {
       std::vector<const ModelTensor*> ts, biases;
       for (TensorRole r : mat_tensors(m)) ts.push_back(lt[r]);
@@ -290,8 +294,11 @@ void check_llama_context(const Context& ctx, const ModelConfig& cfg, int64_t max
   check_fits(ctx, product({max_ctx, cfg.head_dim, 4}), what + ": the rope table", true);
 }
 
-RopeTable make_llama_rope(const Context& c, const ModelConfig& cfg, int max_pos) {
-  return make_rope_table(c, cfg.rope_inv_freq(), int(cfg.head_dim), max_pos);
+RopeTable make_llama_rope(const Context& c, const ModelConfig& cfg, int max_pos, int64_t layer) {
+  // LongRoPE's factors by the context size (as llama.cpp; transformers picks them by the length of
+  // each pass: the same while the context stays within original_max_position_embeddings).
+  return make_rope_table(c, cfg.rope_inv_freq(layer, max_pos), int(cfg.head_dim), max_pos,
+                         cfg.rope_attention_factor(layer));
 }
 
 namespace {

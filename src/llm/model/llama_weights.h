@@ -83,8 +83,9 @@ bool group_batched_q8(const LinearGroup& g);
 // memory). Checked before anything is uploaded or built.
 void check_llama_context(const Context& ctx, const ModelConfig& cfg, int64_t max_ctx, const std::string& file);
 
-// cos/sin of f32(pos) * inv_freq for positions < max_pos (an f32 product, as transformers computes it).
-RopeTable make_llama_rope(const Context& ctx, const ModelConfig& cfg, int max_pos);
+// cos/sin of f32(pos) * inv_freq for positions < max_pos (an f32 product, as transformers computes it),
+// of layer `layer`'s rope (-1: the global layers').
+RopeTable make_llama_rope(const Context& ctx, const ModelConfig& cfg, int max_pos, int64_t layer = -1);
 
 // Why the model cannot run on ctx's GPU with this context length and batch ("" when it can): a
 // weight buffer (a matrix as uploaded: Q|K|V and gate|up fused), the KV cache or the logits larger

@@ -413,6 +413,11 @@ SynthModel::SynthModel(const ModelShape& shape, TensorType type, uint64_t seed) 
     w.add_string(k("rope.scaling.type"), "linear");
     w.add_f32(k("rope.scaling.factor"), float(s.rope_linear_factor));
   }
+  if (s.rope_yarn_factor > 0) {  // as convert_hf_to_gguf.py writes YaRN (Qwen2.5, DeepSeek)
+    w.add_string(k("rope.scaling.type"), "yarn");
+    w.add_f32(k("rope.scaling.factor"), float(s.rope_yarn_factor));
+    w.add_u32(k("rope.scaling.original_context_length"), uint32_t(s.rope_original_context));
+  }
   if (s.attn_softcap > 0) w.add_f32(k("attn_logit_softcapping"), float(s.attn_softcap));
   if (s.final_softcap > 0) w.add_f32(k("final_logit_softcapping"), float(s.final_softcap));
   if (s.n_experts) {

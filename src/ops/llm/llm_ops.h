@@ -34,12 +34,14 @@ struct KernelSpec;  // ops/llm/kernel_spec.h (internal)
 // ---- RoPE tables ---------------------------------------------------------------------------
 // (cos, sin) of angle = f32(pos) * f32(inv_freq[i]) (an f32 product, as transformers), for
 // pos < max_pos: tensor [max_pos][inv_freq.size()] of vec2<f32>. inv_freq: the model's
-// frequencies (ModelConfig::rope_inv_freq(), with its scaling), at most head_dim / 2 of them.
+// frequencies (ModelConfig::rope_inv_freq(), with its scaling), at most head_dim / 2 of them;
+// cos and sin times `factor` (ModelConfig::rope_attention_factor(): YaRN, LongRoPE).
 struct RopeTable {
   Tensor cos_sin;
   int head_dim = 0, max_pos = 0;
 };
-RopeTable make_rope_table(const Context& ctx, std::span<const double> inv_freq, int head_dim, int max_pos);
+RopeTable make_rope_table(const Context& ctx, std::span<const double> inv_freq, int head_dim, int max_pos,
+                          double factor = 1.0);
 
 // ---- KV cache ------------------------------------------------------------------------------
 // One layer's cache: k and v f32 tensors holding [n_kv_heads][max_ctx][head_dim] starting at
@@ -145,7 +147,10 @@ struct AttentionArgs {
   int64_t q_stride = -1, q_offset = 0;  // q[t * q_stride + q_offset + h * hd + d] (-1: n_heads*hd)
   int64_t o_stride = -1, o_offset = 0;  // out likewise
   float scale = 0;                      // 0: 1/sqrt(head_dim)
-  int splits = 0;                       // decode: splits over the sequence (0: pick; at most kMaxDecodeSplits)
+  // Sliding window: the query at position q sees keys q - window + 1 .. q (0: keys 0 .. q).
+  int window = 0;
+  float softcap = 0;  // scaled scores s -> softcap * tanh(s / softcap) (Gemma 2; 0: none)
+  int splits = 0;     // decode: splits over the sequence (0: pick; at most kMaxDecodeSplits)
   // Decode: the position of the query token read from this u32 tensor (element 0) when the batch
   // runs instead of `start`, with a fixed number of splits (`splits`, or the most the cache
   // needs), so that one recorded step serves every position. `start` then only bounds the check.
@@ -168,6 +173,8 @@ struct PagedAttentionArgs {
   int64_t q_stride = -1, q_offset = 0;  // q[t * q_stride + q_offset + h * hd + d] (-1: n_heads*hd)
   int64_t o_stride = -1, o_offset = 0;  // out likewise
   float scale = 0;                      // 0: 1/sqrt(head_dim)
+  int window = 0;                       // sliding window as AttentionArgs::window (0: none)
+  float softcap = 0;                    // score soft-cap as AttentionArgs::softcap (0: none)
 };
 // What a batch's paged attention needs on the GPU, uploaded once per step and used by every
 // layer: the block tables, the sequences, the work items, and the positions (with the cache rows
@@ -326,6 +333,8 @@ class LlmOps {
   // y[r * n + i] = x[r * n + i] / sqrt(mean(x[r]^2) + eps) * w[i] (x, w, y f32; y != x).
   void rms_norm(Batch& b, const Tensor& x, const Tensor& w, const Tensor& y, int rows, int n, float eps,
                 RmsNormVersion v = RmsNormVersion::Auto) const;
+  // The same added to y: y[r * n + i] += ... (Gemma's norms of the attention and MLP outputs).
+  void rms_norm_add(Batch& b, const Tensor& x, const Tensor& w, const Tensor& y, int rows, int n, float eps) const;
 
   // In place: each head vector x[t * stride + offset + h * head_dim + i] (h < n_heads) is
   // RMS-normalised and scaled by w[i] (Qwen 3's q_norm / k_norm inside a fused QKV row).
@@ -372,13 +381,16 @@ class LlmOps {
                          const Tensor& qkv, const RopeTable& table, const KvLayer& cache, const RopeKvArgs& a) const;
 
   // out[t * out_stride + i] = silu(g) * u, g = gate[t * g_stride + g_off + i],
-  // u = up[t * u_stride + u_off + i], i < n (gate and up may be one gate|up tensor).
+  // u = up[t * u_stride + u_off + i], i < n (gate and up may be one gate|up tensor); gelu: GELU-tanh
+  // instead of silu (GeGLU: Gemma).
   void swiglu(Batch& b, const Tensor& gate, int64_t g_stride, int64_t g_off, const Tensor& up, int64_t u_stride,
-              int64_t u_off, const Tensor& out, int n_tokens, int n, int64_t out_stride = -1) const;
+              int64_t u_off, const Tensor& out, int n_tokens, int n, int64_t out_stride = -1, bool gelu = false) const;
   // y += x (n elements).
   void add(Batch& b, const Tensor& x, const Tensor& y, int64_t n) const;
   // y *= s (n elements).
   void scale(Batch& b, const Tensor& y, int64_t n, float s) const;
+  // y = cap * tanh(y / cap) (n elements; Gemma 2's final logit soft-cap).
+  void softcap(Batch& b, const Tensor& y, int64_t n, float cap) const;
 
   // Writes the K and V rows of n_tokens new tokens, k_src[t * src_stride + k_off + h * hd + d]
   // (and v_src with v_off), into the cache at positions pos0 .. pos0 + n_tokens - 1.
@@ -439,6 +451,9 @@ class LlmOps {
   void row_logsumexp(Batch& b, const Tensor& logits, int rows, int64_t n, const Tensor& out) const;
 
  private:
+  // rms_norm and rms_norm_add (accumulate: y +=).
+  void rms_norm_pass(Batch& b, const Tensor& x, const Tensor& w, const Tensor& y, int rows, int n, float eps,
+                     RmsNormVersion v, bool accumulate) const;
   // The pipeline of a kernel variant (KernelSpec: every family's variant struct makes one),
   // compiled once per LlmOps.
   Kernel kernel(const KernelSpec& s) const;

@@ -33,6 +33,8 @@ PagedAttentionPlan LlmOps::plan_paged_attention(const std::vector<PagedSequence>
   need(a.block > 0, op, "block must be positive");
   need(a.split_len >= 16 && a.split_len % 16 == 0, op,
        "split_len " + std::to_string(a.split_len) + " is not a positive multiple of 16");
+  need(a.window >= 0, op, "window " + std::to_string(a.window) + " is negative");
+  need(a.softcap >= 0 && std::isfinite(a.softcap), op, "soft-cap " + std::to_string(a.softcap));
   PagedAttentionPlan pl;
   pl.args = a;
   pl.n_seqs = int(seqs.size());
@@ -162,7 +164,7 @@ void LlmOps::paged_attention_partials(Batch& b, const KvLayer& c, const Tensor& 
                        {{"HD", hd}, {"TPQ", tpq}, {"BQ", bq}, {"PF", pf ? 1 : 0}, {"KP", kp}}});
     b.dispatch(k, {q, Arg(c.k), Arg(c.v), pl.tables, pl.seqs, pl.items, pl.partials},
                Params(u32(a.n_heads), u32(a.n_kv_heads), u32(c.max_ctx), u32(a.block), u32(qs), u32(a.q_offset), scale,
-                      u32(a.split_len), pl.n_splits, item0),
+                      u32(a.split_len), pl.n_splits, item0, u32(a.window), a.softcap),
                {n_items, u32(a.n_kv_heads), pl.n_splits});
   };
   dispatch(pl.decode_bq, dec_tpq, dec_pf, 0, pl.decode_items);
