@@ -111,7 +111,8 @@ TEST(SynthArch, ReadBackThroughModelConfigAndTheReference) {
       EXPECT_FALSE(c.causal);
       EXPECT_EQ(c.type_vocab_size, 2);
     }
-    EXPECT_EQ(engine_runs(c), want.arch == Architecture::Llama);
+    EXPECT_EQ(engine_runs(c), want.arch == Architecture::Llama || want.arch == Architecture::Mixtral ||
+                                  want.arch == Architecture::Qwen3Moe);
     // Experts come out of the merged tensors one by one, as views.
     if (s.n_experts) {
       ModelTensor e3 = role_tensor(f, TensorRole::ExpertsDown, 1, 3);

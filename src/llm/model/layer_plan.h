@@ -41,6 +41,9 @@ inline constexpr NormW kLayerNorms[] = {NormW::Attn, NormW::Mlp, NormW::Q, NormW
 // The file's tensors behind a layer's matrix group (its matrices' outputs side by side), their
 // biases (empty: the group never has any), and behind a layer's norm weight.
 std::vector<TensorRole> mat_tensors(Mat m);
+// The same for a layer that may be a mixture of experts: its GateUp and Down are the shared
+// expert's (Qwen2-MoE; absent in the file otherwise).
+std::vector<TensorRole> layer_mat_tensors(Mat m, bool moe);
 std::vector<TensorRole> mat_biases(Mat m);
 TensorRole norm_tensor(NormW n);
 
@@ -63,6 +66,10 @@ enum class Op : uint8_t {
   LinearGlu,        // Linear of Mat::GateUp and Glu
   NormLinearGlu,    // Norm, Linear of Mat::GateUp and Glu
   AttentionLinear,  // one token's attention combined inside the o projection's matvec
+  // Mixture of experts (the MLP of an MoE layer): out += the routed experts' SwiGLU MLPs of in,
+  // weighted by the router (and the shared expert's, gated, where the model has one). The
+  // engines run the router, the top-k and the grouping of tokens by expert themselves.
+  Moe,
 };
 std::string_view to_string(Op o);
 
@@ -110,8 +117,9 @@ enum class Fact : uint8_t {
   FitsLinearRope,  // the batched QKV linear with RoPE in its epilogue (head_dim)
   NextToken,       // greedy decoding: the argmax's last pass may embed the next token
   AllBatchedQ8,    // serving: every matrix of the layer Q4_0/Q8_0 and the engine has 8-bit buffers
+  Moe,             // the layer's MLP is a mixture of experts
 };
-inline constexpr size_t kFacts = size_t(Fact::AllBatchedQ8) + 1;
+inline constexpr size_t kFacts = size_t(Fact::Moe) + 1;
 std::string_view to_string(Fact f);
 
 struct PlanFacts {
