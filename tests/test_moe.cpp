@@ -39,7 +39,7 @@ Route ref_route(const std::vector<float>& logits, int n, int E, int stride, int 
   for (int t = 0; t < n; ++t) {
     const float* l = logits.data() + size_t(t) * size_t(stride);
     auto key = [&](int e) { return std::isnan(l[e]) ? -INFINITY : double(l[e]); };
-    std::vector<int> o(size_t(E));
+    std::vector<int> o(static_cast<size_t>(E));
     std::iota(o.begin(), o.end(), 0);
     std::stable_sort(o.begin(), o.end(), [&](int a, int b) { return key(a) > key(b); });
     double mx = key(o[0]), sum = 0, sel = 0;

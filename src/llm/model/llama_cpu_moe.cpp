@@ -47,7 +47,7 @@ void CpuForward::moe(const CpuLayer& L, const float* h, float* x, int64_t n) {
   for (int64_t t = 0; t < n; ++t)
     cpu_moe::route(moe_logits_.data() + t * ls, E, k, m.norm_topk, ids.data() + t * k, wts.data() + t * k);
   // The pairs (token, slot) of each expert, in token order.
-  std::vector<std::vector<int64_t>> pairs(size_t(E));
+  std::vector<std::vector<int64_t>> pairs(static_cast<size_t>(E));
   for (int64_t q = 0; q < n * k; ++q) pairs[size_t(ids[size_t(q)])].push_back(q);
   for (int64_t e = 0; e < E; ++e) {
     const auto& ps = pairs[size_t(e)];
