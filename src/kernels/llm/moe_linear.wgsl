@@ -42,7 +42,11 @@ fn main(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wid: v
   let e = tiles[1u + 3u * wid.x];
   let s = tiles[2u + 3u * wid.x];
   let cnt = tiles[3u + 3u * wid.x];
-  if (tid < TT) { pair[tid] = select(0u, order[s + tid], tid < cnt); }
+  if (tid < cnt) {
+    pair[tid] = order[s + tid];
+  } else if (tid < TT) {
+    pair[tid] = 0u;
+  }
   let g = tid / KL;
   let lane = tid % KL;
   let rl = (wid.y * RG + g) * TR;
