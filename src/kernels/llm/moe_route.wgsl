@@ -34,7 +34,7 @@ fn after(v: f32, e: u32, pv: f32, pe: u32) -> bool { return v < pv || (v == pv &
 // lowest float, so it comes last and weighs exp(-huge) = 0.
 fn logit(i: u32) -> f32 {
   let v = logits[i];
-  return select(v, -3.4028235e38, (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u);
+  return select(v, bitcast<f32>(0xff7fffffu), (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u);
 }
 
 @compute @workgroup_size(WG)
