@@ -105,12 +105,22 @@ TEST(MoeOps, RouteMatchesReferenceWithTiesAndNaN) {
 }
 
 TEST(MoeOps, GroupedLinearMatchesReferenceForEveryWeightType) {
-  const int n = 11, k = 2, E = 5;
+  const int k = 2, E = 5;
   const int64_t rows = 37;  // not a multiple of a workgroup's 32 rows
-  auto logits = test::random_floats(size_t(n * E), 21);
-  for (TensorType type : kGpuTensorTypes) {
+  // 11 tokens: tiles of several pairs; one: the one-pair kernel.
+  for (auto [n, type] : std::vector<std::pair<int, TensorType>>{{11, TensorType::F32},
+                                                                {11, TensorType::F16},
+                                                                {11, TensorType::BF16},
+                                                                {11, TensorType::Q8_0},
+                                                                {11, TensorType::Q4_0},
+                                                                {11, TensorType::Q4_K},
+                                                                {11, TensorType::Q6_K},
+                                                                {1, TensorType::Q4_0},
+                                                                {1, TensorType::Q6_K},
+                                                                {1, TensorType::F16}}) {
+    auto logits = test::random_floats(size_t(n * E), 21);
     const int64_t cols = (type == TensorType::Q4_K || type == TensorType::Q6_K) ? 512 : 96;
-    const std::string what = std::string(to_string(type));
+    const std::string what = std::string(to_string(type)) + " x" + std::to_string(n);
     MoeRouting r = check_route(logits, n, E, E, k, true, what);
     auto wf = test::random_floats(size_t(E * rows * cols), 22);
     std::vector<std::byte> bytes(ggml_bytes(type, E * rows, cols));
@@ -192,6 +202,24 @@ TEST(MoePlan, MoeLayersTakeTheMoeStepInEveryMode) {
     f.off = {"moe"};
     EXPECT_THROW(plan_layer(f), wgc::Error);
   }
+}
+
+// The engines take Mixtral, Qwen2-MoE and Qwen3-MoE; OLMoE (q/k norms over all heads) is refused,
+// saying why.
+TEST(MoePlan, EnginesRunTheMoeArchitecturesAndSayWhyNotOlmoe) {
+  ModelConfig c;
+  c.n_experts = 8;
+  c.n_experts_used = 2;
+  for (Architecture a : {Architecture::Mixtral, Architecture::Qwen2Moe, Architecture::Qwen3Moe}) {
+    c.architecture = a;
+    EXPECT_TRUE(engine_runs(c)) << to_string(a);
+    EXPECT_EQ(engine_refusal(c), "") << to_string(a);
+  }
+  c.architecture = Architecture::Olmoe;
+  c.qk_norm_whole = true;
+  EXPECT_FALSE(engine_runs(c));
+  EXPECT_NE(engine_refusal(c).find("olmoe (q/k norms over all heads) models are read"), std::string::npos)
+      << engine_refusal(c);
 }
 
 namespace {

@@ -22,13 +22,16 @@ namespace {
 constexpr uint32_t kMoeKl = 8, kMoeWg = 64, kMoeXt = 256;
 constexpr uint32_t kMoeRowsPerGroup = 4;
 
+// moe_linear.wgsl's variant: the weight type and the pairs per workgroup it holds sums for (TT:
+// kMoeTileTokens, or 1 for one token, whose k experts are distinct, so every tile holds one pair;
+// TT never changes a result).
 struct MoeLinearVariant {
   TensorType type = TensorType::F32;
+  uint32_t tt = kMoeTileTokens;
   KernelSpec spec() const {
-    return {"llm/moe_linear/" + str(type) + "/" + shape_tag({kMoeTileTokens, kMoeWg, kMoeKl, kMoeXt}),
+    return {"llm/moe_linear/" + str(type) + "/" + shape_tag({tt, kMoeWg, kMoeKl, kMoeXt}),
             {"llm/common.wgsl", "llm/weights/" + str(type) + ".wgsl", "llm/moe_linear.wgsl"},
-            prelude_u32("TT", kMoeTileTokens) + prelude_u32("WG", kMoeWg) + prelude_u32("KL", kMoeKl) +
-                prelude_u32("XT", kMoeXt)};
+            prelude_u32("TT", tt) + prelude_u32("WG", kMoeWg) + prelude_u32("KL", kMoeKl) + prelude_u32("XT", kMoeXt)};
   }
 };
 
@@ -86,7 +89,9 @@ void LlmOps::moe_linear(Batch& b, const GpuWeight& w, int64_t rows, const Tensor
   const int64_t pairs = int64_t(n_tokens) * r.k, x_rows = x_per_pair ? pairs : n_tokens;
   need_elems(x, (x_rows - 1) * x_stride + w.cols, op, "x");
   need_elems(y, (pairs - 1) * y_stride + y_off + rows, op, "y");
-  const uint64_t smem = uint64_t(kMoeTileTokens) * (kMoeXt / 4 + kMoeXt / 32) * 16;
+  const uint32_t tt = n_tokens == 1 ? 1 : kMoeTileTokens;
+  const uint64_t smem =
+      std::max<uint64_t>(uint64_t(tt) * (kMoeXt / 4 + kMoeXt / 32) * 16, uint64_t(kMoeWg) * std::min(tt, 4u) * 16);
   need(smem <= caps_.workgroup_storage && kMoeWg <= max_wg_, op,
        std::to_string(smem) + " bytes of workgroup memory and " + std::to_string(kMoeWg) +
            " invocations, beyond the adapter's");
@@ -94,7 +99,7 @@ void LlmOps::moe_linear(Batch& b, const GpuWeight& w, int64_t rows, const Tensor
   const uint64_t row_tiles = ceil_div(uint64_t(rows), kMoeWg / kMoeKl * kMoeRowsPerGroup);
   const uint64_t most = ctx_.limits().max_compute_workgroups_per_dimension;
   need(tiles <= most && row_tiles <= most, op, "too many tokens or rows for one dispatch");
-  Kernel k = kernel(MoeLinearVariant{w.type}.spec());
+  Kernel k = kernel(MoeLinearVariant{w.type, tt}.spec());
   b.dispatch(k, {w.data, w.scales, x, r.order, r.tiles, y},
              Params(u32(rows), u32(w.cols), u32(x_stride), u32(x_per_pair ? 1 : r.k), u32(y_stride), u32(y_off)),
              {u32(tiles), u32(row_tiles), 1});
