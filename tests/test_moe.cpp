@@ -444,3 +444,27 @@ TEST(MoeEngines, MatchTransformersFixtures) {
   }
   if (!checked) GTEST_SKIP() << "no MoE fixtures in tests/data/arch (scripts/make_arch_fixtures.py makes them)";
 }
+
+// Through the CLI: `wgc bench --ops llm.moe` checks every case against the CPU reference, and
+// `wgc generate` runs a synthetic Qwen3-MoE file (f32) greedily on both engines to the same tokens.
+TEST(MoeCli, BenchChecksAndGenerateRunsOnBothEngines) {
+  const auto bench = test::run_cli("bench --quick --ops llm.moe");
+  ASSERT_EQ(bench.rc, 0) << bench.err;
+  size_t ok = 0;
+  for (size_t at = bench.out.find("llm.moe"); at != std::string::npos; at = bench.out.find("llm.moe", at + 1)) {
+    const size_t eol = bench.out.find('\n', at);
+    EXPECT_EQ(bench.out.substr(eol - 2, 2), "ok") << bench.out.substr(at, eol - at);
+    ++ok;
+  }
+  EXPECT_EQ(ok, 8u) << bench.out;
+  const fs::path model = write_moe(moe_shape("qwen3-30b-a3b"), TensorType::F32, "cli-qwen3moe");
+  std::string text[2];
+  for (int i = 0; i < 2; ++i) {
+    const auto r = test::run_cli("generate --model " + test::quote(model.string()) +
+                                 " --prompt hello -n 6 --temp 0 --backend " + (i ? "cpu" : "cpu-vulkan"));
+    ASSERT_EQ(r.rc, 0) << r.err;
+    text[i] = r.out;
+  }
+  EXPECT_FALSE(text[0].empty());
+  EXPECT_EQ(text[0], text[1]);
+}
