@@ -1,7 +1,7 @@
 // `wgc bench --ops llm.moe`: the routed experts' linear (moe_linear.wgsl) at Qwen3-30B-A3B's expert
 // shapes (128 experts, 8 per token: gate|up 1536 x 2048 and down 2048 x 768 per expert) for one
 // token (decode: the rate is the bytes of the 8 experts it reads) and 512 tokens (prefill: every
-// expert's rows once per tile of 8 pairs; rate in FLOPs), the routing (moe_route.wgsl) recorded
+// expert's rows once; rate in FLOPs), the routing (moe_route.wgsl) recorded
 // once before. --quick: 16 experts of 64 x 256. --sizes N: N experts. Checked against the CPU
 // reference (double precision) on the first pairs.
 #include "bench/bench.h"

@@ -1,5 +1,5 @@
 // Mixture of experts. The GPU ops against CPU references written here: the routing (top-k with
-// ties and NaN, renormalised or raw weights, the grouping into tiles of one expert), the grouped
+// ties and NaN, renormalised or raw weights, the grouping into runs of one expert), the grouped
 // expert linear over stacked weights of every GPU weight type at awkward sizes (output poisoned:
 // the gaps must stay NaN), the combine with and without a shared expert. The engines (GPU single
 // sequence, CPU) against the float64 reference forward on synthetic Mixtral, Qwen3-MoE and
@@ -53,11 +53,11 @@ Route ref_route(const std::vector<float>& logits, int n, int E, int stride, int 
   return r;
 }
 
-// Runs moe_route on logits (poisoned outputs) and checks ids, weights, the grouping and the tiles.
+// Runs moe_route on logits (poisoned outputs) and checks ids, weights, the grouping and the runs.
 MoeRouting check_route(const std::vector<float>& logits, int n, int E, int stride, int k, bool norm,
                        const std::string& what) {
   MoeRouting r = make_moe_routing(ctx(), n + 3, E, k);  // room to spare: only n tokens' worth is written
-  for (const Tensor* t : {&r.ids, &r.wts, &r.order, &r.tiles}) fill_u32(ctx(), *t, kPoisonNaN);
+  for (const Tensor* t : {&r.ids, &r.wts, &r.order, &r.runs}) fill_u32(ctx(), *t, kPoisonNaN);
   const Tensor lt = make_tensor(ctx(), {int64_t(logits.size())}, logits);
   Batch b(ctx());
   ops().moe_route(b, lt, stride, n, norm, r);
@@ -65,26 +65,25 @@ MoeRouting check_route(const std::vector<float>& logits, int n, int E, int strid
   const Route want = ref_route(logits, n, E, stride, k, norm);
   const size_t P = size_t(n) * size_t(k);
   auto ids = download<uint32_t>(ctx(), r.ids), order = download<uint32_t>(ctx(), r.order),
-       tiles = download<uint32_t>(ctx(), r.tiles);
+       runs = download<uint32_t>(ctx(), r.runs);
   auto wts = download<float>(ctx(), r.wts);
   EXPECT_EQ(std::vector<uint32_t>(ids.begin(), ids.begin() + long(P)), want.ids) << what;
   EXPECT_LE(test::rel_error(std::vector<float>(wts.begin(), wts.begin() + long(P)), want.wts), 1e-5) << what;
-  // order: the pairs expert by expert, in pair order within one; tiles: each expert's run in
-  // pieces of at most kMoeTileTokens.
-  std::vector<uint32_t> want_order, want_tiles{0};
+  // order: the pairs expert by expert, in pair order within one; runs: one per expert with pairs.
+  std::vector<uint32_t> want_order, want_runs{0};
   for (int e = 0; e < E; ++e) {
     const uint32_t first = uint32_t(want_order.size());
     for (size_t q = 0; q < P; ++q)
       if (want.ids[q] == uint32_t(e)) want_order.push_back(uint32_t(q));
     const uint32_t c = uint32_t(want_order.size()) - first;
-    for (uint32_t s = 0; s < c; s += kMoeTileTokens) {
-      want_tiles.insert(want_tiles.end(), {uint32_t(e), first + s, std::min(kMoeTileTokens, c - s)});
-      ++want_tiles[0];
+    if (c) {
+      want_runs.insert(want_runs.end(), {uint32_t(e), first, c});
+      ++want_runs[0];
     }
   }
   EXPECT_EQ(std::vector<uint32_t>(order.begin(), order.begin() + long(P)), want_order) << what;
-  EXPECT_EQ(std::vector<uint32_t>(tiles.begin(), tiles.begin() + long(want_tiles.size())), want_tiles) << what;
-  EXPECT_LE(want_tiles[0], moe_max_tiles(n, E, k)) << what;
+  EXPECT_EQ(std::vector<uint32_t>(runs.begin(), runs.begin() + long(want_runs.size())), want_runs) << what;
+  EXPECT_LE(want_runs[0], moe_max_runs(n, E, k)) << what;
   return r;
 }
 
@@ -107,14 +106,14 @@ TEST(MoeOps, RouteMatchesReferenceWithTiesAndNaN) {
 TEST(MoeOps, GroupedLinearMatchesReferenceForEveryWeightType) {
   const int k = 2, E = 5;
   const int64_t rows = 37;  // not a multiple of a workgroup's 32 rows
-  // 11 tokens: tiles of several pairs; one: the one-pair kernel.
-  for (auto [n, type] : std::vector<std::pair<int, TensorType>>{{11, TensorType::F32},
-                                                                {11, TensorType::F16},
-                                                                {11, TensorType::BF16},
-                                                                {11, TensorType::Q8_0},
-                                                                {11, TensorType::Q4_0},
-                                                                {11, TensorType::Q4_K},
-                                                                {11, TensorType::Q6_K},
+  // 29 tokens: runs of more than one chunk of pairs (58 pairs on 5 experts); one: the one-pair kernel.
+  for (auto [n, type] : std::vector<std::pair<int, TensorType>>{{29, TensorType::F32},
+                                                                {29, TensorType::F16},
+                                                                {29, TensorType::BF16},
+                                                                {29, TensorType::Q8_0},
+                                                                {29, TensorType::Q4_0},
+                                                                {29, TensorType::Q4_K},
+                                                                {29, TensorType::Q6_K},
                                                                 {1, TensorType::Q4_0},
                                                                 {1, TensorType::Q6_K},
                                                                 {1, TensorType::F16}}) {
@@ -122,6 +121,12 @@ TEST(MoeOps, GroupedLinearMatchesReferenceForEveryWeightType) {
     const int64_t cols = (type == TensorType::Q4_K || type == TensorType::Q6_K) ? 512 : 96;
     const std::string what = std::string(to_string(type)) + " x" + std::to_string(n);
     MoeRouting r = check_route(logits, n, E, E, k, true, what);
+    if (n > 1) {  // some expert has more than one chunk of pairs
+      const auto runs = download<uint32_t>(ctx(), r.runs);
+      uint32_t most = 0;
+      for (uint32_t i = 0; i < runs[0]; ++i) most = std::max(most, runs[3 + 3 * i]);
+      EXPECT_GT(most, kMoeChunk) << what;
+    }
     auto wf = test::random_floats(size_t(E * rows * cols), 22);
     std::vector<std::byte> bytes(ggml_bytes(type, E * rows, cols));
     synth::quantize(type, wf, bytes);

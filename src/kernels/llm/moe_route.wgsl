@@ -3,23 +3,22 @@
 //      (logits[t * stride + e]), the top k (ties: the lower expert first; NaN ranks last, weight 0), their
 //      weights (renormalised to sum 1 when p.norm) -> ids[t * k + j], wts[t * k + j];
 //   2. the (token, slot) pairs q = t * k + j grouped by expert: order[] lists them expert by
-//      expert (in q order within an expert), and tiles[] cuts each expert's run into tiles of at
-//      most p.tt pairs: tiles[0] = the tile count, tile i = (expert, first index in order, count)
-//      at tiles[1 + 3 i ..]. moe_linear.wgsl takes one tile per workgroup, so each expert's
-//      weights are read once per tile.
+//      expert (in q order within an expert), and runs[] has one entry per expert that has pairs:
+//      runs[0] = their count, run i = (expert, first index in order, pairs) at runs[1 + 3 i ..].
+//      moe_linear.wgsl takes one run per workgroup (and a block of rows), so each expert's weights
+//      are read once per step.
 // A token's ids and weights depend on its logits alone (batch invariance).
 @group(0) @binding(0) var<storage, read> logits: array<f32>;
 @group(0) @binding(1) var<storage, read_write> ids: array<u32>;
 @group(0) @binding(2) var<storage, read_write> wts: array<f32>;
 @group(0) @binding(3) var<storage, read_write> order: array<u32>;
-@group(0) @binding(4) var<storage, read_write> tiles: array<u32>;
+@group(0) @binding(4) var<storage, read_write> runs: array<u32>;
 struct P {
   n: u32,       // tokens
   experts: u32, // at most MAX_E
   k: u32,       // experts per token
   stride: u32,  // logits between tokens
   norm: u32,    // 1: renormalise the k weights
-  tt: u32,      // pairs per tile
 }
 @group(0) @binding(5) var<uniform> p: P;
 const WG: u32 = 256u;
@@ -81,19 +80,19 @@ fn main(@builtin(local_invocation_index) lid: u32) {
   workgroupBarrier();
   if (lid == 0u) {
     var at = 0u;
-    var nt = 0u;
+    var nr = 0u;
     for (var e = 0u; e < E; e++) {
       let c = counts[e];
       offs[e] = at;
-      for (var s = 0u; s < c; s += p.tt) {
-        tiles[1u + 3u * nt] = e;
-        tiles[2u + 3u * nt] = at + s;
-        tiles[3u + 3u * nt] = min(p.tt, c - s);
-        nt++;
+      if (c > 0u) {
+        runs[1u + 3u * nr] = e;
+        runs[2u + 3u * nr] = at;
+        runs[3u + 3u * nr] = c;
+        nr++;
       }
       at += c;
     }
-    tiles[0] = nt;
+    runs[0] = nr;
   }
   workgroupBarrier();
   for (var e = lid; e < E; e += WG) {

@@ -182,18 +182,19 @@ struct PagedAttentionPlan {
 // ---- mixture of experts ------------------------------------------------------------------
 // A step's routing (LlmOps::moe_route), all on the GPU: for each (token, slot) pair q = t * k + j,
 // the expert (ids, u32) and its weight (wts, f32); the pairs grouped by expert (order: pair
-// indices, expert by expert) and cut into tiles of at most kMoeTileTokens pairs of one expert
-// (tiles: u32 count, then per tile expert, first index into order, pairs) that moe_linear takes
-// one per workgroup, so each expert's weights are read once per tile, not once per token.
-inline constexpr uint32_t kMoeTileTokens = 8;
+// indices, expert by expert) and one run per expert that has pairs (runs: u32 count, then per run
+// expert, first index into order, pairs). moe_linear takes a run per workgroup (and a block of
+// rows), kMoeChunk pairs at a time, so each expert's weights are read once per step, not once
+// per token.
+inline constexpr uint32_t kMoeChunk = 8;
 inline constexpr int kMoeMaxExperts = 1024;  // moe_route.wgsl's workgroup arrays
 struct MoeRouting {
-  Tensor ids, wts, order, tiles;
+  Tensor ids, wts, order, runs;
   int max_tokens = 0, n_experts = 0, k = 0;
 };
 MoeRouting make_moe_routing(const Context& ctx, int max_tokens, int n_experts, int k);
-// The most tiles n tokens' pairs can make (the grid of moe_linear).
-uint64_t moe_max_tiles(int n_tokens, int n_experts, int k);
+// The most runs n tokens' pairs can make: min(experts, n * k) (the grid of moe_linear).
+uint64_t moe_max_runs(int n_tokens, int n_experts, int k);
 
 // A kernel version, for tests and benchmarks.
 struct KernelVersion {
@@ -444,7 +445,7 @@ class LlmOps {
   // ---- mixture of experts (MoeRouting) ----
   // Routes n tokens: for each, the softmax of its r.n_experts logits (logits[t * stride + e]),
   // the top r.k (ties: the lower expert), their weights (renormalised to sum 1 with norm_topk);
-  // then the pairs grouped by expert into r's order and tiles. One workgroup; a token's result
+  // then the pairs grouped by expert into r's order and runs. One workgroup; a token's result
   // depends on its logits alone.
   void moe_route(Batch& b, const Tensor& logits, int64_t stride, int n_tokens, bool norm_topk,
                  const MoeRouting& r) const;

@@ -22,12 +22,12 @@ namespace {
 constexpr uint32_t kMoeKl = 8, kMoeWg = 64, kMoeXt = 256;
 constexpr uint32_t kMoeRowsPerGroup = 4;
 
-// moe_linear.wgsl's variant: the weight type and the pairs per workgroup it holds sums for (TT:
-// kMoeTileTokens, or 1 for one token, whose k experts are distinct, so every tile holds one pair;
-// TT never changes a result).
+// moe_linear.wgsl's variant: the weight type and the pairs it holds sums for at a time (TT:
+// kMoeChunk, or 1 for one token, whose k experts are distinct, so every run is one pair; TT
+// never changes a result).
 struct MoeLinearVariant {
   TensorType type = TensorType::F32;
-  uint32_t tt = kMoeTileTokens;
+  uint32_t tt = kMoeChunk;
   KernelSpec spec() const {
     return {"llm/moe_linear/" + str(type) + "/" + shape_tag({tt, kMoeWg, kMoeKl, kMoeXt}),
             {"llm/common.wgsl", "llm/weights/" + str(type) + ".wgsl", "llm/moe_linear.wgsl"},
@@ -45,11 +45,8 @@ void check_routing(const MoeRouting& r, int n_tokens, const std::string& op) {
 
 }  // namespace
 
-uint64_t moe_max_tiles(int n_tokens, int n_experts, int k) {
-  const uint64_t pairs = uint64_t(n_tokens) * uint64_t(k);
-  // Each expert's run of c pairs makes ceil(c / TT) <= c / TT + 1 tiles, for at most
-  // min(experts, pairs) experts.
-  return pairs / kMoeTileTokens + std::min<uint64_t>(uint64_t(n_experts), pairs);
+uint64_t moe_max_runs(int n_tokens, int n_experts, int k) {
+  return std::min<uint64_t>(uint64_t(n_experts), uint64_t(n_tokens) * uint64_t(k));
 }
 
 MoeRouting make_moe_routing(const Context& ctx, int max_tokens, int n_experts, int k) {
@@ -62,7 +59,7 @@ MoeRouting make_moe_routing(const Context& ctx, int max_tokens, int n_experts, i
   r.ids = make_tensor(ctx, {pairs}, DType::U32);
   r.wts = make_tensor(ctx, {pairs});
   r.order = make_tensor(ctx, {pairs}, DType::U32);
-  r.tiles = make_tensor(ctx, {int64_t(1 + 3 * moe_max_tiles(max_tokens, n_experts, k))}, DType::U32);
+  r.runs = make_tensor(ctx, {int64_t(1 + 3 * moe_max_runs(max_tokens, n_experts, k))}, DType::U32);
   return r;
 }
 
@@ -73,9 +70,8 @@ void LlmOps::moe_route(Batch& b, const Tensor& logits, int64_t stride, int n_tok
   need(stride >= r.n_experts, op, "logit stride " + std::to_string(stride) + " < " + std::to_string(r.n_experts));
   need_elems(logits, (n_tokens - 1) * stride + r.n_experts, op, "logits");
   Kernel k = kernel({"llm/moe_route", {"llm/common.wgsl", "llm/moe_route.wgsl"}});
-  b.dispatch(k, {logits, r.ids, r.wts, r.order, r.tiles},
-             Params(u32(n_tokens), u32(r.n_experts), u32(r.k), u32(stride), norm_topk ? 1u : 0u, kMoeTileTokens),
-             {1, 1, 1});
+  b.dispatch(k, {logits, r.ids, r.wts, r.order, r.runs},
+             Params(u32(n_tokens), u32(r.n_experts), u32(r.k), u32(stride), norm_topk ? 1u : 0u), {1, 1, 1});
 }
 
 void LlmOps::moe_linear(Batch& b, const GpuWeight& w, int64_t rows, const Tensor& x, int64_t x_stride, bool x_per_pair,
@@ -89,20 +85,20 @@ void LlmOps::moe_linear(Batch& b, const GpuWeight& w, int64_t rows, const Tensor
   const int64_t pairs = int64_t(n_tokens) * r.k, x_rows = x_per_pair ? pairs : n_tokens;
   need_elems(x, (x_rows - 1) * x_stride + w.cols, op, "x");
   need_elems(y, (pairs - 1) * y_stride + y_off + rows, op, "y");
-  const uint32_t tt = n_tokens == 1 ? 1 : kMoeTileTokens;
+  const uint32_t tt = n_tokens == 1 ? 1 : kMoeChunk;
   const uint64_t smem =
       std::max<uint64_t>(uint64_t(tt) * (kMoeXt / 4 + kMoeXt / 32) * 16, uint64_t(kMoeWg) * std::min(tt, 4u) * 16);
   need(smem <= caps_.workgroup_storage && kMoeWg <= max_wg_, op,
        std::to_string(smem) + " bytes of workgroup memory and " + std::to_string(kMoeWg) +
            " invocations, beyond the adapter's");
-  const uint64_t tiles = moe_max_tiles(n_tokens, r.n_experts, r.k);
+  const uint64_t runs = moe_max_runs(n_tokens, r.n_experts, r.k);
   const uint64_t row_tiles = ceil_div(uint64_t(rows), kMoeWg / kMoeKl * kMoeRowsPerGroup);
   const uint64_t most = ctx_.limits().max_compute_workgroups_per_dimension;
-  need(tiles <= most && row_tiles <= most, op, "too many tokens or rows for one dispatch");
+  need(runs <= most && row_tiles <= most, op, "too many experts or rows for one dispatch");
   Kernel k = kernel(MoeLinearVariant{w.type, tt}.spec());
-  b.dispatch(k, {w.data, w.scales, x, r.order, r.tiles, y},
+  b.dispatch(k, {w.data, w.scales, x, r.order, r.runs, y},
              Params(u32(rows), u32(w.cols), u32(x_stride), u32(x_per_pair ? 1 : r.k), u32(y_stride), u32(y_off)),
-             {u32(tiles), u32(row_tiles), 1});
+             {u32(runs), u32(row_tiles), 1});
 }
 
 void LlmOps::moe_combine(Batch& b, const Tensor& yd, const MoeRouting& r, int n_tokens, int64_t hidden,
