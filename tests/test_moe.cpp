@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <numeric>
 
 using namespace wgc;
@@ -406,6 +407,87 @@ TEST(MoeEngines, ServingIsBatchInvariant) {
         }
       }
     }
+  }
+}
+
+// A Hugging Face folder of Qwen2-MoE as transformers saves it (one tensor per expert, the shared
+// expert and its gate, q/k/v biases, f32), with layer 1 a dense MLP (mlp_only_layers): both
+// engines give the reference forward's logits (the names written here, not the table's).
+TEST(MoeEngines, HuggingFaceFolderWithPerExpertTensorsAndADenseLayer) {
+  const int64_t H = 64, heads = 4, kv = 2, hd = 16, V = 384, E = 6, F = 32, S = 64, D = 96;
+  const fs::path dir = test::temp_dir("qwen2moe-hf");
+  {
+    std::ofstream(dir / "config.json")
+        << R"({"model_type": "qwen2_moe", "architectures": ["Qwen2MoeForCausalLM"], "vocab_size": 384,
+      "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+      "intermediate_size": 96, "moe_intermediate_size": 32, "shared_expert_intermediate_size": 64,
+      "num_experts": 6, "num_experts_per_tok": 2, "norm_topk_prob": false, "decoder_sparse_step": 1,
+      "mlp_only_layers": [1], "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "tie_word_embeddings": false,
+      "max_position_embeddings": 256, "bos_token_id": 1, "eos_token_id": 2})";
+  }
+  std::vector<std::pair<std::string, std::vector<int64_t>>> shapes = {
+      {"model.embed_tokens.weight", {V, H}}, {"model.norm.weight", {H}}, {"lm_head.weight", {V, H}}};
+  for (int l = 0; l < 2; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    for (auto [n, sh] :
+         std::vector<std::pair<std::string, std::vector<int64_t>>>{{"input_layernorm.weight", {H}},
+                                                                   {"post_attention_layernorm.weight", {H}},
+                                                                   {"self_attn.q_proj.weight", {heads * hd, H}},
+                                                                   {"self_attn.k_proj.weight", {kv * hd, H}},
+                                                                   {"self_attn.v_proj.weight", {kv * hd, H}},
+                                                                   {"self_attn.q_proj.bias", {heads * hd}},
+                                                                   {"self_attn.k_proj.bias", {kv * hd}},
+                                                                   {"self_attn.v_proj.bias", {kv * hd}},
+                                                                   {"self_attn.o_proj.weight", {H, heads * hd}}})
+      shapes.push_back({p + n, sh});
+    if (l == 1) {
+      for (auto [n, sh] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
+               {"mlp.gate_proj.weight", {D, H}}, {"mlp.up_proj.weight", {D, H}}, {"mlp.down_proj.weight", {H, D}}})
+        shapes.push_back({p + n, sh});
+      continue;
+    }
+    shapes.push_back({p + "mlp.gate.weight", {E, H}});
+    for (int e = 0; e < E; ++e) {
+      const std::string x = p + "mlp.experts." + std::to_string(e) + ".";
+      shapes.push_back({x + "gate_proj.weight", {F, H}});
+      shapes.push_back({x + "up_proj.weight", {F, H}});
+      shapes.push_back({x + "down_proj.weight", {H, F}});
+    }
+    shapes.push_back({p + "mlp.shared_expert.gate_proj.weight", {S, H}});
+    shapes.push_back({p + "mlp.shared_expert.up_proj.weight", {S, H}});
+    shapes.push_back({p + "mlp.shared_expert.down_proj.weight", {H, S}});
+    shapes.push_back({p + "mlp.shared_expert_gate.weight", {1, H}});
+  }
+  std::vector<std::vector<float>> values;
+  std::vector<SafetensorsEntry> entries;
+  uint32_t seed = 40;
+  for (const auto& [n, sh] : shapes) {
+    int64_t count = 1;
+    for (int64_t d : sh) count *= d;
+    const bool norm = n.find("norm") != std::string::npos;
+    values.push_back(test::random_floats(size_t(count), seed++, norm ? 0.8f : -0.15f, norm ? 1.2f : 0.15f));
+  }
+  for (size_t i = 0; i < shapes.size(); ++i)
+    entries.push_back({shapes[i].first, TensorType::F32, shapes[i].second, std::as_bytes(std::span(values[i]))});
+  write_safetensors(dir / "model.safetensors", entries);
+
+  ModelFile f = open_model(dir, {false, false});
+  ASSERT_EQ(f.config().architecture, Architecture::Qwen2Moe);
+  ASSERT_TRUE(f.config().layer_is_moe(0));
+  ASSERT_FALSE(f.config().layer_is_moe(1));
+  reference::ForwardRef ref(f);
+  const auto toks = prompt(18, int(V), 5);
+  const std::vector<float> want = test::to_float(ref.logits(toks));
+  for (Device d : {Device::Gpu, Device::Cpu}) {
+    LlamaModel m(ctx(), f, engine(d));
+    EXPECT_LT(test::rel_error(m.all_logits(std::span(toks).first(17)),
+                              std::vector<float>(want.begin(), want.begin() + long(17 * V))),
+              1e-4)
+        << (d == Device::Gpu ? "gpu" : "cpu") << " prompt";
+    EXPECT_LT(test::rel_error(m.logits(std::span(toks).subspan(17, 1)),
+                              std::vector<float>(want.begin() + long(17 * V), want.end())),
+              1e-4)
+        << (d == Device::Gpu ? "gpu" : "cpu") << " decode";
   }
 }
 
