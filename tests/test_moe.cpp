@@ -378,7 +378,7 @@ TEST(MoeEngines, ServingIsBatchInvariant) {
       LlamaModel model(ctx(), f, engine(d, false));
       const std::vector<LinearVersion> lins = d == Device::Cpu
                                                   ? std::vector{LinearVersion::Auto}
-                                                  : std::vector{LinearVersion::Naive, LinearVersion::Batched};
+                                                  : std::vector{LinearVersion::Naive, LinearVersion::BatchedQ8};
       for (LinearVersion lin : lins) {
         BatchedOptions bo;
         bo.max_tokens = 32;

@@ -7,8 +7,13 @@
 namespace wgc::llm {
 
 bool serve_q8_layer(const LlamaWeights& w, int li) {
-  for (Mat m : kLayerMats)
-    if (!group_batched_q8(w.mat(li, m))) return false;
+  for (Mat m : kLayerMats) {
+    const LinearGroup& g = w.mat(li, m);
+    // A mixture-of-experts layer without a shared expert has no GateUp and Down; its experts and
+    // router read the f32 RMSNorm (the moe rule), so they do not decide.
+    if (g.parts.empty() && w.layers[size_t(li)].moe) continue;
+    if (!group_batched_q8(g)) return false;
+  }
   return true;
 }
 
