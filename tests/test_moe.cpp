@@ -210,22 +210,20 @@ TEST(MoePlan, MoeLayersTakeTheMoeStepInEveryMode) {
   }
 }
 
-// The engines take Mixtral, Qwen2-MoE and Qwen3-MoE; OLMoE (q/k norms over all heads) is refused,
-// saying why.
-TEST(MoePlan, EnginesRunTheMoeArchitecturesAndSayWhyNotOlmoe) {
+// The engines take Mixtral, Qwen2-MoE, Qwen3-MoE and OLMoE; an MoE embedding model is refused, saying why.
+TEST(MoePlan, EnginesRunTheMoeArchitectures) {
   ModelConfig c;
   c.n_experts = 8;
   c.n_experts_used = 2;
-  for (Architecture a : {Architecture::Mixtral, Architecture::Qwen2Moe, Architecture::Qwen3Moe}) {
+  for (Architecture a : {Architecture::Mixtral, Architecture::Qwen2Moe, Architecture::Qwen3Moe, Architecture::Olmoe}) {
     c.architecture = a;
+    c.qk_norm_whole = a == Architecture::Olmoe;
     EXPECT_TRUE(engine_runs(c)) << to_string(a);
     EXPECT_EQ(engine_refusal(c), "") << to_string(a);
   }
-  c.architecture = Architecture::Olmoe;
-  c.qk_norm_whole = true;
+  c.embedding_model = true;
   EXPECT_FALSE(engine_runs(c));
-  EXPECT_NE(engine_refusal(c).find("olmoe (q/k norms over all heads) models are read"), std::string::npos)
-      << engine_refusal(c);
+  EXPECT_NE(engine_refusal(c).find("olmoe (embeddings) models are read"), std::string::npos) << engine_refusal(c);
 }
 
 namespace {
@@ -410,13 +408,23 @@ TEST(MoeEngines, ServingIsBatchInvariant) {
   }
 }
 
-// A Hugging Face folder of Qwen2-MoE as transformers saves it (one tensor per expert, the shared
-// expert and its gate, q/k/v biases, f32), with layer 1 a dense MLP (mlp_only_layers): both
-// engines give the reference forward's logits (the names written here, not the table's).
-TEST(MoeEngines, HuggingFaceFolderWithPerExpertTensorsAndADenseLayer) {
+namespace {
+
+// A Hugging Face folder as transformers saves these models (one tensor per expert, f32): Qwen2-MoE
+// (the shared expert and its gate, q/k/v biases, layer 1 a dense MLP through mlp_only_layers) or
+// OLMoE (q/k norms over all heads). Both engines give the reference forward's logits (the names
+// written here, not the table's).
+void check_hf_folder(bool olmoe) {
   const int64_t H = 64, heads = 4, kv = 2, hd = 16, V = 384, E = 6, F = 32, S = 64, D = 96;
-  const fs::path dir = test::temp_dir("qwen2moe-hf");
-  {
+  const fs::path dir = test::temp_dir(olmoe ? "olmoe-hf" : "qwen2moe-hf");
+  if (olmoe)
+    std::ofstream(dir / "config.json")
+        << R"({"model_type": "olmoe", "architectures": ["OlmoeForCausalLM"], "vocab_size": 384,
+      "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+      "intermediate_size": 32, "num_experts": 6, "num_experts_per_tok": 2, "norm_topk_prob": false,
+      "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "tie_word_embeddings": false, "clip_qkv": null,
+      "max_position_embeddings": 256, "bos_token_id": 1, "eos_token_id": 2})";
+  else
     std::ofstream(dir / "config.json")
         << R"({"model_type": "qwen2_moe", "architectures": ["Qwen2MoeForCausalLM"], "vocab_size": 384,
       "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
@@ -424,7 +432,6 @@ TEST(MoeEngines, HuggingFaceFolderWithPerExpertTensorsAndADenseLayer) {
       "num_experts": 6, "num_experts_per_tok": 2, "norm_topk_prob": false, "decoder_sparse_step": 1,
       "mlp_only_layers": [1], "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "tie_word_embeddings": false,
       "max_position_embeddings": 256, "bos_token_id": 1, "eos_token_id": 2})";
-  }
   std::vector<std::pair<std::string, std::vector<int64_t>>> shapes = {
       {"model.embed_tokens.weight", {V, H}}, {"model.norm.weight", {H}}, {"lm_head.weight", {V, H}}};
   for (int l = 0; l < 2; ++l) {
@@ -435,12 +442,17 @@ TEST(MoeEngines, HuggingFaceFolderWithPerExpertTensorsAndADenseLayer) {
                                                                    {"self_attn.q_proj.weight", {heads * hd, H}},
                                                                    {"self_attn.k_proj.weight", {kv * hd, H}},
                                                                    {"self_attn.v_proj.weight", {kv * hd, H}},
-                                                                   {"self_attn.q_proj.bias", {heads * hd}},
-                                                                   {"self_attn.k_proj.bias", {kv * hd}},
-                                                                   {"self_attn.v_proj.bias", {kv * hd}},
                                                                    {"self_attn.o_proj.weight", {H, heads * hd}}})
       shapes.push_back({p + n, sh});
-    if (l == 1) {
+    if (olmoe) {
+      shapes.push_back({p + "self_attn.q_norm.weight", {heads * hd}});
+      shapes.push_back({p + "self_attn.k_norm.weight", {kv * hd}});
+    } else {
+      shapes.push_back({p + "self_attn.q_proj.bias", {heads * hd}});
+      shapes.push_back({p + "self_attn.k_proj.bias", {kv * hd}});
+      shapes.push_back({p + "self_attn.v_proj.bias", {kv * hd}});
+    }
+    if (l == 1 && !olmoe) {
       for (auto [n, sh] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
                {"mlp.gate_proj.weight", {D, H}}, {"mlp.up_proj.weight", {D, H}}, {"mlp.down_proj.weight", {H, D}}})
         shapes.push_back({p + n, sh});
@@ -453,6 +465,7 @@ TEST(MoeEngines, HuggingFaceFolderWithPerExpertTensorsAndADenseLayer) {
       shapes.push_back({x + "up_proj.weight", {F, H}});
       shapes.push_back({x + "down_proj.weight", {H, F}});
     }
+    if (olmoe) continue;
     shapes.push_back({p + "mlp.shared_expert.gate_proj.weight", {S, H}});
     shapes.push_back({p + "mlp.shared_expert.up_proj.weight", {S, H}});
     shapes.push_back({p + "mlp.shared_expert.down_proj.weight", {H, S}});
@@ -472,9 +485,10 @@ TEST(MoeEngines, HuggingFaceFolderWithPerExpertTensorsAndADenseLayer) {
   write_safetensors(dir / "model.safetensors", entries);
 
   ModelFile f = open_model(dir, {false, false});
-  ASSERT_EQ(f.config().architecture, Architecture::Qwen2Moe);
+  ASSERT_EQ(f.config().architecture, olmoe ? Architecture::Olmoe : Architecture::Qwen2Moe);
   ASSERT_TRUE(f.config().layer_is_moe(0));
-  ASSERT_FALSE(f.config().layer_is_moe(1));
+  ASSERT_EQ(f.config().layer_is_moe(1), olmoe);
+  ASSERT_EQ(f.config().qk_norm_whole, olmoe);
   reference::ForwardRef ref(f);
   const auto toks = prompt(18, int(V), 5);
   const std::vector<float> want = test::to_float(ref.logits(toks));
@@ -490,6 +504,11 @@ TEST(MoeEngines, HuggingFaceFolderWithPerExpertTensorsAndADenseLayer) {
         << (d == Device::Gpu ? "gpu" : "cpu") << " decode";
   }
 }
+
+}  // namespace
+
+TEST(MoeEngines, HuggingFaceQwen2MoeFolderWithADenseLayer) { check_hf_folder(false); }
+TEST(MoeEngines, HuggingFaceOlmoeFolder) { check_hf_folder(true); }
 
 // transformers' logits (tests/data/arch, scripts/make_arch_fixtures.py) through both engines,
 // from the Hugging Face folder and from the GGUF llama.cpp's converter wrote.

@@ -82,14 +82,15 @@ bool engine_runs(const ModelConfig& c) {
     case Architecture::Mistral:
     case Architecture::Qwen2:
     case Architecture::Qwen3:
-    // Mixtures of experts: the plan's Moe step (the router on the GPU, experts stacked). OLMoE's
-    // q/k norms over all heads at once (qk_norm_whole) are not in the engines yet.
+    // Mixtures of experts: the plan's Moe step (the router on the GPU, experts stacked); OLMoE's
+    // q/k norms over all heads at once are the HeadNorm step with one head.
     case Architecture::Mixtral:
     case Architecture::Qwen2Moe:
     case Architecture::Qwen3Moe:
+    case Architecture::Olmoe:
       // The engines' rope table holds frequencies only: YaRN's and LongRoPE's attention factor and
       // per-layer bases would be dropped (wrong logits), so those are refused until it carries them.
-      return !c.embedding_model && !c.qk_norm_whole && c.rope_scaling.type != RopeScalingType::Yarn &&
+      return !c.embedding_model && c.rope_scaling.type != RopeScalingType::Yarn &&
              c.rope_scaling.type != RopeScalingType::LongRope && !c.sliding_rope_theta && !c.sliding_rope_scaling;
     default: return false;
   }
@@ -98,14 +99,13 @@ bool engine_runs(const ModelConfig& c) {
 std::string engine_refusal(const ModelConfig& c) {
   if (engine_runs(c)) return "";
   const std::string arch(to_string(c.architecture));
-  if (c.embedding_model || c.qk_norm_whole ||
-      !(c.architecture == Architecture::Llama || c.architecture == Architecture::Mistral ||
-        c.architecture == Architecture::Qwen2 || c.architecture == Architecture::Qwen3 ||
-        c.architecture == Architecture::Mixtral || c.architecture == Architecture::Qwen2Moe ||
-        c.architecture == Architecture::Qwen3Moe))
-    return arch + (c.qk_norm_whole ? " (q/k norms over all heads)" : "") + (c.embedding_model ? " (embeddings)" : "") +
+  if (c.embedding_model || !(c.architecture == Architecture::Llama || c.architecture == Architecture::Mistral ||
+                             c.architecture == Architecture::Qwen2 || c.architecture == Architecture::Qwen3 ||
+                             c.architecture == Architecture::Mixtral || c.architecture == Architecture::Qwen2Moe ||
+                             c.architecture == Architecture::Qwen3Moe || c.architecture == Architecture::Olmoe))
+    return arch + (c.embedding_model ? " (embeddings)" : "") +
            " models are read (wgc inspect) but not run yet: the engines run llama, mistral, qwen2, qwen3, mixtral, "
-           "qwen2moe and qwen3moe language models";
+           "qwen2moe, qwen3moe and olmoe language models";
   return arch + " with " +
          (c.sliding_rope_theta || c.sliding_rope_scaling
               ? std::string("per-layer rope")

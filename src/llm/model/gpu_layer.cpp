@@ -24,7 +24,7 @@ PlanFacts gpu_plan_facts(const LlmOps& ops, const LlamaWeights& w, int li, PlanM
   using enum Fact;
   const bool serve = mode == PlanMode::Serve;
   f.set(Gpu, !ops.context().adapter().is_cpu());
-  f.set(QkNorm, w.cfg.qk_norm);
+  f.set(QkNorm, w.cfg.qk_norm || w.cfg.qk_norm_whole);
   if (li >= 0) {
     f.set(AllBatchedQ8, serve && serve_q8);
     auto group = [&](Mat m, Fact q8, Fact one_part, Fact bias) {
@@ -196,8 +196,12 @@ void record_layer(const LlmOps& ops, Batch& b, std::span<const Step> steps, cons
         break;
       case Op::HeadNorm: {
         const Tensor& qkv = buf.f32(s.in);
-        ops.head_rms_norm(b, qkv, w.norm_weight(li, NormW::Q), n, int(w.nh), int(w.hd), w.qkv_dim, 0, eps);
-        ops.head_rms_norm(b, qkv, w.norm_weight(li, NormW::K), n, int(w.nkv), int(w.hd), w.qkv_dim, w.nh * w.hd, eps);
+        // OLMoE (qk_norm_whole): q and k each normalised over all their heads at once, one "head".
+        const bool whole = w.cfg.qk_norm_whole;
+        const int qh = whole ? 1 : int(w.nh), kh = whole ? 1 : int(w.nkv);
+        ops.head_rms_norm(b, qkv, w.norm_weight(li, NormW::Q), n, qh, int(w.nh * w.hd) / qh, w.qkv_dim, 0, eps);
+        ops.head_rms_norm(b, qkv, w.norm_weight(li, NormW::K), n, kh, int(w.nkv * w.hd) / kh, w.qkv_dim, w.nh * w.hd,
+                          eps);
         break;
       }
       case Op::RopeAppend: ops.rope_kv_append(b, buf.f32(s.in), rope, cache, p.rope); break;

@@ -72,7 +72,7 @@ CpuGroup group(CpuWeights& w, const std::vector<const ModelTensor*>& ts,
 PlanFacts cpu_plan_facts(const CpuWeights& w, size_t li) {
   PlanFacts f;
   f.mode = PlanMode::Prefill;
-  f.set(Fact::QkNorm, w.cfg.qk_norm);
+  f.set(Fact::QkNorm, w.cfg.qk_norm || w.cfg.qk_norm_whole);
   f.set(Fact::Moe, li < w.layers.size() && w.layers[li].moe.has_value());
   return f;
 }
@@ -329,8 +329,13 @@ void CpuForward::run_layer(size_t li, int64_t n, std::span<const CpuSequence> se
       case Op::HeadNorm:  // per token: the q heads, then the k heads
         pool_->parallel_for(n, [&](int64_t t, int) {
           float* row = in.p + t * in.width;
-          rms_rows(row, L.norm(NormW::Q), row, 0, nh, hd, hd, W.eps);
-          rms_rows(row + nh * hd, L.norm(NormW::K), row + nh * hd, 0, nkv, hd, hd, W.eps);
+          if (W.cfg.qk_norm_whole) {  // OLMoE: over all heads at once
+            rms_rows(row, L.norm(NormW::Q), row, 0, 1, nh * hd, nh * hd, W.eps);
+            rms_rows(row + nh * hd, L.norm(NormW::K), row + nh * hd, 0, 1, nkv * hd, nkv * hd, W.eps);
+          } else {
+            rms_rows(row, L.norm(NormW::Q), row, 0, nh, hd, hd, W.eps);
+            rms_rows(row + nh * hd, L.norm(NormW::K), row + nh * hd, 0, nkv, hd, hd, W.eps);
+          }
         });
         break;
       case Op::RopeAppend:  // per token: RoPE on q and k (pairs (i, i + hd/2)), K and V into the cache
