@@ -514,7 +514,7 @@ TEST(MoeEngines, HuggingFaceOlmoeFolder) { check_hf_folder(true); }
 // from the Hugging Face folder and from the GGUF llama.cpp's converter wrote.
 TEST(MoeEngines, MatchTransformersFixtures) {
   int checked = 0;
-  for (const char* name : {"mixtral", "qwen2moe", "qwen3moe"}) {
+  for (const char* name : {"mixtral", "qwen2moe", "qwen3moe", "olmoe"}) {
     const fs::path dir = fs::path(WGC_SOURCE_DIR) / "tests/data/arch" / name;
     if (!fs::exists(dir / "golden.safetensors")) continue;
     SafetensorsFile g = SafetensorsFile::open(dir / "golden.safetensors");
