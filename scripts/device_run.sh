@@ -32,7 +32,7 @@ synth() {
   local m=/tmp/models/$1-$2.gguf
   mkdir -p /tmp/models
   if [ ! -f "$m" ]; then
-    timeout 200 $wgc synth-model --shape "$1" --type "$2" --out "$m" --force >/dev/null 2>"$RES/synth-$1-$2.err" || rm -f "$m"
+    timeout ${WGC_SYNTH_TIMEOUT:-200} $wgc synth-model --shape "$1" --type "$2" --out "$m" --force >/dev/null 2>"$RES/synth-$1-$2.err" || rm -f "$m"
   fi
   echo "$m"
 }

@@ -84,11 +84,16 @@ bool engine_runs(const ModelConfig& c) {
     case Architecture::Qwen3:
     case Architecture::Gemma2:
     case Architecture::Gemma3:
+    // Mixtures of experts: the plan's Moe step (the router on the GPU, experts stacked); OLMoE's
+    // q/k norms over all heads at once are the HeadNorm step with one head.
+    case Architecture::Mixtral:
+    case Architecture::Qwen2Moe:
+    case Architecture::Qwen3Moe:
+    case Architecture::Olmoe:
       // The engines' rope tables carry the scaled frequencies and YaRN's attention factor (the
       // sliding layers' table their own base: Gemma 3); LongRoPE (Phi-3's) is refused until its
       // choice of factors is checked against transformers.
-      return !c.embedding_model && !c.is_moe() && c.rope_scaling.type != RopeScalingType::LongRope &&
-             c.norm != NormKind::LayerNorm;
+      return !c.embedding_model && c.rope_scaling.type != RopeScalingType::LongRope && c.norm != NormKind::LayerNorm;
     default: return false;
   }
 }
@@ -97,13 +102,14 @@ std::string engine_refusal(const ModelConfig& c) {
   if (engine_runs(c)) return "";
   const std::string arch(to_string(c.architecture));
   const auto a = c.architecture;
-  if (c.embedding_model || c.is_moe() ||
+  if (c.embedding_model ||
       !(a == Architecture::Llama || a == Architecture::Mistral || a == Architecture::Qwen2 ||
-        a == Architecture::Qwen3 || a == Architecture::Gemma2 || a == Architecture::Gemma3))
-    return arch + (c.is_moe() ? " (mixture of experts)" : "") + (c.embedding_model ? " (embeddings)" : "") +
-           " models are read (wgc inspect) but not run yet: the engines run llama, mistral, qwen2, qwen3, gemma2 and "
-           "gemma3 "
-           "language models";
+        a == Architecture::Qwen3 || a == Architecture::Gemma2 || a == Architecture::Gemma3 ||
+        a == Architecture::Mixtral || a == Architecture::Qwen2Moe || a == Architecture::Qwen3Moe ||
+        a == Architecture::Olmoe))
+    return arch + (c.embedding_model ? " (embeddings)" : "") +
+           " models are read (wgc inspect) but not run yet: the engines run llama, mistral, qwen2, qwen3, gemma2, "
+           "gemma3, mixtral, qwen2moe, qwen3moe and olmoe language models";
   return arch + " with " + std::string(to_string(c.rope_scaling.type)) +
          " rope scaling is read (wgc inspect) but not run yet";
 }

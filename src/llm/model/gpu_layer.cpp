@@ -7,8 +7,13 @@
 namespace wgc::llm {
 
 bool serve_q8_layer(const LlamaWeights& w, int li) {
-  for (Mat m : kLayerMats)
-    if (!group_batched_q8(w.mat(li, m))) return false;
+  for (Mat m : kLayerMats) {
+    const LinearGroup& g = w.mat(li, m);
+    // A mixture-of-experts layer without a shared expert has no GateUp and Down; its experts and
+    // router read the f32 RMSNorm (the moe rule), so they do not decide.
+    if (g.parts.empty() && w.layers[size_t(li)].moe) continue;
+    if (!group_batched_q8(g)) return false;
+  }
   return true;
 }
 
@@ -19,7 +24,7 @@ PlanFacts gpu_plan_facts(const LlmOps& ops, const LlamaWeights& w, int li, PlanM
   using enum Fact;
   const bool serve = mode == PlanMode::Serve;
   f.set(Gpu, !ops.context().adapter().is_cpu());
-  f.set(QkNorm, w.cfg.qk_norm);
+  f.set(QkNorm, w.cfg.qk_norm || w.cfg.qk_norm_whole);
   if (li >= 0) {
     f.set(AllBatchedQ8, serve && serve_q8);
     auto group = [&](Mat m, Fact q8, Fact one_part, Fact bias) {
@@ -52,6 +57,7 @@ PlanFacts gpu_plan_facts(const LlmOps& ops, const LlamaWeights& w, int li, PlanM
   f.set(FitsLinearRope, serving.rope);
   // (the fused argmax writes the next token's embedding unscaled: not for Gemma's scaled one)
   f.set(NextToken, mode == PlanMode::Decode && w.cfg.embedding_scale == 1.0);
+  f.set(Moe, li >= 0 && w.layers[size_t(li)].moe.has_value());
   f.set(PostNorms, w.cfg.norm_placement == NormPlacement::Sandwich);
   f.set(GeluGlu, w.cfg.activation == Activation::GeluTanh);
   f.set(FinalSoftcap, w.cfg.final_logit_softcap > 0);
@@ -114,10 +120,64 @@ struct Bufs {
   }
 };
 
+// Op::Moe: the router (and the shared expert's gate) into logits, the top-k and the grouping by
+// expert on the GPU, each routed pair's gate|up, SwiGLU and down through the stacked experts, the
+// shared expert, and their weighted sum added to x.
+void record_moe(const LlmOps& ops, Batch& b, const LlamaWeights& w, int li, const Tensor& h, const Tensor& x,
+                const GpuActs& a, const GpuPass& p) {
+  const LlamaLayer& L = w.layers[size_t(li)];
+  const MoeWeights& m = *L.moe;
+  const MoeActs& ma = a.moe;
+  if (!ma.routing.ids) throw Error("wgc: layer plan: a mixture-of-experts step without its buffers");
+  const int n = p.n;
+  const int64_t H = w.hidden, F = m.ffn, ls = m.router.total_rows();
+  record_linear(ops, b, m.router, h, ma.logits, n, ls, false, p.lin);
+  ops.moe_route(b, ma.logits, ls, n, m.norm_topk, ma.routing);
+  for (const MoeStack& st : m.gate_up)
+    ops.moe_linear(b, st.w, st.rows, h, H, false, ma.gu, 2 * F, st.y_off, n, ma.routing);
+  const int pairs = n * int(m.k);
+  ops.swiglu(b, ma.gu, 2 * F, 0, ma.gu, 2 * F, F, ma.act, pairs, int(F));
+  ops.moe_linear(b, m.down.w, m.down.rows, ma.act, F, true, ma.yd, H, 0, n, ma.routing);
+  Tensor ys;
+  if (m.shared_ffn) {
+    const int64_t S = m.shared_ffn;
+    record_linear(ops, b, L.mat(Mat::GateUp), h, ma.sgu, n, 2 * S, false, p.lin);
+    ops.swiglu(b, ma.sgu, 2 * S, 0, ma.sgu, 2 * S, S, ma.sact, n, int(S));
+    record_linear(ops, b, L.mat(Mat::Down), ma.sact, ma.ys, n, H, false, p.lin);
+    ys = ma.ys;
+  }
+  ops.moe_combine(b, ma.yd, ma.routing, n, H, ys, ma.logits, ls, m.n_experts, x);
+}
+
 }  // namespace
 
 int layer_window(const ModelConfig& c, int li) {
   return c.layer_is_sliding(li) ? int(std::min<int64_t>(*c.sliding_window, INT32_MAX)) : 0;
+}
+
+MoeActs make_moe_acts(const Context& ctx, const LlamaWeights& w, int max_tokens) {
+  MoeActs a;
+  const MoeWeights* m = nullptr;
+  int64_t logits = 0, shared = 0;
+  for (const LlamaLayer& L : w.layers)
+    if (L.moe) {
+      m = &*L.moe;
+      logits = std::max(logits, L.moe->router.total_rows());
+      shared = std::max(shared, L.moe->shared_ffn);
+    }
+  if (!m) return a;
+  const int64_t T = max_tokens, P = T * m->k;
+  a.routing = make_moe_routing(ctx, max_tokens, int(m->n_experts), int(m->k));
+  a.logits = make_tensor(ctx, {T, logits});
+  a.gu = make_tensor(ctx, {P, 2 * m->ffn});
+  a.act = make_tensor(ctx, {P, m->ffn});
+  a.yd = make_tensor(ctx, {P, w.hidden});
+  if (shared) {
+    a.sgu = make_tensor(ctx, {T, 2 * shared});
+    a.sact = make_tensor(ctx, {T, shared});
+    a.ys = make_tensor(ctx, {T, w.hidden});
+  }
+  return a;
 }
 
 void record_layer(const LlmOps& ops, Batch& b, std::span<const Step> steps, const LlamaWeights& w, int li,
@@ -160,8 +220,12 @@ void record_layer(const LlmOps& ops, Batch& b, std::span<const Step> steps, cons
         break;
       case Op::HeadNorm: {
         const Tensor& qkv = buf.f32(s.in);
-        ops.head_rms_norm(b, qkv, w.norm_weight(li, NormW::Q), n, int(w.nh), int(w.hd), w.qkv_dim, 0, eps);
-        ops.head_rms_norm(b, qkv, w.norm_weight(li, NormW::K), n, int(w.nkv), int(w.hd), w.qkv_dim, w.nh * w.hd, eps);
+        // OLMoE (qk_norm_whole): q and k each normalised over all their heads at once, one "head".
+        const bool whole = w.cfg.qk_norm_whole;
+        const int qh = whole ? 1 : int(w.nh), kh = whole ? 1 : int(w.nkv);
+        ops.head_rms_norm(b, qkv, w.norm_weight(li, NormW::Q), n, qh, int(w.nh * w.hd) / qh, w.qkv_dim, 0, eps);
+        ops.head_rms_norm(b, qkv, w.norm_weight(li, NormW::K), n, kh, int(w.nkv * w.hd) / kh, w.qkv_dim, w.nh * w.hd,
+                          eps);
         break;
       }
       case Op::RopeAppend: ops.rope_kv_append(b, buf.f32(s.in), rope, cache, p.rope); break;
@@ -223,6 +287,7 @@ void record_layer(const LlmOps& ops, Batch& b, std::span<const Step> steps, cons
         else
           ops.rms_norm_swiglu(b, buf.f32(s.in), nw, eps, g.parts[0], buf.f32(s.out));
         break;
+      case Op::Moe: record_moe(ops, b, w, li, buf.f32(s.in), buf.f32(s.out), a, p); break;
       case Op::AttentionLinear: {
         // The combine folds into the o projection where its kernel takes these partials (their
         // split count follows the cache); else it runs as a pass of its own.

@@ -134,6 +134,13 @@ constexpr Rule kRules[] = {
      }},
 
     // ---- the MLP (RMSNorm, gate|up, GLU, down; added to the residual) ----
+    // A mixture of experts: the RMSNorm (f32: the router and the experts read it), then the
+    // experts' step. It cannot be switched off (plan_layer refuses).
+    {"moe", Stage::Mlp, kAnyMode, F(Moe), 0,
+     [](const Emit& e) {
+       e.norm(NormW::Mlp, Buf::X, Buf::H, false);
+       e(S(Op::Moe, Mat::GateUp, NormW::Mlp, Buf::H, Buf::X, false, false, true));
+     }},
     // Gemma's norm after the MLP: down into H, x += RMSNorm(H); the GLU (GELU-tanh there) as a pass
     // of its own, its 8-bit copy quantized after it.
     {"mlp_post_norm", Stage::Mlp, kAnyMode, F(PostNorms), 0,
@@ -245,6 +252,12 @@ std::vector<TensorRole> mat_tensors(Mat m) {
   return {};
 }
 
+std::vector<TensorRole> layer_mat_tensors(Mat m, bool moe) {
+  if (moe && m == Mat::GateUp) return {TensorRole::SharedGate, TensorRole::SharedUp};
+  if (moe && m == Mat::Down) return {TensorRole::SharedDown};
+  return mat_tensors(m);
+}
+
 std::vector<TensorRole> mat_biases(Mat m) {
   if (m == Mat::Qkv) return {TensorRole::AttnQBias, TensorRole::AttnKBias, TensorRole::AttnVBias};
   return {};
@@ -274,7 +287,8 @@ std::string_view to_string(Op o) {
   static constexpr std::string_view names[] = {
       "Norm",      "Linear",        "HeadNorm",        "RopeAppend",     "Attention",
       "Quantize",  "Glu",           "NormLinear",      "NormLinearRope", "LinearRope",
-      "LinearGlu", "NormLinearGlu", "AttentionLinear", "NormAdd",        "Softcap"};
+      "LinearGlu", "NormLinearGlu", "AttentionLinear", "NormAdd",        "Softcap",
+      "Moe"};
   return names[size_t(o)];
 }
 
@@ -283,8 +297,8 @@ std::string_view to_string(Fact f) {
       "gpu",         "qk_norm",      "qkv_q8",           "qkv_one_part",     "qkv_bias",       "o_q8",
       "o_one_part",  "o_bias",       "gate_up_q8",       "gate_up_one_part", "gate_up_bias",   "down_q8",
       "output_q8",   "fits_norm_q8", "fits_rope_q8",     "fits_norm_f32",    "fits_rope_f32",  "fits_attn_q8",
-      "fits_glu_q8", "fits_glu_f32", "fits_linear_rope", "next_token",       "all_batched_q8", "post_norms",
-      "gelu_glu",    "final_softcap"};
+      "fits_glu_q8", "fits_glu_f32", "fits_linear_rope", "next_token",       "all_batched_q8", "moe",
+      "post_norms",  "gelu_glu",     "final_softcap"};
   static_assert(std::size(names) == kFacts);
   return names[size_t(f)];
 }
@@ -306,7 +320,8 @@ std::string to_string(const Step& s) {
     case Op::Attention:
     case Op::Quantize:
     case Op::Softcap:
-    case Op::Glu: break;
+    case Op::Glu:
+    case Op::Moe: break;
     default: add(mats[size_t(s.mat)]);
   }
   add(bufs[size_t(s.in)]);
@@ -347,6 +362,9 @@ void check_rule_names(const std::vector<std::string>& names) {
 
 LayerPlan plan_layer(const PlanFacts& facts) {
   check_rule_names(facts.off);
+  if (facts[Moe] && std::find(facts.off.begin(), facts.off.end(), "moe") != facts.off.end())
+    throw Error(
+        "wgc: layer plan: the rule 'moe' cannot be switched off (a mixture-of-experts layer has no other form)");
   PlanFacts f = facts;
   if (pick(Stage::Activations, f)) f.set(QkvQ8).set(OQ8).set(GateUpQ8).set(DownQ8);
   LayerPlan p;

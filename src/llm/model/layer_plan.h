@@ -42,6 +42,9 @@ inline constexpr NormW kLayerNorms[] = {NormW::Attn, NormW::Mlp, NormW::Q, NormW
 // The file's tensors behind a layer's matrix group (its matrices' outputs side by side), their
 // biases (empty: the group never has any), and behind a layer's norm weight.
 std::vector<TensorRole> mat_tensors(Mat m);
+// The same for a layer that may be a mixture of experts: its GateUp and Down are the shared
+// expert's (Qwen2-MoE; absent in the file otherwise).
+std::vector<TensorRole> layer_mat_tensors(Mat m, bool moe);
 std::vector<TensorRole> mat_biases(Mat m);
 TensorRole norm_tensor(NormW n);
 
@@ -66,6 +69,10 @@ enum class Op : uint8_t {
   AttentionLinear,  // one token's attention combined inside the o projection's matvec
   NormAdd,          // out += rms_norm(in) * w[norm] (Gemma's norms of the attention and MLP outputs)
   Softcap,          // in place: x -> cap * tanh(x / cap), the final logit soft-cap (Gemma 2)
+  // Mixture of experts (the MLP of an MoE layer): out += the routed experts' SwiGLU MLPs of in,
+  // weighted by the router (and the shared expert's, gated, where the model has one). The
+  // engines run the router, the top-k and the grouping of tokens by expert themselves.
+  Moe,
 };
 std::string_view to_string(Op o);
 
@@ -113,6 +120,7 @@ enum class Fact : uint8_t {
   FitsLinearRope,  // the batched QKV linear with RoPE in its epilogue (head_dim)
   NextToken,       // greedy decoding: the argmax's last pass may embed the next token
   AllBatchedQ8,    // serving: every matrix of the layer Q4_0/Q8_0 and the engine has 8-bit buffers
+  Moe,           // the layer's MLP is a mixture of experts
   // What the architecture asks (ModelConfig):
   PostNorms,     // norms of the attention and MLP outputs before the residual add (Gemma's sandwich)
   GeluGlu,       // the GLU's activation is GELU-tanh (Gemma): the SwiGLU fusions do not apply

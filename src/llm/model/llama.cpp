@@ -90,6 +90,7 @@ class GpuEngine final : public LlamaEngine {
     acts.attn = make_tensor(ctx, {B, w.nh * w.hd});
     acts.gu = make_tensor(ctx, {B, 2 * w.ffn});
     acts.act = make_tensor(ctx, {B, w.ffn});
+    acts.moe = make_moe_acts(ctx, w, int(B));
     last = make_tensor(ctx, {hidden});
     logits1 = make_tensor(ctx, {vocab});
     out_id = make_tensor(ctx, {1}, DType::U32);

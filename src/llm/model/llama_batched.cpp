@@ -127,6 +127,7 @@ struct GpuBatched final : BatchedLlama::Impl {
     acts.attn = make_tensor(ctx, {T, w.nh * w.hd});
     acts.gu = make_tensor(ctx, {T, 2 * w.ffn});
     acts.act = make_tensor(ctx, {T, w.ffn});
+    acts.moe = make_moe_acts(ctx, w, int(T));
     last = make_tensor(ctx, {R, w.hidden});
     logits = make_tensor(ctx, {R, w.vocab});
     top_vals = make_tensor(ctx, {R * 64});

@@ -25,10 +25,29 @@ struct LinearGroup {
   int64_t total_rows() const;
 };
 
+// A mixture-of-experts layer's experts (Op::Moe): the router, with the shared expert's gate row
+// after the experts' rows where the model has one (Qwen2-MoE); the routed experts' matrices
+// stacked into one weight per role (expert e's rows at e * rows: moe_linear reads the expert ids
+// on the GPU). The shared expert's gate|up and down are the layer's GateUp and Down groups.
+struct MoeStack {
+  GpuWeight w;
+  int64_t rows = 0;   // per expert
+  int64_t y_off = 0;  // where its rows land in a pair's gate|up row
+};
+struct MoeWeights {
+  LinearGroup router;             // [n_experts (+ 1), hidden]
+  std::vector<MoeStack> gate_up;  // one stack (each expert's gate rows, then its up rows), or gate and up
+                                  // apart where their types differ
+  MoeStack down;                  // [n_experts * hidden, ffn]
+  int64_t n_experts = 0, k = 0, ffn = 0, shared_ffn = 0;
+  bool norm_topk = false;
+};
+
 // A layer's weights by the plan's roles (layer_plan.h).
 struct LlamaLayer {
-  std::array<LinearGroup, std::size(kLayerMats)> mats;  // Qkv, O, GateUp, Down
+  std::array<LinearGroup, std::size(kLayerMats)> mats;  // Qkv, O, GateUp, Down (MoE: the shared expert's, or empty)
   std::array<Tensor, std::size(kLayerNorms)> norms;     // Attn, Mlp, Q, K (empty where the model has none)
+  std::optional<MoeWeights> moe;                        // a mixture-of-experts layer
   const LinearGroup& mat(Mat m) const { return mats[size_t(m)]; }
   const Tensor& norm(NormW n) const { return norms[size_t(n)]; }
 };

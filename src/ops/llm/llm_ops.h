@@ -186,6 +186,23 @@ struct PagedAttentionPlan {
   Tensor tables, seqs, items, positions, partials;
 };
 
+// ---- mixture of experts ------------------------------------------------------------------
+// A step's routing (LlmOps::moe_route), all on the GPU: for each (token, slot) pair q = t * k + j,
+// the expert (ids, u32) and its weight (wts, f32); the pairs grouped by expert (order: pair
+// indices, expert by expert) and one run per expert that has pairs (runs: u32 count, then per run
+// expert, first index into order, pairs). moe_linear takes a run per workgroup (and a block of
+// rows), kMoeChunk pairs at a time, so each expert's weights are read once per step, not once
+// per token.
+inline constexpr uint32_t kMoeChunk = 8;
+inline constexpr int kMoeMaxExperts = 1024;  // moe_route.wgsl's workgroup arrays
+struct MoeRouting {
+  Tensor ids, wts, order, runs;
+  int max_tokens = 0, n_experts = 0, k = 0;
+};
+MoeRouting make_moe_routing(const Context& ctx, int max_tokens, int n_experts, int k);
+// The most runs n tokens' pairs can make: min(experts, n * k) (the grid of moe_linear).
+uint64_t moe_max_runs(int n_tokens, int n_experts, int k);
+
 // A kernel version, for tests and benchmarks.
 struct KernelVersion {
   std::string op, version, note;
@@ -433,6 +450,24 @@ class LlmOps {
   // The decode attention's splits of the cache unless told: tuning.attn_dec_wgs workgroups' worth
   // over the KV heads.
   uint32_t decode_splits(int n_kv_heads) const;
+
+  // ---- mixture of experts (MoeRouting) ----
+  // Routes n tokens: for each, the softmax of its r.n_experts logits (logits[t * stride + e]),
+  // the top r.k (ties: the lower expert), their weights (renormalised to sum 1 with norm_topk);
+  // then the pairs grouped by expert into r's order and runs. One workgroup; a token's result
+  // depends on its logits alone.
+  void moe_route(Batch& b, const Tensor& logits, int64_t stride, int n_tokens, bool norm_topk,
+                 const MoeRouting& r) const;
+  // Each routed pair q through its expert's rows of a stacked weight w (experts' matrices of
+  // `rows` rows each, back to back): y[q * y_stride + y_off + i] = W[e * rows + i] . x_q, where
+  // x_q is x's row q / k (x_per_pair false: one row per token) or q (true), x_stride apart. Any
+  // weight type the kernels read; f32 activations; batch-invariant (linear_batched's arithmetic).
+  void moe_linear(Batch& b, const GpuWeight& w, int64_t rows, const Tensor& x, int64_t x_stride, bool x_per_pair,
+                  const Tensor& y, int64_t y_stride, int64_t y_off, int n_tokens, const MoeRouting& r) const;
+  // x[t] += sum_j wts[t k + j] * yd[t k + j] (rows of `hidden`), plus, where ys is given, the shared
+  // expert's output ys[t] scaled by sigmoid(gate[t * g_stride + g_col]).
+  void moe_combine(Batch& b, const Tensor& yd, const MoeRouting& r, int n_tokens, int64_t hidden, const Tensor& ys,
+                   const Tensor& gate, int64_t g_stride, int64_t g_col, const Tensor& x) const;
 
   // out[0] = the first index of the largest of logits[0 .. n) (u32 tensor of >= 1 element).
   void argmax(Batch& b, const Tensor& logits, int64_t n, const Tensor& out) const;
