@@ -381,9 +381,55 @@ NodePlan plan_gather_elements(const Graph&, const Node& n, const std::vector<In>
   return p;
 }
 
+// ScatterElements (and opset 9's Scatter): data, indices, updates of the indices' shape; reduction
+// none, add, mul (16), max, min (18).
+NodePlan plan_scatter_elements(const Graph&, const Node& n, const std::vector<In>& in) {
+  const In& x = input(in, 0, "data");
+  const In& ind = input(in, 1, "indices");
+  const In& upd = input(in, 2, "updates");
+  size_t r = x.shape.size();
+  if (!ind.is_int()) bad("indices must be an integer tensor");
+  if (ind.shape.size() != r || upd.shape != ind.shape)
+    bad("indices " + shape_str(ind.shape) + " and updates " + shape_str(upd.shape) + " must have data " +
+        shape_str(x.shape) + "'s rank and one shape");
+  if (upd.is_int() != x.is_int()) bad("updates and data differ in type");
+  if (r == 0) bad("data is a scalar");
+  if (r > kMaxRank) unsupported("ScatterElements of rank " + std::to_string(r));
+  int64_t axis = norm_axis(n.attr_int("axis", 0), r);
+  std::string red = n.attr_string("reduction", "none");
+  ScatterElementsDims d;
+  d.reduction = red == "none"  ? ScatterReduction::None
+                : red == "add" ? ScatterReduction::Add
+                : red == "mul" ? ScatterReduction::Mul
+                : red == "max" ? ScatterReduction::Max
+                : red == "min" ? ScatterReduction::Min
+                               : (bad("reduction '" + red + "' (none, add, mul, max, min)"), ScatterReduction::None);
+  d.rank = uint32_t(r), d.axis = uint32_t(axis), d.ints = x.is_int();
+  for (size_t i = 0; i < r; ++i) {
+    d.shape[i] = u32(x.shape[i], "data extent");
+    d.index_shape[i] = u32(ind.shape[i], "indices extent");
+  }
+  check(d);
+  if (ind.constant)
+    for (int64_t v : ind.constant->i)
+      if (v < -x.shape[size_t(axis)] || v >= x.shape[size_t(axis)])
+        bad("index " + std::to_string(v) + " is out of range for a dimension of " +
+            std::to_string(x.shape[size_t(axis)]));
+  NodePlan p;
+  p.outs.push_back(fresh(x.shape, x.is_int()));
+  if (element_count(x.shape) == 0) return p;
+  p.steps.push_back({ScatterElementsStep{d},
+                     {Ref::in(0), Ref::in(1), Ref::in(2)},
+                     Ref::out(0),
+                     double(element_count(x.shape)) * double(ind.shape[size_t(axis)])});
+  return p;
+}
+
 }  // namespace
 
 void add_movement_planners(PlannerTable& t) {
+  t.emplace("ScatterElements", plan_scatter_elements);
+  t.emplace("Scatter", plan_scatter_elements);
   t.emplace("Concat", plan_concat);
   t.emplace("DepthToSpace", plan_depth_space);
   t.emplace("Expand", plan_expand);
