@@ -1,6 +1,7 @@
 // The CPU path of a plan: every step through its CPU reference (cpu/conv.h, cpu/matmul.h,
 // cpu/tensor_ops.h, cpu/elementwise.h, cpu/norm.h, cpu/resize.h, cpu/index_ops.h).
 #include "cnn/plan.h"
+#include "cpu/fused_attention.h"
 #include "cpu/matmul.h"
 
 namespace wgc::cnn {
@@ -134,6 +135,9 @@ void run_step_cpu(const Step& s, std::span<const ConstWords> in, const Words& ou
           if (!in[0].is_float() || !in[1].is_float() || !out.is_float())
             throw Unsupported("RoiAlign of integer tensors");
           cpu::roi_align(x(0), x(1), in[2], floats(out), op.dims);
+        } else if constexpr (std::is_same_v<T, AttentionStep>) {
+          float_only();
+          cpu::fused_attention(x(0), x(1), x(2), op.dims.mask ? x(3) : std::span<const float>(), floats(out), op.dims);
         }
       },
       s.op);

@@ -4,6 +4,7 @@
 #include "gpu/staging.h"
 #include "ops/conv.h"
 #include "ops/elementwise.h"
+#include "ops/fused_attention.h"
 #include "ops/index_ops.h"
 #include "ops/matmul.h"
 #include "ops/norm.h"
@@ -389,6 +390,8 @@ struct Model::Impl {
             scatter_elements(b, in[0], in[1], in[2], out, op.dims);
           } else if constexpr (std::is_same_v<T, RoiAlignStep>) {
             roi_align(b, in[0], in[1], in[2], out, op.dims);
+          } else if constexpr (std::is_same_v<T, AttentionStep>) {
+            fused_attention(b, in[0], in[1], in[2], op.dims.mask ? in[3] : Tensor(), out, op.dims);
           }
         },
         s.op);
@@ -498,7 +501,7 @@ Model::Model(std::optional<Context> ctx, Graph graph, ModelOptions options) : im
   if (!ctx && options.device == Device::Gpu) throw Error("wgc: a model on the GPU needs a device context");
   impl_->ctx = std::move(ctx);
   impl_->options = options;
-  impl_->stats = fuse(graph);
+  impl_->stats = fuse(graph, {options.fuse_attention});
   impl_->graph = std::move(graph);
 }
 

@@ -40,6 +40,9 @@ inline constexpr double kCpuBelowFlops = 2.0e6;
 
 struct ModelOptions {
   Device device = Device::Auto;
+  // Attention chains (MatMul, scale, mask, Softmax, MatMul) as one kernel (cnn/fuse.h); false
+  // keeps the exporters' nodes (the test that both agree).
+  bool fuse_attention = true;
 };
 
 // Per step of a recorded run: its label ("node name (Op)") and how many commands it recorded: its

@@ -9,6 +9,7 @@
 #include "cpu/conv.h"
 #include "cpu/detect.h"
 #include "cpu/elementwise.h"
+#include "cpu/fused_attention.h"
 #include "cpu/index_ops.h"
 #include "cpu/norm.h"
 #include "cpu/resize.h"
@@ -99,9 +100,13 @@ struct ScatterElementsStep {
 struct RoiAlignStep {
   RoiAlignDims dims;  // in: x, rois, batch indices
 };
-using StepOp = std::variant<ConvStep, PoolStep, GlobalPoolStep, MatmulStep, BatchedMatmulStep, BinaryStep, UnaryStep,
-                            SoftmaxStep, ReduceStep, CopyStep, EwStep, NormStep, ResizeStep, PadStep, GatherStep,
-                            GatherElementsStep, ArgReduceStep, TopKStep, CumSumStep, ScatterElementsStep, RoiAlignStep>;
+struct AttentionStep {
+  FusedAttentionDims dims;  // in: q, kt, v, and the mask when dims.mask
+};
+using StepOp =
+    std::variant<ConvStep, PoolStep, GlobalPoolStep, MatmulStep, BatchedMatmulStep, BinaryStep, UnaryStep, SoftmaxStep,
+                 ReduceStep, CopyStep, EwStep, NormStep, ResizeStep, PadStep, GatherStep, GatherElementsStep,
+                 ArgReduceStep, TopKStep, CumSumStep, ScatterElementsStep, RoiAlignStep, AttentionStep>;
 
 // An operand of a step: an activation slot, or a constant. Integer (and bool) operands hold i32
 // in their slot (and an integer constant goes to the device as i32).

@@ -192,6 +192,7 @@ void add_norm_planners(PlannerTable& t);         // Batch / Layer / Instance / G
 void add_matmul_planners(PlannerTable& t);       // Gemm, MatMul, Einsum
 void add_resize_planners(PlannerTable& t);       // Resize, Upsample
 void add_nms_planners(PlannerTable& t);          // NonMaxSuppression, RoiAlign
+void add_attention_planners(PlannerTable& t);    // FusedAttention (cnn/fuse.h's)
 
 // The planner for an op of the default domain, or nullptr.
 Planner find_planner(std::string_view op);
