@@ -9,6 +9,7 @@ apart from a wgc error. Run on the GPU machine (torch, torchvision, onnx, onnxru
 network): scripts/check_fasterrcnn_device.sh, within 120 s.
 
   python3 scripts/check_fasterrcnn_device.py --wgc /tmp/wgc/bin/wgc --out /tmp/out/fasterrcnn
+  (--model ssdlite: torchvision's SSDLite320 with its post-processing, the same way)
 """
 import argparse
 import collections
@@ -26,8 +27,13 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import export_dense_models as edm  # noqa: E402
 
 
-def make(classes, seed):
+def make(name, classes, seed):
     torch.manual_seed(seed)
+    if name == "ssdlite":  # the whole SSD export, its post-processing included (If, NonZero, GatherND, TopK)
+        m = torchvision.models.detection.ssdlite320_mobilenet_v3_large(weights=None, weights_backbone=None,
+                                                                       num_classes=classes)
+        edm.calibrate_detector(m, 320, 320)
+        return m.eval()
     m = torchvision.models.detection.fasterrcnn_mobilenet_v3_large_320_fpn(weights=None, weights_backbone=None,
                                                                            num_classes=classes)
     edm.calibrate_detector(m, 320, 320)
@@ -79,19 +85,21 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--wgc", default="/tmp/wgc/bin/wgc")
     ap.add_argument("--out", default="/tmp/out/fasterrcnn")
+    ap.add_argument("--model", choices=["fasterrcnn", "ssdlite"], default="fasterrcnn")
     ap.add_argument("--classes", type=int, default=91)
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--device", default="gpu", help="wgc's --device (gpu, cpu, auto)")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     t0 = time.time()
-    model = make(a.classes, a.seed)
+    model = make(a.model, a.classes, a.seed)
     x = edm.images((1, 3, 320, 320)) * 0.25 + 0.5
-    path = os.path.join(a.out, "fasterrcnn.onnx")
+    path = os.path.join(a.out, a.model + ".onnx")
     torch.onnx.export(edm.DetectOne(model), (x,), path, input_names=["image"], output_names=["boxes", "scores", "labels"],
                       opset_version=edm.OPSET, do_constant_folding=True, dynamo=False)
     np.save(os.path.join(a.out, "image.npy"), x.numpy().astype(np.float32))
-    report = {"model": f"fasterrcnn_mobilenet_v3_large_320_fpn, {a.classes} classes, seed {a.seed}",
+    full = {"fasterrcnn": "fasterrcnn_mobilenet_v3_large_320_fpn", "ssdlite": "ssdlite320_mobilenet_v3_large"}
+    report = {"model": f"{full[a.model]}, {a.classes} classes, seed {a.seed}",
               "torch": torch.__version__, "torchvision": torchvision.__version__, "opset": edm.OPSET,
               "ops": edm.op_histogram(path), "export_s": round(time.time() - t0, 1)}
     ref = run_torch(model, x, True)
@@ -123,11 +131,11 @@ def main():
     # at least as well as PyTorch's own float32 run does (float32 moving a proposal across a boundary).
     p32 = report["vs_float64"]["pytorch_float32"]
     report["pass"] = bool(w and (w["equal"] or (w["matched"] >= p32["matched"] and w["count"] == p32["count"])))
-    with open(os.path.join(a.out, "fasterrcnn.json"), "w") as f:
+    with open(os.path.join(a.out, a.model + ".json"), "w") as f:
         json.dump(report, f, indent=1)
     print(json.dumps({k: v for k, v in report.items() if k != "ops"}, indent=1))
     print("ops:", dict(collections.OrderedDict(sorted(report["ops"].items()))) if isinstance(report["ops"], dict) else "")
-    print("fasterrcnn:", "PASS" if report["pass"] else "FAIL", f"({time.time() - t0:.0f} s)")
+    print(f"{a.model}:", "PASS" if report["pass"] else "FAIL", f"({time.time() - t0:.0f} s)")
     sys.exit(0 if report["pass"] else 1)
 
 

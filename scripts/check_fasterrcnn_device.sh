@@ -3,7 +3,7 @@
 # and .device/STAMP carried (scripts/device_pack.sh builds the bundle): unpacks the Vulkan loader and
 # the bundle (unless scripts/device_run.sh already did in this call), then checks wgc's Faster R-CNN
 # (scripts/check_fasterrcnn_device.py) against PyTorch float64. Results in $OUT/fasterrcnn.
-#   scripts/check_fasterrcnn_device.sh [--classes 91] [--seed 1234] [--device gpu]
+#   scripts/check_fasterrcnn_device.sh [--model fasterrcnn|ssdlite] [--classes 91] [--seed 1234] [--device gpu]
 set -euo pipefail
 if [ ! -x /tmp/wgc/bin/wgc ]; then
   for f in .gl/*.deb; do dpkg -x "$f" /; done

@@ -71,7 +71,6 @@ TEST(StagedGraph, DataDependentShapesAndIfRunInStages) {
   g.constants["zero"] = floats({}, {0.f});
   g.constants["zero_i"] = ints({}, {0});
   g.constants["two"] = floats({}, {2.f});
-  g.constants["one"] = floats({}, {1.f});
   g.constants["axes0"] = ints({1}, {0});
   g.constants["s3"] = ints({3}, {1, 1, -1});
   g.constants["max_out"] = ints({1}, {3});
@@ -90,8 +89,10 @@ TEST(StagedGraph, DataDependentShapesAndIfRunInStages) {
   add("Shape", {"sel"}, {"shp"});
   add("Gather", {"shp", "zero_i"}, {"k"});
   add("Greater", {"k", "zero_i"}, {"c2"});  // a shape test: known on the host
-  add_if(g, "c2", branch("Add", {"signed", "one"}, "t2"), branch("Sub", {"signed", "one"}, "e2"), "out",
-         {"signed", "one"});
+  // Its branches read initializers of their own (spliced in as Constant nodes before a later cut).
+  cnn::Graph then2 = branch("Add", {"signed", "one_b"}, "t2"), else2 = branch("Sub", {"signed", "one_b"}, "e2");
+  then2.constants["one_b"] = else2.constants["one_b"] = floats({}, {1.f});
+  add_if(g, "c2", then2, else2, "out", {"signed"});
   add("Gather", {"rois", "idx"}, {"rsel"}).attrs["axis"] = int_attr(0);  // [K, 4]
   add("ConstantOfShape", {"shp"}, {"bidx"}).attrs["value"] = [] {
     cnn::Attribute a;

@@ -236,7 +236,18 @@ Plan make_plan(const Graph& g, const std::vector<InputSpec>& inputs) {
           auto it = rename.find(n);
           return it == rename.end() ? n : it->second;
         };
+        // The branch's initializers as Constant nodes first, so that the spliced list stands alone
+        // (a staged run cuts it into graphs of their own).
         std::vector<Node> repl;
+        for (const auto& [name, bc] : b.constants) {
+          Node cn;
+          cn.name = name;
+          cn.op = "Constant";
+          cn.outputs = {name};
+          cn.attrs["value"].kind = Attribute::Kind::Tensor;
+          cn.attrs["value"].t = bc;
+          repl.push_back(std::move(cn));
+        }
         for (Node bn : b.nodes) {
           for (auto& in : bn.inputs) in = renamed(in);
           repl.push_back(std::move(bn));
@@ -250,7 +261,6 @@ Plan make_plan(const Graph& g, const std::vector<InputSpec>& inputs) {
           id.outputs = {node.outputs[o]};
           repl.push_back(std::move(id));
         }
-        for (const auto& [name, bc] : b.constants) values[name] = {bc->shape, bc, -1, bc->integer};
         if (nodes->size() + repl.size() > 4 * g.nodes.size() + 100000)
           throw Error("If branches expand the graph past " + std::to_string(4 * g.nodes.size() + 100000) + " nodes");
         auto next = std::make_shared<std::vector<Node>>(nodes->begin(), nodes->begin() + long(k));

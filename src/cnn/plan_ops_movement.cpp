@@ -448,7 +448,8 @@ std::vector<int64_t> nd_positions(const Shape& ds, const In& ind, const std::vec
     int64_t pos = b ? (t / std::max<int64_t>(batch_tuples, 1)) * per_batch : 0, stride = per_batch;
     for (int64_t j = 0; j < k; ++j) {
       int64_t e = ds[size_t(b + j)], v = iv[size_t(t * k + j)];
-      if (v < -e || v >= e) bad(std::string(op) + ": index " + std::to_string(v) + " is out of range for " + std::to_string(e));
+      if (v < -e || v >= e)
+        bad(std::string(op) + ": index " + std::to_string(v) + " is out of range for " + std::to_string(e));
       stride /= std::max<int64_t>(e, 1);
       pos += (v < 0 ? v + e : v) * stride;
     }
@@ -489,7 +490,8 @@ NodePlan plan_compress(const Graph&, const Node& n, const std::vector<In>& in) {
     xs = {element_count(x.shape)};  // flattened
   }
   int64_t len = xs[size_t(axis)];
-  if (int64_t(cv.size()) > len) bad("condition has " + std::to_string(cv.size()) + " entries for " + std::to_string(len));
+  if (int64_t(cv.size()) > len)
+    bad("condition has " + std::to_string(cv.size()) + " entries for " + std::to_string(len));
   std::vector<int64_t> idx;
   for (size_t i = 0; i < cv.size(); ++i)
     if (cv[i]) idx.push_back(int64_t(i));
@@ -536,8 +538,10 @@ NodePlan plan_scatter_nd(const Graph&, const Node& n, const std::vector<In>& in)
   if (uint64_t(m) * uint64_t(rest) > uint64_t(kMaxValueElements)) unsupported("ScatterND of that many updates");
   std::vector<int64_t> rep(size_t(m * rest));
   for (int64_t t = 0; t < m; ++t) std::fill(rep.begin() + t * rest, rep.begin() + (t + 1) * rest, flat[size_t(t)]);
-  p.steps.push_back({ScatterElementsStep{d}, {Ref::in(0), Ref::cst(ints({m, rest}, std::move(rep))), Ref::in(2)},
-                     Ref::out(0), double(element_count(x.shape)) * double(m)});
+  p.steps.push_back({ScatterElementsStep{d},
+                     {Ref::in(0), Ref::cst(ints({m, rest}, std::move(rep))), Ref::in(2)},
+                     Ref::out(0),
+                     double(element_count(x.shape)) * double(m)});
   return p;
 }
 
