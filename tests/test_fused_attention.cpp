@@ -9,6 +9,7 @@
 #include "ops/fused_attention.h"
 #include "test_util.h"
 
+#include <cstdlib>
 #include <cstring>
 
 using namespace wgc;
@@ -108,6 +109,7 @@ TEST(FusedAttention, KernelMatchesReference) {
 }
 
 TEST(FusedAttention, FusedAndUnfusedGraphsAgree) {
+  unsetenv("WGC_CNN_FUSE_ATTENTION");  // the options below choose
   const int64_t b = 2, h = 3, t = 11, dh = 8;
   // ViT; BERT (mask [b, 1, 1, t]); a mask that widens the scores ([b, h, t, t] over q, k, v of one
   // head each): not plain, so the fused node plans the original ops.

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <set>
@@ -501,6 +502,13 @@ Model::Model(std::optional<Context> ctx, Graph graph, ModelOptions options) : im
   if (!ctx && options.device == Device::Gpu) throw Error("wgc: a model on the GPU needs a device context");
   impl_->ctx = std::move(ctx);
   impl_->options = options;
+  // WGC_CNN_FUSE_ATTENTION=0: the exporters' attention ops as they are (the A/B against the fused
+  // kernel with any command, docs/cnn.md).
+  if (const char* env = std::getenv("WGC_CNN_FUSE_ATTENTION")) {
+    std::string_view v(env);
+    if (v != "0" && v != "1") throw Error("wgc: WGC_CNN_FUSE_ATTENTION must be 0 or 1, not '" + std::string(v) + "'");
+    if (v == "0") options.fuse_attention = false;
+  }
   impl_->stats = fuse(graph, {options.fuse_attention});
   impl_->graph = std::move(graph);
 }
