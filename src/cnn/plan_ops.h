@@ -193,6 +193,7 @@ void add_matmul_planners(PlannerTable& t);       // Gemm, MatMul, Einsum
 void add_resize_planners(PlannerTable& t);       // Resize, Upsample
 void add_nms_planners(PlannerTable& t);          // NonMaxSuppression, RoiAlign
 void add_attention_planners(PlannerTable& t);    // FusedAttention (cnn/fuse.h's)
+void add_host_planners(PlannerTable& t);         // Unique, Det (from their input's values)
 
 // The planner for an op of the default domain, or nullptr.
 Planner find_planner(std::string_view op);
