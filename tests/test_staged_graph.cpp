@@ -180,3 +180,36 @@ TEST(StagedGraph, IfOnAnInputIsPlannedByItsValue) {
         << to_string(d);
   }
 }
+
+TEST(StagedGraph, BadIfNodesAreErrors) {
+  auto make = [](std::vector<int64_t> cond, bool both) {
+    cnn::Graph g;
+    g.source = "bad-if";
+    g.opset = 13;
+    g.constants["c"] = ints({int64_t(cond.size())}, cond);
+    g.constants["a"] = floats({1}, {1.f});
+    cnn::Node n = make_node("If", {"c", "a"}, {"y"});
+    n.captured = {"a"};
+    n.attrs["then_branch"] = graph_attr(branch("Identity", {"a"}, "t"));
+    if (both) n.attrs["else_branch"] = graph_attr(branch("Neg", {"a"}, "e"));
+    g.nodes.push_back(n);
+    g.outputs = {{"y", 1, false, {}}};
+    return g;
+  };
+  for (cnn::Device d : {cnn::Device::Cpu, cnn::Device::Gpu}) {
+    try {
+      cnn::Model(ctx(), make({1, 0}, true), {d}).run(std::vector<cnn::HostTensor>{});
+      ADD_FAILURE() << "a condition of 2 elements was taken";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("condition has 2 elements"), std::string::npos) << e.what();
+    }
+    try {
+      cnn::Model(ctx(), make({0}, false), {d}).run(std::vector<cnn::HostTensor>{});
+      ADD_FAILURE() << "a missing else branch was taken";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("no subgraph"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(cnn::Model(ctx(), make({0}, true), {d}).run(std::vector<cnn::HostTensor>{}).at(0).f,
+              std::vector<float>{-1.f});
+  }
+}
