@@ -61,6 +61,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         check(g.stop.size() <= llm::kMaxStopStrings + 1);
         for (const auto& s : g.stop) check(!s.empty() && s.size() <= llm::kMaxStopBytes);
         check(!r.include_usage || r.stream);
+        // Constrained output: the grammar parsed within its limits, never with ignore_eos; tools
+        // parsed only for chat, within their count.
+        check(!g.grammar || (!g.grammar->rules.empty() && !g.ignore_eos));
+        check(!r.structured.parse_tools || (api == server::Api::Chat && !r.structured.specs.empty()));
+        check(r.structured.specs.size() <= server::kMaxTools);
         break;
       }
       case 2: server::tokenize(body, m.tok); break;

@@ -13,6 +13,7 @@
 #include "llm/serve/scheduler.h"
 #include "llm/tokenizer/tokenizer.h"
 #include "server/api_error.h"
+#include "server/structured.h"
 
 #include <cstdint>
 #include <string>
@@ -46,6 +47,8 @@ struct ApiRequest {
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage: a last chunk with the usage
   bool logprobs = false;       // answer with logprobs (chat: logprobs true; completions: logprobs N)
+  // Tools, tool_choice, response_format, grammar (structured.h); its grammar is generation.grammar.
+  Structured structured;
 };
 
 // Parses and checks a request body. The prompt is tokenized (a chat through the model's template)
