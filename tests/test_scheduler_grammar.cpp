@@ -166,8 +166,8 @@ TEST(SchedulerGrammar, ForcedToolCallParses) {
       {"add", json::parse(R"({"type": "object", "properties": {"a": {"type": "integer", "minimum": 0},
           "b": {"type": "integer", "minimum": 0}}, "required": ["a", "b"], "additionalProperties": false})")}};
   std::vector<Request> reqs;
-  for (ToolCallFormat f : {ToolCallFormat::Hermes, ToolCallFormat::Llama3, ToolCallFormat::Mistral,
-                           ToolCallFormat::Generic}) {
+  for (ToolCallFormat f :
+       {ToolCallFormat::Hermes, ToolCallFormat::Llama3, ToolCallFormat::Mistral, ToolCallFormat::Generic}) {
     Request r = request("Add two and three.", 240, 0.9f, uint64_t(f) + 1);
     r.grammar = std::make_shared<const Grammar>(parse_grammar(tool_call_grammar(f, tools, std::nullopt, 2)));
     reqs.push_back(std::move(r));

@@ -35,8 +35,8 @@ const Model& model() {
   static Model* m = [] {
     auto file = llm::open_model(test::default_model(), {false, false});
     llm::Tokenizer tok = *llm::find_tokenizer(file);
-    auto* out = new Model{tok, llm::ChatTemplate::for_tokenizer(tok), llm::ChatTemplate(kHermesTemplate, "", ""),
-                          {}, {}};
+    auto* out =
+        new Model{tok, llm::ChatTemplate::for_tokenizer(tok), llm::ChatTemplate(kHermesTemplate, "", ""), {}, {}};
     llm::SamplingParams defaults;
     out->plain_info = ModelInfo{"tiny", &out->tok, &out->plain, 512, defaults};
     out->hermes_info = ModelInfo{"tiny", &out->tok, &out->hermes, 512, defaults};
@@ -98,7 +98,9 @@ TEST(ServerStructured, WhatGetsAGrammarAndWhatIsParsed) {
     EXPECT_EQ(bool(r.generation.grammar), c.grammar) << c.body;
     EXPECT_EQ(r.structured.parse_tools, c.parse) << c.body;
     // Under a grammar the plain-text rendering's "\nuser:" stop is left out (the grammar ends it).
-    if (api == Api::Chat) EXPECT_EQ(r.generation.stop.empty(), c.grammar) << c.body;
+    if (api == Api::Chat) {
+      EXPECT_EQ(r.generation.stop.empty(), c.grammar) << c.body;
+    }
   }
   // A template without tools (the plain fallback): described in a system message.
   ApiRequest r = parse_request(Api::Chat, chat(tools), m);
@@ -214,8 +216,8 @@ llm::TokenEvent token(std::string text) {
 }  // namespace
 
 TEST(ServerStructured, ToolCallsWholeAndStreamedAgree) {
-  const std::string body = R"({"messages": [{"role": "user", "content": "hi"}], "stream": true, "tools": )" +
-                           std::string(kTools) + "}";
+  const std::string body =
+      R"({"messages": [{"role": "user", "content": "hi"}], "stream": true, "tools": )" + std::string(kTools) + "}";
   ApiRequest req = parse_request(Api::Chat, body, model().hermes_info);
   // Text, then two Hermes calls, split at awkward places.
   const std::vector<std::string> pieces = {

@@ -296,8 +296,9 @@ ApiRequest parse_request(Api api, std::string_view body, const ModelInfo& m) {
   g.ignore_eos = f.boolean("ignore_eos").value_or(false);
   g.grammar = r.structured.grammar;
   if (g.grammar && g.ignore_eos)
-    throw bad_request("ignore_eos", "'ignore_eos' cannot be combined with constrained output (the output ends where "
-                                    "the grammar's does)");
+    throw bad_request("ignore_eos",
+                      "'ignore_eos' cannot be combined with constrained output (the output ends where "
+                      "the grammar's does)");
   r.stream = f.boolean("stream").value_or(false);
   if (const Value* so = f.get("stream_options")) {
     if (!r.stream) throw bad_request("stream_options", "'stream_options' is only allowed with 'stream': true");
@@ -338,6 +339,13 @@ ApiRequest parse_request(Api api, std::string_view body, const ModelInfo& m) {
                        std::to_string(m.max_ctx) + " (and at least one token must be generated): shorten the prompt",
                    "invalid_request_error", api == Api::Chat ? "messages" : "prompt", "context_length_exceeded");
   return r;
+}
+
+std::string requested_model(std::string_view body) {
+  Value doc = parse_body(body);
+  Fields f(doc);
+  const std::string* m = f.string("model");
+  return m ? *m : std::string();
 }
 
 TokenizeAnswer tokenize_request(std::string_view body, const llm::Tokenizer& tok) {

@@ -56,6 +56,10 @@ struct ApiRequest {
 // from std::random_device.
 ApiRequest parse_request(Api api, std::string_view body, const ModelInfo& model);
 
+// The request body's `model` ("" when absent), for picking the model before the body is parsed
+// against it (ApiError 400 on malformed JSON or a `model` that is not a string).
+std::string requested_model(std::string_view body);
+
 // POST /tokenize {"content": "text", "add_special": false, "with_pieces": false} -> the answer body
 // {"tokens": [ids]} or, with pieces, {"tokens": [{"id": 1, "piece": "text" or [bytes]}]}.
 std::string tokenize(std::string_view body, const llm::Tokenizer& tok);

@@ -72,10 +72,14 @@ void parse_tools(const Value& tools, Structured& s) {
 void parse_choice(const Value& c, Structured& s) {
   if (c.is_string()) {
     const std::string& v = c.as_string();
-    if (v == "auto") s.choice = ToolChoice::Auto;
-    else if (v == "none") s.choice = ToolChoice::None;
-    else if (v == "required") s.choice = ToolChoice::Required;
-    else throw bad_request("tool_choice", "'tool_choice' must be auto, none, required or a function, got '" + v + "'");
+    if (v == "auto")
+      s.choice = ToolChoice::Auto;
+    else if (v == "none")
+      s.choice = ToolChoice::None;
+    else if (v == "required")
+      s.choice = ToolChoice::Required;
+    else
+      throw bad_request("tool_choice", "'tool_choice' must be auto, none, required or a function, got '" + v + "'");
     return;
   }
   if (!c.is_object()) throw wrong("tool_choice", "tool_choice", "a string or an object", c);
@@ -186,7 +190,8 @@ Structured parse_structured(const Value& body, Api api, llm::ToolCallFormat form
     std::string g = response_format_grammar(*rf);
     if (!g.empty()) {
       if (forced)
-        throw bad_request("response_format", "'response_format' cannot be combined with a tool_choice that forces a call");
+        throw bad_request("response_format",
+                          "'response_format' cannot be combined with a tool_choice that forces a call");
       text = std::move(g);
       param = "response_format";
     }
@@ -220,7 +225,8 @@ void copy_tool_fields(const Value& m, size_t index, Value& out) {
       const Value* fn = c.is_object() ? field(c, "function") : nullptr;
       const Value* name = fn && fn->is_object() ? field(*fn, "name") : nullptr;
       if (!name || !name->is_string())
-        throw bad_request("messages", "'" + cw + "' must be {\"id\", \"type\": \"function\", \"function\": {name, arguments}}");
+        throw bad_request("messages",
+                          "'" + cw + "' must be {\"id\", \"type\": \"function\", \"function\": {name, arguments}}");
       Value args = Value::object();
       if (const Value* a = field(*fn, "arguments")) {
         if (a->is_string()) {

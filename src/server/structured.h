@@ -21,10 +21,10 @@ namespace wgc::server {
 enum class Api;
 
 // Bounds on what a request may send (beside the body's size and nesting).
-inline constexpr size_t kMaxTools = 128;            // functions in `tools`
-inline constexpr size_t kMaxToolNameBytes = 64;     // OpenAI's: [a-zA-Z0-9_-]{1,64}
+inline constexpr size_t kMaxTools = 128;              // functions in `tools`
+inline constexpr size_t kMaxToolNameBytes = 64;       // OpenAI's: [a-zA-Z0-9_-]{1,64}
 inline constexpr size_t kMaxGrammarBytes = 64 << 10;  // of `grammar`'s text (the parser allows more)
-inline constexpr size_t kMaxParallelToolCalls = 8;  // calls in one reply under a tool grammar
+inline constexpr size_t kMaxParallelToolCalls = 8;    // calls in one reply under a tool grammar
 
 enum class ToolChoice { Auto, None, Required, Named };
 

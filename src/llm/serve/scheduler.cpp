@@ -36,8 +36,8 @@ struct Seq {
   int prompt = 0;
   int cached = 0;  // tokens whose K/V are in the cache
   std::vector<int32_t> blocks;
-  int reserved = 0;   // blocks reserved for it, not allocated yet
-  int published = 0;  // of its blocks, those published to the prefix cache
+  int reserved = 0;                      // blocks reserved for it, not allocated yet
+  int published = 0;                     // of its blocks, those published to the prefix cache
   std::optional<Constraint> constraint;  // Request::grammar followed
   bool decoding() const { return cached >= prompt; }
 };
@@ -527,8 +527,8 @@ struct Scheduler::Impl {
     if (f.fed.size() != running.size()) return false;
     for (size_t i = 0; i < f.fed.size(); ++i) {
       const Seq* s = f.fed[i];
-      if (!s || !f.want[i] || f.plan[i].kind != SamplePlan::Greedy || s->job->req.top_logprobs >= 0 ||
-          s->job->cancel || s->constraint)  // a constrained token is picked on the host
+      if (!s || !f.want[i] || f.plan[i].kind != SamplePlan::Greedy || s->job->req.top_logprobs >= 0 || s->job->cancel ||
+          s->constraint)  // a constrained token is picked on the host
         return false;
     }
     return true;
