@@ -1,6 +1,7 @@
 #include "server/server.h"
 
 #include "gpu/tensor.h"
+#include "server/anthropic.h"
 #include "server/guarded_http.h"
 #include "server/metrics.h"
 #include "server/response.h"
@@ -33,8 +34,8 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 // The routes, for the metrics' labels (anything else counts as "other": a label per unknown path
 // would let clients grow the metrics without bound).
 const char* route_label(const std::string& path) {
-  static const char* known[] = {"/",         "/health",     "/metrics",        "/v1/models",
-                                "/tokenize", "/detokenize", "/v1/completions", "/v1/chat/completions"};
+  static const char* known[] = {"/",           "/health",      "/metrics",        "/v1/models",          "/tokenize",
+                                "/detokenize", "/v1/messages", "/v1/completions", "/v1/chat/completions"};
   for (const char* k : known)
     if (path == k) return k;
   if (path.starts_with("/v1/models/")) return "/v1/models/{id}";
@@ -77,8 +78,9 @@ struct Exchange {
 
   std::shared_ptr<ModelPool::Lease> lease;  // its model stays loaded while the exchange lives
   ApiRequest request;
-  ResponseBuilder builder;  // refers to `request`
-  Clock::time_point start;  // the request's arrival
+  ResponseBuilder builder;                     // refers to `request`
+  std::optional<AnthropicResponse> anthropic;  // /v1/messages: answered in Anthropic's shapes
+  Clock::time_point start;                     // the request's arrival
   uint64_t sched_id = 0;
 
   std::mutex mu;
@@ -191,7 +193,7 @@ struct Server::Impl {
   std::once_flag shutdown_once;
 
   void routes();
-  void generate(const std::string& body, httplib::Response& res, Api api);
+  void generate(const std::string& body, httplib::Response& res, Api api, bool anthropic = false);
   void stream(const std::shared_ptr<Exchange>& x, httplib::Response& res);
   void wait_whole(Exchange& x, httplib::Response& res);
   uint64_t submit(const std::shared_ptr<Exchange>& x);
@@ -251,12 +253,17 @@ void Server::Impl::finish(const Exchange& x) {
   idle_cv.notify_all();
 }
 
-void Server::Impl::generate(const std::string& body, httplib::Response& res, Api api) {
+void Server::Impl::generate(const std::string& raw, httplib::Response& res, Api api, bool anthropic) {
   auto arrived = Clock::now();
+  const std::string body = anthropic ? anthropic_to_openai(raw) : raw;             // the OpenAI request it means
   std::shared_ptr<ModelPool::Lease> lease = pool->acquire(requested_model(body));  // loads it when needed
   ApiRequest parsed = parse_request(api, body, lease->info());
-  std::string id = (api == Api::Chat ? "chatcmpl-" : "cmpl-") + id_prefix + std::to_string(next_id++);
-  auto x = std::make_shared<Exchange>(std::move(lease), std::move(parsed), std::move(id), arrived);
+  std::string id = (anthropic          ? "msg_"
+                    : api == Api::Chat ? "chatcmpl-"
+                                       : "cmpl-") +
+                   id_prefix + std::to_string(next_id++);
+  auto x = std::make_shared<Exchange>(std::move(lease), std::move(parsed), id, arrived);
+  if (anthropic) x->anthropic.emplace(x->request, x->lease->info(), id);
   submit(x);
   if (x->request.stream)
     stream(x, res);
@@ -269,10 +276,10 @@ void Server::Impl::wait_whole(Exchange& x, httplib::Response& res) {
   while (!done) {
     std::deque<llm::TokenEvent> events;
     x.take(events, done, std::chrono::milliseconds(1000));
-    for (const auto& e : events) x.builder.add(e);
+    for (const auto& e : events) x.anthropic ? x.anthropic->add(e) : x.builder.add(e);
   }
   finish(x);
-  res.set_content(x.builder.body(*done), "application/json");
+  res.set_content(x.anthropic ? x.anthropic->body(*done) : x.builder.body(*done), "application/json");
 }
 
 void Server::Impl::stream(const std::shared_ptr<Exchange>& x, httplib::Response& res) {
@@ -286,13 +293,13 @@ void Server::Impl::stream(const std::shared_ptr<Exchange>& x, httplib::Response&
         std::string out;
         if (!*started) {
           *started = true;
-          out = x->builder.first_chunk();
+          out = x->anthropic ? x->anthropic->first_events() : x->builder.first_chunk();
         }
         std::deque<llm::TokenEvent> events;
         std::optional<llm::RequestResult> done;
         if (out.empty()) x->take(events, done, std::chrono::milliseconds(250));
-        for (const auto& e : events) out += x->builder.chunk(e);
-        if (done) out += x->builder.last_chunks(*done);
+        for (const auto& e : events) out += x->anthropic ? x->anthropic->events(e) : x->builder.chunk(e);
+        if (done) out += x->anthropic ? x->anthropic->last_events(*done) : x->builder.last_chunks(*done);
         // A comment line now and then while nothing comes: a client that went away is noticed
         // (the write fails) during a long prefill or queue wait, not only at the next token.
         if (out.empty() && seconds_since(*last_write) > 1.0) out = ": keep-alive\n\n";
@@ -450,6 +457,15 @@ void Server::Impl::routes() {
             }));
   http.Post("/v1/chat/completions",
             with_body([this](const std::string& body, httplib::Response& res) { generate(body, res, Api::Chat); }));
+  // Anthropic's Messages API: its errors in its own shape.
+  http.Post("/v1/messages", with_body([this](const std::string& body, httplib::Response& res) {
+              try {
+                generate(body, res, Api::Chat, true);
+              } catch (const ApiError& e) {
+                res.status = e.status;
+                res.set_content(anthropic_error_body(e), "application/json");
+              }
+            }));
   http.Post("/tokenize", with_body([this](const std::string& body, httplib::Response& res) {
               auto lease = pool->acquire("");  // the default model's tokenizer
               send_tokens(res, body, *lease->info().tokenizer);
