@@ -3,13 +3,15 @@
 // output that parses and satisfies its schema (greedy and under several seeds), greedy ones the
 // same tokens as the Generator's own constrained path (a separate implementation: full masked
 // logits every step), and the free requests in the same batch the tokens they give alone (the
-// constraint is per sequence). A grammar with ignore_eos is refused at submit().
+// constraint is per sequence); on the GPU engine (SwiftShader) too, once. A grammar with
+// ignore_eos is refused at submit().
 #include "llm/chat/tool_calls.h"
 #include "llm/generate/generator.h"
 #include "llm/grammar/json_schema.h"
 #include "llm/serve/scheduler.h"
 #include "test_llm_util.h"
 
+#include <algorithm>
 #include <condition_variable>
 #include <mutex>
 
@@ -25,20 +27,25 @@ struct Dict {
   LlamaModel model;
   Tokenizer tok;
 };
-Dict& dict() {
-  static Dict* d = [] {
-    ModelFile f = open_model(default_model(), {false, false});
-    EngineOptions eo;
-    eo.max_ctx = 256;
-    eo.max_batch = 32;
-    eo.progress = false;
-    eo.q8_activations = false;  // as the scheduler's f32 linears (compared with the Generator)
-    eo.device = Device::Cpu;    // the constraint is the host's work; the CPU engine is fast here
-    LlamaModel lm(ctx(), f, eo);
-    Tokenizer t = *find_tokenizer(f);
-    return new Dict{std::move(f), std::move(lm), std::move(t)};
-  }();
-  return *d;
+Dict* load(Device device) {
+  ModelFile f = open_model(default_model(), {false, false});
+  EngineOptions eo;
+  eo.max_ctx = 256;
+  eo.max_batch = 32;
+  eo.progress = false;
+  eo.q8_activations = false;  // as the scheduler's f32 linears (compared with the Generator)
+  eo.device = device;
+  LlamaModel lm(ctx(), f, eo);
+  Tokenizer t = *find_tokenizer(f);
+  return new Dict{std::move(f), std::move(lm), std::move(t)};
+}
+// The CPU engine (fast here: most tests), and the GPU engine (SwiftShader: one small test of the
+// batched GPU step that brings back a constrained row's candidates and full logits together).
+Dict& dict(Device device = Device::Cpu) {
+  static Dict* cpu = load(Device::Cpu);
+  if (device == Device::Cpu) return *cpu;
+  static Dict* gpu = load(Device::Gpu);
+  return *gpu;
 }
 
 struct Outcome {
@@ -49,11 +56,12 @@ struct Outcome {
 };
 
 // Submits every request at once (they run in the same steps) and waits for all.
-std::vector<Outcome> run_all(std::vector<Request> reqs, int parallel) {
+std::vector<Outcome> run_all(std::vector<Request> reqs, int parallel, Device device = Device::Cpu) {
   SchedulerOptions so;
   so.parallel = parallel;
   so.prefill_chunk = 8;
-  Scheduler s(dict().model, dict().tok, so);
+  if (device == Device::Gpu) so.linear = LinearVersion::Batched;  // f32 activations, as the Generator's
+  Scheduler s(dict(device).model, dict(device).tok, so);
   std::vector<Outcome> runs(reqs.size());
   std::mutex mu;
   std::condition_variable cv;
@@ -202,4 +210,32 @@ TEST(SchedulerGrammar, RefusesIgnoreEos) {
   r.grammar = std::make_shared<const Grammar>(parse_grammar("root ::= \"a\""));
   r.ignore_eos = true;
   EXPECT_THROW(s.submit(r, nullptr, nullptr), Error);
+}
+
+TEST(SchedulerGrammar, GpuEngineStepGivesTheGeneratorsTokens) {
+  WGC_REQUIRE_FILE(default_model());
+  auto g = std::make_shared<const Grammar>(parse_grammar("root ::= (\"yes\" | \"no\") \", \" [a-z]{2,6} \".\""));
+  std::vector<Request> reqs;
+  reqs.push_back(request("Is the moon round?", 16, 0, 0));
+  reqs.back().grammar = g;
+  reqs.push_back(request("The sea", 6, 0, 0));  // free, beside it
+  const std::vector<Outcome> runs = run_all(reqs, 2, Device::Gpu);
+  EXPECT_TRUE(runs[0].result.error.empty()) << runs[0].result.error;
+  EXPECT_EQ(runs[0].result.stop, StopReason::Eos) << runs[0].text;
+  bool ok = false;
+  for (const char* head : {"yes, ", "no, "})
+    if (runs[0].text.starts_with(head)) {
+      const std::string word = runs[0].text.substr(std::string(head).size());
+      ok = word.size() >= 3 && word.size() <= 7 && word.back() == '.' &&
+           std::all_of(word.begin(), word.end() - 1, [](char c) { return c >= 'a' && c <= 'z'; });
+    }
+  EXPECT_TRUE(ok) << runs[0].text;
+  Generator gen(dict(Device::Gpu).model, dict(Device::Gpu).tok);
+  GenerateOptions o;
+  o.sampling = reqs[0].sampling;
+  o.max_tokens = reqs[0].max_tokens;
+  o.grammar = g;
+  const GenerateResult want = gen.generate(std::span<const int32_t>(reqs[0].prompt), o);
+  EXPECT_EQ(runs[0].ids, want.ids);
+  EXPECT_EQ(runs[0].text, want.text);
 }
