@@ -491,7 +491,8 @@ void Server::Impl::routes() {
                res.set_redirect(*to + (query == std::string::npos ? "" : req.target.substr(query)), 301);
              } else if (req.path == "/") {
                json(res, R"({"name":"wgc serve","api":["GET /v1/models","POST /v1/chat/completions",)"
-                         R"("POST /v1/completions","POST /tokenize","POST /detokenize","GET /health","GET /metrics"],)"
+                         R"("POST /v1/completions","POST /v1/messages","POST /tokenize","POST /detokenize",)"
+                         R"("GET /health","GET /metrics"],)"
                          R"("docs":"docs/serving.md"})");
              } else {
                res.status = 404;  // the error handler writes the body
