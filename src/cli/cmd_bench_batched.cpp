@@ -125,6 +125,7 @@ struct Bench {
 
 struct Flags {
   GpuFlags gpu;
+  SplitFlags split;
   OutputFlags out;
   std::optional<std::string> model, kernel, tuning;
   std::vector<int> parallel{1, 8, 16, 32, 64};
@@ -213,14 +214,14 @@ int bench_batched_cmd(const Flags& f) {
     std::fflush(stderr);
   };
 
-  LlmBackend be = llm_backend(f.gpu);
+  LlmBackend be = llm_backend(f.gpu, -1, &f.split);
   status("loading " + *model_path);
   llm::ModelFile file = llm::open_model(*model_path);
   llm::EngineOptions eo;
   eo.max_ctx = p + n;
   eo.max_batch = std::min(batch, p + n);
   eo.tuning = std::make_shared<const llm::LlmTuning>(tuning);
-  eo.device = be.device;
+  be.apply(eo);
   if (f.tuning && llm::choose_device(be.ctx, file, eo).device != llm::Device::Gpu)
     throw UsageError(
         "--tuning tunes the GPU engine's kernels; this model runs on the CPU engine (--backend gpu or cpu-vulkan "
@@ -411,6 +412,7 @@ Register reg{
        app.add_flag("--no-warmup", f->no_warmup, "no untimed warm-up run before each count");
        add_output_flags(app, f->out, "every number as JSON", "a bar chart of decode t/s");
        add_gpu_flags(app, f->gpu);
+       add_split_flags(app, f->split);
        return [f] { return bench_batched_cmd(*f); };
      }}};
 
