@@ -2,8 +2,8 @@
 
 #include "bench/bench.h"
 #include "cpu/llm/cpu_features.h"
-#include "llm/model/layer_split.h"
 #include "llm/formats/gguf.h"
+#include "llm/model/layer_split.h"
 #include "util/error.h"
 #include "util/format.h"
 
@@ -137,7 +137,8 @@ LlmSpeedResult run_llm_speed(const std::optional<Context>& ctx, const LlmSpeedPl
   r.device = gpu ? r.adapter.device : llm::cpu::describe_cpu(r.threads);
   if (!plan.split_gpus.empty()) {
     std::string counts;
-    for (const llm::ModelStage& s : model.stages()) counts += (counts.empty() ? "" : "+") + std::to_string(s.layers.count);
+    for (const llm::ModelStage& s : model.stages())
+      counts += (counts.empty() ? "" : "+") + std::to_string(s.layers.count);
     r.device += " x " + std::to_string(plan.split_gpus.size() + 1) + " (layers " + counts + ")";
   }
 

@@ -90,7 +90,7 @@ Outputs run(LlamaModel& m, int seed) {
   const auto p = prompt(13, vocab, seed);
   o.logits = m.logits(p);
   const int32_t first = int32_t(std::max_element(o.logits.begin(), o.logits.end()) - o.logits.begin());
-  m.decode_greedy(first, 6, [&](int32_t t) {
+  m.decode_greedy(first, 4, [&](int32_t t) {
     o.tokens.push_back(t);
     return true;
   });
@@ -105,7 +105,13 @@ Outputs run(LlamaModel& m, int seed) {
   return o;
 }
 
-void check_split_equals_one_device(const fs::path& file, bool q8, std::vector<std::vector<double>> proportions) {
+// A split: the devices after test::ctx() and their shares.
+struct SplitCase {
+  std::vector<Context> more;
+  std::vector<double> proportions;
+};
+
+void check_split_equals_one_device(const fs::path& file, bool q8, const std::vector<SplitCase>& cases) {
   ModelFile mf = open_model(file, {false, false});
   Outputs want;
   {
@@ -113,62 +119,54 @@ void check_split_equals_one_device(const fs::path& file, bool q8, std::vector<st
     ASSERT_EQ(one.stages().size(), 1u);
     want = run(one, 3);
   }
-  for (const auto& prop : proportions) {
-    LlamaModel two(ctx(), mf, engine(q8, {ctx2()}, prop));
-    const std::vector<ModelStage> st = two.stages();
-    ASSERT_EQ(st.size(), 2u);
-    EXPECT_EQ(st[0].layers.first, 0);
-    EXPECT_EQ(st[1].layers.end(), int(mf.config().n_layers));
-    EXPECT_EQ(st[0].layers.end(), st[1].layers.first);
-    EXPECT_EQ(st[0].ctx.device(), ctx().device());
-    EXPECT_EQ(st[1].ctx.device(), ctx2().device());
-    EXPECT_THROW(two.weights(), Error);  // one device's weights do not stand for the model
-    const std::string what = file.filename().string() + " split " + std::to_string(st[0].layers.count) + "+" +
-                             std::to_string(st[1].layers.count) + (q8 ? " q8" : " f32");
-    const Outputs got = run(two, 3);
-    expect_bits(got.logits, want.logits, what + " logits");
-    expect_bits(got.all, want.all, what + " all_logits");
-    expect_bits(got.step_logits, want.step_logits, what + " one-token logits");
+  for (const SplitCase& c : cases) {
+    LlamaModel split(ctx(), mf, engine(q8, c.more, c.proportions));
+    const std::vector<ModelStage> st = split.stages();
+    ASSERT_EQ(st.size(), c.more.size() + 1);
+    std::string what = file.filename().string() + (q8 ? " q8" : " f32") + ", layers";
+    EXPECT_EQ(st.front().layers.first, 0);
+    EXPECT_EQ(st.back().layers.end(), int(mf.config().n_layers));
+    for (size_t i = 0; i < st.size(); ++i) {
+      EXPECT_EQ(st[i].ctx.device(), (i == 0 ? ctx() : c.more[i - 1]).device());
+      EXPECT_EQ(st[i].first, i == 0);
+      EXPECT_EQ(st[i].last, i + 1 == st.size());
+      if (i > 0) {
+        EXPECT_EQ(st[i - 1].layers.end(), st[i].layers.first);
+      }
+      what += i ? '+' : ' ';
+      what += std::to_string(st[i].layers.count);
+    }
+    EXPECT_THROW(split.weights(), Error);  // one device's weights do not stand for the model
+    const Outputs got = run(split, 3);
+    expect_bits(got.logits, want.logits, what + ": logits");
+    expect_bits(got.all, want.all, what + ": all_logits");
+    expect_bits(got.step_logits, want.step_logits, what + ": one-token logits");
     EXPECT_EQ(got.tokens, want.tokens) << what;
     EXPECT_EQ(got.top.ids, want.top.ids) << what;
-    expect_bits(got.top.logits, want.top.logits, what + " top-k");
+    expect_bits(got.top.logits, want.top.logits, what + ": top-k");
   }
 }
 
 fs::path fx(const char* rel) { return test::fixtures_dir() / rel; }
 
-TEST(LayerSplitModel, BuiltInModelOnTwoDevices) {
+TEST(LayerSplitModel, BuiltInModelOnTwoAndThreeDevices) {
   WGC_REQUIRE_FILE(test::default_model());
-  // 4 layers, output tied to the embedding (the last device holds it too): 2+2 and 3+1.
-  check_split_equals_one_device(test::default_model(), true, {{}, {3, 1}});
-}
-
-TEST(LayerSplitModel, BuiltInModelOnThreeDevices) {
-  WGC_REQUIRE_FILE(test::default_model());
+  // 4 layers, the output tied to the embedding (the last device holds it too): 2+2, then 1+2+1
+  // (a middle device neither embeds nor projects).
   static Context third(ctx().options());
-  ModelFile mf = open_model(test::default_model(), {false, false});
-  LlamaModel one(ctx(), mf, engine(true));
-  const Outputs want = run(one, 5);
-  LlamaModel three(ctx(), mf, engine(true, {ctx2(), third}, {1, 2, 1}));
-  const auto st = three.stages();
-  ASSERT_EQ(st.size(), 3u);
-  EXPECT_EQ(st[1].layers, (LayerRange{1, 2}));
-  const Outputs got = run(three, 5);
-  expect_bits(got.logits, want.logits, "3 devices: logits");
-  expect_bits(got.all, want.all, "3 devices: all_logits");
-  EXPECT_EQ(got.tokens, want.tokens);
+  check_split_equals_one_device(test::default_model(), true, {{{ctx2()}, {}}, {{ctx2(), third}, {1, 2, 1}}});
 }
 
 TEST(LayerSplitModel, TinyLlama2OnTwoDevices) {
   WGC_REQUIRE_FILE(fx("tiny-llama2-f32/tiny-llama2-f32-q8_0.gguf"));
   WGC_REQUIRE_FILE(fx("tiny-llama2-f32/model.safetensors"));
-  check_split_equals_one_device(fx("tiny-llama2-f32/tiny-llama2-f32-q8_0.gguf"), true, {{}});
-  check_split_equals_one_device(fx("tiny-llama2-f32"), false, {{}});
+  check_split_equals_one_device(fx("tiny-llama2-f32/tiny-llama2-f32-q8_0.gguf"), true, {{{ctx2()}, {}}});
+  check_split_equals_one_device(fx("tiny-llama2-f32"), false, {{{ctx2()}, {}}});
 }
 
 TEST(LayerSplitModel, TinyLlama3OnTwoDevices) {
   WGC_REQUIRE_FILE(fx("tiny-llama3-bf16/model.safetensors"));
-  check_split_equals_one_device(fx("tiny-llama3-bf16"), false, {{}});
+  check_split_equals_one_device(fx("tiny-llama3-bf16"), false, {{{ctx2()}, {}}});
 }
 
 // ---- serving -------------------------------------------------------------------------------------
@@ -193,7 +191,7 @@ struct Served {
 };
 Served serve(LlamaModel& m, int micro_batches) {
   BatchedLlama bl(m, serve_options(micro_batches));
-  const int vocab = int(m.config().vocab_size), B = 4;
+  const int vocab = int(m.config().vocab_size);
   std::vector<std::vector<int32_t>> toks = {prompt(9, vocab, 1), prompt(14, vocab, 2), prompt(5, vocab, 3)};
   std::vector<std::vector<int32_t>> blocks(3);
   std::vector<int> cached(3, 0);
@@ -207,12 +205,12 @@ Served serve(LlamaModel& m, int micro_batches) {
       out.lse.push_back(r.logsumexp);
     }
   };
-  // Prompt chunks: 6 then the rest (sequence 2 wants no logits in the first step).
+  // Prompt chunks: up to 6 tokens, then the rest (sequence 2 wants no logits in the first step).
   for (int chunk = 0; chunk < 2; ++chunk) {
     std::vector<StepSequence> step;
     for (int s = 0; s < 3; ++s) {
-      const int n = chunk == 0 ? std::min(6, int(toks[size_t(s)].size())) : int(toks[size_t(s)].size()) - cached[size_t(s)];
-      if (n == 0) continue;
+      const int len = int(toks[size_t(s)].size());
+      const int n = chunk == 0 ? std::min(6, len - 1) : len - cached[size_t(s)];
       StepSequence q;
       q.tokens = std::span(toks[size_t(s)]).subspan(size_t(cached[size_t(s)]), size_t(n));
       q.pos0 = cached[size_t(s)];
@@ -247,7 +245,6 @@ Served serve(LlamaModel& m, int micro_batches) {
     prev = std::move(p);
   }
   keep(bl.collect(prev));
-  (void)B;
   return out;
 }
 
@@ -257,14 +254,16 @@ void check_serving(const fs::path& file) {
   const Served want = serve(one, 0);
   const Served want_mb = serve(one, 2);  // micro-batches on one device: the same logits
   ASSERT_EQ(want_mb.logits.size(), want.logits.size());
-  for (size_t i = 0; i < want.logits.size(); ++i) expect_bits(want_mb.logits[i], want.logits[i], "one device, 2 micro-batches");
+  for (size_t i = 0; i < want.logits.size(); ++i)
+    expect_bits(want_mb.logits[i], want.logits[i], "one device, 2 micro-batches");
   EXPECT_EQ(want_mb.ids, want.ids);
   LlamaModel two(ctx(), mf, engine(false, {ctx2()}));
   for (int mb : {0, 1, 3}) {
     const Served got = serve(two, mb);
     const std::string what = file.filename().string() + " serving on 2 devices, micro_batches " + std::to_string(mb);
     ASSERT_EQ(got.logits.size(), want.logits.size()) << what;
-    for (size_t i = 0; i < want.logits.size(); ++i) expect_bits(got.logits[i], want.logits[i], what + " row " + std::to_string(i));
+    for (size_t i = 0; i < want.logits.size(); ++i)
+      expect_bits(got.logits[i], want.logits[i], what + " row " + std::to_string(i));
     EXPECT_EQ(got.ids, want.ids) << what;
     expect_bits(got.lse, want.lse, what + " logsumexp");
   }
@@ -284,7 +283,7 @@ TEST(LayerSplitServing, TinyLlama3OnTwoDevices) {
 
 TEST(LayerSplitCli, GenerateOnTwoDevicesGivesTheOneDeviceText) {
   WGC_REQUIRE_FILE(test::default_model());
-  const std::string args = "generate --backend cpu-vulkan --prompt 'The moon' -n 6 --temp 0 -q";
+  const std::string args = "generate --backend cpu-vulkan --prompt 'The moon' -n 4 --temp 0 -q";
   const auto one = test::run_cli(args);
   ASSERT_EQ(one.rc, 0) << one.err;
   const auto two = test::run_cli(args + " --gpus 0,0 --tensor-split 1,3");

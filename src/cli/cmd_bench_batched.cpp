@@ -125,7 +125,7 @@ struct Bench {
 
 struct Flags {
   GpuFlags gpu;
-  SplitFlags split;
+  SplitFlags gpus;  // --gpus, --tensor-split
   OutputFlags out;
   std::optional<std::string> model, kernel, tuning;
   std::vector<int> parallel{1, 8, 16, 32, 64};
@@ -214,7 +214,7 @@ int bench_batched_cmd(const Flags& f) {
     std::fflush(stderr);
   };
 
-  LlmBackend be = llm_backend(f.gpu, -1, &f.split);
+  LlmBackend be = llm_backend(f.gpu, -1, &f.gpus);
   status("loading " + *model_path);
   llm::ModelFile file = llm::open_model(*model_path);
   llm::EngineOptions eo;
@@ -412,7 +412,7 @@ Register reg{
        app.add_flag("--no-warmup", f->no_warmup, "no untimed warm-up run before each count");
        add_output_flags(app, f->out, "every number as JSON", "a bar chart of decode t/s");
        add_gpu_flags(app, f->gpu);
-       add_split_flags(app, f->split);
+       add_split_flags(app, f->gpus);
        return [f] { return bench_batched_cmd(*f); };
      }}};
 

@@ -147,8 +147,8 @@ class LlamaModel {
   std::vector<DispatchTiming> profile_decode_step(int32_t token);
 
   // For the serving engine (BatchedLlama), which runs its own forward on these weights. GPU
-  // engine on one GPU (wgc::Error on the CPU or split: see stages()): the weights, the ops (with EngineOptions::tuning; not
-  // thread-safe), the RoPE table (max_ctx positions) and the context.
+  // engine on one GPU (wgc::Error on the CPU or split: see stages()): the weights, the ops (with EngineOptions::tuning;
+  // not thread-safe), the RoPE table (max_ctx positions) and the context.
   const LlamaWeights& weights() const;
   const LlmOps& ops() const;
   const RopeTable& rope() const;

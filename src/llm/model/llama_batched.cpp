@@ -99,9 +99,9 @@ struct GpuBatched final : BatchedLlama::Impl {
   // One device's share.
   struct Dev {
     ModelStage st;
-    std::vector<KvLayer> pool;  // per layer of the stage: [n_kv][blocks * block_tokens][hd]
-    GpuActs acts;               // the 8-bit copies where the plan quantizes (BatchedQ8)
-    Tensor ids;                 // first
+    std::vector<KvLayer> pool;                    // per layer of the stage: [n_kv][blocks * block_tokens][hd]
+    GpuActs acts;                                 // the 8-bit copies where the plan quantizes (BatchedQ8)
+    Tensor ids;                                   // first
     Tensor last, logits, top_vals, top_ids, lse;  // last
     GpuPlan plan;
     const LlamaWeights& w() const { return *st.w; }
@@ -212,7 +212,8 @@ struct GpuBatched final : BatchedLlama::Impl {
   // for that micro-batch's readback only).
   int32_t fed_token(int row) const {
     for (const PrevPart& p : prev)
-      if (row >= p.row0 && row < p.row0 + p.rows && p.k >= 1) return int32_t(p.ids.value<uint32_t>(size_t((row - p.row0) * p.k)));
+      if (row >= p.row0 && row < p.row0 + p.rows && p.k >= 1)
+        return int32_t(p.ids.value<uint32_t>(size_t((row - p.row0) * p.k)));
     throw Error("wgc: serving step: feed_row " + std::to_string(row) +
                 " is not a row of the previous step that asked for top_k >= 1");
   }
@@ -264,8 +265,8 @@ struct GpuBatched final : BatchedLlama::Impl {
           if (!host_feed)
             for (size_t i = 0; i < seq_mb.size(); ++i)
               if (seq_mb[i].feed_row >= 0)
-                b.copy(d.top_ids, uint64_t(seq_mb[i].feed_row) * uint64_t(last_k) * 4, d.ids,
-                       uint64_t(ps[i].tok0) * 4, 4);
+                b.copy(d.top_ids, uint64_t(seq_mb[i].feed_row) * uint64_t(last_k) * 4, d.ids, uint64_t(ps[i].tok0) * 4,
+                       4);
           ops.embedding(b, w.embed, d.ids, d.acts.x, n);
         } else {
           cross[mi].write(d.st.ctx, d.acts.x);

@@ -40,7 +40,7 @@ struct LlamaWeights {
   uint64_t bytes = 0;  // on the GPU
   // The model's index of layers[0]: a device of a layer split (layer_split.h) holds a range.
   int first_layer = 0;
-  GpuWeight embed;  // empty on a device of a layer split that neither embeds nor ties its output to it
+  GpuWeight embed;                   // empty on a device of a layer split that neither embeds nor ties its output to it
   std::optional<GpuWeight> lm_head;  // empty: tied to embed
   Tensor norm;
   std::vector<LlamaLayer> layers;

@@ -30,8 +30,8 @@ struct Stage {
   KvCache kv;
   GpuPlan decode_plan, prefill_plan;
   GpuActs acts;
-  Tensor pos;    // u32 [2]: a one-token step's position and cache row (read on the GPU)
-  Tensor ids;    // first: the tokens of a step
+  Tensor pos;  // u32 [2]: a one-token step's position and cache row (read on the GPU)
+  Tensor ids;  // first: the tokens of a step
   Tensor out_id, last_row, logits1, logit_buf, top_vals, top_ids;  // last
   int64_t logits_rows = 0;
 
@@ -127,8 +127,8 @@ class SplitEngine final : public LlamaEngine {
     opt_.max_batch = std::max(1, std::min(opt_.max_batch, max_ctx_));
     max_batch_ = opt_.max_batch;
     for (size_t i = 0; i < devices.size(); ++i)
-      stages_.push_back(std::make_unique<Stage>(devices[i], f, opt_, ranges_[i], i == 0, i + 1 == devices.size(),
-                                                max_ctx_));
+      stages_.push_back(
+          std::make_unique<Stage>(devices[i], f, opt_, ranges_[i], i == 0, i + 1 == devices.size(), max_ctx_));
     cfg_ = f.config();
     cfg_.rope_theta = stages_[0]->w.cfg.rope_theta;
     cfg_.rope_scaling = stages_[0]->w.cfg.rope_scaling;
@@ -280,7 +280,9 @@ class SplitEngine final : public LlamaEngine {
       }
       switch (tail) {
         case Tail::None: break;
-        case Tail::Logits: record_output_row(s.ops, b, s.plan(n).output, s.w, s.acts, s.last_row, s.logits1, n - 1); break;
+        case Tail::Logits:
+          record_output_row(s.ops, b, s.plan(n).output, s.w, s.acts, s.last_row, s.logits1, n - 1);
+          break;
         case Tail::Argmax:
           record_output_row(s.ops, b, s.plan(n).output, s.w, s.acts, s.last_row, s.logits1, n - 1);
           s.ops.argmax(b, s.logits1, s.w.vocab, s.out_id);
