@@ -3,12 +3,15 @@
 // exactly the one-device tokens and logits: single stream (logits, all_logits, greedy decoding,
 // top-k) and serving (BatchedLlama's logits over micro-batches, its feed_row decode across the
 // devices, and the Scheduler's requests). And the split's arithmetic without a device.
+#include "llm/generate/generator.h"
 #include "llm/model/layer_split.h"
 #include "llm/model/llama_batched.h"
 #include "llm/serve/scheduler.h"
 #include "test_llm_util.h"
 
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
 
 using namespace wgc;
 using namespace wgc::llm;
@@ -277,6 +280,56 @@ TEST(LayerSplitServing, BuiltInModelOnTwoDevices) {
 TEST(LayerSplitServing, TinyLlama3OnTwoDevices) {
   WGC_REQUIRE_FILE(fx("tiny-llama3-bf16/tiny-llama3-bf16-f16.gguf"));
   check_serving(fx("tiny-llama3-bf16/tiny-llama3-bf16-f16.gguf"));
+}
+
+// The Scheduler (what `wgc serve` runs) on the split model: the same tokens for concurrent
+// requests, greedy and sampled, as on one device.
+std::vector<std::vector<int32_t>> schedule(LlamaModel& m, const Tokenizer& tok) {
+  SchedulerOptions so;
+  so.parallel = 3;
+  so.prefill_chunk = 5;  // prompts in several chunks
+  Scheduler s(m, tok, so);
+  const char* prompts[] = {"The moon", "Love is a word that means", "The sea"};
+  std::mutex mu;
+  std::condition_variable cv;
+  int done = 0;
+  std::vector<std::vector<int32_t>> ids(3);
+  for (int i = 0; i < 3; ++i) {
+    Request r;
+    r.prompt = tok.encode(prompts[i]);
+    r.max_tokens = 6;
+    r.ignore_eos = true;
+    r.sampling.temperature = i == 2 ? 0.8f : 0.f;  // the third samples (seeded)
+    r.sampling.seed = 7;
+    s.submit(
+        std::move(r),
+        [&, i](const TokenEvent& e) {
+          std::lock_guard lk(mu);
+          ids[size_t(i)].push_back(e.id);
+          return true;
+        },
+        [&](const RequestResult& res) {
+          EXPECT_TRUE(res.error.empty()) << res.error;
+          std::lock_guard lk(mu);
+          ++done;
+          cv.notify_all();
+        });
+  }
+  std::unique_lock lk(mu);
+  cv.wait(lk, [&] { return done == 3; });
+  return ids;
+}
+
+TEST(LayerSplitServing, SchedulerOnTwoDevices) {
+  WGC_REQUIRE_FILE(test::default_model());
+  ModelFile mf = open_model(test::default_model(), {false, false});
+  const auto tok = find_tokenizer(mf);
+  ASSERT_TRUE(tok);
+  LlamaModel one(ctx(), mf, engine(false));
+  const auto want = schedule(one, *tok);
+  LlamaModel two(ctx(), mf, engine(false, {ctx2()}));
+  EXPECT_EQ(schedule(two, *tok), want);
+  for (const auto& v : want) EXPECT_EQ(v.size(), 6u);
 }
 
 // ---- the command line ---------------------------------------------------------------------------
