@@ -34,6 +34,9 @@ struct Stage {
   Tensor ids;  // first: the tokens of a step
   Tensor out_id, last_row, logits1, logit_buf, top_vals, top_ids;  // last
   int64_t logits_rows = 0;
+  // A one-token step's embedding (first) and layers, recorded on first use and replayed (its
+  // position is read from pos on the GPU), as the one-GPU engine's.
+  Recording step;
 
   Stage(const Context& c, const ModelFile& f, const EngineOptions& o, LayerRange r, bool is_first, bool is_last,
         int max_ctx)
@@ -81,6 +84,7 @@ struct Stage {
   void make_plans(const EngineOptions& o) {
     decode_plan = plan_gpu(ops, w, PlanMode::Decode, o.q8_activations, o.plan_off);
     prefill_plan = plan_gpu(ops, w, PlanMode::Prefill, o.q8_activations, o.plan_off);
+    step = {};
   }
   const GpuPlan& plan(int n) const { return n == 1 ? decode_plan : prefill_plan; }
 
@@ -88,6 +92,23 @@ struct Stage {
     if (logits_rows >= rows) return;
     logit_buf = make_tensor(ctx, {rows, w.vocab});
     logits_rows = rows;
+  }
+
+  // The embedding of the step's tokens (first device) and this device's layers for n tokens at
+  // n_past: one token replays `step` (WGC_PROFILE's timed batches cannot be frozen: then recorded).
+  void record_step(Batch& b, int n, int n_past) {
+    auto record = [&](Batch& r) {
+      if (first) ops.embedding(r, w.embed, n == 1 ? out_id : ids, acts.x, n);
+      record_layers(r, n, n_past);
+    };
+    if (n != 1) return record(b);
+    if (!step) {
+      Batch r(ctx);
+      if (r.timed()) return record(b);
+      record(r);
+      step = r.freeze();
+    }
+    b.replay(step);
   }
 
   // This device's layers for n tokens at position n_past, as the one-GPU engine records them (one
@@ -265,14 +286,11 @@ class SplitEngine final : public LlamaEngine {
       Stage& s = *stages_[i];
       if (n == 1) upload(s.ctx, s.pos, std::as_bytes(std::span(p)));
       Batch b(s.ctx);
-      if (s.first) {
-        const Tensor& in = n == 1 ? s.out_id : s.ids;
-        upload(s.ctx, in, std::as_bytes(std::span(u)));
-        s.ops.embedding(b, s.w.embed, in, s.acts.x, n);
-      } else {
-        x.write(s.ctx, s.acts.x);
-      }
-      s.record_layers(b, n, n_past_);
+      if (s.first) upload(s.ctx, n == 1 ? s.out_id : s.ids, std::as_bytes(std::span(u)));
+      s.record_step(b, n, n_past_);
+      // x from the device before, after recording (the host records while that device runs); the
+      // write is queued before this batch's submit.
+      if (!s.first) x.write(s.ctx, s.acts.x);
       if (!s.last) {
         x.read(b, s.acts.x, uint64_t(n) * uint64_t(s.w.hidden) * 4);
         b.submit();
