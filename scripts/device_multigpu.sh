@@ -6,12 +6,15 @@
 #
 # Here: WGC_PACK_TESTS=0 scripts/device_pack.sh; mkdir -p .peer && cp ../shared/peers/* .peer/
 # (build_llama_bench.sh and the llama.cpp source tarball; .peer is ignored: carry it). Then, there:
+#   scripts/device_multigpu.sh tests     # test_layer_split across the two GPUs (pack with tests for this one)
 #   scripts/device_multigpu.sh tg        # bench-llm 8B Q4_0: tg128 + pp512, one GPU vs --gpus 0,1 (50/50)
-#   scripts/device_multigpu.sh batched   # bench-batched 8B Q4_0 --parallel 1,16,64: one GPU vs two
+#   scripts/device_multigpu.sh batched   # bench-batched 8B Q4_0 --parallel 1,16,64: one GPU vs two (2 and 4 micro-batches)
 #   scripts/device_multigpu.sh serve     # wgc serve --parallel 64 + bench-serve (1,8,32,64 streams): one vs two
-#   scripts/device_multigpu.sh peer      # llama.cpp CUDA: llama-bench and llama-batched-bench, -sm none vs layer
+#   scripts/device_multigpu.sh peer      # llama.cpp CUDA (built here, ~3 min): llama-bench -sm none vs layer
+#   scripts/device_multigpu.sh peerb     # llama.cpp's llama-batched-bench, -sm none vs layer
 #   scripts/device_multigpu.sh synth70   # writes the synthetic Llama 3.1 70B Q8_0 (~75 GB; in the background)
-#   scripts/device_multigpu.sh 70b       # that model on --gpus 0,1 (it fits no single 80 GB card) + llama.cpp
+#   scripts/device_multigpu.sh 70b       # that model on --gpus 0,1 (it fits no single 80 GB card)
+#   scripts/device_multigpu.sh peer70    # llama.cpp -sm layer on the same 70B file
 # (several phases in one call run one after the other). Carry: .gl .device/bundle.tar.xz .device/STAMP .peer
 # Results: $OUT/multigpu.txt (and the JSON of each run in $OUT/multigpu.tgz).
 set -uo pipefail
@@ -48,14 +51,21 @@ peer() {  # llama.cpp built once per machine (../shared/peers/build_llama_bench.
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=index,name,memory.total,memory.used --format=csv | tee -a "$log"
 for phase in "$@"; do
   case $phase in
+    tests)  # test_layer_split with its second device on the second GPU (needs the bundle packed with
+      # its tests, and .device/fixtures .device/models carried)
+      WGC_TEST_SPLIT_ADAPTER=1 WGC_FIXTURES=$PWD/.device/fixtures WGC_MODELS=$PWD/.device/models \
+        run 400 tests /tmp/wgc/bin/test_layer_split --gtest_brief=1 ;;
     tg)  # latency: tg128 (and pp512) on one GPU, then split 50/50 over two; target tg >= 0.9x one GPU
-      run 280 tg1 $wgc bench-llm --model "$m8" -p 512 -n 128 -r 3 --gpus 0 --json /tmp/mg/tg-1gpu.json
-      run 280 tg2 $wgc bench-llm --model "$m8" -p 512 -n 128 -r 3 --gpus 0,1 --tensor-split 1,1 \
+      run 200 tg1 $wgc bench-llm --model "$m8" -p 512 -n 128 -r 3 --gpus 0 --json /tmp/mg/tg-1gpu.json
+      run 200 tg2 $wgc bench-llm --model "$m8" -p 512 -n 128 -r 3 --gpus 0,1 --tensor-split 1,1 \
         --json /tmp/mg/tg-2gpu.json ;;
     batched)  # aggregate decode of many streams (the serving engine, micro-batches pipelined over the GPUs)
-      run 280 b1 $wgc bench-batched --model "$m8" --parallel 1,16,64 -p 256 -n 128 --gpus 0 --json /tmp/mg/b-1gpu.json
-      run 280 b2 $wgc bench-batched --model "$m8" --parallel 1,16,64 -p 256 -n 128 --gpus 0,1 \
-        --json /tmp/mg/b-2gpu.json ;;
+      run 200 b1 $wgc bench-batched --model "$m8" --parallel 1,16,64 -p 256 -n 128 --gpus 0 --json /tmp/mg/b-1gpu.json
+      run 200 b2 $wgc bench-batched --model "$m8" --parallel 1,16,64 -p 256 -n 128 --gpus 0,1 \
+        --json /tmp/mg/b-2gpu.json
+      # more micro-batches: shorter pipeline bubbles, smaller batches per GPU (the knob to settle)
+      run 150 b2-mb4 $wgc bench-batched --model "$m8" --parallel 64 -p 256 -n 128 --gpus 0,1 --micro-batches 4 \
+        --json /tmp/mg/b-2gpu-mb4.json ;;
     serve)  # the server, 64 streams; target aggregate >= 1.6x one GPU
       for g in 0 0,1; do
         slog=/tmp/mg/serve-$g.log
@@ -71,26 +81,30 @@ for phase in "$@"; do
     peer)  # llama.cpp CUDA on the same file: one GPU (-sm none) and both (-sm layer, 50/50)
       peer || continue
       export LD_LIBRARY_PATH=/tmp/lb:$LD_LIBRARY_PATH
-      run 200 peer-tg /tmp/lb/llama-bench -m "$m8" -p 512 -n 128 -fa 1 -r 3 -sm none,layer -ts 1/1
+      run 300 peer-tg /tmp/lb/llama-bench -m "$m8" -p 512 -n 128 -fa 1 -r 3 -sm none,layer -ts 1/1 ;;
+    peerb)  # llama.cpp's llama-batched-bench, one GPU and both (after peer has built it)
+      peer || continue
+      export LD_LIBRARY_PATH=/tmp/lb:$LD_LIBRARY_PATH
       for sm in none layer; do
-        run 200 peer-b-$sm /tmp/lb/llama-batched-bench -m "$m8" -ngl 99 -c 50000 -b 2048 -ub 512 -npp 256 -ntg 128 \
+        run 250 peer-b-$sm /tmp/lb/llama-batched-bench -m "$m8" -ngl 99 -c 50000 -b 2048 -ub 512 -npp 256 -ntg 128 \
           -npl 1,16,64 -fa -sm $sm -ts 1,1
       done ;;
     synth70)  # ~75 GB to /tmp/models: runs on past this call; the 70b phase waits for it
       mkdir -p /tmp/models
       df -h /tmp | tee -a "$log"
-      nohup $wgc synth-model --shape llama-3.1-70b --type q8_0 --out "$m70.part" --force >/tmp/mg/synth70.log 2>&1 &&
-        mv "$m70.part" "$m70" &
-      say "synth70 started (pid $!)" ;;
+      setsid nohup bash -c "$wgc synth-model --shape llama-3.1-70b --type q8_0 --out $m70.part --force && mv $m70.part $m70" \
+        >/tmp/mg/synth70.log 2>&1 </dev/null &
+      say "synth70 started (pid $!); ls -la /tmp/models shows its progress" ;;
     70b)  # does not fit one 80 GB card: runs split (target: it runs); llama.cpp beside it
       for _ in $(seq 500); do [ -f "$m70" ] && break; sleep 1; done
       [ -f "$m70" ] || { say "70b: $m70 not written yet (synth70 first)"; continue; }
-      run 400 tg70 $wgc bench-llm --model "$m70" -p 128 -n 32 -r 1 --gpus 0,1 --json /tmp/mg/tg70-2gpu.json
-      if peer; then
-        LD_LIBRARY_PATH=/tmp/lb:$LD_LIBRARY_PATH run 300 peer70 /tmp/lb/llama-bench -m "$m70" -p 128 -n 32 -fa 1 -r 1 \
-          -sm layer -ts 1/1
-      fi ;;
-    *) say "unknown phase $phase (tg, batched, serve, peer, synth70, 70b)" ;;
+      run 450 tg70 $wgc bench-llm --model "$m70" -p 128 -n 32 -r 1 --gpus 0,1 --json /tmp/mg/tg70-2gpu.json ;;
+    peer70)  # llama.cpp on the same 70B file, split by layers
+      [ -f "$m70" ] || { say "peer70: no $m70 (synth70 first)"; continue; }
+      peer || continue
+      LD_LIBRARY_PATH=/tmp/lb:$LD_LIBRARY_PATH run 450 peer70 /tmp/lb/llama-bench -m "$m70" -p 128 -n 32 -fa 1 -r 1 \
+        -sm layer -ts 1/1 ;;
+    *) say "unknown phase $phase (tg, batched, serve, peer, peerb, synth70, 70b, peer70)" ;;
   esac
 done
 tar -C /tmp/mg -czf "$OUT/multigpu.tgz" --exclude='*.part' . 2>/dev/null

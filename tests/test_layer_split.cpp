@@ -9,7 +9,9 @@
 #include "llm/serve/scheduler.h"
 #include "test_llm_util.h"
 
+#include <charconv>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 
@@ -20,9 +22,19 @@ using wgc::test::ctx;
 
 namespace {
 
-// A second device on the adapter test::ctx() uses: its own device, queue, buffers and pipelines.
+// A second device on the adapter test::ctx() uses: its own device, queue, buffers and pipelines;
+// on a machine with two GPUs, WGC_TEST_SPLIT_ADAPTER=1 puts it on the second (the same kind of GPU).
 Context& ctx2() {
-  static Context c(ctx().options());
+  static Context c([] {
+    ContextOptions o = ctx().options();
+    if (const char* a = std::getenv("WGC_TEST_SPLIT_ADAPTER"); a && *a) {
+      const std::string_view v(a);
+      const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), o.adapter_index);
+      if (ec != std::errc() || end != v.data() + v.size() || o.adapter_index < 0)
+        throw Error("WGC_TEST_SPLIT_ADAPTER=" + std::string(v) + ": not an adapter index");
+    }
+    return o;
+  }());
   return c;
 }
 

@@ -131,6 +131,7 @@ struct Flags {
   std::vector<int> parallel{1, 8, 16, 32, 64};
   int p = 256, n = 128, repeats = 1, batch = 512, block = 16, split = llm::BatchedOptions{}.split_len;
   uint32_t seed = 1;
+  int micro_batches = 0;  // BatchedOptions::micro_batches
   bool no_warmup = false, sync = false, no_prefill = false;
 };
 
@@ -238,6 +239,8 @@ int bench_batched_cmd(const Flags& f) {
   bo.blocks = max_b * ((p + n + block - 1) / block);
   bo.linear = lin;
   bo.split_len = split;
+  if (f.micro_batches < 0 || f.micro_batches > 1024) throw UsageError("--micro-batches must be 0 to 1024");
+  bo.micro_batches = f.micro_batches;
   llm::BatchedLlama engine(model, bo);
   Bench bench{engine, int(model.config().vocab_size), block, sync, no_prefill, std::mt19937(seed)};
 
@@ -400,6 +403,9 @@ Register reg{
        add_number(app, "--batch", f->batch, "tokens per prefill step");
        add_number(app, "--block", f->block, "tokens per KV-cache block");
        add_number(app, "--split", f->split, "attention split length (a multiple of 16)");
+       add_number(app, "--micro-batches", f->micro_batches,
+                  "with --gpus: the micro-batches a step's sequences are cut into, pipelined over the GPUs (0: one "
+                  "per GPU)");
        app.add_flag("--sync", f->sync, "wait for each decode step before recording the next");
        app.add_flag("--no-prefill", f->no_prefill,
                     "skip PP: decode over p cached positions that were never computed (the same kernels and "

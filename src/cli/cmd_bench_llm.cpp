@@ -147,7 +147,7 @@ void print_report(std::FILE* out, const LlmSpeedPlan& p, const LlmSpeedResult& r
   const auto& t = p.tuning;
   const bool gpu = r.engine == llm::Device::Gpu;
   std::fprintf(out, "device: %s   bandwidth: %s\n",
-               (gpu ? r.adapter.device + " (" + r.adapter.adapter_type + ")" : "CPU engine: " + r.device).c_str(),
+               (gpu ? r.device + " (" + r.adapter.adapter_type + ")" : "CPU engine: " + r.device).c_str(),
                r.bandwidth > 0
                    ? (format_number("%.1f GB/s", r.bandwidth * 1e-9) + " (" + r.bandwidth_source + ")").c_str()
                    : "none");
@@ -161,7 +161,7 @@ void print_report(std::FILE* out, const LlmSpeedPlan& p, const LlmSpeedResult& r
     if (!p.q8_activations) std::fprintf(out, "f32 activations throughout (--no-q8)\n");
   }
   std::fprintf(out, "\n");
-  const std::string backend = gpu ? "WebGPU " + r.adapter.device : "CPU " + std::to_string(r.threads) + " threads";
+  const std::string backend = gpu ? "WebGPU " + r.device : "CPU " + std::to_string(r.threads) + " threads";
   std::vector<std::vector<std::string>> rows;
   for (const auto& x : r.tests)
     rows.push_back({r.name, gib_str(r.file_bytes), params_str(r.params), backend, x.name,
