@@ -12,6 +12,7 @@
 #include "llm/model/llama_weights.h"
 #include "util/error.h"
 
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -240,14 +241,28 @@ class SplitEngine final : public LlamaEngine {
   }
 
   // Each step waits for its token: the next step's first device needs it, and it comes from the
-  // last device through the host (decode_ahead does not apply).
+  // last device through the host (decode_ahead does not apply). record_ms: recording and
+  // submitting the devices' batches, with the waits for x between them; wait_ms: for the token.
   DecodeStats decode_greedy(int32_t first, int max_steps, const std::function<bool(int32_t)>& on_token) override {
+    using clock = std::chrono::steady_clock;
+    auto ms = [](clock::time_point a, clock::time_point b) {
+      return std::chrono::duration<double, std::milli>(b - a).count();
+    };
     DecodeStats st;
     check_tokens(std::span(&first, 1));
     const int steps = std::min(max_steps, max_ctx_ - n_past_);
     int32_t tok = first;
     while (st.tokens < steps) {
-      tok = greedy(std::span(&tok, 1));
+      const auto t0 = clock::now();
+      check_tokens(std::span(&tok, 1));
+      Batch b = forward(std::span(&tok, 1), Tail::Argmax);
+      Readback r = b.read(stages_.back()->out_id, 0, 4);
+      b.submit();
+      const auto t1 = clock::now();
+      tok = argmax_token(r);
+      st.record_ms += ms(t0, t1);
+      st.wait_ms += ms(t1, clock::now());
+      ++n_past_;
       ++st.recorded;
       ++st.tokens;
       if (!on_token(tok)) break;
