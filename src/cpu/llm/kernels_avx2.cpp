@@ -19,6 +19,8 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
+
 namespace wgc::llm::cpu {
 namespace {
 
@@ -26,13 +28,14 @@ using namespace avx2;
 
 // ---- float weights: R rows x C tokens per tile, 8 lanes along k ------------------------------------
 
+// Output rows r .. r + R - 1 for tokens t .. t + C - 1, from the K weights of each of those rows
+// at w0, row_bytes apart.
 template <TensorType T, int R, int C>
-void float_tile(const Weight& w, const LinearIo& io, int64_t r, int64_t t) {
+void float_tile(const std::byte* w0, int64_t row_bytes, int64_t K, const LinearIo& io, int64_t r, int64_t t) {
   constexpr int64_t E = elem_bytes<T>();
-  const int64_t K = w.cols;
   const std::byte* wr[R];
   const float* xt[C];
-  for (int i = 0; i < R; ++i) wr[i] = w.data + (r + i) * w.row_bytes;
+  for (int i = 0; i < R; ++i) wr[i] = w0 + i * row_bytes;
   for (int j = 0; j < C; ++j) xt[j] = io.x + (t + j) * io.x_stride;
   __m256 acc[R][C];
   for (int i = 0; i < R; ++i)
@@ -76,27 +79,45 @@ constexpr int64_t kFloatTokenBlock = 64;
 // fill the 16 registers; 4 x 3 spills (a third slower here), 2 x 6 loads too much per multiply.
 constexpr int kFR = 3, kFC = 4;
 
+// Prompts: F16 / BF16 rows are widened to f32 in scratch once per token block (exact, so the same
+// products and sums as decode's), not once per tile of 4 tokens: the conversions would otherwise
+// take a port from the multiply-adds (3 per 12).
 template <TensorType T>
-void linear_float(const Weight& w, const LinearIo& io, int64_t r0, int64_t r1) {
+void linear_float(const Weight& w, const LinearIo& io, int64_t r0, int64_t r1, void* scratch) {
+  const int64_t K = w.cols;
+  auto rows_at = [&](int64_t r) { return w.data + r * w.row_bytes; };
   if (io.n == 1) {
     int64_t r = r0;
-    for (; r + 8 <= r1; r += 8) float_tile<T, 8, 1>(w, io, r, 0);
-    for (; r < r1; ++r) float_tile<T, 1, 1>(w, io, r, 0);
+    for (; r + 8 <= r1; r += 8) float_tile<T, 8, 1>(rows_at(r), w.row_bytes, K, io, r, 0);
+    for (; r < r1; ++r) float_tile<T, 1, 1>(rows_at(r), w.row_bytes, K, io, r, 0);
     return;
   }
+  auto* wide = static_cast<float*>(scratch);  // kFR rows of K floats
+  // Rows [r, r + R) as the tiles read them: in place (F32), or widened into scratch.
+  constexpr TensorType kWide = TensorType::F32;
+  auto panel = [&]<int R>(int64_t r, int64_t tb, int64_t te) {
+    const std::byte* p = rows_at(r);
+    int64_t stride = w.row_bytes;
+    if constexpr (T != TensorType::F32) {
+      for (int i = 0; i < R; ++i) {
+        const std::byte* src = rows_at(r + i);
+        float* dst = wide + i * K;
+        int64_t k = 0;
+        for (; k + 8 <= K; k += 8) _mm256_storeu_ps(dst + k, load8<T>(src + 2 * k));
+        for (; k < K; ++k) dst[k] = T == TensorType::F16 ? half_at(src + 2 * k) : bf16_at(src + 2 * k);
+      }
+      p = reinterpret_cast<const std::byte*>(wide);
+      stride = K * 4;
+    }
+    int64_t t = tb;
+    for (; t + kFC <= te; t += kFC) float_tile<kWide, R, kFC>(p, stride, K, io, r, t);
+    for (; t < te; ++t) float_tile<kWide, R, 1>(p, stride, K, io, r, t);
+  };
   for (int64_t tb = 0; tb < io.n; tb += kFloatTokenBlock) {
     const int64_t te = imin(io.n, tb + kFloatTokenBlock);
     int64_t r = r0;
-    for (; r + kFR <= r1; r += kFR) {
-      int64_t t = tb;
-      for (; t + kFC <= te; t += kFC) float_tile<T, kFR, kFC>(w, io, r, t);
-      for (; t < te; ++t) float_tile<T, kFR, 1>(w, io, r, t);
-    }
-    for (; r < r1; ++r) {
-      int64_t t = tb;
-      for (; t + kFC <= te; t += kFC) float_tile<T, 1, kFC>(w, io, r, t);
-      for (; t < te; ++t) float_tile<T, 1, 1>(w, io, r, t);
-    }
+    for (; r + kFR <= r1; r += kFR) panel.template operator()<kFR>(r, tb, te);
+    for (; r < r1; ++r) panel.template operator()<1>(r, tb, te);
   }
 }
 
@@ -607,12 +628,14 @@ void prefill_tile(const Tile& tl, const Src& src, const LinearIo& io, int64_t r,
   }
 }
 
-// The rows [r, r1) of w as the next tiles read them (for the prefetcher): the file's rows, or
-// their packed groups.
+// The rows [r, r1) of w as the next tiles read them, for the prefetcher: the file's rows, or none
+// where they are packed groups. A packed group is one sequential stream, which the hardware
+// prefetchers follow by themselves: prefetching it in software as well made decode 25-40% slower
+// on AMD Zen 4 (cpu_llm_kernels_bench 1 16384 2048: Q4_0 51 -> 69 GMAC/s, Q4_K 38 -> 54 without).
 template <TensorType T>
 Prefetch next_rows(const Weight& w, int64_t r, int64_t r1, int64_t steps, bool packed) {
-  if (!packed || r % kRows || r1 % kRows) return Prefetch(w.data, w.row_bytes, r, r1, steps);
-  return Prefetch(w.packed, packed_group_bytes<T>(w) / kRows, r, r1, steps);
+  if (packed && r % kRows == 0 && r1 % kRows == 0) return Prefetch(w.data, w.row_bytes, r, r, steps);
+  return Prefetch(w.data, w.row_bytes, r, r1, steps);
 }
 
 template <TensorType T>
@@ -648,9 +671,9 @@ void linear_quant(const Weight& w, const LinearIo& io, int64_t r0, int64_t r1, v
 
 void linear(const Weight& w, const LinearIo& io, int64_t r0, int64_t r1, void* scratch) {
   switch (w.type) {
-    case TensorType::F32: return linear_float<TensorType::F32>(w, io, r0, r1);
-    case TensorType::F16: return linear_float<TensorType::F16>(w, io, r0, r1);
-    case TensorType::BF16: return linear_float<TensorType::BF16>(w, io, r0, r1);
+    case TensorType::F32: return linear_float<TensorType::F32>(w, io, r0, r1, scratch);
+    case TensorType::F16: return linear_float<TensorType::F16>(w, io, r0, r1, scratch);
+    case TensorType::BF16: return linear_float<TensorType::BF16>(w, io, r0, r1, scratch);
     case TensorType::Q8_0: return linear_quant<TensorType::Q8_0>(w, io, r0, r1, scratch);
     case TensorType::Q4_0: return linear_quant<TensorType::Q4_0>(w, io, r0, r1, scratch);
     case TensorType::Q4_K: return linear_quant<TensorType::Q4_K>(w, io, r0, r1, scratch);
@@ -659,7 +682,8 @@ void linear(const Weight& w, const LinearIo& io, int64_t r0, int64_t r1, void* s
   }
 }
 
-int64_t linear_scratch(int64_t cols) { return tile_bytes(cols / 32); }
+// The quantized tiles', or the float prompts' widened rows.
+int64_t linear_scratch(int64_t cols) { return std::max(tile_bytes(cols / 32), kFR * cols * 4); }
 
 // Load-time repacking: every quantized type, whole groups of 8 rows (the rest read in place).
 int64_t packed_bytes(const Weight& w) {
