@@ -39,6 +39,9 @@ void check_renders(const fs::path& file) {
         EXPECT_EQ(got, want->as_string()) << where;
       } else {
         std::string msg = r["error"].as_string(), got = "(no error)";
+        // transformers prefixes the message with Jinja's exception class ("TemplateError: ").
+        if (const size_t colon = msg.find(": "); colon != std::string::npos && msg.rfind("TemplateError", 0) == 0)
+          msg = msg.substr(colon + 2);
         try {
           got = t.render_json(messages, opt);
         } catch (const wgc::Error& e) {

@@ -273,7 +273,7 @@ TEST(LlmLinear, RmsNormLinearMatchesReference) {
       o.tuning.matvec_pf = tune[5];
       const std::string what = std::string(to_string(t)) + " wg " + std::to_string(tune[0]) + " staged " +
                                std::to_string(tune[4]) + " pf " + std::to_string(tune[5]);
-      ASSERT_TRUE(o.fuses_norm(cols)) << what;
+      ASSERT_TRUE(o.matvec_fusions(TensorType::F32, cols).norm) << what;
       expect_rms_norm_linear(o, x, nw, eps, w, deq, cols, xn, 34, what);
       if (block_size(t) == 256) continue;  // gate|up of 2 x 96 rows at cols 160 or 204
       const int64_t half = 96, gc = block_size(t) == 32 ? 160 : 204;
@@ -295,7 +295,7 @@ TEST(LlmLinear, RmsNormLinearMatchesReference) {
   auto w = upload_weight(ctx(), TensorType::F32, ref::random_weight(TensorType::F32, 8, 6, 1), 8, 6);
   Batch b(ctx());
   auto y = make_tensor(ctx(), {8});
-  EXPECT_FALSE(ops().fuses_norm(6));  // not a multiple of 4
+  EXPECT_FALSE(ops().matvec_fusions(TensorType::F32, 6).norm);  // not a multiple of 4
   EXPECT_THROW(ops().rms_norm_linear(b, make_tensor(ctx(), {8}), make_tensor(ctx(), {8}), 1e-5f, w, y), Error);
   LinearOptions with_bias;
   with_bias.bias = y;
@@ -321,7 +321,7 @@ TEST(LlmLinear, QkvRopeMatchesTwoPasses) {
       LlmOps o = variant == 2 ? unstaged_ops() : LlmOps(ctx());
       if (variant == 1) o.tuning.matvec_tpr = 8;
       o.tuning.matvec_pf = variant == 3 ? 2 : 0;
-      ASSERT_TRUE(o.fuses_rope(q.cols));
+      ASSERT_TRUE(o.matvec_fusions(TensorType::F32, q.cols).rope);
       const std::string what = std::string(to_string(t)) + (interleaved ? " interleaved" : " neox") +
                                (dyn ? " position read on the GPU" : " fixed position") +
                                (variant == 2 ? ", x from global memory" : ", x staged") +

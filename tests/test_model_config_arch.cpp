@@ -492,9 +492,16 @@ TEST(ArchFixtures, HfAndGgufConfigsAgree) {
       EXPECT_EQ(c->qk_norm_whole, a.qk_norm_whole);
       EXPECT_EQ(c->fused_qkv, a.fused_qkv);
       EXPECT_FLOAT_EQ(float(c->attn_logit_softcap), float(a.attn_logit_softcap));
-      EXPECT_FLOAT_EQ(float(c->final_logit_softcap), float(a.final_logit_softcap));
+      // The fixture script sets gemma2's final cap after writing hub_config.json (half the largest
+      // raw logit, so that it binds): only the saved config and the GGUF carry it.
+      if (!(c == &hub && name == "gemma2")) {
+        EXPECT_FLOAT_EQ(float(c->final_logit_softcap), float(a.final_logit_softcap));
+      }
       EXPECT_EQ(c->tie_word_embeddings || c->embedding_model, a.tie_word_embeddings || a.embedding_model);
-      EXPECT_EQ(c->pooling, a.pooling);
+      // hub_config.json alone has no sentence-transformers pooling files beside it (CLS by default).
+      if (c == &b) {
+        EXPECT_EQ(c->pooling, a.pooling);
+      }
       EXPECT_EQ(c->rope_scaling.type, a.rope_scaling.type);
       EXPECT_EQ(c->sliding_layers, a.sliding_layers);
       // llama.cpp's converter drops Mistral's window (its llama architecture has none).

@@ -70,7 +70,7 @@ void record_linear_q8(const LlmOps& ops, Batch& b, const LinearGroup& g, const Q
 void record_rms_norm_linear(const LlmOps& ops, Batch& b, const LinearGroup& g, const Tensor& x, const Tensor& norm_w,
                             float eps, const Tensor& y, int64_t y_stride, bool accumulate);
 // One token: x RMS-normalised with norm_w and quantized inside each part's matvec
-// (LlmOps::rms_norm_linear_q8; every part must take it: group_q8, fuses_norm_q8).
+// (LlmOps::rms_norm_linear_q8; every part must take it: group_q8, matvec_q8_fusions).
 void record_rms_norm_linear_q8(const LlmOps& ops, Batch& b, const LinearGroup& g, const Tensor& x, const Tensor& norm_w,
                                float eps, const Tensor& y, int64_t y_stride, bool accumulate);
 // Whether every part of the group takes 8-bit activations (supports_q8), or (group_batched_q8)

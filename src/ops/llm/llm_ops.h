@@ -235,7 +235,7 @@ class LlmOps {
   // linear_batched_q8 through a fused QKV weight (rows: a.n_heads query heads, then the cache's
   // key and value heads, back to back; qkv one row per token) and rope_kv_append(qkv, table,
   // cache, a) on its output, in one dispatch: the same results as the two. bias: of the QKV rows,
-  // or none. Needs batched_rope_takes(head_dim).
+  // or none. Needs serving_fusions(head_dim).rope.
   void linear_batched_q8_rope(Batch& b, const GpuWeight& w, const Q8Act& x, const Tensor& qkv, int n_tokens,
                               const RopeTable& table, const KvLayer& cache, const RopeKvArgs& a,
                               const Tensor& bias = {}) const;
@@ -246,14 +246,13 @@ class LlmOps {
     bool rope = false, paged_q8 = false;
   };
   ServingFusions serving_fusions(int head_dim) const;
-  bool batched_rope_takes(int head_dim) const;  // serving_fusions(head_dim).rope
   // One token through a gate|up weight (rows [0, n) gate, [n, 2n) up, n = out.cols): silu(gate) *
   // up quantized into out, in one dispatch (n % 32 == 0).
   void linear_swiglu_q8(Batch& b, const GpuWeight& gate_up, const Q8Act& x, const Q8Act& out) const;
   // One token: rms_norm_q8 of x (f32, elements 0 .. w.cols - 1) with norm_w, then linear_q8 (or
   // linear_swiglu_q8) of it, in one dispatch: every workgroup normalises and quantizes x into its
   // workgroup memory (the same values as rms_norm_q8 but for a sum of squares added in another
-  // order), so no pass and no barrier come between. Needs fuses_norm_q8(w.cols).
+  // order), so no pass and no barrier come between. Needs matvec_q8_fusions(w.cols).norm.
   void rms_norm_linear_q8(Batch& b, const Tensor& x, const Tensor& norm_w, float eps, const GpuWeight& w,
                           const Tensor& y, const LinearOptions& o = {}) const;
   void rms_norm_swiglu_q8(Batch& b, const Tensor& x, const Tensor& norm_w, float eps, const GpuWeight& gate_up,
@@ -266,17 +265,15 @@ class LlmOps {
     bool norm = false, rope = false;
   };
   Q8Fusions matvec_q8_fusions(int64_t cols) const;
-  bool fuses_norm_q8(int64_t cols) const;  // matvec_q8_fusions(cols).norm (until the layer plan asks the above)
   // One token: rms_norm_linear_q8 through a fused QKV weight (rows: a.n_heads query heads, then
   // the cache's key and value heads, back to back) and rope_kv_append(qkv, table, cache, a) on its
-  // output, in one dispatch (the same results as the two). Needs fuses_rope_q8(w.cols) (ten
+  // output, in one dispatch (the same results as the two). Needs matvec_q8_fusions(w.cols).rope (ten
   // storage buffers: adapters allowing that many per shader stage). A QKV weight in parts (of
   // different types) takes one call per part: w holds rows row0 .. row0 + w.rows - 1 of the fused
   // weight (whole heads), written to qkv from row0 on.
   void rms_norm_qkv_rope_q8(Batch& b, const Tensor& x, const Tensor& norm_w, float eps, const GpuWeight& w,
                             const Tensor& qkv, const RopeTable& table, const KvLayer& cache, const RopeKvArgs& a,
                             int64_t row0 = 0) const;
-  bool fuses_rope_q8(int64_t cols) const;  // matvec_q8_fusions(cols).rope
   // attention_decode's split-K pass alone: one token's flash-decoding partials (attn_partial.wgsl's
   // layout, [n_heads][splits][head_dim + 2]) for combine_linear or attention_combine.
   DecodePartials attention_decode_partials(Batch& b, const KvLayer& cache, const Tensor& q,
@@ -298,7 +295,7 @@ class LlmOps {
     bool norm = false, rope = false, combine = false, combine_prefix = false;
   };
   MatvecFusions matvec_fusions(TensorType t, int64_t cols, const DecodePartials* p = nullptr) const;
-  // The same one by one (until the layer plan asks the above).
+  // The combine's facts alone (the layer plan asks them per step, once its partials are known).
   bool combine_prefix(const DecodePartials& p) const;
   bool fuses_combine(TensorType t, const DecodePartials& p) const;
   // attention_decode with the output quantized into out (heads back to back: out.cols = n_heads *
@@ -348,12 +345,11 @@ class LlmOps {
   // One token: rms_norm of x (elements 0 .. w.cols - 1) with norm_w, then linear (or
   // linear_swiglu) of it in one dispatch, the matvec's workgroups each normalising x as they read
   // it (the sum of squares added in another order than rms_norm's). No bias (LinearOptions' row
-  // range, y offset and accumulate apply); needs fuses_norm(w.cols).
+  // range, y offset and accumulate apply); needs matvec_fusions(F32, w.cols).norm.
   void rms_norm_linear(Batch& b, const Tensor& x, const Tensor& norm_w, float eps, const GpuWeight& w, const Tensor& y,
                        const LinearOptions& o = {}) const;
   void rms_norm_swiglu(Batch& b, const Tensor& x, const Tensor& norm_w, float eps, const GpuWeight& gate_up,
                        const Tensor& out) const;
-  bool fuses_norm(int64_t cols) const;  // matvec_fusions(F32, cols).norm
   // The column ranges of a one-token linear() of weight type t and cols columns (tuning.matvec_split,
   // matvec_split_cols; 1: not split). rows: unused (kept for callers until the layer plan).
   uint32_t matvec_splits(TensorType t, int64_t cols, int64_t rows = 0) const;
@@ -367,11 +363,10 @@ class LlmOps {
   uint64_t kx_chunks(TensorType t, int64_t cols) const;
   // One token: rms_norm_linear through a fused QKV weight (rows: a.n_heads query heads, then the
   // cache's key and value heads, back to back) and rope_kv_append(qkv, table, cache, a) on its
-  // output, in one dispatch (bit-identical to the two). Needs fuses_rope(w.cols) (nine storage
+  // output, in one dispatch (bit-identical to the two). Needs matvec_fusions(F32, w.cols).rope (nine storage
   // buffers: adapters allowing that many per shader stage).
   void rms_norm_qkv_rope(Batch& b, const Tensor& x, const Tensor& norm_w, float eps, const GpuWeight& w,
                          const Tensor& qkv, const RopeTable& table, const KvLayer& cache, const RopeKvArgs& a) const;
-  bool fuses_rope(int64_t cols) const;  // matvec_fusions(F32, cols).rope
 
   // out[t * out_stride + i] = silu(g) * u, g = gate[t * g_stride + g_off + i],
   // u = up[t * u_stride + u_off + i], i < n (gate and up may be one gate|up tensor).
@@ -419,7 +414,6 @@ class LlmOps {
   // == 0, no o_stride / o_offset): the o projection's input.
   void paged_attention_q8(Batch& b, const KvLayer& cache, const Tensor& q, const Q8Act& out,
                           const PagedAttentionPlan& plan) const;
-  bool paged_attention_q8_takes(int head_dim) const;  // serving_fusions(head_dim).paged_q8
 
   // The decode attention's splits of the cache unless told: tuning.attn_dec_wgs workgroups' worth
   // over the KV heads.

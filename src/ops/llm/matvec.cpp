@@ -199,8 +199,6 @@ LlmOps::MatvecFusions LlmOps::matvec_fusions(TensorType t, int64_t cols, const D
   return f;
 }
 
-bool LlmOps::fuses_norm(int64_t cols) const { return matvec_fusions(TensorType::F32, cols).norm; }
-bool LlmOps::fuses_rope(int64_t cols) const { return matvec_fusions(TensorType::F32, cols).rope; }
 bool LlmOps::fuses_combine(TensorType t, const DecodePartials& p) const {
   return matvec_fusions(t, int64_t(p.n_heads) * p.head_dim, &p).combine;
 }
@@ -238,7 +236,7 @@ void LlmOps::rms_norm_qkv_rope(Batch& b, const Tensor& x, const Tensor& norm_w, 
                                const Tensor& qkv, const RopeTable& table, const KvLayer& c, const RopeKvArgs& a) const {
   const std::string op = "rms_norm_qkv_rope " + str(w.type);
   check_norm(x, norm_w, w.cols, op);
-  need(fuses_rope(w.cols), op,
+  need(matvec_fusions(TensorType::F32, w.cols).rope, op,
        "needs " + std::to_string(kMatvecRopeUniform) + " storage buffers per shader stage, the adapter allows " +
            std::to_string(caps_.storage_buffers));
   detail::check_qkv_rope(w, qkv, table, c, a, op);
@@ -260,7 +258,7 @@ void LlmOps::rms_norm_qkv_rope(Batch& b, const Tensor& x, const Tensor& norm_w, 
 }
 
 void LlmOps::check_norm(const Tensor& x, const Tensor& norm_w, int64_t cols, const std::string& op) const {
-  need(fuses_norm(cols), op, std::to_string(cols) + " columns (a multiple of 4)");
+  need(matvec_fusions(TensorType::F32, cols).norm, op, std::to_string(cols) + " columns (a multiple of 4)");
   need_elems(x, cols, op, "x");
   need(round16(x.bytes()) <= x.capacity(), op, "x buffer too small");
   need_elems(norm_w, cols, op, "norm weight");

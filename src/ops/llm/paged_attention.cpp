@@ -108,7 +108,7 @@ void LlmOps::paged_attention_q8(Batch& b, const KvLayer& c, const Tensor& q, con
   const std::string op = "paged_attention_q8";
   const PagedAttentionArgs& a = pl.args;
   const int hd = a.head_dim;
-  need(paged_attention_q8_takes(hd), op,
+  need(serving_fusions(hd).paged_q8, op,
        "head_dim " + std::to_string(hd) + " (a multiple of 32, at most " + std::to_string(max_wg_) + ")");
   need(out.cols == int64_t(a.n_heads) * hd, op,
        "out has " + std::to_string(out.cols) + " columns for " + std::to_string(a.n_heads) + " heads");
@@ -124,7 +124,6 @@ void LlmOps::paged_attention_q8(Batch& b, const KvLayer& c, const Tensor& q, con
              groups_1d(ctx_, uint64_t(pl.n_tokens) * uint64_t(a.n_heads)));
 }
 
-bool LlmOps::paged_attention_q8_takes(int head_dim) const { return serving_fusions(head_dim).paged_q8; }
 
 void LlmOps::paged_attention_partials(Batch& b, const KvLayer& c, const Tensor& q, const PagedAttentionPlan& pl,
                                       const std::string& op) const {
