@@ -69,7 +69,7 @@ while [ $# -gt 0 ]; do
     -n) n=${2:?-n N}; shift 2 ;;
     -r) r=${2:?-r N}; shift 2 ;;
     --passes) passes=${2:?--passes N}; shift 2 ;;
-    -h|--help) sed -n '2,36p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,39p' "$0"; exit 0 ;;
     *) die "unknown argument '$1' (--help lists them)" ;;
   esac
 done
