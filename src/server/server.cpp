@@ -289,7 +289,7 @@ void Server::Impl::stream(const std::shared_ptr<Exchange>& x, httplib::Response&
   auto last_write = std::make_shared<Clock::time_point>(Clock::now());
   res.set_chunked_content_provider(
       "text/event-stream",
-      [this, x, started, last_write](size_t, httplib::DataSink& sink) {
+      [x, started, last_write](size_t, httplib::DataSink& sink) {
         std::string out;
         if (!*started) {
           *started = true;
