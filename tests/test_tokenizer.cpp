@@ -79,7 +79,7 @@ TokenizerSpec tiny_byte_level(bool bad_merge = false) {
   bl.kind = PreTokenizerStep::Kind::ByteLevel;
   bl.use_regex = false;
   s.pre_tokenizer = {split, bl};
-  s.decoder = {{DecoderStep::Kind::ByteLevel, "", "", 0, 0, true}};
+  s.decoder = {{DecoderStep::Kind::ByteLevel, "", "", 0, 0, true, true}};
   AddedToken bos{int32_t(s.vocab.size()), "<bos>", true, false, false, false, false};
   s.vocab.push_back("<bos>");
   s.added.push_back(bos);
@@ -144,12 +144,12 @@ TokenizerSpec tiny_spm() {
   piece("ther", -20);
   piece("e" + std::string("\xC3\xA9"), -1);  // "eé" (é itself is no piece: byte fallback)
   using NK = NormalizerStep::Kind;
-  s.normalizer = {{NK::Prepend, sp, "", false, false}, {NK::Replace, " ", sp, false, false}};
+  s.normalizer = {{NK::Prepend, sp, "", false, false, true, true, true, true}, {NK::Replace, " ", sp, false, false, true, true, true, true}};
   using DK = DecoderStep::Kind;
-  s.decoder = {{DK::Replace, sp, " ", 0, 0, true},
-               {DK::ByteFallback, "", "", 0, 0, true},
-               {DK::Fuse, "", "", 0, 0, true},
-               {DK::Strip, " ", "", 1, 0, true}};
+  s.decoder = {{DK::Replace, sp, " ", 0, 0, true, true},
+               {DK::ByteFallback, "", "", 0, 0, true, true},
+               {DK::Fuse, "", "", 0, 0, true, true},
+               {DK::Strip, " ", "", 1, 0, true, true}};
   s.byte_fallback = true;
   s.fuse_unk = true;
   s.unk_id = 0;

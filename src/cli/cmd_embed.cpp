@@ -1,0 +1,144 @@
+// wgc embed: sentence embeddings of texts with a BERT-family embedding model (bge, gte, e5,
+// all-MiniLM, RoBERTa-based ones): printed one line per text, or written as .npy / JSON.
+#include "cli/command.h"
+#include "cli/llm_backend.h"
+#include "cli/llm_flags.h"
+#include "io/npy.h"
+#include "llm/encoder/encoder.h"
+#include "llm/formats/model_file.h"
+#include "llm/generate/generator.h"
+#include "util/error.h"
+#include "util/json.h"
+#include "util/output_file.h"
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+namespace wgc::cli {
+namespace {
+
+using namespace wgc::llm;
+namespace fs = std::filesystem;
+
+struct Flags {
+  GpuFlags gpu;
+  std::optional<std::string> model, file, out, pooling;
+  std::vector<std::string> texts;
+  std::string tokenizer;
+  bool force = false, json = false, no_normalize = false;
+  int threads = 0;
+};
+
+Pooling parse_pooling(const std::string& s) {
+  if (s == "cls") return Pooling::Cls;
+  if (s == "mean") return Pooling::Mean;
+  if (s == "last") return Pooling::Last;
+  throw UsageError("--pooling '" + s + "': expected cls, mean or last");
+}
+
+int embed(const Flags& f) {
+  std::vector<std::string> texts = f.texts;
+  if (f.file) {
+    std::ifstream in(*f.file);
+    if (!in) throw Error("wgc embed: cannot read " + *f.file);
+    for (std::string line; std::getline(in, line);)
+      if (!line.empty()) texts.push_back(line);
+  }
+  if (texts.empty()) throw UsageError("give the texts as arguments or -f FILE (one text per line)");
+  std::optional<Pooling> pooling;
+  if (f.pooling) pooling = parse_pooling(*f.pooling);
+  const bool to_npy = f.out && fs::path(*f.out).extension() == ".npy";
+  if (f.out) {
+    if (!to_npy && fs::path(*f.out).extension() != ".json")
+      throw UsageError("--out " + *f.out + ": the name must end in .npy or .json");
+    check_output(*f.out, overwrite_rule(f.force));
+  }
+  fs::path path = model_path(f.model);
+  OpenOptions oo;
+  oo.any_architecture = true;
+  ModelFile file = open_model(path, oo);
+  if (std::string why = encoder_refusal(file.config()); !why.empty())
+    throw Error("wgc embed: " + path.string() + ": " + why + " (wgc embed runs BERT-family embedding models)");
+  auto tok = find_tokenizer(file, f.tokenizer);
+  if (!tok) throw Error("wgc embed: " + path.string() + " has no tokenizer: give --tokenizer PATH");
+  std::vector<std::vector<int32_t>> seqs;
+  for (const auto& t : texts) seqs.push_back(tok->encode(t, true));
+  LlmBackend be = llm_backend(f.gpu);
+  EncoderOptions eo;
+  eo.threads = checked_threads(f.threads);
+  const bool gpu = be.ctx && be.device != Device::Cpu;
+  EncoderModel enc(file, gpu ? be.ctx : std::nullopt, eo);
+  std::vector<float> e;
+  if (pooling) {
+    std::vector<float> h = enc.hidden(seqs);
+    std::vector<int64_t> lengths;
+    for (const auto& s : seqs) lengths.push_back(int64_t(s.size()));
+    e = pool_hidden(h, lengths, enc.dim(), *pooling, !f.no_normalize);
+  } else {
+    e = enc.embed(seqs, !f.no_normalize);
+  }
+  const int64_t n = int64_t(texts.size()), dim = enc.dim();
+  auto as_json = [&] {
+    json::Value arr = json::Value::array();
+    for (int64_t i = 0; i < n; ++i) {
+      json::Value v = json::Value::array();
+      for (int64_t k = 0; k < dim; ++k) v.push_back(double(e[size_t(i * dim + k)]));
+      arr.push_back(std::move(v));
+    }
+    json::Value o = json::Value::object();
+    o.set("model", path.string());
+    o.set("dim", dim);
+    json::Value tokens = json::Value::array();
+    for (const auto& s : seqs) tokens.push_back(int64_t(s.size()));
+    o.set("tokens", std::move(tokens));
+    o.set("embeddings", std::move(arr));
+    return o.dump() + "\n";
+  };
+  if (f.out && to_npy) {
+    npy::write(*f.out, e, {n, dim}, overwrite_rule(f.force));
+  } else if (f.out) {
+    std::string s = as_json();
+    write_file(*f.out, std::as_bytes(std::span<const char>(s.data(), s.size())), overwrite_rule(f.force));
+  } else if (f.json) {
+    std::fputs(as_json().c_str(), stdout);
+  } else {
+    for (int64_t i = 0; i < n; ++i) {
+      std::string line;
+      char buf[32];
+      for (int64_t k = 0; k < dim; ++k) {
+        std::snprintf(buf, sizeof buf, "%s%.7g", k ? " " : "", double(e[size_t(i * dim + k)]));
+        line += buf;
+      }
+      std::puts(line.c_str());
+    }
+  }
+  if (f.out)
+    std::fprintf(stderr, "wgc embed: wrote %s: float32 [%lld, %lld] (%s engine)\n", f.out->c_str(), (long long)n,
+                 (long long)dim, enc.on_gpu() ? "GPU" : "CPU");
+  return 0;
+}
+
+Register reg{{"embed", "sentence embeddings of texts with a BERT-family embedding model (printed, .npy or JSON)",
+              [](CLI::App& app) {
+                auto f = std::make_shared<Flags>();
+                add_text(app, "--model,-m", f->model, kModelHelp)->type_name("MODEL");
+                add_text(app, "--file,-f", f->file, "texts to embed, one per line (besides the arguments)")
+                    ->type_name("FILE");
+                add_text(app, "--out", f->out, "write the vectors to FILE.npy (float32 [n, dim]) or FILE.json")
+                    ->type_name("FILE");
+                add_force(app, f->force);
+                app.add_flag("--json", f->json, "print JSON ({model, dim, tokens, embeddings}) instead of lines");
+                add_text(app, "--pooling", f->pooling, "cls, mean or last (default: as the model's files say)")
+                    ->type_name("MODE");
+                app.add_flag("--no-normalize", f->no_normalize, "the pooled vectors as they are, not L2-normalised");
+                app.add_option("--tokenizer", f->tokenizer,
+                               "a tokenizer.json, folder or .gguf (default: the model's own)");
+                add_threads_flag(app, f->threads);
+                add_gpu_flags(app, f->gpu);
+                add_rest(app, f->texts, "TEXT ...", "the texts, one embedding each");
+                return [f] { return embed(*f); };
+              }}};
+
+}  // namespace
+}  // namespace wgc::cli
