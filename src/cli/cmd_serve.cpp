@@ -1,5 +1,6 @@
 // wgc serve: an OpenAI-compatible HTTP server for one model (src/server, docs/serving.md).
 #include "cli/command.h"
+#include "cli/embedding_model.h"
 #include "cli/llm_backend.h"
 #include "cli/llm_flags.h"
 #include "gpu/context.h"
@@ -31,7 +32,7 @@ int signal_pipe[2] = {-1, -1};
 
 struct Flags {
   GpuFlags gpu;
-  std::optional<std::string> model, name, kernel;
+  std::optional<std::string> model, name, kernel, embedding_model;
   std::string tokenizer;
   server::ServerOptions so;
   llm::SchedulerOptions sched;
@@ -113,6 +114,8 @@ int serve(const Flags& f) {
   eo.device = be.device;
   // A lost GPU device (driver reset, GPU reclaimed) is survived: the scheduler has the model
   // rebuilt on a new device from the file (llm/serve/served_model.h).
+  if (f.embedding_model)
+    so.embedder = load_embedder(*f.embedding_model, fs::path(*f.embedding_model).filename().string(), be, eo.threads);
   llm::ServedModel served(file, be.ctx, eo);
   const std::string engine = engine_name(served.model(), be);
   say_engine_choice(served.model());
@@ -170,6 +173,9 @@ Register reg{{"serve", "OpenAI-compatible HTTP server for a language model (defa
                                "a tokenizer.json, folder or .gguf (default: the model's own)")
                     ->type_name("PATH");
                 add_text(app, "--name", f->name, "the model's id in the API (default: the file's name)");
+                add_text(app, "--embedding-model", f->embedding_model,
+                         "a BERT-family embedding model served at /v1/embeddings (its id: the file's name)")
+                    ->type_name("PATH");
                 app.add_option("--host", f->so.host, "the address to listen on");
                 add_number(app, "--port", f->so.port, "the port to listen on (0: any free one)");
                 app.add_option("--api-key", f->so.api_key,

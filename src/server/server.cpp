@@ -33,8 +33,8 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 // The routes, for the metrics' labels (anything else counts as "other": a label per unknown path
 // would let clients grow the metrics without bound).
 const char* route_label(const std::string& path) {
-  static const char* known[] = {"/",         "/health",     "/metrics",        "/v1/models",
-                                "/tokenize", "/detokenize", "/v1/completions", "/v1/chat/completions"};
+  static const char* known[] = {"/",         "/health",     "/metrics",        "/v1/models",           "/tokenize",
+                                "/detokenize", "/v1/completions", "/v1/chat/completions", "/v1/embeddings"};
   for (const char* k : known)
     if (path == k) return k;
   if (path.starts_with("/v1/models/")) return "/v1/models/{id}";
@@ -408,6 +408,12 @@ void Server::Impl::routes() {
             }));
   http.Post("/v1/chat/completions",
             with_body([this](const std::string& body, httplib::Response& res) { generate(body, res, Api::Chat); }));
+  http.Post("/v1/embeddings", with_body([this, json](const std::string& body, httplib::Response& res) {
+              if (!opt.embedder)
+                throw ApiError(404, "this server has no embedding model (start it with --embedding-model PATH)",
+                               "invalid_request_error", "model", "model_not_found");
+              json(res, embeddings_response(body, *opt.embedder));
+            }));
   http.Post("/tokenize", with_body([this](const std::string& body, httplib::Response& res) {
               send_tokens(res, body, *model.tokenizer);
             }));

@@ -45,10 +45,10 @@ class CpuEncoder final : public EncoderModel::Engine {
       : k_(cpu::kernels()),
         pool_(o.threads > 0 ? o.threads : int(std::max(1u, std::thread::hardware_concurrency()))),
         owner_(m.data_owner()) {
-    const ModelConfig& c = m.config();
-    H_ = c.hidden_size;
-    F_ = c.ffn_size;
-    eps_ = float(c.rms_norm_eps);
+    const ModelConfig& cfg = m.config();
+    H_ = cfg.hidden_size;
+    F_ = cfg.ffn_size;
+    eps_ = float(cfg.rms_norm_eps);
     EncoderTensors t = encoder_tensors(m);
     auto vec = [&](const ModelTensor* w) { return w ? to_f32(*w) : std::vector<float>(); };
     auto lin = [&](const ModelTensor* w, const ModelTensor* b) {
@@ -86,10 +86,10 @@ class CpuEncoder final : public EncoderModel::Engine {
       g.n2b = vec(L.out_norm_b);
       layers_.push_back(std::move(g));
     }
-    nh_ = uint32_t(c.n_heads);
-    nkv_ = uint32_t(c.n_kv_heads);
-    hd_ = uint32_t(c.head_dim);
-    scale_ = float(c.attention_scale());
+    nh_ = uint32_t(cfg.n_heads);
+    nkv_ = uint32_t(cfg.n_kv_heads);
+    hd_ = uint32_t(cfg.head_dim);
+    scale_ = float(cfg.attention_scale());
   }
 
   bool on_gpu() const override { return false; }

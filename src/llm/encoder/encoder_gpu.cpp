@@ -9,6 +9,8 @@
 #include "ops/norm.h"
 #include "util/error.h"
 
+#include <cstring>
+
 namespace wgc::llm {
 
 namespace {
@@ -21,10 +23,10 @@ struct GpuLayer {
 class GpuEncoder final : public EncoderModel::Engine {
  public:
   GpuEncoder(const ModelFile& m, Context ctx, const EncoderOptions& o) : ctx_(ctx), ops_(ctx) {
-    const ModelConfig& c = m.config();
-    H_ = c.hidden_size;
-    F_ = c.ffn_size;
-    eps_ = float(c.rms_norm_eps);
+    const ModelConfig& cfg = m.config();
+    H_ = cfg.hidden_size;
+    F_ = cfg.ffn_size;
+    eps_ = float(cfg.rms_norm_eps);
     EncoderTensors t = encoder_tensors(m);
     auto weight = [&](const ModelTensor* w) {
       if (!is_gpu_weight_type(w->type))
@@ -64,10 +66,10 @@ class GpuEncoder final : public EncoderModel::Engine {
       g.n2b = vec(L.out_norm_b);
       layers_.push_back(std::move(g));
     }
-    nh_ = uint32_t(c.n_heads);
-    nkv_ = uint32_t(c.n_kv_heads);
-    hd_ = uint32_t(c.head_dim);
-    scale_ = float(c.attention_scale());
+    nh_ = uint32_t(cfg.n_heads);
+    nkv_ = uint32_t(cfg.n_kv_heads);
+    hd_ = uint32_t(cfg.head_dim);
+    scale_ = float(cfg.attention_scale());
     (void)o;
   }
 
