@@ -53,6 +53,13 @@ std::string read_key_file(const std::string& path) {
   return key;
 }
 
+// The embedding model's id in the API: its file's (or folder's) name.
+std::string embedding_id(const std::string& path) {
+  fs::path p = fs::path(path).lexically_normal();
+  if (p.filename().empty()) p = p.parent_path();
+  return p.filename().string();
+}
+
 // `v` within [lo, hi], else a UsageError naming the flag.
 int in_range(int v, const char* flag, int lo, int hi) {
   if (v < lo || v > hi)
@@ -115,7 +122,7 @@ int serve(const Flags& f) {
   // A lost GPU device (driver reset, GPU reclaimed) is survived: the scheduler has the model
   // rebuilt on a new device from the file (llm/serve/served_model.h).
   if (f.embedding_model)
-    so.embedder = load_embedder(*f.embedding_model, fs::path(*f.embedding_model).filename().string(), be, eo.threads);
+    so.embedder = load_embedder(*f.embedding_model, embedding_id(*f.embedding_model), be, eo.threads);
   llm::ServedModel served(file, be.ctx, eo);
   const std::string engine = engine_name(served.model(), be);
   say_engine_choice(served.model());
