@@ -129,8 +129,10 @@ TEST(EmbeddingsApi, EveryInputShapeFloatAndBase64) {
   EXPECT_EQ(r["usage"]["prompt_tokens"].as_int(), 2);
   // base64: the same float32 values.
   json::Value f = json::parse(embeddings_response(R"({"input": ["hello world", "c"]})", *e));
-  json::Value b = json::parse(embeddings_response(R"({"input": ["hello world", "c"], "encoding_format": "base64"})", *e));
-  for (int i = 0; i < 2; ++i) EXPECT_EQ(decode_base64(b["data"][i]["embedding"].as_string()), floats(f["data"][i]["embedding"]));
+  json::Value b =
+      json::parse(embeddings_response(R"({"input": ["hello world", "c"], "encoding_format": "base64"})", *e));
+  for (int i = 0; i < 2; ++i)
+    EXPECT_EQ(decode_base64(b["data"][i]["embedding"].as_string()), floats(f["data"][i]["embedding"]));
   // dimensions: the first values, normalised again.
   r = json::parse(embeddings_response(R"({"input": "hello world", "dimensions": 2})", *e));
   std::vector<float> two = floats(r["data"][0]["embedding"]);
@@ -149,19 +151,19 @@ TEST(EmbeddingsApi, ErrorsNameTheField) {
     const char* param;
     const char* says;
   };
-  for (const Case& c : {Case{"not json", 400, "", "request body"}, Case{"[1]", 400, "", "object"},
-                        Case{R"({"model": "tiny-embed"})", 400, "input", "required"},
-                        Case{R"({"input": ""})", 400, "input", "empty"}, Case{R"({"input": []})", 400, "input", "empty"},
-                        Case{R"({"input": [[]]})", 400, "input", "empty"}, Case{R"({"input": 3})", 400, "input", "string"},
-                        Case{R"({"input": [1, "a"]})", 400, "input", "not a token id"},
-                        Case{R"({"input": [[1, 8]]})", 400, "input", "outside the vocabulary"},
-                        Case{R"({"input": [-1]})", 400, "input", "outside the vocabulary"},
-                        Case{R"({"input": ["a", {"x": 1}]})", 400, "input", "input[1]"},
-                        Case{R"({"input": "a b c a b c"})", 400, "input", "maximum is 6"},
-                        Case{R"({"input": "a", "model": "gpt-4"})", 404, "model", "does not exist"},
-                        Case{R"({"input": "a", "encoding_format": "hex"})", 400, "encoding_format", "base64"},
-                        Case{R"({"input": "a", "dimensions": 5})", 400, "dimensions", "1..4"},
-                        Case{R"({"input": "a", "dimensions": 0})", 400, "dimensions", "1..4"}}) {
+  for (const Case& c :
+       {Case{"not json", 400, "", "request body"}, Case{"[1]", 400, "", "object"},
+        Case{R"({"model": "tiny-embed"})", 400, "input", "required"}, Case{R"({"input": ""})", 400, "input", "empty"},
+        Case{R"({"input": []})", 400, "input", "empty"}, Case{R"({"input": [[]]})", 400, "input", "empty"},
+        Case{R"({"input": 3})", 400, "input", "string"}, Case{R"({"input": [1, "a"]})", 400, "input", "not a token id"},
+        Case{R"({"input": [[1, 8]]})", 400, "input", "outside the vocabulary"},
+        Case{R"({"input": [-1]})", 400, "input", "outside the vocabulary"},
+        Case{R"({"input": ["a", {"x": 1}]})", 400, "input", "input[1]"},
+        Case{R"({"input": "a b c a b c"})", 400, "input", "maximum is 6"},
+        Case{R"({"input": "a", "model": "gpt-4"})", 404, "model", "does not exist"},
+        Case{R"({"input": "a", "encoding_format": "hex"})", 400, "encoding_format", "base64"},
+        Case{R"({"input": "a", "dimensions": 5})", 400, "dimensions", "1..4"},
+        Case{R"({"input": "a", "dimensions": 0})", 400, "dimensions", "1..4"}}) {
     ApiError err = error_of(*e, c.body);
     EXPECT_EQ(err.status, c.status) << c.body;
     EXPECT_EQ(err.param, c.param) << c.body;

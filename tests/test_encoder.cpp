@@ -55,8 +55,8 @@ TEST(EncoderAttention, KernelMatchesCpuReferenceOnPackedSequences) {
     std::vector<uint32_t> lengths;
     uint32_t heads, kv, hd;
   };
-  for (const Case& cs : {Case{{13, 70, 1}, 3, 3, 20}, Case{{5, 9}, 4, 2, 36}, Case{{130}, 2, 1, 64},
-                         Case{{7}, 1, 1, 200}}) {
+  for (const Case& cs :
+       {Case{{13, 70, 1}, 3, 3, 20}, Case{{5, 9}, 4, 2, 36}, Case{{130}, 2, 1, 64}, Case{{7}, 1, 1, 200}}) {
     uint32_t n = 0;
     for (uint32_t l : cs.lengths) n += l;
     EncoderAttnDims d;
@@ -76,8 +76,8 @@ TEST(EncoderAttention, KernelMatchesCpuReferenceOnPackedSequences) {
     std::vector<float> want(size_t(n) * d.o_stride, NAN);
     llm::cpu::encoder_attention(qkv, ranges, want, d);
     Tensor tq = make_tensor(ctx(), {int64_t(qkv.size())}, qkv);
-    Tensor tr = make_tensor(ctx(), {int64_t(ranges.size())}, DType::U32,
-                            std::as_bytes(std::span<const uint32_t>(ranges)));
+    Tensor tr =
+        make_tensor(ctx(), {int64_t(ranges.size())}, DType::U32, std::as_bytes(std::span<const uint32_t>(ranges)));
     Tensor out = test::poisoned(int64_t(want.size()));
     Batch b(ctx());
     encoder_attention(b, tq, tr, ranges, out, d);
@@ -149,8 +149,8 @@ void write_tiny_bert(const fs::path& dir, const TinyBert& b, uint32_t seed) {
   add("embeddings.LayerNorm.bias", {H});
   for (int64_t l = 0; l < b.layers; ++l) {
     std::string p = "encoder.layer." + std::to_string(l) + ".";
-    for (const char* m : {"attention.self.query", "attention.self.key", "attention.self.value",
-                          "attention.output.dense"}) {
+    for (const char* m :
+         {"attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense"}) {
       add(p + m + ".weight", {H, H});
       add(p + m + ".bias", {H});
     }
@@ -179,7 +179,8 @@ void write_tiny_bert(const fs::path& dir, const TinyBert& b, uint32_t seed) {
     json::Object e;
     e.emplace_back("dtype", json::Value("F32"));
     e.emplace_back("shape", json::Value(std::move(sh)));
-    e.emplace_back("data_offsets", json::Value(json::Array{json::Value(int64_t(b0)), json::Value(int64_t(data.size() * 4))}));
+    e.emplace_back("data_offsets",
+                   json::Value(json::Array{json::Value(int64_t(b0)), json::Value(int64_t(data.size() * 4))}));
     header.emplace_back(name, json::Value(std::move(e)));
   }
   std::string hs = json::Value(std::move(header)).dump();
@@ -259,8 +260,11 @@ TEST(EncoderModel, BertFromHfFolderMatchesReferenceOnBothEngines) {
   ModelFile m = open_any(dir);
   EXPECT_EQ(m.config().pooling, Pooling::Cls);
   // Lengths around the 20-token pass limit and past the kernel's 64-key chunk.
-  check_against_reference(m, 2e-4, {{2, 5, 7, 11, 3}, {1}, {4, 8, 15, 16, 23, 42, 50, 9, 9, 9, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12},
-                                    std::vector<int32_t>(40, 0)});
+  check_against_reference(m, 2e-4,
+                          {{2, 5, 7, 11, 3},
+                           {1},
+                           {4, 8, 15, 16, 23, 42, 50, 9, 9, 9, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12},
+                           std::vector<int32_t>(40, 0)});
   // The same token at every position: only the positions tell them apart.
   EncoderModel enc(m, std::nullopt);
   auto h = enc.hidden(std::vector<std::vector<int32_t>>{{7, 7, 7}});

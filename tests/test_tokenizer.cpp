@@ -144,7 +144,8 @@ TokenizerSpec tiny_spm() {
   piece("ther", -20);
   piece("e" + std::string("\xC3\xA9"), -1);  // "eé" (é itself is no piece: byte fallback)
   using NK = NormalizerStep::Kind;
-  s.normalizer = {{NK::Prepend, sp, "", false, false, true, true, true, true}, {NK::Replace, " ", sp, false, false, true, true, true, true}};
+  s.normalizer = {{NK::Prepend, sp, "", false, false, true, true, true, true},
+                  {NK::Replace, " ", sp, false, false, true, true, true, true}};
   using DK = DecoderStep::Kind;
   s.decoder = {{DK::Replace, sp, " ", 0, 0, true, true},
                {DK::ByteFallback, "", "", 0, 0, true, true},

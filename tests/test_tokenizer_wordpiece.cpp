@@ -28,9 +28,9 @@ std::vector<std::string> texts() {
   auto t = test::corpus(160);
   for (const char* extra :
        {"Hello, World!", "The QUICK brown fox's jumped.", "naïve café Ångström résumé", "東京は日本の首都です。",
-        "tab\there\nnewline\r\nend", "ctrl\x01\x02 chars\xE2\x80\x8B zero-width", "don't stop; it's 3.14!", "[CLS] x [SEP]",
-        "running runner runs ran", "unbelievably-long-hyphenated-words", "ÉCOLE İstanbul ΣΊΣΥΦΟΣ", "a [MASK] b",
-        "supercalifragilisticexpialidocious", "  leading and trailing  ", "", "ﬁ ligature ①②"})
+        "tab\there\nnewline\r\nend", "ctrl\x01\x02 chars\xE2\x80\x8B zero-width", "don't stop; it's 3.14!",
+        "[CLS] x [SEP]", "running runner runs ran", "unbelievably-long-hyphenated-words", "ÉCOLE İstanbul ΣΊΣΥΦΟΣ",
+        "a [MASK] b", "supercalifragilisticexpialidocious", "  leading and trailing  ", "", "ﬁ ligature ①②"})
     t.push_back(extra);
   return t;
 }
@@ -39,9 +39,10 @@ std::vector<std::string> texts() {
 // alone and with "##".
 json::Value vocab_of(const std::vector<std::string>& ts) {
   std::vector<std::string> pieces = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"};
-  for (const char* w : {"the", "hello", "world", "run", "##ning", "##ner", "##s", "un", "##believ", "##ably", "quick",
-                        "brown", "fox", "jump", "##ed", "cafe", "naive", "super", "##cal", "##i", "long", "word", "a",
-                        "b", "it", "don", "stop", "t", "s", "the", "##e", "##ing"})
+  for (const char* w :
+       {"the",   "hello", "world", "run",  "##ning", "##ner", "##s",   "un",    "##believ", "##ably", "quick",
+        "brown", "fox",   "jump",  "##ed", "cafe",   "naive", "super", "##cal", "##i",      "long",   "word",
+        "a",     "b",     "it",    "don",  "stop",   "t",     "s",     "the",   "##e",      "##ing"})
     pieces.push_back(w);
   for (const auto& t : ts)
     for (size_t i = 0; i < t.size();) {
@@ -109,10 +110,10 @@ void compare_doc(const std::string& name, const json::Value& doc, const std::vec
   for (size_t i = 0; i < ts.size(); ++i) {
     auto a = tok.encode(ts[i], true), b = tok.encode(ts[i], false);
     if ((a != ref->with_special[i] || b != ref->without_special[i]) && bad++ < 8)
-      ADD_FAILURE() << name << " " << show(ts[i]) << "\n  ours " << show(a) << "\n  hf   " << show(ref->with_special[i]);
+      ADD_FAILURE() << name << " " << show(ts[i]) << "\n  ours " << show(a) << "\n  hf   "
+                    << show(ref->with_special[i]);
     const auto& ids = ref->with_special[i];
-    if ((tok.decode(ids, false) != ref->decoded[i] || tok.decode(ids, true) != ref->decoded_skip[i]) &&
-        bad_text++ < 8)
+    if ((tok.decode(ids, false) != ref->decoded[i] || tok.decode(ids, true) != ref->decoded_skip[i]) && bad_text++ < 8)
       ADD_FAILURE() << name << " decode " << show(ids) << "\n  ours " << show(tok.decode(ids, true)) << "\n  hf   "
                     << show(ref->decoded_skip[i]);
   }

@@ -119,26 +119,25 @@ int embed(const Flags& f) {
   return 0;
 }
 
-Register reg{{"embed", "sentence embeddings of texts with a BERT-family embedding model (printed, .npy or JSON)",
-              [](CLI::App& app) {
-                auto f = std::make_shared<Flags>();
-                add_text(app, "--model,-m", f->model, kModelHelp)->type_name("MODEL");
-                add_text(app, "--file,-f", f->file, "texts to embed, one per line (besides the arguments)")
-                    ->type_name("FILE");
-                add_text(app, "--out", f->out, "write the vectors to FILE.npy (float32 [n, dim]) or FILE.json")
-                    ->type_name("FILE");
-                add_force(app, f->force);
-                app.add_flag("--json", f->json, "print JSON ({model, dim, tokens, embeddings}) instead of lines");
-                add_text(app, "--pooling", f->pooling, "cls, mean or last (default: as the model's files say)")
-                    ->type_name("MODE");
-                app.add_flag("--no-normalize", f->no_normalize, "the pooled vectors as they are, not L2-normalised");
-                app.add_option("--tokenizer", f->tokenizer,
-                               "a tokenizer.json, folder or .gguf (default: the model's own)");
-                add_threads_flag(app, f->threads);
-                add_gpu_flags(app, f->gpu);
-                add_rest(app, f->texts, "TEXT ...", "the texts, one embedding each");
-                return [f] { return embed(*f); };
-              }}};
+Register reg{
+    {"embed", "sentence embeddings of texts with a BERT-family embedding model (printed, .npy or JSON)",
+     [](CLI::App& app) {
+       auto f = std::make_shared<Flags>();
+       add_text(app, "--model,-m", f->model, kModelHelp)->type_name("MODEL");
+       add_text(app, "--file,-f", f->file, "texts to embed, one per line (besides the arguments)")->type_name("FILE");
+       add_text(app, "--out", f->out, "write the vectors to FILE.npy (float32 [n, dim]) or FILE.json")
+           ->type_name("FILE");
+       add_force(app, f->force);
+       app.add_flag("--json", f->json, "print JSON ({model, dim, tokens, embeddings}) instead of lines");
+       add_text(app, "--pooling", f->pooling, "cls, mean or last (default: as the model's files say)")
+           ->type_name("MODE");
+       app.add_flag("--no-normalize", f->no_normalize, "the pooled vectors as they are, not L2-normalised");
+       app.add_option("--tokenizer", f->tokenizer, "a tokenizer.json, folder or .gguf (default: the model's own)");
+       add_threads_flag(app, f->threads);
+       add_gpu_flags(app, f->gpu);
+       add_rest(app, f->texts, "TEXT ...", "the texts, one embedding each");
+       return [f] { return embed(*f); };
+     }}};
 
 }  // namespace
 }  // namespace wgc::cli

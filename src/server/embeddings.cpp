@@ -96,8 +96,8 @@ std::string embeddings_response(const std::string& body, Embedder& e) {
   if (const Value* m = req.find("model"); m && !m->is_null()) {
     if (!m->is_string()) throw bad_request("model", "model must be a string");
     if (m->as_string() != e.model_id)
-      throw ApiError(404, "the model '" + m->as_string() + "' does not exist (this server embeds with '" +
-                              e.model_id + "')",
+      throw ApiError(404,
+                     "the model '" + m->as_string() + "' does not exist (this server embeds with '" + e.model_id + "')",
                      "invalid_request_error", "model", "model_not_found");
   }
   std::string format = "float";
@@ -109,8 +109,8 @@ std::string embeddings_response(const std::string& body, Embedder& e) {
   int64_t dims = e.dim;
   if (const Value* d = req.find("dimensions"); d && !d->is_null()) {
     if (!d->is_int() || d->as_int() < 1 || d->as_int() > e.dim)
-      throw bad_request("dimensions", "dimensions must be an integer in 1.." + std::to_string(e.dim) + ", got " +
-                                          d->dump());
+      throw bad_request("dimensions",
+                        "dimensions must be an integer in 1.." + std::to_string(e.dim) + ", got " + d->dump());
     dims = d->as_int();
   }
   const Value* input = req.find("input");

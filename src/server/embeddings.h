@@ -22,10 +22,10 @@
 namespace wgc::server {
 
 struct Embedder {
-  std::string model_id;                    // what "model" must say (when given)
+  std::string model_id;  // what "model" must say (when given)
   const llm::Tokenizer* tokenizer = nullptr;
   int64_t dim = 0, max_tokens = 0, vocab = 0;
-  size_t max_inputs = 2048;                // inputs per request (OpenAI's limit)
+  size_t max_inputs = 2048;  // inputs per request (OpenAI's limit)
   // Pooled, L2-normalised vectors [seqs][dim] of the token sequences (called under `mu`).
   std::function<std::vector<float>(std::span<const std::vector<int32_t>>)> run;
   std::mutex mu;  // one request at a time through the model

@@ -33,8 +33,9 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 // The routes, for the metrics' labels (anything else counts as "other": a label per unknown path
 // would let clients grow the metrics without bound).
 const char* route_label(const std::string& path) {
-  static const char* known[] = {"/",         "/health",     "/metrics",        "/v1/models",           "/tokenize",
-                                "/detokenize", "/v1/completions", "/v1/chat/completions", "/v1/embeddings"};
+  static const char* known[] = {"/",         "/health",     "/metrics",        "/v1/models",
+                                "/tokenize", "/detokenize", "/v1/completions", "/v1/chat/completions"};
+  if (path == "/v1/embeddings") return "/v1/embeddings";
   for (const char* k : known)
     if (path == k) return k;
   if (path.starts_with("/v1/models/")) return "/v1/models/{id}";

@@ -13,8 +13,8 @@ void check_encoder_attention(const EncoderAttnDims& d, std::span<const uint32_t>
                              uint64_t out_elems, const char* op) {
   auto fail = [&](const std::string& what) { throw Error(std::string("wgc: ") + op + ": " + what); };
   if (d.n_heads == 0 || d.n_kv_heads == 0 || d.head_dim == 0) fail("n_heads, n_kv_heads and head_dim must be > 0");
-  if (d.n_heads % d.n_kv_heads) fail(std::to_string(d.n_heads) + " heads are not a multiple of " +
-                                     std::to_string(d.n_kv_heads) + " kv heads");
+  if (d.n_heads % d.n_kv_heads)
+    fail(std::to_string(d.n_heads) + " heads are not a multiple of " + std::to_string(d.n_kv_heads) + " kv heads");
   if (d.head_dim > 256) fail("head_dim " + std::to_string(d.head_dim) + " exceeds 256");
   if (ranges.size() < 2 * uint64_t(d.n_tokens))
     fail("ranges holds " + std::to_string(ranges.size()) + " entries for " + std::to_string(d.n_tokens) + " tokens");
@@ -24,8 +24,8 @@ void check_encoder_attention(const EncoderAttnDims& d, std::span<const uint32_t>
   uint64_t rows = 0;
   for (uint32_t t = 0; t < d.n_tokens; ++t) {
     const uint32_t b = ranges[2 * size_t(t)], e = ranges[2 * size_t(t) + 1];
-    if (b >= e) fail("token " + std::to_string(t) + " attends to no rows (" + std::to_string(b) + ".." +
-                     std::to_string(e) + ")");
+    if (b >= e)
+      fail("token " + std::to_string(t) + " attends to no rows (" + std::to_string(b) + ".." + std::to_string(e) + ")");
     rows = std::max<uint64_t>({rows, e, uint64_t(t) + 1});
   }
   if (rows * d.stride > qkv_elems)

@@ -111,8 +111,7 @@ EncoderTensors encoder_tensors(const ModelFile& m) {
 }
 
 EncoderModel::EncoderModel(const ModelFile& file, std::optional<Context> ctx, EncoderOptions options) {
-  if (std::string why = encoder_refusal(file.config()); !why.empty())
-    throw Error(file.path().string() + ": " + why);
+  if (std::string why = encoder_refusal(file.config()); !why.empty()) throw Error(file.path().string() + ": " + why);
   if (options.max_batch_tokens < 1) throw Error("wgc: EncoderOptions::max_batch_tokens must be >= 1");
   e_ = ctx ? make_encoder_gpu(file, *ctx, options) : make_encoder_cpu(file, options);
   e_->c = file.config();

@@ -27,7 +27,8 @@ struct CpuLayer {
   std::vector<float> n1w, n1b, n2w, n2b;
 };
 
-void layer_norm(float* x, int64_t rows, int64_t n, const std::vector<float>& w, const std::vector<float>& b, float eps) {
+void layer_norm(float* x, int64_t rows, int64_t n, const std::vector<float>& w, const std::vector<float>& b,
+                float eps) {
   for (int64_t r = 0; r < rows; ++r) {
     float* v = x + r * n;
     double mean = 0, var = 0;

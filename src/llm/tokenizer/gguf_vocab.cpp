@@ -153,7 +153,8 @@ TokenizerSpec spec_from_gguf(const GgufFile& f) {
     spec.unk_id = unk ? unk : std::optional<int32_t>(0);
     bool space_prefix = f.get_bool("tokenizer.ggml.add_space_prefix", true);
     using NK = NormalizerStep::Kind;
-    if (space_prefix) spec.normalizer.push_back({NK::Prepend, "\xE2\x96\x81", "", false, false, true, true, true, true});
+    if (space_prefix)
+      spec.normalizer.push_back({NK::Prepend, "\xE2\x96\x81", "", false, false, true, true, true, true});
     spec.normalizer.push_back({NK::Replace, " ", "\xE2\x96\x81", false, false, true, true, true, true});
     using DK = DecoderStep::Kind;
     spec.decoder.push_back({DK::Replace, "\xE2\x96\x81", " ", 0, 0, true, true});

@@ -77,9 +77,9 @@ struct TokenizerSpec {
 
   // The model: WordPiece (BERT: the longest vocabulary prefix of each word, then of the rest with
   // continuing_subword_prefix, the whole word unk_id when a part has none or the word is longer
-  // than max_input_chars_per_word characters), or a BPE over `vocab` (id -> piece; byte-level pieces for byte-level BPE). Merges by
-  // rank when `merges` is non-empty, else by `scores` of the merged piece (SentencePiece BPE:
-  // the highest score first; a piece scored -infinity is never a merge target).
+  // than max_input_chars_per_word characters), or a BPE over `vocab` (id -> piece; byte-level pieces for byte-level
+  // BPE). Merges by rank when `merges` is non-empty, else by `scores` of the merged piece (SentencePiece BPE: the
+  // highest score first; a piece scored -infinity is never a merge target).
   std::vector<std::string> vocab;
   std::vector<float> scores;
   std::vector<std::pair<std::string, std::string>> merges;

@@ -16,7 +16,8 @@ struct Lower {
 
 template <size_t N>
 bool in(const Range (&table)[N], char32_t c) {
-  auto it = std::upper_bound(std::begin(table), std::end(table), c, [](char32_t v, const Range& r) { return v < r.first; });
+  auto it =
+      std::upper_bound(std::begin(table), std::end(table), c, [](char32_t v, const Range& r) { return v < r.first; });
   if (it == std::begin(table)) return false;
   --it;
   return c <= it->last;
@@ -33,7 +34,8 @@ void append_lower(std::string& out, char32_t c) {
     out += char(c >= 'A' && c <= 'Z' ? c + 32 : c);
     return;
   }
-  auto it = std::lower_bound(std::begin(kLower), std::end(kLower), c, [](const Lower& l, char32_t v) { return l.cp < v; });
+  auto it =
+      std::lower_bound(std::begin(kLower), std::end(kLower), c, [](const Lower& l, char32_t v) { return l.cp < v; });
   if (it == std::end(kLower) || it->cp != c) {
     append_utf8(out, c);
     return;

@@ -155,9 +155,17 @@ void decode(const DecoderStep& st, std::vector<std::string>& toks) {
         t.insert(0, " ");
     }
     if (st.cleanup) {
-      for (auto [from, to] : {std::pair<const char*, const char*>{" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","},
-                              {" ' ", "'"}, {" n't", "n't"}, {" 'm", "'m"}, {" do not", " don't"}, {" 's", "'s"},
-                              {" 've", "'ve"}, {" 're", "'re"}})
+      for (auto [from, to] : {std::pair<const char*, const char*>{" .", "."},
+                              {" ?", "?"},
+                              {" !", "!"},
+                              {" ,", ","},
+                              {" ' ", "'"},
+                              {" n't", "n't"},
+                              {" 'm", "'m"},
+                              {" do not", " don't"},
+                              {" 's", "'s"},
+                              {" 've", "'ve"},
+                              {" 're", "'re"}})
         replace_all(t, from, to);
     }
   }
