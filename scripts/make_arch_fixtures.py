@@ -117,9 +117,10 @@ def save_tokenizer(base, folder, post, bos=None, eos=None, pad=None, unk=None, e
             tok.post_processor = processors.TemplateProcessing(
                 single=f"$A {post[1]}", pair=f"$A {post[1]} $B {post[1]}", special_tokens=[(post[1], tok.token_to_id(post[1]))])
         elif kind == "roberta":
-            tok.post_processor = processors.RobertaProcessing(sep=(post[2], tok.token_to_id(post[2])),
-                                                              cls=(post[1], tok.token_to_id(post[1])),
-                                                              add_prefix_space=False, trim_offsets=True)
+            # RobertaProcessing's ids as a template (its keyword names changed in tokenizers 0.23).
+            tok.post_processor = processors.TemplateProcessing(
+                single=f"{post[1]} $A {post[2]}", pair=f"{post[1]} $A {post[2]} {post[2]} $B {post[2]}",
+                special_tokens=[(post[1], tok.token_to_id(post[1])), (post[2], tok.token_to_id(post[2]))])
         elif kind == "bert":
             tok.post_processor = processors.TemplateProcessing(
                 single=f"{post[1]} $A {post[2]}", pair=f"{post[1]} $A {post[2]} $B:1 {post[2]}:1",
@@ -178,6 +179,7 @@ def hub_config(folder, cfg_dict):
     (folder / "config.json").unlink()
     try:
         cfg._attn_implementation = "eager"
+        cfg._experts_implementation = "eager"  # transformers 5's grouped_mm takes no float64
     except Exception:  # noqa: BLE001
         pass
     return cfg
@@ -241,11 +243,22 @@ def to_hub_experts(folder, style):
 
 # --- references --------------------------------------------------------------------------------
 
+def eager_experts(model):
+    """transformers 5 runs MoE experts through grouped_mm, which takes no float64: the eager loop."""
+    if hasattr(model, "set_experts_implementation"):
+        try:
+            model.set_experts_implementation("eager")
+        except Exception:  # noqa: BLE001  (a model without experts)
+            pass
+    return model
+
+
 def load_f64(cls, folder):
     try:
-        return cls.from_pretrained(folder, dtype=torch.float64, attn_implementation="eager").eval()
+        m = cls.from_pretrained(folder, dtype=torch.float64, attn_implementation="eager")
     except TypeError:
-        return cls.from_pretrained(folder, torch_dtype=torch.float64, attn_implementation="eager").eval()
+        m = cls.from_pretrained(folder, torch_dtype=torch.float64, attn_implementation="eager")
+    return eager_experts(m).eval()
 
 
 def rope_buffers(model):
@@ -460,7 +473,7 @@ def make_causal(name, spec, out, bpe, prompts_for, report, gen):
     if spec.get("final_cap_auto"):
         # A final soft-cap that binds: half the largest raw logit over the prompts.
         with torch.no_grad():
-            m64 = copy.deepcopy(model).to(torch.float64)
+            m64 = eager_experts(copy.deepcopy(model).to(torch.float64))
             raw = max(float(m64(input_ids=torch.tensor([p])).logits.abs().max()) for p in prompts)
         cap = round(raw * 0.5, 2)
         model.config.final_logit_softcapping = cap
