@@ -4,10 +4,13 @@
 // pass (reference::ForwardRef, which tests/data/arch checks against transformers), from a Hugging
 // Face folder written here with random weights of a scale where attention is far from uniform,
 // and from a synthetic Q8_0 GGUF. Pooling and normalisation against their definitions.
+#include "llm/encoder/embedding_model.h"
 #include "llm/encoder/encoder.h"
 #include "llm/formats/model_file.h"
+#include "llm/formats/safetensors.h"
 #include "llm/reference/forward_ref.h"
 #include "llm/synth/synth_model.h"
+#include "llm/tokenizer/loaders.h"
 #include "ops/llm/encoder_ops.h"
 #include "test_llm_util.h"
 #include "util/json.h"
@@ -309,3 +312,101 @@ TEST(EncoderModel, SynthQ8GgufMatchesReference) {
   // Q8_0 weights are exact in both; the CPU engine quantizes activations to 8 bits too.
   check_against_reference(m, 3e-2, {{101, 7, 250, 3, 102}, {101, 102}});
 }
+
+// --- transformers' tiny embedding models (tests/data/arch, made by scripts/make_arch_fixtures.py) ----
+
+namespace {
+
+fs::path arch_dir(const std::string& name) { return fs::path(WGC_SOURCE_DIR) / "tests/data/arch" / name; }
+
+struct Golden {
+  SafetensorsFile file;
+  bool has(const std::string& name) const { return file.find(name) != nullptr; }
+  template <class T>
+  std::vector<T> get(const std::string& name) const {
+    const auto* t = file.find(name);
+    if (!t) throw wgc::Error("golden tensor missing: " + name);
+    std::vector<T> v(t->data.size() / sizeof(T));
+    std::memcpy(v.data(), t->data.data(), t->data.size());
+    return v;
+  }
+};
+
+double rel_err(std::span<const float> got, const std::vector<float>& want) {
+  double mx = 0, err = got.size() == want.size() ? 0 : INFINITY;
+  for (size_t i = 0; i < want.size() && i < got.size(); ++i) {
+    mx = std::max(mx, std::abs(double(want[i])));
+    err = std::max(err, std::isfinite(got[i]) ? std::abs(double(got[i]) - want[i]) : INFINITY);
+  }
+  return err / std::max(mx, 1e-30);
+}
+
+std::string pkey(int i, std::string_view suffix) {
+  std::string k = "p";
+  k += std::to_string(i);
+  k += '.';
+  k += suffix;
+  return k;
+}
+
+// Both prompts in one call (packed into one pass for the encoder), on both engines, from the Hugging
+// Face folder and from llama.cpp's BF16 GGUF: the embeddings (and the encoder's last hidden states)
+// against transformers' float64 ones; the tokenizer of each file gives the prompts' ids.
+void check_fixture(const std::string& name, double tol) {
+  const fs::path dir = arch_dir(name);
+  WGC_REQUIRE_FILE(dir / "golden.safetensors");
+  Golden g{SafetensorsFile::open(dir / "golden.safetensors")};
+  json::Value info = json::parse_file(dir / "golden.json");
+  std::vector<std::vector<int32_t>> seqs;
+  std::vector<std::vector<float>> emb, last;
+  for (int p = 0; g.has(pkey(p, "tokens")); ++p) {
+    seqs.push_back(g.get<int32_t>(pkey(p, "tokens")));
+    emb.push_back(g.get<float>(pkey(p, "embedding")));
+    if (g.has(pkey(p, "last_hidden"))) last.push_back(g.get<float>(pkey(p, "last_hidden")));
+  }
+  ASSERT_EQ(seqs.size(), 2u);
+  for (fs::path model : {dir, dir / (name + "-bf16.gguf")}) {
+    SCOPED_TRACE(model.string());
+    ASSERT_TRUE(fs::exists(model));
+    ModelFile m = open_any(model);
+    // The tokenizer: the prompts' ids from their text (golden.json has the text decoded with the
+    // special tokens; BERT's [CLS]/[SEP] come from the post-processor, Qwen's <|endoftext|> is in it).
+    Tokenizer tok = load_tokenizer(model);
+    for (size_t p = 0; p < seqs.size(); ++p) {
+      std::string text = info["prompts"][p]["text"].as_string();
+      EXPECT_EQ(tok.decode(seqs[p]), text);
+      if (m.config().architecture == Architecture::Bert) {
+        ASSERT_TRUE(text.starts_with("[CLS] ") && text.ends_with(" [SEP]"));
+        EXPECT_EQ(tok.encode(text.substr(6, text.size() - 12), true), seqs[p]) << text;
+      } else {
+        EXPECT_EQ(tok.encode(text, false), seqs[p]) << text;
+      }
+    }
+    for (bool gpu : {false, true}) {
+      SCOPED_TRACE(gpu ? "gpu" : "cpu");
+      EmbeddingOptions eo;
+      eo.threads = 2;
+      eo.progress = false;
+      EmbeddingModel em(m, gpu ? std::optional<Context>(ctx()) : std::nullopt, eo);
+      std::vector<float> e = em.embed(seqs);
+      for (size_t p = 0; p < seqs.size(); ++p)
+        EXPECT_LT(rel_err(std::span<const float>(e).subspan(p * size_t(em.dim()), size_t(em.dim())), emb[p]), tol)
+            << "embedding of prompt " << p;
+      if (last.empty()) continue;
+      EncoderModel enc(m, gpu ? std::optional<Context>(ctx()) : std::nullopt);
+      std::vector<float> h = enc.hidden(seqs);
+      size_t row = 0;
+      for (size_t p = 0; p < seqs.size(); ++p) {
+        const size_t n = seqs[p].size() * size_t(enc.dim());
+        EXPECT_LT(rel_err(std::span<const float>(h).subspan(row, n), last[p]), tol) << "hidden of prompt " << p;
+        row += n;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+TEST(EmbeddingFixture, BertMatchesTransformers) { check_fixture("bert", 1e-4); }
+TEST(EmbeddingFixture, RobertaMatchesTransformers) { check_fixture("roberta", 1e-4); }
+TEST(EmbeddingFixture, Qwen3EmbeddingMatchesTransformers) { check_fixture("qwen3-embedding", 1e-4); }

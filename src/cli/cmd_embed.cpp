@@ -1,10 +1,11 @@
-// wgc embed: sentence embeddings of texts with a BERT-family embedding model (bge, gte, e5,
-// all-MiniLM, RoBERTa-based ones): printed one line per text, or written as .npy / JSON.
+// wgc embed: sentence embeddings of texts with an embedding model (BERT family: bge, gte, e5,
+// all-MiniLM, RoBERTa-based ones; decoders: Qwen3-Embedding): printed one line per text, or
+// written as .npy / JSON.
 #include "cli/command.h"
 #include "cli/llm_backend.h"
 #include "cli/llm_flags.h"
 #include "io/npy.h"
-#include "llm/encoder/encoder.h"
+#include "llm/encoder/embedding_model.h"
 #include "llm/formats/model_file.h"
 #include "llm/generate/generator.h"
 #include "util/error.h"
@@ -58,26 +59,19 @@ int embed(const Flags& f) {
   OpenOptions oo;
   oo.any_architecture = true;
   ModelFile file = open_model(path, oo);
-  if (std::string why = encoder_refusal(file.config()); !why.empty())
-    throw Error("wgc embed: " + path.string() + ": " + why + " (wgc embed runs BERT-family embedding models)");
+  if (std::string why = embedding_refusal(file.config()); !why.empty())
+    throw Error("wgc embed: " + path.string() + ": " + why +
+                " (wgc embed runs BERT-family encoders and decoder embedding models such as Qwen3-Embedding)");
   auto tok = find_tokenizer(file, f.tokenizer);
   if (!tok) throw Error("wgc embed: " + path.string() + " has no tokenizer: give --tokenizer PATH");
   std::vector<std::vector<int32_t>> seqs;
   for (const auto& t : texts) seqs.push_back(tok->encode(t, true));
   LlmBackend be = llm_backend(f.gpu);
-  EncoderOptions eo;
+  EmbeddingOptions eo;
   eo.threads = checked_threads(f.threads);
   const bool gpu = be.ctx && be.device != Device::Cpu;
-  EncoderModel enc(file, gpu ? be.ctx : std::nullopt, eo);
-  std::vector<float> e;
-  if (pooling) {
-    std::vector<float> h = enc.hidden(seqs);
-    std::vector<int64_t> lengths;
-    for (const auto& s : seqs) lengths.push_back(int64_t(s.size()));
-    e = pool_hidden(h, lengths, enc.dim(), *pooling, !f.no_normalize);
-  } else {
-    e = enc.embed(seqs, !f.no_normalize);
-  }
+  EmbeddingModel enc(file, gpu ? be.ctx : std::nullopt, eo);
+  std::vector<float> e = enc.embed(seqs, !f.no_normalize, pooling);
   const int64_t n = int64_t(texts.size()), dim = enc.dim();
   auto as_json = [&] {
     json::Value arr = json::Value::array();
@@ -120,7 +114,8 @@ int embed(const Flags& f) {
 }
 
 Register reg{
-    {"embed", "sentence embeddings of texts with a BERT-family embedding model (printed, .npy or JSON)",
+    {"embed",
+     "sentence embeddings of texts with an embedding model (BERT family, Qwen3-Embedding): printed, .npy or JSON",
      [](CLI::App& app) {
        auto f = std::make_shared<Flags>();
        add_text(app, "--model,-m", f->model, kModelHelp)->type_name("MODEL");

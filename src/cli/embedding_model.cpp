@@ -1,6 +1,6 @@
 #include "cli/embedding_model.h"
 
-#include "llm/encoder/encoder.h"
+#include "llm/encoder/embedding_model.h"
 #include "llm/formats/model_file.h"
 #include "llm/generate/generator.h"
 #include "util/error.h"
@@ -12,7 +12,7 @@ namespace {
 struct Loaded {
   llm::ModelFile file;
   llm::Tokenizer tok;
-  llm::EncoderModel enc;
+  llm::EmbeddingModel enc;
 };
 
 }  // namespace
@@ -22,14 +22,14 @@ std::shared_ptr<server::Embedder> load_embedder(const std::filesystem::path& pat
   llm::OpenOptions oo;
   oo.any_architecture = true;
   llm::ModelFile file = llm::open_model(path, oo);
-  if (std::string why = llm::encoder_refusal(file.config()); !why.empty())
+  if (std::string why = llm::embedding_refusal(file.config()); !why.empty())
     throw Error("wgc serve: --embedding-model " + path.string() + ": " + why);
   auto tok = llm::find_tokenizer(file);
   if (!tok) throw Error("wgc serve: --embedding-model " + path.string() + " has no tokenizer");
-  llm::EncoderOptions eo;
+  llm::EmbeddingOptions eo;
   eo.threads = threads;
   const bool gpu = backend.ctx && backend.device != llm::Device::Cpu;
-  llm::EncoderModel enc(file, gpu ? backend.ctx : std::nullopt, eo);
+  llm::EmbeddingModel enc(file, gpu ? backend.ctx : std::nullopt, eo);
   auto held = std::make_shared<Loaded>(Loaded{std::move(file), std::move(*tok), std::move(enc)});
   auto e = std::make_shared<server::Embedder>();
   e->model_id = id;

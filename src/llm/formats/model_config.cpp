@@ -84,7 +84,7 @@ bool engine_runs(const ModelConfig& c) {
     case Architecture::Qwen3:
       // The engines' rope table holds frequencies only: YaRN's and LongRoPE's attention factor and
       // per-layer bases would be dropped (wrong logits), so those are refused until it carries them.
-      return !c.embedding_model && !c.is_moe() && c.rope_scaling.type != RopeScalingType::Yarn &&
+      return !c.is_moe() && c.rope_scaling.type != RopeScalingType::Yarn &&
              c.rope_scaling.type != RopeScalingType::LongRope && !c.sliding_rope_theta && !c.sliding_rope_scaling;
     default: return false;
   }
@@ -93,9 +93,8 @@ bool engine_runs(const ModelConfig& c) {
 std::string engine_refusal(const ModelConfig& c) {
   if (engine_runs(c)) return "";
   const std::string arch(to_string(c.architecture));
-  if (c.embedding_model || c.is_moe() ||
-      !(c.architecture == Architecture::Llama || c.architecture == Architecture::Mistral ||
-        c.architecture == Architecture::Qwen2 || c.architecture == Architecture::Qwen3))
+  if (c.is_moe() || !(c.architecture == Architecture::Llama || c.architecture == Architecture::Mistral ||
+                      c.architecture == Architecture::Qwen2 || c.architecture == Architecture::Qwen3))
     return arch + (c.is_moe() ? " (mixture of experts)" : "") + (c.embedding_model ? " (embeddings)" : "") +
            " models are read (wgc inspect) but not run yet: the engines run llama, mistral, qwen2 and qwen3 "
            "language models";

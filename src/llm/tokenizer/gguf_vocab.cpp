@@ -121,7 +121,14 @@ TokenizerSpec spec_from_gguf(const GgufFile& f) {
     for (auto& a : spec.added) a.content = spec.vocab[size_t(a.id)];
     spec.wordpiece = true;
     spec.continuing_subword_prefix = "##";
-    spec.unk_id = unk ? unk : std::optional<int32_t>(100 < int64_t(n) ? 100 : 0);
+    // Special tokens: the keys, else the pieces' names (what llama.cpp's defaults 100..103 are in
+    // BERT's own vocabulary).
+    auto named = [&](const char* piece) -> std::optional<int32_t> {
+      for (size_t i = 0; i < n; ++i)
+        if (spec.vocab[i] == piece) return int32_t(i);
+      return std::nullopt;
+    };
+    spec.unk_id = unk ? unk : named("[UNK]");
     NormalizerStep bn;
     bn.kind = NormalizerStep::Kind::Bert;
     spec.normalizer.push_back(bn);
@@ -133,10 +140,10 @@ TokenizerSpec spec_from_gguf(const GgufFile& f) {
     wd.a = "##";
     spec.decoder.push_back(wd);
     if (!spec.bos_id) spec.bos_id = opt_id("tokenizer.ggml.cls_token_id");
-    if (!spec.bos_id && n > 101) spec.bos_id = 101;
-    std::optional<int32_t> sep = opt_id("tokenizer.ggml.seperator_token_id");
-    if (!sep) sep = opt_id("tokenizer.ggml.separator_token_id");
-    if (!sep && n > 102) sep = 102;
+    if (!spec.bos_id) spec.bos_id = named("[CLS]");
+    std::optional<int32_t> sep = opt_id("tokenizer.ggml.seperator_token_id");  // llama.cpp's spelling
+    if (!sep) sep = spec.eos_id;
+    if (!sep) sep = named("[SEP]");
     if (spec.bos_id) spec.prefix.push_back(*spec.bos_id);
     if (sep) spec.suffix.push_back(*sep);
     if (!spec.eos_id) spec.eos_id = sep;
