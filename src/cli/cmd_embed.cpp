@@ -12,6 +12,7 @@
 #include "util/json.h"
 #include "util/output_file.h"
 
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -29,7 +30,48 @@ struct Flags {
   std::string tokenizer;
   bool force = false, json = false, no_normalize = false;
   int threads = 0;
+  int bench = 0, repeat = 3;      // --bench: sequences of this many tokens, timed
+  std::vector<int64_t> batch{1};  // --batch: sequences per call
 };
+
+// --bench: random token sequences of f.bench tokens (the model's limit at most), each batch size
+// run once to warm up, then f.repeat times: sequences per second.
+int bench(const Flags& f, EmbeddingModel& em, const std::string& model) {
+  const int64_t len = std::min<int64_t>(f.bench, em.max_tokens()), vocab = em.config().vocab_size;
+  uint64_t state = 12345;
+  auto next = [&] {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return int32_t((state >> 33) % uint64_t(vocab));
+  };
+  json::Value rows = json::Value::array();
+  std::printf("%-8s %8s %10s %12s %12s\n", "batch", "tokens", "ms/call", "seq/s", "tokens/s");
+  for (int64_t b : f.batch) {
+    if (b < 1 || b > 4096) throw UsageError("--batch takes 1..4096 sequences, got " + std::to_string(b));
+    std::vector<std::vector<int32_t>> seqs(static_cast<size_t>(b), std::vector<int32_t>(static_cast<size_t>(len)));
+    for (auto& q : seqs)
+      for (auto& id : q) id = next();
+    em.embed(seqs);  // warm-up: pipelines compiled, buffers allocated
+    auto t0 = std::chrono::steady_clock::now();
+    for (int r = 0; r < f.repeat; ++r) em.embed(seqs);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / f.repeat;
+    std::printf("%-8lld %8lld %10.2f %12.1f %12.0f\n", (long long)b, (long long)len, s * 1e3, double(b) / s,
+                double(b * len) / s);
+    json::Value row = json::Value::object();
+    row.set("batch", b);
+    row.set("tokens", len);
+    row.set("ms_per_call", s * 1e3);
+    row.set("sequences_per_s", double(b) / s);
+    rows.push_back(std::move(row));
+  }
+  if (f.json) {
+    json::Value o = json::Value::object();
+    o.set("model", model);
+    o.set("engine", em.on_gpu() ? "gpu" : "cpu");
+    o.set("results", std::move(rows));
+    std::fputs((o.dump() + "\n").c_str(), stderr);
+  }
+  return 0;
+}
 
 Pooling parse_pooling(const std::string& s) {
   if (s == "cls") return Pooling::Cls;
@@ -46,7 +88,8 @@ int embed(const Flags& f) {
     for (std::string line; std::getline(in, line);)
       if (!line.empty()) texts.push_back(line);
   }
-  if (texts.empty()) throw UsageError("give the texts as arguments or -f FILE (one text per line)");
+  if (texts.empty() && f.bench <= 0) throw UsageError("give the texts as arguments or -f FILE (one text per line)");
+  if (f.repeat < 1) throw UsageError("--repeat must be >= 1");
   std::optional<Pooling> pooling;
   if (f.pooling) pooling = parse_pooling(*f.pooling);
   const bool to_npy = f.out && fs::path(*f.out).extension() == ".npy";
@@ -62,6 +105,13 @@ int embed(const Flags& f) {
   if (std::string why = embedding_refusal(file.config()); !why.empty())
     throw Error("wgc embed: " + path.string() + ": " + why +
                 " (wgc embed runs BERT-family encoders and decoder embedding models such as Qwen3-Embedding)");
+  if (f.bench > 0) {
+    LlmBackend be = llm_backend(f.gpu);
+    EmbeddingOptions eo;
+    eo.threads = checked_threads(f.threads);
+    EmbeddingModel em(file, be.ctx && be.device != Device::Cpu ? be.ctx : std::nullopt, eo);
+    return bench(f, em, path.string());
+  }
   auto tok = find_tokenizer(file, f.tokenizer);
   if (!tok) throw Error("wgc embed: " + path.string() + " has no tokenizer: give --tokenizer PATH");
   std::vector<std::vector<int32_t>> seqs;
