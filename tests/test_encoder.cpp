@@ -410,3 +410,22 @@ void check_fixture(const std::string& name, double tol) {
 TEST(EmbeddingFixture, BertMatchesTransformers) { check_fixture("bert", 1e-4); }
 TEST(EmbeddingFixture, RobertaMatchesTransformers) { check_fixture("roberta", 1e-4); }
 TEST(EmbeddingFixture, Qwen3EmbeddingMatchesTransformers) { check_fixture("qwen3-embedding", 1e-4); }
+
+// Qwen3-Embedding's GGUF does not say that its tokenizer appends <|endoftext|>; the embedding
+// pipeline appends it, so both file forms give the tokens transformers pooled.
+TEST(EmbeddingFixture, DecoderEmbeddingTokensEndWithEndOfText) {
+  const fs::path dir = arch_dir("qwen3-embedding");
+  WGC_REQUIRE_FILE(dir / "golden.safetensors");
+  Golden g{SafetensorsFile::open(dir / "golden.safetensors")};
+  json::Value info = json::parse_file(dir / "golden.json");
+  for (fs::path model : {dir, dir / "qwen3-embedding-bf16.gguf"}) {
+    ModelFile m = open_any(model);
+    Tokenizer tok = load_tokenizer(model);
+    for (int p = 0; g.has(pkey(p, "tokens")); ++p) {
+      std::string text = info["prompts"][size_t(p)]["text"].as_string();
+      ASSERT_TRUE(text.ends_with("<|endoftext|>"));
+      text.resize(text.size() - 13);
+      EXPECT_EQ(embedding_tokens(tok, m.config(), text), g.get<int32_t>(pkey(p, "tokens"))) << model << " " << text;
+    }
+  }
+}

@@ -115,7 +115,7 @@ int embed(const Flags& f) {
   auto tok = find_tokenizer(file, f.tokenizer);
   if (!tok) throw Error("wgc embed: " + path.string() + " has no tokenizer: give --tokenizer PATH");
   std::vector<std::vector<int32_t>> seqs;
-  for (const auto& t : texts) seqs.push_back(tok->encode(t, true));
+  for (const auto& t : texts) seqs.push_back(embedding_tokens(*tok, file.config(), t));
   LlmBackend be = llm_backend(f.gpu);
   EmbeddingOptions eo;
   eo.threads = checked_threads(f.threads);

@@ -37,6 +37,7 @@ std::shared_ptr<server::Embedder> load_embedder(const std::filesystem::path& pat
   e->dim = held->enc.dim();
   e->max_tokens = held->enc.max_tokens();
   e->vocab = held->file.config().vocab_size;
+  e->encode = [held](const std::string& s) { return llm::embedding_tokens(held->tok, held->file.config(), s); };
   e->run = [held](std::span<const std::vector<int32_t>> seqs) { return held->enc.embed(seqs, true); };
   return e;
 }

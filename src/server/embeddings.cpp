@@ -29,7 +29,7 @@ std::vector<std::vector<int32_t>> read_inputs(const Value& input, const Embedder
   std::vector<std::vector<int32_t>> seqs;
   auto text = [&](const std::string& s, const std::string& field) {
     if (s.empty()) throw bad_request("input", field + " is an empty string");
-    seqs.push_back(e.tokenizer->encode(s, true));
+    seqs.push_back(e.encode ? e.encode(s) : e.tokenizer->encode(s, true));
   };
   if (input.is_string()) {
     text(input.as_string(), "input");

@@ -24,6 +24,8 @@ namespace wgc::server {
 struct Embedder {
   std::string model_id;  // what "model" must say (when given)
   const llm::Tokenizer* tokenizer = nullptr;
+  // A text's ids (none: tokenizer->encode with its special tokens).
+  std::function<std::vector<int32_t>(const std::string&)> encode;
   int64_t dim = 0, max_tokens = 0, vocab = 0;
   size_t max_inputs = 2048;  // inputs per request (OpenAI's limit)
   // Pooled, L2-normalised vectors [seqs][dim] of the token sequences (called under `mu`).

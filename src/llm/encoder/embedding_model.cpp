@@ -3,6 +3,7 @@
 #include "llm/encoder/encoder.h"
 #include "llm/formats/model_file.h"
 #include "llm/model/llama.h"
+#include "llm/tokenizer/tokenizer.h"
 #include "util/error.h"
 
 #include <cmath>
@@ -15,6 +16,15 @@ namespace {
 constexpr int kMaxDecoderEmbedTokens = 8192;
 
 }  // namespace
+
+std::vector<int32_t> embedding_tokens(const Tokenizer& tok, const ModelConfig& c, std::string_view text) {
+  std::vector<int32_t> ids = tok.encode(text, true);
+  if (c.architecture == Architecture::Bert || c.pooling != Pooling::Last) return ids;
+  std::optional<int32_t> end = tok.token_id("<|endoftext|>");
+  if (!end) end = tok.eos_id();
+  if (end && (ids.empty() || ids.back() != *end)) ids.push_back(*end);
+  return ids;
+}
 
 std::string embedding_refusal(const ModelConfig& c) {
   if (c.architecture == Architecture::Bert) return encoder_refusal(c);

@@ -16,11 +16,20 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace wgc::llm {
 
 class ModelFile;
+
+class Tokenizer;
+
+// The ids of `text` as the model's embedding pipeline feeds them: the tokenizer's special tokens
+// added, and for a decoder pooled by its last token, "<|endoftext|>" (else the EOS) at the end
+// where the tokenizer did not put it there (Qwen3-Embedding's tokenizer.json appends it; llama.cpp's
+// GGUF of it does not say so).
+std::vector<int32_t> embedding_tokens(const Tokenizer& tok, const ModelConfig& c, std::string_view text);
 
 // Why this config is not an embedding model wgc runs ("" when it is).
 std::string embedding_refusal(const ModelConfig& c);
