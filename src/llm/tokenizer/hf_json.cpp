@@ -168,9 +168,12 @@ void read_pre_tokenizer(const Reader& r, const Value& n, const std::string& fiel
     s.kind = K::WhitespaceSplit;
   } else if (type == "BertPreTokenizer") {
     s.kind = K::Bert;
-  } else if (type == "Whitespace") {  // HF: the matches of \w+|[^\w\s]+ kept, the rest removed
+  } else if (type == "Whitespace") {
+    // HF: the matches of \w+|[^\w\s]+ kept, the rest removed, \w as Rust's regex has it (letters,
+    // marks, decimal digits, connectors, joiners: wider than PCRE2's).
     s.kind = K::Split;
-    s.pattern = "\\w+|[^\\w\\s]+";
+    s.pattern =
+        "[\\p{Alphabetic}\\p{M}\\p{Nd}\\p{Pc}\\x{200C}\\x{200D}]+|[^\\p{Alphabetic}\\p{M}\\p{Nd}\\p{Pc}\\x{200C}\\x{200D}\\s]+";
     s.behavior = SplitBehavior::Removed;
     s.invert = true;
   } else {

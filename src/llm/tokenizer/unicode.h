@@ -43,6 +43,7 @@ std::vector<char32_t> nfd_codepoints(std::string_view s);
 // Character properties (unicode_props.cpp, the tables of gen_unicode_props.py), as Rust's char
 // methods and the unicode_categories crate answer them for Hugging Face tokenizers.
 bool is_mark_nonspacing(char32_t c);  // Mn
+bool is_mark(char32_t c);             // M* (Mn, Mc, Me)
 bool is_punctuation(char32_t c);      // P*
 bool is_other(char32_t c);            // Cc, Cf, Cs, Co, Cn
 // The lowercase mapping of c (one or two characters) appended to out.

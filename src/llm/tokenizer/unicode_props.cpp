@@ -26,6 +26,7 @@ bool in(const Range (&table)[N], char32_t c) {
 }  // namespace
 
 bool is_mark_nonspacing(char32_t c) { return c >= 0x300 && in(kMn, c); }
+bool is_mark(char32_t c) { return c >= 0x300 && in(kMark, c); }
 bool is_punctuation(char32_t c) { return in(kPunct, c); }
 bool is_other(char32_t c) { return in(kOther, c); }
 

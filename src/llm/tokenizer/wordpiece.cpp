@@ -41,10 +41,12 @@ std::string lower(std::string_view s) {
   return r;
 }
 
-std::string strip_marks(const std::vector<char32_t>& cps) {
+// BertNormalizer drops nonspacing marks (Mn); the StripAccents normalizer every combining mark
+// (tokenizers' is_combining_mark: Mn, Mc, Me).
+std::string strip_marks(const std::vector<char32_t>& cps, bool all_marks) {
   std::string r;
   for (char32_t c : cps)
-    if (!unicode::is_mark_nonspacing(c)) unicode::append_utf8(r, c);
+    if (!(all_marks ? unicode::is_mark(c) : unicode::is_mark_nonspacing(c))) unicode::append_utf8(r, c);
   return r;
 }
 
@@ -67,7 +69,7 @@ void normalize(const NormalizerStep& n, std::string& s) {
   switch (n.kind) {
     case K::NFD: s = utf8(unicode::nfd_codepoints(s)); return;
     case K::Lowercase: s = lower(s); return;
-    case K::StripAccents: s = strip_marks(codepoints(s)); return;
+    case K::StripAccents: s = strip_marks(codepoints(s), true); return;
     case K::Bert: break;
     default: return;
   }
@@ -88,7 +90,7 @@ void normalize(const NormalizerStep& n, std::string& s) {
     }
   }
   if (n.strip_accents) {
-    s = strip_marks(unicode::nfd_codepoints(utf8(cps)));
+    s = strip_marks(unicode::nfd_codepoints(utf8(cps)), false);
   } else {
     s = utf8(cps);
   }
