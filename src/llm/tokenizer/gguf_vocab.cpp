@@ -213,7 +213,7 @@ TokenizerSpec spec_from_gguf(const GgufFile& f) {
     add_eos = *b;
   }
   if (add_bos && spec.bos_id && !wpm) spec.prefix.push_back(*spec.bos_id);
-  if (add_eos && spec.eos_id) spec.suffix.push_back(*spec.eos_id);
+  if (add_eos && spec.eos_id && !wpm) spec.suffix.push_back(*spec.eos_id);
   if (spec.bos_id) spec.bos_token = spec.vocab[size_t(*spec.bos_id)];
   if (spec.eos_id) spec.eos_token = spec.vocab[size_t(*spec.eos_id)];
   spec.chat_template = f.get_string("tokenizer.chat_template");
