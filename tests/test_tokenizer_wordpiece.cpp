@@ -142,8 +142,12 @@ TEST(WordPiece, BertCasedMatchesHfTokenizers) {
               ts);
 }
 
+// The Whitespace pre-tokenizer's \w comes from Oniguruma's Unicode tables in tokenizers, older
+// than PCRE2's: letters added since (U+0E9E, Unicode 12) split differently, so this variant runs
+// on the corpus without the generated random code points.
 TEST(WordPiece, SequenceNormalizerAndWhitespaceMatchHfTokenizers) {
   auto ts = texts();
+  ts.erase(ts.begin() + std::ptrdiff_t(test::corpus(0).size()), ts.end() - 16);
   compare_doc("sequence",
               bert_doc(ts, R"({"type": "Sequence", "normalizers": [{"type": "NFD"}, {"type": "Lowercase"},
                                {"type": "StripAccents"}]})",
@@ -152,7 +156,7 @@ TEST(WordPiece, SequenceNormalizerAndWhitespaceMatchHfTokenizers) {
 }
 
 TEST(WordPiece, LongestMatchUnkAndDecodeWithoutReference) {
-  auto ts = std::vector<std::string>{"x"};
+  auto ts = std::vector<std::string>{"x,!"};
   json::Value doc = bert_doc(ts, R"({"type": "BertNormalizer"})", R"({"type": "BertPreTokenizer"})", 12);
   Tokenizer tok(spec_from_hf_json(doc, json::Value(), "inline"));
   auto id = [&](const char* p) { return *tok.token_id(p); };

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes unicode_props.inc: the character properties BERT's normalizer and pre-tokenizer need
 (Hugging Face tokenizers' BertNormalizer / BertPreTokenizer / StripAccents): ranges of nonspacing
-marks (Mn), of all marks (M*), punctuation (P*), "other" (Cc, Cf, Cs, Co, Cn) and the lowercase mapping of each
+marks (Mn), of all marks (M*), punctuation (P*), "other" (Cc, Cf, Cs, Co: as the unicode_categories crate that tokenizers uses answers is_other, unassigned code points are not) and the lowercase mapping of each
 character (full mapping: Rust's char::to_lowercase), from Python's unicodedata. Run from this folder:
     python3 gen_unicode_props.py > unicode_props.inc
 """
@@ -24,7 +24,7 @@ cat = lambda cp: ud.category(chr(cp))
 mn = ranges(lambda cp: cat(cp) == "Mn")
 mark = ranges(lambda cp: cat(cp).startswith("M"))
 punct = ranges(lambda cp: cat(cp).startswith("P"))
-other = ranges(lambda cp: cat(cp) in ("Cc", "Cf", "Cs", "Co", "Cn"))
+other = ranges(lambda cp: cat(cp) in ("Cc", "Cf", "Cs", "Co"))
 lower = []  # (cp, first, second): the mapping, second 0 unless two characters
 for cp in range(0x110000):
     if 0xD800 <= cp < 0xE000:

@@ -173,7 +173,8 @@ void read_pre_tokenizer(const Reader& r, const Value& n, const std::string& fiel
     // marks, decimal digits, connectors, joiners: wider than PCRE2's).
     s.kind = K::Split;
     s.pattern =
-        "[\\p{Alphabetic}\\p{M}\\p{Nd}\\p{Pc}\\x{200C}\\x{200D}]+|[^\\p{Alphabetic}\\p{M}\\p{Nd}\\p{Pc}\\x{200C}\\x{200D}\\s]+";
+        "[\\p{Alphabetic}\\p{M}\\p{Nd}\\p{Pc}\\x{200C}\\x{200D}]+|[^\\p{Alphabetic}\\p{M}\\p{Nd}\\p{Pc}\\x{200C}\\x{"
+        "200D}\\s]+";
     s.behavior = SplitBehavior::Removed;
     s.invert = true;
   } else {

@@ -45,7 +45,7 @@ std::vector<char32_t> nfd_codepoints(std::string_view s);
 bool is_mark_nonspacing(char32_t c);  // Mn
 bool is_mark(char32_t c);             // M* (Mn, Mc, Me)
 bool is_punctuation(char32_t c);      // P*
-bool is_other(char32_t c);            // Cc, Cf, Cs, Co, Cn
+bool is_other(char32_t c);            // Cc, Cf, Cs, Co (not Cn: as tokenizers' is_other)
 // The lowercase mapping of c (one or two characters) appended to out.
 void append_lower(std::string& out, char32_t c);
 

@@ -154,7 +154,7 @@ void decode(const DecoderStep& st, std::vector<std::string>& toks) {
       if (!st.a.empty() && t.starts_with(st.a))
         t.erase(0, st.a.size());
       else
-        t.insert(0, " ");
+        t = " " + t;  // (not insert(0, " "): GCC 12 warns, wrongly, -Wrestrict)
     }
     if (st.cleanup) {
       for (auto [from, to] : {std::pair<const char*, const char*>{" .", "."},
