@@ -44,7 +44,8 @@ int bench(const Flags& f, EmbeddingModel& em, const std::string& model) {
     return int32_t((state >> 33) % uint64_t(vocab));
   };
   json::Value rows = json::Value::array();
-  std::printf("%-8s %8s %10s %12s %12s\n", "batch", "tokens", "ms/call", "seq/s", "tokens/s");
+  std::FILE* table = f.json ? stderr : stdout;  // --json: the JSON alone on stdout
+  std::fprintf(table, "%-8s %8s %10s %12s %12s\n", "batch", "tokens", "ms/call", "seq/s", "tokens/s");
   for (int64_t b : f.batch) {
     if (b < 1 || b > 4096) throw UsageError("--batch takes 1..4096 sequences, got " + std::to_string(b));
     std::vector<std::vector<int32_t>> seqs(static_cast<size_t>(b), std::vector<int32_t>(static_cast<size_t>(len)));
@@ -54,8 +55,8 @@ int bench(const Flags& f, EmbeddingModel& em, const std::string& model) {
     auto t0 = std::chrono::steady_clock::now();
     for (int r = 0; r < f.repeat; ++r) em.embed(seqs);
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / f.repeat;
-    std::printf("%-8lld %8lld %10.2f %12.1f %12.0f\n", (long long)b, (long long)len, s * 1e3, double(b) / s,
-                double(b * len) / s);
+    std::fprintf(table, "%-8lld %8lld %10.2f %12.1f %12.0f\n", (long long)b, (long long)len, s * 1e3, double(b) / s,
+                 double(b * len) / s);
     json::Value row = json::Value::object();
     row.set("batch", b);
     row.set("tokens", len);
@@ -68,7 +69,7 @@ int bench(const Flags& f, EmbeddingModel& em, const std::string& model) {
     o.set("model", model);
     o.set("engine", em.on_gpu() ? "gpu" : "cpu");
     o.set("results", std::move(rows));
-    std::fputs((o.dump() + "\n").c_str(), stderr);
+    std::fputs((o.dump() + "\n").c_str(), stdout);
   }
   return 0;
 }
@@ -178,6 +179,10 @@ Register reg{
            ->type_name("MODE");
        app.add_flag("--no-normalize", f->no_normalize, "the pooled vectors as they are, not L2-normalised");
        app.add_option("--tokenizer", f->tokenizer, "a tokenizer.json, folder or .gguf (default: the model's own)");
+       add_number(app, "--bench", f->bench,
+                  "time random sequences of this many tokens instead of embedding texts (0: off)");
+       add_numbers(app, "--batch", f->batch, "--bench: sequences per call (comma-separated)");
+       add_number(app, "--repeat", f->repeat, "--bench: timed calls per batch size");
        add_threads_flag(app, f->threads);
        add_gpu_flags(app, f->gpu);
        add_rest(app, f->texts, "TEXT ...", "the texts, one embedding each");
