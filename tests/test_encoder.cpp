@@ -4,6 +4,7 @@
 // pass (reference::ForwardRef, which tests/data/arch checks against transformers), from a Hugging
 // Face folder written here with random weights of a scale where attention is far from uniform,
 // and from a synthetic Q8_0 GGUF. Pooling and normalisation against their definitions.
+#include "io/npy.h"
 #include "llm/encoder/embedding_model.h"
 #include "llm/encoder/encoder.h"
 #include "llm/formats/model_file.h"
@@ -428,4 +429,40 @@ TEST(EmbeddingFixture, DecoderEmbeddingTokensEndWithEndOfText) {
       EXPECT_EQ(embedding_tokens(tok, m.config(), text), g.get<int32_t>(pkey(p, "tokens"))) << model << " " << text;
     }
   }
+}
+
+// `wgc embed` from text, as a user runs it: the bert fixture's first prompt through the command's
+// own tokenizer, engine and pooling gives transformers' embedding (printed JSON and written .npy);
+// a language model is refused, naming why.
+TEST(EmbedCli, TextToTransformersEmbedding) {
+  const fs::path dir = arch_dir("bert");
+  WGC_REQUIRE_FILE(dir / "golden.safetensors");
+  Golden g{SafetensorsFile::open(dir / "golden.safetensors")};
+  const std::vector<float> want = g.get<float>("p0.embedding");
+  for (const char* backend : {"cpu", "auto"}) {
+    auto r = test::run_cli("embed --backend " + std::string(backend) + " --json --model " + test::quote(dir.string()) +
+                           " 'Hello world! How are you today?' 'second text'");
+    ASSERT_EQ(r.rc, 0) << r.err;
+    json::Value v = json::parse(r.out);
+    EXPECT_EQ(v["dim"].as_int(), 64);
+    EXPECT_EQ(v["tokens"][0].as_int(), 13);
+    std::vector<float> got;
+    for (const auto& x : v["embeddings"][0].items()) got.push_back(float(x.as_double()));
+    EXPECT_LT(rel_err(got, want), 1e-4) << backend;
+  }
+  const fs::path out = test::temp_dir("embed_cli") / "e.npy";
+  auto r = test::run_cli("embed --model " + test::quote((dir / "bert-bf16.gguf").string()) + " --out " +
+                         test::quote(out.string()) + " 'Hello world! How are you today?' x y");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  npy::Array a = npy::read(out);
+  ASSERT_EQ(a.shape, (std::vector<int64_t>{3, 64}));
+  std::vector<float> first(64);
+  std::memcpy(first.data(), a.data.data(), 64 * 4);
+  EXPECT_LT(rel_err(first, want), 1e-4);
+  r = test::run_cli("embed --model " + test::quote((dir / "bert-bf16.gguf").string()) + " --out " +
+                    test::quote(out.string()) + " again");
+  EXPECT_NE(r.rc, 0);                // the file exists: refused without --force
+  r = test::run_cli("embed hello");  // the built-in language model
+  EXPECT_NE(r.rc, 0);
+  EXPECT_TRUE(test::has(r.err, "not an embedding model")) << r.err;
 }
