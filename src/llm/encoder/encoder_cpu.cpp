@@ -1,6 +1,6 @@
 // The encoder's CPU engine: the CPU LLM kernels' linear layers (weights read in place in their
-// file's type; quantized types take 8-bit activations), LayerNorm and GELU in plain loops, and
-// cpu::encoder_attention, split over a thread pool.
+// file's type; quantized types take 8-bit activations) and attention, LayerNorm and GELU in plain
+// loops, split over a thread pool.
 #include "llm/encoder/encoder_engine.h"
 
 #include "cpu/llm/dequant.h"
@@ -125,6 +125,34 @@ class CpuEncoder final : public EncoderModel::Engine {
         for (int64_t r = 0; r < l.w.rows; ++r) y[t * y_stride + r] += l.bias[size_t(r)];
   }
 
+  // Every (token, head) row's attention over its sequence's rows, by the CPU engine's attention
+  // kernel (the level's SIMD dot products; cpu::encoder_attention is the f64 reference of it and
+  // of the GPU kernel): the sequence's keys are contiguous rows, so one block covers them.
+  void attend(const float* qkv, std::span<const uint32_t> ranges, float* att, const EncoderAttnDims& d) {
+    const int64_t rows = int64_t(d.n_tokens) * d.n_heads, group = d.n_heads / d.n_kv_heads;
+    scores_.resize(size_t(pool_.size()));
+    pool_.parallel_for(rows, [&](int64_t r, int th) {
+      const int64_t t = r / d.n_heads, h = r % d.n_heads, g = h / group;
+      const int64_t k0 = ranges[size_t(2 * t)], len = int64_t(ranges[size_t(2 * t + 1)]) - k0;
+      std::vector<float>& sc = scores_[size_t(th)];
+      if (int64_t(sc.size()) < len) sc.resize(size_t(len));
+      static const int32_t block0 = 0;
+      cpu::AttendArgs a;
+      a.q = qkv + t * d.stride + d.q_off + h * d.head_dim;
+      a.head_dim = int(d.head_dim);
+      a.scale = d.scale;
+      a.k = qkv + k0 * d.stride + d.k_off + g * d.head_dim;
+      a.v = qkv + k0 * d.stride + d.v_off + g * d.head_dim;
+      a.kv_stride = d.stride;
+      a.blocks = &block0;
+      a.block = len;
+      a.len = len;
+      a.scores = sc.data();
+      a.out = att + t * d.o_stride + d.o_off + h * d.head_dim;
+      k_.attend(a);
+    });
+  }
+
   void forward(std::span<const int32_t> ids, std::span<const uint32_t> pos, std::span<const uint32_t> ranges,
                std::span<float> out) override {
     const int64_t n = int64_t(ids.size()), H = H_, qkv_cols = int64_t(nh_ + 2 * nkv_) * hd_,
@@ -155,10 +183,7 @@ class CpuEncoder final : public EncoderModel::Engine {
       linear(L.q, h, n, qkv.data(), qkv_cols, false);
       linear(L.k, h, n, qkv.data() + ad.k_off, qkv_cols, false);
       linear(L.v, h, n, qkv.data() + ad.v_off, qkv_cols, false);
-      const int64_t rows = n * nh_;
-      pool_.parallel_for((rows + 7) / 8, [&](int64_t i, int) {
-        cpu::encoder_attention(qkv, ranges, att, ad, uint64_t(i * 8), uint64_t(std::min(rows, i * 8 + 8)));
-      });
+      attend(qkv.data(), ranges, att.data(), ad);
       linear(L.o, att.data(), n, h, H, true);
       layer_norm(h, n, H, L.n1w, L.n1b, eps_);
       std::copy(h, h + n * H, x.begin());
@@ -187,6 +212,7 @@ class CpuEncoder final : public EncoderModel::Engine {
     std::byte b[64];
   };
   std::vector<Line> scratch_;
+  std::vector<std::vector<float>> scores_;  // per thread: attention scores
 };
 
 }  // namespace
