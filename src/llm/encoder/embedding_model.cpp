@@ -73,13 +73,7 @@ int64_t EmbeddingModel::max_tokens() const { return impl_->enc ? impl_->enc->max
 
 std::vector<float> EmbeddingModel::embed(std::span<const std::vector<int32_t>> seqs, bool normalize,
                                          std::optional<Pooling> pooling) {
-  if (impl_->enc) {
-    if (!pooling) return impl_->enc->embed(seqs, normalize);
-    std::vector<float> h = impl_->enc->hidden(seqs);
-    std::vector<int64_t> lengths;
-    for (const auto& s : seqs) lengths.push_back(int64_t(s.size()));
-    return pool_hidden(h, lengths, dim(), *pooling, normalize);
-  }
+  if (impl_->enc) return impl_->enc->embed(seqs, normalize, pooling);
   if (pooling && *pooling != Pooling::Last)
     throw Error("wgc: a decoder embedding model pools its last token only (" + std::string(to_string(*pooling)) +
                 " asked)");

@@ -127,10 +127,8 @@ bool EncoderModel::on_gpu() const { return e_->on_gpu(); }
 int64_t EncoderModel::dim() const { return e_->c.hidden_size; }
 int64_t EncoderModel::max_tokens() const { return max_tokens_; }
 
-std::vector<float> EncoderModel::hidden(std::span<const std::vector<int32_t>> seqs) {
+void EncoderModel::check(std::span<const std::vector<int32_t>> seqs) const {
   const ModelConfig& c = e_->c;
-  const int64_t H = c.hidden_size;
-  uint64_t total = 0;
   for (size_t s = 0; s < seqs.size(); ++s) {
     const auto& q = seqs[s];
     if (q.empty()) throw Error("wgc: embedding input " + std::to_string(s) + " has no tokens");
@@ -141,15 +139,19 @@ std::vector<float> EncoderModel::hidden(std::span<const std::vector<int32_t>> se
       if (id < 0 || id >= c.vocab_size)
         throw Error("wgc: embedding input " + std::to_string(s) + ": token id " + std::to_string(id) +
                     " is outside the vocabulary (0.." + std::to_string(c.vocab_size - 1) + ")");
-    total += q.size();
   }
-  std::vector<float> out(total * uint64_t(H));
+}
+
+void EncoderModel::passes(std::span<const std::vector<int32_t>> seqs,
+                          const std::function<void(size_t, size_t, std::span<const float>)>& done) {
+  check(seqs);
+  const ModelConfig& c = e_->c;
+  const int64_t H = c.hidden_size;
   // Whole sequences per pass, at most max_batch_ tokens (a longer sequence alone).
-  size_t s = 0;
-  uint64_t row = 0;
   std::vector<int32_t> ids;
   std::vector<uint32_t> pos, ranges;
-  while (s < seqs.size()) {
+  std::vector<float> out;
+  for (size_t s = 0; s < seqs.size();) {
     ids.clear();
     pos.clear();
     ranges.clear();
@@ -164,18 +166,35 @@ std::vector<float> EncoderModel::hidden(std::span<const std::vector<int32_t>> se
       }
       ++e;
     }
-    e_->forward(ids, pos, ranges, std::span<float>(out).subspan(row * uint64_t(H), ids.size() * uint64_t(H)));
-    row += ids.size();
+    out.resize(ids.size() * size_t(H));
+    e_->forward(ids, pos, ranges, out);
+    done(s, e, out);
     s = e;
   }
+}
+
+std::vector<float> EncoderModel::hidden(std::span<const std::vector<int32_t>> seqs) {
+  check(seqs);
+  uint64_t total = 0;
+  for (const auto& q : seqs) total += q.size();
+  std::vector<float> out;
+  out.reserve(total * uint64_t(dim()));
+  passes(seqs, [&](size_t, size_t, std::span<const float> h) { out.insert(out.end(), h.begin(), h.end()); });
   return out;
 }
 
-std::vector<float> EncoderModel::embed(std::span<const std::vector<int32_t>> seqs, bool normalize) {
-  std::vector<float> h = hidden(seqs);
-  std::vector<int64_t> lengths;
-  for (const auto& q : seqs) lengths.push_back(int64_t(q.size()));
-  return pool_hidden(h, lengths, dim(), e_->c.pooling, normalize);
+std::vector<float> EncoderModel::embed(std::span<const std::vector<int32_t>> seqs, bool normalize,
+                                       std::optional<Pooling> pooling) {
+  // Pooled pass by pass: the hidden states of one pass at a time (max_batch_tokens rows) are held.
+  std::vector<float> out;
+  out.reserve(seqs.size() * size_t(dim()));
+  passes(seqs, [&](size_t s0, size_t s1, std::span<const float> h) {
+    std::vector<int64_t> lengths;
+    for (size_t s = s0; s < s1; ++s) lengths.push_back(int64_t(seqs[s].size()));
+    std::vector<float> p = pool_hidden(h, lengths, dim(), pooling.value_or(e_->c.pooling), normalize);
+    out.insert(out.end(), p.begin(), p.end());
+  });
+  return out;
 }
 
 }  // namespace wgc::llm

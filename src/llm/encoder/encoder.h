@@ -16,6 +16,7 @@
 #include "llm/formats/model_config.h"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -58,12 +59,20 @@ class EncoderModel {
   // The last hidden states of each sequence, back to back: [sum of lengths][dim()]. Every
   // sequence is checked first (empty, too long, ids outside the vocabulary: wgc::Error naming it).
   std::vector<float> hidden(std::span<const std::vector<int32_t>> seqs);
-  // The sentence embeddings [seqs.size()][dim()] (config().pooling; Pooling::None pools the mean).
-  std::vector<float> embed(std::span<const std::vector<int32_t>> seqs, bool normalize = true);
+  // The sentence embeddings [seqs.size()][dim()] (config().pooling unless `pooling` says otherwise;
+  // Pooling::None pools the mean), pooled pass by pass (the host holds one pass's hidden states).
+  std::vector<float> embed(std::span<const std::vector<int32_t>> seqs, bool normalize = true,
+                           std::optional<Pooling> pooling = std::nullopt);
 
   struct Engine;
 
  private:
+  // Every sequence checked, then whole sequences per forward pass: done(first, last + 1, hidden of
+  // those sequences back to back).
+  void check(std::span<const std::vector<int32_t>> seqs) const;
+  void passes(std::span<const std::vector<int32_t>> seqs,
+              const std::function<void(size_t, size_t, std::span<const float>)>& done);
+
   std::unique_ptr<Engine> e_;
   int max_batch_ = 0;
   int64_t max_tokens_ = 0;
