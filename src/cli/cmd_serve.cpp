@@ -119,10 +119,10 @@ int serve(const Flags& f) {
   eo.max_ctx = sched.max_ctx;
   eo.threads = checked_threads(f.threads);
   eo.device = be.device;
+  if (f.embedding_model)  // POST /v1/embeddings (server/embeddings.h)
+    so.embedder = load_embedder(*f.embedding_model, embedding_id(*f.embedding_model), be, eo.threads);
   // A lost GPU device (driver reset, GPU reclaimed) is survived: the scheduler has the model
   // rebuilt on a new device from the file (llm/serve/served_model.h).
-  if (f.embedding_model)
-    so.embedder = load_embedder(*f.embedding_model, embedding_id(*f.embedding_model), be, eo.threads);
   llm::ServedModel served(file, be.ctx, eo);
   const std::string engine = engine_name(served.model(), be);
   say_engine_choice(served.model());
@@ -172,53 +172,53 @@ int serve(const Flags& f) {
   return 0;
 }
 
-Register reg{
-    {"serve", "OpenAI-compatible HTTP server for a language model (default: the built-in wgc-tiny-dict)",
-     [](CLI::App& app) {
-       auto f = std::make_shared<Flags>();
-       add_text(app, "--model,-m", f->model, kModelHelp)->type_name("PATH");
-       app.add_option("--tokenizer", f->tokenizer, "a tokenizer.json, folder or .gguf (default: the model's own)")
-           ->type_name("PATH");
-       add_text(app, "--name", f->name, "the model's id in the API (default: the file's name)");
-       add_text(app, "--embedding-model", f->embedding_model,
-                "an embedding model (BERT family, Qwen3-Embedding) served at /v1/embeddings (its id: the file's name)")
-           ->type_name("PATH");
-       app.add_option("--host", f->so.host, "the address to listen on");
-       add_number(app, "--port", f->so.port, "the port to listen on (0: any free one)");
-       app.add_option("--api-key", f->so.api_key,
-                      "require this bearer token (visible in the process list: prefer --api-key-file "
-                      "or WGC_API_KEY)")
-           ->type_name("KEY")
-           ->default_str("");
-       add_text(app, "--api-key-file", f->api_key_file, "require the bearer token on this file's first line")
-           ->type_name("PATH");
-       add_number(app, "--parallel", f->sched.parallel, "sequences decoded together");
-       add_ctx_flag(app, f->sched.max_ctx, "context per sequence in tokens; 0: the model's, capped");
-       add_threads_flag(app, f->threads);
-       add_number(app, "--max-queue", f->sched.max_queue,
-                  "waiting requests beyond which new ones get 503 with Retry-After");
-       add_number(app, "--kv-blocks", f->sched.kv_blocks,
-                  "KV-cache blocks shared by the sequences (default 0: parallel x ctx / block, at most "
-                  "48 GiB)");
-       add_number(app, "--kv-block", f->sched.kv_block_tokens, "tokens per KV-cache block");
-       add_number(app, "--prefill-chunk", f->sched.prefill_chunk, "prompt tokens per step");
-       add_text(app, "--kernel", f->kernel,
-                "the engine's linear kernels: auto, batched, batched-q8 or naive (default: auto)")
-           ->type_name("K");
-       add_number(app, "--max-body", f->max_body, "the largest request body in bytes (chunked ones too)");
-       add_number(app, "--max-connections", f->max_conn,
-                  "open connections at once (default 0: parallel + max-queue + 16, at most 1000); past "
-                  "it an idle or slow one is closed, else 503");
-       add_number(app, "--max-connections-per-client", f->max_conn_client,
-                  "open connections from one address (default 0: 3/4 of --max-connections; behind a proxy "
-                  "give --max-connections)");
-       add_number(app, "--request-timeout", f->request_timeout_s,
-                  "seconds a request's headers and body may take to arrive (else 408)");
-       add_number(app, "--shutdown-grace", f->grace_s, "seconds running requests get to finish on SIGTERM");
-       add_number(app, "--gpu", f->gpu_index, "the adapter's index (wgc info lists them); -1: the default");
-       add_gpu_flags(app, f->gpu);
-       return [f] { return serve(*f); };
-     }}};
+Register reg{{"serve", "OpenAI-compatible HTTP server for a language model (default: the built-in wgc-tiny-dict)",
+              [](CLI::App& app) {
+                auto f = std::make_shared<Flags>();
+                add_text(app, "--model,-m", f->model, kModelHelp)->type_name("PATH");
+                app.add_option("--tokenizer", f->tokenizer,
+                               "a tokenizer.json, folder or .gguf (default: the model's own)")
+                    ->type_name("PATH");
+                add_text(app, "--name", f->name, "the model's id in the API (default: the file's name)");
+                add_text(app, "--embedding-model", f->embedding_model,
+                         "an embedding model (BERT family, Qwen3-Embedding) for /v1/embeddings (its id: its name)")
+                    ->type_name("PATH");
+                app.add_option("--host", f->so.host, "the address to listen on");
+                add_number(app, "--port", f->so.port, "the port to listen on (0: any free one)");
+                app.add_option("--api-key", f->so.api_key,
+                               "require this bearer token (visible in the process list: prefer --api-key-file "
+                               "or WGC_API_KEY)")
+                    ->type_name("KEY")
+                    ->default_str("");
+                add_text(app, "--api-key-file", f->api_key_file, "require the bearer token on this file's first line")
+                    ->type_name("PATH");
+                add_number(app, "--parallel", f->sched.parallel, "sequences decoded together");
+                add_ctx_flag(app, f->sched.max_ctx, "context per sequence in tokens; 0: the model's, capped");
+                add_threads_flag(app, f->threads);
+                add_number(app, "--max-queue", f->sched.max_queue,
+                           "waiting requests beyond which new ones get 503 with Retry-After");
+                add_number(app, "--kv-blocks", f->sched.kv_blocks,
+                           "KV-cache blocks shared by the sequences (default 0: parallel x ctx / block, at most "
+                           "48 GiB)");
+                add_number(app, "--kv-block", f->sched.kv_block_tokens, "tokens per KV-cache block");
+                add_number(app, "--prefill-chunk", f->sched.prefill_chunk, "prompt tokens per step");
+                add_text(app, "--kernel", f->kernel,
+                         "the engine's linear kernels: auto, batched, batched-q8 or naive (default: auto)")
+                    ->type_name("K");
+                add_number(app, "--max-body", f->max_body, "the largest request body in bytes (chunked ones too)");
+                add_number(app, "--max-connections", f->max_conn,
+                           "open connections at once (default 0: parallel + max-queue + 16, at most 1000); past "
+                           "it an idle or slow one is closed, else 503");
+                add_number(app, "--max-connections-per-client", f->max_conn_client,
+                           "open connections from one address (default 0: 3/4 of --max-connections; behind a proxy "
+                           "give --max-connections)");
+                add_number(app, "--request-timeout", f->request_timeout_s,
+                           "seconds a request's headers and body may take to arrive (else 408)");
+                add_number(app, "--shutdown-grace", f->grace_s, "seconds running requests get to finish on SIGTERM");
+                add_number(app, "--gpu", f->gpu_index, "the adapter's index (wgc info lists them); -1: the default");
+                add_gpu_flags(app, f->gpu);
+                return [f] { return serve(*f); };
+              }}};
 
 }  // namespace
 }  // namespace wgc::cli
