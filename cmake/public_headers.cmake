@@ -20,7 +20,7 @@ set(WGC_PUBLIC_HEADERS
     ops/llm/linear_version.h
     # image models: <wgc/cnn.h>
     cnn.h cnn/fuse.h cnn/graph.h cnn/model.h cnn/onnx.h cnn/plan.h cpu/tensor_ops.h ops/tensor_ops.h
-    cpu/elementwise.h cpu/index_ops.h cpu/norm.h cpu/resize.h cpu/words.h)
+    cpu/elementwise.h cpu/index_ops.h cpu/norm.h cpu/resize.h cpu/words.h cpu/detect.h cpu/fused_attention.h)
 
 add_executable(wgc_flatten_header cmake/flatten_header.cpp)
 file(GLOB_RECURSE WGC_ALL_HEADERS CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/src/*.h)

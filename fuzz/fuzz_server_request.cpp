@@ -1,11 +1,13 @@
 // libFuzzer target: the HTTP server's request bodies (src/server/request.cpp) with the built-in
 // model's tokenizer and the plain chat template: /v1/completions, /v1/chat/completions, /tokenize
-// and /detokenize. The first byte picks the endpoint, the rest is the body. A body is either
+// and /detokenize (and /v1/messages: a chat byte with the high bit, the body translated by
+// src/server/anthropic.cpp). The first byte picks the endpoint, the rest is the body. A body is either
 // refused with an ApiError (HTTP 4xx) or becomes a request the scheduler can run: prompt ids in
 // the vocabulary, shorter than the context, sampling that passes validate(), bounded stop strings
 // and logprobs. Any other exception or a broken promise traps.
 #include "llm/chat/chat_template.h"
 #include "llm/tokenizer/loaders.h"
+#include "server/anthropic.h"
 #include "server/request.h"
 #include "util/error.h"
 
@@ -50,7 +52,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       case 0:
       case 1: {
         auto api = data[0] % 4 == 0 ? server::Api::Completions : server::Api::Chat;
-        server::ApiRequest r = server::parse_request(api, body, m.info);
+        // A chat byte with the high bit: an Anthropic Messages body, translated first.
+        const std::string translated =
+            api == server::Api::Chat && data[0] >= 128 ? server::anthropic_to_openai(body) : std::string(body);
+        server::ApiRequest r = server::parse_request(api, translated, m.info);
         const llm::Request& g = r.generation;
         check(!g.prompt.empty() && int64_t(g.prompt.size()) < m.info.max_ctx);
         for (int32_t id : g.prompt) check(id >= 0 && size_t(id) < m.tok.vocab_size());
@@ -61,6 +66,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         check(g.stop.size() <= llm::kMaxStopStrings + 1);
         for (const auto& s : g.stop) check(!s.empty() && s.size() <= llm::kMaxStopBytes);
         check(!r.include_usage || r.stream);
+        // Constrained output: the grammar parsed within its limits, never with ignore_eos; tools
+        // parsed only for chat, within their count.
+        check(!g.grammar || (!g.grammar->rules.empty() && !g.ignore_eos));
+        check(!r.structured.parse_tools || (api == server::Api::Chat && !r.structured.specs.empty()));
+        check(r.structured.specs.size() <= server::kMaxTools);
         break;
       }
       case 2: server::tokenize(body, m.tok); break;

@@ -32,7 +32,7 @@ synth() {
   local m=/tmp/models/$1-$2.gguf
   mkdir -p /tmp/models
   if [ ! -f "$m" ]; then
-    timeout 200 $wgc synth-model --shape "$1" --type "$2" --out "$m" --force >/dev/null 2>"$RES/synth-$1-$2.err" || rm -f "$m"
+    timeout ${WGC_SYNTH_TIMEOUT:-200} $wgc synth-model --shape "$1" --type "$2" --out "$m" --force >/dev/null 2>"$RES/synth-$1-$2.err" || rm -f "$m"
   fi
   echo "$m"
 }
@@ -120,6 +120,13 @@ for step in $steps; do
           nvidia-smi --query-compute-apps=pid,gpu_bus_id,used_memory --format=csv >>"$RES/serve.txt"
         kill -TERM $pid; wait $pid; echo "wgc serve exit status $? after SIGTERM" >>"$RES/serve.txt"
       fi ;;
+    serve-constrained:*)  # serve-constrained:SHAPE:TYPE[:CLIENTS]: the cost of constrained sampling in wgc serve
+      # (scripts/bench_constrained.py: free vs json_schema completions, aggregate tokens/s)
+      IFS=: read -r _ shape type clients <<<"$step"
+      m=$(synth "$shape" "$type")
+      [ -f "$m" ] && timeout 300 python3 scripts/bench_constrained.py --wgc "$wgc" --model "$m" \
+          --clients "${clients:-64}" --max-tokens 64 2>"$RES/serve-constrained.err" | tee -a "$RES/serve-constrained.txt"
+      ;;
     peer-bench:*|peer-batched:*)  # llama.cpp CUDA beside wgc on the same file (.peer/lcpp.tar.xz, see
       # ../shared/peers/README.md): peer-bench:SHAPE:TYPE (llama-bench -p 512 -n 128 -fa 1 -r 3),
       # peer-batched:SHAPE:TYPE (llama-batched-bench -npp 256 -ntg 128 -npl 1,8,16,32,64 -fa)
@@ -182,7 +189,7 @@ for step in $steps; do
     *) echo "unknown step $step" ;;
   esac
 done
-for f in info.txt bench.txt llm.txt batched.txt prof.txt serve.txt peer.txt python.txt cpu-llm.txt; do [ -f "$RES/$f" ] && cp "$RES/$f" "$OUT/"; done
+for f in info.txt bench.txt llm.txt batched.txt prof.txt serve.txt serve-constrained.txt peer.txt python.txt cpu-llm.txt; do [ -f "$RES/$f" ] && cp "$RES/$f" "$OUT/"; done
 tar -C "$RES" -czf "$OUT/results.tgz" .
 [ "${WGC_KEEP_MODELS:-0}" = 1 ] || rm -rf /tmp/models  # kept for the next run in the same call
 echo "=== summary ==="

@@ -4,7 +4,9 @@
 #  - @anush008/tokenizers@0.6.0 (+ -linux-x64-gnu): Hugging Face `tokenizers` (Rust) for Node.js
 #    (these into $WGC_DEPS/node, default <repo>/.deps/node)
 #  - openai@6.49.0: the official OpenAI client, for the `wgc serve` tests (tests/serve), into
-#    $WGC_DEPS/serve-test (no dependencies; its peer dependencies are optional and not installed)
+#    $WGC_DEPS/serve-test (no dependencies; its peer dependencies are optional and not installed),
+#    and ajv@8.17.1 (with its four dependencies, pinned here too): a JSON Schema validator that the
+#    structured-output tests check the server's JSON against
 # Safe to run again, quiet when done. Tests skip (saying why) when these are absent; nothing here
 # is needed to build wgc.
 set -euo pipefail
@@ -52,4 +54,10 @@ if [ "$(uname -m)" = x86_64 ]; then
   tokenizers+=("@anush008/tokenizers-linux-x64-gnu 0.6.0 f8db409cd5b52a2fac2fd963eacf5c33b3d5841c2520ca168c447b2f5cb4a281")
 fi
 install_set "$deps/node" "${tokenizers[@]}"
-install_set "$deps/serve-test" "openai 6.49.0 e48de0f4c5dbecebdeb864233f5ea49be07cd3e0ff3bd3e1e6745dc5e168cced"
+install_set "$deps/serve-test" \
+  "openai 6.49.0 e48de0f4c5dbecebdeb864233f5ea49be07cd3e0ff3bd3e1e6745dc5e168cced" \
+  "ajv 8.17.1 f09dae78b8cc984dbf178eba92a7b19bff9e5f7c990508f3af0bf8f118770308" \
+  "fast-deep-equal 3.1.3 b019a0980f27638dc3f85836b0e478f188e00d7a6e5852c0819fa86f56e47b8f" \
+  "fast-uri 3.1.0 3ad33c6b4bd8cc1d5f867b7453cc783a96ffc89101a9ad3a8bcfe7905a83581d" \
+  "json-schema-traverse 1.0.0 023222622df29fc274bde5d3590e47aa1d4a8e3c1d6e2aba029948ed79799b21" \
+  "require-from-string 2.0.2 cb694a4965908f7775a0c757f00cf4e624d193cd71d77988fbcca0f597b88d82"

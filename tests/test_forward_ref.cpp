@@ -190,7 +190,9 @@ TEST(ForwardRefArch, RopeFrequenciesAsTransformers) {
     const ModelConfig& c = m.config();
     for (const auto& t : g.file.tensors()) {
       // "p{i}.rope.model.rotary_emb.inv_freq" (or a per-layer-type buffer: "..._inv_freq" names it).
-      if (t.name.find(".rope.") == std::string::npos) continue;
+      // (transformers also keeps the unscaled frequencies, "original_inv_freq", for dynamic rope
+      // types: not what the model rotates by.)
+      if (t.name.find(".rope.") == std::string::npos || t.name.find("original_inv_freq") != std::string::npos) continue;
       const int p = t.name[1] - '0';
       auto tokens = g.get<int32_t>(pkey(p, "tokens"));
       const bool sliding_buffer =

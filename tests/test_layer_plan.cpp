@@ -120,6 +120,27 @@ TEST(LayerPlan, CpuEngineRunsThePlainForms) {
   EXPECT_EQ(plan_layer(a).steps[0].rule, "qkv");
 }
 
+// Gemma: the o projection and the MLP's down projection into H, each added to x through its own
+// norm; the GELU-tanh GLU a pass of its own (no SwiGLU fusion), quantized after it where 8-bit.
+TEST(LayerPlan, GemmaNormsAfterAttentionAndMlp) {
+  const LayerPlan p = plan_layer(gpu(PlanMode::Decode, {Fact::PostNorms, Fact::GeluGlu, Fact::QkNorm}));
+  EXPECT_EQ(ops(p.steps), (V{"NormLinear Qkv X->Qkv", "HeadNorm q|k Qkv->Qkv", "RopeAppend Qkv->Qkv",
+                             "Attention Qkv->Attn", "Linear O Attn->H", "NormAdd post_attn H->+X", "Norm mlp X->H",
+                             "Linear GateUp H->Gu", "Glu Gu->Act", "Linear Down Act->H", "NormAdd post_mlp H->+X"}));
+  const LayerPlan q = plan_layer(gpu(PlanMode::Serve, {Fact::AllBatchedQ8, Fact::PostNorms, Fact::GeluGlu}));
+  EXPECT_EQ(ops(q.steps),
+            (V{"Norm attn X->H(q8)", "LinearRope Qkv H(q8)->Qkv", "Attention Qkv->Attn", "Quantize Attn->Attn(q8)",
+               "Linear O Attn(q8)->H", "NormAdd post_attn H->+X", "Norm mlp X->H(q8)", "Linear GateUp H(q8)->Gu",
+               "Glu Gu->Act", "Quantize Act->Act(q8)", "Linear Down Act(q8)->H", "NormAdd post_mlp H->+X"}));
+  // GeGLU without the sandwich: the plain MLP, its GLU quantized after it.
+  const std::vector<std::string> g =
+      ops(plan_layer(gpu(PlanMode::Decode, {Fact::GeluGlu, Fact::GateUpQ8, Fact::DownQ8})).steps);
+  ASSERT_GE(g.size(), 5u);
+  EXPECT_EQ(std::vector<std::string>(g.end() - 5, g.end()),
+            (V{"Norm mlp X->H(q8)", "Linear GateUp H(q8)->Gu", "Glu Gu->Act", "Quantize Act->Act(q8)",
+               "Linear Down Act(q8)->+X"}));
+}
+
 TEST(LayerPlan, RulesSwitchOffByNameAndUnknownNamesAreErrors) {
   PlanFacts f = gpu(PlanMode::Decode, {});
   f.off = {"norm_qkv_rope", "attention_o_combine", "next_token"};
@@ -180,7 +201,9 @@ TEST(LayerPlan, EveryPlanComputesALayerAndEveryRuleFires) {
   for (int i = 0; i < 20000; ++i) {
     PlanFacts f;
     f.mode = PlanMode(rng() % 3);
-    for (size_t k = 0; k < kFacts; ++k) f.has[k] = rng() % 4 != 0;  // mostly on: the fusions need many facts
+    // mostly on (the fusions need many facts), or half (the rules that need many facts absent)
+    const unsigned odds = i % 2 ? 2 : 4;
+    for (size_t k = 0; k < kFacts; ++k) f.has[k] = rng() % odds != 0;
     const LayerPlan p = plan_layer(f);
     std::string why = check_dataflow(p.steps, false);
     if (why.empty()) why = check_dataflow(p.output, true);

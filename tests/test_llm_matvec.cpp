@@ -1,5 +1,6 @@
 // The one-token matvecs with f32 activations: matvec.wgsl's schedules, its column ranges, the
 // gate|up + SwiGLU, RMSNorm and QKV + RoPE variants, and the kx schedule (matvec_kx.wgsl).
+#include "ops/llm/tuning.h"
 #include "test_llm_util.h"
 
 #include <array>
@@ -273,7 +274,7 @@ TEST(LlmLinear, RmsNormLinearMatchesReference) {
       o.tuning.matvec_pf = tune[5];
       const std::string what = std::string(to_string(t)) + " wg " + std::to_string(tune[0]) + " staged " +
                                std::to_string(tune[4]) + " pf " + std::to_string(tune[5]);
-      ASSERT_TRUE(o.fuses_norm(cols)) << what;
+      ASSERT_TRUE(o.matvec_fusions(TensorType::F32, cols).norm) << what;
       expect_rms_norm_linear(o, x, nw, eps, w, deq, cols, xn, 34, what);
       if (block_size(t) == 256) continue;  // gate|up of 2 x 96 rows at cols 160 or 204
       const int64_t half = 96, gc = block_size(t) == 32 ? 160 : 204;
@@ -295,7 +296,23 @@ TEST(LlmLinear, RmsNormLinearMatchesReference) {
   auto w = upload_weight(ctx(), TensorType::F32, ref::random_weight(TensorType::F32, 8, 6, 1), 8, 6);
   Batch b(ctx());
   auto y = make_tensor(ctx(), {8});
-  EXPECT_FALSE(ops().fuses_norm(6));  // not a multiple of 4
+  EXPECT_FALSE(ops().matvec_fusions(TensorType::F32, 6).norm);  // not a multiple of 4
+  {
+    // The GLU fusion's answer is the matvec's own: where 32 row groups cannot share 16 rows (the
+    // tuning test_llm_model's F16DecodeKnobsMatchToo runs on a GPU), rms_norm_swiglu refuses and
+    // the layer plan must not pick it.
+    LlmOps o(ctx());
+    apply_tuning(o.tuning, "matvec_kx=0/matvec_wg=64/matvec_tpr=2/swiglu_wg_rows=16");
+    auto gu = upload_weight(ctx(), TensorType::F16, ref::random_weight(TensorType::F16, 96, 16, 2), 96, 16);
+    EXPECT_FALSE(o.matvec_fusions(TensorType::F16, 16, nullptr, 96).glu);
+    auto out = make_tensor(ctx(), {48});
+    Batch bg(ctx());
+    EXPECT_THROW(o.rms_norm_swiglu(bg, make_tensor(ctx(), {16}), make_tensor(ctx(), {16}), 1e-5f, gu, out), wgc::Error);
+    // The default tuning takes it (and runs it).
+    EXPECT_TRUE(ops().matvec_fusions(TensorType::F16, 16, nullptr, 96).glu);
+    ops().rms_norm_swiglu(bg, make_tensor(ctx(), {16}), make_tensor(ctx(), {16}), 1e-5f, gu, out);
+    EXPECT_FALSE(o.matvec_fusions(TensorType::F16, 16, nullptr, 94).glu);  // 47 gate rows: not whole groups
+  }
   EXPECT_THROW(ops().rms_norm_linear(b, make_tensor(ctx(), {8}), make_tensor(ctx(), {8}), 1e-5f, w, y), Error);
   LinearOptions with_bias;
   with_bias.bias = y;
@@ -321,7 +338,7 @@ TEST(LlmLinear, QkvRopeMatchesTwoPasses) {
       LlmOps o = variant == 2 ? unstaged_ops() : LlmOps(ctx());
       if (variant == 1) o.tuning.matvec_tpr = 8;
       o.tuning.matvec_pf = variant == 3 ? 2 : 0;
-      ASSERT_TRUE(o.fuses_rope(q.cols));
+      ASSERT_TRUE(o.matvec_fusions(TensorType::F32, q.cols).rope);
       const std::string what = std::string(to_string(t)) + (interleaved ? " interleaved" : " neox") +
                                (dyn ? " position read on the GPU" : " fixed position") +
                                (variant == 2 ? ", x from global memory" : ", x staged") +

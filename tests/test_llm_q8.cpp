@@ -324,7 +324,7 @@ TEST(LlmQ8, NormLinearMatchesReference) {
         for (auto& [spec, o] : schedules) {
           const std::string what = std::string(to_string(t)) + " " + std::to_string(rows) + "x" + std::to_string(cols) +
                                    " variant " + std::to_string(variant) + " " + spec;
-          ASSERT_TRUE(o->fuses_norm_q8(cols)) << what;
+          ASSERT_TRUE(o->matvec_q8_fusions(cols).norm) << what;
           Tensor y = plain ? test::poisoned(int64_t(ny)) : make_tensor(ctx(), {int64_t(ny)}, y0);
           LinearOptions lo;
           lo.row0 = row0;
@@ -520,8 +520,8 @@ TEST(LlmQ8, BadInputsAreErrors) {
                Error);  // x shorter than the weight's 64 columns
   EXPECT_THROW(ops().rms_norm_linear_q8(b, make_tensor(ctx(), {64}), make_tensor(ctx(), {32}), 1e-5f, q4, y),
                Error);                         // a norm weight shorter than x
-  EXPECT_FALSE(ops().fuses_norm_q8(1 << 20));  // x's quants beyond the workgroup memory
-  EXPECT_FALSE(ops().fuses_norm_q8(40));       // not whole blocks
+  EXPECT_FALSE(ops().matvec_q8_fusions(1 << 20).norm);  // x's quants beyond the workgroup memory
+  EXPECT_FALSE(ops().matvec_q8_fusions(40).norm);       // not whole blocks
 }
 
 // Decode attention with the output quantized: against the reference, at a fixed position and

@@ -80,6 +80,8 @@ TEST(OnnxConformance, SupportedOpsPassTheBackendTests) {
           if (n.op != "Constant") ops.insert(n.op);
         for (const auto& in : g.inputs)  // sequences and optionals come as other protobuf messages
           if (in.elem_type < 0) throw cnn::Unsupported("input '" + in.name + "' is not a tensor");
+        for (const auto& out : g.outputs)
+          if (out.elem_type < 0) throw cnn::Unsupported("output '" + out.name + "' is not a tensor");
         std::vector<fs::path> sets;
         for (const auto& e : fs::directory_iterator(dir))
           if (e.is_directory() && e.path().filename().string().rfind("test_data_set_", 0) == 0)

@@ -111,7 +111,9 @@ TEST(SynthArch, ReadBackThroughModelConfigAndTheReference) {
       EXPECT_FALSE(c.causal);
       EXPECT_EQ(c.type_vocab_size, 2);
     }
-    EXPECT_EQ(engine_runs(c), want.arch == Architecture::Llama);
+    EXPECT_EQ(engine_runs(c), want.arch == Architecture::Llama || want.arch == Architecture::Gemma2 ||
+                                  want.arch == Architecture::Gemma3 || want.arch == Architecture::Mixtral ||
+                                  want.arch == Architecture::Qwen3Moe);
     // Experts come out of the merged tensors one by one, as views.
     if (s.n_experts) {
       ModelTensor e3 = role_tensor(f, TensorRole::ExpertsDown, 1, 3);
@@ -159,11 +161,11 @@ TEST(SynthArch, ReadBackThroughModelConfigAndTheReference) {
   strict.progress = false;
   std::string msg;
   try {
-    open_model(dir / "gemma-2-9b.gguf", strict);
+    open_model(dir / "phi-3-mini.gguf", strict);
   } catch (const wgc::Error& e) {
     msg = e.what();
   }
-  EXPECT_NE(msg.find("gemma2 models are read (wgc inspect) but not run yet"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("phi3 models are read (wgc inspect) but not run yet"), std::string::npos) << msg;
 }
 
 // The window as the reference applies it: the same weights with and without a window of 5 give the

@@ -1,4 +1,5 @@
-// wgc serve: an OpenAI-compatible HTTP server for one model (src/server, docs/serving.md).
+// wgc serve: an OpenAI-compatible HTTP server for one model, or several with --models-dir
+// (src/server, docs/serving.md).
 #include "cli/command.h"
 #include "cli/embedding_model.h"
 #include "cli/llm_backend.h"
@@ -12,6 +13,7 @@
 #include "server/server.h"
 #include "util/signals.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -32,11 +34,13 @@ int signal_pipe[2] = {-1, -1};
 
 struct Flags {
   GpuFlags gpu;
+  SplitFlags split;
   std::optional<std::string> model, name, kernel, embedding_model;
   std::string tokenizer;
   server::ServerOptions so;
   llm::SchedulerOptions sched;
-  std::optional<std::string> api_key_file;
+  std::optional<std::string> api_key_file, models_dir, max_gpu_memory;
+  int load_timeout_s = 120;
   int max_body = 8 << 20, grace_s = 30, gpu_index = -1, threads = 0;
   int max_conn = 0, max_conn_client = 0;
   double request_timeout_s = 30;
@@ -66,6 +70,124 @@ int in_range(int v, const char* flag, int lo, int hi) {
     throw UsageError(std::string(flag) + " expects an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) +
                      "], got " + std::to_string(v));
   return v;
+}
+
+// Serves until SIGINT/SIGTERM: the handler only writes the signal's number into a pipe
+// (async-signal-safe, whichever thread it lands on, including threads libraries started before
+// us); a watcher thread reads it and shuts the server down gracefully. A zero byte tells the
+// watcher to leave.
+int run_until_signal(server::Server& srv) {
+  if (pipe(signal_pipe) != 0) throw Error("wgc serve: pipe() failed");
+  struct sigaction sa {};
+  sa.sa_handler = [](int sig) {
+    unsigned char b = static_cast<unsigned char>(sig);
+    [[maybe_unused]] ssize_t n = write(signal_pipe[1], &b, 1);
+  };
+  sigemptyset(&sa.sa_mask);
+  const bool keep_sigint = !signal_ignored(SIGINT);  // `wgc serve &` in a script: SIGINT stays ignored
+  if (keep_sigint) sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  std::thread watcher([&] {
+    unsigned char sig = 0;
+    while (read(signal_pipe[0], &sig, 1) < 0 && errno == EINTR) {
+    }
+    if (sig == 0) return;
+    std::fprintf(stderr, "wgc serve: %s: finishing running requests, then stopping\n",
+                 sig == SIGINT ? "SIGINT" : "SIGTERM");
+    srv.shutdown();
+  });
+  srv.run();
+  unsigned char zero = 0;
+  [[maybe_unused]] ssize_t n = write(signal_pipe[1], &zero, 1);
+  watcher.join();
+  if (keep_sigint) signal(SIGINT, SIG_DFL);
+  signal(SIGTERM, SIG_DFL);
+  std::fprintf(stderr, "wgc serve: stopped\n");
+  return 0;
+}
+
+// What one loaded model owns (ModelPool's LoadedModel::owner), in construction order.
+struct OwnedModel {
+  llm::ModelFile file;
+  llm::Tokenizer tok;
+  llm::ChatTemplate chat;
+  llm::ServedModel served;
+  llm::Scheduler scheduler;
+  OwnedModel(llm::ModelFile f, llm::Tokenizer t, std::optional<Context> ctx, const llm::EngineOptions& eo,
+             const llm::SchedulerOptions& so, const std::string& name)
+      : file(std::move(f)),
+        tok(std::move(t)),
+        chat(llm::ChatTemplate::for_tokenizer(tok)),
+        served(file, std::move(ctx), eo),
+        scheduler(served.model(), tok, so, served.recovery([name](const std::string& line) {
+          std::fprintf(stderr, "wgc serve: %s: %s\n", name.c_str(), line.c_str());
+        })) {}
+};
+
+// Bytes of a KV pool as the scheduler resolved it (f32 K and V per token, layer and KV head).
+uint64_t kv_pool_bytes(const llm::ModelConfig& c, const llm::SchedulerOptions& o) {
+  return uint64_t(o.kv_blocks) * uint64_t(o.kv_block_tokens) * uint64_t(c.n_layers) * 2 * uint64_t(c.n_kv_heads) *
+         uint64_t(c.head_dim) * 4;
+}
+
+// --models-dir: the default model (--model, or the built-in one) and every *.gguf in the folder,
+// each loaded on first use within --max-gpu-memory (server/model_pool.h).
+int serve_pool(const Flags& f, const fs::path& default_path, const std::string& default_name,
+               const std::string& tokenizer, const server::ServerOptions& so, const llm::SchedulerOptions& sched,
+               int gpu) {
+  const fs::path dir = *f.models_dir;
+  if (!fs::is_directory(dir)) throw Error("wgc serve: --models-dir " + dir.string() + " is not a folder");
+  std::vector<server::ModelSpec> specs;
+  auto size_of = [](const fs::path& p) {
+    std::error_code ec;
+    uint64_t n = fs::is_regular_file(p, ec) ? fs::file_size(p, ec) : 0;
+    return ec ? 0 : n;
+  };
+  specs.push_back({default_name, default_path, size_of(default_path)});
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().extension() == ".gguf") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  for (const auto& p : files) {
+    // The default model's own file is served once (a link to it under another name: twice).
+    if (fs::absolute(p).lexically_normal() == fs::absolute(default_path).lexically_normal()) continue;
+    if (p.stem().string() == default_name)
+      throw Error("wgc serve: " + p.string() + " has the default model's name '" + default_name +
+                  "' (give --name, or rename the file)");
+    specs.push_back({p.stem().string(), p, size_of(p)});
+  }
+  const uint64_t budget = f.max_gpu_memory ? server::parse_bytes(*f.max_gpu_memory, "--max-gpu-memory") : 0;
+  LlmBackend be = llm_backend(f.gpu, gpu);
+  llm::EngineOptions eo;
+  eo.max_ctx = sched.max_ctx;
+  eo.threads = checked_threads(f.threads);
+  eo.device = be.device;
+  auto loader = [&be, eo, sched, tokenizer, default_path](const server::ModelSpec& spec) {
+    llm::ModelFile file = llm::open_model(spec.path);
+    // --tokenizer is the default model's; the others' are their own.
+    auto tok = llm::find_tokenizer(file, spec.path == default_path ? tokenizer : std::string());
+    if (!tok) throw Error("wgc serve: " + spec.path.string() + " has no tokenizer (no tokenizer.json beside it)");
+    auto owned = std::make_shared<OwnedModel>(std::move(file), std::move(*tok), be.ctx, eo, sched, spec.name);
+    server::LoadedModel m;
+    m.scheduler = &owned->scheduler;
+    m.info = server::ModelInfo{spec.name, &owned->tok, &owned->chat, owned->scheduler.options().max_ctx,
+                               llm::default_sampling(spec.path)};
+    llm::ServedModel* served = &owned->served;
+    m.context = [served] { return served->context(); };
+    m.bytes = spec.estimate_bytes + kv_pool_bytes(owned->served.model().config(), owned->scheduler.options());
+    m.owner = owned;
+    return m;
+  };
+  auto pool = std::make_shared<server::ModelPool>(
+      specs, loader, budget, std::chrono::seconds(in_range(f.load_timeout_s, "--model-load-timeout", 1, 3600)));
+  server::Server srv(pool, sched, so);
+  std::string names;
+  for (const auto& s : specs) names += (names.empty() ? "" : ", ") + s.name;
+  std::fprintf(stderr, "wgc serve: %zu models (%s), loaded on first use%s%s\n", specs.size(), names.c_str(),
+               budget ? (", within " + std::to_string(budget >> 20) + " MiB").c_str() : "",
+               so.api_key.empty() ? "" : ", API key required");
+  std::fprintf(stderr, "wgc serve: listening on http://%s:%d\n", so.host.c_str(), srv.port());
+  return run_until_signal(srv);
 }
 
 int serve(const Flags& f) {
@@ -114,11 +236,13 @@ int serve(const Flags& f) {
                 " has no tokenizer (no tokenizer.json beside it): give --tokenizer PATH");
   llm::ChatTemplate chat = llm::ChatTemplate::for_tokenizer(*tok);
 
-  LlmBackend be = llm_backend(f.gpu, gpu);
+  if (f.models_dir) return serve_pool(f, path, name, tokenizer, so, sched, gpu);
+
+  LlmBackend be = llm_backend(f.gpu, gpu, &f.split);
   llm::EngineOptions eo;
   eo.max_ctx = sched.max_ctx;
   eo.threads = checked_threads(f.threads);
-  eo.device = be.device;
+  be.apply(eo);
   if (f.embedding_model)  // POST /v1/embeddings (server/embeddings.h)
     so.embedder = load_embedder(*f.embedding_model, embedding_id(*f.embedding_model), be, eo.threads);
   // A lost GPU device (driver reset, GPU reclaimed) is survived: the scheduler has the model
@@ -139,37 +263,7 @@ int serve(const Flags& f) {
                chat.is_fallback() ? ", no chat template (plain-text chat rendering)" : "",
                so.api_key.empty() ? "" : ", API key required");
   std::fprintf(stderr, "wgc serve: listening on http://%s:%d\n", so.host.c_str(), srv.port());
-
-  // SIGINT/SIGTERM: the handler only writes the signal's number into a pipe (async-signal-safe,
-  // whichever thread it lands on, including threads libraries started before us); a watcher
-  // thread reads it and shuts the server down gracefully. A zero byte tells the watcher to leave.
-  if (pipe(signal_pipe) != 0) throw Error("wgc serve: pipe() failed");
-  struct sigaction sa {};
-  sa.sa_handler = [](int sig) {
-    unsigned char b = static_cast<unsigned char>(sig);
-    [[maybe_unused]] ssize_t n = write(signal_pipe[1], &b, 1);
-  };
-  sigemptyset(&sa.sa_mask);
-  const bool keep_sigint = !signal_ignored(SIGINT);  // `wgc serve &` in a script: SIGINT stays ignored
-  if (keep_sigint) sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-  std::thread watcher([&] {
-    unsigned char sig = 0;
-    while (read(signal_pipe[0], &sig, 1) < 0 && errno == EINTR) {
-    }
-    if (sig == 0) return;
-    std::fprintf(stderr, "wgc serve: %s: finishing running requests, then stopping\n",
-                 sig == SIGINT ? "SIGINT" : "SIGTERM");
-    srv.shutdown();
-  });
-  srv.run();
-  unsigned char zero = 0;
-  [[maybe_unused]] ssize_t n = write(signal_pipe[1], &zero, 1);
-  watcher.join();
-  if (keep_sigint) signal(SIGINT, SIG_DFL);
-  signal(SIGTERM, SIG_DFL);
-  std::fprintf(stderr, "wgc serve: stopped\n");
-  return 0;
+  return run_until_signal(srv);
 }
 
 Register reg{{"serve", "OpenAI-compatible HTTP server for a language model (default: the built-in wgc-tiny-dict)",
@@ -215,8 +309,19 @@ Register reg{{"serve", "OpenAI-compatible HTTP server for a language model (defa
                 add_number(app, "--request-timeout", f->request_timeout_s,
                            "seconds a request's headers and body may take to arrive (else 408)");
                 add_number(app, "--shutdown-grace", f->grace_s, "seconds running requests get to finish on SIGTERM");
+                add_text(app, "--models-dir", f->models_dir,
+                         "serve every *.gguf in this folder too (named by file stem), each loaded on the first "
+                         "request whose 'model' names it")
+                    ->type_name("DIR");
+                add_text(app, "--max-gpu-memory", f->max_gpu_memory,
+                         "with --models-dir: the models' memory budget (weights + KV pools, e.g. 8G); the least "
+                         "recently used idle model is unloaded to make room")
+                    ->type_name("BYTES");
+                add_number(app, "--model-load-timeout", f->load_timeout_s,
+                           "with --models-dir: seconds a request waits for its model to load or to fit");
                 add_number(app, "--gpu", f->gpu_index, "the adapter's index (wgc info lists them); -1: the default");
                 add_gpu_flags(app, f->gpu);
+                add_split_flags(app, f->split);
                 return [f] { return serve(*f); };
               }}};
 

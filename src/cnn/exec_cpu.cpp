@@ -1,6 +1,7 @@
 // The CPU path of a plan: every step through its CPU reference (cpu/conv.h, cpu/matmul.h,
 // cpu/tensor_ops.h, cpu/elementwise.h, cpu/norm.h, cpu/resize.h, cpu/index_ops.h).
 #include "cnn/plan.h"
+#include "cpu/fused_attention.h"
 #include "cpu/matmul.h"
 
 namespace wgc::cnn {
@@ -88,8 +89,12 @@ void run_step_cpu(const Step& s, std::span<const ConstWords> in, const Words& ou
           float_only();
           cpu::softmax(x(0), floats(out), op.dims, op.log);
         } else if constexpr (std::is_same_v<T, ReduceStep>) {
-          float_only();
-          cpu::axis_reduce(op.op, x(0), floats(out), op.dims);
+          if (in[0].is_float()) {
+            float_only();
+            cpu::axis_reduce(op.op, x(0), floats(out), op.dims);
+          } else {
+            cpu::axis_reduce_ints(op.op, in[0], out, op.dims);
+          }
         } else if constexpr (std::is_same_v<T, CopyStep>) {
           if (all_float)
             cpu::strided_copy(x(0), floats(out), op.dims);
@@ -124,6 +129,15 @@ void run_step_cpu(const Step& s, std::span<const ConstWords> in, const Words& ou
           for (uint64_t k = 0; k < n; ++k) op.indices ? out.set_i(k, idx[k]) : out.set_f(k, values[k]);
         } else if constexpr (std::is_same_v<T, CumSumStep>) {
           cpu::cumsum(in[0], out, op.dims);
+        } else if constexpr (std::is_same_v<T, ScatterElementsStep>) {
+          cpu::scatter_elements(in[0], in[1], in[2], out, op.dims);
+        } else if constexpr (std::is_same_v<T, RoiAlignStep>) {
+          if (!in[0].is_float() || !in[1].is_float() || !out.is_float())
+            throw Unsupported("RoiAlign of integer tensors");
+          cpu::roi_align(x(0), x(1), in[2], floats(out), op.dims);
+        } else if constexpr (std::is_same_v<T, AttentionStep>) {
+          float_only();
+          cpu::fused_attention(x(0), x(1), x(2), op.dims.mask ? x(3) : std::span<const float>(), floats(out), op.dims);
         }
       },
       s.op);

@@ -53,7 +53,7 @@ bool fusable_activation(const Graph& g, const Node& n, ConvEpilogue& ep) {
 
 }  // namespace
 
-FuseStats fuse(Graph& g) {
+FuseStats fuse(Graph& g, FuseOptions options) {
   FuseStats st;
   std::set<std::string, std::less<>> graph_outputs;
   for (const auto& o : g.outputs) graph_outputs.insert(o.name);
@@ -153,6 +153,61 @@ FuseStats fuse(Graph& g) {
     g.nodes[m2] = std::move(gelu);
     removed[i] = removed[e] = removed[a] = removed[m1] = true;
     ++st.gelus;
+  }
+
+  // Attention: MatMul(Q, Kt) -> [Mul / Div by a scalar constant] -> [Add mask] -> Softmax over the
+  // last axis (opset 13's; before it Softmax flattens) -> MatMul(P, V), each value read once.
+  auto plain = [&](size_t k, const char* op, size_t inputs) {
+    return k != SIZE_MAX && !removed[k] && g.nodes[k].op == op && g.nodes[k].domain.empty() &&
+           g.nodes[k].inputs.size() == inputs && g.nodes[k].outputs.size() == 1;
+  };
+  auto scalar_value = [&](const std::string& name, float& v) {
+    const HostTensor* c = name.empty() ? nullptr : g.constant(name);
+    if (!c || c->integer || c->f.size() != 1 || !std::isfinite(c->f[0])) return false;
+    v = c->f[0];
+    return true;
+  };
+  for (size_t i = 0; options.attention && i < g.nodes.size(); ++i) {
+    if (!plain(i, "MatMul", 2)) continue;
+    std::string s = g.nodes[i].outputs[0];
+    float scale = 1, c = 0;
+    std::vector<size_t> chain = {i};
+    size_t r = sole_reader(s);
+    if (plain(r, "Mul", 2) && (scalar_value(other(g.nodes[r], s), c))) {
+      scale = c;
+    } else if (plain(r, "Div", 2) && g.nodes[r].inputs[0] == s && scalar_value(g.nodes[r].inputs[1], c) && c != 0) {
+      scale = 1 / c;
+    } else {
+      r = SIZE_MAX;
+    }
+    if (r != SIZE_MAX) {
+      chain.push_back(r);
+      s = g.nodes[r].outputs[0];
+    }
+    std::string mask;
+    size_t a = sole_reader(s);
+    if (plain(a, "Add", 2) && g.nodes[a].inputs[0] != g.nodes[a].inputs[1]) {
+      mask = other(g.nodes[a], s);
+      chain.push_back(a);
+      s = g.nodes[a].outputs[0];
+    }
+    size_t sm = sole_reader(s);
+    if (!plain(sm, "Softmax", 1) || g.opset < 13 || g.nodes[sm].attr_int("axis", -1) != -1) continue;
+    size_t m2 = sole_reader(g.nodes[sm].outputs[0]);
+    if (!plain(m2, "MatMul", 2) || g.nodes[m2].inputs[0] != g.nodes[sm].outputs[0]) continue;
+    chain.push_back(sm);
+    Node at;
+    at.name = g.nodes[m2].name.empty() ? g.nodes[m2].outputs[0] : g.nodes[m2].name;
+    at.op = "FusedAttention";
+    at.inputs = {g.nodes[i].inputs[0], g.nodes[i].inputs[1], g.nodes[m2].inputs[1], mask};
+    at.outputs = g.nodes[m2].outputs;
+    at.attrs["scale"].kind = Attribute::Kind::Float;
+    at.attrs["scale"].f = scale;
+    for (const auto& in : at.inputs)
+      if (!in.empty()) readers[in].push_back(m2);
+    g.nodes[m2] = std::move(at);
+    for (size_t k : chain) removed[k] = true;
+    ++st.attentions;
   }
 
   for (size_t i = 0; i < g.nodes.size(); ++i) {

@@ -44,6 +44,8 @@ struct HostTensor {
 };
 using HostTensorPtr = std::shared_ptr<const HostTensor>;
 
+struct Graph;
+
 struct Attribute {
   enum class Kind { Float, Int, String, Tensor, Floats, Ints, Strings, Graph, Other };
   Kind kind = Kind::Other;
@@ -53,6 +55,7 @@ struct Attribute {
   HostTensorPtr t;
   std::vector<float> floats;
   std::vector<int64_t> ints;
+  std::shared_ptr<const Graph> g;  // Kind::Graph: a subgraph (If's branches)
 };
 
 struct Node {
@@ -62,6 +65,10 @@ struct Node {
   // Conv only: what the loader fused into it (cnn/fuse.h): a residual Add after it (its other
   // operand is inputs[3]) and an activation after that. The bias flag is not used.
   ConvEpilogue fused;
+  // A node with subgraphs (If): the outer values its subgraphs read, as the subgraphs name them.
+  // The loader appends them to `inputs` after the op's own (so that liveness, fusion and staging
+  // see them); fuse() may rename those inputs, and the planner maps these names onto them.
+  std::vector<std::string> captured;
 
   const Attribute* attr(std::string_view key) const;
   bool has(std::string_view key) const { return attr(key) != nullptr; }

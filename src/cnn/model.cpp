@@ -4,6 +4,7 @@
 #include "gpu/staging.h"
 #include "ops/conv.h"
 #include "ops/elementwise.h"
+#include "ops/fused_attention.h"
 #include "ops/index_ops.h"
 #include "ops/matmul.h"
 #include "ops/norm.h"
@@ -14,6 +15,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <set>
@@ -42,23 +44,39 @@ struct GpuPlan {
   Model::Recorded ahead_rec;
 };
 
+// A graph that needs values it computes (NeedsValues, cnn/plan.h), run in two models: the nodes
+// before the cut, whose outputs are the values live across it, and the nodes from the cut, whose
+// inputs are the graph inputs they read and the live values (those known on the host at plan
+// time become its constants; the needed ones are planned by value). The second model may cut
+// again. Each cut is a readback and a new plan for the values read back (docs/cnn.md).
+struct Staged {
+  std::unique_ptr<Model> first, rest;
+  std::vector<size_t> rest_graph_inputs;  // the graph inputs the rest reads, in order
+  std::vector<bool> rest_reads;           // per output of first: an input of the rest (else a constant of it)
+};
+
 struct CachedPlan {
   Plan plan;
   std::unique_ptr<GpuPlan> gpu;
   std::vector<std::vector<float>> cpu_slots;
+  std::unique_ptr<Staged> staged;  // set instead of the plan for a graph run in stages
 };
+
+// Plans keyed by values read back from a run (staged graphs): at most this many kept.
+constexpr size_t kMaxValuePlans = 16;
 
 // Inputs a plan may take by value when the model needs them as constants: integer ones (shape
 // arithmetic) and small float ones (parameters such as Resize's scales given as inputs).
 bool plannable_by_value(const HostTensor& x) { return x.integer || x.numel() <= 64; }
 
 // Plans are keyed by the inputs' shapes, and by the values of the inputs taken by value where the
-// model computes with them on the host (by_value).
-std::string plan_key(const std::vector<HostTensor>& inputs, bool by_value) {
+// model computes with them on the host (by_value: the small ones; always: those named).
+std::string plan_key(const std::vector<HostTensor>& inputs, bool by_value, const std::vector<bool>& always = {}) {
   std::string k = by_value ? "v" : "s";
-  for (const auto& x : inputs) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const HostTensor& x = inputs[i];
     k += wgc::to_string(x.shape);
-    if (by_value && plannable_by_value(x)) {
+    if ((by_value && plannable_by_value(x)) || (i < always.size() && always[i])) {
       char buf[32];
       if (x.integer)
         for (int64_t v : x.i) k.append(":").append(std::to_string(v));
@@ -92,11 +110,22 @@ struct Model::Impl {
   std::map<std::string, std::unique_ptr<CachedPlan>> plans;
   std::map<const HostTensor*, std::pair<HostTensorPtr, Tensor>> uploaded;  // constants on the device
 
-  std::set<std::string> by_value;  // shape keys whose plans need the integer inputs' values
+  std::set<std::string> by_value;                   // shape keys whose plans need the integer inputs' values
+  std::set<std::string, std::less<>> value_inputs;  // inputs always planned by value (NeedsValues named them)
+
+  std::vector<bool> value_input_flags() const {
+    std::vector<bool> f;
+    for (const auto& in : graph.inputs) f.push_back(value_inputs.count(in.name) > 0);
+    return f;
+  }
+  std::string key_of(const std::vector<HostTensor>& inputs) const {
+    std::string key = plan_key(inputs, false, value_input_flags());
+    if (by_value.count(key)) key = plan_key(inputs, true, value_input_flags());
+    return key;
+  }
 
   CachedPlan& cached(const std::vector<HostTensor>& inputs) {
-    std::string key = plan_key(inputs, false);
-    if (by_value.count(key)) key = plan_key(inputs, true);
+    std::string key = key_of(inputs);
     auto it = plans.find(key);
     if (it != plans.end()) return *it->second;
     if (inputs.size() != graph.inputs.size())
@@ -124,19 +153,105 @@ struct Model::Impl {
     // Every input as a run-time tensor first (images, ids, masks); a model that computes shapes
     // from its integer inputs, or takes parameters as inputs where wgc needs constants, is
     // planned with their values instead.
+    // Inputs whose values a node needs (NeedsValues naming a graph input) are planned by value
+    // from then on; a value the graph computes makes the run staged.
     bool any_by_value = false;
     for (const auto& x : inputs) any_by_value |= plannable_by_value(x);
-    try {
-      c->plan = make_plan(graph, specs);
-    } catch (const Unsupported&) {
-      if (!any_by_value) throw;
+    auto set_values = [&]() {
       for (size_t k = 0; k < inputs.size(); ++k)
-        if (plannable_by_value(inputs[k])) specs[k].value = std::make_shared<HostTensor>(inputs[k]);
-      c->plan = make_plan(graph, specs);
-      by_value.insert(key);
-      key = plan_key(inputs, true);
+        if (value_inputs.count(graph.inputs[k].name)) specs[k].value = std::make_shared<HostTensor>(inputs[k]);
+    };
+    set_values();
+    for (size_t tries = 0;; ++tries) {
+      try {
+        c->plan = make_plan(graph, specs);
+        break;
+      } catch (const NeedsValues& e) {
+        size_t k = input_index(e.value);
+        if (k < inputs.size() && !specs[k].value && tries <= inputs.size()) {
+          value_inputs.insert(e.value);
+          set_values();
+          continue;
+        }
+        if (k < inputs.size()) throw;
+        c->staged = stage(*e.nodes, e.node, e.value, inputs);
+        break;
+      } catch (const Unsupported&) {
+        if (!any_by_value || by_value.count(plan_key(inputs, false, value_input_flags()))) throw;
+        for (size_t k = 0; k < inputs.size(); ++k)
+          if (plannable_by_value(inputs[k])) specs[k].value = std::make_shared<HostTensor>(inputs[k]);
+        by_value.insert(plan_key(inputs, false, value_input_flags()));
+      }
     }
+    key = key_of(inputs);
+    if (!value_inputs.empty() && plans.size() >= kMaxValuePlans) plans.clear();  // runs of staged graphs wait
     return *plans.emplace(key, std::move(c)).first->second;
+  }
+
+  size_t input_index(std::string_view name) const {
+    for (size_t k = 0; k < graph.inputs.size(); ++k)
+      if (graph.inputs[k].name == name) return k;
+    return SIZE_MAX;
+  }
+
+  // Cuts the graph (its nodes as planned) before node `cut`, which needs the values of `needed`.
+  std::unique_ptr<Staged> stage(const std::vector<Node>& nodes, size_t cut, const std::string& needed,
+                                const std::vector<HostTensor>& inputs) {
+    if (cut == 0 || cut >= nodes.size())
+      throw Error("wgc: " + graph.source + ": cannot cut the graph at node " + std::to_string(cut));
+    std::set<std::string, std::less<>> later;  // read from the cut on, or graph outputs
+    for (size_t k = cut; k < nodes.size(); ++k)
+      for (const auto& in : nodes[k].inputs)
+        if (!in.empty()) later.insert(in);
+    for (const auto& o : graph.outputs) later.insert(o.name);
+    auto st = std::make_unique<Staged>();
+    Graph g1, g2;
+    g1.source = graph.source + " (up to node " + std::to_string(cut) + ")";
+    g2.source = graph.source + " (from node " + std::to_string(cut) + ")";
+    g1.opset = g2.opset = graph.opset;
+    g1.constants = g2.constants = graph.constants;
+    g1.inputs = graph.inputs;
+    g1.nodes.assign(nodes.begin(), nodes.begin() + long(cut));
+    g2.nodes.assign(nodes.begin() + long(cut), nodes.end());
+    g2.outputs = graph.outputs;
+    for (const auto& n : g1.nodes)
+      for (const auto& o : n.outputs)
+        if (!o.empty() && later.count(o)) g1.outputs.push_back({o, 0, false, {}});
+    for (size_t k = 0; k < graph.inputs.size(); ++k)
+      if (later.count(graph.inputs[k].name)) {
+        st->rest_graph_inputs.push_back(k);
+        g2.inputs.push_back(graph.inputs[k]);
+      }
+    if (g1.outputs.empty())
+      throw Error("wgc: " + graph.source + ": nothing crosses the cut at node " + std::to_string(cut));
+    st->first = std::make_unique<Model>(ctx, std::move(g1), options);
+    const Plan& p1 = st->first->plan(inputs);
+    const Graph& first = st->first->graph();
+    for (size_t o = 0; o < first.outputs.size(); ++o) {
+      const PlannedValue& v = p1.outputs[o];
+      st->rest_reads.push_back(!v.constant);
+      if (v.constant)
+        g2.constants[first.outputs[o].name] = v.constant;
+      else
+        g2.inputs.push_back({first.outputs[o].name, v.integer ? 7 : 1, false, {}});
+    }
+    st->rest = std::make_unique<Model>(ctx, std::move(g2), options);
+    st->rest->impl_->value_inputs.insert(needed);
+    return st;
+  }
+
+  std::vector<HostTensor> run_staged(Staged& st, const std::vector<HostTensor>& inputs) {
+    std::vector<HostTensor> mid = st.first->run(inputs);
+    std::vector<HostTensor> rin;
+    for (size_t k : st.rest_graph_inputs) rin.push_back(inputs[k]);
+    for (size_t o = 0; o < mid.size(); ++o)
+      if (st.rest_reads[o]) rin.push_back(std::move(mid[o]));
+    return st.rest->run(rin);
+  }
+
+  [[noreturn]] void staged_error(const char* what) const {
+    throw Error("wgc: " + graph.source + ": " + what +
+                ": the model runs in stages (shapes that depend on values computed at run time); use run() or start()");
   }
 
   // The plan of float inputs of these shapes, on the GPU (inputs written in place); `like` gets
@@ -157,6 +272,7 @@ struct Model::Impl {
       for (const auto& sh : shapes) zeros.emplace_back(sh, std::vector<float>(size_t(numel(sh))));
       c = &cached(zeros);
     }
+    if (c->staged) staged_error("inputs written in place");
     if (!use_gpu(c->plan)) throw Error("wgc: " + graph.source + ": inputs written in place need the GPU path");
     gpu_plan(*c);
     return *c;
@@ -243,7 +359,10 @@ struct Model::Impl {
           } else if constexpr (std::is_same_v<T, SoftmaxStep>) {
             softmax(b, in[0], out, op.dims, op.log);
           } else if constexpr (std::is_same_v<T, ReduceStep>) {
-            axis_reduce(b, in[0], out, op.dims, op.op);
+            if (s.in[0].integer)
+              axis_reduce_ints(b, in[0], out, op.dims, op.op);
+            else
+              axis_reduce(b, in[0], out, op.dims, op.op);
           } else if constexpr (std::is_same_v<T, CopyStep>) {
             strided_copy(b, in[0], out, op.dims);
           } else if constexpr (std::is_same_v<T, EwStep>) {
@@ -268,6 +387,12 @@ struct Model::Impl {
             topk(b, in[0], out, op.dims, op.indices);
           } else if constexpr (std::is_same_v<T, CumSumStep>) {
             cumsum(b, in[0], out, op.dims, s.out.integer);
+          } else if constexpr (std::is_same_v<T, ScatterElementsStep>) {
+            scatter_elements(b, in[0], in[1], in[2], out, op.dims);
+          } else if constexpr (std::is_same_v<T, RoiAlignStep>) {
+            roi_align(b, in[0], in[1], in[2], out, op.dims);
+          } else if constexpr (std::is_same_v<T, AttentionStep>) {
+            fused_attention(b, in[0], in[1], in[2], op.dims.mask ? in[3] : Tensor(), out, op.dims);
           }
         },
         s.op);
@@ -377,7 +502,14 @@ Model::Model(std::optional<Context> ctx, Graph graph, ModelOptions options) : im
   if (!ctx && options.device == Device::Gpu) throw Error("wgc: a model on the GPU needs a device context");
   impl_->ctx = std::move(ctx);
   impl_->options = options;
-  impl_->stats = fuse(graph);
+  // WGC_CNN_FUSE_ATTENTION=0: the exporters' attention ops as they are (the A/B against the fused
+  // kernel with any command, docs/cnn.md).
+  if (const char* env = std::getenv("WGC_CNN_FUSE_ATTENTION")) {
+    std::string_view v(env);
+    if (v != "0" && v != "1") throw Error("wgc: WGC_CNN_FUSE_ATTENTION must be 0 or 1, not '" + std::string(v) + "'");
+    if (v == "0") options.fuse_attention = false;
+  }
+  impl_->stats = fuse(graph, {options.fuse_attention});
   impl_->graph = std::move(graph);
 }
 
@@ -388,9 +520,17 @@ Model& Model::operator=(Model&&) noexcept = default;
 const Graph& Model::graph() const { return impl_->graph; }
 const FuseStats& Model::fused() const { return impl_->stats; }
 
-bool Model::on_gpu(const std::vector<HostTensor>& inputs) { return impl_->use_gpu(impl_->cached(inputs).plan); }
+bool Model::on_gpu(const std::vector<HostTensor>& inputs) {
+  CachedPlan& c = impl_->cached(inputs);
+  return c.staged ? c.staged->first->on_gpu(inputs) : impl_->use_gpu(c.plan);
+}
 
-const Plan& Model::plan(const std::vector<HostTensor>& inputs) { return impl_->cached(inputs).plan; }
+const Plan& Model::plan(const std::vector<HostTensor>& inputs) {
+  CachedPlan& c = impl_->cached(inputs);
+  return c.staged ? c.staged->first->plan(inputs) : c.plan;
+}
+
+bool Model::staged(const std::vector<HostTensor>& inputs) { return bool(impl_->cached(inputs).staged); }
 
 HostTensor Model::run(const HostTensor& x) {
   if (impl_->graph.inputs.size() != 1)
@@ -404,6 +544,10 @@ std::vector<HostTensor> Model::run(const std::vector<HostTensor>& inputs) { retu
 Model::Pending Model::start(const std::vector<HostTensor>& inputs) {
   CachedPlan& c = impl_->cached(inputs);
   Pending p;
+  if (c.staged) {
+    p.ready = impl_->run_staged(*c.staged, inputs);
+    return p;
+  }
   if (!impl_->use_gpu(c.plan)) {
     p.ready = impl_->run_cpu(c, inputs);
     return p;
@@ -431,6 +575,7 @@ Model::Pending Model::start_in_place(const std::vector<Shape>& shapes) {
 
 Model::Pending Model::start_gpu(const std::vector<HostTensor>& inputs, bool in_place) {
   CachedPlan& c = impl_->cached(inputs);
+  if (c.staged) impl_->staged_error("inputs written in place");
   Pending p;
   auto t0 = std::chrono::steady_clock::now();
   GpuPlan& g = impl_->gpu_plan(c);
@@ -511,7 +656,9 @@ std::vector<HostTensor> Model::Pending::wait() {
 
 Model::Recorded Model::record(Batch& batch, const std::vector<HostTensor>& inputs, bool upload_inputs) {
   if (!impl_->ctx) throw Error("wgc: Model::record needs a model made with a device context");
-  return impl_->record(batch, impl_->cached(inputs), inputs, upload_inputs);
+  CachedPlan& c = impl_->cached(inputs);
+  if (c.staged) impl_->staged_error("Model::record");
+  return impl_->record(batch, c, inputs, upload_inputs);
 }
 
 }  // namespace wgc::cnn

@@ -40,6 +40,9 @@ inline constexpr double kCpuBelowFlops = 2.0e6;
 
 struct ModelOptions {
   Device device = Device::Auto;
+  // Attention chains (MatMul, scale, mask, Softmax, MatMul) as one kernel (cnn/fuse.h); false
+  // keeps the exporters' nodes (the test that both agree).
+  bool fuse_attention = true;
 };
 
 // Per step of a recorded run: its label ("node name (Op)") and how many commands it recorded: its
@@ -124,8 +127,15 @@ class Model {
   std::span<float> input_in_place(const std::vector<Shape>& shapes, size_t k = 0);
   Pending start_in_place(const std::vector<Shape>& shapes);
 
-  // The plan for these inputs (made once per shape): steps, FLOPs, buffer sizes.
+  // The plan for these inputs (made once per shape): steps, FLOPs, buffer sizes. A model run in
+  // stages (below): its first stage's.
   const Plan& plan(const std::vector<HostTensor>& inputs);
+  // Whether runs with these inputs go in stages: the graph needs values it computes (NonZero,
+  // NonMaxSuppression, an If on a computed condition), so it is cut before that node, the part
+  // before it run and the values live across the cut read back, and the rest planned with them
+  // (the needed ones by value) and run, cutting again where needed. record() and inputs written
+  // in place are not available then.
+  bool staged(const std::vector<HostTensor>& inputs);
 
  private:
   struct Impl;

@@ -176,7 +176,17 @@ HostTensor tensor_value(const onnx::TensorProto& t, const std::string& what) {
   return c;
 }
 
-Attribute attribute_value(const onnx::AttributeProto& a, const std::string& what) {
+ValueInfo value_info(const onnx::ValueInfoProto& v);
+
+struct GraphLimits {
+  size_t nodes = 0, constants = 0;  // so far, over the graph and its subgraphs
+};
+using Names = std::set<std::string, std::less<>>;
+void parse_body(const onnx::GraphProto& gp, Graph& g, Names& defined, GraphLimits& lim, int depth,
+                std::set<std::string, std::less<>>* outer_reads);
+
+Attribute attribute_value(const onnx::AttributeProto& a, const std::string& what, const Graph& parent,
+                          const Names& defined, GraphLimits& lim, int depth, Names& reads) {
   Attribute r;
   switch (a.type()) {
     case onnx::AttributeProto::FLOAT: r.kind = Attribute::Kind::Float, r.f = a.f(); break;
@@ -195,10 +205,21 @@ Attribute attribute_value(const onnx::AttributeProto& a, const std::string& what
       r.kind = Attribute::Kind::Tensor;
       r.t = std::make_shared<HostTensor>(tensor_value(a.t(), what + " attribute '" + a.name() + "'"));
       break;
-    case onnx::AttributeProto::GRAPH:
+    case onnx::AttributeProto::GRAPH: {
+      if (depth >= kMaxSubgraphDepth)
+        throw Error("wgc: " + what + ": subgraphs nested deeper than " + std::to_string(kMaxSubgraphDepth));
+      auto sub = std::make_shared<Graph>();
+      sub->source = parent.source + " (subgraph '" + a.name() + "')";
+      sub->opset = parent.opset;
+      Names inner = defined;  // the outer scope's values are visible inside
+      for (const auto& v : a.g().input()) sub->inputs.push_back(value_info(v)), inner.insert(v.name());
+      parse_body(a.g(), *sub, inner, lim, depth + 1, &reads);
+      r.kind = Attribute::Kind::Graph;
+      r.g = std::move(sub);
+      break;
+    }
     case onnx::AttributeProto::GRAPHS:
-      throw Unsupported("wgc: " + what + ": attribute '" + a.name() +
-                        "' is a subgraph; control flow (If, Loop, Scan) is not supported");
+      throw Unsupported("wgc: " + what + ": attribute '" + a.name() + "' is a list of subgraphs, not supported");
     default: r.kind = Attribute::Kind::Other; break;
   }
   if (a.has_ref_attr_name())
@@ -222,6 +243,85 @@ ValueInfo value_info(const onnx::ValueInfoProto& v) {
     }
   }
   return r;
+}
+
+// The initializers, inputs (top level only), outputs and nodes of gp into g. `defined` holds the
+// names visible so far (a subgraph's starts with its outer scope's); a subgraph's reads of outer
+// values are added to *outer_reads.
+void parse_body(const onnx::GraphProto& gp, Graph& g, Names& defined, GraphLimits& lim, int depth, Names* outer_reads) {
+  const std::string& source = g.source;
+  lim.nodes += size_t(gp.node_size());
+  lim.constants += size_t(gp.initializer_size()) + size_t(gp.sparse_initializer_size());
+  if (lim.nodes > kMaxNodes)
+    throw Error("wgc: " + source + ": " + std::to_string(lim.nodes) + " nodes (at most " + std::to_string(kMaxNodes) +
+                ")");
+  if (lim.constants > kMaxConstants)
+    throw Error("wgc: " + source + ": " + std::to_string(lim.constants) + " initializers (at most " +
+                std::to_string(kMaxConstants) + ")");
+  if (gp.sparse_initializer_size() > 0) throw Unsupported("wgc: " + source + ": sparse initializers are not supported");
+  for (const auto& t : gp.initializer()) {
+    if (t.name().empty()) throw Error("wgc: " + source + ": an initializer has no name");
+    g.constants[t.name()] = std::make_shared<HostTensor>(tensor_value(t, source + ": initializer '" + t.name() + "'"));
+  }
+  if (depth == 0)
+    for (const auto& v : gp.input())
+      if (!g.constants.count(v.name())) g.inputs.push_back(value_info(v));
+  for (const auto& v : gp.output()) g.outputs.push_back(value_info(v));
+  if (g.outputs.empty()) throw Error("wgc: " + source + ": the graph has no outputs");
+
+  Names own;  // defined in this graph (not the outer scope)
+  for (const auto& [name, c] : g.constants) defined.insert(name), own.insert(name);
+  for (const auto& v : g.inputs) defined.insert(v.name), own.insert(v.name);
+  auto read = [&](const std::string& name) {
+    if (outer_reads && !own.count(name)) outer_reads->insert(name);
+  };
+  g.nodes.reserve(size_t(gp.node_size()));
+  for (const auto& np : gp.node()) {
+    Node n;
+    n.name = np.name();
+    n.op = np.op_type();
+    n.domain = np.domain() == "ai.onnx" ? "" : np.domain();
+    if (size_t(np.input_size()) > kMaxNodeIo || size_t(np.output_size()) > kMaxNodeIo)
+      throw Error("wgc: " + g.where(n) + ": " + std::to_string(np.input_size()) + " inputs and " +
+                  std::to_string(np.output_size()) + " outputs (at most " + std::to_string(kMaxNodeIo) + " each)");
+    if (size_t(np.attribute_size()) > kMaxAttributes)
+      throw Error("wgc: " + g.where(n) + ": " + std::to_string(np.attribute_size()) + " attributes (at most " +
+                  std::to_string(kMaxAttributes) + ")");
+    if (std::all_of(np.output().begin(), np.output().end(), [](const auto& o) { return o.empty(); }))
+      throw Error("wgc: " + g.where(n) + ": the node has no output");
+    n.inputs.assign(np.input().begin(), np.input().end());
+    n.outputs.assign(np.output().begin(), np.output().end());
+    for (const auto& in : n.inputs) {
+      if (in.empty()) continue;
+      if (!defined.count(in))
+        throw Error("wgc: " + g.where(n) + ": input '" + in +
+                    "' is neither a graph input, an initializer nor an earlier node's output (missing initializer, "
+                    "or nodes out of order)");
+      read(in);
+    }
+    Names reads;  // outer values the node's subgraphs read
+    for (const auto& a : np.attribute())
+      n.attrs[a.name()] = attribute_value(a, g.where(n), g, defined, lim, depth, reads);
+    for (const auto& name : reads) {
+      n.captured.push_back(name);
+      n.inputs.push_back(name);
+      read(name);
+    }
+    // ONNX graphs are single-assignment: a second writer of a value would silently win.
+    for (const auto& out : n.outputs)
+      if (!out.empty()) {
+        if (!defined.insert(out).second)
+          throw Error("wgc: " + g.where(n) + ": output '" + out +
+                      "' is already a graph input, an initializer or another node's output (a value has one producer)");
+        own.insert(out);
+      }
+    g.nodes.push_back(std::move(n));
+  }
+  for (const auto& v : g.outputs) {
+    if (!defined.count(v.name))
+      throw Error("wgc: " + source + ": graph output '" + v.name + "' is produced by no node");
+    read(v.name);
+  }
 }
 
 }  // namespace
@@ -248,54 +348,9 @@ Graph parse_onnx(std::span<const std::byte> bytes, const std::string& source) {
     throw Unsupported("wgc: " + source + ": opset " + std::to_string(g.opset) + " is not supported (" +
                       std::to_string(kMinOpset) + ".." + std::to_string(kMaxOpset) + ")");
   const onnx::GraphProto& gp = m.graph();
-  if (size_t(gp.node_size()) > kMaxNodes)
-    throw Error("wgc: " + source + ": " + std::to_string(gp.node_size()) + " nodes (at most " +
-                std::to_string(kMaxNodes) + ")");
-  if (size_t(gp.initializer_size()) + size_t(gp.sparse_initializer_size()) > kMaxConstants)
-    throw Error("wgc: " + source + ": " + std::to_string(gp.initializer_size()) + " initializers (at most " +
-                std::to_string(kMaxConstants) + ")");
-  if (gp.sparse_initializer_size() > 0) throw Unsupported("wgc: " + source + ": sparse initializers are not supported");
-  for (const auto& t : gp.initializer()) {
-    if (t.name().empty()) throw Error("wgc: " + source + ": an initializer has no name");
-    g.constants[t.name()] = std::make_shared<HostTensor>(tensor_value(t, source + ": initializer '" + t.name() + "'"));
-  }
-  for (const auto& v : gp.input())
-    if (!g.constants.count(v.name())) g.inputs.push_back(value_info(v));
-  for (const auto& v : gp.output()) g.outputs.push_back(value_info(v));
-  if (g.outputs.empty()) throw Error("wgc: " + source + ": the graph has no outputs");
-
-  std::set<std::string, std::less<>> defined;
-  for (const auto& [name, c] : g.constants) defined.insert(name);
-  for (const auto& v : g.inputs) defined.insert(v.name);
-  g.nodes.reserve(size_t(gp.node_size()));
-  for (const auto& np : gp.node()) {
-    Node n;
-    n.name = np.name();
-    n.op = np.op_type();
-    n.domain = np.domain() == "ai.onnx" ? "" : np.domain();
-    if (size_t(np.input_size()) > kMaxNodeIo || size_t(np.output_size()) > kMaxNodeIo)
-      throw Error("wgc: " + g.where(n) + ": " + std::to_string(np.input_size()) + " inputs and " +
-                  std::to_string(np.output_size()) + " outputs (at most " + std::to_string(kMaxNodeIo) + " each)");
-    if (size_t(np.attribute_size()) > kMaxAttributes)
-      throw Error("wgc: " + g.where(n) + ": " + std::to_string(np.attribute_size()) + " attributes (at most " +
-                  std::to_string(kMaxAttributes) + ")");
-    if (std::all_of(np.output().begin(), np.output().end(), [](const auto& o) { return o.empty(); }))
-      throw Error("wgc: " + g.where(n) + ": the node has no output");
-    n.inputs.assign(np.input().begin(), np.input().end());
-    n.outputs.assign(np.output().begin(), np.output().end());
-    for (const auto& in : n.inputs)
-      if (!in.empty() && !defined.count(in))
-        throw Error("wgc: " + g.where(n) + ": input '" + in +
-                    "' is neither a graph input, an initializer nor an earlier node's output (missing initializer, "
-                    "or nodes out of order)");
-    for (const auto& a : np.attribute()) n.attrs[a.name()] = attribute_value(a, g.where(n));
-    // ONNX graphs are single-assignment: a second writer of a value would silently win.
-    for (const auto& out : n.outputs)
-      if (!out.empty() && !defined.insert(out).second)
-        throw Error("wgc: " + g.where(n) + ": output '" + out +
-                    "' is already a graph input, an initializer or another node's output (a value has one producer)");
-    g.nodes.push_back(std::move(n));
-  }
+  GraphLimits lim;
+  Names defined;
+  parse_body(gp, g, defined, lim, 0, nullptr);
   for (const auto& v : g.outputs)
     if (!defined.count(v.name))
       throw Error("wgc: " + source + ": graph output '" + v.name + "' is produced by no node");

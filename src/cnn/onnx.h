@@ -22,7 +22,8 @@ inline constexpr size_t kMaxAttributes = 64;  // per node
 inline constexpr size_t kMaxNodeIo = 4096;    // inputs or outputs of one node (Concat of many)
 inline constexpr size_t kMaxTensorRank = 8;
 inline constexpr int64_t kMaxTensorElements = 1ll << 31;
-inline constexpr int kMaxProtobufNesting = 32;  // messages inside messages (subgraphs are refused)
+inline constexpr int kMaxProtobufNesting = 32;  // messages inside messages
+inline constexpr int kMaxSubgraphDepth = 8;     // If inside If ...
 inline constexpr int64_t kMinOpset = 6, kMaxOpset = 18;
 
 Graph load_onnx(const std::filesystem::path& path);

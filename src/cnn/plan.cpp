@@ -147,12 +147,24 @@ Plan make_plan(const Graph& g, const std::vector<InputSpec>& inputs) {
   std::map<std::string, Value, std::less<>> values;
   for (const auto& [name, c] : g.constants) values[name] = {c->shape, c, -1, c->integer};
 
+  // The nodes as planned: g's, until an If is replaced by its branch (then a copy).
+  std::shared_ptr<std::vector<Node>> spliced;
+  const std::vector<Node>* nodes = &g.nodes;
+  auto planned_nodes = [&]() {
+    return spliced ? std::shared_ptr<const std::vector<Node>>(spliced)
+                   : std::make_shared<const std::vector<Node>>(g.nodes);
+  };
+
   // The last node reading each value (graph outputs: never given back).
   std::map<std::string, size_t, std::less<>> last_use;
-  for (size_t k = 0; k < g.nodes.size(); ++k)
-    for (const auto& in : g.nodes[k].inputs)
-      if (!in.empty()) last_use[in] = k;
-  for (const auto& o : g.outputs) last_use[o.name] = SIZE_MAX;
+  auto find_last_uses = [&]() {
+    last_use.clear();
+    for (size_t k = 0; k < nodes->size(); ++k)
+      for (const auto& in : (*nodes)[k].inputs)
+        if (!in.empty()) last_use[in] = k;
+    for (const auto& o : g.outputs) last_use[o.name] = SIZE_MAX;
+  };
+  find_last_uses();
 
   for (size_t k = 0; k < g.inputs.size(); ++k) {
     const ValueInfo& vi = g.inputs[k];
@@ -193,12 +205,73 @@ Plan make_plan(const Graph& g, const std::vector<InputSpec>& inputs) {
     }
   }
 
-  for (size_t k = 0; k < g.nodes.size(); ++k) {
-    const Node& node = g.nodes[k];
+  for (size_t k = 0; k < nodes->size(); ++k) {
+    const Node& node = (*nodes)[k];
     try {
       if (node.outputs.empty()) throw Error("the node has no output");
       if (!node.domain.empty())
         throw Unsupported("ops of domain '" + node.domain + "' are not supported (only the default ONNX domain)");
+      if (node.op == "If") {
+        // The branch the condition takes replaces the node (its constants become constants, its
+        // outputs are renamed to the If's by Identity nodes); then planning goes on from here.
+        auto cond = node.inputs.empty() ? values.end() : values.find(node.inputs[0]);
+        if (cond == values.end()) throw Error("If has no condition");
+        if (!cond->second.constant)
+          throw NeedsValues("wgc: " + g.where(node) + ": If's condition is computed at run time", k, node.inputs[0],
+                            planned_nodes());
+        const HostTensor& c = *cond->second.constant;
+        if (c.numel() != 1) throw Error("If's condition has " + std::to_string(c.numel()) + " elements, not 1");
+        bool taken = c.integer ? c.i[0] != 0 : c.f[0] != 0.f;
+        const Attribute* br = node.attr(taken ? "then_branch" : "else_branch");
+        if (!br || br->kind != Attribute::Kind::Graph || !br->g) throw Error("If has no subgraph for its branch");
+        const Graph& b = *br->g;
+        if (b.outputs.size() != node.outputs.size())
+          throw Error("the branch has " + std::to_string(b.outputs.size()) + " outputs, the If " +
+                      std::to_string(node.outputs.size()));
+        // Outer values the branch reads, as named now (fuse may have renamed the If's inputs).
+        std::map<std::string, std::string, std::less<>> rename;
+        size_t first_captured = node.inputs.size() - node.captured.size();
+        for (size_t i = 0; i < node.captured.size(); ++i) rename[node.captured[i]] = node.inputs[first_captured + i];
+        auto renamed = [&](const std::string& n) {
+          auto it = rename.find(n);
+          return it == rename.end() ? n : it->second;
+        };
+        // The branch's initializers as Constant nodes first, so that the spliced list stands alone
+        // (a staged run cuts it into graphs of their own).
+        std::vector<Node> repl;
+        for (const auto& [name, bc] : b.constants) {
+          Node cn;
+          cn.name = name;
+          cn.op = "Constant";
+          cn.outputs = {name};
+          cn.attrs["value"].kind = Attribute::Kind::Tensor;
+          cn.attrs["value"].t = bc;
+          repl.push_back(std::move(cn));
+        }
+        for (Node bn : b.nodes) {
+          for (auto& in : bn.inputs) in = renamed(in);
+          repl.push_back(std::move(bn));
+        }
+        for (size_t o = 0; o < b.outputs.size(); ++o) {
+          if (node.outputs[o].empty()) continue;
+          Node id;
+          id.name = (node.name.empty() ? node.outputs[0] : node.name) + "/branch_out" + std::to_string(o);
+          id.op = "Identity";
+          id.inputs = {renamed(b.outputs[o].name)};
+          id.outputs = {node.outputs[o]};
+          repl.push_back(std::move(id));
+        }
+        if (nodes->size() + repl.size() > 4 * g.nodes.size() + 100000)
+          throw Error("If branches expand the graph past " + std::to_string(4 * g.nodes.size() + 100000) + " nodes");
+        auto next = std::make_shared<std::vector<Node>>(nodes->begin(), nodes->begin() + long(k));
+        next->insert(next->end(), repl.begin(), repl.end());
+        next->insert(next->end(), nodes->begin() + long(k) + 1, nodes->end());
+        spliced = next;
+        nodes = spliced.get();
+        find_last_uses();
+        --k;
+        continue;
+      }
       detail::Planner planner = detail::find_planner(node.op);
       if (!planner)
         throw Unsupported("op " + node.op + " is not supported (supported: " + detail::supported_ops() + ")");
@@ -217,7 +290,14 @@ Plan make_plan(const Graph& g, const std::vector<InputSpec>& inputs) {
         }
         ins.push_back(std::move(in));
       }
-      NodePlan np = planner(g, node, ins);
+      NodePlan np;
+      try {
+        np = planner(g, node, ins);
+      } catch (const detail::NeedsInput& e) {
+        if (e.input >= node.inputs.size()) throw;
+        throw NeedsValues("wgc: " + g.where(node) + ": " + strip_prefix(e.what()), k, node.inputs[e.input],
+                          planned_nodes());
+      }
       if (np.outs.size() > node.outputs.size())
         throw Error("has " + std::to_string(node.outputs.size()) + " outputs, the op gives " +
                     std::to_string(np.outs.size()));
@@ -299,6 +379,8 @@ Plan make_plan(const Graph& g, const std::vector<InputSpec>& inputs) {
           v.slot = -2;  // given back
         }
       }
+    } catch (const NeedsValues&) {
+      throw;
     } catch (const Unsupported& e) {
       throw Unsupported("wgc: " + g.where(node) + ": " + strip_prefix(e.what()));
     } catch (const Error& e) {

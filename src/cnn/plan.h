@@ -7,7 +7,9 @@
 
 #include "cnn/graph.h"
 #include "cpu/conv.h"
+#include "cpu/detect.h"
 #include "cpu/elementwise.h"
+#include "cpu/fused_attention.h"
 #include "cpu/index_ops.h"
 #include "cpu/norm.h"
 #include "cpu/resize.h"
@@ -92,9 +94,19 @@ struct TopKStep {
 struct CumSumStep {
   CumSumDims dims;
 };
-using StepOp = std::variant<ConvStep, PoolStep, GlobalPoolStep, MatmulStep, BatchedMatmulStep, BinaryStep, UnaryStep,
-                            SoftmaxStep, ReduceStep, CopyStep, EwStep, NormStep, ResizeStep, PadStep, GatherStep,
-                            GatherElementsStep, ArgReduceStep, TopKStep, CumSumStep>;
+struct ScatterElementsStep {
+  ScatterElementsDims dims;  // in: data, indices, updates
+};
+struct RoiAlignStep {
+  RoiAlignDims dims;  // in: x, rois, batch indices
+};
+struct AttentionStep {
+  FusedAttentionDims dims;  // in: q, kt, v, and the mask when dims.mask
+};
+using StepOp =
+    std::variant<ConvStep, PoolStep, GlobalPoolStep, MatmulStep, BatchedMatmulStep, BinaryStep, UnaryStep, SoftmaxStep,
+                 ReduceStep, CopyStep, EwStep, NormStep, ResizeStep, PadStep, GatherStep, GatherElementsStep,
+                 ArgReduceStep, TopKStep, CumSumStep, ScatterElementsStep, RoiAlignStep, AttentionStep>;
 
 // An operand of a step: an activation slot, or a constant. Integer (and bool) operands hold i32
 // in their slot (and an integer constant goes to the device as i32).
@@ -146,8 +158,24 @@ struct Plan {
   uint64_t slot_bytes() const;  // all activation buffers together
 };
 
+// A node needs the values of a tensor that the graph computes at run time: its output's shape
+// depends on them (NonZero, NonMaxSuppression), or they choose what runs (If's condition). The
+// plan cannot go past it in one piece; cnn::Model then runs the graph in stages, cut before `node`
+// (cnn/model.h). `nodes` are the graph's nodes as planned (If's branches taken so far spliced in),
+// which `node` indexes.
+struct NeedsValues : Unsupported {
+  NeedsValues(const std::string& what, size_t node_index, std::string value_name,
+              std::shared_ptr<const std::vector<Node>> planned)
+      : Unsupported(what), node(node_index), value(std::move(value_name)), nodes(std::move(planned)) {}
+  size_t node = 0;
+  std::string value;
+  std::shared_ptr<const std::vector<Node>> nodes;
+};
+
 // Resolves g for these inputs (one per g.inputs, in order). Throws Unsupported for what wgc does
-// not support, wgc::Error (naming the node) for a model that is wrong for these inputs.
+// not support, NeedsValues where it needs values computed at run time, wgc::Error (naming the node)
+// for a model that is wrong for these inputs. An If whose condition is known on the host (a shape
+// test, as PyTorch's exporter writes for Squeeze) is replaced by the branch it takes.
 Plan make_plan(const Graph& g, const std::vector<InputSpec>& inputs);
 
 // Runs every step of p on the CPU references, over host buffers of p.slot_elems 4-byte words each

@@ -8,7 +8,8 @@ const PlannerTable& planners() {
   static const PlannerTable t = [] {
     PlannerTable r;
     for (auto add : {add_shape_planners, add_movement_planners, add_elementwise_planners, add_axis_planners,
-                     add_conv_planners, add_norm_planners, add_matmul_planners, add_resize_planners, add_nms_planners})
+                     add_conv_planners, add_norm_planners, add_matmul_planners, add_resize_planners, add_nms_planners,
+                     add_attention_planners, add_host_planners})
       add(r);
     return r;
   }();

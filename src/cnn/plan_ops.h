@@ -59,6 +59,16 @@ using Planner = NodePlan (*)(const Graph& g, const Node& n, const std::vector<In
 // --- helpers of the planners ----------------------------------------------------------------------
 
 [[noreturn]] inline void unsupported(const std::string& what) { throw Unsupported(what); }
+
+// A planner needs the values of input k, which the graph computes at run time (make_plan turns it
+// into NeedsValues naming the tensor).
+struct NeedsInput : Unsupported {
+  NeedsInput(const std::string& what, size_t k) : Unsupported(what), input(k) {}
+  size_t input = 0;
+};
+[[noreturn]] inline void needs_input(size_t k, const std::string& what) {
+  throw NeedsInput(what + " (computed at run time; wgc runs the graph in stages there)", k);
+}
 [[noreturn]] inline void bad(const std::string& what) { throw Error(what); }
 
 inline std::string shape_str(const Shape& s) { return shape_string(s); }
@@ -72,8 +82,10 @@ inline const In& input(const std::vector<In>& in, size_t k, const char* what) {
 inline const HostTensor& const_input(const std::vector<In>& in, size_t k, const char* what) {
   const In& x = input(in, k, what);
   if (!x.constant)
-    unsupported(std::string("input ") + std::to_string(k) + " (" + what +
-                ") is computed at run time; wgc needs it to be a constant (an initializer or a shape computation)");
+    throw NeedsInput(std::string("input ") + std::to_string(k) + " (" + what +
+                         ") is computed at run time; wgc needs it to be a constant (an initializer or a shape "
+                         "computation)",
+                     k);
   return *x.constant;
 }
 
@@ -179,7 +191,9 @@ void add_conv_planners(PlannerTable& t);         // Conv, ConvTranspose, pooling
 void add_norm_planners(PlannerTable& t);         // Batch / Layer / Instance / GroupNormalization
 void add_matmul_planners(PlannerTable& t);       // Gemm, MatMul, Einsum
 void add_resize_planners(PlannerTable& t);       // Resize, Upsample
-void add_nms_planners(PlannerTable& t);          // NonMaxSuppression
+void add_nms_planners(PlannerTable& t);          // NonMaxSuppression, RoiAlign
+void add_attention_planners(PlannerTable& t);    // FusedAttention (cnn/fuse.h's)
+void add_host_planners(PlannerTable& t);         // Unique, Det (from their input's values)
 
 // The planner for an op of the default domain, or nullptr.
 Planner find_planner(std::string_view op);

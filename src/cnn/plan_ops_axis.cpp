@@ -22,11 +22,11 @@ AxisDims axis_dims(const Shape& s, int64_t axis) {
 // ReduceSum / Mean / Max / Min of input 0 over the node's axes (an input from opset input_from,
 // else the attribute), keepdims and noop_with_empty_axes as the node says.
 NodePlan plan_reduce_op(const Graph& g, const Node& n, const std::vector<In>& in, AxisReduceOp op, int64_t input_from) {
-  const In& x = float_input(in, 0, "data");
+  const In& x = input(in, 0, "data");
   std::vector<int64_t> axes = axes_of(g, n, in, input_from);
   size_t r = x.shape.size();
   bool keep = n.attr_int("keepdims", 1) != 0;
-  if (axes.empty() && n.attr_int("noop_with_empty_axes", 0)) return alias_of(0, x.shape);
+  if (axes.empty() && n.attr_int("noop_with_empty_axes", 0)) return alias_of(0, x.shape, x.integer);
   std::vector<bool> red(r, axes.empty());
   for (int64_t a : axes) red[size_t(norm_axis(a, r))] = true;
   Shape out;
@@ -43,7 +43,7 @@ NodePlan plan_reduce_op(const Graph& g, const Node& n, const std::vector<In>& in
   for (size_t i = 0; i < r; ++i) (red[i] ? len : outer) *= x.shape[i];
   if (len == 0) unsupported("reducing over an empty axis");
   NodePlan p;
-  p.outs.push_back(fresh(out));
+  p.outs.push_back(fresh(out, x.integer));
   if (outer == 0) return p;
   // Reduced axes in one block [first, last]: x is [outer-before][len][inner] as it is.
   size_t first = r, last = 0;
@@ -65,6 +65,7 @@ NodePlan plan_reduce_op(const Graph& g, const Node& n, const std::vector<In>& in
   std::vector<int64_t> src;
   for (int64_t a : perm) tshape.push_back(x.shape[size_t(a)]), src.push_back(st[size_t(a)]);
   p.temps.push_back(uint64_t(element_count(x.shape)));
+  p.int_temps.push_back(x.integer);
   p.steps.push_back(copy_step(Ref::in(0), Ref::temp(0), copy_dims(tshape, src, 0, contiguous_strides(tshape), 0)));
   p.steps.push_back({ReduceStep{AxisDims{u32(outer, "outer"), u32(len, "reduced extent"), 1}, op},
                      {Ref::temp(0)},
@@ -74,10 +75,11 @@ NodePlan plan_reduce_op(const Graph& g, const Node& n, const std::vector<In>& in
 }
 
 NodePlan plan_reduce(const Graph& g, const Node& n, const std::vector<In>& in) {
-  AxisReduceOp op = n.op == "ReduceMean"  ? AxisReduceOp::Mean
-                    : n.op == "ReduceSum" ? AxisReduceOp::Sum
-                    : n.op == "ReduceMax" ? AxisReduceOp::Max
-                                          : AxisReduceOp::Min;
+  AxisReduceOp op = n.op == "ReduceMean"   ? AxisReduceOp::Mean
+                    : n.op == "ReduceSum"  ? AxisReduceOp::Sum
+                    : n.op == "ReduceMax"  ? AxisReduceOp::Max
+                    : n.op == "ReduceProd" ? AxisReduceOp::Prod
+                                           : AxisReduceOp::Min;
   return plan_reduce_op(g, n, in, op, n.op == "ReduceSum" ? 13 : 18);
 }
 
@@ -285,6 +287,7 @@ void add_axis_planners(PlannerTable& t) {
   t.emplace("ReduceMax", plan_reduce);
   t.emplace("ReduceMean", plan_reduce);
   t.emplace("ReduceMin", plan_reduce);
+  t.emplace("ReduceProd", plan_reduce);
   t.emplace("ReduceSum", plan_reduce);
   for (const char* op : {"ReduceSumSquare", "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp"})
     t.emplace(op, plan_reduce_composite);

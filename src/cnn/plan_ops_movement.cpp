@@ -381,9 +381,178 @@ NodePlan plan_gather_elements(const Graph&, const Node& n, const std::vector<In>
   return p;
 }
 
+// ScatterElements (and opset 9's Scatter): data, indices, updates of the indices' shape; reduction
+// none, add, mul (16), max, min (18).
+NodePlan plan_scatter_elements(const Graph&, const Node& n, const std::vector<In>& in) {
+  const In& x = input(in, 0, "data");
+  const In& ind = input(in, 1, "indices");
+  const In& upd = input(in, 2, "updates");
+  size_t r = x.shape.size();
+  if (!ind.is_int()) bad("indices must be an integer tensor");
+  if (ind.shape.size() != r || upd.shape != ind.shape)
+    bad("indices " + shape_str(ind.shape) + " and updates " + shape_str(upd.shape) + " must have data " +
+        shape_str(x.shape) + "'s rank and one shape");
+  if (upd.is_int() != x.is_int()) bad("updates and data differ in type");
+  if (r == 0) bad("data is a scalar");
+  if (r > kMaxRank) unsupported("ScatterElements of rank " + std::to_string(r));
+  int64_t axis = norm_axis(n.attr_int("axis", 0), r);
+  std::string red = n.attr_string("reduction", "none");
+  ScatterElementsDims d;
+  d.reduction = red == "none"  ? ScatterReduction::None
+                : red == "add" ? ScatterReduction::Add
+                : red == "mul" ? ScatterReduction::Mul
+                : red == "max" ? ScatterReduction::Max
+                : red == "min" ? ScatterReduction::Min
+                               : (bad("reduction '" + red + "' (none, add, mul, max, min)"), ScatterReduction::None);
+  d.rank = uint32_t(r), d.axis = uint32_t(axis), d.ints = x.is_int();
+  for (size_t i = 0; i < r; ++i) {
+    d.shape[i] = u32(x.shape[i], "data extent");
+    d.index_shape[i] = u32(ind.shape[i], "indices extent");
+  }
+  check(d);
+  if (ind.constant)
+    for (int64_t v : ind.constant->i)
+      if (v < -x.shape[size_t(axis)] || v >= x.shape[size_t(axis)])
+        bad("index " + std::to_string(v) + " is out of range for a dimension of " +
+            std::to_string(x.shape[size_t(axis)]));
+  NodePlan p;
+  p.outs.push_back(fresh(x.shape, x.is_int()));
+  if (element_count(x.shape) == 0) return p;
+  p.steps.push_back({ScatterElementsStep{d},
+                     {Ref::in(0), Ref::in(1), Ref::in(2)},
+                     Ref::out(0),
+                     double(element_count(x.shape)) * double(ind.shape[size_t(axis)])});
+  return p;
+}
+
+// GatherND, Compress, ScatterND: their indices (Compress's condition) are needed as values (the
+// graph runs in stages where they are computed at run time); each becomes a flat Gather or
+// ScatterElements over the data seen as [positions][rest], with the flat positions made here.
+
+// The flat positions of GatherND / ScatterND: per index tuple (indices [..., k], the first
+// batch_dims dims shared with data), its row of data seen as [prod(data[:b + k])][rest].
+std::vector<int64_t> nd_positions(const Shape& ds, const In& ind, const std::vector<int64_t>& iv, int64_t b,
+                                  const char* op) {
+  const Shape& is = ind.shape;
+  if (is.empty()) bad(std::string(op) + ": indices of rank 0");
+  int64_t k = is.back(), r = int64_t(ds.size());
+  if (b < 0 || b >= int64_t(is.size()) || b + k > r || k < 0)
+    bad(std::string(op) + ": indices " + shape_str(is) + " do not fit data " + shape_str(ds) + " with batch_dims " +
+        std::to_string(b));
+  for (int64_t i = 0; i < b; ++i)
+    if (is[size_t(i)] != ds[size_t(i)]) bad(std::string(op) + ": batch dims of indices and data differ");
+  int64_t tuples = element_count(is) / std::max<int64_t>(k, 1), per_batch = prod(ds, size_t(b), size_t(b + k));
+  int64_t batch_tuples = b ? tuples / std::max<int64_t>(prod(is, 0, size_t(b)), 1) : tuples;
+  std::vector<int64_t> flat(static_cast<size_t>(tuples));
+  for (int64_t t = 0; t < tuples; ++t) {
+    int64_t pos = b ? (t / std::max<int64_t>(batch_tuples, 1)) * per_batch : 0, stride = per_batch;
+    for (int64_t j = 0; j < k; ++j) {
+      int64_t e = ds[size_t(b + j)], v = iv[size_t(t * k + j)];
+      if (v < -e || v >= e)
+        bad(std::string(op) + ": index " + std::to_string(v) + " is out of range for " + std::to_string(e));
+      stride /= std::max<int64_t>(e, 1);
+      pos += (v < 0 ? v + e : v) * stride;
+    }
+    flat[size_t(t)] = pos;
+  }
+  return flat;
+}
+
+NodePlan plan_gather_nd(const Graph&, const Node& n, const std::vector<In>& in) {
+  const In& x = input(in, 0, "data");
+  const In& ind = input(in, 1, "indices");
+  if (!ind.is_int()) bad("indices must be an integer tensor");
+  std::vector<int64_t> iv = const_ints(in, 1, "indices");
+  int64_t b = n.attr_int("batch_dims", 0);
+  std::vector<int64_t> flat = nd_positions(x.shape, ind, iv, b, "GatherND");
+  int64_t k = ind.shape.back();
+  Shape out(ind.shape.begin(), ind.shape.end() - 1);
+  out.insert(out.end(), x.shape.begin() + b + k, x.shape.end());
+  NodePlan p;
+  p.outs.push_back(fresh(out, x.is_int()));
+  if (element_count(out) == 0) return p;
+  int64_t rows = prod(x.shape, 0, size_t(b + k)), rest = prod(x.shape, size_t(b + k), x.shape.size());
+  GatherDims d{1, u32(rows, "rows"), u32(rest, "row length"), u32(int64_t(flat.size()), "indices")};
+  p.steps.push_back({GatherStep{d}, {Ref::in(0), Ref::cst(ints({int64_t(flat.size())}, flat))}, Ref::out(0), 0});
+  return p;
+}
+
+NodePlan plan_compress(const Graph&, const Node& n, const std::vector<In>& in) {
+  const In& x = input(in, 0, "input");
+  const In& cond = input(in, 1, "condition");
+  if (cond.shape.size() != 1) bad("condition " + shape_str(cond.shape) + " is not 1-D");
+  std::vector<int64_t> cv = const_ints(in, 1, "condition");
+  Shape xs = x.shape;
+  int64_t axis = 0;
+  if (n.has("axis")) {
+    axis = norm_axis(n.attr_int("axis", 0), xs.size());
+  } else {
+    xs = {element_count(x.shape)};  // flattened
+  }
+  int64_t len = xs[size_t(axis)];
+  if (int64_t(cv.size()) > len)
+    bad("condition has " + std::to_string(cv.size()) + " entries for " + std::to_string(len));
+  std::vector<int64_t> idx;
+  for (size_t i = 0; i < cv.size(); ++i)
+    if (cv[i]) idx.push_back(int64_t(i));
+  Shape out = xs;
+  out[size_t(axis)] = int64_t(idx.size());
+  NodePlan p;
+  p.outs.push_back(fresh(out, x.is_int()));
+  if (element_count(out) == 0) return p;
+  GatherDims d{u32(prod(xs, 0, size_t(axis)), "outer extent"), u32(len, "axis"),
+               u32(prod(xs, size_t(axis) + 1, xs.size()), "inner extent"), u32(int64_t(idx.size()), "kept")};
+  p.steps.push_back({GatherStep{d}, {Ref::in(0), Ref::cst(ints({int64_t(idx.size())}, idx))}, Ref::out(0), 0});
+  return p;
+}
+
+NodePlan plan_scatter_nd(const Graph&, const Node& n, const std::vector<In>& in) {
+  const In& x = input(in, 0, "data");
+  const In& ind = input(in, 1, "indices");
+  const In& upd = input(in, 2, "updates");
+  if (!ind.is_int()) bad("indices must be an integer tensor");
+  if (upd.is_int() != x.is_int()) bad("updates and data differ in type");
+  std::vector<int64_t> iv = const_ints(in, 1, "indices");
+  std::vector<int64_t> flat = nd_positions(x.shape, ind, iv, 0, "ScatterND");
+  int64_t k = ind.shape.back(), m = int64_t(flat.size());
+  Shape want(ind.shape.begin(), ind.shape.end() - 1);
+  want.insert(want.end(), x.shape.begin() + k, x.shape.end());
+  if (upd.shape != want) bad("updates " + shape_str(upd.shape) + " are not " + shape_str(want));
+  std::string red = n.attr_string("reduction", "none");
+  ScatterElementsDims d;
+  d.reduction = red == "none"  ? ScatterReduction::None
+                : red == "add" ? ScatterReduction::Add
+                : red == "mul" ? ScatterReduction::Mul
+                : red == "max" ? ScatterReduction::Max
+                : red == "min" ? ScatterReduction::Min
+                               : (bad("reduction '" + red + "' (none, add, mul, max, min)"), ScatterReduction::None);
+  int64_t rows = prod(x.shape, 0, size_t(k)), rest = prod(x.shape, size_t(k), x.shape.size());
+  NodePlan p;
+  p.outs.push_back(fresh(x.shape, x.is_int()));
+  if (element_count(x.shape) == 0) return p;
+  // ScatterElements over [rows][rest] along rows, each update row's index repeated along it.
+  d.rank = 2, d.axis = 0, d.ints = x.is_int();
+  d.shape[0] = u32(rows, "rows"), d.shape[1] = u32(rest, "row length");
+  d.index_shape[0] = u32(m, "updates"), d.index_shape[1] = u32(rest, "row length");
+  check(d);
+  if (uint64_t(m) * uint64_t(rest) > uint64_t(kMaxValueElements)) unsupported("ScatterND of that many updates");
+  std::vector<int64_t> rep(size_t(m * rest));
+  for (int64_t t = 0; t < m; ++t) std::fill(rep.begin() + t * rest, rep.begin() + (t + 1) * rest, flat[size_t(t)]);
+  p.steps.push_back({ScatterElementsStep{d},
+                     {Ref::in(0), Ref::cst(ints({m, rest}, std::move(rep))), Ref::in(2)},
+                     Ref::out(0),
+                     double(element_count(x.shape)) * double(m)});
+  return p;
+}
+
 }  // namespace
 
 void add_movement_planners(PlannerTable& t) {
+  t.emplace("GatherND", plan_gather_nd);
+  t.emplace("Compress", plan_compress);
+  t.emplace("ScatterND", plan_scatter_nd);
+  t.emplace("ScatterElements", plan_scatter_elements);
+  t.emplace("Scatter", plan_scatter_elements);
   t.emplace("Concat", plan_concat);
   t.emplace("DepthToSpace", plan_depth_space);
   t.emplace("Expand", plan_expand);

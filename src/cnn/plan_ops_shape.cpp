@@ -191,7 +191,7 @@ NodePlan plan_range(const Graph&, const Node&, const std::vector<In>& in) {
 // NonZero: on the host when its input is known at plan time (the output's size depends on it).
 NodePlan plan_non_zero(const Graph&, const Node&, const std::vector<In>& in) {
   const In& x = input(in, 0, "X");
-  if (!x.constant) unsupported("NonZero of a tensor computed at run time (the output's size depends on its values)");
+  if (!x.constant) needs_input(0, "NonZero's input: the output's size depends on its values");
   const HostTensor& c = *x.constant;
   size_t r = std::max<size_t>(x.shape.size(), 1);
   auto st = contiguous_strides(x.shape);

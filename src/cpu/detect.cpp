@@ -79,3 +79,77 @@ Box decode_box(const float* rel, const Box& anchor, const std::array<float, 4>& 
 }
 
 }  // namespace wgc::cpu
+
+namespace wgc {
+
+void check(const RoiAlignDims& d) {
+  if (d.out_h == 0 || d.out_w == 0) throw Error("wgc: roi align: output_height and output_width must be positive");
+  if (d.rois && (d.n == 0 || d.h == 0 || d.w == 0)) throw Error("wgc: roi align: rois of an empty image");
+  if (!(d.spatial_scale > 0) || !std::isfinite(d.spatial_scale))
+    throw Error("wgc: roi align: spatial_scale " + std::to_string(d.spatial_scale) + " must be positive");
+  if (d.x_count() >= (uint64_t(1) << 32) || d.out_count() >= (uint64_t(1) << 32))
+    throw Error("wgc: roi align: more than 2^32 elements");
+}
+
+namespace cpu {
+
+void roi_align(std::span<const float> x, std::span<const float> rois, const ConstWords& batch_index, std::span<float> y,
+               const RoiAlignDims& d) {
+  check(d);
+  if (x.size() < d.x_count() || rois.size() < uint64_t(d.rois) * 4 || batch_index.n < d.rois ||
+      y.size() < d.out_count())
+    throw Error("wgc: roi align: buffers smaller than the dims");
+  float off = d.half_pixel ? 0.5f : 0.f;
+  for (uint32_t r = 0; r < d.rois; ++r) {
+    const float* roi = rois.data() + size_t(r) * 4;
+    int64_t b = std::clamp<int64_t>(batch_index.i(r), 0, int64_t(d.n) - 1);
+    float x0 = roi[0] * d.spatial_scale - off, y0 = roi[1] * d.spatial_scale - off;
+    float rw = roi[2] * d.spatial_scale - off - x0, rh = roi[3] * d.spatial_scale - off - y0;
+    if (!d.half_pixel) rw = std::max(rw, 1.f), rh = std::max(rh, 1.f);
+    float bh = rh / float(d.out_h), bw = rw / float(d.out_w);
+    auto grid = [&](float extent) {
+      if (d.sampling_ratio > 0) return std::min(d.sampling_ratio, kRoiAlignMaxGrid);
+      float g = std::ceil(extent);
+      return g <= 0.f ? 0u : g >= float(kRoiAlignMaxGrid) ? kRoiAlignMaxGrid : uint32_t(g);
+    };
+    uint32_t gh = grid(bh), gw = grid(bw);
+    double count = std::max<double>(double(gh) * gw, 1.0);
+    for (uint32_t c = 0; c < d.c; ++c) {
+      const float* plane = x.data() + (size_t(b) * d.c + c) * d.h * d.w;
+      for (uint32_t ph = 0; ph < d.out_h; ++ph)
+        for (uint32_t pw = 0; pw < d.out_w; ++pw) {
+          double acc = 0;
+          bool first = true;
+          for (uint32_t iy = 0; iy < gh; ++iy) {
+            float sy = y0 + float(ph) * bh + (float(iy) + .5f) * bh / float(gh);
+            for (uint32_t ix = 0; ix < gw; ++ix) {
+              float sx = x0 + float(pw) * bw + (float(ix) + .5f) * bw / float(gw);
+              double v[4] = {0, 0, 0, 0};
+              if (!(sy < -1.f || sy > float(d.h) || sx < -1.f || sx > float(d.w))) {
+                float yy = std::max(sy, 0.f), xx = std::max(sx, 0.f);
+                uint32_t yl = uint32_t(yy), xl = uint32_t(xx), yh = yl + 1, xh = xl + 1;
+                if (yl >= d.h - 1) yl = yh = d.h - 1, yy = float(yl);
+                if (xl >= d.w - 1) xl = xh = d.w - 1, xx = float(xl);
+                float ly = yy - float(yl), lx = xx - float(xl), hy = 1.f - ly, hx = 1.f - lx;
+                v[0] = double(hy * hx) * plane[size_t(yl) * d.w + xl];
+                v[1] = double(hy * lx) * plane[size_t(yl) * d.w + xh];
+                v[2] = double(ly * hx) * plane[size_t(yh) * d.w + xl];
+                v[3] = double(ly * lx) * plane[size_t(yh) * d.w + xh];
+              }
+              if (d.max) {
+                double m = std::max(std::max(v[0], v[1]), std::max(v[2], v[3]));
+                acc = first ? m : std::max(acc, m);
+                first = false;
+              } else {
+                acc += v[0] + v[1] + v[2] + v[3];
+              }
+            }
+          }
+          y[((size_t(r) * d.c + c) * d.out_h + ph) * d.out_w + pw] = float(d.max ? acc : acc / count);
+        }
+    }
+  }
+}
+
+}  // namespace cpu
+}  // namespace wgc

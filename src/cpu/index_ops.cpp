@@ -82,6 +82,19 @@ PadDims pad_dims(std::span<const int64_t> in_shape, std::span<const int64_t> pad
 }
 
 uint64_t GatherElementsDims::count() const { return product(shape, rank); }
+uint64_t ScatterElementsDims::count() const { return product(shape, rank); }
+uint64_t ScatterElementsDims::index_count() const { return product(index_shape, rank); }
+
+void check(const ScatterElementsDims& d) {
+  if (d.rank == 0 || d.rank > kMaxRank || d.axis >= d.rank)
+    throw Error("wgc: scatter elements: rank " + std::to_string(d.rank) + ", axis " + std::to_string(d.axis));
+  for (uint32_t i = 0; i < d.rank; ++i)
+    if (i != d.axis && d.index_shape[i] > d.shape[i])
+      throw Error("wgc: scatter elements: the indices' extent " + std::to_string(d.index_shape[i]) + " along dim " +
+                  std::to_string(i) + " exceeds the data's " + std::to_string(d.shape[i]));
+  if (d.count() >= (uint64_t(1) << 32) || d.index_count() >= (uint64_t(1) << 32))
+    throw Error("wgc: scatter elements: more than 2^32 elements");
+}
 
 namespace cpu {
 
@@ -212,6 +225,70 @@ void cumsum(const ConstWords& x, const Words& y, const CumSumDims& d) {
           x.is_float() ? y.set_f(at, float(fs)) : y.set_i(at, is);
         }
       }
+    }
+}
+
+void scatter_elements(const ConstWords& data, const ConstWords& index, const ConstWords& updates, const Words& y,
+                      const ScatterElementsDims& d) {
+  check(d);
+  uint64_t total = d.count(), m = d.index_count();
+  if (data.n < total || y.n < total || index.n < m || updates.n < m)
+    throw Error("wgc: scatter elements: buffers smaller than the dims");
+  for (uint64_t k = 0; k < total; ++k) y.copy(k, data, k);
+  Dims strides{};
+  uint64_t acc = 1;
+  for (uint32_t i = d.rank; i-- > 0;) strides[i] = uint32_t(acc), acc *= d.shape[i];
+  std::array<uint32_t, kMaxRank> idx{};
+  int64_t len = d.shape[d.axis];
+  for (uint64_t n = 0; n < m; ++n) {
+    int64_t j = index.i(n);
+    if (j < 0) j += len;
+    if (j >= 0 && j < len) {
+      uint64_t dst = 0;
+      for (uint32_t i = 0; i < d.rank; ++i) dst += uint64_t(i == d.axis ? uint64_t(j) : idx[i]) * strides[i];
+      if (d.reduction == ScatterReduction::None) {
+        y.copy(dst, updates, n);
+      } else if (d.ints) {
+        int64_t a = y.in().i(dst), b = updates.i(n);
+        int64_t r = d.reduction == ScatterReduction::Add   ? int64_t(uint64_t(a) + uint64_t(b))
+                    : d.reduction == ScatterReduction::Mul ? int64_t(uint64_t(a) * uint64_t(b))
+                    : d.reduction == ScatterReduction::Max ? std::max(a, b)
+                                                           : std::min(a, b);
+        y.set_i(dst, r);
+      } else {
+        float a = y.in().f(dst), b = updates.f(n);
+        float r = d.reduction == ScatterReduction::Add   ? a + b
+                  : d.reduction == ScatterReduction::Mul ? a * b
+                  : d.reduction == ScatterReduction::Max ? std::max(a, b)
+                                                         : std::min(a, b);
+        y.set_f(dst, r);
+      }
+    }
+    for (uint32_t i = d.rank; i-- > 0;) {
+      if (++idx[i] < d.index_shape[i]) break;
+      idx[i] = 0;
+    }
+  }
+}
+
+void axis_reduce_ints(AxisReduceOp op, const ConstWords& x, const Words& y, const AxisDims& d) {
+  if (x.n < d.count() || y.n < uint64_t(d.outer) * d.inner) throw Error("wgc: reduce: buffers smaller than the dims");
+  if (d.len == 0) throw Error("wgc: reduce: an empty axis");
+  for (uint32_t o = 0; o < d.outer; ++o)
+    for (uint32_t i = 0; i < d.inner; ++i) {
+      uint64_t base = uint64_t(o) * d.len * d.inner + i;
+      int64_t acc = x.i(base);
+      for (uint32_t l = 1; l < d.len; ++l) {
+        int64_t v = x.i(base + uint64_t(l) * d.inner);
+        switch (op) {
+          case AxisReduceOp::Max: acc = std::max(acc, v); break;
+          case AxisReduceOp::Min: acc = std::min(acc, v); break;
+          case AxisReduceOp::Prod: acc = int64_t(uint64_t(acc) * uint64_t(v)); break;  // wrapping
+          default: acc = int64_t(uint64_t(acc) + uint64_t(v)); break;
+        }
+      }
+      if (op == AxisReduceOp::Mean) acc /= int64_t(d.len);
+      y.set_i(uint64_t(o) * d.inner + i, acc);
     }
 }
 

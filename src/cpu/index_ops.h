@@ -53,6 +53,25 @@ struct GatherElementsDims {
   uint64_t count() const;
 };
 
+// ScatterElements: y = data, then for each position i of the indices (row-major) the element of y
+// at i's coordinates with the one along axis replaced by index[i] (negative: from the end) becomes
+// updates[i], or is combined with it (add, mul, max, min). Indices outside [-len, len) write nothing
+// (constant ones are checked at plan time). For one output element the updates that reach it are
+// applied in order of their position along the axis, on the device too (each output walks them),
+// so duplicates give the same answer on both paths (the last one, for reduction none).
+enum class ScatterReduction { None, Add, Mul, Max, Min };
+struct ScatterElementsDims {
+  uint32_t rank = 0;
+  Dims shape{};        // data and the output
+  Dims index_shape{};  // the indices and the updates (each extent at most shape's)
+  uint32_t axis = 0;
+  ScatterReduction reduction = ScatterReduction::None;
+  bool ints = false;  // integer elements (the reductions in integer arithmetic)
+  uint64_t count() const;
+  uint64_t index_count() const;
+};
+void check(const ScatterElementsDims& d);
+
 // Position of the largest / smallest value along the middle axis of [outer][len][inner]; ties
 // give the first position (select_last: the last).
 struct ArgReduceDims {
@@ -83,6 +102,11 @@ void gather_elements(const ConstWords& x, const ConstWords& index, const Words& 
 void arg_reduce(std::span<const float> x, const Words& y, const ArgReduceDims& d);
 void topk(std::span<const float> x, std::span<float> values, const Words& indices, const TopKDims& d);
 void cumsum(const ConstWords& x, const Words& y, const CumSumDims& d);
+void scatter_elements(const ConstWords& data, const ConstWords& index, const ConstWords& updates, const Words& y,
+                      const ScatterElementsDims& d);
+// axis_reduce (cpu/tensor_ops.h) over integer elements, in i64 (the mean truncated toward zero);
+// y's type decides how the result is stored (an i32 slot wraps as the device does).
+void axis_reduce_ints(AxisReduceOp op, const ConstWords& x, const Words& y, const AxisDims& d);
 
 }  // namespace cpu
 }  // namespace wgc

@@ -225,6 +225,7 @@ std::string_view to_string(AxisReduceOp op) {
     case AxisReduceOp::Mean: return "mean";
     case AxisReduceOp::Max: return "max";
     case AxisReduceOp::Min: return "min";
+    case AxisReduceOp::Prod: return "prod";
   }
   return "?";
 }
@@ -292,12 +293,16 @@ void axis_reduce(AxisReduceOp op, std::span<const float> x, std::span<float> y, 
   for (uint32_t o = 0; o < d.outer; ++o)
     for (uint32_t i = 0; i < d.inner; ++i) {
       size_t base = size_t(o) * d.len * d.inner + i;
-      double acc = op == AxisReduceOp::Max   ? -std::numeric_limits<double>::infinity()
-                   : op == AxisReduceOp::Min ? std::numeric_limits<double>::infinity()
-                                             : 0.0;
+      double acc = op == AxisReduceOp::Max    ? -std::numeric_limits<double>::infinity()
+                   : op == AxisReduceOp::Min  ? std::numeric_limits<double>::infinity()
+                   : op == AxisReduceOp::Prod ? 1.0
+                                              : 0.0;
       for (uint32_t l = 0; l < d.len; ++l) {
         double v = x[base + size_t(l) * d.inner];
-        acc = op == AxisReduceOp::Max ? std::max(acc, v) : op == AxisReduceOp::Min ? std::min(acc, v) : acc + v;
+        acc = op == AxisReduceOp::Max    ? std::max(acc, v)
+              : op == AxisReduceOp::Min  ? std::min(acc, v)
+              : op == AxisReduceOp::Prod ? acc * v
+                                         : acc + v;
       }
       if (op == AxisReduceOp::Mean) acc /= d.len;
       y[size_t(o) * d.inner + i] = float(acc);

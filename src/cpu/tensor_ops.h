@@ -71,7 +71,7 @@ struct AxisDims {
   uint32_t outer = 1, len = 1, inner = 1;
   uint64_t count() const { return uint64_t(outer) * len * inner; }
 };
-enum class AxisReduceOp { Sum, Mean, Max, Min };
+enum class AxisReduceOp { Sum, Mean, Max, Min, Prod };
 std::string_view to_string(AxisReduceOp op);
 
 // C[b][M,N] = A[b][M,K] x B[b][K,N] with the batch index b walked over batch (rank dims) and

@@ -132,4 +132,55 @@ void cumsum(Batch& batch, const Tensor& x, const Tensor& y, const CumSumDims& d,
   batch.dispatch(k, {x, y}, p, detail::dense_groups(ctx, lines));
 }
 
+void scatter_elements(Batch& batch, const Tensor& data, const Tensor& index, const Tensor& updates, const Tensor& y,
+                      const ScatterElementsDims& d) {
+  const Context& ctx = batch.context();
+  try {
+    check(d);
+  } catch (const Error& e) {
+    throw Error(std::string("wgc: ") + e.what());
+  }
+  uint64_t n = d.count(), m = d.index_count();
+  detail::check_index_range(n, "scatter elements");
+  detail::check_words(data, n, "data", "scatter elements");
+  detail::check_words(index, m, "the indices", "scatter elements");
+  detail::check_words(updates, m, "the updates", "scatter elements");
+  detail::check_words(y, n, "y", "scatter elements");
+  if (n == 0) return;
+  Params p(uint32_t(n), d.axis + (kMaxRank - d.rank), 0u, 0u);
+  push6<uint32_t>(p, d.rank, d.shape, 1u);
+  push6<uint32_t>(p, d.rank, d.index_shape, 1u);
+  // An empty index tensor binds the data in its place (a binding cannot be empty).
+  const Tensor& idx = m ? index : data;
+  const Tensor& upd = m ? updates : data;
+  batch.dispatch(detail::dense_kernel(
+                     ctx, "gather/scatter_elements.wgsl",
+                     {{"WG", detail::kDenseWorkgroup}, {"RED", double(int(d.reduction))}, {"INT", d.ints ? 1.0 : 0.0}}),
+                 {data, idx, upd, y}, p, detail::dense_groups(ctx, n));
+}
+
+void roi_align(Batch& batch, const Tensor& x, const Tensor& rois, const Tensor& batch_index, const Tensor& y,
+               const RoiAlignDims& d) {
+  const Context& ctx = batch.context();
+  try {
+    check(d);
+  } catch (const Error& e) {
+    throw Error(std::string("wgc: ") + e.what());
+  }
+  uint64_t n = d.out_count();
+  detail::check_index_range(n, "roi align");
+  detail::check_words(x, d.x_count(), "x", "roi align");
+  detail::check_words(rois, uint64_t(d.rois) * 4, "the rois", "roi align");
+  detail::check_words(batch_index, d.rois, "the batch indices", "roi align");
+  detail::check_words(y, n, "y", "roi align");
+  if (n == 0) return;
+  Params p(uint32_t(n), d.n, d.c, d.h, d.w, d.out_h, d.out_w, d.sampling_ratio, d.spatial_scale,
+           d.half_pixel ? 0.5f : 0.f, 0u, 0u);
+  batch.dispatch(
+      detail::dense_kernel(
+          ctx, "roi_align/roi_align.wgsl",
+          {{"WG", detail::kDenseWorkgroup}, {"MAX", d.max ? 1.0 : 0.0}, {"MAX_GRID", double(kRoiAlignMaxGrid)}}),
+      {x, rois, batch_index, y}, p, detail::dense_groups(ctx, n));
+}
+
 }  // namespace wgc

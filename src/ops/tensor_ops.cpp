@@ -333,6 +333,23 @@ void axis_reduce(Batch& batch, const Tensor& x, const Tensor& y, const AxisDims&
     batch.dispatch(kernel(ctx, "axis_reduce/workgroup.wgsl", {{"OP", o}}), {x, y}, p, groups_1d(ctx, rows));
 }
 
+void axis_reduce_ints(Batch& batch, const Tensor& x, const Tensor& y, const AxisDims& d, AxisReduceOp op) {
+  const Context& ctx = batch.context();
+  uint64_t rows = uint64_t(d.outer) * d.inner;
+  std::string what = "reduce " + std::string(to_string(op)) + " (integers)";
+  for (const Tensor* t : {&x, &y})
+    if (!*t || dtype_size(t->dtype()) != 4) throw Error("wgc: " + what + ": tensors of 4-byte elements are needed");
+  if (d.len == 0) throw Error("wgc: " + what + ": the axis is empty");
+  check_count(d.count(), what);
+  if (x.bytes() / 4 < d.count() || y.bytes() / 4 < rows)
+    throw Error("wgc: " + what + ": tensors smaller than [" + std::to_string(d.outer) + "][" + std::to_string(d.len) +
+                "][" + std::to_string(d.inner) + "]");
+  if (rows == 0) return;
+  Params p(d.outer, d.len, d.inner, 0u);
+  batch.dispatch(kernel(ctx, "axis_reduce/naive.wgsl", {{"WG", kWorkgroup}, {"OP", double(int(op))}, {"INT", 1}}),
+                 {x, y}, p, groups_1d(ctx, ceil_div(rows, kWorkgroup)));
+}
+
 // --- batched matmul -----------------------------------------------------------------------------
 
 std::string_view to_string(BatchedMatmulVersion v) {

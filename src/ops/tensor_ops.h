@@ -9,7 +9,7 @@
 //   unary         activations as expression maps (ops/map.h; versions are MapVersion).
 //   softmax       (src/kernels/softmax) Naive: one invocation per row; Workgroup: one workgroup
 //                 per row with tree reductions (long rows).
-//   axis_reduce   (src/kernels/axis_reduce) the same two rungs for sum / mean / max / min.
+//   axis_reduce   (src/kernels/axis_reduce) the same two rungs for sum / mean / max / min / prod.
 //   batched_matmul (src/kernels/batched_matmul) Naive: ONNX MatMul with batch dims; a single
 //                 product goes through the SGEMM ladder (ops/matmul.h) instead.
 #pragma once
@@ -74,6 +74,9 @@ AxisReduceVersion choose_axis_reduce(const Context& ctx, const AxisDims& d);
 // y [outer][inner] = op over the middle axis of x [outer][len][inner].
 void axis_reduce(Batch& batch, const Tensor& x, const Tensor& y, const AxisDims& d, AxisReduceOp op,
                  AxisReduceVersion v = AxisReduceVersion::Auto);
+// The same over i32 elements (shapes, masks: a model's integer tensors on the device), wrapping as
+// i32 arithmetic does, the mean truncated; the naive rung (integer tensors are small).
+void axis_reduce_ints(Batch& batch, const Tensor& x, const Tensor& y, const AxisDims& d, AxisReduceOp op);
 
 // --- batched matmul -------------------------------------------------------------------------------
 enum class BatchedMatmulVersion { Auto, Naive };

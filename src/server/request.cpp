@@ -105,15 +105,6 @@ void refuse_unsupported(const Fields& f, Api api) {
     throw bad_request("n", "'n' must be 1 (one choice per request), got " + std::to_string(*n));
   if (const Value* b = f.get("logit_bias"); b && !(b->is_object() && b->size() == 0))
     throw bad_request("logit_bias", "'logit_bias' is not supported");
-  for (const char* key : {"tools", "functions"})
-    if (const Value* t = f.get(key); t && !(t->is_array() && t->size() == 0))
-      throw bad_request(key, "'" + std::string(key) + "' (tool calling) is not supported");
-  if (const Value* rf = f.get("response_format")) {
-    if (!rf->is_object()) throw Fields::wrong("response_format", "an object", *rf);
-    const Value* t = rf->find("type");
-    if (t && !(t->is_string() && t->as_string() == "text"))
-      throw bad_request("response_format", "'response_format' other than {\"type\": \"text\"} is not supported");
-  }
   if (api == Api::Completions) {
     if (f.boolean("echo").value_or(false)) throw bad_request("echo", "'echo' is not supported");
     if (const std::string* s = f.string("suffix"); s && !s->empty())
@@ -222,6 +213,7 @@ Value chat_messages(const Fields& f) {
     Value o = Value::object();
     o.set("role", r);
     o.set("content", message_text(content ? *content : Value(), i));
+    copy_tool_fields(m, i, o);
     out.push_back(std::move(o));
   }
   return out;
@@ -261,11 +253,22 @@ std::vector<int32_t> completion_prompt(const Fields& f, const llm::Tokenizer& to
   return token_ids(*p, "prompt", tok.vocab_size());
 }
 
-std::vector<int32_t> chat_prompt(const Fields& f, const ModelInfo& m) {
+std::vector<int32_t> chat_prompt(const Fields& f, const ModelInfo& m, const Structured& s) {
   Value messages = chat_messages(f);
+  llm::ChatOptions opt;
+  if (s.parse_tools) {
+    // Tools go to a template that renders them (as transformers passes them); the others get
+    // them described in a system message, with the generic JSON call format.
+    if (!m.chat_template->is_fallback() && m.chat_template->source().find("tools") != std::string::npos) {
+      opt.extra = Value::object();
+      opt.extra.set("tools", s.tools);
+    } else {
+      describe_tools(messages, s);
+    }
+  }
   std::string text;
   try {
-    text = m.chat_template->render_json(messages);
+    text = m.chat_template->render_json(messages, opt);
   } catch (const Error& e) {
     throw bad_request("messages", "the model's chat template refused the messages: " + plain_message(e));
   }
@@ -282,11 +285,20 @@ ApiRequest parse_request(Api api, std::string_view body, const ModelInfo& m) {
   if (const Value* model = f.get("model"); model && !model->is_string())
     throw Fields::wrong("model", "a string", *model);
   refuse_unsupported(f, api);
+  const llm::ToolCallFormat format = api == Api::Chat && m.chat_template && !m.chat_template->is_fallback()
+                                         ? llm::detect_tool_call_format(m.chat_template->source())
+                                         : llm::ToolCallFormat::Generic;
+  r.structured = parse_structured(doc, api, format);
 
   llm::Request& g = r.generation;
   g.sampling = parse_sampling(f, m.default_sampling, &r.seeded);
   g.stop = parse_stop(f);
   g.ignore_eos = f.boolean("ignore_eos").value_or(false);
+  g.grammar = r.structured.grammar;
+  if (g.grammar && g.ignore_eos)
+    throw bad_request("ignore_eos",
+                      "'ignore_eos' cannot be combined with constrained output (the output ends where "
+                      "the grammar's does)");
   r.stream = f.boolean("stream").value_or(false);
   if (const Value* so = f.get("stream_options")) {
     if (!r.stream) throw bad_request("stream_options", "'stream_options' is only allowed with 'stream': true");
@@ -308,10 +320,11 @@ ApiRequest parse_request(Api api, std::string_view body, const ModelInfo& m) {
     auto top = f.integer("top_logprobs", 0, llm::kMaxTopLogprobs);
     if (top && !r.logprobs) throw bad_request("top_logprobs", "'top_logprobs' needs 'logprobs': true");
     if (r.logprobs) g.top_logprobs = int(top.value_or(0));
-    g.prompt = chat_prompt(f, m);
+    g.prompt = chat_prompt(f, m, r.structured);
     // The plain-text rendering of a model without a template ("user: ...\n\nassistant:"): the
-    // reply ends where the model starts writing the user's next turn.
-    if (m.chat_template->is_fallback()) g.stop.push_back("\nuser:");
+    // reply ends where the model starts writing the user's next turn (not under a grammar, which
+    // says where it ends).
+    if (m.chat_template->is_fallback() && !g.grammar) g.stop.push_back("\nuser:");
   } else {
     if (auto lp = f.integer("logprobs", 0, llm::kMaxTopLogprobs)) {
       r.logprobs = true;
@@ -326,6 +339,13 @@ ApiRequest parse_request(Api api, std::string_view body, const ModelInfo& m) {
                        std::to_string(m.max_ctx) + " (and at least one token must be generated): shorten the prompt",
                    "invalid_request_error", api == Api::Chat ? "messages" : "prompt", "context_length_exceeded");
   return r;
+}
+
+std::string requested_model(std::string_view body) {
+  Value doc = parse_body(body);
+  Fields f(doc);
+  const std::string* m = f.string("model");
+  return m ? *m : std::string();
 }
 
 TokenizeAnswer tokenize_request(std::string_view body, const llm::Tokenizer& tok) {

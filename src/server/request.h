@@ -13,6 +13,7 @@
 #include "llm/serve/scheduler.h"
 #include "llm/tokenizer/tokenizer.h"
 #include "server/api_error.h"
+#include "server/structured.h"
 
 #include <cstdint>
 #include <string>
@@ -46,12 +47,18 @@ struct ApiRequest {
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage: a last chunk with the usage
   bool logprobs = false;       // answer with logprobs (chat: logprobs true; completions: logprobs N)
+  // Tools, tool_choice, response_format, grammar (structured.h); its grammar is generation.grammar.
+  Structured structured;
 };
 
 // Parses and checks a request body. The prompt is tokenized (a chat through the model's template)
 // and must leave room for at least one generated token in the context. Seeds left out are drawn
 // from std::random_device.
 ApiRequest parse_request(Api api, std::string_view body, const ModelInfo& model);
+
+// The request body's `model` ("" when absent), for picking the model before the body is parsed
+// against it (ApiError 400 on malformed JSON or a `model` that is not a string).
+std::string requested_model(std::string_view body);
 
 // POST /tokenize {"content": "text", "add_special": false, "with_pieces": false} -> the answer body
 // {"tokens": [ids]} or, with pieces, {"tokens": [{"id": 1, "piece": "text" or [bytes]}]}.

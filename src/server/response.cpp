@@ -2,6 +2,9 @@
 
 #include "util/json.h"
 
+#include <algorithm>
+#include <cctype>
+
 namespace wgc::server {
 
 using json::Value;
@@ -135,38 +138,99 @@ std::string ResponseBuilder::first_chunk() {
   return sse_data(o.dump());
 }
 
-std::string ResponseBuilder::chunk(const llm::TokenEvent& e) {
-  text_ += e.text;
-  if (e.text.empty() && !req_.logprobs) return {};
-  Value lp;
-  if (req_.logprobs) {
-    lp = empty_logprobs();
-    append_logprobs(lp, e);
+std::string ResponseBuilder::call_id(size_t i) const {
+  const size_t dash = id_.rfind('-');
+  return "call_" + (dash == std::string::npos ? id_ : id_.substr(dash + 1)) + "_" + std::to_string(i);
+}
+
+Value ResponseBuilder::tool_calls(const std::vector<llm::ToolCall>& calls) const {
+  Value list = Value::array();
+  for (size_t i = 0; i < calls.size(); ++i) {
+    Value fn = Value::object();
+    fn.set("name", calls[i].name);
+    fn.set("arguments", calls[i].arguments);
+    Value call = Value::object();
+    call.set("id", call_id(i));
+    call.set("type", "function");
+    call.set("function", std::move(fn));
+    list.push_back(std::move(call));
   }
+  return list;
+}
+
+std::string ResponseBuilder::content_chunk(const std::string& content, const Value* logprobs, const char* finish) {
   Value o = envelope(true);
-  Value c = choice(e.text, req_.logprobs ? &lp : nullptr, nullptr);
+  Value c = choice(content, logprobs, finish);
   if (req_.api == Api::Chat) {
     Value delta = Value::object();
-    delta.set("content", e.text);
+    if (!finish || !content.empty()) delta.set("content", content);
     c.set("delta", std::move(delta));
   }
   o.set("choices", Value(json::Array{std::move(c)}));
   return sse_data(o.dump());
 }
 
+std::string ResponseBuilder::chunk(const llm::TokenEvent& e) {
+  text_ += e.text;
+  std::string content = e.text;
+  if (req_.structured.parse_tools) {  // only what surely is no call's start
+    const size_t safe = llm::tool_call_safe_prefix(text_, req_.structured.format);
+    content = safe > sent_ ? text_.substr(sent_, safe - sent_) : "";
+    sent_ = std::max(sent_, safe);
+  }
+  if (content.empty() && !req_.logprobs) return {};
+  Value lp;
+  if (req_.logprobs) {
+    lp = empty_logprobs();
+    append_logprobs(lp, e);
+  }
+  return content_chunk(content, req_.logprobs ? &lp : nullptr, nullptr);
+}
+
 std::string ResponseBuilder::last_chunks(const llm::RequestResult& r) {
   if (auto err = failure(r)) return error_event(*err);
   std::string out;
   text_ += r.text_tail;
-  Value o = envelope(true);
-  Value c = choice(r.text_tail, nullptr, finish_reason(r.stop));
-  if (req_.api == Api::Chat) {
-    Value delta = Value::object();
-    if (!r.text_tail.empty()) delta.set("content", r.text_tail);
-    c.set("delta", std::move(delta));
+  if (!req_.structured.parse_tools) {
+    out += content_chunk(r.text_tail, nullptr, finish_reason(r.stop));
+  } else {
+    llm::ParsedReply p = llm::parse_tool_calls(text_, req_.structured.format);
+    std::string rest = text_.substr(sent_);  // the text held back
+    if (!p.calls.empty()) {
+      // Content beside the calls that was not sent yet: what the parse kept past the sent part.
+      std::string_view sent(text_.data(), sent_);
+      while (!sent.empty() && std::isspace(static_cast<unsigned char>(sent.front()))) sent.remove_prefix(1);
+      while (!sent.empty() && std::isspace(static_cast<unsigned char>(sent.back()))) sent.remove_suffix(1);
+      rest = p.content.starts_with(sent) ? p.content.substr(sent.size()) : "";
+    }
+    if (!rest.empty()) out += content_chunk(rest, nullptr, nullptr);
+    Value calls = tool_calls(p.calls);
+    for (size_t i = 0; i < p.calls.size(); ++i) {
+      // OpenAI's shape: the call's head (arguments ""), then its arguments as a fragment.
+      for (int part = 0; part < 2; ++part) {
+        Value call = Value::object();
+        call.set("index", uint64_t(i));
+        Value fn = Value::object();
+        if (part == 0) {
+          call.set("id", calls[i]["id"]);
+          call.set("type", "function");
+          fn.set("name", p.calls[i].name);
+          fn.set("arguments", "");
+        } else {
+          fn.set("arguments", p.calls[i].arguments);
+        }
+        call.set("function", std::move(fn));
+        Value delta = Value::object();
+        delta.set("tool_calls", Value(json::Array{std::move(call)}));
+        Value c = choice("", nullptr, nullptr);
+        c.set("delta", std::move(delta));
+        Value o = envelope(true);
+        o.set("choices", Value(json::Array{std::move(c)}));
+        out += sse_data(o.dump());
+      }
+    }
+    out += content_chunk("", nullptr, p.calls.empty() ? finish_reason(r.stop) : "tool_calls");
   }
-  o.set("choices", Value(json::Array{std::move(c)}));
-  out += sse_data(o.dump());
   if (req_.include_usage) {
     Value u = envelope(true);
     u.set("choices", Value::array());
@@ -187,11 +251,21 @@ std::string ResponseBuilder::body(const llm::RequestResult& r) {
   if (auto err = failure(r)) throw *err;
   text_ += r.text_tail;
   Value o = envelope(false);
-  Value c = choice(text_, req_.logprobs ? &logprobs_ : nullptr, finish_reason(r.stop));
+  std::optional<llm::ParsedReply> parsed;
+  if (req_.structured.parse_tools) {
+    parsed = llm::parse_tool_calls(text_, req_.structured.format);
+    if (parsed->calls.empty()) parsed.reset();
+  }
+  Value c = choice(text_, req_.logprobs ? &logprobs_ : nullptr, parsed ? "tool_calls" : finish_reason(r.stop));
   if (req_.api == Api::Chat) {
     Value msg = Value::object();
     msg.set("role", "assistant");
-    msg.set("content", text_);
+    if (parsed) {
+      msg.set("content", parsed->content.empty() ? Value() : Value(parsed->content));
+      msg.set("tool_calls", tool_calls(parsed->calls));
+    } else {
+      msg.set("content", text_);
+    }
     c.set("message", std::move(msg));
   }
   o.set("choices", Value(json::Array{std::move(c)}));

@@ -1,6 +1,9 @@
 // The answers of /v1/completions and /v1/chat/completions in OpenAI's shapes: one JSON body, or a
 // stream of server-sent events ("data: {chunk}\n\n" ... "data: [DONE]\n\n") whose pieces add up to
-// the same text, logprobs and finish_reason.
+// the same text, logprobs and finish_reason. With tools, the reply's calls (llm/chat/tool_calls.h)
+// come as message.tool_calls and finish_reason "tool_calls"; streamed, the text that may begin a
+// call is held back, and the calls come at the end as OpenAI's tool-call deltas (per call: its
+// index, id, type and name with empty arguments, then its arguments).
 //
 //   ResponseBuilder b(req, model, "chatcmpl-1", time(nullptr));
 //   sse(b.first_chunk());  for each token event e: sse(b.chunk(e));  sse(b.last_chunks(result));
@@ -35,6 +38,8 @@ class ResponseBuilder {
   std::string body(const llm::RequestResult& result);
 
   const std::string& text() const { return text_; }  // the text so far
+  // The id of the reply's call i ("call_" + the response id's tail + "_" + i).
+  std::string call_id(size_t i) const;
 
  private:
   json::Value envelope(bool chunk) const;
@@ -44,12 +49,15 @@ class ResponseBuilder {
   // {"tokens", "token_logprobs", "top_logprobs", "text_offset"}).
   void append_logprobs(json::Value& lp, const llm::TokenEvent& e);
   json::Value empty_logprobs() const;
+  std::string content_chunk(const std::string& content, const json::Value* logprobs, const char* finish);
+  json::Value tool_calls(const std::vector<llm::ToolCall>& calls) const;
 
   const ApiRequest& req_;
   const ModelInfo& model_;
   std::string id_;
   int64_t created_;
   std::string text_;           // text released so far
+  size_t sent_ = 0;            // with tools, streaming: bytes of text_ sent as content
   size_t logprob_offset_ = 0;  // completions' text_offset: characters of the tokens so far
   json::Value logprobs_;       // not streaming: the collected logprobs
 };

@@ -1,6 +1,7 @@
 #include "server/server.h"
 
 #include "gpu/tensor.h"
+#include "server/anthropic.h"
 #include "server/guarded_http.h"
 #include "server/metrics.h"
 #include "server/response.h"
@@ -18,10 +19,10 @@
 #include <ctime>
 #include <deque>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <random>
-#include <set>
 
 namespace wgc::server {
 namespace {
@@ -33,8 +34,8 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 // The routes, for the metrics' labels (anything else counts as "other": a label per unknown path
 // would let clients grow the metrics without bound).
 const char* route_label(const std::string& path) {
-  static const char* known[] = {"/",         "/health",     "/metrics",        "/v1/models",
-                                "/tokenize", "/detokenize", "/v1/completions", "/v1/chat/completions"};
+  static const char* known[] = {"/",           "/health",      "/metrics",        "/v1/models",          "/tokenize",
+                                "/detokenize", "/v1/messages", "/v1/completions", "/v1/chat/completions"};
   if (path == "/v1/embeddings") return "/v1/embeddings";
   for (const char* k : known)
     if (path == k) return k;
@@ -70,12 +71,17 @@ uint64_t resident_bytes() {
 
 // One generation request: the scheduler's worker pushes events, the HTTP thread takes them.
 struct Exchange {
-  Exchange(ApiRequest r, const ModelInfo& m, std::string id, Clock::time_point arrived)
-      : request(std::move(r)), builder(request, m, std::move(id), int64_t(std::time(nullptr))), start(arrived) {}
+  Exchange(std::shared_ptr<ModelPool::Lease> l, ApiRequest r, std::string id, Clock::time_point arrived)
+      : lease(std::move(l)),
+        request(std::move(r)),
+        builder(request, lease->info(), std::move(id), int64_t(std::time(nullptr))),
+        start(arrived) {}
 
+  std::shared_ptr<ModelPool::Lease> lease;  // its model stays loaded while the exchange lives
   ApiRequest request;
-  ResponseBuilder builder;  // refers to `request`
-  Clock::time_point start;  // the request's arrival
+  ResponseBuilder builder;                     // refers to `request`
+  std::optional<AnthropicResponse> anthropic;  // /v1/messages: answered in Anthropic's shapes
+  Clock::time_point start;                     // the request's arrival
   uint64_t sched_id = 0;
 
   std::mutex mu;
@@ -99,7 +105,7 @@ struct Exchange {
   }
 };
 
-HttpLimits http_limits(const ServerOptions& o, const llm::SchedulerOptions& so) {
+HttpLimits http_limits(const ServerOptions& o, const llm::SchedulerOptions& so) {  // so: one model's
   HttpLimits l;
   size_t total = o.max_connections > 0 ? size_t(o.max_connections)
                                        : std::min<size_t>(size_t(so.parallel + so.max_queue + 16), 1000);
@@ -168,11 +174,10 @@ void send_tokens(httplib::Response& res, const std::string& body, const llm::Tok
 }  // namespace
 
 struct Server::Impl {
-  Impl(llm::Scheduler& s, const ModelInfo& m, Server::ContextSource c, ServerOptions o)
-      : sched(s), model(m), context(std::move(c)), opt(std::move(o)), http(http_limits(opt, s.options())) {}
+  Impl(std::shared_ptr<ModelPool> p, Server::ContextSource c, const llm::SchedulerOptions& so, ServerOptions o)
+      : pool(std::move(p)), context(std::move(c)), opt(std::move(o)), http(http_limits(opt, so)) {}
 
-  llm::Scheduler& sched;
-  const ModelInfo& model;
+  std::shared_ptr<ModelPool> pool;
   Server::ContextSource context;
   ServerOptions opt;
   GuardedHttpServer http;
@@ -184,17 +189,18 @@ struct Server::Impl {
   // Generation requests in flight (their scheduler ids), for shutdown.
   std::mutex mu;
   std::condition_variable idle_cv;
-  std::set<uint64_t> active;
+  std::map<const Exchange*, std::weak_ptr<Exchange>> active;
   std::atomic<bool> stopping{false};
   std::once_flag shutdown_once;
 
   void routes();
-  void generate(const std::string& body, httplib::Response& res, Api api);
+  void generate(const std::string& body, httplib::Response& res, Api api, bool anthropic = false);
   void stream(const std::shared_ptr<Exchange>& x, httplib::Response& res);
   void wait_whole(Exchange& x, httplib::Response& res);
   uint64_t submit(const std::shared_ptr<Exchange>& x);
   void finish(const Exchange& x);
-  std::string models_json(bool list) const;
+  std::string models_json(const std::string* one) const;
+  llm::SchedulerStats stats() const;  // of every loaded model
   EngineGauges gauges() const;
   void do_shutdown();
 };
@@ -225,7 +231,7 @@ uint64_t Server::Impl::submit(const std::shared_ptr<Exchange>& x) {
   // The id goes into `active` under the lock before any callback can end the request.
   std::lock_guard lock(mu);
   try {
-    x->sched_id = sched.submit(std::move(r), on_token, on_done);
+    x->sched_id = x->lease->scheduler().submit(std::move(r), on_token, on_done);
   } catch (const llm::QueueFull& e) {
     throw ApiError(503, "the server is busy (" + plain_message(e) + "); retry later", "unavailable_error", "",
                    "queue_full");
@@ -236,23 +242,29 @@ uint64_t Server::Impl::submit(const std::shared_ptr<Exchange>& x) {
   } catch (const Error& e) {
     throw ApiError(400, plain_message(e));
   }
-  active.insert(x->sched_id);
+  active[x.get()] = x;
   return x->sched_id;
 }
 
 void Server::Impl::finish(const Exchange& x) {
   {
     std::lock_guard lock(mu);
-    active.erase(x.sched_id);
+    active.erase(&x);
   }
   idle_cv.notify_all();
 }
 
-void Server::Impl::generate(const std::string& body, httplib::Response& res, Api api) {
+void Server::Impl::generate(const std::string& raw, httplib::Response& res, Api api, bool anthropic) {
   auto arrived = Clock::now();
-  ApiRequest parsed = parse_request(api, body, model);
-  std::string id = (api == Api::Chat ? "chatcmpl-" : "cmpl-") + id_prefix + std::to_string(next_id++);
-  auto x = std::make_shared<Exchange>(std::move(parsed), model, std::move(id), arrived);
+  const std::string body = anthropic ? anthropic_to_openai(raw) : raw;             // the OpenAI request it means
+  std::shared_ptr<ModelPool::Lease> lease = pool->acquire(requested_model(body));  // loads it when needed
+  ApiRequest parsed = parse_request(api, body, lease->info());
+  std::string id = (anthropic          ? "msg_"
+                    : api == Api::Chat ? "chatcmpl-"
+                                       : "cmpl-") +
+                   id_prefix + std::to_string(next_id++);
+  auto x = std::make_shared<Exchange>(std::move(lease), std::move(parsed), id, arrived);
+  if (anthropic) x->anthropic.emplace(x->request, x->lease->info(), id);
   submit(x);
   if (x->request.stream)
     stream(x, res);
@@ -265,10 +277,10 @@ void Server::Impl::wait_whole(Exchange& x, httplib::Response& res) {
   while (!done) {
     std::deque<llm::TokenEvent> events;
     x.take(events, done, std::chrono::milliseconds(1000));
-    for (const auto& e : events) x.builder.add(e);
+    for (const auto& e : events) x.anthropic ? x.anthropic->add(e) : x.builder.add(e);
   }
   finish(x);
-  res.set_content(x.builder.body(*done), "application/json");
+  res.set_content(x.anthropic ? x.anthropic->body(*done) : x.builder.body(*done), "application/json");
 }
 
 void Server::Impl::stream(const std::shared_ptr<Exchange>& x, httplib::Response& res) {
@@ -282,20 +294,20 @@ void Server::Impl::stream(const std::shared_ptr<Exchange>& x, httplib::Response&
         std::string out;
         if (!*started) {
           *started = true;
-          out = x->builder.first_chunk();
+          out = x->anthropic ? x->anthropic->first_events() : x->builder.first_chunk();
         }
         std::deque<llm::TokenEvent> events;
         std::optional<llm::RequestResult> done;
         if (out.empty()) x->take(events, done, std::chrono::milliseconds(250));
-        for (const auto& e : events) out += x->builder.chunk(e);
-        if (done) out += x->builder.last_chunks(*done);
+        for (const auto& e : events) out += x->anthropic ? x->anthropic->events(e) : x->builder.chunk(e);
+        if (done) out += x->anthropic ? x->anthropic->last_events(*done) : x->builder.last_chunks(*done);
         // A comment line now and then while nothing comes: a client that went away is noticed
         // (the write fails) during a long prefill or queue wait, not only at the next token.
         if (out.empty() && seconds_since(*last_write) > 1.0) out = ": keep-alive\n\n";
         if (!out.empty()) {
           if (!sink.write(out.data(), out.size())) {
             x->abandoned = true;
-            sched.cancel(x->sched_id);
+            x->lease->scheduler().cancel(x->sched_id);
             return false;
           }
           *last_write = Clock::now();
@@ -312,33 +324,68 @@ void Server::Impl::stream(const std::shared_ptr<Exchange>& x, httplib::Response&
         }
         if (!ended) {
           x->abandoned = true;
-          sched.cancel(x->sched_id);
+          x->lease->scheduler().cancel(x->sched_id);
         }
         finish(*x);
       });
 }
 
-std::string Server::Impl::models_json(bool list) const {
-  Value m = Value::object();
-  m.set("id", model.id);
-  m.set("object", "model");
-  m.set("created", created);
-  m.set("owned_by", "wgc");
-  Value meta = Value::object();
-  meta.set("n_ctx", model.max_ctx);
-  meta.set("n_vocab", uint64_t(model.tokenizer->vocab_size()));
-  meta.set("chat_template", model.chat_template && !model.chat_template->is_fallback() ? "model" : "plain-text");
-  m.set("meta", std::move(meta));
-  if (!list) return m.dump();
+std::string Server::Impl::models_json(const std::string* one) const {
+  Value data = Value::array();
+  for (const ModelPool::Entry& e : pool->list()) {
+    if (one && e.name != *one) continue;
+    Value m = Value::object();
+    m.set("id", e.name);
+    m.set("object", "model");
+    m.set("created", created);
+    m.set("owned_by", "wgc");
+    Value meta = Value::object();
+    if (e.info) {  // what is known of a model once it is loaded
+      const ModelInfo& model = *e.info;
+      meta.set("n_ctx", model.max_ctx);
+      meta.set("n_vocab", uint64_t(model.tokenizer->vocab_size()));
+      meta.set("chat_template", model.chat_template && !model.chat_template->is_fallback() ? "model" : "plain-text");
+    }
+    if (pool->size() > 1) {
+      meta.set("loaded", e.loaded);
+      meta.set("bytes", e.bytes);
+    }
+    m.set("meta", std::move(meta));
+    if (one) return m.dump();
+    data.push_back(std::move(m));
+  }
   Value out = Value::object();
   out.set("object", "list");
-  out.set("data", Value(json::Array{std::move(m)}));
+  out.set("data", std::move(data));
   return out.dump();
+}
+
+llm::SchedulerStats Server::Impl::stats() const {
+  llm::SchedulerStats t;
+  pool->for_each_loaded([&](const std::string&, llm::Scheduler& sched) {
+    llm::SchedulerStats s = sched.stats();
+    t.queued += s.queued;
+    t.running += s.running;
+    t.kv_blocks_used += s.kv_blocks_used;
+    t.kv_blocks_total += s.kv_blocks_total;
+    t.requests += s.requests;
+    t.prompt_tokens += s.prompt_tokens;
+    t.cached_prompt_tokens += s.cached_prompt_tokens;
+    t.generated_tokens += s.generated_tokens;
+    t.decode_tokens_per_s += s.decode_tokens_per_s;
+    if (s.recovering && !t.recovering) {
+      t.recovering = true;
+      t.device_error = s.device_error;
+    }
+    t.recoveries += s.recoveries;
+    t.last_recovery_s = std::max(t.last_recovery_s, s.last_recovery_s);
+  });
+  return t;
 }
 
 EngineGauges Server::Impl::gauges() const {
   EngineGauges g;
-  g.scheduler = sched.stats();
+  g.scheduler = stats();
   if (auto ctx = context ? context() : std::nullopt) {
     g.gpu_buffer_bytes = allocated_buffer_bytes(*ctx);
     g.gpu_buffers = allocated_buffers(*ctx);
@@ -375,7 +422,7 @@ void Server::Impl::routes() {
   auto json = [](httplib::Response& res, const std::string& body) { res.set_content(body, "application/json"); };
 
   http.Get("/health", guarded([this](const httplib::Request&, httplib::Response& res) {
-             llm::SchedulerStats s = sched.stats();
+             llm::SchedulerStats s = stats();
              Value h = Value::object();
              if (stopping) {
                res.status = 503;
@@ -395,20 +442,31 @@ void Server::Impl::routes() {
              res.set_content(h.dump(), "application/json");
            }));
   http.Get("/v1/models",
-           guarded([this, json](const httplib::Request&, httplib::Response& res) { json(res, models_json(true)); }));
+           guarded([this, json](const httplib::Request&, httplib::Response& res) { json(res, models_json(nullptr)); }));
   http.Get("/v1/models/(.+)", guarded([this, json](const httplib::Request& req, httplib::Response& res) {
-             if (req.matches[1] != model.id)
-               throw ApiError(404,
-                              "the model '" + std::string(req.matches[1]) + "' does not exist (this server has '" +
-                                  model.id + "')",
+             const std::string id = req.matches[1];
+             if (!pool->knows(id)) {
+               std::string known;
+               for (const auto& e : pool->list()) known += (known.empty() ? "'" : ", '") + e.name + "'";
+               throw ApiError(404, "the model '" + id + "' does not exist (this server has " + known + ")",
                               "invalid_request_error", "model", "model_not_found");
-             json(res, models_json(false));
+             }
+             json(res, models_json(&id));
            }));
   http.Post("/v1/completions", with_body([this](const std::string& body, httplib::Response& res) {
               generate(body, res, Api::Completions);
             }));
   http.Post("/v1/chat/completions",
             with_body([this](const std::string& body, httplib::Response& res) { generate(body, res, Api::Chat); }));
+  // Anthropic's Messages API: its errors in its own shape.
+  http.Post("/v1/messages", with_body([this](const std::string& body, httplib::Response& res) {
+              try {
+                generate(body, res, Api::Chat, true);
+              } catch (const ApiError& e) {
+                res.status = e.status;
+                res.set_content(anthropic_error_body(e), "application/json");
+              }
+            }));
   http.Post("/v1/embeddings", with_body([this, json](const std::string& body, httplib::Response& res) {
               if (!opt.embedder)
                 throw ApiError(404, "this server has no embedding model (start it with --embedding-model PATH)",
@@ -416,10 +474,12 @@ void Server::Impl::routes() {
               json(res, embeddings_response(body, *opt.embedder));
             }));
   http.Post("/tokenize", with_body([this](const std::string& body, httplib::Response& res) {
-              send_tokens(res, body, *model.tokenizer);
+              auto lease = pool->acquire("");  // the default model's tokenizer
+              send_tokens(res, body, *lease->info().tokenizer);
             }));
   http.Post("/detokenize", with_body([this, json](const std::string& body, httplib::Response& res) {
-              json(res, detokenize(body, *model.tokenizer));
+              auto lease = pool->acquire("");
+              json(res, detokenize(body, *lease->info().tokenizer));
             }));
   http.Get("/metrics", guarded([this](const httplib::Request&, httplib::Response& res) {
              res.set_content(metrics.text(gauges()), "text/plain; version=0.0.4");
@@ -438,7 +498,8 @@ void Server::Impl::routes() {
                res.set_redirect(*to + (query == std::string::npos ? "" : req.target.substr(query)), 301);
              } else if (req.path == "/") {
                json(res, R"({"name":"wgc serve","api":["GET /v1/models","POST /v1/chat/completions",)"
-                         R"("POST /v1/completions","POST /tokenize","POST /detokenize","GET /health","GET /metrics"],)"
+                         R"("POST /v1/completions","POST /v1/messages","POST /tokenize","POST /detokenize",)"
+                         R"("GET /health","GET /metrics"],)"
                          R"("docs":"docs/serving.md"})");
              } else {
                res.status = 404;  // the error handler writes the body
@@ -534,12 +595,13 @@ void Server::Impl::routes() {
 
 void Server::Impl::do_shutdown() {
   stopping = true;
-  sched.stop_accepting();
+  pool->stop_accepting();
   std::unique_lock lock(mu);
   if (!idle_cv.wait_for(lock, opt.shutdown_grace, [&] { return active.empty(); })) {
     std::fprintf(stderr, "wgc serve: cancelling %zu request(s) still running after %llds\n", active.size(),
                  (long long)opt.shutdown_grace.count());
-    for (uint64_t id : active) sched.cancel(id);
+    for (auto& [p, weak] : active)
+      if (auto x = weak.lock()) x->lease->scheduler().cancel(x->sched_id);
     // Their streams end with an error event; a client that does not read gets its connection
     // closed below.
     idle_cv.wait_for(lock, std::chrono::seconds(1), [&] { return active.empty(); });
@@ -551,8 +613,23 @@ void Server::Impl::do_shutdown() {
   http.stop();
 }
 
+namespace {
+std::shared_ptr<ModelPool> pool_of_one(llm::Scheduler& scheduler, const ModelInfo& model,
+                                       const Server::ContextSource& context) {
+  LoadedModel m;
+  m.info = model;
+  m.scheduler = &scheduler;
+  m.context = context;
+  return std::make_shared<ModelPool>(std::move(m));
+}
+}  // namespace
+
 Server::Server(llm::Scheduler& scheduler, const ModelInfo& model, ContextSource context, ServerOptions options)
-    : impl_(std::make_unique<Impl>(scheduler, model, std::move(context), std::move(options))) {
+    : Server(pool_of_one(scheduler, model, context), scheduler.options(), std::move(options)) {}
+
+Server::Server(std::shared_ptr<ModelPool> pool, const llm::SchedulerOptions& limits, ServerOptions options)
+    : impl_(std::make_unique<Impl>(
+          pool, [pool] { return pool->context(); }, limits, std::move(options))) {
   Impl& s = *impl_;
   std::random_device rd;
   char prefix[16];

@@ -11,6 +11,7 @@
 #include "gpu/context.h"
 #include "llm/serve/scheduler.h"
 #include "server/embeddings.h"
+#include "server/model_pool.h"
 #include "server/request.h"
 
 #include <chrono>
@@ -47,6 +48,9 @@ class Server {
   // engine; a new one after the scheduler rebuilt the model on a new device).
   using ContextSource = std::function<std::optional<Context>()>;
   Server(llm::Scheduler& scheduler, const ModelInfo& model, ContextSource context, ServerOptions options = {});
+  // Several models (model_pool.h), each request's `model` picking one. limits: the scheduler
+  // options the connection caps are derived from (parallel, max_queue: one model's).
+  Server(std::shared_ptr<ModelPool> pool, const llm::SchedulerOptions& limits, ServerOptions options = {});
   ~Server();
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;

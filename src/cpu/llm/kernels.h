@@ -72,7 +72,7 @@ struct LinearIo {
   bool accumulate = false;  // add to y (the residual) instead of writing it
 };
 
-// Attention of one query over `len` cached positions of one KV head. Position j lives in slot
+// Attention of one query over cached positions first .. len - 1 of one KV head. Position j lives in slot
 // blocks[j / block] * block + j % block; its key at k + slot * kv_stride (head_dim floats), its
 // value likewise at v. out = sum_j softmax_j(scale * q.k_j) v_j, by the same steps for every
 // query whatever else runs: scores (the level's dot product), their max, exp(s - max) summed in
@@ -87,6 +87,8 @@ struct AttendArgs {
   const int32_t* blocks = nullptr;
   int64_t block = 0;
   int64_t len = 0;
+  int64_t first = 0;        // positions first .. len - 1 are attended to (a sliding window: > 0)
+  float softcap = 0;        // scores s -> softcap * tanh(s / softcap) (Gemma 2; 0: none)
   float* scores = nullptr;  // scratch, len floats
   float* out = nullptr;     // head_dim floats
 };

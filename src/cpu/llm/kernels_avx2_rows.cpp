@@ -66,15 +66,16 @@ void attend(const AttendArgs& a) {
   const int64_t B = a.block;
   auto slot = [&](int64_t j) { return int64_t(a.blocks[j / B]) * B + j % B; };
   float m = -__builtin_inff();
-  for (int64_t j = 0; j < a.len; ++j) {
-    const float s = dot(a.q, a.k + slot(j) * a.kv_stride, a.head_dim) * a.scale;
+  for (int64_t j = a.first; j < a.len; ++j) {
+    float s = dot(a.q, a.k + slot(j) * a.kv_stride, a.head_dim) * a.scale;
+    if (a.softcap > 0) s = a.softcap * __builtin_tanhf(s / a.softcap);  // (no inline std:: function here)
     a.scores[j] = s;
     m = s > m ? s : m;
   }
   // p_j = exp(s_j - m), their sum in 8 lanes (tail in order after the tree).
   __m256 lsum = _mm256_setzero_ps();
   const __m256 mv = _mm256_set1_ps(m);
-  int64_t j = 0;
+  int64_t j = a.first;
   for (; j + 8 <= a.len; j += 8) {
     const __m256 p = exp8(_mm256_sub_ps(_mm256_loadu_ps(a.scores + j), mv));
     _mm256_storeu_ps(a.scores + j, p);
@@ -94,13 +95,14 @@ void attend(const AttendArgs& a) {
   int i = 0;
   for (; i + 8 <= hd; i += 8) {  // out[i..i+8) = sum_j p_j v_j[i..i+8), in order of j
     __m256 acc = _mm256_setzero_ps();
-    for (int64_t jj = 0; jj < a.len; ++jj)
+    for (int64_t jj = a.first; jj < a.len; ++jj)
       acc = _mm256_fmadd_ps(_mm256_set1_ps(a.scores[jj]), _mm256_loadu_ps(a.v + slot(jj) * a.kv_stride + i), acc);
     _mm256_storeu_ps(a.out + i, _mm256_mul_ps(acc, _mm256_set1_ps(1.f / l)));
   }
   for (; i < hd; ++i) {
     float acc = 0;
-    for (int64_t jj = 0; jj < a.len; ++jj) acc = __builtin_fmaf(a.scores[jj], a.v[slot(jj) * a.kv_stride + i], acc);
+    for (int64_t jj = a.first; jj < a.len; ++jj)
+      acc = __builtin_fmaf(a.scores[jj], a.v[slot(jj) * a.kv_stride + i], acc);
     a.out[i] = acc * (1.f / l);
   }
 }

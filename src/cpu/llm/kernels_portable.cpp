@@ -104,14 +104,15 @@ void quantize(const float* x, int64_t x_stride, int64_t t0, int64_t t1, const Q8
 
 void attend(const AttendArgs& a) {
   float m = -std::numeric_limits<float>::infinity();
-  for (int64_t j = 0; j < a.len; ++j) {
+  for (int64_t j = a.first; j < a.len; ++j) {
     const int64_t slot = int64_t(a.blocks[j / a.block]) * a.block + j % a.block;
     a.scores[j] = dot_f32(a.q, a.k + slot * a.kv_stride, a.head_dim) * a.scale;
+    if (a.softcap > 0) a.scores[j] = a.softcap * std::tanh(a.scores[j] / a.softcap);
     m = std::max(m, a.scores[j]);
   }
   float l = 0;
   for (int i = 0; i < a.head_dim; ++i) a.out[i] = 0;
-  for (int64_t j = 0; j < a.len; ++j) {
+  for (int64_t j = a.first; j < a.len; ++j) {
     const float p = std::exp(a.scores[j] - m);
     l += p;
     const int64_t slot = int64_t(a.blocks[j / a.block]) * a.block + j % a.block;

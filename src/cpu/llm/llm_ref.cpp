@@ -155,27 +155,28 @@ void rope(std::vector<float>& x, int n_tokens, int n_heads, int head_dim, const 
 }
 
 std::vector<float> attention(const std::vector<float>& q, const std::vector<float>& k, const std::vector<float>& v,
-                             int n, int n_heads, int n_kv, int hd, int start, float scale) {
+                             int n, int n_heads, int n_kv, int hd, int start, float scale, int window, float softcap) {
   std::vector<float> out(size_t(n * n_heads * hd));
   const int group = n_heads / n_kv;
   for (int t = 0; t < n; ++t)
     for (int h = 0; h < n_heads; ++h) {
       const int kvh = h / group, len = start + t + 1;
+      const int first = window > 0 ? std::max(0, len - window) : 0;
       const float* qv = &q[size_t((t * n_heads + h) * hd)];
-      std::vector<double> s(static_cast<size_t>(len));
+      std::vector<double> s(static_cast<size_t>(len), 0.0);
       double m = -INFINITY;
-      for (int j = 0; j < len; ++j) {
+      for (int j = first; j < len; ++j) {
         const float* kv = &k[size_t((j * n_kv + kvh) * hd)];
         double d = 0;
         for (int i = 0; i < hd; ++i) d += double(qv[i]) * kv[i];
-        s[size_t(j)] = d * scale;
+        s[size_t(j)] = softcap > 0 ? softcap * std::tanh(d * scale / softcap) : d * scale;
         m = std::max(m, s[size_t(j)]);
       }
       double l = 0;
-      for (auto& e : s) l += (e = std::exp(e - m));
+      for (int j = first; j < len; ++j) l += (s[size_t(j)] = std::exp(s[size_t(j)] - m));
       for (int i = 0; i < hd; ++i) {
         double o = 0;
-        for (int j = 0; j < len; ++j) o += s[size_t(j)] * v[size_t((j * n_kv + kvh) * hd + i)];
+        for (int j = first; j < len; ++j) o += s[size_t(j)] * v[size_t((j * n_kv + kvh) * hd + i)];
         out[size_t((t * n_heads + h) * hd + i)] = float(o / l);
       }
     }

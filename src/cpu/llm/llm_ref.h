@@ -43,9 +43,12 @@ void rope(std::vector<float>& x, int n_tokens, int n_heads, int head_dim, const 
           const std::vector<float>& inv_freq, bool interleaved);
 
 // Causal attention with GQA. q [n][n_heads][hd]; k, v [kv_len][n_kv][hd] hold all keys (cached
-// and new); query t sits at position start + t and sees keys 0..start+t. Returns [n][n_heads][hd].
+// and new); query t sits at position start + t and sees keys 0..start+t, or with a sliding window
+// > 0 keys start+t-window+1..start+t; scores scale * q.k, soft-capped (cap * tanh(s / cap)) where
+// softcap > 0. Returns [n][n_heads][hd].
 std::vector<float> attention(const std::vector<float>& q, const std::vector<float>& k, const std::vector<float>& v,
-                             int n, int n_heads, int n_kv, int hd, int start, float scale);
+                             int n, int n_heads, int n_kv, int hd, int start, float scale, int window = 0,
+                             float softcap = 0);
 
 uint32_t argmax(const std::vector<float>& x);  // first index of the largest value
 // The k largest (value desc, id asc on ties).

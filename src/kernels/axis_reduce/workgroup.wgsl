@@ -1,6 +1,6 @@
 // y[o][i] = op over l of x[o][l][i]: one workgroup per output, its invocations striding over len
 // and reducing as a tree in workgroup memory (long reductions: a global average over 56x56).
-// OP: 0 sum, 1 mean, 2 max, 3 min (AxisReduceOp order).
+// OP: 0 sum, 1 mean, 2 max, 3 min, 4 prod (AxisReduceOp order).
 @group(0) @binding(0) var<storage, read> x: array<f32>;
 @group(0) @binding(1) var<storage, read_write> y: array<f32>;
 struct Params { outer: u32, len: u32, inner: u32, pad: u32 }
@@ -14,6 +14,7 @@ fn combine(a: f32, b: f32) -> f32 {
   switch (OP) {
     case 2u: { return max(a, b); }
     case 3u: { return min(a, b); }
+    case 4u: { return a * b; }
     default: { return a + b; }
   }
 }
@@ -27,6 +28,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   // Every invocation starts from a real element (len >= 1), so max/min need no identity value.
   var acc = x[base + min(lid, p.len - 1u) * p.inner];
   if (OP < 2u && lid >= p.len) { acc = 0.0; }
+  if (OP == 4u && lid >= p.len) { acc = 1.0; }
   for (var l = lid + WG; l < p.len; l += WG) { acc = combine(acc, x[base + l * p.inner]); }
   part[lid] = acc;
   workgroupBarrier();

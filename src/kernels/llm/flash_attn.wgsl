@@ -4,8 +4,9 @@
 //
 // Rows: for kv head kvh (workgroup y), the n * G query rows (token t, head h = kvh * G + g,
 // G = n_heads / n_kv) in blocks of BQ (workgroup x); keys of split z (workgroup z):
-// [z * split_len, (z + 1) * split_len) within 0 .. start + n - 1, and causal: token t (position
-// start + t) sees keys 0 .. start + t.
+// [first + z * split_len, first + (z + 1) * split_len) within 0 .. start + n - 1 (first: 0, or with
+// a sliding window the start position's first key rounded down to a block; flash_attn_range.wgsl),
+// and causal: token t (position start + t) sees keys window_lo(start + t) .. start + t.
 // q[t * q_stride + q_off + h * HD + d]; caches: [n_kv][max_ctx][HD] f32 from element cache_off;
 // out (partial = 0): o[t * o_stride + o_off + h * HD + d];
 // out (partial = 1): [n][n_heads][n_splits][HD + 2] = unnormalised acc, running max m, sum l.
@@ -17,6 +18,7 @@
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
 @group(0) @binding(4) var<storage, read> dynpos: array<u32>;  // dyn = 1: the start position
 //!include "llm/flash_attn_params.wgsl"
+//!include "llm/attn_window.wgsl"
 //!include "llm/flash_attn_range.wgsl"
 @group(0) @binding(5) var<uniform> p: P;
 //!include "llm/attn_partial.wgsl"
@@ -40,7 +42,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
   let G = p.n_heads / p.n_kv;
   let kvh = wid.y;
   let split = wid.z;
-  let range = start_and_split_len(p.n);
+  let range = key_range(p.n, BK);
   let start = range.x;
   let split_len = range.y;
   let r = lid / TPQ;
@@ -51,6 +53,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
   let t = Rc / G;
   let h = kvh * G + Rc % G;
   let qpos = start + t;
+  let klo = window_lo(qpos);  // the row's first visible key
 
   // this row's query, pre-scaled, into shared memory
   let qb = (t * p.q_stride + p.q_off + h * HD) / 4u;
@@ -58,14 +61,18 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
 
   // the workgroup's key range
   let t_last = (min(wid.x * BQ + BQ, nrows) - 1u) / G;
-  let kv_begin = split * split_len;
+  let kv_begin = range.z + split * split_len;
   let kv_end = min(min(kv_begin + split_len, start + p.n), start + t_last + 1u);
+  // blocks before the first row's window hold no key any row sees: skipped (whole blocks from
+  // kv_begin, so each row's blocks and sums stay the same as if they were walked)
+  let lo_wg = window_lo(start + (wid.x * BQ) / G);
+  let kb0 = kv_begin + (max(lo_wg, kv_begin) - kv_begin) / BK * BK;
   let cb = p.cache_off / 4u + kvh * p.max_ctx * HD4;
 
   var m = MASKED;
   var l = 0.0;
   var acc: array<vec4<f32>, 4>;
-  for (var kb = kv_begin; kb < kv_end; kb += BK) {
+  for (var kb = kb0; kb < kv_end; kb += BK) {
     workgroupBarrier();
     for (var i = lid; i < BK * HD4; i += NT) {
       let key = kb + i / HD4;

@@ -1,5 +1,5 @@
-// The parameters of flash_attn.wgsl, flash_decode.wgsl and flash_attn_tiled.wgsl (which reads the
-// first eleven): LlmOps::attention_prefill / attention_decode_pass fill them.
+// The parameters of flash_attn.wgsl, flash_decode.wgsl, flash_decode_sg.wgsl and
+// flash_attn_tiled_pf.wgsl: LlmOps::attention_prefill / attention_decode_pass fill them.
 struct P {
   n: u32,
   n_heads: u32,
@@ -18,4 +18,8 @@ struct P {
   // 1: start from dynpos[0] and split_len from it (flash_attn_range.wgsl), so
   // that one recorded decode step serves every position.
   dyn: u32,
+  // Sliding-window attention: a query at position q sees keys q - window + 1 .. q (0: every key
+  // from 0; attn_window.wgsl).
+  window: u32,
+  softcap: f32,  // scores -> softcap * tanh(scores / softcap) (Gemma 2; 0: none)
 }

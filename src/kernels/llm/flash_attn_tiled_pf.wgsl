@@ -17,6 +17,7 @@
 @group(0) @binding(2) var<storage, read> v4: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
 //!include "llm/flash_attn_params.wgsl"
+//!include "llm/attn_window.wgsl"
 @group(0) @binding(4) var<uniform> p: P;
 override HD: u32 = 128;  // head_dim, a multiple of 4, at most 256
 override NO: u32 = 2;    // output vec4s per row and invocation: ceil(HD / 64), at most 4
@@ -103,6 +104,10 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
   let kv_end = p.start + t_last + 1u;
   let k_lo = wid.z * p.split_len;
   let kend = min(kv_end, k_lo + p.split_len);  // a let: the loop's bound stays uniform
+  // sliding window: the blocks before the first row's first key hold no key any row sees; skipped
+  // in whole blocks from k_lo (each row's blocks and sums stay those of walking them)
+  let lo_wg = window_lo(p.start + r0 / G);
+  let kb0 = k_lo + (max(lo_wg, k_lo) - k_lo) / BK * BK;
   k_hi = kend;
   sg = (lid % (16u * DC4)) / DC4;
   sc = lid % DC4;
@@ -115,14 +120,18 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
   let c = select(1.0, p.scale * LOG2E, EXP2 != 0u);
 
   var qpos: vec4<u32>;
-  for (var i = 0u; i < 4u; i++) { qpos[i] = p.start + min(r0 + ty * 4u + i, nrows - 1u) / G; }
+  var qlo: vec4<u32>;  // each row's first visible key
+  for (var i = 0u; i < 4u; i++) {
+    qpos[i] = p.start + min(r0 + ty * 4u + i, nrows - 1u) / G;
+    qlo[i] = window_lo(qpos[i]);
+  }
   var m = vec4<f32>(MASKED);
   var lq = vec4<f32>(0.0);
   var acc: array<vec4<f32>, 16>;  // acc[i * NO + a]: row ty * 4 + i, output vec4 tx + 16 * a
   for (var j = 0u; j < 16u; j++) { acc[j] = vec4<f32>(0.0); }
 
-  var pf = fetch_qk(0u, k_lo);
-  for (var kb = k_lo; kb < kend; kb += BK) {
+  var pf = fetch_qk(0u, kb0);
+  for (var kb = kb0; kb < kend; kb += BK) {
     // ---- S = Q K^T: s[c][i] key tx * 4 + c, row ty * 4 + i
     var s: array<vec4<f32>, 4>;
     for (var j = 0u; j < 4u; j++) { s[j] = vec4<f32>(0.0); }
@@ -150,7 +159,17 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     var bm = vec4<f32>(MASKED);
     for (var j = 0u; j < 4u; j++) {
       let key = kb + tx * 4u + j;
-      s[j] = select(s[j], vec4<f32>(MASKED), vec4<bool>(key >= k_hi) | (vec4<u32>(key) > qpos));
+      if (p.softcap != 0.0) {  // capped in scaled units (EXP2: back to raw ones after)
+        for (var i = 0u; i < 4u; i++) {
+          if (EXP2 != 0u) {
+            s[j][i] = cap_score(s[j][i] * p.scale) / p.scale;
+          } else {
+            s[j][i] = cap_score(s[j][i]);
+          }
+        }
+      }
+      let hidden = vec4<bool>(key >= k_hi) | (vec4<u32>(key) > qpos) | (vec4<u32>(key) < qlo);
+      s[j] = select(s[j], vec4<f32>(MASKED), hidden);
       bm = max(bm, s[j]);
     }
     let mb = max(m, row_max(bm, tx, ty));

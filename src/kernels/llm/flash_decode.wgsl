@@ -1,6 +1,6 @@
-// Flash decoding for one token (split-K): workgroup (split, kvh) reads keys [split * split_len,
-// (split + 1) * split_len) of kv head kvh once for all G query heads that share it, and writes
-// each head's partial (acc, max m, sum l; attn_partial.wgsl's layout, combined by
+// Flash decoding for one token (split-K): workgroup (split, kvh) reads keys [first + split *
+// split_len, first + (split + 1) * split_len) (first: the sliding window's first key, else 0) of
+// kv head kvh once for all G query heads that share it, and writes each head's partial (acc, max m, sum l; attn_partial.wgsl's layout, combined by
 // attn_combine.wgsl / attn_combine_q8.wgsl), or with one split and partial = 0 the output.
 // Per block of BK keys: K and V staged in workgroup memory (K rows padded by one vec4, so that
 // invocations on neighbouring keys read different banks), one score per invocation (pairs
@@ -15,6 +15,7 @@
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
 @group(0) @binding(4) var<storage, read> dynpos: array<u32>;
 //!include "llm/flash_attn_params.wgsl"
+//!include "llm/attn_window.wgsl"
 //!include "llm/flash_attn_range.wgsl"
 //!include "llm/flash_decode_store.wgsl"
 @group(0) @binding(5) var<uniform> p: P;
@@ -40,10 +41,10 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
   let jl = lid % 32u;
   let split = wid.x;
   let kvh = wid.y;
-  let range = start_and_split_len(1u);
+  let range = key_range(1u, 1u);
   let start = range.x;
   let split_len = range.y;
-  let kv_begin = split * split_len;
+  let kv_begin = range.z + split * split_len;  // range.z: the window's first key (every key visible)
   let kv_end = min(kv_begin + split_len, start + 1u);
   let cb = p.cache_off / 4u + kvh * p.max_ctx * HD4;
   let vb = BK * KS;  // V's rows in kvs
@@ -77,7 +78,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
       let s = i % BK;
       var d = 0.0;
       for (var c = 0u; c < HD4; c++) { d += dot(qs[g * HD4 + c], kvs[s * KS + c]); }
-      pe[i] = select(d, MASKED, kb + s >= kv_end);
+      pe[i] = select(cap_score(d), MASKED, kb + s >= kv_end);
     }
     workgroupBarrier();
     // every block holds at least one visible key (kb < kv_end), so each head's block max is

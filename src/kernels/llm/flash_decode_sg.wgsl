@@ -1,5 +1,6 @@
 // Flash decoding for one token (split-K) with subgroup reductions and no workgroup barrier in
-// the key loop: workgroup (split, kvh) reads keys [split * split_len, (split + 1) * split_len)
+// the key loop: workgroup (split, kvh) reads keys [first + split * split_len, first + (split + 1) *
+// split_len) (first: the sliding window's first key, else 0)
 // of kv head kvh once for the G query heads that share it, and writes each head's partial
 // (attn_partial.wgsl's layout) or, with one split and partial = 0, the output.
 // TPK consecutive lanes of a subgroup form a key group: lane j holds vec4s j, j + TPK, .. (NV
@@ -26,6 +27,7 @@ const KG: u32 = WG / TPK;                // key groups
 const BK: u32 = KG * U;                  // keys per step (the split length is a multiple)
 const NSG: u32 = WG / SGS;               // subgroups
 const MASKED: f32 = -3.0e38;
+//!include "llm/attn_window.wgsl"
 //!include "llm/flash_attn_range.wgsl"
 //!include "llm/flash_decode_store.wgsl"
 @group(0) @binding(5) var<uniform> p: P;
@@ -40,8 +42,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
   let kg = lid / TPK;
   let split = wid.x;
   let kvh = wid.y;
-  let range = start_and_split_len(1u);
-  let kv_begin = split * range.y;
+  let range = key_range(1u, 1u);
+  let kv_begin = range.z + split * range.y;  // range.z: the window's first key (every key visible)
   let kv_end = min(kv_begin + range.y, range.x + 1u);  // >= 1: row kv_end - 1 is always written
   let cb = p.cache_off / 4u + kvh * p.max_ctx * HD4;
 
@@ -103,6 +105,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     for (var o = 1u; o < TPK; o *= 2u) {
       for (var x = 0u; x < U * G; x++) { s[x] += subgroupShuffleXor(s[x], o); }
     }
+    for (var x = 0u; x < U * G; x++) { s[x] = cap_score(s[x]); }
     for (var g = 0u; g < G; g++) {
       var bm = m[g];
       for (var u = 0u; u < U; u++) { bm = max(bm, select(MASKED, s[u * G + g], kb + u * KG + kg < kv_end)); }

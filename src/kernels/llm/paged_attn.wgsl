@@ -14,7 +14,9 @@
 //
 // A row's arithmetic depends only on its position and data: keys in blocks of BK from the split
 // start, the same order and operations whatever BQ, the batch or the other rows (masked keys
-// add exact zeros). So a token's attention is the same alone, in a batch, or in a prefill chunk.
+// add exact zeros; blocks that hold none of its keys leave its sums as they are, so skipping
+// those below the window changes no bit). So a token's attention is the same alone, in a batch,
+// or in a prefill chunk.
 @group(0) @binding(0) var<storage, read> q4: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read> k4: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read> v4: array<vec4<f32>>;
@@ -33,8 +35,11 @@ struct P {
   split_len: u32,  // a multiple of BK
   n_splits: u32,   // splits per row in the partials' layout
   item0: u32,
+  window: u32,   // sliding window (attn_window.wgsl; 0: none)
+  softcap: f32,  // score soft-cap (attn_window.wgsl; 0: none)
 }
 @group(0) @binding(7) var<uniform> p: P;
+//!include "llm/attn_window.wgsl"
 //!include "llm/attn_partial.wgsl"
 override HD: u32 = 128;  // head_dim, a multiple of 4
 override TPQ: u32 = 8;   // invocations per query row; (HD / 4) % TPQ == 0, NV <= 4 (TPQ > BK: some score no key)
@@ -85,6 +90,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
   let t = Rc / G;
   let h = kvh * G + Rc % G;
   let qpos = sq.z + t;
+  let klo = window_lo(qpos);  // the row's first visible key
   let tok = sq.x + t;
 
   // the workgroup's keys: this split, up to its last row's position
@@ -92,6 +98,10 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
   let kv_begin = split * p.split_len;
   if (kv_begin > last_pos) { return; }
   let kv_end = min(kv_begin + p.split_len, last_pos + 1u);
+  // sliding window: the blocks before the first row's first key hold no key any row sees; skipped
+  // in whole blocks from the split start (each row's blocks and sums stay those of walking them)
+  let lo_wg = window_lo(sq.z + item.y / G);
+  let kb0 = kv_begin + (max(lo_wg, kv_begin) - kv_begin) / BK * BK;
 
   // this row's query, pre-scaled, into shared memory
   let qb = (tok * p.q_stride + p.q_off + h * HD) / 4u;
@@ -107,12 +117,12 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
   var pv: array<vec4<f32>, 4>;
   if (PF) {
     for (var c = 0u; c < 4u; c++) {
-      let kv = kv_at(lid + c * NT, kv_begin, kv_end, cb, sq.w);
+      let kv = kv_at(lid + c * NT, kb0, kv_end, cb, sq.w);
       pk[c] = kv[0];
       pv[c] = kv[1];
     }
   }
-  for (var kb = kv_begin; kb < kv_end; kb += BK) {
+  for (var kb = kb0; kb < kv_end; kb += BK) {
     workgroupBarrier();
     if (PF) {
       for (var c = 0u; c < 4u; c++) {

@@ -1,5 +1,6 @@
-// y[r, i] = x[r, i] / sqrt(mean_i(x[r, i]^2) + eps) * w[i]: one workgroup per row. Preceded by
-// common.wgsl and a reduce file (group_sum over the whole workgroup).
+// y[r, i] = x[r, i] / sqrt(mean_i(x[r, i]^2) + eps) * w[i] (acc 1: y[r, i] += that, Gemma's norms of
+// the attention and MLP outputs): one workgroup per row. Preceded by common.wgsl and a reduce file
+// (group_sum over the whole workgroup).
 @group(0) @binding(0) var<storage, read> x: array<f32>;
 @group(0) @binding(1) var<storage, read> w: array<f32>;
 @group(0) @binding(2) var<storage, read_write> y: array<f32>;
@@ -9,6 +10,7 @@ struct P {
   x_stride: u32,
   y_stride: u32,
   eps: f32,
+  acc: u32,
 }
 @group(0) @binding(3) var<uniform> p: P;
 override WG: u32 = 256;  // power of two
@@ -29,5 +31,9 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
   let inv = inverseSqrt(tot / f32(p.n) + p.eps);
   if (r >= p.rows) { return; }
   let yb = r * p.y_stride;
-  for (var i = lid; i < p.n; i += WG) { y[yb + i] = x[xb + i] * inv * w[i]; }
+  if (p.acc != 0u) {
+    for (var i = lid; i < p.n; i += WG) { y[yb + i] += x[xb + i] * inv * w[i]; }
+  } else {
+    for (var i = lid; i < p.n; i += WG) { y[yb + i] = x[xb + i] * inv * w[i]; }
+  }
 }

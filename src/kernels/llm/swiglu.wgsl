@@ -1,5 +1,6 @@
-// out[t * out_stride + i] = silu(g) * u with g = a[t * a_stride + a_off + i],
-// u = b[t * b_stride + b_off + i], i < n (a and b may be the same gate|up buffer).
+// out[t * out_stride + i] = act(g) * u with g = a[t * a_stride + a_off + i],
+// u = b[t * b_stride + b_off + i], i < n (a and b may be the same gate|up buffer); act: silu, or
+// with GELU = 1 the tanh approximation of GELU (transformers' gelu_pytorch_tanh: Gemma's GeGLU).
 @group(0) @binding(0) var<storage, read> a: array<f32>;
 @group(0) @binding(1) var<storage, read> b: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
@@ -14,6 +15,14 @@ struct P {
 }
 @group(0) @binding(3) var<uniform> p: P;
 override WG: u32 = 256;
+override GELU: u32 = 0;
+
+fn gelu_tanh(x: f32) -> f32 {
+  // tanh's argument clamped: |z| > 10 gives +-1 in f32 anyway, and some tanh implementations
+  // overflow (exp) to NaN far out
+  let z = clamp(0.7978845608028654 * (x + 0.044715 * x * x * x), -10.0, 10.0);
+  return 0.5 * x * (1.0 + tanh(z));
+}
 
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>,
@@ -24,5 +33,9 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
   let i = g % p.n;
   let gv = a[t * p.a_stride + p.a_off + i];
   let uv = b[t * p.b_stride + p.b_off + i];
-  out[t * p.out_stride + i] = gv / (1.0 + exp(-gv)) * uv;
+  if (GELU != 0u) {
+    out[t * p.out_stride + i] = gelu_tanh(gv) * uv;
+  } else {
+    out[t * p.out_stride + i] = gv / (1.0 + exp(-gv)) * uv;
+  }
 }

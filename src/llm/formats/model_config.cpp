@@ -82,10 +82,19 @@ bool engine_runs(const ModelConfig& c) {
     case Architecture::Mistral:
     case Architecture::Qwen2:
     case Architecture::Qwen3:
-      // The engines' rope table holds frequencies only: YaRN's and LongRoPE's attention factor and
-      // per-layer bases would be dropped (wrong logits), so those are refused until it carries them.
-      return !c.is_moe() && c.rope_scaling.type != RopeScalingType::Yarn &&
-             c.rope_scaling.type != RopeScalingType::LongRope && !c.sliding_rope_theta && !c.sliding_rope_scaling;
+    case Architecture::Gemma2:
+    case Architecture::Gemma3:
+    // Mixtures of experts: the plan's Moe step (the router on the GPU, experts stacked); OLMoE's
+    // q/k norms over all heads at once are the HeadNorm step with one head.
+    case Architecture::Mixtral:
+    case Architecture::Qwen2Moe:
+    case Architecture::Qwen3Moe:
+    case Architecture::Olmoe:
+      // The engines' rope tables carry the scaled frequencies and YaRN's attention factor (the
+      // sliding layers' table their own base: Gemma 3); LongRoPE (Phi-3's) is refused until its
+      // choice of factors is checked against transformers. A decoder embedding model (Qwen3-Embedding)
+      // runs too: its embedding is LlamaModel::last_hidden.
+      return c.rope_scaling.type != RopeScalingType::LongRope && c.norm != NormKind::LayerNorm;
     default: return false;
   }
 }
@@ -93,16 +102,16 @@ bool engine_runs(const ModelConfig& c) {
 std::string engine_refusal(const ModelConfig& c) {
   if (engine_runs(c)) return "";
   const std::string arch(to_string(c.architecture));
-  if (c.is_moe() || !(c.architecture == Architecture::Llama || c.architecture == Architecture::Mistral ||
-                      c.architecture == Architecture::Qwen2 || c.architecture == Architecture::Qwen3))
-    return arch + (c.is_moe() ? " (mixture of experts)" : "") + (c.embedding_model ? " (embeddings)" : "") +
-           " models are read (wgc inspect) but not run yet: the engines run llama, mistral, qwen2 and qwen3 "
-           "language models";
-  return arch + " with " +
-         (c.sliding_rope_theta || c.sliding_rope_scaling
-              ? std::string("per-layer rope")
-              : std::string(to_string(c.rope_scaling.type)) + " rope scaling") +
-         " is read (wgc inspect) but not run yet: the engines' rope has no attention factor or per-layer bases";
+  const auto a = c.architecture;
+  if (!(a == Architecture::Llama || a == Architecture::Mistral || a == Architecture::Qwen2 ||
+        a == Architecture::Qwen3 || a == Architecture::Gemma2 || a == Architecture::Gemma3 ||
+        a == Architecture::Mixtral || a == Architecture::Qwen2Moe || a == Architecture::Qwen3Moe ||
+        a == Architecture::Olmoe))
+    return arch + (c.embedding_model ? " (embeddings: wgc embed)" : "") +
+           " models are read (wgc inspect) but not run yet: the engines run llama, mistral, qwen2, qwen3, gemma2, "
+           "gemma3, mixtral, qwen2moe, qwen3moe and olmoe language models";
+  return arch + " with " + std::string(to_string(c.rope_scaling.type)) +
+         " rope scaling is read (wgc inspect) but not run yet";
 }
 
 bool ModelConfig::layer_is_moe(int64_t layer) const {
@@ -126,6 +135,13 @@ double ModelConfig::layer_rope_theta(int64_t layer) const {
 
 const RopeScaling& ModelConfig::layer_rope_scaling(int64_t layer) const {
   return layer >= 0 && layer_is_sliding(layer) && sliding_rope_scaling ? *sliding_rope_scaling : rope_scaling;
+}
+
+int64_t ModelConfig::sliding_rope_layer() const {
+  if (!sliding_rope_theta && !sliding_rope_scaling) return -1;
+  for (int64_t l = 0; l < n_layers; ++l)
+    if (layer_is_sliding(l)) return l;
+  return -1;
 }
 
 std::vector<double> ModelConfig::rope_inv_freq(int64_t layer, int64_t seq_len) const {

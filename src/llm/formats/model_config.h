@@ -155,6 +155,9 @@ struct ModelConfig {
   double attention_scale() const;
   double layer_rope_theta(int64_t layer) const;
   const RopeScaling& layer_rope_scaling(int64_t layer) const;
+  // The first layer whose rope is not the global layers' (Gemma 3's sliding layers: their own base,
+  // no scaling), or -1 when every layer shares one.
+  int64_t sliding_rope_layer() const;
 
   // The inverse rotary frequencies for pairs i = 0 .. rope_dim/2 - 1 of `layer` (-1: the global
   // layers' rope), with the scaling applied: theta^(-2i/rope_dim), divided per rope_scaling (or by
@@ -178,9 +181,10 @@ ModelConfig config_from_hf(const json::Value& config, const std::string& source)
 // sentence-transformers' modules.json / 1_Pooling/config.json where present (the pooling).
 ModelConfig config_from_hf_dir(const std::filesystem::path& dir);
 
-// The architectures the engines in src/llm/model run (Llama, Mistral, Qwen2, Qwen3); the others are
-// read (configs, tensors, `wgc inspect`, the CPU reference) but refused by open_model unless asked,
-// as are those four with YaRN or LongRoPE scaling (engine_refusal says why).
+// The architectures the engines in src/llm/model run (Llama, Mistral, Qwen2, Qwen3, Gemma 2, Gemma 3,
+// and the mixtures of experts Mixtral, Qwen2-MoE, Qwen3-MoE, OLMoE); the others are read (configs,
+// tensors, `wgc inspect`, the CPU reference) but refused by open_model unless asked, as is LongRoPE
+// scaling (engine_refusal says why).
 bool engine_runs(const ModelConfig& c);
 // Why open_model refuses c (empty when engine_runs(c)).
 std::string engine_refusal(const ModelConfig& c);

@@ -341,7 +341,8 @@ ModelConfig config_from_hf(const json::Value& top_cfg, const std::string& src) {
     case Architecture::Qwen2Moe:
     case Architecture::Qwen3Moe:
     case Architecture::Olmoe: {
-      c.n_experts = int_of(cfg, src, "num_experts");
+      // transformers 5 saves these models' expert count as num_local_experts (the Hub's as num_experts).
+      c.n_experts = int_of(cfg, src, cfg.find("num_experts") ? "num_experts" : "num_local_experts");
       c.n_experts_used = int_of(cfg, src, "num_experts_per_tok");
       c.norm_topk_prob = cfg.get_bool("norm_topk_prob", false);
       if (A == Architecture::Olmoe) {

@@ -7,8 +7,13 @@
 namespace wgc::llm {
 
 bool serve_q8_layer(const LlamaWeights& w, int li) {
-  for (Mat m : kLayerMats)
-    if (!group_batched_q8(w.mat(li, m))) return false;
+  for (Mat m : kLayerMats) {
+    const LinearGroup& g = w.mat(li, m);
+    // A mixture-of-experts layer without a shared expert has no GateUp and Down; its experts and
+    // router read the f32 RMSNorm (the moe rule), so they do not decide.
+    if (g.parts.empty() && w.layers[size_t(li)].moe) continue;
+    if (!group_batched_q8(g)) return false;
+  }
   return true;
 }
 
@@ -19,7 +24,7 @@ PlanFacts gpu_plan_facts(const LlmOps& ops, const LlamaWeights& w, int li, PlanM
   using enum Fact;
   const bool serve = mode == PlanMode::Serve;
   f.set(Gpu, !ops.context().adapter().is_cpu());
-  f.set(QkNorm, w.cfg.qk_norm);
+  f.set(QkNorm, w.cfg.qk_norm || w.cfg.qk_norm_whole);
   if (li >= 0) {
     f.set(AllBatchedQ8, serve && serve_q8);
     auto group = [&](Mat m, Fact q8, Fact one_part, Fact bias) {
@@ -34,6 +39,8 @@ PlanFacts gpu_plan_facts(const LlmOps& ops, const LlamaWeights& w, int li, PlanM
     f.set(GateUpQ8, !serve && q8_activations && group_q8(gu));
     f.set(GateUpOnePart, gu.parts.size() == 1);
     f.set(GateUpBias, !gu.biases.empty());
+    // The f32 gate|up + GLU matvec under this tuning (its row groups, the kx schedule).
+    f.set(FitsGluF32, gu.parts.size() == 1 && ops.matvec_fusions(gu.parts[0].type, w.hidden, nullptr, gu.parts[0].rows).glu);
     f.set(DownQ8, !serve && q8_activations && group_q8(w.mat(li, Mat::Down)));
   }
   f.set(OutputQ8, !serve && q8_activations && supports_q8(w.output().type));
@@ -47,10 +54,13 @@ PlanFacts gpu_plan_facts(const LlmOps& ops, const LlamaWeights& w, int li, PlanM
   f.set(FitsRopeF32, f32.rope);
   f.set(FitsAttnQ8, mode == PlanMode::Decode ? w.hd % 32 == 0 : serve ? serving.paged_q8 : false);
   f.set(FitsGluQ8, w.ffn % 32 == 0);
-  // The f32 gate|up + SwiGLU matvec's workgroups take swiglu_wg_rows rows, half of them gate rows.
-  f.set(FitsGluF32, w.ffn % std::max<int64_t>(1, ops.tuning.swiglu_wg_rows / 2) == 0);
   f.set(FitsLinearRope, serving.rope);
-  f.set(NextToken, mode == PlanMode::Decode);
+  // (the fused argmax writes the next token's embedding unscaled: not for Gemma's scaled one)
+  f.set(NextToken, mode == PlanMode::Decode && w.cfg.embedding_scale == 1.0);
+  f.set(Moe, li >= 0 && w.layers[size_t(li)].moe.has_value());
+  f.set(PostNorms, w.cfg.norm_placement == NormPlacement::Sandwich);
+  f.set(GeluGlu, w.cfg.activation == Activation::GeluTanh);
+  f.set(FinalSoftcap, w.cfg.final_logit_softcap > 0);
   return f;
 }
 
@@ -110,10 +120,84 @@ struct Bufs {
   }
 };
 
+// Op::Moe: the router (and the shared expert's gate) into logits, the top-k and the grouping by
+// expert on the GPU, each routed pair's gate|up, SwiGLU and down through the stacked experts, the
+// shared expert, and their weighted sum added to x.
+void record_moe(const LlmOps& ops, Batch& b, const LlamaWeights& w, int li, const Tensor& h, const Tensor& x,
+                const GpuActs& a, const GpuPass& p) {
+  const LlamaLayer& L = w.layers[size_t(li)];
+  const MoeWeights& m = *L.moe;
+  const MoeActs& ma = a.moe;
+  if (!ma.routing.ids) throw Error("wgc: layer plan: a mixture-of-experts step without its buffers");
+  const int n = p.n;
+  const int64_t H = w.hidden, F = m.ffn, ls = m.router.total_rows();
+  record_linear(ops, b, m.router, h, ma.logits, n, ls, false, p.lin);
+  ops.moe_route(b, ma.logits, ls, n, m.norm_topk, ma.routing);
+  for (const MoeStack& st : m.gate_up)
+    ops.moe_linear(b, st.w, st.rows, h, H, false, ma.gu, 2 * F, st.y_off, n, ma.routing);
+  const int pairs = n * int(m.k);
+  ops.swiglu(b, ma.gu, 2 * F, 0, ma.gu, 2 * F, F, ma.act, pairs, int(F));
+  ops.moe_linear(b, m.down.w, m.down.rows, ma.act, F, true, ma.yd, H, 0, n, ma.routing);
+  Tensor ys;
+  if (m.shared_ffn) {
+    const int64_t S = m.shared_ffn;
+    record_linear(ops, b, L.mat(Mat::GateUp), h, ma.sgu, n, 2 * S, false, p.lin);
+    ops.swiglu(b, ma.sgu, 2 * S, 0, ma.sgu, 2 * S, S, ma.sact, n, int(S));
+    record_linear(ops, b, L.mat(Mat::Down), ma.sact, ma.ys, n, H, false, p.lin);
+    ys = ma.ys;
+  }
+  ops.moe_combine(b, ma.yd, ma.routing, n, H, ys, ma.logits, ls, m.n_experts, x);
+}
+
 }  // namespace
 
+int layer_window(const ModelConfig& c, int li) {
+  return c.layer_is_sliding(li) ? int(std::min<int64_t>(*c.sliding_window, INT32_MAX)) : 0;
+}
+
+MoeActs make_moe_acts(const Context& ctx, const LlamaWeights& w, int max_tokens) {
+  MoeActs a;
+  const MoeWeights* m = nullptr;
+  int64_t logits = 0, shared = 0;
+  for (const LlamaLayer& L : w.layers)
+    if (L.moe) {
+      m = &*L.moe;
+      logits = std::max(logits, L.moe->router.total_rows());
+      shared = std::max(shared, L.moe->shared_ffn);
+    }
+  if (!m) return a;
+  const int64_t T = max_tokens, P = T * m->k;
+  a.routing = make_moe_routing(ctx, max_tokens, int(m->n_experts), int(m->k));
+  a.logits = make_tensor(ctx, {T, logits});
+  a.gu = make_tensor(ctx, {P, 2 * m->ffn});
+  a.act = make_tensor(ctx, {P, m->ffn});
+  a.yd = make_tensor(ctx, {P, w.hidden});
+  if (shared) {
+    a.sgu = make_tensor(ctx, {T, 2 * shared});
+    a.sact = make_tensor(ctx, {T, shared});
+    a.ys = make_tensor(ctx, {T, w.hidden});
+  }
+  return a;
+}
+
 void record_layer(const LlmOps& ops, Batch& b, std::span<const Step> steps, const LlamaWeights& w, int li,
-                  const KvLayer& cache, const RopeTable& rope, const GpuActs& a, const GpuPass& p) {
+                  const KvLayer& cache, const RopeTable& global_rope, const GpuActs& a, const GpuPass& pass) {
+  // The layer's own attention arguments: its sliding window (Mistral: every layer; Gemma: some).
+  // Its scores' scale (Gemma: query_pre_attn_scalar) and its rope table (Gemma 3's sliding layers:
+  // their own base).
+  GpuPass p = pass;
+  PagedAttentionPlan paged;
+  p.attention.window = layer_window(w.cfg, li);
+  p.attention.scale = float(w.cfg.attention_scale());
+  p.attention.softcap = float(w.cfg.attn_logit_softcap);
+  if (pass.paged) {
+    paged = *pass.paged;
+    paged.args.window = p.attention.window;
+    paged.args.scale = p.attention.scale;
+    paged.args.softcap = p.attention.softcap;
+    p.paged = &paged;
+  }
+  const RopeTable& rope = pass.sliding_rope && w.cfg.layer_is_sliding(li) ? *pass.sliding_rope : global_rope;
   const Bufs buf{a, w};
   const int n = p.n;
   const float eps = w.eps;
@@ -136,8 +220,12 @@ void record_layer(const LlmOps& ops, Batch& b, std::span<const Step> steps, cons
         break;
       case Op::HeadNorm: {
         const Tensor& qkv = buf.f32(s.in);
-        ops.head_rms_norm(b, qkv, w.norm_weight(li, NormW::Q), n, int(w.nh), int(w.hd), w.qkv_dim, 0, eps);
-        ops.head_rms_norm(b, qkv, w.norm_weight(li, NormW::K), n, int(w.nkv), int(w.hd), w.qkv_dim, w.nh * w.hd, eps);
+        // OLMoE (qk_norm_whole): q and k each normalised over all their heads at once, one "head".
+        const bool whole = w.cfg.qk_norm_whole;
+        const int qh = whole ? 1 : int(w.nh), kh = whole ? 1 : int(w.nkv);
+        ops.head_rms_norm(b, qkv, w.norm_weight(li, NormW::Q), n, qh, int(w.nh * w.hd) / qh, w.qkv_dim, 0, eps);
+        ops.head_rms_norm(b, qkv, w.norm_weight(li, NormW::K), n, kh, int(w.nkv * w.hd) / kh, w.qkv_dim, w.nh * w.hd,
+                          eps);
         break;
       }
       case Op::RopeAppend: ops.rope_kv_append(b, buf.f32(s.in), rope, cache, p.rope); break;
@@ -154,8 +242,14 @@ void record_layer(const LlmOps& ops, Batch& b, std::span<const Step> steps, cons
         }
         break;
       case Op::Quantize: ops.quantize_q8(b, buf.f32(s.in), buf.q8(s.out), n); break;
+      case Op::Softcap: throw Error("wgc: layer plan: the soft-cap is an output step");
+      case Op::NormAdd: ops.rms_norm_add(b, buf.f32(s.in), nw, buf.f32(s.out), n, int(w.hidden), eps); break;
       case Op::Glu:
-        if (s.q8_out)
+        if (w.cfg.activation == Activation::GeluTanh) {
+          if (s.q8_out) throw Error("wgc: layer plan: no 8-bit GeGLU step (quantize after it)");
+          ops.swiglu(b, buf.f32(s.in), 2 * w.ffn, 0, buf.f32(s.in), 2 * w.ffn, w.ffn, buf.f32(s.out), n, int(w.ffn),
+                     w.ffn, true);
+        } else if (s.q8_out)
           ops.swiglu_q8(b, buf.f32(s.in), 2 * w.ffn, w.ffn, buf.q8(s.out), n);
         else
           ops.swiglu(b, buf.f32(s.in), 2 * w.ffn, 0, buf.f32(s.in), 2 * w.ffn, w.ffn, buf.f32(s.out), n, int(w.ffn));
@@ -193,6 +287,7 @@ void record_layer(const LlmOps& ops, Batch& b, std::span<const Step> steps, cons
         else
           ops.rms_norm_swiglu(b, buf.f32(s.in), nw, eps, g.parts[0], buf.f32(s.out));
         break;
+      case Op::Moe: record_moe(ops, b, w, li, buf.f32(s.in), buf.f32(s.out), a, p); break;
       case Op::AttentionLinear: {
         // The combine folds into the o projection where its kernel takes these partials (their
         // split count follows the cache); else it runs as a pass of its own.
@@ -207,6 +302,34 @@ void record_layer(const LlmOps& ops, Batch& b, std::span<const Step> steps, cons
         }
         break;
       }
+    }
+  }
+}
+
+void record_output_row(const LlmOps& ops, Batch& b, std::span<const Step> steps, const LlamaWeights& w,
+                       const GpuActs& a, const Tensor& last, const Tensor& logits, int64_t row) {
+  const uint64_t at = uint64_t(row) * uint64_t(w.hidden);
+  for (const Step& s : steps) {
+    switch (s.op) {
+      case Op::Norm:
+        if (s.q8_out) {
+          ops.rms_norm_q8(b, a.x, w.norm, a.hq, 1, w.eps, w.hidden, int64_t(at));
+        } else {
+          b.copy(a.x, at * 4, last, 0, uint64_t(w.hidden) * 4);
+          ops.rms_norm(b, last, w.norm, a.h, 1, int(w.hidden), w.eps);
+        }
+        break;
+      case Op::Linear:
+        if (s.q8_in)
+          ops.linear_q8(b, w.output(), a.hq, logits, 1);
+        else
+          ops.linear(b, w.output(), a.h, logits, 1);
+        break;
+      case Op::NormLinear:  // one token: no copy, no norm pass
+        ops.rms_norm_linear(b, a.x, w.norm, w.eps, w.output(), logits);
+        break;
+      case Op::Softcap: ops.softcap(b, logits, w.vocab, float(w.cfg.final_logit_softcap)); break;
+      default: throw Error("wgc: the output plan has a step this engine does not run: " + to_string(s));
     }
   }
 }

@@ -32,11 +32,22 @@ GpuPlan plan_gpu(const LlmOps& ops, const LlamaWeights& w, PlanMode mode, bool q
 // Whether every matrix of layer li takes the serving engine's 8-bit batched kernels.
 bool serve_q8_layer(const LlamaWeights& w, int li);
 
+// A mixture-of-experts layer's buffers (Op::Moe) for up to max_tokens tokens: the router's logits,
+// the routing, per (token, slot) pair the expert's gate|up, activation and output, and the shared
+// expert's gate|up, activation and output per token.
+struct MoeActs {
+  MoeRouting routing;
+  Tensor logits, gu, act, yd, sgu, sact, ys;
+};
+// Those of model w (empty when it has no mixture-of-experts layer).
+MoeActs make_moe_acts(const Context& ctx, const LlamaWeights& w, int max_tokens);
+
 // The activations a pass works in, one row per token (the 8-bit copies of h, attn and act where
 // a plan quantizes them).
 struct GpuActs {
   Tensor x, h, qkv, attn, gu, act;
   Q8Act hq, attnq, actq;
+  MoeActs moe;
 };
 
 // How a pass attends and appends: one sequence over its own cache (attention), or the serving
@@ -48,10 +59,19 @@ struct GpuPass {
   RopeKvArgs rope;                            // the tokens' positions and cache rows
   AttentionArgs attention;                    // one sequence
   const PagedAttentionPlan* paged = nullptr;  // serving
+  const RopeTable* sliding_rope = nullptr;    // the sliding layers' rope where it differs (Gemma 3)
 };
 
-// Records the steps of layer li's plan.
+// The sliding window of layer li's attention (0: none), as AttentionArgs::window counts it.
+int layer_window(const ModelConfig& c, int li);
+
+// Records the steps of layer li's plan (its attention through the layer's window).
 void record_layer(const LlmOps& ops, Batch& b, std::span<const Step> steps, const LlamaWeights& w, int li,
                   const KvLayer& cache, const RopeTable& rope, const GpuActs& a, const GpuPass& p);
+
+// The final norm and the output projection of row `row` of a.x into logits, as the plan's output
+// steps say (a single sequence's last token); `last` holds the row where the norm runs apart.
+void record_output_row(const LlmOps& ops, Batch& b, std::span<const Step> steps, const LlamaWeights& w,
+                       const GpuActs& a, const Tensor& last, const Tensor& logits, int64_t row);
 
 }  // namespace wgc::llm

@@ -8,7 +8,7 @@ namespace wgc::llm {
 
 namespace {
 
-enum class Stage : uint8_t { Activations, Qkv, Attention, Mlp, Output, Next };
+enum class Stage : uint8_t { Activations, Qkv, Attention, Mlp, Output, Cap, Next };
 
 constexpr uint32_t F(Fact f) { return 1u << unsigned(f); }
 constexpr uint8_t M(PlanMode m) { return uint8_t(1u << unsigned(m)); }
@@ -106,6 +106,15 @@ constexpr Rule kRules[] = {
      }},
 
     // ---- attention and the o projection (added to the residual) ----
+    // Gemma's norms after attention: the o projection into H, x += RMSNorm(H) (first: the
+    // fusions below add the projection to x directly).
+    {"attention_post_norm", Stage::Attention, kAnyMode, F(PostNorms), 0,
+     [](const Emit& e) {
+       e(S(Op::Attention, Mat::O, NormW::Attn, Buf::Qkv, Buf::Attn));
+       if (e.f[OQ8]) e(S(Op::Quantize, Mat::O, NormW::Attn, Buf::Attn, Buf::Attn, false, true));
+       e.linear(Mat::O, Buf::Attn, Buf::H, e.f[OQ8], false);
+       e(S(Op::NormAdd, Mat::O, NormW::PostAttn, Buf::H, Buf::X, false, false, true));
+     }},
     // Attention writing the o projection's 8-bit input (one token: its combine quantizes;
     // serving: the paged attention's combine).
     {"attention_q8", Stage::Attention, kDecode | kServe, F(OQ8) | F(FitsAttnQ8), 0,
@@ -125,14 +134,33 @@ constexpr Rule kRules[] = {
      }},
 
     // ---- the MLP (RMSNorm, gate|up, GLU, down; added to the residual) ----
+    // A mixture of experts: the RMSNorm (f32: the router and the experts read it), then the
+    // experts' step. It cannot be switched off (plan_layer refuses).
+    {"moe", Stage::Mlp, kAnyMode, F(Moe), 0,
+     [](const Emit& e) {
+       e.norm(NormW::Mlp, Buf::X, Buf::H, false);
+       e(S(Op::Moe, Mat::GateUp, NormW::Mlp, Buf::H, Buf::X, false, false, true));
+     }},
+    // Gemma's norm after the MLP: down into H, x += RMSNorm(H); the GLU (GELU-tanh there) as a pass
+    // of its own, its 8-bit copy quantized after it.
+    {"mlp_post_norm", Stage::Mlp, kAnyMode, F(PostNorms), 0,
+     [](const Emit& e) {
+       e.norm(NormW::Mlp, Buf::X, Buf::H, e.f[GateUpQ8]);
+       e.linear(Mat::GateUp, Buf::H, Buf::Gu, e.f[GateUpQ8], false);
+       e(S(Op::Glu, Mat::GateUp, NormW::Mlp, Buf::Gu, Buf::Act));
+       if (e.f[DownQ8]) e(S(Op::Quantize, Mat::Down, NormW::Mlp, Buf::Act, Buf::Act, false, true));
+       e.linear(Mat::Down, Buf::Act, Buf::H, e.f[DownQ8], false);
+       e(S(Op::NormAdd, Mat::Down, NormW::PostMlp, Buf::H, Buf::X, false, false, true));
+     }},
     // One token: RMSNorm, gate|up, SwiGLU and the quantization of its output in one 8-bit matvec.
     {"norm_glu_q8", Stage::Mlp, kDecode, F(GateUpQ8) | F(DownQ8) | F(GateUpOnePart) | F(FitsGluQ8) | F(FitsNormQ8),
-     F(GateUpBias),
+     F(GateUpBias) | F(GeluGlu),
      [](const Emit& e) {
        e(S(Op::NormLinearGlu, Mat::GateUp, NormW::Mlp, Buf::X, Buf::Act, true, true));
        e.linear(Mat::Down, Buf::Act, Buf::X, true, true);
      }},
-    {"glu_q8", Stage::Mlp, kDecode, F(GateUpQ8) | F(DownQ8) | F(GateUpOnePart) | F(FitsGluQ8), F(GateUpBias),
+    {"glu_q8", Stage::Mlp, kDecode, F(GateUpQ8) | F(DownQ8) | F(GateUpOnePart) | F(FitsGluQ8),
+     F(GateUpBias) | F(GeluGlu),
      [](const Emit& e) {
        e.norm(NormW::Mlp, Buf::X, Buf::H, true);
        e(S(Op::LinearGlu, Mat::GateUp, NormW::Mlp, Buf::H, Buf::Act, true, true));
@@ -140,12 +168,13 @@ constexpr Rule kRules[] = {
      }},
     // One token, f32 activations on a GPU (CPU adapters run faster one-output-per-invocation kernels).
     {"norm_glu", Stage::Mlp, kDecode, F(Gpu) | F(GateUpOnePart) | F(FitsGluF32) | F(FitsNormF32),
-     F(GateUpQ8) | F(DownQ8) | F(GateUpBias),
+     F(GateUpQ8) | F(DownQ8) | F(GateUpBias) | F(GeluGlu),
      [](const Emit& e) {
        e(S(Op::NormLinearGlu, Mat::GateUp, NormW::Mlp, Buf::X, Buf::Act));
        e.linear(Mat::Down, Buf::Act, Buf::X, false, true);
      }},
-    {"glu", Stage::Mlp, kDecode, F(Gpu) | F(GateUpOnePart) | F(FitsGluF32), F(GateUpQ8) | F(DownQ8) | F(GateUpBias),
+    {"glu", Stage::Mlp, kDecode, F(Gpu) | F(GateUpOnePart) | F(FitsGluF32),
+     F(GateUpQ8) | F(DownQ8) | F(GateUpBias) | F(GeluGlu),
      [](const Emit& e) {
        e.norm(NormW::Mlp, Buf::X, Buf::H, false);
        e(S(Op::LinearGlu, Mat::GateUp, NormW::Mlp, Buf::H, Buf::Act));
@@ -155,7 +184,10 @@ constexpr Rule kRules[] = {
      [](const Emit& e) {
        e.norm(NormW::Mlp, Buf::X, Buf::H, e.f[GateUpQ8]);
        e.linear(Mat::GateUp, Buf::H, Buf::Gu, e.f[GateUpQ8], false);
-       e(S(Op::Glu, Mat::GateUp, NormW::Mlp, Buf::Gu, Buf::Act, false, e.f[DownQ8]));
+       // (the GLU writes its 8-bit copy itself for SwiGLU; GELU-tanh's is quantized after it)
+       const bool q8_glu = e.f[DownQ8] && !e.f[GeluGlu];
+       e(S(Op::Glu, Mat::GateUp, NormW::Mlp, Buf::Gu, Buf::Act, false, q8_glu));
+       if (e.f[DownQ8] && !q8_glu) e(S(Op::Quantize, Mat::Down, NormW::Mlp, Buf::Act, Buf::Act, false, true));
        e.linear(Mat::Down, Buf::Act, Buf::X, e.f[DownQ8], true);
      }},
 
@@ -175,6 +207,10 @@ constexpr Rule kRules[] = {
        e.norm(NormW::Final, Buf::X, Buf::H, false);
        e.linear(Mat::Output, Buf::H, Buf::Logits, false, false);
      }},
+
+    // ---- the logits' soft-cap (Gemma 2), after the output projection ----
+    {"final_softcap", Stage::Cap, kAnyMode, F(FinalSoftcap), 0,
+     [](const Emit& e) { e(S(Op::Softcap, Mat::Output, NormW::Final, Buf::Logits, Buf::Logits)); }},
 
     // ---- greedy decoding ----
     // The argmax's last pass also writes the next token's embedding and advances the position on
@@ -200,7 +236,7 @@ const Rule* pick(Stage s, const PlanFacts& f) {
     if (applies(r, f)) return &r;
     last = &r;
   }
-  return s == Stage::Next || s == Stage::Activations ? nullptr : last;
+  return s == Stage::Next || s == Stage::Activations || s == Stage::Cap ? nullptr : last;
 }
 
 }  // namespace
@@ -216,6 +252,12 @@ std::vector<TensorRole> mat_tensors(Mat m) {
   return {};
 }
 
+std::vector<TensorRole> layer_mat_tensors(Mat m, bool moe) {
+  if (moe && m == Mat::GateUp) return {TensorRole::SharedGate, TensorRole::SharedUp};
+  if (moe && m == Mat::Down) return {TensorRole::SharedDown};
+  return mat_tensors(m);
+}
+
 std::vector<TensorRole> mat_biases(Mat m) {
   if (m == Mat::Qkv) return {TensorRole::AttnQBias, TensorRole::AttnKBias, TensorRole::AttnVBias};
   return {};
@@ -224,6 +266,8 @@ std::vector<TensorRole> mat_biases(Mat m) {
 TensorRole norm_tensor(NormW n) {
   switch (n) {
     case NormW::Mlp: return TensorRole::FfnNorm;
+    case NormW::PostAttn: return TensorRole::AttnPostNorm;
+    case NormW::PostMlp: return TensorRole::FfnPostNorm;
     case NormW::Q: return TensorRole::AttnQNorm;
     case NormW::K: return TensorRole::AttnKNorm;
     default: return TensorRole::AttnNorm;
@@ -241,24 +285,27 @@ std::string_view to_string(PlanMode m) {
 
 std::string_view to_string(Op o) {
   static constexpr std::string_view names[] = {
-      "Norm",       "Linear",         "HeadNorm",   "RopeAppend", "Attention",     "Quantize",       "Glu",
-      "NormLinear", "NormLinearRope", "LinearRope", "LinearGlu",  "NormLinearGlu", "AttentionLinear"};
+      "Norm",      "Linear",        "HeadNorm",        "RopeAppend",     "Attention",
+      "Quantize",  "Glu",           "NormLinear",      "NormLinearRope", "LinearRope",
+      "LinearGlu", "NormLinearGlu", "AttentionLinear", "NormAdd",        "Softcap",
+      "Moe"};
   return names[size_t(o)];
 }
 
 std::string_view to_string(Fact f) {
   static constexpr std::string_view names[] = {
-      "gpu",         "qk_norm",      "qkv_q8",           "qkv_one_part",     "qkv_bias",      "o_q8",
-      "o_one_part",  "o_bias",       "gate_up_q8",       "gate_up_one_part", "gate_up_bias",  "down_q8",
-      "output_q8",   "fits_norm_q8", "fits_rope_q8",     "fits_norm_f32",    "fits_rope_f32", "fits_attn_q8",
-      "fits_glu_q8", "fits_glu_f32", "fits_linear_rope", "next_token",       "all_batched_q8"};
+      "gpu",         "qk_norm",      "qkv_q8",           "qkv_one_part",     "qkv_bias",       "o_q8",
+      "o_one_part",  "o_bias",       "gate_up_q8",       "gate_up_one_part", "gate_up_bias",   "down_q8",
+      "output_q8",   "fits_norm_q8", "fits_rope_q8",     "fits_norm_f32",    "fits_rope_f32",  "fits_attn_q8",
+      "fits_glu_q8", "fits_glu_f32", "fits_linear_rope", "next_token",       "all_batched_q8", "moe",
+      "post_norms",  "gelu_glu",     "final_softcap"};
   static_assert(std::size(names) == kFacts);
   return names[size_t(f)];
 }
 
 std::string to_string(const Step& s) {
   static constexpr std::string_view mats[] = {"Qkv", "O", "GateUp", "Down", "Output"};
-  static constexpr std::string_view norms[] = {"attn", "mlp", "q|k", "k", "final"};
+  static constexpr std::string_view norms[] = {"attn", "mlp", "q|k", "k", "post_attn", "post_mlp", "final"};
   static constexpr std::string_view bufs[] = {"X", "H", "Qkv", "Attn", "Gu", "Act", "Logits"};
   std::string r(to_string(s.op));
   auto add = [&](std::string_view part) {
@@ -267,11 +314,14 @@ std::string to_string(const Step& s) {
   };
   switch (s.op) {
     case Op::Norm:
+    case Op::NormAdd:
     case Op::HeadNorm: add(norms[size_t(s.norm)]); break;
     case Op::RopeAppend:
     case Op::Attention:
     case Op::Quantize:
-    case Op::Glu: break;
+    case Op::Softcap:
+    case Op::Glu:
+    case Op::Moe: break;
     default: add(mats[size_t(s.mat)]);
   }
   add(bufs[size_t(s.in)]);
@@ -312,6 +362,9 @@ void check_rule_names(const std::vector<std::string>& names) {
 
 LayerPlan plan_layer(const PlanFacts& facts) {
   check_rule_names(facts.off);
+  if (facts[Moe] && std::find(facts.off.begin(), facts.off.end(), "moe") != facts.off.end())
+    throw Error(
+        "wgc: layer plan: the rule 'moe' cannot be switched off (a mixture-of-experts layer has no other form)");
   PlanFacts f = facts;
   if (pick(Stage::Activations, f)) f.set(QkvQ8).set(OQ8).set(GateUpQ8).set(DownQ8);
   LayerPlan p;
@@ -321,6 +374,7 @@ LayerPlan plan_layer(const PlanFacts& facts) {
   }
   const Rule* out = pick(Stage::Output, f);
   out->emit(Emit{f, out->name, p.output});
+  if (const Rule* cap = pick(Stage::Cap, f)) cap->emit(Emit{f, cap->name, p.output});
   p.next_token = pick(Stage::Next, f) != nullptr;
   return p;
 }

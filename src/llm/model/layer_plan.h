@@ -34,13 +34,17 @@ std::string_view to_string(PlanMode m);
 // A layer's matrix groups (matrices that one input feeds are one group: Q|K|V, gate|up) and the
 // output projection.
 enum class Mat : uint8_t { Qkv, O, GateUp, Down, Output };
-// Norm weights: before attention, before the MLP, q and k heads (qk_norm), the final norm.
-enum class NormW : uint8_t { Attn, Mlp, Q, K, Final };
+// Norm weights: before attention, before the MLP, q and k heads (qk_norm), after attention and
+// after the MLP (Gemma's sandwich norms), the final norm.
+enum class NormW : uint8_t { Attn, Mlp, Q, K, PostAttn, PostMlp, Final };
 inline constexpr Mat kLayerMats[] = {Mat::Qkv, Mat::O, Mat::GateUp, Mat::Down};
-inline constexpr NormW kLayerNorms[] = {NormW::Attn, NormW::Mlp, NormW::Q, NormW::K};
+inline constexpr NormW kLayerNorms[] = {NormW::Attn, NormW::Mlp, NormW::Q, NormW::K, NormW::PostAttn, NormW::PostMlp};
 // The file's tensors behind a layer's matrix group (its matrices' outputs side by side), their
 // biases (empty: the group never has any), and behind a layer's norm weight.
 std::vector<TensorRole> mat_tensors(Mat m);
+// The same for a layer that may be a mixture of experts: its GateUp and Down are the shared
+// expert's (Qwen2-MoE; absent in the file otherwise).
+std::vector<TensorRole> layer_mat_tensors(Mat m, bool moe);
 std::vector<TensorRole> mat_biases(Mat m);
 TensorRole norm_tensor(NormW n);
 
@@ -55,7 +59,7 @@ enum class Op : uint8_t {
   RopeAppend,  // RoPE of in's (Qkv) q and k heads, its k and v heads appended to the KV cache
   Attention,   // out = attention of in's q heads over the cache
   Quantize,    // the 8-bit copy of in
-  Glu,         // out = silu(gate) * up of in (Gu)
+  Glu,         // out = act(gate) * up of in (Gu): SiLU, or GELU-tanh (ModelConfig::activation)
   // Fusions, one dispatch each (per part of a group where its parts differ in type):
   NormLinear,       // Linear of Norm(in)
   NormLinearRope,   // NormLinear of Mat::Qkv with RopeAppend in its epilogue
@@ -63,6 +67,12 @@ enum class Op : uint8_t {
   LinearGlu,        // Linear of Mat::GateUp and Glu
   NormLinearGlu,    // Norm, Linear of Mat::GateUp and Glu
   AttentionLinear,  // one token's attention combined inside the o projection's matvec
+  NormAdd,          // out += rms_norm(in) * w[norm] (Gemma's norms of the attention and MLP outputs)
+  Softcap,          // in place: x -> cap * tanh(x / cap), the final logit soft-cap (Gemma 2)
+  // Mixture of experts (the MLP of an MoE layer): out += the routed experts' SwiGLU MLPs of in,
+  // weighted by the router (and the shared expert's, gated, where the model has one). The
+  // engines run the router, the top-k and the grouping of tokens by expert themselves.
+  Moe,
 };
 std::string_view to_string(Op o);
 
@@ -110,8 +120,13 @@ enum class Fact : uint8_t {
   FitsLinearRope,  // the batched QKV linear with RoPE in its epilogue (head_dim)
   NextToken,       // greedy decoding: the argmax's last pass may embed the next token
   AllBatchedQ8,    // serving: every matrix of the layer Q4_0/Q8_0 and the engine has 8-bit buffers
+  Moe,           // the layer's MLP is a mixture of experts
+  // What the architecture asks (ModelConfig):
+  PostNorms,     // norms of the attention and MLP outputs before the residual add (Gemma's sandwich)
+  GeluGlu,       // the GLU's activation is GELU-tanh (Gemma): the SwiGLU fusions do not apply
+  FinalSoftcap,  // the logits are soft-capped (Gemma 2)
 };
-inline constexpr size_t kFacts = size_t(Fact::AllBatchedQ8) + 1;
+inline constexpr size_t kFacts = size_t(Fact::FinalSoftcap) + 1;
 std::string_view to_string(Fact f);
 
 struct PlanFacts {

@@ -5,6 +5,7 @@
 #include "llm/model/llama_cpu.h"
 #include "llm/model/llama_engine.h"
 #include "llm/model/llama_weights.h"
+#include "llm/model/split_engine.h"
 #include "util/error.h"
 
 #include <chrono>
@@ -38,6 +39,7 @@ class GpuEngine final : public LlamaEngine {
   int64_t hidden = 0, vocab = 0;
   float eps = 1e-5f;
   RopeTable rope;
+  std::optional<RopeTable> sliding_rope;  // Gemma 3's sliding layers' (ModelConfig::sliding_rope_layer)
   KvCache kv;
   // The layer plans (layer_plan.h) of one-token and many-token passes, made from the weights and
   // the kernels' answers (again when the tuning changes).
@@ -78,6 +80,7 @@ class GpuEngine final : public LlamaEngine {
     make_plans();
 
     rope = make_llama_rope(ctx, cfg, max_ctx_);
+    if (const int64_t l = cfg.sliding_rope_layer(); l >= 0) sliding_rope = make_llama_rope(ctx, cfg, max_ctx_, l);
     kv = make_kv_cache(ctx, int(cfg.n_layers), int(w.nkv), max_ctx_, int(w.hd));
 
     const int64_t B = opt.max_batch;
@@ -88,6 +91,7 @@ class GpuEngine final : public LlamaEngine {
     acts.attn = make_tensor(ctx, {B, w.nh * w.hd});
     acts.gu = make_tensor(ctx, {B, 2 * w.ffn});
     acts.act = make_tensor(ctx, {B, w.ffn});
+    acts.moe = make_moe_acts(ctx, w, int(B));
     last = make_tensor(ctx, {hidden});
     logits1 = make_tensor(ctx, {vocab});
     out_id = make_tensor(ctx, {1}, DType::U32);
@@ -126,6 +130,7 @@ class GpuEngine final : public LlamaEngine {
     if (embed) record_embedding(b, n, acts.x);
     GpuPass p;
     p.n = n;
+    p.sliding_rope = sliding_rope ? &*sliding_rope : nullptr;
     p.rope.n_tokens = n;  // q|k|v back to back in each qkv row
     p.rope.n_heads = int(w.nh);
     p.rope.stride = w.qkv_dim;
@@ -168,31 +173,7 @@ class GpuEngine final : public LlamaEngine {
   }
 
   // The final norm and the output projection of token n - 1 of x into logits1, as the plan says.
-  void record_output(Batch& b, int n) {
-    const uint64_t row = uint64_t(n - 1) * uint64_t(hidden);
-    for (const Step& s : plan(n).output) {
-      switch (s.op) {
-        case Op::Norm:
-          if (s.q8_out) {
-            ops.rms_norm_q8(b, acts.x, w.norm, acts.hq, 1, eps, hidden, int64_t(row));
-          } else {
-            b.copy(acts.x, row * 4, last, 0, uint64_t(hidden) * 4);
-            ops.rms_norm(b, last, w.norm, acts.h, 1, int(hidden), eps);
-          }
-          break;
-        case Op::Linear:
-          if (s.q8_in)
-            ops.linear_q8(b, output(), acts.hq, logits1, 1);
-          else
-            ops.linear(b, output(), acts.h, logits1, 1);
-          break;
-        case Op::NormLinear:  // one token: no copy, no norm pass
-          ops.rms_norm_linear(b, acts.x, w.norm, eps, output(), logits1);
-          break;
-        default: throw Error("wgc: the output plan has a step this engine does not run: " + to_string(s));
-      }
-    }
-  }
+  void record_output(Batch& b, int n) { record_output_row(ops, b, plan(n).output, w, acts, last, logits1, n - 1); }
 
   // Records the last chunk (ids already uploaded) and the logits of its last position into
   // logits1; one token replays the single-token step (its position uploaded here).
@@ -232,6 +213,7 @@ class GpuEngine final : public LlamaEngine {
   // The embeddings of n tokens into out: one token's id is in out_id, more are in ids (upload_ids).
   void record_embedding(Batch& b, int n, const Tensor& out) {
     ops.embedding(b, w.embed, n == 1 ? out_id : ids, out, n);
+    if (cfg.embedding_scale != 1.0) ops.scale(b, out, int64_t(n) * hidden, float(cfg.embedding_scale));  // Gemma
   }
 
   // An upload is a copy the GPU runs before the next submit: skipped where next_token already
@@ -342,6 +324,9 @@ class GpuEngine final : public LlamaEngine {
       record_layers(b, int(chunk.size()));
       ops.rms_norm(b, acts.x, w.norm, acts.h, int(chunk.size()), int(hidden), eps);
       ops.linear(b, output(), acts.h, logit_buf, int(chunk.size()));
+      for (const Step& s : prefill_plan.output)  // the plan's steps after the projection (Gemma 2's cap)
+        if (s.op == Op::Softcap)
+          ops.softcap(b, logit_buf, int64_t(chunk.size()) * vocab, float(cfg.final_logit_softcap));
       b.run();
       n_past_ += int(chunk.size());
       size_t at = out.size();
@@ -433,6 +418,10 @@ class GpuEngine final : public LlamaEngine {
 }  // namespace
 
 DeviceChoice choose_device(const std::optional<Context>& ctx, const ModelFile& file, const EngineOptions& o) {
+  if (!o.split_gpus.empty()) {  // a layer split asks for GPUs by name
+    if (o.device == Device::Cpu || !ctx) throw Error("wgc: a layer split over several GPUs runs on the GPU engine");
+    return {Device::Gpu, ""};
+  }
   if (o.device == Device::Cpu) return {Device::Cpu, ""};
   if (o.device == Device::Gpu) {
     if (!ctx) throw Error("wgc: the GPU engine needs a GPU context (none was made: backend cpu)");
@@ -451,10 +440,15 @@ DeviceChoice choose_device(const std::optional<Context>& ctx, const ModelFile& f
 LlamaModel::LlamaModel(std::optional<Context> ctx, const ModelFile& file, EngineOptions options) {
   DeviceChoice c = choose_device(ctx, file, options);
   reason_ = std::move(c.reason);
-  if (c.device == Device::Cpu)
+  if (c.device == Device::Cpu) {
     impl_ = make_cpu_engine(file, options);
-  else
+  } else if (!options.split_gpus.empty()) {
+    std::vector<Context> devices{*ctx};
+    devices.insert(devices.end(), options.split_gpus.begin(), options.split_gpus.end());
+    impl_ = make_split_engine(std::move(devices), file, options);
+  } else {
     impl_ = std::make_unique<GpuEngine>(*ctx, file, options);
+  }
 }
 LlamaModel::~LlamaModel() = default;
 LlamaModel::LlamaModel(LlamaModel&&) noexcept = default;
@@ -484,6 +478,9 @@ DecodeStats LlamaModel::decode_greedy(int32_t first, int max_steps, const std::f
 namespace {
 GpuEngine& gpu_engine(LlamaEngine& e, std::string_view what) {
   if (auto* g = dynamic_cast<GpuEngine*>(&e)) return *g;
+  if (!split_stages(e).empty())
+    throw Error("wgc: " + std::string(what) + " is not available: this model is split over " +
+                std::to_string(split_stages(e).size()) + " GPUs (LlamaModel::stages gives each one's share)");
   throw not_on_this_engine(what, e.device());
 }
 }  // namespace
@@ -494,6 +491,20 @@ std::vector<DispatchTiming> LlamaModel::profile_decode_step(int32_t token) {
 const LlamaWeights& LlamaModel::weights() const { return gpu_engine(*impl_, "the GPU weights").w; }
 const LlmOps& LlamaModel::ops() const { return gpu_engine(*impl_, "the GPU ops").ops; }
 const RopeTable& LlamaModel::rope() const { return gpu_engine(*impl_, "the GPU RoPE table").rope; }
-const Context& LlamaModel::context() const { return gpu_engine(*impl_, "the GPU context").ctx; }
+const RopeTable* LlamaModel::sliding_rope() const {
+  const auto& r = gpu_engine(*impl_, "the GPU RoPE table").sliding_rope;
+  return r ? &*r : nullptr;
+}
+const Context& LlamaModel::context() const {
+  if (const Context* c = split_context(*impl_)) return *c;
+  return gpu_engine(*impl_, "the GPU context").ctx;
+}
+std::vector<ModelStage> LlamaModel::stages() const {
+  if (auto s = split_stages(*impl_); !s.empty()) return s;
+  GpuEngine& g = gpu_engine(*impl_, "the GPU stages");
+  ModelStage one{g.ctx, &g.ops, &g.w, &g.rope, LayerRange{0, int(g.w.layers.size())}, true, true};
+  one.sliding_rope = g.sliding_rope ? &*g.sliding_rope : nullptr;
+  return {one};
+}
 
 }  // namespace wgc::llm

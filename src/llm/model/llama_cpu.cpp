@@ -69,11 +69,65 @@ CpuGroup group(CpuWeights& w, const std::vector<const ModelTensor*>& ts,
 
 // The CPU engine's facts: its kernels take none of the plan's fusions (8-bit activations are
 // the linear kernels' own business), so it runs each stage's plain form.
-PlanFacts cpu_plan_facts(const CpuWeights& w) {
+PlanFacts cpu_plan_facts(const CpuWeights& w, size_t li) {
   PlanFacts f;
   f.mode = PlanMode::Prefill;
-  f.set(Fact::QkNorm, w.cfg.qk_norm);
+  f.set(Fact::QkNorm, w.cfg.qk_norm || w.cfg.qk_norm_whole);
+  f.set(Fact::Moe, li < w.layers.size() && w.layers[li].moe.has_value());
+  f.set(Fact::PostNorms, w.cfg.norm_placement == NormPlacement::Sandwich);
+  f.set(Fact::GeluGlu, w.cfg.activation == Activation::GeluTanh);
+  f.set(Fact::FinalSoftcap, w.cfg.final_logit_softcap > 0);
   return f;
+}
+
+// A norm weight as the engine multiplies by it: Gemma's Hugging Face files store w of x * (1 + w),
+// added here in f32 as transformers does (llama.cpp's converter adds it into its GGUF).
+std::vector<float> norm_weight(const ModelTensor& t, const ModelConfig& cfg) {
+  std::vector<float> f = to_f32(t);
+  if (cfg.norm == NormKind::RmsNormOnePlus)
+    for (float& x : f) x = 1.0f + x;
+  return f;
+}
+
+// A matrix converted to f32 once (the router: its top-k is not left to 8-bit activations).
+cpu::Weight f32_matrix(CpuWeights& w, const ModelTensor& t) {
+  const std::vector<float> f = to_f32(t);
+  auto buf = std::make_unique<std::byte[]>(f.size() * 4);
+  std::memcpy(buf.get(), f.data(), f.size() * 4);
+  ModelTensor c = t;
+  c.type = TensorType::F32;
+  c.data = std::span<const std::byte>(buf.get(), f.size() * 4);
+  w.owned.push_back(std::move(buf));
+  return matrix(w, c);
+}
+
+CpuMoe load_moe(CpuWeights& w, const ModelFile& f, int64_t li, const CpuLayer& L) {
+  const ModelConfig& cfg = w.cfg;
+  CpuMoe m;
+  m.n_experts = cfg.n_experts;
+  m.k = cfg.n_experts_used;
+  m.ffn = cfg.expert_ffn_size;
+  m.shared_ffn = L.mat(Mat::GateUp).parts.empty() ? 0 : cfg.shared_expert_ffn_size;
+  m.norm_topk = cfg.norm_topk_prob;
+  if (m.k < 1 || m.k > m.n_experts)
+    throw Error("wgc: " + f.path().string() + ": " + std::to_string(m.k) + " of " + std::to_string(m.n_experts) +
+                " experts per token");
+  m.router.parts.push_back(f32_matrix(w, role_tensor(f, TensorRole::MoeRouter, li)));
+  if (m.shared_ffn) {
+    ModelTensor g = role_tensor(f, TensorRole::SharedExpertRouter, li);
+    g.shape = {1, g.row_length()};  // GGUF stores it as a vector
+    m.router.parts.push_back(f32_matrix(w, g));
+  }
+  for (const auto& p : m.router.parts) m.router.rows += p.rows;
+  m.router.floats = true;
+  for (int64_t e = 0; e < m.n_experts; ++e) {
+    const ModelTensor g = role_tensor(f, TensorRole::ExpertsGate, li, e),
+                      u = role_tensor(f, TensorRole::ExpertsUp, li, e),
+                      d = role_tensor(f, TensorRole::ExpertsDown, li, e);
+    m.gate_up.push_back(group(w, {&g, &u}, {}));
+    m.down.push_back(group(w, {&d}, {}));
+  }
+  return m;
 }
 
 }  // namespace
@@ -108,19 +162,26 @@ std::shared_ptr<const CpuWeights> load_cpu_weights(const ModelFile& f, std::opti
   if (!is_float_like(e.type))
     throw Error("wgc: " + f.path().string() + ": embeddings of type " + std::string(to_string(e.type)));
   w->output = group(*w, {cfg.tie_word_embeddings ? &e : &f.tensor("lm_head.weight")}, {});
-  w->norm = to_f32(f.tensor("model.norm.weight"));
+  w->norm = norm_weight(f.tensor("model.norm.weight"), cfg);
   for (int64_t i = 0; i < cfg.n_layers; ++i) {
     CpuLayer L;
     const LayerTensors lt = f.layer(i);
     for (NormW n : kLayerNorms)
-      if (const ModelTensor* t = lt[norm_tensor(n)]) L.norms[size_t(n)] = to_f32(*t);
+      if (const ModelTensor* t = lt[norm_tensor(n)]) L.norms[size_t(n)] = norm_weight(*t, cfg);
+    const bool moe = cfg.layer_is_moe(i);
     for (Mat m : kLayerMats) {
       std::vector<const ModelTensor*> ts, biases;
-      for (TensorRole r : mat_tensors(m)) ts.push_back(lt[r]);
+      for (TensorRole r : layer_mat_tensors(m, moe))
+        if (lt[r]) ts.push_back(lt[r]);
+      if (ts.empty() && moe) continue;  // no shared expert
+      if (ts.size() != layer_mat_tensors(m, moe).size())
+        throw Error("wgc: " + f.path().string() + ": layer " + std::to_string(i) + " lacks a matrix of its " +
+                    std::string(to_string(layer_mat_tensors(m, moe)[0])) + " group");
       for (TensorRole r : mat_biases(m))
         if (lt[r]) biases.push_back(lt[r]);  // those the config has
       L.mats[size_t(m)] = group(*w, ts, biases);
     }
+    if (moe) L.moe = load_moe(*w, f, i, L);
     w->layers.push_back(std::move(L));
   }
   return w;
@@ -139,14 +200,33 @@ CpuKvCache::CpuKvCache(const CpuWeights& w, int64_t n_slots) : slots(n_slots), r
 CpuForward::CpuForward(std::shared_ptr<const CpuWeights> w, std::shared_ptr<cpu::ThreadPool> pool, int max_tokens,
                        int max_pos, std::optional<cpu::Isa> isa)
     : w_(std::move(w)),
-      plan_(plan_layer(cpu_plan_facts(*w_))),
+
       k_(isa ? cpu::kernels(*isa) : cpu::kernels()),
       pool_(std::move(pool)),
       max_tokens_(max_tokens),
       max_pos_(max_pos) {
   const CpuWeights& W = *w_;
-  rope_ = rope_cos_sin(W.cfg.rope_inv_freq(), max_pos);
+  for (size_t li = 0; li < std::max<size_t>(1, W.layers.size()); ++li)
+    plans_.push_back(plan_layer(cpu_plan_facts(W, li)));
+  // as make_llama_rope (and Gemma 3's sliding layers' own: sliding_rope_layer)
+  rope_ = rope_cos_sin(W.cfg.rope_inv_freq(-1, max_pos), max_pos, W.cfg.rope_attention_factor());
+  if (const int64_t l = W.cfg.sliding_rope_layer(); l >= 0)
+    sliding_rope_ = rope_cos_sin(W.cfg.rope_inv_freq(l, max_pos), max_pos, W.cfg.rope_attention_factor(l));
   const size_t T = size_t(max_tokens);
+  for (const CpuLayer& L : W.layers)
+    if (L.moe) {
+      const CpuMoe& m = *L.moe;
+      const size_t P = T * size_t(m.k), H = size_t(W.hidden);
+      moe_logits_.resize(std::max(moe_logits_.size(), T * size_t(m.router.rows)));
+      moe_x_.resize(T * H);
+      moe_gu_.resize(std::max(moe_gu_.size(), T * size_t(2 * m.ffn)));
+      moe_act_.resize(std::max(moe_act_.size(), T * size_t(m.ffn)));
+      moe_out_.resize(T * H);
+      moe_y_.resize(std::max(moe_y_.size(), P * H));
+      moe_sgu_.resize(std::max(moe_sgu_.size(), T * size_t(2 * m.shared_ffn)));
+      moe_sact_.resize(std::max(moe_sact_.size(), T * size_t(m.shared_ffn)));
+      moe_ys_.resize(m.shared_ffn ? T * H : moe_ys_.size());
+    }
   x_.resize(T * size_t(W.hidden));
   h_.resize(T * size_t(W.hidden));
   qkv_.resize(T * size_t(W.qkv_dim));
@@ -256,23 +336,36 @@ void CpuForward::run_layer(size_t li, int64_t n, std::span<const CpuSequence> se
     const int64_t p = pos[size_t(t)];
     return int64_t(s.blocks[size_t(p / block)]) * block + p % block;
   };
-  for (const Step& st : plan_.steps) {
+  for (const Step& st : plans_[li].steps) {
     const Act in = act(st.in), out = act(st.out);
     switch (st.op) {
       case Op::Norm: rms_norm(in.p, L.norm(st.norm), out.p, n, W.hidden, in.width); break;
+      case Op::NormAdd:  // out += rms_norm(in) * w (Gemma's norms of the attention and MLP outputs)
+        rms_norm(in.p, L.norm(st.norm), in.p, n, W.hidden, in.width);
+        pool_->parallel_for(n, [&](int64_t t, int) {
+          for (int64_t i = 0; i < W.hidden; ++i) out.p[t * out.width + i] += in.p[t * in.width + i];
+        });
+        break;
       case Op::Linear: linear(L.mat(st.mat), in.p, in.width, n, out.p, out.width, st.accumulate); break;
       case Op::HeadNorm:  // per token: the q heads, then the k heads
         pool_->parallel_for(n, [&](int64_t t, int) {
           float* row = in.p + t * in.width;
-          rms_rows(row, L.norm(NormW::Q), row, 0, nh, hd, hd, W.eps);
-          rms_rows(row + nh * hd, L.norm(NormW::K), row + nh * hd, 0, nkv, hd, hd, W.eps);
+          if (W.cfg.qk_norm_whole) {  // OLMoE: over all heads at once
+            rms_rows(row, L.norm(NormW::Q), row, 0, 1, nh * hd, nh * hd, W.eps);
+            rms_rows(row + nh * hd, L.norm(NormW::K), row + nh * hd, 0, 1, nkv * hd, nkv * hd, W.eps);
+          } else {
+            rms_rows(row, L.norm(NormW::Q), row, 0, nh, hd, hd, W.eps);
+            rms_rows(row + nh * hd, L.norm(NormW::K), row + nh * hd, 0, nkv, hd, hd, W.eps);
+          }
         });
         break;
       case Op::RopeAppend:  // per token: RoPE on q and k (pairs (i, i + hd/2)), K and V into the cache
         pool_->parallel_for(n, [&](int64_t t, int) {
           float* row = in.p + t * in.width;
           const int64_t half = hd / 2;
-          const float* cs = rope_.data() + size_t(pos[size_t(t)]) * size_t(half) * 2;
+          const std::vector<float>& table =
+              !sliding_rope_.empty() && W.cfg.layer_is_sliding(int64_t(li)) ? sliding_rope_ : rope_;
+          const float* cs = table.data() + size_t(pos[size_t(t)]) * size_t(half) * 2;
           for (int64_t head = 0; head < nh + nkv; ++head) {
             float* v = row + head * hd;
             for (int64_t i = 0; i < half; ++i) {
@@ -288,7 +381,9 @@ void CpuForward::run_layer(size_t li, int64_t n, std::span<const CpuSequence> se
         break;
       case Op::Attention: {  // per token and head
         const int64_t group = nh / nkv;
-        const float scale = 1.f / std::sqrt(float(hd));
+        const float scale = float(W.cfg.attention_scale());  // 1/sqrt(head_dim or query_pre_attn_scalar)
+        // the layer's sliding window (Mistral: every layer; Gemma: some): keys pos - window + 1 .. pos
+        const int64_t window = W.cfg.layer_is_sliding(int64_t(li)) ? *W.cfg.sliding_window : 0;
         pool_->parallel_for(n * nh, [&](int64_t i, int th) {
           const int64_t t = i / nh, head = i % nh, kvh = head / group;
           const CpuSequence& s = seqs[size_t(seq_of[size_t(t)])];
@@ -296,12 +391,14 @@ void CpuForward::run_layer(size_t li, int64_t n, std::span<const CpuSequence> se
           a.q = in.p + t * in.width + head * hd;
           a.head_dim = int(hd);
           a.scale = scale;
+          a.softcap = float(W.cfg.attn_logit_softcap);
           a.k = kc + kvh * hd;
           a.v = vc + kvh * hd;
           a.kv_stride = kv.row;
           a.blocks = s.blocks.data();
           a.block = block;
           a.len = pos[size_t(t)] + 1;
+          a.first = window > 0 ? std::max<int64_t>(0, a.len - window) : 0;
           a.scores = scores_[size_t(th)].data();
           a.out = out.p + t * out.width + head * hd;
           k_.attend(a);
@@ -311,9 +408,18 @@ void CpuForward::run_layer(size_t li, int64_t n, std::span<const CpuSequence> se
       case Op::Glu:
         pool_->parallel_for(n, [&](int64_t t, int) {
           const float* g = in.p + t * in.width;
-          k_.swiglu(g, g + ffn, out.p + t * out.width, ffn);
+          if (W.cfg.activation == Activation::GeluTanh) {  // GeGLU (Gemma): gelu_pytorch_tanh(g) * u
+            float* o = out.p + t * out.width;
+            for (int64_t i = 0; i < ffn; ++i) {
+              const float x = g[i];
+              o[i] = 0.5f * x * (1.f + std::tanh(0.7978845608028654f * (x + 0.044715f * x * x * x))) * g[ffn + i];
+            }
+          } else {
+            k_.swiglu(g, g + ffn, out.p + t * out.width, ffn);
+          }
         });
         break;
+      case Op::Moe: moe(L, in.p, out.p, n); break;
       default: throw Error("wgc: CPU engine: the layer plan has a step it does not run: " + to_string(st));
     }
   }
@@ -343,6 +449,10 @@ int64_t CpuForward::step(std::span<const CpuSequence> seqs, CpuKvCache& kv, int6
   pool_->parallel_for(n, [&](int64_t t, int) {
     dequantize(W.embed_type, W.embed_bytes.subspan(size_t(ids[size_t(t)]) * embed_row, embed_row),
                std::span<float>(x_.data() + t * hidden, size_t(hidden)));
+    if (W.cfg.embedding_scale != 1.0) {  // Gemma: times f32(sqrt(hidden))
+      const float s = float(W.cfg.embedding_scale);
+      for (int64_t i = 0; i < hidden; ++i) x_[size_t(t * hidden + i)] *= s;
+    }
   });
 
   for (size_t li = 0; li < W.layers.size(); ++li) run_layer(li, n, seqs, seq_of, pos, kv, block);
@@ -364,13 +474,15 @@ int64_t CpuForward::step(std::span<const CpuSequence> seqs, CpuKvCache& kv, int6
   for (int64_t r = 0; r < m; ++r)
     std::memcpy(last_.data() + r * hidden, x_.data() + rows[size_t(r)] * hidden, size_t(hidden) * 4);
   out.resize(size_t(m * W.vocab));
-  for (const Step& st : plan_.output) {
+  for (const Step& st : plans_[0].output) {
     if (st.op == Op::Norm)
       rms_norm(last_.data(), W.norm, last_.data(), m, hidden, hidden);
     else if (st.op == Op::Linear && output_hidden_)
       out.assign(last_.begin(), last_.end());
     else if (st.op == Op::Linear)
       linear(W.output, last_.data(), hidden, m, out.data(), W.vocab, false);
+    else if (st.op == Op::Softcap)  // Gemma 2: cap * tanh(logit / cap)
+      for (float& x : out) x = float(W.cfg.final_logit_softcap * std::tanh(double(x) / W.cfg.final_logit_softcap));
     else
       throw Error("wgc: CPU engine: the output plan has a step it does not run: " + to_string(st));
   }

@@ -35,10 +35,21 @@ struct CpuGroup {
   bool quantized = false, floats = false;  // some part takes 8-bit / f32 activations
 };
 
+// A mixture-of-experts layer's experts (Op::Moe): the router in f32 (so the top-k is not decided by
+// 8-bit activations), with the shared expert's gate row after the experts' where the model has one;
+// each routed expert's gate|up and down. The shared expert is the layer's GateUp and Down.
+struct CpuMoe {
+  CpuGroup router;
+  std::vector<CpuGroup> gate_up, down;  // per expert
+  int64_t n_experts = 0, k = 0, ffn = 0, shared_ffn = 0;
+  bool norm_topk = false;
+};
+
 // A layer's weights by the plan's roles (layer_plan.h).
 struct CpuLayer {
-  std::array<CpuGroup, std::size(kLayerMats)> mats;              // Qkv, O, GateUp, Down
+  std::array<CpuGroup, std::size(kLayerMats)> mats;              // Qkv, O, GateUp, Down (MoE: the shared expert)
   std::array<std::vector<float>, std::size(kLayerNorms)> norms;  // Attn, Mlp, Q, K (empty: none)
+  std::optional<CpuMoe> moe;                                     // a mixture-of-experts layer
   const CpuGroup& mat(Mat m) const { return mats[size_t(m)]; }
   const std::vector<float>& norm(NormW n) const { return norms[size_t(n)]; }
 };
@@ -107,19 +118,27 @@ class CpuForward {
               bool accumulate);
   void rms_norm(const float* x, const std::vector<float>& w, float* y, int64_t n, int64_t dim, int64_t stride);
 
+  // Op::Moe: x[t] += the routed experts' (and shared expert's) MLPs of h[t] for n rows; the tokens
+  // grouped by expert, so each expert's weights are read once per step (llama_cpu_moe.cpp).
+  void moe(const CpuLayer& L, const float* h, float* x, int64_t n);
+
   // The steps of one layer (the plan of the CPU engine: its kernels take no fused steps) and of
   // the output.
   void run_layer(size_t li, int64_t n, std::span<const CpuSequence> seqs, const std::vector<int32_t>& seq_of,
                  const std::vector<int32_t>& pos, CpuKvCache& kv, int64_t block);
 
   std::shared_ptr<const CpuWeights> w_;
-  LayerPlan plan_;
+  std::vector<LayerPlan> plans_;  // per layer (mixture-of-experts layers differ); the output's in each
   const cpu::Kernels& k_;
   std::shared_ptr<cpu::ThreadPool> pool_;
   int max_tokens_ = 0, max_pos_ = 0;
   bool output_hidden_ = false;
-  std::vector<float> rope_;  // [max_pos][hd/2] (cos, sin)
+  std::vector<float> rope_;          // [max_pos][hd/2] (cos, sin)
+  std::vector<float> sliding_rope_;  // the sliding layers' where it differs (Gemma 3; empty: none)
   std::vector<float> x_, h_, qkv_, attn_, gu_, act_, last_;
+  // Op::Moe: router logits, the tokens of one expert gathered, their gate|up, activation and
+  // output, every pair's output, the shared expert's gate|up, activation and output.
+  std::vector<float> moe_logits_, moe_x_, moe_gu_, moe_act_, moe_out_, moe_y_, moe_sgu_, moe_sact_, moe_ys_;
   cpu::Q8Buffer xq_;
   std::vector<std::vector<std::byte>> scratch_;  // per thread: linear scratch, attention scores
   std::vector<std::vector<float>> scores_;

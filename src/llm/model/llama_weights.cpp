@@ -138,8 +138,45 @@ LinearGroup upload_group(const Context& ctx, const std::vector<const ModelTensor
   return g;
 }
 
-Tensor upload_f32(const Context& ctx, const ModelTensor& t) {
+// The routed experts' matrices of `roles` (each expert's in that order, then the next expert's),
+// stacked into one weight: expert e's rows at e * rows. One type for all (the caller checks).
+GpuWeight upload_stack(const Context& ctx, const ModelFile& f, int64_t li, int64_t n_experts,
+                       std::initializer_list<TensorRole> roles, int64_t& rows, Progress& bar) {
+  std::vector<ModelTensor> ts;
+  for (int64_t e = 0; e < n_experts; ++e)
+    for (TensorRole r : roles) ts.push_back(role_tensor(f, r, li, e));
+  rows = 0;
+  for (TensorRole r : roles) rows += role_tensor(f, r, li, 0).rows();
+  const ModelTensor& t0 = ts[0];
+  uint64_t bytes = 0;
+  for (const auto& t : ts) {
+    if (t.type != t0.type || t.row_length() != t0.row_length())
+      throw Error("wgc: " + f.path().string() + ": expert tensor '" + t.name + "' (" + std::string(to_string(t.type)) +
+                  ", rows of " + std::to_string(t.row_length()) + ") differs from '" + t0.name + "' (" +
+                  std::string(to_string(t0.type)) + ", rows of " + std::to_string(t0.row_length()) + ")");
+    const uint64_t b = gpu_type(t.type) ? t.data.size() : product({t.rows(), t.row_length(), 2});
+    if (__builtin_add_overflow(bytes, b, &bytes)) bytes = UINT64_MAX;
+  }
+  check_fits(ctx, bytes, "the experts' " + std::string(to_string(*roles.begin())) + " of layer " + std::to_string(li),
+             true);
+  std::vector<std::byte> cat;
+  cat.reserve(size_t(bytes));
+  TensorType type = TensorType::F16;
+  for (const auto& t : ts) {
+    HostMatrix m = host_matrix(ctx, t);
+    type = m.type;
+    cat.insert(cat.end(), m.bytes.begin(), m.bytes.end());
+    bar.add(t.data.size());
+  }
+  return upload_weight(ctx, type, cat, rows * n_experts, t0.row_length());
+}
+
+// A norm weight as the kernels multiply by it: Gemma's files (Hugging Face) store w of x * (1 + w),
+// added here in f32 as transformers does (llama.cpp's converter adds it into its GGUF).
+Tensor upload_norm(const Context& ctx, const ModelTensor& t, const ModelConfig& cfg) {
   auto f = to_f32(t);
+  if (cfg.norm == NormKind::RmsNormOnePlus)
+    for (float& x : f) x = 1.0f + x;
   return make_tensor(ctx, {int64_t(f.size())}, f);
 }
 
@@ -152,7 +189,7 @@ int64_t LinearGroup::total_rows() const {
 }
 
 LlamaWeights upload_llama_weights(const Context& ctx, const ModelFile& f, std::optional<double> rope_theta,
-                                  std::optional<RopeScaling> rope_scaling) {
+                                  std::optional<RopeScaling> rope_scaling, const WeightSlice& slice) {
   LlamaWeights w;
   w.cfg = f.config();
   auto& cfg = w.cfg;
@@ -173,6 +210,11 @@ LlamaWeights upload_llama_weights(const Context& ctx, const ModelFile& f, std::o
     throw Error("wgc: " + f.path().string() + ": partial rotary embeddings (rope_dim " + std::to_string(cfg.rope_dim) +
                 " of head_dim " + std::to_string(w.hd) + ") are not supported");
 
+  const int64_t end = slice.count < 0 ? cfg.n_layers : int64_t(slice.first) + slice.count;
+  if (slice.first < 0 || end > cfg.n_layers || end <= slice.first)
+    throw Error("wgc: " + f.path().string() + ": layers " + std::to_string(slice.first) + ".." + std::to_string(end) +
+                " of a model of " + std::to_string(cfg.n_layers));
+  w.first_layer = slice.first;
   Progress bar("uploading " + f.path().filename().string(), f.total_bytes(), Progress::Unit::Bytes);
   auto note_type = [&](const LinearGroup& g) {
     for (auto& p : g.parts) {
@@ -180,36 +222,82 @@ LlamaWeights upload_llama_weights(const Context& ctx, const ModelFile& f, std::o
       w.bytes += p.gpu_bytes();
     }
   };
-  {
+  if (slice.embed || (slice.output && cfg.tie_word_embeddings)) {
     const auto& e = f.tensor("model.embed_tokens.weight");
     HostMatrix m = host_matrix(ctx, e);
     w.embed = upload_weight(ctx, m.type, m.bytes, m.rows, m.cols);
     w.bytes += w.embed.gpu_bytes();
     bar.add(e.data.size());
   }
-  if (!cfg.tie_word_embeddings) {
+  if (slice.output && !cfg.tie_word_embeddings) {
     LinearGroup g = upload_group(ctx, {&f.tensor("lm_head.weight")}, {}, bar);
     w.lm_head = g.parts[0];
     note_type(g);
   }
-  w.norm = upload_f32(ctx, f.tensor("model.norm.weight"));
-  for (int64_t i = 0; i < cfg.n_layers; ++i) {
+  if (slice.output) w.norm = upload_norm(ctx, f.tensor("model.norm.weight"), cfg);
+  for (int64_t i = slice.first; i < end; ++i) {
     LlamaLayer L;
     const LayerTensors lt = f.layer(i);
     for (NormW n : kLayerNorms)
-      if (const ModelTensor* t = lt[norm_tensor(n)]) L.norms[size_t(n)] = upload_f32(ctx, *t);
+      if (const ModelTensor* t = lt[norm_tensor(n)]) L.norms[size_t(n)] = upload_norm(ctx, *t, cfg);
+    const bool moe = cfg.layer_is_moe(i);
     for (Mat m : kLayerMats) {
       std::vector<const ModelTensor*> ts, biases;
-      for (TensorRole r : mat_tensors(m)) ts.push_back(lt[r]);
+      for (TensorRole r : layer_mat_tensors(m, moe))
+        if (lt[r]) ts.push_back(lt[r]);
+      if (ts.empty() && moe) continue;  // no shared expert
+      if (ts.size() != layer_mat_tensors(m, moe).size())
+        throw Error("wgc: " + f.path().string() + ": layer " + std::to_string(i) + " lacks a matrix of its " +
+                    std::string(to_string(layer_mat_tensors(m, moe)[0])) + " group");
       for (TensorRole r : mat_biases(m))
         if (lt[r]) biases.push_back(lt[r]);  // those the config has
       L.mats[size_t(m)] = upload_group(ctx, ts, biases, bar);
       note_type(L.mat(m));
     }
+    if (moe) {
+      MoeWeights mw;
+      mw.n_experts = cfg.n_experts;
+      mw.k = cfg.n_experts_used;
+      mw.ffn = cfg.expert_ffn_size;
+      mw.shared_ffn = L.mat(Mat::GateUp).parts.empty() ? 0 : cfg.shared_expert_ffn_size;
+      mw.norm_topk = cfg.norm_topk_prob;
+      if (mw.n_experts > kMoeMaxExperts || mw.k < 1 || mw.k > mw.n_experts)
+        throw Error("wgc: " + f.path().string() + ": " + std::to_string(mw.k) + " of " + std::to_string(mw.n_experts) +
+                    " experts per token (the engines take 1 <= k <= experts <= " + std::to_string(kMoeMaxExperts) +
+                    ")");
+      const ModelTensor router0 = role_tensor(f, TensorRole::MoeRouter, i);
+      std::vector<const ModelTensor*> router = {&router0};
+      ModelTensor shared_gate;
+      if (mw.shared_ffn) {
+        shared_gate = role_tensor(f, TensorRole::SharedExpertRouter, i);
+        shared_gate.shape = {1, shared_gate.row_length()};  // GGUF stores it as a vector
+        router.push_back(&shared_gate);
+      }
+      mw.router = upload_group(ctx, router, {}, bar);
+      note_type(mw.router);
+      const ModelTensor g0 = role_tensor(f, TensorRole::ExpertsGate, i, 0),
+                        u0 = role_tensor(f, TensorRole::ExpertsUp, i, 0);
+      auto stack = [&](std::initializer_list<TensorRole> roles, int64_t y_off) {
+        MoeStack st;
+        st.w = upload_stack(ctx, f, i, mw.n_experts, roles, st.rows, bar);
+        st.y_off = y_off;
+        w.types.push_back(st.w.type);
+        w.bytes += st.w.gpu_bytes();
+        return st;
+      };
+      if (g0.type == u0.type) {
+        mw.gate_up.push_back(stack({TensorRole::ExpertsGate, TensorRole::ExpertsUp}, 0));
+      } else {
+        mw.gate_up.push_back(stack({TensorRole::ExpertsGate}, 0));
+        mw.gate_up.push_back(stack({TensorRole::ExpertsUp}, mw.ffn));
+      }
+      mw.down = stack({TensorRole::ExpertsDown}, 0);
+      L.moe = std::move(mw);
+    }
     w.layers.push_back(std::move(L));
   }
   bar.finish();
-  w.types.push_back(w.embed.type);
+  if (w.embed.rows > 0) w.types.push_back(w.embed.type);
   w.output_group.parts = {w.output()};
   w.output_group.rows = {w.vocab};
   return w;
@@ -290,8 +378,11 @@ void check_llama_context(const Context& ctx, const ModelConfig& cfg, int64_t max
   check_fits(ctx, product({max_ctx, cfg.head_dim, 4}), what + ": the rope table", true);
 }
 
-RopeTable make_llama_rope(const Context& c, const ModelConfig& cfg, int max_pos) {
-  return make_rope_table(c, cfg.rope_inv_freq(), int(cfg.head_dim), max_pos);
+RopeTable make_llama_rope(const Context& c, const ModelConfig& cfg, int max_pos, int64_t layer) {
+  // LongRoPE's factors by the context size (as llama.cpp; transformers picks them by the length of
+  // each pass: the same while the context stays within original_max_position_embeddings).
+  return make_rope_table(c, cfg.rope_inv_freq(layer, max_pos), int(cfg.head_dim), max_pos,
+                         cfg.rope_attention_factor(layer));
 }
 
 namespace {
@@ -331,10 +422,22 @@ std::string gpu_fit_problem(const Context& ctx, const ModelFile& f, int max_ctx,
   if (!cfg.tie_word_embeddings) groups.push_back({&f.tensor("lm_head.weight")});
   for (int64_t i = 0; i < cfg.n_layers; ++i) {
     const LayerTensors lt = f.layer(i);
+    const bool moe = cfg.layer_is_moe(i);
     for (Mat m : kLayerMats) {
       std::vector<const ModelTensor*> ts;
-      for (TensorRole r : mat_tensors(m)) ts.push_back(lt[r]);
-      groups.push_back(ts);
+      for (TensorRole r : layer_mat_tensors(m, moe))
+        if (lt[r]) ts.push_back(lt[r]);
+      if (!ts.empty()) groups.push_back(ts);
+    }
+    if (moe) {  // the experts stacked: one buffer per role (gate and up together where one type)
+      for (TensorRole r : {TensorRole::ExpertsGate, TensorRole::ExpertsUp, TensorRole::ExpertsDown}) {
+        const ModelTensor t = role_tensor(f, r, i, 0);
+        const uint64_t rows = uint64_t(t.rows()) * uint64_t(cfg.n_experts) * (r == TensorRole::ExpertsDown ? 1 : 2);
+        if (std::string why = too_big("the experts' " + std::string(to_string(r)) + " of layer " + std::to_string(i),
+                                      gpu_data_bytes(t.type, rows, uint64_t(t.row_length())), most);
+            !why.empty())
+          return why;
+      }
     }
   }
   for (const auto& g : groups)

@@ -25,10 +25,29 @@ struct LinearGroup {
   int64_t total_rows() const;
 };
 
+// A mixture-of-experts layer's experts (Op::Moe): the router, with the shared expert's gate row
+// after the experts' rows where the model has one (Qwen2-MoE); the routed experts' matrices
+// stacked into one weight per role (expert e's rows at e * rows: moe_linear reads the expert ids
+// on the GPU). The shared expert's gate|up and down are the layer's GateUp and Down groups.
+struct MoeStack {
+  GpuWeight w;
+  int64_t rows = 0;   // per expert
+  int64_t y_off = 0;  // where its rows land in a pair's gate|up row
+};
+struct MoeWeights {
+  LinearGroup router;             // [n_experts (+ 1), hidden]
+  std::vector<MoeStack> gate_up;  // one stack (each expert's gate rows, then its up rows), or gate and up
+                                  // apart where their types differ
+  MoeStack down;                  // [n_experts * hidden, ffn]
+  int64_t n_experts = 0, k = 0, ffn = 0, shared_ffn = 0;
+  bool norm_topk = false;
+};
+
 // A layer's weights by the plan's roles (layer_plan.h).
 struct LlamaLayer {
-  std::array<LinearGroup, std::size(kLayerMats)> mats;  // Qkv, O, GateUp, Down
+  std::array<LinearGroup, std::size(kLayerMats)> mats;  // Qkv, O, GateUp, Down (MoE: the shared expert's, or empty)
   std::array<Tensor, std::size(kLayerNorms)> norms;     // Attn, Mlp, Q, K (empty where the model has none)
+  std::optional<MoeWeights> moe;                        // a mixture-of-experts layer
   const LinearGroup& mat(Mat m) const { return mats[size_t(m)]; }
   const Tensor& norm(NormW n) const { return norms[size_t(n)]; }
 };
@@ -38,7 +57,9 @@ struct LlamaWeights {
   int64_t hidden = 0, nh = 0, nkv = 0, hd = 0, ffn = 0, vocab = 0, qkv_dim = 0;
   float eps = 1e-5f;
   uint64_t bytes = 0;  // on the GPU
-  GpuWeight embed;
+  // The model's index of layers[0]: a device of a layer split (layer_split.h) holds a range.
+  int first_layer = 0;
+  GpuWeight embed;                   // empty on a device of a layer split that neither embeds nor ties its output to it
   std::optional<GpuWeight> lm_head;  // empty: tied to embed
   Tensor norm;
   std::vector<LlamaLayer> layers;
@@ -51,10 +72,18 @@ struct LlamaWeights {
   const Tensor& norm_weight(int li, NormW n) const { return n == NormW::Final ? norm : layers[size_t(li)].norm(n); }
 };
 
-// Uploads the model's weights (with a progress bar on a terminal). The RoPE overrides
-// replace the file's settings (see EngineOptions).
+// The part of a model one device holds (layer_split.h): layers [first, first + count) (count -1:
+// to the last), the embedding (embed), the final norm and the output projection (output; the
+// embedding too where the output is tied to it).
+struct WeightSlice {
+  int first = 0, count = -1;
+  bool embed = true, output = true;
+};
+
+// Uploads the model's weights, or a slice of them (with a progress bar on a terminal). The RoPE
+// overrides replace the file's settings (see EngineOptions).
 LlamaWeights upload_llama_weights(const Context& ctx, const ModelFile& file, std::optional<double> rope_theta,
-                                  std::optional<RopeScaling> rope_scaling);
+                                  std::optional<RopeScaling> rope_scaling, const WeightSlice& slice = {});
 
 // y[t, off + ...] = group x for n tokens (each part writing its rows side by side), optionally
 // accumulating (y += W x). LinearVersion::BatchedQ8 runs the parts it cannot (not Q4_0 / Q8_0) as Batched.
@@ -70,7 +99,7 @@ void record_linear_q8(const LlmOps& ops, Batch& b, const LinearGroup& g, const Q
 void record_rms_norm_linear(const LlmOps& ops, Batch& b, const LinearGroup& g, const Tensor& x, const Tensor& norm_w,
                             float eps, const Tensor& y, int64_t y_stride, bool accumulate);
 // One token: x RMS-normalised with norm_w and quantized inside each part's matvec
-// (LlmOps::rms_norm_linear_q8; every part must take it: group_q8, fuses_norm_q8).
+// (LlmOps::rms_norm_linear_q8; every part must take it: group_q8, matvec_q8_fusions).
 void record_rms_norm_linear_q8(const LlmOps& ops, Batch& b, const LinearGroup& g, const Tensor& x, const Tensor& norm_w,
                                float eps, const Tensor& y, int64_t y_stride, bool accumulate);
 // Whether every part of the group takes 8-bit activations (supports_q8), or (group_batched_q8)
@@ -83,8 +112,9 @@ bool group_batched_q8(const LinearGroup& g);
 // memory). Checked before anything is uploaded or built.
 void check_llama_context(const Context& ctx, const ModelConfig& cfg, int64_t max_ctx, const std::string& file);
 
-// cos/sin of f32(pos) * inv_freq for positions < max_pos (an f32 product, as transformers computes it).
-RopeTable make_llama_rope(const Context& ctx, const ModelConfig& cfg, int max_pos);
+// cos/sin of f32(pos) * inv_freq for positions < max_pos (an f32 product, as transformers computes it),
+// of layer `layer`'s rope (-1: the global layers').
+RopeTable make_llama_rope(const Context& ctx, const ModelConfig& cfg, int max_pos, int64_t layer = -1);
 
 // Why the model cannot run on ctx's GPU with this context length and batch ("" when it can): a
 // weight buffer (a matrix as uploaded: Q|K|V and gate|up fused), the KV cache or the logits larger

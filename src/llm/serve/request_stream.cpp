@@ -42,7 +42,7 @@ void RequestStream::admitted(int cached) {
   result_.queue_ms = ms_between(job_.submitted, std::chrono::steady_clock::now());
 }
 
-bool RequestStream::take(int32_t id, const TokenLogprobs* lp, int pos) {
+bool RequestStream::take(int32_t id, const TokenLogprobs* lp, int pos, bool last) {
   if (ended_) return false;
   const Request& rq = job_.req;
   if (!first_token_) {
@@ -66,6 +66,9 @@ bool RequestStream::take(int32_t id, const TokenLogprobs* lp, int pos) {
   if (stops_.stopped()) {
     why_ = StopReason::StopString;
     stopped_by_string_ = true;
+    ended_ = true;
+  } else if (last) {
+    why_ = StopReason::Eos;
     ended_ = true;
   } else if (rq.max_tokens > 0 && result_.completion_tokens >= rq.max_tokens) {
     why_ = StopReason::MaxTokens;

@@ -47,7 +47,8 @@ class RequestStream {
   // Takes the next generated token, which would go to cache position `pos` when fed back, with
   // its logprobs when asked. Returns false when the request has ended (result() says why; a
   // token at pos >= max_ctx ends it: it cannot be fed); on_done has not been called yet.
-  bool take(int32_t id, const TokenLogprobs* lp, int pos);
+  // last: the token ends the request (Eos) whatever else (a grammar's sentence is whole).
+  bool take(int32_t id, const TokenLogprobs* lp, int pos, bool last = false);
   // Whether the request was cancelled (cancel() or on_token returned false).
   bool cancelled() const { return job_.cancel.load(); }
   int generated() const { return result_.completion_tokens; }

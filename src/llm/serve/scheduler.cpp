@@ -6,6 +6,7 @@
 // blocks of their prompt found in the prefix cache are shared instead of run again.
 #include "llm/serve/scheduler.h"
 
+#include "llm/generate/constrained.h"
 #include "llm/model/llama_batched.h"
 #include "llm/serve/kv_blocks.h"
 #include "llm/serve/request_stream.h"
@@ -25,6 +26,7 @@ namespace wgc::llm {
 namespace {
 constexpr double kRateWindowMs = 3000;              // decode_tokens_per_s: tokens over the last 3 s
 constexpr uint64_t kDefaultKvBudget = 48ull << 30;  // bytes: the cap of the default pool
+constexpr int kMaxConstrainedCandidates = 64;       // StepSequence::top_k's limit
 
 // A running request.
 struct Seq {
@@ -34,8 +36,9 @@ struct Seq {
   int prompt = 0;
   int cached = 0;  // tokens whose K/V are in the cache
   std::vector<int32_t> blocks;
-  int reserved = 0;   // blocks reserved for it, not allocated yet
-  int published = 0;  // of its blocks, those published to the prefix cache
+  int reserved = 0;                      // blocks reserved for it, not allocated yet
+  int published = 0;                     // of its blocks, those published to the prefix cache
+  std::optional<Constraint> constraint;  // Request::grammar followed
   bool decoding() const { return cached >= prompt; }
 };
 
@@ -57,6 +60,10 @@ struct Scheduler::Impl {
   SchedulerOptions opt;
   DeviceRecovery recovery;
   std::vector<int32_t> stop_ids;
+  // The tokens' texts for constrained sampling: made by the first submit() with a grammar (a pass
+  // over the vocabulary, on the caller's thread rather than the worker's).
+  std::once_flag texts_once;
+  std::shared_ptr<const TokenTexts> texts;
   std::unique_ptr<BatchedLlama> engine;
   std::unique_ptr<KvBlocks> kv;
 
@@ -126,11 +133,22 @@ struct Scheduler::Impl {
     if (r.top_logprobs < -1 || r.top_logprobs > kMaxTopLogprobs)
       throw Error("wgc: top_logprobs = " + std::to_string(r.top_logprobs) + " (must be -1..." +
                   std::to_string(kMaxTopLogprobs) + ")");
+    if (r.grammar && r.ignore_eos) throw Error("wgc: a grammar cannot be combined with ignore_eos");
     validate(r.sampling);
+  }
+
+  // Constrained sampling's token texts, whose end-of-turn ids are the ones the requests stop at.
+  void make_texts() {
+    std::call_once(texts_once, [&] {
+      auto t = std::make_shared<TokenTexts>(*TokenTexts::of(tok));
+      t->stop_ids = stop_ids;
+      texts = std::move(t);
+    });
   }
 
   uint64_t submit(Request r, OnToken on_token, OnDone on_done) {
     check(r);
+    if (r.grammar) make_texts();
     auto job = std::make_shared<Job>();
     job->req = std::move(r);
     job->on_token = std::move(on_token);
@@ -405,9 +423,21 @@ struct Scheduler::Impl {
         kv->release_all(shared);
         return;  // waits for blocks (FIFO: the ones behind it wait too)
       }
+      std::optional<Constraint> constraint;
+      if (rq.grammar) {
+        try {
+          constraint.emplace(rq.grammar, texts);
+        } catch (const std::exception& e) {
+          kv->release_all(shared);
+          pop();
+          end_queued(job, StopReason::Cancelled, e.what());
+          continue;
+        }
+      }
       pop();
       Seq s;
       s.job = job;
+      s.constraint = std::move(constraint);
       s.rs = std::make_unique<RequestStream>(*job, tok, stop_ids, opt.max_ctx);
       s.tokens = rq.prompt;
       s.prompt = P;
@@ -451,6 +481,12 @@ struct Scheduler::Impl {
     q.top_k = int(std::min<int64_t>(q.top_k, cfg.vocab_size));
     q.full = plan.kind == SamplePlan::Full;
     q.logsumexp = lp >= 0;
+    // Constrained: the most candidates the engine gives (enough of them allowed decide the token),
+    // and the full row in the same step for when they do not.
+    if (s.constraint) {
+      q.top_k = int(std::min<int64_t>(std::max(q.top_k, kMaxConstrainedCandidates), cfg.vocab_size));
+      q.full = true;
+    }
   }
 
   // One forward over every running sequence: a decode token each, prompt chunks within the budget.
@@ -491,7 +527,8 @@ struct Scheduler::Impl {
     if (f.fed.size() != running.size()) return false;
     for (size_t i = 0; i < f.fed.size(); ++i) {
       const Seq* s = f.fed[i];
-      if (!s || !f.want[i] || f.plan[i].kind != SamplePlan::Greedy || s->job->req.top_logprobs >= 0 || s->job->cancel)
+      if (!s || !f.want[i] || f.plan[i].kind != SamplePlan::Greedy || s->job->req.top_logprobs >= 0 || s->job->cancel ||
+          s->constraint)  // a constrained token is picked on the host
         return false;
     }
     return true;
@@ -534,26 +571,40 @@ struct Scheduler::Impl {
     if (f.pending) rows = engine->collect(f.pending);
     int generated = 0;
     size_t r = 0;
-    std::vector<Seq*> done;
+    std::vector<std::pair<Seq*, std::string>> done;  // and the error that ended it, if any
     for (size_t i = 0; i < f.fed.size(); ++i) {
-      const StepLogits* out = f.want[i] ? &rows[r++] : nullptr;
+      StepLogits* out = f.want[i] ? &rows[r++] : nullptr;
       Seq* s = f.fed[i];
       if (!s) continue;  // ended while this step was in flight
       s->cached += f.n[i];
       while (s->published < s->cached / B) kv->publish(s->blocks, s->published++, s->tokens);
       if (!out) continue;
-      int32_t id = pick(*s, f.plan[i], *out);
+      int32_t id = 0;
+      bool last = false;
+      try {
+        id = s->constraint ? pick_constrained(*s, f.plan[i], *out) : pick(*s, f.plan[i], *out);
+        if (s->constraint) {
+          s->constraint->accept(id);
+          last = s->constraint->must_stop();
+        }
+      } catch (const Error& e) {  // this request's grammar has no way on: it alone ends
+        done.push_back({s, e.what()});
+        continue;
+      }
       std::optional<TokenLogprobs> lp;
       if (s->job->req.top_logprobs >= 0) lp = logprobs(*s, *out, id);
       s->tokens.push_back(id);
       ++generated;
-      if (!s->rs->take(id, lp ? &*lp : nullptr, s->cached)) done.push_back(s);
+      if (!s->rs->take(id, lp ? &*lp : nullptr, s->cached, last)) done.push_back({s, {}});
     }
-    for (Seq* s : done) {
+    for (auto& [s, error] : done) {
       if (next) std::replace(next->fed.begin(), next->fed.end(), s, static_cast<Seq*>(nullptr));
       for (auto it = running.begin(); it != running.end(); ++it)
         if (&*it == s) {
-          end(it, std::nullopt);
+          if (error.empty())
+            end(it, std::nullopt);
+          else
+            end(it, StopReason::Cancelled, error);
           break;
         }
     }
@@ -571,6 +622,22 @@ struct Scheduler::Impl {
       case SamplePlan::Full: break;
     }
     return sm.sample(out.logits);
+  }
+
+  // The next token of a constrained sequence: among the allowed candidates when they decide it,
+  // else from its full row with what the grammar forbids masked.
+  static int32_t pick_constrained(Seq& s, const SamplePlan& plan, StepLogits& out) {
+    Sampler& sm = s.rs->sampler();
+    if (plan.kind != SamplePlan::Full && !out.top_ids.empty()) {
+      TopK c{out.top_logits, out.top_ids};
+      if (std::optional<TopK> kept = s.constraint->filter(c, plan)) {
+        if (plan.kind == SamplePlan::Greedy) return kept->ids[0];
+        return sm.sample(std::span<const int32_t>(kept->ids), std::span<const float>(kept->logits));
+      }
+    }
+    std::vector<float> logits = out.logits;  // kept unmasked for the logprobs
+    s.constraint->mask(logits);
+    return sm.sample(logits);
   }
 
   static TokenLogprobs logprobs(const Seq& s, const StepLogits& out, int32_t id) {

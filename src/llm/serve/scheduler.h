@@ -19,6 +19,7 @@
 
 #include "llm/generate/generator.h"
 #include "llm/generate/sampler.h"
+#include "llm/grammar/grammar.h"
 #include "llm/model/llama.h"
 #include "llm/tokenizer/tokenizer.h"
 #include "ops/llm/linear_version.h"
@@ -52,6 +53,12 @@ struct Request {
   std::vector<std::string> stop;  // stop strings (text ends before one)
   bool ignore_eos = false;
   int top_logprobs = -1;  // -1: no logprobs; 0: the chosen token's; 1..20: and the N best
+  // Constrained sampling (llm/grammar): the generated text is a prefix of a sentence of this
+  // grammar, and the request ends (Eos) where it is a whole sentence that nothing can continue.
+  // The sequence's step then brings back its full logits row too (in the same step: no extra
+  // round trip); the top-k candidates decide the token when enough of them are allowed, else the
+  // row is masked (llm/generate/constrained.h). Not with ignore_eos.
+  std::shared_ptr<const Grammar> grammar;
 };
 inline constexpr int kMaxTopLogprobs = 20;
 

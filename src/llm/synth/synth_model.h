@@ -60,6 +60,7 @@ struct ModelShape {
   int64_t sliding_window = 0;                  // {arch}.attention.sliding_window (0: none)
   double rope_theta_swa = 0;                   // the sliding layers' rope base (Gemma 3; 0: none written)
   double rope_linear_factor = 0;               // linear rope scaling (Gemma 3's global layers; 0: none)
+  double rope_yarn_factor = 0;                 // YaRN scaling from rope_original_context (0: none; tests)
   double attn_softcap = 0, final_softcap = 0;  // Gemma 2
   bool qk_norm = false;                        // blk.N.attn_q_norm / attn_k_norm [head_dim]
   bool sandwich_norms = false;                 // Gemma: blk.N.post_attention_norm, post_ffw_norm

@@ -215,6 +215,8 @@ AttnDims attn_check(const KvLayer& c, const Tensor& q, const Tensor* out, const 
        "n_heads " + std::to_string(a.n_heads) + " is not a multiple of n_kv_heads " + std::to_string(c.n_kv_heads));
   need(a.n_tokens > 0 && a.start >= 0 && a.start + a.n_tokens <= c.max_ctx, op,
        "positions past max_ctx " + std::to_string(c.max_ctx));
+  need(a.window >= 0, op, "window " + std::to_string(a.window) + " is negative");
+  need(a.softcap >= 0 && std::isfinite(a.softcap), op, "soft-cap " + std::to_string(a.softcap));
   d.G = a.n_heads / c.n_kv_heads;
   d.qs = a.q_stride < 0 ? int64_t(a.n_heads) * d.hd : a.q_stride;
   d.os = a.o_stride < 0 ? int64_t(a.n_heads) * d.hd : a.o_stride;
@@ -245,7 +247,8 @@ void LlmOps::attention_prefill(Batch& b, const KvLayer& c, const Tensor& q, cons
     const Groups g{ceil_div(uint64_t(a.n_tokens) * uint64_t(d.G), 64), u32(c.n_kv_heads), 1};
     b.dispatch(k, {q, Arg(c.k), Arg(c.v), out},
                Params(u32(a.n_tokens), u32(a.n_heads), u32(c.n_kv_heads), u32(c.max_ctx), u32(a.start), u32(d.qs),
-                      u32(a.q_offset), u32(d.os), u32(a.o_offset), c.offset, d.scale, kv_len, 1u, 0u, 0u),
+                      u32(a.q_offset), u32(d.os), u32(a.o_offset), c.offset, d.scale, kv_len, 1u, 0u, 0u, u32(a.window),
+                      a.softcap),
                g);
     return;
   }
@@ -254,7 +257,8 @@ void LlmOps::attention_prefill(Batch& b, const KvLayer& c, const Tensor& q, cons
   uint32_t total = u32(a.start + a.n_tokens);
   b.dispatch(k, {q, Arg(c.k), Arg(c.v), out, dummy_},
              Params(u32(a.n_tokens), u32(a.n_heads), u32(c.n_kv_heads), u32(c.max_ctx), u32(a.start), u32(d.qs),
-                    u32(a.q_offset), u32(d.os), u32(a.o_offset), c.offset, d.scale, total, 1u, 0u, 0u),
+                    u32(a.q_offset), u32(d.os), u32(a.o_offset), c.offset, d.scale, total, 1u, 0u, 0u, u32(a.window),
+                    a.softcap),
              {ceil_div(uint64_t(a.n_tokens) * uint64_t(d.G), bq), u32(c.n_kv_heads), 1});
 }
 
@@ -291,7 +295,14 @@ uint32_t LlmOps::attention_decode_pass(Batch& b, const KvLayer& c, const Tensor&
   // Splits: a.splits, else tuning.attn_dec_wgs workgroups' worth over the KV heads; with a
   // fixed position, no more than the keys fill (blocks of BK), with a position read on the GPU,
   // as many as the whole cache would fill.
-  const uint32_t kv_len = dyn ? u32(c.max_ctx) : u32(a.start + 1);
+  // The splits cover the keys from the sliding window's first (flash_attn_range.wgsl's key_range:
+  // exactly for the decode kernels, rounded down to a block for flash_attn.wgsl); with the
+  // position read on the GPU, no more than the window (and a block) or the whole cache.
+  const uint32_t align = sgs.wg || ds.wg ? 1 : bk;
+  const int lo = a.window > 0 ? std::max(0, a.start + 1 - a.window) : 0;
+  const uint32_t first = u32(lo) / align * align;
+  const uint32_t kv_len = dyn ? (a.window > 0 ? std::min(u32(c.max_ctx), u32(a.window) + align) : u32(c.max_ctx))
+                              : u32(a.start + 1) - first;
   uint32_t splits = a.splits > 0 ? u32(a.splits) : decode_splits(c.n_kv_heads);
   const uint32_t split_len = split_keys(kv_len, splits, bk);
   if (!dyn || a.splits <= 0) splits = ceil_div(kv_len, split_len);
@@ -302,16 +313,17 @@ uint32_t LlmOps::attention_decode_pass(Batch& b, const KvLayer& c, const Tensor&
   const Tensor& pos = dyn ? a.start_from : dummy_;
   const uint32_t flag_dyn = dyn ? 1u : 0u;
   if (splits == 1 && out && !dyn) {
-    b.dispatch(k, {q, Arg(c.k), Arg(c.v), *out, pos},
-               Params(1u, u32(a.n_heads), u32(c.n_kv_heads), u32(c.max_ctx), u32(a.start), u32(d.qs), u32(a.q_offset),
-                      u32(d.os), u32(a.o_offset), c.offset, d.scale, split_len, 1u, 0u, flag_dyn),
-               g);
+    b.dispatch(
+        k, {q, Arg(c.k), Arg(c.v), *out, pos},
+        Params(1u, u32(a.n_heads), u32(c.n_kv_heads), u32(c.max_ctx), u32(a.start), u32(d.qs), u32(a.q_offset),
+               u32(d.os), u32(a.o_offset), c.offset, d.scale, split_len, 1u, 0u, flag_dyn, u32(a.window), a.softcap),
+        g);
     return 1;
   }
   part = make_tensor(ctx_, {int64_t(a.n_heads) * splits * (d.hd + 2)});
   b.dispatch(k, {q, Arg(c.k), Arg(c.v), part, pos},
              Params(1u, u32(a.n_heads), u32(c.n_kv_heads), u32(c.max_ctx), u32(a.start), u32(d.qs), u32(a.q_offset), 0u,
-                    0u, c.offset, d.scale, split_len, splits, 1u, flag_dyn),
+                    0u, c.offset, d.scale, split_len, splits, 1u, flag_dyn, u32(a.window), a.softcap),
              g);
   return splits;
 }

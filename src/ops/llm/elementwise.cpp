@@ -9,14 +9,15 @@ using detail::need_elems;
 using detail::u32;
 
 void LlmOps::swiglu(Batch& b, const Tensor& gate, int64_t g_stride, int64_t g_off, const Tensor& up, int64_t u_stride,
-                    int64_t u_off, const Tensor& out, int n_tokens, int n, int64_t out_stride) const {
-  const std::string op = "swiglu";
+                    int64_t u_off, const Tensor& out, int n_tokens, int n, int64_t out_stride, bool gelu) const {
+  const std::string op = gelu ? "geglu" : "swiglu";
   if (out_stride < 0) out_stride = n;
   need(n_tokens > 0 && n > 0, op, "empty");
   need_elems(gate, (n_tokens - 1) * g_stride + g_off + n, op, "gate");
   need_elems(up, (n_tokens - 1) * u_stride + u_off + n, op, "up");
   need_elems(out, (n_tokens - 1) * out_stride + n, op, "out");
-  Kernel k = kernel({"llm/swiglu", {"llm/common.wgsl", "llm/swiglu.wgsl"}});
+  Kernel k = kernel(
+      {gelu ? "llm/swiglu/gelu" : "llm/swiglu", {"llm/common.wgsl", "llm/swiglu.wgsl"}, "", {{"GELU", gelu ? 1 : 0}}});
   b.dispatch(k, {gate, up, out},
              Params(u32(n_tokens), u32(n), u32(g_stride), u32(g_off), u32(u_stride), u32(u_off), u32(out_stride)),
              groups_1d(ctx_, ceil_div(uint64_t(n_tokens) * uint64_t(n), 256)));
@@ -27,6 +28,13 @@ void LlmOps::add(Batch& b, const Tensor& x, const Tensor& y, int64_t n) const {
   need_elems(y, n, "add", "y");
   Kernel k = kernel({"llm/axpby", {"llm/common.wgsl", "llm/axpby.wgsl"}});
   b.dispatch(k, {x, y}, Params(u32(n), 1.f, 1.f), groups_1d(ctx_, ceil_div(uint64_t(n), 256)));
+}
+
+void LlmOps::softcap(Batch& b, const Tensor& y, int64_t n, float cap) const {
+  need_elems(y, n, "softcap", "y");
+  need(cap > 0 && std::isfinite(cap), "softcap", "cap " + std::to_string(cap));
+  Kernel k = kernel({"llm/softcap", {"llm/common.wgsl", "llm/softcap.wgsl"}});
+  b.dispatch(k, {y}, Params(u32(n), cap), groups_1d(ctx_, ceil_div(uint64_t(n), 256)));
 }
 
 void LlmOps::scale(Batch& b, const Tensor& y, int64_t n, float s) const {

@@ -169,14 +169,13 @@ LlmOps::ServingFusions LlmOps::serving_fusions(int head_dim) const {
   return f;
 }
 
-bool LlmOps::batched_rope_takes(int head_dim) const { return serving_fusions(head_dim).rope; }
 
 void LlmOps::linear_batched_q8_rope(Batch& b, const GpuWeight& w, const Q8Act& x, const Tensor& qkv, int n_tokens,
                                     const RopeTable& table, const KvLayer& c, const RopeKvArgs& a,
                                     const Tensor& bias) const {
   const std::string op = "linear_batched_q8_rope " + str(w.type);
   const int hd = c.head_dim;
-  need(batched_rope_takes(hd), op,
+  need(serving_fusions(hd).rope, op,
        "head_dim " + std::to_string(hd) + " (even) and 10 storage buffers per shader stage (the adapter allows " +
            std::to_string(caps_.storage_buffers) + ")");
   need(a.n_tokens == n_tokens && a.n_heads > 0 && c.n_kv_heads > 0, op, "the rope arguments' tokens and heads");

@@ -237,11 +237,9 @@ LlmOps::Q8Fusions LlmOps::matvec_q8_fusions(int64_t cols) const {
   return f;
 }
 
-bool LlmOps::fuses_norm_q8(int64_t cols) const { return matvec_q8_fusions(cols).norm; }
-bool LlmOps::fuses_rope_q8(int64_t cols) const { return matvec_q8_fusions(cols).rope; }
 
 void LlmOps::check_norm_q8(const Tensor& x, const Tensor& norm_w, int64_t cols, const std::string& op) const {
-  need(fuses_norm_q8(cols), op,
+  need(matvec_q8_fusions(cols).norm, op,
        std::to_string(cols) + " columns (a multiple of 32 whose quants fit in the workgroup memory)");
   need_elems(x, cols, op, "x");
   need_elems(norm_w, cols, op, "norm weight");
@@ -290,7 +288,7 @@ void LlmOps::rms_norm_qkv_rope_q8(Batch& b, const Tensor& x, const Tensor& norm_
   const std::string op = "rms_norm_qkv_rope_q8 " + str(w.type);
   need(supports_q8(w.type), op, "8-bit activations take Q4_0, Q8_0, Q4_K or Q6_K weights");
   check_norm_q8(x, norm_w, w.cols, op);
-  need(fuses_rope_q8(w.cols), op,
+  need(matvec_q8_fusions(w.cols).rope, op,
        "needs " + std::to_string(kRopeUniform) + " storage buffers per shader stage, the adapter allows " +
            std::to_string(caps_.storage_buffers));
   need(row0 >= 0, op, "row0 " + std::to_string(row0) + " (the first QKV row of w)");

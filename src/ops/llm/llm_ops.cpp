@@ -51,13 +51,13 @@ void dump_kernel(const KernelCode& code, bool default_tuning) {
 
 // ---- RoPE table ----------------------------------------------------------------------------------
 
-RopeTable make_rope_table(const Context& ctx, std::span<const double> inv, int head_dim, int max_pos) {
+RopeTable make_rope_table(const Context& ctx, std::span<const double> inv, int head_dim, int max_pos, double factor) {
   if (max_pos <= 0) throw Error("wgc: rope table: max_pos must be positive");
   if (head_dim <= 0 || head_dim % 2) throw Error("wgc: rope: head_dim must be even, not " + std::to_string(head_dim));
   if (inv.empty() || inv.size() > size_t(head_dim / 2))
     throw Error("wgc: rope table: " + std::to_string(inv.size()) + " frequencies for head_dim " +
                 std::to_string(head_dim) + " (1 to head_dim / 2)");
-  const std::vector<float> cs = rope_cos_sin(inv, max_pos);
+  const std::vector<float> cs = rope_cos_sin(inv, max_pos, factor);
   RopeTable t;
   t.cos_sin = make_tensor(ctx, {int64_t(cs.size())}, cs);
   t.head_dim = head_dim;
@@ -262,7 +262,17 @@ void LlmOps::embedding(Batch& b, const GpuWeight& table, const Tensor& ids, cons
 
 void LlmOps::rms_norm(Batch& b, const Tensor& x, const Tensor& w, const Tensor& y, int rows, int n, float eps,
                       RmsNormVersion v) const {
-  const std::string op = "rms_norm";
+  rms_norm_pass(b, x, w, y, rows, n, eps, v, false);
+}
+
+void LlmOps::rms_norm_add(Batch& b, const Tensor& x, const Tensor& w, const Tensor& y, int rows, int n,
+                          float eps) const {
+  rms_norm_pass(b, x, w, y, rows, n, eps, RmsNormVersion::Auto, true);
+}
+
+void LlmOps::rms_norm_pass(Batch& b, const Tensor& x, const Tensor& w, const Tensor& y, int rows, int n, float eps,
+                           RmsNormVersion v, bool accumulate) const {
+  const std::string op = accumulate ? "rms_norm_add" : "rms_norm";
   need(rows > 0 && n > 0, op, "empty");
   need_elems(x, int64_t(rows) * n, op, "x");
   need_elems(y, int64_t(rows) * n, op, "y");
@@ -277,7 +287,8 @@ void LlmOps::rms_norm(Batch& b, const Tensor& x, const Tensor& w, const Tensor& 
                      "",
                      c,
                      sg});
-  b.dispatch(k, {x, w, y}, Params(u32(rows), u32(n), u32(n), u32(n), eps), groups_1d(ctx_, u32(rows)));
+  b.dispatch(k, {x, w, y}, Params(u32(rows), u32(n), u32(n), u32(n), eps, accumulate ? 1u : 0u),
+             groups_1d(ctx_, u32(rows)));
 }
 
 void LlmOps::head_rms_norm(Batch& b, const Tensor& x, const Tensor& w, int n_tokens, int n_heads, int head_dim,

@@ -34,12 +34,14 @@ struct KernelSpec;  // ops/llm/kernel_spec.h (internal)
 // ---- RoPE tables ---------------------------------------------------------------------------
 // (cos, sin) of angle = f32(pos) * f32(inv_freq[i]) (an f32 product, as transformers), for
 // pos < max_pos: tensor [max_pos][inv_freq.size()] of vec2<f32>. inv_freq: the model's
-// frequencies (ModelConfig::rope_inv_freq(), with its scaling), at most head_dim / 2 of them.
+// frequencies (ModelConfig::rope_inv_freq(), with its scaling), at most head_dim / 2 of them;
+// cos and sin times `factor` (ModelConfig::rope_attention_factor(): YaRN, LongRoPE).
 struct RopeTable {
   Tensor cos_sin;
   int head_dim = 0, max_pos = 0;
 };
-RopeTable make_rope_table(const Context& ctx, std::span<const double> inv_freq, int head_dim, int max_pos);
+RopeTable make_rope_table(const Context& ctx, std::span<const double> inv_freq, int head_dim, int max_pos,
+                          double factor = 1.0);
 
 // ---- KV cache ------------------------------------------------------------------------------
 // One layer's cache: k and v f32 tensors holding [n_kv_heads][max_ctx][head_dim] starting at
@@ -145,7 +147,10 @@ struct AttentionArgs {
   int64_t q_stride = -1, q_offset = 0;  // q[t * q_stride + q_offset + h * hd + d] (-1: n_heads*hd)
   int64_t o_stride = -1, o_offset = 0;  // out likewise
   float scale = 0;                      // 0: 1/sqrt(head_dim)
-  int splits = 0;                       // decode: splits over the sequence (0: pick; at most kMaxDecodeSplits)
+  // Sliding window: the query at position q sees keys q - window + 1 .. q (0: keys 0 .. q).
+  int window = 0;
+  float softcap = 0;  // scaled scores s -> softcap * tanh(s / softcap) (Gemma 2; 0: none)
+  int splits = 0;     // decode: splits over the sequence (0: pick; at most kMaxDecodeSplits)
   // Decode: the position of the query token read from this u32 tensor (element 0) when the batch
   // runs instead of `start`, with a fixed number of splits (`splits`, or the most the cache
   // needs), so that one recorded step serves every position. `start` then only bounds the check.
@@ -168,6 +173,8 @@ struct PagedAttentionArgs {
   int64_t q_stride = -1, q_offset = 0;  // q[t * q_stride + q_offset + h * hd + d] (-1: n_heads*hd)
   int64_t o_stride = -1, o_offset = 0;  // out likewise
   float scale = 0;                      // 0: 1/sqrt(head_dim)
+  int window = 0;                       // sliding window as AttentionArgs::window (0: none)
+  float softcap = 0;                    // score soft-cap as AttentionArgs::softcap (0: none)
 };
 // What a batch's paged attention needs on the GPU, uploaded once per step and used by every
 // layer: the block tables, the sequences, the work items, and the positions (with the cache rows
@@ -178,6 +185,23 @@ struct PagedAttentionPlan {
   uint32_t decode_items = 0, prefill_items = 0, decode_bq = 1, n_splits = 1;
   Tensor tables, seqs, items, positions, partials;
 };
+
+// ---- mixture of experts ------------------------------------------------------------------
+// A step's routing (LlmOps::moe_route), all on the GPU: for each (token, slot) pair q = t * k + j,
+// the expert (ids, u32) and its weight (wts, f32); the pairs grouped by expert (order: pair
+// indices, expert by expert) and one run per expert that has pairs (runs: u32 count, then per run
+// expert, first index into order, pairs). moe_linear takes a run per workgroup (and a block of
+// rows), kMoeChunk pairs at a time, so each expert's weights are read once per step, not once
+// per token.
+inline constexpr uint32_t kMoeChunk = 8;
+inline constexpr int kMoeMaxExperts = 1024;  // moe_route.wgsl's workgroup arrays
+struct MoeRouting {
+  Tensor ids, wts, order, runs;
+  int max_tokens = 0, n_experts = 0, k = 0;
+};
+MoeRouting make_moe_routing(const Context& ctx, int max_tokens, int n_experts, int k);
+// The most runs n tokens' pairs can make: min(experts, n * k) (the grid of moe_linear).
+uint64_t moe_max_runs(int n_tokens, int n_experts, int k);
 
 // A kernel version, for tests and benchmarks.
 struct KernelVersion {
@@ -235,7 +259,7 @@ class LlmOps {
   // linear_batched_q8 through a fused QKV weight (rows: a.n_heads query heads, then the cache's
   // key and value heads, back to back; qkv one row per token) and rope_kv_append(qkv, table,
   // cache, a) on its output, in one dispatch: the same results as the two. bias: of the QKV rows,
-  // or none. Needs batched_rope_takes(head_dim).
+  // or none. Needs serving_fusions(head_dim).rope.
   void linear_batched_q8_rope(Batch& b, const GpuWeight& w, const Q8Act& x, const Tensor& qkv, int n_tokens,
                               const RopeTable& table, const KvLayer& cache, const RopeKvArgs& a,
                               const Tensor& bias = {}) const;
@@ -246,14 +270,13 @@ class LlmOps {
     bool rope = false, paged_q8 = false;
   };
   ServingFusions serving_fusions(int head_dim) const;
-  bool batched_rope_takes(int head_dim) const;  // serving_fusions(head_dim).rope
   // One token through a gate|up weight (rows [0, n) gate, [n, 2n) up, n = out.cols): silu(gate) *
   // up quantized into out, in one dispatch (n % 32 == 0).
   void linear_swiglu_q8(Batch& b, const GpuWeight& gate_up, const Q8Act& x, const Q8Act& out) const;
   // One token: rms_norm_q8 of x (f32, elements 0 .. w.cols - 1) with norm_w, then linear_q8 (or
   // linear_swiglu_q8) of it, in one dispatch: every workgroup normalises and quantizes x into its
   // workgroup memory (the same values as rms_norm_q8 but for a sum of squares added in another
-  // order), so no pass and no barrier come between. Needs fuses_norm_q8(w.cols).
+  // order), so no pass and no barrier come between. Needs matvec_q8_fusions(w.cols).norm.
   void rms_norm_linear_q8(Batch& b, const Tensor& x, const Tensor& norm_w, float eps, const GpuWeight& w,
                           const Tensor& y, const LinearOptions& o = {}) const;
   void rms_norm_swiglu_q8(Batch& b, const Tensor& x, const Tensor& norm_w, float eps, const GpuWeight& gate_up,
@@ -266,17 +289,15 @@ class LlmOps {
     bool norm = false, rope = false;
   };
   Q8Fusions matvec_q8_fusions(int64_t cols) const;
-  bool fuses_norm_q8(int64_t cols) const;  // matvec_q8_fusions(cols).norm (until the layer plan asks the above)
   // One token: rms_norm_linear_q8 through a fused QKV weight (rows: a.n_heads query heads, then
   // the cache's key and value heads, back to back) and rope_kv_append(qkv, table, cache, a) on its
-  // output, in one dispatch (the same results as the two). Needs fuses_rope_q8(w.cols) (ten
+  // output, in one dispatch (the same results as the two). Needs matvec_q8_fusions(w.cols).rope (ten
   // storage buffers: adapters allowing that many per shader stage). A QKV weight in parts (of
   // different types) takes one call per part: w holds rows row0 .. row0 + w.rows - 1 of the fused
   // weight (whole heads), written to qkv from row0 on.
   void rms_norm_qkv_rope_q8(Batch& b, const Tensor& x, const Tensor& norm_w, float eps, const GpuWeight& w,
                             const Tensor& qkv, const RopeTable& table, const KvLayer& cache, const RopeKvArgs& a,
                             int64_t row0 = 0) const;
-  bool fuses_rope_q8(int64_t cols) const;  // matvec_q8_fusions(cols).rope
   // attention_decode's split-K pass alone: one token's flash-decoding partials (attn_partial.wgsl's
   // layout, [n_heads][splits][head_dim + 2]) for combine_linear or attention_combine.
   DecodePartials attention_decode_partials(Batch& b, const KvLayer& cache, const Tensor& q,
@@ -294,11 +315,14 @@ class LlmOps {
   // KV append (rms_norm_qkv_rope: nine storage buffers), and with decode partials p the attention's
   // combine (combine_linear: float weights, x and the splits' weights in workgroup memory;
   // combine_prefix: walking only the keyed splits, from 8 splits).
+  // With glu_rows (a gate|up weight's rows), also whether linear_swiglu / rms_norm_swiglu take it
+  // under this tuning (glu).
   struct MatvecFusions {
-    bool norm = false, rope = false, combine = false, combine_prefix = false;
+    bool norm = false, rope = false, combine = false, combine_prefix = false, glu = false;
   };
-  MatvecFusions matvec_fusions(TensorType t, int64_t cols, const DecodePartials* p = nullptr) const;
-  // The same one by one (until the layer plan asks the above).
+  MatvecFusions matvec_fusions(TensorType t, int64_t cols, const DecodePartials* p = nullptr,
+                               int64_t glu_rows = 0) const;
+  // The combine's facts alone (the layer plan asks them per step, once its partials are known).
   bool combine_prefix(const DecodePartials& p) const;
   bool fuses_combine(TensorType t, const DecodePartials& p) const;
   // attention_decode with the output quantized into out (heads back to back: out.cols = n_heads *
@@ -326,6 +350,8 @@ class LlmOps {
   // y[r * n + i] = x[r * n + i] / sqrt(mean(x[r]^2) + eps) * w[i] (x, w, y f32; y != x).
   void rms_norm(Batch& b, const Tensor& x, const Tensor& w, const Tensor& y, int rows, int n, float eps,
                 RmsNormVersion v = RmsNormVersion::Auto) const;
+  // The same added to y: y[r * n + i] += ... (Gemma's norms of the attention and MLP outputs).
+  void rms_norm_add(Batch& b, const Tensor& x, const Tensor& w, const Tensor& y, int rows, int n, float eps) const;
 
   // In place: each head vector x[t * stride + offset + h * head_dim + i] (h < n_heads) is
   // RMS-normalised and scaled by w[i] (Qwen 3's q_norm / k_norm inside a fused QKV row).
@@ -348,12 +374,11 @@ class LlmOps {
   // One token: rms_norm of x (elements 0 .. w.cols - 1) with norm_w, then linear (or
   // linear_swiglu) of it in one dispatch, the matvec's workgroups each normalising x as they read
   // it (the sum of squares added in another order than rms_norm's). No bias (LinearOptions' row
-  // range, y offset and accumulate apply); needs fuses_norm(w.cols).
+  // range, y offset and accumulate apply); needs matvec_fusions(F32, w.cols).norm.
   void rms_norm_linear(Batch& b, const Tensor& x, const Tensor& norm_w, float eps, const GpuWeight& w, const Tensor& y,
                        const LinearOptions& o = {}) const;
   void rms_norm_swiglu(Batch& b, const Tensor& x, const Tensor& norm_w, float eps, const GpuWeight& gate_up,
                        const Tensor& out) const;
-  bool fuses_norm(int64_t cols) const;  // matvec_fusions(F32, cols).norm
   // The column ranges of a one-token linear() of weight type t and cols columns (tuning.matvec_split,
   // matvec_split_cols; 1: not split). rows: unused (kept for callers until the layer plan).
   uint32_t matvec_splits(TensorType t, int64_t cols, int64_t rows = 0) const;
@@ -367,20 +392,22 @@ class LlmOps {
   uint64_t kx_chunks(TensorType t, int64_t cols) const;
   // One token: rms_norm_linear through a fused QKV weight (rows: a.n_heads query heads, then the
   // cache's key and value heads, back to back) and rope_kv_append(qkv, table, cache, a) on its
-  // output, in one dispatch (bit-identical to the two). Needs fuses_rope(w.cols) (nine storage
+  // output, in one dispatch (bit-identical to the two). Needs matvec_fusions(F32, w.cols).rope (nine storage
   // buffers: adapters allowing that many per shader stage).
   void rms_norm_qkv_rope(Batch& b, const Tensor& x, const Tensor& norm_w, float eps, const GpuWeight& w,
                          const Tensor& qkv, const RopeTable& table, const KvLayer& cache, const RopeKvArgs& a) const;
-  bool fuses_rope(int64_t cols) const;  // matvec_fusions(F32, cols).rope
 
   // out[t * out_stride + i] = silu(g) * u, g = gate[t * g_stride + g_off + i],
-  // u = up[t * u_stride + u_off + i], i < n (gate and up may be one gate|up tensor).
+  // u = up[t * u_stride + u_off + i], i < n (gate and up may be one gate|up tensor); gelu: GELU-tanh
+  // instead of silu (GeGLU: Gemma).
   void swiglu(Batch& b, const Tensor& gate, int64_t g_stride, int64_t g_off, const Tensor& up, int64_t u_stride,
-              int64_t u_off, const Tensor& out, int n_tokens, int n, int64_t out_stride = -1) const;
+              int64_t u_off, const Tensor& out, int n_tokens, int n, int64_t out_stride = -1, bool gelu = false) const;
   // y += x (n elements).
   void add(Batch& b, const Tensor& x, const Tensor& y, int64_t n) const;
   // y *= s (n elements).
   void scale(Batch& b, const Tensor& y, int64_t n, float s) const;
+  // y = cap * tanh(y / cap) (n elements; Gemma 2's final logit soft-cap).
+  void softcap(Batch& b, const Tensor& y, int64_t n, float cap) const;
 
   // Writes the K and V rows of n_tokens new tokens, k_src[t * src_stride + k_off + h * hd + d]
   // (and v_src with v_off), into the cache at positions pos0 .. pos0 + n_tokens - 1.
@@ -419,11 +446,28 @@ class LlmOps {
   // == 0, no o_stride / o_offset): the o projection's input.
   void paged_attention_q8(Batch& b, const KvLayer& cache, const Tensor& q, const Q8Act& out,
                           const PagedAttentionPlan& plan) const;
-  bool paged_attention_q8_takes(int head_dim) const;  // serving_fusions(head_dim).paged_q8
 
   // The decode attention's splits of the cache unless told: tuning.attn_dec_wgs workgroups' worth
   // over the KV heads.
   uint32_t decode_splits(int n_kv_heads) const;
+
+  // ---- mixture of experts (MoeRouting) ----
+  // Routes n tokens: for each, the softmax of its r.n_experts logits (logits[t * stride + e]),
+  // the top r.k (ties: the lower expert), their weights (renormalised to sum 1 with norm_topk);
+  // then the pairs grouped by expert into r's order and runs. One workgroup; a token's result
+  // depends on its logits alone.
+  void moe_route(Batch& b, const Tensor& logits, int64_t stride, int n_tokens, bool norm_topk,
+                 const MoeRouting& r) const;
+  // Each routed pair q through its expert's rows of a stacked weight w (experts' matrices of
+  // `rows` rows each, back to back): y[q * y_stride + y_off + i] = W[e * rows + i] . x_q, where
+  // x_q is x's row q / k (x_per_pair false: one row per token) or q (true), x_stride apart. Any
+  // weight type the kernels read; f32 activations; batch-invariant (linear_batched's arithmetic).
+  void moe_linear(Batch& b, const GpuWeight& w, int64_t rows, const Tensor& x, int64_t x_stride, bool x_per_pair,
+                  const Tensor& y, int64_t y_stride, int64_t y_off, int n_tokens, const MoeRouting& r) const;
+  // x[t] += sum_j wts[t k + j] * yd[t k + j] (rows of `hidden`), plus, where ys is given, the shared
+  // expert's output ys[t] scaled by sigmoid(gate[t * g_stride + g_col]).
+  void moe_combine(Batch& b, const Tensor& yd, const MoeRouting& r, int n_tokens, int64_t hidden, const Tensor& ys,
+                   const Tensor& gate, int64_t g_stride, int64_t g_col, const Tensor& x) const;
 
   // out[0] = the first index of the largest of logits[0 .. n) (u32 tensor of >= 1 element).
   void argmax(Batch& b, const Tensor& logits, int64_t n, const Tensor& out) const;
@@ -442,6 +486,9 @@ class LlmOps {
   void row_logsumexp(Batch& b, const Tensor& logits, int rows, int64_t n, const Tensor& out) const;
 
  private:
+  // rms_norm and rms_norm_add (accumulate: y +=).
+  void rms_norm_pass(Batch& b, const Tensor& x, const Tensor& w, const Tensor& y, int rows, int n, float eps,
+                     RmsNormVersion v, bool accumulate) const;
   // The pipeline of a kernel variant (KernelSpec: every family's variant struct makes one),
   // compiled once per LlmOps.
   Kernel kernel(const KernelSpec& s) const;
@@ -485,6 +532,9 @@ class LlmOps {
     uint32_t wg, tpr, rows, unroll;  // invocations per workgroup and per row group; rows per group; unroll
   };
   MatvecShape matvec_shape(bool swiglu = false) const;  // (swiglu: the same schedule)
+  // Why the gate|up + GLU matvec cannot take a weight of type t, rows x cols, under version v
+  // ("" where it can): the one answer for swiglu_matvec's checks and matvec_fusions' glu.
+  std::string swiglu_problem(TensorType t, int64_t rows, int64_t cols, LinearVersion v) const;
   // m with kMatvecFewUnroll for a grid of `groups` workgroups (0: unknown, as it is).
   MatvecShape few_unroll(MatvecShape m, uint64_t groups) const;
   // The kx schedule (tuning.matvec_kx, matvec_kx.wgsl): its kernel, and its workgroups for a

@@ -187,8 +187,11 @@ void LlmOps::matvec(Batch& b, const GpuWeight& w, const Arg& x, const Tensor& bi
              groups_1d(ctx_, ceil_div(uint64_t(rows), 256)));
 }
 
-LlmOps::MatvecFusions LlmOps::matvec_fusions(TensorType t, int64_t cols, const DecodePartials* p) const {
+LlmOps::MatvecFusions LlmOps::matvec_fusions(TensorType t, int64_t cols, const DecodePartials* p,
+                                             int64_t glu_rows) const {
   MatvecFusions f;
+  if (glu_rows > 0)
+    f.glu = swiglu_problem(t, glu_rows, cols, subgroups_ ? LinearVersion::Subgroup : LinearVersion::Shared).empty();
   f.norm = cols > 0 && cols % 4 == 0;
   f.rope = f.norm && caps_.storage_buffers >= kMatvecRopeUniform;  // buffers 0-8
   if (p && p->part && p->head_dim > 0 && p->head_dim % 4 == 0 && detail::float_weights(t)) {
@@ -199,8 +202,6 @@ LlmOps::MatvecFusions LlmOps::matvec_fusions(TensorType t, int64_t cols, const D
   return f;
 }
 
-bool LlmOps::fuses_norm(int64_t cols) const { return matvec_fusions(TensorType::F32, cols).norm; }
-bool LlmOps::fuses_rope(int64_t cols) const { return matvec_fusions(TensorType::F32, cols).rope; }
 bool LlmOps::fuses_combine(TensorType t, const DecodePartials& p) const {
   return matvec_fusions(t, int64_t(p.n_heads) * p.head_dim, &p).combine;
 }
@@ -238,7 +239,7 @@ void LlmOps::rms_norm_qkv_rope(Batch& b, const Tensor& x, const Tensor& norm_w, 
                                const Tensor& qkv, const RopeTable& table, const KvLayer& c, const RopeKvArgs& a) const {
   const std::string op = "rms_norm_qkv_rope " + str(w.type);
   check_norm(x, norm_w, w.cols, op);
-  need(fuses_rope(w.cols), op,
+  need(matvec_fusions(TensorType::F32, w.cols).rope, op,
        "needs " + std::to_string(kMatvecRopeUniform) + " storage buffers per shader stage, the adapter allows " +
            std::to_string(caps_.storage_buffers));
   detail::check_qkv_rope(w, qkv, table, c, a, op);
@@ -260,7 +261,7 @@ void LlmOps::rms_norm_qkv_rope(Batch& b, const Tensor& x, const Tensor& norm_w, 
 }
 
 void LlmOps::check_norm(const Tensor& x, const Tensor& norm_w, int64_t cols, const std::string& op) const {
-  need(fuses_norm(cols), op, std::to_string(cols) + " columns (a multiple of 4)");
+  need(matvec_fusions(TensorType::F32, cols).norm, op, std::to_string(cols) + " columns (a multiple of 4)");
   need_elems(x, cols, op, "x");
   need(round16(x.bytes()) <= x.capacity(), op, "x buffer too small");
   need_elems(norm_w, cols, op, "norm weight");
@@ -278,23 +279,31 @@ void LlmOps::swiglu_matvec(Batch& b, const GpuWeight& w, const Tensor& x, const 
                            const Tensor& out, LinearVersion v, const std::string& op) const {
   const int64_t n = w.rows / 2;
   const uint32_t wr = tuning.swiglu_wg_rows;
-  need(wr >= 2 && wr <= kSwigluRows && (wr & (wr - 1)) == 0, op,
-       "swiglu_wg_rows " + std::to_string(wr) + " (a power of two, 2.." + std::to_string(kSwigluRows) + ")");
-  need(w.rows % 2 == 0 && n % (wr / 2) == 0, op,
-       "a gate|up weight of " + std::to_string(w.rows) + " rows (twice a multiple of " + std::to_string(wr / 2) + ")");
+  const std::string problem = swiglu_problem(w.type, w.rows, w.cols, v);
+  need(problem.empty(), op, problem);
   need_elems(out, n, op, "out");
-  need(v == LinearVersion::Subgroup || v == LinearVersion::Shared, op, "runs the subgroup or shared matvec");
-  need(v != LinearVersion::Subgroup || subgroups_, op, "this adapter has no usable subgroups");
   const MatvecShape m = matvec_shape(true);
   const bool kx = kx_runs(kKxSwiglu, w.type, w.rows, w.cols, v);  // its own tiles, gate rows in any number
-  need(kx || (wr * m.tpr % m.wg == 0 && wr * m.tpr / m.wg <= kMatvecMaxRows), op,
-       std::to_string(m.wg / m.tpr) + " row groups per workgroup cannot take " + std::to_string(wr) +
-           " rows (1 to 8 per group)");
   const uint64_t groups = kx ? kx_grid(kKxSwiglu, w.rows, w.type, w.cols) : uint64_t(n / (wr / 2));
   Kernel k = kx ? matvec_kx_kernel(w.type, w.cols, kKxSwiglu, eps)
                 : matvec_kernel(w.type, v, w.cols, wr * m.tpr / m.wg, eps, false, 1, nullptr, groups);
   b.dispatch(k, {w.data, w.scales, Arg(x, 0, round16(x.bytes())), norm_w, out}, matvec_params(w.rows, w.cols, 0, 0, 0),
              groups_1d(ctx_, groups));
+}
+
+std::string LlmOps::swiglu_problem(TensorType t, int64_t rows, int64_t cols, LinearVersion v) const {
+  const uint32_t wr = tuning.swiglu_wg_rows;
+  if (wr < 2 || wr > kSwigluRows || (wr & (wr - 1)) != 0)
+    return "swiglu_wg_rows " + std::to_string(wr) + " (a power of two, 2.." + std::to_string(kSwigluRows) + ")";
+  if (rows % 2 != 0 || (rows / 2) % (wr / 2) != 0)
+    return "a gate|up weight of " + std::to_string(rows) + " rows (twice a multiple of " + std::to_string(wr / 2) + ")";
+  if (v != LinearVersion::Subgroup && v != LinearVersion::Shared) return "runs the subgroup or shared matvec";
+  if (v == LinearVersion::Subgroup && !subgroups_) return "this adapter has no usable subgroups";
+  const MatvecShape m = matvec_shape(true);
+  if (!kx_runs(kKxSwiglu, t, rows, cols, v) && (wr * m.tpr % m.wg != 0 || wr * m.tpr / m.wg > kMatvecMaxRows))
+    return std::to_string(m.wg / m.tpr) + " row groups per workgroup cannot take " + std::to_string(wr) +
+           " rows (1 to 8 per group)";
+  return "";
 }
 
 void LlmOps::combine_linear(Batch& b, const DecodePartials& p, const GpuWeight& w, const Tensor& y,

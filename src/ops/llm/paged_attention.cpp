@@ -33,6 +33,8 @@ PagedAttentionPlan LlmOps::plan_paged_attention(const std::vector<PagedSequence>
   need(a.block > 0, op, "block must be positive");
   need(a.split_len >= 16 && a.split_len % 16 == 0, op,
        "split_len " + std::to_string(a.split_len) + " is not a positive multiple of 16");
+  need(a.window >= 0, op, "window " + std::to_string(a.window) + " is negative");
+  need(a.softcap >= 0 && std::isfinite(a.softcap), op, "soft-cap " + std::to_string(a.softcap));
   PagedAttentionPlan pl;
   pl.args = a;
   pl.n_seqs = int(seqs.size());
@@ -108,7 +110,7 @@ void LlmOps::paged_attention_q8(Batch& b, const KvLayer& c, const Tensor& q, con
   const std::string op = "paged_attention_q8";
   const PagedAttentionArgs& a = pl.args;
   const int hd = a.head_dim;
-  need(paged_attention_q8_takes(hd), op,
+  need(serving_fusions(hd).paged_q8, op,
        "head_dim " + std::to_string(hd) + " (a multiple of 32, at most " + std::to_string(max_wg_) + ")");
   need(out.cols == int64_t(a.n_heads) * hd, op,
        "out has " + std::to_string(out.cols) + " columns for " + std::to_string(a.n_heads) + " heads");
@@ -124,7 +126,6 @@ void LlmOps::paged_attention_q8(Batch& b, const KvLayer& c, const Tensor& q, con
              groups_1d(ctx_, uint64_t(pl.n_tokens) * uint64_t(a.n_heads)));
 }
 
-bool LlmOps::paged_attention_q8_takes(int head_dim) const { return serving_fusions(head_dim).paged_q8; }
 
 void LlmOps::paged_attention_partials(Batch& b, const KvLayer& c, const Tensor& q, const PagedAttentionPlan& pl,
                                       const std::string& op) const {
@@ -163,7 +164,7 @@ void LlmOps::paged_attention_partials(Batch& b, const KvLayer& c, const Tensor& 
                        {{"HD", hd}, {"TPQ", tpq}, {"BQ", bq}, {"PF", pf ? 1 : 0}, {"KP", kp}}});
     b.dispatch(k, {q, Arg(c.k), Arg(c.v), pl.tables, pl.seqs, pl.items, pl.partials},
                Params(u32(a.n_heads), u32(a.n_kv_heads), u32(c.max_ctx), u32(a.block), u32(qs), u32(a.q_offset), scale,
-                      u32(a.split_len), pl.n_splits, item0),
+                      u32(a.split_len), pl.n_splits, item0, u32(a.window), a.softcap),
                {n_items, u32(a.n_kv_heads), pl.n_splits});
   };
   dispatch(pl.decode_bq, dec_tpq, dec_pf, 0, pl.decode_items);
