@@ -298,7 +298,7 @@ TEST(ArchConfigHf, Encoders) {
     "num_hidden_layers": 28, "vocab_size": 151669, "tie_word_embeddings": true})");
   EXPECT_TRUE(qe.embedding_model);
   EXPECT_EQ(qe.pooling, Pooling::Last);
-  EXPECT_FALSE(engine_runs(qe));
+  EXPECT_TRUE(engine_runs(qe));  // the decoder engines run it; its embedding is LlamaModel::last_hidden
 }
 
 // --- GGUF metadata as llama.cpp's converter writes it --------------------------------------------------

@@ -79,7 +79,7 @@ TokenizerSpec tiny_byte_level(bool bad_merge = false) {
   bl.kind = PreTokenizerStep::Kind::ByteLevel;
   bl.use_regex = false;
   s.pre_tokenizer = {split, bl};
-  s.decoder = {{DecoderStep::Kind::ByteLevel, "", "", 0, 0, true}};
+  s.decoder = {{DecoderStep::Kind::ByteLevel, "", "", 0, 0, true, true}};
   AddedToken bos{int32_t(s.vocab.size()), "<bos>", true, false, false, false, false};
   s.vocab.push_back("<bos>");
   s.added.push_back(bos);
@@ -144,12 +144,13 @@ TokenizerSpec tiny_spm() {
   piece("ther", -20);
   piece("e" + std::string("\xC3\xA9"), -1);  // "eé" (é itself is no piece: byte fallback)
   using NK = NormalizerStep::Kind;
-  s.normalizer = {{NK::Prepend, sp, "", false, false}, {NK::Replace, " ", sp, false, false}};
+  s.normalizer = {{NK::Prepend, sp, "", false, false, true, true, true, true},
+                  {NK::Replace, " ", sp, false, false, true, true, true, true}};
   using DK = DecoderStep::Kind;
-  s.decoder = {{DK::Replace, sp, " ", 0, 0, true},
-               {DK::ByteFallback, "", "", 0, 0, true},
-               {DK::Fuse, "", "", 0, 0, true},
-               {DK::Strip, " ", "", 1, 0, true}};
+  s.decoder = {{DK::Replace, sp, " ", 0, 0, true, true},
+               {DK::ByteFallback, "", "", 0, 0, true, true},
+               {DK::Fuse, "", "", 0, 0, true, true},
+               {DK::Strip, " ", "", 1, 0, true, true}};
   s.byte_fallback = true;
   s.fuse_unk = true;
   s.unk_id = 0;
@@ -277,15 +278,15 @@ std::string hf_error(const std::string& doc_text) {
 TEST(HfJson, ErrorsNameFileAndField) {
   EXPECT_EQ(hf_error(R"({"model": {"type": "BPE", "vocab": {"a": 0}}})"), "t.json: model: missing 'merges'");
   EXPECT_EQ(hf_error(R"({"model": {"type": "Unigram", "vocab": []}})"),
-            "t.json: model.type: model 'Unigram' is not supported (BPE is)");
+            "t.json: model.type: model 'Unigram' is not supported (BPE and WordPiece are)");
   EXPECT_EQ(hf_error(R"({"model": {"vocab": {"a": "x"}, "merges": []}})"),
             "t.json: model.vocab.a: expected a number, got string");
   EXPECT_EQ(hf_error(R"({"model": {"vocab": {"a": 0}, "merges": ["a"]}})"),
             "t.json: model.merges[0]: expected two pieces separated by one space, got 'a'");
   EXPECT_EQ(hf_error(R"({"model": {"vocab": {"a": 0}, "merges": []},
                         "normalizer": {"type": "Sequence", "normalizers": [{"type": "NFKD"}]}})"),
-            "t.json: normalizer.normalizers[0].type: normalizer 'NFKD' is not supported (NFC, Prepend, Replace, "
-            "Strip, Sequence are)");
+            "t.json: normalizer.normalizers[0].type: normalizer 'NFKD' is not supported (NFC, NFD, Prepend, "
+            "Replace, Strip, StripAccents, Lowercase, BertNormalizer, Sequence are)");
   EXPECT_EQ(hf_error(R"({"model": {"vocab": {"a": 0}, "merges": []},
                         "pre_tokenizer": {"type": "Split", "pattern": {"Regex": "(a"}, "behavior": "Isolated"}})")
                 .substr(0, 53),
@@ -368,7 +369,7 @@ TEST(Gguf, ByteLevelVocabulary) {
 
 TEST(Gguf, ErrorsNameFileAndKey) {
   EXPECT_EQ(gguf_error(tiny_gguf("")), "t.gguf: tokenizer.ggml.model: missing: the file holds no tokenizer");
-  EXPECT_EQ(gguf_error(tiny_gguf("bert")), "t.gguf: tokenizer.ggml.model: 'bert' is not supported (gpt2, llama are)");
+  EXPECT_EQ(gguf_error(tiny_gguf("t5")), "t.gguf: tokenizer.ggml.model: 't5' is not supported (gpt2, llama, bert are)");
   EXPECT_EQ(gguf_error(tiny_gguf("gpt2")),
             "t.gguf: tokenizer.ggml.merges: missing or empty for a gpt2 (BPE) tokenizer");
   auto w = tiny_gguf("gpt2");

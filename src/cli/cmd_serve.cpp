@@ -1,6 +1,7 @@
 // wgc serve: an OpenAI-compatible HTTP server for one model, or several with --models-dir
 // (src/server, docs/serving.md).
 #include "cli/command.h"
+#include "cli/embedding_model.h"
 #include "cli/llm_backend.h"
 #include "cli/llm_flags.h"
 #include "gpu/context.h"
@@ -34,7 +35,7 @@ int signal_pipe[2] = {-1, -1};
 struct Flags {
   GpuFlags gpu;
   SplitFlags split;
-  std::optional<std::string> model, name, kernel;
+  std::optional<std::string> model, name, kernel, embedding_model;
   std::string tokenizer;
   server::ServerOptions so;
   llm::SchedulerOptions sched;
@@ -54,6 +55,13 @@ std::string read_key_file(const std::string& path) {
   while (!key.empty() && (key.back() == '\r' || key.back() == ' ' || key.back() == '\t')) key.pop_back();
   if (key.empty()) throw Error("wgc serve: --api-key-file " + path + " is empty (the key is its first line)");
   return key;
+}
+
+// The embedding model's id in the API: its file's (or folder's) name.
+std::string embedding_id(const std::string& path) {
+  fs::path p = fs::path(path).lexically_normal();
+  if (p.filename().empty()) p = p.parent_path();
+  return p.filename().string();
 }
 
 // `v` within [lo, hi], else a UsageError naming the flag.
@@ -235,6 +243,8 @@ int serve(const Flags& f) {
   eo.max_ctx = sched.max_ctx;
   eo.threads = checked_threads(f.threads);
   be.apply(eo);
+  if (f.embedding_model)  // POST /v1/embeddings (server/embeddings.h)
+    so.embedder = load_embedder(*f.embedding_model, embedding_id(*f.embedding_model), be, eo.threads);
   // A lost GPU device (driver reset, GPU reclaimed) is survived: the scheduler has the model
   // rebuilt on a new device from the file (llm/serve/served_model.h).
   llm::ServedModel served(file, be.ctx, eo);
@@ -264,6 +274,9 @@ Register reg{{"serve", "OpenAI-compatible HTTP server for a language model (defa
                                "a tokenizer.json, folder or .gguf (default: the model's own)")
                     ->type_name("PATH");
                 add_text(app, "--name", f->name, "the model's id in the API (default: the file's name)");
+                add_text(app, "--embedding-model", f->embedding_model,
+                         "an embedding model (BERT family, Qwen3-Embedding) for /v1/embeddings (its id: its name)")
+                    ->type_name("PATH");
                 app.add_option("--host", f->so.host, "the address to listen on");
                 add_number(app, "--port", f->so.port, "the port to listen on (0: any free one)");
                 app.add_option("--api-key", f->so.api_key,

@@ -36,6 +36,7 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 const char* route_label(const std::string& path) {
   static const char* known[] = {"/",           "/health",      "/metrics",        "/v1/models",          "/tokenize",
                                 "/detokenize", "/v1/messages", "/v1/completions", "/v1/chat/completions"};
+  if (path == "/v1/embeddings") return "/v1/embeddings";
   for (const char* k : known)
     if (path == k) return k;
   if (path.starts_with("/v1/models/")) return "/v1/models/{id}";
@@ -465,6 +466,12 @@ void Server::Impl::routes() {
                 res.status = e.status;
                 res.set_content(anthropic_error_body(e), "application/json");
               }
+            }));
+  http.Post("/v1/embeddings", with_body([this, json](const std::string& body, httplib::Response& res) {
+              if (!opt.embedder)
+                throw ApiError(404, "this server has no embedding model (start it with --embedding-model PATH)",
+                               "invalid_request_error", "model", "model_not_found");
+              json(res, embeddings_response(body, *opt.embedder));
             }));
   http.Post("/tokenize", with_body([this](const std::string& body, httplib::Response& res) {
               auto lease = pool->acquire("");  // the default model's tokenizer

@@ -10,6 +10,7 @@
 
 #include "gpu/context.h"
 #include "llm/serve/scheduler.h"
+#include "server/embeddings.h"
 #include "server/model_pool.h"
 #include "server/request.h"
 
@@ -36,6 +37,8 @@ struct ServerOptions {
   std::chrono::milliseconds request_timeout{30000};
   int retry_after_s = 1;                    // Retry-After of a 503 when the queue is full
   std::chrono::seconds shutdown_grace{30};  // shutdown(): how long running requests may finish
+  // POST /v1/embeddings runs this model (server/embeddings.h); none: that route answers 404.
+  std::shared_ptr<Embedder> embedder;
 };
 
 class Server {

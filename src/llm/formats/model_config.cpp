@@ -92,8 +92,9 @@ bool engine_runs(const ModelConfig& c) {
     case Architecture::Olmoe:
       // The engines' rope tables carry the scaled frequencies and YaRN's attention factor (the
       // sliding layers' table their own base: Gemma 3); LongRoPE (Phi-3's) is refused until its
-      // choice of factors is checked against transformers.
-      return !c.embedding_model && c.rope_scaling.type != RopeScalingType::LongRope && c.norm != NormKind::LayerNorm;
+      // choice of factors is checked against transformers. A decoder embedding model (Qwen3-Embedding)
+      // runs too: its embedding is LlamaModel::last_hidden.
+      return c.rope_scaling.type != RopeScalingType::LongRope && c.norm != NormKind::LayerNorm;
     default: return false;
   }
 }
@@ -102,12 +103,11 @@ std::string engine_refusal(const ModelConfig& c) {
   if (engine_runs(c)) return "";
   const std::string arch(to_string(c.architecture));
   const auto a = c.architecture;
-  if (c.embedding_model ||
-      !(a == Architecture::Llama || a == Architecture::Mistral || a == Architecture::Qwen2 ||
+  if (!(a == Architecture::Llama || a == Architecture::Mistral || a == Architecture::Qwen2 ||
         a == Architecture::Qwen3 || a == Architecture::Gemma2 || a == Architecture::Gemma3 ||
         a == Architecture::Mixtral || a == Architecture::Qwen2Moe || a == Architecture::Qwen3Moe ||
         a == Architecture::Olmoe))
-    return arch + (c.embedding_model ? " (embeddings)" : "") +
+    return arch + (c.embedding_model ? " (embeddings: wgc embed)" : "") +
            " models are read (wgc inspect) but not run yet: the engines run llama, mistral, qwen2, qwen3, gemma2, "
            "gemma3, mixtral, qwen2moe, qwen3moe and olmoe language models";
   return arch + " with " + std::string(to_string(c.rope_scaling.type)) +

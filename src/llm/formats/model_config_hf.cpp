@@ -392,7 +392,12 @@ ModelConfig config_from_hf(const json::Value& top_cfg, const std::string& src) {
     }
     default: break;
   }
-  if (c.embedding_model && A != Architecture::Bert) c.pooling = Pooling::Last;
+  // A decoder as an embedding model (Qwen3-Embedding): the last token's final hidden state. It has
+  // no lm_head: the engines' output projection (unused) is the embedding table.
+  if (c.embedding_model && A != Architecture::Bert) {
+    c.pooling = Pooling::Last;
+    c.tie_word_embeddings = true;
+  }
 
   c.bos_token_id = token_id(cfg, src, "bos_token_id");
   if (!c.bos_token_id) c.bos_token_id = token_id(top_cfg, src, "bos_token_id");

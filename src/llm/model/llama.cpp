@@ -298,6 +298,20 @@ class GpuEngine final : public LlamaEngine {
     return out;
   }
 
+  std::vector<float> last_hidden(std::span<const int32_t> tokens) override {
+    tokens = prefill_chunks(tokens);
+    const int n = int(tokens.size());
+    Batch b(ctx);
+    upload_ids(tokens);
+    record_layers(b, n);
+    ops.rms_norm(b, acts.x, w.norm, acts.h, n, int(hidden), eps);
+    b.run();
+    n_past_ += n;
+    std::vector<float> out(static_cast<size_t>(hidden));
+    download(ctx, acts.h, std::as_writable_bytes(std::span(out)), uint64_t(n - 1) * uint64_t(hidden) * 4);
+    return out;
+  }
+
   std::vector<float> all_logits(std::span<const int32_t> tokens) override {
     check_tokens(tokens);
     std::vector<float> out;
@@ -454,6 +468,7 @@ void LlamaModel::set_tuning(const LlmTuning& t) { impl_->set_tuning(t); }
 
 std::vector<float> LlamaModel::logits(std::span<const int32_t> tokens) { return impl_->logits(tokens); }
 std::vector<float> LlamaModel::all_logits(std::span<const int32_t> tokens) { return impl_->all_logits(tokens); }
+std::vector<float> LlamaModel::last_hidden(std::span<const int32_t> tokens) { return impl_->last_hidden(tokens); }
 int32_t LlamaModel::greedy(std::span<const int32_t> tokens) { return impl_->greedy(tokens); }
 TopK LlamaModel::top_k(std::span<const int32_t> tokens, int k) { return impl_->top_k(tokens, k); }
 DecodeStats LlamaModel::decode_greedy(int32_t first, int max_steps, const std::function<bool(int32_t)>& on_token) {

@@ -127,8 +127,11 @@ class LlamaModel {
   // the context would overflow. The result variants:
   std::vector<float> logits(std::span<const int32_t> tokens);      // last position: [vocab]
   std::vector<float> all_logits(std::span<const int32_t> tokens);  // every position: [n][vocab]
-  int32_t greedy(std::span<const int32_t> tokens);                 // argmax on the GPU: one int read back
-  TopK top_k(std::span<const int32_t> tokens, int k);              // k <= 64, on the GPU
+  // The last position's hidden state after the final norm: [hidden] (decoder embedding models,
+  // e.g. Qwen3-Embedding, pool it).
+  std::vector<float> last_hidden(std::span<const int32_t> tokens);
+  int32_t greedy(std::span<const int32_t> tokens);     // argmax on the GPU: one int read back
+  TopK top_k(std::span<const int32_t> tokens, int k);  // k <= 64, on the GPU
   // No result: `tokens` go into the cache in steps of max_batch(); `progress` hears the tokens
   // done and the total after each step.
   void prefill(std::span<const int32_t> tokens, const std::function<void(int, int)>& progress = {});

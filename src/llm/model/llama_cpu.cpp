@@ -477,6 +477,8 @@ int64_t CpuForward::step(std::span<const CpuSequence> seqs, CpuKvCache& kv, int6
   for (const Step& st : plans_[0].output) {
     if (st.op == Op::Norm)
       rms_norm(last_.data(), W.norm, last_.data(), m, hidden, hidden);
+    else if (st.op == Op::Linear && output_hidden_)
+      out.assign(last_.begin(), last_.end());
     else if (st.op == Op::Linear)
       linear(W.output, last_.data(), hidden, m, out.data(), W.vocab, false);
     else if (st.op == Op::Softcap)  // Gemma 2: cap * tanh(logit / cap)

@@ -108,6 +108,9 @@ class CpuForward {
   // of every token, in order) into out [rows][vocab]. Returns the number of rows.
   int64_t step(std::span<const CpuSequence> seqs, CpuKvCache& kv, int64_t block, bool all_rows,
                std::vector<float>& out);
+  // When set, step() writes those rows' hidden states after the final norm ([rows][hidden])
+  // instead of their logits (decoder embedding models).
+  void set_output_hidden(bool on) { output_hidden_ = on; }
 
  private:
   // y (+)= group(in) for n rows of `in` (in_stride apart): parts side by side, y_stride apart.
@@ -129,6 +132,7 @@ class CpuForward {
   const cpu::Kernels& k_;
   std::shared_ptr<cpu::ThreadPool> pool_;
   int max_tokens_ = 0, max_pos_ = 0;
+  bool output_hidden_ = false;
   std::vector<float> rope_;          // [max_pos][hd/2] (cos, sin)
   std::vector<float> sliding_rope_;  // the sliding layers' where it differs (Gemma 3; empty: none)
   std::vector<float> x_, h_, qkv_, attn_, gu_, act_, last_;

@@ -66,6 +66,16 @@ class CpuEngine final : public LlamaEngine {
     return all;
   }
 
+  std::vector<float> last_hidden(std::span<const int32_t> tokens) override {
+    struct Restore {
+      CpuForward& f;
+      ~Restore() { f.set_output_hidden(false); }
+    } restore{*fwd};
+    fwd->set_output_hidden(true);
+    run(tokens, nullptr);
+    return out;
+  }
+
   int32_t greedy(std::span<const int32_t> tokens) override {
     run(tokens, nullptr);
     return argmax();

@@ -48,6 +48,7 @@ class LlamaEngine {
   virtual void prefill(std::span<const int32_t> tokens, const std::function<void(int, int)>& progress) = 0;
   virtual std::vector<float> logits(std::span<const int32_t> tokens) = 0;
   virtual std::vector<float> all_logits(std::span<const int32_t> tokens) = 0;
+  virtual std::vector<float> last_hidden(std::span<const int32_t> tokens) = 0;
   virtual int32_t greedy(std::span<const int32_t> tokens) = 0;
   virtual TopK top_k(std::span<const int32_t> tokens, int k) = 0;
   virtual DecodeStats decode_greedy(int32_t first, int max_steps, const std::function<bool(int32_t)>& on_token) = 0;

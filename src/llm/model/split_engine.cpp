@@ -195,6 +195,11 @@ class SplitEngine final : public LlamaEngine {
     return out;
   }
 
+  // Embedding models run on one device (wgc embed, serve --embedding-model).
+  std::vector<float> last_hidden(std::span<const int32_t>) override {
+    throw Error("wgc: last_hidden (decoder embedding models) is not available on a model split over several GPUs");
+  }
+
   std::vector<float> all_logits(std::span<const int32_t> tokens) override {
     check_tokens(tokens);
     Stage& s = *stages_.back();

@@ -59,9 +59,9 @@ TokenizerSpec spec_from_gguf(const GgufFile& f) {
   };
   std::string model = f.get_string("tokenizer.ggml.model");
   if (model.empty()) fail("tokenizer.ggml.model", "missing: the file holds no tokenizer");
-  if (model != "gpt2" && model != "llama")
-    fail("tokenizer.ggml.model", "'" + model + "' is not supported (gpt2, llama are)");
-  bool spm = model == "llama";
+  if (model != "gpt2" && model != "llama" && model != "bert")
+    fail("tokenizer.ggml.model", "'" + model + "' is not supported (gpt2, llama, bert are)");
+  bool spm = model == "llama", wpm = model == "bert";
 
   if (const GgufValue* t = f.find("tokenizer.ggml.tokens"); t && t->is_array() && int64_t(t->size()) > kMaxVocabSize)
     fail("tokenizer.ggml.tokens", std::to_string(t->size()) + " tokens exceed the vocabulary limit of " +
@@ -105,7 +105,49 @@ TokenizerSpec spec_from_gguf(const GgufFile& f) {
                                                opt_id("tokenizer.ggml.eom_token_id")};
 
   bool add_bos = false, add_eos = false;
-  if (spm) {
+  if (wpm) {
+    // llama.cpp's converter stores BERT's WordPiece vocabulary with a phantom space: word-initial
+    // pieces as "\u2581" + piece, continuations without their "##", [BRACKETED] specials as they
+    // are. Undone here, then BERT's uncased pipeline as llama.cpp runs it (lowercase, accents
+    // stripped, punctuation split), [CLS] text [SEP].
+    for (size_t i = 0; i < n; ++i) {
+      std::string& t = spec.vocab[i];
+      if (t.size() >= 2 && t.front() == '[' && t.back() == ']') continue;
+      if (t.starts_with("\xE2\x96\x81"))
+        t.erase(0, 3);
+      else
+        t.insert(0, "##");
+    }
+    for (auto& a : spec.added) a.content = spec.vocab[size_t(a.id)];
+    spec.wordpiece = true;
+    spec.continuing_subword_prefix = "##";
+    // Special tokens: the keys, else the pieces' names (what llama.cpp's defaults 100..103 are in
+    // BERT's own vocabulary).
+    auto named = [&](const char* piece) -> std::optional<int32_t> {
+      for (size_t i = 0; i < n; ++i)
+        if (spec.vocab[i] == piece) return int32_t(i);
+      return std::nullopt;
+    };
+    spec.unk_id = unk ? unk : named("[UNK]");
+    NormalizerStep bn;
+    bn.kind = NormalizerStep::Kind::Bert;
+    spec.normalizer.push_back(bn);
+    PreTokenizerStep bp;
+    bp.kind = PreTokenizerStep::Kind::Bert;
+    spec.pre_tokenizer.push_back(bp);
+    DecoderStep wd;
+    wd.kind = DecoderStep::Kind::WordPiece;
+    wd.a = "##";
+    spec.decoder.push_back(wd);
+    if (!spec.bos_id) spec.bos_id = opt_id("tokenizer.ggml.cls_token_id");
+    if (!spec.bos_id) spec.bos_id = named("[CLS]");
+    std::optional<int32_t> sep = opt_id("tokenizer.ggml.seperator_token_id");  // llama.cpp's spelling
+    if (!sep) sep = spec.eos_id;
+    if (!sep) sep = named("[SEP]");
+    if (spec.bos_id) spec.prefix.push_back(*spec.bos_id);
+    if (sep) spec.suffix.push_back(*sep);
+    if (!spec.eos_id) spec.eos_id = sep;
+  } else if (spm) {
     spec.scores = f.get_f32_array("tokenizer.ggml.scores");
     if (spec.scores.size() != n)
       fail("tokenizer.ggml.scores",
@@ -118,13 +160,14 @@ TokenizerSpec spec_from_gguf(const GgufFile& f) {
     spec.unk_id = unk ? unk : std::optional<int32_t>(0);
     bool space_prefix = f.get_bool("tokenizer.ggml.add_space_prefix", true);
     using NK = NormalizerStep::Kind;
-    if (space_prefix) spec.normalizer.push_back({NK::Prepend, "\xE2\x96\x81", "", false, false});
-    spec.normalizer.push_back({NK::Replace, " ", "\xE2\x96\x81", false, false});
+    if (space_prefix)
+      spec.normalizer.push_back({NK::Prepend, "\xE2\x96\x81", "", false, false, true, true, true, true});
+    spec.normalizer.push_back({NK::Replace, " ", "\xE2\x96\x81", false, false, true, true, true, true});
     using DK = DecoderStep::Kind;
-    spec.decoder.push_back({DK::Replace, "\xE2\x96\x81", " ", 0, 0, true});
-    spec.decoder.push_back({DK::ByteFallback, "", "", 0, 0, true});
-    spec.decoder.push_back({DK::Fuse, "", "", 0, 0, true});
-    if (space_prefix) spec.decoder.push_back({DK::Strip, " ", "", 1, 0, true});
+    spec.decoder.push_back({DK::Replace, "\xE2\x96\x81", " ", 0, 0, true, true});
+    spec.decoder.push_back({DK::ByteFallback, "", "", 0, 0, true, true});
+    spec.decoder.push_back({DK::Fuse, "", "", 0, 0, true, true});
+    if (space_prefix) spec.decoder.push_back({DK::Strip, " ", "", 1, 0, true, true});
     add_bos = true;
   } else {
     std::vector<std::string> merges = f.get_string_array("tokenizer.ggml.merges");
@@ -141,7 +184,7 @@ TokenizerSpec spec_from_gguf(const GgufFile& f) {
     const PreType* pt = find_pre(pre);
     if (!pt) fail("tokenizer.ggml.pre", "pre-tokenizer '" + pre + "' is not supported");
     using PK = PreTokenizerStep::Kind;
-    if (pt->nfc) spec.normalizer.push_back({NormalizerStep::Kind::NFC, "", "", false, false});
+    if (pt->nfc) spec.normalizer.push_back({NormalizerStep::Kind::NFC, "", "", false, false, true, true, true, true});
     if (pt->regex) {
       PreTokenizerStep split;
       split.kind = PK::Split;
@@ -154,7 +197,7 @@ TokenizerSpec spec_from_gguf(const GgufFile& f) {
     bl.add_prefix_space = false;
     bl.use_regex = pt->regex == nullptr;
     spec.pre_tokenizer.push_back(bl);
-    spec.decoder.push_back({DecoderStep::Kind::ByteLevel, "", "", 0, 0, true});
+    spec.decoder.push_back({DecoderStep::Kind::ByteLevel, "", "", 0, 0, true, true});
     spec.ignore_merges = pt->ignore_merges;
     add_bos = pt->add_bos;
     spec.unk_id = unk;
@@ -169,8 +212,8 @@ TokenizerSpec spec_from_gguf(const GgufFile& f) {
     if (!b) fail("tokenizer.ggml.add_eos_token", "expected a bool");
     add_eos = *b;
   }
-  if (add_bos && spec.bos_id) spec.prefix.push_back(*spec.bos_id);
-  if (add_eos && spec.eos_id) spec.suffix.push_back(*spec.eos_id);
+  if (add_bos && spec.bos_id && !wpm) spec.prefix.push_back(*spec.bos_id);
+  if (add_eos && spec.eos_id && !wpm) spec.suffix.push_back(*spec.eos_id);
   if (spec.bos_id) spec.bos_token = spec.vocab[size_t(*spec.bos_id)];
   if (spec.eos_id) spec.eos_token = spec.vocab[size_t(*spec.eos_id)];
   spec.chat_template = f.get_string("tokenizer.chat_template");

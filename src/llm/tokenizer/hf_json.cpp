@@ -95,8 +95,22 @@ void read_normalizer(const Reader& r, const Value& n, const std::string& field, 
     s.kind = K::Strip;
     s.left = r.boolean(n, field, "strip_left", true);
     s.right = r.boolean(n, field, "strip_right", true);
+  } else if (type == "BertNormalizer") {
+    s.kind = K::Bert;
+    s.clean_text = r.boolean(n, field, "clean_text", true);
+    s.chinese_chars = r.boolean(n, field, "handle_chinese_chars", true);
+    s.lowercase = r.boolean(n, field, "lowercase", true);
+    s.strip_accents = r.boolean(n, field, "strip_accents", s.lowercase);  // null: as lowercase
+  } else if (type == "NFD") {
+    s.kind = K::NFD;
+  } else if (type == "Lowercase") {
+    s.kind = K::Lowercase;
+  } else if (type == "StripAccents") {
+    s.kind = K::StripAccents;
   } else {
-    r.fail(field + ".type", "normalizer '" + type + "' is not supported (NFC, Prepend, Replace, Strip, Sequence are)");
+    r.fail(field + ".type", "normalizer '" + type +
+                                "' is not supported (NFC, NFD, Prepend, Replace, Strip, StripAccents, Lowercase, "
+                                "BertNormalizer, Sequence are)");
   }
   out.push_back(std::move(s));
 }
@@ -152,10 +166,21 @@ void read_pre_tokenizer(const Reader& r, const Value& n, const std::string& fiel
     s.individual_digits = r.boolean(n, field, "individual_digits", false);
   } else if (type == "WhitespaceSplit") {
     s.kind = K::WhitespaceSplit;
+  } else if (type == "BertPreTokenizer") {
+    s.kind = K::Bert;
+  } else if (type == "Whitespace") {
+    // HF: the matches of \w+|[^\w\s]+ kept, the rest removed, \w as Rust's regex has it (letters,
+    // marks, decimal digits, connectors, joiners: wider than PCRE2's).
+    s.kind = K::Split;
+    s.pattern =
+        "[\\p{Alphabetic}\\p{M}\\p{Nd}\\p{Pc}\\x{200C}\\x{200D}]+|[^\\p{Alphabetic}\\p{M}\\p{Nd}\\p{Pc}\\x{200C}\\x{"
+        "200D}\\s]+";
+    s.behavior = SplitBehavior::Removed;
+    s.invert = true;
   } else {
-    r.fail(field + ".type",
-           "pre-tokenizer '" + type +
-               "' is not supported (Split, ByteLevel, Metaspace, Digits, WhitespaceSplit, Sequence are)");
+    r.fail(field + ".type", "pre-tokenizer '" + type +
+                                "' is not supported (Split, ByteLevel, Metaspace, Digits, WhitespaceSplit, Whitespace, "
+                                "BertPreTokenizer, Sequence are)");
   }
   out.push_back(std::move(s));
 }
@@ -192,10 +217,14 @@ void read_decoder(const Reader& r, const Value& n, const std::string& field, std
     s.kind = K::Metaspace;
     s.a = r.str_or(n, field, "replacement", "\xE2\x96\x81");
     s.prepend = prepend_scheme(r, n, field) != PreTokenizerStep::Prepend::Never;
+  } else if (type == "WordPiece") {
+    s.kind = K::WordPiece;
+    s.a = r.str_or(n, field, "prefix", "##");
+    s.cleanup = r.boolean(n, field, "cleanup", true);
   } else {
     r.fail(field + ".type", "decoder '" + type +
                                 "' is not supported (ByteLevel, Replace, ByteFallback, Fuse, Strip, Metaspace, "
-                                "Sequence are)");
+                                "WordPiece, Sequence are)");
   }
   out.push_back(std::move(s));
 }
@@ -251,7 +280,9 @@ void read_post_processor(const Reader& r, const Value& n, const std::string& fie
 void read_model(const Reader& r, const Value& m, TokenizerSpec& spec) {
   r.object(m, "model");
   std::string type = r.str_or(m, "model", "type", "BPE");
-  if (type != "BPE") r.fail("model.type", "model '" + type + "' is not supported (BPE is)");
+  if (type != "BPE" && type != "WordPiece")
+    r.fail("model.type", "model '" + type + "' is not supported (BPE and WordPiece are)");
+  spec.wordpiece = type == "WordPiece";
   if (const Value* d = m.find("dropout"); d && !d->is_null() && d->is_number() && d->as_double() != 0)
     r.fail("model.dropout", "BPE dropout is not supported");
   const Value& vocab = r.object(r.need(m, "model", "vocab"), "model.vocab");
@@ -273,6 +304,18 @@ void read_model(const Reader& r, const Value& m, TokenizerSpec& spec) {
   spec.vocab.assign(size_t(max_id + 1), std::string());
   for (auto& [piece, idv] : vocab.members()) spec.vocab[size_t(idv.as_int())] = piece;
 
+  if (spec.wordpiece) {
+    const std::string unk = r.str_or(m, "model", "unk_token", "[UNK]");
+    const Value* id = vocab.find(unk);
+    if (!id) r.fail("model.unk_token", "'" + unk + "' is not in the vocabulary");
+    spec.unk_id = int32_t(id->as_int());
+    spec.continuing_subword_prefix = r.str_or(m, "model", "continuing_subword_prefix", "##");
+    if (const Value* mx = m.find("max_input_chars_per_word"); mx && !mx->is_null()) {
+      spec.max_input_chars_per_word = r.integer(*mx, "model.max_input_chars_per_word");
+      if (spec.max_input_chars_per_word < 1) r.fail("model.max_input_chars_per_word", "must be >= 1");
+    }
+    return;
+  }
   const auto& merges = r.array(r.need(m, "model", "merges"), "model.merges");
   spec.merges.reserve(merges.size());
   for (size_t i = 0; i < merges.size(); ++i) {

@@ -26,18 +26,21 @@ struct AddedToken {
 
 // Normalizer steps, applied in order to each stretch of text between added tokens.
 struct NormalizerStep {
-  enum class Kind { NFC, Prepend, Replace, ReplaceRegex, Strip };
+  // Bert: HF BertNormalizer (the four flags below); NFD, Lowercase, StripAccents (drops Mn marks).
+  enum class Kind { NFC, Prepend, Replace, ReplaceRegex, Strip, Bert, NFD, Lowercase, StripAccents };
   Kind kind = Kind::NFC;
   std::string a;                     // Prepend: the prefix; Replace: the pattern
   std::string b;                     // Replace: the replacement
   bool left = false, right = false;  // Strip
+  bool clean_text = true, chinese_chars = true, strip_accents = true, lowercase = true;  // Bert
 };
 
 enum class SplitBehavior { Removed, Isolated, MergedWithPrevious, MergedWithNext, Contiguous };
 
 // Pre-tokenizer steps: each splits every piece further.
 struct PreTokenizerStep {
-  enum class Kind { Split, ByteLevel, Metaspace, Digits, WhitespaceSplit };
+  // Bert: HF BertPreTokenizer (whitespace removed, each punctuation character isolated).
+  enum class Kind { Split, ByteLevel, Metaspace, Digits, WhitespaceSplit, Bert };
   Kind kind = Kind::Split;
   // Split
   std::string pattern;  // a PCRE2 regex (UTF, UCP) or a literal
@@ -57,11 +60,12 @@ struct PreTokenizerStep {
 
 // Decoder steps (HF decode_chain semantics: each step maps the list of token strings).
 struct DecoderStep {
-  enum class Kind { ByteLevel, Replace, ByteFallback, Fuse, Strip, Metaspace };
+  enum class Kind { ByteLevel, Replace, ByteFallback, Fuse, Strip, Metaspace, WordPiece };
   Kind kind = Kind::ByteLevel;
   std::string a, b;         // Replace: pattern -> content; Strip: the character; Metaspace: replacement
   int start = 0, stop = 0;  // Strip
   bool prepend = true;      // Metaspace: the first token's leading space is dropped
+  bool cleanup = true;      // WordPiece: " ." -> ".", " n't" -> "n't", ... (a = the subword prefix)
 };
 
 // The largest vocabulary a tokenizer file may declare (ids 0..kMaxVocabSize-1): real ones have at
@@ -71,9 +75,11 @@ inline constexpr int64_t kMaxVocabSize = int64_t(1) << 24;
 struct TokenizerSpec {
   std::string source;  // the file it came from, for messages
 
-  // The model: a BPE over `vocab` (id -> piece; byte-level pieces for byte-level BPE). Merges by
-  // rank when `merges` is non-empty, else by `scores` of the merged piece (SentencePiece BPE:
-  // the highest score first; a piece scored -infinity is never a merge target).
+  // The model: WordPiece (BERT: the longest vocabulary prefix of each word, then of the rest with
+  // continuing_subword_prefix, the whole word unk_id when a part has none or the word is longer
+  // than max_input_chars_per_word characters), or a BPE over `vocab` (id -> piece; byte-level pieces for byte-level
+  // BPE). Merges by rank when `merges` is non-empty, else by `scores` of the merged piece (SentencePiece BPE: the
+  // highest score first; a piece scored -infinity is never a merge target).
   std::vector<std::string> vocab;
   std::vector<float> scores;
   std::vector<std::pair<std::string, std::string>> merges;
@@ -82,6 +88,8 @@ struct TokenizerSpec {
   bool byte_fallback = false;  // unknown characters become <0xNN> tokens
   bool ignore_merges = false;  // a word that is a whole vocab entry is that token
   std::string continuing_subword_prefix, end_of_word_suffix;
+  bool wordpiece = false;
+  int64_t max_input_chars_per_word = 100;
 
   std::vector<AddedToken> added;
   std::vector<NormalizerStep> normalizer;

@@ -2,6 +2,7 @@
 
 #include "llm/tokenizer/regex.h"
 #include "llm/tokenizer/unicode.h"
+#include "llm/tokenizer/wordpiece.h"
 #include "util/error.h"
 
 #include <algorithm>
@@ -381,6 +382,10 @@ void Tokenizer::Impl::normalize(std::string& s) const {
         s = s.substr(b, e - b);
         break;
       }
+      case K::Bert:
+      case K::NFD:
+      case K::Lowercase:
+      case K::StripAccents: wordpiece::normalize(n, s); break;
     }
     if (s.size() > limit) too_long(spec.source, "normalizer", in, limit);
   }
@@ -477,6 +482,7 @@ std::vector<Piece> Tokenizer::Impl::pre_tokenize(std::vector<Piece> pieces_in) c
         case K::WhitespaceSplit:
           emit(p.text, split_ranges(p.text.size(), pre_regex[i].find_all(p.text), SplitBehavior::Removed, false));
           break;
+        case K::Bert: emit(p.text, wordpiece::pre_tokenize(p.text)); break;
         case K::ByteLevel: {
           std::string s = std::move(p.text);
           if (st.add_prefix_space && !s.starts_with(' ')) s.insert(0, " ");
@@ -616,6 +622,7 @@ void Tokenizer::Impl::merge_word(const std::string& w, std::vector<int32_t>& out
 
 void Tokenizer::Impl::bpe(const std::string& word, std::vector<int32_t>& out) const {
   if (word.empty()) return;
+  if (spec.wordpiece) return wordpiece::encode_word(word, vocab, spec, out);
   if (spec.ignore_merges) {
     auto it = vocab.find(word);
     if (it != vocab.end()) {
@@ -754,6 +761,7 @@ std::string Tokenizer::Impl::decode(std::span<const int32_t> ids, bool skip_spec
         }
         break;
       }
+      case K::WordPiece: wordpiece::decode(st, toks); break;
       case K::Metaspace:
         for (size_t i = 0; i < toks.size(); ++i) {
           std::string r = toks[i];

@@ -177,15 +177,7 @@ bool is_whitespace(char32_t c) {
          c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
 }
 
-std::string nfc(std::string_view s) {
-  // Quick check: text below U+0300 is already in NFC.
-  bool quick = true;
-  for (size_t i = 0; i < s.size() && quick; ++i) {
-    auto b = static_cast<unsigned char>(s[i]);
-    if (b >= 0xCC) quick = false;  // lead bytes of U+0300 and above
-  }
-  if (quick) return std::string(s);
-
+std::vector<char32_t> nfd_codepoints(std::string_view s) {
   std::vector<char32_t> cps;
   cps.reserve(s.size());
   for (size_t i = 0; i < s.size();) decompose(next_codepoint(s, i), cps);
@@ -201,6 +193,19 @@ std::string nfc(std::string_view s) {
                      [](char32_t a, char32_t b) { return ccc(a) < ccc(b); });
     i = j;
   }
+  return cps;
+}
+
+std::string nfc(std::string_view s) {
+  // Quick check: text below U+0300 is already in NFC.
+  bool quick = true;
+  for (size_t i = 0; i < s.size() && quick; ++i) {
+    auto b = static_cast<unsigned char>(s[i]);
+    if (b >= 0xCC) quick = false;  // lead bytes of U+0300 and above
+  }
+  if (quick) return std::string(s);
+
+  std::vector<char32_t> cps = nfd_codepoints(s);
   // Canonical composition.
   std::vector<char32_t> out;
   out.reserve(cps.size());

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace wgc::llm::unicode {
 
@@ -36,6 +37,17 @@ bool is_whitespace(char32_t c);
 
 // Canonical composition (NFC), from the tables of gen_unicode_data.py.
 std::string nfc(std::string_view s);
+// Canonical decomposition (NFD), as code points.
+std::vector<char32_t> nfd_codepoints(std::string_view s);
+
+// Character properties (unicode_props.cpp, the tables of gen_unicode_props.py), as Rust's char
+// methods and the unicode_categories crate answer them for Hugging Face tokenizers.
+bool is_mark_nonspacing(char32_t c);  // Mn
+bool is_mark(char32_t c);             // M* (Mn, Mc, Me)
+bool is_punctuation(char32_t c);      // P*
+bool is_other(char32_t c);            // Cc, Cf, Cs, Co (not Cn: as tokenizers' is_other)
+// The lowercase mapping of c (one or two characters) appended to out.
+void append_lower(std::string& out, char32_t c);
 
 // GPT-2's byte-level alphabet: byte -> code point, and back (-1 for code points outside it).
 const std::array<char32_t, 256>& byte_to_unicode();
