@@ -17,7 +17,7 @@ void check_partial_rope(const ModelConfig& c, const std::string& source) {
 
 std::vector<int64_t> partial_rope_order(int64_t head_dim, int64_t rope_dim) {
   const int64_t half = head_dim / 2, rh = rope_dim / 2;
-  std::vector<int64_t> order(size_t(head_dim));
+  std::vector<int64_t> order(static_cast<size_t>(head_dim));
   int64_t pass = rope_dim;  // the next passed-through feature
   for (int64_t j = 0; j < half; ++j) order[size_t(j)] = j < rh ? j : pass++;
   for (int64_t j = 0; j < half; ++j) order[size_t(half + j)] = j < rh ? rh + j : pass++;
