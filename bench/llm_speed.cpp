@@ -3,6 +3,7 @@
 #include "bench/bench.h"
 #include "cpu/llm/cpu_features.h"
 #include "llm/formats/gguf.h"
+#include "llm/model/layer_split.h"
 #include "util/error.h"
 #include "util/format.h"
 
@@ -110,6 +111,8 @@ LlmSpeedResult run_llm_speed(const std::optional<Context>& ctx, const LlmSpeedPl
   eo.tuning = std::make_shared<const llm::LlmTuning>(plan.tuning);
   eo.device = plan.device;
   eo.threads = plan.threads;
+  eo.split_gpus = plan.split_gpus;
+  eo.tensor_split = plan.tensor_split;
   const llm::DeviceChoice choice = llm::choose_device(ctx, file, eo);
   eo.device = r.engine = choice.device;
   r.engine_reason = choice.reason;
@@ -132,6 +135,12 @@ LlmSpeedResult run_llm_speed(const std::optional<Context>& ctx, const LlmSpeedPl
   llm::LlamaModel model(ctx, file, eo);
   r.threads = model.threads();
   r.device = gpu ? r.adapter.device : llm::cpu::describe_cpu(r.threads);
+  if (!plan.split_gpus.empty()) {
+    std::string counts;
+    for (const llm::ModelStage& s : model.stages())
+      counts += (counts.empty() ? "" : "+") + std::to_string(s.layers.count);
+    r.device += " x " + std::to_string(plan.split_gpus.size() + 1) + " (layers " + counts + ")";
+  }
 
   for (const auto& t : file.tensors()) r.params += t.numel();
   r.weight_bytes = model.weight_bytes();

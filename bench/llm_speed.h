@@ -36,6 +36,9 @@ struct LlmSpeedPlan {
   double bandwidth_gbs = -1;                                  // < 0: measure (on the GPU engine); 0: none; > 0: given
   llm::Device device = llm::Device::Auto;                     // the engine (EngineOptions::device)
   int threads = 0;                                            // the CPU engine's threads (0: every processor)
+  // A layer split (EngineOptions::split_gpus, tensor_split): the GPUs after ctx's, their shares.
+  std::vector<Context> split_gpus;
+  std::vector<double> tensor_split;
 };
 
 struct Stats {

@@ -7,7 +7,7 @@
 # (scripts/bench_cpu_llm/package-lock.json; --ignore-scripts, no compiler, gpu: false).
 #
 #   scripts/bench_cpu_llm.sh [--npm DIR] [--out DIR] [--types q4_0,q8_0,f16] [--threads N]
-#                            [-p 128] [-n 32] [-r 3] [--wgc PATH] [--avx2 | --peer-variant NAME]
+#                            [-p 128] [-n 32] [-r 3] [--passes 1] [--wgc PATH] [--avx2 | --peer-variant NAME]
 #   scripts/bench_cpu_llm.sh --pack DIR   # fetch the peer's .tgz files into DIR (needs the registry)
 #   scripts/bench_cpu_llm.sh [--npm DIR] [--avx2] --pack-portable FILE.tar.xz
 #                            # node's binary and the installed peer in one file (31 MB), for a
@@ -21,6 +21,9 @@
 #              cpu_llm.png (the chart), the model files (kept for the next run) and the peer
 #  --threads N threads of both engines (default: the processors this shell may use, nproc)
 #  -p, -n, -r  prompt tokens, decoded tokens, timed runs (the median is reported)
+#  --passes N  the whole comparison N times, which engine goes first alternating from pass to pass,
+#              the table giving the median over the passes of each engine's medians (a shared
+#              machine's load drifts: passes spread both engines over the same stretches of it)
 #  --types     any of q4_0, q8_0, q4_k (llama.cpp's Q4_K_M mix), q6_k, f16, bf16, f32
 #  --peer-variant NAME  llama.cpp's CPU variant to load (libggml-cpu-NAME.so: haswell, skylakex,
 #              icelake, sapphirerapids, zen4, ...) instead of the best one for this processor:
@@ -47,7 +50,7 @@ declare -A kPinned=(
   [node-llama-cpp-linux-x64-3.21.1.tgz]=4b5b65a8b2611d8af94349b02d815c0f424a30a0a19aef2be5db25ecfef6730f
 )
 
-npm_dir="" peer_dir="" portable="" variant="" cpu_time=0 out="$repo/build/bench-cpu-llm" types="q4_0,q8_0,f16" threads=$(nproc) p=128 n=32 r=3 pack=""
+npm_dir="" peer_dir="" portable="" variant="" cpu_time=0 passes=1 out="$repo/build/bench-cpu-llm" types="q4_0,q8_0,f16" threads=$(nproc) p=128 n=32 r=3 pack=""
 wgc="$repo/build/wgc"
 while [ $# -gt 0 ]; do
   case $1 in
@@ -65,7 +68,8 @@ while [ $# -gt 0 ]; do
     -p) p=${2:?-p N}; shift 2 ;;
     -n) n=${2:?-n N}; shift 2 ;;
     -r) r=${2:?-r N}; shift 2 ;;
-    -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
+    --passes) passes=${2:?--passes N}; shift 2 ;;
+    -h|--help) sed -n '2,39p' "$0"; exit 0 ;;
     *) die "unknown argument '$1' (--help lists them)" ;;
   esac
 done
@@ -175,41 +179,65 @@ cpu_seconds() {  # COMMAND...: its user + system CPU seconds (bash's time keywor
 cpu=$("$wgc" info --backend cpu | sed 's/^CPU engine: //')
 flags=$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -E '^(avx2|fma|f16c|avx512f|avx512bw|avx512_vnni|avx_vnni|avx512_bf16)$' | tr '\n' ' ' | sed 's/ $//' || true)
 results="$out/results.json"
-echo "[" >"$results"
-first=1
+[[ $passes =~ ^[1-9][0-9]*$ ]] || die "--passes takes a count (1, 2, ...), not '$passes'"
 for t in ${types//,/ }; do
   model="$out/models/llama-3.2-1b-$t.gguf"
   if [ ! -f "$model" ]; then
     log "making $model"
     "$wgc" synth-model --shape llama-3.2-1b --type "$t" --out "$model"
   fi
-  load0=$(load)
-  log "$t: wgc (CPU engine, $threads threads)"
+done
+run_wgc() {  # TYPE PASS
+  local t=$1 k=$2 model="$out/models/llama-3.2-1b-$1.gguf"
+  log "$t (pass $k of $passes): wgc (CPU engine, $threads threads)"
   "$wgc" bench-llm --backend cpu --threads "$threads" -m "$model" -p "$p" -n "$n" -r "$r" \
-    --json "$out/wgc-$t.json" --force >"$out/wgc-$t.txt"
-  wgc_cpu="{}"
+    --json "$out/wgc-$t-$k.json" --force >"$out/wgc-$t-$k.txt"
+  local cpu="{}"
   if [ $cpu_time = 1 ]; then
     log "$t: wgc's CPU time (bench-llm with 1 and $((r + 1)) runs)"
-    bl=("$wgc" bench-llm --backend cpu --threads 1 -m "$model" --no-warmup --bandwidth 0)
+    local bl=("$wgc" bench-llm --backend cpu --threads 1 -m "$model" --no-warmup --bandwidth 0) a b c d
     a=$(cpu_seconds "${bl[@]}" -p "$p" -n 0 -r 1) b=$(cpu_seconds "${bl[@]}" -p "$p" -n 0 -r $((r + 1)))
     c=$(cpu_seconds "${bl[@]}" -p 0 -n "$n" -r 1) d=$(cpu_seconds "${bl[@]}" -p 0 -n "$n" -r $((r + 1)))
-    wgc_cpu=$(node -e 'const [a, b, c, d, p, n, r] = process.argv.slice(1).map(Number);
+    cpu=$(node -e 'const [a, b, c, d, p, n, r] = process.argv.slice(1).map(Number);
       console.log(JSON.stringify({pp: p * r / (b - a), tg: n * r / (d - c)}));' "$a" "$b" "$c" "$d" "$p" "$n" "$r")
   fi
-  log "$t: llama.cpp (node-llama-cpp, $threads threads)"
-  (cd "$peer" && node llama_cpp_bench.mjs "$model" "$p" "$n" "$r" "$threads") >"$out/llama_cpp-$t.json"
-  load1=$(load)
+  echo "$cpu" >"$out/wgc-cpu-$t-$k.json"
+}
+run_llama() {  # TYPE PASS
+  local t=$1 k=$2
+  log "$t (pass $k of $passes): llama.cpp (node-llama-cpp, $threads threads)"
+  (cd "$peer" && node llama_cpp_bench.mjs "$out/models/llama-3.2-1b-$t.gguf" "$p" "$n" "$r" "$threads") \
+    >"$out/llama_cpp-$t-$k.json"
+}
+declare -A loads
+for k in $(seq 1 "$passes"); do
+  for t in ${types//,/ }; do
+    load0=$(load)
+    if [ $((k % 2)) = 1 ]; then run_wgc "$t" "$k"; run_llama "$t" "$k"; else run_llama "$t" "$k"; run_wgc "$t" "$k"; fi
+    loads[$t]="${loads[$t]:+${loads[$t]} / }$load0; $(load)"
+  done
+done
+echo "[" >"$results"
+first=1
+for t in ${types//,/ }; do
   row=$(node -e '
-    const [wgcFile, peerFile, type, load0, load1] = process.argv.slice(1);
-    const w = require(wgcFile), l = require(peerFile), wc = JSON.parse(process.argv[8]);
-    const med = (name) => w.results.find((x) => x.test === name).tps_median;
-    const r = {type, wgc_pp: med("pp" + process.argv[6]), wgc_tg: med("tg" + process.argv[7]),
-               llama_pp: l.pp_median, llama_tg: l.tg_median, load_before: load0, load_after: load1,
-               wgc_threads: w.threads, llama_threads: l.threads, llama_cpu_variant: l.cpu_variant};
-    if (wc.pp !== undefined)
-      Object.assign(r, {wgc_pp_cpu: wc.pp, wgc_tg_cpu: wc.tg, llama_pp_cpu: l.pp_cpu_median, llama_tg_cpu: l.tg_cpu_median});
+    const [out, type, passes, p, n, loads] = process.argv.slice(1);
+    const med = (v) => { const s = [...v].sort((a, b) => a - b), m = s.length >> 1;
+                         return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2; };
+    const ks = Array.from({ length: Number(passes) }, (_, i) => i + 1);
+    const w = ks.map((k) => require(`${out}/wgc-${type}-${k}.json`));
+    const l = ks.map((k) => require(`${out}/llama_cpp-${type}-${k}.json`));
+    const wc = ks.map((k) => require(`${out}/wgc-cpu-${type}-${k}.json`));
+    const test = (x, name) => x.results.find((y) => y.test === name).tps_median;
+    const r = {type, passes: ks.length, wgc_pp: med(w.map((x) => test(x, "pp" + p))),
+               wgc_tg: med(w.map((x) => test(x, "tg" + n))), llama_pp: med(l.map((x) => x.pp_median)),
+               llama_tg: med(l.map((x) => x.tg_median)), loads,
+               wgc_threads: w[0].threads, llama_threads: l[0].threads, llama_cpu_variant: l[0].cpu_variant};
+    if (wc[0].pp !== undefined)
+      Object.assign(r, {wgc_pp_cpu: med(wc.map((x) => x.pp)), wgc_tg_cpu: med(wc.map((x) => x.tg)),
+                        llama_pp_cpu: med(l.map((x) => x.pp_cpu_median)), llama_tg_cpu: med(l.map((x) => x.tg_cpu_median))});
     console.log(JSON.stringify(r));
-  ' "$out/wgc-$t.json" "$out/llama_cpp-$t.json" "$t" "$load0" "$load1" "$p" "$n" "$wgc_cpu")
+  ' "$out" "$t" "$passes" "$p" "$n" "${loads[$t]}")
   [ $first = 1 ] || echo "," >>"$results"
   first=0
   echo "$row" >>"$results"
@@ -220,13 +248,14 @@ node -e '
   const rows = require(process.argv[1]);
   const [cpu, threads, p, n, r, flags] = process.argv.slice(2);
   const f = (x) => x.toFixed(2), pct = (a, b) => (100 * a / b).toFixed(0) + "%";
+  const passes = rows[0].passes > 1 ? `, the median over ${rows[0].passes} passes (engine order alternating)` : "";
   console.log(`CPU: ${cpu}; flags: ${flags}; ${threads} threads each; llama.cpp CPU variant: ${rows[0].llama_cpu_variant}; ` +
-              `pp${p} / tg${n}, median of ${r} runs after a warm-up\n`);
-  console.log("| model | wgc pp t/s | llama.cpp pp t/s | wgc/llama.cpp pp | wgc tg t/s | llama.cpp tg t/s | wgc/llama.cpp tg | load (1/5/15 min) before; after |");
+              `pp${p} / tg${n}, median of ${r} runs after a warm-up${passes}\n`);
+  console.log("| model | wgc pp t/s | llama.cpp pp t/s | wgc/llama.cpp pp | wgc tg t/s | llama.cpp tg t/s | wgc/llama.cpp tg | load (1/5/15 min) before; after (each pass) |");
   console.log("|---|---:|---:|---:|---:|---:|---:|---|");
   for (const x of rows)
     console.log(`| Llama-3.2-1B ${x.type.toUpperCase()} | ${f(x.wgc_pp)} | ${f(x.llama_pp)} | ${pct(x.wgc_pp, x.llama_pp)} | ` +
-                `${f(x.wgc_tg)} | ${f(x.llama_tg)} | ${pct(x.wgc_tg, x.llama_tg)} | ${x.load_before}; ${x.load_after} |`);
+                `${f(x.wgc_tg)} | ${f(x.llama_tg)} | ${pct(x.wgc_tg, x.llama_tg)} | ${x.loads} |`);
   if (rows[0].wgc_pp_cpu !== undefined) {
     console.log("\nTokens per CPU second (one thread each):\n");
     console.log("| model | wgc pp | llama.cpp pp | wgc/llama.cpp pp | wgc tg | llama.cpp tg | wgc/llama.cpp tg |");

@@ -220,7 +220,7 @@ TEST(CpuLlmKernels, LongRowsAndManyTokens) {
   }
 }
 
-// Load-time repacking (Kernels::pack, the levels that have it): the packed copy is the bytes of the
+// Load-time repacking (Kernels::pack, the levels that have it): the packed copy is as big as the
 // whole row groups it covers, and linear gives the same bits from it as from the rows as stored,
 // for one token and many, row chunks on and off the groups, rows past the last whole group; the
 // other levels ignore a copy that is not theirs.

@@ -37,8 +37,9 @@ struct LlmState {
 
 class PyLLM {
  public:
+  // gpus: a layer split's other devices (EngineOptions::split_gpus), tensor_split their shares.
   PyLLM(ContextPtr ctx, const std::optional<std::string>& path, const std::optional<std::string>& tokenizer,
-        int max_ctx);
+        int max_ctx, std::vector<ContextPtr> gpus = {}, std::vector<double> tensor_split = {});
   ~PyLLM() {
     if (st_) ctx_->dispose(std::move(st_));
   }
@@ -61,6 +62,7 @@ class PyLLM {
 
  private:
   ContextPtr ctx_;
+  std::vector<ContextPtr> gpus_;  // kept while the model runs on them
   std::shared_ptr<LlmState> st_;
   fs::path path_;
   llm::SamplingParams defaults_;
@@ -68,8 +70,8 @@ class PyLLM {
 };
 
 PyLLM::PyLLM(ContextPtr ctx, const std::optional<std::string>& path, const std::optional<std::string>& tokenizer,
-             int max_ctx)
-    : ctx_(std::move(ctx)) {
+             int max_ctx, std::vector<ContextPtr> gpus, std::vector<double> tensor_split)
+    : ctx_(std::move(ctx)), gpus_(std::move(gpus)) {
   if (max_ctx < 0) throw py::value_error("wgc.LLM: max_ctx must be >= 0 (0: the model's context, at most 4096)");
   py::gil_scoped_release nogil;
   auto t0 = std::chrono::steady_clock::now();
@@ -79,6 +81,8 @@ PyLLM::PyLLM(ContextPtr ctx, const std::optional<std::string>& path, const std::
   defaults_ = llm::default_sampling(path_);
   llm::EngineOptions eo;
   eo.max_ctx = max_ctx;
+  for (const ContextPtr& g : gpus_) eo.split_gpus.push_back(g->ctx());
+  eo.tensor_split = std::move(tensor_split);
   PyContext::Busy busy(*ctx_);
   st_->model.emplace(ctx_->ctx(), st_->file, eo);
   st_->gen.emplace(*st_->model, st_->tok);
@@ -383,8 +387,10 @@ void bind_llm(py::module_& m) {
       .def("close", &TextStream::close, "Stops the generation early (what was generated stays in the model's cache).");
 
   py::class_<PyLLM, LlmPtr>(m, "LLM")
-      .def(py::init<ContextPtr, std::optional<std::string>, std::optional<std::string>, int>(), py::arg("ctx"),
-           py::arg("path"), py::arg("tokenizer"), py::arg("max_ctx"))
+      .def(py::init<ContextPtr, std::optional<std::string>, std::optional<std::string>, int, std::vector<ContextPtr>,
+                    std::vector<double>>(),
+           py::arg("ctx"), py::arg("path"), py::arg("tokenizer"), py::arg("max_ctx"),
+           py::arg("gpus") = std::vector<ContextPtr>{}, py::arg("tensor_split") = std::vector<double>{})
       .def("start", &start, py::arg("prompt"), py::arg("max_tokens"), py::arg("stop"), py::arg("ignore_eos"),
            py::arg("add_special"), py::arg("sampling"))
       .def(

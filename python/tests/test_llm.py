@@ -48,6 +48,19 @@ def test_tiny_llama2_gguf_matches_transformers():
     check_fixture_model(llm, "tiny-llama2-f32", 1e-4)
 
 
+def test_split_over_two_devices_gives_the_one_device_logits():
+    # The model's two layers on two devices of one adapter (as `--gpus 0,0`): the same bits.
+    path = require(fixtures_dir() / "tiny-llama2-f32" / "tiny-llama2-f32-f32.gguf")
+    one = wgc.LLM(path, max_ctx=64, ctx=wgc.Context(backend="cpu-vulkan"))
+    two = wgc.LLM(path, max_ctx=64, gpus=[wgc.Context(backend="cpu-vulkan"), wgc.Context(backend="cpu-vulkan")])
+    tokens = [1, 450, 4996, 17354, 1701, 29871]
+    assert np.array_equal(one.logits(tokens), two.logits(tokens))
+    with pytest.raises(ValueError, match="3 shares for 2 GPUs"):
+        wgc.LLM(path, gpus=[0, 0], tensor_split=[1, 2, 3])
+    with pytest.raises(ValueError, match="ctx or gpus"):
+        wgc.LLM(path, ctx=wgc.Context(backend="cpu-vulkan"), gpus=[0, 0])
+
+
 def test_tiny_llama3_safetensors_matches_transformers():
     folder = require(fixtures_dir() / "tiny-llama3-bf16")
     require(folder / "model.safetensors")

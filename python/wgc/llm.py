@@ -84,9 +84,24 @@ class LLM:
 
     def __init__(self, path: Optional[Union[str, os.PathLike]] = None, *,
                  tokenizer: Optional[Union[str, os.PathLike]] = None, max_ctx: int = 0,
-                 ctx: Optional[Context] = None) -> None:
+                 ctx: Optional[Context] = None, gpus: Optional[Sequence[Union[int, Context]]] = None,
+                 tensor_split: Optional[Sequence[float]] = None) -> None:
         if ctx is not None and not isinstance(ctx, Context):
             raise TypeError(f"wgc.LLM: ctx must be a wgc.Context, got {type(ctx).__name__}")
+        # gpus: the model split by layers over these devices (adapter indices, as `wgc generate
+        # --gpus 0,1`, or Contexts; [0, 0] opens one GPU twice), the first range on the first;
+        # tensor_split: their shares of the layers (default: equal layer counts).
+        more: List[Context] = []
+        if gpus is not None:
+            if ctx is not None:
+                raise ValueError("wgc.LLM: give ctx or gpus, not both")
+            devs = [g if isinstance(g, Context) else Context(adapter=_integer("gpus", g)) for g in gpus]
+            if len(devs) < 1:
+                raise ValueError("wgc.LLM: gpus is empty")
+            ctx, more = devs[0], devs[1:]
+        split = [float(p) for p in tensor_split] if tensor_split is not None else []
+        if split and len(split) != len(more) + 1:
+            raise ValueError(f"wgc.LLM: tensor_split has {len(split)} shares for {len(more) + 1} GPUs (gpus)")
         max_ctx = _integer("max_ctx", max_ctx)
         for what, p in (("model", path), ("tokenizer", tokenizer)):
             if p is not None:
@@ -95,7 +110,7 @@ class LLM:
                 if not os.path.exists(p):
                     raise FileNotFoundError(f"wgc.LLM: no {what} file or folder {os.fspath(p)!r}")
         self._m = _wgc.LLM(ctx or _wgc.default_context(), None if path is None else os.fspath(path),
-                           None if tokenizer is None else os.fspath(tokenizer), max_ctx)
+                           None if tokenizer is None else os.fspath(tokenizer), max_ctx, more, split)
 
     # ---- generation ------------------------------------------------------------------------
 

@@ -125,11 +125,13 @@ struct Bench {
 
 struct Flags {
   GpuFlags gpu;
+  SplitFlags gpus;  // --gpus, --tensor-split
   OutputFlags out;
   std::optional<std::string> model, kernel, tuning;
   std::vector<int> parallel{1, 8, 16, 32, 64};
   int p = 256, n = 128, repeats = 1, batch = 512, block = 16, split = llm::BatchedOptions{}.split_len;
   uint32_t seed = 1;
+  int micro_batches = 0;  // BatchedOptions::micro_batches
   bool no_warmup = false, sync = false, no_prefill = false;
 };
 
@@ -213,14 +215,14 @@ int bench_batched_cmd(const Flags& f) {
     std::fflush(stderr);
   };
 
-  LlmBackend be = llm_backend(f.gpu);
+  LlmBackend be = llm_backend(f.gpu, -1, &f.gpus);
   status("loading " + *model_path);
   llm::ModelFile file = llm::open_model(*model_path);
   llm::EngineOptions eo;
   eo.max_ctx = p + n;
   eo.max_batch = std::min(batch, p + n);
   eo.tuning = std::make_shared<const llm::LlmTuning>(tuning);
-  eo.device = be.device;
+  be.apply(eo);
   if (f.tuning && llm::choose_device(be.ctx, file, eo).device != llm::Device::Gpu)
     throw UsageError(
         "--tuning tunes the GPU engine's kernels; this model runs on the CPU engine (--backend gpu or cpu-vulkan "
@@ -237,6 +239,8 @@ int bench_batched_cmd(const Flags& f) {
   bo.blocks = max_b * ((p + n + block - 1) / block);
   bo.linear = lin;
   bo.split_len = split;
+  if (f.micro_batches < 0 || f.micro_batches > 1024) throw UsageError("--micro-batches must be 0 to 1024");
+  bo.micro_batches = f.micro_batches;
   llm::BatchedLlama engine(model, bo);
   Bench bench{engine, int(model.config().vocab_size), block, sync, no_prefill, std::mt19937(seed)};
 
@@ -399,6 +403,9 @@ Register reg{
        add_number(app, "--batch", f->batch, "tokens per prefill step");
        add_number(app, "--block", f->block, "tokens per KV-cache block");
        add_number(app, "--split", f->split, "attention split length (a multiple of 16)");
+       add_number(app, "--micro-batches", f->micro_batches,
+                  "with --gpus: the micro-batches a step's sequences are cut into, pipelined over the GPUs (0: one "
+                  "per GPU)");
        app.add_flag("--sync", f->sync, "wait for each decode step before recording the next");
        app.add_flag("--no-prefill", f->no_prefill,
                     "skip PP: decode over p cached positions that were never computed (the same kernels and "
@@ -411,6 +418,7 @@ Register reg{
        app.add_flag("--no-warmup", f->no_warmup, "no untimed warm-up run before each count");
        add_output_flags(app, f->out, "every number as JSON", "a bar chart of decode t/s");
        add_gpu_flags(app, f->gpu);
+       add_split_flags(app, f->gpus);
        return [f] { return bench_batched_cmd(*f); };
      }}};
 

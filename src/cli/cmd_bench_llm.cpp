@@ -25,6 +25,7 @@ using bench::LlmSpeedResult;
 
 struct Flags {
   GpuFlags gpu;
+  SplitFlags split;
   LlmSpeedPlan plan;
   OutputFlags out;
   std::optional<std::string> model, matmul, tuning;
@@ -146,7 +147,7 @@ void print_report(std::FILE* out, const LlmSpeedPlan& p, const LlmSpeedResult& r
   const auto& t = p.tuning;
   const bool gpu = r.engine == llm::Device::Gpu;
   std::fprintf(out, "device: %s   bandwidth: %s\n",
-               (gpu ? r.adapter.device + " (" + r.adapter.adapter_type + ")" : "CPU engine: " + r.device).c_str(),
+               (gpu ? r.device + " (" + r.adapter.adapter_type + ")" : "CPU engine: " + r.device).c_str(),
                r.bandwidth > 0
                    ? (format_number("%.1f GB/s", r.bandwidth * 1e-9) + " (" + r.bandwidth_source + ")").c_str()
                    : "none");
@@ -160,7 +161,7 @@ void print_report(std::FILE* out, const LlmSpeedPlan& p, const LlmSpeedResult& r
     if (!p.q8_activations) std::fprintf(out, "f32 activations throughout (--no-q8)\n");
   }
   std::fprintf(out, "\n");
-  const std::string backend = gpu ? "WebGPU " + r.adapter.device : "CPU " + std::to_string(r.threads) + " threads";
+  const std::string backend = gpu ? "WebGPU " + r.device : "CPU " + std::to_string(r.threads) + " threads";
   std::vector<std::vector<std::string>> rows;
   for (const auto& x : r.tests)
     rows.push_back({r.name, gib_str(r.file_bytes), params_str(r.params), backend, x.name,
@@ -285,9 +286,11 @@ int bench_llm_cmd(const Flags& f) {
     std::fprintf(stderr, "%s[bench-llm] %s%s", tty ? "\r" : "", s.c_str(), tty ? "          " : "\n");
     std::fflush(stderr);
   };
-  const LlmBackend be = llm_backend(f.gpu);
+  const LlmBackend be = llm_backend(f.gpu, -1, &f.split);
   LlmSpeedPlan on = plan;
   on.device = be.device;
+  on.split_gpus = be.split_gpus;
+  on.tensor_split = be.tensor_split;
   LlmSpeedResult r = bench::run_llm_speed(be.ctx, on, status);
   if (tty) std::fprintf(stderr, "\r%70s\r", "");
   say_engine_choice(r.engine_reason);
@@ -325,6 +328,7 @@ Register reg{
                 "by ';' run every test once per set");
        app.add_flag("--no-q8", f->no_q8, "f32 activations for quantized weights too (EngineOptions::q8_activations)");
        add_gpu_flags(app, f->gpu);
+       add_split_flags(app, f->split);
        return [f] { return bench_llm_cmd(*f); };
      }}};
 

@@ -56,7 +56,7 @@ int generate(const Flags& f) {
     throw Error("wgc: the prompt has " + std::to_string(ids.size()) + " tokens but the context holds " +
                 std::to_string(f.m.ctx) + " (shorten the prompt or raise --ctx, up to the model's own context)");
 
-  Generator gen(start_engine(m, llm_backend(f.m.gpu), f.m.ctx, !f.m.no_q8, f.m.threads), m.tok);
+  Generator gen(start_engine(m, llm_backend(f.m.gpu, -1, &f.m.split), f.m.ctx, !f.m.no_q8, f.m.threads), m.tok);
   info("sampling: " + o.sampling.describe());
   std::unique_ptr<Waiting> wait = first_steps_wait(m);  // ends at the first text
   bool echoed = !f.echo || f.json;

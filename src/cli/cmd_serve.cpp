@@ -33,6 +33,7 @@ int signal_pipe[2] = {-1, -1};
 
 struct Flags {
   GpuFlags gpu;
+  SplitFlags split;
   std::optional<std::string> model, name, kernel;
   std::string tokenizer;
   server::ServerOptions so;
@@ -229,11 +230,11 @@ int serve(const Flags& f) {
 
   if (f.models_dir) return serve_pool(f, path, name, tokenizer, so, sched, gpu);
 
-  LlmBackend be = llm_backend(f.gpu, gpu);
+  LlmBackend be = llm_backend(f.gpu, gpu, &f.split);
   llm::EngineOptions eo;
   eo.max_ctx = sched.max_ctx;
   eo.threads = checked_threads(f.threads);
-  eo.device = be.device;
+  be.apply(eo);
   // A lost GPU device (driver reset, GPU reclaimed) is survived: the scheduler has the model
   // rebuilt on a new device from the file (llm/serve/served_model.h).
   llm::ServedModel served(file, be.ctx, eo);
@@ -307,6 +308,7 @@ Register reg{{"serve", "OpenAI-compatible HTTP server for a language model (defa
                            "with --models-dir: seconds a request waits for its model to load or to fit");
                 add_number(app, "--gpu", f->gpu_index, "the adapter's index (wgc info lists them); -1: the default");
                 add_gpu_flags(app, f->gpu);
+                add_split_flags(app, f->split);
                 return [f] { return serve(*f); };
               }}};
 

@@ -1,6 +1,7 @@
 #include "cli/llm_backend.h"
 
 #include "cpu/llm/cpu_features.h"
+#include "llm/model/layer_split.h"
 #include "util/error.h"
 
 #include <cstdio>
@@ -8,11 +9,50 @@
 
 namespace wgc::cli {
 
-LlmBackend llm_backend(const GpuFlags& g, int adapter_index) {
+void add_split_flags(CLI::App& app, SplitFlags& s) {
+  add_numbers(app, "--gpus", s.gpus,
+              "split the model by layers over these GPUs (adapter indices, e.g. 0,1; wgc info lists them; "
+              "0,0 opens one GPU twice)")
+      ->type_name("I,J,..");
+  add_numbers(app, "--tensor-split", s.proportions,
+              "with --gpus: each GPU's share of the layers, e.g. 3,1 (default: by free memory where known, "
+              "else equal layer counts)")
+      ->type_name("P,Q,..");
+}
+
+void LlmBackend::apply(llm::EngineOptions& eo) const {
+  eo.device = device;
+  eo.split_gpus = split_gpus;
+  eo.tensor_split = tensor_split;
+}
+
+LlmBackend llm_backend(const GpuFlags& g, int adapter_index, const SplitFlags* split) {
   std::string name = g.backend;
   if (name == "auto")
     if (const char* env = std::getenv("WGC_BACKEND"); env && *env) name = env;
   LlmBackend b;
+  if (split && !split->proportions.empty() && split->gpus.size() < 2)
+    throw UsageError("--tensor-split needs --gpus with two or more GPUs");
+  if (split && !split->gpus.empty()) {
+    if (adapter_index >= 0) throw UsageError("--gpu and --gpus: give one of them");
+    if (name == "cpu") throw UsageError("--gpus splits the model over GPUs; --backend cpu runs without one");
+    if (!split->proportions.empty() && split->proportions.size() != split->gpus.size())
+      throw UsageError("--tensor-split has " + std::to_string(split->proportions.size()) + " proportions for " +
+                       std::to_string(split->gpus.size()) + " GPUs (--gpus)");
+    for (int i : split->gpus)
+      if (i < 0 || i > 1024) throw UsageError("--gpus: adapter index " + std::to_string(i) + " (0..1024)");
+    for (size_t i = 0; i < split->gpus.size(); ++i) {
+      ContextOptions co{parse_backend(name), g.debug};
+      co.adapter_index = split->gpus[i];
+      if (i == 0)
+        b.ctx.emplace(co);
+      else
+        b.split_gpus.emplace_back(co);
+    }
+    b.tensor_split = split->proportions;
+    b.device = llm::Device::Gpu;  // asked for by name
+    return b;
+  }
   if (name == "cpu") {
     if (adapter_index >= 0) throw UsageError("--gpu picks a GPU adapter; --backend cpu runs without one");
     b.device = llm::Device::Cpu;
@@ -28,6 +68,15 @@ LlmBackend llm_backend(const GpuFlags& g, int adapter_index) {
 
 std::string engine_name(const llm::LlamaModel& m, const LlmBackend& b) {
   if (m.device() == llm::Device::Cpu) return "CPU engine: " + llm::cpu::describe_cpu(m.threads());
+  if (!b.split_gpus.empty()) {
+    std::vector<Context> devices;
+    std::vector<llm::LayerRange> ranges;
+    for (const llm::ModelStage& s : m.stages()) {
+      devices.push_back(s.ctx);
+      ranges.push_back(s.layers);
+    }
+    return "WebGPU, split over " + std::to_string(devices.size()) + " GPUs: " + llm::describe_split(devices, ranges);
+  }
   return "WebGPU " + b.ctx->adapter().device + " (" + b.ctx->adapter().adapter_type + ")";
 }
 

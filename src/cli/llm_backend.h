@@ -13,15 +13,29 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace wgc::cli {
+
+// --gpus and --tensor-split: one model split by layers over several GPUs (llm/model/layer_split.h).
+struct SplitFlags {
+  std::vector<int> gpus;            // adapter indices (wgc info lists them); one index may repeat
+  std::vector<double> proportions;  // --tensor-split: each GPU's share of the layers
+};
+void add_split_flags(CLI::App& app, SplitFlags& s);
 
 struct LlmBackend {
   std::optional<Context> ctx;  // none: the CPU engine
   llm::Device device = llm::Device::Auto;
+  // --gpus: the contexts after ctx (EngineOptions::split_gpus) and --tensor-split.
+  std::vector<Context> split_gpus;
+  std::vector<double> tensor_split;
+  // The engine options' device and layer split.
+  void apply(llm::EngineOptions& eo) const;
 };
-// adapter_index: ContextOptions::adapter_index (-1: chosen by the backend).
-LlmBackend llm_backend(const GpuFlags& g, int adapter_index = -1);
+// adapter_index: ContextOptions::adapter_index (-1: chosen by the backend). split: --gpus and
+// --tensor-split (a usage error beside --gpu or --backend cpu).
+LlmBackend llm_backend(const GpuFlags& g, int adapter_index = -1, const SplitFlags* split = nullptr);
 
 // Where the model runs, for status lines: "CPU (<processor>, N threads, kernels avx2)" or the
 // adapter's name.

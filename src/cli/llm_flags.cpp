@@ -196,6 +196,7 @@ void add_model_flags(CLI::App& app, ModelFlags& f, int default_n) {
                "f32 activations for quantized weights (default: 8-bit, as llama.cpp; wgc serve's tokens need this)");
   add_sampling_flags(app, f.sampling);
   add_gpu_flags(app, f.gpu);
+  add_split_flags(app, f.split);
 }
 
 llm::GenerateOptions generate_options(const ModelFlags& f, const fs::path& model) {
@@ -241,7 +242,7 @@ llm::LlamaModel& start_engine(LoadedModel& m, const LlmBackend& be, int max_ctx,
   eo.max_ctx = max_ctx;
   eo.q8_activations = q8_activations;
   eo.threads = checked_threads(threads);
-  eo.device = be.device;
+  be.apply(eo);
   const llm::DeviceChoice choice = llm::choose_device(be.ctx, m.file, eo);
   eo.device = choice.device;
   const uint64_t bytes = m.file.total_bytes();

@@ -306,4 +306,32 @@ void record_layer(const LlmOps& ops, Batch& b, std::span<const Step> steps, cons
   }
 }
 
+void record_output_row(const LlmOps& ops, Batch& b, std::span<const Step> steps, const LlamaWeights& w,
+                       const GpuActs& a, const Tensor& last, const Tensor& logits, int64_t row) {
+  const uint64_t at = uint64_t(row) * uint64_t(w.hidden);
+  for (const Step& s : steps) {
+    switch (s.op) {
+      case Op::Norm:
+        if (s.q8_out) {
+          ops.rms_norm_q8(b, a.x, w.norm, a.hq, 1, w.eps, w.hidden, int64_t(at));
+        } else {
+          b.copy(a.x, at * 4, last, 0, uint64_t(w.hidden) * 4);
+          ops.rms_norm(b, last, w.norm, a.h, 1, int(w.hidden), w.eps);
+        }
+        break;
+      case Op::Linear:
+        if (s.q8_in)
+          ops.linear_q8(b, w.output(), a.hq, logits, 1);
+        else
+          ops.linear(b, w.output(), a.h, logits, 1);
+        break;
+      case Op::NormLinear:  // one token: no copy, no norm pass
+        ops.rms_norm_linear(b, a.x, w.norm, w.eps, w.output(), logits);
+        break;
+      case Op::Softcap: ops.softcap(b, logits, w.vocab, float(w.cfg.final_logit_softcap)); break;
+      default: throw Error("wgc: the output plan has a step this engine does not run: " + to_string(s));
+    }
+  }
+}
+
 }  // namespace wgc::llm

@@ -69,4 +69,9 @@ int layer_window(const ModelConfig& c, int li);
 void record_layer(const LlmOps& ops, Batch& b, std::span<const Step> steps, const LlamaWeights& w, int li,
                   const KvLayer& cache, const RopeTable& rope, const GpuActs& a, const GpuPass& p);
 
+// The final norm and the output projection of row `row` of a.x into logits, as the plan's output
+// steps say (a single sequence's last token); `last` holds the row where the norm runs apart.
+void record_output_row(const LlmOps& ops, Batch& b, std::span<const Step> steps, const LlamaWeights& w,
+                       const GpuActs& a, const Tensor& last, const Tensor& logits, int64_t row);
+
 }  // namespace wgc::llm

@@ -5,6 +5,7 @@
 #include "llm/model/llama_cpu.h"
 #include "llm/model/llama_engine.h"
 #include "llm/model/llama_weights.h"
+#include "llm/model/split_engine.h"
 #include "util/error.h"
 
 #include <chrono>
@@ -172,32 +173,7 @@ class GpuEngine final : public LlamaEngine {
   }
 
   // The final norm and the output projection of token n - 1 of x into logits1, as the plan says.
-  void record_output(Batch& b, int n) {
-    const uint64_t row = uint64_t(n - 1) * uint64_t(hidden);
-    for (const Step& s : plan(n).output) {
-      switch (s.op) {
-        case Op::Norm:
-          if (s.q8_out) {
-            ops.rms_norm_q8(b, acts.x, w.norm, acts.hq, 1, eps, hidden, int64_t(row));
-          } else {
-            b.copy(acts.x, row * 4, last, 0, uint64_t(hidden) * 4);
-            ops.rms_norm(b, last, w.norm, acts.h, 1, int(hidden), eps);
-          }
-          break;
-        case Op::Linear:
-          if (s.q8_in)
-            ops.linear_q8(b, output(), acts.hq, logits1, 1);
-          else
-            ops.linear(b, output(), acts.h, logits1, 1);
-          break;
-        case Op::NormLinear:  // one token: no copy, no norm pass
-          ops.rms_norm_linear(b, acts.x, w.norm, eps, output(), logits1);
-          break;
-        case Op::Softcap: ops.softcap(b, logits1, vocab, float(cfg.final_logit_softcap)); break;
-        default: throw Error("wgc: the output plan has a step this engine does not run: " + to_string(s));
-      }
-    }
-  }
+  void record_output(Batch& b, int n) { record_output_row(ops, b, plan(n).output, w, acts, last, logits1, n - 1); }
 
   // Records the last chunk (ids already uploaded) and the logits of its last position into
   // logits1; one token replays the single-token step (its position uploaded here).
@@ -428,6 +404,10 @@ class GpuEngine final : public LlamaEngine {
 }  // namespace
 
 DeviceChoice choose_device(const std::optional<Context>& ctx, const ModelFile& file, const EngineOptions& o) {
+  if (!o.split_gpus.empty()) {  // a layer split asks for GPUs by name
+    if (o.device == Device::Cpu || !ctx) throw Error("wgc: a layer split over several GPUs runs on the GPU engine");
+    return {Device::Gpu, ""};
+  }
   if (o.device == Device::Cpu) return {Device::Cpu, ""};
   if (o.device == Device::Gpu) {
     if (!ctx) throw Error("wgc: the GPU engine needs a GPU context (none was made: backend cpu)");
@@ -446,10 +426,15 @@ DeviceChoice choose_device(const std::optional<Context>& ctx, const ModelFile& f
 LlamaModel::LlamaModel(std::optional<Context> ctx, const ModelFile& file, EngineOptions options) {
   DeviceChoice c = choose_device(ctx, file, options);
   reason_ = std::move(c.reason);
-  if (c.device == Device::Cpu)
+  if (c.device == Device::Cpu) {
     impl_ = make_cpu_engine(file, options);
-  else
+  } else if (!options.split_gpus.empty()) {
+    std::vector<Context> devices{*ctx};
+    devices.insert(devices.end(), options.split_gpus.begin(), options.split_gpus.end());
+    impl_ = make_split_engine(std::move(devices), file, options);
+  } else {
     impl_ = std::make_unique<GpuEngine>(*ctx, file, options);
+  }
 }
 LlamaModel::~LlamaModel() = default;
 LlamaModel::LlamaModel(LlamaModel&&) noexcept = default;
@@ -478,6 +463,9 @@ DecodeStats LlamaModel::decode_greedy(int32_t first, int max_steps, const std::f
 namespace {
 GpuEngine& gpu_engine(LlamaEngine& e, std::string_view what) {
   if (auto* g = dynamic_cast<GpuEngine*>(&e)) return *g;
+  if (!split_stages(e).empty())
+    throw Error("wgc: " + std::string(what) + " is not available: this model is split over " +
+                std::to_string(split_stages(e).size()) + " GPUs (LlamaModel::stages gives each one's share)");
   throw not_on_this_engine(what, e.device());
 }
 }  // namespace
@@ -492,6 +480,16 @@ const RopeTable* LlamaModel::sliding_rope() const {
   const auto& r = gpu_engine(*impl_, "the GPU RoPE table").sliding_rope;
   return r ? &*r : nullptr;
 }
-const Context& LlamaModel::context() const { return gpu_engine(*impl_, "the GPU context").ctx; }
+const Context& LlamaModel::context() const {
+  if (const Context* c = split_context(*impl_)) return *c;
+  return gpu_engine(*impl_, "the GPU context").ctx;
+}
+std::vector<ModelStage> LlamaModel::stages() const {
+  if (auto s = split_stages(*impl_); !s.empty()) return s;
+  GpuEngine& g = gpu_engine(*impl_, "the GPU stages");
+  ModelStage one{g.ctx, &g.ops, &g.w, &g.rope, LayerRange{0, int(g.w.layers.size())}, true, true};
+  one.sliding_rope = g.sliding_rope ? &*g.sliding_rope : nullptr;
+  return {one};
+}
 
 }  // namespace wgc::llm

@@ -58,6 +58,13 @@ struct EngineOptions {
   std::optional<double> rope_theta;
   std::optional<RopeScaling> rope_scaling;
   Device device = Device::Auto;
+  // Layer split over several GPUs (layer_split.h): the GPUs after the context's, in order (the
+  // context runs the first range of layers, these the next ones); empty: the context alone. A
+  // context may be another one on the same adapter (two devices on one GPU). GPU engine only.
+  std::vector<Context> split_gpus;
+  // Each GPU's share of the layers, the context's first (llama.cpp's --tensor-split: 3,1 gives
+  // the first three quarters); empty: by free memory where the devices report it, else equal.
+  std::vector<double> tensor_split;
   int threads = 0;  // CPU engine: worker threads (0: every processor this process may run on)
   // CPU engine: the kernel level (wgc::Error when the processor lacks it); none: the best it runs,
   // or WGC_CPU_ISA's (cpu_features.h).
@@ -87,6 +94,7 @@ struct TopK {
 };
 
 struct LlamaWeights;
+struct ModelStage;
 struct CpuWeights;
 namespace cpu {
 class ThreadPool;
@@ -139,13 +147,17 @@ class LlamaModel {
   std::vector<DispatchTiming> profile_decode_step(int32_t token);
 
   // For the serving engine (BatchedLlama), which runs its own forward on these weights. GPU
-  // engine (wgc::Error on the CPU): the weights, the ops (with EngineOptions::tuning; not
-  // thread-safe), the RoPE table (max_ctx positions) and the context.
+  // engine on one GPU (wgc::Error on the CPU or split: see stages()): the weights, the ops (with EngineOptions::tuning;
+  // not thread-safe), the RoPE table (max_ctx positions) and the context.
   const LlamaWeights& weights() const;
   const LlmOps& ops() const;
   const RopeTable& rope() const;
   const RopeTable* sliding_rope() const;  // the sliding layers' where it differs (Gemma 3), else null
+  // The first device's context (the only one unless the model is split over several GPUs).
   const Context& context() const;
+  // Each device's share (layer_split.h): one stage on one GPU, one per GPU of a layer split.
+  // GPU engine only; the stages point into this model.
+  std::vector<ModelStage> stages() const;
   // CPU engine (wgc::Error on the GPU): the weights and the worker threads.
   std::shared_ptr<const CpuWeights> cpu_weights() const;
   std::shared_ptr<cpu::ThreadPool> cpu_threads() const;

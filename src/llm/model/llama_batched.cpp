@@ -1,6 +1,7 @@
 #include "llm/model/llama_batched.h"
 
 #include "llm/model/gpu_layer.h"
+#include "llm/model/layer_split.h"
 #include "llm/model/llama_cpu.h"
 #include "llm/model/llama_weights.h"
 #include "util/error.h"
@@ -75,126 +76,243 @@ struct BatchedLlama::Impl {
 
 namespace {
 
-struct GpuPending final : BatchedLlama::Pending::Impl {
-  std::optional<Batch> batch;      // kept until collected (its readbacks)
+// One micro-batch's results, read back from the last device.
+struct GpuPart {
   std::vector<StepSequence> rows;  // the sequences with logits, in order (their spans unused)
   int k = 0;
   Readback vals, ids, lse;
   std::vector<Readback> full;
 };
 
-struct GpuBatched final : BatchedLlama::Impl {
-  Context ctx;
-  const LlamaWeights& w;
-  const LlmOps& ops;
-  const RopeTable& rope;
-  const RopeTable* sliding_rope;
-  LinearVersion lin = LinearVersion::Auto;
-  std::vector<KvLayer> pool;  // per layer: [n_kv][blocks * block_tokens][hd]
-  uint64_t kv_total = 0;
-  GpuActs acts;  // the 8-bit copies where the plan quantizes (BatchedQ8)
-  Tensor ids, last, logits, top_vals, top_ids, lse;
-  GpuPlan plan;
+struct GpuPending final : BatchedLlama::Pending::Impl {
+  std::vector<Batch> batches;  // kept until collected (their readbacks)
+  std::vector<GpuPart> parts;  // one per micro-batch, in order
+};
 
-  GpuBatched(LlamaModel& m, BatchedOptions o)
-      : Impl(o), ctx(m.context()), w(m.weights()), ops(m.ops()), rope(m.rope()), sliding_rope(m.sliding_rope()) {
+// The GPU serving engine over the model's stages (layer_split.h): one GPU is one stage; a model
+// split by layers over several GPUs is one stage per GPU, each with the KV pool of its layers. A
+// step splits its sequences into micro-batches (one per GPU by default) and records them stage
+// by stage: while the host waits for micro-batch m's hidden state to cross to the next GPU, the
+// GPU before runs micro-batch m + 1, so the GPUs work at once. The kernels are batch-invariant,
+// so the micro-batches change no logit.
+struct GpuBatched final : BatchedLlama::Impl {
+  // One device's share.
+  struct Dev {
+    ModelStage st;
+    std::vector<KvLayer> pool;                    // per layer of the stage: [n_kv][blocks * block_tokens][hd]
+    GpuActs acts;                                 // the 8-bit copies where the plan quantizes (BatchedQ8)
+    Tensor ids;                                   // first
+    Tensor last, logits, top_vals, top_ids, lse;  // last
+    GpuPlan plan;
+    const LlamaWeights& w() const { return *st.w; }
+    const LlmOps& ops() const { return *st.ops; }
+  };
+  std::vector<Dev> devs;
+  LinearVersion lin = LinearVersion::Auto;
+  uint64_t kv_total = 0;
+  // The top ids of the previous step's micro-batches (row0, rows, k): a split resolves feed_row
+  // on the host, since the argmax is on the last GPU and the tokens go into the first.
+  struct PrevPart {
+    Readback ids;
+    int row0 = 0, rows = 0, k = 0;
+  };
+  std::vector<PrevPart> prev;
+
+  GpuBatched(LlamaModel& m, BatchedOptions o) : Impl(o) {
     const std::string what = "wgc: serving engine: ";
+    if (opt.micro_batches < 0) throw Error(what + "micro_batches " + std::to_string(opt.micro_batches) + " (>= 0)");
+    const std::vector<ModelStage> stages = m.stages();
+    const Context& ctx0 = stages.front().ctx;
     lin = opt.linear != LinearVersion::Auto ? opt.linear
-          : ctx.adapter().is_cpu()          ? LinearVersion::Naive
+          : ctx0.adapter().is_cpu()         ? LinearVersion::Naive
                                             : LinearVersion::BatchedQ8;
+    const LlamaWeights& w0 = *stages.front().w;
     const int64_t slots = int64_t(opt.blocks) * opt.block_tokens;
-    const uint64_t layer_bytes = uint64_t(slots) * uint64_t(w.nkv) * uint64_t(w.hd) * 4;
-    if (layer_bytes > ctx.limits().max_storage_buffer_binding_size || slots >= (int64_t(1) << 31))
-      throw Error(what + "a KV pool of " + std::to_string(opt.blocks) + " blocks x " +
-                  std::to_string(opt.block_tokens) + " tokens needs " + std::to_string(layer_bytes) +
-                  " bytes per layer for K (and as much for V); the device binds at most " +
-                  std::to_string(ctx.limits().max_storage_buffer_binding_size) + " (use fewer blocks)");
-    for (size_t l = 0; l < w.layers.size(); ++l) {
-      KvLayer c;
-      c.k = make_tensor(ctx, {slots * w.nkv * w.hd});
-      c.v = make_tensor(ctx, {slots * w.nkv * w.hd});
-      c.n_kv_heads = int(w.nkv);
-      c.max_ctx = int(slots);
-      c.head_dim = int(w.hd);
-      pool.push_back(c);
-      kv_total += 2 * layer_bytes;
-    }
+    const uint64_t layer_bytes = uint64_t(slots) * uint64_t(w0.nkv) * uint64_t(w0.hd) * 4;
     const int64_t T = opt.max_tokens, R = opt.max_rows;
-    ids = make_tensor(ctx, {T}, DType::U32);
-    acts.x = make_tensor(ctx, {T, w.hidden});
-    acts.h = make_tensor(ctx, {T, w.hidden});
-    acts.qkv = make_tensor(ctx, {T, w.qkv_dim});
-    acts.attn = make_tensor(ctx, {T, w.nh * w.hd});
-    acts.gu = make_tensor(ctx, {T, 2 * w.ffn});
-    acts.act = make_tensor(ctx, {T, w.ffn});
-    acts.moe = make_moe_acts(ctx, w, int(T));
-    last = make_tensor(ctx, {R, w.hidden});
-    logits = make_tensor(ctx, {R, w.vocab});
-    top_vals = make_tensor(ctx, {R * 64});
-    top_ids = make_tensor(ctx, {R * 64}, DType::U32);
-    lse = make_tensor(ctx, {R});
     // The layers whose matrices are all Q4_0 / Q8_0 quantize their activations once, in the
     // RMSNorm and the SwiGLU (rms_norm_q8 with a fixed workgroup, swiglu_q8), for every linear
     // of the layer: fewer dispatches than quantizing before each linear (the plan's Serve rules).
-    const bool q8 = lin == LinearVersion::BatchedQ8 && w.hidden % 32 == 0 && (w.nh * w.hd) % 32 == 0 && w.ffn % 32 == 0;
-    if (q8) {
-      acts.hq = make_q8_act(ctx, int(T), w.hidden);
-      acts.attnq = make_q8_act(ctx, int(T), w.nh * w.hd);
-      acts.actq = make_q8_act(ctx, int(T), w.ffn);
+    const bool q8 =
+        lin == LinearVersion::BatchedQ8 && w0.hidden % 32 == 0 && (w0.nh * w0.hd) % 32 == 0 && w0.ffn % 32 == 0;
+    for (const ModelStage& st : stages) {
+      const Context& ctx = st.ctx;
+      const LlamaWeights& w = *st.w;
+      if (layer_bytes > ctx.limits().max_storage_buffer_binding_size || slots >= (int64_t(1) << 31))
+        throw Error(what + "a KV pool of " + std::to_string(opt.blocks) + " blocks x " +
+                    std::to_string(opt.block_tokens) + " tokens needs " + std::to_string(layer_bytes) +
+                    " bytes per layer for K (and as much for V); the device binds at most " +
+                    std::to_string(ctx.limits().max_storage_buffer_binding_size) + " (use fewer blocks)");
+      Dev d;
+      d.st = st;
+      for (size_t l = 0; l < w.layers.size(); ++l) {
+        KvLayer c;
+        c.k = make_tensor(ctx, {slots * w.nkv * w.hd});
+        c.v = make_tensor(ctx, {slots * w.nkv * w.hd});
+        c.n_kv_heads = int(w.nkv);
+        c.max_ctx = int(slots);
+        c.head_dim = int(w.hd);
+        d.pool.push_back(c);
+        kv_total += 2 * layer_bytes;
+      }
+      if (st.first) d.ids = make_tensor(ctx, {T}, DType::U32);
+      d.acts.x = make_tensor(ctx, {T, w.hidden});
+      d.acts.h = make_tensor(ctx, {T, w.hidden});
+      d.acts.qkv = make_tensor(ctx, {T, w.qkv_dim});
+      d.acts.attn = make_tensor(ctx, {T, w.nh * w.hd});
+      d.acts.gu = make_tensor(ctx, {T, 2 * w.ffn});
+      d.acts.act = make_tensor(ctx, {T, w.ffn});
+      d.acts.moe = make_moe_acts(ctx, w, int(T));
+      if (st.last) {
+        d.last = make_tensor(ctx, {R, w.hidden});
+        d.logits = make_tensor(ctx, {R, w.vocab});
+        d.top_vals = make_tensor(ctx, {R * 64});
+        d.top_ids = make_tensor(ctx, {R * 64}, DType::U32);
+        d.lse = make_tensor(ctx, {R});
+      }
+      if (q8) {
+        d.acts.hq = make_q8_act(ctx, int(T), w.hidden);
+        d.acts.attnq = make_q8_act(ctx, int(T), w.nh * w.hd);
+        d.acts.actq = make_q8_act(ctx, int(T), w.ffn);
+      }
+      d.plan = plan_gpu(*st.ops, w, PlanMode::Serve, false, opt.plan_off, q8);
+      devs.push_back(std::move(d));
     }
-    plan = plan_gpu(ops, w, PlanMode::Serve, false, opt.plan_off, q8);
   }
 
-  int max_pos() const override { return rope.max_pos; }
-  int64_t vocab() const override { return w.vocab; }
+  const LlamaWeights& w0() const { return devs.front().w(); }
+  int max_pos() const override { return devs.front().st.rope->max_pos; }
+  int64_t vocab() const override { return w0().vocab; }
   uint64_t kv_bytes() const override { return kv_total; }
   bool overlaps() const override { return true; }
 
+  // The sequences [begin, end) of each micro-batch: contiguous runs of about equal tokens, one
+  // per device unless BatchedOptions::micro_batches says.
+  std::vector<std::pair<size_t, size_t>> micro_batches(std::span<const StepSequence> seqs) const {
+    const size_t want = opt.micro_batches > 0 ? size_t(opt.micro_batches) : devs.size();
+    const size_t n = std::min(want, seqs.size());
+    int64_t total = 0;
+    for (const auto& s : seqs) total += int64_t(s.tokens.size());
+    std::vector<std::pair<size_t, size_t>> r;
+    size_t begin = 0;
+    int64_t done = 0;
+    for (size_t m = 0; m < n; ++m) {
+      size_t end = begin + 1;  // at least one sequence, and one left for each later micro-batch
+      done += int64_t(seqs[begin].tokens.size());
+      const int64_t goal = total * int64_t(m + 1) / int64_t(n);
+      while (end < seqs.size() - (n - 1 - m) && done + int64_t(seqs[end].tokens.size()) <= goal)
+        done += int64_t(seqs[end++].tokens.size());
+      if (m == n - 1) end = seqs.size();
+      r.push_back({begin, end});
+      begin = end;
+    }
+    return r;
+  }
+
+  // The token a split's feed_row asks for: the argmax of that row of the previous step (waits
+  // for that micro-batch's readback only).
+  int32_t fed_token(int row) const {
+    for (const PrevPart& p : prev)
+      if (row >= p.row0 && row < p.row0 + p.rows && p.k >= 1)
+        return int32_t(p.ids.value<uint32_t>(size_t((row - p.row0) * p.k)));
+    throw Error("wgc: serving step: feed_row " + std::to_string(row) +
+                " is not a row of the previous step that asked for top_k >= 1");
+  }
+
   std::unique_ptr<BatchedLlama::Pending::Impl> submit(std::span<const StepSequence> seqs) override {
     check(seqs);
-    std::vector<PagedSequence> ps;
-    std::vector<uint32_t> tok_ids;
-    for (const auto& s : seqs) {
-      PagedSequence p;
-      p.tok0 = int(tok_ids.size());
-      p.n_tokens = int(s.tokens.size());
-      p.pos0 = s.pos0;
-      p.blocks.assign(s.blocks.begin(), s.blocks.end());
-      ps.push_back(std::move(p));
-      tok_ids.insert(tok_ids.end(), s.tokens.begin(), s.tokens.end());
+    const auto mbs = micro_batches(seqs);
+    // feed_row copies on the GPU where the previous step's top ids are still in top_ids: one GPU,
+    // one micro-batch then and now. Else through the host.
+    const bool host_feed = devs.size() > 1 || mbs.size() > 1 || prev.size() > 1;
+    auto pending = std::make_unique<GpuPending>();
+    GpuPending& p = *pending;
+    p.parts.resize(mbs.size());
+    std::vector<HiddenCrossing> cross(mbs.size());
+    std::vector<PrevPart> now;
+    int rows_before = 0;
+    for (Dev& d : devs) {
+      const LlamaWeights& w = d.w();
+      const LlmOps& ops = d.ops();
+      for (size_t mi = 0; mi < mbs.size(); ++mi) {
+        const auto seq_mb = seqs.subspan(mbs[mi].first, mbs[mi].second - mbs[mi].first);
+        std::vector<PagedSequence> ps;
+        std::vector<uint32_t> tok_ids;
+        for (const auto& s : seq_mb) {
+          PagedSequence q;
+          q.tok0 = int(tok_ids.size());
+          q.n_tokens = int(s.tokens.size());
+          q.pos0 = s.pos0;
+          q.blocks.assign(s.blocks.begin(), s.blocks.end());
+          ps.push_back(std::move(q));
+          tok_ids.insert(tok_ids.end(), s.tokens.begin(), s.tokens.end());
+        }
+        const int n = int(tok_ids.size());
+        PagedAttentionArgs pa;
+        pa.n_heads = int(w.nh);
+        pa.n_kv_heads = int(w.nkv);
+        pa.head_dim = int(w.hd);
+        pa.block = opt.block_tokens;
+        pa.split_len = opt.split_len;
+        pa.q_stride = w.qkv_dim;
+        const PagedAttentionPlan paged = ops.plan_paged_attention(ps, pa, opt.blocks);
+
+        Batch b(d.st.ctx);
+        if (d.st.first) {
+          if (host_feed)  // e.g. the previous step's argmax crossing from the last GPU to the first
+            for (size_t i = 0; i < seq_mb.size(); ++i)
+              if (seq_mb[i].feed_row >= 0) tok_ids[size_t(ps[i].tok0)] = uint32_t(fed_token(seq_mb[i].feed_row));
+          upload(d.st.ctx, d.ids, std::as_bytes(std::span(tok_ids)));
+          if (!host_feed)
+            for (size_t i = 0; i < seq_mb.size(); ++i)
+              if (seq_mb[i].feed_row >= 0)
+                b.copy(d.top_ids, uint64_t(seq_mb[i].feed_row) * uint64_t(last_k) * 4, d.ids, uint64_t(ps[i].tok0) * 4,
+                       4);
+          ops.embedding(b, w.embed, d.ids, d.acts.x, n);
+          if (w.cfg.embedding_scale != 1.0)
+            ops.scale(b, d.acts.x, int64_t(n) * w.hidden, float(w.cfg.embedding_scale));
+        } else {
+          cross[mi].write(d.st.ctx, d.acts.x);
+        }
+        GpuPass pass;
+        pass.n = n;
+        pass.serve = true;
+        pass.sliding_rope = d.st.sliding_rope;
+        pass.lin = lin;
+        pass.rope.n_tokens = n;  // q|k|v back to back in each qkv row
+        pass.rope.n_heads = int(w.nh);
+        pass.rope.stride = w.qkv_dim;
+        pass.rope.positions = paged.positions;
+        pass.rope.cache_rows = true;
+        pass.paged = &paged;
+        for (size_t li = 0; li < w.layers.size(); ++li)
+          record_layer(ops, b, d.plan.layers[li], w, int(li), d.pool[li], *d.st.rope, d.acts, pass);
+        if (!d.st.last) {
+          cross[mi].read(b, d.acts.x, uint64_t(n) * uint64_t(w.hidden) * 4);
+        } else {
+          GpuPart& part = p.parts[mi];
+          record_output(d, b, seq_mb, ps, part);
+          now.push_back({part.ids, rows_before, int(part.rows.size()), part.k});
+          rows_before += int(part.rows.size());
+        }
+        b.submit();
+        p.batches.push_back(std::move(b));
+      }
     }
-    const int n = int(tok_ids.size());
-    PagedAttentionArgs pa;
-    pa.n_heads = int(w.nh);
-    pa.n_kv_heads = int(w.nkv);
-    pa.head_dim = int(w.hd);
-    pa.block = opt.block_tokens;
-    pa.split_len = opt.split_len;
-    pa.q_stride = w.qkv_dim;
-    const PagedAttentionPlan paged = ops.plan_paged_attention(ps, pa, opt.blocks);
-    upload(ctx, ids, std::as_bytes(std::span(tok_ids)));
+    int k = 0;
+    for (const GpuPart& part : p.parts) k = std::max(k, part.k);
+    last_k = k;
+    last_rows = rows_before;
+    prev = std::move(now);
+    return pending;
+  }
 
-    Batch b(ctx);
-    for (size_t i = 0; i < seqs.size(); ++i)
-      if (seqs[i].feed_row >= 0)
-        b.copy(top_ids, uint64_t(seqs[i].feed_row) * uint64_t(last_k) * 4, ids, uint64_t(ps[i].tok0) * 4, 4);
-    ops.embedding(b, w.embed, ids, acts.x, n);
-    if (w.cfg.embedding_scale != 1.0) ops.scale(b, acts.x, int64_t(n) * w.hidden, float(w.cfg.embedding_scale));
-    GpuPass pass;
-    pass.n = n;
-    pass.serve = true;
-    pass.sliding_rope = sliding_rope;
-    pass.lin = lin;
-    pass.rope.n_tokens = n;  // q|k|v back to back in each qkv row
-    pass.rope.n_heads = int(w.nh);
-    pass.rope.stride = w.qkv_dim;
-    pass.rope.positions = paged.positions;
-    pass.rope.cache_rows = true;
-    pass.paged = &paged;
-    for (size_t li = 0; li < w.layers.size(); ++li)
-      record_layer(ops, b, plan.layers[li], w, int(li), pool[li], rope, acts, pass);
-
-    // The final norm and the logits, only of each wanting sequence's last token.
+  // The final norm and the logits of each wanting sequence's last token of a micro-batch, with
+  // what the sequences ask read back.
+  void record_output(Dev& d, Batch& b, std::span<const StepSequence> seqs, const std::vector<PagedSequence>& ps,
+                     GpuPart& part) {
+    const LlamaWeights& w = d.w();
+    const LlmOps& ops = d.ops();
     std::vector<size_t> want;
     int k = 0;
     bool any_lse = false;
@@ -202,75 +320,68 @@ struct GpuBatched final : BatchedLlama::Impl {
     for (size_t i = 0; i < seqs.size(); ++i) {
       if (!seqs[i].wants_logits()) continue;
       const uint64_t src = uint64_t(ps[i].tok0 + ps[i].n_tokens - 1) * row_bytes;
-      b.copy(acts.x, src, acts.h, uint64_t(want.size()) * row_bytes, row_bytes);
+      b.copy(d.acts.x, src, d.acts.h, uint64_t(want.size()) * row_bytes, row_bytes);
       want.push_back(i);
       k = std::max(k, seqs[i].top_k);
       any_lse |= seqs[i].logsumexp;
     }
-    auto pending = std::make_unique<GpuPending>();
-    GpuPending& p = *pending;
-    p.k = k;
-    for (size_t i : want) p.rows.push_back(seqs[i]);
-    last_k = k;
-    last_rows = int(want.size());
-    if (want.empty()) {
-      b.submit();
-      p.batch = std::move(b);
-      return pending;
-    }
+    part.k = k;
+    for (size_t i : want) part.rows.push_back(seqs[i]);
+    if (want.empty()) return;
     const int m = int(want.size());
-    for (const Step& st : plan.output) {  // the wanted rows are side by side in h
+    for (const Step& st : d.plan.output) {  // the wanted rows are side by side in h
       if (st.op == Op::Norm && !st.q8_out)
-        ops.rms_norm(b, acts.h, w.norm, last, m, int(w.hidden), w.eps);
+        ops.rms_norm(b, d.acts.h, w.norm, d.last, m, int(w.hidden), w.eps);
       else if (st.op == Op::Linear && !st.q8_in)
-        record_linear(ops, b, w.output_group, last, logits, m, w.vocab, false, lin);
+        record_linear(ops, b, w.output_group, d.last, d.logits, m, w.vocab, false, lin);
       else if (st.op == Op::Softcap)
-        ops.softcap(b, logits, int64_t(m) * w.vocab, float(w.cfg.final_logit_softcap));
+        ops.softcap(b, d.logits, int64_t(m) * w.vocab, float(w.cfg.final_logit_softcap));
       else
         throw Error("wgc: the serving engine's output plan has a step it does not run: " + to_string(st));
     }
     if (k > 0) {
-      ops.topk_rows(b, logits, m, w.vocab, k, top_vals, top_ids);
-      p.vals = b.read(top_vals, 0, uint64_t(m) * uint64_t(k) * 4);
-      p.ids = b.read(top_ids, 0, uint64_t(m) * uint64_t(k) * 4);
+      ops.topk_rows(b, d.logits, m, w.vocab, k, d.top_vals, d.top_ids);
+      part.vals = b.read(d.top_vals, 0, uint64_t(m) * uint64_t(k) * 4);
+      part.ids = b.read(d.top_ids, 0, uint64_t(m) * uint64_t(k) * 4);
     }
     if (any_lse) {
-      ops.row_logsumexp(b, logits, m, w.vocab, lse);
-      p.lse = b.read(lse, 0, uint64_t(m) * 4);
+      ops.row_logsumexp(b, d.logits, m, w.vocab, d.lse);
+      part.lse = b.read(d.lse, 0, uint64_t(m) * 4);
     }
-    p.full.resize(want.size());
+    part.full.resize(want.size());
     const uint64_t vocab_bytes = uint64_t(w.vocab) * 4;
     for (size_t r = 0; r < want.size(); ++r)
-      if (seqs[want[r]].full) p.full[r] = b.read(logits, r * vocab_bytes, vocab_bytes);
-    b.submit();
-    p.batch = std::move(b);
-    return pending;
+      if (seqs[want[r]].full) part.full[r] = b.read(d.logits, r * vocab_bytes, vocab_bytes);
   }
 
   std::vector<StepLogits> collect(BatchedLlama::Pending::Impl& pi) override {
     auto& p = static_cast<GpuPending&>(pi);
-    std::vector<StepLogits> out(p.rows.size());
-    if (p.rows.empty()) p.batch->wait();
-    for (size_t r = 0; r < p.rows.size(); ++r) {
-      const StepSequence& s = p.rows[r];
-      StepLogits& o = out[r];
-      if (s.top_k > 0) {
-        auto vals = p.vals.wait();
-        auto idb = p.ids.wait();
-        o.top_logits.resize(size_t(s.top_k));
-        o.top_ids.resize(size_t(s.top_k));
-        std::memcpy(o.top_logits.data(), vals.data() + r * size_t(p.k) * 4, size_t(s.top_k) * 4);
-        std::memcpy(o.top_ids.data(), idb.data() + r * size_t(p.k) * 4, size_t(s.top_k) * 4);
-      }
-      if (s.logsumexp) o.logsumexp = p.lse.value<float>(r);
-      if (s.full) {
-        o.logits.resize(size_t(w.vocab));
-        p.full[r].wait(std::as_writable_bytes(std::span(o.logits)));
+    std::vector<StepLogits> out;
+    bool any_rows = false;
+    for (GpuPart& part : p.parts) {
+      any_rows |= !part.rows.empty();
+      for (size_t r = 0; r < part.rows.size(); ++r) {
+        const StepSequence& s = part.rows[r];
+        StepLogits& o = out.emplace_back();
+        if (s.top_k > 0) {
+          auto vals = part.vals.wait();
+          auto idb = part.ids.wait();
+          o.top_logits.resize(size_t(s.top_k));
+          o.top_ids.resize(size_t(s.top_k));
+          std::memcpy(o.top_logits.data(), vals.data() + r * size_t(part.k) * 4, size_t(s.top_k) * 4);
+          std::memcpy(o.top_ids.data(), idb.data() + r * size_t(part.k) * 4, size_t(s.top_k) * 4);
+        }
+        if (s.logsumexp) o.logsumexp = part.lse.value<float>(r);
+        if (s.full) {
+          o.logits.resize(size_t(vocab()));
+          part.full[r].wait(std::as_writable_bytes(std::span(o.logits)));
+        }
       }
     }
     // A timed batch (WGC_PROFILE) reads its timestamps in wait(), which also waits for a step
     // submitted after this one: profiles lose the pipelining.
-    if (!p.rows.empty() && p.batch->timed()) p.batch->wait();
+    for (Batch& b : p.batches)
+      if (!any_rows || b.timed()) b.wait();
     return out;
   }
 };

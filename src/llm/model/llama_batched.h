@@ -40,6 +40,10 @@ struct BatchedOptions {
   LinearVersion linear = LinearVersion::Auto;
   // Layer-plan rules not to apply (layer_plan.h), for tests and A/B runs.
   std::vector<std::string> plan_off;
+  // A model split over several GPUs (layer_split.h): the micro-batches a step's sequences are cut
+  // into, run one after the other on each GPU so that the GPUs work at once (0: one per GPU).
+  // One GPU runs a step whole unless asked (the logits are the same either way).
+  int micro_batches = 0;
 };
 
 // One sequence's part of a step.

@@ -190,7 +190,7 @@ int64_t LinearGroup::total_rows() const {
 }
 
 LlamaWeights upload_llama_weights(const Context& ctx, const ModelFile& f, std::optional<double> rope_theta,
-                                  std::optional<RopeScaling> rope_scaling) {
+                                  std::optional<RopeScaling> rope_scaling, const WeightSlice& slice) {
   LlamaWeights w;
   w.cfg = f.config();
   auto& cfg = w.cfg;
@@ -209,6 +209,11 @@ LlamaWeights upload_llama_weights(const Context& ctx, const ModelFile& f, std::o
   w.qkv_dim = (w.nh + 2 * w.nkv) * w.hd;
   check_partial_rope(cfg, f.path().string());
 
+  const int64_t end = slice.count < 0 ? cfg.n_layers : int64_t(slice.first) + slice.count;
+  if (slice.first < 0 || end > cfg.n_layers || end <= slice.first)
+    throw Error("wgc: " + f.path().string() + ": layers " + std::to_string(slice.first) + ".." + std::to_string(end) +
+                " of a model of " + std::to_string(cfg.n_layers));
+  w.first_layer = slice.first;
   Progress bar("uploading " + f.path().filename().string(), f.total_bytes(), Progress::Unit::Bytes);
   auto note_type = [&](const LinearGroup& g) {
     for (auto& p : g.parts) {
@@ -216,20 +221,20 @@ LlamaWeights upload_llama_weights(const Context& ctx, const ModelFile& f, std::o
       w.bytes += p.gpu_bytes();
     }
   };
-  {
+  if (slice.embed || (slice.output && cfg.tie_word_embeddings)) {
     const auto& e = f.tensor("model.embed_tokens.weight");
     HostMatrix m = host_matrix(ctx, e);
     w.embed = upload_weight(ctx, m.type, m.bytes, m.rows, m.cols);
     w.bytes += w.embed.gpu_bytes();
     bar.add(e.data.size());
   }
-  if (!cfg.tie_word_embeddings) {
+  if (slice.output && !cfg.tie_word_embeddings) {
     LinearGroup g = upload_group(ctx, {&f.tensor("lm_head.weight")}, {}, bar);
     w.lm_head = g.parts[0];
     note_type(g);
   }
-  w.norm = upload_norm(ctx, f.tensor("model.norm.weight"), cfg);
-  for (int64_t i = 0; i < cfg.n_layers; ++i) {
+  if (slice.output) w.norm = upload_norm(ctx, f.tensor("model.norm.weight"), cfg);
+  for (int64_t i = slice.first; i < end; ++i) {
     LlamaLayer L;
     const LayerTensors lt = f.layer(i);
     for (NormW n : kLayerNorms)
@@ -297,7 +302,7 @@ LlamaWeights upload_llama_weights(const Context& ctx, const ModelFile& f, std::o
     w.layers.push_back(std::move(L));
   }
   bar.finish();
-  w.types.push_back(w.embed.type);
+  if (w.embed.rows > 0) w.types.push_back(w.embed.type);
   w.output_group.parts = {w.output()};
   w.output_group.rows = {w.vocab};
   return w;

@@ -57,7 +57,9 @@ struct LlamaWeights {
   int64_t hidden = 0, nh = 0, nkv = 0, hd = 0, ffn = 0, vocab = 0, qkv_dim = 0;
   float eps = 1e-5f;
   uint64_t bytes = 0;  // on the GPU
-  GpuWeight embed;
+  // The model's index of layers[0]: a device of a layer split (layer_split.h) holds a range.
+  int first_layer = 0;
+  GpuWeight embed;                   // empty on a device of a layer split that neither embeds nor ties its output to it
   std::optional<GpuWeight> lm_head;  // empty: tied to embed
   Tensor norm;
   std::vector<LlamaLayer> layers;
@@ -70,10 +72,18 @@ struct LlamaWeights {
   const Tensor& norm_weight(int li, NormW n) const { return n == NormW::Final ? norm : layers[size_t(li)].norm(n); }
 };
 
-// Uploads the model's weights (with a progress bar on a terminal). The RoPE overrides
-// replace the file's settings (see EngineOptions).
+// The part of a model one device holds (layer_split.h): layers [first, first + count) (count -1:
+// to the last), the embedding (embed), the final norm and the output projection (output; the
+// embedding too where the output is tied to it).
+struct WeightSlice {
+  int first = 0, count = -1;
+  bool embed = true, output = true;
+};
+
+// Uploads the model's weights, or a slice of them (with a progress bar on a terminal). The RoPE
+// overrides replace the file's settings (see EngineOptions).
 LlamaWeights upload_llama_weights(const Context& ctx, const ModelFile& file, std::optional<double> rope_theta,
-                                  std::optional<RopeScaling> rope_scaling);
+                                  std::optional<RopeScaling> rope_scaling, const WeightSlice& slice = {});
 
 // y[t, off + ...] = group x for n tokens (each part writing its rows side by side), optionally
 // accumulating (y += W x). LinearVersion::BatchedQ8 runs the parts it cannot (not Q4_0 / Q8_0) as Batched.

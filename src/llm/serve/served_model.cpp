@@ -24,6 +24,8 @@ LlamaModel& ServedModel::rebuild() {
     std::lock_guard lock(mu_);
     ctx_.reset();
   }
+  // A layer split's other devices too (one lost device loses the model's chain).
+  for (Context& c : options_.split_gpus) c = Context(ContextOptions(c.options()));
   Context fresh(*ctx_options_);
   model_ = std::make_unique<LlamaModel>(fresh, file_, options_);
   std::lock_guard lock(mu_);
@@ -36,7 +38,10 @@ DeviceRecovery ServedModel::recovery(std::function<void(const std::string&)> log
   DeviceRecovery r;
   r.lost = [this] {
     auto c = context();
-    return c && c->lost();
+    if (c && c->lost()) return true;
+    for (const Context& g : options_.split_gpus)  // read by the worker only, as rebuild() writes them
+      if (g.lost()) return true;
+    return false;
   };
   r.rebuild = [this]() -> LlamaModel& { return rebuild(); };
   r.log = std::move(log);

@@ -46,6 +46,8 @@ std::vector<ModelShape> make_shapes() {
   v.push_back(llama("llama-3.2-1b", "Llama 3.2 1B", "1B", 2048, 16, 32, 8, 64, 8192, true, 32));
   v.push_back(llama("llama-3.2-3b", "Llama 3.2 3B", "3B", 3072, 28, 24, 8, 128, 8192, true, 32));
   v.push_back(llama("llama-3.1-8b", "Llama 3.1 8B", "8B", 4096, 32, 32, 8, 128, 14336, false, 8));
+  // Larger than one 80 GB card in Q8_0 (~75 GB): the layer split's test case (issue 40).
+  v.push_back(llama("llama-3.1-70b", "Llama 3.1 70B", "70B", 8192, 80, 64, 8, 128, 28672, false, 8));
   ModelShape q;
   q.name = "qwen2.5-0.5b";
   q.display = "Qwen2.5 0.5B";
