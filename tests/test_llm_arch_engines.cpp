@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 using namespace wgc;
 using namespace wgc::llm;
@@ -47,10 +48,10 @@ std::vector<float> rows(const std::vector<double>& ref, size_t from, size_t n, s
   return {ref.begin() + long(from * vocab), ref.begin() + long((from + n) * vocab)};
 }
 
-EngineOptions engine(Device device) {
+EngineOptions engine(Device device, int max_ctx = 64) {
   EngineOptions eo;
   eo.device = device;
-  eo.max_ctx = 64;
+  eo.max_ctx = max_ctx;
   eo.max_batch = 16;  // a 19-token prompt runs in two chunks
   eo.progress = false;
   eo.q8_activations = false;
@@ -168,8 +169,12 @@ std::string pkey(int i, std::string_view suffix) {
 // The fixture's Hugging Face folder and its GGUF copy on the GPU and CPU engines: logits at every
 // position of each prompt (one pass, in chunks of 16) against transformers', and its greedy tokens
 // (where the top-1 margin is clear) by decode steps. gguf_positions >= 0: only the first positions
-// through the GGUF (Mistral: llama.cpp's converter drops the window).
-void check_fixture(const std::string& name, double tol, int gguf_positions = -1, double gguf_tol = 0) {
+// through the GGUF (Mistral: llama.cpp's converter drops the window). short_ctx > 0 (LongRoPE): a
+// prompt of at most short_ctx tokens runs on an engine of that context (the short factors, as
+// transformers uses while the sequence is that short), its greedy tokens as far as the context
+// holds them; the others on a context of 64 (the long factors, as transformers for longer sequences).
+void check_fixture(const std::string& name, double tol, int gguf_positions = -1, double gguf_tol = 0,
+                   int short_ctx = 0) {
   const fs::path dir = fs::path(WGC_SOURCE_DIR) / "tests/data/arch" / name;
   WGC_REQUIRE_FILE(dir / "golden.safetensors");
   const Golden g{SafetensorsFile::open(dir / "golden.safetensors")};
@@ -181,11 +186,15 @@ void check_fixture(const std::string& name, double tol, int gguf_positions = -1,
     const ModelFile f = open_model(model, oo);
     const bool gguf = model.extension() == ".gguf";
     for (Device device : {Device::Gpu, Device::Cpu}) {
-      LlamaModel m(ctx(), f, engine(device));
+      LlamaModel long_m(ctx(), f, engine(device));
+      std::optional<LlamaModel> short_m;
+      if (short_ctx > 0) short_m.emplace(ctx(), f, engine(device, short_ctx));
       const std::string what = model.filename().string() + " " + std::string(to_string(device));
       for (int p = 0; g.has(pkey(p, "tokens")); ++p) {
         const auto tokens = g.get<int32_t>(pkey(p, "tokens"));
         auto want = g.get<float>(pkey(p, "logits"));
+        const bool in_short = short_m && int(tokens.size()) <= short_ctx;
+        LlamaModel& m = in_short ? *short_m : long_m;
         m.rewind(0);
         auto got = m.all_logits(tokens);
         ASSERT_EQ(got.size(), want.size()) << what;
@@ -198,7 +207,9 @@ void check_fixture(const std::string& name, double tol, int gguf_positions = -1,
             << what << " prompt " << p << " logits";
         if (gguf && gguf_positions >= 0) continue;
         if (info["prompts"][size_t(p)]["last_top1_margin"].as_double() <= (gguf ? 0.1 : 1e-3)) continue;
-        const auto want_greedy = g.get<int32_t>(pkey(p, "greedy"));
+        auto want_greedy = g.get<int32_t>(pkey(p, "greedy"));
+        // (transformers' later tokens come from sequences past short_ctx: the long factors)
+        if (in_short) want_greedy.resize(std::min(want_greedy.size(), size_t(short_ctx) - tokens.size() + 1));
         std::vector<int32_t> greedy;
         const size_t V = want.size() / tokens.size();
         std::vector<float> last(got.end() - long(V), got.end());
@@ -224,6 +235,11 @@ TEST(ArchFixtureEngines, Gemma3) { check_fixture("gemma3", 2e-4, -1, 3e-2); }
 // on even layers, GeGLU, sandwich and (1 + w) norms, head_dim 32 x 4 heads != hidden 64, tied.
 TEST(ArchFixtureEngines, Gemma2) { check_fixture("gemma2", 2e-4, -1, 3e-2); }
 TEST(ArchFixtureEngines, Llama3Rope) { check_fixture("llama3-rope", 2e-4); }
+// Phi-3: fused qkv_proj and gate_up_proj (GGUF: attn_qkv, ffn_up), partial rotary (8 of 16
+// features), LongRoPE from an original context of 16 (factor 4: cos and sin times sqrt(1.5)), a
+// window of 12 keys. Prompts of 11 and 27 tokens: the short one on a context of 16 (short
+// factors), the long one on 64 (long factors), as transformers picks them by the sequence length.
+TEST(ArchFixtureEngines, Phi3) { check_fixture("phi3", 2e-4, -1, 3e-2, 16); }
 TEST(ArchFixtureEngines, Yarn) { check_fixture("llama-yarn", 2e-4); }
 
 // Mistral 7B v0.1's layers with a window of 5 keys (the prompt is 19): the window cuts keys in
@@ -233,6 +249,16 @@ TEST(ArchEngines, MistralSlidingWindow) {
 }
 TEST(ArchEngines, MistralSlidingWindowQ8_0) {
   check_engines(shrink(synth::find_shape("mistral-7b")), "mistral", TensorType::Q8_0, 3e-2);
+}
+
+// Phi-3 mini's layers (fused qkv and gate_up) with partial rotary (8 of 16 features) and a window
+// of 5: every rope path (f32 and 8-bit fused epilogues, the serving engine's) on reordered q/k rows.
+TEST(ArchEngines, Phi3PartialRotary) {
+  synth::ModelShape s = shrink(synth::find_shape("phi-3-mini"));
+  s.rope_dim = 8;
+  s.sliding_window = 5;
+  check_engines(s, "phi3", TensorType::F32, 1e-4);
+  check_engines(s, "phi3", TensorType::Q8_0, 3e-2);
 }
 
 // Gemma 3: sandwich norms, GeGLU, q/k norms, sqrt(hidden) embedding scale, query_pre_attn_scalar,

@@ -178,16 +178,14 @@ TEST(ArchConfigHf, RopeScalingKinds) {
   EXPECT_EQ(y.rope_scaling.beta_fast, 32);
   EXPECT_EQ(y.rope_scaling.beta_slow, 1);
   EXPECT_NEAR(y.rope_attention_factor(), 0.1 * std::log(4.0) + 1, 1e-15);
-  // The engines' rope tables carry the attention factor (test_llm_arch_engines); LongRoPE is
-  // refused there (open_model), not run wrongly.
+  // The engines' rope tables carry the attention factor and LongRoPE's factors
+  // (test_llm_arch_engines: transformers' Phi-3 fixture).
   EXPECT_TRUE(engine_runs(base("")));
   EXPECT_TRUE(engine_runs(y));
   ModelConfig long_rope = y;
   long_rope.rope_scaling.type = RopeScalingType::LongRope;
-  EXPECT_FALSE(engine_runs(long_rope));
-  EXPECT_NE(engine_refusal(long_rope).find("qwen2 with longrope rope scaling is read (wgc inspect) but not run yet"),
-            std::string::npos)
-      << engine_refusal(long_rope);
+  EXPECT_TRUE(engine_runs(long_rope));
+  EXPECT_EQ(engine_refusal(long_rope), "");
   // The ramp by hand: the correction range at 32768 positions is dims floor(4.42) = 4 (32 rotations)
   // to ceil(7.43) = 8 (1 rotation); pair 7 is 3/4 of the way: 3/4 interpolated, 1/4 original.
   auto f = y.rope_inv_freq();

@@ -4,11 +4,14 @@
 // ModelConfig::rope_attention_factor: transformers multiplies cos and sin by it).
 #pragma once
 
+#include <cstddef>
 #include <span>
 #include <vector>
 
 namespace wgc::llm {
 
-std::vector<float> rope_cos_sin(std::span<const double> inv_freq, int max_pos, double factor = 1.0);
+// width > inv_freq.size(): each position's row padded to `width` pairs of (1, 0), unscaled (partial
+// rotary: the features past rope_dim pass through, as transformers leaves them).
+std::vector<float> rope_cos_sin(std::span<const double> inv_freq, int max_pos, double factor = 1.0, size_t width = 0);
 
 }  // namespace wgc::llm

@@ -90,11 +90,13 @@ bool engine_runs(const ModelConfig& c) {
     case Architecture::Qwen2Moe:
     case Architecture::Qwen3Moe:
     case Architecture::Olmoe:
-      // The engines' rope tables carry the scaled frequencies and YaRN's attention factor (the
-      // sliding layers' table their own base: Gemma 3); LongRoPE (Phi-3's) is refused until its
-      // choice of factors is checked against transformers. A decoder embedding model (Qwen3-Embedding)
-      // runs too: its embedding is LlamaModel::last_hidden.
-      return c.rope_scaling.type != RopeScalingType::LongRope && c.norm != NormKind::LayerNorm;
+    // Phi-3: fused qkv / gate_up loaded as stored, partial rotary by reordered q/k rows
+    // (llm/model/partial_rope.h), LongRoPE's factors chosen by the engine's context.
+    case Architecture::Phi3:
+      // The engines' rope tables carry the scaled frequencies and YaRN's / LongRoPE's attention
+      // factor (the sliding layers' table their own base: Gemma 3). A decoder embedding model
+      // (Qwen3-Embedding) runs too: its embedding is LlamaModel::last_hidden.
+      return c.norm != NormKind::LayerNorm;
     default: return false;
   }
 }
@@ -106,12 +108,11 @@ std::string engine_refusal(const ModelConfig& c) {
   if (!(a == Architecture::Llama || a == Architecture::Mistral || a == Architecture::Qwen2 ||
         a == Architecture::Qwen3 || a == Architecture::Gemma2 || a == Architecture::Gemma3 ||
         a == Architecture::Mixtral || a == Architecture::Qwen2Moe || a == Architecture::Qwen3Moe ||
-        a == Architecture::Olmoe))
+        a == Architecture::Olmoe || a == Architecture::Phi3))
     return arch + (c.embedding_model ? " (embeddings: wgc embed)" : "") +
            " models are read (wgc inspect) but not run yet: the engines run llama, mistral, qwen2, qwen3, gemma2, "
-           "gemma3, mixtral, qwen2moe, qwen3moe and olmoe language models";
-  return arch + " with " + std::string(to_string(c.rope_scaling.type)) +
-         " rope scaling is read (wgc inspect) but not run yet";
+           "gemma3, phi3, mixtral, qwen2moe, qwen3moe and olmoe language models";
+  return arch + " with LayerNorm is read (wgc inspect) but not run yet";
 }
 
 bool ModelConfig::layer_is_moe(int64_t layer) const {

@@ -182,9 +182,9 @@ ModelConfig config_from_hf(const json::Value& config, const std::string& source)
 ModelConfig config_from_hf_dir(const std::filesystem::path& dir);
 
 // The architectures the engines in src/llm/model run (Llama, Mistral, Qwen2, Qwen3, Gemma 2, Gemma 3,
-// and the mixtures of experts Mixtral, Qwen2-MoE, Qwen3-MoE, OLMoE); the others are read (configs,
-// tensors, `wgc inspect`, the CPU reference) but refused by open_model unless asked, as is LongRoPE
-// scaling (engine_refusal says why).
+// Phi-3, and the mixtures of experts Mixtral, Qwen2-MoE, Qwen3-MoE, OLMoE); the others are read
+// (configs, tensors, `wgc inspect`, the CPU reference) but refused by open_model unless asked
+// (engine_refusal says why).
 bool engine_runs(const ModelConfig& c);
 // Why open_model refuses c (empty when engine_runs(c)).
 std::string engine_refusal(const ModelConfig& c);

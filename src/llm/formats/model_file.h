@@ -53,7 +53,7 @@ struct OpenOptions {
   bool progress = true;
   // Read every tensor's pages now (into the page cache) so later uploads do not stall on disk.
   bool prefault = true;
-  // Open architectures the engines do not run yet (engine_runs() false: Gemma, Phi-3, MoE, encoders);
+  // Open architectures the engines do not run yet (engine_runs() false: encoders, LayerNorm models);
   // by default they are refused, saying so, so no engine runs them as Llama.
   bool any_architecture = false;
   // Refuse NaN or infinity in the norms, biases, embedding and output (llm/formats/value_check.h).

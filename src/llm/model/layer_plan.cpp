@@ -252,9 +252,11 @@ std::vector<TensorRole> mat_tensors(Mat m) {
   return {};
 }
 
-std::vector<TensorRole> layer_mat_tensors(Mat m, bool moe) {
+std::vector<TensorRole> layer_mat_tensors(Mat m, bool moe, const ModelConfig& c) {
   if (moe && m == Mat::GateUp) return {TensorRole::SharedGate, TensorRole::SharedUp};
   if (moe && m == Mat::Down) return {TensorRole::SharedDown};
+  if (m == Mat::Qkv && c.fused_qkv) return {TensorRole::AttnQkv};
+  if (m == Mat::GateUp && c.fused_gate_up) return {TensorRole::FfnGateUp};
   return mat_tensors(m);
 }
 

@@ -43,8 +43,10 @@ inline constexpr NormW kLayerNorms[] = {NormW::Attn, NormW::Mlp, NormW::Q, NormW
 // biases (empty: the group never has any), and behind a layer's norm weight.
 std::vector<TensorRole> mat_tensors(Mat m);
 // The same for a layer that may be a mixture of experts: its GateUp and Down are the shared
-// expert's (Qwen2-MoE; absent in the file otherwise).
-std::vector<TensorRole> layer_mat_tensors(Mat m, bool moe);
+// expert's (Qwen2-MoE; absent in the file otherwise); Qkv and GateUp one fused matrix as stored
+// where the config says so (Phi-3's qkv_proj and gate_up_proj, q|k|v and gate|up rows: the
+// group's output as the separate matrices' side by side).
+std::vector<TensorRole> layer_mat_tensors(Mat m, bool moe, const ModelConfig& c);
 std::vector<TensorRole> mat_biases(Mat m);
 TensorRole norm_tensor(NormW n);
 
@@ -120,7 +122,7 @@ enum class Fact : uint8_t {
   FitsLinearRope,  // the batched QKV linear with RoPE in its epilogue (head_dim)
   NextToken,       // greedy decoding: the argmax's last pass may embed the next token
   AllBatchedQ8,    // serving: every matrix of the layer Q4_0/Q8_0 and the engine has 8-bit buffers
-  Moe,           // the layer's MLP is a mixture of experts
+  Moe,             // the layer's MLP is a mixture of experts
   // What the architecture asks (ModelConfig):
   PostNorms,     // norms of the attention and MLP outputs before the residual add (Gemma's sandwich)
   GeluGlu,       // the GLU's activation is GELU-tanh (Gemma): the SwiGLU fusions do not apply

@@ -2,6 +2,7 @@
 
 #include "cpu/llm/dequant.h"
 #include "cpu/llm/rope_table.h"
+#include "llm/model/partial_rope.h"
 #include "util/error.h"
 
 #include <algorithm>
@@ -150,9 +151,7 @@ std::shared_ptr<const CpuWeights> load_cpu_weights(const ModelFile& f, std::opti
   w->vocab = cfg.vocab_size;
   w->eps = static_cast<float>(cfg.rms_norm_eps);
   w->qkv_dim = (w->nh + 2 * w->nkv) * w->hd;
-  if (cfg.rope_dim != 0 && cfg.rope_dim != w->hd)
-    throw Error("wgc: " + f.path().string() + ": partial rotary embeddings (rope_dim " + std::to_string(cfg.rope_dim) +
-                " of head_dim " + std::to_string(w->hd) + ") are not supported");
+  check_partial_rope(cfg, f.path().string());
   w->file = f.data_owner();
 
   const ModelTensor& e = f.tensor("model.embed_tokens.weight");
@@ -171,14 +170,19 @@ std::shared_ptr<const CpuWeights> load_cpu_weights(const ModelFile& f, std::opti
     const bool moe = cfg.layer_is_moe(i);
     for (Mat m : kLayerMats) {
       std::vector<const ModelTensor*> ts, biases;
-      for (TensorRole r : layer_mat_tensors(m, moe))
+      for (TensorRole r : layer_mat_tensors(m, moe, cfg))
         if (lt[r]) ts.push_back(lt[r]);
       if (ts.empty() && moe) continue;  // no shared expert
-      if (ts.size() != layer_mat_tensors(m, moe).size())
+      if (ts.size() != layer_mat_tensors(m, moe, cfg).size())
         throw Error("wgc: " + f.path().string() + ": layer " + std::to_string(i) + " lacks a matrix of its " +
-                    std::string(to_string(layer_mat_tensors(m, moe)[0])) + " group");
+                    std::string(to_string(layer_mat_tensors(m, moe, cfg)[0])) + " group");
       for (TensorRole r : mat_biases(m))
-        if (lt[r]) biases.push_back(lt[r]);  // those the config has
+        if (lt[r]) biases.push_back(lt[r]);          // those the config has
+      std::vector<ModelTensor> copies, bias_copies;  // partial rotary: q and k rows reordered (kept in w->owned)
+      if (m == Mat::Qkv) {
+        ts = permute_qkv_heads(ts, cfg, copies, w->owned);
+        biases = permute_qkv_heads(biases, cfg, bias_copies, w->owned);
+      }
       L.mats[size_t(m)] = group(*w, ts, biases);
     }
     if (moe) L.moe = load_moe(*w, f, i, L);
@@ -209,9 +213,10 @@ CpuForward::CpuForward(std::shared_ptr<const CpuWeights> w, std::shared_ptr<cpu:
   for (size_t li = 0; li < std::max<size_t>(1, W.layers.size()); ++li)
     plans_.push_back(plan_layer(cpu_plan_facts(W, li)));
   // as make_llama_rope (and Gemma 3's sliding layers' own: sliding_rope_layer)
-  rope_ = rope_cos_sin(W.cfg.rope_inv_freq(-1, max_pos), max_pos, W.cfg.rope_attention_factor());
+  const size_t half = size_t(W.hd / 2);  // partial rotary: pairs past rope_dim / 2 are (1, 0)
+  rope_ = rope_cos_sin(W.cfg.rope_inv_freq(-1, max_pos), max_pos, W.cfg.rope_attention_factor(), half);
   if (const int64_t l = W.cfg.sliding_rope_layer(); l >= 0)
-    sliding_rope_ = rope_cos_sin(W.cfg.rope_inv_freq(l, max_pos), max_pos, W.cfg.rope_attention_factor(l));
+    sliding_rope_ = rope_cos_sin(W.cfg.rope_inv_freq(l, max_pos), max_pos, W.cfg.rope_attention_factor(l), half);
   const size_t T = size_t(max_tokens);
   for (const CpuLayer& L : W.layers)
     if (L.moe) {

@@ -1,6 +1,7 @@
 #include "llm/model/llama_weights.h"
 
 #include "cpu/llm/dequant.h"
+#include "llm/model/partial_rope.h"
 #include "util/error.h"
 #include "util/progress.h"
 
@@ -206,9 +207,7 @@ LlamaWeights upload_llama_weights(const Context& ctx, const ModelFile& f, std::o
   w.vocab = cfg.vocab_size;
   w.eps = static_cast<float>(cfg.rms_norm_eps);
   w.qkv_dim = (w.nh + 2 * w.nkv) * w.hd;
-  if (cfg.rope_dim != 0 && cfg.rope_dim != w.hd)
-    throw Error("wgc: " + f.path().string() + ": partial rotary embeddings (rope_dim " + std::to_string(cfg.rope_dim) +
-                " of head_dim " + std::to_string(w.hd) + ") are not supported");
+  check_partial_rope(cfg, f.path().string());
 
   const int64_t end = slice.count < 0 ? cfg.n_layers : int64_t(slice.first) + slice.count;
   if (slice.first < 0 || end > cfg.n_layers || end <= slice.first)
@@ -243,14 +242,20 @@ LlamaWeights upload_llama_weights(const Context& ctx, const ModelFile& f, std::o
     const bool moe = cfg.layer_is_moe(i);
     for (Mat m : kLayerMats) {
       std::vector<const ModelTensor*> ts, biases;
-      for (TensorRole r : layer_mat_tensors(m, moe))
+      for (TensorRole r : layer_mat_tensors(m, moe, cfg))
         if (lt[r]) ts.push_back(lt[r]);
       if (ts.empty() && moe) continue;  // no shared expert
-      if (ts.size() != layer_mat_tensors(m, moe).size())
+      if (ts.size() != layer_mat_tensors(m, moe, cfg).size())
         throw Error("wgc: " + f.path().string() + ": layer " + std::to_string(i) + " lacks a matrix of its " +
-                    std::string(to_string(layer_mat_tensors(m, moe)[0])) + " group");
+                    std::string(to_string(layer_mat_tensors(m, moe, cfg)[0])) + " group");
       for (TensorRole r : mat_biases(m))
-        if (lt[r]) biases.push_back(lt[r]);  // those the config has
+        if (lt[r]) biases.push_back(lt[r]);          // those the config has
+      std::vector<ModelTensor> copies, bias_copies;  // partial rotary: q and k rows reordered
+      std::vector<std::unique_ptr<std::byte[]>> keep;
+      if (m == Mat::Qkv) {
+        ts = permute_qkv_heads(ts, cfg, copies, keep);
+        biases = permute_qkv_heads(biases, cfg, bias_copies, keep);
+      }
       L.mats[size_t(m)] = upload_group(ctx, ts, biases, bar);
       note_type(L.mat(m));
     }
@@ -425,7 +430,7 @@ std::string gpu_fit_problem(const Context& ctx, const ModelFile& f, int max_ctx,
     const bool moe = cfg.layer_is_moe(i);
     for (Mat m : kLayerMats) {
       std::vector<const ModelTensor*> ts;
-      for (TensorRole r : layer_mat_tensors(m, moe))
+      for (TensorRole r : layer_mat_tensors(m, moe, cfg))
         if (lt[r]) ts.push_back(lt[r]);
       if (!ts.empty()) groups.push_back(ts);
     }

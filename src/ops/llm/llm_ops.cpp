@@ -57,7 +57,7 @@ RopeTable make_rope_table(const Context& ctx, std::span<const double> inv, int h
   if (inv.empty() || inv.size() > size_t(head_dim / 2))
     throw Error("wgc: rope table: " + std::to_string(inv.size()) + " frequencies for head_dim " +
                 std::to_string(head_dim) + " (1 to head_dim / 2)");
-  const std::vector<float> cs = rope_cos_sin(inv, max_pos, factor);
+  const std::vector<float> cs = rope_cos_sin(inv, max_pos, factor, size_t(head_dim / 2));  // partial: padded
   RopeTable t;
   t.cos_sin = make_tensor(ctx, {int64_t(cs.size())}, cs);
   t.head_dim = head_dim;

@@ -35,7 +35,8 @@ struct KernelSpec;  // ops/llm/kernel_spec.h (internal)
 // (cos, sin) of angle = f32(pos) * f32(inv_freq[i]) (an f32 product, as transformers), for
 // pos < max_pos: tensor [max_pos][inv_freq.size()] of vec2<f32>. inv_freq: the model's
 // frequencies (ModelConfig::rope_inv_freq(), with its scaling), at most head_dim / 2 of them;
-// cos and sin times `factor` (ModelConfig::rope_attention_factor(): YaRN, LongRoPE).
+// cos and sin times `factor` (ModelConfig::rope_attention_factor(): YaRN, LongRoPE). Fewer than
+// head_dim / 2 (partial rotary): the other pairs' entries are (1, 0), [max_pos][head_dim / 2] still.
 struct RopeTable {
   Tensor cos_sin;
   int head_dim = 0, max_pos = 0;
