@@ -519,7 +519,7 @@ TEST(LlmQ8, BadInputsAreErrors) {
   EXPECT_THROW(ops().rms_norm_linear_q8(b, make_tensor(ctx(), {32}), make_tensor(ctx(), {64}), 1e-5f, q4, y),
                Error);  // x shorter than the weight's 64 columns
   EXPECT_THROW(ops().rms_norm_linear_q8(b, make_tensor(ctx(), {64}), make_tensor(ctx(), {32}), 1e-5f, q4, y),
-               Error);                         // a norm weight shorter than x
+               Error);                                  // a norm weight shorter than x
   EXPECT_FALSE(ops().matvec_q8_fusions(1 << 20).norm);  // x's quants beyond the workgroup memory
   EXPECT_FALSE(ops().matvec_q8_fusions(40).norm);       // not whole blocks
 }

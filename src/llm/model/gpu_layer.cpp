@@ -40,7 +40,8 @@ PlanFacts gpu_plan_facts(const LlmOps& ops, const LlamaWeights& w, int li, PlanM
     f.set(GateUpOnePart, gu.parts.size() == 1);
     f.set(GateUpBias, !gu.biases.empty());
     // The f32 gate|up + GLU matvec under this tuning (its row groups, the kx schedule).
-    f.set(FitsGluF32, gu.parts.size() == 1 && ops.matvec_fusions(gu.parts[0].type, w.hidden, nullptr, gu.parts[0].rows).glu);
+    f.set(FitsGluF32,
+          gu.parts.size() == 1 && ops.matvec_fusions(gu.parts[0].type, w.hidden, nullptr, gu.parts[0].rows).glu);
     f.set(DownQ8, !serve && q8_activations && group_q8(w.mat(li, Mat::Down)));
   }
   f.set(OutputQ8, !serve && q8_activations && supports_q8(w.output().type));

@@ -169,7 +169,6 @@ LlmOps::ServingFusions LlmOps::serving_fusions(int head_dim) const {
   return f;
 }
 
-
 void LlmOps::linear_batched_q8_rope(Batch& b, const GpuWeight& w, const Q8Act& x, const Tensor& qkv, int n_tokens,
                                     const RopeTable& table, const KvLayer& c, const RopeKvArgs& a,
                                     const Tensor& bias) const {

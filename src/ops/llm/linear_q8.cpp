@@ -237,7 +237,6 @@ LlmOps::Q8Fusions LlmOps::matvec_q8_fusions(int64_t cols) const {
   return f;
 }
 
-
 void LlmOps::check_norm_q8(const Tensor& x, const Tensor& norm_w, int64_t cols, const std::string& op) const {
   need(matvec_q8_fusions(cols).norm, op,
        std::to_string(cols) + " columns (a multiple of 32 whose quants fit in the workgroup memory)");

@@ -126,7 +126,6 @@ void LlmOps::paged_attention_q8(Batch& b, const KvLayer& c, const Tensor& q, con
              groups_1d(ctx_, uint64_t(pl.n_tokens) * uint64_t(a.n_heads)));
 }
 
-
 void LlmOps::paged_attention_partials(Batch& b, const KvLayer& c, const Tensor& q, const PagedAttentionPlan& pl,
                                       const std::string& op) const {
   const PagedAttentionArgs& a = pl.args;
