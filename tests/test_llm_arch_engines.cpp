@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cstring>
 #include <optional>
+#include <stdexcept>
 
 using namespace wgc;
 using namespace wgc::llm;
@@ -71,6 +72,7 @@ std::vector<std::vector<float>> feed(BatchedLlama& bl, int& next, std::vector<Se
   for (size_t i = 0; i < seqs.size(); ++i) {
     if (n[i] == 0) continue;
     Seq& s = *seqs[i];
+    if (size_t(s.cached + n[i]) > s.tokens.size()) throw std::logic_error("feed: past the sequence's tokens");
     while (int(s.blocks.size()) * block < s.cached + n[i]) s.blocks.push_back((next++ * 5 + 3) % bl.options().blocks);
     StepSequence q;
     q.tokens = std::span<const int32_t>(s.tokens).subspan(size_t(s.cached), size_t(n[i]));
@@ -129,7 +131,7 @@ void check_engines(const synth::ModelShape& s, const std::string& shape, TensorT
     for (size_t i = 0; i < alone.size(); ++i)
       EXPECT_LT(test::rel_error(alone[i], rows(want, 18 + i, 1, V)), tol) << what << " serving, token " << 18 + i;
     next = 0;
-    Seq a2{all, 0, {}}, b{ids(30, 2, int(s.vocab)), 0, {}}, c{ids(12, 3, int(s.vocab)), 0, {}};
+    Seq a2{all, 0, {}}, b{ids(30, 2, int(s.vocab)), 0, {}}, c{ids(14, 3, int(s.vocab)), 0, {}};  // 12 prefilled, then 2 decoded
     feed(bl, next, {&b, &a2, &c}, {17, 5, 12});
     feed(bl, next, {&a2, &b, &c}, {9, 1, 1});
     auto r = feed(bl, next, {&b, &c, &a2}, {1, 0, 5});
