@@ -131,7 +131,8 @@ void check_engines(const synth::ModelShape& s, const std::string& shape, TensorT
     for (size_t i = 0; i < alone.size(); ++i)
       EXPECT_LT(test::rel_error(alone[i], rows(want, 18 + i, 1, V)), tol) << what << " serving, token " << 18 + i;
     next = 0;
-    Seq a2{all, 0, {}}, b{ids(30, 2, int(s.vocab)), 0, {}}, c{ids(14, 3, int(s.vocab)), 0, {}};  // 12 prefilled, then 2 decoded
+    Seq a2{all, 0, {}}, b{ids(30, 2, int(s.vocab)), 0, {}},
+        c{ids(15, 3, int(s.vocab)), 0, {}};  // 12 prefilled, 3 decoded
     feed(bl, next, {&b, &a2, &c}, {17, 5, 12});
     feed(bl, next, {&a2, &b, &c}, {9, 1, 1});
     auto r = feed(bl, next, {&b, &c, &a2}, {1, 0, 5});
