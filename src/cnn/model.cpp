@@ -467,7 +467,7 @@ struct Model::Impl {
       auto& slot = c.cpu_slots[size_t(p.input_slots[k])];
       if (inputs[k].integer) {
         std::vector<int32_t> v = device_ints(inputs[k], graph.inputs[k].name);
-        std::memcpy(slot.data(), v.data(), v.size() * 4);
+        if (!v.empty()) std::memcpy(slot.data(), v.data(), v.size() * 4);  // an empty tensor: no pointer
       } else {
         std::copy(inputs[k].f.begin(), inputs[k].f.end(), slot.begin());
       }
@@ -483,7 +483,7 @@ struct Model::Impl {
       size_t n = size_t(numel(o.shape));
       if (o.integer) {
         std::vector<int32_t> v(n);
-        std::memcpy(v.data(), src.data(), n * 4);
+        if (n) std::memcpy(v.data(), src.data(), n * 4);
         out.push_back(HostTensor::ints(o.shape, std::vector<int64_t>(v.begin(), v.end())));
       } else {
         out.emplace_back(o.shape, std::vector<float>(src.begin(), src.begin() + long(n)));
@@ -646,7 +646,7 @@ std::vector<HostTensor> Model::Pending::wait() {
     if (rec.outputs[k]) rec.outputs[k].wait(std::as_writable_bytes(std::span(t.f)));
     if (k < rec.integer.size() && rec.integer[k]) {  // i32 on the device
       std::vector<int32_t> v(t.f.size());
-      std::memcpy(v.data(), t.f.data(), v.size() * 4);
+      if (!v.empty()) std::memcpy(v.data(), t.f.data(), v.size() * 4);
       t = HostTensor::ints(t.shape, std::vector<int64_t>(v.begin(), v.end()));
     }
     out.push_back(std::move(t));
