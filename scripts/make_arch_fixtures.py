@@ -447,6 +447,11 @@ def specs(vocab, ids):
             vocab, intermediate_size=32, num_experts=8, num_experts_per_tok=2, norm_topk_prob=False,
             num_key_value_heads=4, clip_qkv=None, output_router_logits=False, bos_token_id=None,
             eos_token_id=ids["<|endoftext|>"], pad_token_id=ids["<pad>"])))
+    s["glm4"] = dict(
+        cls="Glm4ForCausalLM", arch="Glm4ForCausalLM", bos=None, eos="<|endoftext|>", post=None,
+        config=dict(model_type="glm4", **common_decoder(
+            vocab, head_dim=16, partial_rotary_factor=0.5, attention_bias=True, hidden_act="silu",
+            bos_token_id=None, eos_token_id=ids["<|endoftext|>"], pad_token_id=ids["<pad>"])))
     return s
 
 

@@ -184,6 +184,17 @@ TEST(LayerSplitModel, TinyLlama3OnTwoDevices) {
   check_split_equals_one_device(fx("tiny-llama3-bf16"), false, {{{ctx2()}, {}}});
 }
 
+// The architectures whose layers need more than Llama's: Gemma 2's embedding scale and final
+// soft-cap, Gemma 3's second rope table for its sliding layers, Mixtral's experts (transformers'
+// tiny models, tests/data/arch): the same bits on two devices.
+TEST(LayerSplitModel, GemmaAndMixtralOnTwoDevices) {
+  const fs::path arch = fs::path(WGC_SOURCE_DIR) / "tests/data/arch";
+  for (const char* m : {"gemma2/gemma2-bf16.gguf", "gemma3/gemma3-bf16.gguf", "mixtral/mixtral-bf16.gguf"}) {
+    WGC_REQUIRE_FILE(arch / m);
+    check_split_equals_one_device(arch / m, false, {{{ctx2()}, {}}});
+  }
+}
+
 // ---- serving -------------------------------------------------------------------------------------
 
 BatchedOptions serve_options(int micro_batches) {

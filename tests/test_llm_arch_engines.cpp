@@ -9,6 +9,7 @@
 #include "llm/model/llama_batched.h"
 #include "llm/reference/forward_ref.h"
 #include "llm/synth/synth_model.h"
+#include "test_serving_util.h"
 #include "test_util.h"
 #include "util/json.h"
 
@@ -20,7 +21,10 @@
 using namespace wgc;
 using namespace wgc::llm;
 namespace fs = std::filesystem;
+using wgc::test::Blocks;
 using wgc::test::ctx;
+using wgc::test::feed;
+using wgc::test::Seq;
 
 namespace {
 
@@ -35,6 +39,7 @@ synth::ModelShape shrink(synth::ModelShape s) {
   s.vocab = 512;
   s.context = 256;
   if (s.sliding_window) s.sliding_window = 5;
+  if (s.rope_dim) s.rope_dim = s.head_dim / 2;  // partial rotary (GLM-4: half)
   return s;
 }
 
@@ -57,34 +62,6 @@ EngineOptions engine(Device device, int max_ctx = 64) {
   eo.progress = false;
   eo.q8_activations = false;
   return eo;
-}
-
-// One step of the serving engine: `n[i]` more tokens of sequence i (from its `cached`), their
-// blocks from `next` on; the full logits of each sequence fed.
-struct Seq {
-  std::vector<int32_t> tokens;
-  int cached = 0;
-  std::vector<int32_t> blocks;
-};
-std::vector<std::vector<float>> feed(BatchedLlama& bl, int& next, std::vector<Seq*> seqs, std::vector<int> n) {
-  std::vector<StepSequence> step;
-  const int block = bl.options().block_tokens;
-  for (size_t i = 0; i < seqs.size(); ++i) {
-    if (n[i] == 0) continue;
-    Seq& s = *seqs[i];
-    if (size_t(s.cached + n[i]) > s.tokens.size()) throw std::logic_error("feed: past the sequence's tokens");
-    while (int(s.blocks.size()) * block < s.cached + n[i]) s.blocks.push_back((next++ * 5 + 3) % bl.options().blocks);
-    StepSequence q;
-    q.tokens = std::span<const int32_t>(s.tokens).subspan(size_t(s.cached), size_t(n[i]));
-    q.pos0 = s.cached;
-    q.blocks = s.blocks;
-    q.full = true;
-    step.push_back(q);
-    s.cached += n[i];
-  }
-  std::vector<std::vector<float>> out;
-  for (auto& r : bl.step(step)) out.push_back(std::move(r.logits));
-  return out;
 }
 
 // The model of shape s in weights of `type` against the reference on every engine.
@@ -123,23 +100,23 @@ void check_engines(const synth::ModelShape& s, const std::string& shape, TensorT
     bo.blocks = 24;
     bo.split_len = 16;
     BatchedLlama bl(m, bo);
-    int next = 0;
+    Blocks pool(bo.blocks);
     Seq a{all, 0, {}};
     std::vector<std::vector<float>> alone;
-    alone.push_back(feed(bl, next, {&a}, {19})[0]);
-    for (int i = 0; i < 3; ++i) alone.push_back(feed(bl, next, {&a}, {1})[0]);
+    alone.push_back(feed(bl, pool, {&a}, {19})[0]);
+    for (int i = 0; i < 3; ++i) alone.push_back(feed(bl, pool, {&a}, {1})[0]);
     for (size_t i = 0; i < alone.size(); ++i)
       EXPECT_LT(test::rel_error(alone[i], rows(want, 18 + i, 1, V)), tol) << what << " serving, token " << 18 + i;
-    next = 0;
+    pool = Blocks(bo.blocks);
     Seq a2{all, 0, {}}, b{ids(30, 2, int(s.vocab)), 0, {}},
         c{ids(15, 3, int(s.vocab)), 0, {}};  // 12 prefilled, 3 decoded
-    feed(bl, next, {&b, &a2, &c}, {17, 5, 12});
-    feed(bl, next, {&a2, &b, &c}, {9, 1, 1});
-    auto r = feed(bl, next, {&b, &c, &a2}, {1, 0, 5});
+    feed(bl, pool, {&b, &a2, &c}, {17, 5, 12});
+    feed(bl, pool, {&a2, &b, &c}, {9, 1, 1});
+    auto r = feed(bl, pool, {&b, &c, &a2}, {1, 0, 5});
     ASSERT_EQ(r.size(), 2u);
     EXPECT_EQ(std::memcmp(r[1].data(), alone[0].data(), V * 4), 0) << what << ": serving prompt among others";
     for (int i = 0; i < 3; ++i) {
-      auto got = feed(bl, next, {&c, &a2, &b}, {i == 1 ? 0 : 1, 1, 1});
+      auto got = feed(bl, pool, {&c, &a2, &b}, {i == 1 ? 0 : 1, 1, 1});
       EXPECT_EQ(std::memcmp(got[i == 1 ? 0 : 1].data(), alone[size_t(i + 1)].data(), V * 4), 0)
           << what << ": serving decode step " << i << " among others";
     }
@@ -244,6 +221,9 @@ TEST(ArchFixtureEngines, Llama3Rope) { check_fixture("llama3-rope", 2e-4); }
 // factors), the long one on 64 (long factors), as transformers picks them by the sequence length.
 TEST(ArchFixtureEngines, Phi3) { check_fixture("phi3", 2e-4, -1, 3e-2, 16); }
 TEST(ArchFixtureEngines, Yarn) { check_fixture("llama-yarn", 2e-4); }
+// GLM-4: sandwich norms under its own names, gate|up fused, q/k/v biases, 8 of 16 features rotated
+// by interleaved pairs (2i, 2i + 1). None of it new to the engines: the layer plan's steps.
+TEST(ArchFixtureEngines, Glm4) { check_fixture("glm4", 2e-4, -1, 3e-2); }
 
 // Mistral 7B v0.1's layers with a window of 5 keys (the prompt is 19): the window cuts keys in
 // prefill chunks, decode steps and the serving engine's paged attention.
@@ -262,6 +242,14 @@ TEST(ArchEngines, Phi3PartialRotary) {
   s.sliding_window = 5;
   check_engines(s, "phi3", TensorType::F32, 1e-4);
   check_engines(s, "phi3", TensorType::Q8_0, 3e-2);
+}
+
+// GLM-4 9B's layers: sandwich norms, fused gate|up, q/k/v biases, half of each head rotated by
+// interleaved pairs (reordered q/k rows on every rope path, f32 and 8-bit).
+TEST(ArchEngines, Glm4) {
+  const synth::ModelShape s = shrink(synth::find_shape("glm-4-9b"));
+  check_engines(s, "glm4", TensorType::F32, 1e-4);
+  check_engines(s, "glm4", TensorType::Q8_0, 3e-2);
 }
 
 // Gemma 3: sandwich norms, GeGLU, q/k norms, sqrt(hidden) embedding scale, query_pre_attn_scalar,

@@ -5,6 +5,7 @@
 #include "llm/model/llama_batched.h"
 #include "ops/llm/llm_ops.h"
 #include "test_llm_util.h"
+#include "test_serving_util.h"
 
 #include <cstring>
 #include <numeric>
@@ -12,7 +13,10 @@
 using namespace wgc;
 using namespace wgc::llm;
 namespace fs = std::filesystem;
+using wgc::test::Blocks;
 using wgc::test::ctx;
+using wgc::test::feed;
+using wgc::test::Seq;
 
 namespace {
 
@@ -26,48 +30,6 @@ EngineOptions engine(int max_ctx, Device device) {
   eo.progress = false;
   eo.q8_activations = false;  // the single-sequence path the batched kernels are compared with: f32 activations
   return eo;
-}
-
-// A sequence being run: its tokens, how many are cached, its blocks.
-struct Seq {
-  std::vector<int32_t> tokens;
-  int cached = 0;
-  std::vector<int32_t> blocks;
-};
-
-// Blocks handed out from the end of a permutation of the pool, so tables are scattered.
-struct Blocks {
-  std::vector<int32_t> free;
-  explicit Blocks(int n) {
-    for (int i = 0; i < n; ++i) free.push_back((i * 5 + 3) % n);
-  }
-  void cover(Seq& s, int positions, int block) {
-    while (int(s.blocks.size()) * block < positions) {
-      s.blocks.push_back(free.back());
-      free.pop_back();
-    }
-  }
-};
-
-// Feeds `n` more tokens of each sequence (0: none) in one step; full logits of each fed sequence.
-std::vector<std::vector<float>> feed(BatchedLlama& bl, Blocks& pool, std::vector<Seq*> seqs, std::vector<int> n) {
-  std::vector<StepSequence> step;
-  for (size_t i = 0; i < seqs.size(); ++i) {
-    if (n[i] == 0) continue;
-    Seq& s = *seqs[i];
-    pool.cover(s, s.cached + n[i], bl.options().block_tokens);
-    StepSequence q;
-    q.tokens = std::span<const int32_t>(s.tokens).subspan(size_t(s.cached), size_t(n[i]));
-    q.pos0 = s.cached;
-    q.blocks = s.blocks;
-    q.full = true;
-    step.push_back(q);
-    s.cached += n[i];
-  }
-  auto rows = bl.step(step);
-  std::vector<std::vector<float>> out;
-  for (auto& r : rows) out.push_back(std::move(r.logits));
-  return out;
 }
 
 std::vector<int32_t> ids(int n, int seed, int vocab) {

@@ -15,6 +15,7 @@
 #include "llm/synth/synth_model.h"
 #include "ops/llm/llm_ops.h"
 #include "test_llm_util.h"
+#include "test_serving_util.h"
 
 #include <algorithm>
 #include <cmath>
@@ -25,8 +26,11 @@
 
 using namespace wgc;
 using namespace wgc::llm;
+using wgc::test::Blocks;
 using wgc::test::ctx;
+using wgc::test::feed;
 using wgc::test::ops;
+using wgc::test::Seq;
 namespace fs = std::filesystem;
 
 namespace {
@@ -335,38 +339,6 @@ TEST(MoeEngines, GpuAndCpuAgreeOnQuantizedWeights) {
   }
 }
 
-namespace {
-
-struct Seq {
-  std::vector<int32_t> tokens;
-  int cached = 0;
-  std::vector<int32_t> blocks;
-};
-
-// Feeds n[i] more tokens of each sequence in one step (blocks handed out from `next`); the full
-// logits of each fed sequence.
-std::vector<std::vector<float>> feed(BatchedLlama& bl, int& next, std::vector<Seq*> seqs, std::vector<int> n) {
-  std::vector<StepSequence> step;
-  for (size_t i = 0; i < seqs.size(); ++i) {
-    if (n[i] == 0) continue;
-    Seq& s = *seqs[i];
-    if (size_t(s.cached + n[i]) > s.tokens.size()) throw std::logic_error("feed: past the sequence's tokens");
-    while (int(s.blocks.size()) * bl.options().block_tokens < s.cached + n[i]) s.blocks.push_back(next++);
-    StepSequence q;
-    q.tokens = std::span<const int32_t>(s.tokens).subspan(size_t(s.cached), size_t(n[i]));
-    q.pos0 = s.cached;
-    q.blocks = s.blocks;
-    q.full = true;
-    step.push_back(q);
-    s.cached += n[i];
-  }
-  std::vector<std::vector<float>> out;
-  for (auto& r : bl.step(step)) out.push_back(std::move(r.logits));
-  return out;
-}
-
-}  // namespace
-
 // The serving engine on MoE models: a sequence's logits are the same bits alone or among others
 // (whose tokens go to the same and to other experts), whatever its prompt's chunking.
 TEST(MoeEngines, ServingIsBatchInvariant) {
@@ -391,17 +363,17 @@ TEST(MoeEngines, ServingIsBatchInvariant) {
                                  (d == Device::Cpu ? "" : std::string(to_string(lin)));
         const int V = int(s.vocab);
         Seq a{prompt(14, V, 2), 0, {}};
-        int next = 0;
-        std::vector<std::vector<float>> alone{feed(bl, next, {&a}, {12})[0]};
-        for (int i = 0; i < 2; ++i) alone.push_back(feed(bl, next, {&a}, {1})[0]);
+        Blocks pool(bo.blocks);
+        std::vector<std::vector<float>> alone{feed(bl, pool, {&a}, {12})[0]};
+        for (int i = 0; i < 2; ++i) alone.push_back(feed(bl, pool, {&a}, {1})[0]);
         Seq a2{a.tokens, 0, {}}, b{prompt(20, V, 3), 0, {}}, cc{prompt(11, V, 4), 0, {}};  // 9 prefilled, 2 decoded
-        next = 0;
-        feed(bl, next, {&b, &a2, &cc}, {11, 5, 9});
-        auto r = feed(bl, next, {&cc, &a2, &b}, {0, 7, 1});
+        pool = Blocks(bo.blocks);
+        feed(bl, pool, {&b, &a2, &cc}, {11, 5, 9});
+        auto r = feed(bl, pool, {&cc, &a2, &b}, {0, 7, 1});
         ASSERT_EQ(r.size(), 2u);
         EXPECT_EQ(std::memcmp(r[0].data(), alone[0].data(), size_t(V) * 4), 0) << what << ": prompt";
         for (int i = 0; i < 2; ++i) {
-          auto st = feed(bl, next, {&cc, &a2, &b}, {1, 1, 1});
+          auto st = feed(bl, pool, {&cc, &a2, &b}, {1, 1, 1});
           EXPECT_EQ(std::memcmp(st[1].data(), alone[size_t(i + 1)].data(), size_t(V) * 4), 0)
               << what << ": decode step " << i;
         }

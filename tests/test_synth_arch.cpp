@@ -45,6 +45,7 @@ ModelShape shrink(ModelShape s) {
   s.vocab = 512;
   s.context = 256;
   if (s.sliding_window) s.sliding_window = 5;
+  if (s.rope_dim) s.rope_dim = s.head_dim / 2;  // partial rotary (GLM-4: half)
   if (s.n_experts) {
     s.n_experts = 4;
     s.n_experts_used = 2;
@@ -67,7 +68,7 @@ TEST(SynthArch, ReadBackThroughModelConfigAndTheReference) {
   for (Want want : {Want{"gemma-2-9b", Architecture::Gemma2}, Want{"gemma-3-12b", Architecture::Gemma3},
                     Want{"phi-3-mini", Architecture::Phi3}, Want{"mistral-7b", Architecture::Llama},
                     Want{"mixtral-8x7b", Architecture::Mixtral}, Want{"qwen3-30b-a3b", Architecture::Qwen3Moe},
-                    Want{"bge-base", Architecture::Bert}}) {
+                    Want{"glm-4-9b", Architecture::Glm4}, Want{"bge-base", Architecture::Bert}}) {
     SCOPED_TRACE(want.shape);
     const ModelShape& real = find_shape(want.shape);
     ModelShape s = shrink(real);
@@ -93,7 +94,8 @@ TEST(SynthArch, ReadBackThroughModelConfigAndTheReference) {
     EXPECT_EQ(c.qk_norm, s.qk_norm);
     EXPECT_EQ(c.norm_placement,
               s.sandwich_norms ? NormPlacement::Sandwich : (s.encoder ? NormPlacement::Post : NormPlacement::Pre));
-    EXPECT_EQ(c.fused_qkv, s.fused);
+    EXPECT_EQ(c.fused_qkv, s.fused_qkv);
+    EXPECT_EQ(c.fused_gate_up, s.fused_gate_up);
     EXPECT_EQ(c.attn_logit_softcap, real.attn_softcap);
     EXPECT_EQ(c.final_logit_softcap, real.final_softcap);
     if (real.sliding_window) {
@@ -113,7 +115,8 @@ TEST(SynthArch, ReadBackThroughModelConfigAndTheReference) {
     }
     EXPECT_EQ(engine_runs(c), want.arch == Architecture::Llama || want.arch == Architecture::Gemma2 ||
                                   want.arch == Architecture::Gemma3 || want.arch == Architecture::Mixtral ||
-                                  want.arch == Architecture::Qwen3Moe || want.arch == Architecture::Phi3);
+                                  want.arch == Architecture::Qwen3Moe || want.arch == Architecture::Phi3 ||
+                                  want.arch == Architecture::Glm4);
     // Experts come out of the merged tensors one by one, as views.
     if (s.n_experts) {
       ModelTensor e3 = role_tensor(f, TensorRole::ExpertsDown, 1, 3);

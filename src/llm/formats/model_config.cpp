@@ -19,6 +19,7 @@ std::string_view to_string(Architecture a) {
     case Architecture::Gemma2: return "gemma2";
     case Architecture::Gemma3: return "gemma3";
     case Architecture::Phi3: return "phi3";
+    case Architecture::Glm4: return "glm4";
     case Architecture::Mixtral: return "mixtral";
     case Architecture::Qwen2Moe: return "qwen2moe";
     case Architecture::Qwen3Moe: return "qwen3moe";
@@ -76,8 +77,11 @@ std::string_view to_string(Pooling p) {
   return "?";
 }
 
-bool engine_runs(const ModelConfig& c) {
-  switch (c.architecture) {
+namespace {
+
+// The decoder architectures the engines run (a LayerNorm model of these families aside).
+bool engine_architecture(Architecture a) {
+  switch (a) {
     case Architecture::Llama:
     case Architecture::Mistral:
     case Architecture::Qwen2:
@@ -93,25 +97,27 @@ bool engine_runs(const ModelConfig& c) {
     // Phi-3: fused qkv / gate_up loaded as stored, partial rotary by reordered q/k rows
     // (llm/model/partial_rope.h), LongRoPE's factors chosen by the engine's context.
     case Architecture::Phi3:
-      // The engines' rope tables carry the scaled frequencies and YaRN's / LongRoPE's attention
-      // factor (the sliding layers' table their own base: Gemma 3). A decoder embedding model
-      // (Qwen3-Embedding) runs too: its embedding is LlamaModel::last_hidden.
-      return c.norm != NormKind::LayerNorm;
+    // GLM-4: Gemma's sandwich norms, Phi-3's fused gate_up and reordered rope rows (its rotated
+    // pairs are interleaved), Qwen2's q/k/v biases: steps the plan has.
+    case Architecture::Glm4: return true;
     default: return false;
   }
 }
 
+}  // namespace
+
+// The engines' rope tables carry the scaled frequencies and YaRN's / LongRoPE's attention factor
+// (the sliding layers' table their own base: Gemma 3). A decoder embedding model (Qwen3-Embedding)
+// runs too: its embedding is LlamaModel::last_hidden.
+bool engine_runs(const ModelConfig& c) { return engine_architecture(c.architecture) && c.norm != NormKind::LayerNorm; }
+
 std::string engine_refusal(const ModelConfig& c) {
   if (engine_runs(c)) return "";
   const std::string arch(to_string(c.architecture));
-  const auto a = c.architecture;
-  if (!(a == Architecture::Llama || a == Architecture::Mistral || a == Architecture::Qwen2 ||
-        a == Architecture::Qwen3 || a == Architecture::Gemma2 || a == Architecture::Gemma3 ||
-        a == Architecture::Mixtral || a == Architecture::Qwen2Moe || a == Architecture::Qwen3Moe ||
-        a == Architecture::Olmoe || a == Architecture::Phi3))
+  if (!engine_architecture(c.architecture))
     return arch + (c.embedding_model ? " (embeddings: wgc embed)" : "") +
            " models are read (wgc inspect) but not run yet: the engines run llama, mistral, qwen2, qwen3, gemma2, "
-           "gemma3, phi3, mixtral, qwen2moe, qwen3moe and olmoe language models";
+           "gemma3, phi3, glm4, mixtral, qwen2moe, qwen3moe and olmoe language models";
   return arch + " with LayerNorm is read (wgc inspect) but not run yet";
 }
 

@@ -33,10 +33,11 @@ enum class Architecture {
   Qwen2Moe,
   Qwen3Moe,
   Olmoe,
+  Glm4,
   Bert
 };
 // "llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3", "phi3", "mixtral", "qwen2moe", "qwen3moe",
-// "olmoe", "bert"
+// "olmoe", "glm4", "bert"
 std::string_view to_string(Architecture a);
 
 enum class RopeScalingType { None, Linear, Llama3, Yarn, LongRope };
@@ -86,6 +87,9 @@ struct ModelConfig {
   int64_t head_dim = 0;
   int64_t ffn_size = 0;  // intermediate size of the dense MLP (MoE: of each expert, = expert_ffn_size)
   int64_t rope_dim = 0;  // rotated dimensions per head (partial rotary: < head_dim; 0: no rope, BERT)
+  // The rotated pairs are adjacent features (2i, 2i + 1) of a head (GLM-4, GPT-J's layout) rather than
+  // (i, i + rope_dim / 2) (transformers' rotate_half).
+  bool rope_interleaved = false;
   double rope_theta = 10000.0;
   RopeScaling rope_scaling;
   // Per-frequency divisors from a GGUF `rope_freqs.weight` tensor (llama.cpp's form of llama3

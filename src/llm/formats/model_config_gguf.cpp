@@ -23,6 +23,7 @@ std::optional<Architecture> parse_gguf_arch(std::string_view s) {
   if (s == "qwen2moe") return Architecture::Qwen2Moe;
   if (s == "qwen3moe") return Architecture::Qwen3Moe;
   if (s == "olmoe") return Architecture::Olmoe;
+  if (s == "glm4") return Architecture::Glm4;
   if (s == "bert") return Architecture::Bert;
   return std::nullopt;
 }
@@ -219,6 +220,11 @@ ModelConfig config_from_gguf(const GgufFile& f) {
       if (c.sliding_window)
         c.notes.push_back("phi3 sliding window " + std::to_string(*c.sliding_window) +
                           ": transformers applies it, llama.cpp disables it");
+      break;
+    case Architecture::Glm4:  // llama.cpp's glm4: rope type NORM (interleaved pairs), as stored
+      c.norm_placement = NormPlacement::Sandwich;
+      c.fused_gate_up = true;
+      c.rope_interleaved = true;
       break;
     case Architecture::Mixtral: c.norm_topk_prob = true; break;
     case Architecture::Qwen2Moe: c.norm_topk_prob = false; break;

@@ -101,6 +101,7 @@ std::optional<ArchInfo> parse_model_type(std::string_view s) {
   if (s == "qwen2_moe") return ArchInfo{Architecture::Qwen2Moe};
   if (s == "qwen3_moe") return ArchInfo{Architecture::Qwen3Moe};
   if (s == "olmoe") return ArchInfo{Architecture::Olmoe};
+  if (s == "glm4") return ArchInfo{Architecture::Glm4};
   if (s == "bert" || s == "roberta" || s == "xlm-roberta") return ArchInfo{Architecture::Bert, true};
   return std::nullopt;
 }
@@ -113,8 +114,8 @@ std::optional<ArchInfo> parse_class(std::string_view cls) {
       {"Gemma3ForCausalLM", {Architecture::Gemma3}},     {"Phi3ForCausalLM", {Architecture::Phi3}},
       {"MixtralForCausalLM", {Architecture::Mixtral}},   {"Qwen2MoeForCausalLM", {Architecture::Qwen2Moe}},
       {"Qwen3MoeForCausalLM", {Architecture::Qwen3Moe}}, {"OlmoeForCausalLM", {Architecture::Olmoe}},
-      {"BertModel", {Architecture::Bert, true}},         {"RobertaModel", {Architecture::Bert, true}},
-      {"XLMRobertaModel", {Architecture::Bert, true}},
+      {"Glm4ForCausalLM", {Architecture::Glm4}},         {"BertModel", {Architecture::Bert, true}},
+      {"RobertaModel", {Architecture::Bert, true}},      {"XLMRobertaModel", {Architecture::Bert, true}},
   };
   for (const auto& [name, info] : kClasses)
     if (cls == name) return info;
@@ -240,7 +241,9 @@ ModelConfig config_from_hf(const json::Value& top_cfg, const std::string& src) {
   if (const json::Value* t = cfg.find("tie_word_embeddings"); t && t->is_bool()) c.tie_word_embeddings = t->as_bool();
 
   bool bias = cfg.get_bool("attention_bias", false);
-  c.attention_bias = (A == Architecture::Qwen2 || A == Architecture::Qwen2Moe) ? true : bias;
+  c.attention_bias = (A == Architecture::Qwen2 || A == Architecture::Qwen2Moe) ? true
+                     : A == Architecture::Glm4                                 ? cfg.get_bool("attention_bias", true)
+                                                                               : bias;
   c.qk_norm = A == Architecture::Qwen3 || A == Architecture::Qwen3Moe || A == Architecture::Gemma3;
 
   // --- sliding window -----------------------------------------------------------------------------------
@@ -272,7 +275,7 @@ ModelConfig config_from_hf(const json::Value& top_cfg, const std::string& src) {
   // transformers 4 has "rope_theta" and "rope_scaling" (and Gemma 3's rope_local_base_freq) ---------------
   double default_theta = A == Architecture::Gemma3 ? 1000000.0 : 10000.0;
   c.rope_theta = num_of(cfg, src, "rope_theta", default_theta);
-  double partial = num_of(cfg, src, "partial_rotary_factor", 1.0);
+  double partial = num_of(cfg, src, "partial_rotary_factor", A == Architecture::Glm4 ? 0.5 : 1.0);
   const json::Value* rp = cfg.find("rope_parameters");
   if (rp && rp->is_object() && (rp->find("full_attention") || rp->find("sliding_attention"))) {
     if (const json::Value* full = rp->find("full_attention"); full && full->is_object()) {
@@ -331,6 +334,15 @@ ModelConfig config_from_hf(const json::Value& top_cfg, const std::string& src) {
       c.fused_gate_up = true;
       c.activation = activation_of("hidden_act", "silu");
       c.rms_norm_eps = num_of(cfg, src, "rms_norm_eps", 1e-5);
+      break;
+    case Architecture::Glm4:
+      // Glm4Config: post-attention and post-MLP norms, gate|up fused, half the head rotated with
+      // interleaved pairs.
+      c.norm_placement = NormPlacement::Sandwich;
+      c.fused_gate_up = true;
+      c.rope_interleaved = true;
+      c.activation = activation_of("hidden_act", "silu");
+      c.rms_norm_eps = num_of(cfg, src, "rms_norm_eps", 1.5625e-7);
       break;
     case Architecture::Mixtral:
       c.n_experts = int_of(cfg, src, "num_local_experts");

@@ -65,6 +65,14 @@ const Row kPhi3[] = {
     {R::FfnGateUp, "model.layers.{L}.mlp.gate_up_proj.weight", "blk.{L}.ffn_up.weight"},
     {R::FfnDown, "model.layers.{L}.mlp.down_proj.weight", "blk.{L}.ffn_down.weight"},
 };
+// GLM-4: sandwich norms under its own names, gate and up fused as stored (llama.cpp: ffn_up).
+const Row kGlm4[] = {
+    {R::AttnPostNorm, "model.layers.{L}.post_self_attn_layernorm.weight", "blk.{L}.post_attention_norm.weight"},
+    {R::FfnNorm, "model.layers.{L}.post_attention_layernorm.weight", "blk.{L}.ffn_norm.weight"},
+    {R::FfnPostNorm, "model.layers.{L}.post_mlp_layernorm.weight", "blk.{L}.post_ffw_norm.weight"},
+    {R::FfnGateUp, "model.layers.{L}.mlp.gate_up_proj.weight", "blk.{L}.ffn_up.weight"},
+    {R::FfnDown, "model.layers.{L}.mlp.down_proj.weight", "blk.{L}.ffn_down.weight"},
+};
 const Row kMixtralMoe[] = {
     {R::FfnNorm, "model.layers.{L}.post_attention_layernorm.weight", "blk.{L}.ffn_norm.weight"},
     {R::MoeRouter, "model.layers.{L}.block_sparse_moe.gate.weight", "blk.{L}.ffn_gate_inp.weight"},
@@ -129,6 +137,11 @@ std::vector<Row> build(Architecture a) {
     case Architecture::Phi3:
       add(kLlamaModel);
       add(kPhi3);
+      break;
+    case Architecture::Glm4:
+      add(kLlamaModel);
+      add(kAttn);
+      add(kGlm4);
       break;
     case Architecture::Mixtral:
       add(kLlamaModel);

@@ -335,4 +335,17 @@ void record_output_row(const LlmOps& ops, Batch& b, std::span<const Step> steps,
   }
 }
 
+void record_embedding(const LlmOps& ops, Batch& b, const LlamaWeights& w, const Tensor& ids, const Tensor& out, int n) {
+  ops.embedding(b, w.embed, ids, out, n);
+  if (w.cfg.embedding_scale != 1.0) ops.scale(b, out, int64_t(n) * w.hidden, float(w.cfg.embedding_scale));
+}
+
+void record_output_rows(const LlmOps& ops, Batch& b, std::span<const Step> steps, const LlamaWeights& w,
+                        const GpuActs& a, const Tensor& logits, int n) {
+  ops.rms_norm(b, a.x, w.norm, a.h, n, int(w.hidden), w.eps);
+  ops.linear(b, w.output(), a.h, logits, n);
+  for (const Step& s : steps)  // after the projection
+    if (s.op == Op::Softcap) ops.softcap(b, logits, int64_t(n) * w.vocab, float(w.cfg.final_logit_softcap));
+}
+
 }  // namespace wgc::llm

@@ -69,6 +69,15 @@ int layer_window(const ModelConfig& c, int li);
 void record_layer(const LlmOps& ops, Batch& b, std::span<const Step> steps, const LlamaWeights& w, int li,
                   const KvLayer& cache, const RopeTable& rope, const GpuActs& a, const GpuPass& p);
 
+// The embeddings of n tokens (their ids in `ids`) into out, scaled where the model says (Gemma:
+// sqrt(hidden)): every GPU engine's first step.
+void record_embedding(const LlmOps& ops, Batch& b, const LlamaWeights& w, const Tensor& ids, const Tensor& out, int n);
+
+// The final norm (x into h), the output projection and the plan's steps after it (Gemma 2's
+// soft-cap) for n rows: logits [n, vocab] of every token of a single sequence's pass.
+void record_output_rows(const LlmOps& ops, Batch& b, std::span<const Step> steps, const LlamaWeights& w,
+                        const GpuActs& a, const Tensor& logits, int n);
+
 // The final norm and the output projection of row `row` of a.x into logits, as the plan's output
 // steps say (a single sequence's last token); `last` holds the row where the norm runs apart.
 void record_output_row(const LlmOps& ops, Batch& b, std::span<const Step> steps, const LlamaWeights& w,

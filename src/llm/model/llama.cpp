@@ -8,10 +8,8 @@
 #include "llm/model/split_engine.h"
 #include "util/error.h"
 
-#include <chrono>
 #include <cmath>
 #include <cstring>
-#include <deque>
 #include <optional>
 #include <string>
 
@@ -202,18 +200,9 @@ class GpuEngine final : public LlamaEngine {
 
   // The token id an argmax readback holds (checked: a GPU gone wrong must not feed the host
   // an id past the vocabulary).
-  int32_t argmax_token(const Readback& r) const {
-    const uint32_t id = r.value<uint32_t>();
-    if (id >= uint64_t(vocab))
-      throw Error("wgc: the GPU's argmax gave token id " + std::to_string(id) + ", past the vocabulary of " +
-                  std::to_string(vocab));
-    return int32_t(id);
-  }
-
   // The embeddings of n tokens into out: one token's id is in out_id, more are in ids (upload_ids).
   void record_embedding(Batch& b, int n, const Tensor& out) {
-    ops.embedding(b, w.embed, n == 1 ? out_id : ids, out, n);
-    if (cfg.embedding_scale != 1.0) ops.scale(b, out, int64_t(n) * hidden, float(cfg.embedding_scale));  // Gemma
+    llm::record_embedding(ops, b, w, n == 1 ? out_id : ids, out, n);
   }
 
   // An upload is a copy the GPU runs before the next submit: skipped where next_token already
@@ -322,11 +311,7 @@ class GpuEngine final : public LlamaEngine {
       Batch b(ctx);
       upload_ids(chunk);
       record_layers(b, int(chunk.size()));
-      ops.rms_norm(b, acts.x, w.norm, acts.h, int(chunk.size()), int(hidden), eps);
-      ops.linear(b, output(), acts.h, logit_buf, int(chunk.size()));
-      for (const Step& s : prefill_plan.output)  // the plan's steps after the projection (Gemma 2's cap)
-        if (s.op == Op::Softcap)
-          ops.softcap(b, logit_buf, int64_t(chunk.size()) * vocab, float(cfg.final_logit_softcap));
+      record_output_rows(ops, b, prefill_plan.output, w, acts, logit_buf, int(chunk.size()));
       b.run();
       n_past_ += int(chunk.size());
       size_t at = out.size();
@@ -347,40 +332,17 @@ class GpuEngine final : public LlamaEngine {
     return next;
   }
 
+  // The step reads its token from out_id, where the one before left it (and, with next_token, its
+  // embedding from x and its position from pos).
   DecodeStats decode_greedy(int32_t first, int max_steps, const std::function<bool(int32_t)>& on_token) override {
-    using clock = std::chrono::steady_clock;
-    auto ms = [](clock::time_point a, clock::time_point b) {
-      return std::chrono::duration<double, std::milli>(b - a).count();
-    };
-    DecodeStats st;
-    check_tokens(std::span(&first, 1));
-    const int base = n_past_;
-    const int steps = std::min(max_steps, max_ctx_ - base);
-    const int ahead = std::max(1, opt.decode_ahead);
-    std::deque<Readback> in_flight;  // the argmax of each recorded step, oldest first
     upload_ids(std::span(&first, 1));
-    bool go = true;
-    while (go && st.tokens < steps) {
-      auto t0 = clock::now();
-      while (st.recorded < steps && int(in_flight.size()) < ahead) {
-        // The step reads its token from out_id, where the one before left it (and, with
-        // next_token, its embedding from x and its position from pos).
-        Batch b(ctx);
-        n_past_ = base + st.recorded;
-        in_flight.push_back(submit_argmax(b, 1));  // a position upload goes to the queue in order
-        ++st.recorded;
-      }
-      auto t1 = clock::now();
-      const int32_t id = argmax_token(in_flight.front());
-      in_flight.pop_front();
-      st.record_ms += ms(t0, t1);
-      st.wait_ms += ms(t1, clock::now());
-      ++st.tokens;
-      n_past_ = base + st.tokens;
-      go = on_token(id);
-    }
-    n_past_ = base + st.tokens;
-    return st;  // readbacks of dropped steps wait for their copies as they go
+    return decode_loop(
+        first, max_steps, opt.decode_ahead,
+        [&](int32_t) {
+          Batch b(ctx);
+          return submit_argmax(b, 1);  // a position upload goes to the queue in order
+        },
+        on_token);
   }
 
   std::vector<DispatchTiming> profile_decode_step(int32_t token) {

@@ -268,8 +268,7 @@ struct GpuBatched final : BatchedLlama::Impl {
               if (seq_mb[i].feed_row >= 0)
                 b.copy(d.top_ids, uint64_t(seq_mb[i].feed_row) * uint64_t(last_k) * 4, d.ids, uint64_t(ps[i].tok0) * 4,
                        4);
-          ops.embedding(b, w.embed, d.ids, d.acts.x, n);
-          if (w.cfg.embedding_scale != 1.0) ops.scale(b, d.acts.x, int64_t(n) * w.hidden, float(w.cfg.embedding_scale));
+          record_embedding(ops, b, w, d.ids, d.acts.x, n);
         } else {
           cross[mi].write(d.st.ctx, d.acts.x);
         }

@@ -103,16 +103,8 @@ cpu::Weight f32_matrix(CpuWeights& w, const ModelTensor& t) {
 }
 
 CpuMoe load_moe(CpuWeights& w, const ModelFile& f, int64_t li, const CpuLayer& L) {
-  const ModelConfig& cfg = w.cfg;
   CpuMoe m;
-  m.n_experts = cfg.n_experts;
-  m.k = cfg.n_experts_used;
-  m.ffn = cfg.expert_ffn_size;
-  m.shared_ffn = L.mat(Mat::GateUp).parts.empty() ? 0 : cfg.shared_expert_ffn_size;
-  m.norm_topk = cfg.norm_topk_prob;
-  if (m.k < 1 || m.k > m.n_experts)
-    throw Error("wgc: " + f.path().string() + ": " + std::to_string(m.k) + " of " + std::to_string(m.n_experts) +
-                " experts per token");
+  static_cast<MoeShape&>(m) = moe_shape(f, !L.mat(Mat::GateUp).parts.empty());
   m.router.parts.push_back(f32_matrix(w, role_tensor(f, TensorRole::MoeRouter, li)));
   if (m.shared_ffn) {
     ModelTensor g = role_tensor(f, TensorRole::SharedExpertRouter, li);
@@ -167,25 +159,11 @@ std::shared_ptr<const CpuWeights> load_cpu_weights(const ModelFile& f, std::opti
     const LayerTensors lt = f.layer(i);
     for (NormW n : kLayerNorms)
       if (const ModelTensor* t = lt[norm_tensor(n)]) L.norms[size_t(n)] = norm_weight(*t, cfg);
-    const bool moe = cfg.layer_is_moe(i);
-    for (Mat m : kLayerMats) {
-      std::vector<const ModelTensor*> ts, biases;
-      for (TensorRole r : layer_mat_tensors(m, moe, cfg))
-        if (lt[r]) ts.push_back(lt[r]);
-      if (ts.empty() && moe) continue;  // no shared expert
-      if (ts.size() != layer_mat_tensors(m, moe, cfg).size())
-        throw Error("wgc: " + f.path().string() + ": layer " + std::to_string(i) + " lacks a matrix of its " +
-                    std::string(to_string(layer_mat_tensors(m, moe, cfg)[0])) + " group");
-      for (TensorRole r : mat_biases(m))
-        if (lt[r]) biases.push_back(lt[r]);          // those the config has
-      std::vector<ModelTensor> copies, bias_copies;  // partial rotary: q and k rows reordered (kept in w->owned)
-      if (m == Mat::Qkv) {
-        ts = permute_qkv_heads(ts, cfg, copies, w->owned);
-        biases = permute_qkv_heads(biases, cfg, bias_copies, w->owned);
-      }
-      L.mats[size_t(m)] = group(*w, ts, biases);
-    }
-    if (moe) L.moe = load_moe(*w, f, i, L);
+    LayerMats lm = layer_mats(f, i);
+    for (Mat m : kLayerMats)
+      if (!lm.tensors[size_t(m)].empty()) L.mats[size_t(m)] = group(*w, lm.tensors[size_t(m)], lm.biases[size_t(m)]);
+    for (auto& b : lm.owned) w->owned.push_back(std::move(b));  // the CPU engine reads the reordered rows in place
+    if (cfg.layer_is_moe(i)) L.moe = load_moe(*w, f, i, L);
     w->layers.push_back(std::move(L));
   }
   return w;

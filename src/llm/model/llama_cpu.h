@@ -16,6 +16,7 @@
 #include "llm/formats/model_config.h"
 #include "llm/formats/model_file.h"
 #include "llm/model/layer_plan.h"
+#include "llm/model/layer_tensors.h"
 
 #include <array>
 
@@ -38,11 +39,9 @@ struct CpuGroup {
 // A mixture-of-experts layer's experts (Op::Moe): the router in f32 (so the top-k is not decided by
 // 8-bit activations), with the shared expert's gate row after the experts' where the model has one;
 // each routed expert's gate|up and down. The shared expert is the layer's GateUp and Down.
-struct CpuMoe {
+struct CpuMoe : MoeShape {
   CpuGroup router;
   std::vector<CpuGroup> gate_up, down;  // per expert
-  int64_t n_experts = 0, k = 0, ffn = 0, shared_ffn = 0;
-  bool norm_topk = false;
 };
 
 // A layer's weights by the plan's roles (layer_plan.h).

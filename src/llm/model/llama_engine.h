@@ -7,6 +7,7 @@
 #include "util/error.h"
 
 #include <algorithm>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -67,6 +68,15 @@ class LlamaEngine {
                   " new tokens exceed the context length " + std::to_string(max_ctx_) +
                   " (raise EngineOptions::max_ctx, or start a new conversation)");
   }
+  // The GPU engines' greedy decode loop: step(token) records and submits the one-token step at
+  // position n_past() (which the loop sets) and returns its argmax's readback; up to `ahead` steps
+  // are in flight before the oldest one's token is read. `token` is the step's input when ahead is
+  // 1 (the token read last); an engine that passes the argmax on the GPU ignores it.
+  DecodeStats decode_loop(int32_t first, int max_steps, int ahead, const std::function<Readback(int32_t)>& step,
+                          const std::function<bool(int32_t)>& on_token);
+  // The token id of an argmax readback, checked against the vocabulary.
+  int32_t argmax_token(const Readback& r) const;
+
   void check_top_k(int k) const {
     if (k < 1 || k > 64 || k > config().vocab_size)
       throw Error("wgc: top_k takes 1..64 candidates, got " + std::to_string(k));

@@ -240,36 +240,18 @@ LlamaWeights upload_llama_weights(const Context& ctx, const ModelFile& f, std::o
     for (NormW n : kLayerNorms)
       if (const ModelTensor* t = lt[norm_tensor(n)]) L.norms[size_t(n)] = upload_norm(ctx, *t, cfg);
     const bool moe = cfg.layer_is_moe(i);
+    const LayerMats lm = layer_mats(f, i);  // its reordered copies live until the upload
     for (Mat m : kLayerMats) {
-      std::vector<const ModelTensor*> ts, biases;
-      for (TensorRole r : layer_mat_tensors(m, moe, cfg))
-        if (lt[r]) ts.push_back(lt[r]);
-      if (ts.empty() && moe) continue;  // no shared expert
-      if (ts.size() != layer_mat_tensors(m, moe, cfg).size())
-        throw Error("wgc: " + f.path().string() + ": layer " + std::to_string(i) + " lacks a matrix of its " +
-                    std::string(to_string(layer_mat_tensors(m, moe, cfg)[0])) + " group");
-      for (TensorRole r : mat_biases(m))
-        if (lt[r]) biases.push_back(lt[r]);          // those the config has
-      std::vector<ModelTensor> copies, bias_copies;  // partial rotary: q and k rows reordered
-      std::vector<std::unique_ptr<std::byte[]>> keep;
-      if (m == Mat::Qkv) {
-        ts = permute_qkv_heads(ts, cfg, copies, keep);
-        biases = permute_qkv_heads(biases, cfg, bias_copies, keep);
-      }
-      L.mats[size_t(m)] = upload_group(ctx, ts, biases, bar);
+      if (lm.tensors[size_t(m)].empty()) continue;
+      L.mats[size_t(m)] = upload_group(ctx, lm.tensors[size_t(m)], lm.biases[size_t(m)], bar);
       note_type(L.mat(m));
     }
     if (moe) {
       MoeWeights mw;
-      mw.n_experts = cfg.n_experts;
-      mw.k = cfg.n_experts_used;
-      mw.ffn = cfg.expert_ffn_size;
-      mw.shared_ffn = L.mat(Mat::GateUp).parts.empty() ? 0 : cfg.shared_expert_ffn_size;
-      mw.norm_topk = cfg.norm_topk_prob;
-      if (mw.n_experts > kMoeMaxExperts || mw.k < 1 || mw.k > mw.n_experts)
-        throw Error("wgc: " + f.path().string() + ": " + std::to_string(mw.k) + " of " + std::to_string(mw.n_experts) +
-                    " experts per token (the engines take 1 <= k <= experts <= " + std::to_string(kMoeMaxExperts) +
-                    ")");
+      static_cast<MoeShape&>(mw) = moe_shape(f, !L.mat(Mat::GateUp).parts.empty());
+      if (mw.n_experts > kMoeMaxExperts)
+        throw Error("wgc: " + f.path().string() + ": " + std::to_string(mw.n_experts) +
+                    " experts (the GPU engines take at most " + std::to_string(kMoeMaxExperts) + ")");
       const ModelTensor router0 = role_tensor(f, TensorRole::MoeRouter, i);
       std::vector<const ModelTensor*> router = {&router0};
       ModelTensor shared_gate;

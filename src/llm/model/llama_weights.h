@@ -6,6 +6,7 @@
 
 #include "llm/formats/model_file.h"
 #include "llm/model/layer_plan.h"
+#include "llm/model/layer_tensors.h"
 #include "ops/llm/llm_ops.h"
 
 #include <array>
@@ -34,13 +35,11 @@ struct MoeStack {
   int64_t rows = 0;   // per expert
   int64_t y_off = 0;  // where its rows land in a pair's gate|up row
 };
-struct MoeWeights {
+struct MoeWeights : MoeShape {
   LinearGroup router;             // [n_experts (+ 1), hidden]
   std::vector<MoeStack> gate_up;  // one stack (each expert's gate rows, then its up rows), or gate and up
                                   // apart where their types differ
   MoeStack down;                  // [n_experts * hidden, ffn]
-  int64_t n_experts = 0, k = 0, ffn = 0, shared_ffn = 0;
-  bool norm_topk = false;
 };
 
 // A layer's weights by the plan's roles (layer_plan.h).

@@ -7,7 +7,7 @@
 
 namespace wgc::llm {
 
-bool partial_rope(const ModelConfig& c) { return c.rope_dim > 0 && c.rope_dim < c.head_dim; }
+bool partial_rope(const ModelConfig& c) { return c.rope_dim > 0 && (c.rope_dim < c.head_dim || c.rope_interleaved); }
 
 void check_partial_rope(const ModelConfig& c, const std::string& source) {
   if (partial_rope(c) && (c.qk_norm || c.qk_norm_whole))
@@ -15,12 +15,12 @@ void check_partial_rope(const ModelConfig& c, const std::string& source) {
                 " of head_dim " + std::to_string(c.head_dim) + ") with q/k norms are not supported");
 }
 
-std::vector<int64_t> partial_rope_order(int64_t head_dim, int64_t rope_dim) {
+std::vector<int64_t> partial_rope_order(int64_t head_dim, int64_t rope_dim, bool interleaved) {
   const int64_t half = head_dim / 2, rh = rope_dim / 2;
   std::vector<int64_t> order(static_cast<size_t>(head_dim));
   int64_t pass = rope_dim;  // the next passed-through feature
-  for (int64_t j = 0; j < half; ++j) order[size_t(j)] = j < rh ? j : pass++;
-  for (int64_t j = 0; j < half; ++j) order[size_t(half + j)] = j < rh ? rh + j : pass++;
+  for (int64_t j = 0; j < half; ++j) order[size_t(j)] = j < rh ? (interleaved ? 2 * j : j) : pass++;
+  for (int64_t j = 0; j < half; ++j) order[size_t(half + j)] = j < rh ? (interleaved ? 2 * j + 1 : rh + j) : pass++;
   return order;
 }
 
@@ -37,7 +37,7 @@ ModelTensor permute_rope_heads(const ModelTensor& t, int64_t first, int64_t head
   const size_t ub = t.data.size() / size_t(units);
   auto buf = std::make_unique_for_overwrite<std::byte[]>(t.data.size());
   std::memcpy(buf.get(), t.data.data(), t.data.size());
-  const std::vector<int64_t> order = partial_rope_order(hd, c.rope_dim);
+  const std::vector<int64_t> order = partial_rope_order(hd, c.rope_dim, c.rope_interleaved);
   for (int64_t h = 0; h < heads; ++h) {
     const size_t base = size_t(first + h * hd);
     for (int64_t j = 0; j < hd; ++j)

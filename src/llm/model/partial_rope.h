@@ -4,7 +4,8 @@
 // epilogues, the CPU engine) by reordering each query and key head's rows once at load: rotated
 // pair i goes to (i, i + head_dim/2), the passed-through features to the other slots, whose table
 // entries are (cos, sin) = (1, 0). q.k is a sum over a head's features, so the same order on q and
-// k leaves attention exact; values and the output projection keep the file's order.
+// k leaves attention exact; values and the output projection keep the file's order. Interleaved
+// pairs (GLM-4: (2i, 2i + 1) of the rotated features) are reordered the same way.
 #pragma once
 
 #include "llm/formats/model_config.h"
@@ -17,7 +18,7 @@
 
 namespace wgc::llm {
 
-// rope_dim set and below head_dim.
+// The query and key rows need reordering: rope_dim set and below head_dim, or interleaved pairs.
 bool partial_rope(const ModelConfig& c);
 
 // Throws (naming `source`) where partial rotary meets what the reordering does not cover: q/k norms
@@ -25,7 +26,7 @@ bool partial_rope(const ModelConfig& c);
 void check_partial_rope(const ModelConfig& c, const std::string& source);
 
 // order[j]: the stored feature of a head that slot j of the engines' layout holds.
-std::vector<int64_t> partial_rope_order(int64_t head_dim, int64_t rope_dim);
+std::vector<int64_t> partial_rope_order(int64_t head_dim, int64_t rope_dim, bool interleaved = false);
 
 // A copy of `t` (a matrix of rows, or a vector of elements, of query / key heads: `first` units in
 // are left as they are, then `heads` heads of head_dim units reordered by partial_rope_order, the

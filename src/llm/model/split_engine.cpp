@@ -12,8 +12,8 @@
 #include "llm/model/llama_weights.h"
 #include "util/error.h"
 
-#include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace wgc::llm {
@@ -28,6 +28,7 @@ struct Stage {
   bool first = false, last = false;
   LlamaWeights w;
   RopeTable rope;
+  std::optional<RopeTable> sliding_rope;  // Gemma 3's sliding layers' (ModelConfig::sliding_rope_layer)
   KvCache kv;
   GpuPlan decode_plan, prefill_plan;
   GpuActs acts;
@@ -55,6 +56,7 @@ struct Stage {
     ops.precompile(w.types, {int(w.hd)});
     make_plans(o);
     rope = make_llama_rope(ctx, w.cfg, max_ctx);
+    if (const int64_t l = w.cfg.sliding_rope_layer(); l >= 0) sliding_rope = make_llama_rope(ctx, w.cfg, max_ctx, l);
     kv = make_kv_cache(ctx, r.count, int(w.nkv), max_ctx, int(w.hd));
     const int64_t B = o.max_batch;
     acts.x = make_tensor(ctx, {B, w.hidden});
@@ -63,6 +65,7 @@ struct Stage {
     acts.attn = make_tensor(ctx, {B, w.nh * w.hd});
     acts.gu = make_tensor(ctx, {B, 2 * w.ffn});
     acts.act = make_tensor(ctx, {B, w.ffn});
+    acts.moe = make_moe_acts(ctx, w, int(B));
     pos = make_tensor(ctx, {2}, DType::U32);
     out_id = make_tensor(ctx, {1}, DType::U32);
     if (first) ids = make_tensor(ctx, {B}, DType::U32);
@@ -99,7 +102,7 @@ struct Stage {
   // n_past: one token replays `step` (WGC_PROFILE's timed batches cannot be frozen: then recorded).
   void record_step(Batch& b, int n, int n_past) {
     auto record = [&](Batch& r) {
-      if (first) ops.embedding(r, w.embed, n == 1 ? out_id : ids, acts.x, n);
+      if (first) record_embedding(ops, r, w, n == 1 ? out_id : ids, acts.x, n);
       record_layers(r, n, n_past);
     };
     if (n != 1) return record(b);
@@ -125,6 +128,7 @@ struct Stage {
     p.attention.n_heads = int(w.nh);
     p.attention.start = n_past;
     p.attention.q_stride = w.qkv_dim;
+    p.sliding_rope = sliding_rope ? &*sliding_rope : nullptr;
     if (n == 1) {
       p.rope.positions = pos;
       p.rope.cache_rows = true;
@@ -246,38 +250,24 @@ class SplitEngine final : public LlamaEngine {
   }
 
   // Each step waits for its token: the next step's first device needs it, and it comes from the
-  // last device through the host (decode_ahead does not apply). record_ms: recording and
-  // submitting the devices' batches, with the waits for x between them; wait_ms: for the token.
+  // last device through the host (decode_ahead does not apply).
   DecodeStats decode_greedy(int32_t first, int max_steps, const std::function<bool(int32_t)>& on_token) override {
-    using clock = std::chrono::steady_clock;
-    auto ms = [](clock::time_point a, clock::time_point b) {
-      return std::chrono::duration<double, std::milli>(b - a).count();
-    };
-    DecodeStats st;
-    check_tokens(std::span(&first, 1));
-    const int steps = std::min(max_steps, max_ctx_ - n_past_);
-    int32_t tok = first;
-    while (st.tokens < steps) {
-      const auto t0 = clock::now();
-      check_tokens(std::span(&tok, 1));
-      Batch b = forward(std::span(&tok, 1), Tail::Argmax);
-      Readback r = b.read(stages_.back()->out_id, 0, 4);
-      b.submit();
-      const auto t1 = clock::now();
-      tok = argmax_token(r);
-      st.record_ms += ms(t0, t1);
-      st.wait_ms += ms(t1, clock::now());
-      ++n_past_;
-      ++st.recorded;
-      ++st.tokens;
-      if (!on_token(tok)) break;
-    }
-    return st;
+    return decode_loop(
+        first, max_steps, 1,
+        [&](int32_t tok) {
+          Batch b = forward(std::span(&tok, 1), Tail::Argmax);
+          Readback r = b.read(stages_.back()->out_id, 0, 4);
+          b.submit();
+          return r;
+        },
+        on_token);
   }
 
   std::vector<ModelStage> stages() const {
     std::vector<ModelStage> r;
-    for (const auto& s : stages_) r.push_back({s->ctx, &s->ops, &s->w, &s->rope, s->range, s->first, s->last});
+    for (const auto& s : stages_)
+      r.push_back({s->ctx, &s->ops, &s->w, &s->rope, s->range, s->first, s->last,
+                   s->sliding_rope ? &*s->sliding_rope : nullptr});
     return r;
   }
   const Context& context() const { return stages_[0]->ctx; }
@@ -325,21 +315,10 @@ class SplitEngine final : public LlamaEngine {
           record_output_row(s.ops, b, s.plan(n).output, s.w, s.acts, s.last_row, s.logits1, n - 1);
           s.ops.argmax(b, s.logits1, s.w.vocab, s.out_id);
           break;
-        case Tail::AllLogits:
-          s.ops.rms_norm(b, s.acts.x, s.w.norm, s.acts.h, n, int(s.w.hidden), s.w.eps);
-          s.ops.linear(b, s.w.output(), s.acts.h, s.logit_buf, n);
-          break;
+        case Tail::AllLogits: record_output_rows(s.ops, b, s.plan(n).output, s.w, s.acts, s.logit_buf, n); break;
       }
       return b;
     }
-  }
-
-  int32_t argmax_token(const Readback& r) const {
-    const uint32_t id = r.value<uint32_t>();
-    if (id >= uint64_t(cfg_.vocab_size))
-      throw Error("wgc: the GPU's argmax gave token id " + std::to_string(id) + ", past the vocabulary of " +
-                  std::to_string(cfg_.vocab_size));
-    return int32_t(id);
   }
 
   EngineOptions opt_;
@@ -353,13 +332,6 @@ class SplitEngine final : public LlamaEngine {
 std::unique_ptr<LlamaEngine> make_split_engine(std::vector<Context> devices, const ModelFile& file,
                                                const EngineOptions& options) {
   if (devices.size() < 2) throw Error("wgc: layer split: needs two or more GPUs");
-  // What the split engine's stages do not carry yet (one rope table, no embedding scale, no
-  // final soft-cap, no experts' buffers): refused rather than computed wrong.
-  const ModelConfig& c = file.config();
-  if (c.is_moe() || c.sliding_rope_layer() >= 0 || c.embedding_scale != 1.0 || c.final_logit_softcap > 0)
-    throw Error("wgc: layer split over several GPUs: " + std::string(to_string(c.architecture)) +
-                " models (experts, per-layer rope bases, a scaled embedding or a final soft-cap) are not split yet; "
-                "run them on one GPU");
   return std::make_unique<SplitEngine>(std::move(devices), file, options);
 }
 

@@ -281,7 +281,7 @@ std::vector<double> ForwardRef::hidden(std::span<const int32_t> tokens,
       norm_rows(q.data(), T, nh * hd, L.q_norm, nullptr, c.norm, c.rms_norm_eps);
       norm_rows(k.data(), T, nkv * hd, L.k_norm, nullptr, c.norm, c.rms_norm_eps);
     }
-    // Rope on the first rope_dim dims of each head: pairs (i, i + rope_dim/2), cos and sin scaled by
+    // Rope on the first rope_dim dims of each head: pairs (i, i + rope_dim/2) (or (2i, 2i + 1)), cos and sin scaled by
     // the attention factor (yarn, longrope); the rest of the head passes through.
     if (c.rope_dim > 0) {
       const int64_t rd = c.rope_dim, half = rd / 2;
@@ -307,10 +307,11 @@ std::vector<double> ForwardRef::hidden(std::span<const int32_t> tokens,
         for (int64_t t = 0; t < T; ++t)
           for (int64_t hh = 0; hh < heads; ++hh) {
             double* u = &buf[size_t((t * heads + hh) * hd)];
-            for (int64_t i = 0; i < half; ++i) {
-              const double a = u[i], b = u[i + half], co = cs[size_t(t * half + i)], si = sn[size_t(t * half + i)];
-              u[i] = a * co - b * si;
-              u[i + half] = b * co + a * si;
+            for (int64_t i = 0; i < half; ++i) {  // pair (i, i + half), or (2i, 2i + 1) interleaved (GLM-4)
+              const int64_t ia = c.rope_interleaved ? 2 * i : i, ib = c.rope_interleaved ? 2 * i + 1 : i + half;
+              const double a = u[ia], b = u[ib], co = cs[size_t(t * half + i)], si = sn[size_t(t * half + i)];
+              u[ia] = a * co - b * si;
+              u[ib] = b * co + a * si;
             }
           }
       };

@@ -99,7 +99,7 @@ std::vector<ModelShape> make_shapes() {
   p3.rope_theta = 10000;
   p3.rope_original_context = 4096;
   p3.sliding_window = 2047;
-  p3.fused = true;
+  p3.fused_qkv = p3.fused_gate_up = true;
   v.push_back(p3);
   ModelShape p4 = llama("phi-4", "Phi-4", "14B", 5120, 40, 40, 10, 128, 17920, false, 0);
   p4.arch = "phi3";
@@ -107,8 +107,22 @@ std::vector<ModelShape> make_shapes() {
   p4.context = 16384;
   p4.rope_theta = 250000;
   p4.rope_original_context = 16384;
-  p4.fused = true;
+  p4.fused_qkv = p4.fused_gate_up = true;
   v.push_back(p4);
+  // GLM-4 9B (0414): Gemma's sandwich norms, gate|up fused, half of each head rotated by interleaved
+  // pairs, q/k/v biases.
+  ModelShape gl = llama("glm-4-9b", "GLM-4 9B 0414", "9B", 4096, 40, 32, 2, 128, 13696, false, 0);
+  gl.arch = "glm4";
+  gl.vocab = 151552;
+  gl.context = 32768;
+  gl.rope_theta = 10000;
+  gl.rope_dim = 64;
+  gl.rms_eps = 1.5625e-7;
+  gl.attention_bias = true;
+  gl.sandwich_norms = true;
+  gl.fused_gate_up = true;
+  gl.vocab_kind = VocabKind::Qwen2;
+  v.push_back(gl);
   // Mistral 7B v0.1: Llama's layers, a 4096 window.
   ModelShape mi = llama("mistral-7b", "Mistral 7B v0.1", "7B", 4096, 32, 32, 8, 128, 14336, false, 0);
   mi.vocab = 32000;
@@ -405,6 +419,7 @@ SynthModel::SynthModel(const ModelShape& shape, TensorType type, uint64_t seed) 
     w.add_u32(k("vocab_size"), uint32_t(s.vocab));
     w.add_u32(k("rope.dimension_count"), uint32_t(rope_dim));
   }
+  if (a == "glm4") w.add_u32(k("rope.dimension_count"), uint32_t(rope_dim));
   if (a == "phi3") {
     w.add_u32(k("rope.dimension_count"), uint32_t(rope_dim));
     w.add_u32(k("rope.scaling.original_context_length"), uint32_t(s.rope_original_context));
@@ -486,7 +501,7 @@ SynthModel::SynthModel(const ModelShape& shape, TensorType type, uint64_t seed) 
       continue;
     }
     vec(b + "attn_norm.weight", s.hidden, 1.f);
-    if (s.fused) {
+    if (s.fused_qkv) {
       matrix(b + "attn_qkv.weight", s.hidden, q + 2 * kv);
     } else {
       matrix(b + "attn_q.weight", s.hidden, q);
@@ -516,7 +531,7 @@ SynthModel::SynthModel(const ModelShape& shape, TensorType type, uint64_t seed) 
         matrix(b + "ffn_up_shexp.weight", s.hidden, s.shared_expert_ffn);
         matrix(b + "ffn_down_shexp.weight", s.shared_expert_ffn, s.hidden);
       }
-    } else if (s.fused) {
+    } else if (s.fused_gate_up) {
       matrix(b + "ffn_up.weight", s.hidden, 2 * s.ffn);  // gate rows, then up rows
       matrix(b + "ffn_down.weight", s.ffn, s.hidden);
     } else {

@@ -64,7 +64,8 @@ struct ModelShape {
   double attn_softcap = 0, final_softcap = 0;  // Gemma 2
   bool qk_norm = false;                        // blk.N.attn_q_norm / attn_k_norm [head_dim]
   bool sandwich_norms = false;                 // Gemma: blk.N.post_attention_norm, post_ffw_norm
-  bool fused = false;                          // Phi-3: blk.N.attn_qkv, and ffn_up holding gate and up (no ffn_gate)
+  bool fused_qkv = false;                      // Phi-3: blk.N.attn_qkv
+  bool fused_gate_up = false;                  // Phi-3, GLM-4: ffn_up holding gate and up (no ffn_gate)
   int64_t n_experts = 0, n_experts_used = 0;   // mixture of experts: ffn_gate_inp, ffn_{gate,up,down}_exps
   int64_t expert_ffn = 0;                      // each expert's intermediate size ({arch}.expert_feed_forward_length)
   int64_t shared_expert_ffn = 0;               // Qwen2-MoE's shared expert (0: none)
@@ -73,7 +74,7 @@ struct ModelShape {
   uint32_t pooling = 0;                        // {arch}.pooling_type (llama.cpp: 1 mean, 2 cls, 3 last)
 };
 
-// llama-3.2-1b, llama-3.2-3b, llama-3.1-8b, qwen2.5-0.5b, gemma-2-9b, gemma-3-12b, phi-3-mini, phi-4,
+// llama-3.2-1b, llama-3.2-3b, llama-3.1-8b, qwen2.5-0.5b, gemma-2-9b, gemma-3-12b, phi-3-mini, phi-4, glm-4-9b,
 // mistral-7b (its 4096 window written as llama.attention.sliding_window, which llama.cpp ignores),
 // mixtral-8x7b, qwen3-30b-a3b, bge-base, tiny (a two-layer model for tests).
 std::span<const ModelShape> shapes();
