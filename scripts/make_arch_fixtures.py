@@ -577,7 +577,7 @@ def make_causal(name, spec, out, bpe, prompts_for, report, gen):
     info["transformers"] = transformers.__version__
     info["torch"] = torch.__version__
     info["reference_dtype"] = "float64 (transformers keeps RMSNorm, rope angles and MoE router softmax in float32)"
-    (folder / "golden.json").write_text(json.dumps(info, indent=1, sort_keys=True, default=str) + "\n")
+    (folder / "golden.json").write_text(json.dumps(json_safe(info), indent=1, sort_keys=True, default=str) + "\n")
     report[name] = {"ok": True, "checks": checks, "router_min_topk_gap": info.get("router_min_topk_gap"),
                     "prompts": [(p["n_tokens"], p["last_top1_margin"]) for p in info["prompts"]]}
 
@@ -751,7 +751,7 @@ def make_encoder(name, spec, out, tokenizers_, report, gen):
     info["transformers"] = transformers.__version__
     info["torch"] = torch.__version__
     info["reference_dtype"] = "float64 (transformers keeps RMSNorm and rope angles in float32)"
-    (folder / "golden.json").write_text(json.dumps(info, indent=1, sort_keys=True, default=str) + "\n")
+    (folder / "golden.json").write_text(json.dumps(json_safe(info), indent=1, sort_keys=True, default=str) + "\n")
     report[name] = {"ok": True, "st": info["sentence_transformers"], "batch": info["batch_vs_single_max_diff"]}
 
 
@@ -902,9 +902,21 @@ def convert_all(out, converter, names, report):
                 report["gguf"][name]["dump_error"] = f"{type(e).__name__}: {e}"
 
 
+def json_safe(v):
+    """v with NaN and infinities as null: JSON has no such numbers (transformers' padded ModernBERT
+    batch gives NaN: padded rows attend to nothing, and 0 * NaN reaches the real rows)."""
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    if isinstance(v, dict):
+        return {k: json_safe(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [json_safe(x) for x in v]
+    return v
+
+
 def flush(out, report):
     """report.json now (a run cut short still leaves what it did)."""
-    (out / "report.json").write_text(json.dumps(report, indent=1, sort_keys=True, default=str) + "\n")
+    (out / "report.json").write_text(json.dumps(json_safe(report), indent=1, sort_keys=True, default=str) + "\n")
 
 
 def main():
@@ -976,7 +988,7 @@ def main():
         except Exception as e:  # noqa: BLE001
             report["gguf_error"] = {"error": f"{type(e).__name__}: {e}", "trace": traceback.format_exc()[-3000:]}
     report["seconds"] = round(time.time() - t0, 1)
-    (out / "report.json").write_text(json.dumps(report, indent=1, sort_keys=True, default=str) + "\n")
+    (out / "report.json").write_text(json.dumps(json_safe(report), indent=1, sort_keys=True, default=str) + "\n")
     print(json.dumps({k: v for k, v in report.items()}, indent=1, default=str)[:6000])
 
 

@@ -262,9 +262,9 @@ ModelConfig config_from_gguf(const GgufFile& f) {
       c.fused_qkv = c.fused_gate_up = true;
       c.causal = false;
       c.rms_norm_eps = f.get_f32(key("attention.layer_norm_epsilon"), float(c.rms_norm_eps));
-      std::string act = f.get_string(key("hidden_act"), "gelu");
+      std::string act = f.get_string(key("hidden_activation"), "gelu");
       if (act != "gelu")
-        throw Error(src + ": metadata key '" + key("hidden_act") + "' is '" + act + "' (the encoder runs gelu)");
+        throw Error(src + ": metadata key '" + key("hidden_activation") + "' is '" + act + "' (the encoder runs gelu)");
       c.activation = Activation::Gelu;
       if (c.sliding_window) {
         const uint32_t period = f.get_u32(key("attention.sliding_window_pattern"), 3);
