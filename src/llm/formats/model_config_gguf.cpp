@@ -257,6 +257,10 @@ ModelConfig config_from_gguf(const GgufFile& f) {
       // activated half first), LayerNorms without bias, pre-norm; symmetric local windows of
       // attention.sliding_window on every layer but each sliding_window_pattern-th (layer 0 global),
       // with rope.freq_base_swa (the converter writes norm_eps as the rms epsilon key).
+      for (const char* b : {"token_embd_norm.bias", "blk.0.attn_qkv.bias", "blk.0.attn_output.bias",
+                            "blk.0.ffn_up.bias", "blk.0.ffn_norm.bias", "output_norm.bias"})
+        if (f.find_tensor(b))
+          throw Error(src + ": tensor '" + b + "': ModernBERT's biases are not supported (released models have none)");
       c.norm = NormKind::LayerNorm;
       c.norm_placement = NormPlacement::Pre;
       c.fused_qkv = c.fused_gate_up = true;
