@@ -3,7 +3,8 @@
 
 Tiny random-weight models (Gemma 2, Gemma 3, Phi-3 with partial rotary + LongRoPE + a window, Mistral
 with a sliding window, Llama with llama3 and with YaRN rope scaling, Mixtral, Qwen2-MoE, Qwen3-MoE,
-OLMoE, a BERT (bge-like, CLS pooling), a RoBERTa (mean pooling) and Qwen3 as an embedding model),
+OLMoE, a BERT (bge-like, CLS pooling), a RoBERTa (mean pooling), a ModernBERT (rotary, local and global
+layers, GeGLU), an XLM-RoBERTa with a SentencePiece Unigram tokenizer and Qwen3 as an embedding model),
 built and saved by Hugging Face transformers; reference outputs computed by transformers from the
 saved files; GGUF copies written by llama.cpp's own converter (convert_hf_to_gguf.py). Chat
 templates of Gemma and Phi rendered by transformers' apply_chat_template.
@@ -11,7 +12,7 @@ templates of Gemma and Phi rendered by transformers' apply_chat_template.
 Run where torch, transformers, tokenizers, safetensors (and sentence-transformers) are installed
 (the GPU machine; the CPU is enough):
 
-    python3 scripts/make_arch_fixtures.py --out DIR [--converter LLAMA_CPP_SOURCE_DIR]
+    python3 scripts/make_arch_fixtures.py --out DIR [--converter LLAMA_CPP_SOURCE_DIR] [--only NAME,NAME]
 
 The converter folder needs convert_hf_to_gguf.py, conversion/ and gguf-py/ of a llama.cpp source
 tree (node-llama-cpp's npm package carries one as llama/gitRelease.bundle). Everything written is
@@ -94,6 +95,57 @@ def train_wordpiece():
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     tok.decoder = decoders.WordPiece()
     trainer = trainers.WordPieceTrainer(vocab_size=256, special_tokens=WORDPIECE_SPECIALS, show_progress=False)
+    tok.train_from_iterator(corpus_lines(), trainer)
+    return tok
+
+
+UNIGRAM_SPECIALS = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]  # XLM-R's first ids (<mask> moved up)
+
+# A small SentencePiece normalization rule set (source code points -> target), compiled by
+# sentencepiece into a precompiled_charsmap (the Precompiled normalizer of XLM-R's tokenizer.json and
+# llama.cpp's tokenizer.ggml.precompiled_charsmap); XLM-R's own nmt_nfkc map is ~240 KB, too big here.
+CHARSMAP_RULES = [("FB01", "66 69"), ("FF21", "41"), ("FF42", "62"), ("A0", "20"), ("2460", "31"),
+                  ("E9", "65 301"), ("2126", "3A9"), ("3000", "20")]
+
+UNIGRAM_TEXTS = ["Hello world!", "Caf\u00e9 na\u00efve \u00fcber \u65e5\u672c\u8a9e \u2014 emoji \U0001f680",
+                 "  leading and  double   spaces ", "\ufb01ne \uff21\uff42c \u00a0nbsp \u2460 \u2126hm \u3000wide",
+                 "unknown: \u03a9\u00df\u0416 \u20ac5", "def fib(n):", "The quick brown fox jumps over the lazy dog.",
+                 "a", "\u65e5\u672c"]
+
+
+def precompiled_charsmap():
+    """The charsmap sentencepiece compiles from CHARSMAP_RULES (None without sentencepiece)."""
+    import tempfile
+    import sentencepiece as spm
+    os.environ["PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION"] = "python"
+    from sentencepiece import sentencepiece_model_pb2 as pb
+    with tempfile.TemporaryDirectory() as d:
+        rules = Path(d) / "rules.tsv"
+        rules.write_text("".join(f"{a}\t{b}\n" for a, b in CHARSMAP_RULES))
+        spm.SentencePieceTrainer.train(sentence_iterator=iter(corpus_lines()), model_prefix=str(Path(d) / "m"),
+                                       vocab_size=120, model_type="unigram", normalization_rule_tsv=str(rules),
+                                       minloglevel=2, hard_vocab_limit=False)
+        proto = pb.ModelProto()
+        proto.ParseFromString((Path(d) / "m.model").read_bytes())
+        return bytes(proto.normalizer_spec.precompiled_charsmap)
+
+
+def train_unigram(report):
+    """XLM-R's tokenizer shape: a SentencePiece Unigram model (trained by tokenizers' UnigramTrainer),
+    the Precompiled normalizer (charsmap from sentencepiece; left out when it is not installed), Metaspace."""
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+    tok = Tokenizer(models.Unigram())
+    try:
+        cm = precompiled_charsmap()
+        tok.normalizer = normalizers.Precompiled(cm)
+        report["unigram_charsmap_bytes"] = len(cm)
+    except Exception as e:  # noqa: BLE001
+        report["unigram_charsmap_error"] = f"{type(e).__name__}: {e}"
+        log.warning("no precompiled charsmap: %s", traceback.format_exc())
+    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="always", split=True)
+    tok.decoder = decoders.Metaspace(replacement="\u2581", prepend_scheme="always", split=True)
+    trainer = trainers.UnigramTrainer(vocab_size=300, special_tokens=UNIGRAM_SPECIALS, unk_token="<unk>",
+                                      show_progress=False, max_piece_length=8)
     tok.train_from_iterator(corpus_lines(), trainer)
     return tok
 
@@ -530,7 +582,7 @@ def make_causal(name, spec, out, bpe, prompts_for, report, gen):
     info["transformers"] = transformers.__version__
     info["torch"] = torch.__version__
     info["reference_dtype"] = "float64 (transformers keeps RMSNorm, rope angles and MoE router softmax in float32)"
-    (folder / "golden.json").write_text(json.dumps(info, indent=1, sort_keys=True, default=str) + "\n")
+    (folder / "golden.json").write_text(json.dumps(json_safe(info), indent=1, sort_keys=True, default=str) + "\n")
     report[name] = {"ok": True, "checks": checks, "router_min_topk_gap": info.get("router_min_topk_gap"),
                     "prompts": [(p["n_tokens"], p["last_top1_margin"]) for p in info["prompts"]]}
 
@@ -576,6 +628,51 @@ def pool(hidden, pooling):
     return v / v.norm()
 
 
+TOKEN_TYPE_MODELS = ("BertModel", "RobertaModel", "XLMRobertaModel")
+
+
+def encoder_window_effect(ref, kwargs, hidden):
+    """max |last hidden with the local window - with no window| / max |last hidden| (ModernBERT's
+    local_attention made larger than any prompt): > 0 when the window binds."""
+    old = ref.config.local_attention
+    ref.config.local_attention = 1 << 20
+    saved = []
+    for m in ref.modules():
+        if m is not ref and getattr(m, "sliding_window", None) is not None:
+            saved.append((m, m.sliding_window))
+            m.sliding_window = (1 << 19) + 1
+    try:
+        h2 = ref(**kwargs).last_hidden_state[0].to(torch.float64)
+    finally:
+        ref.config.local_attention = old
+        for m, v in saved:
+            m.sliding_window = v
+    return float((hidden - h2).abs().max() / hidden.abs().max())
+
+
+def tokenizer_cases(folder, tok):
+    """Reference ids of UNIGRAM_TEXTS and the corpus lines: from the tokenizers library reading the
+    saved tokenizer.json, with and without the post-processor's special tokens, and whether
+    transformers' AutoTokenizer (the class tokenizer_config.json names) gives the same."""
+    from tokenizers import Tokenizer
+    raw = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    try:
+        auto = transformers.AutoTokenizer.from_pretrained(str(folder))
+    except Exception as e:  # noqa: BLE001
+        auto = None
+        log.warning("AutoTokenizer: %s", e)
+    cases = []
+    for t in UNIGRAM_TEXTS + [line for line in CORPUS.splitlines() if line.strip()]:
+        e = raw.encode(t)
+        c = {"text": t, "ids": e.ids, "tokens": e.tokens, "ids_no_special": raw.encode(t, add_special_tokens=False).ids,
+             "pretrained_fast_agrees": tok(t)["input_ids"] == e.ids}
+        if auto is not None:
+            c["auto_class"] = type(auto).__name__
+            c["auto_agrees"] = auto(t)["input_ids"] == e.ids
+        cases.append(c)
+    return cases
+
+
 def make_encoder(name, spec, out, tokenizers_, report, gen):
     folder = out / name
     if folder.exists():
@@ -590,6 +687,13 @@ def make_encoder(name, spec, out, tokenizers_, report, gen):
     model = cls(config).eval()
     randomize(model, gen, emb_std=spec.get("emb_std", 1.0))
     tok = save_tokenizer(tokenizers_[spec["tokenizer"]], folder, spec["post"], **spec["tok_kwargs"])
+    if spec.get("tokenizer_class"):
+        # The class the Hub's files name (llama.cpp's converter loads it through AutoTokenizer).
+        tc = json.loads((folder / "tokenizer_config.json").read_text())
+        tc["tokenizer_class"] = spec["tokenizer_class"]
+        (folder / "tokenizer_config.json").write_text(json.dumps(tc, indent=1) + "\n")
+    if spec["tokenizer"] == "unigram":
+        info["tokenizer_cases"] = tokenizer_cases(folder, tok)
     saved = save_bf16(model, folder)
     write_sentence_transformers(folder, spec["pooling"])
     info["saved_config"] = json.loads((folder / "config.json").read_text())
@@ -606,14 +710,17 @@ def make_encoder(name, spec, out, tokenizers_, report, gen):
             ids = enc["input_ids"]
             x = torch.tensor([ids])
             kwargs = {"input_ids": x, "attention_mask": torch.ones_like(x)}
-            if "token_type_ids" in enc and spec["cls"] in ("BertModel", "RobertaModel"):
+            if "token_type_ids" in enc and spec["cls"] in TOKEN_TYPE_MODELS:
                 kwargs["token_type_ids"] = torch.zeros_like(x)
             o = ref(**kwargs, output_hidden_states=True)
             hidden = o.last_hidden_state[0].to(torch.float64)
             emb = pool(hidden, spec["pooling"])
             golden[f"p{i}.tokens"] = torch.tensor(ids, dtype=torch.int32)
             golden[f"p{i}.last_hidden"] = hidden.to(torch.float32).contiguous()
-            golden[f"p{i}.hidden"] = torch.stack([h[0] for h in o.hidden_states]).to(torch.float32).contiguous()
+            if o.hidden_states is not None:
+                golden[f"p{i}.hidden"] = torch.stack([h[0] for h in o.hidden_states]).to(torch.float32).contiguous()
+            if spec.get("window"):
+                info.setdefault("window_effect", []).append(encoder_window_effect(ref, kwargs, hidden))
             golden[f"p{i}.embedding"] = emb.to(torch.float32).contiguous()
             inv, scal = rope_buffers(ref)
             for n, v in inv.items():
@@ -626,7 +733,7 @@ def make_encoder(name, spec, out, tokenizers_, report, gen):
         xb = torch.tensor([a + [pad_id] * (n - len(a)), b + [pad_id] * (n - len(b))])
         mb = torch.tensor([[1] * len(a) + [0] * (n - len(a)), [1] * len(b) + [0] * (n - len(b))])
         kwargs = {"input_ids": xb, "attention_mask": mb}
-        if spec["cls"] in ("BertModel", "RobertaModel"):
+        if spec["cls"] in TOKEN_TYPE_MODELS:
             kwargs["token_type_ids"] = torch.zeros_like(xb)
         ob = ref(**kwargs).last_hidden_state.to(torch.float64)
         info["batch_vs_single_max_diff"] = max(
@@ -649,11 +756,11 @@ def make_encoder(name, spec, out, tokenizers_, report, gen):
     info["transformers"] = transformers.__version__
     info["torch"] = torch.__version__
     info["reference_dtype"] = "float64 (transformers keeps RMSNorm and rope angles in float32)"
-    (folder / "golden.json").write_text(json.dumps(info, indent=1, sort_keys=True, default=str) + "\n")
+    (folder / "golden.json").write_text(json.dumps(json_safe(info), indent=1, sort_keys=True, default=str) + "\n")
     report[name] = {"ok": True, "st": info["sentence_transformers"], "batch": info["batch_vs_single_max_diff"]}
 
 
-def encoder_specs(bpe_vocab, wp_vocab, bpe_ids, wp_ids):
+def encoder_specs(bpe_vocab, wp_vocab, bpe_ids, wp_ids, uni_vocab=0, uni_ids=None):
     s = {}
     s["bert"] = dict(
         cls="BertModel", arch="BertModel", pooling="cls", tokenizer="wordpiece", post=("bert", "[CLS]", "[SEP]"),
@@ -672,6 +779,36 @@ def encoder_specs(bpe_vocab, wp_vocab, bpe_ids, wp_ids):
                     num_attention_heads=4, intermediate_size=128, hidden_act="gelu", max_position_embeddings=66,
                     type_vocab_size=1, layer_norm_eps=1e-5, pad_token_id=bpe_ids["<pad>"], bos_token_id=bpe_ids["<s>"],
                     eos_token_id=bpe_ids["</s>"], position_embedding_type="absolute"))
+    # ModernBERT: rotary positions with their own base in global and local layers (layer 0 global, then
+    # every 2nd: global, local, global), a local window (|i - j| <= 4) smaller than the prompts, GeGLU
+    # MLP (exact GELU), LayerNorm without bias, pre-norm (layer 0 without its attention norm), a final
+    # norm; mean pooling as modernbert-embed's sentence-transformers config.
+    s["modernbert"] = dict(
+        cls="ModernBertModel", arch="ModernBertModel", pooling="mean", tokenizer="bpe", post=("roberta", "<s>", "</s>"),
+        tok_kwargs=dict(bos="<s>", eos="</s>", unk="<unk>", pad="<pad>",
+                        extra={"cls_token": "<s>", "sep_token": "</s>", "mask_token": "<mask>"}),
+        emb_std=0.5, window=True,
+        config=dict(model_type="modernbert", vocab_size=bpe_vocab, hidden_size=64, intermediate_size=96,
+                    num_hidden_layers=3, num_attention_heads=4, hidden_activation="gelu", max_position_embeddings=128,
+                    norm_eps=1e-5, norm_bias=False, global_rope_theta=160000.0, local_rope_theta=10000.0,
+                    global_attn_every_n_layers=2, local_attention=8, attention_bias=False, mlp_bias=False,
+                    classifier_pooling="mean", pad_token_id=bpe_ids["<pad>"], bos_token_id=bpe_ids["<s>"],
+                    eos_token_id=bpe_ids["</s>"], cls_token_id=bpe_ids["<s>"], sep_token_id=bpe_ids["</s>"],
+                    tie_word_embeddings=True))
+    # XLM-RoBERTa (multilingual-e5, bge-m3): RoBERTa layers and position offset, a SentencePiece
+    # Unigram tokenizer; CLS pooling as bge-m3.
+    if uni_ids is not None:
+        s["xlmr"] = dict(
+            cls="XLMRobertaModel", arch="XLMRobertaModel", pooling="cls", tokenizer="unigram",
+            post=("roberta", "<s>", "</s>"), tokenizer_class="XLMRobertaTokenizer",
+            tok_kwargs=dict(bos="<s>", eos="</s>", unk="<unk>", pad="<pad>",
+                            extra={"cls_token": "<s>", "sep_token": "</s>", "mask_token": "<mask>"}),
+            emb_std=0.5,
+            config=dict(model_type="xlm-roberta", vocab_size=uni_vocab, hidden_size=64, num_hidden_layers=2,
+                        num_attention_heads=4, intermediate_size=128, hidden_act="gelu", max_position_embeddings=66,
+                        type_vocab_size=1, layer_norm_eps=1e-5, pad_token_id=uni_ids["<pad>"],
+                        bos_token_id=uni_ids["<s>"], eos_token_id=uni_ids["</s>"],
+                        position_embedding_type="absolute"))
     s["qwen3-embedding"] = dict(
         cls="Qwen3Model", arch="Qwen3Model", pooling="last", tokenizer="bpe", post=("suffix", "<|endoftext|>"),
         tok_kwargs=dict(eos="<|im_end|>", pad="<|endoftext|>"),
@@ -770,9 +907,21 @@ def convert_all(out, converter, names, report):
                 report["gguf"][name]["dump_error"] = f"{type(e).__name__}: {e}"
 
 
+def json_safe(v):
+    """v with NaN and infinities as null: JSON has no such numbers (transformers' padded ModernBERT
+    batch gives NaN: padded rows attend to nothing, and 0 * NaN reaches the real rows)."""
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    if isinstance(v, dict):
+        return {k: json_safe(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [json_safe(x) for x in v]
+    return v
+
+
 def flush(out, report):
     """report.json now (a run cut short still leaves what it did)."""
-    (out / "report.json").write_text(json.dumps(report, indent=1, sort_keys=True, default=str) + "\n")
+    (out / "report.json").write_text(json.dumps(json_safe(report), indent=1, sort_keys=True, default=str) + "\n")
 
 
 def main():
@@ -812,12 +961,20 @@ def main():
         report[name]["seconds"] = round(time.time() - t, 2)
         print(f"{name}: {report[name].get('ok')} {report[name]['seconds']} s", flush=True)
         flush(out, report)
-    for name, spec in encoder_specs(bpe.get_vocab_size(), wp.get_vocab_size(), bpe_ids, wp_ids).items():
+    try:
+        uni = train_unigram(report)
+        uni_ids = {s: uni.token_to_id(s) for s in UNIGRAM_SPECIALS}
+        report["unigram_vocab"] = uni.get_vocab_size()
+    except Exception as e:  # noqa: BLE001
+        uni, uni_ids = None, None
+        report["unigram"] = {"error": f"{type(e).__name__}: {e}", "trace": traceback.format_exc()[-3000:]}
+    for name, spec in encoder_specs(bpe.get_vocab_size(), wp.get_vocab_size(), bpe_ids, wp_ids,
+                                    uni.get_vocab_size() if uni else 0, uni_ids).items():
         if only and name not in only:
             continue
         t = time.time()
         try:
-            make_encoder(name, spec, out, {"bpe": bpe, "wordpiece": wp}, report, gen)
+            make_encoder(name, spec, out, {"bpe": bpe, "wordpiece": wp, "unigram": uni}, report, gen)
             done.append(name)
         except Exception as e:  # noqa: BLE001
             report[name] = {"ok": False, "error": f"{type(e).__name__}: {e}", "trace": traceback.format_exc()[-4000:]}
@@ -825,8 +982,9 @@ def main():
         print(f"{name}: {report[name].get('ok')} {report[name]['seconds']} s", flush=True)
         flush(out, report)
     try:
-        render_templates(out, bpe)
-        report["chat_templates"] = "ok"
+        if not only:
+            render_templates(out, bpe)
+            report["chat_templates"] = "ok"
     except Exception as e:  # noqa: BLE001
         report["chat_templates"] = {"error": f"{type(e).__name__}: {e}", "trace": traceback.format_exc()[-3000:]}
     if args.converter:
@@ -835,7 +993,7 @@ def main():
         except Exception as e:  # noqa: BLE001
             report["gguf_error"] = {"error": f"{type(e).__name__}: {e}", "trace": traceback.format_exc()[-3000:]}
     report["seconds"] = round(time.time() - t0, 1)
-    (out / "report.json").write_text(json.dumps(report, indent=1, sort_keys=True, default=str) + "\n")
+    (out / "report.json").write_text(json.dumps(json_safe(report), indent=1, sort_keys=True, default=str) + "\n")
     print(json.dumps({k: v for k, v in report.items()}, indent=1, default=str)[:6000])
 
 

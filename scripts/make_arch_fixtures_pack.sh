@@ -3,7 +3,7 @@
 # (convert_hf_to_gguf.py, conversion/, gguf-py/ from the llama.cpp source that node-llama-cpp's npm
 # package carries as llama/gitRelease.bundle) and the two scripts, into DIR (default .dx/arch):
 #
-#   scripts/make_arch_fixtures_pack.sh            # here
+#   scripts/make_arch_fixtures_pack.sh            # here (ONLY=modernbert,xlmr: just those models)
 #   run: bash .dx/arch/run.sh, carry [".dx/arch"]   # there: $OUT/arch.tar.xz, report.json, log.txt
 #   tar xJf arch.tar.xz -C /tmp && cp -r /tmp/arch/* tests/data/arch/   # here again
 set -euo pipefail
@@ -24,11 +24,13 @@ cat > "$dir/run.sh" <<'RUN'
 cd "$(dirname "$0")"
 mkdir -p conv && tar xf conv.tar -C conv
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
-timeout 200 python3 make_arch_fixtures.py --out /tmp/arch --converter conv > "$OUT/log.txt" 2>&1
+timeout 200 python3 make_arch_fixtures.py --out /tmp/arch --converter conv ONLY_ARGS "$@" > "$OUT/log.txt" 2>&1
 echo "rc=$?"
 cp /tmp/arch/report.json "$OUT/" 2>/dev/null
 tar cJf "$OUT/arch.tar.xz" -C /tmp arch
 ls -la "$OUT"
 tail -c 3000 "$OUT/log.txt"
 RUN
+only_args=${ONLY:+--only $ONLY}
+sed -i "s/ONLY_ARGS/$only_args/" "$dir/run.sh"
 echo "ready: $dir (conv.tar from node-llama-cpp@$version's llama.cpp source)"

@@ -5,6 +5,7 @@
 #include "server/api_error.h"
 #include "server/embeddings.h"
 #include "test_util.h"
+#include "util/base64.h"
 #include "util/json.h"
 
 #include <cmath>

@@ -376,7 +376,7 @@ void check_fixture(const std::string& name, double tol) {
     for (size_t p = 0; p < seqs.size(); ++p) {
       std::string text = info["prompts"][p]["text"].as_string();
       EXPECT_EQ(tok.decode(seqs[p]), text);
-      if (m.config().architecture == Architecture::Bert) {  // [CLS]/[SEP] or <s>/</s> from the post-processor
+      if (m.config().is_encoder()) {  // [CLS]/[SEP] or <s>/</s> from the post-processor
         const std::string plain = tok.decode(seqs[p], true);
         EXPECT_EQ(tok.encode(plain, true), seqs[p]) << plain;
       } else {
@@ -393,7 +393,7 @@ void check_fixture(const std::string& name, double tol) {
       for (size_t p = 0; p < seqs.size(); ++p)
         EXPECT_LT(rel_err(std::span<const float>(e).subspan(p * size_t(em.dim()), size_t(em.dim())), emb[p]), tol)
             << "embedding of prompt " << p;
-      if (last.empty() || m.config().architecture != Architecture::Bert) continue;  // the encoder's own hidden states
+      if (last.empty() || !m.config().is_encoder()) continue;  // the encoder's own hidden states
       EncoderModel enc(m, gpu ? std::optional<Context>(ctx()) : std::nullopt);
       std::vector<float> h = enc.hidden(seqs);
       size_t row = 0;
@@ -411,6 +411,27 @@ void check_fixture(const std::string& name, double tol) {
 TEST(EmbeddingFixture, BertMatchesTransformers) { check_fixture("bert", 1e-4); }
 TEST(EmbeddingFixture, RobertaMatchesTransformers) { check_fixture("roberta", 1e-4); }
 TEST(EmbeddingFixture, Qwen3EmbeddingMatchesTransformers) { check_fixture("qwen3-embedding", 1e-4); }
+// XLM-RoBERTa: RoBERTa's layers, a SentencePiece Unigram tokenizer (tokenizer.json and llama.cpp's
+// "t5" GGUF vocabulary), CLS pooling.
+TEST(EmbeddingFixture, XlmRobertaMatchesTransformers) { check_fixture("xlmr", 1e-4); }
+
+// ModernBERT: rotary positions with the global and local layers' own bases, local layers whose
+// window (|i - j| <= 4) is narrower than the prompts, GeGLU, bias-free LayerNorms, mean pooling.
+TEST(EmbeddingFixture, ModernBertMatchesTransformers) {
+  const fs::path dir = arch_dir("modernbert");
+  WGC_REQUIRE_FILE(dir / "golden.json");
+  // The window binds (transformers' outputs without it differ), so matching them tests it.
+  json::Value info = json::parse_file(dir / "golden.json");
+  ASSERT_TRUE(info.find("window_effect"));
+  for (const auto& w : info["window_effect"].items()) EXPECT_GT(w.as_double(), 1e-3);
+  const ModelConfig c = open_any(dir).config();
+  EXPECT_EQ(c.architecture, Architecture::ModernBert);
+  EXPECT_EQ(c.sliding_layers, (std::vector<bool>{false, true, false}));
+  EXPECT_EQ(c.sliding_window, 8);
+  EXPECT_EQ(c.rope_theta, 160000.0);
+  EXPECT_EQ(c.sliding_rope_theta, 10000.0);
+  check_fixture("modernbert", 1e-4);
+}
 
 // Qwen3-Embedding's GGUF does not say that its tokenizer appends <|endoftext|>; the embedding
 // pipeline appends it, so both file forms give the tokens transformers pooled.

@@ -290,6 +290,25 @@ TEST(ArchConfigHf, Encoders) {
       "num_hidden_layers": 1, "vocab_size": 10, "position_embedding_type": "relative_key"})");
   });
   EXPECT_NE(msg.find("position_embedding_type 'relative_key' is not supported"), std::string::npos) << msg;
+  // ModernBERT as the Hub writes it (answerdotai/ModernBERT-base's keys): global layers 0, 3, 6, ...
+  auto mb = hf(R"({"architectures": ["ModernBertForMaskedLM"], "model_type": "modernbert", "hidden_size": 768,
+    "intermediate_size": 1152, "num_attention_heads": 12, "num_hidden_layers": 7, "vocab_size": 50368,
+    "global_attn_every_n_layers": 3, "local_attention": 128, "global_rope_theta": 160000.0,
+    "local_rope_theta": 10000.0, "norm_eps": 1e-05, "hidden_activation": "gelu", "classifier_pooling": "mean",
+    "max_position_embeddings": 8192})");
+  EXPECT_EQ(mb.architecture, Architecture::ModernBert);
+  EXPECT_EQ(mb.sliding_layers, (std::vector<bool>{false, true, true, false, true, true, false}));
+  EXPECT_EQ(mb.sliding_window, 128);
+  EXPECT_EQ(mb.rope_theta, 160000.0);
+  EXPECT_EQ(mb.layer_rope_theta(1), 10000.0);
+  EXPECT_EQ(mb.head_dim, 64);
+  EXPECT_EQ(mb.pooling, Pooling::Mean);
+  EXPECT_TRUE(mb.fused_qkv && mb.fused_gate_up && mb.embedding_model && !mb.causal);
+  msg = error_of([] {
+    hf(R"({"model_type": "modernbert", "hidden_size": 64, "intermediate_size": 96, "num_attention_heads": 4,
+      "num_hidden_layers": 1, "vocab_size": 10, "mlp_bias": true})");
+  });
+  EXPECT_NE(msg.find("\"mlp_bias\" is true: ModernBERT's biases are not supported"), std::string::npos) << msg;
   // Qwen3-Embedding: a Qwen3 base model, last-token pooling.
   auto qe = hf(R"({"architectures": ["Qwen3Model"], "model_type": "qwen3", "hidden_size": 1024,
     "intermediate_size": 3072, "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 128,
@@ -403,10 +422,11 @@ TEST(ArchConfigGguf, MoeAndEncoders) {
 // --- the name table -----------------------------------------------------------------------------
 
 TEST(TensorNames, BothDirectionsForEveryArchitecture) {
-  const Architecture all[] = {Architecture::Llama,    Architecture::Mistral, Architecture::Qwen2,
-                              Architecture::Qwen3,    Architecture::Gemma2,  Architecture::Gemma3,
-                              Architecture::Phi3,     Architecture::Mixtral, Architecture::Qwen2Moe,
-                              Architecture::Qwen3Moe, Architecture::Olmoe,   Architecture::Bert};
+  const Architecture all[] = {Architecture::Llama,     Architecture::Mistral, Architecture::Qwen2,
+                              Architecture::Qwen3,     Architecture::Gemma2,  Architecture::Gemma3,
+                              Architecture::Phi3,      Architecture::Mixtral, Architecture::Qwen2Moe,
+                              Architecture::Qwen3Moe,  Architecture::Olmoe,   Architecture::Bert,
+                              Architecture::ModernBert};
   for (Architecture a : all) {
     auto roles = layer_roles(a);
     ASSERT_FALSE(roles.empty()) << to_string(a);
@@ -462,7 +482,7 @@ TEST(ArchFixtures, HfAndGgufConfigsAgree) {
   const fs::path root = fs::path(WGC_SOURCE_DIR) / "tests/data/arch";
   int checked = 0;
   for (std::string name : {"gemma2", "gemma3", "phi3", "mistral", "llama3-rope", "llama-yarn", "mixtral", "qwen2moe",
-                           "qwen3moe", "olmoe", "bert", "roberta", "qwen3-embedding"}) {
+                           "qwen3moe", "olmoe", "bert", "roberta", "qwen3-embedding", "xlmr", "modernbert"}) {
     fs::path dir = root / name, gguf = dir / (name + "-bf16.gguf");
     if (!fs::exists(dir / "config.json") || !fs::exists(gguf)) continue;
     SCOPED_TRACE(name);

@@ -277,8 +277,9 @@ std::string hf_error(const std::string& doc_text) {
 
 TEST(HfJson, ErrorsNameFileAndField) {
   EXPECT_EQ(hf_error(R"({"model": {"type": "BPE", "vocab": {"a": 0}}})"), "t.json: model: missing 'merges'");
-  EXPECT_EQ(hf_error(R"({"model": {"type": "Unigram", "vocab": []}})"),
-            "t.json: model.type: model 'Unigram' is not supported (BPE and WordPiece are)");
+  EXPECT_EQ(hf_error(R"({"model": {"type": "WordLevel", "vocab": {}}})"),
+            "t.json: model.type: model 'WordLevel' is not supported (BPE, WordPiece and Unigram are)");
+  EXPECT_EQ(hf_error(R"({"model": {"type": "Unigram", "vocab": []}})"), "t.json: the vocabulary is empty");
   EXPECT_EQ(hf_error(R"({"model": {"vocab": {"a": "x"}, "merges": []}})"),
             "t.json: model.vocab.a: expected a number, got string");
   EXPECT_EQ(hf_error(R"({"model": {"vocab": {"a": 0}, "merges": ["a"]}})"),
@@ -286,7 +287,7 @@ TEST(HfJson, ErrorsNameFileAndField) {
   EXPECT_EQ(hf_error(R"({"model": {"vocab": {"a": 0}, "merges": []},
                         "normalizer": {"type": "Sequence", "normalizers": [{"type": "NFKD"}]}})"),
             "t.json: normalizer.normalizers[0].type: normalizer 'NFKD' is not supported (NFC, NFD, Prepend, "
-            "Replace, Strip, StripAccents, Lowercase, BertNormalizer, Sequence are)");
+            "Replace, Strip, StripAccents, Lowercase, BertNormalizer, Precompiled, Sequence are)");
   EXPECT_EQ(hf_error(R"({"model": {"vocab": {"a": 0}, "merges": []},
                         "pre_tokenizer": {"type": "Split", "pattern": {"Regex": "(a"}, "behavior": "Isolated"}})")
                 .substr(0, 53),
@@ -369,7 +370,9 @@ TEST(Gguf, ByteLevelVocabulary) {
 
 TEST(Gguf, ErrorsNameFileAndKey) {
   EXPECT_EQ(gguf_error(tiny_gguf("")), "t.gguf: tokenizer.ggml.model: missing: the file holds no tokenizer");
-  EXPECT_EQ(gguf_error(tiny_gguf("t5")), "t.gguf: tokenizer.ggml.model: 't5' is not supported (gpt2, llama, bert are)");
+  EXPECT_EQ(gguf_error(tiny_gguf("rwkv")),
+            "t.gguf: tokenizer.ggml.model: 'rwkv' is not supported (gpt2, llama, bert, t5 are)");
+  EXPECT_EQ(gguf_error(tiny_gguf("t5")), "t.gguf: tokenizer.ggml.scores: 0 entries for 263 tokens");
   EXPECT_EQ(gguf_error(tiny_gguf("gpt2")),
             "t.gguf: tokenizer.ggml.merges: missing or empty for a gpt2 (BPE) tokenizer");
   auto w = tiny_gguf("gpt2");

@@ -1,6 +1,7 @@
 #include "server/embeddings.h"
 
 #include "server/api_error.h"
+#include "util/base64.h"
 #include "util/json.h"
 
 #include <cmath>
@@ -68,22 +69,6 @@ std::vector<std::vector<int32_t>> read_inputs(const Value& input, const Embedder
 }
 
 }  // namespace
-
-std::string base64(std::span<const std::byte> b) {
-  static const char* k = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  out.reserve((b.size() + 2) / 3 * 4);
-  for (size_t i = 0; i < b.size(); i += 3) {
-    uint32_t v = uint32_t(b[i]) << 16;
-    if (i + 1 < b.size()) v |= uint32_t(b[i + 1]) << 8;
-    if (i + 2 < b.size()) v |= uint32_t(b[i + 2]);
-    out += k[(v >> 18) & 63];
-    out += k[(v >> 12) & 63];
-    out += i + 1 < b.size() ? k[(v >> 6) & 63] : '=';
-    out += i + 2 < b.size() ? k[v & 63] : '=';
-  }
-  return out;
-}
 
 std::string embeddings_response(const std::string& body, Embedder& e) {
   Value req;

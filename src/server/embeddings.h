@@ -36,7 +36,4 @@ struct Embedder {
 // The JSON answer to `body`.
 std::string embeddings_response(const std::string& body, Embedder& e);
 
-// RFC 4648 base64 of bytes (with padding).
-std::string base64(std::span<const std::byte> bytes);
-
 }  // namespace wgc::server

@@ -19,7 +19,7 @@ constexpr int kMaxDecoderEmbedTokens = 8192;
 
 std::vector<int32_t> embedding_tokens(const Tokenizer& tok, const ModelConfig& c, std::string_view text) {
   std::vector<int32_t> ids = tok.encode(text, true);
-  if (c.architecture == Architecture::Bert || c.pooling != Pooling::Last) return ids;
+  if (c.is_encoder() || c.pooling != Pooling::Last) return ids;
   std::optional<int32_t> end = tok.token_id("<|endoftext|>");
   if (!end) end = tok.eos_id();
   if (end && (ids.empty() || ids.back() != *end)) ids.push_back(*end);
@@ -27,7 +27,7 @@ std::vector<int32_t> embedding_tokens(const Tokenizer& tok, const ModelConfig& c
 }
 
 std::string embedding_refusal(const ModelConfig& c) {
-  if (c.architecture == Architecture::Bert) return encoder_refusal(c);
+  if (c.is_encoder()) return encoder_refusal(c);
   if (!c.embedding_model)
     return std::string("a ") + std::string(to_string(c.architecture)) +
            " language model, not an embedding model (no pooling in its files)";
@@ -46,7 +46,7 @@ EmbeddingModel::EmbeddingModel(const ModelFile& file, std::optional<Context> ctx
     : impl_(std::make_unique<Impl>()) {
   if (std::string why = embedding_refusal(file.config()); !why.empty()) throw Error(file.path().string() + ": " + why);
   impl_->c = file.config();
-  if (impl_->c.architecture == Architecture::Bert) {
+  if (impl_->c.is_encoder()) {
     EncoderOptions eo;
     eo.threads = o.threads;
     eo.progress = o.progress;

@@ -11,12 +11,20 @@ namespace wgc::llm {
 bool encoder_runs(const ModelConfig& c) { return encoder_refusal(c).empty(); }
 
 std::string encoder_refusal(const ModelConfig& c) {
-  if (c.architecture != Architecture::Bert)
+  if (!c.is_encoder())
     return std::string("a ") + std::string(to_string(c.architecture)) + " model is not a BERT-family encoder";
   if (c.causal) return "a causal BERT is not a sentence encoder";
-  if (c.rope_dim > 0) return "rotary positions in a BERT (nomic-bert) are not supported yet";
-  if (!c.absolute_positions) return "the encoder has no learned position embeddings";
-  if (c.gated_ffn) return "a gated MLP in a BERT is not supported";
+  if (c.architecture == Architecture::Bert) {
+    if (c.rope_dim > 0) return "rotary positions in a BERT (nomic-bert) are not supported yet";
+    if (!c.absolute_positions) return "the encoder has no learned position embeddings";
+    if (c.gated_ffn) return "a gated MLP in a BERT is not supported";
+  } else {
+    if (c.activation != Activation::Gelu)
+      return "a ModernBERT with the " + std::string(to_string(c.activation)) + " activation (the encoder runs gelu)";
+    if (c.rope_dim != c.head_dim || c.head_dim % 2) return "a ModernBERT with partial or odd rotary dimensions";
+    for (const RopeScaling* s : {&c.rope_scaling, c.sliding_rope_scaling ? &*c.sliding_rope_scaling : nullptr})
+      if (s && s->type != RopeScalingType::None) return "a ModernBERT with rope scaling";
+  }
   if (c.n_heads % std::max<int64_t>(1, c.n_kv_heads) || c.head_dim > 256)
     return "head_dim " + std::to_string(c.head_dim) + " (at most 256) or the kv heads do not fit the encoder";
   return {};
@@ -56,6 +64,7 @@ std::vector<float> pool_hidden(std::span<const float> hidden, std::span<const in
 PositionTable position_table(const ModelFile& m) {
   const ModelConfig& c = m.config();
   PositionTable t;
+  if (!c.absolute_positions) return t;
   const ModelTensor& pos = role_tensor(m, TensorRole::PositionEmbd);
   t.n_rows = pos.rows();
   t.rows = to_f32(pos);
@@ -71,52 +80,117 @@ PositionTable position_table(const ModelFile& m) {
 
 EncoderTensors encoder_tensors(const ModelFile& m) {
   const ModelConfig& c = m.config();
+  const bool modern = c.architecture == Architecture::ModernBert;
   EncoderTensors e;
   // Reserve so that the pointers into `held` stay valid.
-  e.held.reserve(size_t(3 + 16 * c.n_layers));
-  auto need = [&](TensorRole r, int64_t l = -1) {
-    e.held.push_back(role_tensor(m, r, l));
+  e.held.reserve(size_t(4 + 18 * c.n_layers));
+  auto hold = [&](ModelTensor t) {
+    e.held.push_back(std::move(t));
     return &e.held.back();
   };
+  auto need = [&](TensorRole r, int64_t l = -1) { return hold(role_tensor(m, r, l)); };
   auto opt = [&](TensorRole r, int64_t l) -> const ModelTensor* {
     auto t = find_role(m, r, l);
-    if (!t) return nullptr;
-    e.held.push_back(*t);
-    return &e.held.back();
+    return t ? hold(*t) : nullptr;
   };
   e.token_embd = need(TensorRole::TokenEmbd);
   e.embd_norm = need(TensorRole::EmbdNorm);
-  e.embd_norm_b = need(TensorRole::EmbdNormBias);
+  e.embd_norm_b = modern ? nullptr : need(TensorRole::EmbdNormBias);
+  e.final_norm = modern ? need(TensorRole::OutputNorm) : nullptr;
+  const int64_t q = c.n_heads * c.head_dim, kv = c.n_kv_heads * c.head_dim;
   for (int64_t l = 0; l < c.n_layers; ++l) {
     EncoderLayerTensors L{};
+    L.o = need(TensorRole::AttnOut, l);
+    L.down = need(TensorRole::FfnDown, l);
+    if (modern) {
+      ModelTensor qkv = role_tensor(m, TensorRole::AttnQkv, l), gu = role_tensor(m, TensorRole::FfnGateUp, l);
+      if (qkv.rows() != q + 2 * kv || gu.rows() != 2 * c.ffn_size)
+        throw Error(m.path().string() + ": layer " + std::to_string(l) + "'s Wqkv has " + std::to_string(qkv.rows()) +
+                    " rows (expected " + std::to_string(q + 2 * kv) + ") and Wi " + std::to_string(gu.rows()) +
+                    " (expected " + std::to_string(2 * c.ffn_size) + ")");
+      L.q = hold(tensor_rows(qkv, 0, q));
+      L.k = hold(tensor_rows(qkv, q, kv));
+      L.v = hold(tensor_rows(qkv, q + kv, kv));
+      L.gate = hold(tensor_rows(gu, 0, c.ffn_size));  // transformers: act(input) * gate, input first
+      L.up = hold(tensor_rows(gu, c.ffn_size, c.ffn_size));
+      L.norm1 = l == 0 ? opt(TensorRole::AttnNorm, l) : need(TensorRole::AttnNorm, l);  // layer 0: identity
+      L.norm2 = need(TensorRole::FfnNorm, l);
+      e.layers.push_back(L);
+      continue;
+    }
     L.q = need(TensorRole::AttnQ, l);
     L.k = need(TensorRole::AttnK, l);
     L.v = need(TensorRole::AttnV, l);
-    L.o = need(TensorRole::AttnOut, l);
     L.up = need(TensorRole::FfnUp, l);
-    L.down = need(TensorRole::FfnDown, l);
     L.qb = opt(TensorRole::AttnQBias, l);
     L.kb = opt(TensorRole::AttnKBias, l);
     L.vb = opt(TensorRole::AttnVBias, l);
     L.ob = opt(TensorRole::AttnOutBias, l);
     L.upb = opt(TensorRole::FfnUpBias, l);
     L.downb = opt(TensorRole::FfnDownBias, l);
-    L.attn_norm = need(TensorRole::AttnOutNorm, l);
-    L.attn_norm_b = need(TensorRole::AttnOutNormBias, l);
-    L.out_norm = need(TensorRole::LayerOutNorm, l);
-    L.out_norm_b = need(TensorRole::LayerOutNormBias, l);
+    L.norm1 = need(TensorRole::AttnOutNorm, l);
+    L.norm1_b = need(TensorRole::AttnOutNormBias, l);
+    L.norm2 = need(TensorRole::LayerOutNorm, l);
+    L.norm2_b = need(TensorRole::LayerOutNormBias, l);
     e.layers.push_back(L);
   }
   return e;
 }
 
+EncoderShape encoder_shape(const ModelConfig& c) {
+  EncoderShape s;
+  s.hidden = c.hidden_size;
+  s.ffn = c.ffn_size;
+  s.n_layers = c.n_layers;
+  s.eps = float(c.rms_norm_eps);
+  s.pre_norm = c.architecture == Architecture::ModernBert;
+  EncoderAttnDims& d = s.attn;
+  d.n_heads = uint32_t(c.n_heads);
+  d.n_kv_heads = uint32_t(c.n_kv_heads);
+  d.head_dim = uint32_t(c.head_dim);
+  d.stride = uint32_t(s.qkv_cols());
+  d.k_off = uint32_t(s.q_cols());
+  d.v_off = uint32_t(s.q_cols() + int64_t(d.n_kv_heads) * d.head_dim);
+  d.o_stride = uint32_t(s.q_cols());
+  d.scale = float(c.attention_scale());
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    s.half_window.push_back(c.layer_is_sliding(l) ? *c.sliding_window / 2 : -1);
+    s.rope.push_back(c.rope_dim > 0 ? 0 : -1);
+  }
+  if (c.rope_dim > 0) {
+    s.inv_freq.push_back(c.rope_inv_freq(-1));
+    // The local layers' own base (ModernBERT's local_rope_theta) as a second table.
+    if (int64_t l0 = c.sliding_rope_layer(); l0 >= 0) {
+      s.inv_freq.push_back(c.rope_inv_freq(l0));
+      for (int64_t l = 0; l < c.n_layers; ++l)
+        if (c.layer_is_sliding(l)) s.rope[size_t(l)] = 1;
+    }
+    s.max_positions = c.max_position_embeddings > 0 ? c.max_position_embeddings : 8192;
+  }
+  return s;
+}
+
+std::vector<uint32_t> window_ranges(std::span<const uint32_t> ranges, int64_t half) {
+  std::vector<uint32_t> out(ranges.begin(), ranges.end());
+  for (size_t t = 0; 2 * t + 1 < out.size(); ++t) {
+    const int64_t lo = std::max<int64_t>(out[2 * t], int64_t(t) - half);
+    const int64_t hi = std::min<int64_t>(out[2 * t + 1], int64_t(t) + half + 1);
+    out[2 * t] = uint32_t(lo);
+    out[2 * t + 1] = uint32_t(hi);
+  }
+  return out;
+}
+
 EncoderModel::EncoderModel(const ModelFile& file, std::optional<Context> ctx, EncoderOptions options) {
   if (std::string why = encoder_refusal(file.config()); !why.empty()) throw Error(file.path().string() + ": " + why);
   if (options.max_batch_tokens < 1) throw Error("wgc: EncoderOptions::max_batch_tokens must be >= 1");
-  e_ = ctx ? make_encoder_gpu(file, *ctx, options) : make_encoder_cpu(file, options);
+  e_ = ctx ? make_encoder_gpu(file, *ctx) : make_encoder_cpu(file, options);
   e_->c = file.config();
   max_batch_ = options.max_batch_tokens;
-  max_tokens_ = role_tensor(file, TensorRole::PositionEmbd).rows() - file.config().position_offset;
+  // Learned positions: the table's rows; rotary: the model's positions.
+  max_tokens_ = file.config().absolute_positions
+                    ? role_tensor(file, TensorRole::PositionEmbd).rows() - file.config().position_offset
+                    : encoder_shape(file.config()).max_positions;
 }
 
 EncoderModel::~EncoderModel() = default;

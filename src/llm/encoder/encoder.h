@@ -2,10 +2,12 @@
 // position offset): token + learned position + token-type embeddings and their LayerNorm, then per
 // layer bidirectional attention with biases, residual and LayerNorm, GELU MLP with biases, residual
 // and LayerNorm; the last hidden states pooled (CLS, mean or last token, as the file says) and
-// L2-normalised. Two engines with the same interface: the GPU one (existing ops and
-// kernels/encoder/attention.wgsl, several sequences packed into one forward pass without padding)
-// and the CPU one (src/cpu's kernels, a thread pool). Checked against reference::ForwardRef (f64)
-// and, where tests/data/arch holds them, transformers' outputs.
+// L2-normalised. ModernBERT instead: token embeddings and a bias-free LayerNorm, pre-norm layers
+// with rotary q/k (global and local layers, each with its base; the local ones see the keys at
+// most local_attention / 2 away), a GeGLU MLP, and a final norm. Two engines with the same
+// interface: the GPU one (existing ops and kernels/encoder/attention.wgsl, several sequences packed
+// into one forward pass without padding) and the CPU one (src/cpu's kernels, a thread pool). Checked against
+// reference::ForwardRef (f64) and, where tests/data/arch holds them, transformers' outputs.
 //
 //   ModelFile m = open_model(path, {.any_architecture = true});
 //   EncoderModel enc(m, ctx);                       // std::nullopt: the CPU engine
@@ -33,7 +35,8 @@ struct EncoderOptions {
   bool progress = true;
 };
 
-// Whether EncoderModel runs this config (BERT / RoBERTa encoders), and why not when it does not.
+// Whether EncoderModel runs this config (BERT / RoBERTa / XLM-RoBERTa / ModernBERT encoders), and
+// why not when it does not.
 bool encoder_runs(const ModelConfig& c);
 std::string encoder_refusal(const ModelConfig& c);
 
@@ -54,7 +57,7 @@ class EncoderModel {
   const ModelConfig& config() const;
   bool on_gpu() const;
   int64_t dim() const;         // the embedding's length (hidden size)
-  int64_t max_tokens() const;  // the longest sequence (learned positions)
+  int64_t max_tokens() const;  // the longest sequence (learned positions, or the rotary model's)
 
   // The last hidden states of each sequence, back to back: [sum of lengths][dim()]. Every
   // sequence is checked first (empty, too long, ids outside the vocabulary: wgc::Error naming it).

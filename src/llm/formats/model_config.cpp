@@ -25,6 +25,7 @@ std::string_view to_string(Architecture a) {
     case Architecture::Qwen3Moe: return "qwen3moe";
     case Architecture::Olmoe: return "olmoe";
     case Architecture::Bert: return "bert";
+    case Architecture::ModernBert: return "modern-bert";
   }
   return "?";
 }

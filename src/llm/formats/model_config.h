@@ -19,8 +19,9 @@ namespace wgc::llm {
 
 class GgufFile;
 
-// The layer structure's family (Mixtral: Llama's layers with a mixture of experts; a RoBERTa is a Bert
-// with position_offset).
+// The layer structure's family (Mixtral: Llama's layers with a mixture of experts; a RoBERTa or an
+// XLM-RoBERTa is a Bert with position_offset; ModernBert: the rotary pre-norm encoder, GeGLU MLP,
+// global and local attention layers).
 enum class Architecture {
   Llama,
   Mistral,
@@ -34,10 +35,11 @@ enum class Architecture {
   Qwen3Moe,
   Olmoe,
   Glm4,
-  Bert
+  Bert,
+  ModernBert
 };
 // "llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3", "phi3", "mixtral", "qwen2moe", "qwen3moe",
-// "olmoe", "glm4", "bert"
+// "olmoe", "glm4", "bert", "modern-bert"
 std::string_view to_string(Architecture a);
 
 enum class RopeScalingType { None, Linear, Llama3, Yarn, LongRope };
@@ -104,7 +106,8 @@ struct ModelConfig {
   std::vector<int32_t> eos_token_ids;  // any of them ends generation
   // Keys farther back than this many positions are not attended to (a query sees itself and the
   // window - 1 keys before it, as transformers and llama.cpp count). With sliding_layers empty: every
-  // layer (Mistral); otherwise only the layers marked there (Gemma).
+  // layer (Mistral); otherwise only the layers marked there (Gemma). An encoder (ModernBERT's
+  // local_attention) looks both ways: a query sees the keys at most window / 2 positions away.
   std::optional<int64_t> sliding_window;
   // Defaults the reader had to assume, in words (e.g. a GGUF without llama.rope.freq_base gets
   // llama.cpp's default theta 10000): worth showing to a user when outputs look wrong.
@@ -153,6 +156,8 @@ struct ModelConfig {
   bool embedding_model = false;     // no lm_head: the output is hidden states (BERT, Qwen3-Embedding)
 
   bool is_moe() const { return n_experts > 0; }
+  // A bidirectional encoder that EncoderModel runs (BERT, RoBERTa, XLM-RoBERTa, ModernBERT).
+  bool is_encoder() const { return architecture == Architecture::Bert || architecture == Architecture::ModernBert; }
   bool layer_is_moe(int64_t layer) const;
   bool layer_is_sliding(int64_t layer) const;
   // The scale of q.k: 1 / sqrt(query_pre_attn_scalar or head_dim).

@@ -25,6 +25,7 @@ std::optional<Architecture> parse_gguf_arch(std::string_view s) {
   if (s == "olmoe") return Architecture::Olmoe;
   if (s == "glm4") return Architecture::Glm4;
   if (s == "bert") return Architecture::Bert;
+  if (s == "modern-bert") return Architecture::ModernBert;
   return std::nullopt;
 }
 
@@ -79,7 +80,7 @@ ModelConfig config_from_gguf(const GgufFile& f) {
   if (!a)
     throw Error(src + ": architecture '" + arch +
                 "' is not supported (llama, mistral, qwen2, qwen3, gemma2, gemma3, phi3, qwen2moe, qwen3moe, olmoe, "
-                "bert)");
+                "bert, modern-bert)");
   c.architecture = *a;
   auto key = [&](const char* k) { return arch + "." + k; };
   auto required_u32 = [&](const char* k) -> int64_t {
@@ -106,10 +107,11 @@ ModelConfig config_from_gguf(const GgufFile& f) {
   if (c.architecture == Architecture::Llama && c.n_experts) c.architecture = Architecture::Mixtral;
   c.rope_dim = f.get_u32(key("rope.dimension_count"), uint32_t(c.head_dim));
   c.rope_theta = f.get_f32(key("rope.freq_base"), 10000.f);  // llama.cpp's default when absent
-  if (!f.find(key("rope.freq_base")) && c.architecture != Architecture::Bert)
+  if (!f.find(key("rope.freq_base")) && c.architecture != Architecture::Bert &&
+      c.architecture != Architecture::ModernBert)
     c.notes.push_back("no " + key("rope.freq_base") + ": rope theta 10000 (llama.cpp's default)");
   c.rms_norm_eps = f.get_f32(key("attention.layer_norm_rms_epsilon"), 1e-5f);
-  if (!f.find(key("attention.layer_norm_rms_epsilon")) && c.architecture != Architecture::Bert)
+  if (!f.find(key("attention.layer_norm_rms_epsilon")) && !c.is_encoder())
     c.notes.push_back("no " + key("attention.layer_norm_rms_epsilon") + ": eps 1e-5");
   c.max_position_embeddings = f.get_u32(key("context_length"), 0);
   if (c.max_position_embeddings > INT32_MAX)
@@ -250,6 +252,38 @@ ModelConfig config_from_gguf(const GgufFile& f) {
       c.type_vocab_size = f.get_u32("tokenizer.ggml.token_type_count", 0);
       if (const GgufTensorInfo* tt = f.find_tensor("token_types.weight"); tt && tt->ne.size() == 2)
         c.type_vocab_size = tt->ne[1];
+      c.embedding_model = true;
+      c.tie_word_embeddings = false;
+      c.pooling = Pooling::Cls;
+      if (!f.find(key("pooling_type"))) c.notes.push_back("no " + key("pooling_type") + ": CLS pooling");
+      break;
+    }
+    case Architecture::ModernBert: {
+      // llama.cpp's modern-bert: fused qkv, GeGLU (ffn_up holds 2 * feed_forward_length rows, the
+      // activated half first), LayerNorms without bias, pre-norm; symmetric local windows of
+      // attention.sliding_window on every layer but each sliding_window_pattern-th (layer 0 global),
+      // with rope.freq_base_swa (the converter writes norm_eps as the rms epsilon key).
+      for (const char* b : {"token_embd_norm.bias", "blk.0.attn_qkv.bias", "blk.0.attn_output.bias",
+                            "blk.0.ffn_up.bias", "blk.0.ffn_norm.bias", "output_norm.bias"})
+        if (f.find_tensor(b))
+          throw Error(src + ": tensor '" + b + "': ModernBERT's biases are not supported (released models have none)");
+      c.norm = NormKind::LayerNorm;
+      c.norm_placement = NormPlacement::Pre;
+      c.fused_qkv = c.fused_gate_up = true;
+      c.causal = false;
+      c.rms_norm_eps = f.get_f32(key("attention.layer_norm_epsilon"), float(c.rms_norm_eps));
+      std::string act = f.get_string(key("hidden_activation"), "gelu");
+      if (act != "gelu")
+        throw Error(src + ": metadata key '" + key("hidden_activation") + "' is '" + act + "' (the encoder runs gelu)");
+      c.activation = Activation::Gelu;
+      if (c.sliding_window) {
+        const uint32_t period = f.get_u32(key("attention.sliding_window_pattern"), 3);
+        c.sliding_layers.assign(size_t(c.n_layers), false);
+        for (int64_t l = 0; l < c.n_layers; ++l) c.sliding_layers[size_t(l)] = period == 0 || l % period != 0;
+        c.sliding_rope_theta = f.get_f32(key("rope.freq_base_swa"), 10000.f);
+        c.sliding_rope_scaling = RopeScaling{};
+      }
+      if (!f.find(key("rope.freq_base"))) c.notes.push_back("no " + key("rope.freq_base") + ": rope theta 10000");
       c.embedding_model = true;
       c.tie_word_embeddings = false;
       c.pooling = Pooling::Cls;

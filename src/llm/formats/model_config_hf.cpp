@@ -103,6 +103,7 @@ std::optional<ArchInfo> parse_model_type(std::string_view s) {
   if (s == "olmoe") return ArchInfo{Architecture::Olmoe};
   if (s == "glm4") return ArchInfo{Architecture::Glm4};
   if (s == "bert" || s == "roberta" || s == "xlm-roberta") return ArchInfo{Architecture::Bert, true};
+  if (s == "modernbert") return ArchInfo{Architecture::ModernBert, true};
   return std::nullopt;
 }
 
@@ -116,6 +117,7 @@ std::optional<ArchInfo> parse_class(std::string_view cls) {
       {"Qwen3MoeForCausalLM", {Architecture::Qwen3Moe}}, {"OlmoeForCausalLM", {Architecture::Olmoe}},
       {"Glm4ForCausalLM", {Architecture::Glm4}},         {"BertModel", {Architecture::Bert, true}},
       {"RobertaModel", {Architecture::Bert, true}},      {"XLMRobertaModel", {Architecture::Bert, true}},
+      {"ModernBertModel", {Architecture::ModernBert, true}},
   };
   for (const auto& [name, info] : kClasses)
     if (cls == name) return info;
@@ -124,7 +126,7 @@ std::optional<ArchInfo> parse_class(std::string_view cls) {
 
 const char* kSupported =
     "llama, mistral, qwen2, qwen3, gemma2, gemma3(_text), phi3, mixtral, qwen2_moe, qwen3_moe, "
-    "olmoe, bert, roberta, xlm-roberta";
+    "olmoe, bert, roberta, xlm-roberta, modernbert";
 
 // One rope block (transformers 4's rope_scaling or one of transformers 5's rope_parameters) into `s`,
 // its rope_theta into `theta` where it has one. `top` is the whole config (Phi-3 keeps
@@ -227,11 +229,14 @@ ModelConfig config_from_hf(const json::Value& top_cfg, const std::string& src) {
   c.n_heads = int_of(cfg, src, "num_attention_heads");
   c.n_kv_heads = int_of(cfg, src, "num_key_value_heads", c.n_heads);
   c.head_dim = int_of(cfg, src, "head_dim", gemma ? 256 : (c.n_heads > 0 ? c.hidden_size / c.n_heads : 0));
-  if (A == Architecture::Phi3 || A == Architecture::Bert) c.head_dim = c.n_heads > 0 ? c.hidden_size / c.n_heads : 0;
+  if (A == Architecture::Phi3 || c.is_encoder()) c.head_dim = c.n_heads > 0 ? c.hidden_size / c.n_heads : 0;
   c.rope_dim = c.head_dim;
   c.ffn_size = int_of(cfg, src, "intermediate_size");
   c.rms_norm_eps = num_of(cfg, src, "rms_norm_eps", 1e-6);
-  c.max_position_embeddings = int_of(cfg, src, "max_position_embeddings", A == Architecture::Bert ? 512 : 0);
+  c.max_position_embeddings = int_of(cfg, src, "max_position_embeddings",
+                                     A == Architecture::Bert         ? 512
+                                     : A == Architecture::ModernBert ? 8192
+                                                                     : 0);
   if (c.max_position_embeddings < 0 || c.max_position_embeddings > INT32_MAX)
     throw Error(src + ": \"max_position_embeddings\" is " + std::to_string(c.max_position_embeddings) +
                 ", expected 0.." + std::to_string(INT32_MAX));
@@ -269,6 +274,17 @@ ModelConfig config_from_hf(const json::Value& top_cfg, const std::string& src) {
         for (int64_t l = 0; l < c.n_layers; ++l) c.sliding_layers.push_back((l + 1) % period != 0);
       }
     }
+  } else if (A == Architecture::ModernBert) {
+    // local_attention is the whole window (a query sees the keys within half of it either way); the
+    // global layers are layer 0 and every global_attn_every_n_layers-th (or as layer_types say).
+    c.sliding_window = int_of(cfg, src, "local_attention", 128);
+    if (const json::Value* lt = cfg.find("layer_types"); lt && !lt->is_null()) {
+      c.sliding_layers = layer_types(*lt, src, c.n_layers);
+    } else {
+      int64_t period = int_of(cfg, src, "global_attn_every_n_layers", 3);
+      if (period <= 0) throw Error(src + ": \"global_attn_every_n_layers\" is " + std::to_string(period));
+      for (int64_t l = 0; l < c.n_layers; ++l) c.sliding_layers.push_back(l % period != 0);
+    }
   }
 
   // --- rope: transformers 5 puts theta and scaling in "rope_parameters" (flat, or per layer type);
@@ -303,6 +319,11 @@ ModelConfig config_from_hf(const json::Value& top_cfg, const std::string& src) {
     }
     if (A == Architecture::Gemma3) {
       c.sliding_rope_theta = num_of(cfg, src, "rope_local_base_freq", 10000.0);
+      c.sliding_rope_scaling = RopeScaling{};
+    }
+    if (A == Architecture::ModernBert) {  // the Hub's (transformers 4) keys
+      c.rope_theta = num_of(cfg, src, "global_rope_theta", 160000.0);
+      c.sliding_rope_theta = num_of(cfg, src, "local_rope_theta", 10000.0);
       c.sliding_rope_scaling = RopeScaling{};
     }
   }
@@ -402,11 +423,31 @@ ModelConfig config_from_hf(const json::Value& top_cfg, const std::string& src) {
       c.notes.push_back("pooling: CLS unless sentence-transformers' 1_Pooling/config.json says otherwise");
       break;
     }
+    case Architecture::ModernBert: {
+      // Pre-norm LayerNorm layers without biases (layer 0 without its attention norm), fused Wqkv,
+      // GeGLU Wi (the activated half first), a final norm.
+      c.norm = NormKind::LayerNorm;
+      c.norm_placement = NormPlacement::Pre;
+      c.activation = activation_of("hidden_activation", "gelu");
+      c.fused_qkv = c.fused_gate_up = true;
+      c.causal = false;
+      c.rms_norm_eps = num_of(cfg, src, "norm_eps", 1e-5);
+      for (const char* k : {"attention_bias", "mlp_bias", "norm_bias"})
+        if (cfg.get_bool(k, false))
+          throw Error(src + ": \"" + k +
+                      "\" is true: ModernBERT's biases are not supported (released models have none)");
+      c.tie_word_embeddings = false;
+      c.embedding_model = true;
+      c.pooling = cfg.get_string("classifier_pooling", "cls") == "mean" ? Pooling::Mean : Pooling::Cls;
+      c.notes.push_back(
+          "pooling: classifier_pooling unless sentence-transformers' 1_Pooling/config.json says otherwise");
+      break;
+    }
     default: break;
   }
   // A decoder as an embedding model (Qwen3-Embedding): the last token's final hidden state. It has
   // no lm_head: the engines' output projection (unused) is the embedding table.
-  if (c.embedding_model && A != Architecture::Bert) {
+  if (c.embedding_model && !c.is_encoder()) {
     c.pooling = Pooling::Last;
     c.tie_word_embeddings = true;
   }

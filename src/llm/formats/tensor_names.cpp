@@ -116,6 +116,21 @@ const Row kBert[] = {
     {R::LayerOutNormBias, "encoder.layer.{L}.output.LayerNorm.bias", "blk.{L}.layer_output_norm.bias"},
 };
 
+// ModernBERT (transformers' ModernBertModel names; ModernBertForMaskedLM's "model." prefix is
+// dropped by canonical_hf_name). Layer 0 has no attn_norm. The biases that attention_bias, mlp_bias
+// and norm_bias would add are not read (no released ModernBERT has them; the encoder refuses them).
+const Row kModernBert[] = {
+    {R::TokenEmbd, "embeddings.tok_embeddings.weight", "token_embd.weight"},
+    {R::EmbdNorm, "embeddings.norm.weight", "token_embd_norm.weight"},
+    {R::AttnNorm, "layers.{L}.attn_norm.weight", "blk.{L}.attn_norm.weight"},
+    {R::AttnQkv, "layers.{L}.attn.Wqkv.weight", "blk.{L}.attn_qkv.weight"},
+    {R::AttnOut, "layers.{L}.attn.Wo.weight", "blk.{L}.attn_output.weight"},
+    {R::FfnNorm, "layers.{L}.mlp_norm.weight", "blk.{L}.ffn_norm.weight"},
+    {R::FfnGateUp, "layers.{L}.mlp.Wi.weight", "blk.{L}.ffn_up.weight"},
+    {R::FfnDown, "layers.{L}.mlp.Wo.weight", "blk.{L}.ffn_down.weight"},
+    {R::OutputNorm, "final_norm.weight", "output_norm.weight"},
+};
+
 std::vector<Row> build(Architecture a) {
   std::vector<Row> t;
   auto add = [&](std::span<const Row> rows) { t.insert(t.end(), rows.begin(), rows.end()); };
@@ -158,6 +173,7 @@ std::vector<Row> build(Architecture a) {
       if (a == Architecture::Qwen2Moe) add(kQwenShared);
       break;
     case Architecture::Bert: add(kBert); break;
+    case Architecture::ModernBert: add(kModernBert); break;
   }
   return t;
 }
@@ -312,6 +328,7 @@ std::string canonical_hf_name(Architecture arch, std::string_view n) {
     if (s.ends_with(".beta")) s = s.substr(0, s.size() - 5) + ".bias";
     return s;
   }
+  if (arch == Architecture::ModernBert) return s.starts_with("model.") ? s.substr(6) : s;
   static const std::pair<std::string_view, std::string_view> kWrappers[] = {
       {"model.language_model.", "model."},
       {"language_model.model.", "model."},
@@ -396,7 +413,7 @@ std::vector<ExpectedTensor> expected_layer_tensors(const ModelConfig& c, int64_t
   const int64_t h = c.hidden_size, q = c.n_heads * c.head_dim, kv = c.n_kv_heads * c.head_dim;
   auto add = [&](TensorRole r, std::vector<int64_t> s) { out.push_back({r, l, std::move(s)}); };
   const bool bert = c.architecture == Architecture::Bert;
-  if (!bert) add(R::AttnNorm, {h});
+  if (!bert && !(c.architecture == Architecture::ModernBert && l == 0)) add(R::AttnNorm, {h});
   if (c.fused_qkv) {
     add(R::AttnQkv, {q + 2 * kv, h});
   } else {
@@ -469,6 +486,8 @@ std::vector<ExpectedTensor> expected_tensors(const ModelConfig& c) {
     if (c.type_vocab_size > 0) add(R::TokenTypes, {c.type_vocab_size, h});
     add(R::EmbdNorm, {h});
     add(R::EmbdNormBias, {h});
+  } else if (c.architecture == Architecture::ModernBert) {
+    add(R::EmbdNorm, {h});
   }
   for (int64_t l = 0; l < c.n_layers; ++l) {
     std::vector<ExpectedTensor> layer = expected_layer_tensors(c, l);

@@ -59,9 +59,9 @@ TokenizerSpec spec_from_gguf(const GgufFile& f) {
   };
   std::string model = f.get_string("tokenizer.ggml.model");
   if (model.empty()) fail("tokenizer.ggml.model", "missing: the file holds no tokenizer");
-  if (model != "gpt2" && model != "llama" && model != "bert")
-    fail("tokenizer.ggml.model", "'" + model + "' is not supported (gpt2, llama, bert are)");
-  bool spm = model == "llama", wpm = model == "bert";
+  if (model != "gpt2" && model != "llama" && model != "bert" && model != "t5")
+    fail("tokenizer.ggml.model", "'" + model + "' is not supported (gpt2, llama, bert, t5 are)");
+  bool spm = model == "llama", wpm = model == "bert", ugm = model == "t5";
 
   if (const GgufValue* t = f.find("tokenizer.ggml.tokens"); t && t->is_array() && int64_t(t->size()) > kMaxVocabSize)
     fail("tokenizer.ggml.tokens", std::to_string(t->size()) + " tokens exceed the vocabulary limit of " +
@@ -147,6 +147,48 @@ TokenizerSpec spec_from_gguf(const GgufFile& f) {
     if (spec.bos_id) spec.prefix.push_back(*spec.bos_id);
     if (sep) spec.suffix.push_back(*sep);
     if (!spec.eos_id) spec.eos_id = sep;
+  } else if (ugm) {
+    // SentencePiece Unigram ("t5": T5, XLM-RoBERTa): the pieces' log-probabilities, the compiled
+    // character map, then what tokenizer.json says with a Metaspace pre-tokenizer (llama.cpp
+    // segments the whole text at once; its pieces never span a U+2581, so the words' segmentations
+    // are the same). Control, unknown, unused and byte tokens are no candidates.
+    std::vector<float> scores = f.get_f32_array("tokenizer.ggml.scores");
+    if (scores.size() != n)
+      fail("tokenizer.ggml.scores", std::to_string(scores.size()) + " entries for " + std::to_string(n) + " tokens");
+    spec.unigram = true;
+    spec.unigram_scores.assign(scores.begin(), scores.end());
+    for (size_t i = 0; i < n; ++i) {
+      if (types[i] == kByte) spec.byte_fallback = true;
+      if (types[i] != kNormal && types[i] != kUserDefined)
+        spec.unigram_scores[i] = -std::numeric_limits<double>::infinity();
+    }
+    spec.fuse_unk = true;
+    spec.unk_id = unk;
+    for (size_t i = 0; i < n && !spec.unk_id; ++i)
+      if (types[i] == kUnknown) spec.unk_id = int32_t(i);
+    using NK = NormalizerStep::Kind;
+    if (const GgufValue* cm = f.find("tokenizer.ggml.precompiled_charsmap"); cm && cm->size() > 0) {
+      if (!cm->is_array() || (cm->array_type() != GgufType::U8 && cm->array_type() != GgufType::I8))
+        fail("tokenizer.ggml.precompiled_charsmap", "expected an array of bytes");
+      NormalizerStep s;
+      s.kind = NK::Precompiled;
+      s.a.assign(reinterpret_cast<const char*>(cm->raw().data()), cm->raw().size());
+      spec.normalizer.push_back(std::move(s));
+    }
+    if (f.get_bool("tokenizer.ggml.remove_extra_whitespaces", false)) {
+      NormalizerStep strip;
+      strip.kind = NK::Strip;
+      strip.left = strip.right = true;
+      spec.normalizer.push_back(strip);
+      spec.normalizer.push_back({NK::ReplaceRegex, " {2,}", " ", false, false, true, true, true, true});
+    }
+    const bool space_prefix = f.get_bool("tokenizer.ggml.add_space_prefix", true);
+    PreTokenizerStep ms;
+    ms.kind = PreTokenizerStep::Kind::Metaspace;
+    ms.prepend = space_prefix ? PreTokenizerStep::Prepend::Always : PreTokenizerStep::Prepend::Never;
+    spec.pre_tokenizer.push_back(ms);
+    spec.decoder.push_back({DecoderStep::Kind::Metaspace, "\xE2\x96\x81", "", 0, 0, space_prefix, true});
+    add_eos = true;  // llama.cpp's default for this tokenizer (the keys below decide where present)
   } else if (spm) {
     spec.scores = f.get_f32_array("tokenizer.ggml.scores");
     if (spec.scores.size() != n)

@@ -1,5 +1,6 @@
 // tokenizer.json (Hugging Face tokenizers) -> TokenizerSpec.
 #include "llm/tokenizer/loaders.h"
+#include "util/base64.h"
 #include "util/error.h"
 
 #include <algorithm>
@@ -107,10 +108,13 @@ void read_normalizer(const Reader& r, const Value& n, const std::string& field, 
     s.kind = K::Lowercase;
   } else if (type == "StripAccents") {
     s.kind = K::StripAccents;
+  } else if (type == "Precompiled") {
+    s.kind = K::Precompiled;
+    s.a = base64_decode(r.str(n, field, "precompiled_charsmap"), r.source + ": " + field + ".precompiled_charsmap");
   } else {
     r.fail(field + ".type", "normalizer '" + type +
                                 "' is not supported (NFC, NFD, Prepend, Replace, Strip, StripAccents, Lowercase, "
-                                "BertNormalizer, Sequence are)");
+                                "BertNormalizer, Precompiled, Sequence are)");
   }
   out.push_back(std::move(s));
 }
@@ -280,9 +284,34 @@ void read_post_processor(const Reader& r, const Value& n, const std::string& fie
 void read_model(const Reader& r, const Value& m, TokenizerSpec& spec) {
   r.object(m, "model");
   std::string type = r.str_or(m, "model", "type", "BPE");
-  if (type != "BPE" && type != "WordPiece")
-    r.fail("model.type", "model '" + type + "' is not supported (BPE and WordPiece are)");
+  if (type != "BPE" && type != "WordPiece" && type != "Unigram")
+    r.fail("model.type", "model '" + type + "' is not supported (BPE, WordPiece and Unigram are)");
   spec.wordpiece = type == "WordPiece";
+  if (type == "Unigram") {
+    // "vocab": [[piece, log-probability], ...] (ids by position), "unk_id", "byte_fallback".
+    const auto& vocab = r.array(r.need(m, "model", "vocab"), "model.vocab");
+    if (int64_t(vocab.size()) > kMaxVocabSize)
+      r.fail("model.vocab", std::to_string(vocab.size()) + " pieces exceed the vocabulary limit of " +
+                                std::to_string(kMaxVocabSize) + " (kMaxVocabSize)");
+    spec.unigram = true;
+    spec.vocab.reserve(vocab.size());
+    spec.unigram_scores.reserve(vocab.size());
+    for (size_t i = 0; i < vocab.size(); ++i) {
+      const std::string f = "model.vocab[" + std::to_string(i) + "]";
+      const Value& e = vocab[i];
+      if (!e.is_array() || e.size() != 2 || !e[1].is_number()) r.fail(f, "expected [piece, score]");
+      spec.vocab.push_back(r.str(e[0], f + "[0]"));
+      spec.unigram_scores.push_back(e[1].as_double());
+    }
+    if (const Value* u = m.find("unk_id"); u && !u->is_null()) {
+      const int32_t id = r.id(*u, "model.unk_id");
+      if (size_t(id) >= vocab.size()) r.fail("model.unk_id", std::to_string(id) + " is not a piece's id");
+      spec.unk_id = id;
+    }
+    spec.byte_fallback = r.boolean(m, "model", "byte_fallback", false);
+    spec.fuse_unk = true;  // tokenizers' Unigram always fuses unknowns
+    return;
+  }
   if (const Value* d = m.find("dropout"); d && !d->is_null() && d->is_number() && d->as_double() != 0)
     r.fail("model.dropout", "BPE dropout is not supported");
   const Value& vocab = r.object(r.need(m, "model", "vocab"), "model.vocab");

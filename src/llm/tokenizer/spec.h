@@ -26,10 +26,11 @@ struct AddedToken {
 
 // Normalizer steps, applied in order to each stretch of text between added tokens.
 struct NormalizerStep {
-  // Bert: HF BertNormalizer (the four flags below); NFD, Lowercase, StripAccents (drops Mn marks).
-  enum class Kind { NFC, Prepend, Replace, ReplaceRegex, Strip, Bert, NFD, Lowercase, StripAccents };
+  // Bert: HF BertNormalizer (the four flags below); NFD, Lowercase, StripAccents (drops Mn marks);
+  // Precompiled: SentencePiece's compiled character map (unigram.h).
+  enum class Kind { NFC, Prepend, Replace, ReplaceRegex, Strip, Bert, NFD, Lowercase, StripAccents, Precompiled };
   Kind kind = Kind::NFC;
-  std::string a;                     // Prepend: the prefix; Replace: the pattern
+  std::string a;                     // Prepend: the prefix; Replace: the pattern; Precompiled: the map's bytes
   std::string b;                     // Replace: the replacement
   bool left = false, right = false;  // Strip
   bool clean_text = true, chinese_chars = true, strip_accents = true, lowercase = true;  // Bert
@@ -90,6 +91,11 @@ struct TokenizerSpec {
   std::string continuing_subword_prefix, end_of_word_suffix;
   bool wordpiece = false;
   int64_t max_input_chars_per_word = 100;
+  // Unigram (SentencePiece's model: XLM-RoBERTa, T5): each word's best segmentation by the pieces'
+  // log-probabilities (unigram_scores, one per vocab entry; a non-finite score: not a candidate),
+  // with unk_id, fuse_unk and byte_fallback as HF's Unigram model.
+  bool unigram = false;
+  std::vector<double> unigram_scores;
 
   std::vector<AddedToken> added;
   std::vector<NormalizerStep> normalizer;

@@ -2,6 +2,7 @@
 
 #include "llm/tokenizer/regex.h"
 #include "llm/tokenizer/unicode.h"
+#include "llm/tokenizer/unigram.h"
 #include "llm/tokenizer/wordpiece.h"
 #include "util/error.h"
 
@@ -84,6 +85,8 @@ struct Tokenizer::Impl {
   bool any_raw = false, any_norm = false;
   std::unordered_map<uint64_t, MergeValue> merges;
   std::vector<Regex> norm_regex, pre_regex;
+  std::vector<unigram::Charsmap> charsmaps;  // per normalizer step (Precompiled ones filled)
+  unigram::Model ugm;                        // spec.unigram
   Regex gpt2;
   std::vector<int32_t> byte_ids;  // <0xNN> -> id, -1 when absent
   std::string empty;
@@ -165,6 +168,8 @@ void Tokenizer::Impl::build() {
         fail("merges[" + std::to_string(i) + "] ('" + a + " " + b + "') names a piece that is not in the vocabulary");
       merges[pair_key(ia->second, ib->second)] = MergeValue{uint32_t(i), ic->second};
     }
+  } else if (spec.unigram) {
+    ugm = unigram::Model(spec);
   } else if (!spec.scores.empty()) {
     if (spec.scores.size() != spec.vocab.size())
       fail("scores has " + std::to_string(spec.scores.size()) + " entries for " + std::to_string(spec.vocab.size()) +
@@ -224,6 +229,8 @@ void Tokenizer::Impl::build() {
     norm_regex.push_back(s.kind == NormalizerStep::Kind::ReplaceRegex
                              ? Regex(s.a, spec.source + ": normalizer " + std::to_string(i))
                              : Regex());
+    charsmaps.push_back(s.kind == NormalizerStep::Kind::Precompiled ? unigram::Charsmap(s.a, spec.source)
+                                                                    : unigram::Charsmap());
   }
   // Added-token matchers. Tokens matched in normalized text are looked for as the normalizer
   // writes them (HF normalizes their content too: with a Prepend normalizer, "▁" + content).
@@ -386,6 +393,7 @@ void Tokenizer::Impl::normalize(std::string& s) const {
       case K::NFD:
       case K::Lowercase:
       case K::StripAccents: wordpiece::normalize(n, s); break;
+      case K::Precompiled: s = charsmaps[i].normalize(s); break;
     }
     if (s.size() > limit) too_long(spec.source, "normalizer", in, limit);
   }
@@ -623,6 +631,7 @@ void Tokenizer::Impl::merge_word(const std::string& w, std::vector<int32_t>& out
 void Tokenizer::Impl::bpe(const std::string& word, std::vector<int32_t>& out) const {
   if (word.empty()) return;
   if (spec.wordpiece) return wordpiece::encode_word(word, vocab, spec, out);
+  if (spec.unigram) return ugm.encode_word(word, out);
   if (spec.ignore_merges) {
     auto it = vocab.find(word);
     if (it != vocab.end()) {

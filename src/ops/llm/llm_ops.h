@@ -400,9 +400,10 @@ class LlmOps {
 
   // out[t * out_stride + i] = silu(g) * u, g = gate[t * g_stride + g_off + i],
   // u = up[t * u_stride + u_off + i], i < n (gate and up may be one gate|up tensor); gelu: GELU-tanh
-  // instead of silu (GeGLU: Gemma).
+  // instead of silu (GeGLU: Gemma), with exact_gelu the erf form (ModernBERT's GeGLU).
   void swiglu(Batch& b, const Tensor& gate, int64_t g_stride, int64_t g_off, const Tensor& up, int64_t u_stride,
-              int64_t u_off, const Tensor& out, int n_tokens, int n, int64_t out_stride = -1, bool gelu = false) const;
+              int64_t u_off, const Tensor& out, int n_tokens, int n, int64_t out_stride = -1, bool gelu = false,
+              bool exact_gelu = false) const;
   // y += x (n elements).
   void add(Batch& b, const Tensor& x, const Tensor& y, int64_t n) const;
   // y *= s (n elements).
