@@ -51,7 +51,7 @@ std::vector<uint32_t> pack(KvType t, const std::vector<float>& x) {
 
 // The values of a layer's words (as the kernels read them: f16 exactly, q * d as one f32 product).
 std::vector<float> unpack(KvType t, std::span<const uint32_t> w, int64_t n) {
-  std::vector<float> x(size_t(n));
+  std::vector<float> x(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
     if (t == KvType::F16) {
       x[size_t(i)] = f16_to_f32(uint16_t(w[size_t(i / 2)] >> (16 * (i % 2))));
@@ -67,7 +67,7 @@ std::vector<float> unpack(KvType t, std::span<const uint32_t> w, int64_t n) {
 // Layer c's words in tensor t (downloaded).
 std::vector<uint32_t> layer_words(const KvLayer& c, const Tensor& t) {
   const auto all = download<uint32_t>(ctx(), t);
-  const int64_t unit = c.type == KvType::F16 ? 2 : 4, from = int64_t(c.offset) / unit;
+  const int64_t unit = c.type == KvType::F32 ? 1 : c.type == KvType::F16 ? 2 : 4, from = int64_t(c.offset) / unit;
   return {all.begin() + from, all.begin() + from + kv_words(c.type, c.values())};
 }
 
@@ -94,16 +94,7 @@ Qkv make_qkv(const Cfg& c, int n, uint32_t seed) {
   return r;
 }
 
-// Values [rows][nkv][hd] (by token) in the cache's order [nkv][max_ctx][hd] (rows past `rows`: 0),
-// and back.
-std::vector<float> to_cache_order(const std::vector<float>& x, const Cfg& c, int rows, int max_ctx) {
-  std::vector<float> r(size_t(c.nkv) * size_t(max_ctx) * size_t(c.hd), 0.f);
-  for (int p = 0; p < rows; ++p)
-    for (int h = 0; h < c.nkv; ++h)
-      for (int d = 0; d < c.hd; ++d)
-        r[size_t((h * max_ctx + p) * c.hd + d)] = x[size_t((p * c.nkv + h) * c.hd + d)];
-  return r;
-}
+// Values [nkv][max_ctx][hd] (the cache's order) as [rows][nkv][hd] (by token).
 std::vector<float> to_token_order(const std::vector<float>& x, const Cfg& c, int rows, int max_ctx) {
   std::vector<float> r(size_t(rows) * size_t(c.nkv) * size_t(c.hd));
   for (int p = 0; p < rows; ++p)
@@ -118,6 +109,9 @@ std::vector<float> slice(const std::vector<float>& v, size_t from, size_t n) {
 }
 
 std::string name(KvType t) { return std::string(to_string(t)); }
+
+// Two q8_0 scales (f32 bits) within an ulp: max|x| / 127 on the GPU may round the other way.
+bool near_scale(uint32_t a, uint32_t b) { return std::max(a, b) - std::min(a, b) <= 1; }
 
 // RoPE (theta 10000, no scaling) for heads of hd over max_pos positions.
 RopeTable rope_table(int hd, int max_pos) {
@@ -187,8 +181,12 @@ TEST(LlmKvCache, PackedAppendWritesTheCpuPacking) {
             continue;
           }
           if (got[i] == want[i]) continue;
+          ASSERT_EQ(t, KvType::Q8_0) << what << " word " << i;
+          if (int64_t(i) >= scales) {
+            ASSERT_TRUE(near_scale(got[i], want[i])) << what << " scale word " << i;
+            continue;
+          }
           // q8_0: 1 / d on the GPU may round differently: a quant off by one (rarely)
-          ASSERT_TRUE(t == KvType::Q8_0 && int64_t(i) < scales) << what << " word " << i;
           for (int j = 0; j < 4; ++j) {
             const int g = int8_t(uint8_t(got[i] >> (8 * j))), w = int8_t(uint8_t(want[i] >> (8 * j)));
             ASSERT_LE(std::abs(g - w), 1) << what << " word " << i;
@@ -260,8 +258,10 @@ TEST(LlmKvCache, PackedRopeAppendIsTheF32AppendPacked) {
             ASSERT_EQ(g[i], kPoisonNaN) << what << " word " << i;
             continue;
           }
-          if (t == KvType::F16 || int64_t(i) >= scales) {
+          if (t == KvType::F16) {
             ASSERT_EQ(g[i], want[i]) << what << (kv == 1 ? " k" : " v") << " word " << i;
+          } else if (int64_t(i) >= scales) {
+            ASSERT_TRUE(near_scale(g[i], want[i])) << what << " scale word " << i;
           } else {
             for (int j = 0; j < 4; ++j)
               ASSERT_LE(std::abs(int(int8_t(uint8_t(g[i] >> (8 * j)))) - int(int8_t(uint8_t(want[i] >> (8 * j))))), 1)

@@ -81,7 +81,8 @@ double drift(const std::string& name, KvType kv, double tol) {
     for (int s = 0; s < 6; ++s) {
       const auto tb = int32_t(std::max_element(last_b.begin(), last_b.end()) - last_b.begin());
       const auto tp = int32_t(std::max_element(last_p.begin(), last_p.end()) - last_p.begin());
-      ASSERT_EQ(tp, tb) << what << " prompt " << p << " greedy step " << s;
+      EXPECT_EQ(tp, tb) << what << " prompt " << p << " greedy step " << s;
+      if (tp != tb) break;
       last_b = base.logits(std::span(&tb, 1));
       last_p = packed.logits(std::span(&tp, 1));
       worst = std::max(worst, test::rel_error(last_p, last_b));
