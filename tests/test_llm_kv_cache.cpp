@@ -99,8 +99,7 @@ std::vector<float> to_token_order(const std::vector<float>& x, const Cfg& c, int
   std::vector<float> r(size_t(rows) * size_t(c.nkv) * size_t(c.hd));
   for (int p = 0; p < rows; ++p)
     for (int h = 0; h < c.nkv; ++h)
-      for (int d = 0; d < c.hd; ++d)
-        r[size_t((p * c.nkv + h) * c.hd + d)] = x[size_t((h * max_ctx + p) * c.hd + d)];
+      for (int d = 0; d < c.hd; ++d) r[size_t((p * c.nkv + h) * c.hd + d)] = x[size_t((h * max_ctx + p) * c.hd + d)];
   return r;
 }
 
@@ -174,7 +173,8 @@ TEST(LlmKvCache, PackedAppendWritesTheCpuPacking) {
         size_t near = 0;
         for (size_t i = 0; i < got.size(); ++i) {
           // the value (or, past the quants, the block) this word holds, and its position
-          const int64_t v0 = int64_t(i) < scales || t == KvType::F16 ? int64_t(i) * per_word : (int64_t(i) - scales) * 32;
+          const int64_t v0 =
+              int64_t(i) < scales || t == KvType::F16 ? int64_t(i) * per_word : (int64_t(i) - scales) * 32;
           const int p = int(v0 / c.hd % max_ctx);
           if (p < pos0 || p >= pos0 + n) {
             ASSERT_EQ(got[i], kPoisonNaN) << what << " word " << i << " (position " << p << ") written";
@@ -197,9 +197,9 @@ TEST(LlmKvCache, PackedAppendWritesTheCpuPacking) {
       }
       // layer 0 untouched
       const auto k0 = download<uint32_t>(ctx(), cache.k);
-      EXPECT_TRUE(std::all_of(k0.begin(), k0.begin() + kv_words(t, layer.values()),
-                              [](uint32_t w) { return w == kPoisonNaN; }))
-          << what;
+      EXPECT_TRUE(std::all_of(k0.begin(), k0.begin() + kv_words(t, layer.values()), [](uint32_t w) {
+        return w == kPoisonNaN;
+      })) << what;
     }
 }
 
@@ -230,8 +230,7 @@ TEST(LlmKvCache, PackedRopeAppendIsTheF32AppendPacked) {
       Batch b(ctx());
       ops().rope_kv_append(b, qkv, table, cache.layer(1), a);
       b.run();
-      return std::array<std::vector<uint32_t>, 3>{download<uint32_t>(ctx(), qkv),
-                                                  layer_words(cache.layer(1), cache.k),
+      return std::array<std::vector<uint32_t>, 3>{download<uint32_t>(ctx(), qkv), layer_words(cache.layer(1), cache.k),
                                                   layer_words(cache.layer(1), cache.v)};
     };
     const auto f32 = run(KvType::F32);
@@ -294,8 +293,8 @@ TEST(LlmKvCache, AttentionOverAPackedCacheMatchesTheReferenceOnItsValues) {
     for (const Cfg& c : {Cfg{8, 2, 64}, Cfg{4, 4, 32}, Cfg{6, 2, 20}}) {
       if (!kv_type_fits(t, c.hd)) continue;
       const int len = 45, max_ctx = 53;
-      const std::string what = name(t) + " " + std::to_string(c.nh) + "/" + std::to_string(c.nkv) +
-                               " hd=" + std::to_string(c.hd);
+      const std::string what =
+          name(t) + " " + std::to_string(c.nh) + "/" + std::to_string(c.nkv) + " hd=" + std::to_string(c.hd);
       const Qkv all = make_qkv(c, len, 5);
       const int row = (c.nh + 2 * c.nkv) * c.hd;
       KvCache cache = make_kv_cache(ctx(), 2, c.nkv, max_ctx, c.hd, t);

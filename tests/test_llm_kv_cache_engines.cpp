@@ -79,7 +79,8 @@ double drift(const std::string& name, KvType kv, double tol) {
     // against transformers: no further than the f32 cache's own error (Phi-3's short prompt runs
     // other LongRoPE factors on this context than transformers: both are far there) plus tol
     const auto want = golden(g, pkey(p, "logits"));
-    EXPECT_LT(test::rel_error(lp, want), test::rel_error(lb, want) + tol) << what << " prompt " << p << " vs transformers";
+    EXPECT_LT(test::rel_error(lp, want), test::rel_error(lb, want) + tol)
+        << what << " prompt " << p << " vs transformers";
     // greedy decode steps on both engines: the same tokens, each step's logits compared
     std::vector<float> last_b(lb.end() - long(V), lb.end()), last_p(lp.end() - long(V), lp.end());
     for (int s = 0; s < 6; ++s) {
@@ -149,8 +150,8 @@ TEST(KvCacheEngines, CpuEngineRefusesPackedCaches) {
     EXPECT_NE(e.problem.find("CPU engine"), std::string::npos) << e.what();
   }
   LlamaModel m(std::nullopt, f, engine(Device::Cpu, KvType::F32));
-  EXPECT_EQ(m.kv_bytes(), uint64_t(m.max_ctx()) * uint64_t(m.config().n_layers) * 2 *
-                              uint64_t(m.config().n_kv_heads) * uint64_t(m.config().head_dim) * 4);
+  EXPECT_EQ(m.kv_bytes(), uint64_t(m.max_ctx()) * uint64_t(m.config().n_layers) * 2 * uint64_t(m.config().n_kv_heads) *
+                              uint64_t(m.config().head_dim) * 4);
 }
 
 // The serving engine over a packed pool (the model's cache type), batched kernels: a sequence's
@@ -199,7 +200,8 @@ TEST(KvCacheEngines, ServingEngineOverAPackedPoolIsBatchInvariant) {
       for (size_t i = 0; i < seqs.size(); ++i) {
         if (n[i] == 0) continue;
         Seq& s = *seqs[i];
-        while (int(s.blocks.size()) * bo.block_tokens < s.cached + n[i]) s.blocks.push_back((next++ * 5 + 3) % bo.blocks);
+        while (int(s.blocks.size()) * bo.block_tokens < s.cached + n[i])
+          s.blocks.push_back((next++ * 5 + 3) % bo.blocks);
         StepSequence q;
         q.tokens = std::span<const int32_t>(s.tokens).subspan(size_t(s.cached), size_t(n[i]));
         q.pos0 = s.cached;
@@ -239,4 +241,32 @@ TEST(KvCacheEngines, ServingEngineOverAPackedPoolIsBatchInvariant) {
           << what << ": decode step " << i;
     }
   }
+}
+
+// The command line: --cache-type on the commands that build an engine; bad names and the CPU engine
+// are usage errors; bench-llm reports the cache's bytes per token.
+TEST(KvCacheEngines, CacheTypeOnTheCommandLine) {
+  const fs::path model = test::default_model();
+  WGC_REQUIRE_FILE(model);
+  auto r = test::run_cli("generate --prompt x --cache-type q4_0");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("--cache-type must be f32, f16 or q8_0, not 'q4_0'"), std::string::npos) << r.err;
+  r = test::run_cli("generate --prompt x --backend cpu --cache-type f16");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("--backend cpu keeps an f32 KV cache"), std::string::npos) << r.err;
+  for (const char* cmd : {"generate", "chat", "serve", "bench-llm", "bench-batched"}) {
+    r = test::run_cli(std::string(cmd) + " --help");
+    EXPECT_NE(r.out.find("--cache-type"), std::string::npos) << cmd;
+  }
+  const std::string gen = "generate --backend cpu-vulkan --prompt 'The moon' -n 4 --temp 0 -q";
+  const auto f32 = test::run_cli(gen);
+  ASSERT_EQ(f32.rc, 0) << f32.err;
+  const auto f16 = test::run_cli(gen + " --cache-type f16");
+  ASSERT_EQ(f16.rc, 0) << f16.err;
+  EXPECT_EQ(f16.out, f32.out);
+  r = test::run_cli("bench-llm --backend cpu-vulkan --model " + model.string() +
+                    " -p 0 -n 1 -r 1 --no-warmup --bandwidth 0 --cache-type q8_0");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("KV cache: q8_0"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("per token"), std::string::npos) << r.out;
 }

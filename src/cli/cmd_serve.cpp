@@ -187,7 +187,7 @@ int serve_pool(const Flags& f, const fs::path& default_path, const std::string& 
     llm::ServedModel* served = &owned->served;
     m.context = [served] { return served->context(); };
     m.bytes = spec.estimate_bytes + kv_pool_bytes(owned->served.model().config(), owned->scheduler.options(),
-                                                          owned->served.model().cache_type());
+                                                  owned->served.model().cache_type());
     m.owner = owned;
     return m;
   };

@@ -21,8 +21,8 @@ namespace wgc::cli {
 // --gpus and --tensor-split (one model split by layers over several GPUs: llm/model/layer_split.h)
 // and --cache-type (EngineOptions::cache_type).
 struct EngineFlags {
-  std::vector<int> gpus;            // adapter indices (wgc info lists them); one index may repeat
-  std::vector<double> proportions;  // --tensor-split: each GPU's share of the layers
+  std::vector<int> gpus;                  // adapter indices (wgc info lists them); one index may repeat
+  std::vector<double> proportions;        // --tensor-split: each GPU's share of the layers
   std::optional<std::string> cache_type;  // --cache-type: f32 (when absent), f16 or q8_0
 };
 void add_engine_flags(CLI::App& app, EngineFlags& s);

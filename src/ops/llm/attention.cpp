@@ -13,11 +13,11 @@ namespace wgc::llm {
 namespace {
 
 using detail::kCombineSp;
-using detail::need;
 using detail::kv_read_file;
 using detail::kv_store_file;
 using detail::kv_tag;
 using detail::kv_unit;
+using detail::need;
 using detail::need_elems;
 using detail::need_kv;
 using detail::prelude_bool;
@@ -121,13 +121,12 @@ struct TiledPfVariant {
   uint32_t no = 0, vk = 0, sgs = 0;
   KvType kv = KvType::F32;
   KernelSpec spec() const {
-    KernelSpec s{
-        "llm/flash_attn_tiled_pf" + hd_tag(hd) + "/exp2" + (sgs ? "/sg" : "") + kv_tag(kv),
-        {"llm/flash_attn_tiled_pf.wgsl", sgs ? "llm/flash_attn_pf_rows_sg.wgsl" : "llm/flash_attn_pf_rows_wm.wgsl",
-         kv_read_file(kv)},
-        "",
-        {{"HD", hd}, {"NO", no}, {"VK", vk}, {"EXP2", 1}, {"PF", 1}},
-        sgs != 0};
+    KernelSpec s{"llm/flash_attn_tiled_pf" + hd_tag(hd) + "/exp2" + (sgs ? "/sg" : "") + kv_tag(kv),
+                 {"llm/flash_attn_tiled_pf.wgsl",
+                  sgs ? "llm/flash_attn_pf_rows_sg.wgsl" : "llm/flash_attn_pf_rows_wm.wgsl", kv_read_file(kv)},
+                 "",
+                 {{"HD", hd}, {"NO", no}, {"VK", vk}, {"EXP2", 1}, {"PF", 1}},
+                 sgs != 0};
     if (sgs) s.constants.push_back({"SGS", sgs});
     return s;
   }
@@ -168,9 +167,7 @@ struct FlashDecodeSgVariant {
 
 }  // namespace
 
-Kernel LlmOps::attn_kernel(int hd, int bq, KvType kv) const {
-  return kernel(FlashAttnVariant{hd, u32(bq), kv}.spec());
-}
+Kernel LlmOps::attn_kernel(int hd, int bq, KvType kv) const { return kernel(FlashAttnVariant{hd, u32(bq), kv}.spec()); }
 
 Kernel LlmOps::attn_tiled_pf_kernel(int hd, KvType kv) const {
   // flash_attn_tiled_pf.wgsl: 64 rows x 64 keys per workgroup of 256 invocations, 4 x 4 scores

@@ -58,7 +58,9 @@ inline std::string kv_read_file(KvType t) {
   return t == KvType::F32 ? "llm/kv_read_f32.wgsl" : t == KvType::F16 ? "llm/kv_read_f16.wgsl" : "llm/kv_read_q8.wgsl";
 }
 // The stores a packed cache's writers include, and the values each invocation stores (KV_CH).
-inline std::string kv_store_file(KvType t) { return t == KvType::F16 ? "llm/kv_store_f16.wgsl" : "llm/kv_store_q8.wgsl"; }
+inline std::string kv_store_file(KvType t) {
+  return t == KvType::F16 ? "llm/kv_store_f16.wgsl" : "llm/kv_store_q8.wgsl";
+}
 inline uint32_t kv_unit(KvType t) { return t == KvType::F32 ? 1 : t == KvType::F16 ? 2 : 32; }
 inline std::string kv_tag(KvType t) { return t == KvType::F32 ? "" : "/kv_" + std::string(to_string(t)); }
 

@@ -13,9 +13,9 @@ namespace wgc::llm {
 
 namespace {
 
-using detail::need;
 using detail::kv_read_file;
 using detail::kv_tag;
+using detail::need;
 using detail::need_elems;
 using detail::need_kv;
 using detail::need_q8;
