@@ -31,21 +31,25 @@ void LlmBackend::apply(llm::EngineOptions& eo) const {
   eo.cache_type = cache_type;
 }
 
+llm::KvType cache_type_flag(const EngineFlags& e, bool cpu_engine) {
+  if (!e.cache_type) return llm::KvType::F32;
+  llm::KvType t;
+  try {
+    t = llm::parse_kv_type(*e.cache_type);
+  } catch (const OptionError& x) {
+    throw UsageError("--cache-type " + x.problem);
+  }
+  if (cpu_engine && t != llm::KvType::F32)
+    throw UsageError("--cache-type " + *e.cache_type + " runs on the GPU engine; --backend cpu keeps an f32 KV cache");
+  return t;
+}
+
 LlmBackend llm_backend(const GpuFlags& g, int adapter_index, const EngineFlags* split) {
   std::string name = g.backend;
   if (name == "auto")
     if (const char* env = std::getenv("WGC_BACKEND"); env && *env) name = env;
   LlmBackend b;
-  if (split && split->cache_type) {
-    try {
-      b.cache_type = llm::parse_kv_type(*split->cache_type);
-    } catch (const OptionError& e) {
-      throw UsageError("--cache-type " + e.problem);
-    }
-    if (name == "cpu" && b.cache_type != llm::KvType::F32)
-      throw UsageError("--cache-type " + *split->cache_type +
-                       " runs on the GPU engine; --backend cpu keeps an f32 KV cache");
-  }
+  if (split) b.cache_type = cache_type_flag(*split, name == "cpu");
   if (split && !split->proportions.empty() && split->gpus.size() < 2)
     throw UsageError("--tensor-split needs --gpus with two or more GPUs");
   if (split && !split->gpus.empty()) {

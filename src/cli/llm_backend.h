@@ -40,6 +40,9 @@ struct LlmBackend {
 // adapter_index: ContextOptions::adapter_index (-1: chosen by the backend). split: --gpus and
 // --tensor-split (a usage error beside --gpu or --backend cpu), --cache-type.
 LlmBackend llm_backend(const GpuFlags& g, int adapter_index = -1, const EngineFlags* split = nullptr);
+// --cache-type's value (f32 when absent); a usage error for an unknown name, or a packed type on
+// the CPU engine (--backend cpu).
+llm::KvType cache_type_flag(const EngineFlags& e, bool cpu_engine);
 
 // Where the model runs, for status lines: "CPU (<processor>, N threads, kernels avx2)" or the
 // adapter's name.
