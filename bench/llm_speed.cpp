@@ -113,6 +113,7 @@ LlmSpeedResult run_llm_speed(const std::optional<Context>& ctx, const LlmSpeedPl
   eo.threads = plan.threads;
   eo.split_gpus = plan.split_gpus;
   eo.tensor_split = plan.tensor_split;
+  eo.cache_type = plan.cache_type;
   const llm::DeviceChoice choice = llm::choose_device(ctx, file, eo);
   eo.device = r.engine = choice.device;
   r.engine_reason = choice.reason;
@@ -144,6 +145,7 @@ LlmSpeedResult run_llm_speed(const std::optional<Context>& ctx, const LlmSpeedPl
 
   for (const auto& t : file.tensors()) r.params += t.numel();
   r.weight_bytes = model.weight_bytes();
+  r.kv_bytes = model.kv_bytes();
   // Decode reads every weight once per token, except the rows of an untied embedding table it does
   // not look up (only the output projection reads a whole vocab x hidden matrix).
   r.bytes_per_token = r.weight_bytes;

@@ -39,6 +39,7 @@ struct LlmSpeedPlan {
   // A layer split (EngineOptions::split_gpus, tensor_split): the GPUs after ctx's, their shares.
   std::vector<Context> split_gpus;
   std::vector<double> tensor_split;
+  llm::KvType cache_type = llm::KvType::F32;  // EngineOptions::cache_type
 };
 
 struct Stats {
@@ -80,6 +81,7 @@ struct LlmSpeedResult {
   uint64_t weight_bytes = 0;     // on the GPU
   uint64_t bytes_per_token = 0;  // read per decoded token
   int max_ctx = 0;
+  uint64_t kv_bytes = 0;  // the engine's KV cache (LlamaModel::kv_bytes) for max_ctx positions
   std::vector<LlmSpeedTest> tests;
   std::vector<KernelTime> profile;  // by total time, largest first
   double profile_ms = 0;

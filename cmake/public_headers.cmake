@@ -17,7 +17,7 @@ set(WGC_PUBLIC_HEADERS
     llm/generate/perplexity.h llm/generate/stop_strings.h llm/grammar/grammar.h llm/grammar/json_schema.h llm/grammar/matcher.h
     llm/hub/hub.h llm/model/llama.h cpu/llm/cpu_features.h llm/serve/scheduler.h llm/synth/synth_model.h
     llm/tokenizer/spec.h llm/tokenizer/tokenizer.h
-    ops/llm/linear_version.h
+    ops/llm/linear_version.h ops/llm/kv_type.h
     # image models: <wgc/cnn.h>
     cnn.h cnn/fuse.h cnn/graph.h cnn/model.h cnn/onnx.h cnn/plan.h cpu/tensor_ops.h ops/tensor_ops.h
     cpu/elementwise.h cpu/index_ops.h cpu/norm.h cpu/resize.h cpu/words.h cpu/detect.h cpu/fused_attention.h)

@@ -39,7 +39,8 @@ class PyLLM {
  public:
   // gpus: a layer split's other devices (EngineOptions::split_gpus), tensor_split their shares.
   PyLLM(ContextPtr ctx, const std::optional<std::string>& path, const std::optional<std::string>& tokenizer,
-        int max_ctx, std::vector<ContextPtr> gpus = {}, std::vector<double> tensor_split = {});
+        int max_ctx, std::vector<ContextPtr> gpus = {}, std::vector<double> tensor_split = {},
+        const std::string& cache_type = "f32");
   ~PyLLM() {
     if (st_) ctx_->dispose(std::move(st_));
   }
@@ -70,7 +71,7 @@ class PyLLM {
 };
 
 PyLLM::PyLLM(ContextPtr ctx, const std::optional<std::string>& path, const std::optional<std::string>& tokenizer,
-             int max_ctx, std::vector<ContextPtr> gpus, std::vector<double> tensor_split)
+             int max_ctx, std::vector<ContextPtr> gpus, std::vector<double> tensor_split, const std::string& cache_type)
     : ctx_(std::move(ctx)), gpus_(std::move(gpus)) {
   if (max_ctx < 0) throw py::value_error("wgc.LLM: max_ctx must be >= 0 (0: the model's context, at most 4096)");
   py::gil_scoped_release nogil;
@@ -83,6 +84,7 @@ PyLLM::PyLLM(ContextPtr ctx, const std::optional<std::string>& path, const std::
   eo.max_ctx = max_ctx;
   for (const ContextPtr& g : gpus_) eo.split_gpus.push_back(g->ctx());
   eo.tensor_split = std::move(tensor_split);
+  eo.cache_type = llm::parse_kv_type(cache_type);
   PyContext::Busy busy(*ctx_);
   st_->model.emplace(ctx_->ctx(), st_->file, eo);
   st_->gen.emplace(*st_->model, st_->tok);
@@ -388,9 +390,10 @@ void bind_llm(py::module_& m) {
 
   py::class_<PyLLM, LlmPtr>(m, "LLM")
       .def(py::init<ContextPtr, std::optional<std::string>, std::optional<std::string>, int, std::vector<ContextPtr>,
-                    std::vector<double>>(),
+                    std::vector<double>, std::string>(),
            py::arg("ctx"), py::arg("path"), py::arg("tokenizer"), py::arg("max_ctx"),
-           py::arg("gpus") = std::vector<ContextPtr>{}, py::arg("tensor_split") = std::vector<double>{})
+           py::arg("gpus") = std::vector<ContextPtr>{}, py::arg("tensor_split") = std::vector<double>{},
+           py::arg("cache_type") = std::string("f32"))
       .def("start", &start, py::arg("prompt"), py::arg("max_tokens"), py::arg("stop"), py::arg("ignore_eos"),
            py::arg("add_special"), py::arg("sampling"))
       .def(

@@ -61,6 +61,17 @@ def test_split_over_two_devices_gives_the_one_device_logits():
         wgc.LLM(path, ctx=wgc.Context(backend="cpu-vulkan"), gpus=[0, 0])
 
 
+def test_kv_cache_types():
+    # cache_type as `--cache-type`: f16 keeps the f32 cache's logits to rounding (the built-in model).
+    f32 = wgc.LLM(max_ctx=32, ctx=wgc.Context(backend="cpu-vulkan"))
+    f16 = wgc.LLM(max_ctx=32, ctx=wgc.Context(backend="cpu-vulkan"), cache_type="f16")
+    tokens = f32.tokenize("The moon")
+    a, b = f32.logits(tokens), f16.logits(tokens)
+    assert np.abs(a - b).max() <= 1e-2 * np.abs(a).max()
+    with pytest.raises(ValueError, match="cache_type must be"):
+        wgc.LLM(cache_type="q4_0")
+
+
 def test_tiny_llama3_safetensors_matches_transformers():
     folder = require(fixtures_dir() / "tiny-llama3-bf16")
     require(folder / "model.safetensors")

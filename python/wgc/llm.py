@@ -85,7 +85,7 @@ class LLM:
     def __init__(self, path: Optional[Union[str, os.PathLike]] = None, *,
                  tokenizer: Optional[Union[str, os.PathLike]] = None, max_ctx: int = 0,
                  ctx: Optional[Context] = None, gpus: Optional[Sequence[Union[int, Context]]] = None,
-                 tensor_split: Optional[Sequence[float]] = None) -> None:
+                 tensor_split: Optional[Sequence[float]] = None, cache_type: str = "f32") -> None:
         if ctx is not None and not isinstance(ctx, Context):
             raise TypeError(f"wgc.LLM: ctx must be a wgc.Context, got {type(ctx).__name__}")
         # gpus: the model split by layers over these devices (adapter indices, as `wgc generate
@@ -103,6 +103,9 @@ class LLM:
         if split and len(split) != len(more) + 1:
             raise ValueError(f"wgc.LLM: tensor_split has {len(split)} shares for {len(more) + 1} GPUs (gpus)")
         max_ctx = _integer("max_ctx", max_ctx)
+        # cache_type: the KV cache's storage, "f32", "f16" or "q8_0" (as `wgc generate --cache-type`)
+        if cache_type not in ("f32", "f16", "q8_0"):
+            raise ValueError(f"wgc.LLM: cache_type must be 'f32', 'f16' or 'q8_0', not {cache_type!r}")
         for what, p in (("model", path), ("tokenizer", tokenizer)):
             if p is not None:
                 if not isinstance(p, (str, os.PathLike)):
@@ -110,7 +113,8 @@ class LLM:
                 if not os.path.exists(p):
                     raise FileNotFoundError(f"wgc.LLM: no {what} file or folder {os.fspath(p)!r}")
         self._m = _wgc.LLM(ctx or _wgc.default_context(), None if path is None else os.fspath(path),
-                           None if tokenizer is None else os.fspath(tokenizer), max_ctx, more, split)
+                           None if tokenizer is None else os.fspath(tokenizer), max_ctx, more, split,
+                           cache_type)
 
     # ---- generation ------------------------------------------------------------------------
 

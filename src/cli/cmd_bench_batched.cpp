@@ -125,7 +125,7 @@ struct Bench {
 
 struct Flags {
   GpuFlags gpu;
-  SplitFlags gpus;  // --gpus, --tensor-split
+  EngineFlags gpus;  // --gpus, --tensor-split
   OutputFlags out;
   std::optional<std::string> model, kernel, tuning;
   std::vector<int> parallel{1, 8, 16, 32, 64};
@@ -298,8 +298,11 @@ int bench_batched_cmd(const Flags& f) {
 
   std::fprintf(table, "device: %s   model: %s\n", device.c_str(), model_path->c_str());
   std::fprintf(table,
-               "KV pool: %d blocks of %d tokens (%.2f GiB); prefill steps of at most %d tokens; attention split %d\n",
-               bo.blocks, block, double(engine.kv_bytes()) / double(1ull << 30), batch, split);
+               "KV pool: %d blocks of %d tokens (%.2f GiB, %s, %.1f KiB per token); prefill steps of at most %d "
+               "tokens; attention split %d\n",
+               bo.blocks, block, double(engine.kv_bytes()) / double(1ull << 30),
+               std::string(to_string(eo.cache_type)).c_str(),
+               double(engine.kv_bytes()) / (double(bo.blocks) * block) / 1024, batch, split);
   if (on_gpu)
     std::fprintf(
         table,
@@ -373,6 +376,7 @@ int bench_batched_cmd(const Flags& f) {
     doc.set("kv_blocks", bo.blocks);
     doc.set("block_tokens", block);
     doc.set("kv_bytes", engine.kv_bytes());
+    doc.set("cache_type", std::string(to_string(eo.cache_type)));
     doc.set("batch", batch);
     doc.set("repeats", repeats);
     doc.set("split_len", split);
@@ -418,7 +422,7 @@ Register reg{
        app.add_flag("--no-warmup", f->no_warmup, "no untimed warm-up run before each count");
        add_output_flags(app, f->out, "every number as JSON", "a bar chart of decode t/s");
        add_gpu_flags(app, f->gpu);
-       add_split_flags(app, f->gpus);
+       add_engine_flags(app, f->gpus);
        return [f] { return bench_batched_cmd(*f); };
      }}};
 

@@ -25,7 +25,7 @@ using bench::LlmSpeedResult;
 
 struct Flags {
   GpuFlags gpu;
-  SplitFlags split;
+  EngineFlags split;
   LlmSpeedPlan plan;
   OutputFlags out;
   std::optional<std::string> model, matmul, tuning;
@@ -143,6 +143,11 @@ void print_table(std::FILE* out, const std::vector<std::string>& head, const std
   for (const auto& r : rows) line(r);
 }
 
+// The KV cache's bytes per position ("128.0 KiB"): every layer's keys and values.
+std::string kv_per_token(const LlmSpeedResult& r) {
+  return r.max_ctx > 0 ? format_number("%.1f KiB", double(r.kv_bytes) / r.max_ctx / 1024) : "-";
+}
+
 void print_report(std::FILE* out, const LlmSpeedPlan& p, const LlmSpeedResult& r) {
   const auto& t = p.tuning;
   const bool gpu = r.engine == llm::Device::Gpu;
@@ -153,6 +158,8 @@ void print_report(std::FILE* out, const LlmSpeedPlan& p, const LlmSpeedResult& r
                    : "none");
   std::fprintf(out, "model: %s   weights %s: %s, read per decoded token: %s\n", p.model.c_str(),
                gpu ? "on the GPU" : "mapped", gb_str(r.weight_bytes).c_str(), gb_str(r.bytes_per_token).c_str());
+  std::fprintf(out, "KV cache: %s, %s for %d positions, %s per token\n", std::string(to_string(p.cache_type)).c_str(),
+               gb_str(r.kv_bytes).c_str(), r.max_ctx, kv_per_token(r).c_str());
   if (gpu) {
     std::string sets;
     for (const auto& set : p.tuning_sets) sets += (sets.empty() ? "" : "; ") + (set.empty() ? "(defaults)" : set);
@@ -215,6 +222,9 @@ json::Value report_json(const LlmSpeedPlan& p, const LlmSpeedResult& r) {
   o.set("params", r.params);
   o.set("weight_bytes", r.weight_bytes);
   o.set("bytes_per_token", r.bytes_per_token);
+  o.set("cache_type", std::string(to_string(p.cache_type)));
+  o.set("kv_bytes", r.kv_bytes);
+  o.set("kv_bytes_per_token", r.max_ctx > 0 ? r.kv_bytes / uint64_t(r.max_ctx) : 0);
   const bool gpu = r.engine == llm::Device::Gpu;
   o.set("engine", std::string(to_string(r.engine)));
   o.set("device", r.device);
@@ -291,13 +301,14 @@ int bench_llm_cmd(const Flags& f) {
   on.device = be.device;
   on.split_gpus = be.split_gpus;
   on.tensor_split = be.tensor_split;
+  on.cache_type = be.cache_type;
   LlmSpeedResult r = bench::run_llm_speed(be.ctx, on, status);
   if (tty) std::fprintf(stderr, "\r%70s\r", "");
   say_engine_choice(r.engine_reason);
 
-  print_report(f.out.table(), plan, r);
+  print_report(f.out.table(), on, r);
   if (f.out.png) write_png(*f.out.png, r, f.out.overwrite());
-  if (f.out.json) f.out.write_json(report_json(plan, r).dump(1));
+  if (f.out.json) f.out.write_json(report_json(on, r).dump(1));
   return 0;
 }
 
@@ -328,7 +339,7 @@ Register reg{
                 "by ';' run every test once per set");
        app.add_flag("--no-q8", f->no_q8, "f32 activations for quantized weights too (EngineOptions::q8_activations)");
        add_gpu_flags(app, f->gpu);
-       add_split_flags(app, f->split);
+       add_engine_flags(app, f->split);
        return [f] { return bench_llm_cmd(*f); };
      }}};
 

@@ -34,7 +34,7 @@ int signal_pipe[2] = {-1, -1};
 
 struct Flags {
   GpuFlags gpu;
-  SplitFlags split;
+  EngineFlags split;
   std::optional<std::string> model, name, kernel, embedding_model;
   std::string tokenizer;
   server::ServerOptions so;
@@ -124,10 +124,22 @@ struct OwnedModel {
         })) {}
 };
 
-// Bytes of a KV pool as the scheduler resolved it (f32 K and V per token, layer and KV head).
-uint64_t kv_pool_bytes(const llm::ModelConfig& c, const llm::SchedulerOptions& o) {
-  return uint64_t(o.kv_blocks) * uint64_t(o.kv_block_tokens) * uint64_t(c.n_layers) * 2 * uint64_t(c.n_kv_heads) *
-         uint64_t(c.head_dim) * 4;
+// Bytes of a KV pool as the scheduler resolved it (K and V per token, layer and KV head, in the
+// cache type).
+uint64_t kv_pool_bytes(const llm::ModelConfig& c, const llm::SchedulerOptions& o, llm::KvType t) {
+  return uint64_t(double(o.kv_blocks) * double(o.kv_block_tokens) * double(c.n_layers) * 2 * double(c.n_kv_heads) *
+                  double(c.head_dim) * llm::kv_bytes_per_value(t));
+}
+
+// ", KV cache f16 (64.0 KiB per token)": the startup line's part about the cache type.
+std::string kv_cache_note(const llm::LlamaModel& m) {
+  const llm::ModelConfig& c = m.config();
+  const double per_token =
+      double(c.n_layers) * 2 * double(c.n_kv_heads) * double(c.head_dim) * llm::kv_bytes_per_value(m.cache_type());
+  char buf[96];
+  std::snprintf(buf, sizeof buf, ", KV cache %s (%.1f KiB per token)", std::string(to_string(m.cache_type())).c_str(),
+                per_token / 1024);
+  return buf;
 }
 
 // --models-dir: the default model (--model, or the built-in one) and every *.gguf in the folder,
@@ -162,6 +174,7 @@ int serve_pool(const Flags& f, const fs::path& default_path, const std::string& 
   eo.max_ctx = sched.max_ctx;
   eo.threads = checked_threads(f.threads);
   eo.device = be.device;
+  eo.cache_type = cache_type_flag(f.split, be.device == llm::Device::Cpu);
   auto loader = [&be, eo, sched, tokenizer, default_path](const server::ModelSpec& spec) {
     llm::ModelFile file = llm::open_model(spec.path);
     // --tokenizer is the default model's; the others' are their own.
@@ -174,7 +187,8 @@ int serve_pool(const Flags& f, const fs::path& default_path, const std::string& 
                                llm::default_sampling(spec.path)};
     llm::ServedModel* served = &owned->served;
     m.context = [served] { return served->context(); };
-    m.bytes = spec.estimate_bytes + kv_pool_bytes(owned->served.model().config(), owned->scheduler.options());
+    m.bytes = spec.estimate_bytes + kv_pool_bytes(owned->served.model().config(), owned->scheduler.options(),
+                                                  owned->served.model().cache_type());
     m.owner = owned;
     return m;
   };
@@ -257,9 +271,9 @@ int serve(const Flags& f) {
   server::ModelInfo info{name, &*tok, &chat, scheduler.options().max_ctx, llm::default_sampling(path)};
   server::Server srv(
       scheduler, info, [&served] { return served.context(); }, so);
-  std::fprintf(stderr, "wgc serve: %s on %s, context %d, parallel %d, KV pool %d blocks of %d tokens%s%s\n",
+  std::fprintf(stderr, "wgc serve: %s on %s, context %d, parallel %d, KV pool %d blocks of %d tokens%s%s%s\n",
                name.c_str(), engine.c_str(), info.max_ctx, sched.parallel, scheduler.options().kv_blocks,
-               scheduler.options().kv_block_tokens,
+               scheduler.options().kv_block_tokens, kv_cache_note(served.model()).c_str(),
                chat.is_fallback() ? ", no chat template (plain-text chat rendering)" : "",
                so.api_key.empty() ? "" : ", API key required");
   std::fprintf(stderr, "wgc serve: listening on http://%s:%d\n", so.host.c_str(), srv.port());
@@ -321,7 +335,7 @@ Register reg{{"serve", "OpenAI-compatible HTTP server for a language model (defa
                            "with --models-dir: seconds a request waits for its model to load or to fit");
                 add_number(app, "--gpu", f->gpu_index, "the adapter's index (wgc info lists them); -1: the default");
                 add_gpu_flags(app, f->gpu);
-                add_split_flags(app, f->split);
+                add_engine_flags(app, f->split);
                 return [f] { return serve(*f); };
               }}};
 

@@ -9,7 +9,7 @@
 
 namespace wgc::cli {
 
-void add_split_flags(CLI::App& app, SplitFlags& s) {
+void add_engine_flags(CLI::App& app, EngineFlags& s) {
   add_numbers(app, "--gpus", s.gpus,
               "split the model by layers over these GPUs (adapter indices, e.g. 0,1; wgc info lists them; "
               "0,0 opens one GPU twice)")
@@ -18,19 +18,38 @@ void add_split_flags(CLI::App& app, SplitFlags& s) {
               "with --gpus: each GPU's share of the layers, e.g. 3,1 (default: by free memory where known, "
               "else equal layer counts)")
       ->type_name("P,Q,..");
+  add_text(app, "--cache-type", s.cache_type,
+           "KV cache storage: f32 (default), f16 (half the memory) or q8_0 (8 bits per value and a scale per "
+           "32; head_dim a multiple of 32); GPU engine only")
+      ->type_name("TYPE");
 }
 
 void LlmBackend::apply(llm::EngineOptions& eo) const {
   eo.device = device;
   eo.split_gpus = split_gpus;
   eo.tensor_split = tensor_split;
+  eo.cache_type = cache_type;
 }
 
-LlmBackend llm_backend(const GpuFlags& g, int adapter_index, const SplitFlags* split) {
+llm::KvType cache_type_flag(const EngineFlags& e, bool cpu_engine) {
+  if (!e.cache_type) return llm::KvType::F32;
+  llm::KvType t;
+  try {
+    t = llm::parse_kv_type(*e.cache_type);
+  } catch (const OptionError& x) {
+    throw UsageError("--cache-type " + x.problem);
+  }
+  if (cpu_engine && t != llm::KvType::F32)
+    throw UsageError("--cache-type " + *e.cache_type + " runs on the GPU engine; --backend cpu keeps an f32 KV cache");
+  return t;
+}
+
+LlmBackend llm_backend(const GpuFlags& g, int adapter_index, const EngineFlags* split) {
   std::string name = g.backend;
   if (name == "auto")
     if (const char* env = std::getenv("WGC_BACKEND"); env && *env) name = env;
   LlmBackend b;
+  if (split) b.cache_type = cache_type_flag(*split, name == "cpu");
   if (split && !split->proportions.empty() && split->gpus.size() < 2)
     throw UsageError("--tensor-split needs --gpus with two or more GPUs");
   if (split && !split->gpus.empty()) {

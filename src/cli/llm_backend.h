@@ -17,12 +17,15 @@
 
 namespace wgc::cli {
 
-// --gpus and --tensor-split: one model split by layers over several GPUs (llm/model/layer_split.h).
-struct SplitFlags {
-  std::vector<int> gpus;            // adapter indices (wgc info lists them); one index may repeat
-  std::vector<double> proportions;  // --tensor-split: each GPU's share of the layers
+// The engine flags of the commands that build one (generate, chat, serve, bench-llm, bench-batched):
+// --gpus and --tensor-split (one model split by layers over several GPUs: llm/model/layer_split.h)
+// and --cache-type (EngineOptions::cache_type).
+struct EngineFlags {
+  std::vector<int> gpus;                  // adapter indices (wgc info lists them); one index may repeat
+  std::vector<double> proportions;        // --tensor-split: each GPU's share of the layers
+  std::optional<std::string> cache_type;  // --cache-type: f32 (when absent), f16 or q8_0
 };
-void add_split_flags(CLI::App& app, SplitFlags& s);
+void add_engine_flags(CLI::App& app, EngineFlags& s);
 
 struct LlmBackend {
   std::optional<Context> ctx;  // none: the CPU engine
@@ -30,12 +33,16 @@ struct LlmBackend {
   // --gpus: the contexts after ctx (EngineOptions::split_gpus) and --tensor-split.
   std::vector<Context> split_gpus;
   std::vector<double> tensor_split;
-  // The engine options' device and layer split.
+  llm::KvType cache_type = llm::KvType::F32;  // --cache-type
+  // The engine options' device, layer split and KV cache type.
   void apply(llm::EngineOptions& eo) const;
 };
 // adapter_index: ContextOptions::adapter_index (-1: chosen by the backend). split: --gpus and
-// --tensor-split (a usage error beside --gpu or --backend cpu).
-LlmBackend llm_backend(const GpuFlags& g, int adapter_index = -1, const SplitFlags* split = nullptr);
+// --tensor-split (a usage error beside --gpu or --backend cpu), --cache-type.
+LlmBackend llm_backend(const GpuFlags& g, int adapter_index = -1, const EngineFlags* split = nullptr);
+// --cache-type's value (f32 when absent); a usage error for an unknown name, or a packed type on
+// the CPU engine (--backend cpu).
+llm::KvType cache_type_flag(const EngineFlags& e, bool cpu_engine);
 
 // Where the model runs, for status lines: "CPU (<processor>, N threads, kernels avx2)" or the
 // adapter's name.

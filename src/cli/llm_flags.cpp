@@ -196,7 +196,7 @@ void add_model_flags(CLI::App& app, ModelFlags& f, int default_n) {
                "f32 activations for quantized weights (default: 8-bit, as llama.cpp; wgc serve's tokens need this)");
   add_sampling_flags(app, f.sampling);
   add_gpu_flags(app, f.gpu);
-  add_split_flags(app, f.split);
+  add_engine_flags(app, f.split);
 }
 
 llm::GenerateOptions generate_options(const ModelFlags& f, const fs::path& model) {

@@ -62,7 +62,7 @@ inline constexpr const char* kModelHelp =
 // The flags of commands that generate text (generate, chat).
 struct ModelFlags {
   GpuFlags gpu;
-  SplitFlags split;  // --gpus, --tensor-split
+  EngineFlags split;  // --gpus, --tensor-split
   std::optional<std::string> model;
   std::string tokenizer;
   SamplingFlags sampling;

@@ -7,14 +7,15 @@
 // [first + z * split_len, first + (z + 1) * split_len) within 0 .. start + n - 1 (first: 0, or with
 // a sliding window the start position's first key rounded down to a block; flash_attn_range.wgsl),
 // and causal: token t (position start + t) sees keys window_lo(start + t) .. start + t.
-// q[t * q_stride + q_off + h * HD + d]; caches: [n_kv][max_ctx][HD] f32 from element cache_off;
+// q[t * q_stride + q_off + h * HD + d]; caches: [n_kv][max_ctx][HD] values from value
+// cache_off (f32, or packed: kv_read_*.wgsl);
 // out (partial = 0): o[t * o_stride + o_off + h * HD + d];
 // out (partial = 1): [n][n_heads][n_splits][HD + 2] = unnormalised acc, running max m, sum l.
 // TPQ invocations per row, each owning NV = HD / 4 / TPQ vec4 of the output (d4 = j + TPQ * i);
 // keys in blocks of BK (a multiple of TPQ), staged in shared memory with the block's queries.
 @group(0) @binding(0) var<storage, read> q4: array<vec4<f32>>;
-@group(0) @binding(1) var<storage, read> k4: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read> v4: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> k4: KvWords;  // kv_read_*.wgsl: k_at
+@group(0) @binding(2) var<storage, read> v4: KvWords;  // kv_read_*.wgsl: v_at
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
 @group(0) @binding(4) var<storage, read> dynpos: array<u32>;  // dyn = 1: the start position
 //!include "llm/flash_attn_params.wgsl"
@@ -80,8 +81,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
       var vv = vec4<f32>(0.0);
       if (key < kv_end) {
         let at = cb + key * HD4 + i % HD4;
-        kv = k4[at];
-        vv = v4[at];
+        kv = k_at(at);
+        vv = v_at(at);
       }
       ks[i] = kv;
       vs[i] = vv;

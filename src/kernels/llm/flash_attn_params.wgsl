@@ -23,3 +23,5 @@ struct P {
   window: u32,
   softcap: f32,  // scores -> softcap * tanh(scores / softcap) (Gemma 2; 0: none)
 }
+// The layer's first word and quant words in the caches (kv_read_q8.wgsl; HD: the includer's head_dim).
+fn kv_layer() -> vec2<u32> { return vec2<u32>(p.cache_off / 4u, p.n_kv * p.max_ctx * (HD / 4u)); }

@@ -10,8 +10,8 @@
 // invocation tracks alike. The key groups' sums are added in group order at the end.
 // Parameters as flash_attn.wgsl (n = 1; the dyn start and split length likewise).
 @group(0) @binding(0) var<storage, read> q4: array<vec4<f32>>;
-@group(0) @binding(1) var<storage, read> k4: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read> v4: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> k4: KvWords;  // kv_read_*.wgsl: k_at
+@group(0) @binding(2) var<storage, read> v4: KvWords;  // kv_read_*.wgsl: v_at
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
 @group(0) @binding(4) var<storage, read> dynpos: array<u32>;
 //!include "llm/flash_attn_params.wgsl"
@@ -66,8 +66,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
       var kv = vec4<f32>(0.0);
       var vv = vec4<f32>(0.0);
       if (kb + s < kv_end) {
-        kv = k4[cb + (kb + s) * HD4 + c];
-        vv = v4[cb + (kb + s) * HD4 + c];
+        kv = k_at(cb + (kb + s) * HD4 + c);
+        vv = v_at(cb + (kb + s) * HD4 + c);
       }
       kvs[s * KS + c] = kv;
       kvs[vb + i] = vv;

@@ -16,8 +16,8 @@
 // multiple of SGS), SGS (the subgroup size) and PF (bool) in a prelude: loops over them are
 // unrolled by the compiler, so the register arrays are only indexed by constants.
 @group(0) @binding(0) var<storage, read> q4: array<vec4<f32>>;
-@group(0) @binding(1) var<storage, read> k4: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read> v4: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> k4: KvWords;  // kv_read_*.wgsl: k_at
+@group(0) @binding(2) var<storage, read> v4: KvWords;  // kv_read_*.wgsl: v_at
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
 @group(0) @binding(4) var<storage, read> dynpos: array<u32>;
 //!include "llm/flash_attn_params.wgsl"
@@ -68,8 +68,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
       let row = cb + min(kv_begin + u * KG + kg, kv_end - 1u) * HD4;
       for (var i = 0u; i < NV; i++) {
         let c = min(j + TPK * i, HD4 - 1u);
-        kn[u * NV + i] = k4[row + c];
-        vn[u * NV + i] = v4[row + c];
+        kn[u * NV + i] = k_at(row + c);
+        vn[u * NV + i] = v_at(row + c);
       }
     }
   }
@@ -86,11 +86,11 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
       for (var i = 0u; i < NV; i++) {
         let c = min(j + TPK * i, HD4 - 1u);
         if (PF) {
-          kn[u * NV + i] = k4[row + c];
-          vn[u * NV + i] = v4[row + c];
+          kn[u * NV + i] = k_at(row + c);
+          vn[u * NV + i] = v_at(row + c);
         } else {
-          kk[u * NV + i] = k4[row + c];
-          vv[u * NV + i] = v4[row + c];
+          kk[u * NV + i] = k_at(row + c);
+          vv[u * NV + i] = v_at(row + c);
         }
       }
     }

@@ -2,8 +2,8 @@
 // over its own KV cache blocks, for prefill chunks and decode tokens alike. Writes flash-decoding
 // partials that paged_attn_combine.wgsl adds up.
 //
-// Cache: [n_kv][n_slots][HD] f32 per layer (k and v); a sequence's position p lives in slot
-// tables[table_off + p / block] * block + p % block.
+// Cache: [n_kv][n_slots][HD] values per layer (k and v; f32, or packed: kv_read_*.wgsl); a
+// sequence's position p lives in slot tables[table_off + p / block] * block + p % block.
 // Sequences: seqs[s] = (tok0, n_q, pos0, table_off): its new tokens are batch rows tok0 ..
 // tok0 + n_q - 1 at positions pos0 .. (their K/V already in the cache).
 // Work items (workgroup x, from item0): items[i] = (s, row0): query rows row0 .. row0 + BQ - 1 of
@@ -18,8 +18,8 @@
 // those below the window changes no bit). So a token's attention is the same alone, in a batch,
 // or in a prefill chunk.
 @group(0) @binding(0) var<storage, read> q4: array<vec4<f32>>;
-@group(0) @binding(1) var<storage, read> k4: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read> v4: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> k4: KvWords;  // kv_read_*.wgsl: k_at
+@group(0) @binding(2) var<storage, read> v4: KvWords;  // kv_read_*.wgsl: v_at
 @group(0) @binding(3) var<storage, read> tables: array<u32>;
 @group(0) @binding(4) var<storage, read> seqs: array<vec4<u32>>;
 @group(0) @binding(5) var<storage, read> items: array<vec2<u32>>;
@@ -39,6 +39,8 @@ struct P {
   softcap: f32,  // score soft-cap (attn_window.wgsl; 0: none)
 }
 @group(0) @binding(7) var<uniform> p: P;
+// The layer's first word and quant words in the caches (kv_read_q8.wgsl): a pool layer per tensor.
+fn kv_layer() -> vec2<u32> { return vec2<u32>(0u, p.n_kv * p.n_slots * (HD / 4u)); }
 //!include "llm/attn_window.wgsl"
 //!include "llm/attn_partial.wgsl"
 override HD: u32 = 128;  // head_dim, a multiple of 4
@@ -65,8 +67,8 @@ fn kv_at(i: u32, kb: u32, kv_end: u32, cb: u32, table_off: u32) -> array<vec4<f3
   if (i < BK * HD / 4u && key < kv_end) {
     let slot = tables[table_off + key / p.block] * p.block + key % p.block;
     let at = cb + slot * (HD / 4u) + i % (HD / 4u);
-    o[0] = k4[at];
-    o[1] = v4[at];
+    o[0] = k_at(at);
+    o[1] = v_at(at);
   }
   return o;
 }

@@ -18,7 +18,7 @@ bool serve_q8_layer(const LlamaWeights& w, int li) {
 }
 
 PlanFacts gpu_plan_facts(const LlmOps& ops, const LlamaWeights& w, int li, PlanMode mode, bool q8_activations,
-                         bool serve_q8) {
+                         KvType kv, bool serve_q8) {
   PlanFacts f;
   f.mode = mode;
   using enum Fact;
@@ -62,18 +62,19 @@ PlanFacts gpu_plan_facts(const LlmOps& ops, const LlamaWeights& w, int li, PlanM
   f.set(PostNorms, w.cfg.norm_placement == NormPlacement::Sandwich);
   f.set(GeluGlu, w.cfg.activation == Activation::GeluTanh);
   f.set(FinalSoftcap, w.cfg.final_logit_softcap > 0);
+  f.set(PackedKv, kv != KvType::F32);
   return f;
 }
 
 GpuPlan plan_gpu(const LlmOps& ops, const LlamaWeights& w, PlanMode mode, bool q8_activations,
-                 const std::vector<std::string>& off, bool serve_q8) {
+                 const std::vector<std::string>& off, KvType kv, bool serve_q8) {
   GpuPlan p;
   for (int li = 0; li < int(w.layers.size()); ++li) {
-    PlanFacts f = gpu_plan_facts(ops, w, li, mode, q8_activations, serve_q8 && serve_q8_layer(w, li));
+    PlanFacts f = gpu_plan_facts(ops, w, li, mode, q8_activations, kv, serve_q8 && serve_q8_layer(w, li));
     f.off = off;
     p.layers.push_back(plan_layer(f).steps);
   }
-  PlanFacts f = gpu_plan_facts(ops, w, -1, mode, q8_activations);
+  PlanFacts f = gpu_plan_facts(ops, w, -1, mode, q8_activations, kv);
   f.off = off;
   const LayerPlan out = plan_layer(f);
   p.output = out.output;

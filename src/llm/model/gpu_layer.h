@@ -13,9 +13,9 @@ namespace wgc::llm {
 // The facts of layer li (or, li = -1, of the output alone) for a pass in this mode. Single
 // sequence: a group takes 8-bit activations where q8_activations and its types do; serving:
 // every group of the layer does or none (serve_q8: the engine has the 8-bit buffers and every
-// matrix of the model is Q4_0 or Q8_0, per layer).
+// matrix of the model is Q4_0 or Q8_0, per layer). kv: the cache's type (PackedKv).
 PlanFacts gpu_plan_facts(const LlmOps& ops, const LlamaWeights& w, int li, PlanMode mode, bool q8_activations,
-                         bool serve_q8 = false);
+                         KvType kv, bool serve_q8 = false);
 
 // A model's plan for one mode: each layer's steps, the output's, and whether greedy decoding
 // ends a step with next_token.
@@ -25,9 +25,9 @@ struct GpuPlan {
   bool next_token = false;
 };
 // serve_q8: the serving engine has its 8-bit buffers (each layer then takes them where
-// serve_q8_layer). off: rules not to apply.
+// serve_q8_layer). off: rules not to apply. kv: the KV cache's type.
 GpuPlan plan_gpu(const LlmOps& ops, const LlamaWeights& w, PlanMode mode, bool q8_activations,
-                 const std::vector<std::string>& off, bool serve_q8 = false);
+                 const std::vector<std::string>& off, KvType kv, bool serve_q8 = false);
 
 // Whether every matrix of layer li takes the serving engine's 8-bit batched kernels.
 bool serve_q8_layer(const LlamaWeights& w, int li);

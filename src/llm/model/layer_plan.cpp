@@ -74,14 +74,16 @@ constexpr Rule kRules[] = {
     // ---- the QKV projection (RMSNorm, Q|K|V, q/k norms, RoPE and the KV-cache append) ----
     // One token: RMSNorm and quantization in every workgroup of the 8-bit matvec, RoPE and the
     // append in its epilogue; one dispatch per part (Q4_K_M: q|k, then v). 8B Q4_0 tg: +3%.
-    {"norm_qkv_rope_q8", Stage::Qkv, kDecode, F(QkvQ8) | F(FitsNormQ8) | F(FitsRopeQ8), F(QkNorm) | F(QkvBias),
+    // (The RoPE fusions store f32: a packed cache takes the plain RopeAppend.)
+    {"norm_qkv_rope_q8", Stage::Qkv, kDecode, F(QkvQ8) | F(FitsNormQ8) | F(FitsRopeQ8),
+     F(QkNorm) | F(QkvBias) | F(PackedKv),
      [](const Emit& e) { e(S(Op::NormLinearRope, Mat::Qkv, NormW::Attn, Buf::X, Buf::Qkv, true)); }},
     // The same with f32 activations (F16/BF16/F32 weights). 8B F16 tg: 178.2 -> 180.5 t/s.
     {"norm_qkv_rope", Stage::Qkv, kDecode, F(Gpu) | F(QkvOnePart) | F(FitsNormF32) | F(FitsRopeF32),
-     F(QkvQ8) | F(QkNorm) | F(QkvBias),
+     F(QkvQ8) | F(QkNorm) | F(QkvBias) | F(PackedKv),
      [](const Emit& e) { e(S(Op::NormLinearRope, Mat::Qkv, NormW::Attn, Buf::X, Buf::Qkv)); }},
     // Serving, every matrix Q4_0/Q8_0: RoPE and the append in the batched QKV linear's epilogue.
-    {"qkv_rope_q8", Stage::Qkv, kServe, F(QkvQ8) | F(QkvOnePart) | F(FitsLinearRope), F(QkNorm),
+    {"qkv_rope_q8", Stage::Qkv, kServe, F(QkvQ8) | F(QkvOnePart) | F(FitsLinearRope), F(QkNorm) | F(PackedKv),
      [](const Emit& e) {
        e.norm(NormW::Attn, Buf::X, Buf::H, true);
        e(S(Op::LinearRope, Mat::Qkv, NormW::Attn, Buf::H, Buf::Qkv, true));
@@ -300,7 +302,7 @@ std::string_view to_string(Fact f) {
       "o_one_part",  "o_bias",       "gate_up_q8",       "gate_up_one_part", "gate_up_bias",   "down_q8",
       "output_q8",   "fits_norm_q8", "fits_rope_q8",     "fits_norm_f32",    "fits_rope_f32",  "fits_attn_q8",
       "fits_glu_q8", "fits_glu_f32", "fits_linear_rope", "next_token",       "all_batched_q8", "moe",
-      "post_norms",  "gelu_glu",     "final_softcap"};
+      "post_norms",  "gelu_glu",     "final_softcap",    "packed_kv"};
   static_assert(std::size(names) == kFacts);
   return names[size_t(f)];
 }

@@ -127,8 +127,12 @@ enum class Fact : uint8_t {
   PostNorms,     // norms of the attention and MLP outputs before the residual add (Gemma's sandwich)
   GeluGlu,       // the GLU's activation is GELU-tanh (Gemma): the SwiGLU fusions do not apply
   FinalSoftcap,  // the logits are soft-capped (Gemma 2)
+  // The KV cache is stored packed (f16 or q8_0, EngineOptions::cache_type): only the RopeAppend
+  // step writes it (the fused RoPE epilogues of the QKV matvecs and batched linear store f32).
+  PackedKv,
 };
-inline constexpr size_t kFacts = size_t(Fact::FinalSoftcap) + 1;
+inline constexpr size_t kFacts = size_t(Fact::PackedKv) + 1;
+static_assert(kFacts <= 32, "the rules' fact masks are 32 bits");
 std::string_view to_string(Fact f);
 
 struct PlanFacts {

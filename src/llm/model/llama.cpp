@@ -22,6 +22,8 @@ namespace {
 int gpu_context_length(const Context& ctx, const ModelFile& f, const EngineOptions& o) {
   const int max_ctx = resolve_max_ctx(f.config(), o);
   check_llama_context(ctx, f.config(), max_ctx, f.path().string());
+  if (std::string why; !kv_type_fits(o.cache_type, int(f.config().head_dim), &why))
+    throw OptionError("cache_type", std::string(to_string(o.cache_type)) + ": " + why);
   return max_ctx;
 }
 
@@ -72,6 +74,7 @@ class GpuEngine final : public LlamaEngine {
     vocab = w.vocab;
     eps = w.eps;
     max_ctx_ = max_ctx;
+    cache_type_ = opt.cache_type;
     opt.max_batch = std::max(1, std::min(opt.max_batch, max_ctx_));
     max_batch_ = opt.max_batch;
     ops.precompile(w.types, {int(w.hd)});
@@ -79,7 +82,7 @@ class GpuEngine final : public LlamaEngine {
 
     rope = make_llama_rope(ctx, cfg, max_ctx_);
     if (const int64_t l = cfg.sliding_rope_layer(); l >= 0) sliding_rope = make_llama_rope(ctx, cfg, max_ctx_, l);
-    kv = make_kv_cache(ctx, int(cfg.n_layers), int(w.nkv), max_ctx_, int(w.hd));
+    kv = make_kv_cache(ctx, int(cfg.n_layers), int(w.nkv), max_ctx_, int(w.hd), opt.cache_type);
 
     const int64_t B = opt.max_batch;
     ids = make_tensor(ctx, {B}, DType::U32);
@@ -107,8 +110,8 @@ class GpuEngine final : public LlamaEngine {
   }
 
   void make_plans() {
-    decode_plan = plan_gpu(ops, w, PlanMode::Decode, opt.q8_activations, opt.plan_off);
-    prefill_plan = plan_gpu(ops, w, PlanMode::Prefill, opt.q8_activations, opt.plan_off);
+    decode_plan = plan_gpu(ops, w, PlanMode::Decode, opt.q8_activations, opt.plan_off, opt.cache_type);
+    prefill_plan = plan_gpu(ops, w, PlanMode::Prefill, opt.q8_activations, opt.plan_off, opt.cache_type);
   }
   const GpuPlan& plan(int n) const { return n == 1 ? decode_plan : prefill_plan; }
 
@@ -375,6 +378,7 @@ class GpuEngine final : public LlamaEngine {
   Device device() const override { return Device::Gpu; }
   const ModelConfig& config() const override { return cfg; }
   uint64_t weight_bytes() const override { return w.bytes; }
+  uint64_t kv_bytes() const override { return kv.k.bytes() + kv.v.bytes(); }
 };
 
 }  // namespace
@@ -426,6 +430,8 @@ void LlamaModel::prefill(std::span<const int32_t> tokens, const std::function<vo
 int LlamaModel::n_past() const { return impl_->n_past(); }
 void LlamaModel::rewind(int n) { impl_->rewind(n); }
 uint64_t LlamaModel::weight_bytes() const { return impl_->weight_bytes(); }
+uint64_t LlamaModel::kv_bytes() const { return impl_->kv_bytes(); }
+KvType LlamaModel::cache_type() const { return impl_->cache_type(); }
 void LlamaModel::set_tuning(const LlmTuning& t) { impl_->set_tuning(t); }
 
 std::vector<float> LlamaModel::logits(std::span<const int32_t> tokens) { return impl_->logits(tokens); }

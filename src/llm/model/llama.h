@@ -5,12 +5,14 @@
 //    or a whole prompt) is one submit;
 //  - the CPU engine (llama_cpu.h): weights read in place from the file's mapping in their type,
 //    SIMD kernels with 8-bit activations for the quantized types, worker threads.
-// Activations are f32; the KV cache holds max_ctx positions and is appended in place.
+// Activations are f32; the KV cache holds max_ctx positions (f32, or packed in 16 or 8 bits:
+// EngineOptions::cache_type) and is appended in place.
 #pragma once
 
 #include "cpu/llm/cpu_features.h"
 #include "gpu/batch.h"
 #include "llm/formats/model_file.h"
+#include "ops/llm/kv_type.h"
 #include "util/device.h"
 
 #include <cstdint>
@@ -65,6 +67,10 @@ struct EngineOptions {
   // Each GPU's share of the layers, the context's first (llama.cpp's --tensor-split: 3,1 gives
   // the first three quarters); empty: by free memory where the devices report it, else equal.
   std::vector<double> tensor_split;
+  // How the KV cache stores keys and values (ops/llm/kv_type.h): f32, f16 (half the memory) or
+  // q8_0 (36 bytes per 32 values; head_dim % 32 == 0). GPU engine only: the CPU engine keeps f32
+  // and refuses the others (wgc::OptionError naming cache_type). The serving engine takes it too.
+  KvType cache_type = KvType::F32;
   int threads = 0;  // CPU engine: worker threads (0: every processor this process may run on)
   // CPU engine: the kernel level (wgc::Error when the processor lacks it); none: the best it runs,
   // or WGC_CPU_ISA's (cpu_features.h).
@@ -122,6 +128,10 @@ class LlamaModel {
   int n_past() const;             // tokens in the KV cache
   void rewind(int n_past);        // forget cached tokens from position n_past on (0: all)
   uint64_t weight_bytes() const;  // bytes of weights the engine reads (on the GPU, or mapped)
+  // Bytes of the KV cache (every layer's keys and values for max_ctx() positions, in
+  // EngineOptions::cache_type); / max_ctx(): per token.
+  uint64_t kv_bytes() const;
+  KvType cache_type() const;  // EngineOptions::cache_type (the serving engine's pool takes it too)
 
   // Runs `tokens` at positions n_past() .. and appends them to the cache. Throws wgc::Error when
   // the context would overflow. The result variants:

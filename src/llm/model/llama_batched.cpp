@@ -128,7 +128,10 @@ struct GpuBatched final : BatchedLlama::Impl {
                                             : LinearVersion::BatchedQ8;
     const LlamaWeights& w0 = *stages.front().w;
     const int64_t slots = int64_t(opt.blocks) * opt.block_tokens;
-    const uint64_t layer_bytes = uint64_t(slots) * uint64_t(w0.nkv) * uint64_t(w0.hd) * 4;
+    // The pool stores the model's cache type (EngineOptions::cache_type).
+    const KvType kv_type = m.cache_type();
+    if (std::string why; !kv_type_fits(kv_type, int(w0.hd), &why)) throw Error(what + why);
+    const uint64_t layer_bytes = uint64_t(kv_words(kv_type, slots * w0.nkv * w0.hd)) * 4;
     const int64_t T = opt.max_tokens, R = opt.max_rows;
     // The layers whose matrices are all Q4_0 / Q8_0 quantize their activations once, in the
     // RMSNorm and the SwiGLU (rms_norm_q8 with a fixed workgroup, swiglu_q8), for every linear
@@ -146,13 +149,7 @@ struct GpuBatched final : BatchedLlama::Impl {
       Dev d;
       d.st = st;
       for (size_t l = 0; l < w.layers.size(); ++l) {
-        KvLayer c;
-        c.k = make_tensor(ctx, {slots * w.nkv * w.hd});
-        c.v = make_tensor(ctx, {slots * w.nkv * w.hd});
-        c.n_kv_heads = int(w.nkv);
-        c.max_ctx = int(slots);
-        c.head_dim = int(w.hd);
-        d.pool.push_back(c);
+        d.pool.push_back(make_kv_layer(ctx, int(w.nkv), int(slots), int(w.hd), kv_type));
         kv_total += 2 * layer_bytes;
       }
       if (st.first) d.ids = make_tensor(ctx, {T}, DType::U32);
@@ -175,7 +172,7 @@ struct GpuBatched final : BatchedLlama::Impl {
         d.acts.attnq = make_q8_act(ctx, int(T), w.nh * w.hd);
         d.acts.actq = make_q8_act(ctx, int(T), w.ffn);
       }
-      d.plan = plan_gpu(*st.ops, w, PlanMode::Serve, false, opt.plan_off, q8);
+      d.plan = plan_gpu(*st.ops, w, PlanMode::Serve, false, opt.plan_off, kv_type, q8);
       devs.push_back(std::move(d));
     }
   }

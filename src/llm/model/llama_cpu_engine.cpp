@@ -29,6 +29,7 @@ class CpuEngine final : public LlamaEngine {
   CpuEngine(const ModelFile& f, const EngineOptions& o)
       : w(load_cpu_weights(f, o.rope_theta, o.rope_scaling)),
         pool(std::make_shared<cpu::ThreadPool>(o.threads > 0 ? o.threads : cpu::cpu_features().threads)) {
+    check_cpu_cache_type(o.cache_type);
     max_ctx_ = resolve_max_ctx(w->cfg, o);
     check_cpu_context(*w, max_ctx_, f.path().string());
     max_batch_ = std::max(1, std::min(o.max_batch, max_ctx_));
@@ -39,6 +40,7 @@ class CpuEngine final : public LlamaEngine {
   Device device() const override { return Device::Cpu; }
   const ModelConfig& config() const override { return w->cfg; }
   uint64_t weight_bytes() const override { return w->bytes; }
+  uint64_t kv_bytes() const override { return kv->bytes(); }
 
   void prefill(std::span<const int32_t> tokens, const std::function<void(int, int)>& progress) override {
     check_tokens(tokens);

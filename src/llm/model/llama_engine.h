@@ -34,7 +34,9 @@ class LlamaEngine {
   virtual Device device() const = 0;
   virtual const ModelConfig& config() const = 0;
   virtual uint64_t weight_bytes() const = 0;
+  virtual uint64_t kv_bytes() const = 0;  // LlamaModel::kv_bytes
   int max_ctx() const { return max_ctx_; }
+  KvType cache_type() const { return cache_type_; }
   int max_batch() const { return max_batch_; }
   int n_past() const { return n_past_; }
   void rewind(int n) {
@@ -82,7 +84,16 @@ class LlamaEngine {
       throw Error("wgc: top_k takes 1..64 candidates, got " + std::to_string(k));
   }
   int max_ctx_ = 0, max_batch_ = 1, n_past_ = 0;
+  KvType cache_type_ = KvType::F32;
 };
+
+// The CPU engines (single stream and serving) keep an f32 KV cache: other types are refused.
+inline void check_cpu_cache_type(KvType t) {
+  if (t != KvType::F32)
+    throw OptionError("cache_type", std::string(to_string(t)) +
+                                        " is not available on the CPU engine (its KV cache is f32; f16 and "
+                                        "q8_0 run on the GPU engine)");
+}
 
 // The CPU engine (llama_cpu_engine.cpp).
 std::unique_ptr<LlamaEngine> make_cpu_engine(const ModelFile& file, const EngineOptions& options);

@@ -57,7 +57,7 @@ struct Stage {
     make_plans(o);
     rope = make_llama_rope(ctx, w.cfg, max_ctx);
     if (const int64_t l = w.cfg.sliding_rope_layer(); l >= 0) sliding_rope = make_llama_rope(ctx, w.cfg, max_ctx, l);
-    kv = make_kv_cache(ctx, r.count, int(w.nkv), max_ctx, int(w.hd));
+    kv = make_kv_cache(ctx, r.count, int(w.nkv), max_ctx, int(w.hd), o.cache_type);
     const int64_t B = o.max_batch;
     acts.x = make_tensor(ctx, {B, w.hidden});
     acts.h = make_tensor(ctx, {B, w.hidden});
@@ -86,8 +86,8 @@ struct Stage {
   }
 
   void make_plans(const EngineOptions& o) {
-    decode_plan = plan_gpu(ops, w, PlanMode::Decode, o.q8_activations, o.plan_off);
-    prefill_plan = plan_gpu(ops, w, PlanMode::Prefill, o.q8_activations, o.plan_off);
+    decode_plan = plan_gpu(ops, w, PlanMode::Decode, o.q8_activations, o.plan_off, o.cache_type);
+    prefill_plan = plan_gpu(ops, w, PlanMode::Prefill, o.q8_activations, o.plan_off, o.cache_type);
     step = {};
   }
   const GpuPlan& plan(int n) const { return n == 1 ? decode_plan : prefill_plan; }
@@ -150,6 +150,7 @@ class SplitEngine final : public LlamaEngine {
     const std::vector<double> weights = split_weights(devices, opt_.tensor_split);
     ranges_ = split_layers(n_layers, weights);
     max_ctx_ = resolve_max_ctx(f.config(), opt_);
+    cache_type_ = opt_.cache_type;
     opt_.max_batch = std::max(1, std::min(opt_.max_batch, max_ctx_));
     max_batch_ = opt_.max_batch;
     for (size_t i = 0; i < devices.size(); ++i)
@@ -166,6 +167,11 @@ class SplitEngine final : public LlamaEngine {
   uint64_t weight_bytes() const override {
     uint64_t b = 0;
     for (const auto& s : stages_) b += s->w.bytes;
+    return b;
+  }
+  uint64_t kv_bytes() const override {
+    uint64_t b = 0;
+    for (const auto& s : stages_) b += s->kv.k.bytes() + s->kv.v.bytes();
     return b;
   }
 

@@ -13,8 +13,13 @@ namespace wgc::llm {
 namespace {
 
 using detail::kCombineSp;
+using detail::kv_read_file;
+using detail::kv_store_file;
+using detail::kv_tag;
+using detail::kv_unit;
 using detail::need;
 using detail::need_elems;
+using detail::need_kv;
 using detail::prelude_bool;
 using detail::prelude_u32;
 using detail::u32;
@@ -30,13 +35,17 @@ void LlmOps::kv_append(Batch& b, const KvLayer& c, const Tensor& k_src, int64_t 
            std::to_string(c.max_ctx));
   need_elems(k_src, (n_tokens - 1) * src_stride + k_off + row, op, "k_src");
   need_elems(v_src, (n_tokens - 1) * src_stride + v_off + row, op, "v_src");
-  need_elems(c.k, c.offset + row * c.max_ctx, op, "k cache");
-  need_elems(c.v, c.offset + row * c.max_ctx, op, "v cache");
-  Kernel k = kernel({"llm/kv_append", {"llm/common.wgsl", "llm/kv_append.wgsl"}});
+  need_kv(c, op);
+  // f32: one invocation per value (kv_append.wgsl); packed: per unit of words (kv_append_packed.wgsl).
+  const bool packed = c.type != KvType::F32;
+  Kernel k = packed ? kernel({"llm/kv_append" + kv_tag(c.type),
+                              {"llm/common.wgsl", "llm/kv_append_packed.wgsl", kv_store_file(c.type)}})
+                    : kernel({"llm/kv_append", {"llm/common.wgsl", "llm/kv_append.wgsl"}});
+  const uint64_t work = packed ? 2 * uint64_t(row) / kv_unit(c.type) : uint64_t(row);
   b.dispatch(k, {k_src, v_src, c.k, c.v},
              Params(u32(n_tokens), u32(c.n_kv_heads), u32(c.head_dim), u32(c.max_ctx), u32(pos0), u32(src_stride),
                     u32(k_off), u32(v_off), c.offset),
-             groups_1d(ctx_, ceil_div(uint64_t(n_tokens) * uint64_t(row), 256)));
+             groups_1d(ctx_, ceil_div(uint64_t(n_tokens) * work, 256)));
 }
 
 void LlmOps::rope_kv_append(Batch& b, const Tensor& qkv, const RopeTable& table, const KvLayer& c,
@@ -67,10 +76,15 @@ void LlmOps::rope_kv_append(Batch& b, const Tensor& qkv, const RopeTable& table,
              std::to_string(table.max_pos));
   }
   need_elems(qkv, (a.n_tokens - 1) * stride + std::max({q_off + q_len, k_off + kv_len, v_off + kv_len}), op, "qkv");
-  need_elems(c.k, c.offset + kv_len * c.max_ctx, op, "k cache");
-  need_elems(c.v, c.offset + kv_len * c.max_ctx, op, "v cache");
-  Kernel k = kernel({"llm/rope_kv_append", {"llm/common.wgsl", "llm/rope_kv_append.wgsl"}});
-  uint64_t work = uint64_t(a.n_tokens) * uint64_t(a.n_heads + 2 * c.n_kv_heads) * uint64_t(hd / 2);
+  need_kv(c, op);
+  // f32: one invocation per pair (rope_kv_append.wgsl); packed: the key and value heads per unit
+  // of words (rope_kv_append_packed.wgsl).
+  const bool packed = c.type != KvType::F32;
+  Kernel k = packed ? kernel({"llm/rope_kv_append" + kv_tag(c.type),
+                              {"llm/common.wgsl", "llm/rope_kv_append_packed.wgsl", kv_store_file(c.type)}})
+                    : kernel({"llm/rope_kv_append", {"llm/common.wgsl", "llm/rope_kv_append.wgsl"}});
+  const uint64_t kv_work = packed ? 2 * uint64_t(kv_len) / kv_unit(c.type) : uint64_t(c.n_kv_heads) * uint64_t(hd);
+  uint64_t work = uint64_t(a.n_tokens) * (uint64_t(a.n_heads) * uint64_t(hd / 2) + kv_work);
   b.dispatch(k, {qkv, table.cos_sin, a.positions ? a.positions : table.cos_sin, c.k, c.v},
              Params(u32(a.n_tokens), u32(a.n_heads), u32(c.n_kv_heads), u32(hd), u32(stride), u32(q_off), u32(k_off),
                     u32(v_off), u32(a.pos0), detail::rope_flags(a), u32(table.max_pos), u32(c.max_ctx), c.offset),
@@ -89,10 +103,11 @@ std::string hd_tag(int hd) { return "/hd" + std::to_string(hd); }
 struct FlashAttnVariant {
   int hd = 0;
   uint32_t bq = 0;
+  KvType kv = KvType::F32;
   KernelSpec spec() const {
     const detail::AttnShape s = detail::attn_shape(hd);
-    return {"llm/flash_attn" + hd_tag(hd) + "/bq" + std::to_string(bq),
-            {"llm/common.wgsl", "llm/flash_attn.wgsl"},
+    return {"llm/flash_attn" + hd_tag(hd) + "/bq" + std::to_string(bq) + kv_tag(kv),
+            {"llm/common.wgsl", "llm/flash_attn.wgsl", kv_read_file(kv)},
             "",
             {{"HD", hd}, {"TPQ", s.tpq}, {"BQ", bq}, {"BK", s.bk}}};
   }
@@ -104,13 +119,14 @@ struct FlashAttnVariant {
 struct TiledPfVariant {
   int hd = 0;
   uint32_t no = 0, vk = 0, sgs = 0;
+  KvType kv = KvType::F32;
   KernelSpec spec() const {
-    KernelSpec s{
-        "llm/flash_attn_tiled_pf" + hd_tag(hd) + "/exp2" + (sgs ? "/sg" : ""),
-        {"llm/flash_attn_tiled_pf.wgsl", sgs ? "llm/flash_attn_pf_rows_sg.wgsl" : "llm/flash_attn_pf_rows_wm.wgsl"},
-        "",
-        {{"HD", hd}, {"NO", no}, {"VK", vk}, {"EXP2", 1}, {"PF", 1}},
-        sgs != 0};
+    KernelSpec s{"llm/flash_attn_tiled_pf" + hd_tag(hd) + "/exp2" + (sgs ? "/sg" : "") + kv_tag(kv),
+                 {"llm/flash_attn_tiled_pf.wgsl",
+                  sgs ? "llm/flash_attn_pf_rows_sg.wgsl" : "llm/flash_attn_pf_rows_wm.wgsl", kv_read_file(kv)},
+                 "",
+                 {{"HD", hd}, {"NO", no}, {"VK", vk}, {"EXP2", 1}, {"PF", 1}},
+                 sgs != 0};
     if (sgs) s.constants.push_back({"SGS", sgs});
     return s;
   }
@@ -120,10 +136,11 @@ struct TiledPfVariant {
 struct FlashDecodeVariant {
   int hd = 0, g = 0;
   uint32_t wg = 0, bk = 0, nj = 0;
+  KvType kv = KvType::F32;
   KernelSpec spec() const {
     return {"llm/flash_decode" + hd_tag(hd) + "/g" + std::to_string(g) + "/wg" + std::to_string(wg) + "/bk" +
-                std::to_string(bk),
-            {"llm/flash_decode.wgsl"},
+                std::to_string(bk) + kv_tag(kv),
+            {"llm/flash_decode.wgsl", kv_read_file(kv)},
             "",
             {{"HD", hd}, {"G", g}, {"WG", wg}, {"BK", bk}, {"NJ", nj}}};
   }
@@ -135,11 +152,12 @@ struct FlashDecodeSgVariant {
   int hd = 0, g = 0;
   uint32_t tpk = 0, u = 0, wg = 0, sgs = 0;
   bool pf = false;
+  KvType kv = KvType::F32;
   KernelSpec spec() const {
     const auto cu = prelude_u32;
     return {"llm/flash_decode_sg" + hd_tag(hd) + "/g" + std::to_string(g) + "/wg" + std::to_string(wg) + "/tpk" +
-                std::to_string(tpk) + "/u" + std::to_string(u) + (pf ? "/pf" : ""),
-            {"llm/flash_decode_sg.wgsl"},
+                std::to_string(tpk) + "/u" + std::to_string(u) + (pf ? "/pf" : "") + kv_tag(kv),
+            {"llm/flash_decode_sg.wgsl", kv_read_file(kv)},
             cu("HD", u32(hd)) + cu("G", u32(g)) + cu("TPK", tpk) + cu("U", u) + cu("WG", wg) + cu("SGS", sgs) +
                 prelude_bool("PF", pf),
             {},
@@ -149,9 +167,9 @@ struct FlashDecodeSgVariant {
 
 }  // namespace
 
-Kernel LlmOps::attn_kernel(int hd, int bq) const { return kernel(FlashAttnVariant{hd, u32(bq)}.spec()); }
+Kernel LlmOps::attn_kernel(int hd, int bq, KvType kv) const { return kernel(FlashAttnVariant{hd, u32(bq), kv}.spec()); }
 
-Kernel LlmOps::attn_tiled_pf_kernel(int hd) const {
+Kernel LlmOps::attn_tiled_pf_kernel(int hd, KvType kv) const {
   // flash_attn_tiled_pf.wgsl: 64 rows x 64 keys per workgroup of 256 invocations, 4 x 4 scores
   // each, 32 KiB; up to 4 output vec4s per row and invocation, V chunks of at most 4 vec4s each.
   if (hd % 4 != 0 || hd > 256 || caps_.workgroup_storage < 32768 || max_wg_ < 256) return {};
@@ -162,7 +180,7 @@ Kernel LlmOps::attn_tiled_pf_kernel(int hd) const {
   const bool sg = subgroups_ && (sg_size_ & (sg_size_ - 1)) == 0;
   uint32_t vk = 64;
   while (vk > 1 && vk * hd4 > 1024) vk /= 2;
-  return kernel(TiledPfVariant{hd, no, vk, sg ? sg_size_ : 0}.spec());
+  return kernel(TiledPfVariant{hd, no, vk, sg ? sg_size_ : 0, kv}.spec());
 }
 
 LlmOps::DecodeShape LlmOps::decode_shape(int hd, int G) const {
@@ -222,10 +240,9 @@ AttnDims attn_check(const KvLayer& c, const Tensor& q, const Tensor* out, const 
   d.os = a.o_stride < 0 ? int64_t(a.n_heads) * d.hd : a.o_stride;
   need(d.qs % 4 == 0 && a.q_offset % 4 == 0 && c.offset % 4 == 0, op,
        "q stride/offset and cache offset must be multiples of 4");
+  need_kv(c, op);
   need_elems(q, (a.n_tokens - 1) * d.qs + a.q_offset + int64_t(a.n_heads) * d.hd, op, "q");
   if (out) need_elems(*out, (a.n_tokens - 1) * d.os + a.o_offset + int64_t(a.n_heads) * d.hd, op, "out");
-  need_elems(c.k, c.offset + int64_t(c.n_kv_heads) * c.max_ctx * d.hd, op, "k cache");
-  need_elems(c.v, c.offset + int64_t(c.n_kv_heads) * c.max_ctx * d.hd, op, "v cache");
   d.scale = a.scale != 0 ? a.scale : float(1.0 / std::sqrt(double(d.hd)));
   return d;
 }
@@ -242,7 +259,7 @@ void LlmOps::attention_prefill(Batch& b, const KvLayer& c, const Tensor& q, cons
                                const AttentionArgs& a) const {
   auto d = attn_check(c, q, &out, a, "attention_prefill");
   // flash_attn_tiled_pf.wgsl where it runs, else flash_attn.wgsl.
-  if (Kernel k = attn_tiled_pf_kernel(d.hd)) {
+  if (Kernel k = attn_tiled_pf_kernel(d.hd, c.type)) {
     const uint32_t kv_len = u32(a.start + a.n_tokens);
     const Groups g{ceil_div(uint64_t(a.n_tokens) * uint64_t(d.G), 64), u32(c.n_kv_heads), 1};
     b.dispatch(k, {q, Arg(c.k), Arg(c.v), out},
@@ -253,7 +270,7 @@ void LlmOps::attention_prefill(Batch& b, const KvLayer& c, const Tensor& q, cons
     return;
   }
   const uint32_t bq = 16;
-  Kernel k = attn_kernel(d.hd, bq);
+  Kernel k = attn_kernel(d.hd, bq, c.type);
   uint32_t total = u32(a.start + a.n_tokens);
   b.dispatch(k, {q, Arg(c.k), Arg(c.v), out, dummy_},
              Params(u32(a.n_tokens), u32(a.n_heads), u32(c.n_kv_heads), u32(c.max_ctx), u32(a.start), u32(d.qs),
@@ -278,16 +295,16 @@ uint32_t LlmOps::attention_decode_pass(Batch& b, const KvLayer& c, const Tensor&
   Kernel k;
   uint32_t bk = 0, bq = 1;
   if (sgs.wg) {
-    k = kernel(FlashDecodeSgVariant{d.hd, d.G, sgs.tpk, sgs.u, sgs.wg, sg_size_, sgs.pf}.spec());
+    k = kernel(FlashDecodeSgVariant{d.hd, d.G, sgs.tpk, sgs.u, sgs.wg, sg_size_, sgs.pf, c.type}.spec());
     bk = sgs.wg / sgs.tpk * sgs.u;
   } else if (ds.wg) {
-    k = kernel(FlashDecodeVariant{d.hd, d.G, ds.wg, ds.bk, ds.nj}.spec());
+    k = kernel(FlashDecodeVariant{d.hd, d.G, ds.wg, ds.bk, ds.nj, c.type}.spec());
     bk = ds.bk;
   } else {
     while (bq < uint32_t(d.G)) bq *= 2;
     auto s = detail::attn_shape(d.hd);
     need(bq * s.tpq <= max_wg_, op, "GQA group too large");
-    k = attn_kernel(d.hd, int(bq));
+    k = attn_kernel(d.hd, int(bq), c.type);
     bk = s.bk;
   }
   const bool dyn = bool(a.start_from);

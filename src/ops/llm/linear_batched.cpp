@@ -194,8 +194,8 @@ void LlmOps::linear_batched_q8_rope(Batch& b, const GpuWeight& w, const Q8Act& x
            std::to_string(c.max_ctx));
   need(a.positions || int64_t(a.pos0) + n_tokens <= table.max_pos, op,
        "positions past the table's " + std::to_string(table.max_pos));
-  need_elems(c.k, c.offset + int64_t(c.n_kv_heads) * hd * c.max_ctx, op, "k cache");
-  need_elems(c.v, c.offset + int64_t(c.n_kv_heads) * hd * c.max_ctx, op, "v cache");
+  detail::need_f32_kv(c, op);
+  detail::need_kv(c, op);
   if (bias) need_elems(bias, rows, op, "bias");
   LinearOptions o;
   o.bias = bias;

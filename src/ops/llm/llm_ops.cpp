@@ -67,6 +67,18 @@ RopeTable make_rope_table(const Context& ctx, std::span<const double> inv, int h
 
 // ---- KV cache ------------------------------------------------------------------------------
 
+namespace {
+// Values per u32 word of the offset between layers (KvLayer::offset / this = the layer's first word).
+int64_t kv_offset_unit(KvType t) { return t == KvType::F32 ? 1 : t == KvType::F16 ? 2 : 4; }
+
+void check_kv_shape(KvType t, int64_t values, int head_dim) {
+  std::string why;
+  if (!kv_type_fits(t, head_dim, &why)) throw Error("wgc: kv cache: " + why);
+  if (values <= 0 || kv_words(t, values) * kv_offset_unit(t) >= (int64_t(1) << 32))
+    throw Error("wgc: kv cache of " + std::to_string(values) + " values");
+}
+}  // namespace
+
 KvLayer KvCache::layer(int i) const {
   if (i < 0 || i >= n_layers) throw Error("wgc: kv cache: no layer " + std::to_string(i));
   KvLayer l;
@@ -75,20 +87,35 @@ KvLayer KvCache::layer(int i) const {
   l.n_kv_heads = n_kv_heads;
   l.max_ctx = max_ctx;
   l.head_dim = head_dim;
-  l.offset = u32(int64_t(i) * n_kv_heads * max_ctx * head_dim);
+  l.type = type;
+  l.offset = u32(int64_t(i) * kv_words(type, l.values()) * kv_offset_unit(type));
   return l;
 }
 
-KvCache make_kv_cache(const Context& ctx, int n_layers, int n_kv_heads, int max_ctx, int head_dim) {
+KvCache make_kv_cache(const Context& ctx, int n_layers, int n_kv_heads, int max_ctx, int head_dim, KvType type) {
   KvCache c;
-  int64_t n = int64_t(n_layers) * n_kv_heads * max_ctx * head_dim;
-  if (n <= 0 || n >= (int64_t(1) << 32)) throw Error("wgc: kv cache of " + std::to_string(n) + " elements");
-  c.k = make_tensor(ctx, {n});
-  c.v = make_tensor(ctx, {n});
+  const int64_t layer = int64_t(n_kv_heads) * max_ctx * head_dim;
+  check_kv_shape(type, int64_t(n_layers) * layer, head_dim);
+  const int64_t words = int64_t(n_layers) * kv_words(type, layer);
+  c.k = make_tensor(ctx, {words});
+  c.v = make_tensor(ctx, {words});
   c.n_layers = n_layers;
   c.n_kv_heads = n_kv_heads;
   c.max_ctx = max_ctx;
   c.head_dim = head_dim;
+  c.type = type;
+  return c;
+}
+
+KvLayer make_kv_layer(const Context& ctx, int n_kv_heads, int n_slots, int head_dim, KvType type) {
+  KvLayer c;
+  c.n_kv_heads = n_kv_heads;
+  c.max_ctx = n_slots;
+  c.head_dim = head_dim;
+  c.type = type;
+  check_kv_shape(type, c.values(), head_dim);
+  c.k = make_tensor(ctx, {kv_words(type, c.values())});
+  c.v = make_tensor(ctx, {kv_words(type, c.values())});
   return c;
 }
 

@@ -15,6 +15,7 @@
 #include "gpu/context.h"
 #include "gpu/kernel.h"
 #include "gpu/tensor.h"
+#include "ops/llm/kv_type.h"
 #include "ops/llm/linear_version.h"
 #include "ops/llm/tuning.h"
 #include "ops/llm/weights.h"
@@ -45,21 +46,28 @@ RopeTable make_rope_table(const Context& ctx, std::span<const double> inv_freq, 
                           double factor = 1.0);
 
 // ---- KV cache ------------------------------------------------------------------------------
-// One layer's cache: k and v f32 tensors holding [n_kv_heads][max_ctx][head_dim] starting at
-// element `offset` (so several layers may share one tensor: offset = layer * n_kv*max_ctx*hd;
-// offset must be a multiple of 4). Position p of kv head h is at offset + (h*max_ctx + p)*hd.
+// One layer's cache: k and v tensors holding [n_kv_heads][max_ctx][head_dim] values of `type`
+// starting at value `offset` (so several layers may share one tensor: offset = layer * the
+// layer's words * values per word; offset must be a multiple of 4). Position p of kv head h is
+// value offset + (h*max_ctx + p)*hd (for Q8_0 its quant; kv_words gives the layer's extent).
 struct KvLayer {
   Tensor k, v;
   int n_kv_heads = 0, max_ctx = 0, head_dim = 0;
   uint32_t offset = 0;
+  KvType type = KvType::F32;
+  int64_t values() const { return int64_t(n_kv_heads) * max_ctx * head_dim; }  // of the layer
 };
 // A cache for n_layers layers (one tensor each for K and V); layer(i) views layer i.
 struct KvCache {
   Tensor k, v;
   int n_layers = 0, n_kv_heads = 0, max_ctx = 0, head_dim = 0;
+  KvType type = KvType::F32;
   KvLayer layer(int i) const;
 };
-KvCache make_kv_cache(const Context& ctx, int n_layers, int n_kv_heads, int max_ctx, int head_dim);
+KvCache make_kv_cache(const Context& ctx, int n_layers, int n_kv_heads, int max_ctx, int head_dim,
+                      KvType type = KvType::F32);
+// One layer's K and V tensors of n_slots rows (the serving engine's paged pool: offset 0).
+KvLayer make_kv_layer(const Context& ctx, int n_kv_heads, int n_slots, int head_dim, KvType type);
 
 // ---- 8-bit activations ---------------------------------------------------------------------
 // Activations quantized to 8 bits per block of 32 elements, per token (llama.cpp's q8_1): the
@@ -544,9 +552,9 @@ class LlmOps {
   Kernel matvec_kx_kernel(TensorType t, int64_t cols, uint32_t kind, const float* norm_eps = nullptr,
                           const DecodePartials* xc = nullptr) const;
   uint64_t kx_grid(uint32_t kind, int64_t rows, TensorType t, int64_t cols) const;
-  Kernel attn_kernel(int head_dim, int bq) const;
+  Kernel attn_kernel(int head_dim, int bq, KvType kv = KvType::F32) const;
   // flash_attn_tiled_pf.wgsl for this head_dim, or an empty Kernel where it cannot run.
-  Kernel attn_tiled_pf_kernel(int head_dim) const;
+  Kernel attn_tiled_pf_kernel(int head_dim, KvType kv = KvType::F32) const;
   // attn_combine.wgsl: partials [n_tokens][n_heads][splits][head_dim + 2] into out's rows.
   void combine_partials(Batch& b, const Tensor& part, const Tensor& out, int n_tokens, int n_heads, uint32_t splits,
                         int head_dim, int64_t o_stride, int64_t o_offset) const;

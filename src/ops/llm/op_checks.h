@@ -34,6 +34,36 @@ inline void need_elems(const Tensor& t, int64_t elems, const std::string& op, co
        name + " holds " + std::to_string(t.capacity() / 4) + " elements, the op needs " + std::to_string(elems));
 }
 
+// A KV cache layer whose tensors hold its words from its offset (every cache op checks this), of a
+// type that takes its head_dim.
+inline void need_kv(const KvLayer& c, const std::string& op) {
+  std::string why;
+  need(kv_type_fits(c.type, c.head_dim, &why), op, why);
+  const int64_t unit = c.type == KvType::F32 ? 1 : c.type == KvType::F16 ? 2 : 4;
+  need(c.offset % 4 == 0 || c.type == KvType::F32, op, "cache offset must be a multiple of 4");
+  const int64_t words = int64_t(c.offset) / unit + kv_words(c.type, c.values());
+  need_elems(c.k, words, op, "k cache");
+  need_elems(c.v, words, op, "v cache");
+}
+
+// The fused RoPE epilogues (rope_store.wgsl, linear_batched_rope.wgsl) store single f32 values.
+inline void need_f32_kv(const KvLayer& c, const std::string& op) {
+  need(c.type == KvType::F32, op,
+       "writes an f32 KV cache only, not " + std::string(to_string(c.type)) + " (rope_kv_append packs)");
+}
+
+// The cache loads a reading kernel of this cache type includes, and its pipelines' key suffix
+// ("" for f32: those keys stay as they were).
+inline std::string kv_read_file(KvType t) {
+  return t == KvType::F32 ? "llm/kv_read_f32.wgsl" : t == KvType::F16 ? "llm/kv_read_f16.wgsl" : "llm/kv_read_q8.wgsl";
+}
+// The stores a packed cache's writers include, and the values each invocation stores (KV_CH).
+inline std::string kv_store_file(KvType t) {
+  return t == KvType::F16 ? "llm/kv_store_f16.wgsl" : "llm/kv_store_q8.wgsl";
+}
+inline uint32_t kv_unit(KvType t) { return t == KvType::F32 ? 1 : t == KvType::F16 ? 2 : 32; }
+inline std::string kv_tag(KvType t) { return t == KvType::F32 ? "" : "/kv_" + std::string(to_string(t)); }
+
 // An 8-bit activation of at least n_tokens tokens.
 inline void need_q8(const Q8Act& a, int n_tokens, const std::string& op, const std::string& name) {
   need(a.cols > 0 && a.cols % 32 == 0, op, name + ": " + std::to_string(a.cols) + " columns, not a multiple of 32");
@@ -195,6 +225,7 @@ inline void push_rope_params(Params& prm, const RopeTable& table, const KvLayer&
 inline void check_qkv_rope(const GpuWeight& w, const Tensor& qkv, const RopeTable& table, const KvLayer& c,
                            const RopeKvArgs& a, const std::string& op, int64_t row0 = -1) {
   const int hd = c.head_dim;
+  need_f32_kv(c, op);
   need(a.n_tokens == 1 && a.n_heads > 0 && c.n_kv_heads > 0, op, "one token, some heads");
   need(hd > 0 && hd % 2 == 0 && table.head_dim == hd, op,
        "the rope table's head_dim " + std::to_string(table.head_dim) + " is not the cache's " + std::to_string(hd));

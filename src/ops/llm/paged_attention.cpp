@@ -13,8 +13,11 @@ namespace wgc::llm {
 
 namespace {
 
+using detail::kv_read_file;
+using detail::kv_tag;
 using detail::need;
 using detail::need_elems;
+using detail::need_kv;
 using detail::need_q8;
 using detail::u32;
 
@@ -136,8 +139,7 @@ void LlmOps::paged_attention_partials(Batch& b, const KvLayer& c, const Tensor& 
   const int64_t qs = a.q_stride < 0 ? int64_t(a.n_heads) * hd : a.q_stride;
   need(qs % 4 == 0 && a.q_offset % 4 == 0, op, "q stride and offset must be multiples of 4");
   need_elems(q, (pl.n_tokens - 1) * qs + a.q_offset + int64_t(a.n_heads) * hd, op, "q");
-  need_elems(c.k, int64_t(c.n_kv_heads) * c.max_ctx * hd, op, "k cache");
-  need_elems(c.v, int64_t(c.n_kv_heads) * c.max_ctx * hd, op, "v cache");
+  need_kv(c, op);
   const float scale = a.scale != 0 ? a.scale : float(1.0 / std::sqrt(double(hd)));
   const auto s = detail::attn_shape(hd);
   need(16 % s.tpq == 0, op,
@@ -157,8 +159,8 @@ void LlmOps::paged_attention_partials(Batch& b, const KvLayer& c, const Tensor& 
     need(bq * tpq <= max_wg_, op, "GQA group too large");
     const uint32_t kp = 1;  // key rows padded by a vec4 against bank conflicts (serving session 7: 0 lost 9%)
     Kernel k = kernel({"llm/paged_attn/hd" + std::to_string(hd) + "/bq" + std::to_string(bq) + "/tpq" +
-                           std::to_string(tpq) + (pf ? "/pf" : "") + (kp ? "/kp" : ""),
-                       {"llm/paged_attn.wgsl"},
+                           std::to_string(tpq) + (pf ? "/pf" : "") + (kp ? "/kp" : "") + kv_tag(c.type),
+                       {"llm/paged_attn.wgsl", kv_read_file(c.type)},
                        "",
                        {{"HD", hd}, {"TPQ", tpq}, {"BQ", bq}, {"PF", pf ? 1 : 0}, {"KP", kp}}});
     b.dispatch(k, {q, Arg(c.k), Arg(c.v), pl.tables, pl.seqs, pl.items, pl.partials},
