@@ -50,7 +50,8 @@ inline __m256 halves8(const std::byte* const* row, int64_t at) {
 // them from the file's rows (a transpose per 16 bytes); Packed<T> reads them from the copy
 // pack() wrote at load (llama.cpp's repacking: Q4_0x8 and friends), where a block of the 8 rows
 // is its halves (8 x f16 each, kHalves of them) followed by the groups of bytes kFirst..B-1 of
-// the block in order, 32 bytes each: the same bytes as the 8 rows' blocks, so no bigger.
+// the block in order, 32 bytes each (Q6_K: its scales' groups first, then its quants recombined,
+// q6k_packed_part): the same bytes as the 8 rows' blocks, so no bigger.
 
 template <TensorType T>
 constexpr int64_t kBlockBytes = T == TensorType::Q4_0   ? 18
@@ -163,7 +164,7 @@ struct Packed {
   const std::byte* p;  // the tile's row group in the packed copy
   void groups(int64_t blk, int64_t at, __m256i out[4]) const {
     const int64_t first = T == TensorType::Q6_K ? kQ6kPackedScales + (at - 192) * 8  // its scales only
-                                                : 16 * kHalves<T> + (at - kFirst<T>) * 8;
+                                                : 16 * kHalves<T> + (at - kFirst<T>)*8;
     const std::byte* g = p + blk * 8 * kBlockBytes<T> + first;
     for (int k = 0; k < 4; ++k) out[k] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(g + 32 * k));
   }
