@@ -50,7 +50,8 @@ inline __m256 halves8(const std::byte* const* row, int64_t at) {
 // them from the file's rows (a transpose per 16 bytes); Packed<T> reads them from the copy
 // pack() wrote at load (llama.cpp's repacking: Q4_0x8 and friends), where a block of the 8 rows
 // is its halves (8 x f16 each, kHalves of them) followed by the groups of bytes kFirst..B-1 of
-// the block in order, 32 bytes each: the same bytes as the 8 rows' blocks, so no bigger.
+// the block in order, 32 bytes each (Q6_K: its scales' groups first, then its quants recombined,
+// q6k_packed_part): the same bytes as the 8 rows' blocks, so no bigger.
 
 template <TensorType T>
 constexpr int64_t kBlockBytes = T == TensorType::Q4_0   ? 18
@@ -131,8 +132,13 @@ struct Q6kPackedPart {
   }
 };
 
+// Packed Q6_K super-blocks of the 8 rows are laid out in the order decode reads them, so that a
+// group of rows is one stream read front to back (the file's order, scales after the quants, had
+// decode jump ahead to the scales and back at every super-block): d (8 halves), the 16 scale bytes
+// as 4 groups (128 bytes), then the quants (Q6kPackedPart) per half and part.
+constexpr int64_t kQ6kPackedScales = 16, kQ6kPackedQuants = 16 + 128;
 // Where the packed Q6_K's A, B, C of half h and part `part` start in a super-block of the 8 rows.
-constexpr int64_t q6k_packed_part(int h, int part) { return 16 + (2 * h + part) * 12 * 32; }
+constexpr int64_t q6k_packed_part(int h, int part) { return kQ6kPackedQuants + (2 * h + part) * 12 * 32; }
 
 template <TensorType T>
 struct Rows {
@@ -157,7 +163,9 @@ template <TensorType T>
 struct Packed {
   const std::byte* p;  // the tile's row group in the packed copy
   void groups(int64_t blk, int64_t at, __m256i out[4]) const {
-    const std::byte* g = p + blk * 8 * kBlockBytes<T> + 16 * kHalves<T> + (at - kFirst<T>)*8;
+    const int64_t first = T == TensorType::Q6_K ? kQ6kPackedScales + (at - 192) * 8  // its scales only
+                                                : 16 * kHalves<T> + (at - kFirst<T>)*8;
+    const std::byte* g = p + blk * 8 * kBlockBytes<T> + first;
     for (int k = 0; k < 4; ++k) out[k] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(g + 32 * k));
   }
   __m256 halves(int64_t blk, int64_t at) const {
@@ -189,7 +197,10 @@ void pack_groups(const Weight& w, std::byte* out, int64_t g0, int64_t g1) {
       }
       std::byte* q = o + 16 * kHalves<T>;
       int64_t k = kFirst<T>;
-      if constexpr (T == TensorType::Q6_K) {  // the quants as Q6kPackedPart reads them, then the scales
+      if constexpr (T == TensorType::Q6_K) {  // the scales, then the quants as Q6kPackedPart reads them
+        __m256i sv[4];
+        src.groups(blk, 192, sv);
+        for (int j = 0; j < 4; ++j, q += 32) _mm256_storeu_si256(reinterpret_cast<__m256i*>(q), sv[j]);
         const __m256i m3 = _mm256_set1_epi8(0x03), mc = _mm256_set1_epi8(0x0c), m30 = _mm256_set1_epi8(0x30);
         for (int h = 0; h < 2; ++h)
           for (int part = 0; part < 2; ++part) {
@@ -202,7 +213,7 @@ void pack_groups(const Weight& w, std::byte* out, int64_t g0, int64_t g1) {
               for (int i = 0; i < 3; ++i) _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + 32 * i), abc[i]);
             }
           }
-        k = 192;
+        k = group_end<T>();
       }
       for (; k + 16 <= group_end<T>(); k += 16, q += 128) {  // 16 bytes of the 8 rows: 4 groups
         __m256i v[4];
