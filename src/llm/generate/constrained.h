@@ -53,6 +53,8 @@ class Constraint {
   // (and cached) now; prepare() makes it ahead of need.
   const TokenMask& allowed() const;
   void prepare() const { allowed(); }
+  // The current state's mask is known without a walk (made, or in the cache).
+  bool ready() const { return cached() != nullptr; }
   // Takes the generated token (wgc::Error when it is not allowed).
   void accept(int32_t id);
   // The output is a whole sentence and nothing can follow it: generation must end here.

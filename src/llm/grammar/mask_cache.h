@@ -44,7 +44,7 @@ class MaskCache {
   };
   mutable std::mutex mu_;
   size_t max_bytes_, bytes_ = 0;
-  std::list<Entry> lru_;  // most recently used first
+  std::list<Entry> lru_;                                                    // most recently used first
   std::unordered_map<std::string_view, std::list<Entry>::iterator> index_;  // views of Entry::key
   std::unordered_map<std::string, uint64_t> grammars_;                      // rules -> id
   size_t grammar_bytes_ = 0;

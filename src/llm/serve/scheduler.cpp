@@ -12,6 +12,7 @@
 #include "llm/serve/request_stream.h"
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
@@ -568,6 +569,7 @@ struct Scheduler::Impl {
   void process(Inflight& f, Inflight* next) {
     const int B = opt.kv_block_tokens;
     std::vector<StepLogits> rows;
+    if (f.pending && engine->overlaps()) prepare_masks(f);
     if (f.pending) rows = engine->collect(f.pending);
     int generated = 0;
     size_t r = 0;
@@ -609,6 +611,29 @@ struct Scheduler::Impl {
         }
     }
     publish_state(generated);
+  }
+
+  // While the GPU runs step f: the grammar masks its constrained sequences will be picked under
+  // (cache lookups mostly; the misses' trie walks spread over threads when there are several).
+  void prepare_masks(const Inflight& f) {
+    std::vector<const Constraint*> todo;  // the states whose mask is not in the cache
+    for (size_t i = 0; i < f.fed.size(); ++i)
+      if (f.fed[i] && f.want[i] && f.fed[i]->constraint && !f.fed[i]->constraint->ready())
+        todo.push_back(&*f.fed[i]->constraint);
+    // An error (a grammar with too many stacks) comes back when the token is picked, for its
+    // request alone.
+    std::atomic<size_t> next{0};
+    auto work = [&] {
+      for (size_t i; (i = next++) < todo.size();) try {
+          todo[i]->prepare();
+        } catch (const std::exception&) {
+        }
+    };
+    const size_t threads = std::min<size_t>({todo.size(), std::max(1u, std::thread::hardware_concurrency()), 8});
+    std::vector<std::thread> pool;
+    for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
+    work();
+    for (auto& t : pool) t.join();
   }
 
   static int32_t pick(Seq& s, const SamplePlan& plan, const StepLogits& out) {
