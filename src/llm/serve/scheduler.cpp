@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
@@ -660,9 +661,29 @@ struct Scheduler::Impl {
         return sm.sample(std::span<const int32_t>(kept->ids), std::span<const float>(kept->logits));
       }
     }
-    std::vector<float> logits = out.logits;  // kept unmasked for the logprobs
-    s.constraint->mask(logits);
-    return sm.sample(logits);
+    // The allowed tokens alone (a masked one is never drawn), for a top-k plan the plan.k best of
+    // them (ties: the lower id, as the sampler's top-k): the sampler then works on these few
+    // candidates rather than on a masked copy of the whole row, the same draw.
+    const TokenMask& bits = s.constraint->allowed();
+    const std::vector<float>& row = out.logits;
+    std::vector<int32_t> ids;
+    for (size_t w = 0; w < bits.size() && w * 64 < row.size(); ++w)
+      for (uint64_t word = bits[w]; word; word &= word - 1) {
+        const size_t id = w * 64 + size_t(std::countr_zero(word));
+        if (id < row.size()) ids.push_back(int32_t(id));
+      }
+    if (ids.empty()) throw Error("wgc: constrained sampling: no token of the vocabulary continues the grammar here");
+    auto better = [&](int32_t a, int32_t b) {
+      return row[size_t(a)] > row[size_t(b)] || (row[size_t(a)] == row[size_t(b)] && a < b);
+    };
+    if (plan.kind == SamplePlan::Greedy) return *std::min_element(ids.begin(), ids.end(), better);
+    if (plan.kind == SamplePlan::TopK && ids.size() > size_t(plan.k)) {
+      std::nth_element(ids.begin(), ids.begin() + plan.k, ids.end(), better);
+      ids.resize(size_t(plan.k));
+    }
+    std::vector<float> kept(ids.size());
+    for (size_t i = 0; i < ids.size(); ++i) kept[i] = row[size_t(ids[i])];
+    return sm.sample(std::span<const int32_t>(ids), std::span<const float>(kept));
   }
 
   static TokenLogprobs logprobs(const Seq& s, const StepLogits& out, int32_t id) {
