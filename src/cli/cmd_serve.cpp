@@ -1,5 +1,5 @@
-// wgc serve: an OpenAI-compatible HTTP server for one model, or several with --models-dir
-// (src/server, docs/serving.md).
+// wgc serve: an OpenAI-compatible HTTP server for one model, or several with --models-dir or
+// repeated --model NAME=PATH (src/server, docs/serving.md).
 #include "cli/command.h"
 #include "cli/embedding_model.h"
 #include "cli/llm_backend.h"
@@ -14,6 +14,7 @@
 #include "util/signals.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -35,7 +36,8 @@ int signal_pipe[2] = {-1, -1};
 struct Flags {
   GpuFlags gpu;
   EngineFlags split;
-  std::optional<std::string> model, name, kernel, embedding_model;
+  std::vector<std::string> models;  // --model: PATH, or NAME=PATH (repeatable)
+  std::optional<std::string> name, kernel, embedding_model;
   std::string tokenizer;
   server::ServerOptions so;
   llm::SchedulerOptions sched;
@@ -142,13 +144,32 @@ std::string kv_cache_note(const llm::LlamaModel& m) {
   return buf;
 }
 
-// --models-dir: the default model (--model, or the built-in one) and every *.gguf in the folder,
-// each loaded on first use within --max-gpu-memory (server/model_pool.h).
+// A --model NAME=PATH: a model served under NAME.
+struct NamedModel {
+  std::string name;
+  fs::path path;
+};
+
+// --model's text: NAME=PATH where it names no file as a whole and NAME is an id (letters, digits,
+// . _ - :, at most 64), else a PATH (nullopt).
+std::optional<std::pair<std::string, std::string>> split_named(const std::string& text) {
+  const size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq > 64 || eq + 1 == text.size()) return std::nullopt;
+  std::error_code ec;
+  if (fs::exists(fs::path(text), ec)) return std::nullopt;
+  for (size_t i = 0; i < eq; ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (!std::isalnum(c) && c != '.' && c != '_' && c != '-' && c != ':') return std::nullopt;
+  }
+  return std::pair{text.substr(0, eq), text.substr(eq + 1)};
+}
+
+// Several models: the default one (--model, or the built-in one), each --model NAME=PATH, and
+// every *.gguf in --models-dir, each loaded on first use within --max-gpu-memory
+// (server/model_pool.h).
 int serve_pool(const Flags& f, const fs::path& default_path, const std::string& default_name,
-               const std::string& tokenizer, const server::ServerOptions& so, const llm::SchedulerOptions& sched,
-               int gpu) {
-  const fs::path dir = *f.models_dir;
-  if (!fs::is_directory(dir)) throw Error("wgc serve: --models-dir " + dir.string() + " is not a folder");
+               const std::vector<NamedModel>& named, const std::string& tokenizer, const server::ServerOptions& so,
+               const llm::SchedulerOptions& sched, int gpu) {
   std::vector<server::ModelSpec> specs;
   auto size_of = [](const fs::path& p) {
     std::error_code ec;
@@ -156,17 +177,30 @@ int serve_pool(const Flags& f, const fs::path& default_path, const std::string& 
     return ec ? 0 : n;
   };
   specs.push_back({default_name, default_path, size_of(default_path)});
-  std::vector<fs::path> files;
-  for (const auto& e : fs::directory_iterator(dir))
-    if (e.path().extension() == ".gguf") files.push_back(e.path());
-  std::sort(files.begin(), files.end());
-  for (const auto& p : files) {
-    // The default model's own file is served once (a link to it under another name: twice).
-    if (fs::absolute(p).lexically_normal() == fs::absolute(default_path).lexically_normal()) continue;
-    if (p.stem().string() == default_name)
-      throw Error("wgc serve: " + p.string() + " has the default model's name '" + default_name +
-                  "' (give --name, or rename the file)");
-    specs.push_back({p.stem().string(), p, size_of(p)});
+  for (const NamedModel& m : named) {
+    for (const auto& s : specs)
+      if (s.name == m.name)
+        throw UsageError("wgc serve: two models named '" + m.name + "' (" + s.path.string() + " and " +
+                         m.path.string() + ")");
+    specs.push_back({m.name, m.path, size_of(m.path)});
+  }
+  const size_t given = specs.size();
+  if (f.models_dir) {
+    const fs::path dir = *f.models_dir;
+    if (!fs::is_directory(dir)) throw Error("wgc serve: --models-dir " + dir.string() + " is not a folder");
+    std::vector<fs::path> files;
+    for (const auto& e : fs::directory_iterator(dir))
+      if (e.path().extension() == ".gguf") files.push_back(e.path());
+    std::sort(files.begin(), files.end());
+    for (const auto& p : files) {
+      // The default model's own file is served once (a link to it under another name: twice).
+      if (fs::absolute(p).lexically_normal() == fs::absolute(default_path).lexically_normal()) continue;
+      for (size_t i = 0; i < given; ++i)
+        if (p.stem().string() == specs[i].name)
+          throw Error("wgc serve: " + p.string() + " has the name of the model '" + specs[i].name + "' (" +
+                      specs[i].path.string() + "): rename the file, or give that model another name");
+      specs.push_back({p.stem().string(), p, size_of(p)});
+    }
   }
   const uint64_t budget = f.max_gpu_memory ? server::parse_bytes(*f.max_gpu_memory, "--max-gpu-memory") : 0;
   LlmBackend be = llm_backend(f.gpu, gpu);
@@ -205,9 +239,41 @@ int serve_pool(const Flags& f, const fs::path& default_path, const std::string& 
 }
 
 int serve(const Flags& f) {
-  fs::path path = model_path(f.model);
+  // --model PATH (at most one: the default model) and --model NAME=PATH (each a model of the pool;
+  // the first is the default one where no PATH is given).
+  std::optional<std::string> plain;
+  std::vector<NamedModel> named;
+  for (const std::string& m : f.models) {
+    if (auto nm = split_named(m)) {
+      fs::path p;
+      try {
+        p = model_path(nm->second);
+      } catch (const Error& e) {
+        throw Error("wgc serve: model '" + nm->first + "': " + e.what());
+      }
+      std::error_code ec;  // checked now: the pool opens it only on the first request for it
+      if (!fs::exists(p, ec))
+        throw Error("wgc serve: model '" + nm->first + "': " + p.string() + " is no file or folder");
+      named.push_back({nm->first, p});
+    } else if (plain) {
+      throw UsageError("wgc serve: --model " + *plain + " and --model " + m +
+                       ": one model is given by its PATH; give the others as --model NAME=PATH");
+    } else {
+      plain = m;
+    }
+  }
+  fs::path path;
+  std::string name;
+  if (plain || named.empty()) {
+    path = model_path(plain);
+    name = f.name.value_or(path.stem().string());
+  } else {  // the first NAME=PATH is the default model
+    if (f.name) throw UsageError("wgc serve: --name names a --model PATH; --model NAME=PATH names itself");
+    path = named.front().path;
+    name = named.front().name;
+    named.erase(named.begin());
+  }
   const std::string& tokenizer = f.tokenizer;
-  std::string name = f.name.value_or(path.stem().string());
   server::ServerOptions so = f.so;
   in_range(so.port, "--port", 0, 65535);
   if (f.api_key_file) {
@@ -250,7 +316,7 @@ int serve(const Flags& f) {
                 " has no tokenizer (no tokenizer.json beside it): give --tokenizer PATH");
   llm::ChatTemplate chat = llm::ChatTemplate::for_tokenizer(*tok);
 
-  if (f.models_dir) return serve_pool(f, path, name, tokenizer, so, sched, gpu);
+  if (f.models_dir || !named.empty()) return serve_pool(f, path, name, named, tokenizer, so, sched, gpu);
 
   LlmBackend be = llm_backend(f.gpu, gpu, &f.split);
   llm::EngineOptions eo;
@@ -283,7 +349,12 @@ int serve(const Flags& f) {
 Register reg{{"serve", "OpenAI-compatible HTTP server for a language model (default: the built-in wgc-tiny-dict)",
               [](CLI::App& app) {
                 auto f = std::make_shared<Flags>();
-                add_text(app, "--model,-m", f->model, kModelHelp)->type_name("PATH");
+                app.add_option("--model,-m", f->models,
+                               std::string(kModelHelp) +
+                                   "; NAME=PATH (repeatable) serves that model too, under NAME (the first one is "
+                                   "the default model where no PATH is given)")
+                    ->allow_extra_args(false)
+                    ->type_name("PATH|NAME=PATH");
                 app.add_option("--tokenizer", f->tokenizer,
                                "a tokenizer.json, folder or .gguf (default: the model's own)")
                     ->type_name("PATH");
@@ -328,11 +399,11 @@ Register reg{{"serve", "OpenAI-compatible HTTP server for a language model (defa
                          "request whose 'model' names it")
                     ->type_name("DIR");
                 add_text(app, "--max-gpu-memory", f->max_gpu_memory,
-                         "with --models-dir: the models' memory budget (weights + KV pools, e.g. 8G); the least "
+                         "with several models: their memory budget (weights + KV pools, e.g. 8G); the least "
                          "recently used idle model is unloaded to make room")
                     ->type_name("BYTES");
                 add_number(app, "--model-load-timeout", f->load_timeout_s,
-                           "with --models-dir: seconds a request waits for its model to load or to fit");
+                           "with several models: seconds a request waits for its model to load or to fit");
                 add_number(app, "--gpu", f->gpu_index, "the adapter's index (wgc info lists them); -1: the default");
                 add_gpu_flags(app, f->gpu);
                 add_engine_flags(app, f->split);

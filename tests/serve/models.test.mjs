@@ -3,9 +3,10 @@
 // by /v1/models, each request's `model` picking one; under a --max-gpu-memory that holds one of
 // them, asking for the other unloads the idle one (least recently used) and loads it, a request
 // for a busy model's rival waits until it is idle, and going back reloads the first; an unknown
-// model is a 404 naming it.
+// model is a 404 naming it. `--model NAME=PATH` (repeated) serves models under the names given,
+// the first as the default one, beside --models-dir's; a bad one stops the server naming it.
 // Usage: node models.test.mjs --wgc build/wgc --deps .deps
-import test from 'node:test';
+import test, { after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -22,6 +23,7 @@ const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wgc-models-'));
 fs.symlinkSync(builtin, path.join(dir, 'second.gguf'));
 const common = ['--model', builtin, '--models-dir', dir, '--parallel', '2', '--ctx', '256'];
 const A = 'wgc-tiny-dict-q8_0', B = 'second';
+after(() => fs.rmSync(dir, { recursive: true, force: true }));
 
 async function serve(extra = []) {
   const server = await startServer(opt.wgc, [...common, ...extra]);
@@ -81,6 +83,34 @@ test('a budget for one: the idle model is unloaded, a busy one waited for, and r
     assert.equal((server.log().match(/: loaded model wgc-tiny-dict-q8_0 /g) || []).length, 2, server.log());
   } finally {
     assert.deepEqual(await server.stop(), { code: 0, signal: null }, server.log());
-    fs.rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test('--model NAME=PATH, repeated: served under those names, beside --models-dir', async () => {
+  const server = await startServer(opt.wgc, ['--model', `first=${builtin}`, '--model', `other=${builtin}`,
+    '--models-dir', dir, '--parallel', '2', '--ctx', '256']);
+  const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'none', maxRetries: 0, timeout: 120_000 });
+  try {
+    assert.deepEqual(await loaded(client), { first: false, other: false, [B]: false });
+    const a = await ask(client, 'first');
+    const o = await ask(client, 'other');
+    assert.equal(a.model, 'first');
+    assert.equal(o.model, 'other');
+    assert.equal(o.choices[0].text, a.choices[0].text);
+    assert.deepEqual(await loaded(client), { first: true, other: true, [B]: false });
+    await assert.rejects(ask(client, A), (e) => e.status === 404 && /'first'/.test(e.message) &&
+      /'other'/.test(e.message));
+  } finally {
+    assert.deepEqual(await server.stop(), { code: 0, signal: null }, server.log());
+  }
+});
+
+test('--model NAME=PATH errors name the model', async () => {
+  const missing = path.join(dir, 'absent.gguf');
+  await assert.rejects(startServer(opt.wgc, ['--model', `first=${builtin}`, '--model', `ghost=${missing}`]),
+    (e) => /model 'ghost'/.test(e.message) && e.message.includes(missing));
+  await assert.rejects(startServer(opt.wgc, ['--model', `twin=${builtin}`, '--model', `twin=${builtin}`]),
+    (e) => /two models named 'twin'/.test(e.message));
+  await assert.rejects(startServer(opt.wgc, ['--model', `second=${builtin}`, '--models-dir', dir]),
+    (e) => /the name of the model 'second'/.test(e.message));
 });

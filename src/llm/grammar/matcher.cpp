@@ -129,6 +129,60 @@ GrammarMatcher::State GrammarMatcher::advance(const State& s, std::string_view b
   return r;
 }
 
+bool GrammarMatcher::advance_byte(const State& s, uint8_t b, State& out) const {
+  auto top = [&](const Stack& st) -> const GrammarElement& {
+    return g_->rules[st.back().rule].alternatives[st.back().alt][st.back().elem];
+  };
+  // The stacks that some code point of [lo, hi] continues (the partial character's completions).
+  auto keep = [&](uint32_t lo, uint32_t hi) {
+    out.stacks.clear();
+    for (const Stack& st : s.stacks)
+      if (!st.empty() && matches_some(top(st), lo, hi)) out.stacks.push_back(st);
+    return !out.stacks.empty();
+  };
+  // A whole code point: refused without a copy when no top takes it.
+  auto whole = [&](uint32_t cp) {
+    bool any = false;
+    for (const Stack& st : s.stacks)
+      if (!st.empty() && top(st).matches(cp)) {
+        any = true;
+        break;
+      }
+    if (!any) return false;
+    out.stacks = step(s.stacks, cp);
+    out.partial = 0;
+    out.need = 0;
+    return !out.stacks.empty();
+  };
+  if (s.need == 0) {
+    int n = 0;
+    uint32_t partial = 0;
+    if (b < 0x80) return whole(b);
+    if ((b >> 5) == 6)
+      n = 1, partial = b & 0x1F;
+    else if ((b >> 4) == 14)
+      n = 2, partial = b & 0x0F;
+    else if ((b >> 3) == 30)
+      n = 3, partial = b & 0x07;
+    else
+      return false;  // not a lead byte
+    const uint32_t lo = partial << (6 * n), hi = lo | ((1u << (6 * n)) - 1);
+    if (!keep(lo, hi)) return false;
+    out.partial = partial;
+    out.need = n;
+    return true;
+  }
+  if ((b & 0xC0) != 0x80) return false;
+  const uint32_t partial = (s.partial << 6) | (b & 0x3F);
+  const int need = s.need - 1;
+  if (need == 0) return whole(partial);
+  const uint32_t lo = partial << (6 * need), hi = lo | ((1u << (6 * need)) - 1);
+  if (!keep(lo, hi)) return false;
+  out.partial = partial;
+  out.need = need;
+  return true;
+}
+
 bool GrammarMatcher::can_accept(std::string_view bytes) const { return alive(advance(st_, bytes)); }
 
 bool GrammarMatcher::accept(std::string_view bytes) {
@@ -172,24 +226,35 @@ TokenTrie::TokenTrie(const std::vector<std::string>& pieces) : nodes_(1), n_toke
 }
 
 void TokenTrie::allowed(const GrammarMatcher& m, std::vector<uint8_t>& allowed) const {
+  TokenMask bits;
+  this->allowed(m, bits);
   allowed.assign(n_tokens_, 0);
-  struct Item {
+  for (size_t id = 0; id < n_tokens_; ++id) allowed[id] = mask_has(bits, id);
+}
+
+void TokenTrie::allowed(const GrammarMatcher& m, TokenMask& bits) const {
+  bits.assign((n_tokens_ + 63) / 64, 0);
+  // Depth-first: at[d] is the state after the node's d bytes (reused, so that a walk allocates
+  // about once per depth and per surviving byte, not per node tried).
+  struct Frame {
     uint32_t node;
-    GrammarMatcher::State state;
+    uint32_t next;  // the child tried next
   };
-  std::vector<Item> todo;
-  todo.push_back({0, m.state()});
-  while (!todo.empty()) {
-    Item it = std::move(todo.back());
-    todo.pop_back();
-    const Node& n = nodes_[it.node];
-    if (it.node != 0)
-      for (int32_t id : n.ends) allowed[size_t(id)] = 1;
-    for (auto [byte, child] : n.next) {
-      const char c = char(byte);
-      GrammarMatcher::State s = m.advance(it.state, std::string_view(&c, 1));
-      if (GrammarMatcher::alive(s)) todo.push_back({child, std::move(s)});
+  std::vector<Frame> path{{0, 0}};
+  std::vector<GrammarMatcher::State> at(1, m.state());
+  while (!path.empty()) {
+    Frame& f = path.back();
+    const Node& n = nodes_[f.node];
+    if (f.next == n.next.size()) {
+      path.pop_back();
+      continue;
     }
+    const auto [byte, child] = n.next[f.next++];
+    const size_t d = path.size();
+    if (at.size() <= d) at.resize(d + 1);
+    if (!m.advance_byte(at[d - 1], byte, at[d])) continue;  // the whole subtree is refused
+    for (int32_t id : nodes_[child].ends) mask_set(bits, size_t(id), true);
+    path.push_back({child, 0});
   }
 }
 

@@ -7,7 +7,8 @@
 //   if (m.can_accept(piece)) m.accept(piece);
 //   bool may_stop = m.complete();
 //
-// For masks over a whole vocabulary, TokenTrie walks the tokens' shared prefixes once.
+// For masks over a whole vocabulary, TokenTrie walks the tokens' shared prefixes once (and
+// mask_cache.h keeps the masks by state, since generation comes back to the same states).
 #pragma once
 
 #include "llm/grammar/grammar.h"
@@ -50,6 +51,9 @@ class GrammarMatcher {
   // The state after bytes (stacks empty: rejected).
   State advance(const State& s, std::string_view bytes) const;
   static bool alive(const State& s) { return !s.stacks.empty(); }
+  // advance() by one byte into `out` (false, `out` then unspecified, where nothing takes it):
+  // the trie walk's step, which refuses a byte before it copies anything.
+  bool advance_byte(const State& s, uint8_t b, State& out) const;
 
  private:
   std::shared_ptr<const Grammar> g_;
@@ -60,6 +64,14 @@ class GrammarMatcher {
   std::vector<Stack> step(const std::vector<Stack>& stacks, uint32_t cp) const;
 };
 
+// Allowed tokens as bits: token id is allowed where bit id % 64 of word id / 64 is set.
+using TokenMask = std::vector<uint64_t>;
+inline bool mask_has(const TokenMask& m, size_t id) { return (m[id >> 6] >> (id & 63)) & 1; }
+inline void mask_set(TokenMask& m, size_t id, bool on) {
+  const uint64_t bit = uint64_t(1) << (id & 63);
+  m[id >> 6] = on ? m[id >> 6] | bit : m[id >> 6] & ~bit;
+}
+
 // A vocabulary's token byte strings as a trie, for allowed-token masks.
 class TokenTrie {
  public:
@@ -67,8 +79,10 @@ class TokenTrie {
   // tokens, which the caller allows or not itself).
   TokenTrie() = default;
   explicit TokenTrie(const std::vector<std::string>& pieces);
-  // allowed[id] = 1 where m.can_accept(pieces[id]); one walk over the shared prefixes.
+  // allowed[id] = 1 where m.can_accept(pieces[id]); one walk over the shared prefixes, a subtree
+  // left as soon as its prefix is refused.
   void allowed(const GrammarMatcher& m, std::vector<uint8_t>& allowed) const;
+  void allowed(const GrammarMatcher& m, TokenMask& bits) const;
   size_t size() const { return n_tokens_; }
 
  private:

@@ -12,6 +12,8 @@
 #include "llm/serve/request_stream.h"
 
 #include <algorithm>
+#include <atomic>
+#include <bit>
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
@@ -569,6 +571,7 @@ struct Scheduler::Impl {
   void process(Inflight& f, Inflight* next) {
     const int B = opt.kv_block_tokens;
     std::vector<StepLogits> rows;
+    if (f.pending && engine->overlaps()) prepare_masks(f);
     if (f.pending) rows = engine->collect(f.pending);
     int generated = 0;
     size_t r = 0;
@@ -612,6 +615,29 @@ struct Scheduler::Impl {
     publish_state(generated);
   }
 
+  // While the GPU runs step f: the grammar masks its constrained sequences will be picked under
+  // (cache lookups mostly; the misses' trie walks spread over threads when there are several).
+  void prepare_masks(const Inflight& f) {
+    std::vector<const Constraint*> todo;  // the states whose mask is not in the cache
+    for (size_t i = 0; i < f.fed.size(); ++i)
+      if (f.fed[i] && f.want[i] && f.fed[i]->constraint && !f.fed[i]->constraint->ready())
+        todo.push_back(&*f.fed[i]->constraint);
+    // An error (a grammar with too many stacks) comes back when the token is picked, for its
+    // request alone.
+    std::atomic<size_t> next{0};
+    auto work = [&] {
+      for (size_t i; (i = next++) < todo.size();) try {
+          todo[i]->prepare();
+        } catch (const std::exception&) {
+        }
+    };
+    const size_t threads = std::min<size_t>({todo.size(), std::max(1u, std::thread::hardware_concurrency()), 8});
+    std::vector<std::thread> pool;
+    for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
+    work();
+    for (auto& t : pool) t.join();
+  }
+
   static int32_t pick(Seq& s, const SamplePlan& plan, const StepLogits& out) {
     Sampler& sm = s.rs->sampler();
     switch (plan.kind) {
@@ -636,9 +662,29 @@ struct Scheduler::Impl {
         return sm.sample(std::span<const int32_t>(kept->ids), std::span<const float>(kept->logits));
       }
     }
-    std::vector<float> logits = out.logits;  // kept unmasked for the logprobs
-    s.constraint->mask(logits);
-    return sm.sample(logits);
+    // The allowed tokens alone (a masked one is never drawn), for a top-k plan the plan.k best of
+    // them (ties: the lower id, as the sampler's top-k): the sampler then works on these few
+    // candidates rather than on a masked copy of the whole row, the same draw.
+    const TokenMask& bits = s.constraint->allowed();
+    const std::vector<float>& row = out.logits;
+    std::vector<int32_t> ids;
+    for (size_t w = 0; w < bits.size() && w * 64 < row.size(); ++w)
+      for (uint64_t word = bits[w]; word; word &= word - 1) {
+        const size_t id = w * 64 + size_t(std::countr_zero(word));
+        if (id < row.size()) ids.push_back(int32_t(id));
+      }
+    if (ids.empty()) throw Error("wgc: constrained sampling: no token of the vocabulary continues the grammar here");
+    auto better = [&](int32_t a, int32_t b) {
+      return row[size_t(a)] > row[size_t(b)] || (row[size_t(a)] == row[size_t(b)] && a < b);
+    };
+    if (plan.kind == SamplePlan::Greedy) return *std::min_element(ids.begin(), ids.end(), better);
+    if (plan.kind == SamplePlan::TopK && ids.size() > size_t(plan.k)) {
+      std::nth_element(ids.begin(), ids.begin() + plan.k, ids.end(), better);
+      ids.resize(size_t(plan.k));
+    }
+    std::vector<float> kept(ids.size());
+    for (size_t i = 0; i < ids.size(); ++i) kept[i] = row[size_t(ids[i])];
+    return sm.sample(std::span<const int32_t>(ids), std::span<const float>(kept));
   }
 
   static TokenLogprobs logprobs(const Seq& s, const StepLogits& out, int32_t id) {
