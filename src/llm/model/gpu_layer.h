@@ -73,5 +73,10 @@ void record_layer(const LlmOps& ops, Batch& b, std::span<const Step> steps, cons
 // steps say (a single sequence's last token); `last` holds the row where the norm runs apart.
 void record_output_row(const LlmOps& ops, Batch& b, std::span<const Step> steps, const LlamaWeights& w,
                        const GpuActs& a, const Tensor& last, const Tensor& logits, int64_t row);
+// The same for every one of the n rows of a.x into logits [n][vocab] (speculative decoding's
+// verification reads every position): the plan's many-token output steps (NormLinear, a one-token
+// fusion, is not one of them).
+void record_output_rows(const LlmOps& ops, Batch& b, std::span<const Step> steps, const LlamaWeights& w,
+                        const GpuActs& a, const Tensor& logits, int n);
 
 }  // namespace wgc::llm
