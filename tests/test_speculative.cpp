@@ -4,6 +4,7 @@
 // vocabulary), with rounds cut by max_tokens, stop strings and end-of-turn tokens in the middle of
 // a draft; the draft check (vocabulary, tokenizer); sampling refused; greedy_all against
 // all_logits; the CLI (generate --draft-model, bench-llm --draft-model).
+#include "llm/formats/safetensors.h"
 #include "llm/generate/generator.h"
 #include "llm/generate/speculative.h"
 #include "llm/synth/synth_model.h"
@@ -183,9 +184,12 @@ TEST_P(SpeculativeOn, GreedyOutputEqualsTheTargetAlone) {
 // greedy tokens, and the goldens where they are not near-ties.
 TEST(Speculative, TinyLlama2WithItsQ8Draft) {
   WGC_REQUIRE_FILE(tiny_llama2() / "tiny-llama2-f32-q8_0.gguf");
+  WGC_REQUIRE_FILE(tiny_llama2() / "golden.safetensors");
   ModelFile tf = open_model(tiny_llama2() / "tiny-llama2-f32-f32.gguf", {false, false});
   ModelFile df = open_model(tiny_llama2() / "tiny-llama2-f32-q8_0.gguf", {false, false});
-  const std::vector<int32_t> prompt{1, 22557, 29892, 590, 1024, 338};
+  const auto golden = SafetensorsFile::open(tiny_llama2() / "golden.safetensors");
+  const auto prompt = test::tensor_values<int32_t>(golden, "p0.tokens");
+  const auto greedy_golden = test::tensor_values<int32_t>(golden, "p0.greedy");
   for (Device d : {Device::Cpu, Device::Gpu}) {
     LlamaModel target(ctx(), tf, engine(d)), draft(ctx(), df, engine(d));
     Generator plain(target, find_tokenizer(tf));
@@ -199,6 +203,8 @@ TEST(Speculative, TinyLlama2WithItsQ8Draft) {
     auto r = gen.generate(std::span<const int32_t>(prompt), o);
     EXPECT_EQ(ids_str(r.ids), ids_str(want.ids)) << to_string(d);
     EXPECT_GT(r.timings.draft_accepted, 0) << to_string(d);
+    ASSERT_GE(r.ids.size(), 4u);
+    for (size_t i = 0; i < 4; ++i) EXPECT_EQ(r.ids[i], greedy_golden[i]) << to_string(d) << " " << i;
   }
 }
 
