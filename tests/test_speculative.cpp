@@ -2,8 +2,9 @@
 // target's alone, token for token, on the GPU engine (SwiftShader here) and the CPU engine, with a
 // draft that agrees often (the same model) and one that agrees rarely (random weights of the same
 // vocabulary), with rounds cut by max_tokens, stop strings and end-of-turn tokens in the middle of
-// a draft; the draft check (vocabulary, tokenizer); sampling refused; greedy_all against
-// all_logits; the CLI (generate --draft-model, bench-llm --draft-model).
+// a draft; the speculative sampling rule's output distribution on a tiny vocabulary; the draft
+// check (vocabulary, tokenizer); greedy_all against all_logits; the CLI (generate --draft-model,
+// bench-llm --draft-model).
 #include "llm/formats/safetensors.h"
 #include "llm/generate/generator.h"
 #include "llm/generate/speculative.h"
@@ -11,6 +12,7 @@
 #include "test_llm_util.h"
 
 #include <algorithm>
+#include <random>
 #include <sstream>
 
 using namespace wgc;
@@ -246,30 +248,129 @@ TEST(Speculative, DraftMustShareTheTokenizer) {
   }
 }
 
-// Sampling with temperature > 0 (or penalties, or a grammar) and a draft is refused, naming the option.
-TEST(Speculative, SamplingIsRefused) {
+// Penalties and grammars with a draft are refused, naming the option; a draft of its own cache and
+// round sizes out of range too.
+TEST(Speculative, PenaltiesAndBadOptionsAreRefused) {
   WGC_REQUIRE_FILE(test::default_model());
   auto& m = models(Device::Cpu);
   Generator gen(m.target, m.tok);
   gen.set_draft(&m.same, {});
   GenerateOptions o = greedy(4);
-  o.sampling.temperature = 0.8f;
+  o.sampling.repeat_penalty = 1.3f;
   try {
     gen.generate("The moon", o);
     FAIL() << "no error";
   } catch (const OptionError& e) {
-    EXPECT_TRUE(test::has(e.what(), "temperature")) << e.what();
-    EXPECT_TRUE(test::has(e.what(), "greedy")) << e.what();
+    EXPECT_TRUE(test::has(e.what(), "repeat_penalty")) << e.what();
   }
-  o = greedy(4);
-  o.sampling.repeat_penalty = 1.3f;
-  EXPECT_THROW(gen.generate("The moon", o), OptionError);
   EXPECT_THROW(gen.set_draft(&m.target, {}), Error);  // its own cache
   SpeculativeOptions bad;
   bad.draft_tokens = 0;
   EXPECT_THROW(gen.set_draft(&m.same, bad), OptionError);
   bad.draft_tokens = kMaxDraftTokens + 1;
   EXPECT_THROW(gen.set_draft(&m.same, bad), OptionError);
+}
+
+// The speculative sampling rule on a 5-token vocabulary: whole generations of 6 tokens in rounds of
+// up to 3 proposals drawn from q, each position's token counted over 40,000 runs, match the
+// target's p at that position (chi-square, 4 degrees of freedom, < 25: p ~ 5e-5 for a correct
+// rule); the proposals themselves (what keeping every one would give) do not.
+TEST(SpeculativeSample, TokensAreDistributedAsTheTargets) {
+  constexpr size_t V = 5, L = 6;
+  constexpr int N = 40000;
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> u01(0.0, 1.0);
+  auto row = [&](bool with_zero) {
+    std::vector<double> r(V);
+    double sum = 0;
+    for (auto& x : r) sum += x = 0.05 + u01(rng);
+    if (with_zero) sum -= r[2], r[2] = 0;  // a token one side never gives
+    for (auto& x : r) x /= sum;
+    return r;
+  };
+  std::vector<std::vector<double>> p, q;
+  for (size_t j = 0; j < L; ++j) {
+    p.push_back(row(j == 1));
+    q.push_back(row(j == 3));
+  }
+  auto uniform = [&] { return u01(rng); };
+  auto draw = [&](const std::vector<double>& w) {
+    double at = uniform(), cum = 0;
+    for (size_t t = 0; t < V; ++t)
+      if (at < (cum += w[t])) return int32_t(t);
+    return int32_t(V - 1);
+  };
+  std::vector<std::vector<int>> got(L, std::vector<int>(V)), proposed(L, std::vector<int>(V));
+  int kept = 0, drafted = 0;
+  for (int n = 0; n < N; ++n) {
+    std::vector<int32_t> out;
+    while (out.size() < L) {
+      const size_t j0 = out.size();
+      const size_t k = std::min<size_t>(3, L - j0 - 1);
+      std::vector<int32_t> d;
+      for (size_t i = 0; i < k; ++i) {
+        d.push_back(draw(q[j0 + i]));
+        ++proposed[j0 + i][size_t(d.back())];
+      }
+      auto r = speculative_sample(std::span(p).subspan(j0, k + 1), std::span(q).subspan(j0, k), d, uniform);
+      ASSERT_LE(r.kept, k);
+      kept += int(r.kept);
+      drafted += int(k);
+      out.insert(out.end(), d.begin(), d.begin() + std::ptrdiff_t(r.kept));
+      out.push_back(r.next);
+    }
+    for (size_t j = 0; j < L; ++j) ++got[j][size_t(out[j])];
+  }
+  auto chi2 = [&](const std::vector<int>& counts, const std::vector<double>& want) {
+    double c = 0, total = 0;
+    for (int x : counts) total += x;
+    for (size_t t = 0; t < V; ++t) {
+      if (want[t] == 0) {
+        if (counts[t] != 0) return 1e9;  // a token p never gives
+        continue;
+      }
+      const double e = total * want[t];
+      c += (counts[t] - e) * (counts[t] - e) / e;
+    }
+    return c;
+  };
+  for (size_t j = 0; j < L; ++j) {
+    EXPECT_LT(chi2(got[j], p[j]), 25.0) << "position " << j;
+    int n_proposed = 0;
+    for (int x : proposed[j]) n_proposed += x;
+    if (n_proposed >= 5000)  // the last position is never proposed (a round ends with the target's token)
+      EXPECT_GT(chi2(proposed[j], p[j]), 100.0) << "position " << j << ": the test could not tell q from p";
+  }
+  EXPECT_GT(kept, drafted / 4);  // the rule keeps many, not none
+  EXPECT_LT(kept, drafted);
+  EXPECT_THROW(speculative_sample(std::span(p).first(1), std::span(q).first(1), std::vector<int32_t>{0}, uniform),
+               Error);
+}
+
+// Sampling with a draft: the same model as draft has p = q, so nearly every proposal is kept (up
+// to the kernels' rounding); the tokens are reproducible for a seed; a random draft keeps fewer.
+TEST_P(SpeculativeOn, SamplingKeepsWhatTheTargetWouldDraw) {
+  WGC_REQUIRE_FILE(test::default_model());
+  auto& m = models(GetParam());
+  GenerateOptions o;
+  o.sampling.temperature = 0.8f;
+  o.sampling.top_p = 0.95f;
+  o.sampling.seed = 3;
+  o.max_tokens = 16;
+  o.ignore_eos = true;
+  Generator gen(m.target, m.tok);
+  gen.set_draft(&m.same, {});
+  auto a = gen.generate("The moon", o);
+  gen.reset();
+  auto b = gen.generate("The moon", o);
+  EXPECT_EQ(ids_str(a.ids), ids_str(b.ids));
+  EXPECT_EQ(a.ids.size(), 16u);
+  EXPECT_GT(a.timings.acceptance(), 0.9) << a.timings.draft_accepted << " of " << a.timings.draft_proposed;
+  EXPECT_LT(a.timings.decode_steps, 8);
+  gen.set_draft(&m.random, {});
+  auto c = gen.generate("The moon", o);
+  EXPECT_EQ(c.ids.size(), 16u);
+  EXPECT_LT(c.timings.acceptance(), 0.6);
 }
 
 // A round near the end of the context proposes only what fits; generation stops at the context.
@@ -316,9 +417,12 @@ TEST(SpeculativeCli, GenerateAndBench) {
   ASSERT_EQ(verbose.rc, 0) << verbose.err;
   EXPECT_TRUE(test::has(verbose.err, "drafted tokens accepted")) << verbose.err;
 
-  auto sampled = run_cli("generate --backend cpu -p 'The moon' -n 4 --draft-model " + model);
-  EXPECT_EQ(sampled.rc, 2) << sampled.err;
-  EXPECT_TRUE(test::has(sampled.err, "--temp 0")) << sampled.err;
+  auto sampled = run_cli("generate --backend cpu -p 'The moon' -n 6 --seed 4 --json --draft-model " + model);
+  ASSERT_EQ(sampled.rc, 0) << sampled.err;
+  EXPECT_GT(json::parse(sampled.out, "sampled")["timings"]["draft_proposed"].as_int(), 0) << sampled.out;
+  auto penalised = run_cli("generate --backend cpu -p 'The moon' -n 4 --repeat-penalty 1.2 --draft-model " + model);
+  EXPECT_EQ(penalised.rc, 2) << penalised.err;
+  EXPECT_TRUE(test::has(penalised.err, "--repeat-penalty")) << penalised.err;
   auto other = run_cli("generate --backend cpu -p 'The moon' --temp 0 -n 4 --draft-model " +
                        quote((tiny_llama2() / "tiny-llama2-f32-f32.gguf").string()));
   EXPECT_NE(other.rc, 0);

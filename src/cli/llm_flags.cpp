@@ -196,7 +196,7 @@ void add_model_flags(CLI::App& app, ModelFlags& f, int default_n) {
                "f32 activations for quantized weights (default: 8-bit, as llama.cpp; wgc serve's tokens need this)");
   add_text(app, "--draft-model,--model-draft", f.draft_model,
            "speculative decoding: a small model of the same tokenizer proposes tokens that the model checks in "
-           "one pass (greedy only: --temp 0)")
+           "one pass (greedy: its tokens; sampling: its distribution)")
       ->type_name("MODEL");
   add_number(app, "--draft-tokens,--draft-max", f.draft_tokens,
              "speculative decoding: draft tokens proposed per round (1.." + std::to_string(llm::kMaxDraftTokens) +
@@ -232,9 +232,9 @@ llm::GenerateOptions generate_options(const ModelFlags& f, const fs::path& model
     if (f.draft_tokens < 1 || f.draft_tokens > llm::kMaxDraftTokens)
       throw UsageError("--draft-tokens must be 1 to " + std::to_string(llm::kMaxDraftTokens) + ", got " +
                        std::to_string(f.draft_tokens));
-    if (llm::Sampler(o.sampling).plan().kind != llm::SamplePlan::Greedy)
-      throw UsageError("--draft-model decodes greedily: give --temp 0 and no penalties (speculative sampling with "
-                       "temperature > 0 is not implemented); sampling now: " +
+    if (o.sampling.has_penalties())
+      throw UsageError("--draft-model takes no penalties (--repeat-penalty 1, --presence-penalty 0, "
+                       "--frequency-penalty 0); sampling now: " +
                        o.sampling.describe());
   }
   return o;

@@ -159,11 +159,10 @@ GenerateResult Generator::generate(std::span<const int32_t> prompt_ids, const Ge
 
   Sampler sampler(o.sampling);
   sampler.accept(prompt_ids);
-  if (spec_) {  // greedy only: sampling would need the acceptance rule over both distributions
-    if (sampler.plan().kind != SamplePlan::Greedy)
-      throw OptionError("temperature",
-                        "speculative decoding (a draft model) runs greedy decoding only: temperature 0 and no "
-                        "penalties (sampling with temperature > 0 is not implemented), got " +
+  if (spec_) {  // greedy, or sampling by the speculative rule (whose distributions the penalties would change)
+    if (o.sampling.has_penalties())
+      throw OptionError("repeat_penalty",
+                        "speculative decoding (a draft model) takes no repeat, presence or frequency penalties, got " +
                             o.sampling.describe());
     if (o.grammar) throw OptionError("grammar", "speculative decoding (a draft model) takes no grammar");
     spec_->reset_stats();
@@ -251,7 +250,9 @@ GenerateResult Generator::generate(std::span<const int32_t> prompt_ids, const Ge
         const int32_t pending = r.ids.back();
         int k = spec_->options().draft_tokens;
         if (o.max_tokens > 0) k = std::min(k, o.max_tokens - int(r.ids.size()) - 1);  // no proposal past the end
-        const std::vector<int32_t> got = spec_->step(model_, cached_, pending, std::max(k, 0));
+        const std::vector<int32_t> got = o.sampling.greedy()
+                                             ? spec_->step(model_, cached_, pending, std::max(k, 0))
+                                             : spec_->step_sampled(model_, cached_, pending, std::max(k, 0), sampler);
         ++r.timings.decode_steps;
         for (size_t i = 0; i < got.size() && go; ++i) {
           cached_.push_back(i == 0 ? pending : got[i - 1]);

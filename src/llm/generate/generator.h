@@ -116,8 +116,8 @@ class Generator {
                           const TextCallback& on_text = {});
 
   // Speculative decoding: `draft` (a model of the same tokenizer; check_draft, else wgc::Error)
-  // proposes tokens that the model verifies in one pass each round (speculative.h), for greedy
-  // generations (temperature 0, no penalties) without a grammar; other options then throw
+  // proposes tokens that the model verifies in one pass each round (speculative.h): greedy, or
+  // sampling by the speculative sampling rule; penalties and grammars then throw
   // wgc::OptionError. The draft must outlive the Generator; nullptr: off.
   void set_draft(LlamaModel* draft, const SpeculativeOptions& o = {}, const Tokenizer* draft_tokenizer = nullptr,
                  const std::string& draft_name = "draft");

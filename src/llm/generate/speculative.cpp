@@ -117,14 +117,114 @@ std::vector<int32_t> SpeculativeDecoder::propose(std::span<const int32_t> cached
   return out;
 }
 
+namespace {
+
+// A draw from a dense distribution (any non-negative weights; all zero: the last id).
+int32_t draw(const std::vector<double>& w, double u) {
+  double total = 0;
+  for (double x : w) total += x;
+  double at = u * total, cum = 0;
+  for (size_t i = 0; i < w.size(); ++i) {
+    cum += w[i];
+    if (at < cum) return int32_t(i);
+  }
+  for (size_t i = w.size(); i-- > 0;)  // rounding: u just below 1
+    if (w[i] > 0) return int32_t(i);
+  return int32_t(w.size()) - 1;
+}
+
+// The sampler's chain over a row of logits as a dense distribution of `vocab` entries.
+std::vector<double> distribution(const Sampler& s, std::span<const float> logits, size_t vocab) {
+  std::vector<double> d(vocab, 0.0);
+  for (const Sampler::Candidate& c : s.candidates(logits))
+    if (c.id >= 0 && size_t(c.id) < vocab) d[size_t(c.id)] = c.p;
+  return d;
+}
+
+}  // namespace
+
+SampledRound speculative_sample(std::span<const std::vector<double>> p, std::span<const std::vector<double>> q,
+                                std::span<const int32_t> draft, const std::function<double()>& uniform) {
+  if (q.size() != draft.size() || p.size() != draft.size() + 1)
+    throw Error("wgc: speculative_sample: " + std::to_string(draft.size()) + " proposals need as many q rows (got " +
+                std::to_string(q.size()) + ") and one p row more (got " + std::to_string(p.size()) + ")");
+  SampledRound r;
+  for (; r.kept < draft.size(); ++r.kept) {
+    const size_t i = r.kept;
+    const auto d = size_t(draft[i]);
+    if (d >= p[i].size() || d >= q[i].size()) throw Error("wgc: speculative_sample: proposal past the vocabulary");
+    const double pd = p[i][d], qd = q[i][d];
+    if (qd > 0 && uniform() * qd < pd) continue;  // kept with probability min(1, p/q)
+    std::vector<double> residual(p[i].size());
+    for (size_t t = 0; t < residual.size(); ++t) residual[t] = std::max(0.0, p[i][t] - (t < q[i].size() ? q[i][t] : 0));
+    double total = 0;
+    for (double x : residual) total += x;
+    r.next = draw(total > 0 ? residual : p[i], uniform());
+    return r;
+  }
+  r.next = draw(p[draft.size()], uniform());
+  return r;
+}
+
+int SpeculativeDecoder::round_size(const LlamaModel& target, size_t cached, int k) const {
+  k = std::clamp(k, 0, kMaxDraftTokens);
+  // The verification pass runs next and the proposals: it must fit the target's context.
+  return int(std::min<int64_t>(k, int64_t(target.max_ctx()) - int64_t(cached) - 1));
+}
+
+std::vector<int32_t> SpeculativeDecoder::step_sampled(LlamaModel& target, std::span<const int32_t> cached,
+                                                      int32_t next, int k, Sampler& s) {
+  if (size_t(target.n_past()) != cached.size())
+    throw Error("wgc: speculative step: the target's cache holds " + std::to_string(target.n_past()) +
+                " tokens, the caller says " + std::to_string(cached.size()));
+  if (s.params().greedy() || s.params().has_penalties())
+    throw OptionError("temperature", "speculative sampling takes temperature > 0 and no penalties (greedy: step)");
+  k = round_size(target, cached.size(), k);
+  k = int(std::min<int64_t>(k, int64_t(draft_.max_ctx()) - int64_t(cached.size())));
+  const size_t vocab = size_t(target.config().vocab_size);
+  auto t0 = std::chrono::steady_clock::now();
+  std::vector<int32_t> draft;
+  std::vector<std::vector<double>> q;
+  if (k > 0 && next < draft_.config().vocab_size) {
+    std::vector<int32_t> todo = sync(cached, next);
+    std::vector<float> logits = draft_.logits(todo);
+    draft_cached_.insert(draft_cached_.end(), todo.begin(), todo.end());
+    for (int i = 0; i < k; ++i) {
+      q.push_back(distribution(s, logits, vocab));
+      const int32_t d = draw(q.back(), s.uniform());
+      draft.push_back(d);
+      if (i + 1 < k) {  // the last proposal is not run
+        logits = draft_.logits(std::span(&d, 1));
+        draft_cached_.push_back(d);
+      }
+    }
+  }
+  auto t1 = std::chrono::steady_clock::now();
+  stats_.draft_ms += std::chrono::duration<double, std::milli>(t1 - t0).count();
+
+  std::vector<int32_t> run{next};
+  run.insert(run.end(), draft.begin(), draft.end());
+  const std::vector<float> all = target.all_logits(run);
+  std::vector<std::vector<double>> p;
+  for (size_t i = 0; i < run.size(); ++i)
+    p.push_back(distribution(s, std::span(all).subspan(i * vocab, vocab), vocab));
+  const SampledRound round = speculative_sample(p, q, draft, [&] { return s.uniform(); });
+  target.rewind(int(cached.size() + 1 + round.kept));
+  stats_.verify_ms += ms_since(t1);
+  ++stats_.steps;
+  stats_.proposed += int(draft.size());
+  stats_.accepted += int(round.kept);
+  std::vector<int32_t> out(draft.begin(), draft.begin() + std::ptrdiff_t(round.kept));
+  out.push_back(round.next);
+  return out;
+}
+
 std::vector<int32_t> SpeculativeDecoder::step(LlamaModel& target, std::span<const int32_t> cached, int32_t next,
                                               int k) {
   if (size_t(target.n_past()) != cached.size())
     throw Error("wgc: speculative step: the target's cache holds " + std::to_string(target.n_past()) +
                 " tokens, the caller says " + std::to_string(cached.size()));
-  k = std::clamp(k, 0, kMaxDraftTokens);
-  // The verification pass runs next and the proposals: it must fit the target's context.
-  k = int(std::min<int64_t>(k, int64_t(target.max_ctx()) - int64_t(cached.size()) - 1));
+  k = round_size(target, cached.size(), k);
   auto t0 = std::chrono::steady_clock::now();
   std::vector<int32_t> draft = k > 0 ? propose(cached, next, k) : std::vector<int32_t>{};
   // A draft of a padded vocabulary may name rows the target lacks: proposals end before one.

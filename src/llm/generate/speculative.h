@@ -9,15 +9,20 @@
 //   // target.n_past() == cached.size(); `next` is the token after them, in neither cache yet
 //   std::vector<int32_t> out = spec.step(target, cached, next, 5);  // 1 .. 6 tokens
 //
-// Sampling with temperature > 0 is not done here (GenerateOptions with a draft refuses it): the
-// Leviathan et al. acceptance rule (accept with min(1, p/q), resample from max(0, p - q)) would
-// need the draft's full distributions, which its greedy decode does not read back.
+// Sampling (temperature > 0, no penalties): step_sampled draws each proposal from the draft's
+// distribution q (the Sampler's chain: top-k, top-p, min-p, temperature) and keeps it by the
+// speculative sampling rule (Leviathan et al. 2023; Chen et al. 2023): with probability
+// min(1, p/q), p the target's distribution through the same chain; at the first one not kept the
+// token is drawn from max(0, p - q) renormalised, and after k kept ones from p. The tokens are
+// then distributed as sampling the target alone (not the same tokens for a seed).
 #pragma once
 
+#include "llm/generate/sampler.h"
 #include "llm/model/llama.h"
 #include "llm/tokenizer/tokenizer.h"
 
 #include <cstdint>
+#include <functional>
 #include <random>
 #include <span>
 #include <string>
@@ -53,6 +58,17 @@ struct SpeculativeStats {
 void check_draft(const ModelConfig& target, const Tokenizer* target_tok, const ModelConfig& draft,
                  const Tokenizer* draft_tok, const std::string& draft_name);
 
+// The speculative sampling rule for one round: draft[i] was drawn from q[i]; p has a row more
+// (the target's distribution after each proposal and after the last). Rows are dense over the
+// vocabulary. `uniform` gives numbers in [0, 1). Returns how many proposals are kept and the token
+// after them.
+struct SampledRound {
+  size_t kept = 0;
+  int32_t next = -1;
+};
+SampledRound speculative_sample(std::span<const std::vector<double>> p, std::span<const std::vector<double>> q,
+                                std::span<const int32_t> draft, const std::function<double()>& uniform);
+
 class SpeculativeDecoder {
  public:
   SpeculativeDecoder(LlamaModel& draft, SpeculativeOptions o);
@@ -68,6 +84,11 @@ class SpeculativeDecoder {
   // holding cached + next + the kept proposals. Returns the kept proposals and then the target's
   // own next token (which is in neither cache): 1 .. k + 1 tokens.
   std::vector<int32_t> step(LlamaModel& target, std::span<const int32_t> cached, int32_t next, int k);
+  // The same under sampling (s: temperature > 0 and no penalties, else wgc::OptionError): the
+  // proposals drawn from the draft's distributions, kept by speculative_sample with s's random
+  // numbers.
+  std::vector<int32_t> step_sampled(LlamaModel& target, std::span<const int32_t> cached, int32_t next, int k,
+                                    Sampler& s);
   // The draft's cache brought to hold `context` (e.g. the prompt before the first round), so that
   // the rounds run only new tokens on it.
   void prime(std::span<const int32_t> context);
@@ -78,6 +99,8 @@ class SpeculativeDecoder {
   // The draft's cache rewound to the longest prefix it shares with cached + next, but not all of
   // it; returns the tokens of cached + next it still has to run (at least `next`).
   std::vector<int32_t> sync(std::span<const int32_t> cached, int32_t next);
+  // k bounded by the round's limits (kMaxDraftTokens, both contexts).
+  int round_size(const LlamaModel& target, size_t cached, int k) const;
 
   LlamaModel& draft_;
   SpeculativeOptions o_;
