@@ -338,8 +338,9 @@ TEST(SpeculativeSample, TokensAreDistributedAsTheTargets) {
     EXPECT_LT(chi2(got[j], p[j]), 25.0) << "position " << j;
     int n_proposed = 0;
     for (int x : proposed[j]) n_proposed += x;
-    if (n_proposed >= 5000)  // the last position is never proposed (a round ends with the target's token)
+    if (n_proposed >= 5000) {  // the last position is never proposed (a round ends with the target's token)
       EXPECT_GT(chi2(proposed[j], p[j]), 100.0) << "position " << j << ": the test could not tell q from p";
+    }
   }
   EXPECT_GT(kept, drafted / 4);  // the rule keeps many, not none
   EXPECT_LT(kept, drafted);
