@@ -325,7 +325,8 @@ LlmSpeedResult run_llm_speed(const std::optional<Context>& ctx, const LlmSpeedPl
         }
         r.tests.push_back(std::move(t));
         if (draft) {
-          const std::vector<double> rates = plan.draft_acceptance.empty() ? std::vector<double>{-1} : plan.draft_acceptance;
+          const std::vector<double> rates =
+              plan.draft_acceptance.empty() ? std::vector<double>{-1} : plan.draft_acceptance;
           for (int k : plan.draft_tokens)
             for (double rate : rates) {
               llm::SpeculativeOptions so;

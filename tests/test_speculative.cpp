@@ -138,8 +138,8 @@ TEST_P(SpeculativeOn, GreedyOutputEqualsTheTargetAlone) {
       so.draft_tokens = k;
       gen.set_draft(draft, so);
       for (size_t i = 0; i < std::size(cases); ++i) {
-        const std::string what = std::string(same ? "same" : "random") + " draft, k " + std::to_string(k) + ", '" +
-                                 cases[i].prompt + "'";
+        const std::string what =
+            std::string(same ? "same" : "random") + " draft, k " + std::to_string(k) + ", '" + cases[i].prompt + "'";
         gen.reset();
         auto r = gen.generate(cases[i].prompt, greedy(cases[i].n));
         EXPECT_EQ(ids_str(r.ids), ids_str(want[i].ids)) << what;

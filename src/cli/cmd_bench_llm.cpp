@@ -194,7 +194,8 @@ void print_report(std::FILE* out, const LlmSpeedPlan& p, const LlmSpeedResult& r
                    x.name.c_str(), bench::stats(x.host_ms).median, bench::stats(x.wait_ms).median, p.decode_ahead);
   for (const auto& x : r.tests)
     if (x.draft_tokens > 0)
-      std::fprintf(out, "\n%s: %.1f%% of the drafted tokens kept, %.2f tokens per target pass, the draft %.1f%% of the time",
+      std::fprintf(out,
+                   "\n%s: %.1f%% of the drafted tokens kept, %.2f tokens per target pass, the draft %.1f%% of the time",
                    x.name.c_str(), 100 * x.acceptance, x.tokens_per_pass, 100 * x.draft_share);
   if (!r.profile.empty()) {
     std::fprintf(out, "\n\nGPU time of one decode step by kernel (timestamps around each dispatch): %.3f ms\n\n",

@@ -199,8 +199,7 @@ void add_model_flags(CLI::App& app, ModelFlags& f, int default_n) {
            "one pass (greedy: its tokens; sampling: its distribution)")
       ->type_name("MODEL");
   add_number(app, "--draft-tokens,--draft-max", f.draft_tokens,
-             "speculative decoding: draft tokens proposed per round (1.." + std::to_string(llm::kMaxDraftTokens) +
-                 ")");
+             "speculative decoding: draft tokens proposed per round (1.." + std::to_string(llm::kMaxDraftTokens) + ")");
   add_sampling_flags(app, f.sampling);
   add_gpu_flags(app, f.gpu);
   add_split_flags(app, f.split);
@@ -233,9 +232,10 @@ llm::GenerateOptions generate_options(const ModelFlags& f, const fs::path& model
       throw UsageError("--draft-tokens must be 1 to " + std::to_string(llm::kMaxDraftTokens) + ", got " +
                        std::to_string(f.draft_tokens));
     if (o.sampling.has_penalties())
-      throw UsageError("--draft-model takes no penalties (--repeat-penalty 1, --presence-penalty 0, "
-                       "--frequency-penalty 0); sampling now: " +
-                       o.sampling.describe());
+      throw UsageError(
+          "--draft-model takes no penalties (--repeat-penalty 1, --presence-penalty 0, "
+          "--frequency-penalty 0); sampling now: " +
+          o.sampling.describe());
   }
   return o;
 }

@@ -39,16 +39,16 @@ std::string_view to_string(StopReason r) {
 
 std::string Timings::summary() const {
   char buf[512];
-  std::snprintf(buf, sizeof buf,
-                "load time   = %10.2f ms\n"
-                "prompt eval = %10.2f ms / %5d tokens (%8.2f ms per token, %9.2f tokens per second)%s\n"
-                "generation  = %10.2f ms / %5d runs   (%8.2f ms per token, %9.2f tokens per second), %d tokens\n",
-                load_ms, prompt_ms, prompt_eval_tokens, prompt_eval_tokens ? prompt_ms / prompt_eval_tokens : 0.0,
-                prompt_tps(),
-                prompt_eval_tokens < prompt_tokens
-                    ? (", " + std::to_string(prompt_tokens - prompt_eval_tokens) + " cached").c_str()
-                    : "",
-                decode_ms, decode_steps, decode_tokens ? decode_ms / decode_tokens : 0.0, decode_tps(), generated_tokens);
+  std::snprintf(
+      buf, sizeof buf,
+      "load time   = %10.2f ms\n"
+      "prompt eval = %10.2f ms / %5d tokens (%8.2f ms per token, %9.2f tokens per second)%s\n"
+      "generation  = %10.2f ms / %5d runs   (%8.2f ms per token, %9.2f tokens per second), %d tokens\n",
+      load_ms, prompt_ms, prompt_eval_tokens, prompt_eval_tokens ? prompt_ms / prompt_eval_tokens : 0.0, prompt_tps(),
+      prompt_eval_tokens < prompt_tokens
+          ? (", " + std::to_string(prompt_tokens - prompt_eval_tokens) + " cached").c_str()
+          : "",
+      decode_ms, decode_steps, decode_tokens ? decode_ms / decode_tokens : 0.0, decode_tps(), generated_tokens);
   std::string out = buf;
   if (speculative) {
     std::snprintf(buf, sizeof buf,

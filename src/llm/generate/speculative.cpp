@@ -29,8 +29,8 @@ std::string id_list(const std::vector<int32_t>& ids) {
 
 void validate(const SpeculativeOptions& o) {
   if (o.draft_tokens < 1 || o.draft_tokens > kMaxDraftTokens)
-    throw OptionError("draft_tokens", "must be 1 to " + std::to_string(kMaxDraftTokens) + ", got " +
-                                          std::to_string(o.draft_tokens));
+    throw OptionError("draft_tokens",
+                      "must be 1 to " + std::to_string(kMaxDraftTokens) + ", got " + std::to_string(o.draft_tokens));
   if (!(o.forced_acceptance < 0 || o.forced_acceptance <= 1))  // NaN fails too
     throw OptionError("forced_acceptance", "must be in [0, 1] (or negative: off)");
 }
@@ -54,8 +54,7 @@ void check_draft(const ModelConfig& target, const Tokenizer* tt, const ModelConf
                   id_list(tt->stop_ids()) + ")");
     if (std::abs(tv - dv) > kMaxVocabPadding)
       throw Error(what + " has a vocabulary of " + std::to_string(dv) + " rows, the target " + std::to_string(tv) +
-                  ": more apart than the padding of one tokenizer's models (" + std::to_string(kMaxVocabPadding) +
-                  ")");
+                  ": more apart than the padding of one tokenizer's models (" + std::to_string(kMaxVocabPadding) + ")");
     return;
   }
   if (tv != dv)
@@ -63,8 +62,7 @@ void check_draft(const ModelConfig& target, const Tokenizer* tt, const ModelConf
                 ": a draft must share the target's tokenizer");
 }
 
-SpeculativeDecoder::SpeculativeDecoder(LlamaModel& draft, SpeculativeOptions o)
-    : draft_(draft), o_(o), rng_(o.seed) {
+SpeculativeDecoder::SpeculativeDecoder(LlamaModel& draft, SpeculativeOptions o) : draft_(draft), o_(o), rng_(o.seed) {
   validate(o_);
 }
 
@@ -172,8 +170,8 @@ int SpeculativeDecoder::round_size(const LlamaModel& target, size_t cached, int 
   return int(std::min<int64_t>(k, int64_t(target.max_ctx()) - int64_t(cached) - 1));
 }
 
-std::vector<int32_t> SpeculativeDecoder::step_sampled(LlamaModel& target, std::span<const int32_t> cached,
-                                                      int32_t next, int k, Sampler& s) {
+std::vector<int32_t> SpeculativeDecoder::step_sampled(LlamaModel& target, std::span<const int32_t> cached, int32_t next,
+                                                      int k, Sampler& s) {
   if (size_t(target.n_past()) != cached.size())
     throw Error("wgc: speculative step: the target's cache holds " + std::to_string(target.n_past()) +
                 " tokens, the caller says " + std::to_string(cached.size()));
@@ -206,8 +204,7 @@ std::vector<int32_t> SpeculativeDecoder::step_sampled(LlamaModel& target, std::s
   run.insert(run.end(), draft.begin(), draft.end());
   const std::vector<float> all = target.all_logits(run);
   std::vector<std::vector<double>> p;
-  for (size_t i = 0; i < run.size(); ++i)
-    p.push_back(distribution(s, std::span(all).subspan(i * vocab, vocab), vocab));
+  for (size_t i = 0; i < run.size(); ++i) p.push_back(distribution(s, std::span(all).subspan(i * vocab, vocab), vocab));
   const SampledRound round = speculative_sample(p, q, draft, [&] { return s.uniform(); });
   target.rewind(int(cached.size() + 1 + round.kept));
   stats_.verify_ms += ms_since(t1);
