@@ -121,23 +121,28 @@ TEST_P(SpeculativeOn, GreedyOutputEqualsTheTargetAlone) {
     int n;
     std::vector<std::string> stop;
   };
-  // "Computer science" ends its definition with <|end_of_text|> within 40 tokens.
-  const Case cases[] = {{"The moon", 23, {}}, {"Love is", 17, {}}, {"Computer science is", 40, {}}};
+  // "Computer science" ends its definition with <|end_of_text|> within 40 tokens. SwiftShader runs
+  // the GPU engine ~50x slower than the CPU engine: fewer cases there.
+  const bool gpu = GetParam() == Device::Gpu;
+  std::vector<Case> cases{{"Computer science is", 40, {}}, {"The moon", 23, {}}, {"Love is", 17, {}}};
+  if (gpu) cases.pop_back();
+  const std::vector<int> ks = gpu ? std::vector<int>{4} : std::vector<int>{1, 3, 5};
+  const std::vector<size_t> cuts = gpu ? std::vector<size_t>{9} : std::vector<size_t>{3, 9, 14};
   std::vector<GenerateResult> want;
   for (const Case& c : cases) {
     plain.reset();
     GenerateOptions o = greedy(c.n);
     want.push_back(plain.generate(c.prompt, o));
   }
-  EXPECT_EQ(want[2].stop, StopReason::Eos) << want[2].text;
+  EXPECT_EQ(want[0].stop, StopReason::Eos) << want[0].text;
   for (LlamaModel* draft : {&m.same, &m.random}) {
     const bool same = draft == &m.same;
-    for (int k : {1, 3, 5}) {
+    for (int k : same || !gpu ? ks : std::vector<int>{2}) {  // the random draft's proposals are mostly wasted steps
       Generator gen(m.target, m.tok);
       SpeculativeOptions so;
       so.draft_tokens = k;
       gen.set_draft(draft, so);
-      for (size_t i = 0; i < std::size(cases); ++i) {
+      for (size_t i = 0; i < cases.size(); ++i) {
         const std::string what =
             std::string(same ? "same" : "random") + " draft, k " + std::to_string(k) + ", '" + cases[i].prompt + "'";
         gen.reset();
@@ -152,16 +157,20 @@ TEST_P(SpeculativeOn, GreedyOutputEqualsTheTargetAlone) {
         if (same) {  // the same model agrees (up to the verification kernels' rounding)
           EXPECT_GT(r.timings.acceptance(), 0.8) << what;
           EXPECT_LT(r.timings.decode_steps, r.timings.decode_tokens) << what;
+        } else {  // the random draft rarely does: most rounds keep nothing
+          EXPECT_LT(r.timings.acceptance(), 0.5) << what;
+          EXPECT_GT(r.timings.draft_proposed, 10) << what;
         }
       }
     }
     // Stop strings that end the text in the middle of a round.
+    if (gpu && !same) continue;
     Generator gen(m.target, m.tok);
     gen.set_draft(draft, {});
-    for (size_t cut : {3u, 9u, 14u}) {
-      ASSERT_GT(want[0].text.size(), cut + 4);
+    for (size_t cut : cuts) {
+      ASSERT_GT(want[1].text.size(), cut + 4);
       GenerateOptions o = greedy(23);
-      o.stop = {want[0].text.substr(cut, 4)};
+      o.stop = {want[1].text.substr(cut, 4)};
       plain.reset();
       auto ref = plain.generate("The moon", o);
       gen.reset();
@@ -171,15 +180,9 @@ TEST_P(SpeculativeOn, GreedyOutputEqualsTheTargetAlone) {
       EXPECT_EQ(ids_str(r.ids), ids_str(ref.ids)) << cut;
       // The next turn reuses what the cache holds.
       auto more = gen.generate("The moon", greedy(4));
-      EXPECT_EQ(ids_str(more.ids), ids_str(std::vector<int32_t>(want[0].ids.begin(), want[0].ids.begin() + 4)));
+      EXPECT_EQ(ids_str(more.ids), ids_str(std::vector<int32_t>(want[1].ids.begin(), want[1].ids.begin() + 4)));
     }
   }
-  // The random draft rarely agrees: most rounds keep nothing.
-  Generator gen(m.target, m.tok);
-  gen.set_draft(&m.random, {});
-  auto r = gen.generate("The moon", greedy(23));
-  EXPECT_LT(r.timings.acceptance(), 0.5);
-  EXPECT_GT(r.timings.draft_proposed, 20);
 }
 
 // The fixture model (f32 weights, transformers' goldens) with its Q8_0 file as draft: the target's
