@@ -3,6 +3,7 @@
 #include "bench/bench.h"
 #include "cpu/llm/cpu_features.h"
 #include "llm/formats/gguf.h"
+#include "llm/generate/generator.h"
 #include "llm/model/layer_split.h"
 #include "util/error.h"
 #include "util/format.h"
@@ -56,6 +57,63 @@ std::string main_type(const llm::ModelFile& f) {
       best = name;
     }
   return best;
+}
+
+// The tg test of n tokens from `first` after `context` (the cache's depth) with speculative
+// decoding: rounds of the draft's proposals verified in one target pass each (the draft's cache
+// primed with the context before the clock starts, as the target's is).
+LlmSpeedTest speculative_test(llm::LlamaModel& model, llm::SpeculativeDecoder& spec,
+                              const std::vector<int32_t>& context, int32_t first, int n, const std::string& at,
+                              const std::string& set, const LlmSpeedPlan& plan,
+                              const std::function<void(const std::string&)>& status) {
+  LlmSpeedTest t;
+  const int k = spec.options().draft_tokens;
+  t.name = "tg" + std::to_string(n) + " draft" + std::to_string(k) +
+           (spec.options().forced_acceptance >= 0 ? format_number(" a%.2f", spec.options().forced_acceptance) : "") +
+           at;
+  t.n_gen = n;
+  t.depth = int(context.size());
+  t.tuning = set;
+  t.draft_tokens = k;
+  t.forced_acceptance = spec.options().forced_acceptance;
+  std::vector<int32_t> cached;
+  auto decode = [&] {
+    model.rewind(int(context.size()));
+    spec.prime(context);
+    cached = context;
+    int32_t next = first;
+    for (int made = 0; made < n;) {
+      const std::vector<int32_t> got = spec.step(model, cached, next, std::min(k, n - made - 1));
+      for (int32_t id : got) {
+        cached.push_back(next);
+        next = id;
+        if (++made == n) break;
+      }
+    }
+    return next;
+  };
+  if (plan.warmup) {
+    status(t.name + " warm-up");
+    warm_up(decode);
+  }
+  spec.reset_stats();
+  double seconds = 0;
+  for (int i = 0; i < plan.repeats; ++i) {
+    status(t.name + " run " + std::to_string(i + 1) + "/" + std::to_string(plan.repeats));
+    auto t0 = Clock::now();
+    const int32_t last = decode();
+    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (last < 0 || last >= model.config().vocab_size)
+      throw Error("wgc bench-llm: " + t.name + ": token id " + std::to_string(last));
+    seconds += s;
+    t.seconds.push_back(s);
+    t.tps.push_back(double(n) / s);
+  }
+  const llm::SpeculativeStats& st = spec.stats();
+  t.acceptance = st.acceptance();
+  t.tokens_per_pass = st.steps ? double(n) * plan.repeats / st.steps : 0;
+  t.draft_share = seconds > 0 ? st.draft_ms / (seconds * 1e3) : 0;
+  return t;
 }
 
 }  // namespace
@@ -134,6 +192,24 @@ LlmSpeedResult run_llm_speed(const std::optional<Context>& ctx, const LlmSpeedPl
 
   status(std::string("starting the ") + (gpu ? "GPU" : "CPU") + " engine");
   llm::LlamaModel model(ctx, file, eo);
+  // The draft: checked against the target (vocabulary, tokenizer) before it loads, on the same
+  // engine with the same options.
+  std::optional<llm::ModelFile> draft_file;
+  std::optional<llm::LlamaModel> draft;
+  if (!plan.draft_model.empty()) {
+    if (tg.empty()) throw Error("wgc bench-llm: a draft model needs decode tests (-n)");
+    status("loading the draft " + plan.draft_model);
+    draft_file.emplace(llm::open_model(plan.draft_model));
+    const auto tt = llm::find_tokenizer(file), dt = llm::find_tokenizer(*draft_file);
+    llm::check_draft(cfg, tt ? &*tt : nullptr, draft_file->config(), dt ? &*dt : nullptr, plan.draft_model);
+    llm::EngineOptions deo = eo;
+    deo.max_ctx = model.max_ctx();
+    draft.emplace(ctx, *draft_file, deo);
+    int64_t draft_params = 0;
+    for (const auto& t : draft_file->tensors()) draft_params += t.numel();
+    r.draft_name = std::string(llm::to_string(draft_file->config().architecture)) + " " + size_label(draft_params) +
+                   " " + main_type(*draft_file);
+  }
   r.threads = model.threads();
   r.device = gpu ? r.adapter.device : llm::cpu::describe_cpu(r.threads);
   if (!plan.split_gpus.empty()) {
@@ -181,9 +257,11 @@ LlmSpeedResult run_llm_speed(const std::optional<Context>& ctx, const LlmSpeedPl
       // each run rewinds to it.
       const std::string at = (depth ? " @ d" + std::to_string(depth) : "") + (sets.size() > 1 ? " [" + set + "]" : "");
       model.rewind(0);
+      std::vector<int32_t> context;  // what fills the cache to `depth` (the draft's too)
       if (depth) {
         status("filling the cache to depth " + std::to_string(depth));
-        (void)model.logits(random_tokens(depth));
+        context = random_tokens(depth);
+        (void)model.logits(context);
       }
       for (int p : pp) {
         LlmSpeedTest t;
@@ -248,6 +326,19 @@ LlmSpeedResult run_llm_speed(const std::optional<Context>& ctx, const LlmSpeedPl
           }
         }
         r.tests.push_back(std::move(t));
+        if (draft) {
+          const std::vector<double> rates =
+              plan.draft_acceptance.empty() ? std::vector<double>{-1} : plan.draft_acceptance;
+          for (int k : plan.draft_tokens)
+            for (double rate : rates) {
+              llm::SpeculativeOptions so;
+              so.draft_tokens = k;
+              so.forced_acceptance = rate;
+              so.seed = plan.seed;
+              llm::SpeculativeDecoder spec(*draft, so);
+              r.tests.push_back(speculative_test(model, spec, context, first, n, at, set, plan, status));
+            }
+        }
       }
     }
   if (plan.profile) {
@@ -273,7 +364,7 @@ LlmSpeedResult run_llm_speed(const std::optional<Context>& ctx, const LlmSpeedPl
   }
   for (auto& t : r.tests) {
     t.t = stats(t.tps);
-    if (t.n_gen > 0) {
+    if (t.n_gen > 0 && t.draft_tokens == 0) {
       t.gbs = double(r.bytes_per_token) * t.t.median / 1e9;
       if (r.bandwidth > 0) t.bw_frac = t.gbs * 1e9 / r.bandwidth;
     }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "gpu/context.h"
+#include "llm/generate/speculative.h"
 #include "llm/model/llama.h"
 #include "ops/llm/llm_ops.h"
 
@@ -40,6 +41,14 @@ struct LlmSpeedPlan {
   std::vector<Context> split_gpus;
   std::vector<double> tensor_split;
   llm::KvType cache_type = llm::KvType::F32;  // EngineOptions::cache_type
+  // Speculative decoding (llm/generate/speculative.h): every tg test runs again with this draft
+  // model (same tokenizer, loaded like the target), once per count of proposals per round and per
+  // acceptance rate: with rates in [0, 1] each proposal is kept with that probability instead of
+  // by the target's argmax, so random-weight models measure chosen acceptance rates (none: the
+  // argmax decides).
+  std::string draft_model;
+  std::vector<int> draft_tokens{llm::SpeculativeOptions{}.draft_tokens};
+  std::vector<double> draft_acceptance;
 };
 
 struct Stats {
@@ -58,6 +67,11 @@ struct LlmSpeedTest {
   std::vector<double> wait_ms;       // tg: host time waiting for each token's readback, per repeat
   int depth = 0;                     // tokens in the cache before the test
   std::string tuning;                // the tuning set it ran with ("" : the plan's tuning)
+  // Speculative tg tests: proposals per round (0: plain decode), the fraction kept, tokens per
+  // target pass, and the draft's share of the time (over every timed run).
+  int draft_tokens = 0;
+  double forced_acceptance = -1;  // the rate asked for (< 0: the target's argmax decided)
+  double acceptance = -1, tokens_per_pass = -1, draft_share = -1;
 };
 
 struct KernelTime {
@@ -85,6 +99,7 @@ struct LlmSpeedResult {
   std::vector<LlmSpeedTest> tests;
   std::vector<KernelTime> profile;  // by total time, largest first
   double profile_ms = 0;
+  std::string draft_name;  // the draft model's, as `name` ("" : none)
 };
 
 // Runs the plan's tests on ctx's GPU or the CPU engine (none: the CPU engine; plan.device and

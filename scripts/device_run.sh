@@ -76,6 +76,18 @@ for step in $steps; do
       for d in "-p 512" "-n 128" "-r 3"; do [[ ",${extra:-}," == *",${d% *},"* ]] || defaults+=" $d"; done
       [ -f "$m" ] && timeout ${WGC_LLM_TIMEOUT:-300} $wgc bench-llm --model "$m" $defaults ${extra//,/ } ${WGC_LLM_ARGS:-} \
           --json "$RES/llm-$tag.json" 2>"$RES/llm-$tag.err" | tee -a "$RES/llm.txt" ;;
+    spec:*)  # spec:TARGET_SHAPE:DRAFT_SHAPE:TYPE[:EXTRA]: bench-llm's plain decode and speculative decoding
+      # (the draft proposing, the target verifying) in one process, e.g.
+      # spec:llama-3.1-8b:llama-3.2-1b:q4_0:--draft-acceptance,0.5+0.7+0.9+1,--draft-tokens,4+8
+      # (commas become spaces, then + becomes a comma; random weights agree on nothing, so give rates)
+      IFS=: read -r _ shape dshape type extra <<<"$step"
+      m=$(synth "$shape" "$type"); dm=$(synth "$dshape" "$type")
+      tag=spec-$shape-$dshape-$type$(echo "${extra:-}" | tr -c 'a-zA-Z0-9\n' '_' | cut -c1-120)
+      defaults=""  # -p 0 -n 128 -r 3 unless the step gives its own
+      for d in "-p 0" "-n 128" "-r 3"; do [[ ",${extra:-}," == *",${d% *},"* ]] || defaults+=" $d"; done
+      args=${extra//,/ }
+      [ -f "$m" ] && [ -f "$dm" ] && timeout ${WGC_LLM_TIMEOUT:-300} $wgc bench-llm --model "$m" --draft-model "$dm" \
+          $defaults ${args//+/,} --json "$RES/llm-$tag.json" 2>"$RES/llm-$tag.err" | tee -a "$RES/llm.txt" ;;
     batched:*)  # batched:SHAPE:TYPE[:EXTRA]: wgc bench-batched (llama-batched-bench), e.g. batched:llama-3.1-8b:q4_0
       # or batched:llama-3.1-8b:q4_0:--parallel,16+64,-r,3 (commas become spaces, then + becomes a comma)
       IFS=: read -r _ shape type extra <<<"$step"

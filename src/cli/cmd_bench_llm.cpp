@@ -28,7 +28,7 @@ struct Flags {
   EngineFlags split;
   LlmSpeedPlan plan;
   OutputFlags out;
-  std::optional<std::string> model, matmul, tuning;
+  std::optional<std::string> model, matmul, tuning, draft_model;
   std::optional<double> bandwidth;
   bool no_warmup = false, no_q8 = false;
 };
@@ -69,6 +69,17 @@ LlmSpeedPlan parse(const Flags& f) {
       throw UsageError(std::string("--tuning: ") + e.what());
     }
   }
+  if (f.draft_model) p.draft_model = model_path(f.draft_model).string();
+  for (int k : p.draft_tokens)
+    if (k < 1 || k > llm::kMaxDraftTokens)
+      throw UsageError("--draft-tokens expects counts from 1 to " + std::to_string(llm::kMaxDraftTokens) + ", got " +
+                       std::to_string(k));
+  if (p.draft_tokens.empty()) p.draft_tokens = {llm::SpeculativeOptions{}.draft_tokens};
+  for (double a : p.draft_acceptance)
+    if (a < 0 || a > 1) throw UsageError("--draft-acceptance expects fractions from 0 to 1");
+  if (!f.draft_model && !p.draft_acceptance.empty()) throw UsageError("--draft-acceptance needs --draft-model");
+  if (f.draft_model && std::all_of(p.generate_sizes.begin(), p.generate_sizes.end(), [](int v) { return v == 0; }))
+    throw UsageError("--draft-model measures decode: give -n");
   if (p.repeats < 1) throw UsageError("-r must be at least 1");
   if (p.batch < 1) throw UsageError("--batch must be at least 1");
   if (p.decode_ahead < 1) throw UsageError("--decode-ahead must be at least 1");
@@ -160,6 +171,11 @@ void print_report(std::FILE* out, const LlmSpeedPlan& p, const LlmSpeedResult& r
                gpu ? "on the GPU" : "mapped", gb_str(r.weight_bytes).c_str(), gb_str(r.bytes_per_token).c_str());
   std::fprintf(out, "KV cache: %s, %s for %d positions, %s per token\n", std::string(to_string(p.cache_type)).c_str(),
                gb_str(r.kv_bytes).c_str(), r.max_ctx, kv_per_token(r).c_str());
+  if (!p.draft_model.empty())
+    std::fprintf(out, "draft: %s (%s); tg NAME draftK [aP]: K tokens proposed per round, kept %s\n",
+                 p.draft_model.c_str(), r.draft_name.c_str(),
+                 p.draft_acceptance.empty() ? "where they equal the target's argmax"
+                                            : "each with probability P (forced: not the target's output)");
   if (gpu) {
     std::string sets;
     for (const auto& set : p.tuning_sets) sets += (sets.empty() ? "" : "; ") + (set.empty() ? "(defaults)" : set);
@@ -183,6 +199,11 @@ void print_report(std::FILE* out, const LlmSpeedPlan& p, const LlmSpeedResult& r
                    "\n%s: host time recording a step: %.3f ms per token, waiting for the token: %.3f ms (medians); "
                    "%d step(s) in flight",
                    x.name.c_str(), bench::stats(x.host_ms).median, bench::stats(x.wait_ms).median, p.decode_ahead);
+  for (const auto& x : r.tests)
+    if (x.draft_tokens > 0)
+      std::fprintf(out,
+                   "\n%s: %.1f%% of the drafted tokens kept, %.2f tokens per target pass, the draft %.1f%% of the time",
+                   x.name.c_str(), 100 * x.acceptance, x.tokens_per_pass, 100 * x.draft_share);
   if (!r.profile.empty()) {
     std::fprintf(out, "\n\nGPU time of one decode step by kernel (timestamps around each dispatch): %.3f ms\n\n",
                  r.profile_ms);
@@ -238,6 +259,10 @@ json::Value report_json(const LlmSpeedPlan& p, const LlmSpeedResult& r) {
   o.set("decode_ahead", p.decode_ahead);
   o.set("max_ctx", r.max_ctx);
   o.set("batch", p.batch);
+  if (!p.draft_model.empty()) {
+    o.set("draft_model", p.draft_model);
+    o.set("draft_name", r.draft_name);
+  }
   Value results = Value::array();
   for (const auto& t : r.tests) {
     Value x = Value::object();
@@ -257,6 +282,13 @@ json::Value report_json(const LlmSpeedPlan& p, const LlmSpeedResult& r) {
     x.set("bandwidth_fraction", positive(t.bw_frac));
     x.set("host_ms_per_token", t.host_ms.empty() ? Value() : Value(bench::stats(t.host_ms).median));
     x.set("wait_ms_per_token", t.wait_ms.empty() ? Value() : Value(bench::stats(t.wait_ms).median));
+    if (t.draft_tokens > 0) {
+      x.set("draft_tokens", t.draft_tokens);
+      x.set("forced_acceptance", t.forced_acceptance >= 0 ? Value(t.forced_acceptance) : Value());
+      x.set("acceptance", t.acceptance);
+      x.set("tokens_per_pass", t.tokens_per_pass);
+      x.set("draft_share", t.draft_share);
+    }
     results.push_back(std::move(x));
   }
   o.set("results", std::move(results));
@@ -338,6 +370,14 @@ Register reg{
                 "kernel knobs knob=v,knob=v (src/ops/llm/tuning.h, e.g. mvq_rows=2,matmul_bk=16); sets separated "
                 "by ';' run every test once per set");
        app.add_flag("--no-q8", f->no_q8, "f32 activations for quantized weights too (EngineOptions::q8_activations)");
+       add_text(app, "--draft-model,--model-draft", f->draft_model,
+                "speculative decoding: every tg test again with this draft model (same tokenizer) proposing tokens")
+           ->type_name("MODEL");
+       add_numbers(app, "--draft-tokens,--draft-max", p.draft_tokens,
+                   "speculative decoding: proposals per round (several: a test each)");
+       add_numbers(app, "--draft-acceptance", p.draft_acceptance,
+                   "speculative decoding: keep each proposal with this probability (0..1; several: a test each) "
+                   "instead of by the target's argmax, for random-weight models (default: the argmax)");
        add_gpu_flags(app, f->gpu);
        add_engine_flags(app, f->split);
        return [f] { return bench_llm_cmd(*f); };

@@ -83,7 +83,9 @@ int chat(const Flags& f) {
   GenerateOptions o = generate_options(f.m, path);
   LoadedModel m = open_model_files(path, f.m.tokenizer);
   if (!m.tok) throw Error("wgc chat: " + path.string() + " has no tokenizer: give --tokenizer PATH");
-  Generator gen(start_engine(m, llm_backend(f.m.gpu, -1, &f.m.split), f.m.ctx, !f.m.no_q8, f.m.threads), m.tok);
+  const LlmBackend backend = llm_backend(f.m.gpu, -1, &f.m.split);
+  Generator gen(start_engine(m, backend, f.m.ctx, !f.m.no_q8, f.m.threads), m.tok);
+  const std::unique_ptr<LoadedModel> draft = start_draft(f.m, m, backend, gen);
   ChatSession session(gen, f.system);
   info("sampling: " + o.sampling.describe());
 

@@ -56,7 +56,9 @@ int generate(const Flags& f) {
     throw Error("wgc: the prompt has " + std::to_string(ids.size()) + " tokens but the context holds " +
                 std::to_string(f.m.ctx) + " (shorten the prompt or raise --ctx, up to the model's own context)");
 
-  Generator gen(start_engine(m, llm_backend(f.m.gpu, -1, &f.m.split), f.m.ctx, !f.m.no_q8, f.m.threads), m.tok);
+  const LlmBackend backend = llm_backend(f.m.gpu, -1, &f.m.split);
+  Generator gen(start_engine(m, backend, f.m.ctx, !f.m.no_q8, f.m.threads), m.tok);
+  const std::unique_ptr<LoadedModel> draft = start_draft(f.m, m, backend, gen);
   info("sampling: " + o.sampling.describe());
   std::unique_ptr<Waiting> wait = first_steps_wait(m);  // ends at the first text
   bool echoed = !f.echo || f.json;

@@ -194,9 +194,29 @@ void add_model_flags(CLI::App& app, ModelFlags& f, int default_n) {
   app.add_flag("--ignore-eos", f.ignore_eos, "keep going past end-of-turn tokens");
   app.add_flag("--no-q8", f.no_q8,
                "f32 activations for quantized weights (default: 8-bit, as llama.cpp; wgc serve's tokens need this)");
+  add_text(app, "--draft-model,--model-draft", f.draft_model,
+           "speculative decoding: a small model of the same tokenizer proposes tokens that the model checks in "
+           "one pass (greedy: its tokens; sampling: its distribution)")
+      ->type_name("MODEL");
+  add_number(app, "--draft-tokens,--draft-max", f.draft_tokens,
+             "speculative decoding: draft tokens proposed per round (1.." + std::to_string(llm::kMaxDraftTokens) + ")");
   add_sampling_flags(app, f.sampling);
   add_gpu_flags(app, f.gpu);
   add_engine_flags(app, f.split);
+}
+
+std::unique_ptr<LoadedModel> start_draft(const ModelFlags& f, const LoadedModel& target, const LlmBackend& be,
+                                         llm::Generator& gen) {
+  if (!f.draft_model) return nullptr;
+  auto d = std::make_unique<LoadedModel>(open_model_files(model_path(f.draft_model), ""));
+  // Checked before the engine starts: a wrong draft fails without loading it.
+  llm::check_draft(target.file.config(), target.tok ? &*target.tok : nullptr, d->file.config(),
+                   d->tok ? &*d->tok : nullptr, d->path.string());
+  start_engine(*d, be, target.model->max_ctx(), !f.no_q8, f.threads);
+  llm::SpeculativeOptions so;
+  so.draft_tokens = f.draft_tokens;
+  gen.set_draft(&*d->model, so, d->tok ? &*d->tok : nullptr, d->path.string());
+  return d;
 }
 
 llm::GenerateOptions generate_options(const ModelFlags& f, const fs::path& model) {
@@ -207,6 +227,16 @@ llm::GenerateOptions generate_options(const ModelFlags& f, const fs::path& model
   o.stop = f.stop;
   o.ignore_eos = f.ignore_eos;
   check_generate_options(o);
+  if (f.draft_model) {
+    if (f.draft_tokens < 1 || f.draft_tokens > llm::kMaxDraftTokens)
+      throw UsageError("--draft-tokens must be 1 to " + std::to_string(llm::kMaxDraftTokens) + ", got " +
+                       std::to_string(f.draft_tokens));
+    if (o.sampling.has_penalties())
+      throw UsageError(
+          "--draft-model takes no penalties (--repeat-penalty 1, --presence-penalty 0, "
+          "--frequency-penalty 0); sampling now: " +
+          o.sampling.describe());
+  }
   return o;
 }
 
@@ -304,7 +334,14 @@ json::Value timings_json(const llm::Timings& t) {
   o.set("generated_tokens", t.generated_tokens);
   o.set("decode_steps", t.decode_steps);
   o.set("decode_ms", t.decode_ms);
+  o.set("decode_tokens", t.decode_tokens);
   o.set("decode_tokens_per_s", t.decode_tps());
+  if (t.speculative) {
+    o.set("draft_proposed", t.draft_proposed);
+    o.set("draft_accepted", t.draft_accepted);
+    o.set("acceptance", t.acceptance());
+    o.set("draft_ms", t.draft_ms);
+  }
   return o;
 }
 

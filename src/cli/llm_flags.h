@@ -74,6 +74,9 @@ struct ModelFlags {
   // f32 activations for quantized weights (EngineOptions::q8_activations off): what `wgc serve`,
   // whose batched kernels read f32 activations, gives.
   bool no_q8 = false;
+  // Speculative decoding: a draft model of the same tokenizer and its proposals per round.
+  std::optional<std::string> draft_model;
+  int draft_tokens = llm::SpeculativeOptions{}.draft_tokens;
 };
 void add_model_flags(CLI::App& app, ModelFlags& f, int default_n);
 // The generation options the flags give for `model` (checked; errors name the flags).
@@ -94,6 +97,11 @@ LoadedModel open_model_files(const std::filesystem::path& path, const std::strin
 // threads: the CPU engine's worker threads (0: every processor).
 llm::LlamaModel& start_engine(LoadedModel& m, const LlmBackend& backend, int max_ctx, bool q8_activations = true,
                               int threads = 0);
+
+// --draft-model: the draft model loaded on the target's backend with the target's context and
+// set on gen (Generator::set_draft: the tokenizers must agree); null without the flag.
+std::unique_ptr<LoadedModel> start_draft(const ModelFlags& f, const LoadedModel& target, const LlmBackend& backend,
+                                         llm::Generator& gen);
 
 // The flags llama.cpp users reach for, as aliases of wgc's (the help names wgc's first):
 // --ctx (-c, --ctx-size) and --threads (-t).

@@ -39,17 +39,26 @@ std::string_view to_string(StopReason r) {
 
 std::string Timings::summary() const {
   char buf[512];
-  std::snprintf(buf, sizeof buf,
-                "load time   = %10.2f ms\n"
-                "prompt eval = %10.2f ms / %5d tokens (%8.2f ms per token, %9.2f tokens per second)%s\n"
-                "generation  = %10.2f ms / %5d runs   (%8.2f ms per token, %9.2f tokens per second), %d tokens\n",
-                load_ms, prompt_ms, prompt_eval_tokens, prompt_eval_tokens ? prompt_ms / prompt_eval_tokens : 0.0,
-                prompt_tps(),
-                prompt_eval_tokens < prompt_tokens
-                    ? (", " + std::to_string(prompt_tokens - prompt_eval_tokens) + " cached").c_str()
-                    : "",
-                decode_ms, decode_steps, decode_steps ? decode_ms / decode_steps : 0.0, decode_tps(), generated_tokens);
-  return buf;
+  std::snprintf(
+      buf, sizeof buf,
+      "load time   = %10.2f ms\n"
+      "prompt eval = %10.2f ms / %5d tokens (%8.2f ms per token, %9.2f tokens per second)%s\n"
+      "generation  = %10.2f ms / %5d runs   (%8.2f ms per token, %9.2f tokens per second), %d tokens\n",
+      load_ms, prompt_ms, prompt_eval_tokens, prompt_eval_tokens ? prompt_ms / prompt_eval_tokens : 0.0, prompt_tps(),
+      prompt_eval_tokens < prompt_tokens
+          ? (", " + std::to_string(prompt_tokens - prompt_eval_tokens) + " cached").c_str()
+          : "",
+      decode_ms, decode_steps, decode_tokens ? decode_ms / decode_tokens : 0.0, decode_tps(), generated_tokens);
+  std::string out = buf;
+  if (speculative) {
+    std::snprintf(buf, sizeof buf,
+                  "speculative = %5d of %5d drafted tokens accepted (%.1f%%), %.2f tokens per target pass, draft "
+                  "%.2f ms\n",
+                  draft_accepted, draft_proposed, 100 * acceptance(),
+                  decode_steps ? double(decode_tokens) / decode_steps : 0.0, draft_ms);
+    out += buf;
+  }
+  return out;
 }
 
 std::optional<Tokenizer> find_tokenizer(const ModelFile& model, const std::filesystem::path& explicit_path) {
@@ -82,6 +91,17 @@ bool Generator::is_stop(int32_t id) const {
 std::vector<int32_t> Generator::encode(std::string_view text, bool add_special) const {
   if (!tok_) throw Error("wgc: this model has no tokenizer: give token ids, or a tokenizer");
   return tok_->encode(text, add_special);
+}
+
+void Generator::set_draft(LlamaModel* draft, const SpeculativeOptions& o, const Tokenizer* draft_tok,
+                          const std::string& name) {
+  if (!draft) {
+    spec_.reset();
+    return;
+  }
+  if (draft == &model_) throw Error("wgc: the draft model must be another LlamaModel than the target (its own cache)");
+  check_draft(model_.config(), tok_ ? &*tok_ : nullptr, draft->config(), draft_tok, name);
+  spec_ = std::make_unique<SpeculativeDecoder>(*draft, o);
 }
 
 void Generator::reset() {
@@ -139,6 +159,14 @@ GenerateResult Generator::generate(std::span<const int32_t> prompt_ids, const Ge
 
   Sampler sampler(o.sampling);
   sampler.accept(prompt_ids);
+  if (spec_) {  // greedy, or sampling by the speculative rule (whose distributions the penalties would change)
+    if (o.sampling.has_penalties())
+      throw OptionError("repeat_penalty",
+                        "speculative decoding (a draft model) takes no repeat, presence or frequency penalties, got " +
+                            o.sampling.describe());
+    if (o.grammar) throw OptionError("grammar", "speculative decoding (a draft model) takes no grammar");
+    spec_->reset_stats();
+  }
   std::optional<Constraint> constraint;
   if (o.grammar) {
     if (!tok_) throw Error("wgc: constrained generation needs the model's tokenizer");
@@ -174,7 +202,8 @@ GenerateResult Generator::generate(std::span<const int32_t> prompt_ids, const Ge
   auto t1 = std::chrono::steady_clock::now();
   bool stopped_by_string = false;
   // Takes a generated token; false when generation ends with it (r.stop says why).
-  auto accept = [&](int32_t id) {
+  // n_past: the target's cache length once the tokens before id are in it.
+  auto accept = [&](int32_t id, int n_past) {
     if (o.cancel && o.cancel->load(std::memory_order_relaxed)) {
       r.stop = StopReason::Cancelled;
       return false;
@@ -203,7 +232,7 @@ GenerateResult Generator::generate(std::span<const int32_t> prompt_ids, const Ge
       r.stop = StopReason::MaxTokens;
       return false;
     }
-    if (model_.n_past() >= max_ctx) {
+    if (n_past >= max_ctx) {
       r.stop = StopReason::ContextFull;
       r.message = "context full: the " + std::to_string(max_ctx) + "-token context holds the prompt (" +
                   std::to_string(prompt_ids.size()) + " tokens) and " + std::to_string(r.ids.size() - 1) +
@@ -212,20 +241,48 @@ GenerateResult Generator::generate(std::span<const int32_t> prompt_ids, const Ge
     }
     return true;
   };
-  if (o.max_tokens != 0 && accept(next)) {  // r.stop starts as MaxTokens
-    if (sampler.plan().kind == SamplePlan::Greedy && !constraint) {
+  if (o.max_tokens != 0 && accept(next, model_.n_past())) {  // r.stop starts as MaxTokens
+    if (spec_) {
+      // Rounds of draft proposals verified in one target pass; each token handed out goes through
+      // accept, which may stop in the middle of a round: the cache then keeps the tokens before it.
+      for (bool go = true; go;) {
+        const int past = model_.n_past();
+        const int32_t pending = r.ids.back();
+        int k = spec_->options().draft_tokens;
+        if (o.max_tokens > 0) k = std::min(k, o.max_tokens - int(r.ids.size()) - 1);  // no proposal past the end
+        const std::vector<int32_t> got = o.sampling.greedy()
+                                             ? spec_->step(model_, cached_, pending, std::max(k, 0))
+                                             : spec_->step_sampled(model_, cached_, pending, std::max(k, 0), sampler);
+        ++r.timings.decode_steps;
+        for (size_t i = 0; i < got.size() && go; ++i) {
+          cached_.push_back(i == 0 ? pending : got[i - 1]);
+          ++r.timings.decode_tokens;
+          if (!accept(got[i], past + int(i) + 1)) {
+            model_.rewind(past + int(i) + 1);
+            go = false;
+          }
+        }
+      }
+      const SpeculativeStats& st = spec_->stats();
+      r.timings.speculative = true;
+      r.timings.draft_proposed = st.proposed;
+      r.timings.draft_accepted = st.accepted;
+      r.timings.draft_ms = st.draft_ms;
+    } else if (sampler.plan().kind == SamplePlan::Greedy && !constraint) {
       // The GPU passes each argmax to the next step; the host records ahead (LlamaModel).
       int budget = o.max_tokens > 0 ? o.max_tokens - int(r.ids.size()) : max_ctx;
       model_.decode_greedy(r.ids.back(), budget, [&](int32_t id) {
         cached_.push_back(r.ids.back());
         ++r.timings.decode_steps;
-        return accept(id);
+        ++r.timings.decode_tokens;
+        return accept(id, model_.n_past());
       });
     } else {
       do {
         next = step(std::span(&r.ids.back(), 1), sampler, con);
         ++r.timings.decode_steps;
-      } while (accept(next));
+        ++r.timings.decode_tokens;
+      } while (accept(next, model_.n_past()));
     }
   }
   if (decoder && !stopped_by_string) {

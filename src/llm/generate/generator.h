@@ -18,6 +18,7 @@
 
 #include "llm/formats/model_file.h"
 #include "llm/generate/sampler.h"
+#include "llm/generate/speculative.h"
 #include "llm/generate/stop_strings.h"
 #include "llm/grammar/grammar.h"
 #include "llm/model/llama.h"
@@ -69,11 +70,18 @@ struct Timings {
   int prompt_eval_tokens = 0;  // of them run now (the rest were in the KV cache)
   double prompt_ms = 0;        // prefill, incl. picking the first token
   int generated_tokens = 0;    // tokens produced (the first comes from the prefill)
-  int decode_steps = 0;        // one-token forward passes after the prefill
+  int decode_steps = 0;        // target forward passes after the prefill (one token each unless speculative)
+  int decode_tokens = 0;       // tokens they gave (an end-of-turn token that stopped it included)
   double decode_ms = 0;
+  // Speculative decoding (Generator::set_draft): draft tokens proposed and kept, the draft's time
+  // (within decode_ms).
+  bool speculative = false;
+  int draft_proposed = 0, draft_accepted = 0;
+  double draft_ms = 0;
 
   double prompt_tps() const { return prompt_ms > 0 ? prompt_eval_tokens * 1e3 / prompt_ms : 0; }
-  double decode_tps() const { return decode_ms > 0 ? decode_steps * 1e3 / decode_ms : 0; }
+  double decode_tps() const { return decode_ms > 0 ? decode_tokens * 1e3 / decode_ms : 0; }
+  double acceptance() const { return draft_proposed > 0 ? double(draft_accepted) / draft_proposed : 0; }
   // llama.cpp-style lines: load time, prompt eval, generation.
   std::string summary() const;
 };
@@ -107,6 +115,14 @@ class Generator {
   GenerateResult generate(std::span<const int32_t> prompt_ids, const GenerateOptions& o,
                           const TextCallback& on_text = {});
 
+  // Speculative decoding: `draft` (a model of the same tokenizer; check_draft, else wgc::Error)
+  // proposes tokens that the model verifies in one pass each round (speculative.h): greedy, or
+  // sampling by the speculative sampling rule; penalties and grammars then throw
+  // wgc::OptionError. The draft must outlive the Generator; nullptr: off.
+  void set_draft(LlamaModel* draft, const SpeculativeOptions& o = {}, const Tokenizer* draft_tokenizer = nullptr,
+                 const std::string& draft_name = "draft");
+  const SpeculativeDecoder* speculative() const { return spec_.get(); }
+
   // Tokens in the model's KV cache, as this Generator put them there.
   const std::vector<int32_t>& cached() const { return cached_; }
   void reset();  // empties the KV cache
@@ -119,6 +135,7 @@ class Generator {
   std::shared_ptr<const TokenTexts> texts_;  // made on the first constrained generation
   std::vector<int32_t> stop_ids_;
   std::vector<int32_t> cached_;
+  std::unique_ptr<SpeculativeDecoder> spec_;
 };
 
 // Ids that end a generated turn: the tokenizer's stop ids (when there is one) and the model

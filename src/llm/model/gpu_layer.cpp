@@ -342,11 +342,25 @@ void record_embedding(const LlmOps& ops, Batch& b, const LlamaWeights& w, const 
 }
 
 void record_output_rows(const LlmOps& ops, Batch& b, std::span<const Step> steps, const LlamaWeights& w,
-                        const GpuActs& a, const Tensor& logits, int n) {
-  ops.rms_norm(b, a.x, w.norm, a.h, n, int(w.hidden), w.eps);
-  ops.linear(b, w.output(), a.h, logits, n);
-  for (const Step& s : steps)  // after the projection
-    if (s.op == Op::Softcap) ops.softcap(b, logits, int64_t(n) * w.vocab, float(w.cfg.final_logit_softcap));
+                        const GpuActs& a, const Tensor& logits, int n, bool f32) {
+  for (const Step& s : steps) {
+    switch (s.op) {
+      case Op::Norm:
+        if (s.q8_out && !f32)
+          ops.rms_norm_q8(b, a.x, w.norm, a.hq, n, w.eps);
+        else
+          ops.rms_norm(b, a.x, w.norm, a.h, n, int(w.hidden), w.eps);
+        break;
+      case Op::Linear:
+        if (s.q8_in && !f32)
+          ops.linear_q8(b, w.output(), a.hq, logits, n);
+        else
+          ops.linear(b, w.output(), a.h, logits, n);
+        break;
+      case Op::Softcap: ops.softcap(b, logits, int64_t(n) * w.vocab, float(w.cfg.final_logit_softcap)); break;
+      default: throw Error("wgc: the many-token output plan has a step this engine does not run: " + to_string(s));
+    }
+  }
 }
 
 }  // namespace wgc::llm

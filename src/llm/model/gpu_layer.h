@@ -73,14 +73,15 @@ void record_layer(const LlmOps& ops, Batch& b, std::span<const Step> steps, cons
 // sqrt(hidden)): every GPU engine's first step.
 void record_embedding(const LlmOps& ops, Batch& b, const LlamaWeights& w, const Tensor& ids, const Tensor& out, int n);
 
-// The final norm (x into h), the output projection and the plan's steps after it (Gemma 2's
-// soft-cap) for n rows: logits [n, vocab] of every token of a single sequence's pass.
-void record_output_rows(const LlmOps& ops, Batch& b, std::span<const Step> steps, const LlamaWeights& w,
-                        const GpuActs& a, const Tensor& logits, int n);
-
 // The final norm and the output projection of row `row` of a.x into logits, as the plan's output
 // steps say (a single sequence's last token); `last` holds the row where the norm runs apart.
 void record_output_row(const LlmOps& ops, Batch& b, std::span<const Step> steps, const LlamaWeights& w,
                        const GpuActs& a, const Tensor& last, const Tensor& logits, int64_t row);
+// The same for every one of the n rows of a.x into logits [n][vocab] (speculative decoding's
+// verification reads every position): the plan's many-token output steps (NormLinear, a one-token
+// fusion, is not one of them). f32: the norm and the projection in f32 where the plan quantizes
+// them (all_logits: the arithmetic of score and perplexity).
+void record_output_rows(const LlmOps& ops, Batch& b, std::span<const Step> steps, const LlamaWeights& w,
+                        const GpuActs& a, const Tensor& logits, int n, bool f32 = false);
 
 }  // namespace wgc::llm

@@ -50,6 +50,7 @@ class GpuEngine final : public LlamaEngine {
   GpuActs acts;
   Tensor ids, last, logit_buf, logits1, out_id, top_vals, top_ids;
   int64_t logits_rows = 0;
+  Tensor row_vals, row_ids;  // greedy_all: each row's largest logit and its id (made on first use)
   // Single-token steps: recordings (made on first use) of the embedding of out_id's token into
   // x; of the layers and the output projection into logits1, the token's position read from pos
   // (u32 [2]: position, cache row); and of the argmax of logits1 into out_id, or next_token's
@@ -314,13 +315,51 @@ class GpuEngine final : public LlamaEngine {
       Batch b(ctx);
       upload_ids(chunk);
       record_layers(b, int(chunk.size()));
-      record_output_rows(ops, b, prefill_plan.output, w, acts, logit_buf, int(chunk.size()));
+      record_output_rows(ops, b, prefill_plan.output, w, acts, logit_buf, int(chunk.size()), /*f32=*/true);
       b.run();
       n_past_ += int(chunk.size());
       size_t at = out.size();
       out.resize(at + chunk.size() * size_t(vocab));
       download(ctx, logit_buf, std::as_writable_bytes(std::span(out).subspan(at)));
       tokens = tokens.subspan(chunk.size());
+    }
+    return out;
+  }
+
+  // Each position's argmax on the GPU (topk_rows of one): the many-token output plan over every row
+  // of a chunk, one submit and one readback of n ids per chunk.
+  std::vector<int32_t> greedy_all(std::span<const int32_t> tokens) override {
+    check_tokens(tokens);
+    std::vector<int32_t> out;
+    out.reserve(tokens.size());
+    while (!tokens.empty()) {
+      auto chunk = tokens.first(std::min<size_t>(tokens.size(), size_t(opt.max_batch)));
+      tokens = tokens.subspan(chunk.size());
+      if (chunk.size() == 1) {  // the single-token step, as decode_greedy runs it
+        out.push_back(greedy(chunk));
+        continue;
+      }
+      const int n = int(chunk.size());
+      ensure_logits(n);
+      if (!row_ids) {
+        row_vals = make_tensor(ctx, {int64_t(opt.max_batch)});
+        row_ids = make_tensor(ctx, {int64_t(opt.max_batch)}, DType::U32);
+      }
+      Batch b(ctx);
+      upload_ids(chunk);
+      record_layers(b, n);
+      record_output_rows(ops, b, prefill_plan.output, w, acts, logit_buf, n);
+      ops.topk_rows(b, logit_buf, n, vocab, 1, row_vals, row_ids);
+      Readback got = b.read(row_ids, 0, uint64_t(n) * 4);
+      b.submit();
+      n_past_ += n;
+      for (int i = 0; i < n; ++i) {
+        const uint32_t id = got.value<uint32_t>(size_t(i));
+        if (id >= uint64_t(vocab))
+          throw Error("wgc: the GPU's argmax gave token id " + std::to_string(id) + ", past the vocabulary of " +
+                      std::to_string(vocab));
+        out.push_back(int32_t(id));
+      }
     }
     return out;
   }
@@ -438,6 +477,7 @@ std::vector<float> LlamaModel::logits(std::span<const int32_t> tokens) { return 
 std::vector<float> LlamaModel::all_logits(std::span<const int32_t> tokens) { return impl_->all_logits(tokens); }
 std::vector<float> LlamaModel::last_hidden(std::span<const int32_t> tokens) { return impl_->last_hidden(tokens); }
 int32_t LlamaModel::greedy(std::span<const int32_t> tokens) { return impl_->greedy(tokens); }
+std::vector<int32_t> LlamaModel::greedy_all(std::span<const int32_t> tokens) { return impl_->greedy_all(tokens); }
 TopK LlamaModel::top_k(std::span<const int32_t> tokens, int k) { return impl_->top_k(tokens, k); }
 DecodeStats LlamaModel::decode_greedy(int32_t first, int max_steps, const std::function<bool(int32_t)>& on_token) {
   return impl_->decode_greedy(first, max_steps, on_token);

@@ -140,7 +140,10 @@ class LlamaModel {
   // The last position's hidden state after the final norm: [hidden] (decoder embedding models,
   // e.g. Qwen3-Embedding, pool it).
   std::vector<float> last_hidden(std::span<const int32_t> tokens);
-  int32_t greedy(std::span<const int32_t> tokens);     // argmax on the GPU: one int read back
+  int32_t greedy(std::span<const int32_t> tokens);  // argmax on the GPU: one int read back
+  // The argmax of every position: [n] (speculative decoding's verification: one forward pass, n ids
+  // read back on the GPU engine).
+  std::vector<int32_t> greedy_all(std::span<const int32_t> tokens);
   TopK top_k(std::span<const int32_t> tokens, int k);  // k <= 64, on the GPU
   // No result: `tokens` go into the cache in steps of max_batch(); `progress` hears the tokens
   // done and the total after each step.

@@ -53,6 +53,18 @@ class LlamaEngine {
   virtual std::vector<float> all_logits(std::span<const int32_t> tokens) = 0;
   virtual std::vector<float> last_hidden(std::span<const int32_t> tokens) = 0;
   virtual int32_t greedy(std::span<const int32_t> tokens) = 0;
+  // Every position's argmax (the first index of the largest logit). Here from all_logits on the
+  // host; the GPU engine selects on the device and reads back the ids alone.
+  virtual std::vector<int32_t> greedy_all(std::span<const int32_t> tokens) {
+    const std::vector<float> all = all_logits(tokens);
+    const size_t vocab = size_t(config().vocab_size);
+    std::vector<int32_t> out(tokens.size());
+    for (size_t i = 0; i < out.size(); ++i) {
+      const auto row = all.begin() + std::ptrdiff_t(i * vocab);
+      out[i] = int32_t(std::max_element(row, row + std::ptrdiff_t(vocab)) - row);
+    }
+    return out;
+  }
   virtual TopK top_k(std::span<const int32_t> tokens, int k) = 0;
   virtual DecodeStats decode_greedy(int32_t first, int max_steps, const std::function<bool(int32_t)>& on_token) = 0;
 
