@@ -670,7 +670,8 @@ TEST(ModelConfig, HfVariants) {
   err(R"(, "num_key_value_heads": 3)", "llama", "not a multiple of 3 KV heads");
   err(R"(, "hidden_size": "big")", "llama", "\"hidden_size\"");
   err(R"(, "rope_scaling": {"rope_type": "llama3", "factor": 8})", "llama", "original_max_position_embeddings");
-  err(R"(, "bos_token_id": 128256)", "llama", "bos_token_id 128256 is not a token id (the vocabulary has 128256 tokens)");
+  err(R"(, "bos_token_id": 128256)", "llama",
+      "bos_token_id 128256 is not a token id (the vocabulary has 128256 tokens)");
   std::string missing = error_of([&] { config_from_hf(json::parse(R"({"model_type": "llama"})"), "c.json"); });
   EXPECT_NE(missing.find("missing \"vocab_size\""), std::string::npos) << missing;
 }
@@ -852,7 +853,8 @@ TEST(ModelFileStream, EveryTensorLoadsAsMapped) {
   ASSERT_EQ(rows.data.size(), want.data.size());
   EXPECT_EQ(std::memcmp(rows.data.data(), want.data.data(), want.data.size()), 0);
   // The CPU engines read weights in place: refused, saying why.
-  EXPECT_TRUE(wgc::test::has(error_of([&] { m.data_owner(); }), "opened from a stream")) << error_of([&] { m.data_owner(); });
+  EXPECT_TRUE(wgc::test::has(error_of([&] { m.data_owner(); }), "opened from a stream"))
+      << error_of([&] { m.data_owner(); });
 }
 
 TEST(ModelFileStream, BadAndTruncated) {

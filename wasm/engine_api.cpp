@@ -176,7 +176,8 @@ EMSCRIPTEN_KEEPALIVE int wgc_open(const char* name, double size, int max_ctx) {
     g_engine.reset();
     auto e = std::make_unique<Engine>();
     e->path = std::filesystem::path("/models") / name;
-    if (!(size >= 0 && size <= 9007199254740992.0)) throw Error("wgc: " + std::string(name) + ": a size of " + std::to_string(size) + " bytes");
+    if (!(size >= 0 && size <= 9007199254740992.0))
+      throw Error("wgc: " + std::string(name) + ": a size of " + std::to_string(size) + " bytes");
     OpenOptions oo;
     oo.progress = false;
     oo.prefault = false;

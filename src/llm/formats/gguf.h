@@ -172,7 +172,7 @@ class GgufFile {
   std::shared_ptr<const MappedFile> map_;
   std::span<const std::byte> bytes_;
   uint64_t file_size_ = 0;
-  struct Streamed;                     // read(): the source, the header's bytes, tensors read
+  struct Streamed;  // read(): the source, the header's bytes, tensors read
   std::shared_ptr<Streamed> streamed_;
   std::string name_;
   uint32_t version_ = 0;

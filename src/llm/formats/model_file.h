@@ -51,8 +51,8 @@ struct ModelTensor {
   std::shared_ptr<const void> owner;
 
   int64_t numel() const;
-  int64_t row_length() const { return shape.empty() ? 1 : shape.back(); }  // contiguous elements
-  int64_t rows() const;                                                    // numel / row_length
+  int64_t row_length() const { return shape.empty() ? 1 : shape.back(); }           // contiguous elements
+  int64_t rows() const;                                                             // numel / row_length
   uint64_t byte_size() const { return data.empty() ? source_bytes : data.size(); }  // loaded or not
 };
 
