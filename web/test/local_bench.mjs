@@ -5,7 +5,8 @@
 // cpu-vulkan`, SwiftShader where there is no GPU; `--backend gpu` on a GPU machine), and wasm memory
 // before and after the load (its peak: it only grows). Prints the adapter and a Markdown table.
 //   node web/test/local_bench.mjs --wgc build/wgc --site build/web --deps .deps [--tokens 32] [--runs 2]
-//        [--backend cpu-vulkan|gpu]   (WGC_CHROMIUM_FLAGS: extra Chromium flags, harness.mjs)
+//        [--backend cpu-vulkan|gpu] [--model models/OTHER.gguf (under SITE/local)]
+//   (WGC_CHROMIUM_FLAGS: extra Chromium flags, harness.mjs)
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -16,6 +17,7 @@ const opt = options();
 if (!opt.site || !opt.deps) throw new Error('usage: local_bench.mjs [--wgc BIN] --site DIR --deps DIR [--tokens N]');
 const N = Number(opt.tokens || 32), RUNS = Number(opt.runs || 2);
 const BACKEND = opt.backend || 'cpu-vulkan';
+const MODEL = opt.model || 'models/wgc-tiny-dict-q8_0.gguf'; // relative to the page
 const PROMPT = 'The moon';
 const local = path.join(opt.site, 'local');
 
@@ -33,10 +35,10 @@ const adapter = await page.evaluate(async () => {
   return a ? [a.info.vendor, a.info.architecture, a.info.device, a.info.description].filter(Boolean).join(' / ') : 'none';
 });
 for (const defer of [false, true]) {
-  const r = await page.evaluate(async (n, runs, prompt, deferErrorScopes) => {
+  const r = await page.evaluate(async (n, runs, prompt, deferErrorScopes, model) => {
     const { createEngine } = await import('./wgc.js');
     const t0 = performance.now();
-    const e = await createEngine({ model: 'models/wgc-tiny-dict-q8_0.gguf', deferErrorScopes });
+    const e = await createEngine({ model, deferErrorScopes });
     const load = performance.now() - t0;
     const tps = [];
     let ids;
@@ -48,12 +50,12 @@ for (const defer of [false, true]) {
     }
     e.terminate();
     return { load, tps, ids, waits: e.info.waits, mem: e.info.wasm_memory };
-  }, N, RUNS, PROMPT, defer);
+  }, N, RUNS, PROMPT, defer, MODEL);
   const label = defer ? ' (deferred error scopes)' : '';
   if (!defer) {
-    rows.push(['built-in model load in the page (download, upload, kernels)', `${(r.load / 1000).toFixed(1)} s (${r.waits.waits} GPU waits, ${(r.waits.ms / 1000).toFixed(1)} s in them)`]);
+    rows.push([`${path.basename(MODEL)}: load in the page (download, upload, kernels)`, `${(r.load / 1000).toFixed(1)} s (${r.waits.waits} GPU waits, ${(r.waits.ms / 1000).toFixed(1)} s in them)`]);
     const mib = (n) => `${(n / 2 ** 20).toFixed(1)} MiB`;
-    const file = fs.statSync(path.join(local, 'models', 'wgc-tiny-dict-q8_0.gguf')).size;
+    const file = fs.statSync(path.join(local, MODEL)).size;
     if (r.mem) rows.push(['wasm memory before / after the load (its peak)', `${mib(r.mem.before_load)} / ${mib(r.mem.after_load)} (the file: ${mib(file)})`]);
   }
   rows.push([`decode in the page${label}, ${N} greedy tokens`, `${Math.max(...r.tps).toFixed(2)} t/s (best of ${RUNS})`]);
@@ -64,7 +66,7 @@ server.close();
 
 const native = [];
 for (let i = 0; opt.wgc && i < RUNS; i++) { // (without --wgc: no native comparison)
-  const p = spawnSync(opt.wgc, ['generate', '--backend', BACKEND, '-p', PROMPT, '-n', String(N), '--temp', '0',
+  const p = spawnSync(opt.wgc, ['generate', '--backend', BACKEND, '-m', path.join(local, MODEL), '-p', PROMPT, '-n', String(N), '--temp', '0',
                                 '--ignore-eos', '--json'], { encoding: 'utf8' });
   if (p.status !== 0) throw new Error(p.stderr);
   const j = JSON.parse(p.stdout);
