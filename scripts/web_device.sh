@@ -7,7 +7,8 @@
 # whose adapter is not SwiftShader (the page's load, wasm memory, decode tokens/s against the
 # native engine on the same GPU where device_pack.sh's bundle is there). Output: stdout, and
 # $OUT/web_device.txt.
-#   scripts/web_device.sh      (WGC_WEBDEV_TOKENS: greedy tokens per run, default 64)
+#   scripts/web_device.sh      (WGC_WEBDEV_TOKENS: greedy tokens per run, default 64;
+#                               WGC_WEBDEV_PROBE_ONLY=1: stop after printing the adapters)
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
@@ -120,6 +121,7 @@ for f in "${flagsets[@]}"; do
   log "flags [${f:-none}]: adapter $a"
   if [ -z "$best" ] && [[ "$a" != *swiftshader* ]] && [[ "$a" != none* ]] && [[ "$a" != *rror* ]]; then best=$f; fi
 done
+[ "${WGC_WEBDEV_PROBE_ONLY:-0}" = 1 ] && exit 0
 if [ -z "$best" ]; then
   log "no flag set gave Chromium a GPU adapter (only SwiftShader or none): the bench runs on the first set anyway"
   best=${flagsets[0]}
