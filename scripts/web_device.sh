@@ -47,7 +47,7 @@ if [ -n "$icd" ]; then
 else
   missing+=("the NVIDIA Vulkan ICD (nvidia_icd.json)")
 fi
-ldconfig -p | grep -q 'libvulkan.so.1 ' || missing+=("the Vulkan loader libvulkan.so.1 (carry .gl: docs/device.md)")
+ldconfig -p | grep -q 'libvulkan.so.1 ' || missing+=("the Vulkan loader libvulkan.so.1 (carry .gl: docs/CONTRIBUTING.md)")
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | sed 's/^/[web_device] GPU: /'
 
 # --- Chromium ---------------------------------------------------------------------------------

@@ -7,7 +7,7 @@
 #  - Debian's chromium and chromium-common (.deb, apt-get download) and the packages of every
 #    shared library the chromium binary loads (ldd here) but libc6/libgcc-s1/libstdc++6; the GPU
 #    machine uses its own copy of a library where it has one, these where it has none;
-#  - fonts-dejavu-core; the Vulkan loader's packages (the .gl set of docs/device.md / PLATFORM.md);
+#  - fonts-dejavu-core; the Vulkan loader's packages (the .gl set: docs/CONTRIBUTING.md);
 #  - node (this machine's binary, which needs only libc, libstdc++ and libgcc) unless WGC_WEBDEV_NODE=0;
 #  - puppeteer-core ($WGC_DEPS/web-test, scripts/setup_web_tests.sh);
 #  - the static site build/web (the page, wgc-core.js/.wasm and the built-in model).
