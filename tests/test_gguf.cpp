@@ -608,6 +608,16 @@ void expect_same(const GgufFile& got, const GgufFile& want) {
   }
 }
 
+// The message of GgufFile::read's error.
+std::string error_of_read(std::shared_ptr<const ByteSource> src, uint64_t max_header = GgufFile::kMaxHeaderBytes) {
+  try {
+    GgufFile::read(std::move(src), "limited", max_header);
+  } catch (const wgc::Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
 }  // namespace
 
 TEST(GgufStream, HeaderReadInBoundedPieces) {
@@ -651,6 +661,11 @@ TEST(GgufStream, HeaderLimit) {
     EXPECT_TRUE(wgc::test::has(e.what(), "1048576 bytes a GGUF header may take")) << e.what();
   }
   EXPECT_LE(src->read_bytes, 1u << 20);
+  // A limit too small for the magic, and a download that stops inside the header.
+  EXPECT_TRUE(wgc::test::has(error_of_read(std::make_shared<MemorySource>(bytes), 2), "needs more than the 2 bytes"));
+  std::vector<std::byte> head(bytes.begin(), bytes.begin() + 1500000);
+  const std::string stopped = error_of_read(std::make_shared<MemorySource>(head, bytes.size()));
+  EXPECT_TRUE(wgc::test::has(stopped, "limited: reading its header: the download stopped at 1500000")) << stopped;
   // Counts and lengths are bounded by the limit before anything is allocated.
   Bytes b = header(0, 1000000);
   b.b.resize(8 << 20);

@@ -551,7 +551,11 @@ GgufFile GgufFile::read(std::shared_ptr<const ByteSource> source, std::string na
   for (;;) {
     const size_t have = st->header.size();
     st->header.resize(size_t(want));  // want <= max_header: bounded before allocating
-    st->source->read(have, std::span(st->header).subspan(have));
+    try {
+      st->source->read(have, std::span(st->header).subspan(have));
+    } catch (const Error& e) {
+      throw Error(name + ": reading its header: " + e.what());
+    }
     GgufFile f;
     f.bytes_ = st->header;
     f.file_size_ = size;
@@ -560,7 +564,10 @@ GgufFile GgufFile::read(std::shared_ptr<const ByteSource> source, std::string na
       GgufParser(f, max_header).run();
     } catch (const GgufNeedMore& m) {
       // The parser checked the need against the header's limit (m.bytes <= min(size, max_header)).
-      want = std::min<uint64_t>({size, max_header, std::max<uint64_t>(m.bytes, 2 * want)});
+      const uint64_t more = std::min<uint64_t>({size, max_header, std::max<uint64_t>(m.bytes, 2 * want)});
+      if (more <= want)
+        throw Error(name + ": a GGUF header needs more than the " + std::to_string(want) + " bytes allowed");
+      want = more;
       continue;
     }
     f.streamed_ = std::move(st);
