@@ -10,7 +10,7 @@
 // playground's C++ path (the library's ops from the wasm build) gives its JavaScript driver's
 // results; and a browser without WebGPU is told so. Skips, saying why, without the wasm build, Chromium or puppeteer-core.
 // Usage: node local.test.mjs --wgc build/wgc --site build/web --deps .deps [--screenshots docs]
-//        [--models ../shared/models] [--tokens N]
+//        [--models ../shared/models (or $WGC_MODELS, as the C++ tests)] [--tokens N]
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -26,7 +26,7 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const repo = path.resolve(here, '../..');
 const wasm = path.join(path.dirname(path.resolve(opt.wgc)), 'wasm', 'wgc-core.wasm');
 if (!fs.existsSync(wasm)) skip(`no wasm build at ${wasm} (scripts/build_wasm.sh)`);
-const golden = JSON.parse(fs.readFileSync(path.resolve(opt.models || path.join(repo, '../shared/models'),
+const golden = JSON.parse(fs.readFileSync(path.resolve(opt.models || process.env.WGC_MODELS || path.join(repo, '../shared/models'),
                                                        'wgc-tiny-dict/golden.json'), 'utf8'));
 const N = Number(opt.tokens || 5); // greedy tokens per fixture prompt (SwiftShader is slow)
 const driver = await loadPuppeteer(opt.deps);
