@@ -26,8 +26,8 @@ log() { printf '[web_device_pack] %s\n' "$*" >&2; }
 [ -d "$deps/web-test/node_modules/puppeteer-core" ] || { log "no puppeteer-core in $deps/web-test (scripts/setup_web_tests.sh)"; exit 1; }
 [ -x /usr/lib/chromium/chromium ] || { log "no chromium here to read its libraries from (scripts/setup.sh)"; exit 1; }
 
-stage=$(mktemp -d)
-trap 'rm -rf "$stage"' EXIT
+stage=$(mktemp -d) packed=$(mktemp -d) # what goes in the tar, and the tar (not inside what it packs)
+trap 'rm -rf "$stage" "$packed"' EXIT
 mkdir -p "$stage/debs" "$stage/bin"
 # The packages of chromium's shared libraries (resolved through symlinks), but the C/C++ runtime.
 pkgs=$(ldd /usr/lib/chromium/chromium | awk '/=>/ {print $3}' | while read -r f; do
@@ -43,10 +43,10 @@ mkdir -p "$stage/site" && cp -a "$site/." "$stage/site/"
 
 rm -rf "$out" && mkdir -p "$out"
 log "packing (xz)"
-tar -C "$stage" -cf - . | xz -T2 -6 >"$stage/webdev.tar.xz"
-split -b "${part_mib}M" -d -a 1 "$stage/webdev.tar.xz" "$stage/part."
+tar -C "$stage" -cf - . | xz -T2 -6 >"$packed/webdev.tar.xz"
+split -b "${part_mib}M" -d -a 1 "$packed/webdev.tar.xz" "$packed/part."
 i=1
-for p in "$stage"/part.*; do
+for p in "$packed"/part.*; do
   mkdir -p "$out/$i" && mv "$p" "$out/$i/webdev.part"
   i=$((i + 1))
 done
