@@ -1,9 +1,11 @@
 // GGUF reader and writer: every metadata type (incl. nested arrays) round-trips through GgufWriter,
 // typed getters convert or refuse, alignment and tensor data are right (given or generated, written
 // with any thread count), the fixtures read, and every kind of bad file gives a wgc::Error naming
-// the file and the problem (never a crash).
+// the file and the problem (never a crash). Read from a ByteSource (the browser's download), the
+// header gives the same file, read in bounded pieces, and the same errors.
 #include "llm/formats/gguf.h"
 #include "llm/formats/gguf_writer.h"
+#include "memory_source.h"
 #include "test_util.h"
 
 #include <cstring>
@@ -567,5 +569,129 @@ TEST(GgufWriter, TensorsAlignedAndFilled) {
     std::vector<std::string> left;                             // no temporary left behind
     for (const auto& e : fs::directory_iterator(dir)) left.push_back(e.path().filename().string());
     EXPECT_EQ(left, std::vector<std::string>{"t.gguf"});
+  }
+}
+
+// --- the header read from a ByteSource (GgufFile::read) -------------------------------------------
+
+namespace {
+
+using wgc::test::MemorySource;
+
+// A header of about 2.9 MB (a large vocabulary): more than the first read's MiB.
+std::vector<std::byte> big_header_file() {
+  GgufWriter w = sample_writer();
+  std::vector<std::string> vocab;
+  for (int i = 0; i < 60000; ++i) vocab.push_back("token-" + std::to_string(i) + std::string(size_t(i % 61), 'x'));
+  w.add_string_array("tokenizer.ggml.tokens", vocab);
+  const size_t blocks = (3 << 20) / 34;  // 3 MiB of Q8_0 blocks
+  std::vector<std::byte> big(blocks * 34, std::byte(7));
+  w.add_tensor("big.q8", TensorType::Q8_0, {int64_t(blocks * 32)}, big);
+  return w.to_bytes();
+}
+
+// The same file as parse() gives: metadata, tensor infos, data section.
+void expect_same(const GgufFile& got, const GgufFile& want) {
+  EXPECT_EQ(got.version(), want.version());
+  EXPECT_EQ(got.data_offset(), want.data_offset());
+  EXPECT_EQ(got.file_size(), want.file_size());
+  ASSERT_EQ(got.metadata().size(), want.metadata().size());
+  for (size_t i = 0; i < want.metadata().size(); ++i) {
+    EXPECT_EQ(got.metadata()[i].key, want.metadata()[i].key);
+    EXPECT_EQ(got.metadata()[i].value.describe(1000, 1000), want.metadata()[i].value.describe(1000, 1000));
+  }
+  ASSERT_EQ(got.tensors().size(), want.tensors().size());
+  for (size_t i = 0; i < want.tensors().size(); ++i) {
+    EXPECT_EQ(got.tensors()[i].name, want.tensors()[i].name);
+    EXPECT_EQ(got.tensors()[i].offset, want.tensors()[i].offset);
+    EXPECT_EQ(got.tensors()[i].bytes, want.tensors()[i].bytes);
+  }
+}
+
+// The message of GgufFile::read's error.
+std::string error_of_read(std::shared_ptr<const ByteSource> src, uint64_t max_header = GgufFile::kMaxHeaderBytes) {
+  try {
+    GgufFile::read(std::move(src), "limited", max_header);
+  } catch (const wgc::Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+}  // namespace
+
+TEST(GgufStream, HeaderReadInBoundedPieces) {
+  auto bytes = big_header_file();
+  auto whole = GgufFile::parse(bytes, "whole");
+  ASSERT_GT(whole.data_offset(), 2u << 20);
+  auto src = std::make_shared<MemorySource>(bytes);
+  auto f = GgufFile::read(src, "streamed");
+  expect_same(f, whole);
+  // The header grew from the first MiB in a few reads, and no further than twice the header.
+  EXPECT_GE(src->reads, 2u);
+  EXPECT_LE(src->read_bytes, 2 * whole.data_offset());
+  EXPECT_LT(src->read_bytes, bytes.size());  // not the whole file
+  EXPECT_EQ(f.source(), src);
+  // A small tensor is read on demand (and kept); the big one is refused there.
+  const GgufTensorInfo* a = f.find_tensor("a");
+  auto da = f.tensor_data(*a), wa = whole.tensor_data(*whole.find_tensor("a"));
+  EXPECT_TRUE(std::equal(da.begin(), da.end(), wa.begin(), wa.end()));
+  EXPECT_EQ(f.tensor_data(*a).data(), da.data());
+  try {
+    f.tensor_data(*f.find_tensor("big.q8"));
+    ADD_FAILURE() << "no error";
+  } catch (const wgc::Error& e) {
+    EXPECT_TRUE(wgc::test::has(e.what(), "ModelFile::load")) << e.what();
+  }
+  // A small file is read whole at once.
+  auto small = sample_writer().to_bytes();
+  auto ss = std::make_shared<MemorySource>(small);
+  expect_same(GgufFile::read(ss, "small"), GgufFile::parse(small, "small"));
+  EXPECT_EQ(ss->reads, 1u);
+}
+
+TEST(GgufStream, HeaderLimit) {
+  auto bytes = big_header_file();
+  auto src = std::make_shared<MemorySource>(bytes);
+  try {
+    GgufFile::read(src, "limited", 1 << 20);
+    ADD_FAILURE() << "no error";
+  } catch (const wgc::Error& e) {
+    EXPECT_TRUE(wgc::test::has(e.what(), "limited: ")) << e.what();
+    EXPECT_TRUE(wgc::test::has(e.what(), "1048576 bytes a GGUF header may take")) << e.what();
+  }
+  EXPECT_LE(src->read_bytes, 1u << 20);
+  // A limit too small for the magic, and a download that stops inside the header.
+  EXPECT_TRUE(wgc::test::has(error_of_read(std::make_shared<MemorySource>(bytes), 2), "needs more than the 2 bytes"));
+  std::vector<std::byte> head(bytes.begin(), bytes.begin() + 1500000);
+  const std::string stopped = error_of_read(std::make_shared<MemorySource>(head, bytes.size()));
+  EXPECT_TRUE(wgc::test::has(stopped, "limited: reading its header: the download stopped at 1500000")) << stopped;
+  // Counts and lengths are bounded by the limit before anything is allocated.
+  Bytes b = header(0, 1000000);
+  b.b.resize(8 << 20);
+  try {
+    GgufFile::read(std::make_shared<MemorySource>(b.b), "counts", 1 << 20);
+    ADD_FAILURE() << "no error";
+  } catch (const wgc::Error& e) {
+    EXPECT_TRUE(wgc::test::has(e.what(), "metadata count 1000000 cannot fit")) << e.what();
+  }
+}
+
+TEST(GgufStream, EveryTruncationIsTheSameError) {
+  auto bytes = sample_writer().to_bytes();
+  for (size_t n = 0; n < bytes.size(); ++n) {
+    std::span<const std::byte> part(bytes.data(), n);
+    std::string want = "(no error)", got = "(no error)";
+    try {
+      GgufFile::parse(part, "truncated");
+    } catch (const wgc::Error& e) {
+      want = e.what();
+    }
+    try {
+      GgufFile::read(std::make_shared<MemorySource>(std::vector<std::byte>(part.begin(), part.end())), "truncated");
+    } catch (const wgc::Error& e) {
+      got = e.what();
+    }
+    ASSERT_EQ(got, want) << n << " bytes";
   }
 }

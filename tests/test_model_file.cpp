@@ -1,6 +1,7 @@
 // ModelFile: GGUF and Hugging Face folders give the same model (names, torch shapes, values, with
 // GGUF's Q/K rope permutation undone), configs from both sources, bad models, the progress bar and
-// `wgc inspect`.
+// `wgc inspect`. A GGUF read from a ByteSource (the browser's download) gives the same tensors, one
+// at a time (ModelFile::load), and the same model on the GPU.
 #include "cpu/llm/dequant.h"
 #include "llm/formats/gguf.h"
 #include "llm/formats/gguf_writer.h"
@@ -8,6 +9,7 @@
 #include "llm/formats/safetensors.h"
 #include "llm/formats/tensor_names.h"
 #include "llm/model/llama.h"
+#include "memory_source.h"
 #include "test_util.h"
 #include "util/json.h"
 #include "util/progress.h"
@@ -16,6 +18,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <numbers>
 #include <set>
@@ -667,7 +670,8 @@ TEST(ModelConfig, HfVariants) {
   err(R"(, "num_key_value_heads": 3)", "llama", "not a multiple of 3 KV heads");
   err(R"(, "hidden_size": "big")", "llama", "\"hidden_size\"");
   err(R"(, "rope_scaling": {"rope_type": "llama3", "factor": 8})", "llama", "original_max_position_embeddings");
-  err(R"(, "bos_token_id": 128256)", "llama", "bos_token_id 128256 is not a token id (the vocabulary has 128256 tokens)");
+  err(R"(, "bos_token_id": 128256)", "llama",
+      "bos_token_id 128256 is not a token id (the vocabulary has 128256 tokens)");
   std::string missing = error_of([&] { config_from_hf(json::parse(R"({"model_type": "llama"})"), "c.json"); });
   EXPECT_NE(missing.find("missing \"vocab_size\""), std::string::npos) << missing;
 }
@@ -788,4 +792,121 @@ TEST(Inspect, TextAndJson) {
   std::string bad = run_cli("inspect /nonexistent/model.gguf", &status);
   EXPECT_NE(status, 0);
   EXPECT_NE(bad.find("/nonexistent/model.gguf"), std::string::npos) << bad;
+}
+
+// --- a GGUF read from a ByteSource (the wasm engine's loading) ---------------------------------------
+
+namespace {
+
+std::vector<std::byte> file_bytes(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::vector<char> c((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  auto b = std::as_bytes(std::span(c));
+  return {b.begin(), b.end()};
+}
+
+fs::path tiny_dict() { return wgc::test::models_dir() / "wgc-tiny-dict" / "wgc-tiny-dict-q8_0.gguf"; }
+
+}  // namespace
+
+TEST(ModelFileStream, EveryTensorLoadsAsMapped) {
+  auto path = tiny_dict();
+  WGC_REQUIRE_FILE(path);
+  auto mapped = open_model(path, quiet());
+  auto src = std::make_shared<wgc::test::MemorySource>(file_bytes(path));
+  auto m = open_model(src, "tiny.gguf", quiet());
+  EXPECT_TRUE(m.streamed());
+  EXPECT_FALSE(mapped.streamed());
+  EXPECT_EQ(m.path(), "tiny.gguf");
+  EXPECT_EQ(m.config().n_layers, mapped.config().n_layers);
+  EXPECT_EQ(m.config().vocab_size, mapped.config().vocab_size);
+  EXPECT_EQ(m.total_bytes(), mapped.total_bytes());
+  // Opening read the header, not the weights.
+  EXPECT_LE(src->read_bytes, std::max<uint64_t>(1 << 20, 2 * m.gguf()->data_offset()));
+  EXPECT_LT(src->read_bytes, m.total_bytes() / 2);
+  ASSERT_EQ(m.tensors().size(), mapped.tensors().size());
+  for (size_t i = 0; i < m.tensors().size(); ++i) {
+    const ModelTensor &t = m.tensors()[i], &w = mapped.tensors()[i];
+    SCOPED_TRACE(w.name);
+    EXPECT_TRUE(t.data.empty());
+    EXPECT_EQ(t.name, w.name);
+    EXPECT_EQ(t.shape, w.shape);
+    EXPECT_EQ(t.unpermuted, w.unpermuted);
+    EXPECT_EQ(t.byte_size(), w.data.size());
+    const uint64_t before = src->read_bytes;
+    ModelTensor l = m.load(t);  // Q/K rows un-permuted as open_model(path) does
+    EXPECT_EQ(src->read_bytes - before, w.data.size());
+    ASSERT_EQ(l.data.size(), w.data.size());
+    EXPECT_EQ(std::memcmp(l.data.data(), w.data.data(), w.data.size()), 0);
+    EXPECT_NE(l.owner, nullptr);
+    EXPECT_EQ(m.load(l).data.data(), l.data.data());  // loaded already: no second read
+    EXPECT_EQ(mapped.load(w).data.data(), w.data.data());
+  }
+  // One tensor at a time: no read was larger than the largest tensor.
+  uint64_t largest = 0;
+  for (const auto& t : mapped.tensors()) largest = std::max<uint64_t>(largest, t.data.size());
+  EXPECT_LE(src->largest_read, std::max<uint64_t>(largest, 1 << 20));
+  // Row ranges (an expert of a stacked tensor) load their own bytes.
+  const ModelTensor& e = *m.find("model.embed_tokens.weight");
+  ModelTensor rows = m.load(tensor_rows(e, 5, 3));
+  ModelTensor want = tensor_rows(*mapped.find("model.embed_tokens.weight"), 5, 3);
+  ASSERT_EQ(rows.data.size(), want.data.size());
+  EXPECT_EQ(std::memcmp(rows.data.data(), want.data.data(), want.data.size()), 0);
+  // The CPU engines read weights in place: refused, saying why.
+  EXPECT_TRUE(wgc::test::has(error_of([&] { m.data_owner(); }), "opened from a stream"))
+      << error_of([&] { m.data_owner(); });
+}
+
+TEST(ModelFileStream, BadAndTruncated) {
+  auto path = tiny_dict();
+  WGC_REQUIRE_FILE(path);
+  const auto bytes = file_bytes(path);
+  auto open = [](std::vector<std::byte> b, uint64_t claim = 0) {
+    return open_model(std::make_shared<wgc::test::MemorySource>(std::move(b), claim), "bad.gguf", quiet());
+  };
+  // A file cut short: the header says where the tensors end, past its end.
+  std::string cut = error_of([&] { open({bytes.begin(), bytes.begin() + std::ptrdiff_t(bytes.size() / 2)}); });
+  EXPECT_TRUE(wgc::test::has(cut, "bad.gguf: ")) << cut;
+  EXPECT_TRUE(wgc::test::has(cut, "runs past the end of the file (size " + std::to_string(bytes.size() / 2))) << cut;
+  // Not a GGUF.
+  std::string text = "these are not the weights you are looking for\n";
+  std::vector<std::byte> tb(reinterpret_cast<const std::byte*>(text.data()),
+                            reinterpret_cast<const std::byte*>(text.data() + text.size()));
+  std::string notg = error_of([&] { open(tb); });
+  EXPECT_TRUE(wgc::test::has(notg, "not a GGUF file")) << notg;
+  EXPECT_TRUE(wgc::test::has(error_of([&] { open({}); }), "magic is missing")) << error_of([&] { open({}); });
+  // A download that stops after the header: opening works, the tensor past the end says why.
+  auto m0 = open_model(path, quiet());
+  const ModelTensor* last = &m0.tensors().back();
+  const uint64_t last_at = m0.gguf()->data_offset() + m0.gguf()->find_tensor(last->file_name)->offset;
+  auto m = open({bytes.begin(), bytes.begin() + std::ptrdiff_t(last_at)}, bytes.size());
+  std::string stopped = error_of([&] { m.load(*m.find(last->name)); });
+  EXPECT_TRUE(wgc::test::has(stopped, "bad.gguf: tensor '" + last->file_name + "'")) << stopped;
+  EXPECT_TRUE(wgc::test::has(stopped, "the download stopped at " + std::to_string(last_at))) << stopped;
+  // A NaN in a norm is found when the norm is loaded.
+  const auto* norm = m0.gguf()->find_tensor("output_norm.weight");
+  ASSERT_NE(norm, nullptr);
+  auto nan = bytes;
+  const float x = std::numeric_limits<float>::quiet_NaN();
+  std::memcpy(nan.data() + m0.gguf()->data_offset() + norm->offset + 8, &x, 4);
+  auto mn = open(nan);
+  std::string bad = error_of([&] { mn.load(mn.tensor("model.norm.weight")); });
+  EXPECT_TRUE(wgc::test::has(bad, "NaN or an infinity at element 2")) << bad;
+}
+
+TEST(Engine, StreamedTinyDictEqualsMapped) {
+  auto path = tiny_dict();
+  WGC_REQUIRE_FILE(path);
+  EngineOptions eo;
+  eo.progress = false;
+  eo.max_ctx = 64;
+  eo.device = Device::Gpu;
+  const std::vector<int32_t> ids = {0, 17, 250, 3, 4000, 9};
+  const ModelFile mf = open_model(path, quiet()),
+                  sf = open_model(std::make_shared<wgc::test::MemorySource>(file_bytes(path)), "tiny.gguf", quiet());
+  LlamaModel mapped(wgc::test::ctx(), mf, eo), streamed(wgc::test::ctx(), sf, eo);
+  EXPECT_EQ(streamed.weight_bytes(), mapped.weight_bytes());
+  auto a = streamed.all_logits(ids), b = mapped.all_logits(ids);
+  ASSERT_EQ(a.size(), b.size());
+  EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0) << "the same weights give the same bits";
 }

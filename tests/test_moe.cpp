@@ -13,6 +13,7 @@
 #include "llm/reference/forward_ref.h"
 #include "llm/synth/quantize.h"
 #include "llm/synth/synth_model.h"
+#include "memory_source.h"
 #include "ops/llm/llm_ops.h"
 #include "test_llm_util.h"
 #include "test_serving_util.h"
@@ -336,6 +337,29 @@ TEST(MoeEngines, GpuAndCpuAgreeOnQuantizedWeights) {
         EXPECT_LT(test::rel_error(cpu.logits(std::span(&tok, 1)), gpu.logits(std::span(&tok, 1))), 3e-2)
             << what << " decode";
     }
+  }
+}
+
+// Read from a ByteSource (the wasm engine's loading: each tensor read when the upload reaches it,
+// each expert's rows of the stacked tensors on their own), the same weights reach the GPU: the
+// logits are the mapped file's, bit for bit.
+TEST(MoeEngines, StreamedGgufGivesTheMappedFilesLogits) {
+  for (const MoeCase& c : kMoeCases) {
+    const synth::ModelShape s = moe_shape(c.shape, c.shared);
+    const fs::path path = write_moe(s, TensorType::Q8_0, std::string(c.shape) + (c.shared ? "-shared" : ""));
+    std::ifstream in(path, std::ios::binary);
+    std::vector<char> raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    auto bytes = std::as_bytes(std::span(raw));
+    const ModelFile mapped = open_model(path, {false, false}),
+                    streamed = open_model(
+                        std::make_shared<test::MemorySource>(std::vector<std::byte>(bytes.begin(), bytes.end())),
+                        "streamed.gguf", {false, false});
+    ASSERT_TRUE(streamed.streamed());
+    LlamaModel a(ctx(), mapped, engine(Device::Gpu)), b(ctx(), streamed, engine(Device::Gpu));
+    const auto toks = prompt(7, int(s.vocab), 2);
+    const auto la = a.all_logits(toks), lb = b.all_logits(toks);
+    ASSERT_EQ(la.size(), lb.size());
+    EXPECT_EQ(std::memcmp(la.data(), lb.data(), la.size() * 4), 0) << to_string(c.arch);
   }
 }
 

@@ -1,5 +1,6 @@
 // The wasm module's C interface, for web/local/wgc-worker.js (one engine per module instance):
-// open a model file (in emscripten's file system: the worker writes it there), generate or chat
+// open a model (read from the worker's download or File as the engine needs each tensor, through
+// engine_api.js: never whole in wasm memory), generate or chat
 // with streamed text, abort, tokenize; and the playground's ops (op_api.cpp). Calls that wait on
 // the GPU are asynchronous in JavaScript (ccall with {async: true}: ASYNCIFY unwinds the stack at
 // each wait). Errors: a non-zero return and wgc_last_error() (the wgc::Error's message).
@@ -19,6 +20,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -29,6 +31,10 @@
 EM_JS(void, wgc_js_text, (const char* s, int n), {
   if (Module.onText) Module.onText(UTF8ToString(s, n));
 });
+
+// engine_api.js: the model's bytes from the worker (an ASYNCIFY sleep), and why a read failed.
+extern "C" int wgc_source_read(double offset, void* out, double n);
+extern "C" char* wgc_source_error();
 
 namespace {
 
@@ -67,6 +73,22 @@ int guarded(F&& f) {
   }
   return 1;
 }
+
+// The model being opened, as the worker holds it (Module.wgcSource): each read waits for its bytes.
+class JsSource final : public ByteSource {
+ public:
+  explicit JsSource(uint64_t size) : size_(size) {}
+  uint64_t size() const override { return size_; }
+  void read(uint64_t offset, std::span<std::byte> out) const override {
+    if (out.empty()) return;
+    if (wgc_source_read(double(offset), out.data(), double(out.size())) == 0) return;
+    std::unique_ptr<char, decltype(&std::free)> why(wgc_source_error(), &std::free);
+    throw Error(why ? why.get() : "the model could not be read");
+  }
+
+ private:
+  uint64_t size_;
+};
 
 Engine& engine() {
   if (!g_engine || !g_engine->gen) throw Error("wgc: no model is open");
@@ -144,18 +166,22 @@ EMSCRIPTEN_KEEPALIVE const char* wgc_version() {
 EMSCRIPTEN_KEEPALIVE const char* wgc_result() { return g_result.c_str(); }
 EMSCRIPTEN_KEEPALIVE const char* wgc_info() { return g_info.c_str(); }
 
-// Opens the model at `path` (a GGUF, or a folder with config.json + safetensors) on the browser's
-// WebGPU adapter, in the GPU engine; max_ctx 0: the model's (at most 4096). Asynchronous.
-EMSCRIPTEN_KEEPALIVE int wgc_open(const char* path, int max_ctx) {
+// Opens the GGUF model the worker holds (Module.wgcSource, `size` bytes; `name` names it) on the
+// browser's WebGPU adapter, in the GPU engine; max_ctx 0: the model's (at most 4096). Its header is
+// read first, then each tensor's bytes as the upload reaches it (ModelFile::load), so wasm memory
+// holds one tensor group at a time, not the file. Asynchronous.
+EMSCRIPTEN_KEEPALIVE int wgc_open(const char* name, double size, int max_ctx) {
   return guarded([&] {
     auto t0 = std::chrono::steady_clock::now();
     g_engine.reset();
     auto e = std::make_unique<Engine>();
-    e->path = path;
+    e->path = std::filesystem::path("/models") / name;
+    if (!(size >= 0 && size <= 9007199254740992.0))
+      throw Error("wgc: " + std::string(name) + ": a size of " + std::to_string(size) + " bytes");
     OpenOptions oo;
     oo.progress = false;
     oo.prefault = false;
-    ModelFile file = open_model(e->path, oo);
+    ModelFile file = open_model(std::make_shared<JsSource>(uint64_t(size)), e->path.filename().string(), oo);
     e->tok = find_tokenizer(file);
     if (!e->tok) throw Error("wgc: " + e->path.filename().string() + " has no tokenizer (no vocabulary in the GGUF)");
     e->chat.emplace(ChatTemplate::for_tokenizer(*e->tok));

@@ -2,7 +2,7 @@
 // (../chat.js), whose replies come from wgc's engine compiled to WebAssembly and running on the
 // browser's WebGPU in a Web Worker (wgc.js), instead of from /v1/chat/completions. The model is the
 // built-in wgc-tiny-dict (served beside this page: models/), or a GGUF file the user opens; its
-// weights are streamed into the worker with progress, then uploaded to GPU buffers.
+// weights are streamed into the worker with progress and uploaded to GPU buffers tensor by tensor.
 import { createEngine, webgpuMissing, webgpuAdapterMissing } from './wgc.js';
 
 const $ = (id) => document.getElementById(id);
@@ -33,7 +33,7 @@ async function load(model, name) {
     name,
     onProgress: ({ phase, loaded, total }) => {
       if (phase === 'download') status(`Loading ${name}: ${mb(loaded)}${total ? ` of ${mb(total)}` : ''}`, total ? loaded / total : null);
-      else status(`Uploading ${name} to the GPU and compiling its kernels…`, null);
+      else status(`Uploading ${name} to the GPU${total ? `: ${mb(loaded)} of ${mb(total)}` : ''} and compiling its kernels…`, total ? loaded / total : null);
     },
   });
   engine?.terminate();

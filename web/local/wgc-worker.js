@@ -4,11 +4,13 @@
 //   {type: 'generate', id, prompt, options}   {type: 'chat', id, messages, options}
 //   {type: 'abort'}   {type: 'reset', id}   {type: 'op', id, name, args: {a, b, outLength, ...}}
 // (an op runs without a model: the kernel playground's C++ path, wasm/op_api.cpp).
-// Messages out: {type: 'progress', id, loaded, total, phase} while the weights arrive,
-// {type: 'text', id, text} as text streams, {type: 'done', id, result} and {type: 'error', id, message}.
-// The weights are streamed in chunks (fetch's body, or the File's slices) straight into a file of
-// emscripten's file system, whose size is fixed first (one copy, in JavaScript memory; the engine
-// then maps it into wasm memory while it uploads the weights to GPU buffers, and lets it go).
+// Messages out: {type: 'progress', id, loaded, total, phase} while the weights arrive ('download')
+// and while the engine reads them ('upload'), {type: 'text', id, text} as text streams,
+// {type: 'done', id, result} and {type: 'error', id, message}.
+// The model is never whole in wasm memory: the engine reads its header, then each tensor as its
+// upload to the GPU reaches it, from Module.wgcSource (wasm/engine_api.js): a download's chunks as
+// they arrive (kept here, in JavaScript memory, until the load ends: the engine's order need not be
+// the file's), or slices of the user's File (read when needed: no copy at all).
 /* global createWgcCore */
 'use strict';
 
@@ -53,65 +55,123 @@ async function call(m, name, types, args) {
   if (rc !== 0) throw new Error(lastError(m));
 }
 
-// A model's bytes into the file /models/<name>, with progress; returns its path.
-async function fetchModel(m, id, model, name) {
-  m.FS.mkdirTree('/models');
-  const path = `/models/${name.replace(/[^A-Za-z0-9._-]/g, '_') || 'model.gguf'}`;
-  let total = 0;
-  let chunks;
-  if (typeof model === 'string') {
-    const res = await fetch(model);
-    if (!res.ok) throw new Error(`could not fetch the model ${model}: HTTP ${res.status} ${res.statusText}`);
-    total = Number(res.headers.get('Content-Length')) || 0;
-    const reader = res.body.getReader();
-    chunks = (async function* () {
+// Progress messages, at most one per 100 ms (and the last).
+function progress(id, phase) {
+  let last = 0;
+  return (loaded, total, final) => {
+    const now = performance.now();
+    if (final || now - last > 100) {
+      post({ type: 'progress', id, loaded, total, phase });
+      last = now;
+    }
+  };
+}
+
+// A File's bytes for the engine: each read takes the slices it needs, when it needs them.
+function fileSource(file, onRead) {
+  let read = 0;
+  return {
+    size: file.size,
+    async read(offset, n, put) {
+      for (let at = 0; at < n; at += CHUNK) { // slices of CHUNK bytes, so that JavaScript holds one at a time
+        const end = Math.min(n, at + CHUNK);
+        put(new Uint8Array(await file.slice(offset + at, offset + end).arrayBuffer()), at);
+      }
+      onRead((read += n), file.size);
+    },
+  };
+}
+
+// A download's bytes for the engine: the response body's chunks, kept as they arrive; a read
+// waits until its range has arrived (or the download has ended short of it, which it reports).
+function downloadSource(url, res, onDownload, onRead) {
+  // The body's length, where the server says it and the body is not re-encoded (a gzip'd body's
+  // Content-Length is the compressed one): else the size is known at the end of the download.
+  const encoding = (res.headers.get('Content-Encoding') || 'identity').toLowerCase();
+  const declared = encoding === 'identity' ? Number(res.headers.get('Content-Length')) || 0 : 0;
+  const chunks = []; // {at, bytes}, in order
+  let received = 0, ended = false, failure = null, read = 0;
+  let waiters = [];
+  const wake = () => {
+    const w = waiters;
+    waiters = [];
+    for (const f of w) f();
+  };
+  const reader = res.body.getReader();
+  const finished = (async () => {
+    try {
       for (;;) {
         const { value, done } = await reader.read();
-        if (done) return;
-        yield value;
+        if (done) break;
+        chunks.push({ at: received, bytes: value });
+        received += value.length;
+        onDownload(received, declared, false);
+        wake();
       }
-    })();
-  } else {
-    total = model.size;
-    chunks = (async function* () {
-      for (let at = 0; at < model.size; at += CHUNK)
-        yield new Uint8Array(await model.slice(at, Math.min(at + CHUNK, model.size)).arrayBuffer());
-    })();
-  }
-  const stream = m.FS.open(path, 'w');
-  let loaded = 0;
-  let last = 0;
-  try {
-    if (total) m.FS.ftruncate(stream.fd, total); // one allocation, not one per chunk
-    for await (const c of chunks) {
-      m.FS.write(stream, c, 0, c.length, loaded);
-      loaded += c.length;
-      const now = performance.now();
-      if (now - last > 100) {
-        post({ type: 'progress', id, loaded, total, phase: 'download' });
-        last = now;
-      }
+    } catch (e) {
+      failure = e;
     }
-  } finally {
-    m.FS.close(stream);
-  }
-  if (total && loaded !== total) throw new Error(`the model's download stopped at ${loaded} of ${total} bytes`);
-  post({ type: 'progress', id, loaded, total: loaded, phase: 'download' });
-  return path;
+    ended = true;
+    onDownload(received, declared || received, true);
+    wake();
+    if (failure && !declared) throw failure;
+    return received;
+  })();
+  const source = {
+    size: declared,
+    finished,
+    cancel: () => reader.cancel().catch(() => {}),
+    async read(offset, n, put) {
+      const end = offset + n;
+      while (received < end && !ended) await new Promise((r) => waiters.push(r));
+      if (received < end)
+        throw new Error(`the download of ${url} stopped at ${received} of ${source.size} bytes` +
+                        (failure ? ` (${failure.message || failure})` : ''));
+      let lo = 0, hi = chunks.length - 1; // the last chunk that starts at or before offset
+      while (lo < hi) {
+        const mid = (lo + hi + 1) >> 1;
+        if (chunks[mid].at <= offset) lo = mid;
+        else hi = mid - 1;
+      }
+      for (let i = lo; i < chunks.length && chunks[i].at < end; i++) {
+        const c = chunks[i], from = Math.max(offset, c.at), to = Math.min(end, c.at + c.bytes.length);
+        if (to > from) put(c.bytes.subarray(from - c.at, to - c.at), from - offset);
+      }
+      read += n;
+      if (ended) onRead(read, source.size); // while it downloads, the download's progress shows
+    },
+  };
+  return source;
+}
+
+// The model (a URL or a File) as Module.wgcSource, with progress.
+async function modelSource(id, model) {
+  const uploaded = progress(id, 'upload');
+  if (typeof model !== 'string') return fileSource(model, (n, total) => uploaded(n, total, n === total));
+  const res = await fetch(model);
+  if (!res.ok) throw new Error(`could not fetch the model ${model}: HTTP ${res.status} ${res.statusText}`);
+  const source = downloadSource(model, res, progress(id, 'download'), (n, total) => uploaded(n, total, false));
+  if (!source.size) source.size = await source.finished; // no length given: the header's checks need it
+  return source;
 }
 
 const handlers = {
   async load(m, msg) {
     const name = msg.name || (typeof msg.model === 'string' ? msg.model.split('/').pop().split('?')[0] : msg.model.name);
     m.wgcDeferErrorScopes = !!msg.deferErrorScopes; // src/gpu/webgpu_browser.cpp
-    const path = await fetchModel(m, msg.id, msg.model, name);
-    post({ type: 'progress', id: msg.id, loaded: 0, total: 0, phase: 'upload' });
+    const source = await modelSource(msg.id, msg.model);
+    const before = m.HEAP8.length;
+    m.wgcSource = source;
     try {
-      await call(m, 'wgc_open', ['string', 'number'], [path, msg.maxCtx || 0]);
+      await call(m, 'wgc_open', ['string', 'number', 'number'],
+                 [name.replace(/[^A-Za-z0-9._-]/g, '_') || 'model.gguf', source.size, msg.maxCtx || 0]);
     } finally {
-      m.FS.unlink(path); // the engine holds the weights on the GPU now
+      m.wgcSource = null; // the weights are on the GPU: the download's chunks can go
+      source.cancel?.(); // (a load that failed early leaves the rest of the download unread)
     }
-    return { ...JSON.parse(m.UTF8ToString(m._wgc_info())), waits: m.wgcWaitStats() };
+    // Wasm memory only grows: its size now is the load's peak.
+    return { ...JSON.parse(m.UTF8ToString(m._wgc_info())), waits: m.wgcWaitStats(),
+             wasm_memory: { before_load: before, after_load: m.HEAP8.length } };
   },
   async generate(m, msg) {
     await call(m, 'wgc_generate', ['string', 'string'], [msg.prompt, JSON.stringify(msg.options || {})]);

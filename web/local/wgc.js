@@ -3,7 +3,8 @@
 //
 //   import { createEngine } from './wgc.js';
 //   const e = await createEngine({ model: 'models/wgc-tiny-dict-q8_0.gguf',   // a URL, or a File
-//                                  onProgress: ({ phase, loaded, total }) => {} });
+//                                  onProgress: ({ phase, loaded, total }) => {} });  // 'download', 'upload'
+//   e.info                // the model, the adapter, the load's time and wasm memory (before/after)
 //   for await (const t of e.generate('The moon', { maxTokens: 32, temperature: 0 })) show(t.text);
 //   for await (const t of e.chat([{ role: 'user', content: 'Hi' }])) show(t.text);   // chat template
 //   e.abort();            // ends the running generation before its next token

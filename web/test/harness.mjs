@@ -43,11 +43,13 @@ export async function loadPuppeteer(deps) {
 // Flags: headless without a sandbox (containers run as root); no background connections (they are
 // refused on a closed network and slow the start); a fresh profile. `webgpu` adds the one flag that
 // gives Chromium a WebGPU adapter on Linux, SwiftShader's where there is no GPU (docs/web.md).
+// WGC_CHROMIUM_FLAGS (space-separated) adds flags with WebGPU: on a GPU machine, those that reach
+// its GPU through Vulkan (scripts/web_device.sh).
 export async function launch({ puppeteer, chromium }, { webgpu }) {
   const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'wgc-chromium-'));
   const args = ['--no-sandbox', '--disable-quic', '--no-first-run', '--disable-background-networking',
                 '--disable-component-update', '--disable-sync', '--disable-default-apps', '--mute-audio'];
-  if (webgpu) args.push('--enable-unsafe-webgpu');
+  if (webgpu) args.push('--enable-unsafe-webgpu', ...(process.env.WGC_CHROMIUM_FLAGS || '').split(/\s+/).filter(Boolean));
   const browser = await puppeteer.launch({ executablePath: chromium, headless: true, userDataDir: profile, args,
                                            protocolTimeout: 300_000 });
   const close = browser.close.bind(browser);

@@ -5,11 +5,12 @@
 // request counters are read before and after); the greedy tokens of the fixture prompts
 // (../shared/models/wgc-tiny-dict/golden.json) equal those of the native engine (`wgc generate
 // --backend cpu-vulkan`: the GPU engine on the same SwiftShader) and begin the goldens' text (from
-// transformers); Stop ends a reply; a file that is not a model gets a clear message; the kernel
+// transformers); wasm memory grows by less than the file (the weights go to the GPU tensor by
+// tensor); Stop ends a reply; a file that is not a model, or is cut short, gets a clear message; the kernel
 // playground's C++ path (the library's ops from the wasm build) gives its JavaScript driver's
 // results; and a browser without WebGPU is told so. Skips, saying why, without the wasm build, Chromium or puppeteer-core.
 // Usage: node local.test.mjs --wgc build/wgc --site build/web --deps .deps [--screenshots docs]
-//        [--models ../shared/models] [--tokens N]
+//        [--models ../shared/models (or $WGC_MODELS, as the C++ tests)] [--tokens N]
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -25,7 +26,7 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const repo = path.resolve(here, '../..');
 const wasm = path.join(path.dirname(path.resolve(opt.wgc)), 'wasm', 'wgc-core.wasm');
 if (!fs.existsSync(wasm)) skip(`no wasm build at ${wasm} (scripts/build_wasm.sh)`);
-const golden = JSON.parse(fs.readFileSync(path.resolve(opt.models || path.join(repo, '../shared/models'),
+const golden = JSON.parse(fs.readFileSync(path.resolve(opt.models || process.env.WGC_MODELS || path.join(repo, '../shared/models'),
                                                        'wgc-tiny-dict/golden.json'), 'utf8'));
 const N = Number(opt.tokens || 5); // greedy tokens per fixture prompt (SwiftShader is slow)
 const driver = await loadPuppeteer(opt.deps);
@@ -66,6 +67,13 @@ async function localPage() {
   assert.equal(state, 'idle', `the model did not load: ${await page.$eval('#error', (e) => e.textContent)}\n${page.log.join('\n')}`);
   console.log(`# the built-in model loaded in ${((Date.now() - t0) / 1000).toFixed(1)} s: ` +
               (await page.$eval('#engine', (e) => e.textContent.trim())));
+  // The weights went to the GPU tensor by tensor: wasm memory did not grow by the file's size.
+  const mem = await page.evaluate(() => globalThis.wgcEngine().info.wasm_memory);
+  const file = fs.statSync(path.join(repo, 'models', 'wgc-tiny-dict-q8_0.gguf')).size;
+  console.log(`# wasm memory: ${(mem.before_load / 2 ** 20).toFixed(1)} MiB before the load, ` +
+              `${(mem.after_load / 2 ** 20).toFixed(1)} MiB after (its peak); the file ${(file / 2 ** 20).toFixed(1)} MiB`);
+  assert.ok(mem.after_load - mem.before_load < file, `wasm memory grew by ${mem.after_load - mem.before_load} bytes ` +
+            `loading a file of ${file}`);
   assert.equal(await v1Requests(), before, 'loading /local/ asked the server\'s API');
   return page;
 }
@@ -166,17 +174,26 @@ test('Stop ends a reply early and the engine goes on', { timeout: TIMEOUT }, asy
   assert.equal(after.ids.length, 2, JSON.stringify(after));
 });
 
-test('a file that is not a model gets a clear message, and the model stays', { timeout: TIMEOUT }, async () => {
+test('a file that is not a model, or is cut short, gets a clear message, and the model stays', { timeout: TIMEOUT }, async () => {
   const p = await localPage();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wgc-local-'));
-  const bad = path.join(dir, 'notes.gguf');
-  fs.writeFileSync(bad, 'these are not the weights you are looking for\n'.repeat(20));
-  await (await p.$('#model-file')).uploadFile(bad);
-  await p.waitForFunction(() => !document.getElementById('error').hidden, { timeout: TIMEOUT });
-  const msg = await p.$eval('#error', (e) => e.textContent);
-  assert.match(msg, /^Could not load notes\.gguf: .*(GGUF|magic)/i, msg);
-  await p.waitForFunction(() => document.body.dataset.state === 'idle', { timeout: TIMEOUT });
-  assert.equal(await p.$eval('#model', (e) => e.textContent), 'model: wgc-tiny-dict-q8_0.gguf');
+  const model = fs.readFileSync(path.join(repo, 'models', 'wgc-tiny-dict-q8_0.gguf'));
+  const cases = [
+    ['notes.gguf', 'these are not the weights you are looking for\n'.repeat(20), /not a GGUF file: the magic is/],
+    ['cut.gguf', model.subarray(0, 3_000_000), /cut\.gguf: tensor '[^']*': data .* runs past the end of the file \(size 3000000\)/],
+  ];
+  for (const [name, bytes, want] of cases) {
+    const bad = path.join(dir, name);
+    fs.writeFileSync(bad, bytes);
+    await p.$eval('#error', (e) => { e.hidden = true; });
+    await (await p.$('#model-file')).uploadFile(bad);
+    await p.waitForFunction(() => !document.getElementById('error').hidden, { timeout: TIMEOUT });
+    const msg = await p.$eval('#error', (e) => e.textContent);
+    assert.match(msg, new RegExp(`^Could not load ${name.replace('.', '\\.')}: `), msg);
+    assert.match(msg, want, msg);
+    await p.waitForFunction(() => document.body.dataset.state === 'idle', { timeout: TIMEOUT });
+    assert.equal(await p.$eval('#model', (e) => e.textContent), 'model: wgc-tiny-dict-q8_0.gguf');
+  }
   fs.rmSync(dir, { recursive: true, force: true });
 });
 

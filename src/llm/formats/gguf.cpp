@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 #include <unordered_map>
 
 static_assert(std::endian::native == std::endian::little, "the GGUF reader assumes a little-endian host");
@@ -265,11 +266,21 @@ struct GgufFile::Index {
   std::unordered_map<std::string_view, size_t> tensors;
 };
 
+// Thrown by the parser reading a prefix of the file (GgufFile::read) when the header goes on past
+// it: the bytes it needs from the start.
+struct GgufNeedMore {
+  uint64_t bytes;
+};
+
 class GgufParser {
  public:
-  GgufParser(GgufFile& f) : f_(f), data_(f.bytes_.data()), size_(f.bytes_.size()) {}  // NOLINT
+  // Parses f.bytes_, the whole file or (GgufFile::read) its first bytes, of a file of
+  // f.file_size_ bytes whose header may take at most `limit` bytes.
+  GgufParser(GgufFile& f, uint64_t limit)  // NOLINT
+      : f_(f), data_(f.bytes_.data()), size_(f.bytes_.size()), limit_(std::min(limit, f.file_size_)) {}
 
   void run() {
+    if (f_.file_size_ >= 4) more(4);
     if (size_ < 4 || std::memcmp(data_, "GGUF", 4) != 0) {
       std::string got;
       for (size_t i = 0; i < std::min<size_t>(size_, 4); ++i) {
@@ -362,12 +373,13 @@ class GgufParser {
 
     uint64_t data = pos_ + (f_.alignment_ - pos_ % f_.alignment_) % f_.alignment_;
     f_.data_offset_ = data;
+    const uint64_t file = f_.file_size_;
     for (const auto& t : f_.tensors_) {
       if (t.bytes == 0) continue;
-      if (data > size_ || t.offset > size_ - data || t.bytes > size_ - data - t.offset)
+      if (data > file || t.offset > file - data || t.bytes > file - data - t.offset)
         fail("tensor " + quoted(t.name) + ": data [" + std::to_string(t.offset) + ", +" + std::to_string(t.bytes) +
              ") from the data section at " + std::to_string(data) + " runs past the end of the file (size " +
-             std::to_string(size_) + ")");
+             std::to_string(file) + ")");
     }
     // Each tensor's bytes are its own: a range shared with another (a type or shape changed in the
     // file, two infos at one offset) would read another tensor's data as this one's.
@@ -388,11 +400,25 @@ class GgufParser {
  private:
   GgufFile& f_;
   const std::byte* data_;
-  size_t size_;
+  size_t size_;     // bytes at hand (data_)
+  uint64_t limit_;  // bytes the header may take: the file's size, or less (GgufFile::read)
   size_t pos_ = 0;
   std::string ctx_;  // what is being read, for messages
 
-  size_t remaining() const { return size_ - pos_; }
+  uint64_t remaining() const { return limit_ - pos_; }
+
+  // Where a length that does not fit ends: the end of the file, or the header's limit.
+  std::string past_end() const {
+    if (limit_ < f_.file_size_)
+      return "runs past the " + std::to_string(limit_) + " bytes a GGUF header may take (a file of " +
+             std::to_string(f_.file_size_) + " bytes)";
+    return "runs past the end of the file (size " + std::to_string(f_.file_size_) + ")";
+  }
+
+  // The next n bytes (checked to be inside the header) are at hand, else the caller reads more.
+  void more(uint64_t n) const {
+    if (pos_ + n > size_) throw GgufNeedMore{pos_ + n};
+  }
 
   [[noreturn]] void fail(const std::string& what) const {
     throw Error(f_.name_ + ": " + (ctx_.empty() ? "" : ctx_ + ": ") + what);
@@ -401,7 +427,8 @@ class GgufParser {
   void need(size_t n, const char* what) {
     if (n > remaining())
       fail("truncated: " + std::string(what) + " (" + std::to_string(n) + " bytes at offset " + std::to_string(pos_) +
-           ") runs past the end of the file (size " + std::to_string(size_) + ")");
+           ") " + past_end());
+    more(n);
   }
 
   uint32_t u32(const char* what) {
@@ -424,8 +451,9 @@ class GgufParser {
     size_t at = pos_;
     uint64_t n = u64(what);
     if (n > remaining())
-      fail(std::string(what) + ": string length " + std::to_string(n) + " at offset " + std::to_string(at) +
-           " runs past the end of the file (size " + std::to_string(size_) + ")");
+      fail(std::string(what) + ": string length " + std::to_string(n) + " at offset " + std::to_string(at) + " " +
+           past_end());
+    more(n);
     std::string_view s(reinterpret_cast<const char*>(data_ + pos_), size_t(n));
     pos_ += size_t(n);
     return s;
@@ -469,8 +497,9 @@ class GgufParser {
       for (size_t i = 0; i < v.count_; ++i) items->push_back(value(GgufType::Array, depth + 1));
       v.items_ = std::move(items);
     } else {
-      v.data_ = data_ + pos_;
       v.raw_bytes_ = v.count_ * min_size;
+      more(v.raw_bytes_);
+      v.data_ = data_ + pos_;
       if (v.elem_ == GgufType::Bool)
         for (size_t i = 0; i < v.count_; ++i)
           if (uint8_t(v.data_[i]) > 1) fail("bool array item " + std::to_string(i) + " is not 0 or 1");
@@ -486,21 +515,69 @@ GgufFile::GgufFile(GgufFile&&) noexcept = default;
 GgufFile& GgufFile::operator=(GgufFile&&) noexcept = default;
 GgufFile::~GgufFile() = default;
 
+struct GgufFile::Streamed {
+  std::shared_ptr<const ByteSource> source;
+  std::vector<std::byte> header;  // the file's first bytes, the header within them
+  std::mutex mutex;               // tensor_data()'s reads
+  std::unordered_map<const GgufTensorInfo*, std::vector<std::byte>> tensors;
+};
+
 GgufFile GgufFile::open(const std::filesystem::path& path) {
   GgufFile f;
   f.map_ = MappedFile::open(path);
   f.bytes_ = f.map_->bytes();
+  f.file_size_ = f.bytes_.size();
   f.name_ = path.string();
-  GgufParser(f).run();
+  GgufParser(f, f.file_size_).run();
   return f;
 }
 
 GgufFile GgufFile::parse(std::span<const std::byte> bytes, std::string name) {
   GgufFile f;
   f.bytes_ = bytes;
+  f.file_size_ = bytes.size();
   f.name_ = std::move(name);
-  GgufParser(f).run();
+  GgufParser(f, f.file_size_).run();
   return f;
+}
+
+GgufFile GgufFile::read(std::shared_ptr<const ByteSource> source, std::string name, uint64_t max_header) {
+  if (!source) throw Error(name + ": no source to read the GGUF file from");
+  auto st = std::make_shared<Streamed>();
+  st->source = std::move(source);
+  const uint64_t size = st->source->size();
+  // Most headers fit the first MiB; a large vocabulary (Gemma's 262k tokens) takes a few more reads.
+  uint64_t want = std::min<uint64_t>({size, max_header, uint64_t(1) << 20});
+  for (;;) {
+    const size_t have = st->header.size();
+    st->header.resize(size_t(want));  // want <= max_header: bounded before allocating
+    try {
+      st->source->read(have, std::span(st->header).subspan(have));
+    } catch (const Error& e) {
+      throw Error(name + ": reading its header: " + e.what());
+    }
+    GgufFile f;
+    f.bytes_ = st->header;
+    f.file_size_ = size;
+    f.name_ = name;
+    try {
+      GgufParser(f, max_header).run();
+    } catch (const GgufNeedMore& m) {
+      // The parser checked the need against the header's limit (m.bytes <= min(size, max_header)).
+      const uint64_t more = std::min<uint64_t>({size, max_header, std::max<uint64_t>(m.bytes, 2 * want)});
+      if (more <= want)
+        throw Error(name + ": a GGUF header needs more than the " + std::to_string(want) + " bytes allowed");
+      want = more;
+      continue;
+    }
+    f.streamed_ = std::move(st);
+    return f;
+  }
+}
+
+const std::shared_ptr<const ByteSource>& GgufFile::source() const {
+  static const std::shared_ptr<const ByteSource> none;
+  return streamed_ ? streamed_->source : none;
 }
 
 const GgufValue* GgufFile::find(std::string_view key) const {
@@ -517,7 +594,22 @@ const GgufTensorInfo* GgufFile::find_tensor(std::string_view name) const {
 
 std::span<const std::byte> GgufFile::tensor_data(const GgufTensorInfo& t) const {
   if (t.bytes == 0) return {};
-  return bytes_.subspan(size_t(data_offset_ + t.offset), size_t(t.bytes));
+  if (!streamed_) return bytes_.subspan(size_t(data_offset_ + t.offset), size_t(t.bytes));
+  if (t.bytes > kMaxCachedTensorBytes)
+    throw Error(name_ + ": tensor '" + std::string(t.name) + "' (" + std::to_string(t.bytes) +
+                " bytes) is read through ModelFile::load, not kept with the header");
+  std::lock_guard lock(streamed_->mutex);
+  auto [it, added] = streamed_->tensors.try_emplace(&t);
+  if (added) {
+    it->second.resize(size_t(t.bytes));
+    try {
+      streamed_->source->read(data_offset_ + t.offset, it->second);
+    } catch (...) {
+      streamed_->tensors.erase(it);
+      throw;
+    }
+  }
+  return it->second;
 }
 
 namespace {

@@ -1,6 +1,7 @@
 // GGUF (versions 2 and 3) reader: header, metadata (every value type, nested arrays), tensor infos,
-// alignment, and the tensor data memory-mapped read-only. Strings and numeric arrays are views into
-// the mapping: they live as long as the GgufFile that handed them out.
+// alignment, and the tensor data memory-mapped read-only, or (GgufFile::read) only the header read
+// from a ByteSource, the tensor data left there. Strings and numeric arrays are views into the
+// mapping (or the header's bytes): they live as long as the GgufFile that handed them out.
 //
 //   auto f = wgc::llm::GgufFile::open("model.gguf");
 //   std::string model = f.get_string("tokenizer.ggml.model");
@@ -12,6 +13,7 @@
 #pragma once
 
 #include "cpu/llm/tensor_type.h"
+#include "llm/formats/byte_source.h"
 #include "llm/formats/mapped_file.h"
 
 #include <cstdint>
@@ -113,6 +115,13 @@ class GgufFile {
   // Parses bytes already in memory (the caller keeps them alive as long as the GgufFile);
   // `name` stands for the file in error messages.
   static GgufFile parse(std::span<const std::byte> bytes, std::string name);
+  // Reads the header (metadata and tensor table) from `source`: its first bytes, then more as the
+  // parser needs them (doubling), at most max_header bytes (a header that needs more is refused,
+  // naming the limit: every count and length in it is checked against the file's size first). The
+  // tensor data stay in the source (ModelFile::load reads them; tensor_data() reads small ones).
+  static constexpr uint64_t kMaxHeaderBytes = uint64_t(256) << 20;
+  static GgufFile read(std::shared_ptr<const ByteSource> source, std::string name,
+                       uint64_t max_header = kMaxHeaderBytes);
 
   GgufFile(GgufFile&&) noexcept;
   GgufFile& operator=(GgufFile&&) noexcept;
@@ -122,8 +131,11 @@ class GgufFile {
   uint32_t version() const { return version_; }
   uint64_t alignment() const { return alignment_; }
   uint64_t data_offset() const { return data_offset_; }  // start of the tensor data section
+  // The file's bytes (mapped or given to parse), or only its header's after read().
   std::span<const std::byte> bytes() const { return bytes_; }
+  uint64_t file_size() const { return file_size_; }
   const std::shared_ptr<const MappedFile>& mapping() const { return map_; }  // null after parse()
+  const std::shared_ptr<const ByteSource>& source() const;                   // null unless read()
 
   // Metadata in file order.
   const std::vector<GgufKv>& metadata() const { return kvs_; }
@@ -147,7 +159,11 @@ class GgufFile {
   // Tensors in file order.
   const std::vector<GgufTensorInfo>& tensors() const { return tensors_; }
   const GgufTensorInfo* find_tensor(std::string_view name) const;
-  // The bytes of a tensor (a view into the mapping).
+  // The bytes of a tensor (a view into the mapping). After read(): read from the source and kept
+  // for the GgufFile's life, for the few small tensors the config reads (rope factors); a tensor
+  // over kMaxCachedTensorBytes is refused (the weights go through ModelFile::load, which keeps
+  // nothing).
+  static constexpr uint64_t kMaxCachedTensorBytes = uint64_t(1) << 20;
   std::span<const std::byte> tensor_data(const GgufTensorInfo& t) const;
 
  private:
@@ -155,6 +171,9 @@ class GgufFile {
   GgufFile() = default;
   std::shared_ptr<const MappedFile> map_;
   std::span<const std::byte> bytes_;
+  uint64_t file_size_ = 0;
+  struct Streamed;  // read(): the source, the header's bytes, tensors read
+  std::shared_ptr<Streamed> streamed_;
   std::string name_;
   uint32_t version_ = 0;
   uint64_t alignment_ = 32;

@@ -33,6 +33,10 @@ ModelFile& ModelFile::operator=(ModelFile&&) noexcept = default;
 ModelFile::~ModelFile() = default;
 
 std::shared_ptr<const void> ModelFile::data_owner() const {
+  if (source_)
+    throw Error(path_.string() +
+                ": opened from a stream, its tensors read one at a time for the GPU (ModelFile::load); "
+                "the CPU engines read a model's weights in place, from a file opened by its path");
   struct Holder {
     std::shared_ptr<const GgufFile> gguf;
     std::shared_ptr<const SafetensorsModel> st;
@@ -65,8 +69,44 @@ LayerTensors ModelFile::layer(int64_t i) const {
 
 uint64_t ModelFile::total_bytes() const {
   uint64_t n = 0;
-  for (const auto& t : tensors_) n += t.data.size();
+  for (const auto& t : tensors_) n += t.byte_size();
   return n;
+}
+
+ModelTensor ModelFile::load(const ModelTensor& t) const {
+  if (!source_ || !t.data.empty() || t.source_bytes == 0) return t;
+  const std::string what = path_.string() + ": tensor '" + t.file_name + "' (" + std::to_string(t.source_bytes) +
+                           " bytes at offset " + std::to_string(t.source_offset) + ")";
+  // The range was checked against the file's size when the header was read; the memory is the
+  // tensor's own size, and one tensor at a time.
+  auto alloc = [&] {
+    if (t.source_bytes > SIZE_MAX) throw Error(what + " does not fit this machine's address space");
+    try {
+      return std::shared_ptr<std::byte[]>(new std::byte[size_t(t.source_bytes)]);
+    } catch (const std::bad_alloc&) {
+      throw Error(what + ": out of memory reading it");
+    }
+  };
+  auto buf = alloc();
+  std::span<std::byte> bytes(buf.get(), size_t(t.source_bytes));
+  try {
+    source_->read(t.source_offset, bytes);
+  } catch (const Error& e) {
+    throw Error(what + ": " + e.what());
+  }
+  ModelTensor r = t;
+  if (auto it = rope_heads_.find(t.file_name); it != rope_heads_.end()) {
+    auto out = alloc();
+    std::span<std::byte> o(out.get(), bytes.size());
+    unpermute_rope_rows(bytes, o, t.shape.empty() ? 0 : t.shape[0], it->second);
+    buf = std::move(out);
+    bytes = o;
+  }
+  r.data = bytes;
+  r.owner = std::move(buf);
+  r.source_offset = r.source_bytes = 0;
+  if (check_values_) check_finite_tensor(*this, r);
+  return r;
 }
 
 void ModelFile::add(ModelTensor t) {
@@ -152,6 +192,74 @@ void prefault(std::span<const std::byte> d) {
 
 }  // namespace
 
+void ModelFile::add_gguf_tensors(std::shared_ptr<const GgufFile> g) {
+  config_ = config_from_gguf(*g);
+  const ModelConfig& c = config_;
+  const bool streamed = g->source() != nullptr;
+  // llama.cpp permutes Q/K rows for the llama architecture (interleaved "normal" rope); qwen2/3
+  // use neox rope there and are stored unpermuted.
+  bool permuted = c.architecture == Architecture::Llama || c.architecture == Architecture::Mistral ||
+                  c.architecture == Architecture::Mixtral;
+  for (const auto& ti : g->tensors()) {
+    ModelTensor t;
+    t.file_name = std::string(ti.name);
+    t.name = hf_name_for_gguf(c.architecture, ti.name);
+    t.type = ti.type;
+    t.shape = ti.torch_shape();
+    if (streamed) {
+      t.source_offset = g->data_offset() + ti.offset;
+      t.source_bytes = ti.bytes;
+    } else {
+      t.data = g->tensor_data(ti);
+    }
+    add(std::move(t));
+  }
+  if (permuted) {
+    using R = TensorRole;
+    for (auto& t : tensors_) {
+      // The layer's q/k weights and biases, by the name table (the name is canonical by now).
+      int64_t layer = -1;
+      if (std::string_view n = t.name; n.starts_with("model.layers."))
+        std::from_chars(n.data() + 13, n.data() + n.size(), layer);
+      if (layer < 0 || layer >= c.n_layers) continue;
+      auto named = [&](R r) { return t.name == tensor_names(c.architecture, r, layer).hf; };
+      bool is_q = named(R::AttnQ) || named(R::AttnQBias);
+      bool is_k = named(R::AttnK) || named(R::AttnKBias);
+      if (!is_q && !is_k) continue;
+      int64_t heads = is_q ? c.n_heads : c.n_kv_heads;
+      int64_t rows = t.shape.empty() ? 0 : t.shape[0];
+      if (t.shape.size() > 2 || rows % (2 * heads))
+        throw Error(path_.string() + ": tensor '" + t.file_name + "' of shape " + shape_str(t.shape) +
+                    " cannot be split into " + std::to_string(heads) + " heads of even size");
+      t.unpermuted = true;
+      if (streamed) {  // load() un-permutes it when it reads it
+        rope_heads_[t.file_name] = heads;
+        continue;
+      }
+      auto buf = std::shared_ptr<std::byte[]>(new std::byte[t.data.size()]);
+      std::span<std::byte> out(buf.get(), t.data.size());
+      unpermute_rope_rows(t.data, out, rows, heads);
+      t.data = out;
+      owned_.push_back(std::move(buf));
+    }
+  }
+  gguf_ = std::move(g);
+}
+
+ModelFile open_model(std::shared_ptr<const ByteSource> source, const std::string& name, const OpenOptions& opt) {
+  if (!source) throw Error(name + ": no source to read the model from");
+  ModelFile m;
+  m.path_ = name;
+  m.format_ = ModelFile::Format::Gguf;
+  m.source_ = source;
+  m.check_values_ = opt.check_values;
+  m.add_gguf_tensors(std::make_shared<GgufFile>(GgufFile::read(std::move(source), name)));
+  check_model_tensors(m);
+  if (!opt.any_architecture && !engine_runs(m.config_))
+    throw Error(m.path_.string() + ": " + engine_refusal(m.config_));
+  return m;
+}
+
 ModelFile open_model(const std::filesystem::path& path, const OpenOptions& opt) {
   namespace fs = std::filesystem;
   if (!fs::exists(path)) throw Error(path.string() + ": no such file or folder");
@@ -180,51 +288,9 @@ ModelFile open_model(const std::filesystem::path& path, const OpenOptions& opt) 
   std::vector<std::span<const std::byte>> to_read;  // for prefaulting
   if (gguf) {
     m.format_ = ModelFile::Format::Gguf;
-    auto g = std::make_shared<GgufFile>(GgufFile::open(m.path_));
-    m.config_ = config_from_gguf(*g);
-    const ModelConfig& c = m.config_;
-    // llama.cpp permutes Q/K rows for the llama architecture (interleaved "normal" rope); qwen2/3
-    // use neox rope there and are stored unpermuted.
-    bool permuted = c.architecture == Architecture::Llama || c.architecture == Architecture::Mistral ||
-                    c.architecture == Architecture::Mixtral;
-    for (const auto& ti : g->tensors()) {
-      ModelTensor t;
-      t.file_name = std::string(ti.name);
-      t.name = hf_name_for_gguf(c.architecture, ti.name);
-      t.type = ti.type;
-      t.shape = ti.torch_shape();
-      t.data = g->tensor_data(ti);
-      m.add(std::move(t));
-    }
-    if (permuted) {
-      using R = TensorRole;
-      for (auto& t : m.tensors_) {
-        // The layer's q/k weights and biases, by the name table (the name is canonical by now).
-        int64_t layer = -1;
-        if (std::string_view n = t.name; n.starts_with("model.layers."))
-          std::from_chars(n.data() + 13, n.data() + n.size(), layer);
-        if (layer < 0 || layer >= c.n_layers) continue;
-        auto named = [&](R r) { return t.name == tensor_names(c.architecture, r, layer).hf; };
-        bool is_q = named(R::AttnQ) || named(R::AttnQBias);
-        bool is_k = named(R::AttnK) || named(R::AttnKBias);
-        if (!is_q && !is_k) continue;
-        int64_t heads = is_q ? c.n_heads : c.n_kv_heads;
-        int64_t rows = t.shape.empty() ? 0 : t.shape[0];
-        if (t.shape.size() > 2 || rows % (2 * heads))
-          throw Error(m.path_.string() + ": tensor '" + t.file_name + "' of shape " + shape_str(t.shape) +
-                      " cannot be split into " + std::to_string(heads) + " heads of even size");
-        auto buf = std::shared_ptr<std::byte[]>(new std::byte[t.data.size()]);
-        std::span<std::byte> out(buf.get(), t.data.size());
-        unpermute_rope_rows(t.data, out, rows, heads);
-        t.data = out;
-        t.unpermuted = true;
-        m.owned_.push_back(std::move(buf));
-      }
-    }
-    if (g->mapping())
-      for (const auto& t : m.tensors_)
-        if (!t.unpermuted) to_read.push_back(t.data);
-    m.gguf_ = std::move(g);
+    m.add_gguf_tensors(std::make_shared<GgufFile>(GgufFile::open(m.path_)));
+    for (const auto& t : m.tensors_)
+      if (!t.unpermuted) to_read.push_back(t.data);
   } else {
     m.format_ = ModelFile::Format::Safetensors;
     fs::path dir = fs::is_directory(path) ? path : path.parent_path();

@@ -14,10 +14,13 @@
 // interleaved rope; open_model undoes that here, once, into a copy the ModelFile owns.
 //
 // Tensor data are views into the memory-mapped files (or those owned copies) and stay valid as long
-// as the ModelFile (moving it keeps them valid).
+// as the ModelFile (moving it keeps them valid). A GGUF opened from a ByteSource (the browser's
+// download or File: open_model(source, name)) holds only its header: its tensors' data are empty
+// until ModelFile::load reads them, one tensor at a time, into a copy that owns its bytes.
 #pragma once
 
 #include "cpu/llm/tensor_type.h"
+#include "llm/formats/byte_source.h"
 #include "llm/formats/model_config.h"
 
 #include <cstddef>
@@ -42,10 +45,15 @@ struct ModelTensor {
   std::vector<int64_t> shape;  // torch order: [rows (out), row length (in)] for matrices
   std::span<const std::byte> data;
   bool unpermuted = false;  // rows reordered from GGUF's interleaved-rope layout (an owned copy)
+  // A streamed file's tensor before ModelFile::load: data is empty, its bytes are these in the
+  // source. A loaded copy's bytes are kept alive by `owner`.
+  uint64_t source_offset = 0, source_bytes = 0;
+  std::shared_ptr<const void> owner;
 
   int64_t numel() const;
-  int64_t row_length() const { return shape.empty() ? 1 : shape.back(); }  // contiguous elements
-  int64_t rows() const;                                                    // numel / row_length
+  int64_t row_length() const { return shape.empty() ? 1 : shape.back(); }           // contiguous elements
+  int64_t rows() const;                                                             // numel / row_length
+  uint64_t byte_size() const { return data.empty() ? source_bytes : data.size(); }  // loaded or not
 };
 
 struct OpenOptions {
@@ -82,6 +90,14 @@ class ModelFile {
 
   uint64_t total_bytes() const;  // all tensor data
 
+  // Opened from a ByteSource: the tensors' data are read by load().
+  bool streamed() const { return source_ != nullptr; }
+  // t (one of this file's tensors, or a row range of one: tensor_rows) with its bytes at hand:
+  // t itself where they are (a mapped file); for a streamed file a copy whose data are read from
+  // the source now (Q/K rows un-permuted, and the values checked where open_model checks them),
+  // owned by the copy and freed with it. Throws wgc::Error naming the tensor when they cannot be read.
+  ModelTensor load(const ModelTensor& t) const;
+
   // The parsed GGUF (metadata incl. tokenizer.ggml.*), or nullptr for a Hugging Face folder.
   const GgufFile* gguf() const { return gguf_.get(); }
   // The safetensors checkpoint, or nullptr for a GGUF.
@@ -89,13 +105,15 @@ class ModelFile {
 
   // Shares ownership of the tensor data (the file mappings and the owned copies): the spans stay
   // valid while the returned holder lives, also after the ModelFile is gone (the CPU engine reads
-  // the weights in place).
+  // the weights in place). Throws wgc::Error for a streamed file (its tensors are not in memory).
   std::shared_ptr<const void> data_owner() const;
 
  private:
   friend ModelFile open_model(const std::filesystem::path&, const OpenOptions&);
+  friend ModelFile open_model(std::shared_ptr<const ByteSource>, const std::string&, const OpenOptions&);
   ModelFile() = default;
   void add(ModelTensor t);
+  void add_gguf_tensors(std::shared_ptr<const GgufFile> g);  // the config and tensors of a GGUF
 
   Format format_ = Format::Gguf;
   std::filesystem::path path_;
@@ -105,6 +123,11 @@ class ModelFile {
   std::shared_ptr<const GgufFile> gguf_;
   std::shared_ptr<const SafetensorsModel> st_;
   std::vector<std::shared_ptr<std::byte[]>> owned_;  // un-permuted copies
+  // Streamed: the source, the Q/K tensors to un-permute at load (file name -> heads), and
+  // whether load() checks values (OpenOptions::check_values).
+  std::shared_ptr<const ByteSource> source_;
+  std::unordered_map<std::string, int64_t> rope_heads_;
+  bool check_values_ = true;
 };
 
 // Opens a .gguf file, a Hugging Face folder, a .safetensors file / index.json inside one (the
@@ -112,6 +135,13 @@ class ModelFile {
 // tensor the architecture needs is there with the shape the config implies; throws wgc::Error naming the file, tensor,
 // and what is wrong.
 ModelFile open_model(const std::filesystem::path& path, const OpenOptions& options = {});
+
+// Opens a GGUF file read through `source` (not mapped): its header is read (bounded:
+// GgufFile::read) and checked as open_model(path) checks the file; the tensors' bytes stay in the
+// source until ModelFile::load reads them. `name` stands for the file in messages and path().
+// options.prefault does not apply; the values are checked by load().
+ModelFile open_model(std::shared_ptr<const ByteSource> source, const std::string& name,
+                     const OpenOptions& options = {});
 
 // The Hugging Face name of a GGUF tensor of a Llama-family file ("blk.3.attn_q.weight" ->
 // "model.layers.3.self_attn.q_proj.weight"); unknown names come back unchanged. Other architectures:

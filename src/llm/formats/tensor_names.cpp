@@ -355,10 +355,14 @@ ModelTensor tensor_rows(const ModelTensor& t, int64_t row0, int64_t rows) {
   if (row0 < 0 || rows < 0 || row0 + rows > n || n <= 0)
     throw Error("tensor '" + t.name + "': rows " + std::to_string(row0) + "+" + std::to_string(rows) + " of " +
                 std::to_string(n));
-  const size_t rb = t.data.size() / size_t(n);
+  const uint64_t rb = t.byte_size() / uint64_t(n);
   ModelTensor v = t;
   v.shape = {rows, len};
-  v.data = t.data.subspan(size_t(row0) * rb, size_t(rows) * rb);
+  if (!t.data.empty()) v.data = t.data.subspan(size_t(uint64_t(row0) * rb), size_t(uint64_t(rows) * rb));
+  if (t.source_bytes) {  // a streamed file's tensor: the rows' place in the source (ModelFile::load)
+    v.source_offset = t.source_offset + uint64_t(row0) * rb;
+    v.source_bytes = uint64_t(rows) * rb;
+  }
   return v;
 }
 

@@ -69,23 +69,26 @@ std::optional<int64_t> first_non_finite(const ModelTensor& t) {
   return std::nullopt;
 }
 
-void check_finite_weights(const ModelFile& m) {
+void check_finite_tensor(const ModelFile& m, const ModelTensor& t) {
   // The embedding and output by the name table (BERT's embedding is not model.embed_tokens).
   const Architecture arch = m.config().architecture;
   const std::string embd = tensor_names(arch, TensorRole::TokenEmbd).hf,
                     out = tensor_names(arch, TensorRole::Output).hf;
-  for (const ModelTensor& t : m.tensors()) {
-    bool checked = t.shape.size() == 1 || t.name == embd || (!out.empty() && t.name == out);
-    if (!checked) continue;
-    if (auto i = first_non_finite(t)) {
-      std::string at = std::to_string(*i);
-      if (t.shape.size() == 2)
-        at += " (row " + std::to_string(*i / t.row_length()) + ", column " + std::to_string(*i % t.row_length()) + ")";
-      throw Error(m.path().string() + ": tensor '" + t.file_name + "' (" + std::string(to_string(t.type)) +
-                  ") holds a NaN or an infinity at element " + at +
-                  ": the file is damaged or was converted wrongly (every output would be garbage)");
-    }
+  bool checked = t.shape.size() == 1 || t.name == embd || (!out.empty() && t.name == out);
+  if (!checked) return;
+  if (auto i = first_non_finite(t)) {
+    std::string at = std::to_string(*i);
+    if (t.shape.size() == 2)
+      at += " (row " + std::to_string(*i / t.row_length()) + ", column " + std::to_string(*i % t.row_length()) + ")";
+    throw Error(m.path().string() + ": tensor '" + t.file_name + "' (" + std::string(to_string(t.type)) +
+                ") holds a NaN or an infinity at element " + at +
+                ": the file is damaged or was converted wrongly (every output would be garbage)");
   }
+}
+
+void check_finite_weights(const ModelFile& m) {
+  if (m.streamed()) return;  // ModelFile::load checks each tensor as it reads it
+  for (const ModelTensor& t : m.tensors()) check_finite_tensor(m, t);
 }
 
 }  // namespace wgc::llm

@@ -17,6 +17,9 @@ std::optional<int64_t> first_non_finite(const ModelTensor& t);
 
 // Throws wgc::Error naming the file, the tensor and the element when a checked tensor of `m` holds
 // a NaN or an infinity: the norms and biases (1-D), the token embedding and the output projection.
+// A streamed file's tensors are not at hand: ModelFile::load checks each one it reads instead.
 void check_finite_weights(const ModelFile& m);
+// The same for one tensor of m (nothing to do unless it is one of those checked).
+void check_finite_tensor(const ModelFile& m, const ModelTensor& t);
 
 }  // namespace wgc::llm

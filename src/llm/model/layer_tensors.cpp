@@ -23,6 +23,8 @@ LayerMats layer_mats(const ModelFile& f, int64_t layer) {
                   std::string(to_string(roles[0])) + " group");
     for (TensorRole r : mat_biases(m))
       if (lt[r]) biases.push_back(lt[r]);  // those the config has
+    for (auto* list : {&ts, &biases})
+      for (const ModelTensor*& t : *list) t = &out.loaded.emplace_back(f.load(*t));
     if (m == Mat::Qkv) {
       ts = permute_qkv_heads(ts, cfg, out.copies, out.owned);
       biases = permute_qkv_heads(biases, cfg, out.bias_copies, out.owned);

@@ -10,17 +10,20 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <vector>
 
 namespace wgc::llm {
 
 // A layer's matrix groups by the plan's roles: each group's tensors and biases (both empty for an
-// MoE layer's GateUp and Down without a shared expert). Partial rotary (Phi-3): the Q|K|V group's
-// query and key rows are reordered copies (partial_rope.h), whose tensors and bytes this holds;
-// the pointers stay valid while it lives (a move keeps them).
+// MoE layer's GateUp and Down without a shared expert), their bytes at hand (ModelFile::load: read
+// now from a streamed file). Partial rotary (Phi-3): the Q|K|V group's query and key rows are
+// reordered copies (partial_rope.h). This holds the loaded tensors, the copies and their bytes; the
+// pointers stay valid while it lives (a move keeps them).
 struct LayerMats {
   std::array<std::vector<const ModelTensor*>, std::size(kLayerMats)> tensors, biases;
+  std::deque<ModelTensor> loaded;
   std::vector<ModelTensor> copies, bias_copies;
   std::vector<std::unique_ptr<std::byte[]>> owned;
 };

@@ -155,7 +155,7 @@ GpuWeight upload_stack(const Context& ctx, const ModelFile& f, int64_t li, int64
       throw Error("wgc: " + f.path().string() + ": expert tensor '" + t.name + "' (" + std::string(to_string(t.type)) +
                   ", rows of " + std::to_string(t.row_length()) + ") differs from '" + t0.name + "' (" +
                   std::string(to_string(t0.type)) + ", rows of " + std::to_string(t0.row_length()) + ")");
-    const uint64_t b = gpu_type(t.type) ? t.data.size() : product({t.rows(), t.row_length(), 2});
+    const uint64_t b = gpu_type(t.type) ? t.byte_size() : product({t.rows(), t.row_length(), 2});
     if (__builtin_add_overflow(bytes, b, &bytes)) bytes = UINT64_MAX;
   }
   check_fits(ctx, bytes, "the experts' " + std::string(to_string(*roles.begin())) + " of layer " + std::to_string(li),
@@ -163,7 +163,8 @@ GpuWeight upload_stack(const Context& ctx, const ModelFile& f, int64_t li, int64
   std::vector<std::byte> cat;
   cat.reserve(size_t(bytes));
   TensorType type = TensorType::F16;
-  for (const auto& t : ts) {
+  for (const auto& stored : ts) {
+    const ModelTensor t = f.load(stored);  // one expert's matrix at a time (a streamed file)
     HostMatrix m = host_matrix(ctx, t);
     type = m.type;
     cat.insert(cat.end(), m.bytes.begin(), m.bytes.end());
@@ -174,8 +175,8 @@ GpuWeight upload_stack(const Context& ctx, const ModelFile& f, int64_t li, int64
 
 // A norm weight as the kernels multiply by it: Gemma's files (Hugging Face) store w of x * (1 + w),
 // added here in f32 as transformers does (llama.cpp's converter adds it into its GGUF).
-Tensor upload_norm(const Context& ctx, const ModelTensor& t, const ModelConfig& cfg) {
-  auto f = to_f32(t);
+Tensor upload_norm(const Context& ctx, const ModelFile& file, const ModelTensor& t, const ModelConfig& cfg) {
+  auto f = to_f32(file.load(t));
   if (cfg.norm == NormKind::RmsNormOnePlus)
     for (float& x : f) x = 1.0f + x;
   return make_tensor(ctx, {int64_t(f.size())}, f);
@@ -222,25 +223,26 @@ LlamaWeights upload_llama_weights(const Context& ctx, const ModelFile& f, std::o
     }
   };
   if (slice.embed || (slice.output && cfg.tie_word_embeddings)) {
-    const auto& e = f.tensor("model.embed_tokens.weight");
+    const ModelTensor e = f.load(f.tensor("model.embed_tokens.weight"));
     HostMatrix m = host_matrix(ctx, e);
     w.embed = upload_weight(ctx, m.type, m.bytes, m.rows, m.cols);
     w.bytes += w.embed.gpu_bytes();
     bar.add(e.data.size());
   }
   if (slice.output && !cfg.tie_word_embeddings) {
-    LinearGroup g = upload_group(ctx, {&f.tensor("lm_head.weight")}, {}, bar);
+    const ModelTensor head = f.load(f.tensor("lm_head.weight"));
+    LinearGroup g = upload_group(ctx, {&head}, {}, bar);
     w.lm_head = g.parts[0];
     note_type(g);
   }
-  if (slice.output) w.norm = upload_norm(ctx, f.tensor("model.norm.weight"), cfg);
+  if (slice.output) w.norm = upload_norm(ctx, f, f.tensor("model.norm.weight"), cfg);
   for (int64_t i = slice.first; i < end; ++i) {
     LlamaLayer L;
     const LayerTensors lt = f.layer(i);
     for (NormW n : kLayerNorms)
-      if (const ModelTensor* t = lt[norm_tensor(n)]) L.norms[size_t(n)] = upload_norm(ctx, *t, cfg);
+      if (const ModelTensor* t = lt[norm_tensor(n)]) L.norms[size_t(n)] = upload_norm(ctx, f, *t, cfg);
     const bool moe = cfg.layer_is_moe(i);
-    const LayerMats lm = layer_mats(f, i);  // its reordered copies live until the upload
+    const LayerMats lm = layer_mats(f, i);  // its loaded tensors and reordered copies live until the upload
     for (Mat m : kLayerMats) {
       if (lm.tensors[size_t(m)].empty()) continue;
       L.mats[size_t(m)] = upload_group(ctx, lm.tensors[size_t(m)], lm.biases[size_t(m)], bar);
@@ -252,11 +254,11 @@ LlamaWeights upload_llama_weights(const Context& ctx, const ModelFile& f, std::o
       if (mw.n_experts > kMoeMaxExperts)
         throw Error("wgc: " + f.path().string() + ": " + std::to_string(mw.n_experts) +
                     " experts (the GPU engines take at most " + std::to_string(kMoeMaxExperts) + ")");
-      const ModelTensor router0 = role_tensor(f, TensorRole::MoeRouter, i);
+      const ModelTensor router0 = f.load(role_tensor(f, TensorRole::MoeRouter, i));
       std::vector<const ModelTensor*> router = {&router0};
       ModelTensor shared_gate;
       if (mw.shared_ffn) {
-        shared_gate = role_tensor(f, TensorRole::SharedExpertRouter, i);
+        shared_gate = f.load(role_tensor(f, TensorRole::SharedExpertRouter, i));
         shared_gate.shape = {1, shared_gate.row_length()};  // GGUF stores it as a vector
         router.push_back(&shared_gate);
       }
