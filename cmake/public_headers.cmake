@@ -11,7 +11,7 @@ set(WGC_PUBLIC_HEADERS
     cpu/conv.h util/device.h util/error.h util/image.h util/json.h util/output_file.h
     # language models: <wgc/llm.h>
     llm.h llm/chat/chat_template.h llm/chat/jinja.h llm/chat/tool_calls.h
-    llm/formats/gguf.h llm/formats/gguf_writer.h llm/formats/mapped_file.h
+    llm/formats/byte_source.h llm/formats/gguf.h llm/formats/gguf_writer.h llm/formats/mapped_file.h
     llm/formats/model_config.h llm/formats/model_file.h llm/formats/safetensors.h cpu/llm/tensor_type.h
     llm/generate/chat_session.h llm/generate/default_model.h llm/generate/generator.h llm/generate/sampler.h
     llm/generate/perplexity.h llm/generate/stop_strings.h llm/grammar/grammar.h llm/grammar/json_schema.h llm/grammar/matcher.h

@@ -19,7 +19,7 @@ export LSAN_OPTIONS="suppressions=$repo/scripts/lsan.supp:print_suppressions=0"
 # static, so not tracking __tls_get_addr's blocks hides nothing of ours.
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1:check_initialization_order=1:intercept_tls_get_addr=0"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
-slow=${WGC_ASAN_EXCLUDE-"^(test_llm_model|test_llm_linear|test_llm_batched|test_llm_kv_cache_engines|test_llm_attention|test_generate|test_matmul|test_reduce|test_conv|test_bench_llm|test_bench_batched|web_kernels|web_chat|serve_load|serve_nginx|serve_recovery|install_consumer|python_package)$"}
+slow=${WGC_ASAN_EXCLUDE-"^(test_llm_model|test_llm_linear|test_llm_batched|test_llm_kv_cache_engines|test_speculative|test_llm_attention|test_generate|test_matmul|test_reduce|test_conv|test_bench_llm|test_bench_batched|web_kernels|web_chat|serve_load|serve_nginx|serve_recovery|install_consumer|python_package)$"}
 cd "$build" && ctest --output-on-failure -j"$(nproc)" ${slow:+-E "$slow"} "$@"
 # The libFuzzer targets (fuzz/, clang): built and run briefly over their seeds, so that they keep
 # compiling and their seeds keep passing (the long runs: scripts/fuzz.sh, docs/reliability.md).
