@@ -14,7 +14,7 @@ set(WGC_PUBLIC_HEADERS
     llm/formats/byte_source.h llm/formats/gguf.h llm/formats/gguf_writer.h llm/formats/mapped_file.h
     llm/formats/model_config.h llm/formats/model_file.h llm/formats/safetensors.h cpu/llm/tensor_type.h
     llm/generate/chat_session.h llm/generate/default_model.h llm/generate/generator.h llm/generate/sampler.h
-    llm/generate/perplexity.h llm/generate/stop_strings.h llm/grammar/grammar.h llm/grammar/json_schema.h llm/grammar/matcher.h
+    llm/generate/perplexity.h llm/generate/speculative.h llm/generate/stop_strings.h llm/grammar/grammar.h llm/grammar/json_schema.h llm/grammar/matcher.h
     llm/hub/hub.h llm/model/llama.h cpu/llm/cpu_features.h llm/serve/scheduler.h llm/synth/synth_model.h
     llm/tokenizer/spec.h llm/tokenizer/tokenizer.h
     ops/llm/linear_version.h ops/llm/kv_type.h
