@@ -95,7 +95,7 @@ void check_model(Device device, LinearVersion lin, double tolerance = 1e-4,
       << what;
 
   // A again among B and C, its prompt in chunks of 5 + 9 + 7 while the others prefill and decode.
-  Seq a2{a.tokens, 0, {}}, b{ids(30, 2, vocab), 0, {}}, c{ids(12, 3, vocab), 0, {}};
+  Seq a2{a.tokens, 0, {}}, b{ids(30, 2, vocab), 0, {}}, c{ids(15, 3, vocab), 0, {}};  // 12 prefilled, 3 decoded
   Blocks p2(bo.blocks);
   feed(bl, p2, {&b, &a2, &c}, {17, 5, 12});
   feed(bl, p2, {&a2, &b, &c}, {9, 1, 1});

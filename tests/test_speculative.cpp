@@ -122,10 +122,11 @@ TEST_P(SpeculativeOn, GreedyOutputEqualsTheTargetAlone) {
     std::vector<std::string> stop;
   };
   // "Computer science" ends its definition with <|end_of_text|> within 40 tokens. SwiftShader runs
-  // the GPU engine ~50x slower than the CPU engine: fewer cases there.
+  // the GPU engine ~50x slower than the CPU engine: "The moon" alone there.
   const bool gpu = GetParam() == Device::Gpu;
   std::vector<Case> cases{{"Computer science is", 40, {}}, {"The moon", 23, {}}, {"Love is", 17, {}}};
-  if (gpu) cases.pop_back();
+  if (gpu) cases = {{"The moon", 23, {}}};
+  const size_t moon = gpu ? 0 : 1;
   const std::vector<int> ks = gpu ? std::vector<int>{4} : std::vector<int>{1, 3, 5};
   const std::vector<size_t> cuts = gpu ? std::vector<size_t>{9} : std::vector<size_t>{3, 9, 14};
   std::vector<GenerateResult> want;
@@ -134,7 +135,9 @@ TEST_P(SpeculativeOn, GreedyOutputEqualsTheTargetAlone) {
     GenerateOptions o = greedy(c.n);
     want.push_back(plain.generate(c.prompt, o));
   }
-  EXPECT_EQ(want[0].stop, StopReason::Eos) << want[0].text;
+  if (!gpu) {
+    EXPECT_EQ(want[0].stop, StopReason::Eos) << want[0].text;
+  }
   for (LlamaModel* draft : {&m.same, &m.random}) {
     const bool same = draft == &m.same;
     for (int k : same || !gpu ? ks : std::vector<int>{2}) {  // the random draft's proposals are mostly wasted steps
@@ -142,7 +145,7 @@ TEST_P(SpeculativeOn, GreedyOutputEqualsTheTargetAlone) {
       SpeculativeOptions so;
       so.draft_tokens = k;
       gen.set_draft(draft, so);
-      for (size_t i = gpu && !same ? 1 : 0; i < cases.size(); ++i) {
+      for (size_t i = 0; i < cases.size(); ++i) {
         const std::string what =
             std::string(same ? "same" : "random") + " draft, k " + std::to_string(k) + ", '" + cases[i].prompt + "'";
         gen.reset();
@@ -172,9 +175,9 @@ TEST_P(SpeculativeOn, GreedyOutputEqualsTheTargetAlone) {
     Generator gen(m.target, m.tok);
     gen.set_draft(draft, {});
     for (size_t cut : cuts) {
-      ASSERT_GT(want[1].text.size(), cut + 4);
+      ASSERT_GT(want[moon].text.size(), cut + 4);
       GenerateOptions o = greedy(23);
-      o.stop = {want[1].text.substr(cut, 4)};
+      o.stop = {want[moon].text.substr(cut, 4)};
       plain.reset();
       auto ref = plain.generate("The moon", o);
       gen.reset();
@@ -184,7 +187,7 @@ TEST_P(SpeculativeOn, GreedyOutputEqualsTheTargetAlone) {
       EXPECT_EQ(ids_str(r.ids), ids_str(ref.ids)) << cut;
       // The next turn reuses what the cache holds.
       auto more = gen.generate("The moon", greedy(4));
-      EXPECT_EQ(ids_str(more.ids), ids_str(std::vector<int32_t>(want[1].ids.begin(), want[1].ids.begin() + 4)));
+      EXPECT_EQ(ids_str(more.ids), ids_str(std::vector<int32_t>(want[moon].ids.begin(), want[moon].ids.begin() + 4)));
     }
   }
 }

@@ -189,7 +189,8 @@ void record_layer(const LlmOps& ops, Batch& b, std::span<const Step> steps, cons
   // their own base).
   GpuPass p = pass;
   PagedAttentionPlan paged;
-  p.attention.window = layer_window(w.cfg, li);
+  const int model_layer = w.first_layer + li;  // a device of a layer split holds a range
+  p.attention.window = layer_window(w.cfg, model_layer);
   p.attention.scale = float(w.cfg.attention_scale());
   p.attention.softcap = float(w.cfg.attn_logit_softcap);
   if (pass.paged) {
@@ -199,7 +200,7 @@ void record_layer(const LlmOps& ops, Batch& b, std::span<const Step> steps, cons
     paged.args.softcap = p.attention.softcap;
     p.paged = &paged;
   }
-  const RopeTable& rope = pass.sliding_rope && w.cfg.layer_is_sliding(li) ? *pass.sliding_rope : global_rope;
+  const RopeTable& rope = pass.sliding_rope && w.cfg.layer_is_sliding(model_layer) ? *pass.sliding_rope : global_rope;
   const Bufs buf{a, w};
   const int n = p.n;
   const float eps = w.eps;
