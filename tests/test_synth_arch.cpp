@@ -140,7 +140,7 @@ TEST(SynthArch, ReadBackThroughModelConfigAndTheReference) {
       for (const ModelTensor* t : lt.t) found += t != nullptr;
       EXPECT_EQ(found, needed) << "layer " << l;
     }
-    EXPECT_EQ(f.layer(0)[TensorRole::FfnGateUp] != nullptr, want.arch == Architecture::Phi3);
+    EXPECT_EQ(f.layer(0)[TensorRole::FfnGateUp] != nullptr, s.fused_gate_up);
     EXPECT_THROW(f.layer(c.n_layers), wgc::Error);
     // The reference runs every architecture from the file alone.
     reference::ForwardRef ref(f);
