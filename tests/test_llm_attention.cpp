@@ -12,12 +12,12 @@ using namespace wgc;
 using namespace wgc::llm;
 using wgc::test::ctx;
 using wgc::test::ops;
+using wgc::test::Cfg;
+using wgc::test::make_qkv;
+using wgc::test::Qkv;
 
 namespace {
 
-struct Cfg {
-  int nh, nkv, hd;
-};
 const Cfg kCfgs[] = {{4, 4, 64}, {8, 2, 128}, {8, 1, 8}};  // GQA ratios 1, 4, 8
 // The contiguous-cache tests also take head dims that no tile divides (20: 5 vec4s) and the
 // 96 (24 vec4s: a partial second output vec4 per invocation), with a GQA ratio of 3.
@@ -67,22 +67,6 @@ std::vector<Variant>& variants() {
   return v;
 }
 
-// A fused QKV activation [n][(nh + 2 nkv) hd] and the same split into q [n][nh][hd], k, v [n][nkv][hd].
-struct Qkv {
-  std::vector<float> fused, q, k, v;
-};
-Qkv make_qkv(const Cfg& c, int n, uint32_t seed) {
-  Qkv r;
-  const int row = (c.nh + 2 * c.nkv) * c.hd;
-  r.fused = test::random_floats(size_t(n * row), seed, -2.f, 2.f);
-  for (int t = 0; t < n; ++t) {
-    const float* p = &r.fused[size_t(t * row)];
-    r.q.insert(r.q.end(), p, p + c.nh * c.hd);
-    r.k.insert(r.k.end(), p + c.nh * c.hd, p + (c.nh + c.nkv) * c.hd);
-    r.v.insert(r.v.end(), p + (c.nh + c.nkv) * c.hd, p + row);
-  }
-  return r;
-}
 
 // Runs append + attention for tokens [start, start + n) of qkv (all tokens' data) on the cache.
 std::vector<float> run_step(const Cfg& c, const KvLayer& cache, const Qkv& all, int start, int n, bool decode,

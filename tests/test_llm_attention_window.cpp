@@ -16,12 +16,12 @@ using namespace wgc;
 using namespace wgc::llm;
 using wgc::test::ctx;
 using wgc::test::ops;
+using wgc::test::Cfg;
+using wgc::test::make_qkv;
+using wgc::test::Qkv;
 
 namespace {
 
-struct Cfg {
-  int nh, nkv, hd;
-};
 // GQA 4 at head_dim 128, head dims no tile divides (20, 96) with GQA 3, GQA 8 at head_dim 8.
 const Cfg kCfgs[] = {{8, 2, 128}, {6, 2, 20}, {3, 1, 96}, {8, 1, 8}};
 const int kWindows[] = {1, 5, 64, 1000};
@@ -59,21 +59,6 @@ std::string variant_name(size_t i) {
          kVariants[i].tuning;
 }
 
-struct Qkv {
-  std::vector<float> fused, q, k, v;
-};
-Qkv make_qkv(const Cfg& c, int n, uint32_t seed) {
-  Qkv r;
-  const int row = (c.nh + 2 * c.nkv) * c.hd;
-  r.fused = test::random_floats(size_t(n * row), seed, -2.f, 2.f);
-  for (int t = 0; t < n; ++t) {
-    const float* p = &r.fused[size_t(t * row)];
-    r.q.insert(r.q.end(), p, p + c.nh * c.hd);
-    r.k.insert(r.k.end(), p + c.nh * c.hd, p + (c.nh + c.nkv) * c.hd);
-    r.v.insert(r.v.end(), p + (c.nh + c.nkv) * c.hd, p + row);
-  }
-  return r;
-}
 
 std::vector<float> slice(const std::vector<float>& v, size_t from, size_t n) {
   return {v.begin() + long(from), v.begin() + long(from + n)};

@@ -18,6 +18,9 @@ using namespace wgc;
 using namespace wgc::llm;
 using wgc::test::ctx;
 using wgc::test::ops;
+using wgc::test::Cfg;
+using wgc::test::make_qkv;
+using wgc::test::Qkv;
 
 namespace {
 
@@ -73,26 +76,7 @@ std::vector<uint32_t> layer_words(const KvLayer& c, const Tensor& t) {
 
 // ---- attention inputs ------------------------------------------------------------------------------
 
-struct Cfg {
-  int nh, nkv, hd;
-};
 
-// A fused QKV activation [n][(nh + 2 nkv) hd] and the same split into q [n][nh][hd], k, v [n][nkv][hd].
-struct Qkv {
-  std::vector<float> fused, q, k, v;
-};
-Qkv make_qkv(const Cfg& c, int n, uint32_t seed) {
-  Qkv r;
-  const int row = (c.nh + 2 * c.nkv) * c.hd;
-  r.fused = test::random_floats(size_t(n * row), seed, -2.f, 2.f);
-  for (int t = 0; t < n; ++t) {
-    const float* p = &r.fused[size_t(t * row)];
-    r.q.insert(r.q.end(), p, p + c.nh * c.hd);
-    r.k.insert(r.k.end(), p + c.nh * c.hd, p + (c.nh + c.nkv) * c.hd);
-    r.v.insert(r.v.end(), p + (c.nh + c.nkv) * c.hd, p + row);
-  }
-  return r;
-}
 
 // Values [nkv][max_ctx][hd] (the cache's order) as [rows][nkv][hd] (by token).
 std::vector<float> to_token_order(const std::vector<float>& x, const Cfg& c, int rows, int max_ctx) {

@@ -23,6 +23,28 @@ inline llm::LlmOps& ops() {
   return o;
 }
 
+// Attention's shape: query heads, key/value heads, head size.
+struct Cfg {
+  int nh, nkv, hd;
+};
+
+// A fused QKV activation [n][(nh + 2 nkv) hd] and the same split into q [n][nh][hd], k, v [n][nkv][hd].
+struct Qkv {
+  std::vector<float> fused, q, k, v;
+};
+inline Qkv make_qkv(const Cfg& c, int n, uint32_t seed) {
+  Qkv r;
+  const int row = (c.nh + 2 * c.nkv) * c.hd;
+  r.fused = random_floats(size_t(n * row), seed, -2.f, 2.f);
+  for (int t = 0; t < n; ++t) {
+    const float* p = &r.fused[size_t(t * row)];
+    r.q.insert(r.q.end(), p, p + c.nh * c.hd);
+    r.k.insert(r.k.end(), p + c.nh * c.hd, p + (c.nh + c.nkv) * c.hd);
+    r.v.insert(r.v.end(), p + (c.nh + c.nkv) * c.hd, p + row);
+  }
+  return r;
+}
+
 inline Tensor poisoned(int64_t n, DType t = DType::F32) {
   auto x = make_tensor(ctx(), {n}, t);
   fill_u32(ctx(), x, kPoisonNaN);
