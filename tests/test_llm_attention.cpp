@@ -10,10 +10,10 @@
 
 using namespace wgc;
 using namespace wgc::llm;
-using wgc::test::ctx;
-using wgc::test::ops;
 using wgc::test::Cfg;
+using wgc::test::ctx;
 using wgc::test::make_qkv;
+using wgc::test::ops;
 using wgc::test::Qkv;
 
 namespace {
@@ -66,7 +66,6 @@ std::vector<Variant>& variants() {
   }();
   return v;
 }
-
 
 // Runs append + attention for tokens [start, start + n) of qkv (all tokens' data) on the cache.
 std::vector<float> run_step(const Cfg& c, const KvLayer& cache, const Qkv& all, int start, int n, bool decode,

@@ -14,10 +14,10 @@
 
 using namespace wgc;
 using namespace wgc::llm;
-using wgc::test::ctx;
-using wgc::test::ops;
 using wgc::test::Cfg;
+using wgc::test::ctx;
 using wgc::test::make_qkv;
+using wgc::test::ops;
 using wgc::test::Qkv;
 
 namespace {
@@ -58,7 +58,6 @@ std::string variant_name(size_t i) {
   return std::string(kVariants[i].subgroups ? "subgroups" : "no subgroups") + (kVariants[i].storage ? " 2 KiB " : " ") +
          kVariants[i].tuning;
 }
-
 
 std::vector<float> slice(const std::vector<float>& v, size_t from, size_t n) {
   return {v.begin() + long(from), v.begin() + long(from + n)};

@@ -16,10 +16,10 @@
 
 using namespace wgc;
 using namespace wgc::llm;
-using wgc::test::ctx;
-using wgc::test::ops;
 using wgc::test::Cfg;
+using wgc::test::ctx;
 using wgc::test::make_qkv;
+using wgc::test::ops;
 using wgc::test::Qkv;
 
 namespace {
@@ -75,8 +75,6 @@ std::vector<uint32_t> layer_words(const KvLayer& c, const Tensor& t) {
 }
 
 // ---- attention inputs ------------------------------------------------------------------------------
-
-
 
 // Values [nkv][max_ctx][hd] (the cache's order) as [rows][nkv][hd] (by token).
 std::vector<float> to_token_order(const std::vector<float>& x, const Cfg& c, int rows, int max_ctx) {

@@ -109,14 +109,22 @@ std::optional<ArchInfo> parse_model_type(std::string_view s) {
 
 std::optional<ArchInfo> parse_class(std::string_view cls) {
   static const std::pair<std::string_view, ArchInfo> kClasses[] = {
-      {"LlamaForCausalLM", {Architecture::Llama}},       {"MistralForCausalLM", {Architecture::Mistral}},
-      {"Qwen2ForCausalLM", {Architecture::Qwen2}},       {"Qwen3ForCausalLM", {Architecture::Qwen3}},
-      {"Qwen3Model", {Architecture::Qwen3, true}},       {"Gemma2ForCausalLM", {Architecture::Gemma2}},
-      {"Gemma3ForCausalLM", {Architecture::Gemma3}},     {"Phi3ForCausalLM", {Architecture::Phi3}},
-      {"MixtralForCausalLM", {Architecture::Mixtral}},   {"Qwen2MoeForCausalLM", {Architecture::Qwen2Moe}},
-      {"Qwen3MoeForCausalLM", {Architecture::Qwen3Moe}}, {"OlmoeForCausalLM", {Architecture::Olmoe}},
-      {"Glm4ForCausalLM", {Architecture::Glm4}},         {"BertModel", {Architecture::Bert, true}},
-      {"RobertaModel", {Architecture::Bert, true}},      {"XLMRobertaModel", {Architecture::Bert, true}},
+      {"LlamaForCausalLM", {Architecture::Llama}},
+      {"MistralForCausalLM", {Architecture::Mistral}},
+      {"Qwen2ForCausalLM", {Architecture::Qwen2}},
+      {"Qwen3ForCausalLM", {Architecture::Qwen3}},
+      {"Qwen3Model", {Architecture::Qwen3, true}},
+      {"Gemma2ForCausalLM", {Architecture::Gemma2}},
+      {"Gemma3ForCausalLM", {Architecture::Gemma3}},
+      {"Phi3ForCausalLM", {Architecture::Phi3}},
+      {"MixtralForCausalLM", {Architecture::Mixtral}},
+      {"Qwen2MoeForCausalLM", {Architecture::Qwen2Moe}},
+      {"Qwen3MoeForCausalLM", {Architecture::Qwen3Moe}},
+      {"OlmoeForCausalLM", {Architecture::Olmoe}},
+      {"Glm4ForCausalLM", {Architecture::Glm4}},
+      {"BertModel", {Architecture::Bert, true}},
+      {"RobertaModel", {Architecture::Bert, true}},
+      {"XLMRobertaModel", {Architecture::Bert, true}},
       {"ModernBertModel", {Architecture::ModernBert, true}},
   };
   for (const auto& [name, info] : kClasses)

@@ -321,7 +321,8 @@ class SplitEngine final : public LlamaEngine {
           record_output_row(s.ops, b, s.plan(n).output, s.w, s.acts, s.last_row, s.logits1, n - 1);
           s.ops.argmax(b, s.logits1, s.w.vocab, s.out_id);
           break;
-        case Tail::AllLogits: record_output_rows(s.ops, b, s.plan(n).output, s.w, s.acts, s.logit_buf, n, /*f32=*/true);
+        case Tail::AllLogits:
+          record_output_rows(s.ops, b, s.plan(n).output, s.w, s.acts, s.logit_buf, n, /*f32=*/true);
           break;
       }
       return b;
