@@ -325,11 +325,7 @@ struct Golden {
   bool has(const std::string& name) const { return file.find(name) != nullptr; }
   template <class T>
   std::vector<T> get(const std::string& name) const {
-    const auto* t = file.find(name);
-    if (!t) throw wgc::Error("golden tensor missing: " + name);
-    std::vector<T> v(t->data.size() / sizeof(T));
-    std::memcpy(v.data(), t->data.data(), t->data.size());
-    return v;
+    return test::tensor_values<T>(file, name);
   }
 };
 
@@ -342,14 +338,6 @@ double rel_err(std::span<const float> got, const std::vector<float>& want) {
   return err / std::max(mx, 1e-30);
 }
 
-std::string pkey(int i, std::string_view suffix) {
-  std::string k = "p";
-  k += std::to_string(i);
-  k += '.';
-  k += suffix;
-  return k;
-}
-
 // Both prompts in one call (packed into one pass for the encoder), on both engines, from the Hugging
 // Face folder and from llama.cpp's BF16 GGUF: the embeddings (and the encoder's last hidden states)
 // against transformers' float64 ones; the tokenizer of each file gives the prompts' ids.
@@ -360,10 +348,10 @@ void check_fixture(const std::string& name, double tol) {
   json::Value info = json::parse_file(dir / "golden.json");
   std::vector<std::vector<int32_t>> seqs;
   std::vector<std::vector<float>> emb, last;
-  for (int p = 0; g.has(pkey(p, "tokens")); ++p) {
-    seqs.push_back(g.get<int32_t>(pkey(p, "tokens")));
-    emb.push_back(g.get<float>(pkey(p, "embedding")));
-    if (g.has(pkey(p, "last_hidden"))) last.push_back(g.get<float>(pkey(p, "last_hidden")));
+  for (int p = 0; g.has(test::prompt_key(p, "tokens")); ++p) {
+    seqs.push_back(g.get<int32_t>(test::prompt_key(p, "tokens")));
+    emb.push_back(g.get<float>(test::prompt_key(p, "embedding")));
+    if (g.has(test::prompt_key(p, "last_hidden"))) last.push_back(g.get<float>(test::prompt_key(p, "last_hidden")));
   }
   ASSERT_EQ(seqs.size(), 2u);
   for (fs::path model : {dir, dir / (name + "-bf16.gguf")}) {
@@ -443,11 +431,12 @@ TEST(EmbeddingFixture, DecoderEmbeddingTokensEndWithEndOfText) {
   for (fs::path model : {dir, dir / "qwen3-embedding-bf16.gguf"}) {
     ModelFile m = open_any(model);
     Tokenizer tok = load_tokenizer(model);
-    for (int p = 0; g.has(pkey(p, "tokens")); ++p) {
+    for (int p = 0; g.has(test::prompt_key(p, "tokens")); ++p) {
       std::string text = info["prompts"][size_t(p)]["text"].as_string();
       ASSERT_TRUE(text.ends_with("<|endoftext|>"));
       text.resize(text.size() - 13);
-      EXPECT_EQ(embedding_tokens(tok, m.config(), text), g.get<int32_t>(pkey(p, "tokens"))) << model << " " << text;
+      EXPECT_EQ(embedding_tokens(tok, m.config(), text), g.get<int32_t>(test::prompt_key(p, "tokens")))
+          << model << " " << text;
     }
   }
 }

@@ -32,11 +32,7 @@ struct Golden {
   bool has(const std::string& name) const { return file.find(name) != nullptr; }
   template <class T>
   std::vector<T> get(const std::string& name) const {
-    const auto* t = file.find(name);
-    if (!t) throw wgc::Error("golden tensor missing: " + name);
-    std::vector<T> v(t->data.size() / sizeof(T));
-    std::memcpy(v.data(), t->data.data(), t->data.size());
-    return v;
+    return wgc::test::tensor_values<T>(file, name);
   }
 };
 

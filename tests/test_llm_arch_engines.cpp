@@ -130,21 +130,9 @@ struct Golden {
   bool has(const std::string& name) const { return file.find(name) != nullptr; }
   template <class T>
   std::vector<T> get(const std::string& name) const {
-    const auto* t = file.find(name);
-    if (!t) throw Error("golden tensor missing: " + name);
-    std::vector<T> v(t->data.size() / sizeof(T));
-    std::memcpy(v.data(), t->data.data(), t->data.size());
-    return v;
+    return test::tensor_values<T>(file, name);
   }
 };
-
-std::string pkey(int i, std::string_view suffix) {
-  std::string k = "p";
-  k += std::to_string(i);
-  k += '.';
-  k += suffix;
-  return k;
-}
 
 // The fixture's Hugging Face folder and its GGUF copy on the GPU and CPU engines: logits at every
 // position of each prompt (one pass, in chunks of 16) against transformers', and its greedy tokens
@@ -170,9 +158,9 @@ void check_fixture(const std::string& name, double tol, int gguf_positions = -1,
       std::optional<LlamaModel> short_m;
       if (short_ctx > 0) short_m.emplace(ctx(), f, engine(device, short_ctx));
       const std::string what = model.filename().string() + " " + std::string(to_string(device));
-      for (int p = 0; g.has(pkey(p, "tokens")); ++p) {
-        const auto tokens = g.get<int32_t>(pkey(p, "tokens"));
-        auto want = g.get<float>(pkey(p, "logits"));
+      for (int p = 0; g.has(test::prompt_key(p, "tokens")); ++p) {
+        const auto tokens = g.get<int32_t>(test::prompt_key(p, "tokens"));
+        auto want = g.get<float>(test::prompt_key(p, "logits"));
         const bool in_short = short_m && int(tokens.size()) <= short_ctx;
         LlamaModel& m = in_short ? *short_m : long_m;
         m.rewind(0);
@@ -187,7 +175,7 @@ void check_fixture(const std::string& name, double tol, int gguf_positions = -1,
             << what << " prompt " << p << " logits";
         if (gguf && gguf_positions >= 0) continue;
         if (info["prompts"][size_t(p)]["last_top1_margin"].as_double() <= (gguf ? 0.1 : 1e-3)) continue;
-        auto want_greedy = g.get<int32_t>(pkey(p, "greedy"));
+        auto want_greedy = g.get<int32_t>(test::prompt_key(p, "greedy"));
         // (transformers' later tokens come from sequences past short_ctx: the long factors)
         if (in_short) want_greedy.resize(std::min(want_greedy.size(), size_t(short_ctx) - tokens.size() + 1));
         std::vector<int32_t> greedy;

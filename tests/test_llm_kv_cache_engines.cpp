@@ -32,28 +32,6 @@ EngineOptions engine(Device device, KvType kv, int max_ctx = 64) {
   return eo;
 }
 
-std::vector<float> golden(const SafetensorsFile& g, const std::string& name) {
-  const auto* t = g.find(name);
-  if (!t) throw Error("golden tensor missing: " + name);
-  std::vector<float> v(t->data.size() / 4);
-  std::memcpy(v.data(), t->data.data(), t->data.size());
-  return v;
-}
-std::vector<int32_t> golden_ids(const SafetensorsFile& g, const std::string& name) {
-  const auto* t = g.find(name);
-  if (!t) throw Error("golden tensor missing: " + name);
-  std::vector<int32_t> v(t->data.size() / 4);
-  std::memcpy(v.data(), t->data.data(), t->data.size());
-  return v;
-}
-std::string pkey(int i, std::string_view suffix) {
-  std::string k = "p";
-  k += std::to_string(i);
-  k += '.';
-  k += suffix;
-  return k;
-}
-
 // Every prompt of fixture `name` (the Hugging Face folder) on the GPU engine with an f32 cache and
 // with `kv`: the logits at every prompt position, then at 6 greedy decode steps; returns the
 // largest rel_error between the two (per position, over the vocabulary) and checks the greedy
@@ -70,8 +48,8 @@ double drift(const std::string& name, KvType kv, double tol) {
   LlamaModel packed(ctx(), f, engine(Device::Gpu, kv));
   const std::string what = name + " " + std::string(to_string(kv));
   double worst = 0;
-  for (int p = 0; g.find(pkey(p, "tokens")); ++p) {
-    const auto tokens = golden_ids(g, pkey(p, "tokens"));
+  for (int p = 0; g.find(test::prompt_key(p, "tokens")); ++p) {
+    const auto tokens = test::tensor_values<int32_t>(g, test::prompt_key(p, "tokens"));
     if (tokens.size() + 6 > 64) continue;
     base.rewind(0);
     packed.rewind(0);
@@ -84,7 +62,7 @@ double drift(const std::string& name, KvType kv, double tol) {
     }
     // against transformers: no further than the f32 cache's own error (Phi-3's short prompt runs
     // other LongRoPE factors on this context than transformers: both are far there) plus tol
-    const auto want = golden(g, pkey(p, "logits"));
+    const auto want = test::tensor_values<float>(g, test::prompt_key(p, "logits"));
     EXPECT_LT(test::rel_error(lp, want), test::rel_error(lb, want) + tol)
         << what << " prompt " << p << " vs transformers";
     // greedy decode steps on both engines: the same tokens, each step's logits compared

@@ -117,6 +117,15 @@ std::vector<T> tensor_values(const llm::SafetensorsFile& file, const std::string
   return v;
 }
 
+// The fixtures' golden tensor name of prompt i: "p<i>.<suffix>".
+inline std::string prompt_key(int i, std::string_view suffix) {
+  std::string k = "p";
+  k += std::to_string(i);
+  k += '.';
+  k += suffix;
+  return k;
+}
+
 // `s` quoted for a POSIX shell.
 inline std::string quote(const std::string& s) {
   std::string q = "'";
