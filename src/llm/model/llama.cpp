@@ -353,13 +353,7 @@ class GpuEngine final : public LlamaEngine {
       Readback got = b.read(row_ids, 0, uint64_t(n) * 4);
       b.submit();
       n_past_ += n;
-      for (int i = 0; i < n; ++i) {
-        const uint32_t id = got.value<uint32_t>(size_t(i));
-        if (id >= uint64_t(vocab))
-          throw Error("wgc: the GPU's argmax gave token id " + std::to_string(id) + ", past the vocabulary of " +
-                      std::to_string(vocab));
-        out.push_back(int32_t(id));
-      }
+      for (int i = 0; i < n; ++i) out.push_back(argmax_token(got, size_t(i)));
     }
     return out;
   }

@@ -40,8 +40,8 @@ DecodeStats LlamaEngine::decode_loop(int32_t first, int max_steps, int ahead,
   return st;  // readbacks of dropped steps wait for their copies as they go
 }
 
-int32_t LlamaEngine::argmax_token(const Readback& r) const {
-  const uint32_t id = r.value<uint32_t>();
+int32_t LlamaEngine::argmax_token(const Readback& r, size_t i) const {
+  const uint32_t id = r.value<uint32_t>(i);
   if (id >= uint64_t(config().vocab_size))
     throw Error("wgc: the GPU's argmax gave token id " + std::to_string(id) + ", past the vocabulary of " +
                 std::to_string(config().vocab_size));

@@ -88,8 +88,8 @@ class LlamaEngine {
   // 1 (the token read last); an engine that passes the argmax on the GPU ignores it.
   DecodeStats decode_loop(int32_t first, int max_steps, int ahead, const std::function<Readback(int32_t)>& step,
                           const std::function<bool(int32_t)>& on_token);
-  // The token id of an argmax readback, checked against the vocabulary.
-  int32_t argmax_token(const Readback& r) const;
+  // The token id at position i of an argmax readback, checked against the vocabulary.
+  int32_t argmax_token(const Readback& r, size_t i = 0) const;
 
   void check_top_k(int k) const {
     if (k < 1 || k > 64 || k > config().vocab_size)
