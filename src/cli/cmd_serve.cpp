@@ -126,18 +126,14 @@ struct OwnedModel {
         })) {}
 };
 
-// Bytes of a KV pool as the scheduler resolved it (K and V per token, layer and KV head, in the
-// cache type).
-uint64_t kv_pool_bytes(const llm::ModelConfig& c, const llm::SchedulerOptions& o, llm::KvType t) {
-  return uint64_t(double(o.kv_blocks) * double(o.kv_block_tokens) * double(c.n_layers) * 2 * double(c.n_kv_heads) *
-                  double(c.head_dim) * llm::kv_bytes_per_value(t));
+// Bytes of a KV pool as the scheduler resolved it, in the model's cache type.
+uint64_t kv_pool_bytes(const llm::LlamaModel& m, const llm::SchedulerOptions& o) {
+  return uint64_t(double(o.kv_blocks) * double(o.kv_block_tokens) * m.kv_bytes_per_token());
 }
 
 // ", KV cache f16 (64.0 KiB per token)": the startup line's part about the cache type.
 std::string kv_cache_note(const llm::LlamaModel& m) {
-  const llm::ModelConfig& c = m.config();
-  const double per_token =
-      double(c.n_layers) * 2 * double(c.n_kv_heads) * double(c.head_dim) * llm::kv_bytes_per_value(m.cache_type());
+  const double per_token = m.kv_bytes_per_token();
   char buf[96];
   std::snprintf(buf, sizeof buf, ", KV cache %s (%.1f KiB per token)", std::string(to_string(m.cache_type())).c_str(),
                 per_token / 1024);
@@ -221,8 +217,7 @@ int serve_pool(const Flags& f, const fs::path& default_path, const std::string& 
                                llm::default_sampling(spec.path)};
     llm::ServedModel* served = &owned->served;
     m.context = [served] { return served->context(); };
-    m.bytes = spec.estimate_bytes + kv_pool_bytes(owned->served.model().config(), owned->scheduler.options(),
-                                                  owned->served.model().cache_type());
+    m.bytes = spec.estimate_bytes + kv_pool_bytes(owned->served.model(), owned->scheduler.options());
     m.owner = owned;
     return m;
   };

@@ -465,6 +465,10 @@ void LlamaModel::rewind(int n) { impl_->rewind(n); }
 uint64_t LlamaModel::weight_bytes() const { return impl_->weight_bytes(); }
 uint64_t LlamaModel::kv_bytes() const { return impl_->kv_bytes(); }
 KvType LlamaModel::cache_type() const { return impl_->cache_type(); }
+double LlamaModel::kv_bytes_per_token() const {
+  const ModelConfig& c = config();
+  return double(c.n_layers) * 2 * double(c.n_kv_heads) * double(c.head_dim) * kv_bytes_per_value(cache_type());
+}
 void LlamaModel::set_tuning(const LlmTuning& t) { impl_->set_tuning(t); }
 
 std::vector<float> LlamaModel::logits(std::span<const int32_t> tokens) { return impl_->logits(tokens); }

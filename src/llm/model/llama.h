@@ -132,6 +132,8 @@ class LlamaModel {
   // EngineOptions::cache_type); / max_ctx(): per token.
   uint64_t kv_bytes() const;
   KvType cache_type() const;  // EngineOptions::cache_type (the serving engine's pool takes it too)
+  // Bytes of K and V one position takes over every layer, in the cache type.
+  double kv_bytes_per_token() const;
 
   // Runs `tokens` at positions n_past() .. and appends them to the cache. Throws wgc::Error when
   // the context would overflow. The result variants:

@@ -99,10 +99,8 @@ struct Scheduler::Impl {
     const int B = opt.kv_block_tokens;
     const int per_seq = (opt.max_ctx + B - 1) / B;
     if (opt.kv_blocks == 0) {
-      const ModelConfig& c = cfg;
       // (in the model's cache type: a packed cache fits more blocks in the budget)
-      const uint64_t block_bytes = uint64_t(double(B) * double(c.n_layers) * 2 * double(c.n_kv_heads) *
-                                            double(c.head_dim) * kv_bytes_per_value(model->cache_type()));
+      const uint64_t block_bytes = uint64_t(double(B) * model->kv_bytes_per_token());
       const uint64_t cap = std::max<uint64_t>(uint64_t(per_seq), kDefaultKvBudget / block_bytes);
       opt.kv_blocks = int(std::min<uint64_t>(uint64_t(opt.parallel) * uint64_t(per_seq), cap));
     }
