@@ -51,7 +51,11 @@ export async function startServer(wgc, args = [], { timeoutMs = 120_000, env = {
         resolve(Number(m[1]));
       }
     });
-    exit.then((e) => reject(new Error(`wgc serve exited (${JSON.stringify(e)}) before listening:\n${log}`)));
+    // A server that stops before listening must not leave the timer holding the test's process.
+    exit.then((e) => {
+      clearTimeout(timer);
+      reject(new Error(`wgc serve exited (${JSON.stringify(e)}) before listening:\n${log}`));
+    });
   });
   return {
     port,
