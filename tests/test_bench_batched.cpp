@@ -50,12 +50,13 @@ TEST(BenchBatched, SweepsTuningsOnOneModel) {
   WGC_REQUIRE_FILE(model);
   auto r = test::run_cli("bench-batched --model " + test::quote(model.string()) +
                          " --backend cpu-vulkan --parallel 1,2 -p 3 -n 2 --block 4 --no-warmup --kernel batched-q8 "
-                         "--tuning \"batched_kl=8,batched_tt=8;batched_kl=16,batched_tt=2;batched_kl=4,split=32\"");
+                         "--tuning \"batched_kl=8,batched_tt=8;batched_kl=4,split=32\"");
   ASSERT_EQ(r.rc, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("S_TG t/s"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("tuning: batched_kl=8,batched_tt=8"), std::string::npos) << r.out;
   // One line per set after the first and count.
-  for (const char* name : {"batched_kl=16,batched_tt=2 ", "batched_kl=4,split=32 "}) {
+  // (Two sets: each compiles its own pipelines, the test's whole cost on SwiftShader.)
+  for (const char* name : {"batched_kl=4,split=32 "}) {
     int lines = 0;
     for (size_t at = r.out.find(name); at != std::string::npos; at = r.out.find(name, at + 1)) ++lines;
     EXPECT_EQ(lines, 2) << name << "\n" << r.out;
