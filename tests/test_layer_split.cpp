@@ -164,12 +164,13 @@ void check_split_equals_one_device(const fs::path& file, bool q8, const std::vec
 
 fs::path fx(const char* rel) { return test::fixtures_dir() / rel; }
 
-TEST(LayerSplitModel, BuiltInModelOnTwoAndThreeDevices) {
+TEST(LayerSplitModel, BuiltInModelOnThreeDevices) {
   WGC_REQUIRE_FILE(test::default_model());
-  // 4 layers, the output tied to the embedding (the last device holds it too): 2+2, then 1+2+1
-  // (a middle device neither embeds nor projects).
+  // 4 layers, the output tied to the embedding (the last device holds it too), as 1+2+1: a middle
+  // device neither embeds nor projects. (Two devices are the fixtures' cases below; every device
+  // compiles its own pipelines, this test's cost on SwiftShader.)
   static Context third(ctx().options());
-  check_split_equals_one_device(test::default_model(), true, {{{ctx2()}, {}}, {{ctx2(), third}, {1, 2, 1}}});
+  check_split_equals_one_device(test::default_model(), true, {{{ctx2(), third}, {1, 2, 1}}});
 }
 
 TEST(LayerSplitModel, TinyLlama2OnTwoDevices) {
