@@ -8,10 +8,12 @@
 #include "llm/formats/safetensors.h"
 #include "llm/generate/generator.h"
 #include "llm/generate/speculative.h"
+#include "llm/serve/scheduler.h"
 #include "llm/synth/synth_model.h"
 #include "test_llm_util.h"
 
 #include <algorithm>
+#include <mutex>
 #include <random>
 #include <sstream>
 
@@ -408,6 +410,169 @@ TEST(Speculative, ContextFullInTheMiddleOfARound) {
   EXPECT_EQ(r.stop, StopReason::ContextFull);
   EXPECT_EQ(ids_str(r.ids), ids_str(want.ids));
   EXPECT_EQ(r.message, want.message);
+}
+
+// ---- the serving scheduler with a draft (llm/serve/scheduler.h) ------------------------------
+
+namespace {
+
+// What one served request gave.
+struct Served {
+  std::vector<int32_t> ids;
+  std::vector<TokenEvent> events;
+  std::string text;
+  RequestResult result;
+};
+
+// The requests served together (`parallel` at once, the rest queued) by a scheduler over target,
+// with `draft` proposing k tokens (none: plain decode); the stats at the end.
+std::vector<Served> serve_all(LlamaModel& target, const Tokenizer& tok, LlamaModel* draft, int k,
+                              const std::vector<Request>& reqs, SchedulerStats* stats, int parallel = 4) {
+  SchedulerOptions o;
+  o.parallel = parallel;
+  o.max_queue = 16;
+  o.prefill_chunk = 7;  // prompts in several chunks, beside the others' verify chunks
+  o.draft = draft;
+  o.draft_tokens = k;
+  std::vector<Served> out(reqs.size());
+  Scheduler sched(target, tok, o);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    Served* sv = &out[i];
+    sched.submit(
+        reqs[i],
+        [sv](const TokenEvent& e) {
+          sv->ids.push_back(e.id);
+          sv->events.push_back(e);
+          sv->text += e.text;
+          return true;
+        },
+        [sv](const RequestResult& r) {
+          sv->result = r;
+          sv->text += r.text_tail;
+        });
+  }
+  sched.drain();
+  if (stats) *stats = sched.stats();
+  return out;
+}
+
+Request served_request(const Tokenizer& tok, const std::string& prompt, int max_tokens) {
+  Request r;
+  r.prompt = tok.encode(prompt, true);
+  r.max_tokens = max_tokens;
+  r.sampling.temperature = 0;
+  return r;
+}
+
+// Each request's tokens, text, logprobs and end equal.
+void expect_same(const std::vector<Served>& got, const std::vector<Served>& want, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    const std::string w = what + ", request " + std::to_string(i);
+    EXPECT_EQ(ids_str(got[i].ids), ids_str(want[i].ids)) << w;
+    EXPECT_EQ(got[i].text, want[i].text) << w;
+    EXPECT_EQ(got[i].result.stop, want[i].result.stop) << w;
+    EXPECT_EQ(got[i].result.completion_tokens, want[i].result.completion_tokens) << w;
+    EXPECT_TRUE(got[i].result.error.empty()) << w << ": " << got[i].result.error;
+    ASSERT_EQ(got[i].events.size(), want[i].events.size()) << w;
+    for (size_t t = 0; t < got[i].events.size(); ++t) {
+      EXPECT_EQ(got[i].events[t].logprob, want[i].events[t].logprob) << w << ", token " << t;
+      EXPECT_EQ(got[i].events[t].top, want[i].events[t].top) << w << ", token " << t;
+    }
+  }
+}
+
+}  // namespace
+
+// Greedy requests served with a draft give the scheduler's tokens without it, token for token
+// (the serving engine is batch-invariant, so the verify chunk's rows are the plain steps' rows):
+// several concurrent requests of different lengths, one queued behind the others, ending by
+// max_tokens inside a verified run, by <|end_of_text|>, by a stop string, with logprobs; a
+// sampled request beside them decodes plainly (the same tokens for its seed). The same model as
+// draft agrees on every proposal (its steps are the serving engine's too); a random one rarely.
+TEST(SpeculativeServing, GreedyTokensEqualTheSchedulerWithoutADraft) {
+  WGC_REQUIRE_FILE(test::default_model());
+  auto& m = models(Device::Cpu);
+  std::vector<Request> reqs{served_request(m.tok, "Computer science is", 40),
+                            served_request(m.tok, "The moon", 23),
+                            served_request(m.tok, "Love is", 11),
+                            served_request(m.tok, "The sun is a star that", 7),
+                            served_request(m.tok, "A", 1),
+                            served_request(m.tok, "The moon", 20)};
+  reqs[2].top_logprobs = 3;
+  Request sampled = served_request(m.tok, "A cat is", 9);
+  sampled.sampling.temperature = 0.8f;
+  sampled.sampling.seed = 11;
+  reqs.push_back(sampled);
+  SchedulerStats plain_stats;
+  std::vector<Served> want = serve_all(m.target, m.tok, nullptr, 0, reqs, &plain_stats);
+  EXPECT_EQ(want[0].result.stop, StopReason::Eos) << want[0].text;  // an end-of-turn token inside a run
+  EXPECT_EQ(plain_stats.draft_proposed, 0u);
+  // A stop string inside the text of request 1 (a run then ends in the middle).
+  ASSERT_GT(want[5].text.size(), 14u);
+  reqs[5].stop = {want[5].text.substr(10, 4)};
+  want = serve_all(m.target, m.tok, nullptr, 0, reqs, nullptr);
+  EXPECT_EQ(want[5].result.stop, StopReason::StopString);
+
+  for (LlamaModel* draft : {&m.same, &m.random}) {
+    const bool same = draft == &m.same;
+    for (int k : same ? std::vector<int>{1, 4} : std::vector<int>{3}) {
+      const std::string what = std::string(same ? "same" : "random") + " draft, k " + std::to_string(k);
+      SchedulerStats st;
+      std::vector<Served> got = serve_all(m.target, m.tok, draft, k, reqs, &st);
+      expect_same(got, want, what);
+      uint64_t proposed = 0, accepted = 0;
+      for (const Served& sv : got) {
+        proposed += uint64_t(sv.result.draft_proposed);
+        accepted += uint64_t(sv.result.draft_accepted);
+        EXPECT_LE(sv.result.draft_accepted, sv.result.draft_proposed);
+      }
+      EXPECT_EQ(got[4].result.draft_proposed, 0) << what;  // max_tokens 1: nothing to propose
+      EXPECT_EQ(got[6].result.draft_proposed, 0) << what;  // sampled: plain decode
+      EXPECT_EQ(st.draft_proposed, proposed) << what;
+      EXPECT_EQ(st.draft_accepted, accepted) << what;
+      EXPECT_GT(st.draft_verifies, 0u) << what;
+      EXPECT_GT(proposed, 20u) << what;
+      if (same)
+        EXPECT_EQ(accepted, proposed) << what;
+      else
+        EXPECT_LT(accepted * 2, proposed) << what;
+      EXPECT_EQ(st.kv_blocks_used, 0) << what;  // every block back (the cached ones unreferenced)
+    }
+  }
+}
+
+// The same on the GPU engine (SwiftShader): the verify chunk's rows read back from the device,
+// the draft's steps fed their argmax on the device (feed_row). Two short requests.
+TEST(SpeculativeServing, GreedyTokensEqualOnTheGpuEngine) {
+  WGC_REQUIRE_FILE(test::default_model());
+  auto& m = models(Device::Gpu);
+  std::vector<Request> reqs{served_request(m.tok, "The moon", 9), served_request(m.tok, "Love is a", 6)};
+  reqs[1].top_logprobs = 2;
+  std::vector<Served> want = serve_all(m.target, m.tok, nullptr, 0, reqs, nullptr, 2);
+  SchedulerStats st;
+  std::vector<Served> got = serve_all(m.target, m.tok, &m.same, 3, reqs, &st, 2);
+  expect_same(got, want, "gpu, same draft, k 3");
+  EXPECT_GT(st.draft_proposed, 4u);
+  EXPECT_EQ(st.draft_accepted, st.draft_proposed);
+}
+
+// Bad draft settings are refused when the scheduler starts, naming them.
+TEST(SpeculativeServing, BadDraftOptionsAreRefused) {
+  WGC_REQUIRE_FILE(test::default_model());
+  auto& m = models(Device::Cpu);
+  SchedulerOptions o;
+  o.draft = &m.same;
+  o.draft_tokens = kMaxDraftTokens + 1;
+  try {
+    Scheduler s(m.target, m.tok, o);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_TRUE(test::has(e.what(), "draft_tokens")) << e.what();
+  }
+  o.draft_tokens = 2;
+  o.max_ctx = 64;
+  Scheduler fine(m.target, m.tok, o);  // a draft context of 96 holds 64
 }
 
 // The CLI: --draft-model gives the same JSON ids with the acceptance in the timings; sampling
