@@ -618,3 +618,33 @@ TEST(SpeculativeCli, GenerateAndBench) {
   EXPECT_GT(s["tps_median"].as_double(), 0.0);
   EXPECT_TRUE(test::has(s["test"].as_string(), "draft3")) << bench.out;
 }
+
+// wgc serve checks the draft's tokenizer before it loads it (naming both files); bench-batched
+// --draft-model measures the scheduler with and without the draft.
+TEST(SpeculativeCli, ServeAndBenchBatched) {
+  WGC_REQUIRE_FILE(test::default_model());
+  WGC_REQUIRE_FILE(tiny_llama2() / "tiny-llama2-f32-f32.gguf");
+  const std::string model = quote(test::default_model().string());
+  const std::string other = (tiny_llama2() / "tiny-llama2-f32-f32.gguf").string();
+  auto bad = run_cli("serve --backend cpu --port 0 --draft-model " + quote(other));
+  EXPECT_NE(bad.rc, 0);
+  EXPECT_TRUE(test::has(bad.err, "--draft-model " + other + " cannot draft for --model")) << bad.err;
+  EXPECT_TRUE(test::has(bad.err, test::default_model().filename().string())) << bad.err;
+  EXPECT_TRUE(test::has(bad.err, "32000")) << bad.err;
+  auto k0 = run_cli("serve --backend cpu --port 0 --draft-model " + model + " --draft-tokens 0");
+  EXPECT_EQ(k0.rc, 2) << k0.err;
+  EXPECT_TRUE(test::has(k0.err, "--draft-tokens")) << k0.err;
+
+  auto bench = run_cli("bench-batched --backend cpu -m " + model + " --draft-model " + model +
+                       " --parallel 1,3 -p 8 -n 10 --draft-tokens 2 --draft-acceptance 0.5,1 --no-warmup --json -");
+  ASSERT_EQ(bench.rc, 0) << bench.err;
+  auto j = json::parse(bench.out, "bench-batched --json");
+  ASSERT_EQ(j["results"].items().size(), 6u) << bench.out;  // per B: plain, then P 0.5 and 1
+  for (const auto& r : j["results"].items()) {
+    EXPECT_GT(r["tg_tps"].as_double(), 0.0) << bench.out;
+    if (r["draft_tokens"].as_int() == 0) continue;
+    EXPECT_GT(r["tokens_per_pass"].as_double(), 1.0) << bench.out;
+    EXPECT_LE(r["tokens_per_pass"].as_double(), 3.0) << bench.out;
+  }
+  EXPECT_DOUBLE_EQ(j["results"].items()[2]["acceptance"].as_double(), 1.0) << bench.out;  // P = 1: all kept
+}

@@ -194,7 +194,7 @@ int bench_speculative(const Flags& f, const std::string& target_path, int p, int
       so.draft_acceptance = rate;
     }
     llm::Scheduler sched(model, *tok, so);
-    std::vector<llm::RequestResult> done(size_t(B));
+    std::vector<llm::RequestResult> done(static_cast<size_t>(B));
     const auto t0 = Clock::now();
     for (int i = 0; i < B; ++i) {
       llm::Request r;

@@ -345,8 +345,10 @@ int serve(const Flags& f) {
     try {
       llm::check_draft(file.config(), &*tok, draft_file->config(), dtok ? &*dtok : nullptr, dp.string());
     } catch (const Error& e) {
+      std::string why = e.what();
+      if (why.starts_with("wgc: ")) why.erase(0, 5);
       throw Error("wgc serve: --draft-model " + dp.string() + " cannot draft for --model " + path.string() + ": " +
-                  e.what());
+                  why);
     }
     llm::EngineOptions deo = eo;
     deo.max_ctx = served.model().max_ctx();
