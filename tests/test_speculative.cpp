@@ -364,6 +364,58 @@ TEST(SpeculativeSample, TokensAreDistributedAsTheTargets) {
 // to the kernels' rounding); the tokens are reproducible for a seed; a random draft keeps fewer.
 // On the CPU engine only: the rule is the engines' logits and all_logits, checked above and in
 // test_llm_engines (on SwiftShader this test alone took 100 s).
+// The rule over the Sampler's candidate lists (the scheduler's form) draws what the dense rule
+// draws with the same numbers: random candidate sets over a vocabulary of 12.
+TEST(SpeculativeSample, CandidateListsEqualDenseRows) {
+  std::mt19937_64 rng(3);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  const size_t vocab = 12;
+  auto random_row = [&] {
+    std::vector<Sampler::Candidate> c;
+    double total = 0;
+    for (size_t id = 0; id < vocab; ++id)
+      if (u(rng) < 0.4) {
+        c.push_back({int32_t(id), 0.f, u(rng) + 0.01});
+        total += c.back().p;
+      }
+    if (c.empty()) c.push_back({int32_t(rng() % vocab), 0.f, total = 1.0});
+    for (auto& x : c) x.p /= total;
+    return c;
+  };
+  auto dense = [&](const std::vector<Sampler::Candidate>& c) {
+    std::vector<double> d(vocab, 0.0);
+    for (const auto& x : c) d[size_t(x.id)] = x.p;
+    return d;
+  };
+  int kept_some = 0, refused_some = 0;
+  for (int round = 0; round < 300; ++round) {
+    const size_t k = 1 + size_t(rng() % 4);
+    std::vector<std::vector<Sampler::Candidate>> p, q;
+    std::vector<std::vector<double>> pd, qd;
+    std::vector<int32_t> draft;
+    for (size_t i = 0; i <= k; ++i) {
+      p.push_back(random_row());
+      pd.push_back(dense(p.back()));
+    }
+    for (size_t i = 0; i < k; ++i) {
+      q.push_back(random_row());
+      qd.push_back(dense(q.back()));
+      draft.push_back(q.back()[rng() % q.back().size()].id);
+    }
+    std::vector<double> numbers(2 * k + 2);
+    for (double& x : numbers) x = u(rng);
+    size_t a = 0, b = 0;
+    const SampledRound sparse = speculative_sample(p, q, draft, [&] { return numbers.at(a++); });
+    const SampledRound want = speculative_sample(pd, qd, draft, [&] { return numbers.at(b++); });
+    EXPECT_EQ(sparse.kept, want.kept) << round;
+    EXPECT_EQ(sparse.next, want.next) << round;
+    kept_some += sparse.kept > 0;
+    refused_some += sparse.kept < k;
+  }
+  EXPECT_GT(kept_some, 30);
+  EXPECT_GT(refused_some, 30);
+}
+
 TEST(Speculative, SamplingKeepsWhatTheTargetWouldDraw) {
   WGC_REQUIRE_FILE(test::default_model());
   auto& m = models(Device::Cpu);
@@ -488,8 +540,8 @@ void expect_same(const std::vector<Served>& got, const std::vector<Served>& want
 // (the serving engine is batch-invariant, so the verify chunk's rows are the plain steps' rows):
 // several concurrent requests of different lengths, one queued behind the others, ending by
 // max_tokens inside a verified run, by <|end_of_text|>, by a stop string, with logprobs; a
-// sampled request beside them decodes plainly (the same tokens for its seed). The same model as
-// draft agrees on every proposal (its steps are the serving engine's too); a random one rarely.
+// penalised request beside them decodes plainly (the same tokens). The same model as draft agrees
+// on every proposal (its steps are the serving engine's too); a random one rarely.
 TEST(SpeculativeServing, GreedyTokensEqualTheSchedulerWithoutADraft) {
   WGC_REQUIRE_FILE(test::default_model());
   auto& m = models(Device::Cpu);
@@ -500,10 +552,9 @@ TEST(SpeculativeServing, GreedyTokensEqualTheSchedulerWithoutADraft) {
                             served_request(m.tok, "A", 1),
                             served_request(m.tok, "The moon", 20)};
   reqs[2].top_logprobs = 3;
-  Request sampled = served_request(m.tok, "A cat is", 9);
-  sampled.sampling.temperature = 0.8f;
-  sampled.sampling.seed = 11;
-  reqs.push_back(sampled);
+  Request penalised = served_request(m.tok, "A cat is", 9);
+  penalised.sampling.repeat_penalty = 1.3f;
+  reqs.push_back(penalised);
   SchedulerStats plain_stats;
   std::vector<Served> want = serve_all(m.target, m.tok, nullptr, 0, reqs, &plain_stats);
   EXPECT_EQ(want[0].result.stop, StopReason::Eos) << want[0].text;  // an end-of-turn token inside a run
@@ -528,7 +579,7 @@ TEST(SpeculativeServing, GreedyTokensEqualTheSchedulerWithoutADraft) {
         EXPECT_LE(sv.result.draft_accepted, sv.result.draft_proposed);
       }
       EXPECT_EQ(got[4].result.draft_proposed, 0) << what;  // max_tokens 1: nothing to propose
-      EXPECT_EQ(got[6].result.draft_proposed, 0) << what;  // sampled: plain decode
+      EXPECT_EQ(got[6].result.draft_proposed, 0) << what;  // penalties: plain decode
       EXPECT_EQ(st.draft_proposed, proposed) << what;
       EXPECT_EQ(st.draft_accepted, accepted) << what;
       EXPECT_GT(st.draft_verifies, 0u) << what;
@@ -539,6 +590,44 @@ TEST(SpeculativeServing, GreedyTokensEqualTheSchedulerWithoutADraft) {
         EXPECT_LT(accepted * 2, proposed) << what;
       EXPECT_EQ(st.kv_blocks_used, 0) << what;  // every block back (the cached ones unreferenced)
     }
+  }
+}
+
+// Sampled requests speculate by the speculative sampling rule with their own Sampler: a seed gives
+// the same tokens alone and among others (batch invariance holds), the same model as draft has
+// every proposal kept (p = q), a random draft has most refused and still ends each request where
+// it should; top-k (candidates from the device) and top-p (full rows) plans.
+TEST(SpeculativeServing, SampledRequestsFollowTheirSeed) {
+  WGC_REQUIRE_FILE(test::default_model());
+  auto& m = models(Device::Cpu);
+  std::vector<Request> reqs;
+  for (int i = 0; i < 4; ++i) {
+    Request r = served_request(m.tok, i % 2 ? "The moon" : "Love is", 10 + 3 * i);
+    r.sampling.temperature = 0.9f;
+    r.sampling.seed = uint64_t(7 + i);
+    r.ignore_eos = true;  // every request its max_tokens
+    if (i < 2)
+      r.sampling.top_k = 20;  // TopK plans; the others: top-p over full rows
+    else
+      r.sampling.top_p = 0.9f;
+    reqs.push_back(r);
+  }
+  for (LlamaModel* draft : {&m.same, &m.random}) {
+    const bool same = draft == &m.same;
+    const std::string what = same ? "same draft" : "random draft";
+    SchedulerStats st;
+    std::vector<Served> together = serve_all(m.target, m.tok, draft, 3, reqs, &st);
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      std::vector<Served> alone = serve_all(m.target, m.tok, draft, 3, {reqs[i]}, nullptr);
+      expect_same({together[i]}, alone, what + ", alone vs together");
+      EXPECT_EQ(together[i].result.completion_tokens, reqs[i].max_tokens) << what << " " << i;
+      EXPECT_GT(together[i].result.draft_proposed, 0) << what << " " << i;
+    }
+    EXPECT_GT(st.draft_proposed, 20u) << what;
+    if (same)
+      EXPECT_EQ(st.draft_accepted, st.draft_proposed) << what;
+    else
+      EXPECT_LT(st.draft_accepted * 2, st.draft_proposed) << what;
   }
 }
 

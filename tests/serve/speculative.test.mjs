@@ -1,8 +1,9 @@
 // `wgc serve --draft-model` (speculative decoding in the scheduler) through the official openai
 // client, on the built-in model as its own draft: concurrent greedy completions and chats of
 // different lengths answer what a server without the draft answers (text, finish reason, usage,
-// logprobs), streamed or not; a seeded sampled request beside them decodes plainly (the same
-// text); /metrics counts the drafted and accepted tokens.
+// logprobs), streamed or not; a penalised request beside them decodes plainly (the same text); a
+// seeded sampled request (speculative sampling) gives the same text again; /metrics counts the
+// drafted and accepted tokens.
 // Usage: node speculative.test.mjs --wgc build/wgc --deps .deps
 import test from 'node:test';
 import assert from 'node:assert/strict';
@@ -24,7 +25,7 @@ const requests = [
   { prompt: 'The moon', max_tokens: 13, temperature: 0, logprobs: 2 },
   { prompt: 'Love is', max_tokens: 6, temperature: 0, stop: ['.'] },
   { prompt: 'The sun', max_tokens: 9, temperature: 0 },
-  { prompt: 'A cat is', max_tokens: 8, temperature: 0.8, seed: 5 },
+  { prompt: 'A cat is', max_tokens: 8, temperature: 0, repeat_penalty: 1.3 },
 ];
 
 // The parts of a completion that must not depend on the draft.
@@ -37,6 +38,13 @@ test('completions with the draft equal those without, concurrently', async () =>
   const got = await Promise.all(requests.map((r) => b.completions.create({ model, ...r })));
   for (let i = 0; i < requests.length; ++i) assert.deepEqual(same(got[i]), same(want[i]), requests[i].prompt);
   assert.ok(want.some((r) => r.choices[0].finish_reason === 'stop'), 'a request ends by a stop');
+});
+
+test('a seeded sampled request gives its text again', async () => {
+  const body = { model: 'x', prompt: 'A cat is', max_tokens: 12, temperature: 0.8, seed: 5 };
+  const [x, y] = await Promise.all([b.completions.create(body), b.completions.create(body)]);
+  assert.equal(x.choices[0].text, y.choices[0].text);
+  assert.equal((await b.completions.create(body)).choices[0].text, x.choices[0].text);
 });
 
 test('streamed chat with the draft equals the chat without', async () => {

@@ -65,6 +65,7 @@ struct Inflight {
   std::vector<bool> want;
   std::vector<SamplePlan> plan;
   std::vector<std::vector<int32_t>> draft;
+  std::vector<std::vector<std::vector<Sampler::Candidate>>> q;  // sampled: the draft's chain of each proposal
   std::vector<std::vector<int32_t>> chunk;  // the speculating sequences' tokens fed (the spans' storage)
 };
 }  // namespace
@@ -491,7 +492,7 @@ struct Scheduler::Impl {
       reserved += s.reserved;
       // (the shared blocks' draft K/V are there when their publisher speculated too; else only its
       // proposals suffer)
-      s.spec = draft_engine != nullptr && !s.constraint && s.rs->sampler().plan().kind == SamplePlan::Greedy;
+      s.spec = draft_engine != nullptr && !s.constraint && !rq.sampling.has_penalties();
       s.dcached = s.cached;
       s.rs->admitted(s.cached);
       running.push_back(std::move(s));
@@ -548,14 +549,19 @@ struct Scheduler::Impl {
       n_of.push_back(n);
       k_of.push_back(draft_engine ? draft_count(s) : 0);
     }
-    std::vector<std::vector<int32_t>> props =
-        draft_engine ? propose(n_of, k_of) : std::vector<std::vector<int32_t>>(running.size());
+    Proposals props;
+    if (draft_engine) {
+      props = propose(n_of, k_of);
+    } else {
+      props.ids.resize(running.size());
+      props.q.resize(running.size());
+    }
     std::vector<StepSequence> in;
     f.chunk.reserve(running.size());  // the spans into it stay valid
     size_t i = 0;
     for (Seq& s : running) {
       const size_t at = i++;
-      std::vector<int32_t> d = std::move(props[at]);
+      std::vector<int32_t> d = std::move(props.ids[at]);
       if (n_of[at] == 0) continue;
       const int n = n_of[at] + int(d.size());
       cover(s, s.cached + n);
@@ -578,6 +584,7 @@ struct Scheduler::Impl {
       f.plan.push_back(plan);
       f.want.push_back(q.wants_logits());
       f.draft.push_back(std::move(d));
+      f.q.push_back(std::move(props.q[at]));
     }
     f.pending = engine->submit(in);
     return f;
@@ -600,16 +607,27 @@ struct Scheduler::Impl {
     return std::all_of(ids.begin(), ids.end(), [&](int32_t id) { return id < v; });
   }
 
-  // The draft's proposals, per running sequence (empty: none), k_of[i] at most: the draft steps
+  // The draft's proposals, per running sequence (empty: none), k_of[i] at most, and for a sampled
+  // sequence the draft's distribution each was drawn from (its Sampler's chain): the draft steps
   // over every proposing sequence at once, the first running the tokens the draft has not seen
   // up to the last one (and the speculating sequences' prompt chunks of this step, n_of, so that
-  // its pool holds their prompts), each later one fed the argmax of the one before on the device
-  // (feed_row); collected at the end. Proposals past the target's vocabulary are cut.
-  std::vector<std::vector<int32_t>> propose(const std::vector<int>& n_of, const std::vector<int>& k_of) {
-    std::vector<std::vector<int32_t>> out(running.size());
+  // its pool holds their prompts). Greedy only: each later step is fed the argmax of the one before
+  // on the device (feed_row) and all are collected at the end; with a sampled sequence each step is
+  // collected and its proposals drawn on the host (the sequence's Sampler) before the next.
+  // Proposals past the target's vocabulary are cut.
+  struct Proposals {
+    std::vector<std::vector<int32_t>> ids;
+    std::vector<std::vector<std::vector<Sampler::Candidate>>> q;
+  };
+  Proposals propose(const std::vector<int>& n_of, const std::vector<int>& k_of) {
+    Proposals out;
+    out.ids.resize(running.size());
+    out.q.resize(running.size());
     std::vector<Seq*> seq_at;
+    std::vector<SamplePlan> plan_of(running.size());
     std::vector<StepSequence> in;
     std::vector<size_t> rows;  // the proposing sequences, in the order of the first step's rows
+    bool sync = false;
     for (Seq& s : running) {
       const size_t at = seq_at.size();
       seq_at.push_back(&s);
@@ -617,7 +635,9 @@ struct Scheduler::Impl {
       const int upto = s.decoding() ? int(s.tokens.size()) : s.cached + n_of[at];
       if ((s.decoding() ? k_of[at] : n_of[at]) == 0) continue;
       const auto todo = std::span<const int32_t>(s.tokens).subspan(size_t(s.dcached), size_t(upto - s.dcached));
-      if (!draft_takes(todo) || int(todo.size()) > opt.draft_tokens + 2 + opt.prefill_chunk) {
+      // A decoding sequence's draft lags one or two positions behind (a verify pass keeps up to one
+      // position the draft did not run): more would break the draft engine's step size.
+      if (!draft_takes(todo) || (s.decoding() && todo.size() > 3)) {
         s.spec = false;  // (a token the draft cannot run): decodes plainly from now on
         continue;
       }
@@ -626,7 +646,9 @@ struct Scheduler::Impl {
       q.pos0 = s.dcached;
       if (s.decoding()) {
         cover(s, s.cached + k_of[at] + 1);
-        q.top_k = 1;
+        want_token(s, q, plan_of[at]);
+        q.logsumexp = false;
+        sync |= plan_of[at].kind != SamplePlan::Greedy;
         rows.push_back(at);
       } else {
         cover(s, upto);
@@ -636,40 +658,68 @@ struct Scheduler::Impl {
       in.push_back(q);
     }
     if (in.empty()) return out;
-    std::vector<BatchedLlama::Pending> steps;
-    std::vector<std::vector<size_t>> order;  // per draft step, the sequences of its rows
-    steps.push_back(draft_engine->submit(in));
-    order.push_back(std::move(rows));
+    // A step's rows: the proposals (greedy: the argmax; sampled: drawn from the draft's chain).
+    auto take = [&](const std::vector<size_t>& order, const std::vector<StepLogits>& got) {
+      for (size_t r = 0; r < order.size(); ++r) {
+        Seq& s = *seq_at[order[r]];
+        const SamplePlan& plan = plan_of[order[r]];
+        if (plan.kind != SamplePlan::Greedy) out.q[order[r]].push_back(chain(s, plan, got[r]));
+        out.ids[order[r]].push_back(pick(s, plan, got[r]));
+      }
+    };
+    std::vector<BatchedLlama::Pending> steps;  // greedy: collected at the end
+    std::vector<std::vector<size_t>> order;    // per draft step, the sequences of its rows
+    auto run = [&](std::span<const StepSequence> step, std::vector<size_t> who) {
+      BatchedLlama::Pending h = draft_engine->submit(step);
+      if (sync)
+        take(who, draft_engine->collect(h));
+      else
+        steps.push_back(std::move(h));
+      order.push_back(std::move(who));
+    };
+    run(in, std::move(rows));
     const int32_t placeholder = 0;
     for (int j = 2;; ++j) {  // step j proposes token j, fed token j - 1 at position cached + j - 1
-      const std::vector<size_t>& prev = order.back();
+      const std::vector<size_t> prev = order.back();
       std::vector<StepSequence> next;
       std::vector<size_t> w;
       for (size_t r = 0; r < prev.size(); ++r) {
-        const Seq& s = *seq_at[prev[r]];
+        Seq& s = *seq_at[prev[r]];
         if (k_of[prev[r]] < j) continue;
         StepSequence q;
-        q.tokens = std::span<const int32_t>(&placeholder, 1);
+        if (sync) {
+          q.tokens = std::span<const int32_t>(&out.ids[prev[r]].back(), 1);
+        } else {
+          q.tokens = std::span<const int32_t>(&placeholder, 1);
+          q.feed_row = int(r);
+        }
         q.pos0 = s.cached + j - 1;
         q.blocks = s.blocks;
-        q.feed_row = int(r);
-        q.top_k = 1;
+        SamplePlan plan;
+        want_token(s, q, plan);
+        q.logsumexp = false;
         next.push_back(q);
         w.push_back(prev[r]);
       }
       if (next.empty()) break;
-      steps.push_back(draft_engine->submit(next));
-      order.push_back(std::move(w));
+      run(next, std::move(w));
     }
-    for (size_t j = 0; j < steps.size(); ++j) {
-      const std::vector<StepLogits> got = draft_engine->collect(steps[j]);
-      for (size_t r = 0; r < order[j].size(); ++r) out[order[j][r]].push_back(got[r].top_ids[0]);
-    }
-    for (auto& d : out) {
+    for (size_t j = 0; j < steps.size(); ++j) take(order[j], draft_engine->collect(steps[j]));
+    for (size_t i = 0; i < out.ids.size(); ++i) {
+      auto& d = out.ids[i];
       auto past = std::find_if(d.begin(), d.end(), [&](int32_t id) { return id < 0 || id >= cfg.vocab_size; });
       d.erase(past, d.end());
+      if (out.q[i].size() > d.size()) out.q[i].resize(d.size());
     }
     return out;
+  }
+
+  // The Sampler's chain of s over a row of logits: the candidates it keeps, with their probabilities.
+  static std::vector<Sampler::Candidate> chain(Seq& s, const SamplePlan& plan, const StepLogits& out) {
+    const Sampler& sm = s.rs->sampler();
+    if (plan.kind == SamplePlan::Full) return sm.candidates(out.logits);
+    const size_t k = size_t(plan.k);
+    return sm.candidates(std::span(out.top_ids).first(k), std::span(out.top_logits).first(k));
   }
 
   // Whether the step after f can be recorded before f's tokens are back: the engine runs steps
@@ -717,6 +767,7 @@ struct Scheduler::Impl {
       g.plan.push_back({SamplePlan::Greedy, 1});
       g.want.push_back(true);
       g.draft.emplace_back();
+      g.q.emplace_back();
     }
     if (in.empty()) return g;
     g.pending = engine->submit(in);
@@ -740,7 +791,8 @@ struct Scheduler::Impl {
       Seq* s = f.fed[i];
       if (!s) continue;  // ended while this step was in flight
       if (!f.draft[i].empty()) {
-        if (!verify(*s, f.draft[i], f.plan[i], std::span(out, n_rows), generated, drafted)) done.push_back({s, {}});
+        if (!verify(*s, f.draft[i], f.q[i], f.plan[i], std::span(out, n_rows), generated, drafted))
+          done.push_back({s, {}});
         continue;
       }
       s->cached += f.n[i];
@@ -764,6 +816,8 @@ struct Scheduler::Impl {
       ++generated;
       if (!s->rs->take(id, lp ? &*lp : nullptr, s->cached, last)) done.push_back({s, {}});
     }
+    // (the totals first: drain() returns once the last request ended, with its tokens counted)
+    publish_state(generated, drafted);
     for (auto& [s, error] : done) {
       if (next) std::replace(next->fed.begin(), next->fed.end(), s, static_cast<Seq*>(nullptr));
       for (auto it = running.begin(); it != running.end(); ++it)
@@ -775,7 +829,6 @@ struct Scheduler::Impl {
           break;
         }
     }
-    publish_state(generated, drafted);
   }
 
   // A speculating sequence's verify pass: the longest prefix of its proposals d equal to the
@@ -783,21 +836,29 @@ struct Scheduler::Impl {
   // rejected positions of both pools are dropped: past `cached` (and `dcached`), they are written
   // again before they are read, and the blocks past the next token go back to its reservation.
   // Returns false when the request ended.
-  bool verify(Seq& s, const std::vector<int32_t>& d, const SamplePlan& plan, std::span<StepLogits> out, int& generated,
-              Drafted& drafted) {
+  bool verify(Seq& s, const std::vector<int32_t>& d, const std::vector<std::vector<Sampler::Candidate>>& q,
+              const SamplePlan& plan, std::span<StepLogits> out, int& generated, Drafted& drafted) {
     const int B = opt.kv_block_tokens;
     size_t kept = 0;
+    int32_t next = -1;
     if (opt.draft_acceptance >= 0) {
       std::uniform_real_distribution<double> u(0.0, 1.0);
       while (kept < d.size() && u(accept_rng) < opt.draft_acceptance) ++kept;
-    } else {
+    } else if (plan.kind == SamplePlan::Greedy) {
       while (kept < d.size() && pick(s, plan, out[kept]) == d[kept]) ++kept;
+    } else {  // the speculative sampling rule with the sequence's own random numbers
+      std::vector<std::vector<Sampler::Candidate>> p;
+      for (const StepLogits& row : out) p.push_back(chain(s, plan, row));
+      Sampler& sm = s.rs->sampler();
+      const SampledRound round = speculative_sample(p, q, d, [&] { return sm.uniform(); });
+      kept = round.kept;
+      next = round.next;
     }
+    if (next < 0) next = pick(s, plan, out[kept]);
     const int old = s.cached;
     s.cached = old + 1 + int(kept);
     s.dcached = std::min(old + int(d.size()), s.cached);  // the draft ran up to its proposal k - 1
     s.tokens.insert(s.tokens.end(), d.begin(), d.begin() + std::ptrdiff_t(kept));
-    const int32_t next = pick(s, plan, out[kept]);
     s.tokens.push_back(next);
     while (s.published < s.cached / B) kv->publish(s.blocks, s.published++, s.tokens);
     for (size_t keep = size_t((s.cached + B) / B); s.blocks.size() > keep;) {
