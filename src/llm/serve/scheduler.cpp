@@ -42,7 +42,7 @@ struct Seq {
   int reserved = 0;                      // blocks reserved for it, not allocated yet
   int published = 0;                     // of its blocks, those published to the prefix cache
   std::optional<Constraint> constraint;  // Request::grammar followed
-  // Speculative decoding: whether the draft proposes its tokens (greedy, no grammar), and the
+  // Speculative decoding: whether the draft proposes its tokens (no grammar, no penalties), and the
   // positions whose K/V the draft's pool holds (<= cached: the draft did not run a last kept
   // proposal, or one position of the verify pass that it never saw).
   bool spec = false;
@@ -831,8 +831,9 @@ struct Scheduler::Impl {
     }
   }
 
-  // A speculating sequence's verify pass: the longest prefix of its proposals d equal to the
-  // target's argmax at each position, then the target's own token, handed out in order. The
+  // A speculating sequence's verify pass: greedy, the longest prefix of its proposals d equal to
+  // the target's argmax at each position, then the target's own token; sampled, the speculative
+  // sampling rule on the target's chains (out) and the draft's (q); handed out in order. The
   // rejected positions of both pools are dropped: past `cached` (and `dcached`), they are written
   // again before they are read, and the blocks past the next token go back to its reservation.
   // Returns false when the request ended.

@@ -45,13 +45,14 @@ struct SchedulerOptions {
   // Q4_0 / Q8_0 matrices), Naive.
   LinearVersion linear = LinearVersion::Auto;
   // Speculative decoding (docs/serving.md): a draft model of the target's tokenizer (the caller
-  // checks it: check_draft) proposes up to draft_tokens tokens for each greedy sequence (no
-  // grammar, no penalties) in draft steps over all of them at once; the target checks them in the
-  // step's one forward (the sequence's last token and its proposals as a chunk, logits at every
-  // position) and keeps the longest prefix equal to its own argmax, plus its own next token. The
-  // tokens are the target's alone, token for token (batch invariance). Sampled and constrained
-  // sequences decode as without a draft. The draft has its own KV pool of kv_blocks blocks, under
-  // the same block tables. Its context must hold max_ctx.
+  // checks it: check_draft) proposes up to draft_tokens tokens for each sequence without grammar
+  // or penalties, in draft steps over all of them at once; the target checks them in the step's
+  // one forward (the sequence's last token and its proposals as a chunk, logits at every
+  // position). Greedy: the longest prefix equal to its own argmax, plus its own next token, so the
+  // tokens are the target's alone, token for token (batch invariance). Sampled: the speculative
+  // sampling rule (speculative_sample) with the sequence's Sampler, so the tokens are distributed
+  // as the target's. The draft has its own KV pool of kv_blocks blocks, under the same block
+  // tables. Its context must hold max_ctx.
   LlamaModel* draft = nullptr;  // not owned; outlives the scheduler (DeviceRecovery::rebuild_draft replaces it)
   int draft_tokens = 5;         // 1 .. kMaxDraftTokens
   // For benchmarks only (< 0: off): each proposal is kept with this probability (seeded; a run
