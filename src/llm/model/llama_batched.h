@@ -89,9 +89,10 @@ class BatchedLlama {
   bool overlaps() const;
 
   // Runs one step (one submit, waits for it). Returns one entry per row of logits wanted (a
-  // sequence's `rows`), in order. Throws wgc::Error (naming the sequence) on bad input: token ids outside the
-  // vocabulary, positions past max_ctx, block tables too short or outside the pool, more than
-  // max_tokens tokens or max_rows rows, rows outside 1 .. tokens, a feed_row the previous step did not compute.
+  // sequence's `rows`), in order. Throws wgc::Error (naming the sequence) on bad input: token ids
+  // outside the vocabulary, positions past max_ctx, block tables too short or outside the pool,
+  // more than max_tokens tokens or max_rows rows, rows outside 1 .. tokens, a feed_row the
+  // previous step did not compute.
   std::vector<StepLogits> step(std::span<const StepSequence> seqs);
 
   // The same in two halves, so that the host can record the next step (with feed_row) while the
