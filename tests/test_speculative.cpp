@@ -723,6 +723,10 @@ TEST(SpeculativeCli, ServeAndBenchBatched) {
   auto k0 = run_cli("serve --backend cpu --port 0 --draft-model " + model + " --draft-tokens 0");
   EXPECT_EQ(k0.rc, 2) << k0.err;
   EXPECT_TRUE(test::has(k0.err, "--draft-tokens")) << k0.err;
+  auto pool = run_cli("serve --backend cpu --port 0 --models-dir " + quote(test::temp_dir("serve-draft").string()) +
+                      " --draft-model " + model);
+  EXPECT_EQ(pool.rc, 2) << pool.err;
+  EXPECT_TRUE(test::has(pool.err, "--draft-model serves one model")) << pool.err;
 
   auto bench = run_cli("bench-batched --backend cpu -m " + model + " --draft-model " + model +
                        " --parallel 1,3 -p 8 -n 10 --draft-tokens 2 --draft-acceptance 0.5,1 --no-warmup --json -");

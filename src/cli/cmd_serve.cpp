@@ -314,7 +314,7 @@ int serve(const Flags& f) {
 
   if (f.draft_model) {
     if (f.models_dir || !named.empty())
-      throw UsageError("--draft-model serves one model: not with --models-dir or --model NAME=PATH");
+      throw UsageError("--draft-model serves one model: not with --models-dir or several --model NAME=PATH");
     in_range(sched.draft_tokens, "--draft-tokens", 1, llm::kMaxDraftTokens);
   }
   if (f.models_dir || !named.empty()) return serve_pool(f, path, name, named, tokenizer, so, sched, gpu);
