@@ -618,8 +618,10 @@ TEST(SpeculativeServing, SampledRequestsFollowTheirSeed) {
     SchedulerStats st;
     std::vector<Served> together = serve_all(m.target, m.tok, draft, 3, reqs, &st);
     for (size_t i = 0; i < reqs.size(); ++i) {
-      std::vector<Served> alone = serve_all(m.target, m.tok, draft, 3, {reqs[i]}, nullptr);
-      expect_same({together[i]}, alone, what + ", alone vs together");
+      if (i == 1 || i == 2) {  // alone: a top-k plan and a top-p one
+        std::vector<Served> alone = serve_all(m.target, m.tok, draft, 3, {reqs[i]}, nullptr);
+        expect_same({together[i]}, alone, what + ", alone vs together");
+      }
       EXPECT_EQ(together[i].result.completion_tokens, reqs[i].max_tokens) << what << " " << i;
       EXPECT_GT(together[i].result.draft_proposed, 0) << what << " " << i;
     }
