@@ -158,8 +158,9 @@ int bench_speculative(const Flags& f, const std::string& target_path, int p, int
   std::vector<double> rates = f.draft_acceptance.empty() ? std::vector<double>{-1} : f.draft_acceptance;
   for (double a : f.draft_acceptance)
     if (!(a >= 0 && a <= 1)) throw UsageError("--draft-acceptance expects fractions from 0 to 1");
-  if (f.tuning || f.no_prefill || f.sync || f.micro_batches)
-    throw UsageError("--draft-model measures the scheduler: not with --tuning, --no-prefill, --sync, --micro-batches");
+  if (f.tuning || f.no_prefill || f.sync || f.micro_batches || f.out.png)
+    throw UsageError(
+        "--draft-model measures the scheduler: not with --tuning, --no-prefill, --sync, --micro-batches, --png");
   f.out.check();
   std::FILE* table = f.out.table();
   LlmBackend be = llm_backend(f.gpu, -1, &f.gpus);
