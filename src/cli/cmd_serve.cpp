@@ -234,6 +234,17 @@ int serve_pool(const Flags& f, const fs::path& default_path, const std::string& 
   return run_until_signal(srv);
 }
 
+// --draft-model, --draft-tokens (speculative decoding: docs/serving.md).
+void add_draft_flags(CLI::App& app, Flags& f) {
+  add_text(app, "--draft-model,--model-draft", f.draft_model,
+           "speculative decoding: a small model of the same tokenizer proposes tokens that the model checks in its "
+           "batched steps (greedy requests: their tokens unchanged; sampled: the same distribution)")
+      ->type_name("MODEL");
+  add_number(app, "--draft-tokens,--draft-max", f.sched.draft_tokens,
+             "speculative decoding: tokens the draft proposes per step and sequence (1.." +
+                 std::to_string(llm::kMaxDraftTokens) + ")");
+}
+
 int serve(const Flags& f) {
   // --model PATH (at most one: the default model) and --model NAME=PATH (each a model of the pool;
   // the first is the default one where no PATH is given).
@@ -371,76 +382,70 @@ int serve(const Flags& f) {
   return run_until_signal(srv);
 }
 
-Register reg{
-    {"serve", "OpenAI-compatible HTTP server for a language model (default: the built-in wgc-tiny-dict)",
-     [](CLI::App& app) {
-       auto f = std::make_shared<Flags>();
-       app.add_option("--model,-m", f->models,
-                      std::string(kModelHelp) +
-                          "; NAME=PATH (repeatable) serves that model too, under NAME (the first one is "
-                          "the default model where no PATH is given)")
-           ->allow_extra_args(false)
-           ->type_name("PATH|NAME=PATH");
-       app.add_option("--tokenizer", f->tokenizer, "a tokenizer.json, folder or .gguf (default: the model's own)")
-           ->type_name("PATH");
-       add_text(app, "--name", f->name, "the model's id in the API (default: the file's name)");
-       add_text(app, "--embedding-model", f->embedding_model,
-                "an embedding model (BERT family, Qwen3-Embedding) for /v1/embeddings (its id: its name)")
-           ->type_name("PATH");
-       app.add_option("--host", f->so.host, "the address to listen on");
-       add_number(app, "--port", f->so.port, "the port to listen on (0: any free one)");
-       app.add_option("--api-key", f->so.api_key,
-                      "require this bearer token (visible in the process list: prefer --api-key-file "
-                      "or WGC_API_KEY)")
-           ->type_name("KEY")
-           ->default_str("");
-       add_text(app, "--api-key-file", f->api_key_file, "require the bearer token on this file's first line")
-           ->type_name("PATH");
-       add_number(app, "--parallel", f->sched.parallel, "sequences decoded together");
-       add_text(app, "--draft-model,--model-draft", f->draft_model,
-                "speculative decoding: a small model of the same tokenizer proposes tokens that the model checks in "
-                "its batched steps (greedy requests: their tokens unchanged; sampled: the same distribution)")
-           ->type_name("MODEL");
-       add_number(app, "--draft-tokens,--draft-max", f->sched.draft_tokens,
-                  "speculative decoding: tokens the draft proposes per step and sequence (1.." +
-                      std::to_string(llm::kMaxDraftTokens) + ")");
-       add_ctx_flag(app, f->sched.max_ctx, "context per sequence in tokens; 0: the model's, capped");
-       add_threads_flag(app, f->threads);
-       add_number(app, "--max-queue", f->sched.max_queue,
-                  "waiting requests beyond which new ones get 503 with Retry-After");
-       add_number(app, "--kv-blocks", f->sched.kv_blocks,
-                  "KV-cache blocks shared by the sequences (default 0: parallel x ctx / block, at most "
-                  "48 GiB)");
-       add_number(app, "--kv-block", f->sched.kv_block_tokens, "tokens per KV-cache block");
-       add_number(app, "--prefill-chunk", f->sched.prefill_chunk, "prompt tokens per step");
-       add_text(app, "--kernel", f->kernel,
-                "the engine's linear kernels: auto, batched, batched-q8 or naive (default: auto)")
-           ->type_name("K");
-       add_number(app, "--max-body", f->max_body, "the largest request body in bytes (chunked ones too)");
-       add_number(app, "--max-connections", f->max_conn,
-                  "open connections at once (default 0: parallel + max-queue + 16, at most 1000); past "
-                  "it an idle or slow one is closed, else 503");
-       add_number(app, "--max-connections-per-client", f->max_conn_client,
-                  "open connections from one address (default 0: 3/4 of --max-connections; behind a proxy "
-                  "give --max-connections)");
-       add_number(app, "--request-timeout", f->request_timeout_s,
-                  "seconds a request's headers and body may take to arrive (else 408)");
-       add_number(app, "--shutdown-grace", f->grace_s, "seconds running requests get to finish on SIGTERM");
-       add_text(app, "--models-dir", f->models_dir,
-                "serve every *.gguf in this folder too (named by file stem), each loaded on the first "
-                "request whose 'model' names it")
-           ->type_name("DIR");
-       add_text(app, "--max-gpu-memory", f->max_gpu_memory,
-                "with several models: their memory budget (weights + KV pools, e.g. 8G); the least "
-                "recently used idle model is unloaded to make room")
-           ->type_name("BYTES");
-       add_number(app, "--model-load-timeout", f->load_timeout_s,
-                  "with several models: seconds a request waits for its model to load or to fit");
-       add_number(app, "--gpu", f->gpu_index, "the adapter's index (wgc info lists them); -1: the default");
-       add_gpu_flags(app, f->gpu);
-       add_engine_flags(app, f->split);
-       return [f] { return serve(*f); };
-     }}};
+Register reg{{"serve", "OpenAI-compatible HTTP server for a language model (default: the built-in wgc-tiny-dict)",
+              [](CLI::App& app) {
+                auto f = std::make_shared<Flags>();
+                app.add_option("--model,-m", f->models,
+                               std::string(kModelHelp) +
+                                   "; NAME=PATH (repeatable) serves that model too, under NAME (the first one is "
+                                   "the default model where no PATH is given)")
+                    ->allow_extra_args(false)
+                    ->type_name("PATH|NAME=PATH");
+                app.add_option("--tokenizer", f->tokenizer,
+                               "a tokenizer.json, folder or .gguf (default: the model's own)")
+                    ->type_name("PATH");
+                add_text(app, "--name", f->name, "the model's id in the API (default: the file's name)");
+                add_text(app, "--embedding-model", f->embedding_model,
+                         "an embedding model (BERT family, Qwen3-Embedding) for /v1/embeddings (its id: its name)")
+                    ->type_name("PATH");
+                app.add_option("--host", f->so.host, "the address to listen on");
+                add_number(app, "--port", f->so.port, "the port to listen on (0: any free one)");
+                app.add_option("--api-key", f->so.api_key,
+                               "require this bearer token (visible in the process list: prefer --api-key-file "
+                               "or WGC_API_KEY)")
+                    ->type_name("KEY")
+                    ->default_str("");
+                add_text(app, "--api-key-file", f->api_key_file, "require the bearer token on this file's first line")
+                    ->type_name("PATH");
+                add_number(app, "--parallel", f->sched.parallel, "sequences decoded together");
+                add_draft_flags(app, *f);
+                add_ctx_flag(app, f->sched.max_ctx, "context per sequence in tokens; 0: the model's, capped");
+                add_threads_flag(app, f->threads);
+                add_number(app, "--max-queue", f->sched.max_queue,
+                           "waiting requests beyond which new ones get 503 with Retry-After");
+                add_number(app, "--kv-blocks", f->sched.kv_blocks,
+                           "KV-cache blocks shared by the sequences (default 0: parallel x ctx / block, at most "
+                           "48 GiB)");
+                add_number(app, "--kv-block", f->sched.kv_block_tokens, "tokens per KV-cache block");
+                add_number(app, "--prefill-chunk", f->sched.prefill_chunk, "prompt tokens per step");
+                add_text(app, "--kernel", f->kernel,
+                         "the engine's linear kernels: auto, batched, batched-q8 or naive (default: auto)")
+                    ->type_name("K");
+                add_number(app, "--max-body", f->max_body, "the largest request body in bytes (chunked ones too)");
+                add_number(app, "--max-connections", f->max_conn,
+                           "open connections at once (default 0: parallel + max-queue + 16, at most 1000); past "
+                           "it an idle or slow one is closed, else 503");
+                add_number(app, "--max-connections-per-client", f->max_conn_client,
+                           "open connections from one address (default 0: 3/4 of --max-connections; behind a proxy "
+                           "give --max-connections)");
+                add_number(app, "--request-timeout", f->request_timeout_s,
+                           "seconds a request's headers and body may take to arrive (else 408)");
+                add_number(app, "--shutdown-grace", f->grace_s, "seconds running requests get to finish on SIGTERM");
+                add_text(app, "--models-dir", f->models_dir,
+                         "serve every *.gguf in this folder too (named by file stem), each loaded on the first "
+                         "request whose 'model' names it")
+                    ->type_name("DIR");
+                add_text(app, "--max-gpu-memory", f->max_gpu_memory,
+                         "with several models: their memory budget (weights + KV pools, e.g. 8G); the least "
+                         "recently used idle model is unloaded to make room")
+                    ->type_name("BYTES");
+                add_number(app, "--model-load-timeout", f->load_timeout_s,
+                           "with several models: seconds a request waits for its model to load or to fit");
+                add_number(app, "--gpu", f->gpu_index, "the adapter's index (wgc info lists them); -1: the default");
+                add_gpu_flags(app, f->gpu);
+                add_engine_flags(app, f->split);
+                return [f] { return serve(*f); };
+              }}};
 
 }  // namespace
 }  // namespace wgc::cli
