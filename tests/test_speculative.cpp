@@ -633,6 +633,45 @@ TEST(SpeculativeServing, SampledRequestsFollowTheirSeed) {
   }
 }
 
+// A request whose prompt continues an earlier one's output takes its published blocks from the
+// prefix cache, in both pools: the draft's copy of them was written when the earlier request ran
+// (prompt chunks and verified tokens alike), so the same model as draft still agrees on every
+// proposal, and the tokens are the scheduler's without a draft.
+TEST(SpeculativeServing, CachedPrefixBlocksHoldTheDraftsKv) {
+  WGC_REQUIRE_FILE(test::default_model());
+  auto& m = models(Device::Cpu);
+  const Request first = served_request(m.tok, "Computer science is", 30);
+  SchedulerOptions o;
+  o.parallel = 2;
+  o.prefill_chunk = 7;
+  o.draft = &m.same;
+  o.draft_tokens = 4;
+  Scheduler sched(m.target, m.tok, o);
+  auto one = [&](const Request& r) {
+    Served sv;
+    sched.submit(
+        r,
+        [&sv](const TokenEvent& e) {
+          sv.ids.push_back(e.id);
+          return true;
+        },
+        [&sv](const RequestResult& res) { sv.result = res; });
+    sched.drain();
+    return sv;
+  };
+  const Served a = one(first);
+  ASSERT_GE(a.ids.size(), 20u);
+  Request next = served_request(m.tok, "", 10);
+  next.prompt = first.prompt;
+  next.prompt.insert(next.prompt.end(), a.ids.begin(), a.ids.begin() + 20);
+  const Served b = one(next);
+  EXPECT_GE(b.result.cached_tokens, 16) << "the continuation found no cached block";
+  EXPECT_GT(b.result.draft_proposed, 0);
+  EXPECT_EQ(b.result.draft_accepted, b.result.draft_proposed);
+  const std::vector<Served> want = serve_all(m.target, m.tok, nullptr, 0, {next}, nullptr);
+  EXPECT_EQ(ids_str(b.ids), ids_str(want[0].ids));
+}
+
 // The same on the GPU engine (SwiftShader): the verify chunk's rows read back from the device,
 // the draft's steps fed their argmax on the device (feed_row). Two short requests.
 TEST(SpeculativeServing, GreedyTokensEqualOnTheGpuEngine) {
