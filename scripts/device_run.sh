@@ -88,6 +88,18 @@ for step in $steps; do
       args=${extra//,/ }
       [ -f "$m" ] && [ -f "$dm" ] && timeout ${WGC_LLM_TIMEOUT:-300} $wgc bench-llm --model "$m" --draft-model "$dm" \
           $defaults ${args//+/,} --json "$RES/llm-$tag.json" 2>"$RES/llm-$tag.err" | tee -a "$RES/llm.txt" ;;
+    specbatched:*)  # specbatched:TARGET_SHAPE:DRAFT_SHAPE:TYPE[:EXTRA]: wgc bench-batched --draft-model, the
+      # scheduler's speculative decoding against its plain decode at each --parallel count, e.g.
+      # specbatched:llama-3.1-8b:llama-3.2-1b:q4_0:--draft-acceptance,0+0.5+0.7+0.9,--draft-tokens,3+5
+      # (commas become spaces, then + becomes a comma; random weights agree on nothing, so give rates)
+      IFS=: read -r _ shape dshape type extra <<<"$step"
+      m=$(synth "$shape" "$type"); dm=$(synth "$dshape" "$type")
+      tag=specbatched-$shape-$dshape-$type$(echo "${extra:-}" | tr -c 'a-zA-Z0-9\n' '_' | cut -c1-120)
+      defaults=""  # --parallel 1,16,64 -p 256 -n 128 unless the step gives its own
+      for d in "--parallel 1,16,64" "-p 256" "-n 128"; do [[ ",${extra:-}," == *",${d% *},"* ]] || defaults+=" $d"; done
+      args=${extra//,/ }
+      [ -f "$m" ] && [ -f "$dm" ] && timeout 500 $wgc bench-batched --model "$m" --draft-model "$dm" $defaults \
+          ${args//+/,} --json "$RES/batched-$tag.json" 2>"$RES/batched-$tag.err" | tee -a "$RES/batched.txt" ;;
     batched:*)  # batched:SHAPE:TYPE[:EXTRA]: wgc bench-batched (llama-batched-bench), e.g. batched:llama-3.1-8b:q4_0
       # or batched:llama-3.1-8b:q4_0:--parallel,16+64,-r,3 (commas become spaces, then + becomes a comma)
       IFS=: read -r _ shape type extra <<<"$step"

@@ -211,6 +211,56 @@ TEST_P(BatchedOn, FeedRowPipelinesSteps) {
   EXPECT_THROW(bl.submit(p2), Error);
 }
 
+// StepSequence::rows: a chunk's logits after each of its last `rows` tokens (a speculative verify
+// chunk) are, bit for bit, what feeding those tokens one step at a time gives, beside another
+// sequence's one row; rows outside 1 .. tokens, or more rows than max_rows, are refused.
+TEST_P(BatchedOn, RowsGiveTheLogitsAfterEachToken) {
+  WGC_REQUIRE_FILE(default_model());
+  LlamaModel& model = shared_model(GetParam());
+  BatchedOptions bo;
+  bo.max_tokens = 16;
+  bo.max_rows = 5;
+  bo.block_tokens = 4;
+  bo.blocks = 8;
+  BatchedLlama bl(model, bo);
+  const std::vector<int32_t> a = {0, 5, 77, 301, 12, 9, 40}, b = {0, 9, 8};
+  const std::vector<int32_t> ta = {0, 1}, tb = {2, 3};
+  std::vector<std::vector<float>> want;  // a's logits after tokens 3..6, one step each
+  for (int n = 4; n <= 7; ++n) {
+    StepSequence q;
+    q.tokens = std::span(a).subspan(n == 4 ? 0 : size_t(n - 1), n == 4 ? 4 : 1);
+    q.pos0 = n == 4 ? 0 : n - 1;
+    q.blocks = ta;
+    q.full = true;
+    want.push_back(bl.step(std::span(&q, 1))[0].logits);
+  }
+  std::vector<StepSequence> st(2);
+  st[0].tokens = b;
+  st[0].blocks = tb;
+  st[0].top_k = 2;
+  st[1].tokens = a;
+  st[1].blocks = ta;
+  st[1].full = true;
+  st[1].top_k = 3;
+  st[1].rows = 4;
+  const auto got = bl.step(st);
+  ASSERT_EQ(got.size(), 5u);
+  EXPECT_EQ(got[0].top_ids.size(), 2u);
+  for (size_t r = 0; r < 4; ++r) {
+    EXPECT_EQ(std::memcmp(got[1 + r].logits.data(), want[r].data(), want[r].size() * 4), 0) << "row " << r;
+    ASSERT_EQ(got[1 + r].top_ids.size(), 3u);
+    EXPECT_EQ(got[1 + r].top_logits[0], *std::max_element(want[r].begin(), want[r].end())) << "row " << r;
+  }
+  auto fails = [&](std::vector<StepSequence> bad) { EXPECT_THROW(bl.step(bad), Error); };
+  auto bad = st;
+  bad[1].rows = 8;  // more than its 7 tokens
+  fails(bad);
+  bad[1].rows = 0;
+  fails(bad);
+  bad[1].rows = 5;  // 6 rows with b's, max_rows 5
+  fails(bad);
+}
+
 TEST_P(BatchedOn, TopKLogSumExpAndErrors) {
   WGC_REQUIRE_FILE(default_model());
   Small m(GetParam());

@@ -484,6 +484,9 @@ TEST(ServerMetrics, PrometheusText) {
   g.scheduler.kv_blocks_total = 32;
   g.scheduler.generated_tokens = 1234;
   g.scheduler.decode_tokens_per_s = 56.5;
+  g.scheduler.draft_proposed = 90;
+  g.scheduler.draft_accepted = 61;
+  g.scheduler.draft_verifies = 30;
   g.gpu_buffer_bytes = 4096;
   std::string text = m.text(g);
   auto has = [&](const std::string& line) {
@@ -506,6 +509,9 @@ TEST(ServerMetrics, PrometheusText) {
   has("wgc_generation_tokens_total 1234");
   has("wgc_generation_tokens_per_second 56.5");
   has("wgc_gpu_buffer_bytes 4096");
+  has("wgc_draft_tokens_total 90");
+  has("wgc_draft_tokens_accepted_total 61");
+  has("wgc_draft_verify_passes_total 30");
   has("# TYPE wgc_time_to_first_token_seconds histogram");
   // Every sample line is "name{labels} value" or "name value", with HELP and TYPE before it.
   std::istringstream in(text);

@@ -8,10 +8,12 @@
 #include "llm/formats/safetensors.h"
 #include "llm/generate/generator.h"
 #include "llm/generate/speculative.h"
+#include "llm/serve/scheduler.h"
 #include "llm/synth/synth_model.h"
 #include "test_llm_util.h"
 
 #include <algorithm>
+#include <mutex>
 #include <random>
 #include <sstream>
 
@@ -362,6 +364,58 @@ TEST(SpeculativeSample, TokensAreDistributedAsTheTargets) {
 // to the kernels' rounding); the tokens are reproducible for a seed; a random draft keeps fewer.
 // On the CPU engine only: the rule is the engines' logits and all_logits, checked above and in
 // test_llm_engines (on SwiftShader this test alone took 100 s).
+// The rule over the Sampler's candidate lists (the scheduler's form) draws what the dense rule
+// draws with the same numbers: random candidate sets over a vocabulary of 12.
+TEST(SpeculativeSample, CandidateListsEqualDenseRows) {
+  std::mt19937_64 rng(3);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  const size_t vocab = 12;
+  auto random_row = [&] {
+    std::vector<Sampler::Candidate> c;
+    double total = 0;
+    for (size_t id = 0; id < vocab; ++id)
+      if (u(rng) < 0.4) {
+        c.push_back({int32_t(id), 0.f, u(rng) + 0.01});
+        total += c.back().p;
+      }
+    if (c.empty()) c.push_back({int32_t(rng() % vocab), 0.f, total = 1.0});
+    for (auto& x : c) x.p /= total;
+    return c;
+  };
+  auto dense = [&](const std::vector<Sampler::Candidate>& c) {
+    std::vector<double> d(vocab, 0.0);
+    for (const auto& x : c) d[size_t(x.id)] = x.p;
+    return d;
+  };
+  int kept_some = 0, refused_some = 0;
+  for (int round = 0; round < 300; ++round) {
+    const size_t k = 1 + size_t(rng() % 4);
+    std::vector<std::vector<Sampler::Candidate>> p, q;
+    std::vector<std::vector<double>> pd, qd;
+    std::vector<int32_t> draft;
+    for (size_t i = 0; i <= k; ++i) {
+      p.push_back(random_row());
+      pd.push_back(dense(p.back()));
+    }
+    for (size_t i = 0; i < k; ++i) {
+      q.push_back(random_row());
+      qd.push_back(dense(q.back()));
+      draft.push_back(q.back()[rng() % q.back().size()].id);
+    }
+    std::vector<double> numbers(2 * k + 2);
+    for (double& x : numbers) x = u(rng);
+    size_t a = 0, b = 0;
+    const SampledRound sparse = speculative_sample(p, q, draft, [&] { return numbers.at(a++); });
+    const SampledRound want = speculative_sample(pd, qd, draft, [&] { return numbers.at(b++); });
+    EXPECT_EQ(sparse.kept, want.kept) << round;
+    EXPECT_EQ(sparse.next, want.next) << round;
+    kept_some += sparse.kept > 0;
+    refused_some += sparse.kept < k;
+  }
+  EXPECT_GT(kept_some, 30);
+  EXPECT_GT(refused_some, 30);
+}
+
 TEST(Speculative, SamplingKeepsWhatTheTargetWouldDraw) {
   WGC_REQUIRE_FILE(test::default_model());
   auto& m = models(Device::Cpu);
@@ -410,6 +464,247 @@ TEST(Speculative, ContextFullInTheMiddleOfARound) {
   EXPECT_EQ(r.message, want.message);
 }
 
+// ---- the serving scheduler with a draft (llm/serve/scheduler.h) ------------------------------
+
+namespace {
+
+// What one served request gave.
+struct Served {
+  std::vector<int32_t> ids;
+  std::vector<TokenEvent> events;
+  std::string text;
+  RequestResult result;
+};
+
+// The requests served together (`parallel` at once, the rest queued) by a scheduler over target,
+// with `draft` proposing k tokens (none: plain decode); the stats at the end.
+std::vector<Served> serve_all(LlamaModel& target, const Tokenizer& tok, LlamaModel* draft, int k,
+                              const std::vector<Request>& reqs, SchedulerStats* stats, int parallel = 4) {
+  SchedulerOptions o;
+  o.parallel = parallel;
+  o.max_queue = 16;
+  o.prefill_chunk = 7;  // prompts in several chunks, beside the others' verify chunks
+  o.draft = draft;
+  o.draft_tokens = k;
+  std::vector<Served> out(reqs.size());
+  Scheduler sched(target, tok, o);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    Served* sv = &out[i];
+    sched.submit(
+        reqs[i],
+        [sv](const TokenEvent& e) {
+          sv->ids.push_back(e.id);
+          sv->events.push_back(e);
+          sv->text += e.text;
+          return true;
+        },
+        [sv](const RequestResult& r) {
+          sv->result = r;
+          sv->text += r.text_tail;
+        });
+  }
+  sched.drain();
+  if (stats) *stats = sched.stats();
+  return out;
+}
+
+Request served_request(const Tokenizer& tok, const std::string& prompt, int max_tokens) {
+  Request r;
+  r.prompt = tok.encode(prompt, true);
+  r.max_tokens = max_tokens;
+  r.sampling.temperature = 0;
+  return r;
+}
+
+// Each request's tokens, text, logprobs and end equal.
+void expect_same(const std::vector<Served>& got, const std::vector<Served>& want, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    const std::string w = what + ", request " + std::to_string(i);
+    EXPECT_EQ(ids_str(got[i].ids), ids_str(want[i].ids)) << w;
+    EXPECT_EQ(got[i].text, want[i].text) << w;
+    EXPECT_EQ(got[i].result.stop, want[i].result.stop) << w;
+    EXPECT_EQ(got[i].result.completion_tokens, want[i].result.completion_tokens) << w;
+    EXPECT_TRUE(got[i].result.error.empty()) << w << ": " << got[i].result.error;
+    ASSERT_EQ(got[i].events.size(), want[i].events.size()) << w;
+    for (size_t t = 0; t < got[i].events.size(); ++t) {
+      EXPECT_EQ(got[i].events[t].logprob, want[i].events[t].logprob) << w << ", token " << t;
+      EXPECT_EQ(got[i].events[t].top, want[i].events[t].top) << w << ", token " << t;
+    }
+  }
+}
+
+}  // namespace
+
+// Greedy requests served with a draft give the scheduler's tokens without it, token for token
+// (the serving engine is batch-invariant, so the verify chunk's rows are the plain steps' rows):
+// several concurrent requests of different lengths, one queued behind the others, ending by
+// max_tokens inside a verified run, by <|end_of_text|>, by a stop string, with logprobs; a
+// penalised request beside them decodes plainly (the same tokens). The same model as draft agrees
+// on every proposal (its steps are the serving engine's too); a random one rarely.
+TEST(SpeculativeServing, GreedyTokensEqualTheSchedulerWithoutADraft) {
+  WGC_REQUIRE_FILE(test::default_model());
+  auto& m = models(Device::Cpu);
+  std::vector<Request> reqs{served_request(m.tok, "Computer science is", 40),
+                            served_request(m.tok, "The moon", 23),
+                            served_request(m.tok, "Love is", 11),
+                            served_request(m.tok, "The sun is a star that", 7),
+                            served_request(m.tok, "A", 1),
+                            served_request(m.tok, "The moon", 20)};
+  reqs[2].top_logprobs = 3;
+  Request penalised = served_request(m.tok, "A cat is", 9);
+  penalised.sampling.repeat_penalty = 1.3f;
+  reqs.push_back(penalised);
+  SchedulerStats plain_stats;
+  std::vector<Served> want = serve_all(m.target, m.tok, nullptr, 0, reqs, &plain_stats);
+  EXPECT_EQ(want[0].result.stop, StopReason::Eos) << want[0].text;  // an end-of-turn token inside a run
+  EXPECT_EQ(plain_stats.draft_proposed, 0u);
+  // A stop string inside the text of request 1 (a run then ends in the middle).
+  ASSERT_GT(want[5].text.size(), 14u);
+  reqs[5].stop = {want[5].text.substr(10, 4)};
+  want = serve_all(m.target, m.tok, nullptr, 0, reqs, nullptr);
+  EXPECT_EQ(want[5].result.stop, StopReason::StopString);
+
+  for (LlamaModel* draft : {&m.same, &m.random}) {
+    const bool same = draft == &m.same;
+    for (int k : same ? std::vector<int>{1, 4} : std::vector<int>{3}) {
+      const std::string what = std::string(same ? "same" : "random") + " draft, k " + std::to_string(k);
+      SchedulerStats st;
+      std::vector<Served> got = serve_all(m.target, m.tok, draft, k, reqs, &st);
+      expect_same(got, want, what);
+      uint64_t proposed = 0, accepted = 0;
+      for (const Served& sv : got) {
+        proposed += uint64_t(sv.result.draft_proposed);
+        accepted += uint64_t(sv.result.draft_accepted);
+        EXPECT_LE(sv.result.draft_accepted, sv.result.draft_proposed);
+      }
+      EXPECT_EQ(got[4].result.draft_proposed, 0) << what;  // max_tokens 1: nothing to propose
+      EXPECT_EQ(got[6].result.draft_proposed, 0) << what;  // penalties: plain decode
+      EXPECT_EQ(st.draft_proposed, proposed) << what;
+      EXPECT_EQ(st.draft_accepted, accepted) << what;
+      EXPECT_GT(st.draft_verifies, 0u) << what;
+      EXPECT_GT(proposed, 20u) << what;
+      if (same)
+        EXPECT_EQ(accepted, proposed) << what;
+      else
+        EXPECT_LT(accepted * 2, proposed) << what;
+      EXPECT_EQ(st.kv_blocks_used, 0) << what;  // every block back (the cached ones unreferenced)
+    }
+  }
+}
+
+// Sampled requests speculate by the speculative sampling rule with their own Sampler: a seed gives
+// the same tokens alone and among others (batch invariance holds), the same model as draft has
+// every proposal kept (p = q), a random draft has most refused and still ends each request where
+// it should; top-k (candidates from the device) and top-p (full rows) plans.
+TEST(SpeculativeServing, SampledRequestsFollowTheirSeed) {
+  WGC_REQUIRE_FILE(test::default_model());
+  auto& m = models(Device::Cpu);
+  std::vector<Request> reqs;
+  for (int i = 0; i < 4; ++i) {
+    Request r = served_request(m.tok, i % 2 ? "The moon" : "Love is", 10 + 3 * i);
+    r.sampling.temperature = 0.9f;
+    r.sampling.seed = uint64_t(7 + i);
+    r.ignore_eos = true;  // every request its max_tokens
+    if (i < 2)
+      r.sampling.top_k = 20;  // TopK plans; the others: top-p over full rows
+    else
+      r.sampling.top_p = 0.9f;
+    reqs.push_back(r);
+  }
+  for (LlamaModel* draft : {&m.same, &m.random}) {
+    const bool same = draft == &m.same;
+    const std::string what = same ? "same draft" : "random draft";
+    SchedulerStats st;
+    std::vector<Served> together = serve_all(m.target, m.tok, draft, 3, reqs, &st);
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      if (i == 1 || i == 2) {  // alone: a top-k plan and a top-p one
+        std::vector<Served> alone = serve_all(m.target, m.tok, draft, 3, {reqs[i]}, nullptr);
+        expect_same({together[i]}, alone, what + ", alone vs together");
+      }
+      EXPECT_EQ(together[i].result.completion_tokens, reqs[i].max_tokens) << what << " " << i;
+      EXPECT_GT(together[i].result.draft_proposed, 0) << what << " " << i;
+    }
+    EXPECT_GT(st.draft_proposed, 20u) << what;
+    if (same)
+      EXPECT_EQ(st.draft_accepted, st.draft_proposed) << what;
+    else
+      EXPECT_LT(st.draft_accepted * 2, st.draft_proposed) << what;
+  }
+}
+
+// A request whose prompt continues an earlier one's output takes its published blocks from the
+// prefix cache, in both pools: the draft's copy of them was written when the earlier request ran
+// (prompt chunks and verified tokens alike), so the same model as draft still agrees on every
+// proposal, and the tokens are the scheduler's without a draft.
+TEST(SpeculativeServing, CachedPrefixBlocksHoldTheDraftsKv) {
+  WGC_REQUIRE_FILE(test::default_model());
+  auto& m = models(Device::Cpu);
+  const Request first = served_request(m.tok, "Computer science is", 30);
+  SchedulerOptions o;
+  o.parallel = 2;
+  o.prefill_chunk = 7;
+  o.draft = &m.same;
+  o.draft_tokens = 4;
+  Scheduler sched(m.target, m.tok, o);
+  auto one = [&](const Request& r) {
+    Served sv;
+    sched.submit(
+        r,
+        [&sv](const TokenEvent& e) {
+          sv.ids.push_back(e.id);
+          return true;
+        },
+        [&sv](const RequestResult& res) { sv.result = res; });
+    sched.drain();
+    return sv;
+  };
+  const Served a = one(first);
+  ASSERT_GE(a.ids.size(), 20u);
+  Request next = served_request(m.tok, "", 10);
+  next.prompt = first.prompt;
+  next.prompt.insert(next.prompt.end(), a.ids.begin(), a.ids.begin() + 20);
+  const Served b = one(next);
+  EXPECT_GE(b.result.cached_tokens, 16) << "the continuation found no cached block";
+  EXPECT_GT(b.result.draft_proposed, 0);
+  EXPECT_EQ(b.result.draft_accepted, b.result.draft_proposed);
+  const std::vector<Served> want = serve_all(m.target, m.tok, nullptr, 0, {next}, nullptr);
+  EXPECT_EQ(ids_str(b.ids), ids_str(want[0].ids));
+}
+
+// The same on the GPU engine (SwiftShader): the verify chunk's rows read back from the device,
+// the draft's steps fed their argmax on the device (feed_row). Two short requests.
+TEST(SpeculativeServing, GreedyTokensEqualOnTheGpuEngine) {
+  WGC_REQUIRE_FILE(test::default_model());
+  auto& m = models(Device::Gpu);
+  std::vector<Request> reqs{served_request(m.tok, "The moon", 9), served_request(m.tok, "Love is a", 6)};
+  reqs[1].top_logprobs = 2;
+  std::vector<Served> want = serve_all(m.target, m.tok, nullptr, 0, reqs, nullptr, 2);
+  SchedulerStats st;
+  std::vector<Served> got = serve_all(m.target, m.tok, &m.same, 3, reqs, &st, 2);
+  expect_same(got, want, "gpu, same draft, k 3");
+  EXPECT_GT(st.draft_proposed, 4u);
+  EXPECT_EQ(st.draft_accepted, st.draft_proposed);
+}
+
+// Bad draft settings are refused when the scheduler starts, naming them.
+TEST(SpeculativeServing, BadDraftOptionsAreRefused) {
+  WGC_REQUIRE_FILE(test::default_model());
+  auto& m = models(Device::Cpu);
+  SchedulerOptions o;
+  o.draft = &m.same;
+  o.draft_tokens = kMaxDraftTokens + 1;
+  try {
+    Scheduler s(m.target, m.tok, o);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_TRUE(test::has(e.what(), "draft_tokens")) << e.what();
+  }
+  o.draft_tokens = 2;
+  o.max_ctx = 64;
+  Scheduler fine(m.target, m.tok, o);  // a draft context of 96 holds 64
+}
+
 // The CLI: --draft-model gives the same JSON ids with the acceptance in the timings; sampling
 // without --temp 0 is a usage error; bench-llm measures a forced acceptance rate.
 TEST(SpeculativeCli, GenerateAndBench) {
@@ -452,4 +747,38 @@ TEST(SpeculativeCli, GenerateAndBench) {
   EXPECT_GT(s["tokens_per_pass"].as_double(), 1.0);
   EXPECT_GT(s["tps_median"].as_double(), 0.0);
   EXPECT_TRUE(test::has(s["test"].as_string(), "draft3")) << bench.out;
+}
+
+// wgc serve checks the draft's tokenizer before it loads it (naming both files); bench-batched
+// --draft-model measures the scheduler with and without the draft.
+TEST(SpeculativeCli, ServeAndBenchBatched) {
+  WGC_REQUIRE_FILE(test::default_model());
+  WGC_REQUIRE_FILE(tiny_llama2() / "tiny-llama2-f32-f32.gguf");
+  const std::string model = quote(test::default_model().string());
+  const std::string other = (tiny_llama2() / "tiny-llama2-f32-f32.gguf").string();
+  auto bad = run_cli("serve --backend cpu --port 0 --draft-model " + quote(other));
+  EXPECT_NE(bad.rc, 0);
+  EXPECT_TRUE(test::has(bad.err, "--draft-model " + other + " cannot draft for --model")) << bad.err;
+  EXPECT_TRUE(test::has(bad.err, test::default_model().filename().string())) << bad.err;
+  EXPECT_TRUE(test::has(bad.err, "32000")) << bad.err;
+  auto k0 = run_cli("serve --backend cpu --port 0 --draft-model " + model + " --draft-tokens 0");
+  EXPECT_EQ(k0.rc, 2) << k0.err;
+  EXPECT_TRUE(test::has(k0.err, "--draft-tokens")) << k0.err;
+  auto pool = run_cli("serve --backend cpu --port 0 --models-dir " + quote(test::temp_dir("serve-draft").string()) +
+                      " --draft-model " + model);
+  EXPECT_EQ(pool.rc, 2) << pool.err;
+  EXPECT_TRUE(test::has(pool.err, "--draft-model serves one model")) << pool.err;
+
+  auto bench = run_cli("bench-batched --backend cpu -m " + model + " --draft-model " + model +
+                       " --parallel 1,3 -p 8 -n 10 --draft-tokens 2 --draft-acceptance 0.5,1 --no-warmup --json -");
+  ASSERT_EQ(bench.rc, 0) << bench.err;
+  auto j = json::parse(bench.out, "bench-batched --json");
+  ASSERT_EQ(j["results"].items().size(), 6u) << bench.out;  // per B: plain, then P 0.5 and 1
+  for (const auto& r : j["results"].items()) {
+    EXPECT_GT(r["tg_tps"].as_double(), 0.0) << bench.out;
+    if (r["draft_tokens"].as_int() == 0) continue;
+    EXPECT_GT(r["tokens_per_pass"].as_double(), 1.0) << bench.out;
+    EXPECT_LE(r["tokens_per_pass"].as_double(), 3.0) << bench.out;
+  }
+  EXPECT_DOUBLE_EQ(j["results"].items()[2]["acceptance"].as_double(), 1.0) << bench.out;  // P = 1: all kept
 }

@@ -2,12 +2,16 @@
 // parallel sequences, prefill B prompts of p random tokens (PP, in steps of at most --batch
 // tokens, sequences packed), then n decode steps that advance all B sequences by one greedy token
 // each (TG; each step's tokens read back and fed to the next). Aggregate tokens/s of both, as a
-// table and JSON, and a PNG chart of decode t/s per count.
+// table and JSON, and a PNG chart of decode t/s per count. With --draft-model: the scheduler's
+// speculative decoding against its plain decode (bench_speculative).
 #include "cli/command.h"
 #include "cli/llm_backend.h"
 #include "cli/llm_flags.h"
 #include "io/chart.h"
+#include "llm/generate/generator.h"
+#include "llm/generate/speculative.h"
 #include "llm/model/llama_batched.h"
+#include "llm/serve/scheduler.h"
 #include "ops/llm/llm_ops.h"
 #include "util/error.h"
 #include "util/json.h"
@@ -127,13 +131,160 @@ struct Flags {
   GpuFlags gpu;
   EngineFlags gpus;  // --gpus, --tensor-split
   OutputFlags out;
-  std::optional<std::string> model, kernel, tuning;
+  std::optional<std::string> model, kernel, tuning, draft_model;
   std::vector<int> parallel{1, 8, 16, 32, 64};
+  std::vector<int> draft_tokens;         // --draft-tokens (default: SchedulerOptions' 5)
+  std::vector<double> draft_acceptance;  // --draft-acceptance (none: proposals kept by the target's argmax)
   int p = 256, n = 128, repeats = 1, batch = 512, block = 16, split = llm::BatchedOptions{}.split_len;
   uint32_t seed = 1;
   int micro_batches = 0;  // BatchedOptions::micro_batches
   bool no_warmup = false, sync = false, no_prefill = false;
 };
+
+// --draft-model: the Scheduler (continuous batching) serving B requests of p random prompt tokens
+// and n greedy tokens each (ignore_eos), submitted at once, without the draft and then with it
+// for each --draft-tokens K and --draft-acceptance P (random weights agree on nothing: a rate keeps
+// each proposal with probability P, SchedulerOptions::draft_acceptance). Decode t/s: the tokens
+// after each request's first over the time from the last first token to the end.
+int bench_speculative(const Flags& f, const std::string& target_path, int p, int n, int batch, bool warmup,
+                      llm::LinearVersion lin) {
+  const std::string draft_path = cli::model_path(f.draft_model).string();
+  std::vector<int> ks =
+      f.draft_tokens.empty() ? std::vector<int>{llm::SchedulerOptions{}.draft_tokens} : f.draft_tokens;
+  for (int k : ks)
+    if (k < 1 || k > llm::kMaxDraftTokens)
+      throw UsageError("--draft-tokens expects counts from 1 to " + std::to_string(llm::kMaxDraftTokens) + ", got " +
+                       std::to_string(k));
+  std::vector<double> rates = f.draft_acceptance.empty() ? std::vector<double>{-1} : f.draft_acceptance;
+  for (double a : f.draft_acceptance)
+    if (!(a >= 0 && a <= 1)) throw UsageError("--draft-acceptance expects fractions from 0 to 1");
+  if (f.tuning || f.no_prefill || f.sync || f.micro_batches || f.out.png)
+    throw UsageError(
+        "--draft-model measures the scheduler: not with --tuning, --no-prefill, --sync, --micro-batches, --png");
+  f.out.check();
+  std::FILE* table = f.out.table();
+  LlmBackend be = llm_backend(f.gpu, -1, &f.gpus);
+  llm::ModelFile file = llm::open_model(target_path), dfile = llm::open_model(draft_path);
+  auto tok = llm::find_tokenizer(file);
+  if (!tok) throw Error("wgc bench-batched: " + target_path + " has no tokenizer (the scheduler needs one)");
+  auto dtok = llm::find_tokenizer(dfile);
+  llm::check_draft(file.config(), &*tok, dfile.config(), dtok ? &*dtok : nullptr, draft_path);
+  llm::EngineOptions eo;
+  eo.max_ctx = p + n + llm::kMaxDraftTokens + 1;
+  eo.max_batch = std::min(batch, eo.max_ctx);
+  be.apply(eo);
+  llm::LlamaModel model(be.ctx, file, eo), draft(be.ctx, dfile, eo);
+  say_engine_choice(model);
+  std::mt19937 rng(f.seed);
+  std::uniform_int_distribution<int32_t> id(0, int32_t(tok->vocab_size()) - 1);
+
+  struct Measured {
+    double tg_tps = 0, acceptance = 0, per_pass = 0;
+  };
+  // One run of B requests at once on a scheduler with (k > 0) or without the draft.
+  auto run = [&](int B, int pp, int nn, int k, double rate) {
+    llm::SchedulerOptions so;
+    so.parallel = B;
+    so.max_queue = B;
+    so.prefill_chunk = batch;
+    so.kv_block_tokens = f.block;
+    so.linear = lin;
+    if (k > 0) {
+      so.draft = &draft;
+      so.draft_tokens = k;
+      so.draft_acceptance = rate;
+    }
+    llm::Scheduler sched(model, *tok, so);
+    std::vector<llm::RequestResult> done(static_cast<size_t>(B));
+    const auto t0 = Clock::now();
+    for (int i = 0; i < B; ++i) {
+      llm::Request r;
+      for (int t = 0; t < pp; ++t) r.prompt.push_back(id(rng));
+      r.max_tokens = nn;
+      r.ignore_eos = true;
+      r.sampling.temperature = 0;
+      sched.submit(
+          std::move(r), [](const llm::TokenEvent&) { return true; },
+          [&done, i](const llm::RequestResult& res) { done[size_t(i)] = res; });
+    }
+    sched.drain();
+    const double total_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    double first_ms = 0;  // the last request's first token
+    int tokens = 0;
+    for (const auto& res : done) {
+      if (!res.error.empty()) throw Error("wgc bench-batched: a request failed: " + res.error);
+      first_ms = std::max(first_ms, res.ttft_ms);
+      tokens += res.completion_tokens - 1;
+    }
+    const llm::SchedulerStats st = sched.stats();
+    Measured m;
+    m.tg_tps = total_ms > first_ms ? tokens * 1e3 / (total_ms - first_ms) : 0;
+    m.acceptance = st.draft_proposed ? double(st.draft_accepted) / double(st.draft_proposed) : 0;
+    m.per_pass = st.draft_verifies ? double(st.draft_accepted + st.draft_verifies) / double(st.draft_verifies) : 1;
+    return m;
+  };
+  const auto status = [](const std::string& line) { std::fprintf(stderr, "[bench-batched] %s\n", line.c_str()); };
+
+  std::fprintf(table, "device: %s   model: %s   draft: %s\n", engine_name(model, be).c_str(), target_path.c_str(),
+               draft_path.c_str());
+  std::fprintf(table, "\n|    B | draft K | accept P |  S_TG t/s | vs plain | kept %% | tokens/pass |\n");
+  std::fprintf(table, "|------|---------|----------|-----------|----------|--------|-------------|\n");
+  json::Value results = json::Value::array();
+  for (int B : f.parallel) {
+    if (warmup) {
+      status("B " + std::to_string(B) + " warm-up");
+      run(B, std::min(p, 8), std::min(n, 4), 0, -1);
+      run(B, std::min(p, 8), std::min(n, 4), ks.front(), rates.front());
+    }
+    double plain = 0;
+    std::vector<std::pair<int, double>> configs{{0, -1.0}};
+    for (int k : ks)
+      for (double a : rates) configs.push_back({k, a});
+    for (auto [k, a] : configs) {
+      std::vector<double> tps, acc, per;
+      for (int r = 0; r < f.repeats; ++r) {
+        status("B " + std::to_string(B) + (k ? " draft " + std::to_string(k) : std::string(" plain")) + " run " +
+               std::to_string(r + 1));
+        Measured m = run(B, p, n, k, a);
+        tps.push_back(m.tg_tps);
+        acc.push_back(m.acceptance);
+        per.push_back(m.per_pass);
+      }
+      const double t = median(tps);
+      if (k == 0) plain = t;
+      std::fprintf(table, "| %4d | %7s | %8s | %9.2f | %7.2fx | %6.1f | %11.2f |\n", B,
+                   k ? std::to_string(k).c_str() : "-",
+                   a < 0 ? (k ? "argmax" : "-") : std::to_string(a).substr(0, 4).c_str(), t, plain > 0 ? t / plain : 0,
+                   100 * median(acc), median(per));
+      json::Value x = json::Value::object();
+      x.set("b", B);
+      x.set("draft_tokens", k);
+      x.set("draft_acceptance", a);
+      x.set("tg_tps", t);
+      x.set("speedup", plain > 0 ? t / plain : 0);
+      x.set("acceptance", median(acc));
+      x.set("tokens_per_pass", median(per));
+      results.push_back(x);
+    }
+  }
+  std::fprintf(table,
+               "\nB requests of p = %d random prompt tokens and n = %d greedy tokens (ignore_eos) submitted at once "
+               "to the scheduler (--parallel B); S_TG: the tokens after each one's first over the time from the last "
+               "first token to the end; medians of %d run(s). accept P: each proposal kept with probability P "
+               "(random weights agree on nothing), argmax: kept where it is the target's token; tokens/pass: per "
+               "verify pass of a sequence (1 + kept).\n",
+               p, n, f.repeats);
+  if (f.out.json) {
+    json::Value doc = json::Value::object();
+    doc.set("model", target_path);
+    doc.set("draft_model", draft_path);
+    doc.set("p", p);
+    doc.set("n", n);
+    doc.set("results", results);
+    f.out.write_json(doc.dump(1));
+  }
+  return 0;
+}
 
 int bench_batched_cmd(const Flags& f) {
   if (!f.model) throw UsageError("--model FILE.gguf (or a Hugging Face folder) is required");
@@ -166,6 +317,9 @@ int bench_batched_cmd(const Flags& f) {
     else if (*k != "auto")
       throw UsageError("--kernel expects auto, batched, batched-q8 or naive, got '" + *k + "'");
   }
+  if (f.draft_model) return bench_speculative(f, *model_path, p, n, batch, warmup, lin);
+  if (!f.draft_tokens.empty() || !f.draft_acceptance.empty())
+    throw UsageError("--draft-tokens and --draft-acceptance need --draft-model");
   // --tuning: kernel knob sets separated by ';' (as llm::split_tuning_sets), each "knob=v,knob=v"
   // and split=N for the attention split: the first for the main run, the others measured after it
   // on the same model, one line each.
@@ -419,6 +573,15 @@ Register reg{
                 "kernel knobs knob=v,knob=v (src/ops/llm/tuning.h, e.g. batched_tt=16, and split=N for the attention "
                 "split); sets separated by ';': the first for the main run, the others measured after it");
        add_number(app, "--seed", f->seed, "seed of the random prompt tokens");
+       add_text(app, "--draft-model,--model-draft", f->draft_model,
+                "speculative decoding: the scheduler serving --parallel B requests at once without and with this "
+                "draft model (same tokenizer) proposing tokens")
+           ->type_name("MODEL");
+       add_numbers(app, "--draft-tokens,--draft-max", f->draft_tokens,
+                   "with --draft-model: tokens proposed per step and sequence, one test each (default 5)");
+       add_numbers(app, "--draft-acceptance", f->draft_acceptance,
+                   "with --draft-model: keep each proposal with this probability instead of by the target's argmax "
+                   "(random-weight models), one test each");
        app.add_flag("--no-warmup", f->no_warmup, "no untimed warm-up run before each count");
        add_output_flags(app, f->out, "every number as JSON", "a bar chart of decode t/s");
        add_gpu_flags(app, f->gpu);

@@ -8,6 +8,7 @@
 #include "llm/chat/chat_template.h"
 #include "llm/generate/default_model.h"
 #include "llm/generate/generator.h"
+#include "llm/generate/speculative.h"
 #include "llm/serve/scheduler.h"
 #include "llm/serve/served_model.h"
 #include "server/server.h"
@@ -37,10 +38,10 @@ struct Flags {
   GpuFlags gpu;
   EngineFlags split;
   std::vector<std::string> models;  // --model: PATH, or NAME=PATH (repeatable)
-  std::optional<std::string> name, kernel, embedding_model;
+  std::optional<std::string> name, kernel, embedding_model, draft_model;
   std::string tokenizer;
   server::ServerOptions so;
-  llm::SchedulerOptions sched;
+  llm::SchedulerOptions sched;  // (draft: set by serve() from draft_model)
   std::optional<std::string> api_key_file, models_dir, max_gpu_memory;
   int load_timeout_s = 120;
   int max_body = 8 << 20, grace_s = 30, gpu_index = -1, threads = 0;
@@ -233,6 +234,17 @@ int serve_pool(const Flags& f, const fs::path& default_path, const std::string& 
   return run_until_signal(srv);
 }
 
+// --draft-model, --draft-tokens (speculative decoding: docs/serving.md).
+void add_draft_flags(CLI::App& app, Flags& f) {
+  add_text(app, "--draft-model,--model-draft", f.draft_model,
+           "speculative decoding: a small model of the same tokenizer proposes tokens that the model checks in its "
+           "batched steps (greedy requests: their tokens unchanged; sampled: the same distribution)")
+      ->type_name("MODEL");
+  add_number(app, "--draft-tokens,--draft-max", f.sched.draft_tokens,
+             "speculative decoding: tokens the draft proposes per step and sequence (1.." +
+                 std::to_string(llm::kMaxDraftTokens) + ")");
+}
+
 int serve(const Flags& f) {
   // --model PATH (at most one: the default model) and --model NAME=PATH (each a model of the pool;
   // the first is the default one where no PATH is given).
@@ -311,6 +323,11 @@ int serve(const Flags& f) {
                 " has no tokenizer (no tokenizer.json beside it): give --tokenizer PATH");
   llm::ChatTemplate chat = llm::ChatTemplate::for_tokenizer(*tok);
 
+  if (f.draft_model) {
+    if (f.models_dir || !named.empty())
+      throw UsageError("--draft-model serves one model: not with --models-dir or several --model NAME=PATH");
+    in_range(sched.draft_tokens, "--draft-tokens", 1, llm::kMaxDraftTokens);
+  }
   if (f.models_dir || !named.empty()) return serve_pool(f, path, name, named, tokenizer, so, sched, gpu);
 
   LlmBackend be = llm_backend(f.gpu, gpu, &f.split);
@@ -325,16 +342,40 @@ int serve(const Flags& f) {
   llm::ServedModel served(file, be.ctx, eo);
   const std::string engine = engine_name(served.model(), be);
   say_engine_choice(served.model());
-  llm::Scheduler scheduler(served.model(), *tok, sched, served.recovery([](const std::string& line) {
-    std::fprintf(stderr, "wgc serve: %s\n", line.c_str());
-  }));
+  llm::DeviceRecovery recovery =
+      served.recovery([](const std::string& line) { std::fprintf(stderr, "wgc serve: %s\n", line.c_str()); });
+  // --draft-model: speculative decoding in the scheduler's steps (docs/serving.md), the draft on the
+  // same backend with the target's context, its tokenizer checked before its engine starts.
+  std::optional<llm::ModelFile> draft_file;
+  std::optional<llm::ServedModel> draft;
+  std::string draft_note;
+  if (f.draft_model) {
+    const fs::path dp = model_path(f.draft_model);
+    draft_file.emplace(llm::open_model(dp));
+    auto dtok = llm::find_tokenizer(*draft_file, "");
+    try {
+      llm::check_draft(file.config(), &*tok, draft_file->config(), dtok ? &*dtok : nullptr, dp.string());
+    } catch (const Error& e) {
+      std::string why = e.what();
+      if (why.starts_with("wgc: ")) why.erase(0, 5);
+      throw Error("wgc serve: --draft-model " + dp.string() + " cannot draft for --model " + path.string() + ": " +
+                  why);
+    }
+    llm::EngineOptions deo = eo;
+    deo.max_ctx = served.model().max_ctx();
+    draft.emplace(*draft_file, be.ctx, deo);
+    sched.draft = &draft->model();
+    if (recovery) recovery.rebuild_draft = [&draft]() -> llm::LlamaModel& { return draft->rebuild(); };
+    draft_note = ", draft " + dp.filename().string() + " (" + std::to_string(sched.draft_tokens) + " tokens)";
+  }
+  llm::Scheduler scheduler(served.model(), *tok, sched, std::move(recovery));
 
   server::ModelInfo info{name, &*tok, &chat, scheduler.options().max_ctx, llm::default_sampling(path)};
   server::Server srv(
       scheduler, info, [&served] { return served.context(); }, so);
-  std::fprintf(stderr, "wgc serve: %s on %s, context %d, parallel %d, KV pool %d blocks of %d tokens%s%s%s\n",
+  std::fprintf(stderr, "wgc serve: %s on %s, context %d, parallel %d, KV pool %d blocks of %d tokens%s%s%s%s\n",
                name.c_str(), engine.c_str(), info.max_ctx, sched.parallel, scheduler.options().kv_blocks,
-               scheduler.options().kv_block_tokens, kv_cache_note(served.model()).c_str(),
+               scheduler.options().kv_block_tokens, kv_cache_note(served.model()).c_str(), draft_note.c_str(),
                chat.is_fallback() ? ", no chat template (plain-text chat rendering)" : "",
                so.api_key.empty() ? "" : ", API key required");
   std::fprintf(stderr, "wgc serve: listening on http://%s:%d\n", so.host.c_str(), srv.port());
@@ -367,6 +408,7 @@ Register reg{{"serve", "OpenAI-compatible HTTP server for a language model (defa
                 add_text(app, "--api-key-file", f->api_key_file, "require the bearer token on this file's first line")
                     ->type_name("PATH");
                 add_number(app, "--parallel", f->sched.parallel, "sequences decoded together");
+                add_draft_flags(app, *f);
                 add_ctx_flag(app, f->sched.max_ctx, "context per sequence in tokens; 0: the model's, capped");
                 add_threads_flag(app, f->threads);
                 add_number(app, "--max-queue", f->sched.max_queue,

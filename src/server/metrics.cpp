@@ -76,6 +76,13 @@ std::string Metrics::text(const EngineGauges& g) const {
          double(s.cached_prompt_tokens));
   metric(out, "wgc_generation_tokens_total", "counter", "Tokens generated.", double(s.generated_tokens));
   metric(out, "wgc_generation_tokens_per_second", "gauge", "Recent aggregate decode speed.", s.decode_tokens_per_s);
+  metric(out, "wgc_draft_tokens_total", "counter", "Speculative decoding: tokens the draft model proposed.",
+         double(s.draft_proposed));
+  metric(out, "wgc_draft_tokens_accepted_total", "counter",
+         "Speculative decoding: proposed tokens the model kept (equal to its own).", double(s.draft_accepted));
+  metric(out, "wgc_draft_verify_passes_total", "counter",
+         "Speculative decoding: a sequence's proposals checked in one forward (each gives 1 + accepted tokens).",
+         double(s.draft_verifies));
   metric(out, "wgc_queue_length", "gauge", "Requests waiting for a sequence.", s.queued);
   metric(out, "wgc_running_sequences", "gauge", "Requests being generated.", s.running);
   metric(out, "wgc_kv_blocks_used", "gauge", "KV-cache blocks in use.", s.kv_blocks_used);

@@ -372,6 +372,9 @@ llm::SchedulerStats Server::Impl::stats() const {
     t.prompt_tokens += s.prompt_tokens;
     t.cached_prompt_tokens += s.cached_prompt_tokens;
     t.generated_tokens += s.generated_tokens;
+    t.draft_proposed += s.draft_proposed;
+    t.draft_accepted += s.draft_accepted;
+    t.draft_verifies += s.draft_verifies;
     t.decode_tokens_per_s += s.decode_tokens_per_s;
     if (s.recovering && !t.recovering) {
       t.recovering = true;

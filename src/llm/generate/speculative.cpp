@@ -164,6 +164,29 @@ SampledRound speculative_sample(std::span<const std::vector<double>> p, std::spa
   return r;
 }
 
+SampledRound speculative_sample(std::span<const std::vector<Sampler::Candidate>> p,
+                                std::span<const std::vector<Sampler::Candidate>> q, std::span<const int32_t> draft,
+                                const std::function<double()>& uniform) {
+  std::vector<int32_t> ids(draft.begin(), draft.end());
+  for (auto rows : {p, q})
+    for (const auto& row : rows)
+      for (const Sampler::Candidate& c : row) ids.push_back(c.id);
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  auto local = [&](int32_t id) { return size_t(std::lower_bound(ids.begin(), ids.end(), id) - ids.begin()); };
+  auto dense = [&](std::span<const std::vector<Sampler::Candidate>> rows) {
+    std::vector<std::vector<double>> d(rows.size(), std::vector<double>(ids.size(), 0.0));
+    for (size_t i = 0; i < rows.size(); ++i)
+      for (const Sampler::Candidate& c : rows[i]) d[i][local(c.id)] = c.p;
+    return d;
+  };
+  std::vector<int32_t> at(draft.size());
+  for (size_t i = 0; i < draft.size(); ++i) at[i] = int32_t(local(draft[i]));
+  SampledRound r = speculative_sample(dense(p), dense(q), at, uniform);
+  r.next = ids.empty() ? r.next : ids[size_t(r.next)];
+  return r;
+}
+
 int SpeculativeDecoder::round_size(const LlamaModel& target, size_t cached, int k) const {
   k = std::clamp(k, 0, kMaxDraftTokens);
   // The verification pass runs next and the proposals: it must fit the target's context.

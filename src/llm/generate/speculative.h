@@ -68,6 +68,12 @@ struct SampledRound {
 };
 SampledRound speculative_sample(std::span<const std::vector<double>> p, std::span<const std::vector<double>> q,
                                 std::span<const int32_t> draft, const std::function<double()>& uniform);
+// The same over the Sampler's chains (Sampler::candidates: the ids it keeps, with their
+// probabilities), as the serving scheduler has them: the rule on the union of their ids, outside
+// which p and q are 0 (the same draws as the dense rows with the same numbers).
+SampledRound speculative_sample(std::span<const std::vector<Sampler::Candidate>> p,
+                                std::span<const std::vector<Sampler::Candidate>> q, std::span<const int32_t> draft,
+                                const std::function<double()>& uniform);
 
 class SpeculativeDecoder {
  public:

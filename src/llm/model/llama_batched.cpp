@@ -61,13 +61,16 @@ struct BatchedLlama::Impl {
                     " past the context of " + std::to_string(max_pos()));
       if (s.top_k < 0 || s.top_k > 64 || s.top_k > vocab())
         throw Error(which + "top_k " + std::to_string(s.top_k) + " (0..64)");
+      if (s.rows < 1 || size_t(s.rows) > s.tokens.size())
+        throw Error(which + "rows " + std::to_string(s.rows) + " (1.." + std::to_string(s.tokens.size()) +
+                    ", the new tokens)");
       tokens += int64_t(s.tokens.size());
-      rows += s.wants_logits() ? 1 : 0;
+      rows += s.wants_logits() ? s.rows : 0;
     }
     if (tokens > opt.max_tokens)
       throw Error(what + std::to_string(tokens) + " tokens, at most " + std::to_string(opt.max_tokens));
     if (rows > opt.max_rows)
-      throw Error(what + std::to_string(rows) + " sequences want logits, at most " + std::to_string(opt.max_rows));
+      throw Error(what + std::to_string(rows) + " rows of logits wanted, at most " + std::to_string(opt.max_rows));
   }
 
   BatchedOptions opt;
@@ -78,7 +81,7 @@ namespace {
 
 // One micro-batch's results, read back from the last device.
 struct GpuPart {
-  std::vector<StepSequence> rows;  // the sequences with logits, in order (their spans unused)
+  std::vector<StepSequence> rows;  // per row of logits, its sequence, in order (their spans unused)
   int k = 0;
   Readback vals, ids, lse;
   std::vector<Readback> full;
@@ -302,8 +305,8 @@ struct GpuBatched final : BatchedLlama::Impl {
     return pending;
   }
 
-  // The final norm and the logits of each wanting sequence's last token of a micro-batch, with
-  // what the sequences ask read back.
+  // The final norm and the logits of each wanting sequence's last `rows` tokens of a micro-batch,
+  // with what the sequences ask read back.
   void record_output(Dev& d, Batch& b, std::span<const StepSequence> seqs, const std::vector<PagedSequence>& ps,
                      GpuPart& part) {
     const LlamaWeights& w = d.w();
@@ -314,9 +317,11 @@ struct GpuBatched final : BatchedLlama::Impl {
     const uint64_t row_bytes = uint64_t(w.hidden) * 4;
     for (size_t i = 0; i < seqs.size(); ++i) {
       if (!seqs[i].wants_logits()) continue;
-      const uint64_t src = uint64_t(ps[i].tok0 + ps[i].n_tokens - 1) * row_bytes;
-      b.copy(d.acts.x, src, d.acts.h, uint64_t(want.size()) * row_bytes, row_bytes);
-      want.push_back(i);
+      for (int r = seqs[i].rows; r >= 1; --r) {
+        const uint64_t src = uint64_t(ps[i].tok0 + ps[i].n_tokens - r) * row_bytes;
+        b.copy(d.acts.x, src, d.acts.h, uint64_t(want.size()) * row_bytes, row_bytes);
+        want.push_back(i);
+      }
       k = std::max(k, seqs[i].top_k);
       any_lse |= seqs[i].logsumexp;
     }
@@ -443,6 +448,7 @@ struct CpuBatched final : BatchedLlama::Impl {
       cs[i].pos0 = s.pos0;
       cs[i].blocks = s.blocks;
       cs[i].logits = s.wants_logits();
+      cs[i].rows = s.rows;
       k = std::max(k, s.top_k);
     }
     const int64_t m = fwd.step(cs, pool, opt.block_tokens, false, logits);
@@ -450,30 +456,30 @@ struct CpuBatched final : BatchedLlama::Impl {
     last_best.clear();
     const size_t V = size_t(w->vocab);
     int64_t r = 0;
-    for (const StepSequence& s : seqs) {
-      if (!s.wants_logits()) continue;
-      const float* row = logits.data() + size_t(r++) * V;
-      StepLogits o;
-      // The best k, best first (ties: the lower id, as the GPU's top-k).
-      std::vector<int32_t> ids(V);
-      for (size_t i = 0; i < V; ++i) ids[i] = int32_t(i);
-      const size_t kk = size_t(std::max(s.top_k, 1));
-      std::partial_sort(ids.begin(), ids.begin() + std::ptrdiff_t(kk), ids.end(),
-                        [&](int32_t a, int32_t b) { return row[a] > row[b] || (row[a] == row[b] && a < b); });
-      last_best.push_back(ids[0]);
-      for (int i = 0; i < s.top_k; ++i) {
-        o.top_ids.push_back(ids[size_t(i)]);
-        o.top_logits.push_back(row[ids[size_t(i)]]);
+    for (const StepSequence& s : seqs)
+      for (int sr = 0; s.wants_logits() && sr < s.rows; ++sr) {
+        const float* row = logits.data() + size_t(r++) * V;
+        StepLogits o;
+        // The best k, best first (ties: the lower id, as the GPU's top-k).
+        std::vector<int32_t> ids(V);
+        for (size_t i = 0; i < V; ++i) ids[i] = int32_t(i);
+        const size_t kk = size_t(std::max(s.top_k, 1));
+        std::partial_sort(ids.begin(), ids.begin() + std::ptrdiff_t(kk), ids.end(),
+                          [&](int32_t a, int32_t b) { return row[a] > row[b] || (row[a] == row[b] && a < b); });
+        last_best.push_back(ids[0]);
+        for (int i = 0; i < s.top_k; ++i) {
+          o.top_ids.push_back(ids[size_t(i)]);
+          o.top_logits.push_back(row[ids[size_t(i)]]);
+        }
+        if (s.logsumexp) {
+          const float mx = *std::max_element(row, row + V);
+          double sum = 0;
+          for (size_t i = 0; i < V; ++i) sum += std::exp(double(row[i]) - double(mx));
+          o.logsumexp = float(double(mx) + std::log(sum));
+        }
+        if (s.full) o.logits.assign(row, row + V);
+        p->out.push_back(std::move(o));
       }
-      if (s.logsumexp) {
-        const float mx = *std::max_element(row, row + V);
-        double sum = 0;
-        for (size_t i = 0; i < V; ++i) sum += std::exp(double(row[i]) - double(mx));
-        o.logsumexp = float(double(mx) + std::log(sum));
-      }
-      if (s.full) o.logits.assign(row, row + V);
-      p->out.push_back(std::move(o));
-    }
     (void)m;
     last_k = k;
     last_rows = int(p->out.size());

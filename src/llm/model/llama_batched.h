@@ -59,6 +59,10 @@ struct StepSequence {
   // one (which asked that row for top_k >= 1), copied on the GPU: a step can be recorded before
   // the previous one's tokens are back (tokens then holds one placeholder id).
   int feed_row = -1;
+  // The logits (what top_k / full / logsumexp ask) after each of the last `rows` new tokens
+  // (1 .. tokens.size()), one StepLogits each, in order: a speculative verify chunk's every
+  // position. Each row counts against max_rows.
+  int rows = 1;
   bool wants_logits() const { return top_k > 0 || full || logsumexp; }
 };
 
@@ -84,10 +88,11 @@ class BatchedLlama {
   // engine runs a step within submit(), so recording ahead only delays the tokens.
   bool overlaps() const;
 
-  // Runs one step (one submit, waits for it). Returns one entry per sequence that wants logits,
-  // in order. Throws wgc::Error (naming the sequence) on bad input: token ids outside the
-  // vocabulary, positions past max_ctx, block tables too short or outside the pool, more than
-  // max_tokens tokens or max_rows rows, a feed_row the previous step did not compute.
+  // Runs one step (one submit, waits for it). Returns one entry per row of logits wanted (a
+  // sequence's `rows`), in order. Throws wgc::Error (naming the sequence) on bad input: token ids
+  // outside the vocabulary, positions past max_ctx, block tables too short or outside the pool,
+  // more than max_tokens tokens or max_rows rows, rows outside 1 .. tokens, a feed_row the
+  // previous step did not compute.
   std::vector<StepLogits> step(std::span<const StepSequence> seqs);
 
   // The same in two halves, so that the host can record the next step (with feed_row) while the

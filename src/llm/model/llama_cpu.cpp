@@ -448,7 +448,8 @@ int64_t CpuForward::step(std::span<const CpuSequence> seqs, CpuKvCache& kv, int6
     int64_t t = 0;
     for (const auto& s : seqs) {
       t += int64_t(s.tokens.size());
-      if (s.logits) rows.push_back(t - 1);
+      if (s.logits)
+        for (int64_t r = std::min<int64_t>(s.rows, int64_t(s.tokens.size())); r >= 1; --r) rows.push_back(t - r);
     }
   }
   const int64_t m = int64_t(rows.size());

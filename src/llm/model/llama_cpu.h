@@ -88,6 +88,7 @@ struct CpuSequence {
   int pos0 = 0;
   std::span<const int32_t> blocks;  // block table (slots blocks[p / block] * block + p % block)
   bool logits = false;              // the logits of its last token are wanted
+  int rows = 1;                     // with logits: of its last `rows` tokens (1 .. tokens.size())
 };
 
 class CpuForward {
@@ -103,7 +104,7 @@ class CpuForward {
   int max_pos() const { return max_pos_; }
 
   // One step: every sequence's tokens (ids and positions checked by the caller), their K/V into
-  // kv; then the logits of the last token of each sequence with `logits` set, in order (all_rows:
+  // kv; then the logits of the last `rows` tokens of each sequence with `logits` set, in order (all_rows:
   // of every token, in order) into out [rows][vocab]. Returns the number of rows.
   int64_t step(std::span<const CpuSequence> seqs, CpuKvCache& kv, int64_t block, bool all_rows,
                std::vector<float>& out);

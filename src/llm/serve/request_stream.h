@@ -52,6 +52,11 @@ class RequestStream {
   // Whether the request was cancelled (cancel() or on_token returned false).
   bool cancelled() const { return job_.cancel.load(); }
   int generated() const { return result_.completion_tokens; }
+  // Speculative decoding: a verify pass checked `proposed` draft tokens and kept `accepted`.
+  void drafted(int proposed, int accepted) {
+    result_.draft_proposed += proposed;
+    result_.draft_accepted += accepted;
+  }
 
   // Ends the request: releases held-back text, fills the times and calls on_done. The reason is
   // `why` when given, else the one take() found (MaxTokens when none). retryable: the error is

@@ -20,6 +20,7 @@
 #include <list>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <thread>
 #include <unordered_map>
 
@@ -41,17 +42,31 @@ struct Seq {
   int reserved = 0;                      // blocks reserved for it, not allocated yet
   int published = 0;                     // of its blocks, those published to the prefix cache
   std::optional<Constraint> constraint;  // Request::grammar followed
+  // Speculative decoding: whether the draft proposes its tokens (no grammar, no penalties), and the
+  // positions whose K/V the draft's pool holds (<= cached: the draft did not run a last kept
+  // proposal, or one position of the verify pass that it never saw).
+  bool spec = false;
+  int dcached = 0;
   bool decoding() const { return cached >= prompt; }
 };
 
+// Speculative decoding's counts of a step (SchedulerStats::draft_*).
+struct Drafted {
+  uint64_t proposed = 0, accepted = 0, verifies = 0;
+};
+
 // A step submitted to the GPU: per sequence in it (nullptr once it ended), the tokens it feeds,
-// whether it wants its next token, and how that token is picked.
+// whether it wants its next token, and how that token is picked; a speculating sequence's draft
+// proposals (it feeds its last token and them, with logits at each: draft.size() + 1 rows).
 struct Inflight {
   BatchedLlama::Pending pending;
   std::vector<Seq*> fed;
   std::vector<int> n;
   std::vector<bool> want;
   std::vector<SamplePlan> plan;
+  std::vector<std::vector<int32_t>> draft;
+  std::vector<std::vector<std::vector<Sampler::Candidate>>> q;  // sampled: the draft's chain of each proposal
+  std::vector<std::vector<int32_t>> chunk;  // the speculating sequences' tokens fed (the spans' storage)
 };
 }  // namespace
 
@@ -68,6 +83,8 @@ struct Scheduler::Impl {
   std::shared_ptr<const TokenTexts> texts;
   std::unique_ptr<BatchedLlama> engine;
   std::unique_ptr<KvBlocks> kv;
+  LlamaModel* draft = nullptr;                 // SchedulerOptions::draft (recovery replaces it)
+  std::unique_ptr<BatchedLlama> draft_engine;  // over *draft, its pool under the same block tables
 
   mutable std::mutex mu;
   std::condition_variable wake;  // the worker: a job arrived or quit
@@ -83,11 +100,12 @@ struct Scheduler::Impl {
   std::condition_variable backoff;  // a failed rebuild waits on it (quit wakes it)
 
   // The worker's own state.
-  std::list<Seq> running;  // in admission order
-  int reserved = 0;        // blocks reserved by running sequences, not allocated yet
+  std::list<Seq> running;         // in admission order
+  int reserved = 0;               // blocks reserved by running sequences, not allocated yet
+  std::mt19937_64 accept_rng{1};  // SchedulerOptions::draft_acceptance's draws
 
   Impl(LlamaModel& m, const Tokenizer& t, SchedulerOptions o, DeviceRecovery r)
-      : model(&m), cfg(m.config()), tok(t), opt(o), recovery(std::move(r)) {
+      : model(&m), cfg(m.config()), tok(t), opt(o), recovery(std::move(r)), draft(o.draft) {
     const std::string what = "wgc: scheduler: ";
     if (opt.parallel < 1) throw Error(what + "parallel must be >= 1, not " + std::to_string(opt.parallel));
     if (opt.kv_block_tokens < 1)
@@ -104,6 +122,17 @@ struct Scheduler::Impl {
       const uint64_t cap = std::max<uint64_t>(uint64_t(per_seq), kDefaultKvBudget / block_bytes);
       opt.kv_blocks = int(std::min<uint64_t>(uint64_t(opt.parallel) * uint64_t(per_seq), cap));
     }
+    if (draft) {
+      if (opt.draft_tokens < 1 || opt.draft_tokens > kMaxDraftTokens)
+        throw Error(what + "draft_tokens must be 1 to " + std::to_string(kMaxDraftTokens) + ", not " +
+                    std::to_string(opt.draft_tokens));
+      if (draft->max_ctx() < opt.max_ctx)
+        throw Error(what + "the draft model's context holds " + std::to_string(draft->max_ctx()) +
+                    " positions, the target's " + std::to_string(opt.max_ctx) + " (give the draft as long a context)");
+      if (!(opt.draft_acceptance <= 1)) throw Error(what + "draft_acceptance must be at most 1 (< 0: off)");
+      if (recovery && !recovery.rebuild_draft)
+        throw Error(what + "a draft model with device recovery needs DeviceRecovery::rebuild_draft");
+    }
     make_engine();
     stop_ids = end_of_turn_ids(&tok, cfg);
     worker = std::thread([this] { loop(); });
@@ -112,12 +141,20 @@ struct Scheduler::Impl {
   // The engine over *model and an empty KV pool (at the start, and after a rebuild).
   void make_engine() {
     BatchedOptions bo;
-    bo.max_rows = opt.parallel;
-    bo.max_tokens = opt.parallel + opt.prefill_chunk;
+    // A speculating sequence feeds its last token and its proposals, with logits at each.
+    const int per_seq = draft ? opt.draft_tokens + 1 : 1;
+    bo.max_rows = opt.parallel * per_seq;
+    bo.max_tokens = opt.parallel * per_seq + opt.prefill_chunk;
     bo.block_tokens = opt.kv_block_tokens;
     bo.blocks = opt.kv_blocks;
     bo.linear = opt.linear;
     engine = std::make_unique<BatchedLlama>(*model, bo);
+    if (draft) {  // its first step of a round may catch up a position or two beside the prompt chunks
+      BatchedOptions dbo = bo;
+      dbo.max_rows = opt.parallel;
+      dbo.max_tokens = opt.parallel * 3 + opt.prefill_chunk;
+      draft_engine = std::make_unique<BatchedLlama>(*draft, dbo);
+    }
     kv = std::make_unique<KvBlocks>(opt.kv_blocks, opt.kv_block_tokens);
   }
 
@@ -209,8 +246,11 @@ struct Scheduler::Impl {
 
   // ---- the worker ----------------------------------------------------------------------------
 
-  void publish_state(int tokens) {
+  void publish_state(int tokens, const Drafted& drafted = {}) {
     std::lock_guard lk(mu);
+    totals.draft_proposed += drafted.proposed;
+    totals.draft_accepted += drafted.accepted;
+    totals.draft_verifies += drafted.verifies;
     n_running = int(running.size());
     kv_used = kv->referenced();
     if (tokens > 0) {
@@ -277,8 +317,8 @@ struct Scheduler::Impl {
         // While the GPU runs it, record the next step where its tokens can come from this one's
         // argmax on the GPU (greedy decoding with nothing else to do).
         std::optional<Inflight> next;
-        if (can_speculate(*inflight)) {
-          next = submit_speculative(*inflight);
+        if (can_run_ahead(*inflight)) {
+          next = submit_ahead(*inflight);
           if (!next->pending) next.reset();  // every sequence ends with this step's token
         }
         process(*inflight, next ? &*next : nullptr);
@@ -329,15 +369,18 @@ struct Scheduler::Impl {
       n_running = int(running.size());
     }
     engine.reset();
+    draft_engine.reset();
     kv.reset();
     reserved = 0;
     for (int attempt = 1;; ++attempt) {
       try {
         model = &recovery.rebuild();
+        if (draft) draft = &recovery.rebuild_draft();
         make_engine();
         break;
       } catch (const std::exception& e) {
         engine.reset();
+        draft_engine.reset();
         if (recovery.log)
           recovery.log("rebuilding the model failed (attempt " + std::to_string(attempt) + "): " + e.what());
         std::unique_lock lk(mu);
@@ -447,6 +490,10 @@ struct Scheduler::Impl {
       s.published = int(s.blocks.size());
       s.reserved = std::max(0, fresh);
       reserved += s.reserved;
+      // (the shared blocks' draft K/V are there when their publisher speculated too; else only its
+      // proposals suffer)
+      s.spec = draft_engine != nullptr && !s.constraint && !rq.sampling.has_penalties();
+      s.dcached = s.cached;
       s.rs->admitted(s.cached);
       running.push_back(std::move(s));
       {
@@ -490,37 +537,197 @@ struct Scheduler::Impl {
     }
   }
 
-  // One forward over every running sequence: a decode token each, prompt chunks within the budget.
+  // One forward over every running sequence: a decode token each (with a draft's proposals, the
+  // last token and them), prompt chunks within the budget.
   Inflight submit_step() {
     Inflight f;
-    std::vector<StepSequence> in;
+    std::vector<int> n_of, k_of;  // per running sequence: its tokens (prompt chunk or next token), its proposals
     int budget = opt.prefill_chunk;
     for (Seq& s : running) {
-      int n = s.decoding() ? 1 : std::min(s.prompt - s.cached, budget);
-      if (n == 0) continue;
+      const int n = s.decoding() ? 1 : std::min(s.prompt - s.cached, budget);
       if (!s.decoding()) budget -= n;
+      n_of.push_back(n);
+      k_of.push_back(draft_engine ? draft_count(s) : 0);
+    }
+    Proposals props;
+    if (draft_engine) {
+      props = propose(n_of, k_of);
+    } else {
+      props.ids.resize(running.size());
+      props.q.resize(running.size());
+    }
+    std::vector<StepSequence> in;
+    f.chunk.reserve(running.size());  // the spans into it stay valid
+    size_t i = 0;
+    for (Seq& s : running) {
+      const size_t at = i++;
+      std::vector<int32_t> d = std::move(props.ids[at]);
+      if (n_of[at] == 0) continue;
+      const int n = n_of[at] + int(d.size());
       cover(s, s.cached + n);
       StepSequence q;
-      q.tokens = std::span<const int32_t>(s.tokens).subspan(size_t(s.cached), size_t(n));
+      if (d.empty()) {
+        q.tokens = std::span<const int32_t>(s.tokens).subspan(size_t(s.cached), size_t(n));
+      } else {  // the verify chunk: its last token and the proposals, logits after each
+        std::vector<int32_t>& c = f.chunk.emplace_back(1, s.tokens.back());
+        c.insert(c.end(), d.begin(), d.end());
+        q.tokens = c;
+        q.rows = n;
+      }
       q.pos0 = s.cached;
       q.blocks = s.blocks;
       SamplePlan plan;
-      if (s.cached + n == int(s.tokens.size())) want_token(s, q, plan);  // the next token is wanted
+      if (s.cached + n_of[at] == int(s.tokens.size())) want_token(s, q, plan);  // the next token is wanted
       in.push_back(q);
       f.fed.push_back(&s);
       f.n.push_back(n);
       f.plan.push_back(plan);
       f.want.push_back(q.wants_logits());
+      f.draft.push_back(std::move(d));
+      f.q.push_back(std::move(props.q[at]));
     }
     f.pending = engine->submit(in);
     return f;
   }
 
+  // Draft tokens s proposes this step (0: it decodes plainly): within draft_tokens, its
+  // max_tokens (a verify pass gives up to k + 1 tokens; k < the tokens left keeps its positions
+  // within its reserved blocks) and the context (the pass runs positions cached .. cached + k).
+  int draft_count(const Seq& s) const {
+    if (!s.spec || !s.decoding() || s.job->cancel) return 0;
+    int k = std::min(opt.draft_tokens, opt.max_ctx - s.cached - 1);
+    if (s.job->req.max_tokens > 0) k = std::min(k, s.job->req.max_tokens - s.rs->generated() - 1);
+    return std::max(k, 0);
+  }
+
+  // Whether the draft's vocabulary holds these ids (a draft of a padded vocabulary may have fewer
+  // rows than the target).
+  bool draft_takes(std::span<const int32_t> ids) const {
+    const int64_t v = draft->config().vocab_size;
+    return std::all_of(ids.begin(), ids.end(), [&](int32_t id) { return id < v; });
+  }
+
+  // The draft's proposals, per running sequence (empty: none), k_of[i] at most, and for a sampled
+  // sequence the draft's distribution each was drawn from (its Sampler's chain): the draft steps
+  // over every proposing sequence at once, the first running the tokens the draft has not seen
+  // up to the last one (and the speculating sequences' prompt chunks of this step, n_of, so that
+  // its pool holds their prompts). Greedy only: each later step is fed the argmax of the one before
+  // on the device (feed_row) and all are collected at the end; with a sampled sequence each step is
+  // collected and its proposals drawn on the host (the sequence's Sampler) before the next.
+  // Proposals past the target's vocabulary are cut.
+  struct Proposals {
+    std::vector<std::vector<int32_t>> ids;
+    std::vector<std::vector<std::vector<Sampler::Candidate>>> q;
+  };
+  Proposals propose(const std::vector<int>& n_of, const std::vector<int>& k_of) {
+    Proposals out;
+    out.ids.resize(running.size());
+    out.q.resize(running.size());
+    std::vector<Seq*> seq_at;
+    std::vector<SamplePlan> plan_of(running.size());
+    std::vector<StepSequence> in;
+    std::vector<size_t> rows;  // the proposing sequences, in the order of the first step's rows
+    bool sync = false;
+    for (Seq& s : running) {
+      const size_t at = seq_at.size();
+      seq_at.push_back(&s);
+      if (!s.spec) continue;
+      const int upto = s.decoding() ? int(s.tokens.size()) : s.cached + n_of[at];
+      if ((s.decoding() ? k_of[at] : n_of[at]) == 0) continue;
+      const auto todo = std::span<const int32_t>(s.tokens).subspan(size_t(s.dcached), size_t(upto - s.dcached));
+      // A decoding sequence's draft lags one or two positions behind (a verify pass keeps up to one
+      // position the draft did not run): more would break the draft engine's step size.
+      if (!draft_takes(todo) || (s.decoding() && todo.size() > 3)) {
+        s.spec = false;  // (a token the draft cannot run): decodes plainly from now on
+        continue;
+      }
+      StepSequence q;
+      q.tokens = todo;
+      q.pos0 = s.dcached;
+      if (s.decoding()) {
+        cover(s, s.cached + k_of[at] + 1);
+        want_token(s, q, plan_of[at]);
+        q.logsumexp = false;
+        sync |= plan_of[at].kind != SamplePlan::Greedy;
+        rows.push_back(at);
+      } else {
+        cover(s, upto);
+        s.dcached = upto;
+      }
+      q.blocks = s.blocks;
+      in.push_back(q);
+    }
+    if (in.empty()) return out;
+    // A step's rows: the proposals (greedy: the argmax; sampled: drawn from the draft's chain).
+    auto take = [&](const std::vector<size_t>& order, const std::vector<StepLogits>& got) {
+      for (size_t r = 0; r < order.size(); ++r) {
+        Seq& s = *seq_at[order[r]];
+        const SamplePlan& plan = plan_of[order[r]];
+        if (plan.kind != SamplePlan::Greedy) out.q[order[r]].push_back(chain(s, plan, got[r]));
+        out.ids[order[r]].push_back(pick(s, plan, got[r]));
+      }
+    };
+    std::vector<BatchedLlama::Pending> steps;  // greedy: collected at the end
+    std::vector<std::vector<size_t>> order;    // per draft step, the sequences of its rows
+    auto run = [&](std::span<const StepSequence> step, std::vector<size_t> who) {
+      BatchedLlama::Pending h = draft_engine->submit(step);
+      if (sync)
+        take(who, draft_engine->collect(h));
+      else
+        steps.push_back(std::move(h));
+      order.push_back(std::move(who));
+    };
+    run(in, std::move(rows));
+    const int32_t placeholder = 0;
+    for (int j = 2;; ++j) {  // step j proposes token j, fed token j - 1 at position cached + j - 1
+      const std::vector<size_t> prev = order.back();
+      std::vector<StepSequence> next;
+      std::vector<size_t> w;
+      for (size_t r = 0; r < prev.size(); ++r) {
+        Seq& s = *seq_at[prev[r]];
+        if (k_of[prev[r]] < j) continue;
+        StepSequence q;
+        if (sync) {
+          q.tokens = std::span<const int32_t>(&out.ids[prev[r]].back(), 1);
+        } else {
+          q.tokens = std::span<const int32_t>(&placeholder, 1);
+          q.feed_row = int(r);
+        }
+        q.pos0 = s.cached + j - 1;
+        q.blocks = s.blocks;
+        SamplePlan plan;
+        want_token(s, q, plan);
+        q.logsumexp = false;
+        next.push_back(q);
+        w.push_back(prev[r]);
+      }
+      if (next.empty()) break;
+      run(next, std::move(w));
+    }
+    for (size_t j = 0; j < steps.size(); ++j) take(order[j], draft_engine->collect(steps[j]));
+    for (size_t i = 0; i < out.ids.size(); ++i) {
+      auto& d = out.ids[i];
+      auto past = std::find_if(d.begin(), d.end(), [&](int32_t id) { return id < 0 || id >= cfg.vocab_size; });
+      d.erase(past, d.end());
+      if (out.q[i].size() > d.size()) out.q[i].resize(d.size());
+    }
+    return out;
+  }
+
+  // The Sampler's chain of s over a row of logits: the candidates it keeps, with their probabilities.
+  static std::vector<Sampler::Candidate> chain(Seq& s, const SamplePlan& plan, const StepLogits& out) {
+    const Sampler& sm = s.rs->sampler();
+    if (plan.kind == SamplePlan::Full) return sm.candidates(out.logits);
+    const size_t k = size_t(plan.k);
+    return sm.candidates(std::span(out.top_ids).first(k), std::span(out.top_logits).first(k));
+  }
+
   // Whether the step after f can be recorded before f's tokens are back: the engine runs steps
   // while the host records (the GPU), every running sequence is in f and decodes greedily without
-  // logprobs, nothing waits to be admitted or cancelled.
-  bool can_speculate(const Inflight& f) {
-    if (!engine->overlaps()) return false;
+  // logprobs, nothing waits to be admitted or cancelled, and no draft model proposes tokens (its
+  // sequences' next step depends on what f kept).
+  bool can_run_ahead(const Inflight& f) {
+    if (!engine->overlaps() || draft_engine) return false;
     {
       std::lock_guard lk(mu);
       if (quit || (!queue.empty() && int(running.size()) < opt.parallel)) return false;
@@ -537,7 +744,7 @@ struct Scheduler::Impl {
 
   // The step after f, each sequence's token the argmax of its row in f (sequences whose token
   // from f is their last by max_tokens or the context are left out).
-  Inflight submit_speculative(const Inflight& f) {
+  Inflight submit_ahead(const Inflight& f) {
     Inflight g;
     std::vector<StepSequence> in;
     std::vector<int32_t> placeholder(f.fed.size(), 0);
@@ -559,6 +766,8 @@ struct Scheduler::Impl {
       g.n.push_back(1);
       g.plan.push_back({SamplePlan::Greedy, 1});
       g.want.push_back(true);
+      g.draft.emplace_back();
+      g.q.emplace_back();
     }
     if (in.empty()) return g;
     g.pending = engine->submit(in);
@@ -572,12 +781,20 @@ struct Scheduler::Impl {
     if (f.pending && engine->overlaps()) prepare_masks(f);
     if (f.pending) rows = engine->collect(f.pending);
     int generated = 0;
+    Drafted drafted;
     size_t r = 0;
     std::vector<std::pair<Seq*, std::string>> done;  // and the error that ended it, if any
     for (size_t i = 0; i < f.fed.size(); ++i) {
-      StepLogits* out = f.want[i] ? &rows[r++] : nullptr;
+      const size_t n_rows = f.want[i] ? f.draft[i].size() + 1 : 0;
+      StepLogits* out = n_rows ? &rows[r] : nullptr;
+      r += n_rows;
       Seq* s = f.fed[i];
       if (!s) continue;  // ended while this step was in flight
+      if (!f.draft[i].empty()) {
+        if (!verify(*s, f.draft[i], f.q[i], f.plan[i], std::span(out, n_rows), generated, drafted))
+          done.push_back({s, {}});
+        continue;
+      }
       s->cached += f.n[i];
       while (s->published < s->cached / B) kv->publish(s->blocks, s->published++, s->tokens);
       if (!out) continue;
@@ -599,6 +816,8 @@ struct Scheduler::Impl {
       ++generated;
       if (!s->rs->take(id, lp ? &*lp : nullptr, s->cached, last)) done.push_back({s, {}});
     }
+    // (the totals first: drain() returns once the last request ended, with its tokens counted)
+    publish_state(generated, drafted);
     for (auto& [s, error] : done) {
       if (next) std::replace(next->fed.begin(), next->fed.end(), s, static_cast<Seq*>(nullptr));
       for (auto it = running.begin(); it != running.end(); ++it)
@@ -610,7 +829,57 @@ struct Scheduler::Impl {
           break;
         }
     }
-    publish_state(generated);
+  }
+
+  // A speculating sequence's verify pass: greedy, the longest prefix of its proposals d equal to
+  // the target's argmax at each position, then the target's own token; sampled, the speculative
+  // sampling rule on the target's chains (out) and the draft's (q); handed out in order. The
+  // rejected positions of both pools are dropped: past `cached` (and `dcached`), they are written
+  // again before they are read, and the blocks past the next token go back to its reservation.
+  // Returns false when the request ended.
+  bool verify(Seq& s, const std::vector<int32_t>& d, const std::vector<std::vector<Sampler::Candidate>>& q,
+              const SamplePlan& plan, std::span<StepLogits> out, int& generated, Drafted& drafted) {
+    const int B = opt.kv_block_tokens;
+    size_t kept = 0;
+    int32_t next = -1;
+    if (opt.draft_acceptance >= 0) {
+      std::uniform_real_distribution<double> u(0.0, 1.0);
+      while (kept < d.size() && u(accept_rng) < opt.draft_acceptance) ++kept;
+    } else if (plan.kind == SamplePlan::Greedy) {
+      while (kept < d.size() && pick(s, plan, out[kept]) == d[kept]) ++kept;
+    } else {  // the speculative sampling rule with the sequence's own random numbers
+      std::vector<std::vector<Sampler::Candidate>> p;
+      for (const StepLogits& row : out) p.push_back(chain(s, plan, row));
+      Sampler& sm = s.rs->sampler();
+      const SampledRound round = speculative_sample(p, q, d, [&] { return sm.uniform(); });
+      kept = round.kept;
+      next = round.next;
+    }
+    if (next < 0) next = pick(s, plan, out[kept]);
+    const int old = s.cached;
+    s.cached = old + 1 + int(kept);
+    s.dcached = std::min(old + int(d.size()), s.cached);  // the draft ran up to its proposal k - 1
+    s.tokens.insert(s.tokens.end(), d.begin(), d.begin() + std::ptrdiff_t(kept));
+    s.tokens.push_back(next);
+    while (s.published < s.cached / B) kv->publish(s.blocks, s.published++, s.tokens);
+    for (size_t keep = size_t((s.cached + B) / B); s.blocks.size() > keep;) {
+      kv->release(s.blocks.back());
+      s.blocks.pop_back();
+      ++s.reserved;
+      ++reserved;
+    }
+    s.rs->drafted(int(d.size()), int(kept));
+    drafted.proposed += d.size();
+    drafted.accepted += kept;
+    ++drafted.verifies;
+    for (size_t j = 0; j <= kept; ++j) {
+      const int32_t id = s.tokens[size_t(old) + 1 + j];
+      std::optional<TokenLogprobs> lp;
+      if (s.job->req.top_logprobs >= 0) lp = logprobs(s, out[j], id);
+      ++generated;
+      if (!s.rs->take(id, lp ? &*lp : nullptr, old + 1 + int(j))) return false;
+    }
+    return true;
   }
 
   // While the GPU runs step f: the grammar masks its constrained sequences will be picked under

@@ -44,6 +44,21 @@ struct SchedulerOptions {
   // The linear kernels (BatchedOptions::linear): Auto, Batched, BatchedQ8 (8-bit activations for
   // Q4_0 / Q8_0 matrices), Naive.
   LinearVersion linear = LinearVersion::Auto;
+  // Speculative decoding (docs/serving.md): a draft model of the target's tokenizer (the caller
+  // checks it: check_draft) proposes up to draft_tokens tokens for each sequence without grammar
+  // or penalties, in draft steps over all of them at once; the target checks them in the step's
+  // one forward (the sequence's last token and its proposals as a chunk, logits at every
+  // position). Greedy: the longest prefix equal to its own argmax, plus its own next token, so the
+  // tokens are the target's alone, token for token (batch invariance). Sampled: the speculative
+  // sampling rule (speculative_sample) with the sequence's Sampler, so the tokens are distributed
+  // as the target's. The draft has its own KV pool of kv_blocks blocks, under the same block
+  // tables. Its context must hold max_ctx.
+  LlamaModel* draft = nullptr;  // not owned; outlives the scheduler (DeviceRecovery::rebuild_draft replaces it)
+  int draft_tokens = 5;         // 1 .. kMaxDraftTokens
+  // For benchmarks only (< 0: off): each proposal is kept with this probability (seeded; a run
+  // that stops at the first one not kept) instead of by the target's argmax, so that the cost of
+  // an acceptance rate can be measured with random-weight models. The tokens are NOT the target's.
+  double draft_acceptance = -1;
 };
 
 struct Request {
@@ -76,6 +91,7 @@ struct RequestResult {                      // when a request ends
   double queue_ms = 0, ttft_ms = 0, total_ms = 0;  // from submit() to admission, first token, the end
   std::string error;                               // non-empty when it failed (e.g. the KV pool could never fit it)
   bool retryable = false;  // the failure is not the request's (the GPU device was lost): it may be sent again
+  int draft_proposed = 0, draft_accepted = 0;  // speculative decoding: draft tokens proposed, of them kept
 };
 
 struct SchedulerStats {
@@ -84,6 +100,9 @@ struct SchedulerStats {
   // Totals since the start: requests finished (any reason), prompt tokens of admitted requests and
   // of them those found in the cache, tokens generated.
   uint64_t requests = 0, prompt_tokens = 0, cached_prompt_tokens = 0, generated_tokens = 0;
+  // Speculative decoding: draft tokens proposed, of them kept by the target, and the target's
+  // verify passes (a sequence's chunk of its last token and its proposals counts one).
+  uint64_t draft_proposed = 0, draft_accepted = 0, draft_verifies = 0;
   double decode_tokens_per_s = 0;  // recent aggregate (the last few seconds)
   // A lost GPU device (DeviceRecovery): whether the model is being rebuilt now, and why; how many
   // times it was rebuilt; how long the last rebuild took, from the loss to serving again.
@@ -103,6 +122,8 @@ struct DeviceRecovery {
   std::function<bool()> lost;                   // whether the device is gone (polled about once a second while idle)
   std::function<LlamaModel&()> rebuild;         // the new model; the old one is no longer used when this runs
   std::function<void(const std::string&)> log;  // one line per event (lost, rebuilt, a failed attempt)
+  // With SchedulerOptions::draft: the draft model made again (after rebuild()), on the new device.
+  std::function<LlamaModel&()> rebuild_draft;
   explicit operator bool() const { return bool(rebuild); }
 };
 
