@@ -233,7 +233,8 @@ void read_nomic_bert(const json::Value& cfg, const std::string& src, ModelConfig
       throw Error(src + ": \"" + k +
                   "\" is true: a nomic-bert variant wgc does not run (nomic-embed-text v1 / v1.5 have it false)");
   if (const json::Value* f = cfg.find("rotary_scaling_factor"); f && !f->is_null())
-    throw Error(src + ": \"rotary_scaling_factor\" is " + f->dump() + ": scaled rotary positions are not supported");
+    throw Error(src + ": \"rotary_scaling_factor\" is " + f->dump() +
+                ": scaled rotary positions (a nomic-bert variant wgc does not run)");
   const std::string act = cfg.get_string("activation_function", "swiglu");
   if (act != "swiglu")
     throw Error(src + ": \"activation_function\" is '" + act + "' (the encoder runs nomic-bert's swiglu)");

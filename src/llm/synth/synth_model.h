@@ -10,13 +10,15 @@
 //  - metadata: general.* (architecture, name, size_label, file_type, quantization_version), the
 //    {arch}.* hyper-parameters llama.cpp reads, tokenizer.ggml.* (a gpt2 byte-level BPE tokenizer
 //    with a synthetic vocabulary of the real size: the 256 byte tokens, generated merges, and the
-//    model family's special tokens at their real ids), and wgc.synthetic.{shape,seed};
+//    model family's special tokens at their real ids; the nomic-bert shapes: a synthetic BERT
+//    WordPiece vocabulary as llama.cpp's converter stores one), and wgc.synthetic.{shape,seed};
 //  - tensors in GGUF's names and GGML order: token_embd, blk.N.{attn_norm, attn_q, attn_k, attn_v,
 //    attn_output, ffn_norm, ffn_gate, ffn_up, ffn_down} (+ attn_{q,k,v}.bias for Qwen2),
 //    output_norm, output (absent when the embeddings are tied), and rope_freqs (llama3 rope
 //    scaling, computed as convert_hf_to_gguf.py does); the other architectures' tensors as
 //    tensor_names.h lists them (Gemma's post norms, Phi-3's attn_qkv, the experts merged per layer
-//    into ffn_{gate,up,down}_exps [experts, rows, cols], BERT's biases, positions and types);
+//    into ffn_{gate,up,down}_exps [experts, rows, cols], BERT's biases, positions and types,
+//    nomic-bert's attn_qkv, ffn_gate and token types without positions);
 //  - matrices in the requested type (all of them: token_embd and output too, as llama-quantize
 //    --pure would; Q4_K: llama.cpp's Q4_K_M mix, see matrix_type), norms, biases and rope_freqs
 //    in F32 as llama.cpp keeps them;
