@@ -24,12 +24,12 @@ struct Flags {
 
 int synth_model_cmd(const Flags& f) {
   if (f.list) {
-    std::printf("%-14s %7s %7s %6s %6s %5s %5s %7s %8s %6s\n", "shape", "params", "hidden", "layers", "heads", "kv",
+    std::printf("%-21s %7s %7s %6s %6s %5s %5s %7s %8s %6s\n", "shape", "params", "hidden", "layers", "heads", "kv",
                 "hd", "ffn", "vocab", "tied");
     for (const auto& s : llm::synth::shapes()) {
       llm::synth::SynthModel m(s, llm::TensorType::F16);
       const double p = double(m.params());
-      std::printf("%-14s %6.2f%s %7lld %6lld %6lld %5lld %5lld %7lld %8lld %6s\n", s.name.c_str(),
+      std::printf("%-21s %6.2f%s %7lld %6lld %6lld %5lld %5lld %7lld %8lld %6s\n", s.name.c_str(),
                   p >= 1e9 ? p / 1e9 : p / 1e6, p >= 1e9 ? "B" : "M", (long long)s.hidden, (long long)s.layers,
                   (long long)s.heads, (long long)s.kv_heads, (long long)s.head_dim, (long long)s.ffn,
                   (long long)s.vocab, s.tied ? "yes" : "no");

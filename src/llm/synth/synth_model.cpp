@@ -551,8 +551,14 @@ SynthModel::SynthModel(const ModelShape& shape, TensorType type, uint64_t seed) 
   matrix("token_embd.weight", s.hidden, s.vocab);
   const bool nomic = a == "nomic-bert";
   if (s.encoder) {
-    matrix("token_types.weight", s.hidden, s.type_vocab);
-    if (!nomic) matrix("position_embd.weight", s.hidden, s.context);
+    // F32 whatever the type, as llama.cpp's converter keeps them (its graph adds the token-type
+    // row as it is: ggml's CPU add takes no F16 operand).
+    auto f32_matrix = [&](const std::string& name, int64_t cols, int64_t rows) {
+      w.add_tensor(name, TensorType::F32, {cols, rows});
+      recipes_.push_back({0.f, s.weight_sigma, {}, 0});
+    };
+    f32_matrix("token_types.weight", s.hidden, s.type_vocab);
+    if (!nomic) f32_matrix("position_embd.weight", s.hidden, s.context);
     vec("token_embd_norm.weight", s.hidden, 1.f);
     vec("token_embd_norm.bias", s.hidden, 0.f);
   }

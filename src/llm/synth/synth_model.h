@@ -20,9 +20,10 @@
 //    into ffn_{gate,up,down}_exps [experts, rows, cols], BERT's biases, positions and types,
 //    nomic-bert's attn_qkv, ffn_gate and token types without positions);
 //  - matrices in the requested type (all of them: token_embd and output too, as llama-quantize
-//    --pure would; Q4_K: llama.cpp's Q4_K_M mix, see matrix_type), norms, biases and rope_freqs
-//    in F32 as llama.cpp keeps them;
-//  - values: matrices and biases ~N(0, 0.02^2), norms ~N(1, 0.02^2) (bounded: never inf/NaN),
+//    --pure would; Q4_K: llama.cpp's Q4_K_M mix, see matrix_type), norms, biases, rope_freqs and
+//    the encoders' token_types / position_embd in F32 as llama.cpp keeps them;
+//  - values: matrices ~N(0, weight_sigma^2) (0.02 but for nomic-bert-tiny's 0.15), biases
+//    ~N(0, 0.02^2), norms ~N(1, 0.02^2) (bounded: never inf/NaN),
 //    a pure function of (seed, tensor, element): the same seed gives the same file.
 #pragma once
 
