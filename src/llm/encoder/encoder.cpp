@@ -170,7 +170,6 @@ EncoderShape encoder_shape(const ModelConfig& c) {
   s.eps = float(c.rms_norm_eps);
   s.pre_norm = c.architecture == Architecture::ModernBert;
   s.gated = c.architecture != Architecture::Bert;
-  s.silu = c.architecture == Architecture::NomicBert;
   EncoderAttnDims& d = s.attn;
   d.n_heads = uint32_t(c.n_heads);
   d.n_kv_heads = uint32_t(c.n_kv_heads);

@@ -90,9 +90,9 @@ struct EncoderShape {
   int64_t hidden = 0, ffn = 0, n_layers = 0;
   float eps = 1e-12f;
   bool pre_norm = false;  // ModernBERT: x + attn(norm(x)), GeGLU MLP, rotary q/k, a final norm
-  // The MLP: act(gate x) * up x (ModernBERT's GeGLU, nomic-bert's SwiGLU), else act(up x + b) (BERT).
+  // The MLP: act(gate x) * up x (pre-norm: ModernBERT's GeGLU; post-norm: nomic-bert's SwiGLU),
+  // else gelu(up x + b) (BERT).
   bool gated = false;
-  bool silu = false;     // the activation: SiLU (nomic-bert), else exact GELU
   EncoderAttnDims attn;  // n_tokens left 0: set per pass
   int64_t qkv_cols() const { return int64_t(attn.n_heads + 2 * attn.n_kv_heads) * attn.head_dim; }
   int64_t q_cols() const { return int64_t(attn.n_heads) * attn.head_dim; }
