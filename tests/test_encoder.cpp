@@ -421,6 +421,56 @@ TEST(EmbeddingFixture, ModernBertMatchesTransformers) {
   check_fixture("modernbert", 1e-4);
 }
 
+// nomic-bert (nomic-embed-text's architecture: rotary q/k through a fused Wqkv, post-norm layers,
+// SwiGLU, token types without positions, mean pooling). transformers cannot run it (remote code),
+// so the reference is llama.cpp's (node-llama-cpp 3.21.1): a tiny model wgc synth-model wrote (F32,
+// a synthetic WordPiece vocabulary), its Hugging Face form (the same bytes under nomic's names),
+// and llama.cpp's ids and mean-pooled, unnormalised embeddings of five texts, one of them longer
+// than a 64-key chunk of the GPU attention (scripts/make_nomic_bert_fixture.sh). Both file forms,
+// both engines, all texts packed into one pass; each form's tokenizer gives llama.cpp's ids.
+TEST(EmbeddingFixture, NomicBertMatchesLlamaCpp) {
+  const fs::path dir = arch_dir("nomic-bert");
+  WGC_REQUIRE_FILE(dir / "reference.json");
+  json::Value ref = json::parse_file(dir / "reference.json");
+  ASSERT_FALSE(ref["normalized"].as_bool());
+  std::vector<std::string> texts;
+  std::vector<std::vector<int32_t>> seqs;
+  std::vector<std::vector<float>> want;
+  for (const auto& c : ref["cases"].items()) {
+    texts.push_back(c["text"].as_string());
+    seqs.emplace_back();
+    for (const auto& x : c["ids"].items()) seqs.back().push_back(int32_t(x.as_int()));
+    want.emplace_back();
+    for (const auto& x : c["embedding"].items()) want.back().push_back(float(x.as_double()));
+  }
+  ASSERT_EQ(seqs.size(), 5u);
+  EXPECT_GT(seqs.back().size(), 64u);  // more keys than one chunk of the GPU kernel
+  for (fs::path model : {dir, dir / "nomic-bert-f32.gguf"}) {
+    SCOPED_TRACE(model.string());
+    ModelFile m = open_any(model);
+    const ModelConfig& c = m.config();
+    EXPECT_EQ(c.architecture, Architecture::NomicBert);
+    EXPECT_EQ(c.pooling, Pooling::Mean);
+    EXPECT_EQ(c.rope_theta, 1000.0);
+    EXPECT_EQ(c.rope_dim, 24);
+    EXPECT_EQ(c.max_position_embeddings, 128);
+    Tokenizer tok = load_tokenizer(model);
+    for (size_t i = 0; i < texts.size(); ++i) EXPECT_EQ(embedding_tokens(tok, c, texts[i]), seqs[i]) << texts[i];
+    for (bool gpu : {false, true}) {
+      SCOPED_TRACE(gpu ? "gpu" : "cpu");
+      EmbeddingOptions eo;
+      eo.threads = 2;
+      eo.progress = false;
+      EmbeddingModel em(m, gpu ? std::optional<Context>(ctx()) : std::nullopt, eo);
+      ASSERT_EQ(em.dim(), 72);
+      // llama.cpp's vectors are pooled, not normalised (wgc's normalisation: EncoderPooling).
+      std::vector<float> e = em.embed(seqs, false);
+      for (size_t i = 0; i < seqs.size(); ++i)
+        EXPECT_LT(rel_err(std::span<const float>(e).subspan(i * 72, 72), want[i]), 1e-4) << "text " << i;
+    }
+  }
+}
+
 // Qwen3-Embedding's GGUF does not say that its tokenizer appends <|endoftext|>; the embedding
 // pipeline appends it, so both file forms give the tokens transformers pooled.
 TEST(EmbeddingFixture, DecoderEmbeddingTokensEndWithEndOfText) {

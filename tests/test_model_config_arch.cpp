@@ -316,6 +316,37 @@ TEST(ArchConfigHf, Encoders) {
   EXPECT_TRUE(qe.embedding_model);
   EXPECT_EQ(qe.pooling, Pooling::Last);
   EXPECT_TRUE(engine_runs(qe));  // the decoder engines run it; its embedding is LlamaModel::last_hidden
+  // nomic-embed-text-v1.5's config.json (NomicBertConfig, GPT-2's key names; its other keys left out).
+  const std::string nomic = R"({"activation_function": "swiglu", "architectures": ["NomicBertModel"],
+    "causal": false, "layer_norm_epsilon": 1e-12, "max_trained_positions": 2048, "mlp_fc1_bias": false,
+    "mlp_fc2_bias": false, "model_type": "nomic_bert", "n_embd": 768, "n_head": 12, "n_inner": 3072,
+    "n_layer": 12, "n_positions": 8192, "parallel_block": false, "prenorm": false, "qkv_proj_bias": false,
+    "rotary_emb_base": 1000, "rotary_emb_fraction": 1.0, "rotary_emb_interleaved": false,
+    "rotary_scaling_factor": null, "type_vocab_size": 2, "use_rms_norm": false, "vocab_size": 30528)";
+  auto nb = hf(nomic + "}");
+  EXPECT_EQ(nb.architecture, Architecture::NomicBert);
+  EXPECT_EQ(nb.hidden_size, 768);
+  EXPECT_EQ(nb.head_dim, 64);
+  EXPECT_EQ(nb.rope_dim, 64);
+  EXPECT_EQ(nb.ffn_size, 3072);
+  EXPECT_EQ(nb.rope_theta, 1000.0);
+  EXPECT_EQ(nb.max_position_embeddings, 2048);  // the trained context, as llama.cpp's converter writes
+  EXPECT_EQ(nb.pooling, Pooling::Mean);
+  EXPECT_EQ(nb.activation, Activation::Silu);
+  EXPECT_TRUE(nb.fused_qkv && nb.gated_ffn && nb.embedding_model && !nb.causal && !nb.absolute_positions);
+  // The variants it does not run, refused by name.
+  const std::pair<const char*, const char*> bad[] = {
+      {R"("qkv_proj_bias": false)", R"("qkv_proj_bias": true)"},
+      {R"("prenorm": false)", R"("prenorm": true)"},
+      {R"("rotary_scaling_factor": null)", R"("rotary_scaling_factor": 2)"},
+      {R"("activation_function": "swiglu")", R"("activation_function": "gelu")"}};
+  for (const auto& [from, to] : bad) {
+    std::string text = nomic + "}";
+    text.replace(text.find(from), std::string(from).size(), to);
+    msg = error_of([&] { hf(text); });
+    EXPECT_NE(msg.find(std::string(to).substr(0, std::string(to).find(':'))), std::string::npos) << to << ": " << msg;
+    EXPECT_NE(msg.find("nomic-bert"), std::string::npos) << to << ": " << msg;
+  }
 }
 
 // --- GGUF metadata as llama.cpp's converter writes it --------------------------------------------------
@@ -422,11 +453,11 @@ TEST(ArchConfigGguf, MoeAndEncoders) {
 // --- the name table -----------------------------------------------------------------------------
 
 TEST(TensorNames, BothDirectionsForEveryArchitecture) {
-  const Architecture all[] = {Architecture::Llama,     Architecture::Mistral, Architecture::Qwen2,
-                              Architecture::Qwen3,     Architecture::Gemma2,  Architecture::Gemma3,
-                              Architecture::Phi3,      Architecture::Mixtral, Architecture::Qwen2Moe,
-                              Architecture::Qwen3Moe,  Architecture::Olmoe,   Architecture::Bert,
-                              Architecture::ModernBert};
+  const Architecture all[] = {Architecture::Llama,      Architecture::Mistral,  Architecture::Qwen2,
+                              Architecture::Qwen3,      Architecture::Gemma2,   Architecture::Gemma3,
+                              Architecture::Phi3,       Architecture::Mixtral,  Architecture::Qwen2Moe,
+                              Architecture::Qwen3Moe,   Architecture::Olmoe,    Architecture::Bert,
+                              Architecture::ModernBert, Architecture::NomicBert};
   for (Architecture a : all) {
     auto roles = layer_roles(a);
     ASSERT_FALSE(roles.empty()) << to_string(a);
@@ -458,6 +489,10 @@ TEST(TensorNames, BothDirectionsForEveryArchitecture) {
   EXPECT_EQ(tensor_names(Architecture::Qwen3Moe, TensorRole::ExpertsUp, 1, 0).hf,
             "model.layers.1.mlp.experts.0.up_proj.weight");
   EXPECT_EQ(tensor_names(Architecture::Bert, TensorRole::LayerOutNorm, 1).gguf, "blk.1.layer_output_norm.weight");
+  // nomic-bert: fc11 is llama.cpp's ffn_up, fc12 its ffn_gate (tensor_mapping.py).
+  EXPECT_EQ(hf_name_for_gguf(Architecture::NomicBert, "blk.2.ffn_gate.weight"), "encoder.layers.2.mlp.fc12.weight");
+  EXPECT_EQ(hf_name_for_gguf(Architecture::NomicBert, "blk.2.ffn_up.weight"), "encoder.layers.2.mlp.fc11.weight");
+  EXPECT_EQ(canonical_hf_name(Architecture::NomicBert, "bert.emb_ln.weight"), "emb_ln.weight");
   EXPECT_EQ(hf_name_for_gguf(Architecture::Bert, "token_types.weight"), "embeddings.token_type_embeddings.weight");
   EXPECT_TRUE(tensor_names(Architecture::Llama, TensorRole::ExpertsGate, 0, 0).hf.empty());
   EXPECT_EQ(hf_name_for_gguf(Architecture::Llama, "blk.0.unknown.weight"), "blk.0.unknown.weight");

@@ -1,6 +1,6 @@
 // wgc embed: sentence embeddings of texts with an embedding model (BERT family: bge, gte, e5,
-// all-MiniLM, RoBERTa-based ones; decoders: Qwen3-Embedding): printed one line per text, or
-// written as .npy / JSON.
+// all-MiniLM, RoBERTa-based ones, ModernBERT, nomic-embed-text; decoders: Qwen3-Embedding): printed one line per text,
+// or written as .npy / JSON.
 #include "cli/command.h"
 #include "cli/llm_backend.h"
 #include "cli/llm_flags.h"

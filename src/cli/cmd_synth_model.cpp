@@ -24,12 +24,12 @@ struct Flags {
 
 int synth_model_cmd(const Flags& f) {
   if (f.list) {
-    std::printf("%-14s %7s %7s %6s %6s %5s %5s %7s %8s %6s\n", "shape", "params", "hidden", "layers", "heads", "kv",
+    std::printf("%-21s %7s %7s %6s %6s %5s %5s %7s %8s %6s\n", "shape", "params", "hidden", "layers", "heads", "kv",
                 "hd", "ffn", "vocab", "tied");
     for (const auto& s : llm::synth::shapes()) {
       llm::synth::SynthModel m(s, llm::TensorType::F16);
       const double p = double(m.params());
-      std::printf("%-14s %6.2f%s %7lld %6lld %6lld %5lld %5lld %7lld %8lld %6s\n", s.name.c_str(),
+      std::printf("%-21s %6.2f%s %7lld %6lld %6lld %5lld %5lld %7lld %8lld %6s\n", s.name.c_str(),
                   p >= 1e9 ? p / 1e9 : p / 1e6, p >= 1e9 ? "B" : "M", (long long)s.hidden, (long long)s.layers,
                   (long long)s.heads, (long long)s.kv_heads, (long long)s.head_dim, (long long)s.ffn,
                   (long long)s.vocab, s.tied ? "yes" : "no");
@@ -61,9 +61,11 @@ Register reg{
     {"synth-model", "write a GGUF with random weights in a real model's shapes (for benchmarks)", [](CLI::App& app) {
        auto f = std::make_shared<Flags>();
        app.add_flag("--list", f->list, "list the shapes and exit");
-       add_text(app, "--shape", f->shape,
-                "the model's shape: llama-3.2-1b, llama-3.2-3b, llama-3.1-8b, llama-3.1-70b, qwen2.5-0.5b, gemma-2-9b, "
-                "gemma-3-12b, phi-3-mini, phi-4, mistral-7b, mixtral-8x7b, qwen3-30b-a3b, bge-base, tiny");
+       add_text(
+           app, "--shape", f->shape,
+           "the model's shape: llama-3.2-1b, llama-3.2-3b, llama-3.1-8b, llama-3.1-70b, qwen2.5-0.5b, gemma-2-9b, "
+           "gemma-3-12b, phi-3-mini, phi-4, mistral-7b, mixtral-8x7b, qwen3-30b-a3b, bge-base, nomic-embed-text-v1.5, "
+           "tiny, nomic-bert-tiny");
        app.add_option("--type", f->type,
                       "the weights' type: f16, bf16, q8_0, q4_0, q4_k (llama.cpp's Q4_K_M mix), q6_k, f32");
        add_text(app, "--out", f->out, "the .gguf file to write (required)")->type_name("FILE");

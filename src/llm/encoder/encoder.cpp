@@ -15,9 +15,14 @@ std::string encoder_refusal(const ModelConfig& c) {
     return std::string("a ") + std::string(to_string(c.architecture)) + " model is not a BERT-family encoder";
   if (c.causal) return "a causal BERT is not a sentence encoder";
   if (c.architecture == Architecture::Bert) {
-    if (c.rope_dim > 0) return "rotary positions in a BERT (nomic-bert) are not supported yet";
+    if (c.rope_dim > 0) return "rotary positions in a BERT are not supported (nomic-bert is its own architecture)";
     if (!c.absolute_positions) return "the encoder has no learned position embeddings";
     if (c.gated_ffn) return "a gated MLP in a BERT is not supported";
+  } else if (c.architecture == Architecture::NomicBert) {
+    if (c.activation != Activation::Silu || !c.gated_ffn) return "a nomic-bert without its SwiGLU MLP";
+    if (c.rope_dim != c.head_dim || c.head_dim % 2) return "a nomic-bert with partial or odd rotary dimensions";
+    if (c.rope_scaling.type != RopeScalingType::None || c.rope_interleaved)
+      return "a nomic-bert with rope scaling or interleaved rotary pairs";
   } else {
     if (c.activation != Activation::Gelu)
       return "a ModernBERT with the " + std::string(to_string(c.activation)) + " activation (the encoder runs gelu)";
@@ -64,6 +69,15 @@ std::vector<float> pool_hidden(std::span<const float> hidden, std::span<const in
 PositionTable position_table(const ModelFile& m) {
   const ModelConfig& c = m.config();
   PositionTable t;
+  if (c.architecture == Architecture::NomicBert) {
+    // No positions (rotary): the token-type 0 row for every token, as llama.cpp and nomic's model.
+    if (auto types = find_role(m, TensorRole::TokenTypes)) {
+      t.rows = to_f32(tensor_rows(*types, 0, 1));
+      t.n_rows = 1;
+      t.by_position = false;
+    }
+    return t;
+  }
   if (!c.absolute_positions) return t;
   const ModelTensor& pos = role_tensor(m, TensorRole::PositionEmbd);
   t.n_rows = pos.rows();
@@ -80,7 +94,7 @@ PositionTable position_table(const ModelFile& m) {
 
 EncoderTensors encoder_tensors(const ModelFile& m) {
   const ModelConfig& c = m.config();
-  const bool modern = c.architecture == Architecture::ModernBert;
+  const bool modern = c.architecture == Architecture::ModernBert, nomic = c.architecture == Architecture::NomicBert;
   EncoderTensors e;
   // Reserve so that the pointers into `held` stay valid.
   e.held.reserve(size_t(4 + 18 * c.n_layers));
@@ -118,9 +132,20 @@ EncoderTensors encoder_tensors(const ModelFile& m) {
       e.layers.push_back(L);
       continue;
     }
-    L.q = need(TensorRole::AttnQ, l);
-    L.k = need(TensorRole::AttnK, l);
-    L.v = need(TensorRole::AttnV, l);
+    if (nomic) {
+      ModelTensor qkv = role_tensor(m, TensorRole::AttnQkv, l);
+      if (qkv.rows() != q + 2 * kv)
+        throw Error(m.path().string() + ": layer " + std::to_string(l) + "'s Wqkv has " + std::to_string(qkv.rows()) +
+                    " rows (expected " + std::to_string(q + 2 * kv) + ")");
+      L.q = hold(tensor_rows(qkv, 0, q));
+      L.k = hold(tensor_rows(qkv, q, kv));
+      L.v = hold(tensor_rows(qkv, q + kv, kv));
+      L.gate = need(TensorRole::FfnGate, l);  // fc12, through SiLU
+    } else {
+      L.q = need(TensorRole::AttnQ, l);
+      L.k = need(TensorRole::AttnK, l);
+      L.v = need(TensorRole::AttnV, l);
+    }
     L.up = need(TensorRole::FfnUp, l);
     L.qb = opt(TensorRole::AttnQBias, l);
     L.kb = opt(TensorRole::AttnKBias, l);
@@ -144,6 +169,7 @@ EncoderShape encoder_shape(const ModelConfig& c) {
   s.n_layers = c.n_layers;
   s.eps = float(c.rms_norm_eps);
   s.pre_norm = c.architecture == Architecture::ModernBert;
+  s.gated = c.architecture != Architecture::Bert;
   EncoderAttnDims& d = s.attn;
   d.n_heads = uint32_t(c.n_heads);
   d.n_kv_heads = uint32_t(c.n_kv_heads);

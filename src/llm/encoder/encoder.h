@@ -4,7 +4,8 @@
 // and LayerNorm; the last hidden states pooled (CLS, mean or last token, as the file says) and
 // L2-normalised. ModernBERT instead: token embeddings and a bias-free LayerNorm, pre-norm layers
 // with rotary q/k (global and local layers, each with its base; the local ones see the keys at
-// most local_attention / 2 away), a GeGLU MLP, and a final norm. Two engines with the same
+// most local_attention / 2 away), a GeGLU MLP, and a final norm. nomic-bert: BERT's post-norm
+// layers without a position table, a fused Wqkv with rotary q/k, a SwiGLU MLP. Two engines with the same
 // interface: the GPU one (existing ops and kernels/encoder/attention.wgsl, several sequences packed
 // into one forward pass without padding) and the CPU one (src/cpu's kernels, a thread pool). Checked against
 // reference::ForwardRef (f64) and, where tests/data/arch holds them, transformers' outputs.
@@ -35,7 +36,7 @@ struct EncoderOptions {
   bool progress = true;
 };
 
-// Whether EncoderModel runs this config (BERT / RoBERTa / XLM-RoBERTa / ModernBERT encoders), and
+// Whether EncoderModel runs this config (BERT / RoBERTa / XLM-RoBERTa / ModernBERT / nomic-bert encoders), and
 // why not when it does not.
 bool encoder_runs(const ModelConfig& c);
 std::string encoder_refusal(const ModelConfig& c);

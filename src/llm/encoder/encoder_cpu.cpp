@@ -1,6 +1,6 @@
 // The encoder's CPU engine: the CPU LLM kernels' linear layers (weights read in place in their
-// file's type; quantized types take 8-bit activations) and attention; LayerNorm, GELU / GeGLU and
-// rotary positions in plain loops; split over a thread pool.
+// file's type; quantized types take 8-bit activations) and attention; LayerNorm, GELU / GeGLU /
+// SwiGLU and rotary positions in plain loops; split over a thread pool.
 #include "llm/encoder/encoder_engine.h"
 
 #include "cpu/llm/dequant.h"
@@ -21,6 +21,7 @@ namespace {
 using CpuLayer = EncoderLayer<cpu::Weight, std::vector<float>>;
 
 double gelu(double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }
+double silu(double x) { return x / (1 + std::exp(-x)); }
 
 // y = LayerNorm(x) (in place when y == x); b empty: no bias.
 void layer_norm(const float* x, float* y, int64_t rows, int64_t n, const std::vector<float>& w,
@@ -79,7 +80,9 @@ class CpuEncoder final : public EncoderModel::Engine {
       return l;
     };
     embd_ = lin(t.token_embd);
-    pos_ = position_table(m).rows;
+    PositionTable pt = position_table(m);
+    pos_ = std::move(pt.rows);
+    pos_by_position_ = pt.by_position;
     en_w_ = vec(t.embd_norm);
     en_b_ = vec(t.embd_norm_b);
     final_w_ = vec(t.final_norm);
@@ -152,16 +155,17 @@ class CpuEncoder final : public EncoderModel::Engine {
     const int64_t n = int64_t(ids.size()), H = sh_.hidden, F = sh_.ffn, qkv_cols = sh_.qkv_cols(),
                   q_cols = sh_.q_cols();
     std::vector<float> x(size_t(n * H)), qkv(size_t(n * qkv_cols)), att(size_t(n * q_cols)), u(size_t(n * F)),
-        g(sh_.pre_norm ? size_t(n * F) : 0);
+        g(sh_.gated ? size_t(n * F) : 0);
     float* h = out.data();
     // Embeddings: the token's row (each row converted alone: a one-hot linear would be wasteful),
-    // plus BERT's position + type row.
+    // plus BERT's position + type row (nomic-bert's type row).
     for (int64_t t = 0; t < n; ++t) {
       const std::byte* row = embd_.data + int64_t(ids[size_t(t)]) * embd_.row_bytes;
       dequantize(embd_.type, std::span<const std::byte>(row, size_t(embd_.row_bytes)),
                  std::span<float>(h + t * H, size_t(H)));
+      const int64_t r = pos_by_position_ ? int64_t(pos[size_t(t)]) : 0;
       if (!pos_.empty())
-        for (int64_t i = 0; i < H; ++i) h[t * H + i] += pos_[size_t(int64_t(pos[size_t(t)]) * H + i)];
+        for (int64_t i = 0; i < H; ++i) h[t * H + i] += pos_[size_t(r * H + i)];
     }
     layer_norm(h, h, n, H, en_w_, en_b_, sh_.eps);
     EncoderAttnDims ad = sh_.attn;
@@ -200,7 +204,12 @@ class CpuEncoder final : public EncoderModel::Engine {
       layer_norm(h, h, n, H, L.n1w, L.n1b, sh_.eps);
       std::copy(h, h + n * H, x.begin());
       linear(L.up, L.upb, x.data(), n, u.data(), F, false);
-      for (float& e : u) e = float(gelu(double(e)));
+      if (sh_.gated) {  // nomic-bert: silu(gate(x)) * up(x)
+        linear(L.gate, {}, x.data(), n, g.data(), F, false);
+        for (size_t i = 0; i < u.size(); ++i) u[i] = float(silu(double(g[i])) * double(u[i]));
+      } else {
+        for (float& e : u) e = float(gelu(double(e)));
+      }
       linear(L.down, L.downb, u.data(), n, x.data(), H, true);
       layer_norm(x.data(), h, n, H, L.n2w, L.n2b, sh_.eps);
     }
@@ -214,6 +223,7 @@ class CpuEncoder final : public EncoderModel::Engine {
   EncoderShape sh_;
   cpu::Weight embd_;
   std::vector<float> pos_, en_w_, en_b_, final_w_;
+  bool pos_by_position_ = true;
   std::vector<CpuLayer> layers_;
   std::vector<int8_t> q_;
   std::vector<float> qd_;

@@ -25,19 +25,22 @@ struct EncoderModel::Engine {
 };
 
 // BERT adds one row of this table per token: the learned position embedding plus the token-type 0
-// embedding (the inputs are single sentences), in f32 [rows][hidden]. Empty for ModernBERT.
+// embedding (the inputs are single sentences), in f32 [rows][hidden]. nomic-bert (rotary, no
+// position table): the token-type 0 row alone, added to every token (by_position false). Empty
+// for ModernBERT.
 struct PositionTable {
   std::vector<float> rows;
   int64_t n_rows = 0;
+  bool by_position = true;  // the row of each token's position; false: row 0 for every token
 };
 PositionTable position_table(const ModelFile& m);
 
 // The per-layer tensors the encoder reads (views into the file), checked to exist. ModernBERT's
-// fused Wqkv and Wi are viewed as their q, k, v and gate, up rows.
+// and nomic-bert's fused Wqkv (and ModernBERT's Wi) are viewed as their q, k, v (gate, up) rows.
 struct EncoderLayerTensors {
-  const ModelTensor *q, *k, *v, *o, *gate, *up, *down;  // gate: GeGLU's activated half (ModernBERT), else null
+  const ModelTensor *q, *k, *v, *o, *gate, *up, *down;  // gate: the activated half (ModernBERT, nomic-bert), else null
   const ModelTensor *qb, *kb, *vb, *ob, *upb, *downb;   // null where the file has none
-  // BERT (post-norm): the LayerNorms after the attention and the MLP residuals. ModernBERT
+  // BERT, nomic-bert (post-norm): the LayerNorms after the attention and the MLP residuals. ModernBERT
   // (pre-norm): the norms before the attention (null in layer 0) and before the MLP.
   const ModelTensor *norm1, *norm1_b, *norm2, *norm2_b;
 };
@@ -87,7 +90,10 @@ struct EncoderShape {
   int64_t hidden = 0, ffn = 0, n_layers = 0;
   float eps = 1e-12f;
   bool pre_norm = false;  // ModernBERT: x + attn(norm(x)), GeGLU MLP, rotary q/k, a final norm
-  EncoderAttnDims attn;   // n_tokens left 0: set per pass
+  // The MLP: act(gate x) * up x (pre-norm: ModernBERT's GeGLU; post-norm: nomic-bert's SwiGLU),
+  // else gelu(up x + b) (BERT).
+  bool gated = false;
+  EncoderAttnDims attn;  // n_tokens left 0: set per pass
   int64_t qkv_cols() const { return int64_t(attn.n_heads + 2 * attn.n_kv_heads) * attn.head_dim; }
   int64_t q_cols() const { return int64_t(attn.n_heads) * attn.head_dim; }
   // Per layer: the half-window of a local layer (a token sees the keys at most this far either

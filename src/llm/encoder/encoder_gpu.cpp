@@ -39,6 +39,7 @@ class GpuEncoder final : public EncoderModel::Engine {
       std::vector<std::byte> bytes(pt.rows.size() * sizeof(float));
       std::memcpy(bytes.data(), pt.rows.data(), bytes.size());
       pos_ = upload_weight(ctx_, TensorType::F32, bytes, pt.n_rows, sh_.hidden);
+      pos_by_position_ = pt.by_position;
     }
     en_w_ = vec(t.embd_norm);
     en_b_ = vec(t.embd_norm_b);
@@ -71,7 +72,7 @@ class GpuEncoder final : public EncoderModel::Engine {
     Tensor x = make_tensor(ctx_, {n, H}), h = make_tensor(ctx_, {n, H}), tmp = make_tensor(ctx_, {n, H});
     Tensor qkv = make_tensor(ctx_, {n, qkv_cols}), att = make_tensor(ctx_, {n, q_cols});
     Tensor u = make_tensor(ctx_, {n, F}), g = make_tensor(ctx_, {n, F});
-    Tensor act = sh_.pre_norm ? make_tensor(ctx_, {n, F}) : Tensor();
+    Tensor act = sh_.gated ? make_tensor(ctx_, {n, F}) : Tensor();
     const NormDims nd{uint32_t(n), uint32_t(H), 1, 0, 1, sh_.eps};
     auto bias_or_zeros = [&](const Tensor& b) { return b ? b : zeros_; };
     EwParams gelu;
@@ -84,7 +85,13 @@ class GpuEncoder final : public EncoderModel::Engine {
     Batch b(ctx_);
     ops_.embedding(b, embd_, tid, x, n);
     if (pos_.rows > 0) {
-      ops_.embedding(b, pos_, tpos, tmp, n);
+      // nomic-bert: its one row (token type 0) for every token.
+      Tensor rows = tpos;
+      if (!pos_by_position_) {
+        const std::vector<uint32_t> zeros(size_t(n), 0u);
+        rows = make_tensor(ctx_, {n}, DType::U32, std::as_bytes(std::span<const uint32_t>(zeros)));
+      }
+      ops_.embedding(b, pos_, rows, tmp, n);
       ops_.add(b, tmp, x, int64_t(n) * H);
     }
     norm(b, x, en_w_, bias_or_zeros(en_b_), h, nd);
@@ -141,9 +148,14 @@ class GpuEncoder final : public EncoderModel::Engine {
       LinearOptions up;
       up.bias = L.upb;
       ops_.linear(b, L.up, x, u, n, up);
-      elementwise(b, u, Tensor(), Tensor(), g, gelu, gd);
+      if (sh_.gated) {  // nomic-bert: silu(gate x) * up x, into g
+        ops_.linear(b, L.gate, x, act, n);
+        ops_.swiglu(b, act, F, 0, u, F, 0, g, n, int(F), F);
+      } else {
+        elementwise(b, u, Tensor(), Tensor(), g, gelu, gd);
+      }
       res.bias = L.downb;
-      ops_.linear(b, L.down, g, x, n, res);  // x += down(gelu(up x)) + b
+      ops_.linear(b, L.down, g, x, n, res);  // x += down(act(...)) + b
       norm(b, x, L.n2w, L.n2b, h, nd);
     }
     if (final_w_) {
@@ -162,6 +174,7 @@ class GpuEncoder final : public EncoderModel::Engine {
   Tensor en_w_, en_b_, final_w_, zeros_;
   std::vector<GpuLayer> layers_;
   std::vector<RopeTable> rope_;
+  bool pos_by_position_ = true;
 };
 
 }  // namespace

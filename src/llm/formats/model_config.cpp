@@ -26,6 +26,7 @@ std::string_view to_string(Architecture a) {
     case Architecture::Olmoe: return "olmoe";
     case Architecture::Bert: return "bert";
     case Architecture::ModernBert: return "modern-bert";
+    case Architecture::NomicBert: return "nomic-bert";
   }
   return "?";
 }

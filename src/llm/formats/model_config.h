@@ -21,7 +21,8 @@ class GgufFile;
 
 // The layer structure's family (Mixtral: Llama's layers with a mixture of experts; a RoBERTa or an
 // XLM-RoBERTa is a Bert with position_offset; ModernBert: the rotary pre-norm encoder, GeGLU MLP,
-// global and local attention layers).
+// global and local attention layers; NomicBert: BERT's post-norm layers with rotary q/k, a fused
+// Wqkv and a SwiGLU MLP, no position table).
 enum class Architecture {
   Llama,
   Mistral,
@@ -36,10 +37,11 @@ enum class Architecture {
   Olmoe,
   Glm4,
   Bert,
-  ModernBert
+  ModernBert,
+  NomicBert
 };
 // "llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3", "phi3", "mixtral", "qwen2moe", "qwen3moe",
-// "olmoe", "glm4", "bert", "modern-bert"
+// "olmoe", "glm4", "bert", "modern-bert", "nomic-bert"
 std::string_view to_string(Architecture a);
 
 enum class RopeScalingType { None, Linear, Llama3, Yarn, LongRope };
@@ -156,8 +158,11 @@ struct ModelConfig {
   bool embedding_model = false;     // no lm_head: the output is hidden states (BERT, Qwen3-Embedding)
 
   bool is_moe() const { return n_experts > 0; }
-  // A bidirectional encoder that EncoderModel runs (BERT, RoBERTa, XLM-RoBERTa, ModernBERT).
-  bool is_encoder() const { return architecture == Architecture::Bert || architecture == Architecture::ModernBert; }
+  // A bidirectional encoder that EncoderModel runs (BERT, RoBERTa, XLM-RoBERTa, ModernBERT, nomic-bert).
+  bool is_encoder() const {
+    return architecture == Architecture::Bert || architecture == Architecture::ModernBert ||
+           architecture == Architecture::NomicBert;
+  }
   bool layer_is_moe(int64_t layer) const;
   bool layer_is_sliding(int64_t layer) const;
   // The scale of q.k: 1 / sqrt(query_pre_attn_scalar or head_dim).

@@ -26,6 +26,7 @@ std::optional<Architecture> parse_gguf_arch(std::string_view s) {
   if (s == "glm4") return Architecture::Glm4;
   if (s == "bert") return Architecture::Bert;
   if (s == "modern-bert") return Architecture::ModernBert;
+  if (s == "nomic-bert") return Architecture::NomicBert;
   return std::nullopt;
 }
 
@@ -80,7 +81,7 @@ ModelConfig config_from_gguf(const GgufFile& f) {
   if (!a)
     throw Error(src + ": architecture '" + arch +
                 "' is not supported (llama, mistral, qwen2, qwen3, gemma2, gemma3, phi3, qwen2moe, qwen3moe, olmoe, "
-                "bert, modern-bert)");
+                "bert, modern-bert, nomic-bert)");
   c.architecture = *a;
   auto key = [&](const char* k) { return arch + "." + k; };
   auto required_u32 = [&](const char* k) -> int64_t {
@@ -107,8 +108,7 @@ ModelConfig config_from_gguf(const GgufFile& f) {
   if (c.architecture == Architecture::Llama && c.n_experts) c.architecture = Architecture::Mixtral;
   c.rope_dim = f.get_u32(key("rope.dimension_count"), uint32_t(c.head_dim));
   c.rope_theta = f.get_f32(key("rope.freq_base"), 10000.f);  // llama.cpp's default when absent
-  if (!f.find(key("rope.freq_base")) && c.architecture != Architecture::Bert &&
-      c.architecture != Architecture::ModernBert)
+  if (!f.find(key("rope.freq_base")) && !c.is_encoder())
     c.notes.push_back("no " + key("rope.freq_base") + ": rope theta 10000 (llama.cpp's default)");
   c.rms_norm_eps = f.get_f32(key("attention.layer_norm_rms_epsilon"), 1e-5f);
   if (!f.find(key("attention.layer_norm_rms_epsilon")) && !c.is_encoder())
@@ -288,6 +288,32 @@ ModelConfig config_from_gguf(const GgufFile& f) {
       c.tie_word_embeddings = false;
       c.pooling = Pooling::Cls;
       if (!f.find(key("pooling_type"))) c.notes.push_back("no " + key("pooling_type") + ": CLS pooling");
+      break;
+    }
+    case Architecture::NomicBert: {
+      // llama.cpp's nomic-bert: BERT's post-norm layers with a fused qkv, NeoX rotary q/k
+      // (rotate_half pairs), ffn_gate through SiLU times ffn_up, token types but no position table.
+      for (const char* b : {"blk.0.attn_qkv.bias", "blk.0.attn_output.bias", "blk.0.ffn_up.bias", "blk.0.ffn_gate.bias",
+                            "blk.0.ffn_down.bias", "position_embd.weight"})
+        if (f.find_tensor(b))
+          throw Error(src + ": tensor '" + b + "': a nomic-bert variant wgc does not run (nomic-embed-text has none)");
+      if (f.find_tensor("blk.0.ffn_gate_inp.weight"))
+        throw Error(src + ": nomic-bert with experts (nomic-bert-moe) is not supported");
+      c.norm = NormKind::LayerNorm;
+      c.norm_placement = NormPlacement::Post;
+      c.activation = Activation::Silu;
+      c.gated_ffn = true;
+      c.fused_qkv = true;
+      c.causal = f.get_bool(key("attention.causal"), false);
+      c.rms_norm_eps = f.get_f32(key("attention.layer_norm_epsilon"), 1e-12f);
+      if (!f.find(key("rope.freq_base"))) c.notes.push_back("no " + key("rope.freq_base") + ": rope theta 10000");
+      c.type_vocab_size = f.get_u32("tokenizer.ggml.token_type_count", 0);
+      if (const GgufTensorInfo* tt = f.find_tensor("token_types.weight"); tt && tt->ne.size() == 2)
+        c.type_vocab_size = tt->ne[1];
+      c.embedding_model = true;
+      c.tie_word_embeddings = false;
+      c.pooling = Pooling::Mean;
+      if (!f.find(key("pooling_type"))) c.notes.push_back("no " + key("pooling_type") + ": mean pooling");
       break;
     }
     default: break;

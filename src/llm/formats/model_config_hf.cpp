@@ -104,6 +104,7 @@ std::optional<ArchInfo> parse_model_type(std::string_view s) {
   if (s == "glm4") return ArchInfo{Architecture::Glm4};
   if (s == "bert" || s == "roberta" || s == "xlm-roberta") return ArchInfo{Architecture::Bert, true};
   if (s == "modernbert") return ArchInfo{Architecture::ModernBert, true};
+  if (s == "nomic_bert") return ArchInfo{Architecture::NomicBert, true};
   return std::nullopt;
 }
 
@@ -126,6 +127,7 @@ std::optional<ArchInfo> parse_class(std::string_view cls) {
       {"RobertaModel", {Architecture::Bert, true}},
       {"XLMRobertaModel", {Architecture::Bert, true}},
       {"ModernBertModel", {Architecture::ModernBert, true}},
+      {"NomicBertModel", {Architecture::NomicBert, true}},
   };
   for (const auto& [name, info] : kClasses)
     if (cls == name) return info;
@@ -134,7 +136,7 @@ std::optional<ArchInfo> parse_class(std::string_view cls) {
 
 const char* kSupported =
     "llama, mistral, qwen2, qwen3, gemma2, gemma3(_text), phi3, mixtral, qwen2_moe, qwen3_moe, "
-    "olmoe, bert, roberta, xlm-roberta, modernbert";
+    "olmoe, bert, roberta, xlm-roberta, modernbert, nomic_bert";
 
 // One rope block (transformers 4's rope_scaling or one of transformers 5's rope_parameters) into `s`,
 // its rope_theta into `theta` where it has one. `top` is the whole config (Phi-3 keeps
@@ -204,6 +206,50 @@ std::vector<bool> layer_types(const json::Value& v, const std::string& src, int6
   return out;
 }
 
+// nomic-bert (nomic-embed-text v1 / v1.5; the Hub's remote-code NomicBertConfig, GPT-2's key names):
+// token + token-type embeddings and their LayerNorm, post-norm layers with a fused Wqkv, rotary
+// q/k (rotate_half pairs), a SwiGLU MLP (fc12 through SiLU times fc11), mean pooling. The variants
+// this does not run (biases, pre-norm, parallel blocks, RMSNorm, interleaved or scaled rotary,
+// another activation) are refused by name.
+void read_nomic_bert(const json::Value& cfg, const std::string& src, ModelConfig& c) {
+  c.vocab_size = int_of(cfg, src, "vocab_size");
+  c.hidden_size = int_of(cfg, src, "n_embd");
+  c.n_layers = int_of(cfg, src, "n_layer");
+  c.n_heads = c.n_kv_heads = int_of(cfg, src, "n_head");
+  c.head_dim = c.n_heads > 0 ? c.hidden_size / c.n_heads : 0;
+  c.ffn_size = int_of(cfg, src, "n_inner", 4 * c.hidden_size);
+  // llama.cpp's converter writes the trained context (2048 for v1.5, whose n_positions says 8192).
+  c.max_position_embeddings = int_of(cfg, src, "max_trained_positions", int_of(cfg, src, "n_positions", 2048));
+  if (c.max_position_embeddings <= 0 || c.max_position_embeddings > INT32_MAX)
+    throw Error(src + ": \"max_trained_positions\" / \"n_positions\" is " + std::to_string(c.max_position_embeddings));
+  c.rms_norm_eps = num_of(cfg, src, "layer_norm_epsilon", 1e-12);
+  c.type_vocab_size = int_of(cfg, src, "type_vocab_size", 2);
+  c.rope_theta = num_of(cfg, src, "rotary_emb_base", 10000.0);
+  const double fraction = num_of(cfg, src, "rotary_emb_fraction", 1.0);
+  c.rope_dim = int64_t(double(c.head_dim) * fraction);
+  for (const char* k : {"qkv_proj_bias", "mlp_fc1_bias", "mlp_fc2_bias", "prenorm", "parallel_block", "use_rms_norm",
+                        "rotary_emb_interleaved", "causal"})
+    if (cfg.get_bool(k, false))
+      throw Error(src + ": \"" + k +
+                  "\" is true: a nomic-bert variant wgc does not run (nomic-embed-text v1 / v1.5 have it false)");
+  if (const json::Value* f = cfg.find("rotary_scaling_factor"); f && !f->is_null())
+    throw Error(src + ": \"rotary_scaling_factor\" is " + f->dump() +
+                ": scaled rotary positions (a nomic-bert variant wgc does not run)");
+  const std::string act = cfg.get_string("activation_function", "swiglu");
+  if (act != "swiglu")
+    throw Error(src + ": \"activation_function\" is '" + act + "' (the encoder runs nomic-bert's swiglu)");
+  c.norm = NormKind::LayerNorm;
+  c.norm_placement = NormPlacement::Post;
+  c.activation = Activation::Silu;
+  c.gated_ffn = true;
+  c.fused_qkv = true;
+  c.causal = false;
+  c.tie_word_embeddings = false;
+  c.embedding_model = true;
+  c.pooling = Pooling::Mean;
+  c.notes.push_back("pooling: mean unless sentence-transformers' 1_Pooling/config.json says otherwise");
+}
+
 }  // namespace
 
 ModelConfig config_from_hf(const json::Value& top_cfg, const std::string& src) {
@@ -223,6 +269,11 @@ ModelConfig config_from_hf(const json::Value& top_cfg, const std::string& src) {
     arch->embedding = true;
   c.architecture = arch->arch;
   c.embedding_model = arch->embedding;
+  if (c.architecture == Architecture::NomicBert) {  // none of the keys below: its own names
+    read_nomic_bert(top_cfg, src, c);
+    c.validate(src);
+    return c;
+  }
   // Gemma 3's multimodal config keeps the language model's keys in text_config.
   const json::Value* tc = top_cfg.find("text_config");
   const json::Value& cfg = (type == "gemma3" && tc && tc->is_object()) ? *tc : top_cfg;

@@ -131,6 +131,25 @@ const Row kModernBert[] = {
     {R::OutputNorm, "final_norm.weight", "output_norm.weight"},
 };
 
+// nomic-bert (nomic's NomicBertModel names, as llama.cpp's tensor_mapping.py maps them; a
+// pre-training checkpoint's "bert." prefix is dropped by canonical_hf_name): fc11 is the up
+// projection, fc12 the gate through SiLU.
+const Row kNomicBert[] = {
+    {R::TokenEmbd, "embeddings.word_embeddings.weight", "token_embd.weight"},
+    {R::TokenTypes, "embeddings.token_type_embeddings.weight", "token_types.weight"},
+    {R::EmbdNorm, "emb_ln.weight", "token_embd_norm.weight"},
+    {R::EmbdNormBias, "emb_ln.bias", "token_embd_norm.bias"},
+    {R::AttnQkv, "encoder.layers.{L}.attn.Wqkv.weight", "blk.{L}.attn_qkv.weight"},
+    {R::AttnOut, "encoder.layers.{L}.attn.out_proj.weight", "blk.{L}.attn_output.weight"},
+    {R::AttnOutNorm, "encoder.layers.{L}.norm1.weight", "blk.{L}.attn_output_norm.weight"},
+    {R::AttnOutNormBias, "encoder.layers.{L}.norm1.bias", "blk.{L}.attn_output_norm.bias"},
+    {R::FfnUp, "encoder.layers.{L}.mlp.fc11.weight", "blk.{L}.ffn_up.weight"},
+    {R::FfnGate, "encoder.layers.{L}.mlp.fc12.weight", "blk.{L}.ffn_gate.weight"},
+    {R::FfnDown, "encoder.layers.{L}.mlp.fc2.weight", "blk.{L}.ffn_down.weight"},
+    {R::LayerOutNorm, "encoder.layers.{L}.norm2.weight", "blk.{L}.layer_output_norm.weight"},
+    {R::LayerOutNormBias, "encoder.layers.{L}.norm2.bias", "blk.{L}.layer_output_norm.bias"},
+};
+
 std::vector<Row> build(Architecture a) {
   std::vector<Row> t;
   auto add = [&](std::span<const Row> rows) { t.insert(t.end(), rows.begin(), rows.end()); };
@@ -174,6 +193,7 @@ std::vector<Row> build(Architecture a) {
       break;
     case Architecture::Bert: add(kBert); break;
     case Architecture::ModernBert: add(kModernBert); break;
+    case Architecture::NomicBert: add(kNomicBert); break;
   }
   return t;
 }
@@ -329,6 +349,7 @@ std::string canonical_hf_name(Architecture arch, std::string_view n) {
     return s;
   }
   if (arch == Architecture::ModernBert) return s.starts_with("model.") ? s.substr(6) : s;
+  if (arch == Architecture::NomicBert) return s.starts_with("bert.") ? s.substr(5) : s;
   static const std::pair<std::string_view, std::string_view> kWrappers[] = {
       {"model.language_model.", "model."},
       {"language_model.model.", "model."},
@@ -416,8 +437,8 @@ std::vector<ExpectedTensor> expected_layer_tensors(const ModelConfig& c, int64_t
   std::vector<ExpectedTensor> out;
   const int64_t h = c.hidden_size, q = c.n_heads * c.head_dim, kv = c.n_kv_heads * c.head_dim;
   auto add = [&](TensorRole r, std::vector<int64_t> s) { out.push_back({r, l, std::move(s)}); };
-  const bool bert = c.architecture == Architecture::Bert;
-  if (!bert && !(c.architecture == Architecture::ModernBert && l == 0)) add(R::AttnNorm, {h});
+  const bool bert = c.architecture == Architecture::Bert, nomic = c.architecture == Architecture::NomicBert;
+  if (!bert && !nomic && !(c.architecture == Architecture::ModernBert && l == 0)) add(R::AttnNorm, {h});
   if (c.fused_qkv) {
     add(R::AttnQkv, {q + 2 * kv, h});
   } else {
@@ -438,10 +459,11 @@ std::vector<ExpectedTensor> expected_layer_tensors(const ModelConfig& c, int64_t
     add(R::AttnQNorm, {q});
     add(R::AttnKNorm, {kv});
   }
-  if (bert) {
+  if (bert || nomic) {
     if (c.attention_out_bias) add(R::AttnOutBias, {h});
     add(R::AttnOutNorm, {h});
     add(R::AttnOutNormBias, {h});
+    if (nomic) add(R::FfnGate, {c.ffn_size, h});
     add(R::FfnUp, {c.ffn_size, h});
     add(R::FfnDown, {h, c.ffn_size});
     if (c.ffn_bias) {
@@ -483,7 +505,7 @@ std::vector<ExpectedTensor> expected_tensors(const ModelConfig& c) {
   std::vector<ExpectedTensor> out;
   const int64_t h = c.hidden_size;
   auto add = [&](TensorRole r, std::vector<int64_t> s) { out.push_back({r, -1, std::move(s)}); };
-  const bool bert = c.architecture == Architecture::Bert;
+  const bool bert = c.architecture == Architecture::Bert || c.architecture == Architecture::NomicBert;
   add(R::TokenEmbd, {c.vocab_size, h});
   if (bert) {
     if (c.absolute_positions) add(R::PositionEmbd, {c.max_position_embeddings, h});

@@ -120,6 +120,9 @@ ForwardRef::ForwardRef(const ModelFile& m, RefOptions options) : w_(std::make_un
   Weights& W = *w_;
   W.c = m.config();
   const ModelConfig& c = W.c;
+  // Not modelled here (its reference is llama.cpp's: tests/data/arch/nomic-bert).
+  if (c.architecture == Architecture::NomicBert)
+    throw Error(m.path().string() + ": the f64 reference does not run nomic-bert");
   int64_t params = 0;
   for (const auto& t : m.tensors()) params += t.numel();
   if (params > opt_.max_params)

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <numbers>
+#include <set>
 
 namespace wgc::llm::synth {
 
@@ -162,12 +163,40 @@ std::vector<ModelShape> make_shapes() {
   bg.type_vocab = 2;
   bg.pooling = 2;
   v.push_back(bg);
+  // nomic-embed-text-v1.5: nomic-bert (rotary base 1000, SwiGLU), mean pooling, the converter's
+  // trained context.
+  ModelShape nb = llama("nomic-embed-text-v1.5", "nomic-embed-text-v1.5", "137M", 768, 12, 12, 12, 64, 3072, false, 0);
+  nb.arch = "nomic-bert";
+  nb.vocab = 30528;
+  nb.context = 2048;
+  nb.rope_theta = 1000;
+  nb.rms_eps = 1e-12;
+  nb.encoder = true;
+  nb.type_vocab = 2;
+  nb.pooling = 1;
+  nb.vocab_kind = VocabKind::WordPiece;
+  v.push_back(nb);
   // Small enough for SwiftShader tests, yet every feature of the real ones: GQA, llama3 rope
   // scaling, an untied output, rows that are whole Q4_0/Q8_0 blocks.
   ModelShape t = llama("tiny", "wgc tiny", "tiny", 128, 2, 4, 2, 32, 256, false, 32);
   t.vocab = 512;
   t.context = 2048;
   v.push_back(t);
+  // tests/data/arch/nomic-bert: every feature at awkward sizes (hidden 72, 3 heads of 24 rotated
+  // whole, ffn 68), weights large enough that the attention is far from uniform.
+  ModelShape tn = nb;
+  tn.name = "nomic-bert-tiny";
+  tn.display = "wgc nomic-bert tiny";
+  tn.size_label = "tiny";
+  tn.vocab = 160;
+  tn.hidden = 72;
+  tn.layers = 2;
+  tn.heads = tn.kv_heads = 3;
+  tn.head_dim = 24;
+  tn.ffn = 68;
+  tn.context = 128;
+  tn.weight_sigma = 0.15f;
+  v.push_back(tn);
   return v;
 }
 
@@ -283,9 +312,46 @@ std::vector<std::string> qwen2_specials(size_t n, size_t first_id) {
   return v;
 }
 
+// BERT's WordPiece vocabulary as llama.cpp's converter stores it: word starts as U+2581 + piece,
+// continuations without their "##", the [BRACKETED] specials (control tokens) as they are.
+SynthVocab wordpiece_vocab(const ModelShape& shape) {
+  SynthVocab v;
+  const std::string ws = "\xE2\x96\x81";
+  for (const char* sp : {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"}) {
+    v.tokens.push_back(sp);
+    v.types.push_back(3);
+  }
+  std::set<std::string> seen(v.tokens.begin(), v.tokens.end());
+  auto add = [&](std::string t) {
+    if (!seen.insert(t).second) return;
+    v.tokens.push_back(std::move(t));
+    v.types.push_back(1);
+  };
+  const std::string chars = "abcdefghijklmnopqrstuvwxyz0123456789.,!?;:'-()";
+  for (char c : chars) add(ws + c);
+  for (char c : chars)
+    if (std::isalnum(static_cast<unsigned char>(c))) add(std::string(1, c));
+  for (const char* w :
+       {"the", "a",     "and",   "of",    "to",   "is",   "in",    "it",     "model", "token",    "text",  "fox",
+        "dog", "quick", "brown", "jumps", "over", "lazy", "embed", "search", "query", "document", "rotary"})
+    add(ws + w);
+  for (const char* w : {"ing", "ed", "er", "s", "ly", "tion", "es", "al"}) add(w);
+  for (int64_t i = 0; int64_t(v.tokens.size()) < shape.vocab; ++i) add(ws + "zz" + std::to_string(i));
+  if (int64_t(v.tokens.size()) != shape.vocab)
+    throw Error("wgc: synthetic WordPiece vocabulary of " + std::to_string(shape.vocab) + " tokens is too small (" +
+                std::to_string(v.tokens.size()) + " pieces)");
+  v.pre = "default";
+  v.pad = 0;
+  v.bos = 2;  // [CLS]
+  v.eos = 3;  // [SEP]
+  v.add_bos = true;
+  return v;
+}
+
 }  // namespace
 
 SynthVocab synth_vocab(const ModelShape& shape) {
+  if (shape.vocab_kind == VocabKind::WordPiece) return wordpiece_vocab(shape);
   SynthVocab v;
   const bool qwen = shape.vocab_kind == VocabKind::Qwen2;
   const int64_t real_normal = qwen ? 151643 : 128000;  // the real models' first special id
@@ -406,6 +472,7 @@ SynthModel::SynthModel(const ModelShape& shape, TensorType type, uint64_t seed) 
     w.add_bool(k("attention.causal"), false);
     w.add_u32(k("pooling_type"), s.pooling);
     w.add_u32("tokenizer.ggml.token_type_count", uint32_t(s.type_vocab));
+    if (a == "nomic-bert") w.add_f32(k("rope.freq_base"), float(s.rope_theta));
   } else {
     w.add_f32(k("rope.freq_base"), float(s.rope_theta));
     w.add_f32(k("attention.layer_norm_rms_epsilon"), float(s.rms_eps));
@@ -445,25 +512,32 @@ SynthModel::SynthModel(const ModelShape& shape, TensorType type, uint64_t seed) 
   }
 
   SynthVocab v = synth_vocab(s);
-  w.add_string("tokenizer.ggml.model", "gpt2");
+  const bool wpm = s.vocab_kind == VocabKind::WordPiece;
+  w.add_string("tokenizer.ggml.model", wpm ? "bert" : "gpt2");
   w.add_string("tokenizer.ggml.pre", v.pre);
   w.add("tokenizer.ggml.tokens", GgufMetaValue::strings(v.tokens));
   w.add("tokenizer.ggml.token_type", GgufMetaValue::array(std::span<const int32_t>(v.types)));
-  w.add("tokenizer.ggml.merges", GgufMetaValue::strings(v.merges));
+  if (!wpm) w.add("tokenizer.ggml.merges", GgufMetaValue::strings(v.merges));
   w.add_u32("tokenizer.ggml.bos_token_id", uint32_t(v.bos));
   w.add_u32("tokenizer.ggml.eos_token_id", uint32_t(v.eos));
+  if (wpm) {  // as llama.cpp's converter writes BERT's special tokens
+    w.add_u32("tokenizer.ggml.unknown_token_id", 1);
+    w.add_u32("tokenizer.ggml.seperator_token_id", uint32_t(v.eos));
+    w.add_u32("tokenizer.ggml.cls_token_id", uint32_t(v.bos));
+    w.add_u32("tokenizer.ggml.mask_token_id", 4);
+  }
   if (v.pad >= 0) w.add_u32("tokenizer.ggml.padding_token_id", uint32_t(v.pad));
   w.add_bool("tokenizer.ggml.add_bos_token", v.add_bos);
 
   // Tensors, in the order llama.cpp's converter writes a Llama.
   auto matrix = [&](const std::string& name, int64_t cols, int64_t rows) {
     w.add_tensor(name, matrix_type(type, name, s, cols), {cols, rows});
-    recipes_.push_back({0.f, 0.02f, {}, 0});
+    recipes_.push_back({0.f, s.weight_sigma, {}, 0});
   };
   // [n] matrices of rows x cols, merged (the experts of a layer).
   auto matrices = [&](const std::string& name, int64_t cols, int64_t rows, int64_t n) {
     w.add_tensor(name, matrix_type(type, name, s, cols), {cols, rows, n});
-    recipes_.push_back({0.f, 0.02f, {}, 0});
+    recipes_.push_back({0.f, s.weight_sigma, {}, 0});
   };
   auto vec = [&](const std::string& name, int64_t n, float mean) {
     w.add_tensor(name, TensorType::F32, {n});
@@ -475,14 +549,33 @@ SynthModel::SynthModel(const ModelShape& shape, TensorType type, uint64_t seed) 
     recipes_.push_back({0.f, 0.f, std::move(f), 0});
   }
   matrix("token_embd.weight", s.hidden, s.vocab);
+  const bool nomic = a == "nomic-bert";
   if (s.encoder) {
-    matrix("token_types.weight", s.hidden, s.type_vocab);
-    matrix("position_embd.weight", s.hidden, s.context);
+    // F32 whatever the type, as llama.cpp's converter keeps them (its graph adds the token-type
+    // row as it is: ggml's CPU add takes no F16 operand).
+    auto f32_matrix = [&](const std::string& name, int64_t cols, int64_t rows) {
+      w.add_tensor(name, TensorType::F32, {cols, rows});
+      recipes_.push_back({0.f, s.weight_sigma, {}, 0});
+    };
+    f32_matrix("token_types.weight", s.hidden, s.type_vocab);
+    if (!nomic) f32_matrix("position_embd.weight", s.hidden, s.context);
     vec("token_embd_norm.weight", s.hidden, 1.f);
     vec("token_embd_norm.bias", s.hidden, 0.f);
   }
   for (int64_t l = 0; l < s.layers; ++l) {
     std::string b = "blk." + std::to_string(l) + ".";
+    if (nomic) {  // nomic-bert: no biases but the LayerNorms', fused qkv, SwiGLU
+      matrix(b + "attn_qkv.weight", s.hidden, q + 2 * kv);
+      matrix(b + "attn_output.weight", q, s.hidden);
+      vec(b + "attn_output_norm.weight", s.hidden, 1.f);
+      vec(b + "attn_output_norm.bias", s.hidden, 0.f);
+      matrix(b + "ffn_up.weight", s.hidden, s.ffn);
+      matrix(b + "ffn_gate.weight", s.hidden, s.ffn);
+      matrix(b + "ffn_down.weight", s.ffn, s.hidden);
+      vec(b + "layer_output_norm.weight", s.hidden, 1.f);
+      vec(b + "layer_output_norm.bias", s.hidden, 0.f);
+      continue;
+    }
     if (s.encoder) {  // BERT: every projection with its bias, LayerNorms after the residuals
       for (const char* p : {"attn_q", "attn_k", "attn_v"}) {
         matrix(b + p + ".weight", s.hidden, q);

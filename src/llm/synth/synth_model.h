@@ -10,17 +10,20 @@
 //  - metadata: general.* (architecture, name, size_label, file_type, quantization_version), the
 //    {arch}.* hyper-parameters llama.cpp reads, tokenizer.ggml.* (a gpt2 byte-level BPE tokenizer
 //    with a synthetic vocabulary of the real size: the 256 byte tokens, generated merges, and the
-//    model family's special tokens at their real ids), and wgc.synthetic.{shape,seed};
+//    model family's special tokens at their real ids; the nomic-bert shapes: a synthetic BERT
+//    WordPiece vocabulary as llama.cpp's converter stores one), and wgc.synthetic.{shape,seed};
 //  - tensors in GGUF's names and GGML order: token_embd, blk.N.{attn_norm, attn_q, attn_k, attn_v,
 //    attn_output, ffn_norm, ffn_gate, ffn_up, ffn_down} (+ attn_{q,k,v}.bias for Qwen2),
 //    output_norm, output (absent when the embeddings are tied), and rope_freqs (llama3 rope
 //    scaling, computed as convert_hf_to_gguf.py does); the other architectures' tensors as
 //    tensor_names.h lists them (Gemma's post norms, Phi-3's attn_qkv, the experts merged per layer
-//    into ffn_{gate,up,down}_exps [experts, rows, cols], BERT's biases, positions and types);
+//    into ffn_{gate,up,down}_exps [experts, rows, cols], BERT's biases, positions and types,
+//    nomic-bert's attn_qkv, ffn_gate and token types without positions);
 //  - matrices in the requested type (all of them: token_embd and output too, as llama-quantize
-//    --pure would; Q4_K: llama.cpp's Q4_K_M mix, see matrix_type), norms, biases and rope_freqs
-//    in F32 as llama.cpp keeps them;
-//  - values: matrices and biases ~N(0, 0.02^2), norms ~N(1, 0.02^2) (bounded: never inf/NaN),
+//    --pure would; Q4_K: llama.cpp's Q4_K_M mix, see matrix_type), norms, biases, rope_freqs and
+//    the encoders' token_types / position_embd in F32 as llama.cpp keeps them;
+//  - values: matrices ~N(0, weight_sigma^2) (0.02 but for nomic-bert-tiny's 0.15), biases
+//    ~N(0, 0.02^2), norms ~N(1, 0.02^2) (bounded: never inf/NaN),
 //    a pure function of (seed, tensor, element): the same seed gives the same file.
 #pragma once
 
@@ -37,7 +40,9 @@
 
 namespace wgc::llm::synth {
 
-enum class VocabKind { Llama3, Qwen2 };
+// Llama3, Qwen2: byte-level BPE (gpt2); WordPiece: BERT's (tokenizer.ggml.model "bert", the pieces
+// in llama.cpp's phantom-space form).
+enum class VocabKind { Llama3, Qwen2, WordPiece };
 
 struct ModelShape {
   std::string name;        // "llama-3.2-1b" (the --shape value)
@@ -72,11 +77,15 @@ struct ModelShape {
   bool encoder = false;                        // BERT: bidirectional, learned positions, LayerNorm with biases
   int64_t type_vocab = 0;                      // BERT token types
   uint32_t pooling = 0;                        // {arch}.pooling_type (llama.cpp: 1 mean, 2 cls, 3 last)
+  // nomic-bert's encoder ("nomic-bert"): a fused attn_qkv, SwiGLU ffn_gate / ffn_up, rotary
+  // positions (rope.freq_base) instead of position_embd, no biases but the LayerNorms'.
+  float weight_sigma = 0.02f;  // the matrices' standard deviation (larger: sharper attention in tests)
 };
 
 // llama-3.2-1b, llama-3.2-3b, llama-3.1-8b, qwen2.5-0.5b, gemma-2-9b, gemma-3-12b, phi-3-mini, phi-4, glm-4-9b,
 // mistral-7b (its 4096 window written as llama.attention.sliding_window, which llama.cpp ignores),
-// mixtral-8x7b, qwen3-30b-a3b, bge-base, tiny (a two-layer model for tests).
+// mixtral-8x7b, qwen3-30b-a3b, bge-base, nomic-embed-text-v1.5, tiny (a two-layer model for tests),
+// nomic-bert-tiny (tests/data/arch/nomic-bert's model: 3 heads of 24, hidden 72, ffn 68).
 std::span<const ModelShape> shapes();
 // The shape of that name; wgc::Error listing the known names otherwise.
 const ModelShape& find_shape(std::string_view name);
@@ -93,6 +102,8 @@ TensorType matrix_type(TensorType t, std::string_view name, const ModelShape& sh
 
 // The synthetic tokenizer of a shape: `vocab` tokens (byte tokens 0..255 in GPT-2's byte-to-unicode
 // order, then merged pairs, then the family's special tokens), their types, and the merges.
+// WordPiece: [PAD] [UNK] [CLS] [SEP] [MASK], then single characters as word starts and as
+// continuations, some words and suffixes, then filler words up to `vocab`.
 struct SynthVocab {
   std::vector<std::string> tokens;
   std::vector<int32_t> types;  // llama.cpp token types: 1 normal, 3 control
