@@ -96,6 +96,10 @@ struct LlmSpeedResult {
   uint64_t bytes_per_token = 0;  // read per decoded token
   int max_ctx = 0;
   uint64_t kv_bytes = 0;  // the engine's KV cache (LlamaModel::kv_bytes) for max_ctx positions
+  // kv_bytes = kv_fixed + kv_per_token * max_ctx (LlamaModel::kv_footprint: the sliding-window
+  // layers' rings are the fixed part)
+  uint64_t kv_fixed = 0;
+  double kv_per_token = 0;
   std::vector<LlmSpeedTest> tests;
   std::vector<KernelTime> profile;  // by total time, largest first
   double profile_ms = 0;

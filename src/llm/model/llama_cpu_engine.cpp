@@ -1,4 +1,5 @@
-// LlamaModel's CPU engine: one sequence on CpuForward, its KV cache one block of max_ctx slots;
+// LlamaModel's CPU engine: one sequence on CpuForward, its KV cache one block of max_ctx slots (a
+// sliding-window layer's a ring: CpuKvCache);
 // prompts longer than max_batch run in chunks; selections (argmax, top-k) on the host.
 #include "cpu/llm/cpu_features.h"
 #include "llm/model/llama_cpu.h"
@@ -34,7 +35,8 @@ class CpuEngine final : public LlamaEngine {
     check_cpu_context(*w, max_ctx_, f.path().string());
     max_batch_ = std::max(1, std::min(o.max_batch, max_ctx_));
     fwd.emplace(w, pool, max_batch_, max_ctx_, o.cpu_isa);
-    kv.emplace(*w, max_ctx_);
+    layer_rows_ = kv_layer_rows(w->cfg, max_ctx_, max_batch_, o.swa_full);
+    kv.emplace(*w, max_ctx_, layer_rows_);
   }
 
   Device device() const override { return Device::Cpu; }

@@ -57,7 +57,9 @@ struct Stage {
     make_plans(o);
     rope = make_llama_rope(ctx, w.cfg, max_ctx);
     if (const int64_t l = w.cfg.sliding_rope_layer(); l >= 0) sliding_rope = make_llama_rope(ctx, w.cfg, max_ctx, l);
-    kv = make_kv_cache(ctx, r.count, int(w.nkv), max_ctx, int(w.hd), o.cache_type);
+    const std::vector<int> rows = kv_layer_rows(f.config(), max_ctx, o.max_batch, o.swa_full);
+    kv = make_kv_cache(ctx, r.count, int(w.nkv), max_ctx, int(w.hd), o.cache_type,
+                       std::span(rows).subspan(size_t(r.first), size_t(r.count)));
     const int64_t B = o.max_batch;
     acts.x = make_tensor(ctx, {B, w.hidden});
     acts.h = make_tensor(ctx, {B, w.hidden});
@@ -153,6 +155,7 @@ class SplitEngine final : public LlamaEngine {
     cache_type_ = opt_.cache_type;
     opt_.max_batch = std::max(1, std::min(opt_.max_batch, max_ctx_));
     max_batch_ = opt_.max_batch;
+    layer_rows_ = kv_layer_rows(f.config(), max_ctx_, max_batch_, opt_.swa_full);
     for (size_t i = 0; i < devices.size(); ++i)
       stages_.push_back(
           std::make_unique<Stage>(devices[i], f, opt_, ranges_[i], i == 0, i + 1 == devices.size(), max_ctx_));

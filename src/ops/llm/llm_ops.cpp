@@ -85,18 +85,33 @@ KvLayer KvCache::layer(int i) const {
   l.k = k;
   l.v = v;
   l.n_kv_heads = n_kv_heads;
-  l.max_ctx = max_ctx;
+  l.max_ctx = rows[size_t(i)];
   l.head_dim = head_dim;
   l.type = type;
-  l.offset = u32(int64_t(i) * kv_words(type, l.values()) * kv_offset_unit(type));
+  l.ring = l.max_ctx < max_ctx;
+  l.offset = offsets[size_t(i)];
   return l;
 }
 
-KvCache make_kv_cache(const Context& ctx, int n_layers, int n_kv_heads, int max_ctx, int head_dim, KvType type) {
+KvCache make_kv_cache(const Context& ctx, int n_layers, int n_kv_heads, int max_ctx, int head_dim, KvType type,
+                      std::span<const int> layer_rows) {
   KvCache c;
-  const int64_t layer = int64_t(n_kv_heads) * max_ctx * head_dim;
-  check_kv_shape(type, int64_t(n_layers) * layer, head_dim);
-  const int64_t words = int64_t(n_layers) * kv_words(type, layer);
+  if (!layer_rows.empty() && int64_t(layer_rows.size()) != n_layers)
+    throw Error("wgc: kv cache: " + std::to_string(layer_rows.size()) + " layer sizes for " +
+                std::to_string(n_layers) + " layers");
+  int64_t values = 0, words = 0;
+  for (int i = 0; i < n_layers; ++i) {
+    const int rows = layer_rows.empty() ? max_ctx : layer_rows[size_t(i)];
+    if (rows < 1 || rows > max_ctx)
+      throw Error("wgc: kv cache: layer " + std::to_string(i) + " of " + std::to_string(rows) + " rows (1.." +
+                  std::to_string(max_ctx) + ")");
+    const int64_t layer = int64_t(n_kv_heads) * rows * head_dim;
+    c.rows.push_back(rows);
+    c.offsets.push_back(uint32_t(std::min<int64_t>(words * kv_offset_unit(type), UINT32_MAX)));
+    values += layer;
+    words += kv_words(type, layer);
+  }
+  check_kv_shape(type, values, head_dim);  // before the offsets are used: the words fit 32 bits
   c.k = make_tensor(ctx, {words});
   c.v = make_tensor(ctx, {words});
   c.n_layers = n_layers;
