@@ -1,0 +1,195 @@
+// The sliding-window layers' ring KV cache (EngineOptions::swa_full off, the default): each such
+// layer keeps window + max_batch positions, position p in row p % rows. On transformers' fixtures
+// with a window (tests/data/arch: Mistral every layer, Gemma 2 and 3 some), prompts several
+// windows long prefilled in chunks that straddle the ring's wrap and greedy steps past several
+// more wraps: the ring's logits are the full cache's bit for bit (the same kernels, reading other
+// rows) and transformers' within the arch test's bound, on the GPU engine (every cache type) and
+// the CPU engine; the cache's allocated bytes are the rings'; rewinding past what a ring holds is
+// refused, and speculative decoding's rollbacks run on it.
+#include "llm/formats/safetensors.h"
+#include "llm/generate/speculative.h"
+#include "llm/model/llama.h"
+#include "test_util.h"
+#include "util/json.h"
+
+#include <algorithm>
+#include <cstring>
+
+using namespace wgc;
+using namespace wgc::llm;
+namespace fs = std::filesystem;
+using wgc::test::ctx;
+
+namespace {
+
+fs::path fixture(const std::string& name) { return fs::path(WGC_SOURCE_DIR) / "tests/data/arch" / name; }
+
+// Awkward sizes: chunks of `chunk` (windows 5 and 6: rings of 9 and 10 rows at 4, not multiples
+// of the chunk).
+EngineOptions engine(Device device, bool swa_full, int chunk, KvType kv = KvType::F32) {
+  EngineOptions eo;
+  eo.device = device;
+  eo.max_ctx = 96;
+  eo.max_batch = chunk;
+  eo.progress = false;
+  eo.q8_activations = false;
+  eo.cache_type = kv;
+  eo.swa_full = swa_full;
+  return eo;
+}
+
+int32_t argmax(std::span<const float> row) {
+  return int32_t(std::max_element(row.begin(), row.end()) - row.begin());
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * 4) == 0;
+}
+
+// The fixture's longest prompt (27 tokens) on the ring and on the full cache: every position's
+// logits (the prompt in chunks), then `steps` greedy steps; the ring's bits equal the full
+// cache's, and (f32) transformers' logits and greedy tokens within tol.
+void check_ring(const std::string& name, Device device, KvType kv, int chunk, int steps, double tol) {
+  const fs::path dir = fixture(name);
+  WGC_REQUIRE_FILE(dir / "golden.safetensors");
+  const SafetensorsFile g = SafetensorsFile::open(dir / "golden.safetensors");
+  const json::Value info = json::parse_file(dir / "golden.json");
+  OpenOptions oo;
+  oo.progress = false;
+  oo.prefault = false;
+  const ModelFile f = open_model(dir, oo);
+  const ModelConfig& c = f.config();
+  ASSERT_TRUE(c.sliding_window.has_value());
+  const int window = int(*c.sliding_window);
+  const std::string what = name + " " + std::string(to_string(device)) + " " + std::string(to_string(kv)) +
+                           " chunk " + std::to_string(chunk);
+
+  LlamaModel ring(ctx(), f, engine(device, false, chunk, kv)), full(ctx(), f, engine(device, true, chunk, kv));
+  ASSERT_EQ(ring.device(), device);
+
+  // The allocated bytes: a sliding layer's ring of window + chunk rows, a global layer's max_ctx.
+  const uint64_t row_values = uint64_t(c.n_kv_heads * c.head_dim);
+  uint64_t want_bytes = 0, want_fixed = 0;
+  double want_per_token = 0;
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    const int rows = c.layer_is_sliding(l) ? window + chunk : ring.max_ctx();
+    const uint64_t b = 2 * 4 * uint64_t(kv_words(kv, int64_t(row_values) * rows));
+    want_bytes += b;
+    if (c.layer_is_sliding(l))
+      want_fixed += b;
+    else
+      want_per_token += 2 * double(row_values) * kv_bytes_per_value(kv);
+  }
+  EXPECT_EQ(ring.kv_bytes(), want_bytes) << what;
+  EXPECT_LT(ring.kv_bytes(), full.kv_bytes()) << what;
+  EXPECT_EQ(ring.kv_footprint().fixed, want_fixed) << what;
+  EXPECT_DOUBLE_EQ(ring.kv_footprint().per_token, want_per_token) << what;
+  EXPECT_EQ(full.kv_footprint().fixed, 0u) << what;
+  EXPECT_DOUBLE_EQ(double(full.kv_footprint().fixed) + full.kv_footprint().per_token * full.max_ctx(),
+                   double(full.kv_bytes()))
+      << what;
+  EXPECT_DOUBLE_EQ(double(ring.kv_footprint().fixed) + ring.kv_footprint().per_token * ring.max_ctx(),
+                   double(ring.kv_bytes()))
+      << what;
+
+  const int p = 1;  // the 27-token prompt: more than four windows
+  const auto tokens = test::tensor_values<int32_t>(g, test::prompt_key(p, "tokens"));
+  ASSERT_GT(int(tokens.size()), 4 * window) << what;
+  const std::vector<float> got = ring.all_logits(tokens);
+  EXPECT_TRUE(same_bits(got, full.all_logits(tokens))) << what << ": prompt logits";
+  const size_t V = size_t(c.vocab_size);
+  if (kv == KvType::F32) {
+    EXPECT_LT(test::rel_error(got, test::tensor_values<float>(g, test::prompt_key(p, "logits"))), tol)
+        << what << ": prompt logits against transformers";
+  }
+
+  // Greedy steps past several wraps (one token each: the decode kernels and the recorded step).
+  std::vector<int32_t> greedy{argmax(std::span(got).last(V))};
+  for (int s = 1; s < steps; ++s) {
+    const std::vector<float> a = ring.logits(std::span(&greedy.back(), 1));
+    const std::vector<float> b = full.logits(std::span(&greedy.back(), 1));
+    ASSERT_TRUE(same_bits(a, b)) << what << ": decode step " << s;
+    greedy.push_back(argmax(a));
+  }
+  EXPECT_GE(ring.n_past(), 3 * (window + chunk)) << what << ": the test runs past several wraps";
+  if (kv == KvType::F32 && info["prompts"][size_t(p)]["last_top1_margin"].as_double() > 1e-3) {
+    auto want = test::tensor_values<int32_t>(g, test::prompt_key(p, "greedy"));
+    want.resize(std::min(want.size(), greedy.size()));
+    EXPECT_EQ(std::vector<int32_t>(greedy.begin(), greedy.begin() + long(want.size())), want)
+        << what << ": greedy tokens against transformers";
+  }
+
+  // Rewinding: within the last chunk, fine; further back than the ring holds, refused (full: fine);
+  // 0, always.
+  const int n = ring.n_past();
+  EXPECT_TRUE(ring.can_rewind(n - chunk)) << what;
+  EXPECT_FALSE(ring.can_rewind(n - chunk - window - 2)) << what;
+  EXPECT_THROW(ring.rewind(window + 1), Error) << what;
+  EXPECT_TRUE(full.can_rewind(window + 1)) << what;
+  ring.rewind(n - chunk);
+  full.rewind(n - chunk);
+  EXPECT_TRUE(same_bits(ring.logits(std::span(&greedy.back(), 1)), full.logits(std::span(&greedy.back(), 1))))
+      << what << ": a step after a rewind within the ring";
+  ring.rewind(0);
+  full.rewind(0);
+  EXPECT_TRUE(same_bits(ring.logits(std::span(tokens).first(7)), full.logits(std::span(tokens).first(7))))
+      << what << ": after rewind(0)";
+}
+
+}  // namespace
+
+TEST(SwaRingCache, MistralEveryLayerSliding) {
+  check_ring("mistral", Device::Gpu, KvType::F32, 4, 24, 2e-4);
+  check_ring("mistral", Device::Cpu, KvType::F32, 4, 24, 2e-4);
+}
+
+// Gemma 3: five sliding layers (their own rope base) and a global one.
+TEST(SwaRingCache, Gemma3SlidingAndGlobalLayers) {
+  check_ring("gemma3", Device::Gpu, KvType::F32, 4, 24, 2e-4);
+  check_ring("gemma3", Device::Cpu, KvType::F32, 3, 24, 2e-4);
+}
+
+// Gemma 2 (head_dim 32): every cache type, a chunk of 7 (ring of 13).
+TEST(SwaRingCache, Gemma2EveryCacheType) {
+  check_ring("gemma2", Device::Cpu, KvType::F32, 7, 20, 2e-4);
+  for (KvType kv : kKvTypes) check_ring("gemma2", Device::Gpu, kv, kv == KvType::F32 ? 4 : 7, 20, 2e-4);
+}
+
+// Speculative decoding on ring caches (target and draft): rounds roll back rejected proposals
+// (forced acceptance 0.5: most rounds reject some), and the tokens are those of the same rounds on
+// full caches; the draft's cache is synced by rewinding within its ring.
+TEST(SwaRingCache, SpeculativeRollbacks) {
+  const fs::path dir = fixture("gemma3");
+  WGC_REQUIRE_FILE(dir / "golden.safetensors");
+  const SafetensorsFile g = SafetensorsFile::open(dir / "golden.safetensors");
+  OpenOptions oo;
+  oo.progress = false;
+  oo.prefault = false;
+  const ModelFile f = open_model(dir, oo);
+  const auto prompt = test::tensor_values<int32_t>(g, test::prompt_key(1, "tokens"));
+  for (Device device : {Device::Cpu, Device::Gpu}) {
+    std::vector<std::vector<int32_t>> outs;
+    for (bool swa_full : {false, true}) {
+      LlamaModel target(ctx(), f, engine(device, swa_full, 4)), draft(ctx(), f, engine(device, swa_full, 4));
+      SpeculativeOptions so;
+      so.draft_tokens = 3;
+      so.forced_acceptance = 0.5;
+      SpeculativeDecoder spec(draft, so);
+      std::vector<int32_t> cached(prompt.begin(), prompt.end() - 1);
+      target.prefill(cached);
+      int32_t next = prompt.back();
+      std::vector<int32_t> out;
+      while (out.size() < 30) {
+        const std::vector<int32_t> got = spec.step(target, cached, next, 3);
+        for (int32_t id : got) {
+          cached.push_back(next);
+          next = id;
+          out.push_back(id);
+        }
+      }
+      EXPECT_LT(spec.stats().accepted, spec.stats().proposed) << "some proposals rolled back";
+      outs.push_back(out);
+    }
+    EXPECT_EQ(outs[0], outs[1]) << to_string(device);
+  }
+}
