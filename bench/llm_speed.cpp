@@ -184,6 +184,7 @@ LlmSpeedResult run_llm_speed(const std::optional<Context>& ctx, const LlmSpeedPl
   eo.split_gpus = plan.split_gpus;
   eo.tensor_split = plan.tensor_split;
   eo.cache_type = plan.cache_type;
+  eo.swa_full = plan.swa_full;
   const llm::DeviceChoice choice = llm::choose_device(ctx, file, eo);
   eo.device = r.engine = choice.device;
   r.engine_reason = choice.reason;

@@ -41,6 +41,7 @@ struct LlmSpeedPlan {
   std::vector<Context> split_gpus;
   std::vector<double> tensor_split;
   llm::KvType cache_type = llm::KvType::F32;  // EngineOptions::cache_type
+  bool swa_full = false;                      // EngineOptions::swa_full
   // Speculative decoding (llm/generate/speculative.h): every tg test runs again with this draft
   // model (same tokenizer, loaded like the target), once per count of proposals per round and per
   // acceptance rate: with rates in [0, 1] each proposal is kept with that probability instead of

@@ -205,6 +205,7 @@ int serve_pool(const Flags& f, const fs::path& default_path, const std::string& 
   eo.threads = checked_threads(f.threads);
   eo.device = be.device;
   eo.cache_type = cache_type_flag(f.split, be.device == llm::Device::Cpu);
+  eo.swa_full = f.split.swa_full;
   auto loader = [&be, eo, sched, tokenizer, default_path](const server::ModelSpec& spec) {
     llm::ModelFile file = llm::open_model(spec.path);
     // --tokenizer is the default model's; the others' are their own.
