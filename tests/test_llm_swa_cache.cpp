@@ -193,3 +193,24 @@ TEST(SwaRingCache, SpeculativeRollbacks) {
     EXPECT_EQ(outs[0], outs[1]) << to_string(device);
   }
 }
+
+// --swa-full on the commands that build an engine; bench-llm reports the rings as a fixed part
+// beside the bytes per token (and none with --swa-full), and rewinds or refills its depth.
+TEST(SwaRingCache, CommandLine) {
+  const fs::path dir = fixture("gemma3");
+  WGC_REQUIRE_FILE(dir / "golden.safetensors");
+  for (const char* cmd : {"generate", "chat", "serve", "bench-llm", "bench-batched"}) {
+    auto r = test::run_cli(std::string(cmd) + " --help");
+    EXPECT_NE(r.out.find("--swa-full"), std::string::npos) << cmd;
+  }
+  // five rings of 5 + 4 rows and one global layer of 64 positions, 2 x 16 floats per position
+  const std::string args = "bench-llm --backend cpu --model " + test::quote(dir.string()) +
+                           " -p 0 -n 4 -d 60 -r 1 --no-warmup --bandwidth 0 --batch 4";
+  auto r = test::run_cli(args);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("KV cache: f32, 14.0 KB for 64 positions, 0.1 KiB per token + 5.8 KB fixed"), std::string::npos)
+      << r.out;
+  r = test::run_cli(args + " --swa-full");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("KV cache: f32, 49.2 KB for 64 positions, 0.8 KiB per token\n"), std::string::npos) << r.out;
+}
