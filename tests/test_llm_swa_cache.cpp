@@ -38,9 +38,7 @@ EngineOptions engine(Device device, bool swa_full, int chunk, KvType kv = KvType
   return eo;
 }
 
-int32_t argmax(std::span<const float> row) {
-  return int32_t(std::max_element(row.begin(), row.end()) - row.begin());
-}
+int32_t argmax(std::span<const float> row) { return int32_t(std::max_element(row.begin(), row.end()) - row.begin()); }
 
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * 4) == 0;
@@ -61,8 +59,8 @@ void check_ring(const std::string& name, Device device, KvType kv, int chunk, in
   const ModelConfig& c = f.config();
   ASSERT_TRUE(c.sliding_window.has_value());
   const int window = int(*c.sliding_window);
-  const std::string what = name + " " + std::string(to_string(device)) + " " + std::string(to_string(kv)) +
-                           " chunk " + std::to_string(chunk);
+  const std::string what = name + " " + std::string(to_string(device)) + " " + std::string(to_string(kv)) + " chunk " +
+                           std::to_string(chunk);
 
   LlamaModel ring(ctx(), f, engine(device, false, chunk, kv)), full(ctx(), f, engine(device, true, chunk, kv));
   ASSERT_EQ(ring.device(), device);

@@ -79,7 +79,7 @@ class GpuEngine final : public LlamaEngine {
     opt.max_batch = std::max(1, std::min(opt.max_batch, max_ctx_));
     max_batch_ = opt.max_batch;
     layer_rows_ = kv_layer_rows(cfg, max_ctx_, max_batch_, opt.swa_full);
-    ops.precompile(w.types, {int(w.hd)});
+    ops.precompile(w.types, {int(w.hd)}, ring_rows() > 0);
     make_plans();
 
     rope = make_llama_rope(ctx, cfg, max_ctx_);

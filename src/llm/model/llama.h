@@ -130,8 +130,8 @@ class LlamaModel {
   // step is recorded again): for sweeps in one process.
   void set_tuning(const LlmTuning& t);
   int max_ctx() const;
-  int max_batch() const;          // prompt tokens per forward step (EngineOptions::max_batch)
-  int n_past() const;             // tokens in the KV cache
+  int max_batch() const;  // prompt tokens per forward step (EngineOptions::max_batch)
+  int n_past() const;     // tokens in the KV cache
   // Forget cached tokens from position n_past on (0: all). wgc::Error where !can_rewind(n_past).
   void rewind(int n_past);
   // Whether rewind(n_past) keeps a cache that the next token can run on: always on a full cache;

@@ -79,9 +79,9 @@ std::shared_ptr<const CpuWeights> load_cpu_weights(const ModelFile& file, std::o
 // positions, position p in slot p % its slots, whatever the block table says.
 struct CpuKvCache {
   CpuKvCache(const CpuWeights& w, int64_t slots, std::span<const int> ring_rows = {});
-  int64_t slots = 0, row = 0;           // row: floats per slot
-  std::vector<int64_t> layer_slots;     // per layer
-  std::vector<int32_t> ring_table;      // zeros: a ring's block table of blocks of its slots
+  int64_t slots = 0, row = 0;        // row: floats per slot
+  std::vector<int64_t> layer_slots;  // per layer
+  std::vector<int32_t> ring_table;   // zeros: a ring's block table of blocks of its slots
   std::vector<std::unique_ptr<float[]>> k, v;
   bool ring(size_t li) const { return layer_slots[li] < slots; }
   uint64_t bytes() const {

@@ -12,6 +12,7 @@
 #include "llm/model/llama_weights.h"
 #include "util/error.h"
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <string>
@@ -53,13 +54,13 @@ struct Stage {
     slice.output = last;
     w = upload_llama_weights(ctx, f, o.rope_theta, o.rope_scaling, slice);
     if (o.tuning) ops.tuning = *o.tuning;
-    ops.precompile(w.types, {int(w.hd)});
+    const std::vector<int> all_rows = kv_layer_rows(f.config(), max_ctx, o.max_batch, o.swa_full);
+    const std::span<const int> rows = std::span(all_rows).subspan(size_t(r.first), size_t(r.count));
+    ops.precompile(w.types, {int(w.hd)}, std::any_of(rows.begin(), rows.end(), [&](int x) { return x < max_ctx; }));
     make_plans(o);
     rope = make_llama_rope(ctx, w.cfg, max_ctx);
     if (const int64_t l = w.cfg.sliding_rope_layer(); l >= 0) sliding_rope = make_llama_rope(ctx, w.cfg, max_ctx, l);
-    const std::vector<int> rows = kv_layer_rows(f.config(), max_ctx, o.max_batch, o.swa_full);
-    kv = make_kv_cache(ctx, r.count, int(w.nkv), max_ctx, int(w.hd), o.cache_type,
-                       std::span(rows).subspan(size_t(r.first), size_t(r.count)));
+    kv = make_kv_cache(ctx, r.count, int(w.nkv), max_ctx, int(w.hd), o.cache_type, rows);
     const int64_t B = o.max_batch;
     acts.x = make_tensor(ctx, {B, w.hidden});
     acts.h = make_tensor(ctx, {B, w.hidden});

@@ -15,7 +15,6 @@ namespace {
 using detail::kCombineSp;
 using detail::kv_read_file;
 using detail::kv_row_file;
-using detail::ring_tag;
 using detail::kv_store_file;
 using detail::kv_tag;
 using detail::kv_unit;
@@ -24,6 +23,7 @@ using detail::need_elems;
 using detail::need_kv;
 using detail::prelude_bool;
 using detail::prelude_u32;
+using detail::ring_tag;
 using detail::u32;
 
 }  // namespace
@@ -125,13 +125,13 @@ struct TiledPfVariant {
   KvType kv = KvType::F32;
   bool ring = false;
   KernelSpec spec() const {
-    KernelSpec s{"llm/flash_attn_tiled_pf" + hd_tag(hd) + "/exp2" + (sgs ? "/sg" : "") + kv_tag(kv) + ring_tag(ring),
-                 {"llm/flash_attn_tiled_pf.wgsl",
-                  sgs ? "llm/flash_attn_pf_rows_sg.wgsl" : "llm/flash_attn_pf_rows_wm.wgsl", kv_read_file(kv),
-                  kv_row_file(ring)},
-                 "",
-                 {{"HD", hd}, {"NO", no}, {"VK", vk}, {"EXP2", 1}, {"PF", 1}},
-                 sgs != 0};
+    KernelSpec s{
+        "llm/flash_attn_tiled_pf" + hd_tag(hd) + "/exp2" + (sgs ? "/sg" : "") + kv_tag(kv) + ring_tag(ring),
+        {"llm/flash_attn_tiled_pf.wgsl", sgs ? "llm/flash_attn_pf_rows_sg.wgsl" : "llm/flash_attn_pf_rows_wm.wgsl",
+         kv_read_file(kv), kv_row_file(ring)},
+        "",
+        {{"HD", hd}, {"NO", no}, {"VK", vk}, {"EXP2", 1}, {"PF", 1}},
+        sgs != 0};
     if (sgs) s.constants.push_back({"SGS", sgs});
     return s;
   }

@@ -97,8 +97,8 @@ KvCache make_kv_cache(const Context& ctx, int n_layers, int n_kv_heads, int max_
                       std::span<const int> layer_rows) {
   KvCache c;
   if (!layer_rows.empty() && int64_t(layer_rows.size()) != n_layers)
-    throw Error("wgc: kv cache: " + std::to_string(layer_rows.size()) + " layer sizes for " +
-                std::to_string(n_layers) + " layers");
+    throw Error("wgc: kv cache: " + std::to_string(layer_rows.size()) + " layer sizes for " + std::to_string(n_layers) +
+                " layers");
   int64_t values = 0, words = 0;
   for (int i = 0; i < n_layers; ++i) {
     const int rows = layer_rows.empty() ? max_ctx : layer_rows[size_t(i)];
@@ -267,7 +267,7 @@ std::vector<KernelVersion> LlmOps::versions() const {
   return v;
 }
 
-void LlmOps::precompile(const std::vector<TensorType>& types, const std::vector<int>& head_dims) {
+void LlmOps::precompile(const std::vector<TensorType>& types, const std::vector<int>& head_dims, bool ring) {
   // Compile on first use is the common path; this only warms the map (pipelines compile in Dawn's
   // cache, so a later compile() of the same code is cheap).
   for (auto t : types) {
@@ -277,11 +277,13 @@ void LlmOps::precompile(const std::vector<TensorType>& types, const std::vector<
     matvec_kernel(t, subgroups_ ? LinearVersion::Subgroup : LinearVersion::Shared, 0);
     kernel(embedding_spec(t));
   }
-  for (int hd : head_dims) {
-    attn_tiled_pf_kernel(hd);
-    attn_kernel(hd, 16);
-    for (int bq : {1, 2, 4, 8}) attn_kernel(hd, bq);
-  }
+  for (int hd : head_dims)
+    for (bool r : {false, true}) {
+      if (r && !ring) break;
+      attn_tiled_pf_kernel(hd, KvType::F32, r);
+      attn_kernel(hd, 16, KvType::F32, r);
+      for (int bq : {1, 2, 4, 8}) attn_kernel(hd, bq, KvType::F32, r);
+    }
 }
 
 // ---- embedding -----------------------------------------------------------------------------

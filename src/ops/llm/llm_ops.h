@@ -67,7 +67,7 @@ struct KvCache {
   Tensor k, v;
   int n_layers = 0, n_kv_heads = 0, max_ctx = 0, head_dim = 0;
   KvType type = KvType::F32;
-  std::vector<int> rows;         // per layer
+  std::vector<int> rows;          // per layer
   std::vector<uint32_t> offsets;  // per layer: KvLayer::offset
   KvLayer layer(int i) const;
 };
@@ -248,8 +248,8 @@ class LlmOps {
   const LlmCaps& caps() const { return caps_; }
 
   // Compiles every pipeline the given types (and head dims) may use, one after another (so that the
-  // first token does not pay for them).
-  void precompile(const std::vector<TensorType>& types, const std::vector<int>& head_dims);
+  // first token does not pay for them); ring: the attention kernels' ring forms too (KvLayer::ring).
+  void precompile(const std::vector<TensorType>& types, const std::vector<int>& head_dims, bool ring = false);
 
   // ---- 8-bit activations (Q8Act) ----
   // x (f32, token t at x[t * x_stride + x_offset ..], x_stride -1: out.cols) quantized into out.
