@@ -117,6 +117,27 @@ void check_ring(const std::string& name, Device device, KvType kv, int chunk, in
         << what << ": greedy tokens against transformers";
   }
 
+  // decode_greedy (steps recorded ahead, each argmax fed on the GPU) stopped after 9 tokens: the
+  // steps recorded past the stop are dropped, and the next ones run on what the ring holds.
+  std::vector<int32_t> dr, df;
+  auto take = [](std::vector<int32_t>& v) {
+    return [&v](int32_t t) {
+      v.push_back(t);
+      return v.size() < 9;
+    };
+  };
+  ring.decode_greedy(greedy.back(), 30, take(dr));
+  full.decode_greedy(greedy.back(), 30, take(df));
+  EXPECT_EQ(dr, df) << what;
+  ASSERT_EQ(ring.n_past(), full.n_past()) << what;
+  greedy.push_back(dr.back());
+  dr.clear();
+  df.clear();
+  ring.decode_greedy(greedy.back(), 4, take(dr));
+  full.decode_greedy(greedy.back(), 4, take(df));
+  EXPECT_EQ(dr, df) << what << ": after a stop";
+  greedy.push_back(dr.back());
+
   // Rewinding: within the last chunk, fine; further back than the ring holds, refused (full: fine);
   // 0, always.
   const int n = ring.n_past();
@@ -151,6 +172,33 @@ TEST(SwaRingCache, Gemma3SlidingAndGlobalLayers) {
 TEST(SwaRingCache, Gemma2EveryCacheType) {
   check_ring("gemma2", Device::Cpu, KvType::F32, 7, 20, 2e-4);
   for (KvType kv : kKvTypes) check_ring("gemma2", Device::Gpu, kv, kv == KvType::F32 ? 4 : 7, 20, 2e-4);
+}
+
+// A layer split over two devices (two contexts on one adapter): each stage's rings (the second
+// holds the global layer), the same bits as the full cache, and the one-device engine's bytes.
+TEST(SwaRingCache, LayerSplit) {
+  const fs::path dir = fixture("gemma3");
+  WGC_REQUIRE_FILE(dir / "golden.safetensors");
+  const SafetensorsFile g = SafetensorsFile::open(dir / "golden.safetensors");
+  OpenOptions oo;
+  oo.progress = false;
+  oo.prefault = false;
+  const ModelFile f = open_model(dir, oo);
+  const auto tokens = test::tensor_values<int32_t>(g, test::prompt_key(1, "tokens"));
+  EngineOptions ro = engine(Device::Gpu, false, 4), fo = engine(Device::Gpu, true, 4);
+  const uint64_t one_device = LlamaModel(ctx(), f, ro).kv_bytes();
+  ro.split_gpus = fo.split_gpus = {ctx()};
+  LlamaModel ring(ctx(), f, ro), full(ctx(), f, fo);
+  EXPECT_EQ(ring.kv_bytes(), one_device);
+  EXPECT_LT(ring.kv_bytes(), full.kv_bytes());
+  const std::vector<float> got = ring.all_logits(tokens);
+  EXPECT_TRUE(same_bits(got, full.all_logits(tokens))) << "prompt";
+  int32_t t = argmax(std::span(got).last(size_t(f.config().vocab_size)));
+  for (int s = 0; s < 12; ++s) {
+    const std::vector<float> a = ring.logits(std::span(&t, 1));
+    ASSERT_TRUE(same_bits(a, full.logits(std::span(&t, 1)))) << "decode step " << s;
+    t = argmax(a);
+  }
 }
 
 // Speculative decoding on ring caches (target and draft): rounds roll back rejected proposals
