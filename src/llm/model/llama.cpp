@@ -21,7 +21,8 @@ namespace {
 // the weights are uploaded (ModelConfig::validate bounds the file's to 32 bits).
 int gpu_context_length(const Context& ctx, const ModelFile& f, const EngineOptions& o) {
   const int max_ctx = resolve_max_ctx(f.config(), o);
-  check_llama_context(ctx, f.config(), max_ctx, f.path().string());
+  check_llama_context(ctx, f.config(), max_ctx, f.path().string(),
+                      kv_layer_rows(f.config(), max_ctx, std::max(1, std::min(o.max_batch, max_ctx)), o.swa_full));
   if (std::string why; !kv_type_fits(o.cache_type, int(f.config().head_dim), &why))
     throw OptionError("cache_type", std::string(to_string(o.cache_type)) + ": " + why);
   return max_ctx;
@@ -432,7 +433,8 @@ DeviceChoice choose_device(const std::optional<Context>& ctx, const ModelFile& f
   if (a.is_cpu() && ctx->options().backend == Backend::Auto)
     return {Device::Cpu, "the only WebGPU adapter is a CPU (" + a.device + "): running on the CPU engine instead"};
   const int max_ctx = resolve_max_ctx(file.config(), o);
-  if (std::string why = gpu_fit_problem(*ctx, file, max_ctx, std::max(1, std::min(o.max_batch, max_ctx))); !why.empty())
+  if (std::string why = gpu_fit_problem(*ctx, file, max_ctx, std::max(1, std::min(o.max_batch, max_ctx)), o.swa_full);
+      !why.empty())
     return {Device::Cpu, why + ": running on the CPU engine"};
   return {Device::Gpu, ""};
 }

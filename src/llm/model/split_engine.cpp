@@ -46,7 +46,9 @@ struct Stage {
       : ctx(c), ops(c), range(r), first(is_first), last(is_last) {
     ModelConfig part = f.config();
     part.n_layers = r.count;  // this device's share of the cache
-    check_llama_context(ctx, part, max_ctx, f.path().string());
+    const std::vector<int> all_rows = kv_layer_rows(f.config(), max_ctx, o.max_batch, o.swa_full);
+    const std::span<const int> rows = std::span(all_rows).subspan(size_t(r.first), size_t(r.count));
+    check_llama_context(ctx, part, max_ctx, f.path().string(), rows);
     WeightSlice slice;
     slice.first = r.first;
     slice.count = r.count;
@@ -54,8 +56,6 @@ struct Stage {
     slice.output = last;
     w = upload_llama_weights(ctx, f, o.rope_theta, o.rope_scaling, slice);
     if (o.tuning) ops.tuning = *o.tuning;
-    const std::vector<int> all_rows = kv_layer_rows(f.config(), max_ctx, o.max_batch, o.swa_full);
-    const std::span<const int> rows = std::span(all_rows).subspan(size_t(r.first), size_t(r.count));
     ops.precompile(w.types, {int(w.hd)}, std::any_of(rows.begin(), rows.end(), [&](int x) { return x < max_ctx; }));
     make_plans(o);
     rope = make_llama_rope(ctx, w.cfg, max_ctx);
