@@ -80,7 +80,8 @@ void check_kv_shape(KvType t, int64_t values, int head_dim) {
 }  // namespace
 
 KvLayer KvCache::layer(int i) const {
-  if (i < 0 || i >= n_layers) throw Error("wgc: kv cache: no layer " + std::to_string(i));
+  if (i < 0 || i >= n_layers || rows.size() != size_t(n_layers) || offsets.size() != size_t(n_layers))
+    throw Error("wgc: kv cache: no layer " + std::to_string(i) + " (make_kv_cache makes the layers)");
   KvLayer l;
   l.k = k;
   l.v = v;
