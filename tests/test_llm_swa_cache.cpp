@@ -5,10 +5,12 @@
 // more wraps: the ring's logits are the full cache's bit for bit (the same kernels, reading other
 // rows) and transformers' within the arch test's bound, on the GPU engine (every cache type) and
 // the CPU engine; the cache's allocated bytes are the rings'; rewinding past what a ring holds is
-// refused, and speculative decoding's rollbacks run on it.
+// refused, and speculative decoding's rollbacks run on it. The serving engine's pool of the
+// sliding layers' own, whose blocks behind the windows are freed and taken again.
 #include "llm/formats/safetensors.h"
 #include "llm/generate/speculative.h"
 #include "llm/model/llama.h"
+#include "llm/model/llama_batched.h"
 #include "test_util.h"
 #include "util/json.h"
 
@@ -259,4 +261,105 @@ TEST(SwaRingCache, CommandLine) {
   r = test::run_cli(args + " --swa-full");
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_NE(r.out.find("KV cache: f32, 49.2 KB for 64 positions, 0.8 KiB per token\n"), std::string::npos) << r.out;
+}
+
+// The serving engine's pool of the sliding-window layers' own (BatchedOptions::swa_blocks): two
+// sequences in steps of prompt chunks and decode tokens (blocks of 3 tokens, window 5), each freeing
+// its sliding-layer blocks behind its window before a step and the other taking them; every
+// logit the same bits as with the one pool; fewer bytes; a table that frees a block the window
+// still reads is refused, as is the option on the CPU engine and on a model without a window.
+TEST(SwaRingCache, ServingPoolFreesBlocksBehindTheWindow) {
+  const fs::path dir = fixture("gemma3");
+  WGC_REQUIRE_FILE(dir / "golden.safetensors");
+  OpenOptions oo;
+  oo.progress = false;
+  oo.prefault = false;
+  const ModelFile f = open_model(dir, oo);
+  const int window = int(*f.config().sliding_window), V = int(f.config().vocab_size);
+  LlamaModel m(ctx(), f, engine(Device::Gpu, false, 8));
+  BatchedOptions bo;
+  bo.max_tokens = 32;
+  bo.max_rows = 4;
+  bo.block_tokens = 3;
+  bo.blocks = 40;
+  bo.split_len = 16;
+  BatchedLlama one(m, bo);
+  bo.swa_blocks = 10;  // two sequences' windows and chunks: (5 + 7) / 3 + 1 blocks each at most
+  BatchedLlama two(m, bo);
+  EXPECT_LT(two.kv_bytes(), one.kv_bytes());
+
+  struct Run {
+    std::vector<int32_t> tokens;
+    int prompt = 0, chunk = 0, cached = 0;
+    std::vector<int32_t> blocks, swa;
+  };
+  std::vector<Run> runs(2);
+  for (int i = 0; i < 40; ++i) runs[0].tokens.push_back(int32_t((i * 7919 + 13) % V));
+  for (int i = 0; i < 35; ++i) runs[1].tokens.push_back(int32_t((i * 104729 + 5) % V));
+  runs[0].prompt = 27, runs[0].chunk = 7;
+  runs[1].prompt = 20, runs[1].chunk = 6;
+  std::vector<int32_t> free_main, free_swa;
+  for (int i = 0; i < bo.blocks; ++i) free_main.push_back((i * 7 + 3) % bo.blocks);
+  for (int i = 0; i < bo.swa_blocks; ++i) free_swa.push_back(i);
+  const int B = bo.block_tokens;
+  int swa_taken = 0, steps = 0;
+  for (int step = 0;; ++step) {
+    std::vector<StepSequence> q;
+    std::vector<int> n;
+    for (size_t r = 0; r < runs.size(); ++r) {
+      Run& s = runs[r];
+      if ((r == 1 && step < 2) || s.cached >= int(s.tokens.size())) continue;  // the second starts later
+      const int k = s.cached < s.prompt ? std::min(s.chunk, s.prompt - s.cached) : 1;
+      // the sliding layers' blocks that end before this step's first window: freed
+      const int lo = std::max(0, s.cached - window + 1);
+      for (int b = 0; b < int(s.swa.size()); ++b)
+        if ((b + 1) * B <= lo && s.swa[size_t(b)] >= 0) {
+          free_swa.push_back(s.swa[size_t(b)]);
+          s.swa[size_t(b)] = -1;
+        }
+      while (int(s.blocks.size()) * B < s.cached + k) {
+        ASSERT_FALSE(free_main.empty());
+        s.blocks.push_back(free_main.back());
+        free_main.pop_back();
+      }
+      while (int(s.swa.size()) * B < s.cached + k) {
+        ASSERT_FALSE(free_swa.empty()) << "the sliding-window pool is used up at step " << step;
+        s.swa.push_back(free_swa.back());
+        free_swa.pop_back();
+        ++swa_taken;
+      }
+      StepSequence sq;
+      sq.tokens = std::span<const int32_t>(s.tokens).subspan(size_t(s.cached), size_t(k));
+      sq.pos0 = s.cached;
+      sq.blocks = s.blocks;
+      sq.swa_blocks = s.swa;
+      sq.full = true;
+      q.push_back(sq);
+      n.push_back(k);
+    }
+    if (q.empty()) break;
+    if (step == 6) {  // a block the first sequence's window still reads, freed: refused
+      std::vector<int32_t> bad = runs[0].swa;
+      bad[size_t((q[0].pos0 - 1) / B)] = -1;
+      std::vector<StepSequence> bq = q;
+      bq[0].swa_blocks = bad;
+      EXPECT_THROW(two.step(bq), Error);
+    }
+    const auto a = one.step(q), b = two.step(q);
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i)
+      ASSERT_TRUE(same_bits(a[i].logits, b[i].logits)) << "step " << step << ", sequence " << i;
+    size_t i = 0;
+    for (size_t r = 0; r < runs.size(); ++r)
+      if (i < q.size() && q[i].tokens.data() == runs[r].tokens.data() + runs[r].cached) runs[r].cached += n[i++];
+    ++steps;
+  }
+  EXPECT_EQ(steps, 21);
+  EXPECT_GT(swa_taken, bo.swa_blocks) << "freed blocks were taken again";
+
+  LlamaModel cpu(ctx(), f, engine(Device::Cpu, false, 8));
+  EXPECT_THROW(BatchedLlama(cpu, bo), Error);
+  const ModelFile plain = open_model(fixture("llama3-rope"), oo);
+  LlamaModel pm(ctx(), plain, engine(Device::Gpu, false, 8));
+  EXPECT_THROW(BatchedLlama(pm, bo), Error);
 }
