@@ -11,11 +11,13 @@
 #include "llm/generate/speculative.h"
 #include "llm/model/llama.h"
 #include "llm/model/llama_batched.h"
+#include "llm/serve/scheduler.h"
 #include "test_util.h"
 #include "util/json.h"
 
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 
 using namespace wgc;
 using namespace wgc::llm;
@@ -362,4 +364,60 @@ TEST(SwaRingCache, ServingPoolFreesBlocksBehindTheWindow) {
   const ModelFile plain = open_model(fixture("llama3-rope"), oo);
   LlamaModel pm(ctx(), plain, engine(Device::Gpu, false, 8));
   EXPECT_THROW(BatchedLlama(pm, bo), Error);
+}
+
+// The scheduler with the sliding layers' pool (SchedulerOptions::kv_swa_blocks): requests run
+// together for several windows give the tokens (and log probabilities) they give with the one
+// pool; a pool smaller than one sequence's share, or on a model without a window, is refused.
+TEST(SwaRingCache, SchedulerFreesTheSlidingLayersBlocks) {
+  const fs::path dir = fixture("gemma3");
+  WGC_REQUIRE_FILE(dir / "golden.safetensors");
+  OpenOptions oo;
+  oo.progress = false;
+  oo.prefault = false;
+  const ModelFile f = open_model(dir, oo);
+  const int V = int(f.config().vocab_size);
+  LlamaModel m(ctx(), f, engine(Device::Gpu, false, 8));
+  const Tokenizer tok = *find_tokenizer(f);
+  std::vector<Request> reqs(3);
+  for (size_t r = 0; r < reqs.size(); ++r) {
+    for (int i = 0; i < 9 + 5 * int(r); ++i) reqs[r].prompt.push_back(int32_t((i * 7919 + int(r) * 131 + 13) % V));
+    reqs[r].sampling.temperature = 0;
+    reqs[r].max_tokens = 18;
+    reqs[r].ignore_eos = true;
+    reqs[r].top_logprobs = 0;
+  }
+  auto run = [&](const SchedulerOptions& so) {
+    std::vector<std::vector<std::pair<int32_t, float>>> out(reqs.size());
+    std::mutex mu;
+    {
+      Scheduler s(m, tok, so);
+      for (size_t r = 0; r < reqs.size(); ++r)
+        s.submit(
+            reqs[r],
+            [&, r](const TokenEvent& e) {
+              std::lock_guard lk(mu);
+              out[r].push_back({e.id, e.logprob});
+              return true;
+            },
+            [](const RequestResult& res) { EXPECT_TRUE(res.error.empty()) << res.error; });
+      s.drain();
+    }
+    return out;
+  };
+  SchedulerOptions so;
+  so.parallel = 3;
+  so.max_queue = 8;
+  so.kv_block_tokens = 4;
+  so.prefill_chunk = 6;
+  so.linear = LinearVersion::Batched;
+  const auto want = run(so);
+  so.kv_swa_blocks = 3 * ((5 + 6 + 1) / 4 + 2);  // three sequences' shares
+  const auto got = run(so);
+  for (size_t r = 0; r < reqs.size(); ++r) {
+    EXPECT_EQ(want[r].size(), 18u) << r;
+    EXPECT_EQ(got[r], want[r]) << "request " << r;
+  }
+  so.kv_swa_blocks = 4;
+  EXPECT_THROW(Scheduler(m, tok, so), Error);
 }
