@@ -126,24 +126,34 @@ struct OwnedModel {
         })) {}
 };
 
-// Bytes of a KV pool as the scheduler resolved it, in the model's cache type.
-uint64_t kv_pool_bytes(const llm::LlamaModel& m, const llm::SchedulerOptions& o) {
-  if (o.kv_swa_blocks == 0) return uint64_t(double(o.kv_blocks) * double(o.kv_block_tokens) * m.kv_bytes_per_token());
-  // --kv-swa-blocks: the sliding-window layers' blocks in their own pool, the others' in the main one
+// The bytes a position takes in the main pool and in the sliding-window layers' pool
+// (--kv-swa-blocks; 0 without it: every layer in the main pool), in the model's cache type.
+std::pair<double, double> kv_pool_per_token(const llm::LlamaModel& m, const llm::SchedulerOptions& o) {
+  if (o.kv_swa_blocks == 0) return {m.kv_bytes_per_token(), 0.0};
   const llm::ModelConfig& c = m.config();
   int64_t sliding = 0;
   for (int64_t l = 0; l < c.n_layers; ++l) sliding += c.layer_is_sliding(l) ? 1 : 0;
   const double per_layer = m.kv_bytes_per_token() / double(std::max<int64_t>(1, c.n_layers));
-  return uint64_t((double(o.kv_blocks) * double(c.n_layers - sliding) + double(o.kv_swa_blocks) * double(sliding)) *
-                  double(o.kv_block_tokens) * per_layer);
+  return {per_layer * double(c.n_layers - sliding), per_layer * double(sliding)};
 }
 
-// ", KV cache f16 (64.0 KiB per token)": the startup line's part about the cache type.
-std::string kv_cache_note(const llm::LlamaModel& m) {
-  const double per_token = m.kv_bytes_per_token();
-  char buf[96];
-  std::snprintf(buf, sizeof buf, ", KV cache %s (%.1f KiB per token)", std::string(to_string(m.cache_type())).c_str(),
-                per_token / 1024);
+// Bytes of the KV pools as the scheduler resolved them.
+uint64_t kv_pool_bytes(const llm::LlamaModel& m, const llm::SchedulerOptions& o) {
+  const auto [main, swa] = kv_pool_per_token(m, o);
+  return uint64_t((double(o.kv_blocks) * main + double(o.kv_swa_blocks) * swa) * double(o.kv_block_tokens));
+}
+
+// ", KV cache f16 (64.0 KiB per token)": the startup line's part about the cache type (with
+// --kv-swa-blocks: "(8.0 KiB per token, 40.0 in the sliding-window pool)").
+std::string kv_cache_note(const llm::LlamaModel& m, const llm::SchedulerOptions& o) {
+  const auto [main, swa] = kv_pool_per_token(m, o);
+  char buf[160];
+  if (o.kv_swa_blocks > 0)
+    std::snprintf(buf, sizeof buf, ", KV cache %s (%.1f KiB per token, %.1f in the sliding-window pool)",
+                  std::string(to_string(m.cache_type())).c_str(), main / 1024, swa / 1024);
+  else
+    std::snprintf(buf, sizeof buf, ", KV cache %s (%.1f KiB per token)", std::string(to_string(m.cache_type())).c_str(),
+                  main / 1024);
   return buf;
 }
 
@@ -347,7 +357,8 @@ int serve(const Flags& f) {
           : "";
   std::fprintf(stderr, "wgc serve: %s on %s, context %d, parallel %d, KV pool %d blocks of %d tokens%s%s%s%s\n",
                name.c_str(), engine.c_str(), info.max_ctx, sched.parallel, scheduler.options().kv_blocks,
-               scheduler.options().kv_block_tokens, swa_note.c_str(), kv_cache_note(served.model()).c_str(),
+               scheduler.options().kv_block_tokens, swa_note.c_str(),
+               kv_cache_note(served.model(), scheduler.options()).c_str(),
                chat.is_fallback() ? ", no chat template (plain-text chat rendering)" : "",
                so.api_key.empty() ? "" : ", API key required");
   std::fprintf(stderr, "wgc serve: listening on http://%s:%d\n", so.host.c_str(), srv.port());
