@@ -59,6 +59,18 @@ std::string main_type(const llm::ModelFile& f) {
   return best;
 }
 
+// Back to the cache holding `context` alone: a rewind, or where a sliding-window ring no longer
+// holds what that needs (LlamaModel::can_rewind: a run longer than a prompt step), the context
+// run again. Untimed: callers do it before the clock starts.
+void back_to(llm::LlamaModel& model, const std::vector<int32_t>& context) {
+  if (model.can_rewind(int(context.size()))) {
+    model.rewind(int(context.size()));
+    return;
+  }
+  model.rewind(0);
+  model.prefill(context);
+}
+
 // The tg test of n tokens from `first` after `context` (the cache's depth) with speculative
 // decoding: rounds of the draft's proposals verified in one target pass each (the draft's cache
 // primed with the context before the clock starts, as the target's is).
@@ -78,7 +90,7 @@ LlmSpeedTest speculative_test(llm::LlamaModel& model, llm::SpeculativeDecoder& s
   t.forced_acceptance = spec.options().forced_acceptance;
   std::vector<int32_t> cached;
   auto decode = [&] {
-    model.rewind(int(context.size()));
+    back_to(model, context);
     spec.prime(context);
     cached = context;
     int32_t next = first;
@@ -172,6 +184,7 @@ LlmSpeedResult run_llm_speed(const std::optional<Context>& ctx, const LlmSpeedPl
   eo.split_gpus = plan.split_gpus;
   eo.tensor_split = plan.tensor_split;
   eo.cache_type = plan.cache_type;
+  eo.swa_full = plan.swa_full;
   const llm::DeviceChoice choice = llm::choose_device(ctx, file, eo);
   eo.device = r.engine = choice.device;
   r.engine_reason = choice.reason;
@@ -222,6 +235,8 @@ LlmSpeedResult run_llm_speed(const std::optional<Context>& ctx, const LlmSpeedPl
   for (const auto& t : file.tensors()) r.params += t.numel();
   r.weight_bytes = model.weight_bytes();
   r.kv_bytes = model.kv_bytes();
+  r.kv_fixed = model.kv_footprint().fixed;
+  r.kv_per_token = model.kv_footprint().per_token;
   // Decode reads every weight once per token, except the rows of an untied embedding table it does
   // not look up (only the output projection reads a whole vocab x hidden matrix).
   r.bytes_per_token = r.weight_bytes;
@@ -273,13 +288,13 @@ LlmSpeedResult run_llm_speed(const std::optional<Context>& ctx, const LlmSpeedPl
         if (plan.warmup) {
           status(t.name + " warm-up");
           warm_up([&] {
-            model.rewind(depth);
+            back_to(model, context);
             (void)model.logits(tokens);
           });
         }
         for (int i = 0; i < plan.repeats; ++i) {
           status(run_label(t.name, i));
-          model.rewind(depth);
+          back_to(model, context);
           auto t0 = Clock::now();
           auto logits = model.logits(tokens);
           double s = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -298,8 +313,7 @@ LlmSpeedResult run_llm_speed(const std::optional<Context>& ctx, const LlmSpeedPl
         t.tuning = set;
         int32_t first = random_tokens(1)[0];
         llm::DecodeStats ds;
-        auto decode = [&](int steps) {
-          model.rewind(depth);
+        auto decode = [&](int steps) {  // after back_to(model, context)
           int32_t id = first;
           ds = model.decode_greedy(first, steps, [&](int32_t next) {
             id = next;
@@ -309,10 +323,14 @@ LlmSpeedResult run_llm_speed(const std::optional<Context>& ctx, const LlmSpeedPl
         };
         if (plan.warmup) {
           status(t.name + " warm-up");
-          warm_up([&] { decode(n); });
+          warm_up([&] {
+            back_to(model, context);
+            decode(n);
+          });
         }
         for (int i = 0; i < plan.repeats; ++i) {
           status(run_label(t.name, i));
+          back_to(model, context);
           auto t0 = Clock::now();
           int32_t last = decode(n);
           double s = std::chrono::duration<double>(Clock::now() - t0).count();

@@ -41,6 +41,7 @@ struct LlmSpeedPlan {
   std::vector<Context> split_gpus;
   std::vector<double> tensor_split;
   llm::KvType cache_type = llm::KvType::F32;  // EngineOptions::cache_type
+  bool swa_full = false;                      // EngineOptions::swa_full
   // Speculative decoding (llm/generate/speculative.h): every tg test runs again with this draft
   // model (same tokenizer, loaded like the target), once per count of proposals per round and per
   // acceptance rate: with rates in [0, 1] each proposal is kept with that probability instead of
@@ -96,6 +97,10 @@ struct LlmSpeedResult {
   uint64_t bytes_per_token = 0;  // read per decoded token
   int max_ctx = 0;
   uint64_t kv_bytes = 0;  // the engine's KV cache (LlamaModel::kv_bytes) for max_ctx positions
+  // kv_bytes = kv_fixed + kv_per_token * max_ctx (LlamaModel::kv_footprint: the sliding-window
+  // layers' rings are the fixed part)
+  uint64_t kv_fixed = 0;
+  double kv_per_token = 0;
   std::vector<LlmSpeedTest> tests;
   std::vector<KernelTime> profile;  // by total time, largest first
   double profile_ms = 0;

@@ -1,10 +1,10 @@
 // Sliding-window attention (Mistral, Gemma, Phi-3) and Gemma 2's soft-capped scores: every attention
 // kernel with AttentionArgs::window / softcap (and PagedAttentionArgs') against the f64 reference
 // (ref::attention with the window and the cap), windows of one key, smaller than a key block, one tiled block (64) and
-// past the sequence; prefill (every prefill kernel; chunks giving the same bits as one pass), decode (every decode
-// kernel and schedule, fixed and GPU-read positions, several splits) and paged attention (scattered blocks; a row's
-// bits the same alone, in a batch, or decoded one by one). The caches are poisoned past the written rows; keys before
-// the window are written (they must be skipped, not just absent).
+// past the sequence, and over a sliding-window layer's ring cache; prefill (every prefill kernel; chunks giving the
+// same bits as one pass), decode (every decode kernel and schedule, fixed and GPU-read positions, several splits) and
+// paged attention (scattered blocks; a row's bits the same alone, in a batch, or decoded one by one). The caches are
+// poisoned past the written rows; keys before the window are written (they must be skipped, not just absent).
 #include "test_llm_util.h"
 
 #include <cstring>
@@ -181,6 +181,56 @@ TEST(LlmAttentionWindow, SoftCappedScores) {
           EXPECT_LE(test::rel_error(got, slice(want, size_t(len - 1) * per, per)), 1e-5)
               << what << " decode, splits " << splits;
         }
+      }
+    }
+  }
+}
+
+// A sliding-window layer's ring (KvLayer::ring: window + chunk rows, position p in row p % rows):
+// a sequence several rings long appended and attended in chunks that straddle the wraps (every
+// prefill kernel), then decode steps past more wraps (every decode kernel, fixed and GPU-read
+// positions, several splits), against the reference over the whole sequence; rows poisoned first.
+// A pass whose window and tokens do not fit the ring is refused.
+TEST(LlmAttentionWindow, RingCache) {
+  const int len = 120, decode = 5;
+  for (const Cfg& c : {kCfgs[1], kCfgs[3]}) {
+    const Qkv all = make_qkv(c, len + decode, 11);
+    const size_t per = size_t(c.nh * c.hd);
+    for (int window : {5, 64}) {
+      const int chunk = window == 5 ? 13 : 16, rows = window + chunk;  // rings of 18 and 80 rows
+      const auto want = ref::attention(all.q, all.k, all.v, len + decode, c.nh, c.nkv, c.hd, 0, scale_of(c), window);
+      for (size_t i = 0; i < std::size(kVariants); ++i) {
+        const std::string what = variant_name(i) + ": hd=" + std::to_string(c.hd) + " window " +
+                                 std::to_string(window) + " ring of " + std::to_string(rows);
+        const int layer_rows[] = {rows};
+        KvCache k = make_kv_cache(ctx(), 1, c.nkv, len + decode, c.hd, KvType::F32, layer_rows);
+        fill_u32(ctx(), k.k, kPoisonNaN);
+        fill_u32(ctx(), k.v, kPoisonNaN);
+        const KvLayer cache = k.layer(0);
+        ASSERT_TRUE(cache.ring);
+        ASSERT_EQ(cache.max_ctx, rows);
+        for (int start = 0; start < len; start += chunk) {
+          const int n = std::min(chunk, len - start);
+          const auto got = run_step(variant(i < 3 ? i : 0), c, cache, all, start, n, window, false);
+          EXPECT_LE(test::rel_error(got, slice(want, size_t(start) * per, size_t(n) * per)), 1e-5)
+              << what << " prefill at " << start;
+        }
+        for (int pos = len; pos < len + decode; ++pos) {
+          const int splits = pos % 3 == 0 ? 0 : pos % 3 == 1 ? 1 : 3;
+          const auto got = run_step(variant(i), c, cache, all, pos, 1, window, true, splits, pos % 2 == 0);
+          EXPECT_LE(test::rel_error(got, slice(want, size_t(pos) * per, per)), 1e-5) << what << " decode at " << pos;
+        }
+        auto q = test::poisoned(int64_t(chunk + 2) * c.nh * c.hd),
+             out = test::poisoned(int64_t(chunk + 2) * c.nh * c.hd);
+        AttentionArgs a;
+        a.n_tokens = chunk + 2;  // window + chunk + 1 keys
+        a.n_heads = c.nh;
+        a.start = len;
+        a.window = window;
+        Batch b(ctx());
+        EXPECT_THROW(variant(i).attention_prefill(b, cache, q, out, a), Error) << what;
+        a.n_tokens = chunk + 1;  // window + chunk keys: fits
+        EXPECT_NO_THROW(variant(i).attention_prefill(b, cache, q, out, a)) << what;
       }
     }
   }

@@ -154,9 +154,12 @@ void print_table(std::FILE* out, const std::vector<std::string>& head, const std
   for (const auto& r : rows) line(r);
 }
 
-// The KV cache's bytes per position ("128.0 KiB"): every layer's keys and values.
+// The KV cache's bytes per position ("128.0 KiB"): the keys and values of every layer that keeps
+// every position ("+ 1.5 MiB fixed" after it where sliding-window layers keep a ring instead).
 std::string kv_per_token(const LlmSpeedResult& r) {
-  return r.max_ctx > 0 ? format_number("%.1f KiB", double(r.kv_bytes) / r.max_ctx / 1024) : "-";
+  std::string s = format_number("%.1f KiB per token", r.kv_per_token / 1024);
+  if (r.kv_fixed > 0) s += " + " + gb_str(r.kv_fixed) + " fixed (sliding-window rings)";
+  return s;
 }
 
 void print_report(std::FILE* out, const LlmSpeedPlan& p, const LlmSpeedResult& r) {
@@ -169,7 +172,7 @@ void print_report(std::FILE* out, const LlmSpeedPlan& p, const LlmSpeedResult& r
                    : "none");
   std::fprintf(out, "model: %s   weights %s: %s, read per decoded token: %s\n", p.model.c_str(),
                gpu ? "on the GPU" : "mapped", gb_str(r.weight_bytes).c_str(), gb_str(r.bytes_per_token).c_str());
-  std::fprintf(out, "KV cache: %s, %s for %d positions, %s per token\n", std::string(to_string(p.cache_type)).c_str(),
+  std::fprintf(out, "KV cache: %s, %s for %d positions, %s\n", std::string(to_string(p.cache_type)).c_str(),
                gb_str(r.kv_bytes).c_str(), r.max_ctx, kv_per_token(r).c_str());
   if (!p.draft_model.empty())
     std::fprintf(out, "draft: %s (%s); tg NAME draftK [aP]: K tokens proposed per round, kept %s\n",
@@ -245,7 +248,8 @@ json::Value report_json(const LlmSpeedPlan& p, const LlmSpeedResult& r) {
   o.set("bytes_per_token", r.bytes_per_token);
   o.set("cache_type", std::string(to_string(p.cache_type)));
   o.set("kv_bytes", r.kv_bytes);
-  o.set("kv_bytes_per_token", r.max_ctx > 0 ? r.kv_bytes / uint64_t(r.max_ctx) : 0);
+  o.set("kv_bytes_per_token", uint64_t(r.kv_per_token));
+  o.set("kv_fixed_bytes", r.kv_fixed);
   const bool gpu = r.engine == llm::Device::Gpu;
   o.set("engine", std::string(to_string(r.engine)));
   o.set("device", r.device);
@@ -334,6 +338,7 @@ int bench_llm_cmd(const Flags& f) {
   on.split_gpus = be.split_gpus;
   on.tensor_split = be.tensor_split;
   on.cache_type = be.cache_type;
+  on.swa_full = be.swa_full;
   LlmSpeedResult r = bench::run_llm_speed(be.ctx, on, status);
   if (tty) std::fprintf(stderr, "\r%70s\r", "");
   say_engine_choice(r.engine_reason);

@@ -127,17 +127,34 @@ struct OwnedModel {
         })) {}
 };
 
-// Bytes of a KV pool as the scheduler resolved it, in the model's cache type.
-uint64_t kv_pool_bytes(const llm::LlamaModel& m, const llm::SchedulerOptions& o) {
-  return uint64_t(double(o.kv_blocks) * double(o.kv_block_tokens) * m.kv_bytes_per_token());
+// The bytes a position takes in the main pool and in the sliding-window layers' pool
+// (--kv-swa-blocks; 0 without it: every layer in the main pool), in the model's cache type.
+std::pair<double, double> kv_pool_per_token(const llm::LlamaModel& m, const llm::SchedulerOptions& o) {
+  if (o.kv_swa_blocks == 0) return {m.kv_bytes_per_token(), 0.0};
+  const llm::ModelConfig& c = m.config();
+  int64_t sliding = 0;
+  for (int64_t l = 0; l < c.n_layers; ++l) sliding += c.layer_is_sliding(l) ? 1 : 0;
+  const double per_layer = m.kv_bytes_per_token() / double(std::max<int64_t>(1, c.n_layers));
+  return {per_layer * double(c.n_layers - sliding), per_layer * double(sliding)};
 }
 
-// ", KV cache f16 (64.0 KiB per token)": the startup line's part about the cache type.
-std::string kv_cache_note(const llm::LlamaModel& m) {
-  const double per_token = m.kv_bytes_per_token();
-  char buf[96];
-  std::snprintf(buf, sizeof buf, ", KV cache %s (%.1f KiB per token)", std::string(to_string(m.cache_type())).c_str(),
-                per_token / 1024);
+// Bytes of the KV pools as the scheduler resolved them.
+uint64_t kv_pool_bytes(const llm::LlamaModel& m, const llm::SchedulerOptions& o) {
+  const auto [main, swa] = kv_pool_per_token(m, o);
+  return uint64_t((double(o.kv_blocks) * main + double(o.kv_swa_blocks) * swa) * double(o.kv_block_tokens));
+}
+
+// ", KV cache f16 (64.0 KiB per token)": the startup line's part about the cache type (with
+// --kv-swa-blocks: "(8.0 KiB per token, 40.0 in the sliding-window pool)").
+std::string kv_cache_note(const llm::LlamaModel& m, const llm::SchedulerOptions& o) {
+  const auto [main, swa] = kv_pool_per_token(m, o);
+  char buf[160];
+  if (o.kv_swa_blocks > 0)
+    std::snprintf(buf, sizeof buf, ", KV cache %s (%.1f KiB per token, %.1f in the sliding-window pool)",
+                  std::string(to_string(m.cache_type())).c_str(), main / 1024, swa / 1024);
+  else
+    std::snprintf(buf, sizeof buf, ", KV cache %s (%.1f KiB per token)", std::string(to_string(m.cache_type())).c_str(),
+                  main / 1024);
   return buf;
 }
 
@@ -206,6 +223,7 @@ int serve_pool(const Flags& f, const fs::path& default_path, const std::string& 
   eo.threads = checked_threads(f.threads);
   eo.device = be.device;
   eo.cache_type = cache_type_flag(f.split, be.device == llm::Device::Cpu);
+  eo.swa_full = f.split.swa_full;
   auto loader = [&be, eo, sched, tokenizer, default_path](const server::ModelSpec& spec) {
     llm::ModelFile file = llm::open_model(spec.path);
     // --tokenizer is the default model's; the others' are their own.
@@ -302,6 +320,7 @@ int serve(const Flags& f) {
   in_range(sched.max_ctx, "--ctx", 0, 1 << 24);
   in_range(sched.kv_blocks, "--kv-blocks", 0, 1 << 24);
   in_range(sched.kv_block_tokens, "--kv-block", 1, 4096);
+  in_range(sched.kv_swa_blocks, "--kv-swa-blocks", 0, 1 << 24);
   in_range(sched.prefill_chunk, "--prefill-chunk", 1, 1 << 16);
   if (const auto& k = f.kernel) {  // the serving engine's linear kernels (docs/serving.md)
     if (*k == "batched")
@@ -373,9 +392,14 @@ int serve(const Flags& f) {
   server::ModelInfo info{name, &*tok, &chat, scheduler.options().max_ctx, llm::default_sampling(path)};
   server::Server srv(
       scheduler, info, [&served] { return served.context(); }, so);
-  std::fprintf(stderr, "wgc serve: %s on %s, context %d, parallel %d, KV pool %d blocks of %d tokens%s%s%s%s\n",
+  const std::string swa_note =
+      scheduler.options().kv_swa_blocks > 0
+          ? ", sliding-window pool " + std::to_string(scheduler.options().kv_swa_blocks) + " blocks (no prefix cache)"
+          : "";
+  std::fprintf(stderr, "wgc serve: %s on %s, context %d, parallel %d, KV pool %d blocks of %d tokens%s%s%s%s%s\n",
                name.c_str(), engine.c_str(), info.max_ctx, sched.parallel, scheduler.options().kv_blocks,
-               scheduler.options().kv_block_tokens, kv_cache_note(served.model()).c_str(), draft_note.c_str(),
+               scheduler.options().kv_block_tokens, swa_note.c_str(),
+               kv_cache_note(served.model(), scheduler.options()).c_str(), draft_note.c_str(),
                chat.is_fallback() ? ", no chat template (plain-text chat rendering)" : "",
                so.api_key.empty() ? "" : ", API key required");
   std::fprintf(stderr, "wgc serve: listening on http://%s:%d\n", so.host.c_str(), srv.port());
@@ -417,6 +441,10 @@ Register reg{{"serve", "OpenAI-compatible HTTP server for a language model (defa
                            "KV-cache blocks shared by the sequences (default 0: parallel x ctx / block, at most "
                            "48 GiB)");
                 add_number(app, "--kv-block", f->sched.kv_block_tokens, "tokens per KV-cache block");
+                add_number(app, "--kv-swa-blocks", f->sched.kv_swa_blocks,
+                           "a KV pool of this many blocks for the sliding-window layers alone, whose blocks behind "
+                           "each sequence's window are freed as it advances (default 0: one pool, every position "
+                           "kept; turns the prefix cache off)");
                 add_number(app, "--prefill-chunk", f->sched.prefill_chunk, "prompt tokens per step");
                 add_text(app, "--kernel", f->kernel,
                          "the engine's linear kernels: auto, batched, batched-q8 or naive (default: auto)")

@@ -22,6 +22,9 @@ void add_engine_flags(CLI::App& app, EngineFlags& s) {
            "KV cache storage: f32 (default), f16 (half the memory) or q8_0 (8 bits per value and a scale per "
            "32; head_dim a multiple of 32); GPU engine only")
       ->type_name("TYPE");
+  app.add_flag("--swa-full", s.swa_full,
+               "keep every position in the sliding-window layers' KV cache (default: a ring of the window and one "
+               "prompt step, whose memory does not grow with the context)");
 }
 
 void LlmBackend::apply(llm::EngineOptions& eo) const {
@@ -29,6 +32,7 @@ void LlmBackend::apply(llm::EngineOptions& eo) const {
   eo.split_gpus = split_gpus;
   eo.tensor_split = tensor_split;
   eo.cache_type = cache_type;
+  eo.swa_full = swa_full;
 }
 
 llm::KvType cache_type_flag(const EngineFlags& e, bool cpu_engine) {
@@ -50,6 +54,7 @@ LlmBackend llm_backend(const GpuFlags& g, int adapter_index, const EngineFlags* 
     if (const char* env = std::getenv("WGC_BACKEND"); env && *env) name = env;
   LlmBackend b;
   if (split) b.cache_type = cache_type_flag(*split, name == "cpu");
+  if (split) b.swa_full = split->swa_full;
   if (split && !split->proportions.empty() && split->gpus.size() < 2)
     throw UsageError("--tensor-split needs --gpus with two or more GPUs");
   if (split && !split->gpus.empty()) {

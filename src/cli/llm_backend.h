@@ -19,11 +19,12 @@ namespace wgc::cli {
 
 // The engine flags of the commands that build one (generate, chat, serve, bench-llm, bench-batched):
 // --gpus and --tensor-split (one model split by layers over several GPUs: llm/model/layer_split.h)
-// and --cache-type (EngineOptions::cache_type).
+// --cache-type (EngineOptions::cache_type) and --swa-full (EngineOptions::swa_full).
 struct EngineFlags {
   std::vector<int> gpus;                  // adapter indices (wgc info lists them); one index may repeat
   std::vector<double> proportions;        // --tensor-split: each GPU's share of the layers
   std::optional<std::string> cache_type;  // --cache-type: f32 (when absent), f16 or q8_0
+  bool swa_full = false;                  // --swa-full (EngineOptions::swa_full)
 };
 void add_engine_flags(CLI::App& app, EngineFlags& s);
 
@@ -34,7 +35,8 @@ struct LlmBackend {
   std::vector<Context> split_gpus;
   std::vector<double> tensor_split;
   llm::KvType cache_type = llm::KvType::F32;  // --cache-type
-  // The engine options' device, layer split and KV cache type.
+  bool swa_full = false;                      // --swa-full
+  // The engine options' device, layer split, KV cache type and sliding-window cache.
   void apply(llm::EngineOptions& eo) const;
 };
 // adapter_index: ContextOptions::adapter_index (-1: chosen by the backend). split: --gpus and

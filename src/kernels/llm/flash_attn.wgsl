@@ -80,7 +80,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
       var kv = vec4<f32>(0.0);
       var vv = vec4<f32>(0.0);
       if (key < kv_end) {
-        let at = cb + key * HD4 + i % HD4;
+        let at = cb + kv_row(key) * HD4 + i % HD4;
         kv = k_at(at);
         vv = v_at(at);
       }

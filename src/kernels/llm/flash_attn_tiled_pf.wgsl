@@ -53,7 +53,7 @@ fn fetch_qk(c0: u32, kb: u32) -> array<vec4<f32>, 4> {
     for (var i = 0u; i < 4u; i++) {
       if (sk) {
         let key = kb + sg * 4u + i;
-        if (key < k_hi) { x[i] = k_at(cb + key * HD4 + c0 + sc); }
+        if (key < k_hi) { x[i] = k_at(cb + kv_row(key) * HD4 + c0 + sc); }
       } else {
         x[i] = q4[qb[i] + c0];
         if (EXP2 == 0u) { x[i] *= p.scale; }
@@ -76,7 +76,7 @@ fn fetch_v(k0: u32, kb: u32) -> array<vec4<f32>, 4> {
   for (var j = 0u; j < 4u; j++) {
     let e = lidp + j * WG;
     let key = kb + k0 + e / HD4;
-    if (e < VK * HD4 && key < k_hi) { x[j] = v_at(cb + key * HD4 + e % HD4); }
+    if (e < VK * HD4 && key < k_hi) { x[j] = v_at(cb + kv_row(key) * HD4 + e % HD4); }
   }
   return x;
 }

@@ -66,8 +66,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
       var kv = vec4<f32>(0.0);
       var vv = vec4<f32>(0.0);
       if (kb + s < kv_end) {
-        kv = k_at(cb + (kb + s) * HD4 + c);
-        vv = v_at(cb + (kb + s) * HD4 + c);
+        kv = k_at(cb + kv_row(kb + s) * HD4 + c);
+        vv = v_at(cb + kv_row(kb + s) * HD4 + c);
       }
       kvs[s * KS + c] = kv;
       kvs[vb + i] = vv;

@@ -65,7 +65,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
   var vn: array<vec4<f32>, U * NV>;
   if (PF) {
     for (var u = 0u; u < U; u++) {
-      let row = cb + min(kv_begin + u * KG + kg, kv_end - 1u) * HD4;
+      let row = cb + kv_row(min(kv_begin + u * KG + kg, kv_end - 1u)) * HD4;
       for (var i = 0u; i < NV; i++) {
         let c = min(j + TPK * i, HD4 - 1u);
         kn[u * NV + i] = k_at(row + c);
@@ -82,7 +82,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
       vv = vn;
     }
     for (var u = 0u; u < U; u++) {
-      let row = cb + min(kl + u * KG + kg, kv_end - 1u) * HD4;
+      let row = cb + kv_row(min(kl + u * KG + kg, kv_end - 1u)) * HD4;
       for (var i = 0u; i < NV; i++) {
         let c = min(j + TPK * i, HD4 - 1u);
         if (PF) {

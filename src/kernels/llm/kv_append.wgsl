@@ -29,7 +29,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
   let hd = g % per_t;
   let h = hd / p.head_dim;
   let d = hd % p.head_dim;
-  let dst = p.cache_off + (h * p.max_ctx + p.pos0 + t) * p.head_dim + d;
+  let dst = p.cache_off + (h * p.max_ctx + (p.pos0 + t) % p.max_ctx) * p.head_dim + d;
   k_cache[dst] = k_src[t * p.src_stride + p.k_off + hd];
   v_cache[dst] = v_src[t * p.src_stride + p.v_off + hd];
 }

@@ -34,7 +34,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
   let w = select(u, u - p.n_kv * units, is_v);
   let h = w / units;
   let e0 = (w % units) * KV_CH;
-  let dst = p.cache_off + (h * p.max_ctx + p.pos0 + t) * p.head_dim + e0;
+  let dst = p.cache_off + (h * p.max_ctx + (p.pos0 + t) % p.max_ctx) * p.head_dim + e0;
   var x: array<f32, KV_CH>;
   if (is_v) {
     let src = t * p.src_stride + p.v_off + h * p.head_dim + e0;

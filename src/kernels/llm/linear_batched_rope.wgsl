@@ -29,6 +29,7 @@ fn rope_store_rows(tok: u32, gg: u32, rows: array<u32, 4>, v: vec4<f32>) {
   let half = hd / 2u;
   var crow = p.pos0 + tok;
   if ((p.rflags & 4u) != 0u) { crow = positions[p.n + tok]; }
+  crow = crow % p.max_ctx;  // a ring (sliding-window layer): the row of the position
   var pos = p.pos0 + tok;
   if ((p.rflags & 1u) != 0u) { pos = positions[tok]; }
   pos = min(pos, p.max_pos - 1u);

@@ -46,6 +46,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
   let row = t * p.stride;
   var crow = p.pos0 + t;
   if ((p.flags & 4u) != 0u) { crow = positions[p.n + t]; }
+  crow = crow % p.max_ctx;  // a ring (sliding-window layer): the row of the position
   if (slot >= p.heads + p.n_kv) {
     let h = slot - p.heads - p.n_kv;
     let src = row + p.v_off + h * p.head_dim + pair;

@@ -60,6 +60,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
   let e0 = (wu % units) * KV_CH;
   var crow = p.pos0 + t;
   if ((p.flags & 4u) != 0u) { crow = positions[p.n + t]; }
+  crow = crow % p.max_ctx;  // a ring (sliding-window layer): the row of the position
   let dst = p.cache_off + (h * p.max_ctx + crow) * p.head_dim + e0;
   var x: array<f32, KV_CH>;
   if (is_v) {

@@ -26,6 +26,7 @@ fn rope_store_cs(ra: u32, rb: u32, a: f32, b: f32, cs: vec2<f32>) {
   let head = rope_head(ra);
   var crow = p.pos0;
   if ((p.rflags & 4u) != 0u) { crow = positions[1]; }
+  crow = crow % p.max_ctx;  // a ring (sliding-window layer): the row of the position
   if (head >= p.heads + p.n_kv) {
     let dst = p.cache_off + ((head - p.heads - p.n_kv) * p.max_ctx + crow) * hd;
     v_cache[dst + ra % hd] = a;

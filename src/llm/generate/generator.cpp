@@ -154,6 +154,7 @@ GenerateResult Generator::generate(std::span<const int32_t> prompt_ids, const Ge
   size_t common = 0;
   while (common < cached_.size() && common < prompt_ids.size() && cached_[common] == prompt_ids[common]) ++common;
   if (common == prompt_ids.size()) --common;
+  if (!model_.can_rewind(int(common))) common = 0;  // a sliding-window ring no longer holds that prefix
   model_.rewind(int(common));
   cached_.resize(common);
 

@@ -71,6 +71,7 @@ std::vector<int32_t> SpeculativeDecoder::sync(std::span<const int32_t> cached, i
   size_t common = 0;
   const size_t limit = std::min(draft_cached_.size(), cached.size());
   while (common < limit && draft_cached_[common] == cached[common]) ++common;
+  if (!draft_.can_rewind(int(common))) common = 0;  // a sliding-window ring no longer holds that prefix
   draft_.rewind(int(common));
   draft_cached_.resize(common);
   std::vector<int32_t> todo(cached.begin() + std::ptrdiff_t(common), cached.end());

@@ -21,7 +21,8 @@ namespace {
 // the weights are uploaded (ModelConfig::validate bounds the file's to 32 bits).
 int gpu_context_length(const Context& ctx, const ModelFile& f, const EngineOptions& o) {
   const int max_ctx = resolve_max_ctx(f.config(), o);
-  check_llama_context(ctx, f.config(), max_ctx, f.path().string());
+  check_llama_context(ctx, f.config(), max_ctx, f.path().string(),
+                      kv_layer_rows(f.config(), max_ctx, std::max(1, std::min(o.max_batch, max_ctx)), o.swa_full));
   if (std::string why; !kv_type_fits(o.cache_type, int(f.config().head_dim), &why))
     throw OptionError("cache_type", std::string(to_string(o.cache_type)) + ": " + why);
   return max_ctx;
@@ -78,12 +79,13 @@ class GpuEngine final : public LlamaEngine {
     cache_type_ = opt.cache_type;
     opt.max_batch = std::max(1, std::min(opt.max_batch, max_ctx_));
     max_batch_ = opt.max_batch;
-    ops.precompile(w.types, {int(w.hd)});
+    layer_rows_ = kv_layer_rows(cfg, max_ctx_, max_batch_, opt.swa_full);
+    ops.precompile(w.types, {int(w.hd)}, ring_rows() > 0);
     make_plans();
 
     rope = make_llama_rope(ctx, cfg, max_ctx_);
     if (const int64_t l = cfg.sliding_rope_layer(); l >= 0) sliding_rope = make_llama_rope(ctx, cfg, max_ctx_, l);
-    kv = make_kv_cache(ctx, int(cfg.n_layers), int(w.nkv), max_ctx_, int(w.hd), opt.cache_type);
+    kv = make_kv_cache(ctx, int(cfg.n_layers), int(w.nkv), max_ctx_, int(w.hd), opt.cache_type, layer_rows_);
 
     const int64_t B = opt.max_batch;
     ids = make_tensor(ctx, {B}, DType::U32);
@@ -431,7 +433,8 @@ DeviceChoice choose_device(const std::optional<Context>& ctx, const ModelFile& f
   if (a.is_cpu() && ctx->options().backend == Backend::Auto)
     return {Device::Cpu, "the only WebGPU adapter is a CPU (" + a.device + "): running on the CPU engine instead"};
   const int max_ctx = resolve_max_ctx(file.config(), o);
-  if (std::string why = gpu_fit_problem(*ctx, file, max_ctx, std::max(1, std::min(o.max_batch, max_ctx))); !why.empty())
+  if (std::string why = gpu_fit_problem(*ctx, file, max_ctx, std::max(1, std::min(o.max_batch, max_ctx)), o.swa_full);
+      !why.empty())
     return {Device::Cpu, why + ": running on the CPU engine"};
   return {Device::Gpu, ""};
 }
@@ -462,6 +465,19 @@ void LlamaModel::prefill(std::span<const int32_t> tokens, const std::function<vo
 }
 int LlamaModel::n_past() const { return impl_->n_past(); }
 void LlamaModel::rewind(int n) { impl_->rewind(n); }
+bool LlamaModel::can_rewind(int n) const { return impl_->can_rewind(n); }
+LlamaModel::KvFootprint LlamaModel::kv_footprint() const {
+  const ModelConfig& c = config();
+  const double row = 2 * double(c.n_kv_heads) * double(c.head_dim);  // K and V of one position, in values
+  KvFootprint f;
+  for (int rows : impl_->layer_rows()) {
+    if (rows < max_ctx())
+      f.fixed += 2 * 4 * uint64_t(kv_words(cache_type(), int64_t(c.n_kv_heads) * rows * c.head_dim));
+    else
+      f.per_token += row * kv_bytes_per_value(cache_type());
+  }
+  return f;
+}
 uint64_t LlamaModel::weight_bytes() const { return impl_->weight_bytes(); }
 uint64_t LlamaModel::kv_bytes() const { return impl_->kv_bytes(); }
 KvType LlamaModel::cache_type() const { return impl_->cache_type(); }

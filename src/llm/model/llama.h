@@ -6,7 +6,8 @@
 //  - the CPU engine (llama_cpu.h): weights read in place from the file's mapping in their type,
 //    SIMD kernels with 8-bit activations for the quantized types, worker threads.
 // Activations are f32; the KV cache holds max_ctx positions (f32, or packed in 16 or 8 bits:
-// EngineOptions::cache_type) and is appended in place.
+// EngineOptions::cache_type) and is appended in place; a sliding-window layer's holds only its
+// window and a chunk, as a ring (EngineOptions::swa_full).
 #pragma once
 
 #include "cpu/llm/cpu_features.h"
@@ -71,6 +72,11 @@ struct EngineOptions {
   // q8_0 (36 bytes per 32 values; head_dim % 32 == 0). GPU engine only: the CPU engine keeps f32
   // and refuses the others (wgc::OptionError naming cache_type). The serving engine takes it too.
   KvType cache_type = KvType::F32;
+  // The sliding-window layers' caches (Mistral's every layer, Gemma's local ones) keep every
+  // position, as the other layers', instead of a ring of window + max_batch positions (llama.cpp's
+  // --swa-full). The ring's memory does not grow with the context, but it cannot rewind past
+  // what it holds (LlamaModel::can_rewind), which prefix reuse far back needs. Both engines.
+  bool swa_full = false;
   int threads = 0;  // CPU engine: worker threads (0: every processor this process may run on)
   // CPU engine: the kernel level (wgc::Error when the processor lacks it); none: the best it runs,
   // or WGC_CPU_ISA's (cpu_features.h).
@@ -124,16 +130,31 @@ class LlamaModel {
   // step is recorded again): for sweeps in one process.
   void set_tuning(const LlmTuning& t);
   int max_ctx() const;
-  int max_batch() const;          // prompt tokens per forward step (EngineOptions::max_batch)
-  int n_past() const;             // tokens in the KV cache
-  void rewind(int n_past);        // forget cached tokens from position n_past on (0: all)
+  int max_batch() const;  // prompt tokens per forward step (EngineOptions::max_batch)
+  int n_past() const;     // tokens in the KV cache
+  // Forget cached tokens from position n_past on (0: all). wgc::Error where !can_rewind(n_past).
+  void rewind(int n_past);
+  // Whether rewind(n_past) keeps a cache that the next token can run on: always on a full cache;
+  // with the sliding-window layers' rings (EngineOptions::swa_full off), only back to the
+  // positions whose windows the rings still hold (about max_batch() before the last position
+  // written; 0 always). Callers that reuse a cached prefix run it again from 0 otherwise.
+  bool can_rewind(int n_past) const;
   uint64_t weight_bytes() const;  // bytes of weights the engine reads (on the GPU, or mapped)
   // Bytes of the KV cache (every layer's keys and values for max_ctx() positions, in
   // EngineOptions::cache_type); / max_ctx(): per token.
   uint64_t kv_bytes() const;
   KvType cache_type() const;  // EngineOptions::cache_type (the serving engine's pool takes it too)
-  // Bytes of K and V one position takes over every layer, in the cache type.
+  // Bytes of K and V one position takes over every layer, in the cache type (the serving engine's
+  // paged pool, which keeps every position of every layer).
   double kv_bytes_per_token() const;
+  // This engine's cache as fixed + per_token * max_ctx() bytes (= kv_bytes()): the sliding-window
+  // layers' rings are the fixed part (window + max_batch() positions each, whatever the context),
+  // the other layers' positions the per-token part. With EngineOptions::swa_full, fixed is 0.
+  struct KvFootprint {
+    uint64_t fixed = 0;
+    double per_token = 0;
+  };
+  KvFootprint kv_footprint() const;
 
   // Runs `tokens` at positions n_past() .. and appends them to the cache. Throws wgc::Error when
   // the context would overflow. The result variants:

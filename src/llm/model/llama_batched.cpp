@@ -67,13 +67,35 @@ struct BatchedLlama::Impl {
       tokens += int64_t(s.tokens.size());
       rows += s.wants_logits() ? s.rows : 0;
     }
+    if (opt.swa_blocks > 0)
+      for (size_t i = 0; i < seqs.size(); ++i) check_swa_table(seqs[i], what + "sequence " + std::to_string(i) + ": ");
     if (tokens > opt.max_tokens)
       throw Error(what + std::to_string(tokens) + " tokens, at most " + std::to_string(opt.max_tokens));
     if (rows > opt.max_rows)
       throw Error(what + std::to_string(rows) + " rows of logits wanted, at most " + std::to_string(opt.max_rows));
   }
 
+  // The sliding layers' table of s (BatchedOptions::swa_blocks): covering its positions, in the
+  // pool, -1 only for blocks that end before the window of its first token.
+  void check_swa_table(const StepSequence& s, const std::string& which) const {
+    const int64_t B = opt.block_tokens, end = int64_t(s.pos0) + int64_t(s.tokens.size());
+    const int64_t need = (end + B - 1) / B;
+    if (int64_t(s.swa_blocks.size()) < need)
+      throw Error(which + std::to_string(s.swa_blocks.size()) + " sliding-window blocks for " + std::to_string(end) +
+                  " positions");
+    const int64_t lo = std::max<int64_t>(0, int64_t(s.pos0) - window + 1);  // the first key a token sees
+    for (int64_t b = 0; b < need; ++b) {
+      const int32_t blk = s.swa_blocks[size_t(b)];
+      if (blk == -1 && (b + 1) * B <= lo) continue;
+      if (blk < 0 || blk >= opt.swa_blocks)
+        throw Error(which + "sliding-window block " + std::to_string(blk) + " (positions " + std::to_string(b * B) +
+                    ".." + std::to_string((b + 1) * B - 1) + ") outside the pool of " + std::to_string(opt.swa_blocks) +
+                    (blk == -1 ? " (freed, but the window from position " + std::to_string(lo) + " reads it)" : ""));
+    }
+  }
+
   BatchedOptions opt;
+  int window = 0;                 // the sliding-window layers' (swa_blocks)
   int last_k = 0, last_rows = 0;  // of the step submitted last: feed_row reads its top_ids
 };
 
@@ -103,6 +125,7 @@ struct GpuBatched final : BatchedLlama::Impl {
   struct Dev {
     ModelStage st;
     std::vector<KvLayer> pool;                    // per layer of the stage: [n_kv][blocks * block_tokens][hd]
+    std::vector<bool> swa;                        // per layer: in the sliding-window pool (swa_blocks)
     GpuActs acts;                                 // the 8-bit copies where the plan quantizes (BatchedQ8)
     Tensor ids;                                   // first
     Tensor last, logits, top_vals, top_ids, lse;  // last
@@ -131,6 +154,15 @@ struct GpuBatched final : BatchedLlama::Impl {
                                             : LinearVersion::BatchedQ8;
     const LlamaWeights& w0 = *stages.front().w;
     const int64_t slots = int64_t(opt.blocks) * opt.block_tokens;
+    if (opt.swa_blocks < 0) throw Error(what + "swa_blocks " + std::to_string(opt.swa_blocks) + " (>= 0)");
+    if (opt.swa_blocks > 0) {
+      if (!w0.cfg.sliding_window || *w0.cfg.sliding_window <= 0)
+        throw Error(what + "swa_blocks: the model has no sliding-window layers");
+      window = int(std::min<int64_t>(*w0.cfg.sliding_window, INT32_MAX));
+      if (int64_t(opt.swa_blocks) * opt.block_tokens >= (int64_t(1) << 31))
+        throw Error(what + "a sliding-window pool of " + std::to_string(opt.swa_blocks) + " blocks (use fewer)");
+    }
+    const int64_t swa_slots = int64_t(opt.swa_blocks) * opt.block_tokens;
     // The pool stores the model's cache type (EngineOptions::cache_type).
     const KvType kv_type = m.cache_type();
     if (std::string why; !kv_type_fits(kv_type, int(w0.hd), &why)) throw Error(what + why);
@@ -152,8 +184,10 @@ struct GpuBatched final : BatchedLlama::Impl {
       Dev d;
       d.st = st;
       for (size_t l = 0; l < w.layers.size(); ++l) {
-        d.pool.push_back(make_kv_layer(ctx, int(w.nkv), int(slots), int(w.hd), kv_type));
-        kv_total += 2 * layer_bytes;
+        const bool swa = opt.swa_blocks > 0 && layer_window(w.cfg, w.first_layer + int(l)) > 0;
+        d.swa.push_back(swa);
+        d.pool.push_back(make_kv_layer(ctx, int(w.nkv), int(swa ? swa_slots : slots), int(w.hd), kv_type));
+        kv_total += 2 * uint64_t(kv_words(kv_type, int64_t(swa ? swa_slots : slots) * w.nkv * w.hd)) * 4;
       }
       if (st.first) d.ids = make_tensor(ctx, {T}, DType::U32);
       d.acts.x = make_tensor(ctx, {T, w.hidden});
@@ -236,7 +270,7 @@ struct GpuBatched final : BatchedLlama::Impl {
       const LlmOps& ops = d.ops();
       for (size_t mi = 0; mi < mbs.size(); ++mi) {
         const auto seq_mb = seqs.subspan(mbs[mi].first, mbs[mi].second - mbs[mi].first);
-        std::vector<PagedSequence> ps;
+        std::vector<PagedSequence> ps, ps_swa;
         std::vector<uint32_t> tok_ids;
         for (const auto& s : seq_mb) {
           PagedSequence q;
@@ -244,7 +278,12 @@ struct GpuBatched final : BatchedLlama::Impl {
           q.n_tokens = int(s.tokens.size());
           q.pos0 = s.pos0;
           q.blocks.assign(s.blocks.begin(), s.blocks.end());
-          ps.push_back(std::move(q));
+          ps.push_back(q);
+          if (opt.swa_blocks > 0) {  // a freed block (-1) only holds keys read and masked: any block will do
+            q.blocks.assign(s.swa_blocks.begin(), s.swa_blocks.end());
+            for (int32_t& b : q.blocks) b = std::max(b, 0);
+            ps_swa.push_back(std::move(q));
+          }
           tok_ids.insert(tok_ids.end(), s.tokens.begin(), s.tokens.end());
         }
         const int n = int(tok_ids.size());
@@ -256,6 +295,8 @@ struct GpuBatched final : BatchedLlama::Impl {
         pa.split_len = opt.split_len;
         pa.q_stride = w.qkv_dim;
         const PagedAttentionPlan paged = ops.plan_paged_attention(ps, pa, opt.blocks);
+        const PagedAttentionPlan paged_swa =
+            opt.swa_blocks > 0 ? ops.plan_paged_attention(ps_swa, pa, opt.swa_blocks) : PagedAttentionPlan{};
 
         Batch b(d.st.ctx);
         if (d.st.first) {
@@ -283,8 +324,12 @@ struct GpuBatched final : BatchedLlama::Impl {
         pass.rope.positions = paged.positions;
         pass.rope.cache_rows = true;
         pass.paged = &paged;
+        GpuPass pass_swa = pass;  // the sliding-window layers' pool: its table and cache rows
+        pass_swa.rope.positions = paged_swa.positions;
+        pass_swa.paged = &paged_swa;
         for (size_t li = 0; li < w.layers.size(); ++li)
-          record_layer(ops, b, d.plan.layers[li], w, int(li), d.pool[li], *d.st.rope, d.acts, pass);
+          record_layer(ops, b, d.plan.layers[li], w, int(li), d.pool[li], *d.st.rope, d.acts,
+                       d.swa[li] ? pass_swa : pass);
         if (!d.st.last) {
           cross[mi].read(b, d.acts.x, uint64_t(n) * uint64_t(w.hidden) * 4);
         } else {
@@ -410,6 +455,10 @@ struct CpuBatched final : BatchedLlama::Impl {
       throw Error(
           "wgc: serving engine: the linear kernel version is a GPU engine option; this model runs on the "
           "CPU engine (use Auto)");
+    if (o.swa_blocks != 0)
+      throw Error(
+          "wgc: serving engine: swa_blocks (a pool of the sliding-window layers' own) is a GPU engine option; the "
+          "CPU engine keeps every position of every layer (use 0)");
   }
   static int64_t checked_slots(const BatchedOptions& o) {
     const int64_t slots = int64_t(o.blocks) * o.block_tokens;

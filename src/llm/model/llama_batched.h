@@ -44,6 +44,12 @@ struct BatchedOptions {
   // into, run one after the other on each GPU so that the GPUs work at once (0: one per GPU).
   // One GPU runs a step whole unless asked (the logits are the same either way).
   int micro_batches = 0;
+  // > 0: the sliding-window layers (Mistral's every layer, Gemma's local ones) keep their K/V in a
+  // pool of their own of this many blocks, through each sequence's StepSequence::swa_blocks, so
+  // the caller can free a sequence's blocks behind the window for those layers while the global
+  // layers keep theirs (0: every layer in the one pool, every position kept). GPU engine only;
+  // the model must have sliding-window layers.
+  int swa_blocks = 0;
 };
 
 // One sequence's part of a step.
@@ -51,6 +57,10 @@ struct StepSequence {
   std::span<const int32_t> tokens;  // the new tokens
   int pos0 = 0;                     // position of tokens[0] (positions before it are cached)
   std::span<const int32_t> blocks;  // block table, covering positions 0 .. pos0 + tokens.size() - 1
+  // BatchedOptions::swa_blocks > 0: the sliding-window layers' block table (in their pool), covering
+  // the same positions; a block that ends before the window of the step's first token (position
+  // pos0 - window + 1) may be -1 (freed: never read for a visible key).
+  std::span<const int32_t> swa_blocks;
   // Wanted from the logits after the last new token (none: the sequence is only prefilled):
   int top_k = 0;           // the best k (1..64) logits and their ids, best first (ties: lower id)
   bool full = false;       // the whole row

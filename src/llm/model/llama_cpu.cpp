@@ -169,14 +169,24 @@ std::shared_ptr<const CpuWeights> load_cpu_weights(const ModelFile& f, std::opti
   return w;
 }
 
-CpuKvCache::CpuKvCache(const CpuWeights& w, int64_t n_slots) : slots(n_slots), row(w.nkv * w.hd) {
+CpuKvCache::CpuKvCache(const CpuWeights& w, int64_t n_slots, std::span<const int> ring_rows)
+    : slots(n_slots), row(w.nkv * w.hd) {
   if (n_slots < 1 || uint64_t(n_slots) * uint64_t(row) > (uint64_t(1) << 40))
     throw Error("wgc: a KV cache of " + std::to_string(n_slots) + " positions");
+  if (!ring_rows.empty() && ring_rows.size() != w.layers.size())
+    throw Error("wgc: a KV cache of " + std::to_string(ring_rows.size()) + " layer sizes for " +
+                std::to_string(w.layers.size()) + " layers");
+  int64_t fewest = n_slots;
   for (size_t l = 0; l < w.layers.size(); ++l) {
+    const int64_t s = ring_rows.empty() ? n_slots : ring_rows[l];
+    if (s < 1 || s > n_slots) throw Error("wgc: a KV cache layer of " + std::to_string(s) + " positions");
+    layer_slots.push_back(s);
+    fewest = std::min(fewest, s);
     // for_overwrite: no zeroing, so untouched positions cost no memory.
-    k.push_back(std::make_unique_for_overwrite<float[]>(size_t(n_slots * row)));
-    v.push_back(std::make_unique_for_overwrite<float[]>(size_t(n_slots * row)));
+    k.push_back(std::make_unique_for_overwrite<float[]>(size_t(s * row)));
+    v.push_back(std::make_unique_for_overwrite<float[]>(size_t(s * row)));
   }
+  ring_table.assign(size_t(n_slots / fewest + 1), 0);
 }
 
 CpuForward::CpuForward(std::shared_ptr<const CpuWeights> w, std::shared_ptr<cpu::ThreadPool> pool, int max_tokens,
@@ -314,9 +324,13 @@ void CpuForward::run_layer(size_t li, int64_t n, std::span<const CpuSequence> se
   };
   float* kc = kv.k[li].get();
   float* vc = kv.v[li].get();
+  // A ring (one sequence): position p in slot p % its slots, as blocks of that size all at 0.
+  const bool ring = kv.ring(li);
+  const int64_t ring_block = kv.layer_slots[li];
   auto slot = [&](int64_t t) {
     const CpuSequence& s = seqs[size_t(seq_of[size_t(t)])];
     const int64_t p = pos[size_t(t)];
+    if (ring) return p % ring_block;
     return int64_t(s.blocks[size_t(p / block)]) * block + p % block;
   };
   for (const Step& st : plans_[li].steps) {
@@ -378,8 +392,8 @@ void CpuForward::run_layer(size_t li, int64_t n, std::span<const CpuSequence> se
           a.k = kc + kvh * hd;
           a.v = vc + kvh * hd;
           a.kv_stride = kv.row;
-          a.blocks = s.blocks.data();
-          a.block = block;
+          a.blocks = ring ? kv.ring_table.data() : s.blocks.data();
+          a.block = ring ? ring_block : block;
           a.len = pos[size_t(t)] + 1;
           a.first = window > 0 ? std::max<int64_t>(0, a.len - window) : 0;
           a.scores = scores_[size_t(th)].data();

@@ -74,12 +74,21 @@ std::shared_ptr<const CpuWeights> load_cpu_weights(const ModelFile& file, std::o
                                                    std::optional<RopeScaling> rope_scaling);
 
 // K and V of `slots` positions per layer ([slot][n_kv * head_dim] f32), allocated untouched (pages
-// are committed as they are written).
+// are committed as they are written). ring_rows (one sequence, LlamaModel's CPU engine): each
+// layer's slots (kv_layer_rows); a layer of fewer than `slots` is a ring that keeps its last
+// positions, position p in slot p % its slots, whatever the block table says.
 struct CpuKvCache {
-  CpuKvCache(const CpuWeights& w, int64_t slots);
-  int64_t slots = 0, row = 0;  // row: floats per slot
+  CpuKvCache(const CpuWeights& w, int64_t slots, std::span<const int> ring_rows = {});
+  int64_t slots = 0, row = 0;        // row: floats per slot
+  std::vector<int64_t> layer_slots;  // per layer
+  std::vector<int32_t> ring_table;   // zeros: a ring's block table of blocks of its slots
   std::vector<std::unique_ptr<float[]>> k, v;
-  uint64_t bytes() const { return uint64_t(k.size()) * 2 * uint64_t(slots) * uint64_t(row) * 4; }
+  bool ring(size_t li) const { return layer_slots[li] < slots; }
+  uint64_t bytes() const {
+    uint64_t b = 0;
+    for (int64_t s : layer_slots) b += 2 * uint64_t(s) * uint64_t(row) * 4;
+    return b;
+  }
 };
 
 // One sequence's part of a step.

@@ -1,4 +1,5 @@
-// LlamaModel's CPU engine: one sequence on CpuForward, its KV cache one block of max_ctx slots;
+// LlamaModel's CPU engine: one sequence on CpuForward, its KV cache one block of max_ctx slots (a
+// sliding-window layer's a ring: CpuKvCache);
 // prompts longer than max_batch run in chunks; selections (argmax, top-k) on the host.
 #include "cpu/llm/cpu_features.h"
 #include "llm/model/llama_cpu.h"
@@ -13,10 +14,12 @@
 namespace wgc::llm {
 namespace {
 
-// The KV cache of max_ctx positions must fit the host's memory (as the GPU engine checks the
-// device's limits) before anything of that size is allocated.
-void check_cpu_context(const CpuWeights& w, int64_t max_ctx, const std::string& file) {
-  const uint64_t bytes = uint64_t(w.layers.size()) * 2 * uint64_t(max_ctx) * uint64_t(w.nkv * w.hd) * 4;
+// The KV cache of max_ctx positions (each layer's rows: the sliding-window layers' rings) must fit
+// the host's memory (as the GPU engine checks the device's limits) before anything of that size is
+// allocated.
+void check_cpu_context(const CpuWeights& w, int64_t max_ctx, std::span<const int> rows, const std::string& file) {
+  uint64_t bytes = 0;
+  for (int r : rows) bytes += 2 * uint64_t(r) * uint64_t(w.nkv * w.hd) * 4;
   const uint64_t host = uint64_t(sysconf(_SC_PHYS_PAGES)) * uint64_t(sysconf(_SC_PAGESIZE));
   if (bytes > host)
     throw Error("wgc: a context of " + std::to_string(max_ctx) + " positions (max_ctx) for " + file +
@@ -31,10 +34,11 @@ class CpuEngine final : public LlamaEngine {
         pool(std::make_shared<cpu::ThreadPool>(o.threads > 0 ? o.threads : cpu::cpu_features().threads)) {
     check_cpu_cache_type(o.cache_type);
     max_ctx_ = resolve_max_ctx(w->cfg, o);
-    check_cpu_context(*w, max_ctx_, f.path().string());
     max_batch_ = std::max(1, std::min(o.max_batch, max_ctx_));
+    layer_rows_ = kv_layer_rows(w->cfg, max_ctx_, max_batch_, o.swa_full);
+    check_cpu_context(*w, max_ctx_, layer_rows_, f.path().string());
     fwd.emplace(w, pool, max_batch_, max_ctx_, o.cpu_isa);
-    kv.emplace(*w, max_ctx_);
+    kv.emplace(*w, max_ctx_, layer_rows_);
   }
 
   Device device() const override { return Device::Cpu; }

@@ -26,6 +26,7 @@ DecodeStats LlamaEngine::decode_loop(int32_t first, int max_steps, int ahead,
       n_past_ = base + st.recorded;
       in_flight.push_back(step(last));
       ++st.recorded;
+      written_ = std::max(written_, base + st.recorded);  // kept or dropped, its K/V went in
     }
     const auto t1 = clock::now();
     last = argmax_token(in_flight.front());

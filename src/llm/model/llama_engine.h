@@ -10,6 +10,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace wgc::llm {
 
@@ -19,6 +20,21 @@ inline int resolve_max_ctx(const ModelConfig& cfg, const EngineOptions& o) {
   if (o.max_ctx < 0) throw Error("wgc: max_ctx is " + std::to_string(o.max_ctx) + ", expected > 0 (0: default)");
   const int64_t model_ctx = cfg.max_position_embeddings > 0 ? cfg.max_position_embeddings : kDefaultMaxCtx;
   return o.max_ctx > 0 ? o.max_ctx : int(std::min<int64_t>(model_ctx, kDefaultMaxCtx));
+}
+
+// Each layer's KV-cache rows (KvLayer::ring): max_ctx for a global layer, and with swa_full for
+// every layer; a sliding-window layer's ring holds its window and the largest chunk the engine
+// appends at once (max_batch), so that a chunk's first query still sees its whole window after
+// the chunk's own rows went in: min(max_ctx, window + max_batch).
+inline std::vector<int> kv_layer_rows(const ModelConfig& c, int max_ctx, int max_batch, bool swa_full) {
+  std::vector<int> rows;
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    int64_t r = max_ctx;
+    if (!swa_full && c.layer_is_sliding(l) && *c.sliding_window > 0)
+      r = std::min<int64_t>(max_ctx, *c.sliding_window + int64_t(max_batch));
+    rows.push_back(int(r));
+  }
+  return rows;
 }
 
 // The error of a method that the model's engine does not have.
@@ -39,9 +55,38 @@ class LlamaEngine {
   KvType cache_type() const { return cache_type_; }
   int max_batch() const { return max_batch_; }
   int n_past() const { return n_past_; }
+  // Whether the cache still holds what a token at position n needs (LlamaModel::can_rewind): a
+  // ring's layer has overwritten positions more than its rows before the highest one written.
+  bool can_rewind(int n) const {
+    if (n < 0 || n > n_past_) return false;
+    if (n == 0) return true;
+    const int64_t written = std::max(written_, n_past_);
+    for (size_t l = 0; l < layer_rows_.size(); ++l) {
+      if (layer_rows_[l] >= max_ctx_) continue;
+      const int64_t window = *config().sliding_window;  // a ring is a sliding layer's
+      // keys n - window + 1 .. n - 1 (from 0 where the window reaches back past it) still held
+      if (std::max<int64_t>(0, n - window + 1) < written - layer_rows_[l]) return false;
+    }
+    return true;
+  }
   void rewind(int n) {
     if (n < 0 || n > n_past_) throw Error("wgc: cannot rewind to position " + std::to_string(n));
+    if (!can_rewind(n))
+      throw Error("wgc: cannot rewind to position " + std::to_string(n) + " of " + std::to_string(n_past_) +
+                  ": the sliding-window layers keep only their last positions (a ring of " +
+                  std::to_string(ring_rows()) +
+                  "); run the prompt again from 0, or keep every position (EngineOptions::swa_full)");
+    written_ = n == 0 ? 0 : std::max(written_, n_past_);
     n_past_ = n;
+  }
+  // Each layer's cache rows (kv_layer_rows) and the bytes they come to: the rings' (fixed) and the
+  // full layers' per position (LlamaModel::kv_footprint).
+  const std::vector<int>& layer_rows() const { return layer_rows_; }
+  int ring_rows() const {
+    int r = 0;
+    for (int x : layer_rows_)
+      if (x < max_ctx_) r = std::max(r, x);
+    return r;
   }
 
   // New GPU kernel tuning knobs (LlamaModel::set_tuning); the CPU engine has none to change.
@@ -96,6 +141,10 @@ class LlamaEngine {
       throw Error("wgc: top_k takes 1..64 candidates, got " + std::to_string(k));
   }
   int max_ctx_ = 0, max_batch_ = 1, n_past_ = 0;
+  // One past the highest position whose K/V went into the cache since it was last emptied (steps
+  // recorded ahead and dropped included): what a ring has overwritten (can_rewind).
+  int written_ = 0;
+  std::vector<int> layer_rows_;  // per layer: kv_layer_rows (empty: max_ctx_ each)
   KvType cache_type_ = KvType::F32;
 };
 

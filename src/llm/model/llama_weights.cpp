@@ -1,6 +1,7 @@
 #include "llm/model/llama_weights.h"
 
 #include "cpu/llm/dequant.h"
+#include "llm/model/llama_engine.h"
 #include "llm/model/partial_rope.h"
 #include "util/error.h"
 #include "util/progress.h"
@@ -356,10 +357,15 @@ bool group_batched_q8(const LinearGroup& g) {
   return !g.parts.empty();
 }
 
-void check_llama_context(const Context& ctx, const ModelConfig& cfg, int64_t max_ctx, const std::string& file) {
+void check_llama_context(const Context& ctx, const ModelConfig& cfg, int64_t max_ctx, const std::string& file,
+                         std::span<const int> layer_rows) {
   std::string what = "a context of " + std::to_string(max_ctx) + " positions (max_ctx) for " + file;
   if (max_ctx <= 0) throw Error("wgc: " + what + ": expected > 0");
   uint64_t kv_elems = product({cfg.n_layers, cfg.n_kv_heads, max_ctx, cfg.head_dim});
+  if (!layer_rows.empty()) {  // the rings' rows (each at most max_ctx: no overflow past the product's)
+    kv_elems = 0;
+    for (int rows : layer_rows) kv_elems += product({cfg.n_kv_heads, rows, cfg.head_dim});
+  }
   if (kv_elems >= (uint64_t(1) << 32))
     throw Error("wgc: " + what + " needs a KV cache of " + std::to_string(kv_elems) +
                 " elements per tensor, beyond the 2^32 its offsets address; lower max_ctx");
@@ -384,7 +390,7 @@ uint64_t gpu_data_bytes(TensorType t, uint64_t rows, uint64_t cols) {
 
 }  // namespace
 
-std::string gpu_fit_problem(const Context& ctx, const ModelFile& f, int max_ctx, int max_batch) {
+std::string gpu_fit_problem(const Context& ctx, const ModelFile& f, int max_ctx, int max_batch, bool swa_full) {
   const Limits& lim = ctx.limits();
   const uint64_t bind = lim.max_storage_buffer_binding_size, most = std::min(bind, lim.max_buffer_size);
   const ModelConfig& cfg = f.config();
@@ -431,10 +437,15 @@ std::string gpu_fit_problem(const Context& ctx, const ModelFile& f, int max_ctx,
   }
   for (const auto& g : groups)
     if (std::string why = group(g); !why.empty()) return why;
-  const uint64_t kv_layer = uint64_t(cfg.n_kv_heads) * uint64_t(max_ctx) * uint64_t(cfg.head_dim) * 4;
+  // f32 (the packed types take less), each layer's rows (kv_layer_rows: the sliding layers' rings)
+  uint64_t kv_layer = 0, kv_all = 0;
+  for (int rows : kv_layer_rows(cfg, max_ctx, max_batch, swa_full)) {
+    const uint64_t b = uint64_t(cfg.n_kv_heads) * uint64_t(rows) * uint64_t(cfg.head_dim) * 4;
+    kv_layer = std::max(kv_layer, b);
+    kv_all += b;
+  }
   if (std::string why = too_big("a layer of the KV cache", kv_layer, bind); !why.empty()) return why;
-  if (std::string why = too_big("the KV cache", kv_layer * uint64_t(cfg.n_layers), lim.max_buffer_size); !why.empty())
-    return why;
+  if (std::string why = too_big("the KV cache", kv_all, lim.max_buffer_size); !why.empty()) return why;
   return too_big("the logits of a prompt batch", uint64_t(max_batch) * uint64_t(cfg.vocab_size) * 4, most);
 }
 

@@ -108,8 +108,10 @@ bool group_batched_q8(const LinearGroup& g);
 
 // Throws a wgc::Error naming `file` when a context of max_ctx positions does not fit: its KV cache
 // (32-bit offsets, the device's buffer limits) or its rope table (the device and the host's
-// memory). Checked before anything is uploaded or built.
-void check_llama_context(const Context& ctx, const ModelConfig& cfg, int64_t max_ctx, const std::string& file);
+// memory). Checked before anything is uploaded or built. layer_rows: each layer's cache rows
+// (kv_layer_rows: the sliding-window layers' rings; empty: max_ctx each).
+void check_llama_context(const Context& ctx, const ModelConfig& cfg, int64_t max_ctx, const std::string& file,
+                         std::span<const int> layer_rows = {});
 
 // cos/sin of f32(pos) * inv_freq for positions < max_pos (an f32 product, as transformers computes it),
 // of layer `layer`'s rope (-1: the global layers').
@@ -118,6 +120,8 @@ RopeTable make_llama_rope(const Context& ctx, const ModelConfig& cfg, int max_po
 // Why the model cannot run on ctx's GPU with this context length and batch ("" when it can): a
 // weight buffer (a matrix as uploaded: Q|K|V and gate|up fused), the KV cache or the logits larger
 // than the device allows in one buffer. The message names the tensor, its size and the limit.
-std::string gpu_fit_problem(const Context& ctx, const ModelFile& file, int max_ctx, int max_batch);
+// swa_full: EngineOptions::swa_full (else the sliding-window layers' caches are rings).
+std::string gpu_fit_problem(const Context& ctx, const ModelFile& file, int max_ctx, int max_batch,
+                            bool swa_full = false);
 
 }  // namespace wgc::llm

@@ -12,6 +12,7 @@
 #include "llm/model/llama_weights.h"
 #include "util/error.h"
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <string>
@@ -45,7 +46,9 @@ struct Stage {
       : ctx(c), ops(c), range(r), first(is_first), last(is_last) {
     ModelConfig part = f.config();
     part.n_layers = r.count;  // this device's share of the cache
-    check_llama_context(ctx, part, max_ctx, f.path().string());
+    const std::vector<int> all_rows = kv_layer_rows(f.config(), max_ctx, o.max_batch, o.swa_full);
+    const std::span<const int> rows = std::span(all_rows).subspan(size_t(r.first), size_t(r.count));
+    check_llama_context(ctx, part, max_ctx, f.path().string(), rows);
     WeightSlice slice;
     slice.first = r.first;
     slice.count = r.count;
@@ -53,11 +56,11 @@ struct Stage {
     slice.output = last;
     w = upload_llama_weights(ctx, f, o.rope_theta, o.rope_scaling, slice);
     if (o.tuning) ops.tuning = *o.tuning;
-    ops.precompile(w.types, {int(w.hd)});
+    ops.precompile(w.types, {int(w.hd)}, std::any_of(rows.begin(), rows.end(), [&](int x) { return x < max_ctx; }));
     make_plans(o);
     rope = make_llama_rope(ctx, w.cfg, max_ctx);
     if (const int64_t l = w.cfg.sliding_rope_layer(); l >= 0) sliding_rope = make_llama_rope(ctx, w.cfg, max_ctx, l);
-    kv = make_kv_cache(ctx, r.count, int(w.nkv), max_ctx, int(w.hd), o.cache_type);
+    kv = make_kv_cache(ctx, r.count, int(w.nkv), max_ctx, int(w.hd), o.cache_type, rows);
     const int64_t B = o.max_batch;
     acts.x = make_tensor(ctx, {B, w.hidden});
     acts.h = make_tensor(ctx, {B, w.hidden});
@@ -153,6 +156,7 @@ class SplitEngine final : public LlamaEngine {
     cache_type_ = opt_.cache_type;
     opt_.max_batch = std::max(1, std::min(opt_.max_batch, max_ctx_));
     max_batch_ = opt_.max_batch;
+    layer_rows_ = kv_layer_rows(f.config(), max_ctx_, max_batch_, opt_.swa_full);
     for (size_t i = 0; i < devices.size(); ++i)
       stages_.push_back(
           std::make_unique<Stage>(devices[i], f, opt_, ranges_[i], i == 0, i + 1 == devices.size(), max_ctx_));

@@ -41,6 +41,8 @@ struct Seq {
   std::vector<int32_t> blocks;
   int reserved = 0;                      // blocks reserved for it, not allocated yet
   int published = 0;                     // of its blocks, those published to the prefix cache
+  std::vector<int32_t> swa_blocks;       // kv_swa_blocks: the sliding layers' table (-1: freed)
+  int swa_reserved = 0;                  // of that pool, reserved and not held
   std::optional<Constraint> constraint;  // Request::grammar followed
   // Speculative decoding: whether the draft proposes its tokens (no grammar, no penalties), and the
   // positions whose K/V the draft's pool holds (<= cached: the draft did not run a last kept
@@ -85,6 +87,8 @@ struct Scheduler::Impl {
   std::unique_ptr<KvBlocks> kv;
   LlamaModel* draft = nullptr;                 // SchedulerOptions::draft (recovery replaces it)
   std::unique_ptr<BatchedLlama> draft_engine;  // over *draft, its pool under the same block tables
+  std::unique_ptr<KvBlocks> swa_kv;            // kv_swa_blocks > 0: the sliding-window layers' pool
+  int window = 0, swa_per_seq = 0;             // its window, and the blocks a sequence reserves of it
 
   mutable std::mutex mu;
   std::condition_variable wake;  // the worker: a job arrived or quit
@@ -102,6 +106,7 @@ struct Scheduler::Impl {
   // The worker's own state.
   std::list<Seq> running;         // in admission order
   int reserved = 0;               // blocks reserved by running sequences, not allocated yet
+  int swa_reserved = 0;           // the same of swa_kv
   std::mt19937_64 accept_rng{1};  // SchedulerOptions::draft_acceptance's draws
 
   Impl(LlamaModel& m, const Tokenizer& t, SchedulerOptions o, DeviceRecovery r)
@@ -112,13 +117,30 @@ struct Scheduler::Impl {
       throw Error(what + "kv_block_tokens must be >= 1, not " + std::to_string(opt.kv_block_tokens));
     if (opt.max_queue < 0) throw Error(what + "max_queue must be >= 0");
     if (opt.prefill_chunk < 1) throw Error(what + "prefill_chunk must be >= 1");
-    if (opt.max_ctx < 0 || opt.kv_blocks < 0) throw Error(what + "max_ctx and kv_blocks must be >= 0");
+    if (opt.max_ctx < 0 || opt.kv_blocks < 0 || opt.kv_swa_blocks < 0)
+      throw Error(what + "max_ctx, kv_blocks and kv_swa_blocks must be >= 0");
     opt.max_ctx = opt.max_ctx > 0 ? std::min(opt.max_ctx, model->max_ctx()) : model->max_ctx();
     const int B = opt.kv_block_tokens;
     const int per_seq = (opt.max_ctx + B - 1) / B;
+    double global_share = 1;  // of a position's bytes, in the main pool
+    if (opt.kv_swa_blocks > 0) {
+      if (!cfg.sliding_window || *cfg.sliding_window <= 0)
+        throw Error(what + "kv_swa_blocks: the model has no sliding-window layers");
+      window = int(std::min<int64_t>(*cfg.sliding_window, opt.max_ctx));
+      // a step's first query reads from `cached - window + 1`, the step (or a prompt chunk and a
+      // token recorded ahead) writes up to `cached + prefill_chunk + 1`: the blocks that span
+      swa_per_seq = (window + opt.prefill_chunk + 1) / B + 2;
+      if (swa_per_seq > opt.kv_swa_blocks)
+        throw Error(what + "kv_swa_blocks " + std::to_string(opt.kv_swa_blocks) + " holds less than one sequence's " +
+                    std::to_string(swa_per_seq) + " blocks (the window, a prompt chunk)");
+      int64_t sliding = 0;
+      for (int64_t l = 0; l < cfg.n_layers; ++l) sliding += cfg.layer_is_sliding(l) ? 1 : 0;
+      global_share = std::max(1e-9, double(cfg.n_layers - sliding) / double(std::max<int64_t>(1, cfg.n_layers)));
+    }
     if (opt.kv_blocks == 0) {
       // (in the model's cache type: a packed cache fits more blocks in the budget)
-      const uint64_t block_bytes = uint64_t(double(B) * model->kv_bytes_per_token());
+      const uint64_t block_bytes =
+          std::max<uint64_t>(1, uint64_t(double(B) * model->kv_bytes_per_token() * global_share));
       const uint64_t cap = std::max<uint64_t>(uint64_t(per_seq), kDefaultKvBudget / block_bytes);
       opt.kv_blocks = int(std::min<uint64_t>(uint64_t(opt.parallel) * uint64_t(per_seq), cap));
     }
@@ -130,6 +152,10 @@ struct Scheduler::Impl {
         throw Error(what + "the draft model's context holds " + std::to_string(draft->max_ctx()) +
                     " positions, the target's " + std::to_string(opt.max_ctx) + " (give the draft as long a context)");
       if (!(opt.draft_acceptance <= 1)) throw Error(what + "draft_acceptance must be at most 1 (< 0: off)");
+      // The sliding pool frees blocks behind a sequence's window as it goes, and its reservation
+      // does not count a verify pass's rejected positions: the two are not combined yet.
+      if (opt.kv_swa_blocks > 0)
+        throw Error(what + "kv_swa_blocks (a sliding-window pool) and a draft model cannot be combined yet: give one");
       if (recovery && !recovery.rebuild_draft)
         throw Error(what + "a draft model with device recovery needs DeviceRecovery::rebuild_draft");
     }
@@ -148,14 +174,17 @@ struct Scheduler::Impl {
     bo.block_tokens = opt.kv_block_tokens;
     bo.blocks = opt.kv_blocks;
     bo.linear = opt.linear;
+    bo.swa_blocks = opt.kv_swa_blocks;
     engine = std::make_unique<BatchedLlama>(*model, bo);
     if (draft) {  // its first step of a round may catch up a position or two beside the prompt chunks
       BatchedOptions dbo = bo;
+      dbo.swa_blocks = 0;
       dbo.max_rows = opt.parallel;
       dbo.max_tokens = opt.parallel * 3 + opt.prefill_chunk;
       draft_engine = std::make_unique<BatchedLlama>(*draft, dbo);
     }
     kv = std::make_unique<KvBlocks>(opt.kv_blocks, opt.kv_block_tokens);
+    if (opt.kv_swa_blocks > 0) swa_kv = std::make_unique<KvBlocks>(opt.kv_swa_blocks, opt.kv_block_tokens);
   }
 
   void check(const Request& r) const {
@@ -266,6 +295,9 @@ struct Scheduler::Impl {
     it->rs->finish(why, std::move(error), retryable);
     kv->release_all(it->blocks);
     reserved -= it->reserved;
+    for (int32_t b : it->swa_blocks)
+      if (b >= 0) swa_kv->release(b);
+    swa_reserved -= it->swa_reserved;
     const uint64_t id = it->job->id;
     running.erase(it);
     std::lock_guard lk(mu);
@@ -371,7 +403,9 @@ struct Scheduler::Impl {
     engine.reset();
     draft_engine.reset();
     kv.reset();
+    swa_kv.reset();
     reserved = 0;
+    swa_reserved = 0;
     for (int attempt = 1;; ++attempt) {
       try {
         model = &recovery.rebuild();
@@ -460,10 +494,12 @@ struct Scheduler::Impl {
                        "), the pool has " + std::to_string(kv->total()) + " (lower max_tokens, or raise kv_blocks)");
         continue;
       }
-      // Full blocks of the prompt already cached (at least its last token runs, for the logits).
-      std::vector<int32_t> shared = rq.max_tokens == 0 ? std::vector<int32_t>{} : kv->match(rq.prompt, P - 1);
+      // Full blocks of the prompt already cached (at least its last token runs, for the logits);
+      // none with the sliding layers' pool, whose blocks behind the windows are gone.
+      std::vector<int32_t> shared = rq.max_tokens == 0 || swa_kv ? std::vector<int32_t>{} : kv->match(rq.prompt, P - 1);
       const int fresh = need - int(shared.size());
-      if (fresh > kv->available() - reserved) {
+      const int swa_need = swa_kv ? std::min(need, swa_per_seq) : 0;
+      if (fresh > kv->available() - reserved || (swa_kv && swa_need > swa_kv->available() - swa_reserved)) {
         kv->release_all(shared);
         return;  // waits for blocks (FIFO: the ones behind it wait too)
       }
@@ -494,6 +530,8 @@ struct Scheduler::Impl {
       // proposals suffer)
       s.spec = draft_engine != nullptr && !s.constraint && !rq.sampling.has_penalties();
       s.dcached = s.cached;
+      s.swa_reserved = swa_need;
+      swa_reserved += swa_need;
       s.rs->admitted(s.cached);
       running.push_back(std::move(s));
       {
@@ -507,7 +545,9 @@ struct Scheduler::Impl {
     }
   }
 
-  // Allocates blocks (from its reservation) so that s covers `positions` positions.
+  // Allocates blocks (from its reservation) so that s covers `positions` positions. The sliding
+  // layers' pool: first the blocks that end before the window of position s.cached (the first
+  // query of any step of s still to run or in flight) go back to its reservation.
   void cover(Seq& s, int positions) {
     const int B = opt.kv_block_tokens;
     while (int(s.blocks.size()) * B < positions) {
@@ -516,6 +556,23 @@ struct Scheduler::Impl {
       s.blocks.push_back(b);
       --s.reserved;
       --reserved;
+    }
+    if (!swa_kv) return;
+    const int lo = std::max(0, s.cached - window + 1);
+    for (size_t i = 0; i < s.swa_blocks.size() && int(i + 1) * B <= lo; ++i)
+      if (s.swa_blocks[i] >= 0) {
+        swa_kv->release(s.swa_blocks[i]);
+        s.swa_blocks[i] = -1;
+        ++s.swa_reserved;
+        ++swa_reserved;
+      }
+    while (int(s.swa_blocks.size()) * B < positions) {
+      int32_t b = swa_kv->allocate();
+      if (b < 0 || s.swa_reserved == 0)
+        throw Error("wgc: scheduler: the sliding-window KV pool ran out of reserved blocks");
+      s.swa_blocks.push_back(b);
+      --s.swa_reserved;
+      --swa_reserved;
     }
   }
 
@@ -576,6 +633,7 @@ struct Scheduler::Impl {
       }
       q.pos0 = s.cached;
       q.blocks = s.blocks;
+      q.swa_blocks = s.swa_blocks;
       SamplePlan plan;
       if (s.cached + n_of[at] == int(s.tokens.size())) want_token(s, q, plan);  // the next token is wanted
       in.push_back(q);
@@ -759,6 +817,7 @@ struct Scheduler::Impl {
       q.tokens = std::span<const int32_t>(&placeholder[i], 1);
       q.pos0 = pos;
       q.blocks = s.blocks;
+      q.swa_blocks = s.swa_blocks;
       q.feed_row = row;
       q.top_k = 1;
       in.push_back(q);
@@ -796,7 +855,7 @@ struct Scheduler::Impl {
         continue;
       }
       s->cached += f.n[i];
-      while (s->published < s->cached / B) kv->publish(s->blocks, s->published++, s->tokens);
+      while (!swa_kv && s->published < s->cached / B) kv->publish(s->blocks, s->published++, s->tokens);
       if (!out) continue;
       int32_t id = 0;
       bool last = false;

@@ -41,6 +41,13 @@ struct SchedulerOptions {
   int kv_blocks = 0;         // blocks in the pool (0: parallel * max_ctx / block, within memory/limits)
   int max_queue = 64;        // waiting requests beyond which submit() throws QueueFull
   int prefill_chunk = 256;   // prompt tokens of one request per step, interleaved with decode steps
+  // > 0: the sliding-window layers keep their K/V in a pool of this many blocks of their own
+  // (BatchedOptions::swa_blocks), each sequence's blocks behind its window freed as it advances, so
+  // those layers' memory does not grow with the context; kv_blocks then holds the other layers'
+  // alone. Each running sequence reserves (window + prefill_chunk + 1) / kv_block_tokens + 2 of
+  // them. Prefix caching is off with it (a cached prefix's blocks behind the window are gone).
+  // GPU engine, models with sliding-window layers. 0: every layer in the one pool.
+  int kv_swa_blocks = 0;
   // The linear kernels (BatchedOptions::linear): Auto, Batched, BatchedQ8 (8-bit activations for
   // Q4_0 / Q8_0 matrices), Naive.
   LinearVersion linear = LinearVersion::Auto;

@@ -14,6 +14,7 @@ namespace {
 
 using detail::kCombineSp;
 using detail::kv_read_file;
+using detail::kv_row_file;
 using detail::kv_store_file;
 using detail::kv_tag;
 using detail::kv_unit;
@@ -22,6 +23,7 @@ using detail::need_elems;
 using detail::need_kv;
 using detail::prelude_bool;
 using detail::prelude_u32;
+using detail::ring_tag;
 using detail::u32;
 
 }  // namespace
@@ -30,7 +32,7 @@ void LlmOps::kv_append(Batch& b, const KvLayer& c, const Tensor& k_src, int64_t 
                        int64_t v_off, int64_t src_stride, int pos0, int n_tokens) const {
   const std::string op = "kv_append";
   const int64_t row = int64_t(c.n_kv_heads) * c.head_dim;
-  need(n_tokens > 0 && pos0 >= 0 && pos0 + n_tokens <= c.max_ctx, op,
+  need(n_tokens > 0 && pos0 >= 0 && (c.ring ? n_tokens <= c.max_ctx : pos0 + n_tokens <= c.max_ctx), op,
        "positions " + std::to_string(pos0) + "+" + std::to_string(n_tokens) + " past max_ctx " +
            std::to_string(c.max_ctx));
   need_elems(k_src, (n_tokens - 1) * src_stride + k_off + row, op, "k_src");
@@ -64,7 +66,7 @@ void LlmOps::rope_kv_append(Batch& b, const Tensor& qkv, const RopeTable& table,
        "q/k/v heads past the stride " + std::to_string(stride));
   auto apart = [&](int64_t o) { return o + kv_len <= q_off || o >= q_off + q_len; };
   need(apart(k_off) && apart(v_off), op, "the query heads overlap the key or value heads");
-  need(a.cache_rows || (a.pos0 >= 0 && a.pos0 + a.n_tokens <= c.max_ctx), op,
+  need(a.cache_rows || (a.pos0 >= 0 && (c.ring ? a.n_tokens <= c.max_ctx : a.pos0 + a.n_tokens <= c.max_ctx)), op,
        "positions " + std::to_string(a.pos0) + "+" + std::to_string(a.n_tokens) + " past max_ctx " +
            std::to_string(c.max_ctx));
   need(!a.cache_rows || a.positions, op, "cache rows come with the positions buffer");
@@ -104,10 +106,11 @@ struct FlashAttnVariant {
   int hd = 0;
   uint32_t bq = 0;
   KvType kv = KvType::F32;
+  bool ring = false;
   KernelSpec spec() const {
     const detail::AttnShape s = detail::attn_shape(hd);
-    return {"llm/flash_attn" + hd_tag(hd) + "/bq" + std::to_string(bq) + kv_tag(kv),
-            {"llm/common.wgsl", "llm/flash_attn.wgsl", kv_read_file(kv)},
+    return {"llm/flash_attn" + hd_tag(hd) + "/bq" + std::to_string(bq) + kv_tag(kv) + ring_tag(ring),
+            {"llm/common.wgsl", "llm/flash_attn.wgsl", kv_read_file(kv), kv_row_file(ring)},
             "",
             {{"HD", hd}, {"TPQ", s.tpq}, {"BQ", bq}, {"BK", s.bk}}};
   }
@@ -120,13 +123,15 @@ struct TiledPfVariant {
   int hd = 0;
   uint32_t no = 0, vk = 0, sgs = 0;
   KvType kv = KvType::F32;
+  bool ring = false;
   KernelSpec spec() const {
-    KernelSpec s{"llm/flash_attn_tiled_pf" + hd_tag(hd) + "/exp2" + (sgs ? "/sg" : "") + kv_tag(kv),
-                 {"llm/flash_attn_tiled_pf.wgsl",
-                  sgs ? "llm/flash_attn_pf_rows_sg.wgsl" : "llm/flash_attn_pf_rows_wm.wgsl", kv_read_file(kv)},
-                 "",
-                 {{"HD", hd}, {"NO", no}, {"VK", vk}, {"EXP2", 1}, {"PF", 1}},
-                 sgs != 0};
+    KernelSpec s{
+        "llm/flash_attn_tiled_pf" + hd_tag(hd) + "/exp2" + (sgs ? "/sg" : "") + kv_tag(kv) + ring_tag(ring),
+        {"llm/flash_attn_tiled_pf.wgsl", sgs ? "llm/flash_attn_pf_rows_sg.wgsl" : "llm/flash_attn_pf_rows_wm.wgsl",
+         kv_read_file(kv), kv_row_file(ring)},
+        "",
+        {{"HD", hd}, {"NO", no}, {"VK", vk}, {"EXP2", 1}, {"PF", 1}},
+        sgs != 0};
     if (sgs) s.constants.push_back({"SGS", sgs});
     return s;
   }
@@ -137,10 +142,11 @@ struct FlashDecodeVariant {
   int hd = 0, g = 0;
   uint32_t wg = 0, bk = 0, nj = 0;
   KvType kv = KvType::F32;
+  bool ring = false;
   KernelSpec spec() const {
     return {"llm/flash_decode" + hd_tag(hd) + "/g" + std::to_string(g) + "/wg" + std::to_string(wg) + "/bk" +
-                std::to_string(bk) + kv_tag(kv),
-            {"llm/flash_decode.wgsl", kv_read_file(kv)},
+                std::to_string(bk) + kv_tag(kv) + ring_tag(ring),
+            {"llm/flash_decode.wgsl", kv_read_file(kv), kv_row_file(ring)},
             "",
             {{"HD", hd}, {"G", g}, {"WG", wg}, {"BK", bk}, {"NJ", nj}}};
   }
@@ -153,11 +159,12 @@ struct FlashDecodeSgVariant {
   uint32_t tpk = 0, u = 0, wg = 0, sgs = 0;
   bool pf = false;
   KvType kv = KvType::F32;
+  bool ring = false;
   KernelSpec spec() const {
     const auto cu = prelude_u32;
     return {"llm/flash_decode_sg" + hd_tag(hd) + "/g" + std::to_string(g) + "/wg" + std::to_string(wg) + "/tpk" +
-                std::to_string(tpk) + "/u" + std::to_string(u) + (pf ? "/pf" : "") + kv_tag(kv),
-            {"llm/flash_decode_sg.wgsl", kv_read_file(kv)},
+                std::to_string(tpk) + "/u" + std::to_string(u) + (pf ? "/pf" : "") + kv_tag(kv) + ring_tag(ring),
+            {"llm/flash_decode_sg.wgsl", kv_read_file(kv), kv_row_file(ring)},
             cu("HD", u32(hd)) + cu("G", u32(g)) + cu("TPK", tpk) + cu("U", u) + cu("WG", wg) + cu("SGS", sgs) +
                 prelude_bool("PF", pf),
             {},
@@ -167,9 +174,11 @@ struct FlashDecodeSgVariant {
 
 }  // namespace
 
-Kernel LlmOps::attn_kernel(int hd, int bq, KvType kv) const { return kernel(FlashAttnVariant{hd, u32(bq), kv}.spec()); }
+Kernel LlmOps::attn_kernel(int hd, int bq, KvType kv, bool ring) const {
+  return kernel(FlashAttnVariant{hd, u32(bq), kv, ring}.spec());
+}
 
-Kernel LlmOps::attn_tiled_pf_kernel(int hd, KvType kv) const {
+Kernel LlmOps::attn_tiled_pf_kernel(int hd, KvType kv, bool ring) const {
   // flash_attn_tiled_pf.wgsl: 64 rows x 64 keys per workgroup of 256 invocations, 4 x 4 scores
   // each, 32 KiB; up to 4 output vec4s per row and invocation, V chunks of at most 4 vec4s each.
   if (hd % 4 != 0 || hd > 256 || caps_.workgroup_storage < 32768 || max_wg_ < 256) return {};
@@ -180,7 +189,7 @@ Kernel LlmOps::attn_tiled_pf_kernel(int hd, KvType kv) const {
   const bool sg = subgroups_ && (sg_size_ & (sg_size_ - 1)) == 0;
   uint32_t vk = 64;
   while (vk > 1 && vk * hd4 > 1024) vk /= 2;
-  return kernel(TiledPfVariant{hd, no, vk, sg ? sg_size_ : 0, kv}.spec());
+  return kernel(TiledPfVariant{hd, no, vk, sg ? sg_size_ : 0, kv, ring}.spec());
 }
 
 LlmOps::DecodeShape LlmOps::decode_shape(int hd, int G) const {
@@ -231,9 +240,13 @@ AttnDims attn_check(const KvLayer& c, const Tensor& q, const Tensor* out, const 
   need(d.hd > 0 && d.hd % 4 == 0, op, "head_dim must be a multiple of 4, not " + std::to_string(d.hd));
   need(a.n_heads > 0 && c.n_kv_heads > 0 && a.n_heads % c.n_kv_heads == 0, op,
        "n_heads " + std::to_string(a.n_heads) + " is not a multiple of n_kv_heads " + std::to_string(c.n_kv_heads));
-  need(a.n_tokens > 0 && a.start >= 0 && a.start + a.n_tokens <= c.max_ctx, op,
-       "positions past max_ctx " + std::to_string(c.max_ctx));
   need(a.window >= 0, op, "window " + std::to_string(a.window) + " is negative");
+  need(a.n_tokens > 0 && a.start >= 0 && (c.ring || a.start + a.n_tokens <= c.max_ctx), op,
+       "positions past max_ctx " + std::to_string(c.max_ctx));
+  // A ring holds the last max_ctx positions: the pass's keys (its window and its tokens) must fit.
+  need(!c.ring || (a.window > 0 && int64_t(a.window) + a.n_tokens - 1 <= c.max_ctx), op,
+       "a ring cache of " + std::to_string(c.max_ctx) + " rows does not hold a window of " + std::to_string(a.window) +
+           " and " + std::to_string(a.n_tokens) + " new tokens");
   need(a.softcap >= 0 && std::isfinite(a.softcap), op, "soft-cap " + std::to_string(a.softcap));
   d.G = a.n_heads / c.n_kv_heads;
   d.qs = a.q_stride < 0 ? int64_t(a.n_heads) * d.hd : a.q_stride;
@@ -259,7 +272,7 @@ void LlmOps::attention_prefill(Batch& b, const KvLayer& c, const Tensor& q, cons
                                const AttentionArgs& a) const {
   auto d = attn_check(c, q, &out, a, "attention_prefill");
   // flash_attn_tiled_pf.wgsl where it runs, else flash_attn.wgsl.
-  if (Kernel k = attn_tiled_pf_kernel(d.hd, c.type)) {
+  if (Kernel k = attn_tiled_pf_kernel(d.hd, c.type, c.ring)) {
     const uint32_t kv_len = u32(a.start + a.n_tokens);
     const Groups g{ceil_div(uint64_t(a.n_tokens) * uint64_t(d.G), 64), u32(c.n_kv_heads), 1};
     b.dispatch(k, {q, Arg(c.k), Arg(c.v), out},
@@ -270,7 +283,7 @@ void LlmOps::attention_prefill(Batch& b, const KvLayer& c, const Tensor& q, cons
     return;
   }
   const uint32_t bq = 16;
-  Kernel k = attn_kernel(d.hd, bq, c.type);
+  Kernel k = attn_kernel(d.hd, bq, c.type, c.ring);
   uint32_t total = u32(a.start + a.n_tokens);
   b.dispatch(k, {q, Arg(c.k), Arg(c.v), out, dummy_},
              Params(u32(a.n_tokens), u32(a.n_heads), u32(c.n_kv_heads), u32(c.max_ctx), u32(a.start), u32(d.qs),
@@ -295,16 +308,16 @@ uint32_t LlmOps::attention_decode_pass(Batch& b, const KvLayer& c, const Tensor&
   Kernel k;
   uint32_t bk = 0, bq = 1;
   if (sgs.wg) {
-    k = kernel(FlashDecodeSgVariant{d.hd, d.G, sgs.tpk, sgs.u, sgs.wg, sg_size_, sgs.pf, c.type}.spec());
+    k = kernel(FlashDecodeSgVariant{d.hd, d.G, sgs.tpk, sgs.u, sgs.wg, sg_size_, sgs.pf, c.type, c.ring}.spec());
     bk = sgs.wg / sgs.tpk * sgs.u;
   } else if (ds.wg) {
-    k = kernel(FlashDecodeVariant{d.hd, d.G, ds.wg, ds.bk, ds.nj, c.type}.spec());
+    k = kernel(FlashDecodeVariant{d.hd, d.G, ds.wg, ds.bk, ds.nj, c.type, c.ring}.spec());
     bk = ds.bk;
   } else {
     while (bq < uint32_t(d.G)) bq *= 2;
     auto s = detail::attn_shape(d.hd);
     need(bq * s.tpq <= max_wg_, op, "GQA group too large");
-    k = attn_kernel(d.hd, int(bq), c.type);
+    k = attn_kernel(d.hd, int(bq), c.type, c.ring);
     bk = s.bk;
   }
   const bool dyn = bool(a.start_from);

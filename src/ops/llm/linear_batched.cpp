@@ -189,7 +189,7 @@ void LlmOps::linear_batched_q8_rope(Batch& b, const GpuWeight& w, const Q8Act& x
        op, "q, k and v heads back to back from 0, one row per token");
   need(!a.cache_rows || a.positions, op, "cache rows come with the positions buffer");
   if (a.positions) need_elems(a.positions, int64_t(n_tokens) * (a.cache_rows ? 2 : 1), op, "positions");
-  need(a.cache_rows || int64_t(a.pos0) + n_tokens <= c.max_ctx, op,
+  need(a.cache_rows || (c.ring ? n_tokens <= c.max_ctx : int64_t(a.pos0) + n_tokens <= c.max_ctx), op,
        "positions " + std::to_string(a.pos0) + "+" + std::to_string(n_tokens) + " past max_ctx " +
            std::to_string(c.max_ctx));
   need(a.positions || int64_t(a.pos0) + n_tokens <= table.max_pos, op,

@@ -80,23 +80,39 @@ void check_kv_shape(KvType t, int64_t values, int head_dim) {
 }  // namespace
 
 KvLayer KvCache::layer(int i) const {
-  if (i < 0 || i >= n_layers) throw Error("wgc: kv cache: no layer " + std::to_string(i));
+  if (i < 0 || i >= n_layers || rows.size() != size_t(n_layers) || offsets.size() != size_t(n_layers))
+    throw Error("wgc: kv cache: no layer " + std::to_string(i) + " (make_kv_cache makes the layers)");
   KvLayer l;
   l.k = k;
   l.v = v;
   l.n_kv_heads = n_kv_heads;
-  l.max_ctx = max_ctx;
+  l.max_ctx = rows[size_t(i)];
   l.head_dim = head_dim;
   l.type = type;
-  l.offset = u32(int64_t(i) * kv_words(type, l.values()) * kv_offset_unit(type));
+  l.ring = l.max_ctx < max_ctx;
+  l.offset = offsets[size_t(i)];
   return l;
 }
 
-KvCache make_kv_cache(const Context& ctx, int n_layers, int n_kv_heads, int max_ctx, int head_dim, KvType type) {
+KvCache make_kv_cache(const Context& ctx, int n_layers, int n_kv_heads, int max_ctx, int head_dim, KvType type,
+                      std::span<const int> layer_rows) {
   KvCache c;
-  const int64_t layer = int64_t(n_kv_heads) * max_ctx * head_dim;
-  check_kv_shape(type, int64_t(n_layers) * layer, head_dim);
-  const int64_t words = int64_t(n_layers) * kv_words(type, layer);
+  if (!layer_rows.empty() && int64_t(layer_rows.size()) != n_layers)
+    throw Error("wgc: kv cache: " + std::to_string(layer_rows.size()) + " layer sizes for " + std::to_string(n_layers) +
+                " layers");
+  int64_t values = 0, words = 0;
+  for (int i = 0; i < n_layers; ++i) {
+    const int rows = layer_rows.empty() ? max_ctx : layer_rows[size_t(i)];
+    if (rows < 1 || rows > max_ctx)
+      throw Error("wgc: kv cache: layer " + std::to_string(i) + " of " + std::to_string(rows) + " rows (1.." +
+                  std::to_string(max_ctx) + ")");
+    const int64_t layer = int64_t(n_kv_heads) * rows * head_dim;
+    c.rows.push_back(rows);
+    c.offsets.push_back(uint32_t(std::min<int64_t>(words * kv_offset_unit(type), UINT32_MAX)));
+    values += layer;
+    words += kv_words(type, layer);
+  }
+  check_kv_shape(type, values, head_dim);  // before the offsets are used: the words fit 32 bits
   c.k = make_tensor(ctx, {words});
   c.v = make_tensor(ctx, {words});
   c.n_layers = n_layers;
@@ -252,7 +268,7 @@ std::vector<KernelVersion> LlmOps::versions() const {
   return v;
 }
 
-void LlmOps::precompile(const std::vector<TensorType>& types, const std::vector<int>& head_dims) {
+void LlmOps::precompile(const std::vector<TensorType>& types, const std::vector<int>& head_dims, bool ring) {
   // Compile on first use is the common path; this only warms the map (pipelines compile in Dawn's
   // cache, so a later compile() of the same code is cheap).
   for (auto t : types) {
@@ -262,11 +278,13 @@ void LlmOps::precompile(const std::vector<TensorType>& types, const std::vector<
     matvec_kernel(t, subgroups_ ? LinearVersion::Subgroup : LinearVersion::Shared, 0);
     kernel(embedding_spec(t));
   }
-  for (int hd : head_dims) {
-    attn_tiled_pf_kernel(hd);
-    attn_kernel(hd, 16);
-    for (int bq : {1, 2, 4, 8}) attn_kernel(hd, bq);
-  }
+  for (int hd : head_dims)
+    for (bool r : {false, true}) {
+      if (r && !ring) break;
+      attn_tiled_pf_kernel(hd, KvType::F32, r);
+      attn_kernel(hd, 16, KvType::F32, r);
+      for (int bq : {1, 2, 4, 8}) attn_kernel(hd, bq, KvType::F32, r);
+    }
 }
 
 // ---- embedding -----------------------------------------------------------------------------

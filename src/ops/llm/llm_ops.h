@@ -47,25 +47,34 @@ RopeTable make_rope_table(const Context& ctx, std::span<const double> inv_freq, 
 
 // ---- KV cache ------------------------------------------------------------------------------
 // One layer's cache: k and v tensors holding [n_kv_heads][max_ctx][head_dim] values of `type`
-// starting at value `offset` (so several layers may share one tensor: offset = layer * the
-// layer's words * values per word; offset must be a multiple of 4). Position p of kv head h is
-// value offset + (h*max_ctx + p)*hd (for Q8_0 its quant; kv_words gives the layer's extent).
+// starting at value `offset` (so several layers may share one tensor: offset = the layers
+// before it's words * values per word; offset must be a multiple of 4). Position p of kv head h
+// is value offset + (h*max_ctx + p)*hd (for Q8_0 its quant; kv_words gives the layer's extent).
+// ring: a sliding-window layer's cache of max_ctx rows that keeps the last max_ctx positions,
+// position p at row p % max_ctx (every writer stores there, the attention kernels read there:
+// kv_row_ring.wgsl); a pass's window and new tokens must fit (window + tokens - 1 <= max_ctx).
 struct KvLayer {
   Tensor k, v;
   int n_kv_heads = 0, max_ctx = 0, head_dim = 0;
   uint32_t offset = 0;
   KvType type = KvType::F32;
+  bool ring = false;
   int64_t values() const { return int64_t(n_kv_heads) * max_ctx * head_dim; }  // of the layer
 };
-// A cache for n_layers layers (one tensor each for K and V); layer(i) views layer i.
+// A cache for n_layers layers (one tensor each for K and V); layer(i) views layer i, whose rows
+// are rows[i] (max_ctx, or fewer for a ring).
 struct KvCache {
   Tensor k, v;
   int n_layers = 0, n_kv_heads = 0, max_ctx = 0, head_dim = 0;
   KvType type = KvType::F32;
+  std::vector<int> rows;          // per layer
+  std::vector<uint32_t> offsets;  // per layer: KvLayer::offset
   KvLayer layer(int i) const;
 };
+// layer_rows: each layer's rows (empty: max_ctx for all); a layer of fewer rows than max_ctx is a
+// ring (KvLayer::ring).
 KvCache make_kv_cache(const Context& ctx, int n_layers, int n_kv_heads, int max_ctx, int head_dim,
-                      KvType type = KvType::F32);
+                      KvType type = KvType::F32, std::span<const int> layer_rows = {});
 // One layer's K and V tensors of n_slots rows (the serving engine's paged pool: offset 0).
 KvLayer make_kv_layer(const Context& ctx, int n_kv_heads, int n_slots, int head_dim, KvType type);
 
@@ -239,8 +248,8 @@ class LlmOps {
   const LlmCaps& caps() const { return caps_; }
 
   // Compiles every pipeline the given types (and head dims) may use, one after another (so that the
-  // first token does not pay for them).
-  void precompile(const std::vector<TensorType>& types, const std::vector<int>& head_dims);
+  // first token does not pay for them); ring: the attention kernels' ring forms too (KvLayer::ring).
+  void precompile(const std::vector<TensorType>& types, const std::vector<int>& head_dims, bool ring = false);
 
   // ---- 8-bit activations (Q8Act) ----
   // x (f32, token t at x[t * x_stride + x_offset ..], x_stride -1: out.cols) quantized into out.
@@ -552,9 +561,9 @@ class LlmOps {
   Kernel matvec_kx_kernel(TensorType t, int64_t cols, uint32_t kind, const float* norm_eps = nullptr,
                           const DecodePartials* xc = nullptr) const;
   uint64_t kx_grid(uint32_t kind, int64_t rows, TensorType t, int64_t cols) const;
-  Kernel attn_kernel(int head_dim, int bq, KvType kv = KvType::F32) const;
+  Kernel attn_kernel(int head_dim, int bq, KvType kv = KvType::F32, bool ring = false) const;
   // flash_attn_tiled_pf.wgsl for this head_dim, or an empty Kernel where it cannot run.
-  Kernel attn_tiled_pf_kernel(int head_dim, KvType kv = KvType::F32) const;
+  Kernel attn_tiled_pf_kernel(int head_dim, KvType kv = KvType::F32, bool ring = false) const;
   // attn_combine.wgsl: partials [n_tokens][n_heads][splits][head_dim + 2] into out's rows.
   void combine_partials(Batch& b, const Tensor& part, const Tensor& out, int n_tokens, int n_heads, uint32_t splits,
                         int head_dim, int64_t o_stride, int64_t o_offset) const;

@@ -63,6 +63,9 @@ inline std::string kv_store_file(KvType t) {
 }
 inline uint32_t kv_unit(KvType t) { return t == KvType::F32 ? 1 : t == KvType::F16 ? 2 : 32; }
 inline std::string kv_tag(KvType t) { return t == KvType::F32 ? "" : "/kv_" + std::string(to_string(t)); }
+// The cache rows a contiguous cache's reader includes (KvLayer::ring: position % rows) and its key suffix.
+inline std::string kv_row_file(bool ring) { return ring ? "llm/kv_row_ring.wgsl" : "llm/kv_row_flat.wgsl"; }
+inline std::string ring_tag(bool ring) { return ring ? "/ring" : ""; }
 
 // An 8-bit activation of at least n_tokens tokens.
 inline void need_q8(const Q8Act& a, int n_tokens, const std::string& op, const std::string& name) {
@@ -241,7 +244,7 @@ inline void check_qkv_rope(const GpuWeight& w, const Tensor& qkv, const RopeTabl
   need(a.q_offset == 0 && (a.k_offset < 0 || a.k_offset == int64_t(a.n_heads) * hd) &&
            (a.v_offset < 0 || a.v_offset == (int64_t(a.n_heads) + c.n_kv_heads) * hd),
        op, "q, k and v heads back to back from 0");
-  need(a.cache_rows || (a.pos0 >= 0 && a.pos0 < c.max_ctx), op,
+  need(a.cache_rows || (a.pos0 >= 0 && (c.ring || a.pos0 < c.max_ctx)), op,
        "position " + std::to_string(a.pos0) + " past max_ctx " + std::to_string(c.max_ctx));
   need(!a.cache_rows || a.positions, op, "cache rows come with the positions buffer");
   if (a.positions)
