@@ -3,6 +3,9 @@
 #include "server/response.h"
 #include "util/json.h"
 
+#include <algorithm>
+#include <cctype>
+
 namespace wgc::server {
 namespace {
 
@@ -335,6 +338,12 @@ Value ResponsesAnswer::call_item(const llm::ToolCall& call, size_t i, const char
 
 namespace {
 
+std::string_view trimmed(std::string_view t) {
+  while (!t.empty() && std::isspace(static_cast<unsigned char>(t.front()))) t.remove_prefix(1);
+  while (!t.empty() && std::isspace(static_cast<unsigned char>(t.back()))) t.remove_suffix(1);
+  return t;
+}
+
 // The output's status from how generation stopped: cut by max_output_tokens (or the context) is
 // "incomplete", as OpenAI answers.
 const char* status_of(const llm::RequestResult& r, bool calls) {
@@ -344,13 +353,18 @@ const char* status_of(const llm::RequestResult& r, bool calls) {
 
 }  // namespace
 
+std::string ResponsesAnswer::message_text(const FinishedReply& reply) const {
+  return req_.structured.parse_tools ? std::string(trimmed(reply.content)) : reply.content;
+}
+
 std::string ResponsesAnswer::body(const llm::RequestResult& r) {
   if (auto err = generation_failure(r)) throw *err;
   text_ += r.text_tail;
   const FinishedReply reply = finish_reply(text_, text_.size(), req_.structured);
   const char* status = status_of(r, !reply.calls.empty());
+  const std::string text = message_text(reply);
   Value output = Value::array();
-  if (!reply.content.empty() || reply.calls.empty()) output.push_back(message_item(&reply.content, status));
+  if (!text.empty() || reply.calls.empty()) output.push_back(message_item(&text, status));
   for (size_t i = 0; i < reply.calls.size(); ++i) output.push_back(call_item(reply.calls[i], i, "completed"));
   return response(status, std::move(output), &r).dump();
 }
@@ -396,14 +410,22 @@ std::string ResponsesAnswer::events(const llm::TokenEvent& e) {
   text_ += e.text;
   const size_t upto = releasable(text_, sent_, req_.structured);
   if (upto <= sent_) return {};
+  std::string delta = text_.substr(sent_, upto - sent_);
+  sent_ = upto;
+  if (req_.structured.parse_tools) {
+    // The text is trimmed at its ends (message_text): whitespace that may end it waits for more.
+    const std::string_view shown = trimmed(std::string_view(text_.data(), upto));
+    delta = std::string(shown.substr(std::min(shown.size(), shown_.size())));
+    shown_ += delta;
+  }
+  if (delta.empty()) return {};
   std::string out = open_message();
   Value v = Value::object();
   v.set("item_id", "msg_" + tail_);
   v.set("output_index", 0);
   v.set("content_index", 0);
-  v.set("delta", text_.substr(sent_, upto - sent_));
+  v.set("delta", std::move(delta));
   v.set("logprobs", Value::array());
-  sent_ = upto;
   return out + event("response.output_text.delta", std::move(v));
 }
 
@@ -412,18 +434,25 @@ std::string ResponsesAnswer::last_events(const llm::RequestResult& r) {
   text_ += r.text_tail;
   const FinishedReply reply = finish_reply(text_, sent_, req_.structured);
   const char* status = status_of(r, !reply.calls.empty());
+  // The message's text and the part of it not sent yet (with tools: past what was shown, which
+  // begins it; the deltas always add up to the text the stream ends with).
+  std::string text = message_text(reply), rest = reply.rest;
+  if (req_.structured.parse_tools) {
+    if (!text.starts_with(shown_)) text = shown_;
+    rest = text.substr(shown_.size());
+  }
   std::string out;
   Value output = Value::array();
   // The message: when there is text, or nothing else to answer with.
-  if (message_open_ || !reply.rest.empty() || reply.calls.empty()) {
+  if (message_open_ || !text.empty() || reply.calls.empty()) {
     out += open_message();
     const std::string item_id = "msg_" + tail_;
-    if (!reply.rest.empty()) {
+    if (!rest.empty()) {
       Value v = Value::object();
       v.set("item_id", item_id);
       v.set("output_index", 0);
       v.set("content_index", 0);
-      v.set("delta", reply.rest);
+      v.set("delta", rest);
       v.set("logprobs", Value::array());
       out += event("response.output_text.delta", std::move(v));
     }
@@ -431,10 +460,10 @@ std::string ResponsesAnswer::last_events(const llm::RequestResult& r) {
     done.set("item_id", item_id);
     done.set("output_index", 0);
     done.set("content_index", 0);
-    done.set("text", reply.content);
+    done.set("text", text);
     done.set("logprobs", Value::array());
     out += event("response.output_text.done", std::move(done));
-    Value item = message_item(&reply.content, status);
+    Value item = message_item(&text, status);
     Value part = Value::object();
     part.set("item_id", item_id);
     part.set("output_index", 0);

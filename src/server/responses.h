@@ -15,6 +15,7 @@
 #pragma once
 
 #include "server/request.h"
+#include "server/response.h"
 
 #include <cstdint>
 #include <string>
@@ -54,6 +55,9 @@ class ResponsesAnswer {
   json::Value call_item(const llm::ToolCall& call, size_t i, const char* status) const;
   std::string event(const char* type, json::Value v);
   std::string open_message();  // output_item.added, content_part.added (once)
+  // The message's text: the reply's beside its calls; with tools trimmed at its ends (as a parse
+  // with calls leaves it), so that the stream and the body agree.
+  std::string message_text(const FinishedReply& reply) const;
 
   const ApiRequest& req_;
   const ModelInfo& model_;
@@ -62,7 +66,8 @@ class ResponsesAnswer {
   int64_t created_;
   json::Value echo_;
   std::string text_;
-  size_t sent_ = 0;            // bytes of text_ sent as deltas
+  size_t sent_ = 0;            // bytes of text_ released (sent as deltas; with tools, as shown_)
+  std::string shown_;          // with tools: the text sent as deltas (text_ so far, trimmed)
   bool message_open_ = false;  // the message item was announced
   uint64_t sequence_ = 0;      // the next event's sequence_number
 };
