@@ -1,7 +1,8 @@
 // libFuzzer target: the HTTP server's request bodies (src/server/request.cpp) with the built-in
 // model's tokenizer and the plain chat template: /v1/completions, /v1/chat/completions, /tokenize
 // and /detokenize (and /v1/messages: a chat byte with the high bit, the body translated by
-// src/server/anthropic.cpp). The first byte picks the endpoint, the rest is the body. A body is either
+// src/server/anthropic.cpp; /v1/responses: a chat byte with bit 6 and not the high bit, translated by
+// src/server/responses.cpp). The first byte picks the endpoint, the rest is the body. A body is either
 // refused with an ApiError (HTTP 4xx) or becomes a request the scheduler can run: prompt ids in
 // the vocabulary, shorter than the context, sampling that passes validate(), bounded stop strings
 // and logprobs. Any other exception or a broken promise traps.
@@ -9,6 +10,7 @@
 #include "llm/tokenizer/loaders.h"
 #include "server/anthropic.h"
 #include "server/request.h"
+#include "server/responses.h"
 #include "util/error.h"
 
 #include <cstddef>
@@ -52,9 +54,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       case 0:
       case 1: {
         auto api = data[0] % 4 == 0 ? server::Api::Completions : server::Api::Chat;
-        // A chat byte with the high bit: an Anthropic Messages body, translated first.
-        const std::string translated =
-            api == server::Api::Chat && data[0] >= 128 ? server::anthropic_to_openai(body) : std::string(body);
+        // A chat byte with the high bit: an Anthropic Messages body, translated first; with bit 6
+        // (and not the high bit): a Responses body.
+        const bool chat = api == server::Api::Chat;
+        const std::string translated = chat && data[0] >= 128     ? server::anthropic_to_openai(body)
+                                       : chat && (data[0] & 0x40) ? server::responses_to_chat(body).chat
+                                                                  : std::string(body);
         server::ApiRequest r = server::parse_request(api, translated, m.info);
         const llm::Request& g = r.generation;
         check(!g.prompt.empty() && int64_t(g.prompt.size()) < m.info.max_ctx);

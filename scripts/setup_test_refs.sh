@@ -7,6 +7,10 @@
 #    $WGC_DEPS/serve-test (no dependencies; its peer dependencies are optional and not installed),
 #    and ajv@8.17.1 (with its four dependencies, pinned here too): a JSON Schema validator that the
 #    structured-output tests check the server's JSON against
+#  - @anthropic-ai/sdk@1.17.0: the official Anthropic client, for the Messages API test, with what
+#    npm installs for it at runtime (@opentelemetry/api, json-schema-to-ts with @babel/runtime and
+#    ts-algebra, standardwebhooks with @stablelib/base64 and fast-sha256; its optional peer zod is
+#    not installed), into $WGC_DEPS/serve-test too
 # Safe to run again, quiet when done. Tests skip (saying why) when these are absent; nothing here
 # is needed to build wgc.
 set -euo pipefail
@@ -60,4 +64,12 @@ install_set "$deps/serve-test" \
   "fast-deep-equal 3.1.3 b019a0980f27638dc3f85836b0e478f188e00d7a6e5852c0819fa86f56e47b8f" \
   "fast-uri 3.1.0 3ad33c6b4bd8cc1d5f867b7453cc783a96ffc89101a9ad3a8bcfe7905a83581d" \
   "json-schema-traverse 1.0.0 023222622df29fc274bde5d3590e47aa1d4a8e3c1d6e2aba029948ed79799b21" \
-  "require-from-string 2.0.2 cb694a4965908f7775a0c757f00cf4e624d193cd71d77988fbcca0f597b88d82"
+  "require-from-string 2.0.2 cb694a4965908f7775a0c757f00cf4e624d193cd71d77988fbcca0f597b88d82" \
+  "@anthropic-ai/sdk 1.17.0 074c03ca14c2ac12b7beb9744f1c5bf2846da47e371c8f2af46bd8126bd927df" \
+  "@opentelemetry/api 1.10.0 d23732a83d91a563ee223c44c81d231ad6d5123563fb12642e9272adc5d86dd9" \
+  "json-schema-to-ts 3.1.1 f6f34e4e453aca8753e9f644ad4fa297ae7011030bfff9e909bf34e31c4cc364" \
+  "@babel/runtime 7.29.17 83d2b5c4a0ebbcbd673ed7c89502d779fb39b1911162f8f0b878930f0eb23de4" \
+  "ts-algebra 2.0.0 f4c3968fd81eb7952e94860eb233558c820397d999149b6e2c689abaa34bc65c" \
+  "standardwebhooks 1.3.0 acda0e505e6c0d83afdd2856f186c2dba112ec05e699f387260093d71958e5c0" \
+  "@stablelib/base64 1.0.1 0130711d2e0d3f87436c7825db1f35bd6134fba2eda64b0df43d781f9b6a596a" \
+  "fast-sha256 1.3.0 4f897ea2594dc9cfb1250e7d4d0f65b4f105952a802fff2d06990bf1dc2c84f6"

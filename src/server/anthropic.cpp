@@ -1,5 +1,6 @@
 #include "server/anthropic.h"
 
+#include "server/response.h"
 #include "util/json.h"
 
 #include <algorithm>
@@ -236,21 +237,17 @@ Value AnthropicResponse::tool_use_blocks(const std::vector<llm::ToolCall>& calls
 std::string AnthropicResponse::body(const llm::RequestResult& r) {
   if (auto err = failure(r)) throw *err;
   text_ += r.text_tail;
-  std::optional<llm::ParsedReply> parsed;
-  if (req_.structured.parse_tools) {
-    parsed = llm::parse_tool_calls(text_, req_.structured.format);
-    if (parsed->calls.empty()) parsed.reset();
-  }
+  const FinishedReply parsed = finish_reply(text_, text_.size(), req_.structured);
+  const bool calls = !parsed.calls.empty();
   Value content = Value::array();
-  const std::string text = parsed ? parsed->content : text_;
-  if (!text.empty()) {
+  if (!parsed.content.empty()) {
     Value b = Value::object();
     b.set("type", "text");
-    b.set("text", text);
+    b.set("text", parsed.content);
     content.push_back(std::move(b));
   }
-  if (parsed) {
-    Value blocks = tool_use_blocks(parsed->calls);  // (a range-for over a temporary's items() would dangle)
+  if (calls) {
+    Value blocks = tool_use_blocks(parsed.calls);  // (a range-for over a temporary's items() would dangle)
     for (Value& b : blocks.items()) content.push_back(std::move(b));
   }
   Value o = Value::object();
@@ -259,7 +256,7 @@ std::string AnthropicResponse::body(const llm::RequestResult& r) {
   o.set("role", "assistant");
   o.set("model", model_.id);
   o.set("content", std::move(content));
-  o.set("stop_reason", parsed ? "tool_use" : stop_reason(r.stop));
+  o.set("stop_reason", calls ? "tool_use" : stop_reason(r.stop));
   o.set("stop_sequence", Value());
   Value usage = Value::object();
   usage.set("input_tokens", r.prompt_tokens);
@@ -302,8 +299,7 @@ std::string AnthropicResponse::block_start_text() {
 
 std::string AnthropicResponse::events(const llm::TokenEvent& e) {
   text_ += e.text;
-  size_t upto = text_.size();
-  if (req_.structured.parse_tools) upto = std::max(sent_, llm::tool_call_safe_prefix(text_, req_.structured.format));
+  const size_t upto = releasable(text_, sent_, req_.structured);
   if (upto <= sent_) return {};
   std::string out = block_start_text();
   Value d = Value::object();
@@ -320,20 +316,10 @@ std::string AnthropicResponse::events(const llm::TokenEvent& e) {
 std::string AnthropicResponse::last_events(const llm::RequestResult& r) {
   if (auto err = failure(r)) return error_event(*err);
   text_ += r.text_tail;
-  std::optional<llm::ParsedReply> parsed;
-  if (req_.structured.parse_tools) {
-    parsed = llm::parse_tool_calls(text_, req_.structured.format);
-    if (parsed->calls.empty()) parsed.reset();
-  }
+  const FinishedReply parsed = finish_reply(text_, sent_, req_.structured);
+  const bool calls = !parsed.calls.empty();
+  const std::string& rest = parsed.rest;
   std::string out;
-  // The rest of the text: all of it, or with calls what the parse kept past the sent part.
-  std::string rest = text_.substr(sent_);
-  if (parsed) {
-    std::string_view sent(text_.data(), sent_);
-    while (!sent.empty() && std::isspace(static_cast<unsigned char>(sent.front()))) sent.remove_prefix(1);
-    while (!sent.empty() && std::isspace(static_cast<unsigned char>(sent.back()))) sent.remove_suffix(1);
-    rest = parsed->content.starts_with(sent) ? parsed->content.substr(sent.size()) : "";
-  }
   if (!rest.empty()) {
     out += block_start_text();
     Value d = Value::object();
@@ -352,8 +338,8 @@ std::string AnthropicResponse::last_events(const llm::RequestResult& r) {
     return event("content_block_stop", o);
   };
   if (text_open_) out += stop_block(0);
-  if (parsed) {
-    Value blocks = tool_use_blocks(parsed->calls);
+  if (calls) {
+    Value blocks = tool_use_blocks(parsed.calls);
     for (Value& b : blocks.items()) {
       const int index = blocks_++;
       Value input = b["input"];
@@ -375,7 +361,7 @@ std::string AnthropicResponse::last_events(const llm::RequestResult& r) {
     }
   }
   Value md = Value::object();
-  md.set("stop_reason", parsed ? "tool_use" : stop_reason(r.stop));
+  md.set("stop_reason", calls ? "tool_use" : stop_reason(r.stop));
   md.set("stop_sequence", Value());
   Value usage = Value::object();
   usage.set("output_tokens", r.completion_tokens);

@@ -22,12 +22,38 @@ const char* finish_reason(llm::StopReason r) {
 
 std::string sse_data(const std::string& json) { return "data: " + json + "\n\n"; }
 
+size_t releasable(const std::string& text, size_t sent, const Structured& s) {
+  if (!s.parse_tools) return text.size();
+  return std::max(sent, llm::tool_call_safe_prefix(text, s.format));
+}
+
+FinishedReply finish_reply(const std::string& text, size_t sent, const Structured& s) {
+  FinishedReply out;
+  if (s.parse_tools) {
+    llm::ParsedReply p = llm::parse_tool_calls(text, s.format);
+    if (!p.calls.empty()) {
+      out.calls = std::move(p.calls);
+      out.content = std::move(p.content);
+      // Content beside the calls that was not sent yet: what the parse kept past the sent part.
+      std::string_view head(text.data(), std::min(sent, text.size()));
+      while (!head.empty() && std::isspace(static_cast<unsigned char>(head.front()))) head.remove_prefix(1);
+      while (!head.empty() && std::isspace(static_cast<unsigned char>(head.back()))) head.remove_suffix(1);
+      out.rest = out.content.starts_with(head) ? out.content.substr(head.size()) : "";
+      return out;
+    }
+  }
+  out.content = text;
+  out.rest = text.substr(std::min(sent, text.size()));
+  return out;
+}
+
 namespace {
 
 std::string plain(const std::string& m) { return m.starts_with("wgc: ") ? m.substr(5) : m; }
 
-// A request that ended without finishing: the error its client gets.
-std::optional<ApiError> failure(const llm::RequestResult& r) {
+}  // namespace
+
+std::optional<ApiError> generation_failure(const llm::RequestResult& r) {
   // Not the request's fault (the GPU device was lost, the model is being rebuilt): send it again.
   if (!r.error.empty() && r.retryable) return ApiError(503, plain(r.error), "unavailable_error", "", "device_lost");
   if (!r.error.empty()) return ApiError(500, "generation failed: " + r.error, "server_error");
@@ -36,6 +62,8 @@ std::optional<ApiError> failure(const llm::RequestResult& r) {
                     "unavailable_error", "", "cancelled");
   return std::nullopt;
 }
+
+namespace {
 
 Value bytes_of(const std::string& s) {
   Value a = Value::array();
@@ -174,9 +202,9 @@ std::string ResponseBuilder::chunk(const llm::TokenEvent& e) {
   text_ += e.text;
   std::string content = e.text;
   if (req_.structured.parse_tools) {  // only what surely is no call's start
-    const size_t safe = llm::tool_call_safe_prefix(text_, req_.structured.format);
-    content = safe > sent_ ? text_.substr(sent_, safe - sent_) : "";
-    sent_ = std::max(sent_, safe);
+    const size_t upto = releasable(text_, sent_, req_.structured);
+    content = text_.substr(sent_, upto - sent_);
+    sent_ = upto;
   }
   if (content.empty() && !req_.logprobs) return {};
   Value lp;
@@ -188,22 +216,14 @@ std::string ResponseBuilder::chunk(const llm::TokenEvent& e) {
 }
 
 std::string ResponseBuilder::last_chunks(const llm::RequestResult& r) {
-  if (auto err = failure(r)) return error_event(*err);
+  if (auto err = generation_failure(r)) return error_event(*err);
   std::string out;
   text_ += r.text_tail;
   if (!req_.structured.parse_tools) {
     out += content_chunk(r.text_tail, nullptr, finish_reason(r.stop));
   } else {
-    llm::ParsedReply p = llm::parse_tool_calls(text_, req_.structured.format);
-    std::string rest = text_.substr(sent_);  // the text held back
-    if (!p.calls.empty()) {
-      // Content beside the calls that was not sent yet: what the parse kept past the sent part.
-      std::string_view sent(text_.data(), sent_);
-      while (!sent.empty() && std::isspace(static_cast<unsigned char>(sent.front()))) sent.remove_prefix(1);
-      while (!sent.empty() && std::isspace(static_cast<unsigned char>(sent.back()))) sent.remove_suffix(1);
-      rest = p.content.starts_with(sent) ? p.content.substr(sent.size()) : "";
-    }
-    if (!rest.empty()) out += content_chunk(rest, nullptr, nullptr);
+    FinishedReply p = finish_reply(text_, sent_, req_.structured);
+    if (!p.rest.empty()) out += content_chunk(p.rest, nullptr, nullptr);
     Value calls = tool_calls(p.calls);
     for (size_t i = 0; i < p.calls.size(); ++i) {
       // OpenAI's shape: the call's head (arguments ""), then its arguments as a fragment.
@@ -248,21 +268,18 @@ void ResponseBuilder::add(const llm::TokenEvent& e) {
 }
 
 std::string ResponseBuilder::body(const llm::RequestResult& r) {
-  if (auto err = failure(r)) throw *err;
+  if (auto err = generation_failure(r)) throw *err;
   text_ += r.text_tail;
   Value o = envelope(false);
-  std::optional<llm::ParsedReply> parsed;
-  if (req_.structured.parse_tools) {
-    parsed = llm::parse_tool_calls(text_, req_.structured.format);
-    if (parsed->calls.empty()) parsed.reset();
-  }
-  Value c = choice(text_, req_.logprobs ? &logprobs_ : nullptr, parsed ? "tool_calls" : finish_reason(r.stop));
+  const FinishedReply parsed = finish_reply(text_, text_.size(), req_.structured);
+  const bool calls = !parsed.calls.empty();
+  Value c = choice(text_, req_.logprobs ? &logprobs_ : nullptr, calls ? "tool_calls" : finish_reason(r.stop));
   if (req_.api == Api::Chat) {
     Value msg = Value::object();
     msg.set("role", "assistant");
-    if (parsed) {
-      msg.set("content", parsed->content.empty() ? Value() : Value(parsed->content));
-      msg.set("tool_calls", tool_calls(parsed->calls));
+    if (calls) {
+      msg.set("content", parsed.content.empty() ? Value() : Value(parsed.content));
+      msg.set("tool_calls", tool_calls(parsed.calls));
     } else {
       msg.set("content", text_);
     }

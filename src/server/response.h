@@ -13,6 +13,7 @@
 #include "server/request.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,21 @@ class ResponseBuilder {
   size_t logprob_offset_ = 0;  // completions' text_offset: characters of the tokens so far
   json::Value logprobs_;       // not streaming: the collected logprobs
 };
+
+// A request that ended without finishing (the GPU device was lost: 503, retry; another error:
+// 500; cancelled at shutdown: 503): the error its client gets, in OpenAI's types.
+std::optional<ApiError> generation_failure(const llm::RequestResult& r);
+
+// A reply's tool calls, split off its text (every API's answer has the same). With tools (the
+// request's parse_tools), text that may begin a call is held back while streaming: releasable()
+// is where the text that surely is no call's start ends (at least `sent`, the bytes sent).
+size_t releasable(const std::string& text, size_t sent, const Structured& s);
+struct FinishedReply {
+  std::vector<llm::ToolCall> calls;  // none without tools, or when the reply holds none
+  std::string content;               // the text beside the calls (all of it without calls)
+  std::string rest;                  // streamed: the part of `content` past the `sent` bytes sent
+};
+FinishedReply finish_reply(const std::string& text, size_t sent, const Structured& s);
 
 // An SSE event carrying `json`.
 std::string sse_data(const std::string& json);

@@ -5,6 +5,7 @@
 #include "server/guarded_http.h"
 #include "server/metrics.h"
 #include "server/response.h"
+#include "server/responses.h"
 #include "server/web_assets.h"
 #include "util/json.h"
 
@@ -34,8 +35,9 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 // The routes, for the metrics' labels (anything else counts as "other": a label per unknown path
 // would let clients grow the metrics without bound).
 const char* route_label(const std::string& path) {
-  static const char* known[] = {"/",           "/health",      "/metrics",        "/v1/models",          "/tokenize",
-                                "/detokenize", "/v1/messages", "/v1/completions", "/v1/chat/completions"};
+  static const char* known[] = {
+      "/",           "/health",      "/metrics",        "/v1/models",           "/tokenize",
+      "/detokenize", "/v1/messages", "/v1/completions", "/v1/chat/completions", "/v1/responses"};
   if (path == "/v1/embeddings") return "/v1/embeddings";
   for (const char* k : known)
     if (path == k) return k;
@@ -48,6 +50,15 @@ const char* route_label(const std::string& path) {
 bool needs_key(const std::string& path) {
   return path != "/health" &&
          (path.starts_with("/v1/") || path == "/tokenize" || path == "/detokenize" || path == "/metrics");
+}
+
+// The API key a request carries: "Authorization: Bearer KEY", or Anthropic's "x-api-key: KEY" (what
+// the Anthropic client sends).
+std::optional<std::string> sent_key(const httplib::Request& req) {
+  const std::string auth = req.get_header_value("Authorization");
+  if (auth.starts_with("Bearer ")) return auth.substr(7);
+  if (req.has_header("x-api-key")) return req.get_header_value("x-api-key");
+  return std::nullopt;
 }
 
 // Constant-time comparison (the key is a secret).
@@ -81,6 +92,7 @@ struct Exchange {
   ApiRequest request;
   ResponseBuilder builder;                     // refers to `request`
   std::optional<AnthropicResponse> anthropic;  // /v1/messages: answered in Anthropic's shapes
+  std::optional<ResponsesAnswer> responses;    // /v1/responses: answered as a `response`
   Clock::time_point start;                     // the request's arrival
   uint64_t sched_id = 0;
 
@@ -91,6 +103,21 @@ struct Exchange {
   bool ended = false;                        // on_done has run
   bool first_token_seen = false;
   std::atomic<bool> abandoned{false};  // the client went away: on_token ends the request
+
+  // The answer in the request's API: streamed events, or the body from the collected events.
+  std::string first_events() {
+    return anthropic ? anthropic->first_events() : responses ? responses->first_events() : builder.first_chunk();
+  }
+  std::string event(const llm::TokenEvent& e) {
+    return anthropic ? anthropic->events(e) : responses ? responses->events(e) : builder.chunk(e);
+  }
+  std::string last_events(const llm::RequestResult& r) {
+    return anthropic ? anthropic->last_events(r) : responses ? responses->last_events(r) : builder.last_chunks(r);
+  }
+  void add(const llm::TokenEvent& e) { anthropic ? anthropic->add(e) : responses ? responses->add(e) : builder.add(e); }
+  std::string body(const llm::RequestResult& r) {
+    return anthropic ? anthropic->body(r) : responses ? responses->body(r) : builder.body(r);
+  }
 
   // Waits up to `timeout` for events or the end; moves them out.
   void take(std::deque<llm::TokenEvent>& out, std::optional<llm::RequestResult>& done,
@@ -194,7 +221,9 @@ struct Server::Impl {
   std::once_flag shutdown_once;
 
   void routes();
-  void generate(const std::string& body, httplib::Response& res, Api api, bool anthropic = false);
+  // The API a generation request came in (its body is translated into a chat request first).
+  enum class Dialect { OpenAI, Anthropic, Responses };
+  void generate(const std::string& body, httplib::Response& res, Api api, Dialect dialect = Dialect::OpenAI);
   void stream(const std::shared_ptr<Exchange>& x, httplib::Response& res);
   void wait_whole(Exchange& x, httplib::Response& res);
   uint64_t submit(const std::shared_ptr<Exchange>& x);
@@ -254,17 +283,25 @@ void Server::Impl::finish(const Exchange& x) {
   idle_cv.notify_all();
 }
 
-void Server::Impl::generate(const std::string& raw, httplib::Response& res, Api api, bool anthropic) {
+void Server::Impl::generate(const std::string& raw, httplib::Response& res, Api api, Dialect dialect) {
   auto arrived = Clock::now();
-  const std::string body = anthropic ? anthropic_to_openai(raw) : raw;             // the OpenAI request it means
+  // The OpenAI request it means.
+  ResponsesRequest responses;
+  if (dialect == Dialect::Responses) responses = responses_to_chat(raw);
+  const std::string body = dialect == Dialect::Anthropic   ? anthropic_to_openai(raw)
+                           : dialect == Dialect::Responses ? responses.chat
+                                                           : raw;
   std::shared_ptr<ModelPool::Lease> lease = pool->acquire(requested_model(body));  // loads it when needed
   ApiRequest parsed = parse_request(api, body, lease->info());
-  std::string id = (anthropic          ? "msg_"
-                    : api == Api::Chat ? "chatcmpl-"
-                                       : "cmpl-") +
+  std::string id = (dialect == Dialect::Anthropic   ? "msg_"
+                    : dialect == Dialect::Responses ? "resp_"
+                    : api == Api::Chat              ? "chatcmpl-"
+                                                    : "cmpl-") +
                    id_prefix + std::to_string(next_id++);
   auto x = std::make_shared<Exchange>(std::move(lease), std::move(parsed), id, arrived);
-  if (anthropic) x->anthropic.emplace(x->request, x->lease->info(), id);
+  if (dialect == Dialect::Anthropic) x->anthropic.emplace(x->request, x->lease->info(), id);
+  if (dialect == Dialect::Responses)
+    x->responses.emplace(x->request, x->lease->info(), id, int64_t(std::time(nullptr)), std::move(responses.echo));
   submit(x);
   if (x->request.stream)
     stream(x, res);
@@ -277,10 +314,10 @@ void Server::Impl::wait_whole(Exchange& x, httplib::Response& res) {
   while (!done) {
     std::deque<llm::TokenEvent> events;
     x.take(events, done, std::chrono::milliseconds(1000));
-    for (const auto& e : events) x.anthropic ? x.anthropic->add(e) : x.builder.add(e);
+    for (const auto& e : events) x.add(e);
   }
   finish(x);
-  res.set_content(x.anthropic ? x.anthropic->body(*done) : x.builder.body(*done), "application/json");
+  res.set_content(x.body(*done), "application/json");
 }
 
 void Server::Impl::stream(const std::shared_ptr<Exchange>& x, httplib::Response& res) {
@@ -294,13 +331,13 @@ void Server::Impl::stream(const std::shared_ptr<Exchange>& x, httplib::Response&
         std::string out;
         if (!*started) {
           *started = true;
-          out = x->anthropic ? x->anthropic->first_events() : x->builder.first_chunk();
+          out = x->first_events();
         }
         std::deque<llm::TokenEvent> events;
         std::optional<llm::RequestResult> done;
         if (out.empty()) x->take(events, done, std::chrono::milliseconds(250));
-        for (const auto& e : events) out += x->anthropic ? x->anthropic->events(e) : x->builder.chunk(e);
-        if (done) out += x->anthropic ? x->anthropic->last_events(*done) : x->builder.last_chunks(*done);
+        for (const auto& e : events) out += x->event(e);
+        if (done) out += x->last_events(*done);
         // A comment line now and then while nothing comes: a client that went away is noticed
         // (the write fails) during a long prefill or queue wait, not only at the next token.
         if (out.empty() && seconds_since(*last_write) > 1.0) out = ": keep-alive\n\n";
@@ -464,10 +501,19 @@ void Server::Impl::routes() {
   // Anthropic's Messages API: its errors in its own shape.
   http.Post("/v1/messages", with_body([this](const std::string& body, httplib::Response& res) {
               try {
-                generate(body, res, Api::Chat, true);
+                generate(body, res, Api::Chat, Dialect::Anthropic);
               } catch (const ApiError& e) {
                 res.status = e.status;
                 res.set_content(anthropic_error_body(e), "application/json");
+              }
+            }));
+  // OpenAI's Responses API: errors in OpenAI's shape, naming the Responses field.
+  http.Post("/v1/responses", with_body([this](const std::string& body, httplib::Response& res) {
+              try {
+                generate(body, res, Api::Chat, Dialect::Responses);
+              } catch (ApiError& e) {
+                e.param = responses_param(e.param);
+                throw;
               }
             }));
   http.Post("/v1/embeddings", with_body([this, json](const std::string& body, httplib::Response& res) {
@@ -501,7 +547,8 @@ void Server::Impl::routes() {
                res.set_redirect(*to + (query == std::string::npos ? "" : req.target.substr(query)), 301);
              } else if (req.path == "/") {
                json(res, R"({"name":"wgc serve","api":["GET /v1/models","POST /v1/chat/completions",)"
-                         R"("POST /v1/completions","POST /v1/messages","POST /tokenize","POST /detokenize",)"
+                         R"("POST /v1/completions","POST /v1/responses","POST /v1/messages","POST /tokenize",)"
+                         R"("POST /detokenize",)"
                          R"("GET /health","GET /metrics"],)"
                          R"("docs":"docs/serving.md"})");
              } else {
@@ -543,11 +590,16 @@ void Server::Impl::routes() {
       return refuse(ApiError(415, "a multipart body is not accepted: send JSON (Content-Type: application/json)",
                              "invalid_request_error", "", "unsupported_media_type"));
     if (!opt.api_key.empty() && needs_key(req.path)) {
-      std::string auth = req.get_header_value("Authorization");
-      if (!auth.starts_with("Bearer ") || !same_key(std::string_view(auth).substr(7), opt.api_key)) {
+      const std::optional<std::string> key = sent_key(req);
+      if (!key || !same_key(*key, opt.api_key)) {
         res.set_header("WWW-Authenticate", "Bearer");
-        return refuse(ApiError(401, "invalid or missing API key (send \"Authorization: Bearer <key>\")",
-                               "authentication_error", "", "invalid_api_key"));
+        ApiError e(401, "invalid or missing API key (send \"Authorization: Bearer <key>\" or \"x-api-key: <key>\")",
+                   "authentication_error", "", "invalid_api_key");
+        if (req.path != "/v1/messages") return refuse(e);
+        if (conn) conn->close_after_response();  // the Messages API's errors in Anthropic's shape
+        res.status = e.status;
+        res.set_content(anthropic_error_body(e), "application/json");
+        return httplib::Server::HandlerResponse::Handled;
       }
     }
     return httplib::Server::HandlerResponse::Unhandled;

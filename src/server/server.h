@@ -1,6 +1,6 @@
-// The HTTP server of `wgc serve`: OpenAI's completions and chat completions API (with streaming),
-// llama-server's /tokenize and /detokenize, /health, Prometheus /metrics and the web pages, over
-// one model served by a Scheduler. See docs/serving.md.
+// The HTTP server of `wgc serve`: OpenAI's completions, chat completions and Responses API and
+// Anthropic's Messages API (with streaming), llama-server's /tokenize and /detokenize, /health,
+// Prometheus /metrics and the web pages, over the models of a ModelPool. See docs/serving.md.
 //
 //   Server server(scheduler, model_info, ctx, {.host = "127.0.0.1", .port = 8080});
 //   std::thread t([&] { server.run(); });   // until shutdown()

@@ -1,105 +1,147 @@
-// `wgc serve`'s Anthropic Messages API (POST /v1/messages) over plain fetch (the @anthropic-ai/sdk
-// client is not pinned yet): a message's shape and usage, the stream's events in Anthropic's order
-// adding up to the same text, a forced tool_use whose input validates against the tool's
-// input_schema, the tool_result fed back, and errors in Anthropic's shape.
+// `wgc serve`'s Anthropic Messages API (POST /v1/messages) through the official @anthropic-ai/sdk
+// client, as a user would call it: messages.create's message (shape, usage), messages.stream's
+// text and final message equal to it (greedy and seeded), the raw stream's events in Anthropic's
+// order; a forced tool_use whose input validates (ajv) against the tool's input_schema, its
+// tool_result fed back and a final text answer; the same tool_use streamed (input_json_delta
+// assembled by the client); and errors surfaced as the client's typed errors (400, 404 for an
+// unknown model, 401 for a wrong x-api-key).
 // Usage: node anthropic.test.mjs --wgc build/wgc --deps .deps
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { options, startServer } from './lib.mjs';
+import fs from 'node:fs';
+import { builtinModel, loadAjv, loadAnthropic, options, skip, startServer } from './lib.mjs';
 
 const opt = options();
-const server = await startServer(opt.wgc, ['--parallel', '4', '--ctx', '1024']);
-const post = (body) => fetch(`${server.url}/v1/messages`, {
-  method: 'POST', headers: { 'Content-Type': 'application/json', 'anthropic-version': '2023-06-01' },
-  body: JSON.stringify(body),
-});
+const sdk = loadAnthropic(opt.deps);
+const ajv = loadAjv(opt.deps);
+if (!fs.existsSync(builtinModel)) skip(`the built-in model is not at ${builtinModel}`);
+const KEY = 'test-key-anthropic';
+// Two names, so that an unknown one is a 404 (a server of one model answers to any name); only
+// the first is ever loaded.
+const server = await startServer(opt.wgc, ['--model', `tiny=${builtinModel}`, '--model', `spare=${builtinModel}`,
+  '--api-key', KEY, '--parallel', '4', '--ctx', '1024']);
+const client = new sdk.Anthropic({ baseURL: server.url, apiKey: KEY, maxRetries: 0, timeout: 120_000 });
 test.after(async () => assert.deepEqual(await server.stop(), { code: 0, signal: null }, server.log()));
 
-// The events of an Anthropic stream: [{event, data}].
-async function events(response) {
-  const out = [];
-  for (const block of (await response.text()).split('\n\n')) {
-    if (!block.trim() || block.startsWith(':')) continue;
-    const [ev, data] = block.split('\n');
-    assert.match(ev, /^event: /);
-    assert.match(data, /^data: /);
-    const d = JSON.parse(data.slice(6));
-    assert.equal(d.type, ev.slice(7));
-    out.push(d);
+const model = 'tiny';
+const ask = { model, max_tokens: 10, system: 'Define words.', messages: [{ role: 'user', content: 'moon' }] };
+
+test('messages.create, and messages.stream adds up to the same message', async () => {
+  for (const sampling of [{ temperature: 0 }, { temperature: 0.9, top_p: 0.95, seed: 3 }]) {
+    const body = { ...ask, ...sampling };
+    const m = await client.messages.create(body);
+    assert.equal(m.type, 'message');
+    assert.equal(m.role, 'assistant');
+    assert.equal(m.model, model);
+    assert.match(m.id, /^msg_/);
+    assert.equal(m.content.length, 1);
+    assert.equal(m.content[0].type, 'text');
+    assert.ok(m.content[0].text.length > 0);
+    assert.equal(m.stop_reason, 'max_tokens');
+    assert.equal(m.usage.output_tokens, 10);
+    assert.ok(m.usage.input_tokens > 5);
+
+    const stream = client.messages.stream(body);
+    let deltas = '';
+    stream.on('text', (d) => { deltas += d; });
+    const final = await stream.finalMessage();
+    assert.equal(final.content[0].text, m.content[0].text, JSON.stringify(sampling));
+    assert.equal(deltas, m.content[0].text);
+    assert.equal(await stream.finalText(), m.content[0].text);
+    assert.equal(final.stop_reason, 'max_tokens');
+    assert.equal(final.usage.input_tokens, m.usage.input_tokens);
+    assert.equal(final.usage.output_tokens, m.usage.output_tokens);
   }
-  return out;
-}
+});
 
-const ask = { model: 'any', max_tokens: 10, temperature: 0, system: 'Define words.', messages: [{ role: 'user', content: 'moon' }] };
-
-test('a message, and its stream adds up to it', async () => {
-  const r = await post(ask);
-  assert.equal(r.status, 200);
-  const m = await r.json();
-  assert.equal(m.type, 'message');
-  assert.equal(m.role, 'assistant');
-  assert.match(m.id, /^msg_/);
-  assert.equal(m.content[0].type, 'text');
-  assert.equal(m.stop_reason, 'max_tokens');
-  assert.equal(m.usage.output_tokens, 10);
-  const ev = await events(await post({ ...ask, stream: true }));
-  assert.deepEqual(ev.map((e) => e.type).filter((t, i, a) => t !== a[i - 1]),
+test('stream: true gives the raw events in Anthropic order', async () => {
+  const types = [];
+  let text = '';
+  for await (const ev of await client.messages.create({ ...ask, temperature: 0, stream: true })) {
+    types.push(ev.type);
+    if (ev.type === 'content_block_delta') text += ev.delta.text;
+    if (ev.type === 'message_delta') assert.equal(ev.delta.stop_reason, 'max_tokens');
+  }
+  assert.deepEqual(types.filter((t, i, a) => t !== a[i - 1]),
     ['message_start', 'content_block_start', 'content_block_delta', 'content_block_stop', 'message_delta', 'message_stop']);
-  assert.equal(ev[0].message.usage.input_tokens, m.usage.input_tokens);
-  const text = ev.filter((e) => e.type === 'content_block_delta').map((e) => e.delta.text).join('');
-  assert.equal(text, m.content[0].text);
-  assert.equal(ev.at(-2).delta.stop_reason, 'max_tokens');
-  assert.equal(ev.at(-2).usage.output_tokens, 10);
+  assert.equal(text, (await client.messages.create({ ...ask, temperature: 0 })).content[0].text);
 });
 
 const weather = {
   name: 'get_weather', description: 'The weather now',
-  input_schema: { type: 'object', properties: { city: { type: 'string', maxLength: 10 } }, required: ['city'], additionalProperties: false },
+  input_schema: {
+    type: 'object', additionalProperties: false, required: ['city', 'unit'],
+    properties: { city: { type: 'string', maxLength: 10 }, unit: { enum: ['C', 'F'] } },
+  },
+};
+const validInput = ajv.compile(weather.input_schema);
+const forced = {
+  model, max_tokens: 200, temperature: 0.7, seed: 5, tools: [weather],
+  tool_choice: { type: 'tool', name: 'get_weather', disable_parallel_tool_use: true },
+  messages: [{ role: 'user', content: 'Weather in Oslo?' }],
 };
 
-test('tool_use forced, its result fed back', async () => {
-  for (const stream of [false, true]) {
-    const body = {
-      model: 'any', max_tokens: 400, temperature: 0.7, seed: 5, tools: [weather],
-      tool_choice: { type: 'tool', name: 'get_weather', disable_parallel_tool_use: true },
-      messages: [{ role: 'user', content: 'Weather in Oslo?' }], stream,
-    };
-    let use;
-    if (!stream) {
-      const m = await (await post(body)).json();
-      assert.equal(m.stop_reason, 'tool_use', JSON.stringify(m));
-      use = m.content.find((b) => b.type === 'tool_use');
-    } else {
-      const ev = await events(await post(body));
-      const start = ev.find((e) => e.type === 'content_block_start' && e.content_block.type === 'tool_use');
-      assert.ok(start, JSON.stringify(ev));
-      const json = ev.filter((e) => e.type === 'content_block_delta' && e.index === start.index).map((e) => e.delta.partial_json).join('');
-      use = { ...start.content_block, input: JSON.parse(json) };
-      assert.equal(ev.at(-2).delta.stop_reason, 'tool_use');
-    }
-    assert.equal(use.name, 'get_weather');
-    assert.match(use.id, /^toolu_/);
-    assert.equal(typeof use.input.city, 'string');
-    assert.ok(use.input.city.length <= 10);
-    assert.deepEqual(Object.keys(use.input), ['city']);
-    const final = await (await post({
-      model: 'any', max_tokens: 5, temperature: 0, tools: [weather],
-      messages: [{ role: 'user', content: 'Weather in Oslo?' }, { role: 'assistant', content: [use] },
-        { role: 'user', content: [{ type: 'tool_result', tool_use_id: use.id, content: '4 degrees' }] }],
-    })).json();
-    assert.equal(final.type, 'message', JSON.stringify(final));
-    assert.equal(final.usage.output_tokens, 5);
-  }
+test('a forced tool_use, its tool_result fed back, a final text answer', async () => {
+  const m = await client.messages.create(forced);
+  assert.equal(m.stop_reason, 'tool_use', JSON.stringify(m));
+  const uses = m.content.filter((b) => b.type === 'tool_use');
+  assert.equal(uses.length, 1);
+  const use = uses[0];
+  assert.equal(use.name, 'get_weather');
+  assert.match(use.id, /^toolu_/);
+  assert.ok(validInput(use.input), `${JSON.stringify(use.input)}: ${JSON.stringify(validInput.errors)}`);
+
+  const answer = (result) => client.messages.create({
+    model, max_tokens: 6, temperature: 0, tools: [weather],
+    messages: [...forced.messages, { role: 'assistant', content: m.content },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: use.id, content: result }] }],
+  });
+  const final = await answer('4 degrees');
+  assert.equal(final.type, 'message');
+  assert.ok(['end_turn', 'max_tokens'].includes(final.stop_reason), final.stop_reason);
+  assert.equal(final.content[0]?.type, 'text', JSON.stringify(final));
+  assert.ok(final.content[0].text.length > 0);
+  // The tool_result's content is in the prompt: a longer one makes a longer prompt.
+  const longer = await answer('4 degrees, wind from the north, rain later');
+  assert.ok(longer.usage.input_tokens > final.usage.input_tokens + 5);
 });
 
-test('errors in Anthropic shape', async () => {
-  for (const [body, words] of [[{ messages: [] }, 'max_tokens'], [{ max_tokens: 4, messages: [{ role: 'user', content: [{ type: 'image' }] }] }, 'image'],
-    [{ max_tokens: 4, messages: [{ role: 'system', content: 'x' }] }, 'user or assistant']]) {
-    const r = await post(body);
-    assert.equal(r.status, 400);
-    const e = await r.json();
-    assert.equal(e.type, 'error');
-    assert.equal(e.error.type, 'invalid_request_error');
-    assert.ok(e.error.message.includes(words), e.error.message);
-  }
+test('a streamed tool_use: input_json_delta assembled by the client', async () => {
+  const whole = await client.messages.create(forced);
+  const stream = client.messages.stream(forced);
+  let partials = 0;
+  stream.on('inputJson', () => { ++partials; });
+  const final = await stream.finalMessage();
+  assert.equal(final.stop_reason, 'tool_use');
+  assert.ok(partials >= 1);
+  const use = final.content.find((b) => b.type === 'tool_use');
+  assert.ok(use, JSON.stringify(final));
+  assert.ok(validInput(use.input), JSON.stringify(use.input));
+  // The same seed: the same call as not streamed.
+  assert.deepEqual(use.input, whole.content.find((b) => b.type === 'tool_use').input);
+  assert.equal(final.usage.output_tokens, whole.usage.output_tokens);
+});
+
+test('errors surface as the client\'s typed errors', async () => {
+  const expect = async (promise, Type, status, type, words) => {
+    await assert.rejects(promise, (e) => {
+      assert.ok(e instanceof Type, `${e?.constructor?.name}: ${e}`);
+      assert.ok(e instanceof sdk.APIError);
+      assert.equal(e.status, status);
+      assert.equal(e.type, type);
+      assert.equal(e.error.type, 'error');
+      if (words) assert.ok(e.error.error.message.includes(words), e.error.error.message);
+      return true;
+    });
+  };
+  await expect(client.messages.create({ model, max_tokens: 4, messages: [{ role: 'system', content: 'x' }] }),
+    sdk.BadRequestError, 400, 'invalid_request_error', 'user or assistant');
+  await expect(client.messages.create({ model, max_tokens: 4, messages: [{ role: 'user', content: [{ type: 'image', source: {} }] }] }),
+    sdk.BadRequestError, 400, 'invalid_request_error', 'image');
+  await expect(client.messages.create({ ...ask, temperature: 3 }), sdk.BadRequestError, 400, 'invalid_request_error', 'temperature');
+  await expect(client.messages.create({ ...ask, model: 'no-such-model' }), sdk.NotFoundError, 404, 'not_found_error', 'no-such-model');
+  // A streamed request refused before it starts: the same error from the stream helper.
+  await expect(client.messages.stream({ ...ask, model: 'no-such-model' }).finalMessage(), sdk.NotFoundError, 404, 'not_found_error');
+  const wrong = new sdk.Anthropic({ baseURL: server.url, apiKey: 'wrong', maxRetries: 0 });
+  await expect(wrong.messages.create(ask), sdk.AuthenticationError, 401, 'authentication_error');
 });

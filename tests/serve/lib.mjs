@@ -1,11 +1,12 @@
 // Shared by the `wgc serve` tests: start a server on a free port and stop it, the official openai
-// client (installed into $WGC_DEPS/serve-test by scripts/setup_test_refs.sh), server-sent events,
-// metrics, memory.
+// and Anthropic clients and ajv (installed into $WGC_DEPS/serve-test by scripts/setup_test_refs.sh),
+// server-sent events, metrics, memory.
 // The tests exit 77 (CTest: skipped) with the reason when something they need is absent.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 // --wgc PATH --deps DIR [--seconds N] [--clients N] from the command line.
 export function options() {
@@ -21,12 +22,29 @@ export function skip(reason) {
   process.exit(77);
 }
 
-// The official client from $WGC_DEPS/serve-test (scripts/setup_test_refs.sh), or a skip saying why.
-export function loadOpenAI(deps) {
-  const dir = path.resolve(deps, 'serve-test', 'node_modules', 'openai');
-  if (!fs.existsSync(dir)) skip(`the openai client is not installed in ${dir} (scripts/setup_test_refs.sh)`);
-  return createRequire(import.meta.url)(dir).OpenAI;
+// A package from $WGC_DEPS/serve-test (scripts/setup_test_refs.sh), or a skip saying why.
+export function loadServeDep(deps, name, file = '') {
+  const dir = path.resolve(deps, 'serve-test', 'node_modules', name);
+  if (!fs.existsSync(dir)) skip(`${name} is not installed in ${dir} (scripts/setup_test_refs.sh)`);
+  return createRequire(import.meta.url)(file ? path.join(dir, file) : dir);
 }
+
+// The official OpenAI client.
+export const loadOpenAI = (deps) => loadServeDep(deps, 'openai').OpenAI;
+
+// The official Anthropic client's module: { Anthropic, APIError, BadRequestError, ... }.
+export const loadAnthropic = (deps) => loadServeDep(deps, '@anthropic-ai/sdk');
+
+// ajv for JSON Schema draft 2020-12 (prefixItems, $defs, as OpenAI's structured outputs take): an
+// instance, strict about the schemas it is given.
+export function loadAjv(deps) {
+  const Ajv = loadServeDep(deps, 'ajv', path.join('dist', '2020.js')).default;
+  return new Ajv({ strict: true, strictTuples: false, allErrors: true, allowUnionTypes: true });
+}
+
+// The built-in model's file (tests that serve it under names of their own).
+export const builtinModel = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'models',
+  'wgc-tiny-dict-q8_0.gguf');
 
 // A running `wgc serve`: { url, port, pid, log(), stop() }. Extra arguments go to the command line,
 // `env` into its environment.

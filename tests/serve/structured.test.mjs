@@ -8,18 +8,11 @@
 // Usage: node structured.test.mjs --wgc build/wgc --deps .deps
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import path from 'node:path';
-import { createRequire } from 'node:module';
-import fs from 'node:fs';
-import { loadOpenAI, options, skip, startServer } from './lib.mjs';
+import { loadAjv, loadOpenAI, options, startServer } from './lib.mjs';
 
 const opt = options();
 const OpenAI = loadOpenAI(opt.deps);
-const ajvDir = path.resolve(opt.deps, 'serve-test', 'node_modules', 'ajv');
-if (!fs.existsSync(ajvDir)) skip(`ajv is not installed in ${ajvDir} (scripts/setup_test_refs.sh)`);
-// Draft 2020-12 (prefixItems, $defs), as OpenAI's structured outputs take.
-const Ajv = createRequire(import.meta.url)(path.join(ajvDir, 'dist', '2020.js')).default;
-const ajv = new Ajv({ strict: true, strictTuples: false, allErrors: true, allowUnionTypes: true });
+const ajv = loadAjv(opt.deps);
 
 const server = await startServer(opt.wgc, ['--parallel', '8', '--ctx', '1024']);
 const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'none', maxRetries: 0, timeout: 300_000 });
