@@ -5,10 +5,9 @@
 // the answer's `response` object, and its stream of events (sequence numbers, the order the openai
 // client accumulates) adding up to the same object, with text, tool calls, a cut at
 // max_output_tokens and a failure. Over HTTP with the openai client: tests/serve/responses.test.mjs.
-#include "llm/chat/chat_template.h"
 #include "server/request.h"
 #include "server/responses.h"
-#include "test_llm_util.h"
+#include "test_server_util.h"
 #include "util/json.h"
 
 using namespace wgc;
@@ -17,33 +16,7 @@ namespace json = wgc::json;
 
 namespace {
 
-// A small Hermes-style template: tools listed, calls and tool results rendered.
-const char* kHermesTemplate =
-    "{%- if tools %}<tools>{% for t in tools %}{{ t.function.name }};{% endfor %}</tools>{% endif -%}"
-    "{%- for m in messages %}<|{{ m.role }}|>"
-    "{%- if m.tool_calls %}{% for c in m.tool_calls %}<tool_call>{{ c.function.name }} "
-    "{{ c.function.arguments | tojson }}</tool_call>{% endfor %}{% else %}{{ m.content }}{% endif %}"
-    "{%- if m.tool_call_id %}[{{ m.tool_call_id }}]{% endif %}{% endfor %}"
-    "{%- if add_generation_prompt %}<|assistant|>{% endif %}";
-
-struct Model {
-  llm::Tokenizer tok;
-  llm::ChatTemplate plain, hermes;
-  ModelInfo plain_info, hermes_info;
-};
-
-const Model& model() {
-  static Model* m = [] {
-    auto file = llm::open_model(test::default_model(), {false, false});
-    llm::Tokenizer tok = *llm::find_tokenizer(file);
-    auto* out =
-        new Model{tok, llm::ChatTemplate::for_tokenizer(tok), llm::ChatTemplate(kHermesTemplate, "", ""), {}, {}};
-    out->plain_info = ModelInfo{"tiny", &out->tok, &out->plain, 512, {}};
-    out->hermes_info = ModelInfo{"tiny", &out->tok, &out->hermes, 512, {}};
-    return out;
-  }();
-  return *m;
-}
+const test::ServerModel& model() { return test::server_model(); }
 
 const char* kTools = R"([{"type": "function", "name": "get_weather", "description": "Weather now", "strict": true,
     "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"],

@@ -4,10 +4,9 @@
 // included), a tool round trip's messages rendered through a chat template that shows tools, and
 // tool calls in the whole answer and as streamed deltas that add up to it. The server over HTTP:
 // tests/serve/structured.test.mjs.
-#include "llm/chat/chat_template.h"
 #include "server/request.h"
 #include "server/response.h"
-#include "test_llm_util.h"
+#include "test_server_util.h"
 #include "util/json.h"
 
 using namespace wgc;
@@ -16,34 +15,7 @@ namespace json = wgc::json;
 
 namespace {
 
-// A small Hermes-style template: tools listed, calls and tool results rendered.
-const char* kHermesTemplate =
-    "{%- if tools %}<tools>{% for t in tools %}{{ t.function.name }};{% endfor %}</tools>{% endif -%}"
-    "{%- for m in messages %}<|{{ m.role }}|>"
-    "{%- if m.tool_calls %}{% for c in m.tool_calls %}<tool_call>{{ c.function.name }} "
-    "{{ c.function.arguments | tojson }}</tool_call>{% endfor %}{% else %}{{ m.content }}{% endif %}"
-    "{%- if m.tool_call_id %}[{{ m.tool_call_id }}]{% endif %}{% endfor %}"
-    "{%- if add_generation_prompt %}<|assistant|>{% endif %}";
-
-struct Model {
-  llm::Tokenizer tok;
-  llm::ChatTemplate plain, hermes;
-  ModelInfo plain_info, hermes_info;
-};
-
-const Model& model() {
-  static Model* m = [] {
-    auto file = llm::open_model(test::default_model(), {false, false});
-    llm::Tokenizer tok = *llm::find_tokenizer(file);
-    auto* out =
-        new Model{tok, llm::ChatTemplate::for_tokenizer(tok), llm::ChatTemplate(kHermesTemplate, "", ""), {}, {}};
-    llm::SamplingParams defaults;
-    out->plain_info = ModelInfo{"tiny", &out->tok, &out->plain, 512, defaults};
-    out->hermes_info = ModelInfo{"tiny", &out->tok, &out->hermes, 512, defaults};
-    return out;
-  }();
-  return *m;
-}
+const test::ServerModel& model() { return test::server_model(); }
 
 const char* kTools = R"([{"type": "function", "function": {"name": "get_weather", "description": "Weather now",
     "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}},

@@ -1,5 +1,6 @@
 #include "server/anthropic.h"
 
+#include "server/request_json.h"
 #include "server/response.h"
 #include "util/json.h"
 
@@ -10,15 +11,9 @@ namespace {
 
 using json::Value;
 
-std::string type_name(const Value& v) { return std::string(json::to_string(v.type())); }
-
+// A 400 whose field and place are one name.
 ApiError wrong(const std::string& where, const char* want, const Value& got) {
-  return bad_request(where, "'" + where + "' must be " + want + ", got " + type_name(got));
-}
-
-const Value* field(const Value& obj, std::string_view key) {
-  const Value* v = obj.find(key);
-  return v && !v->is_null() ? v : nullptr;
+  return server::wrong(where, where, want, got);
 }
 
 // A tool result's or system prompt's content: a string or text blocks.
@@ -125,13 +120,7 @@ std::string event(const char* name, const Value& v) {
 }  // namespace
 
 std::string anthropic_to_openai(std::string_view body) {
-  Value doc;
-  try {
-    doc = json::parse(body, "the request body", {kMaxJsonDepth});
-  } catch (const json::ParseError& e) {
-    throw ApiError(400, std::string("malformed JSON: ") + e.what());
-  }
-  if (!doc.is_object()) throw ApiError(400, "the request body must be a JSON object, got " + type_name(doc));
+  Value doc = parse_body(body);
   Value out = Value::object();
   // Fields that mean the same in both APIs.
   for (const char* k : {"model", "temperature", "top_p", "top_k", "stream", "seed"})

@@ -1,6 +1,7 @@
 #include "server/request.h"
 
 #include "llm/tokenizer/unicode.h"
+#include "server/request_json.h"
 #include "util/json.h"
 
 #include <cmath>
@@ -17,19 +18,6 @@ std::string num(double v) {
   char buf[40];
   std::snprintf(buf, sizeof buf, "%.10g", v);
   return buf;
-}
-
-std::string type_name(const Value& v) { return std::string(json::to_string(v.type())); }
-
-Value parse_body(std::string_view body) {
-  Value doc;
-  try {
-    doc = json::parse(body, "the request body", {kMaxJsonDepth});
-  } catch (const json::ParseError& e) {
-    throw ApiError(400, std::string("malformed JSON: ") + e.what());
-  }
-  if (!doc.is_object()) throw ApiError(400, "the request body must be a JSON object, got " + type_name(doc));
-  return doc;
 }
 
 // Typed access to the fields of a request object; absent and null fields are "not given".

@@ -1,5 +1,6 @@
 #include "server/responses.h"
 
+#include "server/request_json.h"
 #include "server/response.h"
 #include "util/json.h"
 
@@ -10,17 +11,6 @@ namespace wgc::server {
 namespace {
 
 using json::Value;
-
-std::string type_name(const Value& v) { return std::string(json::to_string(v.type())); }
-
-ApiError wrong(const std::string& param, const std::string& where, const char* want, const Value& got) {
-  return bad_request(param, "'" + where + "' must be " + want + ", got " + type_name(got));
-}
-
-const Value* field(const Value& obj, std::string_view key) {
-  const Value* v = obj.find(key);
-  return v && !v->is_null() ? v : nullptr;
-}
 
 // Fields of the Responses API that need what this server does not have (stored responses and
 // conversations, background runs, reasoning, built-in tools' outputs): refused, not ignored.
@@ -199,13 +189,7 @@ Value chat_response_format(const Value& text) {
 }  // namespace
 
 ResponsesRequest responses_to_chat(std::string_view body) {
-  Value doc;
-  try {
-    doc = json::parse(body, "the request body", {kMaxJsonDepth});
-  } catch (const json::ParseError& e) {
-    throw ApiError(400, std::string("malformed JSON: ") + e.what());
-  }
-  if (!doc.is_object()) throw ApiError(400, "the request body must be a JSON object, got " + type_name(doc));
+  Value doc = parse_body(body);
   refuse_unsupported(doc);
   Value out = Value::object();
   // Fields that mean the same in both APIs (seed, top_k, ...: this server's extensions to both).

@@ -3,6 +3,7 @@
 #include "llm/grammar/json_schema.h"
 #include "server/api_error.h"
 #include "server/request.h"
+#include "server/request_json.h"
 
 #include <set>
 
@@ -10,17 +11,6 @@ namespace wgc::server {
 namespace {
 
 using json::Value;
-
-std::string type_name(const Value& v) { return std::string(json::to_string(v.type())); }
-
-ApiError wrong(const std::string& param, const std::string& where, const char* want, const Value& got) {
-  return bad_request(param, "'" + where + "' must be " + want + ", got " + type_name(got));
-}
-
-const Value* field(const Value& obj, std::string_view key) {
-  const Value* v = obj.find(key);
-  return v && !v->is_null() ? v : nullptr;
-}
 
 void check_name(const std::string& name, const std::string& param, const std::string& where) {
   if (name.empty() || name.size() > kMaxToolNameBytes)
