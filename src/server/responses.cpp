@@ -291,6 +291,19 @@ Value ResponsesAnswer::response(const char* status, Value output, const llm::Req
   return o;
 }
 
+namespace {
+
+// A message's output_text content part.
+Value output_text(const std::string& text) {
+  Value part = Value::object();
+  part.set("type", "output_text");
+  part.set("text", text);
+  part.set("annotations", Value::array());
+  return part;
+}
+
+}  // namespace
+
 Value ResponsesAnswer::message_item(const std::string* text, const char* status) const {
   Value item = Value::object();
   item.set("id", "msg_" + tail_);
@@ -298,13 +311,7 @@ Value ResponsesAnswer::message_item(const std::string* text, const char* status)
   item.set("status", status);
   item.set("role", "assistant");
   Value content = Value::array();
-  if (text) {  // (announced, the item has no parts yet)
-    Value part = Value::object();
-    part.set("type", "output_text");
-    part.set("text", *text);
-    part.set("annotations", Value::array());
-    content.push_back(std::move(part));
-  }
+  if (text) content.push_back(output_text(*text));  // (announced, the item has no parts yet)
   item.set("content", std::move(content));
   return item;
 }
@@ -378,16 +385,24 @@ std::string ResponsesAnswer::open_message() {
   added.set("output_index", 0);
   added.set("item", message_item(nullptr, "in_progress"));
   std::string out = event("response.output_item.added", std::move(added));
-  Value part = Value::object();
-  part.set("type", "output_text");
-  part.set("text", "");
-  part.set("annotations", Value::array());
+  Value v = text_part_event();
+  v.set("part", output_text(""));
+  return out + event("response.content_part.added", std::move(v));
+}
+
+Value ResponsesAnswer::text_part_event() const {
   Value v = Value::object();
   v.set("item_id", "msg_" + tail_);
   v.set("output_index", 0);
   v.set("content_index", 0);
-  v.set("part", std::move(part));
-  return out + event("response.content_part.added", std::move(v));
+  return v;
+}
+
+std::string ResponsesAnswer::text_delta(std::string delta) {
+  Value v = text_part_event();
+  v.set("delta", std::move(delta));
+  v.set("logprobs", Value::array());
+  return event("response.output_text.delta", std::move(v));
 }
 
 std::string ResponsesAnswer::events(const llm::TokenEvent& e) {
@@ -404,13 +419,7 @@ std::string ResponsesAnswer::events(const llm::TokenEvent& e) {
   }
   if (delta.empty()) return {};
   std::string out = open_message();
-  Value v = Value::object();
-  v.set("item_id", "msg_" + tail_);
-  v.set("output_index", 0);
-  v.set("content_index", 0);
-  v.set("delta", std::move(delta));
-  v.set("logprobs", Value::array());
-  return out + event("response.output_text.delta", std::move(v));
+  return out + text_delta(std::move(delta));
 }
 
 std::string ResponsesAnswer::last_events(const llm::RequestResult& r) {
@@ -430,28 +439,13 @@ std::string ResponsesAnswer::last_events(const llm::RequestResult& r) {
   // The message: when there is text, or nothing else to answer with.
   if (message_open_ || !text.empty() || reply.calls.empty()) {
     out += open_message();
-    const std::string item_id = "msg_" + tail_;
-    if (!rest.empty()) {
-      Value v = Value::object();
-      v.set("item_id", item_id);
-      v.set("output_index", 0);
-      v.set("content_index", 0);
-      v.set("delta", rest);
-      v.set("logprobs", Value::array());
-      out += event("response.output_text.delta", std::move(v));
-    }
-    Value done = Value::object();
-    done.set("item_id", item_id);
-    done.set("output_index", 0);
-    done.set("content_index", 0);
+    if (!rest.empty()) out += text_delta(rest);
+    Value done = text_part_event();
     done.set("text", text);
     done.set("logprobs", Value::array());
     out += event("response.output_text.done", std::move(done));
     Value item = message_item(&text, status);
-    Value part = Value::object();
-    part.set("item_id", item_id);
-    part.set("output_index", 0);
-    part.set("content_index", 0);
+    Value part = text_part_event();
     part.set("part", item["content"][0]);
     out += event("response.content_part.done", std::move(part));
     Value item_done = Value::object();

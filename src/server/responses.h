@@ -55,6 +55,9 @@ class ResponsesAnswer {
   json::Value call_item(const llm::ToolCall& call, size_t i, const char* status) const;
   std::string event(const char* type, json::Value v);
   std::string open_message();  // output_item.added, content_part.added (once)
+  // The fields that place an event at the message's one text part (item_id, output and content index).
+  json::Value text_part_event() const;
+  std::string text_delta(std::string delta);  // a response.output_text.delta event
   // The message's text: the reply's beside its calls; with tools trimmed at its ends (as a parse
   // with calls leaves it), so that the stream and the body agree.
   std::string message_text(const FinishedReply& reply) const;
