@@ -56,10 +56,7 @@ void check_ring(const std::string& name, Device device, KvType kv, int chunk, in
   WGC_REQUIRE_FILE(dir / "golden.safetensors");
   const SafetensorsFile g = SafetensorsFile::open(dir / "golden.safetensors");
   const json::Value info = json::parse_file(dir / "golden.json");
-  OpenOptions oo;
-  oo.progress = false;
-  oo.prefault = false;
-  const ModelFile f = open_model(dir, oo);
+  const ModelFile f = open_model(dir, {false, false});
   const ModelConfig& c = f.config();
   ASSERT_TRUE(c.sliding_window.has_value());
   const int window = int(*c.sliding_window);
@@ -184,10 +181,7 @@ TEST(SwaRingCache, LayerSplit) {
   const fs::path dir = fixture("gemma3");
   WGC_REQUIRE_FILE(dir / "golden.safetensors");
   const SafetensorsFile g = SafetensorsFile::open(dir / "golden.safetensors");
-  OpenOptions oo;
-  oo.progress = false;
-  oo.prefault = false;
-  const ModelFile f = open_model(dir, oo);
+  const ModelFile f = open_model(dir, {false, false});
   const auto tokens = test::tensor_values<int32_t>(g, test::prompt_key(1, "tokens"));
   EngineOptions ro = engine(Device::Gpu, false, 4), fo = engine(Device::Gpu, true, 4);
   const uint64_t one_device = LlamaModel(ctx(), f, ro).kv_bytes();
@@ -212,10 +206,7 @@ TEST(SwaRingCache, SpeculativeRollbacks) {
   const fs::path dir = fixture("gemma3");
   WGC_REQUIRE_FILE(dir / "golden.safetensors");
   const SafetensorsFile g = SafetensorsFile::open(dir / "golden.safetensors");
-  OpenOptions oo;
-  oo.progress = false;
-  oo.prefault = false;
-  const ModelFile f = open_model(dir, oo);
+  const ModelFile f = open_model(dir, {false, false});
   const auto prompt = test::tensor_values<int32_t>(g, test::prompt_key(1, "tokens"));
   for (Device device : {Device::Cpu, Device::Gpu}) {
     std::vector<std::vector<int32_t>> outs;
@@ -273,10 +264,7 @@ TEST(SwaRingCache, CommandLine) {
 TEST(SwaRingCache, ServingPoolFreesBlocksBehindTheWindow) {
   const fs::path dir = fixture("gemma3");
   WGC_REQUIRE_FILE(dir / "golden.safetensors");
-  OpenOptions oo;
-  oo.progress = false;
-  oo.prefault = false;
-  const ModelFile f = open_model(dir, oo);
+  const ModelFile f = open_model(dir, {false, false});
   const int window = int(*f.config().sliding_window), V = int(f.config().vocab_size);
   LlamaModel m(ctx(), f, engine(Device::Gpu, false, 8));
   BatchedOptions bo;
@@ -361,7 +349,7 @@ TEST(SwaRingCache, ServingPoolFreesBlocksBehindTheWindow) {
 
   LlamaModel cpu(ctx(), f, engine(Device::Cpu, false, 8));
   EXPECT_THROW(BatchedLlama(cpu, bo), Error);
-  const ModelFile plain = open_model(fixture("llama3-rope"), oo);
+  const ModelFile plain = open_model(fixture("llama3-rope"), {false, false});
   LlamaModel pm(ctx(), plain, engine(Device::Gpu, false, 8));
   EXPECT_THROW(BatchedLlama(pm, bo), Error);
 }
@@ -372,10 +360,7 @@ TEST(SwaRingCache, ServingPoolFreesBlocksBehindTheWindow) {
 TEST(SwaRingCache, SchedulerFreesTheSlidingLayersBlocks) {
   const fs::path dir = fixture("gemma3");
   WGC_REQUIRE_FILE(dir / "golden.safetensors");
-  OpenOptions oo;
-  oo.progress = false;
-  oo.prefault = false;
-  const ModelFile f = open_model(dir, oo);
+  const ModelFile f = open_model(dir, {false, false});
   const int V = int(f.config().vocab_size);
   LlamaModel m(ctx(), f, engine(Device::Gpu, false, 8));
   const Tokenizer tok = *find_tokenizer(f);
