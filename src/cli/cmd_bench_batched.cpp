@@ -151,13 +151,8 @@ int bench_speculative(const Flags& f, const std::string& target_path, int p, int
   const std::string draft_path = cli::model_path(f.draft_model).string();
   std::vector<int> ks =
       f.draft_tokens.empty() ? std::vector<int>{llm::SchedulerOptions{}.draft_tokens} : f.draft_tokens;
-  for (int k : ks)
-    if (k < 1 || k > llm::kMaxDraftTokens)
-      throw UsageError("--draft-tokens expects counts from 1 to " + std::to_string(llm::kMaxDraftTokens) + ", got " +
-                       std::to_string(k));
+  check_draft_sweep(ks, f.draft_acceptance);
   std::vector<double> rates = f.draft_acceptance.empty() ? std::vector<double>{-1} : f.draft_acceptance;
-  for (double a : f.draft_acceptance)
-    if (!(a >= 0 && a <= 1)) throw UsageError("--draft-acceptance expects fractions from 0 to 1");
   if (f.tuning || f.no_prefill || f.sync || f.micro_batches || f.out.png)
     throw UsageError(
         "--draft-model measures the scheduler: not with --tuning, --no-prefill, --sync, --micro-batches, --png");

@@ -70,13 +70,8 @@ LlmSpeedPlan parse(const Flags& f) {
     }
   }
   if (f.draft_model) p.draft_model = model_path(f.draft_model).string();
-  for (int k : p.draft_tokens)
-    if (k < 1 || k > llm::kMaxDraftTokens)
-      throw UsageError("--draft-tokens expects counts from 1 to " + std::to_string(llm::kMaxDraftTokens) + ", got " +
-                       std::to_string(k));
+  check_draft_sweep(p.draft_tokens, p.draft_acceptance);
   if (p.draft_tokens.empty()) p.draft_tokens = {llm::SpeculativeOptions{}.draft_tokens};
-  for (double a : p.draft_acceptance)
-    if (a < 0 || a > 1) throw UsageError("--draft-acceptance expects fractions from 0 to 1");
   if (!f.draft_model && !p.draft_acceptance.empty()) throw UsageError("--draft-acceptance needs --draft-model");
   if (f.draft_model && std::all_of(p.generate_sizes.begin(), p.generate_sizes.end(), [](int v) { return v == 0; }))
     throw UsageError("--draft-model measures decode: give -n");

@@ -219,6 +219,15 @@ std::unique_ptr<LoadedModel> start_draft(const ModelFlags& f, const LoadedModel&
   return d;
 }
 
+void check_draft_sweep(const std::vector<int>& tokens, const std::vector<double>& acceptance) {
+  for (int k : tokens)
+    if (k < 1 || k > llm::kMaxDraftTokens)
+      throw UsageError("--draft-tokens expects counts from 1 to " + std::to_string(llm::kMaxDraftTokens) + ", got " +
+                       std::to_string(k));
+  for (double a : acceptance)
+    if (!(a >= 0 && a <= 1)) throw UsageError("--draft-acceptance expects fractions from 0 to 1");
+}
+
 llm::GenerateOptions generate_options(const ModelFlags& f, const fs::path& model) {
   if (f.ctx < 0) throw UsageError("--ctx must be >= 0");
   llm::GenerateOptions o;

@@ -103,6 +103,10 @@ llm::LlamaModel& start_engine(LoadedModel& m, const LlmBackend& backend, int max
 std::unique_ptr<LoadedModel> start_draft(const ModelFlags& f, const LoadedModel& target, const LlmBackend& backend,
                                          llm::Generator& gen);
 
+// The bench commands' speculative-decoding sweeps: each --draft-tokens count 1 .. kMaxDraftTokens,
+// each --draft-acceptance rate 0 .. 1.
+void check_draft_sweep(const std::vector<int>& tokens, const std::vector<double>& acceptance);
+
 // The flags llama.cpp users reach for, as aliases of wgc's (the help names wgc's first):
 // --ctx (-c, --ctx-size) and --threads (-t).
 CLI::Option* add_ctx_flag(CLI::App& app, int& ctx, const std::string& help);
